@@ -1,0 +1,110 @@
+"""Clocks: the one place gapwatch asks what time it is, so tests and replays can own time.
+
+`SystemClock` is the real thing; `FakeClock` is driven by tests; `VirtualClock` runs a simulation as
+fast as possible (its `sleep` advances time instead of waiting). The sampler, the tailer and the
+simulator take a `Clock`; nothing in the core calls `time.*` directly for scheduling.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def monotonic_ns(self) -> int: ...
+
+    def wall_s(self) -> float: ...
+
+    def sleep_until_ns(self, deadline_mono_ns: int, stop: threading.Event | None = None) -> bool:
+        """Sleep until `deadline_mono_ns`; return False if `stop` was set meanwhile."""
+        ...
+
+
+class SystemClock:
+    """Real time. Sleeping waits on `stop` so that a shutdown never waits out a period."""
+
+    def monotonic_ns(self) -> int:
+        return time.monotonic_ns()
+
+    def wall_s(self) -> float:
+        return time.time()
+
+    def sleep_until_ns(self, deadline_mono_ns: int, stop: threading.Event | None = None) -> bool:
+        delay_s = (deadline_mono_ns - time.monotonic_ns()) / 1e9
+        if delay_s <= 0:
+            return not (stop is not None and stop.is_set())
+        if stop is None:
+            time.sleep(delay_s)
+            return True
+        return not stop.wait(delay_s)
+
+
+class FakeClock:
+    """A clock that moves only when told to (`advance`), or when a sleeper asks it to.
+
+    `sleep_until_ns` jumps straight to the deadline, plus `late_by_ns` when a test wants to
+    simulate a stalled thread.
+    """
+
+    def __init__(self, start_mono_ns: int = 1_000_000_000, start_wall_s: float = 1_796_000_000.0):
+        self._mono_ns = start_mono_ns
+        self._wall0_s = start_wall_s
+        self._mono0_ns = start_mono_ns
+        self.late_by_ns = 0
+        self._lock = threading.Lock()
+
+    def monotonic_ns(self) -> int:
+        with self._lock:
+            return self._mono_ns
+
+    def wall_s(self) -> float:
+        with self._lock:
+            return self._wall0_s + (self._mono_ns - self._mono0_ns) / 1e9
+
+    def advance_ns(self, delta_ns: int) -> None:
+        with self._lock:
+            self._mono_ns += delta_ns
+
+    def sleep_until_ns(self, deadline_mono_ns: int, stop: threading.Event | None = None) -> bool:
+        if stop is not None and stop.is_set():
+            return False
+        with self._lock:
+            self._mono_ns = max(self._mono_ns, deadline_mono_ns + self.late_by_ns)
+        return True
+
+
+class VirtualClock(FakeClock):
+    """Simulated time that runs as fast as the CPU allows (`--speed 0`)."""
+
+
+class ScaledClock:
+    """Time that runs `speed` times faster than real time (`--speed X` for sim and replay).
+
+    Wall time starts at `start_wall_s` and advances `speed` seconds per real second, so a
+    simulated or replayed session keeps its own timestamps consistent at any speed.
+    """
+
+    def __init__(self, speed: float, start_wall_s: float | None = None):
+        if speed <= 0:
+            raise ValueError("ScaledClock needs speed > 0; use VirtualClock for speed 0")
+        self.speed = speed
+        self._real0_ns = time.monotonic_ns()
+        self._wall0_s = time.time() if start_wall_s is None else start_wall_s
+
+    def monotonic_ns(self) -> int:
+        return self._real0_ns + int((time.monotonic_ns() - self._real0_ns) * self.speed)
+
+    def wall_s(self) -> float:
+        return self._wall0_s + (time.monotonic_ns() - self._real0_ns) * self.speed / 1e9
+
+    def sleep_until_ns(self, deadline_mono_ns: int, stop: threading.Event | None = None) -> bool:
+        real_deadline_ns = self._real0_ns + (deadline_mono_ns - self._real0_ns) / self.speed
+        delay_s = (real_deadline_ns - time.monotonic_ns()) / 1e9
+        if delay_s <= 0:
+            return not (stop is not None and stop.is_set())
+        if stop is None:
+            time.sleep(delay_s)
+            return True
+        return not stop.wait(delay_s)

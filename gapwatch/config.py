@@ -1,0 +1,270 @@
+"""Configuration: pydantic models for every tunable, loaded from TOML, overridden by CLI flags.
+
+Who calls it: `gapwatch.cli` builds one `Config` per run and passes it (or its sections) down;
+nothing else reads files or environment variables for settings (no ambient globals).
+
+Lookup order: `--config FILE`, else `$XDG_CONFIG_HOME/gapwatch/config.toml` (or
+`~/.config/gapwatch/config.toml`), else the defaults below. Every key is documented in
+`config.example.toml`; `tests/test_config.py` checks that the two stay in step.
+
+Errors: an unknown key or a bad value raises `ConfigError`, whose message names the file, the
+dotted key and, for a typo, the nearest valid key (difflib), e.g.
+`config.toml: detector.min_gap_m: unknown key (did you mean 'min_gap_ms'?)`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class ConfigError(Exception):
+    """A configuration file or value is wrong; the message is meant for the user as is."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SamplerConfig(_Section):
+    """How GPUs are sampled."""
+
+    #: Sampling period. 100 ms matches GPM's refresh; below it GPM repeats stale intervals.
+    period_ms: float = Field(100.0, gt=0, le=60_000)
+    #: GPU indices to watch; empty = all.
+    gpus: list[int] = Field(default_factory=list)
+    #: Allow GPM (Hopper and newer). Off forces the byte counters / legacy path.
+    use_gpm: bool = True
+    #: Allow the PCIe byte counters (fields 197/198) when GPM is unavailable.
+    use_counters: bool = True
+    #: Seconds between `nvmlDeviceGetPcieThroughput` calls on the legacy path. That call blocks
+    #: ~21 ms per direction per GPU, so it never runs inside every tick.
+    legacy_pcie_every_s: float = Field(5.0, ge=1.0)
+
+
+class HostConfig(_Section):
+    """Host memory pressure sampling."""
+
+    enabled: bool = True
+    #: Read memory-bandwidth monitoring from resctrl where the kernel exposes it.
+    resctrl: bool = True
+
+
+class UserRule(_Section):
+    """A log line format of a prover other than cuzk: a regex with named groups.
+
+    Groups with special meaning: `timestamp`, `phase`, `worker`, `partition`, `gpu`, `job_id`.
+    Every other named group becomes a field of the event.
+    """
+
+    name: str = Field(min_length=1)
+    regex: str = Field(min_length=1)
+    #: strptime format of the `timestamp` group; empty = RFC3339/ISO-8601 or Unix seconds.
+    timestamp_format: str = ""
+    #: Event name when the regex has no `phase` group.
+    event: str = ""
+    #: Mark matching lines as a warning that explains gaps (e.g. "unpinned").
+    warning: str = ""
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"regex does not compile: {exc}") from exc
+        return value
+
+
+class LogsConfig(_Section):
+    """The prover logs gapwatch follows."""
+
+    #: Paths to follow (tail -F); "-" is standard input. `--log` adds to these.
+    paths: list[str] = Field(default_factory=list)
+    #: Read existing content first instead of starting at the end.
+    from_start: bool = False
+    #: How often to poll a followed file for growth, rotation and truncation.
+    poll_ms: float = Field(50.0, gt=0, le=5000)
+    #: Longer lines are cut here (and counted).
+    max_line_bytes: int = Field(1 << 20, ge=1024)
+    #: Use the built-in cuzk rules.
+    cuzk: bool = True
+    #: User-defined rules, tried after the built-in ones.
+    rules: list[UserRule] = Field(default_factory=list)
+
+
+class DetectorConfig(_Section):
+    """What counts as idle, as a gap, and as a chaining breakdown."""
+
+    #: SM activity below this (GPM) is idle.
+    idle_sm_pct: float = Field(10.0, ge=0, le=100)
+    #: utilization.gpu below this is idle where SM activity is unavailable (lower confidence:
+    #: utilization.gpu counts copies as busy).
+    idle_util_pct: float = Field(10.0, ge=0, le=100)
+    #: Shortest idle stretch reported as a gap.
+    min_gap_ms: float = Field(300.0, gt=0)
+    #: PCIe below this fraction of link capacity (but above quiet) during a gap = pcie_starved.
+    starved_below_link_frac: float = Field(0.30, gt=0, le=1)
+    #: PCIe below this fraction of link capacity = quiet = host_stall.
+    quiet_below_link_frac: float = Field(0.01, ge=0, le=1)
+    #: Link capacity assumed when NVML cannot tell (bytes/s per direction); Gen5 x16.
+    default_link_bytes_per_s: float = Field(63.0e9, gt=0)
+    #: Window for the chaining state and the busy fraction.
+    window_s: float = Field(30.0, gt=0)
+    #: BREAKDOWN when at least this many pcie_starved gaps fall in the window ...
+    breakdown_min_starved_gaps: int = Field(2, ge=1)
+    #: ... or when pcie_starved gaps cover at least this fraction of the window.
+    breakdown_idle_frac: float = Field(0.10, gt=0, le=1)
+    #: A silence longer than this many sampling periods is "no data", never idle.
+    nodata_after_periods: float = Field(3.0, ge=1.5)
+    #: Prover events this long before a gap's start are attached to it as evidence.
+    evidence_before_s: float = Field(2.0, ge=0)
+
+
+class RecordConfig(_Section):
+    """Recording to JSON Lines."""
+
+    #: Flush the recording at least this often (kill -9 loses at most this much).
+    flush_interval_s: float = Field(1.0, gt=0, le=10)
+
+
+class UiConfig(_Section):
+    """The dashboard."""
+
+    #: Chart window at start; `w` cycles through `windows_s`.
+    window_s: float = Field(60.0, gt=0)
+    windows_s: list[float] = Field(default_factory=lambda: [30.0, 60.0, 120.0, 600.0])
+    #: Redraw rate of the always-on view.
+    redraw_hz: float = Field(4.0, gt=0, le=30)
+    #: Seconds between redraws of the plotext detail chart (it is ~10x costlier).
+    detail_redraw_s: float = Field(1.0, ge=0.2)
+    #: Ring the terminal bell when a GPU enters BREAKDOWN.
+    bell: bool = False
+    #: Theme: "auto" follows NO_COLOR; "mono" forces no colour.
+    color: Literal["auto", "mono"] = "auto"
+
+
+class SnapshotConfig(_Section):
+    """Snapshots (key `s`, or automatic on BREAKDOWN)."""
+
+    #: Folder where snapshot folders are written.
+    dir: str = "."
+    #: Take one automatically when a GPU enters BREAKDOWN.
+    auto: bool = True
+    #: At most one automatic snapshot per this many seconds.
+    auto_min_interval_s: float = Field(300.0, ge=0)
+    #: How much history a snapshot keeps.
+    history_s: float = Field(300.0, gt=0)
+
+
+class PrometheusConfig(_Section):
+    """The Prometheus exporter."""
+
+    #: HOST:PORT to serve /metrics on; empty = off. `--prometheus` sets it.
+    listen: str = ""
+
+
+class SimConfig(_Section):
+    """The simulated prover (`--source sim[:SCENARIO]`)."""
+
+    scenario: Literal["chained", "pageable", "host-stall", "transfer-bound"] = "pageable"
+    seed: int = 1
+    #: Number of simulated GPUs (each with two workers).
+    gpus: int = Field(1, ge=1, le=16)
+    #: Stop after this many simulated seconds (0 = run until stopped).
+    duration_s: float = Field(0.0, ge=0)
+
+
+class Config(_Section):
+    """The whole configuration. Sections mirror `config.example.toml`."""
+
+    sampler: SamplerConfig = Field(default_factory=SamplerConfig)
+    host: HostConfig = Field(default_factory=HostConfig)
+    logs: LogsConfig = Field(default_factory=LogsConfig)
+    detector: DetectorConfig = Field(default_factory=DetectorConfig)
+    record: RecordConfig = Field(default_factory=RecordConfig)
+    ui: UiConfig = Field(default_factory=UiConfig)
+    snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
+    prometheus: PrometheusConfig = Field(default_factory=PrometheusConfig)
+    sim: SimConfig = Field(default_factory=SimConfig)
+
+
+def default_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "gapwatch" / "config.toml"
+
+
+def _valid_keys(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
+    """The keys valid at `loc` (a pydantic error location), for "did you mean" suggestions."""
+    current: Any = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return []
+        annotation = fields[part].annotation
+        args = getattr(annotation, "__args__", None)
+        if args:  # list[UserRule] and friends
+            annotation = next((a for a in args if isinstance(a, type)), annotation)
+        current = annotation
+    fields = getattr(current, "model_fields", None)
+    return list(fields) if fields else []
+
+
+def _describe(exc: ValidationError, origin: str) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        key = ".".join(str(p) for p in loc)
+        if err["type"] == "extra_forbidden":
+            valid = _valid_keys(Config, loc)
+            near = difflib.get_close_matches(str(loc[-1]), valid, n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else f" (valid keys: {', '.join(valid)})"
+            lines.append(f"{origin}: {key}: unknown key{hint}")
+        else:
+            lines.append(f"{origin}: {key}: {err['msg']} (got {err.get('input')!r})")
+    return "\n".join(lines)
+
+
+def build_config(data: dict[str, Any], origin: str = "<defaults>") -> Config:
+    """Validate a plain dict (from TOML or tests) into a `Config`, or raise `ConfigError`."""
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, origin)) from None
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Load the configuration from `path`, the default location, or the defaults.
+
+    Raises:
+        ConfigError: the file cannot be read, is not TOML, or holds unknown keys or bad values.
+    """
+    explicit = path is not None
+    file = Path(path) if path is not None else default_config_path()
+    if not file.exists():
+        if explicit:
+            raise ConfigError(f"{file}: config file not found")
+        return Config()
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot read config: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    return build_config(data, origin=str(file))
+
+
+def with_overrides(config: Config, overrides: dict[str, dict[str, Any]]) -> Config:
+    """Return `config` with CLI overrides applied section by section, validated again."""
+    data = config.model_dump()
+    for section, values in overrides.items():
+        data.setdefault(section, {}).update(values)
+    return build_config(data, origin="command line")

@@ -1,0 +1,46 @@
+"""Where samples come from: the protocols every source implements.
+
+Implementations: `nvml` (real GPUs; the only module that imports pynvml), `host` (host memory
+pressure; the only module that imports psutil), `sim` (the simulated prover), `replay` (a
+recording or a trace CSV). The sampler drives `GpuSource`/`HostSource` on a deadline schedule;
+`replay` drives the session itself because its records carry their own times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from gapwatch.models import GpuInfo, GpuSample, HostSample, Notice
+
+
+class SourceUnavailable(Exception):
+    """The source cannot start (no driver, no GPU, unreadable file). The message is for the user;
+    the CLI prints it on one line and exits with status 2."""
+
+
+@dataclass(slots=True)
+class Tick:
+    """What one sampler tick read from a GPU source."""
+
+    gpu: list[GpuSample] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
+
+
+class GpuSource(Protocol):
+    def open(self) -> list[GpuInfo]:
+        """Start the source and describe its GPUs. Raises SourceUnavailable."""
+        ...
+
+    def read(self, t_mono_ns: int, t_wall_s: float, lateness_ns: int) -> Tick:
+        """Take one reading of every GPU. Never raises for a per-GPU problem: it reports it as a
+        Notice and that GPU's fields as None (or omits a lost GPU)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class HostSource(Protocol):
+    def read(self, t_mono_ns: int, t_wall_s: float) -> HostSample: ...
+
+    def close(self) -> None: ...

@@ -27,7 +27,9 @@ SCHEMA_VERSION = 1
 #: the legacy calls (utilization rates / PcieThroughput), a simulator, or a CSV trace.
 SignalSource = Literal["gpm", "counters", "legacy", "util", "sim", "trace"]
 
-GapKind = Literal["pcie_starved", "transfer_bound", "host_stall"]
+#: Why a GPU idled, from PCIe during the gap (see docs/detection.md). "unknown": no PCIe reading
+#: during the gap, so the cause cannot be told (never guessed as host_stall).
+GapKind = Literal["pcie_starved", "transfer_bound", "host_stall", "unknown"]
 ChainState = Literal["CHAINED", "GAPS", "BREAKDOWN", "IDLE", "NO_DATA"]
 
 
@@ -121,7 +123,10 @@ class Gap:
     """An idle stretch of one GPU between busy periods, with its cause and evidence.
 
     A gap is published while open (`end_s` None, `duration_s` growing) and again when closed;
-    `gap_id` ties the versions together.
+    `gap_id` ties the versions together. A gap that was open when the data ended (end of the
+    recording, a hole in the data) turned out to be idle after the last busy period, not a gap:
+    its last version has `retracted` True (and `end_s` = the last idle reading). Consumers keep
+    the latest version per `gap_id` and must not count or show retracted gaps as gaps.
     """
 
     gap_id: int
@@ -140,6 +145,7 @@ class Gap:
     hint: str = ""
     host: dict[str, float | None] = field(default_factory=dict)
     log_events: list[dict[str, Any]] = field(default_factory=list)
+    retracted: bool = False
     type: Literal["gap"] = "gap"
 
     @property

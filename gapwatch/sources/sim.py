@@ -1,0 +1,414 @@
+"""The simulated prover: a seeded, deterministic two-worker-per-GPU pipeline, sampled like NVML.
+
+Who calls it: `gapwatch demo` and `--source sim[:SCENARIO]` (through `gapwatch.runtime`), the
+tests and benchmarks (through `simulate`). It implements `GpuSource` and `HostSource`, writes
+cuzk-style log lines through a callback, and keeps ground truth (every partition's GPU compute
+interval), so the detector can be scored.
+
+The model, per GPU (see `../shared/reference/cuzk-log-formats.md` section 3 and the H200 traces):
+synthesis threads produce partitions into a bounded queue; two GPU workers each take a
+partition, copy its a/b/c vectors host-to-device (PCIe RX at the copy rate, SMs idle), then take a
+narrow per-GPU compute lock and run kernels (SMs ~95 % busy). While one worker computes, the
+other copies: when the copy is shorter than the compute, the GPU never waits ("chained"). Pageable
+memory copies run through a bounce buffer whose rate falls as synthesis threads load host memory
+bandwidth; once the copy outlasts the compute, gaps open with PCIe trickling (the breakdown).
+
+Sampling integrates the simulated intervals exactly over each sample's window, so a sample's
+`sm_active_pct` is the covered fraction of the window, as GPM reports it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+from gapwatch.models import GpuInfo, GpuSample, HostSample, link_bytes_per_s
+from gapwatch.sources import Tick
+
+ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound"]
+SCENARIOS: tuple[ScenarioName, ...] = ("chained", "pageable", "host-stall", "transfer-bound")
+LINK_BYTES_PER_S = link_bytes_per_s(5, 16) or 63e9
+IDLE_PCIE_BYTES_PER_S = 1.5 * 2**20  # an idle H200 link reads ~0.7-2.7 MiB/s each way
+
+#: (stream, text): stream is "stdout" for tracing lines, "stderr" for TIMELINE / CUZK lines.
+LineSink = Callable[[str, str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """Parameters of one simulated prover setup."""
+
+    name: ScenarioName
+    pinned: bool
+    abc_bytes: float  # a/b/c bytes copied host-to-device per partition
+    compute_s: float  # kernel time per partition
+    synth_s: float  # synthesis time per partition per thread
+    threads_start: int  # synthesis threads at the start ...
+    threads_end: int  # ... and after the ramp
+    ramp_start_s: float
+    ramp_end_s: float
+    pinned_rate: float = 55.5e9  # measured H2D from pinned memory on the H200
+    pageable_rate: float = 8.5e9  # pageable H2D with a quiet host
+    pageable_floor_frac: float = 0.25  # pageable rate under full host pressure, as a fraction
+    queue_depth: int = 4
+
+
+SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
+    # Pinned pool, fast synthesis: copies take ~80 ms, hidden behind the other worker's kernels.
+    "chained": Scenario("chained", True, 4.5e9, 0.9, 2.0, 4, 4, 0.0, 0.0),
+    # The seeds' story: pageable a/b/c; fine with 3 synthesis threads (copy ~0.55 s < 0.9 s
+    # compute), then threads ramp to 20, host memory bandwidth saturates, H2D falls to ~2.5 GB/s,
+    # copies take ~1.8 s and the GPU idles ~0.9 s per partition with PCIe trickling.
+    "pageable": Scenario("pageable", False, 4.5e9, 0.9, 2.0, 3, 20, 8.0, 20.0),
+    # Synthesis cannot keep up: the queue runs dry and the GPU waits with PCIe quiet.
+    "host-stall": Scenario("host-stall", True, 4.5e9, 0.9, 3.5, 2, 2, 0.0, 0.0),
+    # Copies at line rate, but each moves so much that it outlasts the other worker's kernels.
+    "transfer-bound": Scenario("transfer-bound", True, 70e9, 0.5, 1.0, 6, 6, 0.0, 0.0),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TruthInterval:
+    """Ground truth: one partition's GPU compute interval (Unix seconds)."""
+
+    gpu: int
+    worker: int
+    partition: int
+    start_s: float
+    end_s: float
+    h2d_ms: float
+    pinned: bool
+
+
+@dataclass(slots=True)
+class _Span:
+    start: float
+    end: float
+    rate: float = 0.0  # bytes/s for copies
+
+
+@dataclass(slots=True)
+class _Worker:
+    wid: int
+    busy: bool = False
+
+
+@dataclass
+class _Gpu:
+    index: int
+    rng: random.Random
+    workers: list[_Worker]
+    queue: list[tuple[str, int, float, bool]] = field(default_factory=list)  # job, part, synth_ms
+    lock_free_at: float = 0.0
+    synth_active: int = 0
+    next_partition: int = 0
+    copies: list[_Span] = field(default_factory=list)
+    computes: list[_Span] = field(default_factory=list)
+
+
+class SimProver:
+    """The simulated prover. Time is taken from the readings' timestamps (any `Clock`)."""
+
+    def __init__(
+        self,
+        scenario: ScenarioName = "pageable",
+        seed: int = 1,
+        gpus: int = 1,
+        on_line: LineSink | None = None,
+    ) -> None:
+        if scenario not in SCENARIO_PARAMS:
+            raise ValueError(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
+        self.scenario = SCENARIO_PARAMS[scenario]
+        self.seed = seed
+        self.on_line = on_line
+        self.truth: list[TruthInterval] = []
+        self._gpus = [
+            _Gpu(g, random.Random(seed * 1000 + g), [_Worker(g * 2 + k) for k in range(2)])
+            for g in range(gpus)
+        ]
+        self._rng = random.Random(seed)
+        self._events: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = 0
+        self._now = 0.0  # simulated seconds since start
+        self._t0_mono_ns: int | None = None
+        self._t0_wall_s = 0.0
+        self._last_t: float | None = None
+        self._last_host_t: float | None = None
+        self._psi_some_avg10 = 0.0
+        self._job = 1000
+
+    # --- GpuSource / HostSource --------------------------------------------------------------
+
+    def open(self) -> list[GpuInfo]:
+        return [
+            GpuInfo(
+                index=g.index,
+                name=f"Simulated H200 ({self.scenario.name})",
+                link_gen=5,
+                link_width=16,
+                link_bytes_per_s=LINK_BYTES_PER_S,
+                sm_source="sim",
+                pcie_source="sim",
+            )
+            for g in self._gpus
+        ]
+
+    def close(self) -> None:
+        pass
+
+    def read(self, t_mono_ns: int, t_wall_s: float, lateness_ns: int = 0) -> Tick:
+        if self._t0_mono_ns is None:
+            self._start(t_mono_ns, t_wall_s)
+        t = (t_mono_ns - (self._t0_mono_ns or 0)) / 1e9
+        self._advance(t)
+        prev = self._last_t
+        self._last_t = t
+        if prev is None or t <= prev:
+            return Tick()  # the first reading only opens the first interval, like GPM
+        return Tick(gpu=[self._sample(g, prev, t, t_mono_ns, t_wall_s, lateness_ns)
+                         for g in self._gpus])
+
+    def read_host(self, t_mono_ns: int, t_wall_s: float) -> HostSample:
+        if self._t0_mono_ns is None:
+            self._start(t_mono_ns, t_wall_s)
+        t = (t_mono_ns - (self._t0_mono_ns or 0)) / 1e9
+        self._advance(t)
+        prev, self._last_host_t = self._last_host_t, t
+        p = self.pressure(t)
+        noise = self._rng.gauss(0, 1)
+        dt = None if prev is None else t - prev
+        share = min(1.0, max(0.0, 0.01 + 0.35 * p + 0.02 * noise))
+        if dt:
+            # avg10 is an exponential average over 10 s, updated continuously.
+            alpha = min(1.0, dt / 10.0)
+            self._psi_some_avg10 += alpha * (share * 100 - self._psi_some_avg10)
+        return HostSample(
+            t_mono_ns=t_mono_ns,
+            t_wall_s=t_wall_s,
+            interval_ns=None if dt is None else int(dt * 1e9),
+            mem_used_pct=round(min(99.0, 38 + 50 * p + 0.5 * noise), 2),
+            mem_available_bytes=int((1 - (38 + 50 * p) / 100) * 512 * 2**30),
+            swap_used_bytes=0,
+            cpu_busy_pct=round(min(100.0, 20 + 70 * p + noise), 1),
+            psi_mem_some_avg10=round(self._psi_some_avg10, 2),
+            psi_mem_full_avg10=round(self._psi_some_avg10 * 0.3, 2),
+            psi_mem_some_share=None if dt is None else round(share, 4),
+            psi_mem_full_share=None if dt is None else round(share * 0.3, 4),
+            major_faults_per_s=None if dt is None else round(max(0.0, 3 + 150 * p + 5 * noise), 1),
+            mem_bandwidth_bytes_per_s=round((25 + 150 * p) * 1e9),
+        )
+
+    # --- model -------------------------------------------------------------------------------
+
+    def threads(self, t: float) -> int:
+        sc = self.scenario
+        if t <= sc.ramp_start_s or sc.ramp_end_s <= sc.ramp_start_s:
+            return sc.threads_start if t <= sc.ramp_start_s else sc.threads_end
+        if t >= sc.ramp_end_s:
+            return sc.threads_end
+        frac = (t - sc.ramp_start_s) / (sc.ramp_end_s - sc.ramp_start_s)
+        return round(sc.threads_start + frac * (sc.threads_end - sc.threads_start))
+
+    def pressure(self, t: float) -> float:
+        """Host memory-bandwidth pressure 0..1: saturation sets in past ~4 busy threads."""
+        return min(1.0, max(0.0, (self.threads(t) - 3) / 15))
+
+    def h2d_rate(self, g: _Gpu, t: float) -> float:
+        sc = self.scenario
+        if sc.pinned:
+            return sc.pinned_rate * g.rng.uniform(0.97, 1.0)
+        frac = 1.0 - (1.0 - sc.pageable_floor_frac) * self.pressure(t)
+        return sc.pageable_rate * frac * g.rng.uniform(0.9, 1.1)
+
+    def _start(self, t_mono_ns: int, t_wall_s: float) -> None:
+        self._t0_mono_ns = t_mono_ns
+        self._t0_wall_s = t_wall_s
+        n = len(self._gpus)
+        self._trace(0.0, "starting cuzk engine pipeline_enabled=true")
+        self._trace(0.0, f"initializing GPU workers num_gpus={n} gpu_workers_per_device=2 "
+                         f"total_workers={2 * n} gpus=[{', '.join(str(i) for i in range(n))}]")
+        for g in self._gpus:
+            for k, w in enumerate(g.workers):
+                self._trace(0.0, f"pipeline GPU worker started worker_id={w.wid} gpu={g.index} "
+                                 f"sub_id={k}")
+        for g in self._gpus:
+            self._at(0.05, lambda g=g: self._fill_synthesis(g))
+        self._at(0.5, self._tick_threads)
+
+    def _tick_threads(self) -> None:
+        # Synthesis threads ramp up over time: give new threads work even if nothing finished.
+        for g in self._gpus:
+            self._fill_synthesis(g)
+        self._at(self._now + 0.5, self._tick_threads)
+
+    def _at(self, t: float, fn: Callable[[], None]) -> None:
+        self._seq += 1
+        heapq.heappush(self._events, (t, self._seq, fn))
+
+    def _advance(self, t: float) -> None:
+        while self._events and self._events[0][0] <= t:
+            when, _, fn = heapq.heappop(self._events)
+            self._now = when
+            fn()
+        self._now = t
+
+    def _fill_synthesis(self, g: _Gpu) -> None:
+        # Start synthesis tasks while threads are free and the look-ahead (queue) is not full.
+        threads = self.threads(self._now)
+        while g.synth_active < threads and len(g.queue) + g.synth_active < \
+                self.scenario.queue_depth + threads:
+            part = g.next_partition
+            g.next_partition += 1
+            job = f"porep-{self._job + g.index}-{part // 10}"
+            g.synth_active += 1
+            dur = self.scenario.synth_s * g.rng.uniform(0.9, 1.15)
+            self._timeline(self._now, "SYNTH_START", job, f"partition={part % 10}")
+            self._at(self._now + dur, lambda g=g, job=job, part=part, dur=dur:
+                     self._synth_done(g, job, part, dur))
+
+    def _synth_done(self, g: _Gpu, job: str, part: int, dur: float) -> None:
+        g.synth_active -= 1
+        p = part % 10
+        ms = int(dur * 1000)
+        pinned = self.scenario.pinned
+        span = f'synthesize_partition{{job_id="{job}" partition={p}}}: '
+        self._trace(self._now, f"partition synthesis complete partition={p} synth_ms={ms} "
+                               f"is_pinned={'true' if pinned else 'false'}",
+                    span=span, target="cuzk_core::pipeline")
+        self._timeline(self._now, "SYNTH_END", job, f"partition={p},synth_ms={ms}")
+        self._timeline(self._now, "GPU_QUEUE", job, f"partition={p}")
+        g.queue.append((job, part, ms, pinned))
+        self._dispatch(g)
+        self._fill_synthesis(g)
+
+    def _dispatch(self, g: _Gpu) -> None:
+        for w in g.workers:
+            if not w.busy and g.queue:
+                job, part, _, pinned = g.queue.pop(0)
+                w.busy = True
+                self._begin_copy(g, w, job, part, pinned)
+
+    def _begin_copy(self, g: _Gpu, w: _Worker, job: str, part: int, pinned: bool) -> None:
+        p = part % 10
+        self._timeline(self._now, "GPU_PICKUP", job, f"worker={w.wid},partition={p}")
+        self._timeline(self._now, "GPU_START", job, f"worker={w.wid},partition={p}")
+        rate = self.h2d_rate(g, self._now)
+        dur = self.scenario.abc_bytes / rate
+        start = self._now
+        g.copies.append(_Span(start, start + dur, rate))
+        self._at(start + dur, lambda: self._copy_done(g, w, job, part, pinned, start))
+
+    def _copy_done(self, g: _Gpu, w: _Worker, job: str, part: int, pinned: bool,
+                   copy_start: float) -> None:
+        lock_at = max(self._now, g.lock_free_at)
+        compute = self.scenario.compute_s * g.rng.uniform(0.97, 1.04)
+        g.lock_free_at = lock_at + compute
+        h2d_ms = (self._now - copy_start) * 1000
+        wait_ms = (lock_at - self._now) * 1000
+        g.computes.append(_Span(lock_at, lock_at + compute))
+
+        def locked() -> None:
+            self._raw(f"CUZK_TIMING: pre_lock_cpu_ms={int(h2d_ms)} mutex_wait_ms={int(wait_ms)}")
+
+        def done() -> None:
+            cms = int(compute * 1000)
+            self._raw(f"CUZK_NTT_H: d_b_alloc=0ms ntt_kernels={int(h2d_ms)}ms coset_intt_sync=40ms "
+                      f"msm_init=1ms msm_invoke={int(cms * 0.5)}ms msm_dtor=1ms "
+                      f"total={int(h2d_ms) + 42 + int(cms * 0.5)}ms")
+            self._raw(f"CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms={int(h2d_ms) + int(cms * 0.55)}")
+            self._raw(f"CUZK_TIMING: gpu_tid=0 tail_msm_ms=20 gpu_total_ms={cms}")
+            self._raw(f"CUZK_TIMING: mutex_held_ms={cms} "
+                      f"total_start_fn_ms={int(h2d_ms + wait_ms) + cms}")
+            total = int((self._now - copy_start) * 1000)
+            self._trace(self._now, f"GPU_TIMING spawn_blocking prove_start worker_id={w.wid} "
+                                   f"partition=Some({part % 10}) spawn_to_enter_ms=0 "
+                                   f"prove_start_ms={total}")
+            self._timeline(self._now, "GPU_END", job,
+                           f"worker={w.wid},partition={part % 10},gpu_ms={total}")
+            self.truth.append(TruthInterval(
+                g.index, w.wid, part, self._t0_wall_s + lock_at,
+                self._t0_wall_s + lock_at + compute, round(h2d_ms, 1), pinned))
+            w.busy = False
+            self._dispatch(g)
+
+        self._at(lock_at, locked)
+        self._at(lock_at + compute, done)
+
+    # --- sampling ----------------------------------------------------------------------------
+
+    def _sample(self, g: _Gpu, a: float, b: float, t_mono_ns: int, t_wall_s: float,
+                lateness_ns: int) -> GpuSample:
+        width = b - a
+        busy = 0.0
+        for s in g.computes:
+            busy += max(0.0, min(b, s.end) - max(a, s.start))
+        moved = 0.0
+        union = busy
+        for s in g.copies:
+            ov = max(0.0, min(b, s.end) - max(a, s.start))
+            moved += ov * s.rate
+            union = max(union, ov)  # utilization.gpu: any kernel or copy (approximation)
+        # Forget spans that can no longer overlap a future window.
+        g.computes = [s for s in g.computes if s.end > a]
+        g.copies = [s for s in g.copies if s.end > a]
+        sm = min(100.0, 100.0 * busy / width * g.rng.uniform(0.93, 0.98))
+        rx = min(LINK_BYTES_PER_S, moved / width) + IDLE_PCIE_BYTES_PER_S * g.rng.uniform(0.5, 1.8)
+        tx = IDLE_PCIE_BYTES_PER_S * g.rng.uniform(0.5, 1.8) + 0.01 * moved / width
+        util = min(100.0, 100.0 * max(busy, union) / width)
+        return GpuSample(
+            gpu=g.index,
+            t_mono_ns=t_mono_ns,
+            t_wall_s=t_wall_s,
+            interval_ns=int(round(width * 1e9)),
+            sm_active_pct=round(sm, 2),
+            gpu_util_pct=round(util),
+            pcie_rx_bytes_per_s=round(rx),
+            pcie_tx_bytes_per_s=round(tx),
+            sm_source="sim",
+            pcie_source="sim",
+            lateness_ns=lateness_ns,
+        )
+
+    # --- log lines ---------------------------------------------------------------------------
+
+    def _raw(self, text: str, stream: str = "stderr") -> None:
+        if self.on_line is not None:
+            self.on_line(stream, text)
+
+    def _timeline(self, t: float, event: str, job: str, detail: str) -> None:
+        self._raw(f"TIMELINE,{int(t * 1000)},{event},{job},{detail}")
+
+    def _trace(self, t: float, message: str, span: str = "", target: str = "cuzk_core::engine",
+               level: str = " INFO") -> None:
+        ts = datetime.fromtimestamp(self._t0_wall_s + t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        self._raw(f"{ts} {level} {span}{target}: {message}", stream="stdout")
+
+
+def truth_gaps(truth: list[TruthInterval], gpu: int, min_gap_s: float = 0.3) -> list[tuple[float, float]]:
+    """Holes of at least `min_gap_s` between the merged compute intervals of one GPU."""
+    spans = sorted((t.start_s, t.end_s) for t in truth if t.gpu == gpu)
+    gaps: list[tuple[float, float]] = []
+    end: float | None = None
+    for s, e in spans:
+        if end is not None and s - end >= min_gap_s:
+            gaps.append((end, s))
+        end = e if end is None else max(end, e)
+    return gaps
+
+
+
+class SimHostSource:
+    """The simulated prover's host side, as a `HostSource` for the sampler."""
+
+    def __init__(self, sim: SimProver) -> None:
+        self.sim = sim
+
+    def read(self, t_mono_ns: int, t_wall_s: float) -> HostSample:
+        return self.sim.read_host(t_mono_ns, t_wall_s)
+
+    def close(self) -> None:
+        pass

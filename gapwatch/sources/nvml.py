@@ -1,0 +1,536 @@
+"""The NVML GPU source: per-GPU SM activity, PCIe RX/TX and utilization.gpu, read from the driver.
+
+Who calls it: the sampler thread only (`gapwatch.sampler`), through the `GpuSource` protocol:
+`open()` once, `read()` every tick, `close()` at the end. NVML calls serialise on a driver lock and
+must all come from that one thread. This is the only module that imports `pynvml`, and it does so
+inside `open()`, so importing it works on a machine without the driver.
+
+Per GPU it picks the best signal once, at `open()` (see docs/sampling.md):
+1. GPM (Hopper and newer): SM_UTIL, PCIE_RX/TX_PER_SEC between two GPM samples. GPM refreshes about
+   every 100 ms; a reading with no new data comes back as all exact zeros and is NOT emitted: the
+   older sample stays the start of the interval and the next real reading covers all of it.
+2. The 32-bit PCIe byte counters (fields 197/198), unwrapped with NVML's own timestamps; an
+   interval too long to rule out a wrap at the link's rate is flagged `pcie_lower_bound`.
+3. utilization.gpu plus, at most every `legacy_pcie_every_s` and one blocking call per tick,
+   `nvmlDeviceGetPcieThroughput`.
+
+Every NVML call goes through `_call`/`_on_code`: unsupported → None for that field, said once;
+GPU lost → that GPU stops, the others go on; init failure → `SourceUnavailable`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gapwatch.config import SamplerConfig
+from gapwatch.models import GpuInfo, GpuSample, Notice, SignalSource, link_bytes_per_s
+from gapwatch.sources import SourceUnavailable, Tick
+
+# NVML return codes (nvml.h). Hard-coded because they are ABI and the module must import without
+# pynvml; the fake in tests uses the same values.
+NVML_SUCCESS = 0
+_INVALID_ARGUMENT = 2
+_NOT_SUPPORTED = 3
+_NO_PERMISSION = 4
+_NOT_FOUND = 6
+_DRIVER_NOT_LOADED = 9
+_LIBRARY_NOT_FOUND = 12
+_FUNCTION_NOT_FOUND = 13
+_GPU_IS_LOST = 15
+_RESET_REQUIRED = 16
+_UNKNOWN = 999
+#: The field cannot be read on this GPU/driver/VM: None from now on, said once.
+_UNSUPPORTED_CODES = frozenset({_NOT_SUPPORTED, _NO_PERMISSION, _NOT_FOUND, _FUNCTION_NOT_FOUND})
+#: The device is gone: stop reading it.
+_LOST_CODES = frozenset({_GPU_IS_LOST, _UNKNOWN, _RESET_REQUIRED})
+
+_FI_PCIE_TX_BYTES = 197
+_FI_PCIE_RX_BYTES = 198
+_COUNTER_FIELDS = [_FI_PCIE_TX_BYTES, _FI_PCIE_RX_BYTES]
+_GPM_SM_UTIL = 2
+_GPM_PCIE_TX_PER_SEC = 20
+_GPM_PCIE_RX_PER_SEC = 21
+_PCIE_UTIL_TX_BYTES = 0
+_PCIE_UTIL_RX_BYTES = 1
+
+_MIB = float(1 << 20)
+#: nvmlDeviceGetPcieThroughput answers in KB/s; NVML's KB is 1024 bytes.
+_KIB = 1024.0
+#: Worst-case link assumed for the wrap test when NVML cannot tell the link (Gen5 x16).
+_FALLBACK_LINK_BYTES_PER_S = 63.0e9
+#: After this long with only "no new data" GPM readings, all-zero is believed: GPM refreshes every
+#: ~100 ms, so ten refreshes that moved no counter mean the GPU really did nothing.
+GPM_MAX_EXTEND_NS = 1_000_000_000
+
+HINT = "run `gapwatch demo` for a simulated prover, or `--source replay:FILE` to replay a recording"
+
+Mode = Literal["gpm", "counters", "legacy"]
+_FAILED: Any = object()  # sentinel: the NVML call failed and was reported
+
+
+class _GpuLost(Exception):
+    """Internal: abort the current GPU's reading, it has been marked lost."""
+
+
+@dataclass(slots=True)
+class _Gpu:
+    """What the source keeps per GPU between ticks."""
+
+    index: int
+    handle: Any = None
+    mode: Mode = "legacy"
+    lost: bool = False
+    link_bytes_per_s: float | None = None
+    #: Fields found unsupported: never called again (saves the call and the exception each tick).
+    unsupported: set[str] = field(default_factory=set)
+    # GPM: bufs[0] is the start of the current interval, bufs[1] is overwritten by the next sample.
+    gpm_bufs: list[Any] = field(default_factory=list)
+    gpm_get: Any = None
+    gpm_start_ns: int | None = None
+    # Counters: (value, NVML timestamp µs) of the previous reading, per direction.
+    prev_tx: tuple[int, int] | None = None
+    prev_rx: tuple[int, int] | None = None
+    #: Longest interval (µs) over which a 32-bit counter cannot wrap at the link's full rate.
+    wrap_safe_us: float = 0.0
+    # Legacy: when the next PcieThroughput pair is due, and which direction comes next.
+    legacy_next_ns: int = 0
+    legacy_rx_next: bool = True
+    prev_t_ns: int | None = None
+
+
+class NvmlSource:
+    """`GpuSource` over NVML. Construct with the `[sampler]` config section."""
+
+    def __init__(
+        self, config: SamplerConfig, *, now_ns: Callable[[], int] = time.monotonic_ns
+    ) -> None:
+        self.config = config
+        #: Measures how far into a tick each GPU was read (GPUs are read one after another);
+        #: tests pass a constant so that timestamps are exactly the tick's.
+        self._now_ns = now_ns
+        self._nv: Any = None
+        self._gpus: list[_Gpu] = []
+        self._said: set[tuple[int, str, int]] = set()
+        #: Notices raised outside a tick (open) wait here for the first tick's timestamp.
+        self._pending: list[tuple[Literal["info", "warning", "error"], str, int | None]] = []
+        self._legacy_every_ns = int(config.legacy_pcie_every_s * 1e9)
+        self._legacy_spent = False
+        #: The tick being read (notices go into it); None before the first tick.
+        self._tick: Tick | None = None
+        self._t_mono_ns, self._t_wall_s = 0, 0.0
+
+    # ---------------------------------------------------------------- open / close
+
+    def open(self) -> list[GpuInfo]:
+        try:
+            import pynvml  # the only pynvml import in gapwatch
+        except ImportError as exc:
+            raise SourceUnavailable(
+                f"NVML unavailable: the nvidia-ml-py package cannot be imported ({exc}); {HINT}"
+            ) from None
+        nv: Any = pynvml
+        self._nv = nv
+        try:
+            nv.nvmlInit()
+        except nv.NVMLError as exc:
+            raise SourceUnavailable(f"NVML unavailable: {_init_reason(exc)}; {HINT}") from None
+        except OSError as exc:  # a broken libnvidia-ml can fail in the loader itself
+            raise SourceUnavailable(f"NVML unavailable: {exc}; {HINT}") from None
+        try:
+            count = int(nv.nvmlDeviceGetCount())
+        except nv.NVMLError as exc:
+            self._shutdown()
+            raise SourceUnavailable(f"NVML unavailable: cannot count GPUs ({exc}); {HINT}") from None
+        if count == 0:
+            self._shutdown()
+            raise SourceUnavailable(f"NVML unavailable: no NVIDIA GPU found; {HINT}")
+        wanted = list(self.config.gpus) or list(range(count))
+        missing = [i for i in wanted if not 0 <= i < count]
+        if missing:
+            self._shutdown()
+            raise SourceUnavailable(
+                f"GPU {', '.join(map(str, missing))} not found: this machine has {count} "
+                f"(0-{count - 1}); fix --gpus / sampler.gpus"
+            )
+        infos = []
+        for index in wanted:
+            gpu = _Gpu(index)
+            self._gpus.append(gpu)
+            try:
+                infos.append(self._open_gpu(gpu))
+            except _GpuLost:
+                infos.append(GpuInfo(index=index))
+        return infos
+
+    def _open_gpu(self, gpu: _Gpu) -> GpuInfo:
+        nv = self._nv
+        handle = self._call(gpu, "device handle", nv.nvmlDeviceGetHandleByIndex, gpu.index)
+        if handle is _FAILED:
+            self._lose(gpu, "no device handle")
+        gpu.handle = handle
+        name = self._call(gpu, "name", nv.nvmlDeviceGetName, handle)
+        uuid = self._call(gpu, "UUID", nv.nvmlDeviceGetUUID, handle)
+        gen = self._call(gpu, "max PCIe generation", nv.nvmlDeviceGetMaxPcieLinkGeneration, handle)
+        width = self._call(gpu, "max PCIe width", nv.nvmlDeviceGetMaxPcieLinkWidth, handle)
+        gen = None if gen is _FAILED else int(gen)
+        width = None if width is _FAILED else int(width)
+        gpu.link_bytes_per_s = link_bytes_per_s(gen, width)
+        gpu.wrap_safe_us = 2**32 / (gpu.link_bytes_per_s or _FALLBACK_LINK_BYTES_PER_S) * 1e6
+
+        sources: tuple[SignalSource, SignalSource]
+        if self.config.use_gpm and self._open_gpm(gpu):
+            gpu.mode, sources = "gpm", ("gpm", "gpm")
+        elif self.config.use_counters and self._open_counters(gpu):
+            gpu.mode, sources = "counters", ("util", "counters")
+        else:
+            gpu.mode, sources = "legacy", ("util", "legacy")
+        if gpu.mode != "gpm":
+            pcie = (
+                "the PCIe byte counters"
+                if gpu.mode == "counters"
+                else f"nvmlDeviceGetPcieThroughput every {self.config.legacy_pcie_every_s:g} s"
+            )
+            self._pending.append((
+                "info",
+                f"GPU {gpu.index}: no GPM (needs Hopper or newer and sampler.use_gpm): idle is "
+                f"judged from utilization.gpu, which counts copies as busy; PCIe from {pcie}",
+                gpu.index,
+            ))
+        return GpuInfo(
+            index=gpu.index,
+            name=_text(name) if name is not _FAILED else "unknown",
+            uuid=_text(uuid) if uuid is not _FAILED else None,
+            link_gen=gen,
+            link_width=width,
+            link_bytes_per_s=gpu.link_bytes_per_s,
+            sm_source=sources[0],
+            pcie_source=sources[1],
+        )
+
+    def _open_gpm(self, gpu: _Gpu) -> bool:
+        """Set up two GPM sample buffers and a reusable metrics request; False if no GPM."""
+        nv = self._nv
+        query = getattr(nv, "nvmlGpmQueryDeviceSupport", None)
+        if query is None:  # nvidia-ml-py older than GPM
+            return False
+        support = self._probe(gpu, query, gpu.handle)
+        if support is _FAILED or not support.isSupportedDevice:
+            return False
+        bufs = []
+        for _ in range(2):
+            buf = self._probe(gpu, nv.nvmlGpmSampleAlloc)
+            if buf is _FAILED:
+                self._free_gpm(bufs)
+                return False
+            bufs.append(buf)
+        # One request struct per GPU, reused every tick: it holds NVML_GPM_METRIC_MAX entries
+        # (~20 KB), too big to rebuild 10 times a second per GPU.
+        get = nv.c_nvmlGpmMetricsGet_t()
+        get.version = nv.NVML_GPM_METRICS_GET_VERSION
+        get.numMetrics = 3
+        get.metrics[0].metricId = _GPM_SM_UTIL
+        get.metrics[1].metricId = _GPM_PCIE_RX_PER_SEC
+        get.metrics[2].metricId = _GPM_PCIE_TX_PER_SEC
+        gpu.gpm_bufs, gpu.gpm_get = bufs, get
+        return True
+
+    def _open_counters(self, gpu: _Gpu) -> bool:
+        values = self._probe(gpu, self._nv.nvmlDeviceGetFieldValues, gpu.handle, _COUNTER_FIELDS)
+        return values is not _FAILED and all(v.nvmlReturn == NVML_SUCCESS for v in values)
+
+    def close(self) -> None:
+        for gpu in self._gpus:
+            self._free_gpm(gpu.gpm_bufs)
+            gpu.gpm_bufs = []
+        self._gpus = []
+        self._shutdown()
+
+    def _free_gpm(self, bufs: list[Any]) -> None:
+        for buf in bufs:
+            try:
+                self._nv.nvmlGpmSampleFree(buf)
+            except self._nv.NVMLError:
+                pass  # freeing on a lost GPU: nothing left to do
+
+    def _shutdown(self) -> None:
+        if self._nv is None:
+            return
+        nv, self._nv = self._nv, None
+        try:
+            nv.nvmlShutdown()
+        except nv.NVMLError:
+            pass
+
+    # ---------------------------------------------------------------- the tick
+
+    def read(self, t_mono_ns: int, t_wall_s: float, lateness_ns: int) -> Tick:
+        tick = Tick()
+        self._tick = tick
+        self._t_mono_ns, self._t_wall_s = t_mono_ns, t_wall_s
+        if self._pending:
+            tick.notices.extend(
+                Notice(t_mono_ns, t_wall_s, level, msg, gpu) for level, msg, gpu in self._pending
+            )
+            self._pending.clear()
+        self._legacy_spent = False
+        entry_ns = self._now_ns()
+        for gpu in self._gpus:
+            if gpu.lost:
+                continue
+            # GPUs are read one after another: stamp each with when its reading was taken.
+            offset_ns = self._now_ns() - entry_ns
+            t_ns, wall_s = t_mono_ns + offset_ns, t_wall_s + offset_ns / 1e9
+            try:
+                if gpu.mode == "gpm":
+                    sample = self._read_gpm(gpu, t_ns, wall_s, lateness_ns)
+                elif gpu.mode == "counters":
+                    sample = self._read_counters(gpu, t_ns, wall_s, lateness_ns)
+                else:
+                    sample = self._read_legacy(gpu, t_ns, wall_s, lateness_ns)
+            except _GpuLost:
+                continue
+            if sample is not None:
+                tick.gpu.append(sample)
+        return tick
+
+    def _read_gpm(self, gpu: _Gpu, t_ns: int, wall_s: float, lateness_ns: int) -> GpuSample | None:
+        nv = self._nv
+        bufs = gpu.gpm_bufs
+        if self._call(gpu, "GPM sample", nv.nvmlGpmSampleGet, gpu.handle, bufs[1]) is _FAILED:
+            return self._gpu_sample(gpu, t_ns, wall_s, lateness_ns, None, None, None, None)
+        start_ns = gpu.gpm_start_ns
+        if start_ns is None:  # first sample: it only opens the first interval
+            bufs.reverse()
+            gpu.gpm_start_ns = t_ns
+            return self._gpu_sample(gpu, t_ns, wall_s, lateness_ns, None, None, None, None)
+        get = gpu.gpm_get
+        get.sample1, get.sample2 = bufs[0], bufs[1]
+        if self._call(gpu, "GPM metrics", nv.nvmlGpmMetricsGet, get) is _FAILED:
+            # Keep the start sample: the next successful reading covers this tick too.
+            return self._gpu_sample(gpu, t_ns, wall_s, lateness_ns, None, None, None, None)
+        metrics = get.metrics
+        sm = self._metric(gpu, metrics[0], "SM activity (GPM SM_UTIL)")
+        rx = self._metric(gpu, metrics[1], "PCIe RX (GPM)")
+        tx = self._metric(gpu, metrics[2], "PCIe TX (GPM)")
+        # No new data since the start sample (GPM refreshes ~every 100 ms): every metric reads
+        # exactly 0.0. A live link never reads exactly 0 over a real interval, so this is not
+        # idle; keep the start sample and let the next real reading cover the whole interval.
+        if (
+            not (sm or rx or tx)
+            and (sm is not None or rx is not None or tx is not None)
+            and t_ns - start_ns < GPM_MAX_EXTEND_NS
+        ):
+            return None
+        bufs.reverse()
+        gpu.gpm_start_ns = t_ns
+        return self._gpu_sample(
+            gpu,
+            t_ns,
+            wall_s,
+            lateness_ns,
+            t_ns - start_ns,
+            sm,
+            None if rx is None else rx * _MIB,
+            None if tx is None else tx * _MIB,
+        )
+
+    def _metric(self, gpu: _Gpu, metric: Any, what: str) -> float | None:
+        if what in gpu.unsupported:
+            return None
+        code = metric.nvmlReturn
+        if code != NVML_SUCCESS:
+            self._on_code(gpu, what, code)
+            return None
+        return float(metric.value)
+
+    def _read_counters(
+        self, gpu: _Gpu, t_ns: int, wall_s: float, lateness_ns: int
+    ) -> GpuSample:
+        values = self._call(
+            gpu, "PCIe byte counters", self._nv.nvmlDeviceGetFieldValues, gpu.handle,
+            _COUNTER_FIELDS,
+        )
+        if values is _FAILED:
+            gpu.prev_tx = gpu.prev_rx = None
+            return self._gpu_sample(gpu, t_ns, wall_s, lateness_ns, None, None, None, None)
+        tx_v, rx_v = values[0], values[1]
+        tx, tx_lb, tx_dt_us, gpu.prev_tx = self._counter_rate(gpu, tx_v, gpu.prev_tx, "PCIe TX")
+        rx, rx_lb, rx_dt_us, gpu.prev_rx = self._counter_rate(gpu, rx_v, gpu.prev_rx, "PCIe RX")
+        dt_us = rx_dt_us if rx_dt_us is not None else tx_dt_us
+        return self._gpu_sample(
+            gpu,
+            t_ns,
+            wall_s,
+            lateness_ns,
+            None if dt_us is None else dt_us * 1000,
+            None,
+            rx,
+            tx,
+            lower_bound=rx_lb or tx_lb,
+        )
+
+    def _counter_rate(
+        self, gpu: _Gpu, value: Any, prev: tuple[int, int] | None, what: str
+    ) -> tuple[float | None, bool, int | None, tuple[int, int] | None]:
+        """Rate from one counter field: (bytes/s, lower_bound, interval µs, new previous)."""
+        code = value.nvmlReturn
+        if code != NVML_SUCCESS:
+            self._on_code(gpu, what, code)
+            return None, False, None, None
+        raw, bits = _field_value(value)
+        now = (raw, int(value.timestamp))
+        if prev is None:
+            return None, False, None, now
+        dt_us = now[1] - prev[1]
+        if dt_us <= 0:  # the driver handed back the same reading: no new data, keep the start
+            return None, False, None, prev
+        delta = (raw - prev[0]) % (1 << bits)  # unwrap: at most one wrap is assumed ...
+        # ... which holds only if the link cannot move 2^32 bytes within the interval.
+        lower_bound = bits == 32 and dt_us > gpu.wrap_safe_us
+        return delta * 1e6 / dt_us, lower_bound, dt_us, now
+
+    def _read_legacy(self, gpu: _Gpu, t_ns: int, wall_s: float, lateness_ns: int) -> GpuSample:
+        rx = tx = None
+        # nvmlDeviceGetPcieThroughput blocks ~21 ms: at most ONE such call per tick for all GPUs
+        # together, and per GPU one RX + one TX (consecutive ticks) every legacy_pcie_every_s.
+        if t_ns >= gpu.legacy_next_ns and not self._legacy_spent and "PCIe" not in gpu.unsupported:
+            self._legacy_spent = True
+            counter = _PCIE_UTIL_RX_BYTES if gpu.legacy_rx_next else _PCIE_UTIL_TX_BYTES
+            kbps = self._call(gpu, "PCIe", self._nv.nvmlDeviceGetPcieThroughput, gpu.handle, counter)
+            if kbps is not _FAILED:
+                if gpu.legacy_rx_next:
+                    rx = float(kbps) * _KIB
+                else:
+                    tx = float(kbps) * _KIB
+            if not gpu.legacy_rx_next:
+                gpu.legacy_next_ns = t_ns + self._legacy_every_ns
+            gpu.legacy_rx_next = not gpu.legacy_rx_next
+        interval_ns = None if gpu.prev_t_ns is None else t_ns - gpu.prev_t_ns
+        gpu.prev_t_ns = t_ns
+        return self._gpu_sample(gpu, t_ns, wall_s, lateness_ns, interval_ns, None, rx, tx)
+
+    def _gpu_sample(
+        self,
+        gpu: _Gpu,
+        t_ns: int,
+        wall_s: float,
+        lateness_ns: int,
+        interval_ns: int | None,
+        sm: float | None,
+        rx: float | None,
+        tx: float | None,
+        *,
+        lower_bound: bool = False,
+    ) -> GpuSample:
+        """Finish a reading: utilization.gpu is read last and always recorded beside."""
+        util = None
+        if "utilization.gpu" not in gpu.unsupported:
+            rates = self._call(
+                gpu, "utilization.gpu", self._nv.nvmlDeviceGetUtilizationRates, gpu.handle
+            )
+            if rates is not _FAILED:
+                util = float(rates.gpu)
+        gpm = gpu.mode == "gpm"
+        return GpuSample(
+            gpu=gpu.index,
+            t_mono_ns=t_ns,
+            t_wall_s=wall_s,
+            interval_ns=interval_ns,
+            sm_active_pct=sm,
+            gpu_util_pct=util,
+            pcie_rx_bytes_per_s=rx,
+            pcie_tx_bytes_per_s=tx,
+            sm_source="gpm" if gpm else "util",
+            pcie_source="gpm" if gpm else gpu.mode,
+            pcie_lower_bound=lower_bound,
+            lateness_ns=lateness_ns,
+        )
+
+    # ---------------------------------------------------------------- the error choke point
+
+    def _call(self, gpu: _Gpu, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Every per-GPU NVML call: the value, or `_FAILED` after the error was handled."""
+        try:
+            return fn(*args)
+        except self._nv.NVMLError as exc:
+            self._on_code(gpu, what, getattr(exc, "value", _UNKNOWN), str(exc))
+            return _FAILED
+
+    def _probe(self, gpu: _Gpu, fn: Callable[..., Any], *args: Any) -> Any:
+        """A capability probe at open: a failure only means "use the next signal"."""
+        try:
+            return fn(*args)
+        except self._nv.NVMLError as exc:
+            if getattr(exc, "value", None) in _LOST_CODES:
+                self._lose(gpu, str(exc))
+            return _FAILED
+
+    def _on_code(self, gpu: _Gpu, what: str, code: int, text: str | None = None) -> None:
+        if text is None:
+            text = _error_text(self._nv, code)
+        if code in _LOST_CODES:
+            self._lose(gpu, f"{what}: {text}")
+        if code in _UNSUPPORTED_CODES:
+            gpu.unsupported.add(what)
+            self._say(gpu, what, code, "info", f"{what} not available ({text}): shown as missing")
+        else:
+            self._say(gpu, what, code, "warning", f"{what} failed ({text}): missing this tick")
+
+    def _lose(self, gpu: _Gpu, why: str) -> None:
+        gpu.lost = True
+        self._say(gpu, "lost", 0, "error", f"lost ({why}): no more samples from it")
+        raise _GpuLost
+
+    def _say(
+        self, gpu: _Gpu, what: str, code: int, level: Literal["info", "warning", "error"], msg: str
+    ) -> None:
+        key = (gpu.index, what, code)
+        if key in self._said:
+            return
+        self._said.add(key)
+        text = f"GPU {gpu.index}: {msg}"
+        if self._tick is None:
+            self._pending.append((level, text, gpu.index))
+        else:
+            self._tick.notices.append(
+                Notice(self._t_mono_ns, self._t_wall_s, level, text, gpu.index)
+            )
+
+
+def _field_value(value: Any) -> tuple[int, int]:
+    """A counter field's integer and its width in bits, from its `valueType`."""
+    kind = value.valueType
+    if kind == 1:
+        return int(value.value.uiVal), 32
+    if kind == 2:
+        return int(value.value.ulVal), 64
+    if kind == 4:
+        return int(value.value.sllVal), 64
+    if kind == 5:
+        return int(value.value.siVal), 32
+    return int(value.value.ullVal), 64
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _error_text(nv: Any, code: int) -> str:
+    try:
+        return str(nv.NVMLError(code))
+    except Exception:  # nvmlErrorString itself may fail on a dying driver
+        return f"NVML error {code}"
+
+
+def _init_reason(exc: Any) -> str:
+    code = getattr(exc, "value", None)
+    if code == _LIBRARY_NOT_FOUND:
+        return "libnvidia-ml.so.1 not found (no NVIDIA driver installed here?)"
+    if code == _DRIVER_NOT_LOADED:
+        return "the NVIDIA driver is not loaded"
+    if code == _NO_PERMISSION:
+        return "no permission to open the NVIDIA devices"
+    return f"nvmlInit failed ({exc})"

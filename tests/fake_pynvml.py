@@ -1,0 +1,322 @@
+"""A fake `pynvml` module for the NVML source tests, installed in `sys.modules` by `install()`.
+
+It mimics what gapwatch relies on from nvidia-ml-py and a real H200 (see
+/work/shared/reference/nvml-facts.md): NVMLError subclasses built from the real NVML_ERROR_*
+values, a GPM metrics request shaped like `c_nvmlGpmMetricsGet_t`, field values carrying their
+own CPU-µs timestamp and `valueType`, 32-bit wrapping PCIe byte counters, and GPM counters that
+refresh only every 100 ms (so sampling faster returns all-zero "no new data" readings, as the
+hardware does).
+
+Time is the fake's `now_ns`, advanced by the tests (`tick()`), so a device's counters and the
+sampler's timestamps agree exactly. Each device's activity is a step function of time.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+NVML_SUCCESS = 0
+NVML_ERROR_UNINITIALIZED = 1
+NVML_ERROR_INVALID_ARGUMENT = 2
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NO_PERMISSION = 4
+NVML_ERROR_NOT_FOUND = 6
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_TIMEOUT = 10
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
+NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_RESET_REQUIRED = 16
+NVML_ERROR_UNKNOWN = 999
+
+_ERROR_TEXT = {
+    NVML_ERROR_UNINITIALIZED: "Uninitialized",
+    NVML_ERROR_INVALID_ARGUMENT: "Invalid Argument",
+    NVML_ERROR_NOT_SUPPORTED: "Not Supported",
+    NVML_ERROR_NO_PERMISSION: "Insufficient Permissions",
+    NVML_ERROR_NOT_FOUND: "Not Found",
+    NVML_ERROR_DRIVER_NOT_LOADED: "Driver Not Loaded",
+    NVML_ERROR_TIMEOUT: "Timeout",
+    NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
+    NVML_ERROR_FUNCTION_NOT_FOUND: "Function Not Found",
+    NVML_ERROR_GPU_IS_LOST: "GPU is lost",
+    NVML_ERROR_RESET_REQUIRED: "GPU requires restart",
+    NVML_ERROR_UNKNOWN: "Unknown Error",
+}
+
+MIB = 1 << 20
+GPM_REFRESH_NS = 100_000_000
+
+
+class NVMLError(Exception):
+    """Like pynvml's: `NVMLError(code)` returns the subclass for that code, `.value` is the code."""
+
+    _by_code: dict[int, type[NVMLError]] = {}
+    value: int
+
+    def __new__(cls, value: int | None = None) -> NVMLError:
+        if cls is NVMLError:
+            cls = NVMLError._by_code.get(value or 0, NVMLError)
+        obj = Exception.__new__(cls)
+        # Subclasses, like pynvml's, carry their own code: NVMLError_GpuIsLost() has value 15.
+        obj.value = getattr(cls, "_code", value)
+        return obj
+
+    def __init__(self, value: int | None = None) -> None:
+        super().__init__(self.value)
+
+    def __str__(self) -> str:
+        return _ERROR_TEXT.get(self.value, f"NVML Error with code {self.value}")
+
+
+for _name, _code in list(globals().items()):
+    if _name.startswith("NVML_ERROR_"):
+        _cls_name = "NVMLError_" + _name[len("NVML_ERROR_"):].title().replace("_", "")
+        NVMLError._by_code[_code] = type(_cls_name, (NVMLError,), {"_code": _code})
+
+
+class _Union:
+    """c_nvmlValue_t: the same integer seen through every member."""
+
+    def __init__(self, value: int) -> None:
+        self.uiVal = value & 0xFFFFFFFF
+        self.ulVal = self.ullVal = self.sllVal = value
+        self.siVal = value
+        self.dVal = float(value)
+
+
+@dataclass
+class FieldValue:
+    fieldId: int
+    timestamp: int = 0
+    valueType: int = 1
+    nvmlReturn: int = NVML_SUCCESS
+    value: _Union = field(default_factory=lambda: _Union(0))
+    scopeId: int = 0
+    latencyUsec: int = 0
+
+
+@dataclass
+class GpmMetric:
+    metricId: int = 0
+    nvmlReturn: int = NVML_SUCCESS
+    value: float = 0.0
+
+
+class GpmMetricsGet:
+    """Shaped like c_nvmlGpmMetricsGet_t (a shorter `metrics` array)."""
+
+    def __init__(self) -> None:
+        self.version = 0
+        self.numMetrics = 0
+        self.sample1: GpmSample | None = None
+        self.sample2: GpmSample | None = None
+        self.metrics = [GpmMetric() for _ in range(8)]
+
+
+@dataclass
+class GpmSample:
+    device: FakeDevice | None = None
+    snapshot_ns: int | None = None
+
+
+@dataclass
+class Utilization:
+    gpu: int
+    memory: int = 0
+
+
+@dataclass
+class FakeDevice:
+    """One GPU. `activity` is a step function: (from_ns, sm_pct, rx_bytes_per_s, tx_bytes_per_s)."""
+
+    name: str = "NVIDIA H200"
+    uuid: str = "GPU-00000000-fake"
+    gen: int = 5
+    width: int = 16
+    gpm: bool = True
+    counters: bool = True
+    util: int = 50
+    activity: list[tuple[int, float, float, float]] = field(
+        default_factory=lambda: [(0, 0.0, 1.5 * MIB, 1.5 * MIB)]
+    )
+    #: When set, nvmlGpmMetricsGet answers these (sm, rx MiB/s, tx MiB/s) in order instead.
+    gpm_script: list[tuple[float, float, float]] | None = None
+    #: Function name -> NVML error code that function raises for this device.
+    fail: dict[str, int] = field(default_factory=dict)
+    #: GPM metric id -> per-metric nvmlReturn.
+    metric_ret: dict[int, int] = field(default_factory=dict)
+    #: Field id -> per-value nvmlReturn.
+    field_ret: dict[int, int] = field(default_factory=dict)
+    #: Counter width as reported by valueType (1 = 32-bit unsigned int, 3 = 64-bit).
+    counter_value_type: int = 1
+    #: Added to the byte counters (to start near the 32-bit wrap).
+    counter_offset: int = 0
+    pcie_kbps: tuple[int, int] = (2_000_000, 1_000)  # (rx, tx) KB/s
+    calls: Counter[str] = field(default_factory=Counter)
+
+    def integral(self, t_ns: int) -> tuple[float, float, float]:
+        """(SM %·s, RX bytes, TX bytes) accumulated from 0 to t_ns."""
+        sm = rx = tx = 0.0
+        for i, (start, s, r, x) in enumerate(self.activity):
+            end = self.activity[i + 1][0] if i + 1 < len(self.activity) else None
+            hi = t_ns if end is None else min(t_ns, end)
+            if hi <= start:
+                break
+            dt_s = (hi - start) / 1e9
+            sm, rx, tx = sm + s * dt_s, rx + r * dt_s, tx + x * dt_s
+        return sm, rx, tx
+
+
+class FakeNvml:
+    """State behind the fake module: devices, the clock, init failures."""
+
+    def __init__(self, devices: list[FakeDevice]) -> None:
+        self.devices = devices
+        self.now_ns = 0
+        self.init_error: int | None = None
+        self.initialised = False
+        self.samples_allocated = 0
+        self.samples_freed = 0
+        self.module = self._build_module()
+
+    def tick(self, source: Any, t_ns: int, lateness_ns: int = 0) -> Any:
+        """Move the clock to t_ns and take one reading with `source`."""
+        self.now_ns = t_ns
+        return source.read(t_ns, 1_796_000_000.0 + t_ns / 1e9, lateness_ns)
+
+    def run(self, source: Any, period_ns: int, n: int, start_ns: int = 0) -> list[Any]:
+        return [self.tick(source, start_ns + i * period_ns) for i in range(n)]
+
+    # ------------------------------------------------------------------ the module
+
+    def _dev(self, handle: FakeDevice, fn: str) -> FakeDevice:
+        handle.calls[fn] += 1
+        code = handle.fail.get(fn)
+        if code is not None:
+            raise NVMLError(code)
+        return handle
+
+    def _build_module(self) -> types.ModuleType:
+        m = types.ModuleType("pynvml")
+        m.__dict__.update({k: v for k, v in globals().items() if k.startswith("NVML_")})
+        m.NVMLError = NVMLError
+        for cls in NVMLError._by_code.values():
+            setattr(m, cls.__name__, cls)
+        m.NVML_GPM_METRICS_GET_VERSION = 1
+        m.c_nvmlGpmMetricsGet_t = GpmMetricsGet
+        fake = self
+
+        def nvmlInit() -> None:
+            if fake.init_error is not None:
+                raise NVMLError(fake.init_error)
+            fake.initialised = True
+
+        def nvmlShutdown() -> None:
+            fake.initialised = False
+
+        def nvmlDeviceGetCount() -> int:
+            return len(fake.devices)
+
+        def nvmlDeviceGetHandleByIndex(i: int) -> FakeDevice:
+            return fake._dev(fake.devices[i], "nvmlDeviceGetHandleByIndex")
+
+        def nvmlDeviceGetName(h: FakeDevice) -> str:
+            return fake._dev(h, "nvmlDeviceGetName").name
+
+        def nvmlDeviceGetUUID(h: FakeDevice) -> str:
+            return fake._dev(h, "nvmlDeviceGetUUID").uuid
+
+        def nvmlDeviceGetMaxPcieLinkGeneration(h: FakeDevice) -> int:
+            return fake._dev(h, "nvmlDeviceGetMaxPcieLinkGeneration").gen
+
+        def nvmlDeviceGetMaxPcieLinkWidth(h: FakeDevice) -> int:
+            return fake._dev(h, "nvmlDeviceGetMaxPcieLinkWidth").width
+
+        def nvmlGpmQueryDeviceSupport(h: FakeDevice) -> Any:
+            d = fake._dev(h, "nvmlGpmQueryDeviceSupport")
+            return types.SimpleNamespace(version=1, isSupportedDevice=int(d.gpm))
+
+        def nvmlGpmSampleAlloc() -> GpmSample:
+            fake.samples_allocated += 1
+            return GpmSample()
+
+        def nvmlGpmSampleFree(sample: GpmSample) -> None:
+            fake.samples_freed += 1
+
+        def nvmlGpmSampleGet(h: FakeDevice, sample: GpmSample) -> GpmSample:
+            d = fake._dev(h, "nvmlGpmSampleGet")
+            sample.device = d
+            # The hardware counters behind GPM move only every ~100 ms.
+            sample.snapshot_ns = fake.now_ns // GPM_REFRESH_NS * GPM_REFRESH_NS
+            return sample
+
+        def nvmlGpmMetricsGet(get: GpmMetricsGet) -> GpmMetricsGet:
+            s1, s2 = get.sample1, get.sample2
+            assert s1 is not None and s2 is not None and s1 is not s2
+            assert s1.device is s2.device and s1.device is not None
+            d = fake._dev(s1.device, "nvmlGpmMetricsGet")
+            assert get.version == 1 and 0 < get.numMetrics <= len(get.metrics)
+            values = fake._gpm_values(d, s1, s2)
+            for metric in get.metrics[: get.numMetrics]:
+                metric.nvmlReturn = d.metric_ret.get(metric.metricId, NVML_SUCCESS)
+                metric.value = values.get(metric.metricId, 0.0) if not metric.nvmlReturn else 0.0
+            return get
+
+        def nvmlDeviceGetFieldValues(h: FakeDevice, ids: list[int]) -> list[FieldValue]:
+            d = fake._dev(h, "nvmlDeviceGetFieldValues")
+            _, rx, tx = d.integral(fake.now_ns)
+            out = []
+            for fid in ids:
+                ret = d.field_ret.get(fid, NVML_SUCCESS if d.counters else NVML_ERROR_NOT_SUPPORTED)
+                total = int({197: tx, 198: rx}.get(fid, 0)) + d.counter_offset
+                raw = total & 0xFFFFFFFF if d.counter_value_type == 1 else total
+                out.append(
+                    FieldValue(
+                        fieldId=fid,
+                        # NVML stamps each value in CPU microseconds (here: the fake clock).
+                        timestamp=1_796_000_000_000_000 + fake.now_ns // 1000,
+                        valueType=d.counter_value_type,
+                        nvmlReturn=ret,
+                        value=_Union(raw if ret == NVML_SUCCESS else 0),
+                    )
+                )
+            return out
+
+        def nvmlDeviceGetUtilizationRates(h: FakeDevice) -> Utilization:
+            return Utilization(gpu=fake._dev(h, "nvmlDeviceGetUtilizationRates").util)
+
+        def nvmlDeviceGetPcieThroughput(h: FakeDevice, counter: int) -> int:
+            d = fake._dev(h, "nvmlDeviceGetPcieThroughput")
+            return d.pcie_kbps[0] if counter == 1 else d.pcie_kbps[1]
+
+        for fn in list(locals().values()):
+            if callable(fn) and getattr(fn, "__name__", "").startswith("nvml"):
+                setattr(m, fn.__name__, fn)
+        return m
+
+    def _gpm_values(self, d: FakeDevice, s1: GpmSample, s2: GpmSample) -> dict[int, float]:
+        if d.gpm_script is not None:
+            sm, rx, tx = d.gpm_script.pop(0)
+            return {2: sm, 21: rx, 20: tx}
+        assert s1.snapshot_ns is not None and s2.snapshot_ns is not None
+        if s2.snapshot_ns == s1.snapshot_ns:  # no refresh in between: every metric exactly 0.0
+            return {2: 0.0, 21: 0.0, 20: 0.0}
+        a, b = d.integral(s1.snapshot_ns), d.integral(s2.snapshot_ns)
+        dt_s = (s2.snapshot_ns - s1.snapshot_ns) / 1e9
+        return {
+            2: (b[0] - a[0]) / dt_s,
+            21: (b[1] - a[1]) / dt_s / MIB,
+            20: (b[2] - a[2]) / dt_s / MIB,
+        }
+
+
+def install(monkeypatch: Any, devices: list[FakeDevice]) -> FakeNvml:
+    """Put a fake pynvml with these devices in sys.modules for the duration of a test."""
+    fake = FakeNvml(devices)
+    monkeypatch.setitem(sys.modules, "pynvml", fake.module)
+    return fake

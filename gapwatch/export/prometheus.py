@@ -1,0 +1,425 @@
+"""The Prometheus exporter: `/metrics` for one gapwatch session, served by prometheus-client.
+
+Who calls it: the runtime (`gapwatch.runtime`) calls `start_exporter(config.prometheus.listen,
+session, status_fn)` when `--prometheus HOST:PORT` is given to `watch`, `record` or `replay`, and
+`handle.stop()` when it stops. Tests call it the same way.
+
+How it works, and why:
+- `MetricsSink` is a session Sink. It counts what must never be missed between two scrapes:
+  closed gaps and their seconds by GPU and kind (a gap's seconds are counted once, when it
+  closes), prover log events by kind, unparsed lines, samples, notices, and the sampler's tick
+  lateness (a histogram). It is called under the session lock, so it only bumps integers.
+- `GapwatchCollector` builds every family at scrape time: the counters above, plus gauges read
+  from `session.store.snapshot()` (latest SM activity, PCIe rates, chaining state, host memory
+  pressure, open gaps). Reading the store at scrape time costs nothing between scrapes.
+- Everything lives in a private `CollectorRegistry`, never prometheus-client's global one, so
+  two sessions (or two tests) in one process never collide.
+- A reading that is None is left out of its family (the series goes absent for that scrape),
+  never exported as 0: Prometheus then shows a hole, as the dashboard does.
+
+Bind address: a bare port (`9400`, `:9400`) binds 127.0.0.1. Binding wider (`0.0.0.0:9400`) is
+the user's explicit choice: the endpoint has no authentication (see docs/export.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+
+from gapwatch import __version__
+from gapwatch.models import (
+    Gap,
+    GpuSample,
+    LogEvent,
+    Notice,
+    Record,
+    SessionHeader,
+    StateChange,
+)
+from gapwatch.session import Session
+
+#: "unknown": no PCIe reading during the gap, so its cause could not be told.
+GAP_KINDS: tuple[str, ...] = ("pcie_starved", "transfer_bound", "host_stall", "unknown")
+CHAIN_STATES: tuple[str, ...] = ("CHAINED", "GAPS", "BREAKDOWN", "IDLE", "NO_DATA")
+#: Tick lateness buckets (seconds): from "on time" to "several 100 ms periods behind".
+LATENESS_BUCKETS_S: tuple[float, ...] = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+)
+#: Store counters with this prefix are the log engineer's (unparsed, cut, rotated lines...).
+LOG_COUNTER_PREFIX = "log_"
+#: The store counter that holds lines no rule understood, when the tailer counts them there.
+UNPARSED_COUNTER = "log_unparsed_lines"
+#: How many closed gap ids are remembered so that a re-published closed gap is not counted twice.
+_COUNTED_GAP_IDS = 10_000
+
+
+class ExporterError(Exception):
+    """The exporter cannot start (bad address, port in use). The message is for the user."""
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """Split `HOST:PORT`, `:PORT` or `PORT` (IPv6 as `[::1]:PORT`) into (host, port).
+
+    A missing host means 127.0.0.1: serving metrics beyond loopback must be asked for.
+
+    Raises:
+        ExporterError: the text is not an address with a port in 0..65535.
+    """
+    text = listen.strip()
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = "", text
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ExporterError(f"--prometheus {listen!r}: write an IPv6 host as [addr]:PORT")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ExporterError(
+            f"--prometheus {listen!r}: expected HOST:PORT, :PORT or PORT (e.g. 127.0.0.1:9400)"
+        ) from None
+    if not 0 <= port <= 65535:
+        raise ExporterError(f"--prometheus {listen!r}: port must be 0..65535")
+    return (host or "127.0.0.1"), port
+
+
+@dataclass(slots=True)
+class _Counts:
+    """What the sink has counted since the session started (guarded by `MetricsSink.lock`)."""
+
+    gaps: dict[tuple[int, str], int] = field(default_factory=dict)
+    gap_seconds: dict[tuple[int, str], float] = field(default_factory=dict)
+    samples: dict[int, int] = field(default_factory=dict)
+    log_events: dict[str, int] = field(default_factory=dict)
+    unparsed_events: int = 0
+    notices: dict[str, int] = field(default_factory=dict)
+    lateness_buckets: list[int] = field(default_factory=lambda: [0] * len(LATENESS_BUCKETS_S))
+    lateness_count: int = 0
+    lateness_sum_s: float = 0.0
+
+
+class MetricsSink:
+    """A session Sink that counts gaps, events and tick lateness for the collector."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counts = _Counts()
+        self._counted: set[int] = set()
+        self._counted_order: deque[int] = deque()
+        self._last_tick_ns: int | None = None
+
+    def on_header(self, header: SessionHeader) -> None:
+        # Start every (gpu, kind) at 0 so that rate() and increase() work from the first scrape.
+        with self.lock:
+            for gpu in header.gpus:
+                for kind in GAP_KINDS:
+                    self.counts.gaps.setdefault((gpu.index, kind), 0)
+                    self.counts.gap_seconds.setdefault((gpu.index, kind), 0.0)
+                self.counts.samples.setdefault(gpu.index, 0)
+
+    def on_record(self, record: Record) -> None:
+        with self.lock:
+            if isinstance(record, GpuSample):
+                self._on_sample(record)
+            elif isinstance(record, Gap):
+                self._on_gap(record)
+            elif isinstance(record, LogEvent):
+                if record.kind == "unparsed":
+                    self.counts.unparsed_events += 1
+                else:
+                    self.counts.log_events[record.kind] = (
+                        self.counts.log_events.get(record.kind, 0) + 1
+                    )
+            elif isinstance(record, Notice):
+                self.counts.notices[record.level] = self.counts.notices.get(record.level, 0) + 1
+
+    def close(self) -> None:
+        """Nothing to release: the counts stay readable until the exporter stops."""
+
+    def _on_sample(self, sample: GpuSample) -> None:
+        c = self.counts
+        c.samples[sample.gpu] = c.samples.get(sample.gpu, 0) + 1
+        # One tick produces one sample per GPU with the same lateness: observe it once per tick.
+        if sample.lateness_ns is None or sample.t_mono_ns == self._last_tick_ns:
+            return
+        self._last_tick_ns = sample.t_mono_ns
+        late_s = max(0, sample.lateness_ns) / 1e9
+        c.lateness_count += 1
+        c.lateness_sum_s += late_s
+        for i, bound in enumerate(LATENESS_BUCKETS_S):
+            if late_s <= bound:
+                c.lateness_buckets[i] += 1
+
+    def _on_gap(self, gap: Gap) -> None:
+        # A retracted gap was idle after the last busy period, not a gap: never counted.
+        if gap.is_open or gap.retracted or gap.gap_id in self._counted:
+            return
+        self._counted.add(gap.gap_id)
+        self._counted_order.append(gap.gap_id)
+        if len(self._counted_order) > _COUNTED_GAP_IDS:
+            self._counted.discard(self._counted_order.popleft())
+        key = (gap.gpu, gap.kind)
+        self.counts.gaps[key] = self.counts.gaps.get(key, 0) + 1
+        self.counts.gap_seconds[key] = self.counts.gap_seconds.get(key, 0.0) + gap.duration_s
+
+    def copy_counts(self) -> _Counts:
+        """A consistent copy for one scrape."""
+        with self.lock:
+            c = self.counts
+            return _Counts(
+                gaps=dict(c.gaps),
+                gap_seconds=dict(c.gap_seconds),
+                samples=dict(c.samples),
+                log_events=dict(c.log_events),
+                unparsed_events=c.unparsed_events,
+                notices=dict(c.notices),
+                lateness_buckets=list(c.lateness_buckets),
+                lateness_count=c.lateness_count,
+                lateness_sum_s=c.lateness_sum_s,
+            )
+
+
+def _gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"gapwatch_{name}", doc, labels=labels)
+
+
+def _ratio(pct: float | None) -> float | None:
+    return None if pct is None else pct / 100.0
+
+
+class GapwatchCollector:
+    """Builds every gapwatch metric family at scrape time (a prometheus-client custom collector)."""
+
+    def __init__(
+        self,
+        session: Session,
+        sink: MetricsSink,
+        status_fn: Callable[[], Any] | None = None,
+    ) -> None:
+        self._session = session
+        self._sink = sink
+        self._status_fn = status_fn
+
+    def describe(self) -> Iterable[Metric]:
+        # Returning nothing keeps registration from calling collect() (which reads the store).
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        snap = self._session.store.snapshot()
+        counts = self._sink.copy_counts()
+        header = self._session.header
+        yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
+        yield from self._state_gauges([g.index for g in snap.gpus], snap.states, snap.gaps)
+        yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
+        yield from self._counters(counts, snap.counters)
+        yield self._lateness(counts)
+        period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
+        period.add_metric([], header.period_ms / 1000.0)
+        yield period
+        build = InfoMetricFamily("gapwatch_build", "gapwatch version and data source.")
+        build.add_metric([], {"version": __version__, "source": header.source})
+        yield build
+
+    def _gpu_gauges(
+        self, gpus: Iterable[Any], samples: dict[int, tuple[GpuSample, ...]]
+    ) -> Iterator[Metric]:
+        sm = _gauge("gpu_sm_active_ratio", "Fraction of SMs busy in the latest sample (0..1).",
+                    ["gpu"])
+        util = _gauge("gpu_utilization_ratio",
+                      "NVML utilization.gpu in the latest sample (0..1; counts copies as busy).",
+                      ["gpu"])
+        rx = _gauge("gpu_pcie_rx_bytes_per_second",
+                    "PCIe host-to-device bytes per second in the latest sample.", ["gpu"])
+        tx = _gauge("gpu_pcie_tx_bytes_per_second",
+                    "PCIe device-to-host bytes per second in the latest sample.", ["gpu"])
+        link = _gauge("gpu_pcie_link_capacity_bytes_per_second",
+                      "Per-direction PCIe capacity from the link's max generation and width.",
+                      ["gpu"])
+        last = _gauge("gpu_last_sample_timestamp_seconds",
+                      "Unix time of the latest sample of this GPU.", ["gpu"])
+        info = InfoMetricFamily("gapwatch_gpu", "The GPU and which measurement feeds its signals.",
+                                labels=["gpu"])
+        for g in gpus:
+            label = [str(g.index)]
+            latest = samples.get(g.index, ())[-1:] or [None]
+            s = latest[0]
+            if g.link_bytes_per_s is not None:
+                link.add_metric(label, g.link_bytes_per_s)
+            if s is not None:
+                for fam, value in ((sm, _ratio(s.sm_active_pct)), (util, _ratio(s.gpu_util_pct)),
+                                   (rx, s.pcie_rx_bytes_per_s), (tx, s.pcie_tx_bytes_per_s)):
+                    if value is not None:
+                        fam.add_metric(label, value)
+                last.add_metric(label, s.t_wall_s)
+            sm_source = (s.sm_source if s is not None else None) or g.sm_source
+            pcie_source = (s.pcie_source if s is not None else None) or g.pcie_source
+            info.add_metric(label, {"name": g.name, "uuid": g.uuid or "",
+                                    "sm_source": sm_source or "none",
+                                    "pcie_source": pcie_source or "none"})
+        yield from (sm, util, rx, tx, link, last, info)
+
+    def _state_gauges(
+        self, gpus: list[int], states: dict[int, StateChange], gaps: tuple[Gap, ...]
+    ) -> Iterator[Metric]:
+        chain = _gauge("gpu_chain_state",
+                       "1 for the GPU's current chaining state, 0 for the others "
+                       "(NO_DATA until the detector has judged).", ["gpu", "state"])
+        breakdown = _gauge("gpu_breakdown",
+                           "1 while the GPU's chaining state is BREAKDOWN, else 0.", ["gpu"])
+        busy = _gauge("gpu_busy_ratio",
+                      "Busy fraction of the detector's window at the latest state evaluation.",
+                      ["gpu"])
+        open_gap = _gauge("gpu_open_gap_seconds",
+                          "Length so far of the GPU's open gap, by kind (0 when none is open).",
+                          ["gpu", "kind"])
+        open_by: dict[tuple[int, str], float] = {}
+        for gap in gaps:
+            if gap.is_open and not gap.retracted:
+                open_by[(gap.gpu, gap.kind)] = gap.duration_s
+        for gpu in gpus:
+            st = states.get(gpu)
+            current = st.state if st is not None else "NO_DATA"
+            for state in CHAIN_STATES:
+                chain.add_metric([str(gpu), state], 1.0 if state == current else 0.0)
+            breakdown.add_metric([str(gpu)], 1.0 if current == "BREAKDOWN" else 0.0)
+            if st is not None and st.busy_fraction is not None:
+                busy.add_metric([str(gpu)], st.busy_fraction)
+            for kind in GAP_KINDS:
+                open_gap.add_metric([str(gpu), kind], open_by.get((gpu, kind), 0.0))
+        yield from (chain, breakdown, busy, open_gap)
+
+    def _host_gauges(self, h: Any) -> Iterator[Metric]:
+        if h is None:
+            return
+        fields: list[tuple[str, str, float | None]] = [
+            ("host_memory_used_ratio", "Host memory in use (0..1).", _ratio(h.mem_used_pct)),
+            ("host_memory_available_bytes", "Host memory available.", h.mem_available_bytes),
+            ("host_swap_used_bytes", "Swap in use.", h.swap_used_bytes),
+            ("host_cpu_busy_ratio", "Host CPU busy (0..1).", _ratio(h.cpu_busy_pct)),
+            ("host_memory_pressure_some_avg10_ratio",
+             "PSI memory 'some' avg10 (0..1): share of time some task stalled on memory.",
+             _ratio(h.psi_mem_some_avg10)),
+            ("host_memory_pressure_full_avg10_ratio",
+             "PSI memory 'full' avg10 (0..1): share of time all tasks stalled on memory.",
+             _ratio(h.psi_mem_full_avg10)),
+            ("host_memory_stall_some_ratio",
+             "Share of the last sampling interval in which some task stalled on memory (PSI).",
+             h.psi_mem_some_share),
+            ("host_memory_stall_full_ratio",
+             "Share of the last sampling interval in which all tasks stalled on memory (PSI).",
+             h.psi_mem_full_share),
+            ("host_major_page_faults_per_second", "Major page faults per second.",
+             h.major_faults_per_s),
+            ("host_memory_bandwidth_bytes_per_second", "Memory bandwidth (resctrl MBM).",
+             h.mem_bandwidth_bytes_per_s),
+        ]
+        for name, doc, value in fields:
+            if value is not None:
+                fam = _gauge(name, doc, [])
+                fam.add_metric([], float(value))
+                yield fam
+
+    def _counters(self, c: _Counts, store_counters: dict[str, int]) -> Iterator[Metric]:
+        gaps = CounterMetricFamily("gapwatch_gaps", "Closed idle gaps, by GPU and cause.",
+                                   labels=["gpu", "kind"])
+        secs = CounterMetricFamily("gapwatch_gap_seconds",
+                                   "Seconds of closed idle gaps (counted when a gap closes).",
+                                   labels=["gpu", "kind"])
+        for (gpu, kind), n in sorted(c.gaps.items()):
+            gaps.add_metric([str(gpu), kind], n)
+            secs.add_metric([str(gpu), kind], c.gap_seconds.get((gpu, kind), 0.0))
+        samples = CounterMetricFamily("gapwatch_gpu_samples", "GPU samples taken.",
+                                      labels=["gpu"])
+        for gpu, n in sorted(c.samples.items()):
+            samples.add_metric([str(gpu)], n)
+        events = CounterMetricFamily("gapwatch_prover_log_events",
+                                     "Prover log lines understood, by rule kind.",
+                                     labels=["kind"])
+        for kind, n in sorted(c.log_events.items()):
+            events.add_metric([kind], n)
+        # The tailer may count unparsed lines in the store, publish them as events, or both:
+        # the larger figure is the number of lines, never their sum.
+        unparsed = CounterMetricFamily("gapwatch_log_unparsed_lines",
+                                       "Prover log lines no rule understood.")
+        unparsed.add_metric([], max(c.unparsed_events, store_counters.get(UNPARSED_COUNTER, 0)))
+        log_counters = CounterMetricFamily(
+            "gapwatch_log_counter",
+            "The log tailer's own counters from the store (name = counter key).",
+            labels=["name"])
+        for key, n in sorted(store_counters.items()):
+            if key.startswith(LOG_COUNTER_PREFIX):
+                log_counters.add_metric([key], n)
+        notices = CounterMetricFamily("gapwatch_notices", "Notices (GPU lost, field "
+                                      "unsupported, file rotated...), by level.", labels=["level"])
+        for level in ("info", "warning", "error"):
+            notices.add_metric([level], c.notices.get(level, 0))
+        yield from (gaps, secs, samples, events, unparsed, log_counters, notices)
+
+    def _lateness(self, c: _Counts) -> Metric:
+        buckets = [(repr(b), float(n)) for b, n in zip(LATENESS_BUCKETS_S, c.lateness_buckets,
+                                                         strict=True)]
+        buckets.append(("+Inf", float(c.lateness_count)))
+        hist = HistogramMetricFamily("gapwatch_sampler_tick_lateness_seconds",
+                                     "How late sampler ticks ran behind their deadline.")
+        hist.add_metric([], buckets, sum_value=c.lateness_sum_s)
+        return hist
+
+
+class ExporterHandle:
+    """A running `/metrics` server. `address` is HOST:PORT as bound (port 0 resolved)."""
+
+    def __init__(self, server: Any, thread: threading.Thread, host: str,
+                 registry: CollectorRegistry, sink: MetricsSink) -> None:
+        self._server = server
+        self._thread = thread
+        self.registry = registry
+        self.sink = sink
+        port = int(server.server_address[1])
+        self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        self.url = f"http://{self.address}/metrics"
+
+    def stop(self) -> None:
+        """Stop serving and free the port. Safe to call twice."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def start_exporter(
+    listen: str,
+    session: Session,
+    status_fn: Callable[[], Any] | None = None,
+) -> ExporterHandle:
+    """Serve the session's metrics on `listen` (HOST:PORT, :PORT or PORT; port 0 = any free).
+
+    Registers a `MetricsSink` on the session, so counting starts now: call it before feeding
+    records. `status_fn` is accepted for the runtime's status (reserved; not read yet).
+
+    Raises:
+        ExporterError: the address is malformed or cannot be bound.
+    """
+    host, port = parse_listen(listen)
+    sink = MetricsSink()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(GapwatchCollector(session, sink, status_fn))
+    try:
+        server, thread = start_http_server(port, addr=host, registry=registry)
+    except OSError as exc:
+        raise ExporterError(f"--prometheus {listen!r}: cannot listen on {host}:{port}: "
+                            f"{exc.strerror or exc}") from None
+    session.add_sink(sink)
+    return ExporterHandle(server, thread, host, registry, sink)

@@ -1,0 +1,246 @@
+"""The Prometheus exporter: what /metrics says about a session fed with hand-made records.
+
+A scripted detector stands in for the real one, so each test states exactly which gaps and
+states the session saw; the metrics are read over real HTTP from the exporter's own server.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client import REGISTRY
+from prometheus_client.parser import text_string_to_metric_families
+
+from gapwatch.export.prometheus import ExporterError, ExporterHandle, parse_listen, start_exporter
+from gapwatch.models import (
+    Gap,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    LogEvent,
+    SessionHeader,
+    StateChange,
+)
+from gapwatch.session import Session
+from gapwatch.store import SeriesStore
+
+
+class ScriptedDetector:
+    """Returns, for each GPU sample fed, the events queued for that sample's t_mono_ns."""
+
+    def __init__(self) -> None:
+        self.script: dict[int, list[Gap | StateChange]] = {}
+
+    def feed_gpu(self, sample: GpuSample) -> list[Gap | StateChange]:
+        return self.script.pop(sample.t_mono_ns, [])
+
+    def feed_host(self, sample: HostSample) -> None:
+        return None
+
+    def feed_log(self, event: LogEvent) -> None:
+        return None
+
+    def finish(self) -> list[Gap | StateChange]:
+        return []
+
+
+def _header() -> SessionHeader:
+    return SessionHeader(
+        gapwatch_version="test", host="box", source="sim", started_wall_s=1000.0,
+        started_mono_ns=0, period_ms=100.0,
+        gpus=[GpuInfo(index=0, name="H200", link_bytes_per_s=63.0e9, sm_source="gpm",
+                      pcie_source="gpm"),
+              GpuInfo(index=1, name="H200", link_bytes_per_s=None)],
+    )
+
+
+def _sample(gpu: int, t_ns: int, sm: float | None = 80.0, rx: float | None = 2.0e9,
+            lateness_ns: int | None = None) -> GpuSample:
+    return GpuSample(gpu=gpu, t_mono_ns=t_ns, t_wall_s=1000.0 + t_ns / 1e9, interval_ns=100_000_000,
+                     sm_active_pct=sm, gpu_util_pct=90.0, pcie_rx_bytes_per_s=rx,
+                     pcie_tx_bytes_per_s=1.0e8, sm_source="gpm", pcie_source="gpm",
+                     lateness_ns=lateness_ns)
+
+
+def _gap(gap_id: int, end: float | None, kind: str = "pcie_starved", dur: float = 1.5,
+         retracted: bool = False) -> Gap:
+    return Gap(gap_id=gap_id, gpu=0, kind=kind, start_mono_ns=0, start_s=1000.0,  # type: ignore[arg-type]
+               end_mono_ns=None if end is None else int(end * 1e9), end_s=end, duration_s=dur,
+               pcie_rx_bytes_per_s=2e9, pcie_tx_bytes_per_s=None, link_bytes_per_s=63e9,
+               retracted=retracted)
+
+
+@pytest.fixture()
+def live() -> Iterator[tuple[Session, ScriptedDetector, ExporterHandle]]:
+    header = _header()
+    detector = ScriptedDetector()
+    session = Session(header, SeriesStore(header.gpus, 0.1), detector)
+    handle = start_exporter("127.0.0.1:0", session)
+    yield session, detector, handle
+    handle.stop()
+
+
+def scrape(handle: ExporterHandle) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    """name (with suffix) -> {sorted labels -> value}."""
+    with urllib.request.urlopen(handle.url, timeout=5) as resp:
+        text = resp.read().decode()
+    out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
+    return out
+
+
+def test_bare_port_binds_loopback_and_explicit_hosts_are_kept() -> None:
+    assert parse_listen("9400") == ("127.0.0.1", 9400)
+    assert parse_listen(":9400") == ("127.0.0.1", 9400)
+    assert parse_listen("0.0.0.0:9400") == ("0.0.0.0", 9400)
+    assert parse_listen("[::1]:9400") == ("::1", 9400)
+
+
+@pytest.mark.parametrize("bad", ["", "host:", "host:port", "1.2.3.4:70000", "::1:9400"])
+def test_malformed_listen_addresses_are_refused_with_a_message(bad: str) -> None:
+    with pytest.raises(ExporterError, match="--prometheus"):
+        parse_listen(bad)
+
+
+def test_a_port_in_use_is_a_clear_error(live: tuple[Session, ScriptedDetector,
+                                                    ExporterHandle]) -> None:
+    session, _, handle = live
+    with pytest.raises(ExporterError, match="cannot listen"):
+        start_exporter(handle.address, session)
+
+
+def test_latest_sample_becomes_ratio_and_byte_gauges(live: tuple[Session, ScriptedDetector,
+                                                                 ExporterHandle]) -> None:
+    session, _, handle = live
+    session.on_gpu_samples([_sample(0, 100_000_000, sm=20.0), _sample(0, 200_000_000, sm=75.0)])
+    m = scrape(handle)
+    assert m["gapwatch_gpu_sm_active_ratio"][(("gpu", "0"),)] == pytest.approx(0.75)
+    assert m["gapwatch_gpu_pcie_rx_bytes_per_second"][(("gpu", "0"),)] == 2.0e9
+    assert m["gapwatch_gpu_pcie_link_capacity_bytes_per_second"] == {(("gpu", "0"),): 63.0e9}
+    assert m["gapwatch_gpu_samples_total"][(("gpu", "0"),)] == 2
+    info = m["gapwatch_gpu_info"]
+    assert info[(("gpu", "0"), ("name", "H200"), ("pcie_source", "gpm"), ("sm_source", "gpm"),
+                 ("uuid", ""))] == 1
+
+
+def test_missing_readings_are_absent_never_zero(live: tuple[Session, ScriptedDetector,
+                                                            ExporterHandle]) -> None:
+    session, _, handle = live
+    session.on_gpu_samples([_sample(0, 100_000_000, sm=None, rx=None)])
+    m = scrape(handle)
+    assert m.get("gapwatch_gpu_sm_active_ratio", {}) == {}
+    assert m.get("gapwatch_gpu_pcie_rx_bytes_per_second", {}) == {}
+    # Host gauges appear only once a host sample exists, and only for fields it has.
+    assert "gapwatch_host_memory_used_ratio" not in m
+    session.on_host_sample(HostSample(t_mono_ns=1, t_wall_s=1000.0, interval_ns=None,
+                                      mem_used_pct=40.0, mem_available_bytes=None,
+                                      swap_used_bytes=None, cpu_busy_pct=None,
+                                      psi_mem_some_avg10=12.5, psi_mem_full_avg10=None,
+                                      psi_mem_some_share=None, psi_mem_full_share=None,
+                                      major_faults_per_s=None))
+    m = scrape(handle)
+    assert m["gapwatch_host_memory_used_ratio"][()] == pytest.approx(0.40)
+    assert m["gapwatch_host_memory_pressure_some_avg10_ratio"][()] == pytest.approx(0.125)
+    assert "gapwatch_host_memory_available_bytes" not in m
+
+
+def test_gap_seconds_count_once_when_the_gap_closes(live: tuple[Session, ScriptedDetector,
+                                                                ExporterHandle]) -> None:
+    session, detector, handle = live
+    detector.script[1] = [_gap(7, None, dur=0.4)]
+    detector.script[2] = [_gap(7, None, dur=0.9)]
+    session.on_gpu_samples([_sample(0, 1), _sample(0, 2)])
+    m = scrape(handle)
+    key = (("gpu", "0"), ("kind", "pcie_starved"))
+    assert m["gapwatch_gaps_total"][key] == 0
+    assert m["gapwatch_gpu_open_gap_seconds"][key] == pytest.approx(0.9)
+    detector.script[3] = [_gap(7, 1001.5, dur=1.5)]
+    detector.script[4] = [_gap(7, 1001.5, dur=1.5)]  # re-published closed version
+    detector.script[5] = [_gap(8, 1003.0, kind="host_stall", dur=0.5)]
+    session.on_gpu_samples([_sample(0, 3), _sample(0, 4), _sample(0, 5)])
+    m = scrape(handle)
+    assert m["gapwatch_gaps_total"][key] == 1
+    assert m["gapwatch_gap_seconds_total"][key] == pytest.approx(1.5)
+    assert m["gapwatch_gap_seconds_total"][(("gpu", "0"), ("kind", "host_stall"))] == 0.5
+    assert m["gapwatch_gpu_open_gap_seconds"][key] == 0
+    # Every GPU and kind exists from the start, so rate() works before the first gap.
+    assert m["gapwatch_gaps_total"][(("gpu", "1"), ("kind", "transfer_bound"))] == 0
+
+
+def test_retracted_gaps_are_not_counted(live: tuple[Session, ScriptedDetector,
+                                                    ExporterHandle]) -> None:
+    session, detector, handle = live
+    detector.script[1] = [_gap(3, 1002.0, retracted=True)]
+    session.on_gpu_samples([_sample(0, 1)])
+    assert scrape(handle)["gapwatch_gaps_total"][(("gpu", "0"), ("kind", "pcie_starved"))] == 0
+
+
+def test_breakdown_is_a_zero_one_gauge_beside_the_state_set(
+        live: tuple[Session, ScriptedDetector, ExporterHandle]) -> None:
+    session, detector, handle = live
+    m = scrape(handle)
+    assert m["gapwatch_gpu_breakdown"][(("gpu", "0"),)] == 0
+    assert m["gapwatch_gpu_chain_state"][(("gpu", "0"), ("state", "NO_DATA"))] == 1
+    detector.script[1] = [StateChange(gpu=0, t_mono_ns=1, t_wall_s=1000.0, state="BREAKDOWN",
+                                      busy_fraction=0.62)]
+    session.on_gpu_samples([_sample(0, 1)])
+    m = scrape(handle)
+    assert m["gapwatch_gpu_breakdown"][(("gpu", "0"),)] == 1
+    assert m["gapwatch_gpu_breakdown"][(("gpu", "1"),)] == 0
+    assert m["gapwatch_gpu_chain_state"][(("gpu", "0"), ("state", "BREAKDOWN"))] == 1
+    assert m["gapwatch_gpu_chain_state"][(("gpu", "0"), ("state", "CHAINED"))] == 0
+    assert m["gapwatch_gpu_busy_ratio"][(("gpu", "0"),)] == pytest.approx(0.62)
+
+
+def test_tick_lateness_is_observed_once_per_tick(live: tuple[Session, ScriptedDetector,
+                                                             ExporterHandle]) -> None:
+    session, _, handle = live
+    # One tick, two GPUs: one observation. A replayed sample (no lateness): none.
+    session.on_gpu_samples([_sample(0, 1, lateness_ns=3_000_000),
+                            _sample(1, 1, lateness_ns=3_000_000)])
+    session.on_gpu_samples([_sample(0, 2, lateness_ns=300_000_000), _sample(0, 3)])
+    m = scrape(handle)
+    assert m["gapwatch_sampler_tick_lateness_seconds_count"][()] == 2
+    assert m["gapwatch_sampler_tick_lateness_seconds_bucket"][(("le", "0.005"),)] == 1
+    assert m["gapwatch_sampler_tick_lateness_seconds_bucket"][(("le", "0.5"),)] == 2
+    assert m["gapwatch_sampler_tick_lateness_seconds_sum"][()] == pytest.approx(0.303)
+    assert m["gapwatch_sampler_period_seconds"][()] == pytest.approx(0.1)
+
+
+def test_log_events_and_unparsed_lines_are_counted(live: tuple[Session, ScriptedDetector,
+                                                               ExporterHandle]) -> None:
+    session, _, handle = live
+    for kind in ("timeline", "timeline", "unparsed"):
+        session.on_log_event(LogEvent(t_wall_s=1000.0, time_source="line", kind=kind,
+                                      name="GPU_START", raw="x"))
+    session.store.count("log_lines_cut", 2)
+    session.store.count("snapshots")  # not a log counter: not exported as one
+    m = scrape(handle)
+    assert m["gapwatch_prover_log_events_total"] == {(("kind", "timeline"),): 2}
+    assert m["gapwatch_log_unparsed_lines_total"][()] == 1
+    assert m["gapwatch_log_counter_total"] == {(("name", "log_lines_cut"),): 2}
+
+
+def test_the_global_registry_is_left_alone(live: tuple[Session, ScriptedDetector,
+                                                       ExporterHandle]) -> None:
+    names = {m.name for m in REGISTRY.collect()}
+    assert not any(n.startswith("gapwatch_") for n in names)
+
+
+def test_two_exporters_in_one_process_do_not_collide() -> None:
+    header = _header()
+    handles = []
+    for _ in range(2):
+        session = Session(header, SeriesStore(header.gpus, 0.1))
+        handles.append(start_exporter(":0", session))
+    try:
+        assert handles[0].address != handles[1].address
+        assert all(h.address.startswith("127.0.0.1:") for h in handles)
+        assert "gapwatch_gaps_total" in scrape(handles[1])
+    finally:
+        for h in handles:
+            h.stop()

@@ -21,7 +21,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 
 class ConfigError(Exception):
@@ -74,11 +74,13 @@ class UserRule(_Section):
 
     @field_validator("regex")
     @classmethod
-    def _compiles(cls, value: str) -> str:
+    def _compiles(cls, value: str, info: ValidationInfo) -> str:
         try:
             re.compile(value)
         except re.error as exc:
-            raise ValueError(f"regex does not compile: {exc}") from exc
+            # Name the rule: "logs.rules.3.regex" alone does not tell which rule is wrong.
+            name = info.data.get("name", "?")
+            raise ValueError(f"rule {name!r}: regex does not compile: {exc}") from exc
         return value
 
 

@@ -1,13 +1,177 @@
-"""`gapwatch parse`: placeholder until its issue lands (it says so and exits 1)."""
+"""`gapwatch parse LOG... [--json]`: print the events gapwatch reads from prover logs.
+
+Users check their `[[logs.rules]]` with it: every line of every file (read whole, from the start;
+`-` = stdin to its end) is parsed with the configured rules and printed as one event per line
+(text, or one JSON object per line with `--json`). A summary of counts goes to stderr.
+`--unparsed` prints only the lines no rule understood; `--timeline` prints the derived
+per-partition table and the run figures instead of the events.
+
+Exit codes: 0 success, 1 a file could not be read.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import TextIO
+
+import orjson
 
 from gapwatch.config import Config
+from gapwatch.logparse import LogParser
+from gapwatch.logparse.partitions import RunTimeline, derive_timeline
+from gapwatch.models import LogEvent
+from gapwatch.tailer import LineSplitter
+
+_CHUNK = 1 << 16
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("logs", nargs="*", metavar="LOG", help="log files to parse ('-' = stdin)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per event and line")
+    parser.add_argument("--unparsed", action="store_true",
+                        help="print only the lines no rule understood")
+    parser.add_argument("--timeline", action="store_true",
+                        help="print the derived per-partition timeline (cuzk) instead of events")
+
+
+def _lines(path: str, splitter: LineSplitter) -> Iterator[str]:
+    if path == "-":
+        fd, close = sys.stdin.fileno(), False
+    else:
+        fd, close = os.open(path, os.O_RDONLY), True
+    try:
+        while True:
+            data = os.read(fd, _CHUNK)
+            if not data:
+                break
+            yield from splitter.feed(data)
+        yield from splitter.flush()
+    finally:
+        if close:
+            os.close(fd)
+
+
+def _first_anchor(paths: list[str], config: Config) -> float | None:
+    """Wall time of the first `starting cuzk engine` line in any file.
+
+    When stderr (TIMELINE) and stdout (tracing) are two files and the stderr one is listed first,
+    its offsets would otherwise have no anchor yet.
+    """
+    probe = LogParser(config.logs, keep_unparsed=False)
+    for path in paths:
+        if path == "-" or not os.path.isfile(path):
+            continue
+        try:
+            with open(path, "rb") as fh:
+                for raw in fh:
+                    if b"starting cuzk engine" in raw:
+                        probe.parse_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
+                        if probe.anchor_wall_s is not None:
+                            return probe.anchor_wall_s
+        except OSError:
+            continue
+    return None
+
+
+def format_event(e: LogEvent) -> str:
+    """One event as a readable line: time, how it was timed, kind, name, ids, fields."""
+    if e.kind == "unparsed":
+        return f"{_iso(e.t_wall_s)} {e.time_source:<8} unparsed       {e.raw}"
+    parts = [f"{_iso(e.t_wall_s)} {e.time_source:<8} {e.kind:<14} {e.name}"]
+    for key in ("job_id", "worker", "partition", "gpu", "level", "warning"):
+        value = getattr(e, key)
+        if value is not None:
+            parts.append(f"{key}={value}")
+    shown = {"target", "worker", "worker_id", "partition", "gpu", "job_id"}
+    parts.extend(f"{k}={v}" for k, v in e.fields.items() if k not in shown)
+    return "  ".join(parts[:1]) + ("  " + " ".join(parts[1:]) if len(parts) > 1 else "")
+
+
+def _iso(t: float) -> str:
+    try:
+        return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    except (OverflowError, OSError, ValueError):
+        return f"{t:.6f}"
+
+
+def format_timeline(run: RunTimeline) -> str:
+    def ms(v: int | None) -> str:
+        return "-" if v is None else str(v)
+
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.1f} %"
+
+    rows = ["job_id                 part worker  gpu_ms held_ms wait_ms h2d_ntt_ms pinned"]
+    for p in run.partitions:
+        rows.append(
+            f"{(p.job_id or '-')[:22]:<22} {ms(p.partition):>4} {ms(p.worker):>6} "
+            f"{ms(p.timeline_gpu_ms):>7} {ms(p.mutex_held_ms):>7} {ms(p.mutex_wait_ms):>7} "
+            f"{ms(p.h2d_in_ntt_ms):>10} {'no' if p.unpinned else 'yes':>6}"
+        )
+    wall = run.wall_s
+    rows.append("")
+    rows.append(f"wall time (first GPU_START .. last GPU_END): "
+                f"{'-' if wall is None else f'{wall:.3f} s'}")
+    rows.append(f"GPU efficiency (merged intervals): {pct(run.merged_efficiency)}")
+    rows.append(f"kernel utilisation:                {pct(run.kernel_utilisation)}")
+    rows.append(f"GPU occupied (mutex held, merged): {pct(run.occupied_fraction)}")
+    long_gaps = [b - a for a, b in run.idle_gaps if b - a >= 0.1]
+    rows.append(f"idle gaps between lock regions >= 100 ms: {len(long_gaps)}"
+                + (f" (longest {max(long_gaps):.3f} s)" if long_gaps else ""))
+    return "\n".join(rows)
+
+
+def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
+                args: argparse.Namespace, out: TextIO, collected: list[LogEvent]) -> int:
+    """Parse and print one file; returns 1 if it could not be read (message on stderr)."""
+    try:
+        lines = _lines(path, splitter)
+        for line in lines:
+            events = parser.parse_line(line, path, time.monotonic_ns(), time.time())
+            if args.timeline:
+                collected.extend(events)
+                continue
+            for e in events:
+                if args.unparsed and e.kind != "unparsed":
+                    continue
+                out.write((orjson.dumps(e).decode() if args.json else format_event(e)) + "\n")
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        print(f"gapwatch parse: {path}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    print("gapwatch parse: not implemented yet", file=sys.stderr)
-    return 1
+    paths = list(args.logs) + [p for p in args.log if p not in args.logs]
+    if not paths:
+        print("gapwatch parse: give at least one LOG file ('-' = stdin)", file=sys.stderr)
+        return 2
+    parser = LogParser(config.logs)
+    parser.anchor_wall_s = _first_anchor(paths, config)
+    out: TextIO = sys.stdout
+    collected: list[LogEvent] = []
+    failed = 0
+    cut = 0
+    try:
+        for path in paths:
+            splitter = LineSplitter(config.logs.max_line_bytes)
+            failed += _parse_file(path, splitter, parser, args, out, collected)
+            cut += splitter.cut_lines
+    except BrokenPipeError:  # `gapwatch parse x.log | head`: stop quietly
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        return 0
+    if args.timeline:
+        out.write(format_timeline(derive_timeline(collected)) + "\n")
+    c = parser.counters
+    kinds = ", ".join(f"{k[5:]} {v}" for k, v in sorted(c.items()) if k.startswith("kind:"))
+    print(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "
+          f"{c['unparsed']} unparsed, {c['blank']} blank, {cut} cut at "
+          f"{config.logs.max_line_bytes} bytes", file=sys.stderr)
+    return 1 if failed else 0

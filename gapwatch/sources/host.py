@@ -1,0 +1,216 @@
+"""The host source: memory pressure on the machine that feeds the GPUs, one `HostSample` per tick.
+
+Who calls it: the sampler thread (`gapwatch.sampler`), through the `HostSource` protocol, right
+after the GPU source on every tick. It is the only module that imports psutil.
+
+Why these fields: pageable host-to-device copies are staged through a small pinned bounce buffer
+by the CPU, so they slow down when host memory bandwidth is contended or memory is short. The
+detector uses them to tell `host_stall` and `pcie_starved` gaps apart and to explain them.
+
+Sources, all read from files under an injectable `root` (tests use fake /proc and /sys trees):
+- /proc/meminfo: used % (as psutil: (total - available) / total), available bytes, swap used;
+- /proc/stat: CPU busy % over the interval (all CPUs; idle and iowait count as not busy);
+- /proc/pressure/memory: PSI some/full avg10, and the share of the interval stalled, from the
+  cumulative `total` (µs) counters, which react within one tick where avg10 lags by seconds;
+- /proc/vmstat: major page faults per second (pgmajfault);
+- /sys/fs/resctrl/mon_data/*/mbm_total_bytes: memory bandwidth of the root resctrl group (summed
+  over L3 domains), where the kernel and CPU support MBM and resctrl is mounted.
+
+Anything absent or unreadable is None, never 0. Rates need a previous reading: they are None on
+the first tick, and None again after a counter went backwards (reset, remount). On a system
+without /proc/meminfo (not Linux) memory, swap and CPU come from psutil instead.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+
+from gapwatch.models import HostSample
+
+
+@dataclass(slots=True)
+class _Previous:
+    """Cumulative counters of the previous tick, for the per-interval rates."""
+
+    t_mono_ns: int
+    cpu_busy: int | None
+    cpu_total: int | None
+    psi_some_us: int | None
+    psi_full_us: int | None
+    major_faults: int | None
+    mbm_bytes: int | None
+
+
+_NO_PREVIOUS = _Previous(0, None, None, None, None, None, None)
+
+
+class ProcHostSource:
+    """`HostSource` reading /proc and /sys under `root` ("/" in production)."""
+
+    def __init__(self, root: str = "/", *, resctrl: bool = True) -> None:
+        self._proc = os.path.join(root, "proc")
+        self._meminfo = os.path.join(self._proc, "meminfo")
+        self._stat = os.path.join(self._proc, "stat")
+        self._psi = os.path.join(self._proc, "pressure", "memory")
+        self._vmstat = os.path.join(self._proc, "vmstat")
+        # The set of L3 domains does not change while resctrl stays mounted: glob once.
+        pattern = os.path.join(root, "sys", "fs", "resctrl", "mon_data", "*", "mbm_total_bytes")
+        self._mbm_files = sorted(glob.glob(pattern)) if resctrl else []
+        self._use_psutil = not os.path.exists(self._meminfo)
+        self._prev: _Previous | None = None
+
+    def read(self, t_mono_ns: int, t_wall_s: float) -> HostSample:
+        if self._use_psutil:
+            mem_used_pct, available, swap_used, busy, total = _from_psutil()
+        else:
+            mem_used_pct, available, swap_used = _meminfo(_read(self._meminfo))
+            busy, total = _cpu_jiffies(_read(self._stat))
+        some_avg10, some_us, full_avg10, full_us = _psi(_read(self._psi))
+        major = _vmstat_field(_read(self._vmstat), "pgmajfault")
+        mbm = self._mbm_total()
+
+        prev = self._prev
+        self._prev = _Previous(t_mono_ns, busy, total, some_us, full_us, major, mbm)
+        interval_ns = None if prev is None else t_mono_ns - prev.t_mono_ns
+        if prev is None or interval_ns is None or interval_ns <= 0:
+            # First tick (or a clock that did not move): no rates, never a made-up 0.
+            prev, interval_ns, interval_s = _NO_PREVIOUS, None, 0.0
+        else:
+            interval_s = interval_ns / 1e9
+
+        cpu_busy_pct = None
+        if None not in (busy, total, prev.cpu_busy, prev.cpu_total):
+            d_total = total - prev.cpu_total  # type: ignore[operator]
+            if d_total > 0:
+                d_busy = busy - prev.cpu_busy  # type: ignore[operator]
+                cpu_busy_pct = min(100.0, max(0.0, 100.0 * d_busy / d_total))
+        return HostSample(
+            t_mono_ns=t_mono_ns,
+            t_wall_s=t_wall_s,
+            interval_ns=interval_ns,
+            mem_used_pct=mem_used_pct,
+            mem_available_bytes=available,
+            swap_used_bytes=swap_used,
+            cpu_busy_pct=cpu_busy_pct,
+            psi_mem_some_avg10=some_avg10,
+            psi_mem_full_avg10=full_avg10,
+            psi_mem_some_share=_share(prev.psi_some_us, some_us, interval_s * 1e6),
+            psi_mem_full_share=_share(prev.psi_full_us, full_us, interval_s * 1e6),
+            major_faults_per_s=_rate(prev.major_faults, major, interval_s),
+            mem_bandwidth_bytes_per_s=_rate(prev.mbm_bytes, mbm, interval_s),
+        )
+
+    def _mbm_total(self) -> int | None:
+        if not self._mbm_files:
+            return None
+        total = 0
+        for path in self._mbm_files:
+            text = _read(path)
+            # A domain may answer "Unavailable" (counter not ready, RMID recycled): then the sum
+            # is not a total and the tick has no bandwidth.
+            if text is None or not text.strip().isdigit():
+                return None
+            total += int(text)
+        return total
+
+    def close(self) -> None:
+        pass
+
+
+def _read(path: str) -> str | None:
+    """A whole small kernel file, or None if absent or unreadable (e.g. PSI disabled: EOPNOTSUPP)."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _meminfo(text: str | None) -> tuple[float | None, int | None, int | None]:
+    """(used %, available bytes, swap used bytes) from /proc/meminfo."""
+    if text is None:
+        return None, None, None
+    kib: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            kib[key] = int(parts[0])
+    total, available = kib.get("MemTotal"), kib.get("MemAvailable")
+    used_pct = None
+    if total and available is not None:
+        used_pct = 100.0 * (total - available) / total
+    swap_used = None
+    if "SwapTotal" in kib and "SwapFree" in kib:
+        swap_used = (kib["SwapTotal"] - kib["SwapFree"]) * 1024
+    return used_pct, None if available is None else available * 1024, swap_used
+
+
+def _cpu_jiffies(text: str | None) -> tuple[int | None, int | None]:
+    """(busy, total) jiffies of all CPUs from the `cpu` line of /proc/stat."""
+    if text is None or not text.startswith("cpu "):
+        return None, None
+    fields = text.split("\n", 1)[0].split()[1:]
+    try:
+        # user nice system idle iowait irq softirq steal; guest time is already inside user.
+        values = [int(v) for v in fields[:8]]
+    except ValueError:
+        return None, None
+    if len(values) < 5:
+        return None, None
+    total = sum(values)
+    return total - values[3] - values[4], total
+
+
+def _psi(text: str | None) -> tuple[float | None, int | None, float | None, int | None]:
+    """(some avg10, some total µs, full avg10, full total µs) from /proc/pressure/memory."""
+    out: dict[str, tuple[float | None, int | None]] = {}
+    for line in (text or "").splitlines():
+        kind, *pairs = line.split()
+        values = dict(p.split("=", 1) for p in pairs if "=" in p)
+        try:
+            out[kind] = (float(values["avg10"]), int(values["total"]))
+        except (KeyError, ValueError):
+            continue
+    some = out.get("some", (None, None))
+    full = out.get("full", (None, None))  # kernels before 5.13 may lack the `full` line
+    return some[0], some[1], full[0], full[1]
+
+
+def _vmstat_field(text: str | None, name: str) -> int | None:
+    prefix = name + " "
+    for line in (text or "").splitlines():
+        if line.startswith(prefix):
+            value = line[len(prefix):].strip()
+            return int(value) if value.isdigit() else None
+    return None
+
+
+def _rate(prev: int | None, now: int | None, interval_s: float) -> float | None:
+    """Per-second rate of a cumulative counter; None without two readings or if it went back."""
+    if prev is None or now is None or interval_s <= 0 or now < prev:
+        return None
+    return (now - prev) / interval_s
+
+
+def _share(prev_us: int | None, now_us: int | None, interval_us: float) -> float | None:
+    """Fraction (0..1) of the interval covered by a PSI stall counter's growth."""
+    rate = _rate(prev_us, now_us, interval_us)
+    return None if rate is None else min(1.0, rate)
+
+
+def _from_psutil() -> tuple[float | None, int | None, int | None, int | None, int | None]:
+    """Memory, swap and CPU jiffies where /proc/meminfo does not exist (not Linux)."""
+    import psutil  # the only psutil import in gapwatch; only needed off Linux
+
+    vm = psutil.virtual_memory()
+    swap = psutil.swap_memory()
+    cpu = psutil.cpu_times()
+    idle = cpu.idle + getattr(cpu, "iowait", 0.0)
+    total = sum(cpu)
+    # Seconds -> hundredths, so the arithmetic matches the /proc/stat jiffies path.
+    return float(vm.percent), int(vm.available), int(swap.used), int((total - idle) * 100), int(
+        total * 100
+    )

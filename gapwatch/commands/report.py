@@ -1,13 +1,138 @@
-"""`gapwatch report`: placeholder until its issue lands (it says so and exits 1)."""
+"""`gapwatch report FILE [--log PATH ...] [--json]`: gaps, breakdowns and payoff of a recording.
+
+Who calls it: `gapwatch.cli`. The analysis lives in `gapwatch.report`; this module parses the
+arguments and formats the result as text (for people) or JSON (stable, for scripts; documented in
+docs/detection.md). Exit codes: 0 done, 2 the file or a log cannot be read.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
 
 from gapwatch.config import Config
+from gapwatch.record import RecordingError
+from gapwatch.report import KINDS, PAYOFF_METHOD, ReportData, build_report, busy_fraction, to_json
+
+#: Rows of the gap table in text output (the JSON always has every gap).
+MAX_TABLE_ROWS = 50
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl, .jsonl.gz) or a trace CSV")
+    parser.add_argument("--json", action="store_true", help="print the JSON document instead")
+    parser.add_argument("--all-gaps", action="store_true",
+                        help=f"list every gap in the text table (default: first {MAX_TABLE_ROWS})")
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    print("gapwatch report: not implemented yet", file=sys.stderr)
-    return 1
+    try:
+        report = build_report(args.file, config, list(args.log or []))
+    except RecordingError as exc:
+        print(f"gapwatch report: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"gapwatch report: cannot read log: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(to_json(report), option=orjson.OPT_INDENT_2))
+        sys.stdout.buffer.write(b"\n")
+    else:
+        sys.stdout.write(format_text(report, all_gaps=getattr(args, "all_gaps", False)))
+    return 0
+
+
+def _pct(v: float | None) -> str:
+    return "  n/a" if v is None else f"{v * 100:4.0f} %"
+
+
+def _clock(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S.%f")[:-3]
+
+
+def _gb(v: float | None) -> str:
+    return "n/a" if v is None else f"{v / 1e9:.1f} GB/s"
+
+
+def format_text(r: ReportData, all_gaps: bool = False) -> str:
+    out: list[str] = []
+    add = out.append
+    h = r.header
+    add(f"gapwatch report: {r.path} ({h.source}, {h.period_ms:g} ms period)")
+    if r.log_files:
+        add(f"logs: {', '.join(r.log_files)}")
+    add("")
+    add("GPUs (busy = busy share of the working span, first to last busy reading)")
+    for t in r.totals:
+        mine = [g for g in r.gaps if g.gpu == t.gpu]
+        kinds = ", ".join(
+            f"{sum(1 for g in mine if g.kind == k)} {k} ({sum(g.duration_s for g in mine if g.kind == k):.1f} s)"
+            for k in KINDS if any(g.kind == k for g in mine)
+        ) or "no gaps"
+        low = "  [utilization.gpu only: low confidence]" if t.confidence == "low" else ""
+        add(f"  GPU {t.gpu}: busy {_pct(busy_fraction(t)).strip()} of {t.active_s:.1f} s "
+            f"(link {_gb(t.link_bytes_per_s)}); {kinds}{low}")
+    add("")
+    rows = r.gaps if all_gaps else r.gaps[:MAX_TABLE_ROWS]
+    add(f"Gaps ≥ min gap: {len(r.gaps)}" + ("" if len(rows) == len(r.gaps) else
+                                            f" (first {len(rows)}; --all-gaps or --json for all)"))
+    if rows:
+        add(f"  {'GPU':>3} {'start (UTC)':<12} {'dur s':>6} {'kind':<14} {'H2D':>9} {'D2H':>9}  hint")
+        for g in rows:
+            add(f"  {g.gpu:>3} {_clock(g.start_s):<12} {g.duration_s:6.2f} {g.kind:<14} "
+                f"{_gb(g.pcie_rx_bytes_per_s):>9} {_gb(g.pcie_tx_bytes_per_s):>9}  {g.hint}")
+    add("")
+    add(f"Chaining breakdowns: {len(r.breakdowns)}")
+    for b in r.breakdowns:
+        add(f"  GPU {b.gpu}: {_clock(b.start_s)} - {_clock(b.end_s)} ({b.end_s - b.start_s:.1f} s): "
+            f"{b.reason}")
+    if r.partitions is not None:
+        add("")
+        out.extend(_partition_lines(r.partitions))
+    add("")
+    out.extend(_payoff_lines(r.payoff))
+    if r.counters or r.problems:
+        add("")
+        add("Input: " + ", ".join(f"{k} {v}" for k, v in sorted(r.counters.items())))
+        for p in r.problems[:5]:
+            add(f"  {p}")
+    return "\n".join(out) + "\n"
+
+
+def _partition_lines(run: Any) -> list[str]:
+    lines = [f"Partitions (from the log): {len(run.partitions)}, "
+             f"{sum(1 for p in run.partitions if p.unpinned)} synthesised unpinned; "
+             f"GPU occupied {_pct(run.occupied_fraction).strip()}, "
+             f"merged GPU_START..END {_pct(run.merged_efficiency).strip()}"]
+    lines.append(f"  {'part':>4} {'worker':>6} {'GPU start':<12} {'held ms':>8} {'wait ms':>8} "
+                 f"{'H2D-in-NTT ms':>13} pinned")
+    for p in run.partitions[:MAX_TABLE_ROWS]:
+        def v(x: int | None) -> str:
+            return "-" if x is None else str(x)
+        start = _clock(p.gpu_start_s) if p.gpu_start_s else "-"
+        lines.append(f"  {v(p.partition):>4} {v(p.worker):>6} {start:<12} {v(p.mutex_held_ms):>8} "
+                     f"{v(p.mutex_wait_ms):>8} {v(p.h2d_in_ntt_ms):>13} "
+                     f"{'no' if p.unpinned else 'yes'}")
+    return lines
+
+
+def _payoff_lines(payoff: dict[str, Any]) -> list[str]:
+    lines = ["Payoff (if the gaps were closed)"]
+    overall = payoff["overall"]
+    pph = payoff.get("partitions_per_hour")
+    for kind, v in overall["if_closed"].items():
+        if v["busy_fraction"] is None or v["idle_s"] <= 0:
+            continue
+        gain = v["throughput_gain"]
+        rate = f", {pph:.0f} → {pph * gain:.0f} partitions per hour" if pph else ""
+        label = "all gaps" if kind == "all" else f"{kind} gaps"
+        lines.append(f"  closing {label}: busy {_pct(overall['busy_fraction']).strip()} → "
+                     f"{_pct(v['busy_fraction']).strip()}, about {gain:.2f}× throughput{rate}")
+    if len(lines) == 1:
+        lines.append("  nothing to gain: no gaps")
+    lines.append(f"  ({PAYOFF_METHOD})")
+    return lines

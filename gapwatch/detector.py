@@ -1,0 +1,543 @@
+"""GapDetector: finds GPU idle gaps as they happen, names their cause, tracks the chaining state.
+
+Who calls it: `gapwatch.session.Session` (live, simulated and replayed data alike) and
+`gapwatch.report` (which drives the same class over a recording). Pure: no I/O, no clocks, no
+threads; one instance per session, fed from one thread (the Session's lock).
+
+Per GPU, a small state machine over "data segments" (stretches without a hole):
+
+    PRE --busy--> BUSY --idle--> IDLE --busy--> BUSY      (IDLE -> BUSY closes a gap if long enough)
+     ^                                |
+     +------ hole / no reading -------+  (an open gap is retracted: idle before a hole, or at the
+                                          end of the data, is idle after the last busy, not a gap)
+
+Edges are placed inside samples: a sample at t with interval d covers [t-d, t]. The last busy
+sample before a gap is taken to be busy at its start for the share `level / peak` of its interval
+(peak = highest level of that busy run), the first busy sample after a gap busy at its end for
+the same share. With 100 ms GPM samples this puts edges within tens of ms, not a whole period.
+
+The per-sample path is the hot loop of `gapwatch report` over 24 h x 8 GPUs x 10 Hz (~7 M
+samples): plain attribute access on a slotted track, no allocation unless something happens,
+the 30 s window kept as one-second buckets (no per-sample tuple), and the chaining state
+re-evaluated cheaply (a busy sample with no gap in the window cannot change a CHAINED GPU).
+See docs/detection.md for the definitions, defaults and the state rules.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Any
+from statistics import median
+
+from gapwatch.config import DetectorConfig
+from gapwatch.evidence import EvidenceBuffer, GapEvidence, make_hint
+from gapwatch.models import ChainState, Gap, GpuInfo, GpuSample, HostSample, LogEvent, StateChange
+
+_PRE, _BUSY, _IDLE = 0, 1, 2
+_NS = 1_000_000_000
+#: An open gap is re-published at most this often (data time), or when its kind changes.
+UPDATE_EVERY_NS = 500_000_000
+#: Sampling interval assumed before two samples tell the real one.
+DEFAULT_PERIOD_NS = 100_000_000
+#: Signal sources whose all-exactly-zero readings are GPM staleness, not idleness (nvml-facts).
+_GPM_LIKE = ("gpm", "trace")
+
+
+class _Track:
+    """Everything the detector knows about one GPU. Slotted: the hot path only reads/writes these."""
+
+    __slots__ = (
+        "gpu", "link", "has_sm", "last_t", "expected_ns", "spacings", "n_seen",
+        "phase", "peak", "lb_t", "lb_c0", "lb_level", "lb_off",
+        "g_start_ns", "g_start_s", "g_last_t", "g_last_off", "g_low",
+        "rx_sum", "rx_w", "tx_sum", "tx_w", "g_cover",
+        "gap_id", "kind", "acc", "last_emit_t",
+        "b_ids", "b_busy", "b_cover", "closed", "n_starved", "state",
+        "cover_total", "busy_total", "cover_first_busy", "cover_last_busy",
+        "first_busy_s", "last_busy_s", "last_wall",
+    )  # fmt: skip
+
+    def __init__(self, gpu: int, link: float, has_sm: bool, n_buckets: int) -> None:
+        self.gpu = gpu
+        self.link = link
+        self.has_sm = has_sm
+        self.last_t: int | None = None
+        self.expected_ns = DEFAULT_PERIOD_NS
+        self.spacings: deque[int] = deque(maxlen=15)
+        self.n_seen = 0
+        self.phase = _PRE
+        self.peak = 0.0
+        self.lb_t = 0
+        self.lb_c0 = 0
+        self.lb_level = 0.0
+        self.lb_off = 0.0
+        self.g_start_ns = 0
+        self.g_start_s = 0.0
+        self.g_last_t = 0
+        self.g_last_off = 0.0
+        self.g_low = False
+        self.rx_sum = 0.0
+        self.rx_w = 0
+        self.tx_sum = 0.0
+        self.tx_w = 0
+        self.g_cover = 0
+        self.gap_id: int | None = None
+        self.kind = "unknown"
+        self.acc: GapEvidence | None = None
+        self.last_emit_t = 0
+        self.b_ids = [-1] * n_buckets
+        self.b_busy = [0] * n_buckets
+        self.b_cover = [0] * n_buckets
+        #: Closed gaps still inside the window: (end_ns, start_ns, kind).
+        self.closed: deque[tuple[int, int, str]] = deque()
+        self.n_starved = 0
+        self.state: str | None = None
+        # Whole-run totals for the report (ns of data, ns busy; data time at the first busy
+        # sample's start and at the last busy sample's end, to measure the active span).
+        self.cover_total = 0
+        self.busy_total = 0
+        self.cover_first_busy: int | None = None
+        self.cover_last_busy = 0
+        self.first_busy_s: float | None = None
+        self.last_busy_s: float | None = None
+        self.last_wall = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class GpuTotals:
+    """Whole-run figures of one GPU (for `gapwatch report`)."""
+
+    gpu: int
+    link_bytes_per_s: float
+    #: Seconds with readings, and busy among them.
+    data_s: float
+    busy_s: float
+    #: Seconds with readings from the first busy sample to the last one (the working span).
+    active_s: float
+    first_busy_s: float | None
+    last_busy_s: float | None
+    last_wall_s: float
+    #: "low" when idleness was judged from utilization.gpu (no SM activity reading).
+    confidence: str
+    final_state: str | None
+
+
+def _valid(v: float | None) -> float | None:
+    # NaN fails v == v; negative rates and percentages are not readings.
+    if v is None or v != v or v < 0:
+        return None
+    return v
+
+
+class GapDetector:
+    """Streaming gap detector implementing `gapwatch.session.Detector`.
+
+    Args:
+        config: thresholds (see `DetectorConfig`).
+        gpus: what is known of each GPU; the link capacity judges PCIe rates.
+        period_s: the sampling period, a floor for the expected sample spacing (holes are
+            spacings above `nodata_after_periods` x expected). None: learnt from the data.
+    """
+
+    def __init__(
+        self, config: DetectorConfig, gpus: list[GpuInfo], period_s: float | None = None
+    ) -> None:
+        self.config = config
+        self._infos = {g.index: g for g in gpus}
+        self._tracks: dict[int, _Track] = {}
+        self._thr_sm = config.idle_sm_pct
+        self._thr_util = config.idle_util_pct
+        self._min_gap_ns = int(config.min_gap_ms * 1e6)
+        self._window_ns = int(config.window_s * _NS)
+        self._n_buckets = max(1, math.ceil(config.window_s))
+        self._nodata = config.nodata_after_periods
+        self._period_floor_ns = int(period_s * _NS) if period_s else 0
+        self._ev = EvidenceBuffer(config.evidence_before_s)
+        self._next_id = 1
+        self._pending: list[Gap | StateChange] = []
+        self._now_s = 0.0
+        #: Inputs skipped or noticed, by reason (out_of_order, stale_gpm, no_data, holes).
+        self.counters: dict[str, int] = {
+            "out_of_order": 0, "stale_gpm": 0, "no_data": 0, "holes": 0, "retracted": 0,
+        }  # fmt: skip
+
+    # -- inputs -------------------------------------------------------------------------------
+
+    def feed_host(self, sample: HostSample) -> None:
+        self._ev.add_host(sample)
+
+    def feed_log(self, event: LogEvent) -> None:
+        if self._ev.add_log(event):
+            for acc in self._ev.take_dirty_closed():
+                self._republish(acc)
+        self._ev.prune(self._now_s)
+
+    def feed_gpu(self, s: GpuSample) -> list[Gap | StateChange]:
+        tr = self._tracks.get(s.gpu)
+        if tr is None:
+            tr = self._new_track(s.gpu)
+        t = s.t_mono_ns
+        last = tr.last_t
+        if last is not None and t <= last:
+            self.counters["out_of_order"] += 1
+            return []
+        out: list[Gap | StateChange] = self._pending
+        if out:
+            self._pending = []
+        else:
+            out = []
+        wall = s.t_wall_s
+        self._now_s = wall
+
+        level = _valid(s.sm_active_pct)
+        thr = self._thr_sm
+        low = False
+        if level is not None:
+            tr.has_sm = True
+            if level == 0.0 and s.sm_source in _GPM_LIKE and s.pcie_rx_bytes_per_s == 0.0 \
+                    and s.pcie_tx_bytes_per_s == 0.0:
+                # A stale GPM reading (every metric exactly 0.0): the next reading carries this
+                # interval. Skipping it must not open a gap.
+                self.counters["stale_gpm"] += 1
+                return out
+        elif not tr.has_sm:
+            level = _valid(s.gpu_util_pct)
+            thr = self._thr_util
+            low = True
+        if level is None:
+            # No reading (a GPU with SM activity missed one, or nothing at all): no data.
+            self.counters["no_data"] += 1
+            tr.last_t = t
+            self._end_segment(tr, out)
+            self._set_state(tr, "NO_DATA", t, wall, out, "no SM activity reading")
+            return out
+
+        # Hole test against the expected spacing (robust median of recent ones).
+        if last is None:
+            spacing = -1
+        else:
+            spacing = t - last
+            tr.spacings.append(spacing)
+            tr.n_seen += 1
+            if tr.n_seen <= 3 or tr.n_seen % 16 == 0:
+                tr.expected_ns = max(int(median(tr.spacings)), self._period_floor_ns)
+        exp = tr.expected_ns
+        d = s.interval_ns
+        if d is None or d <= 0:
+            d = spacing if spacing > 0 else exp
+        if spacing < 0 or spacing > self._nodata * exp:
+            if spacing > 0:
+                self.counters["holes"] += 1
+            self._end_segment(tr, out)
+            c0 = t - (d if d < exp else exp)
+        else:
+            c0 = t - d
+            if c0 < last:  # type: ignore[operator]
+                c0 = last  # type: ignore[assignment]
+        tr.last_t = t
+        cover = t - c0
+        idle = level < thr
+
+        # One-second buckets for the window's busy fraction.
+        k = t // _NS
+        i = k % self._n_buckets
+        if tr.b_ids[i] != k:
+            tr.b_ids[i] = k
+            tr.b_busy[i] = 0
+            tr.b_cover[i] = 0
+        tr.b_cover[i] += cover
+        tr.cover_total += cover
+        tr.last_wall = wall
+
+        off = wall - t / _NS
+        phase = tr.phase
+        if not idle:
+            tr.b_busy[i] += cover
+            tr.busy_total += cover
+            tr.cover_last_busy = tr.cover_total
+            if phase == _BUSY:
+                if level > tr.peak:
+                    tr.peak = level
+            else:
+                if phase == _IDLE:
+                    self._close(tr, t, cover, level, off, low, out)
+                elif tr.cover_first_busy is None:
+                    tr.cover_first_busy = tr.cover_total - cover
+                    tr.first_busy_s = c0 / _NS + off
+                tr.phase = _BUSY
+                tr.peak = level
+            tr.lb_t = t
+            tr.lb_c0 = c0
+            tr.lb_level = level
+            tr.lb_off = off
+            tr.last_busy_s = wall
+            if tr.state == "CHAINED" and not tr.closed:
+                return out
+        elif phase == _BUSY:
+            # Busy -> idle: the gap candidate starts inside the last busy sample.
+            f = tr.lb_level / tr.peak if tr.peak > 0 else 1.0
+            start = tr.lb_c0 + int((tr.lb_t - tr.lb_c0) * (f if f < 1.0 else 1.0))
+            tr.phase = _IDLE
+            tr.g_start_ns = start
+            tr.g_start_s = start / _NS + tr.lb_off
+            tr.g_low = low
+            tr.rx_sum = tr.tx_sum = 0.0
+            tr.rx_w = tr.tx_w = tr.g_cover = 0
+            self._idle_sample(tr, s, t, cover, off, low, out)
+        elif phase == _IDLE:
+            self._idle_sample(tr, s, t, cover, off, low, out)
+        elif tr.state == "IDLE":
+            return out
+        self._update_state(tr, t, wall, idle, out)
+        return out
+
+    def finish(self) -> list[Gap | StateChange]:
+        """End of data: an open gap is idle after the last busy period, so it is retracted."""
+        out: list[Gap | StateChange] = self._pending
+        self._pending = []
+        for tr in self._tracks.values():
+            if tr.phase == _IDLE and tr.gap_id is not None:
+                gid = tr.gap_id
+                self._end_segment(tr, out)
+                t = tr.last_t or 0
+                self._set_state(
+                    tr, "IDLE", t, t / _NS + tr.g_last_off, out,
+                    f"end of data: idle after the last busy period, gap {gid} retracted",
+                )
+        return out
+
+    def totals(self) -> list[GpuTotals]:
+        """Whole-run figures per GPU, in GPU order."""
+        out = []
+        for gpu in sorted(self._tracks):
+            tr = self._tracks[gpu]
+            first = tr.cover_first_busy
+            active = (tr.cover_last_busy - first) if first is not None else 0
+            out.append(GpuTotals(
+                gpu=gpu, link_bytes_per_s=tr.link, data_s=tr.cover_total / _NS,
+                busy_s=tr.busy_total / _NS, active_s=active / _NS,
+                first_busy_s=tr.first_busy_s, last_busy_s=tr.last_busy_s,
+                last_wall_s=tr.last_wall, confidence="high" if tr.has_sm else "low",
+                final_state=tr.state,
+            ))  # fmt: skip
+        return out
+
+    # -- gaps ---------------------------------------------------------------------------------
+
+    def _idle_sample(
+        self, tr: _Track, s: GpuSample, t: int, cover: int, off: float, low: bool,
+        out: list[Gap | StateChange],
+    ) -> None:
+        rx = s.pcie_rx_bytes_per_s
+        if rx is not None and rx == rx and rx >= 0:
+            tr.rx_sum += rx * cover
+            tr.rx_w += cover
+        tx = s.pcie_tx_bytes_per_s
+        if tx is not None and tx == tx and tx >= 0:
+            tr.tx_sum += tx * cover
+            tr.tx_w += cover
+        if low:
+            tr.g_low = True
+        tr.g_cover += cover
+        tr.g_last_t = t
+        tr.g_last_off = off
+        if t - tr.g_start_ns < self._min_gap_ns:
+            return
+        kind = self._kind(tr)
+        if tr.gap_id is None:
+            tr.gap_id = self._next_id
+            self._next_id += 1
+            tr.acc = self._ev.open_gap(tr.gpu, tr.g_start_s)
+        elif kind == tr.kind and t - tr.last_emit_t < UPDATE_EVERY_NS:
+            return
+        tr.kind = kind
+        tr.last_emit_t = t
+        out.append(self._gap(tr, None, None, t))
+
+    def _close(
+        self, tr: _Track, t: int, cover: int, level: float, off: float, low: bool,
+        out: list[Gap | StateChange],
+    ) -> None:
+        """Idle -> busy: place the end edge inside this sample; publish if the gap is long enough."""
+        ref = tr.peak if tr.peak > level else level
+        end = t - int(cover * (level / ref if ref > 0 else 1.0))
+        if end < tr.g_last_t:
+            end = tr.g_last_t
+        # The busy samples around the idle stretch were counted busy whole; the edges say
+        # which part of them was idle.
+        partial = end - tr.g_start_ns - tr.g_cover
+        if partial > 0:
+            tr.busy_total -= partial
+        if end - tr.g_start_ns < self._min_gap_ns:
+            return
+        if low:
+            tr.g_low = True
+        tr.kind = self._kind(tr)
+        if tr.gap_id is None:
+            tr.gap_id = self._next_id
+            self._next_id += 1
+            tr.acc = self._ev.open_gap(tr.gpu, tr.g_start_s)
+        end_s = end / _NS + off
+        gap = self._gap(tr, end, end_s, end)
+        out.append(gap)
+        if tr.acc is not None:
+            tr.acc.published = gap
+            self._ev.close_gap(tr.acc, end_s)
+        tr.closed.append((end, tr.g_start_ns, tr.kind))
+        if tr.kind == "pcie_starved":
+            tr.n_starved += 1
+        tr.gap_id = None
+        tr.acc = None
+
+    def _end_segment(self, tr: _Track, out: list[Gap | StateChange]) -> None:
+        """A hole or the end of data: idle since the last busy period was not a gap."""
+        if tr.phase == _IDLE and tr.gap_id is not None:
+            gap = self._gap(tr, tr.g_last_t, tr.g_last_t / _NS + tr.g_last_off, tr.g_last_t)
+            out.append(_retract(gap))
+            self.counters["retracted"] += 1
+            if tr.acc is not None:
+                self._ev.drop_gap(tr.acc)
+            tr.gap_id = None
+            tr.acc = None
+        tr.phase = _PRE
+        tr.peak = 0.0
+
+    def _kind(self, tr: _Track) -> str:
+        rx = tr.rx_sum / tr.rx_w if tr.rx_w else None
+        tx = tr.tx_sum / tr.tx_w if tr.tx_w else None
+        if rx is None and tx is None:
+            return "unknown"
+        # The dominant direction decides: a starved H2D upload is RX (the GPU receives).
+        rate = max(rx or 0.0, tx or 0.0)
+        link = tr.link
+        if rate < self.config.quiet_below_link_frac * link:
+            return "host_stall"
+        if rate < self.config.starved_below_link_frac * link:
+            return "pcie_starved"
+        return "transfer_bound"
+
+    def _gap(self, tr: _Track, end_ns: int | None, end_s: float | None, now_ns: int) -> Gap:
+        assert tr.gap_id is not None
+        rx = tr.rx_sum / tr.rx_w if tr.rx_w else None
+        tx = tr.tx_sum / tr.tx_w if tr.tx_w else None
+        duration_s = ((end_ns if end_ns is not None else now_ns) - tr.g_start_ns) / _NS
+        confidence = "low" if tr.g_low else "high"
+        acc = tr.acc
+        host = acc.host_dict() if acc is not None else {}
+        events = acc.event_dicts() if acc is not None else []
+        hint = make_hint(
+            tr.kind, duration_s, rx, tx, tr.link, confidence, host, events, is_open=end_ns is None
+        )
+        return Gap(
+            gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,  # type: ignore[arg-type]
+            start_mono_ns=tr.g_start_ns, start_s=tr.g_start_s, end_mono_ns=end_ns, end_s=end_s,
+            duration_s=duration_s, pcie_rx_bytes_per_s=rx, pcie_tx_bytes_per_s=tx,
+            link_bytes_per_s=tr.link, confidence=confidence,  # type: ignore[arg-type]
+            hint=hint, host=host, log_events=events,
+        )  # fmt: skip
+
+    def _republish(self, acc: GapEvidence) -> None:
+        """A late log event reached a closed gap: publish it again with the richer evidence."""
+        old = acc.published
+        if old is None:
+            return
+        events = acc.event_dicts()
+        hint = make_hint(
+            old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
+            old.link_bytes_per_s or self.config.default_link_bytes_per_s, old.confidence,
+            old.host, events,
+        )  # fmt: skip
+        new = _replace_evidence(old, hint, events)
+        acc.published = new
+        self._pending.append(new)
+
+    # -- chaining state -----------------------------------------------------------------------
+
+    def _update_state(
+        self, tr: _Track, t: int, wall: float, idle: bool, out: list[Gap | StateChange]
+    ) -> None:
+        lo = t - self._window_ns
+        closed = tr.closed
+        while closed and closed[0][0] < lo:
+            if closed.popleft()[2] == "pcie_starved":
+                tr.n_starved -= 1
+        open_starved = tr.gap_id is not None and tr.kind == "pcie_starved"
+        n = tr.n_starved + (1 if open_starved else 0)
+        cfg = self.config
+        if n:
+            if n >= cfg.breakdown_min_starved_gaps:
+                why = f"{n} pcie_starved gaps in the last {cfg.window_s:g} s"
+                self._set_state(tr, "BREAKDOWN", t, wall, out, why)
+                return
+            starved_ns = 0
+            for end, start, kind in closed:
+                if kind == "pcie_starved":
+                    starved_ns += end - (start if start > lo else lo)
+            if open_starved:
+                starved_ns += t - (tr.g_start_ns if tr.g_start_ns > lo else lo)
+            if starved_ns >= cfg.breakdown_idle_frac * self._window_ns:
+                why = (f"idle {starved_ns / _NS:.1f} s of the last {cfg.window_s:g} s "
+                       "in pcie_starved gaps")
+                self._set_state(tr, "BREAKDOWN", t, wall, out, why)
+                return
+        has_gaps = bool(closed) or tr.gap_id is not None
+        if idle and tr.phase == _PRE:
+            # Idle with no busy period since the data (re)started: not gaps, just idle.
+            self._set_state(tr, "IDLE", t, wall, out, "idle, no busy period since the data started")
+        elif (
+            # A gap candidate younger than the window has busy time in it by construction.
+            idle
+            and t - tr.g_start_ns >= self._window_ns
+            and self._window_busy(tr, t)[0] == 0
+        ):
+            self._set_state(tr, "IDLE", t, wall, out, f"no busy sample in the last {cfg.window_s:g} s")
+        elif has_gaps:
+            self._set_state(tr, "GAPS", t, wall, out, "idle gaps, none pcie_starved enough for BREAKDOWN")
+        else:
+            self._set_state(tr, "CHAINED", t, wall, out, "busy, no gaps in the window")
+
+    def _window_busy(self, tr: _Track, t: int) -> tuple[int, int]:
+        k = t // _NS
+        nb = self._n_buckets
+        busy = cover = 0
+        ids = tr.b_ids
+        for i in range(nb):
+            if k - ids[i] < nb:
+                busy += tr.b_busy[i]
+                cover += tr.b_cover[i]
+        return busy, cover
+
+    def _set_state(
+        self, tr: _Track, state: ChainState, t: int, wall: float, out: list[Gap | StateChange],
+        reason: str,
+    ) -> None:
+        if tr.state == state:
+            return
+        tr.state = state
+        busy, cover = self._window_busy(tr, t)
+        out.append(StateChange(
+            gpu=tr.gpu, t_mono_ns=t, t_wall_s=wall, state=state,
+            busy_fraction=busy / cover if cover else None, reason=reason,
+        ))  # fmt: skip
+
+    def _new_track(self, gpu: int) -> _Track:
+        info = self._infos.get(gpu)
+        link = info.link_bytes_per_s if info is not None and info.link_bytes_per_s else None
+        has_sm = info is not None and info.sm_source in ("gpm", "sim", "trace")
+        tr = _Track(gpu, link or self.config.default_link_bytes_per_s, has_sm, self._n_buckets)
+        tr.expected_ns = max(DEFAULT_PERIOD_NS if not self._period_floor_ns else 0,
+                             self._period_floor_ns)
+        self._tracks[gpu] = tr
+        return tr
+
+
+def _retract(gap: Gap) -> Gap:
+    return _replace_evidence(gap, gap.hint, gap.log_events, retracted=True)
+
+
+def _replace_evidence(
+    gap: Gap, hint: str, events: list[dict[str, Any]], retracted: bool = False
+) -> Gap:
+    return replace(gap, hint=hint, log_events=events, retracted=retracted or gap.retracted)

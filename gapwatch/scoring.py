@@ -1,0 +1,153 @@
+"""Score detected gaps against ground truth: recall, precision, kind accuracy, edge error.
+
+Who calls it: the detector tests (real H200 traces, simulator scenarios), the e2e GPU bench.
+Pure functions over plain values; no I/O.
+
+Ground truth is a list of GPU *busy* intervals (every partition's compute interval); the truth
+gaps are the holes of at least `min_gap_s` between consecutive merged intervals of one GPU (idle
+before the first interval or after the last is not a gap, as in the detector). A detected gap and
+a truth gap match when they overlap; each is matched at most once, largest overlap first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any, Protocol
+
+
+class _GapLike(Protocol):
+    gpu: int
+    start_s: float
+    end_s: float | None
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class TruthGap:
+    gpu: int
+    start_s: float
+    end_s: float
+    #: The kind this gap should get, where the truth says (None: not scored for kind).
+    kind: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    recall: float
+    precision: float
+    #: Share of matched pairs whose kind is right; None when the truth names no kind.
+    kind_accuracy: float | None
+    #: Median over matched pairs of |start error| and |end error| (both edges pooled), seconds.
+    median_edge_error_s: float | None
+    n_truth: int
+    n_detected: int
+    matched: list[tuple[TruthGap, Any]] = field(default_factory=list)
+    missed: list[TruthGap] = field(default_factory=list)
+    false_positives: list[Any] = field(default_factory=list)
+
+    def summary(self) -> str:
+        kind = "n/a" if self.kind_accuracy is None else f"{self.kind_accuracy:.0%}"
+        edge = "n/a" if self.median_edge_error_s is None else f"{self.median_edge_error_s * 1000:.0f} ms"
+        return (
+            f"recall {self.recall:.0%} ({len(self.matched)}/{self.n_truth}), precision "
+            f"{self.precision:.0%} ({len(self.matched)}/{self.n_detected}), kind {kind}, "
+            f"median edge error {edge}"
+        )
+
+
+def _field(item: Any, *names: str) -> Any:
+    for n in names:
+        if isinstance(item, Mapping):
+            if n in item:
+                return item[n]
+        elif hasattr(item, n):
+            return getattr(item, n)
+    return None
+
+
+def truth_gaps(
+    intervals: Iterable[Any], min_gap_s: float = 0.3, kind: str | None = None
+) -> list[TruthGap]:
+    """Holes of at least `min_gap_s` between merged busy intervals, per GPU.
+
+    `intervals` items may be objects or dicts with `start_s`/`end_s` (or `start`/`end`) and an
+    optional `gpu` (default 0): the simulator's `TruthInterval` and the trace `truth.json` alike.
+    """
+    by_gpu: dict[int, list[tuple[float, float]]] = {}
+    for it in intervals:
+        start = _field(it, "start_s", "start")
+        end = _field(it, "end_s", "end")
+        gpu = _field(it, "gpu")
+        by_gpu.setdefault(int(gpu or 0), []).append((float(start), float(end)))
+    out: list[TruthGap] = []
+    for gpu, spans in sorted(by_gpu.items()):
+        spans.sort()
+        last_end: float | None = None
+        for s, e in spans:
+            if last_end is not None and s - last_end >= min_gap_s:
+                out.append(TruthGap(gpu, last_end, s, kind))
+            last_end = e if last_end is None else max(last_end, e)
+    return out
+
+
+def score(
+    detected_gaps: Iterable[_GapLike],
+    truth_intervals: Iterable[Any],
+    min_gap_s: float = 0.3,
+    truth_kind: str | None = None,
+) -> Score:
+    """Compare detected gaps with the holes between truth busy intervals.
+
+    Args:
+        detected_gaps: closed gaps (open or retracted versions are ignored), e.g. `Gap`s.
+        truth_intervals: busy intervals (see `truth_gaps`).
+        min_gap_s: shortest truth hole that counts as a gap.
+        truth_kind: the kind every truth gap should get (e.g. "pcie_starved" for the pageable
+            trace); None leaves kind accuracy unscored.
+    """
+    truth = truth_gaps(truth_intervals, min_gap_s, truth_kind)
+    det = [
+        g for g in detected_gaps
+        if g.end_s is not None and not getattr(g, "retracted", False)
+    ]  # fmt: skip
+    pairs: list[tuple[float, int, int]] = []
+    for ti, tg in enumerate(truth):
+        for di, g in enumerate(det):
+            if g.gpu != tg.gpu:
+                continue
+            assert g.end_s is not None
+            overlap = min(tg.end_s, g.end_s) - max(tg.start_s, g.start_s)
+            if overlap > 0:
+                pairs.append((overlap, ti, di))
+    pairs.sort(reverse=True)
+    used_t: set[int] = set()
+    used_d: set[int] = set()
+    matched: list[tuple[TruthGap, Any]] = []
+    for _, ti, di in pairs:
+        if ti in used_t or di in used_d:
+            continue
+        used_t.add(ti)
+        used_d.add(di)
+        matched.append((truth[ti], det[di]))
+    matched.sort(key=lambda p: (p[0].gpu, p[0].start_s))
+    edges: list[float] = []
+    kinds_ok = kinds_n = 0
+    for tg, g in matched:
+        edges.append(abs(g.start_s - tg.start_s))
+        edges.append(abs(g.end_s - tg.end_s))
+        if tg.kind is not None:
+            kinds_n += 1
+            kinds_ok += g.kind == tg.kind
+    return Score(
+        recall=len(matched) / len(truth) if truth else 1.0,
+        precision=len(matched) / len(det) if det else 1.0,
+        kind_accuracy=kinds_ok / kinds_n if kinds_n else None,
+        median_edge_error_s=median(edges) if edges else None,
+        n_truth=len(truth),
+        n_detected=len(det),
+        matched=matched,
+        missed=[tg for i, tg in enumerate(truth) if i not in used_t],
+        false_positives=[g for i, g in enumerate(det) if i not in used_d],
+    )

@@ -164,8 +164,9 @@ class _FileFollower:
         while total < _MAX_READ_PER_POLL:
             try:
                 data = os.read(self._fd, _READ_CHUNK)
-            except OSError:
+            except OSError as exc:
                 self.status.errors += 1
+                self.status.state = f"unreadable: {exc.strerror}"
                 break
             if not data:
                 break

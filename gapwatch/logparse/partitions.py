@@ -135,7 +135,9 @@ def derive_timeline(events: Iterable[LogEvent]) -> RunTimeline:
         elif e.warning == "unpinned":
             unpinned.add((e.job_id, e.partition))
     for e in _lock_events(events):
-        job = e.job_id if e.job_id is not None else worker_job.get(e.worker or -1)
+        job = e.job_id
+        if job is None and e.worker is not None:
+            job = worker_job.get(e.worker)
         rec = get(job, e.partition, e.worker)
         f = e.fields
         rec.worker = e.worker if e.worker is not None else rec.worker

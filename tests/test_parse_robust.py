@@ -1,0 +1,86 @@
+"""Nothing a log contains crashes the splitter or the parser: property tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gapwatch.config import build_config
+from gapwatch.logparse import LogParser
+from gapwatch.logparse.partitions import derive_timeline
+from gapwatch.tailer import LineSplitter
+
+REAL_LINES = [
+    line for name in ("pageable.log", "pinned.log")
+    for line in (Path(__file__).parent / "data" / name).read_text().splitlines()
+]
+EXTRA = [
+    '2026-05-12T14:13:32.351032Z  INFO synthesize_partition{job_id="porep-1-2" partition=3}: '
+    "cuzk_core::pipeline: attempting pinned memory synthesis buf_gib=3.88 gpus=[0, 1]",
+    "Nov 30 09:06:26.553439 gpu1 cuzk[812]: CUZK_TIMING: d_a_cache allocated 4096 MiB on gpu 1",
+    "2026-11-30T09:06:26.553439+0000 gpu1 cuzk[812]: TIMELINE,1,GPU_START,j,worker=0",
+    "\x1b[2m2026-05-12T14:14:02.010377Z\x1b[0m \x1b[32m INFO\x1b[0m a{b=\"}\"}: t: m k=v",
+]
+SEEDS = REAL_LINES + EXTRA
+
+RULES = build_config({"logs": {"rules": [
+    {"name": "r", "regex": r"(?P<timestamp>\S+) (?P<worker>\S+) (?P<phase>\w+)"}]}}).logs
+
+
+def check_events(parser: LogParser, text: str) -> None:
+    events = parser.parse_line(text, "s", 1, 1.0)
+    for e in events:
+        assert isinstance(e.t_wall_s, float)
+        assert e.kind
+    assert parser.counters["internal_errors"] == 0, text
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.binary(max_size=300), max_size=8), st.integers(64, 2048))
+def test_random_bytes_through_splitter_and_parser(chunks: list[bytes], limit: int) -> None:
+    splitter = LineSplitter(max_line_bytes=max(limit, 1024))
+    parser = LogParser(RULES)
+    lines = [line for chunk in chunks for line in splitter.feed(chunk)] + splitter.flush()
+    for line in lines:
+        check_events(parser, line)
+    derive_timeline([])
+
+
+@st.composite
+def mutated_line(draw: st.DrawFn) -> str:
+    line = draw(st.sampled_from(SEEDS))
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["cut", "insert", "delete", "replace"]))
+        pos = draw(st.integers(0, len(line)))
+        junk = draw(st.text(alphabet=st.sampled_from(list(",=:{}[]()\" \x1b\x00Zz9-+.;\r\tµ")),
+                            max_size=4) | st.text(max_size=3))
+        if op == "cut":
+            line = line[:pos]
+        elif op == "insert":
+            line = line[:pos] + junk + line[pos:]
+        elif op == "delete":
+            line = line[:pos] + line[pos + len(junk):]
+        else:
+            line = line[:pos] + junk + line[pos + len(junk):]
+    return line
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.lists(mutated_line(), min_size=1, max_size=20))
+def test_mutated_real_lines_never_raise_and_timelines_still_derive(lines: list[str]) -> None:
+    parser = LogParser(RULES)
+    events = []
+    for line in lines:
+        check_events(parser, line)
+        events += parser.parse_line(line, "s", 1, 1.0)
+    derive_timeline(events)
+
+
+def test_every_real_line_parses() -> None:
+    parser = LogParser()
+    for line in REAL_LINES:
+        parser.parse_line(line, "s", 1, 1.0)
+    assert parser.counters["unparsed"] == 0
+    assert parser.counters["lines"] == len(REAL_LINES)

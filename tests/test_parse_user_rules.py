@@ -1,0 +1,84 @@
+"""User rules from [[logs.rules]]: another prover's lines become events without code changes."""
+
+from __future__ import annotations
+
+import pytest
+
+from gapwatch.config import ConfigError, build_config
+from gapwatch.logparse import LogParser
+
+OTHER_PROVER = {
+    "name": "myprover",
+    "regex": r"^\[(?P<timestamp>[^\]]+)\] w(?P<worker>\d+) p(?P<partition>\d+) (?P<phase>\w+) "
+             r"took (?P<took_ms>\d+)ms(?: on gpu (?P<gpu>\d+))?",
+}
+
+
+def parser_with(*rules: dict[str, str], cuzk: bool = True) -> LogParser:
+    return LogParser(build_config({"logs": {"rules": list(rules), "cuzk": cuzk}}).logs)
+
+
+def test_named_groups_fill_the_event() -> None:
+    p = parser_with(OTHER_PROVER)
+    (e,) = p.parse_line("[2026-11-30T09:06:26.5Z] w1 p7 msm took 412ms on gpu 2", "x", 5, 9.0)
+    assert (e.kind, e.name, e.worker, e.partition, e.gpu) == ("user:myprover", "msm", 1, 7, 2)
+    assert e.fields == {"took_ms": 412}
+    assert e.time_source == "line" and e.t_wall_s == pytest.approx(1796029586.5)
+    assert p.counters["kind:user:myprover"] == 1
+
+
+def test_strptime_format_and_event_name_and_warning() -> None:
+    p = parser_with({"name": "stall", "regex": r"^(?P<timestamp>\d+/\d+/\d+ \d+:\d+:\d+) "
+                     r"host copy fell back to pageable", "timestamp_format": "%Y/%m/%d %H:%M:%S",
+                     "event": "pageable_fallback", "warning": "unpinned"})
+    (e,) = p.parse_line("2026/11/30 09:06:26 host copy fell back to pageable", "x", 5, 9.0)
+    assert (e.name, e.warning, e.time_source) == ("pageable_fallback", "unpinned", "line")
+
+
+def test_unparseable_timestamp_falls_back_and_is_counted() -> None:
+    p = parser_with(OTHER_PROVER)
+    (e,) = p.parse_line("[yesterday] w1 p7 msm took 412ms", "x", 5, 9.0)
+    assert (e.kind, e.time_source, e.t_wall_s) == ("user:myprover", "arrival", 9.0)
+    assert p.counters["bad_timestamp"] == 1
+
+
+def test_unix_millisecond_timestamps_are_understood() -> None:
+    p = parser_with({"name": "ms", "regex": r"^(?P<timestamp>\d{13}) (?P<phase>\w+)"})
+    (e,) = p.parse_line("1796029586500 ntt", "x", 5, 9.0)
+    assert e.t_wall_s == pytest.approx(1796029586.5)
+
+
+def test_a_non_integer_worker_stays_visible_as_a_field() -> None:
+    p = parser_with({"name": "r", "regex": r"worker=(?P<worker>\S+) (?P<phase>\w+)"})
+    (e,) = p.parse_line("worker=gpu-a ntt", "x", 5, 9.0)
+    assert e.worker is None and e.fields["worker"] == "gpu-a"
+
+
+def test_built_in_rules_win_and_user_rules_see_what_they_leave() -> None:
+    p = parser_with({"name": "any", "regex": r"(?P<phase>\w+)"})
+    (t,) = p.parse_line("TIMELINE,1,GPU_START,j,worker=0", "x", 5, 9.0)
+    assert t.kind == "timeline"
+    (u,) = p.parse_line("something else", "x", 5, 9.0)
+    assert (u.kind, u.name) == ("user:any", "something")
+
+
+def test_cuzk_false_leaves_everything_to_the_user_rules() -> None:
+    p = parser_with({"name": "tl", "regex": r"^TIMELINE,(?P<offset>\d+),(?P<phase>\w+)"}, cuzk=False)
+    (e,) = p.parse_line("TIMELINE,1,GPU_START,j,worker=0", "x", 5, 9.0)
+    assert (e.kind, e.name, e.fields) == ("user:tl", "GPU_START", {"offset": 1})
+    (n,) = p.parse_line("2026-11-30T09:06:26.553439Z  INFO a: b", "x", 5, 9.0)
+    assert n.kind == "unparsed"
+
+
+def test_first_matching_rule_wins() -> None:
+    p = parser_with({"name": "a", "regex": "x"}, {"name": "b", "regex": "x"})
+    (e,) = p.parse_line("x", "s", 1, 1.0)
+    assert e.kind == "user:a"
+
+
+def test_a_rule_that_cannot_compile_is_a_config_error_naming_the_rule() -> None:
+    with pytest.raises(ConfigError) as info:
+        build_config({"logs": {"rules": [OTHER_PROVER, {"name": "broken-one", "regex": "(?P<x"}]}})
+    message = str(info.value)
+    assert "broken-one" in message and "logs.rules.1.regex" in message
+    assert "does not compile" in message

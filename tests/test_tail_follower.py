@@ -1,0 +1,93 @@
+"""LogFollower: the real threads, from file lines to LogEvents and Notices."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+from gapwatch.config import LogsConfig
+from gapwatch.logfollow import LogFollower
+from gapwatch.models import LogEvent, Notice
+
+
+def wait_for(predicate, timeout_s: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()
+
+
+def test_follower_delivers_events_from_two_files_and_reports_state(tmp_path: Path) -> None:
+    stdout_log, stderr_log = tmp_path / "out.log", tmp_path / "err.log"
+    stdout_log.write_text("2026-11-30T09:06:26.553439Z  INFO cuzk_core::engine: old line\n")
+    events: list[LogEvent] = []
+    notices: list[Notice] = []
+    lock = threading.Lock()
+
+    def on_event(e: LogEvent) -> None:
+        with lock:
+            events.append(e)
+
+    follower = LogFollower([str(stdout_log), str(stderr_log)], LogsConfig(poll_ms=5),
+                           on_event, notices.append)
+    follower.start()
+    try:
+        with open(stderr_log, "a") as err, open(stdout_log, "a") as out:
+            for line in ("CUZK_TIMING: pre_lock_cpu_ms=1 mutex_wait_ms=5",
+                         "CUZK_TIMING: mutex_held_ms=8 total_start_fn_ms=9"):
+                err.write(line + "\n")
+            err.flush()
+            out.write("2026-11-30T09:06:38.134140Z  INFO cuzk_core::engine: GPU_TIMING "
+                      "spawn_blocking prove_start worker_id=1 partition=Some(4)\n")
+            out.flush()
+        assert wait_for(lambda: any(e.kind == "cuzk_partition" for e in events))
+        status = follower.status()
+    finally:
+        follower.stop()
+    kinds = [e.kind for e in events]
+    assert "tracing" in kinds and kinds.count("cuzk_timing") == 2
+    assert all(e.t_arrival_mono_ns is not None for e in events)
+    assert not any(e.name == "old line" for e in events)  # started at the end
+    assert [f.state for f in status.files] == ["following", "following"]
+    assert status.lines == 3 and status.unparsed == 0 and status.attributed == 1
+    assert any("following from its start" in n.message for n in notices)  # err.log appeared
+
+
+def test_a_failing_consumer_is_reported_and_tailing_goes_on(tmp_path: Path) -> None:
+    log = tmp_path / "x.log"
+    log.write_text("")
+    notices: list[Notice] = []
+    seen: list[str] = []
+
+    def on_event(e: LogEvent) -> None:
+        seen.append(e.raw)
+        raise RuntimeError("consumer bug")
+
+    follower = LogFollower([str(log)], LogsConfig(poll_ms=5), on_event, notices.append)
+    follower.start()
+    try:
+        with open(log, "a") as fh:
+            fh.write("one\ntwo\n")
+        assert wait_for(lambda: len(seen) == 2)
+    finally:
+        follower.stop()
+    assert sum("consumer bug" in n.message for n in notices) == 2
+
+
+def test_stdin_follower_stops_at_end_of_input() -> None:
+    read_fd, write_fd = os.pipe()
+    events: list[LogEvent] = []
+    follower = LogFollower(["-"], LogsConfig(poll_ms=5), events.append, stdin_fd=read_fd)
+    follower.start()
+    try:
+        os.write(write_fd, b"TIMELINE,5,GPU_START,j,worker=0,partition=2\n")
+        os.close(write_fd)
+        assert wait_for(lambda: follower.status().files[0].state == "closed (end of input)")
+    finally:
+        follower.stop()
+        os.close(read_fd)
+    assert [(e.kind, e.partition, e.stream) for e in events] == [("timeline", 2, "-")]

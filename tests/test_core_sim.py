@@ -1,0 +1,78 @@
+"""The simulated prover: deterministic, and each scenario tells the story it is named for."""
+
+from __future__ import annotations
+
+import pytest
+
+from gapwatch.models import GpuSample, HostSample
+from gapwatch.simulate import simulate
+from gapwatch.sources.sim import SCENARIOS, truth_gaps
+
+
+def _gpu(records: list) -> list[GpuSample]:  # type: ignore[type-arg]
+    return [r for r in records if isinstance(r, GpuSample)]
+
+
+def test_same_seed_same_session() -> None:
+    a = simulate("pageable", seed=7, duration_s=20)
+    b = simulate("pageable", seed=7, duration_s=20)
+    assert a.records == b.records and a.log_lines == b.log_lines and a.truth == b.truth
+    assert simulate("pageable", seed=8, duration_s=20).records != a.records
+
+
+def test_chained_keeps_the_gpu_busy_with_no_gaps() -> None:
+    r = simulate("chained", seed=1, duration_s=60)
+    assert truth_gaps(r.truth, 0) == []
+    busy = [s.sm_active_pct for s in _gpu(r.records)[40:]]
+    assert sum(busy) / len(busy) > 85
+
+
+def test_pageable_chains_first_then_breaks_with_pcie_trickling() -> None:
+    r = simulate("pageable", seed=1, duration_s=60)
+    gaps = truth_gaps(r.truth, 0)
+    t0 = r.header.started_wall_s
+    assert gaps and gaps[0][0] - t0 > 12  # chaining holds at first
+    assert len([g for g in gaps if g[0] - t0 < 40]) >= 4  # then it breaks, within ~30 s
+    # Inside gaps the link trickles at a few GB/s, far below the 63 GB/s it can carry.
+    inside = [s for s in _gpu(r.records)
+              if any(a + 0.15 < s.t_wall_s - 0.1 and s.t_wall_s < b for a, b in gaps)]
+    rx = sorted(s.pcie_rx_bytes_per_s or 0 for s in inside)
+    assert inside and 1e9 < rx[len(rx) // 2] < 12e9
+    assert all(s.sm_active_pct is not None and s.sm_active_pct < 10 for s in inside)
+    # and the unpinned warning is in the log
+    assert any("is_pinned=false" in text for _, text in r.log_lines)
+
+
+def test_host_stall_gaps_have_quiet_pcie() -> None:
+    r = simulate("host-stall", seed=1, duration_s=60)
+    gaps = truth_gaps(r.truth, 0)
+    assert len(gaps) >= 5
+    # The next partition's pinned copy (~80 ms at line rate) ends each gap: look before it.
+    inside = [s for s in _gpu(r.records)
+              if any(a + 0.15 < s.t_wall_s - 0.1 and s.t_wall_s < b - 0.3 for a, b in gaps)]
+    assert inside and max(s.pcie_rx_bytes_per_s or 0 for s in inside) < 0.01 * 63e9
+
+
+def test_transfer_bound_gaps_move_data_at_line_rate() -> None:
+    r = simulate("transfer-bound", seed=1, duration_s=60)
+    gaps = truth_gaps(r.truth, 0)
+    assert len(gaps) >= 5
+    inside = [s for s in _gpu(r.records)
+              if any(a + 0.15 < s.t_wall_s - 0.1 and s.t_wall_s < b for a, b in gaps)]
+    assert inside and min(s.pcie_rx_bytes_per_s or 0 for s in inside) > 0.3 * 63e9
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_scenario_has_host_samples_and_timeline_lines(scenario: str) -> None:
+    r = simulate(scenario, seed=2, duration_s=10, gpus=2)  # type: ignore[arg-type]
+    assert {s.gpu for s in _gpu(r.records)} == {0, 1}
+    assert any(isinstance(x, HostSample) for x in r.records)
+    assert any(t.startswith("TIMELINE,") for _, t in r.log_lines)
+    assert r.log_lines[0][1].endswith("starting cuzk engine pipeline_enabled=true")
+
+
+def test_unknown_scenario_is_refused() -> None:
+    from gapwatch.sources.sim import SimProver
+
+    with pytest.raises(ValueError, match="unknown scenario"):
+        SimProver("melted")  # type: ignore[arg-type]

@@ -244,3 +244,38 @@ def test_two_exporters_in_one_process_do_not_collide() -> None:
     finally:
         for h in handles:
             h.stop()
+
+
+class _Status:
+    logs = {"/var/log/cuzk.log": "following"}
+    log_counters = {"lines": 10, "parsed": 7, "unparsed": 3}
+
+
+def test_runtime_status_feeds_log_file_and_line_metrics() -> None:
+    header = _header()
+    session = Session(header, SeriesStore(header.gpus, 0.1))
+    handle = start_exporter(":0", session, status_fn=_Status)
+    try:
+        m = scrape(handle)
+    finally:
+        handle.stop()
+    assert m["gapwatch_log_file_info"] == {(("path", "/var/log/cuzk.log"),
+                                            ("state", "following")): 1}
+    assert m["gapwatch_log_lines_total"][()] == 10
+    assert m["gapwatch_log_unparsed_lines_total"][()] == 3
+
+
+def test_a_failing_status_is_counted_and_the_scrape_still_answers() -> None:
+    def broken() -> object:
+        raise RuntimeError("runtime stopping")
+
+    header = _header()
+    session = Session(header, SeriesStore(header.gpus, 0.1))
+    handle = start_exporter(":0", session, status_fn=broken)
+    try:
+        scrape(handle)
+        m = scrape(handle)
+    finally:
+        handle.stop()
+    assert m["gapwatch_exporter_status_errors_total"][()] == 2
+    assert "gapwatch_gaps_total" in m

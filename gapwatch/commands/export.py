@@ -1,13 +1,112 @@
-"""`gapwatch export`: placeholder until its issue lands (it says so and exits 1)."""
+"""`gapwatch export FILE --format perfetto|csv [--out PATH] [--log PROVER.log ...]`.
+
+Who calls it: `gapwatch.cli`. Headless, never imports Textual.
+
+- `perfetto`: Chrome Trace Event JSON (Perfetto, chrome://tracing) of the recording: counters,
+  the gaps and chaining states that `gapwatch report` finds (the same `build_report`, so both
+  show the same gaps), the prover's phases from the recording's log events and the `--log` files.
+- `csv`: one row per GPU sample in the shared-trace column layout; `replay`/`report` read it back.
+
+Exit status: 0 written; 2 the input is not a recording or trace CSV, a `--log` file cannot be
+read, or the output would overwrite the input; 1 the output cannot be written.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import nullcontext
+from pathlib import Path
+from typing import IO
 
 from gapwatch.config import Config
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="recording (.jsonl, .jsonl.gz) or trace CSV")
+    parser.add_argument("--format", choices=("perfetto", "csv"), default="perfetto",
+                        help="perfetto: Chrome Trace Event JSON; csv: shared-trace layout")
+    parser.add_argument("--out", metavar="PATH", default=None,
+                        help="output file ('-' = stdout; default: FILE with .trace.json / "
+                             ".export.csv)")
+
+
+def _default_out(path: Path, fmt: str) -> Path:
+    stem = path.name
+    for suffix in (".gz", ".jsonl", ".csv"):
+        stem = stem.removesuffix(suffix)
+    return path.with_name(stem + (".trace.json" if fmt == "perfetto" else ".export.csv"))
+
+
+def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes]) -> str:
+    from gapwatch.export.perfetto import TraceBuilder
+    from gapwatch.record import read_any
+    from gapwatch.report import build_report, parse_logs
+
+    # The report's own pass decides gaps and states; a second read streams the samples.
+    report = build_report(path, config, logs)
+    extra, _ = parse_logs(logs, config)
+    recording = read_any(path)
+    builder = TraceBuilder(recording.header)
+    builder.extend(recording.records)
+    builder.extend(extra)
+    builder.extend(report.gaps)
+    builder.extend(report.states)
+    n = builder.write(out)
+    unmatched = f", {builder.unmatched} unmatched phase lines" if builder.unmatched else ""
+    return (f"{n} trace events, {len(report.gaps)} gaps{unmatched}; open it in "
+            "https://ui.perfetto.dev or chrome://tracing")
+
+
+def _csv(path: Path, out: IO[str]) -> str:
+    from gapwatch.export.csv_export import CsvExporter
+    from gapwatch.record import read_any
+
+    recording = read_any(path)
+    exporter = CsvExporter(out, tolerance_s=recording.header.period_ms / 1000.0)
+    for record in recording.records:
+        exporter.add(record)
+    exporter.close()
+    note = f" (reader counters: {recording.counters})" if recording.counters else ""
+    return f"{exporter.rows} rows{note}"
+
+
 def run(args: argparse.Namespace, config: Config) -> int:
-    print("gapwatch export: not implemented yet", file=sys.stderr)
-    return 1
+    from gapwatch.record import RecordingError
+
+    src = Path(args.file)
+    dest = None if args.out == "-" else Path(args.out) if args.out else _default_out(src, args.format)
+    if dest is not None and dest.exists() and src.exists() and dest.resolve() == src.resolve():
+        print(f"gapwatch export: --out {dest} would overwrite the input", file=sys.stderr)
+        return 2
+    # A .part file renamed at the end: a failed export never leaves a half-written trace behind.
+    tmp = dest.with_name(dest.name + ".part") if dest is not None else None
+    try:
+        # stdout is wrapped in nullcontext: leaving the `with` must not close it.
+        if args.format == "perfetto":
+            with (tmp.open("wb") if tmp is not None else nullcontext(sys.stdout.buffer)) as fb:
+                summary = _perfetto(src, config, list(args.log), fb)
+                fb.flush()
+        else:
+            with (tmp.open("w", newline="", encoding="utf-8") if tmp is not None
+                  else nullcontext(sys.stdout)) as ft:
+                summary = _csv(src, ft)
+                ft.flush()
+    except RecordingError as exc:
+        _discard(tmp)
+        print(f"gapwatch export: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        _discard(tmp)
+        where = exc.filename or (tmp or "stdout")
+        print(f"gapwatch export: {where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2 if exc.filename in args.log else 1
+    if tmp is not None and dest is not None:
+        tmp.replace(dest)
+    print(f"gapwatch export: wrote {dest or 'stdout'}: {summary}", file=sys.stderr)
+    return 0
+
+
+def _discard(tmp: Path | None) -> None:
+    if tmp is not None:
+        tmp.unlink(missing_ok=True)

@@ -212,6 +212,7 @@ class GapwatchCollector:
         self._session = session
         self._sink = sink
         self._status_fn = status_fn
+        self.status_errors = 0
 
     def describe(self) -> Iterable[Metric]:
         # Returning nothing keeps registration from calling collect() (which reads the store).
@@ -221,10 +222,12 @@ class GapwatchCollector:
         snap = self._session.store.snapshot()
         counts = self._sink.copy_counts()
         header = self._session.header
+        logs, log_counters = self._runtime_logs()
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
         yield from self._state_gauges([g.index for g in snap.gpus], snap.states, snap.gaps)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
-        yield from self._counters(counts, snap.counters)
+        yield from self._counters(counts, snap.counters, log_counters)
+        yield from self._log_files(logs, log_counters)
         yield self._lateness(counts)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
@@ -232,6 +235,36 @@ class GapwatchCollector:
         build = InfoMetricFamily("gapwatch_build", "gapwatch version and data source.")
         build.add_metric([], {"version": __version__, "source": header.source})
         yield build
+
+    def _runtime_logs(self) -> tuple[dict[str, str], dict[str, int]]:
+        """The runtime's log files (path -> state) and tailer counters (`RuntimeStatus.logs`,
+        `.log_counters`: lines, parsed, unparsed). A failing status_fn costs its metrics for
+        this scrape, counted, never the scrape."""
+        if self._status_fn is None:
+            return {}, {}
+        try:
+            status = self._status_fn()
+            logs = {str(k): str(v) for k, v in dict(getattr(status, "logs", {}) or {}).items()}
+            counters = {str(k): int(v) for k, v in
+                        dict(getattr(status, "log_counters", {}) or {}).items()}
+        except Exception:  # noqa: BLE001 - a scrape must answer even if the runtime cannot
+            self.status_errors += 1
+            return {}, {}
+        return logs, counters
+
+    def _log_files(self, logs: dict[str, str], counters: dict[str, int]) -> Iterator[Metric]:
+        files = InfoMetricFamily("gapwatch_log_file",
+                                 "A followed prover log and its state (following, waiting...).",
+                                 labels=["path"])
+        for path, state in sorted(logs.items()):
+            files.add_metric([path], {"state": state})
+        lines = CounterMetricFamily("gapwatch_log_lines", "Prover log lines read.")
+        if "lines" in counters:
+            lines.add_metric([], counters["lines"])
+        errors = CounterMetricFamily("gapwatch_exporter_status_errors",
+                                     "Scrapes whose runtime status could not be read.")
+        errors.add_metric([], self.status_errors)
+        yield from (files, lines, errors)
 
     def _gpu_gauges(
         self, gpus: Iterable[Any], samples: dict[int, tuple[GpuSample, ...]]
@@ -332,7 +365,8 @@ class GapwatchCollector:
                 fam.add_metric([], float(value))
                 yield fam
 
-    def _counters(self, c: _Counts, store_counters: dict[str, int]) -> Iterator[Metric]:
+    def _counters(self, c: _Counts, store_counters: dict[str, int],
+                  log_counters: dict[str, int]) -> Iterator[Metric]:
         gaps = CounterMetricFamily("gapwatch_gaps", "Closed idle gaps, by GPU and cause.",
                                    labels=["gpu", "kind"])
         secs = CounterMetricFamily("gapwatch_gap_seconds",
@@ -350,11 +384,13 @@ class GapwatchCollector:
                                      labels=["kind"])
         for kind, n in sorted(c.log_events.items()):
             events.add_metric([kind], n)
-        # The tailer may count unparsed lines in the store, publish them as events, or both:
-        # the larger figure is the number of lines, never their sum.
+        # Unparsed lines reach us three ways (as `unparsed` events, in the runtime's tailer
+        # counters, in a store counter); they count the same lines, so the largest figure is
+        # the number of lines, never their sum.
         unparsed = CounterMetricFamily("gapwatch_log_unparsed_lines",
                                        "Prover log lines no rule understood.")
-        unparsed.add_metric([], max(c.unparsed_events, store_counters.get(UNPARSED_COUNTER, 0)))
+        unparsed.add_metric([], max(c.unparsed_events, store_counters.get(UNPARSED_COUNTER, 0),
+                                    log_counters.get("unparsed", 0)))
         log_counters = CounterMetricFamily(
             "gapwatch_log_counter",
             "The log tailer's own counters from the store (name = counter key).",
@@ -407,7 +443,8 @@ def start_exporter(
     """Serve the session's metrics on `listen` (HOST:PORT, :PORT or PORT; port 0 = any free).
 
     Registers a `MetricsSink` on the session, so counting starts now: call it before feeding
-    records. `status_fn` is accepted for the runtime's status (reserved; not read yet).
+    records. `status_fn` returns the runtime's `RuntimeStatus`; its `logs` and `log_counters`
+    feed the log-file and log-line metrics at each scrape.
 
     Raises:
         ExporterError: the address is malformed or cannot be bound.

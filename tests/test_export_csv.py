@@ -1,0 +1,107 @@
+"""CSV export: the shared-trace layout, read back by `read_any`, giving the report the same gaps."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from gapwatch.cli import main
+from gapwatch.config import Config
+from gapwatch.export.csv_export import COLUMNS, CsvExporter
+from gapwatch.models import GpuInfo, GpuSample, HostSample, SessionHeader
+from gapwatch.record import read_any, write_recording
+from gapwatch.report import build_report
+
+DATA = Path(__file__).parent / "data"
+
+
+def _gpu(t: float, gpu: int = 0, sm: float | None = 55.5, util: float | None = None) -> GpuSample:
+    return GpuSample(gpu=gpu, t_mono_ns=int(t * 1e9), t_wall_s=t, interval_ns=100_000_000,
+                     sm_active_pct=sm, gpu_util_pct=util, pcie_rx_bytes_per_s=2.5e9,
+                     pcie_tx_bytes_per_s=0.1 + 0.2)
+
+
+def _host(t: float, mem: float | None, psi: float | None = None) -> HostSample:
+    return HostSample(t_mono_ns=int(t * 1e9), t_wall_s=t, interval_ns=None, mem_used_pct=mem,
+                      mem_available_bytes=None, swap_used_bytes=None, cpu_busy_pct=None,
+                      psi_mem_some_avg10=psi, psi_mem_full_avg10=None, psi_mem_some_share=None,
+                      psi_mem_full_share=None, major_faults_per_s=None)
+
+
+def _rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_rows_use_the_shared_layout_and_missing_readings_are_empty_cells() -> None:
+    out = io.StringIO()
+    ex = CsvExporter(out, tolerance_s=0.1)
+    for r in (_gpu(10.0, sm=None), _host(10.0, 40.0), _gpu(10.1)):
+        ex.add(r)
+    ex.close()
+    assert out.getvalue().splitlines()[0] == ",".join(COLUMNS)
+    first, second = _rows(out.getvalue())
+    assert first["sm_active_pct"] == "" and first["gpu_util_pct"] == ""
+    assert first["host_mem_used_pct"] == "40.0" and first["host_psi_mem_some_avg10"] == ""
+    assert second["pcie_tx_bytes_per_s"] == repr(0.1 + 0.2)  # exact, not rounded
+
+
+def test_host_columns_come_from_the_nearest_host_sample_even_when_it_arrives_later() -> None:
+    out = io.StringIO()
+    ex = CsvExporter(out, tolerance_s=0.1)
+    # Tick 1: GPU samples first, host after; tick 2: host first. Tick 3: no host at all.
+    for r in (_gpu(1.0, 0), _gpu(1.0, 1), _host(1.0, 10.0), _host(1.1, 11.0), _gpu(1.1, 0),
+              _gpu(1.5, 0)):
+        ex.add(r)
+    ex.close()
+    mem = [(row["gpu"], row["host_mem_used_pct"]) for row in _rows(out.getvalue())]
+    assert mem == [("0", "10.0"), ("1", "10.0"), ("0", "11.0"), ("0", "")]
+
+
+def test_a_recording_with_holes_reads_back_with_the_same_values(tmp_path: Path) -> None:
+    header = SessionHeader(gapwatch_version="t", host="box", source="sim", started_wall_s=1.0,
+                           started_mono_ns=0, period_ms=100.0,
+                           gpus=[GpuInfo(index=0), GpuInfo(index=1)])
+    records = [_host(1.0, 30.0, 2.5), _gpu(1.0, 0, sm=None, util=80.0), _gpu(1.0, 1),
+               _host(1.1, 31.0), _gpu(1.1, 0, sm=12.25), _gpu(1.1, 1, sm=0.0)]
+    src = tmp_path / "run.jsonl"
+    write_recording(src, header, records)
+    out = tmp_path / "run.csv"
+    assert main(["export", str(src), "--format", "csv", "--out", str(out)]) == 0
+    back = [r for r in read_any(out).records if isinstance(r, GpuSample)]
+    assert [(s.gpu, s.t_wall_s, s.sm_active_pct, s.gpu_util_pct, s.pcie_rx_bytes_per_s)
+            for s in back] == [(s.gpu, s.t_wall_s, s.sm_active_pct, s.gpu_util_pct,
+                                s.pcie_rx_bytes_per_s)
+                               for s in records if isinstance(s, GpuSample)]
+    hosts = [r for r in read_any(out).records if isinstance(r, HostSample)]
+    assert [(h.t_wall_s, h.mem_used_pct, h.psi_mem_some_avg10) for h in hosts] == [
+        (1.0, 30.0, 2.5), (1.1, 31.0, None)]
+
+
+def test_round_trip_through_csv_gives_the_report_the_same_gaps(tmp_path: Path) -> None:
+    """pageable trace -> export csv -> read_any -> report: the same gaps, kinds and times."""
+    config = Config()
+    original = build_report(DATA / "pageable.csv", config)
+    out = tmp_path / "again.csv"
+    assert main(["export", str(DATA / "pageable.csv"), "--format", "csv", "--out", str(out)]) == 0
+    again = build_report(out, config)
+
+    def key(r: object) -> list[tuple[int, str, float, float | None, float, str]]:
+        return [(g.gpu, g.kind, g.start_s, g.end_s, g.duration_s, g.hint)
+                for g in r.gaps]  # type: ignore[attr-defined]
+
+    assert len(original.gaps) >= 5
+    assert key(again) == key(original)
+    assert [(s.state, s.t_wall_s) for s in again.states] == [
+        (s.state, s.t_wall_s) for s in original.states]
+
+
+def test_exporting_onto_the_input_is_refused(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "t.csv"
+    src.write_bytes((DATA / "pageable.csv").read_bytes())
+    assert main(["export", str(src), "--format", "csv", "--out", str(src)]) == 2
+    assert "overwrite" in capsys.readouterr().err
+    assert src.read_bytes() == (DATA / "pageable.csv").read_bytes()

@@ -1,0 +1,25 @@
+"""The Textual dashboard (the only package that imports textual, plotext and textual_plotext).
+
+`run_dashboard(runtime)` is what `watch`, `demo` and `replay` call. Importing this package itself
+imports nothing heavy: `gapwatch.ui.fmt` is shared with the core's snapshot writer.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gapwatch.ui.app import DashboardRuntime
+
+
+def run_dashboard(runtime: DashboardRuntime) -> int:
+    """Run the dashboard in the terminal until the user quits; returns the exit status."""
+    if runtime.config.ui.color == "mono":
+        # Textual reads NO_COLOR when the App is created: mono = the user's NO_COLOR.
+        os.environ["NO_COLOR"] = "1"
+    from gapwatch.ui.app import GapwatchApp
+
+    app = GapwatchApp(runtime)
+    result = app.run()
+    return int(result or 0)

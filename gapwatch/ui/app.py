@@ -1,0 +1,271 @@
+"""GapwatchApp: the dashboard's composition root. It composes the widgets, pulls the store on a
+timer, pushes a View down to the widgets, and handles keys and messages. No drawing logic here.
+
+Who creates it: `gapwatch.ui.run_dashboard` (watch, demo, replay) and the tests, with a runtime
+(`gapwatch.runtime.Runtime`, or any object with the same few attributes). The app never starts or
+stops the runtime: the command that built it does, so the same runtime also runs headless.
+
+Threads: the session calls our listener on the sampler thread; the listener only posts messages
+(StateChanged, NoticeRaised). Snapshots are written by a thread worker that posts
+SnapshotFinished. Nothing calls `call_from_thread`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+
+from gapwatch.config import Config
+from gapwatch.models import Gap, Notice, SessionHeader, StateChange
+from gapwatch.runtime import RuntimeStatus
+from gapwatch.session import Session
+from gapwatch.snapshot import SnapshotError, write_snapshot
+from gapwatch.store import SeriesStore, StoreSnapshot
+from gapwatch.ui.messages import NoticeRaised, SnapshotFinished, StateChanged
+from gapwatch.ui.view import View, newest_time_ns
+from gapwatch.ui.widgets.detail_chart import DetailChart
+from gapwatch.ui.widgets.gap_table import GapTable
+from gapwatch.ui.widgets.gpu_header import GpuHeader
+from gapwatch.ui.widgets.help_screen import HelpScreen
+from gapwatch.ui.widgets.host_panel import HostPanel
+from gapwatch.ui.widgets.log_pane import LogPane
+from gapwatch.ui.widgets.overview import Overview
+from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
+
+
+class DashboardRuntime(Protocol):
+    """What the dashboard needs from a runtime (`gapwatch.runtime.Runtime` has it)."""
+
+    config: Config
+    header: SessionHeader
+    session: Session
+    store: SeriesStore
+
+    def status(self) -> RuntimeStatus: ...
+
+
+class GapwatchApp(App[int]):
+    """The live dashboard over one runtime."""
+
+    CSS_PATH = "gapwatch.tcss"
+    TITLE = "gapwatch"
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"),
+                                                                      (140, "-wide")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "snapshot", "snapshot"),
+        Binding("p", "pause", "pause"),
+        Binding("g", "next_gpu", "next GPU"),
+        Binding("w", "next_window", "window"),
+        Binding("d", "detail", "detail"),
+        Binding("question_mark", "help", "help"),
+        Binding("q", "quit", "quit"),
+    ]
+
+    def __init__(
+        self,
+        runtime: DashboardRuntime,
+        *,
+        wall_clock: Callable[[], float] = time.time,
+        status_every_s: float = 1.0,
+    ) -> None:
+        """
+        Args:
+            runtime: where the data comes from (store, session, header, config, status()).
+            wall_clock: time used to name snapshots (tests pass a fixed one).
+            status_every_s: how often the footer asks the runtime for its status.
+        """
+        super().__init__()
+        self.runtime = runtime
+        self.config = runtime.config
+        self._wall_clock = wall_clock
+        self._status_every_s = status_every_s
+        self.paused = False
+        self.view: View | None = None
+        self.gpu = runtime.header.gpus[0].index if runtime.header.gpus else 0
+        windows = list(self.config.ui.windows_s) or [self.config.ui.window_s]
+        if self.config.ui.window_s not in windows:
+            windows = sorted([*windows, self.config.ui.window_s])
+        self._windows = windows
+        self.window_s = self.config.ui.window_s
+        self._drawn_version = -1
+        self._pause_note = ""
+        self._snapshot_busy = False
+        self._last_auto_snapshot_mono: float | None = None
+        #: Paths of snapshots written in this session (tests and the footer read them).
+        self.snapshots: list[Path] = []
+
+    # -- composition --------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield GpuHeader(id="header")
+        yield Overview(id="overview")
+        yield DetailChart(self.config.ui.detail_redraw_s, id="detail")
+        yield HostPanel(id="host")
+        with Vertical(id="lower"):
+            yield GapTable(id="gaps")
+            yield LogPane(id="log")
+        yield StatusFooter(id="footer")
+
+    def on_mount(self) -> None:
+        self.query_one(DetailChart).display = False
+        self.runtime.session.subscribe(self._on_core_event)
+        self.set_interval(1.0 / self.config.ui.redraw_hz, self.redraw)
+        self.set_interval(self._status_every_s, self.refresh_status)
+        self.refresh_status()
+        self.redraw()
+
+    # -- threads -> UI (sampler thread: post_message only) ------------------------------------
+
+    def _on_core_event(self, event: Gap | StateChange | Notice) -> None:
+        if isinstance(event, StateChange):
+            self.post_message(StateChanged(event))
+        elif isinstance(event, Notice) and event.level != "info":
+            self.post_message(NoticeRaised(event))
+        # Gaps are pulled from the store on the next redraw; open gaps change every tick.
+
+    # -- attributes down ----------------------------------------------------------------------
+
+    def redraw(self, force: bool = False) -> None:
+        """Pull the store (if it changed) and push a View down. Skipped while paused."""
+        if self.paused:
+            return
+        store = self.runtime.store
+        if store.version == self._drawn_version and not force:
+            return
+        snap = store.snapshot()
+        t_end = newest_time_ns(snap)
+        if t_end is None:
+            return
+        self._drawn_version = snap.version
+        self._push(self._make_view(snap, t_end))
+
+    def _make_view(self, snap: StoreSnapshot, t_end_ns: int) -> View:
+        return View(snap=snap, gpu=self.gpu, window_s=self.window_s, t_end_ns=t_end_ns,
+                    default_link_bytes_per_s=self.config.detector.default_link_bytes_per_s,
+                    paused=self.paused, note=self._pause_note)
+
+    def _push(self, view: View) -> None:
+        self.view = view
+        self.query_one(GpuHeader).show(view)
+        if self.query_one(DetailChart).display:
+            self.query_one(DetailChart).show(view)
+        else:
+            self.query_one(Overview).show(view)
+        self.query_one(HostPanel).show(view)
+        self.query_one(GapTable).show(view)
+        self.query_one(LogPane).show(view)
+
+    def _repush(self, **changes: object) -> None:
+        """Redraw the frozen (paused) view with other choices, or pull afresh when live."""
+        if self.paused and self.view is not None:
+            self._push(dataclasses.replace(self.view, **changes))  # type: ignore[arg-type]
+        else:
+            self.redraw(force=True)
+
+    def refresh_status(self) -> None:
+        self.query_one(StatusFooter).show_status(self.runtime.status())
+
+    # -- messages up --------------------------------------------------------------------------
+
+    def on_state_changed(self, message: StateChanged) -> None:
+        state = message.state
+        if state.state != "BREAKDOWN":
+            return
+        if self.paused:
+            self._pause_note = f"GPU{state.gpu} entered BREAKDOWN"
+            self._repush(note=self._pause_note)
+        else:
+            self.redraw(force=True)  # within this redraw, not the next tick
+        if self.config.ui.bell:
+            self.bell()
+        snap_cfg = self.config.snapshot
+        now = time.monotonic()
+        last = self._last_auto_snapshot_mono
+        if snap_cfg.auto and (last is None or now - last >= snap_cfg.auto_min_interval_s):
+            self._last_auto_snapshot_mono = now
+            # After the refresh, so the SVG shows the BREAKDOWN line.
+            self.call_after_refresh(self.take_snapshot, f"GPU{state.gpu} entered BREAKDOWN", True)
+
+    def on_notice_raised(self, message: NoticeRaised) -> None:
+        notice = message.notice
+        self.notify(notice.message, severity="error" if notice.level == "error" else "warning",
+                    timeout=8)
+
+    def on_snapshot_finished(self, message: SnapshotFinished) -> None:
+        self._snapshot_busy = False
+        footer = self.query_one(StatusFooter)
+        if message.path is not None:
+            self.snapshots.append(message.path)
+            footer.show_message(f"snapshot: {message.path}")
+        else:
+            footer.show_message(f"snapshot FAILED: {message.error}", error=True)
+            self.notify(str(message.error), title="snapshot failed", severity="error", timeout=10)
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def take_snapshot(self, reason: str = "taken by hand", automatic: bool = False) -> None:
+        """Render the SVG here (UI thread), write the folder in a thread worker."""
+        if self._snapshot_busy:
+            self.query_one(StatusFooter).show_message("snapshot: still writing the previous one")
+            return
+        self._snapshot_busy = True
+        self.query_one(StatusFooter).show_message("snapshot: writing…")
+        svg = self.export_screenshot(title=f"gapwatch {self.runtime.header.host}")
+        snap = self.runtime.store.snapshot()
+        status_lines = status_parts(self.runtime.status())
+        t_wall_s = self._wall_clock()
+        runtime = self.runtime
+
+        def write() -> None:
+            try:
+                path = write_snapshot(
+                    self.config.snapshot.dir, snap, runtime.header, self.config,
+                    t_wall_s=t_wall_s, svg=svg, reason=reason, status_lines=status_lines,
+                )
+            except SnapshotError as exc:
+                self.post_message(SnapshotFinished(None, str(exc), automatic))
+            else:
+                self.post_message(SnapshotFinished(path, None, automatic))
+
+        self.run_worker(write, thread=True, group="snapshot", name="snapshot")
+
+    # -- keys ---------------------------------------------------------------------------------
+
+    def action_snapshot(self) -> None:
+        self.take_snapshot()
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        if self.paused:
+            if self.view is not None:
+                self._push(dataclasses.replace(self.view, paused=True))
+        else:
+            self._pause_note = ""
+            self.redraw(force=True)
+
+    def action_next_gpu(self) -> None:
+        indices = [g.index for g in self.runtime.header.gpus] or [self.gpu]
+        pos = indices.index(self.gpu) if self.gpu in indices else -1
+        self.gpu = indices[(pos + 1) % len(indices)]
+        self._repush(gpu=self.gpu)
+
+    def action_next_window(self) -> None:
+        pos = self._windows.index(self.window_s) if self.window_s in self._windows else -1
+        self.window_s = self._windows[(pos + 1) % len(self._windows)]
+        self._repush(window_s=self.window_s)
+
+    def action_detail(self) -> None:
+        detail = self.query_one(DetailChart)
+        detail.display = not detail.display
+        self.query_one(Overview).display = not detail.display
+        self._repush()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())

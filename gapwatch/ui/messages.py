@@ -1,0 +1,39 @@
+"""Messages that travel up to `GapwatchApp` (messages up, attributes down).
+
+Who posts them: the session listener installed by the app (called on the sampler thread: it only
+calls `post_message`, the one thread-safe call), and the snapshot worker thread when it is done.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.message import Message
+
+from gapwatch.models import Notice, StateChange
+
+
+class StateChanged(Message):
+    """A GPU's chaining state changed (the detector decided it on the sampler thread)."""
+
+    def __init__(self, state: StateChange) -> None:
+        super().__init__()
+        self.state = state
+
+
+class NoticeRaised(Message):
+    """The core has something to tell the user (GPU lost, log rotated, bad line...)."""
+
+    def __init__(self, notice: Notice) -> None:
+        super().__init__()
+        self.notice = notice
+
+
+class SnapshotFinished(Message):
+    """A snapshot folder was written (`path`) or could not be (`error`, for the user)."""
+
+    def __init__(self, path: Path | None, error: str | None, automatic: bool) -> None:
+        super().__init__()
+        self.path = path
+        self.error = error
+        self.automatic = automatic

@@ -1,0 +1,114 @@
+"""Reduce a time series to one (min, max) pair per display column, and gaps to one kind per column.
+
+Who calls it: the strip charts of the always-on view and the plotext detail chart, on every redraw.
+Pure functions, no Textual, so they are unit-tested directly.
+
+Why min AND max: a chart is a few hundred columns wide, a 10-minute window at 10 Hz is 6000
+samples; a mean per column would erase a 300 ms idle dip inside busy work. Keeping both extremes
+means a short gap still reaches the bottom of its column.
+
+Why None: a column in which no sample had a value is missing data and must be drawn blank, never as
+zero and never bridged from its neighbours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gapwatch.models import Gap, GapKind
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """The extremes of the values that fell into one display column (None = no data there)."""
+
+    lo: float | None
+    hi: float | None
+
+    @property
+    def missing(self) -> bool:
+        return self.lo is None
+
+
+MISSING = Column(None, None)
+
+
+def reduce_minmax(
+    points: Sequence[tuple[int, float | None]],
+    t_start_ns: int,
+    t_end_ns: int,
+    columns: int,
+) -> list[Column]:
+    """Bucket `(t_ns, value)` points into `columns` equal time slices of [t_start_ns, t_end_ns).
+
+    A point belongs to the column containing its time; points outside the window are ignored;
+    None values are skipped, so a column whose points are all None stays missing.
+
+    Args:
+        points: samples in any order (the store keeps them in time order).
+        t_start_ns: left edge of the window (inclusive).
+        t_end_ns: right edge (the newest sample's time belongs to the last column).
+        columns: number of display columns; 0 gives an empty list.
+
+    Returns:
+        `columns` Column values, oldest on the left.
+    """
+    if columns <= 0:
+        return []
+    span = t_end_ns - t_start_ns
+    if span <= 0:
+        return [MISSING] * columns
+    lo: list[float | None] = [None] * columns
+    hi: list[float | None] = [None] * columns
+    for t_ns, value in points:
+        if value is None or t_ns < t_start_ns or t_ns > t_end_ns:
+            continue
+        col = min(columns - 1, (t_ns - t_start_ns) * columns // span)
+        cur_lo = lo[col]
+        if cur_lo is None:
+            lo[col] = hi[col] = value
+        else:
+            if value < cur_lo:
+                lo[col] = value
+            cur_hi = hi[col]
+            if cur_hi is not None and value > cur_hi:
+                hi[col] = value
+    return [Column(a, b) for a, b in zip(lo, hi, strict=True)]
+
+
+#: When several gap kinds share a column, the most serious wins (the one the dashboard must say).
+_KIND_RANK: dict[str, int] = {"pcie_starved": 4, "host_stall": 3, "transfer_bound": 2, "unknown": 1}
+
+
+def gap_columns(
+    gaps: Sequence[Gap],
+    gpu: int,
+    t_start_ns: int,
+    t_end_ns: int,
+    columns: int,
+) -> list[GapKind | None]:
+    """Mark each column that any gap of `gpu` overlaps, however short, with the gap's kind.
+
+    An open gap (no end yet) runs to `t_end_ns`; a retracted gap (idle after the last busy period,
+    not a gap) is not marked. Drawn from the detector's list, not inferred from
+    the reduced pixels, so what the chart marks is exactly what the detector decided.
+    """
+    marks: list[GapKind | None] = [None] * max(columns, 0)
+    span = t_end_ns - t_start_ns
+    if columns <= 0 or span <= 0:
+        return marks
+    for gap in gaps:
+        if gap.gpu != gpu or gap.retracted:
+            continue
+        g_start = gap.start_mono_ns
+        g_end = gap.end_mono_ns if gap.end_mono_ns is not None else t_end_ns
+        if g_end < t_start_ns or g_start > t_end_ns:
+            continue
+        first = max(0, (g_start - t_start_ns) * columns // span)
+        last = min(columns - 1, (min(g_end, t_end_ns) - t_start_ns) * columns // span)
+        for col in range(int(first), int(last) + 1):
+            cur = marks[col]
+            if cur is None or _KIND_RANK[gap.kind] > _KIND_RANK[cur]:
+                marks[col] = gap.kind
+    return marks

@@ -1,0 +1,73 @@
+"""What every widget is given on a redraw: one store snapshot plus the view's own choices.
+
+Who builds it: `GapwatchApp` on its redraw timer (attributes down). Widgets read it and never
+touch the store, the session or a clock: this keeps them deterministic (snapshot tests) and makes
+"pause" a matter of not handing them a new View.
+
+The right edge of the charts is the newest reading in the snapshot (`t_end_ns`), not the wall
+clock: a replay at any speed and a test with fixed data draw the same picture, and a source that
+stops is seen as blank columns for the GPUs that stopped while the others go on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gapwatch.models import GpuInfo, GpuSample, HostSample, StateChange
+from gapwatch.store import StoreSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    snap: StoreSnapshot
+    #: Index of the GPU the charts show (`g` cycles).
+    gpu: int
+    window_s: float
+    t_end_ns: int
+    #: Link capacity to assume when the header does not know it (config.detector).
+    default_link_bytes_per_s: float
+    paused: bool = False
+    #: What happened since the view was paused (e.g. "GPU0 entered BREAKDOWN"), shown in the banner.
+    note: str = ""
+
+    @property
+    def t_start_ns(self) -> int:
+        return self.t_end_ns - int(self.window_s * 1e9)
+
+    def gpu_info(self, gpu: int) -> GpuInfo:
+        for info in self.snap.gpus:
+            if info.index == gpu:
+                return info
+        return GpuInfo(index=gpu)
+
+    def link_bytes_per_s(self, gpu: int) -> float:
+        return self.gpu_info(gpu).link_bytes_per_s or self.default_link_bytes_per_s
+
+    def samples(self, gpu: int) -> tuple[GpuSample, ...]:
+        return self.snap.gpu_samples.get(gpu, ())
+
+    def latest(self, gpu: int) -> GpuSample | None:
+        samples = self.samples(gpu)
+        return samples[-1] if samples else None
+
+    def state(self, gpu: int) -> StateChange | None:
+        return self.snap.states.get(gpu)
+
+    def latest_host(self) -> HostSample | None:
+        return self.snap.host_samples[-1] if self.snap.host_samples else None
+
+    def gpu_indices(self) -> list[int]:
+        indices = {info.index for info in self.snap.gpus} | set(self.snap.gpu_samples)
+        return sorted(indices)
+
+
+def newest_time_ns(snap: StoreSnapshot) -> int | None:
+    """The newest reading's monotonic time across GPUs and host, or None for an empty store."""
+    newest: int | None = None
+    for samples in snap.gpu_samples.values():
+        if samples and (newest is None or samples[-1].t_mono_ns > newest):
+            newest = samples[-1].t_mono_ns
+    if snap.host_samples:
+        t = snap.host_samples[-1].t_mono_ns
+        newest = t if newest is None or t > newest else newest
+    return newest

@@ -1,0 +1,130 @@
+"""DetailChart: a plotext chart of one GPU (SM %, PCIe RX/TX GB/s, gaps) for close study.
+
+Who drives it: `GapwatchApp` shows it instead of the Overview when the user presses `d`. plotext
+costs 15-30 ms per build (shared/reference/ui-performance.md), so this chart is rebuilt only when
+its data, window, GPU or size changed, and at most once per `ui.detail_redraw_s`; a change inside
+that interval is drawn when the interval ends (a one-shot timer), so the chart is never stale.
+
+Data is reduced to the chart's width first, keeping each column's minimum and maximum (drawn as
+the line's envelope), and split at missing columns so plotext never bridges a hole.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from textual.timer import Timer
+from textual_plotext import PlotextPlot
+
+from gapwatch.models import GpuSample
+from gapwatch.ui.reduce import Column, gap_columns, reduce_minmax
+from gapwatch.ui.view import View
+
+_KIND_COLOR = {"pcie_starved": "red", "transfer_bound": "yellow", "host_stall": "magenta"}
+
+
+def envelope_segments(
+    cols: list[Column], x_of: list[float]
+) -> list[tuple[list[float], list[float]]]:
+    """Contiguous runs of present columns as (xs, ys) with each column's min then max, so a line
+    through them draws the envelope; a missing column ends the run (no bridging)."""
+    segments: list[tuple[list[float], list[float]]] = []
+    xs: list[float] = []
+    ys: list[float] = []
+    for x, col in zip(x_of, cols, strict=True):
+        if col.lo is None or col.hi is None:
+            if xs:
+                segments.append((xs, ys))
+                xs, ys = [], []
+            continue
+        xs += [x, x]
+        ys += [col.lo, col.hi]
+    if xs:
+        segments.append((xs, ys))
+    return segments
+
+
+class DetailChart(PlotextPlot):
+    """plotext chart of the selected GPU, throttled."""
+
+    def __init__(self, min_interval_s: float, *, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id)
+        self._min_interval_s = min_interval_s
+        self._view: View | None = None
+        self._drawn_key: tuple[int, float, int, int, int] | None = None
+        self._last_build = 0.0
+        self._pending: Timer | None = None
+        #: Number of plotext rebuilds (the bench and tests read it).
+        self.builds = 0
+
+    def show(self, view: View) -> None:
+        self._view = view
+        self._maybe_draw()
+
+    def on_resize(self) -> None:
+        self._maybe_draw()
+
+    def _maybe_draw(self) -> None:
+        view = self._view
+        if view is None or not self.display:
+            return
+        key = (view.snap.version, view.window_s, view.gpu, self.size.width, self.size.height)
+        if key == self._drawn_key:
+            return
+        wait = self._last_build + self._min_interval_s - time.monotonic()
+        if wait > 0:
+            if self._pending is None:
+                self._pending = self.set_timer(wait, self._flush)
+            return
+        self._drawn_key = key
+        self._last_build = time.monotonic()
+        self._build(view)
+
+    def _flush(self) -> None:
+        self._pending = None
+        self._maybe_draw()
+
+    def _build(self, view: View) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        columns = max(10, self.size.width - 12)
+        t0, t1 = view.t_start_ns, view.t_end_ns
+        samples = view.samples(view.gpu)
+        x_of = [-view.window_s + (i + 0.5) * view.window_s / columns for i in range(columns)]
+
+        def series(value_of: Callable[[GpuSample], float | None], unit: float) -> list[Column]:
+            pts = [
+                (s.t_mono_ns, None if (v := value_of(s)) is None else v / unit)
+                for s in samples
+                if s.t_mono_ns >= t0
+            ]
+            return reduce_minmax(pts, t0, t1, columns)
+
+        def busy(s: GpuSample) -> float | None:
+            return s.sm_active_pct if s.sm_active_pct is not None else s.gpu_util_pct
+
+        for xs, ys in envelope_segments(series(busy, 1.0), x_of):
+            plt.plot(xs, ys, color="green", marker="braille")
+        def rx(s: GpuSample) -> float | None:
+            return s.pcie_rx_bytes_per_s
+
+        def tx(s: GpuSample) -> float | None:
+            return s.pcie_tx_bytes_per_s
+
+        for value_of, color in ((rx, "cyan"), (tx, "blue")):
+            for xs, ys in envelope_segments(series(value_of, 1e9), x_of):
+                plt.plot(xs, ys, color=color, marker="braille", yside="right")
+        marks = gap_columns(view.snap.gaps, view.gpu, t0, t1, columns)
+        for kind, color in _KIND_COLOR.items():
+            xs = [x for x, m in zip(x_of, marks, strict=True) if m == kind]
+            if xs:
+                plt.scatter(xs, [-4.0] * len(xs), color=color, marker="■")
+        plt.title(f"GPU{view.gpu}: SM % (green, left) · PCIe RX/TX GB/s (cyan/blue, right) · "
+                  "gaps ■ red starved, yellow transfer, magenta host")
+        plt.xlim(-view.window_s, 0)
+        plt.ylim(-8, 105, yside="left")
+        plt.xlabel("seconds before the newest sample")
+        self.builds += 1
+        self.refresh()

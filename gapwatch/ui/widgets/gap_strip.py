@@ -1,0 +1,86 @@
+"""GapStrip: the row under the charts that marks the detector's gaps by kind, and the time axis.
+
+Who drives it: `Overview`, on each redraw. Gaps come from the detector's list (`snap.gaps`), so
+a 300 ms gap in a 10-minute window still marks at least one column (`ui.reduce.gap_columns`).
+Each kind has a letter as well as a colour, so the marks read without colour (NO_COLOR, mono).
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.text import Text
+from textual.widget import Widget
+
+from gapwatch.ui import fmt
+from gapwatch.ui.reduce import gap_columns
+from gapwatch.ui.view import View
+from gapwatch.ui.widgets.strip_chart import LABEL_WIDTH
+
+#: Letter drawn for each gap kind (the legend in docs/dashboard.md and the help screen).
+KIND_LETTER = {"pcie_starved": "S", "transfer_bound": "T", "host_stall": "H", "unknown": "?"}
+
+
+def axis_line(columns: int, window_s: float) -> str:
+    """Tick labels at the left edge, the quarters and "now" at the right edge."""
+    chars = [" "] * columns
+    if columns < 8:
+        return "".join(chars)
+    ticks = [(0, f"-{fmt.window_label(window_s).replace(' ', '')}")]
+    if columns >= 40:
+        for q in (1, 2, 3):
+            ago = window_s * (4 - q) / 4
+            label = f"-{ago / 60:g}m" if window_s >= 120 else f"-{ago:g}s"
+            ticks.append((columns * q // 4 - len(label) // 2, label))
+    ticks.append((columns - 3, "now"))
+    for pos, label in ticks:
+        for i, ch in enumerate(label):
+            if 0 <= pos + i < columns:
+                chars[pos + i] = ch
+    return "".join(chars)
+
+
+class GapStrip(Widget):
+    """Gap marks (S/T/H) per column, then the time axis."""
+
+    COMPONENT_CLASSES = {
+        "gap-strip--pcie_starved",
+        "gap-strip--transfer_bound",
+        "gap-strip--host_stall",
+        "gap-strip--unknown",
+        "gap-strip--label",
+        "gap-strip--axis",
+    }
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
+        super().__init__(id=id)
+        self._view: View | None = None
+
+    def show(self, view: View) -> None:
+        self._view = view
+        self.refresh()
+
+    def render(self) -> Group:
+        view = self._view
+        columns = self.size.width - LABEL_WIDTH
+        if view is None or columns <= 0:
+            return Group(Text("gaps"))
+        style = self.get_component_rich_style
+        marks = gap_columns(view.snap.gaps, view.gpu, view.t_start_ns, view.t_end_ns, columns)
+        row = Text(no_wrap=True, overflow="crop")
+        row.append(f"{'gaps':<{LABEL_WIDTH - 1}}│", style("gap-strip--label"))
+        run_kind: str | None = None
+        run_len = 0
+        for kind in [*marks, "end"]:
+            if kind != run_kind and run_len:
+                if run_kind is None:
+                    row.append(" " * run_len)
+                else:
+                    letter = KIND_LETTER[run_kind]
+                    row.append(letter * run_len, style(f"gap-strip--{run_kind}"))
+                run_len = 0
+            run_kind = kind
+            run_len += 1
+        axis = Text(no_wrap=True, overflow="crop")
+        axis.append(" " * LABEL_WIDTH)
+        axis.append(axis_line(columns, view.window_s), style("gap-strip--axis"))
+        return Group(row, axis)

@@ -1,0 +1,118 @@
+"""StripChart: one metric of the selected GPU over the chart window, in block characters.
+
+Who drives it: `Overview` hands it the View on each redraw; the widget reduces the samples to
+its own width (per-column min and max, `ui.reduce`) and draws them with `ui.blocks`. Work is done
+in `render()`, i.e. only when Textual paints it (after `show()` or a resize), and the result is
+cached per (snapshot version, window, GPU, size).
+
+This is the always-on chart: it costs a fraction of a millisecond per redraw, where a plotext
+chart of the same size costs 15-30 ms (see docs/dashboard.md and bench/ui_bench.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.console import Group
+from rich.style import Style
+from rich.text import Text
+from textual.widget import Widget
+
+from gapwatch.models import GpuSample
+from gapwatch.ui.blocks import BLANK, RANGE, SOLID, ZERO, nice_scale, render_rows
+from gapwatch.ui.reduce import reduce_minmax
+from gapwatch.ui.view import View
+
+#: Width of the label column left of every chart (title and scale).
+LABEL_WIDTH = 8
+
+ValueOf = Callable[[GpuSample], float | None]
+
+
+class StripChart(Widget):
+    """A block-character chart of one metric, with its title and scale on the left."""
+
+    COMPONENT_CLASSES = {
+        "strip-chart--solid",
+        "strip-chart--range",
+        "strip-chart--zero",
+        "strip-chart--label",
+    }
+
+    def __init__(
+        self,
+        title: str,
+        value_of: ValueOf,
+        *,
+        unit: float = 1.0,
+        unit_label: str = "",
+        fixed_max: float | None = None,
+        floor: float = 1.0,
+        id: str | None = None,  # noqa: A002 (Textual's name)
+        classes: str | None = None,
+    ) -> None:
+        """
+        Args:
+            title: shown top left ("SM %", "RX GB/s").
+            value_of: reads the metric from a sample (None = missing).
+            unit: divide values by this for display (1e9 for GB/s).
+            unit_label: suffix of the scale label.
+            fixed_max: a fixed top of scale in display units (100 for percentages), else the
+                window's peak rounded up to 1/2/5 x 10^n, never below `floor`.
+        """
+        super().__init__(id=id, classes=classes)
+        self.title = title
+        self._value_of = value_of
+        self._unit = unit
+        self._unit_label = unit_label
+        self._fixed_max = fixed_max
+        self._floor = floor
+        self._view: View | None = None
+        self._cache_key: tuple[int, float, int, int, int, int] | None = None
+        self._cache: Group = Group()
+
+    def show(self, view: View) -> None:
+        self._view = view
+        self.refresh()
+
+    def render(self) -> Group:
+        view = self._view
+        width, height = self.size.width, self.size.height
+        if view is None or width <= LABEL_WIDTH or height <= 0:
+            return Group(Text(self.title))
+        key = (view.snap.version, view.window_s, view.gpu, view.t_end_ns, width, height)
+        if key != self._cache_key:
+            self._cache = self._draw(view, width - LABEL_WIDTH, height)
+            self._cache_key = key
+        return self._cache
+
+    def _draw(self, view: View, columns: int, rows: int) -> Group:
+        value_of, unit = self._value_of, self._unit
+        points = [
+            (s.t_mono_ns, None if (v := value_of(s)) is None else v / unit)
+            for s in view.samples(view.gpu)
+            if s.t_mono_ns >= view.t_start_ns
+        ]
+        cols = reduce_minmax(points, view.t_start_ns, view.t_end_ns, columns)
+        if self._fixed_max is not None:
+            scale = self._fixed_max
+        else:
+            peak = max((c.hi for c in cols if c.hi is not None), default=None)
+            scale = nice_scale(peak, self._floor)
+        styles: dict[str, Style] = {
+            SOLID: self.get_component_rich_style("strip-chart--solid"),
+            RANGE: self.get_component_rich_style("strip-chart--range"),
+            ZERO: self.get_component_rich_style("strip-chart--zero"),
+            BLANK: Style(),
+        }
+        label_style = self.get_component_rich_style("strip-chart--label")
+        labels = [self.title, f"≤{scale:g}{self._unit_label}"]
+        lines: list[Text] = []
+        for i, runs in enumerate(render_rows(cols, rows, scale)):
+            line = Text(no_wrap=True, overflow="crop")
+            label = labels[i] if i < len(labels) else ""
+            line.append(f"{label[: LABEL_WIDTH - 1]:<{LABEL_WIDTH - 1}}│", label_style)
+            for chars, style_key in runs:
+                line.append(chars, styles[style_key])
+            lines.append(line)
+        return Group(*lines)

@@ -1,0 +1,177 @@
+"""The dashboard driven by a Pilot: breakdown flag, snapshots, pause, literal log text, keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gapwatch.detector import GapDetector
+from gapwatch.models import StateChange
+from gapwatch.ui.app import GapwatchApp
+from gapwatch.ui.widgets.detail_chart import DetailChart
+from gapwatch.ui.widgets.help_screen import HelpScreen
+from gapwatch.ui.widgets.overview import Overview
+from ui_fakes import (
+    H200,
+    H200_B,
+    STARVED_GAPS,
+    WALL0_S,
+    FakeRuntime,
+    fill_breakdown,
+    gap,
+    gpu_sample,
+    make_config,
+    screen_text,
+    t_ns,
+)
+
+FIXED_WALL = lambda: WALL0_S + 100.0  # noqa: E731 - a fixed clock for snapshot names
+
+
+def filled_app(snapshot_dir: Path, **ui: object) -> tuple[FakeRuntime, GapwatchApp]:
+    """A dashboard over the fixed 60 s breakdown data, snapshots going to `snapshot_dir`."""
+    rt = FakeRuntime(make_config(snapshot_dir, **ui))
+    fill_breakdown(rt.store)
+    return rt, GapwatchApp(rt, wall_clock=FIXED_WALL)
+
+
+def feed_chaining_then_starved(rt: FakeRuntime, until_s: float) -> None:
+    """Busy GPU, then idle stretches with PCIe trickling at 2.8 GB/s (4 % of the link)."""
+    for i in range(int(until_s * 10)):
+        s = i / 10
+        idle = s >= 10 and any(a - 20 <= s < b - 20 for a, b in STARVED_GAPS + [(50, 52), (56, 58)])
+        rt.session.on_gpu_samples([gpu_sample(0, s, 0.0 if idle else 96.0,
+                                              2.8e9 if idle else 30e9)])
+
+
+async def test_the_breakdown_flag_appears_when_the_detector_raises_it(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    detector = GapDetector(config.detector, [H200], period_s=0.1)
+    rt = FakeRuntime(config, detector=detector)
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    async with app.run_test(size=(100, 30)) as pilot:
+        feed_chaining_then_starved(rt, 9.0)
+        await pilot.pause()
+        app.redraw()
+        await pilot.pause()
+        assert "CHAINED" in screen_text(app)
+        assert "BREAKDOWN" not in screen_text(app)
+        feed_chaining_then_starved(rt, 40.0)  # the state change is posted from this "sampler"
+        await pilot.pause()
+        assert rt.store.snapshot().states[0].state == "BREAKDOWN"
+        text = screen_text(app)
+        assert "GPU0 BREAKDOWN:" in text
+        assert "hint:" in text
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    # BREAKDOWN also took an automatic snapshot.
+    assert len(app.snapshots) == 1
+    assert "entered BREAKDOWN" in (app.snapshots[0] / "summary.md").read_text()
+
+
+async def test_s_writes_a_complete_snapshot_folder_and_shows_its_path(tmp_path: Path) -> None:
+    rt, app = filled_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert len(app.snapshots) == 1
+        folder = app.snapshots[0]
+        assert f"snapshot: {folder}" in screen_text(app).replace("\n", "")
+    assert folder.parent == tmp_path
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "dashboard.svg", "gaps.json", "recording.jsonl.gz", "summary.md"]
+    svg = (folder / "dashboard.svg").read_text()
+    assert svg.startswith("<svg") and "BREAKDOWN" in svg
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+async def test_a_snapshot_failure_is_shown_and_monitoring_goes_on(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    rt, app = filled_app(blocker)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "snapshot FAILED" in screen_text(app)
+        rt.store.upsert_gap(gap(99, 0, 59.0, None, kind="host_stall"))
+        app.redraw()
+        await pilot.pause()
+        assert "host_stall" in screen_text(app)
+        assert app.is_running
+
+
+async def test_pause_freezes_the_view_while_detection_goes_on(tmp_path: Path) -> None:
+    rt, app = filled_app(tmp_path, redraw_hz=20)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("p")
+        frozen = app.view
+        assert frozen is not None and frozen.paused
+        assert "PAUSED" in screen_text(app)
+        rt.session.on_gpu_samples([gpu_sample(0, 61.0, 3.0, 2.0e9)])
+        rt.store.upsert_gap(gap(42, 0, 60.5, None, kind="host_stall"))
+        await pilot.pause(0.2)  # several redraw ticks
+        assert app.view is not None and app.view.snap is frozen.snap
+        assert "host_stall" not in screen_text(app)
+        assert any(g.gap_id == 42 for g in rt.store.snapshot().gaps)  # the core went on
+        rt.session._derived([StateChange(0, t_ns(61), WALL0_S + 61, "BREAKDOWN", 0.7, "x")])
+        await pilot.pause()
+        assert "since: GPU0 entered BREAKDOWN" in screen_text(app)
+        await pilot.press("p")
+        await pilot.pause()
+        assert app.view is not None and app.view.snap is not frozen.snap
+        assert "host_stall" in screen_text(app)
+        assert "PAUSED" not in screen_text(app)
+
+
+async def test_markup_in_a_log_line_is_shown_literally(tmp_path: Path) -> None:
+    rt, app = filled_app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:  # narrow: the log pane is full width
+        await pilot.pause()
+        text = screen_text(app)
+    assert "[bold]not markup[/bold] [link=x]y[/link]" in text
+    assert "[unpinned] WARN cuzk_core::pool" in text
+
+
+async def test_keys_cycle_gpu_window_detail_and_help(tmp_path: Path) -> None:
+    rt = FakeRuntime(make_config(tmp_path), gpus=[H200, H200_B])
+    fill_breakdown(rt.store, gpus=(0, 1))
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert "GPU0 · last 60 s" in screen_text(app)
+        await pilot.press("g")
+        assert app.gpu == 1 and "GPU1 · last 60 s" in screen_text(app)
+        await pilot.press("g")
+        assert app.gpu == 0
+        await pilot.press("w")
+        assert app.window_s == 120.0 and "last 2 min" in screen_text(app)
+        for expected in (600.0, 30.0, 60.0):
+            await pilot.press("w")
+            assert app.window_s == expected
+        await pilot.press("d")
+        await pilot.pause()
+        detail = app.query_one(DetailChart)
+        assert detail.display and not app.query_one(Overview).display
+        assert detail.builds == 1
+        await pilot.press("d")
+        assert app.query_one(Overview).display
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("q")
+    assert not app.is_running
+
+
+async def test_an_empty_store_waits_without_crashing(tmp_path: Path) -> None:
+    rt = FakeRuntime(make_config(tmp_path))
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "waiting for the first samples" in screen_text(app)
+        await pilot.press("s")  # a snapshot of nothing is still a valid folder
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert len(app.snapshots) == 1

@@ -1,0 +1,102 @@
+"""Snapshot folders (gapwatch.snapshot, core part): complete, replayable, whole or absent."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+
+from gapwatch import snapshot as snapshot_mod
+from gapwatch.models import GpuSample, LogEvent
+from gapwatch.record import read_any
+from gapwatch.snapshot import SnapshotError, write_snapshot
+from gapwatch.store import SeriesStore
+from ui_fakes import HINT, WALL0_S, fill_breakdown, header, make_config
+
+
+def filled_store() -> SeriesStore:
+    store = SeriesStore(list(header().gpus), period_s=0.1, history_s=600)
+    fill_breakdown(store)
+    return store
+
+
+def test_a_snapshot_folder_holds_svg_recording_gaps_and_summary(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    path = write_snapshot(tmp_path, filled_store().snapshot(), header(), config,
+                          t_wall_s=WALL0_S + 61, svg="<svg/>", reason="taken by hand",
+                          status_lines=["sampler 100 ms, late p99 0.9 ms"])
+    assert path.name == "gapwatch-snapshot-prover-1-20261130T090722Z"
+    assert sorted(p.name for p in path.iterdir()) == [
+        "dashboard.svg", "gaps.json", "recording.jsonl.gz", "summary.md"]
+    gaps = orjson.loads((path / "gaps.json").read_bytes())
+    assert [g["kind"] for g in gaps] == ["pcie_starved"] * 5
+    summary = (path / "summary.md").read_text()
+    assert "BREAKDOWN" in summary
+    assert HINT in summary
+    assert "63.0 GB/s per direction (Gen5 x16)" in summary
+    assert "PSI memory some avg10 | 23.5%" in summary
+    assert "unpinned: 1 line(s)" in summary
+    assert "late p99 0.9 ms" in summary
+
+
+def test_the_recording_replays_with_the_samples_and_log_events(tmp_path: Path) -> None:
+    path = write_snapshot(tmp_path, filled_store().snapshot(), header(), make_config(tmp_path),
+                          t_wall_s=WALL0_S + 61)
+    rec = read_any(path / "recording.jsonl.gz")
+    records = list(rec.records)
+    assert rec.header.host == "prover-1"
+    assert sum(isinstance(r, GpuSample) for r in records) == 601
+    assert sum(isinstance(r, LogEvent) for r in records) == 4
+    assert not rec.problems
+
+
+def test_history_is_limited_to_the_configured_span(tmp_path: Path) -> None:
+    config = make_config(tmp_path).model_copy(
+        update={"snapshot": make_config(tmp_path).snapshot.model_copy(update={"history_s": 10.0})})
+    records = snapshot_mod.history_records(filled_store().snapshot(), config.snapshot.history_s)
+    samples = [r for r in records if isinstance(r, GpuSample)]
+    assert len(samples) == 101  # 50.0 .. 60.0 s inclusive
+    assert samples[0].t_wall_s == pytest.approx(WALL0_S + 50.0)
+
+
+def test_two_snapshots_in_the_same_second_get_distinct_folders(tmp_path: Path) -> None:
+    snap = filled_store().snapshot()
+    a = write_snapshot(tmp_path, snap, header(), make_config(tmp_path), t_wall_s=WALL0_S)
+    b = write_snapshot(tmp_path, snap, header(), make_config(tmp_path), t_wall_s=WALL0_S)
+    assert a != b and a.is_dir() and b.is_dir()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_a_read_only_directory_raises_a_clear_error(tmp_path: Path) -> None:
+    target = tmp_path / "ro"
+    target.mkdir()
+    target.chmod(0o500)
+    try:
+        with pytest.raises(SnapshotError, match="snapshot not written"):
+            write_snapshot(target, filled_store().snapshot(), header(), make_config(),
+                           t_wall_s=WALL0_S)
+    finally:
+        target.chmod(0o700)
+
+
+def test_a_failure_half_way_leaves_no_folder_and_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full(*args: object, **kwargs: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(snapshot_mod, "write_recording", disk_full)
+    with pytest.raises(SnapshotError, match="No space left on device"):
+        write_snapshot(tmp_path, filled_store().snapshot(), header(), make_config(),
+                       t_wall_s=WALL0_S)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_target_that_is_a_file_raises_instead_of_crashing(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    with pytest.raises(SnapshotError):
+        write_snapshot(blocker, filled_store().snapshot(), header(), make_config(),
+                       t_wall_s=WALL0_S)

@@ -1,0 +1,159 @@
+"""Fixed, deterministic dashboard data for the UI tests: a fake runtime over a hand-filled store.
+
+No wall clock and no threads: every time is derived from T0, so the pictures (SVG snapshot tests)
+are identical on every run. Used by tests/test_ui_*.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gapwatch.config import Config, build_config
+from gapwatch.models import (
+    Gap,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    LogEvent,
+    SessionHeader,
+    StateChange,
+)
+from gapwatch.runtime import RuntimeStatus
+from gapwatch.sampler import LatenessStats
+from gapwatch.session import Session
+from gapwatch.store import SeriesStore
+
+T0_NS = 5_000_000_000_000
+WALL0_S = 1_796_029_581.0  # 2026-11-30 09:06:21 UTC
+PERIOD_NS = 100_000_000
+LINK = 63.0e9
+
+H200 = GpuInfo(index=0, name="NVIDIA H200", link_gen=5, link_width=16, link_bytes_per_s=LINK,
+               sm_source="gpm", pcie_source="gpm")
+H200_B = GpuInfo(index=1, name="NVIDIA H200", link_gen=5, link_width=16, link_bytes_per_s=LINK,
+                 sm_source="gpm", pcie_source="gpm")
+
+HINT = ("pageable host-to-device copies at 2.8 GB/s (4% of link): pin a/b/c buffers "
+        "(cudaHostAlloc pool) or free host memory bandwidth")
+
+
+def make_config(tmp: Path | None = None, **ui: object) -> Config:
+    data: dict[str, dict[str, object]] = {"ui": dict(ui)}
+    if tmp is not None:
+        data["snapshot"] = {"dir": str(tmp)}
+    return build_config(data)
+
+
+def header(gpus: list[GpuInfo] | None = None) -> SessionHeader:
+    return SessionHeader(gapwatch_version="0.1.0", host="prover-1", source="sim:pageable",
+                         started_wall_s=WALL0_S, started_mono_ns=T0_NS, period_ms=100.0,
+                         gpus=gpus or [H200])
+
+
+def t_ns(seconds: float) -> int:
+    return T0_NS + int(round(seconds * 1e9))
+
+
+def gpu_sample(gpu: int, seconds: float, sm: float | None, rx: float | None,
+               tx: float | None = 0.5e9) -> GpuSample:
+    return GpuSample(gpu=gpu, t_mono_ns=t_ns(seconds), t_wall_s=WALL0_S + seconds,
+                     interval_ns=PERIOD_NS, sm_active_pct=sm, gpu_util_pct=sm,
+                     pcie_rx_bytes_per_s=rx, pcie_tx_bytes_per_s=tx, sm_source="gpm",
+                     pcie_source="gpm", lateness_ns=200_000)
+
+
+def host_sample(seconds: float, psi: float = 2.0) -> HostSample:
+    return HostSample(t_mono_ns=t_ns(seconds), t_wall_s=WALL0_S + seconds, interval_ns=PERIOD_NS,
+                      mem_used_pct=71.0, mem_available_bytes=140 * 2**30, swap_used_bytes=0,
+                      cpu_busy_pct=63.0, psi_mem_some_avg10=psi, psi_mem_full_avg10=0.4,
+                      psi_mem_some_share=0.1, psi_mem_full_share=0.0, major_faults_per_s=12.0)
+
+
+def gap(gap_id: int, gpu: int, start: float, end: float | None, kind: str = "pcie_starved",
+        rx: float = 2.8e9, hint: str = HINT) -> Gap:
+    return Gap(gap_id=gap_id, gpu=gpu, kind=kind,  # type: ignore[arg-type]
+               start_mono_ns=t_ns(start), start_s=WALL0_S + start,
+               end_mono_ns=None if end is None else t_ns(end),
+               end_s=None if end is None else WALL0_S + end,
+               duration_s=(end if end is not None else 60.0) - start,
+               pcie_rx_bytes_per_s=rx, pcie_tx_bytes_per_s=0.1e9, link_bytes_per_s=LINK,
+               hint=hint)
+
+
+def log_event(seconds: float, raw: str, warning: str | None = None) -> LogEvent:
+    return LogEvent(t_wall_s=WALL0_S + seconds, time_source="line", kind="tracing",
+                    name=raw.split()[0], raw=raw, warning=warning)
+
+
+#: GPU 0 chains for 30 s, then idles in starved gaps; 2 s of missing data at 20-22 s.
+STARVED_GAPS = [(33.0, 34.2), (38.0, 39.1), (44.5, 45.3), (50.0, 51.5), (55.0, 55.4)]
+
+
+def fill_breakdown(store: SeriesStore, gpus: tuple[int, ...] = (0,)) -> None:
+    """60 s of one chaining-then-breaking GPU (or several), host samples, log lines, gaps, state."""
+    for i in range(601):
+        s = i / 10
+        for gpu in gpus:
+            in_gap = any(a <= s < b for a, b in STARVED_GAPS)
+            if 20.0 <= s < 22.0:
+                sample = gpu_sample(gpu, s, None, None, None)  # the source returned nothing
+            elif in_gap:
+                sample = gpu_sample(gpu, s, 0.0, 2.8e9, 0.05e9)
+            else:
+                busy = 97.0 if gpu == 0 else 88.0
+                sample = gpu_sample(gpu, s, busy, 41e9 if i % 7 < 3 else 6e9, 1.2e9)
+            store.append_gpu([sample])
+        store.append_host(host_sample(s, psi=2.0 if s < 30 else 23.5))
+    lines = [
+        (1.0, "INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true", None),
+        (30.5, "WARN cuzk_core::pool: pinned pool exhausted, falling back to pageable "
+               "is_pinned=false", "unpinned"),
+        (40.0, "INFO GPU_TIMING prove_start worker=1 [bold]not markup[/bold] [link=x]y[/link]",
+         None),
+        (52.0, "WARN cuzk_core::pool: cudaHostAlloc failed size=1610612736", "cuda_host_alloc_failed"),
+    ]
+    for s, raw, warning in lines:
+        store.append_log(log_event(s, raw, warning))
+    gid = 1
+    for gpu in gpus:
+        for a, b in STARVED_GAPS:
+            store.upsert_gap(gap(gid, gpu, a, b))
+            gid += 1
+        store.set_state(StateChange(gpu=gpu, t_mono_ns=t_ns(45.3), t_wall_s=WALL0_S + 45.3,
+                                    state="BREAKDOWN", busy_fraction=0.81,
+                                    reason="3 pcie_starved gaps in 30 s"))
+
+
+class FakeRuntime:
+    """The attributes the dashboard uses, over a real Session and SeriesStore (no threads)."""
+
+    def __init__(self, config: Config, gpus: list[GpuInfo] | None = None,
+                 detector: object | None = None) -> None:
+        self.config = config
+        self.header = header(gpus)
+        self.store = SeriesStore(list(self.header.gpus), period_s=0.1, history_s=600)
+        self.session = Session(self.header, self.store, detector=detector)  # type: ignore[arg-type]
+        self.status_calls = 0
+
+    def status(self) -> RuntimeStatus:
+        self.status_calls += 1
+        return RuntimeStatus(
+            source="sim:pageable", period_ms=100.0,
+            lateness=LatenessStats(600, 0, 0, 0.21, 0.93, 1.7),
+            gpu_sources={g.index: "gpm" for g in self.header.gpus},
+            logs={"/tmp/gapwatch-sim-pageable.log": "following"},
+            log_counters={"lines": 40, "parsed": 38, "unparsed": 2},
+        )
+
+
+def screen_text(app: object) -> str:
+    """The app's screen as plain text (what `tmux capture-pane -p` would show)."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size  # type: ignore[attr-defined]
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
+                      color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(full=True))  # type: ignore[attr-defined]
+    return console.export_text()

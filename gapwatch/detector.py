@@ -52,7 +52,8 @@ class _Track:
         "gpu", "link", "has_sm", "last_t", "expected_ns", "spacings", "n_seen",
         "phase", "peak", "lb_t", "lb_c0", "lb_level", "lb_off",
         "g_start_ns", "g_start_s", "g_last_t", "g_last_off", "g_low",
-        "rx_sum", "rx_w", "tx_sum", "tx_w", "g_cover",
+        "rx_sum", "rx_w", "tx_sum", "tx_w", "g_cover", "quiet_thr", "starved_thr",
+        "k_quiet", "k_starved", "k_fast",
         "gap_id", "kind", "acc", "last_emit_t",
         "b_ids", "b_busy", "b_cover", "closed", "n_starved", "state",
         "cover_total", "busy_total", "cover_first_busy", "cover_last_busy",
@@ -83,6 +84,12 @@ class _Track:
         self.tx_sum = 0.0
         self.tx_w = 0
         self.g_cover = 0
+        # Per-sample PCIe classes inside the idle stretch (ns in each), and their thresholds.
+        self.quiet_thr = 0.0
+        self.starved_thr = 0.0
+        self.k_quiet = 0
+        self.k_starved = 0
+        self.k_fast = 0
         self.gap_id: int | None = None
         self.kind = "unknown"
         self.acc: GapEvidence | None = None
@@ -285,6 +292,7 @@ class GapDetector:
             tr.g_low = low
             tr.rx_sum = tr.tx_sum = 0.0
             tr.rx_w = tr.tx_w = tr.g_cover = 0
+            tr.k_quiet = tr.k_starved = tr.k_fast = 0
             self._idle_sample(tr, s, t, cover, off, low, out)
         elif phase == _IDLE:
             self._idle_sample(tr, s, t, cover, off, low, out)
@@ -330,14 +338,27 @@ class GapDetector:
         self, tr: _Track, s: GpuSample, t: int, cover: int, off: float, low: bool,
         out: list[Gap | StateChange],
     ) -> None:
+        rate = -1.0
         rx = s.pcie_rx_bytes_per_s
         if rx is not None and rx == rx and rx >= 0:
             tr.rx_sum += rx * cover
             tr.rx_w += cover
+            rate = rx
         tx = s.pcie_tx_bytes_per_s
         if tx is not None and tx == tx and tx >= 0:
             tr.tx_sum += tx * cover
             tr.tx_w += cover
+            if tx > rate:
+                rate = tx
+        # Classify each sample by its dominant direction, so that one fast 80 ms copy inside a
+        # 1.5 s quiet wait is not averaged into a "trickle".
+        if rate >= 0:
+            if rate < tr.quiet_thr:
+                tr.k_quiet += cover
+            elif rate < tr.starved_thr:
+                tr.k_starved += cover
+            else:
+                tr.k_fast += cover
         if low:
             tr.g_low = True
         tr.g_cover += cover
@@ -404,19 +425,17 @@ class GapDetector:
         tr.phase = _PRE
         tr.peak = 0.0
 
-    def _kind(self, tr: _Track) -> str:
-        rx = tr.rx_sum / tr.rx_w if tr.rx_w else None
-        tx = tr.tx_sum / tr.tx_w if tr.tx_w else None
-        if rx is None and tx is None:
+    @staticmethod
+    def _kind(tr: _Track) -> str:
+        """The PCIe class that covers most of the idle time (ties: starved, then transfer)."""
+        q, st, f = tr.k_quiet, tr.k_starved, tr.k_fast
+        if q == st == f == 0:
             return "unknown"
-        # The dominant direction decides: a starved H2D upload is RX (the GPU receives).
-        rate = max(rx or 0.0, tx or 0.0)
-        link = tr.link
-        if rate < self.config.quiet_below_link_frac * link:
-            return "host_stall"
-        if rate < self.config.starved_below_link_frac * link:
+        if st >= f and st >= q:
             return "pcie_starved"
-        return "transfer_bound"
+        if f >= q:
+            return "transfer_bound"
+        return "host_stall"
 
     def _gap(self, tr: _Track, end_ns: int | None, end_s: float | None, now_ns: int) -> Gap:
         assert tr.gap_id is not None
@@ -527,6 +546,8 @@ class GapDetector:
         link = info.link_bytes_per_s if info is not None and info.link_bytes_per_s else None
         has_sm = info is not None and info.sm_source in ("gpm", "sim", "trace")
         tr = _Track(gpu, link or self.config.default_link_bytes_per_s, has_sm, self._n_buckets)
+        tr.quiet_thr = self.config.quiet_below_link_frac * tr.link
+        tr.starved_thr = self.config.starved_below_link_frac * tr.link
         tr.expected_ns = max(DEFAULT_PERIOD_NS if not self._period_floor_ns else 0,
                              self._period_floor_ns)
         self._tracks[gpu] = tr

@@ -330,7 +330,7 @@ def make_hint(
         else:
             parts.append(f"{idle} while {direction} ran at {_gb(rate)} ({pct:.0f} % of link)")
     unpinned = _partitions(events, "unpinned")
-    fallback = _partitions(events, "pinned_pool_fallback")
+    fallback = any(e.get("warning") == "pinned_pool_fallback" for e in events)
     alloc_failed = any(e.get("warning") == "cuda_host_alloc_failed" for e in events)
     if kind == "pcie_starved":
         if unpinned:

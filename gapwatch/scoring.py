@@ -97,6 +97,7 @@ def score(
     truth_intervals: Iterable[Any],
     min_gap_s: float = 0.3,
     truth_kind: str | None = None,
+    clip_to_truth: bool = True,
 ) -> Score:
     """Compare detected gaps with the holes between truth busy intervals.
 
@@ -106,11 +107,21 @@ def score(
         min_gap_s: shortest truth hole that counts as a gap.
         truth_kind: the kind every truth gap should get (e.g. "pcie_starved" for the pageable
             trace); None leaves kind accuracy unscored.
+        clip_to_truth: leave out detected gaps that end after the GPU's last truth interval
+            ends: truth only lists finished intervals, so a gap closed by work still running
+            when the truth was cut cannot be judged.
     """
-    truth = truth_gaps(truth_intervals, min_gap_s, truth_kind)
+    intervals = list(truth_intervals)
+    truth = truth_gaps(intervals, min_gap_s, truth_kind)
+    last_end: dict[int, float] = {}
+    for it in intervals:
+        gpu = int(_field(it, "gpu") or 0)
+        end = float(_field(it, "end_s", "end"))
+        last_end[gpu] = max(end, last_end.get(gpu, end))
     det = [
         g for g in detected_gaps
         if g.end_s is not None and not getattr(g, "retracted", False)
+        and not (clip_to_truth and g.end_s > last_end.get(g.gpu, float("inf")))
     ]  # fmt: skip
     pairs: list[tuple[float, int, int]] = []
     for ti, tg in enumerate(truth):

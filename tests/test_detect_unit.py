@@ -1,0 +1,239 @@
+"""GapDetector on hand-built sample streams: what is a gap, when it is reported, what kind."""
+
+from __future__ import annotations
+
+from gapwatch.config import DetectorConfig
+from gapwatch.detector import GapDetector
+from gapwatch.models import Gap, GpuInfo, GpuSample, HostSample, LogEvent, StateChange
+
+T0_WALL = 1_796_000_000.0
+LINK = 63e9
+
+
+def sample(t_s: float, sm: float | None, rx: float | None = 2e6, tx: float | None = 2e6,
+           gpu: int = 0, interval_s: float | None = 0.1, util: float | None = None,
+           source: str = "sim") -> GpuSample:
+    return GpuSample(
+        gpu=gpu, t_mono_ns=int(round(t_s * 1e9)), t_wall_s=T0_WALL + t_s,
+        interval_ns=None if interval_s is None else int(round(interval_s * 1e9)),
+        sm_active_pct=sm, gpu_util_pct=util, pcie_rx_bytes_per_s=rx, pcie_tx_bytes_per_s=tx,
+        sm_source=source if sm is not None else None,  # type: ignore[arg-type]
+    )
+
+
+def detector(**cfg: float) -> GapDetector:
+    return GapDetector(DetectorConfig(**cfg), [GpuInfo(index=0, link_bytes_per_s=LINK)])
+
+
+def run(det: GapDetector, samples: list[GpuSample]) -> list[tuple[float, Gap | StateChange]]:
+    """Feed samples; return (sample time, output) for everything emitted, finish() at +inf."""
+    out: list[tuple[float, Gap | StateChange]] = []
+    for s in samples:
+        out += [(s.t_mono_ns / 1e9, r) for r in det.feed_gpu(s)]
+    out += [(float("inf"), r) for r in det.finish()]
+    return out
+
+
+def stream(pattern: list[tuple[float, float, float]], start_s: float = 1.0,
+           period_s: float = 0.1) -> list[GpuSample]:
+    """Samples every period from (duration_s, sm, rx) segments."""
+    out, t = [], start_s
+    for duration, sm, rx in pattern:
+        n = int(round(duration / period_s))
+        for _ in range(n):
+            t = round(t + period_s, 6)
+            out.append(sample(t, sm, rx=rx))
+    return out
+
+
+def final_gaps(events: list[tuple[float, Gap | StateChange]]) -> list[Gap]:
+    latest: dict[int, Gap] = {}
+    for _, e in events:
+        if isinstance(e, Gap):
+            latest[e.gap_id] = e
+    return [g for g in latest.values() if g.end_s is not None and not g.retracted]
+
+
+def test_idle_between_busy_periods_is_a_gap_with_edges_inside_samples() -> None:
+    events = run(detector(), stream([(2, 95, 2e6), (1.0, 0, 2.5e9), (2, 95, 2e6)]))
+    gaps = final_gaps(events)
+    assert len(gaps) == 1
+    g = gaps[0]
+    assert g.kind == "pcie_starved"
+    assert abs(g.start_s - (T0_WALL + 3.0)) < 0.02
+    assert abs(g.end_s - (T0_WALL + 4.0)) < 0.02  # type: ignore[operator]
+    assert abs(g.duration_s - 1.0) < 0.02
+    assert g.confidence == "high"
+    assert "H2D ran at 2.5 GB/s (4 % of link)" in g.hint
+
+
+def test_partial_busy_sample_moves_the_edge_inside_it() -> None:
+    samples = stream([(2, 95, 2e6)]) + [sample(3.1, 24, rx=2e6)]  # busy first quarter
+    samples += stream([(1, 0, 2.5e9)], start_s=3.1) + [sample(4.2, 47.5)]  # busy last half
+    samples += stream([(1, 95, 2e6)], start_s=4.2)
+    (g,) = final_gaps(run(detector(), samples))
+    assert abs(g.start_s - (T0_WALL + 3.025)) < 0.005
+    assert abs(g.end_s - (T0_WALL + 4.15)) < 0.005  # type: ignore[operator]
+
+
+def test_short_idle_is_not_a_gap() -> None:
+    events = run(detector(), stream([(2, 95, 2e6), (0.2, 0, 2.5e9), (2, 95, 2e6)]))
+    assert final_gaps(events) == []
+    assert not any(isinstance(e, Gap) for _, e in events)
+
+
+def test_gap_is_reported_open_at_min_length_then_updated_then_closed() -> None:
+    events = run(detector(), stream([(2, 95, 2e6), (3.0, 0, 2.5e9), (2, 95, 2e6)]))
+    versions = [(t, e) for t, e in events if isinstance(e, Gap)]
+    first_t, first = versions[0]
+    assert first.end_s is None and first.is_open
+    assert abs(first_t - 3.3) < 1e-6  # the sample on which the idle stretch reached 300 ms
+    open_times = [t for t, e in versions if e.end_s is None]
+    # Updated while open, at most every ~500 ms of data time, not on every sample.
+    assert 4 <= len(open_times) <= 7
+    assert all(b - a >= 0.5 - 1e-6 for a, b in zip(open_times, open_times[1:], strict=False))
+    last_t, last = versions[-1]
+    assert last.end_s is not None and abs(last_t - 6.1) < 1e-6
+    assert len({e.gap_id for _, e in versions}) == 1
+
+
+def test_idle_before_first_busy_and_after_last_busy_is_not_a_gap() -> None:
+    events = run(detector(), stream([(3, 0, 2e6), (2, 95, 2e6), (3, 0, 2e6)]))
+    assert final_gaps(events) == []
+    # The trailing idle was published open (live cannot know it is the end), then retracted.
+    retracted = [e for _, e in events if isinstance(e, Gap) and e.retracted]
+    assert len(retracted) == 1
+    last_state = [e for _, e in events if isinstance(e, StateChange)][-1]
+    assert last_state.state == "IDLE" and "retracted" in last_state.reason
+
+
+def test_hole_in_the_data_is_not_bridged() -> None:
+    samples = stream([(2, 95, 2e6), (0.5, 0, 2.5e9)])
+    samples += stream([(0.5, 0, 2.5e9), (2, 95, 2e6)], start_s=4.0)  # 1.5 s without samples
+    det = detector()
+    events = run(det, samples)
+    assert final_gaps(events) == []
+    assert det.counters["holes"] == 1
+
+
+def test_missing_sm_reading_is_no_data_and_ends_the_idle_stretch() -> None:
+    samples = stream([(2, 95, 2e6), (0.5, 0, 2.5e9)])
+    samples += [sample(3.6, None)]
+    samples += stream([(0.5, 0, 2.5e9), (2, 95, 2e6)], start_s=3.6)
+    events = run(detector(), samples)
+    assert final_gaps(events) == []
+    assert any(isinstance(e, StateChange) and e.state == "NO_DATA" for _, e in events)
+
+
+def test_stale_gpm_zeros_do_not_open_gaps() -> None:
+    samples = []
+    for i in range(60):
+        t = 1.0 + i * 0.05
+        if i % 2:
+            samples.append(sample(t, 0.0, rx=0.0, tx=0.0, source="gpm", interval_s=0.05))
+        else:
+            samples.append(sample(t, 95.0, source="gpm", interval_s=0.05))
+    det = detector()
+    assert final_gaps(run(det, samples)) == []
+    assert det.counters["stale_gpm"] == 30
+
+
+def test_kind_from_dominant_pcie_direction_against_link() -> None:
+    def kind_of(rx: float, tx: float) -> str:
+        samples = stream([(2, 95, 2e6)])
+        samples += [sample(3.0 + i * 0.1, 0, rx=rx, tx=tx) for i in range(1, 11)]
+        samples += stream([(2, 95, 2e6)], start_s=4.0)
+        (g,) = final_gaps(run(detector(), samples))
+        return g.kind
+
+    assert kind_of(2.8e9, 0.2e9) == "pcie_starved"
+    assert kind_of(0.2e9, 2.8e9) == "pcie_starved"  # D2H dominant
+    assert kind_of(40e9, 1e9) == "transfer_bound"
+    assert kind_of(2e6, 2e6) == "host_stall"
+    assert kind_of(None, None) == "unknown"  # type: ignore[arg-type]
+
+
+def test_utilization_only_gpu_gives_low_confidence_gaps() -> None:
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0, sm_source="util")])
+    samples = [sample(1 + i * 0.1, None, util=100 if not 20 <= i < 30 else 3, rx=2.5e9)
+               for i in range(50)]
+    (g,) = final_gaps(run(det, samples))
+    assert g.confidence == "low" and "utilization.gpu only" in g.hint
+
+
+def test_breakdown_is_raised_on_the_sample_that_meets_the_rule() -> None:
+    pattern = [(2, 95, 2e6), (1, 0, 2.5e9), (2, 95, 2e6), (1, 0, 2.5e9), (2, 95, 2e6)]
+    events = run(detector(), stream(pattern))
+    states = [(t, e.state) for t, e in events if isinstance(e, StateChange)]
+    breakdown_t = next(t for t, s in states if s == "BREAKDOWN")
+    # The second starved gap opened at 6.0 + 0.3 s: that sample raises BREAKDOWN.
+    assert abs(breakdown_t - 6.3) < 1e-6
+    assert [s for _, s in states][:3] == ["CHAINED", "GAPS", "BREAKDOWN"]
+
+
+def test_one_long_starved_gap_raises_breakdown_by_idle_fraction() -> None:
+    events = run(detector(), stream([(2, 95, 2e6), (4, 0, 2.5e9), (2, 95, 2e6)]))
+    bd = [(t, e) for t, e in events if isinstance(e, StateChange) and e.state == "BREAKDOWN"]
+    assert bd and abs(bd[0][0] - 6.0) < 1e-6  # 3 s = 10 % of the 30 s window
+    assert "idle" in bd[0][1].reason
+
+
+def test_host_stall_gaps_are_gaps_not_breakdown() -> None:
+    pattern = [(2, 95, 2e6), (1, 0, 2e6), (2, 95, 2e6), (1, 0, 2e6), (2, 95, 2e6)]
+    states = [e.state for _, e in run(detector(), stream(pattern)) if isinstance(e, StateChange)]
+    assert "GAPS" in states and "BREAKDOWN" not in states
+
+
+def test_evidence_host_pressure_and_unpinned_partition_in_hint() -> None:
+    det = detector()
+    out: list[Gap | StateChange] = []
+    det.feed_log(LogEvent(t_wall_s=T0_WALL + 2.5, time_source="line", kind="tracing",
+                          name="partition synthesis complete", raw="... is_pinned=false",
+                          partition=3, warning="unpinned"))
+    for s in stream([(2, 95, 2e6), (1.2, 0, 2.8e9), (2, 95, 2e6)]):
+        det.feed_host(HostSample(t_mono_ns=s.t_mono_ns, t_wall_s=s.t_wall_s, interval_ns=None,
+                                 mem_used_pct=50.0, mem_available_bytes=None,
+                                 swap_used_bytes=None, cpu_busy_pct=None,
+                                 psi_mem_some_avg10=None, psi_mem_full_avg10=None,
+                                 psi_mem_some_share=0.4, psi_mem_full_share=None,
+                                 major_faults_per_s=None))
+        out += det.feed_gpu(s)
+    (g,) = [e for e in out if isinstance(e, Gap) and e.end_s is not None]
+    assert g.host["psi_mem_some_share_max"] == 0.4
+    assert g.log_events and g.log_events[0]["partition"] == 3
+    assert "partition 3 was synthesised with is_pinned=false" in g.hint
+    assert "stalled on memory 40 %" in g.hint
+
+
+def test_late_log_event_republishes_the_closed_gap() -> None:
+    det = detector()
+    out: list[Gap | StateChange] = []
+    for s in stream([(2, 95, 2e6), (1.0, 0, 2.8e9), (1, 95, 2e6)]):
+        out += det.feed_gpu(s)
+    closed = [e for e in out if isinstance(e, Gap) and e.end_s is not None]
+    assert len(closed) == 1 and not closed[0].log_events
+    det.feed_log(LogEvent(t_wall_s=T0_WALL + 3.5, time_source="line", kind="tracing",
+                          name="pinned pool checkout FAILED", raw="...",
+                          warning="pinned_pool_fallback"))
+    again = [e for e in det.feed_gpu(sample(5.1, 95)) if isinstance(e, Gap)]
+    assert len(again) == 1 and again[0].gap_id == closed[0].gap_id
+    assert "pinned pool checkout failed" in again[0].hint
+
+
+def test_out_of_order_samples_are_dropped_and_counted() -> None:
+    det = detector()
+    det.feed_gpu(sample(2.0, 95))
+    assert det.feed_gpu(sample(1.5, 95)) == []
+    assert det.feed_gpu(sample(2.0, 95)) == []
+    assert det.counters["out_of_order"] == 2
+
+
+def test_gpus_are_independent() -> None:
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0), GpuInfo(index=1)])
+    out: list[Gap | StateChange] = []
+    for i in range(50):
+        t = 1 + i * 0.1
+        out += det.feed_gpu(sample(t, 95, gpu=0))
+        out += det.feed_gpu(sample(t, 0 if 20 <= i < 30 else 95, gpu=1, rx=2.5e9))
+    gaps = [e for e in out if isinstance(e, Gap) and e.end_s is not None]
+    assert [g.gpu for g in gaps] == [1]

@@ -1,0 +1,83 @@
+"""`gapwatch report` on the H200 traces and on a recording: text, JSON schema, payoff, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from gapwatch.cli import main
+from gapwatch.models import Gap
+from gapwatch.record import write_recording
+from gapwatch.simulate import simulate
+
+DATA = Path(__file__).parent / "data"
+
+
+def report_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
+    assert main(["report", *args, "--json"]) == 0
+    return orjson.loads(capsys.readouterr().out)
+
+
+def test_json_on_pageable_trace_has_the_documented_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = report_json(capsys, str(DATA / "pageable.csv"), "--log", str(DATA / "pageable.log"))
+    assert doc["schema_version"] == 1
+    (gpu,) = doc["gpus"]
+    assert gpu["index"] == 0 and gpu["link_bytes_per_s"] == pytest.approx(63e9)
+    assert 0.55 <= gpu["busy_fraction"] <= 0.70  # ground truth: 62 %
+    assert len(doc["gaps"]) == 5
+    for g in doc["gaps"]:
+        for key in ("gpu", "start_s", "end_s", "duration_s", "kind", "pcie_rx_bytes_per_s",
+                    "pcie_tx_bytes_per_s", "hint", "log_events"):
+            assert key in g
+        assert g["kind"] == "pcie_starved"
+        assert g["end_s"] - g["start_s"] == pytest.approx(g["duration_s"], abs=1e-6)
+        assert g["start_s"] > 1.7e9  # Unix seconds
+    # The log says every partition was synthesised unpinned: the evidence and hints say so.
+    assert any(e["warning"] == "unpinned" for g in doc["gaps"] for e in g["log_events"])
+    assert sum("is_pinned=false" in g["hint"] for g in doc["gaps"]) >= 4
+    assert doc["breakdowns"] and doc["breakdowns"][0]["gpu"] == 0
+    starved = doc["payoff"]["overall"]["if_closed"]["pcie_starved"]
+    assert starved["busy_fraction"] > 0.9 and 1.3 < starved["throughput_gain"] < 1.8
+    assert doc["partitions"]["count"] == 12 and doc["partitions"]["unpinned"] == 12
+
+
+def test_text_on_pageable_trace_tells_the_story(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(DATA / "pageable.csv"), "--log", str(DATA / "pageable.log")]) == 0
+    text = capsys.readouterr().out
+    assert "5 pcie_starved" in text
+    assert "Chaining breakdowns: 1" in text
+    assert "closing pcie_starved gaps: busy 62 % → 9" in text
+    assert "partitions per hour" in text
+    assert "Partitions (from the log): 12, 12 synthesised unpinned" in text
+
+
+def test_pinned_trace_reports_no_gap_and_no_breakdown(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = report_json(capsys, str(DATA / "pinned.csv"))
+    assert doc["gaps"] == [] and doc["breakdowns"] == []
+    assert doc["gpus"][0]["busy_fraction"] > 0.95
+    assert doc["payoff"]["overall"]["if_closed"]["all"]["throughput_gain"] == pytest.approx(1.0)
+
+
+def test_recording_report_recomputes_gaps_and_ignores_stored_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    res = simulate("pageable", seed=3, duration_s=40.0)
+    bogus = Gap(gap_id=999, gpu=0, kind="transfer_bound", start_mono_ns=0, start_s=1.0,
+                end_mono_ns=1, end_s=2.0, duration_s=1.0, pcie_rx_bytes_per_s=None,
+                pcie_tx_bytes_per_s=None, link_bytes_per_s=None)
+    path = tmp_path / "rec.jsonl.gz"
+    write_recording(path, res.header, [*res.records, bogus])
+    doc = report_json(capsys, str(path))
+    assert doc["gaps"], "the pageable scenario breaks down within 40 s"
+    assert all(g["gap_id"] != 999 and g["kind"] == "pcie_starved" for g in doc["gaps"])
+
+
+def test_unreadable_inputs_exit_2_with_a_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", str(tmp_path / "missing.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["report", str(DATA / "pinned.csv"), "--log", str(tmp_path / "nope.log")]) == 2
+    assert "cannot read log" in capsys.readouterr().err

@@ -53,6 +53,7 @@ class LogParser:
         self._worker_gpu: dict[int, int] = {}
         self._worker_job: dict[int, str] = {}
         self.attributor = cuzk.LockAttributor()
+        self._kind_keys: dict[str, str] = {}
 
     # ------------------------------------------------------------------ public API
     def parse_line(self, text: str, stream: str = "", arrival_mono_ns: int | None = None,
@@ -82,7 +83,7 @@ class LogParser:
             self.counters["ansi_stripped"] += 1
         if text.endswith(("\r", "\n")):
             text = text.rstrip("\r\n")
-        if not text.strip():
+        if not text or text.isspace():
             self.counters["blank"] += 1
             return []
         prefix_s: float | None = None
@@ -116,8 +117,12 @@ class LogParser:
         return wall, "arrival"
 
     def _count(self, kind: str) -> None:
-        self.counters["parsed"] += 1
-        self.counters["kind:" + kind] += 1
+        c = self.counters
+        c["parsed"] += 1
+        key = self._kind_keys.get(kind)
+        if key is None:
+            key = self._kind_keys[kind] = "kind:" + kind
+        c[key] += 1
 
     # ------------------------------------------------------------------ built-in rules
     def _timeline(self, text: str, raw: str, stream: str, mono: int | None, wall: float,

@@ -22,10 +22,13 @@ from gapwatch.logparse.prefixes import iso_to_epoch
 from gapwatch.models import FieldValue
 
 _LEVELS = frozenset(("TRACE", "DEBUG", "INFO", "WARN", "ERROR"))
-_KEY = re.compile(r"([A-Za-z_][\w.]*)=")
-_NEXT_FIELD = re.compile(r" (?=[A-Za-z_][\w.]*=)")
 _FIRST_FIELD = re.compile(r"(?:^| )[A-Za-z_][\w.]*=")
-_SPAN_NAME = re.compile(r"([A-Za-z_]\w*)(\{|:)")
+# key=value, where value is a quoted string, a [list], or anything up to the next " key=".
+_FIELD = re.compile(
+    r'([A-Za-z_][\w.]*)=("(?:[^"\\]|\\.)*"|\[[^\]]*\]|.*?)(?= [A-Za-z_][\w.]*=|$)'
+)
+# span{fields}: or span: (not followed by a second ':', which would make it a target a::b:)
+_SPAN = re.compile(r'([A-Za-z_]\w*)(?:\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\})?:(?!:)')
 _NUMBER = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 
 
@@ -66,64 +69,16 @@ def convert_value(raw: str) -> FieldValue:
     return raw
 
 
-def _closing(s: str, start: int, open_c: str, close_c: str) -> int:
-    """Index of the character closing the bracket/quote at `start` (quotes respected), or -1."""
-    depth = 0
-    i = start
-    n = len(s)
-    in_quote = False
-    while i < n:
-        ch = s[i]
-        if in_quote:
-            if ch == "\\":
-                i += 1
-            elif ch == '"':
-                in_quote = False
-                if open_c == '"':
-                    return i
-        elif ch == '"':
-            in_quote = True
-            if open_c == '"' and i != start:
-                return i
-        elif ch == open_c:
-            depth += 1
-        elif ch == close_c:
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return -1
-
-
 def parse_kv(s: str, pos: int = 0, out: dict[str, FieldValue] | None = None
              ) -> dict[str, FieldValue]:
-    """Parse space-separated `key=value` fields from `s[pos:]` into `out` (never raises)."""
+    """Parse space-separated `key=value` fields from `s[pos:]` into `out` (never raises).
+
+    One C-level regex pass (`findall`): this is the parser's hottest loop. Text before the first
+    `key=` is skipped.
+    """
     fields: dict[str, FieldValue] = {} if out is None else out
-    n = len(s)
-    while pos < n:
-        m = _KEY.match(s, pos)
-        if m is None:  # text that is not a field: skip to the next " key="
-            nxt = _NEXT_FIELD.search(s, pos)
-            if nxt is None:
-                break
-            pos = nxt.end()
-            continue
-        key = m.group(1)
-        vpos = m.end()
-        c = s[vpos:vpos + 1]
-        end = -1
-        if c == '"':
-            end = _closing(s, vpos, '"', '"')
-        elif c == "[":
-            end = _closing(s, vpos, "[", "]")
-        if end >= 0 and (end + 1 == n or s[end + 1] == " "):
-            fields[key] = convert_value(s[vpos:end + 1])
-            pos = end + 2
-            continue
-        nxt = _NEXT_FIELD.search(s, vpos)
-        end = nxt.start() if nxt is not None else n
-        fields[key] = convert_value(s[vpos:end])
-        pos = end + 1
+    for key, value in _FIELD.findall(s, pos):
+        fields[key] = convert_value(value)
     return fields
 
 
@@ -136,23 +91,16 @@ def _peel_spans(rest: str) -> tuple[list[tuple[str, dict[str, FieldValue]]], str
     spans: list[tuple[str, dict[str, FieldValue]]] = []
     pos = 0
     saw_brace = False
-    while True:
-        m = _SPAN_NAME.match(rest, pos)
+    n = len(rest)
+    while pos < n:
+        m = _SPAN.match(rest, pos)
         if m is None:
             break
-        name = m.group(1)
-        if m.group(2) == "{":
-            close = _closing(rest, m.end() - 1, "{", "}")
-            if close < 0 or rest[close + 1:close + 2] != ":":
-                break
-            spans.append((name, parse_kv(rest[m.end():close])))
+        body = m.group(2)
+        if body is not None:
             saw_brace = True
-            pos = close + 2
-        else:
-            if rest[m.end():m.end() + 1] == ":":  # "cuzk_core::engine": a target, not a span
-                break
-            spans.append((name, {}))
-            pos = m.end()
+        spans.append((m.group(1), parse_kv(body) if body else {}))
+        pos = m.end()
         if rest[pos:pos + 1] == " ":
             pos += 1
             break

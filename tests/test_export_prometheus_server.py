@@ -16,6 +16,7 @@ import json
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -30,6 +31,7 @@ from gapwatch.detector import GapDetector
 from gapwatch.export.prometheus import start_exporter
 from gapwatch.models import Gap, Notice, StateChange
 from gapwatch.record import read_any
+from gapwatch.report import build_report
 from gapwatch.session import Session
 from gapwatch.store import SeriesStore
 
@@ -85,41 +87,6 @@ def _value(result: list[dict[str, object]]) -> float:
     return float(value[1])
 
 
-@pytest.fixture()
-def prometheus(tmp_path: Path) -> Iterator[Callable[[str], PromServer]]:
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(target: str) -> PromServer:
-        assert PROMETHEUS is not None
-        (tmp_path / "prometheus.yml").write_text(
-            "global:\n  scrape_interval: 100ms\n  scrape_timeout: 100ms\n"
-            "scrape_configs:\n  - job_name: gapwatch\n    static_configs:\n"
-            f"      - targets: ['{target}']\n"
-        )
-        port = _free_port()
-        log = tmp_path / "prometheus.log"
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
-                 f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                 f"--web.listen-address=127.0.0.1:{port}"],
-                stdout=out, stderr=subprocess.STDOUT,
-            )
-        procs.append(proc)
-        server = PromServer(f"http://127.0.0.1:{port}", proc, log)
-        _wait_ready(server)
-        return server
-
-    yield start
-    for proc in procs:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-
-
 def _wait_ready(server: PromServer) -> None:
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
@@ -135,8 +102,52 @@ def _wait_ready(server: PromServer) -> None:
     pytest.fail(f"prometheus not ready within {WAIT_S}s")
 
 
-def test_prometheus_scrapes_the_breakdown_and_the_gap_counters(
-        prometheus: Callable[[str], PromServer]) -> None:
+class Ports:
+    """The two exporters Prometheus scrapes: one in-process, one `gapwatch record` process."""
+
+    def __init__(self) -> None:
+        self.in_process = _free_port()
+        self.cli = _free_port()
+
+
+@pytest.fixture(scope="module")
+def ports() -> Ports:
+    return Ports()
+
+
+@pytest.fixture(scope="module")
+def prom(ports: Ports, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
+    """One Prometheus for the module (its first scrape costs ~5 s), scraping both targets."""
+    assert PROMETHEUS is not None
+    tmp = tmp_path_factory.mktemp("prometheus")
+    (tmp / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 100ms\n  scrape_timeout: 100ms\n"
+        "scrape_configs:\n  - job_name: gapwatch\n    static_configs:\n"
+        f"      - targets: ['127.0.0.1:{ports.in_process}', '127.0.0.1:{ports.cli}']\n"
+    )
+    port = _free_port()
+    log = tmp / "prometheus.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
+             f"--storage.tsdb.path={tmp / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
+            stdout=out, stderr=subprocess.STDOUT,
+        )
+    server = PromServer(f"http://127.0.0.1:{port}", proc, log)
+    try:
+        _wait_ready(server)
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+def test_prometheus_scrapes_the_breakdown_and_the_gap_counters(prom: PromServer,
+                                                               ports: Ports) -> None:
     recording = read_any(TRACE)
     header = recording.header
     config = Config()
@@ -149,9 +160,9 @@ def test_prometheus_scrapes_the_breakdown_and_the_gap_counters(
             states.append(ev.state)
 
     session.subscribe(on_event)
-    handle = start_exporter("127.0.0.1:0", session)
+    handle = start_exporter(f"127.0.0.1:{ports.in_process}", session)
+    inst = f'instance="{handle.address}"'
     try:
-        prom = prometheus(handle.address)
         records = iter(recording.records)
         for record in records:
             session.on_record(record)
@@ -160,8 +171,8 @@ def test_prometheus_scrapes_the_breakdown_and_the_gap_counters(
         assert states and states[-1] == "BREAKDOWN", f"the trace never broke down: {states}"
 
         # Held in BREAKDOWN: Prometheus must see it through the gauge and the state set.
-        prom.wait_for('gapwatch_gpu_breakdown{job="gapwatch",gpu="0"} == 1', lambda r: len(r) == 1)
-        got = prom.query('gapwatch_gpu_chain_state{gpu="0",state="BREAKDOWN"}')
+        prom.wait_for(f'gapwatch_gpu_breakdown{{{inst},gpu="0"}} == 1', lambda r: len(r) == 1)
+        got = prom.query(f'gapwatch_gpu_chain_state{{{inst},gpu="0",state="BREAKDOWN"}}')
         assert _value(got) == 1.0
 
         for record in records:
@@ -171,13 +182,37 @@ def test_prometheus_scrapes_the_breakdown_and_the_gap_counters(
                   if g.kind == "pcie_starved" and not g.is_open and not g.retracted]
         assert len(closed) >= 2  # the pageable trace's failure: several starved gaps
 
-        expr = 'gapwatch_gaps_total{job="gapwatch",gpu="0",kind="pcie_starved"}'
+        expr = f'gapwatch_gaps_total{{{inst},gpu="0",kind="pcie_starved"}}'
         prom.wait_for(expr, lambda r: len(r) == 1 and _value(r) == len(closed))
-        seconds = prom.query('gapwatch_gap_seconds_total{gpu="0",kind="pcie_starved"}')
+        seconds = prom.query(f'gapwatch_gap_seconds_total{{{inst},gpu="0",kind="pcie_starved"}}')
         assert _value(seconds) == pytest.approx(sum(g.duration_s for g in closed), rel=1e-6)
         # The breakdown was real in the scraped history, and has ended by the end of the trace.
-        assert _value(prom.query("max_over_time(gapwatch_gpu_breakdown[5m])")) == 1.0
-        prom.wait_for('gapwatch_gpu_breakdown{gpu="0"} == 0', lambda r: len(r) == 1)
-        assert _value(prom.query('up{job="gapwatch"}')) == 1.0
+        assert _value(prom.query(f"max_over_time(gapwatch_gpu_breakdown{{{inst}}}[5m])")) == 1.0
+        prom.wait_for(f'gapwatch_gpu_breakdown{{{inst},gpu="0"}} == 0', lambda r: len(r) == 1)
+        assert _value(prom.query(f'up{{job="gapwatch",{inst}}}')) == 1.0
     finally:
         handle.stop()
+
+
+def test_prometheus_scrapes_gapwatch_record_replaying_the_trace(prom: PromServer,
+                                                                ports: Ports) -> None:
+    """The command line as users run it: `gapwatch record --source replay:FILE --speed 4
+    --prometheus HOST:PORT`, scraped while it replays, then queried over its history."""
+    expected = build_report(TRACE, Config()).gaps
+    starved = sum(1 for g in expected if g.kind == "pcie_starved")
+    inst = f'instance="127.0.0.1:{ports.cli}"'
+    # Wait until Prometheus is scraping that target (down for now), so nothing is missed.
+    prom.wait_for(f"up{{{inst}}}", lambda r: len(r) == 1)
+    done = subprocess.run(
+        [sys.executable, "-m", "gapwatch", "record", "--source", f"replay:{TRACE}", "--speed", "4",
+         "--quiet", "--prometheus", f"127.0.0.1:{ports.cli}"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pcie_starved" in done.stderr  # its own summary agrees
+    breakdown = prom.query(f"max_over_time(gapwatch_gpu_breakdown{{{inst}}}[5m])")
+    assert _value(breakdown) == 1.0
+    gaps = prom.query(f'max_over_time(gapwatch_gaps_total{{{inst},kind="pcie_starved"}}[5m])')
+    assert _value(gaps) == starved
+    sources = prom.query(f"gapwatch_gpu_info{{{inst}}}[5m]")
+    assert sources and sources[0]["metric"]["sm_source"] == "trace"  # type: ignore[index]

@@ -216,3 +216,13 @@ def test_prometheus_scrapes_gapwatch_record_replaying_the_trace(prom: PromServer
     assert _value(gaps) == starved
     sources = prom.query(f"gapwatch_gpu_info{{{inst}}}[5m]")
     assert sources and sources[0]["metric"]["sm_source"] == "trace"  # type: ignore[index]
+
+
+def test_every_dashboard_query_parses_in_prometheus(prom: PromServer) -> None:
+    """Grafana would show an error on a panel whose PromQL Prometheus rejects."""
+    dashboard = Path(__file__).resolve().parent.parent / "deploy" / "grafana"
+    dash = json.loads((dashboard / "gapwatch-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    assert exprs
+    for expr in exprs:
+        prom.query(expr.replace("$instance", ".*"))  # raises on HTTP 400 (bad PromQL)

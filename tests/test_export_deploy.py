@@ -1,0 +1,67 @@
+"""deploy/: the alert rules and the Grafana dashboard only use metrics the exporter serves.
+
+A renamed metric would otherwise leave a rule that never fires and a panel that stays empty.
+The exporter is scraped after a session has seen every kind of record, so every family exists.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from gapwatch.export.prometheus import start_exporter
+from gapwatch.models import Gap, GpuInfo, GpuSample, HostSample, SessionHeader, StateChange
+from gapwatch.session import Session
+from gapwatch.store import SeriesStore
+
+DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
+DASHBOARD = DEPLOY / "grafana" / "gapwatch-dashboard.json"
+NAME = re.compile(r"\bgapwatch_[a-z0-9_]+")
+
+
+def _served_names() -> set[str]:
+    header = SessionHeader(gapwatch_version="t", host="box", source="sim", started_wall_s=0.0,
+                           started_mono_ns=0, period_ms=100.0,
+                           gpus=[GpuInfo(index=0, link_bytes_per_s=63e9)])
+    store = SeriesStore(header.gpus, 0.1)
+    session = Session(header, store)
+    handle = start_exporter(":0", session)
+    try:
+        session.on_gpu_samples([GpuSample(0, 1, 1.0, 100, 50.0, 60.0, 1e9, 1e8, lateness_ns=1)])
+        session.on_host_sample(HostSample(1, 1.0, 100, 40.0, 1 << 30, 0, 10.0, 5.0, 1.0, 0.1,
+                                          0.01, 2.0, 1e10))
+        store.set_state(StateChange(0, 1, 1.0, "BREAKDOWN", 0.5))
+        store.upsert_gap(Gap(1, 0, "pcie_starved", 0, 0.0, None, None, 0.5, 1e9, None, 63e9))
+        with urllib.request.urlopen(handle.url, timeout=5) as resp:
+            text = resp.read().decode()
+    finally:
+        handle.stop()
+    return {s.name for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+def _dashboard_exprs() -> list[str]:
+    dash = json.loads(DASHBOARD.read_text())
+    return [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+
+
+def test_rules_and_dashboard_use_only_served_metric_names() -> None:
+    served = _served_names()
+    used = set(NAME.findall((DEPLOY / "prometheus" / "gapwatch.rules.yml").read_text()))
+    for expr in _dashboard_exprs():
+        used |= set(NAME.findall(expr))
+    assert used, "no gapwatch metric referenced at all"
+    assert used - served == set()
+
+
+def test_dashboard_is_importable_json_with_unique_panel_ids() -> None:
+    dash = json.loads(DASHBOARD.read_text())
+    ids = [p["id"] for p in dash["panels"]]
+    assert len(ids) == len(set(ids))
+    assert dash["uid"] and dash["title"]
+    names = {v["name"] for v in dash["templating"]["list"]}
+    assert {"datasource", "instance"} <= names
+    assert all("$instance" in e for e in _dashboard_exprs())

@@ -228,8 +228,8 @@ class GapDetector:
             spacing = t - last
             tr.spacings.append(spacing)
             tr.n_seen += 1
-            if tr.n_seen <= 3 or tr.n_seen % 16 == 0:
-                tr.expected_ns = max(int(median(tr.spacings)), self._period_floor_ns)
+            if tr.n_seen >= 5 and (tr.n_seen <= 8 or tr.n_seen % 16 == 0):
+                tr.expected_ns = self._expected(int(median(tr.spacings)))
         exp = tr.expected_ns
         d = s.interval_ns
         if d is None or d <= 0:
@@ -540,6 +540,14 @@ class GapDetector:
             gpu=tr.gpu, t_mono_ns=t, t_wall_s=wall, state=state,
             busy_fraction=busy / cover if cover else None, reason=reason,
         ))  # fmt: skip
+
+    def _expected(self, median_spacing_ns: int) -> int:
+        """Expected spacing: the recent median, at least the sampling period; with a known
+        period, at most 4 periods (stale-GPM merging makes 2-3), so holes cannot teach it."""
+        floor = self._period_floor_ns
+        if not floor:
+            return median_spacing_ns
+        return min(max(median_spacing_ns, floor), 4 * floor)
 
     def _new_track(self, gpu: int) -> _Track:
         info = self._infos.get(gpu)

@@ -43,6 +43,9 @@ class Score:
     median_edge_error_s: float | None
     n_truth: int
     n_detected: int
+    #: Required truth gaps that were found (recall = n_found / n_truth).
+    n_found: int = 0
+    #: Matched (truth gap, detection) pairs, borderline truth holes included.
     matched: list[tuple[TruthGap, Any]] = field(default_factory=list)
     missed: list[TruthGap] = field(default_factory=list)
     false_positives: list[Any] = field(default_factory=list)
@@ -51,7 +54,7 @@ class Score:
         kind = "n/a" if self.kind_accuracy is None else f"{self.kind_accuracy:.0%}"
         edge = "n/a" if self.median_edge_error_s is None else f"{self.median_edge_error_s * 1000:.0f} ms"
         return (
-            f"recall {self.recall:.0%} ({len(self.matched)}/{self.n_truth}), precision "
+            f"recall {self.recall:.0%} ({self.n_found}/{self.n_truth}), precision "
             f"{self.precision:.0%} ({len(self.matched)}/{self.n_detected}), kind {kind}, "
             f"median edge error {edge}"
         )
@@ -98,6 +101,7 @@ def score(
     min_gap_s: float = 0.3,
     truth_kind: str | None = None,
     clip_to_truth: bool = True,
+    tolerance_s: float = 0.05,
 ) -> Score:
     """Compare detected gaps with the holes between truth busy intervals.
 
@@ -107,12 +111,15 @@ def score(
         min_gap_s: shortest truth hole that counts as a gap.
         truth_kind: the kind every truth gap should get (e.g. "pcie_starved" for the pageable
             trace); None leaves kind accuracy unscored.
+        tolerance_s: truth holes within this of `min_gap_s` are borderline: a detection that
+            matches one is not a false positive, missing one is not a miss (edges are only
+            known to a few tens of ms, so a 0.298 s hole may well be measured at 0.301 s).
         clip_to_truth: leave out detected gaps that end after the GPU's last truth interval
             ends: truth only lists finished intervals, so a gap closed by work still running
             when the truth was cut cannot be judged.
     """
     intervals = list(truth_intervals)
-    truth = truth_gaps(intervals, min_gap_s, truth_kind)
+    candidates = truth_gaps(intervals, max(0.0, min_gap_s - tolerance_s), truth_kind)
     last_end: dict[int, float] = {}
     for it in intervals:
         gpu = int(_field(it, "gpu") or 0)
@@ -124,7 +131,7 @@ def score(
         and not (clip_to_truth and g.end_s > last_end.get(g.gpu, float("inf")))
     ]  # fmt: skip
     pairs: list[tuple[float, int, int]] = []
-    for ti, tg in enumerate(truth):
+    for ti, tg in enumerate(candidates):
         for di, g in enumerate(det):
             if g.gpu != tg.gpu:
                 continue
@@ -141,8 +148,12 @@ def score(
             continue
         used_t.add(ti)
         used_d.add(di)
-        matched.append((truth[ti], det[di]))
+        matched.append((candidates[ti], det[di]))
     matched.sort(key=lambda p: (p[0].gpu, p[0].start_s))
+    required = [
+        i for i, tg in enumerate(candidates) if tg.end_s - tg.start_s >= min_gap_s + tolerance_s
+    ]
+    n_found = sum(1 for i in required if i in used_t)
     edges: list[float] = []
     kinds_ok = kinds_n = 0
     for tg, g in matched:
@@ -152,13 +163,14 @@ def score(
             kinds_n += 1
             kinds_ok += g.kind == tg.kind
     return Score(
-        recall=len(matched) / len(truth) if truth else 1.0,
+        recall=n_found / len(required) if required else 1.0,
         precision=len(matched) / len(det) if det else 1.0,
         kind_accuracy=kinds_ok / kinds_n if kinds_n else None,
         median_edge_error_s=median(edges) if edges else None,
-        n_truth=len(truth),
+        n_truth=len(required),
         n_detected=len(det),
+        n_found=n_found,
         matched=matched,
-        missed=[tg for i, tg in enumerate(truth) if i not in used_t],
+        missed=[candidates[i] for i in required if i not in used_t],
         false_positives=[g for i, g in enumerate(det) if i not in used_d],
     )

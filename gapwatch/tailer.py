@@ -176,6 +176,14 @@ class _FileFollower:
         self.status.bytes += total
         return lines
 
+    def prime(self, notice: NoticeCallback) -> None:
+        """Open an existing file at its end now, on the caller's thread: "start at the end"
+        then means the end when following started, not whenever the thread first looks (a
+        line written in between would otherwise be skipped as history)."""
+        if self._fd is None and self._first_open_at_end:
+            self._first_open_at_end = False
+            self._open(notice, at_end=True)
+
     def poll(self, notice: NoticeCallback) -> list[str]:
         """Read what is new; handle appearance, rotation, truncation, deletion."""
         if self._fd is None:
@@ -239,6 +247,8 @@ class Tailer:
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
+        for f in self._files:
+            f.prime(self.on_notice)
         if self._files:
             self._threads.append(threading.Thread(target=self._run_files, name="gapwatch-tail",
                                                   daemon=True))

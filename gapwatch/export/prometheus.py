@@ -5,7 +5,7 @@ session, status_fn)` when `--prometheus HOST:PORT` is given to `watch`, `record`
 `handle.stop()` when it stops. Tests call it the same way.
 
 How it works, and why:
-- `MetricsSink` is a session Sink. It counts what must never be missed between two scrapes:
+- `MetricsSink` (gapwatch.export.metrics_sink) is a session Sink. It counts what must never be missed between two scrapes:
   closed gaps and their seconds by GPU and kind (a gap's seconds are counted once, when it
   closes), prover log events by kind, unparsed lines, samples, notices, and the sampler's tick
   lateness (a histogram). It is called under the session lock, so it only bumps integers.
@@ -24,9 +24,7 @@ the user's explicit choice: the endpoint has no authentication (see docs/export.
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -39,30 +37,20 @@ from prometheus_client.core import (
 )
 
 from gapwatch import __version__
-from gapwatch.models import (
-    Gap,
-    GpuSample,
-    LogEvent,
-    Notice,
-    Record,
-    SessionHeader,
-    StateChange,
+from gapwatch.export.metrics_sink import (
+    GAP_KINDS,
+    LATENESS_BUCKETS_S,
+    MetricsSink,
+    SinkCounts,
 )
+from gapwatch.models import Gap, GpuSample, StateChange
 from gapwatch.session import Session
 
-#: "unknown": no PCIe reading during the gap, so its cause could not be told.
-GAP_KINDS: tuple[str, ...] = ("pcie_starved", "transfer_bound", "host_stall", "unknown")
 CHAIN_STATES: tuple[str, ...] = ("CHAINED", "GAPS", "BREAKDOWN", "IDLE", "NO_DATA")
-#: Tick lateness buckets (seconds): from "on time" to "several 100 ms periods behind".
-LATENESS_BUCKETS_S: tuple[float, ...] = (
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-)
 #: Store counters with this prefix are the log engineer's (unparsed, cut, rotated lines...).
 LOG_COUNTER_PREFIX = "log_"
 #: The store counter that holds lines no rule understood, when the tailer counts them there.
 UNPARSED_COUNTER = "log_unparsed_lines"
-#: How many closed gap ids are remembered so that a re-published closed gap is not counted twice.
-_COUNTED_GAP_IDS = 10_000
 
 
 class ExporterError(Exception):
@@ -94,102 +82,6 @@ def parse_listen(listen: str) -> tuple[str, int]:
     if not 0 <= port <= 65535:
         raise ExporterError(f"--prometheus {listen!r}: port must be 0..65535")
     return (host or "127.0.0.1"), port
-
-
-@dataclass(slots=True)
-class _Counts:
-    """What the sink has counted since the session started (guarded by `MetricsSink.lock`)."""
-
-    gaps: dict[tuple[int, str], int] = field(default_factory=dict)
-    gap_seconds: dict[tuple[int, str], float] = field(default_factory=dict)
-    samples: dict[int, int] = field(default_factory=dict)
-    log_events: dict[str, int] = field(default_factory=dict)
-    unparsed_events: int = 0
-    notices: dict[str, int] = field(default_factory=dict)
-    lateness_buckets: list[int] = field(default_factory=lambda: [0] * len(LATENESS_BUCKETS_S))
-    lateness_count: int = 0
-    lateness_sum_s: float = 0.0
-
-
-class MetricsSink:
-    """A session Sink that counts gaps, events and tick lateness for the collector."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.counts = _Counts()
-        self._counted: set[int] = set()
-        self._counted_order: deque[int] = deque()
-        self._last_tick_ns: int | None = None
-
-    def on_header(self, header: SessionHeader) -> None:
-        # Start every (gpu, kind) at 0 so that rate() and increase() work from the first scrape.
-        with self.lock:
-            for gpu in header.gpus:
-                for kind in GAP_KINDS:
-                    self.counts.gaps.setdefault((gpu.index, kind), 0)
-                    self.counts.gap_seconds.setdefault((gpu.index, kind), 0.0)
-                self.counts.samples.setdefault(gpu.index, 0)
-
-    def on_record(self, record: Record) -> None:
-        with self.lock:
-            if isinstance(record, GpuSample):
-                self._on_sample(record)
-            elif isinstance(record, Gap):
-                self._on_gap(record)
-            elif isinstance(record, LogEvent):
-                if record.kind == "unparsed":
-                    self.counts.unparsed_events += 1
-                else:
-                    self.counts.log_events[record.kind] = (
-                        self.counts.log_events.get(record.kind, 0) + 1
-                    )
-            elif isinstance(record, Notice):
-                self.counts.notices[record.level] = self.counts.notices.get(record.level, 0) + 1
-
-    def close(self) -> None:
-        """Nothing to release: the counts stay readable until the exporter stops."""
-
-    def _on_sample(self, sample: GpuSample) -> None:
-        c = self.counts
-        c.samples[sample.gpu] = c.samples.get(sample.gpu, 0) + 1
-        # One tick produces one sample per GPU with the same lateness: observe it once per tick.
-        if sample.lateness_ns is None or sample.t_mono_ns == self._last_tick_ns:
-            return
-        self._last_tick_ns = sample.t_mono_ns
-        late_s = max(0, sample.lateness_ns) / 1e9
-        c.lateness_count += 1
-        c.lateness_sum_s += late_s
-        for i, bound in enumerate(LATENESS_BUCKETS_S):
-            if late_s <= bound:
-                c.lateness_buckets[i] += 1
-
-    def _on_gap(self, gap: Gap) -> None:
-        # A retracted gap was idle after the last busy period, not a gap: never counted.
-        if gap.is_open or gap.retracted or gap.gap_id in self._counted:
-            return
-        self._counted.add(gap.gap_id)
-        self._counted_order.append(gap.gap_id)
-        if len(self._counted_order) > _COUNTED_GAP_IDS:
-            self._counted.discard(self._counted_order.popleft())
-        key = (gap.gpu, gap.kind)
-        self.counts.gaps[key] = self.counts.gaps.get(key, 0) + 1
-        self.counts.gap_seconds[key] = self.counts.gap_seconds.get(key, 0.0) + gap.duration_s
-
-    def copy_counts(self) -> _Counts:
-        """A consistent copy for one scrape."""
-        with self.lock:
-            c = self.counts
-            return _Counts(
-                gaps=dict(c.gaps),
-                gap_seconds=dict(c.gap_seconds),
-                samples=dict(c.samples),
-                log_events=dict(c.log_events),
-                unparsed_events=c.unparsed_events,
-                notices=dict(c.notices),
-                lateness_buckets=list(c.lateness_buckets),
-                lateness_count=c.lateness_count,
-                lateness_sum_s=c.lateness_sum_s,
-            )
 
 
 def _gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
@@ -365,7 +257,7 @@ class GapwatchCollector:
                 fam.add_metric([], float(value))
                 yield fam
 
-    def _counters(self, c: _Counts, store_counters: dict[str, int],
+    def _counters(self, c: SinkCounts, store_counters: dict[str, int],
                   log_counters: dict[str, int]) -> Iterator[Metric]:
         gaps = CounterMetricFamily("gapwatch_gaps", "Closed idle gaps, by GPU and cause.",
                                    labels=["gpu", "kind"])
@@ -404,7 +296,7 @@ class GapwatchCollector:
             notices.add_metric([level], c.notices.get(level, 0))
         yield from (gaps, secs, samples, events, unparsed, log_counters, notices)
 
-    def _lateness(self, c: _Counts) -> Metric:
+    def _lateness(self, c: SinkCounts) -> Metric:
         buckets = [(repr(b), float(n)) for b, n in zip(LATENESS_BUCKETS_S, c.lateness_buckets,
                                                          strict=True)]
         buckets.append(("+Inf", float(c.lateness_count)))

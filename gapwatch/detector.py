@@ -37,6 +37,7 @@ from gapwatch.models import ChainState, Gap, GpuInfo, GpuSample, HostSample, Log
 
 _PRE, _BUSY, _IDLE = 0, 1, 2
 _NS = 1_000_000_000
+_NEVER = 1 << 62
 #: An open gap is re-published at most this often (data time), or when its kind changes.
 UPDATE_EVERY_NS = 500_000_000
 #: Sampling interval assumed before two samples tell the real one.
@@ -57,7 +58,7 @@ class _Track:
         "gap_id", "kind", "acc", "last_emit_t",
         "b_ids", "b_busy", "b_cover", "closed", "n_starved", "state",
         "cover_total", "busy_total", "cover_first_busy", "cover_last_busy",
-        "first_busy_s", "last_busy_s", "last_wall",
+        "first_busy_s", "last_busy_s", "last_wall", "recheck_ns",
     )  # fmt: skip
 
     def __init__(self, gpu: int, link: float, has_sm: bool, n_buckets: int) -> None:
@@ -101,6 +102,9 @@ class _Track:
         self.closed: deque[tuple[int, int, str]] = deque()
         self.n_starved = 0
         self.state: str | None = None
+        #: Data time at which the window alone (gaps sliding out, a long gap) may change the
+        #: state; until then only a new event (a gap opening/closing, a phase change) can.
+        self.recheck_ns = 0
         # Whole-run totals for the report (ns of data, ns busy; data time at the first busy
         # sample's start and at the last busy sample's end, to measure the active span).
         self.cover_total = 0
@@ -195,6 +199,7 @@ class GapDetector:
             self._pending = []
         else:
             out = []
+        n_out = len(out)
         wall = s.t_wall_s
         self._now_s = wall
 
@@ -298,7 +303,10 @@ class GapDetector:
             self._idle_sample(tr, s, t, cover, off, low, out)
         elif tr.state == "IDLE":
             return out
-        self._update_state(tr, t, wall, idle, out)
+        # Re-evaluate the state only when something happened or the window says so: in a
+        # BREAKDOWN most samples are neither, and this keeps the per-sample cost flat.
+        if len(out) != n_out or tr.phase != phase or t >= tr.recheck_ns or phase == _PRE:
+            self._update_state(tr, t, wall, idle, out)
         return out
 
     def finish(self) -> list[Gap | StateChange]:
@@ -482,6 +490,12 @@ class GapDetector:
         while closed and closed[0][0] < lo:
             if closed.popleft()[2] == "pcie_starved":
                 tr.n_starved -= 1
+        # Next time the window alone can matter: the oldest gap starts sliding out, or an
+        # idle stretch grows as long as the window.
+        recheck = closed[0][0] + self._window_ns + 1 if closed else _NEVER
+        if tr.phase == _IDLE and tr.g_start_ns + self._window_ns < recheck:
+            recheck = tr.g_start_ns + self._window_ns
+        tr.recheck_ns = recheck
         open_starved = tr.gap_id is not None and tr.kind == "pcie_starved"
         n = tr.n_starved + (1 if open_starved else 0)
         cfg = self.config
@@ -490,13 +504,21 @@ class GapDetector:
                 why = f"{n} pcie_starved gaps in the last {cfg.window_s:g} s"
                 self._set_state(tr, "BREAKDOWN", t, wall, out, why)
                 return
+            # The idle-fraction rule is in play: it changes as soon as the oldest gap starts
+            # sliding out of the window.
+            if closed and closed[0][1] + self._window_ns < tr.recheck_ns:
+                tr.recheck_ns = closed[0][1] + self._window_ns
             starved_ns = 0
             for end, start, kind in closed:
                 if kind == "pcie_starved":
                     starved_ns += end - (start if start > lo else lo)
             if open_starved:
                 starved_ns += t - (tr.g_start_ns if tr.g_start_ns > lo else lo)
-            if starved_ns >= cfg.breakdown_idle_frac * self._window_ns:
+            threshold_ns = cfg.breakdown_idle_frac * self._window_ns
+            if open_starved and t + threshold_ns - starved_ns < tr.recheck_ns:
+                # The open gap meets the idle rule at this data time, if it lasts.
+                tr.recheck_ns = int(t + threshold_ns - starved_ns)
+            if starved_ns >= threshold_ns:
                 why = (f"idle {starved_ns / _NS:.1f} s of the last {cfg.window_s:g} s "
                        "in pcie_starved gaps")
                 self._set_state(tr, "BREAKDOWN", t, wall, out, why)

@@ -54,7 +54,8 @@ def make_recording(path: Path, hours: int, gpus: int = 8) -> None:
         header = header or res.header
         shift_ns, shift_s = int(k * chunk_s * 1e9), k * chunk_s
         records.extend(
-            replace(r, t_mono_ns=r.t_mono_ns + shift_ns, t_wall_s=r.t_wall_s + shift_s)  # type: ignore[union-attr]
+            replace(r, t_mono_ns=r.t_mono_ns + shift_ns,  # type: ignore[union-attr]
+                    t_wall_s=r.t_wall_s + shift_s)
             for r in res.records
         )
         print(f"  simulated hour {k + 1}/{hours}", file=sys.stderr)

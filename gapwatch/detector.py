@@ -47,7 +47,7 @@ _GPM_LIKE = ("gpm", "trace")
 
 
 class _Track:
-    """Everything the detector knows about one GPU. Slotted: the hot path only reads/writes these."""
+    """Everything the detector knows about one GPU (slotted: the hot path reads/writes these)."""
 
     __slots__ = (
         "gpu", "link", "has_sm", "last_t", "expected_ns", "spacings", "n_seen",
@@ -389,7 +389,7 @@ class GapDetector:
         self, tr: _Track, t: int, cover: int, level: float, off: float, low: bool,
         out: list[Gap | StateChange],
     ) -> None:
-        """Idle -> busy: place the end edge inside this sample; publish if the gap is long enough."""
+        """Idle -> busy: place the end edge inside this sample; publish if long enough."""
         ref = tr.peak if tr.peak > level else level
         end = t - int(cover * (level / ref if ref > 0 else 1.0))
         if end < tr.g_last_t:
@@ -533,9 +533,11 @@ class GapDetector:
             and t - tr.g_start_ns >= self._window_ns
             and self._window_busy(tr, t)[0] == 0
         ):
-            self._set_state(tr, "IDLE", t, wall, out, f"no busy sample in the last {cfg.window_s:g} s")
+            why = f"no busy sample in the last {cfg.window_s:g} s"
+            self._set_state(tr, "IDLE", t, wall, out, why)
         elif has_gaps:
-            self._set_state(tr, "GAPS", t, wall, out, "idle gaps, none pcie_starved enough for BREAKDOWN")
+            why = "idle gaps, not pcie_starved enough for BREAKDOWN"
+            self._set_state(tr, "GAPS", t, wall, out, why)
         else:
             self._set_state(tr, "CHAINED", t, wall, out, "busy, no gaps in the window")
 

@@ -274,7 +274,8 @@ def _partitions(events: list[dict[str, Any]], warning: str) -> list[int]:
 def _plural(ps: list[int]) -> str:
     if len(ps) == 1:
         return f"partition {ps[0]} was"
-    return "partitions " + ", ".join(str(p) for p in ps[:3]) + (" ..." if len(ps) > 3 else "") + " were"
+    more = " ..." if len(ps) > 3 else ""
+    return "partitions " + ", ".join(str(p) for p in ps[:3]) + more + " were"
 
 
 def host_pressure(host: dict[str, float | None]) -> str:
@@ -334,9 +335,13 @@ def make_hint(
     alloc_failed = any(e.get("warning") == "cuda_host_alloc_failed" for e in events)
     if kind == "pcie_starved":
         if unpinned:
-            parts.append(f"{_plural(unpinned)} synthesised with is_pinned=false: a/b/c in pageable memory?")
+            parts.append(
+                f"{_plural(unpinned)} synthesised with is_pinned=false: a/b/c in pageable memory?"
+            )
         elif fallback or alloc_failed:
-            parts.append("pinned pool checkout failed, fell back to pageable memory: pool too small?")
+            parts.append(
+                "pinned pool checkout failed, fell back to pageable memory: pool too small?"
+            )
         else:
             parts.append("a slow copy: pageable memory or host memory-bandwidth contention?")
     elif kind == "transfer_bound":

@@ -71,7 +71,9 @@ def parse_logs(paths: Iterable[str], config: Config) -> tuple[list[LogEvent], di
     return events, dict(parser.counters)
 
 
-def build_report(path: str | Path, config: Config, log_paths: list[str] | None = None) -> ReportData:
+def build_report(
+    path: str | Path, config: Config, log_paths: list[str] | None = None
+) -> ReportData:
     """Read `path` (recording or trace CSV), run the detector, add up gaps, states and payoff.
 
     Raises:

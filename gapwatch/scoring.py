@@ -52,7 +52,8 @@ class Score:
 
     def summary(self) -> str:
         kind = "n/a" if self.kind_accuracy is None else f"{self.kind_accuracy:.0%}"
-        edge = "n/a" if self.median_edge_error_s is None else f"{self.median_edge_error_s * 1000:.0f} ms"
+        err = self.median_edge_error_s
+        edge = "n/a" if err is None else f"{err * 1000:.0f} ms"
         return (
             f"recall {self.recall:.0%} ({self.n_found}/{self.n_truth}), precision "
             f"{self.precision:.0%} ({len(self.matched)}/{self.n_detected}), kind {kind}, "

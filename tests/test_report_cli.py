@@ -20,7 +20,9 @@ def report_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
     return orjson.loads(capsys.readouterr().out)
 
 
-def test_json_on_pageable_trace_has_the_documented_fields(capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_on_pageable_trace_has_the_documented_fields(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     doc = report_json(capsys, str(DATA / "pageable.csv"), "--log", str(DATA / "pageable.log"))
     assert doc["schema_version"] == 1
     (gpu,) = doc["gpus"]

@@ -23,7 +23,9 @@ MAX_TABLE_ROWS = 50
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl, .jsonl.gz) or a trace CSV")
+    parser.add_argument(
+        "file", metavar="FILE", help="a recording (.jsonl, .jsonl.gz) or a trace CSV"
+    )
     parser.add_argument("--json", action="store_true", help="print the JSON document instead")
     parser.add_argument("--all-gaps", action="store_true",
                         help=f"list every gap in the text table (default: first {MAX_TABLE_ROWS})")
@@ -69,10 +71,12 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
     add("GPUs (busy = busy share of the working span, first to last busy reading)")
     for t in r.totals:
         mine = [g for g in r.gaps if g.gpu == t.gpu]
-        kinds = ", ".join(
-            f"{sum(1 for g in mine if g.kind == k)} {k} ({sum(g.duration_s for g in mine if g.kind == k):.1f} s)"
-            for k in KINDS if any(g.kind == k for g in mine)
-        ) or "no gaps"
+        parts = []
+        for k in KINDS:
+            of_kind = [g for g in mine if g.kind == k]
+            if of_kind:
+                parts.append(f"{len(of_kind)} {k} ({sum(g.duration_s for g in of_kind):.1f} s)")
+        kinds = ", ".join(parts) or "no gaps"
         low = "  [utilization.gpu only: low confidence]" if t.confidence == "low" else ""
         add(f"  GPU {t.gpu}: busy {_pct(busy_fraction(t)).strip()} of {t.active_s:.1f} s "
             f"(link {_gb(t.link_bytes_per_s)}); {kinds}{low}")
@@ -81,15 +85,16 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
     add(f"Gaps ≥ min gap: {len(r.gaps)}" + ("" if len(rows) == len(r.gaps) else
                                             f" (first {len(rows)}; --all-gaps or --json for all)"))
     if rows:
-        add(f"  {'GPU':>3} {'start (UTC)':<12} {'dur s':>6} {'kind':<14} {'H2D':>9} {'D2H':>9}  hint")
+        add(f"  {'GPU':>3} {'start (UTC)':<12} {'dur s':>6} {'kind':<14} {'H2D':>9} "
+            f"{'D2H':>9}  hint")
         for g in rows:
             add(f"  {g.gpu:>3} {_clock(g.start_s):<12} {g.duration_s:6.2f} {g.kind:<14} "
                 f"{_gb(g.pcie_rx_bytes_per_s):>9} {_gb(g.pcie_tx_bytes_per_s):>9}  {g.hint}")
     add("")
     add(f"Chaining breakdowns: {len(r.breakdowns)}")
     for b in r.breakdowns:
-        add(f"  GPU {b.gpu}: {_clock(b.start_s)} - {_clock(b.end_s)} ({b.end_s - b.start_s:.1f} s): "
-            f"{b.reason}")
+        add(f"  GPU {b.gpu}: {_clock(b.start_s)} - {_clock(b.end_s)} "
+            f"({b.end_s - b.start_s:.1f} s): {b.reason}")
     if r.partitions is not None:
         add("")
         out.extend(_partition_lines(r.partitions))

@@ -234,6 +234,8 @@ class MeasuredSource:
         self.read_cpu_ns = 0
         self.thread_cpu_ns = 0
         self.read_wall_ns: list[int] = []
+        #: (wall time, CPU ns) of every read, to see what each workload phase costs.
+        self.read_cpu: list[tuple[float, int]] = []
 
     def open(self) -> Any:
         return self.inner.open()
@@ -246,6 +248,7 @@ class MeasuredSource:
             c1 = time.thread_time_ns()
             self.read_wall_ns.append(time.perf_counter_ns() - w0)
             self.read_cpu_ns += c1 - c0
+            self.read_cpu.append((time.time(), c1 - c0))
             self.thread_cpu_ns = c1  # cumulative for the sampler thread, whatever ran in it
 
     def close(self) -> None:
@@ -363,6 +366,17 @@ def run_bench(args: argparse.Namespace, result: dict[str, Any]) -> None:
         "gpu_read_wall_ms": {"p50": percentile(read_ms, 0.5), "p99": percentile(read_ms, 0.99),
                              "max": max(read_ms, default=None)},
     }
+    cpu_us = [c / 1e3 for _, c in gpu_source.read_cpu]
+    cpu["gpu_read_cpu_us"] = {"mean": mean(cpu_us), "p50": percentile(cpu_us, 0.5),
+                              "p99": percentile(cpu_us, 0.99), "max": max(cpu_us, default=None)}
+    cpu["gpu_read_cpu_us_mean_by_phase"] = {
+        p["name"]: mean([c / 1e3 for t, c in gpu_source.read_cpu
+                         if p["start_wall_s"] <= t <= p["end_wall_s"]])
+        for p in phases
+    }
+    if host_source is not None:
+        host_us = [c / 1e3 for _, c in host_source.read_cpu]
+        cpu["host_read_cpu_us"] = {"mean": mean(host_us), "p99": percentile(host_us, 0.99)}
     result["cpu"] = cpu
     result["sampler"] = dataclasses.asdict(sampler.lateness())
     result["report"] = report(collected.gpu, phases, lat, sampler.ticks, cpu, len(infos))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from dataclasses import dataclass
 
 from gapwatch.models import HostSample
@@ -66,9 +67,9 @@ class ProcHostSource:
             mem_used_pct, available, swap_used, busy, total = _from_psutil()
         else:
             mem_used_pct, available, swap_used = _meminfo(_read(self._meminfo))
-            busy, total = _cpu_jiffies(_read(self._stat))
+            busy, total = _cpu_jiffies(_read(self._stat, 4096))  # only the first line
         some_avg10, some_us, full_avg10, full_us = _psi(_read(self._psi))
-        major = _vmstat_field(_read(self._vmstat), "pgmajfault")
+        major = _vmstat_field(_read(self._vmstat), b"pgmajfault")
         mbm = self._mbm_total()
 
         prev = self._prev
@@ -119,40 +120,44 @@ class ProcHostSource:
         pass
 
 
-def _read(path: str) -> str | None:
-    """A whole small kernel file, or None if absent or unreadable (e.g. PSI disabled: EOPNOTSUPP)."""
+def _read(path: str, limit: int = 1 << 16) -> bytes | None:
+    """A small kernel file in one read(2), or None if absent or unreadable (e.g. PSI disabled:
+    EOPNOTSUPP). Raw os calls: this runs every tick, and buffered text I/O doubles its cost."""
     try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
+    try:
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
-def _meminfo(text: str | None) -> tuple[float | None, int | None, int | None]:
-    """(used %, available bytes, swap used bytes) from /proc/meminfo."""
+_MEMINFO_KEYS = re.compile(rb"^(MemTotal|MemAvailable|SwapTotal|SwapFree):\s+(\d+)", re.M)
+
+
+def _meminfo(text: bytes | None) -> tuple[float | None, int | None, int | None]:
+    """(used %, available bytes, swap used bytes) from /proc/meminfo (values in kB)."""
     if text is None:
         return None, None, None
-    kib: dict[str, int] = {}
-    for line in text.splitlines():
-        key, _, rest = line.partition(":")
-        parts = rest.split()
-        if parts and parts[0].isdigit():
-            kib[key] = int(parts[0])
-    total, available = kib.get("MemTotal"), kib.get("MemAvailable")
+    kib = {key: int(value) for key, value in _MEMINFO_KEYS.findall(text)}
+    total, available = kib.get(b"MemTotal"), kib.get(b"MemAvailable")
     used_pct = None
     if total and available is not None:
         used_pct = 100.0 * (total - available) / total
     swap_used = None
-    if "SwapTotal" in kib and "SwapFree" in kib:
-        swap_used = (kib["SwapTotal"] - kib["SwapFree"]) * 1024
+    if b"SwapTotal" in kib and b"SwapFree" in kib:
+        swap_used = (kib[b"SwapTotal"] - kib[b"SwapFree"]) * 1024
     return used_pct, None if available is None else available * 1024, swap_used
 
 
-def _cpu_jiffies(text: str | None) -> tuple[int | None, int | None]:
+def _cpu_jiffies(text: bytes | None) -> tuple[int | None, int | None]:
     """(busy, total) jiffies of all CPUs from the `cpu` line of /proc/stat."""
-    if text is None or not text.startswith("cpu "):
+    if text is None or not text.startswith(b"cpu "):
         return None, None
-    fields = text.split("\n", 1)[0].split()[1:]
+    fields = text.split(b"\n", 1)[0].split()[1:]
     try:
         # user nice system idle iowait irq softirq steal; guest time is already inside user.
         values = [int(v) for v in fields[:8]]
@@ -164,28 +169,30 @@ def _cpu_jiffies(text: str | None) -> tuple[int | None, int | None]:
     return total - values[3] - values[4], total
 
 
-def _psi(text: str | None) -> tuple[float | None, int | None, float | None, int | None]:
+def _psi(text: bytes | None) -> tuple[float | None, int | None, float | None, int | None]:
     """(some avg10, some total µs, full avg10, full total µs) from /proc/pressure/memory."""
-    out: dict[str, tuple[float | None, int | None]] = {}
-    for line in (text or "").splitlines():
+    out: dict[bytes, tuple[float | None, int | None]] = {}
+    for line in (text or b"").splitlines():
         kind, *pairs = line.split()
-        values = dict(p.split("=", 1) for p in pairs if "=" in p)
+        values = dict(p.split(b"=", 1) for p in pairs if b"=" in p)
         try:
-            out[kind] = (float(values["avg10"]), int(values["total"]))
+            out[kind] = (float(values[b"avg10"]), int(values[b"total"]))
         except (KeyError, ValueError):
             continue
-    some = out.get("some", (None, None))
-    full = out.get("full", (None, None))  # kernels before 5.13 may lack the `full` line
+    some = out.get(b"some", (None, None))
+    full = out.get(b"full", (None, None))  # kernels before 5.13 may lack the `full` line
     return some[0], some[1], full[0], full[1]
 
 
-def _vmstat_field(text: str | None, name: str) -> int | None:
-    prefix = name + " "
-    for line in (text or "").splitlines():
-        if line.startswith(prefix):
-            value = line[len(prefix):].strip()
-            return int(value) if value.isdigit() else None
-    return None
+def _vmstat_field(text: bytes | None, name: bytes) -> int | None:
+    """One counter of /proc/vmstat ("name value" lines), found without splitting ~180 lines."""
+    if text is None:
+        return None
+    at = (b"\n" + text).find(b"\n" + name + b" ")
+    if at < 0:
+        return None
+    value = text[at + len(name) + 1:].split(b"\n", 1)[0].strip()
+    return int(value) if value.isdigit() else None
 
 
 def _rate(prev: int | None, now: int | None, interval_s: float) -> float | None:

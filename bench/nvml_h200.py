@@ -1,4 +1,4 @@
-"""Prove the NVML source on a real GPU: sampler timing and cost, and PCIe/SM numbers vs ground truth.
+"""Prove the NVML source on a real GPU: sampler timing and cost, PCIe/SM numbers vs ground truth.
 
 Runs gapwatch's deadline sampler (`gapwatch.sampler.Sampler`) over `NvmlSource` (and the host
 source) for `--duration` seconds, while a torch workload runs in phases, by default in a separate
@@ -25,7 +25,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
 from typing import Any
@@ -316,7 +315,8 @@ def run_bench(args: argparse.Namespace, result: dict[str, Any]) -> None:
     from gapwatch.sources.nvml import NvmlSource
     from gapwatch.store import SeriesStore
 
-    gpu_source = MeasuredSource(NvmlSource(SamplerConfig(period_ms=args.period_ms, gpus=[args.gpu])))
+    sampler_config = SamplerConfig(period_ms=args.period_ms, gpus=[args.gpu])
+    gpu_source = MeasuredSource(NvmlSource(sampler_config))
     infos = gpu_source.open()
     result["gpus"] = [i.model_dump() for i in infos]
     host_source = None if args.no_host else MeasuredSource(ProcHostSource())
@@ -402,7 +402,8 @@ def workload(args: argparse.Namespace, result: dict[str, Any]) -> list[dict[str,
 
 
 def worker_flags(args: argparse.Namespace) -> list[str]:
-    return ["--gpu", str(args.gpu), "--chunk-gib", str(args.chunk_gib), "--copy-s", str(args.copy_s),
+    return ["--gpu", str(args.gpu), "--chunk-gib", str(args.chunk_gib),
+            "--copy-s", str(args.copy_s),
             "--matmul-s", str(args.matmul_s), "--matmul-n", str(args.matmul_n),
             "--idle-s", str(args.idle_s)]
 

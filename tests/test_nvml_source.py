@@ -150,7 +150,9 @@ def test_no_gpm_falls_back_to_counters_and_says_util_counts_copies(monkeypatch):
 
 def test_counter_wrap_is_unwrapped(monkeypatch):
     # Start 1 GB below 2^32 and move 10 GB/s: the counter wraps during the second interval.
-    dev = counter_device(gen=4, activity=[(0, 0.0, 10e9, 0.0)], counter_offset=2**32 - 1_500_000_000)
+    dev = counter_device(
+        gen=4, activity=[(0, 0.0, 10e9, 0.0)], counter_offset=2**32 - 1_500_000_000
+    )
     fake, source = make(monkeypatch, dev)
     source.open()
     rates = [s.pcie_rx_bytes_per_s for s in samples(fake.run(source, 100 * MS, 4))[1:]]

@@ -32,7 +32,6 @@ from gapwatch.sources import SourceUnavailable, Tick
 # NVML return codes (nvml.h). Hard-coded because they are ABI and the module must import without
 # pynvml; the fake in tests uses the same values.
 NVML_SUCCESS = 0
-_INVALID_ARGUMENT = 2
 _NOT_SUPPORTED = 3
 _NO_PERMISSION = 4
 _NOT_FOUND = 6
@@ -143,7 +142,9 @@ class NvmlSource:
             count = int(nv.nvmlDeviceGetCount())
         except nv.NVMLError as exc:
             self._shutdown()
-            raise SourceUnavailable(f"NVML unavailable: cannot count GPUs ({exc}); {HINT}") from None
+            raise SourceUnavailable(
+                f"NVML unavailable: cannot count GPUs ({exc}); {HINT}"
+            ) from None
         if count == 0:
             self._shutdown()
             raise SourceUnavailable(f"NVML unavailable: no NVIDIA GPU found; {HINT}")
@@ -399,7 +400,8 @@ class NvmlSource:
         if t_ns >= gpu.legacy_next_ns and not self._legacy_spent and "PCIe" not in gpu.unsupported:
             self._legacy_spent = True
             counter = _PCIE_UTIL_RX_BYTES if gpu.legacy_rx_next else _PCIE_UTIL_TX_BYTES
-            kbps = self._call(gpu, "PCIe", self._nv.nvmlDeviceGetPcieThroughput, gpu.handle, counter)
+            throughput = self._nv.nvmlDeviceGetPcieThroughput
+            kbps = self._call(gpu, "PCIe", throughput, gpu.handle, counter)
             if kbps is not _FAILED:
                 if gpu.legacy_rx_next:
                     rx = float(kbps) * _KIB

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gapwatch.sources.host import ProcHostSource
+from gapwatch.config import HostConfig
+from gapwatch.sources.host import HostSource, ProcHostSource
 
 MS = 1_000_000
 
@@ -47,7 +48,7 @@ def root(tmp_path: Path) -> Path:
 
 
 def test_first_reading_has_levels_but_no_rates(root: Path):
-    s = ProcHostSource(str(root)).read(1000 * MS, 1_796_000_000.0)
+    s = ProcHostSource(root=str(root)).read(1000 * MS, 1_796_000_000.0)
     assert s.mem_used_pct == pytest.approx(75.0)
     assert s.mem_available_bytes == 250000 * 1024
     assert s.swap_used_bytes == 50000 * 1024
@@ -58,7 +59,7 @@ def test_first_reading_has_levels_but_no_rates(root: Path):
 
 
 def test_second_reading_gives_per_interval_rates(root: Path):
-    source = ProcHostSource(str(root))
+    source = ProcHostSource(root=str(root))
     source.read(1000 * MS, 1_796_000_000.0)
     # 100 ms later: 30 busy of 100 jiffies, 20 ms "some" stall, 5 ms "full", 7 major faults.
     write(root, "proc/stat", stat(busy=1030, idle=9060, iowait=10))
@@ -75,7 +76,7 @@ def test_second_reading_gives_per_interval_rates(root: Path):
 
 def test_no_psi_and_no_resctrl_are_none_not_zero(root: Path):
     (root / "proc/pressure/memory").unlink()
-    source = ProcHostSource(str(root))
+    source = ProcHostSource(root=str(root))
     source.read(0, 0.0)
     s = source.read(100 * MS, 0.1)
     assert s.psi_mem_some_avg10 is None and s.psi_mem_full_avg10 is None
@@ -86,14 +87,14 @@ def test_no_psi_and_no_resctrl_are_none_not_zero(root: Path):
 
 def test_psi_without_full_line_keeps_some(root: Path):
     write(root, "proc/pressure/memory", "some avg10=3.00 avg60=0.00 avg300=0.00 total=10\n")
-    s = ProcHostSource(str(root)).read(0, 0.0)
+    s = ProcHostSource(root=str(root)).read(0, 0.0)
     assert s.psi_mem_some_avg10 == 3.0 and s.psi_mem_full_avg10 is None
 
 
 def test_resctrl_bandwidth_sums_l3_domains(root: Path):
     write(root, "sys/fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", "1000000000\n")
     write(root, "sys/fs/resctrl/mon_data/mon_L3_01/mbm_total_bytes", "500000000\n")
-    source = ProcHostSource(str(root))
+    source = ProcHostSource(root=str(root))
     assert source.read(0, 0.0).mem_bandwidth_bytes_per_s is None  # no previous reading yet
     write(root, "sys/fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", "3000000000\n")
     write(root, "sys/fs/resctrl/mon_data/mon_L3_01/mbm_total_bytes", "1500000000\n")
@@ -104,17 +105,17 @@ def test_resctrl_bandwidth_sums_l3_domains(root: Path):
 def test_resctrl_unavailable_domain_or_disabled_gives_none(root: Path):
     write(root, "sys/fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", "1000\n")
     write(root, "sys/fs/resctrl/mon_data/mon_L3_01/mbm_total_bytes", "Unavailable\n")
-    source = ProcHostSource(str(root))
+    source = ProcHostSource(root=str(root))
     source.read(0, 0.0)
     assert source.read(100 * MS, 0.1).mem_bandwidth_bytes_per_s is None
     write(root, "sys/fs/resctrl/mon_data/mon_L3_01/mbm_total_bytes", "1000\n")
-    off = ProcHostSource(str(root), resctrl=False)
+    off = ProcHostSource(HostConfig(resctrl=False), root=str(root))
     off.read(0, 0.0)
     assert off.read(100 * MS, 0.1).mem_bandwidth_bytes_per_s is None
 
 
 def test_counter_going_backwards_gives_none_not_a_negative_rate(root: Path):
-    source = ProcHostSource(str(root))
+    source = ProcHostSource(root=str(root))
     source.read(0, 0.0)
     write(root, "proc/vmstat", "pgmajfault 3\n")
     assert source.read(100 * MS, 0.1).major_faults_per_s is None
@@ -125,7 +126,7 @@ def test_garbage_files_do_not_crash(root: Path):
     write(root, "proc/stat", "intr 1 2 3\n")
     write(root, "proc/pressure/memory", "some avg10=x total=y\n")
     write(root, "proc/vmstat", "pgmajfault lots\n")
-    source = ProcHostSource(str(root))
+    source = ProcHostSource(root=str(root))
     source.read(0, 0.0)
     s = source.read(100 * MS, 0.1)
     assert (s.mem_used_pct, s.cpu_busy_pct, s.psi_mem_some_avg10, s.major_faults_per_s) == (
@@ -134,7 +135,7 @@ def test_garbage_files_do_not_crash(root: Path):
 
 
 def test_without_proc_meminfo_memory_comes_from_psutil(tmp_path: Path):
-    source = ProcHostSource(str(tmp_path))  # an empty tree: like a non-Linux system
+    source = ProcHostSource(root=str(tmp_path))  # an empty tree: like a non-Linux system
     source.read(0, 0.0)
     s = source.read(100 * MS, 0.1)
     assert s.mem_used_pct is not None and 0 <= s.mem_used_pct <= 100
@@ -149,3 +150,9 @@ def test_real_proc_reads(tmp_path: Path):
     source.read(0, 0.0)
     s = source.read(100 * MS, 0.1)
     assert s.mem_used_pct is not None and s.mem_available_bytes is not None
+
+
+def test_runtime_builds_it_from_the_host_config_section():
+    source = HostSource(HostConfig())
+    assert isinstance(source, ProcHostSource)
+    assert source.read(0, 0.0).interval_ns is None

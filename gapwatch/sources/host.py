@@ -28,6 +28,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from gapwatch.config import HostConfig
 from gapwatch.models import HostSample
 
 
@@ -48,9 +49,11 @@ _NO_PREVIOUS = _Previous(0, None, None, None, None, None, None)
 
 
 class ProcHostSource:
-    """`HostSource` reading /proc and /sys under `root` ("/" in production)."""
+    """`HostSource` reading /proc and /sys under `root` ("/" in production). Construct with the
+    `[host]` config section (`resctrl` turns memory-bandwidth monitoring on or off)."""
 
-    def __init__(self, root: str = "/", *, resctrl: bool = True) -> None:
+    def __init__(self, config: HostConfig | None = None, *, root: str = "/") -> None:
+        resctrl = True if config is None else config.resctrl
         self._proc = os.path.join(root, "proc")
         self._meminfo = os.path.join(self._proc, "meminfo")
         self._stat = os.path.join(self._proc, "stat")
@@ -118,6 +121,10 @@ class ProcHostSource:
 
     def close(self) -> None:
         pass
+
+
+#: The name `gapwatch.runtime` imports.
+HostSource = ProcHostSource
 
 
 def _read(path: str, limit: int = 1 << 16) -> bytes | None:

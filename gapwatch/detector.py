@@ -150,12 +150,17 @@ class GapDetector:
         gpus: what is known of each GPU; the link capacity judges PCIe rates.
         period_s: the sampling period, a floor for the expected sample spacing (holes are
             spacings above `nodata_after_periods` x expected). None: learnt from the data.
+        live: publish open gaps (and their updates and retractions). Off for offline reports,
+            which only keep final versions: building ~2 open versions per gap with evidence and
+            hint is most of the cost of a long report. States are identical either way.
     """
 
     def __init__(
-        self, config: DetectorConfig, gpus: list[GpuInfo], period_s: float | None = None
+        self, config: DetectorConfig, gpus: list[GpuInfo], period_s: float | None = None,
+        live: bool = True,
     ) -> None:
         self.config = config
+        self._live = live
         self._infos = {g.index: g for g in gpus}
         self._tracks: dict[int, _Track] = {}
         self._thr_sm = config.idle_sm_pct
@@ -383,7 +388,9 @@ class GapDetector:
             return
         tr.kind = kind
         tr.last_emit_t = t
-        out.append(self._gap(tr, None, None, t))
+        tr.recheck_ns = 0  # the state may change on this very sample (BREAKDOWN on opening)
+        if self._live:
+            out.append(self._gap(tr, None, None, t))
 
     def _close(
         self, tr: _Track, t: int, cover: int, level: float, off: float, low: bool,
@@ -423,8 +430,9 @@ class GapDetector:
     def _end_segment(self, tr: _Track, out: list[Gap | StateChange]) -> None:
         """A hole or the end of data: idle since the last busy period was not a gap."""
         if tr.phase == _IDLE and tr.gap_id is not None:
-            gap = self._gap(tr, tr.g_last_t, tr.g_last_t / _NS + tr.g_last_off, tr.g_last_t)
-            out.append(_retract(gap))
+            if self._live:
+                gap = self._gap(tr, tr.g_last_t, tr.g_last_t / _NS + tr.g_last_off, tr.g_last_t)
+                out.append(_retract(gap))
             self.counters["retracted"] += 1
             if tr.acc is not None:
                 self._ev.drop_gap(tr.acc)

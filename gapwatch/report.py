@@ -83,7 +83,9 @@ def build_report(
     rec = read_any(path)
     header = rec.header
     extra, log_counters = parse_logs(log_paths or [], config)
-    det = GapDetector(config.detector, list(header.gpus), period_s=header.period_ms / 1000)
+    det = GapDetector(
+        config.detector, list(header.gpus), period_s=header.period_ms / 1000, live=False
+    )
     gaps: dict[int, Gap] = {}
     states: list[StateChange] = []
     log_events: list[LogEvent] = []

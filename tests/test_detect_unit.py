@@ -237,3 +237,14 @@ def test_gpus_are_independent() -> None:
         out += det.feed_gpu(sample(t, 0 if 20 <= i < 30 else 95, gpu=1, rx=2.5e9))
     gaps = [e for e in out if isinstance(e, Gap) and e.end_s is not None]
     assert [g.gpu for g in gaps] == [1]
+
+
+def test_offline_mode_gives_the_same_final_gaps_and_states_without_open_versions() -> None:
+    pattern = [(2, 95, 2e6), (1, 0, 2.5e9), (2, 95, 2e6), (4, 0, 2.5e9), (2, 95, 2e6), (2, 0, 2e6)]
+    live = run(detector(), stream(pattern))
+    offline = run(GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=LINK)],
+                              live=False), stream(pattern))
+    assert final_gaps(offline) == final_gaps(live)
+    assert [e for _, e in offline if isinstance(e, StateChange)] == \
+        [e for _, e in live if isinstance(e, StateChange)]
+    assert all(e.end_s is not None and not e.retracted for _, e in offline if isinstance(e, Gap))

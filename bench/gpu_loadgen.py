@@ -368,7 +368,8 @@ def summary_line(doc: dict[str, Any]) -> str:
 
     return (f"gpu_loadgen: scenario={doc['scenario']} partitions={doc['partitions_completed']} "
             f"throughput={f(doc['throughput_pps'], '.3f')}/s busy={f(doc['busy_fraction'], '.0%')} "
-            f"gaps>={MIN_GAP_S}s={doc['truth_gaps']} median_gap={f(doc['median_gap_s'], '.2f', 's')} "
+            f"gaps>={MIN_GAP_S}s={doc['truth_gaps']} "
+            f"median_gap={f(doc['median_gap_s'], '.2f', 's')} "
             f"compute={f(doc['compute_ms_median'], '.0f', 'ms')} "
             f"h2d={f(doc['h2d_ms_median'], '.0f', 'ms')} "
             f"({f(doc['h2d_gb_per_s_median'], '.1f', ' GB/s')}) "

@@ -1,4 +1,9 @@
-"""`gapwatch watch`: placeholder until its issue lands (it says so and exits 1)."""
+"""`gapwatch watch`: the live dashboard over real GPUs (NVML), the prover's logs (`--log`), and
+optionally a recording of everything seen (`--record FILE`).
+
+Who calls it: `gapwatch.cli`. It builds the runtime, then hands it to the dashboard; a source
+that cannot start (no driver, no GPU) is one line on stderr and exit status 2.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,22 @@ import argparse
 import sys
 
 from gapwatch.config import Config
+from gapwatch.runtime import build_runtime
+from gapwatch.sources import SourceUnavailable
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--record", default=None, metavar="FILE",
+                   help="also record to FILE (.jsonl, or .jsonl.gz), replayable with `replay`")
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    print("gapwatch watch: not implemented yet", file=sys.stderr)
-    return 1
+    try:
+        rt = build_runtime(config, args.source or "nvml", speed=args.speed,
+                           record_path=args.record)
+    except SourceUnavailable as exc:
+        print(f"gapwatch: {exc}", file=sys.stderr)
+        return 2
+    from gapwatch.ui import start_and_show
+
+    return start_and_show(rt)

@@ -7,7 +7,7 @@ imports nothing heavy: `gapwatch.ui.fmt` is shared with the core's snapshot writ
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from gapwatch.ui.app import DashboardRuntime
@@ -23,3 +23,22 @@ def run_dashboard(runtime: DashboardRuntime) -> int:
     app = GapwatchApp(runtime)
     result = app.run()
     return int(result or 0)
+
+
+class _Startable(Protocol):
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def start_and_show(runtime: _Startable) -> int:
+    """Start the runtime, run the dashboard over it, stop the runtime however the UI ends.
+
+    The runtime is started before the App so that sampling never waits on the UI; it is stopped
+    in `finally` so a crash in the UI still settles the detector and closes the recording.
+    """
+    runtime.start()
+    try:
+        return run_dashboard(runtime)  # type: ignore[arg-type]
+    finally:
+        runtime.stop()

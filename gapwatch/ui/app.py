@@ -203,7 +203,7 @@ class GapwatchApp(App[int]):
         footer = self.query_one(StatusFooter)
         if message.path is not None:
             self.snapshots.append(message.path)
-            footer.show_message(f"snapshot: {message.path}")
+            footer.show_message(f"snapshot: {message.path.resolve()}")
         else:
             footer.show_message(f"snapshot FAILED: {message.error}", error=True)
             self.notify(str(message.error), title="snapshot failed", severity="error", timeout=10)

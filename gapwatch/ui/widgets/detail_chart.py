@@ -27,21 +27,29 @@ _KIND_COLOR = {"pcie_starved": "red", "transfer_bound": "yellow", "host_stall": 
 def envelope_segments(
     cols: list[Column], x_of: list[float]
 ) -> list[tuple[list[float], list[float]]]:
-    """Contiguous runs of present columns as (xs, ys) with each column's min then max, so a line
-    through them draws the envelope; a missing column ends the run (no bridging)."""
+    """The envelope of reduced columns as line segments: for each contiguous run of present
+    columns, one line through the maxima and one through the minima (a dip inside a busy column
+    shows on the lower line). A missing column ends the run, so no line bridges a hole."""
     segments: list[tuple[list[float], list[float]]] = []
     xs: list[float] = []
-    ys: list[float] = []
+    lows: list[float] = []
+    highs: list[float] = []
+
+    def close() -> None:
+        if xs:
+            segments.append((list(xs), list(highs)))
+            if lows != highs:
+                segments.append((list(xs), list(lows)))
+            xs.clear(), lows.clear(), highs.clear()
+
     for x, col in zip(x_of, cols, strict=True):
         if col.lo is None or col.hi is None:
-            if xs:
-                segments.append((xs, ys))
-                xs, ys = [], []
+            close()
             continue
-        xs += [x, x]
-        ys += [col.lo, col.hi]
-    if xs:
-        segments.append((xs, ys))
+        xs.append(x)
+        lows.append(col.lo)
+        highs.append(col.hi)
+    close()
     return segments
 
 
@@ -67,8 +75,8 @@ class DetailChart(PlotextPlot):
 
     def _maybe_draw(self) -> None:
         view = self._view
-        if view is None or not self.display:
-            return
+        if view is None or not self.display or self.size.width < 20 or self.size.height < 6:
+            return  # hidden, or not laid out yet: on_resize calls again once it has a size
         key = (view.snap.version, view.window_s, view.gpu, self.size.width, self.size.height)
         if key == self._drawn_key:
             return
@@ -105,26 +113,32 @@ class DetailChart(PlotextPlot):
         def busy(s: GpuSample) -> float | None:
             return s.sm_active_pct if s.sm_active_pct is not None else s.gpu_util_pct
 
-        for xs, ys in envelope_segments(series(busy, 1.0), x_of):
-            plt.plot(xs, ys, color="green", marker="braille")
         def rx(s: GpuSample) -> float | None:
             return s.pcie_rx_bytes_per_s
 
         def tx(s: GpuSample) -> float | None:
             return s.pcie_tx_bytes_per_s
 
-        for value_of, color in ((rx, "cyan"), (tx, "blue")):
-            for xs, ys in envelope_segments(series(value_of, 1e9), x_of):
-                plt.plot(xs, ys, color=color, marker="braille", yside="right")
+        # Two stacked plots with their own y axes: plotext's second y axis proved unreliable.
+        plt.subplots(2, 1)
+        top = plt.subplot(1, 1)
+        for xs, ys in envelope_segments(series(busy, 1.0), x_of):
+            top.plot(xs, ys, color="green", marker="braille")
         marks = gap_columns(view.snap.gaps, view.gpu, t0, t1, columns)
         for kind, color in _KIND_COLOR.items():
             xs = [x for x, m in zip(x_of, marks, strict=True) if m == kind]
             if xs:
-                plt.scatter(xs, [-4.0] * len(xs), color=color, marker="■")
-        plt.title(f"GPU{view.gpu}: SM % (green, left) · PCIe RX/TX GB/s (cyan/blue, right) · "
-                  "gaps ■ red starved, yellow transfer, magenta host")
-        plt.xlim(-view.window_s, 0)
-        plt.ylim(-8, 105, yside="left")
-        plt.xlabel("seconds before the newest sample")
+                top.scatter(xs, [-4.0] * len(xs), color=color, marker="■")
+        top.title(f"GPU{view.gpu} SM % (envelope of min/max)  gaps: ■ red starved, "
+                  "yellow transfer-bound, magenta host stall")
+        top.xlim(-view.window_s, 0)
+        top.ylim(-8, 105)
+        bottom = plt.subplot(2, 1)
+        for value_of, color in ((rx, "cyan"), (tx, "blue")):
+            for xs, ys in envelope_segments(series(value_of, 1e9), x_of):
+                bottom.plot(xs, ys, color=color, marker="braille")
+        bottom.title("PCIe GB/s: RX (host to GPU) cyan, TX blue")
+        bottom.xlim(-view.window_s, 0)
+        bottom.xlabel("seconds before the newest sample")
         self.builds += 1
         self.refresh()

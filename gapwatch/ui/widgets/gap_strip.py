@@ -7,8 +7,8 @@ Each kind has a letter as well as a colour, so the marks read without colour (NO
 
 from __future__ import annotations
 
-from rich.console import Group
-from rich.text import Text
+from rich.segment import Segment
+from textual.strip import Strip
 from textual.widget import Widget
 
 from gapwatch.ui import fmt
@@ -59,28 +59,32 @@ class GapStrip(Widget):
         self._view = view
         self.refresh()
 
-    def render(self) -> Group:
+    def render_line(self, y: int) -> Strip:
+        # Line API (Segments straight into a Strip): this widget repaints on every redraw.
         view = self._view
-        columns = self.size.width - LABEL_WIDTH
-        if view is None or columns <= 0:
-            return Group(Text("gaps"))
+        width = self.size.width
+        columns = width - LABEL_WIDTH
+        base = self.rich_style
+        if view is None or columns <= 0 or y > 1:
+            return Strip.blank(width, base)
         style = self.get_component_rich_style
+        if y == 1:
+            return Strip([
+                Segment(" " * LABEL_WIDTH, base),
+                Segment(axis_line(columns, view.window_s), base + style("gap-strip--axis")),
+            ], width)
         marks = gap_columns(view.snap.gaps, view.gpu, view.t_start_ns, view.t_end_ns, columns)
-        row = Text(no_wrap=True, overflow="crop")
-        row.append(f"{'gaps':<{LABEL_WIDTH - 1}}│", style("gap-strip--label"))
+        segments = [Segment(f"{'gaps':<{LABEL_WIDTH - 1}}│", base + style("gap-strip--label"))]
         run_kind: str | None = None
         run_len = 0
         for kind in [*marks, "end"]:
             if kind != run_kind and run_len:
                 if run_kind is None:
-                    row.append(" " * run_len)
+                    segments.append(Segment(" " * run_len, base))
                 else:
-                    letter = KIND_LETTER[run_kind]
-                    row.append(letter * run_len, style(f"gap-strip--{run_kind}"))
+                    segments.append(Segment(KIND_LETTER[run_kind] * run_len,
+                                            base + style(f"gap-strip--{run_kind}")))
                 run_len = 0
             run_kind = kind
             run_len += 1
-        axis = Text(no_wrap=True, overflow="crop")
-        axis.append(" " * LABEL_WIDTH)
-        axis.append(axis_line(columns, view.window_s), style("gap-strip--axis"))
-        return Group(row, axis)
+        return Strip(segments, width)

@@ -54,8 +54,14 @@ class GpuHeader(Widget):
         self.lines: list[Text] = [Text("waiting for the first samples…")]
 
     def show(self, view: View) -> None:
-        self.lines = self.build(view)
-        self.refresh(layout=True)
+        lines = self.build(view)
+        if lines == self.lines:
+            return
+        # Layout (the costly part) only when the height may change: another line count, or
+        # another verdict (it wraps). The GPU lines change every redraw but never wrap.
+        relayout = len(lines) != len(self.lines) or lines[-1].plain != self.lines[-1].plain
+        self.lines = lines
+        self.refresh(layout=relayout)
 
     def render(self) -> Group:
         return Group(*self.lines)

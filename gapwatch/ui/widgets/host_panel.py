@@ -27,8 +27,10 @@ class HostPanel(Widget):
         self._text = Text("host: no sample yet")
 
     def show(self, view: View) -> None:
-        self._text = self.build(view)
-        self.refresh()
+        text = self.build(view)
+        if text != self._text:
+            self._text = text
+            self.refresh()
 
     def render(self) -> Text:
         return self._text

@@ -24,7 +24,7 @@ def event_line(event: LogEvent) -> Text:
     if event.warning:
         line.append(f"[{event.warning}] ")
     # Text.append of a str never interprets markup; the raw line stays as the prover wrote it.
-    line.append(event.raw.rstrip("\n"))
+    line.append(event.raw.rstrip("\n") or f"({event.kind} {event.name})")
     return line
 
 

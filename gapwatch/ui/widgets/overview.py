@@ -35,6 +35,8 @@ def _tx(sample: GpuSample) -> float | None:
 class Overview(Vertical):
     """Title line, three strip charts, the gap strip."""
 
+    _title: Text | None = None
+
     def compose(self) -> ComposeResult:
         yield Static(id="overview-title")
         yield StripChart("SM %", _busy_pct, fixed_max=100, unit_label="", id="chart-sm")
@@ -46,7 +48,9 @@ class Overview(Vertical):
         title = Text(no_wrap=True, overflow="ellipsis")
         title.append(f"GPU{view.gpu} · last {fmt.window_label(view.window_s)}")
         title.append("  gaps: S starved  T transfer-bound  H host stall  ? unknown  (blank = no data)")
-        self.query_one("#overview-title", Static).update(title)
+        if title != self._title:
+            self._title = title
+            self.query_one("#overview-title", Static).update(title)
         for chart in self.query(StripChart):
             chart.show(view)
         self.query_one(GapStrip).show(view)

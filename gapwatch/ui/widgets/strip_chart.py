@@ -2,8 +2,9 @@
 
 Who drives it: `Overview` hands it the View on each redraw; the widget reduces the samples to
 its own width (per-column min and max, `ui.reduce`) and draws them with `ui.blocks`. Work is done
-in `render()`, i.e. only when Textual paints it (after `show()` or a resize), and the result is
-cached per (snapshot version, window, GPU, size).
+in `render_line()` (Textual's line API: Segments straight into Strips, no rich Text layout),
+i.e. only when Textual paints it (after `show()` or a resize), and the rows are cached per
+(snapshot version, window, GPU, newest time, size).
 
 This is the always-on chart: it costs a fraction of a millisecond per redraw, where a plotext
 chart of the same size costs 15-30 ms (see docs/dashboard.md and bench/ui_bench.py).
@@ -13,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rich.console import Group
+from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
+from textual.strip import Strip
 from textual.widget import Widget
 
 from gapwatch.models import GpuSample
@@ -69,24 +70,28 @@ class StripChart(Widget):
         self._floor = floor
         self._view: View | None = None
         self._cache_key: tuple[int, float, int, int, int, int] | None = None
-        self._cache: Group = Group()
+        self._cache: list[Strip] = []
 
     def show(self, view: View) -> None:
         self._view = view
         self.refresh()
 
-    def render(self) -> Group:
+    def render_line(self, y: int) -> Strip:
         view = self._view
         width, height = self.size.width, self.size.height
         if view is None or width <= LABEL_WIDTH or height <= 0:
-            return Group(Text(self.title))
+            if y == 0:
+                return Strip([Segment(self.title, self.rich_style)]).adjust_cell_length(width)
+            return Strip.blank(width, self.rich_style)
         key = (view.snap.version, view.window_s, view.gpu, view.t_end_ns, width, height)
         if key != self._cache_key:
             self._cache = self._draw(view, width - LABEL_WIDTH, height)
             self._cache_key = key
-        return self._cache
+        if y < len(self._cache):
+            return self._cache[y]
+        return Strip.blank(width, self.rich_style)
 
-    def _draw(self, view: View, columns: int, rows: int) -> Group:
+    def _draw(self, view: View, columns: int, rows: int) -> list[Strip]:
         value_of, unit = self._value_of, self._unit
         points = [
             (s.t_mono_ns, None if (v := value_of(s)) is None else v / unit)
@@ -99,20 +104,19 @@ class StripChart(Widget):
         else:
             peak = max((c.hi for c in cols if c.hi is not None), default=None)
             scale = nice_scale(peak, self._floor)
+        base = self.rich_style
         styles: dict[str, Style] = {
-            SOLID: self.get_component_rich_style("strip-chart--solid"),
-            RANGE: self.get_component_rich_style("strip-chart--range"),
-            ZERO: self.get_component_rich_style("strip-chart--zero"),
-            BLANK: Style(),
+            SOLID: base + self.get_component_rich_style("strip-chart--solid"),
+            RANGE: base + self.get_component_rich_style("strip-chart--range"),
+            ZERO: base + self.get_component_rich_style("strip-chart--zero"),
+            BLANK: base,
         }
-        label_style = self.get_component_rich_style("strip-chart--label")
+        label_style = base + self.get_component_rich_style("strip-chart--label")
         labels = [self.title, f"≤{scale:g}{self._unit_label}"]
-        lines: list[Text] = []
+        strips: list[Strip] = []
         for i, runs in enumerate(render_rows(cols, rows, scale)):
-            line = Text(no_wrap=True, overflow="crop")
             label = labels[i] if i < len(labels) else ""
-            line.append(f"{label[: LABEL_WIDTH - 1]:<{LABEL_WIDTH - 1}}│", label_style)
-            for chars, style_key in runs:
-                line.append(chars, styles[style_key])
-            lines.append(line)
-        return Group(*lines)
+            segments = [Segment(f"{label[: LABEL_WIDTH - 1]:<{LABEL_WIDTH - 1}}│", label_style)]
+            segments += [Segment(chars, styles[style_key]) for chars, style_key in runs]
+            strips.append(Strip(segments, LABEL_WIDTH + columns))
+        return strips

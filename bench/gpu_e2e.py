@@ -55,6 +55,8 @@ SETUP_S = 10.0
 #: Time for one worker to finish its last partition after the deadline, plus process exit.
 DRAIN_S = 3.0
 REPORT_S = 3.0
+#: gapwatch's start-up until its recording grows (imports, NVML init, first flush).
+GAPWATCH_START_S = 2.0
 
 
 class StepError(Exception):
@@ -242,6 +244,7 @@ class LoadRun:
                                     env=child_env(), cwd=ROOT)
                 if self.dmon is not None:
                     self.dmon.start(self.f["dmon"])
+                self._wait_sampling(gw)
                 time.sleep(self.a.warmup_s)  # gapwatch sampling before the first partition
                 if gw.poll() is not None:
                     raise StepError(f"gapwatch record exited early (rc {gw.returncode}):\n"
@@ -291,6 +294,24 @@ class LoadRun:
             self.result[k] = truth.get(k)
         self.truth = truth
         return self.result
+
+    def _wait_sampling(self, gw: subprocess.Popen[Any], timeout_s: float = 20.0) -> None:
+        """Until the recording grows past its header: records are flushed about once a second,
+        so growth means the sampler is running (Python start-up and NVML init take a while)."""
+        rec = self.f["recording"]
+        deadline = time.monotonic() + timeout_s
+        first: int | None = None
+        while time.monotonic() < deadline:
+            if gw.poll() is not None:
+                raise StepError(f"gapwatch record exited at start (rc {gw.returncode}):\n"
+                                f"{tail(self.runs / 'gapwatch.stderr.txt')}")
+            size = rec.stat().st_size if rec.exists() else 0
+            if size and first is None:
+                first = size
+            elif first is not None and size > first:
+                return
+            time.sleep(0.1)
+        say(f"NOTE: {rec.name} did not grow within {timeout_s:g} s of starting gapwatch; going on")
 
     def _wait_ready(self, lg: subprocess.Popen[Any]) -> None:
         deadline = time.monotonic() + self.a.ready_timeout_s
@@ -368,9 +389,9 @@ def overhead_step(a: argparse.Namespace, i: int, on: bool, work: Path) -> dict[s
 
 def estimate_s(a: argparse.Namespace, kind: str) -> float:
     if kind == "scenario":
-        return SETUP_S + a.warmup_s + a.seconds + DRAIN_S + a.tail_s + REPORT_S
+        return SETUP_S + GAPWATCH_START_S + a.warmup_s + a.seconds + DRAIN_S + a.tail_s + REPORT_S
     if kind == "on":
-        return SETUP_S + a.warmup_s + a.overhead_seconds + DRAIN_S + a.tail_s
+        return SETUP_S + GAPWATCH_START_S + a.warmup_s + a.overhead_seconds + DRAIN_S + a.tail_s
     return SETUP_S + a.overhead_seconds + DRAIN_S
 
 

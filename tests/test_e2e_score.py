@@ -200,3 +200,29 @@ def test_summary_markdown_reports_failed_and_skipped_steps() -> None:
                                "skipped": ["overhead run 2 (on)"]})
     assert "pageable | FAILED: load generator failed" in md
     assert "- scenario pageable: boom" in md and "- overhead run 2 (on)" in md
+
+
+@pytest.mark.slow
+def test_smoke_run_writes_a_bundle_the_scorer_can_read(tmp_path: Path) -> None:
+    """The whole orchestration without a GPU: fake load, simulated gapwatch source, no dmon."""
+    import os
+    import subprocess
+    import tarfile
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_e2e.py"), "--smoke",
+                        "--out", str(out), "--work", str(tmp_path / "work"), "--seconds", "1.5",
+                        "--scenarios", "chained", "--overhead-runs", "0", "--warmup-s", "0",
+                        "--tail-s", "0.2"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["failures"] == [] and "score" in summary["scenarios"]["chained"]
+    assert summary["scenarios"]["chained"]["gapwatch_cpu"]["steady_wall_s"] > 0
+    with tarfile.open(out / "h200-e2e.tar.gz") as tar:
+        tar.extractall(tmp_path / "data", filter="data")
+    case = tmp_path / "data" / "h200-e2e" / "chained"
+    assert {p.name for p in case.iterdir()} >= {"meta.json", "truth.json", "rec.jsonl.gz",
+                                                 "stdout.log", "stderr.log"}
+    assert sc.score_dir(case)["score"]["scenario"] == "chained"
+    assert "| chained |" in (out / "summary.md").read_text()

@@ -198,7 +198,7 @@ class SimProver:
             psi_mem_full_avg10=round(self._psi_some_avg10 * 0.3, 2),
             psi_mem_some_share=None if dt is None else round(share, 4),
             psi_mem_full_share=None if dt is None else round(share * 0.3, 4),
-            major_faults_per_s=None if dt is None else round(max(0.0, 3 + 150 * p + 5 * noise), 1),
+            major_faults_per_s=None if dt is None else round(max(0.0, 2 + 25 * p + 2 * noise), 1),
             mem_bandwidth_bytes_per_s=round((25 + 150 * p) * 1e9),
         )
 

@@ -174,13 +174,13 @@ class Dmon:
             self._thread.join(5)
 
 
-def probe_dmon(gpu: int) -> tuple[Dmon | None, dict[str, Any]]:
+def probe_dmon(gpu: int, try_gpm: bool = True) -> tuple[Dmon | None, dict[str, Any]]:
     """Try dmon with GPM metrics, then without; None when nvidia-smi dmon does not work."""
     info: dict[str, Any] = {}
     if not shutil.which("nvidia-smi"):
         info["error"] = "nvidia-smi not on PATH: no dmon comparison"
         return None, info
-    for gpm in (True, False):
+    for gpm in ((True, False) if try_gpm else (False,)):
         d = Dmon(gpu, gpm)
         try:
             r = subprocess.run(d.command(count=2), capture_output=True, text=True, timeout=20)
@@ -357,6 +357,14 @@ def scenario_step(a: argparse.Namespace, name: str, work: Path, dmon: Dmon | Non
     res["score"] = sc.score_case(report, lr.truth, name)
     res["recording"] = {k: v for k, v in facts.items() if k != "states_live"}
     res["breakdown_live"] = facts["breakdown_live"]
+    probe_sources = machine.get("gapwatch_signal_sources") or []
+    if any("sm=gpm" in x for x in probe_sources) and not any(
+            "sm=gpm" in x for x in facts["signal_sources"]):
+        say(f"WARNING: gapwatch read GPM in the preflight probe but {facts['signal_sources']} "
+            f"during {name} (dmon's GPM metrics interfering?); try --dmon-no-gpm or --no-dmon")
+        res["warning"] = "gapwatch lost GPM during the scenario"
+    for n in facts["notices"]:
+        say(f"  gapwatch notice: {n}")
     res["report_cmd"] = " ".join(cmd)
     res["recording_bytes"] = (case / sc.CASE_FILES["recording"]).stat().st_size
     if res["recording_bytes"] > 1_000_000:
@@ -563,6 +571,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="skip steps that would end later than this (whole run)")
     ap.add_argument("--no-dmon", action="store_true")
+    ap.add_argument("--dmon-no-gpm", action="store_true",
+                    help="run dmon without --gpm-metrics (if it disturbs gapwatch's GPM reads)")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--loadgen-arg", action="append", default=[],
                     help="extra flag for every load generator run (repeatable), e.g. --hogs=8")
@@ -612,7 +622,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         say(f"machine: {summary['machine']}")
         dmon, summary["dmon_probe"] = (None, {"disabled": True}) if a.no_dmon else \
-            probe_dmon(a.gpu)
+            probe_dmon(a.gpu, not a.dmon_no_gpm)
         say(f"dmon: {'off' if dmon is None else 'GPM metrics' if dmon.gpm else 'no GPM'} "
             f"({summary['dmon_probe'].get('error', 'ok')})")
         overhead_runs: list[dict[str, Any]] = []

@@ -156,12 +156,13 @@ def goals_met(sc: dict[str, Any]) -> dict[str, bool | None]:
 
 def recording_facts(path: str | Path) -> dict[str, Any]:
     """What the live session recorded: tick lateness, live chaining states, sources, counts."""
-    from gapwatch.models import GpuSample, LogEvent, StateChange
+    from gapwatch.models import GpuSample, LogEvent, Notice, StateChange
     from gapwatch.record import read_any
 
     rec = read_any(path)
     late_ms: list[float] = []
     states: list[dict[str, Any]] = []
+    notices: list[str] = []
     sources: set[str] = set()
     n_gpu = n_log = 0
     first = last = None
@@ -175,6 +176,9 @@ def recording_facts(path: str | Path) -> dict[str, Any]:
             last = r.t_wall_s
         elif isinstance(r, LogEvent):
             n_log += 1
+        elif isinstance(r, Notice):
+            if r.level != "info" and len(notices) < 10:
+                notices.append(f"{r.level}: {r.message}")
         elif isinstance(r, StateChange):
             states.append({"gpu": r.gpu, "t_wall_s": r.t_wall_s, "state": r.state,
                            "reason": r.reason})
@@ -189,6 +193,7 @@ def recording_facts(path: str | Path) -> dict[str, Any]:
                         "max": max(late_ms) if late_ms else None, "n": len(late_ms)},
         "states_live": states,
         "breakdown_live": any(s["state"] == "BREAKDOWN" for s in states),
+        "notices": notices,
         "counters": dict(rec.counters),
         "problems": list(rec.problems),
     }

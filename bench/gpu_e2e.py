@@ -210,6 +210,9 @@ class LoadRun:
         case.mkdir(parents=True, exist_ok=True)
         runs.mkdir(parents=True, exist_ok=True)
         self.f = {k: case / v for k, v in sc.CASE_FILES.items()}
+        # A reused --work folder must not hand this run an old ready file, truth or recording.
+        for stale in (*self.f.values(), runs / "ready", runs / "go"):
+            stale.unlink(missing_ok=True)
         self.result: dict[str, Any] = {"scenario": scenario, "seconds": seconds,
                                        "gapwatch": gapwatch}
 

@@ -71,18 +71,55 @@ def parse_logs(paths: Iterable[str], config: Config) -> tuple[list[LogEvent], di
     return events, dict(parser.counters)
 
 
+@dataclass
+class Detected:
+    """What running the detector over a whole input gave, before it is summed up.
+
+    Built by `detect` (one process) or `gapwatch.report_parallel.detect_parallel` (GPUs split
+    across processes); both must give equal values for the same input.
+    """
+
+    header: SessionHeader
+    #: Latest version of every gap, by gap id (retracted and open ones included).
+    gaps: dict[int, Gap]
+    #: Every state change, in the order the detector emitted them.
+    states: list[StateChange]
+    totals: list[GpuTotals]
+    #: Reading counters, then `detector_*` and `log_*` ones (non-zero only for those two).
+    counters: dict[str, int]
+    problems: list[str]
+    log_events: list[LogEvent]
+
+
 def build_report(
-    path: str | Path, config: Config, log_paths: list[str] | None = None
+    path: str | Path, config: Config, log_paths: list[str] | None = None,
+    workers: int | None = None,
 ) -> ReportData:
     """Read `path` (recording or trace CSV), run the detector, add up gaps, states and payoff.
+
+    `workers`: processes to split the GPUs across; None picks (several only for a large
+    recording with several GPUs, on several CPUs, without `--log` files: see
+    `gapwatch.report_parallel.plan_workers`); 1 forces one process. The result is the same.
 
     Raises:
         gapwatch.record.RecordingError: the file is not a usable recording.
         OSError: a `--log` file cannot be read.
     """
+    from gapwatch.report_parallel import detect_parallel, plan_workers
+
+    logs = list(log_paths or [])
+    n = plan_workers(path, logs) if workers is None else workers
+    found = detect_parallel(path, config, n) if n > 1 and not logs else None
+    if found is None:
+        found = detect(path, config, logs)
+    return summarise(path, found, logs)
+
+
+def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
+    """Drive one `GapDetector` over the whole input (and the `--log` files) in one process."""
     rec = read_any(path)
     header = rec.header
-    extra, log_counters = parse_logs(log_paths or [], config)
+    extra, log_counters = parse_logs(log_paths, config)
     det = GapDetector(
         config.detector, list(header.gpus), period_s=header.period_ms / 1000, live=False
     )
@@ -124,11 +161,6 @@ def build_report(
         li += 1
     take(det.finish())
 
-    totals = det.totals()
-    closed = sorted(
-        (g for g in gaps.values() if g.end_s is not None and not g.retracted),
-        key=lambda g: (g.start_s, g.gpu),
-    )
     counters = dict(rec.counters)
     for k, v in det.counters.items():
         if v:
@@ -136,12 +168,23 @@ def build_report(
     for k, v in log_counters.items():
         if v:
             counters[f"log_{k}"] = v
-    partitions = _partitions(log_events)
+    return Detected(header=header, gaps=gaps, states=states, totals=det.totals(),
+                    counters=counters, problems=list(rec.problems), log_events=log_events)
+
+
+def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> ReportData:
+    """Closed gaps in start order, breakdown periods, per-partition timeline and payoff."""
+    totals = found.totals
+    closed = sorted(
+        (g for g in found.gaps.values() if g.end_s is not None and not g.retracted),
+        key=lambda g: (g.start_s, g.gpu),
+    )
+    partitions = _partitions(found.log_events)
     return ReportData(
-        path=str(path), header=header, totals=totals, gaps=closed,
-        breakdowns=_breakdowns(states, totals), states=states,
+        path=str(path), header=found.header, totals=totals, gaps=closed,
+        breakdowns=_breakdowns(found.states, totals), states=found.states,
         payoff=payoff(totals, closed, partitions), partitions=partitions,
-        log_files=list(log_paths or []), counters=counters, problems=list(rec.problems),
+        log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
     )  # fmt: skip
 
 

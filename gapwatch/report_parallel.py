@@ -1,0 +1,295 @@
+"""Parallel `gapwatch report`: the GPUs of one large recording split across processes.
+
+Who calls it: `gapwatch.report.build_report` only (`plan_workers` decides, `detect_parallel`
+runs). A 24 h, 8-GPU, 10 Hz recording is ~7.8 M lines; reading and detecting them in one
+process takes about twice the 30 s goal, and the work splits cleanly by GPU.
+
+Why the result is the same as one process (`gapwatch.report.detect`), value for value:
+- `GapDetector` keeps one independent state machine per GPU. Each worker runs its own detector
+  over its GPUs' samples, in file order, and over *every* host sample (the host evidence a gap
+  gathers depends only on host samples and the gap's own times).
+- Each worker reads the whole file but skips other workers' GPU lines with a bytes test before
+  any JSON parsing: recordings are written by orjson from the dataclasses, so a GPU sample line
+  starts with `{"gpu":N,` and ends with `,"type":"gpu"}`. A line of any other shape is parsed by
+  every worker, and its sample (if it is one) fed by the GPU's worker.
+- Every output is tagged with the number of the line that produced it; the parent merges in
+  line order, so states come out in the one-process order. Gap ids count up across all GPUs in
+  data order: workers report the line at which each of their ids was assigned
+  (`GapDetector.on_gap_id`) and the parent renumbers.
+- A bad line is counted once: by its GPU's worker when it has the GPU-sample shape, otherwise
+  by worker 0. Problem messages carry their line numbers and are merged in line order.
+
+Not parallel: log events. The evidence buffer keeps recently closed gaps of all GPUs in one
+bounded list, so which gap a late log line still reaches depends on the other GPUs' gaps. A
+report with `--log` files runs in one process, and a worker that meets a log record (or a line
+whose sample belongs to a GPU that another worker skipped) stops all workers: the report then
+runs in one process (`detect_parallel` returns None). Trace CSVs, gzip-free small files and
+single-GPU recordings take the one-process path too (`plan_workers`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import re
+import threading
+import traceback
+import zlib
+from dataclasses import dataclass, field, fields
+from multiprocessing import get_context
+from multiprocessing.connection import Connection
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from gapwatch.config import Config
+from gapwatch.detector import GapDetector, GpuTotals
+from gapwatch.models import Gap, GpuSample, HostSample, LogEvent, StateChange
+from gapwatch.record import (
+    GPU_LINE_PREFIX,
+    GPU_LINE_SUFFIX,
+    MAX_PROBLEMS,
+    bad_record,
+    open_recording,
+    validate_line,
+)
+
+#: Smaller recordings are read in one process: starting workers costs ~0.1-0.5 s.
+MIN_PARALLEL_BYTES = 50_000_000
+#: Workers look for a stop request every this many lines (a power of two, minus one).
+_STOP_CHECK_MASK = (1 << 16) - 1
+_GPU_SUFFIX = GPU_LINE_SUFFIX
+#: Line number given to what the detector emits at the end of the data (after every line).
+_END = 1 << 62
+
+_GAP_FIELDS = tuple(f.name for f in fields(Gap))
+_STATE_FIELDS = tuple(f.name for f in fields(StateChange))
+_gap_row = attrgetter(*_GAP_FIELDS)
+_state_row = attrgetter(*_STATE_FIELDS)
+#: The end-of-data state names the gap it retracts; that id is renumbered too.
+_RETRACTED = re.compile(r"gap (\d+) retracted")
+
+
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def plan_workers(path: str | Path, log_paths: list[str]) -> int:
+    """How many processes `build_report` should use for `path`: 1 unless the file is a large
+    recording with several GPUs, there are several CPUs and no `--log` files."""
+    p = Path(path)
+    if log_paths or p.suffix.lower() == ".csv":
+        return 1
+    try:
+        if p.stat().st_size < MIN_PARALLEL_BYTES:
+            return 1
+        header, stream = open_recording(p)
+        stream.close()
+    except Exception:  # noqa: BLE001 - the one-process path reports the problem properly
+        return 1
+    return max(1, min(usable_cpus(), len(header.gpus)))
+
+
+@dataclass
+class _Part:
+    """What one worker found (plain rows, not dataclasses: they pickle ~5x faster)."""
+
+    #: Why the report must run in one process instead, or None.
+    abort: str | None = None
+    #: Line at which each of this worker's gap ids (1, 2, ...) was assigned.
+    id_lines: list[int] = field(default_factory=list)
+    #: (line, order within the line, "gap" | "state", field values) in emission order.
+    outputs: list[tuple[int, int, str, tuple[Any, ...]]] = field(default_factory=list)
+    totals: list[GpuTotals] = field(default_factory=list)
+    detector_counters: dict[str, int] = field(default_factory=dict)
+    #: Reading counters with the line of their first occurrence, and (line, message) problems.
+    counters: dict[str, tuple[int, int]] = field(default_factory=dict)
+    problems: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _owners(gpus: list[int], n: int) -> dict[int, int]:
+    """Header GPUs dealt round-robin to workers; a GPU not in the header goes to gpu % n."""
+    return {g: k % n for k, g in enumerate(sorted(gpus))}
+
+
+def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:  # noqa: C901
+    """Worker `me` of `n`: detect over its GPUs' samples (and every host sample)."""
+    header, stream = open_recording(path)
+    owners = _owners([g.index for g in header.gpus], n)
+    others = tuple(b'{"gpu":%d,' % g for g, w in owners.items() if w != me)
+    every = tuple(b'{"gpu":%d,' % g for g in owners)
+    mine = {g for g, w in owners.items() if w == me}
+    part = _Part()
+    det = GapDetector(
+        config.detector, list(header.gpus), period_s=header.period_ms / 1000, live=False
+    )
+    line_no = 1
+    det.on_gap_id = lambda _gid: part.id_lines.append(line_no)
+    feed_gpu, feed_host = det.feed_gpu, det.feed_host
+    outputs = part.outputs
+    first_line: dict[int, int] = {}
+    validate = validate_line
+
+    def problem(counter: str, message: str) -> None:
+        n_seen, first = part.counters.get(counter, (0, line_no))
+        part.counters[counter] = (n_seen + 1, first)
+        if len(part.problems) < MAX_PROBLEMS:
+            part.problems.append((line_no, message))
+
+    try:
+        for line in stream:
+            line_no += 1
+            gpu_shaped = line.endswith(_GPU_SUFFIX)
+            if gpu_shaped and line.startswith(others):
+                continue  # another worker's GPU sample
+            if not line_no & _STOP_CHECK_MASK and stop.is_set():
+                part.abort = "stopped"
+                return part
+            if line[-1] != 10:  # no b"\n": the last line of a file cut by kill -9
+                if me == 0 and line.strip():
+                    problem("partial_line", f"{path}:{line_no}: incomplete last line")
+                continue
+            try:
+                r = validate(line, gpu_shaped and line.startswith(GPU_LINE_PREFIX))
+            except ValidationError as exc:
+                # Counted once: by the GPU's worker for a GPU-sample shaped line, else by 0.
+                if line.strip() and (me == 0 or (gpu_shaped and line.startswith(every))):
+                    problem("bad_records", bad_record(path, line_no, exc))
+                continue
+            tp = type(r)
+            if tp is GpuSample:
+                gpu = r.gpu
+                if gpu not in mine:
+                    if owners.get(gpu, gpu % n) == me:
+                        mine.add(gpu)  # a GPU the header does not list
+                    elif gpu_shaped and line.startswith(every):
+                        # Its first key names another GPU (duplicate keys): the worker of that
+                        # GPU skipped it, and of this GPU never saw it.
+                        part.abort = f"line {line_no}: GPU sample of another shape"
+                        return part
+                    else:
+                        continue
+                if gpu not in first_line:
+                    first_line[gpu] = line_no
+                out = feed_gpu(r)
+                if out:
+                    for k, o in enumerate(out):
+                        if type(o) is Gap:
+                            outputs.append((line_no, k, "gap", _gap_row(o)))
+                        else:
+                            outputs.append((line_no, k, "state", _state_row(o)))
+            elif tp is HostSample:
+                feed_host(r)
+            elif tp is LogEvent:
+                part.abort = f"line {line_no}: log events are read in one process"
+                return part
+    except (EOFError, zlib.error, OSError) as exc:
+        if me == 0:
+            line_no = _END
+            problem("truncated", f"{path}: file ends early ({exc}); kept what read")
+    finally:
+        stream.close()
+    for o in det.finish():
+        # End of data: the one-process detector lists its GPUs in first-seen order.
+        row = _gap_row(o) if type(o) is Gap else _state_row(o)
+        outputs.append((_END, first_line.get(o.gpu, 0), "gap" if type(o) is Gap else "state", row))
+    part.totals = det.totals()
+    part.detector_counters = dict(det.counters)
+    return part
+
+
+def _child(path: str, config: Config, me: int, n: int, stop: Any, conn: Connection) -> None:
+    try:
+        part = _work(path, config, me, n, stop)
+    except BaseException:  # noqa: BLE001 - reported to the parent, which falls back
+        part = _Part(abort=f"worker {me} failed:\n{traceback.format_exc()}")
+    if part.abort is not None:
+        stop.set()
+    conn.send(part)
+    conn.close()
+
+
+def detect_parallel(path: str | Path, config: Config, n: int) -> Any | None:
+    """Run `n` workers (this process is worker 0) and merge them into a `report.Detected`.
+
+    Returns None when the input must be read in one process (see the module docstring).
+    Raises what `open_recording` raises for an unusable file.
+    """
+    from gapwatch.report import Detected
+
+    path = str(path)
+    header, stream = open_recording(path)
+    stream.close()
+    # fork is cheapest (nothing to re-import) and safe while this process has one thread.
+    method = "fork" if threading.active_count() == 1 and hasattr(os, "fork") else "spawn"
+    ctx = get_context(method)
+    stop = ctx.Event()
+    children = []
+    for me in range(1, n):
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child, args=(path, config, me, n, stop, send), daemon=True)
+        proc.start()
+        send.close()
+        children.append((proc, recv))
+    try:
+        parts = [_work(path, config, 0, n, stop)]
+    except BaseException:
+        stop.set()
+        raise
+    if parts[0].abort is not None:
+        stop.set()
+    for proc, recv in children:
+        try:
+            parts.append(recv.recv())
+        except EOFError:  # the child died without a word (killed): read in one process
+            parts.append(_Part(abort="worker died"))
+        proc.join()
+    if any(p.abort is not None for p in parts):
+        return None
+    return Detected(header=header, log_events=[], **_merge(parts))
+
+
+def _merge(parts: list[_Part]) -> dict[str, Any]:
+    # Gap ids: one sequence over all workers, in the order of the lines that assigned them.
+    order = sorted(
+        (line, w, k + 1) for w, p in enumerate(parts) for k, line in enumerate(p.id_lines)
+    )
+    new_id = {(w, gid): i + 1 for i, (_line, w, gid) in enumerate(order)}
+    gaps: dict[int, Gap] = {}
+    states: list[StateChange] = []
+    tagged = ([(line, sub, w, kind, row) for line, sub, kind, row in p.outputs]
+              for w, p in enumerate(parts))
+    for _line, _sub, w, kind, row in heapq.merge(*tagged, key=lambda x: (x[0], x[1])):
+        if kind == "gap":
+            gid = new_id[(w, row[0])]
+            gaps[gid] = Gap(gid, *row[1:])
+        else:
+            st = StateChange(*row)
+            if _line == _END and (m := _RETRACTED.search(st.reason)):
+                reason = _RETRACTED.sub(f"gap {new_id[(w, int(m.group(1)))]} retracted", st.reason)
+                st = StateChange(*row[:5], reason, *row[6:])
+            states.append(st)
+    totals = sorted((t for p in parts for t in p.totals), key=lambda t: t.gpu)
+    # Reading counters in order of first occurrence, then the detector's (as one process).
+    firsts: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for p in parts:
+        for key, (count, first) in p.counters.items():
+            counts[key] = counts.get(key, 0) + count
+            firsts[key] = min(firsts.get(key, first), first)
+    counters = {k: counts[k] for k in sorted(counts, key=lambda k: firsts[k])}
+    det_counts: dict[str, int] = {}
+    for p in parts:
+        for key, v in p.detector_counters.items():
+            det_counts[key] = det_counts.get(key, 0) + v
+    for key, v in det_counts.items():
+        if v:
+            counters[f"detector_{key}"] = v
+    problems = [msg for _line, msg in sorted(pr for p in parts for pr in p.problems)]
+    return {"gaps": gaps, "states": states, "totals": totals, "counters": counters,
+            "problems": problems[:MAX_PROBLEMS]}

@@ -1,0 +1,113 @@
+"""The parallel report (GPUs split across processes) says exactly what the one-process one says.
+
+`build_report(..., workers=N)` forces N processes whatever the file size; `workers=1` is the
+one-process path. Equality is checked on the JSON document (gaps with ids, hints, evidence;
+breakdowns; payoff; counters; problems) and on the state changes in order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import orjson
+import pytest
+
+from gapwatch.config import Config
+from gapwatch.models import GpuSample, LogEvent
+from gapwatch.record import read_trace_csv, write_recording
+from gapwatch.report import ReportData, build_report, to_json
+from gapwatch.report_parallel import MIN_PARALLEL_BYTES, detect_parallel, plan_workers
+from gapwatch.simulate import simulate
+
+DATA = Path(__file__).parent / "data"
+
+
+def _same(path: Path, workers: int, logs: list[str] | None = None) -> ReportData:
+    one = build_report(path, Config(), logs, workers=1)
+    many = build_report(path, Config(), logs, workers=workers)
+    assert orjson.dumps(to_json(many)) == orjson.dumps(to_json(one))
+    assert many.states == one.states
+    return one
+
+
+@pytest.fixture(scope="module")
+def sim_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """4 simulated GPUs in the pageable worst case (a gap every ~2 s on every GPU), 92.5 s:
+    three GPUs end inside a gap, whose end-of-data state names the retracted gap's id."""
+    res = simulate("pageable", seed=3, duration_s=92.5, gpus=4)
+    path = tmp_path_factory.mktemp("par") / "sim.jsonl"
+    write_recording(path, res.header, res.records)
+    return path
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_sim_recording_reports_the_same_gaps_ids_and_states(
+    sim_recording: Path, workers: int
+) -> None:
+    report = _same(sim_recording, workers)
+    assert len(report.gaps) > 100
+    assert {g.gpu for g in report.gaps} == {0, 1, 2, 3}
+    # Ids count up over all GPUs in data order (the parallel path renumbers its workers').
+    ids = [g.gap_id for g in sorted(report.gaps, key=lambda g: g.gap_id)]
+    assert len(set(ids)) == len(ids) and ids[0] == 1
+    assert sum("retracted" in st.reason for st in report.states) == 3
+
+
+def test_trace_on_two_gpus_reports_the_same(tmp_path: Path) -> None:
+    """The shared pageable H200 trace (stale GPM rows, 50 ms) as GPU 0, and again as GPU 1."""
+    rec = read_trace_csv(DATA / "pageable.csv")
+    records = list(rec.records)
+    twice = records + [dataclasses.replace(r, gpu=1) for r in records if isinstance(r, GpuSample)]
+    twice.sort(key=lambda r: r.t_mono_ns)
+    gpus = [rec.header.gpus[0], rec.header.gpus[0].model_copy(update={"index": 1})]
+    path = tmp_path / "trace.jsonl"
+    write_recording(path, rec.header.model_copy(update={"gpus": gpus}), twice)
+    report = _same(path, 2)
+    assert [g.gpu for g in report.gaps].count(0) == [g.gpu for g in report.gaps].count(1) > 0
+
+
+def test_bad_lines_are_counted_once_and_listed_in_line_order(
+    sim_recording: Path, tmp_path: Path
+) -> None:
+    lines = sim_recording.read_bytes().splitlines(keepends=True)
+    gpu1 = next(i for i, ln in enumerate(lines) if ln.startswith(b'{"gpu":1,'))
+    host = next(i for i, ln in enumerate(lines) if ln.endswith(b'"type":"host"}\n'))
+    lines[gpu1] = lines[gpu1].replace(b'"sm_active_pct":', b'"sm_active_pct":"x",' b'"_":', 1)
+    lines[host] = lines[host].replace(b'"t_wall_s":', b'"t_wall_s":null,"_":', 1)
+    lines[50] = b"not json\n"
+    lines[60] = b"\n"
+    lines.append(b'{"gpu":0,"t_mono_ns":')  # cut by kill -9
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"".join(lines))
+    report = _same(path, 2)
+    assert report.counters["bad_records"] == 3
+    assert report.counters["partial_line"] == 1
+    assert len(report.problems) == 4
+
+
+def test_log_records_make_the_report_run_in_one_process(tmp_path: Path) -> None:
+    res = simulate("pageable", seed=3, duration_s=20.0, gpus=2)
+    t_wall_s = res.records[40].t_wall_s  # type: ignore[union-attr]
+    event = LogEvent(t_wall_s=t_wall_s, time_source="line", kind="timeline", name="GPU_START",
+                     raw="GPU_START", partition=3, warning="unpinned")
+    path = tmp_path / "with_log.jsonl"
+    write_recording(path, res.header, [*res.records[:41], event, *res.records[41:]])
+    assert detect_parallel(path, Config(), 2) is None
+    _same(path, 2)
+
+
+def test_log_files_make_the_report_run_in_one_process(tmp_path: Path) -> None:
+    rec = read_trace_csv(DATA / "pageable.csv")
+    path = tmp_path / "trace.jsonl"
+    write_recording(path, rec.header, rec.records)
+    logs = [str(DATA / "pageable.log")]
+    assert plan_workers(path, logs) == 1
+    report = _same(path, 2, logs)
+    assert any(g.log_events for g in report.gaps)
+
+
+def test_only_large_multi_gpu_recordings_are_split(sim_recording: Path) -> None:
+    assert sim_recording.stat().st_size < MIN_PARALLEL_BYTES
+    assert plan_workers(sim_recording, []) == 1
+    assert plan_workers(DATA / "pageable.csv", []) == 1

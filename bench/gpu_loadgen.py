@@ -291,6 +291,11 @@ class Interval:
     pinned: bool
     mutex_wait_ms: float
     synth_ms: float
+    #: The partition's host-to-device copy (Unix seconds) and its size: the truth of what PCIe
+    #: did before this compute, from which each hole's expected kind is judged.
+    copy_start: float | None = None
+    copy_end: float | None = None
+    copy_bytes: int | None = None
 
 
 def throughput_pps(intervals: list[Interval]) -> float | None:
@@ -581,13 +586,20 @@ class TorchWorker:
         self.stream.synchronize()
 
     def compute(self, iters: int) -> tuple[float, float]:
-        """The kernels, bracketed by wall times: start at launch, end after a stream sync."""
-        start = time.time()
-        with self.t.cuda.stream(self.stream):
+        """When the kernels really ran: CUDA events around them time the span on the GPU, and
+        the end is the wall time after a stream sync. A launch time would be wrong: on the H200
+        a kernel launched while another thread's pageable copy was staging waited ~0.5 s to
+        start (the SMs read 0 % meanwhile), and that wait is a gap, not compute."""
+        t = self.t
+        begin, done = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+        with t.cuda.stream(self.stream):
+            begin.record(self.stream)
             for _ in range(iters):
-                self.t.mm(self.x, self.w, out=self.y)
+                t.mm(self.x, self.w, out=self.y)
+            done.record(self.stream)
         self.stream.synchronize()
-        return start, time.time()
+        end = time.time()
+        return end - begin.elapsed_time(done) / 1000.0, end
 
 
 class FakeBackend:
@@ -677,8 +689,11 @@ def _worker_loop(run: Run, gw: Any, wid: int, iters: int) -> None:
             seq, job, jp, bufs, slot, synth_ms = item
             run.log.gpu_pickup(job, wid, jp)
             t_pick = time.perf_counter()
+            copy_start = time.time()
             gw.copy(bufs, p.h2d_repeat)
+            copy_end = time.time()
             h2d_s = time.perf_counter() - t_pick
+            copy_bytes = p.h2d_bytes_per_partition
             if slot is not None:
                 run.free_slots.put(slot)  # cuzk checks the buffers back in after the copy
             del bufs, item
@@ -693,7 +708,8 @@ def _worker_loop(run: Run, gw: Any, wid: int, iters: int) -> None:
                     run.log.cpp(line)
             run.log.gpu_done(job, wid, jp, int((time.perf_counter() - t_pick) * 1000))
             run.record(Interval(wid, seq, job, jp, p.gpu, start, end, round(h2d_s * 1000, 1),
-                                p.pinned, round((t_got - t_ask) * 1000, 1), synth_ms))
+                                p.pinned, round((t_got - t_ask) * 1000, 1), synth_ms,
+                                copy_start, copy_end, copy_bytes))
     except Exception:  # noqa: BLE001
         run.fail(f"GPU worker {wid}")
 

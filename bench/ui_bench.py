@@ -7,7 +7,9 @@ Modes (everything runs in this one process, as `gapwatch demo` / `watch` do):
 - demo: `sim:pageable` at speed 1 (10 Hz sampler, simulated prover, its log through the real
   tailer), headless (no UI): the floor;
 - demo-ui: the same with the dashboard running headless at 160x48 (App.run_test), 4 Hz redraw;
-- replay / replay-ui: a watch-like run: the H200 pageable trace replayed at speed 1, plus a probe
+- watch / watch-ui: `gapwatch watch` itself: the NVML source at 10 Hz on real GPUs (only where a
+  GPU is; run it on the GPU box beside a workload), headless or with the dashboard;
+- replay / replay-ui: a watch-like run without a GPU: the H200 pageable trace replayed at speed 1, plus a probe
   thread ticking on a 100 ms deadline (standing in for the NVML sampler, which a replay does not
   run) whose lateness is measured.
 
@@ -76,9 +78,11 @@ def _sampler_lateness(rt: Runtime, since_mono_ns: int) -> list[float]:
 
 async def _measure(mode: str, seconds: float, redraw_hz: float) -> str:
     config = build_config({"ui": {"redraw_hz": redraw_hz}, "snapshot": {"auto": False}})
+    probe: Probe | None = None
     if mode.startswith("demo"):
         rt = build_runtime(config, "sim:pageable", speed=1.0)
-        probe = None
+    elif mode.startswith("watch"):
+        rt = build_runtime(config, "nvml")
     else:
         trace = next(p for p in TRACE_CANDIDATES if p.exists())
         rt = build_runtime(config, f"replay:{trace}", speed=1.0)

@@ -11,7 +11,7 @@ a truth gap match when they overlap; each is matched at most once, largest overl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Any, Protocol
@@ -71,8 +71,59 @@ def _field(item: Any, *names: str) -> Any:
     return None
 
 
+#: The kind a truth hole should get, from what the workload itself did during it.
+KindOf = Callable[[int, float, float], "str | None"]
+
+
+def kind_from_copies(
+    intervals: Iterable[Any],
+    link_bytes_per_s: float = 63.0e9,
+    starved_below_link_frac: float = 0.30,
+    covered_frac: float = 0.5,
+) -> KindOf:
+    """Ground-truth kind of a hole from the workload's own copy log (no GPU counters involved).
+
+    Each interval may carry `copy_start`, `copy_end`, `copy_bytes`: the host-to-device copy that
+    fed it, timed by the workload. A hole mostly (>= `covered_frac`) covered by copies is
+    `pcie_starved` when those copies ran below `starved_below_link_frac` of the link, else
+    `transfer_bound`; a hole mostly without a copy running is `host_stall` (the GPU waited on the
+    host). Intervals without copy times are ignored.
+    """
+    copies: dict[int, list[tuple[float, float, float]]] = {}
+    for it in intervals:
+        c0, c1, nbytes = (_field(it, "copy_start"), _field(it, "copy_end"),
+                          _field(it, "copy_bytes"))
+        if c0 is None or c1 is None or not nbytes or c1 <= c0:
+            continue
+        gpu = int(_field(it, "gpu") or 0)
+        copies.setdefault(gpu, []).append((float(c0), float(c1), float(nbytes) / (c1 - c0)))
+
+    def kind_of(gpu: int, start: float, end: float) -> str | None:
+        span = end - start
+        if span <= 0:
+            return None
+        # Time covered by at least one copy, and the rate weighted by that time.
+        pieces = sorted((max(a, start), min(b, end), r) for a, b, r in copies.get(gpu, [])
+                        if min(b, end) > max(a, start))
+        covered = weighted = 0.0
+        cur_end = start
+        for a, b, r in pieces:
+            lo = max(a, cur_end)
+            if b > lo:
+                covered += b - lo
+                cur_end = b
+            weighted += (b - a) * r
+        if covered < covered_frac * span:
+            return "host_stall"
+        rate = weighted / covered
+        return "pcie_starved" if rate < starved_below_link_frac * link_bytes_per_s \
+            else "transfer_bound"
+
+    return kind_of
+
+
 def truth_gaps(
-    intervals: Iterable[Any], min_gap_s: float = 0.3, kind: str | None = None
+    intervals: Iterable[Any], min_gap_s: float = 0.3, kind: str | KindOf | None = None
 ) -> list[TruthGap]:
     """Holes of at least `min_gap_s` between merged busy intervals, per GPU.
 
@@ -91,7 +142,8 @@ def truth_gaps(
         last_end: float | None = None
         for s, e in spans:
             if last_end is not None and s - last_end >= min_gap_s:
-                out.append(TruthGap(gpu, last_end, s, kind))
+                k = kind(gpu, last_end, s) if callable(kind) else kind
+                out.append(TruthGap(gpu, last_end, s, k))
             last_end = e if last_end is None else max(last_end, e)
     return out
 
@@ -100,7 +152,7 @@ def score(
     detected_gaps: Iterable[_GapLike],
     truth_intervals: Iterable[Any],
     min_gap_s: float = 0.3,
-    truth_kind: str | None = None,
+    truth_kind: str | KindOf | None = None,
     clip_to_truth: bool = True,
     tolerance_s: float = 0.05,
 ) -> Score:
@@ -111,7 +163,8 @@ def score(
         truth_intervals: busy intervals (see `truth_gaps`).
         min_gap_s: shortest truth hole that counts as a gap.
         truth_kind: the kind every truth gap should get (e.g. "pcie_starved" for the pageable
-            trace); None leaves kind accuracy unscored.
+            trace), or a function giving each hole's kind (`kind_from_copies`); None leaves
+            kind accuracy unscored.
         tolerance_s: truth holes within this of `min_gap_s` are borderline: a detection that
             matches one is not a false positive, missing one is not a miss (edges are only
             known to a few tens of ms, so a 0.298 s hole may well be measured at 0.301 s).

@@ -4,11 +4,16 @@ Usage:
     python bench/detector_bench.py                 # per-sample cost + 24 h report
     python bench/detector_bench.py --hours 1       # a shorter recording (quick check)
     python bench/detector_bench.py --skip-report   # per-sample cost only
+    python bench/detector_bench.py --workers 1     # the report in one process (default: as
+                                                   # `gapwatch report` picks, see below)
 
 The recording is generated once with the simulator (`gapwatch.simulate`, scenario `pageable`,
 the worst case: every GPU in BREAKDOWN, a gap every ~2 s) in one-hour chunks shifted in time,
 written with `gapwatch.record.write_recording`, and cached in /tmp (regenerating 24 h takes a
 few minutes). Only `build_report` is timed for the report figure: reading, detecting, summing.
+By default it splits the GPUs across processes as `gapwatch report` does on a large recording
+(`gapwatch.report_parallel.plan_workers`: one per usable CPU, at most one per GPU); the figure
+says how many it used. The report is the same either way (tests/test_report_parallel.py).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from gapwatch.detector import GapDetector  # noqa: E402
 from gapwatch.models import GpuSample  # noqa: E402
 from gapwatch.record import write_recording  # noqa: E402
 from gapwatch.report import build_report  # noqa: E402
+from gapwatch.report_parallel import plan_workers  # noqa: E402
 from gapwatch.simulate import simulate  # noqa: E402
 
 
@@ -71,6 +77,8 @@ def main() -> int:
     ap.add_argument("--hours", type=int, default=24)
     ap.add_argument("--gpus", type=int, default=8)
     ap.add_argument("--skip-report", action="store_true")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="processes for the report (default: as `gapwatch report` picks)")
     args = ap.parse_args()
     for scenario in ("chained", "pageable"):
         print(f"detector per sample ({scenario}, 8 GPUs, 600 s): "
@@ -81,13 +89,16 @@ def main() -> int:
     if not path.exists():
         print(f"generating {path} ...", file=sys.stderr)
         make_recording(path, args.hours, args.gpus)
+    workers = args.workers if args.workers is not None else plan_workers(path, [])
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     t = time.perf_counter()
-    report = build_report(path, Config())
+    report = build_report(path, Config(), workers=workers)
     elapsed = time.perf_counter() - t
     n = sum(1 for _ in open(path, "rb")) - 1
     print(f"report on {args.hours} h x {args.gpus} GPUs x 10 Hz ({n} records): {elapsed:.1f} s "
-          f"({elapsed / n * 1e6:.2f} µs/record), {len(report.gaps)} gaps, "
-          f"{len(report.breakdowns)} breakdown periods")
+          f"({elapsed / n * 1e6:.2f} µs/record), {workers} process(es), "
+          f"{len(report.gaps)} gaps, {len(report.breakdowns)} breakdown periods "
+          f"(load average before: {load:.2f}; other work on the machine slows it)")
     return 0
 
 

@@ -323,11 +323,39 @@ class GapDetector:
                 tr.rx_sum = tr.tx_sum = 0.0
                 tr.rx_w = tr.tx_w = tr.g_cover = 0
                 tr.k_quiet = tr.k_starved = tr.k_fast = 0
-                self._idle_sample(tr, s, t, cover, off, low, out)
-            elif phase == _IDLE:
-                self._idle_sample(tr, s, t, cover, off, low, out)
-            elif tr.state == "IDLE":
-                return out
+            elif phase != _IDLE:
+                if tr.state == "IDLE":
+                    return out
+            if phase != _PRE:
+                # One idle sample inside a gap candidate (inline: most samples of a BREAKDOWN
+                # are these). Classify it by its dominant PCIe direction, so that one fast
+                # 80 ms copy inside a 1.5 s quiet wait is not averaged into a "trickle".
+                rate = -1.0
+                rx = s.pcie_rx_bytes_per_s
+                if rx is not None and rx == rx and rx >= 0:
+                    tr.rx_sum += rx * cover
+                    tr.rx_w += cover
+                    rate = rx
+                tx = s.pcie_tx_bytes_per_s
+                if tx is not None and tx == tx and tx >= 0:
+                    tr.tx_sum += tx * cover
+                    tr.tx_w += cover
+                    if tx > rate:
+                        rate = tx
+                if rate >= 0:
+                    if rate < tr.quiet_thr:
+                        tr.k_quiet += cover
+                    elif rate < tr.starved_thr:
+                        tr.k_starved += cover
+                    else:
+                        tr.k_fast += cover
+                if low:
+                    tr.g_low = True
+                tr.g_cover += cover
+                tr.g_last_t = t
+                tr.g_last_off = off
+                if t - tr.g_start_ns >= self._min_gap_ns:
+                    self._gap_long_enough(tr, t, out)
         # Re-evaluate the state only when something happened or the window says so: in a
         # BREAKDOWN most samples are neither, and this keeps the per-sample cost flat.
         if len(out) != n_out or tr.phase != phase or t >= tr.recheck_ns or phase == _PRE:
@@ -367,38 +395,9 @@ class GapDetector:
 
     # -- gaps ---------------------------------------------------------------------------------
 
-    def _idle_sample(
-        self, tr: _Track, s: GpuSample, t: int, cover: int, off: float, low: bool,
-        out: list[Gap | StateChange],
-    ) -> None:
-        rate = -1.0
-        rx = s.pcie_rx_bytes_per_s
-        if rx is not None and rx == rx and rx >= 0:
-            tr.rx_sum += rx * cover
-            tr.rx_w += cover
-            rate = rx
-        tx = s.pcie_tx_bytes_per_s
-        if tx is not None and tx == tx and tx >= 0:
-            tr.tx_sum += tx * cover
-            tr.tx_w += cover
-            if tx > rate:
-                rate = tx
-        # Classify each sample by its dominant direction, so that one fast 80 ms copy inside a
-        # 1.5 s quiet wait is not averaged into a "trickle".
-        if rate >= 0:
-            if rate < tr.quiet_thr:
-                tr.k_quiet += cover
-            elif rate < tr.starved_thr:
-                tr.k_starved += cover
-            else:
-                tr.k_fast += cover
-        if low:
-            tr.g_low = True
-        tr.g_cover += cover
-        tr.g_last_t = t
-        tr.g_last_off = off
-        if t - tr.g_start_ns < self._min_gap_ns:
-            return
+    def _gap_long_enough(self, tr: _Track, t: int, out: list[Gap | StateChange]) -> None:
+        """An idle sample of a stretch already `min_gap_ms` long: open the gap, or re-publish
+        it when its kind changed or `UPDATE_EVERY_NS` passed (live only)."""
         kind = self._kind(tr)
         if tr.gap_id is None:
             self._open_gap(tr)
@@ -485,7 +484,8 @@ class GapDetector:
         confidence = "low" if tr.g_low else "high"
         acc = tr.acc
         host = acc.host_dict() if acc is not None else {}
-        events = acc.event_dicts() if acc is not None else []
+        # No events (every gap of a recording without logs): skip event_dicts' sorting.
+        events = acc.event_dicts() if acc is not None and acc.events else []
         hint = make_hint(
             tr.kind, duration_s, rx, tx, tr.link, confidence, host, events, is_open=end_ns is None
         )

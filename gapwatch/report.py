@@ -242,11 +242,16 @@ def payoff(totals: list[GpuTotals], gaps: list[Gap], partitions: Any | None) -> 
     per_gpu = []
     all_busy = all_active = 0.0
     all_by_kind = dict.fromkeys(KINDS, 0.0)
+    # Idle seconds by GPU and kind, in one pass over the gaps (in their order, so that the
+    # float sums are the same as adding them GPU by GPU).
+    idle_by_gpu: dict[int, dict[str, float]] = {}
+    for g in gaps:
+        per = idle_by_gpu.get(g.gpu)
+        if per is None:
+            per = idle_by_gpu[g.gpu] = dict.fromkeys(KINDS, 0.0)
+        per[g.kind] += g.duration_s
     for t in totals:
-        by_kind = dict.fromkeys(KINDS, 0.0)
-        for g in gaps:
-            if g.gpu == t.gpu:
-                by_kind[g.kind] += g.duration_s
+        by_kind = idle_by_gpu.get(t.gpu) or dict.fromkeys(KINDS, 0.0)
         all_busy += t.busy_s
         all_active += t.active_s
         for k, v in by_kind.items():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +178,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> Report
     totals = found.totals
     closed = sorted(
         (g for g in found.gaps.values() if g.end_s is not None and not g.retracted),
-        key=lambda g: (g.start_s, g.gpu),
+        key=attrgetter("start_s", "gpu"),
     )
     partitions = _partitions(found.log_events)
     return ReportData(

@@ -30,6 +30,7 @@ single-GPU recordings take the one-process path too (`plan_workers`).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import re
 import threading
@@ -291,10 +292,9 @@ def _merge(parts: list[_Part]) -> dict[str, Any]:
     tagged_states: list[tuple[int, int, int, StateChange]] = []
     for w, p in enumerate(parts):
         ids = new_ids[w]
-        objects = [(line, k, o) for line, k, o in p.outputs]
-        objects += [(line, k, Gap(*row) if is_gap else StateChange(*row))
-                    for line, k, is_gap, row in p.rows]
-        for line, k, o in objects:
+        built = ((line, k, Gap(*row) if is_gap else StateChange(*row))
+                 for line, k, is_gap, row in p.rows)
+        for line, k, o in itertools.chain(p.outputs, built):
             if type(o) is Gap:
                 gid = ids[o.gap_id]
                 # Renumbered in place: this object was built by this module's own detector

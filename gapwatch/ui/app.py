@@ -40,6 +40,9 @@ from gapwatch.ui.widgets.overview import Overview
 from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
 
 
+#: Seconds between repaints of the host panel and the log pane (see `_push`).
+SLOW_PANEL_EVERY_S = 1.0
+
 class DashboardRuntime(Protocol):
     """What the dashboard needs from a runtime (`gapwatch.runtime.Runtime` has it)."""
 
@@ -95,6 +98,8 @@ class GapwatchApp(App[int]):
         self._windows = windows
         self.window_s = self.config.ui.window_s
         self._drawn_version = -1
+        #: When the slow panels (host pressure, prover log) were last handed a view.
+        self._slow_pushed_mono = float("-inf")
         self._pause_note = ""
         self._snapshot_busy = False
         self._last_auto_snapshot_mono: float | None = None
@@ -144,23 +149,29 @@ class GapwatchApp(App[int]):
         if t_end is None:
             return
         self._drawn_version = snap.version
-        self._push(self._make_view(snap, t_end))
+        self._push(self._make_view(snap, t_end), force=force)
 
     def _make_view(self, snap: StoreSnapshot, t_end_ns: int) -> View:
         return View(snap=snap, gpu=self.gpu, window_s=self.window_s, t_end_ns=t_end_ns,
                     default_link_bytes_per_s=self.config.detector.default_link_bytes_per_s,
                     paused=self.paused, note=self._pause_note)
 
-    def _push(self, view: View) -> None:
+    def _push(self, view: View, force: bool = False) -> None:
         self.view = view
         self.query_one(GpuHeader).show(view)
         if self.query_one(DetailChart).display:
             self.query_one(DetailChart).show(view)
         else:
             self.query_one(Overview).show(view)
-        self.query_one(HostPanel).show(view)
         self.query_one(GapTable).show(view)
-        self.query_one(LogPane).show(view)
+        # Host numbers and scrolling log lines are read by a person at human pace: repainting
+        # them once a second instead of at every redraw saves a large share of the compositor's
+        # work (the header, charts and gaps stay at the full redraw rate).
+        now = time.monotonic()
+        if force or view.paused or now - self._slow_pushed_mono >= SLOW_PANEL_EVERY_S:
+            self._slow_pushed_mono = now
+            self.query_one(HostPanel).show(view)
+            self.query_one(LogPane).show(view)
 
     def _repush(self, **changes: object) -> None:
         """Redraw the frozen (paused) view with other choices, or pull afresh when live."""

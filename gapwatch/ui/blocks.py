@@ -17,6 +17,7 @@ rich `Text` per row with a handful of spans instead of one per character.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from gapwatch.ui.reduce import Column
 
@@ -28,21 +29,35 @@ SOLID, RANGE, ZERO, BLANK = "solid", "range", "zero", "blank"
 Run = tuple[str, str]
 
 
-def _cell(col: Column, row_from_bottom: int, rows: int, scale: float) -> tuple[str, str]:
+def _column_key(col: Column, rows: int, scale: float) -> tuple[int, int, bool] | None:
+    """What decides a column's look: eighths filled, whole rows under its minimum, flat."""
     if col.lo is None or col.hi is None:
-        return " ", BLANK
+        return None
     hi_eighths = max(0.0, min(1.0, col.hi / scale)) * rows * 8
-    lo_level = max(0.0, min(1.0, col.lo / scale)) * rows
     if hi_eighths < 1:
-        # A present reading too small for one eighth: a baseline, only in the bottom row.
-        return ("▁", ZERO) if row_from_bottom == 0 else (" ", BLANK)
-    filled = int(round(hi_eighths)) - row_from_bottom * 8
-    if filled <= 0:
-        return " ", BLANK
-    char = EIGHTHS[min(8, filled)]
-    # Solid when the column's minimum also covers this whole cell: it was busy all the time.
-    style = SOLID if lo_level >= row_from_bottom + 1 or col.lo == col.hi else RANGE
-    return char, style
+        return (0, 0, True)  # a present reading too small for one eighth: a baseline
+    lo_rows = int(max(0.0, min(1.0, col.lo / scale)) * rows)
+    return (int(round(hi_eighths)), lo_rows, col.lo == col.hi)
+
+
+@lru_cache(maxsize=4096)
+def _column_cells(key: tuple[int, int, bool] | None, rows: int) -> tuple[tuple[str, str], ...]:
+    """The cells of one column, bottom row first. Cached: most columns of a chart look alike
+    (busy at ~95 %, idle at 0), so a redraw computes only the few new shapes."""
+    if key is None:
+        return ((" ", BLANK),) * rows
+    eighths, lo_rows, flat = key
+    if eighths == 0:
+        return (("▁", ZERO),) + ((" ", BLANK),) * (rows - 1)
+    cells = []
+    for r in range(rows):
+        filled = eighths - r * 8
+        if filled <= 0:
+            cells.append((" ", BLANK))
+            continue
+        # Solid when the column's minimum also covers this whole cell: busy all the time.
+        cells.append((EIGHTHS[min(8, filled)], SOLID if lo_rows >= r + 1 or flat else RANGE))
+    return tuple(cells)
 
 
 def render_rows(columns: Sequence[Column], rows: int, scale: float) -> list[list[Run]]:
@@ -50,13 +65,14 @@ def render_rows(columns: Sequence[Column], rows: int, scale: float) -> list[list
     if rows <= 0:
         return []
     scale = scale if scale > 0 else 1.0
+    stacks = [_column_cells(_column_key(col, rows, scale), rows) for col in columns]
     out: list[list[Run]] = []
     for r in range(rows - 1, -1, -1):
         runs: list[Run] = []
         text: list[str] = []
         cur_style = ""
-        for col in columns:
-            char, style = _cell(col, r, rows, scale)
+        for stack in stacks:
+            char, style = stack[r]
             if style != cur_style and text:
                 runs.append(("".join(text), cur_style))
                 text = []

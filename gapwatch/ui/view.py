@@ -34,6 +34,19 @@ class View:
     def t_start_ns(self) -> int:
         return self.t_end_ns - int(self.window_s * 1e9)
 
+    def grid(self, columns: int) -> tuple[int, int]:
+        """The chart window `[start, end)` snapped to a grid of `columns` fixed-width columns.
+
+        The right edge is the newest time rounded up to the next column boundary, so columns
+        keep their time slices from one redraw to the next: a redraw that adds a sample to the
+        last column leaves every other column's pixels as they were, and a chart whose pixels
+        did not change is not repainted at all (the compositor is the costly part).
+        """
+        window_ns = int(self.window_s * 1e9)
+        col_ns = max(1, -(-window_ns // max(1, columns)))
+        end = -(-self.t_end_ns // col_ns) * col_ns
+        return end - col_ns * max(1, columns), end
+
     def gpu_info(self, gpu: int) -> GpuInfo:
         for info in self.snap.gpus:
             if info.index == gpu:

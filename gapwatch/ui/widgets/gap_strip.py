@@ -54,26 +54,36 @@ class GapStrip(Widget):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
         self._view: View | None = None
+        self._shown: list[Strip] = []
 
     def show(self, view: View) -> None:
+        # Repaint only when the marks or the axis changed (columns sit on `View.grid`).
         self._view = view
-        self.refresh()
+        lines = self._lines(view, self.size.width)
+        if lines != self._shown:
+            self._shown = lines
+            self.refresh()
 
     def render_line(self, y: int) -> Strip:
-        # Line API (Segments straight into a Strip): this widget repaints on every redraw.
-        view = self._view
         width = self.size.width
+        if self._view is None or width - LABEL_WIDTH <= 0 or y > 1:
+            return Strip.blank(width, self.rich_style)
+        if not self._shown or self._shown[0].cell_length != width:  # resized since show()
+            self._shown = self._lines(self._view, width)
+        return self._shown[y]
+
+    def _lines(self, view: View, width: int) -> list[Strip]:
         columns = width - LABEL_WIDTH
         base = self.rich_style
-        if view is None or columns <= 0 or y > 1:
-            return Strip.blank(width, base)
+        if columns <= 0:
+            return []
         style = self.get_component_rich_style
-        if y == 1:
-            return Strip([
-                Segment(" " * LABEL_WIDTH, base),
-                Segment(axis_line(columns, view.window_s), base + style("gap-strip--axis")),
-            ], width)
-        marks = gap_columns(view.snap.gaps, view.gpu, view.t_start_ns, view.t_end_ns, columns)
+        axis = Strip([
+            Segment(" " * LABEL_WIDTH, base),
+            Segment(axis_line(columns, view.window_s), base + style("gap-strip--axis")),
+        ], width)
+        t_start, t_end = view.grid(columns)
+        marks = gap_columns(view.snap.gaps, view.gpu, t_start, t_end, columns)
         segments = [Segment(f"{'gaps':<{LABEL_WIDTH - 1}}│", base + style("gap-strip--label"))]
         run_kind: str | None = None
         run_len = 0
@@ -87,4 +97,4 @@ class GapStrip(Widget):
                 run_len = 0
             run_kind = kind
             run_len += 1
-        return Strip(segments, width)
+        return [Strip(segments, width), axis]

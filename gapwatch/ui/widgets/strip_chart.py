@@ -2,9 +2,10 @@
 
 Who drives it: `Overview` hands it the View on each redraw; the widget reduces the samples to
 its own width (per-column min and max, `ui.reduce`) and draws them with `ui.blocks`. Work is done
-in `render_line()` (Textual's line API: Segments straight into Strips, no rich Text layout),
-i.e. only when Textual paints it (after `show()` or a resize), and the rows are cached per
-(snapshot version, window, GPU, newest time, size).
+with Textual's line API (Segments straight into Strips, no rich Text layout). The columns sit on a
+fixed time grid (`View.grid`), so most redraws change no pixel: `show()` draws the rows and asks
+Textual to repaint only when they differ from what is on screen (the compositor's repaint is the
+costly part, ~20 ms a frame at 160x48 on a slow core).
 
 This is the always-on chart: it costs a fraction of a millisecond per redraw, where a plotext
 chart of the same size costs 15-30 ms (see docs/dashboard.md and bench/ui_bench.py).
@@ -69,12 +70,22 @@ class StripChart(Widget):
         self._fixed_max = fixed_max
         self._floor = floor
         self._view: View | None = None
-        self._cache_key: tuple[int, float, int, int, int, int] | None = None
-        self._cache: list[Strip] = []
+        self._drawn_size: tuple[int, int] = (0, 0)
+        self._shown: list[Strip] = []
 
     def show(self, view: View) -> None:
         self._view = view
-        self.refresh()
+        strips = self._rows(view)
+        if strips != self._shown:
+            self._shown = strips
+            self.refresh()
+
+    def _rows(self, view: View) -> list[Strip]:
+        width, height = self.size.width, self.size.height
+        self._drawn_size = (width, height)
+        if width <= LABEL_WIDTH or height <= 0:
+            return []
+        return self._draw(view, width - LABEL_WIDTH, height)
 
     def render_line(self, y: int) -> Strip:
         view = self._view
@@ -83,22 +94,21 @@ class StripChart(Widget):
             if y == 0:
                 return Strip([Segment(self.title, self.rich_style)]).adjust_cell_length(width)
             return Strip.blank(width, self.rich_style)
-        key = (view.snap.version, view.window_s, view.gpu, view.t_end_ns, width, height)
-        if key != self._cache_key:
-            self._cache = self._draw(view, width - LABEL_WIDTH, height)
-            self._cache_key = key
-        if y < len(self._cache):
-            return self._cache[y]
+        if (width, height) != self._drawn_size:  # resized since the last show()
+            self._shown = self._rows(view)
+        if y < len(self._shown):
+            return self._shown[y]
         return Strip.blank(width, self.rich_style)
 
     def _draw(self, view: View, columns: int, rows: int) -> list[Strip]:
         value_of, unit = self._value_of, self._unit
+        t_start, t_end = view.grid(columns)
         points = [
             (s.t_mono_ns, None if (v := value_of(s)) is None else v / unit)
             for s in view.samples(view.gpu)
-            if s.t_mono_ns >= view.t_start_ns
+            if s.t_mono_ns >= t_start
         ]
-        cols = reduce_minmax(points, view.t_start_ns, view.t_end_ns, columns)
+        cols = reduce_minmax(points, t_start, t_end, columns)
         if self._fixed_max is not None:
             scale = self._fixed_max
         else:

@@ -15,6 +15,7 @@ changes whenever a field is renamed or removed (adding fields keeps the version)
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -110,10 +111,19 @@ def build_report(
 
     logs = list(log_paths or [])
     n = plan_workers(path, logs) if workers is None else workers
-    found = detect_parallel(path, config, n) if n > 1 and not logs else None
-    if found is None:
-        found = detect(path, config, logs)
-    return summarise(path, found, logs)
+    # The cyclic garbage collector finds nothing to free here (records and gaps hold no
+    # cycles), but with millions of objects alive its full passes cost seconds (~10 % of a
+    # 24 h report); forked workers inherit it off. It runs again afterwards.
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        found = detect_parallel(path, config, n) if n > 1 and not logs else None
+        if found is None:
+            found = detect(path, config, logs)
+        return summarise(path, found, logs)
+    finally:
+        if gc_was_on:
+            gc.enable()
 
 
 def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:

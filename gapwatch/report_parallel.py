@@ -30,12 +30,14 @@ single-GPU recordings take the one-process path too (`plan_workers`).
 from __future__ import annotations
 
 import dataclasses
+import gc
 import itertools
 import os
 import re
 import threading
 import traceback
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from multiprocessing import get_context
 from multiprocessing.connection import Connection
@@ -122,8 +124,11 @@ def _owners(gpus: list[int], n: int) -> dict[int, int]:
     return {g: k % n for k, g in enumerate(sorted(gpus))}
 
 
-def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:  # noqa: C901
-    """Worker `me` of `n`: detect over its GPUs' samples (and every host sample)."""
+def _work(  # noqa: C901
+    path: str, config: Config, me: int, n: int, stop: Any, as_rows: bool = False
+) -> _Part:
+    """Worker `me` of `n`: detect over its GPUs' samples (and every host sample). `as_rows`:
+    keep what the detector emits as `_Part.rows` (to send to another process)."""
     header, stream = open_recording(path)
     owners = _owners([g.index for g in header.gpus], n)
     others = tuple(b'{"gpu":%d,' % g for g, w in owners.items() if w != me)
@@ -152,10 +157,20 @@ def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:  # no
                 feeding[0] = fed_line
                 out = feed_gpu(r)
                 if out:
-                    outputs.extend([(fed_line, k, o) for k, o in enumerate(out)])
+                    keep(fed_line, enumerate(out))
             else:
                 feed_host(r)  # type: ignore[arg-type]
         batch.clear()
+
+    def keep(line: int, tagged: Iterable[tuple[int, Gap | StateChange]]) -> None:
+        """Keep what the detector emitted at `line`, each with its order within the line."""
+        if as_rows:  # now, while the objects are in the CPU caches (~5x cheaper than later)
+            part.rows.extend(
+                (line, k, type(o) is Gap, _gap_row(o) if type(o) is Gap else _state_row(o))
+                for k, o in tagged
+            )
+        else:
+            outputs.extend([(line, k, o) for k, o in tagged])
 
     def problem(counter: str, message: str) -> None:
         n_seen, first = part.counters.get(counter, (0, line_no))
@@ -218,22 +233,20 @@ def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:  # no
         stream.close()
     feed_batch()
     # End of data: the one-process detector lists its GPUs in first-seen order.
-    outputs.extend((_END, first_line.get(o.gpu, 0), o) for o in det.finish())
+    keep(_END, ((first_line.get(o.gpu, 0), o) for o in det.finish()))
     part.totals = det.totals()
     part.detector_counters = dict(det.counters)
     return part
 
 
 def _child(path: str, config: Config, me: int, n: int, stop: Any, conn: Connection) -> None:
+    gc.disable()  # as `report.build_report` does (a spawned child does not inherit it)
     try:
-        part = _work(path, config, me, n, stop)
+        part = _work(path, config, me, n, stop, as_rows=True)
     except BaseException:  # noqa: BLE001 - reported to the parent, which falls back
         part = _Part(abort=f"worker {me} failed:\n{traceback.format_exc()}")
     if part.abort is not None:
         stop.set()
-    part.rows = [(line, k, type(o) is Gap, _gap_row(o) if type(o) is Gap else _state_row(o))
-                 for line, k, o in part.outputs]
-    part.outputs = []
     conn.send(part)
     conn.close()
 
@@ -244,9 +257,12 @@ def detect_parallel(path: str | Path, config: Config, n: int) -> Any | None:
     Returns None when the input must be read in one process (see the module docstring).
     Raises what `open_recording` raises for an unusable file.
     """
+    return _run(str(path), config, n)
+
+
+def _run(path: str, config: Config, n: int) -> Any | None:
     from gapwatch.report import Detected
 
-    path = str(path)
     header, stream = open_recording(path)
     stream.close()
     # fork is cheapest (nothing to re-import) and safe while this process has one thread.

@@ -2,7 +2,8 @@
 
 Who calls it: `gapwatch.report.build_report` only (`plan_workers` decides, `detect_parallel`
 runs). A 24 h, 8-GPU, 10 Hz recording is ~7.8 M lines; reading and detecting them in one
-process takes about twice the 30 s goal, and the work splits cleanly by GPU.
+process takes ~40 s on a 2-core test machine, past the 30 s goal, and the work splits cleanly
+by GPU (figures in docs/detection.md, "Performance").
 
 Why the result is the same as one process (`gapwatch.report.detect`), value for value:
 - `GapDetector` keeps one independent state machine per GPU. Each worker runs its own detector
@@ -12,10 +13,11 @@ Why the result is the same as one process (`gapwatch.report.detect`), value for 
   any JSON parsing: recordings are written by orjson from the dataclasses, so a GPU sample line
   starts with `{"gpu":N,` and ends with `,"type":"gpu"}`. A line of any other shape is parsed by
   every worker, and its sample (if it is one) fed by the GPU's worker.
-- Every output is tagged with the number of the line that produced it; the parent merges in
-  line order, so states come out in the one-process order. Gap ids count up across all GPUs in
-  data order: workers report the line at which each of their ids was assigned
-  (`GapDetector.on_gap_id`) and the parent renumbers.
+- Every output is tagged with the number of the line that produced it (end-of-data ones by
+  the line of their GPU's first sample, the one-process order); the parent merges states in
+  that order. Gap ids count up across all GPUs in data order: workers report the line at which
+  each of their ids was assigned (`GapDetector.on_gap_id`) and the parent renumbers them (and
+  the id in an end-of-data state's "gap N retracted").
 - A bad line is counted once: by its GPU's worker when it has the GPU-sample shape, otherwise
   by worker 0. Problem messages carry their line numbers and are merged in line order.
 
@@ -23,8 +25,10 @@ Not parallel: log events. The evidence buffer keeps recently closed gaps of all 
 bounded list, so which gap a late log line still reaches depends on the other GPUs' gaps. A
 report with `--log` files runs in one process, and a worker that meets a log record (or a line
 whose sample belongs to a GPU that another worker skipped) stops all workers: the report then
-runs in one process (`detect_parallel` returns None). Trace CSVs, gzip-free small files and
-single-GPU recordings take the one-process path too (`plan_workers`).
+runs in one process (`detect_parallel` returns None). Trace CSVs, recordings under
+`MIN_PARALLEL_BYTES` and single-GPU recordings take the one-process path too (`plan_workers`),
+as does a machine with one usable CPU. A worker that fails for any reason also sends the
+report to the one-process path, which then reports the problem as usual.
 """
 
 from __future__ import annotations

@@ -123,6 +123,11 @@ class DetectorConfig(_Section):
     breakdown_min_starved_gaps: int = Field(2, ge=1)
     #: ... or when pcie_starved gaps cover at least this fraction of the window.
     breakdown_idle_frac: float = Field(0.10, gt=0, le=1)
+    #: How long GPM readings trail the moment they are read (ms): GPM's counters refresh about
+    #: every 100 ms, so a reading describes activity that ended earlier. Measured on an H200:
+    #: SM and PCIe edges arrive 64-153 ms after the workload's own clock says they happened.
+    #: Gap edges are placed this much earlier; 0 turns the correction off.
+    gpm_lag_ms: float = Field(100.0, ge=0, le=1000)
     #: A silence longer than this many sampling periods is "no data", never idle.
     nodata_after_periods: float = Field(3.0, ge=1.5)
     #: Prover events this long before a gap's start are attached to it as evidence.

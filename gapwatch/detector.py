@@ -58,13 +58,16 @@ class _Track:
         "gap_id", "kind", "acc", "last_emit_t",
         "b_ids", "b_busy", "b_cover", "closed", "n_starved", "state",
         "cover_total", "busy_total", "cover_first_busy", "cover_last_busy",
-        "first_busy_s", "last_busy_s", "last_wall", "recheck_ns",
+        "first_busy_s", "last_busy_s", "last_wall", "recheck_ns", "lag_ns",
     )  # fmt: skip
 
     def __init__(self, gpu: int, link: float, has_sm: bool, n_buckets: int) -> None:
         self.gpu = gpu
         self.link = link
         self.has_sm = has_sm
+        #: How far this GPU's SM/PCIe readings trail the moment they are read (GPM), set once
+        #: per GPU so that every sample of a track is shifted alike (ordering is preserved).
+        self.lag_ns: int | None = None
         self.last_t: int | None = None
         self.expected_ns = DEFAULT_PERIOD_NS
         self.spacings: deque[int] = deque(maxlen=15)
@@ -178,6 +181,7 @@ class GapDetector:
         self._n_buckets = max(1, math.ceil(config.window_s))
         self._nodata = config.nodata_after_periods
         self._period_floor_ns = int(period_s * _NS) if period_s else 0
+        self._gpm_lag_ns = int(config.gpm_lag_ms * 1e6)
         self._ev = EvidenceBuffer(config.evidence_before_s)
         self._next_id = 1
         self._pending: list[Gap | StateChange] = []
@@ -207,7 +211,13 @@ class GapDetector:
         tr = self._tracks.get(s.gpu)
         if tr is None:
             tr = self._new_track(s.gpu)
-        t = s.t_mono_ns
+        lag = tr.lag_ns
+        if lag is None:
+            lag = tr.lag_ns = self._gpm_lag_ns if s.sm_source in _GPM_LIKE else 0
+        # A GPM reading describes activity that ended about `gpm_lag_ms` before it was read:
+        # place it there, so that gap edges (and the log lines tied to them) are on the GPU's
+        # real timeline. The recorded sample keeps the time it was taken.
+        t = s.t_mono_ns - lag
         last = tr.last_t
         if last is not None and t <= last:
             self.counters["out_of_order"] += 1
@@ -218,7 +228,7 @@ class GapDetector:
         else:
             out = []
         n_out = len(out)
-        wall = s.t_wall_s
+        wall = s.t_wall_s - lag / _NS
         self._now_s = wall
 
         level = s.sm_active_pct
@@ -572,6 +582,17 @@ class GapDetector:
             self._set_state(tr, "GAPS", t, wall, out, why)
         else:
             self._set_state(tr, "CHAINED", t, wall, out, "busy, no gaps in the window")
+
+    def busy_fraction(self, gpu: int) -> float | None:
+        """Busy share of the chaining window for `gpu` as of its latest sample (None before any
+        reading). Cheap (one pass over ~30 one-second buckets): the session asks for it about
+        once a second per GPU for the dashboard header and the exporter, which would otherwise
+        only see the value frozen at the last state change."""
+        tr = self._tracks.get(gpu)
+        if tr is None or tr.last_t is None:
+            return None
+        busy, cover = self._window_busy(tr, tr.last_t)
+        return busy / cover if cover > 0 else None
 
     def _window_busy(self, tr: _Track, t: int) -> tuple[int, int]:
         k = t // _NS

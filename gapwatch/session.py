@@ -40,6 +40,10 @@ class Detector(Protocol):
         """End of data: settle open gaps (idle after the last busy sample is not a gap)."""
         ...
 
+    def busy_fraction(self, gpu: int) -> float | None:
+        """Busy share of the chaining window as of the GPU's latest sample."""
+        ...
+
 
 class Sink(Protocol):
     def on_header(self, header: SessionHeader) -> None: ...
@@ -48,6 +52,9 @@ class Sink(Protocol):
 
     def close(self) -> None: ...
 
+
+#: How often (in data time) the store's per-GPU busy fraction is refreshed from the detector.
+BUSY_REFRESH_NS = 1_000_000_000
 
 Listener = Callable[[Gap | StateChange | Notice], None]
 
@@ -69,6 +76,8 @@ class Session:
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
         self._closed = False
+        #: Data time (ns) of each GPU's last busy-fraction refresh in the store.
+        self._busy_at_ns: dict[int, int] = {}
         for sink in self.sinks:
             sink.on_header(header)
 
@@ -105,6 +114,12 @@ class Session:
                 self._emit(s)
                 if self.detector is not None:
                     self._derived(self.detector.feed_gpu(s))
+                    last = self._busy_at_ns.get(s.gpu)
+                    busy_of = getattr(self.detector, "busy_fraction", None)
+                    if busy_of is not None and (last is None or
+                                                s.t_mono_ns - last >= BUSY_REFRESH_NS):
+                        self._busy_at_ns[s.gpu] = s.t_mono_ns
+                        self.store.set_busy(s.gpu, busy_of(s.gpu))
 
     def on_host_sample(self, sample: HostSample) -> None:
         with self._lock:

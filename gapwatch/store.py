@@ -33,6 +33,9 @@ class StoreSnapshot:
     states: dict[int, StateChange]
     notices: tuple[Notice, ...]
     counters: dict[str, int] = field(default_factory=dict)
+    #: Busy share of the detector's window per GPU, refreshed about once a second of data
+    #: (`states` only changes when the state does, so its busy_fraction goes stale).
+    busy: dict[int, float | None] = field(default_factory=dict)
 
 
 class SeriesStore:
@@ -60,6 +63,7 @@ class SeriesStore:
         self._states: dict[int, StateChange] = {}
         self._notices: deque[Notice] = deque(maxlen=max_notices)
         self._counters: dict[str, int] = {}
+        self._busy: dict[int, float | None] = {}
         self._version = 0
 
     @property
@@ -98,6 +102,11 @@ class SeriesStore:
             self._states[state.gpu] = state
             self._version += 1
 
+    def set_busy(self, gpu: int, busy_fraction: float | None) -> None:
+        with self._lock:
+            self._busy[gpu] = busy_fraction
+            self._version += 1
+
     def add_notice(self, notice: Notice) -> None:
         with self._lock:
             self._notices.append(notice)
@@ -121,4 +130,5 @@ class SeriesStore:
                 states=dict(self._states),
                 notices=tuple(self._notices),
                 counters=dict(self._counters),
+                busy=dict(self._busy),
             )

@@ -116,7 +116,8 @@ class GapwatchCollector:
         header = self._session.header
         logs, log_counters = self._runtime_logs()
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
-        yield from self._state_gauges([g.index for g in snap.gpus], snap.states, snap.gaps)
+        yield from self._state_gauges([g.index for g in snap.gpus], snap.states, snap.gaps,
+                                       snap.busy)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
         yield from self._counters(counts, snap.counters, log_counters)
         yield from self._log_files(logs, log_counters)
@@ -197,7 +198,8 @@ class GapwatchCollector:
         yield from (sm, util, rx, tx, link, last, info)
 
     def _state_gauges(
-        self, gpus: list[int], states: dict[int, StateChange], gaps: tuple[Gap, ...]
+        self, gpus: list[int], states: dict[int, StateChange], gaps: tuple[Gap, ...],
+        live_busy: dict[int, float | None],
     ) -> Iterator[Metric]:
         chain = _gauge("gpu_chain_state",
                        "1 for the GPU's current chaining state, 0 for the others "
@@ -205,7 +207,7 @@ class GapwatchCollector:
         breakdown = _gauge("gpu_breakdown",
                            "1 while the GPU's chaining state is BREAKDOWN, else 0.", ["gpu"])
         busy = _gauge("gpu_busy_ratio",
-                      "Busy fraction of the detector's window at the latest state evaluation.",
+                      "Busy fraction of the detector's chaining window, refreshed about once a second.",
                       ["gpu"])
         open_gap = _gauge("gpu_open_gap_seconds",
                           "Length so far of the GPU's open gap, by kind (0 when none is open).",
@@ -220,8 +222,10 @@ class GapwatchCollector:
             for state in CHAIN_STATES:
                 chain.add_metric([str(gpu), state], 1.0 if state == current else 0.0)
             breakdown.add_metric([str(gpu)], 1.0 if current == "BREAKDOWN" else 0.0)
-            if st is not None and st.busy_fraction is not None:
-                busy.add_metric([str(gpu)], st.busy_fraction)
+            live = live_busy.get(gpu)
+            frac = live if live is not None else (st.busy_fraction if st is not None else None)
+            if frac is not None:
+                busy.add_metric([str(gpu)], frac)
             for kind in GAP_KINDS:
                 open_gap.add_metric([str(gpu), kind], open_by.get((gpu, kind), 0.0))
         yield from (chain, breakdown, busy, open_gap)

@@ -83,7 +83,9 @@ class GpuHeader(Widget):
             out.append(f"{marker}GPU{gpu} ", style("gpu-header--selected") if marker != " " else "")
             out.append(f"{info.name.removeprefix('NVIDIA ')[:10]} ")
             out.append(f" {name} ", style(_STATE_CLASS[name]))
-            busy = state.busy_fraction if state else None
+            # The live busy share (refreshed every second); the state's value is frozen at
+            # its last change.
+            busy = view.snap.busy.get(gpu, state.busy_fraction if state else None)
             out.append(f" busy {fmt.frac_pct(busy):>4}")
             sample = view.latest(gpu)
             link = view.link_bytes_per_s(gpu)

@@ -1,7 +1,8 @@
 """Write-to-event latency of the log follower: a line is appended to a file, how long until its
 LogEvent reaches the consumer? (goal: <= 200 ms; expected about poll_ms/2 on average).
 
-Usage: python bench/tail_latency.py [--lines 400] [--interval-ms 7] [--poll-ms 50] [--rotate-every 0]
+Usage: python bench/tail_latency.py [--lines 400] [--interval-ms 7] [--poll-ms 50]
+       [--rotate-every 0]
 A writer thread appends cuzk-style lines carrying their write time (time.monotonic_ns) as a field;
 the follower (real threads, SystemClock) parses them; latency = delivery time - write time.
 `--rotate-every N` renames the file every N lines (logrotate) to measure across rotations.

@@ -9,9 +9,9 @@ Modes (everything runs in this one process, as `gapwatch demo` / `watch` do):
 - demo-ui: the same with the dashboard running headless at 160x48 (App.run_test), 4 Hz redraw;
 - watch / watch-ui: `gapwatch watch` itself: the NVML source at 10 Hz on real GPUs (only where a
   GPU is; run it on the GPU box beside a workload), headless or with the dashboard;
-- replay / replay-ui: a watch-like run without a GPU: the H200 pageable trace replayed at speed 1, plus a probe
-  thread ticking on a 100 ms deadline (standing in for the NVML sampler, which a replay does not
-  run) whose lateness is measured.
+- replay / replay-ui: a watch-like run without a GPU: the H200 pageable trace replayed at speed
+  1, plus a probe thread ticking on a 100 ms deadline (standing in for the NVML sampler, which a
+  replay does not run) whose lateness is measured.
 
 Lateness in the demo modes is the real sampler's (`GpuSample.lateness_ns` of the samples in the
 store); CPU is `time.process_time()` over the measured span divided by wall time (100 % = one

@@ -28,10 +28,10 @@ import io
 import socket
 import time
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
@@ -46,10 +46,11 @@ from gapwatch.models import (
     SessionHeader,
 )
 
-_RECORD = TypeAdapter(Record)
+_RECORD: TypeAdapter[Record] = TypeAdapter(Record)
 #: Validate one JSON line into a record (raises pydantic's ValidationError): pydantic-core's
-#: validator itself, without the `TypeAdapter.validate_json` wrapper (~0.4 µs a line).
-validate_record_line = _RECORD.validator.validate_json
+#: validator itself, without the `TypeAdapter.validate_json` wrapper (~0.4 µs a line). Typed
+#: here because pydantic-core's `validate_json` returns Any.
+validate_record_line: Callable[[bytes], Record] = _RECORD.validator.validate_json
 GPU_LINE_PREFIX = b'{"gpu":'
 GPU_LINE_SUFFIX = b',"type":"gpu"}\n'
 HOST_LINE_SUFFIX = b',"type":"host"}\n'
@@ -188,7 +189,9 @@ def _open_bytes(path: Path) -> IO[bytes]:
         raise RecordingError(f"{path}: cannot open: {exc.strerror or exc}") from None
     magic = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
     if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
+        # typeshed types GzipFile as a BufferedIOBase, not a typing.IO; it has every method
+        # the readers use (iteration, readline, read, close).
+        return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
     return raw
 
 
@@ -248,7 +251,9 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes]]:
         header = SessionHeader.model_validate(data)
     except (orjson.JSONDecodeError, ValueError, ValidationError) as exc:
         stream.close()
-        raise RecordingError(f"{p}: not a gapwatch recording ({str(exc).splitlines()[0]})") from None
+        raise RecordingError(
+            f"{p}: not a gapwatch recording ({str(exc).splitlines()[0]})"
+        ) from None
     return header, stream
 
 
@@ -309,7 +314,9 @@ def _csv_records(stream: IO[str], rec: Recording) -> Iterator[Record]:
         if prev is not None and t_ns <= prev:
             rec.problem("out_of_order", f"{rec.path}:{line_no}: time goes backwards; row skipped")
             continue
-        if (mem is not None or psi is not None) and (last_host_t_ns is None or t_ns > last_host_t_ns):
+        if (mem is not None or psi is not None) and (
+            last_host_t_ns is None or t_ns > last_host_t_ns
+        ):
             yield HostSample(
                 t_mono_ns=t_ns,
                 t_wall_s=t_s,

@@ -202,8 +202,8 @@ def _work(  # noqa: C901
                 if line.strip() and (me == 0 or (gpu_shaped and line.startswith(every))):
                     problem("bad_records", bad_record(path, line_no, exc))
                 continue
-            tp = type(r)
-            if tp is GpuSample:
+            # `type(r) is X` (not a saved `type(r)`) so that the type checker narrows `r`.
+            if type(r) is GpuSample:
                 gpu = r.gpu
                 if gpu not in mine:
                     if owners.get(gpu, gpu % n) == me:
@@ -220,9 +220,9 @@ def _work(  # noqa: C901
                     unseen.discard(gpu)
                     first_line[gpu] = line_no
                 batch.append((line_no, r))
-            elif tp is HostSample:
+            elif type(r) is HostSample:
                 batch.append((line_no, r))
-            elif tp is LogEvent:
+            elif type(r) is LogEvent:
                 part.abort = f"line {line_no}: log events are read in one process"
                 return part
             else:
@@ -270,8 +270,8 @@ def _run(path: str, config: Config, n: int) -> Any | None:
     header, stream = open_recording(path)
     stream.close()
     # fork is cheapest (nothing to re-import) and safe while this process has one thread.
-    method = "fork" if threading.active_count() == 1 and hasattr(os, "fork") else "spawn"
-    ctx = get_context(method)
+    fork = threading.active_count() == 1 and hasattr(os, "fork")
+    ctx = get_context("fork") if fork else get_context("spawn")  # literals: typed contexts
     stop = ctx.Event()
     children = []
     for me in range(1, n):
@@ -336,17 +336,17 @@ def _merge(parts: list[_Part]) -> dict[str, Any]:
     firsts: dict[str, int] = {}
     counts: dict[str, int] = {}
     for p in parts:
-        for key, (count, first) in p.counters.items():
-            counts[key] = counts.get(key, 0) + count
-            firsts[key] = min(firsts.get(key, first), first)
+        for name, (count, first) in p.counters.items():
+            counts[name] = counts.get(name, 0) + count
+            firsts[name] = min(firsts.get(name, first), first)
     counters = {k: counts[k] for k in sorted(counts, key=lambda k: firsts[k])}
     det_counts: dict[str, int] = {}
     for p in parts:
-        for key, v in p.detector_counters.items():
-            det_counts[key] = det_counts.get(key, 0) + v
-    for key, v in det_counts.items():
+        for name, v in p.detector_counters.items():
+            det_counts[name] = det_counts.get(name, 0) + v
+    for name, v in det_counts.items():
         if v:
-            counters[f"detector_{key}"] = v
+            counters[f"detector_{name}"] = v
     problems = [msg for _line, msg in sorted(pr for p in parts for pr in p.problems)]
     return {"gaps": gaps, "states": states, "totals": totals, "counters": counters,
             "problems": problems[:MAX_PROBLEMS]}

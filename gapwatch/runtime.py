@@ -300,13 +300,13 @@ def build_runtime(
             os.close(fd)
             sim_log = Path(name)
             sim_lines = _LineFile(sim_log)
-            sim = SimProver(scenario, seed=config.sim.seed, gpus=config.sim.gpus,  # type: ignore[arg-type]
+            sim = SimProver(scenario, seed=config.sim.seed, gpus=config.sim.gpus,
                             on_line=sim_lines.write)
             gpu_source = _FlushingSource(sim, sim_lines)
         else:
             direct_lines = []
             sink_lines = direct_lines
-            sim = SimProver(scenario, seed=config.sim.seed, gpus=config.sim.gpus,  # type: ignore[arg-type]
+            sim = SimProver(scenario, seed=config.sim.seed, gpus=config.sim.gpus,
                             on_line=lambda s, t: sink_lines.append((s, t)))
             gpu_source = sim
         host_source = SimHostSource(sim)

@@ -114,14 +114,18 @@ class Sampler:
                 host = self.host_source.read(now_ns, wall)
             except Exception as exc:
                 self.source_errors += 1
-                self.session.on_notice(Notice(now_ns, wall, "error", f"host source failed: {exc!r}"))
+                self.session.on_notice(
+                    Notice(now_ns, wall, "error", f"host source failed: {exc!r}")
+                )
             else:
                 self.session.on_host_sample(host)
 
     def lateness(self) -> LatenessStats:
         values = sorted(self._lateness_ns)
         if not values:
-            return LatenessStats(self.ticks, self.skipped_ticks, self.source_errors, None, None, None)
+            return LatenessStats(
+                self.ticks, self.skipped_ticks, self.source_errors, None, None, None
+            )
 
         def pct(q: float) -> float:
             return values[min(len(values) - 1, int(q * len(values)))] / 1e6

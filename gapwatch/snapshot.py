@@ -143,9 +143,9 @@ def render_summary(
     warnings = [e for e in records if isinstance(e, LogEvent) and e.warning]
     out += ["", "## Prover log warnings", ""]
     if warnings:
-        for kind, n in Counter(e.warning for e in warnings).most_common():
-            example = next(e.raw for e in warnings if e.warning == kind)
-            out += [f"- {kind}: {n} line(s), e.g.", "", "  ```", f"  {example}", "  ```"]
+        for warning, n in Counter(e.warning for e in warnings).most_common():
+            example = next(e.raw for e in warnings if e.warning == warning)
+            out += [f"- {warning}: {n} line(s), e.g.", "", "  ```", f"  {example}", "  ```"]
     else:
         out.append("- none")
     out += ["", "## Host pressure", ""]
@@ -158,7 +158,8 @@ def render_summary(
             return max(present) if present else None
 
         out += _table(["", "latest", "max in span"], [
-            ["memory used", fmt.pct(last.mem_used_pct), fmt.pct(peak(h.mem_used_pct for h in hosts))],
+            ["memory used", fmt.pct(last.mem_used_pct),
+             fmt.pct(peak(h.mem_used_pct for h in hosts))],
             ["PSI memory some avg10", fmt.pct(last.psi_mem_some_avg10, 1),
              fmt.pct(peak(h.psi_mem_some_avg10 for h in hosts), 1)],
             ["PSI memory full avg10", fmt.pct(last.psi_mem_full_avg10, 1),
@@ -181,7 +182,8 @@ def render_summary(
         "",
         f"- `{RECORDING_NAME}`: {n_samples} GPU samples, {len(hosts)} host samples, {n_logs} log "
         f"events, {n_notices} notices; `gapwatch replay {RECORDING_NAME}` shows it again",
-        f"- `{GAPS_NAME}`: {len(gaps)} gap(s) ({', '.join(f'{k} {n}' for k, n in by_kind.items())})",
+        f"- `{GAPS_NAME}`: {len(gaps)} gap(s) "
+        f"({', '.join(f'{k} {n}' for k, n in by_kind.items())})",
         f"- `{SVG_NAME}`: the dashboard when the snapshot was taken (if taken from the dashboard)",
         "",
         "## Config",

@@ -1,4 +1,4 @@
-"""SeriesStore: the bounded, thread-safe memory of a session, read by the UI, exporter and snapshots.
+"""SeriesStore: a session's bounded, thread-safe memory, read by the UI, exporter and snapshots.
 
 Who writes: `gapwatch.session.Session` (from the sampler and tailer threads). Who reads: the
 dashboard on its redraw timer, the Prometheus collector on scrape, `snapshot` on demand. Readers

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
-
 import warnings
+from pathlib import Path
 
 import pytest
 

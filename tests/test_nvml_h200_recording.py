@@ -58,7 +58,7 @@ def test_50ms_recording_has_no_stale_zero_samples():
     )
     # Stale ticks emit nothing, and the next reading covers them: the intervals tile time, so
     # every stretch of the run is accounted for exactly once.
-    for prev, cur in zip(real, real[1:]):
+    for prev, cur in zip(real, real[1:], strict=False):  # consecutive pairs
         assert cur["t_mono_ns"] - cur["interval_ns"] == prev["t_mono_ns"]
     # About one reading per GPM refresh (~100 ms), i.e. half the 50 ms ticks.
     assert sum(s["interval_ns"] >= 90_000_000 for s in real) > 0.95 * len(real)

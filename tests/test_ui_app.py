@@ -4,12 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gapwatch.detector import GapDetector
-from gapwatch.models import StateChange
-from gapwatch.ui.app import GapwatchApp
-from gapwatch.ui.widgets.detail_chart import DetailChart
-from gapwatch.ui.widgets.help_screen import HelpScreen
-from gapwatch.ui.widgets.overview import Overview
 from ui_fakes import (
     H200,
     H200_B,
@@ -23,6 +17,13 @@ from ui_fakes import (
     screen_text,
     t_ns,
 )
+
+from gapwatch.detector import GapDetector
+from gapwatch.models import StateChange
+from gapwatch.ui.app import GapwatchApp
+from gapwatch.ui.widgets.detail_chart import DetailChart
+from gapwatch.ui.widgets.help_screen import HelpScreen
+from gapwatch.ui.widgets.overview import Overview
 
 FIXED_WALL = lambda: WALL0_S + 100.0  # noqa: E731 - a fixed clock for snapshot names
 

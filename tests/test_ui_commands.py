@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest import DATA
 
 from gapwatch.cli import main
-from conftest import DATA
 
 
 def test_headless_replay_of_the_h200_trace_reports_the_starved_gaps(

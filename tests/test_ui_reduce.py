@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from ui_fakes import gap, t_ns
+
 from gapwatch.ui.blocks import BLANK, RANGE, SOLID, ZERO, nice_scale, render_rows
 from gapwatch.ui.reduce import MISSING, Column, gap_columns, reduce_minmax
-from ui_fakes import gap, t_ns
 
 S = 1_000_000_000
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import orjson
 import pytest
+from ui_fakes import HINT, WALL0_S, fill_breakdown, header, make_config
 
 from gapwatch import snapshot as snapshot_mod
 from gapwatch.models import GpuSample, LogEvent
 from gapwatch.record import read_any
 from gapwatch.snapshot import SnapshotError, write_snapshot
 from gapwatch.store import SeriesStore
-from ui_fakes import HINT, WALL0_S, fill_breakdown, header, make_config
 
 
 def filled_store() -> SeriesStore:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gapwatch.ui.app import GapwatchApp
 from ui_fakes import H200, H200_B, WALL0_S, FakeRuntime, fill_breakdown, make_config
+
+from gapwatch.ui.app import GapwatchApp
 
 
 def breakdown_app(tmp_path: Path, two_gpus: bool = False) -> GapwatchApp:

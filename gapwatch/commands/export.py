@@ -75,7 +75,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
     from gapwatch.record import RecordingError
 
     src = Path(args.file)
-    dest = None if args.out == "-" else Path(args.out) if args.out else _default_out(src, args.format)
+    dest = (
+        None if args.out == "-" else Path(args.out) if args.out else _default_out(src, args.format)
+    )
     if dest is not None and dest.exists() and src.exists() and dest.resolve() == src.resolve():
         print(f"gapwatch export: --out {dest} would overwrite the input", file=sys.stderr)
         return 2

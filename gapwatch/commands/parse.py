@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TextIO
 
 import orjson
@@ -94,7 +94,7 @@ def format_event(e: LogEvent) -> str:
 
 def _iso(t: float) -> str:
     try:
-        return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     except (OverflowError, OSError, ValueError):
         return f"{t:.6f}"
 

@@ -77,8 +77,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
     lat = rt.sampler.lateness() if rt.sampler is not None else None
     where = f" to {args.out}" if args.out else ""
     gaps = ", ".join(f"{k}={v}" for k, v in sorted(closed_gaps.items())) or "none"
-    late = (f"; tick lateness p50 {lat.p50_ms:.2f} ms, p99 {lat.p99_ms:.2f} ms, "
-            f"max {lat.max_ms:.2f} ms, skipped {lat.skipped_ticks}") if lat and lat.p50_ms is not None else ""
+    late = (
+        f"; tick lateness p50 {lat.p50_ms:.2f} ms, p99 {lat.p99_ms:.2f} ms, "
+        f"max {lat.max_ms:.2f} ms, skipped {lat.skipped_ticks}"
+    ) if lat and lat.p50_ms is not None else ""
     print(f"gapwatch record: stopped{where}; gaps: {gaps}; final states: "
           f"{states or 'none'}{late}", file=sys.stderr)
     return 0

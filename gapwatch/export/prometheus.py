@@ -5,10 +5,11 @@ session, status_fn)` when `--prometheus HOST:PORT` is given to `watch`, `record`
 `handle.stop()` when it stops. Tests call it the same way.
 
 How it works, and why:
-- `MetricsSink` (gapwatch.export.metrics_sink) is a session Sink. It counts what must never be missed between two scrapes:
-  closed gaps and their seconds by GPU and kind (a gap's seconds are counted once, when it
-  closes), prover log events by kind, unparsed lines, samples, notices, and the sampler's tick
-  lateness (a histogram). It is called under the session lock, so it only bumps integers.
+- `MetricsSink` (gapwatch.export.metrics_sink) is a session Sink. It counts what must never be
+  missed between two scrapes: closed gaps and their seconds by GPU and kind (a gap's seconds
+  are counted once, when it closes), prover log events by kind, unparsed lines, samples,
+  notices, and the sampler's tick lateness (a histogram). It is called under the session
+  lock, so it only bumps integers.
 - `GapwatchCollector` builds every family at scrape time: the counters above, plus gauges read
   from `session.store.snapshot()` (latest SM activity, PCIe rates, chaining state, host memory
   pressure, open gaps). Reading the store at scrape time costs nothing between scrapes.
@@ -207,7 +208,8 @@ class GapwatchCollector:
         breakdown = _gauge("gpu_breakdown",
                            "1 while the GPU's chaining state is BREAKDOWN, else 0.", ["gpu"])
         busy = _gauge("gpu_busy_ratio",
-                      "Busy fraction of the detector's chaining window, refreshed about once a second.",
+                      "Busy fraction of the detector's chaining window, refreshed about once "
+                      "a second.",
                       ["gpu"])
         open_gap = _gauge("gpu_open_gap_seconds",
                           "Length so far of the GPU's open gap, by kind (0 when none is open).",
@@ -287,18 +289,18 @@ class GapwatchCollector:
                                        "Prover log lines no rule understood.")
         unparsed.add_metric([], max(c.unparsed_events, store_counters.get(UNPARSED_COUNTER, 0),
                                     log_counters.get("unparsed", 0)))
-        log_counters = CounterMetricFamily(
+        log_counter_metric = CounterMetricFamily(
             "gapwatch_log_counter",
             "The log tailer's own counters from the store (name = counter key).",
             labels=["name"])
         for key, n in sorted(store_counters.items()):
             if key.startswith(LOG_COUNTER_PREFIX):
-                log_counters.add_metric([key], n)
+                log_counter_metric.add_metric([key], n)
         notices = CounterMetricFamily("gapwatch_notices", "Notices (GPU lost, field "
                                       "unsupported, file rotated...), by level.", labels=["level"])
         for level in ("info", "warning", "error"):
             notices.add_metric([level], c.notices.get(level, 0))
-        yield from (gaps, secs, samples, events, unparsed, log_counters, notices)
+        yield from (gaps, secs, samples, events, unparsed, log_counter_metric, notices)
 
     def _lateness(self, c: SinkCounts) -> Metric:
         buckets = [(repr(b), float(n)) for b, n in zip(LATENESS_BUCKETS_S, c.lateness_buckets,

@@ -130,6 +130,7 @@ class LogParser:
         line = cuzk.parse_timeline(text)
         if line is None:
             return None
+        source: TimeSource
         if prefix_s is not None:
             t, source = prefix_s, "prefix"
         elif self.anchor_wall_s is not None:

@@ -162,7 +162,7 @@ def _summarise(parts: list[PartitionTiming]) -> RunTimeline:
              if p.gpu_start_s is not None and p.gpu_end_s is not None]
     busy = [(p.busy_start_s, p.busy_end_s) for p in parts
             if p.busy_start_s is not None and p.busy_end_s is not None]
-    edges = [t for pair in spans + busy for t in pair]  # type: ignore[misc]
+    edges = [t for pair in spans + busy for t in pair]
     if not edges:
         return run
     run.wall_start_s, run.wall_end_s = min(edges), max(edges)
@@ -170,13 +170,13 @@ def _summarise(parts: list[PartitionTiming]) -> RunTimeline:
     if wall <= 0:
         return run
     if spans:
-        run.merged_efficiency = sum(b - a for a, b in merge_intervals(spans)) / wall  # type: ignore[arg-type]
+        run.merged_efficiency = sum(b - a for a, b in merge_intervals(spans)) / wall
     kernel_ms = [p.gpu_total_ms if p.gpu_total_ms is not None else p.mutex_held_ms for p in parts]
     known = [ms for ms in kernel_ms if ms is not None]
     if known:
         run.kernel_utilisation = sum(known) / 1000.0 / wall
     if busy:
-        merged = merge_intervals(busy)  # type: ignore[arg-type]
+        merged = merge_intervals(busy)
         run.occupied_fraction = sum(b - a for a, b in merged) / wall
         run.idle_gaps = [(merged[i][1], merged[i + 1][0]) for i in range(len(merged) - 1)]
     return run

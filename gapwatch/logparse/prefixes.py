@@ -153,7 +153,8 @@ def strip_prefix(text: str, arrival_wall_s: float) -> tuple[str, float] | None:
         m = _MONTH_PREFIX.match(text)
         if m is None:
             return None
-        stamp = _month_day_to_epoch(*m.groups(), arrival_wall_s=arrival_wall_s)
+        mon, day, hh, mm, ss, frac = m.groups()
+        stamp = _month_day_to_epoch(mon, day, hh, mm, ss, frac, arrival_wall_s=arrival_wall_s)
     else:
         return None
     if stamp is None:

@@ -1,4 +1,4 @@
-"""User rules from `[[logs.rules]]`: a regex with named groups turns any prover's line into an event.
+"""User rules from `[[logs.rules]]`: a regex with named groups turns a prover's line into an event.
 
 Who calls it: `gapwatch.logparse.LogParser`, for lines the built-in rules did not understand.
 
@@ -91,7 +91,9 @@ class UserRules:
                 continue
             groups = m.groupdict()
             fields: dict[str, FieldValue] = {
-                k: convert_value(v) for k, v in groups.items() if k not in _SPECIAL and v is not None
+                k: convert_value(v)
+                for k, v in groups.items()
+                if k not in _SPECIAL and v is not None
             }
             stamp: float | None = None
             bad = False

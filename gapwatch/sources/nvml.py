@@ -125,7 +125,9 @@ class NvmlSource:
 
     def open(self) -> list[GpuInfo]:
         try:
-            import pynvml  # the only pynvml import in gapwatch
+            # The only pynvml import in gapwatch. nvidia-ml-py ships neither stubs nor
+            # py.typed (and typeshed has none), so the module is Any to the type checker.
+            import pynvml  # type: ignore[import-untyped]
         except ImportError as exc:
             raise SourceUnavailable(
                 f"NVML unavailable: the nvidia-ml-py package cannot be imported ({exc}); {HINT}"
@@ -220,7 +222,7 @@ class NvmlSource:
         support = self._probe(gpu, query, gpu.handle)
         if support is _FAILED or not support.isSupportedDevice:
             return False
-        bufs = []
+        bufs: list[Any] = []  # pynvml's opaque GPM sample handles
         for _ in range(2):
             buf = self._probe(gpu, nv.nvmlGpmSampleAlloc)
             if buf is _FAILED:

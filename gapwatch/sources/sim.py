@@ -24,6 +24,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Literal
 
 from gapwatch.models import GpuInfo, GpuSample, HostSample, link_bytes_per_s
@@ -236,7 +237,7 @@ class SimProver:
                 self._trace(0.0, f"pipeline GPU worker started worker_id={w.wid} gpu={g.index} "
                                  f"sub_id={k}")
         for g in self._gpus:
-            self._at(0.05, lambda g=g: self._fill_synthesis(g))
+            self._at(0.05, partial(self._fill_synthesis, g))
         self._at(0.5, self._tick_threads)
 
     def _tick_threads(self) -> None:
@@ -267,8 +268,7 @@ class SimProver:
             g.synth_active += 1
             dur = self.scenario.synth_s * g.rng.uniform(0.9, 1.15)
             self._timeline(self._now, "SYNTH_START", job, f"partition={part % 10}")
-            self._at(self._now + dur, lambda g=g, job=job, part=part, dur=dur:
-                     self._synth_done(g, job, part, dur))
+            self._at(self._now + dur, partial(self._synth_done, g, job, part, dur))
 
     def _synth_done(self, g: _Gpu, job: str, part: int, dur: float) -> None:
         g.synth_active -= 1
@@ -388,7 +388,9 @@ class SimProver:
         self._raw(f"{ts} {level} {span}{target}: {message}", stream="stdout")
 
 
-def truth_gaps(truth: list[TruthInterval], gpu: int, min_gap_s: float = 0.3) -> list[tuple[float, float]]:
+def truth_gaps(
+    truth: list[TruthInterval], gpu: int, min_gap_s: float = 0.3
+) -> list[tuple[float, float]]:
     """Holes of at least `min_gap_s` between the merged compute intervals of one GPU."""
     spans = sorted((t.start_s, t.end_s) for t in truth if t.gpu == gpu)
     gaps: list[tuple[float, float]] = []

@@ -39,7 +39,6 @@ from gapwatch.ui.widgets.log_pane import LogPane
 from gapwatch.ui.widgets.overview import Overview
 from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
 
-
 #: Seconds between repaints of the host panel and the log pane (see `_push`).
 SLOW_PANEL_EVERY_S = 1.0
 
@@ -59,8 +58,7 @@ class GapwatchApp(App[int]):
 
     CSS_PATH = "gapwatch.tcss"
     TITLE = "gapwatch"
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"),
-                                                                      (140, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "snapshot", "snapshot"),
         Binding("p", "pause", "pause"),

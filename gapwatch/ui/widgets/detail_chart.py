@@ -40,7 +40,9 @@ def envelope_segments(
             segments.append((list(xs), list(highs)))
             if lows != highs:
                 segments.append((list(xs), list(lows)))
-            xs.clear(), lows.clear(), highs.clear()
+            xs.clear()
+            lows.clear()
+            highs.clear()
 
     for x, col in zip(x_of, cols, strict=True):
         if col.lo is None or col.hi is None:

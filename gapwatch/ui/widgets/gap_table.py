@@ -16,7 +16,6 @@ from gapwatch.ui import fmt
 from gapwatch.ui.view import View
 
 
-
 class GapTable(Widget):
     """Newest gaps first; an open gap is marked with '+' after its growing duration."""
 

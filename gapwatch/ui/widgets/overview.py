@@ -47,7 +47,9 @@ class Overview(Vertical):
     def show(self, view: View) -> None:
         title = Text(no_wrap=True, overflow="ellipsis")
         title.append(f"GPU{view.gpu} · last {fmt.window_label(view.window_s)}")
-        title.append("  gaps: S starved  T transfer-bound  H host stall  ? unknown  (blank = no data)")
+        title.append(
+            "  gaps: S starved  T transfer-bound  H host stall  ? unknown  (blank = no data)"
+        )
         if title != self._title:
             self._title = title
             self.query_one("#overview-title", Static).update(title)

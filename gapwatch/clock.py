@@ -22,6 +22,16 @@ class Clock(Protocol):
         ...
 
 
+def _wait(delay_s: float, stop: threading.Event | None) -> bool:
+    """Sleep `delay_s` (on `stop`, so a shutdown never waits out a period); False if stopped."""
+    if delay_s <= 0:
+        return not (stop is not None and stop.is_set())
+    if stop is None:
+        time.sleep(delay_s)
+        return True
+    return not stop.wait(delay_s)
+
+
 class SystemClock:
     """Real time. Sleeping waits on `stop` so that a shutdown never waits out a period."""
 
@@ -32,13 +42,7 @@ class SystemClock:
         return time.time()
 
     def sleep_until_ns(self, deadline_mono_ns: int, stop: threading.Event | None = None) -> bool:
-        delay_s = (deadline_mono_ns - time.monotonic_ns()) / 1e9
-        if delay_s <= 0:
-            return not (stop is not None and stop.is_set())
-        if stop is None:
-            time.sleep(delay_s)
-            return True
-        return not stop.wait(delay_s)
+        return _wait((deadline_mono_ns - time.monotonic_ns()) / 1e9, stop)
 
 
 class FakeClock:
@@ -101,10 +105,4 @@ class ScaledClock:
 
     def sleep_until_ns(self, deadline_mono_ns: int, stop: threading.Event | None = None) -> bool:
         real_deadline_ns = self._real0_ns + (deadline_mono_ns - self._real0_ns) / self.speed
-        delay_s = (real_deadline_ns - time.monotonic_ns()) / 1e9
-        if delay_s <= 0:
-            return not (stop is not None and stop.is_set())
-        if stop is None:
-            time.sleep(delay_s)
-            return True
-        return not stop.wait(delay_s)
+        return _wait((real_deadline_ns - time.monotonic_ns()) / 1e9, stop)

@@ -25,8 +25,9 @@ from typing import Any
 
 from gapwatch.clock import Clock, ScaledClock, SystemClock, VirtualClock
 from gapwatch.config import Config
-from gapwatch.models import GpuInfo, Notice, Record, SessionHeader
+from gapwatch.models import GpuInfo, Record, SessionHeader
 from gapwatch.record import Recorder, Recording, RecordingError, default_header, read_any
+from gapwatch.replay import ReplayDriver
 from gapwatch.sampler import LatenessStats, Sampler
 from gapwatch.session import Session
 from gapwatch.sources import GpuSource, HostSource, SourceUnavailable
@@ -101,56 +102,6 @@ class _FlushingSource:
     def close(self) -> None:
         self.inner.close()
         self.lines.close()
-
-
-class ReplayDriver:
-    """Feeds a recording into a session at `speed` x its recorded pace (0 = no waiting)."""
-
-    def __init__(self, recording: Recording, session: Session, speed: float) -> None:
-        self.recording = recording
-        self.session = session
-        self.speed = speed
-        self.stop_event = threading.Event()
-        self.finished = threading.Event()
-        self.records_fed = 0
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self.run, name="gapwatch-replay", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout_s: float = 2.0) -> None:
-        self.stop_event.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout_s)
-
-    def run(self) -> None:
-        try:
-            self._run()
-        finally:
-            self.finished.set()
-
-    def _run(self) -> None:
-        first_t: float | None = None
-        real0 = time.monotonic()
-        for record in self.recording.records:
-            if self.stop_event.is_set():
-                return
-            if record.type in ("gap", "state"):
-                continue  # the detector recomputes these from the samples
-            t = getattr(record, "t_wall_s", None)
-            if self.speed > 0 and isinstance(t, float):
-                if first_t is None:
-                    first_t = t
-                delay = (t - first_t) / self.speed - (time.monotonic() - real0)
-                if delay > 0 and self.stop_event.wait(delay):
-                    return
-            self.session.on_record(record)
-            self.records_fed += 1
-        for key, n in self.recording.counters.items():
-            self.session.store.count(f"replay_{key}", n)
-        for problem in self.recording.problems:
-            self.session.on_notice(Notice(time.monotonic_ns(), time.time(), "warning", problem))
 
 
 class Runtime:

@@ -13,10 +13,10 @@ them: the resulting hole in the data is visible, not papered over.
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from dataclasses import dataclass
 
+from gapwatch.background import Background
 from gapwatch.clock import Clock
 from gapwatch.models import Notice
 from gapwatch.session import Session
@@ -33,8 +33,10 @@ class LatenessStats:
     max_ms: float | None
 
 
-class Sampler:
+class Sampler(Background):
     """Reads `gpu_source` (and `host_source`) every `period_ns` and feeds `session`."""
+
+    thread_name = "gapwatch-sampler"
 
     def __init__(
         self,
@@ -52,31 +54,14 @@ class Sampler:
         self.clock = clock
         self.period_ns = period_ns
         self.duration_ns = duration_ns
-        self.stop_event = threading.Event()
-        self.finished = threading.Event()
+        super().__init__()
         self.ticks = 0
         self.skipped_ticks = 0
         self.source_errors = 0
         self._lateness_ns: deque[int] = deque(maxlen=keep_lateness)
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self.run, name="gapwatch-sampler", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout_s: float = 2.0) -> None:
-        self.stop_event.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout_s)
-
-    def run(self) -> None:
-        """The loop. Returns when stopped or when `duration_ns` of clock time has passed."""
-        try:
-            self._loop()
-        finally:
-            self.finished.set()
 
     def _loop(self) -> None:
+        """Returns when stopped or when `duration_ns` of clock time has passed."""
         start = self.clock.monotonic_ns()
         # Take a first reading at once: rate sources (GPM, counters) need a starting point.
         self._tick(start, 0)

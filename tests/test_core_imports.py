@@ -61,3 +61,23 @@ def test_cli_help_loads_no_ui_or_driver() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_other_headless_commands_never_load_textual(tmp_path: Path) -> None:
+    data = Path(__file__).parent / "data"
+    trace, log = data / "pageable.csv", data / "pageable.log"
+    code = (
+        "import sys, contextlib, io\n"
+        "from gapwatch.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    rcs = [main(['replay', {str(trace)!r}, '--headless', '--speed', '0']),\n"
+        f"           main(['report', {str(trace)!r}, '--json']),\n"
+        f"           main(['export', {str(trace)!r}, '--format', 'csv',"
+        f" '--out', {str(tmp_path / 'x.csv')!r}]),\n"
+        f"           main(['parse', {str(log)!r}])]\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in"
+        " ('textual', 'plotext', 'textual_plotext'))\n"
+        "print(rcs, bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "[0, 0, 0, 0] []", out.stderr

@@ -41,8 +41,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
         print(f"gapwatch report: cannot read log: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        sys.stdout.buffer.write(orjson.dumps(to_json(report), option=orjson.OPT_INDENT_2))
-        sys.stdout.buffer.write(b"\n")
+        # Through the text layer, so that a redirected sys.stdout (tests, embedding) works too.
+        sys.stdout.write(orjson.dumps(to_json(report), option=orjson.OPT_INDENT_2).decode())
+        sys.stdout.write("\n")
     else:
         sys.stdout.write(format_text(report, all_gaps=getattr(args, "all_gaps", False)))
     return 0

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from gapwatch.config import Config
-from gapwatch.detector import GapDetector, GpuTotals
+from gapwatch.detector import GapDetector
+from gapwatch.detector_track import GpuTotals
 from gapwatch.models import Gap, GpuInfo, LogEvent, SessionHeader, StateChange
 from gapwatch.record import read_any
 

@@ -52,7 +52,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from gapwatch.config import Config
-from gapwatch.detector import GapDetector, GpuTotals
+from gapwatch.detector import GapDetector
+from gapwatch.detector_track import GpuTotals
 from gapwatch.models import Gap, GpuSample, HostSample, LogEvent, StateChange
 from gapwatch.record import (
     GPU_LINE_PREFIX,

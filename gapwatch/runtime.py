@@ -195,11 +195,13 @@ def _clock_for(speed: float) -> Clock:
     return ScaledClock(speed)
 
 
-def _follower(paths: list[str], config: Config, session: Session, from_start: bool) -> Any:
+def _follower(paths: list[str], config: Config, session: Session, from_start: bool,
+              stdin_fd: int = 0) -> Any:
     from gapwatch.logfollow import LogFollower
 
     return LogFollower(paths, config.logs.model_copy(update={"from_start": from_start}),
-                       on_event=session.on_log_event, on_notice=session.on_notice)
+                       on_event=session.on_log_event, on_notice=session.on_notice,
+                       stdin_fd=stdin_fd)
 
 
 def build_runtime(
@@ -210,9 +212,11 @@ def build_runtime(
     record_path: str | None = None,
     log_paths: list[str] | None = None,
     duration_s: float | None = None,
+    stdin_fd: int = 0,
 ) -> Runtime:
     """Build (but do not start) a runtime. Raises SourceUnavailable for a source that cannot
-    start; the CLI prints its message and exits 2."""
+    start; the CLI prints its message and exits 2. `stdin_fd` is where `--log -` reads from
+    (the dashboard moves a piped stdin there, see `gapwatch.terminal`)."""
     from gapwatch.detector import GapDetector  # local: keeps `gapwatch --help` light
 
     kind, arg = parse_source(source)
@@ -297,7 +301,7 @@ def build_runtime(
     if direct_lines is not None:
         session.add_sink(_DirectLogFeeder(direct_lines, session, config))
     if paths and kind != "replay":
-        rt.followers.append(_follower(paths, config, session, config.logs.from_start))
+        rt.followers.append(_follower(paths, config, session, config.logs.from_start, stdin_fd))
     if sim_log is not None:
         # The sim's log is new and empty: read it from its start, so that no line written
         # before the tailer's first look is lost.

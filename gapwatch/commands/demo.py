@@ -15,6 +15,7 @@ import sys
 from gapwatch.config import Config
 from gapwatch.runtime import build_runtime
 from gapwatch.sources import SourceUnavailable
+from gapwatch.terminal import detach_piped_stdin
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,7 +35,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
         print("gapwatch demo: --speed 0 is for `record`; use e.g. --speed 4", file=sys.stderr)
         return 2
     try:
-        rt = build_runtime(config, source, speed=speed, record_path=args.record)
+        log_fd = detach_piped_stdin(list(config.logs.paths))
+        rt = build_runtime(config, source, speed=speed, record_path=args.record, stdin_fd=log_fd)
     except SourceUnavailable as exc:
         print(f"gapwatch: {exc}", file=sys.stderr)
         return 2

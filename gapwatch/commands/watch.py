@@ -13,6 +13,7 @@ import sys
 from gapwatch.config import Config
 from gapwatch.runtime import build_runtime
 from gapwatch.sources import SourceUnavailable
+from gapwatch.terminal import detach_piped_stdin
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,8 +23,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     try:
+        log_fd = detach_piped_stdin(list(config.logs.paths))
         rt = build_runtime(config, args.source or "nvml", speed=args.speed,
-                           record_path=args.record)
+                           record_path=args.record,
+                           stdin_fd=log_fd)
     except SourceUnavailable as exc:
         print(f"gapwatch: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,36 @@
+"""Keep the keyboard for the dashboard when the prover's log arrives on standard input.
+
+Who calls it: `gapwatch watch` and `gapwatch demo` before they start the dashboard. With
+`journalctl -fu cuzk | gapwatch watch --log -`, standard input is the log pipe, and Textual reads
+its keys from standard input: log text would be taken for key presses (an `s` in a line takes a
+snapshot) and `q` would never arrive. So the pipe is moved to a new descriptor for the log
+follower, and standard input is reopened on the controlling terminal (`/dev/tty`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from gapwatch.sources import SourceUnavailable
+
+
+def detach_piped_stdin(log_paths: list[str]) -> int:
+    """Return the descriptor `--log -` should read: 0, or the pipe moved off standard input.
+
+    Raises:
+        SourceUnavailable: stdin is a pipe for `--log -` but there is no terminal to take the
+            keyboard from (run headless instead: `gapwatch record --log -`).
+    """
+    if "-" not in log_paths or os.isatty(0):
+        return 0
+    try:
+        tty = os.open("/dev/tty", os.O_RDONLY)
+    except OSError as exc:
+        raise SourceUnavailable(
+            f"--log - reads the log from standard input, but the dashboard also needs a "
+            f"terminal for its keys and none is available ({exc.strerror}); run headless with "
+            f"`gapwatch record --log - --out FILE` (or --prometheus) instead") from None
+    log_fd = os.dup(0)
+    os.dup2(tty, 0)
+    os.close(tty)
+    return log_fd

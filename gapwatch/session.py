@@ -115,11 +115,9 @@ class Session:
                 if self.detector is not None:
                     self._derived(self.detector.feed_gpu(s))
                     last = self._busy_at_ns.get(s.gpu)
-                    busy_of = getattr(self.detector, "busy_fraction", None)
-                    if busy_of is not None and (last is None or
-                                                s.t_mono_ns - last >= BUSY_REFRESH_NS):
+                    if last is None or s.t_mono_ns - last >= BUSY_REFRESH_NS:
                         self._busy_at_ns[s.gpu] = s.t_mono_ns
-                        self.store.set_busy(s.gpu, busy_of(s.gpu))
+                        self.store.set_busy(s.gpu, self.detector.busy_fraction(s.gpu))
 
     def on_host_sample(self, sample: HostSample) -> None:
         with self._lock:

@@ -45,6 +45,9 @@ class ScriptedDetector:
     def finish(self) -> list[Gap | StateChange]:
         return []
 
+    def busy_fraction(self, gpu: int) -> float | None:
+        return None
+
 
 def _header() -> SessionHeader:
     return SessionHeader(

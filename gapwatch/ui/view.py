@@ -11,10 +11,15 @@ stops is seen as blank columns for the GPUs that stopped while the others go on.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from gapwatch.models import GpuInfo, GpuSample, HostSample, StateChange
 from gapwatch.store import StoreSnapshot
+
+_T_MONO = attrgetter("t_mono_ns")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +63,13 @@ class View:
 
     def samples(self, gpu: int) -> tuple[GpuSample, ...]:
         return self.snap.gpu_samples.get(gpu, ())
+
+    def samples_since(self, gpu: int, t_start_ns: int) -> Sequence[GpuSample]:
+        """The GPU's samples from `t_start_ns` on. The store keeps 10 min of history, in time
+        order as the sources deliver it: a bisection finds the window instead of a scan of the
+        whole history on every redraw (the charts ignore anything outside their window)."""
+        samples = self.samples(gpu)
+        return samples[bisect_left(samples, t_start_ns, key=_T_MONO):]
 
     def latest(self, gpu: int) -> GpuSample | None:
         samples = self.samples(gpu)

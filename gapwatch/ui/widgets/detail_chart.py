@@ -101,14 +101,13 @@ class DetailChart(PlotextPlot):
         plt.clear_figure()
         columns = max(10, self.size.width - 12)
         t0, t1 = view.t_start_ns, view.t_end_ns
-        samples = view.samples(view.gpu)
+        samples = view.samples_since(view.gpu, t0)
         x_of = [-view.window_s + (i + 0.5) * view.window_s / columns for i in range(columns)]
 
         def series(value_of: Callable[[GpuSample], float | None], unit: float) -> list[Column]:
             pts = [
                 (s.t_mono_ns, None if (v := value_of(s)) is None else v / unit)
                 for s in samples
-                if s.t_mono_ns >= t0
             ]
             return reduce_minmax(pts, t0, t1, columns)
 

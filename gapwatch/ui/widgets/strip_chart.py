@@ -105,8 +105,7 @@ class StripChart(Widget):
         t_start, t_end = view.grid(columns)
         points = [
             (s.t_mono_ns, None if (v := value_of(s)) is None else v / unit)
-            for s in view.samples(view.gpu)
-            if s.t_mono_ns >= t_start
+            for s in view.samples_since(view.gpu, t_start)
         ]
         cols = reduce_minmax(points, t_start, t_end, columns)
         if self._fixed_max is not None:

@@ -7,13 +7,14 @@ Usage:
     python bench/detector_bench.py --workers 1     # the report in one process (default: as
                                                    # `gapwatch report` picks, see below)
 
-The recording is generated once with the simulator (`gapwatch.simulate`, scenario `pageable`,
+The recording is generated once with the simulator (`evaluation.simulate`, scenario `pageable`,
 the worst case: every GPU in BREAKDOWN, a gap every ~2 s) in one-hour chunks shifted in time,
-written with `gapwatch.record.write_recording`, and cached in /tmp (regenerating 24 h takes a
-few minutes). Only `build_report` is timed for the report figure: reading, detecting, summing.
+written with `gapwatch.sources.recording.write_recording`, and cached in /tmp (regenerating 24 h
+takes a few minutes). Only `build_report` is timed for the report figure: reading, detecting,
+summing.
 By default it splits the GPUs across processes as `gapwatch report` does on a large recording
-(`gapwatch.report_parallel.plan_workers`: one per usable CPU, at most one per GPU); the figure
-says how many it used. The report is the same either way (tests/test_report_parallel.py).
+(`gapwatch.offline.report_parallel.plan_workers`: one per usable CPU, at most one per GPU); the
+figure says how many it used. The report is the same either way (tests/test_report_parallel.py).
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gapwatch.config import Config, DetectorConfig  # noqa: E402
-from gapwatch.detector import GapDetector  # noqa: E402
-from gapwatch.models import GpuSample  # noqa: E402
-from gapwatch.record import write_recording  # noqa: E402
-from gapwatch.report import build_report  # noqa: E402
-from gapwatch.report_parallel import plan_workers  # noqa: E402
-from gapwatch.simulate import simulate  # noqa: E402
+from evaluation.simulate import simulate  # noqa: E402
+from gapwatch.core.config import Config, DetectorConfig  # noqa: E402
+from gapwatch.core.detector import GapDetector  # noqa: E402
+from gapwatch.core.models import GpuSample  # noqa: E402
+from gapwatch.offline.report import build_report  # noqa: E402
+from gapwatch.offline.report_parallel import plan_workers  # noqa: E402
+from gapwatch.sources.recording import write_recording  # noqa: E402
 
 
 def per_sample_cost(scenario: str, seconds: float = 600.0, gpus: int = 8) -> float:

@@ -15,9 +15,9 @@ A *case* is one folder (layout written by gpu_e2e.py, documented in docs/gpu-pro
     stderr.log     its TIMELINE / CUZK_TIMING lines (cuzk's stderr)
     dmon.txt       optional: `nvidia-smi dmon` output, each line prefixed by its arrival time
 
-Scoring reruns today's detector over the recording (`gapwatch.report.build_report`) and compares
-its gaps with the truth gaps (holes >= 0.3 s between merged compute intervals) through
-`gapwatch.scoring.score`. Everything here is pure Python over files: no GPU, no NVML, no torch.
+Scoring reruns today's detector over the recording (`gapwatch.offline.report.build_report`) and
+compares its gaps with the truth gaps (holes >= 0.3 s between merged compute intervals) through
+`evaluation.scoring.score`. Everything here is pure Python over files: no GPU, no NVML, no torch.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def proc_cpu_seconds(stat_text: str, clk_tck: int) -> float:
 
 @dataclass(frozen=True)
 class DetectedGap:
-    """A gap from the report JSON, in the shape `gapwatch.scoring.score` reads."""
+    """A gap from the report JSON, in the shape `evaluation.scoring.score` reads."""
 
     gpu: int
     start_s: float
@@ -90,7 +90,7 @@ def detected_gaps(report: dict[str, Any]) -> list[DetectedGap]:
 def score_case(report: dict[str, Any], truth: dict[str, Any], scenario: str,
                min_gap_s: float = MIN_GAP_S) -> dict[str, Any]:
     """Detection figures of one scenario: the report's gaps against the truth's holes."""
-    from gapwatch.scoring import kind_from_copies, score, truth_gaps
+    from evaluation.scoring import kind_from_copies, score, truth_gaps
 
     intervals = truth.get("intervals", [])
     # Each hole's expected kind from the workload's own copy log where the truth has it (a
@@ -161,8 +161,8 @@ def goals_met(sc: dict[str, Any]) -> dict[str, bool | None]:
 
 def recording_facts(path: str | Path) -> dict[str, Any]:
     """What the live session recorded: tick lateness, live chaining states, sources, counts."""
-    from gapwatch.models import GpuSample, LogEvent, Notice, StateChange
-    from gapwatch.record import read_any
+    from gapwatch.core.models import GpuSample, LogEvent, Notice, StateChange
+    from gapwatch.sources.files import read_any
 
     rec = read_any(path)
     late_ms: list[float] = []
@@ -206,8 +206,8 @@ def recording_facts(path: str | Path) -> dict[str, Any]:
 
 def build_report_json(rec_path: Path, log_paths: list[Path]) -> dict[str, Any]:
     """`gapwatch report REC [--log ...] --json`, in process."""
-    from gapwatch.config import Config
-    from gapwatch.report import build_report, to_json
+    from gapwatch.core.config import Config
+    from gapwatch.offline.report import build_report, to_json
 
     return to_json(build_report(rec_path, Config(), [str(p) for p in log_paths]))
 
@@ -329,7 +329,7 @@ def dmon_vs_truth(table: DmonTable, truth: dict[str, Any], gpu: int,
                   min_gap_s: float = MIN_GAP_S) -> dict[str, Any]:
     """What dmon shows during the truth gaps. A gap counts as visible when at least one dmon row
     whose window overlaps it reads sm < 10 % (generous to dmon: any overlap will do)."""
-    from gapwatch.scoring import truth_gaps
+    from evaluation.scoring import truth_gaps
 
     tg = [g for g in truth_gaps(truth.get("intervals", []), min_gap_s) if g.gpu == gpu]
     rows = [(w, r) for r in table.rows

@@ -53,7 +53,7 @@ from typing import IO, Any
 MIB = 1 << 20
 #: cuzk PoRep: 10 partitions per proof; partitions beyond that start a new job id.
 PARTITIONS_PER_JOB = 10
-#: Holes between compute intervals at least this long count as gaps (as gapwatch.scoring).
+#: Holes between compute intervals at least this long count as gaps (as evaluation.scoring).
 MIN_GAP_S = 0.3
 
 # ------------------------------------------------------------------ parameters

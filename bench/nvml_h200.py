@@ -1,6 +1,6 @@
 """Prove the NVML source on a real GPU: sampler timing and cost, PCIe/SM numbers vs ground truth.
 
-Runs gapwatch's deadline sampler (`gapwatch.sampler.Sampler`) over `NvmlSource` (and the host
+Runs gapwatch's deadline sampler (`gapwatch.engine.sampler.Sampler`) over `NvmlSource` (and the host
 source) for `--duration` seconds, while a torch workload runs in phases, by default in a separate
 process as a real prover would (`--inline` runs it in this process to stress the GIL):
 idle, timed pinned H2D copies, timed pageable H2D copies, a bf16 matmul loop, idle.
@@ -306,14 +306,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_bench(args: argparse.Namespace, result: dict[str, Any]) -> None:
-    from gapwatch.clock import SystemClock
-    from gapwatch.config import SamplerConfig
-    from gapwatch.models import SessionHeader
-    from gapwatch.sampler import Sampler
-    from gapwatch.session import Session
+    from gapwatch.core.config import SamplerConfig
+    from gapwatch.core.models import SessionHeader
+    from gapwatch.engine.clock import SystemClock
+    from gapwatch.engine.sampler import Sampler
+    from gapwatch.engine.session import Session
+    from gapwatch.engine.store import SeriesStore
     from gapwatch.sources.host import ProcHostSource
     from gapwatch.sources.nvml import NvmlSource
-    from gapwatch.store import SeriesStore
 
     sampler_config = SamplerConfig(period_ms=args.period_ms, gpus=[args.gpu])
     gpu_source = MeasuredSource(NvmlSource(sampler_config))
@@ -329,7 +329,7 @@ def run_bench(args: argparse.Namespace, result: dict[str, Any]) -> None:
     sinks: list[Any] = [collected]
     if args.record:
         try:
-            from gapwatch.record import Recorder
+            from gapwatch.sinks.recorder import Recorder
 
             sinks.append(Recorder(args.record))
         except ImportError as exc:  # orjson missing: same format through the json module

@@ -11,7 +11,7 @@ import argparse
 import time
 from pathlib import Path
 
-from gapwatch.logparse import LogParser
+from gapwatch.logs.parse import LogParser
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 

@@ -18,9 +18,9 @@ import threading
 import time
 from pathlib import Path
 
-from gapwatch.config import LogsConfig
-from gapwatch.logfollow import LogFollower
-from gapwatch.models import LogEvent
+from gapwatch.core.config import LogsConfig
+from gapwatch.core.models import LogEvent
+from gapwatch.logs.follow import LogFollower
 
 
 def run(lines: int, interval_ms: float, poll_ms: float, rotate_every: int) -> list[float]:

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from gapwatch import __version__
-from gapwatch.config import Config, ConfigError, load_config, with_overrides
+from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
 
 COMMANDS = {
     "demo": "the live dashboard over the simulated prover (scenario 'pageable' by default)",

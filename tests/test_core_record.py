@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gapwatch.models import GpuSample, LogEvent
-from gapwatch.record import Recorder, RecordingError, read_any, write_recording
-from gapwatch.simulate import simulate
+from evaluation.simulate import simulate
+from gapwatch.core.models import GpuSample, LogEvent
+from gapwatch.sinks.recorder import Recorder, write_recording
+from gapwatch.sources.files import read_any
+from gapwatch.sources.recording import RecordingError
 
 DATA = Path(__file__).parent / "data"
 

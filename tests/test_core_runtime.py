@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gapwatch.config import Config
-from gapwatch.models import Gap
-from gapwatch.runtime import build_runtime, parse_source
+from gapwatch.core.config import Config
+from gapwatch.core.models import Gap
+from gapwatch.engine.runtime import build_runtime, parse_source
 from gapwatch.sources import SourceUnavailable
 
 

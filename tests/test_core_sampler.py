@@ -3,14 +3,13 @@ a failing source reported but never fatal."""
 
 from __future__ import annotations
 
-from gapwatch.clock import FakeClock
-from gapwatch.models import GpuInfo, GpuSample, HostSample, Notice
-from gapwatch.record import default_header
-from gapwatch.sampler import Sampler
-from gapwatch.session import Session
-from gapwatch.simulate import ListSink
+from evaluation.simulate import ListSink
+from gapwatch.core.models import GpuInfo, GpuSample, HostSample, Notice
+from gapwatch.engine.clock import FakeClock
+from gapwatch.engine.sampler import Sampler
+from gapwatch.engine.session import Session, default_header
+from gapwatch.engine.store import SeriesStore
 from gapwatch.sources import Tick
-from gapwatch.store import SeriesStore
 
 PERIOD_NS = 100_000_000
 
@@ -112,7 +111,7 @@ def test_host_source_is_read_every_tick() -> None:
 
 
 def test_stop_ends_the_thread_promptly() -> None:
-    from gapwatch.clock import SystemClock
+    from gapwatch.engine.clock import SystemClock
 
     session, _ = _session()
     clock = FakeClock()

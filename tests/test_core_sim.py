@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gapwatch.models import GpuSample, HostSample
-from gapwatch.simulate import simulate
+from evaluation.simulate import simulate
+from gapwatch.core.models import GpuSample, HostSample
 from gapwatch.sources.sim import SCENARIOS, truth_gaps
 
 

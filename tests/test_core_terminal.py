@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from gapwatch.terminal import detach_piped_stdin
+from gapwatch.engine.terminal import detach_piped_stdin
 
 
 def test_nothing_moves_without_log_from_stdin() -> None:
@@ -21,7 +21,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_piped_stdin_without_a_terminal_is_a_clear_error() -> None:
     out = _run(
-        "from gapwatch.terminal import detach_piped_stdin\n"
+        "from gapwatch.engine.terminal import detach_piped_stdin\n"
         "from gapwatch.sources import SourceUnavailable\n"
         "try:\n"
         "    detach_piped_stdin(['-'])\n"

@@ -7,12 +7,11 @@ store's busy fraction follows the data every second instead of freezing at the l
 
 from __future__ import annotations
 
-from gapwatch.config import DetectorConfig
-from gapwatch.detector import GapDetector
-from gapwatch.models import Gap, GpuInfo, GpuSample
-from gapwatch.record import default_header
-from gapwatch.session import Session
-from gapwatch.store import SeriesStore
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.models import Gap, GpuInfo, GpuSample
+from gapwatch.engine.session import Session, default_header
+from gapwatch.engine.store import SeriesStore
 
 P = 100_000_000  # 100 ms
 

@@ -7,11 +7,11 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gapwatch.config import DetectorConfig
-from gapwatch.detector import GapDetector
-from gapwatch.models import Gap, GpuInfo, GpuSample, StateChange
-from gapwatch.scoring import score
-from gapwatch.simulate import simulate
+from evaluation.scoring import score
+from evaluation.simulate import simulate
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.models import Gap, GpuInfo, GpuSample, StateChange
 
 T0 = 1_796_000_000.0
 reading = st.one_of(

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gapwatch.config import DetectorConfig
-from gapwatch.detector import GapDetector
-from gapwatch.models import Gap, GpuSample, HostSample, StateChange
-from gapwatch.record import read_any
-from gapwatch.scoring import score, truth_gaps
+from evaluation.scoring import score, truth_gaps
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.models import Gap, GpuSample, HostSample, StateChange
+from gapwatch.sources.files import read_any
 
 DATA = Path(__file__).parent / "data"
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gapwatch.config import DetectorConfig
-from gapwatch.detector import GapDetector
-from gapwatch.models import Gap, GpuInfo, GpuSample, HostSample, LogEvent, StateChange
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, LogEvent, StateChange
 
 T0_WALL = 1_796_000_000.0
 LINK = 63e9

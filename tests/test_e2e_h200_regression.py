@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from gapwatch.logparse import LogParser
+from gapwatch.logs.parse import LogParser
 
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data" / "h200-e2e"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from gapwatch.logparse import PARTITION_KIND, LogParser
-from gapwatch.scoring import truth_gaps
+from evaluation.scoring import truth_gaps
+from gapwatch.logs.parse import PARTITION_KIND, LogParser
 
 ROOT = Path(__file__).parent.parent
 _spec = importlib.util.spec_from_file_location("gpu_loadgen", ROOT / "bench" / "gpu_loadgen.py")
@@ -153,7 +153,7 @@ def test_truth_document_has_the_shared_layout_and_the_run_facts() -> None:
     first = doc["intervals"][0]
     assert {"worker", "partition", "start", "end", "h2d_ms", "pinned"} <= first.keys()
     assert doc["mode"] == "pageable" and doc["hogs"] == 12 and doc["partitions_completed"] == 4
-    # One hole of 0.6 s (>= 0.3) and one of 0.1 s (not a gap), as gapwatch.scoring sees them.
+    # One hole of 0.6 s (>= 0.3) and one of 0.1 s (not a gap), as evaluation.scoring sees them.
     assert doc["truth_gaps"] == 1 == len(truth_gaps(doc["intervals"]))
     assert doc["busy_fraction"] == pytest.approx(3.8 / 4.5)
     assert doc["throughput_pps"] == pytest.approx(3 / 3.5)

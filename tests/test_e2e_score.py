@@ -1,6 +1,6 @@
 """bench/gpu_e2e_score.py and the pure parts of bench/gpu_e2e.py, without a GPU.
 
-The scoring glue (report JSON -> gapwatch.scoring), the recording facts (lateness, live states),
+The scoring glue (report JSON -> evaluation.scoring), the recording facts (lateness, live states),
 the `nvidia-smi dmon` parser and comparison, the overhead arithmetic, and a whole case folder in
 the committed layout, built here from the simulated prover.
 """
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from gapwatch.record import Recorder
-from gapwatch.simulate import simulate
+from evaluation.simulate import simulate
+from gapwatch.sinks.recorder import Recorder
 
 ROOT = Path(__file__).parent.parent
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from gapwatch.cli import main
-from gapwatch.config import Config
-from gapwatch.export.csv_export import COLUMNS, CsvExporter
-from gapwatch.models import GpuInfo, GpuSample, HostSample, SessionHeader
-from gapwatch.record import read_any, write_recording
-from gapwatch.report import build_report
+from gapwatch.core.config import Config
+from gapwatch.core.models import GpuInfo, GpuSample, HostSample, SessionHeader
+from gapwatch.offline.csv_export import COLUMNS, CsvExporter
+from gapwatch.offline.report import build_report
+from gapwatch.sinks.recorder import write_recording
+from gapwatch.sources.files import read_any
 
 DATA = Path(__file__).parent / "data"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from gapwatch.export.prometheus import start_exporter
-from gapwatch.models import Gap, GpuInfo, GpuSample, HostSample, SessionHeader, StateChange
-from gapwatch.session import Session
-from gapwatch.store import SeriesStore
+from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, SessionHeader, StateChange
+from gapwatch.engine.session import Session
+from gapwatch.engine.store import SeriesStore
+from gapwatch.sinks.prometheus import start_exporter
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 DASHBOARD = DEPLOY / "grafana" / "gapwatch-dashboard.json"

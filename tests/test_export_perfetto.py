@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from gapwatch.cli import main
-from gapwatch.export.perfetto import GPU_PID_BASE, PROVER_PID, TraceBuilder
-from gapwatch.models import Gap, GpuInfo, GpuSample, LogEvent, SessionHeader
+from gapwatch.core.models import Gap, GpuInfo, GpuSample, LogEvent, SessionHeader
+from gapwatch.offline.perfetto import GPU_PID_BASE, PROVER_PID, TraceBuilder
 
 DATA = Path(__file__).parent / "data"
 PHASES = set("BEXiICbenMsftPOND(),Rc") | {"v", "V"}

@@ -13,8 +13,7 @@ import pytest
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
-from gapwatch.export.prometheus import ExporterError, ExporterHandle, parse_listen, start_exporter
-from gapwatch.models import (
+from gapwatch.core.models import (
     Gap,
     GpuInfo,
     GpuSample,
@@ -23,8 +22,9 @@ from gapwatch.models import (
     SessionHeader,
     StateChange,
 )
-from gapwatch.session import Session
-from gapwatch.store import SeriesStore
+from gapwatch.engine.session import Session
+from gapwatch.engine.store import SeriesStore
+from gapwatch.sinks.prometheus import ExporterError, ExporterHandle, parse_listen, start_exporter
 
 
 class ScriptedDetector:

@@ -26,14 +26,14 @@ from pathlib import Path
 
 import pytest
 
-from gapwatch.config import Config
-from gapwatch.detector import GapDetector
-from gapwatch.export.prometheus import start_exporter
-from gapwatch.models import Gap, Notice, StateChange
-from gapwatch.record import read_any
-from gapwatch.report import build_report
-from gapwatch.session import Session
-from gapwatch.store import SeriesStore
+from gapwatch.core.config import Config
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.models import Gap, Notice, StateChange
+from gapwatch.engine.session import Session
+from gapwatch.engine.store import SeriesStore
+from gapwatch.offline.report import build_report
+from gapwatch.sinks.prometheus import start_exporter
+from gapwatch.sources.files import read_any
 
 TRACE = Path(__file__).parent / "data" / "pageable.csv"
 PROMETHEUS = shutil.which("prometheus")

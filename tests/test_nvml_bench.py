@@ -84,7 +84,7 @@ def test_short_run_over_fake_nvml_writes_results_and_a_readable_recording(
     assert code == 0, result["errors"]
     assert result["gpus"][0]["sm_source"] == "gpm"
     assert result["report"]["ticks"] >= 1
-    from gapwatch.record import read_any
+    from gapwatch.sources.files import read_any
 
     recording = read_any(rec)
     records = list(recording.records)

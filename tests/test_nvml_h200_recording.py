@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gapwatch.record import read_any
+from gapwatch.sources.files import read_any
 
 DATA = Path(__file__).parent / "data"
 spec = importlib.util.spec_from_file_location(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fake_pynvml import MIB, FakeDevice, FakeNvml, install
 
-from gapwatch.config import SamplerConfig
+from gapwatch.core.config import SamplerConfig
 from gapwatch.sources import SourceUnavailable, Tick
 from gapwatch.sources.nvml import NvmlSource
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gapwatch.logparse import LogParser
+from gapwatch.logs.parse import LogParser
 
 ANCHOR = "2026-05-12T14:00:00.000412Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true"
 ANCHOR_S = 1778594400.000412  # 2026-05-12T14:00:00.000412Z

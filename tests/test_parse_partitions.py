@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gapwatch.logparse import PARTITION_KIND, LogParser
-from gapwatch.logparse.partitions import derive_timeline, merge_intervals
-from gapwatch.models import LogEvent
+from gapwatch.core.models import LogEvent
+from gapwatch.logs.parse import PARTITION_KIND, LogParser
+from gapwatch.logs.parse.partitions import derive_timeline, merge_intervals
 
 DATA = Path(__file__).parent / "data"
 

@@ -7,8 +7,8 @@ from datetime import datetime
 
 import pytest
 
-from gapwatch.logparse import LogParser
-from gapwatch.logparse.prefixes import iso_to_epoch, strip_ansi, strip_prefix
+from gapwatch.logs.parse import LogParser
+from gapwatch.logs.parse.prefixes import iso_to_epoch, strip_ansi, strip_prefix
 
 ARRIVAL = 1_796_029_600.0  # 2026-11-30
 LOCAL_0906 = time.mktime(datetime(2026, 11, 30, 9, 6, 26).timetuple())

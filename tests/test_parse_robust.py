@@ -7,10 +7,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gapwatch.config import build_config
-from gapwatch.logparse import LogParser
-from gapwatch.logparse.partitions import derive_timeline
-from gapwatch.tailer import LineSplitter
+from gapwatch.core.config import build_config
+from gapwatch.logs.parse import LogParser
+from gapwatch.logs.parse.partitions import derive_timeline
+from gapwatch.logs.tail import LineSplitter
 
 REAL_LINES = [
     line for name in ("pageable.log", "pinned.log")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gapwatch.logparse import LogParser
-from gapwatch.logparse.tracing import convert_value, parse_kv, parse_tracing
+from gapwatch.logs.parse import LogParser
+from gapwatch.logs.parse.tracing import convert_value, parse_kv, parse_tracing
 
 
 def test_full_line_with_span_prefix() -> None:

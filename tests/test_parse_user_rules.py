@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gapwatch.config import ConfigError, build_config
-from gapwatch.logparse import LogParser
+from gapwatch.core.config import ConfigError, build_config
+from gapwatch.logs.parse import LogParser
 
 OTHER_PROVER = {
     "name": "myprover",

@@ -1,6 +1,6 @@
 """The fast decoder for GPU and host lines (msgspec) gives exactly pydantic's records, or defers.
 
-`gapwatch.record.validate_line` tries msgspec first for lines shaped like GPU or host samples;
+`gapwatch.sources.recording.validate_line` tries msgspec first for lines shaped like GPU or host samples;
 whatever it refuses goes to pydantic (`validate_record_line`), the authority on what a valid
 record is. These tests pin that a line never reads differently because of the fast path.
 """
@@ -13,16 +13,16 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from gapwatch.models import GpuSample, HostSample
-from gapwatch.record import (
+from evaluation.simulate import simulate
+from gapwatch.core.models import GpuSample, HostSample
+from gapwatch.sinks.recorder import write_recording
+from gapwatch.sources.recording import (
     GPU_LINE_PREFIX,
     GPU_LINE_SUFFIX,
     read_recording,
     validate_line,
     validate_record_line,
-    write_recording,
 )
-from gapwatch.simulate import simulate
 
 pytest.importorskip("msgspec")
 

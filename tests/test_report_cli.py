@@ -7,10 +7,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from evaluation.simulate import simulate
 from gapwatch.cli import main
-from gapwatch.models import Gap
-from gapwatch.record import write_recording
-from gapwatch.simulate import simulate
+from gapwatch.core.models import Gap
+from gapwatch.sinks.recorder import write_recording
 
 DATA = Path(__file__).parent / "data"
 

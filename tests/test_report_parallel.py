@@ -13,12 +13,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from gapwatch.config import Config
-from gapwatch.models import GpuSample, LogEvent
-from gapwatch.record import read_trace_csv, write_recording
-from gapwatch.report import ReportData, build_report, to_json
-from gapwatch.report_parallel import MIN_PARALLEL_BYTES, detect_parallel, plan_workers
-from gapwatch.simulate import simulate
+from evaluation.simulate import simulate
+from gapwatch.core.config import Config
+from gapwatch.core.models import GpuSample, LogEvent
+from gapwatch.offline.report import ReportData, build_report, to_json
+from gapwatch.offline.report_parallel import MIN_PARALLEL_BYTES, detect_parallel, plan_workers
+from gapwatch.sinks.recorder import write_recording
+from gapwatch.sources.trace_csv import read_trace_csv
 
 DATA = Path(__file__).parent / "data"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gapwatch.clock import FakeClock
-from gapwatch.tailer import LineSplitter, Tailer
+from gapwatch.engine.clock import FakeClock
+from gapwatch.logs.tail import LineSplitter, Tailer
 
 
 class Collect:

@@ -7,9 +7,9 @@ import threading
 import time
 from pathlib import Path
 
-from gapwatch.config import LogsConfig
-from gapwatch.logfollow import LogFollower
-from gapwatch.models import LogEvent, Notice
+from gapwatch.core.config import LogsConfig
+from gapwatch.core.models import LogEvent, Notice
+from gapwatch.logs.follow import LogFollower
 
 
 def wait_for(predicate, timeout_s: float = 10.0) -> bool:  # type: ignore[no-untyped-def]

@@ -18,8 +18,8 @@ from ui_fakes import (
     t_ns,
 )
 
-from gapwatch.detector import GapDetector
-from gapwatch.models import StateChange
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.models import StateChange
 from gapwatch.ui.app import GapwatchApp
 from gapwatch.ui.widgets.detail_chart import DetailChart
 from gapwatch.ui.widgets.help_screen import HelpScreen

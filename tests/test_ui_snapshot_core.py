@@ -1,4 +1,4 @@
-"""Snapshot folders (gapwatch.snapshot, core part): complete, replayable, whole or absent."""
+"""Snapshot folders (gapwatch.sinks.snapshot, core part): complete, replayable, whole or absent."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import orjson
 import pytest
 from ui_fakes import HINT, WALL0_S, fill_breakdown, header, make_config
 
-from gapwatch import snapshot as snapshot_mod
-from gapwatch.models import GpuSample, LogEvent
-from gapwatch.record import read_any
-from gapwatch.snapshot import SnapshotError, write_snapshot
-from gapwatch.store import SeriesStore
+from gapwatch.core.models import GpuSample, LogEvent
+from gapwatch.engine.store import SeriesStore
+from gapwatch.sinks import snapshot as snapshot_mod
+from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
+from gapwatch.sources.files import read_any
 
 
 def filled_store() -> SeriesStore:

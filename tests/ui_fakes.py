@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gapwatch.config import Config, build_config
-from gapwatch.models import (
+from gapwatch.core.config import Config, build_config
+from gapwatch.core.models import (
     Gap,
     GpuInfo,
     GpuSample,
@@ -18,10 +18,10 @@ from gapwatch.models import (
     SessionHeader,
     StateChange,
 )
-from gapwatch.runtime import RuntimeStatus
-from gapwatch.sampler import LatenessStats
-from gapwatch.session import Session
-from gapwatch.store import SeriesStore
+from gapwatch.engine.runtime import RuntimeStatus
+from gapwatch.engine.sampler import LatenessStats
+from gapwatch.engine.session import Session
+from gapwatch.engine.store import SeriesStore
 
 T0_NS = 5_000_000_000_000
 WALL0_S = 1_796_029_581.0  # 2026-11-30 09:06:21 UTC

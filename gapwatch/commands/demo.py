@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gapwatch.config import Config
-from gapwatch.runtime import build_runtime
+from gapwatch.core.config import Config
+from gapwatch.engine.runtime import build_runtime
+from gapwatch.engine.terminal import detach_piped_stdin
 from gapwatch.sources import SourceUnavailable
-from gapwatch.terminal import detach_piped_stdin
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

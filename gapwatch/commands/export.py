@@ -19,7 +19,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import IO
 
-from gapwatch.config import Config
+from gapwatch.core.config import Config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,9 +39,9 @@ def _default_out(path: Path, fmt: str) -> Path:
 
 
 def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes]) -> str:
-    from gapwatch.export.perfetto import TraceBuilder
-    from gapwatch.record import read_any
-    from gapwatch.report import build_report, parse_logs
+    from gapwatch.offline.perfetto import TraceBuilder
+    from gapwatch.offline.report import build_report, parse_logs
+    from gapwatch.sources.files import read_any
 
     # The report's own pass decides gaps and states; a second read streams the samples.
     report = build_report(path, config, logs)
@@ -59,8 +59,8 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes]) -> st
 
 
 def _csv(path: Path, out: IO[str]) -> str:
-    from gapwatch.export.csv_export import CsvExporter
-    from gapwatch.record import read_any
+    from gapwatch.offline.csv_export import CsvExporter
+    from gapwatch.sources.files import read_any
 
     recording = read_any(path)
     exporter = CsvExporter(out, tolerance_s=recording.header.period_ms / 1000.0)
@@ -72,7 +72,7 @@ def _csv(path: Path, out: IO[str]) -> str:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    from gapwatch.record import RecordingError
+    from gapwatch.sources.recording import RecordingError
 
     src = Path(args.file)
     dest = (

@@ -21,11 +21,11 @@ from typing import TextIO
 
 import orjson
 
-from gapwatch.config import Config
-from gapwatch.logparse import LogParser
-from gapwatch.logparse.partitions import RunTimeline, derive_timeline
-from gapwatch.models import LogEvent
-from gapwatch.tailer import LineSplitter
+from gapwatch.core.config import Config
+from gapwatch.core.models import LogEvent
+from gapwatch.logs.parse import LogParser
+from gapwatch.logs.parse.partitions import RunTimeline, derive_timeline
+from gapwatch.logs.tail import LineSplitter
 
 _CHUNK = 1 << 16
 

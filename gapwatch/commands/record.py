@@ -15,9 +15,9 @@ import threading
 from collections import Counter
 from types import FrameType
 
-from gapwatch.config import Config
-from gapwatch.models import Gap, Notice, StateChange
-from gapwatch.runtime import build_runtime
+from gapwatch.core.config import Config
+from gapwatch.core.models import Gap, Notice, StateChange
+from gapwatch.engine.runtime import build_runtime
 from gapwatch.sources import SourceUnavailable
 
 

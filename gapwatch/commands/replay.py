@@ -13,9 +13,9 @@ import argparse
 import sys
 from collections import Counter
 
-from gapwatch.config import Config
-from gapwatch.models import Gap, Notice, StateChange
-from gapwatch.runtime import Runtime, build_runtime
+from gapwatch.core.config import Config
+from gapwatch.core.models import Gap, Notice, StateChange
+from gapwatch.engine.runtime import Runtime, build_runtime
 from gapwatch.sources import SourceUnavailable
 
 

@@ -1,7 +1,8 @@
 """`gapwatch report FILE [--log PATH ...] [--json]`: gaps, breakdowns and payoff of a recording.
 
-Who calls it: `gapwatch.cli`. The analysis lives in `gapwatch.report`; this module parses the
-arguments and formats the result as text (for people) or JSON (stable, for scripts; documented in
+Who calls it: `gapwatch.cli`. The analysis lives in `gapwatch.offline.report`; this module parses
+the arguments and formats the result as text (for people) or JSON (stable, for scripts; documented
+in
 docs/detection.md). Exit codes: 0 done, 2 the file or a log cannot be read.
 """
 
@@ -14,9 +15,16 @@ from typing import Any
 
 import orjson
 
-from gapwatch.config import Config
-from gapwatch.record import RecordingError
-from gapwatch.report import KINDS, PAYOFF_METHOD, ReportData, build_report, busy_fraction, to_json
+from gapwatch.core.config import Config
+from gapwatch.offline.report import (
+    KINDS,
+    PAYOFF_METHOD,
+    ReportData,
+    build_report,
+    busy_fraction,
+    to_json,
+)
+from gapwatch.sources.recording import RecordingError
 
 #: Rows of the gap table in text output (the JSON always has every gap).
 MAX_TABLE_ROWS = 50

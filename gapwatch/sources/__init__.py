@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gapwatch.models import GpuInfo, GpuSample, HostSample, Notice
+from gapwatch.core.models import GpuInfo, GpuSample, HostSample, Notice
 
 
 class SourceUnavailable(Exception):

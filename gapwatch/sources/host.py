@@ -1,7 +1,7 @@
 """The host source: memory pressure on the machine that feeds the GPUs, one `HostSample` per tick.
 
-Who calls it: the sampler thread (`gapwatch.sampler`), through the `HostSource` protocol, right
-after the GPU source on every tick. It is the only module that imports psutil.
+Who calls it: the sampler thread (`gapwatch.engine.sampler`), through the `HostSource` protocol,
+right after the GPU source on every tick. It is the only module that imports psutil.
 
 Why these fields: pageable host-to-device copies are staged through a small pinned bounce buffer
 by the CPU, so they slow down when host memory bandwidth is contended or memory is short. The
@@ -28,8 +28,8 @@ import os
 import re
 from dataclasses import dataclass
 
-from gapwatch.config import HostConfig
-from gapwatch.models import HostSample
+from gapwatch.core.config import HostConfig
+from gapwatch.core.models import HostSample
 
 
 @dataclass(slots=True)
@@ -123,7 +123,7 @@ class ProcHostSource:
         pass
 
 
-#: The name `gapwatch.runtime` imports.
+#: The name `gapwatch.engine.runtime` imports.
 HostSource = ProcHostSource
 
 

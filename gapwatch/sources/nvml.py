@@ -1,6 +1,6 @@
 """The NVML GPU source: per-GPU SM activity, PCIe RX/TX and utilization.gpu, read from the driver.
 
-Who calls it: the sampler thread only (`gapwatch.sampler`), through the `GpuSource` protocol:
+Who calls it: the sampler thread only (`gapwatch.engine.sampler`), through the `GpuSource` protocol:
 `open()` once, `read()` every tick, `close()` at the end. NVML calls serialise on a driver lock and
 must all come from that one thread. This is the only module that imports `pynvml`, and it does so
 inside `open()`, so importing it works on a machine without the driver.
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gapwatch.config import SamplerConfig
-from gapwatch.models import GpuInfo, GpuSample, Notice, SignalSource, link_bytes_per_s
+from gapwatch.core.config import SamplerConfig
+from gapwatch.core.models import GpuInfo, GpuSample, Notice, SignalSource, link_bytes_per_s
 from gapwatch.sources import SourceUnavailable, Tick
 
 # NVML return codes (nvml.h). Hard-coded because they are ABI and the module must import without

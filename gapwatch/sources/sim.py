@@ -1,6 +1,6 @@
 """The simulated prover: a seeded, deterministic two-worker-per-GPU pipeline, sampled like NVML.
 
-Who calls it: `gapwatch demo` and `--source sim[:SCENARIO]` (through `gapwatch.runtime`), the
+Who calls it: `gapwatch demo` and `--source sim[:SCENARIO]` (through `gapwatch.engine.runtime`), the
 tests and benchmarks (through `simulate`). It implements `GpuSource` and `HostSource`, writes
 cuzk-style log lines through a callback, and keeps ground truth (every partition's GPU compute
 interval), so the detector can be scored.
@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Literal
 
-from gapwatch.models import GpuInfo, GpuSample, HostSample, link_bytes_per_s
+from gapwatch.core.models import GpuInfo, GpuSample, HostSample, link_bytes_per_s
 from gapwatch.sources import Tick
 
 ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound"]

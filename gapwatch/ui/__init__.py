@@ -1,7 +1,7 @@
 """The Textual dashboard (the only package that imports textual, plotext and textual_plotext).
 
 `run_dashboard(runtime)` is what `watch`, `demo` and `replay` call. Importing this package itself
-imports nothing heavy: `gapwatch.ui.fmt` is shared with the core's snapshot writer.
+imports nothing heavy: `gapwatch.core.fmt` is shared with the core's snapshot writer.
 """
 
 from __future__ import annotations

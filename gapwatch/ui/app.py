@@ -2,8 +2,8 @@
 timer, pushes a View down to the widgets, and handles keys and messages. No drawing logic here.
 
 Who creates it: `gapwatch.ui.run_dashboard` (watch, demo, replay) and the tests, with a runtime
-(`gapwatch.runtime.Runtime`, or any object with the same few attributes). The app never starts or
-stops the runtime: the command that built it does, so the same runtime also runs headless.
+(`gapwatch.engine.runtime.Runtime`, or any object with the same few attributes). The app never
+starts or stops the runtime: the command that built it does, so the same runtime also runs headless.
 
 Threads: the session calls our listener on the sampler thread; the listener only posts messages
 (StateChanged, NoticeRaised). Snapshots are written by a thread worker that posts
@@ -22,12 +22,12 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 
-from gapwatch.config import Config
-from gapwatch.models import Gap, Notice, SessionHeader, StateChange
-from gapwatch.runtime import RuntimeStatus
-from gapwatch.session import Session
-from gapwatch.snapshot import SnapshotError, write_snapshot
-from gapwatch.store import SeriesStore, StoreSnapshot
+from gapwatch.core.config import Config
+from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
+from gapwatch.engine.runtime import RuntimeStatus
+from gapwatch.engine.session import Session
+from gapwatch.engine.store import SeriesStore, StoreSnapshot
+from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
 from gapwatch.ui.messages import NoticeRaised, SnapshotFinished, StateChanged
 from gapwatch.ui.view import View, newest_time_ns
 from gapwatch.ui.widgets.detail_chart import DetailChart
@@ -43,7 +43,7 @@ from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
 SLOW_PANEL_EVERY_S = 1.0
 
 class DashboardRuntime(Protocol):
-    """What the dashboard needs from a runtime (`gapwatch.runtime.Runtime` has it)."""
+    """What the dashboard needs from a runtime (`gapwatch.engine.runtime.Runtime` has it)."""
 
     config: Config
     header: SessionHeader

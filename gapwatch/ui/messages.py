@@ -10,7 +10,7 @@ from pathlib import Path
 
 from textual.message import Message
 
-from gapwatch.models import Notice, StateChange
+from gapwatch.core.models import Notice, StateChange
 
 
 class StateChanged(Message):

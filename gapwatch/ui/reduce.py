@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gapwatch.models import Gap, GapKind
+from gapwatch.core.models import Gap, GapKind
 
 
 @dataclass(frozen=True, slots=True)

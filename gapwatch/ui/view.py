@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
-from gapwatch.models import GpuInfo, GpuSample, HostSample, StateChange
-from gapwatch.store import StoreSnapshot
+from gapwatch.core.models import GpuInfo, GpuSample, HostSample, StateChange
+from gapwatch.engine.store import StoreSnapshot
 
 _T_MONO = attrgetter("t_mono_ns")
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
-from gapwatch.models import GpuSample
+from gapwatch.core.models import GpuSample
 from gapwatch.ui.reduce import Column, gap_columns, reduce_minmax
 from gapwatch.ui.view import View
 

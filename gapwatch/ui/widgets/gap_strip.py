@@ -11,7 +11,7 @@ from rich.segment import Segment
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gapwatch.ui import fmt
+from gapwatch.core import fmt
 from gapwatch.ui.reduce import gap_columns
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.strip_chart import LABEL_WIDTH

@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from gapwatch.ui import fmt
+from gapwatch.core import fmt
 from gapwatch.ui.view import View
 
 #: PSI "some" avg10 above this (percent) is shown as pressure.

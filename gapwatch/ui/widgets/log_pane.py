@@ -11,8 +11,8 @@ from rich.console import Group
 from rich.text import Text
 from textual.widget import Widget
 
-from gapwatch.models import LogEvent
-from gapwatch.ui import fmt
+from gapwatch.core import fmt
+from gapwatch.core.models import LogEvent
 from gapwatch.ui.view import View
 
 

@@ -12,8 +12,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from gapwatch.models import GpuSample
-from gapwatch.ui import fmt
+from gapwatch.core import fmt
+from gapwatch.core.models import GpuSample
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.gap_strip import GapStrip
 from gapwatch.ui.widgets.strip_chart import StripChart

@@ -14,7 +14,7 @@ from rich.console import Group
 from rich.text import Text
 from textual.widget import Widget
 
-from gapwatch.runtime import RuntimeStatus
+from gapwatch.engine.runtime import RuntimeStatus
 
 _SOURCE_NAME = {"gpm": "GPM", "counters": "counters", "legacy": "legacy", "util": "util only",
                 "sim": "sim", "trace": "trace", "none": "none"}

@@ -20,7 +20,7 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gapwatch.models import GpuSample
+from gapwatch.core.models import GpuSample
 from gapwatch.ui.blocks import BLANK, RANGE, SOLID, ZERO, nice_scale, render_rows
 from gapwatch.ui.reduce import reduce_minmax
 from gapwatch.ui.view import View

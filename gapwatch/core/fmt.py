@@ -1,0 +1,75 @@
+"""Number and time formatting shared by the dashboard widgets and the snapshot summary.
+
+Pure functions with no Textual import, so `gapwatch.sinks.snapshot` (core) can use them too. Every
+formatter turns None into "n/a": missing data is said, never printed as 0.
+"""
+
+from __future__ import annotations
+
+import time
+
+NA = "n/a"
+
+
+def gbps(bytes_per_s: float | None) -> str:
+    """Bytes/s as GB/s with one decimal (two below 1 GB/s, where the pageable trickle lives)."""
+    if bytes_per_s is None:
+        return NA
+    gb = bytes_per_s / 1e9
+    return f"{gb:.2f}" if gb < 1 else f"{gb:.1f}"
+
+
+def pct(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return NA
+    return f"{value:.{digits}f}%"
+
+
+def frac_pct(fraction: float | None) -> str:
+    """A 0..1 fraction as a percentage."""
+    return NA if fraction is None else f"{fraction * 100:.0f}%"
+
+
+def link_pct(bytes_per_s: float | None, link_bytes_per_s: float | None) -> str:
+    if bytes_per_s is None or not link_bytes_per_s:
+        return NA
+    return f"{bytes_per_s / link_bytes_per_s * 100:.0f}%"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return NA
+    if seconds < 10:
+        return f"{seconds:.2f}s"
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    return f"{seconds / 60:.1f}m"
+
+
+def clock(t_wall_s: float, millis: bool = False) -> str:
+    """UTC HH:MM:SS(.mmm) of a Unix time: cuzk's tracing lines print UTC (`...Z`), so the
+    dashboard's times line up with the log the user has open next to it."""
+    base = time.strftime("%H:%M:%S", time.gmtime(t_wall_s))
+    if millis:
+        return f"{base}.{int((t_wall_s % 1) * 1000):03d}"
+    return base
+
+
+def utc_stamp(t_wall_s: float) -> str:
+    """Compact UTC time for file names: 20261130T090626Z."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t_wall_s))
+
+
+def bytes_iec(n: float | None) -> str:
+    if n is None:
+        return NA
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def window_label(seconds: float) -> str:
+    return f"{seconds / 60:g} min" if seconds >= 120 else f"{seconds:g} s"

@@ -1,0 +1,241 @@
+"""Value types every part of gapwatch shares: samples, log events, gaps, states, the session header.
+
+Owned here so that sources, the tailer, the detector, the recorder, the exporters and the UI agree
+on one vocabulary. Everything is immutable. Hot-path records are slotted stdlib dataclasses (cheap
+to build at 10 Hz x 8 GPUs and in a 24 h replay); they are validated on disk by pydantic through
+`gapwatch.sources.recording` (a `TypeAdapter` over the `Record` union below), and the session
+header, which is written once, is a pydantic model.
+
+Conventions:
+- units live in names (`t_mono_ns`, `pcie_rx_bytes_per_s`, `sm_active_pct`);
+- a reading that was not taken, not supported or not trustworthy is `None`, never 0: a hole in
+  the data is information, and nothing downstream may interpolate over it;
+- `t_mono_ns` orders and measures (durations, rates); `t_wall_s` (Unix seconds) aligns with the
+  prover's log lines and is what reports print.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+#: Which measurement produced a field: GPM (Hopper+), the PCIe byte counters (fields 197/198),
+#: the legacy calls (utilization rates / PcieThroughput), a simulator, or a CSV trace.
+SignalSource = Literal["gpm", "counters", "legacy", "util", "sim", "trace"]
+
+#: Why a GPU idled, from PCIe during the gap (see docs/detection.md). "unknown": no PCIe reading
+#: during the gap, so the cause cannot be told (never guessed as host_stall).
+GapKind = Literal["pcie_starved", "transfer_bound", "host_stall", "unknown"]
+ChainState = Literal["CHAINED", "GAPS", "BREAKDOWN", "IDLE", "NO_DATA"]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One reading of one GPU, averaged over `interval_ns` ending at `t_mono_ns`.
+
+    `sm_active_pct` is the fraction of SMs busy (GPM SM_UTIL), the signal that decides "idle".
+    `gpu_util_pct` is NVML's "GPU utilization", which counts copies as busy: kept beside, never
+    used alone to call a GPU idle when SM activity exists.
+    """
+
+    gpu: int
+    t_mono_ns: int
+    t_wall_s: float
+    interval_ns: int | None
+    sm_active_pct: float | None
+    gpu_util_pct: float | None
+    pcie_rx_bytes_per_s: float | None
+    pcie_tx_bytes_per_s: float | None
+    sm_source: SignalSource | None = None
+    pcie_source: SignalSource | None = None
+    #: True when a byte-counter interval was too long to rule out a 32-bit wrap: the rate is then
+    #: a lower bound.
+    pcie_lower_bound: bool = False
+    #: How late the sampler tick that produced this reading was (deadline scheduling), or None
+    #: when the reading did not come from a live tick (replay).
+    lateness_ns: int | None = None
+    type: Literal["gpu"] = "gpu"
+
+
+@dataclass(frozen=True, slots=True)
+class HostSample:
+    """Host memory pressure at one tick. Every field is None where the kernel does not expose it."""
+
+    t_mono_ns: int
+    t_wall_s: float
+    interval_ns: int | None
+    mem_used_pct: float | None
+    mem_available_bytes: int | None
+    swap_used_bytes: int | None
+    cpu_busy_pct: float | None
+    psi_mem_some_avg10: float | None
+    psi_mem_full_avg10: float | None
+    #: Share (0..1) of the last interval in which some / all tasks stalled on memory, from the PSI
+    #: `total` counters (microseconds): finer than avg10, which lags by seconds.
+    psi_mem_some_share: float | None
+    psi_mem_full_share: float | None
+    major_faults_per_s: float | None
+    mem_bandwidth_bytes_per_s: float | None = None
+    type: Literal["host"] = "host"
+
+
+#: How a log event's time was found: from the line itself, from a journald/`ts` prefix, from a
+#: TIMELINE offset anchored to `starting cuzk engine`, or the time gapwatch read the line.
+TimeSource = Literal["line", "prefix", "timeline", "arrival"]
+
+FieldValue = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class LogEvent:
+    """One prover log line, parsed and placed on the wall clock."""
+
+    t_wall_s: float
+    time_source: TimeSource
+    #: Which built-in or user rule matched: "timeline", "cuzk_timing", "cuzk_ntt_h", "tracing",
+    #: "chan_send", "user:<name>"; "unparsed" for lines no rule understood (kept, counted).
+    kind: str
+    #: The event's name: a TIMELINE event (`GPU_START`), a message (`GPU_TIMING spawn_blocking
+    #: prove_start`), or the first key of a CUZK_TIMING line.
+    name: str
+    raw: str
+    stream: str = ""
+    level: str | None = None
+    job_id: str | None = None
+    worker: int | None = None
+    partition: int | None = None
+    gpu: int | None = None
+    fields: dict[str, FieldValue] = field(default_factory=dict)
+    #: A warning that explains gaps: "unpinned" (is_pinned=false), "pinned_pool_fallback",
+    #: "cuda_host_alloc_failed", or None.
+    warning: str | None = None
+    #: Monotonic time gapwatch received the line (None when replayed from a file).
+    t_arrival_mono_ns: int | None = None
+    type: Literal["log"] = "log"
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """An idle stretch of one GPU between busy periods, with its cause and evidence.
+
+    A gap is published while open (`end_s` None, `duration_s` growing) and again when closed;
+    `gap_id` ties the versions together. A gap that was open when the data ended (end of the
+    recording, a hole in the data) turned out to be idle after the last busy period, not a gap:
+    its last version has `retracted` True (and `end_s` = the last idle reading). Consumers keep
+    the latest version per `gap_id` and must not count or show retracted gaps as gaps.
+    """
+
+    gap_id: int
+    gpu: int
+    kind: GapKind
+    start_mono_ns: int
+    start_s: float
+    end_mono_ns: int | None
+    end_s: float | None
+    duration_s: float
+    pcie_rx_bytes_per_s: float | None
+    pcie_tx_bytes_per_s: float | None
+    link_bytes_per_s: float | None
+    #: "high" when decided from SM activity, "low" when only utilization.gpu was available.
+    confidence: Literal["high", "low"] = "high"
+    hint: str = ""
+    host: dict[str, float | None] = field(default_factory=dict)
+    log_events: list[dict[str, Any]] = field(default_factory=list)
+    retracted: bool = False
+    type: Literal["gap"] = "gap"
+
+    @property
+    def is_open(self) -> bool:
+        return self.end_s is None
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange:
+    """The chaining state of one GPU changed (CHAINED / GAPS / BREAKDOWN ...)."""
+
+    gpu: int
+    t_mono_ns: int
+    t_wall_s: float
+    state: ChainState
+    busy_fraction: float | None
+    reason: str = ""
+    type: Literal["state"] = "state"
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something the user should know that is not a measurement: a GPU lost, a field unsupported,
+    a log file rotated, a bad line skipped. Recorded so that a replay tells the same story."""
+
+    t_mono_ns: int
+    t_wall_s: float
+    level: Literal["info", "warning", "error"]
+    message: str
+    gpu: int | None = None
+    type: Literal["notice"] = "notice"
+
+
+Record = Annotated[
+    GpuSample | HostSample | LogEvent | Gap | StateChange | Notice,
+    Field(discriminator="type"),
+]
+
+
+class GpuInfo(BaseModel):
+    """What is known about one GPU for the whole session (header of a recording)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    name: str = "unknown"
+    uuid: str | None = None
+    link_gen: int | None = None
+    link_width: int | None = None
+    #: Per-direction PCIe capacity in bytes/s from max generation x max width (Gen5 x16 ~63 GB/s);
+    #: the detector judges "low bandwidth" against it. None when unknown.
+    link_bytes_per_s: float | None = None
+    sm_source: SignalSource | None = None
+    pcie_source: SignalSource | None = None
+
+
+class SessionHeader(BaseModel):
+    """Line 1 of a recording: enough to replay and to interpret every later record."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["header"] = "header"
+    schema_version: int = SCHEMA_VERSION
+    gapwatch_version: str
+    host: str
+    source: str
+    started_wall_s: float
+    started_mono_ns: int
+    period_ms: float
+    gpus: list[GpuInfo]
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+def link_bytes_per_s(gen: int | None, width: int | None) -> float | None:
+    """Per-direction PCIe payload capacity from generation and lane count.
+
+    Gen1/2 use 8b/10b encoding, Gen3+ 128b/130b; Gen6 (PAM4, FLIT) is taken as 64 GT/s with
+    ~242/256 efficiency. Gen5 x16: 32e9 * 16 * 128/130 / 8 = 63.0e9 B/s.
+    """
+    if gen is None or width is None or gen <= 0 or width <= 0:
+        return None
+    table: dict[int, tuple[float, float]] = {
+        1: (2.5e9, 8 / 10),
+        2: (5.0e9, 8 / 10),
+        3: (8.0e9, 128 / 130),
+        4: (16.0e9, 128 / 130),
+        5: (32.0e9, 128 / 130),
+        6: (64.0e9, 242 / 256),
+    }
+    if gen not in table:
+        return None
+    rate, eff = table[gen]
+    return rate * width * eff / 8

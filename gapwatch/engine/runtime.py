@@ -1,0 +1,353 @@
+"""Runtime: build and run one session from a `--source` string, the same way for every command.
+
+Who calls it: `gapwatch watch`, `demo`, `record`, `replay` (and the dashboard through them).
+It wires a source (NVML, the simulated prover, or a recording) to the sampler or the replay
+driver, follows the prover logs, attaches the recorder and the Prometheus exporter, and gives the
+UI one object to start, stop and ask for status. It never imports Textual.
+
+Sources:
+- `nvml`: real GPUs, host pressure, `SystemClock`.
+- `sim[:SCENARIO]`: the simulated prover. At speed > 0 its log is written to a file that the real
+  tailer follows (the demo exercises the same path as a real prover's log); at speed 0 (as fast as
+  possible) the lines go straight to the parser, since no tailer can keep up with virtual time.
+- `replay:FILE`: a recording or a trace CSV, paced by its own timestamps (`--speed`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gapwatch.core.config import Config
+from gapwatch.core.models import GpuInfo, Record, SessionHeader
+from gapwatch.engine.clock import Clock, ScaledClock, SystemClock, VirtualClock
+from gapwatch.engine.replay import ReplayDriver
+from gapwatch.engine.sampler import LatenessStats, Sampler
+from gapwatch.engine.session import Session, default_header
+from gapwatch.engine.store import SeriesStore
+from gapwatch.sinks.recorder import Recorder
+from gapwatch.sources import GpuSource, HostSource, SourceUnavailable
+from gapwatch.sources.files import read_any
+from gapwatch.sources.recording import Recording, RecordingError
+
+
+@dataclass(frozen=True)
+class RuntimeStatus:
+    """What the dashboard footer (and `record`'s summary) shows about the machinery itself."""
+
+    source: str
+    period_ms: float
+    lateness: LatenessStats | None
+    gpu_sources: dict[int, str]
+    logs: dict[str, str] = field(default_factory=dict)
+    log_counters: dict[str, int] = field(default_factory=dict)
+    recording_path: str | None = None
+    prometheus_address: str | None = None
+    done: bool = False
+
+
+def parse_source(source: str) -> tuple[str, str]:
+    """Split `kind[:arg]`; raise SourceUnavailable for an unknown kind."""
+    kind, _, arg = source.partition(":")
+    if kind not in ("nvml", "sim", "replay"):
+        raise SourceUnavailable(f"unknown --source {source!r}: use nvml, sim[:SCENARIO] or "
+                                "replay:FILE")
+    if kind == "replay" and not arg:
+        raise SourceUnavailable("--source replay:FILE needs a file")
+    return kind, arg
+
+
+class _LineFile:
+    """Appends the simulated prover's lines to a log file, as `cuzk > log 2>&1` would."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._lock = threading.Lock()
+
+    def write(self, stream: str, text: str) -> None:
+        with self._lock:
+            self._f.write(text + "\n")
+
+    def flush(self) -> None:
+        with self._lock:
+            if not self._f.closed:
+                self._f.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._f.close()
+
+
+class _FlushingSource:
+    """Wraps the sim so that its log lines reach the file once per tick (like a real prover
+    writing as it goes), not whenever Python's buffer fills."""
+
+    def __init__(self, inner: Any, lines: _LineFile) -> None:
+        self.inner = inner
+        self.lines = lines
+
+    def open(self) -> list[GpuInfo]:
+        result: list[GpuInfo] = self.inner.open()
+        return result
+
+    def read(self, t_mono_ns: int, t_wall_s: float, lateness_ns: int) -> Any:
+        tick = self.inner.read(t_mono_ns, t_wall_s, lateness_ns)
+        self.lines.flush()
+        return tick
+
+    def close(self) -> None:
+        self.inner.close()
+        self.lines.close()
+
+
+class Runtime:
+    """One running session: source driver, log follower, sinks, exporter."""
+
+    def __init__(self, config: Config, source: str, header: SessionHeader, session: Session,
+                 store: SeriesStore) -> None:
+        self.config = config
+        self.source = source
+        self.header = header
+        self.session = session
+        self.store = store
+        self.done = threading.Event()
+        self.sampler: Sampler | None = None
+        self.replay: ReplayDriver | None = None
+        self.followers: list[Any] = []
+        self.exporter: Any = None
+        self.recorder: Recorder | None = None
+        self.sim_log_path: Path | None = None
+        self._closables: list[Any] = []
+        self._stopped = False
+        self._watch: threading.Thread | None = None
+
+    def start(self) -> None:
+        for follower in self.followers:
+            follower.start()
+        if self.sampler is not None:
+            self.sampler.start()
+            driver_done = self.sampler.finished
+        elif self.replay is not None:
+            self.replay.start()
+            driver_done = self.replay.finished
+        else:  # pragma: no cover - build_runtime always sets one
+            raise RuntimeError("runtime has no driver")
+        self._watch = threading.Thread(target=self._wait_driver, args=(driver_done,),
+                                       name="gapwatch-done", daemon=True)
+        self._watch.start()
+
+    def _wait_driver(self, driver_done: threading.Event) -> None:
+        driver_done.wait()
+        self.done.set()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        return self.done.wait(timeout_s)
+
+    def stop(self) -> None:
+        """Stop every thread, settle the detector, close the sinks. Safe to call twice."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self.sampler is not None:
+            self.sampler.stop()
+        if self.replay is not None:
+            self.replay.stop()
+        for follower in self.followers:
+            follower.stop()
+        self.session.close()
+        if self.exporter is not None:
+            self.exporter.stop()
+        for c in self._closables:
+            c.close()
+        self.done.set()
+
+    def status(self) -> RuntimeStatus:
+        logs: dict[str, str] = {}
+        counters: dict[str, int] = {}
+        for follower in self.followers:
+            st = follower.status()
+            for f in st.files:
+                logs[f.path] = f.state
+            for key in ("lines", "parsed", "unparsed"):
+                counters[key] = counters.get(key, 0) + int(getattr(st, key, 0))
+        return RuntimeStatus(
+            source=self.source,
+            period_ms=self.header.period_ms,
+            lateness=self.sampler.lateness() if self.sampler is not None else None,
+            gpu_sources={g.index: g.sm_source or "none" for g in self.header.gpus},
+            logs=logs,
+            log_counters=counters,
+            recording_path=str(self.recorder.path) if self.recorder is not None else None,
+            prometheus_address=getattr(self.exporter, "address", None),
+            done=self.done.is_set(),
+        )
+
+
+def _clock_for(speed: float) -> Clock:
+    if speed == 0:
+        return VirtualClock(start_mono_ns=time.monotonic_ns(), start_wall_s=time.time())
+    if speed == 1:
+        return SystemClock()
+    return ScaledClock(speed)
+
+
+def _follower(paths: list[str], config: Config, session: Session, from_start: bool,
+              stdin_fd: int = 0) -> Any:
+    from gapwatch.logs.follow import LogFollower
+
+    return LogFollower(paths, config.logs.model_copy(update={"from_start": from_start}),
+                       on_event=session.on_log_event, on_notice=session.on_notice,
+                       stdin_fd=stdin_fd)
+
+
+def build_runtime(
+    config: Config,
+    source: str,
+    *,
+    speed: float | None = None,
+    record_path: str | None = None,
+    log_paths: list[str] | None = None,
+    duration_s: float | None = None,
+    stdin_fd: int = 0,
+) -> Runtime:
+    """Build (but do not start) a runtime. Raises SourceUnavailable for a source that cannot
+    start; the CLI prints its message and exits 2. `stdin_fd` is where `--log -` reads from
+    (the dashboard moves a piped stdin there, see `gapwatch.engine.terminal`)."""
+    from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
+
+    kind, arg = parse_source(source)
+    speed = 1.0 if speed is None else speed
+    if speed < 0:
+        raise SourceUnavailable("--speed must be >= 0")
+    period_ms = config.sampler.period_ms
+    paths = list(config.logs.paths) if log_paths is None else list(log_paths)
+
+    gpu_source: GpuSource | None = None
+    host_source: HostSource | None = None
+    recording: Recording | None = None
+    sim_lines: _LineFile | None = None
+    direct_lines: list[tuple[str, str]] | None = None
+    clock: Clock = SystemClock()
+    sim_log: Path | None = None
+
+    if kind == "nvml":
+        from gapwatch.sources.host import HostSource as PsutilHostSource
+        from gapwatch.sources.nvml import NvmlSource
+
+        gpu_source = NvmlSource(config.sampler)
+        gpus = gpu_source.open()
+        if config.host.enabled:
+            host_source = PsutilHostSource(config.host)
+    elif kind == "sim":
+        from gapwatch.sources.sim import SCENARIOS, SimHostSource, SimProver
+
+        scenario = arg or config.sim.scenario
+        if scenario not in SCENARIOS:
+            raise SourceUnavailable(f"unknown scenario {scenario!r}; choose from "
+                                    f"{', '.join(SCENARIOS)}")
+        clock = _clock_for(speed)
+        if speed > 0:
+            fd, name = tempfile.mkstemp(prefix=f"gapwatch-sim-{scenario}-", suffix=".log")
+            os.close(fd)
+            sim_log = Path(name)
+            sim_lines = _LineFile(sim_log)
+            sim = SimProver(scenario, seed=config.sim.seed, gpus=config.sim.gpus,
+                            on_line=sim_lines.write)
+            gpu_source = _FlushingSource(sim, sim_lines)
+        else:
+            direct_lines = []
+            sink_lines = direct_lines
+            sim = SimProver(scenario, seed=config.sim.seed, gpus=config.sim.gpus,
+                            on_line=lambda s, t: sink_lines.append((s, t)))
+            gpu_source = sim
+        host_source = SimHostSource(sim)
+        gpus = gpu_source.open()
+        source = f"sim:{scenario}"
+    else:
+        try:
+            recording = read_any(arg)
+        except RecordingError as exc:
+            raise SourceUnavailable(str(exc)) from None
+        gpus = list(recording.header.gpus)
+        period_ms = recording.header.period_ms
+
+    header = default_header(source, gpus, period_ms, config.model_dump(mode="json"))
+    history_s = max([config.snapshot.history_s, *config.ui.windows_s, config.detector.window_s])
+    store = SeriesStore(gpus, period_s=period_ms / 1000, history_s=history_s)
+    detector = GapDetector(config.detector, gpus, period_s=period_ms / 1000)
+    session = Session(header, store, detector=detector)
+    rt = Runtime(config, source, header, session, store)
+
+    if record_path:
+        rt.recorder = Recorder(record_path, config.record.flush_interval_s)
+        session.add_sink(rt.recorder)
+
+    if gpu_source is not None:
+        sim_duration = duration_s if duration_s is not None else (config.sim.duration_s or None)
+        dur_ns = int(sim_duration * 1e9) if sim_duration else None
+        rt.sampler = Sampler(gpu_source, host_source, session, clock, int(period_ms * 1e6),
+                             duration_ns=dur_ns)
+        rt._closables.append(gpu_source)
+        if host_source is not None:
+            rt._closables.append(host_source)
+    else:
+        assert recording is not None
+        rt.replay = ReplayDriver(recording, session, speed)
+
+    if direct_lines is not None:
+        session.add_sink(_DirectLogFeeder(direct_lines, session, config))
+    if paths and kind != "replay":
+        rt.followers.append(_follower(paths, config, session, config.logs.from_start, stdin_fd))
+    if sim_log is not None:
+        # The sim's log is new and empty: read it from its start, so that no line written
+        # before the tailer's first look is lost.
+        rt.sim_log_path = sim_log
+        rt.followers.append(_follower([str(sim_log)], config, session, True))
+
+    if config.prometheus.listen:
+        from gapwatch.sinks.prometheus import ExporterError, start_exporter
+
+        try:
+            rt.exporter = start_exporter(config.prometheus.listen, session, rt.status)
+        except ExporterError as exc:
+            raise SourceUnavailable(str(exc)) from None
+    return rt
+
+
+class _DirectLogFeeder:
+    """At speed 0 the simulated prover's lines are parsed as they are produced (a sink that
+    runs after each record, on the sampler thread) instead of going through a file."""
+
+    def __init__(self, lines: list[tuple[str, str]], session: Session, config: Config) -> None:
+        from gapwatch.logs.parse import LogParser
+
+        self.lines = lines
+        self.session = session
+        self.parser = LogParser(config.logs)
+        self._busy = False
+
+    def on_header(self, header: SessionHeader) -> None:
+        pass
+
+    def on_record(self, record: Record) -> None:
+        if self._busy or not self.lines or record.type != "gpu":
+            return
+        self._busy = True  # on_log_event re-enters the sinks
+        try:
+            pending = list(self.lines)
+            self.lines.clear()
+            t = getattr(record, "t_wall_s", 0.0)
+            for stream, text in pending:
+                for ev in self.parser.parse_line(text, stream, None, t):
+                    self.session.on_log_event(ev)
+        finally:
+            self._busy = False
+
+    def close(self) -> None:
+        pass

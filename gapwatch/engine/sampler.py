@@ -1,0 +1,120 @@
+"""Sampler: the deadline-scheduled loop that reads the GPU and host sources every period.
+
+Who calls it: `gapwatch.engine.runtime` (as a thread, for nvml and sim sources) and
+`evaluation.simulate` (synchronously, on a virtual clock). All source calls happen on this one
+thread: NVML calls
+serialise on a driver lock and must never come from the UI.
+
+Scheduling: deadlines are `start + k * period`, never "sleep period after the work", so there is
+no drift. The lateness of every tick (actual read time minus its deadline) is data: it is put on
+each GpuSample and kept here for the dashboard footer. When the loop falls more than a period
+behind (a stalled process), it skips the missed deadlines rather than firing a burst, and counts
+them: the resulting hole in the data is visible, not papered over.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from gapwatch.core.models import Notice
+from gapwatch.engine.background import Background
+from gapwatch.engine.clock import Clock
+from gapwatch.engine.session import Session
+from gapwatch.sources import GpuSource, HostSource
+
+
+@dataclass(frozen=True, slots=True)
+class LatenessStats:
+    ticks: int
+    skipped_ticks: int
+    source_errors: int
+    p50_ms: float | None
+    p99_ms: float | None
+    max_ms: float | None
+
+
+class Sampler(Background):
+    """Reads `gpu_source` (and `host_source`) every `period_ns` and feeds `session`."""
+
+    thread_name = "gapwatch-sampler"
+
+    def __init__(
+        self,
+        gpu_source: GpuSource,
+        host_source: HostSource | None,
+        session: Session,
+        clock: Clock,
+        period_ns: int,
+        duration_ns: int | None = None,
+        keep_lateness: int = 600,
+    ) -> None:
+        self.gpu_source = gpu_source
+        self.host_source = host_source
+        self.session = session
+        self.clock = clock
+        self.period_ns = period_ns
+        self.duration_ns = duration_ns
+        super().__init__()
+        self.ticks = 0
+        self.skipped_ticks = 0
+        self.source_errors = 0
+        self._lateness_ns: deque[int] = deque(maxlen=keep_lateness)
+
+    def _loop(self) -> None:
+        """Returns when stopped or when `duration_ns` of clock time has passed."""
+        start = self.clock.monotonic_ns()
+        # Take a first reading at once: rate sources (GPM, counters) need a starting point.
+        self._tick(start, 0)
+        deadline = start + self.period_ns
+        while True:
+            if self.duration_ns is not None and deadline - start > self.duration_ns:
+                return
+            if not self.clock.sleep_until_ns(deadline, self.stop_event):
+                return
+            now = self.clock.monotonic_ns()
+            lateness = now - deadline
+            self._tick(now, lateness)
+            deadline += self.period_ns
+            if now - deadline >= self.period_ns:
+                missed = (now - deadline) // self.period_ns + 1
+                self.skipped_ticks += missed
+                deadline += missed * self.period_ns
+
+    def _tick(self, now_ns: int, lateness_ns: int) -> None:
+        wall = self.clock.wall_s()
+        self.ticks += 1
+        self._lateness_ns.append(lateness_ns)
+        try:
+            tick = self.gpu_source.read(now_ns, wall, lateness_ns)
+        except Exception as exc:  # a source bug must not kill sampling: say it, count it
+            self.source_errors += 1
+            self.session.on_notice(Notice(now_ns, wall, "error", f"GPU source failed: {exc!r}"))
+        else:
+            if tick.gpu:
+                self.session.on_gpu_samples(tick.gpu)
+            for n in tick.notices:
+                self.session.on_notice(n)
+        if self.host_source is not None:
+            try:
+                host = self.host_source.read(now_ns, wall)
+            except Exception as exc:
+                self.source_errors += 1
+                self.session.on_notice(
+                    Notice(now_ns, wall, "error", f"host source failed: {exc!r}")
+                )
+            else:
+                self.session.on_host_sample(host)
+
+    def lateness(self) -> LatenessStats:
+        values = sorted(self._lateness_ns)
+        if not values:
+            return LatenessStats(
+                self.ticks, self.skipped_ticks, self.source_errors, None, None, None
+            )
+
+        def pct(q: float) -> float:
+            return values[min(len(values) - 1, int(q * len(values)))] / 1e6
+
+        return LatenessStats(self.ticks, self.skipped_ticks, self.source_errors,
+                             pct(0.5), pct(0.99), values[-1] / 1e6)

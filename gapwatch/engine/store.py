@@ -1,0 +1,134 @@
+"""SeriesStore: a session's bounded, thread-safe memory, read by the UI, exporter and snapshots.
+
+Who writes: `gapwatch.engine.session.Session` (from the sampler and tailer threads). Who reads: the
+dashboard on its redraw timer, the Prometheus collector on scrape, `snapshot` on demand. Readers
+call `snapshot()` and get immutable tuples, so they never hold the lock while they render.
+
+Every buffer is a `deque(maxlen=...)` sized from the history to keep and the sampling period:
+memory use is fixed however long gapwatch runs. `version` increases on every change, so a reader
+can skip work when nothing changed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+
+from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, LogEvent, Notice, StateChange
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSnapshot:
+    """A consistent, immutable view of the store at one moment."""
+
+    version: int
+    gpus: tuple[GpuInfo, ...]
+    gpu_samples: dict[int, tuple[GpuSample, ...]]
+    host_samples: tuple[HostSample, ...]
+    log_events: tuple[LogEvent, ...]
+    #: Latest version of each gap, oldest first (open gaps included).
+    gaps: tuple[Gap, ...]
+    #: Latest chaining state per GPU.
+    states: dict[int, StateChange]
+    notices: tuple[Notice, ...]
+    counters: dict[str, int] = field(default_factory=dict)
+    #: Busy share of the detector's window per GPU, refreshed about once a second of data
+    #: (`states` only changes when the state does, so its busy_fraction goes stale).
+    busy: dict[int, float | None] = field(default_factory=dict)
+
+
+class SeriesStore:
+    """Ring buffers of everything a session saw, bounded by `history_s`."""
+
+    def __init__(
+        self,
+        gpus: list[GpuInfo],
+        period_s: float,
+        history_s: float = 600.0,
+        max_log_events: int = 5000,
+        max_gaps: int = 2000,
+        max_notices: int = 500,
+    ) -> None:
+        # A little headroom over history/period: a late sampler emits a few extra samples.
+        maxlen = max(16, int(history_s / period_s * 1.1) + 8)
+        self._lock = threading.Lock()
+        self._gpus = tuple(gpus)
+        self._gpu: dict[int, deque[GpuSample]] = {g.index: deque(maxlen=maxlen) for g in gpus}
+        self._maxlen = maxlen
+        self._host: deque[HostSample] = deque(maxlen=maxlen)
+        self._log: deque[LogEvent] = deque(maxlen=max_log_events)
+        self._gaps: dict[int, Gap] = {}
+        self._max_gaps = max_gaps
+        self._states: dict[int, StateChange] = {}
+        self._notices: deque[Notice] = deque(maxlen=max_notices)
+        self._counters: dict[str, int] = {}
+        self._busy: dict[int, float | None] = {}
+        self._version = 0
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def append_gpu(self, samples: list[GpuSample]) -> None:
+        with self._lock:
+            for s in samples:
+                buf = self._gpu.get(s.gpu)
+                if buf is None:
+                    buf = self._gpu[s.gpu] = deque(maxlen=self._maxlen)
+                buf.append(s)
+            self._version += 1
+
+    def append_host(self, sample: HostSample) -> None:
+        with self._lock:
+            self._host.append(sample)
+            self._version += 1
+
+    def append_log(self, event: LogEvent) -> None:
+        with self._lock:
+            self._log.append(event)
+            self._version += 1
+
+    def upsert_gap(self, gap: Gap) -> None:
+        with self._lock:
+            self._gaps[gap.gap_id] = gap
+            if len(self._gaps) > self._max_gaps:
+                # dicts keep insertion order: drop the oldest gap first.
+                del self._gaps[next(iter(self._gaps))]
+            self._version += 1
+
+    def set_state(self, state: StateChange) -> None:
+        with self._lock:
+            self._states[state.gpu] = state
+            self._version += 1
+
+    def set_busy(self, gpu: int, busy_fraction: float | None) -> None:
+        with self._lock:
+            self._busy[gpu] = busy_fraction
+            self._version += 1
+
+    def add_notice(self, notice: Notice) -> None:
+        with self._lock:
+            self._notices.append(notice)
+            self._version += 1
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Bump a named counter (unparsed lines, bad records, snapshots...)."""
+        with self._lock:
+            self._counters[name] = self._counters.get(name, 0) + n
+            self._version += 1
+
+    def snapshot(self) -> StoreSnapshot:
+        with self._lock:
+            return StoreSnapshot(
+                version=self._version,
+                gpus=self._gpus,
+                gpu_samples={i: tuple(d) for i, d in self._gpu.items()},
+                host_samples=tuple(self._host),
+                log_events=tuple(self._log),
+                gaps=tuple(self._gaps.values()),
+                states=dict(self._states),
+                notices=tuple(self._notices),
+                counters=dict(self._counters),
+                busy=dict(self._busy),
+            )

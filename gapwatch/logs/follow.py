@@ -1,0 +1,86 @@
+"""Glue between the tailer and the parser: followed lines in, `LogEvent`s and `Notice`s out.
+
+Who calls it: `gapwatch.engine.runtime` (the lead's), which passes `session.on_log_event` as
+`on_event` and a notice sink as `on_notice`; `status()` feeds the dashboard footer.
+
+One `LogParser` serves every followed source (cuzk's stdout and stderr often go to two files, and
+lock attribution needs both), so calls from the file thread and the stdin thread are serialised
+by a lock. Events are handed on as soon as their line is parsed: nothing waits for attribution.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gapwatch.core.config import LogsConfig
+from gapwatch.core.models import LogEvent, Notice
+from gapwatch.engine.clock import Clock, SystemClock
+from gapwatch.logs.parse import LogParser
+from gapwatch.logs.tail import SourceStatus, Tailer
+
+
+@dataclass(frozen=True, slots=True)
+class LogFollowerStatus:
+    #: One per followed path ("-" = stdin): state ("following", "waiting for file",
+    #: "following (rotated)", "deleted, waiting for file", "closed (end of input)"...) and counters.
+    files: list[SourceStatus] = field(default_factory=list)
+    lines: int = 0
+    parsed: int = 0
+    unparsed: int = 0
+    cut_lines: int = 0
+    #: Attributed GPU-lock regions (derived `cuzk_partition` events).
+    attributed: int = 0
+
+
+class LogFollower:
+    """Follow `paths` like `tail -F`, parse each line, call `on_event` for each event."""
+
+    def __init__(self, paths: list[str], logs_config: LogsConfig,
+                 on_event: Callable[[LogEvent], None],
+                 on_notice: Callable[[Notice], None] | None = None,
+                 clock: Clock | None = None, *, stdin_fd: int = 0) -> None:
+        self.clock: Clock = clock or SystemClock()
+        self.parser = LogParser(logs_config)
+        self._on_event = on_event
+        self._on_notice = on_notice
+        self._lock = threading.Lock()
+        self.tailer = Tailer(
+            list(paths), self._on_line, from_start=logs_config.from_start,
+            poll_ms=logs_config.poll_ms, max_line_bytes=logs_config.max_line_bytes,
+            on_notice=self._notice, clock=self.clock, stdin_fd=stdin_fd,
+        )
+
+    def start(self) -> None:
+        self.tailer.start()
+
+    def stop(self) -> None:
+        self.tailer.stop()
+
+    def status(self) -> LogFollowerStatus:
+        files = self.tailer.status()
+        with self._lock:
+            c = self.parser.counters
+            return LogFollowerStatus(
+                files=[SourceStatus(**{k: getattr(s, k) for k in SourceStatus.__slots__})
+                       for s in files],
+                lines=c["lines"], parsed=c["parsed"], unparsed=c["unparsed"],
+                cut_lines=sum(s.cut_lines for s in files),
+                attributed=self.parser.attributor.attributed,
+            )
+
+    def _on_line(self, source: str, text: str, mono_ns: int, wall_s: float) -> None:
+        with self._lock:
+            events = self.parser.parse_line(text, source, mono_ns, wall_s)
+        for event in events:
+            try:
+                self._on_event(event)
+            except Exception as exc:  # noqa: BLE001 - a failing consumer must not kill tailing
+                self._notice("error", f"log event consumer failed: {exc!r}")
+
+    def _notice(self, level: str, message: str) -> None:
+        if self._on_notice is None:
+            return
+        self._on_notice(Notice(t_mono_ns=self.clock.monotonic_ns(), t_wall_s=self.clock.wall_s(),
+                               level=level, message=message))  # type: ignore[arg-type]

@@ -1,0 +1,271 @@
+"""Prover log lines -> `LogEvent`s on the wall clock: the `LogParser` facade and its counters.
+
+Who calls it: `gapwatch.logs.follow.LogFollower` (live, one line at a time from the tailer threads,
+under its lock), `gapwatch.commands.parse` (whole files), benchmarks and tests. Not thread-safe:
+one parser holds the state that spans lines (TIMELINE anchor, worker -> GPU map, lock attribution).
+
+Per line: strip ANSI and CR; dispatch on the first characters (cheap, before any regex):
+`TIMELINE,` / `CUZK_` / a date (tracing line, or a journald/`ts` prefix that is peeled and the
+remainder dispatched again); then the user rules; else an `unparsed` event (counted, kept).
+
+Time of an event, best first (`LogEvent.time_source`): the line's own timestamp ("line"), a
+journald/`ts` prefix ("prefix"), a TIMELINE offset anchored to the `starting cuzk engine` line
+("timeline"), the arrival time ("arrival").
+
+Attribution: C++ lines are emitted at once, unattributed. When the `spawn_blocking prove_start`
+line that names the lock holder arrives, one extra event of kind `cuzk_partition`
+(name `gpu_lock`) is emitted with worker, partition, job and the lock region's timings
+(`gpu_busy_start_s`, `mutex_held_ms`, `ntt_kernels_ms`...). So nothing waits for attribution.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from gapwatch.core.config import LogsConfig
+from gapwatch.core.models import FieldValue, LogEvent, TimeSource
+from gapwatch.logs.parse import cuzk
+from gapwatch.logs.parse.prefixes import strip_ansi, strip_prefix
+from gapwatch.logs.parse.tracing import parse_tracing
+from gapwatch.logs.parse.user_rules import UserRules
+
+__all__ = ["LogParser", "PARTITION_KIND", "PARTITION_NAME"]
+
+PARTITION_KIND = "cuzk_partition"
+PARTITION_NAME = "gpu_lock"
+
+
+def _int(value: FieldValue) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class LogParser:
+    """Stateful line parser. `parse_line` never raises on any input text."""
+
+    def __init__(self, config: LogsConfig | None = None, *, keep_unparsed: bool = True) -> None:
+        cfg = config or LogsConfig()
+        self.cuzk_enabled = cfg.cuzk
+        self.keep_unparsed = keep_unparsed
+        self._rules = UserRules(cfg.rules)
+        self.counters: Counter[str] = Counter()
+        #: Wall time of TIMELINE offset 0 (the `starting cuzk engine` line), once seen.
+        self.anchor_wall_s: float | None = None
+        self._worker_gpu: dict[int, int] = {}
+        self._worker_job: dict[int, str] = {}
+        self.attributor = cuzk.LockAttributor()
+        self._kind_keys: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ public API
+    def parse_line(self, text: str, stream: str = "", arrival_mono_ns: int | None = None,
+                   arrival_wall_s: float = 0.0) -> list[LogEvent]:
+        """Parse one line (without its newline). Returns 0..2 events; never raises."""
+        self.counters["lines"] += 1
+        try:
+            return self._parse(text, stream, arrival_mono_ns, arrival_wall_s)
+        except Exception:  # noqa: BLE001 - a log line must never stop the tailer
+            self.counters["internal_errors"] += 1
+            return self._unparsed(text, stream, arrival_mono_ns, arrival_wall_s, None)
+
+    @property
+    def unparsed(self) -> int:
+        return self.counters["unparsed"]
+
+    @property
+    def worker_gpu(self) -> dict[int, int]:
+        """Worker id -> GPU index, from `pipeline GPU worker started` lines."""
+        return dict(self._worker_gpu)
+
+    # ------------------------------------------------------------------ dispatch
+    def _parse(self, text: str, stream: str, mono: int | None, wall: float) -> list[LogEvent]:
+        raw = text
+        if "\x1b" in text:
+            text = strip_ansi(text)
+            self.counters["ansi_stripped"] += 1
+        if text.endswith(("\r", "\n")):
+            text = text.rstrip("\r\n")
+        if not text or text.isspace():
+            self.counters["blank"] += 1
+            return []
+        prefix_s: float | None = None
+        for _ in range(2):  # at most one prefix is peeled, then the rest is dispatched
+            c = text[0]
+            if self.cuzk_enabled:
+                if c == "T" and text.startswith("TIMELINE,"):
+                    out = self._timeline(text, raw, stream, mono, wall, prefix_s)
+                    if out is not None:
+                        return out
+                elif c == "C" and text.startswith("CUZK_"):
+                    out = self._cuzk_cpp(text, raw, stream, mono, wall, prefix_s)
+                    if out is not None:
+                        return out
+                elif "0" <= c <= "9" and len(text) > 20 and text[4] == "-":
+                    out = self._tracing(text, raw, stream, mono, wall)
+                    if out is not None:
+                        return out
+            if prefix_s is not None:
+                break
+            peeled = strip_prefix(text, wall or 0.0)
+            if peeled is None or not peeled[0].strip():
+                break
+            text, prefix_s = peeled
+            self.counters["prefix_time"] += 1
+        return self._user_or_unparsed(text, raw, stream, mono, wall, prefix_s)
+
+    def _time(self, prefix_s: float | None, wall: float) -> tuple[float, TimeSource]:
+        if prefix_s is not None:
+            return prefix_s, "prefix"
+        return wall, "arrival"
+
+    def _count(self, kind: str) -> None:
+        c = self.counters
+        c["parsed"] += 1
+        key = self._kind_keys.get(kind)
+        if key is None:
+            key = self._kind_keys[kind] = "kind:" + kind
+        c[key] += 1
+
+    # ------------------------------------------------------------------ built-in rules
+    def _timeline(self, text: str, raw: str, stream: str, mono: int | None, wall: float,
+                  prefix_s: float | None) -> list[LogEvent] | None:
+        line = cuzk.parse_timeline(text)
+        if line is None:
+            return None
+        source: TimeSource
+        if prefix_s is not None:
+            t, source = prefix_s, "prefix"
+        elif self.anchor_wall_s is not None:
+            t, source = self.anchor_wall_s + line.offset_ms / 1000.0, "timeline"
+        else:
+            t, source = wall, "arrival"
+        worker = _int(line.fields.get("worker"))
+        partition = _int(line.fields.get("partition"))
+        if worker is not None and line.job_id is not None and line.event == "GPU_START":
+            self._worker_job[worker] = line.job_id
+        kind = "chan_send" if line.event == "CHAN_SEND" else "timeline"
+        self._count(kind)
+        return [LogEvent(
+            t_wall_s=t, time_source=source, kind=kind, name=line.event, raw=raw, stream=stream,
+            job_id=line.job_id, worker=worker, partition=partition,
+            gpu=self._worker_gpu.get(worker) if worker is not None else None,
+            fields=line.fields, t_arrival_mono_ns=mono,
+        )]
+
+    def _cuzk_cpp(self, text: str, raw: str, stream: str, mono: int | None, wall: float,
+                  prefix_s: float | None) -> list[LogEvent] | None:
+        if text.startswith("CUZK_TIMING:"):
+            parsed = cuzk.parse_cuzk_timing(text[12:])
+            if parsed is None:
+                return None
+            name, fields = parsed
+            kind = "cuzk_timing"
+        elif text.startswith("CUZK_NTT_H:"):
+            ntt = cuzk.parse_cuzk_ntt_h(text[11:])
+            if ntt is None:
+                return None
+            name, fields, kind = "CUZK_NTT_H", ntt, "cuzk_ntt_h"
+        else:
+            return None
+        t, source = self._time(prefix_s, wall)
+        self._count(kind)
+        events = [LogEvent(
+            t_wall_s=t, time_source=source, kind=kind, name=name, raw=raw, stream=stream,
+            gpu=_int(fields.get("gpu")), fields=fields, t_arrival_mono_ns=mono,
+        )]
+        lock = self.attributor.feed_cpp(fields, mono)
+        if lock is not None:
+            events.append(self._lock_event(lock, stream, mono))
+        return events
+
+    def _tracing(self, text: str, raw: str, stream: str, mono: int | None, wall: float
+                 ) -> list[LogEvent] | None:
+        line = parse_tracing(text)
+        if line is None:
+            return None
+        fields: dict[str, FieldValue]
+        if line.spans:
+            fields = {}
+            for _name, span_fields in line.spans:
+                fields.update(span_fields)
+            fields.update(line.fields)
+            fields["spans"] = ":".join(name for name, _ in line.spans)
+        else:
+            fields = line.fields
+        if line.target is not None:
+            fields["target"] = line.target
+        message = line.message.rstrip()
+        worker = _int(fields.get("worker_id"))
+        partition = _int(fields.get("partition"))
+        gpu = _int(fields.get("gpu"))
+        job = fields.get("job_id")
+        job_id = job if isinstance(job, str) else None
+        events: list[LogEvent] = []
+        if message.startswith(cuzk.ANCHOR_MESSAGE):
+            self.anchor_wall_s = line.t_wall_s
+            self._worker_gpu.clear()
+            self.counters["timeline_anchors"] += 1
+        elif message.startswith(cuzk.WORKER_STARTED_MESSAGE) and worker is not None and (
+            gpu is not None
+        ):
+            self._worker_gpu[worker] = gpu
+            if len(set(self._worker_gpu.values())) > 1 and self.attributor.enabled:
+                self.attributor.disable()
+                self.counters["attribution_disabled_multi_gpu"] += 1
+        if gpu is None and worker is not None:
+            gpu = self._worker_gpu.get(worker)
+        self._count("tracing")
+        events.append(LogEvent(
+            t_wall_s=line.t_wall_s, time_source="line", kind="tracing", name=message, raw=raw,
+            stream=stream, level=line.level, job_id=job_id, worker=worker, partition=partition,
+            gpu=gpu, fields=fields, warning=cuzk.warning_of(text), t_arrival_mono_ns=mono,
+        ))
+        if message == cuzk.PROVE_START_MESSAGE:
+            lock = self.attributor.feed_prove_start(
+                worker, partition, line.t_wall_s, "line", mono, fields.get("prove_start_ms"))
+            if lock is not None:
+                events.append(self._lock_event(lock, stream, mono))
+        return events
+
+    def _lock_event(self, lock: cuzk.PartitionLock, stream: str, mono: int | None) -> LogEvent:
+        self._count(PARTITION_KIND)
+        worker = lock.worker
+        return LogEvent(
+            t_wall_s=lock.end_wall_s, time_source=lock.time_source,  # type: ignore[arg-type]
+            kind=PARTITION_KIND, name=PARTITION_NAME, raw="", stream=stream,
+            job_id=self._worker_job.get(worker) if worker is not None else None,
+            worker=worker, partition=lock.partition,
+            gpu=self._worker_gpu.get(worker) if worker is not None else None,
+            fields=lock.fields, t_arrival_mono_ns=mono,
+        )
+
+    # ------------------------------------------------------------------ user rules, fallback
+    def _user_or_unparsed(self, text: str, raw: str, stream: str, mono: int | None,
+                          wall: float, prefix_s: float | None) -> list[LogEvent]:
+        if self._rules:
+            m = self._rules.match(text)
+            if m is not None:
+                if m.t_wall_s is not None:
+                    t, source = m.t_wall_s, "line"
+                else:
+                    t, source = self._time(prefix_s, wall)
+                if m.bad_timestamp:
+                    self.counters["bad_timestamp"] += 1
+                kind = "user:" + m.rule
+                self._count(kind)
+                return [LogEvent(
+                    t_wall_s=t, time_source=source, kind=kind, name=m.name,  # type: ignore[arg-type]
+                    raw=raw, stream=stream, job_id=m.job_id, worker=m.worker,
+                    partition=m.partition, gpu=m.gpu, fields=m.fields, warning=m.warning,
+                    t_arrival_mono_ns=mono,
+                )]
+        return self._unparsed(text, stream, mono, wall, prefix_s, raw=raw)
+
+    def _unparsed(self, text: str, stream: str, mono: int | None, wall: float,
+                  prefix_s: float | None, raw: str | None = None) -> list[LogEvent]:
+        self.counters["unparsed"] += 1
+        if not self.keep_unparsed:
+            return []
+        t, source = self._time(prefix_s, wall)
+        return [LogEvent(
+            t_wall_s=t, time_source=source, kind="unparsed", name="", raw=raw or text,
+            stream=stream, t_arrival_mono_ns=mono,
+        )]

@@ -1,0 +1,230 @@
+"""cuzk's own line kinds: TIMELINE CSV, `CUZK_TIMING:` / `CUZK_NTT_H:`, warnings, lock attribution.
+
+Who calls it: `gapwatch.logs.parse.LogParser` (the parse functions, per line) and
+`gapwatch.logs.parse.partitions` (the `LockAttributor`, over a recorded list of events).
+
+See /work/shared/reference/cuzk-log-formats.md (copied in spirit into docs/logs.md):
+- `TIMELINE,<offset_ms>,<EVENT>,<job_id>,<detail>`: split on at most 4 commas (detail holds
+  commas: `worker=1,partition=3,gpu_ms=3356`). Old builds emit `CHAN_SEND` instead of GPU_QUEUE.
+- `CUZK_TIMING: k=v ...` (integer ms, no suffix) and `CUZK_NTT_H: k=NNms ...` (ms suffix) carry
+  no time, job, worker or partition. On one GPU, every line from `pre_lock_cpu_ms/mutex_wait_ms`
+  to `mutex_held_ms` belongs to the lock holder that the next
+  `GPU_TIMING spawn_blocking prove_start worker_id=W partition=Some(P)` names: `LockAttributor`
+  pairs them and yields one attributed `PartitionLock` per partition.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+from gapwatch.core.models import FieldValue
+from gapwatch.logs.parse.tracing import convert_value
+
+PROVE_START_MESSAGE = "GPU_TIMING spawn_blocking prove_start"
+ANCHOR_MESSAGE = "starting cuzk engine"
+WORKER_STARTED_MESSAGE = "pipeline GPU worker started"
+
+# Two one-off CUZK_TIMING lines are prose, not key=value.
+_POOL_THRESHOLD = re.compile(r"set pool release threshold to MAX on gpu (-?\d+)")
+_DA_CACHE = re.compile(r"d_a_cache allocated (\d+) MiB on gpu (-?\d+)")
+
+# In-lock lines: the fields the attributor keeps, by the key that marks the line.
+_IN_LOCK_KEYS = ("ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms",
+                 "gpu_total_ms")
+
+
+def warning_of(text: str) -> str | None:
+    """The gap-explaining warning a line carries, if any (cheap substring tests)."""
+    if "is_pinned=false" in text:
+        return "unpinned"
+    if "checkout FAILED" in text and "unpinned" in text:
+        return "pinned_pool_fallback"
+    if "cudaHostAlloc failed" in text:
+        return "cuda_host_alloc_failed"
+    return None
+
+
+@dataclass(slots=True)
+class TimelineLine:
+    offset_ms: int
+    event: str
+    job_id: str | None
+    fields: dict[str, FieldValue]
+
+
+def parse_timeline(text: str) -> TimelineLine | None:
+    """`TIMELINE,812345,SYNTH_END,porep-1-2,partition=3,synth_ms=28413`; None if malformed."""
+    parts = text.split(",", 4)
+    if len(parts) < 3 or not parts[1].isdigit() or not parts[2]:
+        return None
+    fields: dict[str, FieldValue] = {"offset_ms": int(parts[1])}
+    job_id = parts[3] if len(parts) > 3 and parts[3] else None
+    if len(parts) > 4 and parts[4]:
+        for item in parts[4].split(","):
+            key, eq, value = item.partition("=")
+            if eq:
+                fields[key.strip()] = convert_value(value.strip())
+            elif key:
+                fields[key.strip()] = True  # `monolithic`
+    return TimelineLine(int(parts[1]), parts[2], job_id, fields)
+
+
+def parse_cuzk_timing(body: str) -> tuple[str, dict[str, FieldValue]] | None:
+    """The part after `CUZK_TIMING: `: (name, fields), name = first key other than gpu_tid."""
+    m = _DA_CACHE.search(body)
+    if m is not None:
+        return "d_a_cache_allocated", {"size_mib": int(m.group(1)), "gpu": int(m.group(2))}
+    m = _POOL_THRESHOLD.search(body)
+    if m is not None:
+        return "pool_release_threshold", {"gpu": int(m.group(1))}
+    fields: dict[str, FieldValue] = {}
+    name = ""
+    for token in body.split():
+        key, eq, value = token.partition("=")
+        if not eq or not key:
+            continue
+        fields[key] = convert_value(value)
+        if not name and key != "gpu_tid":
+            name = key
+    if not fields:
+        return None
+    return name or "gpu_tid", fields
+
+
+def parse_cuzk_ntt_h(body: str) -> dict[str, FieldValue] | None:
+    """The part after `CUZK_NTT_H: `: `ntt_kernels=3ms` becomes `ntt_kernels_ms=3`."""
+    fields: dict[str, FieldValue] = {}
+    for token in body.split():
+        key, eq, value = token.partition("=")
+        if not eq or not key:
+            continue
+        if value.endswith("ms"):
+            fields[key + "_ms"] = convert_value(value[:-2])
+        else:
+            fields[key] = convert_value(value)
+    return fields or None
+
+
+@dataclass(slots=True)
+class PartitionLock:
+    """One GPU-lock region, attributed to the worker/partition that held it."""
+
+    worker: int | None
+    partition: int | None
+    #: Time of the `spawn_blocking prove_start` line: the lock was released just before it.
+    end_wall_s: float
+    time_source: str
+    fields: dict[str, FieldValue] = field(default_factory=dict)
+
+    @property
+    def mutex_held_ms(self) -> int | None:
+        v = self.fields.get("mutex_held_ms")
+        return v if isinstance(v, int) else None
+
+
+@dataclass(slots=True)
+class _PendingProveStart:
+    worker: int | None
+    partition: int | None
+    t_wall_s: float
+    time_source: str
+    arrival_mono_ns: int | None
+    prove_start_ms: FieldValue
+
+
+class LockAttributor:
+    """Pairs in-lock C++ lines with the `spawn_blocking prove_start` line that names the holder.
+
+    Fed in arrival order. In one file (`2>&1` or journald) the C++ group always comes first. When
+    stdout and stderr are two followed files the tracing line can be read first, so unmatched
+    prove_start lines wait (at most `max_skew_ns` of arrival time) for a group, and finished groups
+    wait for a name. Disabled once more than one GPU is known: in-lock lines of different GPUs
+    interleave with nothing to tell them apart, and a wrong attribution is worse than none.
+    """
+
+    def __init__(self, max_skew_ns: int = 1_000_000_000, max_pending: int = 8) -> None:
+        self._open: dict[str, FieldValue] | None = None
+        self._done: deque[tuple[dict[str, FieldValue], int | None]] = deque()
+        self._names: deque[_PendingProveStart] = deque()
+        self._max_skew_ns = max_skew_ns
+        self._max_pending = max_pending
+        self.enabled = True
+        self.dropped_groups = 0
+        self.attributed = 0
+
+    def feed_cpp(self, fields: dict[str, FieldValue], arrival_mono_ns: int | None
+                 ) -> PartitionLock | None:
+        """A CUZK_TIMING / CUZK_NTT_H line's fields; returns a lock region if one completes."""
+        if not self.enabled:
+            return None
+        if "mutex_wait_ms" in fields:
+            if self._open is not None:
+                self.dropped_groups += 1  # no mutex_held for the previous one (cut log)
+            self._open = {k: fields[k] for k in ("pre_lock_cpu_ms", "mutex_wait_ms")
+                          if k in fields}
+            return None
+        if self._open is None:
+            return None
+        if "ntt_kernels_ms" in fields:
+            self._open["ntt_kernels_ms"] = fields["ntt_kernels_ms"]
+            self._open["ntt_h_total_ms"] = fields.get("total_ms")
+            return None
+        for key in _IN_LOCK_KEYS:
+            if key in fields:
+                self._open[key] = fields[key]
+        if "mutex_held_ms" in fields:
+            self._open["mutex_held_ms"] = fields["mutex_held_ms"]
+            self._open["total_start_fn_ms"] = fields.get("total_start_fn_ms")
+            group, self._open = self._open, None
+            self._done.append((group, arrival_mono_ns))
+            return self._pair(arrival_mono_ns)
+        return None
+
+    def feed_prove_start(self, worker: int | None, partition: int | None, t_wall_s: float,
+                         time_source: str, arrival_mono_ns: int | None,
+                         prove_start_ms: FieldValue) -> PartitionLock | None:
+        if not self.enabled:
+            return None
+        self._names.append(_PendingProveStart(worker, partition, t_wall_s, time_source,
+                                              arrival_mono_ns, prove_start_ms))
+        return self._pair(arrival_mono_ns)
+
+    def disable(self) -> None:
+        self.enabled = False
+        self._open = None
+        self._done.clear()
+        self._names.clear()
+
+    def _expire(self, now_ns: int | None) -> None:
+        if now_ns is not None:
+            while self._names and self._names[0].arrival_mono_ns is not None and (
+                now_ns - self._names[0].arrival_mono_ns > self._max_skew_ns
+            ):
+                self._names.popleft()  # a prove_start with no C++ lines (older build, cut)
+            while self._done and self._done[0][1] is not None and (
+                now_ns - (self._done[0][1] or 0) > self._max_skew_ns
+            ):
+                self._done.popleft()
+                self.dropped_groups += 1
+        while len(self._names) > self._max_pending:
+            self._names.popleft()
+        while len(self._done) > self._max_pending:
+            self._done.popleft()
+            self.dropped_groups += 1
+
+    def _pair(self, now_ns: int | None) -> PartitionLock | None:
+        self._expire(now_ns)
+        if not self._done or not self._names:
+            return None
+        group, _ = self._done.popleft()
+        name = self._names.popleft()
+        group["prove_start_ms"] = name.prove_start_ms
+        held = group.get("mutex_held_ms")
+        if isinstance(held, int):
+            group["gpu_busy_start_s"] = name.t_wall_s - held / 1000.0
+            group["gpu_busy_end_s"] = name.t_wall_s
+        self.attributed += 1
+        return PartitionLock(name.worker, name.partition, name.t_wall_s, name.time_source,
+                             {k: v for k, v in group.items() if v is not None})

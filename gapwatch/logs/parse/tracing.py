@@ -1,0 +1,143 @@
+"""Rust `tracing_subscriber::fmt` lines (cuzk's stdout) and the `key=value` field syntax they use.
+
+Who calls it: `gapwatch.logs.parse.LogParser` for lines that start with a date; `cuzk` and
+`user_rules` reuse `parse_kv` / `convert_value`.
+
+Layout (tracing-subscriber 0.3 Full formatter, ANSI already stripped):
+
+    <RFC3339 µs>Z <LEVEL> [span{k=v ...}:]* <target>: <message>[ k=v]*
+
+Field values as rendered by tracing: bare Display (`job_id=porep-1-2`, `error=text with spaces`),
+Debug (`partition=Some(3)`, `None`, `gpus=[0, 1]`), quoted `&str` (`job_id="porep-1-2"`), ints,
+bools and floats. A value runs until the next ` key=`; quoted strings and bracketed lists are
+scanned to their closing character so that spaces or `=` inside them do not split them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gapwatch.core.models import FieldValue
+from gapwatch.logs.parse.prefixes import iso_to_epoch
+
+_LEVELS = frozenset(("TRACE", "DEBUG", "INFO", "WARN", "ERROR"))
+_FIRST_FIELD = re.compile(r"(?:^| )[A-Za-z_][\w.]*=")
+# key=value, where value is a quoted string, a [list], or anything up to the next " key=".
+_FIELD = re.compile(
+    r'([A-Za-z_][\w.]*)=("(?:[^"\\]|\\.)*"|\[[^\]]*\]|.*?)(?= [A-Za-z_][\w.]*=|$)'
+)
+# span{fields}: or span: (not followed by a second ':', which would make it a target a::b:)
+_SPAN = re.compile(r'([A-Za-z_]\w*)(?:\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\})?:(?!:)')
+_NUMBER = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+
+@dataclass(slots=True)
+class TracingLine:
+    t_wall_s: float
+    level: str
+    spans: list[tuple[str, dict[str, FieldValue]]]
+    target: str | None
+    message: str
+    fields: dict[str, FieldValue]
+
+
+def convert_value(raw: str) -> FieldValue:
+    """A field's text as the most specific scalar: int, float, bool, None, or the string.
+
+    `Some(x)` is x; a quoted string is unquoted; lists and other Debug output stay strings.
+    """
+    if raw.isdigit():
+        return int(raw)
+    if not raw:
+        return ""
+    c = raw[0]
+    if c == "-" and raw[1:].isdigit():
+        return int(raw)
+    if c == "S" and raw.startswith("Some(") and raw.endswith(")"):
+        return convert_value(raw[5:-1])
+    if c == '"' and len(raw) >= 2 and raw.endswith('"'):
+        return raw[1:-1].replace('\\"', '"')
+    if raw == "true":
+        return True
+    if raw == "false":
+        return False
+    if raw == "None":
+        return None
+    if (c.isdigit() or c in "-.") and _NUMBER.fullmatch(raw):
+        return float(raw)
+    return raw
+
+
+def parse_kv(s: str, pos: int = 0, out: dict[str, FieldValue] | None = None
+             ) -> dict[str, FieldValue]:
+    """Parse space-separated `key=value` fields from `s[pos:]` into `out` (never raises).
+
+    One C-level regex pass (`findall`): this is the parser's hottest loop. Text before the first
+    `key=` is skipped.
+    """
+    fields: dict[str, FieldValue] = {} if out is None else out
+    for key, value in _FIELD.findall(s, pos):
+        fields[key] = convert_value(value)
+    return fields
+
+
+def _peel_spans(rest: str) -> tuple[list[tuple[str, dict[str, FieldValue]]], str]:
+    """Split `span{..}:span2:... target: msg` into the spans and what follows them.
+
+    A chain of spans has no spaces between its members and must contain at least one `{...}`;
+    a lone `word:` is the target, not a fieldless span.
+    """
+    spans: list[tuple[str, dict[str, FieldValue]]] = []
+    pos = 0
+    saw_brace = False
+    n = len(rest)
+    while pos < n:
+        m = _SPAN.match(rest, pos)
+        if m is None:
+            break
+        body = m.group(2)
+        if body is not None:
+            saw_brace = True
+        spans.append((m.group(1), parse_kv(body) if body else {}))
+        pos = m.end()
+        if rest[pos:pos + 1] == " ":
+            pos += 1
+            break
+    if not saw_brace:
+        return [], rest
+    return spans, rest[pos:]
+
+
+def parse_tracing(text: str) -> TracingLine | None:
+    """Parse one tracing line, or None when the line does not have tracing's layout."""
+    sp = text.find(" ")
+    if sp < 19:
+        return None
+    t_wall_s = iso_to_epoch(text[:sp])
+    if t_wall_s is None:
+        return None
+    n = len(text)
+    i = sp
+    while i < n and text[i] == " ":
+        i += 1
+    j = text.find(" ", i)
+    level = text[i:j] if j >= 0 else text[i:]
+    if level not in _LEVELS:
+        return None
+    rest = text[j + 1:] if j >= 0 else ""
+    spans, rest = _peel_spans(rest) if "{" in rest else ([], rest)
+    target: str | None = None
+    colon = rest.find(": ")
+    if colon > 0 and " " not in rest[:colon]:
+        target = rest[:colon]
+        rest = rest[colon + 2:]
+    elif rest.endswith(":") and " " not in rest:
+        target = rest[:-1]
+        rest = ""
+    m = _FIRST_FIELD.search(rest)
+    if m is None:
+        return TracingLine(t_wall_s, level, spans, target, rest, {})
+    message = rest[:m.start()]
+    fields = parse_kv(rest, m.start() + (1 if m.group(0)[0] == " " else 0))
+    return TracingLine(t_wall_s, level, spans, target, message, fields)

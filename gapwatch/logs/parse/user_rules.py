@@ -1,0 +1,123 @@
+"""User rules from `[[logs.rules]]`: a regex with named groups turns a prover's line into an event.
+
+Who calls it: `gapwatch.logs.parse.LogParser`, for lines the built-in rules did not understand.
+
+Group names with a meaning: `timestamp` (parsed with the rule's `timestamp_format`, else
+ISO-8601/RFC3339 or Unix seconds), `phase` (the event name), `worker`, `partition`, `gpu` (ints),
+`job_id`. Every other named group becomes a field, converted like a tracing value (`12` -> 12).
+The regexes were compiled once by the config validator already (a bad one is a config error that
+names the rule); here they are compiled again for use.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from gapwatch.core.config import UserRule
+from gapwatch.core.models import FieldValue
+from gapwatch.logs.parse.prefixes import iso_to_epoch
+from gapwatch.logs.parse.tracing import convert_value
+
+_SPECIAL = frozenset(("timestamp", "phase", "worker", "partition", "gpu", "job_id"))
+
+
+@dataclass(slots=True)
+class UserMatch:
+    rule: str
+    name: str
+    #: None when the rule has no timestamp group or it did not parse (`bad_timestamp` says which).
+    t_wall_s: float | None
+    bad_timestamp: bool
+    job_id: str | None
+    worker: int | None
+    partition: int | None
+    gpu: int | None
+    fields: dict[str, FieldValue]
+    warning: str | None
+
+
+def _as_int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    v = value.strip()
+    if v.startswith("Some(") and v.endswith(")"):
+        v = v[5:-1]
+    try:
+        return int(v)
+    except ValueError:
+        return None
+
+
+def parse_timestamp(value: str, fmt: str) -> float | None:
+    """A timestamp group's text as Unix seconds, or None if it does not parse."""
+    value = value.strip()
+    if fmt:
+        try:
+            parsed = datetime.strptime(value, fmt)
+        except ValueError:
+            return None
+        return parsed.timestamp()  # naive = local time, aware = its own zone
+    stamp = iso_to_epoch(value.replace(" ", "T", 1))
+    if stamp is not None:
+        return stamp
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    if number > 1e17:  # nanoseconds
+        return number / 1e9
+    if number > 1e14:  # microseconds
+        return number / 1e6
+    if number > 1e11:  # milliseconds
+        return number / 1e3
+    return number
+
+
+class UserRules:
+    """The configured rules in order; `match` returns the first that matches (re.search)."""
+
+    def __init__(self, rules: list[UserRule]) -> None:
+        self._rules = [(rule, re.compile(rule.regex)) for rule in rules]
+
+    def __bool__(self) -> bool:
+        return bool(self._rules)
+
+    def match(self, text: str) -> UserMatch | None:
+        for rule, regex in self._rules:
+            m = regex.search(text)
+            if m is None:
+                continue
+            groups = m.groupdict()
+            fields: dict[str, FieldValue] = {
+                k: convert_value(v)
+                for k, v in groups.items()
+                if k not in _SPECIAL and v is not None
+            }
+            stamp: float | None = None
+            bad = False
+            raw_ts = groups.get("timestamp")
+            if raw_ts:
+                stamp = parse_timestamp(raw_ts, rule.timestamp_format)
+                bad = stamp is None
+            worker = _as_int(groups.get("worker"))
+            partition = _as_int(groups.get("partition"))
+            gpu = _as_int(groups.get("gpu"))
+            # A group that should be an int but is not stays visible as a field.
+            for key, parsed in (("worker", worker), ("partition", partition), ("gpu", gpu)):
+                if parsed is None and groups.get(key):
+                    fields[key] = groups[key]
+            return UserMatch(
+                rule=rule.name,
+                name=groups.get("phase") or rule.event or rule.name,
+                t_wall_s=stamp,
+                bad_timestamp=bad,
+                job_id=groups.get("job_id") or None,
+                worker=worker,
+                partition=partition,
+                gpu=gpu,
+                fields=fields,
+                warning=rule.warning or None,
+            )
+        return None

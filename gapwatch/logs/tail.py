@@ -1,0 +1,343 @@
+"""`tail -F` for prover logs: follow file NAMES (and stdin), hand complete lines to a callback.
+
+Who calls it: `gapwatch.logs.follow.LogFollower` (live) and `gapwatch.commands.parse` (the
+`LineSplitter`, for whole files). No parsing here and no UI imports.
+
+Following a name, polled every `poll_ms` (50 ms default: worst-case latency one period):
+- a file that does not exist yet is waited for, then read from its start;
+- at start an existing file is read from its end, unless `from_start`;
+- rotation by rename or delete + re-create (the name points to a new inode): the old file is
+  drained to its end, then the new one is read from its start;
+- copytruncate (same inode, size now below the read position): read again from 0;
+- deletion: drain, close, wait for the name to come back.
+Bytes -> lines (`LineSplitter`): a partial line is kept until its newline (or until the file is
+replaced, when it is flushed as is), NUL bytes are dropped (copytruncate leaves NUL padding when
+the writer's offset runs ahead of the truncated file), a line longer than `max_line_bytes` is cut
+there (rest discarded up to the newline, counted), bytes are decoded as UTF-8 with replacement.
+CR and ANSI colours are left to the parser.
+
+Threads: one for all files (polling), one for stdin (blocking read through select, so `stop()`
+returns within a poll period). The callback runs on those threads.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gapwatch.engine.clock import Clock, SystemClock
+
+#: on_line(source, text, arrival_mono_ns, arrival_wall_s)
+LineCallback = Callable[[str, str, int, float], None]
+#: on_notice(level, message)
+NoticeCallback = Callable[[str, str], None]
+
+_READ_CHUNK = 1 << 16
+#: Bytes read from one file per poll, so that one busy file cannot starve the others.
+_MAX_READ_PER_POLL = 8 << 20
+
+
+class LineSplitter:
+    """Bytes in, complete decoded lines out; the partial tail is kept between feeds."""
+
+    def __init__(self, max_line_bytes: int = 1 << 20) -> None:
+        self.max_line_bytes = max_line_bytes
+        self._buf = bytearray()
+        self._discarding = False  # inside the rest of an over-long line
+        self.cut_lines = 0
+        self.nul_bytes = 0
+
+    @property
+    def pending_bytes(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[str]:
+        if b"\0" in data:
+            before = len(data)
+            data = data.replace(b"\0", b"")
+            self.nul_bytes += before - len(data)
+        out: list[str] = []
+        start = 0
+        n = len(data)
+        limit = self.max_line_bytes
+        while start < n:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                if not self._discarding:
+                    self._buf += data[start:]
+                    if len(self._buf) > limit:
+                        out.append(self._cut())
+                break
+            if self._discarding:
+                self._discarding = False
+            else:
+                if self._buf:
+                    self._buf += data[start:nl]
+                    line = bytes(self._buf)
+                    self._buf.clear()
+                else:
+                    line = data[start:nl]
+                if len(line) > limit:
+                    self.cut_lines += 1
+                    line = line[:limit]
+                out.append(line.decode("utf-8", "replace"))
+            start = nl + 1
+        return out
+
+    def _cut(self) -> str:
+        self.cut_lines += 1
+        line = bytes(self._buf[: self.max_line_bytes])
+        self._buf.clear()
+        self._discarding = True
+        return line.decode("utf-8", "replace")
+
+    def flush(self) -> list[str]:
+        """The unterminated tail as a line (end of a file that is being replaced or closed)."""
+        self._discarding = False
+        if not self._buf:
+            return []
+        line = bytes(self._buf).decode("utf-8", "replace")
+        self._buf.clear()
+        return [line]
+
+
+@dataclass(slots=True)
+class SourceStatus:
+    path: str
+    state: str
+    lines: int = 0
+    bytes: int = 0
+    cut_lines: int = 0
+    nul_bytes: int = 0
+    rotations: int = 0
+    truncations: int = 0
+    errors: int = 0
+
+
+class _FileFollower:
+    """The state of one followed name. Driven by `poll()` from the tailer thread."""
+
+    def __init__(self, path: str, from_start: bool, max_line_bytes: int) -> None:
+        self.path = path
+        self.status = SourceStatus(path, "waiting for file")
+        self.splitter = LineSplitter(max_line_bytes)
+        self._fd: int | None = None
+        self._ident: tuple[int, int] | None = None
+        self._pos = 0
+        # Only a file that exists when following starts is read from its end.
+        self._first_open_at_end = not from_start
+
+    def close(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+
+    def _open(self, notice: NoticeCallback, at_end: bool) -> None:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if self.status.state != f"unreadable: {exc.strerror}":
+                self.status.errors += 1
+                notice("warning", f"log {self.path}: cannot open: {exc.strerror}")
+            self.status.state = f"unreadable: {exc.strerror}"
+            return
+        st = os.fstat(fd)
+        self._fd = fd
+        self._ident = (st.st_dev, st.st_ino)
+        self._pos = st.st_size if at_end else 0
+        if at_end:
+            os.lseek(fd, self._pos, os.SEEK_SET)
+        self.status.state = "following"
+
+    def _read(self) -> list[str]:
+        assert self._fd is not None
+        lines: list[str] = []
+        total = 0
+        while total < _MAX_READ_PER_POLL:
+            try:
+                data = os.read(self._fd, _READ_CHUNK)
+            except OSError as exc:
+                self.status.errors += 1
+                self.status.state = f"unreadable: {exc.strerror}"
+                break
+            if not data:
+                break
+            total += len(data)
+            self._pos += len(data)
+            lines.extend(self.splitter.feed(data))
+        self.status.bytes += total
+        return lines
+
+    def prime(self, notice: NoticeCallback) -> None:
+        """Open an existing file at its end now, on the caller's thread: "start at the end"
+        then means the end when following started, not whenever the thread first looks (a
+        line written in between would otherwise be skipped as history)."""
+        if self._fd is None and self._first_open_at_end:
+            self._first_open_at_end = False
+            self._open(notice, at_end=True)
+
+    def poll(self, notice: NoticeCallback) -> list[str]:
+        """Read what is new; handle appearance, rotation, truncation, deletion."""
+        if self._fd is None:
+            at_end = self._first_open_at_end
+            self._first_open_at_end = False
+            self._open(notice, at_end)
+            if self._fd is None:
+                return []
+            if not at_end:
+                notice("info", f"log {self.path}: following from its start")
+        lines = self._read()
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            lines.extend(self._read() + self.splitter.flush())
+            self.close()
+            self.status.state = "deleted, waiting for file"
+            notice("warning", f"log {self.path}: deleted; waiting for it to come back")
+            return lines
+        except OSError:
+            self.status.errors += 1
+            return lines
+        if (st.st_dev, st.st_ino) != self._ident:
+            lines.extend(self._read() + self.splitter.flush())
+            self.close()
+            self.status.rotations += 1
+            notice("info", f"log {self.path}: rotated; following the new file from its start")
+            self._open(notice, at_end=False)
+            if self._fd is not None:
+                self.status.state = "following (rotated)"
+                lines.extend(self._read())
+        elif st.st_size < self._pos:
+            self.status.truncations += 1
+            notice("info", f"log {self.path}: truncated; reading again from its start")
+            lines.extend(self.splitter.flush())
+            assert self._fd is not None
+            os.lseek(self._fd, 0, os.SEEK_SET)
+            self._pos = 0
+            self.status.state = "following (truncated)"
+            lines.extend(self._read())
+        return lines
+
+
+class Tailer:
+    """Follows `paths` ("-" = stdin) and calls `on_line` for every complete line."""
+
+    def __init__(self, paths: list[str], on_line: LineCallback, *, from_start: bool = False,
+                 poll_ms: float = 50.0, max_line_bytes: int = 1 << 20,
+                 on_notice: NoticeCallback | None = None, clock: Clock | None = None,
+                 stdin_fd: int = 0) -> None:
+        self.on_line = on_line
+        self.on_notice: NoticeCallback = on_notice or (lambda level, message: None)
+        self.clock: Clock = clock or SystemClock()
+        self.poll_s = poll_ms / 1000.0
+        self._files = [_FileFollower(p, from_start, max_line_bytes) for p in paths if p != "-"]
+        self._stdin: SourceStatus | None = SourceStatus("-", "following") if "-" in paths else None
+        self._stdin_fd = stdin_fd
+        self._stdin_splitter = LineSplitter(max_line_bytes)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        for f in self._files:
+            f.prime(self.on_notice)
+        if self._files:
+            self._threads.append(threading.Thread(target=self._run_files, name="gapwatch-tail",
+                                                  daemon=True))
+        if self._stdin is not None:
+            self._threads.append(threading.Thread(target=self._run_stdin, name="gapwatch-stdin",
+                                                  daemon=True))
+        for t in self._threads:
+            t.start()
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout_s)
+        for f in self._files:
+            f.close()
+
+    def status(self) -> list[SourceStatus]:
+        out = []
+        for f in self._files:
+            f.status.cut_lines = f.splitter.cut_lines
+            f.status.nul_bytes = f.splitter.nul_bytes
+            out.append(f.status)
+        if self._stdin is not None:
+            self._stdin.cut_lines = self._stdin_splitter.cut_lines
+            self._stdin.nul_bytes = self._stdin_splitter.nul_bytes
+            out.append(self._stdin)
+        return out
+
+    # ---------------------------------------------------------------- files
+    def poll_once(self) -> int:
+        """One pass over every file (the thread's loop body; tests call it directly)."""
+        count = 0
+        for f in self._files:
+            try:
+                lines = f.poll(self.on_notice)
+            except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
+                f.status.errors += 1
+                f.close()
+                f.status.state = f"error: {exc}"
+                self.on_notice("error", f"log {f.path}: {exc}")
+                continue
+            if lines:
+                self._deliver(f.path, f.status, lines)
+                count += len(lines)
+        return count
+
+    def _deliver(self, source: str, status: SourceStatus, lines: list[str]) -> None:
+        mono = self.clock.monotonic_ns()
+        wall = self.clock.wall_s()
+        status.lines += len(lines)
+        for line in lines:
+            self.on_line(source, line, mono, wall)
+
+    def _run_files(self) -> None:
+        while not self._stop.is_set():
+            self.poll_once()
+            if self._stop.wait(self.poll_s):
+                break
+
+    # ---------------------------------------------------------------- stdin
+    def read_stdin_once(self, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` for stdin data and deliver its lines; False at EOF."""
+        assert self._stdin is not None
+        try:
+            ready, _, _ = select.select([self._stdin_fd], [], [], timeout_s)
+        except (OSError, ValueError) as exc:
+            self._stdin.state = f"error: {exc}"
+            return False
+        if not ready:
+            return True
+        try:
+            data = os.read(self._stdin_fd, _READ_CHUNK)
+        except OSError as exc:
+            self._stdin.state = f"error: {exc.strerror}"
+            return False
+        if not data:
+            lines = self._stdin_splitter.flush()
+            if lines:
+                self._deliver("-", self._stdin, lines)
+            self._stdin.state = "closed (end of input)"
+            self.on_notice("info", "log stdin: end of input")
+            return False
+        self._stdin.bytes += len(data)
+        lines = self._stdin_splitter.feed(data)
+        if lines:
+            self._deliver("-", self._stdin, lines)
+        return True
+
+    def _run_stdin(self) -> None:
+        while not self._stop.is_set():
+            if not self.read_stdin_once(self.poll_s):
+                break

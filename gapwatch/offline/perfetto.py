@@ -1,0 +1,300 @@
+"""A session as Chrome Trace Event JSON, for Perfetto (ui.perfetto.dev) and chrome://tracing.
+
+Who calls it: `gapwatch.commands.export` (`gapwatch export FILE --format perfetto`), which feeds
+a `TraceBuilder` every record of a recording plus the gaps and states the detector finds, then
+calls `write`. Pure: no clocks; everything in memory (a trace viewer loads it whole anyway).
+
+Layout of the trace (format: "Trace Event Format", Google, the JSON Object form):
+- one process per GPU ("GPU 0 ..."): counter tracks `SM active %`, `GPU util %`,
+  `PCIe RX bytes/s`, `PCIe TX bytes/s`; a `gaps` thread with one slice per gap, named by kind,
+  the hint and evidence as args; a `chaining state` thread; a `no data` thread with a slice over
+  every stretch without an SM reading (a counter track holds its last value, so the hole would
+  otherwise be invisible);
+- a `host` process: counter tracks for memory used %, PSI memory some/full avg10 %, stall share;
+- a `prover` process: per worker, slices GPU_START..GPU_END named by partition, and the
+  GPU-occupied region (mutex held) on a `worker N gpu lock` thread; synthesis
+  SYNTH_START..SYNTH_END as async slices (they overlap across synthesis threads);
+- instant events for warnings (`is_pinned=false`, pinned-pool fallbacks) and warning/error
+  notices.
+
+Times: `ts` in microseconds from the earliest time in the trace (`otherData.origin_unix_s` keeps
+that origin, so a reader can get wall times back). Counters are placed at the start of the
+interval their sample covers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import IO, Any
+
+import orjson
+
+from gapwatch.core.models import (
+    Gap,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    LogEvent,
+    Notice,
+    Record,
+    SessionHeader,
+    StateChange,
+)
+
+HOST_PID = 1
+PROVER_PID = 2
+GPU_PID_BASE = 100
+_TID_GAPS, _TID_STATE, _TID_NODATA = 1, 2, 3
+_TID_SYNTH = 10
+_TID_WORKER_BASE = 1000
+_TID_LOCK_BASE = 2000
+
+_GPU_COUNTERS: tuple[tuple[str, str], ...] = (
+    ("sm_active_pct", "SM active %"),
+    ("gpu_util_pct", "GPU util %"),
+    ("pcie_rx_bytes_per_s", "PCIe RX bytes/s"),
+    ("pcie_tx_bytes_per_s", "PCIe TX bytes/s"),
+)
+_HOST_COUNTERS: tuple[tuple[str, str], ...] = (
+    ("mem_used_pct", "host memory used %"),
+    ("psi_mem_some_avg10", "PSI memory some avg10 %"),
+    ("psi_mem_full_avg10", "PSI memory full avg10 %"),
+    ("psi_mem_some_share", "memory stall share (some)"),
+)
+
+
+def _gpu_pid(gpu: int) -> int:
+    return GPU_PID_BASE + gpu
+
+
+def _phase_label(partition: int | None) -> str:
+    return f"partition {partition}" if partition is not None else "monolithic"
+
+
+class TraceBuilder:
+    """Collects trace events; `events()` returns them sorted, `write()` writes the JSON."""
+
+    def __init__(self, header: SessionHeader) -> None:
+        self.header = header
+        #: (absolute start in Unix seconds, duration in seconds or None, event without ts/dur)
+        self._events: list[tuple[float, float | None, dict[str, Any]]] = []
+        self._gpus: dict[int, GpuInfo] = {g.index: g for g in header.gpus}
+        self._gaps: dict[int, Gap] = {}
+        self._last_state: dict[int, StateChange] = {}
+        self._nodata_since: dict[int, float] = {}
+        self._open_gpu: dict[tuple[str | None, int | None, int | None], LogEvent] = {}
+        self._open_synth: dict[tuple[str | None, int | None], LogEvent] = {}
+        self._workers: dict[int, int | None] = {}
+        self._last_s: float | None = None
+        #: Log lines that could not be placed: an END without START, a START never ended.
+        self.unmatched = 0
+
+    # -- feeding ------------------------------------------------------------------------------
+    def add(self, record: Record | Gap | StateChange) -> None:
+        if isinstance(record, GpuSample):
+            self._sample(record)
+        elif isinstance(record, HostSample):
+            start = record.t_wall_s - (record.interval_ns or 0) / 1e9
+            for attr, name in _HOST_COUNTERS:
+                value = getattr(record, attr)
+                if value is not None:
+                    self._counter(start, HOST_PID, name, value)
+            self._seen(record.t_wall_s)
+        elif isinstance(record, LogEvent):
+            self._log(record)
+        elif isinstance(record, Gap):
+            self._gaps[record.gap_id] = record  # latest version wins
+        elif isinstance(record, StateChange):
+            self._state(record)
+        elif isinstance(record, Notice):
+            if record.level != "info":
+                self._instant(record.t_wall_s, f"{record.level}: {record.message}",
+                              {"message": record.message}, record.gpu)
+            self._seen(record.t_wall_s)
+
+    def extend(self, records: Iterable[Record | Gap | StateChange]) -> None:
+        for r in records:
+            self.add(r)
+
+    def _seen(self, t: float) -> None:
+        if self._last_s is None or t > self._last_s:
+            self._last_s = t
+
+    def _counter(self, t: float, pid: int, name: str, value: float) -> None:
+        self._events.append((t, None, {"ph": "C", "pid": pid, "tid": 0, "name": name,
+                                       "args": {"value": float(value)}}))
+
+    def _slice(self, start: float, end: float, pid: int, tid: int, name: str,
+               args: dict[str, Any], cat: str) -> None:
+        self._events.append((start, max(0.0, end - start),
+                             {"ph": "X", "pid": pid, "tid": tid, "name": name, "cat": cat,
+                              "args": args}))
+
+    def _instant(self, t: float, name: str, args: dict[str, Any], gpu: int | None) -> None:
+        pid = _gpu_pid(gpu) if gpu is not None and gpu in self._gpus else PROVER_PID
+        self._events.append((t, None, {"ph": "i", "s": "p", "pid": pid, "tid": 0, "name": name,
+                                       "cat": "warning", "args": args}))
+
+    def _sample(self, s: GpuSample) -> None:
+        if s.gpu not in self._gpus:
+            self._gpus[s.gpu] = GpuInfo(index=s.gpu)
+        start = s.t_wall_s - (s.interval_ns or 0) / 1e9
+        pid = _gpu_pid(s.gpu)
+        for attr, name in _GPU_COUNTERS:
+            value = getattr(s, attr)
+            if value is not None:
+                self._counter(start, pid, name, value)
+        if s.sm_active_pct is None:
+            self._nodata_since.setdefault(s.gpu, start)
+        elif s.gpu in self._nodata_since:
+            self._slice(self._nodata_since.pop(s.gpu), start, pid, _TID_NODATA, "no SM data",
+                        {}, "data")
+        self._seen(s.t_wall_s)
+
+    def _state(self, st: StateChange) -> None:
+        prev = self._last_state.get(st.gpu)
+        if prev is not None:
+            self._state_slice(prev, st.t_wall_s)
+        self._last_state[st.gpu] = st
+        self._seen(st.t_wall_s)
+
+    def _state_slice(self, st: StateChange, end: float) -> None:
+        self._slice(st.t_wall_s, end, _gpu_pid(st.gpu), _TID_STATE, st.state,
+                    {"busy_fraction": st.busy_fraction, "reason": st.reason}, "state")
+
+    def _log(self, ev: LogEvent) -> None:
+        self._seen(ev.t_wall_s)
+        if ev.warning is not None:
+            self._instant(ev.t_wall_s, ev.warning, {"line": ev.raw, "job_id": ev.job_id,
+                                                    "partition": ev.partition}, ev.gpu)
+        if ev.worker is not None and ev.gpu is not None:
+            self._workers[ev.worker] = ev.gpu
+        if ev.kind == "cuzk_partition":
+            self._gpu_lock(ev)
+        if ev.kind != "timeline":
+            return
+        if ev.name == "GPU_START":
+            self._workers.setdefault(ev.worker if ev.worker is not None else -1, ev.gpu)
+            self._open_gpu[(ev.job_id, ev.worker, ev.partition)] = ev
+        elif ev.name == "GPU_END":
+            start = self._open_gpu.pop((ev.job_id, ev.worker, ev.partition), None)
+            if start is None:
+                self.unmatched += 1
+                return
+            tid = _TID_WORKER_BASE + (ev.worker if ev.worker is not None else -1)
+            self._slice(start.t_wall_s, ev.t_wall_s, PROVER_PID, tid, _phase_label(ev.partition),
+                        {"job_id": ev.job_id, **ev.fields}, "gpu")
+        elif ev.name == "SYNTH_START":
+            self._open_synth[(ev.job_id, ev.partition)] = ev
+        elif ev.name == "SYNTH_END":
+            start = self._open_synth.pop((ev.job_id, ev.partition), None)
+            if start is None:
+                self.unmatched += 1
+                return
+            self._synth(start.t_wall_s, ev.t_wall_s, ev, {"job_id": ev.job_id, **ev.fields})
+
+    def _synth(self, start: float, end: float, ev: LogEvent, args: dict[str, Any]) -> None:
+        # Async (b/e): synthesis of several partitions overlaps, which one thread cannot nest.
+        ident = f"{ev.job_id}:{ev.partition}"
+        name = f"synth {_phase_label(ev.partition)}"
+        base = {"pid": PROVER_PID, "tid": _TID_SYNTH, "name": name, "cat": "synthesis",
+                "id": ident}
+        self._events.append((start, None, {**base, "ph": "b", "args": args}))
+        self._events.append((end, None, {**base, "ph": "e", "args": {}}))
+
+    def _gpu_lock(self, ev: LogEvent) -> None:
+        start, end = ev.fields.get("gpu_busy_start_s"), ev.fields.get("gpu_busy_end_s", ev.t_wall_s)
+        if not isinstance(start, int | float) or not isinstance(end, int | float):
+            return
+        worker = ev.worker if ev.worker is not None else -1
+        self._workers.setdefault(worker, ev.gpu)
+        self._slice(float(start), float(end), PROVER_PID, _TID_LOCK_BASE + worker,
+                    f"gpu lock {_phase_label(ev.partition)}",
+                    {"job_id": ev.job_id, **ev.fields}, "gpu_lock")
+
+    # -- output -------------------------------------------------------------------------------
+    def _finish(self) -> list[tuple[float, float | None, dict[str, Any]]]:
+        """Events with the end-of-data pieces (open gaps, last states, open phases) added."""
+        end = self._last_s if self._last_s is not None else self.header.started_wall_s
+        events = list(self._events)
+        extra = TraceBuilder(self.header)
+        for gap in self._gaps.values():
+            if gap.retracted:
+                continue  # idle after the last busy period: not a gap (see models.Gap)
+            g_end = gap.end_s if gap.end_s is not None else max(end, gap.start_s)
+            extra._slice(gap.start_s, g_end, _gpu_pid(gap.gpu), _TID_GAPS, gap.kind, {
+                "gap_id": gap.gap_id, "hint": gap.hint, "duration_s": gap.duration_s,
+                "open": gap.is_open, "confidence": gap.confidence,
+                "pcie_rx_bytes_per_s": gap.pcie_rx_bytes_per_s,
+                "pcie_tx_bytes_per_s": gap.pcie_tx_bytes_per_s,
+                "link_bytes_per_s": gap.link_bytes_per_s, "host": gap.host,
+                "log_events": gap.log_events}, "gap")
+        for st in self._last_state.values():
+            extra._state_slice(st, max(end, st.t_wall_s))
+        for gpu, since in self._nodata_since.items():
+            extra._slice(since, max(end, since), _gpu_pid(gpu), _TID_NODATA, "no SM data", {},
+                         "data")
+        for ev in self._open_gpu.values():
+            tid = _TID_WORKER_BASE + (ev.worker if ev.worker is not None else -1)
+            extra._slice(ev.t_wall_s, max(end, ev.t_wall_s), PROVER_PID, tid,
+                         _phase_label(ev.partition), {"job_id": ev.job_id, "unterminated": True},
+                         "gpu")
+        for ev in self._open_synth.values():
+            extra._synth(ev.t_wall_s, max(end, ev.t_wall_s), ev,
+                         {"job_id": ev.job_id, "unterminated": True})
+        events.extend(extra._events)
+        return events
+
+    def _metadata(self) -> list[dict[str, Any]]:
+        meta: list[dict[str, Any]] = []
+
+        def name(pid: int, tid: int | None, text: str, sort: int) -> None:
+            if tid is None:
+                meta.append({"ph": "M", "pid": pid, "tid": 0, "name": "process_name",
+                             "args": {"name": text}})
+                meta.append({"ph": "M", "pid": pid, "tid": 0, "name": "process_sort_index",
+                             "args": {"sort_index": sort}})
+            else:
+                meta.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name",
+                             "args": {"name": text}})
+                meta.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index",
+                             "args": {"sort_index": sort}})
+
+        for idx, info in sorted(self._gpus.items()):
+            pid = _gpu_pid(idx)
+            name(pid, None, f"GPU {idx} {info.name}".rstrip(), idx)
+            name(pid, _TID_GAPS, "gaps", 1)
+            name(pid, _TID_STATE, "chaining state", 2)
+            name(pid, _TID_NODATA, "no data", 3)
+        name(HOST_PID, None, f"host {self.header.host}", 900)
+        name(PROVER_PID, None, "prover (log)", 1000)
+        name(PROVER_PID, _TID_SYNTH, "synthesis", 0)
+        for worker, gpu in sorted(self._workers.items()):
+            on = f" (GPU {gpu})" if gpu is not None else ""
+            name(PROVER_PID, _TID_WORKER_BASE + worker, f"worker {worker}{on}", 2 * worker + 10)
+            name(PROVER_PID, _TID_LOCK_BASE + worker, f"worker {worker} gpu lock", 2 * worker + 11)
+        return meta
+
+    def trace(self) -> dict[str, Any]:
+        """The whole trace as a JSON-ready dict (`traceEvents` sorted by time)."""
+        events = self._finish()
+        origin = min((t for t, _, _ in events), default=self.header.started_wall_s)
+        out: list[dict[str, Any]] = self._metadata()
+        for t, dur, ev in sorted(events, key=lambda e: e[0]):
+            item = dict(ev)
+            item["ts"] = round((t - origin) * 1e6, 3)
+            if dur is not None:
+                item["dur"] = round(dur * 1e6, 3)
+            out.append(item)
+        return {
+            "traceEvents": out,
+            "displayTimeUnit": "ms",
+            "otherData": {"origin_unix_s": origin, "source": self.header.source,
+                          "host": self.header.host, "gapwatch": self.header.gapwatch_version},
+        }
+
+    def write(self, out: IO[bytes]) -> int:
+        """Write the trace JSON; returns the number of trace events."""
+        trace = self.trace()
+        out.write(orjson.dumps(trace))
+        return len(trace["traceEvents"])

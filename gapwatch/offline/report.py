@@ -1,0 +1,384 @@
+"""`gapwatch report`: run the detector over a recording or a trace CSV and summarise what it found.
+
+Who calls it: `gapwatch.commands.report` (text or JSON to stdout), tests, the bench. The same
+`GapDetector` as live sessions decides everything; this module only drives it over the data
+(directly, without a Session or store: a 24 h, 8-GPU recording is ~7 M samples and the store's
+lock and ring buffers would only cost time) and adds up the results.
+
+Gaps and states stored in a recording are ignored and recomputed, so a report always shows what
+this version detects. Log events come from the recording and from `--log` files (parsed by
+`gapwatch.logs.parse.LogParser`), fed to the detector in time order with the samples.
+
+The JSON document is described in docs/detection.md ("Report JSON"); `REPORT_SCHEMA_VERSION`
+changes whenever a field is renamed or removed (adding fields keeps the version).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+from gapwatch.core.config import Config
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.models import Gap, GpuInfo, LogEvent, SessionHeader, StateChange
+from gapwatch.core.track import GpuTotals
+from gapwatch.sources.files import read_any
+
+REPORT_SCHEMA_VERSION = 1
+KINDS = ("pcie_starved", "transfer_bound", "host_stall", "unknown")
+
+
+@dataclass
+class Breakdown:
+    gpu: int
+    start_s: float
+    end_s: float
+    reason: str = ""
+
+
+@dataclass
+class ReportData:
+    """Everything a report says, before formatting."""
+
+    path: str
+    header: SessionHeader
+    totals: list[GpuTotals]
+    #: Final version of every closed gap (retracted ones left out), in start order.
+    gaps: list[Gap]
+    breakdowns: list[Breakdown]
+    states: list[StateChange]
+    payoff: dict[str, Any]
+    partitions: Any | None = None  # gapwatch.logs.parse.partitions.RunTimeline
+    log_files: list[str] = field(default_factory=list)
+    counters: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def parse_logs(paths: Iterable[str], config: Config) -> tuple[list[LogEvent], dict[str, int]]:
+    """Parse whole prover log files into events sorted by time. Unreadable files raise OSError."""
+    from gapwatch.logs.parse import LogParser
+
+    parser = LogParser(config.logs, keep_unparsed=False)
+    events: list[LogEvent] = []
+    for path in paths:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                events.extend(parser.parse_line(line.rstrip("\r\n"), stream=path))
+    # Lines without any time of their own get wall time 0 from a file: they cannot be placed.
+    events = [e for e in events if e.t_wall_s > 0]
+    events.sort(key=lambda e: e.t_wall_s)
+    return events, dict(parser.counters)
+
+
+@dataclass
+class Detected:
+    """What running the detector over a whole input gave, before it is summed up.
+
+    Built by `detect` (one process) or `gapwatch.offline.report_parallel.detect_parallel` (GPUs
+    split across processes); both must give equal values for the same input.
+    """
+
+    header: SessionHeader
+    #: Latest version of every gap, by gap id (retracted and open ones included).
+    gaps: dict[int, Gap]
+    #: Every state change, in the order the detector emitted them.
+    states: list[StateChange]
+    totals: list[GpuTotals]
+    #: Reading counters, then `detector_*` and `log_*` ones (non-zero only for those two).
+    counters: dict[str, int]
+    problems: list[str]
+    log_events: list[LogEvent]
+
+
+def build_report(
+    path: str | Path, config: Config, log_paths: list[str] | None = None,
+    workers: int | None = None,
+) -> ReportData:
+    """Read `path` (recording or trace CSV), run the detector, add up gaps, states and payoff.
+
+    `workers`: processes to split the GPUs across; None picks (several only for a large
+    recording with several GPUs, on several CPUs, without `--log` files: see
+    `gapwatch.offline.report_parallel.plan_workers`); 1 forces one process. The result is the same.
+
+    Raises:
+        gapwatch.sources.recording.RecordingError: the file is not a usable recording.
+        OSError: a `--log` file cannot be read.
+    """
+    from gapwatch.offline.report_parallel import detect_parallel, plan_workers
+
+    logs = list(log_paths or [])
+    n = plan_workers(path, logs) if workers is None else workers
+    # The cyclic garbage collector finds nothing to free here (records and gaps hold no
+    # cycles), but with millions of objects alive its full passes cost seconds (~10 % of a
+    # 24 h report); forked workers inherit it off. It runs again afterwards.
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        found = detect_parallel(path, config, n) if n > 1 and not logs else None
+        if found is None:
+            found = detect(path, config, logs)
+        return summarise(path, found, logs)
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
+    """Drive one `GapDetector` over the whole input (and the `--log` files) in one process."""
+    rec = read_any(path)
+    header = rec.header
+    extra, log_counters = parse_logs(log_paths, config)
+    det = GapDetector(
+        config.detector, list(header.gpus), period_s=header.period_ms / 1000, live=False
+    )
+    gaps: dict[int, Gap] = {}
+    states: list[StateChange] = []
+    log_events: list[LogEvent] = []
+
+    def take(results: list[Gap | StateChange]) -> None:
+        for r in results:
+            if type(r) is Gap:
+                gaps[r.gap_id] = r
+            else:
+                states.append(r)  # type: ignore[arg-type]
+
+    feed_gpu, feed_log, feed_host = det.feed_gpu, det.feed_log, det.feed_host
+    li, n_extra = 0, len(extra)
+    next_log_t = extra[0].t_wall_s if extra else float("inf")
+    # Hot loop: one branch on the record type, log files merged in by wall time.
+    for r in rec.records:
+        tp = r.type
+        if tp == "gpu":
+            if r.t_wall_s >= next_log_t:  # type: ignore[union-attr]
+                while li < n_extra and extra[li].t_wall_s <= r.t_wall_s:  # type: ignore[union-attr]
+                    feed_log(extra[li])
+                    log_events.append(extra[li])
+                    li += 1
+                next_log_t = extra[li].t_wall_s if li < n_extra else float("inf")
+            out = feed_gpu(r)  # type: ignore[arg-type]
+            if out:
+                take(out)
+        elif tp == "host":
+            feed_host(r)  # type: ignore[arg-type]
+        elif tp == "log":
+            feed_log(r)  # type: ignore[arg-type]
+            log_events.append(r)  # type: ignore[arg-type]
+    while li < n_extra:
+        feed_log(extra[li])
+        log_events.append(extra[li])
+        li += 1
+    take(det.finish())
+
+    counters = dict(rec.counters)
+    for k, v in det.counters.items():
+        if v:
+            counters[f"detector_{k}"] = v
+    for k, v in log_counters.items():
+        if v:
+            counters[f"log_{k}"] = v
+    return Detected(header=header, gaps=gaps, states=states, totals=det.totals(),
+                    counters=counters, problems=list(rec.problems), log_events=log_events)
+
+
+def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> ReportData:
+    """Closed gaps in start order, breakdown periods, per-partition timeline and payoff."""
+    totals = found.totals
+    closed = sorted(
+        (g for g in found.gaps.values() if g.end_s is not None and not g.retracted),
+        key=attrgetter("start_s", "gpu"),
+    )
+    partitions = _partitions(found.log_events)
+    return ReportData(
+        path=str(path), header=found.header, totals=totals, gaps=closed,
+        breakdowns=_breakdowns(found.states, totals), states=found.states,
+        payoff=payoff(totals, closed, partitions), partitions=partitions,
+        log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
+    )  # fmt: skip
+
+
+def _partitions(events: list[LogEvent]) -> Any | None:
+    if not events:
+        return None
+    try:
+        from gapwatch.logs.parse.partitions import derive_timeline
+    except ImportError:  # the per-partition timeline is optional
+        return None
+    run = derive_timeline(events)
+    return run if run.partitions else None
+
+
+def _breakdowns(states: list[StateChange], totals: list[GpuTotals]) -> list[Breakdown]:
+    """BREAKDOWN periods: from the change into BREAKDOWN to the next change (or end of data)."""
+    out: list[Breakdown] = []
+    open_: dict[int, StateChange] = {}
+    for st in states:
+        started = open_.pop(st.gpu, None)
+        if started is not None:
+            out.append(Breakdown(st.gpu, started.t_wall_s, st.t_wall_s, started.reason))
+        if st.state == "BREAKDOWN":
+            open_[st.gpu] = st
+    last_wall = {t.gpu: t.last_wall_s for t in totals}
+    for gpu, started in open_.items():
+        out.append(Breakdown(gpu, started.t_wall_s, last_wall.get(gpu, started.t_wall_s),
+                             started.reason))
+    out.sort(key=lambda b: (b.start_s, b.gpu))
+    return out
+
+
+def _if_closed(busy_s: float, active_s: float, closed_s: float) -> dict[str, float | None]:
+    left = active_s - closed_s
+    if active_s <= 0 or left <= 0:
+        return {"idle_s": closed_s, "busy_fraction": None, "throughput_gain": None}
+    return {
+        "idle_s": closed_s,
+        "busy_fraction": min(1.0, busy_s / left),
+        "throughput_gain": active_s / left,
+    }
+
+
+PAYOFF_METHOD = (
+    "Work is taken as fixed: closing the gaps of a kind removes their idle time from the working "
+    "span (first to last busy reading), so busy fraction becomes busy / (span - gap time) and "
+    "throughput scales by span / (span - gap time). Upper bound: assumes compute itself does "
+    "not slow down and that nothing else (synthesis, a second bottleneck) becomes the limit; "
+    "idle stretches shorter than min_gap_ms stay."
+)
+
+
+def payoff(totals: list[GpuTotals], gaps: list[Gap], partitions: Any | None) -> dict[str, Any]:
+    """Busy fraction and throughput gain if the gaps of each kind (and all gaps) were closed."""
+    per_gpu = []
+    all_busy = all_active = 0.0
+    all_by_kind = dict.fromkeys(KINDS, 0.0)
+    # Idle seconds by GPU and kind, in one pass over the gaps (in their order, so that the
+    # float sums are the same as adding them GPU by GPU).
+    idle_by_gpu: dict[int, dict[str, float]] = {}
+    for g in gaps:
+        per = idle_by_gpu.get(g.gpu)
+        if per is None:
+            per = idle_by_gpu[g.gpu] = dict.fromkeys(KINDS, 0.0)
+        per[g.kind] += g.duration_s
+    for t in totals:
+        by_kind = idle_by_gpu.get(t.gpu) or dict.fromkeys(KINDS, 0.0)
+        all_busy += t.busy_s
+        all_active += t.active_s
+        for k, v in by_kind.items():
+            all_by_kind[k] += v
+        per_gpu.append({
+            "gpu": t.gpu,
+            "busy_fraction": busy_fraction(t),
+            "if_closed": {
+                **{k: _if_closed(t.busy_s, t.active_s, v) for k, v in by_kind.items() if v > 0},
+                "all": _if_closed(t.busy_s, t.active_s, sum(by_kind.values())),
+            },
+        })  # fmt: skip
+    overall = {
+        "busy_fraction": all_busy / all_active if all_active > 0 else None,
+        "if_closed": {
+            **{k: _if_closed(all_busy, all_active, v) for k, v in all_by_kind.items() if v > 0},
+            "all": _if_closed(all_busy, all_active, sum(all_by_kind.values())),
+        },
+    }
+    pph = None
+    if partitions is not None and getattr(partitions, "wall_s", None):
+        n = len(partitions.partitions)
+        pph = n / partitions.wall_s * 3600 if partitions.wall_s > 0 else None
+    return {"method": PAYOFF_METHOD, "partitions_per_hour": pph, "overall": overall,
+            "per_gpu": per_gpu}
+
+
+def busy_fraction(t: GpuTotals) -> float | None:
+    """Busy share of the working span (first to last busy reading): idle before the work started
+    and after it ended is not counted against the GPU."""
+    return t.busy_s / t.active_s if t.active_s > 0 else None
+
+
+def to_json(r: ReportData) -> dict[str, Any]:
+    """The stable JSON document (see docs/detection.md)."""
+    infos: dict[int, GpuInfo] = {g.index: g for g in r.header.gpus}
+    gpus = []
+    for t in r.totals:
+        info = infos.get(t.gpu)
+        mine = [g for g in r.gaps if g.gpu == t.gpu]
+        gpus.append({
+            "index": t.gpu,
+            "name": info.name if info else None,
+            "link_bytes_per_s": t.link_bytes_per_s,
+            "busy_fraction": busy_fraction(t),
+            "busy_s": t.busy_s,
+            "active_s": t.active_s,
+            "data_s": t.data_s,
+            "confidence": t.confidence,
+            "final_state": t.final_state,
+            "gaps_by_kind": {
+                k: {"count": sum(1 for g in mine if g.kind == k),
+                    "idle_s": sum(g.duration_s for g in mine if g.kind == k)}
+                for k in KINDS
+            },
+        })  # fmt: skip
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "file": r.path,
+        "source": r.header.source,
+        "host": r.header.host,
+        "period_ms": r.header.period_ms,
+        "log_files": r.log_files,
+        "gpus": gpus,
+        "gaps": [_gap_json(g) for g in r.gaps],
+        "breakdowns": [
+            {"gpu": b.gpu, "start_s": b.start_s, "end_s": b.end_s,
+             "duration_s": b.end_s - b.start_s, "reason": b.reason}
+            for b in r.breakdowns
+        ],
+        "payoff": r.payoff,
+        "partitions": _partitions_json(r.partitions),
+        "counters": r.counters,
+        "problems": r.problems,
+    }
+
+
+def _gap_json(g: Gap) -> dict[str, Any]:
+    rx, tx = g.pcie_rx_bytes_per_s, g.pcie_tx_bytes_per_s
+    link = g.link_bytes_per_s
+    dominant = max(rx or 0.0, tx or 0.0) if (rx is not None or tx is not None) else None
+    return {
+        "gap_id": g.gap_id,
+        "gpu": g.gpu,
+        "start_s": g.start_s,
+        "end_s": g.end_s,
+        "duration_s": g.duration_s,
+        "kind": g.kind,
+        "confidence": g.confidence,
+        "pcie_rx_bytes_per_s": rx,
+        "pcie_tx_bytes_per_s": tx,
+        "link_bytes_per_s": link,
+        "link_fraction": dominant / link if dominant is not None and link else None,
+        "hint": g.hint,
+        "host": g.host,
+        "log_events": g.log_events,
+    }
+
+
+def _partitions_json(run: Any | None) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    return {
+        "count": len(run.partitions),
+        "wall_start_s": run.wall_start_s,
+        "wall_end_s": run.wall_end_s,
+        "occupied_fraction": run.occupied_fraction,
+        "merged_efficiency": run.merged_efficiency,
+        "kernel_utilisation": run.kernel_utilisation,
+        "unpinned": sum(1 for p in run.partitions if p.unpinned),
+        "items": [
+            {"job_id": p.job_id, "partition": p.partition, "worker": p.worker, "gpu": p.gpu,
+             "gpu_start_s": p.gpu_start_s, "gpu_end_s": p.gpu_end_s,
+             "mutex_held_ms": p.mutex_held_ms, "mutex_wait_ms": p.mutex_wait_ms,
+             "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned}
+            for p in run.partitions
+        ],
+    }  # fmt: skip

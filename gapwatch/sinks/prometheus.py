@@ -1,0 +1,361 @@
+"""The Prometheus exporter: `/metrics` for one gapwatch session, served by prometheus-client.
+
+Who calls it: the runtime (`gapwatch.engine.runtime`) calls
+`start_exporter(config.prometheus.listen, session, status_fn)` when `--prometheus HOST:PORT` is
+given to `watch`, `record` or `replay`, and
+`handle.stop()` when it stops. Tests call it the same way.
+
+How it works, and why:
+- `MetricsSink` (gapwatch.sinks.metrics) is a session Sink. It counts what must never be
+  missed between two scrapes: closed gaps and their seconds by GPU and kind (a gap's seconds
+  are counted once, when it closes), prover log events by kind, unparsed lines, samples,
+  notices, and the sampler's tick lateness (a histogram). It is called under the session
+  lock, so it only bumps integers.
+- `GapwatchCollector` builds every family at scrape time: the counters above, plus gauges read
+  from `session.store.snapshot()` (latest SM activity, PCIe rates, chaining state, host memory
+  pressure, open gaps). Reading the store at scrape time costs nothing between scrapes.
+- Everything lives in a private `CollectorRegistry`, never prometheus-client's global one, so
+  two sessions (or two tests) in one process never collide.
+- A reading that is None is left out of its family (the series goes absent for that scrape),
+  never exported as 0: Prometheus then shows a hole, as the dashboard does.
+
+Bind address: a bare port (`9400`, `:9400`) binds 127.0.0.1. Binding wider (`0.0.0.0:9400`) is
+the user's explicit choice: the endpoint has no authentication (see docs/export.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+
+from gapwatch import __version__
+from gapwatch.core.models import Gap, GpuSample, StateChange
+from gapwatch.engine.session import Session
+from gapwatch.sinks.metrics import (
+    GAP_KINDS,
+    LATENESS_BUCKETS_S,
+    MetricsSink,
+    SinkCounts,
+)
+
+CHAIN_STATES: tuple[str, ...] = ("CHAINED", "GAPS", "BREAKDOWN", "IDLE", "NO_DATA")
+#: Store counters with this prefix are the log engineer's (unparsed, cut, rotated lines...).
+LOG_COUNTER_PREFIX = "log_"
+#: The store counter that holds lines no rule understood, when the tailer counts them there.
+UNPARSED_COUNTER = "log_unparsed_lines"
+
+
+class ExporterError(Exception):
+    """The exporter cannot start (bad address, port in use). The message is for the user."""
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """Split `HOST:PORT`, `:PORT` or `PORT` (IPv6 as `[::1]:PORT`) into (host, port).
+
+    A missing host means 127.0.0.1: serving metrics beyond loopback must be asked for.
+
+    Raises:
+        ExporterError: the text is not an address with a port in 0..65535.
+    """
+    text = listen.strip()
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = "", text
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ExporterError(f"--prometheus {listen!r}: write an IPv6 host as [addr]:PORT")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ExporterError(
+            f"--prometheus {listen!r}: expected HOST:PORT, :PORT or PORT (e.g. 127.0.0.1:9400)"
+        ) from None
+    if not 0 <= port <= 65535:
+        raise ExporterError(f"--prometheus {listen!r}: port must be 0..65535")
+    return (host or "127.0.0.1"), port
+
+
+def _gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"gapwatch_{name}", doc, labels=labels)
+
+
+def _ratio(pct: float | None) -> float | None:
+    return None if pct is None else pct / 100.0
+
+
+class GapwatchCollector:
+    """Builds every gapwatch metric family at scrape time (a prometheus-client custom collector)."""
+
+    def __init__(
+        self,
+        session: Session,
+        sink: MetricsSink,
+        status_fn: Callable[[], Any] | None = None,
+    ) -> None:
+        self._session = session
+        self._sink = sink
+        self._status_fn = status_fn
+        self.status_errors = 0
+
+    def describe(self) -> Iterable[Metric]:
+        # Returning nothing keeps registration from calling collect() (which reads the store).
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        snap = self._session.store.snapshot()
+        counts = self._sink.copy_counts()
+        header = self._session.header
+        logs, log_counters = self._runtime_logs()
+        yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
+        yield from self._state_gauges([g.index for g in snap.gpus], snap.states, snap.gaps,
+                                       snap.busy)
+        yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
+        yield from self._counters(counts, snap.counters, log_counters)
+        yield from self._log_files(logs, log_counters)
+        yield self._lateness(counts)
+        period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
+        period.add_metric([], header.period_ms / 1000.0)
+        yield period
+        build = InfoMetricFamily("gapwatch_build", "gapwatch version and data source.")
+        build.add_metric([], {"version": __version__, "source": header.source})
+        yield build
+
+    def _runtime_logs(self) -> tuple[dict[str, str], dict[str, int]]:
+        """The runtime's log files (path -> state) and tailer counters (`RuntimeStatus.logs`,
+        `.log_counters`: lines, parsed, unparsed). A failing status_fn costs its metrics for
+        this scrape, counted, never the scrape."""
+        if self._status_fn is None:
+            return {}, {}
+        try:
+            status = self._status_fn()
+            logs = {str(k): str(v) for k, v in dict(getattr(status, "logs", {}) or {}).items()}
+            counters = {str(k): int(v) for k, v in
+                        dict(getattr(status, "log_counters", {}) or {}).items()}
+        except Exception:  # noqa: BLE001 - a scrape must answer even if the runtime cannot
+            self.status_errors += 1
+            return {}, {}
+        return logs, counters
+
+    def _log_files(self, logs: dict[str, str], counters: dict[str, int]) -> Iterator[Metric]:
+        files = InfoMetricFamily("gapwatch_log_file",
+                                 "A followed prover log and its state (following, waiting...).",
+                                 labels=["path"])
+        for path, state in sorted(logs.items()):
+            files.add_metric([path], {"state": state})
+        lines = CounterMetricFamily("gapwatch_log_lines", "Prover log lines read.")
+        if "lines" in counters:
+            lines.add_metric([], counters["lines"])
+        errors = CounterMetricFamily("gapwatch_exporter_status_errors",
+                                     "Scrapes whose runtime status could not be read.")
+        errors.add_metric([], self.status_errors)
+        yield from (files, lines, errors)
+
+    def _gpu_gauges(
+        self, gpus: Iterable[Any], samples: dict[int, tuple[GpuSample, ...]]
+    ) -> Iterator[Metric]:
+        sm = _gauge("gpu_sm_active_ratio", "Fraction of SMs busy in the latest sample (0..1).",
+                    ["gpu"])
+        util = _gauge("gpu_utilization_ratio",
+                      "NVML utilization.gpu in the latest sample (0..1; counts copies as busy).",
+                      ["gpu"])
+        rx = _gauge("gpu_pcie_rx_bytes_per_second",
+                    "PCIe host-to-device bytes per second in the latest sample.", ["gpu"])
+        tx = _gauge("gpu_pcie_tx_bytes_per_second",
+                    "PCIe device-to-host bytes per second in the latest sample.", ["gpu"])
+        link = _gauge("gpu_pcie_link_capacity_bytes_per_second",
+                      "Per-direction PCIe capacity from the link's max generation and width.",
+                      ["gpu"])
+        last = _gauge("gpu_last_sample_timestamp_seconds",
+                      "Unix time of the latest sample of this GPU.", ["gpu"])
+        info = InfoMetricFamily("gapwatch_gpu", "The GPU and which measurement feeds its signals.",
+                                labels=["gpu"])
+        for g in gpus:
+            label = [str(g.index)]
+            latest = samples.get(g.index, ())[-1:] or [None]
+            s = latest[0]
+            if g.link_bytes_per_s is not None:
+                link.add_metric(label, g.link_bytes_per_s)
+            if s is not None:
+                for fam, value in ((sm, _ratio(s.sm_active_pct)), (util, _ratio(s.gpu_util_pct)),
+                                   (rx, s.pcie_rx_bytes_per_s), (tx, s.pcie_tx_bytes_per_s)):
+                    if value is not None:
+                        fam.add_metric(label, value)
+                last.add_metric(label, s.t_wall_s)
+            sm_source = (s.sm_source if s is not None else None) or g.sm_source
+            pcie_source = (s.pcie_source if s is not None else None) or g.pcie_source
+            info.add_metric(label, {"name": g.name, "uuid": g.uuid or "",
+                                    "sm_source": sm_source or "none",
+                                    "pcie_source": pcie_source or "none"})
+        yield from (sm, util, rx, tx, link, last, info)
+
+    def _state_gauges(
+        self, gpus: list[int], states: dict[int, StateChange], gaps: tuple[Gap, ...],
+        live_busy: dict[int, float | None],
+    ) -> Iterator[Metric]:
+        chain = _gauge("gpu_chain_state",
+                       "1 for the GPU's current chaining state, 0 for the others "
+                       "(NO_DATA until the detector has judged).", ["gpu", "state"])
+        breakdown = _gauge("gpu_breakdown",
+                           "1 while the GPU's chaining state is BREAKDOWN, else 0.", ["gpu"])
+        busy = _gauge("gpu_busy_ratio",
+                      "Busy fraction of the detector's chaining window, refreshed about once "
+                      "a second.",
+                      ["gpu"])
+        open_gap = _gauge("gpu_open_gap_seconds",
+                          "Length so far of the GPU's open gap, by kind (0 when none is open).",
+                          ["gpu", "kind"])
+        open_by: dict[tuple[int, str], float] = {}
+        for gap in gaps:
+            if gap.is_open and not gap.retracted:
+                open_by[(gap.gpu, gap.kind)] = gap.duration_s
+        for gpu in gpus:
+            st = states.get(gpu)
+            current = st.state if st is not None else "NO_DATA"
+            for state in CHAIN_STATES:
+                chain.add_metric([str(gpu), state], 1.0 if state == current else 0.0)
+            breakdown.add_metric([str(gpu)], 1.0 if current == "BREAKDOWN" else 0.0)
+            live = live_busy.get(gpu)
+            frac = live if live is not None else (st.busy_fraction if st is not None else None)
+            if frac is not None:
+                busy.add_metric([str(gpu)], frac)
+            for kind in GAP_KINDS:
+                open_gap.add_metric([str(gpu), kind], open_by.get((gpu, kind), 0.0))
+        yield from (chain, breakdown, busy, open_gap)
+
+    def _host_gauges(self, h: Any) -> Iterator[Metric]:
+        if h is None:
+            return
+        fields: list[tuple[str, str, float | None]] = [
+            ("host_memory_used_ratio", "Host memory in use (0..1).", _ratio(h.mem_used_pct)),
+            ("host_memory_available_bytes", "Host memory available.", h.mem_available_bytes),
+            ("host_swap_used_bytes", "Swap in use.", h.swap_used_bytes),
+            ("host_cpu_busy_ratio", "Host CPU busy (0..1).", _ratio(h.cpu_busy_pct)),
+            ("host_memory_pressure_some_avg10_ratio",
+             "PSI memory 'some' avg10 (0..1): share of time some task stalled on memory.",
+             _ratio(h.psi_mem_some_avg10)),
+            ("host_memory_pressure_full_avg10_ratio",
+             "PSI memory 'full' avg10 (0..1): share of time all tasks stalled on memory.",
+             _ratio(h.psi_mem_full_avg10)),
+            ("host_memory_stall_some_ratio",
+             "Share of the last sampling interval in which some task stalled on memory (PSI).",
+             h.psi_mem_some_share),
+            ("host_memory_stall_full_ratio",
+             "Share of the last sampling interval in which all tasks stalled on memory (PSI).",
+             h.psi_mem_full_share),
+            ("host_major_page_faults_per_second", "Major page faults per second.",
+             h.major_faults_per_s),
+            ("host_memory_bandwidth_bytes_per_second", "Memory bandwidth (resctrl MBM).",
+             h.mem_bandwidth_bytes_per_s),
+        ]
+        for name, doc, value in fields:
+            if value is not None:
+                fam = _gauge(name, doc, [])
+                fam.add_metric([], float(value))
+                yield fam
+
+    def _counters(self, c: SinkCounts, store_counters: dict[str, int],
+                  log_counters: dict[str, int]) -> Iterator[Metric]:
+        gaps = CounterMetricFamily("gapwatch_gaps", "Closed idle gaps, by GPU and cause.",
+                                   labels=["gpu", "kind"])
+        secs = CounterMetricFamily("gapwatch_gap_seconds",
+                                   "Seconds of closed idle gaps (counted when a gap closes).",
+                                   labels=["gpu", "kind"])
+        for (gpu, kind), n in sorted(c.gaps.items()):
+            gaps.add_metric([str(gpu), kind], n)
+            secs.add_metric([str(gpu), kind], c.gap_seconds.get((gpu, kind), 0.0))
+        samples = CounterMetricFamily("gapwatch_gpu_samples", "GPU samples taken.",
+                                      labels=["gpu"])
+        for gpu, n in sorted(c.samples.items()):
+            samples.add_metric([str(gpu)], n)
+        events = CounterMetricFamily("gapwatch_prover_log_events",
+                                     "Prover log lines understood, by rule kind.",
+                                     labels=["kind"])
+        for kind, n in sorted(c.log_events.items()):
+            events.add_metric([kind], n)
+        # Unparsed lines reach us three ways (as `unparsed` events, in the runtime's tailer
+        # counters, in a store counter); they count the same lines, so the largest figure is
+        # the number of lines, never their sum.
+        unparsed = CounterMetricFamily("gapwatch_log_unparsed_lines",
+                                       "Prover log lines no rule understood.")
+        unparsed.add_metric([], max(c.unparsed_events, store_counters.get(UNPARSED_COUNTER, 0),
+                                    log_counters.get("unparsed", 0)))
+        log_counter_metric = CounterMetricFamily(
+            "gapwatch_log_counter",
+            "The log tailer's own counters from the store (name = counter key).",
+            labels=["name"])
+        for key, n in sorted(store_counters.items()):
+            if key.startswith(LOG_COUNTER_PREFIX):
+                log_counter_metric.add_metric([key], n)
+        notices = CounterMetricFamily("gapwatch_notices", "Notices (GPU lost, field "
+                                      "unsupported, file rotated...), by level.", labels=["level"])
+        for level in ("info", "warning", "error"):
+            notices.add_metric([level], c.notices.get(level, 0))
+        yield from (gaps, secs, samples, events, unparsed, log_counter_metric, notices)
+
+    def _lateness(self, c: SinkCounts) -> Metric:
+        buckets = [(repr(b), float(n)) for b, n in zip(LATENESS_BUCKETS_S, c.lateness_buckets,
+                                                         strict=True)]
+        buckets.append(("+Inf", float(c.lateness_count)))
+        hist = HistogramMetricFamily("gapwatch_sampler_tick_lateness_seconds",
+                                     "How late sampler ticks ran behind their deadline.")
+        hist.add_metric([], buckets, sum_value=c.lateness_sum_s)
+        return hist
+
+
+class ExporterHandle:
+    """A running `/metrics` server. `address` is HOST:PORT as bound (port 0 resolved)."""
+
+    def __init__(self, server: Any, thread: threading.Thread, host: str,
+                 registry: CollectorRegistry, sink: MetricsSink) -> None:
+        self._server = server
+        self._thread = thread
+        self.registry = registry
+        self.sink = sink
+        port = int(server.server_address[1])
+        self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        self.url = f"http://{self.address}/metrics"
+
+    def stop(self) -> None:
+        """Stop serving and free the port. Safe to call twice."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def start_exporter(
+    listen: str,
+    session: Session,
+    status_fn: Callable[[], Any] | None = None,
+) -> ExporterHandle:
+    """Serve the session's metrics on `listen` (HOST:PORT, :PORT or PORT; port 0 = any free).
+
+    Registers a `MetricsSink` on the session, so counting starts now: call it before feeding
+    records. `status_fn` returns the runtime's `RuntimeStatus`; its `logs` and `log_counters`
+    feed the log-file and log-line metrics at each scrape.
+
+    Raises:
+        ExporterError: the address is malformed or cannot be bound.
+    """
+    host, port = parse_listen(listen)
+    sink = MetricsSink()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(GapwatchCollector(session, sink, status_fn))
+    try:
+        server, thread = start_http_server(port, addr=host, registry=registry)
+    except OSError as exc:
+        raise ExporterError(f"--prometheus {listen!r}: cannot listen on {host}:{port}: "
+                            f"{exc.strerror or exc}") from None
+    session.add_sink(sink)
+    return ExporterHandle(server, thread, host, registry, sink)

@@ -1,0 +1,241 @@
+"""Snapshots: a folder that holds what the user saw and what led to it, whole or absent.
+
+Who calls it: the dashboard (key `s`, and automatically when a GPU enters BREAKDOWN), from a
+thread worker so the UI never stalls on disk; anything headless may call it too. Core module: it
+never imports Textual; the UI renders the SVG and passes it in as a string.
+
+A snapshot folder `gapwatch-snapshot-<host>-<UTC time>/` holds:
+- `dashboard.svg`: the screen as the user saw it (when taken from the UI);
+- `recording.jsonl.gz`: the last `snapshot.history_s` of samples, log events and notices, written
+  by `gapwatch.sources.recording.write_recording`, replayable with `gapwatch replay`;
+- `gaps.json`: the detector's gaps in that span (latest version of each);
+- `summary.md`: what happened, the hints, link capacity, host pressure, sampler state, config.
+
+Everything is written into a hidden temporary folder next to the target, then renamed in one
+step: a reader (or a full disk halfway through) never leaves a half snapshot under the real name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import re
+import shutil
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import orjson
+
+from gapwatch.core import fmt
+from gapwatch.core.config import Config
+from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
+from gapwatch.engine.store import StoreSnapshot
+from gapwatch.sinks.recorder import write_recording
+
+RECORDING_NAME = "recording.jsonl.gz"
+SVG_NAME = "dashboard.svg"
+GAPS_NAME = "gaps.json"
+SUMMARY_NAME = "summary.md"
+
+_tmp_counter = itertools.count()
+
+
+class SnapshotError(Exception):
+    """The snapshot could not be written; the message is for the user (monitoring goes on)."""
+
+
+def snapshot_name(host: str, t_wall_s: float) -> str:
+    safe_host = re.sub(r"[^A-Za-z0-9._-]", "_", host) or "host"
+    return f"gapwatch-snapshot-{safe_host}-{fmt.utc_stamp(t_wall_s)}"
+
+
+def _newest_wall_s(snap: StoreSnapshot) -> float | None:
+    times = [s[-1].t_wall_s for s in snap.gpu_samples.values() if s]
+    if snap.host_samples:
+        times.append(snap.host_samples[-1].t_wall_s)
+    if snap.log_events:
+        times.append(snap.log_events[-1].t_wall_s)
+    return max(times) if times else None
+
+
+def history_records(snap: StoreSnapshot, history_s: float) -> list[Record]:
+    """Samples, log events, notices and gaps of the last `history_s` (before the newest reading),
+    in time order: the body of the snapshot's recording."""
+    newest = _newest_wall_s(snap)
+    if newest is None:
+        return []
+    since = newest - history_s
+    records: list[Record] = []
+    for samples in snap.gpu_samples.values():
+        records.extend(s for s in samples if s.t_wall_s >= since)
+    records.extend(h for h in snap.host_samples if h.t_wall_s >= since)
+    records.extend(e for e in snap.log_events if e.t_wall_s >= since)
+    records.extend(n for n in snap.notices if n.t_wall_s >= since)
+    records.extend(g for g in snap.gaps if (g.end_s or newest) >= since)
+    records.sort(key=_record_time)
+    return records
+
+
+def _record_time(record: Record) -> float:
+    return record.start_s if isinstance(record, Gap) else record.t_wall_s
+
+
+def _gaps_in(records: Iterable[Record]) -> list[Gap]:
+    return [r for r in records if isinstance(r, Gap)]
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return lines
+
+
+def render_summary(
+    snap: StoreSnapshot,
+    header: SessionHeader,
+    config: Config,
+    records: Sequence[Record],
+    *,
+    t_wall_s: float,
+    reason: str,
+    status_lines: Sequence[str] = (),
+) -> str:
+    """summary.md: written for a person who was not watching (or an assistant they ask)."""
+    gaps = [g for g in _gaps_in(records) if not g.retracted]
+    out = [
+        f"# gapwatch snapshot: {header.host}, {fmt.utc_stamp(t_wall_s)}",
+        "",
+        f"Taken: {reason}. Source: `{header.source}`, gapwatch {header.gapwatch_version}. "
+        f"Covers the last {config.snapshot.history_s:g} s of data; times are UTC.",
+        "",
+        "## GPUs",
+        "",
+    ]
+    rows = []
+    for info in snap.gpus:
+        state = snap.states.get(info.index)
+        link = info.link_bytes_per_s or config.detector.default_link_bytes_per_s
+        gen = f"Gen{info.link_gen} x{info.link_width}" if info.link_gen else "link unknown"
+        rows.append([
+            f"GPU{info.index}", info.name, state.state if state else "NO_DATA",
+            fmt.frac_pct(state.busy_fraction if state else None),
+            f"{fmt.gbps(link)} GB/s per direction ({gen})",
+            (state.reason if state else "") or "-",
+        ])
+    out += _table(["GPU", "name", "state", "busy", "link capacity", "reason"], rows)
+    out += ["", "## What happened", ""]
+    if not gaps:
+        out.append("No idle gaps in this span.")
+    by_kind = Counter(g.kind for g in gaps)
+    for (gpu, kind), n in sorted(Counter((g.gpu, g.kind) for g in gaps).items()):
+        these = [g for g in gaps if g.gpu == gpu and g.kind == kind]
+        idle_s = sum(g.duration_s for g in these)
+        rx = [g.pcie_rx_bytes_per_s for g in these if g.pcie_rx_bytes_per_s is not None]
+        rx_txt = f", median RX inside {fmt.gbps(statistics.median(rx))} GB/s" if rx else ""
+        out.append(f"- GPU{gpu}: {n} {kind} gap(s), {idle_s:.1f} s idle in total"
+                   f", longest {fmt.duration(max(g.duration_s for g in these))}{rx_txt}")
+    out += ["", "## Hints", ""]
+    hints = Counter(g.hint for g in gaps if g.hint)
+    out += [f"- {hint} ({n} gap(s))" for hint, n in hints.most_common()] or ["- none"]
+    warnings = [e for e in records if isinstance(e, LogEvent) and e.warning]
+    out += ["", "## Prover log warnings", ""]
+    if warnings:
+        for warning, n in Counter(e.warning for e in warnings).most_common():
+            example = next(e.raw for e in warnings if e.warning == warning)
+            out += [f"- {warning}: {n} line(s), e.g.", "", "  ```", f"  {example}", "  ```"]
+    else:
+        out.append("- none")
+    out += ["", "## Host pressure", ""]
+    hosts = [r for r in records if isinstance(r, HostSample)]
+    if hosts:
+        last = hosts[-1]
+
+        def peak(values: Iterable[float | None]) -> float | None:
+            present = [v for v in values if v is not None]
+            return max(present) if present else None
+
+        out += _table(["", "latest", "max in span"], [
+            ["memory used", fmt.pct(last.mem_used_pct),
+             fmt.pct(peak(h.mem_used_pct for h in hosts))],
+            ["PSI memory some avg10", fmt.pct(last.psi_mem_some_avg10, 1),
+             fmt.pct(peak(h.psi_mem_some_avg10 for h in hosts), 1)],
+            ["PSI memory full avg10", fmt.pct(last.psi_mem_full_avg10, 1),
+             fmt.pct(peak(h.psi_mem_full_avg10 for h in hosts), 1)],
+            ["major faults/s", fmt.pct(last.major_faults_per_s).rstrip("%"),
+             fmt.pct(peak(h.major_faults_per_s for h in hosts)).rstrip("%")],
+            ["memory bandwidth GB/s", fmt.gbps(last.mem_bandwidth_bytes_per_s),
+             fmt.gbps(peak(h.mem_bandwidth_bytes_per_s for h in hosts))],
+        ])
+    else:
+        out.append("No host samples.")
+    if status_lines:
+        out += ["", "## Sampler and inputs", ""] + [f"- {line}" for line in status_lines]
+    n_samples = sum(isinstance(r, GpuSample) for r in records)
+    n_logs = sum(isinstance(r, LogEvent) for r in records)
+    n_notices = sum(isinstance(r, Notice) for r in records)
+    out += [
+        "",
+        "## Files",
+        "",
+        f"- `{RECORDING_NAME}`: {n_samples} GPU samples, {len(hosts)} host samples, {n_logs} log "
+        f"events, {n_notices} notices; `gapwatch replay {RECORDING_NAME}` shows it again",
+        f"- `{GAPS_NAME}`: {len(gaps)} gap(s) "
+        f"({', '.join(f'{k} {n}' for k, n in by_kind.items())})",
+        f"- `{SVG_NAME}`: the dashboard when the snapshot was taken (if taken from the dashboard)",
+        "",
+        "## Config",
+        "",
+        "```json",
+        orjson.dumps(config.model_dump(), option=orjson.OPT_INDENT_2).decode(),
+        "```",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def write_snapshot(
+    directory: str | Path,
+    snap: StoreSnapshot,
+    header: SessionHeader,
+    config: Config,
+    *,
+    t_wall_s: float,
+    svg: str | None = None,
+    reason: str = "taken by hand",
+    status_lines: Sequence[str] = (),
+) -> Path:
+    """Write a complete snapshot folder and return its path.
+
+    Raises:
+        SnapshotError: the folder cannot be created or written (read-only, disk full...); nothing
+            is left under the final name, and the temporary folder is removed.
+    """
+    base = Path(directory)
+    name = snapshot_name(header.host, t_wall_s)
+    final = base / name
+    for n in itertools.count(2):
+        if not final.exists():
+            break
+        final = base / f"{name}-{n}"
+    tmp = base / f".{final.name}.tmp-{os.getpid()}-{next(_tmp_counter)}"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()
+        records = history_records(snap, config.snapshot.history_s)
+        write_recording(tmp / RECORDING_NAME, header, records)
+        gaps = [dataclasses.asdict(g) for g in _gaps_in(records)]
+        (tmp / GAPS_NAME).write_bytes(orjson.dumps(gaps, option=orjson.OPT_INDENT_2))
+        summary = render_summary(snap, header, config, records, t_wall_s=t_wall_s,
+                                 reason=reason, status_lines=status_lines)
+        (tmp / SUMMARY_NAME).write_text(summary, encoding="utf-8")
+        if svg is not None:
+            (tmp / SVG_NAME).write_text(svg, encoding="utf-8")
+        os.rename(tmp, final)
+    except (OSError, ValueError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise SnapshotError(f"snapshot not written to {base}: {detail}") from exc
+    return final

@@ -98,7 +98,7 @@ def plan_workers(path: str | Path, log_paths: list[str]) -> int:
     try:
         if p.stat().st_size < MIN_PARALLEL_BYTES:
             return 1
-        header, stream = open_recording(p)
+        header, stream, _ = open_recording(p)
         stream.close()
     except Exception:  # noqa: BLE001 - the one-process path reports the problem properly
         return 1
@@ -134,7 +134,7 @@ def _work(  # noqa: C901
 ) -> _Part:
     """Worker `me` of `n`: detect over its GPUs' samples (and every host sample). `as_rows`:
     keep what the detector emits as `_Part.rows` (to send to another process)."""
-    header, stream = open_recording(path)
+    header, stream, header_problems = open_recording(path)
     owners = _owners([g.index for g in header.gpus], n)
     others = tuple(b'{"gpu":%d,' % g for g, w in owners.items() if w != me)
     every = tuple(b'{"gpu":%d,' % g for g in owners)
@@ -183,6 +183,9 @@ def _work(  # noqa: C901
         if len(part.problems) < MAX_PROBLEMS:
             part.problems.append((line_no, message))
 
+    if me == 0:
+        for message in header_problems:  # line 1, as `read_recording` counts them
+            problem("bad_header", message)
     try:
         for line in stream:
             line_no += 1
@@ -268,7 +271,7 @@ def detect_parallel(path: str | Path, config: Config, n: int) -> Any | None:
 def _run(path: str, config: Config, n: int) -> Any | None:
     from gapwatch.offline.report import Detected
 
-    header, stream = open_recording(path)
+    header, stream, _ = open_recording(path)
     stream.close()
     # fork is cheapest (nothing to re-import) and safe while this process has one thread.
     fork = threading.active_count() == 1 and hasattr(os, "fork")

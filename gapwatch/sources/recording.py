@@ -12,8 +12,11 @@ file cut by `kill -9` still reads up to its last flush (the reader stops cleanly
 end and counts it).
 
 Reading never raises for a bad line: it is skipped, counted in `Recording.counters`, and the first
-few problems are kept in `Recording.problems` for the user. Only a file that cannot be opened, or
-whose first line is not a header, is an error (`RecordingError`).
+few problems are kept in `Recording.problems` for the user. Numbers are bounded while decoding
+(`gapwatch.core.bounds`: GPU indices, 64-bit integers, Unix times up to 2262): a record outside
+them is a bad record. Header values that cannot be used (a period of 0) are replaced and said.
+Only a file that cannot be opened, or whose first line is not a header, is an error
+(`RecordingError`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,13 @@ import msgspec
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
+from gapwatch.core.bounds import (
+    FALLBACK_PERIOD_MS,
+    INT64_MAX,
+    gpu_index,
+    usable_period_ms,
+    wall_s_ok,
+)
 from gapwatch.core.models import SCHEMA_VERSION, GpuSample, HostSample, Record, SessionHeader
 
 _RECORD: TypeAdapter[Record] = TypeAdapter(Record)
@@ -140,9 +150,47 @@ def _records(stream: IO[bytes], recording: Recording, first_line_no: int) -> Ite
         stream.close()
 
 
-def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes]]:
-    """Open a JSON Lines recording: its validated header, and the byte stream positioned at
-    line 2 (the caller closes it). Raises RecordingError when the header is unusable."""
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _sanitise_header(data: dict[str, object], p: Path) -> list[str]:
+    """Replace header values gapwatch cannot use (in place) and say what was replaced: a
+    period of 0 or -100 ms (replay divides by it, the detector learns holes from it), an
+    absurd start time, a GPU entry whose index is not a GPU. The records are still read."""
+    problems: list[str] = []
+    period = _number(data.get("period_ms"))
+    if period is not None and usable_period_ms(period) is None:
+        data["period_ms"] = FALLBACK_PERIOD_MS
+        problems.append(
+            f"{p}: header period_ms {period:g} is not a sampling period; using "
+            f"{FALLBACK_PERIOD_MS:g} ms (the detector learns the spacing from the data)"
+        )
+    started = _number(data.get("started_wall_s"))
+    if started is not None and not wall_s_ok(started):
+        data["started_wall_s"] = 0.0
+        problems.append(f"{p}: header started_wall_s {started:g} is not a usable time; ignored")
+    mono = data.get("started_mono_ns")
+    if isinstance(mono, int) and not isinstance(mono, bool) and not (0 <= mono <= INT64_MAX):
+        data["started_mono_ns"] = 0
+        problems.append(f"{p}: header started_mono_ns out of range; ignored")
+    gpus = data.get("gpus")
+    if isinstance(gpus, list):
+        kept = []
+        for g in gpus:
+            index = _number(g.get("index")) if isinstance(g, dict) else None
+            if index is not None and gpu_index(index) is None:
+                problems.append(f"{p}: header GPU index {index:g} is not a GPU; entry ignored")
+                continue
+            kept.append(g)
+        data["gpus"] = kept
+    return problems
+
+
+def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes], list[str]]:
+    """Open a JSON Lines recording: its validated header, the byte stream positioned at line 2
+    (the caller closes it) and what was wrong with the header but could be replaced (for the
+    user). Raises RecordingError when the header is unusable."""
     p = Path(path)
     stream = _open_bytes(p)
     try:
@@ -160,18 +208,21 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes]]:
             raise RecordingError(
                 f"{p}: written by a newer gapwatch (schema {version} > {SCHEMA_VERSION}); upgrade"
             )
+        problems = _sanitise_header(data, p)
         header = SessionHeader.model_validate(data)
     except (orjson.JSONDecodeError, ValueError, ValidationError) as exc:
         stream.close()
         raise RecordingError(
             f"{p}: not a gapwatch recording ({str(exc).splitlines()[0]})"
         ) from None
-    return header, stream
+    return header, stream, problems
 
 
 def read_recording(path: str | Path) -> Recording:
     """Open a JSON Lines recording. Raises RecordingError when its header is unusable."""
-    header, stream = open_recording(path)
+    header, stream, problems = open_recording(path)
     rec = Recording(path=Path(path), header=header, records=iter(()))
+    for message in problems:
+        rec.problem("bad_header", message)
     rec.records = _records(stream, rec, 1)
     return rec

@@ -21,7 +21,9 @@ line that names the lock holder arrives, one extra event of kind `cuzk_partition
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
+from gapwatch.core.bounds import MAX_GPU_INDEX, wall_s_ok
 from gapwatch.core.config import LogsConfig
 from gapwatch.core.models import FieldValue, LogEvent, TimeSource
 from gapwatch.logs.parse import cuzk
@@ -37,6 +39,12 @@ PARTITION_NAME = "gpu_lock"
 
 def _int(value: FieldValue) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _gpu(value: FieldValue) -> int | None:
+    """A field as a GPU index; anything else (gpu=4096, gpu=-1) stays only in the fields."""
+    n = _int(value)
+    return n if n is not None and 0 <= n <= MAX_GPU_INDEX else None
 
 
 class LogParser:
@@ -61,10 +69,17 @@ class LogParser:
         """Parse one line (without its newline). Returns 0..2 events; never raises."""
         self.counters["lines"] += 1
         try:
-            return self._parse(text, stream, arrival_mono_ns, arrival_wall_s)
+            events = self._parse(text, stream, arrival_mono_ns, arrival_wall_s)
         except Exception:  # noqa: BLE001 - a log line must never stop the tailer
             self.counters["internal_errors"] += 1
             return self._unparsed(text, stream, arrival_mono_ns, arrival_wall_s, None)
+        for i, e in enumerate(events):
+            if not wall_s_ok(e.t_wall_s):
+                # A time gapwatch cannot place or print (year 5000, a TIMELINE offset of 1e17
+                # ms): the event keeps its arrival time and says so, and is counted.
+                self.counters["bad_timestamp"] += 1
+                events[i] = replace(e, t_wall_s=arrival_wall_s, time_source="arrival")
+        return events
 
     @property
     def unparsed(self) -> int:
@@ -133,7 +148,7 @@ class LogParser:
         source: TimeSource
         if prefix_s is not None:
             t, source = prefix_s, "prefix"
-        elif self.anchor_wall_s is not None:
+        elif self.anchor_wall_s is not None and line.offset_ms is not None:
             t, source = self.anchor_wall_s + line.offset_ms / 1000.0, "timeline"
         else:
             t, source = wall, "arrival"
@@ -169,7 +184,7 @@ class LogParser:
         self._count(kind)
         events = [LogEvent(
             t_wall_s=t, time_source=source, kind=kind, name=name, raw=raw, stream=stream,
-            gpu=_int(fields.get("gpu")), fields=fields, t_arrival_mono_ns=mono,
+            gpu=_gpu(fields.get("gpu")), fields=fields, t_arrival_mono_ns=mono,
         )]
         lock = self.attributor.feed_cpp(fields, mono)
         if lock is not None:
@@ -195,7 +210,7 @@ class LogParser:
         message = line.message.rstrip()
         worker = _int(fields.get("worker_id"))
         partition = _int(fields.get("partition"))
-        gpu = _int(fields.get("gpu"))
+        gpu = _gpu(fields.get("gpu"))
         job = fields.get("job_id")
         job_id = job if isinstance(job, str) else None
         events: list[LogEvent] = []

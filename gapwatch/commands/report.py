@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from gapwatch.core import fmt
 from gapwatch.core.config import Config
 from gapwatch.offline.report import (
     KINDS,
@@ -114,7 +115,8 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
         add("Input: " + ", ".join(f"{k} {v}" for k, v in sorted(r.counters.items())))
         for p in r.problems[:5]:
             add(f"  {p}")
-    return "\n".join(out) + "\n"
+    # Paths, hints and problems quote text from outside: shown, never obeyed by the terminal.
+    return "\n".join(fmt.visible(line) for line in out) + "\n"
 
 
 def _partition_lines(run: Any) -> list[str]:

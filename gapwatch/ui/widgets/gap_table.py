@@ -54,7 +54,7 @@ class GapTable(Widget):
             line.append(f"{fmt.clock(gap.start_s):<8} {gap.gpu:>3} {dur:>7} ")
             line.append(f"{gap.kind:<14}", style(f"gap-table--{gap.kind}"))
             line.append(f" {fmt.gbps(gap.pcie_rx_bytes_per_s):>7}  ")
-            line.append(gap.hint or "-", style("gap-table--hint"))
+            line.append(fmt.visible(gap.hint) or "-", style("gap-table--hint"))
             lines.append(line)
         if not self._gaps:
             lines.append(Text("no gaps detected", style="dim"))

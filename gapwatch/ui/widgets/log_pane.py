@@ -2,7 +2,8 @@
 
 Who drives it: `GapwatchApp.show(view)`. Log text is the prover's, not ours: it is put into a
 rich `Text` as plain characters, never parsed as markup, so a line holding `[bold]` or
-`[link=...]` is shown exactly as written (and cannot restyle or hijack the dashboard).
+`[link=...]` is shown exactly as written (and cannot restyle or hijack the dashboard), and its
+control characters are made visible (`fmt.visible`: `\x1b[?1049l` is shown, not obeyed).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ def event_line(event: LogEvent) -> Text:
     line.append(" ")
     if event.warning:
         line.append(f"[{event.warning}] ")
-    # Text.append of a str never interprets markup; the raw line stays as the prover wrote it.
-    line.append(event.raw.rstrip("\n") or f"({event.kind} {event.name})")
+    # Text.append of a str never interprets markup; the raw line stays as the prover wrote it,
+    # with its control characters shown rather than sent to the terminal.
+    line.append(fmt.visible(event.raw.rstrip("\r\n")) or f"({event.kind} {event.name})")
     return line
 
 

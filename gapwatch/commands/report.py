@@ -77,6 +77,11 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
     add(f"gapwatch report: {r.path} ({h.source}, {h.period_ms:g} ms period)")
     if r.log_files:
         add(f"logs: {', '.join(r.log_files)}")
+    if r.warnings:
+        add("")
+        add("WARNING: the data has problems that change what this report means")
+        for w in r.warnings:
+            add(f"  - {w}")
     add("")
     add("GPUs (busy = busy share of the working span, first to last busy reading)")
     for t in r.totals:
@@ -104,7 +109,7 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
     add(f"Chaining breakdowns: {len(r.breakdowns)}")
     for b in r.breakdowns:
         add(f"  GPU {b.gpu}: {_clock(b.start_s)} - {_clock(b.end_s)} "
-            f"({b.end_s - b.start_s:.1f} s): {b.reason}")
+            f"({b.duration_s:.1f} s): {b.reason}")
     if r.partitions is not None:
         add("")
         out.extend(_partition_lines(r.partitions))

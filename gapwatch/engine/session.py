@@ -41,6 +41,9 @@ from gapwatch.engine.store import SeriesStore
 
 
 class Detector(Protocol):
+    #: Inputs skipped or noticed, by reason (out_of_order, holes, clock_jumps, silent...).
+    counters: dict[str, int]
+
     def feed(self, record: Record) -> list[Gap | StateChange]:
         """Take any record; return the gap versions and state changes it caused."""
         ...

@@ -189,7 +189,11 @@ class GapDetector:
             return out
 
         offset = wall - t / _NS
-        jump = self._clock_jump(tr, offset)
+        prev_offset = tr.wall_offset_s
+        tr.wall_offset_s = offset
+        jump = 0.0
+        if prev_offset is not None and not -CLOCK_JUMP_S <= offset - prev_offset <= CLOCK_JUMP_S:
+            jump = self._clock_jump(offset - prev_offset)
         covered_from = self._covered_from(tr, s, t, last, jump, out)
         cover = t - covered_from
         tr.last_t = t
@@ -222,18 +226,11 @@ class GapDetector:
         self._end_segment(tr, out)
         self._set_state(tr, "NO_DATA", t, wall, out, "no SM activity reading")
 
-    def _clock_jump(self, tr: Track, offset_s: float) -> float:
-        """How far wall time jumped against data time since this GPU's last sample (0.0 when
-        it did not: within `CLOCK_JUMP_S`)."""
-        prev = tr.wall_offset_s
-        tr.wall_offset_s = offset_s
-        if prev is None:
-            return 0.0
-        step = offset_s - prev
-        if -CLOCK_JUMP_S <= step <= CLOCK_JUMP_S:
-            return 0.0
+    def _clock_jump(self, step_s: float) -> float:
+        """Wall time stepped `step_s` against data time since this GPU's last sample (more than
+        `CLOCK_JUMP_S`): counted; the caller treats it as a hole."""
         self.counters["clock_jumps"] += 1
-        return step
+        return step_s
 
     def _data_time(self, now_ns: int, feeding: Track | None, out: list[Gap | StateChange]) -> None:
         """Data time moved on to `now_ns` (a sample of another GPU, or of the host): every other

@@ -4,9 +4,10 @@ Who writes: `gapwatch.engine.session.Session` (from the sampler and tailer threa
 dashboard on its redraw timer, the Prometheus collector on scrape, `snapshot` on demand. Readers
 call `snapshot()` and get immutable tuples, so they never hold the lock while they render.
 
-Every buffer is a `deque(maxlen=...)` sized from the history to keep and the sampling period:
-memory use is fixed however long gapwatch runs. `version` increases on every change, so a reader
-can skip work when nothing changed.
+Every buffer is bounded: samples by the history to keep and the sampling period, log events by
+count and bytes, gaps by count and age (closed ones older than the history are forgotten; their
+tallies are kept): memory use is fixed however long gapwatch runs. `version` increases on every
+change, so a reader can skip work when nothing changed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from gapwatch.core.models import (
     Record,
     StateChange,
 )
+from gapwatch.core.sizes import event_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,15 +73,23 @@ class SeriesStore:
         max_log_events: int = 5000,
         max_gaps: int = 2000,
         max_notices: int = 500,
+        max_log_bytes: int = 16 << 20,
     ) -> None:
         # A little headroom over history/period: a late sampler emits a few extra samples.
         maxlen = max(16, int(history_s / period_s * 1.1) + 8)
+        self._history_s = history_s
         self._lock = threading.Lock()
         self._gpus = tuple(gpus)
         self._gpu: dict[int, deque[GpuSample]] = {g.index: deque(maxlen=maxlen) for g in gpus}
         self._maxlen = maxlen
         self._host: deque[HostSample] = deque(maxlen=maxlen)
-        self._log: deque[LogEvent] = deque(maxlen=max_log_events)
+        # Log events: at most `max_log_events` and about `max_log_bytes` (`event_bytes`), the
+        # oldest dropped first; their text was cut on the way in (`gapwatch.core.sizes`).
+        self._log: deque[LogEvent] = deque()
+        self._log_sizes: deque[int] = deque()
+        self._max_log_events = max_log_events
+        self._max_log_bytes = max_log_bytes
+        self._log_bytes = 0
         self._ledger = GapLedger(max_closed=max_gaps)
         self._states: dict[int, StateChange] = {}
         self._notices: deque[Notice] = deque(maxlen=max_notices)
@@ -118,15 +128,29 @@ class SeriesStore:
             self._version += 1
 
     def append_log(self, event: LogEvent) -> None:
+        size = event_bytes(event)
         with self._lock:
-            self._log.append(event)
+            log, sizes = self._log, self._log_sizes
+            log.append(event)
+            sizes.append(size)
+            self._log_bytes += size
+            while len(log) > 1 and (
+                len(log) > self._max_log_events or self._log_bytes > self._max_log_bytes
+            ):
+                log.popleft()
+                self._log_bytes -= sizes.popleft()
             self._version += 1
 
     def upsert_gap(self, gap: Gap) -> Change:
-        """Take a published gap version into the session's ledger; say what it changed."""
+        """Take a published gap version into the session's ledger; say what it changed. Closed
+        gaps that ended more than the history before this one are forgotten (nothing shows
+        them; each carries its evidence, ~6 KB, and a demo closes ~2,700 an hour)."""
         with self._lock:
             self._version += 1
-            return self._ledger.add(gap)
+            change = self._ledger.add(gap)
+            if change is Change.CLOSED and gap.end_s is not None:
+                self._ledger.forget_closed_before(gap.end_s - self._history_s)
+            return change
 
     def set_state(self, state: StateChange) -> None:
         with self._lock:

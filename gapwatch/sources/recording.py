@@ -40,6 +40,7 @@ from gapwatch.core.bounds import (
     wall_s_ok,
 )
 from gapwatch.core.models import SCHEMA_VERSION, GpuSample, HostSample, Record, SessionHeader
+from gapwatch.core.sizes import cut_text
 
 _RECORD: TypeAdapter[Record] = TypeAdapter(Record)
 #: Validate one JSON line into a record (raises pydantic's ValidationError): pydantic-core's
@@ -82,6 +83,8 @@ def bad_record(path: Path | str, line_no: int, exc: ValidationError) -> str:
 
 
 MAX_PROBLEMS = 20
+#: Characters of one problem message kept.
+PROBLEM_CHARS = 500
 
 
 class RecordingError(Exception):
@@ -105,6 +108,8 @@ class Recording:
     problem_lines: list[tuple[int, str, str]] | None = None
 
     def problem(self, counter: str, message: str, line_no: int = 0) -> None:
+        # A message may quote the bad input (a CSV cell): a screen of it is enough.
+        message = cut_text(message, PROBLEM_CHARS)
         self.counters[counter] = self.counters.get(counter, 0) + 1
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(message)

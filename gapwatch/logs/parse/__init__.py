@@ -22,10 +22,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from typing import TypeVar
 
 from gapwatch.core.bounds import MAX_GPU_INDEX, wall_s_ok
 from gapwatch.core.config import LogsConfig
 from gapwatch.core.models import FieldValue, LogEvent, TimeSource
+from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.logs.parse import cuzk
 from gapwatch.logs.parse.prefixes import strip_ansi, strip_prefix
 from gapwatch.logs.parse.tracing import parse_tracing
@@ -33,12 +35,25 @@ from gapwatch.logs.parse.user_rules import UserRules
 
 __all__ = ["LogParser", "PARTITION_KIND", "PARTITION_NAME"]
 
+_V = TypeVar("_V")
 PARTITION_KIND = "cuzk_partition"
 PARTITION_NAME = "gpu_lock"
 
 
 def _int(value: FieldValue) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+#: Workers remembered (GPU, last job): a prover has a handful; ids from junk lines must not
+#: grow the maps without end.
+MAX_WORKERS = 1024
+
+
+def _remember(table: dict[int, _V], key: int, value: _V) -> None:
+    """`table[key] = value`, forgetting the oldest entry when the table is full."""
+    if key not in table and len(table) >= MAX_WORKERS:
+        del table[next(iter(table))]
+    table[key] = value
 
 
 def _gpu(value: FieldValue) -> int | None:
@@ -155,7 +170,7 @@ class LogParser:
         worker = _int(line.fields.get("worker"))
         partition = _int(line.fields.get("partition"))
         if worker is not None and line.job_id is not None and line.event == "GPU_START":
-            self._worker_job[worker] = line.job_id
+            _remember(self._worker_job, worker, cut_text(line.job_id, TEXT_CHARS))
         kind = "chan_send" if line.event == "CHAN_SEND" else "timeline"
         self._count(kind)
         return [LogEvent(
@@ -221,7 +236,7 @@ class LogParser:
         elif message.startswith(cuzk.WORKER_STARTED_MESSAGE) and worker is not None and (
             gpu is not None
         ):
-            self._worker_gpu[worker] = gpu
+            _remember(self._worker_gpu, worker, gpu)
             if len(set(self._worker_gpu.values())) > 1 and self.attributor.enabled:
                 self.attributor.disable()
                 self.counters["attribution_disabled_multi_gpu"] += 1

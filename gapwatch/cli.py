@@ -93,6 +93,9 @@ def resolve_config(args: argparse.Namespace) -> Config:
         over.setdefault("sim", {})["seed"] = args.seed
     if args.prometheus:
         over.setdefault("prometheus", {})["listen"] = args.prometheus
+    cuzk_status = getattr(args, "cuzk_status", None)
+    if cuzk_status:
+        over.setdefault("cuzk", {})["status_url"] = list(config.cuzk.status_url) + cuzk_status
     return with_overrides(config, over) if over else config
 
 

@@ -15,6 +15,7 @@ import threading
 from collections import Counter
 from types import FrameType
 
+from gapwatch.commands import say_sim_status
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.runtime import build_runtime
@@ -57,6 +58,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
             print(f"{ev.level}: {ev.message}", file=sys.stderr)
 
     rt.session.subscribe(listen)
+    say_sim_status(rt, "record")
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -83,4 +85,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     ) if lat and lat.p50_ms is not None else ""
     print(f"gapwatch record: stopped{where}; gaps: {gaps}; final states: "
           f"{states or 'none'}{late}", file=sys.stderr)
+    for p in rt.status().provers:
+        errors = ", ".join(f"{k} {v}" for k, v in sorted(p.errors.items())) or "none"
+        print(f"gapwatch record: prover status {p.url}: {p.ok} of {p.polls} polls answered "
+              f"(every {p.period_s:g} s); failed: {errors}", file=sys.stderr)
     return 0

@@ -39,6 +39,7 @@ from gapwatch.core.models import (
     GpuSample,
     HostSample,
     LogEvent,
+    ProverStatus,
     StateChange,
 )
 from gapwatch.core.track import BUSY as _BUSY
@@ -106,6 +107,12 @@ class GapDetector:
             for acc in self._ev.take_dirty_closed():
                 self._republish(acc)
         self._ev.prune(self._now_s)
+
+    def feed_prover(self, status: ProverStatus) -> None:
+        """A snapshot of the prover's own pipeline: evidence for the gaps around it."""
+        if self._ev.add_prover(status):
+            for acc in self._ev.take_dirty_closed():
+                self._republish(acc)
 
     def feed_gpu(self, s: GpuSample) -> list[Gap | StateChange]:
         # The hot path (~7 M calls in a 24 h report): fields read once into locals, the track's
@@ -398,15 +405,21 @@ class GapDetector:
         host = acc.host_dict() if acc is not None else {}
         # No events (every gap of a recording without logs): skip event_dicts' sorting.
         events = acc.event_dicts() if acc is not None and acc.events else []
+        cause: str | None = None
+        during = True
+        states: list[dict[str, Any]] = []
+        if acc is not None and (acc.provers or acc.before_cause is not None):
+            cause, during, states = acc.prover_view(end_s)
         hint = make_hint(
-            tr.kind, duration_s, rx, tx, tr.link, confidence, host, events, is_open=end_ns is None
+            tr.kind, duration_s, rx, tx, tr.link, confidence, host, events,
+            is_open=end_ns is None, prover_cause=cause, prover_during=during,
         )
         return Gap(
             gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,  # type: ignore[arg-type]
             start_mono_ns=tr.g_start_ns, start_s=tr.g_start_s, end_mono_ns=end_ns, end_s=end_s,
             duration_s=duration_s, pcie_rx_bytes_per_s=rx, pcie_tx_bytes_per_s=tx,
             link_bytes_per_s=tr.link, confidence=confidence,  # type: ignore[arg-type]
-            hint=hint, host=host, log_events=events,
+            hint=hint, host=host, log_events=events, prover_cause=cause, prover_states=states,
         )  # fmt: skip
 
     def _republish(self, acc: GapEvidence) -> None:
@@ -415,12 +428,14 @@ class GapDetector:
         if old is None:
             return
         events = acc.event_dicts()
+        cause, during, states = acc.prover_view(old.end_s)
         hint = make_hint(
             old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
             old.link_bytes_per_s or self.config.default_link_bytes_per_s, old.confidence,
-            old.host, events,
+            old.host, events, prover_cause=cause, prover_during=during,
         )  # fmt: skip
-        new = _replace_evidence(old, hint, events)
+        new = replace(old, hint=hint, log_events=events, prover_cause=cause,
+                      prover_states=states)
         acc.published = new
         self._pending.append(new)
 

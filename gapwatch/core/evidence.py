@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from gapwatch.core.models import Gap, HostSample, LogEvent
+from gapwatch.core.models import Gap, HostSample, LogEvent, ProverStatus
+from gapwatch.core.prover import concerns, decide_cause, gap_state, snapshot_cause
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
 MAX_EVENTS_KEPT = 64
@@ -28,6 +29,8 @@ MAX_EVENTS_PUBLISHED = 12
 RECENT_WARNING_S = 60.0
 #: Raw lines are cut to this many characters in a gap's evidence.
 RAW_CHARS = 160
+#: Prover snapshots published per gap version (the latest ones).
+MAX_PROVER_PUBLISHED = 12
 
 # Host pressure thresholds above which the hint mentions the host (chosen to flag real pressure,
 # not background noise: PSI "some" of a few % is common on a busy box).
@@ -69,6 +72,10 @@ class GapEvidence:
         "events",
         "dirty",
         "published",
+        "cause_counts",
+        "inside_tail",
+        "before_cause",
+        "provers",
     )
 
     def __init__(self, gpu: int, start_s: float) -> None:
@@ -85,6 +92,14 @@ class GapEvidence:
         self.dirty = False
         #: The last version of the gap published with this evidence (re-published on late events).
         self.published: Gap | None = None
+        #: Prover snapshots taken during the gap, by the cause each gives (`core.prover`); the
+        #: latest few with their times, so that those taken after the gap's end (they can reach
+        #: an open gap before the samples that close it) are left out when it closes.
+        self.cause_counts: dict[str, int] = {}
+        self.inside_tail: deque[tuple[float, str | None]] = deque(maxlen=8)
+        #: (time, cause) of the latest snapshot before the gap's start (evidence window).
+        self.before_cause: tuple[float, str | None] | None = None
+        self.provers: deque[ProverStatus] = deque(maxlen=MAX_PROVER_PUBLISHED * 2)
 
     def add_host(self, h: HostSample) -> None:
         self.mem_used_pct = _max(self.mem_used_pct, h.mem_used_pct)
@@ -109,6 +124,32 @@ class GapEvidence:
                 return
         events.append(ev)
         self.dirty = True
+
+    def add_prover(self, status: ProverStatus) -> None:
+        t = status.t_wall_s
+        cause = snapshot_cause(status, self.gpu)
+        if t >= self.from_s:
+            if cause is not None:
+                self.cause_counts[cause] = self.cause_counts.get(cause, 0) + 1
+            self.inside_tail.append((t, cause))
+        elif self.before_cause is None or t >= self.before_cause[0]:
+            self.before_cause = (t, cause)
+        self.provers.append(status)
+        self.dirty = True
+
+    def prover_view(self, end_s: float | None) -> tuple[str | None, bool, list[dict[str, Any]]]:
+        """(cause, seen during the gap, compact snapshots) as of a gap ending at `end_s`."""
+        counts = self.cause_counts
+        if end_s is not None and any(t > end_s for t, _ in self.inside_tail):
+            counts = dict(counts)
+            for t, cause in self.inside_tail:
+                if t > end_s and cause is not None:
+                    counts[cause] -= 1
+        before = self.before_cause[1] if self.before_cause is not None else None
+        cause, during = decide_cause(counts, before)
+        kept = [s for s in self.provers if end_s is None or s.t_wall_s <= end_s]
+        states = [gap_state(s, self.gpu) for s in kept[-MAX_PROVER_PUBLISHED:]]
+        return cause, during, states
 
     def host_dict(self) -> dict[str, float | None]:
         return {
@@ -154,6 +195,7 @@ class EvidenceBuffer:
         self.late_s = late_s
         self._host: deque[HostSample] = deque(maxlen=host_maxlen)
         self._log: deque[LogEvent] = deque(maxlen=log_maxlen)
+        self._prover: deque[ProverStatus] = deque(maxlen=256)
         #: Accumulators of open gaps, and of closed ones still accepting late events.
         self._open: list[GapEvidence] = []
         self._recent: deque[GapEvidence] = deque(maxlen=32)
@@ -205,6 +247,22 @@ class EvidenceBuffer:
                 late = True
         return late
 
+    def add_prover(self, status: ProverStatus) -> bool:
+        """Keep a prover snapshot; True when it reached a closed gap (to be re-published)."""
+        self._prover.append(status)
+        t = status.t_wall_s
+        for acc in self._open:
+            if t >= acc.from_s - self.before_s and concerns(status, acc.gpu):
+                acc.add_prover(status)
+        late = False
+        for acc in self._recent:
+            until = acc.until_s
+            if (until is not None and acc.from_s - self.before_s <= t <= until
+                    and concerns(status, acc.gpu)):
+                acc.add_prover(status)
+                late = True
+        return late
+
     def open_gap(self, gpu: int, start_s: float) -> GapEvidence:
         """A gap just opened: gather what the buffers already hold since its start."""
         acc = GapEvidence(gpu, start_s)
@@ -225,6 +283,14 @@ class EvidenceBuffer:
             for ev in self.last_warning.values():
                 if start_s - RECENT_WARNING_S <= ev.t_wall_s < lo and self.relevant(ev, gpu):
                     acc.add_event(ev)
+        snaps = []
+        for status in reversed(self._prover):
+            if status.t_wall_s < lo:
+                break
+            if concerns(status, gpu):
+                snaps.append(status)
+        for status in reversed(snaps):
+            acc.add_prover(status)
         self._open.append(acc)
         return acc
 
@@ -299,6 +365,27 @@ def host_pressure(host: dict[str, float | None]) -> str:
     return ", ".join(bits)
 
 
+#: What each finer cause (`gapwatch.core.prover.PROVER_CAUSES`) means, in the hint's words.
+PROVER_CAUSE_WORDS: dict[str, str] = {
+    "waits_on_synthesis": "the GPU waits on synthesis (no partition synthesised ahead, every "
+                          "synthesis slot busy)",
+    "dispatch_stall": "a dispatch stall inside the prover (synthesised partitions waiting while "
+                      "a worker is idle)",
+    "inside_workers": "the wait is inside the workers (copies, the GPU mutex, CPU work): every "
+                      "worker of this GPU is proving",
+    "no_work": "the prover had no work (nothing queued, synthesising or synthesised)",
+}
+
+
+def prover_phrase(cause: str | None, during: bool = True) -> str:
+    """The hint's words for a gap's prover cause ("" for none)."""
+    words = PROVER_CAUSE_WORDS.get(cause or "")
+    if words is None:
+        return ""
+    when = "" if during else " (as of just before the gap)"
+    return f"prover status{when}: {words}"
+
+
 def make_hint(
     kind: str,
     duration_s: float,
@@ -309,11 +396,14 @@ def make_hint(
     host: dict[str, float | None],
     events: list[dict[str, Any]],
     is_open: bool = False,
+    prover_cause: str | None = None,
+    prover_during: bool = True,
 ) -> str:
     """One line in plain words: what the GPU did, what PCIe did, and the likeliest cause.
 
     RX is what the GPU receives (host-to-device, "H2D"), TX what it sends (D2H); the hint names
-    the dominant direction, the one the kind was decided on.
+    the dominant direction, the one the kind was decided on. When the prover's own status said
+    where it waited (`prover_cause`), that is said instead of a guess.
     """
     idle = f"SMs idle {duration_s:.1f} s{' so far' if is_open else ''}"
     if confidence == "low":
@@ -350,12 +440,17 @@ def make_hint(
     elif kind == "host_stall":
         synth = [e for e in events if "SYNTH" in str(e.get("name", "")).upper()
                  or "synthesis" in str(e.get("raw", ""))]
-        if synth:
+        if prover_cause is not None:
+            pass  # the prover's own words follow: no guess
+        elif synth:
             parts.append("synthesis did not keep up with the GPU?")
         else:
             parts.append("synthesis, a lock or the scheduler?")
         if unpinned or fallback:
             parts.append("(pageable buffers seen: is_pinned=false)")
+    said = prover_phrase(prover_cause, prover_during)
+    if said:
+        parts.append(said)
     pressure = host_pressure(host)
     if pressure:
         parts.append(f"host: {pressure}")

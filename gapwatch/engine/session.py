@@ -26,6 +26,7 @@ from gapwatch.core.models import (
     HostSample,
     LogEvent,
     Notice,
+    ProverStatus,
     Record,
     SessionHeader,
     StateChange,
@@ -39,6 +40,8 @@ class Detector(Protocol):
     def feed_host(self, sample: HostSample) -> None: ...
 
     def feed_log(self, event: LogEvent) -> None: ...
+
+    def feed_prover(self, status: ProverStatus) -> None: ...
 
     def finish(self) -> list[Gap | StateChange]:
         """End of data: settle open gaps (idle after the last busy sample is not a gap)."""
@@ -141,6 +144,15 @@ class Session:
             if self.detector is not None:
                 self.detector.feed_log(event)
 
+    def on_prover_status(self, status: ProverStatus) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self.store.append_prover(status)
+            self._emit(status)
+            if self.detector is not None:
+                self.detector.feed_prover(status)
+
     def on_notice(self, notice: Notice) -> None:
         with self._lock:
             if self._closed:
@@ -159,6 +171,8 @@ class Session:
             self.on_host_sample(record)
         elif isinstance(record, LogEvent):
             self.on_log_event(record)
+        elif isinstance(record, ProverStatus):
+            self.on_prover_status(record)
         elif isinstance(record, Notice):
             self.on_notice(record)
 

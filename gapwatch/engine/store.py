@@ -15,7 +15,16 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, LogEvent, Notice, StateChange
+from gapwatch.core.models import (
+    Gap,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    LogEvent,
+    Notice,
+    ProverStatus,
+    StateChange,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +45,10 @@ class StoreSnapshot:
     #: Busy share of the detector's window per GPU, refreshed about once a second of data
     #: (`states` only changes when the state does, so its busy_fraction goes stale).
     busy: dict[int, float | None] = field(default_factory=dict)
+    #: The prover's own status snapshots (cuzk `/status`), oldest first, and the latest per
+    #: prover.
+    prover_statuses: tuple[ProverStatus, ...] = ()
+    provers: dict[str, ProverStatus] = field(default_factory=dict)
 
 
 class SeriesStore:
@@ -49,6 +62,7 @@ class SeriesStore:
         max_log_events: int = 5000,
         max_gaps: int = 2000,
         max_notices: int = 500,
+        max_prover_statuses: int = 6000,
     ) -> None:
         # A little headroom over history/period: a late sampler emits a few extra samples.
         maxlen = max(16, int(history_s / period_s * 1.1) + 8)
@@ -64,6 +78,10 @@ class SeriesStore:
         self._notices: deque[Notice] = deque(maxlen=max_notices)
         self._counters: dict[str, int] = {}
         self._busy: dict[int, float | None] = {}
+        # At most 10 polls a second (the period's floor) over the history.
+        self._prover: deque[ProverStatus] = deque(
+            maxlen=max(64, min(max_prover_statuses, int(history_s * 10) + 8)))
+        self._provers: dict[str, ProverStatus] = {}
         self._version = 0
 
     @property
@@ -87,6 +105,12 @@ class SeriesStore:
     def append_log(self, event: LogEvent) -> None:
         with self._lock:
             self._log.append(event)
+            self._version += 1
+
+    def append_prover(self, status: ProverStatus) -> None:
+        with self._lock:
+            self._prover.append(status)
+            self._provers[status.prover] = status
             self._version += 1
 
     def upsert_gap(self, gap: Gap) -> None:
@@ -131,4 +155,6 @@ class SeriesStore:
                 notices=tuple(self._notices),
                 counters=dict(self._counters),
                 busy=dict(self._busy),
+                prover_statuses=tuple(self._prover),
+                provers=dict(self._provers),
             )

@@ -24,7 +24,7 @@ from typing import Any
 
 from gapwatch.core.config import Config
 from gapwatch.core.detector import GapDetector
-from gapwatch.core.models import Gap, GpuInfo, LogEvent, SessionHeader, StateChange
+from gapwatch.core.models import Gap, GpuInfo, LogEvent, ProverStatus, SessionHeader, StateChange
 from gapwatch.core.track import GpuTotals
 from gapwatch.sources.files import read_any
 
@@ -92,6 +92,8 @@ class Detected:
     counters: dict[str, int]
     problems: list[str]
     log_events: list[LogEvent]
+    #: The prover's `/status` snapshots in the recording (cuzk), in order.
+    prover_statuses: list[ProverStatus] = field(default_factory=list)
 
 
 def build_report(
@@ -138,6 +140,7 @@ def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
     gaps: dict[int, Gap] = {}
     states: list[StateChange] = []
     log_events: list[LogEvent] = []
+    prover_statuses: list[ProverStatus] = []
 
     def take(results: list[Gap | StateChange]) -> None:
         for r in results:
@@ -167,6 +170,9 @@ def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
         elif tp == "log":
             feed_log(r)  # type: ignore[arg-type]
             log_events.append(r)  # type: ignore[arg-type]
+        elif tp == "prover":
+            det.feed_prover(r)  # type: ignore[arg-type]
+            prover_statuses.append(r)  # type: ignore[arg-type]
     while li < n_extra:
         feed_log(extra[li])
         log_events.append(extra[li])
@@ -181,7 +187,8 @@ def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
         if v:
             counters[f"log_{k}"] = v
     return Detected(header=header, gaps=gaps, states=states, totals=det.totals(),
-                    counters=counters, problems=list(rec.problems), log_events=log_events)
+                    counters=counters, problems=list(rec.problems), log_events=log_events,
+                    prover_statuses=prover_statuses)
 
 
 def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> ReportData:

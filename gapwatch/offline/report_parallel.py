@@ -21,9 +21,10 @@ Why the result is the same as one process (`gapwatch.offline.report.detect`), va
 - A bad line is counted once: by its GPU's worker when it has the GPU-sample shape, otherwise
   by worker 0. Problem messages carry their line numbers and are merged in line order.
 
-Not parallel: log events. The evidence buffer keeps recently closed gaps of all GPUs in one
-bounded list, so which gap a late log line still reaches depends on the other GPUs' gaps. A
-report with `--log` files runs in one process, and a worker that meets a log record (or a line
+Not parallel: log events and prover status snapshots. The evidence buffer keeps recently closed
+gaps of all GPUs in one bounded list, so which gap a late log line (or snapshot) still reaches
+depends on the other GPUs' gaps. A report with `--log` files runs in one process, and a worker
+that meets a log or prover record (or a line
 whose sample belongs to a GPU that another worker skipped) stops all workers: the report then
 runs in one process (`detect_parallel` returns None). Trace CSVs, recordings under
 `MIN_PARALLEL_BYTES` and single-GPU recordings take the one-process path too (`plan_workers`),
@@ -53,7 +54,7 @@ from pydantic import ValidationError
 
 from gapwatch.core.config import Config
 from gapwatch.core.detector import GapDetector
-from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, StateChange
+from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, ProverStatus, StateChange
 from gapwatch.core.track import GpuTotals
 from gapwatch.sources.recording import (
     GPU_LINE_PREFIX,
@@ -223,8 +224,9 @@ def _work(  # noqa: C901
                 batch.append((line_no, r))
             elif type(r) is HostSample:
                 batch.append((line_no, r))
-            elif type(r) is LogEvent:
-                part.abort = f"line {line_no}: log events are read in one process"
+            elif type(r) is LogEvent or type(r) is ProverStatus:
+                # Late evidence can reach the gaps of any GPU (see the module docstring).
+                part.abort = f"line {line_no}: {r.type} records are read in one process"
                 return part
             else:
                 continue

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from cuzk_fakes import WAITS_ON_SYNTHESIS, cuzk_doc, ok_answer, truncated_answer
+
 from evaluation.simulate import ListSink
 from gapwatch.core.models import GpuInfo, GpuSample, Notice, ProverStatus
 from gapwatch.engine.clock import FakeClock

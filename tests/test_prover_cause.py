@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from cuzk_fakes import DISPATCH_STALL, INSIDE_WORKERS, WAITS_ON_SYNTHESIS, cuzk_doc
+
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.evidence import GapEvidence

@@ -15,7 +15,7 @@ import threading
 from collections import Counter
 from types import FrameType
 
-from gapwatch.commands import say_sim_status
+from gapwatch.commands import add_cuzk_status_argument, say_sim_status
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.runtime import build_runtime
@@ -28,6 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=float, default=None, metavar="S",
                    help="stop after S seconds (of source time); default: until interrupted")
     p.add_argument("--quiet", action="store_true", help="print no live gap lines")
+    add_cuzk_status_argument(p)
 
 
 def run(args: argparse.Namespace, config: Config) -> int:

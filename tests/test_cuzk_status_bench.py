@@ -1,13 +1,12 @@
 """The GPU proof of issue 14 without a GPU: the load generator's status tracker (cuzk's JSON,
-the one lock its workers and snapshots share, timed), the bench's scoring on synthetic data,
-and the whole orchestration in smoke mode."""
+the one lock its workers and snapshots share, timed) and the bench's scoring on synthetic data.
+(The orchestration itself, bench/cuzk_status_h200.py, runs here with `--smoke`; it is not
+tested: it is not something users run.)"""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -122,26 +121,3 @@ def test_cost_summary_compares_each_polling_mode_with_polling_off() -> None:
     assert modes["0.1s"]["vs_off"]["throughput_change_pct"] == pytest.approx(-1.0)
     md = cs.summary_markdown({"cost": cost})
     assert "| 0.1s | 1.089 |" in md and "wait p99 +3.00 µs" in md
-
-
-@pytest.mark.slow
-def test_smoke_run_polls_the_fake_loads_status_and_writes_the_bundle(tmp_path: Path) -> None:
-    """The whole orchestration without a GPU: the fake load serves /status, gapwatch polls it
-    over HTTP in the host-stall run and in two of the three cost runs."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = tmp_path / "out"
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "cuzk_status_h200.py"), "--smoke",
-                        "--out", str(out), "--work", str(tmp_path / "work"), "--seconds", "4",
-                        "--cost-seconds", "2", "--warmup-s", "0", "--tail-s", "0.2"],
-                       capture_output=True, text=True, env=env, timeout=240)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["failures"] == []
-    hs = summary["host_stall"]
-    assert hs["status"]["requests"] > 0 and hs["score"]["gaps"] >= 0
-    modes = summary["cost"]["modes"]
-    assert modes["off"]["snapshots"] == 0
-    assert modes["1s"]["snapshots"] > 0 and modes["0.1s"]["snapshots"] > modes["1s"]["snapshots"]
-    assert {p.name for p in out.iterdir()} == {"summary.json", "summary.md",
-                                                "cuzk-status-case.tar.gz",
-                                                "cuzk-status-details.tar.gz"}

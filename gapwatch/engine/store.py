@@ -15,6 +15,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
+from gapwatch.core.ledger import Change, GapLedger, Tally
 from gapwatch.core.models import (
     Gap,
     GpuInfo,
@@ -23,6 +24,7 @@ from gapwatch.core.models import (
     LogEvent,
     Notice,
     ProverStatus,
+    Record,
     StateChange,
 )
 
@@ -36,7 +38,8 @@ class StoreSnapshot:
     gpu_samples: dict[int, tuple[GpuSample, ...]]
     host_samples: tuple[HostSample, ...]
     log_events: tuple[LogEvent, ...]
-    #: Latest version of each gap, oldest first (open gaps included).
+    #: The gaps as the ledger has them (latest version, retracted ones gone), in start order,
+    #: open gaps included (`Gap.is_open`).
     gaps: tuple[Gap, ...]
     #: Latest chaining state per GPU.
     states: dict[int, StateChange]
@@ -49,6 +52,17 @@ class StoreSnapshot:
     #: prover.
     prover_statuses: tuple[ProverStatus, ...] = ()
     provers: dict[str, ProverStatus] = field(default_factory=dict)
+    #: Closed gaps by (GPU, kind) since the session started (never forgotten).
+    gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
+
+    def busy_share(self, gpu: int) -> float | None:
+        """The busy share to show for `gpu`: the live window value, else the one its last state
+        change carried (before the first refresh). Header, snapshot and /metrics all use this."""
+        live = self.busy.get(gpu)
+        if live is not None:
+            return live
+        state = self.states.get(gpu)
+        return state.busy_fraction if state is not None else None
 
 
 class SeriesStore:
@@ -72,8 +86,7 @@ class SeriesStore:
         self._maxlen = maxlen
         self._host: deque[HostSample] = deque(maxlen=maxlen)
         self._log: deque[LogEvent] = deque(maxlen=max_log_events)
-        self._gaps: dict[int, Gap] = {}
-        self._max_gaps = max_gaps
+        self._ledger = GapLedger(max_closed=max_gaps)
         self._states: dict[int, StateChange] = {}
         self._notices: deque[Notice] = deque(maxlen=max_notices)
         self._counters: dict[str, int] = {}
@@ -87,6 +100,20 @@ class SeriesStore:
     @property
     def version(self) -> int:
         return self._version
+
+    def append(self, record: Record) -> None:
+        """Keep a record of any type where its kind is kept (gaps and states have their own
+        entries: `upsert_gap`, `set_state`)."""
+        if type(record) is GpuSample:
+            self.append_gpu([record])
+        elif type(record) is HostSample:
+            self.append_host(record)
+        elif type(record) is LogEvent:
+            self.append_log(record)
+        elif type(record) is Notice:
+            self.add_notice(record)
+        elif type(record) is ProverStatus:
+            self.append_prover(record)
 
     def append_gpu(self, samples: list[GpuSample]) -> None:
         with self._lock:
@@ -113,13 +140,11 @@ class SeriesStore:
             self._provers[status.prover] = status
             self._version += 1
 
-    def upsert_gap(self, gap: Gap) -> None:
+    def upsert_gap(self, gap: Gap) -> Change:
+        """Take a published gap version into the session's ledger; say what it changed."""
         with self._lock:
-            self._gaps[gap.gap_id] = gap
-            if len(self._gaps) > self._max_gaps:
-                # dicts keep insertion order: drop the oldest gap first.
-                del self._gaps[next(iter(self._gaps))]
             self._version += 1
+            return self._ledger.add(gap)
 
     def set_state(self, state: StateChange) -> None:
         with self._lock:
@@ -150,11 +175,12 @@ class SeriesStore:
                 gpu_samples={i: tuple(d) for i, d in self._gpu.items()},
                 host_samples=tuple(self._host),
                 log_events=tuple(self._log),
-                gaps=tuple(self._gaps.values()),
+                gaps=tuple(self._ledger.gaps()),
                 states=dict(self._states),
                 notices=tuple(self._notices),
                 counters=dict(self._counters),
                 busy=dict(self._busy),
                 prover_statuses=tuple(self._prover),
                 provers=dict(self._provers),
+                gap_tally=self._ledger.tally(),
             )

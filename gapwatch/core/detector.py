@@ -128,6 +128,7 @@ class GapDetector:
         if self._ev.add_prover(status):
             for acc in self._ev.take_dirty_closed():
                 self._republish(acc)
+        self._ev.prune(self._now_s)
 
     def feed_gpu(self, s: GpuSample) -> list[Gap | StateChange]:
         """One GPU sample, in named steps: place it in time, read its level, test for a hole,

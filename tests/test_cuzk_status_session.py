@@ -220,3 +220,18 @@ def test_a_late_snapshot_reaching_a_closed_gap_republishes_it_with_the_cause() -
     (again,) = [g for g in det.finish() if isinstance(g, Gap) and g.gap_id == last.gap_id]
     assert again.prover_cause == "waits_on_synthesis" and again.end_s == last.end_s
     assert "prover status: the GPU waits on synthesis" in again.hint
+
+
+def test_a_dashboard_snapshot_keeps_the_prover_snapshots_replayable(tmp_path: Path) -> None:
+    from gapwatch.sinks.snapshot import write_snapshot
+    from gapwatch.sources.files import read_any
+
+    rt = build_runtime(Config(), "sim:host-stall", speed=0, duration_s=20)
+    rt.start()
+    assert rt.wait(60)
+    rt.stop()
+    snap = rt.store.snapshot()
+    path = write_snapshot(tmp_path, snap, rt.header, Config(), t_wall_s=snap.provers["sim"].t_wall_s)
+    kept = [r for r in read_any(path / "recording.jsonl.gz").records
+            if isinstance(r, ProverStatus)]
+    assert kept == list(snap.prover_statuses) and len(kept) == 20

@@ -52,6 +52,7 @@ from gapwatch.engine.clock import Clock, SystemClock
 #: Why a poll failed (`http_<code>` is added for any status other than 200).
 ERROR_REASONS: tuple[str, ...] = (
     "refused", "timeout", "connection", "truncated", "too_large", "bad_json", "bad_schema",
+    "internal",
 )
 #: A larger answer is refused (`too_large`): cuzk's snapshot drops jobs done > 30 s ago, so a
 #: real one is a few hundred KiB at most.
@@ -264,8 +265,7 @@ class StatusPoller(Background):
     def __init__(self, url: str, period_s: float, timeout_s: float,
                  on_status: Callable[[ProverStatus], None],
                  on_notice: Callable[[Notice], None] | None = None,
-                 clock: Clock | None = None, prover: str | None = None,
-                 fetch: Callable[[str, float], bytes] = fetch_status) -> None:
+                 clock: Clock | None = None, prover: str | None = None) -> None:
         super().__init__()
         self.url = url
         self.prover = prover or prover_name(url)
@@ -274,7 +274,6 @@ class StatusPoller(Background):
         self.clock: Clock = clock or SystemClock()
         self._on_status = on_status
         self._on_notice = on_notice
-        self._fetch = fetch
         self._lock = threading.Lock()  # guards the counters below (status() reads them)
         self.polls = 0
         self.ok = 0
@@ -303,7 +302,7 @@ class StatusPoller(Background):
         t_mono, t_wall = self.clock.monotonic_ns(), self.clock.wall_s()
         t0 = time.perf_counter()
         try:
-            body = self._fetch(self.url, self.timeout_s)
+            body = fetch_status(self.url, self.timeout_s)
             latency_ms = (time.perf_counter() - t0) * 1000.0
             dropped: dict[str, int] = {}
             status = parse_status(body, self.prover, t_mono, t_wall, latency_ms, dropped)
@@ -311,7 +310,8 @@ class StatusPoller(Background):
             self._failed(exc, t_mono, t_wall)
             return None
         except Exception as exc:  # noqa: BLE001 - a poller bug must not stop polling
-            self._failed(StatusError("connection", repr(exc)), t_mono, t_wall)
+            self._failed(StatusError("internal", f"gapwatch could not read it: {exc!r}"),
+                         t_mono, t_wall)
             return None
         with self._lock:
             for key, n in dropped.items():

@@ -73,8 +73,10 @@ class PipelineLine(Widget):
         if lines and not self.display:
             self.display = True
         if lines != self._lines:
+            # A new height only when the number of provers changed: a repaint otherwise.
+            relayout = len(lines) != len(self._lines)
             self._lines = lines
-            self.refresh(layout=True)
+            self.refresh(layout=relayout)
 
     def render(self) -> Group:
         styles = {"label": self.get_component_rich_style("pipeline-line--label"),

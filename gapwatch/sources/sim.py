@@ -108,7 +108,7 @@ class _Worker:
     busy: bool = False
     job: str | None = None
     partition: int | None = None
-    since: float = 0.0
+    since_s: float = 0.0
 
 
 @dataclass(slots=True)
@@ -116,17 +116,19 @@ class _Part:
     """One partition's place in the pipeline, for the status document (simulated seconds)."""
 
     state: str = "pending"
-    synth_start: float | None = None
-    synth_end: float | None = None
-    gpu_start: float | None = None
-    gpu_end: float | None = None
+    synth_start_s: float | None = None
+    synth_end_s: float | None = None
+    gpu_start_s: float | None = None
+    gpu_end_s: float | None = None
 
 
 @dataclass(slots=True)
 class _Job:
-    started: float
+    """A job of `_PARTS_PER_JOB` partitions (simulated seconds)."""
+
+    started_s: float
     parts: list[_Part]
-    finished: float | None = None
+    finished_s: float | None = None
 
 
 #: Partitions per job (cuzk PoRep 32G), and how long a finished job stays in the status.
@@ -315,7 +317,7 @@ class SimProver:
             job = f"porep-{self._job + g.index}-{part // 10}"
             g.synth_active += 1
             rec = self._part(job, part)
-            rec.state, rec.synth_start = "synthesizing", self._now
+            rec.state, rec.synth_start_s = "synthesizing", self._now
             dur = self.scenario.synth_s * g.rng.uniform(0.9, 1.15)
             self._timeline(self._now, "SYNTH_START", job, f"partition={part % 10}")
             self._at(self._now + dur, partial(self._synth_done, g, job, part, dur))
@@ -330,7 +332,7 @@ class SimProver:
     def _synth_done(self, g: _Gpu, job: str, part: int, dur: float) -> None:
         g.synth_active -= 1
         rec = self._part(job, part)
-        rec.state, rec.synth_end = "synth_done", self._now
+        rec.state, rec.synth_end_s = "synth_done", self._now
         p = part % 10
         ms = int(dur * 1000)
         pinned = self.scenario.pinned
@@ -354,8 +356,8 @@ class SimProver:
     def _begin_copy(self, g: _Gpu, w: _Worker, job: str, part: int, pinned: bool) -> None:
         p = part % 10
         rec = self._part(job, part)
-        rec.state, rec.gpu_start = "gpu", self._now
-        w.job, w.partition, w.since = job, p, self._now
+        rec.state, rec.gpu_start_s = "gpu", self._now
+        w.job, w.partition, w.since_s = job, p, self._now
         self._timeline(self._now, "GPU_PICKUP", job, f"worker={w.wid},partition={p}")
         self._timeline(self._now, "GPU_START", job, f"worker={w.wid},partition={p}")
         rate = self.h2d_rate(g, self._now)
@@ -397,10 +399,10 @@ class SimProver:
             w.busy = False
             w.job = w.partition = None
             rec = self._part(job, part)
-            rec.state, rec.gpu_end = "done", self._now
+            rec.state, rec.gpu_end_s = "done", self._now
             entry = self._jobs[job]
             if all(x.state == "done" for x in entry.parts):
-                entry.finished = self._now
+                entry.finished_s = self._now
                 self.jobs_completed += 1
             self._dispatch(g)
 
@@ -420,7 +422,7 @@ class SimProver:
     def _status_document(self) -> dict[str, object]:
         now = self._now
         for job in [j for j, e in self._jobs.items()
-                    if e.finished is not None and now - e.finished > _JOB_KEEP_S]:
+                    if e.finished_s is not None and now - e.finished_s > _JOB_KEEP_S]:
             del self._jobs[job]
 
         def ms(a: float | None, b: float | None) -> int | None:
@@ -428,19 +430,20 @@ class SimProver:
             return None if a is None else int(((b if b is not None else now) - a) * 1000)
 
         pipelines = [{
-            "job_id": job, "proof_kind": "porep-c2", "started_secs_ago": round(now - e.started, 3),
+            "job_id": job, "proof_kind": "porep-c2",
+            "started_secs_ago": round(now - e.started_s, 3),
             "total_partitions": len(e.parts),
             "partitions_done": sum(1 for p in e.parts if p.state == "done"),
             "partitions": [{"index": i, "state": p.state,
-                            "synth_ms": ms(p.synth_start, p.synth_end),
-                            "gpu_ms": ms(p.gpu_start, p.gpu_end)}
+                            "synth_ms": ms(p.synth_start_s, p.synth_end_s),
+                            "gpu_ms": ms(p.gpu_start_s, p.gpu_end_s)}
                            for i, p in enumerate(e.parts)],
         } for job, e in self._jobs.items()]
         workers = [{
             "worker_id": w.wid, "gpu_ordinal": g.index,
             "state": "proving" if w.busy else "idle",
             "current_job": w.job, "current_partition": w.partition,
-            "busy_secs": round(now - w.since, 3) if w.busy else None,
+            "busy_secs": round(now - w.since_s, 3) if w.busy else None,
         } for g in self._gpus for w in g.workers]
         in_flight = sum(1 for e in self._jobs.values() for p in e.parts
                         if p.state in ("synthesizing", "synth_done", "gpu"))

@@ -15,6 +15,7 @@ import threading
 from collections import Counter
 from types import FrameType
 
+from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.runtime import build_runtime
@@ -27,6 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=float, default=None, metavar="S",
                    help="stop after S seconds (of source time); default: until interrupted")
     p.add_argument("--quiet", action="store_true", help="print no live gap lines")
+    add_copytrace_flag(p)
 
 
 def run(args: argparse.Namespace, config: Config) -> int:

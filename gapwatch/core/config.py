@@ -46,6 +46,10 @@ class SamplerConfig(_Section):
     #: Seconds between `nvmlDeviceGetPcieThroughput` calls on the legacy path. That call blocks
     #: ~21 ms per direction per GPU, so it never runs inside every tick.
     legacy_pcie_every_s: float = Field(5.0, ge=1.0)
+    #: Seconds between the slow per-GPU readings: the processes NVML lists on each GPU with
+    #: their pinned / heap memory from /proc (a hint, see docs/copytrace.md), and the PCIe
+    #: link's current generation and width (a link trained down while data moves). 0 = off.
+    slow_every_s: float = Field(5.0, ge=0)
 
 
 class HostConfig(_Section):
@@ -177,6 +181,20 @@ class PrometheusConfig(_Section):
     listen: str = ""
 
 
+class CopyTraceConfig(_Section):
+    """The copy trace: copies named by memory kind, from the library injected into the prover
+    (`gapwatch copytrace build`, docs/copytrace.md). `--copytrace [PATH]` turns it on."""
+
+    #: Listen for the library's datagrams (off by default: the prover must carry the library).
+    enabled: bool = False
+    #: Socket path; "" = /run/user/UID/gapwatch-copytrace.sock, or /tmp/gapwatch-copytrace-UID.sock
+    #: where /run/user/UID does not exist.
+    socket: str = ""
+    #: Permission bits of the socket file (the prover's user must be able to write to it;
+    #: root always can).
+    socket_mode: int = Field(0o600, ge=0, le=0o777)
+
+
 class SimConfig(_Section):
     """The simulated prover (`--source sim[:SCENARIO]`)."""
 
@@ -199,6 +217,7 @@ class Config(_Section):
     ui: UiConfig = Field(default_factory=UiConfig)
     snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
     prometheus: PrometheusConfig = Field(default_factory=PrometheusConfig)
+    copytrace: CopyTraceConfig = Field(default_factory=CopyTraceConfig)
     sim: SimConfig = Field(default_factory=SimConfig)
 
 

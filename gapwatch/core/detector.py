@@ -34,11 +34,14 @@ from gapwatch.core.config import DetectorConfig
 from gapwatch.core.evidence import EvidenceBuffer, GapEvidence, make_hint
 from gapwatch.core.models import (
     ChainState,
+    CopyRecord,
     Gap,
     GpuInfo,
     GpuSample,
     HostSample,
+    LinkState,
     LogEvent,
+    ProcessMemory,
     StateChange,
 )
 from gapwatch.core.track import BUSY as _BUSY
@@ -106,6 +109,25 @@ class GapDetector:
             for acc in self._ev.take_dirty_closed():
                 self._republish(acc)
         self._ev.prune(self._now_s)
+
+    def feed_copy(self, copy: CopyRecord) -> list[Gap | StateChange]:
+        """A copy from the copy trace: evidence for the gaps it overlaps. Copies arrive after
+        they end (a flush period or more), so one may land in a gap already closed: that gap
+        is re-published at once with it (and any late log events)."""
+        out = self._pending
+        self._pending = []
+        if self._ev.add_copy(copy):
+            for acc in self._ev.take_dirty_closed():
+                self._republish(acc)
+            out.extend(self._pending)
+            self._pending = []
+        return out
+
+    def feed_procmem(self, reading: ProcessMemory) -> None:
+        self._ev.add_procmem(reading)
+
+    def feed_link(self, link: LinkState) -> None:
+        self._ev.add_link(link)
 
     def feed_gpu(self, s: GpuSample) -> list[Gap | StateChange]:
         # The hot path (~7 M calls in a 24 h report): fields read once into locals, the track's
@@ -398,16 +420,29 @@ class GapDetector:
         host = acc.host_dict() if acc is not None else {}
         # No events (every gap of a recording without logs): skip event_dicts' sorting.
         events = acc.event_dicts() if acc is not None and acc.events else []
+        g_end_s = end_s if end_s is not None else tr.g_start_s + duration_s
+        copies = (self._ev.copies_dict(acc, tr.g_start_s, g_end_s, tr.kind, events)
+                  if acc is not None else {})
+        link_down = self._link_down(tr.gpu)
         hint = make_hint(
-            tr.kind, duration_s, rx, tx, tr.link, confidence, host, events, is_open=end_ns is None
+            tr.kind, duration_s, rx, tx, tr.link, confidence, host, events,
+            is_open=end_ns is None, copies=copies, link_down=link_down,
         )
         return Gap(
             gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,  # type: ignore[arg-type]
             start_mono_ns=tr.g_start_ns, start_s=tr.g_start_s, end_mono_ns=end_ns, end_s=end_s,
             duration_s=duration_s, pcie_rx_bytes_per_s=rx, pcie_tx_bytes_per_s=tx,
             link_bytes_per_s=tr.link, confidence=confidence,  # type: ignore[arg-type]
-            hint=hint, host=host, log_events=events,
+            hint=hint, host=host, log_events=events, copies=copies,
+            link_current_bytes_per_s=link_down["bytes_per_s"] if link_down else None,
         )  # fmt: skip
+
+    def _link_down(self, gpu: int) -> dict[str, Any] | None:
+        link = self._ev.links_down.get(gpu)
+        if link is None:
+            return None
+        return {"gen": link.gen, "width": link.width, "max_gen": link.max_gen,
+                "max_width": link.max_width, "bytes_per_s": link.bytes_per_s}
 
     def _republish(self, acc: GapEvidence) -> None:
         """A late log event reached a closed gap: publish it again with the richer evidence."""
@@ -415,12 +450,15 @@ class GapDetector:
         if old is None:
             return
         events = acc.event_dicts()
+        end_s = old.end_s if old.end_s is not None else old.start_s + old.duration_s
+        copies = self._ev.copies_dict(acc, old.start_s, end_s, old.kind, events)
+        link_down = self._link_down(old.gpu)
         hint = make_hint(
             old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
             old.link_bytes_per_s or self.config.default_link_bytes_per_s, old.confidence,
-            old.host, events,
+            old.host, events, copies=copies, link_down=link_down,
         )  # fmt: skip
-        new = _replace_evidence(old, hint, events)
+        new = replace(_replace_evidence(old, hint, events), copies=copies)
         acc.published = new
         self._pending.append(new)
 

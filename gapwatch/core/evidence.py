@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from gapwatch.core.models import Gap, HostSample, LogEvent
+from gapwatch.core import hints
+from gapwatch.core.models import CopyRecord, Gap, HostSample, LinkState, LogEvent, ProcessMemory
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
 MAX_EVENTS_KEPT = 64
@@ -28,6 +29,17 @@ MAX_EVENTS_PUBLISHED = 12
 RECENT_WARNING_S = 60.0
 #: Raw lines are cut to this many characters in a gap's evidence.
 RAW_CHARS = 160
+#: Most copies kept per gap (cuzk makes tens per partition; the window holds a few partitions).
+MAX_COPIES_KEPT = 512
+#: Recent copies kept for all GPUs (the "pinned copies ran at ..." comparison, late gaps).
+RECENT_COPIES = 4096
+#: The copy trace counts as live for a GPU while its last copy is at most this old: a gap
+#: without copies is then "no traced copy", not "no copy trace".
+TRACE_LIVE_S = 120.0
+#: The comparison rate of pinned copies is taken over this much recent history.
+PINNED_RATE_HISTORY_S = 120.0
+#: A memory kind that covers at least this share of the copy time in a gap's window names it.
+DOMINANT_KIND_SHARE = 0.8
 
 # Host pressure thresholds above which the hint mentions the host (chosen to flag real pressure,
 # not background noise: PSI "some" of a few % is common on a busy box).
@@ -67,6 +79,7 @@ class GapEvidence:
         "major_faults_per_s",
         "mem_bandwidth_bytes_per_s",
         "events",
+        "copies",
         "dirty",
         "published",
     )
@@ -82,6 +95,7 @@ class GapEvidence:
         self.major_faults_per_s: float | None = None
         self.mem_bandwidth_bytes_per_s: float | None = None
         self.events: list[LogEvent] = []
+        self.copies: list[CopyRecord] = []
         self.dirty = False
         #: The last version of the gap published with this evidence (re-published on late events).
         self.published: Gap | None = None
@@ -109,6 +123,11 @@ class GapEvidence:
                 return
         events.append(ev)
         self.dirty = True
+
+    def add_copy(self, c: CopyRecord) -> None:
+        if len(self.copies) < MAX_COPIES_KEPT:
+            self.copies.append(c)
+            self.dirty = True
 
     def host_dict(self) -> dict[str, float | None]:
         return {
@@ -162,6 +181,13 @@ class EvidenceBuffer:
         self.last_warning: dict[str, LogEvent] = {}
         #: worker id -> GPU index, learnt from events that carry both (cuzk's "worker started").
         self.worker_gpu: dict[int, int] = {}
+        self._copies: deque[CopyRecord] = deque(maxlen=RECENT_COPIES)
+        #: End of the latest traced copy per GPU (the copy trace is live there).
+        self.last_copy_s: dict[int, float] = {}
+        #: Latest /proc reading of the processes on each GPU (one round per GPU).
+        self.procmem: dict[int, list[ProcessMemory]] = {}
+        #: The latest link reading per GPU that found it trained down (removed when it is not).
+        self.links_down: dict[int, LinkState] = {}
 
     def relevant(self, ev: LogEvent, gpu: int) -> bool:
         """Does `ev` say something about `gpu`? Events naming no GPU (synthesis is shared by all
@@ -205,6 +231,78 @@ class EvidenceBuffer:
                 late = True
         return late
 
+    def add_copy(self, c: CopyRecord) -> bool:
+        """Keep `c`; return True when it reached a closed gap (which must be re-published).
+
+        Copies arrive a flush period (~100 ms) or more after they end, often after the GPU
+        samples that closed the gap they explain: closed gaps take them for `late_s`, as they
+        take late log lines. Copies of no watched GPU (`gpu` None) explain no gap."""
+        gpu = c.gpu
+        if gpu is None:
+            return False
+        self._copies.append(c)
+        if c.end_wall_s > self.last_copy_s.get(gpu, float("-inf")):
+            self.last_copy_s[gpu] = c.end_wall_s
+        for acc in self._open:
+            if acc.gpu == gpu and c.end_wall_s >= acc.from_s - self.before_s:
+                acc.add_copy(c)
+        late = False
+        for acc in self._recent:
+            until = acc.until_s
+            if acc.gpu == gpu and until is not None \
+                    and c.end_wall_s >= acc.from_s - self.before_s and c.start_wall_s <= until:
+                acc.add_copy(c)
+                late = True
+        return late
+
+    def add_procmem(self, reading: ProcessMemory) -> None:
+        """The latest round of /proc readings per GPU (a newer round replaces the older)."""
+        cur = self.procmem.get(reading.gpu)
+        if cur and cur[0].t_mono_ns != reading.t_mono_ns:
+            cur = None
+        if not cur:
+            cur = self.procmem[reading.gpu] = []
+        cur.append(reading)
+
+    def add_link(self, link: LinkState) -> None:
+        if link.trained_down:
+            self.links_down[link.gpu] = link
+        else:
+            self.links_down.pop(link.gpu, None)
+
+    def trace_live(self, gpu: int, at_s: float) -> bool:
+        """Has the copy trace delivered a copy for `gpu` recently enough to speak of it?"""
+        last = self.last_copy_s.get(gpu)
+        return last is not None and at_s - last <= TRACE_LIVE_S
+
+    def pinned_rate(self, gpu: int, at_s: float) -> float | None:
+        """Bytes-weighted rate of the recent pinned host-to-device copies of `gpu`."""
+        total_b, total_s = 0, 0.0
+        lo = at_s - PINNED_RATE_HISTORY_S
+        for c in self._copies:
+            if c.gpu == gpu and c.direction == "h2d" and c.src_kind == "pinned" \
+                    and c.end_wall_s >= lo and c.end_wall_s > c.start_wall_s:
+                total_b += c.bytes
+                total_s += c.end_wall_s - c.start_wall_s
+        return total_b / total_s if total_s > 0 else None
+
+    def copies_dict(self, acc: GapEvidence, gap_start_s: float, gap_end_s: float,
+                    kind: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+        """The gap's `copies` evidence object (docs/detection.md): what the copy trace saw in
+        `[start - before_s, end]`, or, without a live trace, what is inferred and why."""
+        gpu = acc.gpu
+        procs = [{"pid": p.pid, "name": p.name, "pinned_bytes": p.rss_shmem_bytes,
+                  "heap_bytes": p.rss_anon_bytes} for p in self.procmem.get(gpu, [])]
+        if not self.trace_live(gpu, gap_end_s) and not acc.copies:
+            inferred, source = inferred_memory_kind(kind, events)
+            return {"traced": False, "memory_kind": inferred, "memory_kind_source": source,
+                    "processes": procs}
+        out = summarise_copies(acc.copies, gap_start_s - self.before_s, gap_end_s,
+                               gap_start_s, gap_end_s)
+        out["pinned_recent_bytes_per_s"] = self.pinned_rate(gpu, gap_end_s)
+        out["processes"] = procs
+        return out
+
     def open_gap(self, gpu: int, start_s: float) -> GapEvidence:
         """A gap just opened: gather what the buffers already hold since its start."""
         acc = GapEvidence(gpu, start_s)
@@ -221,6 +319,9 @@ class EvidenceBuffer:
                 picked.append(ev)
         for ev in reversed(picked):
             acc.add_event(ev)
+        for c in self._copies:
+            if c.gpu == gpu and c.end_wall_s >= lo:
+                acc.add_copy(c)
         if not any(ev.warning is not None for ev in picked):
             for ev in self.last_warning.values():
                 if start_s - RECENT_WARNING_S <= ev.t_wall_s < lo and self.relevant(ev, gpu):
@@ -256,6 +357,79 @@ class EvidenceBuffer:
         recent = self._recent
         while recent and (recent[0].until_s or 0.0) < now_s - self.late_s:
             recent.popleft()
+
+
+def union_s(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """Length of the union of `intervals` clipped to `[lo, hi]` (overlapping copies on two
+    streams are counted once: this is time during which some copy ran)."""
+    clipped = sorted((max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi)
+    total, cur_a, cur_b = 0.0, None, None
+    for a, b in clipped:
+        if b <= a:
+            continue
+        if cur_b is None or a > cur_b:
+            if cur_b is not None and cur_a is not None:
+                total += cur_b - cur_a
+            cur_a, cur_b = a, b
+        elif b > cur_b:
+            cur_b = b
+    if cur_a is not None and cur_b is not None:
+        total += cur_b - cur_a
+    return total
+
+
+def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: float,
+                     gap_lo_s: float, gap_hi_s: float) -> dict[str, Any]:
+    """Copies that overlap the window, by host memory kind ("pageable", "pinned", "other"):
+    count, bytes (and per direction), their own rate (bytes / summed copy time), how long some
+    copy of that kind ran in the window and in the gap; the memory kind that ran most of the
+    copy time (at least `DOMINANT_KIND_SHARE`, else "mixed"; None: no copy)."""
+    by: dict[str, dict[str, Any]] = {}
+    spans: dict[str, list[tuple[float, float]]] = {}
+    streams: set[int] = set()
+    pids: set[int] = set()
+    for c in copies:
+        if c.end_wall_s < window_lo_s or c.start_wall_s > window_hi_s:
+            continue
+        k: str = c.host_kind if c.host_kind in ("pageable", "pinned") else "other"
+        e = by.get(k)
+        if e is None:
+            e = by[k] = {"count": 0, "bytes": 0, "h2d_bytes": 0, "d2h_bytes": 0, "copy_s": 0.0,
+                         "streams": set()}
+        e["count"] += 1
+        e["bytes"] += c.bytes
+        e["h2d_bytes" if c.direction == "h2d" else "d2h_bytes"] += c.bytes
+        e["copy_s"] += c.duration_s
+        e["streams"].add(c.stream_id)
+        spans.setdefault(k, []).append((c.start_wall_s, c.end_wall_s))
+        streams.add(c.stream_id)
+        pids.add(c.pid)
+    for k, e in by.items():
+        e["bytes_per_s"] = e["bytes"] / e["copy_s"] if e["copy_s"] > 0 else None
+        e["busy_s"] = union_s(spans[k], window_lo_s, window_hi_s)
+        e["in_gap_s"] = union_s(spans[k], gap_lo_s, gap_hi_s)
+        e["streams"] = sorted(e["streams"])
+    total = sum(e["busy_s"] for e in by.values())
+    dominant: str | None = None
+    if by:
+        best = max(by, key=lambda k: by[k]["busy_s"])
+        share = by[best]["busy_s"] / total if total > 0 else 1.0
+        dominant = best if share >= DOMINANT_KIND_SHARE else "mixed"
+    return {"traced": True, "memory_kind": dominant, "memory_kind_source": "copy trace",
+            "window_start_s": window_lo_s, "window_end_s": window_hi_s,
+            "by_kind": by, "streams": sorted(streams), "pids": sorted(pids)}
+
+
+def inferred_memory_kind(kind: str, events: list[dict[str, Any]]) -> tuple[str | None, str]:
+    """Without a copy trace: what the memory kind most likely was, and from what."""
+    warnings = {e.get("warning") for e in events}
+    if "unpinned" in warnings:
+        return "pageable", "log: is_pinned=false (no copy trace)"
+    if warnings & {"pinned_pool_fallback", "cuda_host_alloc_failed"}:
+        return "pageable", "log: pinned pool fallback (no copy trace)"
+    if kind == "pcie_starved":
+        return "pageable", "inferred from rate: no copy trace"
+    return None, "no copy trace"
 
 
 def _gb(v: float) -> str:
@@ -309,12 +483,17 @@ def make_hint(
     host: dict[str, float | None],
     events: list[dict[str, Any]],
     is_open: bool = False,
+    copies: dict[str, Any] | None = None,
+    link_down: dict[str, Any] | None = None,
 ) -> str:
     """One line in plain words: what the GPU did, what PCIe did, and the likeliest cause.
 
     RX is what the GPU receives (host-to-device, "H2D"), TX what it sends (D2H); the hint names
-    the dominant direction, the one the kind was decided on.
+    the dominant direction, the one the kind was decided on. With a live copy trace (`copies`
+    traced) the memory kind is stated; without, it is inferred and the hint says so.
+    `link_down`: the link was seen trained below its maximum while data moved.
     """
+    traced = bool(copies and copies.get("traced"))
     idle = f"SMs idle {duration_s:.1f} s{' so far' if is_open else ''}"
     if confidence == "low":
         idle = f"GPU idle {duration_s:.1f} s{' so far' if is_open else ''} (utilization.gpu only)"
@@ -325,15 +504,21 @@ def make_hint(
         parts.append(f"{idle}; PCIe not measured, cause unknown")
     else:
         direction, rate = ("H2D", rx) if rx >= tx else ("D2H", tx)
-        pct = rate / link_bytes_per_s * 100 if link_bytes_per_s > 0 else 0.0
         if kind == "host_stall":
             parts.append(f"{idle} with PCIe quiet ({_gb(rate)}): the GPU waited on the host")
         else:
-            parts.append(f"{idle} while {direction} ran at {_gb(rate)} ({pct:.0f} % of link)")
+            parts.append(f"{idle} while {direction} ran at {_gb(rate)} "
+                         f"{hints.link_words(rate, link_bytes_per_s, link_down)}")
     unpinned = _partitions(events, "unpinned")
     fallback = any(e.get("warning") == "pinned_pool_fallback" for e in events)
     alloc_failed = any(e.get("warning") == "cuda_host_alloc_failed" for e in events)
-    if kind == "pcie_starved":
+    if traced and copies is not None and kind != "unknown":
+        # Measured: the copy trace saw each copy's memory kind. The log's warnings stay as
+        # facts (which partitions), no longer as the question they were without the trace.
+        parts.append(hints.traced_copy_words(copies, kind))
+        if unpinned and kind == "pcie_starved":
+            parts.append(f"{_plural(unpinned)} synthesised with is_pinned=false")
+    elif kind == "pcie_starved":
         if unpinned:
             parts.append(
                 f"{_plural(unpinned)} synthesised with is_pinned=false: a/b/c in pageable memory?"
@@ -343,7 +528,8 @@ def make_hint(
                 "pinned pool checkout failed, fell back to pageable memory: pool too small?"
             )
         else:
-            parts.append("a slow copy: pageable memory or host memory-bandwidth contention?")
+            parts.append("a slow copy: pageable memory or host memory-bandwidth contention? "
+                         "(memory kind inferred from rate: no copy trace)")
     elif kind == "transfer_bound":
         parts.append("copies at full speed but not overlapped with compute: is the next "
                      "partition's upload chained behind the other worker's kernels?")
@@ -356,6 +542,10 @@ def make_hint(
             parts.append("synthesis, a lock or the scheduler?")
         if unpinned or fallback:
             parts.append("(pageable buffers seen: is_pinned=false)")
+    if not traced and copies and kind in ("pcie_starved", "transfer_bound"):
+        procs = hints.process_memory_words(copies.get("processes") or [])
+        if procs:
+            parts.append(procs)
     pressure = host_pressure(host)
     if pressure:
         parts.append(f"host: {pressure}")

@@ -1,9 +1,10 @@
 """Session: the composition root of the core; one per run, with or without the UI.
 
-Who calls it: the sampler thread (`on_tick`), the tailer thread (`on_log_event`), the replay
-driver (all of them, from recorded data). Every record goes through the same path whatever its
-source: store -> detector -> store (gaps, states) -> sinks (recorder, exporter) -> listeners
-(the UI). So live, simulated and replayed data are treated identically.
+Who calls it: the sampler thread (`on_tick`), the tailer thread (`on_log_event`), the copy-trace
+reader (`on_record` with copies), the replay driver (all of them, from recorded data). Every
+record goes through the same path whatever its source: store -> detector -> store (gaps,
+states) -> sinks (recorder, exporter) -> listeners (the UI). So live, simulated and replayed
+data are treated identically.
 
 A lock serialises the callers: the detector is pure and single-threaded by design. Sinks and
 listeners are called under it and must not block (the recorder buffers; the UI only posts a
@@ -20,12 +21,15 @@ from typing import Any, Protocol
 
 from gapwatch import __version__
 from gapwatch.core.models import (
+    CopyRecord,
     Gap,
     GpuInfo,
     GpuSample,
     HostSample,
+    LinkState,
     LogEvent,
     Notice,
+    ProcessMemory,
     Record,
     SessionHeader,
     StateChange,
@@ -39,6 +43,14 @@ class Detector(Protocol):
     def feed_host(self, sample: HostSample) -> None: ...
 
     def feed_log(self, event: LogEvent) -> None: ...
+
+    def feed_copy(self, copy: CopyRecord) -> list[Gap | StateChange]:
+        """A copy from the copy trace (may re-publish a closed gap with it as evidence)."""
+        ...
+
+    def feed_procmem(self, reading: ProcessMemory) -> None: ...
+
+    def feed_link(self, link: LinkState) -> None: ...
 
     def finish(self) -> list[Gap | StateChange]:
         """End of data: settle open gaps (idle after the last busy sample is not a gap)."""
@@ -150,6 +162,33 @@ class Session:
             for listener in self._listeners:
                 listener(notice)
 
+    def on_copy(self, copy: CopyRecord) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self.store.append_copy(copy)
+            self._emit(copy)
+            if self.detector is not None:
+                self._derived(self.detector.feed_copy(copy))
+
+    def on_procmem(self, reading: ProcessMemory) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self.store.set_procmem(reading)
+            self._emit(reading)
+            if self.detector is not None:
+                self.detector.feed_procmem(reading)
+
+    def on_link(self, link: LinkState) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self.store.set_link(link)
+            self._emit(link)
+            if self.detector is not None:
+                self.detector.feed_link(link)
+
     def on_record(self, record: Record) -> None:
         """Route any record (replay uses this). Recorded gaps and states are not replayed as
         such: the detector recomputes them, so a replay shows what this version detects."""
@@ -161,6 +200,12 @@ class Session:
             self.on_log_event(record)
         elif isinstance(record, Notice):
             self.on_notice(record)
+        elif isinstance(record, CopyRecord):
+            self.on_copy(record)
+        elif isinstance(record, ProcessMemory):
+            self.on_procmem(record)
+        elif isinstance(record, LinkState):
+            self.on_link(record)
 
     def close(self) -> None:
         """Settle the detector, close every sink. Safe to call twice."""

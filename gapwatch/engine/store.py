@@ -15,7 +15,18 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, LogEvent, Notice, StateChange
+from gapwatch.core.models import (
+    CopyRecord,
+    Gap,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    LinkState,
+    LogEvent,
+    Notice,
+    ProcessMemory,
+    StateChange,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +47,12 @@ class StoreSnapshot:
     #: Busy share of the detector's window per GPU, refreshed about once a second of data
     #: (`states` only changes when the state does, so its busy_fraction goes stale).
     busy: dict[int, float | None] = field(default_factory=dict)
+    #: The copy trace's latest copies (all GPUs), oldest first.
+    copies: tuple[CopyRecord, ...] = ()
+    #: Latest host-memory reading of each process NVML lists, per GPU.
+    procmem: dict[int, tuple[ProcessMemory, ...]] = field(default_factory=dict)
+    #: Latest PCIe link state read under traffic, per GPU.
+    links: dict[int, LinkState] = field(default_factory=dict)
 
 
 class SeriesStore:
@@ -49,6 +66,7 @@ class SeriesStore:
         max_log_events: int = 5000,
         max_gaps: int = 2000,
         max_notices: int = 500,
+        max_copies: int = 4096,
     ) -> None:
         # A little headroom over history/period: a late sampler emits a few extra samples.
         maxlen = max(16, int(history_s / period_s * 1.1) + 8)
@@ -64,6 +82,9 @@ class SeriesStore:
         self._notices: deque[Notice] = deque(maxlen=max_notices)
         self._counters: dict[str, int] = {}
         self._busy: dict[int, float | None] = {}
+        self._copies: deque[CopyRecord] = deque(maxlen=max_copies)
+        self._procmem: dict[int, dict[int, ProcessMemory]] = {}
+        self._links: dict[int, LinkState] = {}
         self._version = 0
 
     @property
@@ -112,6 +133,27 @@ class SeriesStore:
             self._notices.append(notice)
             self._version += 1
 
+    def append_copy(self, copy: CopyRecord) -> None:
+        with self._lock:
+            self._copies.append(copy)
+            self._version += 1
+
+    def set_procmem(self, reading: ProcessMemory) -> None:
+        """Keep the latest reading per (GPU, pid); a GPU's readings of one round share a time,
+        so processes not listed in the newest round are dropped."""
+        with self._lock:
+            per = self._procmem.setdefault(reading.gpu, {})
+            stale = [pid for pid, r in per.items() if r.t_mono_ns < reading.t_mono_ns]
+            for pid in stale:
+                del per[pid]
+            per[reading.pid] = reading
+            self._version += 1
+
+    def set_link(self, link: LinkState) -> None:
+        with self._lock:
+            self._links[link.gpu] = link
+            self._version += 1
+
     def count(self, name: str, n: int = 1) -> None:
         """Bump a named counter (unparsed lines, bad records, snapshots...)."""
         with self._lock:
@@ -131,4 +173,7 @@ class SeriesStore:
                 notices=tuple(self._notices),
                 counters=dict(self._counters),
                 busy=dict(self._busy),
+                copies=tuple(self._copies),
+                procmem={g: tuple(per.values()) for g, per in self._procmem.items()},
+                links=dict(self._links),
             )

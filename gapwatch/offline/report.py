@@ -20,11 +20,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from gapwatch.core.config import Config
 from gapwatch.core.detector import GapDetector
-from gapwatch.core.models import Gap, GpuInfo, LogEvent, SessionHeader, StateChange
+from gapwatch.core.evidence import union_s
+from gapwatch.core.models import CopyRecord, Gap, GpuInfo, LogEvent, SessionHeader, StateChange
 from gapwatch.core.track import GpuTotals
 from gapwatch.sources.files import read_any
 
@@ -53,6 +55,8 @@ class ReportData:
     states: list[StateChange]
     payoff: dict[str, Any]
     partitions: Any | None = None  # gapwatch.logs.parse.partitions.RunTimeline
+    #: The copy trace's table (`copy_table`); None when the recording has no copy.
+    copies: dict[str, Any] | None = None
     log_files: list[str] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -92,6 +96,8 @@ class Detected:
     counters: dict[str, int]
     problems: list[str]
     log_events: list[LogEvent]
+    #: The copy trace's copies, in file order (empty without a copy trace).
+    copies: list[CopyRecord] = field(default_factory=list)
 
 
 def build_report(
@@ -147,6 +153,7 @@ def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
                 states.append(r)  # type: ignore[arg-type]
 
     feed_gpu, feed_log, feed_host = det.feed_gpu, det.feed_log, det.feed_host
+    copies: list[CopyRecord] = []
     li, n_extra = 0, len(extra)
     next_log_t = extra[0].t_wall_s if extra else float("inf")
     # Hot loop: one branch on the record type, log files merged in by wall time.
@@ -167,6 +174,15 @@ def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
         elif tp == "log":
             feed_log(r)  # type: ignore[arg-type]
             log_events.append(r)  # type: ignore[arg-type]
+        elif tp == "copy":
+            out = det.feed_copy(r)  # type: ignore[arg-type]
+            if out:
+                take(out)
+            copies.append(r)  # type: ignore[arg-type]
+        elif tp == "procmem":
+            det.feed_procmem(r)  # type: ignore[arg-type]
+        elif tp == "link":
+            det.feed_link(r)  # type: ignore[arg-type]
     while li < n_extra:
         feed_log(extra[li])
         log_events.append(extra[li])
@@ -181,7 +197,8 @@ def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
         if v:
             counters[f"log_{k}"] = v
     return Detected(header=header, gaps=gaps, states=states, totals=det.totals(),
-                    counters=counters, problems=list(rec.problems), log_events=log_events)
+                    counters=counters, problems=list(rec.problems), log_events=log_events,
+                    copies=copies)
 
 
 def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> ReportData:
@@ -197,7 +214,50 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> Report
         breakdowns=_breakdowns(found.states, totals), states=found.states,
         payoff=payoff(totals, closed, partitions), partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
+        copies=copy_table(found.copies, closed) if found.copies else None,
     )  # fmt: skip
+
+
+def copy_table(copies: list[CopyRecord], gaps: list[Gap]) -> dict[str, Any]:
+    """Copies by GPU, direction and host memory kind (count, bytes, rates), and how much of the
+    gap time pageable copies ran (per GPU and overall): the "copies" object of the report."""
+    groups: dict[tuple[int | None, str, str], list[CopyRecord]] = {}
+    for c in copies:
+        groups.setdefault((c.gpu, c.direction, c.host_kind), []).append(c)
+    rows = []
+    for (gpu, direction, kind), cs in sorted(groups.items(), key=lambda kv: (
+            -1 if kv[0][0] is None else kv[0][0], kv[0][1], kv[0][2])):
+        rates = sorted(r for r in (c.bytes_per_s for c in cs) if r is not None)
+        copy_s = sum(c.duration_s for c in cs)
+        total = sum(c.bytes for c in cs)
+        rows.append({
+            "gpu": gpu, "direction": direction, "memory_kind": kind, "count": len(cs),
+            "bytes": total, "copy_s": copy_s,
+            "bytes_per_s": total / copy_s if copy_s > 0 else None,
+            "rate_min_bytes_per_s": rates[0] if rates else None,
+            "rate_median_bytes_per_s": median(rates) if rates else None,
+            "rate_max_bytes_per_s": rates[-1] if rates else None,
+        })  # fmt: skip
+    per_gpu = []
+    all_gap_s = all_pageable_s = 0.0
+    for gpu in sorted({g.gpu for g in gaps}):
+        spans = [(c.start_wall_s, c.end_wall_s) for c in copies
+                 if c.gpu == gpu and c.host_kind == "pageable"]
+        gap_s = pageable_s = 0.0
+        for g in gaps:
+            if g.gpu == gpu and g.end_s is not None:
+                gap_s += g.duration_s
+                pageable_s += union_s(spans, g.start_s, g.end_s)
+        per_gpu.append({"gpu": gpu, "gap_s": gap_s, "pageable_copy_s": pageable_s,
+                        "pageable_share_of_gap_time": pageable_s / gap_s if gap_s > 0 else None})
+        all_gap_s += gap_s
+        all_pageable_s += pageable_s
+    return {
+        "count": len(copies), "bytes": sum(c.bytes for c in copies), "rows": rows,
+        "gap_s": all_gap_s, "pageable_copy_s": all_pageable_s,
+        "pageable_share_of_gap_time": all_pageable_s / all_gap_s if all_gap_s > 0 else None,
+        "per_gpu": per_gpu,
+    }
 
 
 def _partitions(events: list[LogEvent]) -> Any | None:
@@ -336,6 +396,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
         ],
         "payoff": r.payoff,
         "partitions": _partitions_json(r.partitions),
+        "copies": r.copies,
         "counters": r.counters,
         "problems": r.problems,
     }
@@ -357,9 +418,11 @@ def _gap_json(g: Gap) -> dict[str, Any]:
         "pcie_tx_bytes_per_s": tx,
         "link_bytes_per_s": link,
         "link_fraction": dominant / link if dominant is not None and link else None,
+        "link_current_bytes_per_s": g.link_current_bytes_per_s,
         "hint": g.hint,
         "host": g.host,
         "log_events": g.log_events,
+        "copies": g.copies or None,
     }
 
 

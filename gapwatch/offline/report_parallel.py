@@ -21,14 +21,15 @@ Why the result is the same as one process (`gapwatch.offline.report.detect`), va
 - A bad line is counted once: by its GPU's worker when it has the GPU-sample shape, otherwise
   by worker 0. Problem messages carry their line numbers and are merged in line order.
 
-Not parallel: log events. The evidence buffer keeps recently closed gaps of all GPUs in one
-bounded list, so which gap a late log line still reaches depends on the other GPUs' gaps. A
-report with `--log` files runs in one process, and a worker that meets a log record (or a line
-whose sample belongs to a GPU that another worker skipped) stops all workers: the report then
-runs in one process (`detect_parallel` returns None). Trace CSVs, recordings under
-`MIN_PARALLEL_BYTES` and single-GPU recordings take the one-process path too (`plan_workers`),
-as does a machine with one usable CPU. A worker that fails for any reason also sends the
-report to the one-process path, which then reports the problem as usual.
+Not parallel: log events, and the copy trace's records (copies, /proc readings, link states),
+which reach recently closed gaps the same way. The evidence buffer keeps recently closed gaps of
+all GPUs in one bounded list, so which gap a late log line still reaches depends on the other
+GPUs' gaps. A report with `--log` files runs in one process, and a worker that meets a log
+record (or a line whose sample belongs to a GPU that another worker skipped) stops all workers:
+the report then runs in one process (`detect_parallel` returns None). Trace CSVs, recordings
+under `MIN_PARALLEL_BYTES` and single-GPU recordings take the one-process path too
+(`plan_workers`), as does a machine with one usable CPU. A worker that fails for any reason also
+sends the report to the one-process path, which then reports the problem as usual.
 """
 
 from __future__ import annotations
@@ -53,7 +54,16 @@ from pydantic import ValidationError
 
 from gapwatch.core.config import Config
 from gapwatch.core.detector import GapDetector
-from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, StateChange
+from gapwatch.core.models import (
+    CopyRecord,
+    Gap,
+    GpuSample,
+    HostSample,
+    LinkState,
+    LogEvent,
+    ProcessMemory,
+    StateChange,
+)
 from gapwatch.core.track import GpuTotals
 from gapwatch.sources.recording import (
     GPU_LINE_PREFIX,
@@ -225,6 +235,10 @@ def _work(  # noqa: C901
                 batch.append((line_no, r))
             elif type(r) is LogEvent:
                 part.abort = f"line {line_no}: log events are read in one process"
+                return part
+            elif type(r) in (CopyRecord, ProcessMemory, LinkState):
+                # Like log events, copies reach recently closed gaps of any GPU.
+                part.abort = f"line {line_no}: the copy trace is read in one process"
                 return part
             else:
                 continue

@@ -19,6 +19,7 @@ from gapwatch.core.models import (
     GpuSample,
     HostSample,
     LogEvent,
+    Record,
     SessionHeader,
     StateChange,
 )
@@ -33,14 +34,10 @@ class ScriptedDetector:
     def __init__(self) -> None:
         self.script: dict[int, list[Gap | StateChange]] = {}
 
-    def feed_gpu(self, sample: GpuSample) -> list[Gap | StateChange]:
-        return self.script.pop(sample.t_mono_ns, [])
-
-    def feed_host(self, sample: HostSample) -> None:
-        return None
-
-    def feed_log(self, event: LogEvent) -> None:
-        return None
+    def feed(self, record: Record) -> list[Gap | StateChange]:
+        if isinstance(record, GpuSample):
+            return self.script.pop(record.t_mono_ns, [])
+        return []
 
     def finish(self) -> list[Gap | StateChange]:
         return []
@@ -139,7 +136,7 @@ def test_missing_readings_are_absent_never_zero(live: tuple[Session, ScriptedDet
     assert m.get("gapwatch_gpu_pcie_rx_bytes_per_second", {}) == {}
     # Host gauges appear only once a host sample exists, and only for fields it has.
     assert "gapwatch_host_memory_used_ratio" not in m
-    session.on_host_sample(HostSample(t_mono_ns=1, t_wall_s=1000.0, interval_ns=None,
+    session.on_record(HostSample(t_mono_ns=1, t_wall_s=1000.0, interval_ns=None,
                                       mem_used_pct=40.0, mem_available_bytes=None,
                                       swap_used_bytes=None, cpu_busy_pct=None,
                                       psi_mem_some_avg10=12.5, psi_mem_full_avg10=None,

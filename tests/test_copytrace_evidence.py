@@ -102,3 +102,27 @@ def test_every_output_agrees_the_ledger_keeps_one_version_per_gap() -> None:
     for g in live_gaps():
         ledger.add(g)
     assert len(ledger.closed()) == 2
+
+
+def test_perfetto_has_one_copy_track_per_stream_with_a_slice_per_copy() -> None:
+    from gapwatch.offline.perfetto import TraceBuilder
+
+    tb = TraceBuilder(header())
+    tb.extend(records())
+    events = tb.trace()["traceEvents"]
+    slices = [e for e in events if e.get("cat") == "copy"]
+    assert len(slices) == 6
+    assert slices[0]["name"] == "H2D pageable 1.0 GiB"
+    tracks = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert {"copies, stream 13", "copies, stream 14"} <= tracks
+
+
+def test_metrics_count_copies_and_bytes_by_gpu_direction_and_memory_kind() -> None:
+    from gapwatch.sinks.metrics import MetricsSink
+
+    sink = MetricsSink()
+    for c in copies():
+        sink.on_record(c)
+    counts = sink.copy_counts()
+    assert counts.copies[("0", "h2d", "pageable")] == 3
+    assert counts.copy_bytes[("0", "h2d", "pinned")] == 3 << 30

@@ -82,6 +82,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         f"; tick lateness p50 {lat.p50_ms:.2f} ms, p99 {lat.p99_ms:.2f} ms, "
         f"max {lat.max_ms:.2f} ms, skipped {lat.skipped_ticks}"
     ) if lat and lat.p50_ms is not None else ""
+    ct = f"; {rt.copytrace.status().summary()}" if rt.copytrace is not None else ""
     print(f"gapwatch record: stopped{where}; gaps: {gaps}; final states: "
-          f"{states or 'none'}{late}", file=sys.stderr)
+          f"{states or 'none'}{late}{ct}", file=sys.stderr)
     return 0

@@ -75,6 +75,20 @@ class CopyTraceStatus:
     def dropped(self) -> int:
         return self.dropped_send + self.dropped_cupti
 
+    def summary(self) -> str:
+        """`copytrace listening, 2 provers, 1234 copies, 5 dropped` (the footer, `record`)."""
+        if self.state != "listening":
+            return f"copytrace {self.state}"
+        bits = [f"{self.processes} prover{'s' if self.processes != 1 else ''}",
+                f"{self.copies} copies"]
+        if self.dropped:
+            bits.append(f"{self.dropped} dropped")
+        if self.bad:
+            bits.append(f"{self.bad} bad")
+        if self.unmapped:
+            bits.append(f"{self.unmapped} of unwatched GPUs")
+        return "copytrace listening, " + ", ".join(bits)
+
 
 @dataclass(slots=True)
 class _Sender:

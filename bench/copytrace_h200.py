@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import platform
-import signal
 import subprocess
 import sys
 import tarfile
@@ -224,34 +223,13 @@ def tail(path: Path, n: int = 20) -> str:
         return "(none)"
 
 
-class Procs:
-    """Every child started, each ended by its own pid."""
+for _p in (str(ROOT), str(BENCH)):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
 
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen[Any]] = []
+from gpu_e2e import Children  # noqa: E402 - a sibling script (ends each child by its own pid)
 
-    def start(self, cmd: list[str], **kw: Any) -> subprocess.Popen[Any]:
-        p = subprocess.Popen(cmd, **kw)
-        self.procs.append(p)
-        return p
-
-    @staticmethod
-    def end(p: subprocess.Popen[Any], wait_s: float = 20.0) -> int | None:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(wait_s)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
-        return p.returncode
-
-    def end_all(self) -> None:
-        for p in self.procs:
-            self.end(p, 5)
-
-
-PROCS = Procs()
+PROCS = Children()
 
 
 def one_run(a: argparse.Namespace, scenario: str, seconds: float, run: Path, lib: Path | None,
@@ -313,11 +291,11 @@ def one_run(a: argparse.Namespace, scenario: str, seconds: float, run: Path, lib
                                f"{tail(run / 'loadgen.console.txt')}")
         if gw is not None:
             time.sleep(a.tail_s)
-            out["gapwatch_rc"] = PROCS.end(gw, 30)
+            out["gapwatch_rc"] = PROCS.end(gw, wait_s=30)
     finally:
         for p in (gw, lg):
             if p is not None:
-                PROCS.end(p, 10)
+                PROCS.end(p, wait_s=10)
         console.close()
         if gw_err is not None:
             gw_err.close()

@@ -46,10 +46,6 @@ class SamplerConfig(_Section):
     #: Seconds between `nvmlDeviceGetPcieThroughput` calls on the legacy path. That call blocks
     #: ~21 ms per direction per GPU, so it never runs inside every tick.
     legacy_pcie_every_s: float = Field(5.0, ge=1.0)
-    #: Seconds between the slow per-GPU readings: the processes NVML lists on each GPU with
-    #: their pinned / heap memory from /proc (a hint, see docs/copytrace.md), and the PCIe
-    #: link's current generation and width (a link trained down while data moves). 0 = off.
-    slow_every_s: float = Field(5.0, ge=0)
 
 
 class HostConfig(_Section):

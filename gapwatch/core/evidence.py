@@ -162,8 +162,6 @@ class EvidenceBuffer:
         #: The latest event carrying each warning: pageable buffers are a property of the run,
         #: so a gap with no warning in its own window still cites a recent one.
         self.last_warning: dict[str, LogEvent] = {}
-        #: worker id -> GPU index, learnt from events that carry both (cuzk's "worker started").
-        self.worker_gpu: dict[int, int] = {}
         self._copies: deque[CopyRecord] = deque(maxlen=RECENT_COPIES)
         #: End of the latest traced copy per GPU (the copy trace is live there).
         self.last_copy_s: dict[int, float] = {}
@@ -172,16 +170,12 @@ class EvidenceBuffer:
         #: The latest link reading per GPU that found it trained down (removed when it is not).
         self.links_down: dict[int, LinkState] = {}
 
-
-    def relevant(self, ev: LogEvent, gpu: int) -> bool:
+    @staticmethod
+    def relevant(ev: LogEvent, gpu: int) -> bool:
         """Does `ev` say something about `gpu`? Events naming no GPU (synthesis is shared by all
-        GPUs) are relevant to every GPU; a worker's events go to its GPU once that is known."""
-        if ev.gpu is not None:
-            return ev.gpu == gpu
-        if ev.worker is not None:
-            mapped = self.worker_gpu.get(ev.worker)
-            return mapped is None or mapped == gpu
-        return True
+        GPUs, and a worker's GPU may not be known yet) are relevant to every GPU. Which GPU a
+        worker drives is the log parser's to know (`gapwatch.logs.parse`): it stamps `gpu`."""
+        return ev.gpu is None or ev.gpu == gpu
 
     def add_host(self, h: HostSample) -> None:
         self._host.append(h)
@@ -194,8 +188,6 @@ class EvidenceBuffer:
         """Keep `ev`; return True when it reached a closed gap (which must be re-published)."""
         if ev.kind == "unparsed":
             return False
-        if ev.gpu is not None and ev.worker is not None:
-            self.worker_gpu[ev.worker] = ev.gpu
         self._log.append(ev)
         if ev.warning is not None:
             self.last_warning[ev.warning] = ev

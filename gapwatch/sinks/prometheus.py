@@ -45,11 +45,6 @@ from gapwatch.engine.session import Session
 from gapwatch.engine.store import StoreSnapshot
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 
-#: Store counters with this prefix are the log engineer's (unparsed, cut, rotated lines...).
-LOG_COUNTER_PREFIX = "log_"
-#: The store counter that holds lines no rule understood, when the tailer counts them there.
-UNPARSED_COUNTER = "log_unparsed_lines"
-
 
 class ExporterError(Exception):
     """The exporter cannot start (bad address, port in use). The message is for the user."""
@@ -117,7 +112,7 @@ class GapwatchCollector:
         yield from self._state_gauges(snap)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
         yield from self._gap_counters([g.index for g in snap.gpus], snap.gap_tally)
-        yield from self._counters(counts, snap.counters, log_counters)
+        yield from self._counters(counts, log_counters)
         yield from self._log_files(logs, log_counters)
         yield self._lateness(counts)
         yield from self._copytrace(counts)
@@ -305,8 +300,7 @@ class GapwatchCollector:
             secs.add_metric([str(gpu), kind], t.seconds)
         yield from (gaps, secs)
 
-    def _counters(self, c: SinkCounts, store_counters: dict[str, int],
-                  log_counters: dict[str, int]) -> Iterator[Metric]:
+    def _counters(self, c: SinkCounts, log_counters: dict[str, int]) -> Iterator[Metric]:
         samples = CounterMetricFamily("gapwatch_gpu_samples", "GPU samples taken.",
                                       labels=["gpu"])
         for gpu, n in sorted(c.samples.items()):
@@ -316,20 +310,18 @@ class GapwatchCollector:
                                      labels=["kind"])
         for kind, n in sorted(c.log_events.items()):
             events.add_metric([kind], n)
-        # Unparsed lines reach us three ways (as `unparsed` events, in the runtime's tailer
-        # counters, in a store counter); they count the same lines, so the largest figure is
-        # the number of lines, never their sum.
+        # Unparsed lines reach us two ways: as `unparsed` events (the live follower keeps them)
+        # and in the follower's own counters; they count the same lines, so the larger figure
+        # is the number of lines, never their sum.
         unparsed = CounterMetricFamily("gapwatch_log_unparsed_lines",
                                        "Prover log lines no rule understood.")
-        unparsed.add_metric([], max(c.unparsed_events, store_counters.get(UNPARSED_COUNTER, 0),
-                                    log_counters.get("unparsed", 0)))
+        unparsed.add_metric([], max(c.unparsed_events, log_counters.get("unparsed", 0)))
         log_counter_metric = CounterMetricFamily(
             "gapwatch_log_counter",
-            "The log tailer's own counters from the store (name = counter key).",
+            "The log follower's own counters (lines, parsed, unparsed, cut_lines...).",
             labels=["name"])
-        for key, n in sorted(store_counters.items()):
-            if key.startswith(LOG_COUNTER_PREFIX):
-                log_counter_metric.add_metric([key], n)
+        for key, n in sorted(log_counters.items()):
+            log_counter_metric.add_metric([key], n)
         notices = CounterMetricFamily("gapwatch_notices", "Notices (GPU lost, field "
                                       "unsupported, file rotated...), by level.", labels=["level"])
         for level in ("info", "warning", "error"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.core.config import Config
 from gapwatch.engine.runtime import build_runtime
 from gapwatch.engine.terminal import detach_piped_stdin
@@ -19,6 +20,7 @@ from gapwatch.sources import SourceUnavailable
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", default=None, metavar="FILE",
                    help="also record to FILE (.jsonl, or .jsonl.gz), replayable with `replay`")
+    add_copytrace_flag(p)
 
 
 def run(args: argparse.Namespace, config: Config) -> int:

@@ -2,8 +2,9 @@
 
 Who calls it: `gapwatch watch`, `demo`, `record`, `replay` (and the dashboard through them).
 It wires a source (NVML, the simulated prover, or a recording) to the sampler or the replay
-driver, follows the prover logs, attaches the recorder and the Prometheus exporter, and gives the
-UI one object to start, stop and ask for status. It never imports Textual.
+driver, follows the prover logs, listens for the copy trace (`--copytrace`), attaches the
+recorder and the Prometheus exporter, and gives the UI one object to start, stop and ask for
+status. It never imports Textual.
 
 Sources:
 - `nvml`: real GPUs, host pressure, `SystemClock`.
@@ -31,7 +32,8 @@ from gapwatch.engine.sampler import LatenessStats, Sampler
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.recorder import Recorder
-from gapwatch.sources import GpuSource, HostSource, SourceUnavailable
+from gapwatch.sources import GpuSource, HostSource, SideSource, SourceUnavailable
+from gapwatch.sources.copytrace import CopyTraceReader, CopyTraceStatus
 from gapwatch.sources.files import read_any
 from gapwatch.sources.recording import Recording, RecordingError
 
@@ -49,6 +51,8 @@ class RuntimeStatus:
     recording_path: str | None = None
     prometheus_address: str | None = None
     done: bool = False
+    #: The copy trace's reader (None when `--copytrace` is off).
+    copytrace: CopyTraceStatus | None = None
 
 
 def parse_source(source: str) -> tuple[str, str]:
@@ -120,6 +124,9 @@ class Runtime:
         self.sampler: Sampler | None = None
         self.replay: ReplayDriver | None = None
         self.followers: list[Any] = []
+        #: Listens for the copy-trace library's datagrams (`--copytrace`); a side source like
+        #: the log followers: started, stopped and asked for status with them.
+        self.copytrace: CopyTraceReader | None = None
         self.exporter: Any = None
         self.recorder: Recorder | None = None
         self.sim_log_path: Path | None = None
@@ -127,9 +134,16 @@ class Runtime:
         self._stopped = False
         self._watch: threading.Thread | None = None
 
+    def side_sources(self) -> list[SideSource]:
+        """The sources with their own threads beside the sampler or replay driver."""
+        out: list[SideSource] = list(self.followers)
+        if self.copytrace is not None:
+            out.append(self.copytrace)
+        return out
+
     def start(self) -> None:
-        for follower in self.followers:
-            follower.start()
+        for side in self.side_sources():
+            side.start()
         if self.sampler is not None:
             self.sampler.start()
             driver_done = self.sampler.finished
@@ -158,8 +172,8 @@ class Runtime:
             self.sampler.stop()
         if self.replay is not None:
             self.replay.stop()
-        for follower in self.followers:
-            follower.stop()
+        for side in self.side_sources():
+            side.stop()
         self.session.close()
         if self.exporter is not None:
             self.exporter.stop()
@@ -186,6 +200,7 @@ class Runtime:
             recording_path=str(self.recorder.path) if self.recorder is not None else None,
             prometheus_address=getattr(self.exporter, "address", None),
             done=self.done.is_set(),
+            copytrace=self.copytrace.status() if self.copytrace is not None else None,
         )
 
 
@@ -309,6 +324,13 @@ def build_runtime(
         # before the tailer's first look is lost.
         rt.sim_log_path = sim_log
         rt.followers.append(_follower([str(sim_log)], config, session, True))
+
+    if config.copytrace.enabled and kind != "replay":
+        # A replay feeds the copies it recorded; live, copies come from the prover's library.
+        reader = CopyTraceReader(config.copytrace.socket or None, gpus, session.on_record,
+                                 session.on_notice, socket_mode=config.copytrace.socket_mode)
+        reader.open()  # SourceUnavailable: the command says why and exits 2
+        rt.copytrace = reader
 
     if config.prometheus.listen:
         from gapwatch.sinks.prometheus import ExporterError, start_exporter

@@ -43,7 +43,7 @@ PINNED_RATE_HISTORY_S = 120.0
 DOMINANT_KIND_SHARE = 0.8
 
 def _max(a: float | None, b: float | int | None) -> float | None:
-    b2 = reading(None if b is None else float(b))
+    b2 = reading(b)
     if b2 is None:
         return a
     return b2 if a is None or b2 > a else a

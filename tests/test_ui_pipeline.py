@@ -67,7 +67,7 @@ def test_the_line_says_a_stale_snapshot_and_full_synthesis_slots() -> None:
 
 def test_the_footer_says_how_polling_goes() -> None:
     parts = status_parts(_PolledRuntime(make_config()).status())
-    assert "prover 127.0.0.1:9821 timeout (3 failed)" in parts
+    assert "/status 127.0.0.1:9821 timeout (3 failed)" in parts
 
 
 async def test_without_status_data_the_pipeline_line_takes_no_room(tmp_path: Path) -> None:

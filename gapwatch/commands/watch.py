@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from gapwatch.commands import add_cuzk_status_argument, say_sim_status
+from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.core.config import Config
 from gapwatch.engine.runtime import build_runtime
 from gapwatch.engine.terminal import detach_piped_stdin
@@ -21,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", default=None, metavar="FILE",
                    help="also record to FILE (.jsonl, or .jsonl.gz), replayable with `replay`")
     add_cuzk_status_argument(p)
+    add_copytrace_flag(p)
 
 
 def run(args: argparse.Namespace, config: Config) -> int:

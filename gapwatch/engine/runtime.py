@@ -2,8 +2,9 @@
 
 Who calls it: `gapwatch watch`, `demo`, `record`, `replay` (and the dashboard through them).
 It wires a source (NVML, the simulated prover, or a recording) to the sampler or the replay
-driver, follows the prover logs, attaches the recorder and the Prometheus exporter, and gives the
-UI one object to start, stop and ask for status. It never imports Textual.
+driver, follows the prover logs, listens for the copy trace (`--copytrace`), attaches the
+recorder and the Prometheus exporter, and gives the UI one object to start, stop and ask for
+status. It never imports Textual.
 
 Sources:
 - `nvml`: real GPUs, host pressure, `SystemClock`.
@@ -38,7 +39,8 @@ from gapwatch.engine.sampler import LatenessStats, Sampler
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.recorder import Recorder
-from gapwatch.sources import GpuSource, HostSource, SourceUnavailable
+from gapwatch.sources import GpuSource, HostSource, SideSource, SourceUnavailable
+from gapwatch.sources.copytrace import CopyTraceReader, CopyTraceStatus
 from gapwatch.sources.cuzk_status import PollerStatus, StatusPoller
 from gapwatch.sources.files import read_any
 from gapwatch.sources.recording import Recording, RecordingError
@@ -57,6 +59,8 @@ class RuntimeStatus:
     recording_path: str | None = None
     prometheus_address: str | None = None
     done: bool = False
+    #: The copy trace's reader (None when `--copytrace` is off).
+    copytrace: CopyTraceStatus | None = None
     #: One per polled status URL (cuzk `/status`), in the order given.
     provers: list[PollerStatus] = field(default_factory=list)
     #: Where the simulated prover serves its own status, when it does.
@@ -132,6 +136,9 @@ class Runtime:
         self.sampler: Sampler | None = None
         self.replay: ReplayDriver | None = None
         self.followers: list[Any] = []
+        #: Listens for the copy-trace library's datagrams (`--copytrace`); a side source like
+        #: the log followers: started, stopped and asked for status with them.
+        self.copytrace: CopyTraceReader | None = None
         self.pollers: list[StatusPoller] = []
         #: The simulated prover's status server (`CuzkStatusServer`), when it serves one.
         self.sim_status_server: Any = None
@@ -142,13 +149,19 @@ class Runtime:
         self._stopped = False
         self._watch: threading.Thread | None = None
 
+    def side_sources(self) -> list[SideSource]:
+        """The sources with their own threads beside the sampler or replay driver."""
+        out: list[SideSource] = list(self.followers)
+        if self.copytrace is not None:
+            out.append(self.copytrace)
+        out.extend(self.pollers)
+        return out
+
     def start(self) -> None:
         if self.sim_status_server is not None:
-            self.sim_status_server.start()
-        for follower in self.followers:
-            follower.start()
-        for poller in self.pollers:
-            poller.start()
+            self.sim_status_server.start()  # before its poller's first request
+        for side in self.side_sources():
+            side.start()
         if self.sampler is not None:
             self.sampler.start()
             driver_done = self.sampler.finished
@@ -177,10 +190,8 @@ class Runtime:
             self.sampler.stop()
         if self.replay is not None:
             self.replay.stop()
-        for follower in self.followers:
-            follower.stop()
-        for poller in self.pollers:
-            poller.stop()
+        for side in self.side_sources():
+            side.stop()
         self.session.close()
         if self.exporter is not None:
             self.exporter.stop()
@@ -210,6 +221,7 @@ class Runtime:
             provers=[p.status() for p in self.pollers],
             sim_status_url=(self.sim_status_server.url
                             if self.sim_status_server is not None else None),
+            copytrace=self.copytrace.status() if self.copytrace is not None else None,
         )
 
 
@@ -367,6 +379,13 @@ def build_runtime(
         # before the tailer's first look is lost.
         rt.sim_log_path = sim_log
         rt.followers.append(_follower([str(sim_log)], config, session, True))
+
+    if config.copytrace.enabled and kind != "replay":
+        # A replay feeds the copies it recorded; live, copies come from the prover's library.
+        reader = CopyTraceReader(config.copytrace.socket or None, gpus, session.on_record,
+                                 session.on_notice, socket_mode=config.copytrace.socket_mode)
+        reader.open()  # SourceUnavailable: the command says why and exits 2
+        rt.copytrace = reader
 
     if config.prometheus.listen:
         from gapwatch.sinks.prometheus import ExporterError, start_exporter

@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 
 from gapwatch.core.ledger import Change, GapLedger, Tally
 from gapwatch.core.models import (
+    CopyRecord,
     Gap,
     GpuInfo,
     GpuSample,
     HostSample,
+    LinkState,
     LogEvent,
     Notice,
+    ProcessMemory,
     ProverStatus,
     Record,
     StateChange,
@@ -54,6 +57,12 @@ class StoreSnapshot:
     provers: dict[str, ProverStatus] = field(default_factory=dict)
     #: Closed gaps by (GPU, kind) since the session started (never forgotten).
     gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
+    #: The copy trace's latest copies (all GPUs), oldest first.
+    copies: tuple[CopyRecord, ...] = ()
+    #: Latest host-memory reading of each process NVML lists, per GPU.
+    procmem: dict[int, tuple[ProcessMemory, ...]] = field(default_factory=dict)
+    #: Latest PCIe link state read under traffic, per GPU.
+    links: dict[int, LinkState] = field(default_factory=dict)
 
     def busy_share(self, gpu: int) -> float | None:
         """The busy share to show for `gpu`: the live window value, else the one its last state
@@ -77,6 +86,7 @@ class SeriesStore:
         max_gaps: int = 2000,
         max_notices: int = 500,
         max_prover_statuses: int = 6000,
+        max_copies: int = 4096,
     ) -> None:
         # A little headroom over history/period: a late sampler emits a few extra samples.
         maxlen = max(16, int(history_s / period_s * 1.1) + 8)
@@ -91,6 +101,9 @@ class SeriesStore:
         self._notices: deque[Notice] = deque(maxlen=max_notices)
         self._counters: dict[str, int] = {}
         self._busy: dict[int, float | None] = {}
+        self._copies: deque[CopyRecord] = deque(maxlen=max_copies)
+        self._procmem: dict[int, dict[int, ProcessMemory]] = {}
+        self._links: dict[int, LinkState] = {}
         # At most 10 polls a second (the period's floor) over the history.
         self._prover: deque[ProverStatus] = deque(
             maxlen=max(64, min(max_prover_statuses, int(history_s * 10) + 8)))
@@ -112,6 +125,12 @@ class SeriesStore:
             self.append_log(record)
         elif type(record) is Notice:
             self.add_notice(record)
+        elif type(record) is CopyRecord:
+            self.append_copy(record)
+        elif type(record) is ProcessMemory:
+            self.set_procmem(record)
+        elif type(record) is LinkState:
+            self.set_link(record)
         elif type(record) is ProverStatus:
             self.append_prover(record)
 
@@ -161,6 +180,26 @@ class SeriesStore:
             self._notices.append(notice)
             self._version += 1
 
+    def append_copy(self, copy: CopyRecord) -> None:
+        with self._lock:
+            self._copies.append(copy)
+            self._version += 1
+
+    def set_procmem(self, reading: ProcessMemory) -> None:
+        """Keep the latest reading per (GPU, pid); a GPU's readings of one round share a time,
+        so processes not listed in the newest round are dropped."""
+        with self._lock:
+            per = self._procmem.setdefault(reading.gpu, {})
+            for pid in [pid for pid, r in per.items() if r.t_mono_ns < reading.t_mono_ns]:
+                del per[pid]
+            per[reading.pid] = reading
+            self._version += 1
+
+    def set_link(self, link: LinkState) -> None:
+        with self._lock:
+            self._links[link.gpu] = link
+            self._version += 1
+
     def count(self, name: str, n: int = 1) -> None:
         """Bump a named counter (unparsed lines, bad records, snapshots...)."""
         with self._lock:
@@ -183,4 +222,7 @@ class SeriesStore:
                 prover_statuses=tuple(self._prover),
                 provers=dict(self._provers),
                 gap_tally=self._ledger.tally(),
+                copies=tuple(self._copies),
+                procmem={g: tuple(per.values()) for g, per in self._procmem.items()},
+                links=dict(self._links),
             )

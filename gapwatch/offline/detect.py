@@ -20,7 +20,15 @@ from operator import attrgetter
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.ledger import GapLedger
-from gapwatch.core.models import Gap, LogEvent, ProverStatus, Record, SessionHeader, StateChange
+from gapwatch.core.models import (
+    CopyRecord,
+    Gap,
+    LogEvent,
+    ProverStatus,
+    Record,
+    SessionHeader,
+    StateChange,
+)
 from gapwatch.core.track import GpuTotals
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
@@ -49,6 +57,8 @@ class Detected:
     prover_statuses: list[ProverStatus] = field(default_factory=list)
     #: The line at which each gap id (1, 2, ...) was assigned, when the caller gave `line_of`.
     gap_id_lines: list[int] = field(default_factory=list)
+    #: The copy trace's copies, in input order (empty without a copy trace).
+    copies: list[CopyRecord] = field(default_factory=list)
     #: Reading counters and problems (filled in by the caller, which owns the reader).
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -73,6 +83,7 @@ def detect_records(
     states: list[StateChange] = []
     log_events: list[LogEvent] = []
     prover_statuses: list[ProverStatus] = []
+    copies: list[CopyRecord] = []
     gap_id_lines: list[int] = []
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
@@ -104,6 +115,8 @@ def detect_records(
                 log_events.append(r)  # type: ignore[arg-type]
             elif tp == "prover":
                 prover_statuses.append(r)  # type: ignore[arg-type]
+            elif tp == "copy":
+                copies.append(r)  # type: ignore[arg-type]
             out = feed(r)
         if out:
             take(out)
@@ -117,6 +130,7 @@ def detect_records(
         header=header, ledger=ledger, states=states, totals=det.totals(),
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
+        copies=copies,
     )  # fmt: skip
 
 

@@ -20,11 +20,14 @@ import gc
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from gapwatch.core.config import Config
+from gapwatch.core.evidence import union_s
 from gapwatch.core.models import (
     GAP_KINDS,
+    CopyRecord,
     Gap,
     GpuInfo,
     LogEvent,
@@ -61,6 +64,8 @@ class ReportData:
     states: list[StateChange]
     payoff: dict[str, Any]
     partitions: Any | None = None  # gapwatch.logs.parse.partitions.RunTimeline
+    #: The copy trace's table (`copy_table`); None when the recording has no copy.
+    copies: dict[str, Any] | None = None
     log_files: list[str] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -137,7 +142,50 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> Report
         breakdowns=_breakdowns(found.states, totals), states=found.states,
         payoff=payoff(totals, closed, partitions), partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
+        copies=copy_table(found.copies, closed) if found.copies else None,
     )  # fmt: skip
+
+
+def copy_table(copies: list[CopyRecord], gaps: list[Gap]) -> dict[str, Any]:
+    """Copies by GPU, direction and host memory kind (count, bytes, rates), and how much of the
+    gap time pageable copies ran (per GPU and overall): the "copies" object of the report."""
+    groups: dict[tuple[int | None, str, str], list[CopyRecord]] = {}
+    for c in copies:
+        groups.setdefault((c.gpu, c.direction, c.host_kind), []).append(c)
+    rows = []
+    for (gpu, direction, kind), cs in sorted(groups.items(), key=lambda kv: (
+            -1 if kv[0][0] is None else kv[0][0], kv[0][1], kv[0][2])):
+        rates = sorted(r for r in (c.bytes_per_s for c in cs) if r is not None)
+        copy_s = sum(c.duration_s for c in cs)
+        total = sum(c.bytes for c in cs)
+        rows.append({
+            "gpu": gpu, "direction": direction, "memory_kind": kind, "count": len(cs),
+            "bytes": total, "copy_s": copy_s,
+            "bytes_per_s": total / copy_s if copy_s > 0 else None,
+            "rate_min_bytes_per_s": rates[0] if rates else None,
+            "rate_median_bytes_per_s": median(rates) if rates else None,
+            "rate_max_bytes_per_s": rates[-1] if rates else None,
+        })  # fmt: skip
+    per_gpu = []
+    all_gap_s = all_pageable_s = 0.0
+    for gpu in sorted({g.gpu for g in gaps}):
+        spans = [(c.start_wall_s, c.end_wall_s) for c in copies
+                 if c.gpu == gpu and c.host_kind == "pageable"]
+        gap_s = pageable_s = 0.0
+        for g in gaps:
+            if g.gpu == gpu and g.end_s is not None:
+                gap_s += g.duration_s
+                pageable_s += union_s(spans, g.start_s, g.end_s)
+        per_gpu.append({"gpu": gpu, "gap_s": gap_s, "pageable_copy_s": pageable_s,
+                        "pageable_share_of_gap_time": pageable_s / gap_s if gap_s > 0 else None})
+        all_gap_s += gap_s
+        all_pageable_s += pageable_s
+    return {
+        "count": len(copies), "bytes": sum(c.bytes for c in copies), "rows": rows,
+        "gap_s": all_gap_s, "pageable_copy_s": all_pageable_s,
+        "pageable_share_of_gap_time": all_pageable_s / all_gap_s if all_gap_s > 0 else None,
+        "per_gpu": per_gpu,
+    }
 
 
 def _partitions(events: list[LogEvent], statuses: list[ProverStatus]) -> Any | None:
@@ -288,6 +336,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
         ],
         "payoff": r.payoff,
         "partitions": _partitions_json(r.partitions),
+        "copies": r.copies,
         "counters": r.counters,
         "problems": r.problems,
     }
@@ -309,9 +358,11 @@ def _gap_json(g: Gap) -> dict[str, Any]:
         "pcie_tx_bytes_per_s": tx,
         "link_bytes_per_s": link,
         "link_fraction": dominant / link if dominant is not None and link else None,
+        "link_current_bytes_per_s": g.link_current_bytes_per_s,
         "hint": g.hint,
         "host": g.host,
         "log_events": g.log_events,
+        "copies": g.copies or None,
         "prover_cause": g.prover_cause,
         "prover_states": g.prover_states,
     }

@@ -105,6 +105,7 @@ class GapwatchCollector:
         yield from self._counters(counts, log_counters)
         yield from self._log_files(logs, log_counters)
         yield self._lateness(counts)
+        yield from self._copytrace(counts)
         yield from prover_families(snap.provers, pollers)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
@@ -112,6 +113,37 @@ class GapwatchCollector:
         build = InfoMetricFamily("gapwatch_build", "gapwatch version and data source.")
         build.add_metric([], {"version": __version__, "source": header.source})
         yield build
+
+    def _copytrace(self, c: SinkCounts) -> Iterator[Metric]:
+        """Copies and bytes by GPU, direction and memory kind, and what the trace dropped."""
+        n = CounterMetricFamily("gapwatch_copies", "Host<->device copies seen by the copy "
+                                "trace, by GPU, direction and host memory kind.",
+                                labels=["gpu", "direction", "memory_kind"])
+        b = CounterMetricFamily("gapwatch_copy_bytes", "Bytes of those copies.",
+                                labels=["gpu", "direction", "memory_kind"])
+        for key in sorted(c.copies):
+            n.add_metric(list(key), c.copies[key])
+            b.add_metric(list(key), c.copy_bytes.get(key, 0))
+        yield from (n, b)
+        status = None
+        if self._status_fn is not None:
+            try:
+                status = getattr(self._status_fn(), "copytrace", None)
+            except Exception:  # noqa: BLE001 - counted by _runtime_logs already
+                status = None
+        if status is not None:
+            d = CounterMetricFamily("gapwatch_copytrace_dropped", "Copies the copy trace "
+                                    "lost: the prover could not deliver them (where=send) or "
+                                    "CUPTI's buffers were full (where=cupti), since gapwatch "
+                                    "heard each prover; bad = datagrams gapwatch refused.",
+                                    labels=["where"])
+            d.add_metric(["send"], status.dropped_send)
+            d.add_metric(["cupti"], status.dropped_cupti)
+            d.add_metric(["bad"], status.bad)
+            procs = _gauge("copytrace_processes", "Provers the copy trace heard from in the "
+                           "last minute.", [])
+            procs.add_metric([], status.processes)
+            yield from (d, procs)
 
     def _runtime_logs(self) -> tuple[dict[str, str], dict[str, int], list[PollerStatus] | None]:
         """The runtime's log files (path -> state), tailer counters (`RuntimeStatus.logs`,

@@ -125,9 +125,14 @@ class GapDetector:
         """A copy from the copy trace: evidence for the gaps it overlaps. Copies arrive after
         they end (a flush period or more), so one may land in a gap already closed: that gap
         is re-published at once with it (and any late log events)."""
+        return self._late(self._ev.add_copy(copy))
+
+    def _late(self, reached_closed: bool) -> list[Gap | StateChange]:
+        """What is pending, plus the closed gaps that late evidence just reached, re-published
+        now (evidence that arrives on its own thread need not wait for the next sample)."""
         out = self._pending
         self._pending = []
-        if self._ev.add_copy(copy):
+        if reached_closed:
             for acc in self._ev.take_dirty_closed():
                 self._republish(acc)
             out.extend(self._pending)
@@ -147,13 +152,7 @@ class GapDetector:
         """A snapshot of the prover's own pipeline (cuzk `/status`): evidence for the gaps
         around it. Polled on another thread, a snapshot can land in a gap already closed: that
         gap is re-published at once with it, as a late copy is."""
-        out = self._pending
-        self._pending = []
-        if self._ev.add_prover(status):
-            for acc in self._ev.take_dirty_closed():
-                self._republish(acc)
-            out.extend(self._pending)
-            self._pending = []
+        out = self._late(self._ev.add_prover(status))
         self._ev.prune(self._now_s)
         return out
 

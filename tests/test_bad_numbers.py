@@ -256,3 +256,19 @@ def test_a_header_gpu_entry_with_an_absurd_index_is_dropped_and_said(tmp_path: P
     rec = read_any(_recording(tmp_path, header={"gpus": gpus}))
     assert [g.index for g in rec.header.gpus] == [0]
     assert any("GPU index 1e+30 is not a GPU" in p for p in rec.problems)
+
+
+def test_a_prover_status_with_numbers_beyond_64_bits_keeps_the_rest() -> None:
+    from gapwatch.sources.cuzk_status import parse_status
+
+    body = (b'{"uptime_secs": 1e999, "synthesis": {"active": ' + BIG.encode() + b', '
+            b'"max_concurrent": 4}, "gpu_workers": [{"worker_id": 0, "gpu_ordinal": 4096, '
+            b'"state": "idle"}, {"worker_id": 1, "gpu_ordinal": 1, "state": "idle"}], '
+            b'"counters": {"total_completed": 7}}')
+    counters: dict[str, int] = {}
+    status = parse_status(body, "cuzk", 1, 1_796_000_000.0, 1.0, counters)
+    orjson.dumps(status)  # recordable
+    assert status.synthesis_active is None and status.synthesis_max == 4
+    assert [w.gpu for w in status.workers] == [None, 1]
+    assert status.uptime_s is None and status.completed_total == 7
+    assert counters["dropped_fields"] == 2

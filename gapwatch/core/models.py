@@ -216,9 +216,9 @@ WORKER_STATES: tuple[WorkerState, ...] = get_args(WorkerState)
 class ProverWorker:
     """One GPU worker of the prover, as its `/status` said."""
 
-    worker_id: int
+    worker_id: I64
     #: The CUDA ordinal the worker runs on (cuzk's `gpu_ordinal`), taken as the NVML index.
-    gpu: int | None
+    gpu: GpuIndex | None
     state: str
     job_id: str | None = None
     partition: int | None = None
@@ -248,8 +248,8 @@ class ProverStatus:
 
     #: Which prover (the status URL's host:port; "sim" for the built-in simulator's own feed).
     prover: str
-    t_mono_ns: int
-    t_wall_s: float
+    t_mono_ns: MonoNs
+    t_wall_s: WallS
     latency_ms: float
     uptime_s: float | None
     #: Partitions of the jobs in flight by state (every state of `PARTITION_STATES`, 0 included).
@@ -284,13 +284,13 @@ class CopyRecord:
     H2D copy `src_kind` "pageable" means the driver staged it through a bounce buffer.
     """
 
-    start_wall_s: float
-    end_wall_s: float
+    start_wall_s: WallS
+    end_wall_s: WallS
     bytes: int
     direction: CopyDirection
     src_kind: MemoryKind
     dst_kind: MemoryKind
-    gpu: int | None
+    gpu: GpuIndex | None
     cuda_device: int
     stream_id: int
     context_id: int
@@ -327,9 +327,9 @@ class ProcessMemory:
     counts in RssShmem; ordinary heap is RssAnon, and so is memory pinned after the fact with
     `cudaHostRegister` (invisible here)."""
 
-    t_mono_ns: int
-    t_wall_s: float
-    gpu: int
+    t_mono_ns: MonoNs
+    t_wall_s: WallS
+    gpu: GpuIndex
     pid: int
     name: str
     rss_shmem_bytes: int | None
@@ -343,9 +343,9 @@ class LinkState:
     lower generation to save power, so only a reading under traffic says anything). Published
     when it changes; `bytes_per_s` is the capacity at the current generation and width."""
 
-    gpu: int
-    t_mono_ns: int
-    t_wall_s: float
+    gpu: GpuIndex
+    t_mono_ns: MonoNs
+    t_wall_s: WallS
     gen: int | None
     width: int | None
     max_gen: int | None

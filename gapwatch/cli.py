@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from gapwatch import __version__
 from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
+from gapwatch.engine.memory import return_large_allocations
 
 COMMANDS = {
     "demo": "the live dashboard over the simulated prover (scenario 'pageable' by default)",
@@ -110,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # of them imports Textual, plotext or pynvml at module level.
     parser = build_parser()
     args = parser.parse_args(argv)
+    return_large_allocations()  # huge log lines must not grow the heap for good
     try:
         config = resolve_config(args)
     except ConfigError as exc:

@@ -2,8 +2,8 @@
 
 Who calls it: `gapwatch.engine.session.Session` (every log event, before the store and the
 detector see it; the recorder gets the line whole, up to `logs.max_line_bytes`), the store (its
-log buffer is bounded in bytes with `event_bytes`), the evidence buffer (which keeps less still).
-Pure.
+log and prover-status buffers are bounded in bytes with `event_bytes` / `status_bytes`), the
+evidence buffer (which keeps less still). Pure.
 
 Why: memory must be bounded in bytes, not lines. A prover (or a fuzzer) can write 1 MiB lines;
 kept whole, 5,000 of them in the log pane took `record --log -` from 33 MB to 5.2 GB. Nothing
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gapwatch.core.models import FieldValue, LogEvent
+from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 
 #: Characters of a raw line kept for display (about a screen width, many times over).
 RAW_CHARS = 4096
@@ -70,3 +70,10 @@ def event_bytes(ev: LogEvent) -> int:
     for k, v in ev.fields.items():
         chars += len(k) + (len(v) if isinstance(v, str) else 8)
     return EVENT_OVERHEAD_BYTES + 4 * chars
+
+
+def status_bytes(status: ProverStatus) -> int:
+    """About what a prover status snapshot costs in memory: it lists every partition of the jobs
+    in flight and every worker, and a prover may answer with thousands (its body may be 8 MiB).
+    For byte budgets, not accounting."""
+    return EVENT_OVERHEAD_BYTES + 300 * (len(status.partitions) + len(status.workers))

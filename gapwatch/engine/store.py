@@ -31,7 +31,7 @@ from gapwatch.core.models import (
     Record,
     StateChange,
 )
-from gapwatch.core.sizes import event_bytes
+from gapwatch.core.sizes import event_bytes, status_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +90,7 @@ class SeriesStore:
         max_prover_statuses: int = 6000,
         max_copies: int = 4096,
         max_log_bytes: int = 16 << 20,
+        max_prover_bytes: int = 32 << 20,
     ) -> None:
         # A little headroom over history/period: a late sampler emits a few extra samples.
         maxlen = max(16, int(history_s / period_s * 1.1) + 8)
@@ -114,9 +115,13 @@ class SeriesStore:
         self._copies: deque[CopyRecord] = deque(maxlen=max_copies)
         self._procmem: dict[int, dict[int, ProcessMemory]] = {}
         self._links: dict[int, LinkState] = {}
-        # At most 10 polls a second (the period's floor) over the history.
-        self._prover: deque[ProverStatus] = deque(
-            maxlen=max(64, min(max_prover_statuses, int(history_s * 10) + 8)))
+        # At most 10 polls a second (the period's floor) over the history, and only the history
+        # (a 1 s poll would otherwise keep 100 minutes), and about `max_prover_bytes`.
+        self._prover: deque[ProverStatus] = deque()
+        self._prover_sizes: deque[int] = deque()
+        self._prover_bytes = 0
+        self._max_prover_bytes = max_prover_bytes
+        self._max_provers = max(64, min(max_prover_statuses, int(history_s * 10) + 8))
         self._provers: dict[str, ProverStatus] = {}
         self._version = 0
 
@@ -173,8 +178,19 @@ class SeriesStore:
             self._version += 1
 
     def append_prover(self, status: ProverStatus) -> None:
+        size = status_bytes(status)
+        since_ns = status.t_mono_ns - int(self._history_s * 1e9)
         with self._lock:
-            self._prover.append(status)
+            kept, sizes = self._prover, self._prover_sizes
+            kept.append(status)
+            sizes.append(size)
+            self._prover_bytes += size
+            while len(kept) > 1 and (
+                len(kept) > self._max_provers or self._prover_bytes > self._max_prover_bytes
+                or kept[0].t_mono_ns < since_ns
+            ):
+                kept.popleft()
+                self._prover_bytes -= sizes.popleft()
             self._provers[status.prover] = status
             self._version += 1
 

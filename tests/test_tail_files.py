@@ -311,3 +311,15 @@ def test_stdin_pipe_lines_and_end_of_input() -> None:
         os.close(read_fd)
     assert got.lines == ["line 1", "line 2"]
     assert t.status()[0].state == "closed (end of input)"
+
+
+def test_a_path_that_cannot_be_opened_is_said_and_retried(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_bytes(b"")
+    got = Collect()
+    t = tailer(blocker / "cuzk.log", got)
+    t.poll_once()
+    t.poll_once()
+    st = t.status()[0]
+    assert st.state == "unreadable: Not a directory" and st.errors == 1
+    assert sum("cannot open" in n for n in got.notices) == 1

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from gapwatch.core.ledger import Change, GapLedger, Tally
 from gapwatch.core.models import (
@@ -32,6 +34,8 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.sizes import event_bytes, status_bytes
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,32 @@ class StoreSnapshot:
         return state.busy_fraction if state is not None else None
 
 
+class _Budget(Generic[_T]):
+    """Items oldest first: at most `max_items` and about `max_bytes` (sizes as the caller
+    estimates them), the oldest dropped first; the newest is always kept."""
+
+    __slots__ = ("items", "_sizes", "_bytes", "_max_items", "_max_bytes")
+
+    def __init__(self, max_items: int, max_bytes: int) -> None:
+        self.items: deque[_T] = deque()
+        self._sizes: deque[int] = deque()
+        self._bytes = 0
+        self._max_items = max_items
+        self._max_bytes = max_bytes
+
+    def append(self, item: _T, size: int, too_old: Callable[[_T], bool] | None = None) -> None:
+        items, sizes = self.items, self._sizes
+        items.append(item)
+        sizes.append(size)
+        self._bytes += size
+        while len(items) > 1 and (
+            len(items) > self._max_items or self._bytes > self._max_bytes
+            or (too_old is not None and too_old(items[0]))
+        ):
+            items.popleft()
+            self._bytes -= sizes.popleft()
+
+
 class SeriesStore:
     """Ring buffers of everything a session saw, bounded by `history_s`."""
 
@@ -102,11 +132,7 @@ class SeriesStore:
         self._host: deque[HostSample] = deque(maxlen=maxlen)
         # Log events: at most `max_log_events` and about `max_log_bytes` (`event_bytes`), the
         # oldest dropped first; their text was cut on the way in (`gapwatch.core.sizes`).
-        self._log: deque[LogEvent] = deque()
-        self._log_sizes: deque[int] = deque()
-        self._max_log_events = max_log_events
-        self._max_log_bytes = max_log_bytes
-        self._log_bytes = 0
+        self._log: _Budget[LogEvent] = _Budget(max_log_events, max_log_bytes)
         self._ledger = GapLedger(max_closed=max_gaps)
         self._states: dict[int, StateChange] = {}
         self._notices: deque[Notice] = deque(maxlen=max_notices)
@@ -117,11 +143,8 @@ class SeriesStore:
         self._links: dict[int, LinkState] = {}
         # At most 10 polls a second (the period's floor) over the history, and only the history
         # (a 1 s poll would otherwise keep 100 minutes), and about `max_prover_bytes`.
-        self._prover: deque[ProverStatus] = deque()
-        self._prover_sizes: deque[int] = deque()
-        self._prover_bytes = 0
-        self._max_prover_bytes = max_prover_bytes
-        self._max_provers = max(64, min(max_prover_statuses, int(history_s * 10) + 8))
+        self._prover: _Budget[ProverStatus] = _Budget(
+            max(64, min(max_prover_statuses, int(history_s * 10) + 8)), max_prover_bytes)
         self._provers: dict[str, ProverStatus] = {}
         self._version = 0
 
@@ -166,31 +189,14 @@ class SeriesStore:
     def append_log(self, event: LogEvent) -> None:
         size = event_bytes(event)
         with self._lock:
-            log, sizes = self._log, self._log_sizes
-            log.append(event)
-            sizes.append(size)
-            self._log_bytes += size
-            while len(log) > 1 and (
-                len(log) > self._max_log_events or self._log_bytes > self._max_log_bytes
-            ):
-                log.popleft()
-                self._log_bytes -= sizes.popleft()
+            self._log.append(event, size)
             self._version += 1
 
     def append_prover(self, status: ProverStatus) -> None:
         size = status_bytes(status)
         since_ns = status.t_mono_ns - int(self._history_s * 1e9)
         with self._lock:
-            kept, sizes = self._prover, self._prover_sizes
-            kept.append(status)
-            sizes.append(size)
-            self._prover_bytes += size
-            while len(kept) > 1 and (
-                len(kept) > self._max_provers or self._prover_bytes > self._max_prover_bytes
-                or kept[0].t_mono_ns < since_ns
-            ):
-                kept.popleft()
-                self._prover_bytes -= sizes.popleft()
+            self._prover.append(status, size, lambda old: old.t_mono_ns < since_ns)
             self._provers[status.prover] = status
             self._version += 1
 
@@ -253,13 +259,13 @@ class SeriesStore:
                 gpus=self._gpus,
                 gpu_samples={i: tuple(d) for i, d in self._gpu.items()},
                 host_samples=tuple(self._host),
-                log_events=tuple(self._log),
+                log_events=tuple(self._log.items),
                 gaps=tuple(self._ledger.gaps()),
                 states=dict(self._states),
                 notices=tuple(self._notices),
                 counters=dict(self._counters),
                 busy=dict(self._busy),
-                prover_statuses=tuple(self._prover),
+                prover_statuses=tuple(self._prover.items),
                 provers=dict(self._provers),
                 gap_tally=self._ledger.tally(),
                 copies=tuple(self._copies),

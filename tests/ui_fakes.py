@@ -85,6 +85,9 @@ def log_event(seconds: float, raw: str, warning: str | None = None) -> LogEvent:
                     name=raw.split()[0], raw=raw, warning=warning)
 
 
+#: How far before its read time a GPM reading's activity lies (DetectorConfig.gpm_lag_ms).
+LAG_S = 0.1
+
 #: GPU 0 chains for 30 s, then idles in starved gaps; 2 s of missing data at 20-22 s.
 STARVED_GAPS = [(33.0, 34.2), (38.0, 39.1), (44.5, 45.3), (50.0, 51.5), (55.0, 55.4)]
 
@@ -117,7 +120,9 @@ def fill_breakdown(store: SeriesStore, gpus: tuple[int, ...] = (0,)) -> None:
     gid = 1
     for gpu in gpus:
         for a, b in STARVED_GAPS:
-            store.upsert_gap(gap(gid, gpu, a, b))
+            # The detector places GPM readings `gpm_lag_ms` (100 ms) before they were read, and
+            # its gap edges with them.
+            store.upsert_gap(gap(gid, gpu, a - LAG_S, b - LAG_S))
             gid += 1
         store.set_state(StateChange(gpu=gpu, t_mono_ns=t_ns(45.3), t_wall_s=WALL0_S + 45.3,
                                     state="BREAKDOWN", busy_fraction=0.81,

@@ -17,7 +17,7 @@ Conventions:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,13 @@ SignalSource = Literal["gpm", "counters", "legacy", "util", "sim", "trace"]
 #: during the gap, so the cause cannot be told (never guessed as host_stall).
 GapKind = Literal["pcie_starved", "transfer_bound", "host_stall", "unknown"]
 ChainState = Literal["CHAINED", "GAPS", "BREAKDOWN", "IDLE", "NO_DATA"]
+#: The same, as tuples, for everything that lists them (tables, metrics, tests).
+GAP_KINDS: tuple[GapKind, ...] = get_args(GapKind)
+CHAIN_STATES: tuple[ChainState, ...] = get_args(ChainState)
+#: How bad each state is: the dashboard leads with the worst GPU.
+STATE_SEVERITY: dict[ChainState, int] = {
+    "BREAKDOWN": 4, "GAPS": 3, "NO_DATA": 2, "IDLE": 1, "CHAINED": 0,
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,15 @@ class StoreSnapshot:
     #: (`states` only changes when the state does, so its busy_fraction goes stale).
     busy: dict[int, float | None] = field(default_factory=dict)
 
+    def busy_share(self, gpu: int) -> float | None:
+        """The busy share to show for `gpu`: the live window value, else the one its last state
+        change carried (before the first refresh). Header, snapshot and /metrics all use this."""
+        live = self.busy.get(gpu)
+        if live is not None:
+            return live
+        state = self.states.get(gpu)
+        return state.busy_fraction if state is not None else None
+
 
 class SeriesStore:
     """Ring buffers of everything a session saw, bounded by `history_s`."""

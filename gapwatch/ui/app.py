@@ -99,6 +99,8 @@ class GapwatchApp(App[int]):
         #: When the slow panels (host pressure, prover log) were last handed a view.
         self._slow_pushed_mono = float("-inf")
         self._pause_note = ""
+        #: The source said it ended (end of a replay): the header shows the banner.
+        self._ended = False
         self._snapshot_busy = False
         self._last_auto_snapshot_mono: float | None = None
         #: Paths of snapshots written in this session (tests and the footer read them).
@@ -123,6 +125,11 @@ class GapwatchApp(App[int]):
         self.set_interval(self._status_every_s, self.refresh_status)
         self.refresh_status()
         self.redraw()
+        # The runtime started before the app (sampling never waits on the UI): what it warned
+        # about before we subscribed (a log path that does not exist...) is shown now.
+        for notice in self.runtime.store.snapshot().notices:
+            if notice.level != "info":
+                self.post_message(NoticeRaised(notice))
 
     # -- threads -> UI (sampler thread: post_message only) ------------------------------------
 
@@ -151,8 +158,10 @@ class GapwatchApp(App[int]):
 
     def _make_view(self, snap: StoreSnapshot, t_end_ns: int) -> View:
         return View(snap=snap, gpu=self.gpu, window_s=self.window_s, t_end_ns=t_end_ns,
-                    default_link_bytes_per_s=self.config.detector.default_link_bytes_per_s,
-                    paused=self.paused, note=self._pause_note)
+                    detector=self.config.detector,
+                    period_ns=int(self.runtime.header.period_ms * 1e6),
+                    paused=self.paused, note=self._pause_note, ended=self._ended,
+                    source=self.runtime.header.source)
 
     def _push(self, view: View, force: bool = False) -> None:
         self.view = view
@@ -179,7 +188,13 @@ class GapwatchApp(App[int]):
             self.redraw(force=True)
 
     def refresh_status(self) -> None:
-        self.query_one(StatusFooter).show_status(self.runtime.status())
+        status = self.runtime.status()
+        self.query_one(StatusFooter).show_status(status)
+        if status.done and not self._ended:
+            # Nothing more will come: say so at the top (the REPLAY ENDED banner), now.
+            self._ended = True
+            if not self.paused:
+                self.redraw(force=True)
 
     # -- messages up --------------------------------------------------------------------------
 
@@ -212,7 +227,7 @@ class GapwatchApp(App[int]):
         footer = self.query_one(StatusFooter)
         if message.path is not None:
             self.snapshots.append(message.path)
-            footer.show_message(f"snapshot: {message.path.resolve()}")
+            footer.show_message(snapshot_message(message.path, self.size.width))
         else:
             footer.show_message(f"snapshot FAILED: {message.error}", error=True)
             self.notify(str(message.error), title="snapshot failed", severity="error", timeout=10)
@@ -277,4 +292,12 @@ class GapwatchApp(App[int]):
         self._repush()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(status_parts(self.runtime.status()),
+                                    [str(p.resolve()) for p in self.snapshots]))
+
+
+def snapshot_message(path: Path, width: int) -> str:
+    """"snapshot: /full/path", or "snapshot: …/folder-name" where the full path would not fit
+    beside the keys (the full path is in the help screen)."""
+    full = f"snapshot: {path.resolve()}"
+    return full if len(full) <= width - 20 else f"snapshot: …/{path.name}"

@@ -1,5 +1,8 @@
 """GapTable: the detector's gaps, newest on top: time, GPU, duration, kind, RX, hint.
 
+Every row names its GPU (`GPU7`), and the rows of the GPU the charts show carry the `▶` marker
+of the header, so with 8 GPUs the table reads without counting columns.
+
 Who drives it: `GapwatchApp.show(view)`. Drawn as plain fixed-width rich Text (not a DataTable):
 open gaps grow on every sample, and rebuilding a handful of lines is far cheaper than updating
 table cells. Only as many gaps as fit are built.
@@ -31,19 +34,21 @@ class GapTable(Widget):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
         self._gaps: tuple[Gap, ...] = ()
+        self._selected: int | None = None
 
     def show(self, view: View) -> None:
         # Retracted gaps were idle after the last busy period, not gaps: never listed.
         gaps = tuple(g for g in view.snap.gaps if not g.retracted)
-        if gaps != self._gaps:
+        if gaps != self._gaps or view.gpu != self._selected:
             self._gaps = gaps
+            self._selected = view.gpu
             self.refresh()
 
     def render(self) -> Group:
         style = self.get_component_rich_style
         head = Text(no_wrap=True, overflow="ellipsis")
         head.append(
-            f"{'time':<8} {'GPU':>3} {'dur':>7} {'kind':<14} {'RX GB/s':>7}  hint",
+            f"{'time':<8} {'GPU':<6}{'dur':>6} {'kind':<14} {'RX GB/s':>7}  hint",
             style("gap-table--header"),
         )
         lines = [head]
@@ -51,7 +56,8 @@ class GapTable(Widget):
         for gap in list(reversed(self._gaps))[:room]:
             line = Text(no_wrap=True, overflow="ellipsis")
             dur = fmt.duration(gap.duration_s) + ("+" if gap.is_open else " ")
-            line.append(f"{fmt.clock(gap.start_s):<8} {gap.gpu:>3} {dur:>7} ")
+            gpu = f"{'▶' if gap.gpu == self._selected else ' '}GPU{gap.gpu}"
+            line.append(f"{fmt.clock(gap.start_s):<8} {gpu:<6}{dur:>6} ")
             line.append(f"{gap.kind:<14}", style(f"gap-table--{gap.kind}"))
             line.append(f" {fmt.gbps(gap.pcie_rx_bytes_per_s):>7}  ")
             line.append(gap.hint or "-", style("gap-table--hint"))

@@ -37,6 +37,11 @@ HINT = ("pageable host-to-device copies at 2.8 GB/s (4% of link): pin a/b/c buff
         "(cudaHostAlloc pool) or free host memory bandwidth")
 
 
+def h200(index: int) -> GpuInfo:
+    return GpuInfo(index=index, name="NVIDIA H200", link_gen=5, link_width=16,
+                   link_bytes_per_s=LINK, sm_source="gpm", pcie_source="gpm")
+
+
 def make_config(tmp: Path | None = None, **ui: object) -> Config:
     data: dict[str, dict[str, object]] = {"ui": dict(ui)}
     if tmp is not None:
@@ -139,6 +144,9 @@ class FakeRuntime:
         self.store = SeriesStore(list(self.header.gpus), period_s=0.1, history_s=600)
         self.session = Session(self.header, self.store, detector=detector)  # type: ignore[arg-type]
         self.status_calls = 0
+        #: What status() says: the source ended (a finished replay), and the followed logs.
+        self.done = False
+        self.logs = {"/tmp/gapwatch-sim-pageable.log": "following"}
 
     def status(self) -> RuntimeStatus:
         self.status_calls += 1
@@ -146,8 +154,9 @@ class FakeRuntime:
             source="sim:pageable", period_ms=100.0,
             lateness=LatenessStats(600, 0, 0, 0.21, 0.93, 1.7),
             gpu_sources={g.index: "gpm" for g in self.header.gpus},
-            logs={"/tmp/gapwatch-sim-pageable.log": "following"},
+            logs=dict(self.logs),
             log_counters={"lines": 40, "parsed": 38, "unparsed": 2},
+            done=self.done,
         )
 
 

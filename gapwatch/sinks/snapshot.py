@@ -83,6 +83,17 @@ def _record_time(record: Record) -> float:
     return record.start_s if isinstance(record, Gap) else record.t_wall_s
 
 
+def covered_text(records: Sequence[Record], history_s: float) -> str:
+    """What span of data the snapshot holds, in words: its real length (a snapshot taken 47 s
+    after start covers 47 s, not the `history_s` it would keep at most)."""
+    times = [t for r in records if (t := _record_time(r)) > 0]
+    if not times:
+        return "Holds no data"
+    span_s = max(times) - min(times)
+    return (f"Covers {fmt.duration(span_s)} of data, {fmt.clock(min(times))} to "
+            f"{fmt.clock(max(times))} (at most the last {history_s:g} s are kept)")
+
+
 def _gaps_in(records: Iterable[Record]) -> list[Gap]:
     return [r for r in records if isinstance(r, Gap)]
 
@@ -109,9 +120,13 @@ def render_summary(
         f"# gapwatch snapshot: {header.host}, {fmt.utc_stamp(t_wall_s)}",
         "",
         f"Taken: {reason}. Source: `{header.source}`, gapwatch {header.gapwatch_version}. "
-        f"Covers the last {config.snapshot.history_s:g} s of data; times are UTC.",
+        f"{covered_text(records, config.snapshot.history_s)}; times are UTC.",
         "",
         "## GPUs",
+        "",
+        "Busy: share of the detector's window (the last "
+        f"{config.detector.window_s:g} s) in which the GPU was busy, as the dashboard header and "
+        "/metrics show it.",
         "",
     ]
     rows = []
@@ -121,7 +136,7 @@ def render_summary(
         gen = f"Gen{info.link_gen} x{info.link_width}" if info.link_gen else "link unknown"
         rows.append([
             f"GPU{info.index}", info.name, state.state if state else "NO_DATA",
-            fmt.frac_pct(state.busy_fraction if state else None),
+            fmt.frac_pct(snap.busy_share(info.index)),
             f"{fmt.gbps(link)} GB/s per direction ({gen})",
             (state.reason if state else "") or "-",
         ])

@@ -39,7 +39,8 @@ from gapwatch.ui.widgets.log_pane import LogPane
 from gapwatch.ui.widgets.overview import Overview
 from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
 
-#: Seconds between repaints of the host panel and the log pane (see `_push`).
+#: Seconds between repaints of the numbers: header figures, open gaps' durations, host panel,
+#: log pane (see `_push`).
 SLOW_PANEL_EVERY_S = 1.0
 
 class DashboardRuntime(Protocol):
@@ -98,6 +99,8 @@ class GapwatchApp(App[int]):
         self._drawn_version = -1
         #: When the slow panels (host pressure, prover log) were last handed a view.
         self._slow_pushed_mono = float("-inf")
+        #: What the header and gap table said in words at their last repaint (`_words_key`).
+        self._words_key: tuple[object, ...] = ()
         self._pause_note = ""
         #: The source said it ended (end of a replay): the header shows the banner.
         self._ended = False
@@ -165,18 +168,24 @@ class GapwatchApp(App[int]):
 
     def _push(self, view: View, force: bool = False) -> None:
         self.view = view
-        self.query_one(GpuHeader).show(view)
+        now = time.monotonic()
+        slow_tick = force or view.paused or now - self._slow_pushed_mono >= SLOW_PANEL_EVERY_S
+        if slow_tick:
+            self._slow_pushed_mono = now
+        # Words change at once (a state, a new gap, a banner, another GPU or window); numbers a
+        # person reads at human pace (SM %, RX, an open gap's growing duration, host pressure,
+        # the scrolling log) are repainted once a second: the compositor's repaint of a changed
+        # line is most of what the dashboard costs.
+        words = _words_key(view)
+        if slow_tick or words != self._words_key:
+            self._words_key = words
+            self.query_one(GpuHeader).show(view)
+            self.query_one(GapTable).show(view)
         if self.query_one(DetailChart).display:
             self.query_one(DetailChart).show(view)
         else:
-            self.query_one(Overview).show(view)
-        self.query_one(GapTable).show(view)
-        # Host numbers and scrolling log lines are read by a person at human pace: repainting
-        # them once a second instead of at every redraw saves a large share of the compositor's
-        # work (the header, charts and gaps stay at the full redraw rate).
-        now = time.monotonic()
-        if force or view.paused or now - self._slow_pushed_mono >= SLOW_PANEL_EVERY_S:
-            self._slow_pushed_mono = now
+            self.query_one(Overview).show(view, every_column=slow_tick)
+        if slow_tick:
             self.query_one(HostPanel).show(view)
             self.query_one(LogPane).show(view)
 
@@ -294,6 +303,14 @@ class GapwatchApp(App[int]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen(status_parts(self.runtime.status()),
                                     [str(p.resolve()) for p in self.snapshots]))
+
+
+def _words_key(view: View) -> tuple[object, ...]:
+    """What the header and the gap table say in words: a change here is shown at once."""
+    states = tuple((gpu, st.state, st.reason) for gpu, st in sorted(view.snap.states.items()))
+    gaps = tuple((g.gap_id, g.is_open, g.retracted, g.kind) for g in view.snap.gaps[-8:])
+    return (states, gaps, len(view.snap.gaps), view.gpu, view.window_s, view.paused,
+            view.note, view.ended)
 
 
 def snapshot_message(path: Path, width: int) -> str:

@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 HELP = """\
-gapwatch: why the GPU stops being busy      (arrows/PgDn scroll, esc closes)
+gapwatch: why the GPU stops being busy   (↑↓ PgDn scroll, esc closes)
 
 keys
   ?  this help          q  quit (the recording is closed whole)

@@ -18,7 +18,7 @@ from gapwatch.ui.fit import fit_phrases
 from gapwatch.ui.series import busy_cells, rx_cells, tx_cells
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.gap_strip import GapStrip
-from gapwatch.ui.widgets.strip_chart import StripChart
+from gapwatch.ui.widgets.strip_chart import LABEL_WIDTH, StripChart
 
 
 def title_phrases(view: View) -> list[tuple[int, str]]:
@@ -37,6 +37,8 @@ class Overview(Vertical):
     """Title line, three strip charts, the gap strip."""
 
     _title: str | None = None
+    #: What the charts were last drawn for: (view choices, grid end of the chart columns).
+    _drawn: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="overview-title")
@@ -45,11 +47,22 @@ class Overview(Vertical):
         yield StripChart("TX %link", tx_cells, id="chart-tx")
         yield GapStrip(id="gap-strip")
 
-    def show(self, view: View) -> None:
+    def show(self, view: View, every_column: bool = False) -> None:
+        """Redraw the charts when a new column begins (or the view's choices changed), not at
+        every redraw: between two column boundaries only the newest column can change, and a
+        repaint of the charts is the costliest thing the dashboard does. `every_column` =
+        the app's once-a-second tick, which also refreshes the partial newest column."""
         title = " · ".join(fit_phrases(title_phrases(view), self.size.width or 80, " · "))
         if title != self._title:
             self._title = title
             self.query_one("#overview-title", Static).update(Text(title, no_wrap=True))
-        for chart in self.query(StripChart):
-            chart.show(view)
+        chart = self.query_one("#chart-sm", StripChart)
+        columns = max(1, chart.size.width - LABEL_WIDTH)
+        drawn = (view.gpu, view.window_s, view.paused, columns, chart.size.height,
+                 view.grid(columns)[1], len(view.snap.gaps))
+        if drawn == self._drawn and not every_column:
+            return
+        self._drawn = drawn
+        for c in self.query(StripChart):
+            c.show(view)
         self.query_one(GapStrip).show(view)

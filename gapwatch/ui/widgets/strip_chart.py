@@ -26,13 +26,15 @@ from textual.widget import Widget
 
 from gapwatch.core.models import GAP_KINDS
 from gapwatch.ui.blocks import BLANK, GAP_PREFIX, SOLID, ZERO, Cell, render_rows
+from gapwatch.ui.series import SeriesCache
 from gapwatch.ui.view import View
 
 #: Width of the label column left of every chart (title and scale, then `│`).
 LABEL_WIDTH = 9
 
-#: Cells of a chart: (view, columns, window start ns, window end ns) -> one Cell per column.
-CellsOf = Callable[[View, int, int, int], list[Cell]]
+#: Cells of a chart: (view, columns, window start ns, window end ns, the chart's cache) -> one
+#: Cell per column.
+CellsOf = Callable[[View, int, int, int, SeriesCache], list[Cell]]
 
 
 class StripChart(Widget):
@@ -67,6 +69,15 @@ class StripChart(Widget):
         self._view: View | None = None
         self._drawn_size: tuple[int, int] = (0, 0)
         self._shown: list[Strip] = []
+        #: Rich styles per style key, resolved once (resolving them is most of a redraw's cost);
+        #: dropped when the styles change (theme, NO_COLOR).
+        self._style_cache: dict[str, Style] | None = None
+        #: Column values that can no longer change (see `ui.series.SeriesCache`).
+        self._series_cache = SeriesCache()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._style_cache = None
 
     def show(self, view: View) -> None:
         self._view = view
@@ -96,6 +107,8 @@ class StripChart(Widget):
         return Strip.blank(width, self.rich_style)
 
     def _styles(self) -> dict[str, Style]:
+        if self._style_cache is not None:
+            return self._style_cache
         base = self.rich_style
         style = self.get_component_rich_style
         styles = {
@@ -105,13 +118,15 @@ class StripChart(Widget):
         }
         for kind in GAP_KINDS:
             styles[GAP_PREFIX + kind] = base + style(f"strip-chart--gap-{kind}")
+        styles["label"] = base + style("strip-chart--label")
+        self._style_cache = styles
         return styles
 
     def _draw(self, view: View, columns: int, rows: int) -> list[Strip]:
         t_start, t_end = view.grid(columns)
-        cells = self._cells_of(view, columns, t_start, t_end)
+        cells = self._cells_of(view, columns, t_start, t_end, self._series_cache)
         styles = self._styles()
-        label_style = self.rich_style + self.get_component_rich_style("strip-chart--label")
+        label_style = styles["label"]
         labels = [self.title, self._scale_label]
         strips: list[Strip] = []
         for i, runs in enumerate(render_rows(cells, rows)):

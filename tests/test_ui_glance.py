@@ -175,7 +175,7 @@ async def test_a_finished_replay_says_so_and_shows_the_open_gap_as_reported(
         await pilot.pause()
         text = screen_text(app)
     assert "REPLAY ENDED" not in text  # the fake's source is sim: the banner says SOURCE ENDED
-    assert "SOURCE ENDED" in text and "2 gap(s), final" in text
+    assert "SOURCE ENDED" in text and "gaps, final: pcie_starved=2" in text
     assert "so far" not in text and "+ " not in text.split("time ")[1][:400]
     assert "retracted" in text  # the verdict says why the last idle stretch is not a gap
     assert "source ended" in text.splitlines()[-2]

@@ -12,12 +12,12 @@ import argparse
 import signal
 import sys
 import threading
-from collections import Counter
 from types import FrameType
 
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.runtime import build_runtime
+from gapwatch.engine.summary import gap_counts_text
 from gapwatch.sources import SourceUnavailable
 
 
@@ -40,15 +40,14 @@ def run(args: argparse.Namespace, config: Config) -> int:
         print(f"gapwatch: {exc}", file=sys.stderr)
         return 2
 
-    closed_gaps: Counter[str] = Counter()
     states: dict[int, str] = {}
 
     def listen(ev: Gap | StateChange | Notice) -> None:
-        # Called on the sampler thread: printing a line is cheap enough.
-        if isinstance(ev, Gap) and ev.end_s is not None:
-            closed_gaps[ev.kind] += 1
+        # Called on the sampler thread (each gap once, when it closes): a line is cheap enough.
+        if isinstance(ev, Gap):
             if not args.quiet:
-                print(f"gap gpu{ev.gpu} {ev.duration_s:.2f}s {ev.kind}: {ev.hint}", file=sys.stderr)
+                print(f"gap {ev.gap_id} gpu{ev.gpu} {ev.duration_s:.3f}s {ev.kind}: {ev.hint}",
+                      file=sys.stderr)
         elif isinstance(ev, StateChange):
             states[ev.gpu] = ev.state
             if not args.quiet:
@@ -76,7 +75,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
             signal.signal(s, h)
     lat = rt.sampler.lateness() if rt.sampler is not None else None
     where = f" to {args.out}" if args.out else ""
-    gaps = ", ".join(f"{k}={v}" for k, v in sorted(closed_gaps.items())) or "none"
+    gaps = gap_counts_text(rt.store.snapshot().gap_tally)
     late = (
         f"; tick lateness p50 {lat.p50_ms:.2f} ms, p99 {lat.p99_ms:.2f} ms, "
         f"max {lat.max_ms:.2f} ms, skipped {lat.skipped_ticks}"

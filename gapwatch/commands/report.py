@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 
 from gapwatch.core.config import Config
+from gapwatch.core.models import GAP_KINDS
 from gapwatch.offline.report import (
-    KINDS,
     PAYOFF_METHOD,
     ReportData,
     build_report,
@@ -81,7 +81,7 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
     for t in r.totals:
         mine = [g for g in r.gaps if g.gpu == t.gpu]
         parts = []
-        for k in KINDS:
+        for k in GAP_KINDS:
             of_kind = [g for g in mine if g.kind == k]
             if of_kind:
                 parts.append(f"{len(of_kind)} {k} ({sum(g.duration_s for g in of_kind):.1f} s)")

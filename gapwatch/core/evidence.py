@@ -1,9 +1,10 @@
-"""Evidence for gaps: host pressure and prover events around each gap, and the one-line hint.
+"""Evidence for gaps: host pressure and prover events gathered around each gap.
 
 Who calls it: `gapwatch.core.detector.GapDetector` only. It owns two bounded buffers (recent host
 samples, recent log events) and one `GapEvidence` accumulator per open or recently closed gap;
 the detector asks for an accumulator when a gap opens and reads it whenever it publishes a
-version of the gap. Pure: no I/O, no clocks; every buffer has a `maxlen`.
+version of the gap. The words a gap's hint is made of are `gapwatch.core.hints`'. Pure: no I/O,
+no clocks; every buffer has a `maxlen`.
 
 Times here are wall seconds (`t_wall_s`): prover log lines only carry wall time, and host and
 GPU samples carry both, so wall time is the one axis all three share.
@@ -20,6 +21,7 @@ from collections import deque
 from typing import Any
 
 from gapwatch.core.models import Gap, HostSample, LogEvent
+from gapwatch.core.readings import reading
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
 MAX_EVENTS_KEPT = 64
@@ -29,26 +31,8 @@ RECENT_WARNING_S = 60.0
 #: Raw lines are cut to this many characters in a gap's evidence.
 RAW_CHARS = 160
 
-# Host pressure thresholds above which the hint mentions the host (chosen to flag real pressure,
-# not background noise: PSI "some" of a few % is common on a busy box).
-PSI_SHARE_PRESSURE = 0.10
-PSI_AVG10_PRESSURE = 10.0
-MEM_USED_PRESSURE_PCT = 90.0
-MAJOR_FAULTS_PRESSURE_PER_S = 100.0
-
-
-def _num(v: float | int | None) -> float | None:
-    """A usable number or None (NaN and negatives are not readings)."""
-    if v is None:
-        return None
-    f = float(v)
-    if f != f or f < 0:
-        return None
-    return f
-
-
 def _max(a: float | None, b: float | int | None) -> float | None:
-    b2 = _num(b)
+    b2 = reading(None if b is None else float(b))
     if b2 is None:
         return a
     return b2 if a is None or b2 > a else a
@@ -160,18 +144,13 @@ class EvidenceBuffer:
         #: The latest event carrying each warning: pageable buffers are a property of the run,
         #: so a gap with no warning in its own window still cites a recent one.
         self.last_warning: dict[str, LogEvent] = {}
-        #: worker id -> GPU index, learnt from events that carry both (cuzk's "worker started").
-        self.worker_gpu: dict[int, int] = {}
 
-    def relevant(self, ev: LogEvent, gpu: int) -> bool:
+    @staticmethod
+    def relevant(ev: LogEvent, gpu: int) -> bool:
         """Does `ev` say something about `gpu`? Events naming no GPU (synthesis is shared by all
-        GPUs) are relevant to every GPU; a worker's events go to its GPU once that is known."""
-        if ev.gpu is not None:
-            return ev.gpu == gpu
-        if ev.worker is not None:
-            mapped = self.worker_gpu.get(ev.worker)
-            return mapped is None or mapped == gpu
-        return True
+        GPUs, and a worker's GPU may not be known yet) are relevant to every GPU. Which GPU a
+        worker drives is the log parser's to know (`gapwatch.logs.parse`): it stamps `gpu`."""
+        return ev.gpu is None or ev.gpu == gpu
 
     def add_host(self, h: HostSample) -> None:
         self._host.append(h)
@@ -184,8 +163,6 @@ class EvidenceBuffer:
         """Keep `ev`; return True when it reached a closed gap (which must be re-published)."""
         if ev.kind == "unparsed":
             return False
-        if ev.gpu is not None and ev.worker is not None:
-            self.worker_gpu[ev.worker] = ev.gpu
         self._log.append(ev)
         if ev.warning is not None:
             self.last_warning[ev.warning] = ev
@@ -256,107 +233,3 @@ class EvidenceBuffer:
         recent = self._recent
         while recent and (recent[0].until_s or 0.0) < now_s - self.late_s:
             recent.popleft()
-
-
-def _gb(v: float) -> str:
-    return f"{v / 1e9:.1f} GB/s" if v >= 1e8 else f"{v / 1e6:.0f} MB/s"
-
-
-def _partitions(events: list[dict[str, Any]], warning: str) -> list[int]:
-    seen: list[int] = []
-    for e in events:
-        p = e.get("partition")
-        if e.get("warning") == warning and isinstance(p, int) and p not in seen:
-            seen.append(p)
-    return seen
-
-
-def _plural(ps: list[int]) -> str:
-    if len(ps) == 1:
-        return f"partition {ps[0]} was"
-    more = " ..." if len(ps) > 3 else ""
-    return "partitions " + ", ".join(str(p) for p in ps[:3]) + more + " were"
-
-
-def host_pressure(host: dict[str, float | None]) -> str:
-    """Plain words for the host pressure seen during a gap, or "" when there was none."""
-    bits = []
-    share = host.get("psi_mem_some_share_max")
-    avg10 = host.get("psi_mem_some_avg10_max")
-    if share is not None and share >= PSI_SHARE_PRESSURE:
-        bits.append(f"tasks stalled on memory {share * 100:.0f} % of the time (PSI)")
-    elif avg10 is not None and avg10 >= PSI_AVG10_PRESSURE:
-        bits.append(f"memory PSI some avg10 {avg10:.0f} %")
-    used = host.get("mem_used_pct_max")
-    if used is not None and used >= MEM_USED_PRESSURE_PCT:
-        bits.append(f"host memory {used:.0f} % used")
-    faults = host.get("major_faults_per_s_max")
-    if faults is not None and faults >= MAJOR_FAULTS_PRESSURE_PER_S:
-        bits.append(f"{faults:.0f} major faults/s (swapping?)")
-    bw = host.get("mem_bandwidth_bytes_per_s_max")
-    if bits and bw is not None:
-        bits.append(f"host memory bandwidth {_gb(bw)}")
-    return ", ".join(bits)
-
-
-def make_hint(
-    kind: str,
-    duration_s: float,
-    rx_bytes_per_s: float | None,
-    tx_bytes_per_s: float | None,
-    link_bytes_per_s: float,
-    confidence: str,
-    host: dict[str, float | None],
-    events: list[dict[str, Any]],
-    is_open: bool = False,
-) -> str:
-    """One line in plain words: what the GPU did, what PCIe did, and the likeliest cause.
-
-    RX is what the GPU receives (host-to-device, "H2D"), TX what it sends (D2H); the hint names
-    the dominant direction, the one the kind was decided on.
-    """
-    idle = f"SMs idle {duration_s:.1f} s{' so far' if is_open else ''}"
-    if confidence == "low":
-        idle = f"GPU idle {duration_s:.1f} s{' so far' if is_open else ''} (utilization.gpu only)"
-    parts: list[str] = []
-    rx = rx_bytes_per_s or 0.0
-    tx = tx_bytes_per_s or 0.0
-    if kind == "unknown":
-        parts.append(f"{idle}; PCIe not measured, cause unknown")
-    else:
-        direction, rate = ("H2D", rx) if rx >= tx else ("D2H", tx)
-        pct = rate / link_bytes_per_s * 100 if link_bytes_per_s > 0 else 0.0
-        if kind == "host_stall":
-            parts.append(f"{idle} with PCIe quiet ({_gb(rate)}): the GPU waited on the host")
-        else:
-            parts.append(f"{idle} while {direction} ran at {_gb(rate)} ({pct:.0f} % of link)")
-    unpinned = _partitions(events, "unpinned")
-    fallback = any(e.get("warning") == "pinned_pool_fallback" for e in events)
-    alloc_failed = any(e.get("warning") == "cuda_host_alloc_failed" for e in events)
-    if kind == "pcie_starved":
-        if unpinned:
-            parts.append(
-                f"{_plural(unpinned)} synthesised with is_pinned=false: a/b/c in pageable memory?"
-            )
-        elif fallback or alloc_failed:
-            parts.append(
-                "pinned pool checkout failed, fell back to pageable memory: pool too small?"
-            )
-        else:
-            parts.append("a slow copy: pageable memory or host memory-bandwidth contention?")
-    elif kind == "transfer_bound":
-        parts.append("copies at full speed but not overlapped with compute: is the next "
-                     "partition's upload chained behind the other worker's kernels?")
-    elif kind == "host_stall":
-        synth = [e for e in events if "SYNTH" in str(e.get("name", "")).upper()
-                 or "synthesis" in str(e.get("raw", ""))]
-        if synth:
-            parts.append("synthesis did not keep up with the GPU?")
-        else:
-            parts.append("synthesis, a lock or the scheduler?")
-        if unpinned or fallback:
-            parts.append("(pageable buffers seen: is_pinned=false)")
-    pressure = host_pressure(host)
-    if pressure:
-        parts.append(f"host: {pressure}")
-    return "; ".join(parts)

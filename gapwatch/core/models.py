@@ -192,6 +192,12 @@ Record = Annotated[
 ]
 
 
+#: Record types the detector derives (gaps, states). Those found in a recording are never fed
+#: back or shown as such: replay, report and export recompute them, so every output shows what
+#: this version detects, from the same samples.
+DERIVED_TYPES = ("gap", "state")
+
+
 class GpuInfo(BaseModel):
     """What is known about one GPU for the whole session (header of a recording)."""
 

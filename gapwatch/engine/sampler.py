@@ -104,7 +104,7 @@ class Sampler(Background):
                     Notice(now_ns, wall, "error", f"host source failed: {exc!r}")
                 )
             else:
-                self.session.on_host_sample(host)
+                self.session.on_record(host)
 
     def lateness(self) -> LatenessStats:
         values = sorted(self._lateness_ns)

@@ -15,7 +15,17 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, LogEvent, Notice, StateChange
+from gapwatch.core.ledger import Change, GapLedger, Tally
+from gapwatch.core.models import (
+    Gap,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    LogEvent,
+    Notice,
+    Record,
+    StateChange,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +37,8 @@ class StoreSnapshot:
     gpu_samples: dict[int, tuple[GpuSample, ...]]
     host_samples: tuple[HostSample, ...]
     log_events: tuple[LogEvent, ...]
-    #: Latest version of each gap, oldest first (open gaps included).
+    #: The gaps as the ledger has them (latest version, retracted ones gone), in start order,
+    #: open gaps included (`Gap.is_open`).
     gaps: tuple[Gap, ...]
     #: Latest chaining state per GPU.
     states: dict[int, StateChange]
@@ -36,6 +47,8 @@ class StoreSnapshot:
     #: Busy share of the detector's window per GPU, refreshed about once a second of data
     #: (`states` only changes when the state does, so its busy_fraction goes stale).
     busy: dict[int, float | None] = field(default_factory=dict)
+    #: Closed gaps by (GPU, kind) since the session started (never forgotten).
+    gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
 
     def busy_share(self, gpu: int) -> float | None:
         """The busy share to show for `gpu`: the live window value, else the one its last state
@@ -67,8 +80,7 @@ class SeriesStore:
         self._maxlen = maxlen
         self._host: deque[HostSample] = deque(maxlen=maxlen)
         self._log: deque[LogEvent] = deque(maxlen=max_log_events)
-        self._gaps: dict[int, Gap] = {}
-        self._max_gaps = max_gaps
+        self._ledger = GapLedger(max_closed=max_gaps)
         self._states: dict[int, StateChange] = {}
         self._notices: deque[Notice] = deque(maxlen=max_notices)
         self._counters: dict[str, int] = {}
@@ -78,6 +90,18 @@ class SeriesStore:
     @property
     def version(self) -> int:
         return self._version
+
+    def append(self, record: Record) -> None:
+        """Keep a record of any type where its kind is kept (gaps and states have their own
+        entries: `upsert_gap`, `set_state`)."""
+        if type(record) is GpuSample:
+            self.append_gpu([record])
+        elif type(record) is HostSample:
+            self.append_host(record)
+        elif type(record) is LogEvent:
+            self.append_log(record)
+        elif type(record) is Notice:
+            self.add_notice(record)
 
     def append_gpu(self, samples: list[GpuSample]) -> None:
         with self._lock:
@@ -98,13 +122,11 @@ class SeriesStore:
             self._log.append(event)
             self._version += 1
 
-    def upsert_gap(self, gap: Gap) -> None:
+    def upsert_gap(self, gap: Gap) -> Change:
+        """Take a published gap version into the session's ledger; say what it changed."""
         with self._lock:
-            self._gaps[gap.gap_id] = gap
-            if len(self._gaps) > self._max_gaps:
-                # dicts keep insertion order: drop the oldest gap first.
-                del self._gaps[next(iter(self._gaps))]
             self._version += 1
+            return self._ledger.add(gap)
 
     def set_state(self, state: StateChange) -> None:
         with self._lock:
@@ -135,9 +157,10 @@ class SeriesStore:
                 gpu_samples={i: tuple(d) for i, d in self._gpu.items()},
                 host_samples=tuple(self._host),
                 log_events=tuple(self._log),
-                gaps=tuple(self._gaps.values()),
+                gaps=tuple(self._ledger.gaps()),
                 states=dict(self._states),
                 notices=tuple(self._notices),
                 counters=dict(self._counters),
                 busy=dict(self._busy),
+                gap_tally=self._ledger.tally(),
             )

@@ -38,12 +38,13 @@ def parse_log_files(
 
 
 def merge_by_time(records: Iterable[Record], events: Sequence[LogEvent]) -> Iterator[Record]:
-    """`records` (a recording, in its own order) with `events` (sorted by time) slotted in: each
-    event goes before the first record that has a wall time after it; the rest come last."""
+    """`records` (a recording, in its own order) with `events` (sorted by time) slotted in by
+    the rule of `gapwatch.offline.detect.detect_records` (which inlines it in its hot loop): each
+    event goes just before the first GPU sample at or after its time; the rest come last."""
     i, n = 0, len(events)
     for record in records:
-        t = getattr(record, "t_wall_s", None)
-        if isinstance(t, float):
+        if record.type == "gpu":
+            t = record.t_wall_s
             while i < n and events[i].t_wall_s <= t:
                 yield events[i]
                 i += 1

@@ -1,8 +1,9 @@
 """A session as Chrome Trace Event JSON, for Perfetto (ui.perfetto.dev) and chrome://tracing.
 
 Who calls it: `gapwatch.commands.export` (`gapwatch export FILE --format perfetto`), which feeds
-a `TraceBuilder` every record of a recording plus the gaps and states the detector finds, then
-calls `write`. Pure: no clocks; everything in memory (a trace viewer loads it whole anyway).
+a `TraceBuilder` the recording's samples, log events and notices plus the gaps and states the
+report finds (`gapwatch.offline.report`; gap versions go through a `GapLedger`), then calls
+`write`. Pure: no clocks; everything in memory (a trace viewer loads it whole anyway).
 
 Layout of the trace (format: "Trace Event Format", Google, the JSON Object form):
 - one process per GPU ("GPU 0 ..."): counter tracks `SM active %`, `GPU util %`,
@@ -29,6 +30,7 @@ from typing import IO, Any
 
 import orjson
 
+from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
     Gap,
     GpuInfo,
@@ -79,7 +81,7 @@ class TraceBuilder:
         #: (absolute start in Unix seconds, duration in seconds or None, event without ts/dur)
         self._events: list[tuple[float, float | None, dict[str, Any]]] = []
         self._gpus: dict[int, GpuInfo] = {g.index: g for g in header.gpus}
-        self._gaps: dict[int, Gap] = {}
+        self._ledger = GapLedger()
         self._last_state: dict[int, StateChange] = {}
         self._nodata_since: dict[int, float] = {}
         self._open_gpu: dict[tuple[str | None, int | None, int | None], LogEvent] = {}
@@ -103,7 +105,7 @@ class TraceBuilder:
         elif isinstance(record, LogEvent):
             self._log(record)
         elif isinstance(record, Gap):
-            self._gaps[record.gap_id] = record  # latest version wins
+            self._ledger.add(record)
         elif isinstance(record, StateChange):
             self._state(record)
         elif isinstance(record, Notice):
@@ -218,9 +220,7 @@ class TraceBuilder:
         end = self._last_s if self._last_s is not None else self.header.started_wall_s
         events = list(self._events)
         extra = TraceBuilder(self.header)
-        for gap in self._gaps.values():
-            if gap.retracted:
-                continue  # idle after the last busy period: not a gap (see models.Gap)
+        for gap in self._ledger.gaps():
             g_end = gap.end_s if gap.end_s is not None else max(end, gap.start_s)
             extra._slice(gap.start_s, g_end, _gpu_pid(gap.gpu), _TID_GAPS, gap.kind, {
                 "gap_id": gap.gap_id, "hint": gap.hint, "duration_s": gap.duration_s,

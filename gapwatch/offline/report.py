@@ -1,9 +1,10 @@
-"""`gapwatch report`: run the detector over a recording or a trace CSV and summarise what it found.
+"""`gapwatch report`: what the detector finds in a recording or a trace CSV, summed up.
 
-Who calls it: `gapwatch.commands.report` (text or JSON to stdout), tests, the bench. The same
-`GapDetector` as live sessions decides everything; this module only drives it over the data
-(directly, without a Session or store: a 24 h, 8-GPU recording is ~7 M samples and the store's
-lock and ring buffers would only cost time) and adds up the results.
+Who calls it: `gapwatch.commands.report` (text or JSON to stdout), `gapwatch.commands.export`
+(the Perfetto trace shows the same gaps), tests, the bench. The detection itself is
+`gapwatch.offline.detect.detect_records` (one process) or `gapwatch.offline.report_parallel`
+(GPUs split across processes, same result); this module reads the inputs, picks between the two,
+and adds up gaps (from the run's `GapLedger`), breakdown periods, partitions and payoff.
 
 Gaps and states stored in a recording are ignored and recomputed, so a report always shows what
 this version detects. Log events come from the recording and from `--log` files (parsed by
@@ -18,19 +19,18 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 from gapwatch.core.config import Config
-from gapwatch.core.detector import GapDetector
-from gapwatch.core.models import Gap, GpuInfo, LogEvent, SessionHeader, StateChange
+from gapwatch.core.models import GAP_KINDS, Gap, GpuInfo, LogEvent, SessionHeader, StateChange
 from gapwatch.core.track import GpuTotals
 from gapwatch.logs.files import parse_log_files
+from gapwatch.offline.detect import Detected, detect_records
+from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import read_any
 
 REPORT_SCHEMA_VERSION = 1
-KINDS = ("pcie_starved", "transfer_bound", "host_stall", "unknown")
 
 
 @dataclass
@@ -65,26 +65,6 @@ def parse_logs(paths: Iterable[str], config: Config) -> tuple[list[LogEvent], di
     return parse_log_files(paths, config)
 
 
-@dataclass
-class Detected:
-    """What running the detector over a whole input gave, before it is summed up.
-
-    Built by `detect` (one process) or `gapwatch.offline.report_parallel.detect_parallel` (GPUs
-    split across processes); both must give equal values for the same input.
-    """
-
-    header: SessionHeader
-    #: Latest version of every gap, by gap id (retracted and open ones included).
-    gaps: dict[int, Gap]
-    #: Every state change, in the order the detector emitted them.
-    states: list[StateChange]
-    totals: list[GpuTotals]
-    #: Reading counters, then `detector_*` and `log_*` ones (non-zero only for those two).
-    counters: dict[str, int]
-    problems: list[str]
-    log_events: list[LogEvent]
-
-
 def build_report(
     path: str | Path, config: Config, log_paths: list[str] | None = None,
     workers: int | None = None,
@@ -93,14 +73,13 @@ def build_report(
 
     `workers`: processes to split the GPUs across; None picks (several only for a large
     recording with several GPUs, on several CPUs, without `--log` files: see
-    `gapwatch.offline.report_parallel.plan_workers`); 1 forces one process. The result is the same.
+    `gapwatch.offline.report_parallel.plan_workers`); 1 forces one process. The result is the
+    same.
 
     Raises:
         gapwatch.sources.recording.RecordingError: the file is not a usable recording.
         OSError: a `--log` file cannot be read.
     """
-    from gapwatch.offline.report_parallel import detect_parallel, plan_workers
-
     logs = list(log_paths or [])
     n = plan_workers(path, logs) if workers is None else workers
     # The cyclic garbage collector finds nothing to free here (records and gaps hold no
@@ -119,69 +98,22 @@ def build_report(
 
 
 def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
-    """Drive one `GapDetector` over the whole input (and the `--log` files) in one process."""
+    """Read the whole input (and the `--log` files) and detect over it in one process."""
     rec = read_any(path)
-    header = rec.header
     extra, log_counters = parse_logs(log_paths, config)
-    det = GapDetector(
-        config.detector, list(header.gpus), period_s=header.period_ms / 1000, live=False
-    )
-    gaps: dict[int, Gap] = {}
-    states: list[StateChange] = []
-    log_events: list[LogEvent] = []
-
-    def take(results: list[Gap | StateChange]) -> None:
-        for r in results:
-            if type(r) is Gap:
-                gaps[r.gap_id] = r
-            else:
-                states.append(r)  # type: ignore[arg-type]
-
-    feed_gpu, feed_log, feed_host = det.feed_gpu, det.feed_log, det.feed_host
-    li, n_extra = 0, len(extra)
-    next_log_t = extra[0].t_wall_s if extra else float("inf")
-    # Hot loop: one branch on the record type, log files merged in by wall time.
-    for r in rec.records:
-        tp = r.type
-        if tp == "gpu":
-            if r.t_wall_s >= next_log_t:  # type: ignore[union-attr]
-                while li < n_extra and extra[li].t_wall_s <= r.t_wall_s:  # type: ignore[union-attr]
-                    feed_log(extra[li])
-                    log_events.append(extra[li])
-                    li += 1
-                next_log_t = extra[li].t_wall_s if li < n_extra else float("inf")
-            out = feed_gpu(r)  # type: ignore[arg-type]
-            if out:
-                take(out)
-        elif tp == "host":
-            feed_host(r)  # type: ignore[arg-type]
-        elif tp == "log":
-            feed_log(r)  # type: ignore[arg-type]
-            log_events.append(r)  # type: ignore[arg-type]
-    while li < n_extra:
-        feed_log(extra[li])
-        log_events.append(extra[li])
-        li += 1
-    take(det.finish())
-
+    found = detect_records(rec.header, rec.records, config.detector, extra)
     counters = dict(rec.counters)
-    for k, v in det.counters.items():
-        if v:
-            counters[f"detector_{k}"] = v
-    for k, v in log_counters.items():
-        if v:
-            counters[f"log_{k}"] = v
-    return Detected(header=header, gaps=gaps, states=states, totals=det.totals(),
-                    counters=counters, problems=list(rec.problems), log_events=log_events)
+    counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})
+    counters.update({f"log_{k}": v for k, v in log_counters.items() if v})
+    found.counters = counters
+    found.problems = list(rec.problems)
+    return found
 
 
 def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> ReportData:
     """Closed gaps in start order, breakdown periods, per-partition timeline and payoff."""
     totals = found.totals
-    closed = sorted(
-        (g for g in found.gaps.values() if g.end_s is not None and not g.retracted),
-        key=attrgetter("start_s", "gpu"),
-    )
+    closed = found.ledger.closed()
     partitions = _partitions(found.log_events)
     return ReportData(
         path=str(path), header=found.header, totals=totals, gaps=closed,
@@ -194,10 +126,8 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> Report
 def _partitions(events: list[LogEvent]) -> Any | None:
     if not events:
         return None
-    try:
-        from gapwatch.logs.parse.partitions import derive_timeline
-    except ImportError:  # the per-partition timeline is optional
-        return None
+    from gapwatch.logs.parse.partitions import derive_timeline
+
     run = derive_timeline(events)
     return run if run.partitions else None
 
@@ -244,17 +174,17 @@ def payoff(totals: list[GpuTotals], gaps: list[Gap], partitions: Any | None) -> 
     """Busy fraction and throughput gain if the gaps of each kind (and all gaps) were closed."""
     per_gpu = []
     all_busy = all_active = 0.0
-    all_by_kind = dict.fromkeys(KINDS, 0.0)
+    all_by_kind: dict[str, float] = dict.fromkeys(GAP_KINDS, 0.0)
     # Idle seconds by GPU and kind, in one pass over the gaps (in their order, so that the
     # float sums are the same as adding them GPU by GPU).
     idle_by_gpu: dict[int, dict[str, float]] = {}
     for g in gaps:
         per = idle_by_gpu.get(g.gpu)
         if per is None:
-            per = idle_by_gpu[g.gpu] = dict.fromkeys(KINDS, 0.0)
+            per = idle_by_gpu[g.gpu] = dict.fromkeys(GAP_KINDS, 0.0)
         per[g.kind] += g.duration_s
     for t in totals:
-        by_kind = idle_by_gpu.get(t.gpu) or dict.fromkeys(KINDS, 0.0)
+        by_kind = idle_by_gpu.get(t.gpu) or dict.fromkeys(GAP_KINDS, 0.0)
         all_busy += t.busy_s
         all_active += t.active_s
         for k, v in by_kind.items():
@@ -308,7 +238,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
             "gaps_by_kind": {
                 k: {"count": sum(1 for g in mine if g.kind == k),
                     "idle_s": sum(g.duration_s for g in mine if g.kind == k)}
-                for k in KINDS
+                for k in GAP_KINDS
             },
         })  # fmt: skip
     return {

@@ -115,7 +115,7 @@ def render_summary(
     status_lines: Sequence[str] = (),
 ) -> str:
     """summary.md: written for a person who was not watching (or an assistant they ask)."""
-    gaps = [g for g in _gaps_in(records) if not g.retracted]
+    gaps = _gaps_in(records)
     out = [
         f"# gapwatch snapshot: {header.host}, {fmt.utc_stamp(t_wall_s)}",
         "",

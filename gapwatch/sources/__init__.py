@@ -1,9 +1,13 @@
-"""Where samples come from: the protocols every source implements.
+"""Adapters to the outside world that produce records, and the protocols the sampler drives.
 
-Implementations: `nvml` (real GPUs; the only module that imports pynvml), `host` (host memory
-pressure; the only module that imports psutil), `sim` (the simulated prover), `replay` (a
-recording or a trace CSV). The sampler drives `GpuSource`/`HostSource` on a deadline schedule;
-`replay` drives the session itself because its records carry their own times.
+Live sources, read by the sampler on a deadline schedule (`GpuSource`, `HostSource`): `nvml`
+(real GPUs; the only module that imports pynvml), `host` (host memory pressure; the only module
+that imports psutil), `sim` (the simulated prover). Recorded sources: `recording` (gapwatch's
+JSON Lines), `trace_csv` (the shared trace layout), `files.read_any` (picks one); the replay
+driver (`gapwatch.engine.replay`) feeds their records to a session, paced by their own times.
+
+Who uses them: the runtime (`gapwatch.engine.runtime`) builds the live ones; the replay driver
+and `gapwatch.offline` read the recorded ones.
 """
 
 from __future__ import annotations

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.models import STATE_SEVERITY, ChainState, GpuInfo, GpuSample, HostSample, StateChange
+from gapwatch.core.models import (
+    STATE_SEVERITY,
+    ChainState,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    StateChange,
+)
 from gapwatch.engine.store import StoreSnapshot
 
 _T_MONO = attrgetter("t_mono_ns")

@@ -15,6 +15,7 @@ busy plot alone, with its x labels spaced so they never run into each other.
 from __future__ import annotations
 
 import time
+
 from textual.timer import Timer
 from textual_plotext import PlotextPlot
 

@@ -26,6 +26,7 @@ from textual.widget import Widget
 
 from gapwatch.core import fmt
 from gapwatch.core.models import Gap
+from gapwatch.engine.summary import gap_counts_text
 from gapwatch.ui.fit import cut_at_phrase, fit_indices, fit_phrases
 from gapwatch.ui.view import View
 
@@ -43,9 +44,9 @@ CELL_GAP = 1
 
 
 def latest_gap(gaps: tuple[Gap, ...], gpu: int) -> Gap | None:
-    """The newest gap of `gpu` that is still a gap (retracted ones never are)."""
+    """The newest gap of `gpu` (the ledger's view holds no retracted gaps)."""
     for gap in reversed(gaps):
-        if gap.gpu == gpu and not gap.retracted:
+        if gap.gpu == gpu:
             return gap
     return None
 
@@ -212,12 +213,11 @@ class GpuHeader(Widget):
         style = self.get_component_rich_style
         banners: list[Text] = []
         if view.ended:
-            closed = [g for g in view.snap.gaps if not g.retracted and not g.is_open]
             banner = Text(no_wrap=True)
             tag = " REPLAY ENDED " if view.source.startswith("replay") else " SOURCE ENDED "
             banner.append(tag, style("gpu-header--ended"))
             rest = fit_phrases([
-                (0, f"{len(closed)} gap(s), final"),
+                (0, f"gaps, final: {gap_counts_text(view.snap.gap_tally)}"),
                 (2, "an open gap at the end is retracted, as `gapwatch report` counts it"),
                 (1, "q quits"),
             ], width - len(tag) - 1, " · ")

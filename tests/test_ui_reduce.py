@@ -150,3 +150,33 @@ def test_busy_reading_follows_the_detectors_thresholds_and_stale_gpm_rule() -> N
     assert busy_reading(stale, config, True) is None  # carries no interval of its own
     no_sm = gpu_sample(0, 1, None, 1e9)
     assert busy_reading(no_sm, config, True) is None  # missing data, not util
+
+
+def test_the_column_cache_draws_what_a_full_reduction_draws_as_data_streams_in() -> None:
+    """Redraw after redraw (every 0.25 s of data, with a hole and stale GPM readings on the
+    way), the cached columns equal the ones computed from all samples afresh."""
+    from ui_fakes import H200
+
+    from gapwatch.engine.store import SeriesStore
+    from gapwatch.ui.series import SeriesCache, busy_cells, rx_cells
+    from gapwatch.ui.view import View, newest_time_ns
+
+    store = SeriesStore([H200], period_s=0.1, history_s=600)
+    busy_cache, rx_cache = SeriesCache(), SeriesCache()
+    for i in range(1, 900):
+        s = i / 10
+        if 30 <= s < 31:
+            continue  # a hole
+        stale = i % 37 == 0
+        sm = 0.0 if stale else (0.0 if int(s) % 7 == 0 else 97.0)
+        rx = 0.0 if stale else (2.8e9 if sm == 0 else 41e9)
+        store.append_gpu([gpu_sample(0, s, sm, rx, 0.0 if stale else 1e9)])
+        if i % 3:
+            continue
+        snap = store.snapshot()
+        end = newest_time_ns(snap)
+        assert end is not None
+        view = View(snap=snap, gpu=0, window_s=60.0, t_end_ns=end, detector=_CONFIG)
+        t0, t1 = view.grid(71)
+        assert busy_cells(view, 71, t0, t1, busy_cache) == busy_cells(view, 71, t0, t1)
+        assert rx_cells(view, 71, t0, t1, rx_cache) == rx_cells(view, 71, t0, t1)

@@ -3,9 +3,15 @@
 Who calls it: `gapwatch.core.detector` (every published gap version carries its hint); the words
 for host pressure are used by the snapshot summary too. Pure functions over plain values.
 
-A hint names what the GPU did, what PCIe did, and the likeliest cause, in that order, so that the
-most specific evidence (a prover warning such as `is_pinned=false`) comes right after the facts.
+A hint leads with the memory behind the copies when the prover's log names it (a warning such
+as `is_pinned=false`, or a pinned-pool fallback): that is the one fact a user needs and the first
+thing cut when a pane or a table column is narrow. Then what the GPU did and what PCIe did, then
+the likeliest cause, then host pressure; the phrases are joined by `HINT_SEP`.
 RX is what the GPU receives (host-to-device, "H2D"), TX what it sends (D2H).
+
+`hint_cause` gives the cause without the figures of one gap (no durations, rates or partition
+numbers): the snapshot summary groups its gaps by it, so 15 near-identical hints become one line
+with a count.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ PSI_SHARE_PRESSURE = 0.10
 PSI_AVG10_PRESSURE = 10.0
 MEM_USED_PRESSURE_PCT = 90.0
 MAJOR_FAULTS_PRESSURE_PER_S = 100.0
+#: Between two phrases of a hint (the dashboard cuts a hint only here when a pane is short).
+HINT_SEP = "; "
 
 
 
@@ -93,33 +101,65 @@ def make_hint(
             parts.append(f"{idle} with PCIe quiet ({_gb(rate)}): the GPU waited on the host")
         else:
             parts.append(f"{idle} while {direction} ran at {_gb(rate)} ({pct:.0f} % of link)")
-    unpinned = _partitions(events, "unpinned")
-    fallback = any(e.get("warning") == "pinned_pool_fallback" for e in events)
-    alloc_failed = any(e.get("warning") == "cuda_host_alloc_failed" for e in events)
-    if kind == "pcie_starved":
-        if unpinned:
-            parts.append(
-                f"{_plural(unpinned)} synthesised with is_pinned=false: a/b/c in pageable memory?"
-            )
-        elif fallback or alloc_failed:
-            parts.append(
-                "pinned pool checkout failed, fell back to pageable memory: pool too small?"
-            )
-        else:
-            parts.append("a slow copy: pageable memory or host memory-bandwidth contention?")
-    elif kind == "transfer_bound":
-        parts.append("copies at full speed but not overlapped with compute: is the next "
-                     "partition's upload chained behind the other worker's kernels?")
-    elif kind == "host_stall":
-        synth = [e for e in events if "SYNTH" in str(e.get("name", "")).upper()
-                 or "synthesis" in str(e.get("raw", ""))]
-        if synth:
-            parts.append("synthesis did not keep up with the GPU?")
-        else:
-            parts.append("synthesis, a lock or the scheduler?")
-        if unpinned or fallback:
-            parts.append("(pageable buffers seen: is_pinned=false)")
+    memory = _memory_evidence(kind, events)
+    if memory:
+        parts.insert(0, memory)
+    cause = _cause(kind, events)
+    if cause:
+        parts.append(cause)
     pressure = host_pressure(host)
     if pressure:
         parts.append(f"host: {pressure}")
-    return "; ".join(parts)
+    return HINT_SEP.join(parts)
+
+
+def _warnings(events: list[dict[str, Any]]) -> tuple[list[int], bool]:
+    """Partitions synthesised into pageable memory, and whether the pinned pool failed."""
+    unpinned = _partitions(events, "unpinned")
+    failed = any(e.get("warning") in ("pinned_pool_fallback", "cuda_host_alloc_failed")
+                 for e in events)
+    return unpinned, failed
+
+
+def _memory_evidence(kind: str, events: list[dict[str, Any]]) -> str:
+    """What the prover's log says about the memory behind the copies ("" when nothing)."""
+    unpinned, failed = _warnings(events)
+    if kind == "pcie_starved":
+        if unpinned:
+            return (f"{_plural(unpinned)} synthesised with is_pinned=false: a/b/c in pageable "
+                    "memory?")
+        if failed:
+            return "pinned pool checkout failed, fell back to pageable memory: pool too small?"
+    elif kind == "host_stall" and (unpinned or failed):
+        return "pageable buffers seen (is_pinned=false)"
+    return ""
+
+
+def _cause(kind: str, events: list[dict[str, Any]]) -> str:
+    """The likeliest cause when the memory evidence does not already say it ("" when it does)."""
+    if kind == "pcie_starved":
+        if _memory_evidence(kind, events):
+            return ""
+        return "a slow copy: pageable memory or host memory-bandwidth contention?"
+    if kind == "transfer_bound":
+        return ("copies at full speed but not overlapped with compute: is the next partition's "
+                "upload chained behind the other worker's kernels?")
+    if kind == "host_stall":
+        synth = [e for e in events if "SYNTH" in str(e.get("name", "")).upper()
+                 or "synthesis" in str(e.get("raw", ""))]
+        return ("synthesis did not keep up with the GPU?" if synth
+                else "synthesis, a lock or the scheduler?")
+    return ""
+
+
+def hint_cause(kind: str, events: list[dict[str, Any]]) -> str:
+    """The cause of a gap in words, without one gap's figures: the same for every gap that idled
+    for the same reason (what the snapshot summary groups by)."""
+    unpinned, failed = _warnings(events)
+    if kind == "unknown":
+        return "PCIe not measured, cause unknown"
+    if kind == "pcie_starved" and unpinned:
+        return "partitions synthesised with is_pinned=false: a/b/c in pageable memory?"
+    memory = _memory_evidence(kind, events)
+    cause = _cause(kind, events)
+    return HINT_SEP.join(p for p in (memory, cause) if p)

@@ -25,6 +25,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gapwatch.core import fmt
+from gapwatch.core.hints import HINT_SEP
 from gapwatch.core.models import Gap
 from gapwatch.engine.summary import gap_counts_text
 from gapwatch.ui.fit import cut_at_phrase, fit_indices, fit_phrases
@@ -282,13 +283,14 @@ class GpuHeader(Widget):
         fixed = len(head) + 1 + len(body)
         limit = budget * width - width // 4  # leave room for word wrapping's ragged ends
         if hint:
-            hint = cut_at_phrase(hint, max(0, limit - fixed - len("  hint: ")))
+            hint = cut_at_phrase(hint, max(0, limit - fixed - len("  hint: ")), HINT_SEP)
         text = Text()
         text.append(head, style(_STATE_CLASS[name]) if name in ("GAPS", "BREAKDOWN")
                     else style("gpu-header--verdict"))
         text.append(" " + body)
         if hint:
-            text.append("  hint: ", style("gpu-header--hint"))
+            # After the data ended (IDLE) the hint is the last gap's, not a live one.
+            text.append("  last gap: " if name == "IDLE" else "  hint: ", style("gpu-header--hint"))
             text.append(hint)
         lines = list(text.wrap(self.app.console, width, overflow="fold"))
         if len(lines) > budget:

@@ -111,7 +111,7 @@ class StatusFooter(Widget):
         if self._message:
             kind = "status-footer--error" if self._message_error else "status-footer--ok"
             items.append((1, self._message, kind))
-        items += [(2 + i, p, "") for i, p in enumerate(self._parts)]
+        items += [(2 + i, p, "") for i, p in enumerate(self._parts) if p not in self._alerts]
         first = Text(no_wrap=True, overflow="ellipsis")
         for n, i in enumerate(fit_indices([(p, t) for p, t, _ in items], width, " · ")):
             if n:

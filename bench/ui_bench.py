@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fcntl
+import importlib.util
 import json
 import os
 import platform
@@ -205,6 +206,10 @@ def _drain(proc: Proc) -> None:
 
 def _start(proc: Proc, env: dict[str, str], workdir: Path) -> None:
     exe = shutil.which(proc.argv[0]) if not os.path.isabs(proc.argv[0]) else proc.argv[0]
+    if exe is None and importlib.util.find_spec(proc.argv[0]) is not None:
+        # Installed with `pip --target` (wheels carried to the GPU box): no script on PATH.
+        proc.argv = [sys.executable, "-m", *proc.argv]
+        exe = sys.executable
     if exe is None:
         proc.skipped = f"{proc.argv[0]} not found"
         return

@@ -25,6 +25,7 @@ COMMANDS = {
     "report": "headless: gaps, breakdowns and payoff of a recording, as text or JSON",
     "export": "headless: convert a recording to Perfetto trace JSON or CSV",
     "parse": "headless: print the events gapwatch reads from prover logs (check your rules)",
+    "copytrace": "build and install the copy-trace library for the prover (pinned vs pageable)",
 }
 
 
@@ -93,6 +94,14 @@ def resolve_config(args: argparse.Namespace) -> Config:
         over.setdefault("sim", {})["seed"] = args.seed
     if args.prometheus:
         over.setdefault("prometheus", {})["listen"] = args.prometheus
+    cuzk_status = getattr(args, "cuzk_status", None)
+    if cuzk_status:
+        over.setdefault("cuzk", {})["status_url"] = list(config.cuzk.status_url) + cuzk_status
+    copytrace = getattr(args, "copytrace", None)  # watch and record only
+    if copytrace is not None:
+        over["copytrace"] = {"enabled": True}
+        if copytrace:
+            over["copytrace"]["socket"] = copytrace
     return with_overrides(config, over) if over else config
 
 

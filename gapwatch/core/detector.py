@@ -36,11 +36,13 @@ from gapwatch.core.evidence import EvidenceBuffer, GapEvidence
 from gapwatch.core.hints import make_hint
 from gapwatch.core.models import (
     ChainState,
+    CopyRecord,
     Gap,
     GpuInfo,
     GpuSample,
     HostSample,
     LogEvent,
+    ProverStatus,
     Record,
     StateChange,
 )
@@ -110,7 +112,33 @@ class GapDetector:
             self.feed_host(record)  # type: ignore[arg-type]
         elif tp == "log":
             self.feed_log(record)  # type: ignore[arg-type]
+        elif tp == "prover":
+            return self.feed_prover(record)  # type: ignore[arg-type]
+        elif tp == "copy":
+            return self.feed_copy(record)  # type: ignore[arg-type]
+        elif tp == "procmem":
+            self._ev.add_procmem(record)  # type: ignore[arg-type]
+        elif tp == "link":
+            self._ev.add_link(record)  # type: ignore[arg-type]
         return []
+
+    def feed_copy(self, copy: CopyRecord) -> list[Gap | StateChange]:
+        """A copy from the copy trace: evidence for the gaps it overlaps. Copies arrive after
+        they end (a flush period or more), so one may land in a gap already closed: that gap
+        is re-published at once with it (and any late log events)."""
+        return self._late(self._ev.add_copy(copy))
+
+    def _late(self, reached_closed: bool) -> list[Gap | StateChange]:
+        """What is pending, plus the closed gaps that late evidence just reached, re-published
+        now (evidence that arrives on its own thread need not wait for the next sample)."""
+        out = self._pending
+        self._pending = []
+        if reached_closed:
+            for acc in self._ev.take_dirty_closed():
+                self._republish(acc)
+            out.extend(self._pending)
+            self._pending = []
+        return out
 
     def feed_host(self, sample: HostSample) -> None:
         self._ev.add_host(sample)
@@ -120,6 +148,14 @@ class GapDetector:
             for acc in self._ev.take_dirty_closed():
                 self._republish(acc)
         self._ev.prune(self._now_s)
+
+    def feed_prover(self, status: ProverStatus) -> list[Gap | StateChange]:
+        """A snapshot of the prover's own pipeline (cuzk `/status`): evidence for the gaps
+        around it. Polled on another thread, a snapshot can land in a gap already closed: that
+        gap is re-published at once with it, as a late copy is."""
+        out = self._late(self._ev.add_prover(status))
+        self._ev.prune(self._now_s)
+        return out
 
     def feed_gpu(self, s: GpuSample) -> list[Gap | StateChange]:
         """One GPU sample, in named steps: place it in time, read its level, test for a hole,
@@ -449,8 +485,19 @@ class GapDetector:
         host = acc.host_dict() if acc is not None else {}
         # No events (every gap of a recording without logs): skip event_dicts' sorting.
         events = acc.event_dicts() if acc is not None and acc.events else []
+        cause: str | None = None
+        during = True
+        states: list[dict[str, Any]] = []
+        if acc is not None and (acc.provers or acc.before_cause is not None):
+            cause, during, states = acc.prover_view(end_s)
+        g_end_s = end_s if end_s is not None else tr.idle_start_s + duration_s
+        copies = (self._ev.copies_dict(acc, tr.idle_start_s, g_end_s, tr.kind, events)
+                  if acc is not None else {})
+        link_down = self._link_down(tr.gpu)
         hint = make_hint(
-            tr.kind, duration_s, rx, tx, tr.link, confidence, host, events, is_open=end_ns is None
+            tr.kind, duration_s, rx, tx, tr.link, confidence, host, events,
+            is_open=end_ns is None, copies=copies, link_down=link_down,
+            prover_cause=cause, prover_during=during,
         )
         return Gap(
             gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,  # type: ignore[arg-type]
@@ -458,21 +505,38 @@ class GapDetector:
             end_s=end_s,
             duration_s=duration_s, pcie_rx_bytes_per_s=rx, pcie_tx_bytes_per_s=tx,
             link_bytes_per_s=tr.link, confidence=confidence,  # type: ignore[arg-type]
-            hint=hint, host=host, log_events=events,
+            hint=hint, host=host, log_events=events, copies=copies,
+            link_current_bytes_per_s=link_down["bytes_per_s"] if link_down else None,
+            prover_cause=cause, prover_states=states,
         )  # fmt: skip
 
+    def _link_down(self, gpu: int) -> dict[str, Any] | None:
+        """The GPU's link as last seen trained down under traffic, for the hint; or None."""
+        link = self._ev.links_down.get(gpu)
+        if link is None:
+            return None
+        return {"gen": link.gen, "width": link.width, "max_gen": link.max_gen,
+                "max_width": link.max_width, "bytes_per_s": link.bytes_per_s}
+
     def _republish(self, acc: GapEvidence) -> None:
-        """A late log event reached a closed gap: publish it again with the richer evidence."""
+        """A late log event or copy reached a closed gap: publish it again with the richer
+        evidence."""
         old = acc.published
         if old is None:
             return
         events = acc.event_dicts()
+        end_s = old.end_s if old.end_s is not None else old.start_s + old.duration_s
+        copies = self._ev.copies_dict(acc, old.start_s, end_s, old.kind, events)
+        link_down = self._link_down(old.gpu)
+        cause, during, states = acc.prover_view(old.end_s)
         hint = make_hint(
             old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
             old.link_bytes_per_s or self.config.default_link_bytes_per_s, old.confidence,
-            old.host, events,
+            old.host, events, copies=copies, link_down=link_down, prover_cause=cause,
+            prover_during=during,
         )  # fmt: skip
-        new = _replace_evidence(old, hint, events)
+        new = replace(_replace_evidence(old, hint, events), copies=copies, prover_cause=cause,
+                      prover_states=states)
         acc.published = new
         self._pending.append(new)
 

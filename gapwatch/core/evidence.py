@@ -20,7 +20,16 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from gapwatch.core.models import Gap, HostSample, LogEvent
+from gapwatch.core.models import (
+    CopyRecord,
+    Gap,
+    HostSample,
+    LinkState,
+    LogEvent,
+    ProcessMemory,
+    ProverStatus,
+)
+from gapwatch.core.prover import concerns, decide_cause, gap_state, snapshot_cause
 from gapwatch.core.readings import reading
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
@@ -30,9 +39,22 @@ MAX_EVENTS_PUBLISHED = 12
 RECENT_WARNING_S = 60.0
 #: Raw lines are cut to this many characters in a gap's evidence.
 RAW_CHARS = 160
+#: Most copies kept per gap (cuzk makes tens per partition; the window holds a few partitions).
+MAX_COPIES_KEPT = 512
+#: Recent copies kept for all GPUs (the "pinned copies ran at ..." comparison, late gaps).
+RECENT_COPIES = 4096
+#: The copy trace counts as live for a GPU while its last copy is at most this old: a gap
+#: without copies is then "no traced copy", not "no copy trace".
+TRACE_LIVE_S = 120.0
+#: The comparison rate of pinned copies is taken over this much recent history.
+PINNED_RATE_HISTORY_S = 120.0
+#: A memory kind that covers at least this share of the copy time in a gap's window names it.
+DOMINANT_KIND_SHARE = 0.8
+#: Prover snapshots published per gap version (the latest ones).
+MAX_PROVER_PUBLISHED = 12
 
 def _max(a: float | None, b: float | int | None) -> float | None:
-    b2 = reading(None if b is None else float(b))
+    b2 = reading(b)
     if b2 is None:
         return a
     return b2 if a is None or b2 > a else a
@@ -51,8 +73,13 @@ class GapEvidence:
         "major_faults_per_s",
         "mem_bandwidth_bytes_per_s",
         "events",
+        "copies",
         "dirty",
         "published",
+        "cause_counts",
+        "inside_tail",
+        "before_cause",
+        "provers",
     )
 
     def __init__(self, gpu: int, start_s: float) -> None:
@@ -66,9 +93,18 @@ class GapEvidence:
         self.major_faults_per_s: float | None = None
         self.mem_bandwidth_bytes_per_s: float | None = None
         self.events: list[LogEvent] = []
+        self.copies: list[CopyRecord] = []
         self.dirty = False
         #: The last version of the gap published with this evidence (re-published on late events).
         self.published: Gap | None = None
+        #: Prover snapshots taken during the gap, by the cause each gives (`core.prover`); the
+        #: latest few with their times, so that those taken after the gap's end (they can reach
+        #: an open gap before the samples that close it) are left out when it closes.
+        self.cause_counts: dict[str, int] = {}
+        self.inside_tail: deque[tuple[float, str | None]] = deque(maxlen=8)
+        #: (time, cause) of the latest snapshot before the gap's start (evidence window).
+        self.before_cause: tuple[float, str | None] | None = None
+        self.provers: deque[ProverStatus] = deque(maxlen=MAX_PROVER_PUBLISHED * 2)
 
     def add_host(self, h: HostSample) -> None:
         self.mem_used_pct = _max(self.mem_used_pct, h.mem_used_pct)
@@ -93,6 +129,37 @@ class GapEvidence:
                 return
         events.append(ev)
         self.dirty = True
+
+    def add_copy(self, c: CopyRecord) -> None:
+        if len(self.copies) < MAX_COPIES_KEPT:
+            self.copies.append(c)
+            self.dirty = True
+
+    def add_prover(self, status: ProverStatus) -> None:
+        t = status.t_wall_s
+        cause = snapshot_cause(status, self.gpu)
+        if t >= self.from_s:
+            if cause is not None:
+                self.cause_counts[cause] = self.cause_counts.get(cause, 0) + 1
+            self.inside_tail.append((t, cause))
+        elif self.before_cause is None or t >= self.before_cause[0]:
+            self.before_cause = (t, cause)
+        self.provers.append(status)
+        self.dirty = True
+
+    def prover_view(self, end_s: float | None) -> tuple[str | None, bool, list[dict[str, Any]]]:
+        """(cause, seen during the gap, compact snapshots) as of a gap ending at `end_s`."""
+        counts = self.cause_counts
+        if end_s is not None and any(t > end_s for t, _ in self.inside_tail):
+            counts = dict(counts)
+            for t, cause in self.inside_tail:
+                if t > end_s and cause is not None:
+                    counts[cause] -= 1
+        before = self.before_cause[1] if self.before_cause is not None else None
+        cause, during = decide_cause(counts, before)
+        kept = [s for s in self.provers if end_s is None or s.t_wall_s <= end_s]
+        states = [gap_state(s, self.gpu) for s in kept[-MAX_PROVER_PUBLISHED:]]
+        return cause, during, states
 
     def host_dict(self) -> dict[str, float | None]:
         return {
@@ -138,12 +205,20 @@ class EvidenceBuffer:
         self.late_s = late_s
         self._host: deque[HostSample] = deque(maxlen=host_maxlen)
         self._log: deque[LogEvent] = deque(maxlen=log_maxlen)
+        self._prover: deque[ProverStatus] = deque(maxlen=256)
         #: Accumulators of open gaps, and of closed ones still accepting late events.
         self._open: list[GapEvidence] = []
         self._recent: deque[GapEvidence] = deque(maxlen=32)
         #: The latest event carrying each warning: pageable buffers are a property of the run,
         #: so a gap with no warning in its own window still cites a recent one.
         self.last_warning: dict[str, LogEvent] = {}
+        self._copies: deque[CopyRecord] = deque(maxlen=RECENT_COPIES)
+        #: End of the latest traced copy per GPU (the copy trace is live there).
+        self.last_copy_s: dict[int, float] = {}
+        #: Latest /proc reading of the processes on each GPU (one round per GPU).
+        self.procmem: dict[int, list[ProcessMemory]] = {}
+        #: The latest link reading per GPU that found it trained down (removed when it is not).
+        self.links_down: dict[int, LinkState] = {}
 
     @staticmethod
     def relevant(ev: LogEvent, gpu: int) -> bool:
@@ -182,6 +257,94 @@ class EvidenceBuffer:
                 late = True
         return late
 
+    def add_prover(self, status: ProverStatus) -> bool:
+        """Keep a prover snapshot; True when it reached a closed gap (to be re-published)."""
+        self._prover.append(status)
+        t = status.t_wall_s
+        for acc in self._open:
+            if t >= acc.from_s - self.before_s and concerns(status, acc.gpu):
+                acc.add_prover(status)
+        late = False
+        for acc in self._recent:
+            until = acc.until_s
+            if (until is not None and acc.from_s - self.before_s <= t <= until
+                    and concerns(status, acc.gpu)):
+                acc.add_prover(status)
+                late = True
+        return late
+
+    def add_copy(self, c: CopyRecord) -> bool:
+        """Keep `c`; return True when it reached a closed gap (which must be re-published).
+
+        Copies arrive a flush period (~100 ms) or more after they end, often after the GPU
+        samples that closed the gap they explain: closed gaps take them for `late_s`, as they
+        take late log lines. Copies of no watched GPU (`gpu` None) explain no gap."""
+        gpu = c.gpu
+        if gpu is None:
+            return False
+        self._copies.append(c)
+        if c.end_wall_s > self.last_copy_s.get(gpu, float("-inf")):
+            self.last_copy_s[gpu] = c.end_wall_s
+        for acc in self._open:
+            if acc.gpu == gpu and c.end_wall_s >= acc.from_s - self.before_s:
+                acc.add_copy(c)
+        late = False
+        for acc in self._recent:
+            until = acc.until_s
+            if acc.gpu == gpu and until is not None \
+                    and c.end_wall_s >= acc.from_s - self.before_s and c.start_wall_s <= until:
+                acc.add_copy(c)
+                late = True
+        return late
+
+    def add_procmem(self, reading: ProcessMemory) -> None:
+        """The latest round of /proc readings per GPU (a newer round replaces the older)."""
+        cur = self.procmem.get(reading.gpu)
+        if cur and cur[0].t_mono_ns != reading.t_mono_ns:
+            cur = None
+        if not cur:
+            cur = self.procmem[reading.gpu] = []
+        cur.append(reading)
+
+    def add_link(self, link: LinkState) -> None:
+        if link.trained_down:
+            self.links_down[link.gpu] = link
+        else:
+            self.links_down.pop(link.gpu, None)
+
+    def trace_live(self, gpu: int, at_s: float) -> bool:
+        """Has the copy trace delivered a copy for `gpu` recently enough to speak of it?"""
+        last = self.last_copy_s.get(gpu)
+        return last is not None and at_s - last <= TRACE_LIVE_S
+
+    def pinned_rate(self, gpu: int, at_s: float) -> float | None:
+        """Bytes-weighted rate of the recent pinned host-to-device copies of `gpu`."""
+        total_b, total_s = 0, 0.0
+        lo = at_s - PINNED_RATE_HISTORY_S
+        for c in self._copies:
+            if c.gpu == gpu and c.direction == "h2d" and c.src_kind == "pinned" \
+                    and c.end_wall_s >= lo and c.end_wall_s > c.start_wall_s:
+                total_b += c.bytes
+                total_s += c.end_wall_s - c.start_wall_s
+        return total_b / total_s if total_s > 0 else None
+
+    def copies_dict(self, acc: GapEvidence, gap_start_s: float, gap_end_s: float,
+                    kind: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+        """The gap's `copies` evidence object (docs/detection.md): what the copy trace saw in
+        `[start - before_s, end]`, or, without a live trace, what is inferred and why."""
+        gpu = acc.gpu
+        procs = [{"pid": p.pid, "name": p.name, "pinned_bytes": p.rss_shmem_bytes,
+                  "heap_bytes": p.rss_anon_bytes} for p in self.procmem.get(gpu, [])]
+        if not self.trace_live(gpu, gap_end_s) and not acc.copies:
+            inferred, source = inferred_memory_kind(kind, events)
+            return {"traced": False, "memory_kind": inferred, "memory_kind_source": source,
+                    "processes": procs}
+        out = summarise_copies(acc.copies, gap_start_s - self.before_s, gap_end_s,
+                               gap_start_s, gap_end_s)
+        out["pinned_recent_bytes_per_s"] = self.pinned_rate(gpu, gap_end_s)
+        out["processes"] = procs
+        return out
+
     def open_gap(self, gpu: int, start_s: float) -> GapEvidence:
         """A gap just opened: gather what the buffers already hold since its start."""
         acc = GapEvidence(gpu, start_s)
@@ -198,10 +361,21 @@ class EvidenceBuffer:
                 picked.append(ev)
         for ev in reversed(picked):
             acc.add_event(ev)
+        for c in self._copies:
+            if c.gpu == gpu and c.end_wall_s >= lo:
+                acc.add_copy(c)
         if not any(ev.warning is not None for ev in picked):
             for ev in self.last_warning.values():
                 if start_s - RECENT_WARNING_S <= ev.t_wall_s < lo and self.relevant(ev, gpu):
                     acc.add_event(ev)
+        snaps = []
+        for status in reversed(self._prover):
+            if status.t_wall_s < lo:
+                break
+            if concerns(status, gpu):
+                snaps.append(status)
+        for status in reversed(snaps):
+            acc.add_prover(status)
         self._open.append(acc)
         return acc
 
@@ -233,3 +407,76 @@ class EvidenceBuffer:
         recent = self._recent
         while recent and (recent[0].until_s or 0.0) < now_s - self.late_s:
             recent.popleft()
+
+
+def union_s(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """Length of the union of `intervals` clipped to `[lo, hi]` (overlapping copies on two
+    streams are counted once: this is time during which some copy ran)."""
+    clipped = sorted((max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi)
+    total, cur_a, cur_b = 0.0, None, None
+    for a, b in clipped:
+        if b <= a:
+            continue
+        if cur_b is None or a > cur_b:
+            if cur_b is not None and cur_a is not None:
+                total += cur_b - cur_a
+            cur_a, cur_b = a, b
+        elif b > cur_b:
+            cur_b = b
+    if cur_a is not None and cur_b is not None:
+        total += cur_b - cur_a
+    return total
+
+
+def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: float,
+                     gap_lo_s: float, gap_hi_s: float) -> dict[str, Any]:
+    """Copies that overlap the window, by host memory kind ("pageable", "pinned", "other"):
+    count, bytes (and per direction), their own rate (bytes / summed copy time), how long some
+    copy of that kind ran in the window and in the gap; the memory kind that ran most of the
+    copy time (at least `DOMINANT_KIND_SHARE`, else "mixed"; None: no copy)."""
+    by: dict[str, dict[str, Any]] = {}
+    spans: dict[str, list[tuple[float, float]]] = {}
+    streams: set[int] = set()
+    pids: set[int] = set()
+    for c in copies:
+        if c.end_wall_s < window_lo_s or c.start_wall_s > window_hi_s:
+            continue
+        k: str = c.host_kind if c.host_kind in ("pageable", "pinned") else "other"
+        e = by.get(k)
+        if e is None:
+            e = by[k] = {"count": 0, "bytes": 0, "h2d_bytes": 0, "d2h_bytes": 0, "copy_s": 0.0,
+                         "streams": set()}
+        e["count"] += 1
+        e["bytes"] += c.bytes
+        e["h2d_bytes" if c.direction == "h2d" else "d2h_bytes"] += c.bytes
+        e["copy_s"] += c.duration_s
+        e["streams"].add(c.stream_id)
+        spans.setdefault(k, []).append((c.start_wall_s, c.end_wall_s))
+        streams.add(c.stream_id)
+        pids.add(c.pid)
+    for k, e in by.items():
+        e["bytes_per_s"] = e["bytes"] / e["copy_s"] if e["copy_s"] > 0 else None
+        e["busy_s"] = union_s(spans[k], window_lo_s, window_hi_s)
+        e["in_gap_s"] = union_s(spans[k], gap_lo_s, gap_hi_s)
+        e["streams"] = sorted(e["streams"])
+    total = sum(e["busy_s"] for e in by.values())
+    dominant: str | None = None
+    if by:
+        best = max(by, key=lambda k: by[k]["busy_s"])
+        share = by[best]["busy_s"] / total if total > 0 else 1.0
+        dominant = best if share >= DOMINANT_KIND_SHARE else "mixed"
+    return {"traced": True, "memory_kind": dominant, "memory_kind_source": "copy trace",
+            "window_start_s": window_lo_s, "window_end_s": window_hi_s,
+            "by_kind": by, "streams": sorted(streams), "pids": sorted(pids)}
+
+
+def inferred_memory_kind(kind: str, events: list[dict[str, Any]]) -> tuple[str | None, str]:
+    """Without a copy trace: what the memory kind most likely was, and from what."""
+    warnings = {e.get("warning") for e in events}
+    if "unpinned" in warnings:
+        return "pageable", "log: is_pinned=false (no copy trace)"
+    if warnings & {"pinned_pool_fallback", "cuda_host_alloc_failed"}:
+        return "pageable", "log: pinned pool fallback (no copy trace)"
+    if kind == "pcie_starved":
+        return "pageable", "inferred from rate: no copy trace"
+    return None, "no copy trace"

@@ -153,6 +153,18 @@ class Gap:
     host: dict[str, float | None] = field(default_factory=dict)
     log_events: list[dict[str, Any]] = field(default_factory=list)
     retracted: bool = False
+    #: What the copy trace saw in `[start - evidence_before_s, end]` by host memory kind, or,
+    #: without one, the memory kind inferred and from what (docs/detection.md, "copies").
+    copies: dict[str, Any] = field(default_factory=dict)
+    #: Capacity of the link as trained when it was seen below its maximum while data moved
+    #: (None: not seen trained down; `link_bytes_per_s` is always the maximum).
+    link_current_bytes_per_s: float | None = None
+    #: Where the prover itself says the wait was (`gapwatch.core.prover.PROVER_CAUSES`), decided
+    #: from its `/status` snapshots during the gap; None without any.
+    prover_cause: str | None = None
+    #: The prover's snapshots for this GPU from the evidence window (compact dicts, see
+    #: `gapwatch.core.prover.gap_state`), oldest first.
+    prover_states: list[dict[str, Any]] = field(default_factory=list)
     type: Literal["gap"] = "gap"
 
     @property
@@ -186,8 +198,168 @@ class Notice:
     type: Literal["notice"] = "notice"
 
 
+#: A partition's state in the prover's pipeline (cuzk's `/status`).
+PartitionState = Literal["pending", "synthesizing", "synth_done", "gpu", "done", "failed"]
+PARTITION_STATES: tuple[PartitionState, ...] = get_args(PartitionState)
+#: A GPU worker's state: "proving" from GPU pickup until the partition's result is processed,
+#: so it includes the wait for the GPU mutex and the tail work.
+WorkerState = Literal["idle", "proving"]
+WORKER_STATES: tuple[WorkerState, ...] = get_args(WorkerState)
+
+
+@dataclass(frozen=True, slots=True)
+class ProverWorker:
+    """One GPU worker of the prover, as its `/status` said."""
+
+    worker_id: int
+    #: The CUDA ordinal the worker runs on (cuzk's `gpu_ordinal`), taken as the NVML index.
+    gpu: int | None
+    state: str
+    job_id: str | None = None
+    partition: int | None = None
+    #: Seconds the worker has been proving (None when idle).
+    busy_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProverPartition:
+    """One partition of a job in flight. `synth_ms` / `gpu_ms` count up while the phase runs."""
+
+    job_id: str
+    index: int
+    state: str
+    synth_ms: int | None = None
+    gpu_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProverStatus:
+    """One snapshot of the prover's own pipeline (cuzk `GET /status`), time-stamped by gapwatch.
+
+    `t_mono_ns` / `t_wall_s` are when the request was sent, `latency_ms` how long the answer
+    took (the snapshot was built somewhere in between). Counts that the prover did not report
+    are None, never 0.
+    """
+
+    #: Which prover (the status URL's host:port; "sim" for the built-in simulator's own feed).
+    prover: str
+    t_mono_ns: int
+    t_wall_s: float
+    latency_ms: float
+    uptime_s: float | None
+    #: Partitions of the jobs in flight by state (every state of `PARTITION_STATES`, 0 included).
+    partition_counts: dict[str, int]
+    workers: list[ProverWorker]
+    synthesis_active: int | None
+    synthesis_max: int | None
+    queue_depth: int | None
+    jobs: int
+    completed_total: int | None = None
+    failed_total: int | None = None
+    partitions: list[ProverPartition] = field(default_factory=list)
+    type: Literal["prover"] = "prover"
+
+
+#: Where the host side of a copy lives, as CUPTI names it (CUpti_ActivityMemoryKind).
+MemoryKind = Literal[
+    "unknown", "pageable", "pinned", "device", "array", "managed", "device_static",
+    "managed_static",
+]
+#: Host-to-device ("h2d", what the GPU receives, PCIe RX) or device-to-host ("d2h", TX).
+CopyDirection = Literal["h2d", "d2h"]
+
+
+@dataclass(frozen=True, slots=True)
+class CopyRecord:
+    """One host<->device copy the prover made, as CUPTI saw it inside the prover (the copy trace,
+    `gapwatch.sources.copytrace`), on the wall clock (CLOCK_REALTIME, like the prover's logs).
+
+    `gpu` is the NVML index the CUDA device was matched to (by UUID, see docs/copytrace.md);
+    None when it matched no watched GPU. `src_kind`/`dst_kind` say where each side lives: for an
+    H2D copy `src_kind` "pageable" means the driver staged it through a bounce buffer.
+    """
+
+    start_wall_s: float
+    end_wall_s: float
+    bytes: int
+    direction: CopyDirection
+    src_kind: MemoryKind
+    dst_kind: MemoryKind
+    gpu: int | None
+    cuda_device: int
+    stream_id: int
+    context_id: int
+    correlation_id: int
+    pid: int
+    #: Monotonic time gapwatch received the copy (None when replayed from a file).
+    t_arrival_mono_ns: int | None = None
+    type: Literal["copy"] = "copy"
+
+    @property
+    def host_kind(self) -> MemoryKind:
+        """The memory kind of the host side: the source of an H2D copy, the destination of D2H."""
+        return self.src_kind if self.direction == "h2d" else self.dst_kind
+
+    @property
+    def t_wall_s(self) -> float:
+        """When the copy was over (replay paces and orders records by it)."""
+        return self.end_wall_s
+
+    @property
+    def duration_s(self) -> float:
+        return max(0.0, self.end_wall_s - self.start_wall_s)
+
+    @property
+    def bytes_per_s(self) -> float | None:
+        d = self.end_wall_s - self.start_wall_s
+        return self.bytes / d if d > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessMemory:
+    """Host memory of one process that NVML lists on a GPU, from /proc/PID/status: a hint of how
+    much of it is pinned, never a verdict. `cudaHostAlloc` memory is a shared mapping, so it
+    counts in RssShmem; ordinary heap is RssAnon, and so is memory pinned after the fact with
+    `cudaHostRegister` (invisible here)."""
+
+    t_mono_ns: int
+    t_wall_s: float
+    gpu: int
+    pid: int
+    name: str
+    rss_shmem_bytes: int | None
+    rss_anon_bytes: int | None
+    type: Literal["procmem"] = "procmem"
+
+
+@dataclass(frozen=True, slots=True)
+class LinkState:
+    """One GPU's PCIe link as trained at a moment when data was moving (idle links drop to a
+    lower generation to save power, so only a reading under traffic says anything). Published
+    when it changes; `bytes_per_s` is the capacity at the current generation and width."""
+
+    gpu: int
+    t_mono_ns: int
+    t_wall_s: float
+    gen: int | None
+    width: int | None
+    max_gen: int | None
+    max_width: int | None
+    bytes_per_s: float | None
+    max_bytes_per_s: float | None
+    type: Literal["link"] = "link"
+
+    @property
+    def trained_down(self) -> bool:
+        """Below the link's maximum generation or width (both known)."""
+        return (self.gen is not None and self.max_gen is not None and self.gen < self.max_gen) \
+            or (self.width is not None and self.max_width is not None
+                and self.width < self.max_width)
+
+
 Record = Annotated[
-    GpuSample | HostSample | LogEvent | Gap | StateChange | Notice,
+    GpuSample | HostSample | LogEvent | Gap | StateChange | Notice | CopyRecord | ProcessMemory
+    | LinkState | ProverStatus,
     Field(discriminator="type"),
 ]
 

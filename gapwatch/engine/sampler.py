@@ -95,6 +95,8 @@ class Sampler(Background):
                 self.session.on_gpu_samples(tick.gpu)
             for n in tick.notices:
                 self.session.on_notice(n)
+            for r in tick.other:
+                self.session.on_record(r)
         if self.host_source is not None:
             try:
                 host = self.host_source.read(now_ns, wall)

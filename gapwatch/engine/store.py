@@ -17,12 +17,16 @@ from dataclasses import dataclass, field
 
 from gapwatch.core.ledger import Change, GapLedger, Tally
 from gapwatch.core.models import (
+    CopyRecord,
     Gap,
     GpuInfo,
     GpuSample,
     HostSample,
+    LinkState,
     LogEvent,
     Notice,
+    ProcessMemory,
+    ProverStatus,
     Record,
     StateChange,
 )
@@ -47,8 +51,18 @@ class StoreSnapshot:
     #: Busy share of the detector's window per GPU, refreshed about once a second of data
     #: (`states` only changes when the state does, so its busy_fraction goes stale).
     busy: dict[int, float | None] = field(default_factory=dict)
+    #: The prover's own status snapshots (cuzk `/status`), oldest first, and the latest per
+    #: prover.
+    prover_statuses: tuple[ProverStatus, ...] = ()
+    provers: dict[str, ProverStatus] = field(default_factory=dict)
     #: Closed gaps by (GPU, kind) since the session started (never forgotten).
     gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
+    #: The copy trace's latest copies (all GPUs), oldest first.
+    copies: tuple[CopyRecord, ...] = ()
+    #: Latest host-memory reading of each process NVML lists, per GPU.
+    procmem: dict[int, tuple[ProcessMemory, ...]] = field(default_factory=dict)
+    #: Latest PCIe link state read under traffic, per GPU.
+    links: dict[int, LinkState] = field(default_factory=dict)
 
     def busy_share(self, gpu: int) -> float | None:
         """The busy share to show for `gpu`: the live window value, else the one its last state
@@ -71,6 +85,8 @@ class SeriesStore:
         max_log_events: int = 5000,
         max_gaps: int = 2000,
         max_notices: int = 500,
+        max_prover_statuses: int = 6000,
+        max_copies: int = 4096,
     ) -> None:
         # A little headroom over history/period: a late sampler emits a few extra samples.
         maxlen = max(16, int(history_s / period_s * 1.1) + 8)
@@ -85,6 +101,13 @@ class SeriesStore:
         self._notices: deque[Notice] = deque(maxlen=max_notices)
         self._counters: dict[str, int] = {}
         self._busy: dict[int, float | None] = {}
+        self._copies: deque[CopyRecord] = deque(maxlen=max_copies)
+        self._procmem: dict[int, dict[int, ProcessMemory]] = {}
+        self._links: dict[int, LinkState] = {}
+        # At most 10 polls a second (the period's floor) over the history.
+        self._prover: deque[ProverStatus] = deque(
+            maxlen=max(64, min(max_prover_statuses, int(history_s * 10) + 8)))
+        self._provers: dict[str, ProverStatus] = {}
         self._version = 0
 
     @property
@@ -102,6 +125,14 @@ class SeriesStore:
             self.append_log(record)
         elif type(record) is Notice:
             self.add_notice(record)
+        elif type(record) is CopyRecord:
+            self.append_copy(record)
+        elif type(record) is ProcessMemory:
+            self.set_procmem(record)
+        elif type(record) is LinkState:
+            self.set_link(record)
+        elif type(record) is ProverStatus:
+            self.append_prover(record)
 
     def append_gpu(self, samples: list[GpuSample]) -> None:
         with self._lock:
@@ -120,6 +151,12 @@ class SeriesStore:
     def append_log(self, event: LogEvent) -> None:
         with self._lock:
             self._log.append(event)
+            self._version += 1
+
+    def append_prover(self, status: ProverStatus) -> None:
+        with self._lock:
+            self._prover.append(status)
+            self._provers[status.prover] = status
             self._version += 1
 
     def upsert_gap(self, gap: Gap) -> Change:
@@ -143,6 +180,26 @@ class SeriesStore:
             self._notices.append(notice)
             self._version += 1
 
+    def append_copy(self, copy: CopyRecord) -> None:
+        with self._lock:
+            self._copies.append(copy)
+            self._version += 1
+
+    def set_procmem(self, reading: ProcessMemory) -> None:
+        """Keep the latest reading per (GPU, pid); a GPU's readings of one round share a time,
+        so processes not listed in the newest round are dropped."""
+        with self._lock:
+            per = self._procmem.setdefault(reading.gpu, {})
+            for pid in [pid for pid, r in per.items() if r.t_mono_ns < reading.t_mono_ns]:
+                del per[pid]
+            per[reading.pid] = reading
+            self._version += 1
+
+    def set_link(self, link: LinkState) -> None:
+        with self._lock:
+            self._links[link.gpu] = link
+            self._version += 1
+
     def count(self, name: str, n: int = 1) -> None:
         """Bump a named counter (unparsed lines, bad records, snapshots...)."""
         with self._lock:
@@ -162,5 +219,10 @@ class SeriesStore:
                 notices=tuple(self._notices),
                 counters=dict(self._counters),
                 busy=dict(self._busy),
+                prover_statuses=tuple(self._prover),
+                provers=dict(self._provers),
                 gap_tally=self._ledger.tally(),
+                copies=tuple(self._copies),
+                procmem={g: tuple(per.values()) for g, per in self._procmem.items()},
+                links=dict(self._links),
             )

@@ -20,10 +20,21 @@ import gc
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from gapwatch.core.config import Config
-from gapwatch.core.models import GAP_KINDS, Gap, GpuInfo, LogEvent, SessionHeader, StateChange
+from gapwatch.core.evidence import union_s
+from gapwatch.core.models import (
+    GAP_KINDS,
+    CopyRecord,
+    Gap,
+    GpuInfo,
+    LogEvent,
+    ProverStatus,
+    SessionHeader,
+    StateChange,
+)
 from gapwatch.core.track import GpuTotals
 from gapwatch.logs.files import parse_log_files
 from gapwatch.offline.detect import Detected, detect_records
@@ -54,6 +65,8 @@ class ReportData:
     states: list[StateChange]
     payoff: dict[str, Any]
     partitions: Any | None = None  # gapwatch.logs.parse.partitions.RunTimeline
+    #: The copy trace's table (`copy_table`); None when the recording has no copy.
+    copies: dict[str, Any] | None = None
     log_files: list[str] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -114,21 +127,64 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> Report
     """Closed gaps in start order, breakdown periods, per-partition timeline and payoff."""
     totals = found.totals
     closed = found.ledger.closed()
-    partitions = _partitions(found.log_events)
+    partitions = _partitions(found.log_events, found.prover_statuses)
     return ReportData(
         path=str(path), header=found.header, totals=totals, gaps=closed,
         breakdowns=_breakdowns(found.states, totals), states=found.states,
         payoff=payoff(totals, closed, partitions), partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
+        copies=copy_table(found.copies, closed) if found.copies else None,
     )  # fmt: skip
 
 
-def _partitions(events: list[LogEvent]) -> Any | None:
-    if not events:
+def copy_table(copies: list[CopyRecord], gaps: list[Gap]) -> dict[str, Any]:
+    """Copies by GPU, direction and host memory kind (count, bytes, rates), and how much of the
+    gap time pageable copies ran (per GPU and overall): the "copies" object of the report."""
+    groups: dict[tuple[int | None, str, str], list[CopyRecord]] = {}
+    for c in copies:
+        groups.setdefault((c.gpu, c.direction, c.host_kind), []).append(c)
+    rows = []
+    for (gpu, direction, kind), cs in sorted(groups.items(), key=lambda kv: (
+            -1 if kv[0][0] is None else kv[0][0], kv[0][1], kv[0][2])):
+        rates = sorted(r for r in (c.bytes_per_s for c in cs) if r is not None)
+        copy_s = sum(c.duration_s for c in cs)
+        total = sum(c.bytes for c in cs)
+        rows.append({
+            "gpu": gpu, "direction": direction, "memory_kind": kind, "count": len(cs),
+            "bytes": total, "copy_s": copy_s,
+            "bytes_per_s": total / copy_s if copy_s > 0 else None,
+            "rate_min_bytes_per_s": rates[0] if rates else None,
+            "rate_median_bytes_per_s": median(rates) if rates else None,
+            "rate_max_bytes_per_s": rates[-1] if rates else None,
+        })  # fmt: skip
+    per_gpu = []
+    all_gap_s = all_pageable_s = 0.0
+    for gpu in sorted({g.gpu for g in gaps}):
+        spans = [(c.start_wall_s, c.end_wall_s) for c in copies
+                 if c.gpu == gpu and c.host_kind == "pageable"]
+        gap_s = pageable_s = 0.0
+        for g in gaps:
+            if g.gpu == gpu and g.end_s is not None:
+                gap_s += g.duration_s
+                pageable_s += union_s(spans, g.start_s, g.end_s)
+        per_gpu.append({"gpu": gpu, "gap_s": gap_s, "pageable_copy_s": pageable_s,
+                        "pageable_share_of_gap_time": pageable_s / gap_s if gap_s > 0 else None})
+        all_gap_s += gap_s
+        all_pageable_s += pageable_s
+    return {
+        "count": len(copies), "bytes": sum(c.bytes for c in copies), "rows": rows,
+        "gap_s": all_gap_s, "pageable_copy_s": all_pageable_s,
+        "pageable_share_of_gap_time": all_pageable_s / all_gap_s if all_gap_s > 0 else None,
+        "per_gpu": per_gpu,
+    }
+
+
+def _partitions(events: list[LogEvent], statuses: list[ProverStatus]) -> Any | None:
+    if not events and not statuses:
         return None
     from gapwatch.logs.parse.partitions import derive_timeline
 
-    run = derive_timeline(events)
+    run = derive_timeline(events, statuses)
     return run if run.partitions else None
 
 
@@ -212,6 +268,19 @@ def payoff(totals: list[GpuTotals], gaps: list[Gap], partitions: Any | None) -> 
             "per_gpu": per_gpu}
 
 
+def gaps_by_prover_cause(gaps: Iterable[Gap]) -> dict[str, dict[str, float]] | None:
+    """Count and idle seconds of the gaps by the prover's finer cause (`"none"`: snapshots seen
+    but no rule applied); None when no gap had any prover snapshot (no `/status` polled)."""
+    out: dict[str, dict[str, float]] = {}
+    for g in gaps:
+        if g.prover_cause is None and not g.prover_states:
+            continue
+        entry = out.setdefault(g.prover_cause or "none", {"count": 0, "idle_s": 0.0})
+        entry["count"] += 1
+        entry["idle_s"] += g.duration_s
+    return out or None
+
+
 def busy_fraction(t: GpuTotals) -> float | None:
     """Busy share of the working span (first to last busy reading): idle before the work started
     and after it ended is not counted against the GPU."""
@@ -240,6 +309,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
                     "idle_s": sum(g.duration_s for g in mine if g.kind == k)}
                 for k in GAP_KINDS
             },
+            "gaps_by_prover_cause": gaps_by_prover_cause(mine),
         })  # fmt: skip
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
@@ -257,6 +327,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
         ],
         "payoff": r.payoff,
         "partitions": _partitions_json(r.partitions),
+        "copies": r.copies,
         "counters": r.counters,
         "problems": r.problems,
     }
@@ -278,9 +349,13 @@ def _gap_json(g: Gap) -> dict[str, Any]:
         "pcie_tx_bytes_per_s": tx,
         "link_bytes_per_s": link,
         "link_fraction": dominant / link if dominant is not None and link else None,
+        "link_current_bytes_per_s": g.link_current_bytes_per_s,
         "hint": g.hint,
         "host": g.host,
         "log_events": g.log_events,
+        "copies": g.copies or None,
+        "prover_cause": g.prover_cause,
+        "prover_states": g.prover_states,
     }
 
 
@@ -299,7 +374,9 @@ def _partitions_json(run: Any | None) -> dict[str, Any] | None:
             {"job_id": p.job_id, "partition": p.partition, "worker": p.worker, "gpu": p.gpu,
              "gpu_start_s": p.gpu_start_s, "gpu_end_s": p.gpu_end_s,
              "mutex_held_ms": p.mutex_held_ms, "mutex_wait_ms": p.mutex_wait_ms,
-             "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned}
+             "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned,
+             "synth_ms": p.synth_ms, "gpu_ms": p.timeline_gpu_ms, "source": p.source,
+             "states_seen": p.states_seen}
             for p in run.partitions
         ],
     }  # fmt: skip

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from gapwatch.core.models import GpuSample, LogEvent, Notice, Record, SessionHeader
+from gapwatch.core.models import CopyRecord, GpuSample, LogEvent, Notice, Record, SessionHeader
 
 #: Tick lateness buckets (seconds): from "on time" to "several 100 ms periods behind".
 LATENESS_BUCKETS_S: tuple[float, ...] = (
@@ -32,6 +32,9 @@ class SinkCounts:
     lateness_buckets: list[int] = field(default_factory=lambda: [0] * len(LATENESS_BUCKETS_S))
     lateness_count: int = 0
     lateness_sum_s: float = 0.0
+    #: The copy trace's copies and bytes by (GPU label, direction, host memory kind).
+    copies: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    copy_bytes: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
 
 class MetricsSink:
@@ -60,6 +63,13 @@ class MetricsSink:
                     )
             elif isinstance(record, Notice):
                 self.counts.notices[record.level] = self.counts.notices.get(record.level, 0) + 1
+            elif isinstance(record, CopyRecord):
+                # A copy of no watched GPU is counted under gpu="" (never dropped from totals).
+                key = ("" if record.gpu is None else str(record.gpu), record.direction,
+                       record.host_kind)
+                c = self.counts
+                c.copies[key] = c.copies.get(key, 0) + 1
+                c.copy_bytes[key] = c.copy_bytes.get(key, 0) + record.bytes
 
     def close(self) -> None:
         """Nothing to release: the counts stay readable until the exporter stops."""
@@ -90,4 +100,6 @@ class MetricsSink:
                 lateness_buckets=list(c.lateness_buckets),
                 lateness_count=c.lateness_count,
                 lateness_sum_s=c.lateness_sum_s,
+                copies=dict(c.copies),
+                copy_bytes=dict(c.copy_bytes),
             )

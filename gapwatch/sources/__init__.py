@@ -2,7 +2,9 @@
 
 Live sources, read by the sampler on a deadline schedule (`GpuSource`, `HostSource`): `nvml`
 (real GPUs; the only module that imports pynvml), `host` (host memory pressure; the only module
-that imports psutil), `sim` (the simulated prover). Recorded sources: `recording` (gapwatch's
+that imports psutil), `sim` (the simulated prover). A side source on its own thread:
+`cuzk_status` (the prover's `GET /status`, polled; `cuzk_status_server` serves the same endpoint
+for the simulator and the load generator). Recorded sources: `recording` (gapwatch's
 JSON Lines), `trace_csv` (the shared trace layout), `files.read_any` (picks one); the replay
 driver (`gapwatch.engine.replay`) feeds their records to a session, paced by their own times.
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gapwatch.core.models import GpuInfo, GpuSample, HostSample, Notice
+from gapwatch.core.models import GpuInfo, GpuSample, HostSample, LinkState, Notice, ProcessMemory
 
 
 class SourceUnavailable(Exception):
@@ -29,6 +31,9 @@ class Tick:
 
     gpu: list[GpuSample] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
+    #: The slow readings of this tick, if it took them (every `sampler.slow_every_s`): host
+    #: memory of the processes on each GPU, and PCIe links read under traffic.
+    other: list[ProcessMemory | LinkState] = field(default_factory=list)
 
 
 class GpuSource(Protocol):
@@ -42,6 +47,16 @@ class GpuSource(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class SideSource(Protocol):
+    """A source with its own thread beside the sampler (the log follower, the copy trace)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def status(self) -> object: ...
 
 
 class HostSource(Protocol):

@@ -38,6 +38,7 @@ from gapwatch.ui.widgets.help_screen import HelpScreen
 from gapwatch.ui.widgets.host_panel import HostPanel
 from gapwatch.ui.widgets.log_pane import LogPane
 from gapwatch.ui.widgets.overview import Overview
+from gapwatch.ui.widgets.pipeline_line import PipelineLine
 from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
 
 #: Seconds between repaints of the numbers: header figures, open gaps' durations, host panel,
@@ -127,6 +128,7 @@ class GapwatchApp(App[int]):
         yield Overview(id="overview")
         yield DetailChart(self.config.ui.detail_redraw_s, id="detail")
         yield HostPanel(id="host")
+        yield PipelineLine(id="pipeline")
         with Vertical(id="lower"):
             yield GapTable(id="gaps")
             yield LogPane(id="log")
@@ -134,6 +136,7 @@ class GapwatchApp(App[int]):
 
     def on_mount(self) -> None:
         self.query_one(DetailChart).display = False
+        self.query_one(PipelineLine).display = False  # until a prover snapshot arrives
         self.runtime.session.subscribe(self._on_core_event)
         self.set_interval(1.0 / self.config.ui.redraw_hz, self.redraw)
         self.set_interval(self._status_every_s, self.refresh_status)
@@ -198,6 +201,7 @@ class GapwatchApp(App[int]):
             self.query_one(Overview).show(view, every_column=slow_tick)
         if slow_tick:
             self.query_one(HostPanel).show(view)
+            self.query_one(PipelineLine).show(view)
             self.query_one(LogPane).show(view)
 
     def _repush(self, **changes: object) -> None:

@@ -59,6 +59,16 @@ def status_parts(status: RuntimeStatus) -> list[str]:
             parts.append(f"{unparsed} unparsed lines")
     else:
         parts.append("no log followed")
+    ct = status.copytrace
+    if ct is not None:
+        parts.append(ct.summary())
+    for p in status.provers:
+        failed = sum(p.errors.values())
+        if p.state == "ok":
+            took = "" if p.last_latency_ms is None else f" {p.last_latency_ms:.0f} ms"
+            parts.append(f"/status {p.prover} ok{took}" + (f", {failed} failed" if failed else ""))
+        else:
+            parts.append(f"/status {p.prover} {p.state.replace('_', ' ')} ({failed} failed)")
     if status.recording_path:
         parts.append(f"rec {status.recording_path}")
     if status.prometheus_address:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from gapwatch.core.config import Config, split_listen
-from gapwatch.core.models import GpuInfo, Record, SessionHeader
+from gapwatch.core.models import GpuInfo, LogEvent, Record, SessionHeader
 from gapwatch.engine.clock import Clock, ScaledClock, SystemClock, VirtualClock
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import LatenessStats, Sampler
@@ -145,6 +145,8 @@ class Runtime:
         self.exporter: Any = None
         self.recorder: Recorder | None = None
         self.sim_log_path: Path | None = None
+        #: Log files read whole rather than followed (`replay --log`), with their state.
+        self.read_logs: dict[str, str] = {}
         self._closables: list[Any] = []
         self._stopped = False
         self._watch: threading.Thread | None = None
@@ -176,6 +178,9 @@ class Runtime:
 
     def _wait_driver(self, driver_done: threading.Event) -> None:
         driver_done.wait()
+        # The data has ended (a replay's file, a timed run): settle the detector before saying
+        # so, so the dashboard's last picture is the one `report` gives.
+        self.session.finish()
         self.done.set()
 
     def wait(self, timeout_s: float | None = None) -> bool:
@@ -200,7 +205,7 @@ class Runtime:
         self.done.set()
 
     def status(self) -> RuntimeStatus:
-        logs: dict[str, str] = {}
+        logs: dict[str, str] = dict(self.read_logs)
         counters: dict[str, int] = {}
         for follower in self.followers:
             st = follower.status()
@@ -355,7 +360,9 @@ def build_runtime(
             rt._closables.append(host_source)
     else:
         assert recording is not None
-        rt.replay = ReplayDriver(recording, session, speed)
+        rt.replay = ReplayDriver(recording, session, speed,
+                                 _replay_log_events(paths, config, session))
+        rt.read_logs = {path: "read whole" for path in paths}
 
     if direct_lines is not None:
         session.add_sink(_DirectLogFeeder(direct_lines, session, config))
@@ -395,6 +402,25 @@ def build_runtime(
         except ExporterError as exc:
             raise SourceUnavailable(str(exc)) from None
     return rt
+
+
+def _replay_log_events(paths: list[str], config: Config, session: Session) -> list[LogEvent]:
+    """`replay FILE --log LOG`: the log files read whole and parsed (as `report --log` does),
+    to be merged into the replay by time. A log that cannot be read stops the replay at start."""
+    if not paths:
+        return []
+    if "-" in paths:
+        raise SourceUnavailable("replay --log takes files (a replay reads them whole), not '-'")
+    from gapwatch.logs.files import parse_log_files
+
+    try:
+        events, counters = parse_log_files(paths, config)
+    except OSError as exc:
+        raise SourceUnavailable(f"cannot read log {exc.filename}: {exc.strerror}") from None
+    for key, n in counters.items():
+        if n:
+            session.store.count(f"log_{key}", n)
+    return events
 
 
 class _Stopper:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gapwatch.core.config import Config
-from gapwatch.core.models import GpuInfo, Record, SessionHeader
+from gapwatch.core.models import GpuInfo, LinkState, Record, SessionHeader
 from gapwatch.engine.clock import Clock, ScaledClock, SystemClock, VirtualClock
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import LatenessStats, Sampler
@@ -53,6 +53,12 @@ class RuntimeStatus:
     done: bool = False
     #: The copy trace's reader (None when `--copytrace` is off).
     copytrace: CopyTraceStatus | None = None
+    #: The latest PCIe link reading under traffic per GPU (a trained-down link changes what
+    #: "% of link" means: the footer says so).
+    links: dict[int, LinkState] = field(default_factory=dict)
+    #: The GPU source's slow-reading counters (`NvmlSource.counters`: /proc readings and their
+    #: problems, link reads); empty for other sources.
+    source_counters: dict[str, int] = field(default_factory=dict)
 
 
 def parse_source(source: str) -> tuple[str, str]:
@@ -201,6 +207,10 @@ class Runtime:
             prometheus_address=getattr(self.exporter, "address", None),
             done=self.done.is_set(),
             copytrace=self.copytrace.status() if self.copytrace is not None else None,
+            links=self.store.links(),
+            # Only the NVML source takes slow readings; the sim and replay have no counters.
+            source_counters=dict(getattr(self.sampler.gpu_source, "counters", {}))
+            if self.sampler is not None else {},
         )
 
 

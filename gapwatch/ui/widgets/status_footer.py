@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gapwatch.engine.runtime import RuntimeStatus
+from gapwatch.engine.summary import links_down_text
 
 _SOURCE_NAME = {"gpm": "GPM", "counters": "counters", "legacy": "legacy", "util": "util only",
                 "sim": "sim", "trace": "trace", "none": "none"}
@@ -51,6 +52,10 @@ def status_parts(status: RuntimeStatus) -> list[str]:
     ct = status.copytrace
     if ct is not None:
         parts.append(ct.summary())
+    # The GPU lines' "% of link" is of the maximum: say so where a link trained below it.
+    links_down = links_down_text(status.links)
+    if links_down:
+        parts.append(links_down)
     if status.recording_path:
         parts.append(f"rec {status.recording_path}")
     if status.prometheus_address:

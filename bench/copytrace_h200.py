@@ -272,46 +272,6 @@ def case_check(case: Path, pid: int | None = None,
             "n_copies": len(copies), "counters": dict(rec.counters)}
 
 
-def slow_reading_costs(nv: Any, gpu: int, pid: int, proc_root: str = "/", n: int = 200
-                       ) -> dict[str, Any]:
-    """Median and max µs of each slow reading's calls, timed here while the load generator
-    runs: nvmlDeviceGetComputeRunningProcesses, the current link generation + width, and one
-    /proc/PID/status read (gapwatch.sources.procmem)."""
-    from gapwatch.sources.procmem import ProcStatusReader
-
-    h = nv.nvmlDeviceGetHandleByIndex(gpu)
-    reader = ProcStatusReader(proc_root)
-    calls = {
-        "processes": lambda: nv.nvmlDeviceGetComputeRunningProcesses(h),
-        "link_gen_and_width": lambda: (nv.nvmlDeviceGetCurrPcieLinkGeneration(h),
-                                       nv.nvmlDeviceGetCurrPcieLinkWidth(h)),
-        "proc_status": lambda: reader.read(pid),
-    }
-    out: dict[str, Any] = {"n": n}
-    for name, fn in calls.items():
-        times = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e6)
-        out[f"{name}_us_median"] = median(times)
-        out[f"{name}_us_max"] = max(times)
-    out["processes_listed"] = sorted(int(p.pid) for p in nv.nvmlDeviceGetComputeRunningProcesses(h))
-    # False: NVML answers in another PID namespace than this one (a container): /proc misses it.
-    out["pid_listed_by_nvml"] = pid in out["processes_listed"]
-    out["proc_status_problem"] = reader.read(pid).problem
-    return out
-
-
-def measure_costs(gpu: int, pid: int) -> dict[str, Any]:
-    """`slow_reading_costs` through the real NVML (the H200 image has nvidia-ml-py)."""
-    import pynvml
-
-    pynvml.nvmlInit()
-    try:
-        return slow_reading_costs(pynvml, gpu, pid)
-    finally:
-        pynvml.nvmlShutdown()
 
 
 # ------------------------------------------------------------------ the GPU run
@@ -342,6 +302,7 @@ for _p in (str(ROOT), str(BENCH)):
         sys.path.insert(0, _p)
 
 from gpu_e2e import Children  # noqa: E402 - a sibling script (ends each child by its own pid)
+from slow_readings_cost import measure_costs  # noqa: E402 - a sibling script
 
 PROCS = Children()
 

@@ -130,10 +130,11 @@ def test_the_link_passes_at_gen5_x16_and_fails_trained_down_or_unread() -> None:
 def test_the_slow_readings_costs_are_timed_through_the_nvml_module(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from fake_pynvml import FakeDevice, install
     from proc_fakes import PROVER_STATUS, fake_proc
+    from slow_readings_cost import slow_reading_costs  # bench/, on the path with the bench
 
     fake = install(monkeypatch, [FakeDevice(processes=[4242])])
-    c = bench.slow_reading_costs(fake.module, 0, 4242, str(fake_proc(tmp_path, {4242: PROVER_STATUS})),
-                                 n=5)
+    c = slow_reading_costs(fake.module, 0, 4242, str(fake_proc(tmp_path, {4242: PROVER_STATUS})),
+                           n=5)
     assert c["processes_listed"] == [4242] and c["pid_listed_by_nvml"]
     assert c["proc_status_problem"] is None
     assert set(c) >= {"processes_us_median", "link_gen_and_width_us_max", "proc_status_us_median"}

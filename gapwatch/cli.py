@@ -94,6 +94,9 @@ def resolve_config(args: argparse.Namespace) -> Config:
         over.setdefault("sim", {})["seed"] = args.seed
     if args.prometheus:
         over.setdefault("prometheus", {})["listen"] = args.prometheus
+    cuzk_status = getattr(args, "cuzk_status", None)
+    if cuzk_status:
+        over.setdefault("cuzk", {})["status_url"] = list(config.cuzk.status_url) + cuzk_status
     copytrace = getattr(args, "copytrace", None)  # watch and record only
     if copytrace is not None:
         over["copytrace"] = {"enabled": True}

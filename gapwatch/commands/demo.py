@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gapwatch.commands import say_sim_status
 from gapwatch.core.config import Config
 from gapwatch.engine.runtime import build_runtime
 from gapwatch.engine.terminal import detach_piped_stdin
@@ -42,4 +43,5 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     from gapwatch.ui import start_and_show
 
+    say_sim_status(rt, "demo")
     return start_and_show(rt)

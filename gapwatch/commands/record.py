@@ -14,6 +14,7 @@ import sys
 import threading
 from types import FrameType
 
+from gapwatch.commands import add_cuzk_status_argument, say_sim_status
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
@@ -28,6 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=float, default=None, metavar="S",
                    help="stop after S seconds (of source time); default: until interrupted")
     p.add_argument("--quiet", action="store_true", help="print no live gap lines")
+    add_cuzk_status_argument(p)
     add_copytrace_flag(p)
 
 
@@ -58,6 +60,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
             print(f"{ev.level}: {ev.message}", file=sys.stderr)
 
     rt.session.subscribe(listen)
+    say_sim_status(rt, "record")
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -88,4 +91,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
                                       links_down_text(status.links)) if t)
     print(f"gapwatch record: stopped{where}; gaps: {gaps}; final states: "
           f"{states or 'none'}{late}{ct}{slow}", file=sys.stderr)
+    for p in status.provers:
+        errors = ", ".join(f"{k} {v}" for k, v in sorted(p.errors.items())) or "none"
+        print(f"gapwatch record: prover status {p.url}: {p.ok} of {p.polls} polls answered "
+              f"(every {p.period_s:g} s); failed: {errors}", file=sys.stderr)
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gapwatch.commands import add_cuzk_status_argument, say_sim_status
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.core.config import Config
 from gapwatch.engine.runtime import build_runtime
@@ -20,6 +21,7 @@ from gapwatch.sources import SourceUnavailable
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", default=None, metavar="FILE",
                    help="also record to FILE (.jsonl, or .jsonl.gz), replayable with `replay`")
+    add_cuzk_status_argument(p)
     add_copytrace_flag(p)
 
 
@@ -34,4 +36,5 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     from gapwatch.ui import start_and_show
 
+    say_sim_status(rt, "watch")
     return start_and_show(rt)

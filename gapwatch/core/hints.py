@@ -67,6 +67,28 @@ def host_pressure(host: dict[str, float | None]) -> str:
     return ", ".join(bits)
 
 
+#: What each finer cause (`gapwatch.core.prover.PROVER_CAUSES`) means, in the hint's words.
+PROVER_CAUSE_WORDS: dict[str, str] = {
+    "waits_on_synthesis": "the GPU waits on synthesis (no partition synthesised ahead, every "
+                          "synthesis slot busy)",
+    "dispatch_stall": "a dispatch stall inside the prover (synthesised partitions waiting while "
+                      "a worker is idle)",
+    "inside_workers": "the wait is inside the workers (copies, the GPU mutex, CPU work): every "
+                      "worker of this GPU is proving",
+    "no_work": "the prover had no work (nothing queued, synthesising or synthesised)",
+}
+
+
+def prover_phrase(cause: str | None, during: bool = True) -> str:
+    """The hint's words for a gap's prover cause ("" for none); `during` False: the cause came
+    from the snapshot just before the gap (the gap was shorter than the poll period)."""
+    words = PROVER_CAUSE_WORDS.get(cause or "")
+    if words is None:
+        return ""
+    when = "" if during else " (as of just before the gap)"
+    return f"prover status{when}: {words}"
+
+
 def make_hint(
     kind: str,
     duration_s: float,
@@ -79,13 +101,17 @@ def make_hint(
     is_open: bool = False,
     copies: dict[str, Any] | None = None,
     link_down: dict[str, Any] | None = None,
+    prover_cause: str | None = None,
+    prover_during: bool = True,
 ) -> str:
     """One line in plain words: what the GPU did, what PCIe did, and the likeliest cause.
 
     RX is what the GPU receives (host-to-device, "H2D"), TX what it sends (D2H); the hint names
     the dominant direction, the one the kind was decided on. With a live copy trace (`copies`
     traced) the memory kind is stated; without, it is inferred and the hint says so.
-    `link_down`: the link was seen trained below its maximum while data moved.
+    `link_down`: the link was seen trained below its maximum while data moved. When the
+    prover's own status said where it waited (`prover_cause`), its words are said instead of a
+    guess.
     """
     traced = bool(copies and copies.get("traced"))
     idle = f"SMs idle {duration_s:.1f} s{' so far' if is_open else ''}"
@@ -130,12 +156,17 @@ def make_hint(
     elif kind == "host_stall":
         synth = [e for e in events if "SYNTH" in str(e.get("name", "")).upper()
                  or "synthesis" in str(e.get("raw", ""))]
-        if synth:
+        if prover_cause is not None:
+            pass  # the prover's own words follow: no guess
+        elif synth:
             parts.append("synthesis did not keep up with the GPU?")
         else:
             parts.append("synthesis, a lock or the scheduler?")
         if unpinned or fallback:
             parts.append("(pageable buffers seen: is_pinned=false)")
+    said = prover_phrase(prover_cause, prover_during)
+    if said:
+        parts.append(said)
     if not traced and copies and kind in ("pcie_starved", "transfer_bound"):
         procs = process_memory_words(copies.get("processes") or [])
         if procs:

@@ -12,6 +12,13 @@ Sources:
   tailer follows (the demo exercises the same path as a real prover's log); at speed 0 (as fast as
   possible) the lines go straight to the parser, since no tailer can keep up with virtual time.
 - `replay:FILE`: a recording or a trace CSV, paced by its own timestamps (`--speed`).
+
+Side sources, beside the sampler or replay driver, each with `start()`, `stop()`, `status()`:
+the log followers (`--log`), and one cuzk status poller per `--cuzk-status` URL
+(`gapwatch.sources.cuzk_status.StatusPoller`, on its own thread; its snapshots join the session
+through `Session.on_record`). The simulated prover serves its own status endpoint at speed > 0
+(`[sim] status_listen`) and is polled when no other URL is given; at speed 0 its snapshots are
+handed over directly (`SimStatusFeed`), since no poller can keep pace with virtual time.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gapwatch.core.config import Config
+from gapwatch.core.config import Config, split_listen
 from gapwatch.core.models import GpuInfo, LinkState, Record, SessionHeader
 from gapwatch.engine.clock import Clock, ScaledClock, SystemClock, VirtualClock
 from gapwatch.engine.replay import ReplayDriver
@@ -34,6 +41,7 @@ from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.recorder import Recorder
 from gapwatch.sources import GpuSource, HostSource, SideSource, SourceUnavailable
 from gapwatch.sources.copytrace import CopyTraceReader, CopyTraceStatus
+from gapwatch.sources.cuzk_status import PollerStatus, StatusPoller
 from gapwatch.sources.files import read_any
 from gapwatch.sources.recording import Recording, RecordingError
 
@@ -59,6 +67,10 @@ class RuntimeStatus:
     #: The GPU source's slow-reading counters (`NvmlSource.counters`: /proc readings and their
     #: problems, link reads); empty for other sources.
     source_counters: dict[str, int] = field(default_factory=dict)
+    #: One per polled status URL (cuzk `/status`), in the order given.
+    provers: list[PollerStatus] = field(default_factory=list)
+    #: Where the simulated prover serves its own status, when it does.
+    sim_status_url: str | None = None
 
 
 def parse_source(source: str) -> tuple[str, str]:
@@ -133,6 +145,9 @@ class Runtime:
         #: Listens for the copy-trace library's datagrams (`--copytrace`); a side source like
         #: the log followers: started, stopped and asked for status with them.
         self.copytrace: CopyTraceReader | None = None
+        self.pollers: list[StatusPoller] = []
+        #: The simulated prover's status server (`CuzkStatusServer`), when it serves one.
+        self.sim_status_server: Any = None
         self.exporter: Any = None
         self.recorder: Recorder | None = None
         self.sim_log_path: Path | None = None
@@ -145,9 +160,12 @@ class Runtime:
         out: list[SideSource] = list(self.followers)
         if self.copytrace is not None:
             out.append(self.copytrace)
+        out.extend(self.pollers)
         return out
 
     def start(self) -> None:
+        if self.sim_status_server is not None:
+            self.sim_status_server.start()  # before its poller's first request
         for side in self.side_sources():
             side.start()
         if self.sampler is not None:
@@ -206,6 +224,9 @@ class Runtime:
             recording_path=str(self.recorder.path) if self.recorder is not None else None,
             prometheus_address=getattr(self.exporter, "address", None),
             done=self.done.is_set(),
+            provers=[p.status() for p in self.pollers],
+            sim_status_url=(self.sim_status_server.url
+                            if self.sim_status_server is not None else None),
             copytrace=self.copytrace.status() if self.copytrace is not None else None,
             links=self.store.links(),
             # Only the NVML source takes slow readings; the sim and replay have no counters.
@@ -261,6 +282,14 @@ def build_runtime(
     clock: Clock = SystemClock()
     sim_log: Path | None = None
 
+    status_urls = list(config.cuzk.status_url)
+    if status_urls and (kind == "replay" or (kind == "sim" and speed == 0)):
+        why = "a replay has its recorded snapshots" if kind == "replay" else \
+            "--speed 0 runs in virtual time (the simulator's own snapshots are used)"
+        raise SourceUnavailable(f"--cuzk-status polls a live prover in real time: {why}")
+    sim_server: Any = None
+    sim_feed: Any = None
+
     if kind == "nvml":
         from gapwatch.sources.host import HostSource as PsutilHostSource
         from gapwatch.sources.nvml import NvmlSource
@@ -294,6 +323,19 @@ def build_runtime(
         host_source = SimHostSource(sim)
         gpus = gpu_source.open()
         source = f"sim:{scenario}"
+        if speed > 0 and config.sim.status_listen.strip():
+            from gapwatch.sources.cuzk_status_server import CuzkStatusServer
+
+            host, port = split_listen(config.sim.status_listen, "status_listen")
+            try:
+                sim_server = CuzkStatusServer(sim.status_bytes, host=host, port=port)
+            except OSError as exc:
+                raise SourceUnavailable(f"[sim] status_listen {config.sim.status_listen!r}: "
+                                        f"cannot listen: {exc.strerror or exc}") from None
+        elif speed == 0:
+            from gapwatch.sources.sim import SimStatusFeed
+
+            sim_feed = (sim, config.cuzk.status_period_s)
     else:
         try:
             recording = read_any(arg)
@@ -327,6 +369,19 @@ def build_runtime(
 
     if direct_lines is not None:
         session.add_sink(_DirectLogFeeder(direct_lines, session, config))
+    if sim_feed is not None:
+        session.add_sink(SimStatusFeed(sim_feed[0], sim_feed[1], session.on_record))
+    if sim_server is not None:
+        rt.sim_status_server = sim_server
+        rt._closables.append(_Stopper(sim_server))  # also closed if start() never ran
+    pollers: list[tuple[str, str | None]] = [(u, None) for u in status_urls]
+    if not pollers and sim_server is not None:
+        pollers = [(str(sim_server.url), "sim")]
+    for poll_url, label in pollers:
+        rt.pollers.append(StatusPoller(
+            poll_url, config.cuzk.status_period_s, config.cuzk.status_timeout_s,
+            on_status=session.on_record, on_notice=session.on_notice, clock=clock, prover=label,
+        ))
     if paths and kind != "replay":
         rt.followers.append(_follower(paths, config, session, config.logs.from_start, stdin_fd))
     if sim_log is not None:
@@ -350,6 +405,16 @@ def build_runtime(
         except ExporterError as exc:
             raise SourceUnavailable(str(exc)) from None
     return rt
+
+
+class _Stopper:
+    """`close()` for an object that has `stop()` (safe twice), for the runtime's closables."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def close(self) -> None:
+        self.inner.stop()
 
 
 class _DirectLogFeeder:

@@ -39,11 +39,14 @@ from prometheus_client.core import (
 )
 
 from gapwatch import __version__
+from gapwatch.core.config import split_listen
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import CHAIN_STATES, GAP_KINDS, GpuSample, LinkState, ProcessMemory
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import StoreSnapshot
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
+from gapwatch.sinks.prover_metrics import prover_families
+from gapwatch.sources.cuzk_status import PollerStatus
 
 
 class ExporterError(Exception):
@@ -58,23 +61,10 @@ def parse_listen(listen: str) -> tuple[str, int]:
     Raises:
         ExporterError: the text is not an address with a port in 0..65535.
     """
-    text = listen.strip()
-    host, sep, port_text = text.rpartition(":")
-    if not sep:
-        host, port_text = "", text
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    elif ":" in host:
-        raise ExporterError(f"--prometheus {listen!r}: write an IPv6 host as [addr]:PORT")
     try:
-        port = int(port_text)
-    except ValueError:
-        raise ExporterError(
-            f"--prometheus {listen!r}: expected HOST:PORT, :PORT or PORT (e.g. 127.0.0.1:9400)"
-        ) from None
-    if not 0 <= port <= 65535:
-        raise ExporterError(f"--prometheus {listen!r}: port must be 0..65535")
-    return (host or "127.0.0.1"), port
+        return split_listen(listen, "--prometheus")
+    except ValueError as exc:
+        raise ExporterError(str(exc)) from None
 
 
 def _gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
@@ -107,7 +97,7 @@ class GapwatchCollector:
         snap = self._session.store.snapshot()
         counts = self._sink.copy_counts()
         header = self._session.header
-        logs, log_counters = self._runtime_logs()
+        logs, log_counters, pollers = self._runtime_logs()
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
         yield from self._state_gauges(snap)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
@@ -117,6 +107,7 @@ class GapwatchCollector:
         yield self._lateness(counts)
         yield from self._copytrace(counts)
         yield from self._slow_readings(snap.links, snap.procmem)
+        yield from prover_families(snap.provers, pollers)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
         yield period
@@ -182,21 +173,23 @@ class GapwatchCollector:
             procs.add_metric([], status.processes)
             yield from (d, procs)
 
-    def _runtime_logs(self) -> tuple[dict[str, str], dict[str, int]]:
-        """The runtime's log files (path -> state) and tailer counters (`RuntimeStatus.logs`,
-        `.log_counters`: lines, parsed, unparsed). A failing status_fn costs its metrics for
+    def _runtime_logs(self) -> tuple[dict[str, str], dict[str, int], list[PollerStatus] | None]:
+        """The runtime's log files (path -> state), tailer counters (`RuntimeStatus.logs`,
+        `.log_counters`: lines, parsed, unparsed) and status pollers (`.provers`; None without
+        a runtime, e.g. a replay driven in-process). A failing status_fn costs its metrics for
         this scrape, counted, never the scrape."""
         if self._status_fn is None:
-            return {}, {}
+            return {}, {}, None
         try:
             status = self._status_fn()
             logs = {str(k): str(v) for k, v in dict(getattr(status, "logs", {}) or {}).items()}
             counters = {str(k): int(v) for k, v in
                         dict(getattr(status, "log_counters", {}) or {}).items()}
+            pollers = list(getattr(status, "provers", None) or [])
         except Exception:  # noqa: BLE001 - a scrape must answer even if the runtime cannot
             self.status_errors += 1
-            return {}, {}
-        return logs, counters
+            return {}, {}, None
+        return logs, counters, pollers
 
     def _log_files(self, logs: dict[str, str], counters: dict[str, int]) -> Iterator[Metric]:
         files = InfoMetricFamily("gapwatch_log_file",

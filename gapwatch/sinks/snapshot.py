@@ -6,8 +6,9 @@ never imports Textual; the UI renders the SVG and passes it in as a string.
 
 A snapshot folder `gapwatch-snapshot-<host>-<UTC time>/` holds:
 - `dashboard.svg`: the screen as the user saw it (when taken from the UI);
-- `recording.jsonl.gz`: the last `snapshot.history_s` of samples, log events and notices, written
-  by `gapwatch.sources.recording.write_recording`, replayable with `gapwatch replay`;
+- `recording.jsonl.gz`: the last `snapshot.history_s` of samples, log events, prover status
+  snapshots and notices, written by `gapwatch.sources.recording.write_recording`, replayable
+  with `gapwatch replay`;
 - `gaps.json`: the detector's gaps in that span (latest version of each);
 - `summary.md`: what happened, the hints, link capacity, host pressure, sampler state, config.
 
@@ -63,8 +64,8 @@ def _newest_wall_s(snap: StoreSnapshot) -> float | None:
 
 
 def history_records(snap: StoreSnapshot, history_s: float) -> list[Record]:
-    """Samples, log events, notices and gaps of the last `history_s` (before the newest reading),
-    in time order: the body of the snapshot's recording."""
+    """Samples, log events, prover status snapshots, notices and gaps of the last `history_s`
+    (before the newest reading), in time order: the body of the snapshot's recording."""
     newest = _newest_wall_s(snap)
     if newest is None:
         return []
@@ -74,6 +75,7 @@ def history_records(snap: StoreSnapshot, history_s: float) -> list[Record]:
         records.extend(s for s in samples if s.t_wall_s >= since)
     records.extend(h for h in snap.host_samples if h.t_wall_s >= since)
     records.extend(e for e in snap.log_events if e.t_wall_s >= since)
+    records.extend(p for p in snap.prover_statuses if p.t_wall_s >= since)
     records.extend(n for n in snap.notices if n.t_wall_s >= since)
     records.extend(g for g in snap.gaps if (g.end_s or newest) >= since)
     records.sort(key=_record_time)

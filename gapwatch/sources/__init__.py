@@ -2,7 +2,9 @@
 
 Live sources, read by the sampler on a deadline schedule (`GpuSource`, `HostSource`): `nvml`
 (real GPUs; the only module that imports pynvml), `host` (host memory pressure; the only module
-that imports psutil), `sim` (the simulated prover). Recorded sources: `recording` (gapwatch's
+that imports psutil), `sim` (the simulated prover). A side source on its own thread:
+`cuzk_status` (the prover's `GET /status`, polled; `cuzk_status_server` serves the same endpoint
+for the simulator and the load generator). Recorded sources: `recording` (gapwatch's
 JSON Lines), `trace_csv` (the shared trace layout), `files.read_any` (picks one); the replay
 driver (`gapwatch.engine.replay`) feeds their records to a session, paced by their own times.
 

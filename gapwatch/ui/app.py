@@ -38,6 +38,7 @@ from gapwatch.ui.widgets.help_screen import HelpScreen
 from gapwatch.ui.widgets.host_panel import HostPanel
 from gapwatch.ui.widgets.log_pane import LogPane
 from gapwatch.ui.widgets.overview import Overview
+from gapwatch.ui.widgets.pipeline_line import PipelineLine
 from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
 
 #: Seconds between repaints of the host panel and the log pane (see `_push`).
@@ -122,6 +123,7 @@ class GapwatchApp(App[int]):
         yield Overview(id="overview")
         yield DetailChart(self.config.ui.detail_redraw_s, id="detail")
         yield HostPanel(id="host")
+        yield PipelineLine(id="pipeline")
         with Vertical(id="lower"):
             yield GapTable(id="gaps")
             yield LogPane(id="log")
@@ -129,6 +131,7 @@ class GapwatchApp(App[int]):
 
     def on_mount(self) -> None:
         self.query_one(DetailChart).display = False
+        self.query_one(PipelineLine).display = False  # until a prover snapshot arrives
         self.runtime.session.subscribe(self._on_core_event)
         self.set_interval(1.0 / self.config.ui.redraw_hz, self.redraw)
         self.set_interval(self._status_every_s, self.refresh_status)
@@ -180,6 +183,7 @@ class GapwatchApp(App[int]):
         if force or view.paused or now - self._slow_pushed_mono >= SLOW_PANEL_EVERY_S:
             self._slow_pushed_mono = now
             self.query_one(HostPanel).show(view)
+            self.query_one(PipelineLine).show(view)
             self.query_one(LogPane).show(view)
 
     def _repush(self, **changes: object) -> None:

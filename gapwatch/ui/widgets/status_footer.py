@@ -52,6 +52,13 @@ def status_parts(status: RuntimeStatus) -> list[str]:
     ct = status.copytrace
     if ct is not None:
         parts.append(ct.summary())
+    for p in status.provers:
+        failed = sum(p.errors.values())
+        if p.state == "ok":
+            took = "" if p.last_latency_ms is None else f" {p.last_latency_ms:.0f} ms"
+            parts.append(f"/status {p.prover} ok{took}" + (f", {failed} failed" if failed else ""))
+        else:
+            parts.append(f"/status {p.prover} {p.state.replace('_', ' ')} ({failed} failed)")
     # The GPU lines' "% of link" is of the maximum: say so where a link trained below it.
     links_down = links_down_text(status.links)
     if links_down:

@@ -19,7 +19,7 @@ from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.runtime import build_runtime
-from gapwatch.engine.summary import gap_counts_text
+from gapwatch.engine.summary import gap_counts_text, links_down_text, procmem_counts_text
 from gapwatch.sources import SourceUnavailable
 
 
@@ -86,9 +86,12 @@ def run(args: argparse.Namespace, config: Config) -> int:
         f"max {lat.max_ms:.2f} ms, skipped {lat.skipped_ticks}"
     ) if lat and lat.p50_ms is not None else ""
     ct = f"; {rt.copytrace.status().summary()}" if rt.copytrace is not None else ""
+    status = rt.status()
+    slow = "".join(f"; {t}" for t in (procmem_counts_text(status.source_counters),
+                                      links_down_text(status.links)) if t)
     print(f"gapwatch record: stopped{where}; gaps: {gaps}; final states: "
-          f"{states or 'none'}{late}{ct}", file=sys.stderr)
-    for p in rt.status().provers:
+          f"{states or 'none'}{late}{ct}{slow}", file=sys.stderr)
+    for p in status.provers:
         errors = ", ".join(f"{k} {v}" for k, v in sorted(p.errors.items())) or "none"
         print(f"gapwatch record: prover status {p.url}: {p.ok} of {p.polls} polls answered "
               f"(every {p.period_s:g} s); failed: {errors}", file=sys.stderr)

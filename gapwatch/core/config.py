@@ -47,6 +47,24 @@ class SamplerConfig(_Section):
     #: Seconds between `nvmlDeviceGetPcieThroughput` calls on the legacy path. That call blocks
     #: ~21 ms per direction per GPU, so it never runs inside every tick.
     legacy_pcie_every_s: float = Field(5.0, ge=1.0)
+    #: Seconds between readings of the host memory (/proc/PID/status: pinned RssShmem vs heap
+    #: RssAnon) of the processes NVML lists on each GPU; 0 = never. A slow reading: memory
+    #: sizes change over seconds, and it costs one NVML call per GPU and one file per process.
+    procmem_every_s: float = 5.0
+    #: At most this often per GPU, and only while data moves, the PCIe link's current
+    #: generation and width are read (a link trained below its maximum); 0 = never.
+    link_every_s: float = 5.0
+    #: "Data moves": PCIe RX or TX of the tick's reading above this. Idle links down-train to
+    #: save power, so a reading at idle would report a trained-down link that is not.
+    link_check_min_bytes_per_s: float = Field(1e9, gt=0)
+
+    @field_validator("procmem_every_s", "link_every_s")
+    @classmethod
+    def _slow_reading(cls, value: float) -> float:
+        # Not every tick: these are slow readings by design (0 turns them off).
+        if value != 0 and value < 1.0:
+            raise ValueError("must be 0 (off) or at least 1 second")
+        return value
 
 
 class HostConfig(_Section):

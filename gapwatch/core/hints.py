@@ -278,6 +278,22 @@ def process_memory_words(processes: list[dict[str, Any]]) -> str:
             "(/proc, a hint: cudaHostRegister'ed memory counts as heap)")
 
 
+def link_text(gen: int | None, width: int | None, bytes_per_s: float | None) -> str:
+    """`Gen3 x8 (7.9 GB/s)`: a link as trained, or its maximum."""
+    shape = f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
+    return f"{shape} ({rate_text(bytes_per_s)})" if bytes_per_s is not None else shape
+
+
+def link_trained_down_words(gen: int | None, width: int | None, bytes_per_s: float | None,
+                            max_gen: int | None, max_width: int | None,
+                            max_bytes_per_s: float | None, moving_bytes_per_s: float) -> str:
+    """The warning for a link seen below its maximum generation or width while data moved."""
+    return (f"PCIe link at {link_text(gen, width, bytes_per_s)} while moving data "
+            f"({rate_text(moving_bytes_per_s)}); its maximum is "
+            f"{link_text(max_gen, max_width, max_bytes_per_s)}: check the slot, riser and BIOS "
+            "PCIe settings. Gap hints now give \"% of max link\" and the trained capacity")
+
+
 def link_words(rate: float, max_link_bytes_per_s: float, link_down: dict[str, Any] | None
                ) -> str:
     """`(N % of link)`, saying which capacity: the maximum, and the trained one when the link

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from gapwatch.core.config import Config, split_listen
-from gapwatch.core.models import GpuInfo, LogEvent, Record, SessionHeader
+from gapwatch.core.models import GpuInfo, LinkState, LogEvent, Record, SessionHeader
 from gapwatch.engine.clock import Clock, ScaledClock, SystemClock, VirtualClock
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import LatenessStats, Sampler
@@ -61,6 +61,12 @@ class RuntimeStatus:
     done: bool = False
     #: The copy trace's reader (None when `--copytrace` is off).
     copytrace: CopyTraceStatus | None = None
+    #: The latest PCIe link reading under traffic per GPU (a trained-down link changes what
+    #: "% of link" means: the footer says so).
+    links: dict[int, LinkState] = field(default_factory=dict)
+    #: The GPU source's slow-reading counters (`NvmlSource.counters`: /proc readings and their
+    #: problems, link reads); empty for other sources.
+    source_counters: dict[str, int] = field(default_factory=dict)
     #: One per polled status URL (cuzk `/status`), in the order given.
     provers: list[PollerStatus] = field(default_factory=list)
     #: Where the simulated prover serves its own status, when it does.
@@ -227,6 +233,10 @@ class Runtime:
             sim_status_url=(self.sim_status_server.url
                             if self.sim_status_server is not None else None),
             copytrace=self.copytrace.status() if self.copytrace is not None else None,
+            links=self.store.links(),
+            # Only the NVML source takes slow readings; the sim and replay have no counters.
+            source_counters=dict(getattr(self.sampler.gpu_source, "counters", {}))
+            if self.sampler is not None else {},
         )
 
 

@@ -41,7 +41,7 @@ from prometheus_client.core import (
 from gapwatch import __version__
 from gapwatch.core.config import split_listen
 from gapwatch.core.ledger import Tally
-from gapwatch.core.models import CHAIN_STATES, GAP_KINDS, GpuSample
+from gapwatch.core.models import CHAIN_STATES, GAP_KINDS, GpuSample, LinkState, ProcessMemory
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import StoreSnapshot
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
@@ -106,6 +106,7 @@ class GapwatchCollector:
         yield from self._log_files(logs, log_counters)
         yield self._lateness(counts)
         yield from self._copytrace(counts)
+        yield from self._slow_readings(snap.links, snap.procmem)
         yield from prover_families(snap.provers, pollers)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
@@ -113,6 +114,33 @@ class GapwatchCollector:
         build = InfoMetricFamily("gapwatch_build", "gapwatch version and data source.")
         build.add_metric([], {"version": __version__, "source": header.source})
         yield build
+
+    def _slow_readings(self, links: dict[int, LinkState],
+                       procmem: dict[int, tuple[ProcessMemory, ...]]) -> Iterator[Metric]:
+        """The link as last trained under traffic, and the /proc memory of the processes on
+        each GPU (absent until read; a field /proc could not give is absent, never 0)."""
+        trained = _gauge("gpu_pcie_link_trained_capacity_bytes_per_second",
+                         "Per-direction capacity of the PCIe link as trained, read while data "
+                         "moved.", ["gpu"])
+        down = _gauge("gpu_pcie_link_trained_down", "1 when the link was last seen below its "
+                      "maximum generation or width while data moved, else 0.", ["gpu"])
+        for gpu, link in sorted(links.items()):
+            if link.bytes_per_s is not None:
+                trained.add_metric([str(gpu)], link.bytes_per_s)
+            down.add_metric([str(gpu)], 1.0 if link.trained_down else 0.0)
+        pinned = _gauge("process_pinned_host_memory_bytes", "RssShmem of a process on the GPU "
+                        "(cudaHostAlloc-pinned memory counts here; a hint: cudaHostRegister'ed "
+                        "memory does not).", ["gpu", "pid", "name"])
+        heap = _gauge("process_heap_host_memory_bytes", "RssAnon of a process on the GPU "
+                      "(ordinary heap, and cudaHostRegister'ed memory).", ["gpu", "pid", "name"])
+        for gpu, readings in sorted(procmem.items()):
+            for r in readings:
+                label = [str(gpu), str(r.pid), r.name]
+                if r.rss_shmem_bytes is not None:
+                    pinned.add_metric(label, r.rss_shmem_bytes)
+                if r.rss_anon_bytes is not None:
+                    heap.add_metric(label, r.rss_anon_bytes)
+        yield from (trained, down, pinned, heap)
 
     def _copytrace(self, c: SinkCounts) -> Iterator[Metric]:
         """Copies and bytes by GPU, direction and memory kind, and what the trace dropped."""

@@ -32,7 +32,7 @@ import orjson
 
 from gapwatch.core import fmt
 from gapwatch.core.config import Config
-from gapwatch.core.hints import hint_cause
+from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
 from gapwatch.engine.store import StoreSnapshot
 from gapwatch.sinks.recorder import write_recording
@@ -155,6 +155,11 @@ def render_summary(
         state = snap.states.get(info.index)
         link = info.link_bytes_per_s or config.detector.default_link_bytes_per_s
         gen = f"Gen{info.link_gen} x{info.link_width}" if info.link_gen else "link unknown"
+        trained = snap.links.get(info.index)
+        if trained is not None and trained.trained_down:
+            # "% of link" everywhere is of the maximum: say what the link actually ran at.
+            gen += (f"; trained down to "
+                    f"{link_text(trained.gen, trained.width, trained.bytes_per_s)} under traffic")
         rows.append([
             f"GPU{info.index}", info.name, state.state if state else "NO_DATA",
             fmt.frac_pct(snap.busy_share(info.index)),

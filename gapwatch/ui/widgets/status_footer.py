@@ -22,6 +22,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gapwatch.engine.runtime import RuntimeStatus
+from gapwatch.engine.summary import links_down_text
 from gapwatch.ui.fit import fit_indices
 
 _SOURCE_NAME = {"gpm": "GPM", "counters": "counters", "legacy": "legacy", "util": "util only",
@@ -69,6 +70,10 @@ def status_parts(status: RuntimeStatus) -> list[str]:
             parts.append(f"/status {p.prover} ok{took}" + (f", {failed} failed" if failed else ""))
         else:
             parts.append(f"/status {p.prover} {p.state.replace('_', ' ')} ({failed} failed)")
+    # The GPU lines' "% of link" is of the maximum: say so where a link trained below it.
+    links_down = links_down_text(status.links)
+    if links_down:
+        parts.append(links_down)
     if status.recording_path:
         parts.append(f"rec {status.recording_path}")
     if status.prometheus_address:

@@ -72,12 +72,20 @@ def score_copies(truth: dict[str, Any], copies: list[Any], *, min_bytes: int = M
                  edge_tol_s: float = EDGE_TOL_S, rate_tol: float = RATE_TOL) -> dict[str, Any]:
     """Match each partition of the load generator's copy log to the traced copies.
 
+    The log says when a worker *issued* its copies (`copy_start`) and when the call returned
+    (`copy_end`). Host-to-device copies share the GPU's copy engine, so a copy issued while the
+    other worker's copy runs waits for it (measured on the H200: a worker's first copy started
+    exactly when the other's ended): its DMA starts at the later of the issue time and the end
+    of the other streams' copies running then (`queued_until`), and the engine time that was
+    the other streams' inside the logged span is not this worker's copy time.
+
     A partition's copies are the traced H2D copies >= `min_bytes` inside its logged window
     (widened by `edge_tol_s`), all on one stream (each worker copies on its own), each used at
     most once. The partition passes when there are as many as the log implies (copy_bytes /
-    abc bytes), each of abc bytes and of the expected memory kind, the first start and last end
-    within `edge_tol_s` of the logged ones, and the traced rate (bytes / first start..last end)
-    within `rate_tol` of the logged rate.
+    abc bytes), each of abc bytes and of the expected memory kind, the first start within
+    `edge_tol_s` of `queued_until`, the last end within `edge_tol_s` of the logged return, and
+    the traced rate within `rate_tol` of the logged one (both: bytes over their span less the
+    other streams' copy time in it).
     """
     params = truth.get("params") or {}
     expected = "pinned" if params.get("pinned") else "pageable"
@@ -97,20 +105,28 @@ def score_copies(truth: dict[str, Any], copies: list[Any], *, min_bytes: int = M
         by_stream: dict[int, list[int]] = {}
         for i in inside:
             by_stream.setdefault(int(_attr(big[i], "stream_id")), []).append(i)
-        group: list[int] = []
-        for ids in by_stream.values():
-            if len(ids) >= len(group) and (not group or abs(
-                    _attr(big[ids[0]], "start_wall_s") - c0) < abs(
-                    _attr(big[group[0]], "start_wall_s") - c0)):
-                group = ids
+        # The worker's stream: the one with the copies the log implies (then the most, then the
+        # nearest the issue time); another stream's copies in the window are the other worker's.
+        group: list[int] = max(
+            by_stream.values(),
+            key=lambda ids: (len(ids) == want, len(ids),
+                             -abs(_attr(big[ids[0]], "start_wall_s") - c0)),
+            default=[])
         used.update(group)
         cs = [big[i] for i in group]
+        stream = int(_attr(cs[0], "stream_id")) if cs else None
+        others = [c for c in big if int(_attr(c, "stream_id")) != stream]
+        queued_until = max([c0] + [_attr(c, "end_wall_s") for c in others
+                                   if _attr(c, "start_wall_s") <= c0 + edge_tol_s
+                                   and _attr(c, "end_wall_s") > c0])
         row: dict[str, Any] = {"partition": iv.get("partition"), "worker": iv.get("worker"),
                                "expected_copies": want, "traced_copies": len(cs)}
         if cs:
             first, last = cs[0], max(cs, key=lambda c: _attr(c, "end_wall_s"))
-            traced_s = _attr(last, "end_wall_s") - _attr(first, "start_wall_s")
-            logged_rate = nbytes / (c1 - c0) if c1 > c0 else None
+            t_first, t_last = _attr(first, "start_wall_s"), _attr(last, "end_wall_s")
+            traced_s = t_last - t_first - _busy(others, t_first, t_last)
+            logged_s = c1 - c0 - _busy(others, c0, c1)
+            logged_rate = nbytes / logged_s if logged_s > 0 else None
             traced_bytes = sum(int(_attr(c, "bytes")) for c in cs)
             traced_rate = traced_bytes / traced_s if traced_s > 0 else None
             row.update({
@@ -118,7 +134,8 @@ def score_copies(truth: dict[str, Any], copies: list[Any], *, min_bytes: int = M
                 "kind_ok": all(host_kind(c) == expected for c in cs),
                 "bytes_ok": traced_bytes == nbytes and all(int(_attr(c, "bytes")) == abc
                                                            for c in cs),
-                "start_error_s": _attr(first, "start_wall_s") - c0,
+                "queued_s": queued_until - c0,
+                "start_error_s": t_first - queued_until,
                 "end_error_s": _attr(last, "end_wall_s") - c1,
                 "logged_bytes_per_s": logged_rate, "traced_bytes_per_s": traced_rate,
                 "rate_error": (traced_rate / logged_rate - 1) if traced_rate and logged_rate
@@ -141,8 +158,11 @@ def score_copies(truth: dict[str, Any], copies: list[Any], *, min_bytes: int = M
     rates = [abs(r["rate_error"]) for r in rows if r.get("rate_error") is not None]
     per_copy = sorted(x for r in rows for x in r.get("per_copy_bytes_per_s", []))
     ok = sum(1 for r in rows if r["ok"])
+    queued = [r["queued_s"] for r in rows if r.get("queued_s", 0) > edge_tol_s]
     return {
         "expected_kind": expected, "partitions": len(rows), "partitions_ok": ok,
+        "queued_behind_other_stream": len(queued),
+        "queued_ms_max": max(queued) * 1e3 if queued else None,
         "passed": bool(rows) and ok == len(rows),
         "extra_big_copies": len(extra),
         "extra_kinds": sorted({host_kind(c) for c in extra}),
@@ -154,6 +174,23 @@ def score_copies(truth: dict[str, Any], copies: list[Any], *, min_bytes: int = M
                               if per_copy else None),
         "failures": [r for r in rows if not r["ok"]][:5],
     }
+
+
+def _busy(copies: list[Any], t0: float, t1: float) -> float:
+    """Seconds of [t0, t1] that `copies` (on other streams) held the copy engine."""
+    return sum(max(0.0, min(t1, _attr(c, "end_wall_s")) - max(t0, _attr(c, "start_wall_s")))
+               for c in copies)
+
+
+def delivery_lag(copies: list[Any], header: dict[str, Any]) -> dict[str, Any]:
+    """How long after its end each copy reached gapwatch (live, not at the prover's exit)."""
+    mono0, wall0 = header.get("started_mono_ns"), header.get("started_wall_s")
+    lags = sorted((_attr(c, "t_arrival_mono_ns") - mono0) / 1e9 + wall0 - _attr(c, "end_wall_s")
+                  for c in copies if _attr(c, "t_arrival_mono_ns") is not None
+                  and mono0 is not None and wall0 is not None)
+    if not lags:
+        return {"n": 0, "p50_s": None, "max_s": None}
+    return {"n": len(lags), "p50_s": median(lags), "max_s": lags[-1]}
 
 
 def score_hints(report: dict[str, Any], expected_kind: str) -> dict[str, Any]:
@@ -269,6 +306,7 @@ def case_check(case: Path, pid: int | None = None,
     return {"copies": copy_score, "hints": score_hints(report, copy_score["expected_kind"]),
             "procmem": score_procmem(truth, procmem, pid),
             "link": score_links(links, expect_link),
+            "delivery_lag": delivery_lag(copies, rec.header.model_dump()),
             "n_copies": len(copies), "counters": dict(rec.counters)}
 
 

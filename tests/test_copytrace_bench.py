@@ -55,6 +55,30 @@ def test_a_copy_on_another_stream_is_not_taken_for_the_partitions() -> None:
     assert s["passed"] and s["extra_big_copies"] == 1
 
 
+def test_a_copy_queued_behind_the_other_workers_copy_is_timed_from_when_the_engine_freed() -> None:
+    """Seen on the H200: worker 1 issued its copies while worker 0's ran on the shared copy
+    engine, and its first DMA started when worker 0's last one ended. Its start is judged
+    against that moment, and its rate without the other stream's engine time."""
+    t = truth()
+    iv = t["intervals"][0]
+    iv["copy_start"] -= 0.25  # issued 0.25 s before its first DMA could start
+    other = [copy(1.80, 2.05, "pageable", stream=17, nbytes=GIB, corr=50)]
+    s = bench.score_copies(t, pageable_partition() + other)
+    assert s["passed"], s["failures"]
+    assert s["queued_behind_other_stream"] == 1 and 240 < s["queued_ms_max"] < 260
+    # Without the other stream's copy to explain it, the same wait is a failure.
+    assert not bench.score_copies(t, pageable_partition())["passed"]
+
+
+def test_delivery_lag_is_arrival_after_the_copys_end() -> None:
+    from dataclasses import replace
+
+    late = [replace(c, t_arrival_mono_ns=int((c.end_wall_s - 100.0 + 0.3) * 1e9))
+            for c in pageable_partition()]
+    lag = bench.delivery_lag(late, {"started_mono_ns": 0, "started_wall_s": 100.0})
+    assert lag["n"] == 3 and abs(lag["p50_s"] - 0.3) < 1e-6
+
+
 def test_hints_must_state_the_memory_kind_of_every_starved_gap() -> None:
     good = {"gaps": [{"kind": "pcie_starved", "hint": "SMs idle 2.0 s ...; 3.0 GiB copied from "
                       "pageable host memory at 1.8 GB/s on stream 13",

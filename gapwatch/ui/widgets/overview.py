@@ -48,10 +48,12 @@ class Overview(Vertical):
         yield GapStrip(id="gap-strip")
 
     def show(self, view: View, every_column: bool = False) -> None:
-        """Redraw the charts when a new column begins (or the view's choices changed), not at
-        every redraw: between two column boundaries only the newest column can change, and a
-        repaint of the charts is the costliest thing the dashboard does. `every_column` =
-        the app's once-a-second tick, which also refreshes the partial newest column."""
+        """Redraw the charts once a second (`every_column`: the app's once-a-second tick), and
+        at once when the view's choices change or a gap is added, never at every redraw: a
+        repaint of the charts (every row shifts when the window advances) is the costliest
+        thing the dashboard does, and a column covers 0.2 s (30 s window) to 4 s (10 min), so
+        advancing a few columns a second shows the same picture. The header, the verdict and
+        the gap table still follow every redraw; a new gap is drawn at once."""
         title = " · ".join(fit_phrases(title_phrases(view), self.size.width or 80, " · "))
         if title != self._title:
             self._title = title
@@ -59,7 +61,7 @@ class Overview(Vertical):
         chart = self.query_one("#chart-sm", StripChart)
         columns = max(1, chart.size.width - LABEL_WIDTH)
         drawn = (view.gpu, view.window_s, view.paused, columns, chart.size.height,
-                 view.grid(columns)[1], len(view.snap.gaps))
+                 len(view.snap.gaps))
         if drawn == self._drawn and not every_column:
             return
         self._drawn = drawn

@@ -25,11 +25,10 @@ the user's explicit choice: the endpoint has no authentication (see docs/export.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -47,6 +46,7 @@ from gapwatch.sinks.metrics import (
     MetricsSink,
     SinkCounts,
 )
+from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
 
 CHAIN_STATES: tuple[str, ...] = ("CHAINED", "GAPS", "BREAKDOWN", "IDLE", "NO_DATA")
 #: Store counters with this prefix are the log engineer's (unparsed, cut, rotated lines...).
@@ -116,7 +116,7 @@ class GapwatchCollector:
         snap = self._session.store.snapshot()
         counts = self._sink.copy_counts()
         header = self._session.header
-        logs, log_counters = self._runtime_logs()
+        status, logs, log_counters = self._runtime_status()
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
         yield from self._state_gauges([g.index for g in snap.gpus], snap.states, snap.gaps,
                                        snap.busy)
@@ -124,6 +124,7 @@ class GapwatchCollector:
         yield from self._counters(counts, snap.counters, log_counters)
         yield from self._log_files(logs, log_counters)
         yield self._lateness(counts)
+        yield from _recording(getattr(status, "recording", None))
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
         yield period
@@ -131,12 +132,12 @@ class GapwatchCollector:
         build.add_metric([], {"version": __version__, "source": header.source})
         yield build
 
-    def _runtime_logs(self) -> tuple[dict[str, str], dict[str, int]]:
-        """The runtime's log files (path -> state) and tailer counters (`RuntimeStatus.logs`,
-        `.log_counters`: lines, parsed, unparsed). A failing status_fn costs its metrics for
-        this scrape, counted, never the scrape."""
+    def _runtime_status(self) -> tuple[Any, dict[str, str], dict[str, int]]:
+        """The runtime's `RuntimeStatus` (or None), its log files (path -> state) and tailer
+        counters (lines, parsed, unparsed). A failing status_fn costs the metrics that come
+        from it for this scrape, counted, never the scrape."""
         if self._status_fn is None:
-            return {}, {}
+            return None, {}, {}
         try:
             status = self._status_fn()
             logs = {str(k): str(v) for k, v in dict(getattr(status, "logs", {}) or {}).items()}
@@ -144,8 +145,8 @@ class GapwatchCollector:
                         dict(getattr(status, "log_counters", {}) or {}).items()}
         except Exception:  # noqa: BLE001 - a scrape must answer even if the runtime cannot
             self.status_errors += 1
-            return {}, {}
-        return logs, counters
+            return None, {}, {}
+        return status, logs, counters
 
     def _log_files(self, logs: dict[str, str], counters: dict[str, int]) -> Iterator[Metric]:
         files = InfoMetricFamily("gapwatch_log_file",
@@ -313,49 +314,87 @@ class GapwatchCollector:
         return hist
 
 
-class ExporterHandle:
-    """A running `/metrics` server. `address` is HOST:PORT as bound (port 0 resolved)."""
+def _recording(rec: Any) -> Iterator[Metric]:
+    """The recording's health (`RuntimeStatus.recording`); nothing without a recording."""
+    if rec is None:
+        return
+    failing = _gauge("recording_failing",
+                     "1 while the recording cannot be written (disk full, I/O error), else 0.",
+                     [])
+    failing.add_metric([], 1.0 if rec.state == "failing" else 0.0)
+    errors = CounterMetricFamily("gapwatch_recording_write_errors",
+                                 "Failed write attempts to the recording (each is retried).")
+    errors.add_metric([], rec.write_errors)
+    written = CounterMetricFamily("gapwatch_recording_records",
+                                  "Records written to the recording.")
+    written.add_metric([], rec.records_written)
+    dropped = CounterMetricFamily("gapwatch_recording_dropped_records",
+                                  "Records that will never be in the recording (memory bound "
+                                  "reached while the disk failed).")
+    dropped.add_metric([], rec.records_dropped)
+    pending = _gauge("recording_pending_records",
+                     "Records in memory waiting for the disk.", [])
+    pending.add_metric([], rec.records_pending)
+    yield from (failing, errors, written, dropped, pending)
 
-    def __init__(self, server: Any, thread: threading.Thread, host: str,
-                 registry: CollectorRegistry, sink: MetricsSink) -> None:
-        self._server = server
-        self._thread = thread
-        self.registry = registry
-        self.sink = sink
+
+class ExporterHandle:
+    """A bound `/metrics` server. `address` is HOST:PORT as bound (port 0 resolved).
+
+    `bind_exporter` binds it (so that a taken port fails before anything else starts);
+    `serve(session, status_fn)` starts counting and answering; `stop()` returns at once.
+    """
+
+    def __init__(self, server: MetricsServer, host: str) -> None:
+        self.server = server
+        self.registry: CollectorRegistry | None = None
+        self.sink: MetricsSink | None = None
         port = int(server.server_address[1])
         self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self.url = f"http://{self.address}/metrics"
 
+    def serve(self, session: Session, status_fn: Callable[[], Any] | None = None) -> None:
+        """Register a `MetricsSink` on the session (counting starts now: call it before feeding
+        records) and start answering scrapes. `status_fn` returns the runtime's
+        `RuntimeStatus`; its logs, log counters and recording feed their metrics."""
+        sink = MetricsSink()
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(GapwatchCollector(session, sink, status_fn))
+        session.add_sink(sink)
+        self.registry, self.sink = registry, sink
+        self.server.serve(registry)
+
     def stop(self) -> None:
-        """Stop serving and free the port. Safe to call twice."""
-        if self._thread.is_alive():
-            self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        """Stop serving and free the port, at once. Safe to call twice."""
+        self.server.stop()
+
+
+def bind_exporter(listen: str, limits: ServerLimits | None = None) -> ExporterHandle:
+    """Bind `listen` (HOST:PORT, :PORT or PORT; port 0 = any free) without serving yet.
+
+    Raises:
+        ExporterError: the address is malformed or cannot be bound.
+    """
+    host, port = parse_listen(listen)
+    try:
+        server = MetricsServer(host, port, limits)
+    except OSError as exc:
+        raise ExporterError(f"--prometheus {listen!r}: cannot listen on {host}:{port}: "
+                            f"{exc.strerror or exc}") from None
+    return ExporterHandle(server, host)
 
 
 def start_exporter(
     listen: str,
     session: Session,
     status_fn: Callable[[], Any] | None = None,
+    limits: ServerLimits | None = None,
 ) -> ExporterHandle:
-    """Serve the session's metrics on `listen` (HOST:PORT, :PORT or PORT; port 0 = any free).
-
-    Registers a `MetricsSink` on the session, so counting starts now: call it before feeding
-    records. `status_fn` returns the runtime's `RuntimeStatus`; its `logs` and `log_counters`
-    feed the log-file and log-line metrics at each scrape.
+    """Bind `listen` and serve the session's metrics there (`bind_exporter` + `serve`).
 
     Raises:
         ExporterError: the address is malformed or cannot be bound.
     """
-    host, port = parse_listen(listen)
-    sink = MetricsSink()
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(GapwatchCollector(session, sink, status_fn))
-    try:
-        server, thread = start_http_server(port, addr=host, registry=registry)
-    except OSError as exc:
-        raise ExporterError(f"--prometheus {listen!r}: cannot listen on {host}:{port}: "
-                            f"{exc.strerror or exc}") from None
-    session.add_sink(sink)
-    return ExporterHandle(server, thread, host, registry, sink)
+    handle = bind_exporter(listen, limits)
+    handle.serve(session, status_fn)
+    return handle

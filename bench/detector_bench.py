@@ -34,7 +34,7 @@ from gapwatch.core.detector import GapDetector  # noqa: E402
 from gapwatch.core.models import GpuSample  # noqa: E402
 from gapwatch.offline.report import build_report  # noqa: E402
 from gapwatch.offline.report_parallel import plan_workers  # noqa: E402
-from gapwatch.sources.recording import write_recording  # noqa: E402
+from gapwatch.sinks.recorder import write_recording  # noqa: E402
 
 
 def per_sample_cost(scenario: str, seconds: float = 600.0, gpus: int = 8) -> float:

@@ -27,6 +27,7 @@ COMMANDS = {
     "report": "headless: gaps, breakdowns and payoff of a recording, as text or JSON",
     "export": "headless: convert a recording to Perfetto trace JSON or CSV",
     "parse": "headless: print the events gapwatch reads from prover logs (check your rules)",
+    "copytrace": "build and install the copy-trace library for the prover (pinned vs pageable)",
 }
 
 
@@ -41,6 +42,7 @@ COMMON_FLAGS: dict[str, tuple[str, ...]] = {
     "report": ("log",),
     "export": ("log",),
     "parse": ("log",),
+    "copytrace": (),
 }
 
 
@@ -155,6 +157,11 @@ def resolve_config(args: argparse.Namespace) -> Config:
         over.setdefault("sim", {})["seed"] = args.seed
     if _flag(args, "prometheus"):
         over.setdefault("prometheus", {})["listen"] = args.prometheus
+    copytrace = getattr(args, "copytrace", None)  # watch and record only
+    if copytrace is not None:
+        over["copytrace"] = {"enabled": True}
+        if copytrace:
+            over["copytrace"]["socket"] = copytrace
     return with_overrides(config, over) if over else config
 
 

@@ -81,3 +81,83 @@ def test_other_headless_commands_never_load_textual(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "[0, 0, 0, 0] []", out.stderr
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the gapwatch modules it imports, at any depth of the file (lazy imports
+    inside functions count: a cycle hidden in a function is still a cycle)."""
+    names = {_module_name(p) for p in PKG.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in PKG.rglob("*.py"):
+        me = _module_name(path)
+        pkg = me if path.name == "__init__.py" else me.rpartition(".")[0]
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)]
+                    base = ".".join([*up, base] if base else up)
+                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+            for t in targets:
+                # The deepest module this names (`from gapwatch.core import fmt` names fmt).
+                while t and t not in names:
+                    t = t.rpartition(".")[0]
+                if t and t != me and t != "gapwatch":
+                    deps.add(t)
+        graph[me] = deps
+    return graph
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    graph = _import_graph()
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(m: str) -> None:
+        if m in path:
+            raise AssertionError("import cycle: " + " -> ".join(path[path.index(m):] + [m]))
+        if m in done:
+            return
+        path.append(m)
+        for d in sorted(graph.get(m, ())):
+            visit(d)
+        path.pop()
+        done.add(m)
+
+    for module in sorted(graph):
+        visit(module)
+
+
+def test_the_top_level_holds_only_entry_points_and_documented_subpackages() -> None:
+    top = {p.name for p in PKG.iterdir() if p.name != "__pycache__"}
+    packages = {p.name for p in PKG.iterdir() if (p / "__init__.py").exists()}
+    assert top - packages == {"__init__.py", "__main__.py", "cli.py", "py.typed"}
+    assert packages == {"commands", "copytrace", "core", "engine", "logs", "offline", "sinks",
+                        "sources", "ui"}
+    for init in PKG.rglob("__init__.py"):
+        if init.parent == PKG:
+            continue
+        doc = ast.get_docstring(ast.parse(init.read_text()))
+        assert doc and ("who use" in doc.lower() or "who call" in doc.lower()), init
+
+
+def test_the_core_has_no_threads_clocks_or_hardware() -> None:
+    for path in (PKG / "core").glob("*.py"):
+        imps = _imports(path)
+        assert not imps & {"threading", "time", "pynvml", "psutil", "socket", "textual"}, path
+    graph = _import_graph()
+    for module, deps in graph.items():
+        if module.startswith("gapwatch.core"):
+            assert all(d.startswith("gapwatch.core") for d in deps), (module, deps)

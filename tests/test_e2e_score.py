@@ -1,8 +1,9 @@
-"""bench/gpu_e2e_score.py and the pure parts of bench/gpu_e2e.py, without a GPU.
+"""bench/gpu_e2e_score.py, which re-scores the committed H200 cases in CI, without a GPU.
 
 The scoring glue (report JSON -> evaluation.scoring), the recording facts (lateness, live states),
 the `nvidia-smi dmon` parser and comparison, the overhead arithmetic, and a whole case folder in
-the committed layout, built here from the simulated prover.
+the committed layout, built here from the simulated prover. (The GPU orchestration in
+bench/gpu_e2e.py is not tested here: it is not something users run.)
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ def _load(name: str) -> Any:
 
 
 sc = _load("gpu_e2e_score")
-e2e = _load("gpu_e2e")
 
 T0 = 1_796_029_600.0
 
@@ -181,48 +181,3 @@ def test_a_case_folder_is_rescored_from_its_files(tmp_path: Path) -> None:
 
 def test_the_score_command_refuses_a_folder_without_cases(tmp_path: Path) -> None:
     assert sc.main([str(tmp_path)]) == 2
-
-
-# ------------------------------------------------------------------ gpu_e2e's pure parts
-
-
-def test_default_plan_fits_the_device_budget() -> None:
-    a = e2e.build_parser().parse_args(["--out", "/nowhere"])
-    total = 30 + len(e2e.SCENARIOS) * e2e.estimate_s(a, "scenario") + a.overhead_runs * (
-        e2e.estimate_s(a, "on") + e2e.estimate_s(a, "off"))
-    assert a.seconds >= 30 and total <= 8 * 60 and a.deadline_s < 600
-
-
-def test_summary_markdown_reports_failed_and_skipped_steps() -> None:
-    md = e2e.summary_markdown({"machine": {"date_utc": "today"},
-                               "scenarios": {"pageable": {"error": "load generator failed"}},
-                               "failures": ["scenario pageable: boom"],
-                               "skipped": ["overhead run 2 (on)"]})
-    assert "pageable | FAILED: load generator failed" in md
-    assert "- scenario pageable: boom" in md and "- overhead run 2 (on)" in md
-
-
-@pytest.mark.slow
-def test_smoke_run_writes_a_bundle_the_scorer_can_read(tmp_path: Path) -> None:
-    """The whole orchestration without a GPU: fake load, simulated gapwatch source, no dmon."""
-    import os
-    import subprocess
-    import tarfile
-
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = tmp_path / "out"
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_e2e.py"), "--smoke",
-                        "--out", str(out), "--work", str(tmp_path / "work"), "--seconds", "1.5",
-                        "--scenarios", "chained", "--overhead-runs", "0", "--warmup-s", "0",
-                        "--tail-s", "0.2"], capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["failures"] == [] and "score" in summary["scenarios"]["chained"]
-    assert summary["scenarios"]["chained"]["gapwatch_cpu"]["steady_wall_s"] > 0
-    with tarfile.open(out / "h200-e2e.tar.gz") as tar:
-        tar.extractall(tmp_path / "data", filter="data")
-    case = tmp_path / "data" / "h200-e2e" / "chained"
-    assert {p.name for p in case.iterdir()} >= {"meta.json", "truth.json", "rec.jsonl.gz",
-                                                 "stdout.log", "stderr.log"}
-    assert sc.score_dir(case)["score"]["scenario"] == "chained"
-    assert "| chained |" in (out / "summary.md").read_text()

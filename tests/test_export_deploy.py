@@ -32,7 +32,7 @@ def _served_names() -> set[str]:
     handle = start_exporter(":0", session)
     try:
         session.on_gpu_samples([GpuSample(0, 1, 1.0, 100, 50.0, 60.0, 1e9, 1e8, lateness_ns=1)])
-        session.on_host_sample(HostSample(1, 1.0, 100, 40.0, 1 << 30, 0, 10.0, 5.0, 1.0, 0.1,
+        session.on_record(HostSample(1, 1.0, 100, 40.0, 1 << 30, 0, 10.0, 5.0, 1.0, 0.1,
                                           0.01, 2.0, 1e10))
         store.set_state(StateChange(0, 1, 1.0, "BREAKDOWN", 0.5))
         store.upsert_gap(Gap(1, 0, "pcie_starved", 0, 0.0, None, None, 0.5, 1e9, None, 63e9))

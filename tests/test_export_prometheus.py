@@ -19,6 +19,7 @@ from gapwatch.core.models import (
     GpuSample,
     HostSample,
     LogEvent,
+    Record,
     SessionHeader,
     StateChange,
 )
@@ -33,14 +34,10 @@ class ScriptedDetector:
     def __init__(self) -> None:
         self.script: dict[int, list[Gap | StateChange]] = {}
 
-    def feed_gpu(self, sample: GpuSample) -> list[Gap | StateChange]:
-        return self.script.pop(sample.t_mono_ns, [])
-
-    def feed_host(self, sample: HostSample) -> None:
-        return None
-
-    def feed_log(self, event: LogEvent) -> None:
-        return None
+    def feed(self, record: Record) -> list[Gap | StateChange]:
+        if isinstance(record, GpuSample):
+            return self.script.pop(record.t_mono_ns, [])
+        return []
 
     def finish(self) -> list[Gap | StateChange]:
         return []
@@ -139,7 +136,7 @@ def test_missing_readings_are_absent_never_zero(live: tuple[Session, ScriptedDet
     assert m.get("gapwatch_gpu_pcie_rx_bytes_per_second", {}) == {}
     # Host gauges appear only once a host sample exists, and only for fields it has.
     assert "gapwatch_host_memory_used_ratio" not in m
-    session.on_host_sample(HostSample(t_mono_ns=1, t_wall_s=1000.0, interval_ns=None,
+    session.on_record(HostSample(t_mono_ns=1, t_wall_s=1000.0, interval_ns=None,
                                       mem_used_pct=40.0, mem_available_bytes=None,
                                       swap_used_bytes=None, cpu_busy_pct=None,
                                       psi_mem_some_avg10=12.5, psi_mem_full_avg10=None,
@@ -220,12 +217,9 @@ def test_log_events_and_unparsed_lines_are_counted(live: tuple[Session, Scripted
     for kind in ("timeline", "timeline", "unparsed"):
         session.on_log_event(LogEvent(t_wall_s=1000.0, time_source="line", kind=kind,
                                       name="GPU_START", raw="x"))
-    session.store.count("log_lines_cut", 2)
-    session.store.count("snapshots")  # not a log counter: not exported as one
     m = scrape(handle)
     assert m["gapwatch_prover_log_events_total"] == {(("kind", "timeline"),): 2}
     assert m["gapwatch_log_unparsed_lines_total"][()] == 1
-    assert m["gapwatch_log_counter_total"] == {(("name", "log_lines_cut"),): 2}
 
 
 def test_the_global_registry_is_left_alone(live: tuple[Session, ScriptedDetector,
@@ -251,7 +245,7 @@ def test_two_exporters_in_one_process_do_not_collide() -> None:
 
 class _Status:
     logs = {"/var/log/cuzk.log": "following"}
-    log_counters = {"lines": 10, "parsed": 7, "unparsed": 3}
+    log_counters = {"lines": 10, "parsed": 7, "unparsed": 3, "cut_lines": 1}
 
 
 def test_runtime_status_feeds_log_file_and_line_metrics() -> None:
@@ -266,6 +260,7 @@ def test_runtime_status_feeds_log_file_and_line_metrics() -> None:
                                             ("state", "following")): 1}
     assert m["gapwatch_log_lines_total"][()] == 10
     assert m["gapwatch_log_unparsed_lines_total"][()] == 3
+    assert m["gapwatch_log_counter_total"][(("name", "cut_lines"),)] == 1
 
 
 def test_a_failing_status_is_counted_and_the_scrape_still_answers() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from ui_fakes import (
     H200,
     H200_B,
@@ -176,3 +177,20 @@ async def test_an_empty_store_waits_without_crashing(tmp_path: Path) -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert len(app.snapshots) == 1
+
+
+def test_mono_colour_is_this_apps_no_color_and_leaves_the_environment_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from textual.filter import Monochrome
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    app = GapwatchApp(FakeRuntime(make_config(tmp_path, color="mono")))  # type: ignore[arg-type]
+    assert app.no_color
+    assert any(isinstance(f, Monochrome) for f in app.get_line_filters())
+    assert "NO_COLOR" not in os.environ
+    plain = GapwatchApp(FakeRuntime(make_config(tmp_path)))  # type: ignore[arg-type]
+    assert not plain.no_color
+    assert not any(isinstance(f, Monochrome) for f in plain.get_line_filters())

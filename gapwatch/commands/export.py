@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from gapwatch.core.config import Config
+from gapwatch.core.models import DERIVED_TYPES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +49,8 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes]) -> st
     extra, _ = parse_logs(logs, config)
     recording = read_any(path)
     builder = TraceBuilder(recording.header)
-    builder.extend(recording.records)
+    # Recorded gaps and states are superseded by the report's (same samples, this version).
+    builder.extend(r for r in recording.records if r.type not in DERIVED_TYPES)
     builder.extend(extra)
     builder.extend(report.gaps)
     builder.extend(report.states)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections import Counter
 
 from gapwatch.commands import argtypes
+from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
@@ -24,6 +24,7 @@ from gapwatch.engine.console import say
 from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime
 from gapwatch.engine.sampler import LatenessStats
 from gapwatch.engine.stop_signals import StopSignals
+from gapwatch.engine.summary import gap_counts_text
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=argtypes.positive_seconds, default=None, metavar="S",
                    help="stop after S seconds (of source time); default: until interrupted")
     p.add_argument("--quiet", action="store_true", help="print no live gap lines")
+    add_copytrace_flag(p)
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
@@ -48,15 +50,14 @@ def run(args: argparse.Namespace, config: Config) -> int:
         except STARTUP_ERRORS as exc:
             say(f"gapwatch record: {exc}")
             return 2
-        closed_gaps: Counter[str] = Counter()
         states: dict[int, str] = {}
 
         def listen(ev: Gap | StateChange | Notice) -> None:
-            # On the sampler thread: `say` never raises and never blocks on a dead stderr.
-            if isinstance(ev, Gap) and ev.end_s is not None:
-                closed_gaps[ev.kind] += 1
+            # On the sampler thread (each gap once, when it closes): `say` never raises and
+            # never blocks on a dead stderr.
+            if isinstance(ev, Gap):
                 if not args.quiet:
-                    say(f"gap gpu{ev.gpu} {ev.duration_s:.2f}s {ev.kind}: {ev.hint}")
+                    say(f"gap {ev.gap_id} gpu{ev.gpu} {ev.duration_s:.3f}s {ev.kind}: {ev.hint}")
             elif isinstance(ev, StateChange):
                 states[ev.gpu] = ev.state
                 if not args.quiet:
@@ -79,10 +80,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
             rt.stop()
     status = rt.status()
     why = f" ({stop.received.name})" if stop.received is not None else ""
-    gaps = ", ".join(f"{k}={v}" for k, v in sorted(closed_gaps.items())) or "none"
+    gaps = gap_counts_text(rt.store.snapshot().gap_tally)
     recorded = f"{status.recording.summary()}; " if status.recording is not None else ""
+    ct = f"; {rt.copytrace.status().summary()}" if rt.copytrace is not None else ""
     say(f"gapwatch record: stopped{why}; {recorded}gaps: {gaps}; "
-        f"final states: {states or 'none'}{_lateness_summary(status.lateness)}")
+        f"final states: {states or 'none'}{_lateness_summary(status.lateness)}{ct}")
     return 0
 
 

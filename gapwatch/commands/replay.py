@@ -17,6 +17,7 @@ from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.console import say
 from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime
 from gapwatch.engine.stop_signals import StopSignals
+from gapwatch.engine.summary import gap_counts_text
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,14 +40,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
 
 
 def _headless(rt: Runtime) -> int:
-    gaps: dict[int, Gap] = {}
     states: Counter[str] = Counter()
 
     def listen(ev: Gap | StateChange | Notice) -> None:
-        # Sampler (replay) thread: only counts, no I/O.
-        if isinstance(ev, Gap):
-            gaps[ev.gap_id] = ev
-        elif isinstance(ev, StateChange):
+        # Replay thread: only counts, no I/O.
+        if isinstance(ev, StateChange):
             states[ev.state] += 1
 
     rt.session.subscribe(listen)
@@ -57,8 +55,7 @@ def _headless(rt: Runtime) -> int:
                 pass
         finally:
             rt.stop()
-    kinds = Counter(g.kind for g in gaps.values() if not g.retracted)
-    found = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "no gaps"
+    gaps = gap_counts_text(rt.store.snapshot().gap_tally)
     entered = ", ".join(f"{k} x{n}" for k, n in sorted(states.items())) or "none"
-    say(f"gapwatch replay: {found}; states entered: {entered}")
+    say(f"gapwatch replay: gaps: {gaps}; states entered: {entered}")
     return 0

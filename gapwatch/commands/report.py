@@ -16,8 +16,9 @@ from typing import Any
 import orjson
 
 from gapwatch.core.config import Config
+from gapwatch.core.hints import size_text
+from gapwatch.core.models import GAP_KINDS
 from gapwatch.offline.report import (
-    KINDS,
     PAYOFF_METHOD,
     ReportData,
     build_report,
@@ -81,7 +82,7 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
     for t in r.totals:
         mine = [g for g in r.gaps if g.gpu == t.gpu]
         parts = []
-        for k in KINDS:
+        for k in GAP_KINDS:
             of_kind = [g for g in mine if g.kind == k]
             if of_kind:
                 parts.append(f"{len(of_kind)} {k} ({sum(g.duration_s for g in of_kind):.1f} s)")
@@ -104,6 +105,9 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
     for b in r.breakdowns:
         add(f"  GPU {b.gpu}: {_clock(b.start_s)} - {_clock(b.end_s)} "
             f"({b.end_s - b.start_s:.1f} s): {b.reason}")
+    if r.copies is not None:
+        add("")
+        out.extend(_copy_lines(r.copies))
     if r.partitions is not None:
         add("")
         out.extend(_partition_lines(r.partitions))
@@ -115,6 +119,25 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
         for p in r.problems[:5]:
             add(f"  {p}")
     return "\n".join(out) + "\n"
+
+
+def _copy_lines(copies: dict[str, Any]) -> list[str]:
+    """The copy trace's table: copies by GPU, direction and host memory kind, with their rates."""
+    lines = [f"Copies (copy trace): {copies['count']}, {size_text(copies['bytes'])}",
+             f"  {'GPU':>3} {'dir':<4} {'memory':<9} {'copies':>6} {'bytes':>10} "
+             f"{'rate':>9}  per copy min / median / max"]
+    for row in copies["rows"]:
+        gpu = "?" if row["gpu"] is None else str(row["gpu"])
+        lines.append(
+            f"  {gpu:>3} {row['direction'].upper():<4} {row['memory_kind']:<9} "
+            f"{row['count']:>6} {size_text(row['bytes']):>10} {_gb(row['bytes_per_s']):>9}  "
+            f"{_gb(row['rate_min_bytes_per_s'])} / {_gb(row['rate_median_bytes_per_s'])} / "
+            f"{_gb(row['rate_max_bytes_per_s'])}")
+    share = copies.get("pageable_share_of_gap_time")
+    if share is not None:
+        lines.append(f"  pageable copies ran during {share * 100:.0f} % of the gap time "
+                     f"({copies['pageable_copy_s']:.1f} s of {copies['gap_s']:.1f} s)")
+    return lines
 
 
 def _partition_lines(run: Any) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
 from gapwatch.engine.console import say
@@ -20,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", default=None, metavar="FILE",
                    help="also record to FILE (.jsonl, or .jsonl.gz), replayable with `replay`")
     add_output_arguments(p, "--record")
+    add_copytrace_flag(p)
 
 
 def run(args: argparse.Namespace, config: Config) -> int:

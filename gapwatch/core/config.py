@@ -181,6 +181,20 @@ class PrometheusConfig(_Section):
     listen: str = ""
 
 
+class CopyTraceConfig(_Section):
+    """The copy trace: copies named by memory kind, from the library injected into the prover
+    (`gapwatch copytrace build`, docs/copytrace.md). `--copytrace [PATH]` turns it on."""
+
+    #: Listen for the library's datagrams (off by default: the prover must carry the library).
+    enabled: bool = False
+    #: Socket path; "" = /run/user/UID/gapwatch-copytrace.sock, or /tmp/gapwatch-copytrace-UID.sock
+    #: where /run/user/UID does not exist.
+    socket: str = ""
+    #: Permission bits of the socket file (the prover's user must be able to write to it;
+    #: root always can).
+    socket_mode: int = Field(0o600, ge=0, le=0o777)
+
+
 class SimConfig(_Section):
     """The simulated prover (`--source sim[:SCENARIO]`)."""
 
@@ -203,6 +217,7 @@ class Config(_Section):
     ui: UiConfig = Field(default_factory=UiConfig)
     snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
     prometheus: PrometheusConfig = Field(default_factory=PrometheusConfig)
+    copytrace: CopyTraceConfig = Field(default_factory=CopyTraceConfig)
     sim: SimConfig = Field(default_factory=SimConfig)
 
 

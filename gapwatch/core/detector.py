@@ -31,28 +31,29 @@ from dataclasses import replace
 from typing import Any
 
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.evidence import EvidenceBuffer, GapEvidence, make_hint
+from gapwatch.core.evidence import EvidenceBuffer, GapEvidence
+from gapwatch.core.hints import make_hint
 from gapwatch.core.models import (
     ChainState,
+    CopyRecord,
     Gap,
     GpuInfo,
     GpuSample,
     HostSample,
     LogEvent,
+    Record,
     StateChange,
 )
+from gapwatch.core.readings import GPM_LIKE_SOURCES, is_stale_gpm, reading
 from gapwatch.core.track import BUSY as _BUSY
-from gapwatch.core.track import DEFAULT_PERIOD_NS, GpuTotals, median_int, valid
+from gapwatch.core.track import DEFAULT_PERIOD_NS, GpuTotals, Track, median_int
 from gapwatch.core.track import IDLE as _IDLE
 from gapwatch.core.track import PRE as _PRE
-from gapwatch.core.track import Track as _Track
 
 _NS = 1_000_000_000
 _NEVER = 1 << 62
 #: An open gap is re-published at most this often (data time), or when its kind changes.
 UPDATE_EVERY_NS = 500_000_000
-#: Signal sources whose all-exactly-zero readings are GPM staleness, not idleness (nvml-facts).
-_GPM_LIKE = ("gpm", "trace")
 
 
 class GapDetector:
@@ -75,7 +76,7 @@ class GapDetector:
         self.config = config
         self._live = live
         self._infos = {g.index: g for g in gpus}
-        self._tracks: dict[int, _Track] = {}
+        self._tracks: dict[int, Track] = {}
         self._thr_sm = config.idle_sm_pct
         self._thr_util = config.idle_util_pct
         self._min_gap_ns = int(config.min_gap_ms * 1e6)
@@ -98,6 +99,38 @@ class GapDetector:
 
     # -- inputs -------------------------------------------------------------------------------
 
+    def feed(self, record: Record) -> list[Gap | StateChange]:
+        """Take any record (the one entry live sessions and offline reports use); return the
+        gap versions and state changes it caused. Records the detector has no use for (notices,
+        recorded gaps and states) change nothing."""
+        tp = record.type
+        if tp == "gpu":
+            return self.feed_gpu(record)  # type: ignore[arg-type]
+        if tp == "host":
+            self.feed_host(record)  # type: ignore[arg-type]
+        elif tp == "log":
+            self.feed_log(record)  # type: ignore[arg-type]
+        elif tp == "copy":
+            return self.feed_copy(record)  # type: ignore[arg-type]
+        elif tp == "procmem":
+            self._ev.add_procmem(record)  # type: ignore[arg-type]
+        elif tp == "link":
+            self._ev.add_link(record)  # type: ignore[arg-type]
+        return []
+
+    def feed_copy(self, copy: CopyRecord) -> list[Gap | StateChange]:
+        """A copy from the copy trace: evidence for the gaps it overlaps. Copies arrive after
+        they end (a flush period or more), so one may land in a gap already closed: that gap
+        is re-published at once with it (and any late log events)."""
+        out = self._pending
+        self._pending = []
+        if self._ev.add_copy(copy):
+            for acc in self._ev.take_dirty_closed():
+                self._republish(acc)
+            out.extend(self._pending)
+            self._pending = []
+        return out
+
     def feed_host(self, sample: HostSample) -> None:
         self._ev.add_host(sample)
 
@@ -108,14 +141,17 @@ class GapDetector:
         self._ev.prune(self._now_s)
 
     def feed_gpu(self, s: GpuSample) -> list[Gap | StateChange]:
-        # The hot path (~7 M calls in a 24 h report): fields read once into locals, the track's
-        # bucket lists bound locally, no helper call unless something happens.
+        """One GPU sample, in named steps: place it in time, read its level, test for a hole,
+        count it in the window, then the busy or idle step, then the chaining state. This is
+        the hot path (~7 M calls in a 24 h report): each step is called only when it has work,
+        and a busy sample of a CHAINED GPU with no gap in the window stops after the busy
+        step."""
         tr = self._tracks.get(s.gpu)
         if tr is None:
             tr = self._new_track(s.gpu)
         lag = tr.lag_ns
         if lag is None:
-            lag = tr.lag_ns = self._gpm_lag_ns if s.sm_source in _GPM_LIKE else 0
+            lag = tr.lag_ns = self._gpm_lag_ns if s.sm_source in GPM_LIKE_SOURCES else 0
         # A GPM reading describes activity that ended about `gpm_lag_ms` before it was read:
         # place it there, so that gap edges (and the log lines tied to them) are on the GPU's
         # real timeline. The recorded sample keeps the time it was taken.
@@ -133,33 +169,65 @@ class GapDetector:
         wall = s.t_wall_s - lag / _NS
         self._now_s = wall
 
-        level = s.sm_active_pct
-        # NaN fails v == v; negative percentages are not readings (as `_valid`).
-        if level is not None and (level != level or level < 0):
-            level = None
-        thr = self._thr_sm
+        level = reading(s.sm_active_pct)
+        threshold = self._thr_sm
         low = False
         if level is not None:
             tr.has_sm = True
-            if level == 0.0 and s.sm_source in _GPM_LIKE and s.pcie_rx_bytes_per_s == 0.0 \
-                    and s.pcie_tx_bytes_per_s == 0.0:
-                # A stale GPM reading (every metric exactly 0.0): the next reading carries this
-                # interval. Skipping it must not open a gap.
+            if level == 0.0 and s.sm_source in GPM_LIKE_SOURCES and \
+                    is_stale_gpm(level, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s):
+                # No new data in this reading: the next one carries this interval. Skipping
+                # it must not open a gap (and does not move the track's clock).
                 self.counters["stale_gpm"] += 1
                 return out
         elif not tr.has_sm:
-            level = valid(s.gpu_util_pct)
-            thr = self._thr_util
+            # No SM activity on this GPU at all: utilization.gpu, with low confidence.
+            level = reading(s.gpu_util_pct)
+            threshold = self._thr_util
             low = True
         if level is None:
-            # No reading (a GPU with SM activity missed one, or nothing at all): no data.
-            self.counters["no_data"] += 1
-            tr.last_t = t
-            self._end_segment(tr, out)
-            self._set_state(tr, "NO_DATA", t, wall, out, "no SM activity reading")
+            self._no_reading(tr, t, wall, out)
             return out
 
-        # Hole test against the expected spacing (robust median of recent ones).
+        covered_from = self._covered_from(tr, s, t, last, out)
+        cover = t - covered_from
+        tr.last_t = t
+        bucket = self._count_in_window(tr, t, cover)
+        tr.last_wall = wall
+        offset = wall - t / _NS
+        phase = tr.phase
+        if level >= threshold:
+            self._busy_sample(tr, t, covered_from, cover, level, low, offset, bucket, out)
+            tr.last_busy_s = wall
+            if not tr.window_gaps and tr.state == "CHAINED":
+                return out  # nothing in the window can change a chained GPU
+            idle = False
+        else:
+            idle = True
+            if self._idle_sample(tr, s, t, cover, low, offset, phase, out):
+                return out
+        # Re-evaluate the state only when something happened or the window says so: in a
+        # BREAKDOWN most samples are neither, and this keeps the per-sample cost flat.
+        if len(out) != n_out or tr.phase != phase or t >= tr.recheck_ns or phase == _PRE:
+            self._update_state(tr, t, wall, idle, out)
+        return out
+
+    # -- the steps of one GPU sample ------------------------------------------------------------
+
+    def _no_reading(self, tr: Track, t: int, wall: float, out: list[Gap | StateChange]) -> None:
+        """No usable reading (a GPU with SM activity missed one, or nothing at all): no data,
+        which ends the data segment (an open gap is retracted, never bridged)."""
+        self.counters["no_data"] += 1
+        tr.last_t = t
+        self._end_segment(tr, out)
+        self._set_state(tr, "NO_DATA", t, wall, out, "no SM activity reading")
+
+    def _covered_from(
+        self, tr: Track, s: GpuSample, t: int, last: int | None, out: list[Gap | StateChange]
+    ) -> int:
+        """Start of the interval this sample covers; a spacing far above the expected one is a
+        hole, which ends the data segment. The expected spacing is a robust median of recent
+        ones, so one late tick does not teach it."""
         if last is None:
             spacing = -1
         else:
@@ -168,111 +236,113 @@ class GapDetector:
             n_seen = tr.n_seen = tr.n_seen + 1
             if n_seen >= 5 and (n_seen <= 8 or n_seen % 16 == 0):
                 tr.expected_ns = self._expected(median_int(tr.spacings))
-        exp = tr.expected_ns
+        expected = tr.expected_ns
         d = s.interval_ns
         if d is None or d <= 0:
-            d = spacing if spacing > 0 else exp
-        if spacing < 0 or spacing > self._nodata * exp:
+            d = spacing if spacing > 0 else expected
+        if spacing < 0 or spacing > self._nodata * expected:
             if spacing > 0:
                 self.counters["holes"] += 1
             self._end_segment(tr, out)
-            c0 = t - (d if d < exp else exp)
-        else:
-            c0 = t - d
-            if c0 < last:  # type: ignore[operator]
-                c0 = last  # type: ignore[assignment]
-        tr.last_t = t
-        cover = t - c0
+            return t - (d if d < expected else expected)
+        start = t - d
+        return last if last is not None and start < last else start
 
-        # One-second buckets for the window's busy fraction.
+    def _count_in_window(self, tr: Track, t: int, cover: int) -> int:
+        """Add the sample's covered ns to its one-second bucket of the chaining window (and to
+        the run's total); returns the bucket, where a busy sample adds its busy ns."""
         k = t // _NS
         i = k % self._n_buckets
-        b_ids = tr.b_ids
-        if b_ids[i] != k:
-            b_ids[i] = k
-            tr.b_busy[i] = 0
-            tr.b_cover[i] = cover
+        if tr.bucket_ids[i] != k:
+            tr.bucket_ids[i] = k
+            tr.bucket_busy_ns[i] = 0
+            tr.bucket_cover_ns[i] = cover
         else:
-            tr.b_cover[i] += cover
-        cover_total = tr.cover_total = tr.cover_total + cover
-        tr.last_wall = wall
+            tr.bucket_cover_ns[i] += cover
+        tr.data_ns += cover
+        return i
 
-        off = wall - t / _NS
+    def _busy_sample(
+        self, tr: Track, t: int, covered_from: int, cover: int, level: float, low: bool,
+        offset: float, bucket: int, out: list[Gap | StateChange],
+    ) -> None:
+        """A busy sample: counted busy; it closes an idle stretch (a gap if long enough) or
+        starts the run's first busy period; it becomes the run's last busy sample."""
+        tr.bucket_busy_ns[bucket] += cover
+        tr.busy_ns += cover
+        tr.data_ns_at_last_busy = tr.data_ns
         phase = tr.phase
-        if level >= thr:  # busy
-            tr.b_busy[i] += cover
-            tr.busy_total += cover
-            tr.cover_last_busy = cover_total
-            if phase == _BUSY:
-                if level > tr.peak:
-                    tr.peak = level
-            else:
-                if phase == _IDLE:
-                    self._close(tr, t, cover, level, off, low, out)
-                elif tr.cover_first_busy is None:
-                    tr.cover_first_busy = cover_total - cover
-                    tr.first_busy_s = c0 / _NS + off
-                tr.phase = _BUSY
-                tr.peak = level
-            tr.lb_t = t
-            tr.lb_c0 = c0
-            tr.lb_level = level
-            tr.lb_off = off
-            tr.last_busy_s = wall
-            if not tr.closed and tr.state == "CHAINED":
-                return out
-            idle = False
+        if phase == _BUSY:
+            if level > tr.busy_peak:
+                tr.busy_peak = level
         else:
-            idle = True
-            if phase == _BUSY:
-                # Busy -> idle: the gap candidate starts inside the last busy sample.
-                f = tr.lb_level / tr.peak if tr.peak > 0 else 1.0
-                start = tr.lb_c0 + int((tr.lb_t - tr.lb_c0) * (f if f < 1.0 else 1.0))
-                tr.phase = _IDLE
-                tr.g_start_ns = start
-                tr.g_start_s = start / _NS + tr.lb_off
-                tr.g_low = low
-                tr.rx_sum = tr.tx_sum = 0.0
-                tr.rx_w = tr.tx_w = tr.g_cover = 0
-                tr.k_quiet = tr.k_starved = tr.k_fast = 0
-            elif phase != _IDLE:
-                if tr.state == "IDLE":
-                    return out
-            if phase != _PRE:
-                # One idle sample inside a gap candidate (inline: most samples of a BREAKDOWN
-                # are these). Classify it by its dominant PCIe direction, so that one fast
-                # 80 ms copy inside a 1.5 s quiet wait is not averaged into a "trickle".
-                rate = -1.0
-                rx = s.pcie_rx_bytes_per_s
-                if rx is not None and rx == rx and rx >= 0:
-                    tr.rx_sum += rx * cover
-                    tr.rx_w += cover
-                    rate = rx
-                tx = s.pcie_tx_bytes_per_s
-                if tx is not None and tx == tx and tx >= 0:
-                    tr.tx_sum += tx * cover
-                    tr.tx_w += cover
-                    if tx > rate:
-                        rate = tx
-                if rate >= 0:
-                    if rate < tr.quiet_thr:
-                        tr.k_quiet += cover
-                    elif rate < tr.starved_thr:
-                        tr.k_starved += cover
-                    else:
-                        tr.k_fast += cover
-                if low:
-                    tr.g_low = True
-                tr.g_cover += cover
-                tr.g_last_t = t
-                tr.g_last_off = off
-                if t - tr.g_start_ns >= self._min_gap_ns:
-                    self._gap_long_enough(tr, t, out)
-        # Re-evaluate the state only when something happened or the window says so: in a
-        # BREAKDOWN most samples are neither, and this keeps the per-sample cost flat.
-        if len(out) != n_out or tr.phase != phase or t >= tr.recheck_ns or phase == _PRE:
-            self._update_state(tr, t, wall, idle, out)
-        return out
+            if phase == _IDLE:
+                self._close(tr, t, cover, level, offset, low, out)
+            elif tr.data_ns_at_first_busy is None:
+                tr.data_ns_at_first_busy = tr.data_ns - cover
+                tr.first_busy_s = covered_from / _NS + offset
+            tr.phase = _BUSY
+            tr.busy_peak = level
+        tr.last_busy_t = t
+        tr.last_busy_from = covered_from
+        tr.last_busy_level = level
+        tr.last_busy_wall_offset = offset
+
+    def _idle_sample(
+        self, tr: Track, s: GpuSample, t: int, cover: int, low: bool, offset: float, phase: int,
+        out: list[Gap | StateChange],
+    ) -> bool:
+        """An idle sample: it starts an idle stretch after a busy run, or adds to one (its PCIe
+        class and rates); a stretch `min_gap_ms` long is a gap. Returns True when the state
+        cannot change (idle before any busy sample of a GPU already IDLE)."""
+        if phase == _BUSY:
+            self._start_idle(tr, low)
+        elif phase == _PRE:
+            # Idle before the first busy period of the segment: not a gap candidate.
+            return tr.state == "IDLE"
+        # Classify the sample by its dominant PCIe direction, so that one fast 80 ms copy
+        # inside a 1.5 s quiet wait is not averaged into a "trickle".
+        rate = -1.0
+        rx = reading(s.pcie_rx_bytes_per_s)
+        if rx is not None:
+            tr.rx_sum += rx * cover
+            tr.rx_weight_ns += cover
+            rate = rx
+        tx = reading(s.pcie_tx_bytes_per_s)
+        if tx is not None:
+            tr.tx_sum += tx * cover
+            tr.tx_weight_ns += cover
+            if tx > rate:
+                rate = tx
+        if rate >= 0:
+            if rate < tr.quiet_below:
+                tr.quiet_ns += cover
+            elif rate < tr.starved_below:
+                tr.starved_ns += cover
+            else:
+                tr.fast_ns += cover
+        if low:
+            tr.idle_low_confidence = True
+        tr.idle_covered_ns += cover
+        tr.idle_last_t = t
+        tr.idle_last_wall_offset = offset
+        if t - tr.idle_start_ns >= self._min_gap_ns:
+            self._gap_long_enough(tr, t, out)
+        return False
+
+    def _start_idle(self, tr: Track, low: bool) -> None:
+        """Busy -> idle: the stretch starts inside the last busy sample, at the share of it that
+        its level says was busy."""
+        f = tr.last_busy_level / tr.busy_peak if tr.busy_peak > 0 else 1.0
+        span = tr.last_busy_t - tr.last_busy_from
+        start = tr.last_busy_from + int(span * (f if f < 1.0 else 1.0))
+        tr.phase = _IDLE
+        tr.idle_start_ns = start
+        tr.idle_start_s = start / _NS + tr.last_busy_wall_offset
+        tr.idle_low_confidence = low
+        tr.rx_sum = tr.tx_sum = 0.0
+        tr.rx_weight_ns = tr.tx_weight_ns = tr.idle_covered_ns = 0
+        tr.quiet_ns = tr.starved_ns = tr.fast_ns = 0
 
     def finish(self) -> list[Gap | StateChange]:
         """End of data: an open gap is idle after the last busy period, so it is retracted."""
@@ -280,12 +350,11 @@ class GapDetector:
         self._pending = []
         for tr in self._tracks.values():
             if tr.phase == _IDLE and tr.gap_id is not None:
-                gid = tr.gap_id
                 self._end_segment(tr, out)
                 t = tr.last_t or 0
                 self._set_state(
-                    tr, "IDLE", t, t / _NS + tr.g_last_off, out,
-                    f"end of data: idle after the last busy period, gap {gid} retracted",
+                    tr, "IDLE", t, t / _NS + tr.idle_last_wall_offset, out,
+                    "end of data: idle after the last busy period (its open gap retracted)",
                 )
         return out
 
@@ -294,11 +363,11 @@ class GapDetector:
         out = []
         for gpu in sorted(self._tracks):
             tr = self._tracks[gpu]
-            first = tr.cover_first_busy
-            active = (tr.cover_last_busy - first) if first is not None else 0
+            first = tr.data_ns_at_first_busy
+            active = (tr.data_ns_at_last_busy - first) if first is not None else 0
             out.append(GpuTotals(
-                gpu=gpu, link_bytes_per_s=tr.link, data_s=tr.cover_total / _NS,
-                busy_s=tr.busy_total / _NS, active_s=active / _NS,
+                gpu=gpu, link_bytes_per_s=tr.link, data_s=tr.data_ns / _NS,
+                busy_s=tr.busy_ns / _NS, active_s=active / _NS,
                 first_busy_s=tr.first_busy_s, last_busy_s=tr.last_busy_s,
                 last_wall_s=tr.last_wall, confidence="high" if tr.has_sm else "low",
                 final_state=tr.state,
@@ -307,79 +376,80 @@ class GapDetector:
 
     # -- gaps ---------------------------------------------------------------------------------
 
-    def _gap_long_enough(self, tr: _Track, t: int, out: list[Gap | StateChange]) -> None:
+    def _gap_long_enough(self, tr: Track, t: int, out: list[Gap | StateChange]) -> None:
         """An idle sample of a stretch already `min_gap_ms` long: open the gap, or re-publish
         it when its kind changed or `UPDATE_EVERY_NS` passed (live only)."""
         kind = self._kind(tr)
         if tr.gap_id is None:
             self._open_gap(tr)
-        elif kind == tr.kind and t - tr.last_emit_t < UPDATE_EVERY_NS:
+        elif kind == tr.kind and t - tr.last_publish_t < UPDATE_EVERY_NS:
             return
         tr.kind = kind
-        tr.last_emit_t = t
+        tr.last_publish_t = t
         tr.recheck_ns = 0  # the state may change on this very sample (BREAKDOWN on opening)
         if self._live:
             out.append(self._gap(tr, None, None, t))
 
     def _close(
-        self, tr: _Track, t: int, cover: int, level: float, off: float, low: bool,
+        self, tr: Track, t: int, cover: int, level: float, offset: float, low: bool,
         out: list[Gap | StateChange],
     ) -> None:
         """Idle -> busy: place the end edge inside this sample; publish if long enough."""
-        ref = tr.peak if tr.peak > level else level
+        ref = tr.busy_peak if tr.busy_peak > level else level
         end = t - int(cover * (level / ref if ref > 0 else 1.0))
-        if end < tr.g_last_t:
-            end = tr.g_last_t
+        if end < tr.idle_last_t:
+            end = tr.idle_last_t
         # The busy samples around the idle stretch were counted busy whole; the edges say
         # which part of them was idle.
-        partial = end - tr.g_start_ns - tr.g_cover
+        partial = end - tr.idle_start_ns - tr.idle_covered_ns
         if partial > 0:
-            tr.busy_total -= partial
-        if end - tr.g_start_ns < self._min_gap_ns:
+            tr.busy_ns -= partial
+        if end - tr.idle_start_ns < self._min_gap_ns:
             return
         if low:
-            tr.g_low = True
+            tr.idle_low_confidence = True
         tr.kind = self._kind(tr)
         if tr.gap_id is None:
             self._open_gap(tr)
-        end_s = end / _NS + off
+        end_s = end / _NS + offset
         gap = self._gap(tr, end, end_s, end)
         out.append(gap)
-        if tr.acc is not None:
-            tr.acc.published = gap
-            self._ev.close_gap(tr.acc, end_s)
-        tr.closed.append((end, tr.g_start_ns, tr.kind))
+        if tr.evidence is not None:
+            tr.evidence.published = gap
+            self._ev.close_gap(tr.evidence, end_s)
+        tr.window_gaps.append((end, tr.idle_start_ns, tr.kind))
         if tr.kind == "pcie_starved":
-            tr.n_starved += 1
+            tr.window_starved += 1
         tr.gap_id = None
-        tr.acc = None
+        tr.evidence = None
 
-    def _open_gap(self, tr: _Track) -> None:
+    def _open_gap(self, tr: Track) -> None:
         """The idle stretch just became a gap: give it the next id and start its evidence."""
         gid = tr.gap_id = self._next_id
         self._next_id += 1
-        tr.acc = self._ev.open_gap(tr.gpu, tr.g_start_s)
+        tr.evidence = self._ev.open_gap(tr.gpu, tr.idle_start_s)
         if self.on_gap_id is not None:
             self.on_gap_id(gid)
 
-    def _end_segment(self, tr: _Track, out: list[Gap | StateChange]) -> None:
+    def _end_segment(self, tr: Track, out: list[Gap | StateChange]) -> None:
         """A hole or the end of data: idle since the last busy period was not a gap."""
         if tr.phase == _IDLE and tr.gap_id is not None:
             if self._live:
-                gap = self._gap(tr, tr.g_last_t, tr.g_last_t / _NS + tr.g_last_off, tr.g_last_t)
+                last = tr.idle_last_t
+                gap = self._gap(tr, last, last / _NS + tr.idle_last_wall_offset, last)
                 out.append(_retract(gap))
             self.counters["retracted"] += 1
-            if tr.acc is not None:
-                self._ev.drop_gap(tr.acc)
+            if tr.evidence is not None:
+                self._ev.drop_gap(tr.evidence)
             tr.gap_id = None
-            tr.acc = None
+            tr.evidence = None
         tr.phase = _PRE
-        tr.peak = 0.0
+        tr.busy_peak = 0.0
 
     @staticmethod
-    def _kind(tr: _Track) -> str:
+    def _kind(tr: Track) -> str:
         """The PCIe class that covers most of the idle time (ties: starved, then transfer)."""
-        q, st, f = tr.k_quiet, tr.k_starved, tr.k_fast
+        q, st, f = tr.quiet_ns, tr.starved_ns, tr.fast_ns
         if q == st == f == 0:
             return "unknown"
         if st >= f and st >= q:
@@ -388,60 +458,79 @@ class GapDetector:
             return "transfer_bound"
         return "host_stall"
 
-    def _gap(self, tr: _Track, end_ns: int | None, end_s: float | None, now_ns: int) -> Gap:
+    def _gap(self, tr: Track, end_ns: int | None, end_s: float | None, now_ns: int) -> Gap:
         assert tr.gap_id is not None
-        rx = tr.rx_sum / tr.rx_w if tr.rx_w else None
-        tx = tr.tx_sum / tr.tx_w if tr.tx_w else None
-        duration_s = ((end_ns if end_ns is not None else now_ns) - tr.g_start_ns) / _NS
-        confidence = "low" if tr.g_low else "high"
-        acc = tr.acc
+        rx = tr.rx_sum / tr.rx_weight_ns if tr.rx_weight_ns else None
+        tx = tr.tx_sum / tr.tx_weight_ns if tr.tx_weight_ns else None
+        duration_s = ((end_ns if end_ns is not None else now_ns) - tr.idle_start_ns) / _NS
+        confidence = "low" if tr.idle_low_confidence else "high"
+        acc = tr.evidence
         host = acc.host_dict() if acc is not None else {}
         # No events (every gap of a recording without logs): skip event_dicts' sorting.
         events = acc.event_dicts() if acc is not None and acc.events else []
+        g_end_s = end_s if end_s is not None else tr.idle_start_s + duration_s
+        copies = (self._ev.copies_dict(acc, tr.idle_start_s, g_end_s, tr.kind, events)
+                  if acc is not None else {})
+        link_down = self._link_down(tr.gpu)
         hint = make_hint(
-            tr.kind, duration_s, rx, tx, tr.link, confidence, host, events, is_open=end_ns is None
+            tr.kind, duration_s, rx, tx, tr.link, confidence, host, events,
+            is_open=end_ns is None, copies=copies, link_down=link_down,
         )
         return Gap(
             gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,  # type: ignore[arg-type]
-            start_mono_ns=tr.g_start_ns, start_s=tr.g_start_s, end_mono_ns=end_ns, end_s=end_s,
+            start_mono_ns=tr.idle_start_ns, start_s=tr.idle_start_s, end_mono_ns=end_ns,
+            end_s=end_s,
             duration_s=duration_s, pcie_rx_bytes_per_s=rx, pcie_tx_bytes_per_s=tx,
             link_bytes_per_s=tr.link, confidence=confidence,  # type: ignore[arg-type]
-            hint=hint, host=host, log_events=events,
+            hint=hint, host=host, log_events=events, copies=copies,
+            link_current_bytes_per_s=link_down["bytes_per_s"] if link_down else None,
         )  # fmt: skip
 
+    def _link_down(self, gpu: int) -> dict[str, Any] | None:
+        """The GPU's link as last seen trained down under traffic, for the hint; or None."""
+        link = self._ev.links_down.get(gpu)
+        if link is None:
+            return None
+        return {"gen": link.gen, "width": link.width, "max_gen": link.max_gen,
+                "max_width": link.max_width, "bytes_per_s": link.bytes_per_s}
+
     def _republish(self, acc: GapEvidence) -> None:
-        """A late log event reached a closed gap: publish it again with the richer evidence."""
+        """A late log event or copy reached a closed gap: publish it again with the richer
+        evidence."""
         old = acc.published
         if old is None:
             return
         events = acc.event_dicts()
+        end_s = old.end_s if old.end_s is not None else old.start_s + old.duration_s
+        copies = self._ev.copies_dict(acc, old.start_s, end_s, old.kind, events)
+        link_down = self._link_down(old.gpu)
         hint = make_hint(
             old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
             old.link_bytes_per_s or self.config.default_link_bytes_per_s, old.confidence,
-            old.host, events,
+            old.host, events, copies=copies, link_down=link_down,
         )  # fmt: skip
-        new = _replace_evidence(old, hint, events)
+        new = replace(_replace_evidence(old, hint, events), copies=copies)
         acc.published = new
         self._pending.append(new)
 
     # -- chaining state -----------------------------------------------------------------------
 
     def _update_state(
-        self, tr: _Track, t: int, wall: float, idle: bool, out: list[Gap | StateChange]
+        self, tr: Track, t: int, wall: float, idle: bool, out: list[Gap | StateChange]
     ) -> None:
         lo = t - self._window_ns
-        closed = tr.closed
-        while closed and closed[0][0] < lo:
-            if closed.popleft()[2] == "pcie_starved":
-                tr.n_starved -= 1
+        window = tr.window_gaps
+        while window and window[0][0] < lo:
+            if window.popleft()[2] == "pcie_starved":
+                tr.window_starved -= 1
         # Next time the window alone can matter: the oldest gap starts sliding out, or an
         # idle stretch grows as long as the window.
-        recheck = closed[0][0] + self._window_ns + 1 if closed else _NEVER
-        if tr.phase == _IDLE and tr.g_start_ns + self._window_ns < recheck:
-            recheck = tr.g_start_ns + self._window_ns
+        recheck = window[0][0] + self._window_ns + 1 if window else _NEVER
+        if tr.phase == _IDLE and tr.idle_start_ns + self._window_ns < recheck:
+            recheck = tr.idle_start_ns + self._window_ns
         tr.recheck_ns = recheck
         open_starved = tr.gap_id is not None and tr.kind == "pcie_starved"
-        n = tr.n_starved + (1 if open_starved else 0)
+        n = tr.window_starved + (1 if open_starved else 0)
         cfg = self.config
         if n:
             if n >= cfg.breakdown_min_starved_gaps:
@@ -450,14 +539,14 @@ class GapDetector:
                 return
             # The idle-fraction rule is in play: it changes as soon as the oldest gap starts
             # sliding out of the window.
-            if closed and closed[0][1] + self._window_ns < tr.recheck_ns:
-                tr.recheck_ns = closed[0][1] + self._window_ns
+            if window and window[0][1] + self._window_ns < tr.recheck_ns:
+                tr.recheck_ns = window[0][1] + self._window_ns
             starved_ns = 0
-            for end, start, kind in closed:
+            for end, start, kind in window:
                 if kind == "pcie_starved":
                     starved_ns += end - (start if start > lo else lo)
             if open_starved:
-                starved_ns += t - (tr.g_start_ns if tr.g_start_ns > lo else lo)
+                starved_ns += t - (tr.idle_start_ns if tr.idle_start_ns > lo else lo)
             threshold_ns = cfg.breakdown_idle_frac * self._window_ns
             if open_starved and t + threshold_ns - starved_ns < tr.recheck_ns:
                 # The open gap meets the idle rule at this data time, if it lasts.
@@ -467,14 +556,14 @@ class GapDetector:
                        "in pcie_starved gaps")
                 self._set_state(tr, "BREAKDOWN", t, wall, out, why)
                 return
-        has_gaps = bool(closed) or tr.gap_id is not None
+        has_gaps = bool(window) or tr.gap_id is not None
         if idle and tr.phase == _PRE:
             # Idle with no busy period since the data (re)started: not gaps, just idle.
             self._set_state(tr, "IDLE", t, wall, out, "idle, no busy period since the data started")
         elif (
             # A gap candidate younger than the window has busy time in it by construction.
             idle
-            and t - tr.g_start_ns >= self._window_ns
+            and t - tr.idle_start_ns >= self._window_ns
             and self._window_busy(tr, t)[0] == 0
         ):
             why = f"no busy sample in the last {cfg.window_s:g} s"
@@ -496,19 +585,19 @@ class GapDetector:
         busy, cover = self._window_busy(tr, tr.last_t)
         return busy / cover if cover > 0 else None
 
-    def _window_busy(self, tr: _Track, t: int) -> tuple[int, int]:
+    def _window_busy(self, tr: Track, t: int) -> tuple[int, int]:
         k = t // _NS
         nb = self._n_buckets
         busy = cover = 0
-        ids = tr.b_ids
+        ids = tr.bucket_ids
         for i in range(nb):
             if k - ids[i] < nb:
-                busy += tr.b_busy[i]
-                cover += tr.b_cover[i]
+                busy += tr.bucket_busy_ns[i]
+                cover += tr.bucket_cover_ns[i]
         return busy, cover
 
     def _set_state(
-        self, tr: _Track, state: ChainState, t: int, wall: float, out: list[Gap | StateChange],
+        self, tr: Track, state: ChainState, t: int, wall: float, out: list[Gap | StateChange],
         reason: str,
     ) -> None:
         if tr.state == state:
@@ -528,13 +617,13 @@ class GapDetector:
             return median_spacing_ns
         return min(max(median_spacing_ns, floor), 4 * floor)
 
-    def _new_track(self, gpu: int) -> _Track:
+    def _new_track(self, gpu: int) -> Track:
         info = self._infos.get(gpu)
         link = info.link_bytes_per_s if info is not None and info.link_bytes_per_s else None
         has_sm = info is not None and info.sm_source in ("gpm", "sim", "trace")
-        tr = _Track(gpu, link or self.config.default_link_bytes_per_s, has_sm, self._n_buckets)
-        tr.quiet_thr = self.config.quiet_below_link_frac * tr.link
-        tr.starved_thr = self.config.starved_below_link_frac * tr.link
+        tr = Track(gpu, link or self.config.default_link_bytes_per_s, has_sm, self._n_buckets)
+        tr.quiet_below = self.config.quiet_below_link_frac * tr.link
+        tr.starved_below = self.config.starved_below_link_frac * tr.link
         tr.expected_ns = max(DEFAULT_PERIOD_NS if not self._period_floor_ns else 0,
                              self._period_floor_ns)
         self._tracks[gpu] = tr

@@ -1,9 +1,10 @@
-"""Evidence for gaps: host pressure and prover events around each gap, and the one-line hint.
+"""Evidence for gaps: host pressure and prover events gathered around each gap.
 
 Who calls it: `gapwatch.core.detector.GapDetector` only. It owns two bounded buffers (recent host
 samples, recent log events) and one `GapEvidence` accumulator per open or recently closed gap;
 the detector asks for an accumulator when a gap opens and reads it whenever it publishes a
-version of the gap. Pure: no I/O, no clocks; every buffer has a `maxlen`.
+version of the gap. The words a gap's hint is made of are `gapwatch.core.hints`'. Pure: no I/O,
+no clocks; every buffer has a `maxlen`.
 
 Times here are wall seconds (`t_wall_s`): prover log lines only carry wall time, and host and
 GPU samples carry both, so wall time is the one axis all three share.
@@ -19,7 +20,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from gapwatch.core.models import Gap, HostSample, LogEvent
+from gapwatch.core.models import CopyRecord, Gap, HostSample, LinkState, LogEvent, ProcessMemory
+from gapwatch.core.readings import reading
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
 MAX_EVENTS_KEPT = 64
@@ -28,27 +30,20 @@ MAX_EVENTS_PUBLISHED = 12
 RECENT_WARNING_S = 60.0
 #: Raw lines are cut to this many characters in a gap's evidence.
 RAW_CHARS = 160
-
-# Host pressure thresholds above which the hint mentions the host (chosen to flag real pressure,
-# not background noise: PSI "some" of a few % is common on a busy box).
-PSI_SHARE_PRESSURE = 0.10
-PSI_AVG10_PRESSURE = 10.0
-MEM_USED_PRESSURE_PCT = 90.0
-MAJOR_FAULTS_PRESSURE_PER_S = 100.0
-
-
-def _num(v: float | int | None) -> float | None:
-    """A usable number or None (NaN and negatives are not readings)."""
-    if v is None:
-        return None
-    f = float(v)
-    if f != f or f < 0:
-        return None
-    return f
-
+#: Most copies kept per gap (cuzk makes tens per partition; the window holds a few partitions).
+MAX_COPIES_KEPT = 512
+#: Recent copies kept for all GPUs (the "pinned copies ran at ..." comparison, late gaps).
+RECENT_COPIES = 4096
+#: The copy trace counts as live for a GPU while its last copy is at most this old: a gap
+#: without copies is then "no traced copy", not "no copy trace".
+TRACE_LIVE_S = 120.0
+#: The comparison rate of pinned copies is taken over this much recent history.
+PINNED_RATE_HISTORY_S = 120.0
+#: A memory kind that covers at least this share of the copy time in a gap's window names it.
+DOMINANT_KIND_SHARE = 0.8
 
 def _max(a: float | None, b: float | int | None) -> float | None:
-    b2 = _num(b)
+    b2 = reading(b)
     if b2 is None:
         return a
     return b2 if a is None or b2 > a else a
@@ -67,6 +62,7 @@ class GapEvidence:
         "major_faults_per_s",
         "mem_bandwidth_bytes_per_s",
         "events",
+        "copies",
         "dirty",
         "published",
     )
@@ -82,6 +78,7 @@ class GapEvidence:
         self.major_faults_per_s: float | None = None
         self.mem_bandwidth_bytes_per_s: float | None = None
         self.events: list[LogEvent] = []
+        self.copies: list[CopyRecord] = []
         self.dirty = False
         #: The last version of the gap published with this evidence (re-published on late events).
         self.published: Gap | None = None
@@ -109,6 +106,11 @@ class GapEvidence:
                 return
         events.append(ev)
         self.dirty = True
+
+    def add_copy(self, c: CopyRecord) -> None:
+        if len(self.copies) < MAX_COPIES_KEPT:
+            self.copies.append(c)
+            self.dirty = True
 
     def host_dict(self) -> dict[str, float | None]:
         return {
@@ -160,18 +162,20 @@ class EvidenceBuffer:
         #: The latest event carrying each warning: pageable buffers are a property of the run,
         #: so a gap with no warning in its own window still cites a recent one.
         self.last_warning: dict[str, LogEvent] = {}
-        #: worker id -> GPU index, learnt from events that carry both (cuzk's "worker started").
-        self.worker_gpu: dict[int, int] = {}
+        self._copies: deque[CopyRecord] = deque(maxlen=RECENT_COPIES)
+        #: End of the latest traced copy per GPU (the copy trace is live there).
+        self.last_copy_s: dict[int, float] = {}
+        #: Latest /proc reading of the processes on each GPU (one round per GPU).
+        self.procmem: dict[int, list[ProcessMemory]] = {}
+        #: The latest link reading per GPU that found it trained down (removed when it is not).
+        self.links_down: dict[int, LinkState] = {}
 
-    def relevant(self, ev: LogEvent, gpu: int) -> bool:
+    @staticmethod
+    def relevant(ev: LogEvent, gpu: int) -> bool:
         """Does `ev` say something about `gpu`? Events naming no GPU (synthesis is shared by all
-        GPUs) are relevant to every GPU; a worker's events go to its GPU once that is known."""
-        if ev.gpu is not None:
-            return ev.gpu == gpu
-        if ev.worker is not None:
-            mapped = self.worker_gpu.get(ev.worker)
-            return mapped is None or mapped == gpu
-        return True
+        GPUs, and a worker's GPU may not be known yet) are relevant to every GPU. Which GPU a
+        worker drives is the log parser's to know (`gapwatch.logs.parse`): it stamps `gpu`."""
+        return ev.gpu is None or ev.gpu == gpu
 
     def add_host(self, h: HostSample) -> None:
         self._host.append(h)
@@ -184,8 +188,6 @@ class EvidenceBuffer:
         """Keep `ev`; return True when it reached a closed gap (which must be re-published)."""
         if ev.kind == "unparsed":
             return False
-        if ev.gpu is not None and ev.worker is not None:
-            self.worker_gpu[ev.worker] = ev.gpu
         self._log.append(ev)
         if ev.warning is not None:
             self.last_warning[ev.warning] = ev
@@ -205,6 +207,78 @@ class EvidenceBuffer:
                 late = True
         return late
 
+    def add_copy(self, c: CopyRecord) -> bool:
+        """Keep `c`; return True when it reached a closed gap (which must be re-published).
+
+        Copies arrive a flush period (~100 ms) or more after they end, often after the GPU
+        samples that closed the gap they explain: closed gaps take them for `late_s`, as they
+        take late log lines. Copies of no watched GPU (`gpu` None) explain no gap."""
+        gpu = c.gpu
+        if gpu is None:
+            return False
+        self._copies.append(c)
+        if c.end_wall_s > self.last_copy_s.get(gpu, float("-inf")):
+            self.last_copy_s[gpu] = c.end_wall_s
+        for acc in self._open:
+            if acc.gpu == gpu and c.end_wall_s >= acc.from_s - self.before_s:
+                acc.add_copy(c)
+        late = False
+        for acc in self._recent:
+            until = acc.until_s
+            if acc.gpu == gpu and until is not None \
+                    and c.end_wall_s >= acc.from_s - self.before_s and c.start_wall_s <= until:
+                acc.add_copy(c)
+                late = True
+        return late
+
+    def add_procmem(self, reading: ProcessMemory) -> None:
+        """The latest round of /proc readings per GPU (a newer round replaces the older)."""
+        cur = self.procmem.get(reading.gpu)
+        if cur and cur[0].t_mono_ns != reading.t_mono_ns:
+            cur = None
+        if not cur:
+            cur = self.procmem[reading.gpu] = []
+        cur.append(reading)
+
+    def add_link(self, link: LinkState) -> None:
+        if link.trained_down:
+            self.links_down[link.gpu] = link
+        else:
+            self.links_down.pop(link.gpu, None)
+
+    def trace_live(self, gpu: int, at_s: float) -> bool:
+        """Has the copy trace delivered a copy for `gpu` recently enough to speak of it?"""
+        last = self.last_copy_s.get(gpu)
+        return last is not None and at_s - last <= TRACE_LIVE_S
+
+    def pinned_rate(self, gpu: int, at_s: float) -> float | None:
+        """Bytes-weighted rate of the recent pinned host-to-device copies of `gpu`."""
+        total_b, total_s = 0, 0.0
+        lo = at_s - PINNED_RATE_HISTORY_S
+        for c in self._copies:
+            if c.gpu == gpu and c.direction == "h2d" and c.src_kind == "pinned" \
+                    and c.end_wall_s >= lo and c.end_wall_s > c.start_wall_s:
+                total_b += c.bytes
+                total_s += c.end_wall_s - c.start_wall_s
+        return total_b / total_s if total_s > 0 else None
+
+    def copies_dict(self, acc: GapEvidence, gap_start_s: float, gap_end_s: float,
+                    kind: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+        """The gap's `copies` evidence object (docs/detection.md): what the copy trace saw in
+        `[start - before_s, end]`, or, without a live trace, what is inferred and why."""
+        gpu = acc.gpu
+        procs = [{"pid": p.pid, "name": p.name, "pinned_bytes": p.rss_shmem_bytes,
+                  "heap_bytes": p.rss_anon_bytes} for p in self.procmem.get(gpu, [])]
+        if not self.trace_live(gpu, gap_end_s) and not acc.copies:
+            inferred, source = inferred_memory_kind(kind, events)
+            return {"traced": False, "memory_kind": inferred, "memory_kind_source": source,
+                    "processes": procs}
+        out = summarise_copies(acc.copies, gap_start_s - self.before_s, gap_end_s,
+                               gap_start_s, gap_end_s)
+        out["pinned_recent_bytes_per_s"] = self.pinned_rate(gpu, gap_end_s)
+        out["processes"] = procs
+        return out
+
     def open_gap(self, gpu: int, start_s: float) -> GapEvidence:
         """A gap just opened: gather what the buffers already hold since its start."""
         acc = GapEvidence(gpu, start_s)
@@ -221,6 +295,9 @@ class EvidenceBuffer:
                 picked.append(ev)
         for ev in reversed(picked):
             acc.add_event(ev)
+        for c in self._copies:
+            if c.gpu == gpu and c.end_wall_s >= lo:
+                acc.add_copy(c)
         if not any(ev.warning is not None for ev in picked):
             for ev in self.last_warning.values():
                 if start_s - RECENT_WARNING_S <= ev.t_wall_s < lo and self.relevant(ev, gpu):
@@ -258,105 +335,74 @@ class EvidenceBuffer:
             recent.popleft()
 
 
-def _gb(v: float) -> str:
-    return f"{v / 1e9:.1f} GB/s" if v >= 1e8 else f"{v / 1e6:.0f} MB/s"
+def union_s(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """Length of the union of `intervals` clipped to `[lo, hi]` (overlapping copies on two
+    streams are counted once: this is time during which some copy ran)."""
+    clipped = sorted((max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi)
+    total, cur_a, cur_b = 0.0, None, None
+    for a, b in clipped:
+        if b <= a:
+            continue
+        if cur_b is None or a > cur_b:
+            if cur_b is not None and cur_a is not None:
+                total += cur_b - cur_a
+            cur_a, cur_b = a, b
+        elif b > cur_b:
+            cur_b = b
+    if cur_a is not None and cur_b is not None:
+        total += cur_b - cur_a
+    return total
 
 
-def _partitions(events: list[dict[str, Any]], warning: str) -> list[int]:
-    seen: list[int] = []
-    for e in events:
-        p = e.get("partition")
-        if e.get("warning") == warning and isinstance(p, int) and p not in seen:
-            seen.append(p)
-    return seen
+def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: float,
+                     gap_lo_s: float, gap_hi_s: float) -> dict[str, Any]:
+    """Copies that overlap the window, by host memory kind ("pageable", "pinned", "other"):
+    count, bytes (and per direction), their own rate (bytes / summed copy time), how long some
+    copy of that kind ran in the window and in the gap; the memory kind that ran most of the
+    copy time (at least `DOMINANT_KIND_SHARE`, else "mixed"; None: no copy)."""
+    by: dict[str, dict[str, Any]] = {}
+    spans: dict[str, list[tuple[float, float]]] = {}
+    streams: set[int] = set()
+    pids: set[int] = set()
+    for c in copies:
+        if c.end_wall_s < window_lo_s or c.start_wall_s > window_hi_s:
+            continue
+        k: str = c.host_kind if c.host_kind in ("pageable", "pinned") else "other"
+        e = by.get(k)
+        if e is None:
+            e = by[k] = {"count": 0, "bytes": 0, "h2d_bytes": 0, "d2h_bytes": 0, "copy_s": 0.0,
+                         "streams": set()}
+        e["count"] += 1
+        e["bytes"] += c.bytes
+        e["h2d_bytes" if c.direction == "h2d" else "d2h_bytes"] += c.bytes
+        e["copy_s"] += c.duration_s
+        e["streams"].add(c.stream_id)
+        spans.setdefault(k, []).append((c.start_wall_s, c.end_wall_s))
+        streams.add(c.stream_id)
+        pids.add(c.pid)
+    for k, e in by.items():
+        e["bytes_per_s"] = e["bytes"] / e["copy_s"] if e["copy_s"] > 0 else None
+        e["busy_s"] = union_s(spans[k], window_lo_s, window_hi_s)
+        e["in_gap_s"] = union_s(spans[k], gap_lo_s, gap_hi_s)
+        e["streams"] = sorted(e["streams"])
+    total = sum(e["busy_s"] for e in by.values())
+    dominant: str | None = None
+    if by:
+        best = max(by, key=lambda k: by[k]["busy_s"])
+        share = by[best]["busy_s"] / total if total > 0 else 1.0
+        dominant = best if share >= DOMINANT_KIND_SHARE else "mixed"
+    return {"traced": True, "memory_kind": dominant, "memory_kind_source": "copy trace",
+            "window_start_s": window_lo_s, "window_end_s": window_hi_s,
+            "by_kind": by, "streams": sorted(streams), "pids": sorted(pids)}
 
 
-def _plural(ps: list[int]) -> str:
-    if len(ps) == 1:
-        return f"partition {ps[0]} was"
-    more = " ..." if len(ps) > 3 else ""
-    return "partitions " + ", ".join(str(p) for p in ps[:3]) + more + " were"
-
-
-def host_pressure(host: dict[str, float | None]) -> str:
-    """Plain words for the host pressure seen during a gap, or "" when there was none."""
-    bits = []
-    share = host.get("psi_mem_some_share_max")
-    avg10 = host.get("psi_mem_some_avg10_max")
-    if share is not None and share >= PSI_SHARE_PRESSURE:
-        bits.append(f"tasks stalled on memory {share * 100:.0f} % of the time (PSI)")
-    elif avg10 is not None and avg10 >= PSI_AVG10_PRESSURE:
-        bits.append(f"memory PSI some avg10 {avg10:.0f} %")
-    used = host.get("mem_used_pct_max")
-    if used is not None and used >= MEM_USED_PRESSURE_PCT:
-        bits.append(f"host memory {used:.0f} % used")
-    faults = host.get("major_faults_per_s_max")
-    if faults is not None and faults >= MAJOR_FAULTS_PRESSURE_PER_S:
-        bits.append(f"{faults:.0f} major faults/s (swapping?)")
-    bw = host.get("mem_bandwidth_bytes_per_s_max")
-    if bits and bw is not None:
-        bits.append(f"host memory bandwidth {_gb(bw)}")
-    return ", ".join(bits)
-
-
-def make_hint(
-    kind: str,
-    duration_s: float,
-    rx_bytes_per_s: float | None,
-    tx_bytes_per_s: float | None,
-    link_bytes_per_s: float,
-    confidence: str,
-    host: dict[str, float | None],
-    events: list[dict[str, Any]],
-    is_open: bool = False,
-) -> str:
-    """One line in plain words: what the GPU did, what PCIe did, and the likeliest cause.
-
-    RX is what the GPU receives (host-to-device, "H2D"), TX what it sends (D2H); the hint names
-    the dominant direction, the one the kind was decided on.
-    """
-    idle = f"SMs idle {duration_s:.1f} s{' so far' if is_open else ''}"
-    if confidence == "low":
-        idle = f"GPU idle {duration_s:.1f} s{' so far' if is_open else ''} (utilization.gpu only)"
-    parts: list[str] = []
-    rx = rx_bytes_per_s or 0.0
-    tx = tx_bytes_per_s or 0.0
-    if kind == "unknown":
-        parts.append(f"{idle}; PCIe not measured, cause unknown")
-    else:
-        direction, rate = ("H2D", rx) if rx >= tx else ("D2H", tx)
-        pct = rate / link_bytes_per_s * 100 if link_bytes_per_s > 0 else 0.0
-        if kind == "host_stall":
-            parts.append(f"{idle} with PCIe quiet ({_gb(rate)}): the GPU waited on the host")
-        else:
-            parts.append(f"{idle} while {direction} ran at {_gb(rate)} ({pct:.0f} % of link)")
-    unpinned = _partitions(events, "unpinned")
-    fallback = any(e.get("warning") == "pinned_pool_fallback" for e in events)
-    alloc_failed = any(e.get("warning") == "cuda_host_alloc_failed" for e in events)
+def inferred_memory_kind(kind: str, events: list[dict[str, Any]]) -> tuple[str | None, str]:
+    """Without a copy trace: what the memory kind most likely was, and from what."""
+    warnings = {e.get("warning") for e in events}
+    if "unpinned" in warnings:
+        return "pageable", "log: is_pinned=false (no copy trace)"
+    if warnings & {"pinned_pool_fallback", "cuda_host_alloc_failed"}:
+        return "pageable", "log: pinned pool fallback (no copy trace)"
     if kind == "pcie_starved":
-        if unpinned:
-            parts.append(
-                f"{_plural(unpinned)} synthesised with is_pinned=false: a/b/c in pageable memory?"
-            )
-        elif fallback or alloc_failed:
-            parts.append(
-                "pinned pool checkout failed, fell back to pageable memory: pool too small?"
-            )
-        else:
-            parts.append("a slow copy: pageable memory or host memory-bandwidth contention?")
-    elif kind == "transfer_bound":
-        parts.append("copies at full speed but not overlapped with compute: is the next "
-                     "partition's upload chained behind the other worker's kernels?")
-    elif kind == "host_stall":
-        synth = [e for e in events if "SYNTH" in str(e.get("name", "")).upper()
-                 or "synthesis" in str(e.get("raw", ""))]
-        if synth:
-            parts.append("synthesis did not keep up with the GPU?")
-        else:
-            parts.append("synthesis, a lock or the scheduler?")
-        if unpinned or fallback:
-            parts.append("(pageable buffers seen: is_pinned=false)")
-    pressure = host_pressure(host)
-    if pressure:
-        parts.append(f"host: {pressure}")
-    return "; ".join(parts)
+        return "pageable", "inferred from rate: no copy trace"
+    return None, "no copy trace"

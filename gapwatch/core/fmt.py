@@ -6,7 +6,7 @@ formatter turns None into "n/a": missing data is said, never printed as 0.
 
 from __future__ import annotations
 
-import time
+from datetime import UTC, datetime
 
 NA = "n/a"
 
@@ -49,7 +49,7 @@ def duration(seconds: float | None) -> str:
 def clock(t_wall_s: float, millis: bool = False) -> str:
     """UTC HH:MM:SS(.mmm) of a Unix time: cuzk's tracing lines print UTC (`...Z`), so the
     dashboard's times line up with the log the user has open next to it."""
-    base = time.strftime("%H:%M:%S", time.gmtime(t_wall_s))
+    base = datetime.fromtimestamp(t_wall_s, UTC).strftime("%H:%M:%S")
     if millis:
         return f"{base}.{int((t_wall_s % 1) * 1000):03d}"
     return base
@@ -57,7 +57,7 @@ def clock(t_wall_s: float, millis: bool = False) -> str:
 
 def utc_stamp(t_wall_s: float) -> str:
     """Compact UTC time for file names: 20261130T090626Z."""
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t_wall_s))
+    return datetime.fromtimestamp(t_wall_s, UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def bytes_iec(n: float | None) -> str:

@@ -17,7 +17,7 @@ Conventions:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,13 @@ SignalSource = Literal["gpm", "counters", "legacy", "util", "sim", "trace"]
 #: during the gap, so the cause cannot be told (never guessed as host_stall).
 GapKind = Literal["pcie_starved", "transfer_bound", "host_stall", "unknown"]
 ChainState = Literal["CHAINED", "GAPS", "BREAKDOWN", "IDLE", "NO_DATA"]
+#: The same, as tuples, for everything that lists them (tables, metrics, tests).
+GAP_KINDS: tuple[GapKind, ...] = get_args(GapKind)
+CHAIN_STATES: tuple[ChainState, ...] = get_args(ChainState)
+#: How bad each state is: the dashboard leads with the worst GPU.
+STATE_SEVERITY: dict[ChainState, int] = {
+    "BREAKDOWN": 4, "GAPS": 3, "NO_DATA": 2, "IDLE": 1, "CHAINED": 0,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +153,12 @@ class Gap:
     host: dict[str, float | None] = field(default_factory=dict)
     log_events: list[dict[str, Any]] = field(default_factory=list)
     retracted: bool = False
+    #: What the copy trace saw in `[start - evidence_before_s, end]` by host memory kind, or,
+    #: without one, the memory kind inferred and from what (docs/detection.md, "copies").
+    copies: dict[str, Any] = field(default_factory=dict)
+    #: Capacity of the link as trained when it was seen below its maximum while data moved
+    #: (None: not seen trained down; `link_bytes_per_s` is always the maximum).
+    link_current_bytes_per_s: float | None = None
     type: Literal["gap"] = "gap"
 
     @property
@@ -179,10 +192,114 @@ class Notice:
     type: Literal["notice"] = "notice"
 
 
+#: Where the host side of a copy lives, as CUPTI names it (CUpti_ActivityMemoryKind).
+MemoryKind = Literal[
+    "unknown", "pageable", "pinned", "device", "array", "managed", "device_static",
+    "managed_static",
+]
+#: Host-to-device ("h2d", what the GPU receives, PCIe RX) or device-to-host ("d2h", TX).
+CopyDirection = Literal["h2d", "d2h"]
+
+
+@dataclass(frozen=True, slots=True)
+class CopyRecord:
+    """One host<->device copy the prover made, as CUPTI saw it inside the prover (the copy trace,
+    `gapwatch.sources.copytrace`), on the wall clock (CLOCK_REALTIME, like the prover's logs).
+
+    `gpu` is the NVML index the CUDA device was matched to (by UUID, see docs/copytrace.md);
+    None when it matched no watched GPU. `src_kind`/`dst_kind` say where each side lives: for an
+    H2D copy `src_kind` "pageable" means the driver staged it through a bounce buffer.
+    """
+
+    start_wall_s: float
+    end_wall_s: float
+    bytes: int
+    direction: CopyDirection
+    src_kind: MemoryKind
+    dst_kind: MemoryKind
+    gpu: int | None
+    cuda_device: int
+    stream_id: int
+    context_id: int
+    correlation_id: int
+    pid: int
+    #: Monotonic time gapwatch received the copy (None when replayed from a file).
+    t_arrival_mono_ns: int | None = None
+    type: Literal["copy"] = "copy"
+
+    @property
+    def host_kind(self) -> MemoryKind:
+        """The memory kind of the host side: the source of an H2D copy, the destination of D2H."""
+        return self.src_kind if self.direction == "h2d" else self.dst_kind
+
+    @property
+    def t_wall_s(self) -> float:
+        """When the copy was over (replay paces and orders records by it)."""
+        return self.end_wall_s
+
+    @property
+    def duration_s(self) -> float:
+        return max(0.0, self.end_wall_s - self.start_wall_s)
+
+    @property
+    def bytes_per_s(self) -> float | None:
+        d = self.end_wall_s - self.start_wall_s
+        return self.bytes / d if d > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessMemory:
+    """Host memory of one process that NVML lists on a GPU, from /proc/PID/status: a hint of how
+    much of it is pinned, never a verdict. `cudaHostAlloc` memory is a shared mapping, so it
+    counts in RssShmem; ordinary heap is RssAnon, and so is memory pinned after the fact with
+    `cudaHostRegister` (invisible here)."""
+
+    t_mono_ns: int
+    t_wall_s: float
+    gpu: int
+    pid: int
+    name: str
+    rss_shmem_bytes: int | None
+    rss_anon_bytes: int | None
+    type: Literal["procmem"] = "procmem"
+
+
+@dataclass(frozen=True, slots=True)
+class LinkState:
+    """One GPU's PCIe link as trained at a moment when data was moving (idle links drop to a
+    lower generation to save power, so only a reading under traffic says anything). Published
+    when it changes; `bytes_per_s` is the capacity at the current generation and width."""
+
+    gpu: int
+    t_mono_ns: int
+    t_wall_s: float
+    gen: int | None
+    width: int | None
+    max_gen: int | None
+    max_width: int | None
+    bytes_per_s: float | None
+    max_bytes_per_s: float | None
+    type: Literal["link"] = "link"
+
+    @property
+    def trained_down(self) -> bool:
+        """Below the link's maximum generation or width (both known)."""
+        return (self.gen is not None and self.max_gen is not None and self.gen < self.max_gen) \
+            or (self.width is not None and self.max_width is not None
+                and self.width < self.max_width)
+
+
 Record = Annotated[
-    GpuSample | HostSample | LogEvent | Gap | StateChange | Notice,
+    GpuSample | HostSample | LogEvent | Gap | StateChange | Notice | CopyRecord | ProcessMemory
+    | LinkState,
     Field(discriminator="type"),
 ]
+
+
+#: Record types the detector derives (gaps, states). Those found in a recording are never fed
+#: back or shown as such: replay, report and export recompute them, so every output shows what
+#: this version detects, from the same samples.
+DERIVED_TYPES = ("gap", "state")
 
 
 class GpuInfo(BaseModel):

@@ -24,5 +24,9 @@ def reading(v: float | None) -> float | None:
 
 
 def is_stale_gpm(sm: float | None, rx: float | None, tx: float | None) -> bool:
-    """Every metric exactly 0.0: a GPM reading that carries no new interval."""
-    return sm == 0.0 and rx == 0.0 and tx == 0.0
+    """A GPM reading that carries no new interval: every metric read is exactly 0.0, PCIe among
+    them (without a PCIe reading, a zero SM activity cannot be told from real idleness, so it
+    is taken as idle)."""
+    if rx is None and tx is None:
+        return False
+    return sm in (None, 0.0) and rx in (None, 0.0) and tx in (None, 0.0)

@@ -1,9 +1,12 @@
-"""Per-GPU state of the gap detector, and the small helpers its hot path uses.
+"""Per-GPU state of the gap detector: one `Track` per GPU, and the whole-run `GpuTotals`.
 
-Who uses it: `gapwatch.core.detector.GapDetector` only (and `gapwatch.offline.report`, which reads
-`GpuTotals`). Split out of detector.py so that the state machine reads on its own; everything
-here is plain data: the track is slotted because the per-sample path reads and writes it ~7 M
-times in a 24 h report.
+Who uses it: `gapwatch.core.detector.GapDetector` (which owns the tracks and the rules) and
+`gapwatch.offline.report` (which reads `GpuTotals`). Plain data, no rules: the track is slotted
+because the detector's per-sample steps read and write it ~7 M times in a 24 h, 8-GPU report.
+
+Times are detector data time in ns (a sample's `t_mono_ns`, shifted by the GPM lag); "wall
+offset" fields hold `wall seconds - data time in seconds` at a sample, so that an edge placed
+inside a sample can be given a wall time too.
 """
 
 from __future__ import annotations
@@ -13,80 +16,95 @@ from dataclasses import dataclass
 
 from gapwatch.core.evidence import GapEvidence
 
-#: Phases of a track: before its first busy sample, in a busy run, in an idle stretch.
+#: Phases of a track: before its first busy sample (of this data segment), in a busy run, in
+#: an idle stretch (a gap candidate; a gap once it lasts `min_gap_ms`).
 PRE, BUSY, IDLE = 0, 1, 2
 #: Sampling interval assumed before two samples tell the real one.
 DEFAULT_PERIOD_NS = 100_000_000
 
 
 class Track:
-    """Everything the detector knows about one GPU (slotted: the hot path reads/writes these)."""
+    """Everything the detector knows about one GPU."""
 
     __slots__ = (
-        "gpu", "link", "has_sm", "last_t", "expected_ns", "spacings", "n_seen",
-        "phase", "peak", "lb_t", "lb_c0", "lb_level", "lb_off",
-        "g_start_ns", "g_start_s", "g_last_t", "g_last_off", "g_low",
-        "rx_sum", "rx_w", "tx_sum", "tx_w", "g_cover", "quiet_thr", "starved_thr",
-        "k_quiet", "k_starved", "k_fast",
-        "gap_id", "kind", "acc", "last_emit_t",
-        "b_ids", "b_busy", "b_cover", "closed", "n_starved", "state",
-        "cover_total", "busy_total", "cover_first_busy", "cover_last_busy",
-        "first_busy_s", "last_busy_s", "last_wall", "recheck_ns", "lag_ns",
+        "gpu", "link", "has_sm", "lag_ns", "last_t", "expected_ns", "spacings", "n_seen",
+        "phase", "busy_peak", "last_busy_t", "last_busy_from", "last_busy_level",
+        "last_busy_wall_offset",
+        "idle_start_ns", "idle_start_s", "idle_last_t", "idle_last_wall_offset",
+        "idle_low_confidence", "idle_covered_ns", "rx_sum", "rx_weight_ns", "tx_sum",
+        "tx_weight_ns", "quiet_below", "starved_below", "quiet_ns", "starved_ns", "fast_ns",
+        "gap_id", "kind", "evidence", "last_publish_t",
+        "bucket_ids", "bucket_busy_ns", "bucket_cover_ns", "window_gaps", "window_starved",
+        "state", "recheck_ns",
+        "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
+        "first_busy_s", "last_busy_s", "last_wall",
     )  # fmt: skip
 
     def __init__(self, gpu: int, link: float, has_sm: bool, n_buckets: int) -> None:
         self.gpu = gpu
+        #: Per-direction PCIe capacity (bytes/s) that rates are judged against.
         self.link = link
+        #: True once this GPU gave an SM activity reading: from then on utilization.gpu is
+        #: never used alone to call it idle.
         self.has_sm = has_sm
         #: How far this GPU's SM/PCIe readings trail the moment they are read (GPM), set once
         #: per GPU so that every sample of a track is shifted alike (ordering is preserved).
         self.lag_ns: int | None = None
         self.last_t: int | None = None
+        # Sample spacing: the expected one (robust median of recent spacings), for hole tests.
         self.expected_ns = DEFAULT_PERIOD_NS
         self.spacings: deque[int] = deque(maxlen=15)
         self.n_seen = 0
         self.phase = PRE
-        self.peak = 0.0
-        self.lb_t = 0
-        self.lb_c0 = 0
-        self.lb_level = 0.0
-        self.lb_off = 0.0
-        self.g_start_ns = 0
-        self.g_start_s = 0.0
-        self.g_last_t = 0
-        self.g_last_off = 0.0
-        self.g_low = False
+        # The busy run before the current idle stretch: its highest level, and its last sample
+        # (end time, start of its covered interval, level, wall offset): the gap's start edge
+        # is placed inside that sample.
+        self.busy_peak = 0.0
+        self.last_busy_t = 0
+        self.last_busy_from = 0
+        self.last_busy_level = 0.0
+        self.last_busy_wall_offset = 0.0
+        # The idle stretch (gap candidate): its start edge, its last idle sample, whether only
+        # utilization.gpu judged it, and the ns of it covered by idle samples.
+        self.idle_start_ns = 0
+        self.idle_start_s = 0.0
+        self.idle_last_t = 0
+        self.idle_last_wall_offset = 0.0
+        self.idle_low_confidence = False
+        self.idle_covered_ns = 0
+        # PCIe during the idle stretch: time-weighted rate sums, and ns of idle samples in each
+        # PCIe class (below quiet_below: quiet; below starved_below: starved; above: fast).
         self.rx_sum = 0.0
-        self.rx_w = 0
+        self.rx_weight_ns = 0
         self.tx_sum = 0.0
-        self.tx_w = 0
-        self.g_cover = 0
-        # Per-sample PCIe classes inside the idle stretch (ns in each), and their thresholds.
-        self.quiet_thr = 0.0
-        self.starved_thr = 0.0
-        self.k_quiet = 0
-        self.k_starved = 0
-        self.k_fast = 0
+        self.tx_weight_ns = 0
+        self.quiet_below = 0.0
+        self.starved_below = 0.0
+        self.quiet_ns = 0
+        self.starved_ns = 0
+        self.fast_ns = 0
+        # The gap once the stretch is long enough: id, kind, evidence, last publication.
         self.gap_id: int | None = None
         self.kind = "unknown"
-        self.acc: GapEvidence | None = None
-        self.last_emit_t = 0
-        self.b_ids = [-1] * n_buckets
-        self.b_busy = [0] * n_buckets
-        self.b_cover = [0] * n_buckets
-        #: Closed gaps still inside the window: (end_ns, start_ns, kind).
-        self.closed: deque[tuple[int, int, str]] = deque()
-        self.n_starved = 0
+        self.evidence: GapEvidence | None = None
+        self.last_publish_t = 0
+        # The chaining window: one-second buckets of (busy ns, covered ns), closed gaps still
+        # inside it as (end_ns, start_ns, kind), how many of those are pcie_starved.
+        self.bucket_ids = [-1] * n_buckets
+        self.bucket_busy_ns = [0] * n_buckets
+        self.bucket_cover_ns = [0] * n_buckets
+        self.window_gaps: deque[tuple[int, int, str]] = deque()
+        self.window_starved = 0
         self.state: str | None = None
         #: Data time at which the window alone (gaps sliding out, a long gap) may change the
         #: state; until then only a new event (a gap opening/closing, a phase change) can.
         self.recheck_ns = 0
-        # Whole-run totals for the report (ns of data, ns busy; data time at the first busy
-        # sample's start and at the last busy sample's end, to measure the active span).
-        self.cover_total = 0
-        self.busy_total = 0
-        self.cover_first_busy: int | None = None
-        self.cover_last_busy = 0
+        # Whole-run totals for the report: ns of data, ns busy; data ns counted at the first
+        # busy sample's start and at the last busy sample's end (the working span).
+        self.data_ns = 0
+        self.busy_ns = 0
+        self.data_ns_at_first_busy: int | None = None
+        self.data_ns_at_last_busy = 0
         self.first_busy_s: float | None = None
         self.last_busy_s: float | None = None
         self.last_wall = 0.0
@@ -117,10 +135,3 @@ def median_int(values: deque[int]) -> int:
     m = len(sv)
     h = m // 2
     return sv[h] if m % 2 else int((sv[h - 1] + sv[h]) / 2)
-
-
-def valid(v: float | None) -> float | None:
-    # NaN fails v == v; negative rates and percentages are not readings.
-    if v is None or v != v or v < 0:
-        return None
-    return v

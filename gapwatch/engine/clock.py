@@ -1,8 +1,11 @@
-"""Clocks: the one place gapwatch asks what time it is, so tests and replays can own time.
+"""Clocks for the loops that schedule work and stamp records, so tests and simulations own time.
 
-`SystemClock` is the real thing; `FakeClock` is driven by tests; `VirtualClock` runs a simulation as
-fast as possible (its `sleep` advances time instead of waiting). The sampler, the tailer and the
-simulator take a `Clock`; nothing in the core calls `time.*` directly for scheduling.
+The sampler (its deadline schedule and every sample's timestamps) and the log follower (arrival
+times) take a `Clock`: `SystemClock` is the real thing, `FakeClock` moves only when a test says,
+`ScaledClock` runs N times faster, `VirtualClock` runs a simulation as fast as possible (its sleep
+advances time instead of waiting). What is about the real machine rather than the data (the
+recorder's flush interval, the replay driver's pacing, a session header's start time) reads
+`time` directly. The core never reads a clock.
 """
 
 from __future__ import annotations

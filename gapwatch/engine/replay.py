@@ -35,8 +35,6 @@ class ReplayDriver(Background):
         for record in self.recording.records:
             if self.stop_event.is_set():
                 return
-            if record.type in ("gap", "state"):
-                continue  # the detector recomputes these from the samples
             t = getattr(record, "t_wall_s", None)
             if self.speed > 0 and isinstance(t, float):
                 if first_t is None:

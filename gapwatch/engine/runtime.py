@@ -2,8 +2,9 @@
 
 Who calls it: `gapwatch watch`, `demo`, `record`, `replay` (and the dashboard through them).
 It wires a source (NVML, the simulated prover, or a recording) to the sampler or the replay
-driver, follows the prover logs, attaches the recorder and the Prometheus exporter, and gives the
-UI one object to start, stop and ask for status. It never imports Textual.
+driver, follows the prover logs, listens for the copy trace (`--copytrace`), attaches the
+recorder and the Prometheus exporter, and gives the UI one object to start, stop and ask for
+status. It never imports Textual.
 
 Sources:
 - `nvml`: real GPUs, host pressure, `SystemClock`.
@@ -32,7 +33,8 @@ from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.output_file import ExistsPolicy, OutputPlan, OutputRefused, check_output
 from gapwatch.sinks.recorder import Recorder, RecordingStatus
-from gapwatch.sources import GpuSource, HostSource, SourceUnavailable
+from gapwatch.sources import GpuSource, HostSource, SideSource, SourceUnavailable
+from gapwatch.sources.copytrace import CopyTraceReader, CopyTraceStatus
 from gapwatch.sources.files import read_any
 from gapwatch.sources.recording import Recording, RecordingError
 
@@ -53,6 +55,8 @@ class RuntimeStatus:
     recording: RecordingStatus | None = None
     prometheus_address: str | None = None
     done: bool = False
+    #: The copy trace's reader (None when `--copytrace` is off).
+    copytrace: CopyTraceStatus | None = None
 
 
 def parse_source(source: str) -> tuple[str, str]:
@@ -124,6 +128,9 @@ class Runtime:
         self.sampler: Sampler | None = None
         self.replay: ReplayDriver | None = None
         self.followers: list[Any] = []
+        #: Listens for the copy-trace library's datagrams (`--copytrace`); a side source like
+        #: the log followers: started, stopped and asked for status with them.
+        self.copytrace: CopyTraceReader | None = None
         self.exporter: Any = None
         self.recorder: Recorder | None = None
         self.sim_log_path: Path | None = None
@@ -131,11 +138,18 @@ class Runtime:
         self._stopped = False
         self._watch: threading.Thread | None = None
 
+    def side_sources(self) -> list[SideSource]:
+        """The sources with their own threads beside the sampler or replay driver."""
+        out: list[SideSource] = list(self.followers)
+        if self.copytrace is not None:
+            out.append(self.copytrace)
+        return out
+
     def start(self) -> None:
         if self.recorder is not None:
             self.recorder.start()
-        for follower in self.followers:
-            follower.start()
+        for side in self.side_sources():
+            side.start()
         if self.sampler is not None:
             self.sampler.start()
             driver_done = self.sampler.finished
@@ -164,8 +178,8 @@ class Runtime:
             self.sampler.stop()
         if self.replay is not None:
             self.replay.stop()
-        for follower in self.followers:
-            follower.stop()
+        for side in self.side_sources():
+            side.stop()
         if self.recorder is not None:
             # Before the session's lock is taken by close(): the writer thread may be handing a
             # notice to the session.
@@ -184,7 +198,7 @@ class Runtime:
             st = follower.status()
             for f in st.files:
                 logs[f.path] = f.state
-            for key in ("lines", "parsed", "unparsed"):
+            for key in ("lines", "parsed", "unparsed", "cut_lines"):
                 counters[key] = counters.get(key, 0) + int(getattr(st, key, 0))
         return RuntimeStatus(
             source=self.source,
@@ -197,6 +211,7 @@ class Runtime:
             recording=self.recorder.status() if self.recorder is not None else None,
             prometheus_address=getattr(self.exporter, "address", None),
             done=self.done.is_set(),
+            copytrace=self.copytrace.status() if self.copytrace is not None else None,
         )
 
 
@@ -354,15 +369,25 @@ def _build(
     session = Session(header, store, detector=detector)
     rt = Runtime(config, source, header, session, store)
 
-    if plan is not None:
-        try:
+    try:
+        if config.copytrace.enabled and kind != "replay":
+            # A replay feeds the copies it recorded; live, copies come from the prover's library.
+            reader = CopyTraceReader(config.copytrace.socket or None, gpus, session.on_record,
+                                     session.on_notice, socket_mode=config.copytrace.socket_mode)
+            reader.open()  # SourceUnavailable: the command says why and exits 2
+            rt.copytrace = reader
+        # Last of all, once every source is open: only now is the recording created (or, with
+        # --force, truncated).
+        if plan is not None:
             rt.recorder = _recorder(plan, config, session)
-        except OutputRefused:
-            for opened in (gpu_source, host_source):
-                if opened is not None:
-                    opened.close()
-            raise
-        session.add_sink(rt.recorder)
+            session.add_sink(rt.recorder)
+    except BaseException:
+        for opened in (gpu_source, host_source):
+            if opened is not None:
+                opened.close()
+        if rt.copytrace is not None:
+            rt.copytrace.stop()
+        raise
 
     if gpu_source is not None:
         sim_duration = duration_s if duration_s is not None else (config.sim.duration_s or None)

@@ -107,6 +107,8 @@ class Sampler(Background):
                 self.session.on_gpu_samples(tick.gpu)
             for n in tick.notices:
                 self.session.on_notice(n)
+            for r in tick.other:
+                self.session.on_record(r)
         if self.host_source is not None:
             try:
                 host = self.host_source.read(now_ns, wall)
@@ -116,7 +118,7 @@ class Sampler(Background):
                     Notice(now_ns, wall, "error", f"host source failed: {exc!r}")
                 )
             else:
-                self.session.on_host_sample(host)
+                self.session.on_record(host)
 
     def lateness(self) -> LatenessStats:
         values = sorted(self._lateness_ns)

@@ -1,9 +1,15 @@
-"""Session: the composition root of the core; one per run, with or without the UI.
+"""Session: the hub every record of a run goes through, with or without the UI.
 
-Who calls it: the sampler thread (`on_tick`), the tailer thread (`on_log_event`), the replay
-driver (all of them, from recorded data). Every record goes through the same path whatever its
-source: store -> detector -> store (gaps, states) -> sinks (recorder, exporter) -> listeners
-(the UI). So live, simulated and replayed data are treated identically.
+Who calls it: the sampler thread (`on_gpu_samples`, `on_record` for host samples and notices),
+the log follower's threads (`on_log_event`), the replay driver and any other side source
+(`on_record`). One path for every record, whatever its source or type:
+
+    record -> store (bounded memory) -> sinks (recorder, /metrics) -> detector.feed(record)
+           -> gaps (into the store's GapLedger) and states -> sinks -> listeners (UI, summaries)
+
+so live, simulated and replayed data are treated identically, and the gaps everyone shows come
+from the one ledger. The composition root that builds a session and owns its threads is
+`gapwatch.engine.runtime`.
 
 A lock serialises the callers: the detector is pure and single-threaded by design. Sinks and
 listeners are called under it and must not block (the recorder buffers; the UI only posts a
@@ -19,11 +25,12 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from gapwatch import __version__
+from gapwatch.core.ledger import Change
 from gapwatch.core.models import (
+    DERIVED_TYPES,
     Gap,
     GpuInfo,
     GpuSample,
-    HostSample,
     LogEvent,
     Notice,
     Record,
@@ -34,11 +41,9 @@ from gapwatch.engine.store import SeriesStore
 
 
 class Detector(Protocol):
-    def feed_gpu(self, sample: GpuSample) -> list[Gap | StateChange]: ...
-
-    def feed_host(self, sample: HostSample) -> None: ...
-
-    def feed_log(self, event: LogEvent) -> None: ...
+    def feed(self, record: Record) -> list[Gap | StateChange]:
+        """Take any record; return the gap versions and state changes it caused."""
+        ...
 
     def finish(self) -> list[Gap | StateChange]:
         """End of data: settle open gaps (idle after the last busy sample is not a gap)."""
@@ -60,11 +65,13 @@ class Sink(Protocol):
 #: How often (in data time) the store's per-GPU busy fraction is refreshed from the detector.
 BUSY_REFRESH_NS = 1_000_000_000
 
+#: Listeners hear every state change and notice, and each gap once: when it first closes (its
+#: kind and duration are final then). Open gaps and later versions are in the store's ledger.
 Listener = Callable[[Gap | StateChange | Notice], None]
 
 
 class Session:
-    """Fans every record out to the store, the detector, the sinks and the listeners."""
+    """Fans every record out to the store, the sinks, the detector and the listeners."""
 
     def __init__(
         self,
@@ -91,76 +98,65 @@ class Session:
             self.sinks.append(sink)
 
     def subscribe(self, listener: Listener) -> None:
-        """Call `listener` (from the feeding thread) for every gap, state change and notice."""
+        """Call `listener` (from the feeding thread) for every state change and notice, and for
+        each gap when it first closes."""
         with self._lock:
             self._listeners.append(listener)
 
-    def _emit(self, record: Record) -> None:
-        for sink in self.sinks:
-            sink.on_record(record)
+    def on_record(self, record: Record) -> None:
+        """The one entry for every record. Gaps and states found in recorded data are not
+        taken as such: the detector recomputes them, so a replay shows what this version
+        detects."""
+        if record.type in DERIVED_TYPES:
+            return
+        with self._lock:
+            if self._closed:
+                return
+            self.store.append(record)
+            for sink in self.sinks:
+                sink.on_record(record)
+            if type(record) is Notice:
+                self._tell(record)
+            detector = self.detector
+            if detector is None:
+                return
+            derived = detector.feed(record)
+            if derived:
+                self._derived(derived)
+            if type(record) is GpuSample:
+                last = self._busy_at_ns.get(record.gpu)
+                if last is None or record.t_mono_ns - last >= BUSY_REFRESH_NS:
+                    self._busy_at_ns[record.gpu] = record.t_mono_ns
+                    self.store.set_busy(record.gpu, detector.busy_fraction(record.gpu))
+
+    def on_gpu_samples(self, samples: list[GpuSample]) -> None:
+        """One sampler tick's GPU readings."""
+        for s in samples:
+            self.on_record(s)
+
+    def on_log_event(self, event: LogEvent) -> None:
+        self.on_record(event)
+
+    def on_notice(self, notice: Notice) -> None:
+        self.on_record(notice)
 
     def _derived(self, events: list[Gap | StateChange]) -> None:
         for ev in events:
-            if isinstance(ev, Gap):
-                self.store.upsert_gap(ev)
+            if type(ev) is Gap:
+                change = self.store.upsert_gap(ev)
+                for sink in self.sinks:
+                    sink.on_record(ev)  # the recorder keeps every version, as published
+                if change is Change.CLOSED:
+                    self._tell(ev)
             else:
-                self.store.set_state(ev)
-            self._emit(ev)
-            for listener in self._listeners:
-                listener(ev)
+                self.store.set_state(ev)  # type: ignore[arg-type]
+                for sink in self.sinks:
+                    sink.on_record(ev)
+                self._tell(ev)
 
-    def on_gpu_samples(self, samples: list[GpuSample]) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self.store.append_gpu(samples)
-            for s in samples:
-                self._emit(s)
-                if self.detector is not None:
-                    self._derived(self.detector.feed_gpu(s))
-                    last = self._busy_at_ns.get(s.gpu)
-                    if last is None or s.t_mono_ns - last >= BUSY_REFRESH_NS:
-                        self._busy_at_ns[s.gpu] = s.t_mono_ns
-                        self.store.set_busy(s.gpu, self.detector.busy_fraction(s.gpu))
-
-    def on_host_sample(self, sample: HostSample) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self.store.append_host(sample)
-            self._emit(sample)
-            if self.detector is not None:
-                self.detector.feed_host(sample)
-
-    def on_log_event(self, event: LogEvent) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self.store.append_log(event)
-            self._emit(event)
-            if self.detector is not None:
-                self.detector.feed_log(event)
-
-    def on_notice(self, notice: Notice) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self.store.add_notice(notice)
-            self._emit(notice)
-            for listener in self._listeners:
-                listener(notice)
-
-    def on_record(self, record: Record) -> None:
-        """Route any record (replay uses this). Recorded gaps and states are not replayed as
-        such: the detector recomputes them, so a replay shows what this version detects."""
-        if isinstance(record, GpuSample):
-            self.on_gpu_samples([record])
-        elif isinstance(record, HostSample):
-            self.on_host_sample(record)
-        elif isinstance(record, LogEvent):
-            self.on_log_event(record)
-        elif isinstance(record, Notice):
-            self.on_notice(record)
+    def _tell(self, ev: Gap | StateChange | Notice) -> None:
+        for listener in self._listeners:
+            listener(ev)
 
     def close(self) -> None:
         """Settle the detector, close every sink. Safe to call twice."""

@@ -15,7 +15,20 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, LogEvent, Notice, StateChange
+from gapwatch.core.ledger import Change, GapLedger, Tally
+from gapwatch.core.models import (
+    CopyRecord,
+    Gap,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    LinkState,
+    LogEvent,
+    Notice,
+    ProcessMemory,
+    Record,
+    StateChange,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +40,8 @@ class StoreSnapshot:
     gpu_samples: dict[int, tuple[GpuSample, ...]]
     host_samples: tuple[HostSample, ...]
     log_events: tuple[LogEvent, ...]
-    #: Latest version of each gap, oldest first (open gaps included).
+    #: The gaps as the ledger has them (latest version, retracted ones gone), in start order,
+    #: open gaps included (`Gap.is_open`).
     gaps: tuple[Gap, ...]
     #: Latest chaining state per GPU.
     states: dict[int, StateChange]
@@ -36,6 +50,23 @@ class StoreSnapshot:
     #: Busy share of the detector's window per GPU, refreshed about once a second of data
     #: (`states` only changes when the state does, so its busy_fraction goes stale).
     busy: dict[int, float | None] = field(default_factory=dict)
+    #: Closed gaps by (GPU, kind) since the session started (never forgotten).
+    gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
+    #: The copy trace's latest copies (all GPUs), oldest first.
+    copies: tuple[CopyRecord, ...] = ()
+    #: Latest host-memory reading of each process NVML lists, per GPU.
+    procmem: dict[int, tuple[ProcessMemory, ...]] = field(default_factory=dict)
+    #: Latest PCIe link state read under traffic, per GPU.
+    links: dict[int, LinkState] = field(default_factory=dict)
+
+    def busy_share(self, gpu: int) -> float | None:
+        """The busy share to show for `gpu`: the live window value, else the one its last state
+        change carried (before the first refresh). Header, snapshot and /metrics all use this."""
+        live = self.busy.get(gpu)
+        if live is not None:
+            return live
+        state = self.states.get(gpu)
+        return state.busy_fraction if state is not None else None
 
 
 class SeriesStore:
@@ -49,6 +80,7 @@ class SeriesStore:
         max_log_events: int = 5000,
         max_gaps: int = 2000,
         max_notices: int = 500,
+        max_copies: int = 4096,
     ) -> None:
         # A little headroom over history/period: a late sampler emits a few extra samples.
         maxlen = max(16, int(history_s / period_s * 1.1) + 8)
@@ -58,17 +90,37 @@ class SeriesStore:
         self._maxlen = maxlen
         self._host: deque[HostSample] = deque(maxlen=maxlen)
         self._log: deque[LogEvent] = deque(maxlen=max_log_events)
-        self._gaps: dict[int, Gap] = {}
-        self._max_gaps = max_gaps
+        self._ledger = GapLedger(max_closed=max_gaps)
         self._states: dict[int, StateChange] = {}
         self._notices: deque[Notice] = deque(maxlen=max_notices)
         self._counters: dict[str, int] = {}
         self._busy: dict[int, float | None] = {}
+        self._copies: deque[CopyRecord] = deque(maxlen=max_copies)
+        self._procmem: dict[int, dict[int, ProcessMemory]] = {}
+        self._links: dict[int, LinkState] = {}
         self._version = 0
 
     @property
     def version(self) -> int:
         return self._version
+
+    def append(self, record: Record) -> None:
+        """Keep a record of any type where its kind is kept (gaps and states have their own
+        entries: `upsert_gap`, `set_state`)."""
+        if type(record) is GpuSample:
+            self.append_gpu([record])
+        elif type(record) is HostSample:
+            self.append_host(record)
+        elif type(record) is LogEvent:
+            self.append_log(record)
+        elif type(record) is Notice:
+            self.add_notice(record)
+        elif type(record) is CopyRecord:
+            self.append_copy(record)
+        elif type(record) is ProcessMemory:
+            self.set_procmem(record)
+        elif type(record) is LinkState:
+            self.set_link(record)
 
     def append_gpu(self, samples: list[GpuSample]) -> None:
         with self._lock:
@@ -89,13 +141,11 @@ class SeriesStore:
             self._log.append(event)
             self._version += 1
 
-    def upsert_gap(self, gap: Gap) -> None:
+    def upsert_gap(self, gap: Gap) -> Change:
+        """Take a published gap version into the session's ledger; say what it changed."""
         with self._lock:
-            self._gaps[gap.gap_id] = gap
-            if len(self._gaps) > self._max_gaps:
-                # dicts keep insertion order: drop the oldest gap first.
-                del self._gaps[next(iter(self._gaps))]
             self._version += 1
+            return self._ledger.add(gap)
 
     def set_state(self, state: StateChange) -> None:
         with self._lock:
@@ -112,6 +162,26 @@ class SeriesStore:
             self._notices.append(notice)
             self._version += 1
 
+    def append_copy(self, copy: CopyRecord) -> None:
+        with self._lock:
+            self._copies.append(copy)
+            self._version += 1
+
+    def set_procmem(self, reading: ProcessMemory) -> None:
+        """Keep the latest reading per (GPU, pid); a GPU's readings of one round share a time,
+        so processes not listed in the newest round are dropped."""
+        with self._lock:
+            per = self._procmem.setdefault(reading.gpu, {})
+            for pid in [pid for pid, r in per.items() if r.t_mono_ns < reading.t_mono_ns]:
+                del per[pid]
+            per[reading.pid] = reading
+            self._version += 1
+
+    def set_link(self, link: LinkState) -> None:
+        with self._lock:
+            self._links[link.gpu] = link
+            self._version += 1
+
     def count(self, name: str, n: int = 1) -> None:
         """Bump a named counter (unparsed lines, bad records, snapshots...)."""
         with self._lock:
@@ -126,9 +196,13 @@ class SeriesStore:
                 gpu_samples={i: tuple(d) for i, d in self._gpu.items()},
                 host_samples=tuple(self._host),
                 log_events=tuple(self._log),
-                gaps=tuple(self._gaps.values()),
+                gaps=tuple(self._ledger.gaps()),
                 states=dict(self._states),
                 notices=tuple(self._notices),
                 counters=dict(self._counters),
                 busy=dict(self._busy),
+                gap_tally=self._ledger.tally(),
+                copies=tuple(self._copies),
+                procmem={g: tuple(per.values()) for g, per in self._procmem.items()},
+                links=dict(self._links),
             )

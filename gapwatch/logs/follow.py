@@ -1,6 +1,6 @@
 """Glue between the tailer and the parser: followed lines in, `LogEvent`s and `Notice`s out.
 
-Who calls it: `gapwatch.engine.runtime` (the lead's), which passes `session.on_log_event` as
+Who calls it: `gapwatch.engine.runtime`, which passes `session.on_log_event` as
 `on_event` and a notice sink as `on_notice`; `status()` feeds the dashboard footer.
 
 One `LogParser` serves every followed source (cuzk's stdout and stderr often go to two files, and

@@ -1,8 +1,9 @@
 """A session as Chrome Trace Event JSON, for Perfetto (ui.perfetto.dev) and chrome://tracing.
 
 Who calls it: `gapwatch.commands.export` (`gapwatch export FILE --format perfetto`), which feeds
-a `TraceBuilder` every record of a recording plus the gaps and states the detector finds, then
-calls `write`. Pure: no clocks; everything in memory (a trace viewer loads it whole anyway).
+a `TraceBuilder` the recording's samples, log events and notices plus the gaps and states the
+report finds (`gapwatch.offline.report`; gap versions go through a `GapLedger`), then calls
+`write`. Pure: no clocks; everything in memory (a trace viewer loads it whole anyway).
 
 Layout of the trace (format: "Trace Event Format", Google, the JSON Object form):
 - one process per GPU ("GPU 0 ..."): counter tracks `SM active %`, `GPU util %`,
@@ -12,7 +13,8 @@ Layout of the trace (format: "Trace Event Format", Google, the JSON Object form)
   otherwise be invisible);
 - a `host` process: counter tracks for memory used %, PSI memory some/full avg10 %, stall share;
 - a `prover` process: per worker, slices GPU_START..GPU_END named by partition, and the
-  GPU-occupied region (mutex held) on a `worker N gpu lock` thread; synthesis
+  GPU-occupied region (mutex held) on a `worker N gpu lock` thread; the copy trace's copies as
+  slices on one `copies, stream N` track per CUDA stream under their GPU; synthesis
   SYNTH_START..SYNTH_END as async slices (they overlap across synthesis threads);
 - instant events for warnings (`is_pinned=false`, pinned-pool fallbacks) and warning/error
   notices.
@@ -29,7 +31,10 @@ from typing import IO, Any
 
 import orjson
 
+from gapwatch.core.hints import size_text
+from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
+    CopyRecord,
     Gap,
     GpuInfo,
     GpuSample,
@@ -48,6 +53,8 @@ _TID_GAPS, _TID_STATE, _TID_NODATA = 1, 2, 3
 _TID_SYNTH = 10
 _TID_WORKER_BASE = 1000
 _TID_LOCK_BASE = 2000
+#: Copy-trace tracks: one per CUDA stream (tid = base + stream id), under its GPU.
+_TID_STREAM_BASE = 100_000
 
 _GPU_COUNTERS: tuple[tuple[str, str], ...] = (
     ("sm_active_pct", "SM active %"),
@@ -79,13 +86,15 @@ class TraceBuilder:
         #: (absolute start in Unix seconds, duration in seconds or None, event without ts/dur)
         self._events: list[tuple[float, float | None, dict[str, Any]]] = []
         self._gpus: dict[int, GpuInfo] = {g.index: g for g in header.gpus}
-        self._gaps: dict[int, Gap] = {}
+        self._ledger = GapLedger()
         self._last_state: dict[int, StateChange] = {}
         self._nodata_since: dict[int, float] = {}
         self._open_gpu: dict[tuple[str | None, int | None, int | None], LogEvent] = {}
         self._open_synth: dict[tuple[str | None, int | None], LogEvent] = {}
         self._workers: dict[int, int | None] = {}
         self._last_s: float | None = None
+        #: (process, CUDA stream) pairs that had copies: one named track each.
+        self._streams: set[tuple[int, int]] = set()
         #: Log lines that could not be placed: an END without START, a START never ended.
         self.unmatched = 0
 
@@ -103,7 +112,7 @@ class TraceBuilder:
         elif isinstance(record, LogEvent):
             self._log(record)
         elif isinstance(record, Gap):
-            self._gaps[record.gap_id] = record  # latest version wins
+            self._ledger.add(record)
         elif isinstance(record, StateChange):
             self._state(record)
         elif isinstance(record, Notice):
@@ -111,6 +120,22 @@ class TraceBuilder:
                 self._instant(record.t_wall_s, f"{record.level}: {record.message}",
                               {"message": record.message}, record.gpu)
             self._seen(record.t_wall_s)
+        elif isinstance(record, CopyRecord):
+            self._copy(record)
+
+    def _copy(self, c: CopyRecord) -> None:
+        """One slice per copy on a track per (GPU, stream), named by direction and memory kind
+        ("H2D pageable 1.5 GiB"); copies of no watched GPU go to the prover process."""
+        pid = _gpu_pid(c.gpu) if c.gpu is not None else PROVER_PID
+        if c.gpu is not None and c.gpu not in self._gpus:
+            self._gpus[c.gpu] = GpuInfo(index=c.gpu)
+        self._streams.add((pid, c.stream_id))
+        self._slice(c.start_wall_s, c.end_wall_s, pid, _TID_STREAM_BASE + c.stream_id,
+                    f"{c.direction.upper()} {c.host_kind} {size_text(c.bytes)}",
+                    {"bytes": c.bytes, "bytes_per_s": c.bytes_per_s, "src_kind": c.src_kind,
+                     "dst_kind": c.dst_kind, "pid": c.pid, "cuda_device": c.cuda_device,
+                     "correlation_id": c.correlation_id}, "copy")
+        self._seen(c.end_wall_s)
 
     def extend(self, records: Iterable[Record | Gap | StateChange]) -> None:
         for r in records:
@@ -218,9 +243,7 @@ class TraceBuilder:
         end = self._last_s if self._last_s is not None else self.header.started_wall_s
         events = list(self._events)
         extra = TraceBuilder(self.header)
-        for gap in self._gaps.values():
-            if gap.retracted:
-                continue  # idle after the last busy period: not a gap (see models.Gap)
+        for gap in self._ledger.gaps():
             g_end = gap.end_s if gap.end_s is not None else max(end, gap.start_s)
             extra._slice(gap.start_s, g_end, _gpu_pid(gap.gpu), _TID_GAPS, gap.kind, {
                 "gap_id": gap.gap_id, "hint": gap.hint, "duration_s": gap.duration_s,
@@ -266,6 +289,8 @@ class TraceBuilder:
             name(pid, _TID_GAPS, "gaps", 1)
             name(pid, _TID_STATE, "chaining state", 2)
             name(pid, _TID_NODATA, "no data", 3)
+        for pid, stream in sorted(self._streams):
+            name(pid, _TID_STREAM_BASE + stream, f"copies, stream {stream}", 10 + stream)
         name(HOST_PID, None, f"host {self.header.host}", 900)
         name(PROVER_PID, None, "prover (log)", 1000)
         name(PROVER_PID, _TID_SYNTH, "synthesis", 0)

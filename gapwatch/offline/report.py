@@ -1,9 +1,10 @@
-"""`gapwatch report`: run the detector over a recording or a trace CSV and summarise what it found.
+"""`gapwatch report`: what the detector finds in a recording or a trace CSV, summed up.
 
-Who calls it: `gapwatch.commands.report` (text or JSON to stdout), tests, the bench. The same
-`GapDetector` as live sessions decides everything; this module only drives it over the data
-(directly, without a Session or store: a 24 h, 8-GPU recording is ~7 M samples and the store's
-lock and ring buffers would only cost time) and adds up the results.
+Who calls it: `gapwatch.commands.report` (text or JSON to stdout), `gapwatch.commands.export`
+(the Perfetto trace shows the same gaps), tests, the bench. The detection itself is
+`gapwatch.offline.detect.detect_records` (one process) or `gapwatch.offline.report_parallel`
+(GPUs split across processes, same result); this module reads the inputs, picks between the two,
+and adds up gaps (from the run's `GapLedger`), breakdown periods, partitions and payoff.
 
 Gaps and states stored in a recording are ignored and recomputed, so a report always shows what
 this version detects. Log events come from the recording and from `--log` files (parsed by
@@ -18,18 +19,27 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import attrgetter
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from gapwatch.core.config import Config
-from gapwatch.core.detector import GapDetector
-from gapwatch.core.models import Gap, GpuInfo, LogEvent, SessionHeader, StateChange
+from gapwatch.core.evidence import union_s
+from gapwatch.core.models import (
+    GAP_KINDS,
+    CopyRecord,
+    Gap,
+    GpuInfo,
+    LogEvent,
+    SessionHeader,
+    StateChange,
+)
 from gapwatch.core.track import GpuTotals
+from gapwatch.offline.detect import Detected, detect_records
+from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import read_any
 
 REPORT_SCHEMA_VERSION = 1
-KINDS = ("pcie_starved", "transfer_bound", "host_stall", "unknown")
 
 
 @dataclass
@@ -53,6 +63,8 @@ class ReportData:
     states: list[StateChange]
     payoff: dict[str, Any]
     partitions: Any | None = None  # gapwatch.logs.parse.partitions.RunTimeline
+    #: The copy trace's table (`copy_table`); None when the recording has no copy.
+    copies: dict[str, Any] | None = None
     log_files: list[str] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -74,26 +86,6 @@ def parse_logs(paths: Iterable[str], config: Config) -> tuple[list[LogEvent], di
     return events, dict(parser.counters)
 
 
-@dataclass
-class Detected:
-    """What running the detector over a whole input gave, before it is summed up.
-
-    Built by `detect` (one process) or `gapwatch.offline.report_parallel.detect_parallel` (GPUs
-    split across processes); both must give equal values for the same input.
-    """
-
-    header: SessionHeader
-    #: Latest version of every gap, by gap id (retracted and open ones included).
-    gaps: dict[int, Gap]
-    #: Every state change, in the order the detector emitted them.
-    states: list[StateChange]
-    totals: list[GpuTotals]
-    #: Reading counters, then `detector_*` and `log_*` ones (non-zero only for those two).
-    counters: dict[str, int]
-    problems: list[str]
-    log_events: list[LogEvent]
-
-
 def build_report(
     path: str | Path, config: Config, log_paths: list[str] | None = None,
     workers: int | None = None,
@@ -102,14 +94,13 @@ def build_report(
 
     `workers`: processes to split the GPUs across; None picks (several only for a large
     recording with several GPUs, on several CPUs, without `--log` files: see
-    `gapwatch.offline.report_parallel.plan_workers`); 1 forces one process. The result is the same.
+    `gapwatch.offline.report_parallel.plan_workers`); 1 forces one process. The result is the
+    same.
 
     Raises:
         gapwatch.sources.recording.RecordingError: the file is not a usable recording.
         OSError: a `--log` file cannot be read.
     """
-    from gapwatch.offline.report_parallel import detect_parallel, plan_workers
-
     logs = list(log_paths or [])
     n = plan_workers(path, logs) if workers is None else workers
     # The cyclic garbage collector finds nothing to free here (records and gaps hold no
@@ -128,85 +119,79 @@ def build_report(
 
 
 def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
-    """Drive one `GapDetector` over the whole input (and the `--log` files) in one process."""
+    """Read the whole input (and the `--log` files) and detect over it in one process."""
     rec = read_any(path)
-    header = rec.header
     extra, log_counters = parse_logs(log_paths, config)
-    det = GapDetector(
-        config.detector, list(header.gpus), period_s=header.period_ms / 1000, live=False
-    )
-    gaps: dict[int, Gap] = {}
-    states: list[StateChange] = []
-    log_events: list[LogEvent] = []
-
-    def take(results: list[Gap | StateChange]) -> None:
-        for r in results:
-            if type(r) is Gap:
-                gaps[r.gap_id] = r
-            else:
-                states.append(r)  # type: ignore[arg-type]
-
-    feed_gpu, feed_log, feed_host = det.feed_gpu, det.feed_log, det.feed_host
-    li, n_extra = 0, len(extra)
-    next_log_t = extra[0].t_wall_s if extra else float("inf")
-    # Hot loop: one branch on the record type, log files merged in by wall time.
-    for r in rec.records:
-        tp = r.type
-        if tp == "gpu":
-            if r.t_wall_s >= next_log_t:  # type: ignore[union-attr]
-                while li < n_extra and extra[li].t_wall_s <= r.t_wall_s:  # type: ignore[union-attr]
-                    feed_log(extra[li])
-                    log_events.append(extra[li])
-                    li += 1
-                next_log_t = extra[li].t_wall_s if li < n_extra else float("inf")
-            out = feed_gpu(r)  # type: ignore[arg-type]
-            if out:
-                take(out)
-        elif tp == "host":
-            feed_host(r)  # type: ignore[arg-type]
-        elif tp == "log":
-            feed_log(r)  # type: ignore[arg-type]
-            log_events.append(r)  # type: ignore[arg-type]
-    while li < n_extra:
-        feed_log(extra[li])
-        log_events.append(extra[li])
-        li += 1
-    take(det.finish())
-
+    found = detect_records(rec.header, rec.records, config.detector, extra)
     counters = dict(rec.counters)
-    for k, v in det.counters.items():
-        if v:
-            counters[f"detector_{k}"] = v
-    for k, v in log_counters.items():
-        if v:
-            counters[f"log_{k}"] = v
-    return Detected(header=header, gaps=gaps, states=states, totals=det.totals(),
-                    counters=counters, problems=list(rec.problems), log_events=log_events)
+    counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})
+    counters.update({f"log_{k}": v for k, v in log_counters.items() if v})
+    found.counters = counters
+    found.problems = list(rec.problems)
+    return found
 
 
 def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> ReportData:
     """Closed gaps in start order, breakdown periods, per-partition timeline and payoff."""
     totals = found.totals
-    closed = sorted(
-        (g for g in found.gaps.values() if g.end_s is not None and not g.retracted),
-        key=attrgetter("start_s", "gpu"),
-    )
+    closed = found.ledger.closed()
     partitions = _partitions(found.log_events)
     return ReportData(
         path=str(path), header=found.header, totals=totals, gaps=closed,
         breakdowns=_breakdowns(found.states, totals), states=found.states,
         payoff=payoff(totals, closed, partitions), partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
+        copies=copy_table(found.copies, closed) if found.copies else None,
     )  # fmt: skip
+
+
+def copy_table(copies: list[CopyRecord], gaps: list[Gap]) -> dict[str, Any]:
+    """Copies by GPU, direction and host memory kind (count, bytes, rates), and how much of the
+    gap time pageable copies ran (per GPU and overall): the "copies" object of the report."""
+    groups: dict[tuple[int | None, str, str], list[CopyRecord]] = {}
+    for c in copies:
+        groups.setdefault((c.gpu, c.direction, c.host_kind), []).append(c)
+    rows = []
+    for (gpu, direction, kind), cs in sorted(groups.items(), key=lambda kv: (
+            -1 if kv[0][0] is None else kv[0][0], kv[0][1], kv[0][2])):
+        rates = sorted(r for r in (c.bytes_per_s for c in cs) if r is not None)
+        copy_s = sum(c.duration_s for c in cs)
+        total = sum(c.bytes for c in cs)
+        rows.append({
+            "gpu": gpu, "direction": direction, "memory_kind": kind, "count": len(cs),
+            "bytes": total, "copy_s": copy_s,
+            "bytes_per_s": total / copy_s if copy_s > 0 else None,
+            "rate_min_bytes_per_s": rates[0] if rates else None,
+            "rate_median_bytes_per_s": median(rates) if rates else None,
+            "rate_max_bytes_per_s": rates[-1] if rates else None,
+        })  # fmt: skip
+    per_gpu = []
+    all_gap_s = all_pageable_s = 0.0
+    for gpu in sorted({g.gpu for g in gaps}):
+        spans = [(c.start_wall_s, c.end_wall_s) for c in copies
+                 if c.gpu == gpu and c.host_kind == "pageable"]
+        gap_s = pageable_s = 0.0
+        for g in gaps:
+            if g.gpu == gpu and g.end_s is not None:
+                gap_s += g.duration_s
+                pageable_s += union_s(spans, g.start_s, g.end_s)
+        per_gpu.append({"gpu": gpu, "gap_s": gap_s, "pageable_copy_s": pageable_s,
+                        "pageable_share_of_gap_time": pageable_s / gap_s if gap_s > 0 else None})
+        all_gap_s += gap_s
+        all_pageable_s += pageable_s
+    return {
+        "count": len(copies), "bytes": sum(c.bytes for c in copies), "rows": rows,
+        "gap_s": all_gap_s, "pageable_copy_s": all_pageable_s,
+        "pageable_share_of_gap_time": all_pageable_s / all_gap_s if all_gap_s > 0 else None,
+        "per_gpu": per_gpu,
+    }
 
 
 def _partitions(events: list[LogEvent]) -> Any | None:
     if not events:
         return None
-    try:
-        from gapwatch.logs.parse.partitions import derive_timeline
-    except ImportError:  # the per-partition timeline is optional
-        return None
+    from gapwatch.logs.parse.partitions import derive_timeline
+
     run = derive_timeline(events)
     return run if run.partitions else None
 
@@ -253,17 +238,17 @@ def payoff(totals: list[GpuTotals], gaps: list[Gap], partitions: Any | None) -> 
     """Busy fraction and throughput gain if the gaps of each kind (and all gaps) were closed."""
     per_gpu = []
     all_busy = all_active = 0.0
-    all_by_kind = dict.fromkeys(KINDS, 0.0)
+    all_by_kind: dict[str, float] = dict.fromkeys(GAP_KINDS, 0.0)
     # Idle seconds by GPU and kind, in one pass over the gaps (in their order, so that the
     # float sums are the same as adding them GPU by GPU).
     idle_by_gpu: dict[int, dict[str, float]] = {}
     for g in gaps:
         per = idle_by_gpu.get(g.gpu)
         if per is None:
-            per = idle_by_gpu[g.gpu] = dict.fromkeys(KINDS, 0.0)
+            per = idle_by_gpu[g.gpu] = dict.fromkeys(GAP_KINDS, 0.0)
         per[g.kind] += g.duration_s
     for t in totals:
-        by_kind = idle_by_gpu.get(t.gpu) or dict.fromkeys(KINDS, 0.0)
+        by_kind = idle_by_gpu.get(t.gpu) or dict.fromkeys(GAP_KINDS, 0.0)
         all_busy += t.busy_s
         all_active += t.active_s
         for k, v in by_kind.items():
@@ -317,7 +302,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
             "gaps_by_kind": {
                 k: {"count": sum(1 for g in mine if g.kind == k),
                     "idle_s": sum(g.duration_s for g in mine if g.kind == k)}
-                for k in KINDS
+                for k in GAP_KINDS
             },
         })  # fmt: skip
     return {
@@ -336,6 +321,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
         ],
         "payoff": r.payoff,
         "partitions": _partitions_json(r.partitions),
+        "copies": r.copies,
         "counters": r.counters,
         "problems": r.problems,
     }
@@ -357,9 +343,11 @@ def _gap_json(g: Gap) -> dict[str, Any]:
         "pcie_tx_bytes_per_s": tx,
         "link_bytes_per_s": link,
         "link_fraction": dominant / link if dominant is not None and link else None,
+        "link_current_bytes_per_s": g.link_current_bytes_per_s,
         "hint": g.hint,
         "host": g.host,
         "log_events": g.log_events,
+        "copies": g.copies or None,
     }
 
 

@@ -1,6 +1,7 @@
 """MetricsSink: the session sink that counts, for the Prometheus exporter, what a scrape must
-never miss: closed gaps and their seconds by GPU and kind, prover log events by kind, unparsed
-lines, samples, notices, and the sampler's tick lateness (histogram buckets).
+never miss between two scrapes: samples, prover log events by kind, unparsed lines, notices, and
+the sampler's tick lateness (histogram buckets). Gaps are not counted here: the collector reads
+the store's gap ledger (`StoreSnapshot.gap_tally`), the one count every output shares.
 
 Who calls it: `Session` (under its lock, from the sampler and tailer threads) feeds it;
 `gapwatch.sinks.prometheus.GapwatchCollector` reads `copy_counts()` at each scrape. It only
@@ -10,27 +11,20 @@ bumps integers under its own lock: a sink must not block the session.
 from __future__ import annotations
 
 import threading
-from collections import deque
 from dataclasses import dataclass, field
 
-from gapwatch.core.models import Gap, GpuSample, LogEvent, Notice, Record, SessionHeader
+from gapwatch.core.models import CopyRecord, GpuSample, LogEvent, Notice, Record, SessionHeader
 
-#: "unknown": no PCIe reading during the gap, so its cause could not be told.
-GAP_KINDS: tuple[str, ...] = ("pcie_starved", "transfer_bound", "host_stall", "unknown")
 #: Tick lateness buckets (seconds): from "on time" to "several 100 ms periods behind".
 LATENESS_BUCKETS_S: tuple[float, ...] = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 )
-#: How many closed gap ids are remembered so that a re-published closed gap is not counted twice.
-_COUNTED_GAP_IDS = 10_000
 
 
 @dataclass(slots=True)
 class SinkCounts:
     """What the sink has counted since the session started (guarded by `MetricsSink.lock`)."""
 
-    gaps: dict[tuple[int, str], int] = field(default_factory=dict)
-    gap_seconds: dict[tuple[int, str], float] = field(default_factory=dict)
     samples: dict[int, int] = field(default_factory=dict)
     log_events: dict[str, int] = field(default_factory=dict)
     unparsed_events: int = 0
@@ -38,33 +32,28 @@ class SinkCounts:
     lateness_buckets: list[int] = field(default_factory=lambda: [0] * len(LATENESS_BUCKETS_S))
     lateness_count: int = 0
     lateness_sum_s: float = 0.0
+    #: The copy trace's copies and bytes by (GPU label, direction, host memory kind).
+    copies: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    copy_bytes: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
 
 class MetricsSink:
-    """A session Sink that counts gaps, events and tick lateness for the collector."""
+    """A session Sink that counts samples, events, notices and tick lateness for the collector."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.counts = SinkCounts()
-        self._counted: set[int] = set()
-        self._counted_order: deque[int] = deque()
         self._last_tick_ns: int | None = None
 
     def on_header(self, header: SessionHeader) -> None:
-        # Start every (gpu, kind) at 0 so that rate() and increase() work from the first scrape.
         with self.lock:
             for gpu in header.gpus:
-                for kind in GAP_KINDS:
-                    self.counts.gaps.setdefault((gpu.index, kind), 0)
-                    self.counts.gap_seconds.setdefault((gpu.index, kind), 0.0)
                 self.counts.samples.setdefault(gpu.index, 0)
 
     def on_record(self, record: Record) -> None:
         with self.lock:
             if isinstance(record, GpuSample):
                 self._on_sample(record)
-            elif isinstance(record, Gap):
-                self._on_gap(record)
             elif isinstance(record, LogEvent):
                 if record.kind == "unparsed":
                     self.counts.unparsed_events += 1
@@ -74,6 +63,13 @@ class MetricsSink:
                     )
             elif isinstance(record, Notice):
                 self.counts.notices[record.level] = self.counts.notices.get(record.level, 0) + 1
+            elif isinstance(record, CopyRecord):
+                # A copy of no watched GPU is counted under gpu="" (never dropped from totals).
+                key = ("" if record.gpu is None else str(record.gpu), record.direction,
+                       record.host_kind)
+                c = self.counts
+                c.copies[key] = c.copies.get(key, 0) + 1
+                c.copy_bytes[key] = c.copy_bytes.get(key, 0) + record.bytes
 
     def close(self) -> None:
         """Nothing to release: the counts stay readable until the exporter stops."""
@@ -92,25 +88,11 @@ class MetricsSink:
             if late_s <= bound:
                 c.lateness_buckets[i] += 1
 
-    def _on_gap(self, gap: Gap) -> None:
-        # A retracted gap was idle after the last busy period, not a gap: never counted.
-        if gap.is_open or gap.retracted or gap.gap_id in self._counted:
-            return
-        self._counted.add(gap.gap_id)
-        self._counted_order.append(gap.gap_id)
-        if len(self._counted_order) > _COUNTED_GAP_IDS:
-            self._counted.discard(self._counted_order.popleft())
-        key = (gap.gpu, gap.kind)
-        self.counts.gaps[key] = self.counts.gaps.get(key, 0) + 1
-        self.counts.gap_seconds[key] = self.counts.gap_seconds.get(key, 0.0) + gap.duration_s
-
     def copy_counts(self) -> SinkCounts:
         """A consistent copy for one scrape."""
         with self.lock:
             c = self.counts
             return SinkCounts(
-                gaps=dict(c.gaps),
-                gap_seconds=dict(c.gap_seconds),
                 samples=dict(c.samples),
                 log_events=dict(c.log_events),
                 unparsed_events=c.unparsed_events,
@@ -118,4 +100,6 @@ class MetricsSink:
                 lateness_buckets=list(c.lateness_buckets),
                 lateness_count=c.lateness_count,
                 lateness_sum_s=c.lateness_sum_s,
+                copies=dict(c.copies),
+                copy_bytes=dict(c.copy_bytes),
             )

@@ -191,8 +191,8 @@ class MetricsServer:
         oldest = next(iter(held))
         del held[oldest]
         sel.unregister(oldest)
-        _close(oldest)
         self.refused += 1
+        _close(oldest)
 
     def _read_head(self, sel: selectors.BaseSelector, held: dict[socket.socket, _Pending],
                    conn: socket.socket) -> None:
@@ -244,8 +244,8 @@ class MetricsServer:
                 break
             del held[conn]
             sel.unregister(conn)
+            self.timed_out += 1  # before the close, which the client may be waiting on
             _close(conn)
-            self.timed_out += 1
 
     # -- the workers ----------------------------------------------------------------------------
 

@@ -38,21 +38,12 @@ from prometheus_client.core import (
 )
 
 from gapwatch import __version__
-from gapwatch.core.models import Gap, GpuSample, StateChange
+from gapwatch.core.ledger import Tally
+from gapwatch.core.models import CHAIN_STATES, GAP_KINDS, GpuSample
 from gapwatch.engine.session import Session
-from gapwatch.sinks.metrics import (
-    GAP_KINDS,
-    LATENESS_BUCKETS_S,
-    MetricsSink,
-    SinkCounts,
-)
+from gapwatch.engine.store import StoreSnapshot
+from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
-
-CHAIN_STATES: tuple[str, ...] = ("CHAINED", "GAPS", "BREAKDOWN", "IDLE", "NO_DATA")
-#: Store counters with this prefix are the log engineer's (unparsed, cut, rotated lines...).
-LOG_COUNTER_PREFIX = "log_"
-#: The store counter that holds lines no rule understood, when the tailer counts them there.
-UNPARSED_COUNTER = "log_unparsed_lines"
 
 
 class ExporterError(Exception):
@@ -118,19 +109,46 @@ class GapwatchCollector:
         header = self._session.header
         status, logs, log_counters = self._runtime_status()
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
-        yield from self._state_gauges([g.index for g in snap.gpus], snap.states, snap.gaps,
-                                       snap.busy)
+        yield from self._state_gauges(snap)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
-        yield from self._counters(counts, snap.counters, log_counters)
+        yield from self._gap_counters([g.index for g in snap.gpus], snap.gap_tally)
+        yield from self._counters(counts, log_counters)
         yield from self._log_files(logs, log_counters)
         yield self._lateness(counts)
         yield from _recording(getattr(status, "recording", None))
+        yield from self._copytrace(counts, getattr(status, "copytrace", None))
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
         yield period
         build = InfoMetricFamily("gapwatch_build", "gapwatch version and data source.")
         build.add_metric([], {"version": __version__, "source": header.source})
         yield build
+
+    def _copytrace(self, c: SinkCounts, status: Any) -> Iterator[Metric]:
+        """Copies and bytes by GPU, direction and memory kind, and what the trace dropped
+        (`status`: the runtime's `CopyTraceStatus`, None when the copy trace is off)."""
+        n = CounterMetricFamily("gapwatch_copies", "Host<->device copies seen by the copy "
+                                "trace, by GPU, direction and host memory kind.",
+                                labels=["gpu", "direction", "memory_kind"])
+        b = CounterMetricFamily("gapwatch_copy_bytes", "Bytes of those copies.",
+                                labels=["gpu", "direction", "memory_kind"])
+        for key in sorted(c.copies):
+            n.add_metric(list(key), c.copies[key])
+            b.add_metric(list(key), c.copy_bytes.get(key, 0))
+        yield from (n, b)
+        if status is not None:
+            d = CounterMetricFamily("gapwatch_copytrace_dropped", "Copies the copy trace "
+                                    "lost: the prover could not deliver them (where=send) or "
+                                    "CUPTI's buffers were full (where=cupti), since gapwatch "
+                                    "heard each prover; bad = datagrams gapwatch refused.",
+                                    labels=["where"])
+            d.add_metric(["send"], status.dropped_send)
+            d.add_metric(["cupti"], status.dropped_cupti)
+            d.add_metric(["bad"], status.bad)
+            procs = _gauge("copytrace_processes", "Provers the copy trace heard from in the "
+                           "last minute.", [])
+            procs.add_metric([], status.processes)
+            yield from (d, procs)
 
     def _runtime_status(self) -> tuple[Any, dict[str, str], dict[str, int]]:
         """The runtime's `RuntimeStatus` (or None), its log files (path -> state) and tailer
@@ -200,10 +218,7 @@ class GapwatchCollector:
                                     "pcie_source": pcie_source or "none"})
         yield from (sm, util, rx, tx, link, last, info)
 
-    def _state_gauges(
-        self, gpus: list[int], states: dict[int, StateChange], gaps: tuple[Gap, ...],
-        live_busy: dict[int, float | None],
-    ) -> Iterator[Metric]:
+    def _state_gauges(self, snap: StoreSnapshot) -> Iterator[Metric]:
         chain = _gauge("gpu_chain_state",
                        "1 for the GPU's current chaining state, 0 for the others "
                        "(NO_DATA until the detector has judged).", ["gpu", "state"])
@@ -216,18 +231,17 @@ class GapwatchCollector:
         open_gap = _gauge("gpu_open_gap_seconds",
                           "Length so far of the GPU's open gap, by kind (0 when none is open).",
                           ["gpu", "kind"])
-        open_by: dict[tuple[int, str], float] = {}
-        for gap in gaps:
-            if gap.is_open and not gap.retracted:
-                open_by[(gap.gpu, gap.kind)] = gap.duration_s
-        for gpu in gpus:
-            st = states.get(gpu)
+        open_by: dict[tuple[int, str], float] = {
+            (gap.gpu, gap.kind): gap.duration_s for gap in snap.gaps if gap.is_open
+        }
+        for info in snap.gpus:
+            gpu = info.index
+            st = snap.states.get(gpu)
             current = st.state if st is not None else "NO_DATA"
             for state in CHAIN_STATES:
                 chain.add_metric([str(gpu), state], 1.0 if state == current else 0.0)
             breakdown.add_metric([str(gpu)], 1.0 if current == "BREAKDOWN" else 0.0)
-            live = live_busy.get(gpu)
-            frac = live if live is not None else (st.busy_fraction if st is not None else None)
+            frac = snap.busy_share(gpu)
             if frac is not None:
                 busy.add_metric([str(gpu)], frac)
             for kind in GAP_KINDS:
@@ -265,16 +279,24 @@ class GapwatchCollector:
                 fam.add_metric([], float(value))
                 yield fam
 
-    def _counters(self, c: SinkCounts, store_counters: dict[str, int],
-                  log_counters: dict[str, int]) -> Iterator[Metric]:
+    def _gap_counters(
+        self, gpus: list[int], tally: dict[tuple[int, str], Tally]
+    ) -> Iterator[Metric]:
+        """Closed gaps from the store's ledger. Every (gpu, kind) starts at 0, so that rate()
+        and increase() work from the first scrape."""
         gaps = CounterMetricFamily("gapwatch_gaps", "Closed idle gaps, by GPU and cause.",
                                    labels=["gpu", "kind"])
         secs = CounterMetricFamily("gapwatch_gap_seconds",
                                    "Seconds of closed idle gaps (counted when a gap closes).",
                                    labels=["gpu", "kind"])
-        for (gpu, kind), n in sorted(c.gaps.items()):
-            gaps.add_metric([str(gpu), kind], n)
-            secs.add_metric([str(gpu), kind], c.gap_seconds.get((gpu, kind), 0.0))
+        keys = {(gpu, kind) for gpu in gpus for kind in GAP_KINDS} | set(tally)
+        for gpu, kind in sorted(keys):
+            t = tally.get((gpu, kind), Tally())
+            gaps.add_metric([str(gpu), kind], t.count)
+            secs.add_metric([str(gpu), kind], t.seconds)
+        yield from (gaps, secs)
+
+    def _counters(self, c: SinkCounts, log_counters: dict[str, int]) -> Iterator[Metric]:
         samples = CounterMetricFamily("gapwatch_gpu_samples", "GPU samples taken.",
                                       labels=["gpu"])
         for gpu, n in sorted(c.samples.items()):
@@ -284,25 +306,23 @@ class GapwatchCollector:
                                      labels=["kind"])
         for kind, n in sorted(c.log_events.items()):
             events.add_metric([kind], n)
-        # Unparsed lines reach us three ways (as `unparsed` events, in the runtime's tailer
-        # counters, in a store counter); they count the same lines, so the largest figure is
-        # the number of lines, never their sum.
+        # Unparsed lines reach us two ways: as `unparsed` events (the live follower keeps them)
+        # and in the follower's own counters; they count the same lines, so the larger figure
+        # is the number of lines, never their sum.
         unparsed = CounterMetricFamily("gapwatch_log_unparsed_lines",
                                        "Prover log lines no rule understood.")
-        unparsed.add_metric([], max(c.unparsed_events, store_counters.get(UNPARSED_COUNTER, 0),
-                                    log_counters.get("unparsed", 0)))
+        unparsed.add_metric([], max(c.unparsed_events, log_counters.get("unparsed", 0)))
         log_counter_metric = CounterMetricFamily(
             "gapwatch_log_counter",
-            "The log tailer's own counters from the store (name = counter key).",
+            "The log follower's own counters (lines, parsed, unparsed, cut_lines...).",
             labels=["name"])
-        for key, n in sorted(store_counters.items()):
-            if key.startswith(LOG_COUNTER_PREFIX):
-                log_counter_metric.add_metric([key], n)
+        for key, n in sorted(log_counters.items()):
+            log_counter_metric.add_metric([key], n)
         notices = CounterMetricFamily("gapwatch_notices", "Notices (GPU lost, field "
                                       "unsupported, file rotated...), by level.", labels=["level"])
         for level in ("info", "warning", "error"):
             notices.add_metric([level], c.notices.get(level, 0))
-        yield from (gaps, secs, samples, events, unparsed, log_counter_metric, notices)
+        yield from (samples, events, unparsed, log_counter_metric, notices)
 
     def _lateness(self, c: SinkCounts) -> Metric:
         buckets = [(repr(b), float(n)) for b, n in zip(LATENESS_BUCKETS_S, c.lateness_buckets,

@@ -104,7 +104,7 @@ def render_summary(
     status_lines: Sequence[str] = (),
 ) -> str:
     """summary.md: written for a person who was not watching (or an assistant they ask)."""
-    gaps = [g for g in _gaps_in(records) if not g.retracted]
+    gaps = _gaps_in(records)
     out = [
         f"# gapwatch snapshot: {header.host}, {fmt.utc_stamp(t_wall_s)}",
         "",
@@ -121,7 +121,7 @@ def render_summary(
         gen = f"Gen{info.link_gen} x{info.link_width}" if info.link_gen else "link unknown"
         rows.append([
             f"GPU{info.index}", info.name, state.state if state else "NO_DATA",
-            fmt.frac_pct(state.busy_fraction if state else None),
+            fmt.frac_pct(snap.busy_share(info.index)),
             f"{fmt.gbps(link)} GB/s per direction ({gen})",
             (state.reason if state else "") or "-",
         ])

@@ -1,9 +1,13 @@
-"""Where samples come from: the protocols every source implements.
+"""Adapters to the outside world that produce records, and the protocols the sampler drives.
 
-Implementations: `nvml` (real GPUs; the only module that imports pynvml), `host` (host memory
-pressure; the only module that imports psutil), `sim` (the simulated prover), `replay` (a
-recording or a trace CSV). The sampler drives `GpuSource`/`HostSource` on a deadline schedule;
-`replay` drives the session itself because its records carry their own times.
+Live sources, read by the sampler on a deadline schedule (`GpuSource`, `HostSource`): `nvml`
+(real GPUs; the only module that imports pynvml), `host` (host memory pressure; the only module
+that imports psutil), `sim` (the simulated prover). Recorded sources: `recording` (gapwatch's
+JSON Lines), `trace_csv` (the shared trace layout), `files.read_any` (picks one); the replay
+driver (`gapwatch.engine.replay`) feeds their records to a session, paced by their own times.
+
+Who uses them: the runtime (`gapwatch.engine.runtime`) builds the live ones; the replay driver
+and `gapwatch.offline` read the recorded ones.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gapwatch.core.models import GpuInfo, GpuSample, HostSample, Notice
+from gapwatch.core.models import GpuInfo, GpuSample, HostSample, LinkState, Notice, ProcessMemory
 
 
 class SourceUnavailable(Exception):
@@ -25,6 +29,9 @@ class Tick:
 
     gpu: list[GpuSample] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
+    #: The slow readings of this tick, if it took them (every `sampler.slow_every_s`): host
+    #: memory of the processes on each GPU, and PCIe links read under traffic.
+    other: list[ProcessMemory | LinkState] = field(default_factory=list)
 
 
 class GpuSource(Protocol):
@@ -38,6 +45,16 @@ class GpuSource(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class SideSource(Protocol):
+    """A source with its own thread beside the sampler (the log follower, the copy trace)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def status(self) -> object: ...
 
 
 class HostSource(Protocol):

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from gapwatch.core.config import SamplerConfig
 from gapwatch.core.models import GpuInfo, GpuSample, Notice, SignalSource, link_bytes_per_s
+from gapwatch.core.readings import is_stale_gpm
 from gapwatch.sources import SourceUnavailable, Tick
 
 # NVML return codes (nvml.h). Hard-coded because they are ABI and the module must import without
@@ -318,14 +319,10 @@ class NvmlSource:
         sm = self._metric(gpu, metrics[0], "SM activity (GPM SM_UTIL)")
         rx = self._metric(gpu, metrics[1], "PCIe RX (GPM)")
         tx = self._metric(gpu, metrics[2], "PCIe TX (GPM)")
-        # No new data since the start sample (GPM refreshes ~every 100 ms): every metric reads
-        # exactly 0.0. A live link never reads exactly 0 over a real interval, so this is not
-        # idle; keep the start sample and let the next real reading cover the whole interval.
-        if (
-            not (sm or rx or tx)
-            and (sm is not None or rx is not None or tx is not None)
-            and t_ns - start_ns < GPM_MAX_EXTEND_NS
-        ):
+        # No new data since the start sample (GPM refreshes ~every 100 ms): keep the start
+        # sample and let the next real reading cover the whole interval (bounded, so that a
+        # stuck counter still shows as data).
+        if is_stale_gpm(sm, rx, tx) and t_ns - start_ns < GPM_MAX_EXTEND_NS:
             return None
         bufs.reverse()
         gpu.gpm_start_ns = t_ns

@@ -87,11 +87,19 @@ class Recording:
     records: Iterator[Record]
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: Line number of the record last yielded (the header is line 1).
+    line_no: int = 1
+    #: Every problem as (line, counter, message), when the reader was asked to keep them
+    #: (`read_recording(keep_problem_lines=True)`): the parallel report merges the readings of
+    #: its workers by line, so that a bad line read by two of them is counted once.
+    problem_lines: list[tuple[int, str, str]] | None = None
 
-    def problem(self, counter: str, message: str) -> None:
+    def problem(self, counter: str, message: str, line_no: int = 0) -> None:
         self.counters[counter] = self.counters.get(counter, 0) + 1
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(message)
+        if self.problem_lines is not None:
+            self.problem_lines.append((line_no, counter, message))
 
 
 def _open_bytes(path: Path) -> IO[bytes]:
@@ -107,8 +115,17 @@ def _open_bytes(path: Path) -> IO[bytes]:
     return raw
 
 
-def _records(stream: IO[bytes], recording: Recording, first_line_no: int) -> Iterator[Record]:
+#: Line number given to a problem found after the last line (a truncated file).
+END_LINE = 1 << 62
+
+
+def _records(
+    stream: IO[bytes], recording: Recording, first_line_no: int, skip: tuple[bytes, ...] = ()
+) -> Iterator[Record]:
     """Validated records of a possibly truncated (gzip) stream; bad lines are counted, skipped.
+
+    `skip`: GPU-sample lines starting with one of these prefixes (`{"gpu":N,`) are passed over
+    undecoded (the parallel report's workers each read their own GPUs).
 
     This is the hot loop of a long `gapwatch report` (~7 M lines for 24 h x 8 GPUs): one
     generator (no per-line inner generator), and pydantic-core's validators called directly
@@ -119,23 +136,30 @@ def _records(stream: IO[bytes], recording: Recording, first_line_no: int) -> Ite
     try:
         for line in stream:
             line_no += 1
+            if skip and line.startswith(skip) and line.endswith(suffix):
+                continue
             if line[-1:] != b"\n":
                 if not line.strip():
                     continue
                 # The last line of a file cut by kill -9 may be half written.
                 recording.problem(
-                    "partial_line", f"{recording.path}:{line_no}: incomplete last line"
+                    "partial_line", f"{recording.path}:{line_no}: incomplete last line", line_no
                 )
                 continue
             try:
                 r = validate(line, line.startswith(prefix) and line.endswith(suffix))
             except ValidationError as exc:
                 if line.strip():
-                    recording.problem("bad_records", bad_record(recording.path, line_no, exc))
+                    recording.problem(
+                        "bad_records", bad_record(recording.path, line_no, exc), line_no
+                    )
                 continue
+            recording.line_no = line_no
             yield r
     except (EOFError, zlib.error, OSError) as exc:
-        recording.problem("truncated", f"{recording.path}: file ends early ({exc}); kept what read")
+        recording.problem(
+            "truncated", f"{recording.path}: file ends early ({exc}); kept what read", END_LINE
+        )
     finally:
         stream.close()
 
@@ -169,9 +193,18 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes]]:
     return header, stream
 
 
-def read_recording(path: str | Path) -> Recording:
-    """Open a JSON Lines recording. Raises RecordingError when its header is unusable."""
+def read_recording(
+    path: str | Path, *, skip_gpu_prefixes: tuple[bytes, ...] = (),
+    keep_problem_lines: bool = False,
+) -> Recording:
+    """Open a JSON Lines recording. Raises RecordingError when its header is unusable.
+
+    Args:
+        skip_gpu_prefixes: GPU-sample lines starting with these are passed over undecoded.
+        keep_problem_lines: keep every problem with its line (`Recording.problem_lines`).
+    """
     header, stream = open_recording(path)
-    rec = Recording(path=Path(path), header=header, records=iter(()))
-    rec.records = _records(stream, rec, 1)
+    rec = Recording(path=Path(path), header=header, records=iter(()),
+                    problem_lines=[] if keep_problem_lines else None)
+    rec.records = _records(stream, rec, 1, skip_gpu_prefixes)
     return rec

@@ -1,12 +1,11 @@
 """The Textual dashboard (the only package that imports textual, plotext and textual_plotext).
 
-`run_dashboard(runtime)` is what `watch`, `demo` and `replay` call. Importing this package itself
-imports nothing heavy: `gapwatch.core.fmt` is shared with the core's snapshot writer.
+Who calls it: `gapwatch watch`, `demo` and `replay` call `start_and_show(runtime)`. Importing
+this package itself imports nothing heavy (Textual is imported when the dashboard starts).
 """
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gapwatch.engine.console import say
@@ -19,9 +18,6 @@ if TYPE_CHECKING:
 def run_dashboard(runtime: DashboardRuntime, stop_signals: StopSignals | None = None) -> int:
     """Run the dashboard in the terminal until the user quits (`q`, Ctrl-C) or a stop signal
     (SIGINT, SIGTERM, SIGHUP; with `stop_signals`) ends it; returns the exit status."""
-    if runtime.config.ui.color == "mono":
-        # Textual reads NO_COLOR when the App is created: mono = the user's NO_COLOR.
-        os.environ["NO_COLOR"] = "1"
     from gapwatch.ui.app import GapwatchApp
 
     app = GapwatchApp(runtime, stop_signals=stop_signals)

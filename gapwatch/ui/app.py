@@ -16,13 +16,14 @@ import asyncio
 import dataclasses
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar, Protocol
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.filter import LineFilter, Monochrome
 
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
@@ -95,6 +96,12 @@ class GapwatchApp(App[int]):
         self.runtime = runtime
         self._stop_signals = stop_signals
         self.config = runtime.config
+        # `[ui] color = "mono"` is the user's NO_COLOR for this app alone (Textual reads the
+        # variable itself when NO_COLOR is set; nothing here touches the process environment).
+        self._mono_filter: LineFilter | None = None
+        if self.config.ui.color == "mono" and not self.no_color:
+            self.no_color = True
+            self._mono_filter = Monochrome()
         self._wall_clock = wall_clock
         self._status_every_s = status_every_s
         self.paused = False
@@ -115,6 +122,10 @@ class GapwatchApp(App[int]):
         self.snapshots: list[Path] = []
 
     # -- composition --------------------------------------------------------------------------
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        filters = super().get_line_filters()
+        return [*filters, self._mono_filter] if self._mono_filter is not None else filters
 
     def compose(self) -> ComposeResult:
         yield GpuHeader(id="header")

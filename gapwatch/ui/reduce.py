@@ -90,16 +90,16 @@ def gap_columns(
 ) -> list[GapKind | None]:
     """Mark each column that any gap of `gpu` overlaps, however short, with the gap's kind.
 
-    An open gap (no end yet) runs to `t_end_ns`; a retracted gap (idle after the last busy period,
-    not a gap) is not marked. Drawn from the detector's list, not inferred from
-    the reduced pixels, so what the chart marks is exactly what the detector decided.
+    An open gap (no end yet) runs to `t_end_ns`. `gaps` is the store's ledger view (retracted
+    gaps are not in it). Drawn from the detector's list, not inferred from the reduced pixels,
+    so what the chart marks is exactly what the detector decided.
     """
     marks: list[GapKind | None] = [None] * max(columns, 0)
     span = t_end_ns - t_start_ns
     if columns <= 0 or span <= 0:
         return marks
     for gap in gaps:
-        if gap.gpu != gpu or gap.retracted:
+        if gap.gpu != gpu:
             continue
         g_start = gap.start_mono_ns
         g_end = gap.end_mono_ns if gap.end_mono_ns is not None else t_end_ns

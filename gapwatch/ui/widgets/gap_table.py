@@ -33,8 +33,7 @@ class GapTable(Widget):
         self._gaps: tuple[Gap, ...] = ()
 
     def show(self, view: View) -> None:
-        # Retracted gaps were idle after the last busy period, not gaps: never listed.
-        gaps = tuple(g for g in view.snap.gaps if not g.retracted)
+        gaps = view.snap.gaps  # the ledger's view: retracted gaps are not in it
         if gaps != self._gaps:
             self._gaps = gaps
             self.refresh()

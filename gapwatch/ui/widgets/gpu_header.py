@@ -12,11 +12,8 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gapwatch.core import fmt
-from gapwatch.core.models import Gap
+from gapwatch.core.models import STATE_SEVERITY, Gap
 from gapwatch.ui.view import View
-
-#: How bad each state is, to pick the GPU the "what is wrong" line talks about.
-_SEVERITY = {"BREAKDOWN": 4, "GAPS": 3, "NO_DATA": 2, "IDLE": 1, "CHAINED": 0}
 
 _STATE_CLASS = {
     "CHAINED": "gpu-header--chained",
@@ -29,7 +26,7 @@ _STATE_CLASS = {
 
 def _latest_gap(gaps: tuple[Gap, ...], gpu: int) -> Gap | None:
     for gap in reversed(gaps):
-        if gap.gpu == gpu and not gap.retracted:
+        if gap.gpu == gpu:
             return gap
     return None
 
@@ -77,15 +74,13 @@ class GpuHeader(Widget):
             info = view.gpu_info(gpu)
             state = view.state(gpu)
             name = state.state if state else "NO_DATA"
-            if worst is None or _SEVERITY[name] > worst[0]:
-                worst = (_SEVERITY[name], gpu)
+            if worst is None or STATE_SEVERITY[name] > worst[0]:
+                worst = (STATE_SEVERITY[name], gpu)
             marker = "▶" if gpu == view.gpu else " "
             out.append(f"{marker}GPU{gpu} ", style("gpu-header--selected") if marker != " " else "")
             out.append(f"{info.name.removeprefix('NVIDIA ')[:10]} ")
             out.append(f" {name} ", style(_STATE_CLASS[name]))
-            # The live busy share (refreshed every second); the state's value is frozen at
-            # its last change.
-            busy = view.snap.busy.get(gpu, state.busy_fraction if state else None)
+            busy = view.snap.busy_share(gpu)
             out.append(f" busy {fmt.frac_pct(busy):>4}")
             sample = view.latest(gpu)
             link = view.link_bytes_per_s(gpu)

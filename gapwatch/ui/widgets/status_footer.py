@@ -48,6 +48,9 @@ def status_parts(status: RuntimeStatus) -> list[str]:
             parts.append(f"{unparsed} unparsed lines")
     else:
         parts.append("no log followed")
+    ct = status.copytrace
+    if ct is not None:
+        parts.append(ct.summary())
     if status.recording_path:
         parts.append(f"rec {status.recording_path}")
     if status.prometheus_address:

@@ -1,0 +1,55 @@
+"""`gapwatch copytrace build [--cuda-include DIR] [--out DIR] [--cc CC] [--unit NAME]`: build and
+install the copy-trace library on this box, and print the line to add to the prover's environment.
+
+Who calls it: `gapwatch.cli`. The work is in `gapwatch.copytrace.build`; docs/copytrace.md says
+what the library does, what it costs, what it cannot see and how to turn it off. Exit codes: 0
+built and checked, 2 no compiler, no headers, a compile error or a layout this gapwatch cannot read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gapwatch.copytrace.build import BuildError, build, install_instructions
+from gapwatch.copytrace.wire import default_socket_path
+from gapwatch.core.config import Config
+
+
+def add_copytrace_flag(p: argparse.ArgumentParser) -> None:
+    """`--copytrace [PATH]` of `watch` and `record` (`gapwatch.cli.resolve_config` applies it)."""
+    p.add_argument("--copytrace", nargs="?", const="", default=None, metavar="PATH",
+                   help="read the copy trace (pinned vs pageable per copy) from the library "
+                        "injected into the prover; PATH = its socket (default "
+                        "/run/user/UID/gapwatch-copytrace.sock); see `gapwatch copytrace build`")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["build"], help="build: compile, check and install")
+    p.add_argument("--cuda-include", default=None, metavar="DIR",
+                   help="folder with cupti.h and cuda.h (default: $CUDA_HOME/include, "
+                        "/usr/local/cuda/include, then the nvidia-cuda-* wheels)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="where to install libgapwatch_copytrace.so "
+                        "(default: $XDG_DATA_HOME/gapwatch or ~/.local/share/gapwatch)")
+    p.add_argument("--cc", default=None, help="C compiler (default: $CC, cc, gcc, clang)")
+    p.add_argument("--unit", default="cuzk", help="systemd unit of the prover (for the "
+                                                  "printed drop-in; default cuzk)")
+
+
+def run(args: argparse.Namespace, config: Config) -> int:
+    try:
+        result = build(args.out, cuda_include=args.cuda_include, cc=args.cc)
+    except BuildError as exc:
+        print(f"gapwatch copytrace: {exc}", file=sys.stderr)
+        return 2
+    socket_path = config.copytrace.socket or default_socket_path()
+    print(f"built {result.library}")
+    print(f"  headers: {', '.join(result.include_dirs)}; compiler: {result.compiler}")
+    cupti = result.cupti_library or "libcupti.so.13 from the loader path"
+    print(f"  libcupti loaded at run time: {cupti}")
+    print(f"  checked: CUPTI {result.layout.get('cupti_api')} record layout and wire format "
+          f"v{result.layout.get('wire.version')} match this gapwatch")
+    print()
+    print(install_instructions(result.library, socket_path, args.unit), end="")
+    return 0

@@ -1,0 +1,234 @@
+"""Build the copy-trace library on this machine and check it: `gapwatch copytrace build`.
+
+Who calls it: `gapwatch.commands.copytrace` (the user), the tests (CI compiles it from the PyPI
+wheels' headers), `bench/copytrace_h200.py` (against the CUDA toolkit). Pure Python around the
+system C compiler: no CUDA, no GPU and no libcupti are needed to build, only the headers.
+
+Headers (`cupti.h`, and `cuda.h` with `crt/host_defines.h`, which it includes) are looked for, in
+order: `--cuda-include DIR`, `$CUDA_HOME/include` (and its `extras/CUPTI/include`),
+`/usr/local/cuda/include` (idem), then the installed `nvidia-cuda-cupti`, `nvidia-cuda-runtime`
+and `nvidia-cuda-crt` wheels (`nvidia/cu13/include` in site-packages). The libcupti found beside
+them (toolkit `extras/CUPTI/lib64`, `lib64`, or the wheel's `nvidia/cu13/lib`) is compiled in as the
+default to load at run time, so the prover needs no LD_LIBRARY_PATH.
+
+After compiling, the library is loaded here (its constructor does nothing; only the CUDA driver
+calls `InitializeInjection`) and asked for the layout it was compiled with; the build fails if the
+CUPTI record offsets or the wire format differ from what this gapwatch reads
+(`gapwatch.copytrace.wire.LAYOUT`). The file is written to a temporary name and renamed, so a
+prover that has the old library mapped is not disturbed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from gapwatch.copytrace import wire
+
+LIBRARY_NAME = "libgapwatch_copytrace.so"
+SOURCE_NAME = "gapwatch_copytrace.c"
+#: The CUDA major the source reads layouts of (CUpti_ActivityMemcpy6).
+CUDA_MAJOR = 13
+CFLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-shared", "-fPIC", "-fvisibility=hidden")
+LIBS = ("-ldl", "-lpthread")
+
+
+class BuildError(Exception):
+    """The library cannot be built or fails its check; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    library: Path
+    include_dirs: list[str]
+    cupti_library: str | None
+    compiler: str
+    layout: dict[str, int] = field(default_factory=dict)
+
+
+def source_path() -> Path:
+    """The C source shipped inside the package."""
+    return Path(str(resources.files("gapwatch.copytrace").joinpath(SOURCE_NAME)))
+
+
+def default_out_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "gapwatch"
+
+
+def _toolkit_roots() -> list[Path]:
+    roots = []
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        v = os.environ.get(env)
+        if v:
+            roots.append(Path(v))
+    roots.append(Path("/usr/local/cuda"))
+    return roots
+
+
+def _wheel_roots() -> list[Path]:
+    """`nvidia/cu13` folders of installed NVIDIA wheels, in sys.path order."""
+    out: list[Path] = []
+    for entry in sys.path:
+        p = Path(entry or ".") / "nvidia" / f"cu{CUDA_MAJOR}"
+        if p.is_dir() and p not in out:
+            out.append(p)
+    return out
+
+
+def candidate_include_dirs(cuda_include: str | None = None) -> list[Path]:
+    """Every folder where the headers may be, in search order (existing or not)."""
+    dirs: list[Path] = []
+    if cuda_include:
+        dirs.append(Path(cuda_include))
+    for root in _toolkit_roots():
+        dirs += [root / "include", root / "extras" / "CUPTI" / "include",
+                 root / "targets" / "x86_64-linux" / "include"]
+    dirs += [root / "include" for root in _wheel_roots()]
+    return dirs
+
+
+def find_include_dirs(cuda_include: str | None = None) -> list[str]:
+    """The folders holding `cupti.h`, `cuda.h` and `crt/host_defines.h` (first found of each).
+
+    Raises:
+        BuildError: one of them is nowhere to be found.
+    """
+    wanted = ("cupti.h", "cuda.h", "crt/host_defines.h")
+    found: dict[str, Path | None] = dict.fromkeys(wanted)
+    candidates = [d for d in candidate_include_dirs(cuda_include) if d.is_dir()]
+    if cuda_include and not Path(cuda_include).is_dir():
+        raise BuildError(f"--cuda-include {cuda_include}: not a folder")
+    for name in wanted:
+        for d in candidates:
+            if (d / name).is_file():
+                found[name] = d
+                break
+    missing = [n for n, d in found.items() if d is None]
+    if missing:
+        raise BuildError(
+            f"cannot find {', '.join(missing)} (looked in "
+            f"{', '.join(str(d) for d in candidate_include_dirs(cuda_include))}). Install the "
+            f"CUDA {CUDA_MAJOR} toolkit, give --cuda-include DIR, or `pip install "
+            f"'nvidia-cuda-cupti>={CUDA_MAJOR}.0,<{CUDA_MAJOR}.1' "
+            f"'nvidia-cuda-runtime>={CUDA_MAJOR}.0,<{CUDA_MAJOR}.1' "
+            f"'nvidia-cuda-crt>={CUDA_MAJOR}.0,<{CUDA_MAJOR}.1'` into this environment")
+    out: list[str] = []
+    for folder in found.values():
+        if folder is not None and str(folder) not in out:
+            out.append(str(folder))
+    return out
+
+
+def find_cupti_library(include_dirs: list[str]) -> str | None:
+    """The libcupti that goes with the headers, to be loaded by default at run time."""
+    name = f"libcupti.so.{CUDA_MAJOR}"
+    for inc in include_dirs:
+        p = Path(inc)
+        roots = [p.parent, p.parent.parent, p.parent.parent.parent]
+        for root in roots:
+            for sub in ("extras/CUPTI/lib64", "lib64", "lib", "targets/x86_64-linux/lib"):
+                cand = root / sub / name
+                if cand.is_file():
+                    return str(cand.resolve())
+    return None
+
+
+def find_compiler(cc: str | None = None) -> str | None:
+    for cand in (cc, os.environ.get("CC"), "cc", "gcc", "clang"):
+        if cand and shutil.which(cand):
+            return cand
+    return None
+
+
+def read_layout(library: Path) -> dict[str, int]:
+    """Load the built library here and ask it for the layout it was compiled with."""
+    try:
+        lib = ctypes.CDLL(str(library))
+    except OSError as exc:
+        raise BuildError(f"{library}: built, but cannot be loaded ({exc})") from None
+    if not hasattr(lib, "InitializeInjection"):
+        raise BuildError(f"{library}: no InitializeInjection symbol: the driver would not call it")
+    fn = lib.gapwatch_copytrace_layout
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    buf = ctypes.create_string_buffer(4096)
+    fn(buf, len(buf))
+    return wire.parse_layout(buf.value.decode())
+
+
+def build(
+    out_dir: str | Path | None = None,
+    *,
+    cuda_include: str | None = None,
+    cc: str | None = None,
+    extra_cflags: tuple[str, ...] = (),
+) -> BuildResult:
+    """Compile, check and install the library into `out_dir`; return where it went.
+
+    Raises:
+        BuildError: no compiler, no headers, a compile error, or a layout this gapwatch cannot read.
+    """
+    compiler = find_compiler(cc)
+    if compiler is None:
+        raise BuildError("no C compiler found (tried $CC, cc, gcc, clang): install gcc "
+                         "(apt-get install gcc) or give --cc")
+    include_dirs = find_include_dirs(cuda_include)
+    cupti = find_cupti_library(include_dirs)
+    out = Path(out_dir) if out_dir is not None else default_out_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / LIBRARY_NAME
+    fd, tmp_name = tempfile.mkstemp(prefix=".gapwatch_copytrace-", suffix=".so", dir=out)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    cmd = [compiler, *CFLAGS, *extra_cflags, *(f"-I{d}" for d in include_dirs)]
+    if cupti:
+        cmd.append(f'-DGWCT_CUPTI_DEFAULT="{cupti}"')
+    cmd += ["-o", str(tmp), str(source_path()), *LIBS]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise BuildError(f"compile failed ({' '.join(cmd)}):\n{(r.stderr or r.stdout)[-3000:]}")
+        layout = read_layout(tmp)
+        bad = wire.layout_mismatches(layout)
+        if bad:
+            raise BuildError("the compiled library's layout is not what this gapwatch reads "
+                             f"(headers of another CUDA major?): {'; '.join(bad)}")
+        tmp.chmod(0o755)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return BuildResult(library=target, include_dirs=include_dirs, cupti_library=cupti,
+                       compiler=compiler, layout=layout)
+
+
+def install_instructions(library: Path, socket_path: str, unit: str = "cuzk") -> str:
+    """What to add to the prover's environment, and how to turn it off again."""
+    return f"""\
+To trace the prover's copies, start it with these two variables set.
+For cuzk under systemd, a drop-in (`sudo systemctl edit {unit}`):
+
+  [Service]
+  Environment=CUDA_INJECTION64_PATH={library}
+  Environment=GAPWATCH_COPYTRACE_SOCKET={socket_path}
+
+then `sudo systemctl restart {unit}`. Any other process:
+
+  CUDA_INJECTION64_PATH={library} GAPWATCH_COPYTRACE_SOCKET={socket_path} your-prover ...
+
+and run gapwatch beside it with the same socket:
+
+  gapwatch watch --copytrace {socket_path} ...     (or: gapwatch record --copytrace ...)
+
+The prover's log then has one line `gapwatch-copytrace[PID]: tracing host<->device copies ...`.
+To turn it off: `sudo systemctl revert {unit}` (or delete the two lines) and restart it; or,
+without touching the unit's lines, add `Environment=GAPWATCH_COPYTRACE_OFF=1` and restart.
+The prover runs the same with or without gapwatch listening (copies are then dropped, counted).
+"""

@@ -1,0 +1,125 @@
+"""Run the detector over a whole recorded input: the one loop behind `report` and `export`.
+
+Who calls it: `gapwatch.offline.report` (one process) and `gapwatch.offline.report_parallel`
+(each worker process runs this same loop over its share of the GPUs). Live sessions drive the
+same `GapDetector.feed` one record at a time (`gapwatch.engine.session`); both keep gaps in a
+`GapLedger`, so live and offline outputs apply one rule.
+
+Log events come from the recording and from `--log` files (already parsed, in time order): the
+files' events are merged in by wall time, each fed just before the first GPU sample at or after
+it. Directly, without a Session or store: a 24 h, 8-GPU recording is ~7 M samples and the store's
+lock and ring buffers would only cost time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from operator import attrgetter
+
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.ledger import GapLedger
+from gapwatch.core.models import CopyRecord, Gap, LogEvent, Record, SessionHeader, StateChange
+from gapwatch.core.track import GpuTotals
+
+#: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
+#: A one-process and a split run give the same list however their outputs interleave.
+_state_order = attrgetter("t_mono_ns", "gpu")
+
+
+@dataclass
+class Detected:
+    """What running the detector over a whole input gave, before it is summed up.
+
+    Built by `detect_records` (one process) or merged from the workers' by
+    `gapwatch.offline.report_parallel`; both must give equal values for the same input.
+    """
+
+    header: SessionHeader
+    #: The gaps (final versions, retracted ones gone), as every output counts them.
+    ledger: GapLedger
+    #: Every state change, in `_state_order`.
+    states: list[StateChange]
+    totals: list[GpuTotals]
+    #: The detector's own counters (out_of_order, stale_gpm, holes, ...), non-zero ones.
+    detector_counters: dict[str, int]
+    log_events: list[LogEvent]
+    #: The line at which each gap id (1, 2, ...) was assigned, when the caller gave `line_of`.
+    gap_id_lines: list[int] = field(default_factory=list)
+    #: The copy trace's copies, in input order (empty without a copy trace).
+    copies: list[CopyRecord] = field(default_factory=list)
+    #: Reading counters and problems (filled in by the caller, which owns the reader).
+    counters: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def detect_records(
+    header: SessionHeader,
+    records: Iterable[Record],
+    config: DetectorConfig,
+    extra_logs: Sequence[LogEvent] = (),
+    *,
+    line_of: Callable[[], int] | None = None,
+) -> Detected:
+    """Feed every record (and `extra_logs`, merged by time) to one offline `GapDetector`.
+
+    Args:
+        line_of: where the reader is (the line of the record being fed); when given, the line
+            that assigned each gap id is kept, so that split runs can renumber their gaps.
+    """
+    det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False)
+    ledger = GapLedger()
+    states: list[StateChange] = []
+    log_events: list[LogEvent] = []
+    copies: list[CopyRecord] = []
+    gap_id_lines: list[int] = []
+    if line_of is not None:
+        det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
+
+    def take(results: list[Gap | StateChange]) -> None:
+        for r in results:
+            if type(r) is Gap:
+                ledger.add(r)
+            else:
+                states.append(r)  # type: ignore[arg-type]
+
+    feed, feed_gpu = det.feed, det.feed_gpu
+    li, n_extra = 0, len(extra_logs)
+    next_log_t = extra_logs[0].t_wall_s if extra_logs else float("inf")
+    # Hot loop (~7 M records): GPU samples, the bulk, go straight to feed_gpu (what `feed`
+    # would call) after the merge test; every other record through `feed`.
+    for r in records:
+        tp = r.type
+        if tp == "gpu":
+            if r.t_wall_s >= next_log_t:  # type: ignore[union-attr]
+                while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:  # type: ignore[union-attr]
+                    feed(extra_logs[li])
+                    log_events.append(extra_logs[li])
+                    li += 1
+                next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
+            out = feed_gpu(r)  # type: ignore[arg-type]
+        else:
+            if tp == "log":
+                log_events.append(r)  # type: ignore[arg-type]
+            elif tp == "copy":
+                copies.append(r)  # type: ignore[arg-type]
+            out = feed(r)
+        if out:
+            take(out)
+    while li < n_extra:
+        feed(extra_logs[li])
+        log_events.append(extra_logs[li])
+        li += 1
+    take(det.finish())
+    states.sort(key=_state_order)
+    return Detected(
+        header=header, ledger=ledger, states=states, totals=det.totals(),
+        detector_counters={k: v for k, v in det.counters.items() if v},
+        log_events=log_events, gap_id_lines=gap_id_lines, copies=copies,
+    )  # fmt: skip
+
+
+def sort_states(states: list[StateChange]) -> None:
+    """Put merged states in the canonical order `detect_records` gives (in place)."""
+    states.sort(key=_state_order)

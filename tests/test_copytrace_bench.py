@@ -1,0 +1,78 @@
+"""The scoring of bench/copytrace_h200.py, on a synthetic copy log and synthetic copy records
+(the GPU run itself is the lead's; here is what decides whether it passed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from copytrace_fakes import GIB, copy, truth, write_case
+
+ROOT = Path(__file__).parent.parent
+_spec = importlib.util.spec_from_file_location("copytrace_h200", ROOT / "bench" / "copytrace_h200.py")
+assert _spec is not None and _spec.loader is not None
+bench = importlib.util.module_from_spec(_spec)
+sys.modules["copytrace_h200"] = bench
+_spec.loader.exec_module(bench)
+
+
+def pageable_partition(shift_s: float = 0.0, kind: str = "pageable", nbytes: int = GIB) -> list[Any]:
+    return [copy(a + shift_s, b + shift_s, kind, nbytes=nbytes, corr=i)
+            for i, (a, b) in enumerate([(2.05, 2.65), (2.65, 3.25), (3.25, 3.85)])]
+
+
+def test_copies_that_match_the_copy_log_pass() -> None:
+    s = bench.score_copies(truth(), pageable_partition())
+    assert s["passed"] and s["partitions_ok"] == 1 and s["extra_big_copies"] == 0
+    assert s["start_error_ms_max"] < 2 and abs(s["rate_error_max"]) < 0.01
+
+
+def test_the_wrong_memory_kind_fails() -> None:
+    s = bench.score_copies(truth(), pageable_partition(kind="pinned"))
+    assert not s["passed"] and s["failures"][0]["kinds"] == ["pinned"]
+
+
+def test_copies_within_5_ms_of_the_log_pass_and_further_off_fail() -> None:
+    assert bench.score_copies(truth(), pageable_partition(shift_s=0.002))["passed"]
+    assert not bench.score_copies(truth(), pageable_partition(shift_s=0.02))["passed"]
+
+
+def test_wrong_bytes_or_a_missing_copy_fail() -> None:
+    assert not bench.score_copies(truth(), pageable_partition(nbytes=GIB // 2))["passed"]
+    assert not bench.score_copies(truth(), pageable_partition()[:2])["passed"]
+
+
+def test_small_copies_are_not_the_load_generators_and_are_ignored() -> None:
+    small = [copy(2.1, 2.11, "pageable", nbytes=1 << 20, corr=99)]
+    assert bench.score_copies(truth(), pageable_partition() + small)["passed"]
+
+
+def test_a_copy_on_another_stream_is_not_taken_for_the_partitions() -> None:
+    other = [copy(2.1, 2.2, "pinned", stream=99, nbytes=GIB, corr=98)]
+    s = bench.score_copies(truth(), pageable_partition() + other)
+    assert s["passed"] and s["extra_big_copies"] == 1
+
+
+def test_hints_must_state_the_memory_kind_of_every_starved_gap() -> None:
+    good = {"gaps": [{"kind": "pcie_starved", "hint": "SMs idle 2.0 s ...; 3.0 GiB copied from "
+                      "pageable host memory at 1.8 GB/s on stream 13",
+                      "copies": {"traced": True, "memory_kind": "pageable"}}]}
+    assert bench.score_hints(good, "pageable")["passed"]
+    bad = {"gaps": [{"kind": "pcie_starved", "hint": "a/b/c in pageable memory?",
+                     "copies": {"traced": False}}]}
+    assert not bench.score_hints(bad, "pageable")["passed"]
+
+
+def test_overhead_passes_within_one_percent_or_the_spread() -> None:
+    assert bench.overhead_summary([1.0, 1.01, 0.99], [0.998, 1.0, 0.995])["passed"]
+    assert not bench.overhead_summary([1.0, 1.0, 1.0], [0.95, 0.96, 0.95])["passed"]
+    assert not bench.overhead_summary([None], [1.0])["passed"]
+
+
+def test_a_case_folder_is_rescored_from_its_recording_and_truth(tmp_path: Path) -> None:
+    check = bench.case_check(write_case(tmp_path / "pageable"))
+    assert check["copies"]["passed"] and check["hints"]["passed"]
+    assert check["hints"]["pcie_starved_gaps"] >= 1
+    assert check["n_copies"] == 6

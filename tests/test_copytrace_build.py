@@ -1,0 +1,139 @@
+"""The copy-trace library is built from the PyPI wheels' CUDA 13.0 headers (no toolkit, no GPU),
+exports what the CUDA driver calls, reads CUPTI records at the offsets CUDA 13 defines, and
+speaks the wire format the reader parses, without ever waiting on a slow reader.
+
+Skipped (loudly) only where there is no C compiler; the headers come from the `test` extra
+(nvidia-cuda-cupti, nvidia-cuda-runtime, nvidia-cuda-crt of the 13.0 line).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+import threading
+import warnings
+from pathlib import Path
+
+import pytest
+
+from gapwatch.copytrace import build as ctbuild
+from gapwatch.copytrace import wire
+from gapwatch.core.models import CopyRecord, GpuInfo, Record
+from gapwatch.sources.copytrace import CopyTraceReader
+
+if ctbuild.find_compiler() is None:
+    warnings.warn("no C compiler (cc/gcc/clang): the copy-trace library is NOT compiled in "
+                  "this run", stacklevel=1)
+    pytest.skip("no C compiler: install gcc to build the copy-trace library",
+                allow_module_level=True)
+
+UUID0_TEXT = "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf"  # what the self-test sends for device 0
+
+
+def wheel_include() -> str:
+    for root in ctbuild._wheel_roots():
+        if (root / "include" / "cupti.h").is_file():
+            return str(root / "include")
+    pytest.fail("the nvidia-cuda-cupti / -runtime / -crt wheels (13.0) are not installed: "
+                "pip install '.[test]'")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> ctbuild.BuildResult:
+    out = tmp_path_factory.mktemp("copytrace")
+    return ctbuild.build(out, cuda_include=wheel_include(), extra_cflags=("-Werror",))
+
+
+def fresh_copy(built: ctbuild.BuildResult, tmp_path: Path) -> ctypes.CDLL:
+    """A private copy of the library: each load has its own state (counters, socket)."""
+    private = tmp_path / "libcopy.so"
+    shutil.copy(built.library, private)
+    lib = ctypes.CDLL(str(private))
+    lib.gapwatch_copytrace_selftest.argtypes = [ctypes.c_char_p, ctypes.c_uint32]
+    lib.gapwatch_copytrace_selftest.restype = ctypes.c_int
+    return lib
+
+
+def test_it_compiles_from_the_wheels_headers_and_exports_initializeinjection(
+        built: ctbuild.BuildResult) -> None:
+    assert built.library.is_file()
+    if shutil.which("nm"):
+        symbols = subprocess.run(["nm", "-D", "--defined-only", str(built.library)],
+                                 capture_output=True, text=True, check=True).stdout
+        exported = {line.split()[-1] for line in symbols.splitlines() if " T " in line}
+        assert {"InitializeInjection", "gapwatch_copytrace_layout"} <= exported
+        # Nothing else leaks into the prover's symbol space.
+        assert exported <= {"InitializeInjection", "gapwatch_copytrace_layout",
+                            "gapwatch_copytrace_selftest"}
+
+
+def test_it_reads_cupti_records_at_the_cuda_13_offsets_and_writes_wire_version_1(
+        built: ctbuild.BuildResult) -> None:
+    lay = built.layout
+    assert lay["cupti_api"] // 10000 == 13
+    assert {k: lay[k] for k in ("memcpy6.copyKind", "memcpy6.srcKind", "memcpy6.dstKind",
+                                "memcpy6.bytes", "memcpy6.start", "memcpy6.end",
+                                "memcpy6.deviceId", "memcpy6.streamId")} == {
+        "memcpy6.copyKind": 4, "memcpy6.srcKind": 5, "memcpy6.dstKind": 6, "memcpy6.bytes": 8,
+        "memcpy6.start": 16, "memcpy6.end": 24, "memcpy6.deviceId": 32, "memcpy6.streamId": 40}
+    assert wire.layout_mismatches(lay) == []
+    assert (lay["wire.header"], lay["wire.copy"]) == (wire.HEADER.size, wire.COPY.size)
+
+
+def test_its_datagrams_are_read_back_by_the_reader_as_the_copies_it_sent(
+        built: ctbuild.BuildResult, tmp_path: Path) -> None:
+    got: list[Record] = []
+    done = threading.Event()
+
+    def take(rec: Record) -> None:
+        got.append(rec)
+        if len(got) == 70:
+            done.set()
+
+    reader = CopyTraceReader(str(tmp_path / "ct.sock"), [GpuInfo(index=0, uuid=UUID0_TEXT)],
+                             take, None)
+    reader.start()
+    try:
+        assert fresh_copy(built, tmp_path).gapwatch_copytrace_selftest(
+            reader.path.encode(), 70) == 70
+        assert done.wait(20)
+    finally:
+        reader.stop()
+    copies = [r for r in got if isinstance(r, CopyRecord)]
+    assert len(copies) == 70
+    first, second, third = copies[:3]
+    assert (first.direction, first.host_kind, first.gpu) == ("h2d", "pinned", 0)
+    assert (second.direction, second.host_kind, second.gpu) == ("d2h", "pinned", None)
+    assert third.host_kind == "pageable" and third.bytes == 3 << 20
+    assert first.end_wall_s - first.start_wall_s == pytest.approx(0.0005, abs=1e-6)
+    assert [c.correlation_id for c in copies] == list(range(100, 170))
+    assert reader.status().bad == 0 and reader.status().dropped == 0
+
+
+def test_a_reader_that_does_not_drain_never_blocks_the_library_and_learns_its_drops(
+        built: ctbuild.BuildResult, tmp_path: Path) -> None:
+    got: list[Record] = []
+    reader = CopyTraceReader(str(tmp_path / "ct.sock"), [], got.append, None)
+    reader.open()  # bound, nobody reading: the queue fills up
+    lib = fresh_copy(built, tmp_path)
+    n = 100_000
+    delivered = lib.gapwatch_copytrace_selftest(reader.path.encode(), n)  # returns, never waits
+    assert 0 < delivered < n
+    drained, later = threading.Event(), threading.Event()
+
+    def take(rec: Record) -> None:
+        got.append(rec)
+        if len(got) >= delivered:
+            drained.set()
+        if len(got) > delivered:
+            later.set()
+
+    reader._on_record = take  # type: ignore[method-assign]
+    reader.start()
+    assert drained.wait(20)
+    assert lib.gapwatch_copytrace_selftest(reader.path.encode(), 1) == 1
+    assert later.wait(20)
+    reader.stop()
+    # The second round's header carries the first round's drops: the reader counts them.
+    assert reader.status().dropped_send == n - delivered

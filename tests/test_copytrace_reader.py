@@ -1,0 +1,261 @@
+"""The copy-trace reader: datagrams in, CopyRecords out; bad input counted, never a crash, and a
+sender that is never made to wait (gapwatch.sources.copytrace, gapwatch.copytrace.wire)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from gapwatch.copytrace import wire
+from gapwatch.core.models import CopyRecord, GpuInfo, Notice, Record
+from gapwatch.sources import SourceUnavailable
+from gapwatch.sources.copytrace import CopyTraceReader
+
+UUID0 = bytes(range(0xA0, 0xB0))
+UUID0_TEXT = "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf"
+GPUS = [GpuInfo(index=0, uuid=UUID0_TEXT), GpuInfo(index=1, uuid="GPU-other")]
+T0_NS = 1_796_000_000_000_000_000
+
+
+def copy(i: int = 0, *, kind: int = 1, src: int = 1, dst: int = 3, uuid: bytes = UUID0,
+         device: int = 0, nbytes: int = 1 << 30, dur_ns: int = 300_000_000) -> wire.WireCopy:
+    start = T0_NS + i * 1_000_000_000
+    return wire.WireCopy(start, start + dur_ns, nbytes, device, 1, 13, 100 + i, kind, src, dst,
+                         1, 1, uuid)
+
+
+def copies_datagram(cs: list[wire.WireCopy], **header: int) -> bytes:
+    return wire.encode_datagram(wire.TYPE_COPIES, records=[wire.encode_copy(c) for c in cs],
+                                record_bytes=wire.COPY.size, **header)
+
+
+def hello(flags: int = 0, **header: int) -> bytes:
+    h = wire.WireHello(1, 130001, 130001, 100, flags, "cuzk")
+    return wire.encode_datagram(wire.TYPE_HELLO, records=[wire.encode_hello(h)], **header)
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.notices: list[Notice] = []
+
+    def copies(self) -> list[CopyRecord]:
+        return [r for r in self.records if isinstance(r, CopyRecord)]
+
+
+def reader(tmp_path: Path, name: str = "ct.sock", gpus: list[GpuInfo] | None = None
+           ) -> tuple[CopyTraceReader, Collect]:
+    got = Collect()
+    r = CopyTraceReader(str(tmp_path / name), GPUS if gpus is None else gpus,
+                        got.records.append, got.notices.append)
+    return r, got
+
+
+def test_a_copy_datagram_becomes_copy_records_with_memory_kinds_and_the_nvml_gpu(
+        tmp_path: Path) -> None:
+    r, got = reader(tmp_path)
+    r.feed(copies_datagram([copy(0, src=1), copy(1, kind=2, src=3, dst=2)], pid=42))
+    a, b = got.copies()
+    assert (a.direction, a.src_kind, a.dst_kind, a.host_kind) == ("h2d", "pageable", "device",
+                                                                 "pageable")
+    assert (b.direction, b.host_kind) == ("d2h", "pinned")
+    assert a.gpu == 0 and a.pid == 42 and a.stream_id == 13 and a.bytes == 1 << 30
+    assert a.start_wall_s == pytest.approx(T0_NS / 1e9)
+    assert a.end_wall_s - a.start_wall_s == pytest.approx(0.3)
+    assert r.status().copies == 2 and r.status().processes == 1
+
+
+def test_a_device_whose_uuid_is_not_watched_is_unmapped_not_guessed(tmp_path: Path) -> None:
+    r, got = reader(tmp_path)
+    r.feed(copies_datagram([copy(0, uuid=b"\x01" * 16, device=0)]))
+    assert got.copies()[0].gpu is None
+    assert r.status().unmapped == 1
+
+
+def test_without_a_uuid_the_cuda_ordinal_is_used_only_in_pci_bus_order(tmp_path: Path) -> None:
+    r, got = reader(tmp_path)
+    r.feed(copies_datagram([copy(0, uuid=bytes(16), device=1)], pid=7))
+    assert got.copies()[-1].gpu is None  # nothing known of the process's device order
+    r.feed(hello(wire.HELLO_PCI_BUS_ORDER, pid=7, seq=1))
+    r.feed(copies_datagram([copy(1, uuid=bytes(16), device=1)], pid=7, seq=2))
+    assert got.copies()[-1].gpu == 1
+    r.feed(hello(wire.HELLO_PCI_BUS_ORDER | wire.HELLO_VISIBLE_SET, pid=7, seq=3))
+    r.feed(copies_datagram([copy(2, uuid=bytes(16), device=1)], pid=7, seq=4))
+    assert got.copies()[-1].gpu is None  # CUDA_VISIBLE_DEVICES renumbers: no guess
+
+
+@pytest.mark.parametrize("mutate, reason", [
+    (lambda d: d[:40], "short"),
+    (lambda d: b"XXXX" + d[4:], "magic"),
+    (lambda d: d[:4] + (2).to_bytes(2, "little") + d[6:], "version"),
+    (lambda d: d[:8] + (9).to_bytes(2, "little") + d[10:], "type"),
+    (lambda d: d[:-10], "truncated"),
+    (lambda d: d[:10] + (8).to_bytes(2, "little") + d[12:], "record_size"),
+], ids=["short", "garbage-magic", "unknown-version", "unknown-type", "truncated", "tiny-records"])
+def test_bad_datagrams_are_counted_by_reason_and_dropped(tmp_path: Path, mutate, reason) -> None:  # type: ignore[no-untyped-def]
+    r, got = reader(tmp_path)
+    r.feed(mutate(copies_datagram([copy(0), copy(1)])))
+    r.feed(copies_datagram([copy(2)]))  # the next good one is read as if nothing happened
+    assert r.bad == {reason: 1}
+    assert len(got.copies()) == 1
+    assert any("bad datagram" in n.message for n in got.notices)
+
+
+def test_random_garbage_never_raises(tmp_path: Path) -> None:
+    r, got = reader(tmp_path)
+    rnd = __import__("random").Random(3)
+    good = copies_datagram([copy(0)])
+    for _ in range(500):
+        n = rnd.randrange(0, 300)
+        junk = bytes(rnd.randrange(256) for _ in range(n))
+        if rnd.random() < 0.5:  # valid header, scrambled body
+            junk = good[:64] + junk
+        r.feed(junk)
+    assert r.status().bad + r.status().copies >= 1
+    assert all(isinstance(c, CopyRecord) for c in got.records)
+
+
+def test_a_message_cut_by_the_kernel_is_truncated_not_parsed(tmp_path: Path) -> None:
+    r, got = reader(tmp_path)
+    r.feed(copies_datagram([copy(0)]), truncated=True)
+    assert r.bad == {"truncated": 1} and got.copies() == []
+
+
+def test_impossible_copies_are_refused_one_by_one(tmp_path: Path) -> None:
+    r, got = reader(tmp_path)
+    backwards = wire.WireCopy(T0_NS + 10, T0_NS, 1, 0, 1, 1, 1, 1, 1, 3, 0, 1, UUID0)
+    r.feed(copies_datagram([backwards, copy(1, kind=8), copy(2)]))  # 8 = device to device
+    assert len(got.copies()) == 1
+    assert r.bad == {"record_time": 1, "record_kind": 1}
+
+
+def test_a_restarted_prover_is_a_new_sender_and_its_drops_count_from_when_we_heard_it(
+        tmp_path: Path) -> None:
+    r, got = reader(tmp_path)
+    # The first prover had dropped 500 copies before gapwatch listened: not ours to report.
+    r.feed(copies_datagram([copy(0)], pid=10, session_id=1, seq=20, dropped_send=500))
+    r.feed(copies_datagram([copy(1)], pid=10, session_id=1, seq=22, dropped_send=503))
+    r.feed(wire.encode_datagram(wire.TYPE_BYE, pid=10, session_id=1, seq=23, dropped_send=503))
+    assert r.status().dropped_send == 3 and r.status().processes == 0
+    # It restarts (same pid, new session), counting from 0 again: not a loss, not a reset.
+    r.feed(copies_datagram([copy(2)], pid=10, session_id=2, seq=0, dropped_cupti=4))
+    r.feed(copies_datagram([copy(3)], pid=10, session_id=2, seq=1, dropped_cupti=6))
+    st = r.status()
+    assert (st.dropped_send, st.dropped_cupti, st.processes, st.copies) == (3, 2, 1, 4)
+    assert [n.message for n in got.notices if "attached" in n.message] == [
+        "copy trace: pid 10 attached", "copy trace: pid 10 attached"]
+
+
+def test_a_note_from_the_library_becomes_a_warning(tmp_path: Path) -> None:
+    r, got = reader(tmp_path)
+    text = b"CUPTI is already in use by another tool: copy trace off in this process"
+    r.feed(wire.encode_datagram(wire.TYPE_NOTE, pid=9, records=[text]))
+    assert got.notices[-1].level == "warning" and "already in use" in got.notices[-1].message
+
+
+def _live(tmp_path: Path) -> tuple[CopyTraceReader, Collect]:
+    r, got = reader(tmp_path)
+    r.open()
+    return r, got
+
+
+def _sender() -> socket.socket:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.setblocking(False)
+    return s
+
+
+def test_a_reader_that_falls_behind_makes_the_sender_drop_and_count_never_wait(
+        tmp_path: Path) -> None:
+    r, got = _live(tmp_path)  # bound, but its thread not started: nobody drains the queue
+    out = _sender()
+    sent = dropped = 0
+    seq = 0
+    # Send until the queue is full and then some: every send returns at once.
+    while dropped < 50:
+        d = copies_datagram([copy(seq)], pid=5, seq=seq, dropped_send=dropped)
+        seq += 1
+        try:
+            out.sendto(d, r.path)
+            sent += 1
+        except BlockingIOError:
+            dropped += 1
+    r.start()  # now it drains what was queued ...
+    done = threading.Event()
+    r._on_record = lambda rec: (got.records.append(rec),  # type: ignore[method-assign]
+                                done.set() if len(got.records) >= sent + 1 else None)
+    # ... and the next datagram tells it what the sender had to drop meanwhile.
+    while True:
+        try:
+            out.sendto(copies_datagram([copy(seq)], pid=5, seq=seq, dropped_send=dropped),
+                       r.path)
+            break
+        except BlockingIOError:
+            continue
+    assert done.wait(20)
+    r.stop()
+    st = r.status()
+    assert st.copies == sent + 1
+    assert st.dropped_send == dropped  # the first datagram's count (0) is the baseline
+    assert sent > 0 and dropped == 50
+
+
+def test_a_listening_reader_delivers_from_its_thread_and_removes_its_socket(
+        tmp_path: Path) -> None:
+    r, got = _live(tmp_path)
+    done = threading.Event()
+    r._on_record = lambda rec: (got.records.append(rec), done.set())  # type: ignore[method-assign]
+    r.start()
+    _sender().sendto(copies_datagram([copy(0)]), r.path)
+    assert done.wait(20)
+    r.stop()
+    assert not os.path.exists(r.path)
+    assert r.status().state == "stopped"
+
+
+def test_gapwatch_restarting_is_picked_up_by_the_next_send(tmp_path: Path) -> None:
+    r, _ = _live(tmp_path)
+    r.stop()
+    out = _sender()
+    with pytest.raises(OSError) as exc:  # nobody listens: the library counts a drop
+        out.sendto(copies_datagram([copy(0)]), r.path)
+    assert exc.value.errno in (errno.ENOENT, errno.ECONNREFUSED)
+    r2, got2 = _live(tmp_path)
+    done = threading.Event()
+    r2._on_record = lambda rec: (got2.records.append(rec), done.set())  # type: ignore[method-assign]
+    r2.start()
+    out.sendto(copies_datagram([copy(1)], seq=1, dropped_send=1), r2.path)
+    assert done.wait(20)
+    r2.stop()
+
+
+def test_a_stale_socket_is_replaced_but_a_live_one_or_a_file_is_never_touched(
+        tmp_path: Path) -> None:
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    stale.bind(str(tmp_path / "ct.sock"))
+    stale.close()  # the file stays, nobody listens: a gapwatch that died
+    r, _ = _live(tmp_path)
+    with pytest.raises(SourceUnavailable, match="another gapwatch is listening"):
+        reader(tmp_path)[0].open()
+    r.stop()
+    (tmp_path / "plain").write_text("data")
+    with pytest.raises(SourceUnavailable, match="not a socket"):
+        reader(tmp_path, "plain")[0].open()
+    assert (tmp_path / "plain").read_text() == "data"
+
+
+def test_the_default_socket_is_under_run_user_when_it_exists(tmp_path: Path) -> None:
+    (tmp_path / "1000").mkdir()
+    assert wire.default_socket_path(1000, str(tmp_path)) == str(
+        tmp_path / "1000" / "gapwatch-copytrace.sock")
+    assert wire.default_socket_path(1001, str(tmp_path)) == "/tmp/gapwatch-copytrace-1001.sock"
+
+
+def test_uuid_bytes_are_spelled_as_nvml_spells_them() -> None:
+    assert wire.uuid_text(UUID0) == UUID0_TEXT
+    assert wire.uuid_text(bytes(16)) is None

@@ -37,6 +37,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -467,13 +468,15 @@ def preflight(a: argparse.Namespace) -> dict[str, Any]:
 # ------------------------------------------------------------------ output
 
 
-def write_outputs(a: argparse.Namespace, work: Path, summary: dict[str, Any]) -> None:
+def write_outputs(a: argparse.Namespace, work: Path, summary: dict[str, Any],
+                  markdown: Callable[[dict[str, Any]], str] | None = None) -> None:
+    """summary.json (atomically) and summary.md (`markdown`, default this run's tables)."""
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / "summary.json.tmp"
     tmp.write_text(json.dumps(summary, indent=1, default=str) + "\n")
     os.replace(tmp, out / "summary.json")
-    (out / "summary.md").write_text(summary_markdown(summary))
+    (out / "summary.md").write_text((markdown or summary_markdown)(summary))
 
 
 def write_bundles(a: argparse.Namespace, work: Path, summary: dict[str, Any]) -> None:

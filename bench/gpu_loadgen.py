@@ -16,6 +16,16 @@ What it does (the shape of cuzk's pipeline, see docs/gpu-proof.md):
 - `--h2d-repeat` copies each a/b/c that many times (transfer-bound: pinned copies at line rate,
   far more bytes than compute can hide); `--synth-delay-s` slows synthesis (host-stall).
 
+The pipeline's own view (`--status-listen HOST:PORT`): like cuzk, the load generator keeps a
+status tracker (`PipelineTracker`: each partition pending -> synthesizing -> synth_done -> gpu ->
+done, each worker idle or proving, synthesis threads in use) behind ONE lock that the synthesis
+threads and the GPU workers take on their hot path (at pickup: status update, fail check, mark
+busy, as cuzk's `GPU_TIMING hot_path` line times them; at completion) and that every `GET
+/status` snapshot takes while it is built. It serves cuzk's JSON through
+`gapwatch.sources.cuzk_status_server` (the repository root must be importable) and times, in
+µs, every hot-path wait for that lock and every snapshot build: the truth file's `status` key.
+That is what `bench/cuzk_status_h200.py` compares with and without gapwatch polling.
+
 Log lines (reference: cuzk-log-formats.md 1.1, 1.2, 1.4, 2.1): tracing lines (RFC3339 µs UTC) go
 to stdout or `--stdout-log`, TIMELINE and CUZK_TIMING/CUZK_NTT_H lines to stderr or
 `--stderr-log`, each flushed as written so a tailer sees it live. Ground truth (`--truth`) is each
@@ -262,8 +272,18 @@ class CuzkLog:
         self.timeline("SYNTH_END", job_id, f"partition={p},synth_ms={synth_ms}")
         self.timeline("GPU_QUEUE", job_id, f"partition={p}")
 
-    def gpu_pickup(self, job_id: str, worker: int, p: int) -> None:
+    def gpu_pickup(self, job_id: str, worker: int, p: int,
+                   hot: tuple[int, int, int, int] | None = None, gpu: int = 0) -> None:
+        """GPU_PICKUP, then (with `hot` = status, fail check, mark busy and total ms) cuzk's
+        `GPU_TIMING hot_path` line in the worker's span, then GPU_START."""
         self.timeline("GPU_PICKUP", job_id, f"worker={worker},partition={p}")
+        if hot is not None:
+            status_ms, fail_ms, busy_ms, total_ms = hot
+            self.trace(f"GPU_TIMING hot_path pre-prove overhead worker_id={worker} "
+                       f"partition=Some({p}) status_ms={status_ms} fail_check_ms={fail_ms} "
+                       f"mark_busy_ms={busy_ms} total_overhead_ms={total_ms}",
+                       span=f"gpu_worker{{worker_id={worker} gpu={gpu} job_id={job_id} "
+                            f"proof_kind=porep-c2 batch_size=1 partition=Some({p})}}: ")
         self.timeline("GPU_START", job_id, f"worker={worker},partition={p}")
 
     def gpu_done(self, job_id: str, worker: int, p: int, prove_start_ms: int) -> None:
@@ -271,6 +291,180 @@ class CuzkLog:
         self.trace(f"GPU_TIMING spawn_blocking prove_start worker_id={worker} "
                    f"partition=Some({p}) spawn_to_enter_ms=0 prove_start_ms={prove_start_ms}")
         self.timeline("GPU_END", job_id, f"worker={worker},partition={p},gpu_ms={prove_start_ms}")
+
+
+# ------------------------------------------------------------------ the status tracker
+
+
+def us_stats(values: list[float]) -> dict[str, float | int | None]:
+    """n, mean, p50, p99, max of a list of microsecond figures (None where empty)."""
+    if not values:
+        return {"n": 0, "mean": None, "p50": None, "p99": None, "max": None}
+    ordered = sorted(values)
+
+    def q(f: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(f * len(ordered)))], 2)
+
+    return {"n": len(ordered), "mean": round(sum(ordered) / len(ordered), 2), "p50": q(0.5),
+            "p99": q(0.99), "max": round(ordered[-1], 2)}
+
+
+class PipelineTracker:
+    """The load generator's stand-in for cuzk's status tracker: the pipeline's state behind one
+    lock, taken by the synthesis threads and the GPU workers on their hot path and by every
+    status snapshot, each wait and each snapshot build timed in µs (`stats()`)."""
+
+    #: Finished jobs stay in the snapshot this long (cuzk: 30 s).
+    KEEP_S = 30.0
+
+    def __init__(self, gpu: int, workers: int, synth_slots: int,
+                 mono: Callable[[], float] = time.monotonic) -> None:
+        self.lock = threading.Lock()
+        self.gpu, self.slots, self.mono = gpu, synth_slots, mono
+        self.t0 = mono()
+        self._jobs: dict[str, dict[str, Any]] = {}
+        self._workers = {w: {"state": "idle", "job": None, "p": None, "since": 0.0}
+                         for w in range(workers)}
+        self.synth_active = 0
+        self.completed = 0
+        #: Waits (µs) of the hot path for the lock: GPU workers and synthesis threads.
+        self.hot_wait_us: list[float] = []
+        #: Per pickup, the whole pre-prove overhead (µs): three lock sections, as cuzk's.
+        self.pickup_overhead_us: list[float] = []
+        self.snapshot_wait_us: list[float] = []
+        self.snapshot_build_us: list[float] = []
+
+    def _locked(self, waits: list[float]) -> float:
+        """Take the lock, note how long that took (µs); the caller releases it."""
+        t = time.perf_counter()
+        self.lock.acquire()
+        waited = (time.perf_counter() - t) * 1e6
+        waits.append(waited)
+        return waited
+
+    def _part(self, job: str, p: int) -> dict[str, Any]:
+        entry = self._jobs.get(job)
+        if entry is None:
+            entry = self._jobs[job] = {"started": self.mono(), "finished": None, "parts": [
+                {"state": "pending", "synth": None, "synth_end": None, "gpu": None,
+                 "gpu_end": None} for _ in range(PARTITIONS_PER_JOB)]}
+        part: dict[str, Any] = entry["parts"][p]
+        return part
+
+    def synth_start(self, job: str, p: int) -> None:
+        self._locked(self.hot_wait_us)
+        try:
+            part = self._part(job, p)
+            part["state"], part["synth"] = "synthesizing", self.mono()
+            self.synth_active += 1
+        finally:
+            self.lock.release()
+
+    def synth_end(self, job: str, p: int) -> None:
+        self._locked(self.hot_wait_us)
+        try:
+            part = self._part(job, p)
+            part["state"], part["synth_end"] = "synth_done", self.mono()
+            self.synth_active -= 1
+        finally:
+            self.lock.release()
+
+    def pickup(self, worker: int, job: str, p: int) -> tuple[int, int, int, int]:
+        """cuzk's pre-prove hot path: status update, fail check, mark busy, each under the
+        tracker lock. Returns their ms and the total (as the `GPU_TIMING hot_path` line)."""
+        t0 = time.perf_counter()
+        marks = []
+        for step in range(3):
+            t = time.perf_counter()
+            self._locked(self.hot_wait_us)
+            try:
+                if step == 0:
+                    part = self._part(job, p)
+                    part["state"], part["gpu"] = "gpu", self.mono()
+                elif step == 1:
+                    _ = self._jobs[job]["finished"]  # "has the job already failed?"
+                else:
+                    self._workers[worker] = {"state": "proving", "job": job, "p": p,
+                                             "since": self.mono()}
+            finally:
+                self.lock.release()
+            marks.append(int((time.perf_counter() - t) * 1000))
+        total = time.perf_counter() - t0
+        self.pickup_overhead_us.append(total * 1e6)
+        return marks[0], marks[1], marks[2], int(total * 1000)
+
+    def finish(self, worker: int, job: str, p: int) -> None:
+        self._locked(self.hot_wait_us)
+        try:
+            part = self._part(job, p)
+            part["state"], part["gpu_end"] = "done", self.mono()
+            self._workers[worker] = {"state": "idle", "job": None, "p": None, "since": 0.0}
+            entry = self._jobs[job]
+            if all(x["state"] == "done" for x in entry["parts"]):
+                entry["finished"] = self.mono()
+                self.completed += 1
+        finally:
+            self.lock.release()
+
+    def document(self) -> dict[str, Any]:
+        """A `GET /status` snapshot in cuzk's JSON, built under the lock (timed)."""
+        self._locked(self.snapshot_wait_us)
+        t = time.perf_counter()
+        try:
+            now = self.mono()
+            for job in [j for j, e in self._jobs.items()
+                        if e["finished"] is not None and now - e["finished"] > self.KEEP_S]:
+                del self._jobs[job]
+
+            def ms(a: float | None, b: float | None) -> int | None:
+                return None if a is None else int(((b if b is not None else now) - a) * 1000)
+
+            doc = {
+                "uptime_secs": round(now - self.t0, 3),
+                "synthesis": {"max_concurrent": self.slots, "active": self.synth_active},
+                "pipelines": [{
+                    "job_id": job, "proof_kind": "porep-c2",
+                    "started_secs_ago": round(now - e["started"], 3),
+                    "total_partitions": len(e["parts"]),
+                    "partitions_done": sum(1 for x in e["parts"] if x["state"] == "done"),
+                    "partitions": [{"index": i, "state": x["state"],
+                                    "synth_ms": ms(x["synth"], x["synth_end"]),
+                                    "gpu_ms": ms(x["gpu"], x["gpu_end"])}
+                                   for i, x in enumerate(e["parts"])],
+                } for job, e in self._jobs.items()],
+                "gpu_workers": [{
+                    "worker_id": w, "gpu_ordinal": self.gpu, "state": st["state"],
+                    "current_job": st["job"], "current_partition": st["p"],
+                    "busy_secs": (round(now - st["since"], 3) if st["state"] == "proving"
+                                  else None),
+                } for w, st in sorted(self._workers.items())],
+                "counters": {"total_completed": self.completed, "total_failed": 0,
+                             "completed_by_kind": {"porep-c2": self.completed},
+                             "failed_by_kind": {}, "queue_depth": 0},
+            }
+        finally:
+            self.snapshot_build_us.append((time.perf_counter() - t) * 1e6)
+            self.lock.release()
+        return doc
+
+    def stats(self) -> dict[str, Any]:
+        """The cost figures for the truth file (`status`)."""
+        return {"hot_path_lock_wait_us": us_stats(self.hot_wait_us),
+                "pickup_overhead_us": us_stats(self.pickup_overhead_us),
+                "snapshots": len(self.snapshot_build_us),
+                "snapshot_build_us": us_stats(self.snapshot_build_us),
+                "snapshot_lock_wait_us": us_stats(self.snapshot_wait_us)}
+
+
+def start_status_server(listen: str, tracker: PipelineTracker) -> Any:
+    """Serve the tracker's snapshots at `GET /status`, as cuzk's own server does."""
+    root = str(Path(__file__).resolve().parent.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from gapwatch.sources.cuzk_status_server import CuzkStatusServer
+
+    host, _, port = listen.rpartition(":")
+    return CuzkStatusServer(tracker.document, host=host or "127.0.0.1", port=int(port)).start()
 
 
 # ------------------------------------------------------------------ ground truth
@@ -451,6 +645,7 @@ class Run:
         self.ready: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=params.queue_depth)
         self.free_slots: queue.Queue[int] = queue.Queue()
         self._seq = 0
+        self.tracker = PipelineTracker(params.gpu, 2, params.synth_threads)
 
     def say(self, msg: str) -> None:
         print(f"gpu_loadgen: {msg}", file=self.console, flush=True)
@@ -664,12 +859,14 @@ def _synth_loop(run: Run, be: Any, slots: list[list[Any]], tid: int) -> None:
             job, jp = job_of(seq, p.job_prefix)
             t0 = time.perf_counter()
             run.log.synth_start(job, jp, p.pinned, p.abc_mib)
+            run.tracker.synth_start(job, jp)
             value = (value + 1) % 251
             bufs = slots[slot] if slot is not None else be.pageable_abc()
             be.fill(bufs, value)
             if p.synth_delay_s > 0 and run.stop.wait(p.synth_delay_s * rng.uniform(0.9, 1.1)):
                 return
             synth_ms = int((time.perf_counter() - t0) * 1000)
+            run.tracker.synth_end(job, jp)
             run.log.synth_end(job, jp, synth_ms, p.pinned)
             if not run.wait_put(run.ready, (seq, job, jp, bufs, slot, synth_ms)):
                 return
@@ -687,7 +884,8 @@ def _worker_loop(run: Run, gw: Any, wid: int, iters: int) -> None:
             if item is None:
                 return
             seq, job, jp, bufs, slot, synth_ms = item
-            run.log.gpu_pickup(job, wid, jp)
+            hot = run.tracker.pickup(wid, job, jp)
+            run.log.gpu_pickup(job, wid, jp, hot, p.gpu)
             t_pick = time.perf_counter()
             copy_start = time.time()
             gw.copy(bufs, p.h2d_repeat)
@@ -707,6 +905,7 @@ def _worker_loop(run: Run, gw: Any, wid: int, iters: int) -> None:
                                               held_ms, int((time.perf_counter() - t_pick) * 1000)):
                     run.log.cpp(line)
             run.log.gpu_done(job, wid, jp, int((time.perf_counter() - t_pick) * 1000))
+            run.tracker.finish(wid, job, jp)
             run.record(Interval(wid, seq, job, jp, p.gpu, start, end, round(h2d_s * 1000, 1),
                                 p.pinned, round((t_got - t_ask) * 1000, 1), synth_ms,
                                 copy_start, copy_end, copy_bytes))
@@ -761,6 +960,7 @@ def run_load(p: Params, log: CuzkLog, console: IO[str], args: argparse.Namespace
     slots: list[list[Any]] = []
     hogs = Hogs(p.hogs, p.hog_mib)
     threads: list[threading.Thread] = []
+    server: Any = None
     go_wall: float | None = None
     end_wall: float | None = None
     iters: int | None = None
@@ -783,6 +983,9 @@ def run_load(p: Params, log: CuzkLog, console: IO[str], args: argparse.Namespace
             hogs.start()
             time.sleep(1.0)  # let them allocate and reach full speed before the clock starts
             run.say(f"{hogs.alive()}/{p.hogs} host-memory hogs running ({p.hog_mib} MiB each)")
+        if args.status_listen:
+            server = start_status_server(args.status_listen, run.tracker)
+            run.say(f"status: {server.url} (like cuzk's [daemon] status_listen)")
         if args.ready_file:
             Path(args.ready_file).write_text(f"{os.getpid()}\n")
         if args.go_file:
@@ -825,10 +1028,13 @@ def run_load(p: Params, log: CuzkLog, console: IO[str], args: argparse.Namespace
     finally:
         hogs.stop()
         run.stop.set()
+        if server is not None:
+            server.stop()
+    extra = {"device_name": be.name, "backend": be.version, "matmul_iters": iters,
+             "status": {**run.tracker.stats(), "listen": args.status_listen,
+                        "requests": server.requests if server is not None else 0}}
     doc = build_truth(p, run.intervals, go_wall_s=go_wall, end_wall_s=end_wall,
-                      stopped_by=run.stopped_by, errors=run.errors,
-                      extra={"device_name": be.name, "backend": be.version,
-                             "matmul_iters": iters})
+                      stopped_by=run.stopped_by, errors=run.errors, extra=extra)
     if args.truth:
         write_json_atomic(args.truth, doc)
     run.say(summary_line(doc)[len("gpu_loadgen: "):])
@@ -876,6 +1082,8 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--go-file", default=None, metavar="PATH",
                    help="start partitions only once PATH exists")
     o.add_argument("--go-timeout", type=float, default=300.0, metavar="S")
+    o.add_argument("--status-listen", default=None, metavar="HOST:PORT",
+                   help="serve the pipeline's state at GET /status as cuzk does (port 0: any)")
     o.add_argument("--fake", action="store_true",
                    help="no GPU, no torch: copies and kernels are sleeps (tests the plumbing)")
     o.add_argument("--dry-run", action="store_true",

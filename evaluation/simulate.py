@@ -14,7 +14,13 @@ from gapwatch.engine.clock import VirtualClock
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Detector, Session, default_header
 from gapwatch.engine.store import SeriesStore
-from gapwatch.sources.sim import ScenarioName, SimHostSource, SimProver, TruthInterval
+from gapwatch.sources.sim import (
+    ScenarioName,
+    SimHostSource,
+    SimProver,
+    SimStatusFeed,
+    TruthInterval,
+)
 
 #: A fixed start so that simulated sessions are identical run after run.
 SIM_EPOCH_WALL_S = 1_796_000_000.0
@@ -56,8 +62,12 @@ def simulate(
     gpus: int = 1,
     detector: Detector | None = None,
     start_wall_s: float = SIM_EPOCH_WALL_S,
+    status_period_s: float | None = None,
 ) -> SimResult:
-    """Simulate `duration_s` of the prover and return the samples, log lines and ground truth."""
+    """Simulate `duration_s` of the prover and return the samples, log lines and ground truth.
+
+    `status_period_s`: also take a snapshot of the prover's own `/status` this often (data
+    time) into the session, as a poller would (`SimStatusFeed`)."""
     lines: list[tuple[str, str]] = []
     sim = SimProver(scenario, seed=seed, gpus=gpus, on_line=lambda s, t: lines.append((s, t)))
     clock = VirtualClock(start_mono_ns=10**12, start_wall_s=start_wall_s)
@@ -68,6 +78,8 @@ def simulate(
     sink = ListSink()
     store = SeriesStore(infos, period_s=period_ms / 1000, history_s=10.0)
     session = Session(header, store, detector=detector, sinks=[sink])
+    if status_period_s is not None:
+        session.add_sink(SimStatusFeed(sim, status_period_s, session.on_record))
     sampler = Sampler(sim, SimHostSource(sim), session, clock, int(period_ms * 1e6),
                       duration_ns=int(duration_s * 1e9))
     sampler.run()

@@ -38,7 +38,7 @@ COMMON_FLAGS: dict[str, tuple[str, ...]] = {
     "demo": ("source", "period-ms", "log", "from-start", "speed", "seed", "prometheus"),
     "watch": SOURCE_FLAGS,
     "record": SOURCE_FLAGS,
-    "replay": ("speed", "prometheus"),
+    "replay": ("log", "speed", "prometheus"),
     "report": ("log",),
     "export": ("log",),
     "parse": ("log",),
@@ -157,6 +157,9 @@ def resolve_config(args: argparse.Namespace) -> Config:
         over.setdefault("sim", {})["seed"] = args.seed
     if _flag(args, "prometheus"):
         over.setdefault("prometheus", {})["listen"] = args.prometheus
+    cuzk_status = getattr(args, "cuzk_status", None)
+    if cuzk_status:
+        over.setdefault("cuzk", {})["status_url"] = list(config.cuzk.status_url) + cuzk_status
     copytrace = getattr(args, "copytrace", None)  # watch and record only
     if copytrace is not None:
         over["copytrace"] = {"enabled": True}

@@ -37,7 +37,6 @@ def test_version_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
     ["report", str(DATA / "pageable.csv"), "--source", "sim"],
     ["export", str(DATA / "pageable.csv"), "--prometheus", "9400"],
     ["parse", str(DATA / "pinned.log"), "--seed", "3"],
-    ["replay", str(DATA / "pageable.csv"), "--log", "x.log"],
     ["replay", str(DATA / "pageable.csv"), "--period-ms", "50"],
     ["demo", "--gpus", "0"],
 ])

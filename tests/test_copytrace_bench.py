@@ -76,3 +76,65 @@ def test_a_case_folder_is_rescored_from_its_recording_and_truth(tmp_path: Path) 
     assert check["copies"]["passed"] and check["hints"]["passed"]
     assert check["hints"]["pcie_starved_gaps"] >= 1
     assert check["n_copies"] == 6
+
+
+# ---------------------------------------------------------------- the slow readings
+
+
+def procmem(shmem: int | None, anon: int | None, pid: int = 4242) -> dict[str, Any]:
+    return {"pid": pid, "name": "python3", "rss_shmem_bytes": shmem, "rss_anon_bytes": anon,
+            "vm_locked_bytes": 0, "vm_pinned_bytes": 0}
+
+
+PINNED_TRUTH = {"params": {"pinned": True, "abc_mib": 512, "synth_threads": 3, "pool_slots": 0}}
+PAGEABLE_TRUTH = {"params": {"pinned": False, "abc_mib": 1536, "synth_threads": 3}}
+
+
+def test_the_pinned_preset_passes_when_every_reading_holds_the_whole_pool_in_rss_shmem() -> None:
+    pool = 5 * 3 * 512 << 20  # (3 synthesis threads + 2) slots x a/b/c of 512 MiB = 7.5 GiB
+    s = bench.score_procmem(PINNED_TRUTH, [procmem(pool + (90 << 20), 3 * GIB)] * 4, 4242)
+    assert s["passed"] and s["pinned_pool_gib"] == 7.5 and s["readings"] == 4
+    short = [procmem(pool + (90 << 20), GIB), procmem(pool - (1 << 20), GIB)]
+    assert not bench.score_procmem(PINNED_TRUTH, short, 4242)["passed"]
+
+
+def test_the_pageable_preset_needs_an_abc_set_in_rss_anon_and_not_in_rss_shmem() -> None:
+    abc_set = 3 * 1536 << 20
+    assert bench.score_procmem(PAGEABLE_TRUTH, [procmem(64 << 20, abc_set + GIB)])["passed"]
+    assert not bench.score_procmem(PAGEABLE_TRUTH, [procmem(64 << 20, abc_set - GIB)])["passed"]
+    assert not bench.score_procmem(PAGEABLE_TRUTH, [procmem(abc_set, abc_set + GIB)])["passed"]
+
+
+def test_readings_without_fields_or_of_another_pid_do_not_pass() -> None:
+    assert not bench.score_procmem(PINNED_TRUTH, [procmem(None, None)] * 3, 4242)["passed"]
+    other = [procmem(100 * GIB, GIB, pid=1)]
+    s = bench.score_procmem(PINNED_TRUTH, other, 4242)
+    assert not s["passed"] and s["readings"] == 0
+    # Without a pid, the largest process listed is taken.
+    assert bench.score_procmem(PINNED_TRUTH, other)["pid"] == 1
+
+
+def link(gen: int, width: int) -> dict[str, Any]:
+    return {"gen": gen, "width": width, "max_gen": 5, "max_width": 16}
+
+
+def test_the_link_passes_at_gen5_x16_and_fails_trained_down_or_unread() -> None:
+    assert bench.score_links([link(5, 16)])["passed"]
+    assert not bench.score_links([link(5, 16), link(3, 8)])["passed"]
+    assert not bench.score_links([])["passed"]
+    assert bench.parse_link("") is None and bench.parse_link("Gen4x16") == (4, 16)
+    assert bench.score_links([link(5, 16)], bench.parse_link(""))["passed"]
+    assert not bench.score_links([link(5, 16)], (4, 16))["passed"]
+
+
+def test_the_slow_readings_costs_are_timed_through_the_nvml_module(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from fake_pynvml import FakeDevice, install
+    from proc_fakes import PROVER_STATUS, fake_proc
+    from slow_readings_cost import slow_reading_costs  # bench/, on the path with the bench
+
+    fake = install(monkeypatch, [FakeDevice(processes=[4242])])
+    c = slow_reading_costs(fake.module, 0, 4242, str(fake_proc(tmp_path, {4242: PROVER_STATUS})),
+                           n=5)
+    assert c["processes_listed"] == [4242] and c["pid_listed_by_nvml"]
+    assert c["proc_status_problem"] is None
+    assert set(c) >= {"processes_us_median", "link_gen_and_width_us_max", "proc_status_us_median"}

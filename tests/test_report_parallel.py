@@ -98,6 +98,16 @@ def test_log_records_make_the_report_run_in_one_process(tmp_path: Path) -> None:
     _same(path, 2)
 
 
+def test_prover_status_records_make_the_report_run_in_one_process(tmp_path: Path) -> None:
+    # A late /status snapshot can reach the gaps of any GPU, as a late log line can.
+    res = simulate("host-stall", seed=3, duration_s=20.0, gpus=2, status_period_s=1.0)
+    path = tmp_path / "with_status.jsonl"
+    write_recording(path, res.header, res.records)
+    assert detect_parallel(path, Config(), 2) is None
+    report = _same(path, 2)
+    assert any(g.prover_cause for g in report.gaps)
+
+
 def test_log_files_make_the_report_run_in_one_process(tmp_path: Path) -> None:
     rec = read_trace_csv(DATA / "pageable.csv")
     path = tmp_path / "trace.jsonl"

@@ -5,3 +5,27 @@ and runs the chosen one. Thin: they parse, build what the engine or offline tool
 Modules here must not import Textual, plotext or pynvml at import time: `gapwatch --help`
 imports them all. The dashboard commands import `gapwatch.ui` inside `run`.
 """
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from gapwatch.engine.console import say
+
+
+def add_cuzk_status_argument(p: argparse.ArgumentParser) -> None:
+    """`--cuzk-status URL` (watch, record): the prover's own pipeline, polled beside the logs."""
+    p.add_argument("--cuzk-status", action="append", default=[], metavar="URL",
+                   help="poll the prover's GET /status (cuzk [daemon] status_listen), e.g. "
+                        "http://127.0.0.1:9821/status; repeatable; period and timeout in "
+                        "[cuzk] of the config")
+
+
+def say_sim_status(rt: Any, command: str) -> None:
+    """Tell the user where the simulated prover serves its status (to try `--cuzk-status`)."""
+    server = getattr(rt, "sim_status_server", None)
+    if server is not None:
+        say(f"gapwatch {command}: the simulated prover serves its status at {server.url} "
+            f"(try `gapwatch record --source sim:chained --cuzk-status {server.url} "
+            "--out x.jsonl`)")

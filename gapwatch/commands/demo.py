@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gapwatch.commands import say_sim_status
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
 from gapwatch.engine.console import say
@@ -45,4 +46,5 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     from gapwatch.ui import start_and_show
 
+    say_sim_status(rt, "demo")
     return start_and_show(rt, "demo")

@@ -4,7 +4,9 @@ Users check their `[[logs.rules]]` with it: every line of every file (read whole
 `-` = stdin to its end) is parsed with the configured rules and printed as one event per line
 (text, or one JSON object per line with `--json`). A summary of counts goes to stderr.
 `--unparsed` prints only the lines no rule understood; `--timeline` prints the derived
-per-partition table and the run figures instead of the events.
+per-partition table and the run figures instead of the events; `--recording FILE` adds the log
+events and the prover's `/status` snapshots of a gapwatch recording to the timeline (the table
+uses the snapshots where the logs are missing).
 
 Exit codes: 0 success, 2 a LOG cannot be opened (missing, a directory, unreadable: bad usage;
 the other files are still parsed), 1 a file failed while it was being read.
@@ -23,7 +25,7 @@ from typing import TextIO
 import orjson
 
 from gapwatch.core.config import Config
-from gapwatch.core.models import LogEvent
+from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.logs.parse import LogParser
 from gapwatch.logs.parse.partitions import RunTimeline, derive_timeline
 from gapwatch.logs.tail import LineSplitter
@@ -38,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print only the lines no rule understood")
     parser.add_argument("--timeline", action="store_true",
                         help="print the derived per-partition timeline (cuzk) instead of events")
+    parser.add_argument("--recording", default=None, metavar="FILE",
+                        help="with --timeline: also use this recording's log events and prover "
+                             "/status snapshots")
 
 
 def _lines(path: str, splitter: LineSplitter) -> Iterator[str]:
@@ -120,12 +125,14 @@ def format_timeline(run: RunTimeline) -> str:
     def pct(v: float | None) -> str:
         return "-" if v is None else f"{100 * v:.1f} %"
 
-    rows = ["job_id                 part worker  gpu_ms held_ms wait_ms h2d_ntt_ms pinned"]
+    rows = ["job_id                 part worker synth_ms  gpu_ms held_ms wait_ms h2d_ntt_ms "
+            "pinned source"]
     for p in run.partitions:
+        pinned = "no" if p.unpinned else ("yes" if p.source != "status" else "-")
         rows.append(
             f"{(p.job_id or '-')[:22]:<22} {ms(p.partition):>4} {ms(p.worker):>6} "
-            f"{ms(p.timeline_gpu_ms):>7} {ms(p.mutex_held_ms):>7} {ms(p.mutex_wait_ms):>7} "
-            f"{ms(p.h2d_in_ntt_ms):>10} {'no' if p.unpinned else 'yes':>6}"
+            f"{ms(p.synth_ms):>8} {ms(p.timeline_gpu_ms):>7} {ms(p.mutex_held_ms):>7} "
+            f"{ms(p.mutex_wait_ms):>7} {ms(p.h2d_in_ntt_ms):>10} {pinned:>6} {p.source}"
         )
     wall = run.wall_s
     rows.append("")
@@ -167,9 +174,30 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
     return 0
 
 
+def _recorded(path: str, collected: list[LogEvent], statuses: list[ProverStatus]) -> bool:
+    """Add a recording's log events and prover snapshots; False (said) when it is unusable."""
+    from gapwatch.sources.recording import RecordingError, read_recording
+
+    try:
+        rec = read_recording(path)
+    except RecordingError as exc:
+        print(f"gapwatch parse: {exc}", file=sys.stderr)
+        return False
+    for r in rec.records:
+        if isinstance(r, LogEvent):
+            collected.append(r)
+        elif isinstance(r, ProverStatus):
+            statuses.append(r)
+    return True
+
+
 def run(args: argparse.Namespace, config: Config) -> int:
     paths = list(args.logs) + [p for p in args.log if p not in args.logs]
-    if not paths:
+    recording = getattr(args, "recording", None)
+    if recording and not args.timeline:
+        print("gapwatch parse: --recording goes with --timeline", file=sys.stderr)
+        return 2
+    if not paths and not recording:
         print("gapwatch parse: give at least one LOG file ('-' = stdin)", file=sys.stderr)
         return 2
     parser = LogParser(config.logs)
@@ -187,7 +215,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         return 0
     if args.timeline:
-        out.write(format_timeline(derive_timeline(collected)) + "\n")
+        statuses: list[ProverStatus] = []
+        if recording and not _recorded(recording, collected, statuses):
+            return 2
+        out.write(format_timeline(derive_timeline(collected, statuses)) + "\n")
     c = parser.counters
     kinds = ", ".join(f"{k[5:]} {v}" for k, v in sorted(c.items()) if k.startswith("kind:"))
     print(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from gapwatch.commands import argtypes
+from gapwatch.commands import add_cuzk_status_argument, argtypes, say_sim_status
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
@@ -24,7 +24,7 @@ from gapwatch.engine.console import say
 from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime
 from gapwatch.engine.sampler import LatenessStats
 from gapwatch.engine.stop_signals import StopSignals
-from gapwatch.engine.summary import gap_counts_text
+from gapwatch.engine.summary import gap_counts_text, links_down_text, procmem_counts_text
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=argtypes.positive_seconds, default=None, metavar="S",
                    help="stop after S seconds (of source time); default: until interrupted")
     p.add_argument("--quiet", action="store_true", help="print no live gap lines")
+    add_cuzk_status_argument(p)
     add_copytrace_flag(p)
 
 
@@ -67,6 +68,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
 
         rt.session.subscribe(listen)
         say(f"gapwatch record: {_started(rt)}")
+        say_sim_status(rt, "record")
         rt.start()
         # A replay has no source clock to stop it: --duration is wall seconds there.
         deadline = (time.monotonic() + args.duration
@@ -83,8 +85,14 @@ def run(args: argparse.Namespace, config: Config) -> int:
     gaps = gap_counts_text(rt.store.snapshot().gap_tally)
     recorded = f"{status.recording.summary()}; " if status.recording is not None else ""
     ct = f"; {rt.copytrace.status().summary()}" if rt.copytrace is not None else ""
+    slow = "".join(f"; {t}" for t in (procmem_counts_text(status.source_counters),
+                                      links_down_text(status.links)) if t)
     say(f"gapwatch record: stopped{why}; {recorded}gaps: {gaps}; "
-        f"final states: {states or 'none'}{_lateness_summary(status.lateness)}{ct}")
+        f"final states: {states or 'none'}{_lateness_summary(status.lateness)}{ct}{slow}")
+    for p in status.provers:
+        errors = ", ".join(f"{k} {v}" for k, v in sorted(p.errors.items())) or "none"
+        say(f"gapwatch record: prover status {p.url}: {p.ok} of {p.polls} polls answered "
+            f"(every {p.period_s:g} s); failed: {errors}")
     return 0
 
 

@@ -1,5 +1,8 @@
-"""`gapwatch replay FILE [--speed X] [--headless]`: a recording or a trace CSV, through the same
-session, detector and dashboard as live data.
+"""`gapwatch replay FILE [--speed X] [--headless] [--log LOG ...]`: a recording or a trace CSV,
+through the same session, detector and dashboard as live data.
+
+`--log LOG` reads prover log files whole and merges their events into the replay by time, as
+`gapwatch report --log` does (a log that cannot be read: one line, exit 2).
 
 `--speed 1` (default) replays at the recorded pace, `--speed 10` ten times faster, `--speed 0` as
 fast as possible. `--headless` runs without the UI until the file ends (for `--prometheus`: a
@@ -28,7 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     try:
-        rt = build_runtime(config, f"replay:{args.file}", speed=args.speed)
+        rt = build_runtime(config, f"replay:{args.file}", speed=args.speed,
+                           log_paths=list(args.log or []))
     except STARTUP_ERRORS as exc:
         say(f"gapwatch replay: {exc}")
         return 2

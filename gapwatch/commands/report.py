@@ -23,6 +23,7 @@ from gapwatch.offline.report import (
     ReportData,
     build_report,
     busy_fraction,
+    gaps_by_prover_cause,
     to_json,
 )
 from gapwatch.sources.recording import RecordingError
@@ -90,6 +91,11 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
         low = "  [utilization.gpu only: low confidence]" if t.confidence == "low" else ""
         add(f"  GPU {t.gpu}: busy {_pct(busy_fraction(t)).strip()} of {t.active_s:.1f} s "
             f"(link {_gb(t.link_bytes_per_s)}); {kinds}{low}")
+        causes = gaps_by_prover_cause(mine)
+        if causes:
+            said = ", ".join(f"{v['count']:.0f} {k.replace('_', ' ')}"
+                             for k, v in sorted(causes.items(), key=lambda kv: -kv[1]["count"]))
+            add(f"         where the prover said it waited (cuzk /status): {said}")
     add("")
     rows = r.gaps if all_gaps else r.gaps[:MAX_TABLE_ROWS]
     add(f"Gaps ≥ min gap: {len(r.gaps)}" + ("" if len(rows) == len(r.gaps) else
@@ -140,20 +146,30 @@ def _copy_lines(copies: dict[str, Any]) -> list[str]:
     return lines
 
 
+#: Where the partition table's rows came from, in its title.
+_PARTITION_SOURCES = {
+    frozenset({"log"}): "from the log",
+    frozenset({"status"}): "from the prover's /status",
+}
+
+
 def _partition_lines(run: Any) -> list[str]:
-    lines = [f"Partitions (from the log): {len(run.partitions)}, "
+    sources = frozenset(p.source for p in run.partitions)
+    origin = _PARTITION_SOURCES.get(sources, "from the log and the prover's /status")
+    lines = [f"Partitions ({origin}): {len(run.partitions)}, "
              f"{sum(1 for p in run.partitions if p.unpinned)} synthesised unpinned; "
              f"GPU occupied {_pct(run.occupied_fraction).strip()}, "
              f"merged GPU_START..END {_pct(run.merged_efficiency).strip()}"]
-    lines.append(f"  {'part':>4} {'worker':>6} {'GPU start':<12} {'held ms':>8} {'wait ms':>8} "
-                 f"{'H2D-in-NTT ms':>13} pinned")
+    lines.append(f"  {'part':>4} {'worker':>6} {'GPU start':<12} {'synth ms':>8} {'gpu ms':>7} "
+                 f"{'held ms':>8} {'wait ms':>8} {'H2D-in-NTT ms':>13} pinned")
     for p in run.partitions[:MAX_TABLE_ROWS]:
         def v(x: int | None) -> str:
             return "-" if x is None else str(x)
         start = _clock(p.gpu_start_s) if p.gpu_start_s else "-"
-        lines.append(f"  {v(p.partition):>4} {v(p.worker):>6} {start:<12} {v(p.mutex_held_ms):>8} "
-                     f"{v(p.mutex_wait_ms):>8} {v(p.h2d_in_ntt_ms):>13} "
-                     f"{'no' if p.unpinned else 'yes'}")
+        pinned = "no" if p.unpinned else ("yes" if p.source != "status" else "-")
+        lines.append(f"  {v(p.partition):>4} {v(p.worker):>6} {start:<12} {v(p.synth_ms):>8} "
+                     f"{v(p.timeline_gpu_ms):>7} {v(p.mutex_held_ms):>8} {v(p.mutex_wait_ms):>8} "
+                     f"{v(p.h2d_in_ntt_ms):>13} {pinned}")
     return lines
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from gapwatch.commands import add_cuzk_status_argument, say_sim_status
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
@@ -21,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", default=None, metavar="FILE",
                    help="also record to FILE (.jsonl, or .jsonl.gz), replayable with `replay`")
     add_output_arguments(p, "--record")
+    add_cuzk_status_argument(p)
     add_copytrace_flag(p)
 
 
@@ -35,4 +37,5 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     from gapwatch.ui import start_and_show
 
+    say_sim_status(rt, "watch")
     return start_and_show(rt, "watch")

@@ -3,8 +3,9 @@
 Modules: `models` (the records everyone shares), `config` (the validated TOML config),
 `readings` (what counts as a reading; GPM staleness), `detector` + `track` (gaps and chaining
 states, fed one record at a time), `ledger` (the one rule that turns published gap versions into
-"the gaps"), `evidence` (host pressure and prover events around each gap), `hints` (the words),
-`fmt` (number formatting shared by every text output).
+"the gaps"), `evidence` (host pressure, prover events and prover status snapshots around each
+gap), `prover` (where the prover's own `/status` says a gap waited), `hints` (the words), `fmt`
+(number formatting shared by every text output).
 
 Who uses it: everything else (engine, sources, logs, sinks, offline, ui). No threads, clocks or
 I/O here (config reads its one file when asked), and no Textual, plotext,

@@ -20,6 +20,7 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -46,6 +47,24 @@ class SamplerConfig(_Section):
     #: Seconds between `nvmlDeviceGetPcieThroughput` calls on the legacy path. That call blocks
     #: ~21 ms per direction per GPU, so it never runs inside every tick.
     legacy_pcie_every_s: float = Field(5.0, ge=1.0)
+    #: Seconds between readings of the host memory (/proc/PID/status: pinned RssShmem vs heap
+    #: RssAnon) of the processes NVML lists on each GPU; 0 = never. A slow reading: memory
+    #: sizes change over seconds, and it costs one NVML call per GPU and one file per process.
+    procmem_every_s: float = 5.0
+    #: At most this often per GPU, and only while data moves, the PCIe link's current
+    #: generation and width are read (a link trained below its maximum); 0 = never.
+    link_every_s: float = 5.0
+    #: "Data moves": PCIe RX or TX of the tick's reading above this. Idle links down-train to
+    #: save power, so a reading at idle would report a trained-down link that is not.
+    link_check_min_bytes_per_s: float = Field(1e9, gt=0)
+
+    @field_validator("procmem_every_s", "link_every_s")
+    @classmethod
+    def _slow_reading(cls, value: float) -> float:
+        # Not every tick: these are slow readings by design (0 turns them off).
+        if value != 0 and value < 1.0:
+            raise ValueError("must be 0 (off) or at least 1 second")
+        return value
 
 
 class HostConfig(_Section):
@@ -134,6 +153,81 @@ class DetectorConfig(_Section):
     evidence_before_s: float = Field(2.0, ge=0)
 
 
+def split_listen(listen: str, what: str) -> tuple[str, int]:
+    """Split a listen address `HOST:PORT`, `:PORT` or `PORT` (IPv6 as `[::1]:PORT`) into
+    (host, port); a missing host is 127.0.0.1 (serving beyond loopback must be asked for).
+    `what` names the flag or key in the message. Raises ValueError."""
+    text = listen.strip()
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = "", text
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"{what} {listen!r}: write an IPv6 host as [addr]:PORT")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(
+            f"{what} {listen!r}: expected HOST:PORT, :PORT or PORT (e.g. 127.0.0.1:9400)"
+        ) from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"{what} {listen!r}: port must be 0..65535")
+    return (host or "127.0.0.1"), port
+
+
+def status_url(text: str) -> str:
+    """A cuzk status address in its one canonical form, `http://HOST:PORT/PATH`.
+
+    Accepts `http://host:port/status`, `http://host:port` and `host:port` (the path defaults to
+    `/status`). Raises ValueError for anything else: cuzk's status server speaks plain HTTP.
+    """
+    raw = text.strip()
+    if "://" not in raw:
+        raw = "http://" + raw
+    try:
+        parts = urlsplit(raw)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"{text!r} is not a status URL ({exc})") from None
+    if parts.scheme != "http":
+        raise ValueError(f"{text!r}: only http:// (cuzk's status server speaks plain HTTP)")
+    if not parts.hostname or port is None:
+        raise ValueError(f"{text!r}: give HOST:PORT, e.g. http://127.0.0.1:9821/status")
+    path = parts.path or "/status"
+    query = f"?{parts.query}" if parts.query else ""
+    return f"http://{parts.netloc}{path}{query}"
+
+
+class CuzkConfig(_Section):
+    """The prover's own status endpoint (cuzk `[daemon] status_listen`, off in cuzk by default)."""
+
+    #: `GET /status` URL(s) to poll; empty = off. `--cuzk-status URL` (repeatable) adds to it.
+    status_url: list[str] = Field(default_factory=list)
+    #: Seconds between polls. Each poll makes cuzk take the lock its GPU workers take on their
+    #: hot path: about once a second is plenty for a monitor (see docs/cuzk-status.md).
+    status_period_s: float = Field(1.0, ge=0.1, le=60)
+    #: A poll that takes longer is abandoned and counted (`timeout`).
+    status_timeout_s: float = Field(0.5, gt=0, le=10)
+
+    @field_validator("status_url", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("status_url")
+    @classmethod
+    def _canonical(cls, value: list[str]) -> list[str]:
+        out: list[str] = []
+        for text in value:
+            if not text.strip():
+                continue
+            url = status_url(text)
+            if url not in out:
+                out.append(url)
+        return out
+
+
 class RecordConfig(_Section):
     """Recording to JSON Lines."""
 
@@ -204,6 +298,17 @@ class SimConfig(_Section):
     gpus: int = Field(1, ge=1, le=16)
     #: Stop after this many simulated seconds (0 = run until stopped).
     duration_s: float = Field(0.0, ge=0)
+    #: Where the simulated prover serves its own cuzk-style `GET /status` (speed > 0), HOST:PORT;
+    #: port 0 = any free one (the URL is printed). When no `[cuzk] status_url` is given, gapwatch
+    #: polls it. Empty = off.
+    status_listen: str = "127.0.0.1:0"
+
+    @field_validator("status_listen")
+    @classmethod
+    def _listen(cls, value: str) -> str:
+        if value.strip():
+            split_listen(value, "status_listen")
+        return value
 
 
 class Config(_Section):
@@ -219,6 +324,7 @@ class Config(_Section):
     prometheus: PrometheusConfig = Field(default_factory=PrometheusConfig)
     copytrace: CopyTraceConfig = Field(default_factory=CopyTraceConfig)
     sim: SimConfig = Field(default_factory=SimConfig)
+    cuzk: CuzkConfig = Field(default_factory=CuzkConfig)
 
 
 def default_config_path() -> Path:

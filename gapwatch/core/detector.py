@@ -26,6 +26,7 @@ See docs/detection.md for the definitions, defaults and the state rules.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -41,6 +42,7 @@ from gapwatch.core.models import (
     GpuSample,
     HostSample,
     LogEvent,
+    ProverStatus,
     Record,
     StateChange,
 )
@@ -110,6 +112,8 @@ class GapDetector:
             self.feed_host(record)  # type: ignore[arg-type]
         elif tp == "log":
             self.feed_log(record)  # type: ignore[arg-type]
+        elif tp == "prover":
+            return self.feed_prover(record)  # type: ignore[arg-type]
         elif tp == "copy":
             return self.feed_copy(record)  # type: ignore[arg-type]
         elif tp == "procmem":
@@ -122,9 +126,14 @@ class GapDetector:
         """A copy from the copy trace: evidence for the gaps it overlaps. Copies arrive after
         they end (a flush period or more), so one may land in a gap already closed: that gap
         is re-published at once with it (and any late log events)."""
+        return self._late(self._ev.add_copy(copy))
+
+    def _late(self, reached_closed: bool) -> list[Gap | StateChange]:
+        """What is pending, plus the closed gaps that late evidence just reached, re-published
+        now (evidence that arrives on its own thread need not wait for the next sample)."""
         out = self._pending
         self._pending = []
-        if self._ev.add_copy(copy):
+        if reached_closed:
             for acc in self._ev.take_dirty_closed():
                 self._republish(acc)
             out.extend(self._pending)
@@ -139,6 +148,14 @@ class GapDetector:
             for acc in self._ev.take_dirty_closed():
                 self._republish(acc)
         self._ev.prune(self._now_s)
+
+    def feed_prover(self, status: ProverStatus) -> list[Gap | StateChange]:
+        """A snapshot of the prover's own pipeline (cuzk `/status`): evidence for the gaps
+        around it. Polled on another thread, a snapshot can land in a gap already closed: that
+        gap is re-published at once with it, as a late copy is."""
+        out = self._late(self._ev.add_prover(status))
+        self._ev.prune(self._now_s)
+        return out
 
     def feed_gpu(self, s: GpuSample) -> list[Gap | StateChange]:
         """One GPU sample, in named steps: place it in time, read its level, test for a hole,
@@ -468,6 +485,11 @@ class GapDetector:
         host = acc.host_dict() if acc is not None else {}
         # No events (every gap of a recording without logs): skip event_dicts' sorting.
         events = acc.event_dicts() if acc is not None and acc.events else []
+        cause: str | None = None
+        during = True
+        states: list[dict[str, Any]] = []
+        if acc is not None and (acc.provers or acc.before_cause is not None):
+            cause, during, states = acc.prover_view(end_s)
         g_end_s = end_s if end_s is not None else tr.idle_start_s + duration_s
         copies = (self._ev.copies_dict(acc, tr.idle_start_s, g_end_s, tr.kind, events)
                   if acc is not None else {})
@@ -475,6 +497,7 @@ class GapDetector:
         hint = make_hint(
             tr.kind, duration_s, rx, tx, tr.link, confidence, host, events,
             is_open=end_ns is None, copies=copies, link_down=link_down,
+            prover_cause=cause, prover_during=during,
         )
         return Gap(
             gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,  # type: ignore[arg-type]
@@ -484,6 +507,7 @@ class GapDetector:
             link_bytes_per_s=tr.link, confidence=confidence,  # type: ignore[arg-type]
             hint=hint, host=host, log_events=events, copies=copies,
             link_current_bytes_per_s=link_down["bytes_per_s"] if link_down else None,
+            prover_cause=cause, prover_states=states,
         )  # fmt: skip
 
     def _link_down(self, gpu: int) -> dict[str, Any] | None:
@@ -504,12 +528,15 @@ class GapDetector:
         end_s = old.end_s if old.end_s is not None else old.start_s + old.duration_s
         copies = self._ev.copies_dict(acc, old.start_s, end_s, old.kind, events)
         link_down = self._link_down(old.gpu)
+        cause, during, states = acc.prover_view(old.end_s)
         hint = make_hint(
             old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
             old.link_bytes_per_s or self.config.default_link_bytes_per_s, old.confidence,
-            old.host, events, copies=copies, link_down=link_down,
+            old.host, events, copies=copies, link_down=link_down, prover_cause=cause,
+            prover_during=during,
         )  # fmt: skip
-        new = replace(_replace_evidence(old, hint, events), copies=copies)
+        new = replace(_replace_evidence(old, hint, events), copies=copies, prover_cause=cause,
+                      prover_states=states)
         acc.published = new
         self._pending.append(new)
 
@@ -569,8 +596,10 @@ class GapDetector:
             why = f"no busy sample in the last {cfg.window_s:g} s"
             self._set_state(tr, "IDLE", t, wall, out, why)
         elif has_gaps:
-            why = "idle gaps, not pcie_starved enough for BREAKDOWN"
-            self._set_state(tr, "GAPS", t, wall, out, why)
+            kinds = Counter(kind for _, _, kind in window)
+            if tr.gap_id is not None:
+                kinds[tr.kind] += 1
+            self._set_state(tr, "GAPS", t, wall, out, gaps_reason(kinds, cfg))
         else:
             self._set_state(tr, "CHAINED", t, wall, out, "busy, no gaps in the window")
 
@@ -628,6 +657,20 @@ class GapDetector:
                              self._period_floor_ns)
         self._tracks[gpu] = tr
         return tr
+
+
+def gaps_reason(kinds: Counter[str], config: DetectorConfig) -> str:
+    """Why a GPU is in GAPS and not BREAKDOWN, in words true to the gaps in the window: a lone
+    pcie_starved gap is named as such, with what BREAKDOWN would take."""
+    named = [f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kn: (-kn[1], kn[0]))]
+    total = sum(kinds.values())
+    listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    what = f"{listed} gap{'s' if total != 1 else ''} in the last {config.window_s:g} s"
+    if kinds.get("pcie_starved"):
+        need = config.breakdown_idle_frac * config.window_s
+        return (f"{what}: BREAKDOWN takes {config.breakdown_min_starved_gaps} pcie_starved "
+                f"gaps, or {need:g} s idle in them")
+    return f"{what}, none pcie_starved"
 
 
 def _retract(gap: Gap) -> Gap:

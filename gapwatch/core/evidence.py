@@ -20,7 +20,16 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from gapwatch.core.models import CopyRecord, Gap, HostSample, LinkState, LogEvent, ProcessMemory
+from gapwatch.core.models import (
+    CopyRecord,
+    Gap,
+    HostSample,
+    LinkState,
+    LogEvent,
+    ProcessMemory,
+    ProverStatus,
+)
+from gapwatch.core.prover import concerns, decide_cause, gap_state, snapshot_cause
 from gapwatch.core.readings import reading
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
@@ -41,6 +50,8 @@ TRACE_LIVE_S = 120.0
 PINNED_RATE_HISTORY_S = 120.0
 #: A memory kind that covers at least this share of the copy time in a gap's window names it.
 DOMINANT_KIND_SHARE = 0.8
+#: Prover snapshots published per gap version (the latest ones).
+MAX_PROVER_PUBLISHED = 12
 
 def _max(a: float | None, b: float | int | None) -> float | None:
     b2 = reading(b)
@@ -65,6 +76,10 @@ class GapEvidence:
         "copies",
         "dirty",
         "published",
+        "cause_counts",
+        "inside_tail",
+        "before_cause",
+        "provers",
     )
 
     def __init__(self, gpu: int, start_s: float) -> None:
@@ -82,6 +97,14 @@ class GapEvidence:
         self.dirty = False
         #: The last version of the gap published with this evidence (re-published on late events).
         self.published: Gap | None = None
+        #: Prover snapshots taken during the gap, by the cause each gives (`core.prover`); the
+        #: latest few with their times, so that those taken after the gap's end (they can reach
+        #: an open gap before the samples that close it) are left out when it closes.
+        self.cause_counts: dict[str, int] = {}
+        self.inside_tail: deque[tuple[float, str | None]] = deque(maxlen=8)
+        #: (time, cause) of the latest snapshot before the gap's start (evidence window).
+        self.before_cause: tuple[float, str | None] | None = None
+        self.provers: deque[ProverStatus] = deque(maxlen=MAX_PROVER_PUBLISHED * 2)
 
     def add_host(self, h: HostSample) -> None:
         self.mem_used_pct = _max(self.mem_used_pct, h.mem_used_pct)
@@ -111,6 +134,32 @@ class GapEvidence:
         if len(self.copies) < MAX_COPIES_KEPT:
             self.copies.append(c)
             self.dirty = True
+
+    def add_prover(self, status: ProverStatus) -> None:
+        t = status.t_wall_s
+        cause = snapshot_cause(status, self.gpu)
+        if t >= self.from_s:
+            if cause is not None:
+                self.cause_counts[cause] = self.cause_counts.get(cause, 0) + 1
+            self.inside_tail.append((t, cause))
+        elif self.before_cause is None or t >= self.before_cause[0]:
+            self.before_cause = (t, cause)
+        self.provers.append(status)
+        self.dirty = True
+
+    def prover_view(self, end_s: float | None) -> tuple[str | None, bool, list[dict[str, Any]]]:
+        """(cause, seen during the gap, compact snapshots) as of a gap ending at `end_s`."""
+        counts = self.cause_counts
+        if end_s is not None and any(t > end_s for t, _ in self.inside_tail):
+            counts = dict(counts)
+            for t, cause in self.inside_tail:
+                if t > end_s and cause is not None:
+                    counts[cause] -= 1
+        before = self.before_cause[1] if self.before_cause is not None else None
+        cause, during = decide_cause(counts, before)
+        kept = [s for s in self.provers if end_s is None or s.t_wall_s <= end_s]
+        states = [gap_state(s, self.gpu) for s in kept[-MAX_PROVER_PUBLISHED:]]
+        return cause, during, states
 
     def host_dict(self) -> dict[str, float | None]:
         return {
@@ -156,6 +205,7 @@ class EvidenceBuffer:
         self.late_s = late_s
         self._host: deque[HostSample] = deque(maxlen=host_maxlen)
         self._log: deque[LogEvent] = deque(maxlen=log_maxlen)
+        self._prover: deque[ProverStatus] = deque(maxlen=256)
         #: Accumulators of open gaps, and of closed ones still accepting late events.
         self._open: list[GapEvidence] = []
         self._recent: deque[GapEvidence] = deque(maxlen=32)
@@ -204,6 +254,22 @@ class EvidenceBuffer:
                 and self.relevant(ev, acc.gpu)
             ):
                 acc.add_event(ev)
+                late = True
+        return late
+
+    def add_prover(self, status: ProverStatus) -> bool:
+        """Keep a prover snapshot; True when it reached a closed gap (to be re-published)."""
+        self._prover.append(status)
+        t = status.t_wall_s
+        for acc in self._open:
+            if t >= acc.from_s - self.before_s and concerns(status, acc.gpu):
+                acc.add_prover(status)
+        late = False
+        for acc in self._recent:
+            until = acc.until_s
+            if (until is not None and acc.from_s - self.before_s <= t <= until
+                    and concerns(status, acc.gpu)):
+                acc.add_prover(status)
                 late = True
         return late
 
@@ -302,6 +368,14 @@ class EvidenceBuffer:
             for ev in self.last_warning.values():
                 if start_s - RECENT_WARNING_S <= ev.t_wall_s < lo and self.relevant(ev, gpu):
                     acc.add_event(ev)
+        snaps = []
+        for status in reversed(self._prover):
+            if status.t_wall_s < lo:
+                break
+            if concerns(status, gpu):
+                snaps.append(status)
+        for status in reversed(snaps):
+            acc.add_prover(status)
         self._open.append(acc)
         return acc
 

@@ -159,6 +159,12 @@ class Gap:
     #: Capacity of the link as trained when it was seen below its maximum while data moved
     #: (None: not seen trained down; `link_bytes_per_s` is always the maximum).
     link_current_bytes_per_s: float | None = None
+    #: Where the prover itself says the wait was (`gapwatch.core.prover.PROVER_CAUSES`), decided
+    #: from its `/status` snapshots during the gap; None without any.
+    prover_cause: str | None = None
+    #: The prover's snapshots for this GPU from the evidence window (compact dicts, see
+    #: `gapwatch.core.prover.gap_state`), oldest first.
+    prover_states: list[dict[str, Any]] = field(default_factory=list)
     type: Literal["gap"] = "gap"
 
     @property
@@ -190,6 +196,68 @@ class Notice:
     message: str
     gpu: int | None = None
     type: Literal["notice"] = "notice"
+
+
+#: A partition's state in the prover's pipeline (cuzk's `/status`).
+PartitionState = Literal["pending", "synthesizing", "synth_done", "gpu", "done", "failed"]
+PARTITION_STATES: tuple[PartitionState, ...] = get_args(PartitionState)
+#: A GPU worker's state: "proving" from GPU pickup until the partition's result is processed,
+#: so it includes the wait for the GPU mutex and the tail work.
+WorkerState = Literal["idle", "proving"]
+WORKER_STATES: tuple[WorkerState, ...] = get_args(WorkerState)
+
+
+@dataclass(frozen=True, slots=True)
+class ProverWorker:
+    """One GPU worker of the prover, as its `/status` said."""
+
+    worker_id: int
+    #: The CUDA ordinal the worker runs on (cuzk's `gpu_ordinal`), taken as the NVML index.
+    gpu: int | None
+    state: str
+    job_id: str | None = None
+    partition: int | None = None
+    #: Seconds the worker has been proving (None when idle).
+    busy_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProverPartition:
+    """One partition of a job in flight. `synth_ms` / `gpu_ms` count up while the phase runs."""
+
+    job_id: str
+    index: int
+    state: str
+    synth_ms: int | None = None
+    gpu_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProverStatus:
+    """One snapshot of the prover's own pipeline (cuzk `GET /status`), time-stamped by gapwatch.
+
+    `t_mono_ns` / `t_wall_s` are when the request was sent, `latency_ms` how long the answer
+    took (the snapshot was built somewhere in between). Counts that the prover did not report
+    are None, never 0.
+    """
+
+    #: Which prover (the status URL's host:port; "sim" for the built-in simulator's own feed).
+    prover: str
+    t_mono_ns: int
+    t_wall_s: float
+    latency_ms: float
+    uptime_s: float | None
+    #: Partitions of the jobs in flight by state (every state of `PARTITION_STATES`, 0 included).
+    partition_counts: dict[str, int]
+    workers: list[ProverWorker]
+    synthesis_active: int | None
+    synthesis_max: int | None
+    queue_depth: int | None
+    jobs: int
+    completed_total: int | None = None
+    failed_total: int | None = None
+    partitions: list[ProverPartition] = field(default_factory=list)
+    type: Literal["prover"] = "prover"
 
 
 #: Where the host side of a copy lives, as CUPTI names it (CUpti_ActivityMemoryKind).
@@ -252,7 +320,9 @@ class ProcessMemory:
     """Host memory of one process that NVML lists on a GPU, from /proc/PID/status: a hint of how
     much of it is pinned, never a verdict. `cudaHostAlloc` memory is a shared mapping, so it
     counts in RssShmem; ordinary heap is RssAnon, and so is memory pinned after the fact with
-    `cudaHostRegister` (invisible here)."""
+    `cudaHostRegister` (invisible here). Read by `gapwatch.sources.procmem` every
+    `sampler.procmem_every_s`; all readings of one GPU in one round share `t_mono_ns`. None: the
+    process vanished, /proc is hidden from gapwatch, or the kernel lacks the line."""
 
     t_mono_ns: int
     t_wall_s: float
@@ -261,6 +331,9 @@ class ProcessMemory:
     name: str
     rss_shmem_bytes: int | None
     rss_anon_bytes: int | None
+    #: VmLck (mlock'ed) and VmPin (pinned by drivers that account for it): recorded beside.
+    vm_locked_bytes: int | None = None
+    vm_pinned_bytes: int | None = None
     type: Literal["procmem"] = "procmem"
 
 
@@ -291,7 +364,7 @@ class LinkState:
 
 Record = Annotated[
     GpuSample | HostSample | LogEvent | Gap | StateChange | Notice | CopyRecord | ProcessMemory
-    | LinkState,
+    | LinkState | ProverStatus,
     Field(discriminator="type"),
 ]
 

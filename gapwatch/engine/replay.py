@@ -10,10 +10,12 @@ problems (bad lines, truncation) become store counters and notices, so the user 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
-from gapwatch.core.models import Notice
+from gapwatch.core.models import LogEvent, Notice
 from gapwatch.engine.background import Background
 from gapwatch.engine.session import Session
+from gapwatch.logs.files import merge_by_time
 from gapwatch.sources.recording import Recording
 
 
@@ -22,9 +24,19 @@ class ReplayDriver(Background):
 
     thread_name = "gapwatch-replay"
 
-    def __init__(self, recording: Recording, session: Session, speed: float) -> None:
+    def __init__(self, recording: Recording, session: Session, speed: float,
+                 log_events: Sequence[LogEvent] = ()) -> None:
+        """
+        Args:
+            recording: what to replay.
+            session: where every record goes.
+            speed: x the recorded pace; 0 = as fast as possible.
+            log_events: events parsed from prover log files (`replay --log`), sorted by time:
+                merged into the records by their time, as `report --log` does.
+        """
         super().__init__()
         self.recording = recording
+        self.log_events = log_events
         self.session = session
         self.speed = speed
         self.records_fed = 0
@@ -32,7 +44,7 @@ class ReplayDriver(Background):
     def _loop(self) -> None:
         first_t: float | None = None
         real0 = time.monotonic()
-        for record in self.recording.records:
+        for record in merge_by_time(self.recording.records, self.log_events):
             if self.stop_event.is_set():
                 return
             t = getattr(record, "t_wall_s", None)

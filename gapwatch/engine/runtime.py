@@ -12,6 +12,13 @@ Sources:
   tailer follows (the demo exercises the same path as a real prover's log); at speed 0 (as fast as
   possible) the lines go straight to the parser, since no tailer can keep up with virtual time.
 - `replay:FILE`: a recording or a trace CSV, paced by its own timestamps (`--speed`).
+
+Side sources, beside the sampler or replay driver, each with `start()`, `stop()`, `status()`:
+the log followers (`--log`), and one cuzk status poller per `--cuzk-status` URL
+(`gapwatch.sources.cuzk_status.StatusPoller`, on its own thread; its snapshots join the session
+through `Session.on_record`). The simulated prover serves its own status endpoint at speed > 0
+(`[sim] status_listen`) and is polled when no other URL is given; at speed 0 its snapshots are
+handed over directly (`SimStatusFeed`), since no poller can keep pace with virtual time.
 """
 
 from __future__ import annotations
@@ -24,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gapwatch.core.config import Config
-from gapwatch.core.models import GpuInfo, Notice, Record, SessionHeader
+from gapwatch.core.config import Config, split_listen
+from gapwatch.core.models import GpuInfo, LinkState, LogEvent, Notice, Record, SessionHeader
 from gapwatch.engine.clock import Clock, ScaledClock, SystemClock, VirtualClock
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import LatenessStats, Sampler
@@ -35,6 +42,7 @@ from gapwatch.sinks.output_file import ExistsPolicy, OutputPlan, OutputRefused, 
 from gapwatch.sinks.recorder import Recorder, RecordingStatus
 from gapwatch.sources import GpuSource, HostSource, SideSource, SourceUnavailable
 from gapwatch.sources.copytrace import CopyTraceReader, CopyTraceStatus
+from gapwatch.sources.cuzk_status import PollerStatus, StatusPoller
 from gapwatch.sources.files import read_any
 from gapwatch.sources.recording import Recording, RecordingError
 
@@ -57,6 +65,16 @@ class RuntimeStatus:
     done: bool = False
     #: The copy trace's reader (None when `--copytrace` is off).
     copytrace: CopyTraceStatus | None = None
+    #: The latest PCIe link reading under traffic per GPU (a trained-down link changes what
+    #: "% of link" means: the footer says so).
+    links: dict[int, LinkState] = field(default_factory=dict)
+    #: The GPU source's slow-reading counters (`NvmlSource.counters`: /proc readings and their
+    #: problems, link reads); empty for other sources.
+    source_counters: dict[str, int] = field(default_factory=dict)
+    #: One per polled status URL (cuzk `/status`), in the order given.
+    provers: list[PollerStatus] = field(default_factory=list)
+    #: Where the simulated prover serves its own status, when it does.
+    sim_status_url: str | None = None
 
 
 def parse_source(source: str) -> tuple[str, str]:
@@ -131,9 +149,14 @@ class Runtime:
         #: Listens for the copy-trace library's datagrams (`--copytrace`); a side source like
         #: the log followers: started, stopped and asked for status with them.
         self.copytrace: CopyTraceReader | None = None
+        self.pollers: list[StatusPoller] = []
+        #: The simulated prover's status server (`CuzkStatusServer`), when it serves one.
+        self.sim_status_server: Any = None
         self.exporter: Any = None
         self.recorder: Recorder | None = None
         self.sim_log_path: Path | None = None
+        #: Log files read whole rather than followed (`replay --log`), with their state.
+        self.read_logs: dict[str, str] = {}
         self._closables: list[Any] = []
         self._stopped = False
         self._watch: threading.Thread | None = None
@@ -143,11 +166,14 @@ class Runtime:
         out: list[SideSource] = list(self.followers)
         if self.copytrace is not None:
             out.append(self.copytrace)
+        out.extend(self.pollers)
         return out
 
     def start(self) -> None:
         if self.recorder is not None:
             self.recorder.start()
+        if self.sim_status_server is not None:
+            self.sim_status_server.start()  # before its poller's first request
         for side in self.side_sources():
             side.start()
         if self.sampler is not None:
@@ -164,6 +190,9 @@ class Runtime:
 
     def _wait_driver(self, driver_done: threading.Event) -> None:
         driver_done.wait()
+        # The data has ended (a replay's file, a timed run): settle the detector before saying
+        # so, so the dashboard's last picture is the one `report` gives.
+        self.session.finish()
         self.done.set()
 
     def wait(self, timeout_s: float | None = None) -> bool:
@@ -192,7 +221,7 @@ class Runtime:
         self.done.set()
 
     def status(self) -> RuntimeStatus:
-        logs: dict[str, str] = {}
+        logs: dict[str, str] = dict(self.read_logs)
         counters: dict[str, int] = {}
         for follower in self.followers:
             st = follower.status()
@@ -211,7 +240,14 @@ class Runtime:
             recording=self.recorder.status() if self.recorder is not None else None,
             prometheus_address=getattr(self.exporter, "address", None),
             done=self.done.is_set(),
+            provers=[p.status() for p in self.pollers],
+            sim_status_url=(self.sim_status_server.url
+                            if self.sim_status_server is not None else None),
             copytrace=self.copytrace.status() if self.copytrace is not None else None,
+            links=self.store.links(),
+            # Only the NVML source takes slow readings; the sim and replay have no counters.
+            source_counters=dict(getattr(self.sampler.gpu_source, "counters", {}))
+            if self.sampler is not None else {},
         )
 
 
@@ -321,6 +357,14 @@ def _build(
     clock: Clock = SystemClock()
     sim_log: Path | None = None
 
+    status_urls = list(config.cuzk.status_url)
+    if status_urls and (kind == "replay" or (kind == "sim" and speed == 0)):
+        why = "a replay has its recorded snapshots" if kind == "replay" else \
+            "--speed 0 runs in virtual time (the simulator's own snapshots are used)"
+        raise SourceUnavailable(f"--cuzk-status polls a live prover in real time: {why}")
+    sim_server: Any = None
+    sim_feed: Any = None
+
     if kind == "nvml":
         from gapwatch.sources.host import HostSource as PsutilHostSource
         from gapwatch.sources.nvml import NvmlSource
@@ -354,6 +398,19 @@ def _build(
         host_source = SimHostSource(sim)
         gpus = gpu_source.open()
         source = f"sim:{scenario}"
+        if speed > 0 and config.sim.status_listen.strip():
+            from gapwatch.sources.cuzk_status_server import CuzkStatusServer
+
+            host, port = split_listen(config.sim.status_listen, "status_listen")
+            try:
+                sim_server = CuzkStatusServer(sim.status_bytes, host=host, port=port)
+            except OSError as exc:
+                raise SourceUnavailable(f"[sim] status_listen {config.sim.status_listen!r}: "
+                                        f"cannot listen: {exc.strerror or exc}") from None
+        elif speed == 0:
+            from gapwatch.sources.sim import SimStatusFeed
+
+            sim_feed = (sim, config.cuzk.status_period_s)
     else:
         try:
             recording = read_any(arg)
@@ -385,8 +442,9 @@ def _build(
         for opened in (gpu_source, host_source):
             if opened is not None:
                 opened.close()
-        if rt.copytrace is not None:
-            rt.copytrace.stop()
+        for started in (rt.copytrace, sim_server):
+            if started is not None:
+                started.stop()
         raise
 
     if gpu_source is not None:
@@ -399,10 +457,25 @@ def _build(
             rt._closables.append(host_source)
     else:
         assert recording is not None
-        rt.replay = ReplayDriver(recording, session, speed)
+        rt.replay = ReplayDriver(recording, session, speed,
+                                 _replay_log_events(paths, config, session))
+        rt.read_logs = {path: "read whole" for path in paths}
 
     if direct_lines is not None:
         session.add_sink(_DirectLogFeeder(direct_lines, session, config))
+    if sim_feed is not None:
+        session.add_sink(SimStatusFeed(sim_feed[0], sim_feed[1], session.on_record))
+    if sim_server is not None:
+        rt.sim_status_server = sim_server
+        rt._closables.append(_Stopper(sim_server))  # also closed if start() never ran
+    pollers: list[tuple[str, str | None]] = [(u, None) for u in status_urls]
+    if not pollers and sim_server is not None:
+        pollers = [(str(sim_server.url), "sim")]
+    for poll_url, label in pollers:
+        rt.pollers.append(StatusPoller(
+            poll_url, config.cuzk.status_period_s, config.cuzk.status_timeout_s,
+            on_status=session.on_record, on_notice=session.on_notice, clock=clock, prover=label,
+        ))
     if paths and kind != "replay":
         rt.followers.append(_follower(paths, config, session, config.logs.from_start, stdin_fd))
     if sim_log is not None:
@@ -411,6 +484,35 @@ def _build(
         rt.sim_log_path = sim_log
         rt.followers.append(_follower([str(sim_log)], config, session, True))
     return rt
+
+
+def _replay_log_events(paths: list[str], config: Config, session: Session) -> list[LogEvent]:
+    """`replay FILE --log LOG`: the log files read whole and parsed (as `report --log` does),
+    to be merged into the replay by time. A log that cannot be read stops the replay at start."""
+    if not paths:
+        return []
+    if "-" in paths:
+        raise SourceUnavailable("replay --log takes files (a replay reads them whole), not '-'")
+    from gapwatch.logs.files import parse_log_files
+
+    try:
+        events, counters = parse_log_files(paths, config)
+    except OSError as exc:
+        raise SourceUnavailable(f"cannot read log {exc.filename}: {exc.strerror}") from None
+    for key, n in counters.items():
+        if n:
+            session.store.count(f"log_{key}", n)
+    return events
+
+
+class _Stopper:
+    """`close()` for an object that has `stop()` (safe twice), for the runtime's closables."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def close(self) -> None:
+        self.inner.stop()
 
 
 class _DirectLogFeeder:

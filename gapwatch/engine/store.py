@@ -26,6 +26,7 @@ from gapwatch.core.models import (
     LogEvent,
     Notice,
     ProcessMemory,
+    ProverStatus,
     Record,
     StateChange,
 )
@@ -50,6 +51,10 @@ class StoreSnapshot:
     #: Busy share of the detector's window per GPU, refreshed about once a second of data
     #: (`states` only changes when the state does, so its busy_fraction goes stale).
     busy: dict[int, float | None] = field(default_factory=dict)
+    #: The prover's own status snapshots (cuzk `/status`), oldest first, and the latest per
+    #: prover.
+    prover_statuses: tuple[ProverStatus, ...] = ()
+    provers: dict[str, ProverStatus] = field(default_factory=dict)
     #: Closed gaps by (GPU, kind) since the session started (never forgotten).
     gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
     #: The copy trace's latest copies (all GPUs), oldest first.
@@ -80,6 +85,7 @@ class SeriesStore:
         max_log_events: int = 5000,
         max_gaps: int = 2000,
         max_notices: int = 500,
+        max_prover_statuses: int = 6000,
         max_copies: int = 4096,
     ) -> None:
         # A little headroom over history/period: a late sampler emits a few extra samples.
@@ -98,6 +104,10 @@ class SeriesStore:
         self._copies: deque[CopyRecord] = deque(maxlen=max_copies)
         self._procmem: dict[int, dict[int, ProcessMemory]] = {}
         self._links: dict[int, LinkState] = {}
+        # At most 10 polls a second (the period's floor) over the history.
+        self._prover: deque[ProverStatus] = deque(
+            maxlen=max(64, min(max_prover_statuses, int(history_s * 10) + 8)))
+        self._provers: dict[str, ProverStatus] = {}
         self._version = 0
 
     @property
@@ -121,6 +131,8 @@ class SeriesStore:
             self.set_procmem(record)
         elif type(record) is LinkState:
             self.set_link(record)
+        elif type(record) is ProverStatus:
+            self.append_prover(record)
 
     def append_gpu(self, samples: list[GpuSample]) -> None:
         with self._lock:
@@ -139,6 +151,12 @@ class SeriesStore:
     def append_log(self, event: LogEvent) -> None:
         with self._lock:
             self._log.append(event)
+            self._version += 1
+
+    def append_prover(self, status: ProverStatus) -> None:
+        with self._lock:
+            self._prover.append(status)
+            self._provers[status.prover] = status
             self._version += 1
 
     def upsert_gap(self, gap: Gap) -> Change:
@@ -182,6 +200,11 @@ class SeriesStore:
             self._links[link.gpu] = link
             self._version += 1
 
+    def links(self) -> dict[int, LinkState]:
+        """The latest link reading per GPU (cheap: the footer asks every second)."""
+        with self._lock:
+            return dict(self._links)
+
     def count(self, name: str, n: int = 1) -> None:
         """Bump a named counter (unparsed lines, bad records, snapshots...)."""
         with self._lock:
@@ -201,6 +224,8 @@ class SeriesStore:
                 notices=tuple(self._notices),
                 counters=dict(self._counters),
                 busy=dict(self._busy),
+                prover_statuses=tuple(self._prover),
+                provers=dict(self._provers),
                 gap_tally=self._ledger.tally(),
                 copies=tuple(self._copies),
                 procmem={g: tuple(per.values()) for g, per in self._procmem.items()},

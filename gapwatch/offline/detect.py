@@ -20,7 +20,15 @@ from operator import attrgetter
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.ledger import GapLedger
-from gapwatch.core.models import CopyRecord, Gap, LogEvent, Record, SessionHeader, StateChange
+from gapwatch.core.models import (
+    CopyRecord,
+    Gap,
+    LogEvent,
+    ProverStatus,
+    Record,
+    SessionHeader,
+    StateChange,
+)
 from gapwatch.core.track import GpuTotals
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
@@ -45,6 +53,8 @@ class Detected:
     #: The detector's own counters (out_of_order, stale_gpm, holes, ...), non-zero ones.
     detector_counters: dict[str, int]
     log_events: list[LogEvent]
+    #: The prover's `/status` snapshots in the input (cuzk), in order.
+    prover_statuses: list[ProverStatus] = field(default_factory=list)
     #: The line at which each gap id (1, 2, ...) was assigned, when the caller gave `line_of`.
     gap_id_lines: list[int] = field(default_factory=list)
     #: The copy trace's copies, in input order (empty without a copy trace).
@@ -72,6 +82,7 @@ def detect_records(
     ledger = GapLedger()
     states: list[StateChange] = []
     log_events: list[LogEvent] = []
+    prover_statuses: list[ProverStatus] = []
     copies: list[CopyRecord] = []
     gap_id_lines: list[int] = []
     if line_of is not None:
@@ -102,6 +113,8 @@ def detect_records(
         else:
             if tp == "log":
                 log_events.append(r)  # type: ignore[arg-type]
+            elif tp == "prover":
+                prover_statuses.append(r)  # type: ignore[arg-type]
             elif tp == "copy":
                 copies.append(r)  # type: ignore[arg-type]
             out = feed(r)
@@ -116,7 +129,8 @@ def detect_records(
     return Detected(
         header=header, ledger=ledger, states=states, totals=det.totals(),
         detector_counters={k: v for k, v in det.counters.items() if v},
-        log_events=log_events, gap_id_lines=gap_id_lines, copies=copies,
+        log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
+        copies=copies,
     )  # fmt: skip
 
 

@@ -31,10 +31,12 @@ from gapwatch.core.models import (
     Gap,
     GpuInfo,
     LogEvent,
+    ProverStatus,
     SessionHeader,
     StateChange,
 )
 from gapwatch.core.track import GpuTotals
+from gapwatch.logs.files import parse_log_files
 from gapwatch.offline.detect import Detected, detect_records
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import read_any
@@ -71,19 +73,9 @@ class ReportData:
 
 
 def parse_logs(paths: Iterable[str], config: Config) -> tuple[list[LogEvent], dict[str, int]]:
-    """Parse whole prover log files into events sorted by time. Unreadable files raise OSError."""
-    from gapwatch.logs.parse import LogParser
-
-    parser = LogParser(config.logs, keep_unparsed=False)
-    events: list[LogEvent] = []
-    for path in paths:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                events.extend(parser.parse_line(line.rstrip("\r\n"), stream=path))
-    # Lines without any time of their own get wall time 0 from a file: they cannot be placed.
-    events = [e for e in events if e.t_wall_s > 0]
-    events.sort(key=lambda e: e.t_wall_s)
-    return events, dict(parser.counters)
+    """Parse whole prover log files into events sorted by time (`logs.files.parse_log_files`).
+    Unreadable files raise OSError."""
+    return parse_log_files(paths, config)
 
 
 def build_report(
@@ -135,7 +127,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> Report
     """Closed gaps in start order, breakdown periods, per-partition timeline and payoff."""
     totals = found.totals
     closed = found.ledger.closed()
-    partitions = _partitions(found.log_events)
+    partitions = _partitions(found.log_events, found.prover_statuses)
     return ReportData(
         path=str(path), header=found.header, totals=totals, gaps=closed,
         breakdowns=_breakdowns(found.states, totals), states=found.states,
@@ -187,12 +179,12 @@ def copy_table(copies: list[CopyRecord], gaps: list[Gap]) -> dict[str, Any]:
     }
 
 
-def _partitions(events: list[LogEvent]) -> Any | None:
-    if not events:
+def _partitions(events: list[LogEvent], statuses: list[ProverStatus]) -> Any | None:
+    if not events and not statuses:
         return None
     from gapwatch.logs.parse.partitions import derive_timeline
 
-    run = derive_timeline(events)
+    run = derive_timeline(events, statuses)
     return run if run.partitions else None
 
 
@@ -276,6 +268,19 @@ def payoff(totals: list[GpuTotals], gaps: list[Gap], partitions: Any | None) -> 
             "per_gpu": per_gpu}
 
 
+def gaps_by_prover_cause(gaps: Iterable[Gap]) -> dict[str, dict[str, float]] | None:
+    """Count and idle seconds of the gaps by the prover's finer cause (`"none"`: snapshots seen
+    but no rule applied); None when no gap had any prover snapshot (no `/status` polled)."""
+    out: dict[str, dict[str, float]] = {}
+    for g in gaps:
+        if g.prover_cause is None and not g.prover_states:
+            continue
+        entry = out.setdefault(g.prover_cause or "none", {"count": 0, "idle_s": 0.0})
+        entry["count"] += 1
+        entry["idle_s"] += g.duration_s
+    return out or None
+
+
 def busy_fraction(t: GpuTotals) -> float | None:
     """Busy share of the working span (first to last busy reading): idle before the work started
     and after it ended is not counted against the GPU."""
@@ -304,6 +309,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
                     "idle_s": sum(g.duration_s for g in mine if g.kind == k)}
                 for k in GAP_KINDS
             },
+            "gaps_by_prover_cause": gaps_by_prover_cause(mine),
         })  # fmt: skip
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
@@ -348,6 +354,8 @@ def _gap_json(g: Gap) -> dict[str, Any]:
         "host": g.host,
         "log_events": g.log_events,
         "copies": g.copies or None,
+        "prover_cause": g.prover_cause,
+        "prover_states": g.prover_states,
     }
 
 
@@ -366,7 +374,9 @@ def _partitions_json(run: Any | None) -> dict[str, Any] | None:
             {"job_id": p.job_id, "partition": p.partition, "worker": p.worker, "gpu": p.gpu,
              "gpu_start_s": p.gpu_start_s, "gpu_end_s": p.gpu_end_s,
              "mutex_held_ms": p.mutex_held_ms, "mutex_wait_ms": p.mutex_wait_ms,
-             "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned}
+             "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned,
+             "synth_ms": p.synth_ms, "gpu_ms": p.timeline_gpu_ms, "source": p.source,
+             "states_seen": p.states_seen}
             for p in run.partitions
         ],
     }  # fmt: skip

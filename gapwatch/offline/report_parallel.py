@@ -23,13 +23,14 @@ one-process one, value for value:
 - A problem line read by several workers (a bad non-GPU line) is counted once: problems carry
   their line numbers and the parent merges them by line.
 
-Not parallel: log events, and the copy trace's records (copies, /proc readings, link states),
-which reach closed gaps the same way. The evidence buffer keeps recently closed gaps of all GPUs
-in one bounded list, so which gap a late log line still reaches depends on the other GPUs' gaps. A
-report with `--log` files runs in one process, and a worker that meets a log record stops all
-workers: the report then runs in one process (`detect_parallel` returns None). Trace CSVs,
-recordings under `MIN_PARALLEL_BYTES` and single-GPU recordings take the one-process path too
-(`plan_workers`), as does a machine with one usable CPU. A worker that fails for any reason
+Not parallel: log events, prover status snapshots, and the copy trace's records (copies, /proc
+readings, link states), which reach closed gaps the same way. The evidence buffer keeps recently
+closed gaps of all GPUs in one bounded list, so which gap a late log line (or snapshot, or copy)
+still reaches depends on the other GPUs' gaps. A report with `--log` files runs in one process,
+and a worker that meets such a record stops all workers: the report then runs in one process
+(`detect_parallel` returns None). Trace CSVs, recordings under `MIN_PARALLEL_BYTES` and
+single-GPU recordings take the one-process path too (`plan_workers`), as does a machine with one
+usable CPU. A worker that fails for any reason
 also sends the report to the one-process path, which then reports the problem as usual.
 """
 
@@ -122,8 +123,9 @@ def _only_mine(rec: Recording, mine: set[int], stop: Any) -> Iterator[Record]:
         if tp == "gpu":
             if r.gpu not in mine:  # type: ignore[union-attr,operator]
                 raise _OneProcess(f"line {rec.line_no}: a GPU sample of another shape")
-        elif tp == "log":
-            raise _OneProcess(f"line {rec.line_no}: log events are read in one process")
+        elif tp == "log" or tp == "prover":
+            # Late evidence can reach the gaps of any GPU (see the module docstring).
+            raise _OneProcess(f"line {rec.line_no}: {tp} records are read in one process")
         elif tp in ("copy", "procmem", "link"):
             # Like log events, copies reach recently closed gaps of any GPU.
             raise _OneProcess(f"line {rec.line_no}: the copy trace is read in one process")

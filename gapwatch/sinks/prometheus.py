@@ -38,12 +38,15 @@ from prometheus_client.core import (
 )
 
 from gapwatch import __version__
+from gapwatch.core.config import split_listen
 from gapwatch.core.ledger import Tally
-from gapwatch.core.models import CHAIN_STATES, GAP_KINDS, GpuSample
+from gapwatch.core.models import CHAIN_STATES, GAP_KINDS, GpuSample, LinkState, ProcessMemory
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import StoreSnapshot
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
+from gapwatch.sinks.prover_metrics import prover_families
+from gapwatch.sources.cuzk_status import PollerStatus
 
 
 class ExporterError(Exception):
@@ -58,23 +61,10 @@ def parse_listen(listen: str) -> tuple[str, int]:
     Raises:
         ExporterError: the text is not an address with a port in 0..65535.
     """
-    text = listen.strip()
-    host, sep, port_text = text.rpartition(":")
-    if not sep:
-        host, port_text = "", text
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    elif ":" in host:
-        raise ExporterError(f"--prometheus {listen!r}: write an IPv6 host as [addr]:PORT")
     try:
-        port = int(port_text)
-    except ValueError:
-        raise ExporterError(
-            f"--prometheus {listen!r}: expected HOST:PORT, :PORT or PORT (e.g. 127.0.0.1:9400)"
-        ) from None
-    if not 0 <= port <= 65535:
-        raise ExporterError(f"--prometheus {listen!r}: port must be 0..65535")
-    return (host or "127.0.0.1"), port
+        return split_listen(listen, "--prometheus")
+    except ValueError as exc:
+        raise ExporterError(str(exc)) from None
 
 
 def _gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
@@ -107,7 +97,7 @@ class GapwatchCollector:
         snap = self._session.store.snapshot()
         counts = self._sink.copy_counts()
         header = self._session.header
-        status, logs, log_counters = self._runtime_status()
+        status, logs, log_counters, pollers = self._runtime_status()
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
         yield from self._state_gauges(snap)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
@@ -117,12 +107,41 @@ class GapwatchCollector:
         yield self._lateness(counts)
         yield from _recording(getattr(status, "recording", None))
         yield from self._copytrace(counts, getattr(status, "copytrace", None))
+        yield from self._slow_readings(snap.links, snap.procmem)
+        yield from prover_families(snap.provers, pollers)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
         yield period
         build = InfoMetricFamily("gapwatch_build", "gapwatch version and data source.")
         build.add_metric([], {"version": __version__, "source": header.source})
         yield build
+
+    def _slow_readings(self, links: dict[int, LinkState],
+                       procmem: dict[int, tuple[ProcessMemory, ...]]) -> Iterator[Metric]:
+        """The link as last trained under traffic, and the /proc memory of the processes on
+        each GPU (absent until read; a field /proc could not give is absent, never 0)."""
+        trained = _gauge("gpu_pcie_link_trained_capacity_bytes_per_second",
+                         "Per-direction capacity of the PCIe link as trained, read while data "
+                         "moved.", ["gpu"])
+        down = _gauge("gpu_pcie_link_trained_down", "1 when the link was last seen below its "
+                      "maximum generation or width while data moved, else 0.", ["gpu"])
+        for gpu, link in sorted(links.items()):
+            if link.bytes_per_s is not None:
+                trained.add_metric([str(gpu)], link.bytes_per_s)
+            down.add_metric([str(gpu)], 1.0 if link.trained_down else 0.0)
+        pinned = _gauge("process_pinned_host_memory_bytes", "RssShmem of a process on the GPU "
+                        "(cudaHostAlloc-pinned memory counts here; a hint: cudaHostRegister'ed "
+                        "memory does not).", ["gpu", "pid", "name"])
+        heap = _gauge("process_heap_host_memory_bytes", "RssAnon of a process on the GPU "
+                      "(ordinary heap, and cudaHostRegister'ed memory).", ["gpu", "pid", "name"])
+        for gpu, readings in sorted(procmem.items()):
+            for r in readings:
+                label = [str(gpu), str(r.pid), r.name]
+                if r.rss_shmem_bytes is not None:
+                    pinned.add_metric(label, r.rss_shmem_bytes)
+                if r.rss_anon_bytes is not None:
+                    heap.add_metric(label, r.rss_anon_bytes)
+        yield from (trained, down, pinned, heap)
 
     def _copytrace(self, c: SinkCounts, status: Any) -> Iterator[Metric]:
         """Copies and bytes by GPU, direction and memory kind, and what the trace dropped
@@ -150,21 +169,25 @@ class GapwatchCollector:
             procs.add_metric([], status.processes)
             yield from (d, procs)
 
-    def _runtime_status(self) -> tuple[Any, dict[str, str], dict[str, int]]:
-        """The runtime's `RuntimeStatus` (or None), its log files (path -> state) and tailer
-        counters (lines, parsed, unparsed). A failing status_fn costs the metrics that come
-        from it for this scrape, counted, never the scrape."""
+    def _runtime_status(
+        self,
+    ) -> tuple[Any, dict[str, str], dict[str, int], list[PollerStatus] | None]:
+        """The runtime's `RuntimeStatus` (or None), its log files (path -> state), tailer
+        counters (`.log_counters`: lines, parsed, unparsed) and status pollers (`.provers`;
+        None without a runtime, e.g. a replay driven in-process). A failing status_fn costs the
+        metrics that come from it for this scrape, counted, never the scrape."""
         if self._status_fn is None:
-            return None, {}, {}
+            return None, {}, {}, None
         try:
             status = self._status_fn()
             logs = {str(k): str(v) for k, v in dict(getattr(status, "logs", {}) or {}).items()}
             counters = {str(k): int(v) for k, v in
                         dict(getattr(status, "log_counters", {}) or {}).items()}
+            pollers = list(getattr(status, "provers", None) or [])
         except Exception:  # noqa: BLE001 - a scrape must answer even if the runtime cannot
             self.status_errors += 1
-            return None, {}, {}
-        return status, logs, counters
+            return None, {}, {}, None
+        return status, logs, counters, pollers
 
     def _log_files(self, logs: dict[str, str], counters: dict[str, int]) -> Iterator[Metric]:
         files = InfoMetricFamily("gapwatch_log_file",

@@ -6,8 +6,9 @@ never imports Textual; the UI renders the SVG and passes it in as a string.
 
 A snapshot folder `gapwatch-snapshot-<host>-<UTC time>/` holds:
 - `dashboard.svg`: the screen as the user saw it (when taken from the UI);
-- `recording.jsonl.gz`: the last `snapshot.history_s` of samples, log events and notices, written
-  by `gapwatch.sources.recording.write_recording`, replayable with `gapwatch replay`;
+- `recording.jsonl.gz`: the last `snapshot.history_s` of samples, log events, prover status
+  snapshots and notices, written by `gapwatch.sources.recording.write_recording`, replayable
+  with `gapwatch replay`;
 - `gaps.json`: the detector's gaps in that span (latest version of each);
 - `summary.md`: what happened, the hints, link capacity, host pressure, sampler state, config.
 
@@ -31,6 +32,7 @@ import orjson
 
 from gapwatch.core import fmt
 from gapwatch.core.config import Config
+from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
 from gapwatch.engine.store import StoreSnapshot
 from gapwatch.sinks.recorder import write_recording
@@ -62,8 +64,8 @@ def _newest_wall_s(snap: StoreSnapshot) -> float | None:
 
 
 def history_records(snap: StoreSnapshot, history_s: float) -> list[Record]:
-    """Samples, log events, notices and gaps of the last `history_s` (before the newest reading),
-    in time order: the body of the snapshot's recording."""
+    """Samples, log events, prover status snapshots, notices and gaps of the last `history_s`
+    (before the newest reading), in time order: the body of the snapshot's recording."""
     newest = _newest_wall_s(snap)
     if newest is None:
         return []
@@ -73,6 +75,7 @@ def history_records(snap: StoreSnapshot, history_s: float) -> list[Record]:
         records.extend(s for s in samples if s.t_wall_s >= since)
     records.extend(h for h in snap.host_samples if h.t_wall_s >= since)
     records.extend(e for e in snap.log_events if e.t_wall_s >= since)
+    records.extend(p for p in snap.prover_statuses if p.t_wall_s >= since)
     records.extend(n for n in snap.notices if n.t_wall_s >= since)
     records.extend(g for g in snap.gaps if (g.end_s or newest) >= since)
     records.sort(key=_record_time)
@@ -81,6 +84,35 @@ def history_records(snap: StoreSnapshot, history_s: float) -> list[Record]:
 
 def _record_time(record: Record) -> float:
     return record.start_s if isinstance(record, Gap) else record.t_wall_s
+
+
+def covered_text(records: Sequence[Record], history_s: float) -> str:
+    """What span of data the snapshot holds, in words: its real length (a snapshot taken 47 s
+    after start covers 47 s, not the `history_s` it would keep at most)."""
+    times = [t for r in records if (t := _record_time(r)) > 0]
+    if not times:
+        return "Holds no data"
+    span_s = max(times) - min(times)
+    return (f"Covers {fmt.duration(span_s)} of data, {fmt.clock(min(times))} to "
+            f"{fmt.clock(max(times))} (at most the last {history_s:g} s are kept)")
+
+
+def hint_lines(gaps: Sequence[Gap]) -> list[str]:
+    """The hints grouped once per distinct cause (kind + `hint_cause`), most gaps first."""
+    groups: dict[tuple[str, str], list[Gap]] = {}
+    for g in gaps:
+        groups.setdefault((g.kind, hint_cause(g.kind, g.log_events)), []).append(g)
+    lines = []
+    for (kind, cause), these in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        per_gpu = Counter(g.gpu for g in these)
+        where = ", ".join(f"GPU{gpu} {n}" for gpu, n in sorted(per_gpu.items()))
+        idle_s = sum(g.duration_s for g in these)
+        latest = max(these, key=lambda g: g.start_s)
+        lines.append(f"- **{kind}**, {len(these)} gap(s) ({where}), {idle_s:.1f} s idle: "
+                     f"{cause or 'no cause named'}")
+        if latest.hint:
+            lines.append(f"  - latest ({fmt.clock(latest.start_s)}): {latest.hint}")
+    return lines
 
 
 def _gaps_in(records: Iterable[Record]) -> list[Gap]:
@@ -109,9 +141,13 @@ def render_summary(
         f"# gapwatch snapshot: {header.host}, {fmt.utc_stamp(t_wall_s)}",
         "",
         f"Taken: {reason}. Source: `{header.source}`, gapwatch {header.gapwatch_version}. "
-        f"Covers the last {config.snapshot.history_s:g} s of data; times are UTC.",
+        f"{covered_text(records, config.snapshot.history_s)}; times are UTC.",
         "",
         "## GPUs",
+        "",
+        "Busy: share of the detector's window (the last "
+        f"{config.detector.window_s:g} s) in which the GPU was busy, as the dashboard header and "
+        "/metrics show it.",
         "",
     ]
     rows = []
@@ -119,6 +155,11 @@ def render_summary(
         state = snap.states.get(info.index)
         link = info.link_bytes_per_s or config.detector.default_link_bytes_per_s
         gen = f"Gen{info.link_gen} x{info.link_width}" if info.link_gen else "link unknown"
+        trained = snap.links.get(info.index)
+        if trained is not None and trained.trained_down:
+            # "% of link" everywhere is of the maximum: say what the link actually ran at.
+            gen += (f"; trained down to "
+                    f"{link_text(trained.gen, trained.width, trained.bytes_per_s)} under traffic")
         rows.append([
             f"GPU{info.index}", info.name, state.state if state else "NO_DATA",
             fmt.frac_pct(snap.busy_share(info.index)),
@@ -137,9 +178,9 @@ def render_summary(
         rx_txt = f", median RX inside {fmt.gbps(statistics.median(rx))} GB/s" if rx else ""
         out.append(f"- GPU{gpu}: {n} {kind} gap(s), {idle_s:.1f} s idle in total"
                    f", longest {fmt.duration(max(g.duration_s for g in these))}{rx_txt}")
-    out += ["", "## Hints", ""]
-    hints = Counter(g.hint for g in gaps if g.hint)
-    out += [f"- {hint} ({n} gap(s))" for hint, n in hints.most_common()] or ["- none"]
+    out += ["", "## Hints", "", "One line per distinct cause (gaps of the same kind that idled for "
+            "the same reason), with the latest such gap's hint in full.", ""]
+    out += hint_lines(gaps) or ["- none"]
     warnings = [e for e in records if isinstance(e, LogEvent) and e.warning]
     out += ["", "## Prover log warnings", ""]
     if warnings:

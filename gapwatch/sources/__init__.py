@@ -2,7 +2,9 @@
 
 Live sources, read by the sampler on a deadline schedule (`GpuSource`, `HostSource`): `nvml`
 (real GPUs; the only module that imports pynvml), `host` (host memory pressure; the only module
-that imports psutil), `sim` (the simulated prover). Recorded sources: `recording` (gapwatch's
+that imports psutil), `sim` (the simulated prover). A side source on its own thread:
+`cuzk_status` (the prover's `GET /status`, polled; `cuzk_status_server` serves the same endpoint
+for the simulator and the load generator). Recorded sources: `recording` (gapwatch's
 JSON Lines), `trace_csv` (the shared trace layout), `files.read_any` (picks one); the replay
 driver (`gapwatch.engine.replay`) feeds their records to a session, paced by their own times.
 
@@ -29,8 +31,10 @@ class Tick:
 
     gpu: list[GpuSample] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
-    #: The slow readings of this tick, if it took them (every `sampler.slow_every_s`): host
-    #: memory of the processes on each GPU, and PCIe links read under traffic.
+    #: The slow readings of this tick, if it took them: host memory of the processes on each
+    #: GPU (every `sampler.procmem_every_s`), and a PCIe link read under traffic whose
+    #: generation or width changed (at most every `sampler.link_every_s`). The sampler hands
+    #: each to `Session.on_record`, like every other record.
     other: list[ProcessMemory | LinkState] = field(default_factory=list)
 
 

@@ -15,19 +15,29 @@ bandwidth; once the copy outlasts the compute, gaps open with PCIe trickling (th
 
 Sampling integrates the simulated intervals exactly over each sample's window, so a sample's
 `sm_active_pct` is the covered fraction of the window, as GPM reports it.
+
+The pipeline's own view (`status_document()`) is the JSON cuzk's `GET /status` serves: each
+job's 10 partitions pending -> synthesizing -> synth_done (queued for the GPU) -> gpu (a worker
+picked it up: copy, mutex wait, compute) -> done; each worker idle or proving; synthesis slots
+in use (the threads) and active. At speed > 0 the runtime serves it over HTTP
+(`gapwatch.sources.cuzk_status_server`); at speed 0 `SimStatusFeed` hands snapshots straight to
+the session. Reads and the status document take one lock, as cuzk's tracker lock: the sampler
+thread advances the model while the server thread reads it.
 """
 
 from __future__ import annotations
 
 import heapq
+import json
 import random
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from typing import Literal
 
-from gapwatch.core.models import GpuInfo, GpuSample, HostSample, link_bytes_per_s
+from gapwatch.core.models import GpuInfo, GpuSample, HostSample, ProverStatus, link_bytes_per_s
 from gapwatch.sources import Tick
 
 ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound"]
@@ -96,6 +106,34 @@ class _Span:
 class _Worker:
     wid: int
     busy: bool = False
+    job: str | None = None
+    partition: int | None = None
+    since_s: float = 0.0
+
+
+@dataclass(slots=True)
+class _Part:
+    """One partition's place in the pipeline, for the status document (simulated seconds)."""
+
+    state: str = "pending"
+    synth_start_s: float | None = None
+    synth_end_s: float | None = None
+    gpu_start_s: float | None = None
+    gpu_end_s: float | None = None
+
+
+@dataclass(slots=True)
+class _Job:
+    """A job of `_PARTS_PER_JOB` partitions (simulated seconds)."""
+
+    started_s: float
+    parts: list[_Part]
+    finished_s: float | None = None
+
+
+#: Partitions per job (cuzk PoRep 32G), and how long a finished job stays in the status.
+_PARTS_PER_JOB = 10
+_JOB_KEEP_S = 30.0
 
 
 @dataclass
@@ -141,6 +179,10 @@ class SimProver:
         self._last_host_t: float | None = None
         self._psi_some_avg10 = 0.0
         self._job = 1000
+        # One lock for the model: the sampler thread advances it, the status server reads it.
+        self._lock = threading.Lock()
+        self._jobs: dict[str, _Job] = {}
+        self.jobs_completed = 0
 
     # --- GpuSource / HostSource --------------------------------------------------------------
 
@@ -162,6 +204,10 @@ class SimProver:
         pass
 
     def read(self, t_mono_ns: int, t_wall_s: float, lateness_ns: int = 0) -> Tick:
+        with self._lock:
+            return self._read(t_mono_ns, t_wall_s, lateness_ns)
+
+    def _read(self, t_mono_ns: int, t_wall_s: float, lateness_ns: int) -> Tick:
         if self._t0_mono_ns is None:
             self._start(t_mono_ns, t_wall_s)
         t = (t_mono_ns - (self._t0_mono_ns or 0)) / 1e9
@@ -174,6 +220,10 @@ class SimProver:
                          for g in self._gpus])
 
     def read_host(self, t_mono_ns: int, t_wall_s: float) -> HostSample:
+        with self._lock:
+            return self._read_host(t_mono_ns, t_wall_s)
+
+    def _read_host(self, t_mono_ns: int, t_wall_s: float) -> HostSample:
         if self._t0_mono_ns is None:
             self._start(t_mono_ns, t_wall_s)
         t = (t_mono_ns - (self._t0_mono_ns or 0)) / 1e9
@@ -266,12 +316,23 @@ class SimProver:
             g.next_partition += 1
             job = f"porep-{self._job + g.index}-{part // 10}"
             g.synth_active += 1
+            rec = self._part(job, part)
+            rec.state, rec.synth_start_s = "synthesizing", self._now
             dur = self.scenario.synth_s * g.rng.uniform(0.9, 1.15)
             self._timeline(self._now, "SYNTH_START", job, f"partition={part % 10}")
             self._at(self._now + dur, partial(self._synth_done, g, job, part, dur))
 
+    def _part(self, job: str, part: int) -> _Part:
+        """The pipeline record of a partition; its job (all 10 pending) is created on first use."""
+        entry = self._jobs.get(job)
+        if entry is None:
+            entry = self._jobs[job] = _Job(self._now, [_Part() for _ in range(_PARTS_PER_JOB)])
+        return entry.parts[part % _PARTS_PER_JOB]
+
     def _synth_done(self, g: _Gpu, job: str, part: int, dur: float) -> None:
         g.synth_active -= 1
+        rec = self._part(job, part)
+        rec.state, rec.synth_end_s = "synth_done", self._now
         p = part % 10
         ms = int(dur * 1000)
         pinned = self.scenario.pinned
@@ -294,6 +355,9 @@ class SimProver:
 
     def _begin_copy(self, g: _Gpu, w: _Worker, job: str, part: int, pinned: bool) -> None:
         p = part % 10
+        rec = self._part(job, part)
+        rec.state, rec.gpu_start_s = "gpu", self._now
+        w.job, w.partition, w.since_s = job, p, self._now
         self._timeline(self._now, "GPU_PICKUP", job, f"worker={w.wid},partition={p}")
         self._timeline(self._now, "GPU_START", job, f"worker={w.wid},partition={p}")
         rate = self.h2d_rate(g, self._now)
@@ -333,10 +397,75 @@ class SimProver:
                 g.index, w.wid, part, self._t0_wall_s + lock_at,
                 self._t0_wall_s + lock_at + compute, round(h2d_ms, 1), pinned))
             w.busy = False
+            w.job = w.partition = None
+            rec = self._part(job, part)
+            rec.state, rec.gpu_end_s = "done", self._now
+            entry = self._jobs[job]
+            if all(x.state == "done" for x in entry.parts):
+                entry.finished_s = self._now
+                self.jobs_completed += 1
             self._dispatch(g)
 
         self._at(lock_at, locked)
         self._at(lock_at + compute, done)
+
+    # --- the pipeline's own status (cuzk GET /status) ----------------------------------------
+
+    def status_document(self) -> dict[str, object]:
+        """The pipeline as cuzk's `/status` JSON (cuzk-status.md), as of the last reading."""
+        with self._lock:
+            return self._status_document()
+
+    def status_bytes(self) -> bytes:
+        return json.dumps(self.status_document()).encode()
+
+    def _status_document(self) -> dict[str, object]:
+        now = self._now
+        for job in [j for j, e in self._jobs.items()
+                    if e.finished_s is not None and now - e.finished_s > _JOB_KEEP_S]:
+            del self._jobs[job]
+
+        def ms(a: float | None, b: float | None) -> int | None:
+            # Running phases count up to now, as cuzk's do.
+            return None if a is None else int(((b if b is not None else now) - a) * 1000)
+
+        pipelines = [{
+            "job_id": job, "proof_kind": "porep-c2",
+            "started_secs_ago": round(now - e.started_s, 3),
+            "total_partitions": len(e.parts),
+            "partitions_done": sum(1 for p in e.parts if p.state == "done"),
+            "partitions": [{"index": i, "state": p.state,
+                            "synth_ms": ms(p.synth_start_s, p.synth_end_s),
+                            "gpu_ms": ms(p.gpu_start_s, p.gpu_end_s)}
+                           for i, p in enumerate(e.parts)],
+        } for job, e in self._jobs.items()]
+        workers = [{
+            "worker_id": w.wid, "gpu_ordinal": g.index,
+            "state": "proving" if w.busy else "idle",
+            "current_job": w.job, "current_partition": w.partition,
+            "busy_secs": round(now - w.since_s, 3) if w.busy else None,
+        } for g in self._gpus for w in g.workers]
+        in_flight = sum(1 for e in self._jobs.values() for p in e.parts
+                        if p.state in ("synthesizing", "synth_done", "gpu"))
+        total = 512 * 2**30
+        used = min(total, in_flight * 14 * 2**30)  # cuzk budgets 14 GiB per PoRep partition
+        return {
+            "uptime_secs": round(now, 3),
+            "memory": {"total_bytes": total, "used_bytes": used,
+                       "available_bytes": total - used},
+            "synthesis": {"max_concurrent": sum(self.threads(now) for _ in self._gpus),
+                          "active": sum(g.synth_active for g in self._gpus)},
+            "pipelines": pipelines,
+            "gpu_workers": workers,
+            "allocations": {"srs": [], "pce": []},
+            "counters": {"total_completed": self.jobs_completed, "total_failed": 0,
+                         "completed_by_kind": {"porep-c2": self.jobs_completed},
+                         "failed_by_kind": {}, "queue_depth": 0},
+            "buffers": {"synth_in_flight": sum(g.synth_active for g in self._gpus),
+                        "provers_in_flight": sum(1 for g in self._gpus for w in g.workers
+                                                 if w.busy),
+                        "aux_in_flight": 0, "shells_in_flight": 0, "pending_handles": 0},
+        }
 
     # --- sampling ----------------------------------------------------------------------------
 
@@ -401,6 +530,37 @@ def truth_gaps(
         end = e if end is None else max(end, e)
     return gaps
 
+
+
+class SimStatusFeed:
+    """A session sink that, every `period_s` of data time, hands `emit` a snapshot of the
+    simulator's status, parsed from its JSON exactly as a polled one is. For speed 0 (virtual
+    time), where no poller can keep pace with the data: the runtime and `evaluation.simulate`
+    attach it; at speed > 0 the runtime serves the same JSON over HTTP instead."""
+
+    def __init__(self, sim: SimProver, period_s: float,
+                 emit: Callable[[ProverStatus], None]) -> None:
+        self.sim = sim
+        self.period_ns = int(period_s * 1e9)
+        self.emit = emit
+        self._next_ns: int | None = None
+
+    def on_header(self, header: object) -> None:
+        pass
+
+    def on_record(self, record: object) -> None:
+        if not isinstance(record, GpuSample):
+            return
+        t = record.t_mono_ns
+        if self._next_ns is not None and t < self._next_ns:
+            return
+        self._next_ns = t + self.period_ns
+        from gapwatch.sources.cuzk_status import parse_status
+
+        self.emit(parse_status(self.sim.status_bytes(), "sim", t, record.t_wall_s, 0.0))
+
+    def close(self) -> None:
+        pass
 
 
 class SimHostSource:

@@ -41,9 +41,11 @@ from gapwatch.ui.widgets.help_screen import HelpScreen
 from gapwatch.ui.widgets.host_panel import HostPanel
 from gapwatch.ui.widgets.log_pane import LogPane
 from gapwatch.ui.widgets.overview import Overview
+from gapwatch.ui.widgets.pipeline_line import PipelineLine
 from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
 
-#: Seconds between repaints of the host panel and the log pane (see `_push`).
+#: Seconds between repaints of the numbers: header figures, open gaps' durations, host panel,
+#: log pane (see `_push`).
 SLOW_PANEL_EVERY_S = 1.0
 
 class DashboardRuntime(Protocol):
@@ -115,7 +117,11 @@ class GapwatchApp(App[int]):
         self._drawn_version = -1
         #: When the slow panels (host pressure, prover log) were last handed a view.
         self._slow_pushed_mono = float("-inf")
+        #: What the header and gap table said in words at their last repaint (`_words_key`).
+        self._words_key: tuple[object, ...] = ()
         self._pause_note = ""
+        #: The source said it ended (end of a replay): the header shows the banner.
+        self._ended = False
         self._snapshot_busy = False
         self._last_auto_snapshot_mono: float | None = None
         #: Paths of snapshots written in this session (tests and the footer read them).
@@ -132,6 +138,7 @@ class GapwatchApp(App[int]):
         yield Overview(id="overview")
         yield DetailChart(self.config.ui.detail_redraw_s, id="detail")
         yield HostPanel(id="host")
+        yield PipelineLine(id="pipeline")
         with Vertical(id="lower"):
             yield GapTable(id="gaps")
             yield LogPane(id="log")
@@ -140,11 +147,17 @@ class GapwatchApp(App[int]):
     def on_mount(self) -> None:
         self._take_stop_signals()
         self.query_one(DetailChart).display = False
+        self.query_one(PipelineLine).display = False  # until a prover snapshot arrives
         self.runtime.session.subscribe(self._on_core_event)
         self.set_interval(1.0 / self.config.ui.redraw_hz, self.redraw)
         self.set_interval(self._status_every_s, self.refresh_status)
         self.refresh_status()
         self.redraw()
+        # The runtime started before the app (sampling never waits on the UI): what it warned
+        # about before we subscribed (a log path that does not exist...) is shown now.
+        for notice in self.runtime.store.snapshot().notices:
+            if notice.level != "info":
+                self.post_message(NoticeRaised(notice))
 
     # -- stop signals -------------------------------------------------------------------------
 
@@ -193,24 +206,33 @@ class GapwatchApp(App[int]):
 
     def _make_view(self, snap: StoreSnapshot, t_end_ns: int) -> View:
         return View(snap=snap, gpu=self.gpu, window_s=self.window_s, t_end_ns=t_end_ns,
-                    default_link_bytes_per_s=self.config.detector.default_link_bytes_per_s,
-                    paused=self.paused, note=self._pause_note)
+                    detector=self.config.detector,
+                    period_ns=int(self.runtime.header.period_ms * 1e6),
+                    paused=self.paused, note=self._pause_note, ended=self._ended,
+                    source=self.runtime.header.source)
 
     def _push(self, view: View, force: bool = False) -> None:
         self.view = view
-        self.query_one(GpuHeader).show(view)
+        now = time.monotonic()
+        slow_tick = force or view.paused or now - self._slow_pushed_mono >= SLOW_PANEL_EVERY_S
+        if slow_tick:
+            self._slow_pushed_mono = now
+        # Words change at once (a state, a new gap, a banner, another GPU or window); numbers a
+        # person reads at human pace (SM %, RX, an open gap's growing duration, host pressure,
+        # the scrolling log) are repainted once a second: the compositor's repaint of a changed
+        # line is most of what the dashboard costs.
+        words = _words_key(view)
+        if slow_tick or words != self._words_key:
+            self._words_key = words
+            self.query_one(GpuHeader).show(view)
+            self.query_one(GapTable).show(view)
         if self.query_one(DetailChart).display:
             self.query_one(DetailChart).show(view)
         else:
-            self.query_one(Overview).show(view)
-        self.query_one(GapTable).show(view)
-        # Host numbers and scrolling log lines are read by a person at human pace: repainting
-        # them once a second instead of at every redraw saves a large share of the compositor's
-        # work (the header, charts and gaps stay at the full redraw rate).
-        now = time.monotonic()
-        if force or view.paused or now - self._slow_pushed_mono >= SLOW_PANEL_EVERY_S:
-            self._slow_pushed_mono = now
+            self.query_one(Overview).show(view, every_column=slow_tick)
+        if slow_tick:
             self.query_one(HostPanel).show(view)
+            self.query_one(PipelineLine).show(view)
             self.query_one(LogPane).show(view)
 
     def _repush(self, **changes: object) -> None:
@@ -221,7 +243,13 @@ class GapwatchApp(App[int]):
             self.redraw(force=True)
 
     def refresh_status(self) -> None:
-        self.query_one(StatusFooter).show_status(self.runtime.status())
+        status = self.runtime.status()
+        self.query_one(StatusFooter).show_status(status)
+        if status.done and not self._ended:
+            # Nothing more will come: say so at the top (the REPLAY ENDED banner), now.
+            self._ended = True
+            if not self.paused:
+                self.redraw(force=True)
 
     # -- messages up --------------------------------------------------------------------------
 
@@ -254,7 +282,7 @@ class GapwatchApp(App[int]):
         footer = self.query_one(StatusFooter)
         if message.path is not None:
             self.snapshots.append(message.path)
-            footer.show_message(f"snapshot: {message.path.resolve()}")
+            footer.show_message(snapshot_message(message.path, self.size.width))
         else:
             footer.show_message(f"snapshot FAILED: {message.error}", error=True)
             self.notify(str(message.error), title="snapshot failed", severity="error", timeout=10)
@@ -319,4 +347,20 @@ class GapwatchApp(App[int]):
         self._repush()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(status_parts(self.runtime.status()),
+                                    [str(p.resolve()) for p in self.snapshots]))
+
+
+def _words_key(view: View) -> tuple[object, ...]:
+    """What the header and the gap table say in words: a change here is shown at once."""
+    states = tuple((gpu, st.state, st.reason) for gpu, st in sorted(view.snap.states.items()))
+    gaps = tuple((g.gap_id, g.is_open, g.retracted, g.kind) for g in view.snap.gaps[-8:])
+    return (states, gaps, len(view.snap.gaps), view.gpu, view.window_s, view.paused,
+            view.note, view.ended)
+
+
+def snapshot_message(path: Path, width: int) -> str:
+    """"snapshot: /full/path", or "snapshot: …/folder-name" where the full path would not fit
+    beside the keys (the full path is in the help screen)."""
+    full = f"snapshot: {path.resolve()}"
+    return full if len(full) <= width - 20 else f"snapshot: …/{path.name}"

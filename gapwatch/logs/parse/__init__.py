@@ -16,11 +16,19 @@ Attribution: C++ lines are emitted at once, unattributed. When the `spawn_blocki
 line that names the lock holder arrives, one extra event of kind `cuzk_partition`
 (name `gpu_lock`) is emitted with worker, partition, job and the lock region's timings
 (`gpu_busy_start_s`, `mutex_held_ms`, `ntt_kernels_ms`...). So nothing waits for attribution.
+
+GPU of an event, best first: a `gpu` field of the line or of its span (`gpu_worker{... gpu=G}`);
+the worker's GPU, learnt from any line that names both (`pipeline GPU worker started`, the
+`gpu_worker` span), so that lines naming only a worker (TIMELINE `worker=W`, `spawn_blocking
+prove_start`, `FIN_TIMING finalizer`) follow it; for a line naming only a job and partition,
+the GPU of the worker that picked that partition up (TIMELINE GPU_PICKUP / GPU_START). With more
+than one GPU known (the worker map, or `initializing GPU workers num_gpus=N`), lock attribution
+switches itself off. docs/logs.md lists what stays unattributed and why.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 
 from gapwatch.core.config import LogsConfig
 from gapwatch.core.models import FieldValue, LogEvent, TimeSource
@@ -33,6 +41,10 @@ __all__ = ["LogParser", "PARTITION_KIND", "PARTITION_NAME"]
 
 PARTITION_KIND = "cuzk_partition"
 PARTITION_NAME = "gpu_lock"
+#: Partitions whose GPU is remembered (job, partition) -> GPU: a few jobs in flight at most.
+_PART_GPU_KEPT = 4096
+#: `initializing GPU workers num_gpus=N ...` (engine.rs:1339): how many GPUs the daemon drives.
+_INIT_WORKERS_MESSAGE = "initializing GPU workers"
 
 
 def _int(value: FieldValue) -> int | None:
@@ -52,6 +64,7 @@ class LogParser:
         self.anchor_wall_s: float | None = None
         self._worker_gpu: dict[int, int] = {}
         self._worker_job: dict[int, str] = {}
+        self._part_gpu: OrderedDict[tuple[str, int], int] = OrderedDict()
         self.attributor = cuzk.LockAttributor()
         self._kind_keys: dict[str, str] = {}
 
@@ -141,14 +154,39 @@ class LogParser:
         partition = _int(line.fields.get("partition"))
         if worker is not None and line.job_id is not None and line.event == "GPU_START":
             self._worker_job[worker] = line.job_id
+        gpu = self._worker_gpu.get(worker) if worker is not None else None
+        if gpu is not None and line.job_id is not None and partition is not None and \
+                line.event in ("GPU_PICKUP", "GPU_START"):
+            self._remember_partition_gpu(line.job_id, partition, gpu)
         kind = "chan_send" if line.event == "CHAN_SEND" else "timeline"
         self._count(kind)
         return [LogEvent(
             t_wall_s=t, time_source=source, kind=kind, name=line.event, raw=raw, stream=stream,
-            job_id=line.job_id, worker=worker, partition=partition,
-            gpu=self._worker_gpu.get(worker) if worker is not None else None,
+            job_id=line.job_id, worker=worker, partition=partition, gpu=gpu,
             fields=line.fields, t_arrival_mono_ns=mono,
         )]
+
+    def _remember_partition_gpu(self, job_id: str, partition: int, gpu: int) -> None:
+        key = (job_id, partition)
+        self._part_gpu[key] = gpu
+        self._part_gpu.move_to_end(key)
+        while len(self._part_gpu) > _PART_GPU_KEPT:
+            self._part_gpu.popitem(last=False)
+
+    def _learn_worker_gpu(self, worker: int, gpu: int) -> None:
+        """A line named both a worker and its GPU: remember it; a second GPU switches lock
+        attribution off (in-lock C++ lines of two GPUs interleave with nothing to tell them
+        apart)."""
+        if self._worker_gpu.get(worker) == gpu:
+            return
+        self._worker_gpu[worker] = gpu
+        if len(set(self._worker_gpu.values())) > 1:
+            self._disable_attribution()
+
+    def _disable_attribution(self) -> None:
+        if self.attributor.enabled:
+            self.attributor.disable()
+            self.counters["attribution_disabled_multi_gpu"] += 1
 
     def _cuzk_cpp(self, text: str, raw: str, stream: str, mono: int | None, wall: float,
                   prefix_s: float | None) -> list[LogEvent] | None:
@@ -202,16 +240,19 @@ class LogParser:
         if message.startswith(cuzk.ANCHOR_MESSAGE):
             self.anchor_wall_s = line.t_wall_s
             self._worker_gpu.clear()
+            self._part_gpu.clear()
             self.counters["timeline_anchors"] += 1
-        elif message.startswith(cuzk.WORKER_STARTED_MESSAGE) and worker is not None and (
-            gpu is not None
-        ):
-            self._worker_gpu[worker] = gpu
-            if len(set(self._worker_gpu.values())) > 1 and self.attributor.enabled:
-                self.attributor.disable()
-                self.counters["attribution_disabled_multi_gpu"] += 1
+        elif message.startswith(_INIT_WORKERS_MESSAGE):
+            n_gpus = _int(fields.get("num_gpus"))
+            if n_gpus is not None and n_gpus > 1:
+                self._disable_attribution()
+        if worker is not None and gpu is not None:
+            # `pipeline GPU worker started worker_id gpu`, or any line in a worker's span.
+            self._learn_worker_gpu(worker, gpu)
         if gpu is None and worker is not None:
             gpu = self._worker_gpu.get(worker)
+        if gpu is None and job_id is not None and partition is not None:
+            gpu = self._part_gpu.get((job_id, partition))
         self._count("tracing")
         events.append(LogEvent(
             t_wall_s=line.t_wall_s, time_source="line", kind="tracing", name=message, raw=raw,

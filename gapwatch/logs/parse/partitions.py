@@ -1,7 +1,16 @@
-"""The derived per-partition timeline of a cuzk run, computed from its log events.
+"""The derived per-partition timeline of a cuzk run, computed from its log events and, where
+the logs are missing, from the prover's own `/status` snapshots.
 
 Who calls it: the detector (evidence), `gapwatch report`, the dashboard and `gapwatch parse
---timeline`. Pure function over a list of `LogEvent`s (live or recorded) -> dataclasses.
+--timeline`. Pure function over a list of `LogEvent`s and `ProverStatus` records (live or
+recorded) -> dataclasses.
+
+From status snapshots (`status_partitions`), poll by poll: `synth_ms` and `gpu_ms` count up
+while a phase runs, so the first poll that sees a partition in `gpu` places its GPU start at
+`poll time - gpu_ms`, and the first that sees it `done` gives its final `gpu_ms` and end; the
+worker and GPU come from the worker that named it; every state's first poll is kept
+(`states_seen`), so a transition lies between that poll and the one before. A partition the
+logs describe keeps the logs' figures; status only fills what they lack (`source` says which).
 
 Per partition: the TIMELINE GPU_START..GPU_END interval (`gpu_ms` includes mutex wait and CPU
 b_g2_msm, so it overstates GPU use), the GPU-occupied interval (`mutex_held_ms`, placed ending at
@@ -21,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gapwatch.core.models import FieldValue, LogEvent
+from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.logs.parse import PARTITION_KIND
 from gapwatch.logs.parse.cuzk import LockAttributor
 
@@ -45,6 +54,12 @@ class PartitionTiming:
     h2d_in_ntt_ms: int | None = None
     barrier_wait_ms: int | None = None
     unpinned: bool = False
+    #: Synthesis time (TIMELINE SYNTH_END, else the prover's status).
+    synth_ms: int | None = None
+    #: "log", "status" (only the prover's /status snapshots knew it) or "log+status".
+    source: str = "log"
+    #: First poll (Unix s) that saw the partition in each state (status snapshots only).
+    states_seen: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -106,12 +121,68 @@ def _lock_events(events: list[LogEvent]) -> list[LogEvent]:
     return out
 
 
-def derive_timeline(events: Iterable[LogEvent]) -> RunTimeline:
-    """Build the per-partition records and run figures from a run's events (in arrival order)."""
+def status_partitions(statuses: Iterable[ProverStatus]) -> dict[tuple[str, int], PartitionTiming]:
+    """Per-partition timings from the prover's status snapshots (in time order), by (job, index)."""
+    out: dict[tuple[str, int], PartitionTiming] = {}
+    for st in statuses:
+        t = st.t_wall_s
+        on_worker = {(w.job_id, w.partition): w for w in st.workers
+                     if w.state == "proving" and w.job_id is not None}
+        for p in st.partitions:
+            key = (p.job_id, p.index)
+            rec = out.get(key)
+            if rec is None:
+                rec = out[key] = PartitionTiming(job_id=p.job_id, partition=p.index,
+                                                 source="status")
+            rec.states_seen.setdefault(p.state, t)
+            if p.synth_ms is not None:
+                rec.synth_ms = p.synth_ms  # counts up while synthesising: the last is final
+            if p.gpu_ms is not None:
+                if p.state == "gpu" and rec.gpu_start_s is None:
+                    rec.gpu_start_s = t - p.gpu_ms / 1000.0
+                elif p.state in ("done", "failed"):
+                    rec.timeline_gpu_ms = p.gpu_ms
+                    if rec.gpu_start_s is not None and rec.gpu_end_s is None:
+                        rec.gpu_end_s = rec.gpu_start_s + p.gpu_ms / 1000.0
+            w = on_worker.get(key)
+            if w is not None:
+                rec.worker, rec.gpu = w.worker_id, w.gpu
+    return out
+
+
+#: States in which a partition has been (or is) on a GPU.
+_GPU_STATES = frozenset(("gpu", "done", "failed"))
+
+
+def _order(r: PartitionTiming) -> float:
+    if r.gpu_start_s is not None:
+        return r.gpu_start_s
+    if r.busy_start_s is not None:
+        return r.busy_start_s
+    return min(r.states_seen.values(), default=0.0)
+
+
+def _fill_from_status(rec: PartitionTiming, st: PartitionTiming) -> None:
+    """A log-described partition keeps its figures; the status fills what the logs lack."""
+    filled = False
+    for name in ("synth_ms", "gpu_start_s", "gpu_end_s", "timeline_gpu_ms", "worker", "gpu"):
+        if getattr(rec, name) is None and getattr(st, name) is not None:
+            setattr(rec, name, getattr(st, name))
+            filled = True
+    rec.states_seen = dict(st.states_seen)
+    if filled:
+        rec.source = "log+status"
+
+
+def derive_timeline(events: Iterable[LogEvent],
+                    statuses: Iterable[ProverStatus] = ()) -> RunTimeline:
+    """Build the per-partition records and run figures from a run's events (in arrival order)
+    and the prover's status snapshots (in time order), the latter where the logs are silent."""
     events = list(events)
     parts: dict[tuple[object, object], PartitionTiming] = {}
     worker_job: dict[int, str | None] = {}
     unpinned: set[tuple[str | None, int | None]] = set()
+    synth_ms: dict[tuple[str | None, int | None], int] = {}
 
     def get(job_id: str | None, partition: int | None, worker: int | None) -> PartitionTiming:
         key = (job_id, partition) if partition is not None else (job_id, ("w", worker))
@@ -132,6 +203,10 @@ def derive_timeline(events: Iterable[LogEvent]) -> RunTimeline:
             else:
                 rec.gpu_end_s = e.t_wall_s
                 rec.timeline_gpu_ms = _int(e.fields.get("gpu_ms"))
+        elif e.kind == "timeline" and e.name == "SYNTH_END":
+            ms = _int(e.fields.get("synth_ms"))
+            if ms is not None:
+                synth_ms[(e.job_id, e.partition)] = ms
         elif e.warning == "unpinned":
             unpinned.add((e.job_id, e.partition))
     for e in _lock_events(events):
@@ -151,8 +226,14 @@ def derive_timeline(events: Iterable[LogEvent]) -> RunTimeline:
             rec.busy_start_s, rec.busy_end_s = start, end
     for rec in parts.values():
         rec.unpinned = (rec.job_id, rec.partition) in unpinned
-    ordered = sorted(parts.values(), key=lambda r: (
-        r.gpu_start_s if r.gpu_start_s is not None else (r.busy_start_s or 0.0)))
+        rec.synth_ms = synth_ms.get((rec.job_id, rec.partition))
+    for key, st in status_partitions(statuses).items():
+        known = parts.get(key)
+        if known is not None:
+            _fill_from_status(known, st)
+        elif _GPU_STATES & st.states_seen.keys():
+            parts[key] = st  # the logs never named it: a row of its own, if it reached a GPU
+    ordered = sorted(parts.values(), key=_order)
     return _summarise(ordered)
 
 

@@ -1,0 +1,256 @@
+"""cuzk's `/status` as a source: the JSON read leniently into `ProverStatus`, and the poller
+against a real loopback server that behaves like cuzk's (raw HTTP/1.1, one request per
+connection, `Connection: close`): every failure counted by reason, polling goes on, and the
+100 ms sampler keeps its schedule while the server stalls."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from pathlib import Path
+
+from cuzk_fakes import WAITS_ON_SYNTHESIS, cuzk_doc, ok_answer, truncated_answer
+
+from evaluation.simulate import ListSink
+from gapwatch.core.models import GpuInfo, GpuSample, Notice, ProverStatus
+from gapwatch.engine.clock import FakeClock
+from gapwatch.engine.sampler import Sampler
+from gapwatch.engine.session import Session, default_header
+from gapwatch.engine.store import SeriesStore
+from gapwatch.sources import Tick
+from gapwatch.sources.cuzk_status import (
+    StatusError,
+    StatusPoller,
+    fetch_status,
+    parse_status,
+)
+from gapwatch.sources.cuzk_status_server import CuzkStatusServer, http_response, not_found
+
+DATA = Path(__file__).parent / "data"
+
+
+def _parse(body: bytes, counters: dict[str, int] | None = None) -> ProverStatus:
+    return parse_status(body, "p", 1, 2.0, 0.5, counters)
+
+
+def test_a_cuzk_snapshot_becomes_a_compact_prover_record() -> None:
+    st = _parse((DATA / "cuzk-status.json").read_bytes())
+    assert st.type == "prover" and st.prover == "p" and st.latency_ms == 0.5
+    assert st.partition_counts == {"pending": 2, "synthesizing": 4, "synth_done": 0, "gpu": 2,
+                                   "done": 3, "failed": 0}
+    assert (st.synthesis_active, st.synthesis_max, st.queue_depth, st.jobs) == (18, 18, 2, 2)
+    assert (st.completed_total, st.failed_total, st.uptime_s) == (57, 1, 812.4)
+    assert [(w.worker_id, w.gpu, w.state, w.partition, w.busy_s) for w in st.workers] == \
+        [(0, 0, "proving", 4, 0.4), (1, 0, "proving", 3, 1.21)]
+    # A WindowPoSt job id holds spaces and brackets: kept whole.
+    assert "wdpost-1000-3-[12 34 56 78 90 12 34 56]" in {p.job_id for p in st.partitions}
+    assert [(p.index, p.state, p.synth_ms, p.gpu_ms) for p in st.partitions][3] == \
+        (3, "gpu", 28511, 1210)
+
+
+def test_fields_cuzk_omits_or_mistypes_are_none_and_counted_the_rest_is_kept() -> None:
+    doc = json.loads((DATA / "cuzk-status.json").read_text())
+    del doc["counters"]
+    doc["synthesis"]["active"] = "eighteen"  # a future type change
+    doc["gpu_workers"][0]["busy_secs"] = -1.0  # not a duration
+    doc["gpu_workers"].append("not a worker")
+    doc["pipelines"][0]["partitions"][0]["state"] = "verifying"  # a state cuzk may add
+    doc["brand_new_section"] = {"x": 1}
+    counters: dict[str, int] = {}
+    st = _parse(json.dumps(doc).encode(), counters)
+    assert st.queue_depth is None and st.completed_total is None  # omitted: None, never 0
+    assert st.synthesis_active is None and st.synthesis_max == 18
+    assert st.workers[0].busy_s is None and len(st.workers) == 2
+    assert st.partition_counts["other"] == 1 and st.partition_counts["done"] == 2
+    assert counters["dropped_fields"] == 2  # the mistyped count and the junk worker
+
+
+def test_a_body_that_is_not_json_or_not_an_object_is_refused_by_reason() -> None:
+    for body, reason in ((b'{"uptime_secs": 1.0, "pipel', "bad_json"), (b"<html>", "bad_json"),
+                         (b"[1, 2]", "bad_schema"), (b'"ok"', "bad_schema")):
+        try:
+            _parse(body)
+        except StatusError as exc:
+            assert exc.reason == reason, body
+        else:
+            raise AssertionError(f"{body!r} was accepted")
+
+
+def _raw_get(port: int, request: bytes) -> tuple[bytes, bool]:
+    """Send `request` on a fresh connection; (the whole answer, connection closed by server)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(request)
+        chunks = []
+        while True:
+            data = s.recv(65536)
+            if not data:
+                return b"".join(chunks), True
+            chunks.append(data)
+
+
+def test_the_stand_in_server_answers_as_cuzks_does_one_request_per_connection() -> None:
+    with CuzkStatusServer(lambda: cuzk_doc(synth_done=1)) as server:
+        answer, closed = _raw_get(server.port, b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+        head, _, body = answer.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        assert lines[0] == "HTTP/1.1 200 OK" and closed
+        assert {"Content-Type: application/json", f"Content-Length: {len(body)}",
+                "Access-Control-Allow-Origin: *", "Connection: close"} <= set(lines[1:])
+        assert json.loads(body)["synthesis"]["max_concurrent"] == 18
+        other, _ = _raw_get(server.port, b"GET /metrics HTTP/1.1\r\n\r\n")
+        assert other.startswith(b"HTTP/1.1 404 Not Found")
+        # A second request on the same connection gets nothing: the server has closed it.
+        pipelined, closed = _raw_get(server.port, b"GET /status HTTP/1.1\r\n\r\n"
+                                                  b"GET /status HTTP/1.1\r\n\r\n")
+        assert closed and pipelined.count(b"HTTP/1.1 200 OK") == 1
+
+
+def test_the_poller_asks_like_a_client_cuzk_expects_and_hands_on_the_snapshot() -> None:
+    got: list[ProverStatus] = []
+    with CuzkStatusServer(lambda: WAITS_ON_SYNTHESIS) as server:
+        poller = StatusPoller(server.url, 1.0, 2.0, got.append, clock=FakeClock())
+        assert poller.poll_once() is not None
+        assert server.request_lines == ["GET /status HTTP/1.1"]
+    assert got[0].prover == f"127.0.0.1:{server.port}" and got[0].latency_ms >= 0
+    st = poller.status()
+    assert (st.state, st.polls, st.ok, st.errors) == ("ok", 1, 1, {})
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_every_failure_is_counted_by_reason_said_once_and_polling_goes_on() -> None:
+    release = threading.Event()
+    script: list[bytes | None] = [
+        not_found(),
+        http_response(500, "Internal Server Error", b'{"error": "serialize"}'),
+        truncated_answer(WAITS_ON_SYNTHESIS),
+        http_response(200, "OK", b'{"uptime_secs": 1.0, "pipel'),
+        http_response(200, "OK", b"[]"),
+        None,  # slow: answers only after the poller gave up
+        not_found(),
+        ok_answer(WAITS_ON_SYNTHESIS),
+    ]
+
+    def respond(line: str) -> bytes:
+        answer = script.pop(0)
+        if answer is None:
+            release.wait(10)
+            return b""
+        return answer
+
+    notices: list[Notice] = []
+    got: list[ProverStatus] = []
+    refused = StatusPoller(f"http://127.0.0.1:{_free_port()}/status", 1.0, 0.3, got.append,
+                           notices.append, clock=FakeClock())
+    assert refused.poll_once() is None and refused.status().errors == {"refused": 1}
+    with CuzkStatusServer(respond=respond) as server:
+        poller = StatusPoller(server.url, 1.0, 0.3, got.append, notices.append,
+                              clock=FakeClock())
+        results = [poller.poll_once() for _ in range(6)]
+        release.set()
+        results += [poller.poll_once(), poller.poll_once()]
+    assert results[:7] == [None] * 7 and results[7] is not None and got == [results[7]]
+    st = poller.status()
+    assert st.errors == {"http_404": 2, "http_500": 1, "truncated": 1, "bad_json": 1,
+                         "bad_schema": 1, "timeout": 1}
+    assert (st.state, st.polls, st.ok) == ("ok", 8, 1)
+    said = [n.message for n in notices if n.level == "warning"]
+    # One warning per kind of failure (not one per poll), then one note on recovery.
+    assert len(said) == 7 and sum("http_404" in m for m in said) == 1
+    assert "connection refused" in said[0]
+    assert notices[-1].level == "info" and "answering again after 7 failed polls" in \
+        notices[-1].message
+
+
+def test_polling_on_its_own_thread_keeps_going_through_failures() -> None:
+    with CuzkStatusServer(respond=lambda line: not_found()) as server:
+        poller = StatusPoller(server.url, 0.1, 1.0, lambda s: None)
+        poller.start()
+        try:
+            for _ in range(200):
+                if poller.status().errors.get("http_404", 0) >= 3:
+                    break
+                threading.Event().wait(0.05)
+        finally:
+            poller.stop()
+    assert poller.status().errors["http_404"] >= 3 and poller.status().ok == 0
+
+
+class _Source:
+    """One GPU sample per read; remembers whether the status server was stalled at each read."""
+
+    def __init__(self, stalled: threading.Event) -> None:
+        self.stalled = stalled
+        self.calls: list[int] = []
+        self.stalled_at_read: list[bool] = []
+
+    def open(self) -> list[GpuInfo]:
+        return [GpuInfo(index=0)]
+
+    def read(self, t_mono_ns: int, t_wall_s: float, lateness_ns: int) -> Tick:
+        self.calls.append(t_mono_ns)
+        self.stalled_at_read.append(self.stalled.is_set())
+        return Tick(gpu=[GpuSample(0, t_mono_ns, t_wall_s, 100_000_000, 50.0, 50.0, 1.0, 1.0,
+                                   lateness_ns=lateness_ns)])
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_sampler_keeps_its_schedule_while_the_status_server_stalls() -> None:
+    """The poller is blocked inside a request for the whole sampler run, on the same session:
+    every tick still runs on its deadline and every sample reaches the session."""
+    stalled, release = threading.Event(), threading.Event()
+
+    def respond(line: str) -> bytes:
+        stalled.set()
+        release.wait(20)
+        stalled.clear()
+        return ok_answer(WAITS_ON_SYNTHESIS)
+
+    sink = ListSink()
+    header = default_header("test", [GpuInfo(index=0)], 100.0)
+    session = Session(header, SeriesStore([GpuInfo(index=0)], 0.1), sinks=[sink])
+    with CuzkStatusServer(respond=respond) as server:
+        poller = StatusPoller(server.url, 1.0, 15.0, session.on_record,
+                              session.on_notice)
+        poller.start()
+        try:
+            assert stalled.wait(10), "the poller never reached the server"
+            clock = FakeClock(start_mono_ns=0)
+            source = _Source(stalled)
+            sampler = Sampler(source, None, session, clock, 100_000_000, duration_ns=3 * 10**9)
+            runner = threading.Thread(target=sampler.run)
+            runner.start()
+            runner.join(15)  # a deadlock guard, not a timing threshold
+            assert not runner.is_alive(), "the sampler was blocked by the stalled poller"
+            assert all(source.stalled_at_read) and len(source.calls) == 31
+            assert source.calls == [k * 100_000_000 for k in range(31)]
+            assert sampler.lateness().max_ms == 0.0 and sampler.skipped_ticks == 0
+            assert sum(isinstance(r, GpuSample) for r in sink.records) == 31
+        finally:
+            release.set()
+            for _ in range(200):
+                if poller.status().ok:
+                    break
+                threading.Event().wait(0.05)
+            poller.stop()
+    # Once the server answered, its snapshot joined the session like any record.
+    assert poller.status().ok == 1
+    assert any(isinstance(r, ProverStatus) for r in sink.records)
+
+
+def test_an_oversized_answer_is_refused() -> None:
+    big = http_response(200, "OK", b" " * 5000 + b"{}")
+    with CuzkStatusServer(respond=lambda line: big) as server:
+        try:
+            fetch_status(server.url, 2.0, max_bytes=4096)
+        except StatusError as exc:
+            assert exc.reason == "too_large"
+        else:
+            raise AssertionError("accepted")

@@ -1,0 +1,237 @@
+"""The prover's status through the whole session: `--cuzk-status` and `[cuzk]`, the simulator
+serving and polling its own endpoint, recordings and replay, the report, the partition table
+from status where logs are missing, and `/metrics`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import urllib.request
+from pathlib import Path
+
+import pytest
+from cuzk_fakes import WAITS_ON_SYNTHESIS
+from prometheus_client.parser import text_string_to_metric_families
+
+from evaluation.simulate import simulate
+from gapwatch.cli import main
+from gapwatch.core.config import Config, ConfigError, build_config
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.models import Gap, ProverStatus
+from gapwatch.engine.runtime import build_runtime
+from gapwatch.engine.session import Session
+from gapwatch.logs.parse import LogParser
+from gapwatch.logs.parse.partitions import derive_timeline
+from gapwatch.offline.report import build_report, to_json
+from gapwatch.sinks.prometheus import start_exporter
+from gapwatch.sinks.recorder import write_recording
+from gapwatch.sources import SourceUnavailable
+from gapwatch.sources.cuzk_status import PollerStatus, parse_status
+from gapwatch.sources.recording import read_recording
+
+
+def test_status_urls_take_one_canonical_form_and_bad_ones_name_the_key() -> None:
+    cfg = build_config({"cuzk": {"status_url": "127.0.0.1:9821"}})
+    assert cfg.cuzk.status_url == ["http://127.0.0.1:9821/status"]
+    cfg = build_config({"cuzk": {"status_url": ["http://h:1/status", "h:1", "http://h:2/x"]}})
+    assert cfg.cuzk.status_url == ["http://h:1/status", "http://h:2/x"]
+    for bad in ("https://h:1/status", "http://h/status", "h:port"):
+        with pytest.raises(ConfigError, match="cuzk.status_url"):
+            build_config({"cuzk": {"status_url": bad}})
+    with pytest.raises(ConfigError, match="cuzk.status_period_s"):
+        build_config({"cuzk": {"status_period_s": 0.01}})  # the floor: 0.1 s
+
+
+def test_a_bad_cuzk_status_flag_stops_record_with_a_message(capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    assert main(["record", "--source", "sim:chained", "--speed", "0", "--duration", "1",
+                 "--out", "/dev/null", "--cuzk-status", "ftp://x:1/status"]) == 2
+    assert "only http://" in capsys.readouterr().err
+
+
+def test_polling_a_replay_or_virtual_time_is_refused() -> None:
+    cfg = build_config({"cuzk": {"status_url": "127.0.0.1:9821"}})
+    with pytest.raises(SourceUnavailable, match="recorded snapshots"):
+        build_runtime(cfg, "replay:tests/data/pageable.csv")
+    with pytest.raises(SourceUnavailable, match="virtual time"):
+        build_runtime(cfg, "sim:host-stall", speed=0)
+
+
+def _gaps(rt_or_session: object) -> list[Gap]:
+    store = rt_or_session.store  # type: ignore[attr-defined]
+    return [g for g in store.snapshot().gaps if not g.is_open]
+
+
+def test_the_simulator_serves_its_status_and_the_runtime_polls_it_over_http() -> None:
+    rt = build_runtime(Config(), "sim:host-stall", speed=20, duration_s=30)
+    assert rt.sim_status_server is not None and rt.pollers[0].prover == "sim"
+    rt.start()
+    try:
+        assert rt.wait(30)
+    finally:
+        rt.stop()
+    (poller,) = rt.status().provers
+    # Real time at 20x: how many polls fit depends on the machine; that they answer does not.
+    assert poller.url == rt.sim_status_server.url and poller.ok >= 3 and poller.errors == {}
+    snap = rt.store.snapshot()
+    assert snap.provers["sim"].synthesis_max == 2
+    gaps = _gaps(rt)
+    assert len(gaps) >= 4 and {g.kind for g in gaps} == {"host_stall"}
+    named = [g for g in gaps if g.prover_cause == "waits_on_synthesis"]
+    assert {g.prover_cause for g in gaps} <= {"waits_on_synthesis", None} and named
+
+
+def test_the_pageable_breakdown_waits_inside_the_workers() -> None:
+    cfg = build_config({"cuzk": {"status_period_s": 0.5}})
+    rt = build_runtime(cfg, "sim:pageable", speed=0, duration_s=40)
+    rt.start()
+    try:
+        assert rt.wait(60)
+    finally:
+        rt.stop()
+    starved = [g for g in _gaps(rt) if g.kind == "pcie_starved"]
+    assert len(starved) >= 5 and {g.prover_cause for g in starved} == {"inside_workers"}
+    assert all(g.prover_states[-1]["workers"] == "PP" for g in starved)
+
+
+def test_snapshots_are_recorded_and_a_replay_names_the_same_causes(tmp_path: Path) -> None:
+    out = tmp_path / "hs.jsonl.gz"
+    rt = build_runtime(Config(), "sim:host-stall", speed=0, duration_s=30, record_path=str(out))
+    rt.start()
+    assert rt.wait(60)
+    rt.stop()
+    live = [(g.gap_id, g.prover_cause, g.hint) for g in _gaps(rt)]
+    statuses = [r for r in read_recording(out).records if isinstance(r, ProverStatus)]
+    assert len(statuses) == 30 and statuses[0] == rt.store.snapshot().prover_statuses[0]
+    again = build_runtime(Config(), f"replay:{out}", speed=0)
+    again.start()
+    assert again.wait(60)
+    again.stop()
+    assert [(g.gap_id, g.prover_cause, g.hint) for g in _gaps(again)] == live
+    report = to_json(build_report(out, Config()))
+    assert [g["prover_cause"] for g in report["gaps"]] == [c for _, c, _ in live]
+    assert report["gpus"][0]["gaps_by_prover_cause"]["waits_on_synthesis"]["count"] == len(live)
+
+
+def test_the_partition_table_comes_from_status_where_the_logs_are_missing(tmp_path: Path
+                                                                          ) -> None:
+    res = simulate("pageable", duration_s=30, status_period_s=0.5)
+    statuses = [r for r in res.records if isinstance(r, ProverStatus)]
+    parser = LogParser()
+    events = [e for stream, text in res.log_lines for e in parser.parse_line(text, stream)]
+    from_logs = {(p.job_id, p.partition): p for p in derive_timeline(events).partitions}
+    from_status = derive_timeline([], statuses)
+    assert len(from_status.partitions) >= 0.9 * len(from_logs)
+    done = [p for p in from_status.partitions if "done" in p.states_seen]
+    assert len(done) >= len(from_status.partitions) - 2  # the last ones may still be on a GPU
+    for p in done:
+        assert p.source == "status"
+        logged = from_logs[(p.job_id, p.partition)]
+        # The same partition, the same figures: gpu_ms and synth_ms from the prover's own
+        # counters, its worker from the worker that named it.
+        assert (p.timeline_gpu_ms, p.synth_ms, p.worker) == \
+            (logged.timeline_gpu_ms, logged.synth_ms, logged.worker)
+    # A recording without logs: `parse --timeline --recording` and `report` use the status.
+    rec = tmp_path / "r.jsonl"
+    write_recording(rec, res.header, res.records)
+    report = to_json(build_report(rec, Config()))
+    assert report["partitions"]["count"] == len(from_status.partitions)
+    assert {i["source"] for i in report["partitions"]["items"]} == {"status"}
+    assert main(["parse", "--timeline", "--recording", str(rec)]) == 0
+
+
+def test_logs_keep_their_figures_and_status_fills_what_they_lack() -> None:
+    res = simulate("pageable", duration_s=20, status_period_s=0.5)
+    statuses = [r for r in res.records if isinstance(r, ProverStatus)]
+    parser = LogParser()
+    events = [e for stream, text in res.log_lines for e in parser.parse_line(text, stream)]
+    # Logs without their SYNTH_END lines: synth_ms only the status knows.
+    events = [e for e in events if e.name != "SYNTH_END"]
+    merged = derive_timeline(events, statuses)
+    assert {p.source for p in merged.partitions} == {"log+status"}
+    assert all(p.synth_ms is not None and p.mutex_held_ms is not None
+               for p in merged.partitions if p.gpu_end_s is not None)
+
+
+def _scrape(url: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
+    return out
+
+
+def test_metrics_say_partitions_workers_synthesis_and_how_polling_goes() -> None:
+    res = simulate("chained", duration_s=2)
+    store_gpus = list(res.header.gpus)
+    from gapwatch.engine.store import SeriesStore
+
+    session = Session(res.header, SeriesStore(store_gpus, 0.1),
+                      detector=GapDetector(Config().detector, store_gpus))
+    st = parse_status(json.dumps(WAITS_ON_SYNTHESIS).encode(), "127.0.0.1:9821", 1, 2.0, 0.8)
+    session.on_record(st)
+    poller = PollerStatus(url="http://127.0.0.1:9821/status", prover="127.0.0.1:9821",
+                          period_s=1.0, state="ok", polls=10, ok=9, errors={"timeout": 1},
+                          last_latency_ms=0.8)
+    status = type("S", (), {"logs": {}, "log_counters": {}, "provers": [poller]})()
+    handle = start_exporter("127.0.0.1:0", session, lambda: status)
+    try:
+        m = _scrape(handle.url)
+        p = (("prover", "127.0.0.1:9821"),)
+        assert m["gapwatch_cuzk_partitions"][p + (("state", "synthesizing"),)] == 18
+        assert m["gapwatch_cuzk_partitions"][p + (("state", "synth_done"),)] == 0
+        workers = m["gapwatch_cuzk_workers"]
+        assert workers[(("gpu", "0"), ("prover", "127.0.0.1:9821"), ("state", "idle"))] == 1
+        assert workers[(("gpu", "0"), ("prover", "127.0.0.1:9821"), ("state", "proving"))] == 1
+        assert m["gapwatch_cuzk_synthesis_active"][p] == 18
+        assert m["gapwatch_cuzk_synthesis_slots"][p] == 18
+        assert m["gapwatch_cuzk_queue_depth"][p] == 1
+        assert m["gapwatch_cuzk_status_up"][p] == 1
+        errors = m["gapwatch_cuzk_status_errors_total"]
+        assert errors[p + (("reason", "timeout"),)] == 1
+        assert errors[p + (("reason", "refused"),)] == 0  # every reason from the first scrape
+        # The last poll failed: the pipeline gauges go absent (stale), up says 0.
+        status.provers = [dataclasses.replace(poller, state="refused")]  # type: ignore[attr-defined]
+        m = _scrape(handle.url)
+        assert m["gapwatch_cuzk_status_up"][p] == 0
+        assert "gapwatch_cuzk_partitions" not in m
+    finally:
+        handle.stop()
+
+
+def test_a_late_snapshot_reaching_a_closed_gap_republishes_it_with_the_cause() -> None:
+    res = simulate("host-stall", duration_s=20, detector=None)
+    config = Config()
+    det = GapDetector(config.detector, list(res.header.gpus), period_s=0.1)
+    gaps: dict[int, Gap] = {}
+    for r in res.records:
+        for out in det.feed(r):
+            if isinstance(out, Gap):
+                gaps[out.gap_id] = out
+    closed = [g for g in gaps.values() if g.end_s is not None and not g.retracted]
+    assert closed and all(g.prover_cause is None for g in closed)
+    last = closed[-1]
+    assert last.end_s is not None
+    # A snapshot taken during the last gap, fed after the samples that closed it.
+    st = parse_status(json.dumps(WAITS_ON_SYNTHESIS).encode(), "p", last.start_mono_ns,
+                      (last.start_s + last.end_s) / 2, 1.0)
+    (again,) = [g for g in det.feed(st) if isinstance(g, Gap)]  # at once, as a late copy is
+    assert again.gap_id == last.gap_id
+    assert again.prover_cause == "waits_on_synthesis" and again.end_s == last.end_s
+    assert "prover status: the GPU waits on synthesis" in again.hint
+
+
+def test_a_dashboard_snapshot_keeps_the_prover_snapshots_replayable(tmp_path: Path) -> None:
+    from gapwatch.sinks.snapshot import write_snapshot
+    from gapwatch.sources.files import read_any
+
+    rt = build_runtime(Config(), "sim:host-stall", speed=0, duration_s=20)
+    rt.start()
+    assert rt.wait(60)
+    rt.stop()
+    snap = rt.store.snapshot()
+    path = write_snapshot(tmp_path, snap, rt.header, Config(), t_wall_s=snap.provers["sim"].t_wall_s)
+    kept = [r for r in read_any(path / "recording.jsonl.gz").records
+            if isinstance(r, ProverStatus)]
+    assert kept == list(snap.prover_statuses) and len(kept) == 20

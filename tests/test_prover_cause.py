@@ -1,0 +1,142 @@
+"""The finer cause of an idle gap, from the prover's own `/status`: the classifier's rules, and
+gaps detected live with snapshots polled over real HTTP from a server scripted through the
+states of cuzk-status.md."""
+
+from __future__ import annotations
+
+import json
+
+from cuzk_fakes import DISPATCH_STALL, INSIDE_WORKERS, WAITS_ON_SYNTHESIS, cuzk_doc
+
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.evidence import GapEvidence
+from gapwatch.core.models import Gap, GpuInfo, GpuSample, ProverStatus
+from gapwatch.core.prover import decide_cause, gap_state, snapshot_cause, worker_letters
+from gapwatch.engine.clock import FakeClock
+from gapwatch.engine.session import Session, default_header
+from gapwatch.engine.store import SeriesStore
+from gapwatch.sources.cuzk_status import StatusPoller, parse_status
+from gapwatch.sources.cuzk_status_server import CuzkStatusServer
+
+
+def _status(doc: dict[str, object], t: float = 10.0) -> ProverStatus:
+    return parse_status(json.dumps(doc).encode(), "p", int(t * 1e9), t, 1.0)
+
+
+def test_each_snapshot_names_where_an_idle_gpu_waits() -> None:
+    assert snapshot_cause(_status(WAITS_ON_SYNTHESIS), 0) == "waits_on_synthesis"
+    assert snapshot_cause(_status(DISPATCH_STALL), 0) == "dispatch_stall"
+    assert snapshot_cause(_status(INSIDE_WORKERS), 0) == "inside_workers"
+    assert snapshot_cause(_status(cuzk_doc(done=10)), 0) == "no_work"
+    # Synthesis running below its slots, nothing synthesised ahead: no rule claims it.
+    assert snapshot_cause(_status(cuzk_doc(synthesizing=4, active=4)), 0) is None
+
+
+def test_workers_count_per_gpu_while_synthesis_is_shared() -> None:
+    # GPU 0's workers both prove, GPU 1's are idle while a partition waits in synth_done.
+    doc = cuzk_doc(synth_done=1, synthesizing=18, active=18,
+                   workers=("proving", "proving", "idle", "idle"), gpu_of=(0, 0, 1, 1))
+    st = _status(doc)
+    assert snapshot_cause(st, 0) == "inside_workers"
+    assert snapshot_cause(st, 1) == "dispatch_stall"
+    assert gap_state(st, 1)["workers"] == "II"
+    assert worker_letters(st.workers) == "PPII"
+
+
+def test_a_gaps_cause_is_the_majority_during_it_else_the_one_just_before() -> None:
+    assert decide_cause({"waits_on_synthesis": 3, "dispatch_stall": 1}, None) == \
+        ("waits_on_synthesis", True)
+    # Ties go in PROVER_CAUSES order: the most specific first.
+    assert decide_cause({"waits_on_synthesis": 1, "inside_workers": 1}, None) == \
+        ("inside_workers", True)
+    assert decide_cause({}, "waits_on_synthesis") == ("waits_on_synthesis", False)
+    assert decide_cause({}, None) == (None, False)
+
+
+def test_snapshots_after_a_gaps_end_do_not_vote_for_it() -> None:
+    acc = GapEvidence(0, start_s=10.0)
+    acc.add_prover(_status(WAITS_ON_SYNTHESIS, 10.5))
+    # Polled after the GPU resumed, but fed before the sample that closes the gap.
+    acc.add_prover(_status(INSIDE_WORKERS, 11.2))
+    acc.add_prover(_status(INSIDE_WORKERS, 11.4))
+    cause, during, states = acc.prover_view(end_s=11.0)
+    assert (cause, during) == ("waits_on_synthesis", True)
+    assert [s["t_s"] for s in states] == [10.5]
+    assert acc.prover_view(end_s=None)[0] == "inside_workers"  # still open: all of them count
+
+
+PERIOD_NS = 100_000_000
+T0_WALL = 1_796_000_000.0
+
+
+def _session() -> tuple[Session, FakeClock]:
+    gpus = [GpuInfo(index=0, link_bytes_per_s=63e9, sm_source="sim", pcie_source="sim")]
+    header = default_header("test", gpus, 100.0)
+    det = GapDetector(DetectorConfig(), gpus, period_s=0.1)
+    return Session(header, SeriesStore(gpus, 0.1), detector=det), FakeClock(0, T0_WALL)
+
+
+def _sample(clock: FakeClock, busy: bool) -> GpuSample:
+    return GpuSample(0, clock.monotonic_ns(), clock.wall_s(), PERIOD_NS,
+                     95.0 if busy else 0.5, 95.0 if busy else 1.0, 2e6, 1e6, "sim", "sim")
+
+
+def _final_gaps(session: Session) -> list[Gap]:
+    return [g for g in session.store.snapshot().gaps if g.end_s is not None and not g.retracted]
+
+
+def test_gaps_polled_over_http_get_the_cause_the_prover_states_give() -> None:
+    """Busy 3 s, then a 2 s gap, three times; during each gap the server answers the state of
+    one rule, and a poll at every half second goes over real HTTP into the session."""
+    busy_doc = cuzk_doc(synth_done=1, synthesizing=18, active=18, workers=("proving", "idle"))
+    script = [(3.0, None), (2.0, WAITS_ON_SYNTHESIS), (3.0, None), (2.0, DISPATCH_STALL),
+              (3.0, None), (2.0, INSIDE_WORKERS), (3.0, None)]
+    current: list[dict[str, object]] = [busy_doc]
+    session, clock = _session()
+    with CuzkStatusServer(lambda: current[0]) as server:
+        poller = StatusPoller(server.url, 1.0, 2.0, session.on_record, session.on_notice,
+                              clock=clock)
+        step = 0
+        for seconds, doc in script:
+            for _ in range(int(seconds * 10)):
+                clock.advance_ns(PERIOD_NS)
+                step += 1
+                session.on_gpu_samples([_sample(clock, doc is None)])
+                if step % 10 == 5:  # polls at x.5 s: well inside each 2 s gap
+                    current[0] = doc if doc is not None else busy_doc
+                    assert poller.poll_once() is not None
+    gaps = _final_gaps(session)
+    assert [g.prover_cause for g in gaps] == \
+        ["waits_on_synthesis", "dispatch_stall", "inside_workers"]
+    assert [g.kind for g in gaps] == ["host_stall"] * 3
+    assert "prover status: the GPU waits on synthesis" in gaps[0].hint
+    assert "synthesis did not keep up" not in gaps[0].hint  # the prover's words, not a guess
+    assert "a dispatch stall inside the prover" in gaps[1].hint
+    assert "the wait is inside the workers (copies, the GPU mutex, CPU work)" in gaps[2].hint
+    # The evidence keeps the states seen during the gap and in the 2 s before it.
+    assert [s["workers"] for s in gaps[2].prover_states] == ["PI", "PI", "PP", "PP"]
+    assert len(session.store.snapshot().prover_statuses) == poller.status().ok == 18
+
+
+def test_a_gap_shorter_than_the_poll_period_takes_the_state_just_before_and_says_so() -> None:
+    session, clock = _session()
+    for i in range(40):
+        clock.advance_ns(PERIOD_NS)
+        busy = not 20 <= i < 26  # one 0.6 s gap between polls
+        if i == 18:
+            session.on_record(_status(WAITS_ON_SYNTHESIS, clock.wall_s()))
+        session.on_gpu_samples([_sample(clock, busy)])
+    (gap,) = _final_gaps(session)
+    assert gap.prover_cause == "waits_on_synthesis"
+    assert "prover status (as of just before the gap): the GPU waits on synthesis" in gap.hint
+
+
+def test_without_prover_snapshots_gaps_are_as_before() -> None:
+    session, clock = _session()
+    for i in range(40):
+        clock.advance_ns(PERIOD_NS)
+        session.on_gpu_samples([_sample(clock, not 20 <= i < 26)])
+    (gap,) = _final_gaps(session)
+    assert gap.prover_cause is None and gap.prover_states == []
+    assert gap.hint.endswith("synthesis, a lock or the scheduler?")

@@ -1,0 +1,80 @@
+"""The prover's own pipeline on the dashboard: one line per prover (partitions by state, each
+GPU's workers, synthesis slots, queue), the worker states on the gap rows, the poller's health in
+the footer; nothing of it without `/status` data."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from cuzk_fakes import WAITS_ON_SYNTHESIS
+from ui_fakes import WALL0_S, FakeRuntime, fill_breakdown, make_config, screen_text, t_ns
+
+from gapwatch.core.prover import gap_state
+from gapwatch.engine.runtime import RuntimeStatus
+from gapwatch.sources.cuzk_status import PollerStatus, parse_status
+from gapwatch.ui.app import GapwatchApp
+from gapwatch.ui.widgets.pipeline_line import PipelineLine, pipeline_text
+from gapwatch.ui.widgets.status_footer import status_parts
+
+
+def _status(seconds: float) -> object:
+    return parse_status(json.dumps(WAITS_ON_SYNTHESIS).encode(), "127.0.0.1:9821",
+                        t_ns(seconds), WALL0_S + seconds, 0.8)
+
+
+class _PolledRuntime(FakeRuntime):
+    def status(self) -> RuntimeStatus:
+        base = super().status()
+        poller = PollerStatus(url="http://127.0.0.1:9821/status", prover="127.0.0.1:9821",
+                              period_s=1.0, state="timeout", polls=60, ok=57,
+                              errors={"timeout": 3}, last_latency_ms=0.8)
+        return dataclasses.replace(base, provers=[poller])
+
+
+async def test_the_pipeline_line_and_the_worker_states_show_at_80x24(tmp_path: Path) -> None:
+    rt = _PolledRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    st = _status(59.5)
+    rt.store.append_prover(st)  # type: ignore[arg-type]
+    newest = rt.store.snapshot().gaps[-1]
+    rt.store.upsert_gap(dataclasses.replace(
+        newest, prover_cause="waits_on_synthesis",
+        prover_states=[gap_state(st, 0)]))  # type: ignore[arg-type]
+    app = GapwatchApp(rt, wall_clock=lambda: WALL0_S + 100)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.redraw(force=True)
+        await pilot.pause()
+        text = screen_text(app)
+    assert "prover 127.0.0.1:9821 · GPU0 IP · synthesis 18/18 · parts 0 synth_done" in text
+    # The newest gap's row carries its GPU's workers: one idle, one proving.
+    (row,) = [line for line in text.splitlines() if "0.40s" in line]
+    assert row.split()[4:6] == ["IP", "2.8"]
+    assert " wk " in text
+
+
+def test_the_line_says_a_stale_snapshot_and_full_synthesis_slots() -> None:
+    st = _status(10.0)
+    runs = pipeline_text(st, age_s=12.0)  # type: ignore[arg-type]
+    text = "".join(t for t, _ in runs)
+    assert text == ("prover 127.0.0.1:9821 · GPU0 IP · synthesis 18/18 · parts 0 synth_done "
+                    "4 pending 18 synth 0 gpu 0 done · queue 1 · stale 12 s")
+    # Every slot busy and nothing synthesised ahead: the GPU is about to wait on synthesis.
+    assert ("18/18", "warn") in runs and (" · stale 12 s", "warn") in runs
+
+
+def test_the_footer_says_how_polling_goes() -> None:
+    parts = status_parts(_PolledRuntime(make_config()).status())
+    assert "/status 127.0.0.1:9821 timeout (3 failed)" in parts
+
+
+async def test_without_status_data_the_pipeline_line_takes_no_room(tmp_path: Path) -> None:
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    app = GapwatchApp(rt, wall_clock=lambda: WALL0_S + 100)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert not app.query_one(PipelineLine).display
+        assert " wk " not in screen_text(app)

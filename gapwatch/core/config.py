@@ -233,6 +233,10 @@ class RecordConfig(_Section):
 
     #: Flush the recording at least this often (kill -9 loses at most this much).
     flush_interval_s: float = Field(1.0, gt=0, le=10)
+    #: Longest wait between two write attempts while the disk refuses them (full, I/O error).
+    retry_max_s: float = Field(30.0, ge=1, le=3600)
+    #: Records kept in memory while the disk refuses them; beyond that they are dropped, counted.
+    max_pending_mib: int = Field(16, ge=1, le=4096)
 
 
 class UiConfig(_Section):

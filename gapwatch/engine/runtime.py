@@ -32,13 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from gapwatch.core.config import Config, split_listen
-from gapwatch.core.models import GpuInfo, LinkState, LogEvent, Record, SessionHeader
+from gapwatch.core.models import GpuInfo, LinkState, LogEvent, Notice, Record, SessionHeader
 from gapwatch.engine.clock import Clock, ScaledClock, SystemClock, VirtualClock
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import LatenessStats, Sampler
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
-from gapwatch.sinks.recorder import Recorder
+from gapwatch.sinks.output_file import ExistsPolicy, OutputPlan, OutputRefused, check_output
+from gapwatch.sinks.recorder import Recorder, RecordingStatus
 from gapwatch.sources import GpuSource, HostSource, SideSource, SourceUnavailable
 from gapwatch.sources.copytrace import CopyTraceReader, CopyTraceStatus
 from gapwatch.sources.cuzk_status import PollerStatus, StatusPoller
@@ -57,6 +58,9 @@ class RuntimeStatus:
     logs: dict[str, str] = field(default_factory=dict)
     log_counters: dict[str, int] = field(default_factory=dict)
     recording_path: str | None = None
+    #: The recording's health (writing / failing with its error / closed, records dropped);
+    #: None without a recording. The footer shows `recording.error` while it is failing.
+    recording: RecordingStatus | None = None
     prometheus_address: str | None = None
     done: bool = False
     #: The copy trace's reader (None when `--copytrace` is off).
@@ -166,6 +170,8 @@ class Runtime:
         return out
 
     def start(self) -> None:
+        if self.recorder is not None:
+            self.recorder.start()
         if self.sim_status_server is not None:
             self.sim_status_server.start()  # before its poller's first request
         for side in self.side_sources():
@@ -203,6 +209,10 @@ class Runtime:
             self.replay.stop()
         for side in self.side_sources():
             side.stop()
+        if self.recorder is not None:
+            # Before the session's lock is taken by close(): the writer thread may be handing a
+            # notice to the session.
+            self.recorder.stop_writer()
         self.session.close()
         if self.exporter is not None:
             self.exporter.stop()
@@ -227,6 +237,7 @@ class Runtime:
             logs=logs,
             log_counters=counters,
             recording_path=str(self.recorder.path) if self.recorder is not None else None,
+            recording=self.recorder.status() if self.recorder is not None else None,
             prometheus_address=getattr(self.exporter, "address", None),
             done=self.done.is_set(),
             provers=[p.status() for p in self.pollers],
@@ -257,25 +268,84 @@ def _follower(paths: list[str], config: Config, session: Session, from_start: bo
                        stdin_fd=stdin_fd)
 
 
+#: What `build_runtime` raises when a command cannot start; the CLI prints the message on one
+#: line and exits 2.
+STARTUP_ERRORS: tuple[type[Exception], ...] = (SourceUnavailable, OutputRefused)
+
+
 def build_runtime(
     config: Config,
     source: str,
     *,
     speed: float | None = None,
     record_path: str | None = None,
+    record_exists: ExistsPolicy = "refuse",
     log_paths: list[str] | None = None,
     duration_s: float | None = None,
     stdin_fd: int = 0,
 ) -> Runtime:
-    """Build (but do not start) a runtime. Raises SourceUnavailable for a source that cannot
-    start; the CLI prints its message and exits 2. `stdin_fd` is where `--log -` reads from
-    (the dashboard moves a piped stdin there, see `gapwatch.engine.terminal`)."""
+    """Build (but do not start) a runtime.
+
+    The order keeps a failed start harmless: first the checks that change nothing (the source
+    string, the recording's path, the Prometheus port: bound, not yet served), then the source
+    is opened, and only then is the recording created (or, with `record_exists="replace"`,
+    truncated). A failure at any step undoes the earlier ones, so that every file is left as it
+    was. Raises one of STARTUP_ERRORS (SourceUnavailable, OutputRefused). `stdin_fd` is where
+    `--log -` reads from (the dashboard moves a piped stdin there, see
+    `gapwatch.engine.terminal`)."""
+    parse_source(source)  # an unknown kind fails before anything is checked or bound
+    if speed is not None and speed < 0:
+        raise SourceUnavailable("--speed must be >= 0")
+    plan = check_output(record_path, record_exists) if record_path else None
+    exporter: Any = None
+    if config.prometheus.listen:
+        from gapwatch.sinks.prometheus import ExporterError, bind_exporter
+
+        try:
+            exporter = bind_exporter(config.prometheus.listen)
+        except ExporterError as exc:
+            raise SourceUnavailable(str(exc)) from None
+    try:
+        rt = _build(config, source, speed=speed, plan=plan, log_paths=log_paths,
+                    duration_s=duration_s, stdin_fd=stdin_fd)
+    except BaseException:
+        if exporter is not None:
+            exporter.stop()
+        raise
+    if exporter is not None:
+        rt.exporter = exporter
+        exporter.serve(rt.session, rt.status)
+    return rt
+
+
+def _recorder(plan: OutputPlan, config: Config, session: Session) -> Recorder:
+    """The recording sink; its failures become notices (dashboard, stderr, /metrics) and a
+    store counter."""
+
+    def on_problem(notice: Notice) -> None:
+        if notice.level == "error":
+            session.store.count("recording_failures")
+        session.on_notice(notice)
+
+    return Recorder(plan, config.record.flush_interval_s, on_problem=on_problem,
+                    retry_max_s=config.record.retry_max_s,
+                    max_pending_bytes=config.record.max_pending_mib << 20)
+
+
+def _build(
+    config: Config,
+    source: str,
+    *,
+    speed: float | None,
+    plan: OutputPlan | None,
+    log_paths: list[str] | None,
+    duration_s: float | None,
+    stdin_fd: int,
+) -> Runtime:
     from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
 
     kind, arg = parse_source(source)
     speed = 1.0 if speed is None else speed
-    if speed < 0:
-        raise SourceUnavailable("--speed must be >= 0")
     period_ms = config.sampler.period_ms
     paths = list(config.logs.paths) if log_paths is None else list(log_paths)
 
@@ -356,9 +426,26 @@ def build_runtime(
     session = Session(header, store, detector=detector)
     rt = Runtime(config, source, header, session, store)
 
-    if record_path:
-        rt.recorder = Recorder(record_path, config.record.flush_interval_s)
-        session.add_sink(rt.recorder)
+    try:
+        if config.copytrace.enabled and kind != "replay":
+            # A replay feeds the copies it recorded; live, copies come from the prover's library.
+            reader = CopyTraceReader(config.copytrace.socket or None, gpus, session.on_record,
+                                     session.on_notice, socket_mode=config.copytrace.socket_mode)
+            reader.open()  # SourceUnavailable: the command says why and exits 2
+            rt.copytrace = reader
+        # Last of all, once every source is open: only now is the recording created (or, with
+        # --force, truncated).
+        if plan is not None:
+            rt.recorder = _recorder(plan, config, session)
+            session.add_sink(rt.recorder)
+    except BaseException:
+        for opened in (gpu_source, host_source):
+            if opened is not None:
+                opened.close()
+        for started in (rt.copytrace, sim_server):
+            if started is not None:
+                started.stop()
+        raise
 
     if gpu_source is not None:
         sim_duration = duration_s if duration_s is not None else (config.sim.duration_s or None)
@@ -396,21 +483,6 @@ def build_runtime(
         # before the tailer's first look is lost.
         rt.sim_log_path = sim_log
         rt.followers.append(_follower([str(sim_log)], config, session, True))
-
-    if config.copytrace.enabled and kind != "replay":
-        # A replay feeds the copies it recorded; live, copies come from the prover's library.
-        reader = CopyTraceReader(config.copytrace.socket or None, gpus, session.on_record,
-                                 session.on_notice, socket_mode=config.copytrace.socket_mode)
-        reader.open()  # SourceUnavailable: the command says why and exits 2
-        rt.copytrace = reader
-
-    if config.prometheus.listen:
-        from gapwatch.sinks.prometheus import ExporterError, start_exporter
-
-        try:
-            rt.exporter = start_exporter(config.prometheus.listen, session, rt.status)
-        except ExporterError as exc:
-            raise SourceUnavailable(str(exc)) from None
     return rt
 
 

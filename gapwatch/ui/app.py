@@ -12,7 +12,9 @@ SnapshotFinished. Nothing calls `call_from_thread`.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import signal
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +29,7 @@ from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
 from gapwatch.engine.runtime import RuntimeStatus
 from gapwatch.engine.session import Session
+from gapwatch.engine.stop_signals import STOP_SIGNALS, StopSignals
 from gapwatch.engine.store import SeriesStore, StoreSnapshot
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
 from gapwatch.ui.messages import NoticeRaised, SnapshotFinished, StateChanged
@@ -70,6 +73,9 @@ class GapwatchApp(App[int]):
         Binding("d", "detail", "detail"),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
+        # Every terminal monitor (htop, nvtop, watch) quits on Ctrl-C; Textual would only show a
+        # "press ctrl+q" toast. Priority: it quits whatever has the focus.
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
     ]
 
     def __init__(
@@ -78,15 +84,19 @@ class GapwatchApp(App[int]):
         *,
         wall_clock: Callable[[], float] = time.time,
         status_every_s: float = 1.0,
+        stop_signals: StopSignals | None = None,
     ) -> None:
         """
         Args:
             runtime: where the data comes from (store, session, header, config, status()).
             wall_clock: time used to name snapshots (tests pass a fixed one).
             status_every_s: how often the footer asks the runtime for its status.
+            stop_signals: when given (the real dashboard, not tests), SIGINT, SIGTERM and SIGHUP
+                end the app cleanly (terminal restored) and are noted there.
         """
         super().__init__()
         self.runtime = runtime
+        self._stop_signals = stop_signals
         self.config = runtime.config
         # `[ui] color = "mono"` is the user's NO_COLOR for this app alone (Textual reads the
         # variable itself when NO_COLOR is set; nothing here touches the process environment).
@@ -135,6 +145,7 @@ class GapwatchApp(App[int]):
         yield StatusFooter(id="footer")
 
     def on_mount(self) -> None:
+        self._take_stop_signals()
         self.query_one(DetailChart).display = False
         self.query_one(PipelineLine).display = False  # until a prover snapshot arrives
         self.runtime.session.subscribe(self._on_core_event)
@@ -147,6 +158,26 @@ class GapwatchApp(App[int]):
         for notice in self.runtime.store.snapshot().notices:
             if notice.level != "info":
                 self.post_message(NoticeRaised(notice))
+
+    # -- stop signals -------------------------------------------------------------------------
+
+    def _take_stop_signals(self) -> None:
+        """Handle the stop signals in our event loop: `exit()` unwinds Textual, which leaves the
+        alternate screen and turns mouse tracking off (the default action of SIGTERM and SIGHUP
+        would kill the process with the terminal still in application mode)."""
+        stop = self._stop_signals
+        if stop is None:
+            return
+        loop = asyncio.get_running_loop()
+        for sig in STOP_SIGNALS:
+            loop.add_signal_handler(sig, self._stop_by_signal, sig)
+        if stop.event.is_set():  # one came while the app was starting
+            self.exit()
+
+    def _stop_by_signal(self, sig: signal.Signals) -> None:
+        if self._stop_signals is not None:
+            self._stop_signals.note(sig)
+        self.exit()
 
     # -- threads -> UI (sampler thread: post_message only) ------------------------------------
 

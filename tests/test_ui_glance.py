@@ -194,6 +194,23 @@ async def test_a_missing_log_path_is_a_warning_in_the_footer_at_80_columns(
     assert footer.startswith("log /var/log/cuzk/stdout.lgo: missing: no such file")
 
 
+async def test_a_failing_recording_is_the_first_alert_at_80_columns(tmp_path: Path) -> None:
+    from gapwatch.sinks.recorder import RecordingStatus
+
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    rt.recording = RecordingStatus(
+        path="/data/gw.jsonl.gz", state="failing", error="No space left on device",
+        failing_since_wall_s=None, write_errors=3, records_written=900, records_pending=120,
+        records_dropped=0, bytes_written=1 << 20)
+    rt.logs = {"/var/log/cuzk/stdout.lgo": "missing: no such file (waiting for it)"}
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-2]
+    assert footer.startswith("RECORDING FAILING: No space left on device")
+
+
 def test_the_log_pane_orders_by_time_whatever_the_arrival_order() -> None:
     events = [log_event(s, f"line at {s}") for s in (5.318, 5.239, 5.238, 5.307)]
     shown = newest_by_time(events, 3)

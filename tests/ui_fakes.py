@@ -22,6 +22,7 @@ from gapwatch.engine.runtime import RuntimeStatus
 from gapwatch.engine.sampler import LatenessStats
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
+from gapwatch.sinks.recorder import RecordingStatus
 
 T0_NS = 5_000_000_000_000
 WALL0_S = 1_796_029_581.0  # 2026-11-30 09:06:21 UTC
@@ -147,6 +148,7 @@ class FakeRuntime:
         #: What status() says: the source ended (a finished replay), and the followed logs.
         self.done = False
         self.logs = {"/tmp/gapwatch-sim-pageable.log": "following"}
+        self.recording: RecordingStatus | None = None
 
     def status(self) -> RuntimeStatus:
         self.status_calls += 1
@@ -157,6 +159,7 @@ class FakeRuntime:
             logs=dict(self.logs),
             log_counters={"lines": 40, "parsed": 38, "unparsed": 2},
             done=self.done,
+            recording=self.recording,
         )
 
 

@@ -84,9 +84,16 @@ def status_parts(status: RuntimeStatus) -> list[str]:
 
 
 def status_alerts(status: RuntimeStatus) -> list[str]:
-    """What the user must not miss, in words: logs that are not being read, the source ended."""
-    alerts = [f"log {path}: {state}" for path, state in status.logs.items()
-              if not state.startswith(_LOG_OK)]
+    """What the user must not miss, in words: a recording that is not being written, logs that
+    are not being read, the source ended."""
+    alerts: list[str] = []
+    rec = status.recording
+    if rec is not None and rec.state == "failing":
+        lost = f", {rec.records_dropped} records lost" if rec.records_dropped else ""
+        alerts.append(f"RECORDING FAILING: {rec.error or 'write error'} "
+                      f"({rec.records_pending} waiting{lost}; retrying)")
+    alerts += [f"log {path}: {state}" for path, state in status.logs.items()
+               if not state.startswith(_LOG_OK)]
     if status.done:
         alerts.append("source ended")
     return alerts

@@ -34,6 +34,7 @@ from gapwatch.engine.store import SeriesStore, StoreSnapshot
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
 from gapwatch.ui.messages import NoticeRaised, SnapshotFinished, StateChanged
 from gapwatch.ui.view import View, newest_time_ns
+from gapwatch.ui.widgets.copy_line import CopyLine
 from gapwatch.ui.widgets.detail_chart import DetailChart
 from gapwatch.ui.widgets.gap_table import GapTable
 from gapwatch.ui.widgets.gpu_header import GpuHeader
@@ -139,6 +140,7 @@ class GapwatchApp(App[int]):
         yield DetailChart(self.config.ui.detail_redraw_s, id="detail")
         yield HostPanel(id="host")
         yield PipelineLine(id="pipeline")
+        yield CopyLine(id="copies")
         with Vertical(id="lower"):
             yield GapTable(id="gaps")
             yield LogPane(id="log")
@@ -148,6 +150,7 @@ class GapwatchApp(App[int]):
         self._take_stop_signals()
         self.query_one(DetailChart).display = False
         self.query_one(PipelineLine).display = False  # until a prover snapshot arrives
+        self.query_one(CopyLine).display = False  # until the copy trace delivers a copy
         self.runtime.session.subscribe(self._on_core_event)
         self.set_interval(1.0 / self.config.ui.redraw_hz, self.redraw)
         self.set_interval(self._status_every_s, self.refresh_status)
@@ -233,6 +236,7 @@ class GapwatchApp(App[int]):
         if slow_tick:
             self.query_one(HostPanel).show(view)
             self.query_one(PipelineLine).show(view)
+            self.query_one(CopyLine).show(view)
             self.query_one(LogPane).show(view)
 
     def _repush(self, **changes: object) -> None:

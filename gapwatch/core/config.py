@@ -292,7 +292,10 @@ class CopyTraceConfig(_Section):
 class SimConfig(_Section):
     """The simulated prover (`--source sim[:SCENARIO]`)."""
 
-    scenario: Literal["chained", "pageable", "host-stall", "transfer-bound"] = "pageable"
+    #: A scenario for every GPU, or one per GPU separated by commas ("pageable,chained": GPU 0
+    #: breaks down, GPU 1 chains); then their number is the GPU count. Checked when the
+    #: simulator starts (`gapwatch.sources.sim.parse_scenarios`, the one list of names).
+    scenario: str = "pageable"
     seed: int = 1
     #: Number of simulated GPUs (each with two workers).
     gpus: int = Field(1, ge=1, le=16)

@@ -374,25 +374,26 @@ def _build(
         if config.host.enabled:
             host_source = PsutilHostSource(config.host)
     elif kind == "sim":
-        from gapwatch.sources.sim import SCENARIOS, SimHostSource, SimProver
+        from gapwatch.sources.sim import SimHostSource, SimProver, parse_scenarios
 
         scenario = arg or config.sim.scenario
-        if scenario not in SCENARIOS:
-            raise SourceUnavailable(f"unknown scenario {scenario!r}; choose from "
-                                    f"{', '.join(SCENARIOS)}")
+        try:
+            # `sim:pageable,chained`: one scenario per GPU (their number is the GPU count).
+            names = parse_scenarios(scenario, config.sim.gpus)
+        except ValueError as exc:
+            raise SourceUnavailable(str(exc)) from None
         clock = _clock_for(speed)
         if speed > 0:
-            fd, name = tempfile.mkstemp(prefix=f"gapwatch-sim-{scenario}-", suffix=".log")
+            fd, name = tempfile.mkstemp(prefix=f"gapwatch-sim-{names[0]}-", suffix=".log")
             os.close(fd)
             sim_log = Path(name)
             sim_lines = _LineFile(sim_log)
-            sim = SimProver(scenario, seed=config.sim.seed, gpus=config.sim.gpus,
-                            on_line=sim_lines.write)
+            sim = SimProver(names, seed=config.sim.seed, on_line=sim_lines.write)
             gpu_source = _FlushingSource(sim, sim_lines)
         else:
             direct_lines = []
             sink_lines = direct_lines
-            sim = SimProver(scenario, seed=config.sim.seed, gpus=config.sim.gpus,
+            sim = SimProver(names, seed=config.sim.seed,
                             on_line=lambda s, t: sink_lines.append((s, t)))
             gpu_source = sim
         host_source = SimHostSource(sim)

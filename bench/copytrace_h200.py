@@ -13,7 +13,11 @@ What it does, in one go (about 6 minutes):
    against the load generator's own copy log (`copy_start`, `copy_end`, `copy_bytes` per
    partition): every copy >= 64 MiB appears with the right memory kind and bytes, start and end
    within 5 ms, rate within 10 %; and `gapwatch report` must state the memory kind in the hint
-   of every pcie_starved gap;
+   of every pcie_starved gap; the same recording's slow readings (no library needed for these):
+   the load generator's /proc memory (`procmem`: RssShmem >= its pinned pool in `chained`, one
+   a/b/c set in RssAnon and not in RssShmem in `pageable`) and the PCIe link read under traffic
+   (`link`: at its maximum, Gen5 x16 unless `--expect-link` says otherwise); during `chained`,
+   what those readings cost (NVML calls and the /proc read, timed in this process);
 3. throughput of `chained` without and with the library (+ gapwatch listening), alternating,
    `--overhead-pairs` x 2 runs of `--overhead-seconds`.
 
@@ -50,6 +54,7 @@ MIN_COPY_BYTES = 64 * MIB
 EDGE_TOL_S = 0.005
 RATE_TOL = 0.10
 SCENARIO_KIND = {"chained": "pinned", "pageable": "pageable"}
+GIB = float(1 << 30)
 
 
 # ------------------------------------------------------------------ scoring (pure)
@@ -67,12 +72,20 @@ def score_copies(truth: dict[str, Any], copies: list[Any], *, min_bytes: int = M
                  edge_tol_s: float = EDGE_TOL_S, rate_tol: float = RATE_TOL) -> dict[str, Any]:
     """Match each partition of the load generator's copy log to the traced copies.
 
+    The log says when a worker *issued* its copies (`copy_start`) and when the call returned
+    (`copy_end`). Host-to-device copies share the GPU's copy engine, so a copy issued while the
+    other worker's copy runs waits for it (measured on the H200: a worker's first copy started
+    exactly when the other's ended): its DMA starts at the later of the issue time and the end
+    of the other streams' copies running then (`queued_until`), and the engine time that was
+    the other streams' inside the logged span is not this worker's copy time.
+
     A partition's copies are the traced H2D copies >= `min_bytes` inside its logged window
     (widened by `edge_tol_s`), all on one stream (each worker copies on its own), each used at
     most once. The partition passes when there are as many as the log implies (copy_bytes /
-    abc bytes), each of abc bytes and of the expected memory kind, the first start and last end
-    within `edge_tol_s` of the logged ones, and the traced rate (bytes / first start..last end)
-    within `rate_tol` of the logged rate.
+    abc bytes), each of abc bytes and of the expected memory kind, the first start within
+    `edge_tol_s` of `queued_until`, the last end within `edge_tol_s` of the logged return, and
+    the traced rate within `rate_tol` of the logged one (both: bytes over their span less the
+    other streams' copy time in it).
     """
     params = truth.get("params") or {}
     expected = "pinned" if params.get("pinned") else "pageable"
@@ -92,20 +105,28 @@ def score_copies(truth: dict[str, Any], copies: list[Any], *, min_bytes: int = M
         by_stream: dict[int, list[int]] = {}
         for i in inside:
             by_stream.setdefault(int(_attr(big[i], "stream_id")), []).append(i)
-        group: list[int] = []
-        for ids in by_stream.values():
-            if len(ids) >= len(group) and (not group or abs(
-                    _attr(big[ids[0]], "start_wall_s") - c0) < abs(
-                    _attr(big[group[0]], "start_wall_s") - c0)):
-                group = ids
+        # The worker's stream: the one with the copies the log implies (then the most, then the
+        # nearest the issue time); another stream's copies in the window are the other worker's.
+        group: list[int] = max(
+            by_stream.values(),
+            key=lambda ids: (len(ids) == want, len(ids),
+                             -abs(_attr(big[ids[0]], "start_wall_s") - c0)),
+            default=[])
         used.update(group)
         cs = [big[i] for i in group]
+        stream = int(_attr(cs[0], "stream_id")) if cs else None
+        others = [c for c in big if int(_attr(c, "stream_id")) != stream]
+        queued_until = max([c0] + [_attr(c, "end_wall_s") for c in others
+                                   if _attr(c, "start_wall_s") <= c0 + edge_tol_s
+                                   and _attr(c, "end_wall_s") > c0])
         row: dict[str, Any] = {"partition": iv.get("partition"), "worker": iv.get("worker"),
                                "expected_copies": want, "traced_copies": len(cs)}
         if cs:
             first, last = cs[0], max(cs, key=lambda c: _attr(c, "end_wall_s"))
-            traced_s = _attr(last, "end_wall_s") - _attr(first, "start_wall_s")
-            logged_rate = nbytes / (c1 - c0) if c1 > c0 else None
+            t_first, t_last = _attr(first, "start_wall_s"), _attr(last, "end_wall_s")
+            traced_s = t_last - t_first - _busy(others, t_first, t_last)
+            logged_s = c1 - c0 - _busy(others, c0, c1)
+            logged_rate = nbytes / logged_s if logged_s > 0 else None
             traced_bytes = sum(int(_attr(c, "bytes")) for c in cs)
             traced_rate = traced_bytes / traced_s if traced_s > 0 else None
             row.update({
@@ -113,7 +134,8 @@ def score_copies(truth: dict[str, Any], copies: list[Any], *, min_bytes: int = M
                 "kind_ok": all(host_kind(c) == expected for c in cs),
                 "bytes_ok": traced_bytes == nbytes and all(int(_attr(c, "bytes")) == abc
                                                            for c in cs),
-                "start_error_s": _attr(first, "start_wall_s") - c0,
+                "queued_s": queued_until - c0,
+                "start_error_s": t_first - queued_until,
                 "end_error_s": _attr(last, "end_wall_s") - c1,
                 "logged_bytes_per_s": logged_rate, "traced_bytes_per_s": traced_rate,
                 "rate_error": (traced_rate / logged_rate - 1) if traced_rate and logged_rate
@@ -136,8 +158,11 @@ def score_copies(truth: dict[str, Any], copies: list[Any], *, min_bytes: int = M
     rates = [abs(r["rate_error"]) for r in rows if r.get("rate_error") is not None]
     per_copy = sorted(x for r in rows for x in r.get("per_copy_bytes_per_s", []))
     ok = sum(1 for r in rows if r["ok"])
+    queued = [r["queued_s"] for r in rows if r.get("queued_s", 0) > edge_tol_s]
     return {
         "expected_kind": expected, "partitions": len(rows), "partitions_ok": ok,
+        "queued_behind_other_stream": len(queued),
+        "queued_ms_max": max(queued) * 1e3 if queued else None,
         "passed": bool(rows) and ok == len(rows),
         "extra_big_copies": len(extra),
         "extra_kinds": sorted({host_kind(c) for c in extra}),
@@ -149,6 +174,23 @@ def score_copies(truth: dict[str, Any], copies: list[Any], *, min_bytes: int = M
                               if per_copy else None),
         "failures": [r for r in rows if not r["ok"]][:5],
     }
+
+
+def _busy(copies: list[Any], t0: float, t1: float) -> float:
+    """Seconds of [t0, t1] that `copies` (on other streams) held the copy engine."""
+    return sum(max(0.0, min(t1, _attr(c, "end_wall_s")) - max(t0, _attr(c, "start_wall_s")))
+               for c in copies)
+
+
+def delivery_lag(copies: list[Any], header: dict[str, Any]) -> dict[str, Any]:
+    """How long after its end each copy reached gapwatch (live, not at the prover's exit)."""
+    mono0, wall0 = header.get("started_mono_ns"), header.get("started_wall_s")
+    lags = sorted((_attr(c, "t_arrival_mono_ns") - mono0) / 1e9 + wall0 - _attr(c, "end_wall_s")
+                  for c in copies if _attr(c, "t_arrival_mono_ns") is not None
+                  and mono0 is not None and wall0 is not None)
+    if not lags:
+        return {"n": 0, "p50_s": None, "max_s": None}
+    return {"n": len(lags), "p50_s": median(lags), "max_s": lags[-1]}
 
 
 def score_hints(report: dict[str, Any], expected_kind: str) -> dict[str, Any]:
@@ -182,22 +224,92 @@ def overhead_summary(off: list[float | None], on: list[float | None]) -> dict[st
             "passed": slowdown <= max(1.0, spread or 0.0)}
 
 
-def case_check(case: Path) -> dict[str, Any]:
+def _gib(values: list[int]) -> list[float] | None:
+    return [min(values) / GIB, max(values) / GIB] if values else None
+
+
+def score_procmem(truth: dict[str, Any], readings: list[Any], pid: int | None = None
+                  ) -> dict[str, Any]:
+    """The load generator's /proc readings (`procmem` records) against what it allocated.
+
+    Pinned preset: every reading shows RssShmem >= its pinned pool (slots x 3 x abc, all
+    allocated with cudaHostAlloc before "go"). Pageable preset: some reading holds at least one
+    a/b/c set (3 x abc) in RssAnon, and no reading shows that much as RssShmem (pageable memory
+    must not look pinned). `pid`: the load generator's (else the largest process listed).
+    VmLck / VmPin are reported for what they show, not scored."""
+    params = truth.get("params") or {}
+    pinned = bool(params.get("pinned"))
+    abc = int(params.get("abc_mib", 0)) * MIB
+    slots = int(params.get("pool_slots") or 0) or int(params.get("synth_threads", 0)) + 2
+    pool = slots * 3 * abc if pinned else 0
+    if pid is None and readings:
+        pid = int(_attr(max(readings, key=lambda r: (_attr(r, "rss_shmem_bytes") or 0)
+                            + (_attr(r, "rss_anon_bytes") or 0)), "pid"))
+    mine = [r for r in readings if int(_attr(r, "pid")) == pid]
+    known = [r for r in mine if _attr(r, "rss_shmem_bytes") is not None
+             and _attr(r, "rss_anon_bytes") is not None]
+    shmem = [int(_attr(r, "rss_shmem_bytes")) for r in known]
+    anon = [int(_attr(r, "rss_anon_bytes")) for r in known]
+    locked = [int(v) for r in mine if (v := _attr(r, "vm_locked_bytes")) is not None]
+    pinned_vm = [int(v) for r in mine if (v := _attr(r, "vm_pinned_bytes")) is not None]
+    if pinned:
+        passed = bool(known) and min(shmem) >= pool
+    else:
+        passed = bool(known) and max(anon) >= 3 * abc and max(shmem) < 3 * abc
+    return {
+        "expected": "pinned" if pinned else "pageable", "pid": pid,
+        "names": sorted({str(_attr(r, "name")) for r in mine}),
+        "readings": len(mine), "readings_with_fields": len(known),
+        "pinned_pool_gib": pool / GIB, "abc_set_gib": 3 * abc / GIB,
+        "rss_shmem_gib_min_max": _gib(shmem), "rss_anon_gib_min_max": _gib(anon),
+        "vm_locked_gib_min_max": _gib(locked), "vm_pinned_gib_min_max": _gib(pinned_vm),
+        "passed": passed,
+    }
+
+
+def score_links(links: list[Any], expect: tuple[int, int] | None = (5, 16)) -> dict[str, Any]:
+    """The `link` records (the link read while data moved): at least one, none trained down,
+    each at its maximum and, with `expect`, at that generation and width."""
+    seen = [(_attr(k, "gen"), _attr(k, "width"), _attr(k, "max_gen"), _attr(k, "max_width"))
+            for k in links]
+    at_max = [g == mg and w == mw and g is not None and w is not None for g, w, mg, mw in seen]
+    matches = [expect is None or (g, w) == expect for g, w, _, _ in seen]
+    return {"records": len(seen), "seen": [f"Gen{g} x{w} (max Gen{mg} x{mw})"
+                                           for g, w, mg, mw in seen],
+            "expected": f"Gen{expect[0]} x{expect[1]}" if expect else "max",
+            "passed": bool(seen) and all(at_max) and all(matches)}
+
+
+def case_check(case: Path, pid: int | None = None,
+               expect_link: tuple[int, int] | None = (5, 16)) -> dict[str, Any]:
     """Re-score a case folder (the regression tests and the bench share this): the recording's
-    copies against the truth, and today's report's hints."""
+    copies against the truth, today's report's hints, the /proc readings of the load generator
+    (`pid`, else meta.json's `loadgen_pid`) and the link read under traffic."""
     sys.path.insert(0, str(ROOT))
     from gapwatch.core.config import Config
-    from gapwatch.core.models import CopyRecord
+    from gapwatch.core.models import CopyRecord, LinkState, ProcessMemory
     from gapwatch.offline.report import build_report, to_json
     from gapwatch.sources.recording import read_recording
 
     truth = json.loads((case / "truth.json").read_text())
+    if pid is None and (case / "meta.json").is_file():
+        pid = json.loads((case / "meta.json").read_text()).get("loadgen_pid")
     rec = read_recording(case / "rec.jsonl.gz")
-    copies = [r for r in rec.records if isinstance(r, CopyRecord)]
+    records = list(rec.records)  # read once: the reader streams
+    copies = [r for r in records if isinstance(r, CopyRecord)]
+    gpu = truth.get("gpu")
+    procmem = [r for r in records if isinstance(r, ProcessMemory)
+               and (gpu is None or r.gpu == gpu)]
+    links = [r for r in records if isinstance(r, LinkState) and (gpu is None or r.gpu == gpu)]
     copy_score = score_copies(truth, copies)
     report = to_json(build_report(case / "rec.jsonl.gz", Config(), workers=1))
     return {"copies": copy_score, "hints": score_hints(report, copy_score["expected_kind"]),
+            "procmem": score_procmem(truth, procmem, pid),
+            "link": score_links(links, expect_link),
+            "delivery_lag": delivery_lag(copies, rec.header.model_dump()),
             "n_copies": len(copies), "counters": dict(rec.counters)}
+
+
 
 
 # ------------------------------------------------------------------ the GPU run
@@ -228,13 +340,15 @@ for _p in (str(ROOT), str(BENCH)):
         sys.path.insert(0, _p)
 
 from gpu_e2e import Children  # noqa: E402 - a sibling script (ends each child by its own pid)
+from slow_readings_cost import measure_costs  # noqa: E402 - a sibling script
 
 PROCS = Children()
 
 
 def one_run(a: argparse.Namespace, scenario: str, seconds: float, run: Path, lib: Path | None,
-            listen: bool) -> dict[str, Any]:
-    """One load generator run; with `lib`, injected; with `listen`, gapwatch records beside."""
+            listen: bool, costs: bool = False) -> dict[str, Any]:
+    """One load generator run; with `lib`, injected; with `listen`, gapwatch records beside;
+    with `costs`, the slow readings' calls are timed while it runs."""
     run.mkdir(parents=True, exist_ok=True)
     sock = Path(tempfile.gettempdir()) / f"gw-ct-{os.getpid()}-{run.name}.sock"
     f = {k: run / v for k, v in (("truth", "truth.json"), ("stdout", "stdout.log"),
@@ -256,6 +370,7 @@ def one_run(a: argparse.Namespace, scenario: str, seconds: float, run: Path, lib
     console = (run / "loadgen.console.txt").open("w")
     lg = PROCS.start(lg_cmd, stdout=console, stderr=subprocess.STDOUT, env=env_for(extra),
                      cwd=ROOT)
+    out["loadgen_pid"] = lg.pid
     gw = None
     gw_err = None
     try:
@@ -284,6 +399,12 @@ def one_run(a: argparse.Namespace, scenario: str, seconds: float, run: Path, lib
                 time.sleep(0.1)
             time.sleep(a.warmup_s)
         (run / "go").write_text("go\n")
+        if costs:
+            time.sleep(2.0)  # into the run: copies and kernels going
+            try:
+                out["slow_reading_costs"] = measure_costs(a.gpu, lg.pid)
+            except Exception as exc:  # noqa: BLE001 - a figure, not a step: say it, go on
+                out["slow_reading_costs"] = {"error": repr(exc)}
         lg.wait(seconds + 90)
         out["loadgen_rc"] = lg.returncode
         if lg.returncode != 0:
@@ -334,6 +455,14 @@ def machine() -> dict[str, Any]:
     return m
 
 
+def parse_link(text: str) -> tuple[int, int] | None:
+    """`5x16` -> (5, 16); "" -> None (the link's own maximum is the expectation)."""
+    if not text:
+        return None
+    gen, _, width = text.lower().removeprefix("gen").partition("x")
+    return int(gen), int(width)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
@@ -347,7 +476,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup-s", type=float, default=2.0)
     ap.add_argument("--tail-s", type=float, default=2.0)
     ap.add_argument("--ready-timeout-s", type=float, default=120.0)
+    ap.add_argument("--expect-link", default="5x16",
+                    help="GENxWIDTH the link must run at under traffic ('' = its maximum)")
     a = ap.parse_args(argv)
+    expect_link = parse_link(a.expect_link)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(a.work or tempfile.mkdtemp(prefix="gw-copytrace-"))
@@ -371,26 +503,34 @@ def main(argv: list[str] | None = None) -> int:
             say(f"scenario {scenario}")
             try:
                 run = work / "runs" / scenario
-                res = one_run(a, scenario, a.seconds, run, lib, listen=True)
+                res = one_run(a, scenario, a.seconds, run, lib, listen=True,
+                              costs=scenario == "chained")
                 case = cases / scenario
                 case.mkdir(parents=True, exist_ok=True)
                 for name in ("rec.jsonl.gz", "truth.json", "stdout.log", "stderr.log"):
                     (case / name).write_bytes((run / name).read_bytes())
-                check = case_check(case)
+                check = case_check(case, res["loadgen_pid"], expect_link)
                 res.update(check)
                 (case / "meta.json").write_text(json.dumps({
                     "scenario": scenario, "expected_kind": SCENARIO_KIND[scenario],
                     "machine": summary["machine"], "gapwatch_cmd": res.get("gapwatch_cmd"),
-                    "loadgen_cmd": res["loadgen_cmd"],
+                    "loadgen_cmd": res["loadgen_cmd"], "loadgen_pid": res["loadgen_pid"],
+                    "expect_link": a.expect_link,
                     "captured": {"copies": check["copies"]["passed"],
-                                 "hints": check["hints"]["passed"]}}, indent=1) + "\n")
+                                 "hints": check["hints"]["passed"],
+                                 "procmem": check["procmem"]["passed"],
+                                 "link": check["link"]["passed"]}}, indent=1) + "\n")
                 summary["scenarios"][scenario] = res
                 say(f"  copies: {check['copies']['partitions_ok']}/{check['copies']['partitions']}"
                     f" partitions ok, edges max {check['copies']['start_error_ms_max']} / "
                     f"{check['copies']['end_error_ms_max']} ms, rate error max "
                     f"{check['copies']['rate_error_max']}; hints: "
                     f"{check['hints']['stating_memory_kind']}/"
-                    f"{check['hints']['pcie_starved_gaps']}")
+                    f"{check['hints']['pcie_starved_gaps']}; /proc: "
+                    f"{check['procmem']['passed']} (RssShmem GiB "
+                    f"{check['procmem']['rss_shmem_gib_min_max']}, RssAnon GiB "
+                    f"{check['procmem']['rss_anon_gib_min_max']}); link: "
+                    f"{check['link']['passed']} {check['link']['seen']}")
             except Exception:  # noqa: BLE001 - the other steps still run
                 summary["scenarios"][scenario] = {"error": traceback.format_exc()}
                 rc = 1
@@ -415,6 +555,9 @@ def main(argv: list[str] | None = None) -> int:
         summary["passed"] = {
             "copies": all((sc.get(s) or {}).get("copies", {}).get("passed") for s in SCENARIO_KIND),
             "pageable_hints": bool((sc.get("pageable") or {}).get("hints", {}).get("passed")),
+            "procmem": all((sc.get(s) or {}).get("procmem", {}).get("passed")
+                           for s in SCENARIO_KIND),
+            "link": all((sc.get(s) or {}).get("link", {}).get("passed") for s in SCENARIO_KIND),
             "overhead": bool(summary["overhead"].get("result", {}).get("passed")),
         }
         write()

@@ -55,7 +55,7 @@ class SimResult:
 
 
 def simulate(
-    scenario: ScenarioName = "pageable",
+    scenario: ScenarioName | str = "pageable",
     seed: int = 1,
     duration_s: float = 60.0,
     period_ms: float = 100.0,

@@ -13,8 +13,10 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from gapwatch import __version__
+from gapwatch.commands import argtypes
 from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
 from gapwatch.engine.memory import return_large_allocations
 
@@ -30,45 +32,71 @@ COMMANDS = {
 }
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+#: The common flags each subcommand takes: only those it uses, so that none is accepted and
+#: silently ignored (`report --speed 2` is an error, not a no-op).
+SOURCE_FLAGS = ("source", "gpus", "period-ms", "log", "from-start", "speed", "seed", "prometheus")
+COMMON_FLAGS: dict[str, tuple[str, ...]] = {
+    "demo": ("source", "period-ms", "log", "from-start", "speed", "seed", "prometheus"),
+    "watch": SOURCE_FLAGS,
+    "record": SOURCE_FLAGS,
+    "replay": ("log", "speed", "prometheus"),
+    "report": ("log",),
+    "export": ("log",),
+    "parse": ("log",),
+    "copytrace": (),
+}
+
+
+def _common(p: argparse.ArgumentParser, flags: tuple[str, ...]) -> None:
     g = p.add_argument_group("common options")
-    g.add_argument(
-        "--source",
-        default=None,
-        help="nvml | sim | sim:SCENARIO | replay:FILE (default: nvml; demo: sim:pageable)",
-    )
-    g.add_argument("--gpus", default=None, help="GPU indices to watch, e.g. 0,1 (default: all)")
-    g.add_argument("--period-ms", type=float, default=None, help="sampling period (default 100)")
-    g.add_argument(
-        "--log",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="prover log to follow (repeatable; '-' = stdin)",
-    )
-    g.add_argument("--from-start", action="store_true", help="read logs from their start")
     g.add_argument("--config", default=None, metavar="FILE", help="TOML config file")
-    g.add_argument(
-        "--speed",
-        type=float,
-        default=None,
-        help="sim/replay speed: 1 = real time, 0 = as fast as possible",
-    )
-    g.add_argument("--seed", type=int, default=None, help="simulator seed")
-    g.add_argument("--prometheus", default=None, metavar="HOST:PORT", help="serve /metrics")
+    if "source" in flags:
+        g.add_argument(
+            "--source",
+            default=None,
+            help="nvml | sim | sim:SCENARIO | replay:FILE (default: nvml; demo: sim:pageable)",
+        )
+    if "gpus" in flags:
+        g.add_argument("--gpus", default=None,
+                       help="GPU indices to watch, e.g. 0,1 (default: all; --source nvml only)")
+    if "period-ms" in flags:
+        g.add_argument("--period-ms", type=argtypes.positive_ms, default=None,
+                       help="sampling period (default 100)")
+    if "log" in flags:
+        g.add_argument(
+            "--log",
+            action="append",
+            default=[],
+            metavar="PATH",
+            help="prover log to follow (repeatable; '-' = stdin)",
+        )
+    if "from-start" in flags:
+        g.add_argument("--from-start", action="store_true", help="read logs from their start")
+    if "speed" in flags:
+        g.add_argument(
+            "--speed",
+            type=argtypes.speed,
+            default=None,
+            help="sim/replay speed: 1 = real time, 0 = as fast as possible",
+        )
+    if "seed" in flags:
+        g.add_argument("--seed", type=int, default=None, help="simulator seed")
+    if "prometheus" in flags:
+        g.add_argument("--prometheus", default=None, metavar="HOST:PORT", help="serve /metrics")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gapwatch",
         description="See, live, why a pipelined GPU workload stops keeping its GPU busy.",
+        epilog="No GPU at hand? `gapwatch demo` shows the dashboard over a simulated prover.",
     )
     parser.add_argument("--version", action="version", version=f"gapwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     for name, help_text in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        _common(p)
+        _common(p, COMMON_FLAGS[name])
         module = importlib.import_module(f"gapwatch.commands.{name}")
         add_args = getattr(module, "add_arguments", None)
         if add_args is not None:
@@ -76,24 +104,59 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def short_usage() -> str:
+    """What `gapwatch` alone prints: the commands, and where to start without a GPU."""
+    width = max(len(n) for n in COMMANDS)
+    lines = ["usage: gapwatch COMMAND [options]    (gapwatch COMMAND --help for its options)", ""]
+    lines += [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
+    lines += ["", "Start here, no GPU needed:  gapwatch demo",
+              "On a GPU box:               gapwatch watch --log /path/to/prover.log"]
+    return "\n".join(lines)
+
+
+def _flag(args: argparse.Namespace, name: str) -> Any:
+    """A common flag's value, None when this subcommand does not take the flag."""
+    return getattr(args, name, None)
+
+
+def check_flags_fit_source(args: argparse.Namespace) -> str | None:
+    """A message when a flag was given that the chosen source cannot honour, else None.
+
+    `--gpus` selects real GPUs (NVML); `--speed` paces a simulation or a replay; `--seed` seeds
+    the simulator. Given to a source that would ignore them, they are an error, never a no-op.
+    """
+    if args.command not in ("watch", "record"):
+        return None
+    kind = (_flag(args, "source") or "nvml").partition(":")[0]
+    if _flag(args, "gpus") and kind != "nvml":
+        hint = ("set `[sim] gpus = N` in the config for more simulated GPUs" if kind == "sim"
+                else "a replay plays every GPU of the recording")
+        return f"--gpus selects real GPUs (--source nvml), not --source {kind}: {hint}"
+    if _flag(args, "speed") is not None and kind == "nvml":
+        return "--speed paces --source sim or replay:FILE; real GPUs run in real time"
+    if _flag(args, "seed") is not None and kind != "sim":
+        return f"--seed seeds the simulator (--source sim), not --source {kind}"
+    return None
+
+
 def resolve_config(args: argparse.Namespace) -> Config:
     """Load the config file, then apply the flags that override it."""
     config = load_config(args.config)
     over: dict[str, dict[str, object]] = {}
-    if args.period_ms is not None:
+    if _flag(args, "period_ms") is not None:
         over.setdefault("sampler", {})["period_ms"] = args.period_ms
-    if args.gpus:
+    if _flag(args, "gpus"):
         try:
             over.setdefault("sampler", {})["gpus"] = [int(x) for x in args.gpus.split(",") if x]
         except ValueError:
             raise ConfigError(f"--gpus: expected indices like 0,1 (got {args.gpus!r})") from None
-    if args.log:
+    if _flag(args, "log"):
         over.setdefault("logs", {})["paths"] = list(config.logs.paths) + list(args.log)
-    if args.from_start:
+    if _flag(args, "from_start"):
         over.setdefault("logs", {})["from_start"] = True
-    if args.seed is not None:
+    if _flag(args, "seed") is not None:
         over.setdefault("sim", {})["seed"] = args.seed
-    if args.prometheus:
+    if _flag(args, "prometheus"):
         over.setdefault("prometheus", {})["listen"] = args.prometheus
     cuzk_status = getattr(args, "cuzk_status", None)
     if cuzk_status:
@@ -109,8 +172,17 @@ def resolve_config(args: argparse.Namespace) -> Config:
 def main(argv: Sequence[str] | None = None) -> int:
     # The subcommand modules are thin; importing them all to build --help is cheap because none
     # of them imports Textual, plotext or pynvml at module level.
+    arglist = sys.argv[1:] if argv is None else list(argv)
+    if not arglist:
+        # argparse alone would only say "the following arguments are required: COMMAND".
+        print(short_usage(), file=sys.stderr)
+        return 2
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arglist)
+    problem = check_flags_fit_source(args)
+    if problem is not None:
+        print(f"gapwatch {args.command}: {problem}", file=sys.stderr)
+        return 2
     return_large_allocations()  # huge log lines must not grow the heap for good
     try:
         config = resolve_config(args)

@@ -13,7 +13,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gapwatch.core.models import CopyRecord, GpuInfo, GpuSample, Record, SessionHeader
+from gapwatch.core.models import (
+    CopyRecord,
+    GpuInfo,
+    GpuSample,
+    LinkState,
+    ProcessMemory,
+    Record,
+    SessionHeader,
+)
 from gapwatch.sinks.recorder import write_recording
 
 WALL0 = 1_796_029_581.0
@@ -82,10 +90,30 @@ def truth(kind: str = "pageable") -> dict[str, Any]:
     return {"params": {"pinned": kind == "pinned", "abc_mib": 1024}, "intervals": ivs[:1]}
 
 
-def write_case(folder: Path, with_copies: bool = True) -> Path:
+PID = 4242
+
+
+def slow_readings(anon: int = 7 * GIB, shmem: int = 64 << 20,
+                  link: tuple[int, int] = (5, 16)) -> list[Record]:
+    """What the NVML source's slow readings add to such a run: the load generator's /proc memory
+    at 0.5 s and 5.5 s (pageable a/b/c in RssAnon), and its link read under traffic at 2.1 s."""
+    out: list[Record] = [
+        ProcessMemory(MONO0 + int(t * 1e9), WALL0 + t, 0, PID, "python3", shmem, anon, 0, 0)
+        for t in (0.5, 5.5)]
+    out.append(LinkState(0, MONO0 + 2_100_000_000, WALL0 + 2.1, link[0], link[1], 5, 16,
+                         63.0e9 * link[0] / 5 * link[1] / 16, 63.0e9))
+    return out
+
+
+def write_case(folder: Path, with_copies: bool = True, slow: bool = True) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    write_recording(folder / "rec.jsonl.gz", header(), records(with_copies))
+    recs = records(with_copies)
+    if slow:
+        recs = sorted(recs + slow_readings(), key=lambda r: r.t_wall_s)
+    write_recording(folder / "rec.jsonl.gz", header(), recs)
     (folder / "truth.json").write_text(json.dumps(truth()))
-    (folder / "meta.json").write_text(json.dumps({"scenario": "pageable",
-                                                  "expected_kind": "pageable"}))
+    (folder / "meta.json").write_text(json.dumps({
+        "scenario": "pageable", "expected_kind": "pageable", "loadgen_pid": PID,
+        "expect_link": "5x16",
+        "captured": {"copies": True, "hints": True, "procmem": slow, "link": slow}}))
     return folder

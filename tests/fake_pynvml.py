@@ -9,6 +9,10 @@ hardware does).
 
 Time is the fake's `now_ns`, advanced by the tests (`tick()`), so a device's counters and the
 sampler's timestamps agree exactly. Each device's activity is a step function of time.
+
+The link: `nvmlDeviceGetCurrPcieLinkGeneration/Width` answer `trained` (default: the maximum)
+while the device moves data, and `idle_gen` when it does not, as a real link that down-trains
+to save power. `processes` are the PIDs `nvmlDeviceGetComputeRunningProcesses` lists.
 """
 
 from __future__ import annotations
@@ -157,7 +161,23 @@ class FakeDevice:
     #: Added to the byte counters (to start near the 32-bit wrap).
     counter_offset: int = 0
     pcie_kbps: tuple[int, int] = (2_000_000, 1_000)  # (rx, tx) KB/s
+    #: PIDs of the compute processes on this GPU (nvmlDeviceGetComputeRunningProcesses).
+    processes: list[int] = field(default_factory=list)
+    #: (gen, width) the link runs at while data moves; None = its maximum.
+    trained: tuple[int, int] | None = None
+    #: The generation an idle link drops to (power saving); the width stays.
+    idle_gen: int = 1
     calls: Counter[str] = field(default_factory=Counter)
+
+    def moving(self, t_ns: int) -> bool:
+        """Does the activity at t_ns move data (more than 100 MB/s either way)?"""
+        rates = [(r, x) for start, _, r, x in self.activity if start <= t_ns]
+        return bool(rates) and max(rates[-1]) > 100e6
+
+    def current_link(self, t_ns: int) -> tuple[int, int]:
+        if self.moving(t_ns):
+            return self.trained or (self.gen, self.width)
+        return self.idle_gen, (self.trained or (self.gen, self.width))[1]
 
     def integral(self, t_ns: int) -> tuple[float, float, float]:
         """(SM %·s, RX bytes, TX bytes) accumulated from 0 to t_ns."""
@@ -293,6 +313,20 @@ class FakeNvml:
         def nvmlDeviceGetPcieThroughput(h: FakeDevice, counter: int) -> int:
             d = fake._dev(h, "nvmlDeviceGetPcieThroughput")
             return d.pcie_kbps[0] if counter == 1 else d.pcie_kbps[1]
+
+        def nvmlDeviceGetCurrPcieLinkGeneration(h: FakeDevice) -> int:
+            d = fake._dev(h, "nvmlDeviceGetCurrPcieLinkGeneration")
+            return d.current_link(fake.now_ns)[0]
+
+        def nvmlDeviceGetCurrPcieLinkWidth(h: FakeDevice) -> int:
+            d = fake._dev(h, "nvmlDeviceGetCurrPcieLinkWidth")
+            return d.current_link(fake.now_ns)[1]
+
+        def nvmlDeviceGetComputeRunningProcesses(h: FakeDevice) -> list[Any]:
+            d = fake._dev(h, "nvmlDeviceGetComputeRunningProcesses")
+            # pynvml's friendly objects: pid, usedGpuMemory, gpuInstanceId, computeInstanceId.
+            return [types.SimpleNamespace(pid=pid, usedGpuMemory=1 << 30, gpuInstanceId=0xFFFFFFFF,
+                                          computeInstanceId=0xFFFFFFFF) for pid in d.processes]
 
         for fn in list(locals().values()):
             if callable(fn) and getattr(fn, "__name__", "").startswith("nvml"):

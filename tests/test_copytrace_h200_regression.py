@@ -4,8 +4,9 @@ Each folder under tests/data/h200-copytrace/ (from the bench's h200-copytrace.ta
 `gapwatch record --copytrace` recording made beside the load generator, its truth (copy log) and
 meta.json. Today's reader of the recording and today's report must still find every logged copy
 with its memory kind, bytes, times and rate, and state the memory kind in the hint of every
-pcie_starved gap, wherever the captured run did. Until the folder is committed, the same check
-runs over a synthetic case so that the test is known to work.
+pcie_starved gap, and find the load generator's /proc memory and its link at full width and
+generation, wherever the captured run did. Until the folder is committed, the same check runs
+over a synthetic case so that the test is known to work.
 """
 
 from __future__ import annotations
@@ -32,12 +33,19 @@ CASES = sorted(p for p in DATA.glob("*") if (p / "rec.jsonl.gz").is_file()) if D
 def check_case(case: Path) -> None:
     meta = json.loads((case / "meta.json").read_text())
     captured = meta.get("captured", {"copies": True, "hints": True})
-    result = bench.case_check(case)
+    result = bench.case_check(case, expect_link=bench.parse_link(meta.get("expect_link", "")))
     assert result["copies"]["expected_kind"] == meta["expected_kind"]
     if captured.get("copies"):
         assert result["copies"]["passed"], result["copies"]["failures"]
+    elif "copies_partitions_ok" in captured:
+        # The captured run missed a partition (named in meta.json): never fewer than it found.
+        assert result["copies"]["partitions_ok"] >= captured["copies_partitions_ok"]
     if captured.get("hints") and meta["expected_kind"] == "pageable":
         assert result["hints"]["passed"], result["hints"]
+    if captured.get("procmem"):
+        assert result["procmem"]["passed"], result["procmem"]
+    if captured.get("link"):
+        assert result["link"]["passed"], result["link"]
     assert result["counters"].get("bad_records", 0) == 0
 
 
@@ -55,3 +63,12 @@ def test_the_regression_check_itself_passes_on_a_synthetic_case(tmp_path: Path) 
 def test_the_regression_check_fails_on_a_case_without_copies(tmp_path: Path) -> None:
     with pytest.raises(AssertionError):
         check_case(write_case(tmp_path / "pageable", with_copies=False))
+
+
+def test_the_regression_check_fails_when_captured_slow_readings_are_gone(tmp_path: Path) -> None:
+    case = write_case(tmp_path / "pageable", slow=False)
+    meta = json.loads((case / "meta.json").read_text())
+    meta["captured"].update(procmem=True, link=True)
+    (case / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(AssertionError, match=r"'names': \[\]"):  # no /proc reading
+        check_case(case)

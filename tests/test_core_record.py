@@ -145,7 +145,7 @@ def test_sigterm_closes_the_recording_cleanly(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
-    assert "stopped to" in err
+    assert "stopped (SIGTERM)" in err and str(out) in err
     rec = read_any(out)
     list(rec.records)
     assert rec.counters == {}  # a clean close: no truncation, no partial line

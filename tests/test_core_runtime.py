@@ -107,3 +107,82 @@ def test_the_demo_log_file_is_rotated_so_it_never_grows_without_end(tmp_path: Pa
     assert all(s < 1100 for s in sizes) and sizes[1] > 0
     lines.close()
     assert not lines.path.exists() and not lines.old_path.exists()
+
+
+def _recording_without_logs(tmp_path: Path) -> Path:
+    """The H200 pageable run's recording with its log events taken out (as a `record` without
+    `--log` would have written it); its prover logs are beside it."""
+    from gapwatch.sinks.recorder import write_recording
+    from gapwatch.sources.files import read_any
+
+    rec = read_any(E2E / "rec.jsonl.gz")
+    out = tmp_path / "nolog.jsonl.gz"
+    write_recording(out, rec.header, [r for r in rec.records if r.type not in ("log", "gap",
+                                                                                 "state")])
+    return out
+
+
+E2E = Path(__file__).parent / "data" / "h200-e2e" / "pageable"
+
+
+def report_events(logs: list[str]) -> list[object]:
+    from gapwatch.logs.files import parse_log_files
+
+    return list(parse_log_files(logs, Config())[0])
+
+
+def test_replay_with_log_files_finds_what_report_with_them_finds(tmp_path: Path) -> None:
+    from gapwatch.offline.report import build_report
+
+    rec = _recording_without_logs(tmp_path)
+    logs = [str(E2E / "stdout.log"), str(E2E / "stderr.log")]
+    rt = build_runtime(Config(), f"replay:{rec}", speed=0, log_paths=logs)
+    rt.start()
+    assert rt.wait(60)
+    rt.stop()
+    snap = rt.store.snapshot()
+    report = build_report(rec, Config(), logs, workers=1)
+    assert len(snap.log_events) == len(report_events(logs))  # every event of the files
+    replayed = [(g.start_s, g.kind, g.hint) for g in snap.gaps if not g.is_open]
+    assert replayed == [(g.start_s, g.kind, g.hint) for g in report.gaps]
+    assert any("is_pinned=false" in g.hint for g in report.gaps)  # the logs' evidence is in
+    assert rt.status().logs == {path: "read whole" for path in logs}
+
+
+def test_replay_with_a_log_that_cannot_be_read_refuses_to_start(tmp_path: Path) -> None:
+    rec = _recording_without_logs(tmp_path)
+    with pytest.raises(SourceUnavailable, match="cannot read log .*nope.log"):
+        build_runtime(Config(), f"replay:{rec}", speed=0, log_paths=[str(tmp_path / "nope.log")])
+    with pytest.raises(SourceUnavailable, match="not '-'"):
+        build_runtime(Config(), f"replay:{rec}", speed=0, log_paths=["-"])
+
+
+def test_a_log_path_that_does_not_exist_is_a_warning_as_soon_as_following_starts(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "cuzk.lgo"
+    rt = build_runtime(Config(), "sim:chained", speed=0, duration_s=1, log_paths=[str(missing)])
+    rt.start()
+    try:
+        notices = [n for n in rt.store.snapshot().notices if n.level == "warning"]
+        assert notices and notices[0].message == (
+            f"log {missing}: cannot open for reading: No such file or directory; following it "
+            "once it appears")
+        assert rt.status().logs[str(missing)].startswith("missing")
+    finally:
+        rt.stop()
+
+
+def test_the_end_of_a_replay_settles_the_detector_before_saying_done(tmp_path: Path) -> None:
+    """The recording ends inside an idle stretch: once `done`, that open gap is retracted (what
+    `report` counts), not shown as growing."""
+    rec = _recording_without_logs(tmp_path)
+    rt = build_runtime(Config(), f"replay:{rec}", speed=0)
+    rt.start()
+    assert rt.wait(60)
+    try:
+        snap = rt.store.snapshot()
+        assert not any(g.is_open for g in snap.gaps)
+        assert "retracted" in snap.states[0].reason
+    finally:
+        rt.stop()

@@ -180,8 +180,20 @@ def test_one_long_starved_gap_raises_breakdown_by_idle_fraction() -> None:
 
 def test_host_stall_gaps_are_gaps_not_breakdown() -> None:
     pattern = [(2, 95, 2e6), (1, 0, 2e6), (2, 95, 2e6), (1, 0, 2e6), (2, 95, 2e6)]
-    states = [e.state for _, e in run(detector(), stream(pattern)) if isinstance(e, StateChange)]
+    changes = [e for _, e in run(detector(), stream(pattern)) if isinstance(e, StateChange)]
+    states = [e.state for e in changes]
     assert "GAPS" in states and "BREAKDOWN" not in states
+    gaps = next(e for e in changes if e.state == "GAPS")
+    assert gaps.reason == "1 host_stall gap in the last 30 s, none pcie_starved"
+
+
+def test_a_lone_starved_gap_is_named_in_the_gaps_reason_with_what_breakdown_takes() -> None:
+    """The only gap is pcie_starved: the reason must not say "not pcie_starved enough"."""
+    changes = [e for _, e in run(detector(), stream([(2, 95, 2e6), (1, 0, 2.5e9), (2, 95, 2e6)]))
+               if isinstance(e, StateChange)]
+    gaps = next(e for e in changes if e.state == "GAPS")
+    assert gaps.reason == ("1 pcie_starved gap in the last 30 s: BREAKDOWN takes 2 pcie_starved "
+                           "gaps, or 3 s idle in them")
 
 
 def test_evidence_host_pressure_and_unpinned_partition_in_hint() -> None:

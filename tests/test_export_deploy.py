@@ -17,6 +17,7 @@ from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, SessionHea
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.prometheus import start_exporter
+from gapwatch.sinks.recorder import RecordingStatus
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 DASHBOARD = DEPLOY / "grafana" / "gapwatch-dashboard.json"
@@ -29,7 +30,16 @@ def _served_names() -> set[str]:
                            gpus=[GpuInfo(index=0, link_bytes_per_s=63e9)])
     store = SeriesStore(header.gpus, 0.1)
     session = Session(header, store)
-    handle = start_exporter(":0", session)
+
+    class Status:  # what the runtime reports, with a recording (its families only exist then)
+        logs = {"/var/log/cuzk.log": "following"}
+        log_counters = {"lines": 1}
+        recording = RecordingStatus(
+            path="gw.jsonl.gz", state="failing", error="No space left on device",
+            failing_since_wall_s=0.0, write_errors=1, records_written=1, records_pending=1,
+            records_dropped=0, bytes_written=1)
+
+    handle = start_exporter(":0", session, status_fn=Status)
     try:
         session.on_gpu_samples([GpuSample(0, 1, 1.0, 100, 50.0, 60.0, 1e9, 1e8, lateness_ns=1)])
         session.on_record(HostSample(1, 1.0, 100, 40.0, 1 << 30, 0, 10.0, 5.0, 1.0, 0.1,

@@ -18,7 +18,9 @@ from gapwatch.core.models import (
     GpuInfo,
     GpuSample,
     HostSample,
+    LinkState,
     LogEvent,
+    ProcessMemory,
     Record,
     SessionHeader,
     StateChange,
@@ -125,6 +127,23 @@ def test_latest_sample_becomes_ratio_and_byte_gauges(live: tuple[Session, Script
     info = m["gapwatch_gpu_info"]
     assert info[(("gpu", "0"), ("name", "H200"), ("pcie_source", "gpm"), ("sm_source", "gpm"),
                  ("uuid", ""))] == 1
+
+
+def test_the_trained_link_and_the_provers_proc_memory_are_gauges_missing_fields_absent(
+        live: tuple[Session, ScriptedDetector, ExporterHandle]) -> None:
+    session, _, handle = live
+    session.on_record(LinkState(0, 1, 1000.0, 3, 8, 5, 16, 7.88e9, 63.0e9))
+    session.on_record(ProcessMemory(1, 1000.0, 0, 4242, "cuzk", 12 << 30, 180 << 30))
+    session.on_record(ProcessMemory(1, 1000.0, 0, 31, "", None, None))
+    m = scrape(handle)
+    assert m["gapwatch_gpu_pcie_link_trained_capacity_bytes_per_second"] == {
+        (("gpu", "0"),): 7.88e9}
+    assert m["gapwatch_gpu_pcie_link_trained_down"] == {(("gpu", "0"),): 1.0}
+    # The pid whose /proc could not be read is absent, never 0.
+    assert m["gapwatch_process_pinned_host_memory_bytes"] == {
+        (("gpu", "0"), ("name", "cuzk"), ("pid", "4242")): float(12 << 30)}
+    assert m["gapwatch_process_heap_host_memory_bytes"] == {
+        (("gpu", "0"), ("name", "cuzk"), ("pid", "4242")): float(180 << 30)}
 
 
 def test_missing_readings_are_absent_never_zero(live: tuple[Session, ScriptedDetector,

@@ -64,7 +64,7 @@ def test_stderr_file_listed_first_still_gets_the_anchor(tmp_path: Path,
 
 
 def test_missing_file_is_an_error_but_the_others_are_parsed(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["parse", "/nonexistent/x.log", str(DATA / "pinned.log")]) == 1
+    assert main(["parse", "/nonexistent/x.log", str(DATA / "pinned.log")]) == 2  # bad usage
     _, err = capsys.readouterr()
     assert "/nonexistent/x.log: cannot read" in err and "160 lines" in err
 

@@ -72,11 +72,28 @@ def test_file_that_does_not_exist_yet_is_read_from_its_start(tmp_path: Path) -> 
     log = tmp_path / "later.log"
     got = Collect()
     t = tailer(log, got)
-    t.poll_once()
     assert t.status()[0].state == "waiting for file"
+    t.poll_once()
+    assert t.status()[0].state == "missing: no such file (waiting for it)"
     log.write_bytes(b"first\n")
     t.poll_once()
     assert got.lines == ["first"]
+    assert t.status()[0].state == "following"
+
+
+def test_a_missing_file_is_a_warning_once_like_tail_f_then_its_appearance_is_said(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "typo.log"
+    notices: list[tuple[str, str]] = []
+    t = Tailer([str(log)], lambda *a: None, on_notice=lambda lv, msg: notices.append((lv, msg)))
+    for _ in range(3):
+        t.poll_once()
+    assert notices == [("warning", f"log {log}: cannot open for reading: No such file or "
+                                   "directory; following it once it appears")]
+    log.write_bytes(b"x\n")
+    t.poll_once()
+    assert notices[-1] == ("info", f"log {log}: has appeared; following it from its start")
 
 
 def test_rotation_by_rename_drains_the_old_file_then_reads_the_new_one(tmp_path: Path) -> None:

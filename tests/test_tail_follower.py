@@ -56,7 +56,8 @@ def test_follower_delivers_events_from_two_files_and_reports_state(tmp_path: Pat
     assert not any(e.name == "old line" for e in events)  # started at the end
     assert [f.state for f in status.files] == ["following", "following"]
     assert status.lines == 3 and status.unparsed == 0 and status.attributed == 1
-    assert any("following from its start" in n.message for n in notices)  # err.log appeared
+    assert any("has appeared; following it from its start" in n.message
+                   for n in notices)  # err.log appeared
 
 
 def test_a_failing_consumer_is_reported_and_tailing_goes_on(tmp_path: Path) -> None:

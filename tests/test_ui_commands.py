@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import DATA
 
@@ -24,3 +26,24 @@ def test_a_missing_recording_is_one_line_and_exit_2(capsys: pytest.CaptureFixtur
 def test_demo_refuses_a_non_sim_source_and_speed_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--source", "nvml"]) == 2
     assert main(["demo", "--speed", "0"]) == 2
+
+
+def test_headless_record_says_on_stderr_that_a_log_path_does_not_exist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    missing = tmp_path / "stdout.lgo"
+    assert main(["record", "--source", "sim:chained", "--speed", "0", "--duration", "2",
+                 "--quiet", "--out", str(tmp_path / "r.jsonl"), "--log", str(missing)]) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "cannot open for reading" in line]
+    assert lines == [f"warning: log {missing}: cannot open for reading: No such file or "
+                     "directory; following it once it appears"]
+
+
+def test_replay_with_a_missing_log_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["replay", str(DATA / "pageable.csv"), "--headless", "--speed", "0",
+                 "--log", str(tmp_path / "nope.log")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "cannot read log" in err

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from ui_fakes import gap, t_ns
+from ui_fakes import T0_NS, gap, gpu_sample, t_ns
 
-from gapwatch.ui.blocks import BLANK, RANGE, SOLID, ZERO, nice_scale, render_rows
-from gapwatch.ui.reduce import MISSING, Column, gap_columns, reduce_minmax
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.models import GpuSample
+from gapwatch.core.readings import busy_reading
+from gapwatch.ui.blocks import BLANK, GAP_PREFIX, SOLID, ZERO, render_rows
+from gapwatch.ui.reduce import MISSING, Column, busy_shares, gap_columns, reduce_minmax
 
 S = 1_000_000_000
+_CONFIG = DetectorConfig()
+
+
+def _busy_of(sample: GpuSample) -> bool | None:
+    return busy_reading(sample, _CONFIG, True)
 
 
 def busy_with_dip(total_s: int, dip_at_s: float, dip_s: float) -> list[tuple[int, float | None]]:
@@ -70,18 +78,105 @@ def test_gap_marks_ignore_other_gpus_and_prefer_starved() -> None:
     assert marks[59] == "unknown"
 
 
-def test_block_rows_tell_zero_from_missing_and_busy_from_mixed() -> None:
-    cols = [Column(100.0, 100.0), Column(0.0, 100.0), Column(0.0, 0.0), MISSING]
-    rows = render_rows(cols, rows=2, scale=100.0)
+def test_block_rows_tell_zero_from_missing_and_busy_from_a_column_with_a_gap() -> None:
+    cells = [(1.0, None), (1.0, "pcie_starved"), (0.0, None), (None, None), (0.5, None)]
+    rows = render_rows(cells, rows=2)
     top = "".join(chars for chars, _ in rows[0])
     bottom = [(chars, style) for chars, style in rows[1]]
-    assert top == "██  "
-    assert bottom == [("█", SOLID), ("█", RANGE), ("▁", ZERO), (" ", BLANK)]
+    assert top == "█▓   "
+    assert bottom == [("█", SOLID), ("▓", GAP_PREFIX + "pcie_starved"), ("▁", ZERO),
+                      (" ", BLANK), ("█", SOLID)]
 
 
-def test_nice_scale_rounds_up_to_1_2_5() -> None:
-    assert nice_scale(41.0, 1.0) == 50.0
-    assert nice_scale(2.8, 1.0) == 5.0
-    assert nice_scale(None, 1.0) == 1.0
-    assert nice_scale(0.0, 1.0) == 1.0
-    assert nice_scale(100.0, 1.0) == 100.0
+def test_a_column_with_a_gap_never_reads_as_busy_even_when_the_gap_is_tiny() -> None:
+    """A 0.1 s gap in an 8 s column leaves it 99 % busy: the height rounds to full, but the
+    cells are the gap's texture and style, not the busy `█`."""
+    busy = render_rows([(0.99, None)], rows=2)
+    gapped = render_rows([(0.99, "host_stall")], rows=2)
+    assert busy != gapped
+    assert all("█" not in chars for row in gapped for chars, _ in row)
+
+
+def test_a_fully_idle_column_in_a_gap_is_a_baseline_in_the_gap_style() -> None:
+    rows = render_rows([(0.0, "pcie_starved")], rows=2)
+    assert rows[-1] == [("▁", GAP_PREFIX + "pcie_starved")]
+    assert rows[0] == [(" ", BLANK)]
+
+
+def test_busy_share_is_the_busy_part_of_each_columns_covered_time() -> None:
+    # 10 s of 100 ms samples; idle (sm 0) from 2.0 to 2.5 s; columns of 1 s.
+    samples = [gpu_sample(0, (i + 1) / 10, 0.0 if 20 <= i < 25 else 97.0, 30e9)
+               for i in range(100)]
+    shares = busy_shares(samples, T0_NS, T0_NS + 10 * S, 10, busy_of=_busy_of,
+                         lag_ns=0, default_interval_ns=S // 10, max_interval_ns=S)
+    assert shares[2] == 0.5  # half of the third second was idle
+    assert shares[0] == shares[9] == 1.0
+
+
+def test_busy_share_places_readings_earlier_by_the_lag_as_the_detector_does() -> None:
+    samples = [gpu_sample(0, (i + 1) / 10, 0.0 if 20 <= i < 25 else 97.0, 30e9)
+               for i in range(100)]
+    shares = busy_shares(samples, T0_NS, T0_NS + 10 * S, 10, busy_of=_busy_of,
+                         lag_ns=S // 2, default_interval_ns=S // 10, max_interval_ns=S)
+    # The idle half second now lies at 1.5..2.0 s: in the second column.
+    assert shares[1] == 0.5 and shares[2] == 1.0
+
+
+def test_a_column_no_reading_covers_is_missing_not_idle() -> None:
+    samples = [gpu_sample(0, (i + 1) / 10, 97.0, 30e9) for i in range(100) if not 30 <= i < 60]
+    shares = busy_shares(samples, T0_NS, T0_NS + 10 * S, 10, busy_of=_busy_of,
+                         lag_ns=0, default_interval_ns=S // 10, max_interval_ns=S // 5)
+    assert shares[3] is None and shares[4] is None  # the hole is not painted by the next sample
+    assert shares[6] == 1.0
+
+
+def test_one_idle_sample_lowers_its_column_in_a_ten_minute_window() -> None:
+    """600 s over 72 columns: 8.3 s each. One 100 ms idle reading takes 1.2 % of its column:
+    the share says so (and a gap there marks the column, see the block tests)."""
+    samples = [gpu_sample(0, (i + 1) / 10, 0.0 if i == 3000 else 97.0, 30e9)
+               for i in range(6000)]
+    shares = busy_shares(samples, T0_NS, T0_NS + 600 * S, 72, busy_of=_busy_of,
+                         lag_ns=0, default_interval_ns=S // 10, max_interval_ns=S)
+    lowered = [i for i, share in enumerate(shares) if share is not None and share < 1.0]
+    assert len(lowered) == 1
+    assert 0.98 < shares[lowered[0]] < 0.99  # type: ignore[operator]
+
+
+def test_busy_reading_follows_the_detectors_thresholds_and_stale_gpm_rule() -> None:
+    config = DetectorConfig()
+    assert busy_reading(gpu_sample(0, 1, 10.0, 1e9), config, True) is True
+    assert busy_reading(gpu_sample(0, 1, 9.9, 1e9), config, True) is False
+    stale = gpu_sample(0, 1, 0.0, 0.0, 0.0)
+    assert busy_reading(stale, config, True) is None  # carries no interval of its own
+    no_sm = gpu_sample(0, 1, None, 1e9)
+    assert busy_reading(no_sm, config, True) is None  # missing data, not util
+
+
+def test_the_column_cache_draws_what_a_full_reduction_draws_as_data_streams_in() -> None:
+    """Redraw after redraw (every 0.25 s of data, with a hole and stale GPM readings on the
+    way), the cached columns equal the ones computed from all samples afresh."""
+    from ui_fakes import H200
+
+    from gapwatch.engine.store import SeriesStore
+    from gapwatch.ui.series import SeriesCache, busy_cells, rx_cells
+    from gapwatch.ui.view import View, newest_time_ns
+
+    store = SeriesStore([H200], period_s=0.1, history_s=600)
+    busy_cache, rx_cache = SeriesCache(), SeriesCache()
+    for i in range(1, 900):
+        s = i / 10
+        if 30 <= s < 31:
+            continue  # a hole
+        stale = i % 37 == 0
+        sm = 0.0 if stale else (0.0 if int(s) % 7 == 0 else 97.0)
+        rx = 0.0 if stale else (2.8e9 if sm == 0 else 41e9)
+        store.append_gpu([gpu_sample(0, s, sm, rx, 0.0 if stale else 1e9)])
+        if i % 3:
+            continue
+        snap = store.snapshot()
+        end = newest_time_ns(snap)
+        assert end is not None
+        view = View(snap=snap, gpu=0, window_s=60.0, t_end_ns=end, detector=_CONFIG)
+        t0, t1 = view.grid(71)
+        assert busy_cells(view, 71, t0, t1, busy_cache) == busy_cells(view, 71, t0, t1)
+        assert rx_cells(view, 71, t0, t1, rx_cache) == rx_cells(view, 71, t0, t1)

@@ -100,3 +100,44 @@ def test_a_target_that_is_a_file_raises_instead_of_crashing(tmp_path: Path) -> N
     with pytest.raises(SnapshotError):
         write_snapshot(blocker, filled_store().snapshot(), header(), make_config(),
                        t_wall_s=WALL0_S)
+
+
+def test_the_summary_shows_the_live_busy_share_and_the_real_span(tmp_path: Path) -> None:
+    """The state change said 81 % busy when it happened; the store's live value is 64 %: the
+    summary says what the header and /metrics say. 60 s of data is 60 s, not "the last 300 s"."""
+    store = filled_store()
+    store.set_busy(0, 0.64)
+    path = write_snapshot(tmp_path, store.snapshot(), header(), make_config(tmp_path),
+                          t_wall_s=WALL0_S + 61)
+    summary = (path / "summary.md").read_text()
+    assert "| GPU0 | NVIDIA H200 | BREAKDOWN | 64% |" in summary
+    assert "81%" not in summary
+    assert "Covers 60.0s of data, 09:06:21 to 09:07:21" in summary
+    assert "Covers the last 300" not in summary
+
+
+def test_the_summary_gives_each_distinct_cause_once_with_a_count(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from ui_fakes import gap
+
+    store = SeriesStore(list(header().gpus), period_s=0.1, history_s=600)
+    fill_breakdown(store)
+    unpinned = [{"warning": "unpinned", "partition": p, "name": "x", "raw": "is_pinned=false"}
+                for p in (5, 6)]
+    for i in range(15):  # 15 gaps, each with its own figures and partitions in the hint
+        hint = (f"partitions {i}, {i + 1} were synthesised with is_pinned=false: a/b/c in "
+                f"pageable memory?; SMs idle 0.{i} s while H2D ran at 2.{i} GB/s")
+        store.upsert_gap(replace(gap(100 + i, 0, 2.0 * i, 2.0 * i + 0.5, hint=hint),
+                                 log_events=unpinned))
+    store.upsert_gap(gap(200, 0, 40.0, 41.0, kind="host_stall", hint="SMs idle 1.0 s with "
+                         "PCIe quiet (2 MB/s): the GPU waited on the host"))
+    path = write_snapshot(tmp_path, store.snapshot(), header(), make_config(tmp_path),
+                          t_wall_s=WALL0_S + 61)
+    summary = (path / "summary.md").read_text()
+    hints = summary.split("## Hints")[1].split("## Prover log warnings")[0]
+    bullets = [line for line in hints.splitlines() if line.startswith("- ")]
+    assert len(bullets) == 3  # 15 unpinned starved gaps, the 5 plain starved ones, 1 host stall
+    assert bullets[0].startswith("- **pcie_starved**, 15 gap(s) (GPU0 15)")
+    assert "is_pinned=false: a/b/c in pageable memory?" in bullets[0]
+    assert "latest (" in hints and "partitions 14, 15" in hints

@@ -1,55 +1,129 @@
 """SVG snapshot tests of the dashboard (pytest-textual-snapshot). Fixed data, fixed times: the
 pictures never depend on the wall clock. Update with `pytest tests/test_ui_snapshots.py
---snapshot-update` after checking the new pictures by eye."""
+--snapshot-update` after checking the new pictures by eye (`rsvg-convert` turns an SVG from
+tests/__snapshots__/ into a PNG)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ui_fakes import H200, H200_B, WALL0_S, FakeRuntime, fill_breakdown, make_config
+from test_ui_glance import fleet
+from ui_fakes import (
+    H200,
+    H200_B,
+    LINK,
+    STARVED_GAPS,
+    WALL0_S,
+    FakeRuntime,
+    fill_breakdown,
+    gap,
+    make_config,
+)
 
+from gapwatch.core.hints import make_hint
+from gapwatch.core.models import StateChange
 from gapwatch.ui.app import GapwatchApp
+
+FIXED_WALL = lambda: WALL0_S + 100  # noqa: E731 - a fixed clock for snapshot names
 
 
 def breakdown_app(tmp_path: Path, two_gpus: bool = False) -> GapwatchApp:
     rt = FakeRuntime(make_config(tmp_path), gpus=[H200, H200_B] if two_gpus else [H200])
     fill_breakdown(rt.store, gpus=(0, 1) if two_gpus else (0,))
-    return GapwatchApp(rt, wall_clock=lambda: WALL0_S + 100)
+    return GapwatchApp(rt, wall_clock=FIXED_WALL)
 
 
-def test_breakdown_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
-    """At 80x24 the first line reads `GPU0 H200  BREAKDOWN  busy 81%`, the next lines say why
-    (3 pcie_starved gaps in 30 s) and start the hint (pageable copies at 2.8 GB/s). The SM chart
-    has a blank stretch at -40..-38 s (no data, not zero) and drops to the baseline in the gaps;
-    the gap row shows five runs of `S`; the host line shows PSI some 23.5 %; the gap table lists
-    the newest gap (0.40 s) first; the log shows `[bold]not markup[/bold]` literally and the
-    `[unpinned]` warning; the footer shows sampler lateness and the keys."""
-    assert snap_compare(breakdown_app(tmp_path), terminal_size=(80, 24))
+def pageable_app(tmp_path: Path) -> tuple[FakeRuntime, GapwatchApp]:
+    """The breakdown data with the hints the detector writes for pageable copies: partitions
+    synthesised with is_pinned=false, host memory under pressure."""
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    events = [{"warning": "unpinned", "partition": p, "name": "synthesize_partition",
+               "raw": "partition synthesis complete is_pinned=false"} for p in (5, 6, 7)]
+    host = {"psi_mem_some_share_max": 0.39, "major_faults_per_s_max": 154.0,
+            "mem_bandwidth_bytes_per_s_max": 175e9}
+    for gid, (a, b) in enumerate(STARVED_GAPS, start=1):
+        g = gap(gid, 0, a - 0.1, b - 0.1)
+        hint = make_hint("pcie_starved", b - a, 2.8e9, 0.05e9, LINK, "high", host, events)
+        rt.store.upsert_gap(replace(g, hint=hint, log_events=events))
+    return rt, GapwatchApp(rt, wall_clock=FIXED_WALL)
+
+
+def test_pageable_breakdown_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """At 80x24: `▶GPU0 … BREAKDOWN busy 81%`, then the verdict wrapped over four lines with the
+    whole hint, `partitions 5, 6, 7 were synthesised with is_pinned=false: a/b/c in pageable
+    memory?` first and the host pressure last, nothing cut. The busy chart (two rows, scale
+    `0-100`) drops under each of the five starved gaps, whose columns are drawn `▓`/red (never
+    the busy `█`), with `S` under them in the gap row; the hole at -40..-38 s is blank (no data,
+    not zero). RX/TX are on the % of link scale (41 GB/s bursts reach ▅ of a 63 GB/s link).
+    Host pressure breaks between phrases; the gap table names `▶GPU0` in each row; the log is
+    in time order; the footer's last line is the keys, `? help  q quit` first."""
+    _, app = pageable_app(tmp_path)
+    assert snap_compare(app, terminal_size=(80, 24))
+
+
+def test_eight_gpus_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """Eight GPUs in three lines of compact cells (`▶0 BREAKDOWN  81% RX  6.0G`): GPU0 and GPU5
+    in BREAKDOWN, GPU3 in GAPS, the rest CHAINED. The selected GPU0's verdict and hint follow,
+    then `also: GPU5 BREAKDOWN` is not needed (none is worse than GPU0). The charts are GPU0's;
+    the gap table marks each row's GPU (`▶GPU0`, ` GPU5`, ` GPU3`)."""
+    app = GapwatchApp(fleet(tmp_path, 8), wall_clock=FIXED_WALL)
+    assert snap_compare(app, terminal_size=(80, 24))
+
+
+def test_help_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """`?` shows the help in a framed box 78 columns wide: the keys, the states in words, what
+    the busy chart, `▓`, RX/TX and blank columns mean, the gap letters S/T/H/?; no line wraps
+    into an orphan, and the box scrolls (its scroll bar on the right) to the status lines."""
+    assert snap_compare(breakdown_app(tmp_path), terminal_size=(80, 24), press=["question_mark"])
+
+
+def test_detail_view_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """`d` at 80x24: the plotext busy plot of GPU0 alone (no room for the RX/TX plot), y axis
+    0 / 50 / 100 (nothing below zero or above 100), the busy line dipping at each gap with red
+    gap squares on the zero line, the hole at -40..-38 s not bridged, x labels -60 -45 -30 -15
+    now apart from each other, and the note that `d` goes back."""
+    assert snap_compare(breakdown_app(tmp_path), terminal_size=(80, 24), press=["d"])
+
+
+def test_finished_replay_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """A replay that reached the end of its file: the `REPLAY ENDED` banner under the GPU line
+    with the final gap counts; GPU0 IDLE with the detector's reason (the last idle stretch,
+    gap 6, retracted) and the last gap's hint; no open gap anywhere (no `+`, no `so far`); the
+    footer's first line starts with `source ended`."""
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    rt.header = rt.header.model_copy(update={"source": "replay:rec.jsonl.gz"})
+    # The idle stretch at the end was an open gap until the data ended; then it was retracted.
+    rt.store.upsert_gap(gap(6, 0, 58.9, None))
+    rt.store.upsert_gap(replace(gap(6, 0, 58.9, 60.0), retracted=True))
+    rt.store.set_state(StateChange(
+        gpu=0, t_mono_ns=rt.store.snapshot().states[0].t_mono_ns + 1, t_wall_s=WALL0_S + 60,
+        state="IDLE", busy_fraction=0.78,
+        reason="end of data: idle after the last busy period, gap 6 retracted"))
+    rt.done = True
+    assert snap_compare(GapwatchApp(rt, wall_clock=FIXED_WALL), terminal_size=(80, 24))
 
 
 def test_breakdown_at_160x48(snap_compare: Any, tmp_path: Path) -> None:
     """At 160x48 the same data uses the room: the whole hint on the verdict lines, taller charts
-    (SM over 7 rows, RX and TX with their scales ≤50 and ≤2 GB/s), rules between panels, and the
-    gap table beside the prover log, all five gaps listed with their hints."""
+    (busy over 7 rows, RX and TX on the % of link scale), rules between panels, and the gap
+    table beside the prover log, all five gaps listed with their hints."""
     assert snap_compare(breakdown_app(tmp_path), terminal_size=(160, 48))
 
 
 def test_two_gpus_second_selected_paused_at_160x48(snap_compare: Any, tmp_path: Path) -> None:
-    """Two GPUs: two header lines, the `▶` marker on GPU1 after `g`, the charts titled `GPU1 ·
-    last 2 min` after `w`, and the yellow PAUSED banner after `p` saying that sampling and
-    detection go on."""
+    """Two GPUs: two header lines, the `▶` marker on GPU1 after `g`, its verdict, the charts
+    titled `GPU1 · last 2 min` after `w`, and the yellow PAUSED banner after `p` saying that
+    sampling and detection go on."""
     assert snap_compare(breakdown_app(tmp_path, two_gpus=True), terminal_size=(160, 48),
                         press=["g", "w", "p"])
 
 
 def test_detail_view_at_160x48(snap_compare: Any, tmp_path: Path) -> None:
-    """`d` replaces the block charts with the plotext detail chart of GPU0: SM % in green on the
-    left axis, RX/TX GB/s on the right, a hole at -40..-38 s (no data, not bridged), and red
-    gap squares under the five starved gaps."""
+    """`d` at 160x48: the plotext detail chart of GPU0, busy % 0-100 on top with red gap
+    squares on the zero line and the hole at -40..-38 s not bridged, RX/TX in % of the link
+    below, x labels every 15 s."""
     assert snap_compare(breakdown_app(tmp_path), terminal_size=(160, 48), press=["d"])
-
-
-def test_help_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
-    """`?` shows the keys, the three chaining states in words, and the gap letters S/T/H/?."""
-    assert snap_compare(breakdown_app(tmp_path), terminal_size=(80, 24), press=["question_mark"])

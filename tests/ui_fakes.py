@@ -22,6 +22,7 @@ from gapwatch.engine.runtime import RuntimeStatus
 from gapwatch.engine.sampler import LatenessStats
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
+from gapwatch.sinks.recorder import RecordingStatus
 
 T0_NS = 5_000_000_000_000
 WALL0_S = 1_796_029_581.0  # 2026-11-30 09:06:21 UTC
@@ -35,6 +36,11 @@ H200_B = GpuInfo(index=1, name="NVIDIA H200", link_gen=5, link_width=16, link_by
 
 HINT = ("pageable host-to-device copies at 2.8 GB/s (4% of link): pin a/b/c buffers "
         "(cudaHostAlloc pool) or free host memory bandwidth")
+
+
+def h200(index: int) -> GpuInfo:
+    return GpuInfo(index=index, name="NVIDIA H200", link_gen=5, link_width=16,
+                   link_bytes_per_s=LINK, sm_source="gpm", pcie_source="gpm")
 
 
 def make_config(tmp: Path | None = None, **ui: object) -> Config:
@@ -85,6 +91,9 @@ def log_event(seconds: float, raw: str, warning: str | None = None) -> LogEvent:
                     name=raw.split()[0], raw=raw, warning=warning)
 
 
+#: How far before its read time a GPM reading's activity lies (DetectorConfig.gpm_lag_ms).
+LAG_S = 0.1
+
 #: GPU 0 chains for 30 s, then idles in starved gaps; 2 s of missing data at 20-22 s.
 STARVED_GAPS = [(33.0, 34.2), (38.0, 39.1), (44.5, 45.3), (50.0, 51.5), (55.0, 55.4)]
 
@@ -117,7 +126,9 @@ def fill_breakdown(store: SeriesStore, gpus: tuple[int, ...] = (0,)) -> None:
     gid = 1
     for gpu in gpus:
         for a, b in STARVED_GAPS:
-            store.upsert_gap(gap(gid, gpu, a, b))
+            # The detector places GPM readings `gpm_lag_ms` (100 ms) before they were read, and
+            # its gap edges with them.
+            store.upsert_gap(gap(gid, gpu, a - LAG_S, b - LAG_S))
             gid += 1
         store.set_state(StateChange(gpu=gpu, t_mono_ns=t_ns(45.3), t_wall_s=WALL0_S + 45.3,
                                     state="BREAKDOWN", busy_fraction=0.81,
@@ -134,6 +145,10 @@ class FakeRuntime:
         self.store = SeriesStore(list(self.header.gpus), period_s=0.1, history_s=600)
         self.session = Session(self.header, self.store, detector=detector)  # type: ignore[arg-type]
         self.status_calls = 0
+        #: What status() says: the source ended (a finished replay), and the followed logs.
+        self.done = False
+        self.logs = {"/tmp/gapwatch-sim-pageable.log": "following"}
+        self.recording: RecordingStatus | None = None
 
     def status(self) -> RuntimeStatus:
         self.status_calls += 1
@@ -141,8 +156,10 @@ class FakeRuntime:
             source="sim:pageable", period_ms=100.0,
             lateness=LatenessStats(600, 0, 0, 0.21, 0.93, 1.7),
             gpu_sources={g.index: "gpm" for g in self.header.gpus},
-            logs={"/tmp/gapwatch-sim-pageable.log": "following"},
+            logs=dict(self.logs),
             log_counters={"lines": 40, "parsed": 38, "unparsed": 2},
+            done=self.done,
+            recording=self.recording,
         )
 
 

@@ -9,8 +9,9 @@ imports them all. The dashboard commands import `gapwatch.ui` inside `run`.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
+
+from gapwatch.engine.console import say
 
 
 def add_cuzk_status_argument(p: argparse.ArgumentParser) -> None:
@@ -25,6 +26,6 @@ def say_sim_status(rt: Any, command: str) -> None:
     """Tell the user where the simulated prover serves its status (to try `--cuzk-status`)."""
     server = getattr(rt, "sim_status_server", None)
     if server is not None:
-        print(f"gapwatch {command}: the simulated prover serves its status at {server.url} "
-              f"(try `gapwatch record --source sim:chained --cuzk-status {server.url} "
-              "--out x.jsonl`)", file=sys.stderr)
+        say(f"gapwatch {command}: the simulated prover serves its status at {server.url} "
+            f"(try `gapwatch record --source sim:chained --cuzk-status {server.url} "
+            "--out x.jsonl`)")

@@ -13,15 +13,17 @@ import argparse
 import sys
 
 from gapwatch.commands import say_sim_status
+from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
-from gapwatch.engine.runtime import build_runtime
+from gapwatch.engine.console import say
+from gapwatch.engine.runtime import STARTUP_ERRORS, build_runtime
 from gapwatch.engine.terminal import detach_piped_stdin
-from gapwatch.sources import SourceUnavailable
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", default=None, metavar="FILE",
                    help="also record the demo to FILE, replayable with `gapwatch replay`")
+    add_output_arguments(p, "--record")
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
@@ -37,11 +39,12 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     try:
         log_fd = detach_piped_stdin(list(config.logs.paths))
-        rt = build_runtime(config, source, speed=speed, record_path=args.record, stdin_fd=log_fd)
-    except SourceUnavailable as exc:
-        print(f"gapwatch: {exc}", file=sys.stderr)
+        rt = build_runtime(config, source, speed=speed, record_path=args.record,
+                           record_exists=exists_policy(args), stdin_fd=log_fd)
+    except STARTUP_ERRORS as exc:
+        say(f"gapwatch demo: {exc}")
         return 2
     from gapwatch.ui import start_and_show
 
     say_sim_status(rt, "demo")
-    return start_and_show(rt)
+    return start_and_show(rt, "demo")

@@ -8,7 +8,8 @@ per-partition table and the run figures instead of the events; `--recording FILE
 events and the prover's `/status` snapshots of a gapwatch recording to the timeline (the table
 uses the snapshots where the logs are missing).
 
-Exit codes: 0 success, 1 a file could not be read.
+Exit codes: 0 success, 2 a LOG cannot be opened (missing, a directory, unreadable: bad usage;
+the other files are still parsed), 1 a file failed while it was being read.
 """
 
 from __future__ import annotations
@@ -60,6 +61,19 @@ def _lines(path: str, splitter: LineSplitter) -> Iterator[str]:
     finally:
         if close:
             os.close(fd)
+
+
+def _unopenable(path: str) -> str | None:
+    """Why `path` cannot be parsed (missing, a directory, unreadable), or None."""
+    if path == "-":
+        return None
+    if os.path.isdir(path):
+        return "is a directory"
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    return None
 
 
 def _first_anchor(paths: list[str], config: Config) -> float | None:
@@ -139,7 +153,12 @@ def format_timeline(run: RunTimeline) -> str:
 
 def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
                 args: argparse.Namespace, out: TextIO, collected: list[LogEvent]) -> int:
-    """Parse and print one file; returns 1 if it could not be read (message on stderr)."""
+    """Parse and print one file; returns 2 if it cannot be opened, 1 if reading it failed
+    part-way (message on stderr), else 0."""
+    problem = _unopenable(path)
+    if problem is not None:
+        print(f"gapwatch parse: {path}: {problem}", file=sys.stderr)
+        return 2
     try:
         lines = _lines(path, splitter)
         for line in lines:
@@ -189,12 +208,12 @@ def run(args: argparse.Namespace, config: Config) -> int:
     parser.anchor_wall_s = _first_anchor(paths, config)
     out: TextIO = sys.stdout
     collected: list[LogEvent] = []
-    failed = 0
+    status = 0
     cut = 0
     try:
         for path in paths:
             splitter = LineSplitter(config.logs.max_line_bytes)
-            failed += _parse_file(path, splitter, parser, args, out, collected)
+            status = max(status, _parse_file(path, splitter, parser, args, out, collected))
             cut += splitter.cut_lines
     except BrokenPipeError:  # `gapwatch parse x.log | head`: stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
@@ -209,4 +228,4 @@ def run(args: argparse.Namespace, config: Config) -> int:
     print(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "
           f"{c['unparsed']} unparsed, {c['blank']} blank, {cut} cut at "
           f"{config.logs.max_line_bytes} bytes", file=sys.stderr)
-    return 1 if failed else 0
+    return status

@@ -1,32 +1,37 @@
 """`gapwatch record`: headless sampling, detection and recording (never imports Textual).
 
 `gapwatch record --out FILE [--duration S]` writes a JSON Lines recording (gzip when FILE ends in
-`.gz`). Without `--out` it still runs (useful with `--prometheus` on a fleet box). SIGINT and
-SIGTERM stop it cleanly: the detector is settled and the file closed whole. At the end it prints
-a one-paragraph summary to stderr (gaps by kind, states reached, lateness).
+`.gz`). Without `--out` it still runs (useful with `--prometheus` on a fleet box). An existing
+FILE is never overwritten unless `--force` is given (`--rotate` keeps it and records to the next
+free name); a FILE another process is writing is refused. SIGINT, SIGTERM and SIGHUP stop it
+cleanly: the detector is settled, the file closed whole, the summary printed (exit 0). A full or
+failing disk stops the recording, not the monitoring: it is said (stderr, `/metrics`), retried,
+and resumed when space returns (docs/recording.md). Every line goes through
+`gapwatch.engine.console`, so a closed stderr never stops it.
 """
 
 from __future__ import annotations
 
 import argparse
-import signal
-import sys
-import threading
-from types import FrameType
+import time
 
-from gapwatch.commands import add_cuzk_status_argument, say_sim_status
+from gapwatch.commands import add_cuzk_status_argument, argtypes, say_sim_status
 from gapwatch.commands.copytrace import add_copytrace_flag
+from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
-from gapwatch.engine.runtime import build_runtime
-from gapwatch.engine.summary import gap_counts_text
-from gapwatch.sources import SourceUnavailable
+from gapwatch.engine.console import say
+from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime
+from gapwatch.engine.sampler import LatenessStats
+from gapwatch.engine.stop_signals import StopSignals
+from gapwatch.engine.summary import gap_counts_text, links_down_text, procmem_counts_text
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default=None, metavar="FILE",
                    help="recording to write (.jsonl, or .jsonl.gz for gzip)")
-    p.add_argument("--duration", type=float, default=None, metavar="S",
+    add_output_arguments(p, "--out")
+    p.add_argument("--duration", type=argtypes.positive_seconds, default=None, metavar="S",
                    help="stop after S seconds (of source time); default: until interrupted")
     p.add_argument("--quiet", action="store_true", help="print no live gap lines")
     add_cuzk_status_argument(p)
@@ -35,61 +40,76 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     if not args.out and not config.prometheus.listen:
-        print("gapwatch record: give --out FILE, --prometheus HOST:PORT, or both", file=sys.stderr)
+        say("gapwatch record: give --out FILE, --prometheus HOST:PORT, or both")
         return 2
-    try:
-        rt = build_runtime(config, args.source or "nvml", speed=args.speed, record_path=args.out,
-                           duration_s=args.duration)
-    except SourceUnavailable as exc:
-        print(f"gapwatch: {exc}", file=sys.stderr)
-        return 2
+    # Signals first: a SIGTERM while NVML starts must still end in a clean stop.
+    with StopSignals() as stop:
+        try:
+            rt = build_runtime(config, args.source or "nvml", speed=args.speed,
+                               record_path=args.out, record_exists=exists_policy(args),
+                               duration_s=args.duration)
+        except STARTUP_ERRORS as exc:
+            say(f"gapwatch record: {exc}")
+            return 2
+        states: dict[int, str] = {}
 
-    states: dict[int, str] = {}
+        def listen(ev: Gap | StateChange | Notice) -> None:
+            # On the sampler thread (each gap once, when it closes): `say` never raises and
+            # never blocks on a dead stderr.
+            if isinstance(ev, Gap):
+                if not args.quiet:
+                    say(f"gap {ev.gap_id} gpu{ev.gpu} {ev.duration_s:.3f}s {ev.kind}: {ev.hint}")
+            elif isinstance(ev, StateChange):
+                states[ev.gpu] = ev.state
+                if not args.quiet:
+                    say(f"state gpu{ev.gpu} {ev.state} busy={ev.busy_fraction}")
+            elif isinstance(ev, Notice) and ev.level != "info":
+                say(f"{ev.level}: {ev.message}")
 
-    def listen(ev: Gap | StateChange | Notice) -> None:
-        # Called on the sampler thread (each gap once, when it closes): a line is cheap enough.
-        if isinstance(ev, Gap):
-            if not args.quiet:
-                print(f"gap {ev.gap_id} gpu{ev.gpu} {ev.duration_s:.3f}s {ev.kind}: {ev.hint}",
-                      file=sys.stderr)
-        elif isinstance(ev, StateChange):
-            states[ev.gpu] = ev.state
-            if not args.quiet:
-                print(f"state gpu{ev.gpu} {ev.state} busy={ev.busy_fraction}", file=sys.stderr)
-        elif isinstance(ev, Notice) and ev.level != "info":
-            print(f"{ev.level}: {ev.message}", file=sys.stderr)
-
-    rt.session.subscribe(listen)
-    say_sim_status(rt, "record")
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    rt.start()
-    if args.duration is not None and rt.replay is not None:
-        rt.done.wait(args.duration)
-        stop.set()
-    try:
-        while not stop.is_set() and not rt.done.is_set():
-            stop.wait(0.2)
-    finally:
-        rt.stop()
-        for s, h in old.items():
-            signal.signal(s, h)
-    lat = rt.sampler.lateness() if rt.sampler is not None else None
-    where = f" to {args.out}" if args.out else ""
+        rt.session.subscribe(listen)
+        say(f"gapwatch record: {_started(rt)}")
+        say_sim_status(rt, "record")
+        rt.start()
+        # A replay has no source clock to stop it: --duration is wall seconds there.
+        deadline = (time.monotonic() + args.duration
+                    if args.duration is not None and rt.replay is not None else None)
+        try:
+            while not stop.event.is_set() and not rt.done.is_set():
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                stop.event.wait(0.2)
+        finally:
+            rt.stop()
+    status = rt.status()
+    why = f" ({stop.received.name})" if stop.received is not None else ""
     gaps = gap_counts_text(rt.store.snapshot().gap_tally)
-    late = (
-        f"; tick lateness p50 {lat.p50_ms:.2f} ms, p99 {lat.p99_ms:.2f} ms, "
-        f"max {lat.max_ms:.2f} ms, skipped {lat.skipped_ticks}"
-    ) if lat and lat.p50_ms is not None else ""
+    recorded = f"{status.recording.summary()}; " if status.recording is not None else ""
     ct = f"; {rt.copytrace.status().summary()}" if rt.copytrace is not None else ""
-    print(f"gapwatch record: stopped{where}; gaps: {gaps}; final states: "
-          f"{states or 'none'}{late}{ct}", file=sys.stderr)
-    for p in rt.status().provers:
+    slow = "".join(f"; {t}" for t in (procmem_counts_text(status.source_counters),
+                                      links_down_text(status.links)) if t)
+    say(f"gapwatch record: stopped{why}; {recorded}gaps: {gaps}; "
+        f"final states: {states or 'none'}{_lateness_summary(status.lateness)}{ct}{slow}")
+    for p in status.provers:
         errors = ", ".join(f"{k} {v}" for k, v in sorted(p.errors.items())) or "none"
-        print(f"gapwatch record: prover status {p.url}: {p.ok} of {p.polls} polls answered "
-              f"(every {p.period_s:g} s); failed: {errors}", file=sys.stderr)
+        say(f"gapwatch record: prover status {p.url}: {p.ok} of {p.polls} polls answered "
+            f"(every {p.period_s:g} s); failed: {errors}")
     return 0
+
+
+def _started(rt: Runtime) -> str:
+    status = rt.status()
+    parts = [f"source {status.source}"]
+    if status.recording_path:
+        parts.append(f"recording to {status.recording_path}")
+    if status.prometheus_address:
+        parts.append(f"metrics at http://{status.prometheus_address}/metrics")
+    return "; ".join(parts)
+
+
+def _lateness_summary(lat: LatenessStats | None) -> str:
+    """The whole run's tick lateness (the footer shows the recent window), or nothing."""
+    if lat is None or lat.run_max_ms is None:
+        return ""
+    return (f"; tick lateness over the whole run ({lat.ticks} ticks): p50 {lat.run_p50_ms:.2f} "
+            f"ms, p99 {lat.run_p99_ms:.2f} ms (from buckets, within 4.4 %), max "
+            f"{lat.run_max_ms:.2f} ms (exact), skipped {lat.skipped_ticks}")

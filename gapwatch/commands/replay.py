@@ -1,5 +1,8 @@
-"""`gapwatch replay FILE [--speed X] [--headless]`: a recording or a trace CSV, through the same
-session, detector and dashboard as live data.
+"""`gapwatch replay FILE [--speed X] [--headless] [--log LOG ...]`: a recording or a trace CSV,
+through the same session, detector and dashboard as live data.
+
+`--log LOG` reads prover log files whole and merges their events into the replay by time, as
+`gapwatch report --log` does (a log that cannot be read: one line, exit 2).
 
 `--speed 1` (default) replays at the recorded pace, `--speed 10` ten times faster, `--speed 0` as
 fast as possible. `--headless` runs without the UI until the file ends (for `--prometheus`: a
@@ -10,14 +13,14 @@ Who calls it: `gapwatch.cli`. Headless never imports Textual.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
 
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
-from gapwatch.engine.runtime import Runtime, build_runtime
+from gapwatch.engine.console import say
+from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime
+from gapwatch.engine.stop_signals import StopSignals
 from gapwatch.engine.summary import gap_counts_text
-from gapwatch.sources import SourceUnavailable
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,19 +30,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    if args.source and args.source != f"replay:{args.file}":
-        print("gapwatch replay: give the file as FILE, not --source", file=sys.stderr)
-        return 2
     try:
-        rt = build_runtime(config, f"replay:{args.file}", speed=args.speed)
-    except SourceUnavailable as exc:
-        print(f"gapwatch: {exc}", file=sys.stderr)
+        rt = build_runtime(config, f"replay:{args.file}", speed=args.speed,
+                           log_paths=list(args.log or []))
+    except STARTUP_ERRORS as exc:
+        say(f"gapwatch replay: {exc}")
         return 2
     if args.headless:
         return _headless(rt)
     from gapwatch.ui import start_and_show
 
-    return start_and_show(rt)
+    return start_and_show(rt, "replay")
 
 
 #: Warnings kept for the closing lines of a headless replay.
@@ -62,17 +63,18 @@ def _headless(rt: Runtime) -> int:
                 warnings.append(f"{ev.level}: {ev.message}")
 
     rt.session.subscribe(listen)
-    rt.start()
-    try:
-        while not rt.done.wait(0.5):
-            pass
-    finally:
-        rt.stop()
+    with StopSignals() as stop:
+        rt.start()
+        try:
+            while not stop.event.is_set() and not rt.done.wait(0.2):
+                pass
+        finally:
+            rt.stop()
     for line in warnings:
-        print(line, file=sys.stderr)
+        say(line)
     if n_warnings > len(warnings):
-        print(f"... and {n_warnings - len(warnings)} more warnings", file=sys.stderr)
+        say(f"... and {n_warnings - len(warnings)} more warnings")
     gaps = gap_counts_text(rt.store.snapshot().gap_tally)
     entered = ", ".join(f"{k} x{n}" for k, n in sorted(states.items())) or "none"
-    print(f"gapwatch replay: gaps: {gaps}; states entered: {entered}", file=sys.stderr)
+    say(f"gapwatch replay: gaps: {gaps}; states entered: {entered}")
     return 0

@@ -8,19 +8,20 @@ that cannot start (no driver, no GPU) is one line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from gapwatch.commands import add_cuzk_status_argument, say_sim_status
 from gapwatch.commands.copytrace import add_copytrace_flag
+from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
-from gapwatch.engine.runtime import build_runtime
+from gapwatch.engine.console import say
+from gapwatch.engine.runtime import STARTUP_ERRORS, build_runtime
 from gapwatch.engine.terminal import detach_piped_stdin
-from gapwatch.sources import SourceUnavailable
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", default=None, metavar="FILE",
                    help="also record to FILE (.jsonl, or .jsonl.gz), replayable with `replay`")
+    add_output_arguments(p, "--record")
     add_cuzk_status_argument(p)
     add_copytrace_flag(p)
 
@@ -29,12 +30,12 @@ def run(args: argparse.Namespace, config: Config) -> int:
     try:
         log_fd = detach_piped_stdin(list(config.logs.paths))
         rt = build_runtime(config, args.source or "nvml", speed=args.speed,
-                           record_path=args.record,
+                           record_path=args.record, record_exists=exists_policy(args),
                            stdin_fd=log_fd)
-    except SourceUnavailable as exc:
-        print(f"gapwatch: {exc}", file=sys.stderr)
+    except STARTUP_ERRORS as exc:
+        say(f"gapwatch watch: {exc}")
         return 2
     from gapwatch.ui import start_and_show
 
     say_sim_status(rt, "watch")
-    return start_and_show(rt)
+    return start_and_show(rt, "watch")

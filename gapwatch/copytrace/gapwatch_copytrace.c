@@ -11,9 +11,11 @@
  * What it does: CUPTI's Activity API records every memcpy (CUPTI_ACTIVITY_KIND_MEMCPY, the
  * CUpti_ActivityMemcpy6 layout of CUDA 13) with its copy kind, the source and destination
  * memory kinds (PAGEABLE, PINNED, DEVICE...), bytes and start/end on CLOCK_REALTIME (a timestamp
- * callback), device, context, stream and correlation id. CUPTI hands completed buffers to this
- * library on its own thread every flush period (100 ms); host<->device copies are packed into
- * datagrams and sent, without ever waiting, to a Unix datagram socket gapwatch listens on.
+ * callback), device, context, stream and correlation id. A thread of this library asks CUPTI for
+ * the completed records every flush period (100 ms; CUPTI's own periodic flush returns only
+ * *full* buffers, which a prover's few large copies never fill); host<->device copies are
+ * packed into datagrams and sent, without ever waiting, to a Unix datagram socket gapwatch
+ * listens on.
  *
  * Rules it keeps:
  * - It never changes what the prover does: every failure (no libcupti, another CUPTI client such
@@ -31,7 +33,7 @@
  * Environment (read once, at initialisation):
  *   GAPWATCH_COPYTRACE_SOCKET    where gapwatch listens (default: /run/user/UID/gapwatch-copytrace.sock
  *                                when /run/user/UID exists, else /tmp/gapwatch-copytrace-UID.sock)
- *   GAPWATCH_COPYTRACE_FLUSH_MS  CUPTI flush period in ms (default 100, 10..10000)
+ *   GAPWATCH_COPYTRACE_FLUSH_MS  flush period in ms (default 100, 10..10000)
  *   GAPWATCH_COPYTRACE_OFF=1     load, say so, and do nothing (a switch that needs no unit edit)
  *   GAPWATCH_CUPTI_LIB           libcupti to load (default: one already loaded, then the path
  *                                found at build time, then libcupti.so.<major> from the loader path)
@@ -177,6 +179,7 @@ struct gwct_cupti {
 static struct {
     int initialised;
     int active;                 /* CUPTI is recording for us */
+    int stopping;               /* at exit: the flush thread stops (atomic) */
     pid_t pid;                  /* the process that initialised (a forked child is not it) */
     uint64_t session_id;
     uint32_t flush_ms;
@@ -416,8 +419,37 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 
 /* ---------------------------------------------------------------- start and exit */
 
+/* CUPTI's periodic flush (cuptiActivityFlushPeriod) returns only buffers that are full, and a
+ * prover's copies (a few large ones per partition) take minutes to fill one: without this the
+ * records would arrive at exit. cuptiActivityFlushAll(0) returns every buffer whose records are
+ * all complete, full or not; the buffer callback then runs on this thread. It only sleeps and
+ * calls CUPTI: nothing here touches the prover's threads. */
+static void *flush_loop(void *arg) {
+    (void)arg;
+    struct timespec period = {(time_t)(g.flush_ms / 1000), (long)(g.flush_ms % 1000) * 1000000L};
+    while (!__atomic_load_n(&g.stopping, __ATOMIC_ACQUIRE)) {
+        nanosleep(&period, NULL);
+        if (__atomic_load_n(&g.stopping, __ATOMIC_ACQUIRE)) break;
+        g.cupti.FlushAll(0);
+    }
+    return NULL;
+}
+
+static void start_flush_thread(void) {
+    pthread_t thread;
+    pthread_attr_t attr;
+    int r = pthread_attr_init(&attr);
+    if (r == 0) r = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (r == 0) r = pthread_create(&thread, &attr, flush_loop, NULL);
+    pthread_attr_destroy(&attr);
+    if (r != 0)
+        say("cannot start the flush thread (%s): copies arrive only when CUPTI's buffers fill "
+            "and at exit", strerror(r));
+}
+
 static void at_exit(void) {
     if (!g.active || getpid() != g.pid) return; /* a forked child: not the traced process */
+    __atomic_store_n(&g.stopping, 1, __ATOMIC_RELEASE);
     g.cupti.FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pthread_mutex_lock(&g.send_lock);
     flush_batch(0);
@@ -580,6 +612,7 @@ GWCT_EXPORT int InitializeInjection(void) {
     g.active = 1;
     g.need_hello = 1;
     atexit(at_exit);
+    start_flush_thread();
     say("tracing host<->device copies to %s every %u ms (gapwatch --copytrace)", path,
         (unsigned)g.flush_ms);
     return 1;

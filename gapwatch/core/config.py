@@ -47,6 +47,24 @@ class SamplerConfig(_Section):
     #: Seconds between `nvmlDeviceGetPcieThroughput` calls on the legacy path. That call blocks
     #: ~21 ms per direction per GPU, so it never runs inside every tick.
     legacy_pcie_every_s: float = Field(5.0, ge=1.0)
+    #: Seconds between readings of the host memory (/proc/PID/status: pinned RssShmem vs heap
+    #: RssAnon) of the processes NVML lists on each GPU; 0 = never. A slow reading: memory
+    #: sizes change over seconds, and it costs one NVML call per GPU and one file per process.
+    procmem_every_s: float = 5.0
+    #: At most this often per GPU, and only while data moves, the PCIe link's current
+    #: generation and width are read (a link trained below its maximum); 0 = never.
+    link_every_s: float = 5.0
+    #: "Data moves": PCIe RX or TX of the tick's reading above this. Idle links down-train to
+    #: save power, so a reading at idle would report a trained-down link that is not.
+    link_check_min_bytes_per_s: float = Field(1e9, gt=0)
+
+    @field_validator("procmem_every_s", "link_every_s")
+    @classmethod
+    def _slow_reading(cls, value: float) -> float:
+        # Not every tick: these are slow readings by design (0 turns them off).
+        if value != 0 and value < 1.0:
+            raise ValueError("must be 0 (off) or at least 1 second")
+        return value
 
 
 class HostConfig(_Section):
@@ -215,6 +233,10 @@ class RecordConfig(_Section):
 
     #: Flush the recording at least this often (kill -9 loses at most this much).
     flush_interval_s: float = Field(1.0, gt=0, le=10)
+    #: Longest wait between two write attempts while the disk refuses them (full, I/O error).
+    retry_max_s: float = Field(30.0, ge=1, le=3600)
+    #: Records kept in memory while the disk refuses them; beyond that they are dropped, counted.
+    max_pending_mib: int = Field(16, ge=1, le=4096)
 
 
 class UiConfig(_Section):
@@ -270,7 +292,10 @@ class CopyTraceConfig(_Section):
 class SimConfig(_Section):
     """The simulated prover (`--source sim[:SCENARIO]`)."""
 
-    scenario: Literal["chained", "pageable", "host-stall", "transfer-bound"] = "pageable"
+    #: A scenario for every GPU, or one per GPU separated by commas ("pageable,chained": GPU 0
+    #: breaks down, GPU 1 chains); then their number is the GPU count. Checked when the
+    #: simulator starts (`gapwatch.sources.sim.parse_scenarios`, the one list of names).
+    scenario: str = "pageable"
     seed: int = 1
     #: Number of simulated GPUs (each with two workers).
     gpus: int = Field(1, ge=1, le=16)

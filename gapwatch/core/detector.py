@@ -26,6 +26,7 @@ See docs/detection.md for the definitions, defaults and the state rules.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -671,8 +672,10 @@ class GapDetector:
             why = f"no busy sample in the last {cfg.window_s:g} s"
             self._set_state(tr, "IDLE", t, wall, out, why)
         elif has_gaps:
-            why = "idle gaps, not pcie_starved enough for BREAKDOWN"
-            self._set_state(tr, "GAPS", t, wall, out, why)
+            kinds = Counter(kind for _, _, kind in window)
+            if tr.gap_id is not None:
+                kinds[tr.kind] += 1
+            self._set_state(tr, "GAPS", t, wall, out, gaps_reason(kinds, cfg))
         else:
             self._set_state(tr, "CHAINED", t, wall, out, "busy, no gaps in the window")
 
@@ -730,6 +733,20 @@ class GapDetector:
                              self._period_floor_ns)
         self._tracks[gpu] = tr
         return tr
+
+
+def gaps_reason(kinds: Counter[str], config: DetectorConfig) -> str:
+    """Why a GPU is in GAPS and not BREAKDOWN, in words true to the gaps in the window: a lone
+    pcie_starved gap is named as such, with what BREAKDOWN would take."""
+    named = [f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kn: (-kn[1], kn[0]))]
+    total = sum(kinds.values())
+    listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    what = f"{listed} gap{'s' if total != 1 else ''} in the last {config.window_s:g} s"
+    if kinds.get("pcie_starved"):
+        need = config.breakdown_idle_frac * config.window_s
+        return (f"{what}: BREAKDOWN takes {config.breakdown_min_starved_gaps} pcie_starved "
+                f"gaps, or {need:g} s idle in them")
+    return f"{what}, none pcie_starved"
 
 
 def _retract(gap: Gap) -> Gap:

@@ -3,9 +3,15 @@
 Who calls it: `gapwatch.core.detector` (every published gap version carries its hint); the words
 for host pressure are used by the snapshot summary too. Pure functions over plain values.
 
-A hint names what the GPU did, what PCIe did, and the likeliest cause, in that order, so that the
-most specific evidence (a prover warning such as `is_pinned=false`) comes right after the facts.
-RX is what the GPU receives (host-to-device, "H2D"), TX what it sends (D2H).
+A hint leads with the memory behind the copies when something names it (the copy trace saw the
+memory kind, or the prover's log warned: `is_pinned=false`, a pinned-pool fallback): that is the
+one fact a user needs, and the first thing lost when a pane or a table column is narrow. Then
+what the GPU did and what PCIe did, then the likeliest cause, then host pressure; phrases are
+joined by `HINT_SEP`. RX is what the GPU receives (host-to-device, "H2D"), TX what it sends (D2H).
+
+`hint_cause` gives the cause a gap's log names, without that gap's figures (durations, rates,
+partition numbers): the snapshot summary groups its gaps by kind and it, so 15 near-identical
+hints become one line with a count.
 
 Copies, /proc and the link: a statement only where something measured it (the copy trace saw the
 copy's memory kind), a question or a hint everywhere else, and the hint says which ("memory kind
@@ -23,6 +29,8 @@ PSI_SHARE_PRESSURE = 0.10
 PSI_AVG10_PRESSURE = 10.0
 MEM_USED_PRESSURE_PCT = 90.0
 MAJOR_FAULTS_PRESSURE_PER_S = 100.0
+#: Between two phrases of a hint (the dashboard cuts a hint only here when a pane is short).
+HINT_SEP = "; "
 
 
 
@@ -132,19 +140,21 @@ def make_hint(
     unpinned = _partitions(events, "unpinned")
     fallback = any(e.get("warning") == "pinned_pool_fallback" for e in events)
     alloc_failed = any(e.get("warning") == "cuda_host_alloc_failed" for e in events)
+    # The memory-kind evidence, said first (see the module docstring).
+    memory: list[str] = []
     if traced and copies is not None and kind != "unknown":
         # Measured: the copy trace saw each copy's memory kind. The log's warnings stay as
         # facts (which partitions), no longer as the question they were without the trace.
-        parts.append(traced_copy_words(copies, kind))
+        memory.append(traced_copy_words(copies, kind))
         if unpinned and kind == "pcie_starved":
-            parts.append(f"{_plural(unpinned)} synthesised with is_pinned=false")
+            memory.append(f"{_plural(unpinned)} synthesised with is_pinned=false")
     if kind == "pcie_starved" and not traced:
         if unpinned:
-            parts.append(
+            memory.append(
                 f"{_plural(unpinned)} synthesised with is_pinned=false: a/b/c in pageable memory?"
             )
         elif fallback or alloc_failed:
-            parts.append(
+            memory.append(
                 "pinned pool checkout failed, fell back to pageable memory: pool too small?"
             )
         else:
@@ -163,7 +173,7 @@ def make_hint(
         else:
             parts.append("synthesis, a lock or the scheduler?")
         if unpinned or fallback:
-            parts.append("(pageable buffers seen: is_pinned=false)")
+            memory.append("pageable buffers seen (is_pinned=false)")
     said = prover_phrase(prover_cause, prover_during)
     if said:
         parts.append(said)
@@ -174,7 +184,30 @@ def make_hint(
     pressure = host_pressure(host)
     if pressure:
         parts.append(f"host: {pressure}")
-    return "; ".join(parts)
+    return HINT_SEP.join(memory + parts)
+
+
+def hint_cause(kind: str, events: list[dict[str, Any]]) -> str:
+    """The cause of a gap as its log names it, without that gap's figures: the same words for
+    every gap of a kind that idled for the same reason (what the snapshot summary groups by)."""
+    unpinned = _partitions(events, "unpinned")
+    failed = any(e.get("warning") in ("pinned_pool_fallback", "cuda_host_alloc_failed")
+                 for e in events)
+    if kind == "unknown":
+        return "PCIe not measured, cause unknown"
+    if kind == "pcie_starved":
+        if unpinned:
+            return "partitions synthesised with is_pinned=false: a/b/c in pageable memory?"
+        if failed:
+            return "pinned pool checkout failed, fell back to pageable memory: pool too small?"
+        return "a slow copy: pageable memory or host memory-bandwidth contention?"
+    if kind == "transfer_bound":
+        return "copies at full speed but not overlapped with compute"
+    synth = any("SYNTH" in str(e.get("name", "")).upper() or "synthesis" in str(e.get("raw", ""))
+                for e in events)
+    cause = "synthesis did not keep up with the GPU?" if synth else (
+        "synthesis, a lock or the scheduler?")
+    return cause + ("; pageable buffers seen (is_pinned=false)" if unpinned or failed else "")
 
 
 # -- the copy trace, /proc and the link (issue 13) -------------------------------------------
@@ -243,6 +276,22 @@ def process_memory_words(processes: list[dict[str, Any]]) -> str:
     name = p.get("name") or f"pid {p.get('pid')}"
     return (f"{name} pinned {size_text(pinned or 0)} / heap {size_text(heap or 0)} "
             "(/proc, a hint: cudaHostRegister'ed memory counts as heap)")
+
+
+def link_text(gen: int | None, width: int | None, bytes_per_s: float | None) -> str:
+    """`Gen3 x8 (7.9 GB/s)`: a link as trained, or its maximum."""
+    shape = f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
+    return f"{shape} ({rate_text(bytes_per_s)})" if bytes_per_s is not None else shape
+
+
+def link_trained_down_words(gen: int | None, width: int | None, bytes_per_s: float | None,
+                            max_gen: int | None, max_width: int | None,
+                            max_bytes_per_s: float | None, moving_bytes_per_s: float) -> str:
+    """The warning for a link seen below its maximum generation or width while data moved."""
+    return (f"PCIe link at {link_text(gen, width, bytes_per_s)} while moving data "
+            f"({rate_text(moving_bytes_per_s)}); its maximum is "
+            f"{link_text(max_gen, max_width, max_bytes_per_s)}: check the slot, riser and BIOS "
+            "PCIe settings. Gap hints now give \"% of max link\" and the trained capacity")
 
 
 def link_words(rate: float, max_link_bytes_per_s: float, link_down: dict[str, Any] | None

@@ -325,7 +325,9 @@ class ProcessMemory:
     """Host memory of one process that NVML lists on a GPU, from /proc/PID/status: a hint of how
     much of it is pinned, never a verdict. `cudaHostAlloc` memory is a shared mapping, so it
     counts in RssShmem; ordinary heap is RssAnon, and so is memory pinned after the fact with
-    `cudaHostRegister` (invisible here)."""
+    `cudaHostRegister` (invisible here). Read by `gapwatch.sources.procmem` every
+    `sampler.procmem_every_s`; all readings of one GPU in one round share `t_mono_ns`. None: the
+    process vanished, /proc is hidden from gapwatch, or the kernel lacks the line."""
 
     t_mono_ns: MonoNs
     t_wall_s: WallS
@@ -334,6 +336,9 @@ class ProcessMemory:
     name: str
     rss_shmem_bytes: int | None
     rss_anon_bytes: int | None
+    #: VmLck (mlock'ed) and VmPin (pinned by drivers that account for it): recorded beside.
+    vm_locked_bytes: int | None = None
+    vm_pinned_bytes: int | None = None
     type: Literal["procmem"] = "procmem"
 
 

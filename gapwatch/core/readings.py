@@ -1,15 +1,25 @@
 """What counts as a reading: the rules every consumer of samples shares, in one place.
 
-Who calls it: the detector, the evidence buffer, the NVML source, the trace CSV reader. Pure.
+Who calls it: the detector, the evidence buffer, the NVML source, the trace CSV reader, and the
+dashboard's busy charts (`busy_reading`, `activity_lag_ns`). Pure.
 
 - A number that is None, NaN or negative is not a reading (`reading`): percentages and rates
   are never negative, and NaN is what a broken counter or a bad file gives.
 - A GPM reading with no new data reads exactly 0.0 for every metric (`is_stale_gpm`); a real
   interval on a live link never has PCIe at exactly 0 (an idle H200 reads ~1-3 MiB/s). Such a
   reading is dropped and the next one covers its interval: it must never become idle time.
+- A reading is busy when its level reaches the detector's idle threshold: SM activity against
+  `idle_sm_pct`, or, on a GPU that has no SM activity at all, utilization.gpu against
+  `idle_util_pct` (`busy_reading`). A GPM reading describes activity that ended `gpm_lag_ms`
+  before it was read (`activity_lag_ns`). The detector applies the same two rules inline in its
+  hot loop (7 M samples in a 24 h report cannot afford a call each); whoever else draws or
+  counts busy time calls these, so a chart and the detector agree on what busy means.
 """
 
 from __future__ import annotations
+
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.models import GpuSample
 
 #: Signal sources whose all-exactly-zero readings are GPM staleness, not idleness.
 GPM_LIKE_SOURCES = ("gpm", "trace")
@@ -30,3 +40,31 @@ def is_stale_gpm(sm: float | None, rx: float | None, tx: float | None) -> bool:
     if rx is None and tx is None:
         return False
     return sm in (None, 0.0) and rx in (None, 0.0) and tx in (None, 0.0)
+
+
+
+def busy_reading(sample: GpuSample, config: DetectorConfig, uses_sm: bool) -> bool | None:
+    """Whether `sample` counts as busy by the detector's idle thresholds; None = no reading.
+
+    Args:
+        sample: one GPU reading.
+        config: the detector's thresholds.
+        uses_sm: the GPU reports SM activity (GPM, simulated, trace); then a sample without it is
+            missing data, never judged by utilization.gpu (which counts copies as busy).
+    """
+    sm = reading(sample.sm_active_pct)
+    if sm is not None:
+        if sample.sm_source in GPM_LIKE_SOURCES and is_stale_gpm(
+            sm, sample.pcie_rx_bytes_per_s, sample.pcie_tx_bytes_per_s
+        ):
+            return None  # no new interval: the next reading covers it
+        return sm >= config.idle_sm_pct
+    if uses_sm:
+        return None
+    util = reading(sample.gpu_util_pct)
+    return None if util is None else util >= config.idle_util_pct
+
+
+def activity_lag_ns(sm_source: str | None, config: DetectorConfig) -> int:
+    """How long before it was read a reading's activity ended (GPM trails by `gpm_lag_ms`)."""
+    return int(config.gpm_lag_ms * 1e6) if sm_source in GPM_LIKE_SOURCES else 0

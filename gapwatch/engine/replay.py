@@ -19,13 +19,15 @@ look like a quiet session.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
-from gapwatch.core.models import Notice
+from gapwatch.core.models import LogEvent, Notice
 from gapwatch.engine.background import Background
 from gapwatch.engine.session import Session
+from gapwatch.logs.files import merge_by_time
 from gapwatch.sources.recording import Recording
 
-#: Largest step of data time (either way) the replay waits out at speed 1.
+#: Largest step forward of data time the replay waits out (at speed 1).
 MAX_PACED_STEP_S = 10.0
 #: How often (records) the detector's counters are looked at for out-of-order samples.
 CHECK_EVERY_RECORDS = 1000
@@ -36,9 +38,19 @@ class ReplayDriver(Background):
 
     thread_name = "gapwatch-replay"
 
-    def __init__(self, recording: Recording, session: Session, speed: float) -> None:
+    def __init__(self, recording: Recording, session: Session, speed: float,
+                 log_events: Sequence[LogEvent] = ()) -> None:
+        """
+        Args:
+            recording: what to replay.
+            session: where every record goes.
+            speed: x the recorded pace; 0 = as fast as possible.
+            log_events: events parsed from prover log files (`replay --log`), sorted by time:
+                merged into the records by their time, as `report --log` does.
+        """
         super().__init__()
         self.recording = recording
+        self.log_events = log_events
         self.session = session
         self.speed = speed
         self.records_fed = 0
@@ -51,7 +63,7 @@ class ReplayDriver(Background):
         real0 = time.monotonic()  # ... starting at this real time
         high_ns = 0  # the latest data time so far
         max_step_ns = int(MAX_PACED_STEP_S * 1e9)
-        for record in self.recording.records:
+        for record in merge_by_time(self.recording.records, self.log_events):
             if self.stop_event.is_set():
                 return
             if self.speed > 0 and (record.type == "gpu" or record.type == "host"):

@@ -33,13 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from gapwatch.core.config import Config, split_listen
-from gapwatch.core.models import GpuInfo, Record, SessionHeader
+from gapwatch.core.models import GpuInfo, LinkState, LogEvent, Notice, Record, SessionHeader
 from gapwatch.engine.clock import Clock, ScaledClock, SystemClock, VirtualClock
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import LatenessStats, Sampler
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
-from gapwatch.sinks.recorder import Recorder
+from gapwatch.sinks.output_file import ExistsPolicy, OutputPlan, OutputRefused, check_output
+from gapwatch.sinks.recorder import Recorder, RecordingStatus
 from gapwatch.sources import GpuSource, HostSource, SideSource, SourceUnavailable
 from gapwatch.sources.copytrace import CopyTraceReader, CopyTraceStatus
 from gapwatch.sources.cuzk_status import PollerStatus, StatusPoller
@@ -58,10 +59,19 @@ class RuntimeStatus:
     logs: dict[str, str] = field(default_factory=dict)
     log_counters: dict[str, int] = field(default_factory=dict)
     recording_path: str | None = None
+    #: The recording's health (writing / failing with its error / closed, records dropped);
+    #: None without a recording. The footer shows `recording.error` while it is failing.
+    recording: RecordingStatus | None = None
     prometheus_address: str | None = None
     done: bool = False
     #: The copy trace's reader (None when `--copytrace` is off).
     copytrace: CopyTraceStatus | None = None
+    #: The latest PCIe link reading under traffic per GPU (a trained-down link changes what
+    #: "% of link" means: the footer says so).
+    links: dict[int, LinkState] = field(default_factory=dict)
+    #: The GPU source's slow-reading counters (`NvmlSource.counters`: /proc readings and their
+    #: problems, link reads); empty for other sources.
+    source_counters: dict[str, int] = field(default_factory=dict)
     #: One per polled status URL (cuzk `/status`), in the order given.
     provers: list[PollerStatus] = field(default_factory=list)
     #: Where the simulated prover serves its own status, when it does.
@@ -175,6 +185,8 @@ class Runtime:
         self.exporter: Any = None
         self.recorder: Recorder | None = None
         self.sim_log_path: Path | None = None
+        #: Log files read whole rather than followed (`replay --log`), with their state.
+        self.read_logs: dict[str, str] = {}
         self._closables: list[Any] = []
         self._stopped = False
         self._watch: threading.Thread | None = None
@@ -188,6 +200,8 @@ class Runtime:
         return out
 
     def start(self) -> None:
+        if self.recorder is not None:
+            self.recorder.start()
         if self.sim_status_server is not None:
             self.sim_status_server.start()  # before its poller's first request
         for side in self.side_sources():
@@ -206,6 +220,9 @@ class Runtime:
 
     def _wait_driver(self, driver_done: threading.Event) -> None:
         driver_done.wait()
+        # The data has ended (a replay's file, a timed run): settle the detector before saying
+        # so, so the dashboard's last picture is the one `report` gives.
+        self.session.finish()
         self.done.set()
 
     def wait(self, timeout_s: float | None = None) -> bool:
@@ -222,6 +239,10 @@ class Runtime:
             self.replay.stop()
         for side in self.side_sources():
             side.stop()
+        if self.recorder is not None:
+            # Before the session's lock is taken by close(): the writer thread may be handing a
+            # notice to the session.
+            self.recorder.stop_writer()
         self.session.close()
         if self.exporter is not None:
             self.exporter.stop()
@@ -230,7 +251,7 @@ class Runtime:
         self.done.set()
 
     def status(self) -> RuntimeStatus:
-        logs: dict[str, str] = {}
+        logs: dict[str, str] = dict(self.read_logs)
         counters: dict[str, int] = {}
         for follower in self.followers:
             st = follower.status()
@@ -246,12 +267,17 @@ class Runtime:
             logs=logs,
             log_counters=counters,
             recording_path=str(self.recorder.path) if self.recorder is not None else None,
+            recording=self.recorder.status() if self.recorder is not None else None,
             prometheus_address=getattr(self.exporter, "address", None),
             done=self.done.is_set(),
             provers=[p.status() for p in self.pollers],
             sim_status_url=(self.sim_status_server.url
                             if self.sim_status_server is not None else None),
             copytrace=self.copytrace.status() if self.copytrace is not None else None,
+            links=self.store.links(),
+            # Only the NVML source takes slow readings; the sim and replay have no counters.
+            source_counters=dict(getattr(self.sampler.gpu_source, "counters", {}))
+            if self.sampler is not None else {},
         )
 
 
@@ -272,25 +298,84 @@ def _follower(paths: list[str], config: Config, session: Session, from_start: bo
                        stdin_fd=stdin_fd)
 
 
+#: What `build_runtime` raises when a command cannot start; the CLI prints the message on one
+#: line and exits 2.
+STARTUP_ERRORS: tuple[type[Exception], ...] = (SourceUnavailable, OutputRefused)
+
+
 def build_runtime(
     config: Config,
     source: str,
     *,
     speed: float | None = None,
     record_path: str | None = None,
+    record_exists: ExistsPolicy = "refuse",
     log_paths: list[str] | None = None,
     duration_s: float | None = None,
     stdin_fd: int = 0,
 ) -> Runtime:
-    """Build (but do not start) a runtime. Raises SourceUnavailable for a source that cannot
-    start; the CLI prints its message and exits 2. `stdin_fd` is where `--log -` reads from
-    (the dashboard moves a piped stdin there, see `gapwatch.engine.terminal`)."""
+    """Build (but do not start) a runtime.
+
+    The order keeps a failed start harmless: first the checks that change nothing (the source
+    string, the recording's path, the Prometheus port: bound, not yet served), then the source
+    is opened, and only then is the recording created (or, with `record_exists="replace"`,
+    truncated). A failure at any step undoes the earlier ones, so that every file is left as it
+    was. Raises one of STARTUP_ERRORS (SourceUnavailable, OutputRefused). `stdin_fd` is where
+    `--log -` reads from (the dashboard moves a piped stdin there, see
+    `gapwatch.engine.terminal`)."""
+    parse_source(source)  # an unknown kind fails before anything is checked or bound
+    if speed is not None and speed < 0:
+        raise SourceUnavailable("--speed must be >= 0")
+    plan = check_output(record_path, record_exists) if record_path else None
+    exporter: Any = None
+    if config.prometheus.listen:
+        from gapwatch.sinks.prometheus import ExporterError, bind_exporter
+
+        try:
+            exporter = bind_exporter(config.prometheus.listen)
+        except ExporterError as exc:
+            raise SourceUnavailable(str(exc)) from None
+    try:
+        rt = _build(config, source, speed=speed, plan=plan, log_paths=log_paths,
+                    duration_s=duration_s, stdin_fd=stdin_fd)
+    except BaseException:
+        if exporter is not None:
+            exporter.stop()
+        raise
+    if exporter is not None:
+        rt.exporter = exporter
+        exporter.serve(rt.session, rt.status)
+    return rt
+
+
+def _recorder(plan: OutputPlan, config: Config, session: Session) -> Recorder:
+    """The recording sink; its failures become notices (dashboard, stderr, /metrics) and a
+    store counter."""
+
+    def on_problem(notice: Notice) -> None:
+        if notice.level == "error":
+            session.store.count("recording_failures")
+        session.on_notice(notice)
+
+    return Recorder(plan, config.record.flush_interval_s, on_problem=on_problem,
+                    retry_max_s=config.record.retry_max_s,
+                    max_pending_bytes=config.record.max_pending_mib << 20)
+
+
+def _build(
+    config: Config,
+    source: str,
+    *,
+    speed: float | None,
+    plan: OutputPlan | None,
+    log_paths: list[str] | None,
+    duration_s: float | None,
+    stdin_fd: int,
+) -> Runtime:
     from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
 
     kind, arg = parse_source(source)
     speed = 1.0 if speed is None else speed
-    if speed < 0:
-        raise SourceUnavailable("--speed must be >= 0")
     period_ms = config.sampler.period_ms
     paths = list(config.logs.paths) if log_paths is None else list(log_paths)
 
@@ -319,25 +404,27 @@ def build_runtime(
         if config.host.enabled:
             host_source = PsutilHostSource(config.host)
     elif kind == "sim":
-        from gapwatch.sources.sim import SCENARIOS, SimHostSource, SimProver
+        from gapwatch.sources.sim import SimHostSource, SimProver, parse_scenarios
 
         scenario = arg or config.sim.scenario
-        if scenario not in SCENARIOS:
-            raise SourceUnavailable(f"unknown scenario {scenario!r}; choose from "
-                                    f"{', '.join(SCENARIOS)}")
+        try:
+            # `sim:pageable,chained`: one scenario per GPU (their number is the GPU count).
+            names = parse_scenarios(scenario, config.sim.gpus)
+        except ValueError as exc:
+            raise SourceUnavailable(str(exc)) from None
         clock = _clock_for(speed)
         if speed > 0:
-            fd, name = tempfile.mkstemp(prefix=f"gapwatch-sim-{scenario}-", suffix=".log")
+            fd, name = tempfile.mkstemp(prefix=f"gapwatch-sim-{names[0]}-", suffix=".log")
             os.close(fd)
             sim_log = Path(name)
             sim_lines = _LineFile(sim_log)
-            sim = SimProver(scenario, seed=config.sim.seed, gpus=config.sim.gpus,
-                            on_line=sim_lines.write, keep_truth=False)
+            sim = SimProver(names, seed=config.sim.seed, on_line=sim_lines.write,
+                            keep_truth=False)
             gpu_source = _FlushingSource(sim, sim_lines)
         else:
             direct_lines = []
             sink_lines = direct_lines
-            sim = SimProver(scenario, seed=config.sim.seed, gpus=config.sim.gpus,
+            sim = SimProver(names, seed=config.sim.seed,
                             on_line=lambda s, t: sink_lines.append((s, t)), keep_truth=False)
             gpu_source = sim
         host_source = SimHostSource(sim)
@@ -371,9 +458,26 @@ def build_runtime(
     session = Session(header, store, detector=detector)
     rt = Runtime(config, source, header, session, store)
 
-    if record_path:
-        rt.recorder = Recorder(record_path, config.record.flush_interval_s)
-        session.add_sink(rt.recorder)
+    try:
+        if config.copytrace.enabled and kind != "replay":
+            # A replay feeds the copies it recorded; live, copies come from the prover's library.
+            reader = CopyTraceReader(config.copytrace.socket or None, gpus, session.on_record,
+                                     session.on_notice, socket_mode=config.copytrace.socket_mode)
+            reader.open()  # SourceUnavailable: the command says why and exits 2
+            rt.copytrace = reader
+        # Last of all, once every source is open: only now is the recording created (or, with
+        # --force, truncated).
+        if plan is not None:
+            rt.recorder = _recorder(plan, config, session)
+            session.add_sink(rt.recorder)
+    except BaseException:
+        for opened in (gpu_source, host_source):
+            if opened is not None:
+                opened.close()
+        for started in (rt.copytrace, sim_server):
+            if started is not None:
+                started.stop()
+        raise
 
     if gpu_source is not None:
         sim_duration = duration_s if duration_s is not None else (config.sim.duration_s or None)
@@ -385,7 +489,9 @@ def build_runtime(
             rt._closables.append(host_source)
     else:
         assert recording is not None
-        rt.replay = ReplayDriver(recording, session, speed)
+        rt.replay = ReplayDriver(recording, session, speed,
+                                 _replay_log_events(paths, config, session))
+        rt.read_logs = {path: "read whole" for path in paths}
 
     if direct_lines is not None:
         session.add_sink(_DirectLogFeeder(direct_lines, session, config))
@@ -409,22 +515,26 @@ def build_runtime(
         # before the tailer's first look is lost.
         rt.sim_log_path = sim_log
         rt.followers.append(_follower([str(sim_log)], config, session, True))
-
-    if config.copytrace.enabled and kind != "replay":
-        # A replay feeds the copies it recorded; live, copies come from the prover's library.
-        reader = CopyTraceReader(config.copytrace.socket or None, gpus, session.on_record,
-                                 session.on_notice, socket_mode=config.copytrace.socket_mode)
-        reader.open()  # SourceUnavailable: the command says why and exits 2
-        rt.copytrace = reader
-
-    if config.prometheus.listen:
-        from gapwatch.sinks.prometheus import ExporterError, start_exporter
-
-        try:
-            rt.exporter = start_exporter(config.prometheus.listen, session, rt.status)
-        except ExporterError as exc:
-            raise SourceUnavailable(str(exc)) from None
     return rt
+
+
+def _replay_log_events(paths: list[str], config: Config, session: Session) -> list[LogEvent]:
+    """`replay FILE --log LOG`: the log files read whole and parsed (as `report --log` does),
+    to be merged into the replay by time. A log that cannot be read stops the replay at start."""
+    if not paths:
+        return []
+    if "-" in paths:
+        raise SourceUnavailable("replay --log takes files (a replay reads them whole), not '-'")
+    from gapwatch.logs.files import parse_log_files
+
+    try:
+        events, counters = parse_log_files(paths, config)
+    except OSError as exc:
+        raise SourceUnavailable(f"cannot read log {exc.filename}: {exc.strerror}") from None
+    for key, n in counters.items():
+        if n:
+            session.store.count(f"log_{key}", n)
+    return events
 
 
 class _Stopper:

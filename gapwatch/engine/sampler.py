@@ -7,7 +7,8 @@ serialise on a driver lock and must never come from the UI.
 
 Scheduling: deadlines are `start + k * period`, never "sleep period after the work", so there is
 no drift. The lateness of every tick (actual read time minus its deadline) is data: it is put on
-each GpuSample and kept here for the dashboard footer. When the loop falls more than a period
+each GpuSample, kept here for the dashboard footer (the last 600 ticks) and summarised over the
+whole run (`LatenessHistogram`) for `record`'s closing line. When the loop falls more than a period
 behind (a stalled process), it skips the missed deadlines rather than firing a burst, and counts
 them: the resulting hole in the data is visible, not papered over.
 """
@@ -20,18 +21,27 @@ from dataclasses import dataclass
 from gapwatch.core.models import Notice
 from gapwatch.engine.background import Background
 from gapwatch.engine.clock import Clock
+from gapwatch.engine.lateness import LatenessHistogram
 from gapwatch.engine.session import Session
 from gapwatch.sources import GpuSource, HostSource
 
 
 @dataclass(frozen=True, slots=True)
 class LatenessStats:
+    """Tick lateness: `p50_ms`/`p99_ms`/`max_ms` over the recent window (the last
+    `keep_lateness` ticks: the footer), `run_*` over the whole run (the closing summary: exact
+    maximum, percentiles from `LatenessHistogram`'s buckets)."""
+
     ticks: int
     skipped_ticks: int
     source_errors: int
     p50_ms: float | None
     p99_ms: float | None
     max_ms: float | None
+    window_ticks: int = 0
+    run_p50_ms: float | None = None
+    run_p99_ms: float | None = None
+    run_max_ms: float | None = None
 
 
 class Sampler(Background):
@@ -60,6 +70,7 @@ class Sampler(Background):
         self.skipped_ticks = 0
         self.source_errors = 0
         self._lateness_ns: deque[int] = deque(maxlen=keep_lateness)
+        self._run_lateness = LatenessHistogram()
 
     def _loop(self) -> None:
         """Returns when stopped or when `duration_ns` of clock time has passed."""
@@ -85,6 +96,7 @@ class Sampler(Background):
         wall = self.clock.wall_s()
         self.ticks += 1
         self._lateness_ns.append(lateness_ns)
+        self._run_lateness.add(lateness_ns)
         try:
             tick = self.gpu_source.read(now_ns, wall, lateness_ns)
         except Exception as exc:  # a source bug must not kill sampling: say it, count it
@@ -110,13 +122,19 @@ class Sampler(Background):
 
     def lateness(self) -> LatenessStats:
         values = sorted(self._lateness_ns)
+        run = self._run_lateness
+
+        def ms(ns: int | None) -> float | None:
+            return None if ns is None else ns / 1e6
+
+        whole = {"run_p50_ms": ms(run.percentile_ns(0.5)),
+                 "run_p99_ms": ms(run.percentile_ns(0.99)), "run_max_ms": ms(run.max_ns)}
         if not values:
-            return LatenessStats(
-                self.ticks, self.skipped_ticks, self.source_errors, None, None, None
-            )
+            return LatenessStats(self.ticks, self.skipped_ticks, self.source_errors, None, None,
+                                 None, 0, **whole)
 
         def pct(q: float) -> float:
             return values[min(len(values) - 1, int(q * len(values)))] / 1e6
 
         return LatenessStats(self.ticks, self.skipped_ticks, self.source_errors,
-                             pct(0.5), pct(0.99), values[-1] / 1e6)
+                             pct(0.5), pct(0.99), values[-1] / 1e6, len(values), **whole)

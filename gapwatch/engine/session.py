@@ -92,6 +92,7 @@ class Session:
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
         self._closed = False
+        self._finished = False
         #: Data time (ns) of each GPU's last busy-fraction refresh in the store.
         self._busy_at_ns: dict[int, int] = {}
         for sink in self.sinks:
@@ -170,13 +171,24 @@ class Session:
         for listener in self._listeners:
             listener(ev)
 
+    def finish(self) -> None:
+        """End of data (a replay or a timed run is over): settle the detector now, so that what
+        the dashboard shows is what `report` will count (a gap still open at the end is
+        retracted: idle after the last busy period). Sinks stay open until `close()`. Safe to
+        call twice."""
+        with self._lock:
+            if self._closed or self._finished:
+                return
+            self._finished = True
+            if self.detector is not None:
+                self._derived(self.detector.finish())
+
     def close(self) -> None:
         """Settle the detector, close every sink. Safe to call twice."""
         with self._lock:
             if self._closed:
                 return
-            if self.detector is not None:
-                self._derived(self.detector.finish())
+            self.finish()
             self._closed = True
             for sink in self.sinks:
                 sink.close()

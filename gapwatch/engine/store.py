@@ -246,6 +246,11 @@ class SeriesStore:
             self._links[link.gpu] = link
             self._version += 1
 
+    def links(self) -> dict[int, LinkState]:
+        """The latest link reading per GPU (cheap: the footer asks every second)."""
+        with self._lock:
+            return dict(self._links)
+
     def count(self, name: str, n: int = 1) -> None:
         """Bump a named counter (unparsed lines, bad records, snapshots...)."""
         with self._lock:

@@ -118,6 +118,11 @@ class LineSplitter:
         return [line]
 
 
+#: State of a followed file before the first look, and after a first look found no file.
+WAITING = "waiting for file"
+MISSING = "missing: no such file (waiting for it)"
+
+
 @dataclass(slots=True)
 class SourceStatus:
     path: str
@@ -143,7 +148,7 @@ class _FileFollower:
 
     def __init__(self, path: str, from_start: bool, max_line_bytes: int) -> None:
         self.path = path
-        self.status = SourceStatus(path, "waiting for file")
+        self.status = SourceStatus(path, WAITING)
         self.splitter = LineSplitter(max_line_bytes)
         self._fd: int | None = None
         self._ident: tuple[int, int] | None = None
@@ -168,6 +173,12 @@ class _FileFollower:
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
+            if self.status.state == WAITING:
+                # Said once, at start, like tail -F's "cannot open 'x' for reading": a mistyped
+                # path must not look like a prover that is merely quiet.
+                self.status.state = MISSING
+                notice("warning", f"log {self.path}: cannot open for reading: No such file or "
+                                  "directory; following it once it appears")
             return
         except OSError as exc:
             if self.status.state != f"unreadable: {exc.strerror}":
@@ -245,10 +256,13 @@ class _FileFollower:
         if self._fd is None:
             at_end = self._first_open_at_end
             self._first_open_at_end = False
+            was_missing = self.status.state == MISSING
             self._open(notice, at_end)
             if self._fd is None:
                 return []
-            if not at_end and not self._stream:
+            if was_missing:
+                notice("info", f"log {self.path}: has appeared; following it from its start")
+            elif not at_end and not self._stream:
                 notice("info", f"log {self.path}: following from its start")
         try:
             st = os.stat(self.path)

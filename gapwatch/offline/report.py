@@ -37,6 +37,7 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.track import GpuTotals
+from gapwatch.logs.files import parse_log_files
 from gapwatch.offline.detect import Detected, detect_records
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import read_any
@@ -79,19 +80,9 @@ class ReportData:
 
 
 def parse_logs(paths: Iterable[str], config: Config) -> tuple[list[LogEvent], dict[str, int]]:
-    """Parse whole prover log files into events sorted by time. Unreadable files raise OSError."""
-    from gapwatch.logs.parse import LogParser
-
-    parser = LogParser(config.logs, keep_unparsed=False)
-    events: list[LogEvent] = []
-    for path in paths:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                events.extend(parser.parse_line(line.rstrip("\r\n"), stream=path))
-    # Lines without any time of their own get wall time 0 from a file: they cannot be placed.
-    events = [e for e in events if e.t_wall_s > 0]
-    events.sort(key=lambda e: e.t_wall_s)
-    return events, dict(parser.counters)
+    """Parse whole prover log files into events sorted by time (`logs.files.parse_log_files`).
+    Unreadable files raise OSError."""
+    return parse_log_files(paths, config)
 
 
 def build_report(

@@ -25,11 +25,10 @@ the user's explicit choice: the endpoint has no authentication (see docs/export.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -41,10 +40,11 @@ from prometheus_client.core import (
 from gapwatch import __version__
 from gapwatch.core.config import split_listen
 from gapwatch.core.ledger import Tally
-from gapwatch.core.models import CHAIN_STATES, GAP_KINDS, GpuSample
+from gapwatch.core.models import CHAIN_STATES, GAP_KINDS, GpuSample, LinkState, ProcessMemory
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import StoreSnapshot
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
+from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
 from gapwatch.sinks.prover_metrics import prover_families
 from gapwatch.sources.cuzk_status import PollerStatus
 
@@ -97,7 +97,7 @@ class GapwatchCollector:
         snap = self._session.store.snapshot()
         counts = self._sink.copy_counts()
         header = self._session.header
-        logs, log_counters, pollers = self._runtime_logs()
+        status, logs, log_counters, pollers = self._runtime_status()
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
         yield from self._state_gauges(snap)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
@@ -105,7 +105,9 @@ class GapwatchCollector:
         yield from self._counters(counts, log_counters)
         yield from self._log_files(logs, log_counters)
         yield self._lateness(counts)
-        yield from self._copytrace(counts)
+        yield from _recording(getattr(status, "recording", None))
+        yield from self._copytrace(counts, getattr(status, "copytrace", None))
+        yield from self._slow_readings(snap.links, snap.procmem)
         yield from prover_families(snap.provers, pollers)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
@@ -114,8 +116,36 @@ class GapwatchCollector:
         build.add_metric([], {"version": __version__, "source": header.source})
         yield build
 
-    def _copytrace(self, c: SinkCounts) -> Iterator[Metric]:
-        """Copies and bytes by GPU, direction and memory kind, and what the trace dropped."""
+    def _slow_readings(self, links: dict[int, LinkState],
+                       procmem: dict[int, tuple[ProcessMemory, ...]]) -> Iterator[Metric]:
+        """The link as last trained under traffic, and the /proc memory of the processes on
+        each GPU (absent until read; a field /proc could not give is absent, never 0)."""
+        trained = _gauge("gpu_pcie_link_trained_capacity_bytes_per_second",
+                         "Per-direction capacity of the PCIe link as trained, read while data "
+                         "moved.", ["gpu"])
+        down = _gauge("gpu_pcie_link_trained_down", "1 when the link was last seen below its "
+                      "maximum generation or width while data moved, else 0.", ["gpu"])
+        for gpu, link in sorted(links.items()):
+            if link.bytes_per_s is not None:
+                trained.add_metric([str(gpu)], link.bytes_per_s)
+            down.add_metric([str(gpu)], 1.0 if link.trained_down else 0.0)
+        pinned = _gauge("process_pinned_host_memory_bytes", "RssShmem of a process on the GPU "
+                        "(cudaHostAlloc-pinned memory counts here; a hint: cudaHostRegister'ed "
+                        "memory does not).", ["gpu", "pid", "name"])
+        heap = _gauge("process_heap_host_memory_bytes", "RssAnon of a process on the GPU "
+                      "(ordinary heap, and cudaHostRegister'ed memory).", ["gpu", "pid", "name"])
+        for gpu, readings in sorted(procmem.items()):
+            for r in readings:
+                label = [str(gpu), str(r.pid), r.name]
+                if r.rss_shmem_bytes is not None:
+                    pinned.add_metric(label, r.rss_shmem_bytes)
+                if r.rss_anon_bytes is not None:
+                    heap.add_metric(label, r.rss_anon_bytes)
+        yield from (trained, down, pinned, heap)
+
+    def _copytrace(self, c: SinkCounts, status: Any) -> Iterator[Metric]:
+        """Copies and bytes by GPU, direction and memory kind, and what the trace dropped
+        (`status`: the runtime's `CopyTraceStatus`, None when the copy trace is off)."""
         n = CounterMetricFamily("gapwatch_copies", "Host<->device copies seen by the copy "
                                 "trace, by GPU, direction and host memory kind.",
                                 labels=["gpu", "direction", "memory_kind"])
@@ -125,12 +155,6 @@ class GapwatchCollector:
             n.add_metric(list(key), c.copies[key])
             b.add_metric(list(key), c.copy_bytes.get(key, 0))
         yield from (n, b)
-        status = None
-        if self._status_fn is not None:
-            try:
-                status = getattr(self._status_fn(), "copytrace", None)
-            except Exception:  # noqa: BLE001 - counted by _runtime_logs already
-                status = None
         if status is not None:
             d = CounterMetricFamily("gapwatch_copytrace_dropped", "Copies the copy trace "
                                     "lost: the prover could not deliver them (where=send) or "
@@ -145,13 +169,15 @@ class GapwatchCollector:
             procs.add_metric([], status.processes)
             yield from (d, procs)
 
-    def _runtime_logs(self) -> tuple[dict[str, str], dict[str, int], list[PollerStatus] | None]:
-        """The runtime's log files (path -> state), tailer counters (`RuntimeStatus.logs`,
-        `.log_counters`: lines, parsed, unparsed) and status pollers (`.provers`; None without
-        a runtime, e.g. a replay driven in-process). A failing status_fn costs its metrics for
-        this scrape, counted, never the scrape."""
+    def _runtime_status(
+        self,
+    ) -> tuple[Any, dict[str, str], dict[str, int], list[PollerStatus] | None]:
+        """The runtime's `RuntimeStatus` (or None), its log files (path -> state), tailer
+        counters (`.log_counters`: lines, parsed, unparsed) and status pollers (`.provers`;
+        None without a runtime, e.g. a replay driven in-process). A failing status_fn costs the
+        metrics that come from it for this scrape, counted, never the scrape."""
         if self._status_fn is None:
-            return {}, {}, None
+            return None, {}, {}, None
         try:
             status = self._status_fn()
             logs = {str(k): str(v) for k, v in dict(getattr(status, "logs", {}) or {}).items()}
@@ -160,8 +186,8 @@ class GapwatchCollector:
             pollers = list(getattr(status, "provers", None) or [])
         except Exception:  # noqa: BLE001 - a scrape must answer even if the runtime cannot
             self.status_errors += 1
-            return {}, {}, None
-        return logs, counters, pollers
+            return None, {}, {}, None
+        return status, logs, counters, pollers
 
     def _log_files(self, logs: dict[str, str], counters: dict[str, int]) -> Iterator[Metric]:
         files = InfoMetricFamily("gapwatch_log_file",
@@ -331,49 +357,87 @@ class GapwatchCollector:
         return hist
 
 
-class ExporterHandle:
-    """A running `/metrics` server. `address` is HOST:PORT as bound (port 0 resolved)."""
+def _recording(rec: Any) -> Iterator[Metric]:
+    """The recording's health (`RuntimeStatus.recording`); nothing without a recording."""
+    if rec is None:
+        return
+    failing = _gauge("recording_failing",
+                     "1 while the recording cannot be written (disk full, I/O error), else 0.",
+                     [])
+    failing.add_metric([], 1.0 if rec.state == "failing" else 0.0)
+    errors = CounterMetricFamily("gapwatch_recording_write_errors",
+                                 "Failed write attempts to the recording (each is retried).")
+    errors.add_metric([], rec.write_errors)
+    written = CounterMetricFamily("gapwatch_recording_records",
+                                  "Records written to the recording.")
+    written.add_metric([], rec.records_written)
+    dropped = CounterMetricFamily("gapwatch_recording_dropped_records",
+                                  "Records that will never be in the recording (memory bound "
+                                  "reached while the disk failed).")
+    dropped.add_metric([], rec.records_dropped)
+    pending = _gauge("recording_pending_records",
+                     "Records in memory waiting for the disk.", [])
+    pending.add_metric([], rec.records_pending)
+    yield from (failing, errors, written, dropped, pending)
 
-    def __init__(self, server: Any, thread: threading.Thread, host: str,
-                 registry: CollectorRegistry, sink: MetricsSink) -> None:
-        self._server = server
-        self._thread = thread
-        self.registry = registry
-        self.sink = sink
+
+class ExporterHandle:
+    """A bound `/metrics` server. `address` is HOST:PORT as bound (port 0 resolved).
+
+    `bind_exporter` binds it (so that a taken port fails before anything else starts);
+    `serve(session, status_fn)` starts counting and answering; `stop()` returns at once.
+    """
+
+    def __init__(self, server: MetricsServer, host: str) -> None:
+        self.server = server
+        self.registry: CollectorRegistry | None = None
+        self.sink: MetricsSink | None = None
         port = int(server.server_address[1])
         self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self.url = f"http://{self.address}/metrics"
 
+    def serve(self, session: Session, status_fn: Callable[[], Any] | None = None) -> None:
+        """Register a `MetricsSink` on the session (counting starts now: call it before feeding
+        records) and start answering scrapes. `status_fn` returns the runtime's
+        `RuntimeStatus`; its logs, log counters and recording feed their metrics."""
+        sink = MetricsSink()
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(GapwatchCollector(session, sink, status_fn))
+        session.add_sink(sink)
+        self.registry, self.sink = registry, sink
+        self.server.serve(registry)
+
     def stop(self) -> None:
-        """Stop serving and free the port. Safe to call twice."""
-        if self._thread.is_alive():
-            self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        """Stop serving and free the port, at once. Safe to call twice."""
+        self.server.stop()
+
+
+def bind_exporter(listen: str, limits: ServerLimits | None = None) -> ExporterHandle:
+    """Bind `listen` (HOST:PORT, :PORT or PORT; port 0 = any free) without serving yet.
+
+    Raises:
+        ExporterError: the address is malformed or cannot be bound.
+    """
+    host, port = parse_listen(listen)
+    try:
+        server = MetricsServer(host, port, limits)
+    except OSError as exc:
+        raise ExporterError(f"--prometheus {listen!r}: cannot listen on {host}:{port}: "
+                            f"{exc.strerror or exc}") from None
+    return ExporterHandle(server, host)
 
 
 def start_exporter(
     listen: str,
     session: Session,
     status_fn: Callable[[], Any] | None = None,
+    limits: ServerLimits | None = None,
 ) -> ExporterHandle:
-    """Serve the session's metrics on `listen` (HOST:PORT, :PORT or PORT; port 0 = any free).
-
-    Registers a `MetricsSink` on the session, so counting starts now: call it before feeding
-    records. `status_fn` returns the runtime's `RuntimeStatus`; its `logs` and `log_counters`
-    feed the log-file and log-line metrics at each scrape.
+    """Bind `listen` and serve the session's metrics there (`bind_exporter` + `serve`).
 
     Raises:
         ExporterError: the address is malformed or cannot be bound.
     """
-    host, port = parse_listen(listen)
-    sink = MetricsSink()
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(GapwatchCollector(session, sink, status_fn))
-    try:
-        server, thread = start_http_server(port, addr=host, registry=registry)
-    except OSError as exc:
-        raise ExporterError(f"--prometheus {listen!r}: cannot listen on {host}:{port}: "
-                            f"{exc.strerror or exc}") from None
-    session.add_sink(sink)
-    return ExporterHandle(server, thread, host, registry, sink)
+    handle = bind_exporter(listen, limits)
+    handle.serve(session, status_fn)
+    return handle

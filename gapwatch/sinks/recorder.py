@@ -1,85 +1,441 @@
-"""Recorder: the session sink that writes every record to a JSON Lines file (gzip for `.gz`).
+"""Recorder: the session sink that writes every record to a JSON Lines file (gzip for `.gz`),
+and keeps the file whole through a full or failing disk.
 
-Who calls it: the runtime (`record --out`, `watch/demo --record`), snapshots and conversions
-(`write_recording`), tests. The format and its reader are in `gapwatch.sources.recording`.
+Who calls it: the runtime (`record --out`, `watch/demo --record`: a writer thread, `start()`),
+snapshots and conversions (`write_recording`: synchronous), tests. The format and its reader are
+in `gapwatch.sources.recording`; where the file may go, and its lock, in
+`gapwatch.sinks.output_file`.
 
-Writes are buffered and flushed at least every `flush_interval_s`; a `.gz` file is flushed with
-Z_SYNC_FLUSH so that a `kill -9` loses at most the last interval and what was written still reads.
+How the file stays readable whatever happens:
+- Records are encoded as they arrive (`on_record`, under the session lock: no I/O there when a
+  writer thread runs) and written at least every `flush_interval_s`.
+- A `.gz` file is a series of gzip members: the header is a member of its own, then members of
+  about `MEMBER_BYTES` of JSON each, every write ending with Z_SYNC_FLUSH. A `kill -9` loses at
+  most the last interval, and what was written still reads (the reader reads every member).
+- A write that fails (ENOSPC, EDQUOT, EIO, ...) is undone: the file is cut back to its size
+  before the write, so it always ends after a whole line (and, for gzip, a complete flush of the
+  deflate stream, whose state is restored from a copy taken before the write). The records stay
+  in memory, up to `max_pending_bytes`; beyond that new records are dropped and counted. Writes
+  are retried with a doubling delay (1 s .. `retry_max_s`). Once one succeeds, the recording
+  resumes where it stopped, with a notice record saying how many records were dropped and when.
+- Each failure and the recovery are reported through `on_problem` (a Notice: the runtime passes
+  it to the session, so the dashboard, `record`'s stderr and `/metrics` see it; it is called with
+  no lock of ours held) and `status()`.
+- `close()` writes what is pending and ends the last member with its trailer. If the disk is
+  still full it ends the member with the few bytes of its trailer alone (they fit in the last
+  block's slack on almost any file system): the file reads without "ends early", and what
+  could not be written is counted in `status().records_dropped`. Should even those bytes not
+  fit, the records stay and the status says that readers will find the file ending early.
 """
 
 from __future__ import annotations
 
-import gzip
+import threading
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import Any, Literal
 
 import orjson
 
-from gapwatch.core.models import Record, SessionHeader
+from gapwatch.core.models import Notice, Record, SessionHeader
+from gapwatch.sinks.output_file import ExistsPolicy, OutputFile, OutputPlan, check_output
+
+#: Uncompressed JSON per gzip member: large enough that compression loses nothing measurable,
+#: small enough that a file cut back to a member boundary loses little.
+MEMBER_BYTES = 1 << 20
+#: The most JSON written in one go: a nearly full disk takes what fits, batch by batch.
+WRITE_BATCH_BYTES = 256 << 10
+#: Encoded records kept in memory while the disk refuses them (minutes of an 8-GPU box).
+DEFAULT_MAX_PENDING_BYTES = 16 << 20
+#: The longest wait between two write attempts on a failing disk.
+RETRY_MAX_S = 30.0
+_GZIP_WBITS = 31  # zlib's gzip container
+_GZIP_LEVEL = 6
+
+RecordingState = Literal["writing", "failing", "closed"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordingStatus:
+    """The recording as the footer, `/metrics` and `record`'s summary show it."""
+
+    path: str
+    state: RecordingState
+    #: The last write error (while failing, or what stopped the final write), else None.
+    error: str | None
+    #: Wall time of the first failed write of the current outage.
+    failing_since_wall_s: float | None
+    #: Failed write attempts since the start.
+    write_errors: int
+    #: Records in the file.
+    records_written: int
+    #: Records in memory waiting for the disk.
+    records_pending: int
+    #: Records that will never be in the file (memory bound reached while the disk failed, or
+    #: still unwritable at close).
+    records_dropped: int
+    bytes_written: int
+
+    def summary(self) -> str:
+        """One phrase for a closing line: records kept, records lost, the last error."""
+        text = f"{self.records_written} records in {self.path}"
+        if self.records_dropped:
+            text += f", {self.records_dropped} NOT recorded"
+        if self.write_errors:
+            text += f", {self.write_errors} failed writes"
+        if self.error:
+            text += f" (last error: {self.error})"
+        return text
+
+
+@dataclass(slots=True)
+class _Drops:
+    """Records dropped since the last notice about it (their count and data-time span)."""
+
+    count: int
+    first_mono_ns: int
+    first_wall_s: float
+    last_wall_s: float
+
+
+def _record_times(record: Record) -> tuple[int | None, float | None]:
+    if record.type == "gap":
+        return record.start_mono_ns, record.start_s
+    return getattr(record, "t_mono_ns", None), getattr(record, "t_wall_s", None)
 
 
 class Recorder:
     """A session sink that writes every record to a JSON Lines file (gzip when `.gz`).
 
-    Writes are buffered and flushed when `flush_interval_s` has passed since the last flush
-    (checked on every record: the sampler delivers records every period) and on `close()`.
+    Synchronous by default (writes happen in `on_record` once `flush_interval_s` has passed, and
+    in `close()`); `start()` moves the writes to a thread of their own, so that a slow or failing
+    disk never delays the caller (the sampler).
     """
 
-    def __init__(self, path: str | Path, flush_interval_s: float = 1.0) -> None:
-        self.path = Path(path)
-        self._flush_interval_ns = int(flush_interval_s * 1e9)
-        self._raw: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
-        self._gz: gzip.GzipFile | None = None
-        if self.path.suffix == ".gz":
-            self._gz = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6)
-        self._buf: list[bytes] = []
-        self._last_flush_ns = time.monotonic_ns()
+    def __init__(
+        self,
+        target: str | Path | OutputPlan,
+        flush_interval_s: float = 1.0,
+        *,
+        exists: ExistsPolicy = "refuse",
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+        retry_max_s: float = RETRY_MAX_S,
+        on_problem: Callable[[Notice], None] | None = None,
+    ) -> None:
+        """
+        Args:
+            target: the file, or an `OutputPlan` from `check_output` (the runtime checks first).
+            exists: what to do when `target` is a path that exists (see `output_file`).
+            on_problem: called (never under a lock of ours) with a Notice when writing fails,
+                and when it resumes.
+
+        Raises:
+            OutputRefused: the file cannot be created, exists, or is locked by another writer.
+        """
+        plan = target if isinstance(target, OutputPlan) else check_output(target, exists)
+        self.file = OutputFile(plan)
+        self.path = plan.path
+        self._gzip = self.path.name.endswith(".gz")
+        self._flush_interval_s = flush_interval_s
+        self._max_pending_bytes = max_pending_bytes
+        self._retry_max_s = retry_max_s
+        self._on_problem = on_problem
+        # _lock guards the pending buffer and the counters; _io the file and the compressor.
+        # _io is taken first when both are needed; neither is held while on_problem runs.
+        self._lock = threading.Lock()
+        self._io = threading.Lock()
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._pending_records = 0
+        self._drops: _Drops | None = None
+        #: The header line while it waits in `_pending` (its first write failed).
+        self._unwritten_header: bytes | None = None
+        #: Reports waiting for `_deliver` (queued under the locks, delivered outside them).
+        self._outbox: list[tuple[Literal["warning", "error"], str]] = []
+        self._end = 0
+        self._z: Any = self._new_member()
+        self._member_bytes = 0
+        self._state: RecordingState = "writing"
+        self._error: str | None = None
+        self._failing_since_wall_s: float | None = None
+        self._retry_s = 0.0
+        self._next_write_ns = time.monotonic_ns() + int(flush_interval_s * 1e9)
+        self._last_times: tuple[int, float] = (time.monotonic_ns(), time.time())
+        self.write_errors = 0
         self.records_written = 0
+        self.records_dropped = 0
         self.closed = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- the sink -------------------------------------------------------------------------------
 
     def on_header(self, header: SessionHeader) -> None:
-        self._buf.append(header.model_dump_json().encode() + b"\n")
-        self.flush()
+        line = header.model_dump_json().encode() + b"\n"
+        with self._io:
+            try:
+                # The header is a gzip member of its own: the file can always be cut back to it.
+                self._write(line, records=0, finish=True)
+            except OSError as exc:
+                with self._lock:
+                    self._pending.insert(0, line)
+                    self._pending_bytes += len(line)
+                    self._unwritten_header = line  # not a record: kept out of the counts
+                self._failed(exc)
+        self._deliver()
 
     def on_record(self, record: Record) -> None:
-        if self.closed:
-            return
-        self._buf.append(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
-        self.records_written += 1
-        if time.monotonic_ns() - self._last_flush_ns >= self._flush_interval_ns:
+        line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+        t_mono, t_wall = _record_times(record)
+        with self._lock:
+            if self.closed:
+                return
+            if t_mono is not None and t_wall is not None:
+                self._last_times = (t_mono, t_wall)
+            if self._pending_bytes + len(line) > self._max_pending_bytes:
+                self._drop(t_mono, t_wall)
+                return
+            self._pending.append(line)
+            self._pending_bytes += len(line)
+            self._pending_records += 1
+            due = self._thread is None and time.monotonic_ns() >= self._next_write_ns
+        if due:
             self.flush()
 
-    def flush(self) -> None:
-        if self.closed:
-            return
-        data = b"".join(self._buf)
-        self._buf.clear()
-        if self._gz is not None:
-            self._gz.write(data)
-            # A sync flush ends the deflate block on a byte boundary: everything so far is
-            # decodable even if the process dies before the gzip trailer is written.
-            self._gz.flush(zlib.Z_SYNC_FLUSH)
-        else:
-            self._raw.write(data)
-        self._raw.flush()
-        self._last_flush_ns = time.monotonic_ns()
-
     def close(self) -> None:
+        """Write what is pending and end the file whole (see the module docstring). Safe to
+        call twice."""
         if self.closed:
             return
-        self.flush()
-        self.closed = True
-        if self._gz is not None:
-            self._gz.close()
-        self._raw.close()
+        self.stop_writer()
+        with self._io:
+            if not self._write_pending(finish=True) and not self._end_whole():
+                with self._lock:
+                    self._error = (f"{self._error}; the last gzip member has no trailer (its "
+                                   "records read, but readers say the file ends early)")
+            with self._lock:
+                self.records_dropped += self._pending_records
+                self._pending, self._pending_bytes, self._pending_records = [], 0, 0
+                self.closed = True
+                self._state = "closed"
+            self.file.close()
+        self._deliver()
+
+    # -- the writer thread ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Write from a thread of our own from now on (the runtime does this)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="gapwatch-recorder",
+                                            daemon=True)
+            self._thread.start()
+
+    def stop_writer(self, timeout_s: float = 5.0) -> None:
+        """Stop the writer thread (what is pending stays for `close()`). Call it before taking a
+        lock that `on_problem` takes too (the runtime stops it before closing the session)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        delay = self._flush_interval_s
+        while not self._stop.wait(delay):
+            delay = self._flush_interval_s if self.flush() else self._retry_s
+
+    def flush(self) -> bool:
+        """Write what is pending now; True when the file holds every record so far."""
+        with self._io:
+            ok = self._write_pending(finish=False)
+        self._deliver()
+        return ok
+
+    # -- status ---------------------------------------------------------------------------------
+
+    def status(self) -> RecordingStatus:
+        with self._lock:
+            return RecordingStatus(
+                path=str(self.path), state=self._state, error=self._error,
+                failing_since_wall_s=self._failing_since_wall_s, write_errors=self.write_errors,
+                records_written=self.records_written, records_pending=self._pending_records,
+                records_dropped=self.records_dropped, bytes_written=self._end,
+            )
+
+    # -- writing (under _io) --------------------------------------------------------------------
+
+    def _new_member(self) -> Any:
+        return zlib.compressobj(_GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS) if self._gzip else None
+
+    def _write_pending(self, finish: bool) -> bool:
+        with self._lock:
+            chunks = self._pending
+            self._pending, self._pending_bytes, self._pending_records = [], 0, 0
+            drops, self._drops = self._drops, None
+            header = self._unwritten_header
+        if drops is not None:
+            # The drop note goes where the hole is: after what was waiting, before what follows.
+            chunks.append(self._drop_note(drops))
+        done = 0
+        ok = True
+        # In batches, so that a disk with a little room takes what fits and the rest waits.
+        for batch, records in _batches(chunks, WRITE_BATCH_BYTES):
+            last = done + len(batch) == len(chunks)
+            if header is not None and batch[0] is header:
+                records -= 1
+            try:
+                self._write(b"".join(batch), records=records, finish=finish and last)
+            except OSError as exc:
+                rest = chunks[done:]
+                if drops is not None:
+                    rest.pop()  # the note is made again, with the drops merged, next time
+                with self._lock:
+                    self._pending[:0] = rest
+                    self._pending_bytes += sum(map(len, rest))
+                    self._pending_records += len(rest) - (1 if header is not None and rest
+                                                          and rest[0] is header else 0)
+                    self._drops = _merge(drops, self._drops)
+                self._failed(exc)
+                ok = False
+                break
+            done += len(batch)
+            if header is not None and batch[0] is header:
+                with self._lock:
+                    self._unwritten_header = header = None
+        if ok and not chunks and finish and self._member_bytes:
+            try:
+                self._write(b"", records=0, finish=True)  # the member's trailer alone
+            except OSError as exc:
+                self._failed(exc)
+                ok = False
+        with self._lock:
+            recovered = ok and self._state == "failing"
+            if recovered:
+                since = self._failing_since_wall_s
+                self._state, self._error, self._failing_since_wall_s = "writing", None, None
+            self._next_write_ns = time.monotonic_ns() + int(
+                (self._flush_interval_s if ok else self._retry_s) * 1e9)
+            if recovered:
+                outage = f" after {time.time() - since:.0f} s" if since is not None else ""
+                lost = (f"; {drops.count} records were dropped while it failed (noted in the "
+                        "file)" if drops is not None else "; nothing was lost")
+                self._outbox.append(("warning", f"recording resumed{outage}{lost} ({self.path})"))
+        return ok
+
+    def _write(self, data: bytes, records: int, finish: bool) -> None:
+        """Append `data`; on OSError the file is cut back and the deflate state kept as before."""
+        if self._gzip:
+            z = self._z.copy()  # the stream's state before this write, kept if the write fails
+            full = finish or self._member_bytes + len(data) >= MEMBER_BYTES
+            out = z.compress(data) + z.flush(zlib.Z_FINISH if full else zlib.Z_SYNC_FLUSH)
+        else:
+            z, full, out = None, False, data
+        start = self._end
+        try:
+            self.file.write_at(start, out)
+        except OSError:
+            self.file.truncate_to(start)
+            raise
+        self._end = start + len(out)
+        with self._lock:
+            self.records_written += records
+        if full:
+            self._z = self._new_member()
+            self._member_bytes = 0
+        else:
+            self._z = z
+            self._member_bytes += len(data)
+
+    def _end_whole(self) -> bool:
+        """The final write failed: end the gzip member with its trailer (~10 bytes: an empty
+        last block, CRC and length), which fits in the last block's slack on almost any file
+        system. True when the file now ends whole (plain JSON Lines always ends on a line)."""
+        if not self._gzip or self._member_bytes == 0:
+            return True
+        trailer = self._z.copy().flush(zlib.Z_FINISH)
+        try:
+            self.file.write_at(self._end, trailer)
+        except OSError:
+            # Not even that fits. The member's records stay (every one of them reads); the
+            # reader will say the file "ends early". Losing them to avoid that would be worse.
+            self.file.truncate_to(self._end)
+            return False
+        self._end += len(trailer)
+        return True
+
+    # -- failures (counters under _lock, reports outside it) ------------------------------------
+
+    def _drop(self, t_mono: int | None, t_wall: float | None) -> None:
+        """Under _lock: one record that does not fit in memory."""
+        self.records_dropped += 1
+        mono, wall = (t_mono, t_wall) if t_mono is not None and t_wall is not None \
+            else self._last_times
+        if self._drops is None:
+            self._drops = _Drops(1, mono, wall, wall)
+        else:
+            self._drops.count += 1
+            self._drops.last_wall_s = wall
+
+    def _drop_note(self, drops: _Drops) -> bytes:
+        notice = Notice(drops.first_mono_ns, drops.first_wall_s, "error",
+                        f"recording gap: {drops.count} records were not written "
+                        f"({drops.last_wall_s - drops.first_wall_s:.1f} s of data): the disk "
+                        f"refused them and {self._max_pending_bytes / 2**20:g} MiB were waiting")
+        return orjson.dumps(notice, option=orjson.OPT_APPEND_NEWLINE)
+
+    def _failed(self, exc: OSError) -> None:
+        error = exc.strerror or str(exc)
+        with self._lock:
+            self.write_errors += 1
+            first = self._state != "failing"
+            if first or error != self._error:
+                self._outbox.append((
+                    "error", f"recording failed: {error}; sampling, detection and /metrics go "
+                    f"on; retrying (every {self._retry_max_s:g} s at most), up to "
+                    f"{self._max_pending_bytes / 2**20:g} MiB of records kept meanwhile "
+                    f"({self.path})"))
+            self._state, self._error = "failing", error
+            if first:
+                self._failing_since_wall_s = time.time()
+                self._retry_s = 1.0
+            else:
+                self._retry_s = min(self._retry_max_s, self._retry_s * 2)
+
+    def _deliver(self) -> None:
+        """Hand queued reports to `on_problem`, holding no lock of ours: it enters the session,
+        whose lock a thread inside `on_record` or `close` may hold."""
+        with self._lock:
+            reports, self._outbox = self._outbox, []
+            t_mono, t_wall = self._last_times
+        if self._on_problem is not None:
+            for level, message in reports:
+                self._on_problem(Notice(t_mono, t_wall, level, message))
+
+
+def _batches(chunks: list[bytes], max_bytes: int) -> Iterator[tuple[list[bytes], int]]:
+    """Consecutive runs of `chunks` of about `max_bytes` each (at least one chunk a run), with
+    their length."""
+    start, size = 0, 0
+    for i, chunk in enumerate(chunks):
+        if size and size + len(chunk) > max_bytes:
+            yield chunks[start:i], i - start
+            start, size = i, 0
+        size += len(chunk)
+    if start < len(chunks):
+        yield chunks[start:], len(chunks) - start
+
+
+def _merge(a: _Drops | None, b: _Drops | None) -> _Drops | None:
+    if a is None or b is None:
+        return a or b
+    return _Drops(a.count + b.count, a.first_mono_ns, a.first_wall_s, b.last_wall_s)
 
 
 def write_recording(path: str | Path, header: SessionHeader, records: Iterable[Record]) -> int:
-    """Write a whole recording at once (snapshots, CSV conversion, tests). Returns the count."""
-    rec = Recorder(path)
+    """Write a whole recording at once (snapshots, CSV conversion, tests), replacing `path`.
+    Returns how many records are in the file."""
+    rec = Recorder(path, exists="replace")
     rec.on_header(header)
     for r in records:
         rec.on_record(r)

@@ -32,6 +32,7 @@ import orjson
 
 from gapwatch.core import fmt
 from gapwatch.core.config import Config
+from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
 from gapwatch.engine.store import StoreSnapshot
 from gapwatch.sinks.recorder import write_recording
@@ -85,6 +86,35 @@ def _record_time(record: Record) -> float:
     return record.start_s if isinstance(record, Gap) else record.t_wall_s
 
 
+def covered_text(records: Sequence[Record], history_s: float) -> str:
+    """What span of data the snapshot holds, in words: its real length (a snapshot taken 47 s
+    after start covers 47 s, not the `history_s` it would keep at most)."""
+    times = [t for r in records if (t := _record_time(r)) > 0]
+    if not times:
+        return "Holds no data"
+    span_s = max(times) - min(times)
+    return (f"Covers {fmt.duration(span_s)} of data, {fmt.clock(min(times))} to "
+            f"{fmt.clock(max(times))} (at most the last {history_s:g} s are kept)")
+
+
+def hint_lines(gaps: Sequence[Gap]) -> list[str]:
+    """The hints grouped once per distinct cause (kind + `hint_cause`), most gaps first."""
+    groups: dict[tuple[str, str], list[Gap]] = {}
+    for g in gaps:
+        groups.setdefault((g.kind, hint_cause(g.kind, g.log_events)), []).append(g)
+    lines = []
+    for (kind, cause), these in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        per_gpu = Counter(g.gpu for g in these)
+        where = ", ".join(f"GPU{gpu} {n}" for gpu, n in sorted(per_gpu.items()))
+        idle_s = sum(g.duration_s for g in these)
+        latest = max(these, key=lambda g: g.start_s)
+        lines.append(f"- **{kind}**, {len(these)} gap(s) ({where}), {idle_s:.1f} s idle: "
+                     f"{cause or 'no cause named'}")
+        if latest.hint:
+            lines.append(f"  - latest ({fmt.clock(latest.start_s)}): {latest.hint}")
+    return lines
+
+
 def _gaps_in(records: Iterable[Record]) -> list[Gap]:
     return [r for r in records if isinstance(r, Gap)]
 
@@ -111,9 +141,13 @@ def render_summary(
         f"# gapwatch snapshot: {header.host}, {fmt.utc_stamp(t_wall_s)}",
         "",
         f"Taken: {reason}. Source: `{header.source}`, gapwatch {header.gapwatch_version}. "
-        f"Covers the last {config.snapshot.history_s:g} s of data; times are UTC.",
+        f"{covered_text(records, config.snapshot.history_s)}; times are UTC.",
         "",
         "## GPUs",
+        "",
+        "Busy: share of the detector's window (the last "
+        f"{config.detector.window_s:g} s) in which the GPU was busy, as the dashboard header and "
+        "/metrics show it.",
         "",
     ]
     rows = []
@@ -121,6 +155,11 @@ def render_summary(
         state = snap.states.get(info.index)
         link = info.link_bytes_per_s or config.detector.default_link_bytes_per_s
         gen = f"Gen{info.link_gen} x{info.link_width}" if info.link_gen else "link unknown"
+        trained = snap.links.get(info.index)
+        if trained is not None and trained.trained_down:
+            # "% of link" everywhere is of the maximum: say what the link actually ran at.
+            gen += (f"; trained down to "
+                    f"{link_text(trained.gen, trained.width, trained.bytes_per_s)} under traffic")
         rows.append([
             f"GPU{info.index}", info.name, state.state if state else "NO_DATA",
             fmt.frac_pct(snap.busy_share(info.index)),
@@ -139,9 +178,9 @@ def render_summary(
         rx_txt = f", median RX inside {fmt.gbps(statistics.median(rx))} GB/s" if rx else ""
         out.append(f"- GPU{gpu}: {n} {kind} gap(s), {idle_s:.1f} s idle in total"
                    f", longest {fmt.duration(max(g.duration_s for g in these))}{rx_txt}")
-    out += ["", "## Hints", ""]
-    hints = Counter(g.hint for g in gaps if g.hint)
-    out += [f"- {hint} ({n} gap(s))" for hint, n in hints.most_common()] or ["- none"]
+    out += ["", "## Hints", "", "One line per distinct cause (gaps of the same kind that idled for "
+            "the same reason), with the latest such gap's hint in full.", ""]
+    out += hint_lines(gaps) or ["- none"]
     warnings = [e for e in records if isinstance(e, LogEvent) and e.warning]
     out += ["", "## Prover log warnings", ""]
     if warnings:

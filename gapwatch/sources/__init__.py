@@ -31,8 +31,10 @@ class Tick:
 
     gpu: list[GpuSample] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
-    #: The slow readings of this tick, if it took them (every `sampler.slow_every_s`): host
-    #: memory of the processes on each GPU, and PCIe links read under traffic.
+    #: The slow readings of this tick, if it took them: host memory of the processes on each
+    #: GPU (every `sampler.procmem_every_s`), and a PCIe link read under traffic whose
+    #: generation or width changed (at most every `sampler.link_every_s`). The sampler hands
+    #: each to `Session.on_record`, like every other record.
     other: list[ProcessMemory | LinkState] = field(default_factory=list)
 
 

@@ -14,6 +14,15 @@ Per GPU it picks the best signal once, at `open()` (see docs/sampling.md):
 3. utilization.gpu plus, at most every `legacy_pcie_every_s` and one blocking call per tick,
    `nvmlDeviceGetPcieThroughput`.
 
+Two slow readings ride on the same ticks (docs/sampling.md, "Slow readings"), their records in
+`Tick.other`:
+- every `procmem_every_s`: the processes NVML lists on each GPU
+  (`nvmlDeviceGetComputeRunningProcesses`) and their host memory from /proc/PID/status
+  (`gapwatch.sources.procmem`): `ProcessMemory` records, pinned vs heap, a hint for the gaps;
+- at most every `link_every_s` per GPU, and only on a tick whose reading shows data moving
+  (idle links down-train to save power): the link's current generation and width; a
+  `LinkState` record when they change, and a warning when the link trained below its maximum.
+
 Every NVML call goes through `_call`/`_on_code`: unsupported → None for that field, said once;
 GPU lost → that GPU stops, the others go on; init failure → `SourceUnavailable`.
 """
@@ -26,9 +35,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gapwatch.core.config import SamplerConfig
-from gapwatch.core.models import GpuInfo, GpuSample, Notice, SignalSource, link_bytes_per_s
+from gapwatch.core.hints import link_text, link_trained_down_words
+from gapwatch.core.models import (
+    GpuInfo,
+    GpuSample,
+    LinkState,
+    Notice,
+    ProcessMemory,
+    SignalSource,
+    link_bytes_per_s,
+)
 from gapwatch.core.readings import is_stale_gpm
 from gapwatch.sources import SourceUnavailable, Tick
+from gapwatch.sources.procmem import ProcReading, ProcStatusReader, problem_text
 
 # NVML return codes (nvml.h). Hard-coded because they are ABI and the module must import without
 # pynvml; the fake in tests uses the same values.
@@ -55,6 +74,10 @@ _GPM_PCIE_TX_PER_SEC = 20
 _GPM_PCIE_RX_PER_SEC = 21
 _PCIE_UTIL_TX_BYTES = 0
 _PCIE_UTIL_RX_BYTES = 1
+# What the slow readings' NVML calls are called in notices (and in `_Gpu.unsupported`).
+_PROCESSES = "running processes"
+_CURR_GEN = "current PCIe generation"
+_CURR_WIDTH = "current PCIe width"
 
 _MIB = float(1 << 20)
 #: nvmlDeviceGetPcieThroughput answers in KB/s; NVML's KB is 1024 bytes.
@@ -84,6 +107,12 @@ class _Gpu:
     mode: Mode = "legacy"
     lost: bool = False
     link_bytes_per_s: float | None = None
+    max_gen: int | None = None
+    max_width: int | None = None
+    #: The current link is read again no earlier than this (monotonic ns).
+    link_next_ns: int = 0
+    #: (gen, width) of the last link reading under traffic; a record is made when it changes.
+    link_seen: tuple[int, int] | None = None
     #: Fields found unsupported: never called again (saves the call and the exception each tick).
     unsupported: set[str] = field(default_factory=set)
     # GPM: bufs[0] is the start of the current interval, bufs[1] is overwritten by the next sample.
@@ -105,15 +134,25 @@ class NvmlSource:
     """`GpuSource` over NVML. Construct with the `[sampler]` config section."""
 
     def __init__(
-        self, config: SamplerConfig, *, now_ns: Callable[[], int] = time.monotonic_ns
+        self,
+        config: SamplerConfig,
+        *,
+        now_ns: Callable[[], int] = time.monotonic_ns,
+        proc_root: str = "/",
     ) -> None:
         self.config = config
         #: Measures how far into a tick each GPU was read (GPUs are read one after another);
         #: tests pass a constant so that timestamps are exactly the tick's.
         self._now_ns = now_ns
+        #: /proc/PID/status of the processes on the GPUs (tests pass a fake tree's root).
+        self._procs = ProcStatusReader(proc_root)
+        self._procmem_every_ns = int(config.procmem_every_s * 1e9)
+        self._procmem_next_ns: int | None = None
+        self._link_every_ns = int(config.link_every_s * 1e9)
+        self._link_reads = 0
         self._nv: Any = None
         self._gpus: list[_Gpu] = []
-        self._said: set[tuple[int, str, int]] = set()
+        self._said: set[tuple[object, ...]] = set()
         #: Notices raised outside a tick (open) wait here for the first tick's timestamp.
         self._pending: list[tuple[Literal["info", "warning", "error"], str, int | None]] = []
         self._legacy_every_ns = int(config.legacy_pcie_every_s * 1e9)
@@ -181,6 +220,7 @@ class NvmlSource:
         width = self._call(gpu, "max PCIe width", nv.nvmlDeviceGetMaxPcieLinkWidth, handle)
         gen = None if gen is _FAILED else int(gen)
         width = None if width is _FAILED else int(width)
+        gpu.max_gen, gpu.max_width = gen, width
         gpu.link_bytes_per_s = link_bytes_per_s(gen, width)
         gpu.wrap_safe_us = 2**32 / (gpu.link_bytes_per_s or _FALLBACK_LINK_BYTES_PER_S) * 1e6
 
@@ -294,11 +334,104 @@ class NvmlSource:
                     sample = self._read_counters(gpu, t_ns, wall_s, lateness_ns)
                 else:
                     sample = self._read_legacy(gpu, t_ns, wall_s, lateness_ns)
+                if sample is not None:
+                    tick.gpu.append(sample)
+                    self._watch_link(tick, gpu, sample)
             except _GpuLost:
                 continue
-            if sample is not None:
-                tick.gpu.append(sample)
+        # The slow /proc round comes after every GPU's sample, so it never delays their times.
+        if self._procmem_every_ns:
+            due = self._procmem_next_ns
+            if due is None or t_mono_ns >= due:
+                self._procmem_next_ns = t_mono_ns + self._procmem_every_ns
+                offset_ns = self._now_ns() - entry_ns
+                self._read_procmem(tick, t_mono_ns + offset_ns, t_wall_s + offset_ns / 1e9)
         return tick
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """The slow readings so far: /proc readings (`procmem_read`) and their problems
+        (`procmem_vanished`, `procmem_denied`, `procmem_no_rss_fields`, `procmem_unreadable`),
+        and link readings under traffic (`link_reads`)."""
+        out = {f"procmem_{k}": n for k, n in self._procs.counts.items()}
+        out["link_reads"] = self._link_reads
+        return out
+
+    # ---------------------------------------------------------------- the slow readings
+
+    def _read_procmem(self, tick: Tick, t_ns: int, wall_s: float) -> None:
+        """One round: the processes on each GPU and their host memory. A process on two GPUs
+        is read once and reported for each; every record of the round shares its time."""
+        readings: dict[int, ProcReading] = {}
+        lister = self._nv.nvmlDeviceGetComputeRunningProcesses
+        for gpu in self._gpus:
+            if gpu.lost or _PROCESSES in gpu.unsupported:
+                continue
+            try:
+                procs = self._call(gpu, _PROCESSES, lister, gpu.handle)
+            except _GpuLost:
+                continue
+            if procs is _FAILED:
+                continue
+            # MIG lists a process once per instance it uses: one record per (GPU, pid).
+            for pid in sorted({int(p.pid) for p in procs}):
+                r = readings.get(pid)
+                if r is None:
+                    r = readings[pid] = self._procs.read(pid)
+                    if r.problem is not None:
+                        level: Literal["info", "warning"] = (
+                            "warning" if r.problem in ("denied", "unreadable") else "info")
+                        self._say_once(("procmem", r.problem), level,
+                                       problem_text(r.problem, pid), None)
+                st = r.status
+                tick.other.append(ProcessMemory(
+                    t_mono_ns=t_ns, t_wall_s=wall_s, gpu=gpu.index, pid=pid,
+                    name=st.name if st is not None else "",
+                    rss_shmem_bytes=st.rss_shmem_bytes if st is not None else None,
+                    rss_anon_bytes=st.rss_anon_bytes if st is not None else None,
+                    vm_locked_bytes=st.vm_locked_bytes if st is not None else None,
+                    vm_pinned_bytes=st.vm_pinned_bytes if st is not None else None,
+                ))  # fmt: skip
+
+    def _watch_link(self, tick: Tick, gpu: _Gpu, sample: GpuSample) -> None:
+        """While data moves, at most every `link_every_s`: the link as trained. A record when
+        it changed; a warning (once per trained-down shape) when it is below the maximum. Idle
+        links down-train to save power, so only a reading under traffic says anything."""
+        if not self._link_every_ns or sample.t_mono_ns < gpu.link_next_ns:
+            return
+        if _CURR_GEN in gpu.unsupported or _CURR_WIDTH in gpu.unsupported:
+            return
+        moving = max(sample.pcie_rx_bytes_per_s or 0.0, sample.pcie_tx_bytes_per_s or 0.0)
+        if moving <= self.config.link_check_min_bytes_per_s:
+            return
+        gpu.link_next_ns = sample.t_mono_ns + self._link_every_ns
+        nv = self._nv
+        self._link_reads += 1
+        gen = self._call(gpu, _CURR_GEN, nv.nvmlDeviceGetCurrPcieLinkGeneration, gpu.handle)
+        width = self._call(gpu, _CURR_WIDTH, nv.nvmlDeviceGetCurrPcieLinkWidth, gpu.handle)
+        if gen is _FAILED or width is _FAILED:
+            return
+        now = (int(gen), int(width))
+        was = gpu.link_seen
+        if now == was:
+            return
+        gpu.link_seen = now
+        link = LinkState(
+            gpu=gpu.index, t_mono_ns=sample.t_mono_ns, t_wall_s=sample.t_wall_s,
+            gen=now[0], width=now[1], max_gen=gpu.max_gen, max_width=gpu.max_width,
+            bytes_per_s=link_bytes_per_s(*now), max_bytes_per_s=gpu.link_bytes_per_s,
+        )  # fmt: skip
+        tick.other.append(link)
+        if link.trained_down:
+            text = link_trained_down_words(link.gen, link.width, link.bytes_per_s, link.max_gen,
+                                           link.max_width, link.max_bytes_per_s, moving)
+            self._say_once((gpu.index, "link down", now), "warning", f"GPU {gpu.index}: {text}",
+                           gpu.index)
+        elif was is not None:
+            self._say_once((gpu.index, "link back", now), "info",
+                           f"GPU {gpu.index}: PCIe link back at "
+                           f"{link_text(link.gen, link.width, link.bytes_per_s)} while moving data",
+                           gpu.index)
 
     def _read_gpm(self, gpu: _Gpu, t_ns: int, wall_s: float, lateness_ns: int) -> GpuSample | None:
         nv = self._nv
@@ -488,17 +621,18 @@ class NvmlSource:
     def _say(
         self, gpu: _Gpu, what: str, code: int, level: Literal["info", "warning", "error"], msg: str
     ) -> None:
-        key = (gpu.index, what, code)
+        self._say_once((gpu.index, what, code), level, f"GPU {gpu.index}: {msg}", gpu.index)
+
+    def _say_once(self, key: tuple[object, ...], level: Literal["info", "warning", "error"],
+                  text: str, gpu: int | None) -> None:
+        """A notice, the first time `key` comes up in this session."""
         if key in self._said:
             return
         self._said.add(key)
-        text = f"GPU {gpu.index}: {msg}"
         if self._tick is None:
-            self._pending.append((level, text, gpu.index))
+            self._pending.append((level, text, gpu))
         else:
-            self._tick.notices.append(
-                Notice(self._t_mono_ns, self._t_wall_s, level, text, gpu.index)
-            )
+            self._tick.notices.append(Notice(self._t_mono_ns, self._t_wall_s, level, text, gpu))
 
 
 def _field_value(value: Any) -> tuple[int, int]:

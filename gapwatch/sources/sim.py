@@ -31,7 +31,7 @@ import heapq
 import json
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -80,6 +80,21 @@ SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
     # Copies at line rate, but each moves so much that it outlasts the other worker's kernels.
     "transfer-bound": Scenario("transfer-bound", True, 70e9, 0.5, 1.0, 6, 6, 0.0, 0.0),
 }
+
+
+def parse_scenarios(scenario: str | Sequence[str], gpus: int = 1) -> list[ScenarioName]:
+    """Scenario names per GPU from `pageable`, `pageable,chained` or a list; `gpus` copies a
+    single name. Raises ValueError naming an unknown scenario or a count that disagrees."""
+    names = [n.strip() for n in scenario.split(",")] if isinstance(scenario, str) \
+        else list(scenario)
+    for name in names:
+        if name not in SCENARIO_PARAMS:
+            raise ValueError(f"unknown scenario {name!r}; choose from {', '.join(SCENARIOS)}")
+    if len(names) == 1:
+        return [names[0]] * max(1, gpus)  # type: ignore[list-item]
+    if gpus not in (1, len(names)):
+        raise ValueError(f"{len(names)} scenarios for {gpus} GPUs: give one per GPU")
+    return names  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +156,7 @@ class _Gpu:
     index: int
     rng: random.Random
     workers: list[_Worker]
+    scenario: Scenario
     queue: list[tuple[str, int, float, bool]] = field(default_factory=list)  # job, part, synth_ms
     lock_free_at: float = 0.0
     synth_active: int = 0
@@ -154,15 +170,17 @@ class SimProver:
 
     def __init__(
         self,
-        scenario: ScenarioName = "pageable",
+        scenario: str | Sequence[str] = "pageable",
         seed: int = 1,
         gpus: int = 1,
         on_line: LineSink | None = None,
         keep_truth: bool = True,
     ) -> None:
-        if scenario not in SCENARIO_PARAMS:
-            raise ValueError(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
-        self.scenario = SCENARIO_PARAMS[scenario]
+        """`scenario`: one for every GPU, or one per GPU (a box where one GPU's pipeline breaks
+        down and another's chains: `sim:pageable,chained`); `gpus` is then their number."""
+        names = parse_scenarios(scenario, gpus)
+        #: GPU 0's scenario (the one the demo names).
+        self.scenario = SCENARIO_PARAMS[names[0]]
         self.seed = seed
         self.on_line = on_line
         #: Ground truth for scoring (tests, benches). A live demo runs for weeks and scores
@@ -170,8 +188,9 @@ class SimProver:
         self.truth: list[TruthInterval] = []
         self._keep_truth = keep_truth
         self._gpus = [
-            _Gpu(g, random.Random(seed * 1000 + g), [_Worker(g * 2 + k) for k in range(2)])
-            for g in range(gpus)
+            _Gpu(g, random.Random(seed * 1000 + g), [_Worker(g * 2 + k) for k in range(2)],
+                 SCENARIO_PARAMS[name])
+            for g, name in enumerate(names)
         ]
         self._rng = random.Random(seed)
         self._events: list[tuple[float, int, Callable[[], None]]] = []
@@ -194,7 +213,7 @@ class SimProver:
         return [
             GpuInfo(
                 index=g.index,
-                name=f"Simulated H200 ({self.scenario.name})",
+                name=f"Simulated H200 ({g.scenario.name})",
                 link_gen=5,
                 link_width=16,
                 link_bytes_per_s=LINK_BYTES_PER_S,
@@ -259,8 +278,9 @@ class SimProver:
 
     # --- model -------------------------------------------------------------------------------
 
-    def threads(self, t: float) -> int:
-        sc = self.scenario
+    def threads(self, t: float, g: _Gpu | None = None) -> int:
+        """Synthesis threads feeding GPU `g` (default GPU 0) at `t`."""
+        sc = (g or self._gpus[0]).scenario
         if t <= sc.ramp_start_s or sc.ramp_end_s <= sc.ramp_start_s:
             return sc.threads_start if t <= sc.ramp_start_s else sc.threads_end
         if t >= sc.ramp_end_s:
@@ -269,11 +289,12 @@ class SimProver:
         return round(sc.threads_start + frac * (sc.threads_end - sc.threads_start))
 
     def pressure(self, t: float) -> float:
-        """Host memory-bandwidth pressure 0..1: saturation sets in past ~4 busy threads."""
-        return min(1.0, max(0.0, (self.threads(t) - 3) / 15))
+        """Host memory-bandwidth pressure 0..1: saturation sets in past ~4 busy threads (of the
+        GPU with the most: one host serves them all)."""
+        return max(min(1.0, max(0.0, (self.threads(t, g) - 3) / 15)) for g in self._gpus)
 
     def h2d_rate(self, g: _Gpu, t: float) -> float:
-        sc = self.scenario
+        sc = g.scenario
         if sc.pinned:
             return sc.pinned_rate * g.rng.uniform(0.97, 1.0)
         frac = 1.0 - (1.0 - sc.pageable_floor_frac) * self.pressure(t)
@@ -313,16 +334,16 @@ class SimProver:
 
     def _fill_synthesis(self, g: _Gpu) -> None:
         # Start synthesis tasks while threads are free and the look-ahead (queue) is not full.
-        threads = self.threads(self._now)
+        threads = self.threads(self._now, g)
         while g.synth_active < threads and len(g.queue) + g.synth_active < \
-                self.scenario.queue_depth + threads:
+                g.scenario.queue_depth + threads:
             part = g.next_partition
             g.next_partition += 1
             job = f"porep-{self._job + g.index}-{part // 10}"
             g.synth_active += 1
             rec = self._part(job, part)
             rec.state, rec.synth_start_s = "synthesizing", self._now
-            dur = self.scenario.synth_s * g.rng.uniform(0.9, 1.15)
+            dur = g.scenario.synth_s * g.rng.uniform(0.9, 1.15)
             self._timeline(self._now, "SYNTH_START", job, f"partition={part % 10}")
             self._at(self._now + dur, partial(self._synth_done, g, job, part, dur))
 
@@ -339,7 +360,7 @@ class SimProver:
         rec.state, rec.synth_end_s = "synth_done", self._now
         p = part % 10
         ms = int(dur * 1000)
-        pinned = self.scenario.pinned
+        pinned = g.scenario.pinned
         span = f'synthesize_partition{{job_id="{job}" partition={p}}}: '
         self._trace(self._now, f"partition synthesis complete partition={p} synth_ms={ms} "
                                f"is_pinned={'true' if pinned else 'false'}",
@@ -365,7 +386,7 @@ class SimProver:
         self._timeline(self._now, "GPU_PICKUP", job, f"worker={w.wid},partition={p}")
         self._timeline(self._now, "GPU_START", job, f"worker={w.wid},partition={p}")
         rate = self.h2d_rate(g, self._now)
-        dur = self.scenario.abc_bytes / rate
+        dur = g.scenario.abc_bytes / rate
         start = self._now
         g.copies.append(_Span(start, start + dur, rate))
         self._at(start + dur, lambda: self._copy_done(g, w, job, part, pinned, start))
@@ -373,7 +394,7 @@ class SimProver:
     def _copy_done(self, g: _Gpu, w: _Worker, job: str, part: int, pinned: bool,
                    copy_start: float) -> None:
         lock_at = max(self._now, g.lock_free_at)
-        compute = self.scenario.compute_s * g.rng.uniform(0.97, 1.04)
+        compute = g.scenario.compute_s * g.rng.uniform(0.97, 1.04)
         g.lock_free_at = lock_at + compute
         h2d_ms = (self._now - copy_start) * 1000
         wait_ms = (lock_at - self._now) * 1000
@@ -458,7 +479,7 @@ class SimProver:
             "uptime_secs": round(now, 3),
             "memory": {"total_bytes": total, "used_bytes": used,
                        "available_bytes": total - used},
-            "synthesis": {"max_concurrent": sum(self.threads(now) for _ in self._gpus),
+            "synthesis": {"max_concurrent": sum(self.threads(now, g) for g in self._gpus),
                           "active": sum(g.synth_active for g in self._gpus)},
             "pipelines": pipelines,
             "gpu_workers": workers,

@@ -6,17 +6,21 @@ this package itself imports nothing heavy (Textual is imported when the dashboar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gapwatch.engine.console import say
+from gapwatch.engine.stop_signals import StopSignals
 
 if TYPE_CHECKING:
     from gapwatch.ui.app import DashboardRuntime
 
 
-def run_dashboard(runtime: DashboardRuntime) -> int:
-    """Run the dashboard in the terminal until the user quits; returns the exit status."""
+def run_dashboard(runtime: DashboardRuntime, stop_signals: StopSignals | None = None) -> int:
+    """Run the dashboard in the terminal until the user quits (`q`, Ctrl-C) or a stop signal
+    (SIGINT, SIGTERM, SIGHUP; with `stop_signals`) ends it; returns the exit status."""
     from gapwatch.ui.app import GapwatchApp
 
-    app = GapwatchApp(runtime)
+    app = GapwatchApp(runtime, stop_signals=stop_signals)
     result = app.run()
     return int(result or 0)
 
@@ -26,15 +30,39 @@ class _Startable(Protocol):
 
     def stop(self) -> None: ...
 
+    def status(self) -> Any: ...
 
-def start_and_show(runtime: _Startable) -> int:
-    """Start the runtime, run the dashboard over it, stop the runtime however the UI ends.
+
+def start_and_show(runtime: _Startable, command: str = "watch") -> int:
+    """Start the runtime, run the dashboard over it, stop the runtime however the UI ends, and
+    say on stderr how the recording (if any) ended.
 
     The runtime is started before the App so that sampling never waits on the UI; it is stopped
-    in `finally` so a crash in the UI still settles the detector and closes the recording.
+    in `finally` so a crash in the UI still settles the detector and closes the recording. Stop
+    signals are taken from before the start to the end of the teardown: the app's event loop
+    handles them while it runs (it exits cleanly, restoring the terminal), `StopSignals` before
+    and after (asyncio gives them back to their defaults when its loop closes, and a second
+    SIGTERM must not cut the recording's close short).
     """
-    runtime.start()
+    stop = StopSignals()
+    stop.install()
     try:
-        return run_dashboard(runtime)  # type: ignore[arg-type]
+        runtime.start()
+        try:
+            return run_dashboard(runtime, stop)  # type: ignore[arg-type]
+        finally:
+            stop.install()
+            runtime.stop()
+            _say_how_it_ended(command, runtime.status(), stop)
     finally:
-        runtime.stop()
+        stop.restore()
+
+
+def _say_how_it_ended(command: str, status: Any, stop: StopSignals) -> None:
+    rec = getattr(status, "recording", None)
+    why = f" ({stop.received.name})" if stop.received is not None else ""
+    if rec is None:
+        if why:
+            say(f"gapwatch {command}: stopped{why}")
+        return
+    say(f"gapwatch {command}: stopped{why}; {rec.summary()}")

@@ -12,7 +12,9 @@ SnapshotFinished. Nothing calls `call_from_thread`.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import signal
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,10 +29,12 @@ from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
 from gapwatch.engine.runtime import RuntimeStatus
 from gapwatch.engine.session import Session
+from gapwatch.engine.stop_signals import STOP_SIGNALS, StopSignals
 from gapwatch.engine.store import SeriesStore, StoreSnapshot
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
 from gapwatch.ui.messages import NoticeRaised, SnapshotFinished, StateChanged
 from gapwatch.ui.view import View, newest_time_ns
+from gapwatch.ui.widgets.copy_line import CopyLine
 from gapwatch.ui.widgets.detail_chart import DetailChart
 from gapwatch.ui.widgets.gap_table import GapTable
 from gapwatch.ui.widgets.gpu_header import GpuHeader
@@ -41,7 +45,8 @@ from gapwatch.ui.widgets.overview import Overview
 from gapwatch.ui.widgets.pipeline_line import PipelineLine
 from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
 
-#: Seconds between repaints of the host panel and the log pane (see `_push`).
+#: Seconds between repaints of the numbers: header figures, open gaps' durations, host panel,
+#: log pane (see `_push`).
 SLOW_PANEL_EVERY_S = 1.0
 
 class DashboardRuntime(Protocol):
@@ -69,6 +74,9 @@ class GapwatchApp(App[int]):
         Binding("d", "detail", "detail"),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
+        # Every terminal monitor (htop, nvtop, watch) quits on Ctrl-C; Textual would only show a
+        # "press ctrl+q" toast. Priority: it quits whatever has the focus.
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
     ]
 
     def __init__(
@@ -77,15 +85,19 @@ class GapwatchApp(App[int]):
         *,
         wall_clock: Callable[[], float] = time.time,
         status_every_s: float = 1.0,
+        stop_signals: StopSignals | None = None,
     ) -> None:
         """
         Args:
             runtime: where the data comes from (store, session, header, config, status()).
             wall_clock: time used to name snapshots (tests pass a fixed one).
             status_every_s: how often the footer asks the runtime for its status.
+            stop_signals: when given (the real dashboard, not tests), SIGINT, SIGTERM and SIGHUP
+                end the app cleanly (terminal restored) and are noted there.
         """
         super().__init__()
         self.runtime = runtime
+        self._stop_signals = stop_signals
         self.config = runtime.config
         # `[ui] color = "mono"` is the user's NO_COLOR for this app alone (Textual reads the
         # variable itself when NO_COLOR is set; nothing here touches the process environment).
@@ -106,7 +118,11 @@ class GapwatchApp(App[int]):
         self._drawn_version = -1
         #: When the slow panels (host pressure, prover log) were last handed a view.
         self._slow_pushed_mono = float("-inf")
+        #: What the header and gap table said in words at their last repaint (`_words_key`).
+        self._words_key: tuple[object, ...] = ()
         self._pause_note = ""
+        #: The source said it ended (end of a replay): the header shows the banner.
+        self._ended = False
         self._snapshot_busy = False
         self._last_auto_snapshot_mono: float | None = None
         #: Paths of snapshots written in this session (tests and the footer read them).
@@ -124,19 +140,47 @@ class GapwatchApp(App[int]):
         yield DetailChart(self.config.ui.detail_redraw_s, id="detail")
         yield HostPanel(id="host")
         yield PipelineLine(id="pipeline")
+        yield CopyLine(id="copies")
         with Vertical(id="lower"):
             yield GapTable(id="gaps")
             yield LogPane(id="log")
         yield StatusFooter(id="footer")
 
     def on_mount(self) -> None:
+        self._take_stop_signals()
         self.query_one(DetailChart).display = False
         self.query_one(PipelineLine).display = False  # until a prover snapshot arrives
+        self.query_one(CopyLine).display = False  # until the copy trace delivers a copy
         self.runtime.session.subscribe(self._on_core_event)
         self.set_interval(1.0 / self.config.ui.redraw_hz, self.redraw)
         self.set_interval(self._status_every_s, self.refresh_status)
         self.refresh_status()
         self.redraw()
+        # The runtime started before the app (sampling never waits on the UI): what it warned
+        # about before we subscribed (a log path that does not exist...) is shown now.
+        for notice in self.runtime.store.snapshot().notices:
+            if notice.level != "info":
+                self.post_message(NoticeRaised(notice))
+
+    # -- stop signals -------------------------------------------------------------------------
+
+    def _take_stop_signals(self) -> None:
+        """Handle the stop signals in our event loop: `exit()` unwinds Textual, which leaves the
+        alternate screen and turns mouse tracking off (the default action of SIGTERM and SIGHUP
+        would kill the process with the terminal still in application mode)."""
+        stop = self._stop_signals
+        if stop is None:
+            return
+        loop = asyncio.get_running_loop()
+        for sig in STOP_SIGNALS:
+            loop.add_signal_handler(sig, self._stop_by_signal, sig)
+        if stop.event.is_set():  # one came while the app was starting
+            self.exit()
+
+    def _stop_by_signal(self, sig: signal.Signals) -> None:
+        if self._stop_signals is not None:
+            self._stop_signals.note(sig)
+        self.exit()
 
     # -- threads -> UI (sampler thread: post_message only) ------------------------------------
 
@@ -165,25 +209,34 @@ class GapwatchApp(App[int]):
 
     def _make_view(self, snap: StoreSnapshot, t_end_ns: int) -> View:
         return View(snap=snap, gpu=self.gpu, window_s=self.window_s, t_end_ns=t_end_ns,
-                    default_link_bytes_per_s=self.config.detector.default_link_bytes_per_s,
-                    paused=self.paused, note=self._pause_note)
+                    detector=self.config.detector,
+                    period_ns=int(self.runtime.header.period_ms * 1e6),
+                    paused=self.paused, note=self._pause_note, ended=self._ended,
+                    source=self.runtime.header.source)
 
     def _push(self, view: View, force: bool = False) -> None:
         self.view = view
-        self.query_one(GpuHeader).show(view)
+        now = time.monotonic()
+        slow_tick = force or view.paused or now - self._slow_pushed_mono >= SLOW_PANEL_EVERY_S
+        if slow_tick:
+            self._slow_pushed_mono = now
+        # Words change at once (a state, a new gap, a banner, another GPU or window); numbers a
+        # person reads at human pace (SM %, RX, an open gap's growing duration, host pressure,
+        # the scrolling log) are repainted once a second: the compositor's repaint of a changed
+        # line is most of what the dashboard costs.
+        words = _words_key(view)
+        if slow_tick or words != self._words_key:
+            self._words_key = words
+            self.query_one(GpuHeader).show(view)
+            self.query_one(GapTable).show(view)
         if self.query_one(DetailChart).display:
             self.query_one(DetailChart).show(view)
         else:
-            self.query_one(Overview).show(view)
-        self.query_one(GapTable).show(view)
-        # Host numbers and scrolling log lines are read by a person at human pace: repainting
-        # them once a second instead of at every redraw saves a large share of the compositor's
-        # work (the header, charts and gaps stay at the full redraw rate).
-        now = time.monotonic()
-        if force or view.paused or now - self._slow_pushed_mono >= SLOW_PANEL_EVERY_S:
-            self._slow_pushed_mono = now
+            self.query_one(Overview).show(view, every_column=slow_tick)
+        if slow_tick:
             self.query_one(HostPanel).show(view)
             self.query_one(PipelineLine).show(view)
+            self.query_one(CopyLine).show(view)
             self.query_one(LogPane).show(view)
 
     def _repush(self, **changes: object) -> None:
@@ -194,7 +247,13 @@ class GapwatchApp(App[int]):
             self.redraw(force=True)
 
     def refresh_status(self) -> None:
-        self.query_one(StatusFooter).show_status(self.runtime.status())
+        status = self.runtime.status()
+        self.query_one(StatusFooter).show_status(status)
+        if status.done and not self._ended:
+            # Nothing more will come: say so at the top (the REPLAY ENDED banner), now.
+            self._ended = True
+            if not self.paused:
+                self.redraw(force=True)
 
     # -- messages up --------------------------------------------------------------------------
 
@@ -227,7 +286,7 @@ class GapwatchApp(App[int]):
         footer = self.query_one(StatusFooter)
         if message.path is not None:
             self.snapshots.append(message.path)
-            footer.show_message(f"snapshot: {message.path.resolve()}")
+            footer.show_message(snapshot_message(message.path, self.size.width))
         else:
             footer.show_message(f"snapshot FAILED: {message.error}", error=True)
             self.notify(str(message.error), title="snapshot failed", severity="error", timeout=10)
@@ -292,4 +351,20 @@ class GapwatchApp(App[int]):
         self._repush()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(status_parts(self.runtime.status()),
+                                    [str(p.resolve()) for p in self.snapshots]))
+
+
+def _words_key(view: View) -> tuple[object, ...]:
+    """What the header and the gap table say in words: a change here is shown at once."""
+    states = tuple((gpu, st.state, st.reason) for gpu, st in sorted(view.snap.states.items()))
+    gaps = tuple((g.gap_id, g.is_open, g.retracted, g.kind) for g in view.snap.gaps[-8:])
+    return (states, gaps, len(view.snap.gaps), view.gpu, view.window_s, view.paused,
+            view.note, view.ended)
+
+
+def snapshot_message(path: Path, width: int) -> str:
+    """"snapshot: /full/path", or "snapshot: …/folder-name" where the full path would not fit
+    beside the keys (the full path is in the help screen)."""
+    full = f"snapshot: {path.resolve()}"
+    return full if len(full) <= width - 20 else f"snapshot: …/{path.name}"

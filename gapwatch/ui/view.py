@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
-from gapwatch.core.models import GpuInfo, GpuSample, HostSample, StateChange
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.models import (
+    STATE_SEVERITY,
+    ChainState,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    StateChange,
+)
 from gapwatch.engine.store import StoreSnapshot
 
 _T_MONO = attrgetter("t_mono_ns")
@@ -29,11 +37,18 @@ class View:
     gpu: int
     window_s: float
     t_end_ns: int
-    #: Link capacity to assume when the header does not know it (config.detector).
-    default_link_bytes_per_s: float
+    #: The detector's thresholds: what counts as busy, the link capacity to assume when the
+    #: header does not know it.
+    detector: DetectorConfig
+    #: The sampling period (a sample that does not say its interval covers this long).
+    period_ns: int = 100_000_000
     paused: bool = False
     #: What happened since the view was paused (e.g. "GPU0 entered BREAKDOWN"), shown in the banner.
     note: str = ""
+    #: The source has ended (end of a replay or of a timed run): nothing more will come.
+    ended: bool = False
+    #: What ended, in words ("replay of rec.jsonl.gz", "sim:pageable"), for the banner.
+    source: str = ""
 
     @property
     def t_start_ns(self) -> int:
@@ -59,7 +74,7 @@ class View:
         return GpuInfo(index=gpu)
 
     def link_bytes_per_s(self, gpu: int) -> float:
-        return self.gpu_info(gpu).link_bytes_per_s or self.default_link_bytes_per_s
+        return self.gpu_info(gpu).link_bytes_per_s or self.detector.default_link_bytes_per_s
 
     def samples(self, gpu: int) -> tuple[GpuSample, ...]:
         return self.snap.gpu_samples.get(gpu, ())
@@ -77,6 +92,14 @@ class View:
 
     def state(self, gpu: int) -> StateChange | None:
         return self.snap.states.get(gpu)
+
+    def state_name(self, gpu: int) -> ChainState:
+        """The GPU's chaining state in one word (NO_DATA before the detector said anything)."""
+        state = self.snap.states.get(gpu)
+        return state.state if state is not None else "NO_DATA"
+
+    def severity(self, gpu: int) -> int:
+        return STATE_SEVERITY[self.state_name(gpu)]
 
     def latest_host(self) -> HostSample | None:
         return self.snap.host_samples[-1] if self.snap.host_samples else None

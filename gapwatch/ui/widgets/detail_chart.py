@@ -1,24 +1,27 @@
-"""DetailChart: a plotext chart of one GPU (SM %, PCIe RX/TX GB/s, gaps) for close study.
+"""DetailChart: a plotext chart of one GPU (busy %, PCIe RX/TX % of link, gaps) for close study.
 
 Who drives it: `GapwatchApp` shows it instead of the Overview when the user presses `d`. plotext
 costs 15-30 ms per build (shared/reference/ui-performance.md), so this chart is rebuilt only when
 its data, window, GPU or size changed, and at most once per `ui.detail_redraw_s`; a change inside
 that interval is drawn when the interval ends (a one-shot timer), so the chart is never stale.
 
-Data is reduced to the chart's width first, keeping each column's minimum and maximum (drawn as
-the line's envelope), and split at missing columns so plotext never bridges a hole.
+Data is reduced to the chart's width first, with the same rules as the always-on charts
+(`ui.series`: busy share per column, the detector's gaps as marks, rates as % of the link), and
+split at missing columns so plotext never bridges a hole. Axes are fixed at 0-100 (no room below
+zero for markers: gap marks sit on the zero line). Where the pane is short (80x24) it draws the
+busy plot alone, with its x labels spaced so they never run into each other.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
-from gapwatch.core.models import GpuSample
-from gapwatch.ui.reduce import Column, gap_columns, reduce_minmax
+from gapwatch.core import fmt
+from gapwatch.ui.reduce import Column
+from gapwatch.ui.series import busy_cells, rx_cells, tx_cells
 from gapwatch.ui.view import View
 
 _KIND_COLOR = {"pcie_starved": "red", "transfer_bound": "yellow", "host_stall": "magenta"}
@@ -99,47 +102,55 @@ class DetailChart(PlotextPlot):
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        columns = max(10, self.size.width - 12)
-        t0, t1 = view.t_start_ns, view.t_end_ns
-        samples = view.samples_since(view.gpu, t0)
-        x_of = [-view.window_s + (i + 0.5) * view.window_s / columns for i in range(columns)]
-
-        def series(value_of: Callable[[GpuSample], float | None], unit: float) -> list[Column]:
-            pts = [
-                (s.t_mono_ns, None if (v := value_of(s)) is None else v / unit)
-                for s in samples
-            ]
-            return reduce_minmax(pts, t0, t1, columns)
-
-        def busy(s: GpuSample) -> float | None:
-            return s.sm_active_pct if s.sm_active_pct is not None else s.gpu_util_pct
-
-        def rx(s: GpuSample) -> float | None:
-            return s.pcie_rx_bytes_per_s
-
-        def tx(s: GpuSample) -> float | None:
-            return s.pcie_tx_bytes_per_s
-
-        # Two stacked plots with their own y axes: plotext's second y axis proved unreliable.
-        plt.subplots(2, 1)
-        top = plt.subplot(1, 1)
-        for xs, ys in envelope_segments(series(busy, 1.0), x_of):
+        width, height = self.size.width, self.size.height
+        columns = max(10, width - 12)
+        t0, t1 = view.grid(columns)
+        window_s = (t1 - t0) / 1e9
+        x_of = [-window_s + (i + 0.5) * window_s / columns for i in range(columns)]
+        # x ticks: at most one label per 16 cells, so "-45" and the y labels never collide.
+        n_ticks = max(2, min(7, width // 16))
+        xticks = [-window_s + i * window_s / (n_ticks - 1) for i in range(n_ticks)]
+        xlabels = [f"{x:.0f}" if x else "now" for x in xticks]
+        # Two stacked plots where there is room for both (16 rows); at 80x24 the busy plot alone.
+        two = height >= 16
+        if two:
+            plt.subplots(2, 1)
+            top = plt.subplot(1, 1)
+        else:
+            top = plt
+        cells = busy_cells(view, columns, t0, t1)
+        shares = [Column(None, None) if share is None else Column(share * 100, share * 100)
+                  for share, _ in cells]
+        for xs, ys in envelope_segments(shares, x_of):
             top.plot(xs, ys, color="green", marker="braille")
-        marks = gap_columns(view.snap.gaps, view.gpu, t0, t1, columns)
         for kind, color in _KIND_COLOR.items():
-            xs = [x for x, m in zip(x_of, marks, strict=True) if m == kind]
+            xs = [x for x, (_, mark) in zip(x_of, cells, strict=True) if mark == kind]
             if xs:
-                top.scatter(xs, [-4.0] * len(xs), color=color, marker="■")
-        top.title(f"GPU{view.gpu} SM % (envelope of min/max)  gaps: ■ red starved, "
-                  "yellow transfer-bound, magenta host stall")
-        top.xlim(-view.window_s, 0)
-        top.ylim(-8, 105)
+                top.scatter(xs, [0.0] * len(xs), color=color, marker="■")
+        top.title(f"GPU{view.gpu} busy % of each column's time (SM ≥ "
+                  f"{view.detector.idle_sm_pct:g} %); ■ gaps: red starved, yellow transfer, "
+                  "magenta host")
+        top.xlim(-window_s, 0)
+        top.ylim(0, 100)
+        top.yticks([0, 50, 100])
+        top.xticks(xticks, xlabels)
+        if not two:
+            top.xlabel("seconds before the newest sample (d: back; the RX/TX plot needs 16 rows)")
+            self.builds += 1
+            self.refresh()
+            return
         bottom = plt.subplot(2, 1)
-        for value_of, color in ((rx, "cyan"), (tx, "blue")):
-            for xs, ys in envelope_segments(series(value_of, 1e9), x_of):
+        link = view.link_bytes_per_s(view.gpu)
+        for cells_of, color in ((rx_cells, "cyan"), (tx_cells, "blue")):
+            rates = [Column(None, None) if share is None else Column(share * 100, share * 100)
+                     for share, _ in cells_of(view, columns, t0, t1)]
+            for xs, ys in envelope_segments(rates, x_of):
                 bottom.plot(xs, ys, color=color, marker="braille")
-        bottom.title("PCIe GB/s: RX (host to GPU) cyan, TX blue")
-        bottom.xlim(-view.window_s, 0)
+        bottom.title(f"PCIe % of the {fmt.gbps(link)} GB/s link: RX (host to GPU) cyan, TX blue")
+        bottom.xlim(-window_s, 0)
+        bottom.ylim(0, 100)
+        bottom.yticks([0, 50, 100])
+        bottom.xticks(xticks, xlabels)
         bottom.xlabel("seconds before the newest sample")
         self.builds += 1
         self.refresh()

@@ -2,6 +2,9 @@
 prover's `/status` polled, also the GPU's worker states during each gap (`wk`: P proving, I idle,
 from the latest snapshot the gap kept).
 
+Every row names its GPU (`GPU7`), and the rows of the GPU the charts show carry the `▶` marker
+of the header, so with 8 GPUs the table reads without counting columns.
+
 Who drives it: `GapwatchApp.show(view)`. Drawn as plain fixed-width rich Text (not a DataTable):
 open gaps grow on every sample, and rebuilding a handful of lines is far cheaper than updating
 table cells. Only as many gaps as fit are built.
@@ -33,11 +36,13 @@ class GapTable(Widget):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
         self._gaps: tuple[Gap, ...] = ()
+        self._selected: int | None = None
 
     def show(self, view: View) -> None:
         gaps = view.snap.gaps  # the ledger's view: retracted gaps are not in it
-        if gaps != self._gaps:
+        if gaps != self._gaps or view.gpu != self._selected:
             self._gaps = gaps
+            self._selected = view.gpu
             self.refresh()
 
     def render(self) -> Group:
@@ -48,7 +53,7 @@ class GapTable(Widget):
         # The worker column only when the prover's status was polled: otherwise as before.
         wk = any(g.prover_states for g in shown)
         head.append(
-            f"{'time':<8} {'GPU':>3} {'dur':>7} {'kind':<14} " + ("wk  " if wk else "")
+            f"{'time':<8} {'GPU':<6}{'dur':>6} {'kind':<14} " + ("wk  " if wk else "")
             + f"{'RX GB/s':>7}  hint",
             style("gap-table--header"),
         )
@@ -56,7 +61,8 @@ class GapTable(Widget):
         for gap in shown:
             line = Text(no_wrap=True, overflow="ellipsis")
             dur = fmt.duration(gap.duration_s) + ("+" if gap.is_open else " ")
-            line.append(f"{fmt.clock(gap.start_s):<8} {gap.gpu:>3} {dur:>7} ")
+            gpu = f"{'▶' if gap.gpu == self._selected else ' '}GPU{gap.gpu}"
+            line.append(f"{fmt.clock(gap.start_s):<8} {gpu:<6}{dur:>6} ")
             line.append(f"{gap.kind:<14}", style(f"gap-table--{gap.kind}"))
             if wk:
                 letters = gap.prover_states[-1]["workers"] if gap.prover_states else ""

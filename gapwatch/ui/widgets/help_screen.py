@@ -1,36 +1,56 @@
-"""HelpScreen: the key bindings and the legend, shown over the dashboard by `?`.
+"""HelpScreen: the keys, the legend of the charts, and the whole status line, over the dashboard.
 
-Who pushes it: `GapwatchApp.action_help`. Any of escape, q or ? closes it.
+Who pushes it: `GapwatchApp.action_help`, with the runtime's status phrases and the snapshots
+written so far (the footer has room for only part of them at 80 columns). Any of escape, q or ?
+closes it; the arrow keys, PgUp/PgDn and the mouse wheel scroll it.
+
+Every line of `HELP` is at most 72 characters, so at 80 columns (border and padding included)
+no line wraps into an orphan.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 HELP = """\
-gapwatch: why the GPU stops being busy
+gapwatch: why the GPU stops being busy   (↑↓ PgDn scroll, esc closes)
 
 keys
-  s   snapshot: folder with the dashboard (SVG), a replayable recording,
-      the gaps (JSON) and summary.md
-  p   pause the view (sampling, detection and auto-snapshots go on)
-  g   next GPU        w   chart window (30 s / 60 s / 2 min / 10 min)
-  d   detail chart (plotext) of the selected GPU, redrawn about once a second
-  ?   this help       q   quit
+  ?  this help          q  quit (the recording is closed whole)
+  s  snapshot: a folder with the dashboard (SVG), a replayable
+     recording, the gaps (JSON) and summary.md
+  p  pause the view (sampling, detection, auto-snapshots go on)
+  g  next GPU           w  chart window (30 s / 60 s / 2 min / 10 min)
+  d  detail chart (plotext) of the selected GPU, redrawn once a second
 
 states
   CHAINED    the two workers keep the GPU busy
-  GAPS       idle gaps between GPU work
-  BREAKDOWN  chaining broke: repeated pcie_starved gaps (host-to-device copies
-             trickling at a few GB/s, typically from pageable memory)
+  GAPS       idle gaps between GPU work, not enough pcie_starved ones
+             for BREAKDOWN
+  BREAKDOWN  chaining broke: repeated pcie_starved gaps (host-to-device
+             copies trickling at a few GB/s, typically pageable memory)
+  IDLE       no work (or: end of data, the last idle stretch retracted)
 
-gap marks under the charts
-  S pcie_starved   T transfer_bound   H host_stall   ? unknown (no PCIe reading)
-  blank chart columns = no data (never drawn as zero)
+charts (the selected GPU, newest on the right)
+  busy %     share of each column's time with SM activity at or above
+             the detector's idle threshold: a column holding a 0.5 s
+             gap is drawn lower than a busy one, in any window
+  ▓ / red    a column that holds a detector gap (any length)
+  RX/TX      highest PCIe rate in the column, % of the link capacity
+  ▁          a reading of zero      blank  no data (never drawn as 0)
+
+gap marks (the row under the charts, and the gap table)
+  S pcie_starved   T transfer_bound   H host_stall   ? unknown (no PCIe)
+
+prover log: in time order; `~` after a time = the line has no time of
+its own, this is when gapwatch read it
 """
 
 
@@ -41,8 +61,28 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "dismiss_help", "close"),
     ]
 
+    def __init__(self, status: Sequence[str] = (), snapshots: Sequence[str] = ()) -> None:
+        """
+        Args:
+            status: the footer's status phrases, in full.
+            snapshots: paths of the snapshots written in this session.
+        """
+        super().__init__()
+        self._status = list(status)
+        self._snapshots = list(snapshots)
+
+    def text(self) -> str:
+        extra = ["", "now"] + [f"  {part}" for part in self._status]
+        if self._snapshots:
+            extra += ["", "snapshots written"] + [f"  {path}" for path in self._snapshots]
+        return HELP + "\n".join(extra)
+
     def compose(self) -> ComposeResult:
-        yield Static(Text(HELP), id="help-text")
+        with VerticalScroll(id="help-scroll"):
+            yield Static(Text(self.text()), id="help-text")
+
+    def on_mount(self) -> None:
+        self.query_one("#help-scroll").focus()
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)

@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gapwatch.core import fmt
+from gapwatch.ui.fit import pack_phrases
 from gapwatch.ui.view import View
 
 #: PSI "some" avg10 above this (percent) is shown as pressure.
@@ -18,7 +19,7 @@ PSI_WARN_PCT = 10.0
 
 
 class HostPanel(Widget):
-    """Two short lines of host pressure numbers."""
+    """Host pressure numbers, one or two lines (broken between phrases, never inside one)."""
 
     COMPONENT_CLASSES = {"host-panel--label", "host-panel--warn"}
 
@@ -36,30 +37,37 @@ class HostPanel(Widget):
         return self._text
 
     def build(self, view: View) -> Text:
+        """The host numbers as phrases, packed into lines that break only between phrases."""
         label = self.get_component_rich_style("host-panel--label")
         warn = self.get_component_rich_style("host-panel--warn")
         host = view.latest_host()
-        out = Text(overflow="ellipsis")
-        out.append("host ", label)
+        out = Text()
         if host is None:
+            out.append("host ", label)
             out.append("no sample yet")
             return out
-        out.append(f"mem {fmt.pct(host.mem_used_pct)} used, ")
-        out.append(f"{fmt.bytes_iec(host.mem_available_bytes)} avail, ")
-        out.append(f"swap {fmt.bytes_iec(host.swap_used_bytes)} · ")
-        out.append("PSI ", label)
         some = host.psi_mem_some_avg10
-        out.append(
-            f"some {fmt.pct(some, 1)}",
-            warn if some is not None and some >= PSI_WARN_PCT else "",
-        )
-        out.append(f" full {fmt.pct(host.psi_mem_full_avg10, 1)} · ")
-        out.append("majflt ", label)
         faults = host.major_faults_per_s
-        out.append("n/a" if faults is None else f"{faults:.0f}/s")
-        out.append(" · membw ", label)
         bw = host.mem_bandwidth_bytes_per_s
-        out.append("n/a" if bw is None else f"{fmt.gbps(bw)} GB/s")
-        out.append(" · cpu ", label)
-        out.append(fmt.pct(host.cpu_busy_pct))
+        # (label, value, highlighted): one phrase each.
+        phrases: list[tuple[str, str, bool]] = [
+            ("host mem ", f"{fmt.pct(host.mem_used_pct)} used, "
+                          f"{fmt.bytes_iec(host.mem_available_bytes)} avail", False),
+            ("swap ", fmt.bytes_iec(host.swap_used_bytes), False),
+            ("PSI some ", fmt.pct(some, 1), some is not None and some >= PSI_WARN_PCT),
+            ("full ", fmt.pct(host.psi_mem_full_avg10, 1), False),
+            ("majflt ", "n/a" if faults is None else f"{faults:.0f}/s", False),
+            ("membw ", "n/a" if bw is None else f"{fmt.gbps(bw)} GB/s", False),
+            ("cpu ", fmt.pct(host.cpu_busy_pct), False),
+        ]
+        width = self.size.width or self.app.size.width
+        for n, line in enumerate(pack_phrases([a + b for a, b, _ in phrases], width)):
+            if n:
+                out.append("\n")
+            for k, i in enumerate(line):
+                name, value, hot = phrases[i]
+                if k:
+                    out.append(" · ")
+                out.append(name, label)
+                out.append(value, warn if hot else "")
         return out

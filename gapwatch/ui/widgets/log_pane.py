@@ -1,12 +1,23 @@
-"""LogPane: the prover's parsed log events, newest at the bottom, warnings highlighted.
+"""LogPane: the prover's parsed log events in time order, newest at the bottom, warnings
+highlighted.
 
 Who drives it: `GapwatchApp.show(view)`. Log text is the prover's, not ours: it is put into a
 rich `Text` as plain characters, never parsed as markup, so a line holding `[bold]` or
 `[link=...]` is shown exactly as written (and cannot restyle or hijack the dashboard), and its
 control characters are made visible (`fmt.visible`: `\x1b[?1049l` is shown, not obeyed).
+
+Which time, which order: each line shows the event's time, the one the detector ties to gaps
+(the line's own timestamp, a journald prefix, or cuzk's TIMELINE offset). Lines are ordered by
+that time, not by arrival: cuzk writes its tracing lines, its TIMELINE lines and its untimed C++
+lines through different buffers, so in arrival order the times jump back and forth (.318, .239,
+.238, .307) and the pane cannot be read against the gap table. A line without any time of its
+own carries the time it was read, marked `~` after the time.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from operator import attrgetter
 
 from rich.console import Group
 from rich.text import Text
@@ -16,18 +27,34 @@ from gapwatch.core import fmt
 from gapwatch.core.models import LogEvent
 from gapwatch.ui.view import View
 
+_T_WALL = attrgetter("t_wall_s")
+
 
 def event_line(event: LogEvent) -> Text:
     """One log event as literal text: time, the warning tag if any, the raw line."""
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(fmt.clock(event.t_wall_s, millis=True))
-    line.append(" ")
+    # `~`: no time of its own in the line; this is when gapwatch read it.
+    line.append("~" if event.time_source == "arrival" else " ")
     if event.warning:
         line.append(f"[{event.warning}] ")
     # Text.append of a str never interprets markup; the raw line stays as the prover wrote it,
     # with its control characters shown rather than sent to the terminal.
     line.append(fmt.visible(event.raw.rstrip("\r\n")) or f"({event.kind} {event.name})")
     return line
+
+
+#: How far back (in events received) a late line may sort in: cuzk's buffers hold lines back by
+#: well under a second, a few dozen lines at most.
+_SORT_WINDOW = 256
+
+
+def newest_by_time(events: Sequence[LogEvent], n: int) -> list[LogEvent]:
+    """The `n` newest of the last events received, in time order (ties keep arrival order)."""
+    if n <= 0:
+        return []
+    recent = sorted(events[-max(n, _SORT_WINDOW):], key=_T_WALL)
+    return recent[-n:]
 
 
 class LogPane(Widget):
@@ -47,10 +74,11 @@ class LogPane(Widget):
             self.refresh()
 
     def render(self) -> Group:
-        title = Text(f"prover log ({len(self._events)} events)", no_wrap=True)
+        title = Text(f"prover log ({len(self._events)} events, by time; ~ = time read)",
+                     no_wrap=True, overflow="ellipsis")
         title.stylize(self.get_component_rich_style("log-pane--title"))
         room = max(0, self.size.height - 1)
-        shown = self._events[-room:] if room else ()
+        shown = newest_by_time(self._events, room)
         warning = self.get_component_rich_style("log-pane--warning")
         time_style = self.get_component_rich_style("log-pane--time")
         lines = [title]

@@ -1,8 +1,9 @@
-"""Overview: the always-on charts of the selected GPU (SM activity, PCIe RX, PCIe TX, gap marks).
+"""Overview: the always-on charts of the selected GPU (busy share, PCIe RX, PCIe TX, gap marks).
 
-Who drives it: `GapwatchApp.show(view)` on each redraw; it passes the View down to its charts.
+Who drives it: `GapwatchApp._push(view)` on each redraw; it passes the View down to its charts.
 The rows each chart gets come from gapwatch.tcss (fr heights), so a taller pane gets taller
-charts and 80x24 still fits one row per metric.
+charts and 80x24 still fits one row per metric. The title line says which GPU and window, and
+the scales, with as many of its phrases as the width holds (`ui.fit`).
 """
 
 from __future__ import annotations
@@ -13,46 +14,57 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from gapwatch.core import fmt
-from gapwatch.core.models import GpuSample
+from gapwatch.ui.fit import fit_phrases
+from gapwatch.ui.series import busy_cells, rx_cells, tx_cells
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.gap_strip import GapStrip
-from gapwatch.ui.widgets.strip_chart import StripChart
+from gapwatch.ui.widgets.strip_chart import LABEL_WIDTH, StripChart
 
 
-def _busy_pct(sample: GpuSample) -> float | None:
-    # SM activity decides "idle"; utilization.gpu stands in only where SM activity is unknown.
-    return sample.sm_active_pct if sample.sm_active_pct is not None else sample.gpu_util_pct
-
-
-def _rx(sample: GpuSample) -> float | None:
-    return sample.pcie_rx_bytes_per_s
-
-
-def _tx(sample: GpuSample) -> float | None:
-    return sample.pcie_tx_bytes_per_s
+def title_phrases(view: View) -> list[tuple[int, str]]:
+    """(priority, phrase) of the title line, in display order (lower priority kept first)."""
+    link = view.link_bytes_per_s(view.gpu)
+    return [
+        (0, f"GPU{view.gpu} · last {fmt.window_label(view.window_s)}"),
+        (3, f"busy = time with SM ≥ {view.detector.idle_sm_pct:g} %"),
+        (1, f"RX/TX % of {fmt.gbps(link)} GB/s link"),
+        (2, "gaps: S starved T transfer H host ? unknown"),
+        (4, "blank = no data"),
+    ]
 
 
 class Overview(Vertical):
     """Title line, three strip charts, the gap strip."""
 
-    _title: Text | None = None
+    _title: str | None = None
+    #: What the charts were last drawn for: (view choices, grid end of the chart columns).
+    _drawn: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="overview-title")
-        yield StripChart("SM %", _busy_pct, fixed_max=100, unit_label="", id="chart-sm")
-        yield StripChart("RX GB/s", _rx, unit=1e9, floor=1.0, id="chart-rx")
-        yield StripChart("TX GB/s", _tx, unit=1e9, floor=1.0, id="chart-tx")
+        yield StripChart("busy %", busy_cells, id="chart-sm")
+        yield StripChart("RX %link", rx_cells, id="chart-rx")
+        yield StripChart("TX %link", tx_cells, id="chart-tx")
         yield GapStrip(id="gap-strip")
 
-    def show(self, view: View) -> None:
-        title = Text(no_wrap=True, overflow="ellipsis")
-        title.append(f"GPU{view.gpu} · last {fmt.window_label(view.window_s)}")
-        title.append(
-            "  gaps: S starved  T transfer-bound  H host stall  ? unknown  (blank = no data)"
-        )
+    def show(self, view: View, every_column: bool = False) -> None:
+        """Redraw the charts once a second (`every_column`: the app's once-a-second tick), and
+        at once when the view's choices change or a gap is added, never at every redraw: a
+        repaint of the charts (every row shifts when the window advances) is the costliest
+        thing the dashboard does, and a column covers 0.2 s (30 s window) to 4 s (10 min), so
+        advancing a few columns a second shows the same picture. The header, the verdict and
+        the gap table still follow every redraw; a new gap is drawn at once."""
+        title = " · ".join(fit_phrases(title_phrases(view), self.size.width or 80, " · "))
         if title != self._title:
             self._title = title
-            self.query_one("#overview-title", Static).update(title)
-        for chart in self.query(StripChart):
-            chart.show(view)
+            self.query_one("#overview-title", Static).update(Text(title, no_wrap=True))
+        chart = self.query_one("#chart-sm", StripChart)
+        columns = max(1, chart.size.width - LABEL_WIDTH)
+        drawn = (view.gpu, view.window_s, view.paused, columns, chart.size.height,
+                 len(view.snap.gaps))
+        if drawn == self._drawn and not every_column:
+            return
+        self._drawn = drawn
+        for c in self.query(StripChart):
+            c.show(view)
         self.query_one(GapStrip).show(view)

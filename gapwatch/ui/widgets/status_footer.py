@@ -1,9 +1,16 @@
-"""StatusFooter: the machinery's own state (sampler period and lateness, signal source per GPU,
-log following, recording, exporter), the keys, and the outcome of the last snapshot.
+"""StatusFooter: what needs the user's attention (a log that cannot be read, the source ended, the
+last snapshot), the machinery's own state (sampler period and lateness, signal source per GPU,
+log following, recording, exporter), and the keys.
 
 Who drives it: `GapwatchApp` calls `show_status(status)` about once a second (the runtime's
 status is not part of the store's version) and `show_message(text, error)` after a snapshot.
 `status_parts` is shared with the snapshot's summary.md.
+
+Two lines, built for 80 columns:
+- line 1: alerts first (`status_alerts`: a followed log that is missing or unreadable, the source
+  ended), then the last message (snapshot written or failed), then as many status phrases as fit;
+  whole phrases only (`ui.fit`);
+- line 2: the keys, `? help` and `q quit` first, so they are on screen whatever else is.
 """
 
 from __future__ import annotations
@@ -15,11 +22,16 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gapwatch.engine.runtime import RuntimeStatus
+from gapwatch.engine.summary import links_down_text
+from gapwatch.ui.fit import fit_indices
 
 _SOURCE_NAME = {"gpm": "GPM", "counters": "counters", "legacy": "legacy", "util": "util only",
                 "sim": "sim", "trace": "trace", "none": "none"}
 
-KEYS = "s snapshot  p pause  g GPU  w window  d detail  ? help  q quit"
+KEYS = "? help  q quit  s snapshot  p pause  g GPU  w window  d detail"
+
+#: Log states that are not a problem (the file is being read, or stdin ended as it should).
+_LOG_OK = ("following", "closed (end of input)")
 
 
 def _ms(value: float | None) -> str:
@@ -58,6 +70,10 @@ def status_parts(status: RuntimeStatus) -> list[str]:
             parts.append(f"/status {p.prover} ok{took}" + (f", {failed} failed" if failed else ""))
         else:
             parts.append(f"/status {p.prover} {p.state.replace('_', ' ')} ({failed} failed)")
+    # The GPU lines' "% of link" is of the maximum: say so where a link trained below it.
+    links_down = links_down_text(status.links)
+    if links_down:
+        parts.append(links_down)
     if status.recording_path:
         parts.append(f"rec {status.recording_path}")
     if status.prometheus_address:
@@ -67,21 +83,41 @@ def status_parts(status: RuntimeStatus) -> list[str]:
     return parts
 
 
-class StatusFooter(Widget):
-    """Two lines: runtime status, then keys and the last snapshot message."""
+def status_alerts(status: RuntimeStatus) -> list[str]:
+    """What the user must not miss, in words: a recording that is not being written, logs that
+    are not being read, the source ended."""
+    alerts: list[str] = []
+    rec = status.recording
+    if rec is not None and rec.state == "failing":
+        lost = f", {rec.records_dropped} records lost" if rec.records_dropped else ""
+        alerts.append(f"RECORDING FAILING: {rec.error or 'write error'} "
+                      f"({rec.records_pending} waiting{lost}; retrying)")
+    alerts += [f"log {path}: {state}" for path, state in status.logs.items()
+               if not state.startswith(_LOG_OK)]
+    if status.done:
+        alerts.append("source ended")
+    return alerts
 
-    COMPONENT_CLASSES = {"status-footer--keys", "status-footer--ok", "status-footer--error"}
+
+class StatusFooter(Widget):
+    """Two lines: alerts, message and status; then the keys."""
+
+    COMPONENT_CLASSES = {"status-footer--keys", "status-footer--ok", "status-footer--error",
+                         "status-footer--alert"}
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
-        self._status = "starting…"
+        self._parts: list[str] = ["starting…"]
+        self._alerts: list[str] = []
         self._message = ""
         self._message_error = False
 
     def show_status(self, status: RuntimeStatus) -> None:
-        text = " · ".join(status_parts(status))
-        if text != self._status:
-            self._status = text
+        parts = status_parts(status)
+        alerts = status_alerts(status)
+        if parts != self._parts or alerts != self._alerts:
+            self._parts = parts
+            self._alerts = alerts
             self.refresh()
 
     def show_message(self, message: str, *, error: bool = False) -> None:
@@ -91,11 +127,19 @@ class StatusFooter(Widget):
 
     def render(self) -> Group:
         style = self.get_component_rich_style
-        status = Text(self._status, no_wrap=True, overflow="ellipsis")
-        keys = Text(no_wrap=True, overflow="ellipsis")
+        width = self.size.width or 80
+        # (priority, text, style class) in display order.
+        items: list[tuple[int, str, str]] = [(0, a, "status-footer--alert") for a in self._alerts]
         if self._message:
             kind = "status-footer--error" if self._message_error else "status-footer--ok"
-            keys.append(self._message, style(kind))
-            keys.append("  ")
+            items.append((1, self._message, kind))
+        items += [(2 + i, p, "") for i, p in enumerate(self._parts) if p not in self._alerts]
+        first = Text(no_wrap=True, overflow="ellipsis")
+        for n, i in enumerate(fit_indices([(p, t) for p, t, _ in items], width, " · ")):
+            if n:
+                first.append(" · ")
+            _, text, cls = items[i]
+            first.append(text, style(cls) if cls else "")
+        keys = Text(no_wrap=True, overflow="ellipsis")
         keys.append(KEYS, style("status-footer--keys"))
-        return Group(status, keys)
+        return Group(first, keys)

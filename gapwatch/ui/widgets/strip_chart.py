@@ -1,11 +1,15 @@
 """StripChart: one metric of the selected GPU over the chart window, in block characters.
 
-Who drives it: `Overview` hands it the View on each redraw; the widget reduces the samples to
-its own width (per-column min and max, `ui.reduce`) and draws them with `ui.blocks`. Work is done
-with Textual's line API (Segments straight into Strips, no rich Text layout). The columns sit on a
-fixed time grid (`View.grid`), so most redraws change no pixel: `show()` draws the rows and asks
-Textual to repaint only when they differ from what is on screen (the compositor's repaint is the
-costly part, ~20 ms a frame at 160x48 on a slow core).
+Who drives it: `Overview` hands it the View on each redraw; the widget asks its `cells_of`
+function (see `ui.series`) for one cell per display column and draws them with `ui.blocks`. Work
+is done with Textual's line API (Segments straight into Strips, no rich Text layout). The columns
+sit on a fixed time grid (`View.grid`), so most redraws change no pixel: `show()` draws the rows and
+asks Textual to repaint only when they differ from what is on screen (the compositor's repaint is
+the costly part, ~20 ms a frame at 160x48 on a slow core).
+
+Every chart has its scale on the left: the title with its unit on the first row ("busy %",
+"RX %link") and the range on the second when there is one ("0-100"). The scales are fixed
+(0-100 % of the time, 0-100 % of the link), so a glance compares windows, GPUs and moments.
 
 This is the always-on chart: it costs a fraction of a millisecond per redraw, where a plotext
 chart of the same size costs 15-30 ms (see docs/dashboard.md and bench/ui_bench.py).
@@ -20,15 +24,17 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gapwatch.core.models import GpuSample
-from gapwatch.ui.blocks import BLANK, RANGE, SOLID, ZERO, nice_scale, render_rows
-from gapwatch.ui.reduce import reduce_minmax
+from gapwatch.core.models import GAP_KINDS
+from gapwatch.ui.blocks import BLANK, GAP_PREFIX, SOLID, ZERO, Cell, render_rows
+from gapwatch.ui.series import SeriesCache
 from gapwatch.ui.view import View
 
-#: Width of the label column left of every chart (title and scale).
-LABEL_WIDTH = 8
+#: Width of the label column left of every chart (title and scale, then `│`).
+LABEL_WIDTH = 9
 
-ValueOf = Callable[[GpuSample], float | None]
+#: Cells of a chart: (view, columns, window start ns, window end ns, the chart's cache) -> one
+#: Cell per column.
+CellsOf = Callable[[View, int, int, int, SeriesCache], list[Cell]]
 
 
 class StripChart(Widget):
@@ -36,42 +42,42 @@ class StripChart(Widget):
 
     COMPONENT_CLASSES = {
         "strip-chart--solid",
-        "strip-chart--range",
         "strip-chart--zero",
         "strip-chart--label",
+        *(f"strip-chart--gap-{kind}" for kind in GAP_KINDS),
     }
 
     def __init__(
         self,
         title: str,
-        value_of: ValueOf,
+        cells_of: CellsOf,
         *,
-        unit: float = 1.0,
-        unit_label: str = "",
-        fixed_max: float | None = None,
-        floor: float = 1.0,
+        scale_label: str = "0-100",
         id: str | None = None,  # noqa: A002 (Textual's name)
         classes: str | None = None,
     ) -> None:
         """
         Args:
-            title: shown top left ("SM %", "RX GB/s").
-            value_of: reads the metric from a sample (None = missing).
-            unit: divide values by this for display (1e9 for GB/s).
-            unit_label: suffix of the scale label.
-            fixed_max: a fixed top of scale in display units (100 for percentages), else the
-                window's peak rounded up to 1/2/5 x 10^n, never below `floor`.
+            title: the first label row, with the unit ("busy %", "RX %link").
+            cells_of: the cells to draw (see `ui.series`).
+            scale_label: the second label row (the range of the scale).
         """
         super().__init__(id=id, classes=classes)
         self.title = title
-        self._value_of = value_of
-        self._unit = unit
-        self._unit_label = unit_label
-        self._fixed_max = fixed_max
-        self._floor = floor
+        self._cells_of = cells_of
+        self._scale_label = scale_label
         self._view: View | None = None
         self._drawn_size: tuple[int, int] = (0, 0)
         self._shown: list[Strip] = []
+        #: Rich styles per style key, resolved once (resolving them is most of a redraw's cost);
+        #: dropped when the styles change (theme, NO_COLOR).
+        self._style_cache: dict[str, Style] | None = None
+        #: Column values that can no longer change (see `ui.series.SeriesCache`).
+        self._series_cache = SeriesCache()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._style_cache = None
 
     def show(self, view: View) -> None:
         self._view = view
@@ -100,30 +106,30 @@ class StripChart(Widget):
             return self._shown[y]
         return Strip.blank(width, self.rich_style)
 
-    def _draw(self, view: View, columns: int, rows: int) -> list[Strip]:
-        value_of, unit = self._value_of, self._unit
-        t_start, t_end = view.grid(columns)
-        points = [
-            (s.t_mono_ns, None if (v := value_of(s)) is None else v / unit)
-            for s in view.samples_since(view.gpu, t_start)
-        ]
-        cols = reduce_minmax(points, t_start, t_end, columns)
-        if self._fixed_max is not None:
-            scale = self._fixed_max
-        else:
-            peak = max((c.hi for c in cols if c.hi is not None), default=None)
-            scale = nice_scale(peak, self._floor)
+    def _styles(self) -> dict[str, Style]:
+        if self._style_cache is not None:
+            return self._style_cache
         base = self.rich_style
-        styles: dict[str, Style] = {
-            SOLID: base + self.get_component_rich_style("strip-chart--solid"),
-            RANGE: base + self.get_component_rich_style("strip-chart--range"),
-            ZERO: base + self.get_component_rich_style("strip-chart--zero"),
+        style = self.get_component_rich_style
+        styles = {
+            SOLID: base + style("strip-chart--solid"),
+            ZERO: base + style("strip-chart--zero"),
             BLANK: base,
         }
-        label_style = base + self.get_component_rich_style("strip-chart--label")
-        labels = [self.title, f"≤{scale:g}{self._unit_label}"]
+        for kind in GAP_KINDS:
+            styles[GAP_PREFIX + kind] = base + style(f"strip-chart--gap-{kind}")
+        styles["label"] = base + style("strip-chart--label")
+        self._style_cache = styles
+        return styles
+
+    def _draw(self, view: View, columns: int, rows: int) -> list[Strip]:
+        t_start, t_end = view.grid(columns)
+        cells = self._cells_of(view, columns, t_start, t_end, self._series_cache)
+        styles = self._styles()
+        label_style = styles["label"]
+        labels = [self.title, self._scale_label]
         strips: list[Strip] = []
-        for i, runs in enumerate(render_rows(cols, rows, scale)):
+        for i, runs in enumerate(render_rows(cells, rows)):
             label = labels[i] if i < len(labels) else ""
             segments = [Segment(f"{label[: LABEL_WIDTH - 1]:<{LABEL_WIDTH - 1}}│", label_style)]
             segments += [Segment(chars, styles[style_key]) for chars, style_key in runs]

@@ -1,0 +1,73 @@
+"""Console: the one writer of gapwatch's live lines to stderr, which survives stderr going away.
+
+Who calls it: the commands (`record`'s gap, state and notice lines, from the sampler and tailer
+threads; start and summary lines; the dashboard commands' closing line). Every live line goes
+through `say`, so that a closed pipe (`gapwatch record ... 2>&1 | head -1`), a terminal that hung
+up (a closed tmux pane), or a stderr closed at start (`2>&-`) never stops monitoring: the first
+failed write marks stderr as gone, later lines are counted and dropped, and the caller carries
+on. (Python ignores SIGPIPE, so a closed pipe is an EPIPE here, not a signal.)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import TextIO
+
+
+class Console:
+    """Writes whole lines to a text stream (stderr by default); never raises for the stream."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        #: True once a write failed for good (EPIPE, EIO, closed): nothing more is attempted.
+        self.gone = False
+        #: Lines that could not be written.
+        self.dropped_lines = 0
+
+    def _target(self) -> TextIO | None:
+        # Looked up at each write: tests (and embedders) swap sys.stderr.
+        return self._stream if self._stream is not None else sys.stderr
+
+    def say(self, line: str) -> bool:
+        """Write `line` and a newline, flushed; False when it could not be written."""
+        with self._lock:
+            if self.gone:
+                self.dropped_lines += 1
+                return False
+            stream = self._target()
+            if stream is None:  # Python sets sys.stderr to None when fd 2 was closed at start
+                self._lose()
+                return False
+            try:
+                stream.write(line + "\n")
+                stream.flush()
+            except BlockingIOError:  # a non-blocking stderr that is full: this line only
+                self.dropped_lines += 1
+                return False
+            except (OSError, ValueError):  # EPIPE, EIO (hung-up tty), closed file
+                self._lose()
+                return False
+            return True
+
+    def _lose(self) -> None:
+        self.gone = True
+        self.dropped_lines += 1
+        if self._stream is None and sys.stderr is not None:
+            # Whatever else writes to stderr later (a warning, the interpreter's flush at exit)
+            # must not fail either.
+            try:
+                sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+            except OSError:
+                pass
+
+
+#: The process's stderr.
+STDERR = Console()
+
+
+def say(line: str) -> bool:
+    """Write one line to stderr through `STDERR` (see the module docstring)."""
+    return STDERR.say(line)

@@ -1,0 +1,189 @@
+"""The recording's file: checked before anything starts, then created and locked for one writer.
+
+Who calls it: `gapwatch.engine.runtime.build_runtime` calls `check_output` first of all, before
+the source, the exporter or any file is opened; `gapwatch.sinks.recorder.Recorder` opens the
+`OutputFile` last, once everything else has started, and writes through it.
+
+The rules, so that an existing recording is never lost:
+- an existing FILE is refused unless asked: `exists="replace"` (`--force`) replaces it,
+  `exists="rotate"` (`--rotate`) keeps it and records to the next free name (`gw.jsonl.gz` ->
+  `gw.1.jsonl.gz`, `gw.2.jsonl.gz`, ...);
+- a recording being written is locked (`flock(LOCK_EX)` on the file itself, released when the
+  writer closes it or dies): a second writer is refused, even with `--force`;
+- the checks (directory exists, is writable, FILE is not a directory or a device) run before any
+  file is created or truncated, so that a failed start leaves every file as it was.
+Every refusal is an `OutputRefused` whose message is for the user (the CLI exits 2).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+#: What to do when FILE already exists: refuse (the default), replace it, or rotate to a new name.
+ExistsPolicy = Literal["refuse", "replace", "rotate"]
+#: Name endings kept together when a rotation number is inserted.
+_SUFFIXES = (".jsonl.gz", ".jsonl", ".gz")
+_MAX_ROTATIONS = 9999
+
+
+class OutputRefused(Exception):
+    """The recording cannot be written where asked. The message is for the user (exit 2)."""
+
+
+@dataclass(frozen=True)
+class OutputPlan:
+    """Where the recording will go, once checked: `path` (rotation applied), and whether an
+    existing file there is to be replaced."""
+
+    path: Path
+    replace: bool
+
+
+def rotated_name(path: Path, n: int) -> Path:
+    """`gw.jsonl.gz` -> `gw.<n>.jsonl.gz` (the number goes before the recording suffixes)."""
+    name = path.name
+    for suffix in _SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return path.with_name(f"{name[: -len(suffix)]}.{n}{suffix}")
+    return path.with_name(f"{name}.{n}")
+
+
+def _locked_by_another(path: Path) -> bool:
+    """True when some process holds the writer's lock on `path`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # releases our probe lock too
+    return False
+
+
+def _check_target(path: Path) -> bool:
+    """Raise OutputRefused if `path` cannot take a recording; True when it exists already."""
+    parent = path.parent
+    if not parent.exists():
+        raise OutputRefused(f"{path}: the directory {parent} does not exist (create it first)")
+    if not parent.is_dir():
+        raise OutputRefused(f"{path}: {parent} is not a directory")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise OutputRefused(
+                f"{path}: cannot create a file in {parent} (not writable, or a read-only file "
+                "system)") from None
+        return False
+    except OSError as exc:
+        raise OutputRefused(f"{path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise OutputRefused(f"{path} is a directory; give a file name inside it "
+                            f"(e.g. {path / 'gapwatch.jsonl.gz'})")
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputRefused(f"{path} is not a regular file (a device or a pipe); a recording "
+                            "needs a file it can lock, truncate and append to")
+    return True
+
+
+def check_output(path: str | Path, exists: ExistsPolicy = "refuse") -> OutputPlan:
+    """Check that a recording can be written to `path`, without creating or changing anything.
+
+    Raises:
+        OutputRefused: the directory is missing or not writable, `path` is a directory or a
+            device, it exists and `exists` is "refuse", or another process is writing it.
+    """
+    target = Path(path)
+    if not _check_target(target):
+        return OutputPlan(target, replace=False)
+    if _locked_by_another(target):
+        raise OutputRefused(f"{target} is being written by another process (it holds the "
+                            "recording's lock); stop that one first, or record elsewhere")
+    if exists == "replace":
+        if not os.access(target, os.W_OK):
+            raise OutputRefused(f"{target}: not writable")
+        return OutputPlan(target, replace=True)
+    if exists == "rotate":
+        for n in range(1, _MAX_ROTATIONS + 1):
+            candidate = rotated_name(target, n)
+            if not _check_target(candidate):
+                return OutputPlan(candidate, replace=False)
+        raise OutputRefused(f"{target}: {_MAX_ROTATIONS} rotated recordings exist already")
+    size = target.stat().st_size
+    raise OutputRefused(
+        f"{target} exists ({size} bytes); gapwatch does not overwrite a recording: give "
+        f"--force to replace it, or --rotate to keep it and record to {rotated_name(target, 1)}"
+        " (the next free name)")
+
+
+class OutputFile:
+    """The recording's file, created (or truncated, when replacing) and locked for this writer.
+
+    Writes go through `write_at` (positioned, so a failed write is undone with `truncate_to`).
+    The lock lasts until `close()` (or the process's end, however it ends).
+    """
+
+    def __init__(self, plan: OutputPlan) -> None:
+        self.path = plan.path
+        flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
+        if not plan.replace:
+            flags |= os.O_EXCL  # a file that appeared since the check is not ours to touch
+        try:
+            fd = os.open(self.path, flags, 0o644)
+        except FileExistsError:
+            raise OutputRefused(f"{self.path} appeared while gapwatch was starting; not "
+                                "overwritten (give --force to replace it)") from None
+        except OSError as exc:
+            raise OutputRefused(f"{self.path}: cannot create: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise OutputRefused(f"{self.path} is being written by another process (it holds "
+                                "the recording's lock)") from None
+        if plan.replace:
+            try:
+                os.ftruncate(fd, 0)
+            except OSError as exc:
+                os.close(fd)
+                raise OutputRefused(f"{self.path}: cannot replace: {exc.strerror or exc}") from None
+        self._fd: int | None = fd
+
+    def write_at(self, offset: int, data: bytes) -> None:
+        """Write all of `data` at `offset`. Raises OSError (ENOSPC, EIO, ...) part-way through:
+        the caller truncates back to where it started."""
+        fd = self._require()
+        view = memoryview(data)
+        while view:
+            n = os.pwrite(fd, view, offset)
+            view = view[n:]
+            offset += n
+
+    def truncate_to(self, size: int) -> bool:
+        """Cut the file back to `size` bytes (undo a failed write); False if even that failed."""
+        try:
+            os.ftruncate(self._require(), size)
+        except OSError:
+            return False
+        return True
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _require(self) -> int:
+        if self._fd is None:
+            raise OSError(f"{self.path}: already closed")
+        return self._fd
+

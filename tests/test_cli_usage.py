@@ -1,0 +1,91 @@
+"""The command line: a pointer to `gapwatch demo` when run bare, `--version`, each subcommand
+taking only the flags it uses, flags a source cannot honour refused, bad numbers refused by
+argparse (exit 2 with a message, never a hang, a traceback or an empty file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+
+from gapwatch import __version__
+from gapwatch.cli import main
+
+
+def _exit_code(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:  # argparse's own errors (and --version) exit
+        return int(exc.code or 0)
+
+
+def test_bare_gapwatch_prints_a_short_usage_pointing_at_the_demo(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert "gapwatch demo" in err and "record" in err and "--help" in err
+
+
+def test_version_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _exit_code(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"gapwatch {__version__}"
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", str(DATA / "pageable.csv"), "--speed", "2"],
+    ["report", str(DATA / "pageable.csv"), "--source", "sim"],
+    ["export", str(DATA / "pageable.csv"), "--prometheus", "9400"],
+    ["parse", str(DATA / "pinned.log"), "--seed", "3"],
+    ["replay", str(DATA / "pageable.csv"), "--period-ms", "50"],
+    ["demo", "--gpus", "0"],
+])
+def test_subcommands_refuse_common_flags_they_would_ignore(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert _exit_code(argv) == 2
+    assert "unrecognized arguments" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["record", "--source", "sim", "--gpus", "0,1", "--out", "OUT"], "--gpus"),
+    (["watch", "--source", f"replay:{DATA / 'pageable.csv'}", "--gpus", "1"], "--gpus"),
+    (["record", "--speed", "2", "--out", "OUT"], "--speed"),
+    (["record", "--source", f"replay:{DATA / 'pageable.csv'}", "--seed", "2", "--out", "OUT"],
+     "--seed"),
+])
+def test_flags_the_source_cannot_honour_are_an_error(
+        argv: list[str], says: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    assert main([str(out) if a == "OUT" else a for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-5", "0", "ten"])
+def test_nonsense_durations_are_refused_before_anything_starts(
+        value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.jsonl"
+    assert _exit_code(["record", "--source", "sim", "--speed", "0", "--out", str(out),
+                       "--duration", value]) == 2
+    assert "--duration" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("flag, value", [("--speed", "nan"), ("--speed", "-1"),
+                                         ("--speed", "inf"), ("--period-ms", "0"),
+                                         ("--period-ms", "nan")])
+def test_nonsense_speeds_and_periods_are_refused(
+        flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _exit_code(["record", "--source", "sim", "--out", "unused.jsonl", flag, value]) == 2
+    assert flag in capsys.readouterr().err
+
+
+def test_parse_of_a_missing_log_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["parse", "/nonexistent.log"]) == 2
+    assert "/nonexistent.log: cannot read" in capsys.readouterr().err
+
+
+def test_parse_of_a_directory_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["parse", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err

@@ -1,0 +1,142 @@
+"""The /metrics server under abuse: idle sockets by the hundred take no thread and do not keep a
+scrape out, the sampler keeps its schedule meanwhile, endless request heads and idle clients
+are closed, and stopping frees the port at once."""
+
+from __future__ import annotations
+
+import resource
+import socket
+import threading
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from test_export_prometheus import _header
+
+from gapwatch.core.config import Config
+from gapwatch.engine.runtime import Runtime, build_runtime
+from gapwatch.engine.session import Session
+from gapwatch.engine.store import SeriesStore
+from gapwatch.sinks.metrics_server import MAX_HEAD_BYTES, ServerLimits
+from gapwatch.sinks.prometheus import start_exporter
+
+IDLE = 500
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        assert resp.status == 200
+        return str(resp.read().decode())
+
+
+def _samples(text: str) -> float:
+    return sum(float(line.rpartition(" ")[2]) for line in text.splitlines()
+               if line.startswith("gapwatch_gpu_samples_total"))
+
+
+def _closed_by_server(s: socket.socket) -> bool:
+    """The server closed the connection without answering (an orderly close, or a reset when
+    it left bytes of ours unread)."""
+    try:
+        return s.recv(100) == b""
+    except ConnectionResetError:
+        return True
+
+
+@pytest.fixture()
+def runtime() -> Iterator[Runtime]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2 * IDLE + 200 <= hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (2 * IDLE + 200, hard))
+    config = Config().model_copy(update={"prometheus": Config().prometheus.model_copy(
+        update={"listen": "127.0.0.1:0"})})
+    rt = build_runtime(config, "sim:chained", speed=1)
+    rt.start()
+    yield rt
+    rt.stop()
+
+
+def _open_idle(port: int, n: int) -> list[socket.socket]:
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        socks.append(s)
+    return socks
+
+
+def test_a_scrape_answers_while_hundreds_of_idle_sockets_are_held(runtime: Runtime) -> None:
+    url = runtime.exporter.url
+    port = int(runtime.exporter.address.rpartition(":")[2])
+    before = _samples(_get(url))
+    threads_before = threading.active_count()
+    idle = _open_idle(port, IDLE)
+    try:
+        during = _samples(_get(url))  # answered although hundreds of sockets hold nothing
+        # No thread per connection: at most the worker pool and the accept thread came.
+        assert threading.active_count() - threads_before <= runtime.exporter.server.limits.workers + 1
+        # The sampler kept producing while the sockets piled up.
+        threading.Event().wait(0.5)
+        assert _samples(_get(url)) > during >= before
+    finally:
+        for s in idle:  # all at once, as in the issue (one tick was 345 ms late then)
+            s.close()
+    after = _samples(_get(url))
+    threading.Event().wait(0.5)
+    assert _samples(_get(url)) > after
+
+
+@pytest.fixture()
+def session() -> Session:
+    header = _header()
+    return Session(header, SeriesStore(header.gpus, 0.1))
+
+
+def test_stop_frees_the_port_at_once(session: Session) -> None:
+    handle = start_exporter("127.0.0.1:0", session)
+    port = handle.server.server_address[1]
+    _get(handle.url)
+    handle.stop()
+    assert handle.server._thread is not None and not handle.server._thread.is_alive()
+    with socket.socket() as again:
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        again.bind(("127.0.0.1", port))  # free: no serve_forever poll to wait out
+    handle.stop()  # twice is fine
+
+
+def test_a_request_head_that_never_ends_is_closed(session: Session) -> None:
+    handle = start_exporter("127.0.0.1:0", session)
+    try:
+        port = handle.server.server_address[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * MAX_HEAD_BYTES)
+            assert _closed_by_server(s)
+        assert "gapwatch_" in _get(handle.url)
+    finally:
+        handle.stop()
+
+
+def test_an_idle_client_is_closed_after_the_idle_timeout(session: Session) -> None:
+    handle = start_exporter("127.0.0.1:0", session, limits=ServerLimits(idle_timeout_s=0.2))
+    try:
+        port = handle.server.server_address[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            assert _closed_by_server(s)
+        assert handle.server.timed_out == 1
+    finally:
+        handle.stop()
+
+
+def test_beyond_the_connection_limit_the_oldest_idle_one_makes_room(session: Session) -> None:
+    limits = ServerLimits(max_connections=4, idle_timeout_s=60)
+    handle = start_exporter("127.0.0.1:0", session, limits=limits)
+    try:
+        port = handle.server.server_address[1]
+        idle = _open_idle(port, 10)
+        try:
+            assert "gapwatch_" in _get(handle.url)
+            assert _closed_by_server(idle[0])  # the oldest was closed to make room
+        finally:
+            for s in idle:
+                s.close()
+    finally:
+        handle.stop()

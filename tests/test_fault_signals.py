@@ -1,0 +1,84 @@
+"""Stop signals (SIGINT, SIGTERM, SIGHUP) end every command cleanly: the recording is closed whole
+(gzip trailer written: the reader finds no "ends early"), the summary is printed, and the
+dashboard leaves the terminal as it found it (alternate screen left, mouse tracking off).
+`q` and Ctrl-C quit the dashboard."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from faults import PtyApp, gapwatch_argv, records_of, terminal_restored, wait_for
+
+STOP = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+
+
+@pytest.mark.parametrize("sig", STOP, ids=lambda s: s.name)
+def test_record_stops_cleanly_on_each_stop_signal(tmp_path: Path, sig: signal.Signals) -> None:
+    out = tmp_path / "r.jsonl.gz"
+    proc = subprocess.Popen(gapwatch_argv("record", "--source", "sim:pageable", "--speed", "10",
+                                          "--out", str(out), "--quiet"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for("the first records on disk", lambda: out.exists() and out.stat().st_size > 2000)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert f"stopped ({sig.name})" in err and "records in" in err  # the summary
+    records = records_of(out)
+    assert len(records) > 20
+
+
+@pytest.mark.parametrize("sig", STOP, ids=lambda s: s.name)
+def test_dashboard_restores_the_terminal_and_closes_its_recording_on_each_stop_signal(
+        tmp_path: Path, sig: signal.Signals) -> None:
+    out = tmp_path / "d.jsonl.gz"
+    app = PtyApp("demo", "--speed", "4", "--record", str(out))
+    try:
+        wait_for("the dashboard to draw", app.drawn)
+        wait_for("records on disk", lambda: out.exists() and out.stat().st_size > 1000)
+        app.signal(sig)
+        rc = app.wait()
+    finally:
+        app.close()
+    assert rc == 0
+    assert terminal_restored(bytes(app.output)), bytes(app.output[-400:])
+    assert f"stopped ({sig.name})".encode() in app.output
+    assert len(records_of(out)) > 10
+
+
+@pytest.mark.parametrize("key", [b"q", b"\x03"], ids=["q", "ctrl-c"])
+def test_q_and_ctrl_c_both_quit_the_dashboard(tmp_path: Path, key: bytes) -> None:
+    out = tmp_path / "d.jsonl"
+    app = PtyApp("demo", "--speed", "4", "--record", str(out))
+    try:
+        # Keys reach the app once the terminal is in raw mode: after the first full draw.
+        wait_for("the dashboard to draw", app.drawn)
+        wait_for("records on disk", lambda: out.exists() and out.stat().st_size > 1000)
+        app.send(key)
+        rc = app.wait()
+    finally:
+        app.close()
+    assert rc == 0
+    assert terminal_restored(bytes(app.output))
+    assert b"to quit the app" not in app.output  # Textual's "Press ctrl+q to quit the app"
+    assert len(records_of(out)) > 10
+
+
+def test_a_closed_terminal_then_sighup_still_closes_the_recording(tmp_path: Path) -> None:
+    """Closing a tmux pane: the terminal is gone before SIGHUP arrives; every write to it fails."""
+    out = tmp_path / "d.jsonl.gz"
+    app = PtyApp("demo", "--speed", "4", "--record", str(out))
+    try:
+        wait_for("records on disk", lambda: out.exists() and out.stat().st_size > 1000)
+        app.hang_up()
+        rc = app.wait()
+    finally:
+        app.close()
+    assert rc == 0
+    assert len(records_of(out)) > 10

@@ -1,0 +1,147 @@
+"""An existing recording is never lost: refused unless `--force` (or `--rotate` to a new name),
+one writer per file (a lock), and every startup check done before any file is touched."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+from faults import gapwatch_argv, records_of, small_tmpfs, wait_for
+
+from evaluation.simulate import simulate
+from gapwatch.cli import main
+from gapwatch.sinks.output_file import OutputRefused, check_output, rotated_name
+from gapwatch.sinks.recorder import Recorder, write_recording
+
+SIM = ["--source", "sim:chained", "--speed", "0", "--duration", "3", "--quiet"]
+
+
+def _existing(tmp_path: Path, name: str = "keep.jsonl.gz") -> tuple[Path, bytes]:
+    path = tmp_path / name
+    sim = simulate("chained", seed=1, duration_s=2)
+    write_recording(path, sim.header, sim.records)
+    return path, path.read_bytes()
+
+
+def test_an_existing_recording_is_refused_and_left_untouched(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, before = _existing(tmp_path)
+    assert main(["record", *SIM, "--out", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "exists" in err and "--force" in err and "--rotate" in err
+    assert path.read_bytes() == before
+
+
+def test_force_replaces_an_existing_recording(tmp_path: Path) -> None:
+    path, before = _existing(tmp_path)
+    assert main(["record", *SIM, "--out", str(path), "--force"]) == 0
+    assert path.read_bytes() != before
+    assert records_of(path)
+
+
+def test_rotate_keeps_the_existing_recording_and_writes_the_next_free_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, before = _existing(tmp_path, "gw.jsonl.gz")
+    (tmp_path / "gw.1.jsonl.gz").write_bytes(b"taken")
+    assert main(["record", *SIM, "--out", str(path), "--rotate"]) == 0
+    assert path.read_bytes() == before
+    assert (tmp_path / "gw.1.jsonl.gz").read_bytes() == b"taken"
+    assert records_of(tmp_path / "gw.2.jsonl.gz")
+    assert "gw.2.jsonl.gz" in capsys.readouterr().err
+
+
+def test_rotated_names_keep_the_recording_suffixes() -> None:
+    assert rotated_name(Path("/d/gw.jsonl.gz"), 3) == Path("/d/gw.3.jsonl.gz")
+    assert rotated_name(Path("gw.jsonl"), 1) == Path("gw.1.jsonl")
+    assert rotated_name(Path("trace"), 1) == Path("trace.1")
+
+
+def test_force_and_rotate_cannot_be_given_together(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["record", *SIM, "--out", "x.jsonl", "--force", "--rotate"])
+    assert exc.value.code == 2
+
+
+def test_a_second_writer_is_refused_even_with_force(tmp_path: Path) -> None:
+    out = tmp_path / "live.jsonl.gz"
+    first = subprocess.Popen(gapwatch_argv("record", "--source", "sim:chained", "--speed", "10",
+                                           "--out", str(out), "--quiet"),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for("the first writer's records", lambda: out.exists() and out.stat().st_size > 500)
+        for extra in ([], ["--force"], ["--rotate"]):
+            second = subprocess.run(gapwatch_argv("record", *SIM, "--out", str(out), *extra),
+                                    capture_output=True, text=True, timeout=60)
+            assert second.returncode == 2, (extra, second.stderr)
+            assert "being written by another process" in second.stderr
+            assert "Traceback" not in second.stderr
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(30) == 0
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert len(records_of(out)) > 10  # the first writer's file, whole
+    assert not (tmp_path / "live.1.jsonl.gz").exists()
+
+
+def test_the_lock_holds_between_two_recorders_in_one_process(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    first = Recorder(path)
+    try:
+        with pytest.raises(OutputRefused, match="another process"):
+            Recorder(path, exists="replace")
+    finally:
+        first.close()
+    Recorder(path, exists="replace").close()  # free again once the first is closed
+
+
+@pytest.mark.parametrize("where, expected", [
+    ("missing/dir/x.jsonl", "does not exist"),
+    (".", "is a directory"),
+    ("/dev/null", "not a regular file"),
+])
+def test_unusable_outputs_are_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str, expected: str) -> None:
+    target = where if where.startswith("/") else str(tmp_path / where)
+    assert main(["record", *SIM, "--out", target]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and err.count("\n") == 1
+
+
+def test_a_read_only_file_system_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    with small_tmpfs(tmp_path / "ro") as fs:
+        subprocess.run(["mount", "-o", "remount,ro", str(fs)], check=True)
+        done = subprocess.run(gapwatch_argv("record", *SIM, "--out", str(fs / "r.jsonl")),
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "read-only" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_unwritable_directory_is_refused(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        # root writes anywhere; check the refusal as another user would see it
+        pytest.skip("running as root: permissions do not apply (the read-only test covers it)")
+    d = tmp_path / "locked"
+    d.mkdir(mode=0o555)
+    with pytest.raises(OutputRefused, match="not writable"):
+        check_output(d / "r.jsonl")
+
+
+def test_a_taken_prometheus_port_fails_before_the_recording_is_touched(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, before = _existing(tmp_path)
+    fresh = tmp_path / "fresh.jsonl"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for out, extra in ((path, ["--force"]), (fresh, [])):
+            assert main(["record", *SIM, "--out", str(out), *extra,
+                         "--prometheus", f"127.0.0.1:{port}"]) == 2
+    assert "cannot listen" in capsys.readouterr().err
+    assert path.read_bytes() == before  # --force did not truncate it
+    assert not fresh.exists()

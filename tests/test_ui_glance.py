@@ -1,0 +1,222 @@
+"""The dashboard read at a glance in an 80x24 pane: every GPU on screen, the whole verdict, the
+keys always there, help that scrolls and fits, the detail view, a finished replay that says so,
+a mistyped log path that says so (issue 12)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ui_fakes import (
+    LAG_S,
+    WALL0_S,
+    FakeRuntime,
+    fill_breakdown,
+    gap,
+    gpu_sample,
+    h200,
+    log_event,
+    make_config,
+    screen_text,
+    t_ns,
+)
+
+from gapwatch.core.config import Config
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.models import StateChange
+from gapwatch.ui.app import GapwatchApp
+from gapwatch.ui.widgets.detail_chart import DetailChart
+from gapwatch.ui.widgets.help_screen import HELP, HelpScreen
+from gapwatch.ui.widgets.log_pane import newest_by_time
+
+FIXED_WALL = lambda: WALL0_S + 100.0  # noqa: E731 - a fixed clock for snapshot names
+
+
+def fleet(tmp_path: Path, n: int) -> FakeRuntime:
+    """`n` GPUs: GPU0 and GPU5 in BREAKDOWN, GPU3 with host-stall GAPS, the rest CHAINED."""
+    rt = FakeRuntime(make_config(tmp_path), gpus=[h200(i) for i in range(n)])
+    broken = tuple(g for g in (0, 5) if g < n)
+    fill_breakdown(rt.store, gpus=broken)
+    for gpu in range(n):
+        if gpu in broken:
+            continue
+        for i in range(601):
+            rt.store.append_gpu([gpu_sample(gpu, i / 10, 95.0, 40e9, 1.0e9)])
+        state = "GAPS" if gpu == 3 else "CHAINED"
+        reason = ("1 host_stall gap in the last 30 s, none pcie_starved" if gpu == 3
+                  else "busy, no gaps in the window")
+        rt.store.set_state(StateChange(gpu=gpu, t_mono_ns=t_ns(50), t_wall_s=WALL0_S + 50,
+                                       state=state, busy_fraction=0.97, reason=reason))  # type: ignore[arg-type]
+    if n > 3:
+        rt.store.upsert_gap(gap(900, 3, 47.0, 48.1, kind="host_stall", rx=2e6,
+                                hint="SMs idle 1.1 s with PCIe quiet (2 MB/s): the GPU waited "
+                                     "on the host; synthesis did not keep up with the GPU?"))
+    return rt
+
+
+async def test_eight_gpus_at_80x24_are_all_on_screen_with_the_verdict(tmp_path: Path) -> None:
+    rt = fleet(tmp_path, 8)
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+    head = "\n".join(text.splitlines()[:3])
+    for gpu in range(8):
+        assert f"{gpu} " in head
+    assert head.count("BREAKDOWN") == 2 and "GAPS" in head and "CHAINED" in head
+    assert "GPU0 BREAKDOWN: 3 pcie_starved gaps in 30 s" in text
+    assert "hint:" in text
+    assert "? help  q quit" in text
+
+
+async def test_more_gpus_than_fit_show_a_page_and_name_the_worst_hidden_one(
+    tmp_path: Path,
+) -> None:
+    rt = fleet(tmp_path, 16)
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "of 16, +" in text and "more: g to cycle" in text
+        assert "hidden: GPU" in text
+        for _ in range(12):
+            await pilot.press("g")
+        await pilot.pause()
+        text = screen_text(app)
+    assert app.gpu == 12
+    assert "▶12" in text  # the page follows the selected GPU
+    assert "also: GPU0 BREAKDOWN" in text  # a worse GPU than the selected one is named
+
+
+async def test_the_whole_hint_is_on_screen_at_80_columns_with_two_gpus(tmp_path: Path) -> None:
+    long_hint = ("partitions 5, 6, 7 were synthesised with is_pinned=false: a/b/c in pageable "
+                 "memory?; SMs idle 1.5 s while H2D ran at 2.8 GB/s (4 % of link); host: tasks "
+                 "stalled on memory 39 % of the time (PSI), host memory bandwidth 175.0 GB/s")
+    rt = FakeRuntime(make_config(tmp_path), gpus=[h200(0), h200(1)])
+    fill_breakdown(rt.store, gpus=(0, 1))
+    rt.store.upsert_gap(gap(99, 0, 57.0 - LAG_S, 58.2 - LAG_S, hint=long_hint))
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+    flat = " ".join(" ".join(line.split()) for line in text.splitlines())
+    assert long_hint in flat
+
+
+async def test_footer_keys_stay_on_screen_after_a_snapshot(tmp_path: Path) -> None:
+    rt = FakeRuntime(make_config(tmp_path / "a-rather-long-folder-name-for-snapshots"))
+    fill_breakdown(rt.store)
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+    assert len(app.snapshots) == 1
+    assert lines[-1].startswith("? help  q quit")
+    assert f"snapshot: …/{app.snapshots[0].name}" in lines[-2]
+
+
+async def test_help_scrolls_and_fits_80_columns(tmp_path: Path) -> None:
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    assert max(len(line) for line in HELP.splitlines()) <= 72
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        first = screen_text(app)
+        assert "keys" in first and "gap marks" not in first  # longer than the pane
+        for _ in range(30):
+            await pilot.press("down")
+        await pilot.pause()
+        scrolled = screen_text(app)
+    assert "gap marks" in scrolled  # the end of the help is reachable
+    for line in HELP.splitlines():
+        if line.strip():
+            assert line.rstrip() in first + scrolled or line.strip() in first + scrolled
+
+
+async def test_d_at_80x24_draws_the_busy_plot_with_a_0_to_100_axis(tmp_path: Path) -> None:
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert app.query_one(DetailChart).builds >= 1
+    assert "100┤" in text and "  0┤" in text
+    assert "105" not in text and "-8" not in text  # no axis past 0..100
+    assert "now" in text and "? help  q quit" in text
+
+
+async def test_a_finished_replay_says_so_and_shows_the_open_gap_as_reported(
+    tmp_path: Path,
+) -> None:
+    config = make_config(tmp_path)
+    detector = GapDetector(config.detector, [h200(0)], period_s=0.1)
+    rt = FakeRuntime(config, gpus=[h200(0)], detector=detector)
+    # Busy, two starved gaps, then idle until the data ends: the last idle stretch is open.
+    for i in range(300):
+        s = i / 10
+        idle = 10 <= s < 11.5 or 16 <= s < 17.2 or s >= 27.0
+        rt.session.on_gpu_samples([gpu_sample(0, s, 0.0 if idle else 96.0,
+                                              2.8e9 if idle else 30e9)])
+    assert any(g.is_open for g in rt.store.snapshot().gaps)
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "so far" in screen_text(app)  # live: the open gap grows
+        rt.session.finish()  # what the runtime does when the replay's file ends
+        rt.done = True
+        app.refresh_status()
+        await pilot.pause()
+        text = screen_text(app)
+    assert "REPLAY ENDED" not in text  # the fake's source is sim: the banner says SOURCE ENDED
+    assert "SOURCE ENDED" in text and "gaps, final: pcie_starved=2" in text
+    assert "so far" not in text and "+ " not in text.split("time ")[1][:400]
+    assert "retracted" in text  # the verdict says why the last idle stretch is not a gap
+    assert "source ended" in text.splitlines()[-2]
+
+
+async def test_a_missing_log_path_is_a_warning_in_the_footer_at_80_columns(
+    tmp_path: Path,
+) -> None:
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    rt.logs = {"/var/log/cuzk/stdout.lgo": "missing: no such file (waiting for it)"}
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-2]
+    assert footer.startswith("log /var/log/cuzk/stdout.lgo: missing: no such file")
+
+
+async def test_a_failing_recording_is_the_first_alert_at_80_columns(tmp_path: Path) -> None:
+    from gapwatch.sinks.recorder import RecordingStatus
+
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    rt.recording = RecordingStatus(
+        path="/data/gw.jsonl.gz", state="failing", error="No space left on device",
+        failing_since_wall_s=None, write_errors=3, records_written=900, records_pending=120,
+        records_dropped=0, bytes_written=1 << 20)
+    rt.logs = {"/var/log/cuzk/stdout.lgo": "missing: no such file (waiting for it)"}
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-2]
+    assert footer.startswith("RECORDING FAILING: No space left on device")
+
+
+def test_the_log_pane_orders_by_time_whatever_the_arrival_order() -> None:
+    events = [log_event(s, f"line at {s}") for s in (5.318, 5.239, 5.238, 5.307)]
+    shown = newest_by_time(events, 3)
+    assert [e.t_wall_s for e in shown] == sorted(e.t_wall_s for e in shown)
+    assert shown[-1].raw == "line at 5.318"
+
+
+def test_config_default_is_what_the_fleet_fixture_assumes() -> None:
+    assert Config().detector.gpm_lag_ms == LAG_S * 1000

@@ -1,13 +1,14 @@
 """Memory of `gapwatch record --log -` fed huge log lines (goal: bounded in bytes, not lines).
 
-Usage: python bench/huge_lines.py [--lines 2500] [--line-bytes 1048576] [--out /dev/null]
+Usage: python bench/huge_lines.py [--lines 2500] [--line-bytes 1048576] [--out FILE]
 
 Starts `gapwatch record --source sim:chained --log - --out OUT` (the simulated prover, so that
 no GPU is needed), writes `--lines` lines of `--line-bytes` bytes each to its standard input,
 waits for it to take them in, and prints its resident memory before the lines, at its peak
 (VmHWM) and after, then stops it with SIGINT. The recording gets every line whole (up to
-`logs.max_line_bytes`); memory keeps a cut copy (`gapwatch.core.sizes`). `--out /dev/null`
-(the default) keeps the disk out of the figure.
+`logs.max_line_bytes`); memory keeps a cut copy (`gapwatch.core.sizes`). The default `--out`
+is a gzip recording in a temporary folder, removed afterwards (the lines compress to almost
+nothing, which keeps the disk out of the figure).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -32,11 +34,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--lines", type=int, default=2500)
     ap.add_argument("--line-bytes", type=int, default=1 << 20)
-    ap.add_argument("--out", default=os.devnull)
+    ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        run(args, args.out or os.path.join(tmp, "huge.jsonl.gz"))
+
+
+def run(args: argparse.Namespace, out: str) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "gapwatch", "record", "--source", "sim:chained", "--quiet",
-         "--duration", "3600", "--log", "-", "--out", args.out],
+         "--duration", "3600", "--log", "-", "--out", out],
         stdin=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )
     assert proc.stdin is not None

@@ -186,3 +186,16 @@ def test_the_end_of_a_replay_settles_the_detector_before_saying_done(tmp_path: P
         assert "retracted" in snap.states[0].reason
     finally:
         rt.stop()
+
+
+def test_the_log_follower_stamps_arrivals_on_the_sessions_clock() -> None:
+    """At `--speed 3` samples and the simulated log's own timestamps run three times faster
+    than the wall: a line stamped on arrival must be on that same time line, or the gaps'
+    evidence (events from 2 s before each gap) would miss it."""
+    rt = build_runtime(Config(), "sim:pageable", speed=3.0)
+    try:
+        assert rt.sampler is not None and rt.followers
+        assert all(f.clock is rt.sampler.clock for f in rt.followers)
+    finally:
+        rt.stop()
+

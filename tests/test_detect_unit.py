@@ -217,6 +217,22 @@ def test_evidence_host_pressure_and_unpinned_partition_in_hint() -> None:
     assert "stalled on memory 40 %" in g.hint
 
 
+def test_a_log_line_that_arrived_out_of_time_order_does_not_hide_the_warnings_before_it() -> None:
+    """cuzk's C++ lines have no time of their own: they are stamped when read, a little behind
+    the tracing lines around them. The warning read before such a line still reaches the gap."""
+    det = detector()
+    out: list[Gap | StateChange] = []
+    det.feed_log(LogEvent(t_wall_s=T0_WALL + 2.5, time_source="line", kind="tracing",
+                          name="partition synthesis complete", raw="... is_pinned=false",
+                          partition=3, warning="unpinned"))
+    det.feed_log(LogEvent(t_wall_s=T0_WALL - 1.0, time_source="arrival", kind="cuzk_timing",
+                          name="pre_lock_cpu_ms", raw="CUZK_TIMING: pre_lock_cpu_ms=850"))
+    for s in stream([(2, 95, 2e6), (1.2, 0, 2.8e9), (2, 95, 2e6)]):
+        out += det.feed_gpu(s)
+    (g,) = [e for e in out if isinstance(e, Gap) and e.end_s is not None]
+    assert "partition 3 was synthesised with is_pinned=false" in g.hint
+
+
 def test_late_log_event_republishes_the_closed_gap() -> None:
     det = detector()
     out: list[Gap | StateChange] = []

@@ -40,6 +40,8 @@ MAX_EVENTS_KEPT = 64
 MAX_EVENTS_PUBLISHED = 12
 #: A gap with no warning in its own window cites the latest one up to this long before it.
 RECENT_WARNING_S = 60.0
+#: How far out of time order log events may arrive (seconds) and still be found for a gap.
+ORDER_SLACK_S = 5.0
 #: Raw lines are cut to this many characters in a gap's evidence.
 RAW_CHARS = 160
 #: Most copies kept per gap (cuzk makes tens per partition; the window holds a few partitions).
@@ -367,9 +369,14 @@ class EvidenceBuffer:
             acc.add_host(h)
         lo = start_s - self.before_s
         picked = []
+        # Newest first, but log events arrive only roughly in time order (stdout and stderr are
+        # two files, a line without a time of its own is stamped when read): an older event
+        # just behind newer ones is passed over, not taken for the end of the window.
         for ev in reversed(self._log):
             if ev.t_wall_s < lo:
-                break
+                if ev.t_wall_s < lo - ORDER_SLACK_S:
+                    break
+                continue
             if self.relevant(ev, gpu):
                 picked.append(ev)
         for ev in reversed(picked):

@@ -290,12 +290,15 @@ def _clock_for(speed: float) -> Clock:
 
 
 def _follower(paths: list[str], config: Config, session: Session, from_start: bool,
-              stdin_fd: int = 0) -> Any:
+              clock: Clock, stdin_fd: int = 0) -> Any:
+    """The log follower, on the session's clock: a line without a time of its own is stamped
+    when it arrives, and that stamp must be on the same time line as the samples (a demo at
+    `--speed 2` runs its samples, and its log's own timestamps, twice as fast as the wall)."""
     from gapwatch.logs.follow import LogFollower
 
     return LogFollower(paths, config.logs.model_copy(update={"from_start": from_start}),
                        on_event=session.on_log_event, on_notice=session.on_notice,
-                       stdin_fd=stdin_fd)
+                       clock=clock, stdin_fd=stdin_fd)
 
 
 #: What `build_runtime` raises when a command cannot start; the CLI prints the message on one
@@ -509,12 +512,13 @@ def _build(
             on_status=session.on_record, on_notice=session.on_notice, clock=clock, prover=label,
         ))
     if paths and kind != "replay":
-        rt.followers.append(_follower(paths, config, session, config.logs.from_start, stdin_fd))
+        rt.followers.append(_follower(paths, config, session, config.logs.from_start, clock,
+                                      stdin_fd))
     if sim_log is not None:
         # The sim's log is new and empty: read it from its start, so that no line written
         # before the tailer's first look is lost.
         rt.sim_log_path = sim_log
-        rt.followers.append(_follower([str(sim_log)], config, session, True))
+        rt.followers.append(_follower([str(sim_log)], config, session, True, clock))
     return rt
 
 

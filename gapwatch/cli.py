@@ -18,6 +18,7 @@ from typing import Any
 from gapwatch import __version__
 from gapwatch.commands import argtypes
 from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
+from gapwatch.engine.memory import return_large_allocations
 
 COMMANDS = {
     "demo": "the live dashboard over the simulated prover (scenario 'pageable' by default)",
@@ -182,6 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         print(f"gapwatch {args.command}: {problem}", file=sys.stderr)
         return 2
+    return_large_allocations()  # huge log lines must not grow the heap for good
     try:
         config = resolve_config(args)
     except ConfigError as exc:

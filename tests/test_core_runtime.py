@@ -68,6 +68,47 @@ def test_demo_log_reaches_the_session_through_the_real_tailer() -> None:
     assert status.lateness is not None and status.lateness.ticks > 10
 
 
+def test_the_demo_log_file_is_removed_when_the_runtime_stops() -> None:
+    rt = build_runtime(Config(), "sim:chained", speed=20, duration_s=2)
+    path = rt.sim_log_path
+    assert path is not None and path.exists()
+    rt.start()
+    try:
+        assert rt.wait(30)
+    finally:
+        rt.stop()
+    assert not path.exists()
+
+
+def test_the_demo_log_file_is_removed_when_the_process_exits_without_stopping() -> None:
+    import subprocess
+    import sys
+
+    code = ("from gapwatch.core.config import Config\n"
+            "from gapwatch.engine.runtime import build_runtime\n"
+            "rt = build_runtime(Config(), 'sim:chained', speed=20, duration_s=2)\n"
+            "print(rt.sim_log_path, flush=True)\n"
+            "raise KeyboardInterrupt\n")  # Ctrl-C before the runtime was stopped
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    path = Path(done.stdout.strip())
+    assert path.name.startswith("gapwatch-sim-chained-") and "KeyboardInterrupt" in done.stderr
+    assert not path.exists()
+
+
+def test_the_demo_log_file_is_rotated_so_it_never_grows_without_end(tmp_path: Path) -> None:
+    from gapwatch.engine.runtime import _LineFile
+
+    lines = _LineFile(tmp_path / "sim.log", max_bytes=1000)
+    for i in range(100):
+        lines.write("stderr", f"TIMELINE,{i},GPU_START,j,worker=0,partition=1")
+    lines.flush()
+    sizes = [p.stat().st_size for p in (lines.path, lines.old_path)]
+    assert all(s < 1100 for s in sizes) and sizes[1] > 0
+    lines.close()
+    assert not lines.path.exists() and not lines.old_path.exists()
+
+
 def _recording_without_logs(tmp_path: Path) -> Path:
     """The H200 pageable run's recording with its log events taken out (as a `record` without
     `--log` would have written it); its prover logs are beside it."""

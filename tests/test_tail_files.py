@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
+
+import pytest
 
 from gapwatch.engine.clock import FakeClock
 from gapwatch.logs.tail import LineSplitter, Tailer
@@ -157,15 +160,138 @@ def test_deleted_file_is_waited_for_and_followed_again(tmp_path: Path) -> None:
     assert got.lines == ["before delete", "recreated"]
 
 
-def test_unreadable_file_is_reported_not_raised(tmp_path: Path) -> None:
+def test_a_directory_is_said_once_and_a_file_that_takes_its_place_is_followed(
+    tmp_path: Path,
+) -> None:
     log = tmp_path / "dir.log"
-    log.mkdir()  # reading a directory fails with EISDIR
+    log.mkdir()
     got = Collect()
-    t = tailer(log, got, from_start=True)
+    t = tailer(log, got)
     t.poll_once()
     t.poll_once()
     assert got.lines == []
-    assert t.status()[0].state.startswith(("error", "unreadable"))
+    assert t.status()[0].state == "is a directory"
+    assert sum("is a directory" in n for n in got.notices) == 1
+    log.rmdir()
+    log.write_bytes(b"now a file\n")
+    t.poll_once()
+    assert got.lines == ["now a file"] and t.status()[0].state == "following"
+
+
+def test_copytruncate_refilled_past_the_old_offset_within_one_poll_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "cuzk.log"
+    log.write_bytes(b"")
+    got = Collect()
+    t = tailer(log, got)
+    t.poll_once()
+    append(log, b"line 1\n")
+    t.poll_once()
+    (tmp_path / "cuzk.log.1").write_bytes(log.read_bytes())  # cp
+    with open(log, "r+b") as fh:  # truncate -s0
+        fh.truncate(0)
+    append(log, b"line 2\nline 3\nline 4\n")  # before the next poll: past the old offset
+    t.poll_once()
+    assert got.lines == ["line 1", "line 2", "line 3", "line 4"]
+    assert t.status()[0].truncations == 1
+
+
+def test_copytruncate_refilled_to_the_same_size_is_seen_by_its_bytes(tmp_path: Path) -> None:
+    log = tmp_path / "cuzk.log"
+    log.write_bytes(b"")
+    got = Collect()
+    t = tailer(log, got)
+    t.poll_once()
+    append(log, b"TIMELINE,1,GPU_START,j,worker=0\n")
+    t.poll_once()
+    with open(log, "r+b") as fh:
+        fh.truncate(0)
+    append(log, b"TIMELINE,2,GPU_END,j,worker=0\n")  # same length, other bytes
+    t.poll_once()
+    assert got.lines == ["TIMELINE,1,GPU_START,j,worker=0", "TIMELINE,2,GPU_END,j,worker=0"]
+
+
+def test_growth_without_truncation_is_never_read_twice(tmp_path: Path) -> None:
+    log = tmp_path / "cuzk.log"
+    log.write_bytes(b"")
+    got = Collect()
+    t = tailer(log, got)
+    for i in range(50):
+        append(log, b"same line\n" * (i % 3))
+        t.poll_once()
+    assert got.lines == ["same line"] * sum(i % 3 for i in range(50))
+    assert t.status()[0].truncations == 0
+
+
+def test_copytruncate_with_a_writer_at_its_old_offset_skips_the_hole(tmp_path: Path) -> None:
+    log = tmp_path / "cuzk.log"
+    log.write_bytes(b"")
+    got = Collect()
+    t = tailer(log, got)
+    t.poll_once()
+    with open(log, "r+b", buffering=0) as writer:  # no O_APPEND: keeps its offset
+        writer.write(b"x" * 5000 + b"\n")
+        t.poll_once()
+        os.truncate(log, 0)
+        writer.write(b"after the cut\n")  # at offset 5001: a hole before it
+        t.poll_once()
+    assert got.lines == ["x" * 5000, "after the cut"]
+    assert t.status()[0].truncations == 1
+
+
+def _poll_in_thread(t: Tailer) -> bool:
+    """Run one poll on a thread; True if it returned (a blocking open would never return)."""
+    done = threading.Thread(target=t.poll_once, daemon=True)
+    done.start()
+    done.join(10.0)
+    return not done.is_alive()
+
+
+@pytest.mark.parametrize("from_start", [False, True])
+def test_a_fifo_without_a_writer_blocks_nothing(tmp_path: Path, from_start: bool) -> None:
+    fifo, other = tmp_path / "fifo.log", tmp_path / "other.log"
+    os.mkfifo(fifo)
+    other.write_bytes(b"")
+    got = Collect()
+    t = Tailer([str(fifo), str(other)], got.line, on_notice=got.notice, clock=FakeClock(),
+               from_start=from_start)
+    assert _poll_in_thread(t)  # opens both: must not wait for a writer
+    append(other, b"the other file\n")
+    assert _poll_in_thread(t)
+    assert got.lines == ["the other file"]
+    assert [s.state for s in t.status()] == ["following (stream)", "following"]
+
+
+def test_a_fifo_is_read_as_a_stream_across_writers(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.log"
+    os.mkfifo(fifo)
+    got = Collect()
+    t = tailer(fifo, got, from_start=True)
+    t.poll_once()  # the reader end is open: a writer's open returns at once
+    writer = os.open(fifo, os.O_WRONLY)
+    os.write(writer, b"first\nsecond with")
+    t.poll_once()
+    os.write(writer, b"out end")
+    os.close(writer)  # the writer's last line is complete when it closes
+    t.poll_once()
+    writer = os.open(fifo, os.O_WRONLY)
+    os.write(writer, b"next writer\n")
+    t.poll_once()
+    os.close(writer)
+    t.poll_once()
+    assert got.lines == ["first", "second without end", "next writer"]
+    st = t.status()[0]
+    assert st.state == "following (stream)" and st.errors == 0 and st.truncations == 0
+
+
+def test_a_character_device_is_read_as_a_stream(tmp_path: Path) -> None:
+    got = Collect()
+    t = tailer(Path(os.devnull), got)
+    t.poll_once()
+    t.poll_once()
+    st = t.status()[0]
+    assert (st.state, st.errors, got.lines) == ("following (stream)", 0, [])
 
 
 def test_long_line_is_cut_and_counted_and_the_next_line_survives() -> None:
@@ -202,3 +328,15 @@ def test_stdin_pipe_lines_and_end_of_input() -> None:
         os.close(read_fd)
     assert got.lines == ["line 1", "line 2"]
     assert t.status()[0].state == "closed (end of input)"
+
+
+def test_a_path_that_cannot_be_opened_is_said_and_retried(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_bytes(b"")
+    got = Collect()
+    t = tailer(blocker / "cuzk.log", got)
+    t.poll_once()
+    t.poll_once()
+    st = t.status()[0]
+    assert st.state == "unreadable: Not a directory" and st.errors == 1
+    assert sum("cannot open" in n for n in got.notices) == 1

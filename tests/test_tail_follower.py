@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from gapwatch.core.config import LogsConfig
 from gapwatch.core.models import LogEvent, Notice
 from gapwatch.logs.follow import LogFollower
@@ -92,3 +94,37 @@ def test_stdin_follower_stops_at_end_of_input() -> None:
         follower.stop()
         os.close(read_fd)
     assert [(e.kind, e.partition, e.stream) for e in events] == [("timeline", 2, "-")]
+
+
+def test_a_fifo_log_with_a_writer_is_followed_and_stop_returns(tmp_path: Path) -> None:
+    fifo, other = tmp_path / "fifo.log", tmp_path / "other.log"
+    os.mkfifo(fifo)
+    other.write_text("")
+    events: list[LogEvent] = []
+    follower = LogFollower([str(fifo), str(other)], LogsConfig(poll_ms=5, from_start=True),
+                           events.append)
+    follower.start()
+    writer = os.open(fifo, os.O_WRONLY)  # returns: the follower holds the reader end
+    try:
+        os.write(writer, b"TIMELINE,5,GPU_START,j,worker=0,partition=2\n")
+        with open(other, "a") as fh:
+            fh.write("TIMELINE,6,GPU_END,j,worker=0,partition=2\n")
+        assert wait_for(lambda: len(events) == 2)
+    finally:
+        os.close(writer)
+        follower.stop()
+    assert not any(t.is_alive() for t in follower.tailer._threads)
+    assert sorted(e.name for e in events) == ["GPU_END", "GPU_START"]
+
+
+def test_record_says_on_stderr_that_a_log_is_a_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gapwatch.cli import main
+
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    assert main(["record", "--source", "sim:chained", "--speed", "0", "--duration", "2",
+                 "--quiet", "--out", str(tmp_path / "r.jsonl"), "--log", str(logdir)]) == 0
+    err = capsys.readouterr().err
+    assert f"log {logdir}: is a directory, not a log file" in err

@@ -24,6 +24,7 @@ from typing import TextIO
 
 import orjson
 
+from gapwatch.core import fmt
 from gapwatch.core.config import Config
 from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.logs.parse import LogParser
@@ -98,9 +99,10 @@ def _first_anchor(paths: list[str], config: Config) -> float | None:
 
 
 def format_event(e: LogEvent) -> str:
-    """One event as a readable line: time, how it was timed, kind, name, ids, fields."""
+    """One event as a readable line: time, how it was timed, kind, name, ids, fields (control
+    characters made visible: the text is the log's, the terminal is the user's)."""
     if e.kind == "unparsed":
-        return f"{_iso(e.t_wall_s)} {e.time_source:<8} unparsed       {e.raw}"
+        return fmt.visible(f"{_iso(e.t_wall_s)} {e.time_source:<8} unparsed       {e.raw}")
     parts = [f"{_iso(e.t_wall_s)} {e.time_source:<8} {e.kind:<14} {e.name}"]
     for key in ("job_id", "worker", "partition", "gpu", "level", "warning"):
         value = getattr(e, key)
@@ -108,7 +110,9 @@ def format_event(e: LogEvent) -> str:
             parts.append(f"{key}={value}")
     shown = {"target", "worker", "worker_id", "partition", "gpu", "job_id"}
     parts.extend(f"{k}={v}" for k, v in e.fields.items() if k not in shown)
-    return "  ".join(parts[:1]) + ("  " + " ".join(parts[1:]) if len(parts) > 1 else "")
+    return fmt.visible(
+        "  ".join(parts[:1]) + ("  " + " ".join(parts[1:]) if len(parts) > 1 else "")
+    )
 
 
 def _iso(t: float) -> str:

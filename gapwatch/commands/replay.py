@@ -43,13 +43,24 @@ def run(args: argparse.Namespace, config: Config) -> int:
     return start_and_show(rt, "replay")
 
 
+#: Warnings kept for the closing lines of a headless replay.
+MAX_WARNINGS_SHOWN = 20
+
+
 def _headless(rt: Runtime) -> int:
     states: Counter[str] = Counter()
+    warnings: list[str] = []
+    n_warnings = 0
 
     def listen(ev: Gap | StateChange | Notice) -> None:
-        # Replay thread: only counts, no I/O.
+        # Replay thread: only counts and keeps, no I/O.
+        nonlocal n_warnings
         if isinstance(ev, StateChange):
             states[ev.state] += 1
+        elif isinstance(ev, Notice) and ev.level != "info":
+            n_warnings += 1
+            if len(warnings) < MAX_WARNINGS_SHOWN:
+                warnings.append(f"{ev.level}: {ev.message}")
 
     rt.session.subscribe(listen)
     with StopSignals() as stop:
@@ -59,6 +70,10 @@ def _headless(rt: Runtime) -> int:
                 pass
         finally:
             rt.stop()
+    for line in warnings:
+        say(line)
+    if n_warnings > len(warnings):
+        say(f"... and {n_warnings - len(warnings)} more warnings")
     gaps = gap_counts_text(rt.store.snapshot().gap_tally)
     entered = ", ".join(f"{k} x{n}" for k, n in sorted(states.items())) or "none"
     say(f"gapwatch replay: gaps: {gaps}; states entered: {entered}")

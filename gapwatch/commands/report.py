@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from gapwatch.core import fmt
 from gapwatch.core.config import Config
 from gapwatch.core.hints import size_text
 from gapwatch.core.models import GAP_KINDS
@@ -78,6 +79,11 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
     add(f"gapwatch report: {r.path} ({h.source}, {h.period_ms:g} ms period)")
     if r.log_files:
         add(f"logs: {', '.join(r.log_files)}")
+    if r.warnings:
+        add("")
+        add("WARNING: the data has problems that change what this report means")
+        for w in r.warnings:
+            add(f"  - {w}")
     add("")
     add("GPUs (busy = busy share of the working span, first to last busy reading)")
     for t in r.totals:
@@ -110,7 +116,7 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
     add(f"Chaining breakdowns: {len(r.breakdowns)}")
     for b in r.breakdowns:
         add(f"  GPU {b.gpu}: {_clock(b.start_s)} - {_clock(b.end_s)} "
-            f"({b.end_s - b.start_s:.1f} s): {b.reason}")
+            f"({b.duration_s:.1f} s): {b.reason}")
     if r.copies is not None:
         add("")
         out.extend(_copy_lines(r.copies))
@@ -124,7 +130,8 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
         add("Input: " + ", ".join(f"{k} {v}" for k, v in sorted(r.counters.items())))
         for p in r.problems[:5]:
             add(f"  {p}")
-    return "\n".join(out) + "\n"
+    # Paths, hints and problems quote text from outside: shown, never obeyed by the terminal.
+    return "\n".join(fmt.visible(line) for line in out) + "\n"
 
 
 def _copy_lines(copies: dict[str, Any]) -> list[str]:

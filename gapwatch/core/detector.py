@@ -56,6 +56,12 @@ _NS = 1_000_000_000
 _NEVER = 1 << 62
 #: An open gap is re-published at most this often (data time), or when its kind changes.
 UPDATE_EVERY_NS = 500_000_000
+#: A step of more than this between wall time and data time from one sample to the next is a
+#: clock jump (an NTP step, a recording stitched together): treated as a hole. Far above the
+#: jitter of reading the two clocks one after the other (microseconds; ms under load).
+CLOCK_JUMP_S = 1.0
+#: How often (data time) the GPUs are checked for having gone silent while data goes on.
+SILENCE_CHECK_NS = 250_000_000
 
 
 class GapDetector:
@@ -94,9 +100,14 @@ class GapDetector:
         #: Called with each gap id as it is assigned (ids count up in data order). The parallel
         #: report (`gapwatch.offline.report_parallel`) uses it to renumber its workers' gaps.
         self.on_gap_id: Callable[[int], None] | None = None
-        #: Inputs skipped or noticed, by reason (out_of_order, stale_gpm, no_data, holes).
+        #: Latest data time seen on any input (ns, as recorded), and when to look for silent GPUs.
+        self._data_ns: int | None = None
+        self._next_silence_check_ns = 0
+        #: Inputs skipped or noticed, by reason (out_of_order, stale_gpm, no_data, holes,
+        #: clock_jumps, silent: a GPU with no samples while the other inputs went on).
         self.counters: dict[str, int] = {
             "out_of_order": 0, "stale_gpm": 0, "no_data": 0, "holes": 0, "retracted": 0,
+            "clock_jumps": 0, "silent": 0,
         }  # fmt: skip
 
     # -- inputs -------------------------------------------------------------------------------
@@ -109,8 +120,8 @@ class GapDetector:
         if tp == "gpu":
             return self.feed_gpu(record)  # type: ignore[arg-type]
         if tp == "host":
-            self.feed_host(record)  # type: ignore[arg-type]
-        elif tp == "log":
+            return self.feed_host(record)  # type: ignore[arg-type]
+        if tp == "log":
             self.feed_log(record)  # type: ignore[arg-type]
         elif tp == "prover":
             return self.feed_prover(record)  # type: ignore[arg-type]
@@ -140,8 +151,13 @@ class GapDetector:
             self._pending = []
         return out
 
-    def feed_host(self, sample: HostSample) -> None:
+    def feed_host(self, sample: HostSample) -> list[Gap | StateChange]:
+        """A host sample: evidence for gaps, and data time moving on (a GPU that stopped
+        reporting while the host sampler goes on is NO_DATA)."""
         self._ev.add_host(sample)
+        out: list[Gap | StateChange] = []
+        self._data_time(sample.t_mono_ns, None, out)
+        return out
 
     def feed_log(self, event: LogEvent) -> None:
         if self._ev.add_log(event):
@@ -182,9 +198,12 @@ class GapDetector:
             self._pending = []
         else:
             out = []
+        if s.t_mono_ns >= self._next_silence_check_ns:
+            self._data_time(s.t_mono_ns, tr, out)
         n_out = len(out)
         wall = s.t_wall_s - lag / _NS
         self._now_s = wall
+        tr.samples += 1
 
         level = reading(s.sm_active_pct)
         threshold = self._thr_sm
@@ -206,12 +225,17 @@ class GapDetector:
             self._no_reading(tr, t, wall, out)
             return out
 
-        covered_from = self._covered_from(tr, s, t, last, out)
+        offset = wall - t / _NS
+        prev_offset = tr.wall_offset_s
+        tr.wall_offset_s = offset
+        jump = 0.0
+        if prev_offset is not None and not -CLOCK_JUMP_S <= offset - prev_offset <= CLOCK_JUMP_S:
+            jump = self._clock_jump(offset - prev_offset)
+        covered_from = self._covered_from(tr, s, t, last, jump, out)
         cover = t - covered_from
         tr.last_t = t
         bucket = self._count_in_window(tr, t, cover)
         tr.last_wall = wall
-        offset = wall - t / _NS
         phase = tr.phase
         if level >= threshold:
             self._busy_sample(tr, t, covered_from, cover, level, low, offset, bucket, out)
@@ -239,12 +263,47 @@ class GapDetector:
         self._end_segment(tr, out)
         self._set_state(tr, "NO_DATA", t, wall, out, "no SM activity reading")
 
+    def _clock_jump(self, step_s: float) -> float:
+        """Wall time stepped `step_s` against data time since this GPU's last sample (more than
+        `CLOCK_JUMP_S`): counted; the caller treats it as a hole."""
+        self.counters["clock_jumps"] += 1
+        return step_s
+
+    def _data_time(self, now_ns: int, feeding: Track | None, out: list[Gap | StateChange]) -> None:
+        """Data time moved on to `now_ns` (a sample of another GPU, or of the host): every other
+        GPU with no sample for more than `nodata_after_periods` of its spacing is NO_DATA from
+        its last sample on, said with a reason (its open gap, idle before the silence, is
+        retracted). Checked every `SILENCE_CHECK_NS` of data time; `feeding`, the GPU whose
+        sample this is, is not silent (a long spacing of its own is a hole)."""
+        if self._data_ns is None or now_ns > self._data_ns:
+            self._data_ns = now_ns
+        if now_ns < self._next_silence_check_ns:
+            return
+        self._next_silence_check_ns = now_ns + SILENCE_CHECK_NS
+        if feeding is not None and feeding.last_t is not None and (
+            now_ns - (feeding.last_t + (feeding.lag_ns or 0)) > self._nodata * feeding.expected_ns
+        ):
+            return  # this GPU was silent too: a hole in all the data, each GPU sees its own
+        for tr in self._tracks.values():
+            last = tr.last_t
+            if tr is feeding or last is None or tr.state == "NO_DATA":
+                continue
+            silent_ns = now_ns - (last + (tr.lag_ns or 0))
+            if silent_ns > self._nodata * tr.expected_ns:
+                self.counters["silent"] += 1
+                self._end_segment(tr, out)
+                self._set_state(
+                    tr, "NO_DATA", last, tr.last_wall, out,
+                    "no sample from this GPU since; the other inputs go on",
+                )
+
     def _covered_from(
-        self, tr: Track, s: GpuSample, t: int, last: int | None, out: list[Gap | StateChange]
+        self, tr: Track, s: GpuSample, t: int, last: int | None, jump_s: float,
+        out: list[Gap | StateChange],
     ) -> int:
         """Start of the interval this sample covers; a spacing far above the expected one is a
-        hole, which ends the data segment. The expected spacing is a robust median of recent
-        ones, so one late tick does not teach it."""
+        hole, which ends the data segment, and so is a clock jump. The expected spacing is a
+        robust median of recent ones, so one late tick does not teach it."""
         if last is None:
             spacing = -1
         else:
@@ -257,10 +316,17 @@ class GapDetector:
         d = s.interval_ns
         if d is None or d <= 0:
             d = spacing if spacing > 0 else expected
-        if spacing < 0 or spacing > self._nodata * expected:
+        if spacing < 0 or spacing > self._nodata * expected or jump_s:
             if spacing > 0:
                 self.counters["holes"] += 1
             self._end_segment(tr, out)
+            if last is not None and (jump_s or spacing > self._window_ns):
+                # The data before and after have nothing to do with each other (the clock
+                # jumped, or the hole outlasts the chaining window): the state held until the
+                # last sample, then there was no data. A report's periods end there.
+                why = (f"clock jumped {jump_s:+.1f} s" if jump_s
+                       else f"no data for {spacing / _NS:.1f} s")
+                self._set_state(tr, "NO_DATA", last, tr.last_wall, out, why)
             return t - (d if d < expected else expected)
         start = t - d
         return last if last is not None and start < last else start
@@ -362,9 +428,19 @@ class GapDetector:
         tr.quiet_ns = tr.starved_ns = tr.fast_ns = 0
 
     def finish(self) -> list[Gap | StateChange]:
-        """End of data: an open gap is idle after the last busy period, so it is retracted."""
+        """End of data: a GPU whose data stopped while the others went on is NO_DATA; an open
+        gap is idle after the last busy period, so it is retracted."""
         out: list[Gap | StateChange] = self._pending
         self._pending = []
+        # The end of the data: the latest sample of any input (GPU samples only move the data
+        # time at silence checks, to keep their path short).
+        ends = [tr.last_t + (tr.lag_ns or 0) for tr in self._tracks.values()
+                if tr.last_t is not None]
+        if self._data_ns is not None:
+            ends.append(self._data_ns)
+        if ends:
+            self._next_silence_check_ns = 0
+            self._data_time(max(ends), None, out)
         for tr in self._tracks.values():
             if tr.phase == _IDLE and tr.gap_id is not None:
                 self._end_segment(tr, out)
@@ -387,7 +463,7 @@ class GapDetector:
                 busy_s=tr.busy_ns / _NS, active_s=active / _NS,
                 first_busy_s=tr.first_busy_s, last_busy_s=tr.last_busy_s,
                 last_wall_s=tr.last_wall, confidence="high" if tr.has_sm else "low",
-                final_state=tr.state,
+                final_state=tr.state, last_t_ns=tr.last_t, samples=tr.samples,
             ))  # fmt: skip
         return out
 

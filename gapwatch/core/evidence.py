@@ -4,7 +4,8 @@ Who calls it: `gapwatch.core.detector.GapDetector` only. It owns two bounded buf
 samples, recent log events) and one `GapEvidence` accumulator per open or recently closed gap;
 the detector asks for an accumulator when a gap opens and reads it whenever it publishes a
 version of the gap. The words a gap's hint is made of are `gapwatch.core.hints`'. Pure: no I/O,
-no clocks; every buffer has a `maxlen`.
+no clocks; every buffer has a `maxlen`, and every event kept is cut to what evidence uses
+(`_slim`), so the buffers are bounded in bytes too.
 
 Times here are wall seconds (`t_wall_s`): prover log lines only carry wall time, and host and
 GPU samples carry both, so wall time is the one axis all three share.
@@ -18,6 +19,7 @@ the detector re-publishes that gap (same `gap_id`) with the richer evidence.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 from typing import Any
 
 from gapwatch.core.models import (
@@ -31,6 +33,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.prover import concerns, decide_cause, gap_state, snapshot_cause
 from gapwatch.core.readings import reading
+from gapwatch.core.sizes import TEXT_CHARS, cut_text
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
 MAX_EVENTS_KEPT = 64
@@ -54,6 +57,15 @@ PINNED_RATE_HISTORY_S = 120.0
 DOMINANT_KIND_SHARE = 0.8
 #: Prover snapshots published per gap version (the latest ones).
 MAX_PROVER_PUBLISHED = 12
+
+def _slim(ev: LogEvent) -> LogEvent:
+    """What evidence needs of an event: its time, ids, warning, name and the start of its line.
+    Thousands are kept (the recent-events buffer, every open and recently closed gap's list),
+    so memory is bounded in bytes by keeping less of each, not by keeping fewer."""
+    if not ev.fields and len(ev.raw) <= RAW_CHARS and len(ev.name) <= TEXT_CHARS:
+        return ev
+    return replace(ev, raw=ev.raw[:RAW_CHARS], name=cut_text(ev.name, TEXT_CHARS), fields={})
+
 
 def _max(a: float | None, b: float | int | None) -> float | None:
     b2 = reading(b)
@@ -240,6 +252,7 @@ class EvidenceBuffer:
         """Keep `ev`; return True when it reached a closed gap (which must be re-published)."""
         if ev.kind == "unparsed":
             return False
+        ev = _slim(ev)
         self._log.append(ev)
         if ev.warning is not None:
             self.last_warning[ev.warning] = ev

@@ -1,14 +1,46 @@
-"""Number and time formatting shared by the dashboard widgets and the snapshot summary.
+"""Number, time and text formatting shared by the dashboard widgets, the snapshot summary and the
+report.
 
 Pure functions with no Textual import, so `gapwatch.sinks.snapshot` (core) can use them too. Every
-formatter turns None into "n/a": missing data is said, never printed as 0.
+formatter turns None into "n/a": missing data is said, never printed as 0. `visible` is the one
+rule for showing text from outside (log lines, hints that quote them, problems).
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 NA = "n/a"
+
+#: Colour and style sequences (CSI ... m). cuzk writes them even to files; for display they are
+#: noise, not content, and the parser strips them too.
+_SGR = re.compile(r"\x1b\[[0-9;:]*m")
+#: What a terminal would act on instead of showing: C0 controls but tab (including ESC, CR, LF,
+#: BEL, backspace), DEL, the C1 controls (0x9b is a one-byte CSI on some terminals), the line
+#: and paragraph separators, and the bidirectional overrides that reorder what is shown.
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def visible(text: str) -> str:
+    """`text` made safe to show on one line of a terminal or in a Markdown file.
+
+    Colour sequences are dropped; every other control character is written out in Python's
+    escape notation (ESC as `\\x1b`, CR as `\\x0d`, a right-to-left override as `\\u202e`), so
+    that `\\x1b[?1049l` in a log line is read, not obeyed (it used to switch the terminal out of
+    the dashboard's screen). Markup such as `[bold]` is left alone: the widgets put text in
+    literally, never through a markup parser.
+    """
+    if text.isprintable():  # the common case, checked in C
+        return text
+    if "\x1b" in text:
+        text = _SGR.sub("", text)
+    return _UNSAFE.sub(_escape, text)
 
 
 def gbps(bytes_per_s: float | None) -> str:

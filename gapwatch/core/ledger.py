@@ -47,6 +47,8 @@ class Tally:
 
 
 _start_order = attrgetter("start_s", "gpu", "gap_id")
+#: Ids of forgotten closed gaps remembered, so that a late version is not counted again.
+_FORGOTTEN_IDS = 20_000
 
 
 class GapLedger:
@@ -101,13 +103,27 @@ class GapLedger:
         if limit is None:
             return
         while len(self._closed) > limit:
-            gid = next(iter(self._closed))  # dicts keep insertion (= first close) order
-            del self._closed[gid]
-            self._forgotten.add(gid)
-            self._forgotten_order.append(gid)
+            self._forget(next(iter(self._closed)))  # dicts keep insertion (= close) order
+
+    def forget_closed_before(self, t_s: float) -> None:
+        """Stop keeping the closed gaps that ended before `t_s`, oldest to close first (their
+        tallies stay). A live session calls it with its history's start: what no view shows
+        need not be kept."""
+        closed = self._closed
+        while closed:
+            gid = next(iter(closed))
+            end_s = closed[gid].end_s
+            if end_s is None or end_s >= t_s:
+                return
+            self._forget(gid)
+
+    def _forget(self, gid: int) -> None:
+        del self._closed[gid]
+        self._forgotten.add(gid)
+        self._forgotten_order.append(gid)
         # Late versions come within seconds of a close (the evidence buffer listens for 10 s of
-        # data), long before ten times the kept gaps have closed since.
-        while len(self._forgotten_order) > 10 * limit:
+        # data), long before this many gaps have closed since.
+        while len(self._forgotten_order) > _FORGOTTEN_IDS:
             self._forgotten.discard(self._forgotten_order.popleft())
 
     # -- views ----------------------------------------------------------------------------------

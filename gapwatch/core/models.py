@@ -21,6 +21,8 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gapwatch.core.bounds import I64, GpuIndex, MonoNs, WallS
+
 SCHEMA_VERSION = 1
 
 #: Which measurement produced a field: GPM (Hopper+), the PCIe byte counters (fields 197/198),
@@ -49,10 +51,10 @@ class GpuSample:
     used alone to call a GPU idle when SM activity exists.
     """
 
-    gpu: int
-    t_mono_ns: int
-    t_wall_s: float
-    interval_ns: int | None
+    gpu: GpuIndex
+    t_mono_ns: MonoNs
+    t_wall_s: WallS
+    interval_ns: I64 | None
     sm_active_pct: float | None
     gpu_util_pct: float | None
     pcie_rx_bytes_per_s: float | None
@@ -64,7 +66,7 @@ class GpuSample:
     pcie_lower_bound: bool = False
     #: How late the sampler tick that produced this reading was (deadline scheduling), or None
     #: when the reading did not come from a live tick (replay).
-    lateness_ns: int | None = None
+    lateness_ns: I64 | None = None
     type: Literal["gpu"] = "gpu"
 
 
@@ -72,12 +74,12 @@ class GpuSample:
 class HostSample:
     """Host memory pressure at one tick. Every field is None where the kernel does not expose it."""
 
-    t_mono_ns: int
-    t_wall_s: float
-    interval_ns: int | None
+    t_mono_ns: MonoNs
+    t_wall_s: WallS
+    interval_ns: I64 | None
     mem_used_pct: float | None
-    mem_available_bytes: int | None
-    swap_used_bytes: int | None
+    mem_available_bytes: I64 | None
+    swap_used_bytes: I64 | None
     cpu_busy_pct: float | None
     psi_mem_some_avg10: float | None
     psi_mem_full_avg10: float | None
@@ -95,13 +97,16 @@ class HostSample:
 TimeSource = Literal["line", "prefix", "timeline", "arrival"]
 
 FieldValue = str | int | float | bool | None
+#: A field value as read from a recording: integers bounded to 64 bits (the parser keeps larger
+#: ones as text, see `gapwatch.core.bounds`).
+_RecordedField = str | I64 | float | bool | None
 
 
 @dataclass(frozen=True, slots=True)
 class LogEvent:
     """One prover log line, parsed and placed on the wall clock."""
 
-    t_wall_s: float
+    t_wall_s: WallS
     time_source: TimeSource
     #: Which built-in or user rule matched: "timeline", "cuzk_timing", "cuzk_ntt_h", "tracing",
     #: "chan_send", "user:<name>"; "unparsed" for lines no rule understood (kept, counted).
@@ -113,15 +118,15 @@ class LogEvent:
     stream: str = ""
     level: str | None = None
     job_id: str | None = None
-    worker: int | None = None
-    partition: int | None = None
-    gpu: int | None = None
-    fields: dict[str, FieldValue] = field(default_factory=dict)
+    worker: I64 | None = None
+    partition: I64 | None = None
+    gpu: GpuIndex | None = None
+    fields: dict[str, _RecordedField] = field(default_factory=dict)
     #: A warning that explains gaps: "unpinned" (is_pinned=false), "pinned_pool_fallback",
     #: "cuda_host_alloc_failed", or None.
     warning: str | None = None
     #: Monotonic time gapwatch received the line (None when replayed from a file).
-    t_arrival_mono_ns: int | None = None
+    t_arrival_mono_ns: I64 | None = None
     type: Literal["log"] = "log"
 
 
@@ -136,12 +141,12 @@ class Gap:
     the latest version per `gap_id` and must not count or show retracted gaps as gaps.
     """
 
-    gap_id: int
-    gpu: int
+    gap_id: I64
+    gpu: GpuIndex
     kind: GapKind
-    start_mono_ns: int
+    start_mono_ns: I64
     start_s: float
-    end_mono_ns: int | None
+    end_mono_ns: I64 | None
     end_s: float | None
     duration_s: float
     pcie_rx_bytes_per_s: float | None
@@ -176,8 +181,8 @@ class Gap:
 class StateChange:
     """The chaining state of one GPU changed (CHAINED / GAPS / BREAKDOWN ...)."""
 
-    gpu: int
-    t_mono_ns: int
+    gpu: GpuIndex
+    t_mono_ns: I64
     t_wall_s: float
     state: ChainState
     busy_fraction: float | None
@@ -190,11 +195,11 @@ class Notice:
     """Something the user should know that is not a measurement: a GPU lost, a field unsupported,
     a log file rotated, a bad line skipped. Recorded so that a replay tells the same story."""
 
-    t_mono_ns: int
+    t_mono_ns: I64
     t_wall_s: float
     level: Literal["info", "warning", "error"]
     message: str
-    gpu: int | None = None
+    gpu: GpuIndex | None = None
     type: Literal["notice"] = "notice"
 
 
@@ -211,9 +216,9 @@ WORKER_STATES: tuple[WorkerState, ...] = get_args(WorkerState)
 class ProverWorker:
     """One GPU worker of the prover, as its `/status` said."""
 
-    worker_id: int
+    worker_id: I64
     #: The CUDA ordinal the worker runs on (cuzk's `gpu_ordinal`), taken as the NVML index.
-    gpu: int | None
+    gpu: GpuIndex | None
     state: str
     job_id: str | None = None
     partition: int | None = None
@@ -243,8 +248,8 @@ class ProverStatus:
 
     #: Which prover (the status URL's host:port; "sim" for the built-in simulator's own feed).
     prover: str
-    t_mono_ns: int
-    t_wall_s: float
+    t_mono_ns: MonoNs
+    t_wall_s: WallS
     latency_ms: float
     uptime_s: float | None
     #: Partitions of the jobs in flight by state (every state of `PARTITION_STATES`, 0 included).
@@ -279,13 +284,13 @@ class CopyRecord:
     H2D copy `src_kind` "pageable" means the driver staged it through a bounce buffer.
     """
 
-    start_wall_s: float
-    end_wall_s: float
+    start_wall_s: WallS
+    end_wall_s: WallS
     bytes: int
     direction: CopyDirection
     src_kind: MemoryKind
     dst_kind: MemoryKind
-    gpu: int | None
+    gpu: GpuIndex | None
     cuda_device: int
     stream_id: int
     context_id: int
@@ -324,9 +329,9 @@ class ProcessMemory:
     `sampler.procmem_every_s`; all readings of one GPU in one round share `t_mono_ns`. None: the
     process vanished, /proc is hidden from gapwatch, or the kernel lacks the line."""
 
-    t_mono_ns: int
-    t_wall_s: float
-    gpu: int
+    t_mono_ns: MonoNs
+    t_wall_s: WallS
+    gpu: GpuIndex
     pid: int
     name: str
     rss_shmem_bytes: int | None
@@ -343,9 +348,9 @@ class LinkState:
     lower generation to save power, so only a reading under traffic says anything). Published
     when it changes; `bytes_per_s` is the capacity at the current generation and width."""
 
-    gpu: int
-    t_mono_ns: int
-    t_wall_s: float
+    gpu: GpuIndex
+    t_mono_ns: MonoNs
+    t_wall_s: WallS
     gen: int | None
     width: int | None
     max_gen: int | None

@@ -37,7 +37,7 @@ class Track:
         "bucket_ids", "bucket_busy_ns", "bucket_cover_ns", "window_gaps", "window_starved",
         "state", "recheck_ns",
         "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
-        "first_busy_s", "last_busy_s", "last_wall",
+        "first_busy_s", "last_busy_s", "last_wall", "wall_offset_s", "samples",
     )  # fmt: skip
 
     def __init__(self, gpu: int, link: float, has_sm: bool, n_buckets: int) -> None:
@@ -108,6 +108,10 @@ class Track:
         self.first_busy_s: float | None = None
         self.last_busy_s: float | None = None
         self.last_wall = 0.0
+        #: Wall time minus data time (s) at the last sample: a step in it is a clock jump.
+        self.wall_offset_s: float | None = None
+        #: Samples taken in time order (the report says what share was out of order).
+        self.samples = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +131,11 @@ class GpuTotals:
     #: "low" when idleness was judged from utilization.gpu (no SM activity reading).
     confidence: str
     final_state: str | None
+    #: Data time (ns, as the detector placed it) of the last sample: durations from the states'
+    #: `t_mono_ns` to here are immune to wall-clock jumps.
+    last_t_ns: int | None = None
+    #: Samples taken in time order (out-of-order ones are in the detector's counters).
+    samples: int = 0
 
 
 def median_int(values: deque[int]) -> int:

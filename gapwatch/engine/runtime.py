@@ -23,6 +23,7 @@ handed over directly (`SimStatusFeed`), since no poller can keep pace with virtu
 
 from __future__ import annotations
 
+import atexit
 import os
 import tempfile
 import threading
@@ -89,16 +90,34 @@ def parse_source(source: str) -> tuple[str, str]:
 
 
 class _LineFile:
-    """Appends the simulated prover's lines to a log file, as `cuzk > log 2>&1` would."""
+    """Appends the simulated prover's lines to a log file, as `cuzk > log 2>&1` would.
 
-    def __init__(self, path: Path) -> None:
+    The file is gapwatch's own temporary: it is rotated by rename at `max_bytes` (one old
+    generation kept, so that a demo left running for weeks does not fill the disk; the tailer
+    drains the renamed file, as after a logrotate) and removed on close, and at interpreter exit
+    if close never came (an exception, Ctrl-C before the runtime stopped).
+    """
+
+    def __init__(self, path: Path, max_bytes: int = 16 << 20) -> None:
         self.path = path
+        self.old_path = path.with_name(path.name + ".1")
+        self.max_bytes = max_bytes
         self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._written = 0
         self._lock = threading.Lock()
+        atexit.register(self._remove)
 
     def write(self, stream: str, text: str) -> None:
         with self._lock:
+            if self._f.closed:
+                return
             self._f.write(text + "\n")
+            self._written += len(text) + 1
+            if self._written >= self.max_bytes:
+                self._f.close()
+                os.replace(self.path, self.old_path)
+                self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+                self._written = 0
 
     def flush(self) -> None:
         with self._lock:
@@ -108,6 +127,17 @@ class _LineFile:
     def close(self) -> None:
         with self._lock:
             self._f.close()
+        self._remove()
+        atexit.unregister(self._remove)
+
+    def _remove(self) -> None:
+        for p in (self.path, self.old_path):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                pass  # someone else's now (a read-only /tmp?): nothing more to do
 
 
 class _FlushingSource:
@@ -391,13 +421,14 @@ def _build(
             os.close(fd)
             sim_log = Path(name)
             sim_lines = _LineFile(sim_log)
-            sim = SimProver(names, seed=config.sim.seed, on_line=sim_lines.write)
+            sim = SimProver(names, seed=config.sim.seed, on_line=sim_lines.write,
+                            keep_truth=False)
             gpu_source = _FlushingSource(sim, sim_lines)
         else:
             direct_lines = []
             sink_lines = direct_lines
             sim = SimProver(names, seed=config.sim.seed,
-                            on_line=lambda s, t: sink_lines.append((s, t)))
+                            on_line=lambda s, t: sink_lines.append((s, t)), keep_truth=False)
             gpu_source = sim
         host_source = SimHostSource(sim)
         gpus = gpu_source.open()

@@ -5,6 +5,7 @@ the log follower's threads (`on_log_event`), the replay driver and any other sid
 (`on_record`). One path for every record, whatever its source or type:
 
     record -> store (bounded memory) -> sinks (recorder, /metrics) -> detector.feed(record)
+    (a log event's text is cut for the store and the detector: `gapwatch.core.sizes`)
            -> gaps (into the store's GapLedger) and states -> sinks -> listeners (UI, summaries)
 
 so live, simulated and replayed data are treated identically, and the gaps everyone shows come
@@ -37,10 +38,14 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
+from gapwatch.core.sizes import bounded_event
 from gapwatch.engine.store import SeriesStore
 
 
 class Detector(Protocol):
+    #: Inputs skipped or noticed, by reason (out_of_order, holes, clock_jumps, silent...).
+    counters: dict[str, int]
+
     def feed(self, record: Record) -> list[Gap | StateChange]:
         """Take any record; return the gap versions and state changes it caused."""
         ...
@@ -113,7 +118,14 @@ class Session:
         with self._lock:
             if self._closed:
                 return
-            self.store.append(record)
+            # Sinks (the recording) get a log line whole; memory (the store, the detector's
+            # evidence) a copy with its text cut to what display and evidence use.
+            kept = record
+            if type(record) is LogEvent:
+                kept = bounded_event(record)
+                if kept is not record:
+                    self.store.count("log_text_cut")
+            self.store.append(kept)
             for sink in self.sinks:
                 sink.on_record(record)
             if type(record) is Notice:
@@ -121,7 +133,7 @@ class Session:
             detector = self.detector
             if detector is None:
                 return
-            derived = detector.feed(record)
+            derived = detector.feed(kept)
             if derived:
                 self._derived(derived)
             if type(record) is GpuSample:

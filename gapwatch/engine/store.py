@@ -4,16 +4,19 @@ Who writes: `gapwatch.engine.session.Session` (from the sampler and tailer threa
 dashboard on its redraw timer, the Prometheus collector on scrape, `snapshot` on demand. Readers
 call `snapshot()` and get immutable tuples, so they never hold the lock while they render.
 
-Every buffer is a `deque(maxlen=...)` sized from the history to keep and the sampling period:
-memory use is fixed however long gapwatch runs. `version` increases on every change, so a reader
-can skip work when nothing changed.
+Every buffer is bounded: samples by the history to keep and the sampling period, log events by
+count and bytes, gaps by count and age (closed ones older than the history are forgotten; their
+tallies are kept): memory use is fixed however long gapwatch runs. `version` increases on every
+change, so a reader can skip work when nothing changed.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from gapwatch.core.ledger import Change, GapLedger, Tally
 from gapwatch.core.models import (
@@ -30,6 +33,9 @@ from gapwatch.core.models import (
     Record,
     StateChange,
 )
+from gapwatch.core.sizes import event_bytes, status_bytes
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +80,32 @@ class StoreSnapshot:
         return state.busy_fraction if state is not None else None
 
 
+class _Budget(Generic[_T]):
+    """Items oldest first: at most `max_items` and about `max_bytes` (sizes as the caller
+    estimates them), the oldest dropped first; the newest is always kept."""
+
+    __slots__ = ("items", "_sizes", "_bytes", "_max_items", "_max_bytes")
+
+    def __init__(self, max_items: int, max_bytes: int) -> None:
+        self.items: deque[_T] = deque()
+        self._sizes: deque[int] = deque()
+        self._bytes = 0
+        self._max_items = max_items
+        self._max_bytes = max_bytes
+
+    def append(self, item: _T, size: int, too_old: Callable[[_T], bool] | None = None) -> None:
+        items, sizes = self.items, self._sizes
+        items.append(item)
+        sizes.append(size)
+        self._bytes += size
+        while len(items) > 1 and (
+            len(items) > self._max_items or self._bytes > self._max_bytes
+            or (too_old is not None and too_old(items[0]))
+        ):
+            items.popleft()
+            self._bytes -= sizes.popleft()
+
+
 class SeriesStore:
     """Ring buffers of everything a session saw, bounded by `history_s`."""
 
@@ -87,15 +119,20 @@ class SeriesStore:
         max_notices: int = 500,
         max_prover_statuses: int = 6000,
         max_copies: int = 4096,
+        max_log_bytes: int = 16 << 20,
+        max_prover_bytes: int = 32 << 20,
     ) -> None:
         # A little headroom over history/period: a late sampler emits a few extra samples.
         maxlen = max(16, int(history_s / period_s * 1.1) + 8)
+        self._history_s = history_s
         self._lock = threading.Lock()
         self._gpus = tuple(gpus)
         self._gpu: dict[int, deque[GpuSample]] = {g.index: deque(maxlen=maxlen) for g in gpus}
         self._maxlen = maxlen
         self._host: deque[HostSample] = deque(maxlen=maxlen)
-        self._log: deque[LogEvent] = deque(maxlen=max_log_events)
+        # Log events: at most `max_log_events` and about `max_log_bytes` (`event_bytes`), the
+        # oldest dropped first; their text was cut on the way in (`gapwatch.core.sizes`).
+        self._log: _Budget[LogEvent] = _Budget(max_log_events, max_log_bytes)
         self._ledger = GapLedger(max_closed=max_gaps)
         self._states: dict[int, StateChange] = {}
         self._notices: deque[Notice] = deque(maxlen=max_notices)
@@ -104,9 +141,10 @@ class SeriesStore:
         self._copies: deque[CopyRecord] = deque(maxlen=max_copies)
         self._procmem: dict[int, dict[int, ProcessMemory]] = {}
         self._links: dict[int, LinkState] = {}
-        # At most 10 polls a second (the period's floor) over the history.
-        self._prover: deque[ProverStatus] = deque(
-            maxlen=max(64, min(max_prover_statuses, int(history_s * 10) + 8)))
+        # At most 10 polls a second (the period's floor) over the history, and only the history
+        # (a 1 s poll would otherwise keep 100 minutes), and about `max_prover_bytes`.
+        self._prover: _Budget[ProverStatus] = _Budget(
+            max(64, min(max_prover_statuses, int(history_s * 10) + 8)), max_prover_bytes)
         self._provers: dict[str, ProverStatus] = {}
         self._version = 0
 
@@ -149,21 +187,29 @@ class SeriesStore:
             self._version += 1
 
     def append_log(self, event: LogEvent) -> None:
+        size = event_bytes(event)
         with self._lock:
-            self._log.append(event)
+            self._log.append(event, size)
             self._version += 1
 
     def append_prover(self, status: ProverStatus) -> None:
+        size = status_bytes(status)
+        since_ns = status.t_mono_ns - int(self._history_s * 1e9)
         with self._lock:
-            self._prover.append(status)
+            self._prover.append(status, size, lambda old: old.t_mono_ns < since_ns)
             self._provers[status.prover] = status
             self._version += 1
 
     def upsert_gap(self, gap: Gap) -> Change:
-        """Take a published gap version into the session's ledger; say what it changed."""
+        """Take a published gap version into the session's ledger; say what it changed. Closed
+        gaps that ended more than the history before this one are forgotten (nothing shows
+        them; each carries its evidence, ~6 KB, and a demo closes ~2,700 an hour)."""
         with self._lock:
             self._version += 1
-            return self._ledger.add(gap)
+            change = self._ledger.add(gap)
+            if change is Change.CLOSED and gap.end_s is not None:
+                self._ledger.forget_closed_before(gap.end_s - self._history_s)
+            return change
 
     def set_state(self, state: StateChange) -> None:
         with self._lock:
@@ -218,13 +264,13 @@ class SeriesStore:
                 gpus=self._gpus,
                 gpu_samples={i: tuple(d) for i, d in self._gpu.items()},
                 host_samples=tuple(self._host),
-                log_events=tuple(self._log),
+                log_events=tuple(self._log.items),
                 gaps=tuple(self._ledger.gaps()),
                 states=dict(self._states),
                 notices=tuple(self._notices),
                 counters=dict(self._counters),
                 busy=dict(self._busy),
-                prover_statuses=tuple(self._prover),
+                prover_statuses=tuple(self._prover.items),
                 provers=dict(self._provers),
                 gap_tally=self._ledger.tally(),
                 copies=tuple(self._copies),

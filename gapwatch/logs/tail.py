@@ -8,8 +8,19 @@ Following a name, polled every `poll_ms` (50 ms default: worst-case latency one 
 - at start an existing file is read from its end, unless `from_start`;
 - rotation by rename or delete + re-create (the name points to a new inode): the old file is
   drained to its end, then the new one is read from its start;
-- copytruncate (same inode, size now below the read position): read again from 0;
-- deletion: drain, close, wait for the name to come back.
+- copytruncate (same inode, cut to 0 and written again): read again from its start (past a
+  NUL hole where the filesystem tells). Seen as a size below the read position, or, when the
+  writer has already written past that position again, as other bytes just before it than the
+  last ones read there;
+- deletion: drain, close, wait for the name to come back;
+- a FIFO or character device: read as a stream (non-blocking, never seeked; a writer closing
+  ends its last line); a directory: said once, waited on.
+Every open and read is non-blocking, so no name can hold up the other files or `stop()`.
+
+What cannot be seen (docs/logs.md, bench/rotation_storm.py measures it): lines written less
+than one poll before a copytruncate are only in the copy; a file rotated away within one poll
+of its creation is never opened; a copytruncate refilled, within one poll, with the same bytes
+just before the old position as before (a log of identical, untimed lines) reads as growth.
 Bytes -> lines (`LineSplitter`): a partial line is kept until its newline (or until the file is
 replaced, when it is flushed as is), NUL bytes are dropped (copytruncate leaves NUL padding when
 the writer's offset runs ahead of the truncated file), a line longer than `max_line_bytes` is cut
@@ -24,6 +35,7 @@ from __future__ import annotations
 
 import os
 import select
+import stat
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +50,8 @@ NoticeCallback = Callable[[str, str], None]
 _READ_CHUNK = 1 << 16
 #: Bytes read from one file per poll, so that one busy file cannot starve the others.
 _MAX_READ_PER_POLL = 8 << 20
+#: Bytes kept from just before the read position to recognise a refilled copytruncate.
+_TAIL_BYTES = 256
 
 
 class LineSplitter:
@@ -123,7 +137,14 @@ class SourceStatus:
 
 
 class _FileFollower:
-    """The state of one followed name. Driven by `poll()` from the tailer thread."""
+    """The state of one followed name. Driven by `poll()` from the tailer thread.
+
+    Every open is non-blocking (a FIFO without a writer would otherwise block `open()` for
+    as long as it has none, deaf to SIGINT). What the name points to decides the mode:
+    a regular file is followed by offset (`_poll_file`); a FIFO, character device or other
+    special file is read as a stream, never seeked (`_poll_stream`); a directory is said once
+    and waited on, in case a file takes its place.
+    """
 
     def __init__(self, path: str, from_start: bool, max_line_bytes: int) -> None:
         self.path = path
@@ -131,7 +152,12 @@ class _FileFollower:
         self.splitter = LineSplitter(max_line_bytes)
         self._fd: int | None = None
         self._ident: tuple[int, int] | None = None
+        self._stream = False
         self._pos = 0
+        #: The last bytes read before `_pos` (at most `_TAIL_BYTES`): a copytruncate that the
+        #: writer refills past `_pos` within one poll shows as different bytes there.
+        self._tail = b""
+        self._said_directory = False
         # Only a file that exists when following starts is read from its end.
         self._first_open_at_end = not from_start
 
@@ -145,7 +171,7 @@ class _FileFollower:
 
     def _open(self, notice: NoticeCallback, at_end: bool) -> None:
         try:
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
             if self.status.state == WAITING:
                 # Said once, at start, like tail -F's "cannot open 'x' for reading": a mistyped
@@ -161,11 +187,30 @@ class _FileFollower:
             self.status.state = f"unreadable: {exc.strerror}"
             return
         st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            os.close(fd)
+            if not self._said_directory:
+                self._said_directory = True
+                self.status.errors += 1
+                notice("warning", f"log {self.path}: is a directory, not a log file; give the "
+                                  "file in it (waiting in case a file takes its place)")
+            self.status.state = "is a directory"
+            return
+        self._said_directory = False
         self._fd = fd
         self._ident = (st.st_dev, st.st_ino)
+        self._stream = not stat.S_ISREG(st.st_mode)
+        if self._stream:
+            # A FIFO or device has no position and no history: read what comes.
+            self._pos = 0
+            self._tail = b""
+            self.status.state = "following (stream)"
+            return
         self._pos = st.st_size if at_end else 0
-        if at_end:
+        self._tail = b""
+        if at_end and self._pos:
             os.lseek(fd, self._pos, os.SEEK_SET)
+            self._tail = os.pread(fd, _TAIL_BYTES, max(0, self._pos - _TAIL_BYTES))
         self.status.state = "following"
 
     def _read(self) -> list[str]:
@@ -175,14 +220,25 @@ class _FileFollower:
         while total < _MAX_READ_PER_POLL:
             try:
                 data = os.read(self._fd, _READ_CHUNK)
+            except BlockingIOError:
+                break  # a stream with nothing to read now
             except OSError as exc:
                 self.status.errors += 1
                 self.status.state = f"unreadable: {exc.strerror}"
                 break
             if not data:
+                if self._stream:
+                    # The writer closed its end: its last line is complete. The FIFO stays
+                    # open for the next writer.
+                    lines.extend(self.splitter.flush())
                 break
             total += len(data)
             self._pos += len(data)
+            if not self._stream:
+                tail = data[-_TAIL_BYTES:]
+                if len(tail) < _TAIL_BYTES:
+                    tail = (self._tail + tail)[-_TAIL_BYTES:]
+                self._tail = tail
             lines.extend(self.splitter.feed(data))
         self.status.bytes += total
         return lines
@@ -206,38 +262,62 @@ class _FileFollower:
                 return []
             if was_missing:
                 notice("info", f"log {self.path}: has appeared; following it from its start")
-            elif not at_end:
+            elif not at_end and not self._stream:
                 notice("info", f"log {self.path}: following from its start")
-        lines = self._read()
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            lines.extend(self._read() + self.splitter.flush())
+            lines = self._read() + self.splitter.flush()
             self.close()
             self.status.state = "deleted, waiting for file"
             notice("warning", f"log {self.path}: deleted; waiting for it to come back")
             return lines
         except OSError:
             self.status.errors += 1
-            return lines
+            return self._read()
         if (st.st_dev, st.st_ino) != self._ident:
-            lines.extend(self._read() + self.splitter.flush())
+            # Rotated by rename or delete + re-create: what was written to the old file since
+            # the last poll is still readable through our descriptor.
+            lines = self._read() + self.splitter.flush()
             self.close()
             self.status.rotations += 1
             notice("info", f"log {self.path}: rotated; following the new file from its start")
             self._open(notice, at_end=False)
             if self._fd is not None:
-                self.status.state = "following (rotated)"
+                if not self._stream:
+                    self.status.state = "following (rotated)"
                 lines.extend(self._read())
-        elif st.st_size < self._pos:
-            self.status.truncations += 1
-            notice("info", f"log {self.path}: truncated; reading again from its start")
-            lines.extend(self.splitter.flush())
-            assert self._fd is not None
-            os.lseek(self._fd, 0, os.SEEK_SET)
-            self._pos = 0
-            self.status.state = "following (truncated)"
-            lines.extend(self._read())
+            return lines
+        lines = self._check_truncated(st, notice) if not self._stream else []
+        return lines + self._read()
+
+    def _check_truncated(self, st: os.stat_result, notice: NoticeCallback) -> list[str]:
+        """Copytruncate: the same file, cut to 0 and written again. Seen as a size below the
+        read position or, when the writer already wrote up to or past it again within one
+        poll, as other bytes just before it than the ones read there (one small pread per
+        poll: size and mtime alone miss a refill to the same size within the mtime's tick)."""
+        assert self._fd is not None
+        if st.st_size >= self._pos:
+            if not self._tail:
+                return []
+            start = self._pos - len(self._tail)
+            try:
+                if os.pread(self._fd, len(self._tail), start) == self._tail:
+                    return []
+            except OSError:
+                return []
+        self.status.truncations += 1
+        notice("info", f"log {self.path}: truncated; reading again from its start")
+        # A line cut by the truncation is complete as far as this file goes.
+        lines = self.splitter.flush()
+        # A writer without O_APPEND goes on at its old offset: the file is a hole (read as
+        # NULs) up to there. Skip the hole where the filesystem says where data starts.
+        try:
+            self._pos = os.lseek(self._fd, 0, os.SEEK_DATA)
+        except OSError:  # ENXIO: no data yet; EINVAL: no SEEK_DATA here
+            self._pos = os.lseek(self._fd, 0, os.SEEK_SET)
+        self._tail = b""
+        self.status.state = "following (truncated)"
         return lines
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from gapwatch.core import fmt
 from gapwatch.core.config import Config
 from gapwatch.core.evidence import union_s
 from gapwatch.core.models import (
@@ -50,6 +51,9 @@ class Breakdown:
     start_s: float
     end_s: float
     reason: str = ""
+    #: Seconds of data time from start to end: immune to wall-clock jumps, never negative
+    #: (`end_s - start_s` is not, when the wall clock was stepped in between).
+    duration_s: float = 0.0
 
 
 @dataclass
@@ -70,6 +74,9 @@ class ReportData:
     log_files: list[str] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: What makes the figures above less than the whole story (samples dropped as out of
+    #: order, clock jumps, a GPU whose data stopped early): said first, in plain words.
+    warnings: list[str] = field(default_factory=list)
 
 
 def parse_logs(paths: Iterable[str], config: Config) -> tuple[list[LogEvent], dict[str, int]]:
@@ -134,7 +141,35 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> Report
         payoff=payoff(totals, closed, partitions), partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
         copies=copy_table(found.copies, closed) if found.copies else None,
+        warnings=data_warnings(found.detector_counters, totals),
     )  # fmt: skip
+
+
+def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals]) -> list[str]:
+    """The data's own problems that change what the report means, in plain words: samples out
+    of time order (dropped: a report of a shuffled file would otherwise just say "0 gaps"),
+    clock jumps, GPUs whose data stopped while the others went on."""
+    out = []
+    dropped = detector_counters.get("out_of_order", 0)
+    if dropped:
+        seen = dropped + sum(t.samples for t in totals)
+        out.append(
+            f"{dropped} of {seen} GPU samples ({100 * dropped / seen:.0f} %) were out of time "
+            "order and were dropped: the file is not in time order (files joined? sorted by "
+            "something else?); this report covers only the samples in order"
+        )
+    jumps = detector_counters.get("clock_jumps", 0)
+    if jumps:
+        out.append(f"the wall clock jumped against data time {jumps} time(s) (an NTP step, "
+                   "files joined): gaps and breakdown periods are cut at each jump")
+    end_s = max((t.last_wall_s for t in totals), default=0.0)
+    for t in totals:
+        early = end_s - t.last_wall_s
+        if t.final_state == "NO_DATA" and early > 0:
+            out.append(f"GPU {t.gpu}: no data after {fmt.clock(t.last_wall_s, millis=True)}, "
+                       f"{early:.1f} s before the end of the data, while the other inputs went "
+                       "on; NO_DATA from then")
+    return out
 
 
 def copy_table(copies: list[CopyRecord], gaps: list[Gap]) -> dict[str, Any]:
@@ -189,19 +224,28 @@ def _partitions(events: list[LogEvent], statuses: list[ProverStatus]) -> Any | N
 
 
 def _breakdowns(states: list[StateChange], totals: list[GpuTotals]) -> list[Breakdown]:
-    """BREAKDOWN periods: from the change into BREAKDOWN to the next change (or end of data)."""
+    """BREAKDOWN periods: from the change into BREAKDOWN to the next change (or end of data).
+    Durations are data time (`t_mono_ns`), so a wall-clock step cannot make them negative."""
     out: list[Breakdown] = []
     open_: dict[int, StateChange] = {}
+
+    def period(start: StateChange, end_s: float, end_ns: int) -> Breakdown:
+        seconds = max(0.0, (end_ns - start.t_mono_ns) / 1e9)
+        return Breakdown(start.gpu, start.t_wall_s, end_s, start.reason, seconds)
+
     for st in states:
         started = open_.pop(st.gpu, None)
         if started is not None:
-            out.append(Breakdown(st.gpu, started.t_wall_s, st.t_wall_s, started.reason))
+            out.append(period(started, st.t_wall_s, st.t_mono_ns))
         if st.state == "BREAKDOWN":
             open_[st.gpu] = st
-    last_wall = {t.gpu: t.last_wall_s for t in totals}
+    last = {t.gpu: t for t in totals}
     for gpu, started in open_.items():
-        out.append(Breakdown(gpu, started.t_wall_s, last_wall.get(gpu, started.t_wall_s),
-                             started.reason))
+        t = last.get(gpu)
+        if t is None or t.last_t_ns is None:
+            out.append(period(started, started.t_wall_s, started.t_mono_ns))
+        else:
+            out.append(period(started, t.last_wall_s, t.last_t_ns))
     out.sort(key=lambda b: (b.start_s, b.gpu))
     return out
 
@@ -304,6 +348,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
             "data_s": t.data_s,
             "confidence": t.confidence,
             "final_state": t.final_state,
+            "last_data_s": t.last_wall_s,
             "gaps_by_kind": {
                 k: {"count": sum(1 for g in mine if g.kind == k),
                     "idle_s": sum(g.duration_s for g in mine if g.kind == k)}
@@ -322,14 +367,16 @@ def to_json(r: ReportData) -> dict[str, Any]:
         "gaps": [_gap_json(g) for g in r.gaps],
         "breakdowns": [
             {"gpu": b.gpu, "start_s": b.start_s, "end_s": b.end_s,
-             "duration_s": b.end_s - b.start_s, "reason": b.reason}
+             "duration_s": b.duration_s, "reason": b.reason}
             for b in r.breakdowns
         ],
         "payoff": r.payoff,
         "partitions": _partitions_json(r.partitions),
         "copies": r.copies,
         "counters": r.counters,
-        "problems": r.problems,
+        # The data's own problems first (out of order, clock jumps, silent GPUs), then the
+        # reader's (bad lines, truncation).
+        "problems": [*r.warnings, *r.problems],
     }
 
 

@@ -83,7 +83,7 @@ def plan_workers(path: str | Path, log_paths: list[str]) -> int:
     try:
         if p.stat().st_size < MIN_PARALLEL_BYTES:
             return 1
-        header, stream = open_recording(p)
+        header, stream, _ = open_recording(p)
         stream.close()
     except Exception:  # noqa: BLE001 - the one-process path reports the problem properly
         return 1
@@ -138,7 +138,7 @@ def _only_mine(rec: Recording, mine: set[int], stop: Any) -> Iterator[Record]:
 
 def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:
     """Worker `me` of `n`: the detection loop over its GPUs' samples and every other record."""
-    header, stream = open_recording(path)
+    header, stream, _ = open_recording(path)
     stream.close()
     owners = _owners([g.index for g in header.gpus], n)
     others = tuple(b'{"gpu":%d,' % g for g, w in owners.items() if w != me)
@@ -178,7 +178,7 @@ def detect_parallel(path: str | Path, config: Config, n: int) -> Detected | None
     Raises what `open_recording` raises for an unusable file.
     """
     path = str(path)
-    header, stream = open_recording(path)
+    header, stream, _ = open_recording(path)
     stream.close()
     # fork is cheapest (nothing to re-import) and safe while this process has one thread.
     fork = threading.active_count() == 1 and hasattr(os, "fork")

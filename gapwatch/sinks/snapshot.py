@@ -234,7 +234,9 @@ def render_summary(
         "```",
         "",
     ]
-    return "\n".join(out)
+    # Log lines, hints and paths are text from outside: shown in the file, never obeyed by the
+    # terminal a user `cat`s it to.
+    return "\n".join(fmt.visible(line) for line in "\n".join(out).split("\n"))
 
 
 def write_snapshot(

@@ -22,6 +22,7 @@ the rest of the snapshot is kept. Only a body that is not JSON, or not an object
 from __future__ import annotations
 
 import http.client
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +39,7 @@ from pydantic import (
     WrapValidator,
 )
 
+from gapwatch.core.bounds import I64, GpuIndex
 from gapwatch.core.models import (
     PARTITION_STATES,
     WORKER_STATES,
@@ -91,39 +93,39 @@ class _Model(BaseModel):
 
 
 class _Synthesis(_Model):
-    max_concurrent: Lenient[int] = None
-    active: Lenient[int] = None
+    max_concurrent: Lenient[I64] = None
+    active: Lenient[I64] = None
 
 
 class _Partition(_Model):
-    index: Lenient[int] = None
+    index: Lenient[I64] = None
     state: Lenient[str] = None
-    synth_ms: Lenient[int] = None
-    gpu_ms: Lenient[int] = None
+    synth_ms: Lenient[I64] = None
+    gpu_ms: Lenient[I64] = None
 
 
 class _Pipeline(_Model):
     # A WindowPoSt job id holds spaces and brackets (`wdpost-1-2-[1 2 3]`): it is only a string.
     job_id: Lenient[str] = None
     proof_kind: Lenient[str] = None
-    total_partitions: Lenient[int] = None
-    partitions_done: Lenient[int] = None
+    total_partitions: Lenient[I64] = None
+    partitions_done: Lenient[I64] = None
     partitions: Lenient[list[Lenient[_Partition]]] = None
 
 
 class _Worker(_Model):
-    worker_id: Lenient[int] = None
-    gpu_ordinal: Lenient[int] = None
+    worker_id: Lenient[I64] = None
+    gpu_ordinal: Lenient[GpuIndex] = None
     state: Lenient[str] = None
     current_job: Lenient[str] = None
-    current_partition: Lenient[int] = None
+    current_partition: Lenient[I64] = None
     busy_secs: Lenient[float] = None
 
 
 class _Counters(_Model):
-    total_completed: Lenient[int] = None
-    total_failed: Lenient[int] = None
-    queue_depth: Lenient[int] = None
+    total_completed: Lenient[I64] = None
+    total_failed: Lenient[I64] = None
+    queue_depth: Lenient[I64] = None
 
 
 class StatusDocument(_Model):
@@ -142,7 +144,7 @@ def _count(v: int | None) -> int | None:
 
 
 def _secs(v: float | None) -> float | None:
-    return v if v is not None and v == v and v >= 0 else None
+    return v if v is not None and 0 <= v < math.inf else None  # NaN fails both
 
 
 def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,

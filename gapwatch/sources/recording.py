@@ -12,8 +12,11 @@ file cut by `kill -9` still reads up to its last flush (the reader stops cleanly
 end and counts it).
 
 Reading never raises for a bad line: it is skipped, counted in `Recording.counters`, and the first
-few problems are kept in `Recording.problems` for the user. Only a file that cannot be opened, or
-whose first line is not a header, is an error (`RecordingError`).
+few problems are kept in `Recording.problems` for the user. Numbers are bounded while decoding
+(`gapwatch.core.bounds`: GPU indices, 64-bit integers, Unix times up to 2262): a record outside
+them is a bad record. Header values that cannot be used (a period of 0) are replaced and said.
+Only a file that cannot be opened, or whose first line is not a header, is an error
+(`RecordingError`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,15 @@ import msgspec
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
+from gapwatch.core.bounds import (
+    FALLBACK_PERIOD_MS,
+    INT64_MAX,
+    gpu_index,
+    usable_period_ms,
+    wall_s_ok,
+)
 from gapwatch.core.models import SCHEMA_VERSION, GpuSample, HostSample, Record, SessionHeader
+from gapwatch.core.sizes import cut_text
 
 _RECORD: TypeAdapter[Record] = TypeAdapter(Record)
 #: Validate one JSON line into a record (raises pydantic's ValidationError): pydantic-core's
@@ -72,6 +83,8 @@ def bad_record(path: Path | str, line_no: int, exc: ValidationError) -> str:
 
 
 MAX_PROBLEMS = 20
+#: Characters of one problem message kept.
+PROBLEM_CHARS = 500
 
 
 class RecordingError(Exception):
@@ -95,6 +108,8 @@ class Recording:
     problem_lines: list[tuple[int, str, str]] | None = None
 
     def problem(self, counter: str, message: str, line_no: int = 0) -> None:
+        # A message may quote the bad input (a CSV cell): a screen of it is enough.
+        message = cut_text(message, PROBLEM_CHARS)
         self.counters[counter] = self.counters.get(counter, 0) + 1
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(message)
@@ -164,9 +179,47 @@ def _records(
         stream.close()
 
 
-def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes]]:
-    """Open a JSON Lines recording: its validated header, and the byte stream positioned at
-    line 2 (the caller closes it). Raises RecordingError when the header is unusable."""
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _sanitise_header(data: dict[str, object], p: Path) -> list[str]:
+    """Replace header values gapwatch cannot use (in place) and say what was replaced: a
+    period of 0 or -100 ms (replay divides by it, the detector learns holes from it), an
+    absurd start time, a GPU entry whose index is not a GPU. The records are still read."""
+    problems: list[str] = []
+    period = _number(data.get("period_ms"))
+    if period is not None and usable_period_ms(period) is None:
+        data["period_ms"] = FALLBACK_PERIOD_MS
+        problems.append(
+            f"{p}: header period_ms {period:g} is not a sampling period; using "
+            f"{FALLBACK_PERIOD_MS:g} ms (the detector learns the spacing from the data)"
+        )
+    started = _number(data.get("started_wall_s"))
+    if started is not None and not wall_s_ok(started):
+        data["started_wall_s"] = 0.0
+        problems.append(f"{p}: header started_wall_s {started:g} is not a usable time; ignored")
+    mono = data.get("started_mono_ns")
+    if isinstance(mono, int) and not isinstance(mono, bool) and not (0 <= mono <= INT64_MAX):
+        data["started_mono_ns"] = 0
+        problems.append(f"{p}: header started_mono_ns out of range; ignored")
+    gpus = data.get("gpus")
+    if isinstance(gpus, list):
+        kept = []
+        for g in gpus:
+            index = _number(g.get("index")) if isinstance(g, dict) else None
+            if index is not None and gpu_index(index) is None:
+                problems.append(f"{p}: header GPU index {index:g} is not a GPU; entry ignored")
+                continue
+            kept.append(g)
+        data["gpus"] = kept
+    return problems
+
+
+def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes], list[str]]:
+    """Open a JSON Lines recording: its validated header, the byte stream positioned at line 2
+    (the caller closes it) and what was wrong with the header but could be replaced (for the
+    user). Raises RecordingError when the header is unusable."""
     p = Path(path)
     stream = _open_bytes(p)
     try:
@@ -184,13 +237,14 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes]]:
             raise RecordingError(
                 f"{p}: written by a newer gapwatch (schema {version} > {SCHEMA_VERSION}); upgrade"
             )
+        problems = _sanitise_header(data, p)
         header = SessionHeader.model_validate(data)
     except (orjson.JSONDecodeError, ValueError, ValidationError) as exc:
         stream.close()
         raise RecordingError(
             f"{p}: not a gapwatch recording ({str(exc).splitlines()[0]})"
         ) from None
-    return header, stream
+    return header, stream, problems
 
 
 def read_recording(
@@ -203,8 +257,10 @@ def read_recording(
         skip_gpu_prefixes: GPU-sample lines starting with these are passed over undecoded.
         keep_problem_lines: keep every problem with its line (`Recording.problem_lines`).
     """
-    header, stream = open_recording(path)
+    header, stream, problems = open_recording(path)
     rec = Recording(path=Path(path), header=header, records=iter(()),
                     problem_lines=[] if keep_problem_lines else None)
+    for message in problems:
+        rec.problem("bad_header", message, 1)
     rec.records = _records(stream, rec, 1, skip_gpu_prefixes)
     return rec

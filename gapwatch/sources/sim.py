@@ -174,6 +174,7 @@ class SimProver:
         seed: int = 1,
         gpus: int = 1,
         on_line: LineSink | None = None,
+        keep_truth: bool = True,
     ) -> None:
         """`scenario`: one for every GPU, or one per GPU (a box where one GPU's pipeline breaks
         down and another's chains: `sim:pageable,chained`); `gpus` is then their number."""
@@ -182,7 +183,10 @@ class SimProver:
         self.scenario = SCENARIO_PARAMS[names[0]]
         self.seed = seed
         self.on_line = on_line
+        #: Ground truth for scoring (tests, benches). A live demo runs for weeks and scores
+        #: nothing: `keep_truth=False` keeps it empty instead of growing ~0.4 MB an hour.
         self.truth: list[TruthInterval] = []
+        self._keep_truth = keep_truth
         self._gpus = [
             _Gpu(g, random.Random(seed * 1000 + g), [_Worker(g * 2 + k) for k in range(2)],
                  SCENARIO_PARAMS[name])
@@ -414,9 +418,10 @@ class SimProver:
                                    f"prove_start_ms={total}")
             self._timeline(self._now, "GPU_END", job,
                            f"worker={w.wid},partition={part % 10},gpu_ms={total}")
-            self.truth.append(TruthInterval(
-                g.index, w.wid, part, self._t0_wall_s + lock_at,
-                self._t0_wall_s + lock_at + compute, round(h2d_ms, 1), pinned))
+            if self._keep_truth:
+                self.truth.append(TruthInterval(
+                    g.index, w.wid, part, self._t0_wall_s + lock_at,
+                    self._t0_wall_s + lock_at + compute, round(h2d_ms, 1), pinned))
             w.busy = False
             w.job = w.partition = None
             rec = self._part(job, part)

@@ -29,9 +29,13 @@ switches itself off. docs/logs.md lists what stays unattributed and why.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
+from dataclasses import replace
+from typing import TypeVar
 
+from gapwatch.core.bounds import MAX_GPU_INDEX, wall_s_ok
 from gapwatch.core.config import LogsConfig
 from gapwatch.core.models import FieldValue, LogEvent, TimeSource
+from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.logs.parse import cuzk
 from gapwatch.logs.parse.prefixes import strip_ansi, strip_prefix
 from gapwatch.logs.parse.tracing import parse_tracing
@@ -39,6 +43,7 @@ from gapwatch.logs.parse.user_rules import UserRules
 
 __all__ = ["LogParser", "PARTITION_KIND", "PARTITION_NAME"]
 
+_V = TypeVar("_V")
 PARTITION_KIND = "cuzk_partition"
 PARTITION_NAME = "gpu_lock"
 #: Partitions whose GPU is remembered (job, partition) -> GPU: a few jobs in flight at most.
@@ -49,6 +54,24 @@ _INIT_WORKERS_MESSAGE = "initializing GPU workers"
 
 def _int(value: FieldValue) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+#: Workers remembered (GPU, last job): a prover has a handful; ids from junk lines must not
+#: grow the maps without end.
+MAX_WORKERS = 1024
+
+
+def _remember(table: dict[int, _V], key: int, value: _V) -> None:
+    """`table[key] = value`, forgetting the oldest entry when the table is full."""
+    if key not in table and len(table) >= MAX_WORKERS:
+        del table[next(iter(table))]
+    table[key] = value
+
+
+def _gpu(value: FieldValue) -> int | None:
+    """A field as a GPU index; anything else (gpu=4096, gpu=-1) stays only in the fields."""
+    n = _int(value)
+    return n if n is not None and 0 <= n <= MAX_GPU_INDEX else None
 
 
 class LogParser:
@@ -74,10 +97,17 @@ class LogParser:
         """Parse one line (without its newline). Returns 0..2 events; never raises."""
         self.counters["lines"] += 1
         try:
-            return self._parse(text, stream, arrival_mono_ns, arrival_wall_s)
+            events = self._parse(text, stream, arrival_mono_ns, arrival_wall_s)
         except Exception:  # noqa: BLE001 - a log line must never stop the tailer
             self.counters["internal_errors"] += 1
             return self._unparsed(text, stream, arrival_mono_ns, arrival_wall_s, None)
+        for i, e in enumerate(events):
+            if not wall_s_ok(e.t_wall_s):
+                # A time gapwatch cannot place or print (year 5000, a TIMELINE offset of 1e17
+                # ms): the event keeps its arrival time and says so, and is counted.
+                self.counters["bad_timestamp"] += 1
+                events[i] = replace(e, t_wall_s=arrival_wall_s, time_source="arrival")
+        return events
 
     @property
     def unparsed(self) -> int:
@@ -146,14 +176,14 @@ class LogParser:
         source: TimeSource
         if prefix_s is not None:
             t, source = prefix_s, "prefix"
-        elif self.anchor_wall_s is not None:
+        elif self.anchor_wall_s is not None and line.offset_ms is not None:
             t, source = self.anchor_wall_s + line.offset_ms / 1000.0, "timeline"
         else:
             t, source = wall, "arrival"
         worker = _int(line.fields.get("worker"))
         partition = _int(line.fields.get("partition"))
         if worker is not None and line.job_id is not None and line.event == "GPU_START":
-            self._worker_job[worker] = line.job_id
+            _remember(self._worker_job, worker, cut_text(line.job_id, TEXT_CHARS))
         gpu = self._worker_gpu.get(worker) if worker is not None else None
         if gpu is not None and line.job_id is not None and partition is not None and \
                 line.event in ("GPU_PICKUP", "GPU_START"):
@@ -179,7 +209,7 @@ class LogParser:
         apart)."""
         if self._worker_gpu.get(worker) == gpu:
             return
-        self._worker_gpu[worker] = gpu
+        _remember(self._worker_gpu, worker, gpu)
         if len(set(self._worker_gpu.values())) > 1:
             self._disable_attribution()
 
@@ -207,7 +237,7 @@ class LogParser:
         self._count(kind)
         events = [LogEvent(
             t_wall_s=t, time_source=source, kind=kind, name=name, raw=raw, stream=stream,
-            gpu=_int(fields.get("gpu")), fields=fields, t_arrival_mono_ns=mono,
+            gpu=_gpu(fields.get("gpu")), fields=fields, t_arrival_mono_ns=mono,
         )]
         lock = self.attributor.feed_cpp(fields, mono)
         if lock is not None:
@@ -233,7 +263,7 @@ class LogParser:
         message = line.message.rstrip()
         worker = _int(fields.get("worker_id"))
         partition = _int(fields.get("partition"))
-        gpu = _int(fields.get("gpu"))
+        gpu = _gpu(fields.get("gpu"))
         job = fields.get("job_id")
         job_id = job if isinstance(job, str) else None
         events: list[LogEvent] = []

@@ -48,7 +48,8 @@ def warning_of(text: str) -> str | None:
 
 @dataclass(slots=True)
 class TimelineLine:
-    offset_ms: int
+    #: None when the offset is too large to be one (beyond 64 bits): the field keeps its text.
+    offset_ms: int | None
     event: str
     job_id: str | None
     fields: dict[str, FieldValue]
@@ -57,9 +58,10 @@ class TimelineLine:
 def parse_timeline(text: str) -> TimelineLine | None:
     """`TIMELINE,812345,SYNTH_END,porep-1-2,partition=3,synth_ms=28413`; None if malformed."""
     parts = text.split(",", 4)
-    if len(parts) < 3 or not parts[1].isdigit() or not parts[2]:
+    if len(parts) < 3 or not parts[1].isdigit() or not parts[1].isascii() or not parts[2]:
         return None
-    fields: dict[str, FieldValue] = {"offset_ms": int(parts[1])}
+    offset = convert_value(parts[1])  # an int, or the text when it does not fit 64 bits
+    fields: dict[str, FieldValue] = {"offset_ms": offset}
     job_id = parts[3] if len(parts) > 3 and parts[3] else None
     if len(parts) > 4 and parts[4]:
         for item in parts[4].split(","):
@@ -68,17 +70,18 @@ def parse_timeline(text: str) -> TimelineLine | None:
                 fields[key.strip()] = convert_value(value.strip())
             elif key:
                 fields[key.strip()] = True  # `monolithic`
-    return TimelineLine(int(parts[1]), parts[2], job_id, fields)
+    return TimelineLine(offset if isinstance(offset, int) else None, parts[2], job_id, fields)
 
 
 def parse_cuzk_timing(body: str) -> tuple[str, dict[str, FieldValue]] | None:
     """The part after `CUZK_TIMING: `: (name, fields), name = first key other than gpu_tid."""
     m = _DA_CACHE.search(body)
     if m is not None:
-        return "d_a_cache_allocated", {"size_mib": int(m.group(1)), "gpu": int(m.group(2))}
+        return "d_a_cache_allocated", {"size_mib": convert_value(m.group(1)),
+                                       "gpu": convert_value(m.group(2))}
     m = _POOL_THRESHOLD.search(body)
     if m is not None:
-        return "pool_release_threshold", {"gpu": int(m.group(1))}
+        return "pool_release_threshold", {"gpu": convert_value(m.group(1))}
     fields: dict[str, FieldValue] = {}
     name = ""
     for token in body.split():

@@ -15,9 +15,11 @@ scanned to their closing character so that spaces or `=` inside them do not spli
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
+from gapwatch.core.bounds import fits_i64
 from gapwatch.core.models import FieldValue
 from gapwatch.logs.parse.prefixes import iso_to_epoch
 
@@ -29,7 +31,7 @@ _FIELD = re.compile(
 )
 # span{fields}: or span: (not followed by a second ':', which would make it a target a::b:)
 _SPAN = re.compile(r'([A-Za-z_]\w*)(?:\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\})?:(?!:)')
-_NUMBER = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+_NUMBER = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?", re.ASCII)
 
 
 @dataclass(slots=True)
@@ -46,14 +48,17 @@ def convert_value(raw: str) -> FieldValue:
     """A field's text as the most specific scalar: int, float, bool, None, or the string.
 
     `Some(x)` is x; a quoted string is unquoted; lists and other Debug output stay strings.
+    Numbers gapwatch could not write or export stay text: an integer beyond 64 bits
+    (`Some(99999999999999999999)`), a float that overflows to infinity (`1e999`), digits other
+    than ASCII ones (`²`, which int() refuses or reads as another number).
     """
-    if raw.isdigit():
-        return int(raw)
+    if raw.isdigit() and raw.isascii():
+        return int(raw) if len(raw) < 19 else _bounded_int(raw)
     if not raw:
         return ""
     c = raw[0]
-    if c == "-" and raw[1:].isdigit():
-        return int(raw)
+    if c == "-" and raw[1:].isdigit() and raw.isascii():
+        return int(raw) if len(raw) < 20 else _bounded_int(raw)
     if c == "S" and raw.startswith("Some(") and raw.endswith(")"):
         return convert_value(raw[5:-1])
     if c == '"' and len(raw) >= 2 and raw.endswith('"'):
@@ -65,8 +70,15 @@ def convert_value(raw: str) -> FieldValue:
     if raw == "None":
         return None
     if (c.isdigit() or c in "-.") and _NUMBER.fullmatch(raw):
-        return float(raw)
+        number = float(raw)
+        return number if math.isfinite(number) else raw
     return raw
+
+
+def _bounded_int(raw: str) -> FieldValue:
+    """A long run of digits: the integer if it fits 64 bits, else the text as written."""
+    n = int(raw)
+    return n if fits_i64(n) else raw
 
 
 def parse_kv(s: str, pos: int = 0, out: dict[str, FieldValue] | None = None

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from gapwatch.core.bounds import MAX_GPU_INDEX, fits_i64, wall_s_ok
 from gapwatch.core.config import UserRule
 from gapwatch.core.models import FieldValue
 from gapwatch.logs.parse.prefixes import iso_to_epoch
@@ -44,10 +45,13 @@ def _as_int(value: str | None) -> int | None:
     v = value.strip()
     if v.startswith("Some(") and v.endswith(")"):
         v = v[5:-1]
+    if not v.isascii():
+        return None  # int() reads other scripts' digits; a log's ids are ASCII
     try:
-        return int(v)
+        n = int(v)
     except ValueError:
         return None
+    return n if fits_i64(n) else None
 
 
 def parse_timestamp(value: str, fmt: str) -> float | None:
@@ -55,24 +59,25 @@ def parse_timestamp(value: str, fmt: str) -> float | None:
     value = value.strip()
     if fmt:
         try:
-            parsed = datetime.strptime(value, fmt)
-        except ValueError:
+            # naive = local time, aware = its own zone; year 1 or 9999 may not convert
+            stamp = datetime.strptime(value, fmt).timestamp()
+        except (ValueError, OverflowError, OSError):
             return None
-        return parsed.timestamp()  # naive = local time, aware = its own zone
-    stamp = iso_to_epoch(value.replace(" ", "T", 1))
-    if stamp is not None:
-        return stamp
+        return stamp if wall_s_ok(stamp) else None
+    iso = iso_to_epoch(value.replace(" ", "T", 1))
+    if iso is not None:
+        return iso if wall_s_ok(iso) else None
     try:
         number = float(value)
     except ValueError:
         return None
     if number > 1e17:  # nanoseconds
-        return number / 1e9
-    if number > 1e14:  # microseconds
-        return number / 1e6
-    if number > 1e11:  # milliseconds
-        return number / 1e3
-    return number
+        number /= 1e9
+    elif number > 1e14:  # microseconds
+        number /= 1e6
+    elif number > 1e11:  # milliseconds
+        number /= 1e3
+    return number if wall_s_ok(number) else None  # 1e300, NaN, negative: not a time
 
 
 class UserRules:
@@ -104,6 +109,8 @@ class UserRules:
             worker = _as_int(groups.get("worker"))
             partition = _as_int(groups.get("partition"))
             gpu = _as_int(groups.get("gpu"))
+            if gpu is not None and not 0 <= gpu <= MAX_GPU_INDEX:
+                gpu = None  # not a GPU index: kept as a field below
             # A group that should be an int but is not stays visible as a field.
             for key, parsed in (("worker", worker), ("partition", partition), ("gpu", gpu)):
                 if parsed is None and groups.get(key):

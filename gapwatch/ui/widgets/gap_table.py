@@ -68,7 +68,7 @@ class GapTable(Widget):
                 letters = gap.prover_states[-1]["workers"] if gap.prover_states else ""
                 line.append(f" {(letters or '-')[:3]:<3}")
             line.append(f" {fmt.gbps(gap.pcie_rx_bytes_per_s):>7}  ")
-            line.append(gap.hint or "-", style("gap-table--hint"))
+            line.append(fmt.visible(gap.hint) or "-", style("gap-table--hint"))
             lines.append(line)
         if not self._gaps:
             lines.append(Text("no gaps detected", style="dim"))

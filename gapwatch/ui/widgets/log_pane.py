@@ -3,7 +3,8 @@ highlighted.
 
 Who drives it: `GapwatchApp.show(view)`. Log text is the prover's, not ours: it is put into a
 rich `Text` as plain characters, never parsed as markup, so a line holding `[bold]` or
-`[link=...]` is shown exactly as written (and cannot restyle or hijack the dashboard).
+`[link=...]` is shown exactly as written (and cannot restyle or hijack the dashboard), and its
+control characters are made visible (`fmt.visible`: `\x1b[?1049l` is shown, not obeyed).
 
 Which time, which order: each line shows the event's time, the one the detector ties to gaps
 (the line's own timestamp, a journald prefix, or cuzk's TIMELINE offset). Lines are ordered by
@@ -37,8 +38,9 @@ def event_line(event: LogEvent) -> Text:
     line.append("~" if event.time_source == "arrival" else " ")
     if event.warning:
         line.append(f"[{event.warning}] ")
-    # Text.append of a str never interprets markup; the raw line stays as the prover wrote it.
-    line.append(event.raw.rstrip("\n") or f"({event.kind} {event.name})")
+    # Text.append of a str never interprets markup; the raw line stays as the prover wrote it,
+    # with its control characters shown rather than sent to the terminal.
+    line.append(fmt.visible(event.raw.rstrip("\r\n")) or f"({event.kind} {event.name})")
     return line
 
 

@@ -1,0 +1,274 @@
+"""Every number from outside is bounded: huge integers in log lines, NaN/inf, 1e30 GPU indices,
+1e300 timestamps, BOMs, periods of 0 or -100 ms. Each is said (a counter, a problem line) and the
+rest of the input is used; nothing raises."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from evaluation.simulate import simulate
+from gapwatch.cli import main
+from gapwatch.core.bounds import MAX_WALL_S
+from gapwatch.core.config import build_config
+from gapwatch.logs.parse import LogParser
+from gapwatch.sinks.recorder import write_recording
+from gapwatch.sources.files import read_any
+
+DATA = Path(__file__).parent / "data"
+BIG = "99999999999999999999"  # 20 digits: beyond 64 bits
+
+
+def parse(text: str, config: object = None) -> list[object]:
+    parser = LogParser(config)  # type: ignore[arg-type]
+    events = parser.parse_line(text, "s", 1, 1_796_000_000.0)
+    assert parser.counters["internal_errors"] == 0
+    for e in events:
+        orjson.dumps(e)  # every event can be written to a recording and exported
+    return events  # type: ignore[return-value]
+
+
+# -- log lines -------------------------------------------------------------------------------
+
+
+def test_an_integer_beyond_64_bits_in_a_tracing_field_stays_as_text() -> None:
+    (e,) = parse("2026-11-30T09:06:38.134140Z  INFO cuzk_core::engine: GPU_TIMING spawn_blocking "
+                 f"prove_start worker_id=1 partition=Some({BIG}) spawn_to_enter_ms=0")
+    assert e.fields["partition"] == BIG and e.partition is None  # type: ignore[attr-defined]
+    assert e.worker == 1  # type: ignore[attr-defined]
+
+
+def test_64_bit_integers_that_fit_are_still_integers() -> None:
+    (e,) = parse(f"CUZK_TIMING: a={2**63 - 1} b=-{2**63} c={2**63}")
+    assert e.fields == {"a": 2**63 - 1, "b": -(2**63), "c": str(2**63)}  # type: ignore[attr-defined]
+
+
+def test_an_infinite_float_and_foreign_digits_stay_as_text() -> None:
+    (e,) = parse("CUZK_TIMING: x=1e999 y=²³ z=١٢")
+    assert e.fields == {"x": "1e999", "y": "²³", "z": "١٢"}  # type: ignore[attr-defined]
+
+
+def test_a_timeline_offset_beyond_64_bits_keeps_the_event_at_its_arrival_time() -> None:
+    parser = LogParser()
+    parser.parse_line("2026-11-30T09:06:26.553439Z  INFO cuzk_core::engine: starting cuzk engine",
+                      "s", 1, 5.0)
+    (e,) = parser.parse_line(f"TIMELINE,{BIG}000,GPU_START,j,worker=0,partition=2", "s", 2, 7.0)
+    assert (e.t_wall_s, e.time_source, e.partition) == (7.0, "arrival", 2)
+    assert e.fields["offset_ms"] == BIG + "000"
+    orjson.dumps(e)
+
+
+def test_a_timeline_offset_that_fits_but_lands_after_2262_is_a_bad_timestamp() -> None:
+    parser = LogParser()
+    parser.parse_line("2026-11-30T09:06:26.553439Z  INFO cuzk_core::engine: starting cuzk engine",
+                      "s", 1, 5.0)
+    (e,) = parser.parse_line(f"TIMELINE,{10**17},GPU_END,j,worker=0", "s", 2, 7.0)
+    assert (e.t_wall_s, e.time_source) == (7.0, "arrival")
+    assert parser.counters["bad_timestamp"] == 1
+
+
+def test_gpu_numbers_that_are_not_gpu_indices_stay_in_the_fields() -> None:
+    (e,) = parse("CUZK_TIMING: d_a_cache allocated 4096 MiB on gpu 4096")
+    assert e.gpu is None and e.fields["gpu"] == 4096  # type: ignore[attr-defined]
+    (e,) = parse(f"CUZK_TIMING: d_a_cache allocated {BIG} MiB on gpu 1")
+    assert e.gpu == 1 and e.fields["size_mib"] == BIG  # type: ignore[attr-defined]
+
+
+def test_user_rule_groups_beyond_64_bits_and_absurd_timestamps_are_said_not_raised() -> None:
+    cfg = build_config({"logs": {"rules": [{
+        "name": "r", "regex": r"^(?P<timestamp>\S+) w=(?P<worker>\S+) g=(?P<gpu>\S+) n=(?P<n>\S+)"
+    }]}}).logs
+    parser = LogParser(cfg)
+    (e,) = parser.parse_line(f"1e300 w={BIG} g=9999 n={BIG}", "s", 1, 42.0)
+    assert e.kind == "user:r" and (e.t_wall_s, e.time_source) == (42.0, "arrival")
+    assert e.worker is None and e.gpu is None
+    assert e.fields == {"n": BIG, "worker": BIG, "gpu": "9999"}
+    assert parser.counters["bad_timestamp"] == 1
+    orjson.dumps(e)
+
+
+def test_parse_json_prints_events_with_huge_integers(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "big.log"
+    log.write_text("2026-11-30T09:06:38.134140Z  INFO cuzk_core::engine: GPU_TIMING spawn_blocking"
+                   f" prove_start worker_id=1 partition=Some({BIG})\nTIMELINE,5,GPU_START,j\n")
+    assert main(["parse", "--json", str(log)]) == 0
+    events = [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [e["fields"].get("partition") for e in events] == [BIG, None]
+
+
+# -- trace CSVs ------------------------------------------------------------------------------
+
+def _csv_with(tmp_path: Path, bad_rows: list[str], bom: bool = False) -> Path:
+    lines = (DATA / "pageable.csv").read_text().splitlines()
+    out = lines[:40] + bad_rows + lines[40:]
+    path = tmp_path / "trace.csv"
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + ("\n".join(out) + "\n").encode())
+    return path
+
+
+BAD_ROWS = [
+    "1796029583.4,1e30,50.0,50,1000,1000,0.6,0.0",  # gpu 1e30
+    "1796029583.4,-1,50.0,50,1000,1000,0.6,0.0",  # negative gpu
+    "1796029583.4,0.5,50.0,50,1000,1000,0.6,0.0",  # fractional gpu
+    "1e300,0,50.0,50,1000,1000,0.6,0.0",  # timestamp 1e300
+    "nan,0,50.0,50,1000,1000,0.6,0.0",  # NaN timestamp
+    "inf,0,50.0,50,1000,1000,0.6,0.0",  # infinite timestamp
+]
+
+
+def test_csv_rows_with_absurd_gpu_or_time_are_skipped_counted_and_said(tmp_path: Path) -> None:
+    rec = read_any(_csv_with(tmp_path, BAD_ROWS))
+    records = list(rec.records)
+    assert rec.counters["bad_records"] == len(BAD_ROWS)
+    assert any(":41:" in p and "gpu 1e+30 is not a GPU index" in p for p in rec.problems)
+    assert any("timestamp_s 1e+300 is not a usable Unix time" in p for p in rec.problems)
+    assert [g.index for g in rec.header.gpus] == [0]
+    assert len([r for r in records if r.type == "gpu"]) == 351  # the rest is used
+    assert all(r.t_wall_s <= MAX_WALL_S for r in records)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("command", [
+    ["report", "--json"], ["report"], ["export", "--format", "csv"],
+    ["export", "--format", "perfetto"], ["replay", "--headless", "--speed", "0"],
+])
+def test_every_command_reads_a_csv_with_absurd_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str],
+) -> None:
+    path = _csv_with(tmp_path, BAD_ROWS)
+    extra = ["--out", str(tmp_path / "out.x")] if command[0] == "export" else []
+    assert main([command[0], str(path), *command[1:], *extra]) == 0
+    captured = capsys.readouterr()
+    if command == ["report", "--json"]:
+        doc = orjson.loads(captured.out)
+        assert doc["counters"]["bad_records"] == len(BAD_ROWS)
+        assert len(doc["gaps"]) == 5  # the same gaps as the clean trace
+    elif command == ["report"]:
+        assert "bad row (gpu 1e+30 is not a GPU index" in captured.out
+
+
+def test_a_utf8_bom_does_not_hide_the_csv_header(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    path = _csv_with(tmp_path, [], bom=True)
+    rec = read_any(path)
+    assert sum(r.type == "gpu" for r in rec.records) == 351
+    assert "bad_records" not in rec.counters
+    assert main(["report", "--json", str(path)]) == 0
+    assert len(orjson.loads(capsys.readouterr().out)["gaps"]) == 5
+
+
+def test_nan_and_inf_readings_in_a_csv_are_missing_readings(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("timestamp_s,gpu,sm_active_pct,pcie_rx_bytes_per_s\n"
+                    "100.0,0,50,1e9\n100.1,0,nan,inf\n100.2,0,-inf,NaN\n")
+    rec = read_any(path)
+    samples = [r for r in rec.records if r.type == "gpu"]
+    assert [(s.sm_active_pct, s.pcie_rx_bytes_per_s) for s in samples] == [  # type: ignore[union-attr]
+        (50.0, 1e9), (None, None), (None, None)]
+    assert rec.counters == {}
+
+
+# -- recordings ------------------------------------------------------------------------------
+
+def _recording(tmp_path: Path, extra_lines: tuple[bytes, ...] = (),
+               header: dict[str, object] | None = None, name: str = "r.jsonl") -> Path:
+    sim = simulate("pageable", seed=2, duration_s=60.0)
+    path = tmp_path / name
+    write_recording(path, sim.header, sim.records)
+    lines = path.read_bytes().splitlines(keepends=True)
+    if header is not None:
+        doc = orjson.loads(lines[0])
+        doc.update(header)
+        # orjson cannot write a 100-bit integer: put it in as text.
+        lines[0] = orjson.dumps(doc).replace(b'"__BIG__"', b"1" + b"0" * 30) + b"\n"
+    lines[100:100] = list(extra_lines)
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+GPU_LINE = (b'{"gpu":%s,"t_mono_ns":%s,"t_wall_s":%s,"interval_ns":100000000,'
+            b'"sm_active_pct":50.0,"gpu_util_pct":50.0,"pcie_rx_bytes_per_s":1.0,'
+            b'"pcie_tx_bytes_per_s":1.0,"sm_source":"sim","pcie_source":"sim",'
+            b'"pcie_lower_bound":false,"lateness_ns":0,"type":"gpu"}\n')
+BAD_RECORDS = (
+    GPU_LINE % (b"1" + b"0" * 30, b"1000", b"1796000001.0"),  # gpu 1e30
+    GPU_LINE % (b"4096", b"1000", b"1796000001.0"),  # gpu beyond any box
+    GPU_LINE % (b"0", b"1000", b"1e300"),  # timestamp 1e300
+    GPU_LINE % (b"0", b"1" + b"0" * 30, b"1796000001.0"),  # mono beyond 64 bits
+    b'{"t_wall_s":1.0,"time_source":"line","kind":"x","name":"n","raw":"r","gpu":99999,'
+    b'"type":"log"}\n',
+)
+
+
+@pytest.mark.parametrize("command", [
+    ["report", "--json"], ["export", "--format", "csv"], ["export", "--format", "perfetto"],
+    ["replay", "--headless", "--speed", "0"],
+])
+def test_recorded_records_with_absurd_numbers_are_bad_records_and_the_rest_is_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str],
+) -> None:
+    path = _recording(tmp_path, BAD_RECORDS)
+    rec = read_any(path)
+    list(rec.records)
+    assert rec.counters["bad_records"] == len(BAD_RECORDS)
+    extra = ["--out", str(tmp_path / "out.x")] if command[0] == "export" else []
+    assert main([command[0], str(path), *command[1:], *extra]) == 0
+    if command[0] == "report":
+        doc = orjson.loads(capsys.readouterr().out)
+        assert doc["counters"]["bad_records"] == len(BAD_RECORDS) and doc["gaps"]
+
+
+def test_a_recorded_log_field_beyond_64_bits_reads_as_a_float_that_can_be_written(
+    tmp_path: Path,
+) -> None:
+    line = (b'{"t_wall_s":1.0,"time_source":"line","kind":"x","name":"n","raw":"r",'
+            b'"fields":{"a":' + BIG.encode() + b'},"type":"log"}\n')
+    rec = read_any(_recording(tmp_path, (line,)))
+    (event,) = [r for r in rec.records if r.type == "log"]
+    assert event.fields["a"] == float(BIG)  # type: ignore[union-attr]
+    orjson.dumps(event)
+
+
+@pytest.mark.parametrize("period", [0, -100, 1e300])
+def test_a_header_period_that_is_not_a_period_is_replaced_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], period: float,
+) -> None:
+    path = _recording(tmp_path, header={"period_ms": period})
+    clean = _recording(tmp_path, name="clean.jsonl")
+    rec = read_any(path)
+    assert rec.header.period_ms == 100.0
+    assert rec.counters["bad_header"] == 1
+    assert "is not a sampling period; using 100 ms" in rec.problems[0]
+    assert main(["report", "--json", str(path)]) == 0
+    doc = orjson.loads(capsys.readouterr().out)
+    assert main(["report", "--json", str(clean)]) == 0
+    assert doc["gaps"] == orjson.loads(capsys.readouterr().out)["gaps"]  # the data is all used
+    assert all(g["active_s"] > 0 for g in doc["gpus"])
+    assert main(["replay", "--headless", "--speed", "0", str(path)]) == 0
+    assert "pcie_starved" in capsys.readouterr().err
+
+
+def test_a_header_gpu_entry_with_an_absurd_index_is_dropped_and_said(tmp_path: Path) -> None:
+    sim = simulate("chained", seed=1, duration_s=1)
+    gpus = [g.model_dump() for g in sim.header.gpus] + [{"index": "__BIG__"}]
+    rec = read_any(_recording(tmp_path, header={"gpus": gpus}))
+    assert [g.index for g in rec.header.gpus] == [0]
+    assert any("GPU index 1e+30 is not a GPU" in p for p in rec.problems)
+
+
+def test_a_prover_status_with_numbers_beyond_64_bits_keeps_the_rest() -> None:
+    from gapwatch.sources.cuzk_status import parse_status
+
+    body = (b'{"uptime_secs": 1e999, "synthesis": {"active": ' + BIG.encode() + b', '
+            b'"max_concurrent": 4}, "gpu_workers": [{"worker_id": 0, "gpu_ordinal": 4096, '
+            b'"state": "idle"}, {"worker_id": 1, "gpu_ordinal": 1, "state": "idle"}], '
+            b'"counters": {"total_completed": 7}}')
+    counters: dict[str, int] = {}
+    status = parse_status(body, "cuzk", 1, 1_796_000_000.0, 1.0, counters)
+    orjson.dumps(status)  # recordable
+    assert status.synthesis_active is None and status.synthesis_max == 4
+    assert [w.gpu for w in status.workers] == [None, 1]
+    assert status.uptime_s is None and status.completed_total == 7
+    assert counters["dropped_fields"] == 2

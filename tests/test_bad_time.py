@@ -1,0 +1,239 @@
+"""Time that misbehaves: clock jumps, records out of order, a GPU that goes silent. Each is said
+(a warning in the report, a notice in replay, a NO_DATA state with its reason), periods stay
+true (never negative, never spanning the jump) and the rest of the data is used."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import threading
+from pathlib import Path
+
+import orjson
+import pytest
+
+from evaluation.simulate import SIM_EPOCH_WALL_S, simulate
+from gapwatch.cli import main
+from gapwatch.core.config import Config, DetectorConfig
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.models import GpuSample, HostSample, Record
+from gapwatch.engine import replay as replay_mod
+from gapwatch.engine.session import Session
+from gapwatch.engine.store import SeriesStore
+from gapwatch.offline.report import build_report, to_json
+from gapwatch.sinks.recorder import write_recording
+from gapwatch.sources.files import read_any
+
+HOUR_S = 3600.0
+
+
+@pytest.fixture(scope="module")
+def sim() -> tuple[object, list[Record]]:
+    res = simulate("pageable", seed=3, duration_s=120.0, gpus=2)
+    return res.header, [r for r in res.records if r.type in ("gpu", "host")]
+
+
+def _write(tmp_path: Path, name: str, sim: tuple[object, list[Record]],
+           change: object) -> Path:
+    header, records = sim
+    path = tmp_path / name
+    write_recording(path, header, change(records))  # type: ignore[arg-type, operator]
+    return path
+
+
+def _after(seconds: float, wall: float, mono_s: float):  # type: ignore[no-untyped-def]
+    """Records after `seconds` into the run shifted by `wall` / `mono_s` seconds."""
+    def change(records: list[Record]) -> list[Record]:
+        out = []
+        for r in records:
+            if r.t_wall_s - SIM_EPOCH_WALL_S > seconds:  # type: ignore[union-attr]
+                r = dataclasses.replace(r, t_wall_s=r.t_wall_s + wall,  # type: ignore[type-var]
+                                        t_mono_ns=r.t_mono_ns + int(mono_s * 1e9))  # type: ignore[union-attr]
+            out.append(r)
+        return out
+    return change
+
+
+def report_json(capsys: pytest.CaptureFixture[str], path: Path) -> dict:  # type: ignore[type-arg]
+    assert main(["report", "--json", str(path)]) == 0
+    return orjson.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(("wall", "mono"), [(HOUR_S, HOUR_S), (HOUR_S, 0.0), (-HOUR_S, 0.0)],
+                         ids=["both clocks +1 h", "wall +1 h", "wall -1 h"])
+def test_a_clock_jump_cuts_the_data_and_no_period_spans_it_or_goes_negative(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sim: tuple[object, list[Record]],
+    wall: float, mono: float,
+) -> None:
+    clean = report_json(capsys, _write(tmp_path, "clean.jsonl", sim, lambda r: r))
+    doc = report_json(capsys, _write(tmp_path, "jump.jsonl", sim, _after(60.0, wall, mono)))
+    durations = [b["duration_s"] for b in doc["breakdowns"]]
+    assert durations and all(0 <= d <= 61 for d in durations)  # each side of the jump
+    assert all(g["duration_s"] < 5 for g in doc["gaps"])  # no gap bridges the jump
+    # The data on both sides is used: the same gaps, give or take the one cut at the jump.
+    assert abs(len(doc["gaps"]) - len(clean["gaps"])) <= 2
+    if mono == 0.0:
+        assert doc["counters"]["detector_clock_jumps"] == 2  # one per GPU
+        assert "the wall clock jumped against data time 2 time(s)" in doc["problems"][0]
+
+
+def test_report_text_breakdowns_of_a_jumped_recording_are_true(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sim: tuple[object, list[Record]],
+) -> None:
+    path = _write(tmp_path, "jump.jsonl", sim, _after(60.0, -HOUR_S, 0.0))
+    assert main(["report", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "WARNING: the data has problems" in text and "-3" not in text.split("Chaining")[1]
+
+
+@pytest.mark.parametrize("order", ["second half first", "shuffled"])
+def test_records_out_of_order_are_reported_loudly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sim: tuple[object, list[Record]],
+    order: str,
+) -> None:
+    def reorder(records: list[Record]) -> list[Record]:
+        if order == "shuffled":
+            out = list(records)
+            random.Random(1).shuffle(out)
+            return out
+        half = len(records) // 2
+        return records[half:] + records[:half]
+
+    path = _write(tmp_path, "ooo.jsonl", sim, reorder)
+    doc = report_json(capsys, path)
+    assert "were out of time order and were dropped" in doc["problems"][0]
+    pct = 50 if order == "second half first" else 99
+    assert f"GPU samples ({pct} %)" in doc["problems"][0]
+    assert main(["report", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert text.index("out of time order") < text.index("GPUs (busy")  # said first
+
+
+def _silent_gpu1_after(seconds: float):  # type: ignore[no-untyped-def]
+    def change(records: list[Record]) -> list[Record]:
+        return [r for r in records if not (
+            r.type == "gpu" and r.gpu == 1  # type: ignore[union-attr]
+            and r.t_wall_s - SIM_EPOCH_WALL_S > seconds)]  # type: ignore[union-attr]
+    return change
+
+
+def test_a_gpu_whose_data_stops_early_is_no_data_and_the_report_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sim: tuple[object, list[Record]],
+) -> None:
+    path = _write(tmp_path, "silent.jsonl", sim, _silent_gpu1_after(87.0))
+    doc = report_json(capsys, path)
+    gpu0, gpu1 = doc["gpus"]
+    assert gpu0["final_state"] != "NO_DATA" and gpu1["final_state"] == "NO_DATA"
+    assert gpu0["last_data_s"] - gpu1["last_data_s"] == pytest.approx(33.0, abs=0.2)
+    assert any(p.startswith("GPU 1: no data after") and "33.0 s before the end" in p
+               for p in doc["problems"])
+    # GPU 1's breakdown ends at its last sample, GPU 0's goes on to the end.
+    ends = {b["gpu"]: b["end_s"] for b in doc["breakdowns"]}
+    assert ends[1] == pytest.approx(gpu1["last_data_s"]) and ends[0] > ends[1] + 30
+
+
+def test_split_and_one_process_reports_agree_on_a_silent_gpu_and_a_jump(
+    tmp_path: Path, sim: tuple[object, list[Record]],
+) -> None:
+    for name, change in (("silent.jsonl", _silent_gpu1_after(87.0)),
+                         ("jump.jsonl", _after(60.0, HOUR_S, 0.0))):
+        path = _write(tmp_path, name, sim, change)
+        one = build_report(path, Config(), workers=1)
+        two = build_report(path, Config(), workers=2)
+        assert orjson.dumps(to_json(one)) == orjson.dumps(to_json(two))
+        assert one.states == two.states
+
+
+def _sample(gpu: int, t_s: float, sm: float = 90.0) -> GpuSample:
+    return GpuSample(gpu=gpu, t_mono_ns=int(t_s * 1e9), t_wall_s=1e9 + t_s, interval_ns=100_000_000,
+                     sm_active_pct=sm, gpu_util_pct=None, pcie_rx_bytes_per_s=1e6,
+                     pcie_tx_bytes_per_s=1e6, sm_source="sim", pcie_source="sim")
+
+
+def _host(t_s: float) -> HostSample:
+    return HostSample(t_mono_ns=int(t_s * 1e9), t_wall_s=1e9 + t_s, interval_ns=None,
+                      mem_used_pct=None, mem_available_bytes=None, swap_used_bytes=None,
+                      cpu_busy_pct=None, psi_mem_some_avg10=None, psi_mem_full_avg10=None,
+                      psi_mem_some_share=None, psi_mem_full_share=None, major_faults_per_s=None)
+
+
+def test_a_gpu_silent_while_the_host_sampler_goes_on_is_no_data_from_its_last_sample() -> None:
+    det = GapDetector(DetectorConfig(), [], period_s=0.1)
+    states = []
+    for i in range(1, 100):
+        t = i / 10
+        if t <= 5.0:
+            states += det.feed(_sample(0, t))
+        states += det.feed(_host(t))
+    no_data = [s for s in states if s.state == "NO_DATA"]  # type: ignore[union-attr]
+    assert len(no_data) == 1
+    assert no_data[0].t_mono_ns == int(5.0 * 1e9)  # type: ignore[union-attr]
+    assert "no sample from this GPU" in no_data[0].reason  # type: ignore[union-attr]
+    assert det.counters["silent"] == 1
+
+
+def test_a_gpu_that_comes_back_after_a_silence_gets_a_state_again() -> None:
+    det = GapDetector(DetectorConfig(), [], period_s=0.1)
+    states = []
+    for i in range(1, 200):
+        t = i / 10
+        states += det.feed(_sample(0, t))
+        if not 5.0 < t < 8.0:
+            states += det.feed(_sample(1, t))
+    gpu1 = [s.state for s in states if s.gpu == 1]  # type: ignore[union-attr]
+    assert gpu1 == ["CHAINED", "NO_DATA", "CHAINED"]
+
+
+class _NoWait(threading.Event):
+    """A stop event whose waits return at once and are written down."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(timeout or 0.0)
+        return False
+
+
+def test_replay_does_not_wait_out_a_jump_and_says_so(
+    tmp_path: Path, sim: tuple[object, list[Record]],
+) -> None:
+    rec = read_any(_write(tmp_path, "jump.jsonl", sim, _after(60.0, HOUR_S, HOUR_S)))
+    store = SeriesStore(list(rec.header.gpus), period_s=0.1)
+    session = Session(rec.header, store, GapDetector(DetectorConfig(), list(rec.header.gpus)))
+    driver = replay_mod.ReplayDriver(rec, session, speed=1.0)
+    driver.stop_event = _NoWait()
+    driver.run()
+    # Real time stands still here, so each wait asks for all the data time since the pace
+    # started: at most the 60 s on either side of the jump, never the hour.
+    waits = driver.stop_event.waits  # type: ignore[attr-defined]
+    assert waits and 55 < max(waits) < 61
+    notices = [n.message for n in store.snapshot().notices]
+    assert any("data time steps +3600.1 s" in m and "not waited out" in m for m in notices)
+
+
+def test_replay_says_when_samples_are_out_of_order(
+    tmp_path: Path, sim: tuple[object, list[Record]],
+) -> None:
+    def reorder(records: list[Record]) -> list[Record]:
+        half = len(records) // 2
+        return records[half:] + records[:half]
+
+    rec = read_any(_write(tmp_path, "ooo.jsonl", sim, reorder))
+    store = SeriesStore(list(rec.header.gpus), period_s=0.1)
+    session = Session(rec.header, store, GapDetector(DetectorConfig(), list(rec.header.gpus)))
+    replay_mod.ReplayDriver(rec, session, speed=0.0).run()
+    notices = [n.message for n in store.snapshot().notices]
+    assert any("1200 GPU samples out of time order dropped" in m for m in notices)
+
+
+def test_headless_replay_prints_the_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sim: tuple[object, list[Record]],
+) -> None:
+    path = _write(tmp_path, "silent.jsonl", sim, _silent_gpu1_after(87.0))
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:10] + [b"not json\n"] + lines[10:]))
+    assert main(["replay", "--headless", "--speed", "0", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: " in err and "bad record" in err and "NO_DATA x1" in err

@@ -1,0 +1,72 @@
+"""Text from outside is shown with its control characters made visible, never obeyed: the log
+pane, the gap table's hints, snapshot summary.md, report text and `parse` all go through
+`fmt.visible`. Markup such as `[bold]` is shown literally, as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ui_fakes import WALL0_S, fill_breakdown, header, log_event, make_config
+
+from gapwatch.cli import main
+from gapwatch.core.fmt import visible
+from gapwatch.engine.store import SeriesStore
+from gapwatch.sinks.snapshot import write_snapshot
+from gapwatch.ui.widgets.log_pane import event_line
+
+ALT_SCREEN_OFF = "\x1b[?1049l"  # the escape that switched the terminal out of the dashboard
+
+
+def no_controls(text: str) -> bool:
+    return not any(ord(c) < 0x20 and c not in "\t\n" or 0x7F <= ord(c) < 0xA0 for c in text)
+
+
+def test_terminal_escapes_are_written_out_and_colours_dropped() -> None:
+    assert visible(f"a{ALT_SCREEN_OFF}b") == "a\\x1b[?1049lb"
+    assert visible("\x1b[32m INFO\x1b[0m done") == " INFO done"
+    assert visible("bell\x07 back\x08 cr\r lf\n del\x7f csi\x9b2J") == (
+        "bell\\x07 back\\x08 cr\\x0d lf\\x0a del\\x7f csi\\x9b2J")
+
+
+def test_bidirectional_overrides_are_written_out_and_ordinary_text_is_untouched() -> None:
+    assert visible("file\u202egnp.exe") == "file\\u202egnp.exe"
+    for text in ("[bold]not markup[/bold]", "µs — done", "tab\tseparated", ""):
+        assert visible(text) == text
+
+
+def test_the_log_pane_shows_an_escape_instead_of_sending_it() -> None:
+    line = event_line(log_event(1.0, f"INFO x{ALT_SCREEN_OFF}y [bold]z[/bold]\r", None))
+    assert line.plain.endswith("INFO x\\x1b[?1049ly [bold]z[/bold]")
+    assert no_controls(line.plain)
+
+
+def test_snapshot_summary_shows_escapes_in_quoted_log_lines(tmp_path: Path) -> None:
+    store = SeriesStore(list(header().gpus), period_s=0.1, history_s=600)
+    fill_breakdown(store)
+    store.append_log(log_event(55.0, f"WARN checkout FAILED {ALT_SCREEN_OFF}\x1b]0;title\x07",
+                               "pinned_pool_fallback"))
+    path = write_snapshot(tmp_path, store.snapshot(), header(), make_config(tmp_path),
+                          t_wall_s=WALL0_S + 61)
+    summary = (path / "summary.md").read_text()
+    assert no_controls(summary)
+    assert "WARN checkout FAILED \\x1b[?1049l\\x1b]0;title\\x07" in summary
+
+
+def test_report_text_shows_escapes_in_paths_and_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / f"trace{ALT_SCREEN_OFF}.csv"
+    path.write_text("timestamp_s,gpu,sm_active_pct\n1.0,0,50\n2.0,0,50\nx,0,1\n")
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert no_controls(out)
+    assert "trace\\x1b[?1049l.csv" in out and "bad row" in out
+
+
+def test_parse_text_output_shows_escapes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "x.log"
+    log.write_bytes(b"hello \x1b[?1049l \x1b]52;c;ZXZpbA==\x07 world\n")
+    assert main(["parse", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert no_controls(out) and "\\x1b]52;c;ZXZpbA==\\x07" in out

@@ -174,8 +174,9 @@ class GapDetector:
         return out
 
     def feed_gpu(self, s: GpuSample) -> list[Gap | StateChange]:
-        """One GPU sample, in named steps: place it in time, read its level, test for a hole,
-        count it in the window, then the busy or idle step, then the chaining state. This is
+        """One GPU sample, in named steps: place it in time, read its level, test for a hole
+        (`_covered_from`), count it in the window, then the busy or idle step, then the
+        chaining state. This is
         the hot path (~7 M calls in a 24 h report): each step is called only when it has work,
         and a busy sample of a CHAINED GPU with no gap in the window stops after the busy
         step."""
@@ -234,7 +235,17 @@ class GapDetector:
         covered_from = self._covered_from(tr, s, t, last, jump, out)
         cover = t - covered_from
         tr.last_t = t
-        bucket = self._count_in_window(tr, t, cover)
+        # Count it in the window: its covered ns in its one-second bucket (a busy sample adds
+        # its busy ns there too) and in the run's total. Inline: it is every sample's step.
+        k = t // _NS
+        bucket = k % self._n_buckets
+        if tr.bucket_ids[bucket] != k:
+            tr.bucket_ids[bucket] = k
+            tr.bucket_busy_ns[bucket] = 0
+            tr.bucket_cover_ns[bucket] = cover
+        else:
+            tr.bucket_cover_ns[bucket] += cover
+        tr.data_ns += cover
         tr.last_wall = wall
         phase = tr.phase
         if level >= threshold:
@@ -330,20 +341,6 @@ class GapDetector:
             return t - (d if d < expected else expected)
         start = t - d
         return last if last is not None and start < last else start
-
-    def _count_in_window(self, tr: Track, t: int, cover: int) -> int:
-        """Add the sample's covered ns to its one-second bucket of the chaining window (and to
-        the run's total); returns the bucket, where a busy sample adds its busy ns."""
-        k = t // _NS
-        i = k % self._n_buckets
-        if tr.bucket_ids[i] != k:
-            tr.bucket_ids[i] = k
-            tr.bucket_busy_ns[i] = 0
-            tr.bucket_cover_ns[i] = cover
-        else:
-            tr.bucket_cover_ns[i] += cover
-        tr.data_ns += cover
-        return i
 
     def _busy_sample(
         self, tr: Track, t: int, covered_from: int, cover: int, level: float, low: bool,

@@ -97,7 +97,7 @@ def test_the_demo_log_file_is_removed_when_the_process_exits_without_stopping() 
 
 
 def test_the_demo_log_file_is_rotated_so_it_never_grows_without_end(tmp_path: Path) -> None:
-    from gapwatch.engine.runtime import _LineFile
+    from gapwatch.engine.sim_wiring import LineFile as _LineFile
 
     lines = _LineFile(tmp_path / "sim.log", max_bytes=1000)
     for i in range(100):
@@ -199,3 +199,31 @@ def test_the_log_follower_stamps_arrivals_on_the_sessions_clock() -> None:
     finally:
         rt.stop()
 
+
+
+def test_a_runtime_that_fails_to_build_closes_what_it_had_opened(tmp_path: Path) -> None:
+    """The copy-trace socket cannot be opened, after the simulated prover's temporary log file
+    and its status server already were: both are undone, the port is free again and no
+    recording was created."""
+    import socket
+    import tempfile
+
+    from gapwatch.core.config import build_config
+    from gapwatch.sources import SourceUnavailable
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    config = build_config({
+        "sim": {"status_listen": f"127.0.0.1:{port}"},
+        "copytrace": {"enabled": True, "socket": str(tmp_path / "no" / "such" / "dir.sock")},
+    })
+    before = set(Path(tempfile.gettempdir()).glob("gapwatch-sim-*.log"))
+    with pytest.raises(SourceUnavailable, match="--copytrace"):
+        build_runtime(config, "sim:pageable", speed=1.0, record_path=str(tmp_path / "r.jsonl"))
+    assert set(Path(tempfile.gettempdir()).glob("gapwatch-sim-*.log")) == before
+    assert not (tmp_path / "r.jsonl").exists()
+    again = socket.socket()
+    again.bind(("127.0.0.1", port))  # the status server's port was released
+    again.close()

@@ -8,10 +8,13 @@ status. It never imports Textual.
 
 Sources:
 - `nvml`: real GPUs, host pressure, `SystemClock`.
-- `sim[:SCENARIO]`: the simulated prover. At speed > 0 its log is written to a file that the real
-  tailer follows (the demo exercises the same path as a real prover's log); at speed 0 (as fast as
-  possible) the lines go straight to the parser, since no tailer can keep up with virtual time.
+- `sim[:SCENARIO[,SCENARIO...]]`: the simulated prover, wired like a live one
+  (`gapwatch.engine.sim_wiring`: its log through a file and the real tailer, its `/status`
+  served and polled; at speed 0 both handed over inline).
 - `replay:FILE`: a recording or a trace CSV, paced by its own timestamps (`--speed`).
+
+The runtime owns what it opened: `build_runtime` registers every source, server, file and the
+exporter on one `ExitStack`, which a failed build unwinds and `Runtime.stop()` closes.
 
 Side sources, beside the sampler or replay driver, each with `start()`, `stop()`, `status()`:
 the log followers (`--log`), and one cuzk status poller per `--cuzk-status` URL
@@ -23,21 +26,19 @@ handed over directly (`SimStatusFeed`), since no poller can keep pace with virtu
 
 from __future__ import annotations
 
-import atexit
-import os
-import tempfile
 import threading
-import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gapwatch.core.config import Config, split_listen
-from gapwatch.core.models import GpuInfo, LinkState, LogEvent, Notice, Record, SessionHeader
-from gapwatch.engine.clock import Clock, ScaledClock, SystemClock, VirtualClock
+from gapwatch.core.config import Config
+from gapwatch.core.models import LinkState, LogEvent, Notice, SessionHeader
+from gapwatch.engine.clock import Clock, SystemClock
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import LatenessStats, Sampler
 from gapwatch.engine.session import Session, default_header
+from gapwatch.engine.sim_wiring import SimWiring, open_sim, speed_zero_sinks
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.output_file import ExistsPolicy, OutputPlan, OutputRefused, check_output
 from gapwatch.sinks.recorder import Recorder, RecordingStatus
@@ -89,79 +90,6 @@ def parse_source(source: str) -> tuple[str, str]:
     return kind, arg
 
 
-class _LineFile:
-    """Appends the simulated prover's lines to a log file, as `cuzk > log 2>&1` would.
-
-    The file is gapwatch's own temporary: it is rotated by rename at `max_bytes` (one old
-    generation kept, so that a demo left running for weeks does not fill the disk; the tailer
-    drains the renamed file, as after a logrotate) and removed on close, and at interpreter exit
-    if close never came (an exception, Ctrl-C before the runtime stopped).
-    """
-
-    def __init__(self, path: Path, max_bytes: int = 16 << 20) -> None:
-        self.path = path
-        self.old_path = path.with_name(path.name + ".1")
-        self.max_bytes = max_bytes
-        self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self._written = 0
-        self._lock = threading.Lock()
-        atexit.register(self._remove)
-
-    def write(self, stream: str, text: str) -> None:
-        with self._lock:
-            if self._f.closed:
-                return
-            self._f.write(text + "\n")
-            self._written += len(text) + 1
-            if self._written >= self.max_bytes:
-                self._f.close()
-                os.replace(self.path, self.old_path)
-                self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-                self._written = 0
-
-    def flush(self) -> None:
-        with self._lock:
-            if not self._f.closed:
-                self._f.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            self._f.close()
-        self._remove()
-        atexit.unregister(self._remove)
-
-    def _remove(self) -> None:
-        for p in (self.path, self.old_path):
-            try:
-                p.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError:
-                pass  # someone else's now (a read-only /tmp?): nothing more to do
-
-
-class _FlushingSource:
-    """Wraps the sim so that its log lines reach the file once per tick (like a real prover
-    writing as it goes), not whenever Python's buffer fills."""
-
-    def __init__(self, inner: Any, lines: _LineFile) -> None:
-        self.inner = inner
-        self.lines = lines
-
-    def open(self) -> list[GpuInfo]:
-        result: list[GpuInfo] = self.inner.open()
-        return result
-
-    def read(self, t_mono_ns: int, t_wall_s: float, lateness_ns: int) -> Any:
-        tick = self.inner.read(t_mono_ns, t_wall_s, lateness_ns)
-        self.lines.flush()
-        return tick
-
-    def close(self) -> None:
-        self.inner.close()
-        self.lines.close()
-
-
 class Runtime:
     """One running session: source driver, log follower, sinks, exporter."""
 
@@ -187,7 +115,9 @@ class Runtime:
         self.sim_log_path: Path | None = None
         #: Log files read whole rather than followed (`replay --log`), with their state.
         self.read_logs: dict[str, str] = {}
-        self._closables: list[Any] = []
+        #: Everything `build_runtime` opened (sources, servers, the exporter, temporary files),
+        #: closed in reverse order by `stop()`: the runtime owns what it opened.
+        self.resources = ExitStack()
         self._stopped = False
         self._watch: threading.Thread | None = None
 
@@ -244,10 +174,7 @@ class Runtime:
             # notice to the session.
             self.recorder.stop_writer()
         self.session.close()
-        if self.exporter is not None:
-            self.exporter.stop()
-        for c in self._closables:
-            c.close()
+        self.resources.close()
         self.done.set()
 
     def status(self) -> RuntimeStatus:
@@ -281,14 +208,6 @@ class Runtime:
         )
 
 
-def _clock_for(speed: float) -> Clock:
-    if speed == 0:
-        return VirtualClock(start_mono_ns=time.monotonic_ns(), start_wall_s=time.time())
-    if speed == 1:
-        return SystemClock()
-    return ScaledClock(speed)
-
-
 def _follower(paths: list[str], config: Config, session: Session, from_start: bool,
               clock: Clock, stdin_fd: int = 0) -> Any:
     """The log follower, on the session's clock: a line without a time of its own is stamped
@@ -317,37 +236,42 @@ def build_runtime(
     duration_s: float | None = None,
     stdin_fd: int = 0,
 ) -> Runtime:
-    """Build (but do not start) a runtime.
+    """Build (but do not start) a runtime: the composition root of a session.
 
     The order keeps a failed start harmless: first the checks that change nothing (the source
-    string, the recording's path, the Prometheus port: bound, not yet served), then the source
-    is opened, and only then is the recording created (or, with `record_exists="replace"`,
-    truncated). A failure at any step undoes the earlier ones, so that every file is left as it
-    was. Raises one of STARTUP_ERRORS (SourceUnavailable, OutputRefused). `stdin_fd` is where
-    `--log -` reads from (the dashboard moves a piped stdin there, see
-    `gapwatch.engine.terminal`)."""
-    parse_source(source)  # an unknown kind fails before anything is checked or bound
+    string, the recording's path, the Prometheus port: bound, not yet served), then the sources
+    are opened, and only then is the recording created (or, with `record_exists="replace"`,
+    truncated). Everything opened is registered on one `ExitStack`: a failure at any step
+    closes what came before it, in reverse order, so every file and port is left as it was;
+    on success the runtime takes the stack over and closes it in `stop()`. Raises one of
+    STARTUP_ERRORS (SourceUnavailable, OutputRefused). `stdin_fd` is where `--log -` reads
+    from (the dashboard moves a piped stdin there, see `gapwatch.engine.terminal`)."""
+    kind, arg = parse_source(source)  # an unknown kind fails before anything is bound
     if speed is not None and speed < 0:
         raise SourceUnavailable("--speed must be >= 0")
+    speed = 1.0 if speed is None else speed
+    status_urls = list(config.cuzk.status_url)
+    if status_urls and (kind == "replay" or (kind == "sim" and speed == 0)):
+        why = "a replay has its recorded snapshots" if kind == "replay" else \
+            "--speed 0 runs in virtual time (the simulator's own snapshots are used)"
+        raise SourceUnavailable(f"--cuzk-status polls a live prover in real time: {why}")
     plan = check_output(record_path, record_exists) if record_path else None
-    exporter: Any = None
-    if config.prometheus.listen:
-        from gapwatch.sinks.prometheus import ExporterError, bind_exporter
+    with ExitStack() as opened:
+        exporter: Any = None
+        if config.prometheus.listen:
+            from gapwatch.sinks.prometheus import ExporterError, bind_exporter
 
-        try:
-            exporter = bind_exporter(config.prometheus.listen)
-        except ExporterError as exc:
-            raise SourceUnavailable(str(exc)) from None
-    try:
-        rt = _build(config, source, speed=speed, plan=plan, log_paths=log_paths,
-                    duration_s=duration_s, stdin_fd=stdin_fd)
-    except BaseException:
+            try:
+                exporter = bind_exporter(config.prometheus.listen)
+            except ExporterError as exc:
+                raise SourceUnavailable(str(exc)) from None
+            opened.callback(exporter.stop)
+        rt = _build(config, kind, arg, speed, plan, log_paths, duration_s, stdin_fd,
+                    status_urls, opened)
         if exporter is not None:
-            exporter.stop()
-        raise
-    if exporter is not None:
-        rt.exporter = exporter
-        exporter.serve(rt.session, rt.status)
+            rt.exporter = exporter
+            exporter.serve(rt.session, rt.status)
+        rt.resources = opened.pop_all()
     return rt
 
 
@@ -366,86 +290,36 @@ def _recorder(plan: OutputPlan, config: Config, session: Session) -> Recorder:
 
 
 def _build(
-    config: Config,
-    source: str,
-    *,
-    speed: float | None,
-    plan: OutputPlan | None,
-    log_paths: list[str] | None,
-    duration_s: float | None,
-    stdin_fd: int,
+    config: Config, kind: str, arg: str, speed: float, plan: OutputPlan | None,
+    log_paths: list[str] | None, duration_s: float | None, stdin_fd: int,
+    status_urls: list[str], opened: ExitStack,
 ) -> Runtime:
+    """Open the source, build the session, its sinks and side sources; register on `opened`
+    everything that must be closed."""
     from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
 
-    kind, arg = parse_source(source)
-    speed = 1.0 if speed is None else speed
     period_ms = config.sampler.period_ms
     paths = list(config.logs.paths) if log_paths is None else list(log_paths)
-
     gpu_source: GpuSource | None = None
     host_source: HostSource | None = None
     recording: Recording | None = None
-    sim_lines: _LineFile | None = None
-    direct_lines: list[tuple[str, str]] | None = None
+    sim: SimWiring | None = None
     clock: Clock = SystemClock()
-    sim_log: Path | None = None
-
-    status_urls = list(config.cuzk.status_url)
-    if status_urls and (kind == "replay" or (kind == "sim" and speed == 0)):
-        why = "a replay has its recorded snapshots" if kind == "replay" else \
-            "--speed 0 runs in virtual time (the simulator's own snapshots are used)"
-        raise SourceUnavailable(f"--cuzk-status polls a live prover in real time: {why}")
-    sim_server: Any = None
-    sim_feed: Any = None
-
+    label = kind
     if kind == "nvml":
         from gapwatch.sources.host import HostSource as PsutilHostSource
         from gapwatch.sources.nvml import NvmlSource
 
         gpu_source = NvmlSource(config.sampler)
         gpus = gpu_source.open()
+        opened.callback(gpu_source.close)
         if config.host.enabled:
             host_source = PsutilHostSource(config.host)
+            opened.callback(host_source.close)
     elif kind == "sim":
-        from gapwatch.sources.sim import SimHostSource, SimProver, parse_scenarios
-
-        scenario = arg or config.sim.scenario
-        try:
-            # `sim:pageable,chained`: one scenario per GPU (their number is the GPU count).
-            names = parse_scenarios(scenario, config.sim.gpus)
-        except ValueError as exc:
-            raise SourceUnavailable(str(exc)) from None
-        clock = _clock_for(speed)
-        if speed > 0:
-            fd, name = tempfile.mkstemp(prefix=f"gapwatch-sim-{names[0]}-", suffix=".log")
-            os.close(fd)
-            sim_log = Path(name)
-            sim_lines = _LineFile(sim_log)
-            sim = SimProver(names, seed=config.sim.seed, on_line=sim_lines.write,
-                            keep_truth=False)
-            gpu_source = _FlushingSource(sim, sim_lines)
-        else:
-            direct_lines = []
-            sink_lines = direct_lines
-            sim = SimProver(names, seed=config.sim.seed,
-                            on_line=lambda s, t: sink_lines.append((s, t)), keep_truth=False)
-            gpu_source = sim
-        host_source = SimHostSource(sim)
-        gpus = gpu_source.open()
-        source = f"sim:{scenario}"
-        if speed > 0 and config.sim.status_listen.strip():
-            from gapwatch.sources.cuzk_status_server import CuzkStatusServer
-
-            host, port = split_listen(config.sim.status_listen, "status_listen")
-            try:
-                sim_server = CuzkStatusServer(sim.status_bytes, host=host, port=port)
-            except OSError as exc:
-                raise SourceUnavailable(f"[sim] status_listen {config.sim.status_listen!r}: "
-                                        f"cannot listen: {exc.strerror or exc}") from None
-        elif speed == 0:
-            from gapwatch.sources.sim import SimStatusFeed
-
-            sim_feed = (sim, config.cuzk.status_period_s)
+        sim = open_sim(config, arg, speed, opened)
+        gpu_source, host_source, gpus = sim.gpu_source, sim.host_source, sim.gpus
+        clock, label = sim.clock, sim.label
     else:
         try:
             recording = read_any(arg)
@@ -453,72 +327,61 @@ def _build(
             raise SourceUnavailable(str(exc)) from None
         gpus = list(recording.header.gpus)
         period_ms = recording.header.period_ms
+        label = f"replay:{arg}"
 
-    header = default_header(source, gpus, period_ms, config.model_dump(mode="json"))
+    header = default_header(label, gpus, period_ms, config.model_dump(mode="json"))
     history_s = max([config.snapshot.history_s, *config.ui.windows_s, config.detector.window_s])
     store = SeriesStore(gpus, period_s=period_ms / 1000, history_s=history_s)
     detector = GapDetector(config.detector, gpus, period_s=period_ms / 1000)
     session = Session(header, store, detector=detector)
-    rt = Runtime(config, source, header, session, store)
+    rt = Runtime(config, label, header, session, store)
 
-    try:
-        if config.copytrace.enabled and kind != "replay":
-            # A replay feeds the copies it recorded; live, copies come from the prover's library.
-            reader = CopyTraceReader(config.copytrace.socket or None, gpus, session.on_record,
-                                     session.on_notice, socket_mode=config.copytrace.socket_mode)
-            reader.open()  # SourceUnavailable: the command says why and exits 2
-            rt.copytrace = reader
-        # Last of all, once every source is open: only now is the recording created (or, with
-        # --force, truncated).
-        if plan is not None:
-            rt.recorder = _recorder(plan, config, session)
-            session.add_sink(rt.recorder)
-    except BaseException:
-        for opened in (gpu_source, host_source):
-            if opened is not None:
-                opened.close()
-        for started in (rt.copytrace, sim_server):
-            if started is not None:
-                started.stop()
-        raise
+    if config.copytrace.enabled and kind != "replay":
+        # A replay feeds the copies it recorded; live, copies come from the prover's library.
+        reader = CopyTraceReader(config.copytrace.socket or None, gpus, session.on_record,
+                                 session.on_notice, socket_mode=config.copytrace.socket_mode)
+        reader.open()  # SourceUnavailable: the command says why and exits 2
+        opened.callback(reader.stop)
+        rt.copytrace = reader
+    # Last of all, once every source is open: only now is the recording created (or, with
+    # --force, truncated).
+    if plan is not None:
+        rt.recorder = _recorder(plan, config, session)
+        opened.callback(rt.recorder.close)  # a failed build: closed whole (safe twice)
+        session.add_sink(rt.recorder)
 
     if gpu_source is not None:
         sim_duration = duration_s if duration_s is not None else (config.sim.duration_s or None)
         dur_ns = int(sim_duration * 1e9) if sim_duration else None
         rt.sampler = Sampler(gpu_source, host_source, session, clock, int(period_ms * 1e6),
                              duration_ns=dur_ns)
-        rt._closables.append(gpu_source)
-        if host_source is not None:
-            rt._closables.append(host_source)
     else:
         assert recording is not None
         rt.replay = ReplayDriver(recording, session, speed,
                                  _replay_log_events(paths, config, session))
         rt.read_logs = {path: "read whole" for path in paths}
 
-    if direct_lines is not None:
-        session.add_sink(_DirectLogFeeder(direct_lines, session, config))
-    if sim_feed is not None:
-        session.add_sink(SimStatusFeed(sim_feed[0], sim_feed[1], session.on_record))
-    if sim_server is not None:
-        rt.sim_status_server = sim_server
-        rt._closables.append(_Stopper(sim_server))  # also closed if start() never ran
     pollers: list[tuple[str, str | None]] = [(u, None) for u in status_urls]
-    if not pollers and sim_server is not None:
-        pollers = [(str(sim_server.url), "sim")]
-    for poll_url, label in pollers:
+    if sim is not None:
+        for sink in speed_zero_sinks(sim, config, session):
+            session.add_sink(sink)
+        rt.sim_status_server = sim.status_server
+        if not pollers and sim.status_server is not None:
+            pollers = [(str(sim.status_server.url), "sim")]
+    for poll_url, poll_label in pollers:
         rt.pollers.append(StatusPoller(
             poll_url, config.cuzk.status_period_s, config.cuzk.status_timeout_s,
-            on_status=session.on_record, on_notice=session.on_notice, clock=clock, prover=label,
+            on_status=session.on_record, on_notice=session.on_notice, clock=clock,
+            prover=poll_label,
         ))
     if paths and kind != "replay":
         rt.followers.append(_follower(paths, config, session, config.logs.from_start, clock,
                                       stdin_fd))
-    if sim_log is not None:
+    if sim is not None and sim.log_path is not None:
         # The sim's log is new and empty: read it from its start, so that no line written
         # before the tailer's first look is lost.
-        rt.sim_log_path = sim_log
-        rt.followers.append(_follower([str(sim_log)], config, session, True, clock))
+        rt.sim_log_path = sim.log_path
+        rt.followers.append(_follower([str(sim.log_path)], config, session, True, clock))
     return rt
 
 
@@ -539,46 +402,3 @@ def _replay_log_events(paths: list[str], config: Config, session: Session) -> li
         if n:
             session.store.count(f"log_{key}", n)
     return events
-
-
-class _Stopper:
-    """`close()` for an object that has `stop()` (safe twice), for the runtime's closables."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def close(self) -> None:
-        self.inner.stop()
-
-
-class _DirectLogFeeder:
-    """At speed 0 the simulated prover's lines are parsed as they are produced (a sink that
-    runs after each record, on the sampler thread) instead of going through a file."""
-
-    def __init__(self, lines: list[tuple[str, str]], session: Session, config: Config) -> None:
-        from gapwatch.logs.parse import LogParser
-
-        self.lines = lines
-        self.session = session
-        self.parser = LogParser(config.logs)
-        self._busy = False
-
-    def on_header(self, header: SessionHeader) -> None:
-        pass
-
-    def on_record(self, record: Record) -> None:
-        if self._busy or not self.lines or record.type != "gpu":
-            return
-        self._busy = True  # on_log_event re-enters the sinks
-        try:
-            pending = list(self.lines)
-            self.lines.clear()
-            t = getattr(record, "t_wall_s", 0.0)
-            for stream, text in pending:
-                for ev in self.parser.parse_line(text, stream, None, t):
-                    self.session.on_log_event(ev)
-        finally:
-            self._busy = False
-
-    def close(self) -> None:
-        pass

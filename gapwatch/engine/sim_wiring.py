@@ -1,0 +1,225 @@
+"""The simulated prover wired as if it were a live one: its log through a file and the real
+tailer, its `/status` served over HTTP and polled, on a clock of the chosen speed.
+
+Who calls it: `gapwatch.engine.runtime` for `--source sim[:SCENARIO[,SCENARIO...]]` (`demo`,
+`record --source sim`, tests). Everything it opens is registered on the caller's `ExitStack`,
+so a runtime that fails to build, or stops, closes it (and removes the temporary log).
+
+- At speed > 0 the prover's lines are appended to a temporary log file (`LineFile`), flushed
+  once per tick as a real prover writes as it goes (`FlushingSource`), and followed by the real
+  tailer from its start: the demo exercises the same path as cuzk's log. Its pipeline is served
+  as cuzk's `GET /status` (`[sim] status_listen`) and polled like a real prover's.
+- At speed 0 (as fast as possible, virtual time) no tailer or poller can keep up: the lines are
+  parsed as they are produced (`DirectLogFeeder`, a session sink) and the status snapshots are
+  handed over directly (`SimStatusFeed`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import tempfile
+import threading
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gapwatch.core.config import Config, split_listen
+from gapwatch.core.models import GpuInfo, Record, SessionHeader
+from gapwatch.engine.clock import Clock, ScaledClock, SystemClock, VirtualClock
+from gapwatch.sources import GpuSource, HostSource, SourceUnavailable
+
+
+def clock_for(speed: float) -> Clock:
+    """The clock of a simulated or replayed session at `speed` (0: as fast as possible)."""
+    if speed == 0:
+        return VirtualClock(start_mono_ns=time.monotonic_ns(), start_wall_s=time.time())
+    if speed == 1:
+        return SystemClock()
+    return ScaledClock(speed)
+
+
+@dataclass
+class SimWiring:
+    """What the runtime needs of the simulated prover."""
+
+    label: str
+    gpus: list[GpuInfo]
+    gpu_source: GpuSource
+    host_source: HostSource
+    clock: Clock
+    #: The simulator itself (its status snapshots, for the speed-0 feed).
+    sim: Any
+    #: The temporary log the real tailer follows (speed > 0).
+    log_path: Path | None = None
+    #: The lines waiting to be parsed inline (speed 0).
+    direct_lines: list[tuple[str, str]] | None = None
+    #: Its `/status` server (speed > 0 with `[sim] status_listen`), not yet started.
+    status_server: Any = None
+    #: Extra sinks for the session (speed 0: the inline log parser, the status feed).
+    sinks: list[Any] = field(default_factory=list)
+
+
+def open_sim(config: Config, arg: str, speed: float, resources: ExitStack) -> SimWiring:
+    """Build the simulated prover for `--source sim:ARG`; register what it opens on
+    `resources`. Raises SourceUnavailable for an unknown scenario or a status port in use."""
+    from gapwatch.sources.sim import SimHostSource, SimProver, parse_scenarios
+
+    scenario = arg or config.sim.scenario
+    try:
+        # `sim:pageable,chained`: one scenario per GPU (their number is the GPU count).
+        names = parse_scenarios(scenario, config.sim.gpus)
+    except ValueError as exc:
+        raise SourceUnavailable(str(exc)) from None
+    clock = clock_for(speed)
+    log_path: Path | None = None
+    direct: list[tuple[str, str]] | None = None
+    if speed > 0:
+        fd, name = tempfile.mkstemp(prefix=f"gapwatch-sim-{names[0]}-", suffix=".log")
+        os.close(fd)
+        log_path = Path(name)
+        lines = LineFile(log_path)
+        resources.callback(lines.close)
+        sim = SimProver(names, seed=config.sim.seed, on_line=lines.write, keep_truth=False)
+        gpu_source: GpuSource = FlushingSource(sim, lines)
+    else:
+        direct = []
+        sink = direct
+        sim = SimProver(names, seed=config.sim.seed, on_line=lambda s, t: sink.append((s, t)),
+                        keep_truth=False)
+        gpu_source = sim
+    host_source = SimHostSource(sim)
+    gpus = gpu_source.open()
+    resources.callback(gpu_source.close)
+    resources.callback(host_source.close)
+    wiring = SimWiring(f"sim:{scenario}", gpus, gpu_source, host_source, clock, sim,
+                       log_path=log_path, direct_lines=direct)
+    if speed > 0 and config.sim.status_listen.strip():
+        from gapwatch.sources.cuzk_status_server import CuzkStatusServer
+
+        host, port = split_listen(config.sim.status_listen, "status_listen")
+        try:
+            wiring.status_server = CuzkStatusServer(sim.status_bytes, host=host, port=port)
+        except OSError as exc:
+            raise SourceUnavailable(f"[sim] status_listen {config.sim.status_listen!r}: "
+                                    f"cannot listen: {exc.strerror or exc}") from None
+        resources.callback(wiring.status_server.stop)
+    return wiring
+
+
+def speed_zero_sinks(wiring: SimWiring, config: Config, session: Any) -> list[Any]:
+    """At speed 0: the sinks that parse the prover's lines and hand its status over inline."""
+    if wiring.direct_lines is None:
+        return []
+    from gapwatch.sources.sim import SimStatusFeed
+
+    return [DirectLogFeeder(wiring.direct_lines, session, config),
+            SimStatusFeed(wiring.sim, config.cuzk.status_period_s, session.on_record)]
+
+
+class LineFile:
+    """Appends the simulated prover's lines to a log file, as `cuzk > log 2>&1` would.
+
+    The file is gapwatch's own temporary: it is rotated by rename at `max_bytes` (one old
+    generation kept, so that a demo left running for weeks does not fill the disk; the tailer
+    drains the renamed file, as after a logrotate) and removed on close, and at interpreter exit
+    if close never came (an exception, Ctrl-C before the runtime stopped).
+    """
+
+    def __init__(self, path: Path, max_bytes: int = 16 << 20) -> None:
+        self.path = path
+        self.old_path = path.with_name(path.name + ".1")
+        self.max_bytes = max_bytes
+        self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._written = 0
+        self._lock = threading.Lock()
+        atexit.register(self._remove)
+
+    def write(self, stream: str, text: str) -> None:
+        with self._lock:
+            if self._f.closed:
+                return
+            self._f.write(text + "\n")
+            self._written += len(text) + 1
+            if self._written >= self.max_bytes:
+                self._f.close()
+                os.replace(self.path, self.old_path)
+                self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+                self._written = 0
+
+    def flush(self) -> None:
+        with self._lock:
+            if not self._f.closed:
+                self._f.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._f.close()
+        self._remove()
+        atexit.unregister(self._remove)
+
+    def _remove(self) -> None:
+        for p in (self.path, self.old_path):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                pass  # someone else's now (a read-only /tmp?): nothing more to do
+
+
+class FlushingSource:
+    """Wraps the sim so that its log lines reach the file once per tick (like a real prover
+    writing as it goes), not whenever Python's buffer fills."""
+
+    def __init__(self, inner: Any, lines: LineFile) -> None:
+        self.inner = inner
+        self.lines = lines
+
+    def open(self) -> list[GpuInfo]:
+        result: list[GpuInfo] = self.inner.open()
+        return result
+
+    def read(self, t_mono_ns: int, t_wall_s: float, lateness_ns: int) -> Any:
+        tick = self.inner.read(t_mono_ns, t_wall_s, lateness_ns)
+        self.lines.flush()
+        return tick
+
+    def close(self) -> None:
+        self.inner.close()
+        self.lines.close()
+
+
+class DirectLogFeeder:
+    """At speed 0 the simulated prover's lines are parsed as they are produced (a sink that
+    runs after each record, on the sampler thread) instead of going through a file."""
+
+    def __init__(self, lines: list[tuple[str, str]], session: Any, config: Config) -> None:
+        from gapwatch.logs.parse import LogParser
+
+        self.lines = lines
+        self.session = session
+        self.parser = LogParser(config.logs)
+        self._busy = False
+
+    def on_header(self, header: SessionHeader) -> None:
+        pass
+
+    def on_record(self, record: Record) -> None:
+        if self._busy or not self.lines or record.type != "gpu":
+            return
+        self._busy = True  # on_log_event re-enters the sinks
+        try:
+            pending = list(self.lines)
+            self.lines.clear()
+            t = getattr(record, "t_wall_s", 0.0)
+            for stream, text in pending:
+                for ev in self.parser.parse_line(text, stream, None, t):
+                    self.session.on_log_event(ev)
+        finally:
+            self._busy = False
+
+    def close(self) -> None:
+        pass

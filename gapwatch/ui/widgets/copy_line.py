@@ -11,14 +11,11 @@ Hidden (no height) until a first copy arrives, so a session without the trace lo
 
 from __future__ import annotations
 
-from rich.console import Group
-from rich.text import Text
-from textual.widget import Widget
-
 from gapwatch.core import fmt
 from gapwatch.core.evidence import summarise_copies
 from gapwatch.core.models import CopyRecord
 from gapwatch.ui.view import View
+from gapwatch.ui.widgets.run_lines import RunLines
 
 #: Seconds of data each line sums (a partition's copies take 0.1-3 s).
 WINDOW_S = 10.0
@@ -45,14 +42,11 @@ def copy_runs(gpu: int, copies: list[CopyRecord], now_s: float) -> list[tuple[st
     return runs
 
 
-class CopyLine(Widget):
+class CopyLine(RunLines):
     """One line per GPU seen in the copy trace."""
 
     COMPONENT_CLASSES = {"copy-line--label", "copy-line--pageable"}
-
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
-        super().__init__(id=id)
-        self._lines: list[list[tuple[str, str]]] = []
+    STYLE_CLASSES = {"label": "copy-line--label", "pageable": "copy-line--pageable"}
 
     def show(self, view: View) -> None:
         copies = list(view.snap.copies)
@@ -62,22 +56,5 @@ class CopyLine(Widget):
         # copies stopped shows none, not its last ten seconds forever.
         newest = [s.t_wall_s for g in view.gpu_indices() if (s := view.latest(g)) is not None]
         now_s = max(newest) if newest else max(c.end_wall_s for c in copies)
-        lines = [copy_runs(gpu, copies, now_s) for gpu in sorted({c.gpu for c in copies
-                                                                  if c.gpu is not None})]
-        if lines and not self.display:
-            self.display = True
-        if lines != self._lines:
-            relayout = len(lines) != len(self._lines)
-            self._lines = lines
-            self.refresh(layout=relayout)
-
-    def render(self) -> Group:
-        styles = {"label": self.get_component_rich_style("copy-line--label"),
-                  "pageable": self.get_component_rich_style("copy-line--pageable")}
-        out = []
-        for runs in self._lines:
-            line = Text(no_wrap=True, overflow="ellipsis")
-            for text, key in runs:
-                line.append(text, styles.get(key, ""))
-            out.append(line)
-        return Group(*out)
+        gpus = sorted({c.gpu for c in copies if c.gpu is not None})
+        self.show_lines([copy_runs(gpu, copies, now_s) for gpu in gpus])

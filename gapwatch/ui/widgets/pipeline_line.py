@@ -8,13 +8,10 @@ until a first snapshot arrives, so a session without `--cuzk-status` looks as be
 
 from __future__ import annotations
 
-from rich.console import Group
-from rich.text import Text
-from textual.widget import Widget
-
 from gapwatch.core.models import ProverStatus
 from gapwatch.core.prover import worker_letters
 from gapwatch.ui.view import View
+from gapwatch.ui.widgets.run_lines import RunLines
 
 #: A snapshot older than this (data time) is marked stale: polling has stopped answering.
 STALE_AFTER_S = 3.0
@@ -54,14 +51,11 @@ def pipeline_text(st: ProverStatus, age_s: float | None) -> list[tuple[str, str]
     return runs
 
 
-class PipelineLine(Widget):
+class PipelineLine(RunLines):
     """One line per prover that answered `/status`."""
 
     COMPONENT_CLASSES = {"pipeline-line--label", "pipeline-line--warn"}
-
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
-        super().__init__(id=id)
-        self._lines: list[list[tuple[str, str]]] = []
+    STYLE_CLASSES = {"label": "pipeline-line--label", "warn": "pipeline-line--warn"}
 
     def show(self, view: View) -> None:
         provers = view.snap.provers
@@ -70,21 +64,4 @@ class PipelineLine(Widget):
             st = provers[name]
             age = (view.t_end_ns - st.t_mono_ns) / 1e9
             lines.append(pipeline_text(st, age if age > 0 else None))
-        if lines and not self.display:
-            self.display = True
-        if lines != self._lines:
-            # A new height only when the number of provers changed: a repaint otherwise.
-            relayout = len(lines) != len(self._lines)
-            self._lines = lines
-            self.refresh(layout=relayout)
-
-    def render(self) -> Group:
-        styles = {"label": self.get_component_rich_style("pipeline-line--label"),
-                  "warn": self.get_component_rich_style("pipeline-line--warn")}
-        out = []
-        for runs in self._lines:
-            line = Text(no_wrap=True, overflow="ellipsis")
-            for text, key in runs:
-                line.append(text, styles.get(key, ""))
-            out.append(line)
-        return Group(*out)
+        self.show_lines(lines)

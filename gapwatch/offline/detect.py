@@ -29,6 +29,7 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
+from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
@@ -105,15 +106,17 @@ def detect_records(
         if tp == "gpu":
             if r.t_wall_s >= next_log_t:  # type: ignore[union-attr]
                 while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:  # type: ignore[union-attr]
-                    feed(extra_logs[li])
+                    feed(bounded_event(extra_logs[li]))
                     log_events.append(extra_logs[li])
                     li += 1
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
             out = feed_gpu(r)  # type: ignore[arg-type]
+        elif tp == "log":
+            log_events.append(r)  # type: ignore[arg-type]
+            # The detector sees a log event as a live session's does (`Session.on_record`).
+            out = feed(bounded_event(r))  # type: ignore[arg-type]
         else:
-            if tp == "log":
-                log_events.append(r)  # type: ignore[arg-type]
-            elif tp == "prover":
+            if tp == "prover":
                 prover_statuses.append(r)  # type: ignore[arg-type]
             elif tp == "copy":
                 copies.append(r)  # type: ignore[arg-type]
@@ -121,7 +124,7 @@ def detect_records(
         if out:
             take(out)
     while li < n_extra:
-        feed(extra_logs[li])
+        feed(bounded_event(extra_logs[li]))
         log_events.append(extra_logs[li])
         li += 1
     take(det.finish())

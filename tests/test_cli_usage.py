@@ -89,3 +89,23 @@ def test_parse_of_a_missing_log_is_bad_usage(capsys: pytest.CaptureFixture[str])
 def test_parse_of_a_directory_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["parse", str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["demo"], ["replay", str(DATA / "pageable.csv")]],
+                         ids=["demo", "replay"])
+def test_the_dashboard_without_a_terminal_refuses_and_names_the_headless_way(
+    argv: list[str], tmp_path: Path
+) -> None:
+    """`gapwatch demo > out 2>&1`: nobody can see a dashboard, and it would write screen
+    updates to the file until killed."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.txt"
+    with out.open("w") as fh:
+        done = subprocess.run([sys.executable, "-m", "gapwatch", *argv], stdout=fh,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=60)
+    text = out.read_text()
+    assert done.returncode == 2
+    assert "standard error is not one" in text and "headless" in text
+    assert "\x1b[" not in text  # not one screen update written

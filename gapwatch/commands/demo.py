@@ -17,7 +17,7 @@ from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
 from gapwatch.engine.console import say
 from gapwatch.engine.runtime import STARTUP_ERRORS, build_runtime
-from gapwatch.engine.terminal import detach_piped_stdin
+from gapwatch.engine.terminal import detach_piped_stdin, require_terminal
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,6 +38,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         print("gapwatch demo: --speed 0 is for `record`; use e.g. --speed 4", file=sys.stderr)
         return 2
     try:
+        require_terminal("demo")
         log_fd = detach_piped_stdin(list(config.logs.paths))
         rt = build_runtime(config, source, speed=speed, record_path=args.record,
                            record_exists=exists_policy(args), stdin_fd=log_fd)

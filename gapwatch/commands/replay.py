@@ -21,6 +21,7 @@ from gapwatch.engine.console import say
 from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime
 from gapwatch.engine.stop_signals import StopSignals
 from gapwatch.engine.summary import gap_counts_text
+from gapwatch.engine.terminal import require_terminal
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,6 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     try:
+        if not args.headless:
+            require_terminal("replay")
         rt = build_runtime(config, f"replay:{args.file}", speed=args.speed,
                            log_paths=list(args.log or []))
     except STARTUP_ERRORS as exc:

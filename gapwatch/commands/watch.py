@@ -15,7 +15,7 @@ from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
 from gapwatch.engine.console import say
 from gapwatch.engine.runtime import STARTUP_ERRORS, build_runtime
-from gapwatch.engine.terminal import detach_piped_stdin
+from gapwatch.engine.terminal import detach_piped_stdin, require_terminal
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,6 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     try:
+        require_terminal("watch")
         log_fd = detach_piped_stdin(list(config.logs.paths))
         rt = build_runtime(config, args.source or "nvml", speed=args.speed,
                            record_path=args.record, record_exists=exists_policy(args),

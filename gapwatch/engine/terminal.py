@@ -1,6 +1,11 @@
-"""Keep the keyboard for the dashboard when the prover's log arrives on standard input.
+"""The terminal the dashboard needs: a screen to draw on, and the keyboard kept for it when the
+prover's log arrives on standard input.
 
-Who calls it: `gapwatch watch` and `gapwatch demo` before they start the dashboard. With
+Who calls it: `gapwatch watch`, `demo` and `replay` before they start the dashboard.
+
+Textual draws on standard error. When that is not a terminal (`gapwatch demo > out 2>&1`, a
+cron job) there is no one to see the dashboard and it would write screen updates to the file
+until killed: `require_terminal` refuses that up front and names the headless command. With
 `journalctl -fu cuzk | gapwatch watch --log -`, standard input is the log pipe, and Textual reads
 its keys from standard input: log text would be taken for key presses (an `s` in a line takes a
 snapshot) and `q` would never arrive. So the pipe is moved to a new descriptor for the log
@@ -34,3 +39,19 @@ def detach_piped_stdin(log_paths: list[str]) -> int:
     os.dup2(tty, 0)
     os.close(tty)
     return log_fd
+
+
+def require_terminal(command: str) -> None:
+    """Raise SourceUnavailable unless standard error (where the dashboard draws) is a terminal.
+
+    Raises:
+        SourceUnavailable: no terminal to draw on; the message names the headless way.
+    """
+    if os.isatty(2):
+        return
+    headless = ("gapwatch replay FILE --headless" if command == "replay"
+                else "gapwatch record --out FILE (or --prometheus HOST:PORT)")
+    raise SourceUnavailable(
+        f"the dashboard draws on a terminal, and standard error is not one (redirected to a "
+        f"file or a pipe?); run headless instead: {headless}")
+

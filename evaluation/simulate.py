@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gapwatch.base.clock import VirtualClock
 from gapwatch.core.models import Record, SessionHeader
-from gapwatch.engine.clock import VirtualClock
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Detector, Session, default_header
 from gapwatch.engine.store import SeriesStore

@@ -4,6 +4,7 @@ one imports psutil; headless commands run without Textual ever being loaded."""
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -144,8 +145,8 @@ def test_the_top_level_holds_only_entry_points_and_documented_subpackages() -> N
     top = {p.name for p in PKG.iterdir() if p.name != "__pycache__"}
     packages = {p.name for p in PKG.iterdir() if (p / "__init__.py").exists()}
     assert top - packages == {"__init__.py", "__main__.py", "cli.py", "py.typed"}
-    assert packages == {"commands", "copytrace", "core", "engine", "logs", "offline", "sinks",
-                        "sources", "ui"}
+    assert packages == {"base", "commands", "copytrace", "core", "engine", "logs", "offline",
+                        "sinks", "sources", "ui"}
     for init in PKG.rglob("__init__.py"):
         if init.parent == PKG:
             continue
@@ -161,3 +162,30 @@ def test_the_core_has_no_threads_clocks_or_hardware() -> None:
     for module, deps in graph.items():
         if module.startswith("gapwatch.core"):
             assert all(d.startswith("gapwatch.core") for d in deps), (module, deps)
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """Run import-linter's contracts (pyproject's `[tool.importlinter]`) over the package at
+    `root` (a checkout or a copy of one)."""
+    lint = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run([str(lint), "--no-cache", "--config", str(root / "pyproject.toml")],
+                          capture_output=True, text=True, timeout=120, cwd=root,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+
+
+def test_no_import_goes_up_the_layers() -> None:
+    out = _lint_imports(PKG.parent)
+    assert "Contracts: 1 kept, 0 broken." in out.stdout, out.stdout + out.stderr
+
+
+def test_the_layers_contract_catches_a_lazy_import_up_the_layers(tmp_path: Path) -> None:
+    """A copy of the package where the log tailer imports the session inside a function: the
+    contract must break on it (the check reads imports inside functions, not only at the top)."""
+    shutil.copytree(PKG, tmp_path / "gapwatch", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PKG.parent / "pyproject.toml", tmp_path / "pyproject.toml")
+    tail = tmp_path / "gapwatch" / "logs" / "tail.py"
+    tail.write_text(tail.read_text() + "\n\ndef _up() -> None:\n"
+                    "    from gapwatch.engine.session import Session\n    del Session\n")
+    out = _lint_imports(tmp_path)
+    assert "1 broken" in out.stdout, out.stdout + out.stderr
+    assert "gapwatch.logs.tail -> gapwatch.engine.session" in out.stdout

@@ -4,8 +4,8 @@ a failing source reported but never fatal."""
 from __future__ import annotations
 
 from evaluation.simulate import ListSink
+from gapwatch.base.clock import FakeClock
 from gapwatch.core.models import GpuInfo, GpuSample, HostSample, Notice
-from gapwatch.engine.clock import FakeClock
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
@@ -111,7 +111,7 @@ def test_host_source_is_read_every_tick() -> None:
 
 
 def test_stop_ends_the_thread_promptly() -> None:
-    from gapwatch.engine.clock import SystemClock
+    from gapwatch.base.clock import SystemClock
 
     session, _ = _session()
     clock = FakeClock()

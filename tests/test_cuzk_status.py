@@ -13,8 +13,8 @@ from pathlib import Path
 from cuzk_fakes import WAITS_ON_SYNTHESIS, cuzk_doc, ok_answer, truncated_answer
 
 from evaluation.simulate import ListSink
+from gapwatch.base.clock import FakeClock
 from gapwatch.core.models import GpuInfo, GpuSample, Notice, ProverStatus
-from gapwatch.engine.clock import FakeClock
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore

@@ -7,7 +7,7 @@ import random
 
 from test_core_sampler import PERIOD_NS, CountingSource, _session
 
-from gapwatch.engine.clock import FakeClock
+from gapwatch.base.clock import FakeClock
 from gapwatch.engine.lateness import LatenessHistogram
 from gapwatch.engine.sampler import Sampler
 

@@ -12,10 +12,10 @@ import pytest
 from fake_pynvml import MIB, NVML_ERROR_NO_PERMISSION, NVML_ERROR_NOT_SUPPORTED, FakeDevice, install
 from proc_fakes import PROVER_STATUS, deny, fake_proc
 
+from gapwatch.base.clock import FakeClock
 from gapwatch.core.config import Config, SamplerConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import LinkState, ProcessMemory
-from gapwatch.engine.clock import FakeClock
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
@@ -314,7 +314,7 @@ def test_the_record_summary_counts_proc_readings_and_their_problems():
 
 
 def test_the_footer_says_a_trained_down_link_makes_percent_of_link_of_max():
-    from gapwatch.engine.runtime import RuntimeStatus
+    from gapwatch.engine.status import RuntimeStatus
     from gapwatch.ui.widgets.status_footer import status_parts
 
     down = LinkState(0, 1, 1.0, 3, 8, 5, 16, 7.88e9, 63.0e9)

@@ -8,12 +8,12 @@ import json
 
 from cuzk_fakes import DISPATCH_STALL, INSIDE_WORKERS, WAITS_ON_SYNTHESIS, cuzk_doc
 
+from gapwatch.base.clock import FakeClock
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.evidence import GapEvidence
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, ProverStatus
 from gapwatch.core.prover import decide_cause, gap_state, snapshot_cause, worker_letters
-from gapwatch.engine.clock import FakeClock
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sources.cuzk_status import StatusPoller, parse_status

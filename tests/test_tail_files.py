@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gapwatch.engine.clock import FakeClock
+from gapwatch.base.clock import FakeClock
 from gapwatch.logs.tail import LineSplitter, Tailer
 
 

@@ -12,7 +12,7 @@ from cuzk_fakes import WAITS_ON_SYNTHESIS
 from ui_fakes import WALL0_S, FakeRuntime, fill_breakdown, make_config, screen_text, t_ns
 
 from gapwatch.core.prover import gap_state
-from gapwatch.engine.runtime import RuntimeStatus
+from gapwatch.engine.status import RuntimeStatus
 from gapwatch.sources.cuzk_status import PollerStatus, parse_status
 from gapwatch.ui.app import GapwatchApp
 from gapwatch.ui.widgets.pipeline_line import PipelineLine, pipeline_text

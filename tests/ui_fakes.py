@@ -18,9 +18,9 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
-from gapwatch.engine.runtime import RuntimeStatus
 from gapwatch.engine.sampler import LatenessStats
 from gapwatch.engine.session import Session
+from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.recorder import RecordingStatus
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from gapwatch.base.background import Background
 from gapwatch.core.models import LogEvent, Notice
-from gapwatch.engine.background import Background
 from gapwatch.engine.session import Session
 from gapwatch.logs.files import merge_by_time
 from gapwatch.sources.recording import Recording

@@ -28,55 +28,25 @@ from __future__ import annotations
 
 import threading
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.core.config import Config
-from gapwatch.core.models import LinkState, LogEvent, Notice, SessionHeader
-from gapwatch.engine.clock import Clock, SystemClock
+from gapwatch.core.models import LogEvent, Notice, SessionHeader
 from gapwatch.engine.replay import ReplayDriver
-from gapwatch.engine.sampler import LatenessStats, Sampler
+from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.sim_wiring import SimWiring, open_sim, speed_zero_sinks
+from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.output_file import ExistsPolicy, OutputPlan, OutputRefused, check_output
-from gapwatch.sinks.recorder import Recorder, RecordingStatus
+from gapwatch.sinks.recorder import Recorder
 from gapwatch.sources import GpuSource, HostSource, SideSource, SourceUnavailable
-from gapwatch.sources.copytrace import CopyTraceReader, CopyTraceStatus
-from gapwatch.sources.cuzk_status import PollerStatus, StatusPoller
+from gapwatch.sources.copytrace import CopyTraceReader
+from gapwatch.sources.cuzk_status import StatusPoller
 from gapwatch.sources.files import read_any
 from gapwatch.sources.recording import Recording, RecordingError
-
-
-@dataclass(frozen=True)
-class RuntimeStatus:
-    """What the dashboard footer (and `record`'s summary) shows about the machinery itself."""
-
-    source: str
-    period_ms: float
-    lateness: LatenessStats | None
-    gpu_sources: dict[int, str]
-    logs: dict[str, str] = field(default_factory=dict)
-    log_counters: dict[str, int] = field(default_factory=dict)
-    recording_path: str | None = None
-    #: The recording's health (writing / failing with its error / closed, records dropped);
-    #: None without a recording. The footer shows `recording.error` while it is failing.
-    recording: RecordingStatus | None = None
-    prometheus_address: str | None = None
-    done: bool = False
-    #: The copy trace's reader (None when `--copytrace` is off).
-    copytrace: CopyTraceStatus | None = None
-    #: The latest PCIe link reading under traffic per GPU (a trained-down link changes what
-    #: "% of link" means: the footer says so).
-    links: dict[int, LinkState] = field(default_factory=dict)
-    #: The GPU source's slow-reading counters (`NvmlSource.counters`: /proc readings and their
-    #: problems, link reads); empty for other sources.
-    source_counters: dict[str, int] = field(default_factory=dict)
-    #: One per polled status URL (cuzk `/status`), in the order given.
-    provers: list[PollerStatus] = field(default_factory=list)
-    #: Where the simulated prover serves its own status, when it does.
-    sim_status_url: str | None = None
 
 
 def parse_source(source: str) -> tuple[str, str]:

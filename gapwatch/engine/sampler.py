@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from gapwatch.base.background import Background
+from gapwatch.base.clock import Clock
 from gapwatch.core.models import Notice
-from gapwatch.engine.background import Background
-from gapwatch.engine.clock import Clock
 from gapwatch.engine.lateness import LatenessHistogram
 from gapwatch.engine.session import Session
 from gapwatch.sources import GpuSource, HostSource

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gapwatch.base.clock import Clock, ScaledClock, SystemClock, VirtualClock
 from gapwatch.core.config import Config, split_listen
 from gapwatch.core.models import GpuInfo, Record, SessionHeader
-from gapwatch.engine.clock import Clock, ScaledClock, SystemClock, VirtualClock
 from gapwatch.sources import GpuSource, HostSource, SourceUnavailable
 
 

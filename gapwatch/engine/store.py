@@ -15,10 +15,9 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from gapwatch.core.ledger import Change, GapLedger, Tally
+from gapwatch.core.ledger import Change, GapLedger
 from gapwatch.core.models import (
     CopyRecord,
     Gap,
@@ -34,50 +33,9 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.sizes import event_bytes, status_bytes
+from gapwatch.core.store_snapshot import StoreSnapshot
 
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True, slots=True)
-class StoreSnapshot:
-    """A consistent, immutable view of the store at one moment."""
-
-    version: int
-    gpus: tuple[GpuInfo, ...]
-    gpu_samples: dict[int, tuple[GpuSample, ...]]
-    host_samples: tuple[HostSample, ...]
-    log_events: tuple[LogEvent, ...]
-    #: The gaps as the ledger has them (latest version, retracted ones gone), in start order,
-    #: open gaps included (`Gap.is_open`).
-    gaps: tuple[Gap, ...]
-    #: Latest chaining state per GPU.
-    states: dict[int, StateChange]
-    notices: tuple[Notice, ...]
-    counters: dict[str, int] = field(default_factory=dict)
-    #: Busy share of the detector's window per GPU, refreshed about once a second of data
-    #: (`states` only changes when the state does, so its busy_fraction goes stale).
-    busy: dict[int, float | None] = field(default_factory=dict)
-    #: The prover's own status snapshots (cuzk `/status`), oldest first, and the latest per
-    #: prover.
-    prover_statuses: tuple[ProverStatus, ...] = ()
-    provers: dict[str, ProverStatus] = field(default_factory=dict)
-    #: Closed gaps by (GPU, kind) since the session started (never forgotten).
-    gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
-    #: The copy trace's latest copies (all GPUs), oldest first.
-    copies: tuple[CopyRecord, ...] = ()
-    #: Latest host-memory reading of each process NVML lists, per GPU.
-    procmem: dict[int, tuple[ProcessMemory, ...]] = field(default_factory=dict)
-    #: Latest PCIe link state read under traffic, per GPU.
-    links: dict[int, LinkState] = field(default_factory=dict)
-
-    def busy_share(self, gpu: int) -> float | None:
-        """The busy share to show for `gpu`: the live window value, else the one its last state
-        change carried (before the first refresh). Header, snapshot and /metrics all use this."""
-        live = self.busy.get(gpu)
-        if live is not None:
-            return live
-        state = self.states.get(gpu)
-        return state.busy_fraction if state is not None else None
 
 
 class _Budget(Generic[_T]):

@@ -14,9 +14,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.core.config import LogsConfig
 from gapwatch.core.models import LogEvent, Notice
-from gapwatch.engine.clock import Clock, SystemClock
 from gapwatch.logs.parse import LogParser
 from gapwatch.logs.tail import SourceStatus, Tailer
 

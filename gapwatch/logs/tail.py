@@ -40,7 +40,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gapwatch.engine.clock import Clock, SystemClock
+from gapwatch.base.clock import Clock, SystemClock
 
 #: on_line(source, text, arrival_mono_ns, arrival_wall_s)
 LineCallback = Callable[[str, str, int, float], None]

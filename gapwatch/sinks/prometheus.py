@@ -26,7 +26,7 @@ the user's explicit choice: the endpoint has no authentication (see docs/export.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
@@ -40,13 +40,37 @@ from prometheus_client.core import (
 from gapwatch import __version__
 from gapwatch.core.config import split_listen
 from gapwatch.core.ledger import Tally
-from gapwatch.core.models import CHAIN_STATES, GAP_KINDS, GpuSample, LinkState, ProcessMemory
-from gapwatch.engine.session import Session
-from gapwatch.engine.store import StoreSnapshot
+from gapwatch.core.models import (
+    CHAIN_STATES,
+    GAP_KINDS,
+    GpuSample,
+    LinkState,
+    ProcessMemory,
+    SessionHeader,
+)
+from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
 from gapwatch.sinks.prover_metrics import prover_families
 from gapwatch.sources.cuzk_status import PollerStatus
+
+
+class _SnapshotSource(Protocol):
+    def snapshot(self) -> StoreSnapshot: ...
+
+
+class ExportedSession(Protocol):
+    """What the exporter needs of a session: its store's snapshot, its header, and a place for
+    the metrics sink (`gapwatch.engine.session.Session` is one; the exporter sits below the
+    engine and never imports it)."""
+
+    @property
+    def store(self) -> _SnapshotSource: ...
+
+    @property
+    def header(self) -> SessionHeader: ...
+
+    def add_sink(self, sink: MetricsSink) -> None: ...
 
 
 class ExporterError(Exception):
@@ -80,7 +104,7 @@ class GapwatchCollector:
 
     def __init__(
         self,
-        session: Session,
+        session: ExportedSession,
         sink: MetricsSink,
         status_fn: Callable[[], Any] | None = None,
     ) -> None:
@@ -396,7 +420,7 @@ class ExporterHandle:
         self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self.url = f"http://{self.address}/metrics"
 
-    def serve(self, session: Session, status_fn: Callable[[], Any] | None = None) -> None:
+    def serve(self, session: ExportedSession, status_fn: Callable[[], Any] | None = None) -> None:
         """Register a `MetricsSink` on the session (counting starts now: call it before feeding
         records) and start answering scrapes. `status_fn` returns the runtime's
         `RuntimeStatus`; its logs, log counters and recording feed their metrics."""
@@ -429,7 +453,7 @@ def bind_exporter(listen: str, limits: ServerLimits | None = None) -> ExporterHa
 
 def start_exporter(
     listen: str,
-    session: Session,
+    session: ExportedSession,
     status_fn: Callable[[], Any] | None = None,
     limits: ServerLimits | None = None,
 ) -> ExporterHandle:

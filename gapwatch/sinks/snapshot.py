@@ -34,7 +34,7 @@ from gapwatch.core import fmt
 from gapwatch.core.config import Config
 from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
-from gapwatch.engine.store import StoreSnapshot
+from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.sinks.recorder import write_recording
 
 RECORDING_NAME = "recording.jsonl.gz"

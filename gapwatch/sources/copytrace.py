@@ -36,9 +36,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.copytrace import wire
 from gapwatch.core.models import CopyRecord, GpuInfo, Notice, Record
-from gapwatch.engine.clock import Clock, SystemClock
 from gapwatch.sources import SourceUnavailable
 
 #: Largest datagram read whole (the library sends at most 64 x 64 bytes + a header).

@@ -39,6 +39,8 @@ from pydantic import (
     WrapValidator,
 )
 
+from gapwatch.base.background import Background
+from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.core.bounds import I64, GpuIndex
 from gapwatch.core.models import (
     PARTITION_STATES,
@@ -48,8 +50,6 @@ from gapwatch.core.models import (
     ProverStatus,
     ProverWorker,
 )
-from gapwatch.engine.background import Background
-from gapwatch.engine.clock import Clock, SystemClock
 
 #: Why a poll failed (`http_<code>` is added for any status other than 200).
 ERROR_REASONS: tuple[str, ...] = (

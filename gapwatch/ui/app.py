@@ -27,10 +27,11 @@ from textual.filter import LineFilter, Monochrome
 
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
-from gapwatch.engine.runtime import RuntimeStatus
+from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.engine.session import Session
+from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.stop_signals import STOP_SIGNALS, StopSignals
-from gapwatch.engine.store import SeriesStore, StoreSnapshot
+from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
 from gapwatch.ui.messages import NoticeRaised, SnapshotFinished, StateChanged
 from gapwatch.ui.view import View, newest_time_ns

@@ -25,7 +25,7 @@ from gapwatch.core.models import (
     HostSample,
     StateChange,
 )
-from gapwatch.engine.store import StoreSnapshot
+from gapwatch.core.store_snapshot import StoreSnapshot
 
 _T_MONO = attrgetter("t_mono_ns")
 

@@ -21,7 +21,7 @@ from rich.console import Group
 from rich.text import Text
 from textual.widget import Widget
 
-from gapwatch.engine.runtime import RuntimeStatus
+from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.summary import links_down_text
 from gapwatch.ui.fit import fit_indices
 

@@ -1,0 +1,7 @@
+"""Base utilities below every layer that runs: clocks (`clock`) and the life cycle of a
+background thread (`background`).
+
+Who uses it: the sources and the log follower (which schedule and stamp with a `Clock` and run
+their own threads), the engine, tests. It imports nothing from gapwatch, so any layer may use it;
+the pure core still never does (it reads no clock and starts no thread).
+"""

@@ -1,0 +1,67 @@
+"""StoreSnapshot: the immutable view of a session's memory at one moment, as every reader sees it.
+
+`gapwatch.engine.store.SeriesStore.snapshot()` builds it; the dashboard, the Prometheus collector
+and snapshots read it. It lives in the core (a value over core types, no behaviour beyond the one
+display rule `busy_share`) so that the sinks and the UI can take it without importing the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gapwatch.core.ledger import Tally
+from gapwatch.core.models import (
+    CopyRecord,
+    Gap,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    LinkState,
+    LogEvent,
+    Notice,
+    ProcessMemory,
+    ProverStatus,
+    StateChange,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSnapshot:
+    """A consistent, immutable view of the store at one moment."""
+
+    version: int
+    gpus: tuple[GpuInfo, ...]
+    gpu_samples: dict[int, tuple[GpuSample, ...]]
+    host_samples: tuple[HostSample, ...]
+    log_events: tuple[LogEvent, ...]
+    #: The gaps as the ledger has them (latest version, retracted ones gone), in start order,
+    #: open gaps included (`Gap.is_open`).
+    gaps: tuple[Gap, ...]
+    #: Latest chaining state per GPU.
+    states: dict[int, StateChange]
+    notices: tuple[Notice, ...]
+    counters: dict[str, int] = field(default_factory=dict)
+    #: Busy share of the detector's window per GPU, refreshed about once a second of data
+    #: (`states` only changes when the state does, so its busy_fraction goes stale).
+    busy: dict[int, float | None] = field(default_factory=dict)
+    #: The prover's own status snapshots (cuzk `/status`), oldest first, and the latest per
+    #: prover.
+    prover_statuses: tuple[ProverStatus, ...] = ()
+    provers: dict[str, ProverStatus] = field(default_factory=dict)
+    #: Closed gaps by (GPU, kind) since the session started (never forgotten).
+    gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
+    #: The copy trace's latest copies (all GPUs), oldest first.
+    copies: tuple[CopyRecord, ...] = ()
+    #: Latest host-memory reading of each process NVML lists, per GPU.
+    procmem: dict[int, tuple[ProcessMemory, ...]] = field(default_factory=dict)
+    #: Latest PCIe link state read under traffic, per GPU.
+    links: dict[int, LinkState] = field(default_factory=dict)
+
+    def busy_share(self, gpu: int) -> float | None:
+        """The busy share to show for `gpu`: the live window value, else the one its last state
+        change carried (before the first refresh). Header, snapshot and /metrics all use this."""
+        live = self.busy.get(gpu)
+        if live is not None:
+            return live
+        state = self.states.get(gpu)
+        return state.busy_fraction if state is not None else None

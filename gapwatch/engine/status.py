@@ -1,0 +1,46 @@
+"""RuntimeStatus: what the machinery itself is doing (sources, logs, recording, pollers).
+
+`gapwatch.engine.runtime.Runtime.status()` builds it; the dashboard footer, `record`'s closing
+lines and the Prometheus collector read it. It is its own module so that readers take the type
+without importing the composition root.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gapwatch.core.models import LinkState
+from gapwatch.engine.sampler import LatenessStats
+from gapwatch.sinks.recorder import RecordingStatus
+from gapwatch.sources.copytrace import CopyTraceStatus
+from gapwatch.sources.cuzk_status import PollerStatus
+
+
+@dataclass(frozen=True)
+class RuntimeStatus:
+    """What the dashboard footer (and `record`'s summary) shows about the machinery itself."""
+
+    source: str
+    period_ms: float
+    lateness: LatenessStats | None
+    gpu_sources: dict[int, str]
+    logs: dict[str, str] = field(default_factory=dict)
+    log_counters: dict[str, int] = field(default_factory=dict)
+    recording_path: str | None = None
+    #: The recording's health (writing / failing with its error / closed, records dropped);
+    #: None without a recording. The footer shows `recording.error` while it is failing.
+    recording: RecordingStatus | None = None
+    prometheus_address: str | None = None
+    done: bool = False
+    #: The copy trace's reader (None when `--copytrace` is off).
+    copytrace: CopyTraceStatus | None = None
+    #: The latest PCIe link reading under traffic per GPU (a trained-down link changes what
+    #: "% of link" means: the footer says so).
+    links: dict[int, LinkState] = field(default_factory=dict)
+    #: The GPU source's slow-reading counters (`NvmlSource.counters`: /proc readings and their
+    #: problems, link reads); empty for other sources.
+    source_counters: dict[str, int] = field(default_factory=dict)
+    #: One per polled status URL (cuzk `/status`), in the order given.
+    provers: list[PollerStatus] = field(default_factory=list)
+    #: Where the simulated prover serves its own status, when it does.
+    sim_status_url: str | None = None

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
@@ -41,7 +42,7 @@ from pydantic import (
 
 from gapwatch.base.background import Background
 from gapwatch.base.clock import Clock, SystemClock
-from gapwatch.core.bounds import I64, GpuIndex
+from gapwatch.core.bounds import INT64_MAX, INT64_MIN, MAX_GPU_INDEX
 from gapwatch.core.models import (
     PARTITION_STATES,
     WORKER_STATES,
@@ -61,6 +62,10 @@ ERROR_REASONS: tuple[str, ...] = (
 MAX_BODY_BYTES = 8 << 20
 
 _T = TypeVar("_T")
+# The bounds of `gapwatch.core.bounds` as pydantic reads them: this document is decoded by
+# pydantic, records by the record codec (which reads the bounds' msgspec form).
+I64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+GpuIndex = Annotated[int, Field(ge=0, le=MAX_GPU_INDEX)]
 
 
 class StatusError(Exception):

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.evidence import EvidenceBuffer, GapEvidence
 from gapwatch.core.hints import make_hint
@@ -48,9 +49,9 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.readings import GPM_LIKE_SOURCES, is_stale_gpm, reading
 from gapwatch.core.track import BUSY as _BUSY
-from gapwatch.core.track import DEFAULT_PERIOD_NS, GpuTotals, Track, median_int
 from gapwatch.core.track import IDLE as _IDLE
 from gapwatch.core.track import PRE as _PRE
+from gapwatch.core.track import GpuTotals, Track, median_int
 
 _NS = 1_000_000_000
 _NEVER = 1 << 62

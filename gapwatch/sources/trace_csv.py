@@ -25,7 +25,7 @@ from pathlib import Path
 
 from gapwatch import __version__
 from gapwatch.core.bounds import (
-    FALLBACK_PERIOD_MS,
+    DEFAULT_PERIOD_MS,
     MAX_GPU_INDEX,
     gpu_index,
     usable_period_ms,
@@ -170,7 +170,7 @@ def read_trace_csv(path: str | Path) -> Recording:
     estimate = ((t1 - t0) / max(1, rows) * 1000 * max(1, len(gpus))
                 if t0 is not None and t1 is not None else 0.0)
     # Too few rows, or all at one time: no period to learn (the detector learns the spacing).
-    period_ms = usable_period_ms(round(estimate, 1)) or FALLBACK_PERIOD_MS
+    period_ms = usable_period_ms(round(estimate, 1)) or DEFAULT_PERIOD_MS
     header = SessionHeader(
         gapwatch_version=__version__,
         host="(trace)",

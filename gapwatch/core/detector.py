@@ -213,7 +213,8 @@ class GapDetector:
         if level is not None:
             tr.has_sm = True
             if level == 0.0 and s.sm_source in GPM_LIKE_SOURCES and \
-                    is_stale_gpm(level, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s):
+                    is_stale_gpm(level, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s,
+                                 s.interval_ns):
                 # No new data in this reading: the next one carries this interval. Skipping
                 # it must not open a gap (and does not move the track's clock).
                 self.counters["stale_gpm"] += 1

@@ -83,9 +83,6 @@ _CURR_WIDTH = "current PCIe width"
 _MIB = float(1 << 20)
 #: nvmlDeviceGetPcieThroughput answers in KB/s; NVML's KB is 1024 bytes.
 _KIB = 1024.0
-#: After this long with only "no new data" GPM readings, all-zero is believed: GPM refreshes every
-#: ~100 ms, so ten refreshes that moved no counter mean the GPU really did nothing.
-GPM_MAX_EXTEND_NS = 1_000_000_000
 
 HINT = "run `gapwatch demo` for a simulated prover, or `--source replay:FILE` to replay a recording"
 
@@ -455,7 +452,7 @@ class NvmlSource:
         # No new data since the start sample (GPM refreshes ~every 100 ms): keep the start
         # sample and let the next real reading cover the whole interval (bounded, so that a
         # stuck counter still shows as data).
-        if is_stale_gpm(sm, rx, tx) and t_ns - start_ns < GPM_MAX_EXTEND_NS:
+        if is_stale_gpm(sm, rx, tx, t_ns - start_ns):
             return None
         bufs.reverse()
         gpu.gpm_start_ns = t_ns

@@ -436,23 +436,32 @@ class SessionHeader(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
 
 
-def link_bytes_per_s(gen: int | None, width: int | None) -> float | None:
-    """Per-direction PCIe payload capacity from generation and lane count.
+#: PCIe generation -> (transfer rate per lane in transfers/s, encoding efficiency). Gen1/2 use
+#: 8b/10b encoding, Gen3+ 128b/130b; Gen6 (PAM4, FLIT) is taken as 64 GT/s with ~242/256.
+_PCIE_GENERATIONS: dict[int, tuple[float, float]] = {
+    1: (2.5e9, 8 / 10),
+    2: (5.0e9, 8 / 10),
+    3: (8.0e9, 128 / 130),
+    4: (16.0e9, 128 / 130),
+    5: (32.0e9, 128 / 130),
+    6: (64.0e9, 242 / 256),
+}
 
-    Gen1/2 use 8b/10b encoding, Gen3+ 128b/130b; Gen6 (PAM4, FLIT) is taken as 64 GT/s with
-    ~242/256 efficiency. Gen5 x16: 32e9 * 16 * 128/130 / 8 = 63.0e9 B/s.
-    """
-    if gen is None or width is None or gen <= 0 or width <= 0:
-        return None
-    table: dict[int, tuple[float, float]] = {
-        1: (2.5e9, 8 / 10),
-        2: (5.0e9, 8 / 10),
-        3: (8.0e9, 128 / 130),
-        4: (16.0e9, 128 / 130),
-        5: (32.0e9, 128 / 130),
-        6: (64.0e9, 242 / 256),
-    }
-    if gen not in table:
-        return None
-    rate, eff = table[gen]
+
+def _payload_bytes_per_s(gen: int, width: int) -> float:
+    rate, eff = _PCIE_GENERATIONS[gen]
     return rate * width * eff / 8
+
+
+def link_bytes_per_s(gen: int | None, width: int | None) -> float | None:
+    """Per-direction PCIe payload capacity from generation and lane count, None when either is
+    unknown. Gen5 x16: 32e9 * 16 * 128/130 / 8 = 63.0e9 B/s."""
+    if gen is None or width is None or gen not in _PCIE_GENERATIONS or width <= 0:
+        return None
+    return _payload_bytes_per_s(gen, width)
+
+
+#: Gen5 x16 (~63.0 GB/s per direction), the link of the H100/H200 boxes gapwatch is built for:
+#: the detector's default link (`DetectorConfig.default_link_bytes_per_s`), the worst case the
+#: NVML source assumes for counter wraps when it cannot tell the link, the simulator's link.
+GEN5_X16_BYTES_PER_S = _payload_bytes_per_s(5, 16)

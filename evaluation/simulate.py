@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from gapwatch.base.clock import VirtualClock
+from gapwatch.core.bounds import DEFAULT_PERIOD_MS
 from gapwatch.core.models import Record, SessionHeader
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Detector, Session, default_header
@@ -60,7 +61,7 @@ def simulate(
     scenario: ScenarioName | str = "pageable",
     seed: int = 1,
     duration_s: float = 60.0,
-    period_ms: float = 100.0,
+    period_ms: float = DEFAULT_PERIOD_MS,
     gpus: int = 1,
     detector: Detector | None = None,
     start_wall_s: float = SIM_EPOCH_WALL_S,

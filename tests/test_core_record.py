@@ -98,6 +98,18 @@ def test_trace_csv_merges_stale_gpm_rows_instead_of_reporting_idle() -> None:
     assert 90 < intervals_ms[len(intervals_ms) // 2] < 110  # merged to GPM's real pace
 
 
+def test_trace_csv_believes_zeros_after_a_second_as_the_sampler_does(tmp_path: Path) -> None:
+    """Stale rows merge for at most a second (the sampler's bound); zeros beyond are idle data."""
+    rows = ["timestamp_s,gpu,sm_active_pct,pcie_rx_bytes_per_s,pcie_tx_bytes_per_s"]
+    rows += [f"{1_796_000_000 + k * 0.05:.2f},0,0.0,0.0,0.0" for k in range(50)]  # 2.45 s of zeros
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    rec = read_any(tmp_path / "t.csv")
+    gpu = [r for r in rec.records if isinstance(r, GpuSample)]
+    assert [s.interval_ns for s in gpu] == [1_000_000_000, 1_000_000_000]
+    assert all(s.sm_active_pct == 0.0 and s.pcie_rx_bytes_per_s == 0.0 for s in gpu)
+    assert rec.counters["stale_gpm_rows"] == 48
+
+
 def test_csv_with_a_subset_of_columns_and_bad_rows(tmp_path: Path) -> None:
     f = tmp_path / "t.csv"
     f.write_text("timestamp_s,gpu,sm_active_pct,extra\n1.0,0,50,x\n1.1,0,,x\nzzz,0,1,x\n"

@@ -169,6 +169,10 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     #: The prover's snapshots for this GPU from the evidence window (compact dicts, see
     #: `gapwatch.core.prover.gap_state`), oldest first.
     prover_states: list[dict[str, Any]] = field(default_factory=list)
+    #: The facts that decided `prover_cause`, in plain words ("18 of 18 synthesis workers
+    #: busy (synth_worker_count from the log)", "partition 3 queued 1.2 s before pickup"):
+    #: from the snapshots and from what the prover's log said (`gapwatch.core.cuzk`).
+    prover_evidence: list[str] = field(default_factory=list)
     type: ClassVar[Literal["gap"]] = "gap"
 
     @property
@@ -238,6 +242,12 @@ class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"
     `t_mono_ns` / `t_wall_s` are when the request was sent, `latency_ms` how long the answer
     took (the snapshot was built somewhere in between). Counts that the prover did not report
     are None, never 0.
+
+    Read as upstream serves it (docs/cuzk-status.md): `synthesis_max` is cuzk's
+    `synthesis.max_concurrent`, the memory budget over the smallest partition size, NOT how
+    many syntheses can run (`gapwatch.core.cuzk.synthesis_capacity` says that);
+    `synthesis_active` is cuzk's counter, which a failed synthesis never decrements (the
+    partitions in `synthesizing` are the count to trust).
     """
 
     #: Which prover (the status URL's host:port; "sim" for the built-in simulator's own feed).
@@ -252,10 +262,22 @@ class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"
     synthesis_active: int | None
     synthesis_max: int | None
     queue_depth: int | None
-    jobs: int
+    #: Jobs in flight (`len(pipelines)`); None when cuzk's answer had no readable list.
+    jobs: int | None
     completed_total: int | None = None
     failed_total: int | None = None
     partitions: list[ProverPartition] = field(default_factory=list)
+    #: cuzk's memory budget (`memory`): bytes in all, reserved, still free. None: not reported.
+    memory_total_bytes: int | None = None
+    memory_used_bytes: int | None = None
+    memory_available_bytes: int | None = None
+    #: SRS entries loaded (`allocations.srs[].circuit_id`) and their bytes. None: not reported;
+    #: an empty list can also mean cuzk's SRS manager was busy (a load in progress: engine.rs
+    #: `detailed_status` skips the entries while its mutex is held).
+    srs_circuits: list[str] | None = None
+    srs_bytes: int | None = None
+    #: Each job's `proof_kind` (`porep-c2`, `snap-update`): the budget one partition needs.
+    job_kinds: dict[str, str] = field(default_factory=dict)
     type: ClassVar[Literal["prover"]] = "prover"
 
 
@@ -405,23 +427,32 @@ class SessionHeader(
     type: ClassVar[Literal["header"]] = "header"
 
 
-def link_bytes_per_s(gen: int | None, width: int | None) -> float | None:
-    """Per-direction PCIe payload capacity from generation and lane count.
+#: PCIe generation -> (transfer rate per lane in transfers/s, encoding efficiency). Gen1/2 use
+#: 8b/10b encoding, Gen3+ 128b/130b; Gen6 (PAM4, FLIT) is taken as 64 GT/s with ~242/256.
+_PCIE_GENERATIONS: dict[int, tuple[float, float]] = {
+    1: (2.5e9, 8 / 10),
+    2: (5.0e9, 8 / 10),
+    3: (8.0e9, 128 / 130),
+    4: (16.0e9, 128 / 130),
+    5: (32.0e9, 128 / 130),
+    6: (64.0e9, 242 / 256),
+}
 
-    Gen1/2 use 8b/10b encoding, Gen3+ 128b/130b; Gen6 (PAM4, FLIT) is taken as 64 GT/s with
-    ~242/256 efficiency. Gen5 x16: 32e9 * 16 * 128/130 / 8 = 63.0e9 B/s.
-    """
-    if gen is None or width is None or gen <= 0 or width <= 0:
-        return None
-    table: dict[int, tuple[float, float]] = {
-        1: (2.5e9, 8 / 10),
-        2: (5.0e9, 8 / 10),
-        3: (8.0e9, 128 / 130),
-        4: (16.0e9, 128 / 130),
-        5: (32.0e9, 128 / 130),
-        6: (64.0e9, 242 / 256),
-    }
-    if gen not in table:
-        return None
-    rate, eff = table[gen]
+
+def _payload_bytes_per_s(gen: int, width: int) -> float:
+    rate, eff = _PCIE_GENERATIONS[gen]
     return rate * width * eff / 8
+
+
+def link_bytes_per_s(gen: int | None, width: int | None) -> float | None:
+    """Per-direction PCIe payload capacity from generation and lane count, None when either is
+    unknown. Gen5 x16: 32e9 * 16 * 128/130 / 8 = 63.0e9 B/s."""
+    if gen is None or width is None or gen not in _PCIE_GENERATIONS or width <= 0:
+        return None
+    return _payload_bytes_per_s(gen, width)
+
+
+#: Gen5 x16 (~63.0 GB/s per direction), the link of the H100/H200 boxes gapwatch is built for:
+#: the detector's default link (`DetectorConfig.default_link_bytes_per_s`), the worst case the
+#: NVML source assumes for counter wraps when it cannot tell the link, the simulator's link.
+GEN5_X16_BYTES_PER_S = _payload_bytes_per_s(5, 16)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, cast
 
 from gapwatch.core.bounds import (
-    FALLBACK_PERIOD_MS,
+    DEFAULT_PERIOD_MS,
     INT64_MAX,
     gpu_index,
     usable_period_ms,
@@ -162,10 +162,10 @@ def _sanitise_header(data: dict[str, object], p: Path) -> list[str]:
     problems: list[str] = []
     period = _number(data.get("period_ms"))
     if period is not None and usable_period_ms(period) is None:
-        data["period_ms"] = FALLBACK_PERIOD_MS
+        data["period_ms"] = DEFAULT_PERIOD_MS
         problems.append(
             f"{p}: header period_ms {period:g} is not a sampling period; using "
-            f"{FALLBACK_PERIOD_MS:g} ms (the detector learns the spacing from the data)"
+            f"{DEFAULT_PERIOD_MS:g} ms (the detector learns the spacing from the data)"
         )
     started = _number(data.get("started_wall_s"))
     if started is not None and not wall_s_ok(started):

@@ -41,11 +41,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gapwatch.base.clock import Clock, SystemClock
+from gapwatch.core.models import NoticeLevel
 
 #: on_line(source, text, arrival_mono_ns, arrival_wall_s)
 LineCallback = Callable[[str, str, int, float], None]
 #: on_notice(level, message)
-NoticeCallback = Callable[[str, str], None]
+NoticeCallback = Callable[[NoticeLevel, str], None]
 
 _READ_CHUNK = 1 << 16
 #: Bytes read from one file per poll, so that one busy file cannot starve the others.

@@ -170,6 +170,10 @@ class Gap:
     #: The prover's snapshots for this GPU from the evidence window (compact dicts, see
     #: `gapwatch.core.prover.gap_state`), oldest first.
     prover_states: list[dict[str, Any]] = field(default_factory=list)
+    #: The facts that decided `prover_cause`, in plain words ("18 of 18 synthesis workers
+    #: busy (synth_worker_count from the log)", "partition 3 queued 1.2 s before pickup"):
+    #: from the snapshots and from what the prover's log said (`gapwatch.core.cuzk`).
+    prover_evidence: list[str] = field(default_factory=list)
     type: Literal["gap"] = "gap"
 
     @property
@@ -244,6 +248,12 @@ class ProverStatus:
     `t_mono_ns` / `t_wall_s` are when the request was sent, `latency_ms` how long the answer
     took (the snapshot was built somewhere in between). Counts that the prover did not report
     are None, never 0.
+
+    Read as upstream serves it (docs/cuzk-status.md): `synthesis_max` is cuzk's
+    `synthesis.max_concurrent`, the memory budget over the smallest partition size, NOT how
+    many syntheses can run (`gapwatch.core.cuzk.synthesis_capacity` says that);
+    `synthesis_active` is cuzk's counter, which a failed synthesis never decrements (the
+    partitions in `synthesizing` are the count to trust).
     """
 
     #: Which prover (the status URL's host:port; "sim" for the built-in simulator's own feed).
@@ -258,10 +268,22 @@ class ProverStatus:
     synthesis_active: int | None
     synthesis_max: int | None
     queue_depth: int | None
-    jobs: int
+    #: Jobs in flight (`len(pipelines)`); None when cuzk's answer had no readable list.
+    jobs: int | None
     completed_total: int | None = None
     failed_total: int | None = None
     partitions: list[ProverPartition] = field(default_factory=list)
+    #: cuzk's memory budget (`memory`): bytes in all, reserved, still free. None: not reported.
+    memory_total_bytes: int | None = None
+    memory_used_bytes: int | None = None
+    memory_available_bytes: int | None = None
+    #: SRS entries loaded (`allocations.srs[].circuit_id`) and their bytes. None: not reported;
+    #: an empty list can also mean cuzk's SRS manager was busy (a load in progress: engine.rs
+    #: `detailed_status` skips the entries while its mutex is held).
+    srs_circuits: list[str] | None = None
+    srs_bytes: int | None = None
+    #: Each job's `proof_kind` (`porep-c2`, `snap-update`): the budget one partition needs.
+    job_kinds: dict[str, str] = field(default_factory=dict)
     type: Literal["prover"] = "prover"
 
 

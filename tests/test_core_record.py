@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from evaluation.simulate import simulate
@@ -80,7 +81,7 @@ def test_not_a_recording_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     sim = simulate("chained", seed=1, duration_s=1)
-    header = sim.header.model_copy(update={"schema_version": 99})
+    header = msgspec.structs.replace(sim.header, schema_version=99)
     write_recording(tmp_path / "r.jsonl", header, [])
     with pytest.raises(RecordingError, match="newer gapwatch"):
         read_any(tmp_path / "r.jsonl")

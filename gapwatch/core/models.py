@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gapwatch.core.bounds import I64, GpuIndex, MonoNs, WallS
+from gapwatch.core.bounds import I64, CopyBytes, GpuIndex, MonoNs, WallS
 
 SCHEMA_VERSION = 1
 
@@ -221,7 +221,7 @@ class ProverWorker:
     gpu: GpuIndex | None
     state: str
     job_id: str | None = None
-    partition: int | None = None
+    partition: I64 | None = None
     #: Seconds the worker has been proving (None when idle).
     busy_s: float | None = None
 
@@ -231,10 +231,10 @@ class ProverPartition:
     """One partition of a job in flight. `synth_ms` / `gpu_ms` count up while the phase runs."""
 
     job_id: str
-    index: int
+    index: I64
     state: str
-    synth_ms: int | None = None
-    gpu_ms: int | None = None
+    synth_ms: I64 | None = None
+    gpu_ms: I64 | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,14 +253,14 @@ class ProverStatus:
     latency_ms: float
     uptime_s: float | None
     #: Partitions of the jobs in flight by state (every state of `PARTITION_STATES`, 0 included).
-    partition_counts: dict[str, int]
+    partition_counts: dict[str, I64]
     workers: list[ProverWorker]
-    synthesis_active: int | None
-    synthesis_max: int | None
-    queue_depth: int | None
-    jobs: int
-    completed_total: int | None = None
-    failed_total: int | None = None
+    synthesis_active: I64 | None
+    synthesis_max: I64 | None
+    queue_depth: I64 | None
+    jobs: I64
+    completed_total: I64 | None = None
+    failed_total: I64 | None = None
     partitions: list[ProverPartition] = field(default_factory=list)
     type: Literal["prover"] = "prover"
 
@@ -286,18 +286,20 @@ class CopyRecord:
 
     start_wall_s: WallS
     end_wall_s: WallS
-    bytes: int
+    #: At most `bounds.MAX_COPY_BYTES`: a gap sums its copies' bytes, and the sum must stay a
+    #: 64-bit integer that every output can write.
+    bytes: CopyBytes
     direction: CopyDirection
     src_kind: MemoryKind
     dst_kind: MemoryKind
     gpu: GpuIndex | None
-    cuda_device: int
-    stream_id: int
-    context_id: int
-    correlation_id: int
-    pid: int
+    cuda_device: I64
+    stream_id: I64
+    context_id: I64
+    correlation_id: I64
+    pid: I64
     #: Monotonic time gapwatch received the copy (None when replayed from a file).
-    t_arrival_mono_ns: int | None = None
+    t_arrival_mono_ns: I64 | None = None
     type: Literal["copy"] = "copy"
 
     @property
@@ -332,13 +334,13 @@ class ProcessMemory:
     t_mono_ns: MonoNs
     t_wall_s: WallS
     gpu: GpuIndex
-    pid: int
+    pid: I64
     name: str
-    rss_shmem_bytes: int | None
-    rss_anon_bytes: int | None
+    rss_shmem_bytes: I64 | None
+    rss_anon_bytes: I64 | None
     #: VmLck (mlock'ed) and VmPin (pinned by drivers that account for it): recorded beside.
-    vm_locked_bytes: int | None = None
-    vm_pinned_bytes: int | None = None
+    vm_locked_bytes: I64 | None = None
+    vm_pinned_bytes: I64 | None = None
     type: Literal["procmem"] = "procmem"
 
 
@@ -351,10 +353,10 @@ class LinkState:
     gpu: GpuIndex
     t_mono_ns: MonoNs
     t_wall_s: WallS
-    gen: int | None
-    width: int | None
-    max_gen: int | None
-    max_width: int | None
+    gen: I64 | None
+    width: I64 | None
+    max_gen: I64 | None
+    max_width: I64 | None
     bytes_per_s: float | None
     max_bytes_per_s: float | None
     type: Literal["link"] = "link"

@@ -38,10 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
-
 from gapwatch.base.watch import UNWATCHED, ThreadWatch
-from gapwatch.core.models import Notice, Record, SessionHeader
+from gapwatch.core.codec import encode_line
+from gapwatch.core.models import Gap, Notice, Record, SessionHeader
 from gapwatch.sinks.output_file import ExistsPolicy, OutputFile, OutputPlan, check_output
 
 #: Uncompressed JSON per gzip member: large enough that compression loses nothing measurable,
@@ -103,7 +102,7 @@ class _Drops:
 
 
 def _record_times(record: Record) -> tuple[int | None, float | None]:
-    if record.type == "gap":
+    if isinstance(record, Gap):
         return record.start_mono_ns, record.start_s
     return getattr(record, "t_mono_ns", None), getattr(record, "t_wall_s", None)
 
@@ -177,7 +176,7 @@ class Recorder:
     # -- the sink -------------------------------------------------------------------------------
 
     def on_header(self, header: SessionHeader) -> None:
-        line = header.model_dump_json().encode() + b"\n"
+        line = encode_line(header)
         with self._io:
             try:
                 # The header is a gzip member of its own: the file can always be cut back to it.
@@ -191,7 +190,7 @@ class Recorder:
         self._deliver()
 
     def on_record(self, record: Record) -> None:
-        line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+        line = encode_line(record)
         t_mono, t_wall = _record_times(record)
         with self._lock:
             if self.closed:
@@ -384,7 +383,7 @@ class Recorder:
                         f"recording gap: {drops.count} records were not written "
                         f"({drops.last_wall_s - drops.first_wall_s:.1f} s of data): the disk "
                         f"refused them and {self._max_pending_bytes / 2**20:g} MiB were waiting")
-        return orjson.dumps(notice, option=orjson.OPT_APPEND_NEWLINE)
+        return encode_line(notice)
 
     def _failed(self, exc: OSError) -> None:
         error = exc.strerror or str(exc)

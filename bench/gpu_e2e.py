@@ -422,7 +422,7 @@ def preflight(a: argparse.Namespace) -> dict[str, Any]:
                 m["mem_total_gib"] = round(int(line.split()[1]) / 2**20, 1)
     except OSError:
         pass
-    r = run_quiet([a.python, "-c", "import gapwatch, msgspec, pydantic, pynvml, psutil; "
+    r = run_quiet([a.python, "-c", "import gapwatch, msgspec, pydantic, pynvml; "
                    "print(gapwatch.__version__)"], 60)
     if r.returncode != 0:
         raise StepError("gapwatch or one of its dependencies is not importable by "

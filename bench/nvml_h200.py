@@ -11,8 +11,7 @@ fall wholly inside each phase, the ratio of sampled PCIe RX to the timed copy ra
 sources used, and fake-idle counts (SM < 10 % during the matmul; all-zero samples). The samples
 are written as a gapwatch recording (`--record`, JSON Lines) for tests/data.
 
-Needs: python3, torch with CUDA, nvidia-ml-py, psutil, pydantic, msgspec; run from the repository
-root:
+Needs: python3, torch with CUDA, nvidia-ml-py, pydantic, msgspec; run from the repository root:
     PYTHONPATH=. python bench/nvml_h200.py --out /tmp/h200.json --record /tmp/h200.jsonl
     PYTHONPATH=. python bench/nvml_h200.py --period-ms 50 --out /tmp/h200-50ms.json
 """

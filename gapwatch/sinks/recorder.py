@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from gapwatch.base.watch import UNWATCHED, ThreadWatch
 from gapwatch.core.codec import encode_line
+from gapwatch.core.config import RecordConfig
 from gapwatch.core.models import Gap, Notice, Record, SessionHeader
 from gapwatch.sinks.output_file import ExistsPolicy, OutputFile, OutputPlan, check_output
 
@@ -48,10 +49,8 @@ from gapwatch.sinks.output_file import ExistsPolicy, OutputFile, OutputPlan, che
 MEMBER_BYTES = 1 << 20
 #: The most JSON written in one go: a nearly full disk takes what fits, batch by batch.
 WRITE_BATCH_BYTES = 256 << 10
-#: Encoded records kept in memory while the disk refuses them (minutes of an 8-GPU box).
-DEFAULT_MAX_PENDING_BYTES = 16 << 20
-#: The longest wait between two write attempts on a failing disk.
-RETRY_MAX_S = 30.0
+#: The constructor's defaults are the `[record]` config's (one source: `RecordConfig`).
+_DEFAULTS = RecordConfig()
 _GZIP_WBITS = 31  # zlib's gzip container
 _GZIP_LEVEL = 6
 
@@ -118,11 +117,11 @@ class Recorder:
     def __init__(
         self,
         target: str | Path | OutputPlan,
-        flush_interval_s: float = 1.0,
+        flush_interval_s: float = _DEFAULTS.flush_interval_s,
         *,
         exists: ExistsPolicy = "refuse",
-        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
-        retry_max_s: float = RETRY_MAX_S,
+        max_pending_bytes: int = _DEFAULTS.max_pending_mib << 20,
+        retry_max_s: float = _DEFAULTS.retry_max_s,
         on_problem: Callable[[Notice], None] | None = None,
     ) -> None:
         """

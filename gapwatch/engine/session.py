@@ -42,6 +42,7 @@ from gapwatch.core.models import (
     GpuSample,
     LogEvent,
     Notice,
+    NoticeLevel,
     Record,
     SessionHeader,
     StateChange,
@@ -185,13 +186,13 @@ class Session:
 
     def _derived(self, events: list[Gap | StateChange]) -> None:
         for ev in events:
-            if type(ev) is Gap:
+            if isinstance(ev, Gap):
                 change = self.store.upsert_gap(ev)
                 self._to_sinks(ev)  # the recorder keeps every version, as published
                 if change is Change.CLOSED:
                     self._tell(ev)
             else:
-                self.store.set_state(ev)  # type: ignore[arg-type]
+                self.store.set_state(ev)
                 self._to_sinks(ev)
                 self._tell(ev)
 
@@ -238,8 +239,9 @@ class Session:
         them, with `flush`), at the latest GPU sample's time."""
         t_mono, t_wall = self._last_times
         for held in self._notices.due(t_mono, flush):
-            level = held.level if held.level in ("info", "warning", "error") else "warning"
-            notice = Notice(t_mono, t_wall, level, held.text("notices"))  # type: ignore[arg-type]
+            level: NoticeLevel = ("error" if held.level == "error" else
+                                  "info" if held.level == "info" else "warning")
+            notice = Notice(t_mono, t_wall, level, held.text("notices"))
             self.store.append(notice)
             self._to_sinks(notice)
             self._tell(notice)

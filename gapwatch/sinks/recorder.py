@@ -113,8 +113,8 @@ class Recorder:
     """A session sink that writes every record to a JSON Lines file (gzip when `.gz`).
 
     Synchronous by default (writes happen in `on_record` once `flush_interval_s` has passed or
-    a write batch waits, and in `close()`); `start()` moves the writes to a thread of their own, so that a slow or failing
-    disk never delays the caller (the sampler).
+    `SYNC_WRITE_BYTES` wait, and in `close()`); `start()` moves the writes to a thread of their
+    own, so that a slow or failing disk never delays the caller (the sampler).
     """
 
     def __init__(

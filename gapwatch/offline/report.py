@@ -395,7 +395,7 @@ def _gap_json(g: Gap) -> dict[str, Any]:
         "pcie_rx_bytes_per_s": rx,
         "pcie_tx_bytes_per_s": tx,
         "link_bytes_per_s": link,
-        "link_fraction": dominant / link if dominant is not None and link else None,
+        "link_fraction": fmt.link_fraction(dominant, link),
         "link_current_bytes_per_s": g.link_current_bytes_per_s,
         "hint": g.hint,
         "host": g.host,

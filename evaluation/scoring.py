@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any, Protocol
 
+from gapwatch.core.models import GEN5_X16_BYTES_PER_S
+
 
 class _GapLike(Protocol):
     gpu: int
@@ -77,7 +79,7 @@ KindOf = Callable[[int, float, float], "str | None"]
 
 def kind_from_copies(
     intervals: Iterable[Any],
-    link_bytes_per_s: float = 63.0e9,
+    link_bytes_per_s: float = GEN5_X16_BYTES_PER_S,
     starved_below_link_frac: float = 0.30,
     covered_frac: float = 0.5,
 ) -> KindOf:

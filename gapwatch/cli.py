@@ -17,6 +17,7 @@ from typing import Any
 
 from gapwatch import __version__
 from gapwatch.commands import argtypes
+from gapwatch.core.bounds import DEFAULT_PERIOD_MS
 from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
 from gapwatch.engine.memory import return_large_allocations
 
@@ -61,7 +62,7 @@ def _common(p: argparse.ArgumentParser, flags: tuple[str, ...]) -> None:
                        help="GPU indices to watch, e.g. 0,1 (default: all; --source nvml only)")
     if "period-ms" in flags:
         g.add_argument("--period-ms", type=argtypes.positive_ms, default=None,
-                       help="sampling period (default 100)")
+                       help=f"sampling period (default {DEFAULT_PERIOD_MS:g})")
     if "log" in flags:
         g.add_argument(
             "--log",

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from evaluation.simulate import simulate
@@ -80,7 +81,7 @@ def test_not_a_recording_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     sim = simulate("chained", seed=1, duration_s=1)
-    header = sim.header.model_copy(update={"schema_version": 99})
+    header = msgspec.structs.replace(sim.header, schema_version=99)
     write_recording(tmp_path / "r.jsonl", header, [])
     with pytest.raises(RecordingError, match="newer gapwatch"):
         read_any(tmp_path / "r.jsonl")
@@ -95,6 +96,18 @@ def test_trace_csv_merges_stale_gpm_rows_instead_of_reporting_idle() -> None:
     assert not any(s.sm_active_pct == 0 and s.pcie_rx_bytes_per_s == 0 for s in gpu)
     intervals_ms = sorted(s.interval_ns / 1e6 for s in gpu if s.interval_ns)
     assert 90 < intervals_ms[len(intervals_ms) // 2] < 110  # merged to GPM's real pace
+
+
+def test_trace_csv_believes_zeros_after_a_second_as_the_sampler_does(tmp_path: Path) -> None:
+    """Stale rows merge for at most a second (the sampler's bound); zeros beyond are idle data."""
+    rows = ["timestamp_s,gpu,sm_active_pct,pcie_rx_bytes_per_s,pcie_tx_bytes_per_s"]
+    rows += [f"{1_796_000_000 + k * 0.05:.2f},0,0.0,0.0,0.0" for k in range(50)]  # 2.45 s of zeros
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    rec = read_any(tmp_path / "t.csv")
+    gpu = [r for r in rec.records if isinstance(r, GpuSample)]
+    assert [s.interval_ns for s in gpu] == [1_000_000_000, 1_000_000_000]
+    assert all(s.sm_active_pct == 0.0 and s.pcie_rx_bytes_per_s == 0.0 for s in gpu)
+    assert rec.counters["stale_gpm_rows"] == 48
 
 
 def test_csv_with_a_subset_of_columns_and_bad_rows(tmp_path: Path) -> None:

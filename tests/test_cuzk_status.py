@@ -63,7 +63,20 @@ def test_fields_cuzk_omits_or_mistypes_are_none_and_counted_the_rest_is_kept() -
     assert st.synthesis_active is None and st.synthesis_max == 18
     assert st.workers[0].busy_s is None and len(st.workers) == 2
     assert st.partition_counts["other"] == 1 and st.partition_counts["done"] == 2
-    assert counters["dropped_fields"] == 2  # the mistyped count and the junk worker
+    # The mistyped count, the negative duration (a Rust f64 duration is never < 0) and the
+    # junk worker.
+    assert counters["dropped_fields"] == 3
+
+
+def test_a_pipelines_of_the_wrong_type_leaves_jobs_unknown_never_zero() -> None:
+    doc = json.loads((DATA / "cuzk-status.json").read_text())
+    doc["pipelines"] = {"porep-1": "not a list"}
+    counters: dict[str, int] = {}
+    st = _parse(json.dumps(doc).encode(), counters)
+    assert st.jobs is None and st.partition_counts == {} and st.partitions == []
+    assert counters["dropped_fields"] == 1
+    assert st.synthesis_active == 18 and len(st.workers) == 2  # the rest is kept
+    assert _parse(json.dumps({**doc, "pipelines": []}).encode()).jobs == 0
 
 
 def test_a_body_that_is_not_json_or_not_an_object_is_refused_by_reason() -> None:
@@ -243,6 +256,38 @@ def test_the_sampler_keeps_its_schedule_while_the_status_server_stalls() -> None
     # Once the server answered, its snapshot joined the session like any record.
     assert poller.status().ok == 1
     assert any(isinstance(r, ProverStatus) for r in sink.records)
+
+
+def test_a_server_that_drips_forever_is_a_timeout_within_the_poll_deadline() -> None:
+    """One deadline per request (connect plus the whole answer): a server that drips a byte
+    every 0.05 s costs one poll its deadline (0.3 s) and is counted as a timeout; a deadline
+    per receive would wait for every byte (here 3 s of them, then a cut answer)."""
+    stop = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+            for _ in range(60):
+                if stop.wait(0.05):
+                    return
+                conn.sendall(b" ")
+
+    t = threading.Thread(target=serve)
+    t.start()
+    poller = StatusPoller(f"http://127.0.0.1:{port}/status", 1.0, 0.3, lambda s: None,
+                          clock=FakeClock())
+    try:
+        assert poller.poll_once() is None
+    finally:
+        stop.set()
+        t.join(5)
+        listener.close()
+    st = poller.status()
+    assert st.errors == {"timeout": 1} and st.polls == 1
 
 
 def test_an_oversized_answer_is_refused() -> None:

@@ -138,6 +138,18 @@ def test_stale_gpm_zeros_do_not_open_gaps() -> None:
     assert det.counters["stale_gpm"] == 30
 
 
+def test_gpm_zeros_over_a_second_are_idle_not_stale_as_the_sampler_believes_them() -> None:
+    # At a 1 s sampling period every GPM reading covers a second: all-zero over that long is a
+    # GPU that moved nothing (the sampler emits it), never a stale reading to drop.
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=LINK)], period_s=1.0)
+    levels = [95.0] * 6 + [0.0] * 3 + [95.0] * 6
+    samples = [sample(1.0 + i, sm, rx=2e6 if sm else 0.0, tx=2e6 if sm else 0.0, source="gpm",
+                      interval_s=1.0) for i, sm in enumerate(levels)]
+    (gap,) = final_gaps(run(det, samples))
+    assert det.counters["stale_gpm"] == 0 and det.counters["holes"] == 0
+    assert 2.5 < gap.duration_s < 3.5
+
+
 def test_kind_from_dominant_pcie_direction_against_link() -> None:
     def kind_of(rx: float, tx: float) -> str:
         samples = stream([(2, 95, 2e6)])

@@ -4,8 +4,7 @@ the history; the parser's maps by count. Each cut is counted."""
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec
 from ui_fakes import WALL0_S, gap, header
 
 from evaluation.simulate import ListSink
@@ -99,7 +98,7 @@ def test_prover_snapshots_are_kept_for_the_history_and_bounded_in_bytes() -> Non
     huge = SeriesStore(list(header().gpus), period_s=0.1, max_prover_bytes=8 * MIB)
     answer = _status(0.0, partitions=5000)  # a prover answering with 5,000 partitions
     for i in range(200):
-        huge.append_prover(dataclasses.replace(answer, t_mono_ns=i * 100_000_000))
+        huge.append_prover(msgspec.structs.replace(answer, t_mono_ns=i * 100_000_000))
     assert len(huge.snapshot().prover_statuses) < 10
 
 

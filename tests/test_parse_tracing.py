@@ -89,3 +89,22 @@ def test_event_ids_come_from_span_and_event_fields() -> None:
     assert (e.job_id, e.partition, e.level, e.time_source) == ("porep-1-2", 3, "INFO", "line")
     assert e.fields["spans"] == "synthesize_partition"
     assert e.fields["target"] == "cuzk_core::pipeline"
+
+
+def test_a_key_equals_inside_the_message_is_prose_not_the_first_field() -> None:
+    # Format strings of curio e0294b0f: extern/cuzk/cuzk-core/src/engine.rs:533 and
+    # pipeline.rs:1236 (the message holds `KEY=1:` / `KEY=1 —`; tracing's fields follow it).
+    validate = parse_tracing(
+        "2026-05-12T14:14:40.118034Z  INFO cuzk_core::engine: CUZK_VALIDATE_PARTITIONS=1: "
+        "validating per-partition verifier against known-good proof job_id=porep-1234-5678")
+    assert validate is not None
+    assert validate.message == ("CUZK_VALIDATE_PARTITIONS=1: validating per-partition verifier "
+                                "against known-good proof")
+    assert validate.fields == {"job_id": "porep-1234-5678"}
+    pce = parse_tracing(
+        "2026-05-12T14:13:32.350001Z  INFO synthesize_partition{job_id=\"porep-1\" partition=3}: "
+        "cuzk_core::pipeline: PCE disabled via CUZK_DISABLE_PCE=1 \u2014 using standard "
+        "synthesis circuit_id=porep-32g")
+    assert pce is not None
+    assert pce.message == "PCE disabled via CUZK_DISABLE_PCE=1 \u2014 using standard synthesis"
+    assert pce.fields == {"circuit_id": "porep-32g"}

@@ -12,9 +12,8 @@ import argparse
 import sys
 from typing import Any
 
-import orjson
-
 from gapwatch.core import fmt
+from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config
 from gapwatch.core.models import GAP_KINDS, Gap
 from gapwatch.offline.report import (
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     if args.json:
         # Through the text layer, so that a redirected sys.stdout (tests, embedding) works too.
-        sys.stdout.write(orjson.dumps(to_json(report), option=orjson.OPT_INDENT_2).decode())
+        sys.stdout.write(encode_json(to_json(report), indent=2).decode())
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_text(report, all_rows=args.all_rows))

@@ -24,6 +24,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_PERIOD_MS
+from gapwatch.core.models import GEN5_X16_BYTES_PER_S
+
 
 class ConfigError(Exception):
     """A configuration file or value is wrong; the message is meant for the user as is."""
@@ -36,8 +39,8 @@ class _Section(BaseModel):
 class SamplerConfig(_Section):
     """How GPUs are sampled."""
 
-    #: Sampling period. 100 ms matches GPM's refresh; below it GPM repeats stale intervals.
-    period_ms: float = Field(100.0, gt=0, le=60_000)
+    #: Sampling period (`bounds.DEFAULT_PERIOD_MS`: GPM's refresh).
+    period_ms: float = Field(DEFAULT_PERIOD_MS, gt=0, le=MAX_PERIOD_MS)
     #: GPU indices to watch; empty = all.
     gpus: list[int] = Field(default_factory=list)
     #: Allow GPM (Hopper and newer). Off forces the byte counters / legacy path.
@@ -135,7 +138,7 @@ class DetectorConfig(_Section):
     #: PCIe below this fraction of link capacity = quiet = host_stall.
     quiet_below_link_frac: float = Field(0.01, ge=0, le=1)
     #: Link capacity assumed when NVML cannot tell (bytes/s per direction); Gen5 x16.
-    default_link_bytes_per_s: float = Field(63.0e9, gt=0)
+    default_link_bytes_per_s: float = Field(GEN5_X16_BYTES_PER_S, gt=0)
     #: Window for the chaining state and the busy fraction.
     window_s: float = Field(30.0, gt=0)
     #: BREAKDOWN when at least this many pcie_starved gaps fall in the window ...

@@ -28,9 +28,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
+from msgspec.structs import replace
+
+from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.evidence import EvidenceBuffer, GapEvidence
 from gapwatch.core.hints import make_hint
@@ -48,9 +50,9 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.readings import GPM_LIKE_SOURCES, is_stale_gpm, reading
 from gapwatch.core.track import BUSY as _BUSY
-from gapwatch.core.track import DEFAULT_PERIOD_NS, GpuTotals, Track, median_int
 from gapwatch.core.track import IDLE as _IDLE
 from gapwatch.core.track import PRE as _PRE
+from gapwatch.core.track import GpuTotals, Track, median_int
 
 _NS = 1_000_000_000
 _NEVER = 1 << 62
@@ -212,7 +214,8 @@ class GapDetector:
         if level is not None:
             tr.has_sm = True
             if level == 0.0 and s.sm_source in GPM_LIKE_SOURCES and \
-                    is_stale_gpm(level, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s):
+                    is_stale_gpm(level, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s,
+                                 s.interval_ns):
                 # No new data in this reading: the next one carries this interval. Skipping
                 # it must not open a gap (and does not move the track's clock).
                 self.counters["stale_gpm"] += 1

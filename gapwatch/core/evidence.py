@@ -19,8 +19,9 @@ the detector re-publishes that gap (same `gap_id`) with the richer evidence.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from gapwatch.core.models import (
     CopyRecord,

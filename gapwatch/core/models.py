@@ -1,10 +1,14 @@
 """Value types every part of gapwatch shares: samples, log events, gaps, states, the session header.
 
 Owned here so that sources, the tailer, the detector, the recorder, the exporters and the UI agree
-on one vocabulary. Everything is immutable. Hot-path records are slotted stdlib dataclasses (cheap
-to build at 10 Hz x 8 GPUs and in a 24 h replay); they are validated on disk by pydantic through
-`gapwatch.sources.recording` (a `TypeAdapter` over the `Record` union below), and the session
-header, which is written once, is a pydantic model.
+on one vocabulary. Everything is immutable. Every record and the session header is a frozen
+msgspec `Struct`: cheap to build at 10 Hz x 8 GPUs, and the one record codec
+(`gapwatch.core.codec`) encodes and decodes them directly, with the bounds of
+`gapwatch.core.bounds` checked while decoding. Records are tagged by their `type` (the JSON key
+`"type"`, also a class attribute for code that names a record's type); the `Record` union is
+what a recording line decodes to. `gc=False`: records hold no reference cycles (they are values:
+numbers, strings, dicts and lists of plain data), so the garbage collector need not track the
+millions of them a long report decodes.
 
 Conventions:
 - units live in names (`t_mono_ns`, `pcie_rx_bytes_per_s`, `sm_active_pct`);
@@ -16,10 +20,9 @@ Conventions:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from msgspec import Struct, field
 
 from gapwatch.core.bounds import I64, GpuIndex, MonoNs, WallS
 
@@ -42,8 +45,7 @@ STATE_SEVERITY: dict[ChainState, int] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class GpuSample:
+class GpuSample(Struct, frozen=True, gc=False, tag_field="type", tag="gpu"):
     """One reading of one GPU, averaged over `interval_ns` ending at `t_mono_ns`.
 
     `sm_active_pct` is the fraction of SMs busy (GPM SM_UTIL), the signal that decides "idle".
@@ -67,11 +69,10 @@ class GpuSample:
     #: How late the sampler tick that produced this reading was (deadline scheduling), or None
     #: when the reading did not come from a live tick (replay).
     lateness_ns: I64 | None = None
-    type: Literal["gpu"] = "gpu"
+    type: ClassVar[Literal["gpu"]] = "gpu"
 
 
-@dataclass(frozen=True, slots=True)
-class HostSample:
+class HostSample(Struct, frozen=True, gc=False, tag_field="type", tag="host"):
     """Host memory pressure at one tick. Every field is None where the kernel does not expose it."""
 
     t_mono_ns: MonoNs
@@ -89,7 +90,7 @@ class HostSample:
     psi_mem_full_share: float | None
     major_faults_per_s: float | None
     mem_bandwidth_bytes_per_s: float | None = None
-    type: Literal["host"] = "host"
+    type: ClassVar[Literal["host"]] = "host"
 
 
 #: How a log event's time was found: from the line itself, from a journald/`ts` prefix, from a
@@ -102,8 +103,7 @@ FieldValue = str | int | float | bool | None
 _RecordedField = str | I64 | float | bool | None
 
 
-@dataclass(frozen=True, slots=True)
-class LogEvent:
+class LogEvent(Struct, frozen=True, gc=False, tag_field="type", tag="log"):
     """One prover log line, parsed and placed on the wall clock."""
 
     t_wall_s: WallS
@@ -127,11 +127,10 @@ class LogEvent:
     warning: str | None = None
     #: Monotonic time gapwatch received the line (None when replayed from a file).
     t_arrival_mono_ns: I64 | None = None
-    type: Literal["log"] = "log"
+    type: ClassVar[Literal["log"]] = "log"
 
 
-@dataclass(frozen=True, slots=True)
-class Gap:
+class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     """An idle stretch of one GPU between busy periods, with its cause and evidence.
 
     A gap is published while open (`end_s` None, `duration_s` growing) and again when closed;
@@ -170,15 +169,18 @@ class Gap:
     #: The prover's snapshots for this GPU from the evidence window (compact dicts, see
     #: `gapwatch.core.prover.gap_state`), oldest first.
     prover_states: list[dict[str, Any]] = field(default_factory=list)
-    type: Literal["gap"] = "gap"
+    #: The facts that decided `prover_cause`, in plain words ("18 of 18 synthesis workers
+    #: busy (synth_worker_count from the log)", "partition 3 queued 1.2 s before pickup"):
+    #: from the snapshots and from what the prover's log said (`gapwatch.core.cuzk`).
+    prover_evidence: list[str] = field(default_factory=list)
+    type: ClassVar[Literal["gap"]] = "gap"
 
     @property
     def is_open(self) -> bool:
         return self.end_s is None
 
 
-@dataclass(frozen=True, slots=True)
-class StateChange:
+class StateChange(Struct, frozen=True, gc=False, tag_field="type", tag="state"):
     """The chaining state of one GPU changed (CHAINED / GAPS / BREAKDOWN ...)."""
 
     gpu: GpuIndex
@@ -187,11 +189,10 @@ class StateChange:
     state: ChainState
     busy_fraction: float | None
     reason: str = ""
-    type: Literal["state"] = "state"
+    type: ClassVar[Literal["state"]] = "state"
 
 
-@dataclass(frozen=True, slots=True)
-class Notice:
+class Notice(Struct, frozen=True, gc=False, tag_field="type", tag="notice"):
     """Something the user should know that is not a measurement: a GPU lost, a field unsupported,
     a log file rotated, a bad line skipped. Recorded so that a replay tells the same story."""
 
@@ -200,7 +201,7 @@ class Notice:
     level: Literal["info", "warning", "error"]
     message: str
     gpu: GpuIndex | None = None
-    type: Literal["notice"] = "notice"
+    type: ClassVar[Literal["notice"]] = "notice"
 
 
 #: A partition's state in the prover's pipeline (cuzk's `/status`).
@@ -212,8 +213,7 @@ WorkerState = Literal["idle", "proving"]
 WORKER_STATES: tuple[WorkerState, ...] = get_args(WorkerState)
 
 
-@dataclass(frozen=True, slots=True)
-class ProverWorker:
+class ProverWorker(Struct, frozen=True, gc=False):
     """One GPU worker of the prover, as its `/status` said."""
 
     worker_id: I64
@@ -226,8 +226,7 @@ class ProverWorker:
     busy_s: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ProverPartition:
+class ProverPartition(Struct, frozen=True, gc=False):
     """One partition of a job in flight. `synth_ms` / `gpu_ms` count up while the phase runs."""
 
     job_id: str
@@ -237,13 +236,18 @@ class ProverPartition:
     gpu_ms: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ProverStatus:
+class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"):
     """One snapshot of the prover's own pipeline (cuzk `GET /status`), time-stamped by gapwatch.
 
     `t_mono_ns` / `t_wall_s` are when the request was sent, `latency_ms` how long the answer
     took (the snapshot was built somewhere in between). Counts that the prover did not report
     are None, never 0.
+
+    Read as upstream serves it (docs/cuzk-status.md): `synthesis_max` is cuzk's
+    `synthesis.max_concurrent`, the memory budget over the smallest partition size, NOT how
+    many syntheses can run (`gapwatch.core.cuzk.synthesis_capacity` says that);
+    `synthesis_active` is cuzk's counter, which a failed synthesis never decrements (the
+    partitions in `synthesizing` are the count to trust).
     """
 
     #: Which prover (the status URL's host:port; "sim" for the built-in simulator's own feed).
@@ -258,11 +262,23 @@ class ProverStatus:
     synthesis_active: int | None
     synthesis_max: int | None
     queue_depth: int | None
-    jobs: int
+    #: Jobs in flight (`len(pipelines)`); None when cuzk's answer had no readable list.
+    jobs: int | None
     completed_total: int | None = None
     failed_total: int | None = None
     partitions: list[ProverPartition] = field(default_factory=list)
-    type: Literal["prover"] = "prover"
+    #: cuzk's memory budget (`memory`): bytes in all, reserved, still free. None: not reported.
+    memory_total_bytes: int | None = None
+    memory_used_bytes: int | None = None
+    memory_available_bytes: int | None = None
+    #: SRS entries loaded (`allocations.srs[].circuit_id`) and their bytes. None: not reported;
+    #: an empty list can also mean cuzk's SRS manager was busy (a load in progress: engine.rs
+    #: `detailed_status` skips the entries while its mutex is held).
+    srs_circuits: list[str] | None = None
+    srs_bytes: int | None = None
+    #: Each job's `proof_kind` (`porep-c2`, `snap-update`): the budget one partition needs.
+    job_kinds: dict[str, str] = field(default_factory=dict)
+    type: ClassVar[Literal["prover"]] = "prover"
 
 
 #: Where the host side of a copy lives, as CUPTI names it (CUpti_ActivityMemoryKind).
@@ -274,8 +290,7 @@ MemoryKind = Literal[
 CopyDirection = Literal["h2d", "d2h"]
 
 
-@dataclass(frozen=True, slots=True)
-class CopyRecord:
+class CopyRecord(Struct, frozen=True, gc=False, tag_field="type", tag="copy"):
     """One host<->device copy the prover made, as CUPTI saw it inside the prover (the copy trace,
     `gapwatch.sources.copytrace`), on the wall clock (CLOCK_REALTIME, like the prover's logs).
 
@@ -298,7 +313,7 @@ class CopyRecord:
     pid: int
     #: Monotonic time gapwatch received the copy (None when replayed from a file).
     t_arrival_mono_ns: int | None = None
-    type: Literal["copy"] = "copy"
+    type: ClassVar[Literal["copy"]] = "copy"
 
     @property
     def host_kind(self) -> MemoryKind:
@@ -320,8 +335,7 @@ class CopyRecord:
         return self.bytes / d if d > 0 else None
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessMemory:
+class ProcessMemory(Struct, frozen=True, gc=False, tag_field="type", tag="procmem"):
     """Host memory of one process that NVML lists on a GPU, from /proc/PID/status: a hint of how
     much of it is pinned, never a verdict. `cudaHostAlloc` memory is a shared mapping, so it
     counts in RssShmem; ordinary heap is RssAnon, and so is memory pinned after the fact with
@@ -339,11 +353,10 @@ class ProcessMemory:
     #: VmLck (mlock'ed) and VmPin (pinned by drivers that account for it): recorded beside.
     vm_locked_bytes: int | None = None
     vm_pinned_bytes: int | None = None
-    type: Literal["procmem"] = "procmem"
+    type: ClassVar[Literal["procmem"]] = "procmem"
 
 
-@dataclass(frozen=True, slots=True)
-class LinkState:
+class LinkState(Struct, frozen=True, gc=False, tag_field="type", tag="link"):
     """One GPU's PCIe link as trained at a moment when data was moving (idle links drop to a
     lower generation to save power, so only a reading under traffic says anything). Published
     when it changes; `bytes_per_s` is the capacity at the current generation and width."""
@@ -357,7 +370,7 @@ class LinkState:
     max_width: int | None
     bytes_per_s: float | None
     max_bytes_per_s: float | None
-    type: Literal["link"] = "link"
+    type: ClassVar[Literal["link"]] = "link"
 
     @property
     def trained_down(self) -> bool:
@@ -367,11 +380,13 @@ class LinkState:
                 and self.width < self.max_width)
 
 
-Record = Annotated[
+#: Every record a recording holds after its header (what one line decodes to, by its "type").
+Record = (
     GpuSample | HostSample | LogEvent | Gap | StateChange | Notice | CopyRecord | ProcessMemory
-    | LinkState | ProverStatus,
-    Field(discriminator="type"),
-]
+    | LinkState | ProverStatus
+)
+#: The record classes, for what lists them (the codec's tests, the docs).
+RECORD_TYPES: tuple[type[Record], ...] = get_args(Record)
 
 
 #: Record types the detector derives (gaps, states). Those found in a recording are never fed
@@ -380,10 +395,8 @@ Record = Annotated[
 DERIVED_TYPES = ("gap", "state")
 
 
-class GpuInfo(BaseModel):
+class GpuInfo(Struct, frozen=True, forbid_unknown_fields=True):
     """What is known about one GPU for the whole session (header of a recording)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     index: int
     name: str = "unknown"
@@ -397,12 +410,11 @@ class GpuInfo(BaseModel):
     pcie_source: SignalSource | None = None
 
 
-class SessionHeader(BaseModel):
+class SessionHeader(
+    Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", tag="header", kw_only=True,
+):
     """Line 1 of a recording: enough to replay and to interpret every later record."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    type: Literal["header"] = "header"
     schema_version: int = SCHEMA_VERSION
     gapwatch_version: str
     host: str
@@ -411,26 +423,36 @@ class SessionHeader(BaseModel):
     started_mono_ns: int
     period_ms: float
     gpus: list[GpuInfo]
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    type: ClassVar[Literal["header"]] = "header"
+
+
+#: PCIe generation -> (transfer rate per lane in transfers/s, encoding efficiency). Gen1/2 use
+#: 8b/10b encoding, Gen3+ 128b/130b; Gen6 (PAM4, FLIT) is taken as 64 GT/s with ~242/256.
+_PCIE_GENERATIONS: dict[int, tuple[float, float]] = {
+    1: (2.5e9, 8 / 10),
+    2: (5.0e9, 8 / 10),
+    3: (8.0e9, 128 / 130),
+    4: (16.0e9, 128 / 130),
+    5: (32.0e9, 128 / 130),
+    6: (64.0e9, 242 / 256),
+}
+
+
+def _payload_bytes_per_s(gen: int, width: int) -> float:
+    rate, eff = _PCIE_GENERATIONS[gen]
+    return rate * width * eff / 8
 
 
 def link_bytes_per_s(gen: int | None, width: int | None) -> float | None:
-    """Per-direction PCIe payload capacity from generation and lane count.
+    """Per-direction PCIe payload capacity from generation and lane count, None when either is
+    unknown. Gen5 x16: 32e9 * 16 * 128/130 / 8 = 63.0e9 B/s."""
+    if gen is None or width is None or gen not in _PCIE_GENERATIONS or width <= 0:
+        return None
+    return _payload_bytes_per_s(gen, width)
 
-    Gen1/2 use 8b/10b encoding, Gen3+ 128b/130b; Gen6 (PAM4, FLIT) is taken as 64 GT/s with
-    ~242/256 efficiency. Gen5 x16: 32e9 * 16 * 128/130 / 8 = 63.0e9 B/s.
-    """
-    if gen is None or width is None or gen <= 0 or width <= 0:
-        return None
-    table: dict[int, tuple[float, float]] = {
-        1: (2.5e9, 8 / 10),
-        2: (5.0e9, 8 / 10),
-        3: (8.0e9, 128 / 130),
-        4: (16.0e9, 128 / 130),
-        5: (32.0e9, 128 / 130),
-        6: (64.0e9, 242 / 256),
-    }
-    if gen not in table:
-        return None
-    rate, eff = table[gen]
-    return rate * width * eff / 8
+
+#: Gen5 x16 (~63.0 GB/s per direction), the link of the H100/H200 boxes gapwatch is built for:
+#: the detector's default link (`DetectorConfig.default_link_bytes_per_s`), the worst case the
+#: NVML source assumes for counter wraps when it cannot tell the link, the simulator's link.
+GEN5_X16_BYTES_PER_S = _payload_bytes_per_s(5, 16)

@@ -7,7 +7,10 @@ dashboard's busy charts (`busy_reading`, `activity_lag_ns`). Pure.
   are never negative, and NaN is what a broken counter or a bad file gives.
 - A GPM reading with no new data reads exactly 0.0 for every metric (`is_stale_gpm`); a real
   interval on a live link never has PCIe at exactly 0 (an idle H200 reads ~1-3 MiB/s). Such a
-  reading is dropped and the next one covers its interval: it must never become idle time.
+  reading is dropped and the next one covers its interval: it must never become idle time. After
+  `GPM_MAX_EXTEND_NS` of nothing but zeros they are believed (the counters really did not move).
+  The NVML source, the trace CSV reader and the detector all ask `is_stale_gpm`, so a reading
+  one of them believes is never dropped by another.
 - A reading is busy when its level reaches the detector's idle threshold: SM activity against
   `idle_sm_pct`, or, on a GPU that has no SM activity at all, utilization.gpu against
   `idle_util_pct` (`busy_reading`). A GPM reading describes activity that ended `gpm_lag_ms`
@@ -23,6 +26,9 @@ from gapwatch.core.models import GpuSample
 
 #: Signal sources whose all-exactly-zero readings are GPM staleness, not idleness.
 GPM_LIKE_SOURCES = ("gpm", "trace")
+#: After this long with only "no new data" GPM readings, all-zero is believed: GPM refreshes every
+#: ~100 ms, so ten refreshes that moved no counter mean the GPU really did nothing.
+GPM_MAX_EXTEND_NS = 1_000_000_000
 
 
 def reading(v: float | None) -> float | None:
@@ -33,11 +39,16 @@ def reading(v: float | None) -> float | None:
     return v
 
 
-def is_stale_gpm(sm: float | None, rx: float | None, tx: float | None) -> bool:
-    """A GPM reading that carries no new interval: every metric read is exactly 0.0, PCIe among
-    them (without a PCIe reading, a zero SM activity cannot be told from real idleness, so it
-    is taken as idle)."""
+def is_stale_gpm(sm: float | None, rx: float | None, tx: float | None,
+                 interval_ns: int | None) -> bool:
+    """A GPM reading that carries no new interval, to be merged into the next reading: every
+    metric read is exactly 0.0, PCIe among them (without a PCIe reading, a zero SM activity
+    cannot be told from real idleness, so it is taken as idle), over less than
+    `GPM_MAX_EXTEND_NS` since the interval began (`interval_ns`; None: not known, stale).
+    Zeros over a longer interval are a measurement."""
     if rx is None and tx is None:
+        return False
+    if interval_ns is not None and interval_ns >= GPM_MAX_EXTEND_NS:
         return False
     return sm in (None, 0.0) and rx in (None, 0.0) and tx in (None, 0.0)
 
@@ -55,7 +66,7 @@ def busy_reading(sample: GpuSample, config: DetectorConfig, uses_sm: bool) -> bo
     sm = reading(sample.sm_active_pct)
     if sm is not None:
         if sample.sm_source in GPM_LIKE_SOURCES and is_stale_gpm(
-            sm, sample.pcie_rx_bytes_per_s, sample.pcie_tx_bytes_per_s
+            sm, sample.pcie_rx_bytes_per_s, sample.pcie_tx_bytes_per_s, sample.interval_ns
         ):
             return None  # no new interval: the next reading covers it
         return sm >= config.idle_sm_pct

@@ -14,13 +14,12 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.evidence import GapEvidence
 
 #: Phases of a track: before its first busy sample (of this data segment), in a busy run, in
 #: an idle stretch (a gap candidate; a gap once it lasts `min_gap_ms`).
 PRE, BUSY, IDLE = 0, 1, 2
-#: Sampling interval assumed before two samples tell the real one.
-DEFAULT_PERIOD_NS = 100_000_000
 
 
 class Track:

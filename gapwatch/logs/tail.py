@@ -41,12 +41,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gapwatch.base.clock import Clock, SystemClock
+from gapwatch.core.config import LogsConfig
 
 #: on_line(source, text, arrival_mono_ns, arrival_wall_s)
 LineCallback = Callable[[str, str, int, float], None]
 #: on_notice(level, message)
 NoticeCallback = Callable[[str, str], None]
 
+#: The constructors' defaults are the `[logs]` config's (one source: `LogsConfig`).
+_DEFAULTS = LogsConfig()
 _READ_CHUNK = 1 << 16
 #: Bytes read from one file per poll, so that one busy file cannot starve the others.
 _MAX_READ_PER_POLL = 8 << 20
@@ -57,7 +60,7 @@ _TAIL_BYTES = 256
 class LineSplitter:
     """Bytes in, complete decoded lines out; the partial tail is kept between feeds."""
 
-    def __init__(self, max_line_bytes: int = 1 << 20) -> None:
+    def __init__(self, max_line_bytes: int = _DEFAULTS.max_line_bytes) -> None:
         self.max_line_bytes = max_line_bytes
         self._buf = bytearray()
         self._discarding = False  # inside the rest of an over-long line
@@ -324,8 +327,10 @@ class _FileFollower:
 class Tailer:
     """Follows `paths` ("-" = stdin) and calls `on_line` for every complete line."""
 
-    def __init__(self, paths: list[str], on_line: LineCallback, *, from_start: bool = False,
-                 poll_ms: float = 50.0, max_line_bytes: int = 1 << 20,
+    def __init__(self, paths: list[str], on_line: LineCallback, *,
+                 from_start: bool = _DEFAULTS.from_start,
+                 poll_ms: float = _DEFAULTS.poll_ms,
+                 max_line_bytes: int = _DEFAULTS.max_line_bytes,
                  on_notice: NoticeCallback | None = None, clock: Clock | None = None,
                  stdin_fd: int = 0) -> None:
         self.on_line = on_line

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
-
-from gapwatch.core.models import Notice, Record, SessionHeader
+from gapwatch.core.codec import encode_line
+from gapwatch.core.config import RecordConfig
+from gapwatch.core.models import Gap, Notice, Record, SessionHeader
 from gapwatch.sinks.output_file import ExistsPolicy, OutputFile, OutputPlan, check_output
 
 #: Uncompressed JSON per gzip member: large enough that compression loses nothing measurable,
@@ -48,10 +48,8 @@ from gapwatch.sinks.output_file import ExistsPolicy, OutputFile, OutputPlan, che
 MEMBER_BYTES = 1 << 20
 #: The most JSON written in one go: a nearly full disk takes what fits, batch by batch.
 WRITE_BATCH_BYTES = 256 << 10
-#: Encoded records kept in memory while the disk refuses them (minutes of an 8-GPU box).
-DEFAULT_MAX_PENDING_BYTES = 16 << 20
-#: The longest wait between two write attempts on a failing disk.
-RETRY_MAX_S = 30.0
+#: The constructor's defaults are the `[record]` config's (one source: `RecordConfig`).
+_DEFAULTS = RecordConfig()
 _GZIP_WBITS = 31  # zlib's gzip container
 _GZIP_LEVEL = 6
 
@@ -102,7 +100,7 @@ class _Drops:
 
 
 def _record_times(record: Record) -> tuple[int | None, float | None]:
-    if record.type == "gap":
+    if isinstance(record, Gap):
         return record.start_mono_ns, record.start_s
     return getattr(record, "t_mono_ns", None), getattr(record, "t_wall_s", None)
 
@@ -118,11 +116,11 @@ class Recorder:
     def __init__(
         self,
         target: str | Path | OutputPlan,
-        flush_interval_s: float = 1.0,
+        flush_interval_s: float = _DEFAULTS.flush_interval_s,
         *,
         exists: ExistsPolicy = "refuse",
-        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
-        retry_max_s: float = RETRY_MAX_S,
+        max_pending_bytes: int = _DEFAULTS.max_pending_mib << 20,
+        retry_max_s: float = _DEFAULTS.retry_max_s,
         on_problem: Callable[[Notice], None] | None = None,
     ) -> None:
         """
@@ -174,7 +172,7 @@ class Recorder:
     # -- the sink -------------------------------------------------------------------------------
 
     def on_header(self, header: SessionHeader) -> None:
-        line = header.model_dump_json().encode() + b"\n"
+        line = encode_line(header)
         with self._io:
             try:
                 # The header is a gzip member of its own: the file can always be cut back to it.
@@ -188,7 +186,7 @@ class Recorder:
         self._deliver()
 
     def on_record(self, record: Record) -> None:
-        line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+        line = encode_line(record)
         t_mono, t_wall = _record_times(record)
         with self._lock:
             if self.closed:
@@ -382,7 +380,7 @@ class Recorder:
                         f"recording gap: {drops.count} records were not written "
                         f"({drops.last_wall_s - drops.first_wall_s:.1f} s of data): the disk "
                         f"refused them and {self._max_pending_bytes / 2**20:g} MiB were waiting")
-        return orjson.dumps(notice, option=orjson.OPT_APPEND_NEWLINE)
+        return encode_line(notice)
 
     def _failed(self, exc: OSError) -> None:
         error = exc.strerror or str(exc)

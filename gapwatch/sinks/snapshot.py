@@ -18,7 +18,6 @@ step: a reader (or a full disk halfway through) never leaves a half snapshot und
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 import re
@@ -28,9 +27,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import orjson
-
 from gapwatch.core import fmt
+from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.config import Config
 from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
@@ -156,7 +154,7 @@ def render_summary(
         out += ["", "## Sampler and inputs", ""] + [f"- {line}" for line in status_lines]
     out += _files_section(records, gaps, hosts)
     out += ["", "## Config", "", "```json",
-            orjson.dumps(config.model_dump(), option=orjson.OPT_INDENT_2).decode(), "```", ""]
+            encode_json(config.model_dump(mode="json"), indent=2).decode(), "```", ""]
     # Log lines, hints and paths are text from outside: shown in the file, never obeyed by the
     # terminal a user `cat`s it to.
     return "\n".join(fmt.visible(line) for line in "\n".join(out).split("\n"))
@@ -291,8 +289,8 @@ def write_snapshot(
         tmp.mkdir()
         records = history_records(snap, config.snapshot.history_s)
         write_recording(tmp / RECORDING_NAME, header, records)
-        gaps = [dataclasses.asdict(g) for g in _gaps_in(records)]
-        (tmp / GAPS_NAME).write_bytes(orjson.dumps(gaps, option=orjson.OPT_INDENT_2))
+        gaps = [gap_json(g) for g in _gaps_in(records)]
+        (tmp / GAPS_NAME).write_bytes(encode_json(gaps, indent=2))
         summary = render_summary(snap, header, config, records, t_wall_s=t_wall_s,
                                  reason=reason, status_lines=status_lines)
         (tmp / SUMMARY_NAME).write_text(summary, encoding="utf-8")

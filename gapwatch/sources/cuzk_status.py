@@ -4,44 +4,44 @@ Who calls it: `gapwatch.engine.runtime` starts one `StatusPoller` per status URL
 URL`, `[cuzk] status_url`) beside the log follower; the simulator's speed-0 feed and the tests
 call `parse_status` directly. The poller hands each snapshot to `Session.on_record`.
 
-What the server is (`../shared/reference/cuzk-status.md`): a hand-written HTTP/1.1 server on raw
-TCP, one request per connection, `Connection: close`. Building the snapshot takes the status
-tracker's write lock, the same lock the GPU workers take on their hot path, so the poller asks
-about once a second by default (`[cuzk] status_period_s`, floor 0.1 s) with a short timeout.
+What the server is (`docs/cuzk-status.md`, from curio's `extern/cuzk/cuzk-daemon/src/main.rs`):
+a hand-written HTTP/1.1 server on raw TCP, one request per connection, `Connection: close`.
+Building the snapshot takes the status tracker's write lock, the same lock the GPU workers take
+on their hot path, so the poller asks about once a second by default (`[cuzk] status_period_s`,
+floor 0.1 s) with a short deadline: one deadline per request, for the connection and the whole
+answer, so a server that drips a byte at a time cannot hold a poll (`fetch_status`).
 
 The poller runs on its own thread and never touches the session while a request is in flight:
 a slow, refusing or broken server costs the poller its own time, never the 100 ms sampler's.
 Every failed poll is counted by reason (`ERROR_REASONS`; `http_<code>` for a status other than
 200), the first of each reason (and the recovery) becomes a notice, and polling goes on.
 
-Parsing is lenient field by field: cuzk may omit a field, add new ones (ignored) or a future
-version may change one's type; such a field is None (never 0) and counted (`dropped_fields`),
-the rest of the snapshot is kept. Only a body that is not JSON, or not an object, is refused.
+Decoding mirrors the serde structs of `extern/cuzk/cuzk-core/src/status.rs` as msgspec Structs
+(`StatusDocument`), leniently: fields cuzk adds later are ignored, a field it omits is None; a
+field of the wrong type (or a number its Rust type cannot hold: a negative `u64`) is None and
+counted (`dropped_fields`), the rest of the snapshot is kept. A real answer decodes in one pass;
+only one with a bad field is walked field by field (`_lenient`). Only a body that is not JSON,
+or not an object, is refused.
 """
 
 from __future__ import annotations
 
 import http.client
-import math
+import io
+import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
+from decimal import Decimal
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 from urllib.parse import urlsplit
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    ValidationError,
-    ValidationInfo,
-    ValidatorFunctionWrapHandler,
-    WrapValidator,
-)
+import msgspec
 
 from gapwatch.base.background import Background
 from gapwatch.base.clock import Clock, SystemClock
-from gapwatch.core.bounds import I64, GpuIndex
+from gapwatch.core.bounds import INT64_MAX, MAX_GPU_INDEX
 from gapwatch.core.models import (
     PARTITION_STATES,
     WORKER_STATES,
@@ -59,8 +59,8 @@ ERROR_REASONS: tuple[str, ...] = (
 #: A larger answer is refused (`too_large`): cuzk's snapshot drops jobs done > 30 s ago, so a
 #: real one is a few hundred KiB at most.
 MAX_BODY_BYTES = 8 << 20
-
-_T = TypeVar("_T")
+#: Headers longer than this are not an HTTP answer cuzk would send (its are ~150 bytes).
+MAX_HEADER_BYTES = 64 << 10
 
 
 class StatusError(Exception):
@@ -71,102 +71,155 @@ class StatusError(Exception):
         self.reason = reason
 
 
-def _or_none(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
-    """A field that does not validate is None (and counted), so one odd field never costs the
-    whole snapshot."""
-    try:
-        return handler(value)
-    except ValidationError:
-        ctx = info.context
-        if isinstance(ctx, dict):
-            ctx["dropped"] = ctx.get("dropped", 0) + 1
-        return None
+# -- the document, as status.rs's serde structs serialise it ---------------------------------
+# Rust's unsigned integers (u32, u64, usize) and durations cannot be negative; a value outside
+# them is not a reading. Seconds are f64 (`as_secs_f64`): a duration, never negative, and
+# below a million years (`1e999` is not one).
+Count = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+Secs = Annotated[float, msgspec.Meta(ge=0, le=3e13)]
+Ordinal = Annotated[int, msgspec.Meta(ge=0, le=MAX_GPU_INDEX)]
 
 
-#: A field that may be missing or malformed: None then.
-Lenient = Annotated[_T | None, WrapValidator(_or_none)]
+# Unknown fields are ignored (msgspec's default); every field may be missing (None).
+class MemoryStatus(msgspec.Struct, frozen=True):
+    total_bytes: Count | None = None
+    used_bytes: Count | None = None
+    available_bytes: Count | None = None
 
 
-class _Model(BaseModel):
-    # Fields cuzk adds later are ignored; nothing here is required.
-    model_config = ConfigDict(extra="ignore", frozen=True)
+class SynthesisStatus(msgspec.Struct, frozen=True):
+    #: `total_bytes / SNAP_PARTITION_FULL_BYTES`: NOT how many syntheses can run.
+    max_concurrent: Count | None = None
+    #: +1 at synthesis start, -1 on success only: drifts upward after failed syntheses.
+    active: Count | None = None
 
 
-class _Synthesis(_Model):
-    max_concurrent: Lenient[I64] = None
-    active: Lenient[I64] = None
+class PartitionSnapshot(msgspec.Struct, frozen=True):
+    index: Count | None = None
+    state: str | None = None
+    synth_ms: Count | None = None
+    gpu_ms: Count | None = None
 
 
-class _Partition(_Model):
-    index: Lenient[I64] = None
-    state: Lenient[str] = None
-    synth_ms: Lenient[I64] = None
-    gpu_ms: Lenient[I64] = None
-
-
-class _Pipeline(_Model):
+class PipelineSnapshot(msgspec.Struct, frozen=True):
     # A WindowPoSt job id holds spaces and brackets (`wdpost-1-2-[1 2 3]`): it is only a string.
-    job_id: Lenient[str] = None
-    proof_kind: Lenient[str] = None
-    total_partitions: Lenient[I64] = None
-    partitions_done: Lenient[I64] = None
-    partitions: Lenient[list[Lenient[_Partition]]] = None
+    job_id: str | None = None
+    proof_kind: str | None = None
+    started_secs_ago: Secs | None = None
+    total_partitions: Count | None = None
+    partitions_done: Count | None = None
+    partitions: list[PartitionSnapshot | None] | None = None
 
 
-class _Worker(_Model):
-    worker_id: Lenient[I64] = None
-    gpu_ordinal: Lenient[GpuIndex] = None
-    state: Lenient[str] = None
-    current_job: Lenient[str] = None
-    current_partition: Lenient[I64] = None
-    busy_secs: Lenient[float] = None
+class GpuWorkerSnapshot(msgspec.Struct, frozen=True):
+    worker_id: Count | None = None
+    gpu_ordinal: Ordinal | None = None
+    state: str | None = None
+    current_job: str | None = None
+    current_partition: Count | None = None
+    busy_secs: Secs | None = None
 
 
-class _Counters(_Model):
-    total_completed: Lenient[I64] = None
-    total_failed: Lenient[I64] = None
-    queue_depth: Lenient[I64] = None
+class AllocationEntry(msgspec.Struct, frozen=True):
+    circuit_id: str | None = None
+    bytes: Count | None = None
+    last_used_secs_ago: Secs | None = None
+    evictable: bool | None = None
 
 
-class StatusDocument(_Model):
-    """The parts of cuzk's `/status` JSON that gapwatch reads (cuzk-status.md has all of it)."""
-
-    uptime_secs: Lenient[float] = None
-    synthesis: Lenient[_Synthesis] = None
-    pipelines: Lenient[list[Lenient[_Pipeline]]] = None
-    gpu_workers: Lenient[list[Lenient[_Worker]]] = None
-    counters: Lenient[_Counters] = None
+class AllocationsSnapshot(msgspec.Struct, frozen=True):
+    srs: list[AllocationEntry | None] | None = None
+    pce: list[AllocationEntry | None] | None = None
 
 
-def _count(v: int | None) -> int | None:
-    """A count or None: a negative count is not a reading."""
-    return v if v is not None and v >= 0 else None
+class CountersSnapshot(msgspec.Struct, frozen=True):
+    total_completed: Count | None = None
+    total_failed: Count | None = None
+    queue_depth: Count | None = None
 
 
-def _secs(v: float | None) -> float | None:
-    return v if v is not None and 0 <= v < math.inf else None  # NaN fails both
+class StatusDocument(msgspec.Struct, frozen=True):
+    """The parts of cuzk's `/status` JSON that gapwatch reads (status.rs `StatusSnapshot`)."""
+
+    uptime_secs: Secs | None = None
+    memory: MemoryStatus | None = None
+    synthesis: SynthesisStatus | None = None
+    pipelines: list[PipelineSnapshot | None] | None = None
+    gpu_workers: list[GpuWorkerSnapshot | None] | None = None
+    allocations: AllocationsSnapshot | None = None
+    counters: CountersSnapshot | None = None
+
+
+_decode_strict = msgspec.json.Decoder(StatusDocument).decode
+# The walk's decoder keeps every number it can: a float as the Decimal of its text (`1e999`
+# overflows a float, and the strict decoder's error would cost the whole snapshot).
+_decode_any = msgspec.json.Decoder(float_hook=Decimal).decode
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _optional_inner(tp: Any) -> Any:
+    """`X | None` -> X (the only unions the document uses)."""
+    if get_origin(tp) is Union or type(tp).__name__ == "UnionType":
+        args = [a for a in get_args(tp) if a is not type(None)]
+        return args[0] if len(args) == 1 else tp
+    return tp
+
+
+def _lenient(value: Any, tp: Any, dropped: list[int]) -> Any:
+    """`value` as `tp`, keeping every part that fits: a Struct field or a list item that does
+    not is None, and `dropped[0]` counts it."""
+    try:
+        return msgspec.convert(value, tp)
+    except msgspec.ValidationError:
+        pass
+    inner = _optional_inner(tp)
+    if isinstance(inner, type) and issubclass(inner, msgspec.Struct) and isinstance(value, dict):
+        hints = _HINTS.get(inner)
+        if hints is None:
+            hints = _HINTS[inner] = get_type_hints(inner, include_extras=True)
+        return inner(**{name: _lenient(value[name], hints[name], dropped)
+                        for name in inner.__struct_fields__ if name in value})
+    if get_origin(inner) is list and isinstance(value, list):
+        (item,) = get_args(inner)
+        return [_lenient(v, item, dropped) for v in value]
+    dropped[0] += 1
+    return None
+
+
+def decode_status(body: bytes, counters: dict[str, int] | None = None) -> StatusDocument:
+    """cuzk's `/status` body -> `StatusDocument`. Raises StatusError (`bad_json`,
+    `bad_schema`). `counters["dropped_fields"]` counts fields that did not fit."""
+    try:
+        return _decode_strict(body)
+    except msgspec.ValidationError:
+        pass  # JSON, but some part does not fit: read it part by part below
+    except msgspec.DecodeError as exc:
+        raise StatusError("bad_json", f"not JSON ({exc})") from None
+    raw = _decode_any(body)
+    if not isinstance(raw, dict):
+        raise StatusError("bad_schema", f"not a status object (a JSON {type(raw).__name__})")
+    dropped = [0]
+    doc: StatusDocument = _lenient(raw, StatusDocument, dropped)
+    if counters is not None and dropped[0]:
+        counters["dropped_fields"] = counters.get("dropped_fields", 0) + dropped[0]
+    return doc
 
 
 def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
                  latency_ms: float, counters: dict[str, int] | None = None) -> ProverStatus:
     """cuzk's `/status` body -> one `ProverStatus`. Raises StatusError (`bad_json`,
-    `bad_schema`). `counters["dropped_fields"]` counts fields that did not validate."""
-    ctx: dict[str, int] = {}
-    try:
-        doc = StatusDocument.model_validate_json(body, context=ctx)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        if first["type"] == "json_invalid":
-            raise StatusError("bad_json", f"not JSON ({first['msg']})") from None
-        raise StatusError("bad_schema", f"not a status object ({first['msg']})") from None
-    if counters is not None and ctx.get("dropped"):
-        counters["dropped_fields"] = counters.get("dropped_fields", 0) + ctx["dropped"]
+    `bad_schema`). `counters["dropped_fields"]` counts fields that did not fit."""
+    doc = decode_status(body, counters)
     # Counts only when the document lists its pipelines at all (an empty list is 0 of each).
     counts: dict[str, int] = (dict.fromkeys(PARTITION_STATES, 0) if doc.pipelines is not None
                               else {})
     parts: list[ProverPartition] = []
+    kinds: dict[str, str] = {}
     pipelines = [p for p in doc.pipelines or () if p is not None]
     for pipe in pipelines:
+        job = pipe.job_id or "?"
+        if pipe.proof_kind is not None:
+            kinds[job] = pipe.proof_kind
         for part in pipe.partitions or ():
             if part is None:
                 continue
@@ -174,28 +227,35 @@ def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
             state: str = part.state if part.state in PARTITION_STATES else "other"
             counts[state] = counts.get(state, 0) + 1
             if part.index is not None:
-                parts.append(ProverPartition(
-                    job_id=pipe.job_id or "?", index=part.index, state=state,
-                    synth_ms=_count(part.synth_ms), gpu_ms=_count(part.gpu_ms),
-                ))
+                parts.append(ProverPartition(job_id=job, index=part.index, state=state,
+                                             synth_ms=part.synth_ms, gpu_ms=part.gpu_ms))
     workers = [
         ProverWorker(
-            worker_id=w.worker_id, gpu=_count(w.gpu_ordinal),
+            worker_id=w.worker_id, gpu=w.gpu_ordinal,
             state=w.state if w.state in WORKER_STATES else "other",
-            job_id=w.current_job, partition=_count(w.current_partition),
-            busy_s=_secs(w.busy_secs),
+            job_id=w.current_job, partition=w.current_partition, busy_s=w.busy_secs,
         )
         for w in doc.gpu_workers or () if w is not None and w.worker_id is not None
     ]
-    syn, cnt = doc.synthesis, doc.counters
+    syn, cnt, mem = doc.synthesis, doc.counters, doc.memory
+    srs = doc.allocations.srs if doc.allocations is not None else None
+    srs_entries = [e for e in srs or () if e is not None]
     return ProverStatus(
         prover=prover, t_mono_ns=t_mono_ns, t_wall_s=t_wall_s, latency_ms=latency_ms,
-        uptime_s=_secs(doc.uptime_secs), partition_counts=counts, workers=workers,
-        synthesis_active=_count(syn.active) if syn else None,
-        synthesis_max=_count(syn.max_concurrent) if syn else None,
-        queue_depth=_count(cnt.queue_depth) if cnt else None, jobs=len(pipelines),
-        completed_total=_count(cnt.total_completed) if cnt else None,
-        failed_total=_count(cnt.total_failed) if cnt else None, partitions=parts,
+        uptime_s=doc.uptime_secs, partition_counts=counts, workers=workers,
+        synthesis_active=syn.active if syn else None,
+        synthesis_max=syn.max_concurrent if syn else None,
+        queue_depth=cnt.queue_depth if cnt else None,
+        # A `pipelines` cuzk did not send as a list says nothing about jobs: unknown, not 0.
+        jobs=len(pipelines) if doc.pipelines is not None else None,
+        completed_total=cnt.total_completed if cnt else None,
+        failed_total=cnt.total_failed if cnt else None, partitions=parts,
+        memory_total_bytes=mem.total_bytes if mem else None,
+        memory_used_bytes=mem.used_bytes if mem else None,
+        memory_available_bytes=mem.available_bytes if mem else None,
+        srs_circuits=None if srs is None else [e.circuit_id or "?" for e in srs_entries],
+        srs_bytes=None if srs is None else sum(e.bytes or 0 for e in srs_entries),
+        job_kinds=kinds,
     )
 
 
@@ -204,41 +264,102 @@ def prover_name(url: str) -> str:
     return urlsplit(url).netloc or url
 
 
+class _Answer(io.BytesIO):
+    """The bytes of a whole answer, as the socket `http.client.HTTPResponse` parses from."""
+
+    def makefile(self, *args: object, **kwargs: object) -> io.BytesIO:
+        return self
+
+
+def _content_length(head: bytes) -> int | None:
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            try:
+                return max(0, int(value.strip()))
+            except ValueError:
+                return None
+    return None
+
+
+def _receive(sock: socket.socket, deadline: float, max_bytes: int, timeout_s: float
+             ) -> bytes:
+    """Everything the server sends, until it closes or the `Content-Length` is in, before
+    `deadline` (monotonic seconds): one deadline for the whole answer, however it drips."""
+    buf = bytearray()
+    head_end: int | None = None
+    length: int | None = None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise StatusError("timeout", f"no whole answer within {timeout_s:g} s "
+                                         f"({len(buf)} bytes by then)")
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            continue  # the deadline check above says it
+        if not chunk:
+            return bytes(buf)  # closed: cuzk always closes after its answer
+        buf += chunk
+        if head_end is None:
+            i = buf.find(b"\r\n\r\n")
+            if i < 0:
+                if len(buf) > MAX_HEADER_BYTES:
+                    raise StatusError("connection", f"no end of headers in {len(buf)} bytes")
+                continue
+            head_end = i + 4
+            length = _content_length(bytes(buf[:i]))
+            if length is not None and length > max_bytes:
+                raise StatusError("too_large", f"answer of {length} bytes (over {max_bytes})")
+        if len(buf) - head_end > max_bytes:
+            raise StatusError("too_large", f"answer over {max_bytes} bytes")
+        if length is not None and len(buf) - head_end >= length:
+            return bytes(buf)
+
+
 def fetch_status(url: str, timeout_s: float, max_bytes: int = MAX_BODY_BYTES) -> bytes:
     """One `GET` of a status URL (a new connection, `Connection: close`, as cuzk serves it);
-    the body of a 200 answer. Raises StatusError."""
+    the body of a 200 answer. `timeout_s` bounds the whole request: connecting, sending and
+    the whole answer (a server that drips a byte at a time is a `timeout`). Raises
+    StatusError."""
+    deadline = time.monotonic() + timeout_s
     parts = urlsplit(url)
     path = parts.path or "/status"
     if parts.query:
         path += "?" + parts.query
-    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80,
-                                      timeout=timeout_s)
+    host = parts.hostname or "127.0.0.1"
+    netloc = f"[{host}]" if ":" in host else host
+    request = (f"GET {path} HTTP/1.1\r\nHost: {netloc}:{parts.port or 80}\r\n"
+               "Connection: close\r\nAccept: application/json\r\n\r\n").encode("latin-1")
     try:
-        conn.request("GET", path, headers={"Connection": "close", "Accept": "application/json"})
-        resp = conn.getresponse()
-        if resp.length is not None and resp.length > max_bytes:
-            raise StatusError("too_large", f"answer of {resp.length} bytes (over {max_bytes})")
-        # With a Content-Length (cuzk always sends one), read() raises IncompleteRead when the
-        # connection closes early; without one, read to the close, at most the limit.
-        body = resp.read() if resp.length is not None else resp.read(max_bytes + 1)
-        if len(body) > max_bytes:
-            raise StatusError("too_large", f"answer over {max_bytes} bytes")
-        if resp.status != 200:
-            raise StatusError(f"http_{resp.status}",
-                              f"HTTP {resp.status} {resp.reason}".rstrip())
-        return body
+        with socket.create_connection((host, parts.port or 80), timeout=timeout_s) as sock:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            sock.sendall(request)
+            data = _receive(sock, deadline, max_bytes, timeout_s)
     except ConnectionRefusedError:
         raise StatusError("refused", "connection refused (is cuzk's [daemon] status_listen "
                                      "set to this address?)") from None
     except TimeoutError:
         raise StatusError("timeout", f"no answer within {timeout_s:g} s") from None
+    except OSError as exc:
+        raise StatusError("connection", f"{type(exc).__name__}: {exc}") from None
+    if not data:
+        raise StatusError("connection", "the server closed the connection without answering")
+    resp = http.client.HTTPResponse(_Answer(data))  # type: ignore[arg-type]
+    try:
+        resp.begin()
+        # With a Content-Length (cuzk always sends one), read() raises IncompleteRead when the
+        # connection closed early; without one, the body is what came before the close.
+        body = resp.read()
     except http.client.IncompleteRead as exc:
         raise StatusError("truncated", f"answer cut short ({len(exc.partial)} bytes, "
                                        f"{exc.expected} more expected)") from None
-    except (http.client.HTTPException, OSError) as exc:
+    except http.client.HTTPException as exc:
         raise StatusError("connection", f"{type(exc).__name__}: {exc}") from None
-    finally:
-        conn.close()
+    if resp.status != 200:
+        raise StatusError(f"http_{resp.status}", f"HTTP {resp.status} {resp.reason}".rstrip())
+    return body
 
 
 @dataclass(frozen=True, slots=True)

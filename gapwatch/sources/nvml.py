@@ -37,6 +37,7 @@ from typing import Any, Literal
 from gapwatch.core.config import SamplerConfig
 from gapwatch.core.hints import link_text, link_trained_down_words
 from gapwatch.core.models import (
+    GEN5_X16_BYTES_PER_S,
     GpuInfo,
     GpuSample,
     LinkState,
@@ -82,11 +83,6 @@ _CURR_WIDTH = "current PCIe width"
 _MIB = float(1 << 20)
 #: nvmlDeviceGetPcieThroughput answers in KB/s; NVML's KB is 1024 bytes.
 _KIB = 1024.0
-#: Worst-case link assumed for the wrap test when NVML cannot tell the link (Gen5 x16).
-_FALLBACK_LINK_BYTES_PER_S = 63.0e9
-#: After this long with only "no new data" GPM readings, all-zero is believed: GPM refreshes every
-#: ~100 ms, so ten refreshes that moved no counter mean the GPU really did nothing.
-GPM_MAX_EXTEND_NS = 1_000_000_000
 
 HINT = "run `gapwatch demo` for a simulated prover, or `--source replay:FILE` to replay a recording"
 
@@ -222,7 +218,8 @@ class NvmlSource:
         width = None if width is _FAILED else int(width)
         gpu.max_gen, gpu.max_width = gen, width
         gpu.link_bytes_per_s = link_bytes_per_s(gen, width)
-        gpu.wrap_safe_us = 2**32 / (gpu.link_bytes_per_s or _FALLBACK_LINK_BYTES_PER_S) * 1e6
+        # Without the link, the wrap test assumes the fastest link these boxes have.
+        gpu.wrap_safe_us = 2**32 / (gpu.link_bytes_per_s or GEN5_X16_BYTES_PER_S) * 1e6
 
         sources: tuple[SignalSource, SignalSource]
         if self.config.use_gpm and self._open_gpm(gpu):
@@ -455,7 +452,7 @@ class NvmlSource:
         # No new data since the start sample (GPM refreshes ~every 100 ms): keep the start
         # sample and let the next real reading cover the whole interval (bounded, so that a
         # stuck counter still shows as data).
-        if is_stale_gpm(sm, rx, tx) and t_ns - start_ns < GPM_MAX_EXTEND_NS:
+        if is_stale_gpm(sm, rx, tx, t_ns - start_ns):
             return None
         bufs.reverse()
         gpu.gpm_start_ns = t_ns

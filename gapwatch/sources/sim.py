@@ -37,12 +37,18 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Literal
 
-from gapwatch.core.models import GpuInfo, GpuSample, HostSample, ProverStatus, link_bytes_per_s
+from gapwatch.core.models import (
+    GEN5_X16_BYTES_PER_S,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    ProverStatus,
+)
 from gapwatch.sources import Tick
 
 ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound"]
 SCENARIOS: tuple[ScenarioName, ...] = ("chained", "pageable", "host-stall", "transfer-bound")
-LINK_BYTES_PER_S = link_bytes_per_s(5, 16) or 63e9
+LINK_BYTES_PER_S = GEN5_X16_BYTES_PER_S
 IDLE_PCIE_BYTES_PER_S = 1.5 * 2**20  # an idle H200 link reads ~0.7-2.7 MiB/s each way
 
 #: (stream, text): stream is "stdout" for tracing lines, "stderr" for TIMELINE / CUZK lines.

@@ -6,7 +6,8 @@ Who calls it: `gapwatch.sources.recording.read_any` (hence `replay`, `report`, `
 Columns: `timestamp_s,gpu` plus any subset of `sm_active_pct,gpu_util_pct,pcie_rx_bytes_per_s,
 pcie_tx_bytes_per_s,host_mem_used_pct,host_psi_mem_some_avg10`. Rows whose SM and PCIe readings
 are all exactly 0.0 are stale GPM readings (GPM refreshes every ~100 ms; these traces were sampled
-at 50 ms): they are merged into the next row's interval, never emitted as idle.
+at 50 ms): they are merged into the next row's interval, never emitted as idle, for up to a
+second (`readings.GPM_MAX_EXTEND_NS`, the sampler's own bound); after that the zeros are believed.
 
 Bad input (docs/bad-input.md): a row whose `timestamp_s` is not a usable Unix time (empty,
 NaN, 1e300), whose `gpu` is not a GPU index (1e30, -1, 2.5), or with a number that does not parse
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from gapwatch import __version__
 from gapwatch.core.bounds import (
-    FALLBACK_PERIOD_MS,
+    DEFAULT_PERIOD_MS,
     MAX_GPU_INDEX,
     gpu_index,
     usable_period_ms,
@@ -123,7 +124,7 @@ def _csv_records(text: str, columns: list[str], rec: Recording) -> Iterator[Reco
                 major_faults_per_s=None,
             )
             last_host_t_ns = t_ns
-        if is_stale_gpm(sm, rx, tx):
+        if is_stale_gpm(sm, rx, tx, None if prev is None else t_ns - prev):
             rec.counters["stale_gpm_rows"] = rec.counters.get("stale_gpm_rows", 0) + 1
             if prev is None:
                 last_t_ns[gpu] = t_ns  # the next real reading covers from here
@@ -170,7 +171,7 @@ def read_trace_csv(path: str | Path) -> Recording:
     estimate = ((t1 - t0) / max(1, rows) * 1000 * max(1, len(gpus))
                 if t0 is not None and t1 is not None else 0.0)
     # Too few rows, or all at one time: no period to learn (the detector learns the spacing).
-    period_ms = usable_period_ms(round(estimate, 1)) or FALLBACK_PERIOD_MS
+    period_ms = usable_period_ms(round(estimate, 1)) or DEFAULT_PERIOD_MS
     header = SessionHeader(
         gapwatch_version=__version__,
         host="(trace)",

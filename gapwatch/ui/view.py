@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
+from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import (
     STATE_SEVERITY,
@@ -41,7 +42,7 @@ class View:
     #: header does not know it.
     detector: DetectorConfig
     #: The sampling period (a sample that does not say its interval covers this long).
-    period_ns: int = 100_000_000
+    period_ns: int = DEFAULT_PERIOD_NS
     paused: bool = False
     #: What happened since the view was paused (e.g. "GPU0 entered BREAKDOWN"), shown in the banner.
     note: str = ""

@@ -29,8 +29,9 @@ switches itself off. docs/logs.md lists what stays unattributed and why.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from dataclasses import replace
 from typing import TypeVar
+
+from msgspec.structs import replace
 
 from gapwatch.core.bounds import MAX_GPU_INDEX, wall_s_ok
 from gapwatch.core.config import LogsConfig

@@ -147,9 +147,28 @@ def parse_tracing(text: str) -> TracingLine | None:
     elif rest.endswith(":") and " " not in rest:
         target = rest[:-1]
         rest = ""
-    m = _FIRST_FIELD.search(rest)
-    if m is None:
+    start = _fields_start(rest)
+    if start is None:
         return TracingLine(t_wall_s, level, spans, target, rest, {})
-    message = rest[:m.start()]
-    fields = parse_kv(rest, m.start() + (1 if m.group(0)[0] == " " else 0))
+    message = rest[:start].rstrip(" ")
+    fields = parse_kv(rest, start)
     return TracingLine(t_wall_s, level, spans, target, message, fields)
+
+
+def _fields_start(rest: str) -> int | None:
+    """Where the trailing `key=value` fields begin after the message, or None.
+
+    A `KEY=` inside the message is prose, not a field: cuzk writes
+    `CUZK_VALIDATE_PARTITIONS=1: validating ...` (engine.rs) and `PCE disabled via
+    CUZK_DISABLE_PCE=1 — using standard synthesis` (pipeline.rs). tracing always puts its
+    fields after the message, each value a token of its own, so a candidate whose value ends
+    in `:` or is followed by ` —` is part of the message and the search goes on past it.
+    """
+    for m in _FIRST_FIELD.finditer(rest):
+        at = m.start() + (1 if m.group(0)[0] == " " else 0)
+        end = rest.find(" ", m.end())
+        value = rest[m.end():] if end < 0 else rest[m.end():end]
+        if value.endswith(":") or (end >= 0 and rest.startswith(" \u2014", end)):
+            continue
+        return at
+    return None

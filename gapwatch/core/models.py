@@ -36,6 +36,8 @@ SignalSource = Literal["gpm", "counters", "legacy", "util", "sim", "trace"]
 #: during the gap, so the cause cannot be told (never guessed as host_stall).
 GapKind = Literal["pcie_starved", "transfer_bound", "host_stall", "unknown"]
 ChainState = Literal["CHAINED", "GAPS", "BREAKDOWN", "IDLE", "NO_DATA"]
+#: How a gap was judged idle: "high" from SM activity, "low" from utilization.gpu alone.
+Confidence = Literal["high", "low"]
 #: The same, as tuples, for everything that lists them (tables, metrics, tests).
 GAP_KINDS: tuple[GapKind, ...] = get_args(GapKind)
 CHAIN_STATES: tuple[ChainState, ...] = get_args(ChainState)
@@ -152,7 +154,7 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     pcie_tx_bytes_per_s: float | None
     link_bytes_per_s: float | None
     #: "high" when decided from SM activity, "low" when only utilization.gpu was available.
-    confidence: Literal["high", "low"] = "high"
+    confidence: Confidence = "high"
     hint: str = ""
     host: dict[str, float | None] = field(default_factory=dict)
     log_events: list[dict[str, Any]] = field(default_factory=list)
@@ -192,13 +194,17 @@ class StateChange(Struct, frozen=True, gc=False, tag_field="type", tag="state"):
     type: ClassVar[Literal["state"]] = "state"
 
 
+#: How much a notice matters: "info" is said once and goes by, "warning" and "error" stay.
+NoticeLevel = Literal["info", "warning", "error"]
+
+
 class Notice(Struct, frozen=True, gc=False, tag_field="type", tag="notice"):
     """Something the user should know that is not a measurement: a GPU lost, a field unsupported,
     a log file rotated, a bad line skipped. Recorded so that a replay tells the same story."""
 
     t_mono_ns: I64
     t_wall_s: float
-    level: Literal["info", "warning", "error"]
+    level: NoticeLevel
     message: str
     gpu: GpuIndex | None = None
     type: ClassVar[Literal["notice"]] = "notice"

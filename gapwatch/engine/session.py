@@ -155,14 +155,14 @@ class Session:
 
     def _derived(self, events: list[Gap | StateChange]) -> None:
         for ev in events:
-            if type(ev) is Gap:
+            if isinstance(ev, Gap):
                 change = self.store.upsert_gap(ev)
                 for sink in self.sinks:
                     sink.on_record(ev)  # the recorder keeps every version, as published
                 if change is Change.CLOSED:
                     self._tell(ev)
             else:
-                self.store.set_state(ev)  # type: ignore[arg-type]
+                self.store.set_state(ev)
                 for sink in self.sinks:
                     sink.on_record(ev)
                 self._tell(ev)

@@ -42,11 +42,12 @@ from dataclasses import dataclass
 
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.core.config import LogsConfig
+from gapwatch.core.models import NoticeLevel
 
 #: on_line(source, text, arrival_mono_ns, arrival_wall_s)
 LineCallback = Callable[[str, str, int, float], None]
 #: on_notice(level, message)
-NoticeCallback = Callable[[str, str], None]
+NoticeCallback = Callable[[NoticeLevel, str], None]
 
 #: The constructors' defaults are the `[logs]` config's (one source: `LogsConfig`).
 _DEFAULTS = LogsConfig()

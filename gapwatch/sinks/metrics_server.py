@@ -77,7 +77,8 @@ class _PreReadHandler(MetricsHandler):
 
     def setup(self) -> None:
         super().setup()  # sets the socket timeout (`timeout`), builds wfile
-        self.rfile = io.BytesIO(self.server.head)  # type: ignore[attr-defined]
+        server = self.server  # the `_Request` the accept loop hands over
+        self.rfile = io.BytesIO(server.head if isinstance(server, _Request) else b"")
 
 
 class MetricsServer:
@@ -158,8 +159,8 @@ class MetricsServer:
                         if not self._accept(sel, held, now):
                             sel.unregister(self._listener)
                             paused_until = now + _EMFILE_PAUSE_S
-                    else:
-                        self._read_head(sel, held, key.fileobj)  # type: ignore[arg-type]
+                    elif isinstance(key.fileobj, socket.socket):  # a held connection
+                        self._read_head(sel, held, key.fileobj)
                 self._close_idle(sel, held, time.monotonic())
         finally:
             for conn in list(held):

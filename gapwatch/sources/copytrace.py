@@ -299,9 +299,9 @@ class CopyTraceReader:
                 self.unmapped += 1
         return CopyRecord(
             start_wall_s=c.start_ns / 1e9, end_wall_s=c.end_ns / 1e9, bytes=c.bytes,
-            direction=direction,  # type: ignore[arg-type]
-            src_kind=wire.memory_kind(c.src_kind),  # type: ignore[arg-type]
-            dst_kind=wire.memory_kind(c.dst_kind),  # type: ignore[arg-type]
+            direction=direction,
+            src_kind=wire.memory_kind(c.src_kind),
+            dst_kind=wire.memory_kind(c.dst_kind),
             gpu=gpu, cuda_device=c.device_id, stream_id=c.stream_id, context_id=c.context_id,
             correlation_id=c.correlation_id, pid=sender.pid, t_arrival_mono_ns=now,
         )

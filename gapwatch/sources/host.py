@@ -83,11 +83,11 @@ class ProcHostSource:
             interval_s = interval_ns / 1e9
 
         cpu_busy_pct = None
-        if None not in (busy, total, prev.cpu_busy, prev.cpu_total):
-            d_total = total - prev.cpu_total  # type: ignore[operator]
-            if d_total > 0:
-                d_busy = busy - prev.cpu_busy  # type: ignore[operator]
-                cpu_busy_pct = min(100.0, max(0.0, 100.0 * d_busy / d_total))
+        prev_busy, prev_total = prev.cpu_busy, prev.cpu_total
+        if busy is not None and total is not None and prev_busy is not None \
+                and prev_total is not None and total > prev_total:
+            d_busy = busy - prev_busy
+            cpu_busy_pct = min(100.0, max(0.0, 100.0 * d_busy / (total - prev_total)))
         return HostSample(
             t_mono_ns=t_mono_ns,
             t_wall_s=t_wall_s,

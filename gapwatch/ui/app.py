@@ -243,10 +243,12 @@ class GapwatchApp(App[int]):
             self.query_one(CopyLine).show(view)
             self.query_one(LogPane).show(view)
 
-    def _repush(self, **changes: object) -> None:
-        """Redraw the frozen (paused) view with other choices, or pull afresh when live."""
+    def _repush(self) -> None:
+        """Redraw the frozen (paused) view with the current choices (GPU, window, note), or
+        pull afresh when live."""
         if self.paused and self.view is not None:
-            self._push(dataclasses.replace(self.view, **changes))  # type: ignore[arg-type]
+            self._push(dataclasses.replace(self.view, gpu=self.gpu, window_s=self.window_s,
+                                           note=self._pause_note))
         else:
             self.redraw(force=True)
 
@@ -267,7 +269,7 @@ class GapwatchApp(App[int]):
             return
         if self.paused:
             self._pause_note = f"GPU{state.gpu} entered BREAKDOWN"
-            self._repush(note=self._pause_note)
+            self._repush()
         else:
             self.redraw(force=True)  # within this redraw, not the next tick
         if self.config.ui.bell:
@@ -342,12 +344,12 @@ class GapwatchApp(App[int]):
         indices = [g.index for g in self.runtime.header.gpus] or [self.gpu]
         pos = indices.index(self.gpu) if self.gpu in indices else -1
         self.gpu = indices[(pos + 1) % len(indices)]
-        self._repush(gpu=self.gpu)
+        self._repush()
 
     def action_next_window(self) -> None:
         pos = self._windows.index(self.window_s) if self.window_s in self._windows else -1
         self.window_s = self._windows[(pos + 1) % len(self._windows)]
-        self._repush(window_s=self.window_s)
+        self._repush()
 
     def action_detail(self) -> None:
         detail = self.query_one(DetailChart)

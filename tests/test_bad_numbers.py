@@ -273,3 +273,21 @@ def test_a_prover_status_with_numbers_beyond_64_bits_keeps_the_rest() -> None:
     assert status.uptime_s is None and status.completed_total == 7
     # The count beyond 64 bits, the GPU 4096 and the uptime that overflows a float.
     assert counters["dropped_fields"] == 3
+
+
+def _copy_line(start: float, nbytes: int) -> bytes:
+    return (b'{"start_wall_s":%.3f,"end_wall_s":%.3f,"bytes":%d,"direction":"h2d",'
+            b'"src_kind":"pageable","dst_kind":"device","gpu":0,"cuda_device":0,"stream_id":13,'
+            b'"context_id":1,"correlation_id":1,"pid":42,"type":"copy"}\n'
+            % (1_796_000_000 + start, 1_796_000_000 + start + 0.5, nbytes))
+
+
+def test_recorded_copies_beyond_any_copy_size_are_bad_records_and_report_json_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Two copies of 2**62 bytes in one gap summed beyond 64 bits: `report --json` crashed.
+    copies = tuple(_copy_line(t, 2**62) for t in (30.0, 30.5, 40.0, 40.5, 50.0))
+    path = _recording(tmp_path, (*copies, _copy_line(31.0, 1 << 30)))
+    assert main(["report", "--json", str(path)]) == 0
+    doc = msgspec.json.decode(capsys.readouterr().out)
+    assert doc["counters"]["bad_records"] == len(copies) and doc["gaps"]

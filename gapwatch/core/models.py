@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal, get_args
 
 from msgspec import Struct, field
 
-from gapwatch.core.bounds import I64, GpuIndex, MonoNs, WallS
+from gapwatch.core.bounds import I64, CopyBytes, GpuIndex, MonoNs, WallS
 
 SCHEMA_VERSION = 1
 
@@ -227,7 +227,7 @@ class ProverWorker(Struct, frozen=True, gc=False):
     gpu: GpuIndex | None
     state: str
     job_id: str | None = None
-    partition: int | None = None
+    partition: I64 | None = None
     #: Seconds the worker has been proving (None when idle).
     busy_s: float | None = None
 
@@ -236,10 +236,10 @@ class ProverPartition(Struct, frozen=True, gc=False):
     """One partition of a job in flight. `synth_ms` / `gpu_ms` count up while the phase runs."""
 
     job_id: str
-    index: int
+    index: I64
     state: str
-    synth_ms: int | None = None
-    gpu_ms: int | None = None
+    synth_ms: I64 | None = None
+    gpu_ms: I64 | None = None
 
 
 class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"):
@@ -263,25 +263,25 @@ class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"
     latency_ms: float
     uptime_s: float | None
     #: Partitions of the jobs in flight by state (every state of `PARTITION_STATES`, 0 included).
-    partition_counts: dict[str, int]
+    partition_counts: dict[str, I64]
     workers: list[ProverWorker]
-    synthesis_active: int | None
-    synthesis_max: int | None
-    queue_depth: int | None
+    synthesis_active: I64 | None
+    synthesis_max: I64 | None
+    queue_depth: I64 | None
     #: Jobs in flight (`len(pipelines)`); None when cuzk's answer had no readable list.
-    jobs: int | None
-    completed_total: int | None = None
-    failed_total: int | None = None
+    jobs: I64 | None
+    completed_total: I64 | None = None
+    failed_total: I64 | None = None
     partitions: list[ProverPartition] = field(default_factory=list)
     #: cuzk's memory budget (`memory`): bytes in all, reserved, still free. None: not reported.
-    memory_total_bytes: int | None = None
-    memory_used_bytes: int | None = None
-    memory_available_bytes: int | None = None
+    memory_total_bytes: I64 | None = None
+    memory_used_bytes: I64 | None = None
+    memory_available_bytes: I64 | None = None
     #: SRS entries loaded (`allocations.srs[].circuit_id`) and their bytes. None: not reported;
     #: an empty list can also mean cuzk's SRS manager was busy (a load in progress: engine.rs
     #: `detailed_status` skips the entries while its mutex is held).
     srs_circuits: list[str] | None = None
-    srs_bytes: int | None = None
+    srs_bytes: I64 | None = None
     #: Each job's `proof_kind` (`porep-c2`, `snap-update`): the budget one partition needs.
     job_kinds: dict[str, str] = field(default_factory=dict)
     type: ClassVar[Literal["prover"]] = "prover"
@@ -307,18 +307,20 @@ class CopyRecord(Struct, frozen=True, gc=False, tag_field="type", tag="copy"):
 
     start_wall_s: WallS
     end_wall_s: WallS
-    bytes: int
+    #: At most `bounds.MAX_COPY_BYTES`: a gap sums its copies' bytes, and the sum must stay a
+    #: 64-bit integer that every output can write.
+    bytes: CopyBytes
     direction: CopyDirection
     src_kind: MemoryKind
     dst_kind: MemoryKind
     gpu: GpuIndex | None
-    cuda_device: int
-    stream_id: int
-    context_id: int
-    correlation_id: int
-    pid: int
+    cuda_device: I64
+    stream_id: I64
+    context_id: I64
+    correlation_id: I64
+    pid: I64
     #: Monotonic time gapwatch received the copy (None when replayed from a file).
-    t_arrival_mono_ns: int | None = None
+    t_arrival_mono_ns: I64 | None = None
     type: ClassVar[Literal["copy"]] = "copy"
 
     @property
@@ -352,13 +354,13 @@ class ProcessMemory(Struct, frozen=True, gc=False, tag_field="type", tag="procme
     t_mono_ns: MonoNs
     t_wall_s: WallS
     gpu: GpuIndex
-    pid: int
+    pid: I64
     name: str
-    rss_shmem_bytes: int | None
-    rss_anon_bytes: int | None
+    rss_shmem_bytes: I64 | None
+    rss_anon_bytes: I64 | None
     #: VmLck (mlock'ed) and VmPin (pinned by drivers that account for it): recorded beside.
-    vm_locked_bytes: int | None = None
-    vm_pinned_bytes: int | None = None
+    vm_locked_bytes: I64 | None = None
+    vm_pinned_bytes: I64 | None = None
     type: ClassVar[Literal["procmem"]] = "procmem"
 
 
@@ -370,10 +372,10 @@ class LinkState(Struct, frozen=True, gc=False, tag_field="type", tag="link"):
     gpu: GpuIndex
     t_mono_ns: MonoNs
     t_wall_s: WallS
-    gen: int | None
-    width: int | None
-    max_gen: int | None
-    max_width: int | None
+    gen: I64 | None
+    width: I64 | None
+    max_gen: I64 | None
+    max_width: I64 | None
     bytes_per_s: float | None
     max_bytes_per_s: float | None
     type: ClassVar[Literal["link"]] = "link"

@@ -16,6 +16,12 @@ Sources:
 The runtime owns what it opened: `build_runtime` registers every source, server, file and the
 exporter on one `ExitStack`, which a failed build unwinds and `Runtime.stop()` closes.
 
+Every thread it starts (sampler or replay driver, log tailers, status pollers, the copy-trace
+reader, the recorder's writer, the `/metrics` server) runs under the runtime's `ThreadWatch`: one
+that dies is an error notice (stderr for `record`, a toast, the recording), the store counter
+`thread_deaths`, `RuntimeStatus.threads` (the footer's alert, the `/metrics` gauges) and a
+non-zero exit of `record`; it is restarted where its owner says that is safe.
+
 Side sources, beside the sampler or replay driver, each with `start()`, `stop()`, `status()`:
 the log followers (`--log`), and one cuzk status poller per `--cuzk-status` URL
 (`gapwatch.sources.cuzk_status.StatusPoller`, on its own thread; its snapshots join the session
@@ -27,12 +33,14 @@ handed over directly (`SimStatusFeed`), since no poller can keep pace with virtu
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gapwatch.base.clock import Clock, SystemClock
+from gapwatch.base.watch import ThreadWatch, thread_label
 from gapwatch.core.config import Config
 from gapwatch.core.models import GpuInfo, LogEvent, Notice, SessionHeader
 from gapwatch.engine.replay import ReplayDriver
@@ -89,6 +97,8 @@ class Runtime:
         #: Everything `build_runtime` opened (sources, servers, the exporter, temporary files),
         #: closed in reverse order by `stop()`: the runtime owns what it opened.
         self.resources = ExitStack()
+        #: Every thread of the runtime runs under it (see the module docstring).
+        self.threads = ThreadWatch(on_death=self._thread_died)
         self._stopped = False
         self._watch: threading.Thread | None = None
 
@@ -100,7 +110,26 @@ class Runtime:
         out.extend(self.pollers)
         return out
 
+    def _thread_died(self, name: str, exc: BaseException, restarting: bool) -> None:
+        """A thread of ours raised: say it (and count it) through the session, so that `record`
+        prints it, the dashboard shows it and the recording keeps it."""
+        self.store.count("thread_deaths")
+        what = ("restarted in a moment" if restarting else
+                "not restarted (it died too often, or cannot be resumed)")
+        self.session.on_notice(Notice(
+            time.monotonic_ns(), time.time(), "error",
+            f"the {thread_label(name)} thread died ({exc!r}); {what}"))
+
+    def _watched(self) -> list[Any]:
+        """Everything that starts a thread of its own."""
+        out: list[Any] = [*self.side_sources(), self.sampler, self.replay, self.recorder]
+        if self.exporter is not None:
+            out.append(self.exporter.server)
+        return [x for x in out if x is not None]
+
     def start(self) -> None:
+        for part in self._watched():
+            part.watch = self.threads
         if self.recorder is not None:
             self.recorder.start()
         if self.sim_status_server is not None:
@@ -172,6 +201,7 @@ class Runtime:
             sim_status_url=(self.sim_status_server.url
                             if self.sim_status_server is not None else None),
             copytrace=self.copytrace.status() if self.copytrace is not None else None,
+            threads=self.threads.health(),
             links=self.store.links(),
             # Only the NVML source takes slow readings; the sim and replay have no counters.
             source_counters=dict(getattr(self.sampler.gpu_source, "counters", {}))
@@ -241,6 +271,7 @@ def build_runtime(
                     status_urls, opened)
         if exporter is not None:
             rt.exporter = exporter
+            exporter.server.watch = rt.threads  # it starts its thread now
             exporter.serve(rt.session, rt.status)
         rt.resources = opened.pop_all()
     return rt

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gapwatch.base.clock import Clock, SystemClock
+from gapwatch.base.watch import ThreadWatch
 from gapwatch.core.config import LogsConfig
 from gapwatch.core.models import LogEvent, Notice, NoticeLevel
 from gapwatch.logs.parse import LogParser
@@ -54,6 +55,15 @@ class LogFollower:
 
     def start(self) -> None:
         self.tailer.start()
+
+    @property
+    def watch(self) -> ThreadWatch:
+        """The watch the tailer's threads run under (the runtime sets its own)."""
+        return self.tailer.watch
+
+    @watch.setter
+    def watch(self, watch: ThreadWatch) -> None:
+        self.tailer.watch = watch
 
     def stop(self) -> None:
         self.tailer.stop()

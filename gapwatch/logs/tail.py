@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gapwatch.base.clock import Clock, SystemClock
+from gapwatch.base.watch import UNWATCHED, ThreadWatch
 from gapwatch.core.config import LogsConfig
 from gapwatch.core.models import NoticeLevel
 
@@ -344,19 +345,19 @@ class Tailer:
         self._stdin_splitter = LineSplitter(max_line_bytes)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        #: Hears a thread of ours die (and restarts it: the files' state lives in the objects).
+        self.watch: ThreadWatch = UNWATCHED
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
         for f in self._files:
             f.prime(self.on_notice)
         if self._files:
-            self._threads.append(threading.Thread(target=self._run_files, name="gapwatch-tail",
-                                                  daemon=True))
+            self._threads.append(self.watch.start("gapwatch-tail", self._run_files,
+                                                  restart=True, stop=self._stop))
         if self._stdin is not None:
-            self._threads.append(threading.Thread(target=self._run_stdin, name="gapwatch-stdin",
-                                                  daemon=True))
-        for t in self._threads:
-            t.start()
+            self._threads.append(self.watch.start("gapwatch-stdin", self._run_stdin,
+                                                  restart=True, stop=self._stop))
 
     def stop(self, timeout_s: float = 2.0) -> None:
         self._stop.set()

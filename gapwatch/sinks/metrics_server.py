@@ -37,6 +37,8 @@ from typing import Any, cast
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import MetricsHandler
 
+from gapwatch.base.watch import UNWATCHED, ThreadWatch
+
 #: The longest request head accepted (request line and headers); a scrape sends ~200 bytes.
 MAX_HEAD_BYTES = 8192
 #: How long accepting is paused when the process runs out of file descriptors.
@@ -100,6 +102,8 @@ class MetricsServer:
         self._wake_r.setblocking(False)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: Hears the selector thread die, and restarts it (the listener stays open).
+        self.watch: ThreadWatch = UNWATCHED
         self._pool: ThreadPoolExecutor | None = None
         self._handler: type[_PreReadHandler] | None = None
         self._queued = 0
@@ -116,9 +120,8 @@ class MetricsServer:
         self._handler = type("GapwatchMetricsHandler", (_PreReadHandler,),
                              {"registry": registry, "timeout": self.limits.io_timeout_s})
         self._pool = ThreadPoolExecutor(self.limits.workers, thread_name_prefix="gapwatch-metrics")
-        self._thread = threading.Thread(target=self._loop, name="gapwatch-metrics-accept",
-                                        daemon=True)
-        self._thread.start()
+        self._thread = self.watch.start("gapwatch-metrics-accept", self._loop, restart=True,
+                                        stop=self._stop)
 
     def stop(self) -> None:
         """Stop answering, free the port; returns without waiting for requests in flight.

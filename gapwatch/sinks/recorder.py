@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from gapwatch.base.watch import UNWATCHED, ThreadWatch
 from gapwatch.core.codec import encode_line
 from gapwatch.core.config import RecordConfig
 from gapwatch.core.models import Gap, Notice, Record, SessionHeader
@@ -168,6 +169,8 @@ class Recorder:
         self.closed = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: Hears the writer thread die, and restarts it (what is pending stays in this object).
+        self.watch: ThreadWatch = UNWATCHED
 
     # -- the sink -------------------------------------------------------------------------------
 
@@ -227,9 +230,8 @@ class Recorder:
     def start(self) -> None:
         """Write from a thread of our own from now on (the runtime does this)."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="gapwatch-recorder",
-                                            daemon=True)
-            self._thread.start()
+            self._thread = self.watch.start("gapwatch-recorder", self._run, restart=True,
+                                            stop=self._stop)
 
     def stop_writer(self, timeout_s: float = 5.0) -> None:
         """Stop the writer thread (what is pending stays for `close()`). Call it before taking a

@@ -48,21 +48,28 @@ def start_and_show(runtime: _Startable, command: str = "watch") -> int:
     stop.install()
     try:
         runtime.start()
+        died = False
         try:
-            return run_dashboard(runtime, stop)
+            result = run_dashboard(runtime, stop)
         finally:
             stop.install()
             runtime.stop()
-            _say_how_it_ended(command, runtime.status(), stop)
+            died = _say_how_it_ended(command, runtime.status(), stop)
+        return 1 if died and result == 0 else result
     finally:
         stop.restore()
 
 
-def _say_how_it_ended(command: str, status: RuntimeStatus, stop: StopSignals) -> None:
+def _say_how_it_ended(command: str, status: RuntimeStatus, stop: StopSignals) -> bool:
+    """The closing lines; True when a thread of gapwatch's died (the exit status says so)."""
     rec = status.recording
     why = f" ({stop.received.name})" if stop.received is not None else ""
+    dead = status.dead_threads_text()
+    if dead:
+        say(f"gapwatch {command}: gapwatch's own threads died: {dead}")
     if rec is None:
         if why:
             say(f"gapwatch {command}: stopped{why}")
-        return
+        return dead is not None
     say(f"gapwatch {command}: stopped{why}; {rec.summary()}")
+    return dead is not None

@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from gapwatch.core.bounds import fits_i64
+from gapwatch.core.fmt import link_fraction
 from gapwatch.core.models import Gap, Record, SessionHeader
 
 #: What decoding raises for a line that is not a record (bad JSON, a bad type, a value out of
@@ -93,7 +94,7 @@ def gap_json(gap: Gap) -> dict[str, Any]:
     rx, tx, link = gap.pcie_rx_bytes_per_s, gap.pcie_tx_bytes_per_s, gap.link_bytes_per_s
     dominant = max(rx or 0.0, tx or 0.0) if (rx is not None or tx is not None) else None
     out["open"] = gap.is_open
-    out["link_fraction"] = dominant / link if dominant is not None and link else None
+    out["link_fraction"] = link_fraction(dominant, link)
     return out
 
 

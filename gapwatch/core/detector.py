@@ -577,7 +577,8 @@ class GapDetector:
         hint = make_hint(
             tr.kind, duration_s, rx, tx, tr.link, confidence, host, events,
             is_open=end_ns is None, copies=copies, link_down=link_down,
-            prover_cause=cause, prover_during=during,
+            prover_cause=cause, prover_during=during, quiet_below_bytes_per_s=tr.quiet_below,
+            since_s=tr.idle_start_s - self.config.evidence_before_s,
         )
         return Gap(
             gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,
@@ -609,11 +610,13 @@ class GapDetector:
         copies = self._ev.copies_dict(acc, old.start_s, end_s, old.kind, events)
         link_down = self._link_down(old.gpu)
         cause, during, states = acc.prover_view(old.end_s)
+        link = self.config.link_or_default(old.link_bytes_per_s)
         hint = make_hint(
             old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
-            old.link_bytes_per_s or self.config.default_link_bytes_per_s, old.confidence,
-            old.host, events, copies=copies, link_down=link_down, prover_cause=cause,
-            prover_during=during,
+            link, old.confidence, old.host, events, copies=copies, link_down=link_down,
+            prover_cause=cause, prover_during=during,
+            quiet_below_bytes_per_s=self.config.quiet_below_link_frac * link,
+            since_s=old.start_s - self.config.evidence_before_s,
         )  # fmt: skip
         new = replace(_replace_evidence(old, hint, events), copies=copies, prover_cause=cause,
                       prover_states=states)
@@ -728,9 +731,9 @@ class GapDetector:
 
     def _new_track(self, gpu: int) -> Track:
         info = self._infos.get(gpu)
-        link = info.link_bytes_per_s if info is not None and info.link_bytes_per_s else None
+        link = self.config.link_or_default(info.link_bytes_per_s if info is not None else None)
         has_sm = info is not None and info.sm_source in ("gpm", "sim", "trace")
-        tr = Track(gpu, link or self.config.default_link_bytes_per_s, has_sm, self._n_buckets)
+        tr = Track(gpu, link, has_sm, self._n_buckets)
         tr.quiet_below = self.config.quiet_below_link_frac * tr.link
         tr.starved_below = self.config.starved_below_link_frac * tr.link
         tr.expected_ns = max(DEFAULT_PERIOD_NS if not self._period_floor_ns else 0,

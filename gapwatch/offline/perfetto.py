@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import IO, Any
 
+from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json, gap_json
-from gapwatch.core.hints import size_text
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
     CopyRecord,
@@ -130,7 +130,7 @@ class TraceBuilder:
             self._gpus[c.gpu] = GpuInfo(index=c.gpu)
         self._streams.add((pid, c.stream_id))
         self._slice(c.start_wall_s, c.end_wall_s, pid, _TID_STREAM_BASE + c.stream_id,
-                    f"{c.direction.upper()} {c.host_kind} {size_text(c.bytes)}",
+                    f"{c.direction.upper()} {c.host_kind} {fmt.size(c.bytes)}",
                     {"bytes": c.bytes, "bytes_per_s": c.bytes_per_s, "src_kind": c.src_kind,
                      "dst_kind": c.dst_kind, "pid": c.pid, "cuda_device": c.cuda_device,
                      "correlation_id": c.correlation_id}, "copy")

@@ -285,8 +285,7 @@ class GapwatchCollector:
         }
         for info in snap.gpus:
             gpu = info.index
-            st = snap.states.get(gpu)
-            current = st.state if st is not None else "NO_DATA"
+            current = snap.state_name(gpu)
             for state in CHAIN_STATES:
                 chain.add_metric([str(gpu), state], 1.0 if state == current else 0.0)
             breakdown.add_metric([str(gpu)], 1.0 if current == "BREAKDOWN" else 0.0)

@@ -68,8 +68,10 @@ from gapwatch.sinks.output_file import ExistsPolicy, OutputFile, OutputPlan, che
 MEMBER_BYTES = 1 << 20
 #: The most JSON written in one go: a nearly full disk takes what fits, batch by batch.
 WRITE_BATCH_BYTES = 256 << 10
-#: Waiting JSON that wakes the writer before its interval (and makes a synchronous recorder
-#: write): bursts are written as they come.
+#: Waiting JSON that wakes the writer thread before its interval, and makes a recorder without
+#: one write at once (or a quarter of its memory bound, if less): bursts are written as they
+#: come, and a conversion or a snapshot, which encodes far faster than the bound a second,
+#: keeps every record.
 WAKE_BYTES = 4 * WRITE_BATCH_BYTES
 #: Shares of the memory bound that log lines, and other records than GPU and host samples,
 #: may fill: when the writer cannot keep up, log lines go first and samples (the measurements
@@ -153,9 +155,9 @@ def _record_times(record: Record) -> tuple[int | None, float | None]:
 class Recorder:
     """A session sink that writes every record to a JSON Lines file (gzip when `.gz`).
 
-    Synchronous by default (writes happen in `on_record` once `flush_interval_s` has passed, and
-    in `close()`); `start()` moves the writes to a thread of their own, so that a slow or failing
-    disk never delays the caller (the sampler).
+    Synchronous by default (writes happen in `on_record` once `flush_interval_s` has passed or
+    `WAKE_BYTES` wait, and in `close()`); `start()` moves the writes to a thread of their
+    own, so that a slow or failing disk never delays the caller (the sampler).
     """
 
     def __init__(
@@ -187,6 +189,9 @@ class Recorder:
         self._gzip = self.path.name.endswith(".gz")
         self._flush_interval_s = flush_interval_s
         self._max_pending_bytes = max_pending_bytes
+        #: Pending bytes that wake the writer, or make a recorder without one write at once:
+        #: well below the share log lines may take, so that none is dropped on a healthy disk.
+        self._batch_bytes = min(WAKE_BYTES, int(max_pending_bytes * LOG_SHARE) // 2)
         self._retry_max_s = retry_max_s
         self._on_problem = on_problem
         self._strict = strict
@@ -272,7 +277,7 @@ class Recorder:
             self._pending.append(line)
             self._pending_bytes += len(line)
             self._pending_records += 1
-            burst = self._pending_bytes >= WAKE_BYTES
+            burst = self._pending_bytes >= self._batch_bytes
             if self._thread is not None:
                 if burst and self._state == "writing":
                     self._wake.set()
@@ -410,7 +415,7 @@ class Recorder:
                 self._failed(exc)
                 ok = False
         with self._lock:
-            caught_up = (ok and self._behind and self._pending_bytes < WAKE_BYTES
+            caught_up = (ok and self._behind and self._pending_bytes < self._batch_bytes
                          and time.monotonic_ns() - self._last_drop_ns > CAUGHT_UP_S * 1e9)
             if caught_up:
                 self._behind = False

@@ -33,6 +33,7 @@ from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.stop_signals import STOP_SIGNALS, StopSignals
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
+from gapwatch.ui.kinds import kind_css
 from gapwatch.ui.messages import NoticeRaised, SnapshotFinished, StateChanged
 from gapwatch.ui.view import View, newest_time_ns
 from gapwatch.ui.widgets.copy_line import CopyLine
@@ -65,6 +66,8 @@ class GapwatchApp(App[int]):
     """The live dashboard over one runtime."""
 
     CSS_PATH = "gapwatch.tcss"
+    #: The gap kinds' colours, from their one table (loaded after CSS_PATH).
+    CSS = kind_css()
     TITLE = "gapwatch"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -277,7 +280,8 @@ class GapwatchApp(App[int]):
         if snap_cfg.auto and (last is None or now - last >= snap_cfg.auto_min_interval_s):
             self._last_auto_snapshot_mono = now
             # After the refresh, so the SVG shows the BREAKDOWN line.
-            self.call_after_refresh(self.take_snapshot, f"GPU{state.gpu} entered BREAKDOWN", True)
+            self.call_after_refresh(self.take_snapshot,
+                                    f"automatically: GPU{state.gpu} entered BREAKDOWN", True)
 
     def on_notice_raised(self, message: NoticeRaised) -> None:
         notice = message.notice
@@ -296,7 +300,7 @@ class GapwatchApp(App[int]):
 
     # -- snapshots ----------------------------------------------------------------------------
 
-    def take_snapshot(self, reason: str = "taken by hand", automatic: bool = False) -> None:
+    def take_snapshot(self, reason: str = "by hand (key s)", automatic: bool = False) -> None:
         """Render the SVG here (UI thread), write the folder in a thread worker."""
         if self._snapshot_busy:
             self.query_one(StatusFooter).show_message("snapshot: still writing the previous one")

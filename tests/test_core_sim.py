@@ -68,7 +68,12 @@ def test_every_scenario_has_host_samples_and_timeline_lines(scenario: str) -> No
     assert {s.gpu for s in _gpu(r.records)} == {0, 1}
     assert any(isinstance(x, HostSample) for x in r.records)
     assert any(t.startswith("TIMELINE,") for _, t in r.log_lines)
-    assert r.log_lines[0][1].endswith("starting cuzk engine pipeline_enabled=true")
+    # cuzk's startup lines in its order (engine.rs: Engine::new, then start()).
+    assert [t.split(": ", 1)[1] for _, t in r.log_lines[:4]] == [
+        "memory budget initialized total_budget_gib=512", "CUDA pinned memory pool initialized",
+        "starting cuzk engine pipeline_enabled=true",
+        "initializing GPU workers num_gpus=2 gpu_workers_per_device=2 total_workers=4 gpus=[0, 1]"]
+    assert any("synth_worker_count=" in t for _, t in r.log_lines[:6])
 
 
 def test_unknown_scenario_is_refused() -> None:

@@ -301,8 +301,10 @@ def _build(
 
     header = default_header(label, gpus, period_ms, config.model_dump(mode="json"))
     history_s = max([config.snapshot.history_s, *config.ui.windows_s, config.detector.window_s])
-    store = SeriesStore(gpus, period_s=period_ms / 1000, history_s=history_s)
-    detector = GapDetector(config.detector, gpus, period_s=period_ms / 1000)
+    store = SeriesStore(gpus, period_s=period_ms / 1000, history_s=history_s,
+                        max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
+    detector = GapDetector(config.detector, gpus, period_s=period_ms / 1000,
+                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
     session = Session(header, store, detector=detector)
     rt = Runtime(config, label, header, session, store)
 

@@ -121,7 +121,8 @@ def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
     """Read the whole input (and the `--log` files) and detect over it in one process."""
     rec = read_any(path)
     extra, log_counters = parse_logs(log_paths, config)
-    found = detect_records(rec.header, rec.records, config.detector, extra)
+    found = detect_records(rec.header, rec.records, config.detector, extra,
+                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
     counters = dict(rec.counters)
     counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})
     counters.update({f"log_{k}": v for k, v in log_counters.items() if v})
@@ -402,6 +403,7 @@ def _gap_json(g: Gap) -> dict[str, Any]:
         "log_events": g.log_events,
         "copies": g.copies or None,
         "prover_cause": g.prover_cause,
+        "prover_evidence": g.prover_evidence,
         "prover_states": g.prover_states,
     }
 

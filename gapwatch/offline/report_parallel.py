@@ -146,7 +146,8 @@ def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:
     rec = read_recording(path, skip_gpu_prefixes=others, keep_problem_lines=True)
     try:
         found = detect_records(rec.header, _only_mine(rec, mine, stop), config.detector,
-                               line_of=lambda: rec.line_no)
+                               line_of=lambda: rec.line_no,
+                               max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
     except _OneProcess as exc:
         stop.set()
         return _Part(abort=str(exc))

@@ -83,11 +83,23 @@ def synthesis_drift(status: ProverStatus) -> int | None:
     return active - busy
 
 
+def live_pending(status: ProverStatus) -> int:
+    """Pending partitions that can still run: a failed synthesis fails its job, whose other
+    partitions cuzk's dispatcher then skips, yet `/status` keeps listing them as pending (the
+    job is never marked completed, engine.rs)."""
+    pending = status.partition_counts.get("pending") or 0
+    if not pending or not status.partition_counts.get("failed"):
+        return pending
+    failed_jobs = {p.job_id for p in status.partitions if p.state == "failed"}
+    dead = sum(1 for p in status.partitions if p.state == "pending" and p.job_id in failed_jobs)
+    return max(0, pending - dead)
+
+
 def budget_short(status: ProverStatus) -> tuple[int, int] | None:
     """(free bytes, bytes one pending partition needs) when cuzk's budget cannot start the next
     pending partition; None when it can or when that is not known."""
     free = status.memory_available_bytes
-    if free is None or not status.partition_counts.get("pending"):
+    if free is None or not live_pending(status):
         return None
     need = pending_partition_bytes(status) or POREP_PARTITION_FULL_BYTES
     return (free, need) if free < need else None
@@ -108,7 +120,8 @@ def snapshot_cause(status: ProverStatus, gpu: int, capacity: Capacity | None = N
     if synth_done != 0:
         return None  # unknown (no pipelines list), or partitions ready but no idle worker here
     busy = counts.get("synthesizing") or 0
-    if counts.get("pending"):
+    pending = live_pending(status)
+    if pending:
         workers_free = capacity is None or busy < capacity.workers
         if workers_free and budget_short(status) is not None:
             return "waits_on_budget"
@@ -117,7 +130,7 @@ def snapshot_cause(status: ProverStatus, gpu: int, capacity: Capacity | None = N
             return "pacer_hold"
     if busy:
         return "waits_on_synthesis"
-    if not counts.get("pending") and not any(w.state == "proving" for w in mine):
+    if not pending and not any(w.state == "proving" for w in mine):
         return "no_work"
     return None
 
@@ -127,7 +140,8 @@ def snapshot_evidence(status: ProverStatus, gpu: int, cause: str | None,
     """The facts of one snapshot behind `cause`, in plain words."""
     counts = status.partition_counts
     busy = counts.get("synthesizing") or 0
-    pending = counts.get("pending") or 0
+    pending = live_pending(status)
+    dead = (counts.get("pending") or 0) - pending
     out: list[str] = []
     if cause == "inside_workers":
         out.append(f"every worker of GPU {gpu} proving ({worker_letters(workers_on(status, gpu))})")
@@ -165,6 +179,9 @@ def snapshot_evidence(status: ProverStatus, gpu: int, cause: str | None,
         out.append(f"/status synthesis.active={status.synthesis_active} but {busy} partition(s) "
                    f"synthesizing: active is not decremented when a synthesis fails "
                    f"(status.rs), so it is {'ahead' if drift > 0 else 'behind'} by {abs(drift)}")
+    if dead:
+        out.append(f"{dead} pending partition(s) of failed job(s) will never run (cuzk skips a "
+                   "failed job's partitions and never drops the job from /status)")
     if cause == "no_work":
         out.append("no partition pending or synthesizing in /status, no worker proving")
     return out

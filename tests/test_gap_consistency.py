@@ -149,7 +149,9 @@ def test_h200_recordings_give_the_same_gaps_in_every_output(
     path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = _check(path, tmp_path, capsys)
-    if path.parent.name != "chained":
+    if path.parent.name == "chained":
+        assert report == set()  # the workers kept the GPU busy: no gap anywhere
+    else:
         assert len(report) >= 8  # a real comparison, not of two empty sets
 
 

@@ -49,6 +49,9 @@ from gapwatch.sinks.output_file import ExistsPolicy, OutputFile, OutputPlan, che
 MEMBER_BYTES = 1 << 20
 #: The most JSON written in one go: a nearly full disk takes what fits, batch by batch.
 WRITE_BATCH_BYTES = 256 << 10
+#: A recorder without a writer thread writes as soon as this much waits (or half its memory
+#: bound, if less), whatever the interval.
+SYNC_WRITE_BYTES = 1 << 20
 #: The constructor's defaults are the `[record]` config's (one source: `RecordConfig`).
 _DEFAULTS = RecordConfig()
 _GZIP_WBITS = 31  # zlib's gzip container
@@ -109,9 +112,9 @@ def _record_times(record: Record) -> tuple[int | None, float | None]:
 class Recorder:
     """A session sink that writes every record to a JSON Lines file (gzip when `.gz`).
 
-    Synchronous by default (writes happen in `on_record` once `flush_interval_s` has passed, and
-    in `close()`); `start()` moves the writes to a thread of their own, so that a slow or failing
-    disk never delays the caller (the sampler).
+    Synchronous by default (writes happen in `on_record` once `flush_interval_s` has passed or
+    `SYNC_WRITE_BYTES` wait, and in `close()`); `start()` moves the writes to a thread of their
+    own, so that a slow or failing disk never delays the caller (the sampler).
     """
 
     def __init__(
@@ -140,6 +143,8 @@ class Recorder:
         self._gzip = self.path.name.endswith(".gz")
         self._flush_interval_s = flush_interval_s
         self._max_pending_bytes = max_pending_bytes
+        #: Pending bytes that make a synchronous recorder write at once (well below the bound).
+        self._batch_bytes = min(SYNC_WRITE_BYTES, max_pending_bytes // 2)
         self._retry_max_s = retry_max_s
         self._on_problem = on_problem
         # _lock guards the pending buffer and the counters; _io the file and the compressor.
@@ -202,7 +207,12 @@ class Recorder:
             self._pending.append(line)
             self._pending_bytes += len(line)
             self._pending_records += 1
-            due = self._thread is None and time.monotonic_ns() >= self._next_write_ns
+            # Without a writer thread the caller writes: once the interval has passed, and as
+            # soon as a batch waits while the disk takes writes (a conversion or a snapshot
+            # encodes far faster than `max_pending_bytes` a second, and must keep every record).
+            due = self._thread is None and (
+                time.monotonic_ns() >= self._next_write_ns
+                or (self._state == "writing" and self._pending_bytes >= self._batch_bytes))
         if due:
             self.flush()
 

@@ -46,6 +46,8 @@ from pathlib import Path
 from statistics import mean, median, pstdev
 from typing import Any
 
+import msgspec
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 MIB = 1 << 20
@@ -306,7 +308,7 @@ def case_check(case: Path, pid: int | None = None,
     return {"copies": copy_score, "hints": score_hints(report, copy_score["expected_kind"]),
             "procmem": score_procmem(truth, procmem, pid),
             "link": score_links(links, expect_link),
-            "delivery_lag": delivery_lag(copies, rec.header.model_dump()),
+            "delivery_lag": delivery_lag(copies, msgspec.to_builtins(rec.header)),
             "n_copies": len(copies), "counters": dict(rec.counters)}
 
 

@@ -23,8 +23,9 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
+
+import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -61,8 +62,8 @@ def make_recording(path: Path, hours: int, gpus: int = 8) -> None:
         header = header or res.header
         shift_ns, shift_s = int(k * chunk_s * 1e9), k * chunk_s
         records.extend(
-            replace(r, t_mono_ns=r.t_mono_ns + shift_ns,  # type: ignore[union-attr]
-                    t_wall_s=r.t_wall_s + shift_s)
+            msgspec.structs.replace(r, t_mono_ns=r.t_mono_ns + shift_ns,  # type: ignore[union-attr]
+                                    t_wall_s=r.t_wall_s + shift_s)
             for r in res.records
         )
         print(f"  simulated hour {k + 1}/{hours}", file=sys.stderr)

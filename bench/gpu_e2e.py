@@ -422,13 +422,13 @@ def preflight(a: argparse.Namespace) -> dict[str, Any]:
                 m["mem_total_gib"] = round(int(line.split()[1]) / 2**20, 1)
     except OSError:
         pass
-    r = run_quiet([a.python, "-c", "import gapwatch, orjson, pydantic, pynvml, psutil; "
+    r = run_quiet([a.python, "-c", "import gapwatch, msgspec, pydantic, pynvml; "
                    "print(gapwatch.__version__)"], 60)
     if r.returncode != 0:
         raise StepError("gapwatch or one of its dependencies is not importable by "
                         f"{a.python} (PYTHONPATH={ROOT}):\n{r.stderr[-1500:]}\nInstall the "
                         "missing packages (pip install -e ., or carry wheels of pydantic, "
-                        "pydantic-core, annotated-types, typing-inspection, orjson) and run "
+                        "pydantic-core, annotated-types, typing-inspection, msgspec) and run "
                         "again.")
     m["gapwatch_version"] = r.stdout.strip()
     if not a.smoke:

@@ -11,7 +11,7 @@ fall wholly inside each phase, the ratio of sampled PCIe RX to the timed copy ra
 sources used, and fake-idle counts (SM < 10 % during the matmul; all-zero samples). The samples
 are written as a gapwatch recording (`--record`, JSON Lines) for tests/data.
 
-Needs: python3, torch with CUDA, nvidia-ml-py, psutil, pydantic; run from the repository root:
+Needs: python3, torch with CUDA, nvidia-ml-py, pydantic, msgspec; run from the repository root:
     PYTHONPATH=. python bench/nvml_h200.py --out /tmp/h200.json --record /tmp/h200.jsonl
     PYTHONPATH=. python bench/nvml_h200.py --period-ms 50 --out /tmp/h200-50ms.json
 """
@@ -28,6 +28,8 @@ import tempfile
 import time
 import traceback
 from typing import Any
+
+import msgspec
 
 IDLE_SM_PCT = 10.0
 
@@ -254,22 +256,6 @@ class MeasuredSource:
         self.inner.close()
 
 
-class JsonlSink:
-    """Recording fallback when gapwatch.record cannot be imported (no orjson on the device)."""
-
-    def __init__(self, path: str) -> None:
-        self._f = open(path, "w")  # noqa: SIM115 - closed in close()
-
-    def on_header(self, header: Any) -> None:
-        self._f.write(header.model_dump_json() + "\n")
-
-    def on_record(self, record: Any) -> None:
-        self._f.write(json.dumps(dataclasses.asdict(record)) + "\n")
-
-    def close(self) -> None:
-        self._f.close()
-
-
 class ListSink:
     def __init__(self) -> None:
         self.gpu: list[dict[str, Any]] = []
@@ -279,7 +265,7 @@ class ListSink:
 
     def on_record(self, record: Any) -> None:
         if getattr(record, "type", None) == "gpu":
-            self.gpu.append(dataclasses.asdict(record))
+            self.gpu.append(msgspec.structs.asdict(record))
 
     def close(self) -> None:
         pass
@@ -318,7 +304,7 @@ def run_bench(args: argparse.Namespace, result: dict[str, Any]) -> None:
     sampler_config = SamplerConfig(period_ms=args.period_ms, gpus=[args.gpu])
     gpu_source = MeasuredSource(NvmlSource(sampler_config))
     infos = gpu_source.open()
-    result["gpus"] = [i.model_dump() for i in infos]
+    result["gpus"] = [msgspec.to_builtins(i) for i in infos]
     host_source = None if args.no_host else MeasuredSource(ProcHostSource())
     header = SessionHeader(
         gapwatch_version="bench", host=os.uname().nodename, source="nvml",
@@ -328,13 +314,9 @@ def run_bench(args: argparse.Namespace, result: dict[str, Any]) -> None:
     collected = ListSink()
     sinks: list[Any] = [collected]
     if args.record:
-        try:
-            from gapwatch.sinks.recorder import Recorder
+        from gapwatch.sinks.recorder import Recorder
 
-            sinks.append(Recorder(args.record))
-        except ImportError as exc:  # orjson missing: same format through the json module
-            result["errors_soft"] = [f"gapwatch.record unavailable ({exc}); plain jsonl sink"]
-            sinks.append(JsonlSink(args.record))
+        sinks.append(Recorder(args.record))
     store = SeriesStore(infos, args.period_ms / 1e3, history_s=args.duration + 600)
     session = Session(header, store, detector=None, sinks=sinks)
     sampler = Sampler(gpu_source, host_source, session, SystemClock(),

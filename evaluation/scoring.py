@@ -20,10 +20,15 @@ from gapwatch.core.models import GEN5_X16_BYTES_PER_S
 
 
 class _GapLike(Protocol):
-    gpu: int
-    start_s: float
-    end_s: float | None
-    kind: str
+    # Read-only: gapwatch's gaps are frozen.
+    @property
+    def gpu(self) -> int: ...
+    @property
+    def start_s(self) -> float: ...
+    @property
+    def end_s(self) -> float | None: ...
+    @property
+    def kind(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)

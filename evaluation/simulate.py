@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import msgspec
+
 from gapwatch.base.clock import VirtualClock
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS
 from gapwatch.core.models import Record, SessionHeader
@@ -74,8 +76,8 @@ def simulate(
     clock = VirtualClock(start_mono_ns=10**12, start_wall_s=start_wall_s)
     infos = sim.open()
     header = default_header(f"sim:{scenario}", infos, period_ms, {"seed": seed})
-    header = header.model_copy(update={"host": "(simulated)", "started_wall_s": start_wall_s,
-                                       "started_mono_ns": clock.monotonic_ns()})
+    header = msgspec.structs.replace(header, host="(simulated)", started_wall_s=start_wall_s,
+                                     started_mono_ns=clock.monotonic_ns())
     sink = ListSink()
     store = SeriesStore(infos, period_s=period_ms / 1000, history_s=10.0)
     session = Session(header, store, detector=detector, sinks=[sink])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
+import msgspec
 import pytest
 
 from evaluation.simulate import simulate
@@ -26,7 +26,7 @@ def parse(text: str, config: object = None) -> list[object]:
     events = parser.parse_line(text, "s", 1, 1_796_000_000.0)
     assert parser.counters["internal_errors"] == 0
     for e in events:
-        orjson.dumps(e)  # every event can be written to a recording and exported
+        msgspec.json.encode(e)  # every event can be written to a recording and exported
     return events  # type: ignore[return-value]
 
 
@@ -57,7 +57,7 @@ def test_a_timeline_offset_beyond_64_bits_keeps_the_event_at_its_arrival_time() 
     (e,) = parser.parse_line(f"TIMELINE,{BIG}000,GPU_START,j,worker=0,partition=2", "s", 2, 7.0)
     assert (e.t_wall_s, e.time_source, e.partition) == (7.0, "arrival", 2)
     assert e.fields["offset_ms"] == BIG + "000"
-    orjson.dumps(e)
+    msgspec.json.encode(e)
 
 
 def test_a_timeline_offset_that_fits_but_lands_after_2262_is_a_bad_timestamp() -> None:
@@ -86,7 +86,7 @@ def test_user_rule_groups_beyond_64_bits_and_absurd_timestamps_are_said_not_rais
     assert e.worker is None and e.gpu is None
     assert e.fields == {"n": BIG, "worker": BIG, "gpu": "9999"}
     assert parser.counters["bad_timestamp"] == 1
-    orjson.dumps(e)
+    msgspec.json.encode(e)
 
 
 def test_parse_json_prints_events_with_huge_integers(tmp_path: Path,
@@ -95,7 +95,7 @@ def test_parse_json_prints_events_with_huge_integers(tmp_path: Path,
     log.write_text("2026-11-30T09:06:38.134140Z  INFO cuzk_core::engine: GPU_TIMING spawn_blocking"
                    f" prove_start worker_id=1 partition=Some({BIG})\nTIMELINE,5,GPU_START,j\n")
     assert main(["parse", "--json", str(log)]) == 0
-    events = [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+    events = [msgspec.json.decode(line) for line in capsys.readouterr().out.splitlines()]
     assert [e["fields"].get("partition") for e in events] == [BIG, None]
 
 
@@ -142,7 +142,7 @@ def test_every_command_reads_a_csv_with_absurd_rows(
     assert main([command[0], str(path), *command[1:], *extra]) == 0
     captured = capsys.readouterr()
     if command == ["report", "--json"]:
-        doc = orjson.loads(captured.out)
+        doc = msgspec.json.decode(captured.out)
         assert doc["counters"]["bad_records"] == len(BAD_ROWS)
         assert len(doc["gaps"]) == 5  # the same gaps as the clean trace
     elif command == ["report"]:
@@ -156,7 +156,7 @@ def test_a_utf8_bom_does_not_hide_the_csv_header(tmp_path: Path,
     assert sum(r.type == "gpu" for r in rec.records) == 351
     assert "bad_records" not in rec.counters
     assert main(["report", "--json", str(path)]) == 0
-    assert len(orjson.loads(capsys.readouterr().out)["gaps"]) == 5
+    assert len(msgspec.json.decode(capsys.readouterr().out)["gaps"]) == 5
 
 
 def test_nan_and_inf_readings_in_a_csv_are_missing_readings(tmp_path: Path) -> None:
@@ -179,10 +179,10 @@ def _recording(tmp_path: Path, extra_lines: tuple[bytes, ...] = (),
     write_recording(path, sim.header, sim.records)
     lines = path.read_bytes().splitlines(keepends=True)
     if header is not None:
-        doc = orjson.loads(lines[0])
+        doc = msgspec.json.decode(lines[0])
         doc.update(header)
-        # orjson cannot write a 100-bit integer: put it in as text.
-        lines[0] = orjson.dumps(doc).replace(b'"__BIG__"', b"1" + b"0" * 30) + b"\n"
+        # A 100-bit integer put in as text (the header's GPU index).
+        lines[0] = msgspec.json.encode(doc).replace(b'"__BIG__"', b"1" + b"0" * 30) + b"\n"
     lines[100:100] = list(extra_lines)
     path.write_bytes(b"".join(lines))
     return path
@@ -216,7 +216,7 @@ def test_recorded_records_with_absurd_numbers_are_bad_records_and_the_rest_is_us
     extra = ["--out", str(tmp_path / "out.x")] if command[0] == "export" else []
     assert main([command[0], str(path), *command[1:], *extra]) == 0
     if command[0] == "report":
-        doc = orjson.loads(capsys.readouterr().out)
+        doc = msgspec.json.decode(capsys.readouterr().out)
         assert doc["counters"]["bad_records"] == len(BAD_RECORDS) and doc["gaps"]
 
 
@@ -228,7 +228,7 @@ def test_a_recorded_log_field_beyond_64_bits_reads_as_a_float_that_can_be_writte
     rec = read_any(_recording(tmp_path, (line,)))
     (event,) = [r for r in rec.records if r.type == "log"]
     assert event.fields["a"] == float(BIG)  # type: ignore[union-attr]
-    orjson.dumps(event)
+    msgspec.json.encode(event)
 
 
 @pytest.mark.parametrize("period", [0, -100, 1e300])
@@ -242,9 +242,9 @@ def test_a_header_period_that_is_not_a_period_is_replaced_and_said(
     assert rec.counters["bad_header"] == 1
     assert "is not a sampling period; using 100 ms" in rec.problems[0]
     assert main(["report", "--json", str(path)]) == 0
-    doc = orjson.loads(capsys.readouterr().out)
+    doc = msgspec.json.decode(capsys.readouterr().out)
     assert main(["report", "--json", str(clean)]) == 0
-    assert doc["gaps"] == orjson.loads(capsys.readouterr().out)["gaps"]  # the data is all used
+    assert doc["gaps"] == msgspec.json.decode(capsys.readouterr().out)["gaps"]  # the data is all used
     assert all(g["active_s"] > 0 for g in doc["gpus"])
     assert main(["replay", "--headless", "--speed", "0", str(path)]) == 0
     assert "pcie_starved" in capsys.readouterr().err
@@ -252,7 +252,7 @@ def test_a_header_period_that_is_not_a_period_is_replaced_and_said(
 
 def test_a_header_gpu_entry_with_an_absurd_index_is_dropped_and_said(tmp_path: Path) -> None:
     sim = simulate("chained", seed=1, duration_s=1)
-    gpus = [g.model_dump() for g in sim.header.gpus] + [{"index": "__BIG__"}]
+    gpus = [msgspec.to_builtins(g) for g in sim.header.gpus] + [{"index": "__BIG__"}]
     rec = read_any(_recording(tmp_path, header={"gpus": gpus}))
     assert [g.index for g in rec.header.gpus] == [0]
     assert any("GPU index 1e+30 is not a GPU" in p for p in rec.problems)
@@ -267,9 +267,27 @@ def test_a_prover_status_with_numbers_beyond_64_bits_keeps_the_rest() -> None:
             b'"counters": {"total_completed": 7}}')
     counters: dict[str, int] = {}
     status = parse_status(body, "cuzk", 1, 1_796_000_000.0, 1.0, counters)
-    orjson.dumps(status)  # recordable
+    msgspec.json.encode(status)  # recordable
     assert status.synthesis_active is None and status.synthesis_max == 4
     assert [w.gpu for w in status.workers] == [None, 1]
     assert status.uptime_s is None and status.completed_total == 7
     # The count beyond 64 bits, the GPU 4096 and the uptime that overflows a float.
     assert counters["dropped_fields"] == 3
+
+
+def _copy_line(start: float, nbytes: int) -> bytes:
+    return (b'{"start_wall_s":%.3f,"end_wall_s":%.3f,"bytes":%d,"direction":"h2d",'
+            b'"src_kind":"pageable","dst_kind":"device","gpu":0,"cuda_device":0,"stream_id":13,'
+            b'"context_id":1,"correlation_id":1,"pid":42,"type":"copy"}\n'
+            % (1_796_000_000 + start, 1_796_000_000 + start + 0.5, nbytes))
+
+
+def test_recorded_copies_beyond_any_copy_size_are_bad_records_and_report_json_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Two copies of 2**62 bytes in one gap summed beyond 64 bits: `report --json` crashed.
+    copies = tuple(_copy_line(t, 2**62) for t in (30.0, 30.5, 40.0, 40.5, 50.0))
+    path = _recording(tmp_path, (*copies, _copy_line(31.0, 1 << 30)))
+    assert main(["report", "--json", str(path)]) == 0
+    doc = msgspec.json.decode(capsys.readouterr().out)
+    assert doc["counters"]["bad_records"] == len(copies) and doc["gaps"]

@@ -4,12 +4,11 @@ true (never negative, never spanning the jump) and the rest of the data is used.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import threading
 from pathlib import Path
 
-import orjson
+import msgspec
 import pytest
 
 from evaluation.simulate import SIM_EPOCH_WALL_S, simulate
@@ -47,7 +46,7 @@ def _after(seconds: float, wall: float, mono_s: float):  # type: ignore[no-untyp
         out = []
         for r in records:
             if r.t_wall_s - SIM_EPOCH_WALL_S > seconds:  # type: ignore[union-attr]
-                r = dataclasses.replace(r, t_wall_s=r.t_wall_s + wall,  # type: ignore[type-var]
+                r = msgspec.structs.replace(r, t_wall_s=r.t_wall_s + wall,  # type: ignore[type-var]
                                         t_mono_ns=r.t_mono_ns + int(mono_s * 1e9))  # type: ignore[union-attr]
             out.append(r)
         return out
@@ -56,7 +55,7 @@ def _after(seconds: float, wall: float, mono_s: float):  # type: ignore[no-untyp
 
 def report_json(capsys: pytest.CaptureFixture[str], path: Path) -> dict:  # type: ignore[type-arg]
     assert main(["report", "--json", str(path)]) == 0
-    return orjson.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+    return msgspec.json.decode(capsys.readouterr().out)  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize(("wall", "mono"), [(HOUR_S, HOUR_S), (HOUR_S, 0.0), (-HOUR_S, 0.0)],
@@ -140,7 +139,7 @@ def test_split_and_one_process_reports_agree_on_a_silent_gpu_and_a_jump(
         path = _write(tmp_path, name, sim, change)
         one = build_report(path, Config(), workers=1)
         two = build_report(path, Config(), workers=2)
-        assert orjson.dumps(to_json(one)) == orjson.dumps(to_json(two))
+        assert msgspec.json.encode(to_json(one)) == msgspec.json.encode(to_json(two))
         assert one.states == two.states
 
 

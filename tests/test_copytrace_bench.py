@@ -71,7 +71,7 @@ def test_a_copy_queued_behind_the_other_workers_copy_is_timed_from_when_the_engi
 
 
 def test_delivery_lag_is_arrival_after_the_copys_end() -> None:
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     late = [replace(c, t_arrival_mono_ns=int((c.end_wall_s - 100.0 + 0.3) * 1e9))
             for c in pageable_partition()]

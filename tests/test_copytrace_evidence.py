@@ -49,7 +49,7 @@ def test_the_late_copy_republishes_the_closed_gap_with_it() -> None:
 def test_a_quiet_gap_after_quick_pinned_copies_names_them_and_compares_nothing_falsely() -> None:
     second = live_gaps()[1]
     assert second.copies["memory_kind"] == "pinned"
-    assert "copied from pinned memory" in second.hint
+    assert "copied from pinned host memory" in second.hint
 
 
 def test_without_a_copy_trace_the_hint_says_the_memory_kind_is_inferred() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gapwatch.base.clock import FakeClock
 from gapwatch.copytrace import wire
 from gapwatch.core.models import CopyRecord, GpuInfo, Notice, Record
 from gapwatch.sources import SourceUnavailable
@@ -50,9 +51,11 @@ class Collect:
 
 def reader(tmp_path: Path, name: str = "ct.sock", gpus: list[GpuInfo] | None = None
            ) -> tuple[CopyTraceReader, Collect]:
+    """A reader whose clock says the test's copies (from T0 on) are arriving live."""
     got = Collect()
     r = CopyTraceReader(str(tmp_path / name), GPUS if gpus is None else gpus,
-                        got.records.append, got.notices.append)
+                        got.records.append, got.notices.append,
+                        clock=FakeClock(start_wall_s=T0_NS / 1e9 + 100))
     return r, got
 
 
@@ -259,3 +262,71 @@ def test_the_default_socket_is_under_run_user_when_it_exists(tmp_path: Path) -> 
 def test_uuid_bytes_are_spelled_as_nvml_spells_them() -> None:
     assert wire.uuid_text(UUID0) == UUID0_TEXT
     assert wire.uuid_text(bytes(16)) is None
+
+
+def test_copies_of_impossible_sizes_or_times_are_refused_one_by_one(tmp_path: Path) -> None:
+    r, got = reader(tmp_path)  # its clock: 100 s after T0
+    hour_ns = 3600 * 1_000_000_000
+    bad = [
+        copy(0, nbytes=2**63),  # used to kill the sampler (the gap's sum overflowed 64 bits)
+        copy(1, nbytes=(1 << 40) + 1),
+        wire.WireCopy(1, 2, 1 << 20, 0, 1, 13, 1, 1, 1, 3, 1, 1, UUID0),  # 1970
+        wire.WireCopy(  # ended an hour before it arrived
+            T0_NS - hour_ns, T0_NS - hour_ns + 1000, 1 << 20, 0, 1, 13, 2, 1, 1, 3, 1, 1, UUID0),
+        copy(300),  # ends 200 s after it arrived
+    ]
+    r.feed(copies_datagram([*bad, copy(3, nbytes=1 << 40)]))
+    assert [c.bytes for c in got.copies()] == [1 << 40]
+    assert r.bad == {"record_bytes": 2, "record_time": 3}
+    said = [n.message for n in got.notices if "bad datagram" in n.message]
+    assert len(said) == 2  # once per reason
+    assert "2^63" not in said[0] and str(2**63) in said[0]
+
+
+def test_a_datagram_whose_counters_are_no_counts_or_whose_pid_is_no_process_is_refused(
+        tmp_path: Path) -> None:
+    r, got = reader(tmp_path)
+    r.feed(copies_datagram([copy(0)], pid=7, dropped_send=18_000_000_000_000_000_000))
+    r.feed(copies_datagram([copy(1)], pid=7, seq=2**60))
+    r.feed(copies_datagram([copy(2)], pid=0))
+    r.feed(copies_datagram([copy(3)], pid=2**31))
+    assert got.copies() == [] and r.bad == {"counter": 2, "pid": 2}
+    r.feed(copies_datagram([copy(4)], pid=7, dropped_send=5))
+    assert len(got.copies()) == 1 and r.status().dropped_send == 0
+
+
+def test_a_flood_of_fake_senders_is_followed_up_to_the_limit_and_the_rest_refused(
+        tmp_path: Path) -> None:
+    from gapwatch.core.bounds import MAX_SENDERS
+
+    r, got = reader(tmp_path)
+    for pid in range(1, 9_850):
+        r.feed(copies_datagram([copy(0)], pid=pid))
+    st = r.status()
+    assert st.processes == MAX_SENDERS and len(r._senders) == MAX_SENDERS
+    assert r.bad == {"senders": 9_849 - MAX_SENDERS}
+    assert sum("at most 64 are followed" in n.message for n in got.notices) == 1
+    # A sender that said goodbye makes room for a new one.
+    r.feed(wire.encode_datagram(wire.TYPE_BYE, pid=1, seq=1))
+    r.feed(copies_datagram([copy(1)], pid=50_000))
+    assert got.copies()[-1].pid == 50_000
+
+
+def test_a_flood_of_notes_is_said_once_per_interval_cut_and_counted(tmp_path: Path) -> None:
+    from gapwatch.sources.copytrace import NOTE_CHARS, NOTE_INTERVAL_S
+
+    r, got = reader(tmp_path)
+    note = ("x" * 60_000).encode()
+    for seq in range(3_332):
+        r.feed(wire.encode_datagram(wire.TYPE_NOTE, pid=9, seq=seq, records=[note]))
+    warnings = [n for n in got.notices if n.level == "warning"]
+    assert len(warnings) == 1
+    assert len(warnings[0].message) < NOTE_CHARS + 100 and "[cut 59488 chars]" in \
+        warnings[0].message
+    assert isinstance(r.clock, FakeClock)
+    r.clock.advance_ns(int(NOTE_INTERVAL_S * 1e9))
+    r._say_held_notes()  # the reader's thread does this whenever it waits for a datagram
+    summary = [n for n in got.notices if n.level == "warning"][1:]
+    assert len(summary) == 1 and "3331 more notes from this prover" in summary[0].message
+    r._say_held_notes()
+    assert len([n for n in got.notices if n.level == "warning"]) == 2

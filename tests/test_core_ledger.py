@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from gapwatch.core.ledger import Change, GapLedger
 from gapwatch.core.models import Gap

@@ -175,8 +175,22 @@ def test_a_case_folder_is_rescored_from_its_files(tmp_path: Path) -> None:
     assert s["truth_gaps"] > 3 and s["recall"] >= 0.9 and s["kind_accuracy"] >= 0.9
     assert s["breakdown_in_report"] is True
     assert res["recording"]["gpu_samples"] > 300
-    assert sc.main([str(tmp_path), "--check"]) in (0, 1)
+    assert all(s["goals"].values()) and sc.main([str(tmp_path), "--check"]) == 0
     assert "pageable" in sc.format_row(res)
+
+
+def test_check_exits_1_when_a_case_misses_a_goal_and_0_without_check(tmp_path: Path) -> None:
+    write_sim_case(tmp_path / "pageable", "pageable")
+    # Truth says the GPU was busy all along: every detected gap is a false one.
+    truth_file = tmp_path / "pageable" / "truth.json"
+    truth_doc = json.loads(truth_file.read_text())
+    ivs = truth_doc["intervals"]
+    truth_doc["intervals"] = [{**ivs[0], "start": min(i["start"] for i in ivs),
+                               "end": max(i["end"] for i in ivs)}]
+    truth_file.write_text(json.dumps(truth_doc))
+    assert sc.score_dir(tmp_path / "pageable")["score"]["goals"]["precision"] is False
+    assert sc.main([str(tmp_path), "--check"]) == 1
+    assert sc.main([str(tmp_path)]) == 0
 
 
 def test_the_score_command_refuses_a_folder_without_cases(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from gapwatch.base.watch import ThreadHealth
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, SessionHeader, StateChange
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
@@ -38,6 +39,7 @@ def _served_names() -> set[str]:
             path="gw.jsonl.gz", state="failing", error="No space left on device",
             failing_since_wall_s=0.0, write_errors=1, records_written=1, records_pending=1,
             records_dropped=0, bytes_written=1)
+        threads = [ThreadHealth("gapwatch-sampler", "running", 0, None)]
 
     handle = start_exporter(":0", session, status_fn=Status)
     try:

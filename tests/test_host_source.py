@@ -134,13 +134,15 @@ def test_garbage_files_do_not_crash(root: Path):
     )
 
 
-def test_without_proc_meminfo_memory_comes_from_psutil(tmp_path: Path):
+def test_without_proc_every_host_field_is_missing_never_zero(tmp_path: Path):
     source = ProcHostSource(root=str(tmp_path))  # an empty tree: like a non-Linux system
     source.read(0, 0.0)
     s = source.read(100 * MS, 0.1)
-    assert s.mem_used_pct is not None and 0 <= s.mem_used_pct <= 100
-    assert s.mem_available_bytes is not None and s.mem_available_bytes > 0
-    assert s.psi_mem_some_avg10 is None and s.major_faults_per_s is None
+    assert s.interval_ns == 100 * MS
+    fields = ("mem_used_pct", "mem_available_bytes", "swap_used_bytes", "cpu_busy_pct",
+              "psi_mem_some_avg10", "psi_mem_full_avg10", "psi_mem_some_share",
+              "psi_mem_full_share", "major_faults_per_s", "mem_bandwidth_bytes_per_s")
+    assert {f: getattr(s, f) for f in fields} == dict.fromkeys(fields)
 
 
 def test_real_proc_reads(tmp_path: Path):

@@ -5,11 +5,11 @@ and no fake idle from stale GPM readings at 50 ms. Their phases come from the *.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from gapwatch.sources.files import read_any
@@ -25,7 +25,7 @@ spec.loader.exec_module(bench)
 
 def load(name: str):
     recording = read_any(DATA / f"{name}.jsonl.gz")
-    gpu = [dataclasses.asdict(r) for r in recording.records if r.type == "gpu"]
+    gpu = [msgspec.structs.asdict(r) for r in recording.records if r.type == "gpu"]
     phases = json.loads((DATA / f"{name}.bench.json").read_text())["phases"]
     return recording, gpu, {p["name"]: p for p in phases}
 

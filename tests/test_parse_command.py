@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
+import msgspec
 import pytest
 
 from gapwatch.cli import main
@@ -15,7 +15,7 @@ DATA = Path(__file__).parent / "data"
 def test_json_lines_one_event_per_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["parse", "--json", str(DATA / "pinned.log")]) == 0
     out, err = capsys.readouterr()
-    rows = [orjson.loads(line) for line in out.splitlines()]
+    rows = [msgspec.json.decode(line) for line in out.splitlines()]
     assert len(rows) == 172
     assert rows[0]["kind"] == "tracing" and rows[0]["name"] == "starting cuzk engine"
     assert {r["time_source"] for r in rows if r["kind"] == "timeline"} == {"timeline"}
@@ -41,7 +41,7 @@ def test_user_rule_from_config_file(tmp_path: Path, capsys: pytest.CaptureFixtur
     log = tmp_path / "p.log"
     log.write_text("step msm w3\n")
     assert main(["parse", "--config", str(cfg), "--json", str(log)]) == 0
-    (row,) = [orjson.loads(x) for x in capsys.readouterr().out.splitlines()]
+    (row,) = [msgspec.json.decode(x) for x in capsys.readouterr().out.splitlines()]
     assert (row["kind"], row["name"], row["worker"]) == ("user:mine", "msm", 3)
 
 
@@ -58,7 +58,7 @@ def test_stderr_file_listed_first_still_gets_the_anchor(tmp_path: Path,
     err.write_text("TIMELINE,1500,GPU_START,j,worker=0\n")
     out.write_text("2026-11-30T09:06:26.500000Z  INFO cuzk_core::engine: starting cuzk engine\n")
     assert main(["parse", "--json", str(err), str(out)]) == 0
-    first = orjson.loads(capsys.readouterr().out.splitlines()[0])
+    first = msgspec.json.decode(capsys.readouterr().out.splitlines()[0])
     assert first["time_source"] == "timeline"
     assert first["t_wall_s"] == pytest.approx(1796029588.0)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
+import msgspec
 import pytest
 
 from evaluation.simulate import simulate
@@ -17,7 +17,7 @@ DATA = Path(__file__).parent / "data"
 
 def report_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
     assert main(["report", *args, "--json"]) == 0
-    return orjson.loads(capsys.readouterr().out)
+    return msgspec.json.decode(capsys.readouterr().out)
 
 
 def test_json_on_pageable_trace_has_the_documented_fields(

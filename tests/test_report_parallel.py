@@ -7,13 +7,13 @@ breakdowns; payoff; counters; problems) and on the state changes in order.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
-import orjson
+import msgspec
 import pytest
 
 from evaluation.simulate import simulate
+from gapwatch.core.codec import gpu_line_prefix
 from gapwatch.core.config import Config
 from gapwatch.core.models import GpuSample, LogEvent
 from gapwatch.offline.report import ReportData, build_report, to_json
@@ -27,7 +27,7 @@ DATA = Path(__file__).parent / "data"
 def _same(path: Path, workers: int, logs: list[str] | None = None) -> ReportData:
     one = build_report(path, Config(), logs, workers=1)
     many = build_report(path, Config(), logs, workers=workers)
-    assert orjson.dumps(to_json(many)) == orjson.dumps(to_json(one))
+    assert msgspec.json.encode(to_json(many)) == msgspec.json.encode(to_json(one))
     assert many.states == one.states
     return one
 
@@ -59,11 +59,11 @@ def test_trace_on_two_gpus_reports_the_same(tmp_path: Path) -> None:
     """The shared pageable H200 trace (stale GPM rows, 50 ms) as GPU 0, and again as GPU 1."""
     rec = read_trace_csv(DATA / "pageable.csv")
     records = list(rec.records)
-    twice = records + [dataclasses.replace(r, gpu=1) for r in records if isinstance(r, GpuSample)]
+    twice = records + [msgspec.structs.replace(r, gpu=1) for r in records if isinstance(r, GpuSample)]
     twice.sort(key=lambda r: r.t_mono_ns)
-    gpus = [rec.header.gpus[0], rec.header.gpus[0].model_copy(update={"index": 1})]
+    gpus = [rec.header.gpus[0], msgspec.structs.replace(rec.header.gpus[0], index=1)]
     path = tmp_path / "trace.jsonl"
-    write_recording(path, rec.header.model_copy(update={"gpus": gpus}), twice)
+    write_recording(path, msgspec.structs.replace(rec.header, gpus=gpus), twice)
     report = _same(path, 2)
     assert [g.gpu for g in report.gaps].count(0) == [g.gpu for g in report.gaps].count(1) > 0
 
@@ -72,8 +72,8 @@ def test_bad_lines_are_counted_once_and_listed_in_line_order(
     sim_recording: Path, tmp_path: Path
 ) -> None:
     lines = sim_recording.read_bytes().splitlines(keepends=True)
-    gpu1 = next(i for i, ln in enumerate(lines) if ln.startswith(b'{"gpu":1,'))
-    host = next(i for i, ln in enumerate(lines) if ln.endswith(b'"type":"host"}\n'))
+    gpu1 = next(i for i, ln in enumerate(lines) if ln.startswith(gpu_line_prefix(1)))
+    host = next(i for i, ln in enumerate(lines) if ln.startswith(b'{"type":"host",'))
     lines[gpu1] = lines[gpu1].replace(b'"sm_active_pct":', b'"sm_active_pct":"x",' b'"_":', 1)
     lines[host] = lines[host].replace(b'"t_wall_s":', b'"t_wall_s":null,"_":', 1)
     lines[50] = b"not json\n"
@@ -85,6 +85,32 @@ def test_bad_lines_are_counted_once_and_listed_in_line_order(
     assert report.counters["bad_records"] == 3
     assert report.counters["partial_line"] == 1
     assert len(report.problems) == 4
+
+
+def test_lines_in_any_key_order_report_the_same_in_parallel(
+    sim_recording: Path, tmp_path: Path
+) -> None:
+    """The shortcut that passes over other workers' lines looks at how the codec writes a GPU
+    sample; lines written with their keys in another order (the type last, as gapwatch once
+    wrote them) are read by every worker, and each keeps only its own GPUs' samples."""
+    lines = sim_recording.read_bytes().splitlines(keepends=True)
+    for i in range(1, len(lines), 2):
+        doc = msgspec.json.decode(lines[i])
+        lines[i] = msgspec.json.encode(dict(reversed(doc.items()))) + b"\n"
+    assert sum(ln.endswith(b'"type":"gpu"}\n') for ln in lines) > 1000
+    path = tmp_path / "reordered.jsonl"
+    path.write_bytes(b"".join(lines))
+    assert detect_parallel(path, Config(), 2) is not None  # it did run in two processes
+    report = to_json(_same(path, 2))
+    original = to_json(build_report(sim_recording, Config(), workers=1))
+    assert report.pop("file") != original.pop("file")
+    assert report == original
+
+
+def test_the_codec_writes_gpu_sample_lines_as_the_shortcut_expects(sim_recording: Path) -> None:
+    samples = [ln for ln in sim_recording.read_bytes().splitlines() if b'"type":"gpu"' in ln]
+    assert samples and all(ln.startswith(gpu_line_prefix(msgspec.json.decode(ln)["gpu"]))
+                           for ln in samples)
 
 
 def test_log_records_make_the_report_run_in_one_process(tmp_path: Path) -> None:

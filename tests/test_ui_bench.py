@@ -26,11 +26,16 @@ def test_side_by_side_measures_a_dashboard_in_a_pty_and_skips_missing_programs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(ui_bench, "WARMUP_S", 2.0)
+    # An empty PATH: nvidia-smi is missing here even on a GPU box (gapwatch runs from
+    # sys.executable, an absolute path).
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     rc = ui_bench.side_by_side(["demo-pty", "dmon"], 2.0, tmp_path, None, 0.0, None)
     doc = json.loads((tmp_path / "ui-bench.json").read_text())
     rows = {r["process"]: r for r in doc["processes"]}
     assert rc == 0
     assert rows["demo-pty"]["cpu_pct"] is not None and rows["demo-pty"]["pty_bytes"] > 0
-    if rows["dmon"]["skipped"]:
-        assert rows["dmon"]["cpu_pct"] is None
-    assert "| demo-pty |" in (tmp_path / "ui-bench.md").read_text()
+    assert rows["demo-pty"]["skipped"] == ""
+    assert (rows["dmon"]["skipped"], rows["dmon"]["cpu_pct"]) == ("nvidia-smi not found", None)
+    table = (tmp_path / "ui-bench.md").read_text()
+    assert "| demo-pty |" in table and "| dmon | nvidia-smi dmon -d 1 | skipped |" in table

@@ -23,9 +23,17 @@ def test_a_missing_recording_is_one_line_and_exit_2(capsys: pytest.CaptureFixtur
     assert capsys.readouterr().err.strip().count("\n") == 0
 
 
-def test_demo_refuses_a_non_sim_source_and_speed_0(capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_refuses_a_non_sim_source_and_speed_0_saying_which(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Under pytest there is no terminal, so the terminal check would refuse too: the messages
+    # tell the refusals apart (and show that these checks come first).
     assert main(["demo", "--source", "nvml"]) == 2
+    assert capsys.readouterr().err == ("gapwatch demo: --source must be sim or sim:SCENARIO "
+                                       "(use `watch` or `replay` for other sources)\n")
     assert main(["demo", "--speed", "0"]) == 2
+    assert capsys.readouterr().err == ("gapwatch demo: --speed 0 is for `record`; use e.g. "
+                                       "--speed 4\n")
 
 
 def test_headless_record_says_on_stderr_that_a_log_path_does_not_exist(

@@ -220,3 +220,31 @@ def test_the_log_pane_orders_by_time_whatever_the_arrival_order() -> None:
 
 def test_config_default_is_what_the_fleet_fixture_assumes() -> None:
     assert Config().detector.gpm_lag_ms == LAG_S * 1000
+
+
+async def test_a_gpu_without_a_verdict_reads_no_data_and_outranks_a_chained_one(
+    tmp_path: Path,
+) -> None:
+    """GPU0 chains; GPU1 has samples but no verdict yet; GPU2 went silent (NO_DATA). The header
+    calls each by its own state, GPU0's verdict says chaining holds, and the "also:" line names
+    the two NO_DATA GPUs, which rank above a chained one (a state mix-up fails here)."""
+    rt = FakeRuntime(make_config(tmp_path), gpus=[h200(0), h200(1), h200(2)])
+    for i in range(301):
+        for gpu in (0, 1, 2):
+            rt.store.append_gpu([gpu_sample(gpu, i / 10, 95.0, 40e9, 1.0e9)])
+    rt.store.set_state(StateChange(gpu=0, t_mono_ns=t_ns(10), t_wall_s=WALL0_S + 10,
+                                   state="CHAINED", busy_fraction=0.97,
+                                   reason="busy, no gaps in the window"))
+    rt.store.set_state(StateChange(gpu=2, t_mono_ns=t_ns(20), t_wall_s=WALL0_S + 20,
+                                   state="NO_DATA", busy_fraction=None,
+                                   reason="no sample from this GPU since; the other inputs go on"))
+    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+    assert "CHAINED" in lines[0] and "GPU0" in lines[0]
+    assert "NO_DATA" in lines[1] and "GPU1" in lines[1]
+    assert "NO_DATA" in lines[2] and "GPU2" in lines[2]
+    assert any(line.startswith("GPU0 CHAINED: chaining holds") for line in lines)
+    also = [line for line in lines if line.startswith("also: ")]
+    assert also and "GPU1 NO_DATA" in also[0] and "GPU2 NO_DATA" in also[0]

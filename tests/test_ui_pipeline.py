@@ -8,6 +8,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import msgspec
 from cuzk_fakes import WAITS_ON_SYNTHESIS, cuzk_doc
 from ui_fakes import WALL0_S, FakeRuntime, fill_breakdown, make_config, screen_text, t_ns
 
@@ -40,7 +41,7 @@ async def test_the_pipeline_line_and_the_worker_states_show_at_80x24(tmp_path: P
     st = _status(59.5)
     rt.store.append_prover(st)  # type: ignore[arg-type]
     newest = rt.store.snapshot().gaps[-1]
-    rt.store.upsert_gap(dataclasses.replace(
+    rt.store.upsert_gap(msgspec.structs.replace(
         newest, prover_cause="waits_on_synthesis",
         prover_states=[gap_state(st, 0)]))  # type: ignore[arg-type]
     app = GapwatchApp(rt, wall_clock=lambda: WALL0_S + 100)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import orjson
+import msgspec
 import pytest
 from ui_fakes import HINT, WALL0_S, fill_breakdown, header, make_config
 
@@ -30,7 +30,7 @@ def test_a_snapshot_folder_holds_svg_recording_gaps_and_summary(tmp_path: Path) 
     assert path.name == "gapwatch-snapshot-prover-1-20261130T090722Z"
     assert sorted(p.name for p in path.iterdir()) == [
         "dashboard.svg", "gaps.json", "recording.jsonl.gz", "summary.md"]
-    gaps = orjson.loads((path / "gaps.json").read_bytes())
+    gaps = msgspec.json.decode((path / "gaps.json").read_bytes())
     assert [g["kind"] for g in gaps] == ["pcie_starved"] * 5
     summary = (path / "summary.md").read_text()
     assert "BREAKDOWN" in summary
@@ -117,8 +117,7 @@ def test_the_summary_shows_the_live_busy_share_and_the_real_span(tmp_path: Path)
 
 
 def test_the_summary_gives_each_distinct_cause_once_with_a_count(tmp_path: Path) -> None:
-    from dataclasses import replace
-
+    from msgspec.structs import replace
     from ui_fakes import gap
 
     store = SeriesStore(list(header().gpus), period_s=0.1, history_s=600)

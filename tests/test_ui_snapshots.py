@@ -5,10 +5,11 @@ tests/__snapshots__/ into a PNG)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
+from msgspec.structs import replace
 from test_ui_glance import fleet
 from ui_fakes import (
     H200,
@@ -95,7 +96,7 @@ def test_finished_replay_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
     footer's first line starts with `source ended`."""
     rt = FakeRuntime(make_config(tmp_path))
     fill_breakdown(rt.store)
-    rt.header = rt.header.model_copy(update={"source": "replay:rec.jsonl.gz"})
+    rt.header = msgspec.structs.replace(rt.header, source="replay:rec.jsonl.gz")
     # The idle stretch at the end was an open gap until the data ended; then it was retracted.
     rt.store.upsert_gap(gap(6, 0, 58.9, None))
     rt.store.upsert_gap(replace(gap(6, 0, 58.9, 60.0), retracted=True))

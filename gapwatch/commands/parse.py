@@ -22,9 +22,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TextIO
 
-import orjson
-
 from gapwatch.core import fmt
+from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config
 from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.logs.parse import LogParser
@@ -169,7 +168,7 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
             for e in events:
                 if args.unparsed and e.kind != "unparsed":
                     continue
-                out.write((orjson.dumps(e).decode() if args.json else format_event(e)) + "\n")
+                out.write((encode_json(e).decode() if args.json else format_event(e)) + "\n")
     except BrokenPipeError:
         raise
     except OSError as exc:

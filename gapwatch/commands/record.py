@@ -6,7 +6,9 @@ FILE is never overwritten unless `--force` is given (`--rotate` keeps it and rec
 free name); a FILE another process is writing is refused. SIGINT, SIGTERM and SIGHUP stop it
 cleanly: the detector is settled, the file closed whole, the summary printed (exit 0). A full or
 failing disk stops the recording, not the monitoring: it is said (stderr, `/metrics`), retried,
-and resumed when space returns (docs/recording.md). Every line goes through
+and resumed when space returns (docs/recording.md). A thread of gapwatch's that dies (the
+sampler, a reader, the writer, a poller) is said at once and at the end, and the exit status is
+1. Every line goes through
 `gapwatch.engine.console`, so a closed stderr never stops it.
 """
 
@@ -93,6 +95,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
         errors = ", ".join(f"{k} {v}" for k, v in sorted(p.errors.items())) or "none"
         say(f"gapwatch record: prover status {p.url}: {p.ok} of {p.polls} polls answered "
             f"(every {p.period_s:g} s); failed: {errors}")
+    dead = status.dead_threads_text()
+    if dead:
+        # Exit 1: what was recorded may have holes where a thread was down.
+        say(f"gapwatch record: gapwatch's own threads died: {dead}")
+        return 1
     return 0
 
 

@@ -80,4 +80,8 @@ def _headless(rt: Runtime) -> int:
     gaps = gap_counts_text(rt.store.snapshot().gap_tally)
     entered = ", ".join(f"{k} x{n}" for k, n in sorted(states.items())) or "none"
     say(f"gapwatch replay: gaps: {gaps}; states entered: {entered}")
+    dead = rt.status().dead_threads_text()
+    if dead:
+        say(f"gapwatch replay: gapwatch's own threads died: {dead}")
+        return 1
     return 0

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
 from gapwatch.core import fmt
+from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config
-from gapwatch.core.hints import size_text
-from gapwatch.core.models import GAP_KINDS
+from gapwatch.core.models import GAP_KINDS, Gap
 from gapwatch.offline.report import (
     PAYOFF_METHOD,
     ReportData,
@@ -38,8 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "file", metavar="FILE", help="a recording (.jsonl, .jsonl.gz) or a trace CSV"
     )
     parser.add_argument("--json", action="store_true", help="print the JSON document instead")
-    parser.add_argument("--all-gaps", action="store_true",
-                        help=f"list every gap in the text table (default: first {MAX_TABLE_ROWS})")
+    parser.add_argument("--all", "--all-gaps", dest="all_rows", action="store_true",
+                        help="every row of the gap and partition tables (default: the first "
+                             f"{MAX_TABLE_ROWS} of each)")
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
@@ -53,10 +51,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     if args.json:
         # Through the text layer, so that a redirected sys.stdout (tests, embedding) works too.
-        sys.stdout.write(orjson.dumps(to_json(report), option=orjson.OPT_INDENT_2).decode())
+        sys.stdout.write(encode_json(to_json(report), indent=2).decode())
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(format_text(report, all_gaps=getattr(args, "all_gaps", False)))
+        sys.stdout.write(format_text(report, all_rows=args.all_rows))
     return 0
 
 
@@ -65,27 +63,41 @@ def _pct(v: float | None) -> str:
 
 
 def _clock(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S.%f")[:-3]
+    return fmt.clock(t, millis=True)
 
 
-def _gb(v: float | None) -> str:
-    return "n/a" if v is None else f"{v / 1e9:.1f} GB/s"
+def format_text(r: ReportData, all_rows: bool = False) -> str:
+    """The report for people, section by section (each a named step below); paths, hints and
+    problems quote text from outside: shown, never obeyed by the terminal."""
+    out = _head_lines(r)
+    out += ["", *_gpu_lines(r)]
+    out += ["", *_gap_lines(r.gaps, all_rows)]
+    out += ["", *_breakdown_lines(r)]
+    if r.copies is not None:
+        out += ["", *_copy_lines(r.copies)]
+    if r.partitions is not None:
+        out += ["", *_partition_lines(r.partitions, all_rows)]
+    out += ["", *_payoff_lines(r.payoff)]
+    if r.counters or r.problems:
+        out += ["", *_input_lines(r)]
+    return "\n".join(fmt.visible(line) for line in out) + "\n"
 
 
-def format_text(r: ReportData, all_gaps: bool = False) -> str:
-    out: list[str] = []
-    add = out.append
+def _head_lines(r: ReportData) -> list[str]:
+    """What was read, and the data's own problems first (they change what the rest means)."""
     h = r.header
-    add(f"gapwatch report: {r.path} ({h.source}, {h.period_ms:g} ms period)")
+    out = [f"gapwatch report: {r.path} ({h.source}, {h.period_ms:g} ms period)"]
     if r.log_files:
-        add(f"logs: {', '.join(r.log_files)}")
+        out.append(f"logs: {', '.join(r.log_files)}")
     if r.warnings:
-        add("")
-        add("WARNING: the data has problems that change what this report means")
-        for w in r.warnings:
-            add(f"  - {w}")
-    add("")
-    add("GPUs (busy = busy share of the working span, first to last busy reading)")
+        out += ["", "WARNING: the data has problems that change what this report means"]
+        out += [f"  - {w}" for w in r.warnings]
+    return out
+
+
+def _gpu_lines(r: ReportData) -> list[str]:
+    """One line per GPU: busy share, link, gaps by kind; the prover's own causes beneath."""
+    out = ["GPUs (busy = busy share of the working span, first to last busy reading)"]
     for t in r.totals:
         mine = [g for g in r.gaps if g.gpu == t.gpu]
         parts = []
@@ -95,57 +107,57 @@ def format_text(r: ReportData, all_gaps: bool = False) -> str:
                 parts.append(f"{len(of_kind)} {k} ({sum(g.duration_s for g in of_kind):.1f} s)")
         kinds = ", ".join(parts) or "no gaps"
         low = "  [utilization.gpu only: low confidence]" if t.confidence == "low" else ""
-        add(f"  GPU {t.gpu}: busy {_pct(busy_fraction(t)).strip()} of {t.active_s:.1f} s "
-            f"(link {_gb(t.link_bytes_per_s)}); {kinds}{low}")
+        out.append(f"  GPU {t.gpu}: busy {_pct(busy_fraction(t)).strip()} of {t.active_s:.1f} s "
+                   f"(link {fmt.rate(t.link_bytes_per_s)}); {kinds}{low}")
         causes = gaps_by_prover_cause(mine)
         if causes:
             said = ", ".join(f"{v['count']:.0f} {k.replace('_', ' ')}"
                              for k, v in sorted(causes.items(), key=lambda kv: -kv[1]["count"]))
-            add(f"         where the prover said it waited (cuzk /status): {said}")
-    add("")
-    rows = r.gaps if all_gaps else r.gaps[:MAX_TABLE_ROWS]
-    add(f"Gaps ≥ min gap: {len(r.gaps)}" + ("" if len(rows) == len(r.gaps) else
-                                            f" (first {len(rows)}; --all-gaps or --json for all)"))
+            out.append(f"         where the prover said it waited (cuzk /status): {said}")
+    return out
+
+
+def _gap_lines(gaps: list[Gap], all_rows: bool) -> list[str]:
+    """The gap table: the first `MAX_TABLE_ROWS`, saying so when there are more."""
+    rows = gaps if all_rows else gaps[:MAX_TABLE_ROWS]
+    out = [f"Gaps ≥ min gap: {len(gaps)}" + ("" if len(rows) == len(gaps) else
+                                             f" (first {len(rows)}; --all or --json for all)")]
     if rows:
-        add(f"  {'GPU':>3} {'start (UTC)':<12} {'dur s':>6} {'kind':<14} {'H2D':>9} "
-            f"{'D2H':>9}  hint")
-        for g in rows:
-            add(f"  {g.gpu:>3} {_clock(g.start_s):<12} {g.duration_s:6.2f} {g.kind:<14} "
-                f"{_gb(g.pcie_rx_bytes_per_s):>9} {_gb(g.pcie_tx_bytes_per_s):>9}  {g.hint}")
-    add("")
-    add(f"Chaining breakdowns: {len(r.breakdowns)}")
+        out.append(f"  {'GPU':>3} {'start (UTC)':<12} {'dur s':>6} {'kind':<14} {'H2D':>9} "
+                   f"{'D2H':>9}  hint")
+    for g in rows:
+        out.append(f"  {g.gpu:>3} {_clock(g.start_s):<12} {g.duration_s:6.2f} {g.kind:<14} "
+                   f"{fmt.rate(g.pcie_rx_bytes_per_s):>9} {fmt.rate(g.pcie_tx_bytes_per_s):>9}  "
+                   f"{g.hint}")
+    return out
+
+
+def _breakdown_lines(r: ReportData) -> list[str]:
+    out = [f"Chaining breakdowns: {len(r.breakdowns)}"]
     for b in r.breakdowns:
-        add(f"  GPU {b.gpu}: {_clock(b.start_s)} - {_clock(b.end_s)} "
-            f"({b.duration_s:.1f} s): {b.reason}")
-    if r.copies is not None:
-        add("")
-        out.extend(_copy_lines(r.copies))
-    if r.partitions is not None:
-        add("")
-        out.extend(_partition_lines(r.partitions))
-    add("")
-    out.extend(_payoff_lines(r.payoff))
-    if r.counters or r.problems:
-        add("")
-        add("Input: " + ", ".join(f"{k} {v}" for k, v in sorted(r.counters.items())))
-        for p in r.problems[:5]:
-            add(f"  {p}")
-    # Paths, hints and problems quote text from outside: shown, never obeyed by the terminal.
-    return "\n".join(fmt.visible(line) for line in out) + "\n"
+        out.append(f"  GPU {b.gpu}: {_clock(b.start_s)} - {_clock(b.end_s)} "
+                   f"({b.duration_s:.1f} s): {b.reason}")
+    return out
+
+
+def _input_lines(r: ReportData) -> list[str]:
+    out = ["Input: " + ", ".join(f"{k} {v}" for k, v in sorted(r.counters.items()))]
+    out += [f"  {p}" for p in r.problems[:5]]
+    return out
 
 
 def _copy_lines(copies: dict[str, Any]) -> list[str]:
     """The copy trace's table: copies by GPU, direction and host memory kind, with their rates."""
-    lines = [f"Copies (copy trace): {copies['count']}, {size_text(copies['bytes'])}",
+    lines = [f"Copies (copy trace): {copies['count']}, {fmt.size(copies['bytes'])}",
              f"  {'GPU':>3} {'dir':<4} {'memory':<9} {'copies':>6} {'bytes':>10} "
              f"{'rate':>9}  per copy min / median / max"]
     for row in copies["rows"]:
         gpu = "?" if row["gpu"] is None else str(row["gpu"])
         lines.append(
             f"  {gpu:>3} {row['direction'].upper():<4} {row['memory_kind']:<9} "
-            f"{row['count']:>6} {size_text(row['bytes']):>10} {_gb(row['bytes_per_s']):>9}  "
-            f"{_gb(row['rate_min_bytes_per_s'])} / {_gb(row['rate_median_bytes_per_s'])} / "
-            f"{_gb(row['rate_max_bytes_per_s'])}")
+            f"{row['count']:>6} {fmt.size(row['bytes']):>10} {fmt.rate(row['bytes_per_s']):>9}  "
+            f"{fmt.rate(row['rate_min_bytes_per_s'])} / "
+            f"{fmt.rate(row['rate_median_bytes_per_s'])} / {fmt.rate(row['rate_max_bytes_per_s'])}")
     share = copies.get("pageable_share_of_gap_time")
     if share is not None:
         lines.append(f"  pageable copies ran during {share * 100:.0f} % of the gap time "
@@ -160,23 +172,40 @@ _PARTITION_SOURCES = {
 }
 
 
-def _partition_lines(run: Any) -> list[str]:
-    sources = frozenset(p.source for p in run.partitions)
+#: Characters of a job id shown in the partition table (its end: ids differ there).
+JOB_CHARS = 20
+
+
+def _partition_lines(run: Any, all_rows: bool = False) -> list[str]:
+    """The partition table: job and partition on every row (partition numbers repeat per job),
+    the first `MAX_TABLE_ROWS` unless `all_rows`, saying what it left out."""
+    parts = run.partitions
+    sources = frozenset(p.source for p in parts)
     origin = _PARTITION_SOURCES.get(sources, "from the log and the prover's /status")
-    lines = [f"Partitions ({origin}): {len(run.partitions)}, "
-             f"{sum(1 for p in run.partitions if p.unpinned)} synthesised unpinned; "
+    rows = parts if all_rows else parts[:MAX_TABLE_ROWS]
+    lines = [f"Partitions ({origin}): {len(parts)}, "
+             f"{sum(1 for p in parts if p.unpinned)} synthesised unpinned; "
              f"GPU occupied {_pct(run.occupied_fraction).strip()}, "
              f"merged GPU_START..END {_pct(run.merged_efficiency).strip()}"]
-    lines.append(f"  {'part':>4} {'worker':>6} {'GPU start':<12} {'synth ms':>8} {'gpu ms':>7} "
-                 f"{'held ms':>8} {'wait ms':>8} {'H2D-in-NTT ms':>13} pinned")
-    for p in run.partitions[:MAX_TABLE_ROWS]:
-        def v(x: int | None) -> str:
-            return "-" if x is None else str(x)
+    lines.append(f"  {'job':<{JOB_CHARS}} {'part':>4} {'worker':>6} {'GPU start':<12} "
+                 f"{'synth ms':>8} {'gpu ms':>7} {'held ms':>8} {'wait ms':>8} "
+                 f"{'H2D-in-NTT ms':>13} pinned")
+
+    def v(x: int | None) -> str:
+        return "-" if x is None else str(x)
+
+    for p in rows:
+        job = p.job_id or "-"
+        if len(job) > JOB_CHARS:
+            job = "…" + job[-(JOB_CHARS - 1):]
         start = _clock(p.gpu_start_s) if p.gpu_start_s else "-"
         pinned = "no" if p.unpinned else ("yes" if p.source != "status" else "-")
-        lines.append(f"  {v(p.partition):>4} {v(p.worker):>6} {start:<12} {v(p.synth_ms):>8} "
-                     f"{v(p.timeline_gpu_ms):>7} {v(p.mutex_held_ms):>8} {v(p.mutex_wait_ms):>8} "
-                     f"{v(p.h2d_in_ntt_ms):>13} {pinned}")
+        lines.append(f"  {job:<{JOB_CHARS}} {v(p.partition):>4} {v(p.worker):>6} {start:<12} "
+                     f"{v(p.synth_ms):>8} {v(p.timeline_gpu_ms):>7} {v(p.mutex_held_ms):>8} "
+                     f"{v(p.mutex_wait_ms):>8} {v(p.h2d_in_ntt_ms):>13} {pinned}")
+    if len(rows) < len(parts):
+        lines.append(f"  ... {len(parts) - len(rows)} more partitions not shown (first "
+                     f"{len(rows)} of {len(parts)}; --all or --json for all)")
     return lines
 
 

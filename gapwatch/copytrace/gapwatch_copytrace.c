@@ -659,6 +659,9 @@ GWCT_EXPORT int gapwatch_copytrace_selftest(const char *path, uint32_t n) {
     for (int i = 0; i < 16; i++) g.uuids[0][i] = (uint8_t)(0xa0 + i);
     send_hello();
     delivered_before = g.copies_seen - g.dropped_send;
+    /* Copies 1 ms apart that ended just now, as live ones do: gapwatch refuses a copy that
+     * ended long before it arrived (a clock far off, or garbage). */
+    uint64_t first_start = realtime_ns() - (uint64_t)n * 1000000ull - 1000000ull;
     for (uint32_t i = 0; i < n; i++) {
         memset(&m, 0, sizeof m);
         m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
@@ -669,7 +672,7 @@ GWCT_EXPORT int gapwatch_copytrace_selftest(const char *path, uint32_t n) {
         m.dstKind = (i % 2 == 0) ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
                                  : CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
         m.bytes = (uint64_t)(i + 1) << 20;
-        m.start = 1796000000000000000ull + (uint64_t)i * 1000000ull;
+        m.start = first_start + (uint64_t)i * 1000000ull;
         m.end = m.start + 500000ull;
         m.deviceId = i % 2 == 0 ? 0 : 1;
         m.contextId = 1;

@@ -24,6 +24,8 @@ import builtins
 import struct
 from dataclasses import dataclass, field
 
+from gapwatch.core.models import CopyDirection, MemoryKind
+
 MAGIC = 0x54435747  # b"GWCT" read as a little-endian u32
 VERSION = 1
 
@@ -48,9 +50,9 @@ HELLO_PCI_BUS_ORDER = 2
 HELLO_VISIBLE_SET = 4
 
 #: CUpti_ActivityMemcpyKind values the library forwards (host<->device, arrays included).
-COPY_KIND_DIRECTION: dict[int, str] = {1: "h2d", 2: "d2h", 3: "h2d", 4: "d2h"}
+COPY_KIND_DIRECTION: dict[int, CopyDirection] = {1: "h2d", 2: "d2h", 3: "h2d", 4: "d2h"}
 #: CUpti_ActivityMemoryKind, by value.
-MEMORY_KINDS: tuple[str, ...] = (
+MEMORY_KINDS: tuple[MemoryKind, ...] = (
     "unknown", "pageable", "pinned", "device", "array", "managed", "device_static",
     "managed_static",
 )
@@ -191,7 +193,7 @@ def uuid_text(raw: bytes) -> str | None:
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def memory_kind(code: int) -> str:
+def memory_kind(code: int) -> MemoryKind:
     return MEMORY_KINDS[code] if 0 <= code < len(MEMORY_KINDS) else "unknown"
 
 

@@ -2,15 +2,20 @@
 
 Who calls it: the log parser (`gapwatch.logs.parse`: integers in fields), the recording reader
 (through the constrained types below, which `gapwatch.core.models` puts on its record fields, so
-that msgspec and pydantic refuse out-of-range values while decoding), the trace CSV reader, and
-every consumer of a header's period; the sampler config takes its period's default and bound
-from here. Pure, no I/O.
+that the record codec, `gapwatch.core.codec`, refuses out-of-range values while decoding), the
+trace CSV reader, every consumer of a header's period, and the copy-trace reader
+(`gapwatch.sources.copytrace`: copy sizes, copy times against now, the senders' counters and how
+many senders there are); the sampler config takes its period's default and bound from here.
+Pure, no I/O.
 
 Why: a number gapwatch cannot hold or print is worse than a missing one. An integer beyond 64
-bits cannot be written as JSON (orjson refuses it, so one such log field used to drop its event
-from the recording, the detector and /metrics); a timestamp of 1e300 overflows every conversion
-to nanoseconds or to a date; a GPU index of 1e30 is not a GPU; a period of 0 divides by zero.
-Each such value is refused where it enters, counted and said, and the rest of the input is used.
+bits cannot be held by most JSON readers nor by Prometheus (one such log field once dropped its
+event from the recording, the detector and /metrics); a timestamp of 1e300 overflows every
+conversion to nanoseconds or to a date; a GPU index of 1e30 is not a GPU; a period of 0 divides
+by zero. Each such value is refused where it enters, counted and said, and the rest of the input
+is used. A copy of 2**63 bytes sent to the copy-trace socket (any process may write to it) used
+to kill the sampler thread: the gap it fell in summed its bytes beyond 64 bits and the recorder
+could not write that gap.
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ import math
 from typing import Annotated
 
 import msgspec
-from pydantic import Field
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -36,14 +40,36 @@ DEFAULT_PERIOD_NS = round(DEFAULT_PERIOD_MS * 1_000_000)
 #: The longest sampling period: the sampler's bound and the most a header may state.
 MAX_PERIOD_MS = 60_000.0
 
-# Constrained types for record fields read from files. Both decoders read them: msgspec (the
-# fast path for sample lines) from `msgspec.Meta`, pydantic from `Field`;
-# each ignores the other's marker. A value outside them makes the line a bad record (skipped,
-# counted, said), never a record that crashes a later stage.
-I64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX), Field(ge=INT64_MIN, le=INT64_MAX)]
-MonoNs = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX), Field(ge=0, le=INT64_MAX)]
-GpuIndex = Annotated[int, msgspec.Meta(ge=0, le=MAX_GPU_INDEX), Field(ge=0, le=MAX_GPU_INDEX)]
-WallS = Annotated[float, msgspec.Meta(ge=0, le=MAX_WALL_S), Field(ge=0, le=MAX_WALL_S)]
+#: The largest host<->device copy gapwatch takes for one: a copy lands in (or comes from) one
+#: GPU's memory, and no GPU holds a TiB. Summed over any gap's copies it stays far within 64
+#: bits (8 M such copies would be needed to overflow).
+MAX_COPY_BYTES = 1 << 40
+#: The longest copy that is a copy (one cudaMemcpy of 141 GB at 1 GB/s takes 141 s).
+MAX_COPY_S = 3600.0
+#: How long after a copy ended it may still arrive: the library sends every ~100 ms and CUPTI
+#: hands its buffers over within seconds, so a copy that ended ten minutes before it arrived
+#: is not a live copy (a clock far off, or garbage: 1970 used to be accepted).
+MAX_COPY_LATE_S = 600.0
+#: How far in the future (by our clock) a copy may end: both clocks are this box's
+#: CLOCK_REALTIME, so only a clock step between the copy and its arrival puts it ahead.
+MAX_COPY_EARLY_S = 60.0
+#: The largest cumulative counter (copies seen, drops, sequence number) a sender may report:
+#: a million copies a second for eight years. A larger one is garbage (1.8e19 drops was read).
+MAX_SENDER_COUNTER = 1 << 48
+#: The most senders (prover processes) followed at once: a box runs a few provers; a flood of
+#: fake ones is refused beyond this, so the reader's memory stays bounded.
+MAX_SENDERS = 64
+#: Linux's largest pid (PID_MAX_LIMIT): a larger or zero pid is not a process.
+MAX_PID = 1 << 22
+
+# Constrained types for record fields read from files, declared once: the record codec checks
+# them while decoding. A value outside them makes the line a bad record (skipped, counted,
+# said), never a record that crashes a later stage.
+I64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
+MonoNs = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+GpuIndex = Annotated[int, msgspec.Meta(ge=0, le=MAX_GPU_INDEX)]
+WallS = Annotated[float, msgspec.Meta(ge=0, le=MAX_WALL_S)]
+CopyBytes = Annotated[int, msgspec.Meta(ge=0, le=MAX_COPY_BYTES)]
 
 
 def fits_i64(n: int) -> bool:
@@ -68,3 +94,36 @@ def usable_period_ms(period_ms: float) -> float | None:
     if 0.0 < period_ms <= MAX_PERIOD_MS:
         return period_ms
     return None
+
+
+def copy_bytes_ok(n: int) -> bool:
+    """Is `n` a possible size of one copy (0..MAX_COPY_BYTES)?"""
+    return 0 <= n <= MAX_COPY_BYTES
+
+
+def copy_times_problem(start_ns: int, end_ns: int, now_wall_s: float) -> str | None:
+    """Why a live copy from `start_ns` to `end_ns` (Unix nanoseconds, as the library sends them:
+    integers, since 10 ns is below a float's resolution at today's times), arriving at
+    `now_wall_s`, cannot be one; None when it can."""
+    if not (0 < start_ns and wall_s_ok(end_ns / 1e9)):
+        return "not a usable time"
+    if end_ns < start_ns:
+        return "it ends before it starts"
+    if end_ns - start_ns > MAX_COPY_S * 1e9:
+        return f"it lasts over {MAX_COPY_S:g} s"
+    late_s = now_wall_s - end_ns / 1e9
+    if late_s > MAX_COPY_LATE_S:
+        return f"it ended {late_s:.0f} s before it arrived"
+    if -late_s > MAX_COPY_EARLY_S:
+        return f"it ends {-late_s:.0f} s in the future"
+    return None
+
+
+def sender_counter_ok(n: int) -> bool:
+    """Is `n` a possible cumulative counter of a copy-trace sender (0..MAX_SENDER_COUNTER)?"""
+    return 0 <= n <= MAX_SENDER_COUNTER
+
+
+def pid_ok(pid: int) -> bool:
+    """Is `pid` a possible Linux process id?"""
+    return 0 < pid <= MAX_PID

@@ -155,6 +155,12 @@ class DetectorConfig(_Section):
     #: Prover events this long before a gap's start are attached to it as evidence.
     evidence_before_s: float = Field(2.0, ge=0)
 
+    def link_or_default(self, link_bytes_per_s: float | None) -> float:
+        """The link capacity rates are judged against: the GPU's own (from its max generation
+        and width), else `default_link_bytes_per_s`. Every consumer (detector, dashboard,
+        snapshot) calls this, so a GPU whose link NVML cannot tell reads alike everywhere."""
+        return link_bytes_per_s if link_bytes_per_s else self.default_link_bytes_per_s
+
 
 def split_listen(listen: str, what: str) -> tuple[str, int]:
     """Split a listen address `HOST:PORT`, `:PORT` or `PORT` (IPv6 as `[::1]:PORT`) into

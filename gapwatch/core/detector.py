@@ -28,8 +28,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.config import DetectorConfig
@@ -38,12 +39,16 @@ from gapwatch.core.evidence import EvidenceBuffer, GapEvidence
 from gapwatch.core.hints import make_hint
 from gapwatch.core.models import (
     ChainState,
+    Confidence,
     CopyRecord,
     Gap,
+    GapKind,
     GpuInfo,
     GpuSample,
     HostSample,
+    LinkState,
     LogEvent,
+    ProcessMemory,
     ProverStatus,
     Record,
     StateChange,
@@ -121,21 +126,21 @@ class GapDetector:
         """Take any record (the one entry live sessions and offline reports use); return the
         gap versions and state changes it caused. Records the detector has no use for (notices,
         recorded gaps and states) change nothing."""
-        tp = record.type
-        if tp == "gpu":
-            return self.feed_gpu(record)  # type: ignore[arg-type]
-        if tp == "host":
-            return self.feed_host(record)  # type: ignore[arg-type]
-        if tp == "log":
-            self.feed_log(record)  # type: ignore[arg-type]
-        elif tp == "prover":
-            return self.feed_prover(record)  # type: ignore[arg-type]
-        elif tp == "copy":
-            return self.feed_copy(record)  # type: ignore[arg-type]
-        elif tp == "procmem":
-            self._ev.add_procmem(record)  # type: ignore[arg-type]
-        elif tp == "link":
-            self._ev.add_link(record)  # type: ignore[arg-type]
+        match record:
+            case GpuSample():
+                return self.feed_gpu(record)
+            case HostSample():
+                return self.feed_host(record)
+            case LogEvent():
+                self.feed_log(record)
+            case ProverStatus():
+                return self.feed_prover(record)
+            case CopyRecord():
+                return self.feed_copy(record)
+            case ProcessMemory():
+                self._ev.add_procmem(record)
+            case LinkState():
+                self._ev.add_link(record)
         return []
 
     def feed_copy(self, copy: CopyRecord) -> list[Gap | StateChange]:
@@ -543,7 +548,7 @@ class GapDetector:
         tr.busy_peak = 0.0
 
     @staticmethod
-    def _kind(tr: Track) -> str:
+    def _kind(tr: Track) -> GapKind:
         """The PCIe class that covers most of the idle time (ties: starved, then transfer)."""
         q, st, f = tr.quiet_ns, tr.starved_ns, tr.fast_ns
         if q == st == f == 0:
@@ -559,7 +564,7 @@ class GapDetector:
         rx = tr.rx_sum / tr.rx_weight_ns if tr.rx_weight_ns else None
         tx = tr.tx_sum / tr.tx_weight_ns if tr.tx_weight_ns else None
         duration_s = ((end_ns if end_ns is not None else now_ns) - tr.idle_start_ns) / _NS
-        confidence = "low" if tr.idle_low_confidence else "high"
+        confidence: Confidence = "low" if tr.idle_low_confidence else "high"
         acc = tr.evidence
         host = acc.host_dict() if acc is not None else {}
         # No events (every gap of a recording without logs): skip event_dicts' sorting.
@@ -576,13 +581,15 @@ class GapDetector:
             prover_during=view.during if view else True,
             prover_detail=view.detail if view else "",
             prover_from_log=view.from_log if view else False,
+            quiet_below_bytes_per_s=tr.quiet_below,
+            since_s=tr.idle_start_s - self.config.evidence_before_s,
         )
         return Gap(
-            gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,  # type: ignore[arg-type]
+            gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,
             start_mono_ns=tr.idle_start_ns, start_s=tr.idle_start_s, end_mono_ns=end_ns,
             end_s=end_s,
             duration_s=duration_s, pcie_rx_bytes_per_s=rx, pcie_tx_bytes_per_s=tx,
-            link_bytes_per_s=tr.link, confidence=confidence,  # type: ignore[arg-type]
+            link_bytes_per_s=tr.link, confidence=confidence,
             hint=hint, host=host, log_events=events, copies=copies,
             link_current_bytes_per_s=link_down["bytes_per_s"] if link_down else None,
             prover_cause=view.cause if view else None,
@@ -609,11 +616,14 @@ class GapDetector:
         copies = self._ev.copies_dict(acc, old.start_s, end_s, old.kind, events)
         link_down = self._link_down(old.gpu)
         view = acc.prover_view(old.end_s, old.start_s, old.kind)
+        link = self.config.link_or_default(old.link_bytes_per_s)
         hint = make_hint(
             old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
-            old.link_bytes_per_s or self.config.default_link_bytes_per_s, old.confidence,
-            old.host, events, copies=copies, link_down=link_down, prover_cause=view.cause,
-            prover_during=view.during, prover_detail=view.detail, prover_from_log=view.from_log,
+            link, old.confidence, old.host, events, copies=copies, link_down=link_down,
+            prover_cause=view.cause, prover_during=view.during, prover_detail=view.detail,
+            prover_from_log=view.from_log,
+            quiet_below_bytes_per_s=self.config.quiet_below_link_frac * link,
+            since_s=old.start_s - self.config.evidence_before_s,
         )  # fmt: skip
         new = replace(_replace_evidence(old, hint, events), copies=copies,
                       prover_cause=view.cause, prover_states=view.states,
@@ -729,9 +739,9 @@ class GapDetector:
 
     def _new_track(self, gpu: int) -> Track:
         info = self._infos.get(gpu)
-        link = info.link_bytes_per_s if info is not None and info.link_bytes_per_s else None
+        link = self.config.link_or_default(info.link_bytes_per_s if info is not None else None)
         has_sm = info is not None and info.sm_source in ("gpm", "sim", "trace")
-        tr = Track(gpu, link or self.config.default_link_bytes_per_s, has_sm, self._n_buckets)
+        tr = Track(gpu, link, has_sm, self._n_buckets)
         tr.quiet_below = self.config.quiet_below_link_frac * tr.link
         tr.starved_below = self.config.starved_below_link_frac * tr.link
         tr.expected_ns = max(DEFAULT_PERIOD_NS if not self._period_floor_ns else 0,
@@ -740,7 +750,7 @@ class GapDetector:
         return tr
 
 
-def gaps_reason(kinds: Counter[str], config: DetectorConfig) -> str:
+def gaps_reason(kinds: Counter[GapKind], config: DetectorConfig) -> str:
     """Why a GPU is in GAPS and not BREAKDOWN, in words true to the gaps in the window: a lone
     pcie_starved gap is named as such, with what BREAKDOWN would take."""
     named = [f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kn: (-kn[1], kn[0]))]

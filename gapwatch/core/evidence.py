@@ -19,8 +19,10 @@ the detector re-publishes that gap (same `gap_id`) with the richer evidence.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
+
+from msgspec.structs import replace
 
 from gapwatch.core.cuzk import Capacity, PipelineFacts
 from gapwatch.core.models import (

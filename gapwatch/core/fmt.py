@@ -1,9 +1,15 @@
-"""Number, time and text formatting shared by the dashboard widgets, the snapshot summary and the
-report.
+"""Number, unit, time and text formatting shared by every text output: the dashboard widgets,
+hints, the snapshot summary, the report, the closing lines, the Perfetto labels.
 
-Pure functions with no Textual import, so `gapwatch.sinks.snapshot` (core) can use them too. Every
-formatter turns None into "n/a": missing data is said, never printed as 0. `visible` is the one
-rule for showing text from outside (log lines, hints that quote them, problems).
+Pure functions with no Textual import, so the core and the sinks use them too. One home for each
+way of writing a fact, so that the same number reads the same on every screen:
+- rates: `rate` ("4.2 GB/s", "0.63 GB/s", "12 MB/s") where the unit goes with the number, `gbps`
+  (the number alone, in GB/s) in a column whose heading names the unit;
+- sizes: `size` ("7.5 GiB", "512.0 MiB");
+- the link: `link_fraction` (a rate's share of a link: the one rule behind every "% of link"),
+  `link_pct` ("7%") and `link_shape` ("Gen5 x16").
+Every formatter turns None into "n/a": missing data is said, never printed as 0. `visible` is
+the one rule for showing text from outside (log lines, hints that quote them, problems).
 """
 
 from __future__ import annotations
@@ -44,11 +50,53 @@ def visible(text: str) -> str:
 
 
 def gbps(bytes_per_s: float | None) -> str:
-    """Bytes/s as GB/s with one decimal (two below 1 GB/s, where the pageable trickle lives)."""
+    """Bytes/s as a number of GB/s, for a column whose heading names the unit: one decimal (two
+    below 1 GB/s, where the pageable trickle lives)."""
     if bytes_per_s is None:
         return NA
     gb = bytes_per_s / 1e9
     return f"{gb:.2f}" if gb < 1 else f"{gb:.1f}"
+
+
+def rate(bytes_per_s: float | None) -> str:
+    """Bytes/s with its unit: `gbps` and " GB/s", or whole MB/s below 0.1 GB/s (an idle link's
+    1-3 MB/s would read 0.00 GB/s)."""
+    if bytes_per_s is None:
+        return NA
+    if bytes_per_s < 1e8:
+        return f"{bytes_per_s / 1e6:.0f} MB/s"
+    return f"{gbps(bytes_per_s)} GB/s"
+
+
+def size(n: float | None) -> str:
+    """Bytes in binary units (B, KiB, MiB, GiB, TiB), one decimal: the unit the prover's
+    buffers and the host's memory are sized in."""
+    if n is None:
+        return NA
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def link_fraction(bytes_per_s: float | None, link_bytes_per_s: float | None) -> float | None:
+    """A rate's share of a link's per-direction capacity (0..1, more on a counter's overshoot);
+    None when either is unknown. The one rule behind every "% of link"."""
+    if bytes_per_s is None or not link_bytes_per_s or link_bytes_per_s <= 0:
+        return None
+    return bytes_per_s / link_bytes_per_s
+
+
+def link_pct(bytes_per_s: float | None, link_bytes_per_s: float | None) -> str:
+    """`link_fraction` as "7%" (a column or a header cell)."""
+    return frac_pct(link_fraction(bytes_per_s, link_bytes_per_s))
+
+
+def link_shape(gen: int | None, width: int | None) -> str:
+    """`Gen5 x16`: a PCIe link's generation and lane count, `?` for what is unknown."""
+    return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
 
 
 def pct(value: float | None, digits: int = 0) -> str:
@@ -60,12 +108,6 @@ def pct(value: float | None, digits: int = 0) -> str:
 def frac_pct(fraction: float | None) -> str:
     """A 0..1 fraction as a percentage."""
     return NA if fraction is None else f"{fraction * 100:.0f}%"
-
-
-def link_pct(bytes_per_s: float | None, link_bytes_per_s: float | None) -> str:
-    if bytes_per_s is None or not link_bytes_per_s:
-        return NA
-    return f"{bytes_per_s / link_bytes_per_s * 100:.0f}%"
 
 
 def duration(seconds: float | None) -> str:
@@ -90,17 +132,6 @@ def clock(t_wall_s: float, millis: bool = False) -> str:
 def utc_stamp(t_wall_s: float) -> str:
     """Compact UTC time for file names: 20261130T090626Z."""
     return datetime.fromtimestamp(t_wall_s, UTC).strftime("%Y%m%dT%H%M%SZ")
-
-
-def bytes_iec(n: float | None) -> str:
-    if n is None:
-        return NA
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
 
 
 def window_label(seconds: float) -> str:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gapwatch.core import fmt
+
 # Host pressure thresholds above which the hint mentions the host (chosen to flag real pressure,
 # not background noise: PSI "some" of a few % is common on a busy box).
 PSI_SHARE_PRESSURE = 0.10
@@ -34,17 +36,24 @@ HINT_SEP = "; "
 
 
 
-def _gb(v: float) -> str:
-    return f"{v / 1e9:.1f} GB/s" if v >= 1e8 else f"{v / 1e6:.0f} MB/s"
-
-
-def _partitions(events: list[dict[str, Any]], warning: str) -> list[int]:
+def _partitions(events: list[dict[str, Any]], warning: str,
+                since_s: float | None = None, earlier: bool = False) -> list[int]:
+    """Partitions named by the events carrying `warning`, first seen first. With `since_s`, only
+    those of the gap's own evidence window (`earlier` False) or only those before it (True)."""
     seen: list[int] = []
     for e in events:
         p = e.get("partition")
-        if e.get("warning") == warning and isinstance(p, int) and p not in seen:
-            seen.append(p)
+        if e.get("warning") != warning or not isinstance(p, int) or p in seen:
+            continue
+        if since_s is not None and _before(e, since_s) != earlier:
+            continue
+        seen.append(p)
     return seen
+
+
+def _before(event: dict[str, Any], since_s: float) -> bool:
+    t = event.get("t_s")
+    return isinstance(t, float | int) and t < since_s
 
 
 def _plural(ps: list[int]) -> str:
@@ -71,11 +80,15 @@ def host_pressure(host: dict[str, float | None]) -> str:
         bits.append(f"{faults:.0f} major faults/s (swapping?)")
     bw = host.get("mem_bandwidth_bytes_per_s_max")
     if bits and bw is not None:
-        bits.append(f"host memory bandwidth {_gb(bw)}")
+        bits.append(f"host memory bandwidth {fmt.rate(bw)}")
     return ", ".join(bits)
 
 
 #: What each finer cause (`gapwatch.core.prover.PROVER_CAUSES`) means, in the hint's words.
+#: A pinned-pool fallback, in one phrasing. pinned_pool.rs: the pool grows on demand, outside
+#: the memory budget, so a checkout fails only when pinning a new buffer (cudaHostAlloc) fails.
+POOL_FALLBACK_WORDS = ("pinned pool checkout failed (cudaHostAlloc could not pin a new buffer), "
+                       "fell back to pageable memory")
 PROVER_CAUSE_WORDS: dict[str, tuple[str, str]] = {
     # cause: (what it means, the fact in parentheses; the gap's own figure joins it)
     "waits_on_synthesis": ("the GPU waits on synthesis", "no partition synthesised ahead"),
@@ -127,6 +140,9 @@ def make_hint(
     prover_during: bool = True,
     prover_detail: str = "",
     prover_from_log: bool = False,
+    *,
+    quiet_below_bytes_per_s: float | None = None,
+    since_s: float | None = None,
 ) -> str:
     """One line in plain words: what the GPU did, what PCIe did, and the likeliest cause.
 
@@ -135,64 +151,20 @@ def make_hint(
     traced) the memory kind is stated; without, it is inferred and the hint says so.
     `link_down`: the link was seen trained below its maximum while data moved. When the
     prover's own status said where it waited (`prover_cause`), its words are said instead of a
-    guess.
+    guess. `quiet_below_bytes_per_s`: the detector's "quiet" rate (a host stall's PCIe is quiet
+    most of the time, its average may be higher). `since_s`: the start of the gap's own
+    evidence window; a warning from before it (a recent one, cited because the window has none)
+    is said as seen earlier, not as this gap's partition.
+
+    In named steps: the memory behind the copies (said first), what the GPU and PCIe did, the
+    likeliest cause, the prover's own words, /proc, host pressure.
     """
     traced = bool(copies and copies.get("traced"))
-    idle = f"SMs idle {duration_s:.1f} s{' so far' if is_open else ''}"
-    if confidence == "low":
-        idle = f"GPU idle {duration_s:.1f} s{' so far' if is_open else ''} (utilization.gpu only)"
-    parts: list[str] = []
-    rx = rx_bytes_per_s or 0.0
-    tx = tx_bytes_per_s or 0.0
-    if kind == "unknown":
-        parts.append(f"{idle}; PCIe not measured, cause unknown")
-    else:
-        direction, rate = ("H2D", rx) if rx >= tx else ("D2H", tx)
-        if kind == "host_stall":
-            parts.append(f"{idle} with PCIe quiet ({_gb(rate)}): the GPU waited on the host")
-        else:
-            parts.append(f"{idle} while {direction} ran at {_gb(rate)} "
-                         f"{link_words(rate, link_bytes_per_s, link_down)}")
-    unpinned = _partitions(events, "unpinned")
-    fallback = any(e.get("warning") == "pinned_pool_fallback" for e in events)
-    alloc_failed = any(e.get("warning") == "cuda_host_alloc_failed" for e in events)
-    # The memory-kind evidence, said first (see the module docstring).
-    memory: list[str] = []
-    if traced and copies is not None and kind != "unknown":
-        # Measured: the copy trace saw each copy's memory kind. The log's warnings stay as
-        # facts (which partitions), no longer as the question they were without the trace.
-        memory.append(traced_copy_words(copies, kind))
-        if unpinned and kind == "pcie_starved":
-            memory.append(f"{_plural(unpinned)} synthesised with is_pinned=false")
-    if kind == "pcie_starved" and not traced:
-        if unpinned:
-            memory.append(
-                f"{_plural(unpinned)} synthesised with is_pinned=false: a/b/c in pageable memory?"
-            )
-        elif fallback or alloc_failed:
-            # pinned_pool.rs: the pool grows on demand, outside the memory budget, so a
-            # checkout fails only when pinning a new buffer (cudaHostAlloc) fails.
-            memory.append(
-                "pinned pool checkout failed (cudaHostAlloc could not pin a new buffer), fell "
-                "back to pageable memory"
-            )
-        else:
-            parts.append("a slow copy: pageable memory or host memory-bandwidth contention? "
-                         "(memory kind inferred from rate: no copy trace)")
-    elif kind == "transfer_bound" and not traced:
-        parts.append("copies at full speed but not overlapped with compute: is the next "
-                     "partition's upload chained behind the other worker's kernels?")
-    elif kind == "host_stall":
-        synth = [e for e in events if "SYNTH" in str(e.get("name", "")).upper()
-                 or "synthesis" in str(e.get("raw", ""))]
-        if prover_cause is not None:
-            pass  # the prover's own words follow: no guess
-        elif synth:
-            parts.append("synthesis did not keep up with the GPU?")
-        else:
-            parts.append("synthesis, a lock or the scheduler?")
-        if unpinned or fallback:
-            memory.append("pageable buffers seen (is_pinned=false)")
+    memory = _memory_phrases(kind, events, copies if traced else None, since_s)
+    parts = [_activity_phrase(kind, duration_s, is_open, confidence, rx_bytes_per_s,
+                              tx_bytes_per_s, link_bytes_per_s, link_down,
+                              quiet_below_bytes_per_s)]
+    parts += _cause_phrases(kind, events, traced, bool(memory), prover_cause)
     said = prover_phrase(prover_cause, prover_during, prover_detail, prover_from_log)
     if said:
         parts.append(said)
@@ -204,6 +176,83 @@ def make_hint(
     if pressure:
         parts.append(f"host: {pressure}")
     return HINT_SEP.join(memory + parts)
+
+
+def _activity_phrase(
+    kind: str, duration_s: float, is_open: bool, confidence: str, rx: float | None,
+    tx: float | None, link_bytes_per_s: float, link_down: dict[str, Any] | None,
+    quiet_below: float | None,
+) -> str:
+    """What the GPU did and what PCIe did meanwhile (the dominant direction)."""
+    so_far = " so far" if is_open else ""
+    idle = f"SMs idle {duration_s:.1f} s{so_far}"
+    if confidence == "low":
+        idle = f"GPU idle {duration_s:.1f} s{so_far} (utilization.gpu only)"
+    if kind == "unknown":
+        return f"{idle}; PCIe not measured, cause unknown"
+    direction, rate = ("H2D", rx or 0.0) if (rx or 0.0) >= (tx or 0.0) else ("D2H", tx or 0.0)
+    if kind == "host_stall":
+        # The kind says PCIe was quiet for most of the gap; a burst can lift the average above
+        # the quiet rate, and "quiet (2.6 GB/s)" would contradict itself.
+        if quiet_below is not None and rate >= quiet_below:
+            quiet = f"PCIe quiet most of the time ({fmt.rate(rate)} on average)"
+        else:
+            quiet = f"PCIe quiet ({fmt.rate(rate)})"
+        return f"{idle} with {quiet}: the GPU waited on the host"
+    return (f"{idle} while {direction} ran at {fmt.rate(rate)} "
+            f"{link_words(rate, link_bytes_per_s, link_down)}")
+
+
+def _memory_phrases(kind: str, events: list[dict[str, Any]], traced: dict[str, Any] | None,
+                    since_s: float | None) -> list[str]:
+    """The memory behind the copies, when something names it: the copy trace (measured), the
+    prover's warnings (`is_pinned=false`, a pinned-pool fallback)."""
+    if kind == "unknown":
+        return []
+    unpinned = _partitions(events, "unpinned", since_s)
+    earlier = _partitions(events, "unpinned", since_s, earlier=True) if since_s is not None \
+        else []
+    fallback = any(e.get("warning") in ("pinned_pool_fallback", "cuda_host_alloc_failed")
+                   for e in events)
+    if traced is not None:
+        # Measured: the copy trace saw each copy's memory kind. The log's warnings stay as
+        # facts (which partitions), no longer as the question they were without the trace.
+        out = [traced_copy_words(traced, kind)]
+        if unpinned and kind == "pcie_starved":
+            out.append(f"{_plural(unpinned)} synthesised with is_pinned=false")
+        return out
+    if kind == "pcie_starved":
+        if unpinned:
+            return [f"{_plural(unpinned)} synthesised with is_pinned=false: a/b/c in pageable "
+                    "memory?"]
+        if earlier:
+            return [f"is_pinned=false seen earlier in the run (last: partition {earlier[-1]}): "
+                    "a/b/c in pageable memory?"]
+        if fallback:
+            return [POOL_FALLBACK_WORDS]
+    if kind == "host_stall" and (unpinned or earlier or fallback):
+        return ["pageable buffers seen (is_pinned=false)"]
+    return []
+
+
+def _cause_phrases(kind: str, events: list[dict[str, Any]], traced: bool, memory_said: bool,
+                   prover_cause: str | None) -> list[str]:
+    """The likeliest cause, as a question where nothing measured it."""
+    if kind == "pcie_starved" and not traced and not memory_said:
+        return ["a slow copy: pageable memory or host memory-bandwidth contention? "
+                "(memory kind inferred from rate: no copy trace)"]
+    if kind == "transfer_bound" and not traced:
+        return ["copies at full speed but not overlapped with compute: is the next "
+                "partition's upload chained behind the other worker's kernels?"]
+    if kind == "host_stall" and prover_cause is None:  # else the prover's own words follow
+        if any(_synthesis(e) for e in events):
+            return ["synthesis did not keep up with the GPU?"]
+        return ["synthesis, a lock or the scheduler?"]
+    return []
+
+
+def _synthesis(event: dict[str, Any]) -> bool:
+    return "SYNTH" in str(event.get("name", "")).upper() or "synthesis" in str(event.get("raw", ""))
 
 
 def hint_cause(kind: str, events: list[dict[str, Any]]) -> str:
@@ -218,13 +267,11 @@ def hint_cause(kind: str, events: list[dict[str, Any]]) -> str:
         if unpinned:
             return "partitions synthesised with is_pinned=false: a/b/c in pageable memory?"
         if failed:
-            return ("pinned pool checkout failed (cudaHostAlloc could not pin a new buffer), "
-                    "fell back to pageable memory")
+            return POOL_FALLBACK_WORDS
         return "a slow copy: pageable memory or host memory-bandwidth contention?"
     if kind == "transfer_bound":
         return "copies at full speed but not overlapped with compute"
-    synth = any("SYNTH" in str(e.get("name", "")).upper() or "synthesis" in str(e.get("raw", ""))
-                for e in events)
+    synth = any(_synthesis(e) for e in events)
     cause = "synthesis did not keep up with the GPU?" if synth else (
         "synthesis, a lock or the scheduler?")
     return cause + ("; pageable buffers seen (is_pinned=false)" if unpinned or failed else "")
@@ -232,25 +279,17 @@ def hint_cause(kind: str, events: list[dict[str, Any]]) -> str:
 
 # -- the copy trace, /proc and the link (issue 13) -------------------------------------------
 
-GIB = float(1 << 30)
-
-
-def size_text(n: float) -> str:
-    """Bytes as GiB (or MiB below 1 GiB), the unit the prover's buffers are sized in."""
-    return f"{n / GIB:.1f} GiB" if n >= GIB else f"{n / (1 << 20):.0f} MiB"
-
-
-def rate_text(v: float | None) -> str:
-    if v is None:
-        return "n/a"
-    return f"{v / 1e9:.1f} GB/s" if v >= 1e8 else f"{v / 1e6:.0f} MB/s"
-
-
 def _streams(ids: list[int]) -> str:
     if not ids:
         return "no stream"
     shown = ", ".join(str(i) for i in ids[:3]) + (" ..." if len(ids) > 3 else "")
     return f"stream{'s' if len(ids) > 1 else ''} {shown}"
+
+
+def copied_words(n_bytes: float, memory: str, bytes_per_s: float | None) -> str:
+    """`7.5 GiB copied from pageable host memory at 3.8 GB/s`: the one phrasing of what the copy
+    trace saw move (`memory`: pageable, pinned, or other)."""
+    return f"{fmt.size(n_bytes)} copied from {memory} host memory at {fmt.rate(bytes_per_s)}"
 
 
 def traced_copy_words(copies: dict[str, Any], kind: str) -> str:
@@ -264,25 +303,30 @@ def traced_copy_words(copies: dict[str, Any], kind: str) -> str:
             return "no traced copy in or just before the gap: another process's traffic?"
         return "no traced copy in or just before the gap"
     if mk == "pageable" and pg is not None:
-        words = (f"{size_text(pg['bytes'])} copied from pageable host memory at "
-                 f"{rate_text(pg['bytes_per_s'])} on {_streams(pg['streams'])}")
+        words = (f"{copied_words(pg['bytes'], 'pageable', pg['bytes_per_s'])} "
+                 f"on {_streams(pg['streams'])}")
         if pinned_recent is not None:
-            words += f"; pinned copies ran at {rate_text(pinned_recent)}"
+            words += f"; pinned copies ran at {fmt.rate(pinned_recent)}"
         return words
     if mk == "pinned" and pn is not None:
-        base = (f"{size_text(pn['bytes'])} copied from pinned memory at "
-                f"{rate_text(pn['bytes_per_s'])} on {_streams(pn['streams'])}")
+        base = (f"{copied_words(pn['bytes'], 'pinned', pn['bytes_per_s'])} "
+                f"on {_streams(pn['streams'])}")
         if kind == "pcie_starved":
             return base + ": pinned, yet slow: link trained down or contended?"
         if kind == "transfer_bound":
             return base + ": at full speed, but not overlapped with compute"
         return base
-    parts = []
-    for name, e in (("pageable", pg), ("pinned", pn), ("other", by.get("other"))):
-        if e is not None:
-            parts.append(f"{size_text(e['bytes'])} from {name} memory at "
-                         f"{rate_text(e['bytes_per_s'])}")
-    return "copies " + " and ".join(parts)
+    # Mixed: each kind in the same words ("copied" said once), joined.
+    present = [(name, e) for name, e in (("pageable", pg), ("pinned", pn),
+                                         ("other", by.get("other"))) if e is not None]
+    if not present:
+        return "no traced copy in or just before the gap"
+    (name, first), rest = present[0], present[1:]
+    words = copied_words(first["bytes"], name, first["bytes_per_s"])
+    for name, e in rest:
+        words += f" and {fmt.size(e['bytes'])} from {name} host memory at " \
+                 f"{fmt.rate(e['bytes_per_s'])}"
+    return words
 
 
 def process_memory_words(processes: list[dict[str, Any]]) -> str:
@@ -294,14 +338,14 @@ def process_memory_words(processes: list[dict[str, Any]]) -> str:
     p = max(known, key=lambda q: (q.get("pinned_bytes") or 0) + (q.get("heap_bytes") or 0))
     pinned, heap = p.get("pinned_bytes"), p.get("heap_bytes")
     name = p.get("name") or f"pid {p.get('pid')}"
-    return (f"{name} pinned {size_text(pinned or 0)} / heap {size_text(heap or 0)} "
+    return (f"{name} pinned {fmt.size(pinned or 0)} / heap {fmt.size(heap or 0)} "
             "(/proc, a hint: cudaHostRegister'ed memory counts as heap)")
 
 
 def link_text(gen: int | None, width: int | None, bytes_per_s: float | None) -> str:
     """`Gen3 x8 (7.9 GB/s)`: a link as trained, or its maximum."""
-    shape = f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
-    return f"{shape} ({rate_text(bytes_per_s)})" if bytes_per_s is not None else shape
+    shape = fmt.link_shape(gen, width)
+    return f"{shape} ({fmt.rate(bytes_per_s)})" if bytes_per_s is not None else shape
 
 
 def link_trained_down_words(gen: int | None, width: int | None, bytes_per_s: float | None,
@@ -309,20 +353,25 @@ def link_trained_down_words(gen: int | None, width: int | None, bytes_per_s: flo
                             max_bytes_per_s: float | None, moving_bytes_per_s: float) -> str:
     """The warning for a link seen below its maximum generation or width while data moved."""
     return (f"PCIe link at {link_text(gen, width, bytes_per_s)} while moving data "
-            f"({rate_text(moving_bytes_per_s)}); its maximum is "
+            f"({fmt.rate(moving_bytes_per_s)}); its maximum is "
             f"{link_text(max_gen, max_width, max_bytes_per_s)}: check the slot, riser and BIOS "
             "PCIe settings. Gap hints now give \"% of max link\" and the trained capacity")
+
+
+def _share(rate: float, link: float | None) -> str:
+    f = fmt.link_fraction(rate, link)
+    return f"{f * 100:.0f} %" if f is not None else "n/a %"
 
 
 def link_words(rate: float, max_link_bytes_per_s: float, link_down: dict[str, Any] | None
                ) -> str:
     """`(N % of link)`, saying which capacity: the maximum, and the trained one when the link
     was seen trained down while data moved."""
-    pct = rate / max_link_bytes_per_s * 100 if max_link_bytes_per_s > 0 else 0.0
     if not link_down:
-        return f"({pct:.0f} % of link)"
+        return f"({_share(rate, max_link_bytes_per_s)} of link)"
     cur = link_down.get("bytes_per_s")
-    cur_pct = f"{rate / cur * 100:.0f} % of it, " if cur else ""
-    return (f"({pct:.0f} % of max link; the link trained down to Gen{link_down.get('gen')} "
-            f"x{link_down.get('width')} = {rate_text(cur)}: {cur_pct}"
-            f"max Gen{link_down.get('max_gen')} x{link_down.get('max_width')})")
+    cur_pct = f"{_share(rate, cur)} of it, " if cur else ""
+    trained = fmt.link_shape(link_down.get("gen"), link_down.get("width"))
+    top = fmt.link_shape(link_down.get("max_gen"), link_down.get("max_width"))
+    return (f"({_share(rate, max_link_bytes_per_s)} of max link; the link trained down to "
+            f"{trained} = {fmt.rate(cur)}: {cur_pct}max {top})")

@@ -168,7 +168,13 @@ class GapLedger:
 
     def counts_by_kind(self) -> dict[str, int]:
         """Closed gaps by kind over every GPU, kinds with none left out."""
-        out: dict[str, int] = {}
-        for (_gpu, kind), t in self._tally.items():
-            out[kind] = out.get(kind, 0) + t.count
-        return {k: n for k, n in sorted(out.items()) if n}
+        return counts_by_kind(self._tally)
+
+
+def counts_by_kind(tally: dict[tuple[int, str], Tally]) -> dict[str, int]:
+    """Closed gaps by kind over every GPU from a tally (`GapLedger.tally`, a store snapshot's
+    `gap_tally`), in kind order, kinds with none left out: the one sum every count says."""
+    out: dict[str, int] = {}
+    for (_gpu, kind), t in tally.items():
+        out[kind] = out.get(kind, 0) + t.count
+    return {k: n for k, n in sorted(out.items()) if n}

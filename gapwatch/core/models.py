@@ -1,10 +1,14 @@
 """Value types every part of gapwatch shares: samples, log events, gaps, states, the session header.
 
 Owned here so that sources, the tailer, the detector, the recorder, the exporters and the UI agree
-on one vocabulary. Everything is immutable. Hot-path records are slotted stdlib dataclasses (cheap
-to build at 10 Hz x 8 GPUs and in a 24 h replay); they are validated on disk by pydantic through
-`gapwatch.sources.recording` (a `TypeAdapter` over the `Record` union below), and the session
-header, which is written once, is a pydantic model.
+on one vocabulary. Everything is immutable. Every record and the session header is a frozen
+msgspec `Struct`: cheap to build at 10 Hz x 8 GPUs, and the one record codec
+(`gapwatch.core.codec`) encodes and decodes them directly, with the bounds of
+`gapwatch.core.bounds` checked while decoding. Records are tagged by their `type` (the JSON key
+`"type"`, also a class attribute for code that names a record's type); the `Record` union is
+what a recording line decodes to. `gc=False`: records hold no reference cycles (they are values:
+numbers, strings, dicts and lists of plain data), so the garbage collector need not track the
+millions of them a long report decodes.
 
 Conventions:
 - units live in names (`t_mono_ns`, `pcie_rx_bytes_per_s`, `sm_active_pct`);
@@ -16,12 +20,11 @@ Conventions:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from msgspec import Struct, field
 
-from gapwatch.core.bounds import I64, GpuIndex, MonoNs, WallS
+from gapwatch.core.bounds import I64, CopyBytes, GpuIndex, MonoNs, WallS
 
 SCHEMA_VERSION = 1
 
@@ -33,6 +36,8 @@ SignalSource = Literal["gpm", "counters", "legacy", "util", "sim", "trace"]
 #: during the gap, so the cause cannot be told (never guessed as host_stall).
 GapKind = Literal["pcie_starved", "transfer_bound", "host_stall", "unknown"]
 ChainState = Literal["CHAINED", "GAPS", "BREAKDOWN", "IDLE", "NO_DATA"]
+#: How a gap was judged idle: "high" from SM activity, "low" from utilization.gpu alone.
+Confidence = Literal["high", "low"]
 #: The same, as tuples, for everything that lists them (tables, metrics, tests).
 GAP_KINDS: tuple[GapKind, ...] = get_args(GapKind)
 CHAIN_STATES: tuple[ChainState, ...] = get_args(ChainState)
@@ -42,8 +47,7 @@ STATE_SEVERITY: dict[ChainState, int] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class GpuSample:
+class GpuSample(Struct, frozen=True, gc=False, tag_field="type", tag="gpu"):
     """One reading of one GPU, averaged over `interval_ns` ending at `t_mono_ns`.
 
     `sm_active_pct` is the fraction of SMs busy (GPM SM_UTIL), the signal that decides "idle".
@@ -67,11 +71,10 @@ class GpuSample:
     #: How late the sampler tick that produced this reading was (deadline scheduling), or None
     #: when the reading did not come from a live tick (replay).
     lateness_ns: I64 | None = None
-    type: Literal["gpu"] = "gpu"
+    type: ClassVar[Literal["gpu"]] = "gpu"
 
 
-@dataclass(frozen=True, slots=True)
-class HostSample:
+class HostSample(Struct, frozen=True, gc=False, tag_field="type", tag="host"):
     """Host memory pressure at one tick. Every field is None where the kernel does not expose it."""
 
     t_mono_ns: MonoNs
@@ -89,7 +92,7 @@ class HostSample:
     psi_mem_full_share: float | None
     major_faults_per_s: float | None
     mem_bandwidth_bytes_per_s: float | None = None
-    type: Literal["host"] = "host"
+    type: ClassVar[Literal["host"]] = "host"
 
 
 #: How a log event's time was found: from the line itself, from a journald/`ts` prefix, from a
@@ -102,8 +105,7 @@ FieldValue = str | int | float | bool | None
 _RecordedField = str | I64 | float | bool | None
 
 
-@dataclass(frozen=True, slots=True)
-class LogEvent:
+class LogEvent(Struct, frozen=True, gc=False, tag_field="type", tag="log"):
     """One prover log line, parsed and placed on the wall clock."""
 
     t_wall_s: WallS
@@ -127,11 +129,10 @@ class LogEvent:
     warning: str | None = None
     #: Monotonic time gapwatch received the line (None when replayed from a file).
     t_arrival_mono_ns: I64 | None = None
-    type: Literal["log"] = "log"
+    type: ClassVar[Literal["log"]] = "log"
 
 
-@dataclass(frozen=True, slots=True)
-class Gap:
+class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     """An idle stretch of one GPU between busy periods, with its cause and evidence.
 
     A gap is published while open (`end_s` None, `duration_s` growing) and again when closed;
@@ -153,7 +154,7 @@ class Gap:
     pcie_tx_bytes_per_s: float | None
     link_bytes_per_s: float | None
     #: "high" when decided from SM activity, "low" when only utilization.gpu was available.
-    confidence: Literal["high", "low"] = "high"
+    confidence: Confidence = "high"
     hint: str = ""
     host: dict[str, float | None] = field(default_factory=dict)
     log_events: list[dict[str, Any]] = field(default_factory=list)
@@ -174,15 +175,14 @@ class Gap:
     #: busy (synth_worker_count from the log)", "partition 3 queued 1.2 s before pickup"):
     #: from the snapshots and from what the prover's log said (`gapwatch.core.cuzk`).
     prover_evidence: list[str] = field(default_factory=list)
-    type: Literal["gap"] = "gap"
+    type: ClassVar[Literal["gap"]] = "gap"
 
     @property
     def is_open(self) -> bool:
         return self.end_s is None
 
 
-@dataclass(frozen=True, slots=True)
-class StateChange:
+class StateChange(Struct, frozen=True, gc=False, tag_field="type", tag="state"):
     """The chaining state of one GPU changed (CHAINED / GAPS / BREAKDOWN ...)."""
 
     gpu: GpuIndex
@@ -191,20 +191,23 @@ class StateChange:
     state: ChainState
     busy_fraction: float | None
     reason: str = ""
-    type: Literal["state"] = "state"
+    type: ClassVar[Literal["state"]] = "state"
 
 
-@dataclass(frozen=True, slots=True)
-class Notice:
+#: How much a notice matters: "info" is said once and goes by, "warning" and "error" stay.
+NoticeLevel = Literal["info", "warning", "error"]
+
+
+class Notice(Struct, frozen=True, gc=False, tag_field="type", tag="notice"):
     """Something the user should know that is not a measurement: a GPU lost, a field unsupported,
     a log file rotated, a bad line skipped. Recorded so that a replay tells the same story."""
 
     t_mono_ns: I64
     t_wall_s: float
-    level: Literal["info", "warning", "error"]
+    level: NoticeLevel
     message: str
     gpu: GpuIndex | None = None
-    type: Literal["notice"] = "notice"
+    type: ClassVar[Literal["notice"]] = "notice"
 
 
 #: A partition's state in the prover's pipeline (cuzk's `/status`).
@@ -216,8 +219,7 @@ WorkerState = Literal["idle", "proving"]
 WORKER_STATES: tuple[WorkerState, ...] = get_args(WorkerState)
 
 
-@dataclass(frozen=True, slots=True)
-class ProverWorker:
+class ProverWorker(Struct, frozen=True, gc=False):
     """One GPU worker of the prover, as its `/status` said."""
 
     worker_id: I64
@@ -225,24 +227,22 @@ class ProverWorker:
     gpu: GpuIndex | None
     state: str
     job_id: str | None = None
-    partition: int | None = None
+    partition: I64 | None = None
     #: Seconds the worker has been proving (None when idle).
     busy_s: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ProverPartition:
+class ProverPartition(Struct, frozen=True, gc=False):
     """One partition of a job in flight. `synth_ms` / `gpu_ms` count up while the phase runs."""
 
     job_id: str
-    index: int
+    index: I64
     state: str
-    synth_ms: int | None = None
-    gpu_ms: int | None = None
+    synth_ms: I64 | None = None
+    gpu_ms: I64 | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ProverStatus:
+class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"):
     """One snapshot of the prover's own pipeline (cuzk `GET /status`), time-stamped by gapwatch.
 
     `t_mono_ns` / `t_wall_s` are when the request was sent, `latency_ms` how long the answer
@@ -263,28 +263,28 @@ class ProverStatus:
     latency_ms: float
     uptime_s: float | None
     #: Partitions of the jobs in flight by state (every state of `PARTITION_STATES`, 0 included).
-    partition_counts: dict[str, int]
+    partition_counts: dict[str, I64]
     workers: list[ProverWorker]
-    synthesis_active: int | None
-    synthesis_max: int | None
-    queue_depth: int | None
+    synthesis_active: I64 | None
+    synthesis_max: I64 | None
+    queue_depth: I64 | None
     #: Jobs in flight (`len(pipelines)`); None when cuzk's answer had no readable list.
-    jobs: int | None
-    completed_total: int | None = None
-    failed_total: int | None = None
+    jobs: I64 | None
+    completed_total: I64 | None = None
+    failed_total: I64 | None = None
     partitions: list[ProverPartition] = field(default_factory=list)
     #: cuzk's memory budget (`memory`): bytes in all, reserved, still free. None: not reported.
-    memory_total_bytes: int | None = None
-    memory_used_bytes: int | None = None
-    memory_available_bytes: int | None = None
+    memory_total_bytes: I64 | None = None
+    memory_used_bytes: I64 | None = None
+    memory_available_bytes: I64 | None = None
     #: SRS entries loaded (`allocations.srs[].circuit_id`) and their bytes. None: not reported;
     #: an empty list can also mean cuzk's SRS manager was busy (a load in progress: engine.rs
     #: `detailed_status` skips the entries while its mutex is held).
     srs_circuits: list[str] | None = None
-    srs_bytes: int | None = None
+    srs_bytes: I64 | None = None
     #: Each job's `proof_kind` (`porep-c2`, `snap-update`): the budget one partition needs.
     job_kinds: dict[str, str] = field(default_factory=dict)
-    type: Literal["prover"] = "prover"
+    type: ClassVar[Literal["prover"]] = "prover"
 
 
 #: Where the host side of a copy lives, as CUPTI names it (CUpti_ActivityMemoryKind).
@@ -296,8 +296,7 @@ MemoryKind = Literal[
 CopyDirection = Literal["h2d", "d2h"]
 
 
-@dataclass(frozen=True, slots=True)
-class CopyRecord:
+class CopyRecord(Struct, frozen=True, gc=False, tag_field="type", tag="copy"):
     """One host<->device copy the prover made, as CUPTI saw it inside the prover (the copy trace,
     `gapwatch.sources.copytrace`), on the wall clock (CLOCK_REALTIME, like the prover's logs).
 
@@ -308,19 +307,21 @@ class CopyRecord:
 
     start_wall_s: WallS
     end_wall_s: WallS
-    bytes: int
+    #: At most `bounds.MAX_COPY_BYTES`: a gap sums its copies' bytes, and the sum must stay a
+    #: 64-bit integer that every output can write.
+    bytes: CopyBytes
     direction: CopyDirection
     src_kind: MemoryKind
     dst_kind: MemoryKind
     gpu: GpuIndex | None
-    cuda_device: int
-    stream_id: int
-    context_id: int
-    correlation_id: int
-    pid: int
+    cuda_device: I64
+    stream_id: I64
+    context_id: I64
+    correlation_id: I64
+    pid: I64
     #: Monotonic time gapwatch received the copy (None when replayed from a file).
-    t_arrival_mono_ns: int | None = None
-    type: Literal["copy"] = "copy"
+    t_arrival_mono_ns: I64 | None = None
+    type: ClassVar[Literal["copy"]] = "copy"
 
     @property
     def host_kind(self) -> MemoryKind:
@@ -342,8 +343,7 @@ class CopyRecord:
         return self.bytes / d if d > 0 else None
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessMemory:
+class ProcessMemory(Struct, frozen=True, gc=False, tag_field="type", tag="procmem"):
     """Host memory of one process that NVML lists on a GPU, from /proc/PID/status: a hint of how
     much of it is pinned, never a verdict. `cudaHostAlloc` memory is a shared mapping, so it
     counts in RssShmem; ordinary heap is RssAnon, and so is memory pinned after the fact with
@@ -354,18 +354,17 @@ class ProcessMemory:
     t_mono_ns: MonoNs
     t_wall_s: WallS
     gpu: GpuIndex
-    pid: int
+    pid: I64
     name: str
-    rss_shmem_bytes: int | None
-    rss_anon_bytes: int | None
+    rss_shmem_bytes: I64 | None
+    rss_anon_bytes: I64 | None
     #: VmLck (mlock'ed) and VmPin (pinned by drivers that account for it): recorded beside.
-    vm_locked_bytes: int | None = None
-    vm_pinned_bytes: int | None = None
-    type: Literal["procmem"] = "procmem"
+    vm_locked_bytes: I64 | None = None
+    vm_pinned_bytes: I64 | None = None
+    type: ClassVar[Literal["procmem"]] = "procmem"
 
 
-@dataclass(frozen=True, slots=True)
-class LinkState:
+class LinkState(Struct, frozen=True, gc=False, tag_field="type", tag="link"):
     """One GPU's PCIe link as trained at a moment when data was moving (idle links drop to a
     lower generation to save power, so only a reading under traffic says anything). Published
     when it changes; `bytes_per_s` is the capacity at the current generation and width."""
@@ -373,13 +372,13 @@ class LinkState:
     gpu: GpuIndex
     t_mono_ns: MonoNs
     t_wall_s: WallS
-    gen: int | None
-    width: int | None
-    max_gen: int | None
-    max_width: int | None
+    gen: I64 | None
+    width: I64 | None
+    max_gen: I64 | None
+    max_width: I64 | None
     bytes_per_s: float | None
     max_bytes_per_s: float | None
-    type: Literal["link"] = "link"
+    type: ClassVar[Literal["link"]] = "link"
 
     @property
     def trained_down(self) -> bool:
@@ -389,11 +388,13 @@ class LinkState:
                 and self.width < self.max_width)
 
 
-Record = Annotated[
+#: Every record a recording holds after its header (what one line decodes to, by its "type").
+Record = (
     GpuSample | HostSample | LogEvent | Gap | StateChange | Notice | CopyRecord | ProcessMemory
-    | LinkState | ProverStatus,
-    Field(discriminator="type"),
-]
+    | LinkState | ProverStatus
+)
+#: The record classes, for what lists them (the codec's tests, the docs).
+RECORD_TYPES: tuple[type[Record], ...] = get_args(Record)
 
 
 #: Record types the detector derives (gaps, states). Those found in a recording are never fed
@@ -402,10 +403,8 @@ Record = Annotated[
 DERIVED_TYPES = ("gap", "state")
 
 
-class GpuInfo(BaseModel):
+class GpuInfo(Struct, frozen=True, forbid_unknown_fields=True):
     """What is known about one GPU for the whole session (header of a recording)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     index: int
     name: str = "unknown"
@@ -419,12 +418,11 @@ class GpuInfo(BaseModel):
     pcie_source: SignalSource | None = None
 
 
-class SessionHeader(BaseModel):
+class SessionHeader(
+    Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", tag="header", kw_only=True,
+):
     """Line 1 of a recording: enough to replay and to interpret every later record."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    type: Literal["header"] = "header"
     schema_version: int = SCHEMA_VERSION
     gapwatch_version: str
     host: str
@@ -433,7 +431,8 @@ class SessionHeader(BaseModel):
     started_mono_ns: int
     period_ms: float
     gpus: list[GpuInfo]
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    type: ClassVar[Literal["header"]] = "header"
 
 
 #: PCIe generation -> (transfer rate per lane in transfers/s, encoding efficiency). Gen1/2 use

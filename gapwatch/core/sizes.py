@@ -14,7 +14,7 @@ and counted by the caller.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 

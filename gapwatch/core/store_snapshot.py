@@ -1,8 +1,9 @@
 """StoreSnapshot: the immutable view of a session's memory at one moment, as every reader sees it.
 
 `gapwatch.engine.store.SeriesStore.snapshot()` builds it; the dashboard, the Prometheus collector
-and snapshots read it. It lives in the core (a value over core types, no behaviour beyond the one
-display rule `busy_share`) so that the sinks and the UI can take it without importing the engine.
+and snapshots read it. It lives in the core (a value over core types, no behaviour beyond the
+display rules `state_name` and `busy_share`) so that the sinks and the UI can take it without
+importing the engine.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from gapwatch.core.cuzk import PipelineView
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
+    ChainState,
     CopyRecord,
     Gap,
     GpuInfo,
@@ -62,6 +64,12 @@ class StoreSnapshot:
     #: What the prover's log has said about its pipeline (synthesis workers, pinned pool,
     #: pacer, SRS loads, PoSt in flight): `gapwatch.core.cuzk.PipelineFacts.view`.
     pipeline: PipelineView = field(default_factory=PipelineView)
+
+    def state_name(self, gpu: int) -> ChainState:
+        """The GPU's chaining state in one word: NO_DATA until the detector has judged it. The
+        dashboard, snapshots and /metrics all call this."""
+        state = self.states.get(gpu)
+        return state.state if state is not None else "NO_DATA"
 
     def busy_share(self, gpu: int) -> float | None:
         """The busy share to show for `gpu`: the live window value, else the one its last state

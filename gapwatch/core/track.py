@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.evidence import GapEvidence
+from gapwatch.core.models import GapKind
 
 #: Phases of a track: before its first busy sample (of this data segment), in a busy run, in
 #: an idle stretch (a gap candidate; a gap once it lasts `min_gap_ms`).
@@ -84,7 +85,7 @@ class Track:
         self.fast_ns = 0
         # The gap once the stretch is long enough: id, kind, evidence, last publication.
         self.gap_id: int | None = None
-        self.kind = "unknown"
+        self.kind: GapKind = "unknown"
         self.evidence: GapEvidence | None = None
         self.last_publish_t = 0
         # The chaining window: one-second buckets of (busy ns, covered ns), closed gaps still
@@ -92,7 +93,7 @@ class Track:
         self.bucket_ids = [-1] * n_buckets
         self.bucket_busy_ns = [0] * n_buckets
         self.bucket_cover_ns = [0] * n_buckets
-        self.window_gaps: deque[tuple[int, int, str]] = deque()
+        self.window_gaps: deque[tuple[int, int, GapKind]] = deque()
         self.window_starved = 0
         self.state: str | None = None
         #: Data time at which the window alone (gaps sliding out, a long gap) may change the

@@ -37,6 +37,8 @@ class ReplayDriver(Background):
     """Feeds a recording into a session at `speed` x its recorded pace (0 = no waiting)."""
 
     thread_name = "gapwatch-replay"
+    #: A generator that raised cannot be resumed: a replay that dies stays dead (said).
+    restartable = False
 
     def __init__(self, recording: Recording, session: Session, speed: float,
                  log_events: Sequence[LogEvent] = ()) -> None:

@@ -16,6 +16,12 @@ Sources:
 The runtime owns what it opened: `build_runtime` registers every source, server, file and the
 exporter on one `ExitStack`, which a failed build unwinds and `Runtime.stop()` closes.
 
+Every thread it starts (sampler or replay driver, log tailers, status pollers, the copy-trace
+reader, the recorder's writer, the `/metrics` server) runs under the runtime's `ThreadWatch`: one
+that dies is an error notice (stderr for `record`, a toast, the recording), the store counter
+`thread_deaths`, `RuntimeStatus.threads` (the footer's alert, the `/metrics` gauges) and a
+non-zero exit of `record`; it is restarted where its owner says that is safe.
+
 Side sources, beside the sampler or replay driver, each with `start()`, `stop()`, `status()`:
 the log followers (`--log`), and one cuzk status poller per `--cuzk-status` URL
 (`gapwatch.sources.cuzk_status.StatusPoller`, on its own thread; its snapshots join the session
@@ -27,13 +33,16 @@ handed over directly (`SimStatusFeed`), since no poller can keep pace with virtu
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gapwatch.base.clock import Clock, SystemClock
+from gapwatch.base.watch import ThreadWatch, thread_label
 from gapwatch.core.config import Config
-from gapwatch.core.models import LogEvent, Notice, SessionHeader
+from gapwatch.core.models import GpuInfo, LogEvent, Notice, SessionHeader
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
@@ -88,6 +97,8 @@ class Runtime:
         #: Everything `build_runtime` opened (sources, servers, the exporter, temporary files),
         #: closed in reverse order by `stop()`: the runtime owns what it opened.
         self.resources = ExitStack()
+        #: Every thread of the runtime runs under it (see the module docstring).
+        self.threads = ThreadWatch(on_death=self._thread_died)
         self._stopped = False
         self._watch: threading.Thread | None = None
 
@@ -99,7 +110,26 @@ class Runtime:
         out.extend(self.pollers)
         return out
 
+    def _thread_died(self, name: str, exc: BaseException, restarting: bool) -> None:
+        """A thread of ours raised: say it (and count it) through the session, so that `record`
+        prints it, the dashboard shows it and the recording keeps it."""
+        self.store.count("thread_deaths")
+        what = ("restarted in a moment" if restarting else
+                "not restarted (it died too often, or cannot be resumed)")
+        self.session.on_notice(Notice(
+            time.monotonic_ns(), time.time(), "error",
+            f"the {thread_label(name)} thread died ({exc!r}); {what}"))
+
+    def _watched(self) -> list[Any]:
+        """Everything that starts a thread of its own."""
+        out: list[Any] = [*self.side_sources(), self.sampler, self.replay, self.recorder]
+        if self.exporter is not None:
+            out.append(self.exporter.server)
+        return [x for x in out if x is not None]
+
     def start(self) -> None:
+        for part in self._watched():
+            part.watch = self.threads
         if self.recorder is not None:
             self.recorder.start()
         if self.sim_status_server is not None:
@@ -171,6 +201,7 @@ class Runtime:
             sim_status_url=(self.sim_status_server.url
                             if self.sim_status_server is not None else None),
             copytrace=self.copytrace.status() if self.copytrace is not None else None,
+            threads=self.threads.health(),
             links=self.store.links(),
             # Only the NVML source takes slow readings; the sim and replay have no counters.
             source_counters=dict(getattr(self.sampler.gpu_source, "counters", {}))
@@ -240,6 +271,7 @@ def build_runtime(
                     status_urls, opened)
         if exporter is not None:
             rt.exporter = exporter
+            exporter.server.watch = rt.threads  # it starts its thread now
             exporter.serve(rt.session, rt.status)
         rt.resources = opened.pop_all()
     return rt
@@ -259,80 +291,122 @@ def _recorder(plan: OutputPlan, config: Config, session: Session) -> Recorder:
                     max_pending_bytes=config.record.max_pending_mib << 20)
 
 
+@dataclass(slots=True)
+class _OpenSource:
+    """The source `_open_source` opened: live (a GPU source, maybe a host source, on a clock)
+    or recorded (a recording, replayed at its own period)."""
+
+    label: str
+    gpus: list[GpuInfo]
+    period_ms: float
+    clock: Clock
+    gpu_source: GpuSource | None = None
+    host_source: HostSource | None = None
+    recording: Recording | None = None
+    sim: SimWiring | None = None
+
+
 def _build(
     config: Config, kind: str, arg: str, speed: float, plan: OutputPlan | None,
     log_paths: list[str] | None, duration_s: float | None, stdin_fd: int,
     status_urls: list[str], opened: ExitStack,
 ) -> Runtime:
     """Open the source, build the session, its sinks and side sources; register on `opened`
-    everything that must be closed."""
-    from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
-
-    period_ms = config.sampler.period_ms
+    everything that must be closed. The order matters: the recording is created only once
+    every source is open (a source that fails leaves the file as it was)."""
     paths = list(config.logs.paths) if log_paths is None else list(log_paths)
-    gpu_source: GpuSource | None = None
-    host_source: HostSource | None = None
-    recording: Recording | None = None
-    sim: SimWiring | None = None
-    clock: Clock = SystemClock()
-    label = kind
-    if kind == "nvml":
-        from gapwatch.sources.host import HostSource as PsutilHostSource
-        from gapwatch.sources.nvml import NvmlSource
-
-        gpu_source = NvmlSource(config.sampler)
-        gpus = gpu_source.open()
-        opened.callback(gpu_source.close)
-        if config.host.enabled:
-            host_source = PsutilHostSource(config.host)
-            opened.callback(host_source.close)
-    elif kind == "sim":
-        sim = open_sim(config, arg, speed, opened)
-        gpu_source, host_source, gpus = sim.gpu_source, sim.host_source, sim.gpus
-        clock, label = sim.clock, sim.label
-    else:
-        try:
-            recording = read_any(arg)
-        except RecordingError as exc:
-            raise SourceUnavailable(str(exc)) from None
-        gpus = list(recording.header.gpus)
-        period_ms = recording.header.period_ms
-        label = f"replay:{arg}"
-
-    header = default_header(label, gpus, period_ms, config.model_dump(mode="json"))
-    history_s = max([config.snapshot.history_s, *config.ui.windows_s, config.detector.window_s])
-    store = SeriesStore(gpus, period_s=period_ms / 1000, history_s=history_s,
-                        max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
-    detector = GapDetector(config.detector, gpus, period_s=period_ms / 1000,
-                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
-    session = Session(header, store, detector=detector)
-    rt = Runtime(config, label, header, session, store)
-
+    src = _open_source(config, kind, arg, speed, opened)
+    rt = _new_runtime(config, src)
     if config.copytrace.enabled and kind != "replay":
         # A replay feeds the copies it recorded; live, copies come from the prover's library.
-        reader = CopyTraceReader(config.copytrace.socket or None, gpus, session.on_record,
-                                 session.on_notice, socket_mode=config.copytrace.socket_mode)
-        reader.open()  # SourceUnavailable: the command says why and exits 2
-        opened.callback(reader.stop)
-        rt.copytrace = reader
-    # Last of all, once every source is open: only now is the recording created (or, with
-    # --force, truncated).
+        _open_copytrace(rt, src.gpus, opened)
     if plan is not None:
-        rt.recorder = _recorder(plan, config, session)
+        rt.recorder = _recorder(plan, config, rt.session)
         opened.callback(rt.recorder.close)  # a failed build: closed whole (safe twice)
-        session.add_sink(rt.recorder)
+        rt.session.add_sink(rt.recorder)
+    _add_driver(rt, src, speed, duration_s, paths)
+    _add_pollers(rt, src, status_urls)
+    _add_followers(rt, src, paths if kind != "replay" else [], stdin_fd)
+    return rt
 
-    if gpu_source is not None:
+
+def _open_source(config: Config, kind: str, arg: str, speed: float,
+                 opened: ExitStack) -> _OpenSource:
+    """Open what `--source` names: NVML (and the host's /proc), the simulated prover, or a
+    recording (read whole: its header gives the GPUs and the period)."""
+    if kind == "nvml":
+        from gapwatch.sources.host import HostSource as ProcHostSource
+        from gapwatch.sources.nvml import NvmlSource
+
+        nvml = NvmlSource(config.sampler)
+        gpus = nvml.open()
+        opened.callback(nvml.close)
+        src = _OpenSource(kind, gpus, config.sampler.period_ms, SystemClock(), gpu_source=nvml)
+        if config.host.enabled:
+            src.host_source = ProcHostSource(config.host)
+            opened.callback(src.host_source.close)
+        return src
+    if kind == "sim":
+        sim = open_sim(config, arg, speed, opened)
+        return _OpenSource(sim.label, sim.gpus, config.sampler.period_ms, sim.clock,
+                           gpu_source=sim.gpu_source, host_source=sim.host_source, sim=sim)
+    try:
+        recording = read_any(arg)
+    except RecordingError as exc:
+        raise SourceUnavailable(str(exc)) from None
+    return _OpenSource(f"replay:{arg}", list(recording.header.gpus),
+                       recording.header.period_ms, SystemClock(), recording=recording)
+
+
+def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
+    """The session for `src`: its header, the bounded store (long enough for the longest chart
+    window, snapshot history and detector window) and the detector."""
+    from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
+
+    header = default_header(src.label, src.gpus, src.period_ms, config.model_dump(mode="json"))
+    history_s = max([config.snapshot.history_s, *config.ui.windows_s, config.detector.window_s])
+    period_s = src.period_ms / 1000
+    store = SeriesStore(src.gpus, period_s=period_s, history_s=history_s,
+                        max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
+    detector = GapDetector(config.detector, src.gpus, period_s=period_s,
+                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
+    session = Session(header, store, detector=detector)
+    return Runtime(config, src.label, header, session, store)
+
+
+def _open_copytrace(rt: Runtime, gpus: list[GpuInfo], opened: ExitStack) -> None:
+    """Listen for the copy-trace library's datagrams (`--copytrace`)."""
+    ct = rt.config.copytrace
+    session = rt.session
+    reader = CopyTraceReader(ct.socket or None, gpus, session.on_record, session.on_notice,
+                             socket_mode=ct.socket_mode)
+    reader.open()  # SourceUnavailable: the command says why and exits 2
+    opened.callback(reader.stop)
+    rt.copytrace = reader
+
+
+def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float | None,
+                paths: list[str]) -> None:
+    """What moves the session on: the sampler over a live source (for `duration_s`, or the
+    sim's `[sim] duration_s`), or the replay driver over a recording (with `--log` files read
+    whole and merged by time)."""
+    config = rt.config
+    if src.gpu_source is not None:
         sim_duration = duration_s if duration_s is not None else (config.sim.duration_s or None)
         dur_ns = int(sim_duration * 1e9) if sim_duration else None
-        rt.sampler = Sampler(gpu_source, host_source, session, clock, int(period_ms * 1e6),
-                             duration_ns=dur_ns)
-    else:
-        assert recording is not None
-        rt.replay = ReplayDriver(recording, session, speed,
-                                 _replay_log_events(paths, config, session))
-        rt.read_logs = {path: "read whole" for path in paths}
+        rt.sampler = Sampler(src.gpu_source, src.host_source, rt.session, src.clock,
+                             int(src.period_ms * 1e6), duration_ns=dur_ns)
+        return
+    assert src.recording is not None
+    rt.replay = ReplayDriver(src.recording, rt.session, speed,
+                             _replay_log_events(paths, config, rt.session))
+    rt.read_logs = {path: "read whole" for path in paths}
 
+
+def _add_pollers(rt: Runtime, src: _OpenSource, status_urls: list[str]) -> None:
+    """One status poller per `--cuzk-status` URL; the simulator's own endpoint when none is
+    given (at speed 0 its snapshots go straight to the session, through its sinks)."""
+    config, session, sim = rt.config, rt.session, src.sim
     pollers: list[tuple[str, str | None]] = [(u, None) for u in status_urls]
     if sim is not None:
         for sink in speed_zero_sinks(sim, config, session):
@@ -343,18 +417,23 @@ def _build(
     for poll_url, poll_label in pollers:
         rt.pollers.append(StatusPoller(
             poll_url, config.cuzk.status_period_s, config.cuzk.status_timeout_s,
-            on_status=session.on_record, on_notice=session.on_notice, clock=clock,
+            on_status=session.on_record, on_notice=session.on_notice, clock=src.clock,
             prover=poll_label,
         ))
-    if paths and kind != "replay":
-        rt.followers.append(_follower(paths, config, session, config.logs.from_start, clock,
-                                      stdin_fd))
-    if sim is not None and sim.log_path is not None:
+
+
+def _add_followers(rt: Runtime, src: _OpenSource, paths: list[str], stdin_fd: int) -> None:
+    """Follow the `--log` files (live sources only), and the simulator's own log."""
+    config, session = rt.config, rt.session
+    if paths:
+        rt.followers.append(_follower(paths, config, session, config.logs.from_start,
+                                      src.clock, stdin_fd))
+    if src.sim is not None and src.sim.log_path is not None:
         # The sim's log is new and empty: read it from its start, so that no line written
         # before the tailer's first look is lost.
-        rt.sim_log_path = sim.log_path
-        rt.followers.append(_follower([str(sim.log_path)], config, session, True, clock))
-    return rt
+        rt.sim_log_path = src.sim.log_path
+        rt.followers.append(_follower([str(src.sim.log_path)], config, session, True,
+                                      src.clock))
 
 
 def _replay_log_events(paths: list[str], config: Config, session: Session) -> list[LogEvent]:

@@ -71,26 +71,35 @@ class Sampler(Background):
         self.source_errors = 0
         self._lateness_ns: deque[int] = deque(maxlen=keep_lateness)
         self._run_lateness = LatenessHistogram()
+        #: The schedule, kept here so that a loop restarted after it died (see `Background`)
+        #: keeps the run's start (`--duration` counts from it) and its deadlines.
+        self._start_ns: int | None = None
+        self._deadline_ns = 0
 
     def _loop(self) -> None:
         """Returns when stopped or when `duration_ns` of clock time has passed."""
-        start = self.clock.monotonic_ns()
-        # Take a first reading at once: rate sources (GPM, counters) need a starting point.
-        self._tick(start, 0)
-        deadline = start + self.period_ns
+        if self._start_ns is None:
+            start = self._start_ns = self.clock.monotonic_ns()
+            self._deadline_ns = start + self.period_ns
+            # Take a first reading at once: rate sources (GPM, counters) need a starting point.
+            self._tick(start, 0)
+        start = self._start_ns
         while True:
+            deadline = self._deadline_ns
             if self.duration_ns is not None and deadline - start > self.duration_ns:
                 return
             if not self.clock.sleep_until_ns(deadline, self.stop_event):
                 return
             now = self.clock.monotonic_ns()
             lateness = now - deadline
-            self._tick(now, lateness)
+            # The next deadline first: a tick that raises is not taken again after a restart.
             deadline += self.period_ns
             if now - deadline >= self.period_ns:
                 missed = (now - deadline) // self.period_ns + 1
                 self.skipped_ticks += missed
                 deadline += missed * self.period_ns
+            self._deadline_ns = deadline
+            self._tick(now, lateness)
 
     def _tick(self, now_ns: int, lateness_ns: int) -> None:
         wall = self.clock.wall_s()

@@ -15,6 +15,14 @@ from the one ledger. The composition root that builds a session and owns its thr
 A lock serialises the callers: the detector is pure and single-threaded by design. Sinks and
 listeners are called under it and must not block (the recorder buffers; the UI only posts a
 message).
+
+No record's content can raise out of `on_record` into the thread that feeds it (the sampler, a
+reader, a poller): a sink, the detector or a listener that raises on a record is counted
+(`record_errors`), said once per part and kind of error, and the record goes on to the other
+parts. (One copy of 2**63 bytes used to make the recorder raise on the gap it fell in, which
+killed the sampler thread in silence.) Notices are rate-limited by kind
+(`gapwatch.core.ratelimit`): a flood is said a few times per `NOTICE_INTERVAL_S`, the rest
+counted (`notices_held`) and summed up once the interval is over.
 """
 
 from __future__ import annotations
@@ -34,10 +42,12 @@ from gapwatch.core.models import (
     GpuSample,
     LogEvent,
     Notice,
+    NoticeLevel,
     Record,
     SessionHeader,
     StateChange,
 )
+from gapwatch.core.ratelimit import RateLimit, message_kind
 from gapwatch.core.sizes import bounded_event
 from gapwatch.engine.store import SeriesStore
 
@@ -69,6 +79,9 @@ class Sink(Protocol):
 
 #: How often (in data time) the store's per-GPU busy fraction is refreshed from the detector.
 BUSY_REFRESH_NS = 1_000_000_000
+#: Notices of one kind said per interval (of the notices' own times); the rest are counted.
+NOTICE_INTERVAL_S = 10.0
+NOTICE_BURST = 5
 
 #: Listeners hear every state change and notice, and each gap once: when it first closes (its
 #: kind and duration are final then). Open gaps and later versions are in the store's ledger.
@@ -95,6 +108,13 @@ class Session:
         self._finished = False
         #: Data time (ns) of each GPU's last busy-fraction refresh in the store.
         self._busy_at_ns: dict[int, int] = {}
+        self._notices = RateLimit(int(NOTICE_INTERVAL_S * 1e9), NOTICE_BURST)
+        #: (part, error type) pairs already said: each is said once, then only counted.
+        self._errors_said: set[tuple[str, str]] = set()
+        self._saying_error = False
+        self._errors_to_say: list[Notice] = []
+        #: The latest GPU sample's times: held notices are summed up at them.
+        self._last_times: tuple[int, float] = (header.started_mono_ns, header.started_wall_s)
         for sink in self.sinks:
             sink.on_header(header)
 
@@ -118,6 +138,14 @@ class Session:
         with self._lock:
             if self._closed:
                 return
+            if type(record) is Notice:
+                if not self._notices.offer(message_kind(record.level, record.message),
+                                           record.t_mono_ns, record.message):
+                    self.store.count("notices_held")
+                    return
+            elif type(record) is GpuSample:
+                self._last_times = (record.t_mono_ns, record.t_wall_s)
+                self._say_held()
             # Sinks (the recording) get a log line whole; memory (the store, the detector's
             # evidence) a copy with its text cut to what display and evidence use.
             kept = record
@@ -126,14 +154,17 @@ class Session:
                 if kept is not record:
                     self.store.count("log_text_cut")
             self.store.append(kept)
-            for sink in self.sinks:
-                sink.on_record(record)
+            self._to_sinks(record)
             if type(record) is Notice:
                 self._tell(record)
             detector = self.detector
             if detector is None:
                 return
-            derived = detector.feed(kept)
+            try:
+                derived = detector.feed(kept)
+            except Exception as exc:  # noqa: BLE001 - said and counted; the feeder goes on
+                self._failed("the detector", record, exc)
+                return
             if derived:
                 self._derived(derived)
             if type(record) is GpuSample:
@@ -155,21 +186,65 @@ class Session:
 
     def _derived(self, events: list[Gap | StateChange]) -> None:
         for ev in events:
-            if type(ev) is Gap:
+            if isinstance(ev, Gap):
                 change = self.store.upsert_gap(ev)
-                for sink in self.sinks:
-                    sink.on_record(ev)  # the recorder keeps every version, as published
+                self._to_sinks(ev)  # the recorder keeps every version, as published
                 if change is Change.CLOSED:
                     self._tell(ev)
             else:
-                self.store.set_state(ev)  # type: ignore[arg-type]
-                for sink in self.sinks:
-                    sink.on_record(ev)
+                self.store.set_state(ev)
+                self._to_sinks(ev)
                 self._tell(ev)
+
+    def _to_sinks(self, record: Record) -> None:
+        for sink in self.sinks:
+            try:
+                sink.on_record(record)
+            except Exception as exc:  # noqa: BLE001 - one sink's failure costs that sink only
+                self._failed(type(sink).__name__, record, exc)
 
     def _tell(self, ev: Gap | StateChange | Notice) -> None:
         for listener in self._listeners:
-            listener(ev)
+            try:
+                listener(ev)
+            except Exception as exc:  # noqa: BLE001 - a listener's bug must not stop the feeder
+                self._failed("a listener", ev, exc)
+
+    def _failed(self, part: str, record: Record, exc: Exception) -> None:
+        """Under the lock: `part` raised on `record`. Counted; said once per part and kind of
+        error (as an error notice, which goes through the sinks too: a part that also fails on
+        that notice is only counted)."""
+        self.store.count("record_errors")
+        key = (part, type(exc).__name__)
+        if key in self._errors_said:
+            return
+        self._errors_said.add(key)
+        t_mono, t_wall = _times(record)
+        self._errors_to_say.append(Notice(
+            t_mono, t_wall, "error",
+            f"{part} failed on a {record.type} record ({exc!r}); that record is missing from "
+            "it, the rest goes on; further failures of this kind are only counted "
+            "(record_errors)"))
+        if self._saying_error:
+            return  # said after the one being said (a part may fail on that notice too)
+        self._saying_error = True
+        try:
+            while self._errors_to_say:
+                self.on_record(self._errors_to_say.pop(0))
+        finally:
+            self._saying_error = False
+
+    def _say_held(self, flush: bool = False) -> None:
+        """Under the lock: sum up the notices held back over intervals that have ended (all of
+        them, with `flush`), at the latest GPU sample's time."""
+        t_mono, t_wall = self._last_times
+        for held in self._notices.due(t_mono, flush):
+            level: NoticeLevel = ("error" if held.level == "error" else
+                                  "info" if held.level == "info" else "warning")
+            notice = Notice(t_mono, t_wall, level, held.text("notices"))
+            self.store.append(notice)
+            self._to_sinks(notice)
+            self._tell(notice)
 
     def finish(self) -> None:
         """End of data (a replay or a timed run is over): settle the detector now, so that what
@@ -180,8 +255,13 @@ class Session:
             if self._closed or self._finished:
                 return
             self._finished = True
+            self._say_held(flush=True)
             if self.detector is not None:
-                self._derived(self.detector.finish())
+                try:
+                    self._derived(self.detector.finish())
+                except Exception as exc:  # noqa: BLE001 - said; the sinks still close
+                    self._failed("the detector", Notice(*self._last_times, "info", "end of data"),
+                                 exc)
 
     def close(self) -> None:
         """Settle the detector, close every sink. Safe to call twice."""
@@ -207,3 +287,13 @@ def default_header(source: str, gpus: list[GpuInfo], period_ms: float,
         gpus=gpus,
         config=config or {},
     )
+
+
+def _times(record: Record) -> tuple[int, float]:
+    """A record's data time, for a notice about it (a gap's is its start)."""
+    if type(record) is Gap:
+        return record.start_mono_ns, record.start_s
+    mono = getattr(record, "t_mono_ns", None)
+    wall = getattr(record, "t_wall_s", None)
+    return (mono if isinstance(mono, int) else time.monotonic_ns(),
+            wall if isinstance(wall, float) else time.time())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gapwatch.base.watch import ThreadHealth, thread_label
 from gapwatch.core.models import LinkState
 from gapwatch.engine.sampler import LatenessStats
 from gapwatch.sinks.recorder import RecordingStatus
@@ -44,3 +45,12 @@ class RuntimeStatus:
     provers: list[PollerStatus] = field(default_factory=list)
     #: Where the simulated prover serves its own status, when it does.
     sim_status_url: str | None = None
+    #: Every thread the runtime started, with its deaths (the footer's alert, /metrics).
+    threads: list[ThreadHealth] = field(default_factory=list)
+
+    def dead_threads_text(self) -> str | None:
+        """`sampler died 2x (TypeError(...)), restarted` for every thread that ever died; None
+        when none did."""
+        parts = [f"{thread_label(t.name)} died {t.deaths}x ({t.last_error}), "
+                 f"{'restarted' if t.alive else 'DEAD'}" for t in self.threads if t.deaths]
+        return "; ".join(parts) or None

@@ -10,16 +10,13 @@ trained-down links from the latest `LinkState` per GPU.
 from __future__ import annotations
 
 from gapwatch.core.hints import link_text
-from gapwatch.core.ledger import Tally
+from gapwatch.core.ledger import Tally, counts_by_kind
 from gapwatch.core.models import LinkState
 
 
 def gap_counts_text(tally: dict[tuple[int, str], Tally]) -> str:
     """`pcie_starved=12, transfer_bound=1` (closed gaps by kind over every GPU), or `none`."""
-    by_kind: dict[str, int] = {}
-    for (_gpu, kind), t in tally.items():
-        by_kind[kind] = by_kind.get(kind, 0) + t.count
-    text = ", ".join(f"{k}={n}" for k, n in sorted(by_kind.items()) if n)
+    text = ", ".join(f"{k}={n}" for k, n in counts_by_kind(tally).items())
     return text or "none"
 
 

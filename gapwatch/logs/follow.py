@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gapwatch.base.clock import Clock, SystemClock
+from gapwatch.base.watch import ThreadWatch
 from gapwatch.core.config import LogsConfig
-from gapwatch.core.models import LogEvent, Notice
+from gapwatch.core.models import LogEvent, Notice, NoticeLevel
 from gapwatch.logs.parse import LogParser
 from gapwatch.logs.tail import SourceStatus, Tailer
 
@@ -55,6 +56,15 @@ class LogFollower:
     def start(self) -> None:
         self.tailer.start()
 
+    @property
+    def watch(self) -> ThreadWatch:
+        """The watch the tailer's threads run under (the runtime sets its own)."""
+        return self.tailer.watch
+
+    @watch.setter
+    def watch(self, watch: ThreadWatch) -> None:
+        self.tailer.watch = watch
+
     def stop(self) -> None:
         self.tailer.stop()
 
@@ -79,8 +89,8 @@ class LogFollower:
             except Exception as exc:  # noqa: BLE001 - a failing consumer must not kill tailing
                 self._notice("error", f"log event consumer failed: {exc!r}")
 
-    def _notice(self, level: str, message: str) -> None:
+    def _notice(self, level: NoticeLevel, message: str) -> None:
         if self._on_notice is None:
             return
         self._on_notice(Notice(t_mono_ns=self.clock.monotonic_ns(), t_wall_s=self.clock.wall_s(),
-                               level=level, message=message))  # type: ignore[arg-type]
+                               level=level, message=message))

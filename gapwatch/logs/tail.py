@@ -41,12 +41,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gapwatch.base.clock import Clock, SystemClock
+from gapwatch.base.watch import UNWATCHED, ThreadWatch
+from gapwatch.core.config import LogsConfig
+from gapwatch.core.models import NoticeLevel
 
 #: on_line(source, text, arrival_mono_ns, arrival_wall_s)
 LineCallback = Callable[[str, str, int, float], None]
 #: on_notice(level, message)
-NoticeCallback = Callable[[str, str], None]
+NoticeCallback = Callable[[NoticeLevel, str], None]
 
+#: The constructors' defaults are the `[logs]` config's (one source: `LogsConfig`).
+_DEFAULTS = LogsConfig()
 _READ_CHUNK = 1 << 16
 #: Bytes read from one file per poll, so that one busy file cannot starve the others.
 _MAX_READ_PER_POLL = 8 << 20
@@ -57,7 +62,7 @@ _TAIL_BYTES = 256
 class LineSplitter:
     """Bytes in, complete decoded lines out; the partial tail is kept between feeds."""
 
-    def __init__(self, max_line_bytes: int = 1 << 20) -> None:
+    def __init__(self, max_line_bytes: int = _DEFAULTS.max_line_bytes) -> None:
         self.max_line_bytes = max_line_bytes
         self._buf = bytearray()
         self._discarding = False  # inside the rest of an over-long line
@@ -324,8 +329,10 @@ class _FileFollower:
 class Tailer:
     """Follows `paths` ("-" = stdin) and calls `on_line` for every complete line."""
 
-    def __init__(self, paths: list[str], on_line: LineCallback, *, from_start: bool = False,
-                 poll_ms: float = 50.0, max_line_bytes: int = 1 << 20,
+    def __init__(self, paths: list[str], on_line: LineCallback, *,
+                 from_start: bool = _DEFAULTS.from_start,
+                 poll_ms: float = _DEFAULTS.poll_ms,
+                 max_line_bytes: int = _DEFAULTS.max_line_bytes,
                  on_notice: NoticeCallback | None = None, clock: Clock | None = None,
                  stdin_fd: int = 0) -> None:
         self.on_line = on_line
@@ -338,19 +345,19 @@ class Tailer:
         self._stdin_splitter = LineSplitter(max_line_bytes)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        #: Hears a thread of ours die (and restarts it: the files' state lives in the objects).
+        self.watch: ThreadWatch = UNWATCHED
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
         for f in self._files:
             f.prime(self.on_notice)
         if self._files:
-            self._threads.append(threading.Thread(target=self._run_files, name="gapwatch-tail",
-                                                  daemon=True))
+            self._threads.append(self.watch.start("gapwatch-tail", self._run_files,
+                                                  restart=True, stop=self._stop))
         if self._stdin is not None:
-            self._threads.append(threading.Thread(target=self._run_stdin, name="gapwatch-stdin",
-                                                  daemon=True))
-        for t in self._threads:
-            t.start()
+            self._threads.append(self.watch.start("gapwatch-stdin", self._run_stdin,
+                                                  restart=True, stop=self._stop))
 
     def stop(self, timeout_s: float = 2.0) -> None:
         self._stop.set()

@@ -24,6 +24,7 @@ from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
     CopyRecord,
     Gap,
+    GpuSample,
     LogEvent,
     ProverStatus,
     Record,
@@ -96,10 +97,10 @@ def detect_records(
 
     def take(results: list[Gap | StateChange]) -> None:
         for r in results:
-            if type(r) is Gap:
+            if isinstance(r, Gap):
                 ledger.add(r)
             else:
-                states.append(r)  # type: ignore[arg-type]
+                states.append(r)
 
     feed, feed_gpu = det.feed, det.feed_gpu
     li, n_extra = 0, len(extra_logs)
@@ -107,24 +108,23 @@ def detect_records(
     # Hot loop (~7 M records): GPU samples, the bulk, go straight to feed_gpu (what `feed`
     # would call) after the merge test; every other record through `feed`.
     for r in records:
-        tp = r.type
-        if tp == "gpu":
-            if r.t_wall_s >= next_log_t:  # type: ignore[union-attr]
-                while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:  # type: ignore[union-attr]
+        if type(r) is GpuSample:
+            if r.t_wall_s >= next_log_t:
+                while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:
                     feed(bounded_event(extra_logs[li]))
                     log_events.append(extra_logs[li])
                     li += 1
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
-            out = feed_gpu(r)  # type: ignore[arg-type]
-        elif tp == "log":
-            log_events.append(r)  # type: ignore[arg-type]
+            out = feed_gpu(r)
+        elif isinstance(r, LogEvent):
+            log_events.append(r)
             # The detector sees a log event as a live session's does (`Session.on_record`).
-            out = feed(bounded_event(r))  # type: ignore[arg-type]
+            out = feed(bounded_event(r))
         else:
-            if tp == "prover":
-                prover_statuses.append(r)  # type: ignore[arg-type]
-            elif tp == "copy":
-                copies.append(r)  # type: ignore[arg-type]
+            if isinstance(r, ProverStatus):
+                prover_statuses.append(r)
+            elif isinstance(r, CopyRecord):
+                copies.append(r)
             out = feed(r)
         if out:
             take(out)

@@ -29,9 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import IO, Any
 
-import orjson
-
-from gapwatch.core.hints import size_text
+from gapwatch.core import fmt
+from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
     CopyRecord,
@@ -131,7 +130,7 @@ class TraceBuilder:
             self._gpus[c.gpu] = GpuInfo(index=c.gpu)
         self._streams.add((pid, c.stream_id))
         self._slice(c.start_wall_s, c.end_wall_s, pid, _TID_STREAM_BASE + c.stream_id,
-                    f"{c.direction.upper()} {c.host_kind} {size_text(c.bytes)}",
+                    f"{c.direction.upper()} {c.host_kind} {fmt.size(c.bytes)}",
                     {"bytes": c.bytes, "bytes_per_s": c.bytes_per_s, "src_kind": c.src_kind,
                      "dst_kind": c.dst_kind, "pid": c.pid, "cuda_device": c.cuda_device,
                      "correlation_id": c.correlation_id}, "copy")
@@ -245,13 +244,8 @@ class TraceBuilder:
         extra = TraceBuilder(self.header)
         for gap in self._ledger.gaps():
             g_end = gap.end_s if gap.end_s is not None else max(end, gap.start_s)
-            extra._slice(gap.start_s, g_end, _gpu_pid(gap.gpu), _TID_GAPS, gap.kind, {
-                "gap_id": gap.gap_id, "hint": gap.hint, "duration_s": gap.duration_s,
-                "open": gap.is_open, "confidence": gap.confidence,
-                "pcie_rx_bytes_per_s": gap.pcie_rx_bytes_per_s,
-                "pcie_tx_bytes_per_s": gap.pcie_tx_bytes_per_s,
-                "link_bytes_per_s": gap.link_bytes_per_s, "host": gap.host,
-                "log_events": gap.log_events}, "gap")
+            extra._slice(gap.start_s, g_end, _gpu_pid(gap.gpu), _TID_GAPS, gap.kind,
+                         gap_json(gap), "gap")
         for st in self._last_state.values():
             extra._state_slice(st, max(end, st.t_wall_s))
         for gpu, since in self._nodata_since.items():
@@ -321,5 +315,5 @@ class TraceBuilder:
     def write(self, out: IO[bytes]) -> int:
         """Write the trace JSON; returns the number of trace events."""
         trace = self.trace()
-        out.write(orjson.dumps(trace))
+        out.write(encode_json(trace))
         return len(trace["traceEvents"])

@@ -24,6 +24,7 @@ from statistics import median
 from typing import Any
 
 from gapwatch.core import fmt
+from gapwatch.core.codec import gap_json
 from gapwatch.core.config import Config
 from gapwatch.core.evidence import union_s
 from gapwatch.core.models import (
@@ -365,7 +366,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
         "period_ms": r.header.period_ms,
         "log_files": r.log_files,
         "gpus": gpus,
-        "gaps": [_gap_json(g) for g in r.gaps],
+        "gaps": [gap_json(g) for g in r.gaps],
         "breakdowns": [
             {"gpu": b.gpu, "start_s": b.start_s, "end_s": b.end_s,
              "duration_s": b.duration_s, "reason": b.reason}
@@ -378,33 +379,6 @@ def to_json(r: ReportData) -> dict[str, Any]:
         # The data's own problems first (out of order, clock jumps, silent GPUs), then the
         # reader's (bad lines, truncation).
         "problems": [*r.warnings, *r.problems],
-    }
-
-
-def _gap_json(g: Gap) -> dict[str, Any]:
-    rx, tx = g.pcie_rx_bytes_per_s, g.pcie_tx_bytes_per_s
-    link = g.link_bytes_per_s
-    dominant = max(rx or 0.0, tx or 0.0) if (rx is not None or tx is not None) else None
-    return {
-        "gap_id": g.gap_id,
-        "gpu": g.gpu,
-        "start_s": g.start_s,
-        "end_s": g.end_s,
-        "duration_s": g.duration_s,
-        "kind": g.kind,
-        "confidence": g.confidence,
-        "pcie_rx_bytes_per_s": rx,
-        "pcie_tx_bytes_per_s": tx,
-        "link_bytes_per_s": link,
-        "link_fraction": dominant / link if dominant is not None and link else None,
-        "link_current_bytes_per_s": g.link_current_bytes_per_s,
-        "hint": g.hint,
-        "host": g.host,
-        "log_events": g.log_events,
-        "copies": g.copies or None,
-        "prover_cause": g.prover_cause,
-        "prover_evidence": g.prover_evidence,
-        "prover_states": g.prover_states,
     }
 
 

@@ -13,10 +13,11 @@ one-process one, value for value:
 - `GapDetector` keeps one independent state machine per GPU; each worker feeds its GPUs'
   samples in file order and *every* host sample (the host evidence a gap gathers depends only
   on host samples and the gap's own times).
-- Recordings are written by orjson from the dataclasses, so a GPU sample line starts with
-  `{"gpu":N,` and ends with `,"type":"gpu"}`: that bytes test is what lets a worker skip a line
-  before any JSON parsing. A sample that decodes to a GPU the worker does not own (a hand-made
-  line of another shape, a GPU missing from the header) sends the report to one process.
+- A worker passes over the lines of other workers' GPUs before any JSON parsing when they start
+  as the codec writes them (`gapwatch.core.codec.gpu_line_prefix`); that is only a shortcut.
+  Every line that does not start so (a hand-made line, one written in another key order) is
+  decoded by every worker, and each keeps only the samples of its own GPUs; a GPU missing from
+  the header belongs to worker `gpu % n`.
 - Gap ids count up across all GPUs in data order: workers report the line at which each of
   their ids was assigned (`GapDetector.on_gap_id`) and the parent renumbers. States come out in
   one canonical order (data time, then GPU) in both paths.
@@ -41,16 +42,27 @@ import os
 import threading
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from multiprocessing import get_context
 from multiprocessing.connection import Connection
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from gapwatch.core.codec import gpu_line_prefix
 from gapwatch.core.config import Config
 from gapwatch.core.ledger import GapLedger
-from gapwatch.core.models import Gap, Record, StateChange
+from gapwatch.core.models import (
+    CopyRecord,
+    Gap,
+    GpuSample,
+    LinkState,
+    LogEvent,
+    ProcessMemory,
+    ProverStatus,
+    Record,
+    StateChange,
+)
 from gapwatch.core.track import GpuTotals
 from gapwatch.offline.detect import Detected, detect_records, sort_states
 from gapwatch.sources.recording import MAX_PROBLEMS, Recording, open_recording, read_recording
@@ -63,8 +75,8 @@ MAX_PROBLEM_LINES = 100_000
 #: Workers look for a stop request (another worker gave up) every this many lines.
 _STOP_CHECK_LINES = 1 << 16
 
-_gap_row = attrgetter(*(f.name for f in fields(Gap)))
-_state_row = attrgetter(*(f.name for f in fields(StateChange)))
+_gap_row = attrgetter(*Gap.__struct_fields__)
+_state_row = attrgetter(*StateChange.__struct_fields__)
 
 
 def usable_cpus() -> int:
@@ -96,7 +108,7 @@ class _OneProcess(Exception):
 
 @dataclass
 class _Part:
-    """What one worker found, in plain rows (they pickle ~5x faster than dataclasses)."""
+    """What one worker found, in plain rows (they pickle faster than records)."""
 
     #: Why the report must run in one process instead, or None.
     abort: str | None = None
@@ -114,19 +126,21 @@ def _owners(gpus: list[int], n: int) -> dict[int, int]:
     return {g: k % n for k, g in enumerate(sorted(gpus))}
 
 
-def _only_mine(rec: Recording, mine: set[int], stop: Any) -> Iterator[Record]:
+def _only_mine(
+    rec: Recording, owners: dict[int, int], me: int, n: int, stop: Any
+) -> Iterator[Record]:
     """The worker's records: its GPUs' samples and everything else, or `_OneProcess`."""
     problems = rec.problem_lines if rec.problem_lines is not None else []
     next_check = _STOP_CHECK_LINES
     for r in rec.records:
-        tp = r.type
-        if tp == "gpu":
-            if r.gpu not in mine:  # type: ignore[union-attr,operator]
-                raise _OneProcess(f"line {rec.line_no}: a GPU sample of another shape")
-        elif tp == "log" or tp == "prover":
+        if type(r) is GpuSample:
+            # A line the shortcut did not pass over (see the module docstring).
+            if owners.get(r.gpu, r.gpu % n) != me:
+                continue
+        elif isinstance(r, LogEvent | ProverStatus):
             # Late evidence can reach the gaps of any GPU (see the module docstring).
-            raise _OneProcess(f"line {rec.line_no}: {tp} records are read in one process")
-        elif tp in ("copy", "procmem", "link"):
+            raise _OneProcess(f"line {rec.line_no}: {r.type} records are read in one process")
+        elif isinstance(r, CopyRecord | ProcessMemory | LinkState):
             # Like log events, copies reach recently closed gaps of any GPU.
             raise _OneProcess(f"line {rec.line_no}: the copy trace is read in one process")
         if rec.line_no >= next_check:
@@ -141,12 +155,11 @@ def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:
     header, stream, _ = open_recording(path)
     stream.close()
     owners = _owners([g.index for g in header.gpus], n)
-    others = tuple(b'{"gpu":%d,' % g for g, w in owners.items() if w != me)
-    mine = {g for g, w in owners.items() if w == me}
-    rec = read_recording(path, skip_gpu_prefixes=others, keep_problem_lines=True)
+    others = tuple(gpu_line_prefix(g) for g, w in owners.items() if w != me)
+    rec = read_recording(path, skip_prefixes=others, keep_problem_lines=True)
     try:
-        found = detect_records(rec.header, _only_mine(rec, mine, stop), config.detector,
-                               line_of=lambda: rec.line_no,
+        found = detect_records(rec.header, _only_mine(rec, owners, me, n, stop),
+                               config.detector, line_of=lambda: rec.line_no,
                                max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
     except _OneProcess as exc:
         stop.set()

@@ -37,6 +37,8 @@ from typing import Any, cast
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import MetricsHandler
 
+from gapwatch.base.watch import UNWATCHED, ThreadWatch
+
 #: The longest request head accepted (request line and headers); a scrape sends ~200 bytes.
 MAX_HEAD_BYTES = 8192
 #: How long accepting is paused when the process runs out of file descriptors.
@@ -77,7 +79,8 @@ class _PreReadHandler(MetricsHandler):
 
     def setup(self) -> None:
         super().setup()  # sets the socket timeout (`timeout`), builds wfile
-        self.rfile = io.BytesIO(self.server.head)  # type: ignore[attr-defined]
+        server = self.server  # the `_Request` the accept loop hands over
+        self.rfile = io.BytesIO(server.head if isinstance(server, _Request) else b"")
 
 
 class MetricsServer:
@@ -99,6 +102,8 @@ class MetricsServer:
         self._wake_r.setblocking(False)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: Hears the selector thread die, and restarts it (the listener stays open).
+        self.watch: ThreadWatch = UNWATCHED
         self._pool: ThreadPoolExecutor | None = None
         self._handler: type[_PreReadHandler] | None = None
         self._queued = 0
@@ -115,9 +120,8 @@ class MetricsServer:
         self._handler = type("GapwatchMetricsHandler", (_PreReadHandler,),
                              {"registry": registry, "timeout": self.limits.io_timeout_s})
         self._pool = ThreadPoolExecutor(self.limits.workers, thread_name_prefix="gapwatch-metrics")
-        self._thread = threading.Thread(target=self._loop, name="gapwatch-metrics-accept",
-                                        daemon=True)
-        self._thread.start()
+        self._thread = self.watch.start("gapwatch-metrics-accept", self._loop, restart=True,
+                                        stop=self._stop)
 
     def stop(self) -> None:
         """Stop answering, free the port; returns without waiting for requests in flight.
@@ -158,8 +162,8 @@ class MetricsServer:
                         if not self._accept(sel, held, now):
                             sel.unregister(self._listener)
                             paused_until = now + _EMFILE_PAUSE_S
-                    else:
-                        self._read_head(sel, held, key.fileobj)  # type: ignore[arg-type]
+                    elif isinstance(key.fileobj, socket.socket):  # a held connection
+                        self._read_head(sel, held, key.fileobj)
                 self._close_idle(sel, held, time.monotonic())
         finally:
             for conn in list(held):

@@ -38,6 +38,7 @@ from prometheus_client.core import (
 )
 
 from gapwatch import __version__
+from gapwatch.base.watch import thread_label
 from gapwatch.core.config import split_listen
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
@@ -131,6 +132,7 @@ class GapwatchCollector:
         yield from self._log_files(logs, log_counters)
         yield self._lateness(counts)
         yield from _recording(getattr(status, "recording", None))
+        yield from _threads(getattr(status, "threads", None) or [])
         yield from self._copytrace(counts, getattr(status, "copytrace", None))
         yield from self._slow_readings(snap.links, snap.procmem)
         yield from prover_families(snap.provers, pollers, snap.pipeline)
@@ -284,8 +286,7 @@ class GapwatchCollector:
         }
         for info in snap.gpus:
             gpu = info.index
-            st = snap.states.get(gpu)
-            current = st.state if st is not None else "NO_DATA"
+            current = snap.state_name(gpu)
             for state in CHAIN_STATES:
                 chain.add_metric([str(gpu), state], 1.0 if state == current else 0.0)
             breakdown.add_metric([str(gpu)], 1.0 if current == "BREAKDOWN" else 0.0)
@@ -380,6 +381,23 @@ class GapwatchCollector:
                                      "How late sampler ticks ran behind their deadline.")
         hist.add_metric([], buckets, sum_value=c.lateness_sum_s)
         return hist
+
+
+def _threads(threads: list[Any]) -> Iterator[Metric]:
+    """Every thread the runtime started (`RuntimeStatus.threads`): alive, and how often it
+    died. A dead one is a sampler, reader, writer or poller that no longer works."""
+    if not threads:
+        return
+    up = _gauge("thread_up", "1 while the thread runs (or ended as it should), 0 once it "
+                "died for good (not restarted).", ["thread"])
+    deaths = CounterMetricFamily("gapwatch_thread_deaths", "Times the thread died (raised); "
+                                 "each is an error notice, restarted where that is safe.",
+                                 labels=["thread"])
+    for t in threads:
+        name = thread_label(t.name)
+        up.add_metric([name], 1.0 if t.alive else 0.0)
+        deaths.add_metric([name], t.deaths)
+    yield from (up, deaths)
 
 
 def _recording(rec: Any) -> Iterator[Metric]:

@@ -38,9 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
-
-from gapwatch.core.models import Notice, Record, SessionHeader
+from gapwatch.base.watch import UNWATCHED, ThreadWatch
+from gapwatch.core.codec import encode_line
+from gapwatch.core.config import RecordConfig
+from gapwatch.core.models import Gap, Notice, Record, SessionHeader
 from gapwatch.sinks.output_file import ExistsPolicy, OutputFile, OutputPlan, check_output
 
 #: Uncompressed JSON per gzip member: large enough that compression loses nothing measurable,
@@ -48,10 +49,11 @@ from gapwatch.sinks.output_file import ExistsPolicy, OutputFile, OutputPlan, che
 MEMBER_BYTES = 1 << 20
 #: The most JSON written in one go: a nearly full disk takes what fits, batch by batch.
 WRITE_BATCH_BYTES = 256 << 10
-#: Encoded records kept in memory while the disk refuses them (minutes of an 8-GPU box).
-DEFAULT_MAX_PENDING_BYTES = 16 << 20
-#: The longest wait between two write attempts on a failing disk.
-RETRY_MAX_S = 30.0
+#: A recorder without a writer thread writes as soon as this much waits (or half its memory
+#: bound, if less), whatever the interval.
+SYNC_WRITE_BYTES = 1 << 20
+#: The constructor's defaults are the `[record]` config's (one source: `RecordConfig`).
+_DEFAULTS = RecordConfig()
 _GZIP_WBITS = 31  # zlib's gzip container
 _GZIP_LEVEL = 6
 
@@ -102,7 +104,7 @@ class _Drops:
 
 
 def _record_times(record: Record) -> tuple[int | None, float | None]:
-    if record.type == "gap":
+    if isinstance(record, Gap):
         return record.start_mono_ns, record.start_s
     return getattr(record, "t_mono_ns", None), getattr(record, "t_wall_s", None)
 
@@ -110,19 +112,19 @@ def _record_times(record: Record) -> tuple[int | None, float | None]:
 class Recorder:
     """A session sink that writes every record to a JSON Lines file (gzip when `.gz`).
 
-    Synchronous by default (writes happen in `on_record` once `flush_interval_s` has passed, and
-    in `close()`); `start()` moves the writes to a thread of their own, so that a slow or failing
-    disk never delays the caller (the sampler).
+    Synchronous by default (writes happen in `on_record` once `flush_interval_s` has passed or
+    `SYNC_WRITE_BYTES` wait, and in `close()`); `start()` moves the writes to a thread of their
+    own, so that a slow or failing disk never delays the caller (the sampler).
     """
 
     def __init__(
         self,
         target: str | Path | OutputPlan,
-        flush_interval_s: float = 1.0,
+        flush_interval_s: float = _DEFAULTS.flush_interval_s,
         *,
         exists: ExistsPolicy = "refuse",
-        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
-        retry_max_s: float = RETRY_MAX_S,
+        max_pending_bytes: int = _DEFAULTS.max_pending_mib << 20,
+        retry_max_s: float = _DEFAULTS.retry_max_s,
         on_problem: Callable[[Notice], None] | None = None,
     ) -> None:
         """
@@ -141,6 +143,8 @@ class Recorder:
         self._gzip = self.path.name.endswith(".gz")
         self._flush_interval_s = flush_interval_s
         self._max_pending_bytes = max_pending_bytes
+        #: Pending bytes that make a synchronous recorder write at once (well below the bound).
+        self._batch_bytes = min(SYNC_WRITE_BYTES, max_pending_bytes // 2)
         self._retry_max_s = retry_max_s
         self._on_problem = on_problem
         # _lock guards the pending buffer and the counters; _io the file and the compressor.
@@ -170,11 +174,13 @@ class Recorder:
         self.closed = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: Hears the writer thread die, and restarts it (what is pending stays in this object).
+        self.watch: ThreadWatch = UNWATCHED
 
     # -- the sink -------------------------------------------------------------------------------
 
     def on_header(self, header: SessionHeader) -> None:
-        line = header.model_dump_json().encode() + b"\n"
+        line = encode_line(header)
         with self._io:
             try:
                 # The header is a gzip member of its own: the file can always be cut back to it.
@@ -188,7 +194,7 @@ class Recorder:
         self._deliver()
 
     def on_record(self, record: Record) -> None:
-        line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+        line = encode_line(record)
         t_mono, t_wall = _record_times(record)
         with self._lock:
             if self.closed:
@@ -201,7 +207,12 @@ class Recorder:
             self._pending.append(line)
             self._pending_bytes += len(line)
             self._pending_records += 1
-            due = self._thread is None and time.monotonic_ns() >= self._next_write_ns
+            # Without a writer thread the caller writes: once the interval has passed, and as
+            # soon as a batch waits while the disk takes writes (a conversion or a snapshot
+            # encodes far faster than `max_pending_bytes` a second, and must keep every record).
+            due = self._thread is None and (
+                time.monotonic_ns() >= self._next_write_ns
+                or (self._state == "writing" and self._pending_bytes >= self._batch_bytes))
         if due:
             self.flush()
 
@@ -229,9 +240,8 @@ class Recorder:
     def start(self) -> None:
         """Write from a thread of our own from now on (the runtime does this)."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="gapwatch-recorder",
-                                            daemon=True)
-            self._thread.start()
+            self._thread = self.watch.start("gapwatch-recorder", self._run, restart=True,
+                                            stop=self._stop)
 
     def stop_writer(self, timeout_s: float = 5.0) -> None:
         """Stop the writer thread (what is pending stays for `close()`). Call it before taking a
@@ -382,7 +392,7 @@ class Recorder:
                         f"recording gap: {drops.count} records were not written "
                         f"({drops.last_wall_s - drops.first_wall_s:.1f} s of data): the disk "
                         f"refused them and {self._max_pending_bytes / 2**20:g} MiB were waiting")
-        return orjson.dumps(notice, option=orjson.OPT_APPEND_NEWLINE)
+        return encode_line(notice)
 
     def _failed(self, exc: OSError) -> None:
         error = exc.strerror or str(exc)

@@ -18,7 +18,6 @@ step: a reader (or a full disk halfway through) never leaves a half snapshot und
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 import re
@@ -28,9 +27,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import orjson
-
 from gapwatch.core import fmt
+from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.config import Config
 from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
@@ -135,16 +133,37 @@ def render_summary(
     reason: str,
     status_lines: Sequence[str] = (),
 ) -> str:
-    """summary.md: written for a person who was not watching (or an assistant they ask)."""
+    """summary.md: written for a person who was not watching (or an assistant they ask), one
+    section per named step below."""
     gaps = _gaps_in(records)
+    hosts = [r for r in records if isinstance(r, HostSample)]
     out = [
         f"# gapwatch snapshot: {header.host}, {fmt.utc_stamp(t_wall_s)}",
         "",
-        f"Taken: {reason}. Source: `{header.source}`, gapwatch {header.gapwatch_version}. "
+        f"Taken {reason}. Source: `{header.source}`, gapwatch {header.gapwatch_version}. "
         f"{covered_text(records, config.snapshot.history_s)}; times are UTC.",
-        "",
-        "## GPUs",
-        "",
+    ]
+    out += _gpu_section(snap, config)
+    out += _happened_section(gaps)
+    out += ["", "## Hints", "", "One line per distinct cause (gaps of the same kind that idled for "
+            "the same reason), with the latest such gap's hint in full.", ""]
+    out += hint_lines(gaps) or ["- none"]
+    out += _warnings_section(records)
+    out += _host_section(hosts)
+    if status_lines:
+        out += ["", "## Sampler and inputs", ""] + [f"- {line}" for line in status_lines]
+    out += _files_section(records, gaps, hosts)
+    out += ["", "## Config", "", "```json",
+            encode_json(config.model_dump(mode="json"), indent=2).decode(), "```", ""]
+    # Log lines, hints and paths are text from outside: shown in the file, never obeyed by the
+    # terminal a user `cat`s it to.
+    return "\n".join(fmt.visible(line) for line in "\n".join(out).split("\n"))
+
+
+def _gpu_section(snap: StoreSnapshot, config: Config) -> list[str]:
+    """Each GPU's state, busy share, link (as trained, when below its maximum) and why."""
+    out = [
+        "", "## GPUs", "",
         "Busy: share of the detector's window (the last "
         f"{config.detector.window_s:g} s) in which the GPU was busy, as the dashboard header and "
         "/metrics show it.",
@@ -153,71 +172,82 @@ def render_summary(
     rows = []
     for info in snap.gpus:
         state = snap.states.get(info.index)
-        link = info.link_bytes_per_s or config.detector.default_link_bytes_per_s
-        gen = f"Gen{info.link_gen} x{info.link_width}" if info.link_gen else "link unknown"
+        link = config.detector.link_or_default(info.link_bytes_per_s)
+        gen = fmt.link_shape(info.link_gen, info.link_width) if info.link_gen else "link unknown"
         trained = snap.links.get(info.index)
         if trained is not None and trained.trained_down:
             # "% of link" everywhere is of the maximum: say what the link actually ran at.
             gen += (f"; trained down to "
                     f"{link_text(trained.gen, trained.width, trained.bytes_per_s)} under traffic")
         rows.append([
-            f"GPU{info.index}", info.name, state.state if state else "NO_DATA",
+            f"GPU{info.index}", info.name, snap.state_name(info.index),
             fmt.frac_pct(snap.busy_share(info.index)),
-            f"{fmt.gbps(link)} GB/s per direction ({gen})",
+            f"{fmt.rate(link)} per direction ({gen})",
             (state.reason if state else "") or "-",
         ])
-    out += _table(["GPU", "name", "state", "busy", "link capacity", "reason"], rows)
-    out += ["", "## What happened", ""]
+    return out + _table(["GPU", "name", "state", "busy", "link capacity", "reason"], rows)
+
+
+def _happened_section(gaps: list[Gap]) -> list[str]:
+    """Gaps by GPU and kind: how many, idle in total, the longest, the median RX inside."""
+    out = ["", "## What happened", ""]
     if not gaps:
         out.append("No idle gaps in this span.")
-    by_kind = Counter(g.kind for g in gaps)
     for (gpu, kind), n in sorted(Counter((g.gpu, g.kind) for g in gaps).items()):
         these = [g for g in gaps if g.gpu == gpu and g.kind == kind]
         idle_s = sum(g.duration_s for g in these)
         rx = [g.pcie_rx_bytes_per_s for g in these if g.pcie_rx_bytes_per_s is not None]
-        rx_txt = f", median RX inside {fmt.gbps(statistics.median(rx))} GB/s" if rx else ""
+        rx_txt = f", median RX inside {fmt.rate(statistics.median(rx))}" if rx else ""
         out.append(f"- GPU{gpu}: {n} {kind} gap(s), {idle_s:.1f} s idle in total"
                    f", longest {fmt.duration(max(g.duration_s for g in these))}{rx_txt}")
-    out += ["", "## Hints", "", "One line per distinct cause (gaps of the same kind that idled for "
-            "the same reason), with the latest such gap's hint in full.", ""]
-    out += hint_lines(gaps) or ["- none"]
+    return out
+
+
+def _warnings_section(records: Sequence[Record]) -> list[str]:
+    """The prover's warnings by kind, each with one example line."""
     warnings = [e for e in records if isinstance(e, LogEvent) and e.warning]
-    out += ["", "## Prover log warnings", ""]
-    if warnings:
-        for warning, n in Counter(e.warning for e in warnings).most_common():
-            example = next(e.raw for e in warnings if e.warning == warning)
-            out += [f"- {warning}: {n} line(s), e.g.", "", "  ```", f"  {example}", "  ```"]
-    else:
-        out.append("- none")
-    out += ["", "## Host pressure", ""]
-    hosts = [r for r in records if isinstance(r, HostSample)]
-    if hosts:
-        last = hosts[-1]
+    out = ["", "## Prover log warnings", ""]
+    if not warnings:
+        return [*out, "- none"]
+    for warning, n in Counter(e.warning for e in warnings).most_common():
+        example = next(e.raw for e in warnings if e.warning == warning)
+        out += [f"- {warning}: {n} line(s), e.g.", "", "  ```", f"  {example}", "  ```"]
+    return out
 
-        def peak(values: Iterable[float | None]) -> float | None:
-            present = [v for v in values if v is not None]
-            return max(present) if present else None
 
-        out += _table(["", "latest", "max in span"], [
-            ["memory used", fmt.pct(last.mem_used_pct),
-             fmt.pct(peak(h.mem_used_pct for h in hosts))],
-            ["PSI memory some avg10", fmt.pct(last.psi_mem_some_avg10, 1),
-             fmt.pct(peak(h.psi_mem_some_avg10 for h in hosts), 1)],
-            ["PSI memory full avg10", fmt.pct(last.psi_mem_full_avg10, 1),
-             fmt.pct(peak(h.psi_mem_full_avg10 for h in hosts), 1)],
-            ["major faults/s", fmt.pct(last.major_faults_per_s).rstrip("%"),
-             fmt.pct(peak(h.major_faults_per_s for h in hosts)).rstrip("%")],
-            ["memory bandwidth GB/s", fmt.gbps(last.mem_bandwidth_bytes_per_s),
-             fmt.gbps(peak(h.mem_bandwidth_bytes_per_s for h in hosts))],
-        ])
-    else:
-        out.append("No host samples.")
-    if status_lines:
-        out += ["", "## Sampler and inputs", ""] + [f"- {line}" for line in status_lines]
+def _host_section(hosts: list[HostSample]) -> list[str]:
+    """Host memory pressure: the latest reading and the peak of the span."""
+    out = ["", "## Host pressure", ""]
+    if not hosts:
+        return [*out, "No host samples."]
+    last = hosts[-1]
+
+    def peak(values: Iterable[float | None]) -> float | None:
+        present = [v for v in values if v is not None]
+        return max(present) if present else None
+
+    return out + _table(["", "latest", "max in span"], [
+        ["memory used", fmt.pct(last.mem_used_pct),
+         fmt.pct(peak(h.mem_used_pct for h in hosts))],
+        ["PSI memory some avg10", fmt.pct(last.psi_mem_some_avg10, 1),
+         fmt.pct(peak(h.psi_mem_some_avg10 for h in hosts), 1)],
+        ["PSI memory full avg10", fmt.pct(last.psi_mem_full_avg10, 1),
+         fmt.pct(peak(h.psi_mem_full_avg10 for h in hosts), 1)],
+        ["major faults/s", fmt.pct(last.major_faults_per_s).rstrip("%"),
+         fmt.pct(peak(h.major_faults_per_s for h in hosts)).rstrip("%")],
+        ["memory bandwidth", fmt.rate(last.mem_bandwidth_bytes_per_s),
+         fmt.rate(peak(h.mem_bandwidth_bytes_per_s for h in hosts))],
+    ])
+
+
+def _files_section(records: Sequence[Record], gaps: list[Gap],
+                   hosts: list[HostSample]) -> list[str]:
+    """What each file of the folder holds."""
     n_samples = sum(isinstance(r, GpuSample) for r in records)
     n_logs = sum(isinstance(r, LogEvent) for r in records)
     n_notices = sum(isinstance(r, Notice) for r in records)
-    out += [
+    by_kind = Counter(g.kind for g in gaps)
+    return [
         "",
         "## Files",
         "",
@@ -226,17 +256,7 @@ def render_summary(
         f"- `{GAPS_NAME}`: {len(gaps)} gap(s) "
         f"({', '.join(f'{k} {n}' for k, n in by_kind.items())})",
         f"- `{SVG_NAME}`: the dashboard when the snapshot was taken (if taken from the dashboard)",
-        "",
-        "## Config",
-        "",
-        "```json",
-        orjson.dumps(config.model_dump(), option=orjson.OPT_INDENT_2).decode(),
-        "```",
-        "",
     ]
-    # Log lines, hints and paths are text from outside: shown in the file, never obeyed by the
-    # terminal a user `cat`s it to.
-    return "\n".join(fmt.visible(line) for line in "\n".join(out).split("\n"))
 
 
 def write_snapshot(
@@ -247,7 +267,7 @@ def write_snapshot(
     *,
     t_wall_s: float,
     svg: str | None = None,
-    reason: str = "taken by hand",
+    reason: str = "by hand",
     status_lines: Sequence[str] = (),
 ) -> Path:
     """Write a complete snapshot folder and return its path.
@@ -269,8 +289,8 @@ def write_snapshot(
         tmp.mkdir()
         records = history_records(snap, config.snapshot.history_s)
         write_recording(tmp / RECORDING_NAME, header, records)
-        gaps = [dataclasses.asdict(g) for g in _gaps_in(records)]
-        (tmp / GAPS_NAME).write_bytes(orjson.dumps(gaps, option=orjson.OPT_INDENT_2))
+        gaps = [gap_json(g) for g in _gaps_in(records)]
+        (tmp / GAPS_NAME).write_bytes(encode_json(gaps, indent=2))
         summary = render_summary(snap, header, config, records, t_wall_s=t_wall_s,
                                  reason=reason, status_lines=status_lines)
         (tmp / SUMMARY_NAME).write_text(summary, encoding="utf-8")

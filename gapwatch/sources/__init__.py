@@ -1,12 +1,12 @@
 """Adapters to the outside world that produce records, and the protocols the sampler drives.
 
 Live sources, read by the sampler on a deadline schedule (`GpuSource`, `HostSource`): `nvml`
-(real GPUs; the only module that imports pynvml), `host` (host memory pressure; the only module
-that imports psutil), `sim` (the simulated prover). A side source on its own thread:
-`cuzk_status` (the prover's `GET /status`, polled; `cuzk_status_server` serves the same endpoint
-for the simulator and the load generator). Recorded sources: `recording` (gapwatch's
-JSON Lines), `trace_csv` (the shared trace layout), `files.read_any` (picks one); the replay
-driver (`gapwatch.engine.replay`) feeds their records to a session, paced by their own times.
+(real GPUs; the only module that imports pynvml), `host` (host memory pressure, from /proc),
+`sim` (the simulated prover). A side source on its own thread: `cuzk_status` (the prover's
+`GET /status`, polled; `cuzk_status_server` serves the same endpoint for the simulator and the
+load generator). Recorded sources: `recording` (gapwatch's JSON Lines), `trace_csv` (the shared
+trace layout), `files.read_any` (picks one); the replay driver (`gapwatch.engine.replay`) feeds
+their records to a session, paced by their own times.
 
 Who uses them: the runtime (`gapwatch.engine.runtime`) builds the live ones; the replay driver
 and `gapwatch.offline` read the recorded ones.

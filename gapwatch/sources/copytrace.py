@@ -9,7 +9,12 @@ summary and /metrics. Records go to `on_record` (the session's), from this sourc
 What it does with what arrives (wire format: `gapwatch.copytrace.wire`):
 - every datagram is validated on its own; garbage, truncated datagrams, unknown versions and
   impossible records are counted by reason and dropped (the first of each reason is a notice),
-  never a crash and never a stop;
+  never a crash and never a stop. Every number is bounded where it is decoded
+  (`gapwatch.core.bounds`): a copy's size (at most a TiB) and times (ending within ten minutes
+  before and a minute after it arrives), the pid, the senders' counters, and how many senders
+  are followed (`MAX_SENDERS`): any process that may write to the socket can send anything;
+- the library's NOTE datagrams (its own warnings) are cut to `NOTE_CHARS` and said at most once
+  per `NOTE_INTERVAL_S` per sender, the rest counted and summed up (`gapwatch.core.ratelimit`);
 - senders are told apart by (pid, session): a prover that restarts is a new sender, its new
   sequence numbers are not losses, and the old one is forgotten after `FORGET_AFTER_S`;
 - drops are what the senders report in-band (could not deliver, or CUPTI's own buffer drops),
@@ -37,8 +42,20 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gapwatch.base.clock import Clock, SystemClock
+from gapwatch.base.watch import UNWATCHED, ThreadWatch
 from gapwatch.copytrace import wire
+from gapwatch.core.bounds import (
+    MAX_PID,
+    MAX_SENDER_COUNTER,
+    MAX_SENDERS,
+    copy_bytes_ok,
+    copy_times_problem,
+    pid_ok,
+    sender_counter_ok,
+)
 from gapwatch.core.models import CopyRecord, GpuInfo, Notice, Record
+from gapwatch.core.ratelimit import RateLimit
+from gapwatch.core.sizes import cut_text
 from gapwatch.sources import SourceUnavailable
 
 #: Largest datagram read whole (the library sends at most 64 x 64 bytes + a header).
@@ -47,8 +64,10 @@ MAX_DATAGRAM = 65536
 ATTACHED_FOR_S = 60.0
 #: A sender's state is dropped this long after its last datagram (bounded memory).
 FORGET_AFTER_S = 600.0
-#: A copy whose end is before its start, or longer than this, is not a copy.
-MAX_COPY_S = 3600.0
+#: Characters of a NOTE's text kept (the library writes one line; 60 KB is not a note).
+NOTE_CHARS = 512
+#: A sender's NOTEs are said at most once per this interval; the rest are counted and summed up.
+NOTE_INTERVAL_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +151,12 @@ class CopyTraceReader:
         self._inode: tuple[int, int] | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        #: Hears the receiving thread die, and restarts it (the socket and senders stay).
+        self.watch: ThreadWatch = UNWATCHED
         self._lock = threading.Lock()
         self._senders: dict[tuple[int, int], _Sender] = {}
         self._said: set[str] = set()
+        self._notes = RateLimit(int(NOTE_INTERVAL_S * 1e9), burst=1, max_kinds=MAX_SENDERS)
         self._state = "stopped"
         self.copies = 0
         self.unmapped = 0
@@ -189,9 +211,9 @@ class CopyTraceReader:
     def start(self) -> None:
         if self._sock is None:
             self.open()
-        self._thread = threading.Thread(target=self._loop, name="gapwatch-copytrace",
-                                        daemon=True)
-        self._thread.start()
+        # Restarted after it died: the socket and the senders' state live in this object.
+        self._thread = self.watch.start("gapwatch-copytrace", self._loop, restart=True,
+                                        stop=self._stop)
 
     def stop(self) -> None:
         self._stop.set()
@@ -217,23 +239,28 @@ class CopyTraceReader:
         self._inode = None
 
     def _loop(self) -> None:
+        """The receiving thread's loop, under `watch` (which says it when it dies): bad input
+        is refused in `feed`, never raised, so only a bug or a failing socket ends it."""
         sock = self._sock
         assert sock is not None
-        try:
-            while not self._stop.is_set():
-                try:
-                    data, _anc, flags, _addr = sock.recvmsg(MAX_DATAGRAM)
-                except TimeoutError:
-                    self._expire()
-                    continue
-                except OSError:
-                    if self._stop.is_set():
-                        return
-                    raise
+        self._state = "listening"
+        while not self._stop.is_set():
+            try:
+                data, _anc, flags, _addr = sock.recvmsg(MAX_DATAGRAM)
+            except TimeoutError:
+                self._expire()
+                self._say_held_notes()
+                continue
+            except OSError as exc:
+                if self._stop.is_set():
+                    return
+                self._state = f"error: {exc!r}"
+                raise
+            try:
                 self.feed(data, truncated=bool(flags & socket.MSG_TRUNC))
-        except Exception as exc:  # noqa: BLE001 - said, and the rest of gapwatch goes on
-            self._state = f"error: {exc!r}"
-            self._notice("error", f"copy trace: reader stopped ({exc!r}); copies no longer seen")
+            except Exception as exc:
+                self._state = f"error: {exc!r}"
+                raise
 
     # ---------------------------------------------------------------- parsing
 
@@ -244,8 +271,20 @@ class CopyTraceReader:
         except wire.WireError as exc:
             self._refuse(exc.reason, str(exc))
             return
+        if not pid_ok(dg.pid):
+            self._refuse("pid", f"pid {dg.pid} is not a process (1..{MAX_PID})")
+            return
+        counters = (dg.seq, dg.copies_seen, dg.dropped_send, dg.dropped_cupti)
+        if not all(map(sender_counter_ok, counters)):
+            self._refuse("counter", f"pid {dg.pid}: counters {counters} are not counts "
+                                    f"(0..{MAX_SENDER_COUNTER})")
+            return
         now = self.clock.monotonic_ns()
         sender = self._sender(dg, now)
+        if sender is None:
+            self._refuse("senders", f"pid {dg.pid} would be sender number {MAX_SENDERS + 1}; "
+                                    f"at most {MAX_SENDERS} are followed at once")
+            return
         if dg.type == wire.TYPE_HELLO and dg.hello is not None:
             sender.flags, sender.comm = dg.hello.flags, dg.hello.comm
             if dg.hello.cupti_api_loaded // 10000 != dg.hello.cupti_api_built // 10000:
@@ -253,20 +292,41 @@ class CopyTraceReader:
                                         f"{dg.hello.cupti_api_loaded} loaded, built for "
                                         f"{dg.hello.cupti_api_built}")
         elif dg.type == wire.TYPE_NOTE and dg.note:
-            self._notice("warning", f"copy trace: pid {dg.pid}: {dg.note}")
+            self._note(dg.pid, dg.session_id, dg.note, now)
         elif dg.type == wire.TYPE_BYE:
             sender.gone = True
             self._notice("info", f"copy trace: pid {dg.pid} ({sender.comm or '?'}) exited")
+        wall = self.clock.wall_s()
         for c in dg.copies:
-            rec = self._copy(c, sender, now)
+            rec = self._copy(c, sender, now, wall)
             if rec is not None:
                 self._on_record(rec)
 
-    def _sender(self, dg: wire.Datagram, now: int) -> _Sender:
+    def _note(self, pid: int, session_id: int, text: str, now: int) -> None:
+        """The library's own warning: said once per `NOTE_INTERVAL_S` per sender, cut."""
+        message = f"copy trace: pid {pid}: {cut_text(text, NOTE_CHARS)}"
+        with self._lock:
+            say = self._notes.offer(f"{pid}:{session_id}", now, message)
+        if say:
+            self._notice("warning", message)
+
+    def _say_held_notes(self) -> None:
+        with self._lock:
+            held = self._notes.due(self.clock.monotonic_ns())
+        for h in held:
+            self._notice("warning", h.text("notes from this prover"))
+
+    def _sender(self, dg: wire.Datagram, now: int) -> _Sender | None:
+        """The datagram's sender (new ones are added); None when `MAX_SENDERS` are followed
+        already and none of them can be forgotten."""
         key = (dg.pid, dg.session_id)
         with self._lock:
             s = self._senders.get(key)
             new = s is None
+            if s is None and len(self._senders) >= MAX_SENDERS:
+                self._forget_quiet(now)
+                if len(self._senders) >= MAX_SENDERS:
+                    return None
             if s is None:
                 # Its counters so far are the baseline: what it dropped before we heard it
                 # (gapwatch not started yet, or restarting) is not counted against us.
@@ -284,13 +344,19 @@ class CopyTraceReader:
             self._notice("info", f"copy trace: pid {dg.pid} attached")
         return s
 
-    def _copy(self, c: wire.WireCopy, sender: _Sender, now: int) -> CopyRecord | None:
+    def _copy(self, c: wire.WireCopy, sender: _Sender, now: int, wall_s: float
+              ) -> CopyRecord | None:
         direction = wire.COPY_KIND_DIRECTION.get(c.copy_kind)
         if direction is None:
             self._refuse("record_kind", f"copy kind {c.copy_kind} is not host<->device")
             return None
-        if c.end_ns < c.start_ns or (c.end_ns - c.start_ns) > MAX_COPY_S * 1e9 or c.start_ns == 0:
-            self._refuse("record_time", f"copy from {c.start_ns} to {c.end_ns} ns is not a copy")
+        if not copy_bytes_ok(c.bytes):
+            self._refuse("record_bytes", f"a copy of {c.bytes} bytes is not a copy")
+            return None
+        why = copy_times_problem(c.start_ns, c.end_ns, wall_s)
+        if why is not None:
+            self._refuse("record_time", f"copy from {c.start_ns} to {c.end_ns} ns is not a live "
+                                        f"copy ({why})")
             return None
         gpu = self._gpu(c, sender)
         with self._lock:
@@ -299,9 +365,9 @@ class CopyTraceReader:
                 self.unmapped += 1
         return CopyRecord(
             start_wall_s=c.start_ns / 1e9, end_wall_s=c.end_ns / 1e9, bytes=c.bytes,
-            direction=direction,  # type: ignore[arg-type]
-            src_kind=wire.memory_kind(c.src_kind),  # type: ignore[arg-type]
-            dst_kind=wire.memory_kind(c.dst_kind),  # type: ignore[arg-type]
+            direction=direction,
+            src_kind=wire.memory_kind(c.src_kind),
+            dst_kind=wire.memory_kind(c.dst_kind),
             gpu=gpu, cuda_device=c.device_id, stream_id=c.stream_id, context_id=c.context_id,
             correlation_id=c.correlation_id, pid=sender.pid, t_arrival_mono_ns=now,
         )
@@ -328,11 +394,20 @@ class CopyTraceReader:
     def _expire(self) -> None:
         now = self.clock.monotonic_ns()
         with self._lock:
-            for key, s in list(self._senders.items()):
-                if now - s.last_heard_ns > FORGET_AFTER_S * 1e9:
-                    self._forgotten_send += s.dropped_send
-                    self._forgotten_cupti += s.dropped_cupti
-                    del self._senders[key]
+            self._forget(lambda s: now - s.last_heard_ns > FORGET_AFTER_S * 1e9)
+
+    def _forget_quiet(self, now: int) -> None:
+        """Under _lock, when the sender table is full: forget those gone (BYE) or not heard
+        from for `ATTACHED_FOR_S`."""
+        self._forget(lambda s: s.gone or now - s.last_heard_ns > ATTACHED_FOR_S * 1e9)
+
+    def _forget(self, stale: Callable[[_Sender], bool]) -> None:
+        """Under _lock: drop the senders `stale` picks, keeping their drops in the totals."""
+        for key, s in list(self._senders.items()):
+            if stale(s):
+                self._forgotten_send += s.dropped_send
+                self._forgotten_cupti += s.dropped_cupti
+                del self._senders[key]
 
     def _notice(self, level: Literal["info", "warning", "error"], message: str) -> None:
         if self._on_notice is not None:

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Union, cast, get_args, get_origin, get_type_hints
 from urllib.parse import urlsplit
 
 import msgspec
@@ -46,6 +46,7 @@ from gapwatch.core.models import (
     PARTITION_STATES,
     WORKER_STATES,
     Notice,
+    NoticeLevel,
     ProverPartition,
     ProverStatus,
     ProverWorker,
@@ -346,7 +347,8 @@ def fetch_status(url: str, timeout_s: float, max_bytes: int = MAX_BODY_BYTES) ->
         raise StatusError("connection", f"{type(exc).__name__}: {exc}") from None
     if not data:
         raise StatusError("connection", "the server closed the connection without answering")
-    resp = http.client.HTTPResponse(_Answer(data))  # type: ignore[arg-type]
+    # HTTPResponse takes a socket but only calls its makefile(), which _Answer has.
+    resp = http.client.HTTPResponse(cast(socket.socket, _Answer(data)))
     try:
         resp.begin()
         # With a Content-Length (cuzk always sends one), read() raises IncompleteRead when the
@@ -467,10 +469,10 @@ class StatusPoller(Background):
                          f"cuzk status {self.url}: {exc}; polling goes on, failures counted "
                          f"({exc.reason})")
 
-    def _notice(self, t_mono: int, t_wall: float, level: str, message: str) -> None:
+    def _notice(self, t_mono: int, t_wall: float, level: NoticeLevel, message: str) -> None:
         if self._on_notice is not None:
             self._on_notice(Notice(t_mono_ns=t_mono, t_wall_s=t_wall,
-                                   level=level, message=message))  # type: ignore[arg-type]
+                                   level=level, message=message))
 
     def status(self) -> PollerStatus:
         with self._lock:

@@ -1,14 +1,14 @@
 """The host source: memory pressure on the machine that feeds the GPUs, one `HostSample` per tick.
 
 Who calls it: the sampler thread (`gapwatch.engine.sampler`), through the `HostSource` protocol,
-right after the GPU source on every tick. It is the only module that imports psutil.
+right after the GPU source on every tick.
 
 Why these fields: pageable host-to-device copies are staged through a small pinned bounce buffer
 by the CPU, so they slow down when host memory bandwidth is contended or memory is short. The
 detector uses them to tell `host_stall` and `pcie_starved` gaps apart and to explain them.
 
 Sources, all read from files under an injectable `root` (tests use fake /proc and /sys trees):
-- /proc/meminfo: used % (as psutil: (total - available) / total), available bytes, swap used;
+- /proc/meminfo: used % ((total - available) / total, as `free`), available bytes, swap used;
 - /proc/stat: CPU busy % over the interval (all CPUs; idle and iowait count as not busy);
 - /proc/pressure/memory: PSI some/full avg10, and the share of the interval stalled, from the
   cumulative `total` (µs) counters, which react within one tick where avg10 lags by seconds;
@@ -18,7 +18,9 @@ Sources, all read from files under an injectable `root` (tests use fake /proc an
 
 Anything absent or unreadable is None, never 0. Rates need a previous reading: they are None on
 the first tick, and None again after a counter went backwards (reset, remount). On a system
-without /proc/meminfo (not Linux) memory, swap and CPU come from psutil instead.
+without /proc (not Linux) every field is None: gapwatch watches Linux proving boxes (cuzk, the
+copy trace and the prover's /proc/PID/status are Linux-only), so it carries no second way to
+read memory and CPU for other systems (psutil was one: a dependency that served only them).
 """
 
 from __future__ import annotations
@@ -62,15 +64,11 @@ class ProcHostSource:
         # The set of L3 domains does not change while resctrl stays mounted: glob once.
         pattern = os.path.join(root, "sys", "fs", "resctrl", "mon_data", "*", "mbm_total_bytes")
         self._mbm_files = sorted(glob.glob(pattern)) if resctrl else []
-        self._use_psutil = not os.path.exists(self._meminfo)
         self._prev: _Previous | None = None
 
     def read(self, t_mono_ns: int, t_wall_s: float) -> HostSample:
-        if self._use_psutil:
-            mem_used_pct, available, swap_used, busy, total = _from_psutil()
-        else:
-            mem_used_pct, available, swap_used = _meminfo(_read(self._meminfo))
-            busy, total = _cpu_jiffies(_read(self._stat, 4096))  # only the first line
+        mem_used_pct, available, swap_used = _meminfo(_read(self._meminfo))
+        busy, total = _cpu_jiffies(_read(self._stat, 4096))  # only the first line
         some_avg10, some_us, full_avg10, full_us = _psi(_read(self._psi))
         major = _vmstat_field(_read(self._vmstat), b"pgmajfault")
         mbm = self._mbm_total()
@@ -85,11 +83,11 @@ class ProcHostSource:
             interval_s = interval_ns / 1e9
 
         cpu_busy_pct = None
-        if None not in (busy, total, prev.cpu_busy, prev.cpu_total):
-            d_total = total - prev.cpu_total  # type: ignore[operator]
-            if d_total > 0:
-                d_busy = busy - prev.cpu_busy  # type: ignore[operator]
-                cpu_busy_pct = min(100.0, max(0.0, 100.0 * d_busy / d_total))
+        prev_busy, prev_total = prev.cpu_busy, prev.cpu_total
+        if busy is not None and total is not None and prev_busy is not None \
+                and prev_total is not None and total > prev_total:
+            d_busy = busy - prev_busy
+            cpu_busy_pct = min(100.0, max(0.0, 100.0 * d_busy / (total - prev_total)))
         return HostSample(
             t_mono_ns=t_mono_ns,
             t_wall_s=t_wall_s,
@@ -213,18 +211,3 @@ def _share(prev_us: int | None, now_us: int | None, interval_us: float) -> float
     """Fraction (0..1) of the interval covered by a PSI stall counter's growth."""
     rate = _rate(prev_us, now_us, interval_us)
     return None if rate is None else min(1.0, rate)
-
-
-def _from_psutil() -> tuple[float | None, int | None, int | None, int | None, int | None]:
-    """Memory, swap and CPU jiffies where /proc/meminfo does not exist (not Linux)."""
-    import psutil  # the only psutil import in gapwatch; only needed off Linux
-
-    vm = psutil.virtual_memory()
-    swap = psutil.swap_memory()
-    cpu = psutil.cpu_times()
-    idle = cpu.idle + getattr(cpu, "iowait", 0.0)
-    total = sum(cpu)
-    # Seconds -> hundredths, so the arithmetic matches the /proc/stat jiffies path.
-    return float(vm.percent), int(vm.available), int(swap.used), int((total - idle) * 100), int(
-        total * 100
-    )

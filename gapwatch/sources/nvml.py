@@ -162,8 +162,9 @@ class NvmlSource:
     def open(self) -> list[GpuInfo]:
         try:
             # The only pynvml import in gapwatch. nvidia-ml-py ships neither stubs nor
-            # py.typed (and typeshed has none), so the module is Any to the type checker.
-            import pynvml  # type: ignore[import-untyped]
+            # py.typed (and typeshed has none), so the module is Any to the type checker
+            # (pyproject's mypy override says so once).
+            import pynvml
         except ImportError as exc:
             raise SourceUnavailable(
                 f"NVML unavailable: the nvidia-ml-py package cannot be imported ({exc}); {HINT}"

@@ -23,14 +23,10 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
-
-import msgspec
-import orjson
-from pydantic import TypeAdapter, ValidationError
 
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
@@ -39,47 +35,20 @@ from gapwatch.core.bounds import (
     usable_period_ms,
     wall_s_ok,
 )
-from gapwatch.core.models import SCHEMA_VERSION, GpuSample, HostSample, Record, SessionHeader
+from gapwatch.core.codec import (
+    DecodeError,
+    decode_json,
+    decode_record,
+    decode_repaired,
+    header_from_fields,
+)
+from gapwatch.core.models import SCHEMA_VERSION, Record, SessionHeader
 from gapwatch.core.sizes import cut_text
 
-_RECORD: TypeAdapter[Record] = TypeAdapter(Record)
-#: Validate one JSON line into a record (raises pydantic's ValidationError): pydantic-core's
-#: validator itself, without the `TypeAdapter.validate_json` wrapper (~0.4 µs a line). Typed
-#: here because pydantic-core's `validate_json` returns Any.
-validate_record_line: Callable[[bytes], Record] = _RECORD.validator.validate_json
-GPU_LINE_PREFIX = b'{"gpu":'
-GPU_LINE_SUFFIX = b',"type":"gpu"}\n'
-HOST_LINE_SUFFIX = b',"type":"host"}\n'
 
-# msgspec decodes straight into the dataclasses, ~2x faster than pydantic (see validate_line).
-_fast_gpu = msgspec.json.Decoder(GpuSample).decode
-_fast_host = msgspec.json.Decoder(HostSample).decode
-
-
-def validate_line(line: bytes, gpu_shaped: bool) -> Record:
-    """One record from one line; `gpu_shaped`: it starts with GPU_LINE_PREFIX and ends with
-    GPU_LINE_SUFFIX. Raises pydantic's ValidationError (its locations start with the type).
-
-    GPU and host sample lines (the bulk of a recording) go first through msgspec's decoder
-    for their dataclass: it is strict (JSON types only; no strings for numbers, no 5.0 for an
-    int, no NaN) and every line it accepts gives the record pydantic gives. What it refuses
-    goes to pydantic, which accepts the lax forms and has the user's error message.
-    """
-    try:
-        if gpu_shaped:
-            return _fast_gpu(line)
-        if line.endswith(HOST_LINE_SUFFIX):
-            return _fast_host(line)
-    except msgspec.DecodeError:
-        pass
-    return validate_record_line(line)
-
-
-def bad_record(path: Path | str, line_no: int, exc: ValidationError) -> str:
-    """The user's message for a line that is not a valid record."""
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    return f"{path}:{line_no}: bad record ({where}: {first['msg']})"
+def bad_record(path: Path | str, line_no: int, exc: DecodeError) -> str:
+    """The user's message for a line that is not a valid record (the codec says where)."""
+    return f"{path}:{line_no}: bad record ({exc})"
 
 
 MAX_PROBLEMS = 20
@@ -139,19 +108,18 @@ def _records(
 ) -> Iterator[Record]:
     """Validated records of a possibly truncated (gzip) stream; bad lines are counted, skipped.
 
-    `skip`: GPU-sample lines starting with one of these prefixes (`{"gpu":N,`) are passed over
-    undecoded (the parallel report's workers each read their own GPUs).
+    `skip`: lines starting with one of these prefixes (`gapwatch.core.codec.gpu_line_prefix`)
+    are passed over undecoded (the parallel report's workers each read their own GPUs).
 
     This is the hot loop of a long `gapwatch report` (~7 M lines for 24 h x 8 GPUs): one
-    generator (no per-line inner generator), and pydantic-core's validators called directly
-    (`validate_line`).
+    generator (no per-line inner generator), and the codec's decoder called directly.
     """
-    validate, prefix, suffix = validate_line, GPU_LINE_PREFIX, GPU_LINE_SUFFIX
+    decode = decode_record
     line_no = first_line_no
     try:
         for line in stream:
             line_no += 1
-            if skip and line.startswith(skip) and line.endswith(suffix):
+            if skip and line.startswith(skip):
                 continue
             if line[-1:] != b"\n":
                 if not line.strip():
@@ -162,13 +130,17 @@ def _records(
                 )
                 continue
             try:
-                r = validate(line, line.startswith(prefix) and line.endswith(suffix))
-            except ValidationError as exc:
-                if line.strip():
+                r = decode(line)
+            except DecodeError as exc:
+                if not line.strip():
+                    continue
+                try:
+                    r = decode_repaired(line, exc)
+                except DecodeError:
                     recording.problem(
                         "bad_records", bad_record(recording.path, line_no, exc), line_no
                     )
-                continue
+                    continue
             recording.line_no = line_no
             yield r
     except (EOFError, zlib.error, OSError) as exc:
@@ -228,7 +200,7 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes], list[str
         stream.close()
         raise RecordingError(f"{p}: not a readable recording ({exc})") from None
     try:
-        data = orjson.loads(first)
+        data = decode_json(first)
         if not isinstance(data, dict) or data.get("type") != "header":
             raise ValueError("first line is not a gapwatch header")
         version = data.get("schema_version")
@@ -238,8 +210,8 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes], list[str
                 f"{p}: written by a newer gapwatch (schema {version} > {SCHEMA_VERSION}); upgrade"
             )
         problems = _sanitise_header(data, p)
-        header = SessionHeader.model_validate(data)
-    except (orjson.JSONDecodeError, ValueError, ValidationError) as exc:
+        header = header_from_fields(data)
+    except (DecodeError, ValueError) as exc:
         stream.close()
         raise RecordingError(
             f"{p}: not a gapwatch recording ({str(exc).splitlines()[0]})"
@@ -248,13 +220,13 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes], list[str
 
 
 def read_recording(
-    path: str | Path, *, skip_gpu_prefixes: tuple[bytes, ...] = (),
+    path: str | Path, *, skip_prefixes: tuple[bytes, ...] = (),
     keep_problem_lines: bool = False,
 ) -> Recording:
     """Open a JSON Lines recording. Raises RecordingError when its header is unusable.
 
     Args:
-        skip_gpu_prefixes: GPU-sample lines starting with these are passed over undecoded.
+        skip_prefixes: lines starting with these are passed over undecoded.
         keep_problem_lines: keep every problem with its line (`Recording.problem_lines`).
     """
     header, stream, problems = open_recording(path)
@@ -262,5 +234,5 @@ def read_recording(
                     problem_lines=[] if keep_problem_lines else None)
     for message in problems:
         rec.problem("bad_header", message, 1)
-    rec.records = _records(stream, rec, 1, skip_gpu_prefixes)
+    rec.records = _records(stream, rec, 1, skip_prefixes)
     return rec

@@ -98,16 +98,21 @@ SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
 def parse_scenarios(scenario: str | Sequence[str], gpus: int = 1) -> list[ScenarioName]:
     """Scenario names per GPU from `pageable`, `pageable,chained` or a list; `gpus` copies a
     single name. Raises ValueError naming an unknown scenario or a count that disagrees."""
-    names = [n.strip() for n in scenario.split(",")] if isinstance(scenario, str) \
+    given = [n.strip() for n in scenario.split(",")] if isinstance(scenario, str) \
         else list(scenario)
-    for name in names:
-        if name not in SCENARIO_PARAMS:
-            raise ValueError(f"unknown scenario {name!r}; choose from {', '.join(SCENARIOS)}")
+    names = [_scenario_name(name) for name in given]
     if len(names) == 1:
-        return [names[0]] * max(1, gpus)  # type: ignore[list-item]
+        return [names[0]] * max(1, gpus)
     if gpus not in (1, len(names)):
         raise ValueError(f"{len(names)} scenarios for {gpus} GPUs: give one per GPU")
-    return names  # type: ignore[return-value]
+    return names
+
+
+def _scenario_name(name: str) -> ScenarioName:
+    for known in SCENARIOS:
+        if name == known:
+            return known
+    raise ValueError(f"unknown scenario {name!r}; choose from {', '.join(SCENARIOS)}")
 
 
 @dataclass(frozen=True, slots=True)

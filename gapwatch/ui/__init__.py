@@ -6,13 +6,21 @@ this package itself imports nothing heavy (Textual is imported when the dashboar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gapwatch.engine.console import say
+from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.stop_signals import StopSignals
 
 if TYPE_CHECKING:
     from gapwatch.ui.app import DashboardRuntime
+
+    class _Startable(DashboardRuntime, Protocol):
+        """A runtime the dashboard can show, and start and stop around it."""
+
+        def start(self) -> None: ...
+
+        def stop(self) -> None: ...
 
 
 def run_dashboard(runtime: DashboardRuntime, stop_signals: StopSignals | None = None) -> int:
@@ -23,14 +31,6 @@ def run_dashboard(runtime: DashboardRuntime, stop_signals: StopSignals | None = 
     app = GapwatchApp(runtime, stop_signals=stop_signals)
     result = app.run()
     return int(result or 0)
-
-
-class _Startable(Protocol):
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-    def status(self) -> Any: ...
 
 
 def start_and_show(runtime: _Startable, command: str = "watch") -> int:
@@ -48,21 +48,28 @@ def start_and_show(runtime: _Startable, command: str = "watch") -> int:
     stop.install()
     try:
         runtime.start()
+        died = False
         try:
-            return run_dashboard(runtime, stop)  # type: ignore[arg-type]
+            result = run_dashboard(runtime, stop)
         finally:
             stop.install()
             runtime.stop()
-            _say_how_it_ended(command, runtime.status(), stop)
+            died = _say_how_it_ended(command, runtime.status(), stop)
+        return 1 if died and result == 0 else result
     finally:
         stop.restore()
 
 
-def _say_how_it_ended(command: str, status: Any, stop: StopSignals) -> None:
-    rec = getattr(status, "recording", None)
+def _say_how_it_ended(command: str, status: RuntimeStatus, stop: StopSignals) -> bool:
+    """The closing lines; True when a thread of gapwatch's died (the exit status says so)."""
+    rec = status.recording
     why = f" ({stop.received.name})" if stop.received is not None else ""
+    dead = status.dead_threads_text()
+    if dead:
+        say(f"gapwatch {command}: gapwatch's own threads died: {dead}")
     if rec is None:
         if why:
             say(f"gapwatch {command}: stopped{why}")
-        return
+        return dead is not None
     say(f"gapwatch {command}: stopped{why}; {rec.summary()}")
+    return dead is not None

@@ -33,6 +33,7 @@ from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.stop_signals import STOP_SIGNALS, StopSignals
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
+from gapwatch.ui.kinds import kind_css
 from gapwatch.ui.messages import NoticeRaised, SnapshotFinished, StateChanged
 from gapwatch.ui.view import View, newest_time_ns
 from gapwatch.ui.widgets.copy_line import CopyLine
@@ -65,6 +66,8 @@ class GapwatchApp(App[int]):
     """The live dashboard over one runtime."""
 
     CSS_PATH = "gapwatch.tcss"
+    #: The gap kinds' colours, from their one table (loaded after CSS_PATH).
+    CSS = kind_css()
     TITLE = "gapwatch"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -240,10 +243,12 @@ class GapwatchApp(App[int]):
             self.query_one(CopyLine).show(view)
             self.query_one(LogPane).show(view)
 
-    def _repush(self, **changes: object) -> None:
-        """Redraw the frozen (paused) view with other choices, or pull afresh when live."""
+    def _repush(self) -> None:
+        """Redraw the frozen (paused) view with the current choices (GPU, window, note), or
+        pull afresh when live."""
         if self.paused and self.view is not None:
-            self._push(dataclasses.replace(self.view, **changes))  # type: ignore[arg-type]
+            self._push(dataclasses.replace(self.view, gpu=self.gpu, window_s=self.window_s,
+                                           note=self._pause_note))
         else:
             self.redraw(force=True)
 
@@ -264,7 +269,7 @@ class GapwatchApp(App[int]):
             return
         if self.paused:
             self._pause_note = f"GPU{state.gpu} entered BREAKDOWN"
-            self._repush(note=self._pause_note)
+            self._repush()
         else:
             self.redraw(force=True)  # within this redraw, not the next tick
         if self.config.ui.bell:
@@ -275,7 +280,8 @@ class GapwatchApp(App[int]):
         if snap_cfg.auto and (last is None or now - last >= snap_cfg.auto_min_interval_s):
             self._last_auto_snapshot_mono = now
             # After the refresh, so the SVG shows the BREAKDOWN line.
-            self.call_after_refresh(self.take_snapshot, f"GPU{state.gpu} entered BREAKDOWN", True)
+            self.call_after_refresh(self.take_snapshot,
+                                    f"automatically: GPU{state.gpu} entered BREAKDOWN", True)
 
     def on_notice_raised(self, message: NoticeRaised) -> None:
         notice = message.notice
@@ -294,7 +300,7 @@ class GapwatchApp(App[int]):
 
     # -- snapshots ----------------------------------------------------------------------------
 
-    def take_snapshot(self, reason: str = "taken by hand", automatic: bool = False) -> None:
+    def take_snapshot(self, reason: str = "by hand (key s)", automatic: bool = False) -> None:
         """Render the SVG here (UI thread), write the folder in a thread worker."""
         if self._snapshot_busy:
             self.query_one(StatusFooter).show_message("snapshot: still writing the previous one")
@@ -338,12 +344,12 @@ class GapwatchApp(App[int]):
         indices = [g.index for g in self.runtime.header.gpus] or [self.gpu]
         pos = indices.index(self.gpu) if self.gpu in indices else -1
         self.gpu = indices[(pos + 1) % len(indices)]
-        self._repush(gpu=self.gpu)
+        self._repush()
 
     def action_next_window(self) -> None:
         pos = self._windows.index(self.window_s) if self.window_s in self._windows else -1
         self.window_s = self._windows[(pos + 1) % len(self._windows)]
-        self._repush(window_s=self.window_s)
+        self._repush()
 
     def action_detail(self) -> None:
         detail = self.query_one(DetailChart)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gapwatch.core.models import Gap, GapKind, GpuSample
+from gapwatch.ui.kinds import rank
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,10 +149,6 @@ def busy_shares(
     return [b / c if c > 0 else None for b, c in zip(busy, cover, strict=True)]
 
 
-#: When several gap kinds share a column, the most serious wins (the one the dashboard must say).
-_KIND_RANK: dict[str, int] = {"pcie_starved": 4, "host_stall": 3, "transfer_bound": 2, "unknown": 1}
-
-
 def gap_columns(
     gaps: Sequence[Gap],
     gpu: int,
@@ -180,6 +177,6 @@ def gap_columns(
         last = min(columns - 1, (min(g_end, t_end_ns) - t_start_ns) * columns // span)
         for col in range(int(first), int(last) + 1):
             cur = marks[col]
-            if cur is None or _KIND_RANK[gap.kind] > _KIND_RANK[cur]:
+            if cur is None or rank(gap.kind) > rank(cur):
                 marks[col] = gap.kind
     return marks

@@ -75,7 +75,7 @@ class View:
         return GpuInfo(index=gpu)
 
     def link_bytes_per_s(self, gpu: int) -> float:
-        return self.gpu_info(gpu).link_bytes_per_s or self.detector.default_link_bytes_per_s
+        return self.detector.link_or_default(self.gpu_info(gpu).link_bytes_per_s)
 
     def samples(self, gpu: int) -> tuple[GpuSample, ...]:
         return self.snap.gpu_samples.get(gpu, ())
@@ -96,8 +96,7 @@ class View:
 
     def state_name(self, gpu: int) -> ChainState:
         """The GPU's chaining state in one word (NO_DATA before the detector said anything)."""
-        state = self.snap.states.get(gpu)
-        return state.state if state is not None else "NO_DATA"
+        return self.snap.state_name(gpu)
 
     def severity(self, gpu: int) -> int:
         return STATE_SEVERITY[self.state_name(gpu)]

@@ -29,8 +29,9 @@ switches itself off. docs/logs.md lists what stays unattributed and why.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from dataclasses import replace
 from typing import TypeVar
+
+from msgspec.structs import replace
 
 from gapwatch.core.bounds import MAX_GPU_INDEX, wall_s_ok
 from gapwatch.core.config import LogsConfig
@@ -304,7 +305,7 @@ class LogParser:
         self._count(PARTITION_KIND)
         worker = lock.worker
         return LogEvent(
-            t_wall_s=lock.end_wall_s, time_source=lock.time_source,  # type: ignore[arg-type]
+            t_wall_s=lock.end_wall_s, time_source=lock.time_source,
             kind=PARTITION_KIND, name=PARTITION_NAME, raw="", stream=stream,
             job_id=self._worker_job.get(worker) if worker is not None else None,
             worker=worker, partition=lock.partition,
@@ -318,6 +319,7 @@ class LogParser:
         if self._rules:
             m = self._rules.match(text)
             if m is not None:
+                source: TimeSource
                 if m.t_wall_s is not None:
                     t, source = m.t_wall_s, "line"
                 else:
@@ -327,7 +329,7 @@ class LogParser:
                 kind = "user:" + m.rule
                 self._count(kind)
                 return [LogEvent(
-                    t_wall_s=t, time_source=source, kind=kind, name=m.name,  # type: ignore[arg-type]
+                    t_wall_s=t, time_source=source, kind=kind, name=m.name,
                     raw=raw, stream=stream, job_id=m.job_id, worker=m.worker,
                     partition=m.partition, gpu=m.gpu, fields=m.fields, warning=m.warning,
                     t_arrival_mono_ns=mono,

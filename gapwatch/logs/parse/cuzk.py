@@ -19,7 +19,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
-from gapwatch.core.models import FieldValue
+from gapwatch.core.models import FieldValue, TimeSource
 from gapwatch.logs.parse.tracing import convert_value
 
 PROVE_START_MESSAGE = "GPU_TIMING spawn_blocking prove_start"
@@ -118,7 +118,7 @@ class PartitionLock:
     partition: int | None
     #: Time of the `spawn_blocking prove_start` line: the lock was released just before it.
     end_wall_s: float
-    time_source: str
+    time_source: TimeSource
     fields: dict[str, FieldValue] = field(default_factory=dict)
 
     @property
@@ -132,7 +132,7 @@ class _PendingProveStart:
     worker: int | None
     partition: int | None
     t_wall_s: float
-    time_source: str
+    time_source: TimeSource
     arrival_mono_ns: int | None
     prove_start_ms: FieldValue
 
@@ -186,7 +186,7 @@ class LockAttributor:
         return None
 
     def feed_prove_start(self, worker: int | None, partition: int | None, t_wall_s: float,
-                         time_source: str, arrival_mono_ns: int | None,
+                         time_source: TimeSource, arrival_mono_ns: int | None,
                          prove_start_ms: FieldValue) -> PartitionLock | None:
         if not self.enabled:
             return None

@@ -34,9 +34,9 @@ def copy_runs(gpu: int, copies: list[CopyRecord], now_s: float) -> list[tuple[st
         avg = e["h2d_bytes"] / WINDOW_S
         own = e["bytes_per_s"]
         runs.append((f" · {kind} ", "label"))
-        runs.append((f"{fmt.gbps(avg)} GB/s", "pageable" if kind == "pageable" else ""))
+        runs.append((fmt.rate(avg), "pageable" if kind == "pageable" else ""))
         if own is not None:
-            runs.append((f" (copies ran at {fmt.gbps(own)} GB/s)", ""))
+            runs.append((f" (copies ran at {fmt.rate(own)})", ""))
     if not by:
         runs.append((" · no copies", ""))
     return runs

@@ -20,11 +20,10 @@ from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
 from gapwatch.core import fmt
+from gapwatch.ui.kinds import KINDS, legend
 from gapwatch.ui.reduce import Column
 from gapwatch.ui.series import busy_cells, rx_cells, tx_cells
 from gapwatch.ui.view import View
-
-_KIND_COLOR = {"pcie_starved": "red", "transfer_bound": "yellow", "host_stall": "magenta"}
 
 
 def envelope_segments(
@@ -123,13 +122,12 @@ class DetailChart(PlotextPlot):
                   for share, _ in cells]
         for xs, ys in envelope_segments(shares, x_of):
             top.plot(xs, ys, color="green", marker="braille")
-        for kind, color in _KIND_COLOR.items():
+        for kind, look in KINDS.items():
             xs = [x for x, (_, mark) in zip(x_of, cells, strict=True) if mark == kind]
             if xs:
-                top.scatter(xs, [0.0] * len(xs), color=color, marker="■")
+                top.scatter(xs, [0.0] * len(xs), color=look.plot, marker="■")
         top.title(f"GPU{view.gpu} busy % of each column's time (SM ≥ "
-                  f"{view.detector.idle_sm_pct:g} %); ■ gaps: red starved, yellow transfer, "
-                  "magenta host")
+                  f"{view.detector.idle_sm_pct:g} %); ■ gaps: {legend(plot=True)}")
         top.xlim(-window_s, 0)
         top.ylim(0, 100)
         top.yticks([0, 50, 100])
@@ -146,7 +144,7 @@ class DetailChart(PlotextPlot):
                      for share, _ in cells_of(view, columns, t0, t1)]
             for xs, ys in envelope_segments(rates, x_of):
                 bottom.plot(xs, ys, color=color, marker="braille")
-        bottom.title(f"PCIe % of the {fmt.gbps(link)} GB/s link: RX (host to GPU) cyan, TX blue")
+        bottom.title(f"PCIe % of the {fmt.rate(link)} link: RX (host to GPU) cyan, TX blue")
         bottom.xlim(-window_s, 0)
         bottom.ylim(0, 100)
         bottom.yticks([0, 50, 100])

@@ -12,12 +12,10 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gapwatch.core import fmt
+from gapwatch.ui.kinds import KINDS
 from gapwatch.ui.reduce import gap_columns
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.strip_chart import LABEL_WIDTH
-
-#: Letter drawn for each gap kind (the legend in docs/dashboard.md and the help screen).
-KIND_LETTER = {"pcie_starved": "S", "transfer_bound": "T", "host_stall": "H", "unknown": "?"}
 
 
 def axis_line(columns: int, window_s: float) -> str:
@@ -43,10 +41,7 @@ class GapStrip(Widget):
     """Gap marks (S/T/H) per column, then the time axis."""
 
     COMPONENT_CLASSES = {
-        "gap-strip--pcie_starved",
-        "gap-strip--transfer_bound",
-        "gap-strip--host_stall",
-        "gap-strip--unknown",
+        *(f"gap-strip--{kind}" for kind in KINDS),
         "gap-strip--label",
         "gap-strip--axis",
     }
@@ -92,7 +87,7 @@ class GapStrip(Widget):
                 if run_kind is None:
                     segments.append(Segment(" " * run_len, base))
                 else:
-                    segments.append(Segment(KIND_LETTER[run_kind] * run_len,
+                    segments.append(Segment(KINDS[run_kind].letter * run_len,
                                             base + style(f"gap-strip--{run_kind}")))
                 run_len = 0
             run_kind = kind

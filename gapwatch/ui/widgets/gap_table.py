@@ -18,6 +18,7 @@ from textual.widget import Widget
 
 from gapwatch.core import fmt
 from gapwatch.core.models import Gap
+from gapwatch.ui.kinds import KINDS
 from gapwatch.ui.view import View
 
 
@@ -26,10 +27,7 @@ class GapTable(Widget):
 
     COMPONENT_CLASSES = {
         "gap-table--header",
-        "gap-table--pcie_starved",
-        "gap-table--transfer_bound",
-        "gap-table--host_stall",
-        "gap-table--unknown",
+        *(f"gap-table--{kind}" for kind in KINDS),
         "gap-table--hint",
     }
 

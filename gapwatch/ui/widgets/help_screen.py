@@ -19,7 +19,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-HELP = """\
+from gapwatch.ui.kinds import KINDS
+
+HELP = f"""\
 gapwatch: why the GPU stops being busy   (↑↓ PgDn scroll, esc closes)
 
 keys
@@ -37,6 +39,7 @@ states
   BREAKDOWN  chaining broke: repeated pcie_starved gaps (host-to-device
              copies trickling at a few GB/s, typically pageable memory)
   IDLE       no work (or: end of data, the last idle stretch retracted)
+  NO_DATA    no readings to judge from (not yet, or the GPU went silent)
 
 charts (the selected GPU, newest on the right)
   busy %     share of each column's time with SM activity at or above
@@ -47,7 +50,7 @@ charts (the selected GPU, newest on the right)
   ▁          a reading of zero      blank  no data (never drawn as 0)
 
 gap marks (the row under the charts, and the gap table)
-  S pcie_starved   T transfer_bound   H host_stall   ? unknown (no PCIe)
+  {"   ".join(f"{look.letter} {kind}" for kind, look in KINDS.items())} (no PCIe)
 
 prover log: in time order; `~` after a time = the line has no time of
 its own, this is when gapwatch read it

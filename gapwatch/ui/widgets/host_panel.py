@@ -52,12 +52,12 @@ class HostPanel(Widget):
         # (label, value, highlighted): one phrase each.
         phrases: list[tuple[str, str, bool]] = [
             ("host mem ", f"{fmt.pct(host.mem_used_pct)} used, "
-                          f"{fmt.bytes_iec(host.mem_available_bytes)} avail", False),
-            ("swap ", fmt.bytes_iec(host.swap_used_bytes), False),
+                          f"{fmt.size(host.mem_available_bytes)} avail", False),
+            ("swap ", fmt.size(host.swap_used_bytes), False),
             ("PSI some ", fmt.pct(some, 1), some is not None and some >= PSI_WARN_PCT),
             ("full ", fmt.pct(host.psi_mem_full_avg10, 1), False),
             ("majflt ", "n/a" if faults is None else f"{faults:.0f}/s", False),
-            ("membw ", "n/a" if bw is None else f"{fmt.gbps(bw)} GB/s", False),
+            ("membw ", fmt.rate(bw), False),
             ("cpu ", fmt.pct(host.cpu_busy_pct), False),
         ]
         width = self.size.width or self.app.size.width

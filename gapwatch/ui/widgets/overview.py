@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from gapwatch.core import fmt
 from gapwatch.ui.fit import fit_phrases
+from gapwatch.ui.kinds import legend
 from gapwatch.ui.series import busy_cells, rx_cells, tx_cells
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.gap_strip import GapStrip
@@ -27,8 +28,8 @@ def title_phrases(view: View) -> list[tuple[int, str]]:
     return [
         (0, f"GPU{view.gpu} · last {fmt.window_label(view.window_s)}"),
         (3, f"busy = time with SM ≥ {view.detector.idle_sm_pct:g} %"),
-        (1, f"RX/TX % of {fmt.gbps(link)} GB/s link"),
-        (2, "gaps: S starved T transfer H host ? unknown"),
+        (1, f"RX/TX % of {fmt.rate(link)} link"),
+        (2, f"gaps: {legend()}"),
         (4, "blank = no data"),
     ]
 

@@ -84,9 +84,12 @@ def status_parts(status: RuntimeStatus) -> list[str]:
 
 
 def status_alerts(status: RuntimeStatus) -> list[str]:
-    """What the user must not miss, in words: a recording that is not being written, logs that
-    are not being read, the source ended."""
+    """What the user must not miss, in words: a thread of gapwatch's that died, a recording that
+    is not being written, logs that are not being read, the source ended."""
     alerts: list[str] = []
+    dead = status.dead_threads_text()
+    if dead:
+        alerts.append(f"THREAD DIED: {dead}")
     rec = status.recording
     if rec is not None and rec.state == "failing":
         lost = f", {rec.records_dropped} records lost" if rec.records_dropped else ""

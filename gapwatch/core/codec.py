@@ -1,0 +1,104 @@
+"""The record codec: records, the session header and every JSON output, to bytes and back.
+
+Who calls it: the recorder (`encode_line`), the recording reader (`decode_record`,
+`decode_json` then `header_from_fields`), the parallel report (`gpu_line_prefix`), and
+every other JSON output: `report --json`, snapshots' `gaps.json`, the Perfetto export, `parse
+--json` (`encode_json`, `gap_json`). Pure: no I/O.
+
+One library does it all: msgspec encodes the record Structs of `gapwatch.core.models` directly
+and decodes a line straight into the right one by its `"type"` tag, checking the bounds declared
+on the fields (`gapwatch.core.bounds`) as it goes. Strict: JSON types only (no "5" for a number,
+no 5.5 for an integer); what gapwatch writes always reads back.
+
+The JSON of a record is its fields in declaration order after `"type"`. Nothing that reads a
+recording depends on that order for being right; the parallel report uses the leading bytes of
+a GPU sample's line only to pass over other workers' lines faster (`gpu_line_prefix`, pinned by
+a test), and decodes whatever does not start that way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from gapwatch.core.bounds import fits_i64
+from gapwatch.core.fmt import link_fraction
+from gapwatch.core.models import Gap, Record, SessionHeader
+
+#: What decoding raises for a line that is not a record (bad JSON, a bad type, a value out of
+#: bounds, an unknown record type); its message says where.
+DecodeError = msgspec.DecodeError
+
+_encoder = msgspec.json.Encoder()
+_encode = _encoder.encode
+#: One recording line (bytes, with or without its newline) -> the record it holds. Raises
+#: `DecodeError`.
+decode_record: Callable[[bytes], Record] = msgspec.json.Decoder(Record).decode
+#: Any JSON document -> plain Python values (dicts, lists, str, int, float, bool, None).
+decode_json: Callable[[bytes | str], Any] = msgspec.json.Decoder().decode
+
+
+def decode_repaired(line: bytes, error: DecodeError) -> Record:
+    """A line `decode_record` refused with `error`, once more with the one repair the reader
+    makes: an integer beyond 64 bits in a log event's fields is read as a float (as a hand-made
+    line may hold one; gapwatch's own parser keeps such a number as text). Raises `error` when
+    that was not what was wrong."""
+    try:
+        data = decode_json(line)
+    except DecodeError:
+        raise error from None
+    fields = data.get("fields") if isinstance(data, dict) and data.get("type") == "log" else None
+    if not isinstance(fields, dict):
+        raise error
+    big = [k for k, v in fields.items() if type(v) is int and not fits_i64(v)]
+    if not big:
+        raise error
+    for k in big:
+        fields[k] = float(fields[k])
+    try:
+        record: Record = msgspec.convert(data, Record)
+    except DecodeError:
+        raise error from None
+    return record
+
+
+def encode_line(record: Record | SessionHeader) -> bytes:
+    """One record (or the header) as one JSON Lines line, newline included."""
+    return _encode(record) + b"\n"
+
+
+def encode_json(doc: Any, *, indent: int = 0) -> bytes:
+    """Any output document (plain values and records) as JSON; `indent` > 0 pretty-prints it
+    for people (report --json, snapshots)."""
+    out = _encode(doc)
+    return msgspec.json.format(out, indent=indent) if indent else out
+
+
+def to_plain(obj: Any) -> Any:
+    """Records (and anything holding them) as plain dicts and lists, `"type"` included."""
+    return msgspec.to_builtins(obj)
+
+
+def gpu_line_prefix(gpu: int) -> bytes:
+    """How the line of a GPU sample of `gpu` begins, as `encode_line` writes it."""
+    return b'{"type":"gpu","gpu":%d,' % gpu
+
+
+def gap_json(gap: Gap) -> dict[str, Any]:
+    """A gap as every output gives it: the record's own JSON (what a recording holds), plus the
+    figures readers want beside it: `open`, and `link_fraction`, the dominant PCIe direction's
+    rate as a share of the link (None without a rate or a link)."""
+    out: dict[str, Any] = msgspec.to_builtins(gap)
+    rx, tx, link = gap.pcie_rx_bytes_per_s, gap.pcie_tx_bytes_per_s, gap.link_bytes_per_s
+    dominant = max(rx or 0.0, tx or 0.0) if (rx is not None or tx is not None) else None
+    out["open"] = gap.is_open
+    out["link_fraction"] = link_fraction(dominant, link)
+    return out
+
+
+def header_from_fields(fields: dict[str, Any]) -> SessionHeader:
+    """The header from its fields (`"type": "header"` included). Raises `DecodeError` when a
+    field is missing, unknown or of the wrong type."""
+    return msgspec.convert(fields, SessionHeader)

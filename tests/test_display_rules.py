@@ -1,0 +1,149 @@
+"""One home for each display rule, and one phrasing of each fact (issues 20 and 21): rates and
+sizes with their units, the share of a link, the link's shape, the link a GPU is judged
+against, a GPU's state before any verdict, the look of each gap kind, counts by kind; and the
+hint phrasings that used to contradict themselves or repeat."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from gapwatch.commands.report import _partition_lines
+from gapwatch.core import fmt
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.hints import make_hint, traced_copy_words
+from gapwatch.core.ledger import GapLedger, Tally, counts_by_kind
+from gapwatch.core.models import GAP_KINDS, Gap, GpuInfo
+from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.engine.summary import gap_counts_text
+from gapwatch.ui.app import GapwatchApp
+from gapwatch.ui.kinds import KINDS, kind_css, legend
+
+LINK = 63e9
+
+
+def test_a_rate_reads_with_its_unit_and_an_idle_link_in_mb_per_s() -> None:
+    assert fmt.rate(4.2e9) == "4.2 GB/s"
+    assert fmt.rate(0.63e9) == "0.63 GB/s"
+    assert fmt.rate(2.1e6) == "2 MB/s"  # not "0.00 GB/s": an idle link still reads something
+    assert fmt.rate(None) == "n/a"
+    assert fmt.gbps(4.2e9) == "4.2"  # the number alone, for a column headed "GB/s"
+
+
+def test_a_size_reads_in_binary_units() -> None:
+    assert fmt.size(7.5 * 2**30) == "7.5 GiB"
+    assert fmt.size(512 * 2**20) == "512.0 MiB"
+    assert fmt.size(12) == "12 B"
+    assert fmt.size(3 * 2**40) == "3.0 TiB"
+    assert fmt.size(None) == "n/a"
+
+
+def test_the_share_of_a_link_is_one_rule_for_the_header_the_hint_and_the_report() -> None:
+    assert fmt.link_fraction(2.8e9, LINK) == 2.8e9 / LINK
+    assert fmt.link_fraction(2.8e9, None) is None and fmt.link_fraction(None, LINK) is None
+    assert fmt.link_pct(2.8e9, LINK) == "4%"
+    hint = make_hint("pcie_starved", 1.2, 2.8e9, 1e6, LINK, "high", {}, [])
+    assert "H2D ran at 2.8 GB/s (4 % of link)" in hint
+
+
+def test_a_link_reads_as_generation_and_width() -> None:
+    assert fmt.link_shape(5, 16) == "Gen5 x16"
+    assert fmt.link_shape(None, 8) == "Gen? x8"
+
+
+def test_a_gpu_whose_link_is_unknown_is_judged_against_the_default_link() -> None:
+    cfg = DetectorConfig(default_link_bytes_per_s=31.5e9)
+    assert cfg.link_or_default(None) == 31.5e9
+    assert cfg.link_or_default(0.0) == 31.5e9
+    assert cfg.link_or_default(63e9) == 63e9
+
+
+def test_a_gpu_the_detector_has_not_judged_reads_no_data() -> None:
+    snap = StoreSnapshot(version=0, gpus=(GpuInfo(index=0),), gpu_samples={}, host_samples=(),
+                         log_events=(), gaps=(), states={}, notices=())
+    assert snap.state_name(0) == "NO_DATA"
+
+
+def test_counts_by_kind_are_one_sum_for_the_ledger_and_the_closing_lines() -> None:
+    tally = {(0, "pcie_starved"): Tally(3, 2.0), (1, "pcie_starved"): Tally(2, 1.0),
+             (1, "host_stall"): Tally(1, 0.5), (2, "unknown"): Tally(0, 0.0)}
+    assert counts_by_kind(tally) == {"host_stall": 1, "pcie_starved": 5}
+    assert gap_counts_text(tally) == "host_stall=1, pcie_starved=5"
+    assert GapLedger().counts_by_kind() == {}
+
+
+def test_every_gap_kind_has_one_look_used_by_the_legend_and_the_stylesheet() -> None:
+    assert tuple(KINDS) == GAP_KINDS
+    assert legend() == "S starved T transfer H host ? unknown"
+    assert legend(plot=True) == "red starved, yellow transfer, magenta host"
+    css = kind_css()
+    for kind in GAP_KINDS:
+        for widget in ("strip-chart--gap-", "gap-strip--", "gap-table--"):
+            assert f".{widget}{kind} " in css
+    assert GapwatchApp.CSS == css  # the app loads the rules written from the table
+
+
+def test_a_host_stall_with_a_burst_says_pcie_was_quiet_most_of_the_time() -> None:
+    """The kind says PCIe was quiet most of the gap; "PCIe quiet (2.6 GB/s)" contradicted it."""
+    quiet = 0.01 * LINK
+    burst = make_hint("host_stall", 1.0, 2.6e9, 1e6, LINK, "high", {}, [],
+                      quiet_below_bytes_per_s=quiet)
+    assert "with PCIe quiet most of the time (2.6 GB/s on average)" in burst
+    assert "PCIe quiet (2.6 GB/s)" not in burst
+    still = make_hint("host_stall", 1.0, 2e6, 1e6, LINK, "high", {}, [],
+                      quiet_below_bytes_per_s=quiet)
+    assert "with PCIe quiet (2 MB/s): the GPU waited on the host" in still
+
+
+def test_an_earlier_warning_is_said_as_earlier_not_as_this_gaps_partition() -> None:
+    """A gap with no warning in its own window cites the run's latest one: that partition is
+    not this gap's, so the hint says it was seen earlier (it used to name partition 4 again and
+    again for every later gap)."""
+    old = {"t_s": 100.0, "name": "synth", "partition": 4, "warning": "unpinned", "raw": ""}
+    hint = make_hint("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", {}, [old], since_s=140.0)
+    assert "partition 4 was synthesised" not in hint
+    assert hint.startswith("is_pinned=false seen earlier in the run (last: partition 4): a/b/c "
+                           "in pageable memory?")
+    own = make_hint("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", {}, [old], since_s=99.0)
+    assert own.startswith("partition 4 was synthesised with is_pinned=false")
+
+
+def test_copies_of_several_memory_kinds_are_said_in_the_same_words_as_one_kind() -> None:
+    one = {"traced": True, "memory_kind": "pageable", "by_kind": {
+        "pageable": {"bytes": 9 * 2**30, "bytes_per_s": 2.6e9, "streams": [13]}}}
+    mixed = {"traced": True, "memory_kind": "mixed", "by_kind": {
+        "pageable": {"bytes": 10.5 * 2**30, "bytes_per_s": 4.1e9, "streams": [13]},
+        "pinned": {"bytes": 2**30, "bytes_per_s": 54e9, "streams": [14]}}}
+    assert traced_copy_words(one, "pcie_starved").startswith(
+        "9.0 GiB copied from pageable host memory at 2.6 GB/s")
+    assert traced_copy_words(mixed, "pcie_starved") == (
+        "10.5 GiB copied from pageable host memory at 4.1 GB/s and 1.0 GiB from pinned host "
+        "memory at 54.0 GB/s")
+
+
+def _partition(job: str, index: int) -> SimpleNamespace:
+    return SimpleNamespace(job_id=job, partition=index, worker=index % 2, gpu_start_s=None,
+                           synth_ms=100, timeline_gpu_ms=200, mutex_held_ms=None,
+                           mutex_wait_ms=None, h2d_in_ntt_ms=None, unpinned=False, source="log")
+
+
+def test_the_partition_table_names_the_job_and_says_what_it_left_out() -> None:
+    """85 partitions of nine jobs: partition numbers repeat per job, so each row names its job;
+    the table shows 50 and says that 35 more are not shown (it used to stop silently)."""
+    parts = [_partition(f"porep-1000-{i // 10}", i % 10) for i in range(85)]
+    run = SimpleNamespace(partitions=parts, occupied_fraction=0.5, merged_efficiency=0.5)
+    lines = _partition_lines(run)
+    assert lines[1].split()[:2] == ["job", "part"]
+    assert lines[2].split()[:2] == ["porep-1000-0", "0"]
+    assert lines[-1].strip().startswith("... 35 more partitions not shown (first 50 of 85")
+    assert len(_partition_lines(run, all_rows=True)) == 2 + 85
+
+
+def test_a_gap_table_row_and_a_closing_line_read_the_same_kind_counts() -> None:
+    ledger = GapLedger()
+    for i, kind in enumerate(("pcie_starved", "pcie_starved", "host_stall")):
+        ledger.add(Gap(gap_id=i + 1, gpu=0, kind=kind, start_mono_ns=i, start_s=float(i),  # type: ignore[arg-type]
+                       end_mono_ns=i + 1, end_s=i + 0.5, duration_s=0.5,
+                       pcie_rx_bytes_per_s=None, pcie_tx_bytes_per_s=None,
+                       link_bytes_per_s=LINK))
+    assert gap_counts_text(ledger.tally()) == "host_stall=1, pcie_starved=2"
+    assert ledger.counts_by_kind() == counts_by_kind(ledger.tally())

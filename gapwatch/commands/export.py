@@ -65,7 +65,8 @@ def _csv(path: Path, out: IO[str]) -> str:
     from gapwatch.sources.files import read_any
 
     recording = read_any(path)
-    exporter = CsvExporter(out, tolerance_s=recording.header.period_ms / 1000.0)
+    exporter = CsvExporter(out, tolerance_s=recording.header.period_ms / 1000.0,
+                           gpus=list(recording.header.gpus))
     for record in recording.records:
         exporter.add(record)
     exporter.close()

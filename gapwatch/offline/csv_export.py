@@ -1,16 +1,19 @@
-"""A recording as a CSV in the shared-trace column layout, which `read_any` reads back.
+"""A recording as a CSV in the trace-CSV layout, which `read_any` reads back.
 
 Who calls it: `gapwatch.commands.export` (`gapwatch export FILE --format csv`). Streaming: rows
 are written as records arrive, so a 24 h recording needs no more memory than a short one.
 
-Layout (one row per GPU sample, the columns of `shared/traces/*/README.md`):
-`timestamp_s,gpu,sm_active_pct,gpu_util_pct,pcie_rx_bytes_per_s,pcie_tx_bytes_per_s,
-host_mem_used_pct,host_psi_mem_some_avg10`. `timestamp_s` is the sample's wall time (end of its
-interval); a missing reading is an empty cell, never 0. Floats are written with `repr`, so the
-numbers read back bit for bit. The two host columns come from the host sample nearest in time
-(within `tolerance_s`; the export command uses one sampling period); none near: empty.
-Only these columns exist in the layout: a recording's other fields (sources, lateness, the rest
-of the host sample, log events) are not in the CSV.
+The columns are `gapwatch.sources.trace_csv.COLUMNS`, the one declaration the reader uses too:
+the shared traces' layout first (`timestamp_s,gpu,sm_active_pct,gpu_util_pct,
+pcie_rx_bytes_per_s,pcie_tx_bytes_per_s,host_mem_used_pct,host_psi_mem_some_avg10`), then what
+an exact round trip needs (monotonic time, interval, sources, the lower-bound flag, the GPU's
+link). One row per GPU sample; `timestamp_s` is the sample's wall time (end of its interval); a
+missing reading is an empty cell, never 0. Floats are written with `repr`, so the numbers read
+back bit for bit, and `report` of the CSV finds the same gaps as `report` of the recording. The
+two host columns come from the host sample nearest in time (within `tolerance_s`; the export
+command uses one sampling period); none near: empty. A recording's other records (the rest of
+the host sample, log events, copies, prover snapshots) are not in the CSV, so hints that cite
+them differ; the gaps do not.
 """
 
 from __future__ import annotations
@@ -19,38 +22,37 @@ import csv
 from collections import deque
 from typing import IO
 
-from gapwatch.core.models import GpuSample, HostSample, Record
-
-COLUMNS: tuple[str, ...] = (
-    "timestamp_s", "gpu", "sm_active_pct", "gpu_util_pct", "pcie_rx_bytes_per_s",
-    "pcie_tx_bytes_per_s", "host_mem_used_pct", "host_psi_mem_some_avg10",
-)
-
-
-def _cell(value: float | None) -> str:
-    return "" if value is None else repr(float(value))
+from gapwatch.core.models import GpuInfo, GpuSample, HostSample, Record
+from gapwatch.sources.trace_csv import COLUMN_NAMES, GpuRow, gpu_row, host_row
 
 
 class CsvExporter:
     """Writes rows as records are added; `close()` writes what is still waiting for a host
     sample. Rows keep the order of the GPU samples."""
 
-    def __init__(self, out: IO[str], tolerance_s: float) -> None:
+    def __init__(self, out: IO[str], tolerance_s: float, gpus: list[GpuInfo] | None = None
+                 ) -> None:
         self._writer = csv.writer(out, lineterminator="\n")
-        self._writer.writerow(COLUMNS)
+        self._writer.writerow(COLUMN_NAMES)
         self._tol = tolerance_s
+        self._links = {g.index: g.link_bytes_per_s for g in gpus or []}
         self._pending: deque[GpuSample] = deque()
         self._hosts: deque[HostSample] = deque(maxlen=8)
+        #: GPU sample rows and host sample rows written.
         self.rows = 0
+        self.host_rows = 0
 
     def add(self, record: Record) -> None:
         if isinstance(record, GpuSample):
             self._pending.append(record)
+            self._drain(record.t_wall_s)
         elif isinstance(record, HostSample):
             self._hosts.append(record)
-        else:
-            return
-        self._drain(record.t_wall_s)
+            self._drain(record.t_wall_s)
+            # Its own row too, where it came in the recording: the GPU rows before it are
+            # written (they were decided by it), those after it still wait.
+            self._writer.writerow(host_row(record))
+            self.host_rows += 1
 
     def close(self) -> None:
         self._drain(None)
@@ -71,10 +73,5 @@ class CsvExporter:
         host = min(self._hosts, key=lambda h: abs(h.t_wall_s - s.t_wall_s), default=None)
         if host is not None and abs(host.t_wall_s - s.t_wall_s) > self._tol:
             host = None
-        self._writer.writerow((
-            repr(s.t_wall_s), s.gpu, _cell(s.sm_active_pct), _cell(s.gpu_util_pct),
-            _cell(s.pcie_rx_bytes_per_s), _cell(s.pcie_tx_bytes_per_s),
-            _cell(host.mem_used_pct if host else None),
-            _cell(host.psi_mem_some_avg10 if host else None),
-        ))
+        self._writer.writerow(gpu_row(GpuRow(s, self._links.get(s.gpu)), host))
         self.rows += 1

@@ -1,18 +1,27 @@
-"""Trace CSVs as a source: the layout of the shared H200 traces, read into gapwatch records.
+"""Trace CSVs: the layout of the shared H200 traces, declared once (`COLUMNS`), read into records.
 
 Who calls it: `gapwatch.sources.recording.read_any` (hence `replay`, `report`, `export`) for a
-`.csv` file; `gapwatch.offline.csv_export` writes the same layout.
+`.csv` file; `gapwatch.offline.csv_export` writes the same columns from the same declaration, so
+writer and reader cannot drift apart.
 
-Columns: `timestamp_s,gpu` plus any subset of `sm_active_pct,gpu_util_pct,pcie_rx_bytes_per_s,
-pcie_tx_bytes_per_s,host_mem_used_pct,host_psi_mem_some_avg10`. Rows whose SM and PCIe readings
-are all exactly 0.0 are stale GPM readings (GPM refreshes every ~100 ms; these traces were sampled
-at 50 ms): they are merged into the next row's interval, never emitted as idle, for up to a
-second (`readings.GPM_MAX_EXTEND_NS`, the sampler's own bound); after that the zeros are believed.
+Columns: `timestamp_s,gpu` plus any subset of the shared traces' `sm_active_pct,gpu_util_pct,
+pcie_rx_bytes_per_s,pcie_tx_bytes_per_s,host_mem_used_pct,host_psi_mem_some_avg10`, then
+gapwatch's own, which `export --format csv` writes so that a recording read back from its CSV
+gives the same gaps to the nanosecond: `t_mono_ns`, `interval_ns`, `sm_source`, `pcie_source`,
+`pcie_lower_bound`, `link_bytes_per_s` (a GPM reading is placed `gpm_lag_ms` earlier only when
+its source is GPM; without the source column every reading is taken as a GPM trace's).
+
+Without `interval_ns` (the shared traces, sampled at 50 ms), rows whose SM and PCIe readings are
+all exactly 0.0 are stale GPM readings (GPM refreshes every ~100 ms): they are merged into the
+next row's interval, never emitted as idle, for up to a second (`readings.GPM_MAX_EXTEND_NS`, the
+sampler's own bound); after that the zeros are believed. With it (an exported recording), every
+row is a sample as recorded and the detector judges staleness as it did live.
 
 Bad input (docs/bad-input.md): a row whose `timestamp_s` is not a usable Unix time (empty,
-NaN, 1e300), whose `gpu` is not a GPU index (1e30, -1, 2.5), or with a number that does not parse
-is skipped, counted in `bad_records` and said with its line number; a UTF-8 byte order mark
-(spreadsheets write one) is ignored; spaces around column names are ignored.
+NaN, 1e300), whose `gpu` is not a GPU index (1e30, -1, 2.5), with a number that does not parse,
+a `t_mono_ns` beyond 64 bits or a source gapwatch does not know is skipped, counted in
+`bad_records` and said with its line number; a UTF-8 byte order mark (spreadsheets write one) is
+ignored; spaces around column names are ignored.
 """
 
 from __future__ import annotations
@@ -20,65 +29,182 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, get_args
 
 from gapwatch import __version__
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
     MAX_GPU_INDEX,
+    fits_i64,
     gpu_index,
     usable_period_ms,
     wall_s_ok,
 )
-from gapwatch.core.models import GpuInfo, GpuSample, HostSample, Record, SessionHeader
+from gapwatch.core.models import (
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    Record,
+    SessionHeader,
+    SignalSource,
+)
 from gapwatch.core.readings import is_stale_gpm
 from gapwatch.sources.recording import Recording, RecordingError
 
-_GPU_COLUMNS = ("sm_active_pct", "gpu_util_pct", "pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s")
-_HOST_COLUMNS = ("host_mem_used_pct", "host_psi_mem_some_avg10")
+
+def _number(text: str) -> float | None:
+    out = float(text)
+    return out if math.isfinite(out) else None  # NaN / inf: not a reading
 
 
-def _num(row: dict[str, str | None], key: str) -> float | None:
-    value = row.get(key)
-    if value is None or value.strip() == "":
-        return None
-    out = float(value)
-    if not math.isfinite(out):  # NaN / inf: not a reading
-        return None
-    return out
+def _integer(text: str) -> int | None:
+    value = float(text) if any(c in text for c in ".eE") else int(text)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(f"{text} is not an integer")
+        value = int(value)
+    if not fits_i64(value):
+        raise ValueError(f"{text} does not fit in 64 bits")
+    return value
+
+
+_SOURCES = frozenset(get_args(SignalSource))
+
+
+def _source(text: str) -> str:
+    if text not in _SOURCES:
+        raise ValueError(f"source {text!r} is not one of {', '.join(sorted(_SOURCES))}")
+    return text
+
+
+def _flag(text: str) -> bool:
+    if text not in ("0", "1"):
+        raise ValueError(f"{text!r} is not 0 or 1")
+    return text == "1"
+
+
+def _float(v: float | None) -> str:
+    # repr: the number reads back bit for bit.
+    return "" if v is None else repr(float(v))
+
+
+def _int(v: int | None) -> str:
+    return "" if v is None else str(int(v))
+
+
+def _text(v: str | None) -> str:
+    return v or ""
+
+
+def _bit(v: bool) -> str:
+    return "1" if v else "0"
 
 
 @dataclass(frozen=True, slots=True)
-class _Row:
-    t_s: float
-    gpu: int
-    sm: float | None
-    util: float | None
-    rx: float | None
-    tx: float | None
-    mem: float | None
-    psi: float | None
+class GpuRow:
+    """What a GPU row is written from: the sample and its GPU's link capacity (None: unknown)."""
+
+    sample: GpuSample
+    link_bytes_per_s: float | None
 
 
-def _row(row: dict[str, str | None]) -> _Row:
-    """One CSV row, or ValueError saying what is wrong with it (the caller skips and counts)."""
-    t_s = _num(row, "timestamp_s")
-    gpu_f = _num(row, "gpu")
-    if t_s is None or gpu_f is None:
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One CSV column: its name; which rows carry it (`side`: "time" both, "gpu" GPU rows,
+    "host" host rows, and GPU rows too for the shared layout's two host columns, from the
+    nearest host sample); how its value is taken from the row's record (a `GpuRow` or a
+    `HostSample`), written, and read back (an empty cell is None without calling `read`, which
+    raises ValueError for a bad cell); whether the shared traces' layout has it."""
+
+    name: str
+    side: str
+    get: Callable[[Any], Any]
+    write: Callable[[Any], str]
+    read: Callable[[str], Any]
+    shared: bool = False
+
+
+def _time_of(r: Any) -> Any:
+    return r.sample if isinstance(r, GpuRow) else r
+
+
+#: Every column, in file order: the shared traces' layout first (what other tools read), then
+#: what an exact round trip of a recording needs.
+COLUMNS: tuple[Column, ...] = (
+    Column("timestamp_s", "time", lambda r: _time_of(r).t_wall_s, repr, _number, True),
+    Column("gpu", "gpu", lambda r: r.sample.gpu, str, _number, True),
+    Column("sm_active_pct", "gpu", lambda r: r.sample.sm_active_pct, _float, _number, True),
+    Column("gpu_util_pct", "gpu", lambda r: r.sample.gpu_util_pct, _float, _number, True),
+    Column("pcie_rx_bytes_per_s", "gpu", lambda r: r.sample.pcie_rx_bytes_per_s, _float,
+           _number, True),
+    Column("pcie_tx_bytes_per_s", "gpu", lambda r: r.sample.pcie_tx_bytes_per_s, _float,
+           _number, True),
+    Column("host_mem_used_pct", "host", lambda h: h.mem_used_pct, _float, _number, True),
+    Column("host_psi_mem_some_avg10", "host", lambda h: h.psi_mem_some_avg10, _float, _number,
+           True),
+    Column("t_mono_ns", "time", lambda r: _time_of(r).t_mono_ns, str, _integer),
+    Column("interval_ns", "time", lambda r: _time_of(r).interval_ns, _int, _integer),
+    Column("sm_source", "gpu", lambda r: r.sample.sm_source, _text, _source),
+    Column("pcie_source", "gpu", lambda r: r.sample.pcie_source, _text, _source),
+    Column("pcie_lower_bound", "gpu", lambda r: r.sample.pcie_lower_bound, _bit, _flag),
+    Column("link_bytes_per_s", "gpu", lambda r: r.link_bytes_per_s, _float, _number),
+    Column("host_psi_mem_some_share", "host", lambda h: h.psi_mem_some_share, _float, _number),
+    Column("host_major_faults_per_s", "host", lambda h: h.major_faults_per_s, _float, _number),
+    Column("host_mem_bandwidth_bytes_per_s", "host", lambda h: h.mem_bandwidth_bytes_per_s,
+           _float, _number),
+)
+COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+_BY_NAME = {c.name: c for c in COLUMNS}
+
+
+def gpu_row(row: GpuRow, nearest_host: HostSample | None) -> list[str]:
+    """The cells of a GPU sample's row: its own columns, and the shared layout's two host
+    columns from the host sample nearest in time (None: empty)."""
+    cells = []
+    for c in COLUMNS:
+        if c.side == "host":
+            cells.append(c.write(c.get(nearest_host))
+                         if c.shared and nearest_host is not None else "")
+        else:
+            cells.append(c.write(c.get(row)))
+    return cells
+
+
+def host_row(host: HostSample) -> list[str]:
+    """The cells of a host sample's own row (its `gpu` cell empty): an exported recording keeps
+    every host sample at its own time, as a live session fed it."""
+    return [c.write(c.get(host)) if c.side in ("time", "host") else "" for c in COLUMNS]
+
+
+def _row(row: dict[str, str | None]) -> dict[str, Any]:
+    """One CSV row's cells by column name (missing or empty: None), or ValueError saying what
+    is wrong with it (the caller skips and counts). `gpu` is None for a host row."""
+    cells: dict[str, Any] = {}
+    for name, column in _BY_NAME.items():
+        text = row.get(name)
+        text = text.strip() if text is not None else ""
+        try:
+            cells[name] = column.read(text) if text else None
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise ValueError(f"{name}: {exc}") from None
+    t_s, gpu_f = cells["timestamp_s"], cells["gpu"]
+    if t_s is None:
         raise ValueError("timestamp_s and gpu are required")
     if not wall_s_ok(t_s):
         raise ValueError(f"timestamp_s {t_s:g} is not a usable Unix time")
+    if gpu_f is None:
+        return cells
     gpu = gpu_index(gpu_f)
     if gpu is None:
         raise ValueError(f"gpu {gpu_f:g} is not a GPU index (0..{MAX_GPU_INDEX})")
-    return _Row(t_s, gpu, _num(row, "sm_active_pct"), _num(row, "gpu_util_pct"),
-                _num(row, "pcie_rx_bytes_per_s"), _num(row, "pcie_tx_bytes_per_s"),
-                _num(row, "host_mem_used_pct"), _num(row, "host_psi_mem_some_avg10"))
+    cells["gpu"] = gpu
+    return cells
 
 
-def _rows(text: str, columns: list[str]) -> Iterator[tuple[int, _Row | ValueError]]:
+def _rows(text: str, columns: list[str]) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
     """(line number, row or what is wrong with it) for every data row of `text`."""
     reader = csv.DictReader(io.StringIO(text), fieldnames=columns)
     next(reader, None)  # the header line, read with its names stripped above
@@ -92,56 +218,79 @@ def _rows(text: str, columns: list[str]) -> Iterator[tuple[int, _Row | ValueErro
 
 
 def _csv_records(text: str, columns: list[str], rec: Recording) -> Iterator[Record]:
+    # An exported recording (it has `interval_ns`): every row is a record as recorded, host
+    # samples in rows of their own. Else a trace: host readings ride on the GPU rows.
+    exact = "interval_ns" in columns
     last_t_ns: dict[int, int] = {}
     last_host_t_ns: int | None = None
     for line_no, parsed in _rows(text, columns):
         if isinstance(parsed, ValueError):
             rec.problem("bad_records", f"{rec.path}:{line_no}: bad row ({parsed}); skipped")
             continue
-        t_s, gpu = parsed.t_s, parsed.gpu
-        sm, util, rx, tx = parsed.sm, parsed.util, parsed.rx, parsed.tx
-        mem, psi = parsed.mem, parsed.psi
-        t_ns = int(round(t_s * 1e9))
+        t_s, gpu = parsed["timestamp_s"], parsed["gpu"]
+        t_ns = parsed["t_mono_ns"]
+        if t_ns is None:
+            t_ns = int(round(t_s * 1e9))
+        if gpu is None:
+            if not exact:
+                rec.problem("bad_records",
+                            f"{rec.path}:{line_no}: bad row (timestamp_s and gpu are required); "
+                            "skipped")
+                continue
+            yield _host(parsed, t_ns, parsed["interval_ns"])
+            continue
         prev = last_t_ns.get(gpu)
         if prev is not None and t_ns <= prev:
             rec.problem("out_of_order", f"{rec.path}:{line_no}: time goes backwards; row skipped")
             continue
-        if (mem is not None or psi is not None) and (
-            last_host_t_ns is None or t_ns > last_host_t_ns
-        ):
-            yield HostSample(
-                t_mono_ns=t_ns,
-                t_wall_s=t_s,
-                interval_ns=None if last_host_t_ns is None else t_ns - last_host_t_ns,
-                mem_used_pct=mem,
-                mem_available_bytes=None,
-                swap_used_bytes=None,
-                cpu_busy_pct=None,
-                psi_mem_some_avg10=psi,
-                psi_mem_full_avg10=None,
-                psi_mem_some_share=None,
-                psi_mem_full_share=None,
-                major_faults_per_s=None,
-            )
+        host: HostSample | None = None
+        if not exact and (parsed["host_mem_used_pct"] is not None
+                          or parsed["host_psi_mem_some_avg10"] is not None) and (
+                last_host_t_ns is None or t_ns > last_host_t_ns):
+            host = _host(parsed, t_ns, None if last_host_t_ns is None else t_ns - last_host_t_ns)
             last_host_t_ns = t_ns
-        if is_stale_gpm(sm, rx, tx, None if prev is None else t_ns - prev):
+        sm, rx, tx = parsed["sm_active_pct"], parsed["pcie_rx_bytes_per_s"], \
+            parsed["pcie_tx_bytes_per_s"]
+        if not exact and is_stale_gpm(sm, rx, tx, None if prev is None else t_ns - prev):
             rec.counters["stale_gpm_rows"] = rec.counters.get("stale_gpm_rows", 0) + 1
             if prev is None:
                 last_t_ns[gpu] = t_ns  # the next real reading covers from here
-            continue
-        last_t_ns[gpu] = t_ns
-        yield GpuSample(
-            gpu=gpu,
-            t_mono_ns=t_ns,
-            t_wall_s=t_s,
-            interval_ns=None if prev is None else t_ns - prev,
-            sm_active_pct=sm,
-            gpu_util_pct=util,
-            pcie_rx_bytes_per_s=rx,
-            pcie_tx_bytes_per_s=tx,
-            sm_source="trace" if sm is not None else None,
-            pcie_source="trace" if rx is not None or tx is not None else None,
-        )
+        else:
+            last_t_ns[gpu] = t_ns
+            yield _sample(parsed, gpu, t_ns, prev, exact)
+        if host is not None:
+            # After the GPU sample, as the sampler feeds a tick: fed first, a host sample at the
+            # end of a GPU's hole would find that GPU silent (NO_DATA) before its sample came.
+            yield host
+
+
+def _host(cells: dict[str, Any], t_ns: int, interval_ns: int | None) -> HostSample:
+    return HostSample(
+        t_mono_ns=t_ns, t_wall_s=cells["timestamp_s"], interval_ns=interval_ns,
+        mem_used_pct=cells["host_mem_used_pct"], mem_available_bytes=None, swap_used_bytes=None,
+        cpu_busy_pct=None, psi_mem_some_avg10=cells["host_psi_mem_some_avg10"],
+        psi_mem_full_avg10=None, psi_mem_some_share=cells["host_psi_mem_some_share"],
+        psi_mem_full_share=None, major_faults_per_s=cells["host_major_faults_per_s"],
+        mem_bandwidth_bytes_per_s=cells["host_mem_bandwidth_bytes_per_s"],
+    )  # fmt: skip
+
+
+def _sample(cells: dict[str, Any], gpu: int, t_ns: int, prev: int | None,
+            exact: bool) -> GpuSample:
+    """The row as a GPU sample: sources and interval as written where the CSV has them (an
+    exported recording), else a GPM trace's with the interval since the GPU's last row."""
+    sm, rx, tx = cells["sm_active_pct"], cells["pcie_rx_bytes_per_s"], \
+        cells["pcie_tx_bytes_per_s"]
+    sm_source: Any = cells["sm_source"] if exact else ("trace" if sm is not None else None)
+    pcie_source: Any = cells["pcie_source"] if exact else (
+        "trace" if rx is not None or tx is not None else None)
+    interval = cells["interval_ns"] if exact else (None if prev is None else t_ns - prev)
+    return GpuSample(
+        gpu=gpu, t_mono_ns=t_ns, t_wall_s=cells["timestamp_s"], interval_ns=interval,
+        sm_active_pct=sm, gpu_util_pct=cells["gpu_util_pct"], pcie_rx_bytes_per_s=rx,
+        pcie_tx_bytes_per_s=tx, sm_source=sm_source, pcie_source=pcie_source,
+        pcie_lower_bound=bool(cells["pcie_lower_bound"]),
+    )  # fmt: skip
 
 
 def read_trace_csv(path: str | Path) -> Recording:
@@ -156,18 +305,25 @@ def read_trace_csv(path: str | Path) -> Recording:
     columns = [c.strip() for c in first.split(",")]
     if "timestamp_s" not in columns or "gpu" not in columns:
         raise RecordingError(f"{p}: not a trace CSV (needs columns timestamp_s and gpu)")
-    unknown = [c for c in columns if c not in ("timestamp_s", "gpu", *_GPU_COLUMNS, *_HOST_COLUMNS)]
-    gpus: set[int] = set()
+    unknown = [c for c in columns if c not in _BY_NAME]
+    #: Per GPU, its first row that names a source (the link and the sources of an exported
+    #: recording), else its first row.
+    gpus: dict[int, dict[str, Any]] = {}
     t0: float | None = None
     t1: float | None = None
     rows = 0
     for _line_no, parsed in _rows(text, columns):
         if isinstance(parsed, ValueError):
             continue  # said with its line number when the records are read
+        if parsed["gpu"] is None:
+            continue  # a host row (read with the records)
         rows += 1
-        gpus.add(parsed.gpu)
-        t0 = parsed.t_s if t0 is None else min(t0, parsed.t_s)
-        t1 = parsed.t_s if t1 is None else max(t1, parsed.t_s)
+        seen = gpus.setdefault(parsed["gpu"], parsed)
+        if seen["sm_source"] is None and parsed["sm_source"] is not None:
+            gpus[parsed["gpu"]] = parsed
+        t_s = parsed["timestamp_s"]
+        t0 = t_s if t0 is None else min(t0, t_s)
+        t1 = t_s if t1 is None else max(t1, t_s)
     estimate = ((t1 - t0) / max(1, rows) * 1000 * max(1, len(gpus))
                 if t0 is not None and t1 is not None else 0.0)
     # Too few rows, or all at one time: no period to learn (the detector learns the spacing).
@@ -179,11 +335,19 @@ def read_trace_csv(path: str | Path) -> Recording:
         started_wall_s=t0 or 0.0,
         started_mono_ns=int((t0 or 0.0) * 1e9),
         period_ms=period_ms,
-        gpus=[GpuInfo(index=i, name="(trace)", sm_source="trace", pcie_source="trace")
-              for i in sorted(gpus)],
+        gpus=[_gpu_info(i, gpus[i], exact="interval_ns" in columns) for i in sorted(gpus)],
     )
     rec = Recording(path=p, header=header, records=iter(()))
     if unknown:
         rec.problem("unknown_columns", f"{p}: ignoring unknown columns {', '.join(unknown)}")
     rec.records = _csv_records(text, columns, rec)
     return rec
+
+
+def _gpu_info(index: int, first: dict[str, Any], exact: bool) -> GpuInfo:
+    """A GPU of the CSV: a GPM trace's, or, from an exported recording, its link and sources
+    as its first row wrote them."""
+    if not exact:
+        return GpuInfo(index=index, name="(trace)", sm_source="trace", pcie_source="trace")
+    return GpuInfo(index=index, name="(trace)", link_bytes_per_s=first["link_bytes_per_s"],
+                   sm_source=first["sm_source"], pcie_source=first["pcie_source"])

@@ -18,7 +18,12 @@ What it does (the shape of cuzk's pipeline, see docs/gpu-proof.md):
 
 The pipeline's own view (`--status-listen HOST:PORT`): like cuzk, the load generator keeps a
 status tracker (`PipelineTracker`: each partition pending -> synthesizing -> synth_done -> gpu ->
-done, each worker idle or proving, synthesis threads in use) behind ONE lock that the synthesis
+done, each worker idle or proving) with upstream's semantics (curio e0294b0f `status.rs`): a
+memory budget (`BUDGET_BYTES`, 14 GiB per partition in flight), `synthesis.max_concurrent` the
+budget over 9 GiB (NOT its synthesis threads: those its log's `starting pipeline ...
+synth_worker_count` line says, as cuzk's does), `synthesis.active` +1 at a synthesis start and
+-1 only when one succeeds (`synth_failed` leaves it, as cuzk's `partition_failed` does). The
+tracker sits behind ONE lock that the synthesis
 threads and the GPU workers take on their hot path (at pickup: status update, fail check, mark
 busy, as cuzk's `GPU_TIMING hot_path` line times them; at completion) and that every `GET
 /status` snapshot takes while it is built. It serves cuzk's JSON through
@@ -61,6 +66,14 @@ from statistics import median
 from typing import IO, Any
 
 MIB = 1 << 20
+GIB = 1 << 30
+#: The stand-in's memory budget (cuzk `[memory] total_budget`), what it reserves per partition
+#: in flight (memory.rs POREP_PARTITION_FULL_BYTES) and the smallest partition status.rs divides
+#: the budget by (SNAP_PARTITION_FULL_BYTES). Kept here (this file runs on a bare GPU box with
+#: the standard library); tests/test_cuzk_status_bench.py holds them equal to gapwatch.core.cuzk.
+BUDGET_BYTES = 512 * GIB
+PARTITION_BUDGET_BYTES = 14 * GIB
+SMALLEST_PARTITION_BYTES = 9 * GIB
 #: cuzk PoRep: 10 partitions per proof; partitions beyond that start a new job id.
 PARTITIONS_PER_JOB = 10
 #: Holes between compute intervals at least this long count as gaps (as evaluation.scoring).
@@ -245,12 +258,21 @@ class CuzkLog:
     def cpp(self, line: str) -> None:
         self._write(self.err, line)
 
-    def start_engine(self, gpu: int, workers: int) -> float:
-        """The TIMELINE epoch and its anchor line, then the worker -> GPU map lines."""
+    def start_engine(self, gpu: int, workers: int, synth_workers: int = 1) -> float:
+        """cuzk's startup lines in its order (engine.rs: the budget and the pinned pool in
+        Engine::new; the TIMELINE epoch and its anchor line, the GPU workers, the synthesis
+        workers, then the worker -> GPU map lines in start())."""
+        self.trace(f"memory budget initialized total_budget_gib={BUDGET_BYTES // GIB}")
+        self.trace("CUDA pinned memory pool initialized")
         self._epoch_mono = self.mono()
         t = self.trace("starting cuzk engine pipeline_enabled=true")
         self.trace(f"initializing GPU workers num_gpus=1 gpu_workers_per_device={workers} "
                    f"total_workers={workers} gpus=[{gpu}]")
+        in_budget = BUDGET_BYTES // PARTITION_BUDGET_BYTES
+        self.trace("starting pipeline: synthesis task + GPU workers (budget-gated) "
+                   f"configured_lookahead=1 max_partitions_in_budget={in_budget} "
+                   f"effective_lookahead={min(in_budget, 32)} "
+                   f"synth_worker_count={synth_workers} num_gpus={workers}")
         for w in range(workers):
             self.trace(f"pipeline GPU worker started worker_id={w} gpu={gpu} sub_id={w}")
         return t
@@ -327,6 +349,7 @@ class PipelineTracker:
                          for w in range(workers)}
         self.synth_active = 0
         self.completed = 0
+        self.failed = 0
         #: Waits (µs) of the hot path for the lock: GPU workers and synthesis threads.
         self.hot_wait_us: list[float] = []
         #: Per pickup, the whole pre-prove overhead (µs): three lock sections, as cuzk's.
@@ -366,6 +389,15 @@ class PipelineTracker:
             part = self._part(job, p)
             part["state"], part["synth_end"] = "synth_done", self.mono()
             self.synth_active -= 1
+        finally:
+            self.lock.release()
+
+    def synth_failed(self, job: str, p: int) -> None:
+        """status.rs `partition_failed`: the partition is failed and `active` keeps its +1."""
+        self._locked(self.hot_wait_us)
+        try:
+            self._part(job, p)["state"] = "failed"
+            self.failed += 1
         finally:
             self.lock.release()
 
@@ -419,9 +451,16 @@ class PipelineTracker:
             def ms(a: float | None, b: float | None) -> int | None:
                 return None if a is None else int(((b if b is not None else now) - a) * 1000)
 
+            in_flight = sum(1 for e in self._jobs.values() for x in e["parts"]
+                            if x["state"] in ("synthesizing", "synth_done", "gpu"))
+            used = min(BUDGET_BYTES, in_flight * PARTITION_BUDGET_BYTES)
             doc = {
                 "uptime_secs": round(now - self.t0, 3),
-                "synthesis": {"max_concurrent": self.slots, "active": self.synth_active},
+                "memory": {"total_bytes": BUDGET_BYTES, "used_bytes": used,
+                           "available_bytes": BUDGET_BYTES - used},
+                # status.rs: the budget over the smallest partition, never the threads.
+                "synthesis": {"max_concurrent": BUDGET_BYTES // SMALLEST_PARTITION_BYTES,
+                              "active": self.synth_active},
                 "pipelines": [{
                     "job_id": job, "proof_kind": "porep-c2",
                     "started_secs_ago": round(now - e["started"], 3),
@@ -438,9 +477,14 @@ class PipelineTracker:
                     "busy_secs": (round(now - st["since"], 3) if st["state"] == "proving"
                                   else None),
                 } for w, st in sorted(self._workers.items())],
+                "allocations": {"srs": [], "pce": []},
                 "counters": {"total_completed": self.completed, "total_failed": 0,
                              "completed_by_kind": {"porep-c2": self.completed},
                              "failed_by_kind": {}, "queue_depth": 0},
+                "buffers": {"synth_in_flight": self.synth_active - self.failed,
+                            "provers_in_flight": sum(1 for w in self._workers.values()
+                                                     if w["state"] == "proving"),
+                            "aux_in_flight": 0, "shells_in_flight": 0, "pending_handles": 0},
             }
         finally:
             self.snapshot_build_us.append((time.perf_counter() - t) * 1e6)
@@ -848,6 +892,7 @@ def _synth_loop(run: Run, be: Any, slots: list[list[Any]], tid: int) -> None:
     p = run.p
     rng = random.Random(p.seed * 1000 + tid)
     value = 0
+    started: tuple[str, int] | None = None
     try:
         while not run.stop.is_set():
             slot: int | None = None
@@ -860,6 +905,7 @@ def _synth_loop(run: Run, be: Any, slots: list[list[Any]], tid: int) -> None:
             t0 = time.perf_counter()
             run.log.synth_start(job, jp, p.pinned, p.abc_mib)
             run.tracker.synth_start(job, jp)
+            started = (job, jp)
             value = (value + 1) % 251
             bufs = slots[slot] if slot is not None else be.pageable_abc()
             be.fill(bufs, value)
@@ -867,11 +913,14 @@ def _synth_loop(run: Run, be: Any, slots: list[list[Any]], tid: int) -> None:
                 return
             synth_ms = int((time.perf_counter() - t0) * 1000)
             run.tracker.synth_end(job, jp)
+            started = None
             run.log.synth_end(job, jp, synth_ms, p.pinned)
             if not run.wait_put(run.ready, (seq, job, jp, bufs, slot, synth_ms)):
                 return
             del bufs
     except Exception:  # noqa: BLE001 - reported loudly, stops the run
+        if started is not None:
+            run.tracker.synth_failed(*started)  # as cuzk's tracker: failed, active kept
         run.fail(f"synthesis thread {tid}")
 
 
@@ -996,7 +1045,7 @@ def run_load(p: Params, log: CuzkLog, console: IO[str], args: argparse.Namespace
                     return 0
                 run.say(f"ERROR: {args.go_file} did not appear within {args.go_timeout:g} s")
                 return 3
-        go_wall = log.start_engine(p.gpu, 2)
+        go_wall = log.start_engine(p.gpu, 2, p.synth_threads)
         for i in range(2):
             threads.append(threading.Thread(target=_worker_loop, name=f"gpu-worker-{i}",
                                             args=(run, workers[i], i, n_iters), daemon=True))
@@ -1096,7 +1145,7 @@ def _dry_run(p: Params) -> int:
     clock = iter(x * 0.05 for x in range(10_000))
     log = CuzkLog(sys.stdout, sys.stdout, wall=lambda: 1_796_000_000.0 + next(clock),
                   mono=lambda: 0.0)
-    log.start_engine(p.gpu, 2)
+    log.start_engine(p.gpu, 2, p.synth_threads)
     job, jp = job_of(0, p.job_prefix)
     log.synth_start(job, jp, p.pinned, p.abc_mib)
     log.synth_end(job, jp, 812, p.pinned)

@@ -68,7 +68,12 @@ def test_every_scenario_has_host_samples_and_timeline_lines(scenario: str) -> No
     assert {s.gpu for s in _gpu(r.records)} == {0, 1}
     assert any(isinstance(x, HostSample) for x in r.records)
     assert any(t.startswith("TIMELINE,") for _, t in r.log_lines)
-    assert r.log_lines[0][1].endswith("starting cuzk engine pipeline_enabled=true")
+    # cuzk's startup lines in its order (engine.rs: Engine::new, then start()).
+    assert [t.split(": ", 1)[1] for _, t in r.log_lines[:4]] == [
+        "memory budget initialized total_budget_gib=512", "CUDA pinned memory pool initialized",
+        "starting cuzk engine pipeline_enabled=true",
+        "initializing GPU workers num_gpus=2 gpu_workers_per_device=2 total_workers=4 gpus=[0, 1]"]
+    assert any("synth_worker_count=" in t for _, t in r.log_lines[:6])
 
 
 def test_unknown_scenario_is_refused() -> None:
@@ -76,3 +81,23 @@ def test_unknown_scenario_is_refused() -> None:
 
     with pytest.raises(ValueError, match="unknown scenario"):
         SimProver("melted")  # type: ignore[arg-type]
+
+
+def test_the_simulated_status_has_upstreams_semantics_drift_and_failed_jobs_included() -> None:
+    """status.rs: `max_concurrent` is the budget over 9 GiB; `active` keeps the +1 of every
+    failed synthesis; a failed job stays listed with its pending partitions, which never run."""
+    from gapwatch.core.prover import live_pending, synthesis_drift
+    from gapwatch.sources.cuzk_status import parse_status
+    from gapwatch.sources.sim import SIM_BUDGET_BYTES, SimProver
+
+    sim = SimProver("host-stall", seed=3, synth_fail_every=5)
+    t0 = 1_796_000_000.0
+    for k in range(400):  # 40 simulated seconds
+        sim.read(k * 100_000_000, t0 + k * 0.1)
+    st = parse_status(sim.status_bytes(), "sim", 1, t0, 0.0)
+    assert st.synthesis_max == SIM_BUDGET_BYTES // (9 << 30) == 56
+    assert st.memory_total_bytes == SIM_BUDGET_BYTES and st.srs_circuits == ["porep-32g"]
+    assert sim.syntheses_failed >= 2
+    assert synthesis_drift(st) == sim.syntheses_failed  # active ran ahead by every failure
+    assert st.partition_counts["failed"] >= 1
+    assert live_pending(st) < st.partition_counts["pending"]  # failed jobs' partitions

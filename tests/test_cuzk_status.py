@@ -110,7 +110,7 @@ def test_the_stand_in_server_answers_as_cuzks_does_one_request_per_connection() 
         assert lines[0] == "HTTP/1.1 200 OK" and closed
         assert {"Content-Type: application/json", f"Content-Length: {len(body)}",
                 "Access-Control-Allow-Origin: *", "Connection: close"} <= set(lines[1:])
-        assert json.loads(body)["synthesis"]["max_concurrent"] == 18
+        assert json.loads(body)["synthesis"]["max_concurrent"] == 83  # 750 GiB / 9 GiB
         other, _ = _raw_get(server.port, b"GET /metrics HTTP/1.1\r\n\r\n")
         assert other.startswith(b"HTTP/1.1 404 Not Found")
         # A second request on the same connection gets nothing: the server has closed it.

@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from gapwatch.core.prover import snapshot_cause
+from gapwatch.core.cuzk import (
+    POREP_PARTITION_FULL_BYTES,
+    SNAP_PARTITION_FULL_BYTES,
+    Capacity,
+    PipelineFacts,
+)
+from gapwatch.core.prover import snapshot_cause, synthesis_drift
 from gapwatch.sources.cuzk_status import parse_status
 
 ROOT = Path(__file__).parent.parent
@@ -40,8 +46,11 @@ def test_the_load_generators_tracker_serves_cuzks_json_through_its_stages() -> N
     doc = tr.document()
     st = parse_status(json.dumps(doc).encode(), "lg", 0, 0.0, 0.0)
     assert st.partition_counts["synthesizing"] == 1 and st.partition_counts["pending"] == 9
-    # One synthesis slot, busy, nothing synthesised ahead, both workers idle.
-    assert snapshot_cause(st, 0) == "waits_on_synthesis"
+    # Upstream's semantics: max_concurrent is the budget over 9 GiB, not the one thread.
+    assert st.synthesis_max == lg.BUDGET_BYTES // SNAP_PARTITION_FULL_BYTES == 56
+    assert st.memory_available_bytes == lg.BUDGET_BYTES - POREP_PARTITION_FULL_BYTES
+    # One synthesis worker (its log says so), busy, nothing synthesised ahead, workers idle.
+    assert snapshot_cause(st, 0, Capacity(1, "log")) == "waits_on_synthesis"
     tr.synth_end("porep-1000-0", 0)
     hot = tr.pickup(1, "porep-1000-0", 0)
     assert len(hot) == 4 and all(isinstance(x, int) for x in hot)
@@ -53,6 +62,34 @@ def test_the_load_generators_tracker_serves_cuzks_json_through_its_stages() -> N
     # Hot path: synth start, synth end, three pickup sections, finish.
     assert stats["hot_path_lock_wait_us"]["n"] == 6 and stats["snapshots"] == 2
     assert stats["pickup_overhead_us"]["n"] == 1
+
+
+def test_the_load_generator_keeps_cuzks_budget_figures_and_drifts_active_on_failure() -> None:
+    assert (lg.PARTITION_BUDGET_BYTES, lg.SMALLEST_PARTITION_BYTES) == (
+        POREP_PARTITION_FULL_BYTES, SNAP_PARTITION_FULL_BYTES)
+    tr = lg.PipelineTracker(gpu=0, workers=2, synth_slots=2)
+    tr.synth_start("porep-1000-0", 0)
+    tr.synth_start("porep-1000-0", 1)
+    tr.synth_failed("porep-1000-0", 1)
+    st = parse_status(json.dumps(tr.document()).encode(), "lg", 0, 0.0, 0.0)
+    assert (st.synthesis_active, st.partition_counts["synthesizing"]) == (2, 1)
+    assert synthesis_drift(st) == 1 and st.partition_counts["failed"] == 1
+
+
+def test_the_load_generators_startup_lines_say_its_synthesis_workers() -> None:
+    import io
+
+    from gapwatch.logs.parse import LogParser
+
+    buf = io.StringIO()
+    lg.CuzkLog(buf, buf, wall=lambda: 1_796_000_000.0, mono=lambda: 0.0).start_engine(0, 2, 3)
+    facts = PipelineFacts()
+    parser = LogParser()
+    for line in buf.getvalue().splitlines():
+        for ev in parser.parse_line(line, "stdout"):
+            facts.feed(ev)
+    assert facts.synth_workers == 3 and facts.budget_total_bytes == lg.BUDGET_BYTES
+    assert facts.gpu_workers_per_device == 2
 
 
 def test_a_snapshot_holding_the_tracker_lock_holds_up_the_workers_hot_path() -> None:

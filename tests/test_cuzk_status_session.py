@@ -74,11 +74,15 @@ def test_the_simulator_serves_its_status_and_the_runtime_polls_it_over_http() ->
     # Real time at 20x: how many polls fit depends on the machine; that they answer does not.
     assert poller.url == rt.sim_status_server.url and poller.ok >= 3 and poller.errors == {}
     snap = rt.store.snapshot()
-    assert snap.provers["sim"].synthesis_max == 2
+    # Upstream's semantics: max_concurrent is the 512 GiB budget over 9 GiB; the two synthesis
+    # workers are what the log's `starting pipeline` line says.
+    assert snap.provers["sim"].synthesis_max == 56 and snap.pipeline.synth_workers == 2
     gaps = _gaps(rt)
     assert len(gaps) >= 4 and {g.kind for g in gaps} == {"host_stall"}
     named = [g for g in gaps if g.prover_cause == "waits_on_synthesis"]
     assert {g.prover_cause for g in gaps} <= {"waits_on_synthesis", None} and named
+    assert all("2 of 2 synthesis workers busy (every synthesis worker busy; workers: "
+               "synth_worker_count in the log)" in g.prover_evidence for g in named)
 
 
 def test_the_pageable_breakdown_waits_inside_the_workers() -> None:
@@ -171,6 +175,17 @@ def test_metrics_say_partitions_workers_synthesis_and_how_polling_goes() -> None
                       detector=GapDetector(Config().detector, store_gpus))
     st = parse_status(json.dumps(WAITS_ON_SYNTHESIS).encode(), "127.0.0.1:9821", 1, 2.0, 0.8)
     session.on_record(st)
+    parser = LogParser()
+    for line in (  # curio e0294b0f pinned_pool.rs:212, pipeline.rs:302 (format strings)
+            "2026-05-12T14:13:32.351090Z  INFO synthesize_partition{job_id=\"porep-1\" "
+            "partition=3}: cuzk_core::pinned_pool: pinned pool: allocated new buffer "
+            "size_gib=3.882612854242325 total_buffers=3 total_gib=11.647838562726974",
+            "2026-05-12T14:13:33.351090Z  WARN synthesize_partition{job_id=\"porep-1\" "
+            "partition=4}: cuzk_core::pipeline: pinned pool checkout FAILED \u2014 falling back "
+            "to unpinned num_constraints=130278869 pool_free=0 "
+            "pool_total_gib=11.647838562726974"):
+        for ev in parser.parse_line(line, "stdout"):
+            session.on_record(ev)
     poller = PollerStatus(url="http://127.0.0.1:9821/status", prover="127.0.0.1:9821",
                           period_s=1.0, state="ok", polls=10, ok=9, errors={"timeout": 1},
                           last_latency_ms=0.8)
@@ -185,7 +200,16 @@ def test_metrics_say_partitions_workers_synthesis_and_how_polling_goes() -> None
         assert workers[(("gpu", "0"), ("prover", "127.0.0.1:9821"), ("state", "idle"))] == 1
         assert workers[(("gpu", "0"), ("prover", "127.0.0.1:9821"), ("state", "proving"))] == 1
         assert m["gapwatch_cuzk_synthesis_active"][p] == 18
-        assert m["gapwatch_cuzk_synthesis_slots"][p] == 18
+        # max_concurrent is the 750 GiB budget over 9 GiB; the workers cuzk's formula gives.
+        assert m["gapwatch_cuzk_synthesis_max_concurrent"][p] == 83
+        assert m["gapwatch_cuzk_synthesis_workers"][p] == 18
+        assert m["gapwatch_cuzk_memory_budget_bytes"][p] == 750 * 2**30
+        # What the log said about the pinned pool.
+        assert m["gapwatch_cuzk_pinned_pool_buffers"][()] == 3
+        assert m["gapwatch_cuzk_pinned_pool_free_buffers"][()] == 0
+        assert m["gapwatch_cuzk_pinned_pool_failures_total"][(("what", "checkout"),)] == 1
+        causes = m["gapwatch_gaps_by_prover_cause_total"]
+        assert causes[(("cause", "waits_on_synthesis"), ("gpu", "0"))] == 0  # from the start
         assert m["gapwatch_cuzk_queue_depth"][p] == 1
         assert m["gapwatch_cuzk_status_up"][p] == 1
         errors = m["gapwatch_cuzk_status_errors_total"]
@@ -235,3 +259,30 @@ def test_a_dashboard_snapshot_keeps_the_prover_snapshots_replayable(tmp_path: Pa
     kept = [r for r in read_any(path / "recording.jsonl.gz").records
             if isinstance(r, ProverStatus)]
     assert kept == list(snap.prover_statuses) and len(kept) == 20
+
+
+def test_record_against_a_server_answering_like_real_cuzk_names_the_synthesis_wait(
+        tmp_path: Path) -> None:
+    """`record --cuzk-status URL` against a server answering as cuzk does (18 workers
+    synthesising, `max_concurrent` 83 from a 750 GiB budget, nothing in synth_done, the GPU
+    idle): the host_stall gaps carry the synthesis wait in their own fields. The simulator
+    makes the gaps; its log is not read as cuzk's (`[logs] cuzk = false`), so the worker count
+    comes from cuzk's formula over the answer's budget, as with a log gapwatch cannot see."""
+    from gapwatch.sources.cuzk_status_server import CuzkStatusServer
+
+    cfg = tmp_path / "gw.toml"
+    cfg.write_text("[logs]\ncuzk = false\n[cuzk]\nstatus_period_s = 0.1\n")
+    out = tmp_path / "rec.jsonl.gz"
+    with CuzkStatusServer(lambda: WAITS_ON_SYNTHESIS) as server:
+        assert main(["record", "--config", str(cfg), "--source", "sim:host-stall",
+                     "--speed", "10", "--duration", "20", "--quiet", "--out", str(out),
+                     "--cuzk-status", server.url]) == 0
+    gaps = [g for g in to_json(build_report(out, Config()))["gaps"]
+            if g["kind"] == "host_stall"]
+    assert len(gaps) >= 3
+    assert {g["prover_cause"] for g in gaps} == {"waits_on_synthesis"}
+    for g in gaps:
+        said = " ".join(g["prover_evidence"])
+        assert "18 of 18 synthesis workers busy (every synthesis worker busy" in said
+        assert "max_concurrent=83 is the memory budget over the smallest partition" in said
+        assert g["prover_states"][-1]["synthesis_workers"] == 18

@@ -124,3 +124,17 @@ def test_blank_lines_make_no_event() -> None:
     p = LogParser()
     assert parse(p, "") == [] and parse(p, "   \r") == []
     assert p.counters["blank"] == 2 and p.counters["unparsed"] == 0
+
+
+def test_the_pacers_quoted_figures_become_numbers() -> None:
+    # curio e0294b0f engine.rs:1658: ema_waiting, gpu_proc_ms, gpu_eff_ms, ema_synth_ms and
+    # integral are format!() results, so tracing writes them quoted.
+    (ev,) = LogParser().parse_line(
+        '2026-05-12T14:14:41.002515Z  INFO cuzk_core::engine: pacer: status total=45 '
+        'in_flight=12 waiting=8 ema_waiting="7.9" gpu_proc_ms="3356" gpu_eff_ms="1678" '
+        'ema_synth_ms="2400" interval_ms=1650 integral="-0.12" bootstrap=false rebootstraps=0')
+    assert ev.name == "pacer: status"
+    f = ev.fields
+    assert (f["ema_waiting"], f["gpu_proc_ms"], f["gpu_eff_ms"], f["ema_synth_ms"],
+            f["integral"]) == (7.9, 3356, 1678, 2400, -0.12)
+    assert (f["waiting"], f["interval_ms"], f["bootstrap"]) == (8, 1650, False)

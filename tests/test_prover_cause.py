@@ -6,14 +6,28 @@ from __future__ import annotations
 
 import json
 
-from cuzk_fakes import DISPATCH_STALL, INSIDE_WORKERS, WAITS_ON_SYNTHESIS, cuzk_doc
+from cuzk_fakes import (
+    DISPATCH_STALL,
+    INSIDE_WORKERS,
+    WAITS_ON_BUDGET,
+    WAITS_ON_SYNTHESIS,
+    cuzk_doc,
+)
 
 from gapwatch.base.clock import FakeClock
 from gapwatch.core.config import DetectorConfig
+from gapwatch.core.cuzk import Capacity, PipelineFacts
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.evidence import GapEvidence
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, ProverStatus
-from gapwatch.core.prover import decide_cause, gap_state, snapshot_cause, worker_letters
+from gapwatch.core.prover import (
+    decide_cause,
+    gap_state,
+    snapshot_cause,
+    snapshot_evidence,
+    synthesis_drift,
+    worker_letters,
+)
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sources.cuzk_status import StatusPoller, parse_status
@@ -24,13 +38,51 @@ def _status(doc: dict[str, object], t: float = 10.0) -> ProverStatus:
     return parse_status(json.dumps(doc).encode(), "p", int(t * 1e9), t, 1.0)
 
 
+def synthesis_capacity(st: ProverStatus) -> Capacity | None:
+    """cuzk's worker count as gapwatch derives it without a log: from the budget."""
+    return PipelineFacts().capacity(st)
+
+
 def test_each_snapshot_names_where_an_idle_gpu_waits() -> None:
     assert snapshot_cause(_status(WAITS_ON_SYNTHESIS), 0) == "waits_on_synthesis"
     assert snapshot_cause(_status(DISPATCH_STALL), 0) == "dispatch_stall"
     assert snapshot_cause(_status(INSIDE_WORKERS), 0) == "inside_workers"
     assert snapshot_cause(_status(cuzk_doc(done=10)), 0) == "no_work"
-    # Synthesis running below its slots, nothing synthesised ahead: no rule claims it.
-    assert snapshot_cause(_status(cuzk_doc(synthesizing=4, active=4)), 0) is None
+    # Partitions wait for the budget while synthesis workers are free.
+    assert snapshot_cause(_status(WAITS_ON_BUDGET), 0, Capacity(18, "budget")) == \
+        "waits_on_budget"
+    # Synthesis running below its workers, nothing pending or ready: the GPU still waits on
+    # it; the evidence says the workers are not the limit.
+    few = _status(cuzk_doc(synthesizing=4))
+    assert snapshot_cause(few, 0, Capacity(18, "budget")) == "waits_on_synthesis"
+    assert "4 of 18 synthesis workers busy (14 synthesis worker(s) free" in \
+        " ".join(snapshot_evidence(few, 0, "waits_on_synthesis", Capacity(18, "budget")))
+    # Pending partitions, workers and budget free: only the pacer (when on) explains it.
+    held = _status(cuzk_doc(pending=8, total_gib=750))
+    assert snapshot_cause(held, 0, Capacity(18, "log"), pacer_on=True) == "pacer_hold"
+    assert snapshot_cause(held, 0, Capacity(18, "log")) is None
+
+
+def test_every_synthesis_worker_busy_is_judged_by_cuzks_worker_count_never_max_concurrent(
+) -> None:
+    """What the issue found on a real-shaped answer: 18 workers synthesising, 83 in
+    `max_concurrent` (a 750 GiB budget), nothing in synth_done, the GPU idle."""
+    st = _status(WAITS_ON_SYNTHESIS)
+    assert st.synthesis_max == 83 and st.partition_counts["synthesizing"] == 18
+    assert snapshot_cause(st, 0, synthesis_capacity(st)) == "waits_on_synthesis"
+    said = snapshot_evidence(st, 0, "waits_on_synthesis", synthesis_capacity(st))
+    assert "18 of 18 synthesis workers busy (every synthesis worker busy" in " ".join(said)
+    assert any("max_concurrent=83 is the memory budget over the smallest partition" in e
+               for e in said)
+
+
+def test_active_is_only_a_cross_check_and_its_drift_is_said() -> None:
+    st = _status(cuzk_doc(synthesizing=16, pending=2, active=19))
+    assert synthesis_drift(st) == 3
+    said = snapshot_evidence(st, 0, "waits_on_synthesis", Capacity(18, "log"))
+    assert any("synthesis.active=19 but 16 partition(s) synthesizing" in e for e in said)
+    # The count that decides is the partitions', not active's 19 >= 18.
+    assert "16 of 18 synthesis workers busy" in " ".join(said)
 
 
 def test_workers_count_per_gpu_while_synthesis_is_shared() -> None:
@@ -60,10 +112,11 @@ def test_snapshots_after_a_gaps_end_do_not_vote_for_it() -> None:
     # Polled after the GPU resumed, but fed before the sample that closes the gap.
     acc.add_prover(_status(INSIDE_WORKERS, 11.2))
     acc.add_prover(_status(INSIDE_WORKERS, 11.4))
-    cause, during, states = acc.prover_view(end_s=11.0)
-    assert (cause, during) == ("waits_on_synthesis", True)
-    assert [s["t_s"] for s in states] == [10.5]
-    assert acc.prover_view(end_s=None)[0] == "inside_workers"  # still open: all of them count
+    view = acc.prover_view(11.0, 10.0, "host_stall")
+    assert (view.cause, view.during) == ("waits_on_synthesis", True)
+    assert [s["t_s"] for s in view.states] == [10.5]
+    # Still open: all of them count.
+    assert acc.prover_view(None, 10.0, "host_stall").cause == "inside_workers"
 
 
 PERIOD_NS = 100_000_000

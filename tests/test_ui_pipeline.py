@@ -9,9 +9,10 @@ import json
 from pathlib import Path
 
 import msgspec
-from cuzk_fakes import WAITS_ON_SYNTHESIS
+from cuzk_fakes import WAITS_ON_SYNTHESIS, cuzk_doc
 from ui_fakes import WALL0_S, FakeRuntime, fill_breakdown, make_config, screen_text, t_ns
 
+from gapwatch.core.cuzk import PipelineView, PoolState
 from gapwatch.core.prover import gap_state
 from gapwatch.engine.status import RuntimeStatus
 from gapwatch.sources.cuzk_status import PollerStatus, parse_status
@@ -49,21 +50,36 @@ async def test_the_pipeline_line_and_the_worker_states_show_at_80x24(tmp_path: P
         app.redraw(force=True)
         await pilot.pause()
         text = screen_text(app)
-    assert "prover 127.0.0.1:9821 · GPU0 IP · synthesis 18/18 · parts 0 synth_done" in text
+    # 18 synthesizing of the 18 workers cuzk's formula gives a 750 GiB budget (`~`: derived,
+    # no `starting pipeline` line in this log), not of max_concurrent's 83.
+    assert "prover 127.0.0.1:9821 · GPU0 IP · synthesis 18/~18 · parts 0 synth_done" in text
     # The newest gap's row carries its GPU's workers: one idle, one proving.
     (row,) = [line for line in text.splitlines() if "0.40s" in line]
     assert row.split()[4:6] == ["IP", "2.8"]
     assert " wk " in text
 
 
-def test_the_line_says_a_stale_snapshot_and_full_synthesis_slots() -> None:
+def test_the_line_says_a_stale_snapshot_and_every_synthesis_worker_busy() -> None:
     st = _status(10.0)
-    runs = pipeline_text(st, age_s=12.0)  # type: ignore[arg-type]
+    runs = pipeline_text(st, age_s=12.0, pipeline=PipelineView(synth_workers=18))  # type: ignore[arg-type]
     text = "".join(t for t, _ in runs)
     assert text == ("prover 127.0.0.1:9821 · GPU0 IP · synthesis 18/18 · parts 0 synth_done "
                     "4 pending 18 synth 0 gpu 0 done · queue 1 · stale 12 s")
-    # Every slot busy and nothing synthesised ahead: the GPU is about to wait on synthesis.
+    # Every worker busy and nothing synthesised ahead: the GPU is about to wait on synthesis.
     assert ("18/18", "warn") in runs and (" · stale 12 s", "warn") in runs
+
+
+def test_the_line_says_drift_budget_pool_pacer_srs_and_post_work() -> None:
+    doc = cuzk_doc(synthesizing=3, pending=7, active=5, available_gib=2.0)
+    st = parse_status(json.dumps(doc).encode(), "p", t_ns(1), WALL0_S + 1, 0.8)
+    view = PipelineView(
+        synth_workers=18, pool=PoolState(total_gib=11.6, buffers=3, free=0, checkout_failed=2),
+        pacer_target=8, pacer={"waiting": 1}, srs_loading=("porep-32g",),
+        monolithic_in_flight=("winning-post winpost-1-abc",))
+    text = "".join(t for t, _ in pipeline_text(st, None, view))
+    assert "synthesis 3/18 (active 5) · budget 2/14 GiB" in text
+    assert "pinned pool 0 free, 2 FAILED · pacer waiting 1/8 · SRS loading porep-32g" in text
+    assert text.endswith("· not in /status: winning-post winpost-1-abc")
 
 
 def test_the_footer_says_how_polling_goes() -> None:

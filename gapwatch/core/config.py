@@ -216,8 +216,13 @@ class CuzkConfig(_Section):
     #: Seconds between polls. Each poll makes cuzk take the lock its GPU workers take on their
     #: hot path: about once a second is plenty for a monitor (see docs/cuzk-status.md).
     status_period_s: float = Field(1.0, ge=0.1, le=60)
-    #: A poll that takes longer is abandoned and counted (`timeout`).
+    #: One deadline per poll (connect plus the whole answer): a poll that takes longer is
+    #: abandoned and counted (`timeout`).
     status_timeout_s: float = Field(0.5, gt=0, le=10)
+    #: cuzk's own `[pipeline] max_parallel_synthesis` (0 = its default, 18): how many
+    #: syntheses it runs, when its log does not say (`starting pipeline ... synth_worker_count`).
+    #: With it and `/status`'s memory budget gapwatch applies cuzk's formula (engine.rs).
+    max_parallel_synthesis: int = Field(18, ge=0, le=100_000)
 
     @field_validator("status_url", mode="before")
     @classmethod

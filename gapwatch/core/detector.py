@@ -33,6 +33,7 @@ from msgspec.structs import replace
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.config import DetectorConfig
+from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts
 from gapwatch.core.evidence import EvidenceBuffer, GapEvidence
 from gapwatch.core.hints import make_hint
 from gapwatch.core.models import (
@@ -81,11 +82,13 @@ class GapDetector:
         live: publish open gaps (and their updates and retractions). Off for offline reports,
             which only keep final versions: building ~2 open versions per gap with evidence and
             hint is most of the cost of a long report. States are identical either way.
+        max_parallel_synthesis: cuzk's `[pipeline] max_parallel_synthesis` (`[cuzk]
+            max_parallel_synthesis`), for the synthesis capacity when its log does not say it.
     """
 
     def __init__(
         self, config: DetectorConfig, gpus: list[GpuInfo], period_s: float | None = None,
-        live: bool = True,
+        live: bool = True, max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
     ) -> None:
         self.config = config
         self._live = live
@@ -99,7 +102,8 @@ class GapDetector:
         self._nodata = config.nodata_after_periods
         self._period_floor_ns = int(period_s * _NS) if period_s else 0
         self._gpm_lag_ns = int(config.gpm_lag_ms * 1e6)
-        self._ev = EvidenceBuffer(config.evidence_before_s)
+        self._ev = EvidenceBuffer(config.evidence_before_s,
+                                  facts=PipelineFacts(max_parallel_synthesis))
         self._next_id = 1
         self._pending: list[Gap | StateChange] = []
         self._now_s = 0.0
@@ -565,19 +569,19 @@ class GapDetector:
         host = acc.host_dict() if acc is not None else {}
         # No events (every gap of a recording without logs): skip event_dicts' sorting.
         events = acc.event_dicts() if acc is not None and acc.events else []
-        cause: str | None = None
-        during = True
-        states: list[dict[str, Any]] = []
-        if acc is not None and (acc.provers or acc.before_cause is not None):
-            cause, during, states = acc.prover_view(end_s)
         g_end_s = end_s if end_s is not None else tr.idle_start_s + duration_s
+        view = acc.prover_view(end_s, tr.idle_start_s, tr.kind) if acc is not None else None
         copies = (self._ev.copies_dict(acc, tr.idle_start_s, g_end_s, tr.kind, events)
                   if acc is not None else {})
         link_down = self._link_down(tr.gpu)
         hint = make_hint(
             tr.kind, duration_s, rx, tx, tr.link, confidence, host, events,
             is_open=end_ns is None, copies=copies, link_down=link_down,
-            prover_cause=cause, prover_during=during, quiet_below_bytes_per_s=tr.quiet_below,
+            prover_cause=view.cause if view else None,
+            prover_during=view.during if view else True,
+            prover_detail=view.detail if view else "",
+            prover_from_log=view.from_log if view else False,
+            quiet_below_bytes_per_s=tr.quiet_below,
             since_s=tr.idle_start_s - self.config.evidence_before_s,
         )
         return Gap(
@@ -588,7 +592,9 @@ class GapDetector:
             link_bytes_per_s=tr.link, confidence=confidence,
             hint=hint, host=host, log_events=events, copies=copies,
             link_current_bytes_per_s=link_down["bytes_per_s"] if link_down else None,
-            prover_cause=cause, prover_states=states,
+            prover_cause=view.cause if view else None,
+            prover_states=view.states if view else [],
+            prover_evidence=view.evidence if view else [],
         )  # fmt: skip
 
     def _link_down(self, gpu: int) -> dict[str, Any] | None:
@@ -609,17 +615,19 @@ class GapDetector:
         end_s = old.end_s if old.end_s is not None else old.start_s + old.duration_s
         copies = self._ev.copies_dict(acc, old.start_s, end_s, old.kind, events)
         link_down = self._link_down(old.gpu)
-        cause, during, states = acc.prover_view(old.end_s)
+        view = acc.prover_view(old.end_s, old.start_s, old.kind)
         link = self.config.link_or_default(old.link_bytes_per_s)
         hint = make_hint(
             old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
             link, old.confidence, old.host, events, copies=copies, link_down=link_down,
-            prover_cause=cause, prover_during=during,
+            prover_cause=view.cause, prover_during=view.during, prover_detail=view.detail,
+            prover_from_log=view.from_log,
             quiet_below_bytes_per_s=self.config.quiet_below_link_frac * link,
             since_s=old.start_s - self.config.evidence_before_s,
         )  # fmt: skip
-        new = replace(_replace_evidence(old, hint, events), copies=copies, prover_cause=cause,
-                      prover_states=states)
+        new = replace(_replace_evidence(old, hint, events), copies=copies,
+                      prover_cause=view.cause, prover_states=view.states,
+                      prover_evidence=view.evidence)
         acc.published = new
         self._pending.append(new)
 

@@ -19,10 +19,12 @@ the detector re-publishes that gap (same `gap_id`) with the richer evidence.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 from msgspec.structs import replace
 
+from gapwatch.core.cuzk import Capacity, PipelineFacts
 from gapwatch.core.models import (
     CopyRecord,
     Gap,
@@ -32,7 +34,15 @@ from gapwatch.core.models import (
     ProcessMemory,
     ProverStatus,
 )
-from gapwatch.core.prover import concerns, decide_cause, gap_state, snapshot_cause
+from gapwatch.core.prover import (
+    cause_detail,
+    concerns,
+    decide_cause,
+    gap_state,
+    snapshot_cause,
+    snapshot_evidence,
+    with_log_cause,
+)
 from gapwatch.core.readings import reading
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 
@@ -75,6 +85,20 @@ def _max(a: float | None, b: float | int | None) -> float | None:
     return b2 if a is None or b2 > a else a
 
 
+@dataclass(frozen=True, slots=True)
+class ProverView:
+    """A gap's prover cause and what decided it (`GapEvidence.prover_view`)."""
+
+    cause: str | None
+    #: False: the cause came from the snapshot just before the gap (none during it).
+    during: bool
+    states: list[dict[str, Any]]
+    evidence: list[str]
+    detail: str
+    #: The cause came from the prover's log alone (no snapshot gave one).
+    from_log: bool = False
+
+
 class GapEvidence:
     """Host maxima and prover events gathered for one gap while it is open (and a bit after)."""
 
@@ -95,10 +119,13 @@ class GapEvidence:
         "inside_tail",
         "before_cause",
         "provers",
+        "facts",
     )
 
-    def __init__(self, gpu: int, start_s: float) -> None:
+    def __init__(self, gpu: int, start_s: float, facts: PipelineFacts | None = None) -> None:
         self.gpu = gpu
+        #: What the prover's log says (shared by every gap): capacity, SRS loads, PoSt, ...
+        self.facts = facts if facts is not None else PipelineFacts()
         #: Host samples count from the gap's start, events from `before_s` earlier.
         self.from_s = start_s
         self.until_s: float | None = None  # None while the gap is open
@@ -119,7 +146,9 @@ class GapEvidence:
         self.inside_tail: deque[tuple[float, str | None]] = deque(maxlen=8)
         #: (time, cause) of the latest snapshot before the gap's start (evidence window).
         self.before_cause: tuple[float, str | None] | None = None
-        self.provers: deque[ProverStatus] = deque(maxlen=MAX_PROVER_PUBLISHED * 2)
+        #: Each snapshot with the cause it gave and the synthesis capacity it was judged by.
+        self.provers: deque[tuple[ProverStatus, str | None, Capacity | None]] = deque(
+            maxlen=MAX_PROVER_PUBLISHED * 2)
 
     def add_host(self, h: HostSample) -> None:
         self.mem_used_pct = _max(self.mem_used_pct, h.mem_used_pct)
@@ -152,29 +181,52 @@ class GapEvidence:
 
     def add_prover(self, status: ProverStatus) -> None:
         t = status.t_wall_s
-        cause = snapshot_cause(status, self.gpu)
+        facts = self.facts
+        capacity = facts.capacity(status)
+        cause = snapshot_cause(status, self.gpu, capacity, facts.pacer_on)
         if t >= self.from_s:
             if cause is not None:
                 self.cause_counts[cause] = self.cause_counts.get(cause, 0) + 1
             self.inside_tail.append((t, cause))
         elif self.before_cause is None or t >= self.before_cause[0]:
             self.before_cause = (t, cause)
-        self.provers.append(status)
+        self.provers.append((status, cause, capacity))
         self.dirty = True
 
-    def prover_view(self, end_s: float | None) -> tuple[str | None, bool, list[dict[str, Any]]]:
-        """(cause, seen during the gap, compact snapshots) as of a gap ending at `end_s`."""
+    def prover_view(self, end_s: float | None, start_s: float, kind: str) -> ProverView:
+        """Where the prover says a gap of `kind` over [start_s, end_s] waited: the snapshots'
+        cause (`end_s` None: open, so far), else the log's (`PipelineFacts.log_view`)."""
         counts = self.cause_counts
         if end_s is not None and any(t > end_s for t, _ in self.inside_tail):
             counts = dict(counts)
-            for t, cause in self.inside_tail:
-                if t > end_s and cause is not None:
-                    counts[cause] -= 1
+            for t, c in self.inside_tail:
+                if t > end_s and c is not None:
+                    counts[c] -= 1
         before = self.before_cause[1] if self.before_cause is not None else None
         cause, during = decide_cause(counts, before)
-        kept = [s for s in self.provers if end_s is None or s.t_wall_s <= end_s]
-        states = [gap_state(s, self.gpu) for s in kept[-MAX_PROVER_PUBLISHED:]]
-        return cause, during, states
+        kept = [p for p in self.provers if end_s is None or p[0].t_wall_s <= end_s]
+        states = [gap_state(st, self.gpu, c, cap) for st, c, cap in kept[-MAX_PROVER_PUBLISHED:]]
+        evidence: list[str] = []
+        detail = ""
+        for st, c, cap in reversed(kept):
+            if c == cause and cause is not None:
+                evidence = snapshot_evidence(st, self.gpu, cause, cap)
+                detail = cause_detail(st, self.gpu, cause, cap)
+                break
+        log = self.facts.log_view(self.gpu, start_s, end_s if end_s is not None else start_s,
+                                  kind)
+        decided = with_log_cause(cause, log.cause)
+        from_log = decided != cause
+        if from_log:
+            if cause is not None:
+                evidence = [f"/status: {e}" for e in evidence]
+            cause, during, detail = decided, True, log.detail
+        if log.cause is not None and log.cause == cause:
+            evidence = evidence + log.evidence
+            detail = detail or log.detail
+        if kind == "pcie_starved" and cause != "pinned_pool":
+            evidence = evidence + self.facts.pool_evidence()
+        return ProverView(cause, during, states, evidence, detail, from_log)
 
     def host_dict(self) -> dict[str, float | None]:
         return {
@@ -215,8 +267,11 @@ class EvidenceBuffer:
         late_s: float = 10.0,
         host_maxlen: int = 1024,
         log_maxlen: int = 2048,
+        facts: PipelineFacts | None = None,
     ) -> None:
         self.before_s = before_s
+        #: What cuzk's log says about its pipeline, fed every event before it is slimmed.
+        self.facts = facts if facts is not None else PipelineFacts()
         self.late_s = late_s
         self._host: deque[HostSample] = deque(maxlen=host_maxlen)
         self._log: deque[LogEvent] = deque(maxlen=log_maxlen)
@@ -253,6 +308,7 @@ class EvidenceBuffer:
         """Keep `ev`; return True when it reached a closed gap (which must be re-published)."""
         if ev.kind == "unparsed":
             return False
+        self.facts.feed(ev)
         ev = _slim(ev)
         self._log.append(ev)
         if ev.warning is not None:
@@ -363,7 +419,7 @@ class EvidenceBuffer:
 
     def open_gap(self, gpu: int, start_s: float) -> GapEvidence:
         """A gap just opened: gather what the buffers already hold since its start."""
-        acc = GapEvidence(gpu, start_s)
+        acc = GapEvidence(gpu, start_s, self.facts)
         for h in reversed(self._host):
             if h.t_wall_s < start_s:
                 break

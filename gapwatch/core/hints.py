@@ -85,25 +85,43 @@ def host_pressure(host: dict[str, float | None]) -> str:
 
 
 #: What each finer cause (`gapwatch.core.prover.PROVER_CAUSES`) means, in the hint's words.
-PROVER_CAUSE_WORDS: dict[str, str] = {
-    "waits_on_synthesis": "the GPU waits on synthesis (no partition synthesised ahead, every "
-                          "synthesis slot busy)",
-    "dispatch_stall": "a dispatch stall inside the prover (synthesised partitions waiting while "
-                      "a worker is idle)",
-    "inside_workers": "the wait is inside the workers (copies, the GPU mutex, CPU work): every "
-                      "worker of this GPU is proving",
-    "no_work": "the prover had no work (nothing queued, synthesising or synthesised)",
+#: A pinned-pool fallback, in one phrasing. pinned_pool.rs: the pool grows on demand, outside
+#: the memory budget, so a checkout fails only when pinning a new buffer (cudaHostAlloc) fails.
+POOL_FALLBACK_WORDS = ("pinned pool checkout failed (cudaHostAlloc could not pin a new buffer), "
+                       "fell back to pageable memory")
+PROVER_CAUSE_WORDS: dict[str, tuple[str, str]] = {
+    # cause: (what it means, the fact in parentheses; the gap's own figure joins it)
+    "waits_on_synthesis": ("the GPU waits on synthesis", "no partition synthesised ahead"),
+    "dispatch_stall": ("a dispatch stall inside the prover",
+                       "synthesised partitions waiting while a worker is idle"),
+    "inside_workers": ("the wait is inside the workers (copies, the GPU mutex, CPU work): "
+                       "every worker of this GPU is proving", ""),
+    "waits_on_budget": ("the next synthesis waits on cuzk's memory budget",
+                        "partitions pending, a synthesis worker free"),
+    "pacer_hold": ("the dispatch pacer holds synthesis back",
+                   "partitions pending, synthesis workers and budget free"),
+    "srs_loading": ("cuzk is loading the SRS (proving parameters)", ""),
+    "monolithic": ("PoSt or other monolithic work, which /status does not list", ""),
+    "pinned_pool": ("a/b/c copied from pageable memory",
+                    "cuzk's pinned pool could not pin a buffer and fell back"),
+    "no_work": ("the prover had no work", "nothing queued, synthesising or synthesised"),
 }
 
 
-def prover_phrase(cause: str | None, during: bool = True) -> str:
-    """The hint's words for a gap's prover cause ("" for none); `during` False: the cause came
-    from the snapshot just before the gap (the gap was shorter than the poll period)."""
-    words = PROVER_CAUSE_WORDS.get(cause or "")
-    if words is None:
+def prover_phrase(cause: str | None, during: bool = True, detail: str = "",
+                  from_log: bool = False) -> str:
+    """The hint's words for a gap's prover cause ("" for none), with its one figure
+    (`detail`, "18 of 18 synthesis workers busy"); `during` False: the cause came from the
+    snapshot just before the gap (the gap was shorter than the poll period); `from_log`: the
+    prover's log said it, not its /status."""
+    entry = PROVER_CAUSE_WORDS.get(cause or "")
+    if entry is None:
         return ""
+    lead, fact = entry
+    inside = "; ".join(x for x in (fact, detail) if x)
     when = "" if during else " (as of just before the gap)"
-    return f"prover status{when}: {words}"
+    said = "prover log" if from_log else "prover status"
+    return f"{said}{when}: {lead}" + (f" ({inside})" if inside else "")
 
 
 def make_hint(
@@ -120,6 +138,8 @@ def make_hint(
     link_down: dict[str, Any] | None = None,
     prover_cause: str | None = None,
     prover_during: bool = True,
+    prover_detail: str = "",
+    prover_from_log: bool = False,
     *,
     quiet_below_bytes_per_s: float | None = None,
     since_s: float | None = None,
@@ -145,7 +165,7 @@ def make_hint(
                               tx_bytes_per_s, link_bytes_per_s, link_down,
                               quiet_below_bytes_per_s)]
     parts += _cause_phrases(kind, events, traced, bool(memory), prover_cause)
-    said = prover_phrase(prover_cause, prover_during)
+    said = prover_phrase(prover_cause, prover_during, prover_detail, prover_from_log)
     if said:
         parts.append(said)
     if not traced and copies and kind in ("pcie_starved", "transfer_bound"):
@@ -209,7 +229,7 @@ def _memory_phrases(kind: str, events: list[dict[str, Any]], traced: dict[str, A
             return [f"is_pinned=false seen earlier in the run (last: partition {earlier[-1]}): "
                     "a/b/c in pageable memory?"]
         if fallback:
-            return ["pinned pool checkout failed, fell back to pageable memory: pool too small?"]
+            return [POOL_FALLBACK_WORDS]
     if kind == "host_stall" and (unpinned or earlier or fallback):
         return ["pageable buffers seen (is_pinned=false)"]
     return []
@@ -247,7 +267,7 @@ def hint_cause(kind: str, events: list[dict[str, Any]]) -> str:
         if unpinned:
             return "partitions synthesised with is_pinned=false: a/b/c in pageable memory?"
         if failed:
-            return "pinned pool checkout failed, fell back to pageable memory: pool too small?"
+            return POOL_FALLBACK_WORDS
         return "a slow copy: pageable memory or host memory-bandwidth contention?"
     if kind == "transfer_bound":
         return "copies at full speed but not overlapped with compute"

@@ -68,6 +68,9 @@ class GapLedger:
         self._forgotten: set[int] = set()
         self._forgotten_order: deque[int] = deque()
         self._tally: dict[tuple[int, str], Tally] = {}
+        #: Closed gaps by (GPU, prover cause): a revision that changes a gap's cause (a late
+        #: snapshot or log line) moves it.
+        self._cause_tally: dict[tuple[int, str], Tally] = {}
         self.version = 0
 
     def add(self, gap: Gap) -> Change:
@@ -84,6 +87,10 @@ class GapLedger:
             self._open[gid] = gap
             return change
         if gid in self._closed:
+            old = self._closed[gid]
+            if old.prover_cause != gap.prover_cause or old.duration_s != gap.duration_s:
+                self._count_cause(old, -1)
+                self._count_cause(gap, 1)
             self._closed[gid] = gap
             return Change.REVISED
         if gid in self._forgotten:
@@ -95,8 +102,19 @@ class GapLedger:
             tally = self._tally[(gap.gpu, gap.kind)] = Tally()
         tally.count += 1
         tally.seconds += gap.duration_s
+        self._count_cause(gap, 1)
         self._forget_oldest()
         return Change.CLOSED
+
+    def _count_cause(self, gap: Gap, sign: int) -> None:
+        if gap.prover_cause is None:
+            return
+        key = (gap.gpu, gap.prover_cause)
+        tally = self._cause_tally.get(key)
+        if tally is None:
+            tally = self._cause_tally[key] = Tally()
+        tally.count += sign
+        tally.seconds += sign * gap.duration_s
 
     def _forget_oldest(self) -> None:
         limit = self._max_closed
@@ -143,6 +161,10 @@ class GapLedger:
     def tally(self) -> dict[tuple[int, str], Tally]:
         """Closed gaps by (GPU, kind) since the ledger started (copies)."""
         return {k: Tally(t.count, t.seconds) for k, t in self._tally.items()}
+
+    def cause_tally(self) -> dict[tuple[int, str], Tally]:
+        """Closed gaps by (GPU, prover cause) since the ledger started (copies)."""
+        return {k: Tally(t.count, t.seconds) for k, t in self._cause_tally.items()}
 
     def counts_by_kind(self) -> dict[str, int]:
         """Closed gaps by kind over every GPU, kinds with none left out."""

@@ -1,21 +1,39 @@
 """Where the prover itself says a GPU's idle gap waited: the finer cause, from its `/status`.
 
-Who calls it: `gapwatch.core.evidence` (each gap's `prover_cause` and `prover_states`), the
-dashboard (the pipeline line, the worker states on gap rows), `gapwatch.sinks.prometheus`
-(workers by state) and `gapwatch.offline.report` (gaps by cause). Pure: no I/O, no clocks.
+Who calls it: `gapwatch.core.evidence` (each gap's `prover_cause`, `prover_states` and
+`prover_evidence`), the dashboard (the pipeline line, the worker states on gap rows),
+`gapwatch.sinks.prometheus` (workers by state), `gapwatch.offline.report` (gaps by cause) and
+`gapwatch.core.advice`. Pure: no I/O, no clocks.
 
-The rules (cuzk-status.md, "what it lets a monitor say"), for one GPU, per snapshot, first match:
+`/status` read as upstream serves it (docs/cuzk-status.md; `gapwatch.core.cuzk` holds the
+facts): the synthesis capacity is cuzk's `synth_worker_count` (from its log, else its formula
+over the memory budget), never `synthesis.max_concurrent` (the budget over the smallest
+partition: 83 on a 750 GiB box); busy synthesis is the partitions in `synthesizing`, with
+`synthesis.active` only a cross-check (it drifts up after failed syntheses).
+
+The rules, for one GPU, per snapshot, first match:
 
 - `inside_workers`: every worker of this GPU is `proving`: the wait is inside the workers
   (copies, the GPU mutex, CPU work), not in the pipeline that feeds them;
 - `dispatch_stall`: partitions wait in `synth_done` while a worker of this GPU is `idle`;
-- `waits_on_synthesis`: no partition in `synth_done` and every synthesis slot busy;
-- `no_work`: nothing pending, synthesising or synthesised, no worker proving.
+- with no partition in `synth_done`:
+  - `waits_on_budget`: partitions pending, a synthesis worker free (or the capacity unknown),
+    and cuzk's memory budget has less free than one pending partition needs (the dispatcher
+    acquires the budget before a worker takes a partition, engine.rs);
+  - `pacer_hold`: partitions pending, a worker free, the budget free, and the dispatch pacer on
+    (`[pipeline] max_gpu_queue_depth` > 0: the log says so): the pacer holds synthesis back;
+  - `waits_on_synthesis`: partitions synthesizing: the GPU waits for one (the evidence says
+    whether every synthesis worker is busy);
+  - `no_work`: nothing pending or synthesizing, no worker proving.
 
-A gap's cause is the most frequent cause among the snapshots taken during it (ties in the order
-above); a gap with no snapshot of its own (shorter than the poll period) takes the cause of the
-latest snapshot before it, within the evidence window, and says so. Synthesis and the GPU queue
-are shared by all GPUs of a prover; workers are per GPU (`gpu_ordinal`).
+The log can say more (`gapwatch.core.cuzk.PipelineFacts.log_view`: an SRS load, PoSt or other
+monolithic work `/status` never lists, a budget wait line, a queue wait, a synthesis that ended
+during the gap): where the snapshots give no cause or `no_work`, the log's cause stands
+(`srs_loading`, `monolithic`, ...). A gap's cause is the most frequent cause among the snapshots
+taken during it (ties in the order of `PROVER_CAUSES`); a gap with no snapshot of its own
+(shorter than the poll period) takes the cause of the latest snapshot before it, within the
+evidence window, and says so. Synthesis and the GPU queue are shared by all GPUs of a prover;
+workers are per GPU (`gpu_ordinal`).
 """
 
 from __future__ import annotations
@@ -23,13 +41,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gapwatch.core.cuzk import (
+    POREP_PARTITION_FULL_BYTES,
+    Capacity,
+    pending_partition_bytes,
+)
 from gapwatch.core.models import ProverStatus, ProverWorker
 
 #: The finer causes, in tie-break order (see the module docstring).
-PROVER_CAUSES: tuple[str, ...] = ("inside_workers", "dispatch_stall", "waits_on_synthesis",
-                                  "no_work")
+PROVER_CAUSES: tuple[str, ...] = (
+    "inside_workers", "dispatch_stall", "waits_on_budget", "pacer_hold", "srs_loading",
+    "waits_on_synthesis", "monolithic", "pinned_pool", "no_work",
+)
+#: Causes only the log can give (the snapshots cannot see them).
+LOG_ONLY_CAUSES: tuple[str, ...] = ("srs_loading", "monolithic", "pinned_pool")
 #: One letter per worker state on the dashboard's gap rows and pipeline line.
 WORKER_LETTER = {"proving": "P", "idle": "I"}
+_GIB = float(1 << 30)
 
 
 def workers_on(status: ProverStatus, gpu: int) -> list[ProverWorker]:
@@ -45,8 +73,43 @@ def concerns(status: ProverStatus, gpu: int) -> bool:
     return bool(workers_on(status, gpu)) or not status.workers
 
 
-def snapshot_cause(status: ProverStatus, gpu: int) -> str | None:
-    """The cause one snapshot gives for an idle `gpu`, or None when no rule applies."""
+def synthesis_drift(status: ProverStatus) -> int | None:
+    """How far cuzk's `synthesis.active` is above the partitions in `synthesizing` (its count
+    is never decremented for a failed synthesis, status.rs / engine.rs); None when either is
+    unknown or they agree."""
+    active, busy = status.synthesis_active, status.partition_counts.get("synthesizing")
+    if active is None or busy is None or active == busy:
+        return None
+    return active - busy
+
+
+def live_pending(status: ProverStatus) -> int:
+    """Pending partitions that can still run: a failed synthesis fails its job, whose other
+    partitions cuzk's dispatcher then skips, yet `/status` keeps listing them as pending (the
+    job is never marked completed, engine.rs)."""
+    pending = status.partition_counts.get("pending") or 0
+    if not pending or not status.partition_counts.get("failed"):
+        return pending
+    failed_jobs = {p.job_id for p in status.partitions if p.state == "failed"}
+    dead = sum(1 for p in status.partitions if p.state == "pending" and p.job_id in failed_jobs)
+    return max(0, pending - dead)
+
+
+def budget_short(status: ProverStatus) -> tuple[int, int] | None:
+    """(free bytes, bytes one pending partition needs) when cuzk's budget cannot start the next
+    pending partition; None when it can or when that is not known."""
+    free = status.memory_available_bytes
+    if free is None or not live_pending(status):
+        return None
+    need = pending_partition_bytes(status) or POREP_PARTITION_FULL_BYTES
+    return (free, need) if free < need else None
+
+
+def snapshot_cause(status: ProverStatus, gpu: int, capacity: Capacity | None = None,
+                   pacer_on: bool = False) -> str | None:
+    """The cause one snapshot gives for an idle `gpu`, or None when no rule applies.
+    `capacity`: how many syntheses cuzk runs (`PipelineFacts.capacity`); `pacer_on`: the log
+    said the dispatch pacer is enabled."""
     mine = workers_on(status, gpu)
     counts = status.partition_counts
     synth_done = counts.get("synth_done")
@@ -54,13 +117,96 @@ def snapshot_cause(status: ProverStatus, gpu: int) -> str | None:
         return "inside_workers"
     if synth_done and any(w.state == "idle" for w in mine):
         return "dispatch_stall"
-    active, slots = status.synthesis_active, status.synthesis_max
-    if synth_done == 0 and active is not None and slots and active >= slots:
+    if synth_done != 0:
+        return None  # unknown (no pipelines list), or partitions ready but no idle worker here
+    busy = counts.get("synthesizing") or 0
+    pending = live_pending(status)
+    if pending:
+        workers_free = capacity is None or busy < capacity.workers
+        if workers_free and budget_short(status) is not None:
+            return "waits_on_budget"
+        if workers_free and capacity is not None and pacer_on \
+                and status.memory_available_bytes is not None:
+            return "pacer_hold"
+    if busy:
         return "waits_on_synthesis"
-    if (synth_done == 0 and not counts.get("pending") and not counts.get("synthesizing")
-            and not active and not any(w.state == "proving" for w in mine)):
+    if not pending and not any(w.state == "proving" for w in mine):
         return "no_work"
     return None
+
+
+def snapshot_evidence(status: ProverStatus, gpu: int, cause: str | None,
+                      capacity: Capacity | None) -> list[str]:
+    """The facts of one snapshot behind `cause`, in plain words."""
+    counts = status.partition_counts
+    busy = counts.get("synthesizing") or 0
+    pending = live_pending(status)
+    dead = (counts.get("pending") or 0) - pending
+    out: list[str] = []
+    if cause == "inside_workers":
+        out.append(f"every worker of GPU {gpu} proving ({worker_letters(workers_on(status, gpu))})")
+    elif cause == "dispatch_stall":
+        idle = [w.worker_id for w in workers_on(status, gpu) if w.state == "idle"]
+        out.append(f"{counts.get('synth_done')} partition(s) in synth_done while worker(s) "
+                   f"{', '.join(str(w) for w in idle)} of GPU {gpu} idle")
+    elif cause in ("waits_on_synthesis", "waits_on_budget", "pacer_hold"):
+        out.append("no partition in synth_done")
+        if capacity is not None:
+            all_busy = "every synthesis worker busy" if busy >= capacity.workers else (
+                f"{capacity.workers - busy} synthesis worker(s) free")
+            out.append(f"{busy} of {capacity.workers} synthesis workers busy ({all_busy}; "
+                       f"workers: {capacity.words()})")
+        else:
+            out.append(f"{busy} partition(s) synthesizing; how many synthesis workers cuzk "
+                       "runs is unknown (no 'starting pipeline' line in the log, no memory "
+                       "budget in /status)")
+        if pending:
+            out.append(f"{pending} partition(s) pending")
+        if status.synthesis_max is not None and capacity is not None \
+                and status.synthesis_max != capacity.workers:
+            out.append(f"/status max_concurrent={status.synthesis_max} is the memory budget over "
+                       "the smallest partition (status.rs), not the worker count")
+    if cause == "waits_on_budget":
+        short = budget_short(status)
+        if short is not None:
+            free, need = short
+            total = status.memory_total_bytes
+            of = f" of {total / _GIB:.0f} GiB" if total is not None else ""
+            out.append(f"memory budget {free / _GIB:.1f} GiB free{of}: the next partition "
+                       f"needs {need / _GIB:.0f} GiB (memory.rs)")
+    drift = synthesis_drift(status)
+    if drift:
+        out.append(f"/status synthesis.active={status.synthesis_active} but {busy} partition(s) "
+                   f"synthesizing: active is not decremented when a synthesis fails "
+                   f"(status.rs), so it is {'ahead' if drift > 0 else 'behind'} by {abs(drift)}")
+    if dead:
+        out.append(f"{dead} pending partition(s) of failed job(s) will never run (cuzk skips a "
+                   "failed job's partitions and never drops the job from /status)")
+    if cause == "no_work":
+        out.append("no partition pending or synthesizing in /status, no worker proving")
+    return out
+
+
+def cause_detail(status: ProverStatus, gpu: int, cause: str | None,
+                 capacity: Capacity | None) -> str:
+    """The one figure a hint adds to the cause's words ("18 of 18 synthesis workers busy"),
+    or ""."""
+    counts = status.partition_counts
+    busy = counts.get("synthesizing") or 0
+    if cause == "waits_on_synthesis":
+        if capacity is None:
+            return f"{busy} synthesizing, synthesis workers unknown"
+        return f"{busy} of {capacity.workers} synthesis workers busy"
+    if cause == "waits_on_budget":
+        short = budget_short(status)
+        if short is not None:
+            return (f"budget {short[0] / _GIB:.1f} GiB free, a partition needs "
+                    f"{short[1] / _GIB:.0f} GiB")
+    if cause == "pacer_hold" and capacity is not None:
+        return f"{counts.get('pending')} pending, {busy} of {capacity.workers} workers busy"
+    if cause == "dispatch_stall":
+        return f"{counts.get('synth_done')} in synth_done"
+    return ""
 
 
 def decide_cause(during: Mapping[str, int], before: str | None) -> tuple[str | None, bool]:
@@ -79,26 +225,44 @@ def decide_cause(during: Mapping[str, int], before: str | None) -> tuple[str | N
     return before, False
 
 
+def with_log_cause(snapshots_cause: str | None, log_cause: str | None) -> str | None:
+    """The snapshots' cause, unless they gave none or `no_work` and the log names one: an SRS
+    load and PoSt work are invisible in `/status`, and the log's budget waits, queue waits and
+    synthesis ends say more than a gap without snapshots. A pinned pool that failed refines
+    `inside_workers` (the workers' copies ran from pageable memory: that is why)."""
+    if log_cause is None:
+        return snapshots_cause
+    if snapshots_cause in (None, "no_work"):
+        return log_cause
+    if log_cause == "pinned_pool" and snapshots_cause == "inside_workers":
+        return log_cause
+    return snapshots_cause
+
+
 def worker_letters(workers: Iterable[ProverWorker]) -> str:
     """`PI`: one letter per worker in id order (P proving, I idle, ? other)."""
     return "".join(WORKER_LETTER.get(w.state, "?")
                    for w in sorted(workers, key=lambda w: w.worker_id))
 
 
-def gap_state(status: ProverStatus, gpu: int) -> dict[str, Any]:
+def gap_state(status: ProverStatus, gpu: int, cause: str | None = None,
+              capacity: Capacity | None = None) -> dict[str, Any]:
     """A snapshot as a gap's evidence for `gpu`: compact, JSON-ready."""
     counts = status.partition_counts
     mine = workers_on(status, gpu)
     return {
         "t_s": status.t_wall_s,
         "prover": status.prover,
-        "cause": snapshot_cause(status, gpu),
+        "cause": cause,
         "workers": worker_letters(mine),
         "pending": counts.get("pending"),
         "synthesizing": counts.get("synthesizing"),
         "synth_done": counts.get("synth_done"),
         "gpu": counts.get("gpu"),
+        "synthesis_workers": capacity.workers if capacity is not None else None,
+        "synthesis_workers_from": capacity.source if capacity is not None else None,
         "synthesis_active": status.synthesis_active,
         "synthesis_max": status.synthesis_max,
+        "memory_available_bytes": status.memory_available_bytes,
         "queue_depth": status.queue_depth,
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gapwatch.core.cuzk import PipelineView
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     ChainState,
@@ -54,12 +55,17 @@ class StoreSnapshot:
     provers: dict[str, ProverStatus] = field(default_factory=dict)
     #: Closed gaps by (GPU, kind) since the session started (never forgotten).
     gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
+    #: Closed gaps by (GPU, prover cause) since the session started.
+    cause_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
     #: The copy trace's latest copies (all GPUs), oldest first.
     copies: tuple[CopyRecord, ...] = ()
     #: Latest host-memory reading of each process NVML lists, per GPU.
     procmem: dict[int, tuple[ProcessMemory, ...]] = field(default_factory=dict)
     #: Latest PCIe link state read under traffic, per GPU.
     links: dict[int, LinkState] = field(default_factory=dict)
+    #: What the prover's log has said about its pipeline (synthesis workers, pinned pool,
+    #: pacer, SRS loads, PoSt in flight): `gapwatch.core.cuzk.PipelineFacts.view`.
+    pipeline: PipelineView = field(default_factory=PipelineView)
 
     def state_name(self, gpu: int) -> ChainState:
         """The GPU's chaining state in one word: NO_DATA until the detector has judged it. The

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts
 from gapwatch.core.ledger import Change, GapLedger
 from gapwatch.core.models import (
     CopyRecord,
@@ -80,6 +81,7 @@ class SeriesStore:
         max_copies: int = 4096,
         max_log_bytes: int = 16 << 20,
         max_prover_bytes: int = 32 << 20,
+        max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
     ) -> None:
         # A little headroom over history/period: a late sampler emits a few extra samples.
         maxlen = max(16, int(history_s / period_s * 1.1) + 8)
@@ -105,6 +107,8 @@ class SeriesStore:
         self._prover: _Budget[ProverStatus] = _Budget(
             max(64, min(max_prover_statuses, int(history_s * 10) + 8)), max_prover_bytes)
         self._provers: dict[str, ProverStatus] = {}
+        # What the prover's log says about its pipeline (the pipeline line, /metrics).
+        self._facts = PipelineFacts(max_parallel_synthesis)
         self._version = 0
 
     @property
@@ -149,6 +153,7 @@ class SeriesStore:
         size = event_bytes(event)
         with self._lock:
             self._log.append(event, size)
+            self._facts.feed(event)
             self._version += 1
 
     def append_prover(self, status: ProverStatus) -> None:
@@ -233,7 +238,9 @@ class SeriesStore:
                 prover_statuses=tuple(self._prover.items),
                 provers=dict(self._provers),
                 gap_tally=self._ledger.tally(),
+                cause_tally=self._ledger.cause_tally(),
                 copies=tuple(self._copies),
                 procmem={g: tuple(per.values()) for g, per in self._procmem.items()},
                 links=dict(self._links),
+                pipeline=self._facts.view(),
             )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 
 from gapwatch.core.config import DetectorConfig
+from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
@@ -73,14 +74,18 @@ def detect_records(
     extra_logs: Sequence[LogEvent] = (),
     *,
     line_of: Callable[[], int] | None = None,
+    max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
 ) -> Detected:
     """Feed every record (and `extra_logs`, merged by time) to one offline `GapDetector`.
 
     Args:
+        max_parallel_synthesis: `[cuzk] max_parallel_synthesis` (the prover's synthesis
+            workers when its log does not say them).
         line_of: where the reader is (the line of the record being fed); when given, the line
             that assigned each gap id is kept, so that split runs can renumber their gaps.
     """
-    det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False)
+    det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False,
+                      max_parallel_synthesis=max_parallel_synthesis)
     ledger = GapLedger()
     states: list[StateChange] = []
     log_events: list[LogEvent] = []

@@ -129,7 +129,8 @@ def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
     """Read the whole input (and the `--log` files) and detect over it in one process."""
     rec = read_any(path)
     extra, log_counters = parse_logs(log_paths, config)
-    found = detect_records(rec.header, rec.records, config.detector, extra)
+    found = detect_records(rec.header, rec.records, config.detector, extra,
+                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
     counters = dict(rec.counters)
     counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})
     counters.update({f"log_{k}": v for k, v in log_counters.items() if v})

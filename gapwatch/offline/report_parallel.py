@@ -159,7 +159,8 @@ def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:
     rec = read_recording(path, skip_prefixes=others, keep_problem_lines=True)
     try:
         found = detect_records(rec.header, _only_mine(rec, owners, me, n, stop),
-                               config.detector, line_of=lambda: rec.line_no)
+                               config.detector, line_of=lambda: rec.line_no,
+                               max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
     except _OneProcess as exc:
         stop.set()
         return _Part(abort=str(exc))

@@ -52,7 +52,7 @@ from gapwatch.core.models import (
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
-from gapwatch.sinks.prover_metrics import prover_families
+from gapwatch.sinks.prover_metrics import cause_counters, prover_families
 from gapwatch.sources.cuzk_status import PollerStatus
 
 
@@ -127,6 +127,7 @@ class GapwatchCollector:
         yield from self._state_gauges(snap)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
         yield from self._gap_counters([g.index for g in snap.gpus], snap.gap_tally)
+        yield from cause_counters([g.index for g in snap.gpus], snap.cause_tally)
         yield from self._counters(counts, log_counters)
         yield from self._log_files(logs, log_counters)
         yield self._lateness(counts)
@@ -134,7 +135,7 @@ class GapwatchCollector:
         yield from _threads(getattr(status, "threads", None) or [])
         yield from self._copytrace(counts, getattr(status, "copytrace", None))
         yield from self._slow_readings(snap.links, snap.procmem)
-        yield from prover_families(snap.provers, pollers)
+        yield from prover_families(snap.provers, pollers, snap.pipeline)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
         yield period

@@ -16,13 +16,19 @@ bandwidth; once the copy outlasts the compute, gaps open with PCIe trickling (th
 Sampling integrates the simulated intervals exactly over each sample's window, so a sample's
 `sm_active_pct` is the covered fraction of the window, as GPM reports it.
 
-The pipeline's own view (`status_document()`) is the JSON cuzk's `GET /status` serves: each
-job's 10 partitions pending -> synthesizing -> synth_done (queued for the GPU) -> gpu (a worker
-picked it up: copy, mutex wait, compute) -> done; each worker idle or proving; synthesis slots
-in use (the threads) and active. At speed > 0 the runtime serves it over HTTP
-(`gapwatch.sources.cuzk_status_server`); at speed 0 `SimStatusFeed` hands snapshots straight to
-the session. Reads and the status document take one lock, as cuzk's tracker lock: the sampler
-thread advances the model while the server thread reads it.
+The pipeline's own view (`status_document()`) is the JSON cuzk's `GET /status` serves, with
+upstream's semantics (curio e0294b0f `status.rs`, `engine.rs`; docs/cuzk-status.md): each job's
+10 partitions pending -> synthesizing -> synth_done (queued for the GPU) -> gpu (a worker picked
+it up: copy, mutex wait, compute) -> done, or failed; each worker idle or proving; the memory
+budget (`SIM_BUDGET_BYTES`, 14 GiB reserved per partition in flight, the SRS beside);
+`synthesis.max_concurrent` the budget over 9 GiB (NOT the synthesis workers: those the log's
+`starting pipeline ... synth_worker_count` line says); `synthesis.active` incremented at each
+synthesis start and decremented on success only, so it drifts upward after a failed synthesis
+(`synth_fail_every`), whose job then stays listed with its pending partitions that never run.
+The simulator runs no monolithic (PoSt) work, which cuzk would not list either. At speed > 0 the
+runtime serves it over HTTP (`gapwatch.sources.cuzk_status_server`); at speed 0 `SimStatusFeed`
+hands snapshots straight to the session. Reads and the status document take one lock, as cuzk's
+tracker lock: the sampler thread advances the model while the server thread reads it.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Literal
 
+from gapwatch.core.cuzk import GIB, POREP_PARTITION_FULL_BYTES, max_concurrent_of
 from gapwatch.core.models import (
     GEN5_X16_BYTES_PER_S,
     GpuInfo,
@@ -155,11 +162,16 @@ class _Job:
     started_s: float
     parts: list[_Part]
     finished_s: float | None = None
+    #: A partition's synthesis failed: the job failed, its pending partitions never run.
+    failed: bool = False
 
 
 #: Partitions per job (cuzk PoRep 32G), and how long a finished job stays in the status.
 _PARTS_PER_JOB = 10
 _JOB_KEEP_S = 30.0
+#: The simulated prover's memory budget (`[memory] total_budget`) and its PoRep SRS.
+SIM_BUDGET_BYTES = 512 * GIB
+SIM_SRS_BYTES = 47 * GIB
 
 
 @dataclass
@@ -186,9 +198,11 @@ class SimProver:
         gpus: int = 1,
         on_line: LineSink | None = None,
         keep_truth: bool = True,
+        synth_fail_every: int = 0,
     ) -> None:
         """`scenario`: one for every GPU, or one per GPU (a box where one GPU's pipeline breaks
-        down and another's chains: `sim:pageable,chained`); `gpus` is then their number."""
+        down and another's chains: `sim:pageable,chained`); `gpus` is then their number.
+        `synth_fail_every`: every Nth partition synthesis fails (0: none), as cuzk's can."""
         names = parse_scenarios(scenario, gpus)
         #: GPU 0's scenario (the one the demo names).
         self.scenario = SCENARIO_PARAMS[names[0]]
@@ -217,6 +231,11 @@ class SimProver:
         self._lock = threading.Lock()
         self._jobs: dict[str, _Job] = {}
         self.jobs_completed = 0
+        #: cuzk's `synthesis.active`: +1 at each synthesis start, -1 only on success.
+        self.synth_active_counter = 0
+        self.synth_fail_every = synth_fail_every
+        self.syntheses = 0
+        self.syntheses_failed = 0
 
     # --- GpuSource / HostSource --------------------------------------------------------------
 
@@ -311,13 +330,26 @@ class SimProver:
         frac = 1.0 - (1.0 - sc.pageable_floor_frac) * self.pressure(t)
         return sc.pageable_rate * frac * g.rng.uniform(0.9, 1.1)
 
+    def synth_worker_count(self) -> int:
+        """The synthesis workers the simulated cuzk runs (its log line says it): the most
+        threads each GPU's scenario ever uses."""
+        return sum(max(g.scenario.threads_start, g.scenario.threads_end) for g in self._gpus)
+
     def _start(self, t_mono_ns: int, t_wall_s: float) -> None:
         self._t0_mono_ns = t_mono_ns
         self._t0_wall_s = t_wall_s
         n = len(self._gpus)
+        # The startup lines cuzk writes, in its order (engine.rs Engine::new, then start()).
+        self._trace(0.0, f"memory budget initialized total_budget_gib={SIM_BUDGET_BYTES // GIB}")
+        self._trace(0.0, "CUDA pinned memory pool initialized")
         self._trace(0.0, "starting cuzk engine pipeline_enabled=true")
         self._trace(0.0, f"initializing GPU workers num_gpus={n} gpu_workers_per_device=2 "
                          f"total_workers={2 * n} gpus=[{', '.join(str(i) for i in range(n))}]")
+        in_budget = SIM_BUDGET_BYTES // POREP_PARTITION_FULL_BYTES
+        self._trace(0.0, f"starting pipeline: synthesis task + GPU workers (budget-gated) "
+                         f"configured_lookahead=1 max_partitions_in_budget={in_budget} "
+                         f"effective_lookahead={max(1, min(in_budget, 32))} "
+                         f"synth_worker_count={self.synth_worker_count()} num_gpus={2 * n}")
         for g in self._gpus:
             for k, w in enumerate(g.workers):
                 self._trace(0.0, f"pipeline GPU worker started worker_id={w.wid} gpu={g.index} "
@@ -351,7 +383,15 @@ class SimProver:
             part = g.next_partition
             g.next_partition += 1
             job = f"porep-{self._job + g.index}-{part // 10}"
+            entry = self._jobs.get(job)
+            if entry is not None and entry.failed:
+                # engine.rs: the dispatcher drops a failed job's remaining partitions (they
+                # stay `pending` in /status: nothing updates them again).
+                self._trace(self._now, f"skipping synthesis for failed job job_id={job} "
+                                       f"partition={part % 10}")
+                continue
             g.synth_active += 1
+            self.synth_active_counter += 1
             rec = self._part(job, part)
             rec.state, rec.synth_start_s = "synthesizing", self._now
             dur = g.scenario.synth_s * g.rng.uniform(0.9, 1.15)
@@ -368,8 +408,20 @@ class SimProver:
     def _synth_done(self, g: _Gpu, job: str, part: int, dur: float) -> None:
         g.synth_active -= 1
         rec = self._part(job, part)
-        rec.state, rec.synth_end_s = "synth_done", self._now
         p = part % 10
+        self.syntheses += 1
+        if self.synth_fail_every and self.syntheses % self.synth_fail_every == 0:
+            # status.rs `partition_failed`: the partition is failed, `active` keeps its +1,
+            # and the job is never marked completed (it stays listed).
+            self.syntheses_failed += 1
+            rec.state = "failed"
+            self._jobs[job].failed = True
+            self._trace(self._now, f"partition synthesis failed error=simulated synthesis error "
+                                   f"job_id={job} partition={p}", level="ERROR")
+            self._fill_synthesis(g)
+            return
+        self.synth_active_counter -= 1
+        rec.state, rec.synth_end_s = "synth_done", self._now
         ms = int(dur * 1000)
         pinned = g.scenario.pinned
         span = f'synthesize_partition{{job_id="{job}" partition={p}}}: '
@@ -484,17 +536,20 @@ class SimProver:
         } for g in self._gpus for w in g.workers]
         in_flight = sum(1 for e in self._jobs.values() for p in e.parts
                         if p.state in ("synthesizing", "synth_done", "gpu"))
-        total = 512 * 2**30
-        used = min(total, in_flight * 14 * 2**30)  # cuzk budgets 14 GiB per PoRep partition
+        total = SIM_BUDGET_BYTES
+        # cuzk reserves 14 GiB per PoRep partition in flight, and the SRS permanently.
+        used = min(total, in_flight * POREP_PARTITION_FULL_BYTES + SIM_SRS_BYTES)
         return {
             "uptime_secs": round(now, 3),
             "memory": {"total_bytes": total, "used_bytes": used,
                        "available_bytes": total - used},
-            "synthesis": {"max_concurrent": sum(self.threads(now, g) for g in self._gpus),
-                          "active": sum(g.synth_active for g in self._gpus)},
+            "synthesis": {"max_concurrent": max_concurrent_of(total),
+                          "active": self.synth_active_counter},
             "pipelines": pipelines,
             "gpu_workers": workers,
-            "allocations": {"srs": [], "pce": []},
+            "allocations": {"srs": [{"circuit_id": "porep-32g", "bytes": SIM_SRS_BYTES,
+                                     "last_used_secs_ago": 0.0, "evictable": False}],
+                            "pce": []},
             "counters": {"total_completed": self.jobs_completed, "total_failed": 0,
                          "completed_by_kind": {"porep-c2": self.jobs_completed},
                          "failed_by_kind": {}, "queue_depth": 0},

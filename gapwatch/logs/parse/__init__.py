@@ -35,6 +35,7 @@ from msgspec.structs import replace
 
 from gapwatch.core.bounds import MAX_GPU_INDEX, wall_s_ok
 from gapwatch.core.config import LogsConfig
+from gapwatch.core.cuzk import PACER_TEXT_NUMBERS, numeric_text_fields
 from gapwatch.core.models import FieldValue, LogEvent, TimeSource
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.logs.parse import cuzk
@@ -262,6 +263,9 @@ class LogParser:
         if line.target is not None:
             fields["target"] = line.target
         message = line.message.rstrip()
+        if message.startswith("pacer:"):
+            # engine.rs formats the pacer's figures with format!(): quoted text, made numbers.
+            numeric_text_fields(fields, PACER_TEXT_NUMBERS)
         worker = _int(fields.get("worker_id"))
         partition = _int(fields.get("partition"))
         gpu = _gpu(fields.get("gpu"))

@@ -1,15 +1,21 @@
-"""PipelineLine: the prover's own pipeline, one line per prover (cuzk `/status`).
+"""PipelineLine: the prover's own pipeline, one line per prover (cuzk `/status` and its log).
 
 Who drives it: `GapwatchApp` with the slow panels (once a second). It reads the latest snapshot
-per prover from the store: partitions by state, each GPU's workers (P proving, I idle),
-synthesis slots in use, the scheduler queue, and how old the snapshot is. Hidden (no height)
-until a first snapshot arrives, so a session without `--cuzk-status` looks as before.
+per prover from the store, and what the prover's log said (`StoreSnapshot.pipeline`):
+each GPU's workers (P proving, I idle), synthesis as partitions synthesizing over cuzk's
+synthesis workers (`gapwatch.core.cuzk.capacity_of`: the log's `synth_worker_count`, `~` when
+derived from the budget, `?` unknown; never `max_concurrent`, which is the budget over the
+smallest partition), `active` when cuzk's counter has drifted from them, the budget when it
+stops the next synthesis, partitions by state, the scheduler queue, the pinned pool when it
+failed, the pacer, an SRS load or PoSt work in flight, and how old the snapshot is. Hidden (no
+height) until a first snapshot arrives, so a session without `--cuzk-status` looks as before.
 """
 
 from __future__ import annotations
 
+from gapwatch.core.cuzk import PipelineView
 from gapwatch.core.models import ProverStatus
-from gapwatch.core.prover import worker_letters
+from gapwatch.core.prover import budget_short, synthesis_drift, worker_letters
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.run_lines import RunLines
 
@@ -19,11 +25,14 @@ STALE_AFTER_S = 3.0
 #: partitions waiting for a worker) first, then the rest in pipeline order.
 _STATES = (("synth_done", "synth_done"), ("pending", "pending"), ("synthesizing", "synth"),
            ("gpu", "gpu"), ("done", "done"), ("failed", "failed"))
+_GIB = float(1 << 30)
 
 
-def pipeline_text(st: ProverStatus, age_s: float | None) -> list[tuple[str, str]]:
+def pipeline_text(st: ProverStatus, age_s: float | None,
+                  pipeline: PipelineView | None = None) -> list[tuple[str, str]]:
     """(text, style key) runs of one prover's line, the facts the gap causes rest on first
     (they must survive an 80-column cut); keys: "label", "warn", ""."""
+    view = pipeline or PipelineView()
     runs: list[tuple[str, str]] = [(f"prover {st.prover}", "label")]
     counts = st.partition_counts
     gpus = sorted({w.gpu for w in st.workers if w.gpu is not None})
@@ -34,10 +43,18 @@ def pipeline_text(st: ProverStatus, age_s: float | None) -> list[tuple[str, str]
         runs.append((" · workers ", "label"))
         runs.append((worker_letters(st.workers), ""))
     runs.append((" · synthesis ", "label"))
-    active, slots = st.synthesis_active, st.synthesis_max
-    full = active is not None and slots and active >= slots
-    runs.append((f"{'?' if active is None else active}/{'?' if slots is None else slots}",
+    busy = counts.get("synthesizing")
+    cap = view.capacity(st)
+    of = "?" if cap is None else ("" if cap.source == "log" else "~") + str(cap.workers)
+    full = busy is not None and cap is not None and busy >= cap.workers
+    runs.append((f"{'?' if busy is None else busy}/{of}",
                  "warn" if full and not counts.get("synth_done") else ""))
+    drift = synthesis_drift(st)
+    if drift:
+        runs.append((f" (active {st.synthesis_active})", "warn"))
+    short = budget_short(st)
+    if short is not None:
+        runs.append((f" · budget {short[0] / _GIB:.0f}/{short[1] / _GIB:.0f} GiB", "warn"))
     # Every state cuzk reported; "failed" only when some partition failed.
     shown = [f"{counts[k]} {word}" for k, word in _STATES
              if k in counts and (k != "failed" or counts[k])]
@@ -46,6 +63,18 @@ def pipeline_text(st: ProverStatus, age_s: float | None) -> list[tuple[str, str]
     if st.queue_depth is not None:
         runs.append((" · queue ", "label"))
         runs.append((str(st.queue_depth), ""))
+    pool = view.pool
+    if pool is not None and (pool.checkout_failed or pool.alloc_failed):
+        free = "?" if pool.free is None else pool.free
+        runs.append((f" · pinned pool {free} free, {pool.checkout_failed + pool.alloc_failed}"
+                     " FAILED", "warn"))
+    if view.pacer_on and view.pacer:
+        runs.append((f" · pacer waiting {view.pacer.get('waiting', '?')}/{view.pacer_target}",
+                     ""))
+    if view.srs_loading:
+        runs.append((f" · SRS loading {', '.join(view.srs_loading)}", "warn"))
+    if view.monolithic_in_flight:
+        runs.append((f" · not in /status: {', '.join(view.monolithic_in_flight)}", ""))
     if age_s is not None and age_s > STALE_AFTER_S:
         runs.append((f" · stale {age_s:.0f} s", "warn"))
     return runs
@@ -63,5 +92,5 @@ class PipelineLine(RunLines):
         for name in sorted(provers):
             st = provers[name]
             age = (view.t_end_ns - st.t_mono_ns) / 1e9
-            lines.append(pipeline_text(st, age if age > 0 else None))
+            lines.append(pipeline_text(st, age if age > 0 else None, view.snap.pipeline))
         self.show_lines(lines)

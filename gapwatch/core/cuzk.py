@@ -1,0 +1,561 @@
+"""cuzk's pipeline as upstream builds it: its constants and formulas, and what its log tells.
+
+Who calls it: `gapwatch.core.prover` (the synthesis capacity behind "every worker busy"),
+`gapwatch.core.evidence` (feeds `PipelineFacts` every log event, asks it what the log says about
+a gap), `gapwatch.core.advice` (the settings), the store (the dashboard's pipeline line and
+`/metrics` read a `PipelineView`), the simulator and the load generator (they serve `/status`
+with `max_concurrent_of`). Pure: no I/O, no clocks; every history is bounded.
+
+Every fact here is read from curio's source (main e0294b0f, 2026-08-20; cuzk's code unchanged
+since 2026-05-05), file by file (docs/cuzk-status.md lists them):
+
+- `memory.rs`: a partition's budget (PoRep 14 GiB, SnapDeals 9 GiB, WindowPoSt 14 GiB,
+  WinningPoSt 0.5 GiB); the budget wait (`waiting for budget (acquire blocked)`, DEBUG).
+- `engine.rs`: `synth_worker_count = max(2, min(total_bytes / 14 GiB, max_parallel_synthesis))`
+  (0 = 18), logged once in `starting pipeline: synthesis task + GPU workers (budget-gated)`;
+  the dispatcher acquires a partition's budget *before* a synthesis worker takes it, so a
+  partition waiting on the budget is still `pending`; the status tracker exists a few ms before
+  the TIMELINE epoch; monolithic work (PoSt, `[pipeline] enabled = false`) is never registered in
+  `/status`, only in TIMELINE (`SYNTH_START kind=...`, `GPU_QUEUE monolithic`, `GPU_PICKUP
+  worker=W`, `GPU_END worker=W,gpu_ms=..`); the pacer's `pacer: status` line.
+- `status.rs`: `synthesis.max_concurrent = total_bytes / SNAP_PARTITION_FULL_BYTES`: NOT a slot
+  count; `synthesis.active` is not decremented when a synthesis fails.
+- `pinned_pool.rs`: the pool grows on demand (`allocated new buffer ... total_buffers
+  total_gib`), hands out free buffers (`checkout (reuse) ... free_remaining`), takes them back
+  (`checkin`), is shrunk only by the evictor (`freed buffer (evictor)`); it is not in the memory
+  budget, so a checkout fails only when `cudaHostAlloc` fails (`pipeline.rs`: `pinned pool
+  checkout FAILED — falling back to unpinned ... pool_free pool_total_gib`).
+- `srs_manager.rs`: `loading SRS from disk` ... `SRS loaded successfully elapsed_ms`; `SRS
+  evicted`; while it loads, its mutex is held and `/status` lists no SRS entry.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+from gapwatch.core import fmt
+from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
+
+GIB = 1 << 30
+#: memory.rs: per-partition budget (PoRep 32G, one circuit), `POREP_PARTITION_FULL_BYTES`.
+POREP_PARTITION_FULL_BYTES = 14 * GIB
+#: memory.rs: `SNAP_PARTITION_FULL_BYTES`, the smallest partition (status.rs divides by it).
+SNAP_PARTITION_FULL_BYTES = 9 * GIB
+#: memory.rs: the budget each proof kind's partition acquires (`proof_kind_full_bytes`), by the
+#: `proof_kind` string `/status` and TIMELINE carry (types.rs `ProofKind` Display).
+PARTITION_BYTES_BY_KIND: dict[str, int] = {
+    "porep-c2": POREP_PARTITION_FULL_BYTES,
+    "snap-update": SNAP_PARTITION_FULL_BYTES,
+    "window-post": 14 * GIB,
+    "winning-post": GIB // 2,
+}
+#: engine.rs / config.rs: `[pipeline] max_parallel_synthesis`, 0 = this default.
+DEFAULT_MAX_PARALLEL_SYNTHESIS = 18
+#: engine.rs: never fewer synthesis workers than this.
+MIN_SYNTH_WORKERS = 2
+#: config.rs: `[gpus] gpu_workers_per_device` default (2: the dual-worker interlock).
+DEFAULT_GPU_WORKERS_PER_DEVICE = 2
+
+STARTING_PIPELINE = "starting pipeline: synthesis task + GPU workers (budget-gated)"
+INIT_WORKERS = "initializing GPU workers"
+BUDGET_INITIALIZED = "memory budget initialized"
+PACER_ENABLED = "GPU queue target dispatch pacer enabled"
+PACER_STATUS = "pacer: status"
+#: The pacer formats these with `format!()`, so tracing writes them as quoted strings.
+PACER_TEXT_NUMBERS = ("ema_waiting", "gpu_proc_ms", "gpu_eff_ms", "ema_synth_ms", "integral")
+BUDGET_WAIT = "waiting for budget (acquire blocked)"
+BUDGET_OVER = "acquire request exceeds total budget"
+SRS_LOADING = "loading SRS from disk"
+SRS_LOADED = "SRS loaded successfully"
+SRS_EVICTED = "SRS evicted"
+POOL_INITIALIZED = "CUDA pinned memory pool initialized"
+POOL_ALLOCATED = "pinned pool: allocated new buffer"
+POOL_REUSE = "pinned pool: checkout (reuse)"
+POOL_CHECKIN = "pinned pool: checkin"
+POOL_FREED = "pinned pool: freed buffer (evictor)"
+POOL_CHECKOUT_FAILED = "pinned pool checkout FAILED"
+HOST_ALLOC_FAILED = "cudaHostAlloc failed"
+NO_CAPACITY_HINT = "no capacity hint cached"
+ENGINE_STARTING = "starting cuzk engine"
+
+#: Most entries of each history kept (a few hours of a busy prover; then the oldest go).
+HISTORY = 512
+#: A pinned-pool failure this long before a gap's end can explain its pageable copies: a
+#: partition synthesised into pageable buffers reaches the GPU a synthesis (~30-60 s) later,
+#: or longer behind a deep queue.
+POOL_FAILURE_REACH_S = 600.0
+#: A GPU_QUEUE this close after a gap's start (or before its end) counts as "during" it: log
+#: lines are stamped to the ms, samples place the gap's edges to ~0.1 s.
+EDGE_SLACK_S = 0.25
+
+
+def max_concurrent_of(total_bytes: int) -> int:
+    """status.rs: what `/status` calls `synthesis.max_concurrent` (NOT the worker count)."""
+    return total_bytes // SNAP_PARTITION_FULL_BYTES
+
+
+def synth_worker_count(total_bytes: int, max_parallel_synthesis: int) -> int:
+    """engine.rs: how many synthesis workers cuzk runs for a budget of `total_bytes`."""
+    cap = max_parallel_synthesis or DEFAULT_MAX_PARALLEL_SYNTHESIS
+    return max(MIN_SYNTH_WORKERS, min(total_bytes // POREP_PARTITION_FULL_BYTES, cap))
+
+
+def partition_bytes(kind: str | None) -> int | None:
+    """The budget one partition of this proof kind acquires (memory.rs), or None."""
+    return PARTITION_BYTES_BY_KIND.get(kind or "")
+
+
+def capacity_of(synth_workers: int | None, status: ProverStatus | None,
+                budget_total_bytes: int | None, max_parallel_synthesis: int
+                ) -> Capacity | None:
+    """How many syntheses cuzk runs at once: the log's `synth_worker_count`, else cuzk's
+    formula over the budget (`/status`'s `memory.total_bytes`, else the log's `memory budget
+    initialized`), else unknown (None)."""
+    if synth_workers is not None:
+        return Capacity(synth_workers, "log")
+    total = status.memory_total_bytes if status is not None else None
+    if total is None:
+        total = budget_total_bytes
+    if total is None:
+        return None
+    return Capacity(synth_worker_count(total, max_parallel_synthesis), "budget")
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """How many syntheses cuzk runs at once, and where that number came from."""
+
+    workers: int
+    #: "log": `synth_worker_count` of the `starting pipeline` line; "budget": cuzk's formula
+    #: over `/status`'s `memory.total_bytes` and `[cuzk] max_parallel_synthesis`.
+    source: str
+
+    def words(self) -> str:
+        if self.source == "log":
+            return "synth_worker_count in the log"
+        return "cuzk's formula: memory budget / 14 GiB, at most max_parallel_synthesis"
+
+
+def pending_partition_bytes(status: ProverStatus) -> int | None:
+    """The smallest budget a pending partition of this snapshot needs (its job's proof kind),
+    or None when no pending partition's kind is known."""
+    sizes = [partition_bytes(status.job_kinds.get(p.job_id)) for p in status.partitions
+             if p.state == "pending"]
+    known = [s for s in sizes if s is not None]
+    return min(known) if known else None
+
+
+def _num(value: FieldValue) -> float | None:
+    """A field as a finite number (`3`, `3.5`, `"7.9"`), or None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        n = float(value)
+    except ValueError:
+        return None
+    return n if math.isfinite(n) else None
+
+
+def _int(value: FieldValue) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def numeric_text_fields(fields: dict[str, FieldValue], keys: tuple[str, ...]) -> None:
+    """Turn the quoted numbers of `keys` (`ema_waiting="7.9"`) into numbers, in place."""
+    for key in keys:
+        value = fields.get(key)
+        if isinstance(value, str):
+            n = _num(value)
+            if n is not None:
+                fields[key] = int(n) if n.is_integer() and "." not in value else n
+
+
+@dataclass(slots=True)
+class PoolState:
+    """cuzk's pinned pool (pinned_pool.rs) as its lines tell it; None: not said yet."""
+
+    total_gib: float | None = None
+    #: Buffers the pool holds: allocated (`total_buffers` counts every allocation ever) less
+    #: those the evictor freed.
+    buffers: int | None = None
+    free: int | None = None
+    checkout_failed: int = 0
+    alloc_failed: int = 0
+    #: The latest failure's figures: `pool_free`, `pool_total_gib`, `cuda_err`, `size_gib`.
+    last_failure: dict[str, FieldValue] = field(default_factory=dict)
+    last_failure_s: float | None = None
+    #: `no capacity hint cached`: a first synthesis of a circuit type, unpinned by design.
+    first_syntheses: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineView:
+    """What the log has said about the pipeline as of now: the dashboard's and `/metrics`'s
+    view of `PipelineFacts` (immutable, cheap to copy)."""
+
+    synth_workers: int | None = None
+    budget_total_bytes: int | None = None
+    gpu_workers_per_device: int | None = None
+    pipeline_enabled: bool | None = None
+    pool: PoolState | None = None
+    pacer_target: int | None = None
+    pacer: dict[str, FieldValue] | None = None
+    #: Circuit ids whose SRS is loading now (`loading SRS from disk` without its end).
+    srs_loading: tuple[str, ...] = ()
+    #: Partitions queued for the GPU and not picked up yet, and the latest queue wait (s).
+    queued: int = 0
+    last_queue_wait_s: float | None = None
+    budget_waits: int = 0
+    monolithic_in_flight: tuple[str, ...] = ()
+    max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS
+
+    def capacity(self, status: ProverStatus | None = None) -> Capacity | None:
+        """How many syntheses run at once (`capacity_of`)."""
+        return capacity_of(self.synth_workers, status, self.budget_total_bytes,
+                           self.max_parallel_synthesis)
+
+    @property
+    def pacer_on(self) -> bool:
+        return self.pacer_target is not None and self.pacer_target > 0
+
+
+@dataclass(slots=True)
+class _Mono:
+    """One monolithic job (PoSt, or anything with `[pipeline] enabled = false`) from TIMELINE."""
+
+    job: str
+    kind: str
+    synth_start_s: float | None = None
+    synth_end_s: float | None = None
+    pickup_s: float | None = None
+    end_s: float | None = None
+    worker: int | None = None
+    gpu: int | None = None
+
+
+@dataclass(slots=True)
+class SrsLoad:
+    """One SRS load (srs_manager.rs): from `loading SRS from disk` to `SRS loaded
+    successfully` (`end_s` None while it runs)."""
+
+    circuit: str
+    start_s: float
+    end_s: float | None = None
+    elapsed_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogView:
+    """What the log says about one gap: the cause it gives (or None) and the facts."""
+
+    cause: str | None
+    evidence: list[str]
+    #: The short figure a hint adds to the cause's words.
+    detail: str = ""
+
+
+class PipelineFacts:
+    """Everything cuzk's log says about its pipeline, fed one event at a time."""
+
+    def __init__(self, max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS) -> None:
+        self.max_parallel_synthesis = max_parallel_synthesis
+        self.synth_workers: int | None = None
+        self.budget_total_bytes: int | None = None
+        self.gpu_workers_per_device: int | None = None
+        self.pipeline_enabled: bool | None = None
+        self.pool = PoolState()
+        self.pool_seen = False
+        self._pool_freed = 0
+        self.pacer_target: int | None = None
+        self.pacer: dict[str, FieldValue] | None = None
+        self.pacer_t_s: float | None = None
+        self.srs_loads: deque[SrsLoad] = deque(maxlen=HISTORY)
+        self.srs_evictions: deque[tuple[float, str]] = deque(maxlen=HISTORY)
+        self.budget_waits: deque[tuple[float, dict[str, FieldValue]]] = deque(maxlen=HISTORY)
+        #: (job, partition) -> time queued, for partitions not picked up yet.
+        self.queued: OrderedDict[tuple[str, int], float] = OrderedDict()
+        #: (job, partition, queued at, picked up at, gpu or None).
+        self.queue_waits: deque[tuple[str, int, float, float, int | None]] = deque(
+            maxlen=HISTORY)
+        #: Times of each GPU_QUEUE of a partition (synthesis done, ready for the GPU).
+        self.queue_times: deque[float] = deque(maxlen=HISTORY)
+        self.mono: OrderedDict[str, _Mono] = OrderedDict()
+        self.mono_done: deque[_Mono] = deque(maxlen=HISTORY)
+
+    # -- feeding -------------------------------------------------------------------------------
+
+    def feed(self, ev: LogEvent) -> None:
+        """Take one parsed log event (with its fields: before evidence slims it)."""
+        kind = ev.kind
+        if kind == "timeline":
+            self._timeline(ev)
+        elif kind == "tracing":
+            self._tracing(ev)
+
+    def _timeline(self, ev: LogEvent) -> None:
+        name, job, part, t = ev.name, ev.job_id, ev.partition, ev.t_wall_s
+        if job is None:
+            return
+        if part is not None:
+            key = (job, part)
+            if name == "GPU_QUEUE":
+                self.queued[key] = t
+                self.queued.move_to_end(key)
+                self.queue_times.append(t)
+                while len(self.queued) > HISTORY:
+                    self.queued.popitem(last=False)
+            elif name == "GPU_PICKUP":
+                since = self.queued.pop(key, None)
+                if since is not None:
+                    self.queue_waits.append((job, part, since, t, ev.gpu))
+            return
+        # No partition: a monolithic job (engine.rs 2665, 2745, 2848, 3023, 3196).
+        fields = ev.fields
+        entry = self.mono.get(job)
+        if name == "SYNTH_START" and "kind" in fields:
+            entry = self.mono[job] = _Mono(job, str(fields["kind"]), synth_start_s=t)
+            while len(self.mono) > HISTORY:
+                self.mono.popitem(last=False)
+            return
+        if entry is None:
+            if name in ("GPU_QUEUE", "GPU_PICKUP", "GPU_START") and (
+                    "monolithic" in fields or ev.worker is not None):
+                entry = self.mono[job] = _Mono(job, "monolithic")
+            else:
+                return
+        if name == "SYNTH_END":
+            entry.synth_end_s = t
+        elif name == "GPU_PICKUP":
+            entry.pickup_s, entry.worker, entry.gpu = t, ev.worker, ev.gpu
+        elif name == "GPU_END":
+            entry.end_s = t
+            self.mono.pop(job, None)
+            self.mono_done.append(entry)
+
+    def _tracing(self, ev: LogEvent) -> None:
+        msg, f, t = ev.name, ev.fields, ev.t_wall_s
+        if msg.startswith("pinned pool") or msg.startswith(HOST_ALLOC_FAILED) \
+                or msg.startswith(NO_CAPACITY_HINT) or msg == POOL_INITIALIZED:
+            self._pool(msg, f, t)
+        elif msg == STARTING_PIPELINE:
+            self.synth_workers = _int(f.get("synth_worker_count"))
+        elif msg == INIT_WORKERS:
+            self.gpu_workers_per_device = _int(f.get("gpu_workers_per_device"))
+        elif msg == BUDGET_INITIALIZED:
+            gib = _int(f.get("total_budget_gib"))
+            self.budget_total_bytes = gib * GIB if gib is not None else None
+        elif msg == ENGINE_STARTING:
+            enabled = f.get("pipeline_enabled")
+            self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
+        elif msg == PACER_ENABLED:
+            self.pacer_target = _int(f.get("gpu_queue_target"))
+        elif msg == PACER_STATUS:
+            self.pacer = {k: v for k, v in f.items() if k not in ("target", "spans")}
+            self.pacer_t_s = t
+        elif msg in (BUDGET_WAIT, BUDGET_OVER):
+            self.budget_waits.append((t, {k: f[k] for k in ("needed_gib", "available_gib",
+                                                           "total_gib", "amount_gib") if k in f}))
+        elif msg == SRS_LOADING:
+            self.srs_loads.append(SrsLoad(str(f.get("circuit_id", "?")), t))
+        elif msg == SRS_LOADED:
+            circuit = str(f.get("circuit_id", "?"))
+            ms = _int(f.get("elapsed_ms"))
+            for load in reversed(self.srs_loads):
+                if load.circuit == circuit and load.end_s is None:
+                    load.end_s, load.elapsed_ms = t, ms
+                    break
+            else:  # the start was before the log we read: place it from elapsed_ms
+                self.srs_loads.append(SrsLoad(circuit, t - (ms or 0) / 1000, t, ms))
+        elif msg == SRS_EVICTED:
+            self.srs_evictions.append((t, str(f.get("circuit_id", "?"))))
+
+    def _pool(self, msg: str, f: dict[str, FieldValue], t: float) -> None:
+        pool = self.pool
+        self.pool_seen = True
+        if msg == POOL_INITIALIZED:
+            # engine.rs: a new pool is empty.
+            pool.total_gib, pool.buffers, pool.free = 0.0, 0, 0
+            self._pool_freed = 0
+        elif msg == POOL_ALLOCATED:
+            pool.total_gib = _num(f.get("total_gib"))
+            total = _int(f.get("total_buffers"))
+            if total is not None:
+                pool.buffers = max(0, total - self._pool_freed)
+        elif msg == POOL_REUSE:
+            pool.free = _int(f.get("free_remaining"))
+        elif msg == POOL_CHECKIN:
+            if pool.free is not None:
+                pool.free += 1
+        elif msg == POOL_FREED:
+            gib = _num(f.get("freed_gib"))
+            if pool.total_gib is not None and gib is not None:
+                pool.total_gib = max(0.0, pool.total_gib - gib)
+            if pool.free is not None:
+                pool.free = max(0, pool.free - 1)
+            self._pool_freed += 1
+            if pool.buffers is not None:
+                pool.buffers = max(0, pool.buffers - 1)
+        elif msg.startswith(POOL_CHECKOUT_FAILED):
+            pool.checkout_failed += 1
+            pool.last_failure = {k: f[k] for k in ("pool_free", "pool_total_gib",
+                                                   "num_constraints") if k in f}
+            pool.last_failure_s = t
+            free = _int(f.get("pool_free"))
+            if free is not None:
+                pool.free = free
+        elif HOST_ALLOC_FAILED in msg:
+            # pinned_pool.rs writes two lines per failure (`cudaHostAlloc failed` with the
+            # CUDA error, then `pinned pool: cudaHostAlloc failed`): one failure.
+            if "cuda_err" in f or not msg.startswith("pinned pool"):
+                pool.alloc_failed += 1
+                pool.last_failure = {**pool.last_failure, **{
+                    k: f[k] for k in ("cuda_err", "size_gib") if k in f}}
+                pool.last_failure_s = t
+        elif msg.startswith(NO_CAPACITY_HINT):
+            pool.first_syntheses += 1
+
+    # -- asking --------------------------------------------------------------------------------
+
+    def capacity(self, status: ProverStatus | None = None) -> Capacity | None:
+        """How many syntheses run at once (`capacity_of`)."""
+        return capacity_of(self.synth_workers, status, self.budget_total_bytes,
+                           self.max_parallel_synthesis)
+
+    @property
+    def pacer_on(self) -> bool:
+        return self.pacer_target is not None and self.pacer_target > 0
+
+    def view(self) -> PipelineView:
+        pool = self.pool
+        return PipelineView(
+            synth_workers=self.synth_workers, budget_total_bytes=self.budget_total_bytes,
+            gpu_workers_per_device=self.gpu_workers_per_device,
+            pipeline_enabled=self.pipeline_enabled,
+            pool=PoolState(pool.total_gib, pool.buffers, pool.free, pool.checkout_failed,
+                           pool.alloc_failed, dict(pool.last_failure), pool.last_failure_s,
+                           pool.first_syntheses) if self.pool_seen else None,
+            pacer_target=self.pacer_target, pacer=dict(self.pacer) if self.pacer else None,
+            srs_loading=tuple(load.circuit for load in self.srs_loads if load.end_s is None),
+            queued=len(self.queued),
+            last_queue_wait_s=(self.queue_waits[-1][3] - self.queue_waits[-1][2]
+                               if self.queue_waits else None),
+            budget_waits=len(self.budget_waits),
+            monolithic_in_flight=tuple(f"{m.kind} {m.job}" for m in self.mono.values()),
+            max_parallel_synthesis=self.max_parallel_synthesis,
+        )
+
+    def pool_evidence(self) -> list[str]:
+        """The pinned pool's failures so far, in plain words (none: [])."""
+        pool = self.pool
+        if not (pool.checkout_failed or pool.alloc_failed):
+            return []
+        out = []
+        last = " ".join(f"{k}={v}" for k, v in pool.last_failure.items())
+        when = f" at {_hms(pool.last_failure_s)}" if pool.last_failure_s is not None else ""
+        if pool.checkout_failed:
+            out.append(f"pinned pool: {pool.checkout_failed} checkout(s) FAILED, falling back to "
+                       f"pageable a/b/c (pipeline.rs); the latest{when}: {last}")
+        if pool.alloc_failed:
+            out.append(f"{pool.alloc_failed} cudaHostAlloc failure(s): the pool grows on demand "
+                       "and is not in the memory budget, so a checkout fails only when pinning "
+                       "a new buffer fails (pinned_pool.rs)")
+        if pool.total_gib is not None:
+            free = "?" if pool.free is None else str(pool.free)
+            out.append(f"pool holds {pool.total_gib:.1f} GiB in "
+                       f"{'?' if pool.buffers is None else pool.buffers} buffer(s), {free} free")
+        return out
+
+    def srs_load_during(self, start_s: float, end_s: float) -> SrsLoad | None:
+        """An SRS load that ran during [start_s, end_s] (the latest), or None."""
+        for load in reversed(self.srs_loads):
+            if load.start_s <= end_s and (load.end_s is None or load.end_s >= start_s):
+                return load
+        return None
+
+    def mono_during(self, start_s: float, end_s: float, gpu: int) -> _Mono | None:
+        """A monolithic job in flight during [start_s, end_s]: synthesising (any GPU waits on
+        it) or on a worker of `gpu`."""
+        for m in [*self.mono.values(), *reversed(self.mono_done)]:
+            lo = m.synth_start_s if m.synth_start_s is not None else m.pickup_s
+            hi = m.end_s
+            if lo is None or lo > end_s or (hi is not None and hi < start_s):
+                continue
+            if m.gpu is not None and m.gpu != gpu and m.pickup_s is not None \
+                    and m.pickup_s <= start_s:
+                continue  # on another GPU's worker for the whole gap
+            return m
+        return None
+
+    def budget_waits_during(self, start_s: float, end_s: float
+                            ) -> list[tuple[float, dict[str, FieldValue]]]:
+        return [w for w in self.budget_waits if start_s <= w[0] <= end_s]
+
+    def queued_at(self, t_s: float) -> int:
+        """Partitions queued for the GPU (GPU_QUEUE) and not picked up by `t_s`."""
+        n = sum(1 for q in self.queued.values() if q <= t_s)
+        n += sum(1 for _, _, q, p, _ in self.queue_waits if q <= t_s < p)
+        return n
+
+    def log_view(self, gpu: int, start_s: float, end_s: float, kind: str) -> LogView:
+        """What the log says about a gap of `gpu` over [start_s, end_s] (of detector `kind`):
+        the cause it alone gives, first rule that holds, and the facts behind it."""
+        lo, hi = start_s - EDGE_SLACK_S, end_s + EDGE_SLACK_S
+        load = self.srs_load_during(start_s, end_s)
+        if load is not None:
+            ms = load.elapsed_ms
+            done = f"loaded after {ms / 1000:.1f} s" if ms is not None else "loaded"
+            return LogView("srs_loading", [
+                f"SRS {load.circuit}: 'loading SRS from disk' at {_hms(load.start_s)}, "
+                + (f"{done} at {_hms(load.end_s)}" if load.end_s is not None
+                   else "not loaded by the gap's end") + " (srs_manager.rs)"],
+                f"SRS {load.circuit} loading")
+        waits = self.budget_waits_during(lo - 2.0, hi)
+        if waits:
+            t, f = waits[-1]
+            said = " ".join(f"{k}={v}" for k, v in f.items())
+            return LogView("waits_on_budget", [
+                f"{len(waits)} budget wait line(s) around the gap, the latest at {_hms(t)}: "
+                f"'waiting for budget (acquire blocked)' {said} (memory.rs)"], said)
+        mono = self.mono_during(start_s, end_s, gpu)
+        if mono is not None:
+            phase = ("synthesising" if mono.pickup_s is None or mono.pickup_s > end_s
+                     else "on the GPU")
+            return LogView("monolithic", [
+                f"{mono.kind} job {mono.job} {phase} during the gap (TIMELINE "
+                f"SYNTH_START kind={mono.kind}): monolithic work /status never lists "
+                "(engine.rs registers only partitioned jobs)"], f"{mono.kind} {phase}")
+        if kind == "pcie_starved":
+            pool = self.pool
+            failed_s = pool.last_failure_s
+            if failed_s is not None and end_s - POOL_FAILURE_REACH_S <= failed_s <= hi:
+                fails = pool.checkout_failed + pool.alloc_failed
+                return LogView("pinned_pool", self.pool_evidence(), f"{fails} failure(s) so far")
+            return LogView(None, [])
+        if kind != "host_stall":
+            return LogView(None, [])
+        waited = [w for w in self.queue_waits
+                  if w[2] <= start_s + EDGE_SLACK_S and w[3] >= end_s - EDGE_SLACK_S
+                  and (w[4] is None or w[4] == gpu)]
+        if waited:
+            job, part, q, p, _ = waited[-1]
+            return LogView("dispatch_stall", [
+                f"partition {part} of {job} was queued for the GPU (GPU_QUEUE) at {_hms(q)}, "
+                f"before the gap, and picked up (GPU_PICKUP) only at {_hms(p)}: "
+                f"{p - q:.1f} s in the queue while the GPU idled"],
+                f"partition {part} {p - q:.1f} s in the GPU queue")
+        queued_then = self.queued_at(start_s + EDGE_SLACK_S)
+        ready = [t for t in self.queue_times if lo < t <= hi]
+        if queued_then == 0 and ready:
+            return LogView("waits_on_synthesis", [
+                "no partition was queued for the GPU at the gap's start; the next one "
+                f"finished synthesis (SYNTH_END, GPU_QUEUE) {ready[0] - start_s:.1f} s into "
+                "the gap: the GPU waited on synthesis (from the log)"],
+                "nothing queued for the GPU at the gap's start")
+        return LogView(None, [])
+
+
+def _hms(t: float) -> str:
+    """`14:13:32.351`: a wall time in evidence phrases (UTC, as cuzk's tracing writes it)."""
+    return fmt.clock(t, millis=True)

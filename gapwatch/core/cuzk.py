@@ -102,6 +102,16 @@ def synth_worker_count(total_bytes: int, max_parallel_synthesis: int) -> int:
     return max(MIN_SYNTH_WORKERS, min(total_bytes // POREP_PARTITION_FULL_BYTES, cap))
 
 
+def timeline_epoch(status: ProverStatus) -> float | None:
+    """The wall time of cuzk's TIMELINE offset 0, from a `/status` snapshot: its tracker is
+    created a few ms before the TIMELINE epoch (engine.rs `Engine::new`, then `start()`), and
+    `uptime_secs` counts from it. The snapshot was built somewhere within the request, so half
+    its latency is added to when it was sent. None without an uptime."""
+    if status.uptime_s is None:
+        return None
+    return status.t_wall_s + status.latency_ms / 2000.0 - status.uptime_s
+
+
 def partition_bytes(kind: str | None) -> int | None:
     """The budget one partition of this proof kind acquires (memory.rs), or None."""
     return PARTITION_BYTES_BY_KIND.get(kind or "")

@@ -26,6 +26,7 @@ from typing import Any
 from gapwatch.core import fmt
 from gapwatch.core.codec import gap_json
 from gapwatch.core.config import Config
+from gapwatch.core.cuzk import timeline_epoch
 from gapwatch.core.evidence import union_s
 from gapwatch.core.models import (
     GAP_KINDS,
@@ -80,10 +81,11 @@ class ReportData:
     warnings: list[str] = field(default_factory=list)
 
 
-def parse_logs(paths: Iterable[str], config: Config) -> tuple[list[LogEvent], dict[str, int]]:
+def parse_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None
+               ) -> tuple[list[LogEvent], dict[str, int]]:
     """Parse whole prover log files into events sorted by time (`logs.files.parse_log_files`).
     Unreadable files raise OSError."""
-    return parse_log_files(paths, config)
+    return parse_log_files(paths, config, timeline_epoch_s)
 
 
 def build_report(
@@ -118,10 +120,36 @@ def build_report(
             gc.enable()
 
 
+#: Records looked through for a first `/status` snapshot: one is polled about every second,
+#: so a recording that has any has one within its first few thousand lines.
+EPOCH_SCAN_RECORDS = 100_000
+
+
+def recorded_timeline_epoch(path: str | Path) -> float | None:
+    """TIMELINE's epoch from the first recorded `/status` snapshot with an uptime (a second
+    pass over the file's start, stopped there), or None."""
+    records = read_any(path).records
+    try:
+        for i, r in enumerate(records):
+            if i >= EPOCH_SCAN_RECORDS:
+                return None
+            if r.type == "prover":
+                epoch = timeline_epoch(r)
+                if epoch is not None:
+                    return epoch
+        return None
+    finally:
+        close = getattr(records, "close", None)  # a generator holding the file open
+        if close is not None:
+            close()
+
+
 def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
     """Read the whole input (and the `--log` files) and detect over it in one process."""
+    # Logs without their TIMELINE anchor line are placed by the recorded /status uptime.
+    epoch = recorded_timeline_epoch(path) if log_paths else None
     rec = read_any(path)
-    extra, log_counters = parse_logs(log_paths, config)
+    extra, log_counters = parse_logs(log_paths, config, epoch)
     found = detect_records(rec.header, rec.records, config.detector, extra,
                            max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
     counters = dict(rec.counters)

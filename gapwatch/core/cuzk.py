@@ -212,8 +212,10 @@ class PipelineView:
     pool: PoolState | None = None
     pacer_target: int | None = None
     pacer: dict[str, FieldValue] | None = None
-    #: Circuit ids whose SRS is loading now (`loading SRS from disk` without its end).
+    #: Circuit ids whose SRS is loading now (`loading SRS from disk` without its end), and
+    #: those evicted so far (`SRS evicted`).
     srs_loading: tuple[str, ...] = ()
+    srs_evictions: tuple[str, ...] = ()
     #: Partitions queued for the GPU and not picked up yet, and the latest queue wait (s).
     queued: int = 0
     last_queue_wait_s: float | None = None
@@ -448,6 +450,7 @@ class PipelineFacts:
                            pool.first_syntheses) if self.pool_seen else None,
             pacer_target=self.pacer_target, pacer=dict(self.pacer) if self.pacer else None,
             srs_loading=tuple(load.circuit for load in self.srs_loads if load.end_s is None),
+            srs_evictions=tuple(dict.fromkeys(c for _, c in self.srs_evictions)),
             queued=len(self.queued),
             last_queue_wait_s=(self.queue_waits[-1][3] - self.queue_waits[-1][2]
                                if self.queue_waits else None),

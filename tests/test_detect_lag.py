@@ -56,7 +56,7 @@ def test_store_busy_fraction_follows_the_data_between_state_changes() -> None:
     seen = []
     for s in _stream("sim"):
         session.on_gpu_samples([s])
-        seen.append(store.snapshot().busy.get(0))
+        seen.append(store.snapshot().busy_share(0))
     # Idle from 2 s to 3 s: the busy share falls during the idle second, then rises again,
     # while the state changes at most a couple of times.
     values = [v for v in seen if v is not None]

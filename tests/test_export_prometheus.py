@@ -25,6 +25,7 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
+from gapwatch.core.verdict import WindowNow
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.prometheus import ExporterError, ExporterHandle, parse_listen, start_exporter
@@ -44,7 +45,7 @@ class ScriptedDetector:
     def finish(self) -> list[Gap | StateChange]:
         return []
 
-    def busy_fraction(self, gpu: int) -> float | None:
+    def window_now(self, gpu: int) -> WindowNow | None:
         return None
 
 

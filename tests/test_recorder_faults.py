@@ -6,6 +6,7 @@ test_fault_disk_full.py)."""
 from __future__ import annotations
 
 import errno
+import re
 import threading
 from pathlib import Path
 
@@ -13,9 +14,9 @@ import pytest
 from faults import records_of
 
 from evaluation.simulate import simulate
-from gapwatch.core.models import Notice
+from gapwatch.core.models import GpuSample, LogEvent, Notice
 from gapwatch.sinks import output_file, recorder
-from gapwatch.sinks.recorder import Recorder
+from gapwatch.sinks.recorder import Recorder, write_recording
 from gapwatch.sources.files import read_any
 
 SIM = simulate("pageable", seed=1, duration_s=20)
@@ -198,3 +199,70 @@ def test_the_writer_thread_retries_on_its_own(tmp_path: Path, disk: Disk) -> Non
         threading.Event().wait(0.02)
     rec.close()
     assert records_of(tmp_path / "r.jsonl") == list(SIM.records)
+
+
+# -- back-pressure on a healthy disk, and write_recording --------------------------------------
+
+
+def test_write_recording_of_a_15_minute_8_gpu_session_keeps_every_record(
+        tmp_path: Path) -> None:
+    # Written at once, it used to keep what fitted in 16 MiB between two flushes (22,061 of
+    # 153,133 records of such a session), silently.
+    sim = simulate("pageable", seed=1, duration_s=900, gpus=8)
+    path = tmp_path / "r.jsonl.gz"
+    assert write_recording(path, sim.header, sim.records) == len(sim.records)
+    assert len(records_of(path)) == len(sim.records)
+
+
+def test_write_recording_to_a_disk_that_fills_raises_and_leaves_what_it_wrote_whole(
+        tmp_path: Path, disk: Disk) -> None:
+    sim = simulate("pageable", seed=1, duration_s=120, gpus=4)
+    path = tmp_path / "r.jsonl.gz"
+    disk.room = 60_000
+    with pytest.raises(OSError, match="No space left on device"):
+        write_recording(path, sim.header, sim.records)
+    kept = records_of(path)  # whole: the gzip trailer fitted
+    assert 0 < len(kept) < len(sim.records) and kept == list(sim.records[:len(kept)])
+
+
+def test_a_writer_that_falls_behind_says_so_and_drops_other_records_before_samples(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    notices: list[Notice] = []
+    path = tmp_path / "r.jsonl"
+    rec = Recorder(path, flush_interval_s=60, max_pending_bytes=512 << 10,
+                   on_problem=notices.append)
+    rec.on_header(SIM.header)
+    # The writer's first write does not return until the flood is over: records come faster
+    # than it writes them, on a disk that refuses nothing.
+    go = threading.Event()
+    real = output_file.OutputFile.write_at
+
+    def slow_write_at(f: output_file.OutputFile, offset: int, data: bytes) -> None:
+        assert go.wait(30)
+        real(f, offset, data)
+
+    monkeypatch.setattr(output_file.OutputFile, "write_at", slow_write_at)
+    rec.start()
+    flood = [LogEvent(1_796_000_000.0 + i / 1000, "arrival", "unparsed", "unparsed",
+                      "\ufffd" * 300) for i in range(10)]
+    samples = [r for r in SIM.records if isinstance(r, GpuSample)][:400]
+    for s in samples:
+        rec.on_record(s)
+        for ev in flood:
+            rec.on_record(ev)
+    status = rec.status()
+    assert status.records_dropped > 0 and status.state == "writing"
+    go.set()
+    rec.close()
+    got = records_of(path)
+    assert [r for r in got if isinstance(r, GpuSample)] == samples  # every sample kept
+    # One note per hole (two when the writer took a first batch after the drops had begun).
+    notes = [r.message for r in got if isinstance(r, Notice) and "recording gap" in r.message]
+    assert notes and sum(int(n.split()[2]) for n in notes) == rec.status().records_dropped
+    for note in notes:
+        assert "no GPU or host sample among them" in note
+        assert re.search(r"the writer fell behind \(\d+ records/s in\)", note)
+        assert "disk" not in note
+    assert "the writer fell behind" in notices[0].message and notices[0].level == "warning"
+    assert "the writer fell behind" in (rec.status().dropped_why or "")
+    assert "NOT recorded (the writer fell behind" in rec.status().summary()

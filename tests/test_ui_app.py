@@ -61,7 +61,7 @@ async def test_the_breakdown_flag_appears_when_the_detector_raises_it(tmp_path: 
         await pilot.pause()
         assert rt.store.snapshot().states[0].state == "BREAKDOWN"
         text = screen_text(app)
-        assert "GPU0 BREAKDOWN:" in text
+        assert "GPU0 BREAKDOWN since" in text
         assert "hint:" in text
         await app.workers.wait_for_complete()
         await pilot.pause()

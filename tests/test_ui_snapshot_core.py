@@ -7,9 +7,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from ui_fakes import HINT, WALL0_S, fill_breakdown, header, make_config
+from ui_fakes import HINT, WALL0_S, fill_breakdown, header, make_config, t_ns
 
 from gapwatch.core.models import GpuSample, LogEvent
+from gapwatch.core.verdict import WindowNow
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks import snapshot as snapshot_mod
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
@@ -25,7 +26,7 @@ def filled_store() -> SeriesStore:
 def test_a_snapshot_folder_holds_svg_recording_gaps_and_summary(tmp_path: Path) -> None:
     config = make_config(tmp_path)
     path = write_snapshot(tmp_path, filled_store().snapshot(), header(), config,
-                          t_wall_s=WALL0_S + 61, svg="<svg/>", reason="taken by hand",
+                          t_wall_s=WALL0_S + 61, svg="<svg/>", reason="by hand",
                           status_lines=["sampler 100 ms, late p99 0.9 ms"])
     assert path.name == "gapwatch-snapshot-prover-1-20261130T090722Z"
     assert sorted(p.name for p in path.iterdir()) == [
@@ -102,17 +103,23 @@ def test_a_target_that_is_a_file_raises_instead_of_crashing(tmp_path: Path) -> N
                        t_wall_s=WALL0_S)
 
 
-def test_the_summary_shows_the_live_busy_share_and_the_real_span(tmp_path: Path) -> None:
+def test_the_summary_shows_the_live_busy_share_and_count_and_the_real_span(tmp_path: Path) -> None:
     """The state change said 81 % busy when it happened; the store's live value is 64 %: the
     summary says what the header and /metrics say. 60 s of data is 60 s, not "the last 300 s"."""
     store = filled_store()
-    store.set_busy(0, 0.64)
+    store.set_window(WindowNow(gpu=0, t_mono_ns=t_ns(60), end_wall_s=WALL0_S + 60,
+                               window_s=30.0, gaps={"pcie_starved": 3}, starved_idle_s=2.5,
+                               busy_fraction=0.64))
     path = write_snapshot(tmp_path, store.snapshot(), header(), make_config(tmp_path),
                           t_wall_s=WALL0_S + 61)
     summary = (path / "summary.md").read_text()
-    assert "| GPU0 | NVIDIA H200 | BREAKDOWN | 64% |" in summary
+    assert "| GPU0 | NVIDIA H200 | BREAKDOWN | 09:07:06 | 64% |" in summary
     assert "81%" not in summary
     assert "Covers 60.0s of data, 09:06:21 to 09:07:21" in summary
+    # What the state rests on now (3 starved gaps in the window as of the last sample), and
+    # what it was entered on (the fake's state reason), each in its own column.
+    assert ("| 3 pcie_starved gaps (2.5 s idle) in the last 30 s, 09:06:51-09:07:21 | "
+            "3 pcie_starved gaps in 30 s |") in summary
     assert "Covers the last 300" not in summary
 
 

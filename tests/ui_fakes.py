@@ -18,6 +18,7 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
+from gapwatch.core.verdict import WindowNow
 from gapwatch.engine.sampler import LatenessStats
 from gapwatch.engine.session import Session
 from gapwatch.engine.status import RuntimeStatus
@@ -133,6 +134,13 @@ def fill_breakdown(store: SeriesStore, gpus: tuple[int, ...] = (0,)) -> None:
         store.set_state(StateChange(gpu=gpu, t_mono_ns=t_ns(45.3), t_wall_s=WALL0_S + 45.3,
                                     state="BREAKDOWN", busy_fraction=0.81,
                                     reason="3 pcie_starved gaps in 30 s"))
+        # The window as of the last sample: all five starved gaps are in it now (the state was
+        # entered on three), 5.0 s idle in them.
+        store.set_window(WindowNow(gpu=gpu, t_mono_ns=t_ns(60.0 - LAG_S),
+                                   end_wall_s=WALL0_S + 60.0 - LAG_S, window_s=30.0,
+                                   gaps={"pcie_starved": len(STARVED_GAPS)},
+                                   starved_idle_s=sum(b - a for a, b in STARVED_GAPS),
+                                   busy_fraction=0.81))
 
 
 class FakeRuntime:

@@ -15,8 +15,9 @@ from typing import Any
 from gapwatch.core import fmt
 from gapwatch.core.advice import advice_lines
 from gapwatch.core.codec import encode_json
-from gapwatch.core.config import Config
+from gapwatch.core.config import Config, DetectorConfig
 from gapwatch.core.models import GAP_KINDS, Gap
+from gapwatch.core.verdict import breakdown_words
 from gapwatch.offline.report import (
     PAYOFF_METHOD,
     ReportData,
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         sys.stdout.write(encode_json(to_json(report), indent=2).decode())
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(format_text(report, all_rows=args.all_rows))
+        sys.stdout.write(format_text(report, all_rows=args.all_rows, detector=config.detector))
     return 0
 
 
@@ -67,13 +68,15 @@ def _clock(t: float) -> str:
     return fmt.clock(t, millis=True)
 
 
-def format_text(r: ReportData, all_rows: bool = False) -> str:
+def format_text(r: ReportData, all_rows: bool = False,
+                detector: DetectorConfig | None = None) -> str:
     """The report for people, section by section (each a named step below); paths, hints and
     problems quote text from outside: shown, never obeyed by the terminal."""
+    detector = detector or DetectorConfig()
     out = _head_lines(r)
     out += ["", *_gpu_lines(r)]
     out += ["", *_gap_lines(r.gaps, all_rows)]
-    out += ["", *_breakdown_lines(r)]
+    out += ["", *_breakdown_lines(r, detector)]
     if r.copies is not None:
         out += ["", *_copy_lines(r.copies)]
     if r.partitions is not None:
@@ -134,11 +137,15 @@ def _gap_lines(gaps: list[Gap], all_rows: bool) -> list[str]:
     return out
 
 
-def _breakdown_lines(r: ReportData) -> list[str]:
+def _breakdown_lines(r: ReportData, config: DetectorConfig) -> list[str]:
+    """Each BREAKDOWN period: when, how long, the starved gaps it held and what it was entered
+    on (the entry's count alone froze at "2 pcie_starved gaps" for a period that held 31)."""
     out = [f"Chaining breakdowns: {len(r.breakdowns)}"]
     for b in r.breakdowns:
+        words = breakdown_words(b.starved_gaps, b.starved_idle_s, b.max_in_window,
+                                b.reason or "-", config)
         out.append(f"  GPU {b.gpu}: {_clock(b.start_s)} - {_clock(b.end_s)} "
-                   f"({b.duration_s:.1f} s): {b.reason}")
+                   f"({b.duration_s:.1f} s): {words}")
     return out
 
 

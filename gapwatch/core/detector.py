@@ -26,7 +26,6 @@ See docs/detection.md for the definitions, defaults and the state rules.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +57,7 @@ from gapwatch.core.track import BUSY as _BUSY
 from gapwatch.core.track import IDLE as _IDLE
 from gapwatch.core.track import PRE as _PRE
 from gapwatch.core.track import GpuTotals, Track, median_int
+from gapwatch.core.verdict import WindowNow, breakdown_entry_words, gaps_reason
 
 _NS = 1_000_000_000
 _NEVER = 1 << 62
@@ -656,7 +656,7 @@ class GapDetector:
         cfg = self.config
         if n:
             if n >= cfg.breakdown_min_starved_gaps:
-                why = f"{n} pcie_starved gaps in the last {cfg.window_s:g} s"
+                why = breakdown_entry_words(n, None, cfg)
                 self._set_state(tr, "BREAKDOWN", t, wall, out, why)
                 return
             # The idle-fraction rule is in play: it changes as soon as the oldest gap starts
@@ -674,8 +674,7 @@ class GapDetector:
                 # The open gap meets the idle rule at this data time, if it lasts.
                 tr.recheck_ns = int(t + threshold_ns - starved_ns)
             if starved_ns >= threshold_ns:
-                why = (f"idle {starved_ns / _NS:.1f} s of the last {cfg.window_s:g} s "
-                       "in pcie_starved gaps")
+                why = breakdown_entry_words(n, starved_ns / _NS, cfg)
                 self._set_state(tr, "BREAKDOWN", t, wall, out, why)
                 return
         has_gaps = bool(window) or tr.gap_id is not None
@@ -691,12 +690,44 @@ class GapDetector:
             why = f"no busy sample in the last {cfg.window_s:g} s"
             self._set_state(tr, "IDLE", t, wall, out, why)
         elif has_gaps:
-            kinds = Counter(kind for _, _, kind in window)
+            kinds: dict[str, int] = {}
+            for _, _, kind in window:
+                kinds[kind] = kinds.get(kind, 0) + 1
             if tr.gap_id is not None:
-                kinds[tr.kind] += 1
+                kinds[tr.kind] = kinds.get(tr.kind, 0) + 1
             self._set_state(tr, "GAPS", t, wall, out, gaps_reason(kinds, cfg))
         else:
             self._set_state(tr, "CHAINED", t, wall, out, "busy, no gaps in the window")
+
+    def window_now(self, gpu: int) -> WindowNow | None:
+        """The chaining window of `gpu` as of its latest sample: gaps in it by kind, the starved
+        ones' idle time, its span, the busy share (None before any sample). What the verdict
+        says; the session refreshes it in the store about once a second and on every gap close
+        and state change (a state's reason is only what it was entered on)."""
+        tr = self._tracks.get(gpu)
+        if tr is None or tr.last_t is None:
+            return None
+        t = tr.last_t
+        lo = t - self._window_ns
+        kinds: dict[str, int] = {}
+        starved_ns = 0
+        for end, start, kind in tr.window_gaps:
+            if end < lo:
+                continue  # slid out; pruned at the next state evaluation
+            kinds[kind] = kinds.get(kind, 0) + 1
+            if kind == "pcie_starved":
+                starved_ns += end - (start if start > lo else lo)
+        open_kind = tr.kind if tr.gap_id is not None else None
+        if open_kind is not None:
+            kinds[open_kind] = kinds.get(open_kind, 0) + 1
+            if open_kind == "pcie_starved":
+                starved_ns += t - (tr.idle_start_ns if tr.idle_start_ns > lo else lo)
+        busy, cover = self._window_busy(tr, t)
+        return WindowNow(
+            gpu=gpu, t_mono_ns=t, end_wall_s=tr.last_wall, window_s=self.config.window_s,
+            gaps=kinds, starved_idle_s=starved_ns / _NS, open_kind=open_kind,
+            busy_fraction=busy / cover if cover > 0 else None,
+        )
 
     def busy_fraction(self, gpu: int) -> float | None:
         """Busy share of the chaining window for `gpu` as of its latest sample (None before any
@@ -752,20 +783,6 @@ class GapDetector:
                              self._period_floor_ns)
         self._tracks[gpu] = tr
         return tr
-
-
-def gaps_reason(kinds: Counter[GapKind], config: DetectorConfig) -> str:
-    """Why a GPU is in GAPS and not BREAKDOWN, in words true to the gaps in the window: a lone
-    pcie_starved gap is named as such, with what BREAKDOWN would take."""
-    named = [f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kn: (-kn[1], kn[0]))]
-    total = sum(kinds.values())
-    listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
-    what = f"{listed} gap{'s' if total != 1 else ''} in the last {config.window_s:g} s"
-    if kinds.get("pcie_starved"):
-        need = config.breakdown_idle_frac * config.window_s
-        return (f"{what}: BREAKDOWN takes {config.breakdown_min_starved_gaps} pcie_starved "
-                f"gaps, or {need:g} s idle in them")
-    return f"{what}, none pcie_starved"
 
 
 def _retract(gap: Gap) -> Gap:

@@ -105,7 +105,9 @@ class RateLimit:
                 continue
             end = k.window_start_ns + self.interval_ns
             if flush or now_ns >= end:
-                out.append(Held(kind, k.held, k.last, self.interval_ns / 1e9))
+                # At a flush the interval may not be over: the summary covers what it spans.
+                span_ns = min(self.interval_ns, max(0, now_ns - k.window_start_ns))
+                out.append(Held(kind, k.held, k.last, round(span_ns / 1e9, 1)))
                 # The summary is this interval's one message; the next starts now.
                 k.window_start_ns, k.said, k.held, k.last = now_ns, 1, 0, ""
             elif next_due is None or end < next_due:

@@ -26,6 +26,7 @@ from gapwatch.core.models import (
     ProverStatus,
     StateChange,
 )
+from gapwatch.core.verdict import WindowNow
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +45,10 @@ class StoreSnapshot:
     states: dict[int, StateChange]
     notices: tuple[Notice, ...]
     counters: dict[str, int] = field(default_factory=dict)
-    #: Busy share of the detector's window per GPU, refreshed about once a second of data
-    #: (`states` only changes when the state does, so its busy_fraction goes stale).
-    busy: dict[int, float | None] = field(default_factory=dict)
+    #: The detector's chaining window per GPU (`core.verdict.WindowNow`: live gap counts, span,
+    #: busy share), refreshed about once a second of data and whenever a gap closes or the
+    #: state changes (`states` only changes when the state does, so its figures go stale).
+    windows: dict[int, WindowNow] = field(default_factory=dict)
     #: The prover's own status snapshots (cuzk `/status`), oldest first, and the latest per
     #: prover.
     prover_statuses: tuple[ProverStatus, ...] = ()
@@ -74,8 +76,8 @@ class StoreSnapshot:
     def busy_share(self, gpu: int) -> float | None:
         """The busy share to show for `gpu`: the live window value, else the one its last state
         change carried (before the first refresh). Header, snapshot and /metrics all use this."""
-        live = self.busy.get(gpu)
-        if live is not None:
-            return live
+        window = self.windows.get(gpu)
+        if window is not None and window.busy_fraction is not None:
+            return window.busy_fraction
         state = self.states.get(gpu)
         return state.busy_fraction if state is not None else None

@@ -49,6 +49,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.ratelimit import RateLimit, message_kind
 from gapwatch.core.sizes import bounded_event
+from gapwatch.core.verdict import WindowNow
 from gapwatch.engine.store import SeriesStore
 
 
@@ -64,8 +65,8 @@ class Detector(Protocol):
         """End of data: settle open gaps (idle after the last busy sample is not a gap)."""
         ...
 
-    def busy_fraction(self, gpu: int) -> float | None:
-        """Busy share of the chaining window as of the GPU's latest sample."""
+    def window_now(self, gpu: int) -> WindowNow | None:
+        """The chaining window as of the GPU's latest sample (`core.verdict.WindowNow`)."""
         ...
 
 
@@ -77,11 +78,16 @@ class Sink(Protocol):
     def close(self) -> None: ...
 
 
-#: How often (in data time) the store's per-GPU busy fraction is refreshed from the detector.
-BUSY_REFRESH_NS = 1_000_000_000
+#: How often (in data time) the store's per-GPU chaining window (live gap counts, busy share) is
+#: refreshed from the detector; also at once when a gap opens, closes or is retracted and when
+#: the state changes, so the verdict's count is never behind the gap table.
+WINDOW_REFRESH_NS = 1_000_000_000
 #: Notices of one kind said per interval (of the notices' own times); the rest are counted.
 NOTICE_INTERVAL_S = 10.0
 NOTICE_BURST = 5
+
+#: Ledger changes that change a GPU's window (a gap counted in it, or not any more).
+_WINDOW_CHANGES = frozenset({Change.OPENED, Change.CLOSED, Change.RETRACTED})
 
 #: Listeners hear every state change and notice, and each gap once: when it first closes (its
 #: kind and duration are final then). Open gaps and later versions are in the store's ledger.
@@ -106,8 +112,8 @@ class Session:
         self._lock = threading.RLock()
         self._closed = False
         self._finished = False
-        #: Data time (ns) of each GPU's last busy-fraction refresh in the store.
-        self._busy_at_ns: dict[int, int] = {}
+        #: Data time (ns) of each GPU's last window refresh in the store.
+        self._window_at_ns: dict[int, int] = {}
         self._notices = RateLimit(int(NOTICE_INTERVAL_S * 1e9), NOTICE_BURST)
         #: (part, error type) pairs already said: each is said once, then only counted.
         self._errors_said: set[tuple[str, str]] = set()
@@ -168,10 +174,9 @@ class Session:
             if derived:
                 self._derived(derived)
             if type(record) is GpuSample:
-                last = self._busy_at_ns.get(record.gpu)
-                if last is None or record.t_mono_ns - last >= BUSY_REFRESH_NS:
-                    self._busy_at_ns[record.gpu] = record.t_mono_ns
-                    self.store.set_busy(record.gpu, detector.busy_fraction(record.gpu))
+                last = self._window_at_ns.get(record.gpu)
+                if last is None or record.t_mono_ns - last >= WINDOW_REFRESH_NS:
+                    self._refresh_window(record.gpu, record.t_mono_ns)
 
     def on_gpu_samples(self, samples: list[GpuSample]) -> None:
         """One sampler tick's GPU readings."""
@@ -188,13 +193,25 @@ class Session:
         for ev in events:
             if isinstance(ev, Gap):
                 change = self.store.upsert_gap(ev)
+                if change in _WINDOW_CHANGES:
+                    self._refresh_window(ev.gpu)
                 self._to_sinks(ev)  # the recorder keeps every version, as published
                 if change is Change.CLOSED:
                     self._tell(ev)
             else:
                 self.store.set_state(ev)
+                self._refresh_window(ev.gpu)
                 self._to_sinks(ev)
                 self._tell(ev)
+
+    def _refresh_window(self, gpu: int, t_mono_ns: int | None = None) -> None:
+        """Put the detector's window of `gpu` in the store (what the verdict says now)."""
+        if self.detector is None:
+            return
+        window = self.detector.window_now(gpu)
+        if window is not None:
+            self.store.set_window(window)
+            self._window_at_ns[gpu] = t_mono_ns if t_mono_ns is not None else window.t_mono_ns
 
     def _to_sinks(self, record: Record) -> None:
         for sink in self.sinks:

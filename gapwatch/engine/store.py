@@ -35,6 +35,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.sizes import event_bytes, status_bytes
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.core.verdict import WindowNow
 
 _T = TypeVar("_T")
 
@@ -97,7 +98,7 @@ class SeriesStore:
         self._states: dict[int, StateChange] = {}
         self._notices: deque[Notice] = deque(maxlen=max_notices)
         self._counters: dict[str, int] = {}
-        self._busy: dict[int, float | None] = {}
+        self._windows: dict[int, WindowNow] = {}
         self._copies: deque[CopyRecord] = deque(maxlen=max_copies)
         self._procmem: dict[int, dict[int, ProcessMemory]] = {}
         self._links: dict[int, LinkState] = {}
@@ -179,9 +180,10 @@ class SeriesStore:
             self._states[state.gpu] = state
             self._version += 1
 
-    def set_busy(self, gpu: int, busy_fraction: float | None) -> None:
+    def set_window(self, window: WindowNow) -> None:
+        """The GPU's chaining window as of its latest sample (what the verdict says now)."""
         with self._lock:
-            self._busy[gpu] = busy_fraction
+            self._windows[window.gpu] = window
             self._version += 1
 
     def add_notice(self, notice: Notice) -> None:
@@ -232,7 +234,7 @@ class SeriesStore:
                 states=dict(self._states),
                 notices=tuple(self._notices),
                 counters=dict(self._counters),
-                busy=dict(self._busy),
+                windows=dict(self._windows),
                 prover_statuses=tuple(self._prover.items),
                 provers=dict(self._provers),
                 gap_tally=self._ledger.tally(),

@@ -17,6 +17,7 @@ changes whenever a field is renamed or removed (adding fields keeps the version)
 from __future__ import annotations
 
 import gc
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Any
 from gapwatch.core import fmt
 from gapwatch.core.advice import AdviceReport, advice_json, advise, if_closed
 from gapwatch.core.codec import gap_json
-from gapwatch.core.config import Config
+from gapwatch.core.config import Config, DetectorConfig
 from gapwatch.core.cuzk import timeline_epoch
 from gapwatch.core.evidence import union_s
 from gapwatch.core.models import (
@@ -53,10 +54,16 @@ class Breakdown:
     gpu: int
     start_s: float
     end_s: float
+    #: What BREAKDOWN was entered on (the detector's reason at the state change).
     reason: str = ""
     #: Seconds of data time from start to end: immune to wall-clock jumps, never negative
     #: (`end_s - start_s` is not, when the wall clock was stepped in between).
     duration_s: float = 0.0
+    #: The pcie_starved gaps that ended inside the period, their idle seconds, and the most of
+    #: them one chaining window held (what the period rested on, not only how it began).
+    starved_gaps: int = 0
+    starved_idle_s: float = 0.0
+    max_in_window: int = 0
 
 
 @dataclass
@@ -117,7 +124,7 @@ def build_report(
         found = detect_parallel(path, config, n) if n > 1 and not logs else None
         if found is None:
             found = detect(path, config, logs)
-        return summarise(path, found, logs)
+        return summarise(path, found, logs, config.detector.window_s)
     finally:
         if gc_was_on:
             gc.enable()
@@ -163,14 +170,15 @@ def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
     return found
 
 
-def summarise(path: str | Path, found: Detected, log_paths: list[str]) -> ReportData:
+def summarise(path: str | Path, found: Detected, log_paths: list[str],
+              window_s: float = DetectorConfig().window_s) -> ReportData:
     """Closed gaps in start order, breakdown periods, per-partition timeline and payoff."""
     totals = found.totals
     closed = found.ledger.closed()
     partitions = _partitions(found.log_events, found.prover_statuses)
     return ReportData(
         path=str(path), header=found.header, totals=totals, gaps=closed,
-        breakdowns=_breakdowns(found.states, totals), states=found.states,
+        breakdowns=_breakdowns(found.states, totals, closed, window_s), states=found.states,
         payoff=payoff(totals, closed, partitions), partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
         copies=copy_table(found.copies, closed) if found.copies else None,
@@ -265,15 +273,25 @@ def _partitions(events: list[LogEvent], statuses: list[ProverStatus]) -> Any | N
     return run if run.partitions else None
 
 
-def _breakdowns(states: list[StateChange], totals: list[GpuTotals]) -> list[Breakdown]:
-    """BREAKDOWN periods: from the change into BREAKDOWN to the next change (or end of data).
-    Durations are data time (`t_mono_ns`), so a wall-clock step cannot make them negative."""
+def _breakdowns(states: list[StateChange], totals: list[GpuTotals], gaps: list[Gap],
+                window_s: float) -> list[Breakdown]:
+    """BREAKDOWN periods: from the change into BREAKDOWN to the next change (or end of data),
+    each with the starved gaps it held. Durations are data time (`t_mono_ns`), so a wall-clock
+    step cannot make them negative."""
     out: list[Breakdown] = []
     open_: dict[int, StateChange] = {}
+    starved: dict[int, list[Gap]] = {}
+    for g in gaps:
+        if g.kind == "pcie_starved" and g.end_mono_ns is not None:
+            starved.setdefault(g.gpu, []).append(g)
+    for mine in starved.values():
+        mine.sort(key=lambda g: g.end_mono_ns or 0)
 
     def period(start: StateChange, end_s: float, end_ns: int) -> Breakdown:
         seconds = max(0.0, (end_ns - start.t_mono_ns) / 1e9)
-        return Breakdown(start.gpu, start.t_wall_s, end_s, start.reason, seconds)
+        inside, most = _starved_in(starved.get(start.gpu, []), start.t_mono_ns, end_ns, window_s)
+        return Breakdown(start.gpu, start.t_wall_s, end_s, start.reason, seconds, len(inside),
+                         sum(g.duration_s for g in inside), most)
 
     for st in states:
         started = open_.pop(st.gpu, None)
@@ -290,6 +308,21 @@ def _breakdowns(states: list[StateChange], totals: list[GpuTotals]) -> list[Brea
             out.append(period(started, t.last_wall_s, t.last_t_ns))
     out.sort(key=lambda b: (b.start_s, b.gpu))
     return out
+
+
+def _starved_in(starved: list[Gap], start_ns: int, end_ns: int,
+                window_s: float) -> tuple[list[Gap], int]:
+    """The starved gaps (sorted by end) that ended in `[start_ns, end_ns]`, and the most of any
+    that one window of `window_s` ending at one of those ends held (gaps before the period
+    count in its first windows, as they did for the detector)."""
+    window_ns = int(window_s * 1e9)
+    ends = [g.end_mono_ns or 0 for g in starved]
+    inside = [g for g, e in zip(starved, ends, strict=True) if start_ns <= e <= end_ns]
+    most = 0
+    for e in ends:
+        if start_ns <= e <= end_ns:
+            most = max(most, bisect_right(ends, e) - bisect_left(ends, e - window_ns))
+    return inside, most
 
 
 PAYOFF_METHOD = (
@@ -398,7 +431,9 @@ def to_json(r: ReportData) -> dict[str, Any]:
         "gaps": [gap_json(g) for g in r.gaps],
         "breakdowns": [
             {"gpu": b.gpu, "start_s": b.start_s, "end_s": b.end_s,
-             "duration_s": b.duration_s, "reason": b.reason}
+             "duration_s": b.duration_s, "reason": b.reason,
+             "pcie_starved_gaps": b.starved_gaps, "pcie_starved_idle_s": b.starved_idle_s,
+             "max_in_window": b.max_in_window}
             for b in r.breakdowns
         ],
         "payoff": r.payoff,

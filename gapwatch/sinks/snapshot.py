@@ -34,6 +34,7 @@ from gapwatch.core.config import Config
 from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.core.verdict import window_words
 from gapwatch.sinks.recorder import write_recording
 
 RECORDING_NAME = "recording.jsonl.gz"
@@ -187,7 +188,9 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
 
 
 def _gpu_section(snap: StoreSnapshot, config: Config) -> list[str]:
-    """Each GPU's state, busy share, link (as trained, when below its maximum) and why."""
+    """Each GPU's state and since when, busy share, link (as trained, when below its maximum),
+    what the state rests on now (the live window, as the dashboard's verdict says it) and what
+    it was entered on."""
     out = [
         "", "## GPUs", "",
         "Busy: share of the detector's window (the last "
@@ -205,13 +208,19 @@ def _gpu_section(snap: StoreSnapshot, config: Config) -> list[str]:
             # "% of link" everywhere is of the maximum: say what the link actually ran at.
             gen += (f"; trained down to "
                     f"{link_text(trained.gen, trained.width, trained.bytes_per_s)} under traffic")
+        window = snap.windows.get(info.index)
+        now = window_words(state.state, window, config.detector) \
+            if state is not None and window is not None else ""
         rows.append([
             f"GPU{info.index}", info.name, snap.state_name(info.index),
+            fmt.clock(state.t_wall_s) if state is not None else "-",
             fmt.frac_pct(snap.busy_share(info.index)),
             f"{fmt.rate(link)} per direction ({gen})",
+            now or "-",
             (state.reason if state else "") or "-",
         ])
-    return out + _table(["GPU", "name", "state", "busy", "link capacity", "reason"], rows)
+    return out + _table(["GPU", "name", "state", "since", "busy", "link capacity", "now",
+                         "entered on"], rows)
 
 
 def _happened_section(gaps: list[Gap]) -> list[str]:

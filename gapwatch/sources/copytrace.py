@@ -222,6 +222,7 @@ class CopyTraceReader:
         sock, self._sock = self._sock, None
         if sock is not None:
             sock.close()
+        self._say_held_notes(flush=True)
         self._remove_own_socket()
         if not self._state.startswith("error"):
             self._state = "stopped"
@@ -310,9 +311,10 @@ class CopyTraceReader:
         if say:
             self._notice("warning", message)
 
-    def _say_held_notes(self) -> None:
+    def _say_held_notes(self, flush: bool = False) -> None:
+        """Sum up the NOTEs held back over intervals that ended (all of them, with `flush`)."""
         with self._lock:
-            held = self._notes.due(self.clock.monotonic_ns())
+            held = self._notes.due(self.clock.monotonic_ns(), flush)
         for h in held:
             self._notice("warning", h.text("notes from this prover"))
 

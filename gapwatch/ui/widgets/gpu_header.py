@@ -12,7 +12,8 @@ How it fits any number of GPUs into any pane (`layout_rows`):
 - else the page of cells that holds the selected GPU and a line "GPU 0-8 of 16, +7 more: g to
   cycle" that names the worst state among the hidden ones.
 
-The verdict is the selected GPU's (the one the charts show): its state, the detector's reason
+The verdict is the selected GPU's (the one the charts show): its state, since when and what it
+rests on now (the live window, `core.verdict`)
 and the latest gap's hint, wrapped over as many lines as it needs; only when the pane is too
 short for all of it is it cut, at a phrase boundary. Another GPU in a worse state gets one line
 saying so. The header sets its own height to its line count, so nothing below is pushed off.
@@ -27,6 +28,7 @@ from textual.widget import Widget
 from gapwatch.core import fmt
 from gapwatch.core.hints import HINT_SEP
 from gapwatch.core.models import Gap
+from gapwatch.core.verdict import verdict_words
 from gapwatch.engine.summary import gap_counts_text
 from gapwatch.ui.fit import cut_at_phrase, fit_indices, fit_phrases
 from gapwatch.ui.view import View
@@ -269,13 +271,10 @@ class GpuHeader(Widget):
         gpu = view.gpu
         state = view.state(gpu)
         name = view.state_name(gpu)
-        head = f"GPU{gpu} {name}:"
-        if state is None:
-            body = "no data yet"
-        elif name == "CHAINED":
-            body = "chaining holds, no starved gaps in the detector window"
-        else:
-            body = state.reason or "idle gaps between GPU work"
+        head = f"GPU{gpu} {name}"
+        # Since when, and what the state rests on now: the live window, never the count the
+        # state was entered on (that froze at "2 pcie_starved gaps" while 13 were in view).
+        body = verdict_words(state, view.snap.windows.get(gpu), view.detector)
         gap = latest_gap(view.snap.gaps, gpu) if name in ("GAPS", "BREAKDOWN", "IDLE") else None
         hint = gap.hint if gap is not None and gap.hint else ""
         # Everything that fits in `budget` lines of `width`: head + body, then the hint, cut at a
@@ -287,7 +286,7 @@ class GpuHeader(Widget):
         text = Text()
         text.append(head, style(_STATE_CLASS[name]) if name in ("GAPS", "BREAKDOWN")
                     else style("gpu-header--verdict"))
-        text.append(" " + body)
+        text.append(" " + body if body.startswith("since") else ": " + body)
         if hint:
             # After the data ended (IDLE) the hint is the last gap's, not a live one.
             text.append("  last gap: " if name == "IDLE" else "  hint: ", style("gpu-header--hint"))

@@ -1,0 +1,118 @@
+"""The verdict: what a GPU's chaining state rests on now, in words, and the figures behind them.
+
+A state is entered on one sample (`StateChange`, with the reason it was entered on) and lasts
+while the window keeps meeting its rule; the window moves on. `WindowNow` is the window as of a
+GPU's latest sample: the gaps in it by kind, the idle time of the starved ones, its span, the
+busy share. The detector builds it (`GapDetector.window_now`), the session refreshes it in the
+store about once a second and whenever a gap closes or the state changes, and every output that
+says why a GPU is in its state words it here: the dashboard's verdict, snapshots' summary.md,
+the report's breakdown lines (`breakdown_words`), and the detector's own reasons at entry, so
+"13 pcie_starved gaps in the last 30 s" reads the same everywhere and is never a frozen count.
+
+Pure: no clocks, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gapwatch.core import fmt
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.models import StateChange
+
+STARVED = "pcie_starved"
+
+
+@dataclass(frozen=True, slots=True)
+class WindowNow:
+    """The chaining window of one GPU as of its latest sample."""
+
+    gpu: int
+    #: Data time (ns, as the detector placed it) and wall time of the GPU's latest sample: the
+    #: window's end. Its start is `window_s` earlier.
+    t_mono_ns: int
+    end_wall_s: float
+    window_s: float
+    #: Gaps in the window by kind (closed gaps ending inside it, and the open gap), kinds with
+    #: none left out.
+    gaps: dict[str, int] = field(default_factory=dict)
+    #: Idle seconds inside the window of its pcie_starved gaps (the open one so far included).
+    starved_idle_s: float = 0.0
+    #: The open gap's kind, or None when none is open.
+    open_kind: str | None = None
+    busy_fraction: float | None = None
+
+    @property
+    def start_wall_s(self) -> float:
+        return self.end_wall_s - self.window_s
+
+    @property
+    def n_gaps(self) -> int:
+        return sum(self.gaps.values())
+
+
+def count_words(kinds: dict[str, int]) -> str:
+    """`13 pcie_starved and 1 host_stall gaps` (most first; ties by name)."""
+    named = [f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kn: (-kn[1], kn[0]))
+             if n]
+    total = sum(kinds.values())
+    if not named:
+        return "no gaps"
+    listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    return f"{listed} gap{'s' if total != 1 else ''}"
+
+
+def breakdown_entry_words(n_starved: int, starved_idle_s: float | None,
+                          config: DetectorConfig) -> str:
+    """Why BREAKDOWN was entered: the count rule, or the idle rule (`starved_idle_s`)."""
+    if starved_idle_s is None:
+        return f"{n_starved} pcie_starved gaps in the last {config.window_s:g} s"
+    return f"idle {starved_idle_s:.1f} s of the last {config.window_s:g} s in pcie_starved gaps"
+
+
+def gaps_reason(kinds: dict[str, int], config: DetectorConfig) -> str:
+    """Why a GPU is in GAPS and not BREAKDOWN, in words true to the gaps in the window: a lone
+    pcie_starved gap is named as such, with what BREAKDOWN would take."""
+    what = f"{count_words(kinds)} in the last {config.window_s:g} s"
+    if kinds.get(STARVED):
+        need = config.breakdown_idle_frac * config.window_s
+        return (f"{what}: BREAKDOWN takes {config.breakdown_min_starved_gaps} pcie_starved "
+                f"gaps, or {need:g} s idle in them")
+    return f"{what}, none pcie_starved"
+
+
+def window_words(state: str, window: WindowNow, config: DetectorConfig) -> str:
+    """What `state` rests on now: the window's live count, and its span in clock time."""
+    span = f"{fmt.clock(window.start_wall_s)}-{fmt.clock(window.end_wall_s)}"
+    if state == "BREAKDOWN":
+        starved = window.gaps.get(STARVED, 0)
+        others = {k: n for k, n in window.gaps.items() if k != STARVED}
+        more = f", and {count_words(others)}" if others else ""
+        return (f"{count_words({STARVED: starved})} ({window.starved_idle_s:.1f} s idle) in the "
+                f"last {window.window_s:g} s, {span}{more}")
+    if state == "GAPS":
+        return f"{gaps_reason(window.gaps, config)} ({span})"
+    if state == "CHAINED":
+        return f"busy, no gaps in the last {window.window_s:g} s ({span})"
+    return ""
+
+
+def verdict_words(state: StateChange | None, window: WindowNow | None,
+                  config: DetectorConfig) -> str:
+    """The selected GPU's verdict after its name and state: since when, and what the state rests
+    on now (the live window), else why it was entered. `state` None: no verdict yet."""
+    if state is None:
+        return "no data yet"
+    since = f"since {fmt.clock(state.t_wall_s)}"
+    live = window_words(state.state, window, config) if window is not None else ""
+    if live:
+        return f"{since}: {live}"
+    return f"{since}: {state.reason or 'idle gaps between GPU work'}"
+
+
+def breakdown_words(n_starved: int, starved_idle_s: float, max_in_window: int,
+                    entered_on: str, config: DetectorConfig) -> str:
+    """A BREAKDOWN period of the report: the starved gaps inside it, the most that one window
+    held, and what it was entered on."""
+    return (f"{count_words({STARVED: n_starved})} ({starved_idle_s:.1f} s idle) in the period, "
+            f"up to {max_in_window} in a {config.window_s:g} s window; entered on {entered_on}")

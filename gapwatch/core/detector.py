@@ -33,7 +33,7 @@ from msgspec.structs import replace
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts
+from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts, PipelineView
 from gapwatch.core.evidence import EvidenceBuffer, GapEvidence
 from gapwatch.core.hints import make_hint
 from gapwatch.core.models import (
@@ -142,6 +142,10 @@ class GapDetector:
             case LinkState():
                 self._ev.add_link(record)
         return []
+
+    def pipeline_view(self) -> PipelineView:
+        """What the prover's log has said about its pipeline so far."""
+        return self._ev.facts.view()
 
     def feed_copy(self, copy: CopyRecord) -> list[Gap | StateChange]:
         """A copy from the copy trace: evidence for the gaps it overlaps. Copies arrive after

@@ -69,7 +69,7 @@ def test_report_log_places_an_unanchored_log_by_the_recorded_uptime(tmp_path: Pa
     header = default_header("test", gpus, 100.0)
     sample = GpuSample(0, 1_000_000_000, T_POLL, 100_000_000, 50.0, 50.0, 1.0, 1.0)
     rec = tmp_path / "r.jsonl"
-    write_recording(rec, header, [sample, _status(100.0)])  # type: ignore[list-item]
+    write_recording(rec, header, [sample, _status(100.0)])
     epoch = recorded_timeline_epoch(rec)
     assert epoch is not None and abs(epoch - (T_POLL + 0.001 - 100.0)) < 1e-6
     log = tmp_path / "stderr.log"

@@ -6,13 +6,15 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from gapwatch.base.clock import FakeClock
-from gapwatch.copytrace import wire
+from gapwatch.copytrace import socket_path, wire
 from gapwatch.core.models import CopyRecord, GpuInfo, Notice, Record
 from gapwatch.sources import SourceUnavailable
 from gapwatch.sources.copytrace import CopyTraceReader
@@ -21,6 +23,14 @@ UUID0 = bytes(range(0xA0, 0xB0))
 UUID0_TEXT = "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf"
 GPUS = [GpuInfo(index=0, uuid=UUID0_TEXT), GpuInfo(index=1, uuid="GPU-other")]
 T0_NS = 1_796_000_000_000_000_000
+
+
+def _taking(records: list[Record], done: threading.Event) -> Callable[[Record], None]:
+    """An on_record that keeps each record and says one arrived."""
+    def take(rec: Record) -> None:
+        records.append(rec)
+        done.set()
+    return take
 
 
 def copy(i: int = 0, *, kind: int = 1, src: int = 1, dst: int = 3, uuid: bytes = UUID0,
@@ -190,8 +200,12 @@ def test_a_reader_that_falls_behind_makes_the_sender_drop_and_count_never_wait(
             dropped += 1
     r.start()  # now it drains what was queued ...
     done = threading.Event()
-    r._on_record = lambda rec: (got.records.append(rec),  # type: ignore[method-assign]
-                                done.set() if len(got.records) >= sent + 1 else None)
+    def take(rec: Record) -> None:
+        got.records.append(rec)
+        if len(got.records) >= sent + 1:
+            done.set()
+
+    r._on_record = take
     # ... and the next datagram tells it what the sender had to drop meanwhile.
     while True:
         try:
@@ -212,7 +226,7 @@ def test_a_listening_reader_delivers_from_its_thread_and_removes_its_socket(
         tmp_path: Path) -> None:
     r, got = _live(tmp_path)
     done = threading.Event()
-    r._on_record = lambda rec: (got.records.append(rec), done.set())  # type: ignore[method-assign]
+    r._on_record = _taking(got.records, done)
     r.start()
     _sender().sendto(copies_datagram([copy(0)]), r.path)
     assert done.wait(20)
@@ -230,7 +244,7 @@ def test_gapwatch_restarting_is_picked_up_by_the_next_send(tmp_path: Path) -> No
     assert exc.value.errno in (errno.ENOENT, errno.ECONNREFUSED)
     r2, got2 = _live(tmp_path)
     done = threading.Event()
-    r2._on_record = lambda rec: (got2.records.append(rec), done.set())  # type: ignore[method-assign]
+    r2._on_record = _taking(got2.records, done)
     r2.start()
     out.sendto(copies_datagram([copy(1)], seq=1, dropped_send=1), r2.path)
     assert done.wait(20)
@@ -252,11 +266,99 @@ def test_a_stale_socket_is_replaced_but_a_live_one_or_a_file_is_never_touched(
     assert (tmp_path / "plain").read_text() == "data"
 
 
-def test_the_default_socket_is_under_run_user_when_it_exists(tmp_path: Path) -> None:
-    (tmp_path / "1000").mkdir()
-    assert wire.default_socket_path(1000, str(tmp_path)) == str(
-        tmp_path / "1000" / "gapwatch-copytrace.sock")
-    assert wire.default_socket_path(1001, str(tmp_path)) == "/tmp/gapwatch-copytrace-1001.sock"
+def test_the_default_socket_is_in_a_runtime_folder_only_when_it_is_private(
+        tmp_path: Path) -> None:
+    uid = os.getuid()
+    run_user = tmp_path / "run"
+    (run_user / str(uid)).mkdir(parents=True, mode=0o700)
+    env = {"TMPDIR": str(tmp_path / "t")}
+    assert socket_path.default_socket_path(uid, env=env, run_user=str(run_user)) == str(
+        run_user / str(uid) / "gapwatch-copytrace.sock")
+    xdg = tmp_path / "xdg"
+    xdg.mkdir(mode=0o700)
+    assert socket_path.default_socket_path(
+        uid, env={**env, "XDG_RUNTIME_DIR": str(xdg)}, run_user=str(run_user)) == str(
+        xdg / "gapwatch-copytrace.sock")
+    # Without a private runtime folder: gapwatch's own folder under TMPDIR, never /tmp itself.
+    (run_user / str(uid)).chmod(0o777)
+    xdg.chmod(0o755 | 0o020)
+    fallback = str(tmp_path / "t" / f"gapwatch-{uid}" / "copytrace.sock")
+    assert socket_path.default_socket_path(
+        uid, env={**env, "XDG_RUNTIME_DIR": str(xdg)}, run_user=str(run_user)) == fallback
+    assert socket_path.default_socket_path(uid, env={}, run_user=str(run_user)) == \
+        f"/tmp/gapwatch-{uid}/copytrace.sock"
+
+
+def _default_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CopyTraceReader:
+    """A reader on the default path, on a box without /run/user/UID or XDG_RUNTIME_DIR."""
+    from functools import partial
+
+    from gapwatch.sources import copytrace as source
+
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(source, "default_socket_path", partial(
+        socket_path.default_socket_path, run_user=str(tmp_path / "no-run-user")))
+    return CopyTraceReader(None, GPUS, lambda r: None, None)
+
+
+def test_without_a_runtime_folder_the_default_socket_is_in_a_folder_made_private(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    r = _default_reader(tmp_path, monkeypatch)
+    folder = tmp_path / f"gapwatch-{os.getuid()}"
+    assert r.path == str(folder / "copytrace.sock")
+    r.open()
+    try:
+        st = folder.lstat()
+        assert st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) == 0o700
+        assert stat.S_ISSOCK(os.lstat(r.path).st_mode)
+    finally:
+        r.stop()
+
+
+@pytest.mark.parametrize("plant", ["others may write", "a link"])
+def test_a_default_folder_someone_else_could_have_made_is_refused_saying_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plant: str) -> None:
+    r = _default_reader(tmp_path, monkeypatch)
+    folder = tmp_path / f"gapwatch-{os.getuid()}"
+    if plant == "a link":
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        folder.symlink_to(tmp_path / "elsewhere")
+    else:
+        folder.mkdir()
+        folder.chmod(0o777)
+    with pytest.raises(SourceUnavailable, match="is a symbolic link" if plant == "a link"
+                       else r"can be written by others \(mode 0777\)"):
+        r.open()
+    assert not os.path.exists(r.path)
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="only root can hand a file to "
+                                "another user")
+
+
+@needs_root
+def test_a_default_folder_or_a_socket_of_another_user_is_refused_naming_who_holds_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    r = _default_reader(tmp_path, monkeypatch)
+    folder = tmp_path / f"gapwatch-{os.getuid()}"
+    folder.mkdir(mode=0o700)
+    os.chown(folder, 65534, -1)
+    with pytest.raises(SourceUnavailable, match=r"belongs to user \w+ \(uid 65534\)"):
+        r.open()
+    # An explicit path where another user's socket is: neither replaced nor listened on.
+    theirs = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    theirs.bind(str(tmp_path / "ct.sock"))
+    os.chown(tmp_path / "ct.sock", 65534, -1)
+    try:
+        with pytest.raises(SourceUnavailable, match=r"held by user \w+ \(uid 65534\), who "
+                           "listens there"):
+            reader(tmp_path)[0].open()
+    finally:
+        theirs.close()
+    with pytest.raises(SourceUnavailable, match=r"\(a socket left there\)"):
+        reader(tmp_path)[0].open()
+    assert stat.S_ISSOCK(os.lstat(tmp_path / "ct.sock").st_mode)  # never removed
 
 
 def test_uuid_bytes_are_spelled_as_nvml_spells_them() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, LogEvent, StateChange
@@ -34,7 +36,7 @@ def run(det: GapDetector, samples: list[GpuSample]) -> list[tuple[float, Gap | S
     return out
 
 
-def stream(pattern: list[tuple[float, float, float]], start_s: float = 1.0,
+def stream(pattern: Sequence[tuple[float, float, float]], start_s: float = 1.0,
            period_s: float = 0.1) -> list[GpuSample]:
     """Samples every period from (duration_s, sm, rx) segments."""
     out, t = [], start_s

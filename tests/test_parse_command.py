@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from gapwatch.cli import main
-from gapwatch.core.models import LogEvent
+from gapwatch.core.models import LogEvent, ProverStatus
 
 DATA = Path(__file__).parent / "data"
 
@@ -58,12 +58,15 @@ def test_the_timeline_keeps_only_what_it_reads_however_long_the_log(
 ) -> None:
     """`parse --timeline` over a million-line log held every event (981 MB): it keeps the
     timeline's events only, without their raw lines, and prints the same table."""
-    from gapwatch.commands import parse as parse_cmd
+    from gapwatch.logs.parse.partitions import RunTimeline, derive_timeline
 
     kept: list[list[LogEvent]] = []
-    real = parse_cmd.derive_timeline
-    monkeypatch.setattr(parse_cmd, "derive_timeline",
-                        lambda events, statuses: kept.append(list(events)) or real(events, statuses))
+
+    def spy(events: list[LogEvent], statuses: list[ProverStatus]) -> RunTimeline:
+        kept.append(list(events))
+        return derive_timeline(events, statuses)
+
+    monkeypatch.setattr("gapwatch.commands.parse.derive_timeline", spy)
     assert main(["parse", "--timeline", str(DATA / "pageable.log")]) == 0
     table = capsys.readouterr().out
     noisy = tmp_path / "noisy.log"

@@ -14,13 +14,14 @@ read, or the output would overwrite the input; 1 the output cannot be written.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 from typing import IO
 
 from gapwatch.core.config import Config
 from gapwatch.core.models import DERIVED_TYPES
+from gapwatch.sinks.output_file import Replacement
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,34 +85,36 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if dest is not None and dest.exists() and src.exists() and dest.resolve() == src.resolve():
         print(f"gapwatch export: --out {dest} would overwrite the input", file=sys.stderr)
         return 2
-    # A .part file renamed at the end: a failed export never leaves a half-written trace behind.
-    tmp = dest.with_name(dest.name + ".part") if dest is not None else None
+    # A temporary of a random name beside DEST (never one that could be planted: O_EXCL |
+    # O_NOFOLLOW), renamed over it at the end: a failed export never leaves a half-written
+    # trace behind, and a link at DEST is replaced, never written through.
+    tmp: Replacement | None = None
     try:
-        # stdout is wrapped in nullcontext: leaving the `with` must not close it.
+        tmp = Replacement(dest) if dest is not None else None
+        fb = tmp.file if tmp is not None else sys.stdout.buffer
         if args.format == "perfetto":
-            with (tmp.open("wb") if tmp is not None else nullcontext(sys.stdout.buffer)) as fb:
-                summary = _perfetto(src, config, list(args.log), fb)
-                fb.flush()
+            summary = _perfetto(src, config, list(args.log), fb)
+            fb.flush()
         else:
-            with (tmp.open("w", newline="", encoding="utf-8") if tmp is not None
-                  else nullcontext(sys.stdout)) as ft:
-                summary = _csv(src, ft)
-                ft.flush()
+            ft = io.TextIOWrapper(fb, encoding="utf-8", newline="")
+            summary = _csv(src, ft)
+            ft.flush()
+            ft.detach()  # the temporary (or stdout) stays open for commit()
+        if tmp is not None:
+            tmp.commit()
     except RecordingError as exc:
         _discard(tmp)
         print(f"gapwatch export: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         _discard(tmp)
-        where = exc.filename or (tmp or "stdout")
+        where = exc.filename or (dest or "stdout")
         print(f"gapwatch export: {where}: {exc.strerror or exc}", file=sys.stderr)
         return 2 if exc.filename in args.log else 1
-    if tmp is not None and dest is not None:
-        tmp.replace(dest)
     print(f"gapwatch export: wrote {dest or 'stdout'}: {summary}", file=sys.stderr)
     return 0
 
 
-def _discard(tmp: Path | None) -> None:
+def _discard(tmp: Replacement | None) -> None:
     if tmp is not None:
-        tmp.unlink(missing_ok=True)
+        tmp.discard()

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from gapwatch.core import fmt
+from gapwatch.core.advice import advice_lines
 from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config, DetectorConfig
 from gapwatch.core.models import GAP_KINDS, Gap
@@ -81,6 +82,7 @@ def format_text(r: ReportData, all_rows: bool = False,
     if r.partitions is not None:
         out += ["", *_partition_lines(r.partitions, all_rows)]
     out += ["", *_payoff_lines(r.payoff)]
+    out += ["", "What to change (cuzk's own settings; docs/advice.md)", *advice_lines(r.advice)]
     if r.counters or r.problems:
         out += ["", *_input_lines(r)]
     return "\n".join(fmt.visible(line) for line in out) + "\n"

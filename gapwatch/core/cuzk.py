@@ -102,6 +102,16 @@ def synth_worker_count(total_bytes: int, max_parallel_synthesis: int) -> int:
     return max(MIN_SYNTH_WORKERS, min(total_bytes // POREP_PARTITION_FULL_BYTES, cap))
 
 
+def timeline_epoch(status: ProverStatus) -> float | None:
+    """The wall time of cuzk's TIMELINE offset 0, from a `/status` snapshot: its tracker is
+    created a few ms before the TIMELINE epoch (engine.rs `Engine::new`, then `start()`), and
+    `uptime_secs` counts from it. The snapshot was built somewhere within the request, so half
+    its latency is added to when it was sent. None without an uptime."""
+    if status.uptime_s is None:
+        return None
+    return status.t_wall_s + status.latency_ms / 2000.0 - status.uptime_s
+
+
 def partition_bytes(kind: str | None) -> int | None:
     """The budget one partition of this proof kind acquires (memory.rs), or None."""
     return PARTITION_BYTES_BY_KIND.get(kind or "")
@@ -202,8 +212,10 @@ class PipelineView:
     pool: PoolState | None = None
     pacer_target: int | None = None
     pacer: dict[str, FieldValue] | None = None
-    #: Circuit ids whose SRS is loading now (`loading SRS from disk` without its end).
+    #: Circuit ids whose SRS is loading now (`loading SRS from disk` without its end), and
+    #: those evicted so far (`SRS evicted`).
     srs_loading: tuple[str, ...] = ()
+    srs_evictions: tuple[str, ...] = ()
     #: Partitions queued for the GPU and not picked up yet, and the latest queue wait (s).
     queued: int = 0
     last_queue_wait_s: float | None = None
@@ -438,6 +450,7 @@ class PipelineFacts:
                            pool.first_syntheses) if self.pool_seen else None,
             pacer_target=self.pacer_target, pacer=dict(self.pacer) if self.pacer else None,
             srs_loading=tuple(load.circuit for load in self.srs_loads if load.end_s is None),
+            srs_evictions=tuple(dict.fromkeys(c for _, c in self.srs_evictions)),
             queued=len(self.queued),
             last_queue_wait_s=(self.queue_waits[-1][3] - self.queue_waits[-1][2]
                                if self.queue_waits else None),

@@ -264,5 +264,6 @@ def gap_state(status: ProverStatus, gpu: int, cause: str | None = None,
         "synthesis_active": status.synthesis_active,
         "synthesis_max": status.synthesis_max,
         "memory_available_bytes": status.memory_available_bytes,
+        "memory_total_bytes": status.memory_total_bytes,
         "queue_depth": status.queue_depth,
     }

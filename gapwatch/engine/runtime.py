@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +43,8 @@ from typing import Any
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch, thread_label
 from gapwatch.core.config import Config
-from gapwatch.core.models import GpuInfo, LogEvent, Notice, SessionHeader
+from gapwatch.core.cuzk import timeline_epoch
+from gapwatch.core.models import GpuInfo, LogEvent, Notice, ProverStatus, SessionHeader
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
@@ -414,10 +416,21 @@ def _add_pollers(rt: Runtime, src: _OpenSource, status_urls: list[str]) -> None:
         rt.sim_status_server = sim.status_server
         if not pollers and sim.status_server is not None:
             pollers = [(str(sim.status_server.url), "sim")]
+    on_status: Callable[[ProverStatus], None] = session.on_record
+    if len(pollers) == 1:
+        # One prover: its uptime places the TIMELINE lines of the followed logs when their
+        # anchor line (`starting cuzk engine`) was not read. With several, which log is
+        # whose is not known.
+        def on_status(status: ProverStatus) -> None:
+            session.on_record(status)
+            epoch = timeline_epoch(status)
+            for follower in rt.followers:
+                follower.anchor_timeline(epoch)
+
     for poll_url, poll_label in pollers:
         rt.pollers.append(StatusPoller(
             poll_url, config.cuzk.status_period_s, config.cuzk.status_timeout_s,
-            on_status=session.on_record, on_notice=session.on_notice, clock=src.clock,
+            on_status=on_status, on_notice=session.on_notice, clock=src.clock,
             prover=poll_label,
         ))
 

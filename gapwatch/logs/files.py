@@ -15,9 +15,11 @@ from gapwatch.core.models import LogEvent, Record
 
 
 def parse_log_files(
-    paths: Iterable[str], config: Config
+    paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None,
 ) -> tuple[list[LogEvent], dict[str, int]]:
     """Parse whole prover log files into events sorted by time, and the parser's counters.
+    `timeline_epoch_s`: TIMELINE's offset 0 from the recording's `/status` snapshots, for logs
+    whose anchor line is not in them (`gapwatch.core.cuzk.timeline_epoch`).
 
     Raises:
         OSError: a file cannot be read (the caller says which and stops: a log given on the
@@ -26,6 +28,7 @@ def parse_log_files(
     from gapwatch.logs.parse import LogParser
 
     parser = LogParser(config.logs, keep_unparsed=False)
+    parser.anchor_from_status(timeline_epoch_s)
     events: list[LogEvent] = []
     for path in paths:
         with open(path, encoding="utf-8", errors="replace") as fh:

@@ -80,6 +80,11 @@ class LogFollower:
                 attributed=self.parser.attributor.attributed,
             )
 
+    def anchor_timeline(self, epoch_wall_s: float | None) -> None:
+        """TIMELINE's epoch from the prover's `/status` (`LogParser.anchor_from_status`)."""
+        with self._lock:
+            self.parser.anchor_from_status(epoch_wall_s)
+
     def _on_line(self, source: str, text: str, mono_ns: int, wall_s: float) -> None:
         with self._lock:
             events = self.parser.parse_line(text, source, mono_ns, wall_s)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS
+from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
@@ -62,6 +62,8 @@ class Detected:
     gap_id_lines: list[int] = field(default_factory=list)
     #: The copy trace's copies, in input order (empty without a copy trace).
     copies: list[CopyRecord] = field(default_factory=list)
+    #: What the prover's log said about its pipeline (the advice reads it).
+    pipeline: PipelineView = field(default_factory=PipelineView)
     #: Reading counters and problems (filled in by the caller, which owns the reader).
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -138,7 +140,7 @@ def detect_records(
         header=header, ledger=ledger, states=states, totals=det.totals(),
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
-        copies=copies,
+        copies=copies, pipeline=det.pipeline_view(),
     )  # fmt: skip
 
 

@@ -25,8 +25,10 @@ from statistics import median
 from typing import Any
 
 from gapwatch.core import fmt
+from gapwatch.core.advice import AdviceReport, advice_json, advise, if_closed
 from gapwatch.core.codec import gap_json
 from gapwatch.core.config import Config, DetectorConfig
+from gapwatch.core.cuzk import timeline_epoch
 from gapwatch.core.evidence import union_s
 from gapwatch.core.models import (
     GAP_KINDS,
@@ -85,12 +87,15 @@ class ReportData:
     #: What makes the figures above less than the whole story (samples dropped as out of
     #: order, clock jumps, a GPU whose data stopped early): said first, in plain words.
     warnings: list[str] = field(default_factory=list)
+    #: What to change (cuzk's settings for the stalls the gaps show; docs/advice.md).
+    advice: AdviceReport = field(default_factory=AdviceReport)
 
 
-def parse_logs(paths: Iterable[str], config: Config) -> tuple[list[LogEvent], dict[str, int]]:
+def parse_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None
+               ) -> tuple[list[LogEvent], dict[str, int]]:
     """Parse whole prover log files into events sorted by time (`logs.files.parse_log_files`).
     Unreadable files raise OSError."""
-    return parse_log_files(paths, config)
+    return parse_log_files(paths, config, timeline_epoch_s)
 
 
 def build_report(
@@ -125,10 +130,36 @@ def build_report(
             gc.enable()
 
 
+#: Records looked through for a first `/status` snapshot: one is polled about every second,
+#: so a recording that has any has one within its first few thousand lines.
+EPOCH_SCAN_RECORDS = 100_000
+
+
+def recorded_timeline_epoch(path: str | Path) -> float | None:
+    """TIMELINE's epoch from the first recorded `/status` snapshot with an uptime (a second
+    pass over the file's start, stopped there), or None."""
+    records = read_any(path).records
+    try:
+        for i, r in enumerate(records):
+            if i >= EPOCH_SCAN_RECORDS:
+                return None
+            if r.type == "prover":
+                epoch = timeline_epoch(r)
+                if epoch is not None:
+                    return epoch
+        return None
+    finally:
+        close = getattr(records, "close", None)  # a generator holding the file open
+        if close is not None:
+            close()
+
+
 def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
     """Read the whole input (and the `--log` files) and detect over it in one process."""
+    # Logs without their TIMELINE anchor line are placed by the recorded /status uptime.
+    epoch = recorded_timeline_epoch(path) if log_paths else None
     rec = read_any(path)
-    extra, log_counters = parse_logs(log_paths, config)
+    extra, log_counters = parse_logs(log_paths, config, epoch)
     found = detect_records(rec.header, rec.records, config.detector, extra,
                            max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
     counters = dict(rec.counters)
@@ -152,7 +183,16 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
         copies=copy_table(found.copies, closed) if found.copies else None,
         warnings=data_warnings(found.detector_counters, totals),
+        advice=advise(closed, found.pipeline, lambda gaps: gap_payoff(totals, gaps)),
     )  # fmt: skip
+
+
+def gap_payoff(totals: list[GpuTotals], gaps: Iterable[Gap]) -> dict[str, float | None]:
+    """The payoff of closing these gaps, over every GPU's working span (the report's
+    `payoff` for one set of gaps: the figure each advice carries)."""
+    busy = sum(t.busy_s for t in totals)
+    active = sum(t.active_s for t in totals)
+    return if_closed(busy, active, sum(g.duration_s for g in gaps))
 
 
 def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals]) -> list[str]:
@@ -285,17 +325,6 @@ def _starved_in(starved: list[Gap], start_ns: int, end_ns: int,
     return inside, most
 
 
-def _if_closed(busy_s: float, active_s: float, closed_s: float) -> dict[str, float | None]:
-    left = active_s - closed_s
-    if active_s <= 0 or left <= 0:
-        return {"idle_s": closed_s, "busy_fraction": None, "throughput_gain": None}
-    return {
-        "idle_s": closed_s,
-        "busy_fraction": min(1.0, busy_s / left),
-        "throughput_gain": active_s / left,
-    }
-
-
 PAYOFF_METHOD = (
     "Work is taken as fixed: closing the gaps of a kind removes their idle time from the working "
     "span (first to last busy reading), so busy fraction becomes busy / (span - gap time) and "
@@ -328,15 +357,15 @@ def payoff(totals: list[GpuTotals], gaps: list[Gap], partitions: Any | None) -> 
             "gpu": t.gpu,
             "busy_fraction": busy_fraction(t),
             "if_closed": {
-                **{k: _if_closed(t.busy_s, t.active_s, v) for k, v in by_kind.items() if v > 0},
-                "all": _if_closed(t.busy_s, t.active_s, sum(by_kind.values())),
+                **{k: if_closed(t.busy_s, t.active_s, v) for k, v in by_kind.items() if v > 0},
+                "all": if_closed(t.busy_s, t.active_s, sum(by_kind.values())),
             },
         })  # fmt: skip
     overall = {
         "busy_fraction": all_busy / all_active if all_active > 0 else None,
         "if_closed": {
-            **{k: _if_closed(all_busy, all_active, v) for k, v in all_by_kind.items() if v > 0},
-            "all": _if_closed(all_busy, all_active, sum(all_by_kind.values())),
+            **{k: if_closed(all_busy, all_active, v) for k, v in all_by_kind.items() if v > 0},
+            "all": if_closed(all_busy, all_active, sum(all_by_kind.values())),
         },
     }
     pph = None
@@ -408,6 +437,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
             for b in r.breakdowns
         ],
         "payoff": r.payoff,
+        **advice_json(r.advice),
         "partitions": _partitions_json(r.partitions),
         "copies": r.copies,
         "counters": r.counters,

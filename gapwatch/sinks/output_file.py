@@ -1,8 +1,10 @@
-"""The recording's file: checked before anything starts, then created and locked for one writer.
+"""The recording's file: checked before anything starts, then created and locked for one writer;
+and every other file gapwatch writes whole (an export): a temporary beside it, renamed over it.
 
 Who calls it: `gapwatch.engine.runtime.build_runtime` calls `check_output` first of all, before
 the source, the exporter or any file is opened; `gapwatch.sinks.recorder.Recorder` opens the
-`OutputFile` last, once everything else has started, and writes through it.
+`OutputFile` last, once everything else has started, and writes through it. `gapwatch export`
+writes through `Replacement`.
 
 The rules, so that an existing recording is never lost:
 - an existing FILE is refused unless asked: `exists="replace"` (`--force`) replaces it,
@@ -11,15 +13,24 @@ The rules, so that an existing recording is never lost:
 - a recording being written is locked (`flock(LOCK_EX)` on the file itself, released when the
   writer closes it or dies): a second writer is refused, even with `--force`;
 - the checks (directory exists, is writable, FILE is not a directory or a device) run before any
-  file is created or truncated, so that a failed start leaves every file as it was.
+  file is created or truncated, so that a failed start leaves every file as it was;
+- gapwatch never writes through a link it did not make: outputs are opened with `O_NOFOLLOW`
+  (a new one with `O_EXCL` too), so a symbolic link planted where the recording goes is refused
+  (it is "a file that exists"), and `--force` replaces the link itself, never its target (the
+  link is removed and a new file created in its place); a temporary is a new file of a random
+  name in the target's folder (`O_EXCL | O_NOFOLLOW`), renamed over the target at the end (a
+  rename replaces a link, never what it points to). `record --out planted.jsonl --force` used to
+  truncate the file the link pointed to, and `export` wrote through a planted `OUT.part`.
 Every refusal is an `OutputRefused` whose message is for the user (the CLI exits 2).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -42,6 +53,8 @@ class OutputPlan:
 
     path: Path
     replace: bool
+    #: `path` is a symbolic link (replacing it removes the link, never touches its target).
+    link: bool = False
 
 
 def rotated_name(path: Path, n: int) -> Path:
@@ -78,7 +91,7 @@ def _check_target(path: Path) -> bool:
     if not parent.is_dir():
         raise OutputRefused(f"{path}: {parent} is not a directory")
     try:
-        st = os.stat(path)
+        st = os.lstat(path)  # a link is a file that exists, whatever it points to
     except FileNotFoundError:
         if not os.access(parent, os.W_OK | os.X_OK):
             raise OutputRefused(
@@ -87,6 +100,8 @@ def _check_target(path: Path) -> bool:
         return False
     except OSError as exc:
         raise OutputRefused(f"{path}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        return True
     if stat.S_ISDIR(st.st_mode):
         raise OutputRefused(f"{path} is a directory; give a file name inside it "
                             f"(e.g. {path / 'gapwatch.jsonl.gz'})")
@@ -106,11 +121,19 @@ def check_output(path: str | Path, exists: ExistsPolicy = "refuse") -> OutputPla
     target = Path(path)
     if not _check_target(target):
         return OutputPlan(target, replace=False)
-    if _locked_by_another(target):
+    if target.is_symlink():
+        if exists == "replace":
+            return OutputPlan(target, replace=True, link=True)
+        if exists == "refuse":
+            raise OutputRefused(
+                f"{target} is a symbolic link (to {os.readlink(target)}); gapwatch does not "
+                "write through a link: give --force to replace the link itself with the "
+                f"recording, or --rotate to record to {rotated_name(target, 1)}")
+    elif _locked_by_another(target):
         raise OutputRefused(f"{target} is being written by another process (it holds the "
                             "recording's lock); stop that one first, or record elsewhere")
     if exists == "replace":
-        if not os.access(target, os.W_OK):
+        if not os.access(target, os.W_OK, follow_symlinks=False):
             raise OutputRefused(f"{target}: not writable")
         return OutputPlan(target, replace=True)
     if exists == "rotate":
@@ -135,8 +158,17 @@ class OutputFile:
 
     def __init__(self, plan: OutputPlan) -> None:
         self.path = plan.path
-        flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
-        if not plan.replace:
+        # O_NOFOLLOW: a link put here since the check (or any link) is never written through.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+        if plan.link:
+            try:
+                os.unlink(self.path)  # the link itself: its target is not ours to touch
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise OutputRefused(f"{self.path}: cannot replace the link: "
+                                    f"{exc.strerror or exc}") from None
+        if not plan.replace or plan.link:
             flags |= os.O_EXCL  # a file that appeared since the check is not ours to touch
         try:
             fd = os.open(self.path, flags, 0o644)
@@ -144,6 +176,9 @@ class OutputFile:
             raise OutputRefused(f"{self.path} appeared while gapwatch was starting; not "
                                 "overwritten (give --force to replace it)") from None
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise OutputRefused(f"{self.path} became a symbolic link while gapwatch was "
+                                    "starting; not written through") from None
             raise OutputRefused(f"{self.path}: cannot create: {exc.strerror or exc}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -187,3 +222,28 @@ class OutputFile:
             raise OSError(f"{self.path}: already closed")
         return self._fd
 
+
+
+class Replacement:
+    """A file written whole, then put in place: a new temporary of a random name beside `dest`
+    (`O_CREAT | O_EXCL | O_NOFOLLOW`: nothing planted can be written through), renamed over
+    `dest` by `commit()` (a link at `dest` is replaced, its target never touched), removed by
+    `discard()`. `file` is binary. Raises OSError when the folder takes no new file."""
+
+    def __init__(self, dest: Path) -> None:
+        self.dest = dest
+        # mkstemp opens with O_EXCL | O_NOFOLLOW, mode 0600; a finished export reads as any
+        # file the user writes does.
+        fd, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part",
+                                    dir=dest.parent)
+        self.path = Path(name)
+        os.fchmod(fd, 0o644)
+        self.file = os.fdopen(fd, "wb")
+
+    def commit(self) -> None:
+        self.file.close()
+        os.replace(self.path, self.dest)
+
+    def discard(self) -> None:
+        self.file.close()
+        self.path.unlink(missing_ok=True)

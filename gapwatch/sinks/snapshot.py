@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from gapwatch.core import fmt
+from gapwatch.core.advice import advice_lines, advise, if_closed
 from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.config import Config
 from gapwatch.core.hints import hint_cause, link_text
@@ -149,6 +150,7 @@ def render_summary(
     out += ["", "## Hints", "", "One line per distinct cause (gaps of the same kind that idled for "
             "the same reason), with the latest such gap's hint in full.", ""]
     out += hint_lines(gaps) or ["- none"]
+    out += _advice_section(snap, gaps, records)
     out += _warnings_section(records)
     out += _host_section(hosts)
     if status_lines:
@@ -159,6 +161,30 @@ def render_summary(
     # Log lines, hints and paths are text from outside: shown in the file, never obeyed by the
     # terminal a user `cat`s it to.
     return "\n".join(fmt.visible(line) for line in "\n".join(out).split("\n"))
+
+
+def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Record]
+                    ) -> list[str]:
+    """What to change (`gapwatch.core.advice`), with the payoff over the span recorded here:
+    the snapshot's GPU time, first to last sample of each GPU (busy time is not summed here,
+    so only the throughput gain is given)."""
+    first: dict[int, float] = {}
+    last: dict[int, float] = {}
+    for r in records:
+        if isinstance(r, GpuSample):
+            first.setdefault(r.gpu, r.t_wall_s)
+            last[r.gpu] = r.t_wall_s
+    span = sum(last[g] - first[g] for g in last)
+
+    def payoff(these: Sequence[Gap]) -> dict[str, float | None]:
+        return if_closed(None, span, sum(g.duration_s for g in these))
+
+    closed = [g for g in gaps if g.end_s is not None and not g.retracted]
+    report = advise(closed, snap.pipeline, payoff)
+    return ["", "## What to change", "",
+            "cuzk's own settings for the stalls these gaps show, each with its evidence, the "
+            "upstream file it comes from, and whether it is a guess (docs/advice.md).", "",
+            *[line[2:] if line.startswith("  ") else line for line in advice_lines(report)]]
 
 
 def _gpu_section(snap: StoreSnapshot, config: Config) -> list[str]:

@@ -25,6 +25,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.filter import LineFilter, Monochrome
 
+from gapwatch.core.advice import advice_lines, advise
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
@@ -378,8 +379,11 @@ class GapwatchApp(App[int]):
         return self.size.height - used
 
     def action_help(self) -> None:
+        snap = self.runtime.store.snapshot()
+        closed = [g for g in snap.gaps if g.end_s is not None and not g.retracted]
+        advice = advice_lines(advise(closed, snap.pipeline)) if closed else []
         self.push_screen(HelpScreen(status_parts(self.runtime.status()),
-                                    [str(p.resolve()) for p in self.snapshots]))
+                                    [str(p.resolve()) for p in self.snapshots], advice))
 
 
 def _words_key(view: View) -> tuple[object, ...]:

@@ -85,8 +85,10 @@ class LogParser:
         self.keep_unparsed = keep_unparsed
         self._rules = UserRules(cfg.rules)
         self.counters: Counter[str] = Counter()
-        #: Wall time of TIMELINE offset 0 (the `starting cuzk engine` line), once seen.
+        #: Wall time of TIMELINE offset 0: the `starting cuzk engine` line ("log"), or, until
+        #: that line is read, the prover's `/status` uptime (`anchor_from_status`: "status").
         self.anchor_wall_s: float | None = None
+        self.anchor_source: str | None = None
         self._worker_gpu: dict[int, int] = {}
         self._worker_job: dict[int, str] = {}
         self._part_gpu: OrderedDict[tuple[str, int], int] = OrderedDict()
@@ -110,6 +112,18 @@ class LogParser:
                 self.counters["bad_timestamp"] += 1
                 events[i] = replace(e, t_wall_s=arrival_wall_s, time_source="arrival")
         return events
+
+    def anchor_from_status(self, epoch_wall_s: float | None) -> None:
+        """Place TIMELINE offsets by the prover's `/status` (`gapwatch.core.cuzk.
+        timeline_epoch`) when the log's own anchor line was not read (the log was followed
+        from its end, or rotated since): the anchor line, once read, wins. A later snapshot
+        replaces an earlier one (a restarted daemon counts its uptime from 0 again)."""
+        if epoch_wall_s is None or self.anchor_source == "log" or not wall_s_ok(epoch_wall_s):
+            return
+        if self.anchor_source is None:
+            self.counters["timeline_anchors_status"] += 1
+        self.anchor_wall_s = epoch_wall_s
+        self.anchor_source = "status"
 
     @property
     def unparsed(self) -> int:
@@ -274,6 +288,7 @@ class LogParser:
         events: list[LogEvent] = []
         if message.startswith(cuzk.ANCHOR_MESSAGE):
             self.anchor_wall_s = line.t_wall_s
+            self.anchor_source = "log"
             self._worker_gpu.clear()
             self._part_gpu.clear()
             self.counters["timeline_anchors"] += 1

@@ -1,8 +1,11 @@
-"""HelpScreen: the keys, the legend of the charts, and the whole status line, over the dashboard.
+"""HelpScreen: the keys, the legend of the charts, the whole status line, and what to change,
+over the dashboard.
 
-Who pushes it: `GapwatchApp.action_help`, with the runtime's status phrases and the snapshots
-written so far (the footer has room for only part of them at 80 columns). Any of escape, q or ?
-closes it; the arrow keys, PgUp/PgDn and the mouse wheel scroll it.
+Who pushes it: `GapwatchApp.action_help`, with the runtime's status phrases, the snapshots
+written so far (the footer has room for only part of them at 80 columns) and the advice for the
+gaps so far (`gapwatch.core.advice`: the cuzk setting for each stall, its evidence, whether it is
+a guess). Any of escape, q or ? closes it; the arrow keys, PgUp/PgDn and the mouse wheel scroll
+it.
 
 Every line of `HELP` is at most 72 characters, so at 80 columns (border and padding included)
 no line wraps into an orphan.
@@ -64,18 +67,23 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "dismiss_help", "close"),
     ]
 
-    def __init__(self, status: Sequence[str] = (), snapshots: Sequence[str] = ()) -> None:
+    def __init__(self, status: Sequence[str] = (), snapshots: Sequence[str] = (),
+                 advice: Sequence[str] = ()) -> None:
         """
         Args:
             status: the footer's status phrases, in full.
             snapshots: paths of the snapshots written in this session.
+            advice: what to change, for the gaps so far (`advice_lines`).
         """
         super().__init__()
         self._status = list(status)
         self._snapshots = list(snapshots)
+        self._advice = list(advice)
 
     def text(self) -> str:
         extra = ["", "now"] + [f"  {part}" for part in self._status]
+        if self._advice:
+            extra += ["", "what to change (cuzk's settings, for the gaps so far)", *self._advice]
         if self._snapshots:
             extra += ["", "snapshots written"] + [f"  {path}" for path in self._snapshots]
         return HELP + "\n".join(extra)

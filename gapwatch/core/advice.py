@@ -1,0 +1,415 @@
+"""What to change: for each kind of stall the gaps show, the cuzk setting that closes it.
+
+Who calls it: `gapwatch.offline.report` (the "What to change" section and `advice` in
+`--json`), `gapwatch.sinks.snapshot` (summary.md) and the dashboard's help screen (`?`), each
+over the gaps it has and what the prover's log said (`gapwatch.core.cuzk.PipelineView`). Pure.
+
+Every setting named here is one of cuzk's own, with the upstream file that documents it
+(curio e0294b0f: `extern/cuzk/cuzk.example.toml`, `cuzk-core/src/config.rs`, `engine.rs`,
+`memory.rs`, `pinned_pool.rs`; docs/advice.md says which fact comes from where). An advice names
+its evidence (what this run showed), the expected payoff (the report's payoff for those gaps:
+work taken as fixed), and says when it is a guess (what gapwatch could not tell). A stall no
+setting closes is said as such (`no_setting`), never given a setting the evidence does not
+support: the first synthesis of a circuit is unpinned by design, PoSt is monolithic by design, a
+dispatch stall has no knob, pinned copies at line rate with two workers already have nothing to
+turn.
+
+Stalls (`stall_of`, one per gap): the gap's prover cause where it has one (`waits_on_synthesis`,
+`waits_on_budget`, `pacer_hold`, `srs_loading`, `dispatch_stall`, `monolithic`, `pinned_pool`,
+`inside_workers`, `no_work`); else from its kind and evidence: `pinned_pool` (pcie_starved, the
+pool failed), `first_synthesis` (pcie_starved, only `is_pinned=false` of first syntheses),
+`pageable_copies`, `slow_copies`, `copies_not_overlapped` (transfer_bound), `host_stall`
+(no cause known), `unknown`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gapwatch.core import fmt
+from gapwatch.core.cuzk import (
+    DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    POREP_PARTITION_FULL_BYTES,
+    PipelineView,
+)
+from gapwatch.core.models import Gap
+
+#: Host pressure above which more syntheses may slow each one (config.rs warns of it).
+PSI_PRESSURE_SHARE = 0.10
+
+#: What each stall is, in words (the headline of its advice or no-setting note).
+STALL_WORDS: dict[str, str] = {
+    "waits_on_synthesis": "the GPU waits on synthesis",
+    "waits_on_budget": "the next synthesis waits on cuzk's memory budget",
+    "pacer_hold": "the dispatch pacer holds synthesis back",
+    "srs_loading": "cuzk loads the SRS",
+    "dispatch_stall": "synthesised partitions wait while a GPU worker is idle",
+    "monolithic": "PoSt or other monolithic work",
+    "pinned_pool": "a/b/c copied from pageable memory: the pinned pool could not pin",
+    "first_synthesis": "a/b/c of a circuit's first synthesis are unpinned",
+    "pageable_copies": "a/b/c copied from pageable memory",
+    "slow_copies": "host-to-device copies trickled",
+    "copies_not_overlapped": "copies at line rate, not overlapped with compute",
+    "inside_workers": "the wait is inside the GPU workers (CPU work, the GPU mutex)",
+    "no_work": "the prover had no work",
+    "host_stall": "the GPU waited on the host (no cause known)",
+    "unknown": "PCIe not measured",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """One setting to change, for the gaps of one stall."""
+
+    stall: str
+    #: cuzk's setting as its TOML spells it (`[pipeline] max_parallel_synthesis`), or a
+    #: service setting.
+    setting: str
+    change: str
+    #: Why the setting closes the stall, from upstream (with the file it comes from).
+    why: str
+    source: str
+    evidence: list[str]
+    gaps: int
+    idle_s: float
+    gap_ids: list[int]
+    #: True when gapwatch could not tell whether this is the setting (`guess_why` says what).
+    guess: bool = False
+    guess_why: str = ""
+    #: The report's payoff for these gaps (`if_closed`), when the caller knows the span.
+    payoff: dict[str, float | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NoSetting:
+    """Gaps of a stall no cuzk setting closes, and why."""
+
+    stall: str
+    why: str
+    gaps: int
+    idle_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class AdviceReport:
+    advice: list[Advice] = field(default_factory=list)
+    no_setting: list[NoSetting] = field(default_factory=list)
+
+
+def if_closed(busy_s: float | None, active_s: float, closed_s: float) -> dict[str, float | None]:
+    """The payoff of closing `closed_s` of idle time in a working span of `active_s` (work taken
+    as fixed: the span shrinks by the idle time): busy fraction and throughput gain. `busy_s`
+    None: the busy time is not known (only the gain is)."""
+    left = active_s - closed_s
+    if active_s <= 0 or left <= 0:
+        return {"idle_s": closed_s, "busy_fraction": None, "throughput_gain": None}
+    return {
+        "idle_s": closed_s,
+        "busy_fraction": None if busy_s is None else min(1.0, busy_s / left),
+        "throughput_gain": active_s / left,
+    }
+
+
+def _warnings(g: Gap) -> set[str]:
+    return {str(e.get("warning")) for e in g.log_events if e.get("warning")}
+
+
+def stall_of(g: Gap, pipeline: PipelineView) -> str:
+    """The stall a gap shows (see the module docstring)."""
+    if g.prover_cause is not None and g.prover_cause in STALL_WORDS:
+        if not (g.prover_cause == "inside_workers" and g.kind == "pcie_starved"):
+            return g.prover_cause
+    pool = pipeline.pool
+    if g.kind == "pcie_starved":
+        warned = _warnings(g)
+        if (pool is not None and (pool.checkout_failed or pool.alloc_failed)) or warned & {
+                "pinned_pool_fallback", "cuda_host_alloc_failed"}:
+            return "pinned_pool"
+        if "unpinned" in warned and pool is not None and pool.first_syntheses:
+            return "first_synthesis"
+        if g.copies.get("memory_kind") == "pageable" or "unpinned" in warned:
+            return "pageable_copies"
+        return "slow_copies"
+    if g.kind == "transfer_bound":
+        return "copies_not_overlapped"
+    if g.kind == "host_stall":
+        return g.prover_cause or "host_stall"
+    return "unknown"
+
+
+def _states(gaps: Sequence[Gap]) -> list[dict[str, Any]]:
+    return [s for g in gaps for s in g.prover_states]
+
+
+def _host_pressure(gaps: Sequence[Gap]) -> float | None:
+    shares = [g.host.get("psi_mem_some_share_max") for g in gaps]
+    known = [s for s in shares if s is not None]
+    return max(known) if known else None
+
+
+def _evidence(gaps: Sequence[Gap], limit: int = 5) -> list[str]:
+    """The facts behind these gaps: the latest gap's (each gap's evidence says the same of
+    its own moment), at most `limit`, and how many gaps had the same cause said."""
+    if not gaps:
+        return []
+    latest = gaps[-1]
+    said = [e for e in latest.prover_evidence][:limit]
+    causes = sum(1 for g in gaps if g.prover_cause is not None)
+    head = [f"the latest of {len(gaps)} gap(s), at {fmt.clock(latest.start_s, millis=True)}"
+            + (f"; {causes} of them with the prover's cause" if causes else "")]
+    return head + said
+
+
+def _synthesis(gaps: Sequence[Gap], pipeline: PipelineView
+               ) -> tuple[list[tuple[str, str, str, str]], bool, str]:
+    """(settings: (setting, change, why, source)), guess, guess_why) for synthesis waits."""
+    states = [s for s in _states(gaps) if s.get("cause") == "waits_on_synthesis"]
+    judged = [s for s in states
+              if s.get("synthesis_workers") is not None and s.get("synthesizing") is not None]
+    pressure = _host_pressure(gaps)
+    threads = ("[synthesis] threads", "leave it at 0 (all CPUs) or raise it",
+               "the rayon pool every synthesis runs on (cuzk-daemon main.rs; 0 = all CPUs)",
+               "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs")
+    gpu_threads = ("[gpus] gpu_threads", "32 rather than 0 on a many-core box",
+                   "b_g2_msm's CPU pool competes with synthesis for memory bandwidth and L3; 32 "
+                   "threads cut its bucket RAM from ~1.1 GiB to ~192 MB (cuzk.example.toml)",
+                   "extern/cuzk/cuzk.example.toml")
+    if not judged:
+        # How many workers cuzk runs is unknown (no `starting pipeline` line, no budget in the
+        # snapshots, or no snapshot at all): both remedies, said as a guess.
+        return ([("[pipeline] max_parallel_synthesis",
+                  f"raise it (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS}) if every synthesis worker "
+                  "was busy",
+                  "cuzk runs max(2, min(budget / 14 GiB, max_parallel_synthesis)) synthesis "
+                  "workers (engine.rs); more of them synthesise more partitions ahead",
+                  "extern/cuzk/cuzk-core/src/config.rs, engine.rs"), threads], True,
+                "gapwatch could not tell how many synthesis workers cuzk runs (no "
+                "'starting pipeline ... synth_worker_count' line in the log read, no memory "
+                "budget in /status): if they were all busy, more workers close these gaps; if "
+                "not, only faster synthesis does")
+    full = [s for s in judged if s["synthesizing"] >= s["synthesis_workers"]]
+    if len(full) * 2 < len(judged):
+        # Workers free, nothing synthesised ahead: the partitions in flight are all being
+        # synthesised; more workers would idle, faster synthesis closes the gaps.
+        return ([threads, gpu_threads], True,
+                "synthesis workers were free during these gaps: each synthesis is too slow "
+                "for the GPU, or the client sent too little work ahead (nothing pending); "
+                "which CPU setting helps is not measured here")
+    workers = max(s["synthesis_workers"] for s in full)
+    budgets = [int(s["memory_total_bytes"]) for s in full if s.get("memory_total_bytes")]
+    budget = max(budgets) if budgets else pipeline.budget_total_bytes
+    pressed = pressure is not None and pressure >= PSI_PRESSURE_SHARE
+    why_more = (f"all {workers} synthesis workers were busy with nothing synthesised ahead; "
+                "cuzk runs max(2, min(budget / 14 GiB, max_parallel_synthesis)) of them "
+                "(engine.rs)")
+    raise_budget = ("[memory] total_budget", "raise it (or, with \"auto\", lower "
+                    "safety_margin) if the host has the RAM",
+                    f"{why_more}: the budget allows budget / 14 GiB per PoRep partition "
+                    "(memory.rs)",
+                    "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs, engine.rs")
+    raise_cap = ("[pipeline] max_parallel_synthesis",
+                 f"raise it above {workers} (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS})",
+                 f"{why_more}: below the budget's limit, max_parallel_synthesis is the limit",
+                 "extern/cuzk/cuzk-core/src/config.rs, engine.rs")
+    guess, guess_why = False, ""
+    if budget is None:
+        settings = [raise_cap, raise_budget]
+        guess, guess_why = True, ("cuzk's memory budget is not known here, so which of the two "
+                                  "limits the workers is not either")
+    elif workers >= budget // POREP_PARTITION_FULL_BYTES:
+        settings = [raise_budget]  # the budget is the limit
+    else:
+        settings = [raise_cap]
+    if pressure is not None and pressed:
+        settings.append(gpu_threads)
+        return (settings, True,
+                f"host memory was under pressure during these gaps (PSI some up to "
+                f"{pressure * 100:.0f} %): config.rs warns that too many concurrent syntheses "
+                "saturate memory bandwidth and slow each one")
+    return settings, guess, guess_why
+
+
+def advise(gaps: Sequence[Gap], pipeline: PipelineView,
+           payoff: Callable[[Sequence[Gap]], dict[str, float | None] | None] | None = None
+           ) -> AdviceReport:
+    """Advice for `gaps` (closed gaps; retracted and open ones are left out by the caller).
+    `payoff`: the caller's payoff for a set of gaps (the report's, over its working span)."""
+    by: dict[str, list[Gap]] = {}
+    for g in gaps:
+        by.setdefault(stall_of(g, pipeline), []).append(g)
+    out = AdviceReport()
+    for stall, these in sorted(by.items(), key=lambda kv: -sum(g.duration_s for g in kv[1])):
+        idle = sum(g.duration_s for g in these)
+        ids = [g.gap_id for g in these]
+        pay = payoff(these) if payoff is not None else None
+        found = _settings_for(stall, these, pipeline)
+        if isinstance(found, str):
+            out.no_setting.append(NoSetting(stall, found, len(these), idle))
+            continue
+        settings, guess, guess_why, extra = found
+        evidence = _evidence(these) + extra
+        for setting, change, why, source in settings:
+            out.advice.append(Advice(stall, setting, change, why, source, evidence, len(these),
+                                     idle, ids, guess, guess_why, pay))
+    return out
+
+
+_Found = tuple[list[tuple[str, str, str, str]], bool, str, list[str]]
+
+
+def _settings_for(stall: str, gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+    """The settings for one stall, or why none applies (a string)."""
+    pool = pipeline.pool
+    if stall == "waits_on_synthesis":
+        settings, guess, why = _synthesis(gaps, pipeline)
+        return settings, guess, why, []
+    if stall == "waits_on_budget":
+        return ([("[memory] total_budget", "raise it (or, with \"auto\", lower safety_margin) "
+                  "if the host has the RAM",
+                  "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 GiB) "
+                  "before a synthesis worker takes it (engine.rs, memory.rs): with less free, "
+                  "synthesis waits however many workers are free",
+                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs"),
+                 ("[memory] eviction_min_idle", "lower it if idle SRS/PCE entries hold the "
+                  "budget (their bytes are in /status allocations)",
+                  "idle SRS and PCE entries are evicted only after this long under pressure "
+                  "(cuzk.example.toml)", "extern/cuzk/cuzk.example.toml")], False, "", [])
+    if stall == "pacer_hold":
+        target = pipeline.pacer_target
+        return ([("[pipeline] max_gpu_queue_depth",
+                  f"raise it above {target}, or 0 to turn the pacer off" if target else
+                  "raise it, or 0 to turn the pacer off",
+                  "the PI pacer dispatches synthesis to keep this many synthesised partitions "
+                  "waiting for the GPU; 0 = no throttle, the default (config.rs)",
+                  "extern/cuzk/cuzk-core/src/config.rs, engine.rs")], False, "",
+                [f"pacer: {_pacer_words(pipeline)}"] if pipeline.pacer else [])
+    if stall == "srs_loading":
+        if pipeline.srs_evictions:
+            return ([("[memory] eviction_min_idle", "raise it (default 5m)",
+                      "idle SRS/PCE entries become eviction candidates after this long; "
+                      "'set higher for stable workloads' (cuzk.example.toml): an evicted SRS "
+                      "is loaded again from disk (30-60 s, cuzk-memory-manager.md)",
+                      "extern/cuzk/cuzk.example.toml, cuzk-core/src/srs_manager.rs")], False,
+                    "", [f"SRS evicted before: {', '.join(pipeline.srs_evictions)}"])
+        return ("the first proof of each circuit type loads its SRS on demand (srs_manager.rs; "
+                "no preload since the memory manager): nothing to change unless it repeats")
+    if stall == "pinned_pool":
+        facts = []
+        if pool is not None and not any(g.prover_evidence for g in gaps):
+            facts.append(f"{pool.checkout_failed} checkout(s) FAILED, {pool.alloc_failed} "
+                         "cudaHostAlloc failure(s) in the log")
+        return ([("[memory] safety_margin", "raise it (or lower total_budget)",
+                  "the pinned pool grows on demand with cudaHostAlloc and is not in the memory "
+                  "budget (pinned_pool.rs), so RAM outside the budget is what it pins from; a "
+                  "failed checkout means pinning a new buffer failed (pipeline.rs falls back to "
+                  "pageable a/b/c, copied at 1-4 GB/s)",
+                  "extern/cuzk/cuzk-core/src/pinned_pool.rs, pipeline.rs, cuzk.example.toml"),
+                 ("[pipeline] max_parallel_synthesis", "lower it",
+                  "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
+                  "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
+                  "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs")], True,
+                "upstream does not say why cudaHostAlloc fails (the CUDA error is in its "
+                "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest",
+                facts)
+    if stall == "first_synthesis":
+        return ("the first synthesis of each circuit type has no capacity hint and is "
+                "unpinned by design (pipeline.rs: the pinned pool is used once a hint exists)")
+    if stall == "copies_not_overlapped":
+        per = pipeline.gpu_workers_per_device
+        if per == 1:
+            return ([("[gpus] gpu_workers_per_device", "2",
+                      "with 2 workers one worker's copies and CPU work overlap the other's "
+                      "kernels: 'eliminates the 10-200ms GPU idle gaps between partition "
+                      "proves' (cuzk.example.toml; the default is 2, config.rs)",
+                      "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs")], False, "",
+                    ["the log's 'initializing GPU workers' says gpu_workers_per_device=1"])
+        if per is None:
+            return ([("[gpus] gpu_workers_per_device", "2, if it is 1",
+                      "with 2 workers one worker's copies overlap the other's kernels "
+                      "(cuzk.example.toml; the default is 2, config.rs)",
+                      "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs")], True,
+                    "the log read did not say how many GPU workers cuzk runs per GPU (its "
+                    "'initializing GPU workers' line)", [])
+        return (f"already {per} GPU workers per GPU: the copies run at line rate and each "
+                "outlasts the other worker's kernels; no cuzk setting shrinks a/b/c")
+    if stall == "monolithic":
+        if pipeline.pipeline_enabled is False:
+            return ([("[pipeline] enabled", "true",
+                      "with the pipeline off every proof is monolithic: no synthesis overlaps "
+                      "GPU proving (cuzk.example.toml)",
+                      "extern/cuzk/cuzk.example.toml, cuzk-core/src/engine.rs")], False, "",
+                    ["the log's 'starting cuzk engine' says pipeline_enabled=false"])
+        return ("PoSt proofs (WindowPoSt, WinningPoSt) are monolithic by design (engine.rs): "
+                "they take the GPU in turn; nothing to change")
+    if stall == "dispatch_stall":
+        return ("no cuzk setting: GPU workers take the queue's next partition as soon as they "
+                "are free (engine.rs); look at the GPU_TIMING hot_path line's status_ms, "
+                "fail_check_ms and mark_busy_ms (the tracker locks) and report it upstream")
+    if stall == "inside_workers":
+        return ("inside the GPU workers (CPU prep, the GPU mutex): no setting is shown to "
+                "close it; the CUZK_TIMING lines (barrier_wait_ms, mutex_wait_ms) say where")
+    if stall == "no_work":
+        return "the prover had nothing to do: the client (Curio) sent no work"
+    if stall in ("pageable_copies", "slow_copies"):
+        return ("no pinned-pool failure in the log read, so nothing says which setting: with "
+                "cuzk's log followed (its pinned pool lines) or the copy trace, gapwatch can tell")
+    if stall == "host_stall":
+        return ("no cause known: poll cuzk's /status (--cuzk-status) and follow its log, and "
+                "gapwatch names the stall and its setting")
+    return "PCIe was not measured: the cause cannot be told"
+
+
+def _pacer_words(pipeline: PipelineView) -> str:
+    p = pipeline.pacer or {}
+    return " ".join(f"{k}={p[k]}" for k in ("waiting", "ema_waiting", "interval_ms", "in_flight")
+                    if k in p)
+
+
+def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
+    """The advice as text lines: the report's "What to change" section, summary.md and the
+    help screen say it in these words."""
+    out: list[str] = []
+    if not report.advice and not report.no_setting:
+        return [f"{indent}nothing to change: no gap"]
+    by_stall: dict[str, list[Advice]] = {}
+    for a in report.advice:
+        by_stall.setdefault(a.stall, []).append(a)
+    for stall, items in by_stall.items():
+        first = items[0]
+        out.append(f"{indent}{first.gaps} gap(s), {first.idle_s:.1f} s idle: "
+                   f"{STALL_WORDS.get(stall, stall)}")
+        for a in items:
+            out.append(f"{indent}  - {a.setting}: {a.change} ({a.source})")
+            out.append(f"{indent}    why: {a.why}")
+        if first.guess:
+            out.append(f"{indent}    a guess: {first.guess_why}")
+        for e in first.evidence:
+            out.append(f"{indent}    evidence: {e}")
+        pay = first.payoff
+        if pay is not None and pay.get("throughput_gain"):
+            busy = pay.get("busy_fraction")
+            to = f"busy → {busy * 100:.0f} %, " if busy is not None else ""
+            out.append(f"{indent}    payoff if closed: {to}about "
+                       f"{pay['throughput_gain']:.2f}× throughput")
+    for n in report.no_setting:
+        out.append(f"{indent}{n.gaps} gap(s), {n.idle_s:.1f} s idle: "
+                   f"{STALL_WORDS.get(n.stall, n.stall)}: no setting: {n.why}")
+    return out
+
+
+def advice_json(report: AdviceReport) -> dict[str, Any]:
+    """The advice as the report's JSON gives it (docs/advice.md)."""
+    return {
+        "advice": [{
+            "stall": a.stall, "stall_words": STALL_WORDS.get(a.stall, a.stall),
+            "setting": a.setting, "change": a.change, "why": a.why, "source": a.source,
+            "evidence": a.evidence, "gaps": a.gaps, "idle_s": a.idle_s, "gap_ids": a.gap_ids,
+            "guess": a.guess, "guess_why": a.guess_why or None, "payoff": a.payoff,
+        } for a in report.advice],
+        "no_setting": [{"stall": n.stall, "stall_words": STALL_WORDS.get(n.stall, n.stall),
+                        "why": n.why, "gaps": n.gaps, "idle_s": n.idle_s}
+                       for n in report.no_setting],
+    }
+

@@ -103,10 +103,11 @@ def test_the_headers_rx_is_the_charts_last_column_not_the_latest_reading(
     for i in range(600):
         # 0.3 s copies every second, then quiet; the last second copies until the newest
         # reading, which falls between two copies.
-        rx = 40e9 if i % 10 < 3 or 590 <= i < 599 else 0.0
-        rt.store.append_gpu([gpu_sample(0, i / 10, 95.0, rx, 1e9)])
+        rate = 40e9 if i % 10 < 3 or 590 <= i < 599 else 0.0
+        rt.store.append_gpu([gpu_sample(0, i / 10, 95.0, rate, 1e9)])
     view = _view(rt)
-    assert view.latest(0).pcie_rx_bytes_per_s == 0.0  # type: ignore[union-attr]
+    latest = view.latest(0)
+    assert latest is not None and latest.pcie_rx_bytes_per_s == 0.0
     columns = chart_columns(80)
     rx, _ = last_column_rates(view, 0, columns)
     t0, t1 = view.grid(columns)

@@ -15,6 +15,7 @@ from typing import Any
 
 from gapwatch.core.models import (
     CopyRecord,
+    Gap,
     GpuInfo,
     GpuSample,
     LinkState,
@@ -105,11 +106,16 @@ def slow_readings(anon: int = 7 * GIB, shmem: int = 64 << 20,
     return out
 
 
+def _wall_s(record: Record) -> float:
+    assert not isinstance(record, Gap)  # every other record is stamped with a wall time
+    return record.t_wall_s
+
+
 def write_case(folder: Path, with_copies: bool = True, slow: bool = True) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     recs = records(with_copies)
     if slow:
-        recs = sorted(recs + slow_readings(), key=lambda r: r.t_wall_s)
+        recs = sorted(recs + slow_readings(), key=_wall_s)
     write_recording(folder / "rec.jsonl.gz", header(), recs)
     (folder / "truth.json").write_text(json.dumps(truth()))
     (folder / "meta.json").write_text(json.dumps({

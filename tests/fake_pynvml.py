@@ -60,7 +60,7 @@ class NVMLError(Exception):
     """Like pynvml's: `NVMLError(code)` returns the subclass for that code, `.value` is the code."""
 
     _by_code: dict[int, type[NVMLError]] = {}
-    value: int
+    value: int | None
 
     def __new__(cls, value: int | None = None) -> NVMLError:
         if cls is NVMLError:
@@ -74,7 +74,7 @@ class NVMLError(Exception):
         super().__init__(self.value)
 
     def __str__(self) -> str:
-        return _ERROR_TEXT.get(self.value, f"NVML Error with code {self.value}")
+        return _ERROR_TEXT.get(self.value or 0, f"NVML Error with code {self.value}")
 
 
 for _name, _code in list(globals().items()):
@@ -224,11 +224,10 @@ class FakeNvml:
     def _build_module(self) -> types.ModuleType:
         m = types.ModuleType("pynvml")
         m.__dict__.update({k: v for k, v in globals().items() if k.startswith("NVML_")})
-        m.NVMLError = NVMLError
+        m.__dict__.update(NVMLError=NVMLError, NVML_GPM_METRICS_GET_VERSION=1,
+                          c_nvmlGpmMetricsGet_t=GpmMetricsGet)
         for cls in NVMLError._by_code.values():
             setattr(m, cls.__name__, cls)
-        m.NVML_GPM_METRICS_GET_VERSION = 1
-        m.c_nvmlGpmMetricsGet_t = GpmMetricsGet
         fake = self
 
         def nvmlInit() -> None:

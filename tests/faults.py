@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from gapwatch.core.models import Record
+
 ROOT = Path(__file__).parent.parent
 _CSI = re.compile(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]")
 #: How long any single wait in these tests may take before it fails.
@@ -205,7 +207,7 @@ def terminal_restored(output: bytes) -> bool:
     return enter >= 0 and leave > enter and mouse_off > mouse_on
 
 
-def records_of(path: Path) -> list[object]:
+def records_of(path: Path) -> list[Record]:
     """Every record of a recording, failing the test if the reader finds it cut short (what
     `gapwatch report` would print as "file ends early") or with a half-written line."""
     from gapwatch.sources.files import read_any

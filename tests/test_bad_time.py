@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -40,14 +41,17 @@ def _write(tmp_path: Path, name: str, sim: tuple[object, list[Record]],
     return path
 
 
-def _after(seconds: float, wall: float, mono_s: float):  # type: ignore[no-untyped-def]
-    """Records after `seconds` into the run shifted by `wall` / `mono_s` seconds."""
+def _after(seconds: float, wall: float,
+           mono_s: float) -> Callable[[list[Record]], list[Record]]:
+    """Records after `seconds` into the run shifted by `wall` / `mono_s` seconds (the
+    simulator's records are samples, all stamped with both clocks)."""
     def change(records: list[Record]) -> list[Record]:
-        out = []
+        out: list[Record] = []
         for r in records:
-            if r.t_wall_s - SIM_EPOCH_WALL_S > seconds:  # type: ignore[union-attr]
-                r = msgspec.structs.replace(r, t_wall_s=r.t_wall_s + wall,  # type: ignore[type-var]
-                                        t_mono_ns=r.t_mono_ns + int(mono_s * 1e9))  # type: ignore[union-attr]
+            assert isinstance(r, GpuSample | HostSample)
+            if r.t_wall_s - SIM_EPOCH_WALL_S > seconds:
+                r = msgspec.structs.replace(r, t_wall_s=r.t_wall_s + wall,
+                                            t_mono_ns=r.t_mono_ns + int(mono_s * 1e9))
             out.append(r)
         return out
     return change
@@ -111,8 +115,8 @@ def test_records_out_of_order_are_reported_loudly(
 def _silent_gpu1_after(seconds: float):  # type: ignore[no-untyped-def]
     def change(records: list[Record]) -> list[Record]:
         return [r for r in records if not (
-            r.type == "gpu" and r.gpu == 1  # type: ignore[union-attr]
-            and r.t_wall_s - SIM_EPOCH_WALL_S > seconds)]  # type: ignore[union-attr]
+            r.type == "gpu" and r.gpu == 1
+            and r.t_wall_s - SIM_EPOCH_WALL_S > seconds)]
     return change
 
 
@@ -206,7 +210,7 @@ def test_replay_does_not_wait_out_a_jump_and_says_so(
     driver.run()
     # Real time stands still here, so each wait asks for all the data time since the pace
     # started: at most the 60 s on either side of the jump, never the hour.
-    waits = driver.stop_event.waits  # type: ignore[attr-defined]
+    waits = driver.stop_event.waits
     assert waits and 55 < max(waits) < 61
     notices = [n.message for n in store.snapshot().notices]
     assert any("data time steps +3600.1 s" in m and "not waited out" in m for m in notices)

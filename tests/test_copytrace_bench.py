@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from copytrace_fakes import GIB, copy, truth, write_case
 
 ROOT = Path(__file__).parent.parent
@@ -151,7 +152,7 @@ def test_the_link_passes_at_gen5_x16_and_fails_trained_down_or_unread() -> None:
     assert not bench.score_links([link(5, 16)], (4, 16))["passed"]
 
 
-def test_the_slow_readings_costs_are_timed_through_the_nvml_module(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_slow_readings_costs_are_timed_through_the_nvml_module(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from fake_pynvml import FakeDevice, install
     from proc_fakes import PROVER_STATUS, fake_proc
     from slow_readings_cost import slow_reading_costs  # bench/, on the path with the bench

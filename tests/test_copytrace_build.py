@@ -129,7 +129,7 @@ def test_a_reader_that_does_not_drain_never_blocks_the_library_and_learns_its_dr
         if len(got) > delivered:
             later.set()
 
-    reader._on_record = take  # type: ignore[method-assign]
+    reader._on_record = take
     reader.start()
     assert drained.wait(20)
     assert lib.gapwatch_copytrace_selftest(reader.path.encode(), 1) == 1

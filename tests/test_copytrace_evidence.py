@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from copytrace_fakes import WALL0, copies, header, records, write_case
 
 from gapwatch.core.config import Config
@@ -87,7 +88,7 @@ def test_a_recording_with_copies_replays_into_the_same_gaps_and_reports_a_copy_t
     assert 0.4 < table["pageable_share_of_gap_time"] < 0.5
 
 
-def test_report_text_has_the_copy_table(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_report_text_has_the_copy_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from gapwatch.cli import main
 
     case = write_case(tmp_path / "case")

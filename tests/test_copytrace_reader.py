@@ -7,6 +7,7 @@ import errno
 import os
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,14 @@ UUID0 = bytes(range(0xA0, 0xB0))
 UUID0_TEXT = "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf"
 GPUS = [GpuInfo(index=0, uuid=UUID0_TEXT), GpuInfo(index=1, uuid="GPU-other")]
 T0_NS = 1_796_000_000_000_000_000
+
+
+def _taking(records: list[Record], done: threading.Event) -> Callable[[Record], None]:
+    """An on_record that keeps each record and says one arrived."""
+    def take(rec: Record) -> None:
+        records.append(rec)
+        done.set()
+    return take
 
 
 def copy(i: int = 0, *, kind: int = 1, src: int = 1, dst: int = 3, uuid: bytes = UUID0,
@@ -190,8 +199,12 @@ def test_a_reader_that_falls_behind_makes_the_sender_drop_and_count_never_wait(
             dropped += 1
     r.start()  # now it drains what was queued ...
     done = threading.Event()
-    r._on_record = lambda rec: (got.records.append(rec),  # type: ignore[method-assign]
-                                done.set() if len(got.records) >= sent + 1 else None)
+    def take(rec: Record) -> None:
+        got.records.append(rec)
+        if len(got.records) >= sent + 1:
+            done.set()
+
+    r._on_record = take
     # ... and the next datagram tells it what the sender had to drop meanwhile.
     while True:
         try:
@@ -212,7 +225,7 @@ def test_a_listening_reader_delivers_from_its_thread_and_removes_its_socket(
         tmp_path: Path) -> None:
     r, got = _live(tmp_path)
     done = threading.Event()
-    r._on_record = lambda rec: (got.records.append(rec), done.set())  # type: ignore[method-assign]
+    r._on_record = _taking(got.records, done)
     r.start()
     _sender().sendto(copies_datagram([copy(0)]), r.path)
     assert done.wait(20)
@@ -230,7 +243,7 @@ def test_gapwatch_restarting_is_picked_up_by_the_next_send(tmp_path: Path) -> No
     assert exc.value.errno in (errno.ENOENT, errno.ECONNREFUSED)
     r2, got2 = _live(tmp_path)
     done = threading.Event()
-    r2._on_record = lambda rec: (got2.records.append(rec), done.set())  # type: ignore[method-assign]
+    r2._on_record = _taking(got2.records, done)
     r2.start()
     out.sendto(copies_datagram([copy(1)], seq=1, dropped_send=1), r2.path)
     assert done.wait(20)

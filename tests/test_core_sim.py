@@ -23,7 +23,7 @@ def test_same_seed_same_session() -> None:
 def test_chained_keeps_the_gpu_busy_with_no_gaps() -> None:
     r = simulate("chained", seed=1, duration_s=60)
     assert truth_gaps(r.truth, 0) == []
-    busy = [s.sm_active_pct for s in _gpu(r.records)[40:]]
+    busy = [s.sm_active_pct or 0.0 for s in _gpu(r.records)[40:]]
     assert sum(busy) / len(busy) > 85
 
 
@@ -64,7 +64,7 @@ def test_transfer_bound_gaps_move_data_at_line_rate() -> None:
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_every_scenario_has_host_samples_and_timeline_lines(scenario: str) -> None:
-    r = simulate(scenario, seed=2, duration_s=10, gpus=2)  # type: ignore[arg-type]
+    r = simulate(scenario, seed=2, duration_s=10, gpus=2)
     assert {s.gpu for s in _gpu(r.records)} == {0, 1}
     assert any(isinstance(x, HostSample) for x in r.records)
     assert any(t.startswith("TIMELINE,") for _, t in r.log_lines)
@@ -80,7 +80,7 @@ def test_unknown_scenario_is_refused() -> None:
     from gapwatch.sources.sim import SimProver
 
     with pytest.raises(ValueError, match="unknown scenario"):
-        SimProver("melted")  # type: ignore[arg-type]
+        SimProver("melted")
 
 
 def test_the_simulated_status_has_upstreams_semantics_drift_and_failed_jobs_included() -> None:

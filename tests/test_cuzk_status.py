@@ -94,7 +94,7 @@ def _raw_get(port: int, request: bytes) -> tuple[bytes, bool]:
     """Send `request` on a fresh connection; (the whole answer, connection closed by server)."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
         s.sendall(request)
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             data = s.recv(65536)
             if not data:

@@ -129,7 +129,7 @@ def _gap(cause: str | None, states: bool = True) -> dict[str, Any]:
 
 
 def test_host_stall_scoring_counts_the_gaps_named_waits_on_synthesis() -> None:
-    truth = {"intervals": []}
+    truth: dict[str, list[object]] = {"intervals": []}
     good = cs.score_status_case({"gaps": [_gap("waits_on_synthesis")] * 4}, truth)
     assert good["named_fraction"] == 1.0 and good["goal_met"]
     mixed = cs.score_status_case({"gaps": [_gap("waits_on_synthesis")] * 2

@@ -216,7 +216,7 @@ def test_metrics_say_partitions_workers_synthesis_and_how_polling_goes() -> None
         assert errors[p + (("reason", "timeout"),)] == 1
         assert errors[p + (("reason", "refused"),)] == 0  # every reason from the first scrape
         # The last poll failed: the pipeline gauges go absent (stale), up says 0.
-        status.provers = [dataclasses.replace(poller, state="refused")]  # type: ignore[attr-defined]
+        status.provers = [dataclasses.replace(poller, state="refused")]
         m = _scrape(handle.url)
         assert m["gapwatch_cuzk_status_up"][p] == 0
         assert "gapwatch_cuzk_partitions" not in m

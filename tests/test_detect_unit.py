@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, LogEvent, StateChange
@@ -34,7 +36,7 @@ def run(det: GapDetector, samples: list[GpuSample]) -> list[tuple[float, Gap | S
     return out
 
 
-def stream(pattern: list[tuple[float, float, float]], start_s: float = 1.0,
+def stream(pattern: Sequence[tuple[float, float, float]], start_s: float = 1.0,
            period_s: float = 0.1) -> list[GpuSample]:
     """Samples every period from (duration_s, sm, rx) segments."""
     out, t = [], start_s
@@ -227,6 +229,32 @@ def test_evidence_host_pressure_and_unpinned_partition_in_hint() -> None:
     assert g.log_events and g.log_events[0]["partition"] == 3
     assert "partition 3 was synthesised with is_pinned=false" in g.hint
     assert "stalled on memory 40 %" in g.hint
+
+
+def _host(s: GpuSample, mem: float | None, share: float | None = None) -> HostSample:
+    return HostSample(t_mono_ns=s.t_mono_ns, t_wall_s=s.t_wall_s, interval_ns=None,
+                      mem_used_pct=mem, mem_available_bytes=None, swap_used_bytes=None,
+                      cpu_busy_pct=None, psi_mem_some_avg10=None, psi_mem_full_avg10=None,
+                      psi_mem_some_share=share, psi_mem_full_share=None, major_faults_per_s=None)
+
+
+def test_host_maxima_cover_the_whole_gap_however_long_and_pass_over_non_readings() -> None:
+    """A report publishes a gap once, when it closes; a gap of 200 s has seen 2,000 host samples,
+    twice what the host buffer keeps: the early peak still counts. NaN and negatives are no
+    readings; the host sample before the gap does not count."""
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=LINK)], live=False)
+    samples = stream([(2, 95, 2e6), (200, 0, 2e6), (2, 95, 2e6)])
+    out: list[Gap | StateChange] = []
+    for i, s in enumerate(samples):
+        t = s.t_mono_ns / 1e9
+        mem = 99.0 if i == 18 else 91.0 if 5.0 <= t < 5.2 else float("nan") if t < 6 else 40.0
+        det.feed_host(_host(s, mem, share=-1.0 if i % 2 else 0.25))
+        out += det.feed_gpu(s)
+    (g,) = [e for e in out if isinstance(e, Gap)]
+    assert g.duration_s > 199
+    assert g.host["mem_used_pct_max"] == 91.0
+    assert g.host["psi_mem_some_share_max"] == 0.25
+    assert g.host["major_faults_per_s_max"] is None
 
 
 def test_a_log_line_that_arrived_out_of_time_order_does_not_hide_the_warnings_before_it() -> None:

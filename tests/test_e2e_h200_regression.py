@@ -41,16 +41,18 @@ EPS = 1e-9
 
 @cache
 def scored(case: Path) -> dict[str, Any]:
-    return sc.score_dir(case)
+    result: dict[str, Any] = sc.score_dir(case)
+    return result
 
 
 def meta(case: Path) -> dict[str, Any]:
-    return json.loads((case / "meta.json").read_text())
+    doc: dict[str, Any] = json.loads((case / "meta.json").read_text())
+    return doc
 
 
 def required_at_least(metric: str, captured: float | None) -> float:
     """The goal, or what the captured run reached when it missed the goal (no regression)."""
-    goal = sc.GOALS[metric]
+    goal = float(sc.GOALS[metric])
     return goal if captured is None else min(goal, captured)
 
 

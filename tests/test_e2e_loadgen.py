@@ -31,7 +31,8 @@ T0 = 1_796_029_597.0
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    return lg.build_parser().parse_args(argv)
+    args: argparse.Namespace = lg.build_parser().parse_args(argv)
+    return args
 
 
 class FakeClock:

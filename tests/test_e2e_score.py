@@ -149,7 +149,7 @@ def write_sim_case(folder: Path, scenario: str, seconds: float = 40.0) -> None:
     """A case in the committed layout, from the simulated prover (no log events recorded, so
     the scorer hands the log files to the report)."""
     folder.mkdir(parents=True)
-    res = simulate(scenario, seed=3, duration_s=seconds)  # type: ignore[arg-type]
+    res = simulate(scenario, seed=3, duration_s=seconds)
     rec = Recorder(folder / "rec.jsonl.gz")
     rec.on_header(res.header)
     for r in res.records:

@@ -11,7 +11,7 @@ import pytest
 from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.core.config import Config
-from gapwatch.core.models import GpuInfo, GpuSample, HostSample, SessionHeader
+from gapwatch.core.models import GpuInfo, GpuSample, HostSample, Record, SessionHeader
 from gapwatch.offline.csv_export import CsvExporter
 from gapwatch.offline.report import build_report
 from gapwatch.sinks.recorder import write_recording
@@ -68,7 +68,7 @@ def test_a_recording_with_holes_reads_back_with_the_same_values(tmp_path: Path) 
     header = SessionHeader(gapwatch_version="t", host="box", source="sim", started_wall_s=1.0,
                            started_mono_ns=0, period_ms=100.0,
                            gpus=[GpuInfo(index=0), GpuInfo(index=1)])
-    records = [_host(1.0, 30.0, 2.5), _gpu(1.0, 0, sm=None, util=80.0), _gpu(1.0, 1),
+    records: list[Record] = [_host(1.0, 30.0, 2.5), _gpu(1.0, 0, sm=None, util=80.0), _gpu(1.0, 1),
                _host(1.1, 31.0), _gpu(1.1, 0, sm=12.25), _gpu(1.1, 1, sm=0.0)]
     src = tmp_path / "run.jsonl"
     write_recording(src, header, records)
@@ -112,7 +112,7 @@ def test_exporting_onto_the_input_is_refused(tmp_path: Path,
 
 
 def _gap_edges(report: object) -> list[tuple[int, int, str, float, float]]:
-    return [(g.gap_id, g.gpu, g.kind, g.start_s, g.end_s)  # type: ignore[attr-defined]
+    return [(g.gap_id, g.gpu, g.kind, g.start_s, g.end_s)
             for g in report.gaps]  # type: ignore[attr-defined]
 
 

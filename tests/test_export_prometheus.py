@@ -36,6 +36,7 @@ class ScriptedDetector:
 
     def __init__(self) -> None:
         self.script: dict[int, list[Gap | StateChange]] = {}
+        self.counters: dict[str, int] = {}
 
     def feed(self, record: Record) -> list[Gap | StateChange]:
         if isinstance(record, GpuSample):

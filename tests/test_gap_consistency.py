@@ -52,7 +52,7 @@ def sim_inputs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     out = []
     for scenario, seed, gpus in (("pageable", 4, 2), ("host-stall", 2, 1),
                                  ("transfer-bound", 5, 1)):
-        res = simulate(scenario, seed=seed, duration_s=70.0, gpus=gpus)  # type: ignore[arg-type]
+        res = simulate(scenario, seed=seed, duration_s=70.0, gpus=gpus)
         path = tmp_path_factory.mktemp("sim") / f"{scenario}.jsonl"
         write_recording(path, res.header, res.records)
         out.append(path)

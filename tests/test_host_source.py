@@ -47,7 +47,7 @@ def root(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_first_reading_has_levels_but_no_rates(root: Path):
+def test_first_reading_has_levels_but_no_rates(root: Path) -> None:
     s = ProcHostSource(root=str(root)).read(1000 * MS, 1_796_000_000.0)
     assert s.mem_used_pct == pytest.approx(75.0)
     assert s.mem_available_bytes == 250000 * 1024
@@ -58,7 +58,7 @@ def test_first_reading_has_levels_but_no_rates(root: Path):
     assert s.psi_mem_some_share is None and s.psi_mem_full_share is None
 
 
-def test_second_reading_gives_per_interval_rates(root: Path):
+def test_second_reading_gives_per_interval_rates(root: Path) -> None:
     source = ProcHostSource(root=str(root))
     source.read(1000 * MS, 1_796_000_000.0)
     # 100 ms later: 30 busy of 100 jiffies, 20 ms "some" stall, 5 ms "full", 7 major faults.
@@ -74,7 +74,7 @@ def test_second_reading_gives_per_interval_rates(root: Path):
     assert s.psi_mem_some_avg10 == 2.0
 
 
-def test_no_psi_and_no_resctrl_are_none_not_zero(root: Path):
+def test_no_psi_and_no_resctrl_are_none_not_zero(root: Path) -> None:
     (root / "proc/pressure/memory").unlink()
     source = ProcHostSource(root=str(root))
     source.read(0, 0.0)
@@ -85,13 +85,13 @@ def test_no_psi_and_no_resctrl_are_none_not_zero(root: Path):
     assert s.mem_used_pct is not None  # the rest still works
 
 
-def test_psi_without_full_line_keeps_some(root: Path):
+def test_psi_without_full_line_keeps_some(root: Path) -> None:
     write(root, "proc/pressure/memory", "some avg10=3.00 avg60=0.00 avg300=0.00 total=10\n")
     s = ProcHostSource(root=str(root)).read(0, 0.0)
     assert s.psi_mem_some_avg10 == 3.0 and s.psi_mem_full_avg10 is None
 
 
-def test_resctrl_bandwidth_sums_l3_domains(root: Path):
+def test_resctrl_bandwidth_sums_l3_domains(root: Path) -> None:
     write(root, "sys/fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", "1000000000\n")
     write(root, "sys/fs/resctrl/mon_data/mon_L3_01/mbm_total_bytes", "500000000\n")
     source = ProcHostSource(root=str(root))
@@ -102,7 +102,7 @@ def test_resctrl_bandwidth_sums_l3_domains(root: Path):
     assert s.mem_bandwidth_bytes_per_s == pytest.approx(3e9 / 0.5)
 
 
-def test_resctrl_unavailable_domain_or_disabled_gives_none(root: Path):
+def test_resctrl_unavailable_domain_or_disabled_gives_none(root: Path) -> None:
     write(root, "sys/fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", "1000\n")
     write(root, "sys/fs/resctrl/mon_data/mon_L3_01/mbm_total_bytes", "Unavailable\n")
     source = ProcHostSource(root=str(root))
@@ -114,14 +114,14 @@ def test_resctrl_unavailable_domain_or_disabled_gives_none(root: Path):
     assert off.read(100 * MS, 0.1).mem_bandwidth_bytes_per_s is None
 
 
-def test_counter_going_backwards_gives_none_not_a_negative_rate(root: Path):
+def test_counter_going_backwards_gives_none_not_a_negative_rate(root: Path) -> None:
     source = ProcHostSource(root=str(root))
     source.read(0, 0.0)
     write(root, "proc/vmstat", "pgmajfault 3\n")
     assert source.read(100 * MS, 0.1).major_faults_per_s is None
 
 
-def test_garbage_files_do_not_crash(root: Path):
+def test_garbage_files_do_not_crash(root: Path) -> None:
     write(root, "proc/meminfo", "nonsense\n")
     write(root, "proc/stat", "intr 1 2 3\n")
     write(root, "proc/pressure/memory", "some avg10=x total=y\n")
@@ -134,7 +134,7 @@ def test_garbage_files_do_not_crash(root: Path):
     )
 
 
-def test_without_proc_every_host_field_is_missing_never_zero(tmp_path: Path):
+def test_without_proc_every_host_field_is_missing_never_zero(tmp_path: Path) -> None:
     source = ProcHostSource(root=str(tmp_path))  # an empty tree: like a non-Linux system
     source.read(0, 0.0)
     s = source.read(100 * MS, 0.1)
@@ -145,7 +145,7 @@ def test_without_proc_every_host_field_is_missing_never_zero(tmp_path: Path):
     assert {f: getattr(s, f) for f in fields} == dict.fromkeys(fields)
 
 
-def test_real_proc_reads(tmp_path: Path):
+def test_real_proc_reads(tmp_path: Path) -> None:
     if not Path("/proc/meminfo").exists():
         pytest.skip("not Linux")
     source = ProcHostSource()
@@ -154,7 +154,7 @@ def test_real_proc_reads(tmp_path: Path):
     assert s.mem_used_pct is not None and s.mem_available_bytes is not None
 
 
-def test_runtime_builds_it_from_the_host_config_section():
+def test_runtime_builds_it_from_the_host_config_section() -> None:
     source = HostSource(HostConfig())
     assert isinstance(source, ProcHostSource)
     assert source.read(0, 0.0).interval_ns is None

@@ -38,7 +38,8 @@ def test_a_huge_line_reaches_the_recording_whole_and_memory_cut() -> None:
     session = Session(header(), store, GapDetector(DetectorConfig(), []), sinks=[sink])
     session.on_record(event("x" * MIB, fields={"error": "y" * MIB}))
     (recorded,) = [r for r in sink.records if r.type == "log"]
-    assert len(recorded.raw) == MIB and len(recorded.fields["error"]) == MIB  # type: ignore[union-attr, arg-type]
+    assert isinstance(recorded, LogEvent) and isinstance(recorded.fields["error"], str)
+    assert len(recorded.raw) == MIB and len(recorded.fields["error"]) == MIB
     snap = store.snapshot()
     (kept,) = snap.log_events
     assert kept.raw.startswith("x" * RAW_CHARS) and kept.raw.endswith(f"[cut {MIB - RAW_CHARS} chars]")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from ui_fakes import FakeRuntime, make_config, screen_text
 
-from evaluation.simulate import simulate
+from evaluation.simulate import SimResult, simulate
 from gapwatch.core.config import Config
 from gapwatch.core.detector import GapDetector
 from gapwatch.logs.parse import LogParser
@@ -21,7 +21,7 @@ from gapwatch.ui.app import GapwatchApp
 
 
 @pytest.fixture(scope="module")
-def mixed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SimResult]:
     res = simulate("pageable,chained", seed=2, duration_s=90.0)
     path = tmp_path_factory.mktemp("multi") / "mixed.jsonl"
     write_recording(path, res.header, res.records)
@@ -37,7 +37,7 @@ def test_one_scenario_per_gpu_is_parsed_and_checked() -> None:
         parse_scenarios("pageable,melted")
 
 
-def test_gaps_and_breakdown_are_on_the_broken_gpu_only(mixed: tuple[Path, object]) -> None:
+def test_gaps_and_breakdown_are_on_the_broken_gpu_only(mixed: tuple[Path, SimResult]) -> None:
     path, _ = mixed
     report = build_report(path, Config())
     assert {g.gpu for g in report.gaps} == {0}
@@ -49,24 +49,24 @@ def test_gaps_and_breakdown_are_on_the_broken_gpu_only(mixed: tuple[Path, object
     assert busy[1] > 0.97 > 0.8 > busy[0]
 
 
-def test_worker_lines_are_tied_to_their_gpu(mixed: tuple[Path, object]) -> None:
+def test_worker_lines_are_tied_to_their_gpu(mixed: tuple[Path, SimResult]) -> None:
     _, res = mixed
     parser = LogParser()
-    events = [e for stream, text in res.log_lines  # type: ignore[attr-defined]
+    events = [e for stream, text in res.log_lines
               for e in parser.parse_line(text, stream)]
     assert parser.worker_gpu == {0: 0, 1: 0, 2: 1, 3: 1}
     picked = [e for e in events if e.name == "GPU_PICKUP"]
-    assert picked and all(e.gpu == e.worker // 2 for e in picked)
+    assert picked and all(e.worker is not None and e.gpu == e.worker // 2 for e in picked)
 
 
 async def test_the_dashboard_at_80x24_shows_both_gpus_states(
-    mixed: tuple[Path, object], tmp_path: Path
+    mixed: tuple[Path, SimResult], tmp_path: Path
 ) -> None:
     _, res = mixed
-    header = res.header  # type: ignore[attr-defined]
+    header = res.header
     rt = FakeRuntime(make_config(tmp_path), gpus=list(header.gpus),
                      detector=GapDetector(Config().detector, list(header.gpus), period_s=0.1))
-    for record in res.records:  # type: ignore[attr-defined]
+    for record in res.records:
         rt.session.on_record(record)
     app = GapwatchApp(rt)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 
 from gapwatch.sources.files import read_any
+from gapwatch.sources.recording import Recording
 
 DATA = Path(__file__).parent / "data"
 spec = importlib.util.spec_from_file_location(
@@ -23,7 +25,7 @@ bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 
 
-def load(name: str):
+def load(name: str) -> tuple[Recording, list[dict[str, Any]], dict[str, dict[str, Any]]]:
     recording = read_any(DATA / f"{name}.jsonl.gz")
     gpu = [msgspec.structs.asdict(r) for r in recording.records if r.type == "gpu"]
     phases = json.loads((DATA / f"{name}.bench.json").read_text())["phases"]
@@ -31,7 +33,7 @@ def load(name: str):
 
 
 @pytest.mark.parametrize("name", ["h200-sampler", "h200-sampler-50ms"])
-def test_real_recording_tells_copies_from_compute(name):
+def test_real_recording_tells_copies_from_compute(name: str) -> None:
     recording, gpu, phases = load(name)
     assert recording.header.gpus[0].sm_source == "gpm"
     assert not recording.problems
@@ -49,7 +51,7 @@ def test_real_recording_tells_copies_from_compute(name):
     assert pinned["timed_bytes_per_s"] > 5 * pageable["timed_bytes_per_s"]
 
 
-def test_50ms_recording_has_no_stale_zero_samples():
+def test_50ms_recording_has_no_stale_zero_samples() -> None:
     _, gpu, _ = load("h200-sampler-50ms")
     real = [s for s in gpu if s["interval_ns"]]
     assert not any(

@@ -7,15 +7,24 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
-from fake_pynvml import MIB, NVML_ERROR_NO_PERMISSION, NVML_ERROR_NOT_SUPPORTED, FakeDevice, install
+from fake_pynvml import (
+    MIB,
+    NVML_ERROR_NO_PERMISSION,
+    NVML_ERROR_NOT_SUPPORTED,
+    FakeDevice,
+    FakeNvml,
+    install,
+)
 from proc_fakes import PROVER_STATUS, deny, fake_proc
 
 from gapwatch.base.clock import FakeClock
 from gapwatch.core.config import Config, SamplerConfig
 from gapwatch.core.detector import GapDetector
-from gapwatch.core.models import LinkState, ProcessMemory
+from gapwatch.core.models import GpuInfo, LinkState, ProcessMemory
+from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
@@ -23,6 +32,8 @@ from gapwatch.offline.report import build_report
 from gapwatch.sinks.recorder import Recorder
 from gapwatch.sources import Tick
 from gapwatch.sources.nvml import NvmlSource
+
+R = TypeVar("R")
 
 MS = 1_000_000
 S = 1_000_000_000
@@ -33,7 +44,7 @@ MOVING = (0, 0.0, 3.2e9, 0.1e9)
 
 
 def make(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *devices: FakeDevice,
-         statuses: dict[int, str] | None = None, **config: object):
+         statuses: dict[int, str] | None = None, **config: Any) -> tuple[FakeNvml, NvmlSource]:
     fake = install(monkeypatch, list(devices) or [FakeDevice()])
     root = fake_proc(tmp_path, statuses or {})
     source = NvmlSource(SamplerConfig(**config), now_ns=lambda: 0, proc_root=str(root))
@@ -41,7 +52,7 @@ def make(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *devices: FakeDevice,
     return fake, source
 
 
-def others(ticks: list[Tick], kind: type) -> list:
+def others(ticks: list[Tick], kind: type[R]) -> list[R]:
     return [r for t in ticks for r in t.other if isinstance(r, kind)]
 
 
@@ -52,7 +63,7 @@ def notices(ticks: list[Tick]) -> list[str]:
 # ---------------------------------------------------------------- processes and /proc
 
 
-def test_the_processes_on_each_gpu_are_read_from_proc_every_few_seconds(monkeypatch, tmp_path):
+def test_the_processes_on_each_gpu_are_read_from_proc_every_few_seconds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     devs = [FakeDevice(processes=[4242]), FakeDevice(uuid="GPU-1", processes=[4242, 77])]
     small = PROVER_STATUS.replace("cuzk-daemon", "helper").replace("12582912 kB", "1024 kB")
     fake, source = make(monkeypatch, tmp_path, *devs, statuses={4242: PROVER_STATUS, 77: small})
@@ -72,7 +83,7 @@ def test_the_processes_on_each_gpu_are_read_from_proc_every_few_seconds(monkeypa
     assert notices(ticks) == []
 
 
-def test_procmem_every_s_sets_the_cadence_and_zero_turns_it_off(monkeypatch, tmp_path):
+def test_procmem_every_s_sets_the_cadence_and_zero_turns_it_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     dev = FakeDevice(processes=[4242])
     fake, source = make(monkeypatch, tmp_path, dev, statuses={4242: PROVER_STATUS},
                         procmem_every_s=2.0)
@@ -85,12 +96,12 @@ def test_procmem_every_s_sets_the_cadence_and_zero_turns_it_off(monkeypatch, tmp
     assert dev2.calls["nvmlDeviceGetComputeRunningProcesses"] == 0
 
 
-def test_procmem_every_s_below_a_second_is_refused():
+def test_procmem_every_s_below_a_second_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1 second"):
         SamplerConfig(procmem_every_s=0.1)
 
 
-def test_a_pid_that_vanished_gives_none_fields_counted_and_said_once(monkeypatch, tmp_path):
+def test_a_pid_that_vanished_gives_none_fields_counted_and_said_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake, source = make(monkeypatch, tmp_path, FakeDevice(processes=[31, 4242]),
                         statuses={4242: PROVER_STATUS})
     ticks = fake.run(source, 100 * MS, 101)
@@ -106,7 +117,7 @@ def test_a_pid_that_vanished_gives_none_fields_counted_and_said_once(monkeypatch
                if r.pid == 4242)
 
 
-def test_a_proc_without_rss_shmem_gives_none_and_says_why_once(monkeypatch, tmp_path):
+def test_a_proc_without_rss_shmem_gives_none_and_says_why_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     old = "Name:\tcuzk\nVmRSS:\t1000 kB\n"
     fake, source = make(monkeypatch, tmp_path, FakeDevice(processes=[5]), statuses={5: old})
     ticks = fake.run(source, 100 * MS, 101)
@@ -117,8 +128,8 @@ def test_a_proc_without_rss_shmem_gives_none_and_says_why_once(monkeypatch, tmp_
     assert sum("no RssShmem/RssAnon" in m for m in notices(ticks)) == 1
 
 
-def test_another_users_prover_behind_hidepid_is_a_warning_with_the_fix_once(monkeypatch,
-                                                                           tmp_path):
+def test_another_users_prover_behind_hidepid_is_a_warning_with_the_fix_once(monkeypatch: pytest.MonkeyPatch,
+                                                                           tmp_path: Path) -> None:
     fake, source = make(monkeypatch, tmp_path, FakeDevice(processes=[4242]),
                         statuses={4242: PROVER_STATUS})
     deny(monkeypatch, 4242, errno.EACCES)
@@ -130,8 +141,8 @@ def test_another_users_prover_behind_hidepid_is_a_warning_with_the_fix_once(monk
 
 
 @pytest.mark.parametrize("code", [NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_NO_PERMISSION])
-def test_nvml_that_cannot_list_processes_is_said_once_and_not_asked_again(monkeypatch, tmp_path,
-                                                                         code):
+def test_nvml_that_cannot_list_processes_is_said_once_and_not_asked_again(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, code: int) -> None:
     dev = FakeDevice(processes=[4242], fail={"nvmlDeviceGetComputeRunningProcesses": code})
     fake, source = make(monkeypatch, tmp_path, dev, statuses={4242: PROVER_STATUS})
     ticks = fake.run(source, 100 * MS, 121)
@@ -143,8 +154,8 @@ def test_nvml_that_cannot_list_processes_is_said_once_and_not_asked_again(monkey
     assert sum(len(t.gpu) for t in ticks) > 100
 
 
-def test_the_proc_round_comes_after_the_samples_and_never_shifts_their_times(monkeypatch,
-                                                                            tmp_path):
+def test_the_proc_round_comes_after_the_samples_and_never_shifts_their_times(monkeypatch: pytest.MonkeyPatch,
+                                                                            tmp_path: Path) -> None:
     fake, source = make(monkeypatch, tmp_path, FakeDevice(processes=[4242]),
                         statuses={4242: PROVER_STATUS})
     ticks = fake.run(source, 100 * MS, 3)
@@ -154,7 +165,7 @@ def test_the_proc_round_comes_after_the_samples_and_never_shifts_their_times(mon
 # ---------------------------------------------------------------- the link under traffic
 
 
-def test_an_idle_link_is_never_read_even_though_it_down_trains(monkeypatch, tmp_path):
+def test_an_idle_link_is_never_read_even_though_it_down_trains(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     dev = FakeDevice(activity=[IDLE])  # the fake's idle link reads Gen1, as real ones do
     fake, source = make(monkeypatch, tmp_path, dev)
     ticks = fake.run(source, 100 * MS, 100)
@@ -163,7 +174,7 @@ def test_an_idle_link_is_never_read_even_though_it_down_trains(monkeypatch, tmp_
     assert notices(ticks) == []
 
 
-def test_a_link_at_its_maximum_under_traffic_is_one_record_and_no_warning(monkeypatch, tmp_path):
+def test_a_link_at_its_maximum_under_traffic_is_one_record_and_no_warning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     dev = FakeDevice(activity=[IDLE, (2 * S, 0.0, 3.2e9, 0.1e9)])
     fake, source = make(monkeypatch, tmp_path, dev)
     ticks = fake.run(source, 100 * MS, 150)  # 15 s: 13 of them moving data
@@ -178,7 +189,7 @@ def test_a_link_at_its_maximum_under_traffic_is_one_record_and_no_warning(monkey
     assert notices(ticks) == []
 
 
-def test_a_link_trained_down_is_a_record_and_one_warning_not_one_per_tick(monkeypatch, tmp_path):
+def test_a_link_trained_down_is_a_record_and_one_warning_not_one_per_tick(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     dev = FakeDevice(activity=[MOVING], trained=(3, 8))
     fake, source = make(monkeypatch, tmp_path, dev)
     ticks = fake.run(source, 100 * MS, 200)
@@ -192,7 +203,7 @@ def test_a_link_trained_down_is_a_record_and_one_warning_not_one_per_tick(monkey
         "Gen5 x16 (63.0 GB/s): check the slot, riser and BIOS")
 
 
-def test_a_link_that_recovers_is_a_new_record_and_an_info(monkeypatch, tmp_path):
+def test_a_link_that_recovers_is_a_new_record_and_an_info(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     dev = FakeDevice(activity=[MOVING], trained=(4, 16))
     fake, source = make(monkeypatch, tmp_path, dev)
     ticks = fake.run(source, 100 * MS, 40)
@@ -203,15 +214,15 @@ def test_a_link_that_recovers_is_a_new_record_and_an_info(monkeypatch, tmp_path)
     assert any("link back at Gen5 x16" in m for m in notices(ticks))
 
 
-def test_link_every_s_zero_never_reads_the_link(monkeypatch, tmp_path):
+def test_link_every_s_zero_never_reads_the_link(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     dev = FakeDevice(activity=[MOVING], trained=(3, 8))
     fake, source = make(monkeypatch, tmp_path, dev, link_every_s=0)
     assert others(fake.run(source, 100 * MS, 100), LinkState) == []
     assert dev.calls["nvmlDeviceGetCurrPcieLinkGeneration"] == 0
 
 
-def test_a_driver_without_the_current_link_is_said_once_and_not_asked_again(monkeypatch,
-                                                                            tmp_path):
+def test_a_driver_without_the_current_link_is_said_once_and_not_asked_again(monkeypatch: pytest.MonkeyPatch,
+                                                                            tmp_path: Path) -> None:
     dev = FakeDevice(activity=[MOVING],
                      fail={"nvmlDeviceGetCurrPcieLinkWidth": NVML_ERROR_NOT_SUPPORTED})
     fake, source = make(monkeypatch, tmp_path, dev)
@@ -227,10 +238,10 @@ def test_a_driver_without_the_current_link_is_said_once_and_not_asked_again(monk
 class _Clocked:
     """Moves the fake NVML clock with the sampler's, so that activity follows the ticks."""
 
-    def __init__(self, fake, source: NvmlSource) -> None:
+    def __init__(self, fake: FakeNvml, source: NvmlSource) -> None:
         self.fake, self.source = fake, source
 
-    def open(self):
+    def open(self) -> list[GpuInfo]:
         return self.source.open()
 
     def read(self, t_mono_ns: int, t_wall_s: float, lateness_ns: int) -> Tick:
@@ -241,7 +252,8 @@ class _Clocked:
         self.source.close()
 
 
-def live_run(monkeypatch, tmp_path, dev: FakeDevice, statuses: dict[int, str]):
+def live_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dev: FakeDevice,
+             statuses: dict[int, str]) -> tuple[StoreSnapshot, Path]:
     """8 s sampled at 100 ms through Sampler -> Session -> detector, recorded to a file."""
     fake = install(monkeypatch, [dev])
     root = fake_proc(tmp_path / "root", statuses)
@@ -266,7 +278,7 @@ STARVED = [(0, 96.0, 20e9, 1e9), (3 * S, 0.0, 3.2e9, 0.1e9), (5 * S, 96.0, 20e9,
 
 
 def test_a_starved_gap_hints_at_the_provers_pinned_and_heap_memory_live_and_replayed(
-        monkeypatch, tmp_path):
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     snap, rec = live_run(monkeypatch, tmp_path, FakeDevice(activity=STARVED, processes=[4242]),
                          {4242: PROVER_STATUS})
     [gap] = [g for g in snap.gaps if g.kind == "pcie_starved"]
@@ -282,7 +294,7 @@ def test_a_starved_gap_hints_at_the_provers_pinned_and_heap_memory_live_and_repl
     assert words in replayed.hint
 
 
-def test_a_trained_down_link_reaches_the_gap_hint_and_the_notices(monkeypatch, tmp_path):
+def test_a_trained_down_link_reaches_the_gap_hint_and_the_notices(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     dev = FakeDevice(activity=STARVED, trained=(3, 8))
     snap, rec = live_run(monkeypatch, tmp_path, dev, {})
     [gap] = [g for g in snap.gaps if g.kind == "pcie_starved"]
@@ -295,7 +307,7 @@ def test_a_trained_down_link_reaches_the_gap_hint_and_the_notices(monkeypatch, t
     assert "trained down to Gen3 x8" in replayed.hint
 
 
-def test_the_proc_root_is_the_one_given_never_the_real_proc(monkeypatch, tmp_path):
+def test_the_proc_root_is_the_one_given_never_the_real_proc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # This test's own PID is in the real /proc, not in the (empty) fake tree.
     fake, source = make(monkeypatch, tmp_path, FakeDevice(processes=[os.getpid()]))
     [reading] = others(fake.run(source, 100 * MS, 1), ProcessMemory)
@@ -305,7 +317,7 @@ def test_the_proc_root_is_the_one_given_never_the_real_proc(monkeypatch, tmp_pat
 # ---------------------------------------------------------------- words shown
 
 
-def test_the_record_summary_counts_proc_readings_and_their_problems():
+def test_the_record_summary_counts_proc_readings_and_their_problems() -> None:
     from gapwatch.engine.summary import procmem_counts_text
 
     assert procmem_counts_text({"link_reads": 3}) == ""
@@ -313,7 +325,7 @@ def test_the_record_summary_counts_proc_readings_and_their_problems():
                                 "procmem_no_rss_fields": 0}) == "/proc 12 readings (12 denied)"
 
 
-def test_the_footer_says_a_trained_down_link_makes_percent_of_link_of_max():
+def test_the_footer_says_a_trained_down_link_makes_percent_of_link_of_max() -> None:
     from gapwatch.engine.status import RuntimeStatus
     from gapwatch.ui.widgets.status_footer import status_parts
 

@@ -6,11 +6,13 @@ import csv
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_pynvml import MIB, FakeDevice, FakeNvml, install
 
 from gapwatch.core.config import SamplerConfig
+from gapwatch.core.models import GpuSample
 from gapwatch.sources import SourceUnavailable, Tick
 from gapwatch.sources.nvml import NvmlSource
 
@@ -18,13 +20,14 @@ MS = 1_000_000
 DATA = Path(__file__).parent / "data"
 
 
-def make(monkeypatch: pytest.MonkeyPatch, *devices: FakeDevice, **config: object):
+def make(monkeypatch: pytest.MonkeyPatch, *devices: FakeDevice,
+         **config: Any) -> tuple[FakeNvml, NvmlSource]:
     fake = install(monkeypatch, list(devices) or [FakeDevice()])
     source = NvmlSource(SamplerConfig(**config), now_ns=lambda: 0)
     return fake, source
 
 
-def samples(ticks: list[Tick], gpu: int = 0):
+def samples(ticks: list[Tick], gpu: int = 0) -> list[GpuSample]:
     return [s for t in ticks for s in t.gpu if s.gpu == gpu]
 
 
@@ -35,7 +38,7 @@ def notices(ticks: list[Tick]) -> list[str]:
 # ---------------------------------------------------------------- GPM
 
 
-def test_gpm_gives_sm_activity_and_pcie_in_bytes_per_s(monkeypatch):
+def test_gpm_gives_sm_activity_and_pcie_in_bytes_per_s(monkeypatch: pytest.MonkeyPatch) -> None:
     dev = FakeDevice(activity=[(0, 96.0, 50e9, 2e9)])
     fake, source = make(monkeypatch, dev)
     [info] = source.open()
@@ -56,7 +59,7 @@ def test_gpm_gives_sm_activity_and_pcie_in_bytes_per_s(monkeypatch):
         assert (s.sm_source, s.pcie_source, s.gpu_util_pct) == ("gpm", "gpm", 50.0)
 
 
-def test_gpm_at_50ms_extends_the_interval_instead_of_reporting_fake_idle(monkeypatch):
+def test_gpm_at_50ms_extends_the_interval_instead_of_reporting_fake_idle(monkeypatch: pytest.MonkeyPatch) -> None:
     # GPU fully busy the whole time: any sample with SM 0 would be an invented idle gap.
     fake, source = make(monkeypatch, FakeDevice(activity=[(0, 95.0, 13e6, 4e6)]))
     source.open()
@@ -68,7 +71,7 @@ def test_gpm_at_50ms_extends_the_interval_instead_of_reporting_fake_idle(monkeyp
     assert len(real) == 20  # one per GPM refresh, none for the stale readings in between
 
 
-def test_gpm_at_25ms_the_real_reading_covers_all_stale_ticks(monkeypatch):
+def test_gpm_at_25ms_the_real_reading_covers_all_stale_ticks(monkeypatch: pytest.MonkeyPatch) -> None:
     # Busy for the first 300 ms, then idle: the averages must match the whole interval.
     dev = FakeDevice(activity=[(0, 96.0, 1e9, 1e9), (300 * MS, 0.0, 2e6, 1e6)])
     fake, source = make(monkeypatch, dev)
@@ -80,7 +83,7 @@ def test_gpm_at_25ms_the_real_reading_covers_all_stale_ticks(monkeypatch):
     assert all(s.interval_ns == 100 * MS for s in real)
 
 
-def test_gpm_reading_all_zero_for_a_second_is_believed(monkeypatch):
+def test_gpm_reading_all_zero_for_a_second_is_believed(monkeypatch: pytest.MonkeyPatch) -> None:
     # A link that truly moved nothing: after GPM_MAX_EXTEND_NS the zeros are a measurement.
     fake, source = make(monkeypatch, FakeDevice(activity=[(0, 0.0, 0.0, 0.0)]))
     source.open()
@@ -89,7 +92,7 @@ def test_gpm_reading_all_zero_for_a_second_is_believed(monkeypatch):
     assert all(s.sm_active_pct == 0.0 and s.pcie_rx_bytes_per_s == 0.0 for s in real)
 
 
-def test_real_h200_50ms_trace_pattern_gives_no_zero_samples(monkeypatch):
+def test_real_h200_50ms_trace_pattern_gives_no_zero_samples(monkeypatch: pytest.MonkeyPatch) -> None:
     """Feed the stale/real alternation recorded on the H200 (tests/data slice of pinned.csv)."""
     with open(DATA / "h200-pinned-50ms-slice.csv") as f:
         rows = [
@@ -110,10 +113,10 @@ def test_real_h200_50ms_trace_pattern_gives_no_zero_samples(monkeypatch):
     # Each real reading after the first covers its stale predecessor too.
     assert {s.interval_ns for s in real[1:]} == {100 * MS}
     # The compute phase of the trace is visible, as it was on the GPU.
-    assert max(s.sm_active_pct for s in real) > 95
+    assert max(s.sm_active_pct or 0.0 for s in real) > 95
 
 
-def test_gpm_metric_unsupported_leaves_that_field_none_and_says_so_once(monkeypatch):
+def test_gpm_metric_unsupported_leaves_that_field_none_and_says_so_once(monkeypatch: pytest.MonkeyPatch) -> None:
     dev = FakeDevice(activity=[(0, 50.0, 1e9, 1e9)], metric_ret={2: 3})
     fake, source = make(monkeypatch, dev)
     source.open()
@@ -128,11 +131,11 @@ def test_gpm_metric_unsupported_leaves_that_field_none_and_says_so_once(monkeypa
 # ---------------------------------------------------------------- counters
 
 
-def counter_device(**kw: object) -> FakeDevice:
+def counter_device(**kw: Any) -> FakeDevice:
     return FakeDevice(gpm=False, **kw)
 
 
-def test_no_gpm_falls_back_to_counters_and_says_util_counts_copies(monkeypatch):
+def test_no_gpm_falls_back_to_counters_and_says_util_counts_copies(monkeypatch: pytest.MonkeyPatch) -> None:
     fake, source = make(monkeypatch, counter_device(gen=4, activity=[(0, 0.0, 3e9, 1e9)]))
     [info] = source.open()
     assert (info.sm_source, info.pcie_source) == ("util", "counters")
@@ -148,7 +151,7 @@ def test_no_gpm_falls_back_to_counters_and_says_util_counts_copies(monkeypatch):
         assert s.pcie_lower_bound is False  # Gen4 x16: 2^32 B takes 136 ms at line rate
 
 
-def test_counter_wrap_is_unwrapped(monkeypatch):
+def test_counter_wrap_is_unwrapped(monkeypatch: pytest.MonkeyPatch) -> None:
     # Start 1 GB below 2^32 and move 10 GB/s: the counter wraps during the second interval.
     dev = counter_device(
         gen=4, activity=[(0, 0.0, 10e9, 0.0)], counter_offset=2**32 - 1_500_000_000
@@ -159,7 +162,7 @@ def test_counter_wrap_is_unwrapped(monkeypatch):
     assert rates == pytest.approx([10e9] * 3, rel=1e-6)
 
 
-def test_counter_interval_longer_than_a_wrap_at_link_rate_is_a_lower_bound(monkeypatch):
+def test_counter_interval_longer_than_a_wrap_at_link_rate_is_a_lower_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     fake, source = make(monkeypatch, counter_device(gen=4))
     source.open()
     fake.tick(source, 0)
@@ -169,13 +172,13 @@ def test_counter_interval_longer_than_a_wrap_at_link_rate_is_a_lower_bound(monke
     assert fake.tick(source, 400 * MS).gpu[0].pcie_lower_bound is False
 
 
-def test_counters_on_gen5_at_100ms_are_lower_bounds(monkeypatch):
+def test_counters_on_gen5_at_100ms_are_lower_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     fake, source = make(monkeypatch, counter_device(gen=5))
     source.open()
     assert all(s.pcie_lower_bound for s in samples(fake.run(source, 100 * MS, 3))[1:])
 
 
-def test_64bit_counters_never_need_the_lower_bound(monkeypatch):
+def test_64bit_counters_never_need_the_lower_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     fake, source = make(monkeypatch, counter_device(gen=5, counter_value_type=3))
     source.open()
     assert not any(s.pcie_lower_bound for s in samples(fake.run(source, 300 * MS, 3)))
@@ -184,7 +187,7 @@ def test_64bit_counters_never_need_the_lower_bound(monkeypatch):
 # ---------------------------------------------------------------- legacy
 
 
-def test_legacy_calls_pcie_throughput_rarely_and_once_per_tick_at_most(monkeypatch):
+def test_legacy_calls_pcie_throughput_rarely_and_once_per_tick_at_most(monkeypatch: pytest.MonkeyPatch) -> None:
     devs = [FakeDevice(gpm=False, counters=False), FakeDevice(gpm=False, counters=False)]
     fake, source = make(monkeypatch, *devs, legacy_pcie_every_s=5.0)
     infos = source.open()
@@ -205,7 +208,7 @@ def test_legacy_calls_pcie_throughput_rarely_and_once_per_tick_at_most(monkeypat
     assert sum(s.pcie_rx_bytes_per_s is None for s in samples(ticks)) == 98
 
 
-def test_use_counters_off_goes_straight_to_legacy(monkeypatch):
+def test_use_counters_off_goes_straight_to_legacy(monkeypatch: pytest.MonkeyPatch) -> None:
     fake, source = make(monkeypatch, FakeDevice(), use_gpm=False, use_counters=False)
     [info] = source.open()
     assert info.pcie_source == "legacy"
@@ -215,7 +218,8 @@ def test_use_counters_off_goes_straight_to_legacy(monkeypatch):
 
 
 @pytest.mark.parametrize("code", [3, 4, 6], ids=["not_supported", "no_permission", "not_found"])
-def test_unsupported_utilization_is_none_said_once_and_not_retried(monkeypatch, code):
+def test_unsupported_utilization_is_none_said_once_and_not_retried(
+        monkeypatch: pytest.MonkeyPatch, code: int) -> None:
     dev = FakeDevice(fail={"nvmlDeviceGetUtilizationRates": code})
     fake, source = make(monkeypatch, dev)
     source.open()
@@ -227,7 +231,7 @@ def test_unsupported_utilization_is_none_said_once_and_not_retried(monkeypatch, 
     assert dev.calls["nvmlDeviceGetUtilizationRates"] == 1
 
 
-def test_transient_error_is_a_warning_once_and_retried(monkeypatch):
+def test_transient_error_is_a_warning_once_and_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     dev = FakeDevice(fail={"nvmlDeviceGetUtilizationRates": 10})  # TIMEOUT
     fake, source = make(monkeypatch, dev)
     source.open()
@@ -240,7 +244,7 @@ def test_transient_error_is_a_warning_once_and_retried(monkeypatch):
 
 
 @pytest.mark.parametrize("code", [15, 999], ids=["gpu_is_lost", "unknown"])
-def test_lost_gpu_stops_while_the_other_goes_on(monkeypatch, code):
+def test_lost_gpu_stops_while_the_other_goes_on(monkeypatch: pytest.MonkeyPatch, code: int) -> None:
     gpu0 = FakeDevice(activity=[(0, 90.0, 1e9, 1e9)])
     gpu1 = FakeDevice(uuid="GPU-1", activity=[(0, 10.0, 1e9, 1e9)])
     fake, source = make(monkeypatch, gpu0, gpu1)
@@ -255,7 +259,7 @@ def test_lost_gpu_stops_while_the_other_goes_on(monkeypatch, code):
     assert gpu1.calls["nvmlGpmSampleGet"] == 4  # never asked again after it was lost
 
 
-def test_gpu_lost_at_open_is_reported_and_the_others_start(monkeypatch):
+def test_gpu_lost_at_open_is_reported_and_the_others_start(monkeypatch: pytest.MonkeyPatch) -> None:
     gpu1 = FakeDevice(fail={"nvmlDeviceGetHandleByIndex": 15})
     fake, source = make(monkeypatch, FakeDevice(), gpu1)
     infos = source.open()
@@ -268,7 +272,8 @@ def test_gpu_lost_at_open_is_reported_and_the_others_start(monkeypatch):
 @pytest.mark.parametrize(
     ("code", "why"), [(12, "libnvidia-ml.so.1 not found"), (9, "driver is not loaded")]
 )
-def test_no_driver_is_a_one_line_pointer_to_demo_and_replay(monkeypatch, code, why):
+def test_no_driver_is_a_one_line_pointer_to_demo_and_replay(
+        monkeypatch: pytest.MonkeyPatch, code: int, why: str) -> None:
     fake, source = make(monkeypatch)
     fake.init_error = code
     with pytest.raises(SourceUnavailable) as err:
@@ -278,13 +283,13 @@ def test_no_driver_is_a_one_line_pointer_to_demo_and_replay(monkeypatch, code, w
     assert "gapwatch demo" in message and "--source replay:FILE" in message
 
 
-def test_missing_pynvml_package_is_source_unavailable(monkeypatch):
+def test_missing_pynvml_package_is_source_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", None)
     with pytest.raises(SourceUnavailable, match="nvidia-ml-py.*gapwatch demo"):
         NvmlSource(SamplerConfig()).open()
 
 
-def test_no_gpu_and_unknown_gpu_index_are_source_unavailable(monkeypatch):
+def test_no_gpu_and_unknown_gpu_index_are_source_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = install(monkeypatch, [])
     with pytest.raises(SourceUnavailable, match="no NVIDIA GPU"):
         NvmlSource(SamplerConfig()).open()
@@ -294,13 +299,13 @@ def test_no_gpu_and_unknown_gpu_index_are_source_unavailable(monkeypatch):
     assert not fake.initialised  # shut NVML down again
 
 
-def test_gpu_selection_reads_only_the_chosen_gpus(monkeypatch):
+def test_gpu_selection_reads_only_the_chosen_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
     fake, source = make(monkeypatch, FakeDevice(), FakeDevice(), gpus=[1])
     assert [i.index for i in source.open()] == [1]
     assert {s.gpu for s in samples(fake.run(source, 100 * MS, 3), 1)} == {1}
 
 
-def test_close_frees_gpm_samples_and_shuts_nvml_down(monkeypatch):
+def test_close_frees_gpm_samples_and_shuts_nvml_down(monkeypatch: pytest.MonkeyPatch) -> None:
     fake, source = make(monkeypatch, FakeDevice(), FakeDevice())
     source.open()
     fake.run(source, 100 * MS, 2)
@@ -309,12 +314,12 @@ def test_close_frees_gpm_samples_and_shuts_nvml_down(monkeypatch):
     assert not fake.initialised
 
 
-def test_importing_the_module_does_not_import_pynvml():
+def test_importing_the_module_does_not_import_pynvml() -> None:
     code = "import sys, gapwatch.sources.nvml; assert 'pynvml' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
 
 
-def test_fake_raises_the_error_subclass_like_pynvml():
+def test_fake_raises_the_error_subclass_like_pynvml() -> None:
     from fake_pynvml import NVMLError
 
     err = NVMLError(15)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from gapwatch.core.models import LogEvent
 from gapwatch.logs.parse import LogParser
 
 ANCHOR = "2026-05-12T14:00:00.000412Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true"
 ANCHOR_S = 1778594400.000412  # 2026-05-12T14:00:00.000412Z
 
 
-def parse(parser: LogParser, line: str, wall: float = 1_800_000_000.0):
+def parse(parser: LogParser, line: str, wall: float = 1_800_000_000.0) -> list[LogEvent]:
     return parser.parse_line(line, "stderr", 123, wall)
 
 

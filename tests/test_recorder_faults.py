@@ -14,7 +14,7 @@ import pytest
 from faults import records_of
 
 from evaluation.simulate import simulate
-from gapwatch.core.models import GpuSample, LogEvent, Notice
+from gapwatch.core.models import GpuSample, LogEvent, Notice, Record
 from gapwatch.sinks import output_file, recorder
 from gapwatch.sinks.recorder import Recorder, write_recording
 from gapwatch.sources.files import read_any
@@ -44,9 +44,9 @@ class Disk:
         monkeypatch.setattr(output_file.OutputFile, "write_at", write_at)
 
 
-def _feed(rec: Recorder, records: list[object]) -> None:
+def _feed(rec: Recorder, records: list[Record]) -> None:
     for r in records:
-        rec.on_record(r)  # type: ignore[arg-type]
+        rec.on_record(r)
         rec.flush()
 
 
@@ -164,7 +164,11 @@ def test_problems_are_reported_with_no_recorder_lock_held(tmp_path: Path, disk: 
     def on_problem(n: Notice) -> None:
         # Would block forever if a recorder lock were held here.
         done = threading.Event()
-        threading.Thread(target=lambda: (holder[0].status(), done.set()), daemon=True).start()
+        def ask() -> None:
+            holder[0].status()
+            done.set()
+
+        threading.Thread(target=ask, daemon=True).start()
         assert done.wait(5), "on_problem was called under the recorder's lock"
         seen.append(n.level)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -15,9 +16,10 @@ from gapwatch.sinks.recorder import write_recording
 DATA = Path(__file__).parent / "data"
 
 
-def report_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
+def report_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
     assert main(["report", *args, "--json"]) == 0
-    return msgspec.json.decode(capsys.readouterr().out)
+    doc: dict[str, Any] = msgspec.json.decode(capsys.readouterr().out)
+    return doc
 
 
 def test_json_on_pageable_trace_has_the_documented_fields(

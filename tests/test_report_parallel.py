@@ -15,7 +15,7 @@ import pytest
 from evaluation.simulate import simulate
 from gapwatch.core.codec import gpu_line_prefix
 from gapwatch.core.config import Config
-from gapwatch.core.models import GpuSample, LogEvent
+from gapwatch.core.models import GpuSample, HostSample, LogEvent
 from gapwatch.offline.report import ReportData, build_report, to_json
 from gapwatch.offline.report_parallel import MIN_PARALLEL_BYTES, detect_parallel, plan_workers
 from gapwatch.sinks.recorder import write_recording
@@ -60,7 +60,7 @@ def test_trace_on_two_gpus_reports_the_same(tmp_path: Path) -> None:
     rec = read_trace_csv(DATA / "pageable.csv")
     records = list(rec.records)
     twice = records + [msgspec.structs.replace(r, gpu=1) for r in records if isinstance(r, GpuSample)]
-    twice.sort(key=lambda r: r.t_mono_ns)
+    twice.sort(key=lambda r: r.t_mono_ns if isinstance(r, GpuSample | HostSample) else 0)
     gpus = [rec.header.gpus[0], msgspec.structs.replace(rec.header.gpus[0], index=1)]
     path = tmp_path / "trace.jsonl"
     write_recording(path, msgspec.structs.replace(rec.header, gpus=gpus), twice)

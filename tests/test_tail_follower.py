@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,13 +15,13 @@ from gapwatch.core.models import LogEvent, Notice
 from gapwatch.logs.follow import LogFollower
 
 
-def wait_for(predicate, timeout_s: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+def wait_for(predicate: Callable[[], object], timeout_s: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if predicate():
             return True
         time.sleep(0.01)
-    return predicate()
+    return bool(predicate())
 
 
 def test_follower_delivers_events_from_two_files_and_reports_state(tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ def test_a_listener_or_the_detector_that_raises_costs_its_own_part_only() -> Non
     def broken_feed(record: Record) -> list[object]:
         raise ValueError("detector bug")
 
-    session.detector.feed = broken_feed  # type: ignore[union-attr, method-assign, assignment]
+    session.detector.feed = broken_feed  # type: ignore[union-attr, method-assign]
     for k in range(5):
         session.on_record(GpuSample(0, k * PERIOD_NS, 1_796_000_000.0 + k / 10, PERIOD_NS,
                                     50.0, 50.0, 1.0, 1.0))

@@ -15,7 +15,7 @@ from cuzk_fakes import WAITS_ON_SYNTHESIS
 
 from gapwatch.core.config import build_config
 from gapwatch.core.cuzk import timeline_epoch
-from gapwatch.core.models import GpuInfo, GpuSample, LogEvent
+from gapwatch.core.models import GpuInfo, GpuSample, LogEvent, ProverStatus
 from gapwatch.engine.runtime import build_runtime
 from gapwatch.engine.session import default_header
 from gapwatch.logs.files import parse_log_files
@@ -31,7 +31,7 @@ ANCHOR = "2026-12-01T10:00:00.000000Z  INFO cuzk_core::engine: starting cuzk eng
          "pipeline_enabled=true"
 
 
-def _status(uptime_s: float, t_wall_s: float = T_POLL, latency_ms: float = 2.0) -> object:
+def _status(uptime_s: float, t_wall_s: float = T_POLL, latency_ms: float = 2.0) -> ProverStatus:
     doc = {**WAITS_ON_SYNTHESIS, "uptime_secs": uptime_s}
     return parse_status(json.dumps(doc).encode(), "p", 1, t_wall_s, latency_ms)
 
@@ -39,7 +39,7 @@ def _status(uptime_s: float, t_wall_s: float = T_POLL, latency_ms: float = 2.0) 
 def test_poll_time_minus_uptime_is_timelines_epoch() -> None:
     st = _status(100.0)
     # Built somewhere within the request: half the latency after it was sent.
-    assert timeline_epoch(st) == T_POLL + 0.001 - 100.0  # type: ignore[arg-type]
+    assert timeline_epoch(st) == T_POLL + 0.001 - 100.0
     assert timeline_epoch(_status(0.0)) is not None
     no_uptime = parse_status(b'{"pipelines": []}', "p", 1, T_POLL, 1.0)
     assert timeline_epoch(no_uptime) is None
@@ -49,7 +49,8 @@ def test_a_status_epoch_places_timeline_lines_until_the_logs_own_anchor_is_read(
     parser = LogParser()
     (unplaced,) = parser.parse_line(LINE, "stderr", arrival_wall_s=T_POLL + 5)
     assert unplaced.time_source == "arrival"
-    epoch = timeline_epoch(_status(100.0))  # type: ignore[arg-type]
+    epoch = timeline_epoch(_status(100.0))
+    assert epoch is not None
     parser.anchor_from_status(epoch)
     (placed,) = parser.parse_line(LINE, "stderr", arrival_wall_s=T_POLL + 5)
     assert placed.time_source == "timeline" and epoch is not None
@@ -59,7 +60,8 @@ def test_a_status_epoch_places_timeline_lines_until_the_logs_own_anchor_is_read(
     parser.parse_line(ANCHOR, "stdout")
     parser.anchor_from_status(epoch)
     (logged,) = parser.parse_line(LINE, "stderr")
-    assert parser.anchor_source == "log" and logged.t_wall_s == parser.anchor_wall_s + 12.345
+    assert parser.anchor_source == "log" and parser.anchor_wall_s is not None
+    assert logged.t_wall_s == parser.anchor_wall_s + 12.345
 
 
 def test_report_log_places_an_unanchored_log_by_the_recorded_uptime(tmp_path: Path) -> None:
@@ -67,7 +69,7 @@ def test_report_log_places_an_unanchored_log_by_the_recorded_uptime(tmp_path: Pa
     header = default_header("test", gpus, 100.0)
     sample = GpuSample(0, 1_000_000_000, T_POLL, 100_000_000, 50.0, 50.0, 1.0, 1.0)
     rec = tmp_path / "r.jsonl"
-    write_recording(rec, header, [sample, _status(100.0)])  # type: ignore[list-item]
+    write_recording(rec, header, [sample, _status(100.0)])
     epoch = recorded_timeline_epoch(rec)
     assert epoch is not None and abs(epoch - (T_POLL + 0.001 - 100.0)) < 1e-6
     log = tmp_path / "stderr.log"

@@ -187,10 +187,10 @@ def test_mono_colour_is_this_apps_no_color_and_leaves_the_environment_alone(
     from textual.filter import Monochrome
 
     monkeypatch.delenv("NO_COLOR", raising=False)
-    app = GapwatchApp(FakeRuntime(make_config(tmp_path, color="mono")))  # type: ignore[arg-type]
+    app = GapwatchApp(FakeRuntime(make_config(tmp_path, color="mono")))
     assert app.no_color
     assert any(isinstance(f, Monochrome) for f in app.get_line_filters())
     assert "NO_COLOR" not in os.environ
-    plain = GapwatchApp(FakeRuntime(make_config(tmp_path)))  # type: ignore[arg-type]
+    plain = GapwatchApp(FakeRuntime(make_config(tmp_path)))
     assert not plain.no_color
     assert not any(isinstance(f, Monochrome) for f in plain.get_line_filters())

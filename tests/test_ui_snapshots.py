@@ -43,7 +43,7 @@ def pageable_app(tmp_path: Path) -> tuple[FakeRuntime, GapwatchApp]:
     fill_breakdown(rt.store)
     events = [{"warning": "unpinned", "partition": p, "name": "synthesize_partition",
                "raw": "partition synthesis complete is_pinned=false"} for p in (5, 6, 7)]
-    host = {"psi_mem_some_share_max": 0.39, "major_faults_per_s_max": 154.0,
+    host: dict[str, float | None] = {"psi_mem_some_share_max": 0.39, "major_faults_per_s_max": 154.0,
             "mem_bandwidth_bytes_per_s_max": 175e9}
     for gid, (a, b) in enumerate(STARVED_GAPS, start=1):
         g = gap(gid, 0, a - 0.1, b - 0.1)

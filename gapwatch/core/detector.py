@@ -52,7 +52,7 @@ from gapwatch.core.models import (
     Record,
     StateChange,
 )
-from gapwatch.core.readings import GPM_LIKE_SOURCES, is_stale_gpm, reading
+from gapwatch.core.readings import GPM_LIKE_SOURCES, activity_lag_ns, is_stale_gpm, reading
 from gapwatch.core.track import BUSY as _BUSY
 from gapwatch.core.track import IDLE as _IDLE
 from gapwatch.core.track import PRE as _PRE
@@ -101,7 +101,6 @@ class GapDetector:
         self._n_buckets = max(1, math.ceil(config.window_s))
         self._nodata = config.nodata_after_periods
         self._period_floor_ns = int(period_s * _NS) if period_s else 0
-        self._gpm_lag_ns = int(config.gpm_lag_ms * 1e6)
         self._ev = EvidenceBuffer(config.evidence_before_s,
                                   facts=PipelineFacts(max_parallel_synthesis))
         self._next_id = 1
@@ -188,21 +187,18 @@ class GapDetector:
         return out
 
     def feed_gpu(self, s: GpuSample) -> list[Gap | StateChange]:
-        """One GPU sample, in named steps: place it in time, read its level, test for a hole
-        (`_covered_from`), count it in the window, then the busy or idle step, then the
-        chaining state. This is
-        the hot path (~7 M calls in a 24 h report): each step is called only when it has work,
-        and a busy sample of a CHAINED GPU with no gap in the window stops after the busy
-        step."""
+        """One GPU sample, in named steps: place it in time, read its level (`_level`), test
+        for a hole (`_covered_from`), count it in the window (`_count`), then the busy or idle
+        step, then the chaining state. This is the hot path (~7 M calls in a 24 h report):
+        each step is called only when it has work, and a busy sample of a CHAINED GPU with no
+        gap in the window stops after the busy step."""
         tr = self._tracks.get(s.gpu)
         if tr is None:
-            tr = self._new_track(s.gpu)
-        lag = tr.lag_ns
-        if lag is None:
-            lag = tr.lag_ns = self._gpm_lag_ns if s.sm_source in GPM_LIKE_SOURCES else 0
+            tr = self._new_track(s.gpu, s.sm_source)
         # A GPM reading describes activity that ended about `gpm_lag_ms` before it was read:
         # place it there, so that gap edges (and the log lines tied to them) are on the GPU's
         # real timeline. The recorded sample keeps the time it was taken.
+        lag = tr.lag_ns
         t = s.t_mono_ns - lag
         last = tr.last_t
         if last is not None and t <= last:
@@ -219,27 +215,13 @@ class GapDetector:
         wall = s.t_wall_s - lag / _NS
         self._now_s = wall
         tr.samples += 1
-
-        level = reading(s.sm_active_pct)
-        threshold = self._thr_sm
-        low = False
-        if level is not None:
-            tr.has_sm = True
-            if level == 0.0 and s.sm_source in GPM_LIKE_SOURCES and \
-                    is_stale_gpm(level, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s,
-                                 s.interval_ns):
-                # No new data in this reading: the next one carries this interval. Skipping
-                # it must not open a gap (and does not move the track's clock).
-                self.counters["stale_gpm"] += 1
-                return out
-        elif not tr.has_sm:
-            # No SM activity on this GPU at all: utilization.gpu, with low confidence.
-            level = reading(s.gpu_util_pct)
-            threshold = self._thr_util
-            low = True
+        level = self._level(tr, s)
         if level is None:
             self._no_reading(tr, t, wall, out)
             return out
+        if level < 0:
+            return out  # a stale GPM reading: the next one carries its interval
+        low = not tr.has_sm
 
         offset = wall - t / _NS
         prev_offset = tr.wall_offset_s
@@ -249,21 +231,9 @@ class GapDetector:
             jump = self._clock_jump(offset - prev_offset)
         covered_from = self._covered_from(tr, s, t, last, jump, out)
         cover = t - covered_from
-        tr.last_t = t
-        # Count it in the window: its covered ns in its one-second bucket (a busy sample adds
-        # its busy ns there too) and in the run's total. Inline: it is every sample's step.
-        k = t // _NS
-        bucket = k % self._n_buckets
-        if tr.bucket_ids[bucket] != k:
-            tr.bucket_ids[bucket] = k
-            tr.bucket_busy_ns[bucket] = 0
-            tr.bucket_cover_ns[bucket] = cover
-        else:
-            tr.bucket_cover_ns[bucket] += cover
-        tr.data_ns += cover
-        tr.last_wall = wall
+        bucket = self._count(tr, t, cover, wall)
         phase = tr.phase
-        if level >= threshold:
+        if level >= (self._thr_util if low else self._thr_sm):
             self._busy_sample(tr, t, covered_from, cover, level, low, offset, bucket, out)
             tr.last_busy_s = wall
             if not tr.window_gaps and tr.state == "CHAINED":
@@ -280,6 +250,42 @@ class GapDetector:
         return out
 
     # -- the steps of one GPU sample ------------------------------------------------------------
+
+    def _level(self, tr: Track, s: GpuSample) -> float | None:
+        """The sample's level: SM activity, or utilization.gpu on a GPU that never gave one
+        (`tr.has_sm` False: low confidence, judged against `idle_util_pct`). None: no reading;
+        -1.0: a stale GPM reading, to be skipped (counted)."""
+        level = s.sm_active_pct
+        # Inline `readings.reading`: None, NaN (`>= 0` fails) and negatives are no readings.
+        if level is not None and level >= 0:
+            tr.has_sm = True
+            if level == 0.0 and s.sm_source in GPM_LIKE_SOURCES and \
+                    is_stale_gpm(level, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s,
+                                 s.interval_ns):
+                # No new data in this reading: the next one carries this interval. Skipping
+                # it must not open a gap (and does not move the track's clock).
+                self.counters["stale_gpm"] += 1
+                return -1.0
+            return level
+        if tr.has_sm:
+            return None
+        return reading(s.gpu_util_pct)
+
+    def _count(self, tr: Track, t: int, cover: int, wall: float) -> int:
+        """Count the sample in the window: its covered ns in its one-second bucket (returned;
+        a busy sample adds its busy ns there too) and in the run's total."""
+        tr.last_t = t
+        k = t // _NS
+        bucket = k % self._n_buckets
+        if tr.bucket_ids[bucket] != k:
+            tr.bucket_ids[bucket] = k
+            tr.bucket_busy_ns[bucket] = 0
+            tr.bucket_cover_ns[bucket] = cover
+        else:
+            tr.bucket_cover_ns[bucket] += cover
+        tr.data_ns += cover
+        tr.last_wall = wall
+        return bucket
 
     def _no_reading(self, tr: Track, t: int, wall: float, out: list[Gap | StateChange]) -> None:
         """No usable reading (a GPU with SM activity missed one, or nothing at all): no data,
@@ -307,14 +313,14 @@ class GapDetector:
             return
         self._next_silence_check_ns = now_ns + SILENCE_CHECK_NS
         if feeding is not None and feeding.last_t is not None and (
-            now_ns - (feeding.last_t + (feeding.lag_ns or 0)) > self._nodata * feeding.expected_ns
+            now_ns - (feeding.last_t + feeding.lag_ns) > self._nodata * feeding.expected_ns
         ):
             return  # this GPU was silent too: a hole in all the data, each GPU sees its own
         for tr in self._tracks.values():
             last = tr.last_t
             if tr is feeding or last is None or tr.state == "NO_DATA":
                 continue
-            silent_ns = now_ns - (last + (tr.lag_ns or 0))
+            silent_ns = now_ns - (last + tr.lag_ns)
             if silent_ns > self._nodata * tr.expected_ns:
                 self.counters["silent"] += 1
                 self._end_segment(tr, out)
@@ -446,7 +452,7 @@ class GapDetector:
         self._pending = []
         # The end of the data: the latest sample of any input (GPU samples only move the data
         # time at silence checks, to keep their path short).
-        ends = [tr.last_t + (tr.lag_ns or 0) for tr in self._tracks.values()
+        ends = [tr.last_t + tr.lag_ns for tr in self._tracks.values()
                 if tr.last_t is not None]
         if self._data_ns is not None:
             ends.append(self._data_ns)
@@ -570,7 +576,7 @@ class GapDetector:
         duration_s = ((end_ns if end_ns is not None else now_ns) - tr.idle_start_ns) / _NS
         confidence: Confidence = "low" if tr.idle_low_confidence else "high"
         acc = tr.evidence
-        host = acc.host_dict() if acc is not None else {}
+        host = self._ev.host_dict(acc) if acc is not None else {}
         # No events (every gap of a recording without logs): skip event_dicts' sorting.
         events = acc.event_dicts() if acc is not None and acc.events else []
         g_end_s = end_s if end_s is not None else tr.idle_start_s + duration_s
@@ -640,64 +646,83 @@ class GapDetector:
     def _update_state(
         self, tr: Track, t: int, wall: float, idle: bool, out: list[Gap | StateChange]
     ) -> None:
+        """The chaining state as of sample time `t`, in named steps: slide the window, then
+        the BREAKDOWN rules, then the calmer states. Each step also moves `tr.recheck_ns`, the
+        data time at which the window alone may change the state."""
+        lo = self._slide_window(tr, t)
+        why = self._breakdown(tr, t, lo)
+        if why is not None:
+            self._set_state(tr, "BREAKDOWN", t, wall, out, why)
+            return
+        state, why = self._calm_state(tr, t, idle)
+        self._set_state(tr, state, t, wall, out, why)
+
+    def _slide_window(self, tr: Track, t: int) -> int:
+        """Drop the gaps that ended before the window (which starts at the returned time) and
+        set the next recheck: the oldest gap starts sliding out, or an idle stretch grows as
+        long as the window."""
         lo = t - self._window_ns
         window = tr.window_gaps
         while window and window[0][0] < lo:
             if window.popleft()[2] == "pcie_starved":
                 tr.window_starved -= 1
-        # Next time the window alone can matter: the oldest gap starts sliding out, or an
-        # idle stretch grows as long as the window.
         recheck = window[0][0] + self._window_ns + 1 if window else _NEVER
         if tr.phase == _IDLE and tr.idle_start_ns + self._window_ns < recheck:
             recheck = tr.idle_start_ns + self._window_ns
         tr.recheck_ns = recheck
+        return lo
+
+    def _breakdown(self, tr: Track, t: int, lo: int) -> str | None:
+        """Why the GPU is in BREAKDOWN at `t` (window from `lo`), or None: enough pcie_starved
+        gaps in the window (the open one counts), or enough of the window idle in them."""
         open_starved = tr.gap_id is not None and tr.kind == "pcie_starved"
         n = tr.window_starved + (1 if open_starved else 0)
+        if not n:
+            return None
         cfg = self.config
-        if n:
-            if n >= cfg.breakdown_min_starved_gaps:
-                why = breakdown_entry_words(n, None, cfg)
-                self._set_state(tr, "BREAKDOWN", t, wall, out, why)
-                return
-            # The idle-fraction rule is in play: it changes as soon as the oldest gap starts
-            # sliding out of the window.
-            if window and window[0][1] + self._window_ns < tr.recheck_ns:
-                tr.recheck_ns = window[0][1] + self._window_ns
-            starved_ns = 0
-            for end, start, kind in window:
-                if kind == "pcie_starved":
-                    starved_ns += end - (start if start > lo else lo)
-            if open_starved:
-                starved_ns += t - (tr.idle_start_ns if tr.idle_start_ns > lo else lo)
-            threshold_ns = cfg.breakdown_idle_frac * self._window_ns
-            if open_starved and t + threshold_ns - starved_ns < tr.recheck_ns:
-                # The open gap meets the idle rule at this data time, if it lasts.
-                tr.recheck_ns = int(t + threshold_ns - starved_ns)
-            if starved_ns >= threshold_ns:
-                why = breakdown_entry_words(n, starved_ns / _NS, cfg)
-                self._set_state(tr, "BREAKDOWN", t, wall, out, why)
-                return
-        has_gaps = bool(window) or tr.gap_id is not None
+        if n >= cfg.breakdown_min_starved_gaps:
+            return breakdown_entry_words(n, None, cfg)
+        # The idle-fraction rule is in play: it changes as soon as the oldest gap starts
+        # sliding out of the window.
+        window = tr.window_gaps
+        if window and window[0][1] + self._window_ns < tr.recheck_ns:
+            tr.recheck_ns = window[0][1] + self._window_ns
+        starved_ns = 0
+        for end, start, kind in window:
+            if kind == "pcie_starved":
+                starved_ns += end - (start if start > lo else lo)
+        if open_starved:
+            starved_ns += t - (tr.idle_start_ns if tr.idle_start_ns > lo else lo)
+        threshold_ns = cfg.breakdown_idle_frac * self._window_ns
+        if open_starved and t + threshold_ns - starved_ns < tr.recheck_ns:
+            # The open gap meets the idle rule at this data time, if it lasts.
+            tr.recheck_ns = int(t + threshold_ns - starved_ns)
+        if starved_ns >= threshold_ns:
+            return breakdown_entry_words(n, starved_ns / _NS, cfg)
+        return None
+
+    def _calm_state(self, tr: Track, t: int, idle: bool) -> tuple[ChainState, str]:
+        """The state of a GPU not in BREAKDOWN, and why: IDLE, GAPS or CHAINED."""
+        cfg = self.config
         if idle and tr.phase == _PRE:
             # Idle with no busy period since the data (re)started: not gaps, just idle.
-            self._set_state(tr, "IDLE", t, wall, out, "idle, no busy period since the data started")
-        elif (
+            return "IDLE", "idle, no busy period since the data started"
+        if (
             # A gap candidate younger than the window has busy time in it by construction.
             idle
             and t - tr.idle_start_ns >= self._window_ns
             and self._window_busy(tr, t)[0] == 0
         ):
-            why = f"no busy sample in the last {cfg.window_s:g} s"
-            self._set_state(tr, "IDLE", t, wall, out, why)
-        elif has_gaps:
+            return "IDLE", f"no busy sample in the last {cfg.window_s:g} s"
+        window = tr.window_gaps
+        if window or tr.gap_id is not None:
             kinds: dict[str, int] = {}
             for _, _, kind in window:
                 kinds[kind] = kinds.get(kind, 0) + 1
             if tr.gap_id is not None:
                 kinds[tr.kind] = kinds.get(tr.kind, 0) + 1
-            self._set_state(tr, "GAPS", t, wall, out, gaps_reason(kinds, cfg))
-        else:
-            self._set_state(tr, "CHAINED", t, wall, out, "busy, no gaps in the window")
+            return "GAPS", gaps_reason(kinds, cfg)
+        return "CHAINED", "busy, no gaps in the window"
 
     def window_now(self, gpu: int) -> WindowNow | None:
         """The chaining window of `gpu` as of its latest sample: gaps in it by kind, the starved
@@ -772,7 +797,9 @@ class GapDetector:
             return median_spacing_ns
         return min(max(median_spacing_ns, floor), 4 * floor)
 
-    def _new_track(self, gpu: int) -> Track:
+    def _new_track(self, gpu: int, sm_source: str | None) -> Track:
+        """The track of a GPU's first sample; its GPM lag is set by that sample's source, once,
+        so that every sample of a track is shifted alike (ordering is preserved)."""
         info = self._infos.get(gpu)
         link = self.config.link_or_default(info.link_bytes_per_s if info is not None else None)
         has_sm = info is not None and info.sm_source in ("gpm", "sim", "trace")
@@ -781,6 +808,7 @@ class GapDetector:
         tr.starved_below = self.config.starved_below_link_frac * tr.link
         tr.expected_ns = max(DEFAULT_PERIOD_NS if not self._period_floor_ns else 0,
                              self._period_floor_ns)
+        tr.lag_ns = activity_lag_ns(sm_source, self.config)
         self._tracks[gpu] = tr
         return tr
 

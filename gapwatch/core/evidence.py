@@ -19,7 +19,9 @@ the detector re-publishes that gap (same `gap_id`) with the richer evidence.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from msgspec.structs import replace
@@ -43,7 +45,6 @@ from gapwatch.core.prover import (
     snapshot_evidence,
     with_log_cause,
 )
-from gapwatch.core.readings import reading
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
@@ -78,13 +79,6 @@ def _slim(ev: LogEvent) -> LogEvent:
     return replace(ev, raw=ev.raw[:RAW_CHARS], name=cut_text(ev.name, TEXT_CHARS), fields={})
 
 
-def _max(a: float | None, b: float | int | None) -> float | None:
-    b2 = reading(b)
-    if b2 is None:
-        return a
-    return b2 if a is None or b2 > a else a
-
-
 @dataclass(frozen=True, slots=True)
 class ProverView:
     """A gap's prover cause and what decided it (`GapEvidence.prover_view`)."""
@@ -111,6 +105,7 @@ class GapEvidence:
         "psi_some_avg10",
         "major_faults_per_s",
         "mem_bandwidth_bytes_per_s",
+        "host_next",
         "events",
         "copies",
         "dirty",
@@ -134,6 +129,9 @@ class GapEvidence:
         self.psi_some_avg10: float | None = None
         self.major_faults_per_s: float | None = None
         self.mem_bandwidth_bytes_per_s: float | None = None
+        #: Sequence number of the first host sample not yet taken into the maxima above (see
+        #: `EvidenceBuffer.host_dict`).
+        self.host_next = 0
         self.events: list[LogEvent] = []
         self.copies: list[CopyRecord] = []
         self.dirty = False
@@ -150,14 +148,33 @@ class GapEvidence:
         self.provers: deque[tuple[ProverStatus, str | None, Capacity | None]] = deque(
             maxlen=MAX_PROVER_PUBLISHED * 2)
 
-    def add_host(self, h: HostSample) -> None:
-        self.mem_used_pct = _max(self.mem_used_pct, h.mem_used_pct)
-        self.psi_some_share = _max(self.psi_some_share, h.psi_mem_some_share)
-        self.psi_some_avg10 = _max(self.psi_some_avg10, h.psi_mem_some_avg10)
-        self.major_faults_per_s = _max(self.major_faults_per_s, h.major_faults_per_s)
-        self.mem_bandwidth_bytes_per_s = _max(
-            self.mem_bandwidth_bytes_per_s, h.mem_bandwidth_bytes_per_s
-        )
+    def take_host(self, samples: Iterable[HostSample]) -> None:
+        """Take these host samples (those from the gap's start on) into the maxima. A value
+        that is not a reading (None, NaN, negative: `readings.reading`) is passed over."""
+        from_s = self.from_s
+        mem, share, avg10 = self.mem_used_pct, self.psi_some_share, self.psi_some_avg10
+        faults, bandwidth = self.major_faults_per_s, self.mem_bandwidth_bytes_per_s
+        # Inline: a 24 h report takes ~10 M samples into ~300 k gaps (`v >= 0` fails for NaN).
+        for h in samples:
+            if h.t_wall_s < from_s:
+                continue
+            v = h.mem_used_pct
+            if v is not None and v >= 0 and (mem is None or v > mem):
+                mem = v
+            v = h.psi_mem_some_share
+            if v is not None and v >= 0 and (share is None or v > share):
+                share = v
+            v = h.psi_mem_some_avg10
+            if v is not None and v >= 0 and (avg10 is None or v > avg10):
+                avg10 = v
+            v = h.major_faults_per_s
+            if v is not None and v >= 0 and (faults is None or v > faults):
+                faults = v
+            v = h.mem_bandwidth_bytes_per_s
+            if v is not None and v >= 0 and (bandwidth is None or v > bandwidth):
+                bandwidth = v
+        self.mem_used_pct, self.psi_some_share, self.psi_some_avg10 = mem, share, avg10
+        self.major_faults_per_s, self.mem_bandwidth_bytes_per_s = faults, bandwidth
 
     def add_event(self, ev: LogEvent) -> None:
         events = self.events
@@ -228,7 +245,8 @@ class GapEvidence:
             evidence = evidence + self.facts.pool_evidence()
         return ProverView(cause, during, states, evidence, detail, from_log)
 
-    def host_dict(self) -> dict[str, float | None]:
+    def host_maxima(self) -> dict[str, float | None]:
+        """The maxima taken so far (`EvidenceBuffer.host_dict` takes the new samples first)."""
         return {
             "mem_used_pct_max": self.mem_used_pct,
             "psi_mem_some_share_max": self.psi_some_share,
@@ -274,6 +292,10 @@ class EvidenceBuffer:
         self.facts = facts if facts is not None else PipelineFacts()
         self.late_s = late_s
         self._host: deque[HostSample] = deque(maxlen=host_maxlen)
+        #: How many host samples were ever added: the next one's sequence number. Host samples
+        #: reach a gap's maxima when a version of it is published (`host_dict`), once each,
+        #: not one call per open gap per sample.
+        self._host_seq = 0
         self._log: deque[LogEvent] = deque(maxlen=log_maxlen)
         self._prover: deque[ProverStatus] = deque(maxlen=256)
         #: Accumulators of open gaps, and of closed ones still accepting late events.
@@ -298,11 +320,27 @@ class EvidenceBuffer:
         return ev.gpu is None or ev.gpu == gpu
 
     def add_host(self, h: HostSample) -> None:
-        self._host.append(h)
-        t = h.t_wall_s
-        for acc in self._open:
-            if t >= acc.from_s:
-                acc.add_host(h)
+        host = self._host
+        if len(host) == host.maxlen and self._open:
+            # The oldest sample is about to go: gaps open that long take what they still lack.
+            oldest = self._host_seq - len(host)
+            for acc in self._open:
+                if acc.host_next <= oldest:
+                    self._take_host(acc)
+        host.append(h)
+        self._host_seq += 1
+
+    def _take_host(self, acc: GapEvidence) -> None:
+        n = self._host_seq - max(acc.host_next, self._host_seq - len(self._host))
+        if n > 0:
+            acc.take_host(islice(reversed(self._host), n))
+        acc.host_next = self._host_seq
+
+    def host_dict(self, acc: GapEvidence) -> dict[str, float | None]:
+        """A gap's host evidence as of now: the maxima of the host samples from its start
+        that arrived while it was open (`acc` must be open, or just closing)."""
+        self._take_host(acc)
+        return acc.host_maxima()
 
     def add_log(self, ev: LogEvent) -> bool:
         """Keep `ev`; return True when it reached a closed gap (which must be re-published)."""
@@ -420,10 +458,13 @@ class EvidenceBuffer:
     def open_gap(self, gpu: int, start_s: float) -> GapEvidence:
         """A gap just opened: gather what the buffers already hold since its start."""
         acc = GapEvidence(gpu, start_s, self.facts)
+        # The host samples it takes start after the newest one from before its start.
+        back = 0
         for h in reversed(self._host):
             if h.t_wall_s < start_s:
                 break
-            acc.add_host(h)
+            back += 1
+        acc.host_next = self._host_seq - back
         lo = start_s - self.before_s
         picked = []
         # Newest first, but log events arrive only roughly in time order (stdout and stderr are

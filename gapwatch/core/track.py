@@ -49,7 +49,7 @@ class Track:
         self.has_sm = has_sm
         #: How far this GPU's SM/PCIe readings trail the moment they are read (GPM), set once
         #: per GPU so that every sample of a track is shifted alike (ordering is preserved).
-        self.lag_ns: int | None = None
+        self.lag_ns = 0
         self.last_t: int | None = None
         # Sample spacing: the expected one (robust median of recent spacings), for hole tests.
         self.expected_ns = DEFAULT_PERIOD_NS

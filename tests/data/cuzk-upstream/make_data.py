@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -179,8 +180,8 @@ def target_of(path: str) -> str:
     return crate if mod in ("main", "lib") else f"{crate}::{mod}"
 
 
-def rust_lines(root: Path) -> list[dict[str, str]]:
-    out = []
+def rust_lines(root: Path) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
     for d in RUST_DIRS:
         for f in sorted((root / d).rglob("*.rs")):
             rel = str(f.relative_to(root))
@@ -225,10 +226,10 @@ def rust_lines(root: Path) -> list[dict[str, str]]:
 _TIMELINE = re.compile(r'timeline_event\(\s*"(?P<event>[A-Z_]+)"\s*,(?P<rest>.*?)\);', re.S)
 
 
-def timeline_lines(root: Path, first_ms: int) -> list[dict[str, str]]:
+def timeline_lines(root: Path, first_ms: int) -> list[dict[str, object]]:
     rel = "extern/cuzk/cuzk-core/src/engine.rs"
     text = (root / rel).read_text()
-    out = []
+    out: list[dict[str, object]] = []
     for m in _TIMELINE.finditer(text):
         line_no = text.count("\n", 0, m.start()) + 1
         rest = m.group("rest")
@@ -258,8 +259,8 @@ def timeline_lines(root: Path, first_ms: int) -> list[dict[str, str]]:
 _FPRINTF = re.compile(r'fprintf\(\s*stderr\s*,\s*((?:"(?:[^"\\]|\\.)*"\s*)+)', re.S)
 
 
-def cuda_lines(root: Path) -> list[dict[str, str]]:
-    out = []
+def cuda_lines(root: Path) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
     for f in sorted((root / CUDA_DIR).glob("*.cu")):
         rel = str(f.relative_to(root))
         text = f.read_text()
@@ -269,8 +270,11 @@ def cuda_lines(root: Path) -> list[dict[str, str]]:
                 continue
             line_no = text.count("\n", 0, m.start()) + 1
             numbers = iter(range(100, 1100))
-            line = re.sub(r"%(?:zu|lld|ld|d|u)", lambda _m, it=numbers: str(next(it)),
-                          fmt.replace("\\n", ""))
+
+            def number(_m: re.Match[str], it: Iterator[int] = numbers) -> str:
+                return str(next(it))
+
+            line = re.sub(r"%(?:zu|lld|ld|d|u)", number, fmt.replace("\\n", ""))
             kind = "cuzk_ntt_h" if line.startswith("CUZK_NTT_H") else "cuzk_timing"
             if kind == "cuzk_ntt_h":
                 name = "CUZK_NTT_H"
@@ -385,7 +389,7 @@ def main(argv: list[str]) -> int:
     lines = rust_lines(root)
     lines += timeline_lines(root, 812345)
     lines += cuda_lines(root)
-    (HERE / "cuzk.log").write_text("".join(e["line"] + "\n" for e in lines))
+    (HERE / "cuzk.log").write_text("".join(f"{e['line']}\n" for e in lines))
     (HERE / "expected.json").write_text(json.dumps(
         {"commit": COMMIT, "lines": lines}, indent=1) + "\n")
     for name, doc in bodies().items():

@@ -74,10 +74,16 @@ def _toolkit_roots() -> list[Path]:
 
 
 def _wheel_roots() -> list[Path]:
-    """`nvidia/cu13` folders of installed NVIDIA wheels, in sys.path order."""
+    """`nvidia/cu13` folders of installed NVIDIA wheels, in sys.path order: only in the folders
+    packages are installed to (site-packages, dist-packages), never the current folder or a
+    script's (sys.path's "" or first entry): headers planted in `./nvidia/cu13/include` used to
+    be compiled into the library that goes into the prover."""
     out: list[Path] = []
     for entry in sys.path:
-        p = Path(entry or ".") / "nvidia" / f"cu{CUDA_MAJOR}"
+        if not entry or not os.path.isabs(entry) or \
+                Path(entry).name not in ("site-packages", "dist-packages"):
+            continue
+        p = Path(entry) / "nvidia" / f"cu{CUDA_MAJOR}"
         if p.is_dir() and p not in out:
             out.append(p)
     return out

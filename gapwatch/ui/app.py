@@ -51,6 +51,11 @@ from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
 #: Seconds between repaints of the numbers: header figures, open gaps' durations, host panel,
 #: log pane (see `_push`).
 SLOW_PANEL_EVERY_S = 1.0
+#: Rows of the footer, and the least rows of the detail chart and of the gap table with the log
+#: (gapwatch.tcss: `#footer`, `#detail`, `#lower`).
+FOOTER_LINES = 2
+DETAIL_MIN_LINES = 7
+LOWER_MIN_LINES = 6
 
 class DashboardRuntime(Protocol):
     """What the dashboard needs from a runtime (`gapwatch.engine.runtime.Runtime` has it)."""
@@ -356,7 +361,22 @@ class GapwatchApp(App[int]):
         detail = self.query_one(DetailChart)
         detail.display = not detail.display
         self.query_one(Overview).display = not detail.display
+        self.query_one(GpuHeader).detail_lines = self._detail_header_lines() \
+            if detail.display else None
         self._repush()
+
+    def _detail_header_lines(self) -> int:
+        """Lines the header may take in the detail view: what is left once the footer, the
+        lines shown under the chart, the detail chart's and the gap table's least rows are
+        counted (the verdict gets more room there, never at the gap table's cost)."""
+        used = FOOTER_LINES + DETAIL_MIN_LINES + LOWER_MIN_LINES
+        for widget in (self.query_one(HostPanel), self.query_one(PipelineLine),
+                       self.query_one(CopyLine)):
+            if widget.display:
+                used += widget.outer_size.height
+        if self.screen.has_class("-wide"):
+            used += 3  # the rules above the chart, the host line and the lower panels
+        return self.size.height - used
 
     def action_help(self) -> None:
         snap = self.runtime.store.snapshot()

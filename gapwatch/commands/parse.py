@@ -28,7 +28,7 @@ from gapwatch.core.config import Config
 from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.engine.console import say
 from gapwatch.logs.parse import LogParser
-from gapwatch.logs.parse.partitions import RunTimeline, derive_timeline
+from gapwatch.logs.parse.partitions import RunTimeline, derive_timeline, timeline_event
 from gapwatch.logs.tail import LineSplitter
 
 _CHUNK = 1 << 16
@@ -166,7 +166,8 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
         for line in lines:
             events = parser.parse_line(line, path, time.monotonic_ns(), time.time())
             if args.timeline:
-                collected.extend(events)
+                # Only what the timeline reads (a million-line log must not stay in memory).
+                collected.extend(k for k in map(timeline_event, events) if k is not None)
                 continue
             for e in events:
                 if args.unparsed and e.kind != "unparsed":
@@ -191,7 +192,9 @@ def _recorded(path: str, collected: list[LogEvent], statuses: list[ProverStatus]
         return False
     for r in rec.records:
         if isinstance(r, LogEvent):
-            collected.append(r)
+            kept = timeline_event(r)
+            if kept is not None:
+                collected.append(kept)
         elif isinstance(r, ProverStatus):
             statuses.append(r)
     return True

@@ -109,3 +109,18 @@ def test_the_dashboard_without_a_terminal_refuses_and_names_the_headless_way(
     assert done.returncode == 2
     assert "standard error is not one" in text and "headless" in text
     assert "\x1b[" not in text  # not one screen update written
+
+
+def test_a_compiler_asked_for_that_is_not_there_is_an_error_not_a_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`copytrace build --cc nosuchcc` built with `cc` and exited 0; a flag the command cannot
+    honour is an error (and so is a `$CC` that is not there)."""
+    out = tmp_path / "out"
+    assert main(["copytrace", "build", "--cc", "nosuchcc-gapwatch", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gapwatch copytrace: --cc nosuchcc-gapwatch: not found on PATH")
+    monkeypatch.setenv("CC", "nosuchcc-either")
+    assert main(["copytrace", "build", "--out", str(out)]) == 2
+    assert "$CC nosuchcc-either: not found on PATH" in capsys.readouterr().err
+    assert not out.exists() or not any(out.iterdir())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +86,16 @@ def test_a_headless_replay_runs_as_fast_as_it_can_unless_a_speed_is_given(
 
 def replay_cmd_args(headless: bool, speed: float | None) -> argparse.Namespace:
     return argparse.Namespace(headless=headless, speed=speed)
+
+
+def test_records_live_lines_read_as_words_not_python_reprs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """They printed `busy=0.04000653772581903` and `final states: {0: 'BREAKDOWN'}`."""
+    assert main(["record", "--source", "sim:pageable", "--speed", "0", "--duration", "40",
+                 "--out", str(tmp_path / "r.jsonl")]) == 0
+    err = capsys.readouterr().err
+    states = [line for line in err.splitlines() if line.startswith("state GPU0 ")]
+    assert "state GPU0 BREAKDOWN (busy " in "\n".join(states)
+    assert all(re.fullmatch(r"state GPU0 \w+ \(busy (\d+%|n/a)\): .+", line) for line in states)
+    assert "final states: GPU0 BREAKDOWN;" in err and "{0:" not in err and "busy=" not in err

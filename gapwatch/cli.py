@@ -20,6 +20,7 @@ from gapwatch import __version__
 from gapwatch.commands import argtypes
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS
 from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
+from gapwatch.engine.console import say
 from gapwatch.engine.memory import return_large_allocations
 
 COMMANDS = {
@@ -209,19 +210,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     arglist = sys.argv[1:] if argv is None else list(argv)
     if not arglist:
         # argparse alone would only say "the following arguments are required: COMMAND".
-        print(short_usage(), file=sys.stderr)
+        say(short_usage())
         return 2
     parser = build_parser()
     args = parse_command_line(parser, arglist)
     problem = check_flags_fit_source(args)
     if problem is not None:
-        print(f"gapwatch {args.command}: {problem}", file=sys.stderr)
+        say(f"gapwatch {args.command}: {problem}")
         return 2
     return_large_allocations()  # huge log lines must not grow the heap for good
     try:
         config = resolve_config(args)
     except ConfigError as exc:
-        print(f"gapwatch: {exc}", file=sys.stderr)
+        say(f"gapwatch: {exc}")
         return 2
     module = importlib.import_module(f"gapwatch.commands.{args.command}")
     try:

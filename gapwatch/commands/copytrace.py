@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from gapwatch.copytrace.build import BuildError, build, install_instructions
 from gapwatch.copytrace.socket_path import default_socket_path, make_private_folder
 from gapwatch.core.config import Config
+from gapwatch.engine.console import say
 
 
 def add_copytrace_flag(p: argparse.ArgumentParser) -> None:
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     try:
         result = build(args.out, cuda_include=args.cuda_include, cc=args.cc)
     except BuildError as exc:
-        print(f"gapwatch copytrace: {exc}", file=sys.stderr)
+        say(f"gapwatch copytrace: {exc}")
         return 2
     socket_path = config.copytrace.socket or default_socket_path()
     if not config.copytrace.socket:
@@ -51,9 +51,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
         folder = os.path.dirname(socket_path)
         why = make_private_folder(folder)
         if why is not None:
-            print(f"gapwatch copytrace: the default socket's folder {folder} {why}: neither "
-                  "gapwatch nor the library will use it; remove it, or give a path in a folder "
-                  "of yours ([copytrace] socket)", file=sys.stderr)
+            say(f"gapwatch copytrace: the default socket's folder {folder} {why}: neither "
+                "gapwatch nor the library will use it; remove it, or give a path in a folder "
+                "of yours ([copytrace] socket)")
             return 2
     print(f"built {result.library}")
     print(f"  headers: {', '.join(result.include_dirs)}; compiler: {result.compiler}")

@@ -10,7 +10,6 @@ pane shows what it would show for cuzk. `--source sim:SCENARIO` picks another sc
 from __future__ import annotations
 
 import argparse
-import sys
 
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
@@ -28,13 +27,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, config: Config) -> int:
     source = args.source or f"sim:{config.sim.scenario}"
     if not source.startswith("sim"):
-        print("gapwatch demo: --source must be sim or sim:SCENARIO (use `watch` or `replay` "
-              "for other sources)", file=sys.stderr)
+        say("gapwatch demo: --source must be sim or sim:SCENARIO (use `watch` or `replay` "
+            "for other sources)")
         return 2
     speed = 1.0 if args.speed is None else args.speed
     if speed == 0:
         # As fast as possible would be over before the first redraw.
-        print("gapwatch demo: --speed 0 is for `record`; use e.g. --speed 4", file=sys.stderr)
+        say("gapwatch demo: --speed 0 is for `record`; use e.g. --speed 4")
         return 2
     try:
         require_terminal("demo")

@@ -27,8 +27,9 @@ from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config
 from gapwatch.core.models import LogEvent, ProverStatus
+from gapwatch.engine.console import say
 from gapwatch.logs.parse import LogParser
-from gapwatch.logs.parse.partitions import RunTimeline, derive_timeline
+from gapwatch.logs.parse.partitions import RunTimeline, derive_timeline, timeline_event
 from gapwatch.logs.tail import LineSplitter
 
 _CHUNK = 1 << 16
@@ -163,7 +164,7 @@ def format_timeline(run: RunTimeline) -> str:
     for p in run.partitions:
         pinned = "no" if p.unpinned else ("yes" if p.source != "status" else "-")
         rows.append(
-            f"{(p.job_id or '-')[:22]:<22} {ms(p.partition):>4} {ms(p.worker):>6} "
+            f"{fmt.visible(p.job_id or '-')[:22]:<22} {ms(p.partition):>4} {ms(p.worker):>6} "
             f"{ms(p.synth_ms):>8} {ms(p.timeline_gpu_ms):>7} {ms(p.mutex_held_ms):>7} "
             f"{ms(p.mutex_wait_ms):>7} {ms(p.h2d_in_ntt_ms):>10} {pinned:>6} {p.source}"
         )
@@ -177,7 +178,9 @@ def format_timeline(run: RunTimeline) -> str:
     long_gaps = [b - a for a, b in run.idle_gaps if b - a >= 0.1]
     rows.append(f"idle gaps between lock regions >= 100 ms: {len(long_gaps)}"
                 + (f" (longest {max(long_gaps):.3f} s)" if long_gaps else ""))
-    return "\n".join(rows)
+    # Every cell is the log's text or a number: shown, never obeyed (a job id held OSC
+    # sequences: a window title, an OSC 52 clipboard write).
+    return "\n".join(map(fmt.visible, rows))
 
 
 def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
@@ -186,7 +189,7 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
     part-way (message on stderr), else 0."""
     problem = _unopenable(path)
     if problem is not None:
-        print(f"gapwatch parse: {path}: {problem}", file=sys.stderr)
+        say(f"gapwatch parse: {path}: {problem}")
         return 2
     binary = _binary(path)
     if binary is not None:
@@ -199,7 +202,8 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
         for line in lines:
             events = parser.parse_line(line, path, time.monotonic_ns(), time.time())
             if args.timeline:
-                collected.extend(events)
+                # Only what the timeline reads (a million-line log must not stay in memory).
+                collected.extend(k for k in map(timeline_event, events) if k is not None)
                 continue
             for e in events:
                 if args.unparsed and e.kind != "unparsed":
@@ -208,7 +212,7 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
     except BrokenPipeError:
         raise
     except OSError as exc:
-        print(f"gapwatch parse: {path}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+        say(f"gapwatch parse: {path}: cannot read: {exc.strerror or exc}")
         return 1
     return 0
 
@@ -220,11 +224,13 @@ def _recorded(path: str, collected: list[LogEvent], statuses: list[ProverStatus]
     try:
         rec = read_recording(path)
     except RecordingError as exc:
-        print(f"gapwatch parse: {exc}", file=sys.stderr)
+        say(f"gapwatch parse: {exc}")
         return False
     for r in rec.records:
         if isinstance(r, LogEvent):
-            collected.append(r)
+            kept = timeline_event(r)
+            if kept is not None:
+                collected.append(kept)
         elif isinstance(r, ProverStatus):
             statuses.append(r)
     return True
@@ -234,10 +240,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
     paths = list(args.logs) + [p for p in args.log if p not in args.logs]
     recording = getattr(args, "recording", None)
     if recording and not args.timeline:
-        print("gapwatch parse: --recording goes with --timeline", file=sys.stderr)
+        say("gapwatch parse: --recording goes with --timeline")
         return 2
     if not paths and not recording:
-        print("gapwatch parse: give at least one LOG file ('-' = stdin)", file=sys.stderr)
+        say("gapwatch parse: give at least one LOG file ('-' = stdin)")
         return 2
     parser = LogParser(config.logs)
     parser.anchor_wall_s = _first_anchor(paths, config)
@@ -260,7 +266,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         out.write(format_timeline(derive_timeline(collected, statuses)) + "\n")
     c = parser.counters
     kinds = ", ".join(f"{k[5:]} {v}" for k, v in sorted(c.items()) if k.startswith("kind:"))
-    print(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "
-          f"{c['unparsed']} unparsed, {c['blank']} blank, {cut} cut at "
-          f"{config.logs.max_line_bytes} bytes", file=sys.stderr)
+    say(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "
+        f"{c['unparsed']} unparsed, {c['blank']} blank, {cut} cut at "
+        f"{config.logs.max_line_bytes} bytes")
     return status

@@ -99,6 +99,32 @@ def _open_bytes(path: Path) -> IO[bytes]:
     return raw
 
 
+#: Compressed bytes read to learn a gzip recording's compression ratio (`json_bytes`).
+RATIO_SAMPLE_BYTES = 1 << 20
+
+
+def json_bytes(path: str | Path) -> int:
+    """About how many bytes of JSON the recording at `path` holds: its size, or for a gzip file
+    its size times the compression ratio of its first MiB (the recorder compresses every member
+    alike; a file that small is inflated whole, exactly). Raises OSError."""
+    p = Path(path)
+    size = p.stat().st_size
+    with open(p, "rb") as f:
+        head = f.read(RATIO_SAMPLE_BYTES)
+    if head[:2] != b"\x1f\x8b" or not head:
+        return size
+    inflated, data = 0, head
+    try:
+        while data:  # member after member
+            z = zlib.decompressobj(_GZIP_WBITS)
+            inflated += len(z.decompress(data))
+            data = z.unused_data if z.eof else b""
+    except zlib.error:
+        return size  # not gzip after all: the reader will say so
+    return inflated if size <= len(head) else int(size * inflated / len(head))
+
+
+_GZIP_WBITS = 31  # zlib's gzip container
 #: Line number given to a problem found after the last line (a truncated file).
 END_LINE = 1 << 62
 

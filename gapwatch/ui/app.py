@@ -25,6 +25,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.filter import LineFilter, Monochrome
 
+from gapwatch.core import fmt
 from gapwatch.core.advice import advice_lines, advise
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
@@ -292,8 +293,11 @@ class GapwatchApp(App[int]):
 
     def on_notice_raised(self, message: NoticeRaised) -> None:
         notice = message.notice
-        self.notify(notice.message, severity="error" if notice.level == "error" else "warning",
-                    timeout=8)
+        # A notice may quote outside text (a NOTE from the copy-trace library, a log path):
+        # shown, never obeyed, and never read as markup.
+        self.notify(fmt.visible(notice.message),
+                    severity="error" if notice.level == "error" else "warning", timeout=8,
+                    markup=False)
 
     def on_snapshot_finished(self, message: SnapshotFinished) -> None:
         self._snapshot_busy = False
@@ -303,7 +307,8 @@ class GapwatchApp(App[int]):
             footer.show_message(snapshot_message(message.path, self.size.width))
         else:
             footer.show_message(f"snapshot FAILED: {message.error}", error=True)
-            self.notify(str(message.error), title="snapshot failed", severity="error", timeout=10)
+            self.notify(fmt.visible(str(message.error)), title="snapshot failed",
+                        severity="error", timeout=10, markup=False)
 
     # -- snapshots ----------------------------------------------------------------------------
 

@@ -83,8 +83,11 @@ def _locked_by_another(path: Path) -> bool:
     return False
 
 
-def _check_target(path: Path) -> bool:
-    """Raise OutputRefused if `path` cannot take a recording; True when it exists already."""
+def _check_target(path: Path, example: str = "gapwatch.jsonl.gz",
+                  needs: str = "a recording needs a file it can lock, truncate and append to"
+                  ) -> bool:
+    """Raise OutputRefused if `path` cannot take a new file (`example`: a name to suggest inside
+    a directory given as `path`; `needs`: why a device will not do); True when it exists."""
     parent = path.parent
     if not parent.exists():
         raise OutputRefused(f"{path}: the directory {parent} does not exist (create it first)")
@@ -104,11 +107,19 @@ def _check_target(path: Path) -> bool:
         return True
     if stat.S_ISDIR(st.st_mode):
         raise OutputRefused(f"{path} is a directory; give a file name inside it "
-                            f"(e.g. {path / 'gapwatch.jsonl.gz'})")
+                            f"(e.g. {path / example})")
     if not stat.S_ISREG(st.st_mode):
-        raise OutputRefused(f"{path} is not a regular file (a device or a pipe); a recording "
-                            "needs a file it can lock, truncate and append to")
+        raise OutputRefused(f"{path} is not a regular file (a device or a pipe); {needs}")
     return True
+
+
+def check_replaceable(path: str | Path, example: str) -> None:
+    """Check, creating nothing, that `path` can be written whole and put in place by
+    `Replacement` (`export --out`): its directory exists and takes a new file, and it is not a
+    directory or a device (an existing file or link is replaced). Raises OutputRefused;
+    `example` is the file name suggested inside a directory given as `path`."""
+    _check_target(Path(path), example, "an export is written whole beside it, then renamed "
+                                       "over it; give a file name (or - for standard output)")
 
 
 def check_output(path: str | Path, exists: ExistsPolicy = "refuse") -> OutputPlan:

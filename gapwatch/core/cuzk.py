@@ -273,6 +273,8 @@ class PipelineFacts:
 
     def __init__(self, max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS) -> None:
         self.max_parallel_synthesis = max_parallel_synthesis
+        #: A cuzk line was fed: only then can the log say anything about a gap.
+        self.seen = False
         self.synth_workers: int | None = None
         self.budget_total_bytes: int | None = None
         self.gpu_workers_per_device: int | None = None
@@ -302,8 +304,10 @@ class PipelineFacts:
         """Take one parsed log event (with its fields: before evidence slims it)."""
         kind = ev.kind
         if kind == "timeline":
+            self.seen = True
             self._timeline(ev)
         elif kind == "tracing":
+            self.seen = True
             self._tracing(ev)
 
     def _timeline(self, ev: LogEvent) -> None:

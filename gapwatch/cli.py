@@ -10,6 +10,7 @@ cannot start (no NVIDIA driver, unreadable recording).
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -106,6 +107,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_command_line(parser: argparse.ArgumentParser, arglist: list[str]) -> argparse.Namespace:
+    """`parser.parse_args`, but a flag the subcommand does not know is refused by that
+    subcommand: its own usage, and the nearest flag it has (`report --jsn`: did you mean
+    --json?), where argparse gave the top-level usage and no suggestion. Exits 2 (argparse)."""
+    args, extras = parser.parse_known_args(arglist)
+    if extras:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        command: argparse.ArgumentParser = sub.choices[args.command]
+        known = [o for action in command._actions for o in action.option_strings]
+        hints = []
+        for extra in extras:
+            near = _nearest_flag(extra.split("=", 1)[0], known) if extra.startswith("-") \
+                else None
+            if near is not None:
+                hints.append(f"{extra}: did you mean {near}?")
+        command.error(f"unrecognized arguments: {' '.join(extras)}"
+                      + (f" ({'; '.join(hints)})" if hints else ""))
+    return args
+
+
+def _nearest_flag(flag: str, known: list[str]) -> str | None:
+    """The known flag a mistyped one most likely meant, or None: close both ways round
+    (SequenceMatcher's ratio is not symmetric: `--period-ms` is "close" to `--prometheus`
+    one way only)."""
+    def both(a: str, b: str) -> float:
+        return min(difflib.SequenceMatcher(None, a, b).ratio(),
+                   difflib.SequenceMatcher(None, b, a).ratio())
+
+    best = max(known, key=lambda k: both(flag, k), default=None)
+    return best if best is not None and both(flag, best) >= 0.75 else None
+
+
 def short_usage() -> str:
     """What `gapwatch` alone prints: the commands, and where to start without a GPU."""
     width = max(len(n) for n in COMMANDS)
@@ -180,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(short_usage())
         return 2
     parser = build_parser()
-    args = parser.parse_args(arglist)
+    args = parse_command_line(parser, arglist)
     problem = check_flags_fit_source(args)
     if problem is not None:
         say(f"gapwatch {args.command}: {problem}")

@@ -8,6 +8,7 @@ import msgspec
 import pytest
 
 from gapwatch.cli import main
+from gapwatch.core.models import LogEvent, ProverStatus
 
 DATA = Path(__file__).parent / "data"
 
@@ -50,6 +51,32 @@ def test_timeline_table_reports_the_run_figures(capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     assert "GPU efficiency (merged intervals): 100.0 %" in out
     assert "kernel utilisation:                53.8 %" in out
+
+
+def test_the_timeline_keeps_only_what_it_reads_however_long_the_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`parse --timeline` over a million-line log held every event (981 MB): it keeps the
+    timeline's events only, without their raw lines, and prints the same table."""
+    from gapwatch.logs.parse.partitions import RunTimeline, derive_timeline
+
+    kept: list[list[LogEvent]] = []
+
+    def spy(events: list[LogEvent], statuses: list[ProverStatus]) -> RunTimeline:
+        kept.append(list(events))
+        return derive_timeline(events, statuses)
+
+    monkeypatch.setattr("gapwatch.commands.parse.derive_timeline", spy)
+    assert main(["parse", "--timeline", str(DATA / "pageable.log")]) == 0
+    table = capsys.readouterr().out
+    noisy = tmp_path / "noisy.log"
+    noise = "".join(f"2026-11-30T09:06:27.{i:06d}Z  INFO cuzk_core::srs: loading chunk={i} "
+                    f"bytes={i * 4096} path=/data/srs/{i}.bin\n" for i in range(20_000))
+    noisy.write_text((DATA / "pageable.log").read_text() + noise)
+    assert main(["parse", "--timeline", str(noisy)]) == 0
+    assert capsys.readouterr().out == table
+    assert len(kept[1]) == len(kept[0]) < 300
+    assert all(e.raw == "" for e in kept[1])
 
 
 def test_stderr_file_listed_first_still_gets_the_anchor(tmp_path: Path,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 
-from gapwatch.commands import say_sim_status
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
 from gapwatch.engine.console import say
@@ -46,5 +45,6 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     from gapwatch.ui import start_and_show
 
-    say_sim_status(rt, "demo")
+    # The simulated prover's /status URL is in the footer and the help screen: said on stderr
+    # it was hidden behind the dashboard until it closed.
     return start_and_show(rt, "demo")

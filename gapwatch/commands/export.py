@@ -22,7 +22,7 @@ from typing import IO
 from gapwatch.core.config import Config
 from gapwatch.core.models import DERIVED_TYPES
 from gapwatch.engine.console import say
-from gapwatch.sinks.output_file import Replacement
+from gapwatch.sinks.output_file import OutputRefused, Replacement, check_replaceable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +86,15 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if dest is not None and dest.exists() and src.exists() and dest.resolve() == src.resolve():
         say(f"gapwatch export: --out {dest} would overwrite the input")
         return 2
+    if dest is not None:
+        # Before anything is read or created: a directory, a missing folder, a device is one
+        # line and exit 2, and nothing is left behind (a directory gave a traceback and left
+        # DIR.part, 1.2 MB, beside it).
+        try:
+            check_replaceable(dest, _default_out(src, args.format).name)
+        except OutputRefused as exc:
+            say(f"gapwatch export: --out {exc}")
+            return 2
     # A temporary of a random name beside DEST (never one that could be planted: O_EXCL |
     # O_NOFOLLOW), renamed over it at the end: a failed export never leaves a half-written
     # trace behind, and a link at DEST is replaced, never written through.

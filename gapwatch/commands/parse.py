@@ -9,7 +9,8 @@ events and the prover's `/status` snapshots of a gapwatch recording to the timel
 uses the snapshots where the logs are missing).
 
 Exit codes: 0 success, 2 a LOG cannot be opened (missing, a directory, unreadable: bad usage;
-the other files are still parsed), 1 a file failed while it was being read.
+the other files are still parsed) or is a binary file (NUL bytes, or mostly not text: said in
+one line, not printed), 1 a file failed while it was being read.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from gapwatch.core.config import Config
 from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.engine.console import say
 from gapwatch.logs.parse import LogParser
-from gapwatch.logs.parse.partitions import RunTimeline, derive_timeline
+from gapwatch.logs.parse.partitions import RunTimeline, derive_timeline, timeline_event
 from gapwatch.logs.tail import LineSplitter
 
 _CHUNK = 1 << 16
@@ -73,6 +74,35 @@ def _unopenable(path: str) -> str | None:
         os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
+    return None
+
+
+#: How much of a file is looked at to tell a binary file from a log, and the share of that which
+#: may be other than text (a log with a few odd bytes is still a log).
+_SNIFF_BYTES = 8192
+_MAX_NON_TEXT = 0.30
+
+
+def _binary(path: str) -> str | None:
+    """Why `path` looks like a binary file rather than a text log (NUL bytes, or mostly bytes
+    that are not text), or None. Only regular files are looked at (a FIFO, stdin and a device
+    are read as streams)."""
+    if path == "-" or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except OSError:
+        return None  # said when it is read
+    if not head:
+        return None
+    if b"\0" in head:
+        return "it has NUL bytes"
+    text = head.decode("utf-8", "replace")
+    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\n\r"))
+    share = odd / len(text)
+    if share > _MAX_NON_TEXT:
+        return f"{share:.0%} of its first {len(head)} bytes are not text"
     return None
 
 
@@ -161,12 +191,19 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
     if problem is not None:
         say(f"gapwatch parse: {path}: {problem}")
         return 2
+    binary = _binary(path)
+    if binary is not None:
+        # Printed line by line it was a screen of escaped junk: say what it is instead.
+        print(f"gapwatch parse: {path}: a binary file, not a text log ({binary}); skipped",
+              file=sys.stderr)
+        return 2
     try:
         lines = _lines(path, splitter)
         for line in lines:
             events = parser.parse_line(line, path, time.monotonic_ns(), time.time())
             if args.timeline:
-                collected.extend(events)
+                # Only what the timeline reads (a million-line log must not stay in memory).
+                collected.extend(k for k in map(timeline_event, events) if k is not None)
                 continue
             for e in events:
                 if args.unparsed and e.kind != "unparsed":
@@ -191,7 +228,9 @@ def _recorded(path: str, collected: list[LogEvent], statuses: list[ProverStatus]
         return False
     for r in rec.records:
         if isinstance(r, LogEvent):
-            collected.append(r)
+            kept = timeline_event(r)
+            if kept is not None:
+                collected.append(kept)
         elif isinstance(r, ProverStatus):
             statuses.append(r)
     return True

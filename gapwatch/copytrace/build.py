@@ -148,8 +148,22 @@ def find_cupti_library(include_dirs: list[str]) -> str | None:
 
 
 def find_compiler(cc: str | None = None) -> str | None:
-    for cand in (cc, os.environ.get("CC"), "cc", "gcc", "clang"):
-        if cand and shutil.which(cand):
+    """The C compiler to build with: `cc` (`--cc`) or `$CC` when given, else the first of cc,
+    gcc, clang on PATH (None: none). A compiler asked for by name is used or refused, never
+    swapped for another: `--cc nosuchcc` used to build with `cc` and exit 0.
+
+    Raises:
+        BuildError: `cc` or `$CC` names a compiler that is not on PATH (or not executable).
+    """
+    for given, what in ((cc, "--cc"), (os.environ.get("CC"), "$CC")):
+        if given:
+            if shutil.which(given) is None:
+                raise BuildError(f"{what} {given}: not found on PATH or not executable; give "
+                                 "a compiler that runs (e.g. --cc gcc), or leave it out to use "
+                                 "the first of cc, gcc, clang")
+            return given
+    for cand in ("cc", "gcc", "clang"):
+        if shutil.which(cand):
             return cand
     return None
 

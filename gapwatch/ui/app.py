@@ -37,6 +37,7 @@ from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
 from gapwatch.ui.kinds import kind_css
 from gapwatch.ui.messages import NoticeRaised, SnapshotFinished, StateChanged
+from gapwatch.ui.svg import self_contained
 from gapwatch.ui.view import View, newest_time_ns
 from gapwatch.ui.widgets.copy_line import CopyLine
 from gapwatch.ui.widgets.detail_chart import DetailChart
@@ -317,8 +318,10 @@ class GapwatchApp(App[int]):
             self.query_one(StatusFooter).show_message("snapshot: still writing the previous one")
             return
         self._snapshot_busy = True
+        # The screen as the user saw it, before the footer says it is being written (the SVG's
+        # own footer read "snapshot: writing…"), without web fonts (`ui.svg`).
+        svg = self_contained(self.export_screenshot(title=f"gapwatch {self.runtime.header.host}"))
         self.query_one(StatusFooter).show_message("snapshot: writing…")
-        svg = self.export_screenshot(title=f"gapwatch {self.runtime.header.host}")
         snap = self.runtime.store.snapshot()
         status_lines = status_parts(self.runtime.status())
         t_wall_s = self._wall_clock()

@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from msgspec.structs import replace
+
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.logs.parse import PARTITION_KIND
 from gapwatch.logs.parse.cuzk import LockAttributor
@@ -97,6 +99,24 @@ def merge_intervals(intervals: Iterable[tuple[float, float]]) -> list[tuple[floa
         else:
             merged.append((start, end))
     return merged
+
+
+#: The TIMELINE events `derive_timeline` reads.
+_TIMELINE_NAMES = ("GPU_START", "GPU_END", "SYNTH_END")
+
+
+def timeline_event(e: LogEvent) -> LogEvent | None:
+    """`e` as `derive_timeline` needs it (its raw line dropped), or None when it does not read
+    it: what a caller keeps of a long log (a million lines) to derive the timeline afterwards,
+    so that memory grows with the partitions, not with the lines."""
+    kind = e.kind
+    if (kind == PARTITION_KIND or kind in ("cuzk_timing", "cuzk_ntt_h")
+            or (kind == "timeline" and e.name in _TIMELINE_NAMES)
+            or (kind == "tracing" and e.name == "GPU_TIMING spawn_blocking prove_start")):
+        return replace(e, raw="") if e.raw else e
+    if e.warning == "unpinned":
+        return replace(e, raw="", fields={})
+    return None
 
 
 def _lock_events(events: list[LogEvent]) -> list[LogEvent]:

@@ -336,3 +336,20 @@ def test_a_header_value_that_cannot_be_read_falls_back_and_the_records_are_kept(
     rec = read_any(path)
     assert any(said in p for p in rec.problems), rec.problems
     assert sum(r.type == "gpu" for r in rec.records) == 600
+
+
+def test_csv_numbers_are_ascii_decimals_not_full_width_digits_or_underscores(
+    tmp_path: Path,
+) -> None:
+    rows = [
+        "1796029583.4,\uff11,50.0,50,1000,1000,0.6,0.0",  # a full-width 1: it became GPU 1
+        "1796029583.4,\u0661,50.0,50,1000,1000,0.6,0.0",  # an Arabic-Indic 1
+        "1796029583.4,0,1_0.0,50,1000,1000,0.6,0.0",  # an underscore: it was 10.0
+        "1_796_029_583.4,0,50.0,50,1000,1000,0.6,0.0",
+    ]
+    rec = read_any(_csv_with(tmp_path, rows))
+    records = list(rec.records)
+    assert rec.counters["bad_records"] == len(rows)
+    assert [g.index for g in rec.header.gpus] == [0]
+    assert len([r for r in records if r.type == "gpu"]) == 351
+    assert any("'\uff11' is not a number" in p for p in rec.problems)

@@ -204,6 +204,8 @@ class OutputFile:
                 os.close(fd)
                 raise OutputRefused(f"{self.path}: cannot replace: {exc.strerror or exc}") from None
         self._fd: int | None = fd
+        st = os.fstat(fd)
+        self._inode = (st.st_dev, st.st_ino)
 
     def write_at(self, offset: int, data: bytes) -> None:
         """Write all of `data` at `offset`. Raises OSError (ENOSPC, EIO, ...) part-way through:
@@ -227,6 +229,18 @@ class OutputFile:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def remove_empty(self) -> bool:
+        """After `close()`: remove the file if it is still the empty file this writer made
+        (same inode, 0 bytes); True when it was removed."""
+        try:
+            st = os.lstat(self.path)
+            if (st.st_dev, st.st_ino) != self._inode or st.st_size:
+                return False
+            os.unlink(self.path)
+        except OSError:
+            return False
+        return True
 
     def _require(self) -> int:
         if self._fd is None:

@@ -10,6 +10,7 @@ cannot start (no NVIDIA driver, unreadable recording).
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from gapwatch import __version__
 from gapwatch.commands import argtypes
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS
 from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
+from gapwatch.engine.console import say
 from gapwatch.engine.memory import return_large_allocations
 
 COMMANDS = {
@@ -105,6 +107,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_command_line(parser: argparse.ArgumentParser, arglist: list[str]) -> argparse.Namespace:
+    """`parser.parse_args`, but a flag the subcommand does not know is refused by that
+    subcommand: its own usage, and the nearest flag it has (`report --jsn`: did you mean
+    --json?), where argparse gave the top-level usage and no suggestion. Exits 2 (argparse)."""
+    args, extras = parser.parse_known_args(arglist)
+    if extras:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        command: argparse.ArgumentParser = sub.choices[args.command]
+        known = [o for action in command._actions for o in action.option_strings]
+        hints = []
+        for extra in extras:
+            near = _nearest_flag(extra.split("=", 1)[0], known) if extra.startswith("-") \
+                else None
+            if near is not None:
+                hints.append(f"{extra}: did you mean {near}?")
+        command.error(f"unrecognized arguments: {' '.join(extras)}"
+                      + (f" ({'; '.join(hints)})" if hints else ""))
+    return args
+
+
+def _nearest_flag(flag: str, known: list[str]) -> str | None:
+    """The known flag a mistyped one most likely meant, or None: close both ways round
+    (SequenceMatcher's ratio is not symmetric: `--period-ms` is "close" to `--prometheus`
+    one way only)."""
+    def both(a: str, b: str) -> float:
+        return min(difflib.SequenceMatcher(None, a, b).ratio(),
+                   difflib.SequenceMatcher(None, b, a).ratio())
+
+    best = max(known, key=lambda k: both(flag, k), default=None)
+    return best if best is not None and both(flag, best) >= 0.75 else None
+
+
 def short_usage() -> str:
     """What `gapwatch` alone prints: the commands, and where to start without a GPU."""
     width = max(len(n) for n in COMMANDS)
@@ -176,19 +210,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     arglist = sys.argv[1:] if argv is None else list(argv)
     if not arglist:
         # argparse alone would only say "the following arguments are required: COMMAND".
-        print(short_usage(), file=sys.stderr)
+        say(short_usage())
         return 2
     parser = build_parser()
-    args = parser.parse_args(arglist)
+    args = parse_command_line(parser, arglist)
     problem = check_flags_fit_source(args)
     if problem is not None:
-        print(f"gapwatch {args.command}: {problem}", file=sys.stderr)
+        say(f"gapwatch {args.command}: {problem}")
         return 2
     return_large_allocations()  # huge log lines must not grow the heap for good
     try:
         config = resolve_config(args)
     except ConfigError as exc:
-        print(f"gapwatch: {exc}", file=sys.stderr)
+        say(f"gapwatch: {exc}")
         return 2
     module = importlib.import_module(f"gapwatch.commands.{args.command}")
     try:

@@ -4,6 +4,7 @@ rest of the input is used; nothing raises."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import msgspec
@@ -291,3 +292,64 @@ def test_recorded_copies_beyond_any_copy_size_are_bad_records_and_report_json_wo
     assert main(["report", "--json", str(path)]) == 0
     doc = msgspec.json.decode(capsys.readouterr().out)
     assert doc["counters"]["bad_records"] == len(copies) and doc["gaps"]
+
+
+def _with_raw_header(tmp_path: Path, config_json: str, name: str = "r.jsonl",
+                     **fields: str) -> Path:
+    """A recording whose header holds raw JSON text (numbers no JSON writer writes: 1e999)."""
+    path = _recording(tmp_path, name=name)
+    lines = path.read_bytes().splitlines(keepends=True)
+    head = lines[0].decode()
+    head = head.replace('"config":{"seed":2}', f'"config":{config_json}')
+    for key, raw in fields.items():
+        head = re.sub(rf'"{key}":[^,}}]+', f'"{key}":{raw}', head)
+    lines[0] = head.encode()
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def test_a_recording_whose_header_holds_1e999_still_reports_its_gaps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Every command refused the whole file ("not a gapwatch recording").
+    clean = _recording(tmp_path, name="clean.jsonl")
+    path = _with_raw_header(tmp_path, '{"seed":2,"detector":{"min_gap_ms":1e999}}')
+    rec = read_any(path)
+    assert rec.header.config["detector"]["min_gap_ms"] == 300.0  # the key's default
+    assert rec.counters["bad_header"] == 1 and "min_gap_ms is inf" in rec.problems[0]
+    assert main(["report", "--json", str(path)]) == 0
+    doc = msgspec.json.decode(capsys.readouterr().out)
+    assert main(["report", "--json", str(clean)]) == 0
+    assert doc["gaps"] and doc["gaps"] == msgspec.json.decode(capsys.readouterr().out)["gaps"]
+
+
+@pytest.mark.parametrize("fields,said", [
+    ({"period_ms": "1e999"}, "period_ms is inf"),
+    ({"started_wall_s": "-1e999"}, "started_wall_s is -inf"),
+    ({"host": "17"}, "header host cannot be read"),
+    ({"link_gen": '"five"'}, "GPU entry 0 cannot be read"),
+])
+def test_a_header_value_that_cannot_be_read_falls_back_and_the_records_are_kept(
+    tmp_path: Path, fields: dict[str, str], said: str,
+) -> None:
+    path = _with_raw_header(tmp_path, '{"seed":2}', **fields)
+    rec = read_any(path)
+    assert any(said in p for p in rec.problems), rec.problems
+    assert sum(r.type == "gpu" for r in rec.records) == 600
+
+
+def test_csv_numbers_are_ascii_decimals_not_full_width_digits_or_underscores(
+    tmp_path: Path,
+) -> None:
+    rows = [
+        "1796029583.4,\uff11,50.0,50,1000,1000,0.6,0.0",  # a full-width 1: it became GPU 1
+        "1796029583.4,\u0661,50.0,50,1000,1000,0.6,0.0",  # an Arabic-Indic 1
+        "1796029583.4,0,1_0.0,50,1000,1000,0.6,0.0",  # an underscore: it was 10.0
+        "1_796_029_583.4,0,50.0,50,1000,1000,0.6,0.0",
+    ]
+    rec = read_any(_csv_with(tmp_path, rows))
+    records = list(rec.records)
+    assert rec.counters["bad_records"] == len(rows)
+    assert [g.index for g in rec.header.gpus] == [0]
+    assert len([r for r in records if r.type == "gpu"]) == 351
+    assert any("'\uff11' is not a number" in p for p in rec.problems)

@@ -109,3 +109,51 @@ def test_the_dashboard_without_a_terminal_refuses_and_names_the_headless_way(
     assert done.returncode == 2
     assert "standard error is not one" in text and "headless" in text
     assert "\x1b[" not in text  # not one screen update written
+
+
+def test_a_compiler_asked_for_that_is_not_there_is_an_error_not_a_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`copytrace build --cc nosuchcc` built with `cc` and exited 0; a flag the command cannot
+    honour is an error (and so is a `$CC` that is not there)."""
+    out = tmp_path / "out"
+    assert main(["copytrace", "build", "--cc", "nosuchcc-gapwatch", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gapwatch copytrace: --cc nosuchcc-gapwatch: not found on PATH")
+    monkeypatch.setenv("CC", "nosuchcc-either")
+    assert main(["copytrace", "build", "--out", str(out)]) == 2
+    assert "$CC nosuchcc-either: not found on PATH" in capsys.readouterr().err
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_mistyped_flag_gets_its_commands_usage_and_the_nearest_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`report --jsn` showed the top-level usage with no suggestion."""
+    assert _exit_code(["report", str(DATA / "pageable.csv"), "--jsn"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: gapwatch report ")
+    assert err.rstrip().endswith("gapwatch report: error: unrecognized arguments: --jsn "
+                                 "(--jsn: did you mean --json?)")
+    assert _exit_code(["replay", str(DATA / "pageable.csv"), "--period-ms", "50"]) == 2
+    err = capsys.readouterr().err  # no far-fetched guess (--prometheus is not near)
+    assert err.rstrip().endswith("unrecognized arguments: --period-ms 50")
+
+
+def test_parse_of_a_binary_file_says_so_in_one_line_instead_of_printing_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`parse` of a binary file dumped a screen of escaped bytes; a log with an odd byte is
+    still parsed."""
+    binary = tmp_path / "core.dump"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
+    noise = tmp_path / "noise.log"
+    noise.write_bytes(bytes(range(1, 32)) * 40)  # no NUL, but hardly text
+    log = tmp_path / "ok.log"
+    log.write_bytes(b"TIMELINE,100,GPU_START,job-1,worker=0,partition=1\n\xff odd byte\n")
+    assert main(["parse", str(binary), str(noise), str(log)]) == 2
+    out, err = capsys.readouterr()
+    assert f"gapwatch parse: {binary}: a binary file, not a text log (it has NUL bytes); " \
+           "skipped" in err
+    assert f"{noise}: a binary file, not a text log (" in err
+    assert "ELF" not in out and "GPU_START" in out

@@ -19,6 +19,7 @@ import pytest
 
 from gapwatch.copytrace import build as ctbuild
 from gapwatch.copytrace import wire
+from gapwatch.copytrace.socket_path import default_socket_path
 from gapwatch.core.models import CopyRecord, GpuInfo, Record
 from gapwatch.sources.copytrace import CopyTraceReader
 
@@ -65,7 +66,8 @@ def test_it_compiles_from_the_wheels_headers_and_exports_initializeinjection(
         assert {"InitializeInjection", "gapwatch_copytrace_layout"} <= exported
         # Nothing else leaks into the prover's symbol space.
         assert exported <= {"InitializeInjection", "gapwatch_copytrace_layout",
-                            "gapwatch_copytrace_selftest"}
+                            "gapwatch_copytrace_selftest", "gapwatch_copytrace_selftest_default",
+                            "gapwatch_copytrace_default_socket"}
 
 
 def test_it_reads_cupti_records_at_the_cuda_13_offsets_and_writes_wire_version_1(
@@ -137,3 +139,95 @@ def test_a_reader_that_does_not_drain_never_blocks_the_library_and_learns_its_dr
     reader.stop()
     # The second round's header carries the first round's drops: the reader counts them.
     assert reader.status().dropped_send == n - delivered
+
+
+def _c_default(lib: ctypes.CDLL) -> str:
+    buf = ctypes.create_string_buffer(256)
+    lib.gapwatch_copytrace_default_socket(buf, ctypes.c_size_t(256))
+    return buf.value.decode()
+
+
+def test_the_library_computes_the_default_socket_gapwatch_listens_on(
+        built: ctbuild.BuildResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lib = fresh_copy(built, tmp_path)
+    private = tmp_path / "xdg"
+    private.mkdir(mode=0o700)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
+    cases = {"private XDG_RUNTIME_DIR": str(private), "XDG_RUNTIME_DIR others may write to":
+             str(shared), "a relative XDG_RUNTIME_DIR": "xdg", "no XDG_RUNTIME_DIR": None}
+    for case, xdg in cases.items():
+        if xdg is None:
+            monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+        else:
+            monkeypatch.setenv("XDG_RUNTIME_DIR", xdg)
+        assert _c_default(lib) == default_socket_path(), case
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(private))
+    assert _c_default(lib) == str(private / "gapwatch-copytrace.sock")
+
+
+def test_the_library_never_sends_to_a_default_folder_others_may_write_to(
+        built: ctbuild.BuildResult, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "gapwatch-0"
+    folder.mkdir(mode=0o700)
+    got: list[Record] = []
+    reader = CopyTraceReader(str(folder / "copytrace.sock"), [], got.append, None)
+    reader.open()
+    try:
+        folder.chmod(0o777)  # anyone could now put a socket of theirs there
+        lib = fresh_copy(built, tmp_path)
+        lib.gapwatch_copytrace_selftest_default.argtypes = [ctypes.c_char_p, ctypes.c_uint32]
+        assert lib.gapwatch_copytrace_selftest_default(reader.path.encode(), 5) == 0
+        err = capfd.readouterr().err
+        assert f"its folder {folder} can be written by others" in err
+        folder.chmod(0o700)
+        assert lib.gapwatch_copytrace_selftest_default(reader.path.encode(), 5) == 5
+    finally:
+        reader.stop()
+
+
+def test_without_a_runtime_folder_the_socket_copytrace_build_prints_is_in_a_private_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import re
+    import stat
+    from functools import partial
+
+    from gapwatch.cli import main
+    from gapwatch.commands import copytrace as command
+    from gapwatch.copytrace import socket_path
+
+    # root under systemd: no login session, so no /run/user/0 and no XDG_RUNTIME_DIR.
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(command, "default_socket_path", partial(
+        socket_path.default_socket_path, run_user=str(tmp_path / "no-run-user")))
+    assert main(["copytrace", "build", "--out", str(tmp_path / "lib"),
+                 "--cuda-include", wheel_include()]) == 0
+    printed = re.search(r"GAPWATCH_COPYTRACE_SOCKET=(\S+)", capsys.readouterr().out)
+    assert printed is not None
+    folder = Path(printed.group(1)).parent
+    st = folder.lstat()
+    # It was /tmp/gapwatch-copytrace-UID.sock: in /tmp, which anyone may write to.
+    assert folder != Path("/tmp") and stat.S_ISDIR(st.st_mode)
+    assert st.st_uid == os.getuid() and st.st_mode & 0o022 == 0
+
+
+def test_headers_planted_in_the_current_folder_are_never_searched(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    planted = tmp_path / "nvidia" / f"cu{ctbuild.CUDA_MAJOR}" / "include"
+    planted.mkdir(parents=True)
+    (planted / "cupti.h").write_text("#error planted\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", str(tmp_path), *sys.path])
+    searched = ctbuild.candidate_include_dirs()
+    assert planted not in searched and Path("nvidia/cu13/include") not in searched
+    assert all(d.is_absolute() for d in searched)
+    assert str(planted) not in ctbuild.find_include_dirs()

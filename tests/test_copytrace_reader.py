@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gapwatch.base.clock import FakeClock
-from gapwatch.copytrace import wire
+from gapwatch.copytrace import socket_path, wire
 from gapwatch.core.models import CopyRecord, GpuInfo, Notice, Record
 from gapwatch.sources import SourceUnavailable
 from gapwatch.sources.copytrace import CopyTraceReader
@@ -265,11 +266,99 @@ def test_a_stale_socket_is_replaced_but_a_live_one_or_a_file_is_never_touched(
     assert (tmp_path / "plain").read_text() == "data"
 
 
-def test_the_default_socket_is_under_run_user_when_it_exists(tmp_path: Path) -> None:
-    (tmp_path / "1000").mkdir()
-    assert wire.default_socket_path(1000, str(tmp_path)) == str(
-        tmp_path / "1000" / "gapwatch-copytrace.sock")
-    assert wire.default_socket_path(1001, str(tmp_path)) == "/tmp/gapwatch-copytrace-1001.sock"
+def test_the_default_socket_is_in_a_runtime_folder_only_when_it_is_private(
+        tmp_path: Path) -> None:
+    uid = os.getuid()
+    run_user = tmp_path / "run"
+    (run_user / str(uid)).mkdir(parents=True, mode=0o700)
+    env = {"TMPDIR": str(tmp_path / "t")}
+    assert socket_path.default_socket_path(uid, env=env, run_user=str(run_user)) == str(
+        run_user / str(uid) / "gapwatch-copytrace.sock")
+    xdg = tmp_path / "xdg"
+    xdg.mkdir(mode=0o700)
+    assert socket_path.default_socket_path(
+        uid, env={**env, "XDG_RUNTIME_DIR": str(xdg)}, run_user=str(run_user)) == str(
+        xdg / "gapwatch-copytrace.sock")
+    # Without a private runtime folder: gapwatch's own folder under TMPDIR, never /tmp itself.
+    (run_user / str(uid)).chmod(0o777)
+    xdg.chmod(0o755 | 0o020)
+    fallback = str(tmp_path / "t" / f"gapwatch-{uid}" / "copytrace.sock")
+    assert socket_path.default_socket_path(
+        uid, env={**env, "XDG_RUNTIME_DIR": str(xdg)}, run_user=str(run_user)) == fallback
+    assert socket_path.default_socket_path(uid, env={}, run_user=str(run_user)) == \
+        f"/tmp/gapwatch-{uid}/copytrace.sock"
+
+
+def _default_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CopyTraceReader:
+    """A reader on the default path, on a box without /run/user/UID or XDG_RUNTIME_DIR."""
+    from functools import partial
+
+    from gapwatch.sources import copytrace as source
+
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(source, "default_socket_path", partial(
+        socket_path.default_socket_path, run_user=str(tmp_path / "no-run-user")))
+    return CopyTraceReader(None, GPUS, lambda r: None, None)
+
+
+def test_without_a_runtime_folder_the_default_socket_is_in_a_folder_made_private(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    r = _default_reader(tmp_path, monkeypatch)
+    folder = tmp_path / f"gapwatch-{os.getuid()}"
+    assert r.path == str(folder / "copytrace.sock")
+    r.open()
+    try:
+        st = folder.lstat()
+        assert st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) == 0o700
+        assert stat.S_ISSOCK(os.lstat(r.path).st_mode)
+    finally:
+        r.stop()
+
+
+@pytest.mark.parametrize("plant", ["others may write", "a link"])
+def test_a_default_folder_someone_else_could_have_made_is_refused_saying_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plant: str) -> None:
+    r = _default_reader(tmp_path, monkeypatch)
+    folder = tmp_path / f"gapwatch-{os.getuid()}"
+    if plant == "a link":
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        folder.symlink_to(tmp_path / "elsewhere")
+    else:
+        folder.mkdir()
+        folder.chmod(0o777)
+    with pytest.raises(SourceUnavailable, match="is a symbolic link" if plant == "a link"
+                       else r"can be written by others \(mode 0777\)"):
+        r.open()
+    assert not os.path.exists(r.path)
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="only root can hand a file to "
+                                "another user")
+
+
+@needs_root
+def test_a_default_folder_or_a_socket_of_another_user_is_refused_naming_who_holds_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    r = _default_reader(tmp_path, monkeypatch)
+    folder = tmp_path / f"gapwatch-{os.getuid()}"
+    folder.mkdir(mode=0o700)
+    os.chown(folder, 65534, -1)
+    with pytest.raises(SourceUnavailable, match=r"belongs to user \w+ \(uid 65534\)"):
+        r.open()
+    # An explicit path where another user's socket is: neither replaced nor listened on.
+    theirs = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    theirs.bind(str(tmp_path / "ct.sock"))
+    os.chown(tmp_path / "ct.sock", 65534, -1)
+    try:
+        with pytest.raises(SourceUnavailable, match=r"held by user \w+ \(uid 65534\), who "
+                           "listens there"):
+            reader(tmp_path)[0].open()
+    finally:
+        theirs.close()
+    with pytest.raises(SourceUnavailable, match=r"\(a socket left there\)"):
+        reader(tmp_path)[0].open()
+    assert stat.S_ISSOCK(os.lstat(tmp_path / "ct.sock").st_mode)  # never removed
 
 
 def test_uuid_bytes_are_spelled_as_nvml_spells_them() -> None:

@@ -92,8 +92,32 @@ def test_the_demo_log_file_is_removed_when_the_process_exits_without_stopping() 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False)
     path = Path(done.stdout.strip())
-    assert path.name.startswith("gapwatch-sim-chained-") and "KeyboardInterrupt" in done.stderr
+    assert path.name.startswith("gapwatch-sim-") and "KeyboardInterrupt" in done.stderr
     assert not path.exists()
+
+
+def test_the_demo_log_of_a_process_killed_with_9_is_removed_by_the_next_one() -> None:
+    import signal
+    import subprocess
+    import sys
+
+    code = ("import os, signal\n"
+            "from gapwatch.core.config import Config\n"
+            "from gapwatch.engine.runtime import build_runtime\n"
+            "rt = build_runtime(Config(), 'sim:chained', speed=20, duration_s=2)\n"
+            "print(rt.sim_log_path, flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")  # no close, no exit hook
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == -signal.SIGKILL
+    path = Path(done.stdout.strip())
+    assert path.exists()  # what kill -9 leaves behind
+    rt = build_runtime(Config(), "sim:chained", speed=20, duration_s=2)
+    try:
+        assert not path.exists()  # the next simulator takes it away
+        assert rt.sim_log_path is not None and rt.sim_log_path.exists()  # not its own
+    finally:
+        rt.stop()
 
 
 def test_the_demo_log_file_is_rotated_so_it_never_grows_without_end(tmp_path: Path) -> None:

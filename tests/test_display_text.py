@@ -70,3 +70,41 @@ def test_parse_text_output_shows_escapes(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["parse", str(log)]) == 0
     out = capsys.readouterr().out
     assert no_controls(out) and "\\x1b]52;c;ZXZpbA==\\x07" in out
+
+
+OSC_TITLE = "\x1b]0;pwned\x07"
+OSC_CLIPBOARD = "\x1b]52;c;ZXZpbA==\x07"
+
+
+def test_parse_timeline_of_a_log_holding_osc_sequences_prints_no_raw_escape(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = f"porep{OSC_TITLE}{OSC_CLIPBOARD}"
+    lines = [
+        "2026-11-30T09:06:38.134140Z  INFO cuzk_core::engine: starting cuzk engine",
+        f"TIMELINE,10,SYNTH_START,{job},partition=0",
+        f"TIMELINE,900,SYNTH_END,{job},partition=0,synth_ms=890",
+        f"TIMELINE,900,GPU_QUEUE,{job},partition=0",
+        f"TIMELINE,901,GPU_START,{job},partition=0,worker=0",
+        f"TIMELINE,1800,GPU_END,{job},partition=0,worker=0",
+    ]
+    log = tmp_path / f"cuzk{OSC_TITLE}.log"  # the path is outside text too
+    log.write_text("\n".join(lines) + "\n")
+    assert main(["parse", "--timeline", str(log)]) == 0
+    captured = capsys.readouterr()
+    assert "\x1b" not in captured.out and "\x07" not in captured.out
+    assert "porep\\x1b]0;pwned" in captured.out  # shown, written out
+    assert "\x1b" not in captured.err and no_controls(captured.err)
+
+
+def test_every_line_on_stderr_shows_outside_text_inert(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gapwatch.engine.console import Console
+
+    # A copy-trace NOTE and a log path, as `record` prints them (through the one console).
+    assert Console().say(f"warning: copy trace: pid 9: {OSC_CLIPBOARD}injected")
+    missing = tmp_path / f"nowhere{OSC_TITLE}.log"
+    assert main(["record", "--source", "sim:chained", "--speed", "0", "--duration", "1",
+                 "--quiet", "--log", str(missing), "--out", str(tmp_path / "r.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "\\x1b]52;c;ZXZpbA==\\x07injected" in err and "nowhere\\x1b]0;pwned\\x07.log" in err
+    assert "\x1b" not in err and no_controls(err)

@@ -175,3 +175,24 @@ def test_an_exported_row_with_a_bad_source_or_time_is_skipped_and_said(tmp_path:
     assert rec.counters["bad_records"] == 3
     assert any(":3: bad row (sm_source: source 'nvlink'" in p for p in rec.problems)
     assert any(":4: bad row (t_mono_ns:" in p for p in rec.problems)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "perfetto"])
+def test_an_out_that_is_a_directory_is_one_line_exit_2_and_nothing_is_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str,
+) -> None:
+    """`export --out DIR` raised IsADirectoryError (a traceback, exit 1) and left DIR.part
+    (1.2 MB) beside it; a missing folder and a device are refused the same way."""
+    out = tmp_path / "out"
+    out.mkdir()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for target in (out, tmp_path / "missing" / "x.csv", Path("/dev/null")):
+        assert main(["export", str(DATA / "pageable.csv"), "--format", fmt,
+                     "--out", str(target)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert err.startswith(f"gapwatch export: --out {target}")
+    assert "is a directory; give a file name inside it" in \
+        (main(["export", str(DATA / "pageable.csv"), "--format", fmt, "--out", str(out)]),
+         capsys.readouterr().err)[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before and not list(out.iterdir())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import msgspec
@@ -50,6 +51,23 @@ def test_timeline_table_reports_the_run_figures(capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     assert "GPU efficiency (merged intervals): 100.0 %" in out
     assert "kernel utilisation:                53.8 %" in out
+
+
+def test_the_timeline_holds_its_partitions_not_the_lines_of_the_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`parse --timeline` over a million-line log held every event (981 MB). Six times the
+    lines (every one of them a line the timeline reads) must not take more memory."""
+    peaks = []
+    for copies in (1, 4, 24):  # the first warms up (imports, compiled rules)
+        log = tmp_path / f"x{copies}.log"
+        log.write_text((DATA / "pageable.log").read_text() * copies)
+        tracemalloc.start()
+        assert main(["parse", "--timeline", str(log)]) == 0
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        capsys.readouterr()
+    assert peaks[2] - peaks[1] < 300_000, peaks
 
 
 def test_stderr_file_listed_first_still_gets_the_anchor(tmp_path: Path,

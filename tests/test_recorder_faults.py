@@ -270,3 +270,18 @@ def test_a_writer_that_falls_behind_says_so_and_drops_other_records_before_sampl
     assert "the writer fell behind" in notices[0].message and notices[0].level == "warning"
     assert "the writer fell behind" in (rec.status().dropped_why or "")
     assert "NOT recorded (the writer fell behind" in rec.status().summary()
+
+
+def test_a_disk_full_from_the_start_is_said_and_leaves_no_empty_file(
+        tmp_path: Path, disk: Disk, capsys: pytest.CaptureFixture[str]) -> None:
+    from gapwatch.cli import main
+
+    out = tmp_path / "r.jsonl.gz"
+    disk.room = 0  # not even the header fits
+    assert main(["record", "--source", "sim:chained", "--speed", "0", "--duration", "2",
+                 "--quiet", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    # The failure happened before `record` listened: it used to go unsaid, leaving 0 bytes.
+    assert "error: recording failed: No space left on device" in err
+    assert "nothing could be written, the empty file was removed" in err
+    assert not out.exists()

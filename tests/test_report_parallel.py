@@ -7,6 +7,7 @@ breakdowns; payoff; counters; problems) and on the state changes in order.
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import msgspec
@@ -16,9 +17,11 @@ from evaluation.simulate import simulate
 from gapwatch.core.codec import gpu_line_prefix
 from gapwatch.core.config import Config
 from gapwatch.core.models import GpuSample, HostSample, LogEvent
+from gapwatch.offline import report_parallel
 from gapwatch.offline.report import ReportData, build_report, to_json
 from gapwatch.offline.report_parallel import MIN_PARALLEL_BYTES, detect_parallel, plan_workers
 from gapwatch.sinks.recorder import write_recording
+from gapwatch.sources.recording import json_bytes
 from gapwatch.sources.trace_csv import read_trace_csv
 
 DATA = Path(__file__).parent / "data"
@@ -142,6 +145,19 @@ def test_log_files_make_the_report_run_in_one_process(tmp_path: Path) -> None:
     assert plan_workers(path, logs) == 1
     report = _same(path, 2, logs)
     assert any(g.log_events for g in report.gaps)
+
+
+def test_a_gzip_recording_is_split_by_the_json_it_holds_not_its_size_on_disk(
+    sim_recording: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gz = tmp_path / "sim.jsonl.gz"
+    gz.write_bytes(gzip.compress(sim_recording.read_bytes()))
+    assert gz.stat().st_size * 5 < sim_recording.stat().st_size
+    assert abs(json_bytes(gz) - sim_recording.stat().st_size) < 0.01 * json_bytes(gz)
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", sim_recording.stat().st_size // 2)
+    assert plan_workers(gz, []) == plan_workers(sim_recording, []) == 2
+    _same(gz, 2)
 
 
 def test_only_large_multi_gpu_recordings_are_split(sim_recording: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,13 @@ async def test_s_writes_a_complete_snapshot_folder_and_shows_its_path(tmp_path: 
     svg = (folder / "dashboard.svg").read_text()
     assert svg.startswith("<svg") and "BREAKDOWN" in svg
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    # The screen as it was, not the footer's "writing…" (it said so in its own picture); no
+    # web font to fetch, every text run fitted to its cells whatever font the viewer has.
+    assert "writing" not in svg
+    assert "@font-face" not in svg and "cdnjs" not in svg and "woff" not in svg
+    runs = re.findall(r"<text\b[^>]*textLength=[^>]*>", svg)
+    assert runs and all('lengthAdjust="spacingAndGlyphs"' in run for run in runs)
+    assert "font-family: \"Fira Code\", \"DejaVu Sans Mono\"" in svg
 
 
 async def test_a_snapshot_failure_is_shown_and_monitoring_goes_on(tmp_path: Path) -> None:

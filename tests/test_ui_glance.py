@@ -90,7 +90,11 @@ async def test_more_gpus_than_fit_show_a_page_and_name_the_worst_hidden_one(
     assert "also: GPU0 BREAKDOWN" in text  # a worse GPU than the selected one is named
 
 
-async def test_the_whole_hint_is_on_screen_at_80_columns_with_two_gpus(tmp_path: Path) -> None:
+async def test_at_80_columns_the_hint_keeps_to_its_lines_and_d_shows_it_whole(
+    tmp_path: Path,
+) -> None:
+    """Two GPUs at 80x24: the hint's first phrase and where the rest is, in the header's fixed
+    lines (the gap table and the log keep theirs); the detail view shows the whole hint."""
     long_hint = ("partitions 5, 6, 7 were synthesised with is_pinned=false: a/b/c in pageable "
                  "memory?; SMs idle 1.5 s while H2D ran at 2.8 GB/s (4 % of link); host: tasks "
                  "stalled on memory 39 % of the time (PSI), host memory bandwidth 175.0 GB/s")
@@ -100,9 +104,20 @@ async def test_the_whole_hint_is_on_screen_at_80_columns_with_two_gpus(tmp_path:
     app = GapwatchApp(rt, wall_clock=FIXED_WALL)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        text = screen_text(app)
-    flat = " ".join(" ".join(line.split()) for line in text.splitlines())
-    assert long_hint in flat
+        main = screen_text(app)
+        await pilot.press("d")
+        await pilot.pause()
+        detail = screen_text(app)
+
+    def flat(text: str) -> str:
+        return " ".join(" ".join(line.split()) for line in text.splitlines())
+
+    assert "hint: partitions 5, 6, 7 were synthesised with is_pinned=false: a/b/c in pageable " \
+           "memory?; … d: whole hint" in flat(main)
+    assert long_hint not in flat(main)
+    assert main.splitlines()[5].startswith("GPU0 · last 60 s")  # 2 GPU lines + 3 verdict lines
+    assert any(line.startswith("time     GPU") for line in main.splitlines())
+    assert long_hint in flat(detail)
 
 
 async def test_footer_keys_stay_on_screen_after_a_snapshot(tmp_path: Path) -> None:

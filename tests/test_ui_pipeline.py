@@ -95,3 +95,13 @@ async def test_without_status_data_the_pipeline_line_takes_no_room(tmp_path: Pat
         await pilot.pause()
         assert not app.query_one(PipelineLine).display
         assert " wk " not in screen_text(app)
+
+
+def test_the_simulated_provers_status_url_is_on_the_dashboard_second_in_the_footer() -> None:
+    """The demo printed it on stderr, behind the dashboard, seen only after `q`."""
+    from gapwatch.engine.status import RuntimeStatus
+
+    url = "http://127.0.0.1:40123/status"
+    parts = status_parts(RuntimeStatus("sim:pageable", 100.0, None, {0: "sim"},
+                                       sim_status_url=url))
+    assert parts[:2] == ["source sim:pageable", f"sim /status at {url}"]

@@ -9,19 +9,21 @@ built and checked, 2 no compiler, no headers, a compile error or a layout this g
 from __future__ import annotations
 
 import argparse
-import sys
+import os
 
 from gapwatch.copytrace.build import BuildError, build, install_instructions
-from gapwatch.copytrace.wire import default_socket_path
+from gapwatch.copytrace.socket_path import default_socket_path, make_private_folder
 from gapwatch.core.config import Config
+from gapwatch.engine.console import say
 
 
 def add_copytrace_flag(p: argparse.ArgumentParser) -> None:
     """`--copytrace [PATH]` of `watch` and `record` (`gapwatch.cli.resolve_config` applies it)."""
     p.add_argument("--copytrace", nargs="?", const="", default=None, metavar="PATH",
                    help="read the copy trace (pinned vs pageable per copy) from the library "
-                        "injected into the prover; PATH = its socket (default "
-                        "/run/user/UID/gapwatch-copytrace.sock); see `gapwatch copytrace build`")
+                        "injected into the prover; PATH = its socket (default: in "
+                        "$XDG_RUNTIME_DIR or /run/user/UID, else /tmp/gapwatch-UID, a folder "
+                        "only you can write to); see `gapwatch copytrace build`")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -41,9 +43,18 @@ def run(args: argparse.Namespace, config: Config) -> int:
     try:
         result = build(args.out, cuda_include=args.cuda_include, cc=args.cc)
     except BuildError as exc:
-        print(f"gapwatch copytrace: {exc}", file=sys.stderr)
+        say(f"gapwatch copytrace: {exc}")
         return 2
     socket_path = config.copytrace.socket or default_socket_path()
+    if not config.copytrace.socket:
+        # Made now (mode 0700), so that nobody else can take the default's folder first.
+        folder = os.path.dirname(socket_path)
+        why = make_private_folder(folder)
+        if why is not None:
+            say(f"gapwatch copytrace: the default socket's folder {folder} {why}: neither "
+                "gapwatch nor the library will use it; remove it, or give a path in a folder "
+                "of yours ([copytrace] socket)")
+            return 2
     print(f"built {result.library}")
     print(f"  headers: {', '.join(result.include_dirs)}; compiler: {result.compiler}")
     cupti = result.cupti_library or "libcupti.so.13 from the loader path"

@@ -10,9 +10,7 @@ pane shows what it would show for cuzk. `--source sim:SCENARIO` picks another sc
 from __future__ import annotations
 
 import argparse
-import sys
 
-from gapwatch.commands import say_sim_status
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
 from gapwatch.engine.console import say
@@ -29,13 +27,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, config: Config) -> int:
     source = args.source or f"sim:{config.sim.scenario}"
     if not source.startswith("sim"):
-        print("gapwatch demo: --source must be sim or sim:SCENARIO (use `watch` or `replay` "
-              "for other sources)", file=sys.stderr)
+        say("gapwatch demo: --source must be sim or sim:SCENARIO (use `watch` or `replay` "
+            "for other sources)")
         return 2
     speed = 1.0 if args.speed is None else args.speed
     if speed == 0:
         # As fast as possible would be over before the first redraw.
-        print("gapwatch demo: --speed 0 is for `record`; use e.g. --speed 4", file=sys.stderr)
+        say("gapwatch demo: --speed 0 is for `record`; use e.g. --speed 4")
         return 2
     try:
         require_terminal("demo")
@@ -47,5 +45,6 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     from gapwatch.ui import start_and_show
 
-    say_sim_status(rt, "demo")
+    # The simulated prover's /status URL is in the footer and the help screen: said on stderr
+    # it was hidden behind the dashboard until it closed.
     return start_and_show(rt, "demo")

@@ -21,7 +21,8 @@ from typing import IO
 
 from gapwatch.core.config import Config
 from gapwatch.core.models import DERIVED_TYPES
-from gapwatch.sinks.output_file import Replacement
+from gapwatch.engine.console import say
+from gapwatch.sinks.output_file import OutputRefused, Replacement, check_replaceable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,8 +84,17 @@ def run(args: argparse.Namespace, config: Config) -> int:
         None if args.out == "-" else Path(args.out) if args.out else _default_out(src, args.format)
     )
     if dest is not None and dest.exists() and src.exists() and dest.resolve() == src.resolve():
-        print(f"gapwatch export: --out {dest} would overwrite the input", file=sys.stderr)
+        say(f"gapwatch export: --out {dest} would overwrite the input")
         return 2
+    if dest is not None:
+        # Before anything is read or created: a directory, a missing folder, a device is one
+        # line and exit 2, and nothing is left behind (a directory gave a traceback and left
+        # DIR.part, 1.2 MB, beside it).
+        try:
+            check_replaceable(dest, _default_out(src, args.format).name)
+        except OutputRefused as exc:
+            say(f"gapwatch export: --out {exc}")
+            return 2
     # A temporary of a random name beside DEST (never one that could be planted: O_EXCL |
     # O_NOFOLLOW), renamed over it at the end: a failed export never leaves a half-written
     # trace behind, and a link at DEST is replaced, never written through.
@@ -104,14 +114,14 @@ def run(args: argparse.Namespace, config: Config) -> int:
             tmp.commit()
     except RecordingError as exc:
         _discard(tmp)
-        print(f"gapwatch export: {exc}", file=sys.stderr)
+        say(f"gapwatch export: {exc}")
         return 2
     except OSError as exc:
         _discard(tmp)
         where = exc.filename or (dest or "stdout")
-        print(f"gapwatch export: {where}: {exc.strerror or exc}", file=sys.stderr)
+        say(f"gapwatch export: {where}: {exc.strerror or exc}")
         return 2 if exc.filename in args.log else 1
-    print(f"gapwatch export: wrote {dest or 'stdout'}: {summary}", file=sys.stderr)
+    say(f"gapwatch export: wrote {dest or 'stdout'}: {summary}")
     return 0
 
 

@@ -9,7 +9,8 @@ events and the prover's `/status` snapshots of a gapwatch recording to the timel
 uses the snapshots where the logs are missing).
 
 Exit codes: 0 success, 2 a LOG cannot be opened (missing, a directory, unreadable: bad usage;
-the other files are still parsed), 1 a file failed while it was being read.
+the other files are still parsed) or is a binary file (NUL bytes, or mostly not text: said in
+one line, not printed), 1 a file failed while it was being read.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config
 from gapwatch.core.models import LogEvent, ProverStatus
+from gapwatch.engine.console import say
 from gapwatch.logs.parse import LogParser
-from gapwatch.logs.parse.partitions import RunTimeline, derive_timeline
+from gapwatch.logs.parse.partitions import RunTimeline, TimelineBuilder
 from gapwatch.logs.tail import LineSplitter
 
 _CHUNK = 1 << 16
@@ -72,6 +74,35 @@ def _unopenable(path: str) -> str | None:
         os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
+    return None
+
+
+#: How much of a file is looked at to tell a binary file from a log, and the share of that which
+#: may be other than text (a log with a few odd bytes is still a log).
+_SNIFF_BYTES = 8192
+_MAX_NON_TEXT = 0.30
+
+
+def _binary(path: str) -> str | None:
+    """Why `path` looks like a binary file rather than a text log (NUL bytes, or mostly bytes
+    that are not text), or None. Only regular files are looked at (a FIFO, stdin and a device
+    are read as streams)."""
+    if path == "-" or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except OSError:
+        return None  # said when it is read
+    if not head:
+        return None
+    if b"\0" in head:
+        return "it has NUL bytes"
+    text = head.decode("utf-8", "replace")
+    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\n\r"))
+    share = odd / len(text)
+    if share > _MAX_NON_TEXT:
+        return f"{share:.0%} of its first {len(head)} bytes are not text"
     return None
 
 
@@ -133,7 +164,7 @@ def format_timeline(run: RunTimeline) -> str:
     for p in run.partitions:
         pinned = "no" if p.unpinned else ("yes" if p.source != "status" else "-")
         rows.append(
-            f"{(p.job_id or '-')[:22]:<22} {ms(p.partition):>4} {ms(p.worker):>6} "
+            f"{fmt.visible(p.job_id or '-')[:22]:<22} {ms(p.partition):>4} {ms(p.worker):>6} "
             f"{ms(p.synth_ms):>8} {ms(p.timeline_gpu_ms):>7} {ms(p.mutex_held_ms):>7} "
             f"{ms(p.mutex_wait_ms):>7} {ms(p.h2d_in_ntt_ms):>10} {pinned:>6} {p.source}"
         )
@@ -147,23 +178,33 @@ def format_timeline(run: RunTimeline) -> str:
     long_gaps = [b - a for a, b in run.idle_gaps if b - a >= 0.1]
     rows.append(f"idle gaps between lock regions >= 100 ms: {len(long_gaps)}"
                 + (f" (longest {max(long_gaps):.3f} s)" if long_gaps else ""))
-    return "\n".join(rows)
+    # Every cell is the log's text or a number: shown, never obeyed (a job id held OSC
+    # sequences: a window title, an OSC 52 clipboard write).
+    return "\n".join(map(fmt.visible, rows))
 
 
 def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
-                args: argparse.Namespace, out: TextIO, collected: list[LogEvent]) -> int:
+                args: argparse.Namespace, out: TextIO, timeline: TimelineBuilder) -> int:
     """Parse and print one file; returns 2 if it cannot be opened, 1 if reading it failed
     part-way (message on stderr), else 0."""
     problem = _unopenable(path)
     if problem is not None:
-        print(f"gapwatch parse: {path}: {problem}", file=sys.stderr)
+        say(f"gapwatch parse: {path}: {problem}")
+        return 2
+    binary = _binary(path)
+    if binary is not None:
+        # Printed line by line it was a screen of escaped junk: say what it is instead.
+        print(f"gapwatch parse: {path}: a binary file, not a text log ({binary}); skipped",
+              file=sys.stderr)
         return 2
     try:
         lines = _lines(path, splitter)
         for line in lines:
             events = parser.parse_line(line, path, time.monotonic_ns(), time.time())
             if args.timeline:
-                collected.extend(events)
+                # Into the table at once: a million-line log must not stay in memory.
+                for e in events:
+                    timeline.add(e)
                 continue
             for e in events:
                 if args.unparsed and e.kind != "unparsed":
@@ -172,23 +213,23 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
     except BrokenPipeError:
         raise
     except OSError as exc:
-        print(f"gapwatch parse: {path}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+        say(f"gapwatch parse: {path}: cannot read: {exc.strerror or exc}")
         return 1
     return 0
 
 
-def _recorded(path: str, collected: list[LogEvent], statuses: list[ProverStatus]) -> bool:
+def _recorded(path: str, timeline: TimelineBuilder, statuses: list[ProverStatus]) -> bool:
     """Add a recording's log events and prover snapshots; False (said) when it is unusable."""
     from gapwatch.sources.recording import RecordingError, read_recording
 
     try:
         rec = read_recording(path)
     except RecordingError as exc:
-        print(f"gapwatch parse: {exc}", file=sys.stderr)
+        say(f"gapwatch parse: {exc}")
         return False
     for r in rec.records:
         if isinstance(r, LogEvent):
-            collected.append(r)
+            timeline.add(r)
         elif isinstance(r, ProverStatus):
             statuses.append(r)
     return True
@@ -198,33 +239,33 @@ def run(args: argparse.Namespace, config: Config) -> int:
     paths = list(args.logs) + [p for p in args.log if p not in args.logs]
     recording = getattr(args, "recording", None)
     if recording and not args.timeline:
-        print("gapwatch parse: --recording goes with --timeline", file=sys.stderr)
+        say("gapwatch parse: --recording goes with --timeline")
         return 2
     if not paths and not recording:
-        print("gapwatch parse: give at least one LOG file ('-' = stdin)", file=sys.stderr)
+        say("gapwatch parse: give at least one LOG file ('-' = stdin)")
         return 2
     parser = LogParser(config.logs)
     parser.anchor_wall_s = _first_anchor(paths, config)
     out: TextIO = sys.stdout
-    collected: list[LogEvent] = []
+    timeline = TimelineBuilder()
     status = 0
     cut = 0
     try:
         for path in paths:
             splitter = LineSplitter(config.logs.max_line_bytes)
-            status = max(status, _parse_file(path, splitter, parser, args, out, collected))
+            status = max(status, _parse_file(path, splitter, parser, args, out, timeline))
             cut += splitter.cut_lines
     except BrokenPipeError:  # `gapwatch parse x.log | head`: stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         return 0
     if args.timeline:
         statuses: list[ProverStatus] = []
-        if recording and not _recorded(recording, collected, statuses):
+        if recording and not _recorded(recording, timeline, statuses):
             return 2
-        out.write(format_timeline(derive_timeline(collected, statuses)) + "\n")
+        out.write(format_timeline(timeline.finish(statuses)) + "\n")
     c = parser.counters
     kinds = ", ".join(f"{k[5:]} {v}" for k, v in sorted(c.items()) if k.startswith("kind:"))
-    print(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "
-          f"{c['unparsed']} unparsed, {c['blank']} blank, {cut} cut at "
-          f"{config.logs.max_line_bytes} bytes", file=sys.stderr)
+    say(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "
+        f"{c['unparsed']} unparsed, {c['blank']} blank, {cut} cut at "
+        f"{config.logs.max_line_bytes} bytes")
     return status

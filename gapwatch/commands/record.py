@@ -20,6 +20,7 @@ import time
 from gapwatch.commands import add_cuzk_status_argument, argtypes, say_sim_status
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
+from gapwatch.core import fmt
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.console import say
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
             elif isinstance(ev, StateChange):
                 states[ev.gpu] = ev.state
                 if not args.quiet:
-                    say(f"state gpu{ev.gpu} {ev.state} busy={ev.busy_fraction}")
+                    say(state_line(ev))
             elif isinstance(ev, Notice) and ev.level != "info":
                 say(f"{ev.level}: {ev.message}")
 
@@ -90,7 +91,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     slow = "".join(f"; {t}" for t in (procmem_counts_text(status.source_counters),
                                       links_down_text(status.links)) if t)
     say(f"gapwatch record: stopped{why}; {recorded}gaps: {gaps}; "
-        f"final states: {states or 'none'}{_lateness_summary(status.lateness)}{ct}{slow}")
+        f"final states: {final_states_text(states)}{_lateness_summary(status.lateness)}{ct}"
+        f"{slow}")
     for p in status.provers:
         errors = ", ".join(f"{k} {v}" for k, v in sorted(p.errors.items())) or "none"
         say(f"gapwatch record: prover status {p.url}: {p.ok} of {p.polls} polls answered "
@@ -101,6 +103,17 @@ def run(args: argparse.Namespace, config: Config) -> int:
         say(f"gapwatch record: gapwatch's own threads died: {dead}")
         return 1
     return 0
+
+
+def state_line(ev: StateChange) -> str:
+    """`state GPU0 BREAKDOWN (busy 74%): 2 pcie_starved gaps in the last 30 s` (it printed
+    `busy=0.04000653772581903`)."""
+    return f"state GPU{ev.gpu} {ev.state} (busy {fmt.frac_pct(ev.busy_fraction)}): {ev.reason}"
+
+
+def final_states_text(states: dict[int, str]) -> str:
+    """`GPU0 BREAKDOWN, GPU1 CHAINED`, or `none` (it printed `{0: 'BREAKDOWN'}`)."""
+    return ", ".join(f"GPU{gpu} {state}" for gpu, state in sorted(states.items())) or "none"
 
 
 def _started(rt: Runtime) -> str:

@@ -4,9 +4,10 @@ through the same session, detector and dashboard as live data.
 `--log LOG` reads prover log files whole and merges their events into the replay by time, as
 `gapwatch report --log` does (a log that cannot be read: one line, exit 2).
 
-`--speed 1` (default) replays at the recorded pace, `--speed 10` ten times faster, `--speed 0` as
-fast as possible. `--headless` runs without the UI until the file ends (for `--prometheus`: a
-Prometheus server scrapes the replayed session as if it were live) and prints a short summary.
+`--speed 1` replays at the recorded pace (the dashboard's default), `--speed 10` ten times faster,
+`--speed 0` as fast as possible (the default of `--headless`). `--headless` runs without the UI
+until the file ends and prints a short summary; give it `--speed 1` to pace it as recorded (for
+`--prometheus`: a Prometheus server scrapes the replayed session as if it were live).
 Who calls it: `gapwatch.cli`. Headless never imports Textual.
 """
 
@@ -27,14 +28,15 @@ from gapwatch.engine.terminal import require_terminal
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="recording (.jsonl / .jsonl.gz) or trace CSV")
     p.add_argument("--headless", action="store_true",
-                   help="no dashboard: replay until the file ends, then print a summary")
+                   help="no dashboard: replay until the file ends, as fast as it can unless "
+                        "--speed is given, then print a summary")
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
     try:
         if not args.headless:
             require_terminal("replay")
-        rt = build_runtime(config, f"replay:{args.file}", speed=args.speed,
+        rt = build_runtime(config, f"replay:{args.file}", speed=replay_speed(args),
                            log_paths=list(args.log or []))
     except STARTUP_ERRORS as exc:
         say(f"gapwatch replay: {exc}")
@@ -44,6 +46,14 @@ def run(args: argparse.Namespace, config: Config) -> int:
     from gapwatch.ui import start_and_show
 
     return start_and_show(rt, "replay")
+
+
+def replay_speed(args: argparse.Namespace) -> float | None:
+    """The pace to replay at: `--speed` when given; else as fast as it can headless (nobody
+    watches it: a 2 min recording took 2 min of silence), the recorded pace on the dashboard."""
+    if args.speed is not None:
+        return float(args.speed)
+    return 0.0 if args.headless else None
 
 
 #: Warnings kept for the closing lines of a headless replay.

@@ -18,6 +18,7 @@ from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config, DetectorConfig
 from gapwatch.core.models import GAP_KINDS, Gap
 from gapwatch.core.verdict import breakdown_words
+from gapwatch.engine.console import say
 from gapwatch.offline.report import (
     PAYOFF_METHOD,
     ReportData,
@@ -46,10 +47,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
     try:
         report = build_report(args.file, config, list(args.log or []))
     except RecordingError as exc:
-        print(f"gapwatch report: {exc}", file=sys.stderr)
+        say(f"gapwatch report: {exc}")
         return 2
     except OSError as exc:
-        print(f"gapwatch report: cannot read log: {exc}", file=sys.stderr)
+        say(f"gapwatch report: cannot read log: {exc}")
         return 2
     if args.json:
         # Through the text layer, so that a redirected sys.stdout (tests, embedding) works too.

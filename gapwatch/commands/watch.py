@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from gapwatch.commands import add_cuzk_status_argument, say_sim_status
+from gapwatch.commands import add_cuzk_status_argument
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
@@ -38,5 +38,5 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     from gapwatch.ui import start_and_show
 
-    say_sim_status(rt, "watch")
+    # A simulated prover's /status URL is in the footer (stderr is behind the dashboard).
     return start_and_show(rt, "watch")

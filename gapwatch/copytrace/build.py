@@ -74,10 +74,16 @@ def _toolkit_roots() -> list[Path]:
 
 
 def _wheel_roots() -> list[Path]:
-    """`nvidia/cu13` folders of installed NVIDIA wheels, in sys.path order."""
+    """`nvidia/cu13` folders of installed NVIDIA wheels, in sys.path order: only in the folders
+    packages are installed to (site-packages, dist-packages), never the current folder or a
+    script's (sys.path's "" or first entry): headers planted in `./nvidia/cu13/include` used to
+    be compiled into the library that goes into the prover."""
     out: list[Path] = []
     for entry in sys.path:
-        p = Path(entry or ".") / "nvidia" / f"cu{CUDA_MAJOR}"
+        if not entry or not os.path.isabs(entry) or \
+                Path(entry).name not in ("site-packages", "dist-packages"):
+            continue
+        p = Path(entry) / "nvidia" / f"cu{CUDA_MAJOR}"
         if p.is_dir() and p not in out:
             out.append(p)
     return out
@@ -142,8 +148,22 @@ def find_cupti_library(include_dirs: list[str]) -> str | None:
 
 
 def find_compiler(cc: str | None = None) -> str | None:
-    for cand in (cc, os.environ.get("CC"), "cc", "gcc", "clang"):
-        if cand and shutil.which(cand):
+    """The C compiler to build with: `cc` (`--cc`) or `$CC` when given, else the first of cc,
+    gcc, clang on PATH (None: none). A compiler asked for by name is used or refused, never
+    swapped for another: `--cc nosuchcc` used to build with `cc` and exit 0.
+
+    Raises:
+        BuildError: `cc` or `$CC` names a compiler that is not on PATH (or not executable).
+    """
+    for given, what in ((cc, "--cc"), (os.environ.get("CC"), "$CC")):
+        if given:
+            if shutil.which(given) is None:
+                raise BuildError(f"{what} {given}: not found on PATH or not executable; give "
+                                 "a compiler that runs (e.g. --cc gcc), or leave it out to use "
+                                 "the first of cc, gcc, clang")
+            return given
+    for cand in ("cc", "gcc", "clang"):
+        if shutil.which(cand):
             return cand
     return None
 

@@ -31,8 +31,13 @@
  *   is a plain message instead of a loader failure inside cuInit.
  *
  * Environment (read once, at initialisation):
- *   GAPWATCH_COPYTRACE_SOCKET    where gapwatch listens (default: /run/user/UID/gapwatch-copytrace.sock
- *                                when /run/user/UID exists, else /tmp/gapwatch-copytrace-UID.sock)
+ *   GAPWATCH_COPYTRACE_SOCKET    where gapwatch listens (default: gapwatch-copytrace.sock in
+ *                                $XDG_RUNTIME_DIR or /run/user/UID when that is a private folder,
+ *                                else $TMPDIR/gapwatch-UID/copytrace.sock; /tmp without TMPDIR).
+ *                                The same rule as gapwatch/copytrace/socket_path.py. "Private":
+ *                                a folder, not a link, owned by UID, not writable by group or
+ *                                others. Copies are sent to a default path only while its folder
+ *                                is private: a folder another user made is never sent to.
  *   GAPWATCH_COPYTRACE_FLUSH_MS  flush period in ms (default 100, 10..10000)
  *   GAPWATCH_COPYTRACE_OFF=1     load, say so, and do nothing (a switch that needs no unit edit)
  *   GAPWATCH_CUPTI_LIB           libcupti to load (default: one already loaded, then the path
@@ -188,6 +193,9 @@ static struct {
     int fd;
     struct sockaddr_un addr;
     socklen_t addr_len;
+    char folder[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* checked before each send: a
+                                                                 default path's folder, or "" */
+    int said_folder;            /* the folder's problem was said on stderr */
     pthread_mutex_t send_lock;  /* encoder state below; never taken on the prover's threads */
     uint64_t seq;
     uint64_t copies_seen;
@@ -228,14 +236,44 @@ static uint64_t CUPTIAPI timestamp_cb(void) { return realtime_ns(); }
 
 /* ---------------------------------------------------------------- the socket */
 
-static void default_socket_path(char *out, size_t n) {
-    char dir[64];
+/* Why `dir` is not private to `uid` (NULL when it is): a folder, not a symbolic link, owned by
+ * `uid`, that neither its group nor others may write to. socket_path.folder_problem in Python. */
+static const char *folder_problem(const char *dir, uid_t uid) {
     struct stat st;
-    snprintf(dir, sizeof dir, "/run/user/%u", (unsigned)getuid());
-    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+    if (lstat(dir, &st) != 0) return errno == ENOENT ? "does not exist" : "cannot be read";
+    if (S_ISLNK(st.st_mode)) return "is a symbolic link";
+    if (!S_ISDIR(st.st_mode)) return "is not a folder";
+    if (st.st_uid != uid) return "belongs to another user";
+    if (st.st_mode & 022) return "can be written by others";
+    return NULL;
+}
+
+/* The default socket path (socket_path.default_socket_path in Python); its folder, to check
+ * before each send, goes to `folder`. */
+static void default_socket_path(char *out, size_t n, char *folder, size_t folder_n) {
+    uid_t uid = getuid();
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    const char *tmp = getenv("TMPDIR");
+    /* A folder is a candidate only if the socket's path in it fits a Unix socket address. */
+    size_t room = sizeof g.addr.sun_path - 1;
+    char dir[sizeof g.addr.sun_path];
+    if (xdg != NULL && xdg[0] == '/' && strlen(xdg) + strlen("/gapwatch-copytrace.sock") <= room
+            && folder_problem(xdg, uid) == NULL) {
+        snprintf(dir, sizeof dir, "%s", xdg);
         snprintf(out, n, "%s/gapwatch-copytrace.sock", dir);
-    else
-        snprintf(out, n, "/tmp/gapwatch-copytrace-%u.sock", (unsigned)getuid());
+    } else {
+        snprintf(dir, sizeof dir, "/run/user/%u", (unsigned)uid);
+        if (folder_problem(dir, uid) == NULL) {
+            snprintf(out, n, "%s/gapwatch-copytrace.sock", dir);
+        } else {
+            if (tmp == NULL || tmp[0] != '/' ||
+                    strlen(tmp) + strlen("/gapwatch-4294967295/copytrace.sock") > room)
+                tmp = "/tmp";
+            snprintf(dir, sizeof dir, "%s/gapwatch-%u", tmp, (unsigned)uid);
+            snprintf(out, n, "%s/copytrace.sock", dir);
+        }
+    }
+    snprintf(folder, folder_n, "%s", dir);
 }
 
 static int open_socket(const char *path) {
@@ -280,6 +318,20 @@ static int send_datagram(const void *payload, size_t payload_bytes, uint16_t typ
     unsigned char buf[sizeof(struct gwct_header) + GWCT_BATCH * sizeof(struct gwct_copy)];
     struct gwct_header h;
     if (g.fd < 0 || payload_bytes > sizeof buf - sizeof h) return 0;
+    if (g.folder[0]) {
+        /* A default path: only while its folder is ours. One that another user made (or a link,
+         * or one others may write to) could hold their socket: the copies are not sent there. */
+        const char *why = folder_problem(g.folder, getuid());
+        if (why != NULL && strcmp(why, "does not exist") != 0) {
+            if (!g.said_folder) {
+                g.said_folder = 1;
+                say("not sending to %s: its folder %s %s (another user could listen there); "
+                    "copies are dropped and counted", g.addr.sun_path, g.folder, why);
+            }
+            g.last_errno = EPERM;
+            return 0;
+        }
+    }
     fill_header(&h, type, record_bytes, n);
     memcpy(buf, &h, sizeof h);
     if (payload_bytes) memcpy(buf + sizeof h, payload, payload_bytes);
@@ -606,7 +658,7 @@ GWCT_EXPORT int InitializeInjection(void) {
     read_environment();
     const char *env_path = getenv("GAPWATCH_COPYTRACE_SOCKET");
     if (env_path != NULL && *env_path) snprintf(path, sizeof path, "%s", env_path);
-    else default_socket_path(path, sizeof path);
+    else default_socket_path(path, sizeof path, g.folder, sizeof g.folder);
     if (open_socket(path) != 0) return 1;
     if (start_tracing() != 0) return 1;
     g.active = 1;
@@ -639,6 +691,26 @@ GWCT_EXPORT int gapwatch_copytrace_layout(char *out, size_t n) {
         offsetof(CUpti_ActivityMemcpy6, copyCount), offsetof(CUpti_ActivityDevice5, id),
         offsetof(CUpti_ActivityDevice5, uuid), GWCT_VERSION, sizeof(struct gwct_header),
         sizeof(struct gwct_copy), sizeof(struct gwct_hello));
+}
+
+GWCT_EXPORT int gapwatch_copytrace_selftest(const char *path, uint32_t n);
+
+/* The default socket path as this library computes it (for the tests: gapwatch must agree). */
+GWCT_EXPORT int gapwatch_copytrace_default_socket(char *out, size_t n) {
+    char folder[sizeof g.addr.sun_path];
+    default_socket_path(out, n, folder, sizeof folder);
+    return (int)strlen(out);
+}
+
+/* Send to `path` as if it were the default path (its folder checked before each send): the
+ * tests' way to see that a folder another user could write to is never sent to. */
+GWCT_EXPORT int gapwatch_copytrace_selftest_default(const char *path, uint32_t n) {
+    const char *slash = strrchr(path, '/');
+    size_t len = slash != NULL ? (size_t)(slash - path) : 0;
+    if (len >= sizeof g.folder) return -1;
+    memcpy(g.folder, path, len);
+    g.folder[len] = '\0';
+    return gapwatch_copytrace_selftest(path, n);
 }
 
 /* Send a HELLO, `n` synthetic copies (through the same encoder and socket code as CUPTI's

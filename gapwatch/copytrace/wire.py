@@ -214,16 +214,3 @@ def layout_mismatches(reported: dict[str, int]) -> list[str]:
     """Each field whose compiled offset or size differs from `LAYOUT` (empty: they agree)."""
     return [f"{k}: library {reported.get(k)}, reader {v}" for k, v in LAYOUT.items()
             if reported.get(k) != v]
-
-
-def default_socket_path(uid: int | None = None, run_user: str = "/run/user") -> str:
-    """Where the library sends and gapwatch listens unless told otherwise (the C code applies
-    the same rule with the prover's uid): `/run/user/UID/gapwatch-copytrace.sock` when that
-    folder exists, else `/tmp/gapwatch-copytrace-UID.sock`."""
-    import os
-
-    uid = os.getuid() if uid is None else uid
-    folder = os.path.join(run_user, str(uid))
-    if os.path.isdir(folder):
-        return os.path.join(folder, "gapwatch-copytrace.sock")
-    return f"/tmp/gapwatch-copytrace-{uid}.sock"

@@ -21,6 +21,7 @@ could not write that gap.
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated
 
 import msgspec
@@ -127,3 +128,34 @@ def sender_counter_ok(n: int) -> bool:
 def pid_ok(pid: int) -> bool:
     """Is `pid` a possible Linux process id?"""
     return 0 < pid <= MAX_PID
+
+
+#: A number as a file writes one: ASCII digits with an optional sign, point and exponent, or the
+#: words nan and inf. Python's `float` and `int` also read full-width and other scripts' digits
+#: ("１" became GPU 1) and underscores ("1_000_000_000_000"); no CSV or log writer means those.
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:nan|inf|infinity)",
+                      re.ASCII | re.IGNORECASE)
+_ASCII_SPACE = " \t\r\n\f\v"
+
+
+def decimal(text: str) -> float:
+    """`text` (ASCII spaces around it allowed) as a number, by the rule above. Raises
+    ValueError for anything else."""
+    s = text.strip(_ASCII_SPACE)
+    if not _DECIMAL.fullmatch(s):
+        raise ValueError(f"{text!r} is not a number")
+    return float(s)
+
+
+def decimal_int(text: str) -> int:
+    """`text` as a whole number (`12`, `12.0`, `1.2e1`), by the rule above. Raises ValueError
+    for anything else."""
+    s = text.strip(_ASCII_SPACE)
+    if not _DECIMAL.fullmatch(s):
+        raise ValueError(f"{text!r} is not a number")
+    if s.lstrip("+-").isdigit():
+        return int(s)
+    value = float(s)
+    if not value.is_integer():
+        raise ValueError(f"{text} is not an integer")
+    return int(value)

@@ -295,8 +295,9 @@ class CopyTraceConfig(_Section):
 
     #: Listen for the library's datagrams (off by default: the prover must carry the library).
     enabled: bool = False
-    #: Socket path; "" = /run/user/UID/gapwatch-copytrace.sock, or /tmp/gapwatch-copytrace-UID.sock
-    #: where /run/user/UID does not exist.
+    #: Socket path; "" = gapwatch-copytrace.sock in $XDG_RUNTIME_DIR or /run/user/UID, else
+    #: /tmp/gapwatch-UID/copytrace.sock: a folder only its owner can write to
+    #: (`gapwatch.copytrace.socket_path`).
     socket: str = ""
     #: Permission bits of the socket file (the prover's user must be able to write to it;
     #: root always can).

@@ -580,7 +580,10 @@ class GapDetector:
         # No events (every gap of a recording without logs): skip event_dicts' sorting.
         events = acc.event_dicts() if acc is not None and acc.events else []
         g_end_s = end_s if end_s is not None else tr.idle_start_s + duration_s
-        view = acc.prover_view(end_s, tr.idle_start_s, tr.kind) if acc is not None else None
+        # Without a snapshot or a cuzk line there is nothing to say (the common offline case:
+        # skipping it keeps a long report's per-gap cost as it was).
+        view = acc.prover_view(end_s, tr.idle_start_s, tr.kind) if acc is not None and (
+            acc.provers or acc.before_cause is not None or acc.facts.seen) else None
         copies = (self._ev.copies_dict(acc, tr.idle_start_s, g_end_s, tr.kind, events)
                   if acc is not None else {})
         link_down = self._link_down(tr.gpu)

@@ -81,30 +81,32 @@ def gaps_reason(kinds: dict[str, int], config: DetectorConfig) -> str:
     return f"{what}, none pcie_starved"
 
 
-def window_words(state: str, window: WindowNow, config: DetectorConfig) -> str:
-    """What `state` rests on now: the window's live count, and its span in clock time."""
-    span = f"{fmt.clock(window.start_wall_s)}-{fmt.clock(window.end_wall_s)}"
+def window_words(state: str, window: WindowNow, config: DetectorConfig, span: bool = True) -> str:
+    """What `state` rests on now: the window's live count, and (`span`) its span in clock time
+    (a narrow pane leaves the clock times out; "the last 30 s" says the span too)."""
+    clocks = f"{fmt.clock(window.start_wall_s)}-{fmt.clock(window.end_wall_s)}"
     if state == "BREAKDOWN":
         starved = window.gaps.get(STARVED, 0)
         others = {k: n for k, n in window.gaps.items() if k != STARVED}
         more = f", and {count_words(others)}" if others else ""
         return (f"{count_words({STARVED: starved})} ({window.starved_idle_s:.1f} s idle) in the "
-                f"last {window.window_s:g} s, {span}{more}")
+                f"last {window.window_s:g} s{', ' + clocks if span else ''}{more}")
     if state == "GAPS":
-        return f"{gaps_reason(window.gaps, config)} ({span})"
+        return gaps_reason(window.gaps, config) + (f" ({clocks})" if span else "")
     if state == "CHAINED":
-        return f"busy, no gaps in the last {window.window_s:g} s ({span})"
+        return f"busy, no gaps in the last {window.window_s:g} s" + (
+            f" ({clocks})" if span else "")
     return ""
 
 
 def verdict_words(state: StateChange | None, window: WindowNow | None,
-                  config: DetectorConfig) -> str:
+                  config: DetectorConfig, span: bool = True) -> str:
     """The selected GPU's verdict after its name and state: since when, and what the state rests
     on now (the live window), else why it was entered. `state` None: no verdict yet."""
     if state is None:
         return "no data yet"
     since = f"since {fmt.clock(state.t_wall_s)}"
-    live = window_words(state.state, window, config) if window is not None else ""
+    live = window_words(state.state, window, config, span) if window is not None else ""
     if live:
         return f"{since}: {live}"
     return f"{since}: {state.reason or 'idle gaps between GPU work'}"

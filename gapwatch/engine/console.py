@@ -1,4 +1,5 @@
-"""Console: the one writer of gapwatch's live lines to stderr, which survives stderr going away.
+"""Console: the one writer of gapwatch's live lines to stderr, which survives stderr going away,
+and never lets the text it writes command the terminal.
 
 Who calls it: the commands (`record`'s gap, state and notice lines, from the sampler and tailer
 threads; start and summary lines; the dashboard commands' closing line). Every live line goes
@@ -6,6 +7,11 @@ through `say`, so that a closed pipe (`gapwatch record ... 2>&1 | head -1`), a t
 up (a closed tmux pane), or a stderr closed at start (`2>&-`) never stops monitoring: the first
 failed write marks stderr as gone, later lines are counted and dropped, and the caller carries
 on. (Python ignores SIGPIPE, so a closed pipe is an EPIPE here, not a signal.)
+
+Lines quote outside text (a copy-trace NOTE, a log path, a problem in a file): each line is
+shown through `fmt.visible`, so an escape in it is written out (`\x1b]0;title\x07`), never
+obeyed (`record` used to pass OSC sequences, window titles and OSC 52 clipboard writes, to the
+terminal).
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ import os
 import sys
 import threading
 from typing import TextIO
+
+from gapwatch.core import fmt
 
 
 class Console:
@@ -42,7 +50,7 @@ class Console:
                 self._lose()
                 return False
             try:
-                stream.write(line + "\n")
+                stream.write("\n".join(map(fmt.visible, line.split("\n"))) + "\n")
                 stream.flush()
             except BlockingIOError:  # a non-blocking stderr that is full: this line only
                 self.dropped_lines += 1

@@ -82,6 +82,8 @@ class Sink(Protocol):
 #: refreshed from the detector; also at once when a gap opens, closes or is retracted and when
 #: the state changes, so the verdict's count is never behind the gap table.
 WINDOW_REFRESH_NS = 1_000_000_000
+#: Notices said before the first listener that are kept for the listeners to come.
+EARLY_NOTICES = 100
 #: Notices of one kind said per interval (of the notices' own times); the rest are counted.
 NOTICE_INTERVAL_S = 10.0
 NOTICE_BURST = 5
@@ -119,6 +121,8 @@ class Session:
         self._errors_said: set[tuple[str, str]] = set()
         self._saying_error = False
         self._errors_to_say: list[Notice] = []
+        #: Notices said before anyone listened (told to each listener as it subscribes).
+        self._early: list[Notice] = []
         #: The latest GPU sample's times: held notices are summed up at them.
         self._last_times: tuple[int, float] = (header.started_mono_ns, header.started_wall_s)
         for sink in self.sinks:
@@ -131,8 +135,15 @@ class Session:
 
     def subscribe(self, listener: Listener) -> None:
         """Call `listener` (from the feeding thread) for every state change and notice, and for
-        each gap when it first closes."""
+        each gap when it first closes. The notices said before (at most `EARLY_NOTICES`: a
+        disk full before the first record, a log that cannot be opened) are told to it first:
+        `record` subscribes once the runtime is built, and must still say them."""
         with self._lock:
+            for notice in self._early:
+                try:
+                    listener(notice)
+                except Exception as exc:  # noqa: BLE001 - as in _tell
+                    self._failed("a listener", notice, exc)
             self._listeners.append(listener)
 
     def on_record(self, record: Record) -> None:
@@ -221,6 +232,8 @@ class Session:
                 self._failed(type(sink).__name__, record, exc)
 
     def _tell(self, ev: Gap | StateChange | Notice) -> None:
+        if type(ev) is Notice and len(self._early) < EARLY_NOTICES and not self._listeners:
+            self._early.append(ev)
         for listener in self._listeners:
             try:
                 listener(ev)

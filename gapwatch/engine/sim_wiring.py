@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import tempfile
 import threading
 import time
@@ -77,7 +78,9 @@ def open_sim(config: Config, arg: str, speed: float, resources: ExitStack) -> Si
     log_path: Path | None = None
     direct: list[tuple[str, str]] | None = None
     if speed > 0:
-        fd, name = tempfile.mkstemp(prefix=f"gapwatch-sim-{names[0]}-", suffix=".log")
+        sweep_stale_sim_logs()
+        fd, name = tempfile.mkstemp(prefix=f"{SIM_LOG_PREFIX}{os.getpid()}-{names[0]}-",
+                                    suffix=".log")
         os.close(fd)
         log_path = Path(name)
         lines = LineFile(log_path)
@@ -117,6 +120,46 @@ def speed_zero_sinks(wiring: SimWiring, config: Config, session: Any) -> list[An
 
     return [DirectLogFeeder(wiring.direct_lines, session, config),
             SimStatusFeed(wiring.sim, config.cuzk.status_period_s, session.on_record)]
+
+
+#: The simulator's temporary logs: `gapwatch-sim-PID-SCENARIO-XXXXXXXX.log` (and `.log.1`).
+SIM_LOG_PREFIX = "gapwatch-sim-"
+_SIM_LOG = re.compile(rf"{SIM_LOG_PREFIX}(\d+)-.*\.log(\.1)?")
+
+
+def sweep_stale_sim_logs(folder: str | None = None) -> list[Path]:
+    """Remove the simulator logs of gapwatch processes that are gone (killed with -9, so that
+    neither `close()` nor the exit hook ran: they used to stay in /tmp for good); only this
+    user's, only those whose pid no longer runs. Returns what was removed."""
+    removed: list[Path] = []
+    base = Path(folder or tempfile.gettempdir())
+    try:
+        names = [e for e in os.scandir(base) if e.name.startswith(SIM_LOG_PREFIX)]
+    except OSError:
+        return removed
+    for entry in names:
+        m = _SIM_LOG.fullmatch(entry.name)
+        if m is None or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid() or \
+                    _pid_runs(int(m.group(1))):
+                continue
+            os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
+
+
+def _pid_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # a process we may not signal is a process
+    return True
 
 
 class LineFile:

@@ -33,6 +33,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
+from gapwatch.logs.parse.partitions import timeline_event
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
 #: A one-process and a split run give the same list however their outputs interleave.
@@ -55,6 +56,7 @@ class Detected:
     totals: list[GpuTotals]
     #: The detector's own counters (out_of_order, stale_gpm, holes, ...), non-zero ones.
     detector_counters: dict[str, int]
+    #: The log events the partition timeline reads (`partitions.timeline_event`), in order.
     log_events: list[LogEvent]
     #: The prover's `/status` snapshots in the input (cuzk), in order.
     prover_statuses: list[ProverStatus] = field(default_factory=list)
@@ -114,12 +116,12 @@ def detect_records(
             if r.t_wall_s >= next_log_t:
                 while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:
                     feed(bounded_event(extra_logs[li]))
-                    log_events.append(extra_logs[li])
+                    _keep_for_timeline(log_events, extra_logs[li])
                     li += 1
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
             out = feed_gpu(r)
         elif isinstance(r, LogEvent):
-            log_events.append(r)
+            _keep_for_timeline(log_events, r)
             # The detector sees a log event as a live session's does (`Session.on_record`).
             out = feed(bounded_event(r))
         else:
@@ -132,7 +134,7 @@ def detect_records(
             take(out)
     while li < n_extra:
         feed(bounded_event(extra_logs[li]))
-        log_events.append(extra_logs[li])
+        _keep_for_timeline(log_events, extra_logs[li])
         li += 1
     take(det.finish())
     states.sort(key=_state_order)
@@ -142,6 +144,12 @@ def detect_records(
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=det.pipeline_view(),
     )  # fmt: skip
+
+
+def _keep_for_timeline(kept: list[LogEvent], event: LogEvent) -> None:
+    slim = timeline_event(event)
+    if slim is not None:
+        kept.append(slim)
 
 
 def sort_states(states: list[StateChange]) -> None:

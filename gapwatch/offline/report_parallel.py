@@ -29,10 +29,12 @@ readings, link states), which reach closed gaps the same way. The evidence buffe
 closed gaps of all GPUs in one bounded list, so which gap a late log line (or snapshot, or copy)
 still reaches depends on the other GPUs' gaps. A report with `--log` files runs in one process,
 and a worker that meets such a record stops all workers: the report then runs in one process
-(`detect_parallel` returns None). Trace CSVs, recordings under `MIN_PARALLEL_BYTES` and
-single-GPU recordings take the one-process path too (`plan_workers`), as does a machine with one
-usable CPU. A worker that fails for any reason
-also sends the report to the one-process path, which then reports the problem as usual.
+(`detect_parallel` returns None). Trace CSVs, recordings under `MIN_PARALLEL_BYTES` of JSON
+and single-GPU recordings take the one-process path too (`plan_workers`), as does a machine
+with one usable CPU. A gzip recording is large by the JSON it holds, not its size on disk:
+each worker decompresses it whole, in parallel, as each reads a plain file whole. A worker that
+fails for any reason also sends the report to the one-process path, which then reports the
+problem as usual.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ from multiprocessing.connection import Connection
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from gapwatch.core.codec import gpu_line_prefix
 from gapwatch.core.config import Config
@@ -65,13 +69,21 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.track import GpuTotals
 from gapwatch.offline.detect import Detected, detect_records, sort_states
-from gapwatch.sources.recording import MAX_PROBLEMS, Recording, open_recording, read_recording
+from gapwatch.sources.recording import (
+    MAX_PROBLEMS,
+    Recording,
+    json_bytes,
+    open_recording,
+    read_recording,
+)
 
 #: Smaller recordings are read in one process: starting workers costs ~0.1-0.5 s.
 MIN_PARALLEL_BYTES = 50_000_000
 #: A worker that meets more problem lines than this sends the report to one process (which
 #: keeps only counts): merging them by line would cost memory for nothing.
 MAX_PROBLEM_LINES = 100_000
+#: Gaps a worker sends over its pipe at a time (a few MB pickled).
+GAP_CHUNK = 2048
 #: Workers look for a stop request (another worker gave up) every this many lines.
 _STOP_CHECK_LINES = 1 << 16
 
@@ -88,12 +100,14 @@ def usable_cpus() -> int:
 
 def plan_workers(path: str | Path, log_paths: list[str]) -> int:
     """How many processes `build_report` should use for `path`: 1 unless the file is a large
-    recording with several GPUs, there are several CPUs and no `--log` files."""
+    recording with several GPUs, there are several CPUs and no `--log` files. Large means
+    its JSON (`recording.json_bytes`: a gzip file counts for what it holds, not what it
+    takes on disk)."""
     p = Path(path)
     if log_paths or p.suffix.lower() == ".csv":
         return 1
     try:
-        if p.stat().st_size < MIN_PARALLEL_BYTES:
+        if json_bytes(p) < MIN_PARALLEL_BYTES:
             return 1
         header, stream, _ = open_recording(p)
         stream.close()
@@ -113,8 +127,9 @@ class _Part:
     #: Why the report must run in one process instead, or None.
     abort: str | None = None
     gap_id_lines: list[int] = field(default_factory=list)
-    #: Final versions of the worker's closed gaps, with its own ids.
-    gap_rows: list[tuple[Any, ...]] = field(default_factory=list)
+    #: Final versions of the worker's closed gaps, with its own ids: worker 0's (this process)
+    #: as records; the others' follow their part over the pipe as rows, `GAP_CHUNK` at a time.
+    gaps: list[Gap] = field(default_factory=list)
     state_rows: list[tuple[Any, ...]] = field(default_factory=list)
     totals: list[GpuTotals] = field(default_factory=list)
     detector_counters: dict[str, int] = field(default_factory=dict)
@@ -166,7 +181,7 @@ def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:
         return _Part(abort=str(exc))
     return _Part(
         gap_id_lines=found.gap_id_lines,
-        gap_rows=[_gap_row(g) for g in found.ledger.closed()],
+        gaps=found.ledger.closed(),
         state_rows=[_state_row(s) for s in found.states],
         totals=found.totals,
         detector_counters=found.detector_counters,
@@ -181,7 +196,15 @@ def _child(path: str, config: Config, me: int, n: int, stop: Any, conn: Connecti
     except BaseException:  # noqa: BLE001 - reported to the parent, which falls back
         part = _Part(abort=f"worker {me} failed:\n{traceback.format_exc()}")
         stop.set()
+    gaps, part.gaps = part.gaps, []
     conn.send(part)
+    # The gaps in chunks, each let go once sent: neither this process nor the parent ever holds
+    # a second copy of them all (pickled, or as rows beside the records).
+    while gaps:
+        rows = [_gap_row(g) for g in gaps[:GAP_CHUNK]]
+        del gaps[:GAP_CHUNK]
+        conn.send(rows)
+    conn.send(None)
     conn.close()
 
 
@@ -210,30 +233,47 @@ def detect_parallel(path: str | Path, config: Config, n: int) -> Detected | None
     except BaseException:
         stop.set()
         raise
-    for proc, recv in children:
-        try:
-            parts.append(recv.recv())
-        except EOFError:  # the child died without a word (killed): read in one process
-            parts.append(_Part(abort="worker died"))
-        proc.join()
-    if any(p.abort is not None for p in parts):
+    try:
+        for _proc, recv in children:
+            try:
+                parts.append(recv.recv())
+            except EOFError:  # the child died without a word (killed): read in one process
+                parts.append(_Part(abort="worker died"))
+        if any(p.abort is not None for p in parts):
+            return None
+        new_ids = _gap_ids(parts)
+        ledger = GapLedger()
+        ids = new_ids[0]
+        own, parts[0].gaps = parts[0].gaps, []
+        for g in own:  # renumbered copies share every field with the originals
+            ledger.add(replace(g, gap_id=ids[g.gap_id]))
+        del own
+        for w, (_proc, recv) in enumerate(children, 1):
+            ids = new_ids[w]
+            while (rows := recv.recv()) is not None:
+                for row in rows:
+                    ledger.add(Gap(ids[row[0]], *row[1:]))
+    except EOFError:  # a child died while sending its gaps
         return None
-    return _merge(header, parts)
+    finally:
+        for proc, recv in children:
+            recv.close()
+            proc.join()
+    return _merge(header, parts, ledger)
 
 
-def _merge(header: Any, parts: list[_Part]) -> Detected:
+def _gap_ids(parts: list[_Part]) -> list[list[int]]:
+    """Gap ids: one sequence over all workers, in the order of the lines that assigned them
+    (a line assigns at most one id). [w][local id] is worker w's gap's id in that sequence."""
     n = len(parts)
-    # Gap ids: one sequence over all workers, in the order of the lines that assigned them
-    # (a line assigns at most one id). new_ids[w][local id] is the id in that sequence.
     assigned = sorted(line * n + w for w, p in enumerate(parts) for line in p.gap_id_lines)
     new_ids: list[list[int]] = [[0] for _ in parts]
     for i, key in enumerate(assigned, 1):
         new_ids[key % n].append(i)
-    ledger = GapLedger()
-    for w, p in enumerate(parts):
-        ids = new_ids[w]
-        for row in p.gap_rows:
-            ledger.add(Gap(ids[row[0]], *row[1:]))
+    return new_ids
+
+
+def _merge(header: Any, parts: list[_Part], ledger: GapLedger) -> Detected:
     states = [StateChange(*row) for p in parts for row in p.state_rows]
     sort_states(states)
     totals = sorted((t for p in parts for t in p.totals), key=lambda t: t.gpu)

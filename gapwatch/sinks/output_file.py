@@ -83,8 +83,11 @@ def _locked_by_another(path: Path) -> bool:
     return False
 
 
-def _check_target(path: Path) -> bool:
-    """Raise OutputRefused if `path` cannot take a recording; True when it exists already."""
+def _check_target(path: Path, example: str = "gapwatch.jsonl.gz",
+                  needs: str = "a recording needs a file it can lock, truncate and append to"
+                  ) -> bool:
+    """Raise OutputRefused if `path` cannot take a new file (`example`: a name to suggest inside
+    a directory given as `path`; `needs`: why a device will not do); True when it exists."""
     parent = path.parent
     if not parent.exists():
         raise OutputRefused(f"{path}: the directory {parent} does not exist (create it first)")
@@ -104,11 +107,19 @@ def _check_target(path: Path) -> bool:
         return True
     if stat.S_ISDIR(st.st_mode):
         raise OutputRefused(f"{path} is a directory; give a file name inside it "
-                            f"(e.g. {path / 'gapwatch.jsonl.gz'})")
+                            f"(e.g. {path / example})")
     if not stat.S_ISREG(st.st_mode):
-        raise OutputRefused(f"{path} is not a regular file (a device or a pipe); a recording "
-                            "needs a file it can lock, truncate and append to")
+        raise OutputRefused(f"{path} is not a regular file (a device or a pipe); {needs}")
     return True
+
+
+def check_replaceable(path: str | Path, example: str) -> None:
+    """Check, creating nothing, that `path` can be written whole and put in place by
+    `Replacement` (`export --out`): its directory exists and takes a new file, and it is not a
+    directory or a device (an existing file or link is replaced). Raises OutputRefused;
+    `example` is the file name suggested inside a directory given as `path`."""
+    _check_target(Path(path), example, "an export is written whole beside it, then renamed "
+                                       "over it; give a file name (or - for standard output)")
 
 
 def check_output(path: str | Path, exists: ExistsPolicy = "refuse") -> OutputPlan:
@@ -193,6 +204,8 @@ class OutputFile:
                 os.close(fd)
                 raise OutputRefused(f"{self.path}: cannot replace: {exc.strerror or exc}") from None
         self._fd: int | None = fd
+        st = os.fstat(fd)
+        self._inode = (st.st_dev, st.st_ino)
 
     def write_at(self, offset: int, data: bytes) -> None:
         """Write all of `data` at `offset`. Raises OSError (ENOSPC, EIO, ...) part-way through:
@@ -216,6 +229,18 @@ class OutputFile:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def remove_empty(self) -> bool:
+        """After `close()`: remove the file if it is still the empty file this writer made
+        (same inode, 0 bytes); True when it was removed."""
+        try:
+            st = os.lstat(self.path)
+            if (st.st_dev, st.st_ino) != self._inode or st.st_size:
+                return False
+            os.unlink(self.path)
+        except OSError:
+            return False
+        return True
 
     def _require(self) -> int:
         if self._fd is None:

@@ -49,10 +49,11 @@ from gapwatch.core.models import (
     ProcessMemory,
     SessionHeader,
 )
+from gapwatch.core.prover import PROVER_CAUSES
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
-from gapwatch.sinks.prover_metrics import cause_counters, prover_families
+from gapwatch.sinks.prover_metrics import prover_families
 from gapwatch.sources.cuzk_status import PollerStatus
 
 
@@ -126,8 +127,16 @@ class GapwatchCollector:
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
         yield from self._state_gauges(snap)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
-        yield from self._gap_counters([g.index for g in snap.gpus], snap.gap_tally)
-        yield from cause_counters([g.index for g in snap.gpus], snap.cause_tally)
+        gpus = [g.index for g in snap.gpus]
+        yield from _tally_counters(
+            "gapwatch_gaps", "Closed idle gaps, by GPU and cause.", "gapwatch_gap_seconds",
+            "Seconds of closed idle gaps (counted when a gap closes).", "kind", GAP_KINDS,
+            gpus, snap.gap_tally)
+        yield from _tally_counters(
+            "gapwatch_gaps_by_prover_cause", "Closed idle gaps by the cause the prover's "
+            "/status or log gave (waits_on_synthesis, waits_on_budget, srs_loading, ...).",
+            "gapwatch_gap_seconds_by_prover_cause", "Seconds of those gaps.", "cause",
+            PROVER_CAUSES, gpus, snap.cause_tally)
         yield from self._counters(counts, log_counters)
         yield from self._log_files(logs, log_counters)
         yield self._lateness(counts)
@@ -328,23 +337,6 @@ class GapwatchCollector:
                 fam.add_metric([], float(value))
                 yield fam
 
-    def _gap_counters(
-        self, gpus: list[int], tally: dict[tuple[int, str], Tally]
-    ) -> Iterator[Metric]:
-        """Closed gaps from the store's ledger. Every (gpu, kind) starts at 0, so that rate()
-        and increase() work from the first scrape."""
-        gaps = CounterMetricFamily("gapwatch_gaps", "Closed idle gaps, by GPU and cause.",
-                                   labels=["gpu", "kind"])
-        secs = CounterMetricFamily("gapwatch_gap_seconds",
-                                   "Seconds of closed idle gaps (counted when a gap closes).",
-                                   labels=["gpu", "kind"])
-        keys = {(gpu, kind) for gpu in gpus for kind in GAP_KINDS} | set(tally)
-        for gpu, kind in sorted(keys):
-            t = tally.get((gpu, kind), Tally())
-            gaps.add_metric([str(gpu), kind], t.count)
-            secs.add_metric([str(gpu), kind], t.seconds)
-        yield from (gaps, secs)
-
     def _counters(self, c: SinkCounts, log_counters: dict[str, int]) -> Iterator[Metric]:
         samples = CounterMetricFamily("gapwatch_gpu_samples", "GPU samples taken.",
                                       labels=["gpu"])
@@ -484,3 +476,18 @@ def start_exporter(
     handle = bind_exporter(listen, limits)
     handle.serve(session, status_fn)
     return handle
+
+
+def _tally_counters(name: str, doc: str, secs_name: str, secs_doc: str, label: str,
+                    values: tuple[str, ...], gpus: list[int], tally: dict[tuple[int, str], Tally]
+                    ) -> Iterator[Metric]:
+    """Closed gaps (count and seconds) from a ledger tally by (GPU, `label`). Every (gpu,
+    value) starts at 0, so that rate() and increase() work from the first scrape."""
+    gaps = CounterMetricFamily(name, doc, labels=["gpu", label])
+    secs = CounterMetricFamily(secs_name, secs_doc, labels=["gpu", label])
+    keys = {(gpu, v) for gpu in gpus for v in values} | set(tally)
+    for gpu, v in sorted(keys):
+        t = tally.get((gpu, v), Tally())
+        gaps.add_metric([str(gpu), v], t.count)
+        secs.add_metric([str(gpu), v], t.seconds)
+    yield from (gaps, secs)

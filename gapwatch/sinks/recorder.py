@@ -309,6 +309,12 @@ class Recorder:
                 self.closed = True
                 self._state = "closed"
             self.file.close()
+            if self._end == 0 and self.file.remove_empty():
+                # Not even the header could be written (a disk full from the start): an empty
+                # file is no recording, and `report` would call it "not a gapwatch recording".
+                with self._lock:
+                    self._error = (f"{self._error}; nothing could be written, the empty file "
+                                   "was removed")
         self._deliver()
         if self._strict and not complete:
             raise OSError(f"{self.path}: not every record was written ({self._error})")

@@ -26,9 +26,12 @@ What it does with what arrives (wire format: `gapwatch.copytrace.wire`):
   CUDA_DEVICE_ORDER=PCI_BUS_ID and no CUDA_VISIBLE_DEVICES, as its HELLO says); otherwise the
   copy keeps `gpu` None and is counted as unmapped.
 
-The socket: a Unix datagram socket bound at `path` (default `wire.default_socket_path()`), mode
-0600 unless told otherwise. A stale socket file left by a gapwatch that died is replaced; a live
-one (another gapwatch listening) or a file that is not a socket is an error, never deleted.
+The socket: a Unix datagram socket bound at `path`, mode 0600 unless told otherwise. The default
+path is in a folder only its owner can write to (`gapwatch.copytrace.socket_path`: the runtime
+folder, else `$TMPDIR/gapwatch-UID`, made 0700 here and refused, naming who holds it, when it
+belongs to another user, is a link or others may write to it). A stale socket file left by a
+gapwatch that died is replaced; a live one (another gapwatch listening), a socket of another
+user (named) or a file that is not a socket is an error, never deleted.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from typing import Literal
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import UNWATCHED, ThreadWatch
 from gapwatch.copytrace import wire
+from gapwatch.copytrace.socket_path import default_socket_path, make_private_folder, user_name
 from gapwatch.core.bounds import (
     MAX_PID,
     MAX_SENDER_COUNTER,
@@ -139,7 +143,9 @@ class CopyTraceReader:
         socket_mode: int = 0o600,
         rcvbuf_bytes: int = 1 << 20,
     ) -> None:
-        self.path = path or wire.default_socket_path()
+        #: True when `path` is the default (its folder is made and checked before listening).
+        self.default_path = not path
+        self.path = path or default_socket_path()
         self.clock: Clock = clock or SystemClock()
         self._on_record = on_record
         self._on_notice = on_notice
@@ -171,6 +177,14 @@ class CopyTraceReader:
     def open(self) -> None:
         """Bind the socket. Raises SourceUnavailable with a message for the user."""
         path = self.path
+        if self.default_path:
+            folder = os.path.dirname(path)
+            why = make_private_folder(folder)
+            if why is not None:
+                raise SourceUnavailable(
+                    f"--copytrace: the default socket's folder {folder} {why}; gapwatch listens "
+                    "only where no other user can bind first (remove it, or give --copytrace "
+                    "PATH in a folder of yours)")
         try:
             st = os.lstat(path)
         except FileNotFoundError:
@@ -181,7 +195,13 @@ class CopyTraceReader:
             if not stat.S_ISSOCK(st.st_mode):
                 raise SourceUnavailable(f"--copytrace {path}: exists and is not a socket; "
                                         "not touching it (give another path)")
-            if _someone_listens(path):
+            listens = _someone_listens(path)
+            if st.st_uid != os.getuid():
+                raise SourceUnavailable(
+                    f"--copytrace {path}: held by user {user_name(st.st_uid)}"
+                    f"{', who listens there' if listens else ' (a socket left there)'}; not "
+                    "touching it (give another path)")
+            if listens:
                 raise SourceUnavailable(f"--copytrace {path}: another gapwatch is listening "
                                         "there (one listener per socket)")
             try:

@@ -22,11 +22,14 @@ Only a file that cannot be opened, or whose first line is not a header, is an er
 from __future__ import annotations
 
 import gzip
+import json
+import math
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, Any, cast
 
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
@@ -42,6 +45,7 @@ from gapwatch.core.codec import (
     decode_repaired,
     header_from_fields,
 )
+from gapwatch.core.config import Config
 from gapwatch.core.models import SCHEMA_VERSION, Record, SessionHeader
 from gapwatch.core.sizes import cut_text
 
@@ -99,6 +103,32 @@ def _open_bytes(path: Path) -> IO[bytes]:
     return raw
 
 
+#: Compressed bytes read to learn a gzip recording's compression ratio (`json_bytes`).
+RATIO_SAMPLE_BYTES = 1 << 20
+
+
+def json_bytes(path: str | Path) -> int:
+    """About how many bytes of JSON the recording at `path` holds: its size, or for a gzip file
+    its size times the compression ratio of its first MiB (the recorder compresses every member
+    alike; a file that small is inflated whole, exactly). Raises OSError."""
+    p = Path(path)
+    size = p.stat().st_size
+    with open(p, "rb") as f:
+        head = f.read(RATIO_SAMPLE_BYTES)
+    if head[:2] != b"\x1f\x8b" or not head:
+        return size
+    inflated, data = 0, head
+    try:
+        while data:  # member after member
+            z = zlib.decompressobj(_GZIP_WBITS)
+            inflated += len(z.decompress(data))
+            data = z.unused_data if z.eof else b""
+    except zlib.error:
+        return size  # not gzip after all: the reader will say so
+    return inflated if size <= len(head) else int(size * inflated / len(head))
+
+
+_GZIP_WBITS = 31  # zlib's gzip container
 #: Line number given to a problem found after the last line (a truncated file).
 END_LINE = 1 << 62
 
@@ -188,6 +218,88 @@ def _sanitise_header(data: dict[str, object], p: Path) -> list[str]:
     return problems
 
 
+def _header_fields(line: bytes) -> Any:
+    """The header line as plain values. A number no double holds (`1e999` in the embedded
+    config) makes the strict codec refuse the whole line; the standard library's JSON reads it
+    (as infinity), so that the one value can be replaced instead of the file refused."""
+    try:
+        return decode_json(line)
+    except DecodeError:
+        try:
+            return json.loads(line)
+        except (ValueError, RecursionError):
+            raise DecodeError("the header line is not JSON") from None
+
+
+def _non_finite(data: dict[str, Any], p: Path) -> list[str]:
+    """Replace (in place) every number that is not finite: in the embedded config by the
+    default of that key (gone when the key has none), elsewhere by nothing (the field's own
+    fallback, `_HEADER_FALLBACKS`, then applies)."""
+    problems: list[str] = []
+    defaults = Config().model_dump(mode="json")
+
+    def walk(node: Any, default: Any, where: str) -> Any:
+        if isinstance(node, float) and not math.isfinite(node):
+            instead = f"the default {default!r}" if default is not None else "nothing"
+            problems.append(f"{p}: header {where} is {node} (not a number gapwatch can use); "
+                            f"using {instead}")
+            return default
+        if isinstance(node, dict):
+            sub = default if isinstance(default, dict) else {}
+            out = {k: walk(v, sub.get(k), f"{where}.{k}") for k, v in node.items()}
+            return {k: v for k, v in out.items() if v is not None or node[k] is None}
+        if isinstance(node, list):
+            return [walk(v, None, f"{where}[{i}]") for i, v in enumerate(node)]
+        return node
+
+    for key in list(data):
+        data[key] = walk(data[key], defaults if key == "config" else None, key)
+        if data[key] is None and key != "config":
+            del data[key]
+    return problems
+
+
+#: What a header field that cannot be read is read as (the file's records are still used).
+_HEADER_FALLBACKS: dict[str, Any] = {
+    "gapwatch_version": "unknown", "host": "unknown", "source": "unknown",
+    "started_wall_s": 0.0, "started_mono_ns": 0, "period_ms": DEFAULT_PERIOD_MS, "gpus": [],
+    "config": {},
+}
+_FIELD_AT = re.compile(r"at `\$\.(\w+)(?:\[(\d+)\])?")
+
+
+def _header_with_fallbacks(data: dict[str, Any], p: Path) -> tuple[SessionHeader, list[str]]:
+    """The header, a field that does not validate replaced by its fallback (a GPU entry that
+    does not validate dropped), each said. Raises DecodeError when what is wrong has no
+    fallback (the line is then not a gapwatch header)."""
+    problems: list[str] = []
+    for _ in range(len(_HEADER_FALLBACKS) + 64):
+        try:
+            return header_from_fields(data), problems
+        except DecodeError as exc:
+            m = _FIELD_AT.search(str(exc))
+            key = m.group(1) if m else _missing_field(str(exc))
+            if not key or key not in _HEADER_FALLBACKS:
+                raise
+            if m and key == "gpus" and m.group(2) is not None and isinstance(data["gpus"], list):
+                del data["gpus"][int(m.group(2))]
+                problems.append(f"{p}: header GPU entry {m.group(2)} cannot be read ({exc}); "
+                                "entry ignored")
+                continue
+            if key in data and data[key] == _HEADER_FALLBACKS[key]:
+                raise
+            problems.append(f"{p}: header {key} cannot be read ({exc}); using "
+                            f"{_HEADER_FALLBACKS[key]!r}")
+            data[key] = _HEADER_FALLBACKS[key]
+    raise DecodeError("the header cannot be read")
+
+
+def _missing_field(message: str) -> str | None:
+    """`Object missing required field `host`` -> `host`."""
+    m = re.search(r"missing required field `(\w+)`", message)
+    return m.group(1) if m else None
+
+
 def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes], list[str]]:
     """Open a JSON Lines recording: its validated header, the byte stream positioned at line 2
     (the caller closes it) and what was wrong with the header but could be replaced (for the
@@ -200,7 +312,7 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes], list[str
         stream.close()
         raise RecordingError(f"{p}: not a readable recording ({exc})") from None
     try:
-        data = decode_json(first)
+        data = _header_fields(first)
         if not isinstance(data, dict) or data.get("type") != "header":
             raise ValueError("first line is not a gapwatch header")
         version = data.get("schema_version")
@@ -209,8 +321,10 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes], list[str
             raise RecordingError(
                 f"{p}: written by a newer gapwatch (schema {version} > {SCHEMA_VERSION}); upgrade"
             )
-        problems = _sanitise_header(data, p)
-        header = header_from_fields(data)
+        problems = _non_finite(data, p)
+        problems += _sanitise_header(data, p)
+        header, repaired = _header_with_fallbacks(data, p)
+        problems += repaired
     except (DecodeError, ValueError) as exc:
         stream.close()
         raise RecordingError(

@@ -38,6 +38,8 @@ from gapwatch import __version__
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
     MAX_GPU_INDEX,
+    decimal,
+    decimal_int,
     fits_i64,
     gpu_index,
     usable_period_ms,
@@ -56,16 +58,12 @@ from gapwatch.sources.recording import Recording, RecordingError
 
 
 def _number(text: str) -> float | None:
-    out = float(text)
+    out = decimal(text)  # ASCII only: "１" is not GPU 1, "1_000" is not a thousand
     return out if math.isfinite(out) else None  # NaN / inf: not a reading
 
 
 def _integer(text: str) -> int | None:
-    value = float(text) if any(c in text for c in ".eE") else int(text)
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ValueError(f"{text} is not an integer")
-        value = int(value)
+    value = decimal_int(text)
     if not fits_i64(value):
         raise ValueError(f"{text} does not fit in 64 bits")
     return value

@@ -25,6 +25,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.filter import LineFilter, Monochrome
 
+from gapwatch.core import fmt
 from gapwatch.core.advice import advice_lines, advise
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
@@ -36,6 +37,7 @@ from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
 from gapwatch.ui.kinds import kind_css
 from gapwatch.ui.messages import NoticeRaised, SnapshotFinished, StateChanged
+from gapwatch.ui.svg import self_contained
 from gapwatch.ui.view import View, newest_time_ns
 from gapwatch.ui.widgets.copy_line import CopyLine
 from gapwatch.ui.widgets.detail_chart import DetailChart
@@ -51,6 +53,11 @@ from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
 #: Seconds between repaints of the numbers: header figures, open gaps' durations, host panel,
 #: log pane (see `_push`).
 SLOW_PANEL_EVERY_S = 1.0
+#: Rows of the footer, and the least rows of the detail chart and of the gap table with the log
+#: (gapwatch.tcss: `#footer`, `#detail`, `#lower`).
+FOOTER_LINES = 2
+DETAIL_MIN_LINES = 7
+LOWER_MIN_LINES = 6
 
 class DashboardRuntime(Protocol):
     """What the dashboard needs from a runtime (`gapwatch.engine.runtime.Runtime` has it)."""
@@ -286,8 +293,11 @@ class GapwatchApp(App[int]):
 
     def on_notice_raised(self, message: NoticeRaised) -> None:
         notice = message.notice
-        self.notify(notice.message, severity="error" if notice.level == "error" else "warning",
-                    timeout=8)
+        # A notice may quote outside text (a NOTE from the copy-trace library, a log path):
+        # shown, never obeyed, and never read as markup.
+        self.notify(fmt.visible(notice.message),
+                    severity="error" if notice.level == "error" else "warning", timeout=8,
+                    markup=False)
 
     def on_snapshot_finished(self, message: SnapshotFinished) -> None:
         self._snapshot_busy = False
@@ -297,7 +307,8 @@ class GapwatchApp(App[int]):
             footer.show_message(snapshot_message(message.path, self.size.width))
         else:
             footer.show_message(f"snapshot FAILED: {message.error}", error=True)
-            self.notify(str(message.error), title="snapshot failed", severity="error", timeout=10)
+            self.notify(fmt.visible(str(message.error)), title="snapshot failed",
+                        severity="error", timeout=10, markup=False)
 
     # -- snapshots ----------------------------------------------------------------------------
 
@@ -307,8 +318,10 @@ class GapwatchApp(App[int]):
             self.query_one(StatusFooter).show_message("snapshot: still writing the previous one")
             return
         self._snapshot_busy = True
+        # The screen as the user saw it, before the footer says it is being written (the SVG's
+        # own footer read "snapshot: writing…"), without web fonts (`ui.svg`).
+        svg = self_contained(self.export_screenshot(title=f"gapwatch {self.runtime.header.host}"))
         self.query_one(StatusFooter).show_message("snapshot: writing…")
-        svg = self.export_screenshot(title=f"gapwatch {self.runtime.header.host}")
         snap = self.runtime.store.snapshot()
         status_lines = status_parts(self.runtime.status())
         t_wall_s = self._wall_clock()
@@ -356,7 +369,22 @@ class GapwatchApp(App[int]):
         detail = self.query_one(DetailChart)
         detail.display = not detail.display
         self.query_one(Overview).display = not detail.display
+        self.query_one(GpuHeader).detail_lines = self._detail_header_lines() \
+            if detail.display else None
         self._repush()
+
+    def _detail_header_lines(self) -> int:
+        """Lines the header may take in the detail view: what is left once the footer, the
+        lines shown under the chart, the detail chart's and the gap table's least rows are
+        counted (the verdict gets more room there, never at the gap table's cost)."""
+        used = FOOTER_LINES + DETAIL_MIN_LINES + LOWER_MIN_LINES
+        for widget in (self.query_one(HostPanel), self.query_one(PipelineLine),
+                       self.query_one(CopyLine)):
+            if widget.display:
+                used += widget.outer_size.height
+        if self.screen.has_class("-wide"):
+            used += 3  # the rules above the chart, the host line and the lower panels
+        return self.size.height - used
 
     def action_help(self) -> None:
         snap = self.runtime.store.snapshot()

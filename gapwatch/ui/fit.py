@@ -54,17 +54,3 @@ def pack_phrases(phrases: Sequence[str], width: int, sep: str = " · ") -> list[
             lines.append([i])
             used = len(phrase)
     return lines
-
-
-def cut_at_phrase(text: str, limit: int, sep: str = "; ", more: str = " …") -> str:
-    """`text` if it has at most `limit` characters, else its longest prefix that ends at a `sep`
-    boundary and fits with `more` after it (or at a word boundary when no phrase fits)."""
-    if len(text) <= limit:
-        return text
-    room = max(0, limit - len(more))
-    cut = text.rfind(sep, 0, room + 1)
-    if cut <= 0:
-        cut = text.rfind(" ", 0, room + 1)
-    if cut <= 0:
-        cut = room
-    return text[:cut].rstrip(" ;,") + more

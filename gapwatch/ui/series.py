@@ -2,8 +2,8 @@
 with the detector's gaps marked, and the PCIe rates as a share of the link.
 
 Who calls it: `widgets.overview.Overview` builds its `StripChart`s with these functions, and the
-detail chart reuses `busy_cells`. Pure (a View in, cells out), so the pictures' rules are
-unit-tested without Textual.
+detail chart reuses `busy_cells`, the header `last_column_rates`. Pure (a View in, cells out),
+so the pictures' rules are unit-tested without Textual.
 
 - Busy: `ui.reduce.busy_shares` with the detector's own rule for "busy" and its placement of GPM
   readings (`core.readings`), and `ui.reduce.gap_columns` for the marks: every column that any
@@ -22,7 +22,7 @@ time (an open gap grows, a new one starts in the past), which is cheap.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gapwatch.core.models import GpuSample
 from gapwatch.core.readings import activity_lag_ns, busy_reading, reading
@@ -134,6 +134,19 @@ def _rate_cells(view: View, columns: int, t_start_ns: int, t_end_ns: int, rx: bo
     values = _cached(cache, ("rx" if rx else "tx", view.gpu, lag, link), samples, lag,
                      view.period_ns, t_start_ns, t_end_ns, columns, compute)
     return [(v, None) for v in values]
+
+
+def last_column_rates(view: View, gpu: int, columns: int) -> tuple[float | None, float | None]:
+    """RX and TX (bytes/s) of `gpu` as the charts' last column shows them (its highest reading)
+    on a grid of `columns`: the header's figures, so that they agree with the chart beside
+    them (the latest reading alone read 0.00 GB/s between the copy bursts the chart showed)."""
+    t_start, t_end = view.grid(columns)
+    col_ns = (t_end - t_start) // max(1, columns)
+    mine = replace(view, gpu=gpu)
+    link = mine.link_bytes_per_s(gpu)
+    rx = rx_cells(mine, 1, t_end - col_ns, t_end)[0][0]
+    tx = tx_cells(mine, 1, t_end - col_ns, t_end)[0][0]
+    return (None if rx is None else rx * link), (None if tx is None else tx * link)
 
 
 def rx_cells(view: View, columns: int, t_start_ns: int, t_end_ns: int,

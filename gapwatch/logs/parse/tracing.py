@@ -159,16 +159,27 @@ def _fields_start(rest: str) -> int | None:
     """Where the trailing `key=value` fields begin after the message, or None.
 
     A `KEY=` inside the message is prose, not a field: cuzk writes
-    `CUZK_VALIDATE_PARTITIONS=1: validating ...` (engine.rs) and `PCE disabled via
-    CUZK_DISABLE_PCE=1 — using standard synthesis` (pipeline.rs). tracing always puts its
-    fields after the message, each value a token of its own, so a candidate whose value ends
-    in `:` or is followed by ` —` is part of the message and the search goes on past it.
+    `CUZK_VALIDATE_PARTITIONS=1: validating ...` (engine.rs), `PCE disabled via
+    CUZK_DISABLE_PCE=1 — using standard synthesis` (pipeline.rs) and `... valid — likely a
+    num_circuits=1 GPU proving bug` (prover.rs). tracing puts its fields after the message; a
+    number or a bool it writes is one token, followed by the next ` key=` or the end. So a
+    candidate whose value ends in `:`, is followed by ` —`, or is a number followed by words
+    is part of the message, and the search goes on past it. (A Display value may hold spaces,
+    `error=partition 3 failed`: only a value that starts as a number is judged by what follows.)
     """
     for m in _FIRST_FIELD.finditer(rest):
         at = m.start() + (1 if m.group(0)[0] == " " else 0)
-        end = rest.find(" ", m.end())
-        value = rest[m.end():] if end < 0 else rest[m.end():end]
-        if value.endswith(":") or (end >= 0 and rest.startswith(" \u2014", end)):
+        start = m.end()
+        end = rest.find(" ", start)
+        if end < 0:  # the last token of the line
+            if rest.endswith(":"):
+                continue
+            return at
+        if rest[end - 1] == ":":
             continue
+        if _FIRST_FIELD.match(rest, end):
+            return at  # the common case: another field follows
+        if rest.startswith(" \u2014", end) or _NUMBER.fullmatch(rest, start, end):
+            continue  # `num_circuits=1 GPU proving bug`: a number does not run on in words
         return at
     return None

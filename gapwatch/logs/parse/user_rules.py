@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from gapwatch.core.bounds import MAX_GPU_INDEX, fits_i64, wall_s_ok
+from gapwatch.core.bounds import MAX_GPU_INDEX, decimal, fits_i64, wall_s_ok
 from gapwatch.core.config import UserRule
 from gapwatch.core.models import FieldValue
 from gapwatch.logs.parse.prefixes import iso_to_epoch
@@ -68,7 +68,7 @@ def parse_timestamp(value: str, fmt: str) -> float | None:
     if iso is not None:
         return iso if wall_s_ok(iso) else None
     try:
-        number = float(value)
+        number = decimal(value)  # ASCII digits only, no "1_000"
     except ValueError:
         return None
     if number > 1e17:  # nanoseconds

@@ -5,18 +5,24 @@ Who drives it: `GapwatchApp` calls `show(view)` on each redraw. It is the first 
 reads in a glance at the tmux pane, so BREAKDOWN is a word AND a colour (NO_COLOR still reads).
 
 How it fits any number of GPUs into any pane (`layout_rows`):
-- one full line per GPU (name, state, busy share, SM, RX/TX and % of link) while they fit in
-  the header's share of the pane;
+- one full line per GPU while they fit, in fixed-width fields (`full_fields`): the state badge
+  is at the same column whatever the numbers read, and which fields a narrow pane leaves out
+  (the name first, then TX, SM...) depends on the width alone;
 - else compact cells, several per line (`▶0 BREAKDOWN  64% RX  4.1G`): 8 GPUs take 3 lines at 80
   columns;
 - else the page of cells that holds the selected GPU and a line "GPU 0-8 of 16, +7 more: g to
   cycle" that names the worst state among the hidden ones.
 
-The verdict is the selected GPU's (the one the charts show): its state, since when and what it
-rests on now (the live window, `core.verdict`)
-and the latest gap's hint, wrapped over as many lines as it needs; only when the pane is too
-short for all of it is it cut, at a phrase boundary. Another GPU in a worse state gets one line
-saying so. The header sets its own height to its line count, so nothing below is pushed off.
+RX and TX are the charts' last column (its highest reading, `series.last_column_rates`), so the
+header and the chart beside it say the same thing.
+
+The header's height is fixed for a pane size and GPU count (`header_lines`, `verdict_lines`):
+5 lines at 80x24. Under the GPU lines, in a fixed number of lines: the banners (PAUSED, SOURCE
+ENDED), the selected GPU's verdict (its state, since when, what it rests on now: the live
+window, `core.verdict`) with the latest gap's hint, cut at a phrase boundary to the lines left
+("… d: whole hint"; the detail view gives the verdict more lines), and a line naming another
+GPU in a worse state. Nothing below it moves when the hint grows, a banner appears or `p` is
+pressed: the gap table and the log stay where they are.
 """
 
 from __future__ import annotations
@@ -30,8 +36,10 @@ from gapwatch.core.hints import HINT_SEP
 from gapwatch.core.models import Gap
 from gapwatch.core.verdict import verdict_words
 from gapwatch.engine.summary import gap_counts_text
-from gapwatch.ui.fit import cut_at_phrase, fit_indices, fit_phrases
+from gapwatch.ui.fit import fit_indices, fit_phrases
+from gapwatch.ui.series import last_column_rates
 from gapwatch.ui.view import View
+from gapwatch.ui.widgets.strip_chart import LABEL_WIDTH
 
 _STATE_CLASS = {
     "CHAINED": "gpu-header--chained",
@@ -54,9 +62,26 @@ def latest_gap(gaps: tuple[Gap, ...], gpu: int) -> Gap | None:
     return None
 
 
-def header_budget(screen_height: int) -> int:
-    """Lines the header may use: a third of the pane (8 at 24 rows), never fewer than 5."""
-    return max(5, screen_height // 3)
+def header_lines(screen_height: int) -> int:
+    """Lines the header has in the main view, GPU lines included: 5 at 24 rows (so the charts
+    and the gap table and log keep their rows), a quarter of a taller pane."""
+    return max(5, (screen_height - 4) // 4)
+
+
+#: Characters of verdict (state, window, hint) the main view makes room for: four lines at 80
+#: columns, three at 200.
+VERDICT_CHARS = 480
+
+
+def verdict_lines(screen_height: int, width: int, gpu_rows: int,
+                  detail_lines: int | None = None) -> int:
+    """Lines under the GPU lines for the banners, the verdict and the "also" line: fixed for a
+    pane size and GPU count, at least 2. In the detail view (`d`) the header may have
+    `detail_lines` in all (what the panels below leave: the app works it out)."""
+    want = -(-VERDICT_CHARS // max(20, width))
+    if detail_lines is not None:
+        return max(2, min(detail_lines - gpu_rows, 2 * want))
+    return max(2, min(want, header_lines(screen_height) - gpu_rows))
 
 
 def layout_rows(n_gpus: int, width: int, gpu_rows: int) -> tuple[str, int]:
@@ -93,10 +118,13 @@ class GpuHeader(Widget):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
         self.lines: list[Text] = [Text("waiting for the first samples…")]
+        #: Lines the header may have in the detail view (set by the app while `d` shows it;
+        #: None: the main view).
+        self.detail_lines: int | None = None
 
     def show(self, view: View) -> None:
         width = self.size.width or self.app.size.width
-        lines = self.build(view, width, header_budget(self.app.size.height))
+        lines = self.build(view, width, self.app.size.height, self.detail_lines)
         if lines == self.lines:
             return
         relayout = len(lines) != len(self.lines)
@@ -110,18 +138,27 @@ class GpuHeader(Widget):
 
     # -- building -----------------------------------------------------------------------------
 
-    def build(self, view: View, width: int, budget: int) -> list[Text]:
-        """Every line of the header, each at most `width` cells, at most `budget` lines (the
-        verdict gives way first, at a phrase boundary)."""
+    def build(self, view: View, width: int, height: int,
+              detail_lines: int | None = None) -> list[Text]:
+        """Every line of the header, each at most `width` cells: the GPU lines, then exactly
+        `verdict_lines` lines (banners first, the verdict cut at a phrase to fit, the "also"
+        line when there is room), so the header's height depends on the pane and the GPU count
+        alone. In the detail view, up to `detail_lines` in all: as many as the verdict needs."""
         width = max(20, width)
-        banners = self._banners(view, width)
-        also = self._also_line(view, width)
         gpus = view.gpu_indices()
-        gpu_rows_budget = max(1, budget - len(banners) - len(also) - 3)
-        rows = self._gpu_rows(view, gpus, width, gpu_rows_budget)
-        verdict_budget = max(2, budget - len(rows) - len(banners) - len(also))
-        verdict = self._verdict(view, width, verdict_budget)
-        return rows + banners + verdict + also
+        rows = self._gpu_rows(view, gpus, width, max(1, header_lines(height) - 2))
+        area = verdict_lines(height, width, len(rows), detail_lines)
+        banners = self._banners(view, width)[:max(0, area - 1)]
+        also = self._also_line(view, width)
+        room = area - len(banners)
+        if room - len(also) < 1:
+            also = []
+        verdict = self._verdict(view, width, room - len(also), span=width >= 120,
+                                more=MORE_HINT if detail_lines is None else MORE_IN_SNAPSHOT)
+        lines = rows + banners + verdict + also
+        if detail_lines is not None:
+            return lines  # the detail view: what the verdict needs, up to its lines
+        return lines + [Text("") for _ in range(len(rows) + area - len(lines))]
 
     def _gpu_rows(self, view: View, gpus: list[int], width: int, budget: int) -> list[Text]:
         mode, per_line = layout_rows(len(gpus), width, budget)
@@ -152,42 +189,21 @@ class GpuHeader(Widget):
         return lines
 
     def _full_line(self, view: View, gpu: int, width: int) -> Text:
-        """Name, state, busy, SM, RX and TX of one GPU: as many whole phrases as fit."""
+        """Name, state, busy, SM, RX and TX of one GPU in fixed-width fields (`full_fields`)."""
         style = self.get_component_rich_style
-        info = view.gpu_info(gpu)
-        name = view.state_name(gpu)
-        sample = view.latest(gpu)
-        link = view.link_bytes_per_s(gpu)
-        selected = gpu == view.gpu
-        # (priority, text, style class): lower priorities stay when the line is narrow.
-        phrases: list[tuple[int, str, str]] = [
-            (0, f"{'▶' if selected else ' '}GPU{gpu}", "gpu-header--selected" if selected else ""),
-            (5, f"{info.name.removeprefix('NVIDIA ')[:10]:<10}", ""),
-            (0, f" {name} ", _STATE_CLASS[name]),
-            (1, f"busy {fmt.frac_pct(view.snap.busy_share(gpu)):>4}", ""),
-        ]
-        if sample is not None:
-            if sample.sm_active_pct is not None:
-                phrases.append((3, f"SM {fmt.pct(sample.sm_active_pct):>4}", ""))
-            else:
-                phrases.append((3, f"util {fmt.pct(sample.gpu_util_pct):>4}", ""))
-            rx, tx = sample.pcie_rx_bytes_per_s, sample.pcie_tx_bytes_per_s
-            phrases.append((2, f"RX {fmt.gbps(rx)}GB/s {fmt.link_pct(rx, link)}", ""))
-            phrases.append((4, f"TX {fmt.gbps(tx)}GB/s {fmt.link_pct(tx, link)}", ""))
         out = Text(no_wrap=True)
-        for n, i in enumerate(fit_indices([(p, t) for p, t, _ in phrases], width, "  ")):
-            _, text, cls = phrases[i]
+        for n, (text, cls) in enumerate(full_fields(view, gpu, width)):
             if n:
-                out.append("  ")
+                out.append(FIELD_SEP)
             out.append(text, style(cls) if cls else "")
         return out
 
     def _cell(self, view: View, gpu: int, line: Text) -> None:
-        """`▶0 BREAKDOWN  64% RX  4.1G` (CELL_WIDTH cells; RX in GB/s)."""
+        """`▶0 BREAKDOWN  64% RX  4.1G` (CELL_WIDTH cells; RX in GB/s, the charts' last
+        column)."""
         style = self.get_component_rich_style
         name = view.state_name(gpu)
-        sample = view.latest(gpu)
-        rx = sample.pcie_rx_bytes_per_s if sample is not None else None
+        rx, _ = last_column_rates(view, gpu, chart_columns(self.app.size.width))
         selected = gpu == view.gpu
         line.append(f"{'▶' if selected else ' '}{gpu:<2}",
                     style("gpu-header--selected") if selected else "")
@@ -265,38 +281,85 @@ class GpuHeader(Widget):
         line.truncate(width)
         return [line]
 
-    def _verdict(self, view: View, width: int, budget: int) -> list[Text]:
-        """The selected GPU's state, reason and hint, wrapped; cut at a phrase if too long."""
+    def _verdict(self, view: View, width: int, budget: int, span: bool = True,
+                 more: str = "") -> list[Text]:
+        """The selected GPU's state, since when, what it rests on now, and the latest gap's
+        hint, wrapped to at most `budget` lines: the hint is cut at a phrase boundary (its
+        "; "), saying where the rest is; a verdict too long even without a hint is cut at the
+        last line."""
         style = self.get_component_rich_style
         gpu = view.gpu
         state = view.state(gpu)
         name = view.state_name(gpu)
-        head = f"GPU{gpu} {name}"
         # Since when, and what the state rests on now: the live window, never the count the
         # state was entered on (that froze at "2 pcie_starved gaps" while 13 were in view).
-        body = verdict_words(state, view.snap.windows.get(gpu), view.detector)
+        body = verdict_words(state, view.snap.windows.get(gpu), view.detector, span=span)
         gap = latest_gap(view.snap.gaps, gpu) if name in ("GAPS", "BREAKDOWN", "IDLE") else None
-        hint = gap.hint if gap is not None and gap.hint else ""
-        # Everything that fits in `budget` lines of `width`: head + body, then the hint, cut at a
-        # phrase boundary (its "; ") when the pane is too short for all of it.
-        fixed = len(head) + 1 + len(body)
-        limit = budget * width - width // 4  # leave room for word wrapping's ragged ends
-        if hint:
-            hint = cut_at_phrase(hint, max(0, limit - fixed - len("  hint: ")), HINT_SEP)
-        text = Text()
-        text.append(head, style(_STATE_CLASS[name]) if name in ("GAPS", "BREAKDOWN")
-                    else style("gpu-header--verdict"))
-        text.append(" " + body if body.startswith("since") else ": " + body)
-        if hint:
-            # After the data ended (IDLE) the hint is the last gap's, not a live one.
-            text.append("  last gap: " if name == "IDLE" else "  hint: ", style("gpu-header--hint"))
-            text.append(hint)
-        lines = list(text.wrap(self.app.console, width, overflow="fold"))
+        phrases = gap.hint.split(HINT_SEP) if gap is not None and gap.hint else []
+        # After the data ended (IDLE) the hint is the last gap's, not a live one.
+        label = "  last gap: " if name == "IDLE" else "  hint: "
+        lines: list[Text] = []
+        for keep in range(len(phrases), -1, -1):
+            text = Text()
+            text.append(f"GPU{gpu} {name}", style(_STATE_CLASS[name])
+                        if name in ("GAPS", "BREAKDOWN") else style("gpu-header--verdict"))
+            text.append(" " + body if body.startswith("since") else ": " + body)
+            if keep:
+                text.append(label, style("gpu-header--hint"))
+                text.append(HINT_SEP.join(phrases[:keep]))
+                if keep < len(phrases):
+                    text.append(f"{HINT_SEP}… {more}", style("gpu-header--hint"))
+            elif phrases:
+                text.append(f"{label}… {more}", style("gpu-header--hint"))
+            lines = list(text.wrap(self.app.console, width, overflow="fold"))
+            if len(lines) <= budget:
+                break
         if len(lines) > budget:
-            lines = lines[:budget]
-            last = lines[-1]
-            last.truncate(width - 2)
-            last.append(" …")
+            lines = lines[:max(1, budget)]
+            lines[-1].truncate(width - 2)
+            lines[-1].append(" …")
         for line in lines:
             line.no_wrap = True
         return lines
+
+
+#: Where the rest of a hint cut to the header's lines is: the detail view, and where even its
+#: lines do not hold it, a snapshot's summary.md (and `gapwatch report`).
+MORE_HINT = "d: whole hint"
+MORE_IN_SNAPSHOT = "s: a snapshot has it whole"
+#: Between two fields of a full GPU line.
+FIELD_SEP = "  "
+
+
+def chart_columns(screen_width: int) -> int:
+    """Columns of the charts (the full width, less their labels): the header's RX/TX are read
+    on the same grid."""
+    return max(1, screen_width - LABEL_WIDTH)
+
+
+def full_fields(view: View, gpu: int, width: int) -> list[tuple[str, str]]:
+    """The fields of one GPU's full line, (text, style class), each of a fixed width: which ones
+    fit `width` is decided by their widths alone (never by what the numbers read), so the state
+    badge and every figure keep their columns from one redraw to the next."""
+    info = view.gpu_info(gpu)
+    name = view.state_name(gpu)
+    sample = view.latest(gpu)
+    link = view.link_bytes_per_s(gpu)
+    selected = gpu == view.gpu
+    rx, tx = last_column_rates(view, gpu, chart_columns(width))
+    sm = sample.sm_active_pct if sample is not None else None
+    util = sample is not None and sm is None and sample.gpu_util_pct is not None
+    level = f"util {fmt.pct(sample.gpu_util_pct):>4}" if util and sample is not None \
+        else f"SM   {fmt.pct(sm):>4}"
+    # (priority, text, style class) in display order: lower priorities stay when narrow.
+    fields: list[tuple[int, str, str]] = [
+        (0, f"{'▶' if selected else ' '}GPU{gpu:<2}", "gpu-header--selected" if selected else ""),
+        (5, f"{info.name.removeprefix('NVIDIA ')[:10]:<10}", ""),
+        (0, f" {name:<9} ", _STATE_CLASS[name]),
+        (1, f"busy {fmt.frac_pct(view.snap.busy_share(gpu)):>4}", ""),
+        (3, level, ""),
+        (2, f"RX {fmt.rate(rx):>9} {fmt.link_pct(rx, link):>4}", ""),
+        (4, f"TX {fmt.rate(tx):>9} {fmt.link_pct(tx, link):>4}", ""),
+    ]
+    kept = fit_indices([(p, t) for p, t, _ in fields], width, FIELD_SEP)
+    return [(fields[i][1], fields[i][2]) for i in kept]

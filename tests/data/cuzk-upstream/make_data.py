@@ -1,0 +1,432 @@
+"""Build this folder's test data from curio's own source: every log line cuzk can write, and its
+`/status` bodies, as upstream's format strings and serde structs make them.
+
+Run by hand (never by the tests, which read only what it wrote), with a curio checkout:
+
+    python3 tests/data/cuzk-upstream/make_data.py /path/to/curio
+
+What it reads (curio main e0294b0f948132d41e8f42f59fa949495d5fd3af, cuzk's code unchanged since
+2026-05-05): every `tracing` macro (`info!`, `warn!`, `error!`, `debug!`, `trace!`) in
+`extern/cuzk/{cuzk-core,cuzk-daemon,cuzk-server,cuzk-pce}/src`, every `timeline_event(...)` call
+in `cuzk-core/src/engine.rs` (its `eprintln!("TIMELINE,{},{},{},{}")`), every `fprintf(stderr,
+"CUZK_...")` in `extern/supraseal-c2/cuda`. For each it writes the line as the daemon would
+(tracing-subscriber 0.3's Full format without colours: `<RFC3339 µs>Z <LEVEL> <target>:
+<message> <k=v>...`, fields rendered as tracing does: `%` Display bare, `?` Debug, strings
+quoted) with illustrative values, and the name gapwatch must give it (`expected.json`: the whole
+message for a tracing line, the event for TIMELINE, the first key for CUZK_TIMING), with the
+file and line it came from. No upstream code is copied: format strings and field names only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+COMMIT = "e0294b0f948132d41e8f42f59fa949495d5fd3af"
+HERE = Path(__file__).parent
+RUST_DIRS = ("extern/cuzk/cuzk-core/src", "extern/cuzk/cuzk-daemon/src",
+             "extern/cuzk/cuzk-server/src", "extern/cuzk/cuzk-pce/src")
+CUDA_DIR = "extern/supraseal-c2/cuda"
+_MACRO = re.compile(r"\b(?:tracing::)?(info|warn|error|debug|trace)!\s*\(")
+_LEVEL = {"info": " INFO", "warn": " WARN", "error": "ERROR", "debug": "DEBUG", "trace": "TRACE"}
+T0 = datetime(2026, 5, 12, 14, 0, 0, tzinfo=UTC).timestamp()
+
+
+def balanced(text: str, start: int) -> int:
+    """Index just past the `)` that closes the `(` before `start` (strings and chars skipped)."""
+    depth, i, n = 1, start, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif c == "'" and i + 2 < n and (text[i + 2] == "'" or text[i + 1] == "\\"):
+            i = text.index("'", i + 2 if text[i + 1] != "\\" else i + 3)
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    raise ValueError("unbalanced")
+
+
+def split_args(body: str) -> list[str]:
+    """Top-level comma-separated arguments of a macro call."""
+    out, depth, cur, i = [], 0, [], 0
+    while i < len(body):
+        c = body[i]
+        if c == '"':
+            j = i + 1
+            while body[j] != '"':
+                j += 2 if body[j] == "\\" else 1
+            cur.append(body[i:j + 1])
+            i = j + 1
+            continue
+        if c in "([{<" and not (c == "<" and body[i - 1:i] == " "):
+            depth += 1
+        elif c in ")]}>" and depth and not (c == ">" and body[i - 1:i] in ("=", "-")):
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def rust_string(lit: str) -> str:
+    """A Rust string literal's text (escapes of the kinds cuzk uses)."""
+    body = lit[1:-1]
+    body = re.sub(r"\\\n\s*", "", body)  # a `\` line continuation drops the indentation
+    return body.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+
+
+def sample(name: str, expr: str, sigil: str) -> str:
+    """An illustrative value for a field, rendered as tracing would."""
+    n = name.lower()
+    if sigil == "?":
+        if n in ("partition", "partition_idx") or "partition" in n and "Option" in expr:
+            return "Some(3)"
+        if n in ("gpus", "gpu_ordinals"):
+            return "[0, 1]"
+        if n.endswith("partitions") or n.endswith("_ids") or "valid" in n:
+            return "[0, 1, 2]"
+        if n == "priority":
+            return "Normal"
+        if "path" in n or "dir" in n or "config" in n:
+            return '"/data/zk/params"'
+        if n.endswith("_ms") or "elapsed" in n or "duration" in n or n.endswith("time"):
+            return "28.408771233s"
+        return "Some(3)"
+    if sigil == "%":
+        if n in ("job_id", "parent_id", "pid", "p_job_id") or "job" in n:
+            return "porep-1234-5678"
+        if "circuit" in n:
+            return "porep-32g"
+        if n in ("proof_kind", "kind"):
+            return "porep-c2"
+        if "addr" in n or "listen" in n:
+            return "127.0.0.1:9821"
+        if "path" in n or "dir" in n:
+            return "/data/zk/params/v28-stacked-proof-of-replication.params"
+        if n in ("error", "e", "err"):
+            return "synthesis error: constraint 12 unsatisfied"
+        if n == "entry" or n == "label":
+            return "srs:porep-32g"
+        return "porep-c2"
+    if "format!" in expr:
+        return '"7.9"'
+    if n in ("bootstrap", "evictable", "is_pinned", "pipeline_enabled", "success", "valid",
+             "hit", "pinned", "enabled", "is_batched", "self_check", "cached"):
+        return "true"
+    if "as f64" in expr or n.endswith("_gbs") or n == "buf_gib" or n in (
+            "size_gib", "total_gib", "freed_gib", "total_freed_gib", "pool_total_gib", "est_gib"):
+        return "3.882612854242325"
+    if expr.startswith('"') or n in ("event", "circuit_id_str"):
+        return '"synth_start"'
+    return "3"
+
+
+FIELD = re.compile(r"^(?:(?P<name>[A-Za-z_][\w.]*)\s*=\s*(?P<sigil>[%?]?)\s*(?P<expr>.+)|"
+                   r"(?P<sigil2>[%?]?)(?P<short>[A-Za-z_][\w.]*))$", re.S)
+PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+
+
+def format_message(fmt: str, args: list[str]) -> str:
+    """The message with its `{}` placeholders filled (illustrative values)."""
+    it = iter(args)
+
+    def fill(m: re.Match[str]) -> str:
+        spec = m.group(0)
+        arg = next(it, "")
+        inline = spec[1:].split(":")[0].rstrip("}")
+        name = (inline or arg).lower()
+        if ":?" in spec:
+            if "duration" in name or "elapsed" in name or "time" in name:
+                return "28.408771233s"
+            if "path" in name or "config" in name:
+                return '"/etc/cuzk/cuzk.toml"'
+            return "Some(3)"
+        if "addr" in name or "listen" in name:
+            return "127.0.0.1:9820"
+        if "path" in name or "socket" in name:
+            return "/run/curio/cuzk.sock"
+        if "id" in name or "job" in name:
+            return "porep-1234-5678"
+        if "e" == name or "err" in name:
+            return "boom"
+        return "7"
+
+    return PLACEHOLDER.sub(fill, fmt.replace("{{", "\0").replace("}}", "\1")) \
+        .replace("\0", "{").replace("\1", "}")
+
+
+def target_of(path: str) -> str:
+    """tracing's default target: the module path (`cuzk_core::engine`; a crate root is the
+    crate: `cuzk_daemon`)."""
+    parts = Path(path).parts
+    crate = parts[2].replace("-", "_")
+    mod = Path(path).stem
+    return crate if mod in ("main", "lib") else f"{crate}::{mod}"
+
+
+def rust_lines(root: Path) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for d in RUST_DIRS:
+        for f in sorted((root / d).rglob("*.rs")):
+            rel = str(f.relative_to(root))
+            text = f.read_text()
+            for m in _MACRO.finditer(text):
+                line_no = text.count("\n", 0, m.start()) + 1
+                if text.rfind("//", text.rfind("\n", 0, m.start()), m.start()) >= 0:
+                    continue  # in a comment
+                end = balanced(text, m.end())
+                args = split_args(text[m.end():end - 1])
+                fields: list[str] = []
+                message = None
+                msg_args: list[str] = []
+                for k, arg in enumerate(args):
+                    if arg.startswith('"'):
+                        message = format_message(rust_string(arg), args[k + 1:])
+                        msg_args = args[k + 1:]
+                        break
+                    fm = FIELD.match(arg)
+                    if fm is None or arg.startswith(("target:", "parent:")):
+                        continue
+                    if fm.group("name"):
+                        fields.append(f"{fm.group('name')}="
+                                      f"{sample(fm.group('name'), fm.group('expr'), fm.group('sigil'))}")
+                    else:
+                        short = fm.group("short")
+                        fields.append(f"{short.split('.')[-1]}="
+                                      f"{sample(short, short, fm.group('sigil2'))}")
+                if message is None:
+                    continue  # an event with fields only: no message to name it
+                del msg_args
+                ts = datetime.fromtimestamp(T0 + len(out) / 1000, UTC) \
+                    .strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+                body = message + ("" if not fields else " " + " ".join(fields))
+                line = f"{ts} {_LEVEL[m.group(1)]} {target_of(rel)}: {body}"
+                out.append({"line": line, "kind": "tracing", "name": message.rstrip(),
+                            "fields": [f.split("=", 1)[0] for f in fields],
+                            "source": f"{rel}:{line_no}"})
+    return out
+
+
+_TIMELINE = re.compile(r'timeline_event\(\s*"(?P<event>[A-Z_]+)"\s*,(?P<rest>.*?)\);', re.S)
+
+
+def timeline_lines(root: Path, first_ms: int) -> list[dict[str, object]]:
+    rel = "extern/cuzk/cuzk-core/src/engine.rs"
+    text = (root / rel).read_text()
+    out: list[dict[str, object]] = []
+    for m in _TIMELINE.finditer(text):
+        line_no = text.count("\n", 0, m.start()) + 1
+        rest = m.group("rest")
+        if '"monolithic"' in rest:
+            detail = "monolithic"
+        elif "kind=" in rest:
+            detail = "kind=winning-post"
+        elif "partition={},synth_ms" in rest:
+            detail = "partition=3,synth_ms=28413"
+        elif "synth_ms=" in rest:
+            detail = "synth_ms=2100"
+        elif "worker={}" in rest:
+            detail = "worker=1,partition=3"
+        elif "partition={}" in rest:
+            detail = "partition=3"
+        else:  # a detail built elsewhere (GPU_START's, GPU_END's): both shapes cuzk makes
+            detail = "worker=1,partition=3,gpu_ms=3356" if m.group("event") == "GPU_END" \
+                else "worker=1,partition=3"
+        job = "winpost-1000-1a2b3c4d" if detail in ("monolithic", "kind=winning-post",
+                                                    "synth_ms=2100") else "porep-1234-5678"
+        out.append({"line": f"TIMELINE,{first_ms + 10 * len(out)},{m.group('event')},{job},"
+                            f"{detail}", "kind": "timeline", "name": m.group("event"),
+                    "source": f"{rel}:{line_no}"})
+    return out
+
+
+_FPRINTF = re.compile(r'fprintf\(\s*stderr\s*,\s*((?:"(?:[^"\\]|\\.)*"\s*)+)', re.S)
+
+
+def cuda_lines(root: Path) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for f in sorted((root / CUDA_DIR).glob("*.cu")):
+        rel = str(f.relative_to(root))
+        text = f.read_text()
+        for m in _FPRINTF.finditer(text):
+            fmt = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1)))
+            if not fmt.startswith("CUZK_"):
+                continue
+            line_no = text.count("\n", 0, m.start()) + 1
+            numbers = iter(range(100, 1100))
+
+            def number(_m: re.Match[str], it: Iterator[int] = numbers) -> str:
+                return str(next(it))
+
+            line = re.sub(r"%(?:zu|lld|ld|d|u)", number, fmt.replace("\\n", ""))
+            kind = "cuzk_ntt_h" if line.startswith("CUZK_NTT_H") else "cuzk_timing"
+            if kind == "cuzk_ntt_h":
+                name = "CUZK_NTT_H"
+            elif "pool release threshold" in line:
+                name = "pool_release_threshold"
+            elif "d_a_cache allocated" in line:
+                name = "d_a_cache_allocated"
+            else:
+                keys = [t.split("=")[0] for t in line.split(":", 1)[1].split() if "=" in t]
+                name = next(key for key in keys if key != "gpu_tid")
+            out.append({"line": line, "kind": kind, "name": name, "source": f"{rel}:{line_no}"})
+    return out
+
+
+# -- /status bodies, in status.rs's serde field order ------------------------------------------
+
+GIB = 1 << 30
+
+
+def snapshot(*, uptime: float, total_gib: int, used_gib: float, active: int,
+             pipelines: list[dict[str, object]], workers: list[dict[str, object]],
+             srs: list[dict[str, object]], completed: int) -> dict[str, object]:
+    """A `StatusSnapshot` as serde_json writes it (fields in declaration order; Option is
+    null; max_concurrent = total_bytes / SNAP_PARTITION_FULL_BYTES)."""
+    total = total_gib * GIB
+    used = int(used_gib * GIB)
+    return {
+        "uptime_secs": uptime,
+        "memory": {"total_bytes": total, "used_bytes": used, "available_bytes": total - used},
+        "synthesis": {"max_concurrent": total // (9 * GIB), "active": active},
+        "pipelines": pipelines,
+        "gpu_workers": workers,
+        "allocations": {"srs": srs, "pce": []},
+        "counters": {"total_completed": completed, "total_failed": 0,
+                     "completed_by_kind": {"porep-c2": completed}, "failed_by_kind": {},
+                     "queue_depth": 0},
+        "buffers": {"synth_in_flight": active, "provers_in_flight": 0, "aux_in_flight": 0,
+                    "shells_in_flight": 0, "pending_handles": 0},
+    }
+
+
+def pipeline(job: str, states: list[str], started: float) -> dict[str, object]:
+    parts = []
+    for i, st in enumerate(states):
+        synth = None if st == "pending" else 28000 + 37 * i
+        gpu = 1200 + i if st in ("gpu", "done") else None
+        parts.append({"index": i, "state": st, "synth_ms": synth, "gpu_ms": gpu})
+    return {"job_id": job, "proof_kind": "porep-c2", "started_secs_ago": started,
+            "total_partitions": len(states),
+            "partitions_done": sum(1 for s in states if s == "done"), "partitions": parts}
+
+
+def worker(wid: int, proving: bool, job: str | None = None, part: int | None = None
+           ) -> dict[str, object]:
+    return {"worker_id": wid, "gpu_ordinal": 0, "state": "proving" if proving else "idle",
+            "current_job": job if proving else None,
+            "current_partition": part if proving else None,
+            "busy_secs": 0.8 if proving else None}
+
+
+SRS = [{"circuit_id": "porep-32g", "bytes": 47 * GIB, "last_used_secs_ago": 0.0,
+        "evictable": False}]
+
+
+def bodies() -> dict[str, dict[str, object]]:
+    jobs = [f"porep-1234-{5678 + k}" for k in range(3)]
+    return {
+        # Both workers proving partitions of the oldest job, others synthesised ahead.
+        "busy": snapshot(uptime=812.4, total_gib=750, used_gib=47 + 14 * 12, active=8,
+                         pipelines=[pipeline(jobs[0], ["done"] * 4 + ["gpu"] * 2
+                                             + ["synth_done"] * 2 + ["synthesizing"] * 2, 61.2),
+                                    pipeline(jobs[1], ["synthesizing"] * 6 + ["pending"] * 4,
+                                             12.0)],
+                         workers=[worker(0, True, jobs[0], 4), worker(1, True, jobs[0], 5)],
+                         srs=SRS, completed=57),
+        # 18 workers synthesising (a 750 GiB budget: 750 / 14 = 53, capped at 18), nothing
+        # synthesised ahead, both GPU workers idle: max_concurrent says 83.
+        "synthesis-starved": snapshot(
+            uptime=1500.0, total_gib=750, used_gib=47 + 14 * 18, active=18,
+            pipelines=[pipeline(jobs[0], ["done"] * 2 + ["synthesizing"] * 8, 40.0),
+                       pipeline(jobs[1], ["synthesizing"] * 10, 20.0),
+                       pipeline(jobs[2], ["pending"] * 10, 2.0)],
+            workers=[worker(0, False), worker(1, False)], srs=SRS, completed=90),
+        # Nothing in flight (jobs done > 30 s ago are dropped), workers idle.
+        "idle": snapshot(uptime=3600.0, total_gib=750, used_gib=47, active=0, pipelines=[],
+                         workers=[worker(0, False), worker(1, False)], srs=SRS, completed=120),
+        # A WinningPoSt proving: monolithic, so /status lists no job and an idle worker.
+        "post-in-flight": snapshot(uptime=4000.0, total_gib=750, used_gib=47.5, active=0,
+                                   pipelines=[], workers=[worker(0, False), worker(1, False)],
+                                   srs=SRS, completed=121),
+    }
+
+
+def post_log(start_s: float) -> list[str]:
+    """The TIMELINE lines of one WinningPoSt (engine.rs 2665, 2745, 2848, 3023, 3131, 3196)."""
+    job = "winpost-1000-1a2b3c4d"
+    return [f"TIMELINE,{int(start_s * 1000)},SYNTH_START,{job},kind=winning-post",
+            f"TIMELINE,{int(start_s * 1000) + 2100},SYNTH_END,{job},synth_ms=2100",
+            f"TIMELINE,{int(start_s * 1000) + 2101},GPU_QUEUE,{job},monolithic",
+            f"TIMELINE,{int(start_s * 1000) + 2102},GPU_PICKUP,{job},worker=0",
+            f"TIMELINE,{int(start_s * 1000) + 2102},GPU_START,{job},worker=0",
+            f"TIMELINE,{int(start_s * 1000) + 2900},GPU_END,{job},worker=0,gpu_ms=798"]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: make_data.py CURIO_CHECKOUT (git clone "
+              "https://github.com/filecoin-project/curio; git checkout " + COMMIT + ")",
+              file=sys.stderr)
+        return 2
+    root = Path(argv[1])
+    lines = rust_lines(root)
+    lines += timeline_lines(root, 812345)
+    lines += cuda_lines(root)
+    (HERE / "cuzk.log").write_text("".join(f"{e['line']}\n" for e in lines))
+    (HERE / "expected.json").write_text(json.dumps(
+        {"commit": COMMIT, "lines": lines}, indent=1) + "\n")
+    for name, doc in bodies().items():
+        # serde_json::to_string: compact, fields in declaration order.
+        (HERE / f"status-{name}.json").write_text(json.dumps(doc, separators=(",", ":")))
+    (HERE / "post-in-flight.log").write_text("\n".join(post_log(3998.0)) + "\n")
+    (HERE / "README.md").write_text(readme(lines))
+    print(f"{len(lines)} lines, {len(bodies())} bodies")
+    return 0
+
+
+def readme(lines: list[dict[str, object]]) -> str:
+    rows = "\n".join(f"| {i + 1} | `{e['source']}` | {e['kind']} | {str(e['name'])[:60]} |"
+                     for i, e in enumerate(lines))
+    return f"""# cuzk's own lines and `/status` bodies, built from upstream's source
+
+Built by `make_data.py` (run by hand with a curio checkout; the tests read only these files)
+from curio `main` at commit `{COMMIT}` (cuzk's code there unchanged since 2026-05-05):
+format strings, field names and serde structs only, no upstream code.
+
+- `cuzk.log`: one line per logging site, as the daemon writes it (tracing's Full format without
+  colours, TIMELINE and CUZK lines as `eprintln!`/`fprintf` print them), values illustrative.
+- `expected.json`: each line with the kind and the whole name gapwatch must give it, its
+  fields, and its source (file:line at that commit; also in the table below).
+- `status-busy.json`, `status-synthesis-starved.json`, `status-idle.json`,
+  `status-post-in-flight.json`: `GET /status` bodies as `serde_json::to_string` writes
+  `status.rs`'s `StatusSnapshot` (fields in declaration order, `Option` as null,
+  `max_concurrent` = budget / 9 GiB). Synthesis-starved: 18 workers synthesising on a 750 GiB
+  budget (`max_concurrent` 83), nothing in synth_done, both GPU workers idle.
+  Post-in-flight: a WinningPoSt proving, which `/status` never lists; `post-in-flight.log` holds
+  its TIMELINE lines (engine.rs 2665, 2745, 2848, 3023, 3131, 3196).
+
+| # | source | kind | name |
+| --- | --- | --- | --- |
+{rows}
+"""
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))

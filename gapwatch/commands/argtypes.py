@@ -45,3 +45,42 @@ def speed(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"must be 0 (as fast as possible) or more, got {text!r}")
     return value
+
+
+def segment_size(text: str) -> str:
+    """A size of at least 1 MiB (`--rotate-size 1GiB`); kept as written (the config reads it)."""
+    from gapwatch.core.config import MIN_SEGMENT_BYTES
+    from gapwatch.core.units import parse_size
+
+    try:
+        size = parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if size < MIN_SEGMENT_BYTES:
+        raise argparse.ArgumentTypeError(f"{text!r} is less than 1 MiB")
+    return text
+
+
+def segment_age(text: str) -> str:
+    """A duration of at least a minute (`--rotate-age 1d`); kept as written."""
+    from gapwatch.core.config import MIN_SEGMENT_AGE_S
+    from gapwatch.core.units import parse_duration
+
+    try:
+        age = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if age < MIN_SEGMENT_AGE_S:
+        raise argparse.ArgumentTypeError(f"{text!r} is less than a minute")
+    return text
+
+
+def count(text: str) -> int:
+    """A whole number >= 1 (`--keep`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value

@@ -34,6 +34,22 @@ MIN_SEGMENT_BYTES = 1 << 20
 MIN_SEGMENT_AGE_S = 60.0
 
 
+def check_rotate_size(text: str) -> str:
+    """`text` if it is a segment size (`[record] rotate_size`, `--rotate-size`): at least
+    1 MiB, a segment holding whole gzip members of 1 MiB. Raises ValueError."""
+    if parse_size(text) < MIN_SEGMENT_BYTES:
+        raise ValueError(f"{text!r} is less than 1 MiB")
+    return text
+
+
+def check_rotate_age(text: str) -> str:
+    """`text` if it is a segment age (`[record] rotate_age`, `--rotate-age`): at least a minute.
+    Raises ValueError."""
+    if parse_duration(text) < MIN_SEGMENT_AGE_S:
+        raise ValueError(f"{text!r} is less than a minute")
+    return text
+
+
 class ConfigError(Exception):
     """A configuration file or value is wrong; the message is meant for the user as is."""
 
@@ -269,17 +285,12 @@ class RecordConfig(_Section):
     @field_validator("rotate_size")
     @classmethod
     def _size(cls, value: str) -> str:
-        if value.strip() and parse_size(value) < MIN_SEGMENT_BYTES:
-            raise ValueError(f"{value!r} is less than 1 MiB (a segment holds whole gzip "
-                             "members of 1 MiB)")
-        return value
+        return check_rotate_size(value) if value.strip() else value
 
     @field_validator("rotate_age")
     @classmethod
     def _age(cls, value: str) -> str:
-        if value.strip() and parse_duration(value) < MIN_SEGMENT_AGE_S:
-            raise ValueError(f"{value!r} is less than a minute")
-        return value
+        return check_rotate_age(value) if value.strip() else value
 
     @property
     def rotate_size_bytes(self) -> int | None:

@@ -29,7 +29,7 @@ from gapwatch.core.config import Config
 from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.engine.console import say
 from gapwatch.logs.parse import LogParser
-from gapwatch.logs.parse.partitions import RunTimeline, derive_timeline, timeline_event
+from gapwatch.logs.parse.partitions import RunTimeline, TimelineBuilder
 from gapwatch.logs.tail import LineSplitter
 
 _CHUNK = 1 << 16
@@ -184,7 +184,7 @@ def format_timeline(run: RunTimeline) -> str:
 
 
 def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
-                args: argparse.Namespace, out: TextIO, collected: list[LogEvent]) -> int:
+                args: argparse.Namespace, out: TextIO, timeline: TimelineBuilder) -> int:
     """Parse and print one file; returns 2 if it cannot be opened, 1 if reading it failed
     part-way (message on stderr), else 0."""
     problem = _unopenable(path)
@@ -202,8 +202,9 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
         for line in lines:
             events = parser.parse_line(line, path, time.monotonic_ns(), time.time())
             if args.timeline:
-                # Only what the timeline reads (a million-line log must not stay in memory).
-                collected.extend(k for k in map(timeline_event, events) if k is not None)
+                # Into the table at once: a million-line log must not stay in memory.
+                for e in events:
+                    timeline.add(e)
                 continue
             for e in events:
                 if args.unparsed and e.kind != "unparsed":
@@ -217,7 +218,7 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
     return 0
 
 
-def _recorded(path: str, collected: list[LogEvent], statuses: list[ProverStatus]) -> bool:
+def _recorded(path: str, timeline: TimelineBuilder, statuses: list[ProverStatus]) -> bool:
     """Add a recording's log events and prover snapshots; False (said) when it is unusable."""
     from gapwatch.sources.recording import RecordingError, read_recording
 
@@ -228,9 +229,7 @@ def _recorded(path: str, collected: list[LogEvent], statuses: list[ProverStatus]
         return False
     for r in rec.records:
         if isinstance(r, LogEvent):
-            kept = timeline_event(r)
-            if kept is not None:
-                collected.append(kept)
+            timeline.add(r)
         elif isinstance(r, ProverStatus):
             statuses.append(r)
     return True
@@ -248,22 +247,22 @@ def run(args: argparse.Namespace, config: Config) -> int:
     parser = LogParser(config.logs)
     parser.anchor_wall_s = _first_anchor(paths, config)
     out: TextIO = sys.stdout
-    collected: list[LogEvent] = []
+    timeline = TimelineBuilder()
     status = 0
     cut = 0
     try:
         for path in paths:
             splitter = LineSplitter(config.logs.max_line_bytes)
-            status = max(status, _parse_file(path, splitter, parser, args, out, collected))
+            status = max(status, _parse_file(path, splitter, parser, args, out, timeline))
             cut += splitter.cut_lines
     except BrokenPipeError:  # `gapwatch parse x.log | head`: stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         return 0
     if args.timeline:
         statuses: list[ProverStatus] = []
-        if recording and not _recorded(recording, collected, statuses):
+        if recording and not _recorded(recording, timeline, statuses):
             return 2
-        out.write(format_timeline(derive_timeline(collected, statuses)) + "\n")
+        out.write(format_timeline(timeline.finish(statuses)) + "\n")
     c = parser.counters
     kinds = ", ".join(f"{k[5:]} {v}" for k, v in sorted(c.items()) if k.startswith("kind:"))
     say(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "

@@ -167,6 +167,10 @@ class DetectorConfig(_Section):
     breakdown_min_starved_gaps: int = Field(2, ge=1)
     #: ... or when pcie_starved gaps cover at least this fraction of the window.
     breakdown_idle_frac: float = Field(0.10, gt=0, le=1)
+    #: ... or when one pcie_starved gap is in the window and the copy trace saw its copies
+    #: come from pageable memory: the measured memory kind stands in for the second gap (it
+    #: comes seconds sooner). Off: BREAKDOWN waits for the second gap, as without a copy trace.
+    breakdown_pageable_witness: bool = True
     #: How long GPM readings trail the moment they are read (ms): GPM's counters refresh about
     #: every 100 ms, so a reading describes activity that ended earlier. Measured on an H200:
     #: SM and PCIe edges arrive 64-153 ms after the workload's own clock says they happened.

@@ -200,8 +200,28 @@ class PoolState:
     first_syntheses: int = 0
 
 
+class _Limits:
+    """What both the live facts and their view answer from the same four facts."""
+
+    __slots__ = ()
+    synth_workers: int | None
+    budget_total_bytes: int | None
+    max_parallel_synthesis: int
+    pacer_target: int | None
+
+    def capacity(self, status: ProverStatus | None = None) -> Capacity | None:
+        """How many syntheses run at once (`capacity_of`)."""
+        return capacity_of(self.synth_workers, status, self.budget_total_bytes,
+                           self.max_parallel_synthesis)
+
+    @property
+    def pacer_on(self) -> bool:
+        """The log said the dispatch pacer is on (`max_gpu_queue_depth` > 0)."""
+        return self.pacer_target is not None and self.pacer_target > 0
+
+
 @dataclass(frozen=True, slots=True)
-class PipelineView:
+class PipelineView(_Limits):
     """What the log has said about the pipeline as of now: the dashboard's and `/metrics`'s
     view of `PipelineFacts` (immutable, cheap to copy)."""
 
@@ -222,15 +242,6 @@ class PipelineView:
     budget_waits: int = 0
     monolithic_in_flight: tuple[str, ...] = ()
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS
-
-    def capacity(self, status: ProverStatus | None = None) -> Capacity | None:
-        """How many syntheses run at once (`capacity_of`)."""
-        return capacity_of(self.synth_workers, status, self.budget_total_bytes,
-                           self.max_parallel_synthesis)
-
-    @property
-    def pacer_on(self) -> bool:
-        return self.pacer_target is not None and self.pacer_target > 0
 
 
 @dataclass(slots=True)
@@ -268,11 +279,13 @@ class LogView:
     detail: str = ""
 
 
-class PipelineFacts:
+class PipelineFacts(_Limits):
     """Everything cuzk's log says about its pipeline, fed one event at a time."""
 
     def __init__(self, max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS) -> None:
         self.max_parallel_synthesis = max_parallel_synthesis
+        #: A cuzk line was fed: only then can the log say anything about a gap.
+        self.seen = False
         self.synth_workers: int | None = None
         self.budget_total_bytes: int | None = None
         self.gpu_workers_per_device: int | None = None
@@ -302,8 +315,10 @@ class PipelineFacts:
         """Take one parsed log event (with its fields: before evidence slims it)."""
         kind = ev.kind
         if kind == "timeline":
+            self.seen = True
             self._timeline(ev)
         elif kind == "tracing":
+            self.seen = True
             self._tracing(ev)
 
     def _timeline(self, ev: LogEvent) -> None:
@@ -429,15 +444,6 @@ class PipelineFacts:
             pool.first_syntheses += 1
 
     # -- asking --------------------------------------------------------------------------------
-
-    def capacity(self, status: ProverStatus | None = None) -> Capacity | None:
-        """How many syntheses run at once (`capacity_of`)."""
-        return capacity_of(self.synth_workers, status, self.budget_total_bytes,
-                           self.max_parallel_synthesis)
-
-    @property
-    def pacer_on(self) -> bool:
-        return self.pacer_target is not None and self.pacer_target > 0
 
     def view(self) -> PipelineView:
         pool = self.pool

@@ -44,15 +44,17 @@ from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     CHAIN_STATES,
     GAP_KINDS,
+    BlindSpot,
     GpuSample,
     LinkState,
     ProcessMemory,
     SessionHeader,
 )
+from gapwatch.core.prover import PROVER_CAUSES
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
-from gapwatch.sinks.prover_metrics import cause_counters, prover_families
+from gapwatch.sinks.prover_metrics import prover_families
 from gapwatch.sources.cuzk_status import PollerStatus
 
 
@@ -126,8 +128,16 @@ class GapwatchCollector:
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
         yield from self._state_gauges(snap)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
-        yield from self._gap_counters([g.index for g in snap.gpus], snap.gap_tally)
-        yield from cause_counters([g.index for g in snap.gpus], snap.cause_tally)
+        gpus = [g.index for g in snap.gpus]
+        yield from _tally_counters(
+            "gapwatch_gaps", "Closed idle gaps, by GPU and cause.", "gapwatch_gap_seconds",
+            "Seconds of closed idle gaps (counted when a gap closes).", "kind", GAP_KINDS,
+            gpus, snap.gap_tally)
+        yield from _tally_counters(
+            "gapwatch_gaps_by_prover_cause", "Closed idle gaps by the cause the prover's "
+            "/status or log gave (waits_on_synthesis, waits_on_budget, srs_loading, ...).",
+            "gapwatch_gap_seconds_by_prover_cause", "Seconds of those gaps.", "cause",
+            PROVER_CAUSES, gpus, snap.cause_tally)
         yield from self._counters(counts, log_counters)
         yield from self._log_files(logs, log_counters)
         yield self._lateness(counts)
@@ -135,6 +145,7 @@ class GapwatchCollector:
         yield from _threads(getattr(status, "threads", None) or [])
         yield from self._copytrace(counts, getattr(status, "copytrace", None))
         yield from self._slow_readings(snap.links, snap.procmem)
+        yield from _blind_spots(snap.blind_spots, snap.blind_total)
         yield from prover_families(snap.provers, pollers, snap.pipeline)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
@@ -328,23 +339,6 @@ class GapwatchCollector:
                 fam.add_metric([], float(value))
                 yield fam
 
-    def _gap_counters(
-        self, gpus: list[int], tally: dict[tuple[int, str], Tally]
-    ) -> Iterator[Metric]:
-        """Closed gaps from the store's ledger. Every (gpu, kind) starts at 0, so that rate()
-        and increase() work from the first scrape."""
-        gaps = CounterMetricFamily("gapwatch_gaps", "Closed idle gaps, by GPU and cause.",
-                                   labels=["gpu", "kind"])
-        secs = CounterMetricFamily("gapwatch_gap_seconds",
-                                   "Seconds of closed idle gaps (counted when a gap closes).",
-                                   labels=["gpu", "kind"])
-        keys = {(gpu, kind) for gpu in gpus for kind in GAP_KINDS} | set(tally)
-        for gpu, kind in sorted(keys):
-            t = tally.get((gpu, kind), Tally())
-            gaps.add_metric([str(gpu), kind], t.count)
-            secs.add_metric([str(gpu), kind], t.seconds)
-        yield from (gaps, secs)
-
     def _counters(self, c: SinkCounts, log_counters: dict[str, int]) -> Iterator[Metric]:
         samples = CounterMetricFamily("gapwatch_gpu_samples", "GPU samples taken.",
                                       labels=["gpu"])
@@ -381,6 +375,33 @@ class GapwatchCollector:
                                      "How late sampler ticks ran behind their deadline.")
         hist.add_metric([], buckets, sum_value=c.lateness_sum_s)
         return hist
+
+
+def _blind_spots(spots: tuple[BlindSpot, ...], total: tuple[int, float]) -> Iterator[Metric]:
+    """NVML's blind spots (`core.blind`): how many, how long in all, and the latest (its
+    length, when it began, and whether gapwatch saw a process exit meanwhile)."""
+    n, seconds = total
+    count = CounterMetricFamily("gapwatch_nvml_blocked", "Times NVML did not answer for more "
+                                "than 3 sampling periods (every call blocks while the driver "
+                                "frees a process's pinned memory): holes in the readings.",
+                                labels=[])
+    count.add_metric([], n)
+    secs = CounterMetricFamily("gapwatch_nvml_blocked_seconds", "Seconds NVML did not answer, "
+                               "in all (no readings meanwhile).", labels=[])
+    secs.add_metric([], seconds)
+    yield from (count, secs)
+    if not spots:
+        return
+    last = spots[-1]
+    longest = _gauge("nvml_last_block_seconds", "How long the latest NVML block lasted.", [])
+    longest.add_metric([], last.duration_s)
+    began = _gauge("nvml_last_block_start_time_seconds", "When the latest NVML block began "
+                   "(Unix time).", [])
+    began.add_metric([], last.t_wall_s)
+    exits = _gauge("nvml_last_block_process_exits", "Processes NVML listed before the latest "
+                   "block and not after it (they exited meanwhile).", [])
+    exits.add_metric([], float(len(last.exited)))
+    yield from (longest, began, exits)
 
 
 def _threads(threads: list[Any]) -> Iterator[Metric]:
@@ -484,3 +505,18 @@ def start_exporter(
     handle = bind_exporter(listen, limits)
     handle.serve(session, status_fn)
     return handle
+
+
+def _tally_counters(name: str, doc: str, secs_name: str, secs_doc: str, label: str,
+                    values: tuple[str, ...], gpus: list[int], tally: dict[tuple[int, str], Tally]
+                    ) -> Iterator[Metric]:
+    """Closed gaps (count and seconds) from a ledger tally by (GPU, `label`). Every (gpu,
+    value) starts at 0, so that rate() and increase() work from the first scrape."""
+    gaps = CounterMetricFamily(name, doc, labels=["gpu", label])
+    secs = CounterMetricFamily(secs_name, secs_doc, labels=["gpu", label])
+    keys = {(gpu, v) for gpu in gpus for v in values} | set(tally)
+    for gpu, v in sorted(keys):
+        t = tally.get((gpu, v), Tally())
+        gaps.add_metric([str(gpu), v], t.count)
+        secs.add_metric([str(gpu), v], t.seconds)
+    yield from (gaps, secs)

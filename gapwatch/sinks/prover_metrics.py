@@ -18,7 +18,6 @@ Families (label `prover` = the status URL's host:port, "sim" for the simulator's
   `gapwatch_cuzk_pinned_pool_failures_total{what}`), the pacer (`gapwatch_cuzk_pacer_waiting`,
   `..._target`), `gapwatch_cuzk_srs_loading`, `gapwatch_cuzk_gpu_queue_wait_seconds` (the latest
   GPU_QUEUE -> GPU_PICKUP), `gapwatch_cuzk_budget_waits_total`;
-- `gapwatch_gaps_by_prover_cause_total{gpu,cause}`, `gapwatch_gap_seconds_by_prover_cause_total`;
 - `gapwatch_cuzk_queue_depth{prover}`; `gapwatch_cuzk_status_timestamp_seconds{prover}`;
 - `gapwatch_cuzk_status_up{prover}` (1 when the last poll answered), `..._latency_seconds`,
   `gapwatch_cuzk_status_polls_total{prover}`, `gapwatch_cuzk_status_errors_total{prover,reason}`
@@ -34,9 +33,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from gapwatch.core.cuzk import PipelineView
-from gapwatch.core.ledger import Tally
 from gapwatch.core.models import PARTITION_STATES, WORKER_STATES, ProverStatus
-from gapwatch.core.prover import PROVER_CAUSES
 from gapwatch.sources.cuzk_status import ERROR_REASONS, PollerStatus
 
 
@@ -44,37 +41,39 @@ def _gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
     return GaugeMetricFamily(f"gapwatch_cuzk_{name}", doc, labels=labels)
 
 
-def cause_counters(gpus: list[int], tally: dict[tuple[int, str], Tally]) -> Iterator[Metric]:
-    """Closed gaps by the cause the prover gives (its /status and log). Every (gpu, cause)
-    starts at 0, so that rate() works from the first scrape."""
-    gaps = CounterMetricFamily("gapwatch_gaps_by_prover_cause",
-                               "Closed idle gaps by the cause the prover's /status or log gave "
-                               "(waits_on_synthesis, waits_on_budget, srs_loading, ...).",
-                               labels=["gpu", "cause"])
-    secs = CounterMetricFamily("gapwatch_gap_seconds_by_prover_cause",
-                               "Seconds of those gaps.", labels=["gpu", "cause"])
-    keys = {(gpu, cause) for gpu in gpus for cause in PROVER_CAUSES} | set(tally)
-    for gpu, cause in sorted(keys):
-        t = tally.get((gpu, cause), Tally())
-        gaps.add_metric([str(gpu), cause], t.count)
-        secs.add_metric([str(gpu), cause], t.seconds)
-    yield from (gaps, secs)
+def _gauges_said(rows: list[tuple[str, str, float | int | None]]) -> Iterator[Metric]:
+    """One unlabelled gauge per (name, doc, value) whose value the log has said (None: absent,
+    as a missing reading is)."""
+    for name, doc, value in rows:
+        if value is not None:
+            g = _gauge(name, doc, [])
+            g.add_metric([], float(value))
+            yield g
 
 
 def _pipeline_families(view: PipelineView) -> Iterator[Metric]:
     """What the prover's log said: pool, pacer, SRS loads, queue waits (absent until said)."""
     pool = view.pool
+    waiting = view.pacer.get("waiting") if view.pacer else None
+    rows: list[tuple[str, str, float | int | None]] = [
+        ("pacer_target", "cuzk's dispatch pacer target ([pipeline] max_gpu_queue_depth).",
+         view.pacer_target),
+        ("pacer_waiting", "Synthesised partitions waiting for the GPU, as the latest 'pacer: "
+         "status' line said.",
+         waiting if isinstance(waiting, int | float) and not isinstance(waiting, bool) else None),
+        ("srs_loading", "SRS loads in progress (loading SRS from disk, not yet loaded).",
+         len(view.srs_loading)),
+        ("gpu_queue_wait_seconds", "The latest partition's wait from GPU_QUEUE to GPU_PICKUP "
+         "(TIMELINE).", view.last_queue_wait_s),
+    ]
     if pool is not None:
-        for name, doc, value in (
-                ("pinned_pool_bytes", "cuzk's pinned pool size (its allocated / freed lines).",
-                 None if pool.total_gib is None else pool.total_gib * (1 << 30)),
-                ("pinned_pool_buffers", "Buffers in cuzk's pinned pool.", pool.buffers),
-                ("pinned_pool_free_buffers", "Free buffers in cuzk's pinned pool (checkout, "
-                 "checkin lines).", pool.free)):
-            if value is not None:
-                g = _gauge(name, doc, [])
-                g.add_metric([], float(value))
-                yield g
+        rows += [
+            ("pinned_pool_bytes", "cuzk's pinned pool size (its allocated / freed lines).",
+             None if pool.total_gib is None else pool.total_gib * (1 << 30)),
+            ("pinned_pool_buffers", "Buffers in cuzk's pinned pool.", pool.buffers),
+            ("pinned_pool_free_buffers", "Free buffers in cuzk's pinned pool (checkout, "
+             "checkin lines).", pool.free),
+        ]
         fails = CounterMetricFamily("gapwatch_cuzk_pinned_pool_failures",
                                     "cuzk's pinned pool failures: checkout FAILED (a/b/c "
                                     "fell back to pageable memory), cudaHostAlloc failed.",
@@ -82,26 +81,7 @@ def _pipeline_families(view: PipelineView) -> Iterator[Metric]:
         fails.add_metric(["checkout"], pool.checkout_failed)
         fails.add_metric(["cuda_host_alloc"], pool.alloc_failed)
         yield fails
-    if view.pacer_target is not None:
-        g = _gauge("pacer_target", "cuzk's dispatch pacer target ([pipeline] "
-                   "max_gpu_queue_depth).", [])
-        g.add_metric([], view.pacer_target)
-        yield g
-    waiting = view.pacer.get("waiting") if view.pacer else None
-    if isinstance(waiting, int | float) and not isinstance(waiting, bool):
-        g = _gauge("pacer_waiting", "Synthesised partitions waiting for the GPU, as the "
-                   "latest 'pacer: status' line said.", [])
-        g.add_metric([], float(waiting))
-        yield g
-    srs = _gauge("srs_loading", "SRS loads in progress (loading SRS from disk, not yet "
-                 "loaded).", [])
-    srs.add_metric([], len(view.srs_loading))
-    yield srs
-    if view.last_queue_wait_s is not None:
-        g = _gauge("gpu_queue_wait_seconds", "The latest partition's wait from GPU_QUEUE to "
-                   "GPU_PICKUP (TIMELINE).", [])
-        g.add_metric([], view.last_queue_wait_s)
-        yield g
+    yield from _gauges_said(rows)
     waits = CounterMetricFamily("gapwatch_cuzk_budget_waits", "cuzk's 'waiting for budget' "
                                 "lines (DEBUG in memory.rs).")
     waits.add_metric([], view.budget_waits)

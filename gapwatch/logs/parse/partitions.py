@@ -119,28 +119,6 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
     return None
 
 
-def _lock_events(events: list[LogEvent]) -> list[LogEvent]:
-    """The attributed lock events: those the parser emitted, else attribution redone here."""
-    found = [e for e in events if e.kind == PARTITION_KIND]
-    if found:
-        return found
-    attributor = LockAttributor()
-    out: list[LogEvent] = []
-    for e in events:
-        lock = None
-        if e.kind in ("cuzk_timing", "cuzk_ntt_h"):
-            lock = attributor.feed_cpp(dict(e.fields), None)
-        elif e.kind == "tracing" and e.name == "GPU_TIMING spawn_blocking prove_start":
-            lock = attributor.feed_prove_start(e.worker, e.partition, e.t_wall_s, e.time_source,
-                                               None, e.fields.get("prove_start_ms"))
-        if lock is not None:
-            out.append(LogEvent(t_wall_s=lock.end_wall_s, time_source=e.time_source,
-                                kind=PARTITION_KIND, name="gpu_lock", raw="",
-                                worker=lock.worker, partition=lock.partition,
-                                fields=lock.fields))
-    return out
-
-
 def status_partitions(statuses: Iterable[ProverStatus]) -> dict[tuple[str, int], PartitionTiming]:
     """Per-partition timings from the prover's status snapshots (in time order), by (job, index)."""
     out: dict[tuple[str, int], PartitionTiming] = {}
@@ -198,63 +176,114 @@ def derive_timeline(events: Iterable[LogEvent],
                     statuses: Iterable[ProverStatus] = ()) -> RunTimeline:
     """Build the per-partition records and run figures from a run's events (in arrival order)
     and the prover's status snapshots (in time order), the latter where the logs are silent."""
-    events = list(events)
-    parts: dict[tuple[object, object], PartitionTiming] = {}
-    worker_job: dict[int, str | None] = {}
-    unpinned: set[tuple[str | None, int | None]] = set()
-    synth_ms: dict[tuple[str | None, int | None], int] = {}
+    builder = TimelineBuilder()
+    for e in events:
+        builder.add(e)
+    return builder.finish(statuses)
 
-    def get(job_id: str | None, partition: int | None, worker: int | None) -> PartitionTiming:
+
+#: A lock region as `TimelineBuilder` keeps it: job, partition, worker, then mutex held, mutex
+#: wait, GPU total, NTT kernels, barrier wait (ms) and the busy span (s, s), as read.
+_LockRow = tuple[str | None, int | None, int | None, int | None, int | None, int | None,
+                 int | None, int | None, FieldValue, FieldValue]
+
+
+def _lock_row(e: LogEvent) -> _LockRow:
+    f = e.fields
+    return (e.job_id, e.partition, e.worker, _int(f.get("mutex_held_ms")),
+            _int(f.get("mutex_wait_ms")), _int(f.get("gpu_total_ms")),
+            _int(f.get("ntt_kernels_ms")), _int(f.get("barrier_wait_ms")),
+            f.get("gpu_busy_start_s"), f.get("gpu_busy_end_s"))
+
+
+class TimelineBuilder:
+    """`derive_timeline` one event at a time (`add`, then `finish`), holding what the table
+    needs (a record per partition, a row per lock region), never the events: `parse --timeline`
+    over a log of a million lines grows with its partitions, not its lines."""
+
+    def __init__(self) -> None:
+        self._parts: dict[tuple[object, object], PartitionTiming] = {}
+        #: Each worker's job as of its latest GPU_START (the whole log's, at `finish`).
+        self._worker_job: dict[int, str | None] = {}
+        self._unpinned: set[tuple[str | None, int | None]] = set()
+        self._synth_ms: dict[tuple[str | None, int | None], int] = {}
+        #: Lock regions the parser attributed (its `PARTITION_KIND` events); without any,
+        #: the attribution redone here from the C++ lines and prove_start lines.
+        self._parser_locks: list[_LockRow] = []
+        self._attributor: LockAttributor | None = LockAttributor()
+        self._own_locks: list[_LockRow] = []
+
+    def _get(self, job_id: str | None, partition: int | None,
+             worker: int | None) -> PartitionTiming:
         key = (job_id, partition) if partition is not None else (job_id, ("w", worker))
-        rec = parts.get(key)
+        rec = self._parts.get(key)
         if rec is None:
-            rec = parts[key] = PartitionTiming(job_id=job_id, partition=partition)
+            rec = self._parts[key] = PartitionTiming(job_id=job_id, partition=partition)
         return rec
 
-    for e in events:
-        if e.kind == "timeline" and e.name in ("GPU_START", "GPU_END"):
-            rec = get(e.job_id, e.partition, e.worker)
+    def add(self, e: LogEvent) -> None:
+        kind, name = e.kind, e.name
+        if kind == "timeline" and name in ("GPU_START", "GPU_END"):
+            rec = self._get(e.job_id, e.partition, e.worker)
             rec.worker = e.worker if e.worker is not None else rec.worker
             rec.gpu = e.gpu if e.gpu is not None else rec.gpu
-            if e.name == "GPU_START":
+            if name == "GPU_START":
                 rec.gpu_start_s = e.t_wall_s
                 if e.worker is not None:
-                    worker_job[e.worker] = e.job_id
+                    self._worker_job[e.worker] = e.job_id
             else:
                 rec.gpu_end_s = e.t_wall_s
                 rec.timeline_gpu_ms = _int(e.fields.get("gpu_ms"))
-        elif e.kind == "timeline" and e.name == "SYNTH_END":
+        elif kind == "timeline" and name == "SYNTH_END":
             ms = _int(e.fields.get("synth_ms"))
             if ms is not None:
-                synth_ms[(e.job_id, e.partition)] = ms
+                self._synth_ms[(e.job_id, e.partition)] = ms
         elif e.warning == "unpinned":
-            unpinned.add((e.job_id, e.partition))
-    for e in _lock_events(events):
-        job = e.job_id
-        if job is None and e.worker is not None:
-            job = worker_job.get(e.worker)
-        rec = get(job, e.partition, e.worker)
-        f = e.fields
-        rec.worker = e.worker if e.worker is not None else rec.worker
-        rec.mutex_held_ms = _int(f.get("mutex_held_ms"))
-        rec.mutex_wait_ms = _int(f.get("mutex_wait_ms"))
-        rec.gpu_total_ms = _int(f.get("gpu_total_ms"))
-        rec.h2d_in_ntt_ms = _int(f.get("ntt_kernels_ms"))
-        rec.barrier_wait_ms = _int(f.get("barrier_wait_ms"))
-        start, end = f.get("gpu_busy_start_s"), f.get("gpu_busy_end_s")
-        if isinstance(start, float) and isinstance(end, float):
-            rec.busy_start_s, rec.busy_end_s = start, end
-    for rec in parts.values():
-        rec.unpinned = (rec.job_id, rec.partition) in unpinned
-        rec.synth_ms = synth_ms.get((rec.job_id, rec.partition))
-    for key, st in status_partitions(statuses).items():
-        known = parts.get(key)
-        if known is not None:
-            _fill_from_status(known, st)
-        elif _GPU_STATES & st.states_seen.keys():
-            parts[key] = st  # the logs never named it: a row of its own, if it reached a GPU
-    ordered = sorted(parts.values(), key=_order)
-    return _summarise(ordered)
+            self._unpinned.add((e.job_id, e.partition))
+        if kind == PARTITION_KIND:
+            self._parser_locks.append(_lock_row(e))
+            self._attributor, self._own_locks = None, []  # the parser's attribution wins
+            return
+        attributor = self._attributor
+        if attributor is None:
+            return
+        lock = None
+        if kind in ("cuzk_timing", "cuzk_ntt_h"):
+            lock = attributor.feed_cpp(dict(e.fields), None)
+        elif kind == "tracing" and name == "GPU_TIMING spawn_blocking prove_start":
+            lock = attributor.feed_prove_start(e.worker, e.partition, e.t_wall_s, e.time_source,
+                                               None, e.fields.get("prove_start_ms"))
+        if lock is not None:
+            self._own_locks.append(_lock_row(LogEvent(
+                t_wall_s=lock.end_wall_s, time_source=e.time_source, kind=PARTITION_KIND,
+                name="gpu_lock", raw="", worker=lock.worker, partition=lock.partition,
+                fields=lock.fields)))
+
+    def finish(self, statuses: Iterable[ProverStatus] = ()) -> RunTimeline:
+        """The table, with the prover's status snapshots (in time order) where the logs are
+        silent. Lock regions are placed after every event, by each worker's last job."""
+        parts = self._parts
+        for job, partition, worker, held, wait, total, ntt, barrier, start, end in (
+                self._parser_locks or self._own_locks):
+            if job is None and worker is not None:
+                job = self._worker_job.get(worker)
+            rec = self._get(job, partition, worker)
+            rec.worker = worker if worker is not None else rec.worker
+            rec.mutex_held_ms, rec.mutex_wait_ms, rec.gpu_total_ms = held, wait, total
+            rec.h2d_in_ntt_ms, rec.barrier_wait_ms = ntt, barrier
+            if isinstance(start, float) and isinstance(end, float):
+                rec.busy_start_s, rec.busy_end_s = start, end
+        for rec in parts.values():
+            rec.unpinned = (rec.job_id, rec.partition) in self._unpinned
+            rec.synth_ms = self._synth_ms.get((rec.job_id, rec.partition))
+        for key, st in status_partitions(statuses).items():
+            known = parts.get(key)
+            if known is not None:
+                _fill_from_status(known, st)
+            elif _GPU_STATES & st.states_seen.keys():
+                parts[key] = st  # the logs never named it: a row of its own, if it reached a GPU
+        ordered = sorted(parts.values(), key=_order)
+        return _summarise(ordered)
 
 
 def _summarise(parts: list[PartitionTiming]) -> RunTimeline:

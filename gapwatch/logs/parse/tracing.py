@@ -169,11 +169,17 @@ def _fields_start(rest: str) -> int | None:
     """
     for m in _FIRST_FIELD.finditer(rest):
         at = m.start() + (1 if m.group(0)[0] == " " else 0)
-        end = rest.find(" ", m.end())
-        value = rest[m.end():] if end < 0 else rest[m.end():end]
-        if value.endswith(":") or (end >= 0 and rest.startswith(" \u2014", end)):
+        start = m.end()
+        end = rest.find(" ", start)
+        if end < 0:  # the last token of the line
+            if rest.endswith(":"):
+                continue
+            return at
+        if rest[end - 1] == ":":
             continue
-        if end >= 0 and _NUMBER.fullmatch(value) and not _FIRST_FIELD.match(rest, end):
+        if _FIRST_FIELD.match(rest, end):
+            return at  # the common case: another field follows
+        if rest.startswith(" \u2014", end) or _NUMBER.fullmatch(rest, start, end):
             continue  # `num_circuits=1 GPU proving bug`: a number does not run on in words
         return at
     return None

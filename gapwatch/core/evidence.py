@@ -176,16 +176,18 @@ class GapEvidence:
     def take_host(self, rows: Iterable[HostRow]) -> None:
         """Take these host samples (`host_row`s; those from the gap's start on) into the
         maxima; a field that was not a reading is None there and passed over."""
-        kept = [r for r in rows if r[0] >= self.from_s]
+        start = self.from_s
+        kept = [r for r in rows if r[0] >= start]
         if not kept:
             return
-        columns = list(zip(*kept, strict=True))
-        for (mine, _theirs), column in zip(_HOST_MAXIMA, columns[1:], strict=True):
-            values = [v for v in column if v is not None]
-            if values:
-                best = getattr(self, mine)
-                # max() keeps the first of equal values, as a running `v > best` would.
-                setattr(self, mine, max(values) if best is None else max(best, *values))
+        columns = zip(*kept, strict=True)
+        next(columns)  # the times
+        for (mine, _theirs), column in zip(_HOST_MAXIMA, columns, strict=True):
+            best = getattr(self, mine)
+            for v in column:
+                if v is not None and (best is None or v > best):
+                    best = v
+            setattr(self, mine, best)
 
     def add_event(self, ev: LogEvent) -> None:
         events = self.events

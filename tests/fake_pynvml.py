@@ -10,6 +10,9 @@ hardware does).
 Time is the fake's `now_ns`, advanced by the tests (`tick()`), so a device's counters and the
 sampler's timestamps agree exactly. Each device's activity is a step function of time.
 
+`stalls` make the next call block for seconds (a prover's exit freeing its pinned pool), moving
+the clock; the exiting PIDs leave the process lists.
+
 The link: `nvmlDeviceGetCurrPcieLinkGeneration/Width` answer `trained` (default: the maximum)
 while the device moves data, and `idle_gen` when it does not, as a real link that down-trains
 to save power. `processes` are the PIDs `nvmlDeviceGetComputeRunningProcesses` lists.
@@ -202,6 +205,19 @@ class FakeNvml:
         self.initialised = False
         self.samples_allocated = 0
         self.samples_freed = 0
+        #: NVML going blind: (from_ns, block_ns, exiting PIDs). The first device call at or
+        #: after `from_ns` does not return for `block_ns` (the clock moves on that much), as
+        #: every NVML call waits while the driver frees an exiting process's pinned pool (1.9 s
+        #: for 24 GiB, 5.4 s for 72 GiB on an H200); the PIDs are gone from every device's
+        #: process list when it returns.
+        self.stalls: list[tuple[int, int, tuple[int, ...]]] = []
+        #: The same, on the n-th call of a function (a run on the real clock, where the fake's
+        #: time does not move): (function name, n, block_ns, exiting PIDs).
+        self.stalls_on_call: list[tuple[str, int, int, tuple[int, ...]]] = []
+        #: A test's clock (FakeClock) that a stall moves too, so the caller measures it; or, for
+        #: a run on the real clock, a sleep (`time.sleep`) that a stall really waits in.
+        self.clock: Any = None
+        self.sleep: Any = None
         self.module = self._build_module()
 
     def tick(self, source: Any, t_ns: int, lateness_ns: int = 0) -> Any:
@@ -214,8 +230,30 @@ class FakeNvml:
 
     # ------------------------------------------------------------------ the module
 
+    def _stall(self, fn: str, nth: int) -> None:
+        for i, (from_ns, block_ns, exits) in enumerate(self.stalls):
+            if self.now_ns >= from_ns:
+                del self.stalls[i]
+                self._block(block_ns, exits)
+                return
+        for i, (name, n, block_ns, exits) in enumerate(self.stalls_on_call):
+            if name == fn and nth == n:
+                del self.stalls_on_call[i]
+                self._block(block_ns, exits)
+                return
+
+    def _block(self, block_ns: int, exits: tuple[int, ...]) -> None:
+        self.now_ns += block_ns
+        if self.clock is not None:
+            self.clock.advance_ns(block_ns)
+        if self.sleep is not None:
+            self.sleep(block_ns / 1e9)
+        for d in self.devices:
+            d.processes = [p for p in d.processes if p not in exits]
+
     def _dev(self, handle: FakeDevice, fn: str) -> FakeDevice:
         handle.calls[fn] += 1
+        self._stall(fn, handle.calls[fn])
         code = handle.fail.get(fn)
         if code is not None:
             raise NVMLError(code)

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     recorded = f"{status.recording.summary()}; " if status.recording is not None else ""
     ct = f"; {rt.copytrace.status().summary()}" if rt.copytrace is not None else ""
     slow = "".join(f"; {t}" for t in (procmem_counts_text(status.source_counters),
-                                      links_down_text(status.links)) if t)
+                                      links_down_text(status.links), status.blind) if t)
     say(f"gapwatch record: stopped{why}; {recorded}gaps: {gaps}; "
         f"final states: {final_states_text(states)}{_lateness_summary(status.lateness)}{ct}"
         f"{slow}")

@@ -14,6 +14,7 @@ from typing import Any
 
 from gapwatch.core import fmt
 from gapwatch.core.advice import advice_lines
+from gapwatch.core.blind import blind_words
 from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config, DetectorConfig
 from gapwatch.core.models import GAP_KINDS, Gap
@@ -78,6 +79,8 @@ def format_text(r: ReportData, all_rows: bool = False,
     out += ["", *_gpu_lines(r)]
     out += ["", *_gap_lines(r.gaps, all_rows)]
     out += ["", *_breakdown_lines(r, detector)]
+    if r.blind_spots:
+        out += ["", *_blind_lines(r)]
     if r.copies is not None:
         out += ["", *_copy_lines(r.copies)]
     if r.partitions is not None:
@@ -147,6 +150,16 @@ def _breakdown_lines(r: ReportData, config: DetectorConfig) -> list[str]:
                                 b.reason or "-", config)
         out.append(f"  GPU {b.gpu}: {_clock(b.start_s)} - {_clock(b.end_s)} "
                    f"({b.duration_s:.1f} s): {words}")
+    return out
+
+
+def _blind_lines(r: ReportData) -> list[str]:
+    """Each stretch with no readings because NVML did not answer, and why as far as known: a
+    hole in the charts is not idle time, and not gapwatch hanging."""
+    total = sum(b.duration_s for b in r.blind_spots)
+    out = [f"Blind spots (no readings: NVML did not answer): {len(r.blind_spots)}, "
+           f"{total:.1f} s in all"]
+    out += [f"  {blind_words(b, r.byes)}" for b in r.blind_spots]
     return out
 
 

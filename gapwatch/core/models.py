@@ -388,10 +388,41 @@ class LinkState(Struct, frozen=True, gc=False, tag_field="type", tag="link"):
                 and self.width < self.max_width)
 
 
+class ExitedProcess(Struct, frozen=True, gc=False):
+    """A process NVML listed on a GPU before a blind spot and not after it: it exited meanwhile."""
+
+    pid: I64
+    name: str = ""
+    #: Its pinned host memory (RssShmem) at the last /proc reading before it went; None: unknown.
+    pinned_bytes: I64 | None = None
+
+
+class BlindSpot(Struct, frozen=True, gc=False, tag_field="type", tag="blind"):
+    """A stretch in which a source could not read the GPUs, and what gapwatch knows of why.
+
+    NVML: every call blocks while the driver frees a process's pinned host memory (on an H200,
+    1.9 s for a 24 GiB pool, 5.4 s for 72 GiB, whichever call it is), so a prover's exit leaves
+    a hole in the readings. The NVML source times each tick's calls; a tick that took longer
+    than `nodata_after_periods` periods is a blind spot: `t_mono_ns` / `t_wall_s` when its first
+    call was made, `duration_s` how long the calls took, `exited` the processes NVML listed
+    before and not after (the process list is read again at once). The copy trace's BYE (a
+    notice, `gapwatch.core.blind`) can name the exit too. Words: `gapwatch.core.blind`.
+    """
+
+    t_mono_ns: MonoNs
+    t_wall_s: WallS
+    duration_s: float
+    source: str = "nvml"
+    #: The GPUs whose readings waited.
+    gpus: list[GpuIndex] = field(default_factory=list)
+    exited: list[ExitedProcess] = field(default_factory=list)
+    type: ClassVar[Literal["blind"]] = "blind"
+
+
 #: Every record a recording holds after its header (what one line decodes to, by its "type").
 Record = (
     GpuSample | HostSample | LogEvent | Gap | StateChange | Notice | CopyRecord | ProcessMemory
-    | LinkState | ProverStatus
+    | LinkState | ProverStatus | BlindSpot
 )
 #: The record classes, for what lists them (the codec's tests, the docs).
 RECORD_TYPES: tuple[type[Record], ...] = get_args(Record)

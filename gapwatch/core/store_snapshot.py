@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from gapwatch.core.cuzk import PipelineView
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
+    BlindSpot,
     ChainState,
     CopyRecord,
     Gap,
@@ -49,6 +50,10 @@ class StoreSnapshot:
     #: busy share), refreshed about once a second of data and whenever a gap closes or the
     #: state changes (`states` only changes when the state does, so its figures go stale).
     windows: dict[int, WindowNow] = field(default_factory=dict)
+    #: The latest blind spots (NVML blocked: `core.blind`), oldest first, and (count, seconds)
+    #: of every one since the session started.
+    blind_spots: tuple[BlindSpot, ...] = ()
+    blind_total: tuple[int, float] = (0, 0.0)
     #: The prover's own status snapshots (cuzk `/status`), oldest first, and the latest per
     #: prover.
     prover_statuses: tuple[ProverStatus, ...] = ()

@@ -42,9 +42,17 @@ from typing import Any
 
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch, thread_label
+from gapwatch.core.blind import Bye, blind_summary, blind_words
 from gapwatch.core.config import Config
 from gapwatch.core.cuzk import timeline_epoch
-from gapwatch.core.models import GpuInfo, LogEvent, Notice, ProverStatus, SessionHeader
+from gapwatch.core.models import (
+    BlindSpot,
+    GpuInfo,
+    LogEvent,
+    Notice,
+    ProverStatus,
+    SessionHeader,
+)
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
@@ -179,6 +187,9 @@ class Runtime:
         self.resources.close()
         self.done.set()
 
+    def _blind_status(self) -> dict[str, str | None]:
+        return _blind_words(*self.store.blind())
+
     def status(self) -> RuntimeStatus:
         logs: dict[str, str] = dict(self.read_logs)
         counters: dict[str, int] = {}
@@ -202,6 +213,7 @@ class Runtime:
             provers=[p.status() for p in self.pollers],
             sim_status_url=(self.sim_status_server.url
                             if self.sim_status_server is not None else None),
+            **self._blind_status(),
             copytrace=self.copytrace.status() if self.copytrace is not None else None,
             threads=self.threads.health(),
             links=self.store.links(),
@@ -209,6 +221,23 @@ class Runtime:
             source_counters=dict(getattr(self.sampler.gpu_source, "counters", {}))
             if self.sampler is not None else {},
         )
+
+
+#: Data seconds after a blind spot ended during which the footer alerts about it.
+BLIND_ALERT_S = 60.0
+
+
+def _blind_words(spots: tuple[BlindSpot, ...], total: tuple[int, float], byes: list[Bye],
+                 newest_wall_s: float | None) -> dict[str, str | None]:
+    """RuntimeStatus's `blind` (every blind spot summed up) and `blind_recent` (the latest, for
+    `BLIND_ALERT_S` of data after it ended)."""
+    summary = blind_summary(spots, byes, total) or None
+    recent = None
+    if spots and newest_wall_s is not None:
+        last = spots[-1]
+        if newest_wall_s - (last.t_wall_s + last.duration_s) <= BLIND_ALERT_S:
+            recent = blind_words(last, byes)
+    return {"blind": summary, "blind_recent": recent}
 
 
 def _follower(paths: list[str], config: Config, session: Session, from_start: bool,

@@ -45,6 +45,10 @@ class RuntimeStatus:
     provers: list[PollerStatus] = field(default_factory=list)
     #: Where the simulated prover serves its own status, when it does.
     sim_status_url: str | None = None
+    #: The source's blind spots (NVML blocked) in words: all of them summed up, and the latest
+    #: while it is recent (the footer's alert); None when there is none.
+    blind: str | None = None
+    blind_recent: str | None = None
     #: Every thread the runtime started, with its deaths (the footer's alert, /metrics).
     threads: list[ThreadHealth] = field(default_factory=list)
 

@@ -17,9 +17,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts
 from gapwatch.core.ledger import Change, GapLedger
 from gapwatch.core.models import (
+    BlindSpot,
     CopyRecord,
     Gap,
     GpuInfo,
@@ -99,6 +101,9 @@ class SeriesStore:
         self._notices: deque[Notice] = deque(maxlen=max_notices)
         self._counters: dict[str, int] = {}
         self._windows: dict[int, WindowNow] = {}
+        #: Blind spots (NVML blocked): the latest ones, and (count, seconds) of all of them.
+        self._blind: deque[BlindSpot] = deque(maxlen=64)
+        self._blind_total: tuple[int, float] = (0, 0.0)
         self._copies: deque[CopyRecord] = deque(maxlen=max_copies)
         self._procmem: dict[int, dict[int, ProcessMemory]] = {}
         self._links: dict[int, LinkState] = {}
@@ -134,6 +139,24 @@ class SeriesStore:
             self.set_link(record)
         elif type(record) is ProverStatus:
             self.append_prover(record)
+        elif type(record) is BlindSpot:
+            self.add_blind_spot(record)
+
+    def blind(self) -> tuple[tuple[BlindSpot, ...], tuple[int, float], list[Bye], float | None]:
+        """What the footer says of blind spots, cheaply (it asks every second): the latest
+        ones, (count, seconds) of all, the copy trace's BYEs among the notices kept, and the
+        newest GPU reading's wall time (None before any)."""
+        with self._lock:
+            newest = max((d[-1].t_wall_s for d in self._gpu.values() if d), default=None)
+            return tuple(self._blind), self._blind_total, byes_in(self._notices), newest
+
+    def add_blind_spot(self, spot: BlindSpot) -> None:
+        """A stretch the source could not read (NVML blocked): the latest kept, all counted."""
+        with self._lock:
+            self._blind.append(spot)
+            n, seconds = self._blind_total
+            self._blind_total = (n + 1, seconds + spot.duration_s)
+            self._version += 1
 
     def append_gpu(self, samples: list[GpuSample]) -> None:
         with self._lock:
@@ -235,6 +258,8 @@ class SeriesStore:
                 notices=tuple(self._notices),
                 counters=dict(self._counters),
                 windows=dict(self._windows),
+                blind_spots=tuple(self._blind),
+                blind_total=self._blind_total,
                 prover_statuses=tuple(self._prover.items),
                 provers=dict(self._provers),
                 gap_tally=self._ledger.tally(),

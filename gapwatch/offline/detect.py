@@ -17,15 +17,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
+from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
+    BlindSpot,
     CopyRecord,
     Gap,
     GpuSample,
     LogEvent,
+    Notice,
     ProverStatus,
     Record,
     SessionHeader,
@@ -66,6 +69,10 @@ class Detected:
     copies: list[CopyRecord] = field(default_factory=list)
     #: What the prover's log said about its pipeline (the advice reads it).
     pipeline: PipelineView = field(default_factory=PipelineView)
+    #: The source's blind spots (NVML blocked), and the copy trace's BYEs (a prover exiting),
+    #: which can name their cause (`gapwatch.core.blind`).
+    blind_spots: list[BlindSpot] = field(default_factory=list)
+    byes: list[Bye] = field(default_factory=list)
     #: Reading counters and problems (filled in by the caller, which owns the reader).
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -95,6 +102,8 @@ def detect_records(
     log_events: list[LogEvent] = []
     prover_statuses: list[ProverStatus] = []
     copies: list[CopyRecord] = []
+    blind_spots: list[BlindSpot] = []
+    byes: list[Bye] = []
     gap_id_lines: list[int] = []
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
@@ -129,6 +138,10 @@ def detect_records(
                 prover_statuses.append(r)
             elif isinstance(r, CopyRecord):
                 copies.append(r)
+            elif isinstance(r, BlindSpot):
+                blind_spots.append(r)
+            elif isinstance(r, Notice):
+                byes.extend(byes_in((r,)))
             out = feed(r)
         if out:
             take(out)
@@ -142,7 +155,7 @@ def detect_records(
         header=header, ledger=ledger, states=states, totals=det.totals(),
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
-        copies=copies, pipeline=det.pipeline_view(),
+        copies=copies, pipeline=det.pipeline_view(), blind_spots=blind_spots, byes=byes,
     )  # fmt: skip
 
 

@@ -26,12 +26,14 @@ from typing import Any
 
 from gapwatch.core import fmt
 from gapwatch.core.advice import AdviceReport, advice_json, advise, if_closed
+from gapwatch.core.blind import Bye, blind_words
 from gapwatch.core.codec import gap_json
 from gapwatch.core.config import Config, DetectorConfig
 from gapwatch.core.cuzk import timeline_epoch
 from gapwatch.core.evidence import union_s
 from gapwatch.core.models import (
     GAP_KINDS,
+    BlindSpot,
     CopyRecord,
     Gap,
     GpuInfo,
@@ -84,6 +86,10 @@ class ReportData:
     log_files: list[str] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: Stretches the source could not read (NVML blocked), and the copy trace's BYEs that can
+    #: name their cause (`gapwatch.core.blind`).
+    blind_spots: list[BlindSpot] = field(default_factory=list)
+    byes: list[Bye] = field(default_factory=list)
     #: What makes the figures above less than the whole story (samples dropped as out of
     #: order, clock jumps, a GPU whose data stopped early): said first, in plain words.
     warnings: list[str] = field(default_factory=list)
@@ -183,6 +189,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
         copies=copy_table(found.copies, closed) if found.copies else None,
         warnings=data_warnings(found.detector_counters, totals),
+        blind_spots=list(found.blind_spots), byes=list(found.byes),
         advice=advise(closed, found.pipeline, lambda gaps: gap_payoff(totals, gaps)),
     )  # fmt: skip
 
@@ -438,6 +445,14 @@ def to_json(r: ReportData) -> dict[str, Any]:
         ],
         "payoff": r.payoff,
         **advice_json(r.advice),
+        "blind_spots": [
+            {"start_s": b.t_wall_s, "duration_s": b.duration_s, "source": b.source,
+             "gpus": list(b.gpus),
+             "exited": [{"pid": p.pid, "name": p.name, "pinned_bytes": p.pinned_bytes}
+                        for p in b.exited],
+             "words": blind_words(b, r.byes)}
+            for b in r.blind_spots
+        ],
         "partitions": _partitions_json(r.partitions),
         "copies": r.copies,
         "counters": r.counters,

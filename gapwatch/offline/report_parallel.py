@@ -53,10 +53,12 @@ from typing import Any
 
 from msgspec.structs import replace
 
+from gapwatch.core.blind import Bye
 from gapwatch.core.codec import gpu_line_prefix
 from gapwatch.core.config import Config
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
+    BlindSpot,
     CopyRecord,
     Gap,
     GpuSample,
@@ -134,6 +136,9 @@ class _Part:
     totals: list[GpuTotals] = field(default_factory=list)
     detector_counters: dict[str, int] = field(default_factory=dict)
     problem_lines: list[tuple[int, str, str]] = field(default_factory=list)
+    #: Blind spots and BYEs (every worker reads them all; worker 0's are kept).
+    blind_spots: list[BlindSpot] = field(default_factory=list)
+    byes: list[Bye] = field(default_factory=list)
 
 
 def _owners(gpus: list[int], n: int) -> dict[int, int]:
@@ -186,6 +191,8 @@ def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:
         totals=found.totals,
         detector_counters=found.detector_counters,
         problem_lines=rec.problem_lines or [],
+        blind_spots=found.blind_spots,
+        byes=found.byes,
     )
 
 
@@ -293,4 +300,5 @@ def _merge(header: Any, parts: list[_Part], ledger: GapLedger) -> Detected:
         detector_counters={k: v for k, v in det_counts.items() if v}, log_events=[],
         counters=counters,
         problems=[msg for _line, _counter, msg in seen][:MAX_PROBLEMS],
+        blind_spots=parts[0].blind_spots if parts else [], byes=parts[0].byes if parts else [],
     )  # fmt: skip

@@ -44,6 +44,7 @@ from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     CHAIN_STATES,
     GAP_KINDS,
+    BlindSpot,
     GpuSample,
     LinkState,
     ProcessMemory,
@@ -144,6 +145,7 @@ class GapwatchCollector:
         yield from _threads(getattr(status, "threads", None) or [])
         yield from self._copytrace(counts, getattr(status, "copytrace", None))
         yield from self._slow_readings(snap.links, snap.procmem)
+        yield from _blind_spots(snap.blind_spots, snap.blind_total)
         yield from prover_families(snap.provers, pollers, snap.pipeline)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
@@ -373,6 +375,33 @@ class GapwatchCollector:
                                      "How late sampler ticks ran behind their deadline.")
         hist.add_metric([], buckets, sum_value=c.lateness_sum_s)
         return hist
+
+
+def _blind_spots(spots: tuple[BlindSpot, ...], total: tuple[int, float]) -> Iterator[Metric]:
+    """NVML's blind spots (`core.blind`): how many, how long in all, and the latest (its
+    length, when it began, and whether gapwatch saw a process exit meanwhile)."""
+    n, seconds = total
+    count = CounterMetricFamily("gapwatch_nvml_blocked", "Times NVML did not answer for more "
+                                "than 3 sampling periods (every call blocks while the driver "
+                                "frees a process's pinned memory): holes in the readings.",
+                                labels=[])
+    count.add_metric([], n)
+    secs = CounterMetricFamily("gapwatch_nvml_blocked_seconds", "Seconds NVML did not answer, "
+                               "in all (no readings meanwhile).", labels=[])
+    secs.add_metric([], seconds)
+    yield from (count, secs)
+    if not spots:
+        return
+    last = spots[-1]
+    longest = _gauge("nvml_last_block_seconds", "How long the latest NVML block lasted.", [])
+    longest.add_metric([], last.duration_s)
+    began = _gauge("nvml_last_block_start_time_seconds", "When the latest NVML block began "
+                   "(Unix time).", [])
+    began.add_metric([], last.t_wall_s)
+    exits = _gauge("nvml_last_block_process_exits", "Processes NVML listed before the latest "
+                   "block and not after it (they exited meanwhile).", [])
+    exits.add_metric([], float(len(last.exited)))
+    yield from (longest, began, exits)
 
 
 def _threads(threads: list[Any]) -> Iterator[Metric]:

@@ -17,7 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gapwatch.core.models import GpuInfo, GpuSample, HostSample, LinkState, Notice, ProcessMemory
+from gapwatch.core.models import (
+    BlindSpot,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    LinkState,
+    Notice,
+    ProcessMemory,
+)
 
 
 class SourceUnavailable(Exception):
@@ -35,7 +43,8 @@ class Tick:
     #: GPU (every `sampler.procmem_every_s`), and a PCIe link read under traffic whose
     #: generation or width changed (at most every `sampler.link_every_s`). The sampler hands
     #: each to `Session.on_record`, like every other record.
-    other: list[ProcessMemory | LinkState] = field(default_factory=list)
+    #: A blind spot: this tick's NVML calls took far longer than a period (`BlindSpot`).
+    other: list[ProcessMemory | LinkState | BlindSpot] = field(default_factory=list)
 
 
 class GpuSource(Protocol):

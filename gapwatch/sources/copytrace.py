@@ -48,6 +48,7 @@ from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import UNWATCHED, ThreadWatch
 from gapwatch.copytrace import wire
 from gapwatch.copytrace.socket_path import default_socket_path, make_private_folder, user_name
+from gapwatch.core.blind import bye_message
 from gapwatch.core.bounds import (
     MAX_PID,
     MAX_SENDER_COUNTER,
@@ -316,7 +317,8 @@ class CopyTraceReader:
             self._note(dg.pid, dg.session_id, dg.note, now)
         elif dg.type == wire.TYPE_BYE:
             sender.gone = True
-            self._notice("info", f"copy trace: pid {dg.pid} ({sender.comm or '?'}) exited")
+            # Worded where blind spots read it back (a prover's exit blocks NVML meanwhile).
+            self._notice("info", bye_message(dg.pid, sender.comm))
         wall = self.clock.wall_s()
         for c in dg.copies:
             rec = self._copy(c, sender, now, wall)

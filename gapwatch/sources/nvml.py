@@ -34,10 +34,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gapwatch.core.blind import blind_words
 from gapwatch.core.config import SamplerConfig
 from gapwatch.core.hints import link_text, link_trained_down_words
 from gapwatch.core.models import (
     GEN5_X16_BYTES_PER_S,
+    BlindSpot,
+    ExitedProcess,
     GpuInfo,
     GpuSample,
     LinkState,
@@ -49,6 +52,11 @@ from gapwatch.core.models import (
 from gapwatch.core.readings import is_stale_gpm
 from gapwatch.sources import SourceUnavailable, Tick
 from gapwatch.sources.procmem import ProcReading, ProcStatusReader, problem_text
+
+#: A tick whose NVML calls take this many sampling periods is a blind spot: the detector calls a
+#: silence that long a hole (`detector.nodata_after_periods`, 3), and no healthy tick comes close
+#: (calls cost microseconds to ~21 ms; context changes stall them 12-106 ms on an H200).
+STALL_PERIODS = 3.0
 
 # NVML return codes (nvml.h). Hard-coded because they are ABI and the module must import without
 # pynvml; the fake in tests uses the same values.
@@ -153,6 +161,12 @@ class NvmlSource:
         self._pending: list[tuple[Literal["info", "warning", "error"], str, int | None]] = []
         self._legacy_every_ns = int(config.legacy_pcie_every_s * 1e9)
         self._legacy_spent = False
+        #: A tick whose calls take this long is a blind spot (NVML did not answer).
+        self._stall_ns = int(STALL_PERIODS * config.period_ms * 1e6)
+        #: The PIDs NVML listed on each GPU last, and the name and pinned bytes /proc gave for
+        #: each PID: what a blind spot compares against to name the process that exited.
+        self._listed: dict[int, set[int]] = {}
+        self._known: dict[int, tuple[str, int | None]] = {}
         #: The tick being read (notices go into it); None before the first tick.
         self._tick: Tick | None = None
         self._t_mono_ns, self._t_wall_s = 0, 0.0
@@ -318,6 +332,7 @@ class NvmlSource:
             )
             self._pending.clear()
         self._legacy_spent = False
+        listed_before = {g: set(p) for g, p in self._listed.items()}
         entry_ns = self._now_ns()
         for gpu in self._gpus:
             if gpu.lost:
@@ -344,7 +359,45 @@ class NvmlSource:
                 self._procmem_next_ns = t_mono_ns + self._procmem_every_ns
                 offset_ns = self._now_ns() - entry_ns
                 self._read_procmem(tick, t_mono_ns + offset_ns, t_wall_s + offset_ns / 1e9)
+        took_ns = self._now_ns() - entry_ns
+        if took_ns >= self._stall_ns:
+            self._blind_spot(tick, t_mono_ns, t_wall_s, took_ns, listed_before)
         return tick
+
+    def _blind_spot(self, tick: Tick, t_mono_ns: int, t_wall_s: float, took_ns: int,
+                    listed_before: dict[int, set[int]]) -> None:
+        """This tick's calls took `took_ns`, far over a period: NVML did not answer meanwhile
+        (every call blocks while the driver frees a process's pinned memory). Record it, with
+        the processes NVML listed before and not now (the list is read again at once), and say
+        it (`gapwatch.core.blind`)."""
+        gpus = [g.index for g in self._gpus if not g.lost]
+        now = self._list_processes()
+        exited = []
+        for pid in sorted(set().union(*listed_before.values()) - set().union(*now.values())
+                          if listed_before else set()):
+            name, pinned = self._known.get(pid, ("", None))
+            exited.append(ExitedProcess(pid=pid, name=name, pinned_bytes=pinned))
+        spot = BlindSpot(t_mono_ns=t_mono_ns, t_wall_s=t_wall_s, duration_s=took_ns / 1e9,
+                         source="nvml", gpus=gpus, exited=exited)
+        tick.other.append(spot)
+        tick.notices.append(Notice(t_mono_ns, t_wall_s, "warning", blind_words(spot)))
+
+    def _list_processes(self) -> dict[int, set[int]]:
+        """The PIDs NVML lists on each GPU now (GPUs that cannot list them are left out); kept
+        as the latest listing."""
+        listed: dict[int, set[int]] = {}
+        lister = self._nv.nvmlDeviceGetComputeRunningProcesses
+        for gpu in self._gpus:
+            if gpu.lost or _PROCESSES in gpu.unsupported:
+                continue
+            try:
+                procs = self._call(gpu, _PROCESSES, lister, gpu.handle)
+            except _GpuLost:
+                continue
+            if procs is not _FAILED:
+                listed[gpu.index] = {int(p.pid) for p in procs}
+        self._listed.update(listed)
+        return listed
 
     @property
     def counters(self) -> dict[str, int]:
@@ -361,18 +414,11 @@ class NvmlSource:
         """One round: the processes on each GPU and their host memory. A process on two GPUs
         is read once and reported for each; every record of the round shares its time."""
         readings: dict[int, ProcReading] = {}
-        lister = self._nv.nvmlDeviceGetComputeRunningProcesses
-        for gpu in self._gpus:
-            if gpu.lost or _PROCESSES in gpu.unsupported:
-                continue
-            try:
-                procs = self._call(gpu, _PROCESSES, lister, gpu.handle)
-            except _GpuLost:
-                continue
-            if procs is _FAILED:
-                continue
+        by_index = {g.index: g for g in self._gpus}
+        for gpu_index, pids in self._list_processes().items():
+            gpu = by_index[gpu_index]
             # MIG lists a process once per instance it uses: one record per (GPU, pid).
-            for pid in sorted({int(p.pid) for p in procs}):
+            for pid in sorted(pids):
                 r = readings.get(pid)
                 if r is None:
                     r = readings[pid] = self._procs.read(pid)
@@ -382,6 +428,9 @@ class NvmlSource:
                         self._say_once(("procmem", r.problem), level,
                                        problem_text(r.problem, pid), None)
                 st = r.status
+                if st is not None:
+                    # What a blind spot can say of it, should it exit (its pinned pool).
+                    self._known[pid] = (st.name, st.rss_shmem_bytes)
                 tick.other.append(ProcessMemory(
                     t_mono_ns=t_ns, t_wall_s=wall_s, gpu=gpu.index, pid=pid,
                     name=st.name if st is not None else "",

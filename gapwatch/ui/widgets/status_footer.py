@@ -81,6 +81,8 @@ def status_parts(status: RuntimeStatus) -> list[str]:
         parts.append(f"rec {status.recording_path}")
     if status.prometheus_address:
         parts.append(f"metrics {status.prometheus_address}")
+    if status.blind:
+        parts.append(status.blind)
     if status.done:
         parts.append("source ended")
     return parts
@@ -93,6 +95,9 @@ def status_alerts(status: RuntimeStatus) -> list[str]:
     dead = status.dead_threads_text()
     if dead:
         alerts.append(f"THREAD DIED: {dead}")
+    if status.blind_recent:
+        # A blank in the charts with its reason: gapwatch did not hang, NVML did not answer.
+        alerts.append(status.blind_recent)
     rec = status.recording
     if rec is not None and rec.state == "failing":
         lost = f", {rec.records_dropped} records lost" if rec.records_dropped else ""

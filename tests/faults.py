@@ -47,6 +47,14 @@ def wait_for(what: str, ok: Callable[[], bool], timeout_s: float = WAIT_S) -> No
     pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
+def quick_config(folder: Path) -> Path:
+    """A config whose recorder writes every 0.2 s and retries a failing disk after 1 s (the
+    defaults, 1 s and up to 30 s, only make these tests wait longer for the same events)."""
+    cfg = folder / "quick.toml"
+    cfg.write_text("[record]\nflush_interval_s = 0.2\nretry_max_s = 1.0\n")
+    return cfg
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

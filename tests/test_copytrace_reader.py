@@ -7,6 +7,7 @@ import errno
 import os
 import socket
 import stat
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -280,11 +281,18 @@ def test_the_default_socket_is_in_a_runtime_folder_only_when_it_is_private(
         uid, env={**env, "XDG_RUNTIME_DIR": str(xdg)}, run_user=str(run_user)) == str(
         xdg / "gapwatch-copytrace.sock")
     # Without a private runtime folder: gapwatch's own folder under TMPDIR, never /tmp itself.
+    # TMPDIR short enough for a socket path (108 bytes): pytest's tmp_path may not be (under
+    # xdist it has a popen-gwN level more), and a longer TMPDIR rightly falls back to /tmp.
     (run_user / str(uid)).chmod(0o777)
     xdg.chmod(0o755 | 0o020)
-    fallback = str(tmp_path / "t" / f"gapwatch-{uid}" / "copytrace.sock")
-    assert socket_path.default_socket_path(
-        uid, env={**env, "XDG_RUNTIME_DIR": str(xdg)}, run_user=str(run_user)) == fallback
+    short = tempfile.mkdtemp(prefix="gw-", dir="/tmp")
+    try:
+        fallback = os.path.join(short, f"gapwatch-{uid}", "copytrace.sock")
+        assert socket_path.default_socket_path(
+            uid, env={"TMPDIR": short, "XDG_RUNTIME_DIR": str(xdg)},
+            run_user=str(run_user)) == fallback
+    finally:
+        os.rmdir(short)
     assert socket_path.default_socket_path(uid, env={}, run_user=str(run_user)) == \
         f"/tmp/gapwatch-{uid}/copytrace.sock"
 

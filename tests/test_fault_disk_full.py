@@ -19,6 +19,7 @@ from faults import (
     free_port,
     gapwatch_argv,
     metric,
+    quick_config,
     records_of,
     samples_total,
     small_tmpfs,
@@ -26,12 +27,6 @@ from faults import (
 )
 
 from gapwatch.core.models import GpuSample, Notice
-
-
-def _fast_retry_config(tmp_path: Path) -> Path:
-    cfg = tmp_path / "config.toml"
-    cfg.write_text("[record]\nretry_max_s = 1.0\n")
-    return cfg
 
 
 def _assert_monitoring_goes_on(port: int) -> None:
@@ -57,7 +52,7 @@ def test_record_on_a_full_disk_keeps_monitoring_and_resumes_when_space_returns(
         filler = fill(fs, leave_bytes=16 << 10)
         out, port = fs / "r.jsonl.gz", free_port()
         proc = subprocess.Popen(
-            gapwatch_argv("record", "--config", str(_fast_retry_config(tmp_path)), "--source",
+            gapwatch_argv("record", "--config", str(quick_config(tmp_path)), "--source",
                           "sim:pageable", "--speed", "10", "--out", str(out), "--prometheus",
                           f"127.0.0.1:{port}", "--quiet"),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -81,7 +76,7 @@ def test_dashboard_recording_on_a_full_disk_keeps_drawing_and_resumes(tmp_path: 
     with small_tmpfs(tmp_path / "fs") as fs:
         filler = fill(fs, leave_bytes=16 << 10)
         out, port = fs / "d.jsonl.gz", free_port()
-        app = PtyApp("demo", "--config", str(_fast_retry_config(tmp_path)), "--speed", "4",
+        app = PtyApp("demo", "--config", str(quick_config(tmp_path)), "--speed", "4",
                      "--record", str(out), "--prometheus", f"127.0.0.1:{port}")
         try:
             wait_for("the dashboard to draw", app.drawn)

@@ -10,7 +10,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from faults import PtyApp, gapwatch_argv, records_of, terminal_restored, wait_for
+from faults import (
+    PtyApp,
+    gapwatch_argv,
+    quick_config,
+    records_of,
+    terminal_restored,
+    wait_for,
+)
 
 STOP = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
@@ -18,7 +25,8 @@ STOP = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 @pytest.mark.parametrize("sig", STOP, ids=lambda s: s.name)
 def test_record_stops_cleanly_on_each_stop_signal(tmp_path: Path, sig: signal.Signals) -> None:
     out = tmp_path / "r.jsonl.gz"
-    proc = subprocess.Popen(gapwatch_argv("record", "--source", "sim:pageable", "--speed", "10",
+    proc = subprocess.Popen(gapwatch_argv("record", "--config", str(quick_config(tmp_path)),
+                                          "--source", "sim:pageable", "--speed", "10",
                                           "--out", str(out), "--quiet"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -38,7 +46,8 @@ def test_record_stops_cleanly_on_each_stop_signal(tmp_path: Path, sig: signal.Si
 def test_dashboard_restores_the_terminal_and_closes_its_recording_on_each_stop_signal(
         tmp_path: Path, sig: signal.Signals) -> None:
     out = tmp_path / "d.jsonl.gz"
-    app = PtyApp("demo", "--speed", "4", "--record", str(out))
+    app = PtyApp("demo", "--config", str(quick_config(tmp_path)), "--speed", "4", "--record",
+                 str(out))
     try:
         wait_for("the dashboard to draw", app.drawn)
         wait_for("records on disk", lambda: out.exists() and out.stat().st_size > 1000)
@@ -55,7 +64,8 @@ def test_dashboard_restores_the_terminal_and_closes_its_recording_on_each_stop_s
 @pytest.mark.parametrize("key", [b"q", b"\x03"], ids=["q", "ctrl-c"])
 def test_q_and_ctrl_c_both_quit_the_dashboard(tmp_path: Path, key: bytes) -> None:
     out = tmp_path / "d.jsonl"
-    app = PtyApp("demo", "--speed", "4", "--record", str(out))
+    app = PtyApp("demo", "--config", str(quick_config(tmp_path)), "--speed", "4", "--record",
+                 str(out))
     try:
         # Keys reach the app once the terminal is in raw mode: after the first full draw.
         wait_for("the dashboard to draw", app.drawn)
@@ -73,7 +83,8 @@ def test_q_and_ctrl_c_both_quit_the_dashboard(tmp_path: Path, key: bytes) -> Non
 def test_a_closed_terminal_then_sighup_still_closes_the_recording(tmp_path: Path) -> None:
     """Closing a tmux pane: the terminal is gone before SIGHUP arrives; every write to it fails."""
     out = tmp_path / "d.jsonl.gz"
-    app = PtyApp("demo", "--speed", "4", "--record", str(out))
+    app = PtyApp("demo", "--config", str(quick_config(tmp_path)), "--speed", "4", "--record",
+                 str(out))
     try:
         wait_for("records on disk", lambda: out.exists() and out.stat().st_size > 1000)
         app.hang_up()

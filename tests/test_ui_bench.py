@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ def test_side_by_side_measures_a_dashboard_in_a_pty_and_skips_missing_programs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(ui_bench, "WARMUP_S", 2.0)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # its work folder, not left in /tmp
     # An empty PATH: nvidia-smi is missing here even on a GPU box (gapwatch runs from
     # sys.executable, an absolute path).
     (tmp_path / "bin").mkdir()

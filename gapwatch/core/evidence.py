@@ -45,6 +45,7 @@ from gapwatch.core.prover import (
     snapshot_evidence,
     with_log_cause,
 )
+from gapwatch.core.readings import reading
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
@@ -91,6 +92,16 @@ class ProverView:
     detail: str
     #: The cause came from the prover's log alone (no snapshot gave one).
     from_log: bool = False
+
+
+#: The host maxima a gap keeps: its own attribute, the host sample's field.
+_HOST_MAXIMA = (
+    ("mem_used_pct", "mem_used_pct"),
+    ("psi_some_share", "psi_mem_some_share"),
+    ("psi_some_avg10", "psi_mem_some_avg10"),
+    ("major_faults_per_s", "major_faults_per_s"),
+    ("mem_bandwidth_bytes_per_s", "mem_bandwidth_bytes_per_s"),
+)
 
 
 class GapEvidence:
@@ -151,30 +162,16 @@ class GapEvidence:
     def take_host(self, samples: Iterable[HostSample]) -> None:
         """Take these host samples (those from the gap's start on) into the maxima. A value
         that is not a reading (None, NaN, negative: `readings.reading`) is passed over."""
-        from_s = self.from_s
-        mem, share, avg10 = self.mem_used_pct, self.psi_some_share, self.psi_some_avg10
-        faults, bandwidth = self.major_faults_per_s, self.mem_bandwidth_bytes_per_s
-        # Inline: a 24 h report takes ~10 M samples into ~300 k gaps (`v >= 0` fails for NaN).
-        for h in samples:
-            if h.t_wall_s < from_s:
-                continue
-            v = h.mem_used_pct
-            if v is not None and v >= 0 and (mem is None or v > mem):
-                mem = v
-            v = h.psi_mem_some_share
-            if v is not None and v >= 0 and (share is None or v > share):
-                share = v
-            v = h.psi_mem_some_avg10
-            if v is not None and v >= 0 and (avg10 is None or v > avg10):
-                avg10 = v
-            v = h.major_faults_per_s
-            if v is not None and v >= 0 and (faults is None or v > faults):
-                faults = v
-            v = h.mem_bandwidth_bytes_per_s
-            if v is not None and v >= 0 and (bandwidth is None or v > bandwidth):
-                bandwidth = v
-        self.mem_used_pct, self.psi_some_share, self.psi_some_avg10 = mem, share, avg10
-        self.major_faults_per_s, self.mem_bandwidth_bytes_per_s = faults, bandwidth
+        kept = [h for h in samples if h.t_wall_s >= self.from_s]
+        if not kept:
+            return
+        for mine, theirs in _HOST_MAXIMA:
+            best = getattr(self, mine)
+            for h in kept:
+                v = reading(getattr(h, theirs))
+                if v is not None and (best is None or v > best):
+                    best = v
+            setattr(self, mine, best)
 
     def add_event(self, ev: LogEvent) -> None:
         events = self.events

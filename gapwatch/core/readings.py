@@ -15,9 +15,8 @@ dashboard's busy charts (`busy_reading`, `activity_lag_ns`). Pure.
   `idle_sm_pct`, or, on a GPU that has no SM activity at all, utilization.gpu against
   `idle_util_pct` (`busy_reading`). A GPM reading describes activity that ended `gpm_lag_ms`
   before it was read (`activity_lag_ns`). The detector applies the same two rules inline in its
-  hot loop (7 M samples in a 24 h report cannot afford a call each), and the gap evidence's host
-  maxima the first (`GapEvidence.take_host`); whoever else draws or counts busy time calls
-  these, so a chart and the detector agree on what busy means.
+  hot loop (7 M samples in a 24 h report cannot afford a call each); whoever else draws or
+  counts busy time calls these, so a chart and the detector agree on what busy means.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import msgspec
 
 from gapwatch.core.bounds import fits_i64
 from gapwatch.core.fmt import link_fraction
-from gapwatch.core.models import Gap, Record, SessionHeader
+from gapwatch.core.models import Gap, ProverUnchanged, Record, SessionHeader
 
 #: What decoding raises for a line that is not a record (bad JSON, a bad type, a value out of
 #: bounds, an unknown record type); its message says where.
@@ -36,6 +36,8 @@ _encode = _encoder.encode
 #: One recording line (bytes, with or without its newline) -> the record it holds. Raises
 #: `DecodeError`.
 decode_record: Callable[[bytes], Record] = msgspec.json.Decoder(Record).decode
+#: The recorder's marker for an unchanged prover snapshot (`ProverUnchanged`) -> the marker.
+decode_unchanged: Callable[[bytes], ProverUnchanged] = msgspec.json.Decoder(ProverUnchanged).decode
 #: Any JSON document -> plain Python values (dicts, lists, str, int, float, bool, None).
 decode_json: Callable[[bytes | str], Any] = msgspec.json.Decoder().decode
 
@@ -64,8 +66,9 @@ def decode_repaired(line: bytes, error: DecodeError) -> Record:
     return record
 
 
-def encode_line(record: Record | SessionHeader) -> bytes:
-    """One record (or the header) as one JSON Lines line, newline included."""
+def encode_line(record: Record | SessionHeader | ProverUnchanged) -> bytes:
+    """One record (or the header, or the recorder's marker for an unchanged prover snapshot)
+    as one JSON Lines line, newline included."""
     return _encode(record) + b"\n"
 
 

@@ -592,6 +592,12 @@ def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: 
             "by_kind": by, "streams": sorted(streams), "pids": sorted(pids)}
 
 
+def traced_pageable(copies: dict[str, Any] | None) -> bool:
+    """Whether a gap's `copies` object says the copy trace saw its copies come from pageable
+    memory (measured, not inferred): the BREAKDOWN witness that stands in for a second gap."""
+    return bool(copies and copies.get("traced") and copies.get("memory_kind") == "pageable")
+
+
 def inferred_memory_kind(kind: str, events: list[dict[str, Any]]) -> tuple[str | None, str]:
     """Without a copy trace: what the memory kind most likely was, and from what."""
     warnings = {e.get("warning") for e in events}

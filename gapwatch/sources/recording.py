@@ -43,10 +43,16 @@ from gapwatch.core.codec import (
     decode_json,
     decode_record,
     decode_repaired,
+    decode_unchanged,
     header_from_fields,
 )
 from gapwatch.core.config import Config
-from gapwatch.core.models import SCHEMA_VERSION, Record, SessionHeader
+from gapwatch.core.models import (
+    SCHEMA_VERSION,
+    ProverStatus,
+    Record,
+    SessionHeader,
+)
 from gapwatch.core.sizes import cut_text
 
 
@@ -79,6 +85,10 @@ class Recording:
     #: (`read_recording(keep_problem_lines=True)`): the parallel report merges the readings of
     #: its workers by line, so that a bad line read by two of them is counted once.
     problem_lines: list[tuple[int, str, str]] | None = None
+    #: The files read, in order (one, or a set of segments: `gapwatch.sources.recording_set`).
+    files: list[Path] = field(default_factory=list)
+    #: Runs of gapwatch joined (segments of one run share a header; a restart is a new run).
+    runs: int = 1
 
     def problem(self, counter: str, message: str, line_no: int = 0) -> None:
         # A message may quote the bad input (a CSV cell): a screen of it is enough.
@@ -146,6 +156,8 @@ def _records(
     """
     decode = decode_record
     line_no = first_line_no
+    #: The last snapshot of each prover: what a `ProverUnchanged` marker line stands for.
+    provers: dict[str, ProverStatus] = {}
     try:
         for line in stream:
             line_no += 1
@@ -165,12 +177,15 @@ def _records(
                 if not line.strip():
                     continue
                 try:
-                    r = decode_repaired(line, exc)
-                except DecodeError:
+                    r = (_unchanged(line, provers) if line.startswith(PROVER_SAME_PREFIX)
+                         else decode_repaired(line, exc))
+                except DecodeError as why:
                     recording.problem(
-                        "bad_records", bad_record(recording.path, line_no, exc), line_no
+                        "bad_records", bad_record(recording.path, line_no, why), line_no
                     )
                     continue
+            if type(r) is ProverStatus:
+                provers[r.prover] = r
             recording.line_no = line_no
             yield r
     except (EOFError, zlib.error, OSError) as exc:
@@ -179,6 +194,21 @@ def _records(
         )
     finally:
         stream.close()
+
+
+#: How the recorder's marker for an unchanged prover snapshot begins (`ProverUnchanged`).
+PROVER_SAME_PREFIX = b'{"type":"prover_same",'
+
+
+def _unchanged(line: bytes, provers: dict[str, ProverStatus]) -> ProverStatus:
+    """The snapshot a `ProverUnchanged` line stands for: the last one of its prover, with the
+    line's times. Raises DecodeError for a bad line, or one with no snapshot before it."""
+    marker = decode_unchanged(line)
+    previous = provers.get(marker.prover)
+    if previous is None:
+        raise DecodeError(f"an unchanged snapshot of prover {marker.prover!r} with none before "
+                          "it in this file")
+    return marker.expand(previous)
 
 
 def _number(value: object) -> float | None:
@@ -345,7 +375,7 @@ def read_recording(
     """
     header, stream, problems = open_recording(path)
     rec = Recording(path=Path(path), header=header, records=iter(()),
-                    problem_lines=[] if keep_problem_lines else None)
+                    problem_lines=[] if keep_problem_lines else None, files=[Path(path)])
     for message in problems:
         rec.problem("bad_header", message, 1)
     rec.records = _records(stream, rec, 1, skip_prefixes)

@@ -6,8 +6,9 @@ Who calls it: the replay driver (`replay:FILE`), `gapwatch report`/`export` (thr
 (`gapwatch.sources.files`) picks between the two by name.
 
 Format (schema_version 1): line 1 is the `SessionHeader` (JSON object with `"type": "header"`);
-every further line is one record (`gpu`, `host`, `log`, `gap`, `state`, `notice`; the field names
-of `gapwatch.core.models`). `.gz` files are one gzip stream flushed with Z_SYNC_FLUSH, so a
+every further line is one record, tagged by its `"type"` (`gpu`, `host`, `log`, `gap`, ...: the
+Structs of `gapwatch.core.models`), decoded by the record codec (`gapwatch.core.codec`) in any
+key order. `.gz` files are a series of gzip members, each write ending with Z_SYNC_FLUSH, so a
 file cut by `kill -9` still reads up to its last flush (the reader stops cleanly at a truncated
 end and counts it).
 

@@ -196,6 +196,11 @@ def resolve_config(args: argparse.Namespace) -> Config:
     cuzk_status = getattr(args, "cuzk_status", None)
     if cuzk_status:
         over.setdefault("cuzk", {})["status_url"] = list(config.cuzk.status_url) + cuzk_status
+    record = {k: getattr(args, flag) for k, flag in (
+        ("rotate_size", "rotate_size"), ("rotate_age", "rotate_age"), ("keep", "keep"))
+        if getattr(args, flag, None) is not None}  # the commands that record
+    if record:
+        over["record"] = record
     copytrace = getattr(args, "copytrace", None)  # watch and record only
     if copytrace is not None:
         over["copytrace"] = {"enabled": True}

@@ -45,3 +45,34 @@ def speed(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"must be 0 (as fast as possible) or more, got {text!r}")
     return value
+
+
+def segment_size(text: str) -> str:
+    """A segment size (`--rotate-size 1GiB`), by the config's rule; kept as written."""
+    from gapwatch.core.config import check_rotate_size
+
+    try:
+        return check_rotate_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def segment_age(text: str) -> str:
+    """A segment age (`--rotate-age 1d`), by the config's rule; kept as written."""
+    from gapwatch.core.config import check_rotate_age
+
+    try:
+        return check_rotate_age(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def count(text: str) -> int:
+    """A whole number >= 1 (`--keep`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value

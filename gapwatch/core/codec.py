@@ -25,7 +25,7 @@ import msgspec
 
 from gapwatch.core.bounds import fits_i64
 from gapwatch.core.fmt import link_fraction
-from gapwatch.core.models import Gap, Record, SessionHeader
+from gapwatch.core.models import Gap, ProverUnchanged, Record, SessionHeader
 
 #: What decoding raises for a line that is not a record (bad JSON, a bad type, a value out of
 #: bounds, an unknown record type); its message says where.
@@ -36,6 +36,8 @@ _encode = _encoder.encode
 #: One recording line (bytes, with or without its newline) -> the record it holds. Raises
 #: `DecodeError`.
 decode_record: Callable[[bytes], Record] = msgspec.json.Decoder(Record).decode
+#: The recorder's marker for an unchanged prover snapshot (`ProverUnchanged`) -> the marker.
+decode_unchanged: Callable[[bytes], ProverUnchanged] = msgspec.json.Decoder(ProverUnchanged).decode
 #: Any JSON document -> plain Python values (dicts, lists, str, int, float, bool, None).
 decode_json: Callable[[bytes | str], Any] = msgspec.json.Decoder().decode
 
@@ -64,8 +66,9 @@ def decode_repaired(line: bytes, error: DecodeError) -> Record:
     return record
 
 
-def encode_line(record: Record | SessionHeader) -> bytes:
-    """One record (or the header) as one JSON Lines line, newline included."""
+def encode_line(record: Record | SessionHeader | ProverUnchanged) -> bytes:
+    """One record (or the header, or the recorder's marker for an unchanged prover snapshot)
+    as one JSON Lines line, newline included."""
     return _encode(record) + b"\n"
 
 
@@ -84,6 +87,18 @@ def to_plain(obj: Any) -> Any:
 def gpu_line_prefix(gpu: int) -> bytes:
     """How the line of a GPU sample of `gpu` begins, as `encode_line` writes it."""
     return b'{"type":"gpu","gpu":%d,' % gpu
+
+
+#: How a GPU sample's line ended in recordings written before this codec (orjson from the
+#: dataclasses: the fields in order, the type last). Their lines began with
+#: `gpu_line_prefix_type_last`, as those of states and link readings did: only the two together
+#: say "a GPU sample of that GPU".
+TYPE_LAST_GPU_SUFFIX = b',"type":"gpu"}\n'
+
+
+def gpu_line_prefix_type_last(gpu: int) -> bytes:
+    """How a GPU sample's line of `gpu` began in recordings written before this codec."""
+    return b'{"gpu":%d,' % gpu
 
 
 def gap_json(gap: Gap) -> dict[str, Any]:

@@ -26,6 +26,28 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_PERIOD_MS
 from gapwatch.core.models import GEN5_X16_BYTES_PER_S
+from gapwatch.core.units import parse_duration, parse_size
+
+#: The smallest segment (`[record] rotate_size`) and the youngest (`rotate_age`) a recording
+#: may rotate at.
+MIN_SEGMENT_BYTES = 1 << 20
+MIN_SEGMENT_AGE_S = 60.0
+
+
+def check_rotate_size(text: str) -> str:
+    """`text` if it is a segment size (`[record] rotate_size`, `--rotate-size`): at least
+    1 MiB, a segment holding whole gzip members of 1 MiB. Raises ValueError."""
+    if parse_size(text) < MIN_SEGMENT_BYTES:
+        raise ValueError(f"{text!r} is less than 1 MiB")
+    return text
+
+
+def check_rotate_age(text: str) -> str:
+    """`text` if it is a segment age (`[record] rotate_age`, `--rotate-age`): at least a minute.
+    Raises ValueError."""
+    if parse_duration(text) < MIN_SEGMENT_AGE_S:
+        raise ValueError(f"{text!r} is less than a minute")
+    return text
 
 
 class ConfigError(Exception):
@@ -145,6 +167,10 @@ class DetectorConfig(_Section):
     breakdown_min_starved_gaps: int = Field(2, ge=1)
     #: ... or when pcie_starved gaps cover at least this fraction of the window.
     breakdown_idle_frac: float = Field(0.10, gt=0, le=1)
+    #: ... or when one pcie_starved gap is in the window and the copy trace saw its copies
+    #: come from pageable memory: the measured memory kind stands in for the second gap (it
+    #: comes seconds sooner). Off: BREAKDOWN waits for the second gap, as without a copy trace.
+    breakdown_pageable_witness: bool = True
     #: How long GPM readings trail the moment they are read (ms): GPM's counters refresh about
     #: every 100 ms, so a reading describes activity that ended earlier. Measured on an H200:
     #: SM and PCIe edges arrive 64-153 ms after the workload's own clock says they happened.
@@ -251,6 +277,37 @@ class RecordConfig(_Section):
     retry_max_s: float = Field(30.0, ge=1, le=3600)
     #: Records kept in memory while the disk refuses them; beyond that they are dropped, counted.
     max_pending_mib: int = Field(16, ge=1, le=4096)
+    #: A disk budget for unattended recording (docs/recording.md): the recording is a set of
+    #: segments `NAME.000001.jsonl.gz`, ..., a new one once the current one holds
+    #: `rotate_size` ("1GiB", "512MiB"; at least 1 MiB) or is `rotate_age` old ("1d", "6h";
+    #: at least a minute); "" = no such limit (both "": one file, no segments).
+    rotate_size: str = ""
+    rotate_age: str = ""
+    #: Segments kept (the newest; older ones of the set are removed); 0 = all.
+    keep: int = Field(0, ge=0, le=1_000_000)
+
+    @field_validator("rotate_size")
+    @classmethod
+    def _size(cls, value: str) -> str:
+        return check_rotate_size(value) if value.strip() else value
+
+    @field_validator("rotate_age")
+    @classmethod
+    def _age(cls, value: str) -> str:
+        return check_rotate_age(value) if value.strip() else value
+
+    @property
+    def rotate_size_bytes(self) -> int | None:
+        return parse_size(self.rotate_size) if self.rotate_size.strip() else None
+
+    @property
+    def rotate_age_s(self) -> float | None:
+        return parse_duration(self.rotate_age) if self.rotate_age.strip() else None
+
+    @property
+    def segmented(self) -> bool:
+        """True when the recording is a set of segments."""
+        return self.rotate_size_bytes is not None or self.rotate_age_s is not None
 
 
 class UiConfig(_Section):

@@ -26,6 +26,7 @@ See docs/detection.md for the definitions, defaults and the state rules.
 from __future__ import annotations
 
 import math
+from bisect import insort
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +35,12 @@ from msgspec.structs import replace
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts, PipelineView
-from gapwatch.core.evidence import EvidenceBuffer, GapEvidence
+from gapwatch.core.evidence import (
+    EvidenceBuffer,
+    GapEvidence,
+    summarise_copies,
+    traced_pageable,
+)
 from gapwatch.core.hints import make_hint
 from gapwatch.core.models import (
     ChainState,
@@ -149,7 +155,12 @@ class GapDetector:
     def feed_copy(self, copy: CopyRecord) -> list[Gap | StateChange]:
         """A copy from the copy trace: evidence for the gaps it overlaps. Copies arrive after
         they end (a flush period or more), so one may land in a gap already closed: that gap
-        is re-published at once with it (and any late log events)."""
+        is re-published at once with it (and any late log events). A copy that reaches an open
+        gap may make it a BREAKDOWN witness: the state is looked at again on the next sample."""
+        if copy.gpu is not None:
+            tr = self._tracks.get(copy.gpu)
+            if tr is not None and tr.gap_id is not None:
+                tr.recheck_ns = 0
         return self._late(self._ev.add_copy(copy))
 
     def _late(self, reached_closed: bool) -> list[Gap | StateChange]:
@@ -531,6 +542,8 @@ class GapDetector:
         tr.window_gaps.append((end, tr.idle_start_ns, tr.kind))
         if tr.kind == "pcie_starved":
             tr.window_starved += 1
+            if traced_pageable(gap.copies):
+                insort(tr.pageable_ends, end)
         tr.gap_id = None
         tr.evidence = None
 
@@ -643,6 +656,13 @@ class GapDetector:
                       prover_evidence=view.evidence)
         acc.published = new
         self._pending.append(new)
+        if old.kind == "pcie_starved" and old.end_mono_ns is not None \
+                and traced_pageable(copies) and not traced_pageable(old.copies):
+            # Its copies came late: it is a BREAKDOWN witness from now on, while in the window.
+            tr = self._tracks.get(old.gpu)
+            if tr is not None:
+                insort(tr.pageable_ends, old.end_mono_ns)
+                tr.recheck_ns = 0
 
     # -- chaining state -----------------------------------------------------------------------
 
@@ -685,6 +705,8 @@ class GapDetector:
         cfg = self.config
         if n >= cfg.breakdown_min_starved_gaps:
             return breakdown_entry_words(n, None, cfg)
+        if cfg.breakdown_pageable_witness and self._pageable_witnesses(tr, t, lo):
+            return breakdown_entry_words(n, None, cfg, pageable_witness=True)
         # The idle-fraction rule is in play: it changes as soon as the oldest gap starts
         # sliding out of the window.
         window = tr.window_gaps
@@ -703,6 +725,24 @@ class GapDetector:
         if starved_ns >= threshold_ns:
             return breakdown_entry_words(n, starved_ns / _NS, cfg)
         return None
+
+    def _pageable_witnesses(self, tr: Track, t: int, lo: int) -> int:
+        """The pcie_starved gaps in the window whose copies the copy trace saw come from
+        pageable memory: closed ones (kept as their ends) and the open one (its copies so far,
+        in `[start - evidence_before_s, now]`)."""
+        ends = tr.pageable_ends
+        while ends and ends[0] < lo:
+            ends.pop(0)
+        n = len(ends)
+        acc = tr.evidence
+        if tr.gap_id is not None and tr.kind == "pcie_starved" and acc is not None \
+                and acc.copies:
+            lo_s = tr.idle_start_s - self.config.evidence_before_s
+            now_s = t / _NS + tr.idle_last_wall_offset
+            if summarise_copies(acc.copies, lo_s, now_s, tr.idle_start_s, now_s)[
+                    "memory_kind"] == "pageable":
+                n += 1
+        return n
 
     def _calm_state(self, tr: Track, t: int, idle: bool) -> tuple[ChainState, str]:
         """The state of a GPU not in BREAKDOWN, and why: IDLE, GAPS or CHAINED."""
@@ -755,6 +795,8 @@ class GapDetector:
             gpu=gpu, t_mono_ns=t, end_wall_s=tr.last_wall, window_s=self.config.window_s,
             gaps=kinds, starved_idle_s=starved_ns / _NS, open_kind=open_kind,
             busy_fraction=busy / cover if cover > 0 else None,
+            pageable_gaps=self._pageable_witnesses(tr, t, lo) if kinds.get("pcie_starved")
+            else 0,
         )
 
     def busy_fraction(self, gpu: int) -> float | None:

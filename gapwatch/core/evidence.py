@@ -227,6 +227,12 @@ class GapEvidence:
                 evidence = snapshot_evidence(st, self.gpu, cause, cap)
                 detail = cause_detail(st, self.gpu, cause, cap)
                 break
+        emptied = self.facts.srs_busy_words(start_s, end_s if end_s is not None else start_s)
+        if emptied is not None and cause in (None, "no_work"):
+            # /status alone: nothing in flight, and the SRS list went empty: its manager's
+            # mutex is held, a load (the job is registered only once its SRS is in).
+            cause, during, detail = "srs_loading", True, "allocations.srs went empty"
+            evidence = [emptied]
         log = self.facts.log_view(self.gpu, start_s, end_s if end_s is not None else start_s,
                                   kind)
         decided = with_log_cause(cause, log.cause)
@@ -367,6 +373,7 @@ class EvidenceBuffer:
     def add_prover(self, status: ProverStatus) -> bool:
         """Keep a prover snapshot; True when it reached a closed gap (to be re-published)."""
         self._prover.append(status)
+        self.facts.feed_status(status)
         t = status.t_wall_s
         for acc in self._open:
             if t >= acc.from_s - self.before_s and concerns(status, acc.gpu):
@@ -583,6 +590,12 @@ def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: 
     return {"traced": True, "memory_kind": dominant, "memory_kind_source": "copy trace",
             "window_start_s": window_lo_s, "window_end_s": window_hi_s,
             "by_kind": by, "streams": sorted(streams), "pids": sorted(pids)}
+
+
+def traced_pageable(copies: dict[str, Any] | None) -> bool:
+    """Whether a gap's `copies` object says the copy trace saw its copies come from pageable
+    memory (measured, not inferred): the BREAKDOWN witness that stands in for a second gap."""
+    return bool(copies and copies.get("traced") and copies.get("memory_kind") == "pageable")
 
 
 def inferred_memory_kind(kind: str, events: list[dict[str, Any]]) -> tuple[str | None, str]:

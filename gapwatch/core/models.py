@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, get_args
 
-from msgspec import Struct, field
+from msgspec import Struct, field, structs
 
 from gapwatch.core.bounds import I64, CopyBytes, GpuIndex, MonoNs, WallS
 
@@ -285,6 +285,32 @@ class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"
     #: Each job's `proof_kind` (`porep-c2`, `snap-update`): the budget one partition needs.
     job_kinds: dict[str, str] = field(default_factory=dict)
     type: ClassVar[Literal["prover"]] = "prover"
+
+
+class ProverUnchanged(Struct, frozen=True, gc=False, tag_field="type", tag="prover_same"):
+    """In a recording only, never a record of a session: a prover snapshot that equals the one
+    before it from the same prover in the same file but for when it was taken. The recorder
+    writes it in place of the snapshot (an idle prover answers the same every second); the
+    reader (`gapwatch.sources.recording`) gives the snapshot back, with these times."""
+
+    prover: str
+    t_mono_ns: MonoNs
+    t_wall_s: WallS
+    latency_ms: float
+    uptime_s: float | None
+
+    def expand(self, previous: ProverStatus) -> ProverStatus:
+        return structs.replace(previous, t_mono_ns=self.t_mono_ns, t_wall_s=self.t_wall_s,
+                               latency_ms=self.latency_ms, uptime_s=self.uptime_s)
+
+    @staticmethod
+    def of(status: ProverStatus, previous: ProverStatus | None) -> ProverUnchanged | None:
+        """The marker for `status` when it equals `previous` but for its times, else None."""
+        if previous is None or previous.prover != status.prover:
+            return None
+        marker = ProverUnchanged(status.prover, status.t_mono_ns, status.t_wall_s,
+                                 status.latency_ms, status.uptime_s)
+        return marker if marker.expand(previous) == status else None
 
 
 #: Where the host side of a copy lives, as CUPTI names it (CUpti_ActivityMemoryKind).

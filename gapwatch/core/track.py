@@ -35,6 +35,7 @@ class Track:
         "tx_weight_ns", "quiet_below", "starved_below", "quiet_ns", "starved_ns", "fast_ns",
         "gap_id", "kind", "evidence", "last_publish_t",
         "bucket_ids", "bucket_busy_ns", "bucket_cover_ns", "window_gaps", "window_starved",
+        "pageable_ends",
         "state", "recheck_ns",
         "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
         "first_busy_s", "last_busy_s", "last_wall", "wall_offset_s", "samples",
@@ -95,6 +96,9 @@ class Track:
         self.bucket_cover_ns = [0] * n_buckets
         self.window_gaps: deque[tuple[int, int, GapKind]] = deque()
         self.window_starved = 0
+        #: End times (data ns, sorted) of the closed pcie_starved gaps in the window whose
+        #: copies the copy trace saw come from pageable memory (the BREAKDOWN witness).
+        self.pageable_ends: list[int] = []
         self.state: str | None = None
         #: Data time at which the window alone (gaps sliding out, a long gap) may change the
         #: state; until then only a new event (a gap opening/closing, a phase change) can.

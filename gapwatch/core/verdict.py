@@ -40,6 +40,9 @@ class WindowNow:
     starved_idle_s: float = 0.0
     #: The open gap's kind, or None when none is open.
     open_kind: str | None = None
+    #: Of the pcie_starved gaps, those whose copies the copy trace saw come from pageable
+    #: memory (the BREAKDOWN witness, `detector.breakdown_pageable_witness`).
+    pageable_gaps: int = 0
     busy_fraction: float | None = None
 
     @property
@@ -63,8 +66,13 @@ def count_words(kinds: dict[str, int]) -> str:
 
 
 def breakdown_entry_words(n_starved: int, starved_idle_s: float | None,
-                          config: DetectorConfig) -> str:
-    """Why BREAKDOWN was entered: the count rule, or the idle rule (`starved_idle_s`)."""
+                          config: DetectorConfig, pageable_witness: bool = False) -> str:
+    """Why BREAKDOWN was entered: the count rule, the idle rule (`starved_idle_s`), or a
+    starved gap whose copies the copy trace saw come from pageable memory (`pageable_witness`:
+    the measured memory kind stands in for the second gap)."""
+    if pageable_witness:
+        return (f"{count_words({STARVED: n_starved})} in the last {config.window_s:g} s, its "
+                "copies from pageable memory (copy trace)")
     if starved_idle_s is None:
         return f"{n_starved} pcie_starved gaps in the last {config.window_s:g} s"
     return f"idle {starved_idle_s:.1f} s of the last {config.window_s:g} s in pcie_starved gaps"
@@ -89,8 +97,12 @@ def window_words(state: str, window: WindowNow, config: DetectorConfig, span: bo
         starved = window.gaps.get(STARVED, 0)
         others = {k: n for k, n in window.gaps.items() if k != STARVED}
         more = f", and {count_words(others)}" if others else ""
+        witness = ""
+        if window.pageable_gaps:
+            witness = (", its copies from pageable memory (copy trace)" if starved == 1 else
+                       f", {window.pageable_gaps} with copies from pageable memory (copy trace)")
         return (f"{count_words({STARVED: starved})} ({window.starved_idle_s:.1f} s idle) in the "
-                f"last {window.window_s:g} s{', ' + clocks if span else ''}{more}")
+                f"last {window.window_s:g} s{', ' + clocks if span else ''}{witness}{more}")
     if state == "GAPS":
         return gaps_reason(window.gaps, config) + (f" ({clocks})" if span else "")
     if state == "CHAINED":

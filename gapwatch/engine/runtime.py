@@ -59,7 +59,14 @@ from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.sim_wiring import SimWiring, open_sim, speed_zero_sinks
 from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.store import SeriesStore
-from gapwatch.sinks.output_file import ExistsPolicy, OutputPlan, OutputRefused, check_output
+from gapwatch.sinks.output_file import (
+    ExistsPolicy,
+    OutputPlan,
+    OutputRefused,
+    SegmentPlan,
+    check_output,
+    check_segments,
+)
 from gapwatch.sinks.recorder import Recorder
 from gapwatch.sources import GpuSource, HostSource, SideSource, SourceUnavailable
 from gapwatch.sources.copytrace import CopyTraceReader
@@ -287,7 +294,7 @@ def build_runtime(
         why = "a replay has its recorded snapshots" if kind == "replay" else \
             "--speed 0 runs in virtual time (the simulator's own snapshots are used)"
         raise SourceUnavailable(f"--cuzk-status polls a live prover in real time: {why}")
-    plan = check_output(record_path, record_exists) if record_path else None
+    plan = _recording_plan(config, record_path, record_exists) if record_path else None
     with ExitStack() as opened:
         exporter: Any = None
         if config.prometheus.listen:
@@ -308,7 +315,25 @@ def build_runtime(
     return rt
 
 
-def _recorder(plan: OutputPlan, config: Config, session: Session) -> Recorder:
+def _recording_plan(config: Config, path: str, exists: ExistsPolicy
+                    ) -> OutputPlan | SegmentPlan:
+    """Where the recording goes: one file (`check_output`), or a set of segments within a disk
+    budget (`[record] rotate_size` / `rotate_age`, `keep`: `check_segments`). Changes nothing.
+    Raises OutputRefused."""
+    rec = config.record
+    if not rec.segmented:
+        if rec.keep:
+            raise OutputRefused("--keep goes with --rotate-size or --rotate-age (or their "
+                                "[record] keys): without them the recording is one file")
+        return check_output(path, exists)
+    if exists != "refuse":
+        raise OutputRefused(f"--{'force' if exists == 'replace' else 'rotate'} does not apply "
+                            "to a recording in segments: a segment is never overwritten, each "
+                            "run starts after the last one")
+    return check_segments(path, rec.rotate_size_bytes, rec.rotate_age_s, rec.keep)
+
+
+def _recorder(plan: OutputPlan | SegmentPlan, config: Config, session: Session) -> Recorder:
     """The recording sink; its failures become notices (dashboard, stderr, /metrics) and a
     store counter."""
 
@@ -338,7 +363,7 @@ class _OpenSource:
 
 
 def _build(
-    config: Config, kind: str, arg: str, speed: float, plan: OutputPlan | None,
+    config: Config, kind: str, arg: str, speed: float, plan: OutputPlan | SegmentPlan | None,
     log_paths: list[str] | None, duration_s: float | None, stdin_fd: int,
     status_urls: list[str], opened: ExitStack,
 ) -> Runtime:

@@ -57,13 +57,82 @@ class OutputPlan:
     link: bool = False
 
 
-def rotated_name(path: Path, n: int) -> Path:
-    """`gw.jsonl.gz` -> `gw.<n>.jsonl.gz` (the number goes before the recording suffixes)."""
-    name = path.name
+def _split_suffix(name: str) -> tuple[str, str]:
+    """`gw.jsonl.gz` -> (`gw`, `.jsonl.gz`): the recording suffixes kept together."""
     for suffix in _SUFFIXES:
         if name.endswith(suffix) and len(name) > len(suffix):
-            return path.with_name(f"{name[: -len(suffix)]}.{n}{suffix}")
-    return path.with_name(f"{name}.{n}")
+            return name[: -len(suffix)], suffix
+    return name, ""
+
+
+def rotated_name(path: Path, n: int) -> Path:
+    """`gw.jsonl.gz` -> `gw.<n>.jsonl.gz` (the number goes before the recording suffixes)."""
+    stem, suffix = _split_suffix(path.name)
+    return path.with_name(f"{stem}.{n}{suffix}")
+
+
+#: Digits of a segment's number: `gw.jsonl.gz` -> `gw.000001.jsonl.gz` (they sort by name,
+#: and `--rotate`'s `gw.1.jsonl.gz` is never taken for one).
+SEGMENT_DIGITS = 6
+
+
+def segment_name(path: Path, n: int) -> Path:
+    """The `n`th segment of the set named by `path`: `gw.jsonl.gz` -> `gw.000001.jsonl.gz`."""
+    stem, suffix = _split_suffix(path.name)
+    return path.with_name(f"{stem}.{n:0{SEGMENT_DIGITS}d}{suffix}")
+
+
+def segments_of(path: Path) -> list[tuple[int, Path]]:
+    """The set's segments that exist (links included: `lstat`), by number."""
+    stem, suffix = _split_suffix(path.name)
+    found: list[tuple[int, Path]] = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return found
+    for entry in entries:
+        name = entry.name
+        middle = name[len(stem) + 1: len(name) - len(suffix)] if suffix else ""
+        if (name.startswith(stem + ".") and name.endswith(suffix) and len(middle) ==
+                SEGMENT_DIGITS and middle.isdigit() and middle.isascii()):
+            found.append((int(middle), Path(entry.path)))
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class SegmentPlan:
+    """A recording written as a set of segments (`[record] rotate_size` / `rotate_age`): named
+    after `base`, the first this run writes numbered `first` (after every segment that exists:
+    none is ever overwritten), a new one after `rotate_bytes` or `rotate_age_s`, the newest
+    `keep` kept (0 = all)."""
+
+    base: Path
+    first: int
+    rotate_bytes: int | None
+    rotate_age_s: float | None
+    keep: int
+
+
+def check_segments(path: str | Path, rotate_bytes: int | None, rotate_age_s: float | None,
+                   keep: int) -> SegmentPlan:
+    """Check that a set of segments can be written after `path`'s name, changing nothing.
+
+    Raises:
+        OutputRefused: the directory is missing or not writable, or another process is
+            writing the set (it holds the lock on its newest segment).
+    """
+    base = Path(path)
+    existing = segments_of(base)
+    first = existing[-1][0] + 1 if existing else 1
+    if first >= 10 ** SEGMENT_DIGITS:
+        raise OutputRefused(f"{base}: {10 ** SEGMENT_DIGITS - 1} segments exist already")
+    if existing and _locked_by_another(existing[-1][1]):
+        raise OutputRefused(f"{existing[-1][1]} is being written by another process (it holds "
+                            "the recording's lock); stop that one first, or record elsewhere")
+    target = segment_name(base, first)
+    if _check_target(target):  # appeared between the listing and now
+        raise OutputRefused(f"{target} exists; not overwritten")
+    return SegmentPlan(base, first, rotate_bytes, rotate_age_s, keep)
 
 
 def _locked_by_another(path: Path) -> bool:

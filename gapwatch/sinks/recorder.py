@@ -58,10 +58,22 @@ from gapwatch.core.models import (
     HostSample,
     LogEvent,
     Notice,
+    NoticeLevel,
+    ProverStatus,
+    ProverUnchanged,
     Record,
     SessionHeader,
 )
-from gapwatch.sinks.output_file import ExistsPolicy, OutputFile, OutputPlan, check_output
+from gapwatch.sinks.output_file import (
+    ExistsPolicy,
+    OutputFile,
+    OutputPlan,
+    OutputRefused,
+    SegmentPlan,
+    check_output,
+    segment_name,
+    segments_of,
+)
 
 #: Uncompressed JSON per gzip member: large enough that compression loses nothing measurable,
 #: small enough that a file cut back to a member boundary loses little.
@@ -116,11 +128,20 @@ class RecordingStatus:
     #: Why records were dropped, in words (the disk refused them / the writer fell behind);
     #: None when none were.
     dropped_why: str | None = None
+    #: With segments: the number of the one being written (`path`), how many this run
+    #: started, how many older ones of the set were removed to keep `[record] keep`.
+    segment: int | None = None
+    segments_written: int = 1
+    segments_removed: int = 0
 
     def summary(self) -> str:
         """One phrase for a closing line: records kept, records lost (and why), the last
         error."""
         text = f"{self.records_written} records in {self.path}"
+        if self.segment is not None:
+            text += (f" (segment {self.segment}; {self.segments_written} written by this run"
+                     + (f", {self.segments_removed} older removed to keep the budget"
+                        if self.segments_removed else "") + ")")
         if self.records_dropped:
             text += f", {self.records_dropped} NOT recorded"
             if self.dropped_why:
@@ -162,7 +183,7 @@ class Recorder:
 
     def __init__(
         self,
-        target: str | Path | OutputPlan,
+        target: str | Path | OutputPlan | SegmentPlan,
         flush_interval_s: float = _DEFAULTS.flush_interval_s,
         *,
         exists: ExistsPolicy = "refuse",
@@ -173,7 +194,8 @@ class Recorder:
     ) -> None:
         """
         Args:
-            target: the file, or an `OutputPlan` from `check_output` (the runtime checks first).
+            target: the file, or an `OutputPlan` from `check_output` (the runtime checks
+                first), or a `SegmentPlan` from `check_segments`: a set of segments.
             exists: what to do when `target` is a path that exists (see `output_file`).
             on_problem: called (never under a lock of ours) with a Notice when writing fails,
                 and when it resumes.
@@ -183,9 +205,22 @@ class Recorder:
         Raises:
             OutputRefused: the file cannot be created, exists, or is locked by another writer.
         """
-        plan = target if isinstance(target, OutputPlan) else check_output(target, exists)
+        #: The set of segments this recording is, or None (one file).
+        self.segments = target if isinstance(target, SegmentPlan) else None
+        if isinstance(target, SegmentPlan):
+            plan = OutputPlan(segment_name(target.base, target.first), False)
+        else:
+            plan = target if isinstance(target, OutputPlan) else check_output(target, exists)
         self.file = OutputFile(plan)
         self.path = plan.path
+        self._segment = self.segments.first if self.segments is not None else 0
+        self._segment_started_ns = time.monotonic_ns()
+        #: Segments this run started, and older ones of the set removed to keep `keep`.
+        self.segments_written = 1
+        self.segments_removed = 0
+        self._header_line = b""
+        #: The last snapshot written in full per prover, in this file (see `ProverUnchanged`).
+        self._last_prover: dict[str, ProverStatus] = {}
         self._gzip = self.path.name.endswith(".gz")
         self._flush_interval_s = flush_interval_s
         self._max_pending_bytes = max_pending_bytes
@@ -206,7 +241,7 @@ class Recorder:
         #: The header line while it waits in `_pending` (its first write failed).
         self._unwritten_header: bytes | None = None
         #: Reports waiting for `_deliver` (queued under the locks, delivered outside them).
-        self._outbox: list[tuple[Literal["warning", "error"], str]] = []
+        self._outbox: list[tuple[NoticeLevel, str]] = []
         self._end = 0
         #: The gzip level of the member being written (`HURRY_LEVEL` while behind).
         self._z_level = _GZIP_LEVEL
@@ -238,25 +273,39 @@ class Recorder:
         self._thread: threading.Thread | None = None
         #: Hears the writer thread die, and restarts it (what is pending stays in this object).
         self.watch: ThreadWatch = UNWATCHED
+        if self.segments is not None:
+            self._prune()  # the budget holds from the start: earlier runs' segments count
 
     # -- the sink -------------------------------------------------------------------------------
 
     def on_header(self, header: SessionHeader) -> None:
-        line = encode_line(header)
+        self._header_line = encode_line(header)
         with self._io:
-            try:
-                # The header is a gzip member of its own: the file can always be cut back to it.
-                self._write(line, records=0, finish=True)
-            except OSError as exc:
-                with self._lock:
-                    self._pending.insert(0, line)
-                    self._pending_bytes += len(line)
-                    self._unwritten_header = line  # not a record: kept out of the counts
-                self._failed(exc)
+            self._write_header()
         self._deliver()
 
+    def _write_header(self) -> None:
+        """Under _io: the header, first in every file (every segment reads on its own)."""
+        line = self._header_line
+        try:
+            # The header is a gzip member of its own: the file can always be cut back to it.
+            self._write(line, records=0, finish=True)
+        except OSError as exc:
+            with self._lock:
+                self._pending.insert(0, line)
+                self._pending_bytes += len(line)
+                self._unwritten_header = line  # not a record: kept out of the counts
+            self._failed(exc)
+
     def on_record(self, record: Record) -> None:
-        line = encode_line(record)
+        if isinstance(record, Gap) and record.is_open:
+            # An open gap's versions (published as it grows) carry nothing its closing (or
+            # retracted) version does not, and every reader computes gaps again anyway.
+            return
+        if isinstance(record, ProverStatus):
+            line = self._prover_line(record)
+        else:
+            line = encode_line(record)
         t_mono, t_wall = _record_times(record)
         sample = isinstance(record, _SAMPLES)
         now = time.monotonic_ns()
@@ -273,10 +322,14 @@ class Recorder:
                 LOG_SHARE if isinstance(record, LogEvent) else OTHERS_SHARE))
             if not self._strict and self._pending_bytes + len(line) > limit:
                 self._drop(t_mono, t_wall, sample)
+                if isinstance(record, ProverStatus):
+                    self._last_prover.pop(record.prover, None)  # the next one goes in full
                 return
             self._pending.append(line)
             self._pending_bytes += len(line)
             self._pending_records += 1
+            if isinstance(record, ProverStatus):
+                self._last_prover[record.prover] = record
             burst = self._pending_bytes >= self._batch_bytes
             if self._thread is not None:
                 if burst and self._state == "writing":
@@ -288,6 +341,14 @@ class Recorder:
         if due and (self._state == "writing" or retry_due):
             if not self.flush() and self._strict:
                 raise OSError(f"{self.path}: {self._error}")
+
+    def _prover_line(self, status: ProverStatus) -> bytes:
+        """A snapshot that equals the last one of its prover in this file but for its times is
+        written as a `ProverUnchanged` marker (a few dozen bytes instead of kilobytes: an idle
+        prover answers the same every second); the reader gives the snapshot back."""
+        with self._lock:
+            marker = ProverUnchanged.of(status, self._last_prover.get(status.prover))
+        return encode_line(marker if marker is not None else status)
 
     def close(self) -> None:
         """Write what is pending and end the file whole (see the module docstring). Safe to
@@ -368,6 +429,8 @@ class Recorder:
                 records_written=self.records_written, records_pending=self._pending_records,
                 records_dropped=self.records_dropped, bytes_written=self._end,
                 dropped_why=self._dropped_why,
+                segment=self._segment if self.segments is not None else None,
+                segments_written=self.segments_written, segments_removed=self.segments_removed,
             )
 
     # -- writing (under _io) --------------------------------------------------------------------
@@ -420,6 +483,8 @@ class Recorder:
             except OSError as exc:
                 self._failed(exc)
                 ok = False
+        if ok and not finish and self.segments is not None:
+            self._maybe_rotate()
         with self._lock:
             caught_up = (ok and self._behind and self._pending_bytes < self._batch_bytes
                          and time.monotonic_ns() - self._last_drop_ns > CAUGHT_UP_S * 1e9)
@@ -466,6 +531,57 @@ class Recorder:
         else:
             self._z = z
             self._member_bytes += len(data)
+
+    # -- segments (under _io) -------------------------------------------------------------------
+
+    def _maybe_rotate(self) -> None:
+        """Start the next segment once this one holds `rotate_bytes` or is `rotate_age_s` old
+        (a segment may pass the size by what one write adds), then remove the oldest segments
+        of the set beyond `keep`."""
+        plan = self.segments
+        assert plan is not None
+        age_s = (time.monotonic_ns() - self._segment_started_ns) / 1e9
+        if not ((plan.rotate_bytes is not None and self._end >= plan.rotate_bytes)
+                or (plan.rotate_age_s is not None and age_s >= plan.rotate_age_s)):
+            return
+        try:
+            if self._gzip and self._member_bytes:
+                self._write(b"", records=0, finish=True)  # this segment ends whole
+            nxt = OutputFile(OutputPlan(segment_name(plan.base, self._segment + 1), False))
+        except (OSError, OutputRefused) as exc:
+            # The next write tries again; meanwhile records go on into this segment.
+            self._failed(exc if isinstance(exc, OSError) else OSError(str(exc)))
+            return
+        self.file.close()
+        with self._lock:
+            self.file, self.path = nxt, nxt.path
+            self._segment += 1
+            self.segments_written += 1
+            self._segment_started_ns = time.monotonic_ns()
+            self._last_prover = {}  # every segment reads on its own: full snapshots first
+        self._end, self._z, self._member_bytes = 0, self._new_member(), 0
+        self._write_header()
+        self._prune()
+
+    def _prune(self) -> None:
+        """Remove the oldest segments of the set (earlier runs' too) beyond `keep`: the budget."""
+        plan = self.segments
+        assert plan is not None
+        if not plan.keep:
+            return
+        older = [p for n, p in segments_of(plan.base) if n < self._segment]
+        removed = []
+        for path in older[: max(0, len(older) - (plan.keep - 1))]:
+            try:
+                path.unlink()
+            except OSError:
+                continue
+            removed.append(path.name)
+        if removed:
+            with self._lock:
+                self.segments_removed += len(removed)
+                self._outbox.append(("info", f"recording: {', '.join(removed)} removed, to keep "
+                                     f"the newest {plan.keep} segments ({self.path})"))
 
     def _end_whole(self) -> bool:
         """The final write failed: end the gzip member with its trailer (~10 bytes: an empty

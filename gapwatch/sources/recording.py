@@ -6,8 +6,9 @@ Who calls it: the replay driver (`replay:FILE`), `gapwatch report`/`export` (thr
 (`gapwatch.sources.files`) picks between the two by name.
 
 Format (schema_version 1): line 1 is the `SessionHeader` (JSON object with `"type": "header"`);
-every further line is one record (`gpu`, `host`, `log`, `gap`, `state`, `notice`; the field names
-of `gapwatch.core.models`). `.gz` files are one gzip stream flushed with Z_SYNC_FLUSH, so a
+every further line is one record, tagged by its `"type"` (`gpu`, `host`, `log`, `gap`, ...: the
+Structs of `gapwatch.core.models`), decoded by the record codec (`gapwatch.core.codec`) in any
+key order. `.gz` files are a series of gzip members, each write ending with Z_SYNC_FLUSH, so a
 file cut by `kill -9` still reads up to its last flush (the reader stops cleanly at a truncated
 end and counts it).
 
@@ -39,14 +40,21 @@ from gapwatch.core.bounds import (
     wall_s_ok,
 )
 from gapwatch.core.codec import (
+    TYPE_LAST_GPU_SUFFIX,
     DecodeError,
     decode_json,
     decode_record,
     decode_repaired,
+    decode_unchanged,
     header_from_fields,
 )
 from gapwatch.core.config import Config
-from gapwatch.core.models import SCHEMA_VERSION, Record, SessionHeader
+from gapwatch.core.models import (
+    SCHEMA_VERSION,
+    ProverStatus,
+    Record,
+    SessionHeader,
+)
 from gapwatch.core.sizes import cut_text
 
 
@@ -79,6 +87,10 @@ class Recording:
     #: (`read_recording(keep_problem_lines=True)`): the parallel report merges the readings of
     #: its workers by line, so that a bad line read by two of them is counted once.
     problem_lines: list[tuple[int, str, str]] | None = None
+    #: The files read, in order (one, or a set of segments: `gapwatch.sources.recording_set`).
+    files: list[Path] = field(default_factory=list)
+    #: Runs of gapwatch joined (segments of one run share a header; a restart is a new run).
+    runs: int = 1
 
     def problem(self, counter: str, message: str, line_no: int = 0) -> None:
         # A message may quote the bad input (a CSV cell): a screen of it is enough.
@@ -134,22 +146,28 @@ END_LINE = 1 << 62
 
 
 def _records(
-    stream: IO[bytes], recording: Recording, first_line_no: int, skip: tuple[bytes, ...] = ()
+    stream: IO[bytes], recording: Recording, first_line_no: int, skip: tuple[bytes, ...] = (),
+    skip_type_last: tuple[bytes, ...] = (),
 ) -> Iterator[Record]:
     """Validated records of a possibly truncated (gzip) stream; bad lines are counted, skipped.
 
     `skip`: lines starting with one of these prefixes (`gapwatch.core.codec.gpu_line_prefix`)
-    are passed over undecoded (the parallel report's workers each read their own GPUs).
+    are passed over undecoded (the parallel report's workers each read their own GPUs);
+    `skip_type_last`: so are lines of recordings written before the codec that start with one
+    of these (`gpu_line_prefix_type_last`) and end as a GPU sample did then.
 
     This is the hot loop of a long `gapwatch report` (~7 M lines for 24 h x 8 GPUs): one
     generator (no per-line inner generator), and the codec's decoder called directly.
     """
     decode = decode_record
     line_no = first_line_no
+    #: The last snapshot of each prover: what a `ProverUnchanged` marker line stands for.
+    provers: dict[str, ProverStatus] = {}
     try:
         for line in stream:
             line_no += 1
-            if skip and line.startswith(skip):
+            if skip and (line.startswith(skip) or (
+                    line.startswith(skip_type_last) and line.endswith(TYPE_LAST_GPU_SUFFIX))):
                 continue
             if line[-1:] != b"\n":
                 if not line.strip():
@@ -165,12 +183,15 @@ def _records(
                 if not line.strip():
                     continue
                 try:
-                    r = decode_repaired(line, exc)
-                except DecodeError:
+                    r = (_unchanged(line, provers) if line.startswith(PROVER_SAME_PREFIX)
+                         else decode_repaired(line, exc))
+                except DecodeError as why:
                     recording.problem(
-                        "bad_records", bad_record(recording.path, line_no, exc), line_no
+                        "bad_records", bad_record(recording.path, line_no, why), line_no
                     )
                     continue
+            if type(r) is ProverStatus:
+                provers[r.prover] = r
             recording.line_no = line_no
             yield r
     except (EOFError, zlib.error, OSError) as exc:
@@ -179,6 +200,21 @@ def _records(
         )
     finally:
         stream.close()
+
+
+#: How the recorder's marker for an unchanged prover snapshot begins (`ProverUnchanged`).
+PROVER_SAME_PREFIX = b'{"type":"prover_same",'
+
+
+def _unchanged(line: bytes, provers: dict[str, ProverStatus]) -> ProverStatus:
+    """The snapshot a `ProverUnchanged` line stands for: the last one of its prover, with the
+    line's times. Raises DecodeError for a bad line, or one with no snapshot before it."""
+    marker = decode_unchanged(line)
+    previous = provers.get(marker.prover)
+    if previous is None:
+        raise DecodeError(f"an unchanged snapshot of prover {marker.prover!r} with none before "
+                          "it in this file")
+    return marker.expand(previous)
 
 
 def _number(value: object) -> float | None:
@@ -335,18 +371,19 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes], list[str
 
 def read_recording(
     path: str | Path, *, skip_prefixes: tuple[bytes, ...] = (),
-    keep_problem_lines: bool = False,
+    skip_type_last: tuple[bytes, ...] = (), keep_problem_lines: bool = False,
 ) -> Recording:
     """Open a JSON Lines recording. Raises RecordingError when its header is unusable.
 
     Args:
         skip_prefixes: lines starting with these are passed over undecoded.
+        skip_type_last: and lines of the shape written before the codec (see `_records`).
         keep_problem_lines: keep every problem with its line (`Recording.problem_lines`).
     """
     header, stream, problems = open_recording(path)
     rec = Recording(path=Path(path), header=header, records=iter(()),
-                    problem_lines=[] if keep_problem_lines else None)
+                    problem_lines=[] if keep_problem_lines else None, files=[Path(path)])
     for message in problems:
         rec.problem("bad_header", message, 1)
-    rec.records = _records(stream, rec, 1, skip_prefixes)
+    rec.records = _records(stream, rec, 1, skip_prefixes, skip_type_last)
     return rec

@@ -14,14 +14,14 @@ import msgspec
 import pytest
 
 from evaluation.simulate import simulate
-from gapwatch.core.codec import gpu_line_prefix
+from gapwatch.core.codec import gpu_line_prefix, gpu_line_prefix_type_last
 from gapwatch.core.config import Config
-from gapwatch.core.models import GpuSample, HostSample, LogEvent
+from gapwatch.core.models import GpuSample, HostSample, LogEvent, StateChange
 from gapwatch.offline import report_parallel
 from gapwatch.offline.report import ReportData, build_report, to_json
 from gapwatch.offline.report_parallel import MIN_PARALLEL_BYTES, detect_parallel, plan_workers
 from gapwatch.sinks.recorder import write_recording
-from gapwatch.sources.recording import json_bytes
+from gapwatch.sources.recording import json_bytes, read_recording
 from gapwatch.sources.trace_csv import read_trace_csv
 
 DATA = Path(__file__).parent / "data"
@@ -108,6 +108,31 @@ def test_lines_in_any_key_order_report_the_same_in_parallel(
     original = to_json(build_report(sim_recording, Config(), workers=1))
     assert report.pop("file") != original.pop("file")
     assert report == original
+
+
+def test_a_recording_written_before_the_codec_is_split_by_its_own_line_shape(
+    sim_recording: Path, tmp_path: Path
+) -> None:
+    """Before the codec, lines had the type last: a GPU sample began `{"gpu":N,` as a state did,
+    and ended `,"type":"gpu"}`. Other workers' samples of that shape are passed over undecoded;
+    a state of such a GPU is read (every worker needs the records that are not samples)."""
+    lines = sim_recording.read_bytes().splitlines(keepends=True)
+    for i in range(1, len(lines)):
+        doc = msgspec.json.decode(lines[i])
+        doc["type"] = doc.pop("type")
+        lines[i] = msgspec.json.encode(doc) + b"\n"
+    state = msgspec.json.encode({"gpu": 1, "t_mono_ns": 1, "t_wall_s": 1.0, "state": "GAPS",
+                                 "busy_fraction": None, "reason": "", "type": "state"}) + b"\n"
+    path = tmp_path / "type-last.jsonl"
+    path.write_bytes(b"".join([*lines[:5], state, *lines[5:]]))
+    rec = read_recording(path, skip_prefixes=(gpu_line_prefix(1),),
+                         skip_type_last=(gpu_line_prefix_type_last(1),))
+    got = list(rec.records)
+    assert not [r for r in got if isinstance(r, GpuSample) and r.gpu == 1]
+    assert [r for r in got if isinstance(r, GpuSample) and r.gpu == 0]
+    assert [r for r in got if isinstance(r, StateChange) and r.gpu == 1]
+    assert rec.counters == {}
+    _same(path, 2)
 
 
 def test_the_codec_writes_gpu_sample_lines_as_the_shortcut_expects(sim_recording: Path) -> None:

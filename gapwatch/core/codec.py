@@ -89,6 +89,18 @@ def gpu_line_prefix(gpu: int) -> bytes:
     return b'{"type":"gpu","gpu":%d,' % gpu
 
 
+#: How a GPU sample's line ended in recordings written before this codec (orjson from the
+#: dataclasses: the fields in order, the type last). Their lines began with
+#: `gpu_line_prefix_type_last`, as those of states and link readings did: only the two together
+#: say "a GPU sample of that GPU".
+TYPE_LAST_GPU_SUFFIX = b',"type":"gpu"}\n'
+
+
+def gpu_line_prefix_type_last(gpu: int) -> bytes:
+    """How a GPU sample's line of `gpu` began in recordings written before this codec."""
+    return b'{"gpu":%d,' % gpu
+
+
 def gap_json(gap: Gap) -> dict[str, Any]:
     """A gap as every output gives it: the record's own JSON (what a recording holds), plus the
     figures readers want beside it: `open`, and `link_fraction`, the dominant PCIe direction's

@@ -14,7 +14,8 @@ one-process one, value for value:
   samples in file order and *every* host sample (the host evidence a gap gathers depends only
   on host samples and the gap's own times).
 - A worker passes over the lines of other workers' GPUs before any JSON parsing when they start
-  as the codec writes them (`gapwatch.core.codec.gpu_line_prefix`); that is only a shortcut.
+  as the codec writes them (`gapwatch.core.codec.gpu_line_prefix`), or as recordings written
+  before it had them (`gpu_line_prefix_type_last`, with the line's end); that is only a shortcut.
   Every line that does not start so (a hand-made line, one written in another key order) is
   decoded by every worker, and each keeps only the samples of its own GPUs; a GPU missing from
   the header belongs to worker `gpu % n`.
@@ -54,7 +55,7 @@ from typing import Any
 from msgspec.structs import replace
 
 from gapwatch.core.blind import Bye
-from gapwatch.core.codec import gpu_line_prefix
+from gapwatch.core.codec import gpu_line_prefix, gpu_line_prefix_type_last
 from gapwatch.core.config import Config
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
@@ -175,8 +176,10 @@ def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:
     header, stream, _ = open_recording(path)
     stream.close()
     owners = _owners([g.index for g in header.gpus], n)
-    others = tuple(gpu_line_prefix(g) for g, w in owners.items() if w != me)
-    rec = read_recording(path, skip_prefixes=others, keep_problem_lines=True)
+    others = [g for g, w in owners.items() if w != me]
+    rec = read_recording(path, skip_prefixes=tuple(map(gpu_line_prefix, others)),
+                         skip_type_last=tuple(map(gpu_line_prefix_type_last, others)),
+                         keep_problem_lines=True)
     try:
         found = detect_records(rec.header, _only_mine(rec, owners, me, n, stop),
                                config.detector, line_of=lambda: rec.line_no,

@@ -6,8 +6,9 @@ Who calls it: the replay driver (`replay:FILE`), `gapwatch report`/`export` (thr
 (`gapwatch.sources.files`) picks between the two by name.
 
 Format (schema_version 1): line 1 is the `SessionHeader` (JSON object with `"type": "header"`);
-every further line is one record (`gpu`, `host`, `log`, `gap`, `state`, `notice`; the field names
-of `gapwatch.core.models`). `.gz` files are one gzip stream flushed with Z_SYNC_FLUSH, so a
+every further line is one record, tagged by its `"type"` (`gpu`, `host`, `log`, `gap`, ...: the
+Structs of `gapwatch.core.models`), decoded by the record codec (`gapwatch.core.codec`) in any
+key order. `.gz` files are a series of gzip members, each write ending with Z_SYNC_FLUSH, so a
 file cut by `kill -9` still reads up to its last flush (the reader stops cleanly at a truncated
 end and counts it).
 
@@ -39,6 +40,7 @@ from gapwatch.core.bounds import (
     wall_s_ok,
 )
 from gapwatch.core.codec import (
+    TYPE_LAST_GPU_SUFFIX,
     DecodeError,
     decode_json,
     decode_record,
@@ -144,12 +146,15 @@ END_LINE = 1 << 62
 
 
 def _records(
-    stream: IO[bytes], recording: Recording, first_line_no: int, skip: tuple[bytes, ...] = ()
+    stream: IO[bytes], recording: Recording, first_line_no: int, skip: tuple[bytes, ...] = (),
+    skip_type_last: tuple[bytes, ...] = (),
 ) -> Iterator[Record]:
     """Validated records of a possibly truncated (gzip) stream; bad lines are counted, skipped.
 
     `skip`: lines starting with one of these prefixes (`gapwatch.core.codec.gpu_line_prefix`)
-    are passed over undecoded (the parallel report's workers each read their own GPUs).
+    are passed over undecoded (the parallel report's workers each read their own GPUs);
+    `skip_type_last`: so are lines of recordings written before the codec that start with one
+    of these (`gpu_line_prefix_type_last`) and end as a GPU sample did then.
 
     This is the hot loop of a long `gapwatch report` (~7 M lines for 24 h x 8 GPUs): one
     generator (no per-line inner generator), and the codec's decoder called directly.
@@ -161,7 +166,8 @@ def _records(
     try:
         for line in stream:
             line_no += 1
-            if skip and line.startswith(skip):
+            if skip and (line.startswith(skip) or (
+                    line.startswith(skip_type_last) and line.endswith(TYPE_LAST_GPU_SUFFIX))):
                 continue
             if line[-1:] != b"\n":
                 if not line.strip():
@@ -365,12 +371,13 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes], list[str
 
 def read_recording(
     path: str | Path, *, skip_prefixes: tuple[bytes, ...] = (),
-    keep_problem_lines: bool = False,
+    skip_type_last: tuple[bytes, ...] = (), keep_problem_lines: bool = False,
 ) -> Recording:
     """Open a JSON Lines recording. Raises RecordingError when its header is unusable.
 
     Args:
         skip_prefixes: lines starting with these are passed over undecoded.
+        skip_type_last: and lines of the shape written before the codec (see `_records`).
         keep_problem_lines: keep every problem with its line (`Recording.problem_lines`).
     """
     header, stream, problems = open_recording(path)
@@ -378,5 +385,5 @@ def read_recording(
                     problem_lines=[] if keep_problem_lines else None, files=[Path(path)])
     for message in problems:
         rec.problem("bad_header", message, 1)
-    rec.records = _records(stream, rec, 1, skip_prefixes)
+    rec.records = _records(stream, rec, 1, skip_prefixes, skip_type_last)
     return rec

@@ -51,6 +51,11 @@ for _p in (str(ROOT), str(BENCH)):
 import gpu_e2e_score as sc  # noqa: E402 - a sibling script, found through sys.path above
 
 SCENARIOS = ("chained", "pageable", "host-stall", "transfer-bound")
+
+
+def gpu_args(a: argparse.Namespace) -> list[str]:
+    """`--gpus I` for real GPUs; nothing for `--smoke`'s simulated source, which refuses it."""
+    return ["--gpus", str(a.gpu)] if a.gapwatch_source == "nvml" else []
 #: Seconds a load generator needs before "ready" (torch import, CUDA, pinned pool, calibration).
 SETUP_S = 10.0
 #: Time for one worker to finish its last partition after the deadline, plus process exit.
@@ -226,7 +231,7 @@ class LoadRun:
 
     def gapwatch_cmd(self) -> list[str]:
         cmd = [self.a.python, "-m", "gapwatch", "record", "--source", self.a.gapwatch_source,
-               "--gpus", str(self.a.gpu), "--out", str(self.f["recording"]),
+               *gpu_args(self.a), "--out", str(self.f["recording"]),
                "--log", str(self.f["stdout"]), "--log", str(self.f["stderr"]),
                "--from-start", "--quiet"]
         if self.a.period_ms:
@@ -447,7 +452,7 @@ def preflight(a: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         rec = Path(tmp) / "probe.jsonl"
         r = run_quiet([a.python, "-m", "gapwatch", "record", "--source", a.gapwatch_source,
-                       "--gpus", str(a.gpu), "--duration", "1.5", "--out", str(rec), "--quiet"],
+                       *gpu_args(a), "--duration", "1.5", "--out", str(rec), "--quiet"],
                       60)
         if r.returncode != 0 or not rec.exists():
             raise StepError(f"`gapwatch record --source {a.gapwatch_source}` does not run here (rc "

@@ -386,6 +386,25 @@ class FakeNvml:
         }
 
 
+class Clocked:
+    """A GPU source whose fake NVML's clock follows the sampler's: each read sets the fake's
+    time to the tick's, so the devices' activity follows the ticks (and a stall, moving the
+    sampler's clock too, is seen by the source)."""
+
+    def __init__(self, fake: FakeNvml, source: Any) -> None:
+        self.fake, self.source = fake, source
+
+    def open(self) -> Any:
+        return self.source.open()
+
+    def read(self, t_mono_ns: int, t_wall_s: float, lateness_ns: int) -> Any:
+        self.fake.now_ns = t_mono_ns
+        return self.source.read(t_mono_ns, t_wall_s, lateness_ns)
+
+    def close(self) -> None:
+        self.source.close()
+
+
 def install(monkeypatch: Any, devices: list[FakeDevice]) -> FakeNvml:
     """Put a fake pynvml with these devices in sys.modules for the duration of a test."""
     fake = FakeNvml(devices)

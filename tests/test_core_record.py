@@ -152,8 +152,11 @@ def test_recorder_flushes_so_kill_minus_9_loses_at_most_a_second(tmp_path: Path)
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 2000):
-            time.sleep(0.2)
-        time.sleep(1.5)
+            time.sleep(0.05)
+        # One more flush after that (at most a second later): the file grew while running.
+        first = out.stat().st_size if out.exists() else 0
+        while time.monotonic() < deadline and out.stat().st_size <= first:
+            time.sleep(0.05)
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()

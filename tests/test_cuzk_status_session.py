@@ -63,7 +63,9 @@ def _gaps(rt_or_session: object) -> list[Gap]:
 
 
 def test_the_simulator_serves_its_status_and_the_runtime_polls_it_over_http() -> None:
-    rt = build_runtime(Config(), "sim:host-stall", speed=20, duration_s=30)
+    # Real time at 10x (3 s): at 20x a box busy with other work could not sample every 5 ms,
+    # and the holes that left cost gaps.
+    rt = build_runtime(Config(), "sim:host-stall", speed=10, duration_s=30)
     assert rt.sim_status_server is not None and rt.pollers[0].prover == "sim"
     rt.start()
     try:
@@ -71,7 +73,7 @@ def test_the_simulator_serves_its_status_and_the_runtime_polls_it_over_http() ->
     finally:
         rt.stop()
     (poller,) = rt.status().provers
-    # Real time at 20x: how many polls fit depends on the machine; that they answer does not.
+    # Real time at 10x: how many polls fit depends on the machine; that they answer does not.
     assert poller.url == rt.sim_status_server.url and poller.ok >= 3 and poller.errors == {}
     snap = rt.store.snapshot()
     # Upstream's semantics: max_concurrent is the 512 GiB budget over 9 GiB; the two synthesis
@@ -81,8 +83,13 @@ def test_the_simulator_serves_its_status_and_the_runtime_polls_it_over_http() ->
     assert len(gaps) >= 4 and {g.kind for g in gaps} == {"host_stall"}
     named = [g for g in gaps if g.prover_cause == "waits_on_synthesis"]
     assert {g.prover_cause for g in gaps} <= {"waits_on_synthesis", None} and named
-    assert all("2 of 2 synthesis workers busy (every synthesis worker busy; workers: "
-               "synth_worker_count in the log)" in g.prover_evidence for g in named)
+    # The worker count comes from the followed log: a snapshot judged before the tailer read
+    # the startup line (a loaded machine) says it is unknown, never another number.
+    said = ["2 of 2 synthesis workers busy (every synthesis worker busy; workers: "
+            "synth_worker_count in the log)" in g.prover_evidence for g in named]
+    assert any(said)
+    assert all(ok or any("synthesis workers cuzk runs is unknown" in e for e in g.prover_evidence)
+               for ok, g in zip(said, named, strict=True))
 
 
 def test_the_pageable_breakdown_waits_inside_the_workers() -> None:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import resource
 import socket
 import threading
+import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from test_export_prometheus import _header
@@ -27,6 +28,16 @@ def _get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=10) as resp:
         assert resp.status == 200
         return str(resp.read().decode())
+
+
+def _eventually(ok: Callable[[], bool], timeout_s: float = 20.0) -> bool:
+    """Poll `ok` until it holds (True) or `timeout_s` passes (False): no guessed sleep."""
+    deadline = time.monotonic() + timeout_s
+    while not ok():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def _samples(text: str) -> float:
@@ -75,14 +86,13 @@ def test_a_scrape_answers_while_hundreds_of_idle_sockets_are_held(runtime: Runti
         # No thread per connection: at most the worker pool and the accept thread came.
         assert threading.active_count() - threads_before <= runtime.exporter.server.limits.workers + 1
         # The sampler kept producing while the sockets piled up.
-        threading.Event().wait(0.5)
-        assert _samples(_get(url)) > during >= before
+        assert during >= before
+        assert _eventually(lambda: _samples(_get(url)) > during)
     finally:
         for s in idle:  # all at once, as in the issue (one tick was 345 ms late then)
             s.close()
     after = _samples(_get(url))
-    threading.Event().wait(0.5)
-    assert _samples(_get(url)) > after
+    assert _eventually(lambda: _samples(_get(url)) > after)
 
 
 @pytest.fixture()

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_pynvml import MIB, FakeDevice, FakeNvml, install
+from fake_pynvml import MIB, Clocked, FakeDevice, install
 from proc_fakes import GIB, PROVER_STATUS, fake_proc
 
 from gapwatch.base.clock import FakeClock
@@ -19,7 +19,7 @@ from gapwatch.cli import main
 from gapwatch.core.blind import Bye, blind_summary, blind_words, bye_message
 from gapwatch.core.config import Config, SamplerConfig
 from gapwatch.core.detector import GapDetector
-from gapwatch.core.models import BlindSpot, ExitedProcess, GpuInfo, Notice
+from gapwatch.core.models import BlindSpot, ExitedProcess, Notice
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.engine.runtime import _blind_words
 from gapwatch.engine.sampler import Sampler
@@ -30,7 +30,6 @@ from gapwatch.offline.report import build_report, to_json
 from gapwatch.sinks.metrics import MetricsSink
 from gapwatch.sinks.prometheus import GapwatchCollector
 from gapwatch.sinks.recorder import Recorder
-from gapwatch.sources import Tick
 from gapwatch.sources.files import read_any
 from gapwatch.sources.nvml import NvmlSource
 from gapwatch.ui.widgets.status_footer import status_alerts, status_parts
@@ -43,23 +42,6 @@ PROVING = [(0, 96.0, 20e9, 1e9), (6 * S, 0.0, 1.5 * MIB, 1.5 * MIB)]
 STALL = (6 * S, 5_400 * MS, (4242,))
 
 
-class _Clocked:
-    """The fake NVML's clock follows the sampler's (and a stall moves the sampler's clock)."""
-
-    def __init__(self, fake: FakeNvml, source: NvmlSource) -> None:
-        self.fake, self.source = fake, source
-
-    def open(self) -> list[GpuInfo]:
-        return self.source.open()
-
-    def read(self, t_mono_ns: int, t_wall_s: float, lateness_ns: int) -> Tick:
-        self.fake.now_ns = t_mono_ns
-        return self.source.read(t_mono_ns, t_wall_s, lateness_ns)
-
-    def close(self) -> None:
-        self.source.close()
-
-
 def _live(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[Session, MetricsSink, Path]:
     """14 s sampled at 100 ms, NVML blind for 5.4 s from 6 s as pid 4242 (12 GiB pinned)
     exits, through Sampler -> Session (detector, recorder, /metrics counts)."""
@@ -69,7 +51,7 @@ def _live(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[Session, Met
     fake.stalls.append(STALL)
     root = fake_proc(tmp_path / "root", {4242: PROVER_STATUS})
     source = NvmlSource(SamplerConfig(), now_ns=clock.monotonic_ns, proc_root=str(root))
-    clocked = _Clocked(fake, source)
+    clocked = Clocked(fake, source)
     gpus = clocked.open()
     header = default_header("nvml", gpus, 100.0)
     store = SeriesStore(gpus, 0.1)

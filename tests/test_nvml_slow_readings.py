@@ -14,6 +14,7 @@ from fake_pynvml import (
     MIB,
     NVML_ERROR_NO_PERMISSION,
     NVML_ERROR_NOT_SUPPORTED,
+    Clocked,
     FakeDevice,
     FakeNvml,
     install,
@@ -23,7 +24,7 @@ from proc_fakes import PROVER_STATUS, deny, fake_proc
 from gapwatch.base.clock import FakeClock
 from gapwatch.core.config import Config, SamplerConfig
 from gapwatch.core.detector import GapDetector
-from gapwatch.core.models import GpuInfo, LinkState, ProcessMemory
+from gapwatch.core.models import LinkState, ProcessMemory
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
@@ -235,30 +236,13 @@ def test_a_driver_without_the_current_link_is_said_once_and_not_asked_again(monk
 # ---------------------------------------------------------------- through the session
 
 
-class _Clocked:
-    """Moves the fake NVML clock with the sampler's, so that activity follows the ticks."""
-
-    def __init__(self, fake: FakeNvml, source: NvmlSource) -> None:
-        self.fake, self.source = fake, source
-
-    def open(self) -> list[GpuInfo]:
-        return self.source.open()
-
-    def read(self, t_mono_ns: int, t_wall_s: float, lateness_ns: int) -> Tick:
-        self.fake.now_ns = t_mono_ns
-        return self.source.read(t_mono_ns, t_wall_s, lateness_ns)
-
-    def close(self) -> None:
-        self.source.close()
-
-
 def live_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dev: FakeDevice,
              statuses: dict[int, str]) -> tuple[StoreSnapshot, Path]:
     """8 s sampled at 100 ms through Sampler -> Session -> detector, recorded to a file."""
     fake = install(monkeypatch, [dev])
     root = fake_proc(tmp_path / "root", statuses)
     source = NvmlSource(SamplerConfig(), proc_root=str(root))
-    clocked = _Clocked(fake, source)
+    clocked = Clocked(fake, source)
     gpus = clocked.open()
     config = Config()
     header = default_header("nvml", gpus, 100.0)

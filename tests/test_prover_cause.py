@@ -193,3 +193,26 @@ def test_without_prover_snapshots_gaps_are_as_before() -> None:
     (gap,) = _final_gaps(session)
     assert gap.prover_cause is None and gap.prover_states == []
     assert gap.hint.endswith("synthesis, a lock or the scheduler?")
+
+
+def test_an_srs_list_gone_empty_with_nothing_in_flight_is_an_srs_load() -> None:
+    """engine.rs `detailed_status` lists no SRS entry while the SRS manager's mutex is held (a
+    load), and the job is registered only once its SRS is in: /status then shows no work."""
+    idle = cuzk_doc(done=10)
+    loading = {**idle, "pipelines": [], "allocations": {"srs": [], "pce": []}}
+    acc = GapEvidence(0, start_s=10.0)
+    acc.facts.feed_status(_status(idle, 8.0))
+    for t, doc in ((8.0, idle), (10.2, loading), (10.8, loading)):
+        st = _status(doc, t)
+        acc.facts.feed_status(st)
+        acc.add_prover(st)
+    view = acc.prover_view(11.0, 10.0, "host_stall")
+    assert view.cause == "srs_loading"
+    assert "allocations.srs went empty at" in view.evidence[0]
+    # Empty from the start (nothing loaded yet) says nothing.
+    fresh = GapEvidence(0, start_s=10.0)
+    for t in (8.0, 10.2):
+        st = _status(loading, t)
+        fresh.facts.feed_status(st)
+        fresh.add_prover(st)
+    assert fresh.prover_view(11.0, 10.0, "host_stall").cause == "no_work"

@@ -308,6 +308,11 @@ class PipelineFacts(_Limits):
         self.queue_times: deque[float] = deque(maxlen=HISTORY)
         self.mono: OrderedDict[str, _Mono] = OrderedDict()
         self.mono_done: deque[_Mono] = deque(maxlen=HISTORY)
+        #: Per prover: its SRS list was seen non-empty; since when it is empty; the spans it
+        #: was empty (prover, from, until).
+        self._srs_listed: dict[str, bool] = {}
+        self._srs_empty_since: dict[str, float] = {}
+        self.srs_empty: deque[tuple[str, float, float]] = deque(maxlen=HISTORY)
 
     # -- feeding -------------------------------------------------------------------------------
 
@@ -442,6 +447,34 @@ class PipelineFacts(_Limits):
                 pool.last_failure_s = t
         elif msg.startswith(NO_CAPACITY_HINT):
             pool.first_syntheses += 1
+
+    def feed_status(self, status: ProverStatus) -> None:
+        """Take a `/status` snapshot: an SRS list that goes empty after listing entries means
+        the SRS manager's mutex is held (engine.rs `detailed_status` skips its entries then:
+        a load, srs_manager.rs `ensure_loaded`, or an eviction)."""
+        srs = status.srs_circuits
+        if srs is None:
+            return
+        prover, t = status.prover, status.t_wall_s
+        if srs:
+            since = self._srs_empty_since.pop(prover, None)
+            if since is not None:
+                self.srs_empty.append((prover, since, t))
+            self._srs_listed[prover] = True
+        elif self._srs_listed.get(prover) and prover not in self._srs_empty_since:
+            self._srs_empty_since[prover] = t
+
+    def srs_busy_words(self, start_s: float, end_s: float) -> str | None:
+        """The words for an SRS list gone empty over [start_s, end_s] (`feed_status`), or None."""
+        spans = [*((p, t0, None) for p, t0 in self._srs_empty_since.items()),
+                 *reversed(self.srs_empty)]
+        for prover, t0, t1 in spans:
+            if t0 <= end_s and (t1 is None or t1 >= start_s):
+                until = f", listed again at {_hms(t1)}" if t1 is not None else ""
+                return (f"{prover}: allocations.srs went empty at {_hms(t0)}{until}: cuzk's SRS "
+                        "manager was busy, a load or an eviction (engine.rs detailed_status "
+                        "skips its entries while its mutex is held)")
+        return None
 
     # -- asking --------------------------------------------------------------------------------
 

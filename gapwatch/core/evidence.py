@@ -243,6 +243,12 @@ class GapEvidence:
                 evidence = snapshot_evidence(st, self.gpu, cause, cap)
                 detail = cause_detail(st, self.gpu, cause, cap)
                 break
+        emptied = self.facts.srs_busy_words(start_s, end_s if end_s is not None else start_s)
+        if emptied is not None and cause in (None, "no_work"):
+            # /status alone: nothing in flight, and the SRS list went empty: its manager's
+            # mutex is held, a load (the job is registered only once its SRS is in).
+            cause, during, detail = "srs_loading", True, "allocations.srs went empty"
+            evidence = [emptied]
         log = self.facts.log_view(self.gpu, start_s, end_s if end_s is not None else start_s,
                                   kind)
         decided = with_log_cause(cause, log.cause)
@@ -383,6 +389,7 @@ class EvidenceBuffer:
     def add_prover(self, status: ProverStatus) -> bool:
         """Keep a prover snapshot; True when it reached a closed gap (to be re-published)."""
         self._prover.append(status)
+        self.facts.feed_status(status)
         t = status.t_wall_s
         for acc in self._open:
             if t >= acc.from_s - self.before_s and concerns(status, acc.gpu):

@@ -91,7 +91,8 @@ def gaps_reason(kinds: dict[str, int], config: DetectorConfig) -> str:
 
 def window_words(state: str, window: WindowNow, config: DetectorConfig, span: bool = True) -> str:
     """What `state` rests on now: the window's live count, and (`span`) its span in clock time
-    (a narrow pane leaves the clock times out; "the last 30 s" says the span too)."""
+    and the starved gaps' idle seconds (a narrow pane leaves them out where the count says
+    enough; "the last 30 s" says the span too)."""
     clocks = f"{fmt.clock(window.start_wall_s)}-{fmt.clock(window.end_wall_s)}"
     if state == "BREAKDOWN":
         starved = window.gaps.get(STARVED, 0)
@@ -101,8 +102,12 @@ def window_words(state: str, window: WindowNow, config: DetectorConfig, span: bo
         if window.pageable_gaps:
             witness = (", its copies from pageable memory (copy trace)" if starved == 1 else
                        f", {window.pageable_gaps} with copies from pageable memory (copy trace)")
-        return (f"{count_words({STARVED: starved})} ({window.starved_idle_s:.1f} s idle) in the "
-                f"last {window.window_s:g} s{', ' + clocks if span else ''}{witness}{more}")
+        # The idle seconds matter where the count alone does not make BREAKDOWN (the idle
+        # rule, the copy trace's witness); a narrow pane says them only then.
+        idle = f" ({window.starved_idle_s:.1f} s idle)" \
+            if span or starved < config.breakdown_min_starved_gaps else ""
+        return (f"{count_words({STARVED: starved})}{idle} in the last {window.window_s:g} s"
+                f"{', ' + clocks if span else ''}{witness}{more}")
     if state == "GAPS":
         return gaps_reason(window.gaps, config) + (f" ({clocks})" if span else "")
     if state == "CHAINED":

@@ -81,7 +81,10 @@ def verdict_lines(screen_height: int, width: int, gpu_rows: int,
     want = -(-VERDICT_CHARS // max(20, width))
     if detail_lines is not None:
         return max(2, min(detail_lines - gpu_rows, 2 * want))
-    return max(2, min(want, header_lines(screen_height) - gpu_rows))
+    # Three lines at least from 24 rows up (8 GPUs' cells take 3 of the 5): the state, the
+    # window and a phrase of the hint; the panels below keep their least rows even then.
+    least = 3 if screen_height >= 24 else 2
+    return max(least, min(want, header_lines(screen_height) - gpu_rows))
 
 
 def layout_rows(n_gpus: int, width: int, gpu_rows: int) -> tuple[str, int]:

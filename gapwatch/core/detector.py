@@ -673,11 +673,12 @@ class GapDetector:
         the BREAKDOWN rules, then the calmer states. Each step also moves `tr.recheck_ns`, the
         data time at which the window alone may change the state."""
         lo = self._slide_window(tr, t)
-        why = self._breakdown(tr, t, lo)
-        if why is not None:
+        broken = self._breakdown(tr, t, lo)
+        if broken is not None:
             if tr.state != "BREAKDOWN":  # the words only when they are said (a state change)
+                n, starved_s, witness = broken
                 self._set_state(tr, "BREAKDOWN", t, wall, out,
-                                breakdown_entry_words(why[0], why[1], self.config, why[2]))
+                                breakdown_entry_words(n, starved_s, self.config, witness))
             return
         state, why = self._calm_state(tr, t, idle)
         self._set_state(tr, state, t, wall, out, why)

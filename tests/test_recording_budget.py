@@ -56,7 +56,7 @@ def test_segments_report_replay_and_export_as_one_session(
     assert main(["record", *SIM, "--duration", "120", "--out", str(seg / "gw.jsonl"),
                  "--rotate-size", "1MiB"]) == 0
     capsys.readouterr()
-    assert len(segments_of(seg / "gw.jsonl")) == 2
+    assert len(segments_of(seg / "gw.jsonl")) >= 2
     one = _gaps(capsys, str(whole))
     assert one and _gaps(capsys, str(seg)) == one  # the folder ...
     assert _gaps(capsys, str(seg / "gw.*.jsonl")) == one  # ... or a glob: one session

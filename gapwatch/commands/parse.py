@@ -220,10 +220,11 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
 
 def _recorded(path: str, timeline: TimelineBuilder, statuses: list[ProverStatus]) -> bool:
     """Add a recording's log events and prover snapshots; False (said) when it is unusable."""
-    from gapwatch.sources.recording import RecordingError, read_recording
+    from gapwatch.sources.files import read_any
+    from gapwatch.sources.recording import RecordingError
 
     try:
-        rec = read_recording(path)
+        rec = read_any(path)  # a folder or a glob of segments: one session
     except RecordingError as exc:
         say(f"gapwatch parse: {exc}")
         return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gapwatch.logs.parse import LogParser
+from gapwatch.logs.parse import LogParser, tracing
 from gapwatch.logs.parse.tracing import convert_value, parse_kv, parse_tracing
 
 
@@ -108,3 +108,17 @@ def test_a_key_equals_inside_the_message_is_prose_not_the_first_field() -> None:
     assert pce is not None
     assert pce.message == "PCE disabled via CUZK_DISABLE_PCE=1 \u2014 using standard synthesis"
     assert pce.fields == {"circuit_id": "porep-32g"}
+
+
+def test_converted_values_are_remembered_within_a_bound_and_read_back_the_same(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tracing, "_VALUES", {})
+    monkeypatch.setattr(tracing, "_VALUES_MAX", 4)
+    raws = ["3", "Some(3)", '"porep-1"', "true", "None", "2.5", "-7", "1e999", "x" * 100]
+    first = [convert_value(r) for r in raws]
+    again = [convert_value(r) for r in raws]
+    assert again == first and [type(v) for v in again] == [type(v) for v in first]
+    assert first[1] == 3 and first[4] is None and first[7] == "1e999"
+    assert 0 < len(tracing._VALUES) <= 4  # kept, and emptied when full
+    assert set(tracing._VALUES) <= set(raws)
+    assert "x" * 100 not in tracing._VALUES  # long texts are converted, not kept

@@ -33,7 +33,9 @@ and a worker that meets such a record stops all workers: the report then runs in
 (`detect_parallel` returns None). Trace CSVs, recordings under `MIN_PARALLEL_BYTES` of JSON
 and single-GPU recordings take the one-process path too (`plan_workers`), as does a machine
 with one usable CPU. A gzip recording is large by the JSON it holds, not its size on disk:
-each worker decompresses it whole, in parallel, as each reads a plain file whole. A worker that
+each worker decompresses it whole, in parallel, as each reads a plain file whole (inflated in
+large chunks, `gapwatch.sources.gzip_lines`: the report of a .gz takes about 1.1x the plain
+file's, docs/benchmarks.md). A worker that
 fails for any reason also sends the report to the one-process path, which then reports the
 problem as usual.
 """

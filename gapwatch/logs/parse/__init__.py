@@ -271,7 +271,7 @@ class LogParser:
             for _name, span_fields in line.spans:
                 fields.update(span_fields)
             fields.update(line.fields)
-            fields["spans"] = ":".join(name for name, _ in line.spans)
+            fields["spans"] = ":".join([name for name, _ in line.spans])
         else:
             fields = line.fields
         if line.target is not None:

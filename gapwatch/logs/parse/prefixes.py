@@ -72,15 +72,12 @@ def iso_to_epoch(text: str) -> float | None:
     rest = text[19:]
     frac = 0.0
     if rest and rest[0] in ".,":
-        i = 1
-        n = len(rest)
-        while i < n and "0" <= rest[i] <= "9":
-            i += 1
-        digits = rest[1:i]
+        after = rest[1:].lstrip("0123456789")  # the fraction's ASCII digits, in one C call
+        digits = rest[1:len(rest) - len(after)]
         if not digits:
             return None
         frac = int(digits) / 10 ** len(digits)
-        rest = rest[i:]
+        rest = after
     key = head + rest
     base = _SECOND_CACHE.get(key)
     if base is None:

@@ -2,7 +2,7 @@
 
 Who runs it: a person on a GPU box, from the repository root (docs/gpu-proof.md):
 
-    PYTHONPATH=. python3 bench/blind_spot_h200.py --out /tmp/blind --sizes-gib 24,72
+    PYTHONPATH=. python3 bench/blind_spot_h200.py --out /tmp/blind --sizes-gib 24,48
 
 On an H200 every NVML call blocks while the driver frees a process's pinned host memory (1.9 s
 for 24 GiB, 5.4 s for 72 GiB, measured earlier), so the sampler reads nothing for that long.
@@ -90,7 +90,7 @@ def match(child: dict[str, Any], spots: list[dict[str, Any]]) -> dict[str, Any] 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--sizes-gib", default="24,72", help="pinned pool sizes, one child each")
+    ap.add_argument("--sizes-gib", default="24,48", help="pinned pool sizes, one child each")
     ap.add_argument("--hold-s", type=float, default=3.0, help="how long each child holds its pool")
     ap.add_argument("--gap-s", type=float, default=4.0, help="quiet time after each exit")
     ap.add_argument("--gpu", type=int, default=0)
@@ -107,11 +107,14 @@ def main() -> int:
         return 2
     work = Path(tempfile.mkdtemp(prefix="gapwatch-blind-"))
     rec = work / "blind.jsonl.gz"
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(args.gpu), "PYTHONPATH": str(ROOT)}
+    # The repository first, then whatever the caller set (carried wheels, say).
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path}
+    # gapwatch's output goes to a file: a pipe nobody reads would stop it once full.
+    gw_log = open(work / "record.stderr", "w+")  # noqa: SIM115 - closed after communicate
     gw = subprocess.Popen(_gapwatch("record", "--source", "nvml", "--gpus", str(args.gpu),
                                     "--out", str(rec)),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                          cwd=ROOT)
+                          stdout=gw_log, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
     time.sleep(3.0)
     children: list[dict[str, Any]] = []
     for gib in (float(s) for s in args.sizes_gib.split(",") if s.strip()):
@@ -120,7 +123,10 @@ def main() -> int:
         print(f"  {children[-1]}", flush=True)
         time.sleep(args.gap_s)
     gw.send_signal(signal.SIGTERM)
-    gw_out, gw_err = gw.communicate(timeout=60)
+    gw.wait(timeout=60)
+    gw_log.seek(0)
+    gw_err = gw_log.read()
+    gw_log.close()
     rep = subprocess.run(_gapwatch("report", str(rec), "--json"), capture_output=True,
                          text=True, env=env, cwd=ROOT, timeout=120)
     report = json.loads(rep.stdout) if rep.returncode == 0 else {}
@@ -145,8 +151,8 @@ def main() -> int:
                "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "gpu": torch.cuda.get_device_name(0)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    shutil.copy(rec, out / "blind.jsonl.gz")
-    del gw_out
+    if rec.exists():
+        shutil.copy(rec, out / "blind.jsonl.gz")
     return 0 if ok else 1
 
 

@@ -461,12 +461,16 @@ def preflight(a: argparse.Namespace) -> dict[str, Any]:
         if not facts["gpu_samples"]:
             raise StepError(f"gapwatch recorded no GPU sample in 1.5 s: {facts}")
         m["gapwatch_signal_sources"] = facts["signal_sources"]
-    try:
-        g = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                           capture_output=True, text=True, timeout=10)
-        m["git_commit"] = g.stdout.strip() or None
-    except (OSError, subprocess.TimeoutExpired):
-        m["git_commit"] = None
+    # A copied working tree can carry a stale .git (the files are newer than its HEAD): the
+    # person running it may name the commit the files are at.
+    m["git_commit"] = os.environ.get("GAPWATCH_GIT_COMMIT") or None
+    if m["git_commit"] is None:
+        try:
+            g = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                               capture_output=True, text=True, timeout=10)
+            m["git_commit"] = g.stdout.strip() or None
+        except (OSError, subprocess.TimeoutExpired):
+            m["git_commit"] = None
     return m
 
 

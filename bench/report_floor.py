@@ -17,7 +17,8 @@ figures are medians over the rounds and the ratios are taken round by round:
   collector off, as the report runs), nothing else;
 - report: `build_report(FILE, Config())` as `gapwatch report` runs it (processes as it picks);
 - before: the same `build_report` of the checkout given with `--before` (its own venv's python,
-  `DIR/.venv/bin/python`, and a copy of the recording in the key order that checkout wrote).
+  `DIR/.venv/bin/python`, where it has one, else this one; for a checkout from before the record
+  codec, a copy of the recording in the key order that checkout wrote).
 """
 
 from __future__ import annotations
@@ -144,12 +145,16 @@ def main() -> int:
         ("floor .gz", sys.executable, ROOT, gz), ("report .gz", sys.executable, ROOT, gz),
     ]
     if args.before is not None:
-        old_plain = plain.with_name(plain.name.replace(".jsonl", ".type-last.jsonl"))
-        old_gz = Path(f"{old_plain}.gz")
-        for src, dst in ((plain, old_plain), (gz, old_gz)):
-            if not dst.exists():
-                _type_last(src, dst)
-        python = str(args.before / ".venv" / "bin" / "python")
+        old_plain, old_gz = plain, gz
+        if not (args.before / "gapwatch" / "core" / "codec.py").exists():
+            # A checkout from before the record codec reads the keys in its own order.
+            old_plain = plain.with_name(plain.name.replace(".jsonl", ".type-last.jsonl"))
+            old_gz = Path(f"{old_plain}.gz")
+            for src, dst in ((plain, old_plain), (gz, old_gz)):
+                if not dst.exists():
+                    _type_last(src, dst)
+        venv = args.before / ".venv" / "bin" / "python"
+        python = str(venv) if venv.exists() else sys.executable
         runs += [("before report", python, args.before, old_plain),
                  ("before report .gz", python, args.before, old_gz)]
     got: dict[str, list[dict[str, Any]]] = {name: [] for name, *_ in runs}

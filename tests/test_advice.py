@@ -159,6 +159,23 @@ def test_the_h200_recordings_name_the_setting_with_its_evidence(case: str) -> No
                    for e in first["evidence"])
 
 
+def test_a_load_that_logs_its_synthesis_workers_gets_advice_that_is_no_guess() -> None:
+    """The H200 host-stall run of 2026-12-01 (bench/cuzk_status_h200.py, the load generator
+    serving /status with upstream's semantics and logging cuzk's `starting pipeline ...
+    synth_worker_count` line): the worker count comes from the log, so the advice is definite,
+    and its evidence says why `max_concurrent` is not that count."""
+    case = Path(__file__).parent / "data" / "h200-cuzk-status" / "host-stall-status"
+    doc = to_json(build_report(case / "rec.jsonl.gz", Config()))
+    assert [g["prover_cause"] for g in doc["gaps"]] == ["waits_on_synthesis"] * 17
+    first = doc["advice"][0]
+    assert (first["stall"], first["setting"]) == ("waits_on_synthesis",
+                                                  "[pipeline] max_parallel_synthesis")
+    assert first["guess"] is False and first["guess_why"] is None
+    assert any("synth_worker_count in the log" in e for e in first["evidence"])
+    assert any("max_concurrent=56 is the memory budget" in e for e in first["evidence"])
+    assert first["payoff"]["throughput_gain"] > 1.5
+
+
 @pytest.mark.skipif(not E2E.is_dir(), reason="tests/data/h200-e2e not committed")
 def test_the_chained_h200_recording_gets_no_setting() -> None:
     doc = to_json(build_report(E2E / "chained" / "rec.jsonl.gz", Config()))

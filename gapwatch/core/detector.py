@@ -673,9 +673,12 @@ class GapDetector:
         the BREAKDOWN rules, then the calmer states. Each step also moves `tr.recheck_ns`, the
         data time at which the window alone may change the state."""
         lo = self._slide_window(tr, t)
-        why = self._breakdown(tr, t, lo)
-        if why is not None:
-            self._set_state(tr, "BREAKDOWN", t, wall, out, why)
+        broken = self._breakdown(tr, t, lo)
+        if broken is not None:
+            if tr.state != "BREAKDOWN":  # the words only when they are said (a state change)
+                n, starved_s, witness = broken
+                self._set_state(tr, "BREAKDOWN", t, wall, out,
+                                breakdown_entry_words(n, starved_s, self.config, witness))
             return
         state, why = self._calm_state(tr, t, idle)
         self._set_state(tr, state, t, wall, out, why)
@@ -695,18 +698,21 @@ class GapDetector:
         tr.recheck_ns = recheck
         return lo
 
-    def _breakdown(self, tr: Track, t: int, lo: int) -> str | None:
+    def _breakdown(self, tr: Track, t: int, lo: int) -> tuple[int, float | None, bool] | None:
         """Why the GPU is in BREAKDOWN at `t` (window from `lo`), or None: enough pcie_starved
-        gaps in the window (the open one counts), or enough of the window idle in them."""
+        gaps in the window (the open one counts), or enough of the window idle in them. The
+        why is `verdict.breakdown_entry_words`' arguments (the starved gaps, their idle seconds
+        for the idle rule, the pageable witness): the state is evaluated on most samples of a
+        BREAKDOWN, its words are needed only when it is entered."""
         open_starved = tr.gap_id is not None and tr.kind == "pcie_starved"
         n = tr.window_starved + (1 if open_starved else 0)
         if not n:
             return None
         cfg = self.config
         if n >= cfg.breakdown_min_starved_gaps:
-            return breakdown_entry_words(n, None, cfg)
+            return n, None, False
         if cfg.breakdown_pageable_witness and self._pageable_witnesses(tr, t, lo):
-            return breakdown_entry_words(n, None, cfg, pageable_witness=True)
+            return n, None, True
         # The idle-fraction rule is in play: it changes as soon as the oldest gap starts
         # sliding out of the window.
         window = tr.window_gaps
@@ -723,7 +729,7 @@ class GapDetector:
             # The open gap meets the idle rule at this data time, if it lasts.
             tr.recheck_ns = int(t + threshold_ns - starved_ns)
         if starved_ns >= threshold_ns:
-            return breakdown_entry_words(n, starved_ns / _NS, cfg)
+            return n, starved_ns / _NS, False
         return None
 
     def _pageable_witnesses(self, tr: Track, t: int, lo: int) -> int:

@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
+from operator import attrgetter
 from typing import Any
 
 from msgspec.structs import replace
@@ -104,6 +105,19 @@ _HOST_MAXIMA = (
 )
 
 
+#: A host sample as the evidence keeps it: its wall time, then each of `_HOST_MAXIMA`'s fields
+#: as a reading or None (`host_row`).
+HostRow = tuple[float, float | None, float | None, float | None, float | None, float | None]
+_host_values = attrgetter("t_wall_s", *(theirs for _mine, theirs in _HOST_MAXIMA))
+
+
+def host_row(h: HostSample) -> HostRow:
+    """What gap evidence keeps of a host sample: its time and its readings (`readings.reading`:
+    None, NaN and negatives are not), judged once per sample, not once per gap that takes it."""
+    t, a, b, c, d, e = _host_values(h)
+    return (t, reading(a), reading(b), reading(c), reading(d), reading(e))
+
+
 class GapEvidence:
     """Host maxima and prover events gathered for one gap while it is open (and a bit after)."""
 
@@ -159,16 +173,18 @@ class GapEvidence:
         self.provers: deque[tuple[ProverStatus, str | None, Capacity | None]] = deque(
             maxlen=MAX_PROVER_PUBLISHED * 2)
 
-    def take_host(self, samples: Iterable[HostSample]) -> None:
-        """Take these host samples (those from the gap's start on) into the maxima. A value
-        that is not a reading (None, NaN, negative: `readings.reading`) is passed over."""
-        kept = [h for h in samples if h.t_wall_s >= self.from_s]
+    def take_host(self, rows: Iterable[HostRow]) -> None:
+        """Take these host samples (`host_row`s; those from the gap's start on) into the
+        maxima; a field that was not a reading is None there and passed over."""
+        start = self.from_s
+        kept = [r for r in rows if r[0] >= start]
         if not kept:
             return
-        for mine, theirs in _HOST_MAXIMA:
+        columns = zip(*kept, strict=True)
+        next(columns)  # the times
+        for (mine, _theirs), column in zip(_HOST_MAXIMA, columns, strict=True):
             best = getattr(self, mine)
-            for h in kept:
-                v = reading(getattr(h, theirs))
+            for v in column:
                 if v is not None and (best is None or v > best):
                     best = v
             setattr(self, mine, best)
@@ -294,7 +310,7 @@ class EvidenceBuffer:
         #: What cuzk's log says about its pipeline, fed every event before it is slimmed.
         self.facts = facts if facts is not None else PipelineFacts()
         self.late_s = late_s
-        self._host: deque[HostSample] = deque(maxlen=host_maxlen)
+        self._host: deque[HostRow] = deque(maxlen=host_maxlen)
         #: How many host samples were ever added: the next one's sequence number. Host samples
         #: reach a gap's maxima when a version of it is published (`host_dict`), once each,
         #: not one call per open gap per sample.
@@ -330,7 +346,7 @@ class EvidenceBuffer:
             for acc in self._open:
                 if acc.host_next <= oldest:
                     self._take_host(acc)
-        host.append(h)
+        host.append(host_row(h))
         self._host_seq += 1
 
     def _take_host(self, acc: GapEvidence) -> None:
@@ -465,7 +481,7 @@ class EvidenceBuffer:
         # The host samples it takes start after the newest one from before its start.
         back = 0
         for h in reversed(self._host):
-            if h.t_wall_s < start_s:
+            if h[0] < start_s:
                 break
             back += 1
         acc.host_next = self._host_seq - back

@@ -22,7 +22,6 @@ Only a file that cannot be opened, or whose first line is not a header, is an er
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import re
@@ -30,7 +29,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import Any, Protocol
 
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
@@ -56,6 +55,7 @@ from gapwatch.core.models import (
     SessionHeader,
 )
 from gapwatch.core.sizes import cut_text
+from gapwatch.sources.gzip_lines import GZIP_WBITS, GzipLines
 
 
 def bad_record(path: Path | str, line_no: int, exc: DecodeError) -> str:
@@ -102,16 +102,25 @@ class Recording:
             self.problem_lines.append((line_no, counter, message))
 
 
-def _open_bytes(path: Path) -> IO[bytes]:
+class LineStream(Protocol):
+    """What the readers need of an open recording: its lines (newlines kept), and closing.
+    A plain file is one; a gzip file is read through `gzip_lines.GzipLines`."""
+
+    def __iter__(self) -> Iterator[bytes]: ...
+
+    def readline(self) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+def _open_bytes(path: Path) -> LineStream:
     try:
         raw = open(path, "rb")  # noqa: SIM115 - handed to the caller
     except OSError as exc:
         raise RecordingError(f"{path}: cannot open: {exc.strerror or exc}") from None
     magic = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
     if magic == b"\x1f\x8b":
-        # typeshed types GzipFile as a BufferedIOBase, not a typing.IO; it has every method
-        # the readers use (iteration, readline, read, close).
-        return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
+        return GzipLines(raw)
     return raw
 
 
@@ -132,7 +141,7 @@ def json_bytes(path: str | Path) -> int:
     inflated, data = 0, head
     try:
         while data:  # member after member
-            z = zlib.decompressobj(_GZIP_WBITS)
+            z = zlib.decompressobj(GZIP_WBITS)
             inflated += len(z.decompress(data))
             data = z.unused_data if z.eof else b""
     except zlib.error:
@@ -140,13 +149,12 @@ def json_bytes(path: str | Path) -> int:
     return inflated if size <= len(head) else int(size * inflated / len(head))
 
 
-_GZIP_WBITS = 31  # zlib's gzip container
 #: Line number given to a problem found after the last line (a truncated file).
 END_LINE = 1 << 62
 
 
 def _records(
-    stream: IO[bytes], recording: Recording, first_line_no: int, skip: tuple[bytes, ...] = (),
+    stream: LineStream, recording: Recording, first_line_no: int, skip: tuple[bytes, ...] = (),
     skip_type_last: tuple[bytes, ...] = (),
 ) -> Iterator[Record]:
     """Validated records of a possibly truncated (gzip) stream; bad lines are counted, skipped.
@@ -336,7 +344,7 @@ def _missing_field(message: str) -> str | None:
     return m.group(1) if m else None
 
 
-def open_recording(path: str | Path) -> tuple[SessionHeader, IO[bytes], list[str]]:
+def open_recording(path: str | Path) -> tuple[SessionHeader, LineStream, list[str]]:
     """Open a JSON Lines recording: its validated header, the byte stream positioned at line 2
     (the caller closes it) and what was wrong with the header but could be replaced (for the
     user). Raises RecordingError when the header is unusable."""

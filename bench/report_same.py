@@ -1,0 +1,234 @@
+"""Is the report still the same? `gapwatch report --json` of many inputs, this checkout against
+another, byte for byte.
+
+Usage:
+    python bench/report_same.py --before CHECKOUT      # CHECKOUT's report beside this one's
+    python bench/report_same.py --dump DIR             # this checkout's documents into DIR
+    python bench/report_same.py --compare DIR_A DIR_B  # two dumps
+
+Every recording is reported in one process and in two (`build_report(..., workers=1 / 2)`; one
+the parallel report does not split falls back to one process there, as `report` does; trace
+CSVs are read in one process only):
+- every H200 recording in tests/data (the end-to-end and copy-trace cases, without and with
+  their `stdout.log` / `stderr.log`, the sampler recordings), the trace CSVs with their logs;
+- both shared H200 traces (`/work/shared/traces/*/*.csv` with their logs) when present;
+- the simulated worst cases: each scenario, 2 GPUs, 5 min, with `/status` snapshots for one;
+  8 GPUs x 30 min of `pageable` (bench/report_floor.py's recording), plain and gzip;
+- the same simulated recordings damaged on purpose (`_damage`: holes, clock steps, samples
+  out of order, stale GPM zeros, NaN and missing readings, a GPU that goes silent), so that the
+  detector's rarer paths are compared too.
+The documents are `gapwatch.offline.report.to_json` encoded by the codec; CHECKOUT is run with
+this venv's python and `PYTHONPATH=CHECKOUT` (its dependencies are this one's), reading the
+same files. Generated inputs are cached under /tmp/gapwatch-same/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve()
+CACHE = Path("/tmp/gapwatch-same")
+SHARED = Path("/work/shared/traces")
+
+
+def _cases() -> list[tuple[str, Path, list[Path]]]:
+    """(name, input, log files) for every input; the generated ones are made here."""
+    data = ROOT / "tests" / "data"
+    out: list[tuple[str, Path, list[Path]]] = []
+    for rec in sorted([*data.glob("h200-e2e/*/rec.jsonl.gz"),
+                       *data.glob("h200-copytrace/*/rec.jsonl.gz")]):
+        name = f"{rec.parent.parent.name}-{rec.parent.name}"
+        out.append((name, rec, []))
+        logs = [p for p in (rec.parent / "stdout.log", rec.parent / "stderr.log") if p.exists()]
+        if logs:
+            out.append((f"{name}+logs", rec, logs))
+    for rec in sorted(data.glob("h200-sampler*.jsonl.gz")):
+        out.append((rec.name, rec, []))
+    for csv in sorted([*data.glob("*.csv"), *SHARED.glob("*/*.csv")]):
+        where = "shared" if SHARED in csv.parents else "data"
+        log = csv.with_suffix(".log")
+        out.append((f"{where}-{csv.stem}", csv, []))
+        if log.exists():
+            out.append((f"{where}-{csv.stem}+log", csv, [log]))
+    for path in _simulated():
+        out.append((path.name, path, []))
+    return out
+
+
+def _simulated() -> list[Path]:
+    CACHE.mkdir(exist_ok=True)
+    made = CACHE / "done-v3"
+    paths = [CACHE / f"{s}-2gpu-5m.jsonl" for s in ("chained", "pageable", "host-stall",
+                                                       "transfer-bound")]
+    paths += [CACHE / "pageable-status-2gpu-5m.jsonl"]
+    paths += [p.with_name(f"damaged-{p.name}") for p in list(paths)]
+    floor = Path("/tmp/gapwatch-floor-30m-8gpu.jsonl")
+    if not made.exists():
+        subprocess.run([sys.executable, str(HERE), "--generate"], check=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if not (floor.exists() and Path(f"{floor}.gz").exists()):
+        subprocess.run([sys.executable, str(ROOT / "bench" / "report_floor.py"), "--generate",
+                        "30", "8", str(floor)], check=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return [*paths, floor, Path(f"{floor}.gz")]
+
+
+def generate() -> None:
+    """The simulated recordings and their damaged copies (this checkout's simulator)."""
+    sys.path.insert(0, str(ROOT))
+    from evaluation.simulate import simulate
+    from gapwatch.sinks.recorder import write_recording
+
+    for scenario in ("chained", "pageable", "host-stall", "transfer-bound"):
+        res = simulate(scenario, seed=3, duration_s=300, gpus=2)
+        write_recording(CACHE / f"{scenario}-2gpu-5m.jsonl", res.header, res.records)
+    res = simulate("pageable", seed=4, duration_s=300, gpus=2, status_period_s=1.0)
+    write_recording(CACHE / "pageable-status-2gpu-5m.jsonl", res.header, res.records)
+    for p in sorted(CACHE.glob("*-2gpu-5m.jsonl")):
+        if not p.name.startswith("damaged-"):
+            _damage(p, p.with_name(f"damaged-{p.name}"), seed=len(p.name))
+    (CACHE / "done-v3").write_text("")
+
+
+def _damage(src: Path, dst: Path, seed: int) -> None:
+    """A copy of a recording with the faults real ones have, at random places: a few lines
+    gone (holes, some longer than the chaining window), wall-clock steps, samples swapped out
+    of order, GPU samples whose readings are zero with no PCIe (stale GPM), NaN-free but missing
+    (null) SM readings, utilization-only stretches, and one GPU silent for a while."""
+    import json
+
+    rnd = random.Random(seed)
+    lines = src.read_bytes().splitlines(keepends=True)
+    head, body = lines[0], lines[1:]
+    # In one of them GPU 1 never gives an SM reading: judged by utilization.gpu (low confidence).
+    util_only = "host-stall" in src.name
+    if util_only:
+        header = json.loads(head)
+        header["gpus"][1]["sm_source"] = "util"
+        head = json.dumps(header, separators=(",", ":")).encode() + b"\n"
+    docs = [json.loads(x) for x in body]
+    out: list[dict[str, object]] = []
+    step = 0.0
+    silent_from = len(docs) // 2
+    silent_to = silent_from + 900
+    i = 0
+    while i < len(docs):
+        d = docs[i]
+        i += 1
+        if d.get("type") == "gpu" and d.get("gpu") == 1 and silent_from <= i < silent_to:
+            continue
+        r = rnd.random()
+        if r < 0.002:
+            i += rnd.choice((3, 10, 400))  # a hole (400 lines: longer than the window)
+            continue
+        if r < 0.003:
+            step += rnd.choice((-5.0, 3.0, 0.4))  # the wall clock steps
+        if "t_wall_s" in d and isinstance(d["t_wall_s"], float):
+            d["t_wall_s"] = d["t_wall_s"] + step
+        if d.get("type") == "gpu":
+            if r < 0.006:
+                d["sm_active_pct"] = 0.0
+                d["pcie_rx_bytes_per_s"] = 0
+                d["pcie_tx_bytes_per_s"] = 0
+                d["sm_source"] = "gpm"
+            elif r < 0.008:
+                d["sm_active_pct"] = None
+            elif r < 0.009:
+                d["interval_ns"] = None
+            elif r < 0.010:
+                d["pcie_rx_bytes_per_s"] = None
+        out.append(d)
+        if d.get("type") == "gpu" and r > 0.998:
+            late = dict(d)  # a sample out of order: earlier than the one before it
+            late["t_mono_ns"] = int(d["t_mono_ns"]) - 150_000_000  # type: ignore[call-overload]
+            out.append(late)
+        if util_only and d.get("type") == "gpu" and d.get("gpu") == 1:
+            d["sm_active_pct"] = None
+    with open(dst, "wb") as f:
+        f.write(head)
+        for d in out:
+            f.write(json.dumps(d, separators=(",", ":")).encode() + b"\n")
+
+
+def dump(out_dir: Path) -> None:
+    """This checkout's documents (the gapwatch on sys.path), one file per input and workers."""
+    import gapwatch
+    from gapwatch.core.codec import encode_json, to_plain
+    from gapwatch.core.config import Config
+    from gapwatch.offline.report import build_report, to_json
+
+    print(f"gapwatch from {Path(gapwatch.__file__).parent}", file=sys.stderr)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, path, logs in _cases():
+        for workers in (1,) if path.suffix == ".csv" else (1, 2):
+            t = time.perf_counter()
+            report = build_report(path, Config(), [str(p) for p in logs], workers=workers)
+            doc = to_json(report)
+            # Beside the document: every state change and the whole-run totals.
+            doc["_states"] = to_plain(report.states)
+            doc["_totals"] = [repr(t) for t in report.totals]
+            (out_dir / f"{name}.w{workers}.json").write_bytes(encode_json(doc, indent=1))
+            print(f"  {name} w{workers}: {len(doc['gaps'])} gaps, "
+                  f"{time.perf_counter() - t:.2f} s", file=sys.stderr)
+
+
+def compare(a: Path, b: Path) -> int:
+    """0 when every document of `a` is byte for byte the one of `b` (and both have the same)."""
+    names = sorted({p.name for p in a.glob("*.json")} | {p.name for p in b.glob("*.json")})
+    bad = 0
+    for name in names:
+        pa, pb = a / name, b / name
+        if not (pa.exists() and pb.exists()):
+            print(f"MISSING {name}: only in {'the first' if pa.exists() else 'the second'}")
+            bad += 1
+            continue
+        la, lb = pa.read_bytes().splitlines(), pb.read_bytes().splitlines()
+        if la == lb:
+            continue
+        bad += 1
+        k = next((i for i, (x, y) in enumerate(zip(la, lb, strict=False)) if x != y),
+                 min(len(la), len(lb)))
+        print(f"DIFFERS {name} at line {k + 1}:")
+        for x in la[max(0, k - 3):k + 3]:
+            print(f"  a| {x.decode()[:200]}")
+        for y in lb[max(0, k - 3):k + 3]:
+            print(f"  b| {y.decode()[:200]}")
+    print(f"{len(names) - bad} of {len(names)} documents identical")
+    return 1 if bad else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--before", type=Path, help="another checkout to compare with")
+    ap.add_argument("--dump", type=Path, help="write this checkout's documents here")
+    ap.add_argument("--compare", nargs=2, type=Path)
+    ap.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.generate:
+        generate()
+        return 0
+    if args.dump:
+        dump(args.dump)
+        return 0
+    if args.compare:
+        return compare(*args.compare)
+    if args.before is None:
+        ap.error("give --before CHECKOUT, --dump DIR or --compare DIR_A DIR_B")
+    _cases()  # generate the inputs once, with this checkout
+    with tempfile.TemporaryDirectory() as tmp:
+        for who, where in (("before", args.before.resolve()), ("now", ROOT)):
+            subprocess.run([sys.executable, str(HERE), "--dump", f"{tmp}/{who}"], check=True,
+                           cwd=where, env={**os.environ, "PYTHONPATH": str(where)})
+        return compare(Path(tmp) / "before", Path(tmp) / "now")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -59,6 +59,9 @@ _VALUE_CHARS = 40
 
 
 class _Unseen(Enum):
+    """What the table gives for a text not in it (None is a value: `None`); an Enum member, so
+    that a check by identity narrows the type."""
+
     UNSEEN = 0
 
 

@@ -114,13 +114,19 @@ class LogParser:
         except Exception:  # noqa: BLE001 - a log line must never stop the tailer
             self.counters["internal_errors"] += 1
             return self._unparsed(text, stream, arrival_mono_ns, arrival_wall_s, None)
+        for e in events:
+            if not wall_s_ok(e.t_wall_s):
+                self._arrival_times(events, arrival_wall_s)
+                break
+        return events
+
+    def _arrival_times(self, events: list[LogEvent], arrival_wall_s: float) -> None:
+        """A time gapwatch cannot place or print (year 5000, a TIMELINE offset of 1e17 ms): the
+        event keeps its arrival time and says so, and is counted (in place)."""
         for i, e in enumerate(events):
             if not wall_s_ok(e.t_wall_s):
-                # A time gapwatch cannot place or print (year 5000, a TIMELINE offset of 1e17
-                # ms): the event keeps its arrival time and says so, and is counted.
                 self.counters["bad_timestamp"] += 1
                 events[i] = replace(e, t_wall_s=arrival_wall_s, time_source="arrival")
-        return events
 
     def anchor_from_status(self, epoch_wall_s: float | None) -> None:
         """Place TIMELINE offsets by the prover's `/status` (`gapwatch.core.cuzk.
@@ -155,7 +161,7 @@ class LogParser:
             self.counters["blank"] += 1
             return []
         prefix_s: float | None = None
-        for _ in range(2):  # at most one prefix is peeled, then the rest is dispatched
+        while True:  # at most one prefix is peeled, then the rest is dispatched
             c = text[0]
             if self.cuzk_enabled:
                 if c == "T" and text.startswith("TIMELINE,"):

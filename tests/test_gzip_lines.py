@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import inspect
 import io
 import zlib
 
@@ -85,3 +86,12 @@ def test_readline_reads_the_first_line_and_iteration_goes_on_from_there() -> Non
     assert reader.readline() == b"head\n"
     assert list(reader) == [b"rest\n", b"more\n"]
     assert reader.readline() == b""
+
+
+def test_closing_lets_go_of_the_piece_being_read_and_ends_the_lines() -> None:
+    raw = io.BytesIO(_members(BODY))
+    reader = GzipLines(raw)
+    assert reader.readline() == BODY.splitlines(keepends=True)[0]
+    reader.close()
+    assert raw.closed and reader.readline() == b"" and list(reader) == []
+    assert inspect.getgeneratorstate(reader._pieces_left) == "GEN_CLOSED"  # its locals gone

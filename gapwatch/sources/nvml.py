@@ -45,6 +45,7 @@ from gapwatch.core.models import (
     GpuSample,
     LinkState,
     Notice,
+    PinningProcess,
     ProcessMemory,
     SignalSource,
     link_bytes_per_s,
@@ -57,6 +58,9 @@ from gapwatch.sources.procmem import ProcReading, ProcStatusReader, problem_text
 #: silence that long a hole (`detector.nodata_after_periods`, 3), and no healthy tick comes close
 #: (calls cost microseconds to ~21 ms; context changes stall them 12-106 ms on an H200).
 STALL_PERIODS = 3.0
+#: Pinned memory (RssShmem) grown this much across a blind spot names the process pinning it:
+#: the pools that block NVML are GiBs (a prover's a/b/c buffers), a process's own churn is not.
+PINNING_MIN_BYTES = 1 << 30
 
 # NVML return codes (nvml.h). Hard-coded because they are ABI and the module must import without
 # pynvml; the fake in tests uses the same values.
@@ -377,10 +381,31 @@ class NvmlSource:
                           if listed_before else set()):
             name, pinned = self._known.get(pid, ("", None))
             exited.append(ExitedProcess(pid=pid, name=name, pinned_bytes=pinned))
+        pinning = self._pinning_across(set().union(*now.values()) if now else set())
         spot = BlindSpot(t_mono_ns=t_mono_ns, t_wall_s=t_wall_s, duration_s=took_ns / 1e9,
-                         source="nvml", gpus=gpus, exited=exited)
+                         source="nvml", gpus=gpus, exited=exited, pinning=pinning)
         tick.other.append(spot)
         tick.notices.append(Notice(t_mono_ns, t_wall_s, "warning", blind_words(spot)))
+
+    def _pinning_across(self, pids: set[int]) -> list[PinningProcess]:
+        """The processes still listed after a blind spot whose pinned memory (RssShmem) grew by
+        `PINNING_MIN_BYTES` or more since their last /proc reading: /proc read again now, one
+        small file per process, only after a blind spot. Pinning a large pool blocks NVML as
+        freeing one does (measured on the H200: `bench/blind_spot_h200.py`)."""
+        out = []
+        for pid in sorted(pids):
+            name, before = self._known.get(pid, ("", None))
+            if before is None:
+                continue
+            st = self._procs.read(pid).status
+            after = st.rss_shmem_bytes if st is not None else None
+            if after is None:
+                continue
+            self._known[pid] = (st.name if st is not None else name, after)
+            if after - before >= PINNING_MIN_BYTES:
+                out.append(PinningProcess(pid=pid, name=name, before_bytes=before,
+                                          after_bytes=after))
+        return out
 
     def _list_processes(self) -> dict[int, set[int]]:
         """The PIDs NVML lists on each GPU now (GPUs that cannot list them are left out); kept

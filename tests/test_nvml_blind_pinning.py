@@ -102,3 +102,35 @@ def test_a_recording_from_before_pinning_was_recorded_still_reads() -> None:
            b'"source":"nvml","gpus":[0],"exited":[]}')
     spot = decode_record(old)
     assert isinstance(spot, BlindSpot) and spot.pinning == []
+
+
+#: /proc/PID/status of a process tearing down its address space: no memory lines.
+EXITING_STATUS = "Name:\tcuzk-daemon\nState:\tX (dead)\nTgid:\t4242\nPid:\t4242\nThreads:\t1\n"
+
+
+def test_an_exit_names_the_pool_read_before_the_process_began_to_exit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """Seen on the H200: the last /proc reading before a 48 GiB pool's 4.3 s free came while the
+    process was already exiting (a status without memory lines), and the blind spot lost the
+    pool's size. The size read before is the one to say."""
+    fake = install(monkeypatch, [FakeDevice(activity=PROVING, processes=[4242])])
+    clock = FakeClock(start_mono_ns=0)
+    fake.clock = clock
+    fake.stalls.append((6 * S, 4_300 * MS, (4242,)))
+    root = fake_proc(tmp_path / "root", {4242: PROVER_STATUS})
+    source = NvmlSource(SamplerConfig(), now_ns=clock.monotonic_ns, proc_root=str(root))
+    clocked = Clocked(fake, source)
+    clocked.open()
+    spots: list[BlindSpot] = []
+    for i in range(70):
+        if i == 40:  # after the 0 s reading (12 GiB), before the 5 s one
+            (root / "proc" / "4242" / "status").write_text(EXITING_STATUS)
+        t = clock.monotonic_ns()
+        tick = clocked.read(t, 1_796_000_000.0 + t / 1e9, 0)
+        spots += [r for r in tick.other if isinstance(r, BlindSpot)]
+        clock.advance_ns(100 * MS)
+    clocked.close()
+    (spot,) = spots
+    assert [(p.pid, p.pinned_bytes) for p in spot.exited] == [(4242, 12 * GIB)]
+    assert "exited: the driver frees its pinned memory (12.0 GiB, /proc)" in blind_words(spot)

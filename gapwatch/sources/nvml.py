@@ -454,8 +454,12 @@ class NvmlSource:
                                        problem_text(r.problem, pid), None)
                 st = r.status
                 if st is not None:
-                    # What a blind spot can say of it, should it exit (its pinned pool).
-                    self._known[pid] = (st.name, st.rss_shmem_bytes)
+                    # What a blind spot can say of it, should it exit (its pinned pool). A
+                    # process already exiting has a status without memory lines (seen on the
+                    # H200 as a 48 GiB pool was freed): its last pool size is kept.
+                    known = self._known.get(pid, ("", None))[1]
+                    self._known[pid] = (st.name, st.rss_shmem_bytes
+                                        if st.rss_shmem_bytes is not None else known)
                 tick.other.append(ProcessMemory(
                     t_mono_ns=t_ns, t_wall_s=wall_s, gpu=gpu.index, pid=pid,
                     name=st.name if st is not None else "",

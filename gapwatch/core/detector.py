@@ -198,11 +198,18 @@ class GapDetector:
         return out
 
     def feed_gpu(self, s: GpuSample) -> list[Gap | StateChange]:
-        """One GPU sample, in named steps: place it in time, read its level (`_level`), test
-        for a hole (`_covered_from`), count it in the window (`_count`), then the busy or idle
-        step, then the chaining state. This is the hot path (~7 M calls in a 24 h report):
-        each step is called only when it has work, and a busy sample of a CHAINED GPU with no
-        gap in the window stops after the busy step."""
+        """One GPU sample: place it in time, read its level, test for a hole, count it in the
+        window, then the busy or idle step, then the chaining state.
+
+        This is the hot path (~7 M calls in a 24 h report, most of a report's time), so what
+        runs on every sample is written out here, once, with the track's fields read into
+        locals: the level (SM activity, or utilization.gpu on a GPU that never gave one), the
+        covered interval, the window's bucket, the busy sample of a busy run, the idle sample's
+        PCIe class. What happens rarely has a named step of its own: a stale GPM reading or no
+        reading, the first sample or a hole (`_hole`), a busy run starting or a gap closing
+        (`_busy_starts`), an idle stretch starting (`_start_idle`) or growing long enough
+        (`_gap_long_enough`), the chaining state (`_update_state`). A busy sample of a CHAINED
+        GPU with no gap in the window stops after the busy step."""
         tr = self._tracks.get(s.gpu)
         if tr is None:
             tr = self._new_track(s.gpu, s.sm_source)
@@ -210,7 +217,8 @@ class GapDetector:
         # place it there, so that gap edges (and the log lines tied to them) are on the GPU's
         # real timeline. The recorded sample keeps the time it was taken.
         lag = tr.lag_ns
-        t = s.t_mono_ns - lag
+        t_read = s.t_mono_ns
+        t = t_read - lag
         last = tr.last_t
         if last is not None and t <= last:
             self.counters["out_of_order"] += 1
@@ -220,71 +228,60 @@ class GapDetector:
             self._pending = []
         else:
             out = []
-        if s.t_mono_ns >= self._next_silence_check_ns:
-            self._data_time(s.t_mono_ns, tr, out)
+        if t_read >= self._next_silence_check_ns:
+            self._data_time(t_read, tr, out)
         n_out = len(out)
         wall = s.t_wall_s - lag / _NS
         self._now_s = wall
         tr.samples += 1
-        level = self._level(tr, s)
-        if level is None:
-            self._no_reading(tr, t, wall, out)
-            return out
-        if level < 0:
-            return out  # a stale GPM reading: the next one carries its interval
-        low = not tr.has_sm
 
-        offset = wall - t / _NS
-        prev_offset = tr.wall_offset_s
-        tr.wall_offset_s = offset
-        jump = 0.0
-        if prev_offset is not None and not -CLOCK_JUMP_S <= offset - prev_offset <= CLOCK_JUMP_S:
-            jump = self._clock_jump(offset - prev_offset)
-        covered_from = self._covered_from(tr, s, t, last, jump, out)
-        cover = t - covered_from
-        bucket = self._count(tr, t, cover, wall)
-        phase = tr.phase
-        if level >= (self._thr_util if low else self._thr_sm):
-            self._busy_sample(tr, t, covered_from, cover, level, low, offset, bucket, out)
-            tr.last_busy_s = wall
-            if not tr.window_gaps and tr.state == "CHAINED":
-                return out  # nothing in the window can change a chained GPU
-            idle = False
-        else:
-            idle = True
-            if self._idle_sample(tr, s, t, cover, low, offset, phase, out):
-                return out
-        # Re-evaluate the state only when something happened or the window says so: in a
-        # BREAKDOWN most samples are neither, and this keeps the per-sample cost flat.
-        if len(out) != n_out or tr.phase != phase or t >= tr.recheck_ns or phase == _PRE:
-            self._update_state(tr, t, wall, idle, out)
-        return out
-
-    # -- the steps of one GPU sample ------------------------------------------------------------
-
-    def _level(self, tr: Track, s: GpuSample) -> float | None:
-        """The sample's level: SM activity, or utilization.gpu on a GPU that never gave one
-        (`tr.has_sm` False: low confidence, judged against `idle_util_pct`). None: no reading;
-        -1.0: a stale GPM reading, to be skipped (counted)."""
+        # The level. None, NaN (`>= 0` fails) and negatives are no readings (`readings.reading`).
         level = s.sm_active_pct
-        # Inline `readings.reading`: None, NaN (`>= 0` fails) and negatives are no readings.
         if level is not None and level >= 0:
             tr.has_sm = True
+            low = False
             if level == 0.0 and s.sm_source in GPM_LIKE_SOURCES and \
                     is_stale_gpm(level, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s,
                                  s.interval_ns):
                 # No new data in this reading: the next one carries this interval. Skipping
                 # it must not open a gap (and does not move the track's clock).
                 self.counters["stale_gpm"] += 1
-                return -1.0
-            return level
-        if tr.has_sm:
-            return None
-        return reading(s.gpu_util_pct)
+                return out
+        else:
+            # utilization.gpu only on a GPU that never gave SM activity (low confidence).
+            level = None if tr.has_sm else reading(s.gpu_util_pct)
+            if level is None:
+                self._no_reading(tr, t, wall, out)
+                return out
+            low = True
 
-    def _count(self, tr: Track, t: int, cover: int, wall: float) -> int:
-        """Count the sample in the window: its covered ns in its one-second bucket (returned;
-        a busy sample adds its busy ns there too) and in the run's total."""
+        # The interval the sample covers: `[t - interval, t]`, from the last sample on; a
+        # spacing far above the expected one, or a clock jump, is a hole (`_hole`).
+        offset = wall - t / _NS
+        prev_offset = tr.wall_offset_s
+        tr.wall_offset_s = offset
+        jump = 0.0
+        if prev_offset is not None and not -CLOCK_JUMP_S <= offset - prev_offset <= CLOCK_JUMP_S:
+            jump = self._clock_jump(offset - prev_offset)
+        if last is None:
+            covered_from = self._hole(tr, s, t, None, -1, jump, out)
+        else:
+            spacing = t - last  # > 0: out-of-order samples were dropped above
+            tr.spacings.append(spacing)
+            n_seen = tr.n_seen = tr.n_seen + 1
+            if n_seen >= 5 and (n_seen <= 8 or n_seen % 16 == 0):
+                # A robust median of recent spacings, so that one late tick does not teach it.
+                tr.expected_ns = self._expected(median_int(tr.spacings))
+            if jump or spacing > self._nodata * tr.expected_ns:
+                covered_from = self._hole(tr, s, t, last, spacing, jump, out)
+            else:
+                d = s.interval_ns
+                start = t - (d if d is not None and d > 0 else spacing)
+                covered_from = last if start < last else start
+        cover = t - covered_from
+
+        # Counted in the window: its covered ns in its one-second bucket (a busy sample adds
+        # its busy ns there too) and in the run's total.
         tr.last_t = t
         k = t // _NS
         bucket = k % self._n_buckets
@@ -294,9 +291,77 @@ class GapDetector:
             tr.bucket_cover_ns[bucket] = cover
         else:
             tr.bucket_cover_ns[bucket] += cover
-        tr.data_ns += cover
+        data_ns = tr.data_ns = tr.data_ns + cover
         tr.last_wall = wall
-        return bucket
+
+        phase = tr.phase
+        if level >= (self._thr_util if low else self._thr_sm):
+            # Busy: counted busy; it closes an idle stretch (a gap if long enough) or starts
+            # the run's first busy period; it becomes the run's last busy sample.
+            tr.bucket_busy_ns[bucket] += cover
+            tr.busy_ns += cover
+            tr.data_ns_at_last_busy = data_ns
+            if phase == _BUSY:
+                if level > tr.busy_peak:
+                    tr.busy_peak = level
+            else:
+                self._busy_starts(tr, t, covered_from, cover, level, low, offset, phase, out)
+            tr.last_busy_t = t
+            tr.last_busy_from = covered_from
+            tr.last_busy_level = level
+            tr.last_busy_wall_offset = offset
+            tr.last_busy_s = wall
+            if not tr.window_gaps and tr.state == "CHAINED":
+                return out  # nothing in the window can change a chained GPU
+            idle = False
+        else:
+            # Idle: it starts an idle stretch after a busy run, or adds to one (its PCIe class
+            # and rates); a stretch `min_gap_ms` long is a gap.
+            idle = True
+            if phase == _PRE:
+                # Idle before the first busy period of the segment: not a gap candidate; the
+                # state cannot change on a GPU already IDLE.
+                if tr.state == "IDLE":
+                    return out
+            else:
+                if phase == _BUSY:
+                    self._start_idle(tr, low)
+                # Classified by its dominant PCIe direction, so that one fast 80 ms copy inside
+                # a 1.5 s quiet wait is not averaged into a "trickle". A rate that is None, NaN
+                # or negative is no reading (`readings.reading`, inline).
+                rate = -1.0
+                rx = s.pcie_rx_bytes_per_s
+                if rx is not None and rx >= 0:
+                    tr.rx_sum += rx * cover
+                    tr.rx_weight_ns += cover
+                    rate = rx
+                tx = s.pcie_tx_bytes_per_s
+                if tx is not None and tx >= 0:
+                    tr.tx_sum += tx * cover
+                    tr.tx_weight_ns += cover
+                    if tx > rate:
+                        rate = tx
+                if rate >= 0:
+                    if rate < tr.quiet_below:
+                        tr.quiet_ns += cover
+                    elif rate < tr.starved_below:
+                        tr.starved_ns += cover
+                    else:
+                        tr.fast_ns += cover
+                if low:
+                    tr.idle_low_confidence = True
+                tr.idle_covered_ns += cover
+                tr.idle_last_t = t
+                tr.idle_last_wall_offset = offset
+                if t - tr.idle_start_ns >= self._min_gap_ns:
+                    self._gap_long_enough(tr, t, out)
+        # Re-evaluate the state only when something happened or the window says so: in a
+        # BREAKDOWN most samples are neither, and this keeps the per-sample cost flat.
+        if len(out) != n_out or tr.phase != phase or t >= tr.recheck_ns or phase == _PRE:
+            self._update_state(tr, t, wall, idle, out)
+        return out
+
+    # -- the rare steps of one GPU sample -----------------------------------------------------
 
     def _no_reading(self, tr: Track, t: int, wall: float, out: list[Gap | StateChange]) -> None:
         """No usable reading (a GPU with SM activity missed one, or nothing at all): no data,
@@ -340,107 +405,44 @@ class GapDetector:
                     "no sample from this GPU since; the other inputs go on",
                 )
 
-    def _covered_from(
-        self, tr: Track, s: GpuSample, t: int, last: int | None, jump_s: float,
+
+    def _hole(
+        self, tr: Track, s: GpuSample, t: int, last: int | None, spacing: int, jump_s: float,
         out: list[Gap | StateChange],
     ) -> int:
-        """Start of the interval this sample covers; a spacing far above the expected one is a
-        hole, which ends the data segment, and so is a clock jump. The expected spacing is a
-        robust median of recent ones, so one late tick does not teach it."""
-        if last is None:
-            spacing = -1
-        else:
-            spacing = t - last
-            tr.spacings.append(spacing)
-            n_seen = tr.n_seen = tr.n_seen + 1
-            if n_seen >= 5 and (n_seen <= 8 or n_seen % 16 == 0):
-                tr.expected_ns = self._expected(median_int(tr.spacings))
+        """The first sample of a track (`last` None, `spacing` -1), or one after a hole (a
+        spacing above `nodata_after_periods` x the expected one) or a clock jump: the data
+        segment ends there. Returns the start of the interval the sample covers (its own
+        interval, at most the expected spacing)."""
         expected = tr.expected_ns
         d = s.interval_ns
         if d is None or d <= 0:
             d = spacing if spacing > 0 else expected
-        if spacing < 0 or spacing > self._nodata * expected or jump_s:
-            if spacing > 0:
-                self.counters["holes"] += 1
-            self._end_segment(tr, out)
-            if last is not None and (jump_s or spacing > self._window_ns):
-                # The data before and after have nothing to do with each other (the clock
-                # jumped, or the hole outlasts the chaining window): the state held until the
-                # last sample, then there was no data. A report's periods end there.
-                why = (f"clock jumped {jump_s:+.1f} s" if jump_s
-                       else f"no data for {spacing / _NS:.1f} s")
-                self._set_state(tr, "NO_DATA", last, tr.last_wall, out, why)
-            return t - (d if d < expected else expected)
-        start = t - d
-        return last if last is not None and start < last else start
+        if spacing > 0:
+            self.counters["holes"] += 1
+        self._end_segment(tr, out)
+        if last is not None and (jump_s or spacing > self._window_ns):
+            # The data before and after have nothing to do with each other (the clock
+            # jumped, or the hole outlasts the chaining window): the state held until the
+            # last sample, then there was no data. A report's periods end there.
+            why = (f"clock jumped {jump_s:+.1f} s" if jump_s
+                   else f"no data for {spacing / _NS:.1f} s")
+            self._set_state(tr, "NO_DATA", last, tr.last_wall, out, why)
+        return t - (d if d < expected else expected)
 
-    def _busy_sample(
+    def _busy_starts(
         self, tr: Track, t: int, covered_from: int, cover: int, level: float, low: bool,
-        offset: float, bucket: int, out: list[Gap | StateChange],
+        offset: float, phase: int, out: list[Gap | StateChange],
     ) -> None:
-        """A busy sample: counted busy; it closes an idle stretch (a gap if long enough) or
-        starts the run's first busy period; it becomes the run's last busy sample."""
-        tr.bucket_busy_ns[bucket] += cover
-        tr.busy_ns += cover
-        tr.data_ns_at_last_busy = tr.data_ns
-        phase = tr.phase
-        if phase == _BUSY:
-            if level > tr.busy_peak:
-                tr.busy_peak = level
-        else:
-            if phase == _IDLE:
-                self._close(tr, t, cover, level, offset, low, out)
-            elif tr.data_ns_at_first_busy is None:
-                tr.data_ns_at_first_busy = tr.data_ns - cover
-                tr.first_busy_s = covered_from / _NS + offset
-            tr.phase = _BUSY
-            tr.busy_peak = level
-        tr.last_busy_t = t
-        tr.last_busy_from = covered_from
-        tr.last_busy_level = level
-        tr.last_busy_wall_offset = offset
-
-    def _idle_sample(
-        self, tr: Track, s: GpuSample, t: int, cover: int, low: bool, offset: float, phase: int,
-        out: list[Gap | StateChange],
-    ) -> bool:
-        """An idle sample: it starts an idle stretch after a busy run, or adds to one (its PCIe
-        class and rates); a stretch `min_gap_ms` long is a gap. Returns True when the state
-        cannot change (idle before any busy sample of a GPU already IDLE)."""
-        if phase == _BUSY:
-            self._start_idle(tr, low)
-        elif phase == _PRE:
-            # Idle before the first busy period of the segment: not a gap candidate.
-            return tr.state == "IDLE"
-        # Classify the sample by its dominant PCIe direction, so that one fast 80 ms copy
-        # inside a 1.5 s quiet wait is not averaged into a "trickle".
-        rate = -1.0
-        rx = reading(s.pcie_rx_bytes_per_s)
-        if rx is not None:
-            tr.rx_sum += rx * cover
-            tr.rx_weight_ns += cover
-            rate = rx
-        tx = reading(s.pcie_tx_bytes_per_s)
-        if tx is not None:
-            tr.tx_sum += tx * cover
-            tr.tx_weight_ns += cover
-            if tx > rate:
-                rate = tx
-        if rate >= 0:
-            if rate < tr.quiet_below:
-                tr.quiet_ns += cover
-            elif rate < tr.starved_below:
-                tr.starved_ns += cover
-            else:
-                tr.fast_ns += cover
-        if low:
-            tr.idle_low_confidence = True
-        tr.idle_covered_ns += cover
-        tr.idle_last_t = t
-        tr.idle_last_wall_offset = offset
-        if t - tr.idle_start_ns >= self._min_gap_ns:
-            self._gap_long_enough(tr, t, out)
-        return False
+        """A busy sample after idle (it closes the stretch: a gap if long enough) or the first
+        busy sample of the data segment (the run's working span starts)."""
+        if phase == _IDLE:
+            self._close(tr, t, cover, level, offset, low, out)
+        elif tr.data_ns_at_first_busy is None:
+            tr.data_ns_at_first_busy = tr.data_ns - cover
+            tr.first_busy_s = covered_from / _NS + offset
+        tr.phase = _BUSY
+        tr.busy_peak = level
 
     def _start_idle(self, tr: Track, low: bool) -> None:
         """Busy -> idle: the stretch starts inside the last busy sample, at the share of it that

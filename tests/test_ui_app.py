@@ -202,3 +202,16 @@ def test_mono_colour_is_this_apps_no_color_and_leaves_the_environment_alone(
     assert not plain.no_color
     assert not any(isinstance(f, Monochrome) for f in plain.get_line_filters())
 
+
+async def test_a_timer_tick_that_comes_after_the_widgets_are_gone_is_ignored(
+    tmp_path: Path,
+) -> None:
+    """On a loaded box the status and redraw timers can fire while the app closes, after its
+    widgets were removed: they used to raise NoMatches ('StatusFooter') out of the app."""
+    rt, app = filled_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+    calls = rt.status_calls
+    app.refresh_status()
+    app.redraw(force=True)
+    assert rt.status_calls == calls  # nothing asked, nothing drawn, nothing raised

@@ -23,6 +23,7 @@ from typing import ClassVar, Protocol
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.filter import LineFilter, Monochrome
 
 from gapwatch.core import fmt
@@ -209,7 +210,7 @@ class GapwatchApp(App[int]):
 
     def redraw(self, force: bool = False) -> None:
         """Pull the store (if it changed) and push a View down. Skipped while paused."""
-        if self.paused:
+        if self.paused or self._widgets_gone():
             return
         store = self.runtime.store
         if store.version == self._drawn_version and not force:
@@ -269,7 +270,18 @@ class GapwatchApp(App[int]):
         else:
             self.redraw(force=True)
 
+    def _widgets_gone(self) -> bool:
+        """The app is closing and its widgets are already removed: a timer's tick that a
+        loaded box ran late finds nothing to draw on (and must not raise NoMatches)."""
+        try:
+            self.query_one(StatusFooter)
+        except NoMatches:
+            return True
+        return False
+
     def refresh_status(self) -> None:
+        if self._widgets_gone():
+            return
         status = self.runtime.status()
         self.query_one(StatusFooter).show_status(status)
         if status.done and not self._ended:

@@ -85,7 +85,8 @@ def _cause(spot: BlindSpot, byes: Sequence[Bye]) -> str:
     if spot.pinning:
         who = ", ".join(
             f"{_process(p.pid, p.name)} pinned host memory (RssShmem {fmt.size(p.before_bytes)}"
-            f" -> {fmt.size(p.after_bytes)}, /proc)" for p in spot.pinning)
+            f" {p.since_s:.0f} s before -> {fmt.size(p.after_bytes)} after, /proc)"
+            for p in spot.pinning)
         return f" while {who}: pinning a large pool blocks every NVML call as freeing one does"
     return (": no process was seen exiting or pinning memory; a process pinning or freeing a "
             "large pool blocks every NVML call")

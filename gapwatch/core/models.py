@@ -424,15 +424,17 @@ class ExitedProcess(Struct, frozen=True, gc=False):
 
 
 class PinningProcess(Struct, frozen=True, gc=False):
-    """A process still on a GPU after a blind spot whose pinned host memory grew across it:
+    """A process still on a GPU after a blind spot whose pinned host memory grew up to it:
     pinning a large pool (`cudaHostAlloc`) blocks NVML as freeing one does (on the H200, 0.6 s
     while a 24 GiB pool was being pinned, 1.4 s for 48 GiB)."""
 
     pid: I64
     name: str = ""
-    #: RssShmem at the last /proc reading before the blind spot, and read again right after it.
+    #: RssShmem at a /proc reading before the blind spot (the one before the latest, when
+    #: recent), and read again right after it; `since_s` seconds from that reading to the stall.
     before_bytes: I64 = 0
     after_bytes: I64 = 0
+    since_s: float = 0.0
 
 
 class BlindSpot(Struct, frozen=True, gc=False, tag_field="type", tag="blind"):

@@ -82,7 +82,10 @@ from gapwatch.sources.recording import (
     read_recording,
 )
 
-#: Smaller recordings are read in one process: starting workers costs ~0.1-0.5 s.
+#: Smaller recordings are read in one process: starting workers costs ~0.1-0.5 s, and each
+#: worker costs ~0.68 of one process in CPU (it reads every line and every host sample): on a
+#: shared 2-core box two processes were 1.3-1.4x slower than one from 7.8 MB to 46.8 MB
+#: (`python bench/report_split.py`, docs/benchmarks.md "Part D").
 MIN_PARALLEL_BYTES = 50_000_000
 #: A worker that meets more problem lines than this sends the report to one process (which
 #: keeps only counts): merging them by line would cost memory for nothing.

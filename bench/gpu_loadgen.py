@@ -37,6 +37,9 @@ to stdout or `--stdout-log`, TIMELINE and CUZK_TIMING/CUZK_NTT_H lines to stderr
 partition's GPU compute interval measured with a stream synchronisation around the kernels, under
 the lock, in the layout of the shared `pageable.truth.json` plus run parameters and throughput.
 
+The synthesis workers are cuzk's own formula (`Params.synth_workers`: `--synth-threads` is
+its `max_parallel_synthesis`, at least 2 run), taken from gapwatch's core, as the status server
+is: this checkout's gapwatch must be importable by the Python that runs this file.
 The pure parts (parameters, line formats, truth document) import nothing heavy and are tested on
 machines without a GPU (tests/test_e2e_loadgen.py); torch is imported only by `TorchBackend`,
 `--fake` swaps it for sleeps of the same length so that the threads, queues, lock, log lines and
@@ -69,8 +72,9 @@ MIB = 1 << 20
 GIB = 1 << 30
 #: The stand-in's memory budget (cuzk `[memory] total_budget`), what it reserves per partition
 #: in flight (memory.rs POREP_PARTITION_FULL_BYTES) and the smallest partition status.rs divides
-#: the budget by (SNAP_PARTITION_FULL_BYTES). Kept here (this file runs on a bare GPU box with
-#: the standard library); tests/test_cuzk_status_bench.py holds them equal to gapwatch.core.cuzk.
+#: the budget by (SNAP_PARTITION_FULL_BYTES). Kept here (the pure parts need only the standard
+#: library); tests/test_cuzk_status_bench.py holds them equal to gapwatch.core.cuzk. cuzk's
+#: synthesis worker count is gapwatch's own formula (`cuzk_synth_worker_count`).
 BUDGET_BYTES = 512 * GIB
 PARTITION_BUDGET_BYTES = 14 * GIB
 SMALLEST_PARTITION_BYTES = 9 * GIB
@@ -94,6 +98,8 @@ class Params:
     #: Copies of the whole a/b/c set per partition (transfer-bound: many).
     h2d_repeat: int
     compute_s: float
+    #: cuzk's `[pipeline] max_parallel_synthesis`: the load generator runs as many synthesis
+    #: threads as cuzk would run workers for it (`synth_workers`), never fewer than 2.
     synth_threads: int
     #: Extra seconds of "synthesis" per partition (host-stall: the queue runs dry).
     synth_delay_s: float
@@ -123,6 +129,13 @@ class Params:
     def slots(self) -> int:
         return self.pool_slots or self.synth_threads + 2
 
+    @property
+    def synth_workers(self) -> int:
+        """The synthesis workers cuzk runs for this budget and `max_parallel_synthesis`
+        (engine.rs, `synth_worker_count`: gapwatch's one copy of the formula), the threads
+        this run starts and what its `starting pipeline` line says."""
+        return cuzk_synth_worker_count(BUDGET_BYTES, self.synth_threads)
+
 
 #: Scenario presets; every field can be overridden by its flag.
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -133,9 +146,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     # processes hammering host memory: copies at ~2 GB/s take longer than the other's compute.
     "pageable": dict(pinned=False, abc_mib=1536, h2d_repeat=1, compute_s=0.9, synth_threads=3,
                      synth_delay_s=0.0, hogs=12, queue_depth=2),
-    # One slow synthesis thread: the queue runs dry, the GPU waits with PCIe quiet.
-    "host-stall": dict(pinned=True, abc_mib=512, h2d_repeat=1, compute_s=0.9, synth_threads=1,
-                       synth_delay_s=1.8, hogs=0, queue_depth=2),
+    # Slow synthesis: the queue runs dry, the GPU waits with PCIe quiet. Two workers (cuzk
+    # never runs fewer) at 3.6 s each give what one at 1.8 s gave: half a partition a second
+    # against the GPU's 1.1.
+    "host-stall": dict(pinned=True, abc_mib=512, h2d_repeat=1, compute_s=0.9, synth_threads=2,
+                       synth_delay_s=3.6, hogs=0, queue_depth=2),
     # 40 x 1.5 GiB (64 GB) of pinned copies per partition, 0.3 s compute: the link is the limit.
     "transfer-bound": dict(pinned=True, abc_mib=512, h2d_repeat=40, compute_s=0.3,
                            synth_threads=3, synth_delay_s=0.0, hogs=0, queue_depth=2),
@@ -258,7 +273,7 @@ class CuzkLog:
     def cpp(self, line: str) -> None:
         self._write(self.err, line)
 
-    def start_engine(self, gpu: int, workers: int, synth_workers: int = 1) -> float:
+    def start_engine(self, gpu: int, workers: int, synth_workers: int) -> float:
         """cuzk's startup lines in its order (engine.rs: the budget and the pinned pool in
         Engine::new; the TIMELINE epoch and its anchor line, the GPU workers, the synthesis
         workers, then the worker -> GPU map lines in start())."""
@@ -500,11 +515,26 @@ class PipelineTracker:
                 "snapshot_lock_wait_us": us_stats(self.snapshot_wait_us)}
 
 
-def start_status_server(listen: str, tracker: PipelineTracker) -> Any:
-    """Serve the tracker's snapshots at `GET /status`, as cuzk's own server does."""
+def gapwatch_importable() -> None:
+    """Put this checkout's gapwatch on the import path (run as `python3 bench/...`, from the
+    Python that runs `gapwatch record` beside it: bench/gpu_e2e.py checks it can)."""
     root = str(Path(__file__).resolve().parent.parent)
     if root not in sys.path:
         sys.path.insert(0, root)
+
+
+def cuzk_synth_worker_count(total_bytes: int, max_parallel_synthesis: int) -> int:
+    """engine.rs: `max(2, min(total_bytes / 14 GiB, max_parallel_synthesis))`, from
+    gapwatch's one home of cuzk's facts (`gapwatch.core.cuzk.synth_worker_count`)."""
+    gapwatch_importable()
+    from gapwatch.core.cuzk import synth_worker_count
+
+    return synth_worker_count(total_bytes, max_parallel_synthesis)
+
+
+def start_status_server(listen: str, tracker: PipelineTracker) -> Any:
+    """Serve the tracker's snapshots at `GET /status`, as cuzk's own server does."""
+    gapwatch_importable()
     from gapwatch.sources.cuzk_status_server import CuzkStatusServer
 
     host, _, port = listen.rpartition(":")
@@ -689,7 +719,7 @@ class Run:
         self.ready: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=params.queue_depth)
         self.free_slots: queue.Queue[int] = queue.Queue()
         self._seq = 0
-        self.tracker = PipelineTracker(params.gpu, 2, params.synth_threads)
+        self.tracker = PipelineTracker(params.gpu, 2, params.synth_workers)
 
     def say(self, msg: str) -> None:
         print(f"gpu_loadgen: {msg}", file=self.console, flush=True)
@@ -998,14 +1028,14 @@ def run_load(p: Params, log: CuzkLog, console: IO[str], args: argparse.Namespace
         run.say(f"ERROR: {exc}")
         return 2
     if not p.pinned:
-        peak = (p.synth_threads + p.queue_depth + 2) * 3 * p.abc_bytes
+        peak = (p.synth_workers + p.queue_depth + 2) * 3 * p.abc_bytes
         avail = _mem_available_bytes()
         if avail is not None and peak + p.hogs * 2 * p.hog_mib * MIB > 0.85 * avail:
             run.say(f"WARNING: peak host memory ~{peak / 2**30:.0f} GiB (+ hogs) vs "
                     f"{avail / 2**30:.0f} GiB available: lower --abc-mib or --synth-threads")
     run.say(f"setup: {be.name}, scenario {p.scenario}, "
             f"{'pinned pool' if p.pinned else 'pageable'} a/b/c 3 x {p.abc_mib} MiB x "
-            f"{p.h2d_repeat}, {p.synth_threads} synthesis threads, {p.hogs} hogs")
+            f"{p.h2d_repeat}, {p.synth_workers} synthesis threads, {p.hogs} hogs")
     slots: list[list[Any]] = []
     hogs = Hogs(p.hogs, p.hog_mib)
     threads: list[threading.Thread] = []
@@ -1045,11 +1075,11 @@ def run_load(p: Params, log: CuzkLog, console: IO[str], args: argparse.Namespace
                     return 0
                 run.say(f"ERROR: {args.go_file} did not appear within {args.go_timeout:g} s")
                 return 3
-        go_wall = log.start_engine(p.gpu, 2, p.synth_threads)
+        go_wall = log.start_engine(p.gpu, 2, p.synth_workers)
         for i in range(2):
             threads.append(threading.Thread(target=_worker_loop, name=f"gpu-worker-{i}",
                                             args=(run, workers[i], i, n_iters), daemon=True))
-        for i in range(p.synth_threads):
+        for i in range(p.synth_workers):
             threads.append(threading.Thread(target=_synth_loop, name=f"synth-{i}",
                                             args=(run, be, slots, i), daemon=True))
         for t in threads:
@@ -1108,7 +1138,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--h2d-repeat", type=int, default=None,
                    help="copies of a/b/c per partition (transfer-bound)")
     g.add_argument("--compute-s", type=float, default=None, help="matmul seconds per partition")
-    g.add_argument("--synth-threads", type=int, default=None)
+    g.add_argument("--synth-threads", type=int, default=None, metavar="N",
+                   help="cuzk's [pipeline] max_parallel_synthesis: runs (and logs as "
+                        "synth_worker_count) what cuzk would, max(2, min(budget / 14 GiB, N))")
     g.add_argument("--synth-delay-s", type=float, default=None,
                    help="extra synthesis seconds per partition")
     g.add_argument("--hogs", type=int, default=None, help="host memory bandwidth hog processes")
@@ -1145,7 +1177,7 @@ def _dry_run(p: Params) -> int:
     clock = iter(x * 0.05 for x in range(10_000))
     log = CuzkLog(sys.stdout, sys.stdout, wall=lambda: 1_796_000_000.0 + next(clock),
                   mono=lambda: 0.0)
-    log.start_engine(p.gpu, 2, p.synth_threads)
+    log.start_engine(p.gpu, 2, p.synth_workers)
     job, jp = job_of(0, p.job_prefix)
     log.synth_start(job, jp, p.pinned, p.abc_mib)
     log.synth_end(job, jp, 812, p.pinned)

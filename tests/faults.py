@@ -56,9 +56,29 @@ def quick_config(folder: Path) -> Path:
 
 
 def free_port() -> int:
+    """A port free now, for a process that cannot say which port it bound (the dashboard in a
+    pty): another process may take it before it is bound again, so bind port 0 and ask where
+    the code allows (`record` says its address: `metrics_port`)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def metrics_port(err: Lines) -> int:
+    """The port `record --prometheus 127.0.0.1:0` bound, from its start line on stderr
+    (`gapwatch record: source ...; metrics at http://127.0.0.1:PORT/metrics`)."""
+    found: list[int] = []
+
+    def said() -> bool:
+        for line in err.lines:
+            m = re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", line)
+            if m:
+                found.append(int(m.group(1)))
+                return True
+        return False
+
+    wait_for("record to say where /metrics is", said)
+    return found[0]
 
 
 def scrape(port: int) -> dict[str, float]:

@@ -3,6 +3,7 @@ real tailer; replay of a recording finds what the live run found."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -243,10 +244,12 @@ def test_a_runtime_that_fails_to_build_closes_what_it_had_opened(tmp_path: Path)
         "sim": {"status_listen": f"127.0.0.1:{port}"},
         "copytrace": {"enabled": True, "socket": str(tmp_path / "no" / "such" / "dir.sock")},
     })
-    before = set(Path(tempfile.gettempdir()).glob("gapwatch-sim-*.log"))
+    # This process's simulator logs only: the other test workers' come and go meanwhile.
+    mine = f"gapwatch-sim-{os.getpid()}-*.log"
+    before = set(Path(tempfile.gettempdir()).glob(mine))
     with pytest.raises(SourceUnavailable, match="--copytrace"):
         build_runtime(config, "sim:pageable", speed=1.0, record_path=str(tmp_path / "r.jsonl"))
-    assert set(Path(tempfile.gettempdir()).glob("gapwatch-sim-*.log")) == before
+    assert set(Path(tempfile.gettempdir()).glob(mine)) == before
     assert not (tmp_path / "r.jsonl").exists()
     again = socket.socket()
     again.bind(("127.0.0.1", port))  # the status server's port was released

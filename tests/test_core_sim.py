@@ -101,3 +101,21 @@ def test_the_simulated_status_has_upstreams_semantics_drift_and_failed_jobs_incl
     assert synthesis_drift(st) == sim.syntheses_failed  # active ran ahead by every failure
     assert st.partition_counts["failed"] >= 1
     assert live_pending(st) < st.partition_counts["pending"]  # failed jobs' partitions
+
+
+def test_the_synthesis_workers_are_cuzks_formula_and_one_pool_for_every_gpu() -> None:
+    """engine.rs (curio e0294b0f): `synth_worker_count = max(2, min(total_bytes / 14 GiB,
+    max_parallel_synthesis))`, one pool the GPUs share. Five `pageable` GPUs ramp to 20 threads
+    each and keep 8 each busy: the simulated cuzk logs 36 (its 512 GiB budget over 14 GiB),
+    not the 100 they ask for (it used to), and runs at most that many syntheses at once (it
+    ran 39)."""
+    r = simulate("pageable", seed=2, duration_s=30, gpus=5)
+    (start,) = [t for _, t in r.log_lines if "starting pipeline: synthesis task" in t]
+    assert "synth_worker_count=36 " in start
+    running = most = 0
+    for _, t in r.log_lines:
+        if t.startswith("TIMELINE,"):
+            stage = t.split(",")[2]
+            running += {"SYNTH_START": 1, "SYNTH_END": -1}.get(stage, 0)
+            most = max(most, running)
+    assert most == 36

@@ -130,12 +130,6 @@ def test_the_poller_asks_like_a_client_cuzk_expects_and_hands_on_the_snapshot() 
     assert (st.state, st.polls, st.ok, st.errors) == ("ok", 1, 1, {})
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_every_failure_is_counted_by_reason_said_once_and_polling_goes_on() -> None:
     release = threading.Event()
     script: list[bytes | None] = [
@@ -158,9 +152,13 @@ def test_every_failure_is_counted_by_reason_said_once_and_polling_goes_on() -> N
 
     notices: list[Notice] = []
     got: list[ProverStatus] = []
-    refused = StatusPoller(f"http://127.0.0.1:{_free_port()}/status", 1.0, 0.3, got.append,
-                           notices.append, clock=FakeClock())
-    assert refused.poll_once() is None and refused.status().errors == {"refused": 1}
+    with socket.socket() as closed:
+        # Bound, never listening: connecting is refused, and no other process can take the
+        # port meanwhile (a port picked, closed and dialled later could be anyone's by then).
+        closed.bind(("127.0.0.1", 0))
+        refused = StatusPoller(f"http://127.0.0.1:{closed.getsockname()[1]}/status", 1.0, 0.3,
+                               got.append, notices.append, clock=FakeClock())
+        assert refused.poll_once() is None and refused.status().errors == {"refused": 1}
     with CuzkStatusServer(respond=respond) as server:
         poller = StatusPoller(server.url, 1.0, 0.3, got.append, notices.append,
                               clock=FakeClock())

@@ -114,7 +114,7 @@ def test_the_hot_path_line_names_its_gpu_in_the_workers_span() -> None:
 
     buf = io.StringIO()
     log = lg.CuzkLog(buf, buf, wall=lambda: 1_796_000_000.0, mono=lambda: 0.0)
-    log.start_engine(1, 2)
+    log.start_engine(1, 2, 2)
     log.gpu_pickup("porep-1000-0", 1, 3, hot=(0, 0, 1, 1), gpu=1)
     parser = LogParser()
     events = [e for line in buf.getvalue().splitlines() for e in parser.parse_line(line)]

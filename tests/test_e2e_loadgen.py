@@ -51,7 +51,7 @@ def one_partition_lines(pinned: bool) -> list[str]:
     buf = io.StringIO()
     clock = FakeClock()
     log = lg.CuzkLog(buf, buf, wall=clock.wall, mono=clock.mono)
-    log.start_engine(0, 2)
+    log.start_engine(0, 2, 2)
     clock.t = 0.5
     job, p = lg.job_of(13)
     log.synth_start(job, p, pinned, 1536)
@@ -76,7 +76,8 @@ def test_presets_differ_in_the_way_each_scenario_needs() -> None:
     stall = lg.resolve_params(parse(["--scenario", "host-stall"]))
     xfer = lg.resolve_params(parse(["--scenario", "transfer-bound"]))
     assert chained.pinned and not pageable.pinned and pageable.hogs > 0 and chained.hogs == 0
-    assert stall.synth_threads == 1 and stall.synth_delay_s > chained.compute_s
+    # Two synthesis workers (cuzk never runs fewer), each slower than two partitions' compute.
+    assert stall.synth_workers == 2 and stall.synth_delay_s > 2 * chained.compute_s
     # transfer-bound: tens of GB per partition against a short compute
     assert xfer.h2d_bytes_per_partition > 30e9 and xfer.compute_s < chained.compute_s
     assert chained.duration_s == 30.0  # the default when neither duration nor partitions given
@@ -192,6 +193,31 @@ def test_fake_run_writes_live_logs_and_truth_that_agree(tmp_path: Path) -> None:
     # Compute intervals never overlap: the compute lock is held around them.
     spans = sorted((i["start"], i["end"]) for i in doc["intervals"])
     assert all(b[0] >= a[1] for a, b in zip(spans, spans[1:], strict=False))
+
+
+def test_the_synthesis_workers_are_cuzks_formula_never_one(tmp_path: Path) -> None:
+    """engine.rs (curio e0294b0f): `synth_worker_count = max(2, min(total_bytes / 14 GiB,
+    max_parallel_synthesis))`. `--synth-threads` is that max_parallel_synthesis: asked for 1, the
+    load generator logs 2 and runs 2 (two syntheses under way before the first ends), as cuzk
+    would; the host-stall preset used to log `synth_worker_count=1`."""
+    from gapwatch.core.cuzk import synth_worker_count
+
+    for scenario in lg.SCENARIOS:
+        for given in ([], ["--synth-threads", "1"], ["--synth-threads", "40"]):
+            p = lg.resolve_params(parse(["--scenario", scenario, *given]))
+            assert p.synth_workers == synth_worker_count(lg.BUDGET_BYTES, p.synth_threads) >= 2
+    log_path = tmp_path / "combined.log"
+    rc = lg.main(["--scenario", "host-stall", "--fake", "--synth-threads", "1",
+                  "--synth-delay-s", "0.3", "--abc-mib", "8", "--compute-s", "0.02",
+                  "--partitions", "2", "--stdout-log", str(log_path),
+                  "--stderr-log", str(log_path)])
+    assert rc == 0
+    lines = log_path.read_text().splitlines()
+    (start,) = [line for line in lines if "starting pipeline: synthesis task" in line]
+    assert "synth_worker_count=2 " in start
+    stages = [line.split(",")[2] for line in lines if line.startswith("TIMELINE,")
+              and line.split(",")[2] in ("SYNTH_START", "SYNTH_END")]
+    assert stages[:2] == ["SYNTH_START", "SYNTH_START"]
 
 
 def test_go_file_that_never_appears_fails_with_its_own_exit_code(tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from faults import free_port
 
 from gapwatch.core.config import Config
 from gapwatch.core.detector import GapDetector
@@ -46,12 +46,6 @@ pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason=SKIP_REASON)
 #: Prometheus applies service-discovery updates every 5 s, so the first scrape comes ~5 s after
 #: start; every wait below is bounded well above that.
 WAIT_S = 30.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class PromServer:
@@ -103,11 +97,13 @@ def _wait_ready(server: PromServer) -> None:
 
 
 class Ports:
-    """The two exporters Prometheus scrapes: one in-process, one `gapwatch record` process."""
+    """The two exporters Prometheus scrapes: one in-process, one `gapwatch record` process.
+    Picked before they are bound (Prometheus's static targets are written before the exporters
+    start; file-based discovery would cost each test its 5 s refresh)."""
 
     def __init__(self) -> None:
-        self.in_process = _free_port()
-        self.cli = _free_port()
+        self.in_process = free_port()
+        self.cli = free_port()
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +121,7 @@ def prom(ports: Ports, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pro
         "scrape_configs:\n  - job_name: gapwatch\n    static_configs:\n"
         f"      - targets: ['127.0.0.1:{ports.in_process}', '127.0.0.1:{ports.cli}']\n"
     )
-    port = _free_port()
+    port = free_port()
     log = tmp / "prometheus.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(

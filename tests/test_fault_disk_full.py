@@ -19,6 +19,7 @@ from faults import (
     free_port,
     gapwatch_argv,
     metric,
+    metrics_port,
     quick_config,
     records_of,
     samples_total,
@@ -50,14 +51,15 @@ def test_record_on_a_full_disk_keeps_monitoring_and_resumes_when_space_returns(
         tmp_path: Path) -> None:
     with small_tmpfs(tmp_path / "fs") as fs:
         filler = fill(fs, leave_bytes=16 << 10)
-        out, port = fs / "r.jsonl.gz", free_port()
+        out = fs / "r.jsonl.gz"
         proc = subprocess.Popen(
             gapwatch_argv("record", "--config", str(quick_config(tmp_path)), "--source",
                           "sim:pageable", "--speed", "10", "--out", str(out), "--prometheus",
-                          f"127.0.0.1:{port}", "--quiet"),
+                          "127.0.0.1:0", "--quiet"),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         err = Lines(proc.stderr)
         try:
+            port = metrics_port(err)
             wait_for("the write error on stderr", lambda: err.has("No space left on device"))
             _assert_monitoring_goes_on(port)
             filler.unlink()

@@ -136,8 +136,8 @@ def test_without_a_process_list_the_copy_traces_bye_names_the_exit() -> None:
     assert "exited (the copy trace's BYE): the driver frees its pinned memory" in \
         blind_words(spot, [Bye(bye.t_wall_s, 4242, "cuzk")])
     alone = blind_words(spot)
-    assert alone.endswith(": no process was seen exiting; a process freeing a large pinned pool "
-                          "blocks every NVML call; no readings meanwhile")
+    assert alone.endswith(": no process was seen exiting or pinning memory; a process pinning "
+                          "or freeing a large pool blocks every NVML call; no readings meanwhile")
     two = blind_summary([spot, BlindSpot(0, 1_796_000_100.0, 5.4)])
     assert two.startswith("NVML blocked 2 times, 7.3 s in all; the longest: NVML blocked 5.4 s")
 

@@ -13,6 +13,7 @@ from ui_fakes import (
     WALL0_S,
     FakeRuntime,
     fill_breakdown,
+    fixed_wall,
     gap,
     gpu_sample,
     make_config,
@@ -27,14 +28,12 @@ from gapwatch.ui.widgets.detail_chart import DetailChart
 from gapwatch.ui.widgets.help_screen import HelpScreen
 from gapwatch.ui.widgets.overview import Overview
 
-FIXED_WALL = lambda: WALL0_S + 100.0  # noqa: E731 - a fixed clock for snapshot names
-
 
 def filled_app(snapshot_dir: Path, **ui: object) -> tuple[FakeRuntime, GapwatchApp]:
     """A dashboard over the fixed 60 s breakdown data, snapshots going to `snapshot_dir`."""
     rt = FakeRuntime(make_config(snapshot_dir, **ui))
     fill_breakdown(rt.store)
-    return rt, GapwatchApp(rt, wall_clock=FIXED_WALL)
+    return rt, GapwatchApp(rt, wall_clock=fixed_wall)
 
 
 def feed_chaining_then_starved(rt: FakeRuntime, until_s: float) -> None:
@@ -50,7 +49,7 @@ async def test_the_breakdown_flag_appears_when_the_detector_raises_it(tmp_path: 
     config = make_config(tmp_path)
     detector = GapDetector(config.detector, [H200], period_s=0.1)
     rt = FakeRuntime(config, detector=detector)
-    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
     async with app.run_test(size=(100, 30)) as pilot:
         feed_chaining_then_starved(rt, 9.0)
         await pilot.pause()
@@ -147,7 +146,7 @@ async def test_markup_in_a_log_line_is_shown_literally(tmp_path: Path) -> None:
 async def test_keys_cycle_gpu_window_detail_and_help(tmp_path: Path) -> None:
     rt = FakeRuntime(make_config(tmp_path), gpus=[H200, H200_B])
     fill_breakdown(rt.store, gpus=(0, 1))
-    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert "GPU0 · last 60 s" in screen_text(app)
@@ -177,7 +176,7 @@ async def test_keys_cycle_gpu_window_detail_and_help(tmp_path: Path) -> None:
 
 async def test_an_empty_store_waits_without_crashing(tmp_path: Path) -> None:
     rt = FakeRuntime(make_config(tmp_path))
-    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert "waiting for the first samples" in screen_text(app)
@@ -202,3 +201,17 @@ def test_mono_colour_is_this_apps_no_color_and_leaves_the_environment_alone(
     plain = GapwatchApp(FakeRuntime(make_config(tmp_path)))
     assert not plain.no_color
     assert not any(isinstance(f, Monochrome) for f in plain.get_line_filters())
+
+
+async def test_a_timer_tick_that_comes_after_the_widgets_are_gone_is_ignored(
+    tmp_path: Path,
+) -> None:
+    """On a loaded box the status and redraw timers can fire while the app closes, after its
+    widgets were removed: they used to raise NoMatches ('StatusFooter') out of the app."""
+    rt, app = filled_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+    calls = rt.status_calls
+    app.refresh_status()
+    app.redraw(force=True)
+    assert rt.status_calls == calls  # nothing asked, nothing drawn, nothing raised

@@ -10,7 +10,9 @@ from ui_fakes import (
     LAG_S,
     WALL0_S,
     FakeRuntime,
+    breakdown_with_hint,
     fill_breakdown,
+    fixed_wall,
     gap,
     gpu_sample,
     h200,
@@ -27,8 +29,6 @@ from gapwatch.ui.app import GapwatchApp
 from gapwatch.ui.widgets.detail_chart import DetailChart
 from gapwatch.ui.widgets.help_screen import HELP, HelpScreen
 from gapwatch.ui.widgets.log_pane import newest_by_time
-
-FIXED_WALL = lambda: WALL0_S + 100.0  # noqa: E731 - a fixed clock for snapshot names
 
 
 def fleet(tmp_path: Path, n: int) -> FakeRuntime:
@@ -55,7 +55,7 @@ def fleet(tmp_path: Path, n: int) -> FakeRuntime:
 
 async def test_eight_gpus_at_80x24_are_all_on_screen_with_the_verdict(tmp_path: Path) -> None:
     rt = fleet(tmp_path, 8)
-    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         text = screen_text(app)
@@ -75,7 +75,7 @@ async def test_more_gpus_than_fit_show_a_page_and_name_the_worst_hidden_one(
     tmp_path: Path,
 ) -> None:
     rt = fleet(tmp_path, 16)
-    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         text = screen_text(app)
@@ -98,20 +98,14 @@ async def test_at_80_columns_the_hint_keeps_to_its_lines_and_d_shows_it_whole(
     long_hint = ("partitions 5, 6, 7 were synthesised with is_pinned=false: a/b/c in pageable "
                  "memory?; SMs idle 1.5 s while H2D ran at 2.8 GB/s (4 % of link); host: tasks "
                  "stalled on memory 39 % of the time (PSI), host memory bandwidth 175.0 GB/s")
-    rt = FakeRuntime(make_config(tmp_path), gpus=[h200(0), h200(1)])
-    fill_breakdown(rt.store, gpus=(0, 1))
-    rt.store.upsert_gap(gap(99, 0, 57.0 - LAG_S, 58.2 - LAG_S, hint=long_hint))
-    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    rt = breakdown_with_hint(tmp_path, long_hint, gpus=(0, 1))
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         main = screen_text(app)
         await pilot.press("d")
         await pilot.pause()
         detail = screen_text(app)
-
-    def flat(text: str) -> str:
-        return " ".join(" ".join(line.split()) for line in text.splitlines())
-
     assert "hint: partitions 5, 6, 7 were synthesised with is_pinned=false: a/b/c in pageable " \
            "memory?; SMs idle 1.5 s while H2D ran at 2.8 GB/s (4 % of link); … d: whole hint" \
            in flat(main)
@@ -121,10 +115,53 @@ async def test_at_80_columns_the_hint_keeps_to_its_lines_and_d_shows_it_whole(
     assert long_hint in flat(detail)
 
 
+#: The latest hint of `gapwatch demo` (`sim:pageable`) after a minute: the memory, the copy,
+#: the prover's status and the host, 377 characters.
+SIM_PAGEABLE_HINT = (
+    "partition 6 was synthesised with is_pinned=false: a/b/c in pageable memory?; SMs idle 1.3 s "
+    "while H2D ran at 4.0 GB/s (6 % of link); prover status: the wait is inside the workers "
+    "(copies, the GPU mutex, CPU work): every worker of this GPU is proving; host: tasks stalled "
+    "on memory 39 % of the time (PSI), host memory bandwidth 175.0 GB/s")
+
+
+async def test_d_at_80x24_shows_a_demo_length_hint_whole_with_the_gap_table_and_log(
+    tmp_path: Path,
+) -> None:
+    """Two GPUs and the SOURCE ENDED banner leave the verdict few lines: the detail view gives
+    it the chart's rows (the busy plot yields, saying so) rather than cut it ("… s: a snapshot
+    has it whole"); the gap table, the log and the keys keep their places."""
+    rt = breakdown_with_hint(tmp_path, SIM_PAGEABLE_HINT, gpus=(0, 1))
+    rt.done = True
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        main = screen_text(app)
+        await pilot.press("d")
+        await pilot.pause()
+        detail = screen_text(app)
+        await pilot.press("d")
+        await pilot.pause()
+        back = screen_text(app)
+    assert SIM_PAGEABLE_HINT not in flat(main) and "SOURCE ENDED" in main
+    assert SIM_PAGEABLE_HINT in flat(detail)
+    assert "snapshot has it whole" not in detail
+    assert "busy plot: needs 7 rows" in detail
+    lines = detail.splitlines()
+    assert any(line.startswith("time     GPU") for line in lines)
+    assert any(line.startswith("prover log") for line in lines)
+    assert lines[-1].startswith("? help  q quit")
+    assert back == main  # `d` again: the main view as it was
+
+
+def flat(text: str) -> str:
+    """The screen's words on one line (wrapping undone)."""
+    return " ".join(" ".join(line.split()) for line in text.splitlines())
+
+
 async def test_footer_keys_stay_on_screen_after_a_snapshot(tmp_path: Path) -> None:
     rt = FakeRuntime(make_config(tmp_path / "a-rather-long-folder-name-for-snapshots"))
     fill_breakdown(rt.store)
-    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("s")
         await app.workers.wait_for_complete()
@@ -138,7 +175,7 @@ async def test_footer_keys_stay_on_screen_after_a_snapshot(tmp_path: Path) -> No
 async def test_help_scrolls_and_fits_80_columns(tmp_path: Path) -> None:
     rt = FakeRuntime(make_config(tmp_path))
     fill_breakdown(rt.store)
-    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
     assert max(len(line) for line in HELP.splitlines()) <= 72
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("question_mark")
@@ -162,7 +199,7 @@ async def test_help_scrolls_and_fits_80_columns(tmp_path: Path) -> None:
 async def test_d_at_80x24_draws_the_busy_plot_with_a_0_to_100_axis(tmp_path: Path) -> None:
     rt = FakeRuntime(make_config(tmp_path))
     fill_breakdown(rt.store)
-    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("d")
         await pilot.pause()
@@ -187,7 +224,7 @@ async def test_a_finished_replay_says_so_and_shows_the_open_gap_as_reported(
         rt.session.on_gpu_samples([gpu_sample(0, s, 0.0 if idle else 96.0,
                                               2.8e9 if idle else 30e9)])
     assert any(g.is_open for g in rt.store.snapshot().gaps)
-    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert "so far" in screen_text(app)  # live: the open gap grows
@@ -209,7 +246,7 @@ async def test_a_missing_log_path_is_a_warning_in_the_footer_at_80_columns(
     rt = FakeRuntime(make_config(tmp_path))
     fill_breakdown(rt.store)
     rt.logs = {"/var/log/cuzk/stdout.lgo": "missing: no such file (waiting for it)"}
-    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         footer = screen_text(app).splitlines()[-2]
@@ -226,7 +263,7 @@ async def test_a_failing_recording_is_the_first_alert_at_80_columns(tmp_path: Pa
         failing_since_wall_s=None, write_errors=3, records_written=900, records_pending=120,
         records_dropped=0, bytes_written=1 << 20)
     rt.logs = {"/var/log/cuzk/stdout.lgo": "missing: no such file (waiting for it)"}
-    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         footer = screen_text(app).splitlines()[-2]
@@ -260,7 +297,7 @@ async def test_a_gpu_without_a_verdict_reads_no_data_and_outranks_a_chained_one(
     rt.store.set_state(StateChange(gpu=2, t_mono_ns=t_ns(20), t_wall_s=WALL0_S + 20,
                                    state="NO_DATA", busy_fraction=None,
                                    reason="no sample from this GPU since; the other inputs go on"))
-    app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         lines = screen_text(app).splitlines()

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import msgspec
 from ui_fakes import (
-    LAG_S,
     LINK,
-    WALL0_S,
     FakeRuntime,
+    breakdown_with_hint,
     fill_breakdown,
-    gap,
+    fixed_wall,
     gpu_sample,
     h200,
     make_config,
@@ -27,7 +26,6 @@ from gapwatch.ui.series import last_column_rates, rx_cells
 from gapwatch.ui.view import View, newest_time_ns
 from gapwatch.ui.widgets.gpu_header import chart_columns, full_fields, header_lines
 
-FIXED_WALL = lambda: WALL0_S + 100.0  # noqa: E731 - a fixed clock for snapshot names
 #: As long as `sim:transfer-bound`'s hints (seven lines at 80 columns with the verdict).
 LONG_HINT = ("SMs idle 0.8 s while H2D ran at 63.0 GB/s (100 % of link); copies at full speed "
              "but not overlapped with compute: is the next partition's upload chained behind the "
@@ -53,13 +51,10 @@ async def test_a_long_hint_and_a_pause_leave_the_gap_table_and_the_log_where_the
 ) -> None:
     short = FakeRuntime(make_config(tmp_path))
     fill_breakdown(short.store)
-    long = FakeRuntime(make_config(tmp_path))
-    fill_breakdown(long.store)
-    long.store.upsert_gap(gap(99, 0, 57.0 - LAG_S, 58.2 - LAG_S, kind="transfer_bound",
-                              rx=63e9, hint=LONG_HINT))
+    long = breakdown_with_hint(tmp_path, LONG_HINT, kind="transfer_bound", rx=63e9)
     screens = []
     for rt, keys in ((short, ()), (long, ()), (long, ("p",))):
-        app = GapwatchApp(rt, wall_clock=FIXED_WALL)
+        app = GapwatchApp(rt, wall_clock=fixed_wall)
         async with app.run_test(size=(80, 24)) as pilot:
             for key in keys:
                 await pilot.press(key)

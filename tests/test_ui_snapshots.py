@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 from msgspec.structs import replace
-from test_ui_glance import fleet
+from test_ui_glance import SIM_PAGEABLE_HINT, fleet
 from ui_fakes import (
     H200,
     H200_B,
@@ -18,7 +18,9 @@ from ui_fakes import (
     STARVED_GAPS,
     WALL0_S,
     FakeRuntime,
+    breakdown_with_hint,
     fill_breakdown,
+    fixed_wall,
     gap,
     make_config,
 )
@@ -27,13 +29,11 @@ from gapwatch.core.hints import make_hint
 from gapwatch.core.models import StateChange
 from gapwatch.ui.app import GapwatchApp
 
-FIXED_WALL = lambda: WALL0_S + 100  # noqa: E731 - a fixed clock for snapshot names
-
 
 def breakdown_app(tmp_path: Path, two_gpus: bool = False) -> GapwatchApp:
     rt = FakeRuntime(make_config(tmp_path), gpus=[H200, H200_B] if two_gpus else [H200])
     fill_breakdown(rt.store, gpus=(0, 1) if two_gpus else (0,))
-    return GapwatchApp(rt, wall_clock=FIXED_WALL)
+    return GapwatchApp(rt, wall_clock=fixed_wall)
 
 
 def pageable_app(tmp_path: Path) -> tuple[FakeRuntime, GapwatchApp]:
@@ -49,7 +49,7 @@ def pageable_app(tmp_path: Path) -> tuple[FakeRuntime, GapwatchApp]:
         g = gap(gid, 0, a - 0.1, b - 0.1)
         hint = make_hint("pcie_starved", b - a, 2.8e9, 0.05e9, LINK, "high", host, events)
         rt.store.upsert_gap(replace(g, hint=hint, log_events=events))
-    return rt, GapwatchApp(rt, wall_clock=FIXED_WALL)
+    return rt, GapwatchApp(rt, wall_clock=fixed_wall)
 
 
 def test_pageable_breakdown_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def test_eight_gpus_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
     in BREAKDOWN, GPU3 in GAPS, the rest CHAINED. The selected GPU0's verdict and hint follow,
     then `also: GPU5 BREAKDOWN` is not needed (none is worse than GPU0). The charts are GPU0's;
     the gap table marks each row's GPU (`▶GPU0`, ` GPU5`, ` GPU3`)."""
-    app = GapwatchApp(fleet(tmp_path, 8), wall_clock=FIXED_WALL)
+    app = GapwatchApp(fleet(tmp_path, 8), wall_clock=fixed_wall)
     assert snap_compare(app, terminal_size=(80, 24))
 
 
@@ -89,6 +89,18 @@ def test_detail_view_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
     assert snap_compare(breakdown_app(tmp_path), terminal_size=(80, 24), press=["d"])
 
 
+def test_detail_view_with_a_demo_length_hint_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """`d` at 80x24 with two GPUs, the SOURCE ENDED banner and the demo's 377-character hint:
+    the verdict whole over six lines under the banner (nothing cut, no `s: a snapshot has it
+    whole`), then one italic line `busy plot: needs 7 rows · the whole hint has them · d: back
+    to the charts` where the plot was, the host lines, and the gap table and the log with the
+    rows the plot gave up; the keys on the last line."""
+    rt = breakdown_with_hint(tmp_path, SIM_PAGEABLE_HINT, gpus=(0, 1))
+    rt.done = True
+    assert snap_compare(GapwatchApp(rt, wall_clock=fixed_wall), terminal_size=(80, 24),
+                        press=["d"])
+
+
 def test_finished_replay_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
     """A replay that reached the end of its file: the `REPLAY ENDED` banner under the GPU line
     with the final gap counts; GPU0 IDLE with the detector's reason (the last idle stretch,
@@ -105,7 +117,7 @@ def test_finished_replay_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
         state="IDLE", busy_fraction=0.78,
         reason="end of data: idle after the last busy period, gap 6 retracted"))
     rt.done = True
-    assert snap_compare(GapwatchApp(rt, wall_clock=FIXED_WALL), terminal_size=(80, 24))
+    assert snap_compare(GapwatchApp(rt, wall_clock=fixed_wall), terminal_size=(80, 24))
 
 
 def test_breakdown_at_160x48(snap_compare: Any, tmp_path: Path) -> None:

@@ -39,6 +39,11 @@ HINT = ("pageable host-to-device copies at 2.8 GB/s (4% of link): pin a/b/c buff
         "(cudaHostAlloc pool) or free host memory bandwidth")
 
 
+def fixed_wall() -> float:
+    """A fixed wall clock for the app (`wall_clock=`): snapshot names are the same every run."""
+    return WALL0_S + 100.0
+
+
 def h200(index: int) -> GpuInfo:
     return GpuInfo(index=index, name="NVIDIA H200", link_gen=5, link_width=16,
                    link_bytes_per_s=LINK, sm_source="gpm", pcie_source="gpm")
@@ -141,6 +146,17 @@ def fill_breakdown(store: SeriesStore, gpus: tuple[int, ...] = (0,)) -> None:
                                    gaps={"pcie_starved": len(STARVED_GAPS)},
                                    starved_idle_s=sum(b - a for a, b in STARVED_GAPS),
                                    busy_fraction=0.81))
+
+
+def breakdown_with_hint(tmp: Path, hint: str, *, gpus: tuple[int, ...] = (0,),
+                        kind: str = "pcie_starved", rx: float = 2.8e9) -> FakeRuntime:
+    """`fill_breakdown` of `gpus`, GPU0's latest gap (id 99, 57.0-58.2 s) carrying `hint`: the
+    set-up of the tests that read a long hint at 80x24 (the main view's cut, the detail view's
+    whole text)."""
+    rt = FakeRuntime(make_config(tmp), gpus=[h200(g) for g in gpus])
+    fill_breakdown(rt.store, gpus=gpus)
+    rt.store.upsert_gap(gap(99, 0, 57.0 - LAG_S, 58.2 - LAG_S, kind=kind, rx=rx, hint=hint))
+    return rt
 
 
 class FakeRuntime:

@@ -13,7 +13,9 @@ its pinned memory (72.0 GiB, /proc)").
 What names the cause, best first: a process NVML listed before the stall and not after it (the
 NVML source reads the process list again right after a stall); the copy trace's BYE, which the
 library sends as the prover exits (a notice whose words are written and read here,
-`bye_message` / `bye_of`). Neither: the words say no exit was seen, and what usually causes it.
+`bye_message` / `bye_of`); a process whose pinned memory grew across the stall (pinning a pool
+blocks NVML too: on the H200, 0.6 s while 24 GiB was pinned, 1.4 s for 48 GiB). None of these:
+the words say no exit or pinning was seen, and what usually causes it.
 
 Pure: no clocks, no I/O.
 """
@@ -80,8 +82,14 @@ def _cause(spot: BlindSpot, byes: Sequence[Bye]) -> str:
         who = ", ".join(_process(b.pid, b.name) for b in heard)
         return (f" while {who} exited (the copy trace's BYE): the driver frees its pinned "
                 "memory")
-    return (": no process was seen exiting; a process freeing a large pinned pool blocks "
-            "every NVML call")
+    if spot.pinning:
+        who = ", ".join(
+            f"{_process(p.pid, p.name)} pinned host memory (RssShmem {fmt.size(p.before_bytes)}"
+            f" {p.since_s:.0f} s before -> {fmt.size(p.after_bytes)} after, /proc)"
+            for p in spot.pinning)
+        return f" while {who}: pinning a large pool blocks every NVML call as freeing one does"
+    return (": no process was seen exiting or pinning memory; a process pinning or freeing a "
+            "large pool blocks every NVML call")
 
 
 def blind_words(spot: BlindSpot, byes: Sequence[Bye] = ()) -> str:

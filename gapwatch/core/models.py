@@ -423,6 +423,20 @@ class ExitedProcess(Struct, frozen=True, gc=False):
     pinned_bytes: I64 | None = None
 
 
+class PinningProcess(Struct, frozen=True, gc=False):
+    """A process still on a GPU after a blind spot whose pinned host memory grew up to it:
+    pinning a large pool (`cudaHostAlloc`) blocks NVML as freeing one does (on the H200, 0.6 s
+    while a 24 GiB pool was being pinned, 1.4 s for 48 GiB)."""
+
+    pid: I64
+    name: str = ""
+    #: RssShmem at a /proc reading before the blind spot (the one before the latest, when
+    #: recent), and read again right after it; `since_s` seconds from that reading to the stall.
+    before_bytes: I64 = 0
+    after_bytes: I64 = 0
+    since_s: float = 0.0
+
+
 class BlindSpot(Struct, frozen=True, gc=False, tag_field="type", tag="blind"):
     """A stretch in which a source could not read the GPUs, and what gapwatch knows of why.
 
@@ -431,8 +445,10 @@ class BlindSpot(Struct, frozen=True, gc=False, tag_field="type", tag="blind"):
     a hole in the readings. The NVML source times each tick's calls; a tick that took longer
     than `nodata_after_periods` periods is a blind spot: `t_mono_ns` / `t_wall_s` when its first
     call was made, `duration_s` how long the calls took, `exited` the processes NVML listed
-    before and not after (the process list is read again at once). The copy trace's BYE (a
-    notice, `gapwatch.core.blind`) can name the exit too. Words: `gapwatch.core.blind`.
+    before and not after (the process list is read again at once), `pinning` the processes
+    still there whose pinned memory (RssShmem, /proc read again at once) grew across it. The copy
+    trace's BYE (a notice, `gapwatch.core.blind`) can name the exit too. Words:
+    `gapwatch.core.blind`.
     """
 
     t_mono_ns: MonoNs
@@ -442,6 +458,7 @@ class BlindSpot(Struct, frozen=True, gc=False, tag_field="type", tag="blind"):
     #: The GPUs whose readings waited.
     gpus: list[GpuIndex] = field(default_factory=list)
     exited: list[ExitedProcess] = field(default_factory=list)
+    pinning: list[PinningProcess] = field(default_factory=list)
     type: ClassVar[Literal["blind"]] = "blind"
 
 

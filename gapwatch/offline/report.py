@@ -450,6 +450,9 @@ def to_json(r: ReportData) -> dict[str, Any]:
              "gpus": list(b.gpus),
              "exited": [{"pid": p.pid, "name": p.name, "pinned_bytes": p.pinned_bytes}
                         for p in b.exited],
+             "pinning": [{"pid": p.pid, "name": p.name, "before_bytes": p.before_bytes,
+                          "after_bytes": p.after_bytes, "since_s": p.since_s}
+                         for p in b.pinning],
              "words": blind_words(b, r.byes)}
             for b in r.blind_spots
         ],

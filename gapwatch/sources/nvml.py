@@ -45,6 +45,7 @@ from gapwatch.core.models import (
     GpuSample,
     LinkState,
     Notice,
+    PinningProcess,
     ProcessMemory,
     SignalSource,
     link_bytes_per_s,
@@ -57,6 +58,13 @@ from gapwatch.sources.procmem import ProcReading, ProcStatusReader, problem_text
 #: silence that long a hole (`detector.nodata_after_periods`, 3), and no healthy tick comes close
 #: (calls cost microseconds to ~21 ms; context changes stall them 12-106 ms on an H200).
 STALL_PERIODS = 3.0
+#: Pinned memory (RssShmem) grown this much across a blind spot names the process pinning it:
+#: the pools that block NVML are GiBs (a prover's a/b/c buffers), a process's own churn is not.
+PINNING_MIN_BYTES = 1 << 30
+#: ... counted from the reading before the latest one when that is this recent: on the H200 a
+#: 48 GiB pool's last seconds of pinning blocked NVML 2.8 s with only 0.85 GiB left to grow
+#: after the latest reading (58.2 -> 63.2 GiB in the 5 s before it).
+PINNING_LOOKBACK_S = 15.0
 
 # NVML return codes (nvml.h). Hard-coded because they are ABI and the module must import without
 # pynvml; the fake in tests uses the same values.
@@ -167,6 +175,8 @@ class NvmlSource:
         #: each PID: what a blind spot compares against to name the process that exited.
         self._listed: dict[int, set[int]] = {}
         self._known: dict[int, tuple[str, int | None]] = {}
+        #: pid -> its last two pinned sizes read, (t_wall_s, RssShmem bytes), oldest first.
+        self._pinned_seen: dict[int, list[tuple[float, int]]] = {}
         #: The tick being read (notices go into it); None before the first tick.
         self._tick: Tick | None = None
         self._t_mono_ns, self._t_wall_s = 0, 0.0
@@ -377,10 +387,46 @@ class NvmlSource:
                           if listed_before else set()):
             name, pinned = self._known.get(pid, ("", None))
             exited.append(ExitedProcess(pid=pid, name=name, pinned_bytes=pinned))
+        pinning = self._pinning_across(set().union(*now.values()) if now else set(), t_wall_s)
         spot = BlindSpot(t_mono_ns=t_mono_ns, t_wall_s=t_wall_s, duration_s=took_ns / 1e9,
-                         source="nvml", gpus=gpus, exited=exited)
+                         source="nvml", gpus=gpus, exited=exited, pinning=pinning)
         tick.other.append(spot)
         tick.notices.append(Notice(t_mono_ns, t_wall_s, "warning", blind_words(spot)))
+
+    def _pinning_across(self, pids: set[int], t_wall_s: float) -> list[PinningProcess]:
+        """The processes still listed after a blind spot (which began at `t_wall_s`) whose
+        pinned memory (RssShmem) grew by `PINNING_MIN_BYTES` or more from their reading before
+        the latest one (within `PINNING_LOOKBACK_S`; else the latest) to /proc read again now:
+        one small file per process, only after a blind spot. Pinning a large pool blocks NVML
+        as freeing one does (measured on the H200: `bench/blind_spot_h200.py`)."""
+        out = []
+        for pid in sorted(pids):
+            seen = self._pinned_seen.get(pid)
+            if not seen:
+                continue
+            st = self._procs.read(pid).status
+            after = st.rss_shmem_bytes if st is not None else None
+            if st is None or after is None:
+                continue
+            since_wall_s, before = seen[0] if t_wall_s - seen[0][0] <= PINNING_LOOKBACK_S \
+                else seen[-1]
+            self._pinned(pid, st.name, t_wall_s, after)
+            if after - before >= PINNING_MIN_BYTES:
+                out.append(PinningProcess(pid=pid, name=st.name, before_bytes=before,
+                                          after_bytes=after,
+                                          since_s=round(t_wall_s - since_wall_s, 1)))
+        return out
+
+    def _pinned(self, pid: int, name: str, wall_s: float, rss_shmem_bytes: int | None) -> None:
+        """What a blind spot can say of a process: its name and pinned pool, should it exit
+        (`_known`), its last two sizes, should it be pinning (`_pinned_seen`). A process
+        already exiting has a status without memory lines (seen on the H200 as a 48 GiB pool
+        was freed): the size read before is kept."""
+        if rss_shmem_bytes is None:
+            self._known[pid] = (name, self._known.get(pid, ("", None))[1])
+            return
+        self._known[pid] = (name, rss_shmem_bytes)
+        self._pinned_seen[pid] = [*self._pinned_seen.get(pid, [])[-1:], (wall_s, rss_shmem_bytes)]
 
     def _list_processes(self) -> dict[int, set[int]]:
         """The PIDs NVML lists on each GPU now (GPUs that cannot list them are left out); kept
@@ -429,8 +475,7 @@ class NvmlSource:
                                        problem_text(r.problem, pid), None)
                 st = r.status
                 if st is not None:
-                    # What a blind spot can say of it, should it exit (its pinned pool).
-                    self._known[pid] = (st.name, st.rss_shmem_bytes)
+                    self._pinned(pid, st.name, wall_s, st.rss_shmem_bytes)
                 tick.other.append(ProcessMemory(
                     t_mono_ns=t_ns, t_wall_s=wall_s, gpu=gpu.index, pid=pid,
                     name=st.name if st is not None else "",
@@ -439,6 +484,11 @@ class NvmlSource:
                     vm_locked_bytes=st.vm_locked_bytes if st is not None else None,
                     vm_pinned_bytes=st.vm_pinned_bytes if st is not None else None,
                 ))  # fmt: skip
+        # Only processes listed now can exit or pin in a later stall: the maps stay that small
+        # over weeks of prover restarts.
+        for pid in [p for p in self._known if p not in readings]:
+            del self._known[pid]
+            self._pinned_seen.pop(pid, None)
 
     def _watch_link(self, tick: Tick, gpu: _Gpu, sample: GpuSample) -> None:
         """While data moves, at most every `link_every_s`: the link as trained. A record when

@@ -43,7 +43,12 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Literal
 
-from gapwatch.core.cuzk import GIB, POREP_PARTITION_FULL_BYTES, max_concurrent_of
+from gapwatch.core.cuzk import (
+    GIB,
+    POREP_PARTITION_FULL_BYTES,
+    max_concurrent_of,
+    synth_worker_count,
+)
 from gapwatch.core.models import (
     GEN5_X16_BYTES_PER_S,
     GpuInfo,
@@ -331,9 +336,13 @@ class SimProver:
         return sc.pageable_rate * frac * g.rng.uniform(0.9, 1.1)
 
     def synth_worker_count(self) -> int:
-        """The synthesis workers the simulated cuzk runs (its log line says it): the most
-        threads each GPU's scenario ever uses."""
-        return sum(max(g.scenario.threads_start, g.scenario.threads_end) for g in self._gpus)
+        """The synthesis workers the simulated cuzk runs (its log line says it), one pool for
+        every GPU as cuzk's: its formula (engine.rs, `gapwatch.core.cuzk.synth_worker_count`)
+        with `max_parallel_synthesis` the most threads the GPUs' scenarios ever use together,
+        so never fewer than 2 nor more than the budget holds (36 of 512 GiB: five `pageable`
+        GPUs ask for 100)."""
+        wanted = sum(max(g.scenario.threads_start, g.scenario.threads_end) for g in self._gpus)
+        return synth_worker_count(SIM_BUDGET_BYTES, wanted)
 
     def _start(self, t_mono_ns: int, t_wall_s: float) -> None:
         self._t0_mono_ns = t_mono_ns
@@ -376,10 +385,14 @@ class SimProver:
         self._now = t
 
     def _fill_synthesis(self, g: _Gpu) -> None:
-        # Start synthesis tasks while threads are free and the look-ahead (queue) is not full.
+        # Start synthesis tasks while threads are free and the look-ahead (queue) is not full,
+        # and while one of cuzk's synthesis workers (shared by every GPU) is free: a GPU held
+        # back by the others' syntheses gets its turn at the next tick (`_tick_threads`).
         threads = self.threads(self._now, g)
+        workers = self.synth_worker_count()
         while g.synth_active < threads and len(g.queue) + g.synth_active < \
-                g.scenario.queue_depth + threads:
+                g.scenario.queue_depth + threads and \
+                sum(o.synth_active for o in self._gpus) < workers:
             part = g.next_partition
             g.next_partition += 1
             job = f"porep-{self._job + g.index}-{part // 10}"

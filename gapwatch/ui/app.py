@@ -23,6 +23,7 @@ from typing import ClassVar, Protocol
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.filter import LineFilter, Monochrome
 
 from gapwatch.core import fmt
@@ -40,6 +41,7 @@ from gapwatch.ui.messages import NoticeRaised, SnapshotFinished, StateChanged
 from gapwatch.ui.svg import self_contained
 from gapwatch.ui.view import View, newest_time_ns
 from gapwatch.ui.widgets.copy_line import CopyLine
+from gapwatch.ui.widgets.detail_chart import MIN_ROWS as DETAIL_MIN_LINES
 from gapwatch.ui.widgets.detail_chart import DetailChart
 from gapwatch.ui.widgets.gap_table import GapTable
 from gapwatch.ui.widgets.gpu_header import GpuHeader
@@ -53,10 +55,9 @@ from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
 #: Seconds between repaints of the numbers: header figures, open gaps' durations, host panel,
 #: log pane (see `_push`).
 SLOW_PANEL_EVERY_S = 1.0
-#: Rows of the footer, and the least rows of the detail chart and of the gap table with the log
-#: (gapwatch.tcss: `#footer`, `#detail`, `#lower`).
+#: Rows of the footer, and the least rows of the gap table with the log (gapwatch.tcss:
+#: `#footer`, `#lower`); the detail chart's are `detail_chart.MIN_ROWS`.
 FOOTER_LINES = 2
-DETAIL_MIN_LINES = 7
 LOWER_MIN_LINES = 6
 
 class DashboardRuntime(Protocol):
@@ -136,6 +137,8 @@ class GapwatchApp(App[int]):
         #: The source said it ended (end of a replay): the header shows the banner.
         self._ended = False
         self._snapshot_busy = False
+        #: Whether the detail chart had room for its plot at the last fit (None: not fitted).
+        self._detail_fits: bool | None = None
         self._last_auto_snapshot_mono: float | None = None
         #: Paths of snapshots written in this session (tests and the footer read them).
         self.snapshots: list[Path] = []
@@ -207,7 +210,7 @@ class GapwatchApp(App[int]):
 
     def redraw(self, force: bool = False) -> None:
         """Pull the store (if it changed) and push a View down. Skipped while paused."""
-        if self.paused:
+        if self.paused or self._widgets_gone():
             return
         store = self.runtime.store
         if store.version == self._drawn_version and not force:
@@ -237,12 +240,19 @@ class GapwatchApp(App[int]):
         # the scrolling log) are repainted once a second: the compositor's repaint of a changed
         # line is most of what the dashboard costs.
         words = _words_key(view)
+        detail = self.query_one(DetailChart)
         if slow_tick or words != self._words_key:
             self._words_key = words
-            self.query_one(GpuHeader).show(view)
+            header = self.query_one(GpuHeader)
+            if detail.display:
+                # The panels under the chart come and go (the pipeline line appears with the
+                # first /status answer): the verdict's lines are worked out afresh.
+                header.detail_lines = self._detail_header_lines()
+            header.show(view)
             self.query_one(GapTable).show(view)
-        if self.query_one(DetailChart).display:
-            self.query_one(DetailChart).show(view)
+        if detail.display:
+            self._fit_detail_chart()
+            detail.show(view)
         else:
             self.query_one(Overview).show(view, every_column=slow_tick)
         if slow_tick:
@@ -260,7 +270,18 @@ class GapwatchApp(App[int]):
         else:
             self.redraw(force=True)
 
+    def _widgets_gone(self) -> bool:
+        """The app is closing and its widgets are already removed: a timer's tick that a
+        loaded box ran late finds nothing to draw on (and must not raise NoMatches)."""
+        try:
+            self.query_one(StatusFooter)
+        except NoMatches:
+            return True
+        return False
+
     def refresh_status(self) -> None:
+        if self._widgets_gone():
+            return
         status = self.runtime.status()
         self.query_one(StatusFooter).show_status(status)
         if status.done and not self._ended:
@@ -374,17 +395,38 @@ class GapwatchApp(App[int]):
         self._repush()
 
     def _detail_header_lines(self) -> int:
-        """Lines the header may take in the detail view: what is left once the footer, the
-        lines shown under the chart, the detail chart's and the gap table's least rows are
-        counted (the verdict gets more room there, never at the gap table's cost)."""
-        used = FOOTER_LINES + DETAIL_MIN_LINES + LOWER_MIN_LINES
+        """Lines the header may take in the detail view: the whole verdict is what `d`
+        promises, so it may take the chart's rows too, all but the one that says the plot
+        gave way; never the gap table's and the log's least rows, nor the lines under the
+        chart."""
+        return self.size.height - self._fixed_lines() - LOWER_MIN_LINES - 1
+
+    def _fixed_lines(self) -> int:
+        """Rows that neither the header nor the chart nor the lower panels can have: the
+        footer, the lines shown under the chart, and the rules of a wide pane."""
+        used = FOOTER_LINES
         for widget in (self.query_one(HostPanel), self.query_one(PipelineLine),
                        self.query_one(CopyLine)):
             if widget.display:
                 used += widget.outer_size.height
         if self.screen.has_class("-wide"):
             used += 3  # the rules above the chart, the host line and the lower panels
-        return self.size.height - used
+        return used
+
+    def _fit_detail_chart(self) -> None:
+        """The detail chart takes the rows the verdict left: its share of them (`1fr` beside
+        the lower panels) while `DETAIL_MIN_LINES` fit above their least rows, else one line
+        saying that the plot gave way (the rest goes to the gap table and the log)."""
+        detail = self.query_one(DetailChart)
+        left = self.size.height - self._fixed_lines() - len(self.query_one(GpuHeader).lines)
+        fits = left - LOWER_MIN_LINES >= DETAIL_MIN_LINES
+        if fits == self._detail_fits:
+            return
+        self._detail_fits = fits
+        # A wide pane's rule above the chart is inside its height.
+        note = 2 if self.screen.has_class("-wide") else 1
+        detail.styles.height = "1fr" if fits else note
+        detail.styles.min_height = DETAIL_MIN_LINES if fits else note
 
     def action_help(self) -> None:
         snap = self.runtime.store.snapshot()

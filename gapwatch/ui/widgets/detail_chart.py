@@ -9,17 +9,22 @@ Data is reduced to the chart's width first, with the same rules as the always-on
 (`ui.series`: busy share per column, the detector's gaps as marks, rates as % of the link), and
 split at missing columns so plotext never bridges a hole. Axes are fixed at 0-100 (no room below
 zero for markers: gap marks sit on the zero line). Where the pane is short (80x24) it draws the
-busy plot alone, with its x labels spaced so they never run into each other.
+busy plot alone, with its x labels spaced so they never run into each other. The verdict above
+it comes first: when the whole hint leaves the chart fewer than `MIN_ROWS` rows (the app sizes
+it), it is one line saying so instead of a plot with no room for data.
 """
 
 from __future__ import annotations
 
 import time
 
+from rich.text import Text
+from textual.app import RenderResult
 from textual.timer import Timer
 from textual_plotext import PlotextPlot
 
 from gapwatch.core import fmt
+from gapwatch.ui.fit import fit_phrases
 from gapwatch.ui.kinds import KINDS, legend
 from gapwatch.ui.reduce import Column
 from gapwatch.ui.series import busy_cells, rx_cells, tx_cells
@@ -57,6 +62,20 @@ def envelope_segments(
     return segments
 
 
+#: Rows the busy plot needs to show data: plotext's frame, the 0 / 50 / 100 ticks, the x labels
+#: and their caption (with fewer, the frame and labels take every row).
+MIN_ROWS = 7
+
+
+def short_note(width: int) -> str:
+    """What the chart says in place of a plot when the verdict above took its rows."""
+    return " · ".join(fit_phrases([
+        (0, f"busy plot: needs {MIN_ROWS} rows"),
+        (2, "the whole hint has them"),
+        (1, "d: back to the charts"),
+    ], width, " · "))
+
+
 class DetailChart(PlotextPlot):
     """plotext chart of the selected GPU, throttled."""
 
@@ -77,10 +96,17 @@ class DetailChart(PlotextPlot):
     def on_resize(self) -> None:
         self._maybe_draw()
 
+    def render(self) -> RenderResult:
+        if self.size.height < MIN_ROWS:
+            return Text(short_note(self.size.width), no_wrap=True, overflow="ellipsis",
+                        style="italic")
+        return super().render()
+
     def _maybe_draw(self) -> None:
         view = self._view
-        if view is None or not self.display or self.size.width < 20 or self.size.height < 6:
-            return  # hidden, or not laid out yet: on_resize calls again once it has a size
+        if view is None or not self.display or self.size.width < 20 \
+                or self.size.height < MIN_ROWS:
+            return  # hidden, too short, or not laid out yet: on_resize calls again
         key = (view.snap.version, view.window_s, view.gpu, self.size.width, self.size.height)
         if key == self._drawn_key:
             return

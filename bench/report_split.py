@@ -26,7 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve()
-FLOOR = ROOT / "bench" / "report_floor.py"
+sys.path.insert(0, str(HERE.parent))
+
+# The same cached recordings as bench/report_floor.py (its generator, its file names).
+from report_floor import _recording  # noqa: E402
 
 
 def _measure(path: str, workers: int) -> float:
@@ -36,15 +39,6 @@ def _measure(path: str, workers: int) -> float:
     t = time.perf_counter()
     build_report(path, Config(), workers=workers)
     return time.perf_counter() - t
-
-
-def _recording(minutes: float, gpus: int) -> Path:
-    path = Path(f"/tmp/gapwatch-floor-{minutes:g}m-{gpus}gpu.jsonl")
-    if not (path.exists() and Path(f"{path}.gz").exists()):
-        print(f"generating {path} ...", file=sys.stderr)
-        subprocess.run([sys.executable, str(FLOOR), "--generate", str(minutes), str(gpus),
-                        str(path)], check=True, cwd=ROOT)
-    return path
 
 
 def _run(path: Path, workers: int) -> float:

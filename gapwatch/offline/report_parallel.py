@@ -243,12 +243,13 @@ def detect_parallel(path: str | Path, config: Config, n: int) -> Detected | None
         proc.start()
         send.close()
         children.append((proc, recv))
+    drained = False
     try:
-        parts = [_work(path, config, 0, n, stop)]
-    except BaseException:
-        stop.set()
-        raise
-    try:
+        try:
+            parts = [_work(path, config, 0, n, stop)]
+        except BaseException:
+            stop.set()
+            raise
         for _proc, recv in children:
             try:
                 parts.append(recv.recv())
@@ -268,11 +269,17 @@ def detect_parallel(path: str | Path, config: Config, n: int) -> Detected | None
             while (rows := recv.recv()) is not None:
                 for row in rows:
                     ledger.add(Gap(ids[row[0]], *row[1:]))
+        drained = True
     except EOFError:  # a child died while sending its gaps
         return None
     finally:
         for proc, recv in children:
             recv.close()
+            if not drained:
+                # Not read to its end (a worker gave up, this one failed, or a part could not
+                # be read): a worker may be blocked writing gaps nobody reads (forked, it holds
+                # the pipe's reading end too, so closing ours does not stop it).
+                proc.terminate()
             proc.join()
     return _merge(header, parts, ledger)
 

@@ -189,3 +189,23 @@ def test_only_large_multi_gpu_recordings_are_split(sim_recording: Path) -> None:
     assert sim_recording.stat().st_size < MIN_PARALLEL_BYTES
     assert plan_workers(sim_recording, []) == 1
     assert plan_workers(DATA / "pageable.csv", []) == 1
+
+
+def test_a_worker_still_sending_its_gaps_is_stopped_when_another_gives_up(
+    sim_recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Worker 0 gives up (here: told to; in a file, e.g. more bad lines of its own GPUs than
+    `MAX_PROBLEM_LINES`) while worker 1 has far more gaps than a pipe holds: the report goes to
+    one process at once instead of waiting forever on a worker blocked writing them."""
+    gap = build_report(sim_recording, Config(), workers=1).gaps[0]
+    real_work = report_parallel._work
+
+    def work(path: str, config: Config, me: int, n: int, stop: object) -> report_parallel._Part:
+        if me == 0:
+            return report_parallel._Part(abort="stopped")
+        part = real_work(path, config, me, n, stop)
+        part.gaps = [gap] * 20_000  # a few MB pickled: the pipe holds 64 KiB
+        return part
+
+    monkeypatch.setattr(report_parallel, "_work", work)  # the forked worker runs it too
+    assert detect_parallel(sim_recording, Config(), 2) is None

@@ -82,7 +82,10 @@ from gapwatch.sources.recording import (
     read_recording,
 )
 
-#: Smaller recordings are read in one process: starting workers costs ~0.1-0.5 s.
+#: Smaller recordings are read in one process: starting workers costs ~0.1-0.5 s, and each
+#: worker costs ~0.68 of one process in CPU (it reads every line and every host sample): on a
+#: shared 2-core box two processes were 1.3-1.4x slower than one from 7.8 MB to 46.8 MB
+#: (`python bench/report_split.py`, docs/benchmarks.md "Part D").
 MIN_PARALLEL_BYTES = 50_000_000
 #: A worker that meets more problem lines than this sends the report to one process (which
 #: keeps only counts): merging them by line would cost memory for nothing.
@@ -240,12 +243,13 @@ def detect_parallel(path: str | Path, config: Config, n: int) -> Detected | None
         proc.start()
         send.close()
         children.append((proc, recv))
+    drained = False
     try:
-        parts = [_work(path, config, 0, n, stop)]
-    except BaseException:
-        stop.set()
-        raise
-    try:
+        try:
+            parts = [_work(path, config, 0, n, stop)]
+        except BaseException:
+            stop.set()
+            raise
         for _proc, recv in children:
             try:
                 parts.append(recv.recv())
@@ -265,11 +269,17 @@ def detect_parallel(path: str | Path, config: Config, n: int) -> Detected | None
             while (rows := recv.recv()) is not None:
                 for row in rows:
                     ledger.add(Gap(ids[row[0]], *row[1:]))
+        drained = True
     except EOFError:  # a child died while sending its gaps
         return None
     finally:
         for proc, recv in children:
             recv.close()
+            if not drained:
+                # Not read to its end (a worker gave up, this one failed, or a part could not
+                # be read): a worker may be blocked writing gaps nobody reads (forked, it holds
+                # the pipe's reading end too, so closing ours does not stop it).
+                proc.terminate()
             proc.join()
     return _merge(header, parts, ledger)
 

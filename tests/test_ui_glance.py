@@ -19,6 +19,7 @@ from ui_fakes import (
     log_event,
     make_config,
     screen_text,
+    screens_after_keys,
     t_ns,
 )
 
@@ -99,13 +100,7 @@ async def test_at_80_columns_the_hint_keeps_to_its_lines_and_d_shows_it_whole(
                  "memory?; SMs idle 1.5 s while H2D ran at 2.8 GB/s (4 % of link); host: tasks "
                  "stalled on memory 39 % of the time (PSI), host memory bandwidth 175.0 GB/s")
     rt = breakdown_with_hint(tmp_path, long_hint, gpus=(0, 1))
-    app = GapwatchApp(rt, wall_clock=fixed_wall)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        main = screen_text(app)
-        await pilot.press("d")
-        await pilot.pause()
-        detail = screen_text(app)
+    main, detail = await screens_after_keys(GapwatchApp(rt, wall_clock=fixed_wall), ["d"])
     assert "hint: partitions 5, 6, 7 were synthesised with is_pinned=false: a/b/c in pageable " \
            "memory?; SMs idle 1.5 s while H2D ran at 2.8 GB/s (4 % of link); … d: whole hint" \
            in flat(main)
@@ -132,16 +127,8 @@ async def test_d_at_80x24_shows_a_demo_length_hint_whole_with_the_gap_table_and_
     has it whole"); the gap table, the log and the keys keep their places."""
     rt = breakdown_with_hint(tmp_path, SIM_PAGEABLE_HINT, gpus=(0, 1))
     rt.done = True
-    app = GapwatchApp(rt, wall_clock=fixed_wall)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        main = screen_text(app)
-        await pilot.press("d")
-        await pilot.pause()
-        detail = screen_text(app)
-        await pilot.press("d")
-        await pilot.pause()
-        back = screen_text(app)
+    main, detail, back = await screens_after_keys(GapwatchApp(rt, wall_clock=fixed_wall),
+                                                  ["d", "d"])
     assert SIM_PAGEABLE_HINT not in flat(main) and "SOURCE ENDED" in main
     assert SIM_PAGEABLE_HINT in flat(detail)
     assert "snapshot has it whole" not in detail

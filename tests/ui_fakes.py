@@ -198,3 +198,17 @@ def screen_text(app: object) -> str:
                       color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
     console.print(app.screen._compositor.render_update(full=True))  # type: ignore[attr-defined]
     return console.export_text()
+
+
+async def screens_after_keys(app: object, keys: list[str],
+                             size: tuple[int, int] = (80, 24)) -> list[str]:
+    """The app's screen at `size` as it opens and after each of `keys` in turn."""
+    out: list[str] = []
+    async with app.run_test(size=size) as pilot:  # type: ignore[attr-defined]
+        await pilot.pause()
+        out.append(screen_text(app))
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+            out.append(screen_text(app))
+    return out

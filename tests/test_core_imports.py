@@ -4,6 +4,7 @@ none psutil; headless commands run without Textual ever being loaded."""
 from __future__ import annotations
 
 import ast
+import functools
 import shutil
 import subprocess
 import sys
@@ -12,8 +13,15 @@ from pathlib import Path
 PKG = Path(__file__).parent.parent / "gapwatch"
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A module of the package, parsed once per test process: five tests read every module (it
+    cost about a second of CPU each)."""
+    return ast.parse(path.read_text())
+
+
 def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
+    tree = _tree(path)
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -101,7 +109,7 @@ def _import_graph() -> dict[str, set[str]]:
         me = _module_name(path)
         pkg = me if path.name == "__init__.py" else me.rpartition(".")[0]
         deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]

@@ -41,7 +41,12 @@ SKIP_REASON = ("SKIPPED LOUDLY: no `prometheus` binary; the exporter was NOT che
                "real Prometheus (install it: apt-get install -y prometheus)")
 if PROMETHEUS is None:
     warnings.warn(SKIP_REASON, stacklevel=1)
-pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason=SKIP_REASON)
+pytestmark = [
+    pytest.mark.skipif(PROMETHEUS is None, reason=SKIP_REASON),
+    # One worker runs the module, so one Prometheus (the module's fixture) is started and waited
+    # for: spread over the workers, each started its own and waited ~5 s for its first scrape.
+    pytest.mark.xdist_group("prometheus"),
+]
 
 #: Prometheus applies service-discovery updates every 5 s, so the first scrape comes ~5 s after
 #: start; every wait below is bounded well above that.

@@ -44,14 +44,14 @@ def _pinned_status(gib: float) -> str:
 
 def _spots(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, exits: tuple[int, ...] = (),
            at_5_s: str | None = None, meanwhile: str | None = None,
-           block_ms: int = 1_400) -> list[BlindSpot]:
-    """7 s of ticks at 100 ms; /proc is read at 0 and 5 s (pid 4242 with 12 GiB pinned, or
-    `at_5_s` from 4 s on); at 6 s NVML blocks `block_ms` as `exits` leave and pid 4242's status
-    becomes `meanwhile`."""
+           block_ms: int = 1_400, stall_at_s: int = 6) -> list[BlindSpot]:
+    """12 s of ticks at 100 ms; /proc is read every 5 s from 0 (pid 4242 with 12 GiB pinned, or
+    `at_5_s` from 4 s on); at `stall_at_s` NVML blocks `block_ms` as `exits` leave and pid
+    4242's status becomes `meanwhile`."""
     fake = install(monkeypatch, [FakeDevice(activity=PROVING, processes=[4242])])
     clock = FakeClock(start_mono_ns=0)
     fake.clock = clock
-    fake.stalls.append((6 * S, block_ms * MS, exits))
+    fake.stalls.append((stall_at_s * S, block_ms * MS, exits))
     root = fake_proc(tmp_path / "root", {4242: PROVER_STATUS})
     status = root / "proc" / "4242" / "status"
     if meanwhile is not None:
@@ -60,7 +60,7 @@ def _spots(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, exits: tuple[int,
     clocked = Clocked(fake, source)
     clocked.open()
     spots: list[BlindSpot] = []
-    for i in range(70):
+    for i in range(120):
         if i == 40 and at_5_s is not None:
             status.write_text(at_5_s)
         t = clock.monotonic_ns()
@@ -116,6 +116,18 @@ def test_an_exit_names_the_pool_read_before_the_process_began_to_exit(
     assert "exited: the driver frees its pinned memory (12.0 GiB, /proc)" in blind_words(spot)
 
 
+def test_an_exit_in_the_tick_of_a_proc_round_still_names_the_process_and_its_pool(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """Seen on the H200: a 48 GiB pool freed during the tick that also read /proc. That round
+    listed the GPUs after the stall, without the process, and it was forgotten before the blind
+    spot could name it ("while pid 503 exited", no name, no size)."""
+    (spot,) = _spots(monkeypatch, tmp_path, exits=(4242,), stall_at_s=10, block_ms=5_000)
+    assert spot.t_mono_ns == 10 * S
+    assert [(p.pid, p.name, p.pinned_bytes) for p in spot.exited] == \
+        [(4242, "cuzk-daemon", 12 * GIB)]
+
+
 def test_the_recording_and_the_report_carry_the_pinning_process(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
@@ -149,3 +161,32 @@ def test_a_recording_from_before_pinning_was_recorded_still_reads() -> None:
            b'"source":"nvml","gpus":[0],"exited":[]}')
     spot = decode_record(old)
     assert isinstance(spot, BlindSpot) and spot.pinning == []
+
+
+def test_a_process_gone_from_two_proc_rounds_is_forgotten(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """Weeks of prover restarts must not grow what the source remembers per PID (its only
+    visible effect is memory, so this looks at the source's maps)."""
+    device = FakeDevice(activity=PROVING, processes=[4242])
+    fake = install(monkeypatch, [device])
+    clock = FakeClock(start_mono_ns=0)
+    fake.clock = clock
+    root = fake_proc(tmp_path / "root", {4242: PROVER_STATUS})
+    source = NvmlSource(SamplerConfig(), now_ns=clock.monotonic_ns, proc_root=str(root))
+    clocked = Clocked(fake, source)
+    clocked.open()
+    remembered = []
+    for i in range(160):  # /proc rounds at 0, 5, 10, 15 s; the process leaves at 3 s
+        if i == 30:
+            device.processes = []
+        t = clock.monotonic_ns()
+        clocked.read(t, 1_796_000_000.0 + t / 1e9, 0)
+        if i % 50 == 1:
+            remembered.append(sorted(source._known))
+        clock.advance_ns(100 * MS)
+    clocked.close()
+    # Known after the 0 s round; still after the 5 s round (a stall in that tick could need
+    # it); forgotten from the 10 s round on.
+    assert remembered == [[4242], [4242], [], []]
+    assert source._pinned_seen == {}

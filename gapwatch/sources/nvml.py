@@ -177,6 +177,8 @@ class NvmlSource:
         self._known: dict[int, tuple[str, int | None]] = {}
         #: pid -> its last two pinned sizes read, (t_wall_s, RssShmem bytes), oldest first.
         self._pinned_seen: dict[int, list[tuple[float, int]]] = {}
+        #: The PIDs the previous /proc round listed.
+        self._listed_last: set[int] = set()
         #: The tick being read (notices go into it); None before the first tick.
         self._tick: Tick | None = None
         self._t_mono_ns, self._t_wall_s = 0, 0.0
@@ -484,11 +486,13 @@ class NvmlSource:
                     vm_locked_bytes=st.vm_locked_bytes if st is not None else None,
                     vm_pinned_bytes=st.vm_pinned_bytes if st is not None else None,
                 ))  # fmt: skip
-        # Only processes listed now can exit or pin in a later stall: the maps stay that small
-        # over weeks of prover restarts.
-        for pid in [p for p in self._known if p not in readings]:
+        # Forgotten only when absent from two rounds in a row, so the maps stay small over weeks
+        # of prover restarts. Not after one: a stall in this very tick (a 48 GiB pool freed as
+        # this round listed the GPUs, on the H200) names its process from them after the round.
+        for pid in [p for p in self._known if p not in readings and p not in self._listed_last]:
             del self._known[pid]
             self._pinned_seen.pop(pid, None)
+        self._listed_last = set(readings)
 
     def _watch_link(self, tick: Tick, gpu: _Gpu, sample: GpuSample) -> None:
         """While data moves, at most every `link_every_s`: the link as trained. A record when

@@ -209,3 +209,28 @@ def test_a_worker_still_sending_its_gaps_is_stopped_when_another_gives_up(
 
     monkeypatch.setattr(report_parallel, "_work", work)  # the forked worker runs it too
     assert detect_parallel(sim_recording, Config(), 2) is None
+
+
+def test_a_worker_that_inherited_a_sigterm_handler_is_stopped_all_the_same(
+    sim_recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same, from a process that catches SIGTERM (as `record` does, or any caller): the
+    forked worker inherits the handler, so only SIGKILL stops it (with SIGTERM this hung)."""
+    import signal
+
+    gap = build_report(sim_recording, Config(), workers=1).gaps[0]
+    real_work = report_parallel._work
+
+    def work(path: str, config: Config, me: int, n: int, stop: object) -> report_parallel._Part:
+        if me == 0:
+            return report_parallel._Part(abort="stopped")
+        part = real_work(path, config, me, n, stop)
+        part.gaps = [gap] * 20_000
+        return part
+
+    monkeypatch.setattr(report_parallel, "_work", work)
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        assert detect_parallel(sim_recording, Config(), 2) is None
+    finally:
+        signal.signal(signal.SIGTERM, previous)

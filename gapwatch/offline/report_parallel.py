@@ -278,8 +278,10 @@ def detect_parallel(path: str | Path, config: Config, n: int) -> Detected | None
             if not drained:
                 # Not read to its end (a worker gave up, this one failed, or a part could not
                 # be read): a worker may be blocked writing gaps nobody reads (forked, it holds
-                # the pipe's reading end too, so closing ours does not stop it).
-                proc.terminate()
+                # the pipe's reading end too, so closing ours does not stop it). SIGKILL, not
+                # SIGTERM: a SIGTERM handler the parent had (record's, a caller's) is inherited
+                # through fork and would keep the worker alive, and join() would wait forever.
+                proc.kill()
             proc.join()
     return _merge(header, parts, ledger)
 

@@ -191,12 +191,10 @@ def test_only_large_multi_gpu_recordings_are_split(sim_recording: Path) -> None:
     assert plan_workers(DATA / "pageable.csv", []) == 1
 
 
-def test_a_worker_still_sending_its_gaps_is_stopped_when_another_gives_up(
-    sim_recording: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _one_gives_up_while_the_other_floods(sim_recording: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Worker 0 gives up (here: told to; in a file, e.g. more bad lines of its own GPUs than
-    `MAX_PROBLEM_LINES`) while worker 1 has far more gaps than a pipe holds: the report goes to
-    one process at once instead of waiting forever on a worker blocked writing them."""
+    `MAX_PROBLEM_LINES`) while worker 1 has far more gaps than a pipe holds."""
     gap = build_report(sim_recording, Config(), workers=1).gaps[0]
     real_work = report_parallel._work
 
@@ -208,6 +206,14 @@ def test_a_worker_still_sending_its_gaps_is_stopped_when_another_gives_up(
         return part
 
     monkeypatch.setattr(report_parallel, "_work", work)  # the forked worker runs it too
+
+
+def test_a_worker_still_sending_its_gaps_is_stopped_when_another_gives_up(
+    sim_recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report goes to one process at once instead of waiting forever on a worker blocked
+    writing its gaps."""
+    _one_gives_up_while_the_other_floods(sim_recording, monkeypatch)
     assert detect_parallel(sim_recording, Config(), 2) is None
 
 
@@ -218,17 +224,7 @@ def test_a_worker_that_inherited_a_sigterm_handler_is_stopped_all_the_same(
     forked worker inherits the handler, so only SIGKILL stops it (with SIGTERM this hung)."""
     import signal
 
-    gap = build_report(sim_recording, Config(), workers=1).gaps[0]
-    real_work = report_parallel._work
-
-    def work(path: str, config: Config, me: int, n: int, stop: object) -> report_parallel._Part:
-        if me == 0:
-            return report_parallel._Part(abort="stopped")
-        part = real_work(path, config, me, n, stop)
-        part.gaps = [gap] * 20_000
-        return part
-
-    monkeypatch.setattr(report_parallel, "_work", work)
+    _one_gives_up_while_the_other_floods(sim_recording, monkeypatch)
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     try:
         assert detect_parallel(sim_recording, Config(), 2) is None

@@ -77,7 +77,8 @@ def test_the_simulator_serves_its_status_and_the_runtime_polls_it_over_http() ->
     skipped, and the holes cost gaps or changed their kind), and the poll's deadline is the
     longest the config allows (a loaded box answered a poll in more than the default 0.5 s: a
     `timeout`, the poller doing its job, not the server failing)."""
-    cfg = build_config({"cuzk": {"status_timeout_s": 10}, "sampler": {"period_ms": 400}})
+    cfg = build_config({"cuzk": {"status_timeout_s": 10, "status_period_s": 0.2},
+                        "sampler": {"period_ms": 400}})
     rt = build_runtime(cfg, "sim:host-stall", speed=10)
     assert rt.sim_status_server is not None and rt.pollers[0].prover == "sim"
 
@@ -100,7 +101,13 @@ def test_the_simulator_serves_its_status_and_the_runtime_polls_it_over_http() ->
     gaps = _gaps(rt)
     assert {g.kind for g in gaps} == {"host_stall"}
     named = [g for g in gaps if g.prover_cause == "waits_on_synthesis"]
-    assert {g.prover_cause for g in gaps} <= {"waits_on_synthesis", None} and named
+    # At 10x a snapshot is up to a poll (2 s of simulated time) old, and the simulator serves
+    # /status as of its last sample: on a loaded box one showed the workers still proving as a
+    # gap began ("inside_workers", 1 failure in a loaded CI run). Which cause each gap gets is
+    # pinned in virtual time (test_snapshots_are_recorded_and_a_replay_names_the_same_causes,
+    # test_cuzk_upstream); here, no cause the host-stall simulator cannot show, and the wait named.
+    assert {g.prover_cause for g in gaps} <= {"waits_on_synthesis", "inside_workers", None}
+    assert named
     # The worker count comes from the followed log: a snapshot judged before the tailer read
     # the startup line (a loaded machine) says it is unknown, never another number.
     assert all(SAID_FROM_THE_LOG in g.prover_evidence

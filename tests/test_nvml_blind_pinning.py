@@ -183,10 +183,35 @@ def test_a_process_gone_from_two_proc_rounds_is_forgotten(
         t = clock.monotonic_ns()
         clocked.read(t, 1_796_000_000.0 + t / 1e9, 0)
         if i % 50 == 1:
-            remembered.append(sorted(source._known))
+            remembered.append(sorted(source._seen))
         clock.advance_ns(100 * MS)
     clocked.close()
     # Known after the 0 s round; still after the 5 s round (a stall in that tick could need
     # it); forgotten from the 10 s round on.
     assert remembered == [[4242], [4242], [], []]
-    assert source._pinned_seen == {}
+
+
+def test_a_listing_that_fails_after_the_stall_blames_no_exit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """The process list read right after a stall is what says who left; when that call fails
+    (NVML still unsettled), the GPU's processes are unknown, not gone."""
+    device = FakeDevice(activity=PROVING, processes=[4242])
+    fake = install(monkeypatch, [device])
+    clock = FakeClock(start_mono_ns=0)
+    fake.clock = clock
+    fake.stalls.append((6 * S, 1_400 * MS, ()))
+    fake.sleep = lambda _s: device.fail.update({"nvmlDeviceGetComputeRunningProcesses": 2})
+    root = fake_proc(tmp_path / "root", {4242: PROVER_STATUS})
+    source = NvmlSource(SamplerConfig(), now_ns=clock.monotonic_ns, proc_root=str(root))
+    clocked = Clocked(fake, source)
+    clocked.open()
+    spots: list[BlindSpot] = []
+    for _ in range(70):
+        t = clock.monotonic_ns()
+        spots += [r for r in clocked.read(t, 1_796_000_000.0 + t / 1e9, 0).other
+                  if isinstance(r, BlindSpot)]
+        clock.advance_ns(100 * MS)
+    clocked.close()
+    (spot,) = spots
+    assert spot.exited == [] and spot.pinning == []

@@ -142,6 +142,20 @@ class _Gpu:
     prev_t_ns: int | None = None
 
 
+@dataclass(slots=True)
+class _ProcSeen:
+    """What /proc said of a process NVML listed: its name and its last two pinned sizes
+    (t_wall_s, RssShmem bytes), oldest first."""
+
+    name: str
+    sizes: list[tuple[float, int]] = field(default_factory=list)
+
+    @property
+    def pinned_bytes(self) -> int | None:
+        """Its pinned pool at the latest reading that had one (what its exit frees)."""
+        return self.sizes[-1][1] if self.sizes else None
+
+
 class NvmlSource:
     """`GpuSource` over NVML. Construct with the `[sampler]` config section."""
 
@@ -171,12 +185,11 @@ class NvmlSource:
         self._legacy_spent = False
         #: A tick whose calls take this long is a blind spot (NVML did not answer).
         self._stall_ns = int(STALL_PERIODS * config.period_ms * 1e6)
-        #: The PIDs NVML listed on each GPU last, and the name and pinned bytes /proc gave for
-        #: each PID: what a blind spot compares against to name the process that exited.
+        #: The PIDs NVML listed on each GPU last (a new dict at each listing, so a tick can
+        #: keep the one it began with for free), and what /proc said of each PID: what a blind
+        #: spot compares against to name the process that exited or was pinning.
         self._listed: dict[int, set[int]] = {}
-        self._known: dict[int, tuple[str, int | None]] = {}
-        #: pid -> its last two pinned sizes read, (t_wall_s, RssShmem bytes), oldest first.
-        self._pinned_seen: dict[int, list[tuple[float, int]]] = {}
+        self._seen: dict[int, _ProcSeen] = {}
         #: The PIDs the previous /proc round listed.
         self._listed_last: set[int] = set()
         #: The tick being read (notices go into it); None before the first tick.
@@ -344,7 +357,7 @@ class NvmlSource:
             )
             self._pending.clear()
         self._legacy_spent = False
-        listed_before = {g: set(p) for g, p in self._listed.items()}
+        listed_before = self._listed
         entry_ns = self._now_ns()
         for gpu in self._gpus:
             if gpu.lost:
@@ -384,12 +397,16 @@ class NvmlSource:
         it (`gapwatch.core.blind`)."""
         gpus = [g.index for g in self._gpus if not g.lost]
         now = self._list_processes()
+        still = set().union(*now.values())
+        # Compared GPU by GPU, only where the listing answered after the stall: a GPU whose
+        # listing failed then says nothing of who exited.
+        gone = set().union(*(listed_before.get(g, set()) - pids for g, pids in now.items()))
         exited = []
-        for pid in sorted(set().union(*listed_before.values()) - set().union(*now.values())
-                          if listed_before else set()):
-            name, pinned = self._known.get(pid, ("", None))
-            exited.append(ExitedProcess(pid=pid, name=name, pinned_bytes=pinned))
-        pinning = self._pinning_across(set().union(*now.values()) if now else set(), t_wall_s)
+        for pid in sorted(gone - still):
+            seen = self._seen.get(pid)
+            exited.append(ExitedProcess(pid=pid, name=seen.name if seen else "",
+                                        pinned_bytes=seen.pinned_bytes if seen else None))
+        pinning = self._pinning_across(still, t_wall_s)
         spot = BlindSpot(t_mono_ns=t_mono_ns, t_wall_s=t_wall_s, duration_s=took_ns / 1e9,
                          source="nvml", gpus=gpus, exited=exited, pinning=pinning)
         tick.other.append(spot)
@@ -403,15 +420,16 @@ class NvmlSource:
         as freeing one does (measured on the H200: `bench/blind_spot_h200.py`)."""
         out = []
         for pid in sorted(pids):
-            seen = self._pinned_seen.get(pid)
-            if not seen:
+            seen = self._seen.get(pid)
+            if seen is None or not seen.sizes:
                 continue
             st = self._procs.read(pid).status
             after = st.rss_shmem_bytes if st is not None else None
             if st is None or after is None:
                 continue
-            since_wall_s, before = seen[0] if t_wall_s - seen[0][0] <= PINNING_LOOKBACK_S \
-                else seen[-1]
+            oldest, latest = seen.sizes[0], seen.sizes[-1]
+            since_wall_s, before = oldest if t_wall_s - oldest[0] <= PINNING_LOOKBACK_S \
+                else latest
             self._pinned(pid, st.name, t_wall_s, after)
             if after - before >= PINNING_MIN_BYTES:
                 out.append(PinningProcess(pid=pid, name=st.name, before_bytes=before,
@@ -420,15 +438,15 @@ class NvmlSource:
         return out
 
     def _pinned(self, pid: int, name: str, wall_s: float, rss_shmem_bytes: int | None) -> None:
-        """What a blind spot can say of a process: its name and pinned pool, should it exit
-        (`_known`), its last two sizes, should it be pinning (`_pinned_seen`). A process
-        already exiting has a status without memory lines (seen on the H200 as a 48 GiB pool
-        was freed): the size read before is kept."""
-        if rss_shmem_bytes is None:
-            self._known[pid] = (name, self._known.get(pid, ("", None))[1])
-            return
-        self._known[pid] = (name, rss_shmem_bytes)
-        self._pinned_seen[pid] = [*self._pinned_seen.get(pid, [])[-1:], (wall_s, rss_shmem_bytes)]
+        """Note what /proc said of a process (`_ProcSeen`). A process already exiting has a
+        status without memory lines (seen on the H200 as a 48 GiB pool was freed): the sizes
+        read before are kept."""
+        seen = self._seen.get(pid)
+        if seen is None:
+            seen = self._seen[pid] = _ProcSeen(name)
+        seen.name = name
+        if rss_shmem_bytes is not None:
+            seen.sizes = [*seen.sizes[-1:], (wall_s, rss_shmem_bytes)]
 
     def _list_processes(self) -> dict[int, set[int]]:
         """The PIDs NVML lists on each GPU now (GPUs that cannot list them are left out); kept
@@ -444,7 +462,7 @@ class NvmlSource:
                 continue
             if procs is not _FAILED:
                 listed[gpu.index] = {int(p.pid) for p in procs}
-        self._listed.update(listed)
+        self._listed = {**self._listed, **listed}
         return listed
 
     @property
@@ -489,9 +507,8 @@ class NvmlSource:
         # Forgotten only when absent from two rounds in a row, so the maps stay small over weeks
         # of prover restarts. Not after one: a stall in this very tick (a 48 GiB pool freed as
         # this round listed the GPUs, on the H200) names its process from them after the round.
-        for pid in [p for p in self._known if p not in readings and p not in self._listed_last]:
-            del self._known[pid]
-            self._pinned_seen.pop(pid, None)
+        for pid in [p for p in self._seen if p not in readings and p not in self._listed_last]:
+            del self._seen[pid]
         self._listed_last = set(readings)
 
     def _watch_link(self, tick: Tick, gpu: _Gpu, sample: GpuSample) -> None:

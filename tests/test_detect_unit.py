@@ -316,3 +316,22 @@ def test_offline_mode_gives_the_same_final_gaps_and_states_without_open_versions
     assert [e for _, e in offline if isinstance(e, StateChange)] == \
         [e for _, e in live if isinstance(e, StateChange)]
     assert all(e.end_s is not None and not e.retracted for _, e in offline if isinstance(e, Gap))
+
+
+READING_EDGES = [None, float("nan"), -1.0, -0.0, 0.0, 0.5, 50.0, float("inf")]
+
+
+def test_the_per_sample_path_takes_as_a_reading_exactly_what_readings_reading_does() -> None:
+    """`feed_gpu` checks "None, NaN or negative is no reading" inline for speed; the rule's
+    home is `core.readings.reading`. The two must agree on every edge, for SM activity and for
+    the PCIe rates of an idle stretch."""
+    from gapwatch.core.readings import reading
+
+    for v in READING_EDGES:
+        det = detector()
+        det.feed_gpu(sample(1.0, v, source="legacy"))
+        assert (det.counters["no_data"] == 1) == (reading(v) is None), v
+        det = detector()
+        det.feed_gpu(sample(1.0, 90.0))
+        det.feed_gpu(sample(1.1, 0.0, rx=v, tx=None))
+        assert (det._tracks[0].rx_weight_ns > 0) == (reading(v) is not None), v

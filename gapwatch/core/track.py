@@ -12,7 +12,7 @@ inside a sample can be given a wall time too.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.evidence import GapEvidence
@@ -140,6 +140,12 @@ class GpuTotals:
     last_t_ns: int | None = None
     #: Samples taken in time order (out-of-order ones are in the detector's counters).
     samples: int = 0
+
+    def __reduce__(self) -> tuple[type[GpuTotals], tuple[object, ...]]:
+        # The parallel report's workers pickle their totals to the parent. Rebuilt through
+        # __init__: the default (setting each slot) is refused by a frozen class compiled with
+        # mypyc (setup.py), which has no way round its own __setattr__.
+        return GpuTotals, tuple(getattr(self, f.name) for f in fields(self))
 
 
 def median_int(values: deque[int]) -> int:

@@ -146,7 +146,7 @@ def json_bytes(path: str | Path) -> int:
             data = z.unused_data if z.eof else b""
     except zlib.error:
         return size  # not gzip after all: the reader will say so
-    return inflated if size <= len(head) else int(size * inflated / len(head))
+    return inflated if size <= len(head) else size * inflated // len(head)
 
 
 #: Line number given to a problem found after the last line (a truncated file).

@@ -189,7 +189,7 @@ def dump(out_dir: Path, cases: list[tuple[str, Path, list[Path]]] | None = None)
     from gapwatch.core.config import Config
     from gapwatch.offline.report import build_report
 
-    print(f"gapwatch from {Path(gapwatch.__file__).parent} ({_build_kind()})", file=sys.stderr)
+    print(f"gapwatch from {Path(gapwatch.__file__).parent}", file=sys.stderr)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, path, logs in _cases() if cases is None else cases:
         for workers in (1,) if path.suffix == ".csv" else (1, 2):
@@ -272,15 +272,6 @@ def main() -> int:
         return compare(Path(tmp) / "before", Path(tmp) / "now")
 
 
-
-def _build_kind() -> str:
-    """Which build the measured gapwatch is (a checkout from before builds were told apart is
-    pure Python)."""
-    try:
-        from gapwatch.base.build import build_kind
-    except ImportError:
-        return "pure Python"
-    return build_kind()
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -175,19 +175,29 @@ class GapEvidence:
 
     def take_host(self, rows: Iterable[HostRow]) -> None:
         """Take these host samples (`host_row`s; those from the gap's start on) into the
-        maxima; a field that was not a reading is None there and passed over."""
+        maxima; a field that was not a reading is None there and passed over.
+
+        Once per gap (and when a long gap's oldest samples leave the buffer), over every host
+        sample of the gap: the fields are written out, in `_HOST_MAXIMA`'s order (the row's),
+        so that the compiled build (setup.py) compares them as plain values."""
         start = self.from_s
-        kept = [r for r in rows if r[0] >= start]
-        if not kept:
-            return
-        columns = zip(*kept, strict=True)
-        next(columns)  # the times
-        for (mine, _theirs), column in zip(_HOST_MAXIMA, columns, strict=True):
-            best = getattr(self, mine)
-            for v in column:
-                if v is not None and (best is None or v > best):
-                    best = v
-            setattr(self, mine, best)
+        m0, m1, m2 = self.mem_used_pct, self.psi_some_share, self.psi_some_avg10
+        m3, m4 = self.major_faults_per_s, self.mem_bandwidth_bytes_per_s
+        for t, a, b, c, d, e in rows:
+            if t < start:
+                continue
+            if a is not None and (m0 is None or a > m0):
+                m0 = a
+            if b is not None and (m1 is None or b > m1):
+                m1 = b
+            if c is not None and (m2 is None or c > m2):
+                m2 = c
+            if d is not None and (m3 is None or d > m3):
+                m3 = d
+            if e is not None and (m4 is None or e > m4):
+                m4 = e
+        self.mem_used_pct, self.psi_some_share, self.psi_some_avg10 = m0, m1, m2
+        self.major_faults_per_s, self.mem_bandwidth_bytes_per_s = m3, m4
 
     def add_event(self, ev: LogEvent) -> None:
         events = self.events

@@ -33,6 +33,7 @@ COMPILED = [
     "gapwatch/core/readings.py",
     "gapwatch/core/ledger.py",
     "gapwatch/core/fmt.py",
+    "gapwatch/core/exact.py",
     "gapwatch/offline/detect.py",
     "gapwatch/sources/recording.py",
 ]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from bisect import insort
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from msgspec.structs import replace
 
@@ -63,19 +63,19 @@ from gapwatch.core.readings import GPM_LIKE_SOURCES, activity_lag_ns, is_stale_g
 from gapwatch.core.track import BUSY as _BUSY
 from gapwatch.core.track import IDLE as _IDLE
 from gapwatch.core.track import PRE as _PRE
-from gapwatch.core.track import GpuTotals, Track, median_int
+from gapwatch.core.track import SPACINGS_KEPT, GpuTotals, Track, median_int
 from gapwatch.core.verdict import WindowNow, breakdown_entry_words, gaps_reason
 
-_NS = 1_000_000_000
-_NEVER = 1 << 62
+_NS: Final = 1_000_000_000
+_NEVER: Final = 1 << 62
 #: An open gap is re-published at most this often (data time), or when its kind changes.
-UPDATE_EVERY_NS = 500_000_000
+UPDATE_EVERY_NS: Final = 500_000_000
 #: A step of more than this between wall time and data time from one sample to the next is a
 #: clock jump (an NTP step, a recording stitched together): treated as a hole. Far above the
 #: jitter of reading the two clocks one after the other (microseconds; ms under load).
-CLOCK_JUMP_S = 1.0
+CLOCK_JUMP_S: Final = 1.0
 #: How often (data time) the GPUs are checked for having gone silent while data goes on.
-SILENCE_CHECK_NS = 250_000_000
+SILENCE_CHECK_NS: Final = 250_000_000
 
 
 class GapDetector:
@@ -268,8 +268,12 @@ class GapDetector:
             covered_from = self._hole(tr, s, t, None, -1, jump, out)
         else:
             spacing = t - last  # > 0: out-of-order samples were dropped above
-            tr.spacings.append(spacing)
-            n_seen = tr.n_seen = tr.n_seen + 1
+            n_seen = tr.n_seen
+            if n_seen < SPACINGS_KEPT:
+                tr.spacings.append(spacing)
+            else:  # the ring is full: this one takes the oldest one's place
+                tr.spacings[n_seen % SPACINGS_KEPT] = spacing
+            n_seen = tr.n_seen = n_seen + 1
             if n_seen >= 5 and (n_seen <= 8 or n_seen % 16 == 0):
                 # A robust median of recent spacings, so that one late tick does not teach it.
                 tr.expected_ns = self._expected(median_int(tr.spacings))

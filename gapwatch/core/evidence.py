@@ -22,8 +22,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
-from operator import attrgetter
-from typing import Any
+from typing import Any, Final
 
 from msgspec.structs import replace
 
@@ -50,27 +49,27 @@ from gapwatch.core.readings import reading
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
-MAX_EVENTS_KEPT = 64
-MAX_EVENTS_PUBLISHED = 12
+MAX_EVENTS_KEPT: Final = 64
+MAX_EVENTS_PUBLISHED: Final = 12
 #: A gap with no warning in its own window cites the latest one up to this long before it.
-RECENT_WARNING_S = 60.0
+RECENT_WARNING_S: Final = 60.0
 #: How far out of time order log events may arrive (seconds) and still be found for a gap.
-ORDER_SLACK_S = 5.0
+ORDER_SLACK_S: Final = 5.0
 #: Raw lines are cut to this many characters in a gap's evidence.
-RAW_CHARS = 160
+RAW_CHARS: Final = 160
 #: Most copies kept per gap (cuzk makes tens per partition; the window holds a few partitions).
-MAX_COPIES_KEPT = 512
+MAX_COPIES_KEPT: Final = 512
 #: Recent copies kept for all GPUs (the "pinned copies ran at ..." comparison, late gaps).
-RECENT_COPIES = 4096
+RECENT_COPIES: Final = 4096
 #: The copy trace counts as live for a GPU while its last copy is at most this old: a gap
 #: without copies is then "no traced copy", not "no copy trace".
-TRACE_LIVE_S = 120.0
+TRACE_LIVE_S: Final = 120.0
 #: The comparison rate of pinned copies is taken over this much recent history.
-PINNED_RATE_HISTORY_S = 120.0
+PINNED_RATE_HISTORY_S: Final = 120.0
 #: A memory kind that covers at least this share of the copy time in a gap's window names it.
-DOMINANT_KIND_SHARE = 0.8
+DOMINANT_KIND_SHARE: Final = 0.8
 #: Prover snapshots published per gap version (the latest ones).
-MAX_PROVER_PUBLISHED = 12
+MAX_PROVER_PUBLISHED: Final = 12
 
 def _slim(ev: LogEvent) -> LogEvent:
     """What evidence needs of an event: its time, ids, warning, name and the start of its line.
@@ -95,27 +94,20 @@ class ProverView:
     from_log: bool = False
 
 
-#: The host maxima a gap keeps: its own attribute, the host sample's field.
-_HOST_MAXIMA = (
-    ("mem_used_pct", "mem_used_pct"),
-    ("psi_some_share", "psi_mem_some_share"),
-    ("psi_some_avg10", "psi_mem_some_avg10"),
-    ("major_faults_per_s", "major_faults_per_s"),
-    ("mem_bandwidth_bytes_per_s", "mem_bandwidth_bytes_per_s"),
-)
-
-
-#: A host sample as the evidence keeps it: its wall time, then each of `_HOST_MAXIMA`'s fields
-#: as a reading or None (`host_row`).
+#: A host sample as the evidence keeps it (`host_row`): its wall time, then as a reading or None
+#: each field a gap keeps the maximum of, in this order wherever they are listed (`host_row`,
+#: `GapEvidence.take_host`, `GapEvidence.host_maxima`): mem_used_pct, psi_mem_some_share,
+#: psi_mem_some_avg10, major_faults_per_s, mem_bandwidth_bytes_per_s. Written out in each, not
+#: looped over by name, so that the compiled build (setup.py) reads them as plain values.
 HostRow = tuple[float, float | None, float | None, float | None, float | None, float | None]
-_host_values = attrgetter("t_wall_s", *(theirs for _mine, theirs in _HOST_MAXIMA))
 
 
 def host_row(h: HostSample) -> HostRow:
     """What gap evidence keeps of a host sample: its time and its readings (`readings.reading`:
     None, NaN and negatives are not), judged once per sample, not once per gap that takes it."""
-    t, a, b, c, d, e = _host_values(h)
-    return (t, reading(a), reading(b), reading(c), reading(d), reading(e))
+    return (h.t_wall_s, reading(h.mem_used_pct), reading(h.psi_mem_some_share),
+            reading(h.psi_mem_some_avg10), reading(h.major_faults_per_s),
+            reading(h.mem_bandwidth_bytes_per_s))
 
 
 class GapEvidence:
@@ -178,8 +170,7 @@ class GapEvidence:
         maxima; a field that was not a reading is None there and passed over.
 
         Once per gap (and when a long gap's oldest samples leave the buffer), over every host
-        sample of the gap: the fields are written out, in `_HOST_MAXIMA`'s order (the row's),
-        so that the compiled build (setup.py) compares them as plain values."""
+        sample of the gap: the fields in `HostRow`'s order."""
         start = self.from_s
         m0, m1, m2 = self.mem_used_pct, self.psi_some_share, self.psi_some_avg10
         m3, m4 = self.major_faults_per_s, self.mem_bandwidth_bytes_per_s

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, fields
+from typing import Final
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.evidence import GapEvidence
@@ -20,7 +21,12 @@ from gapwatch.core.models import GapKind
 
 #: Phases of a track: before its first busy sample (of this data segment), in a busy run, in
 #: an idle stretch (a gap candidate; a gap once it lasts `min_gap_ms`).
-PRE, BUSY, IDLE = 0, 1, 2
+#: Recent sample spacings a track keeps for its median.
+SPACINGS_KEPT: Final = 15
+
+PRE: Final = 0
+BUSY: Final = 1
+IDLE: Final = 2
 
 
 class Track:
@@ -54,7 +60,8 @@ class Track:
         self.last_t: int | None = None
         # Sample spacing: the expected one (robust median of recent spacings), for hole tests.
         self.expected_ns = DEFAULT_PERIOD_NS
-        self.spacings: deque[int] = deque(maxlen=15)
+        #: The last `SPACINGS_KEPT` spacings, as a ring (spacing k at k % SPACINGS_KEPT).
+        self.spacings: list[int] = []
         self.n_seen = 0
         self.phase = PRE
         # The busy run before the current idle stretch: its highest level, and its last sample
@@ -148,7 +155,7 @@ class GpuTotals:
         return GpuTotals, tuple(getattr(self, f.name) for f in fields(self))
 
 
-def median_int(values: deque[int]) -> int:
+def median_int(values: list[int]) -> int:
     """`int(statistics.median(values))` without its generality (called every 16 samples)."""
     sv = sorted(values)
     m = len(sv)

@@ -62,8 +62,8 @@ from gapwatch.core.models import (
 from gapwatch.core.readings import GPM_LIKE_SOURCES, activity_lag_ns, is_stale_gpm, reading
 from gapwatch.core.track import BUSY as _BUSY
 from gapwatch.core.track import IDLE as _IDLE
+from gapwatch.core.track import NO_BUCKET, SPACINGS_KEPT, GpuTotals, Track, median_int
 from gapwatch.core.track import PRE as _PRE
-from gapwatch.core.track import SPACINGS_KEPT, GpuTotals, Track, median_int
 from gapwatch.core.verdict import WindowNow, breakdown_entry_words, gaps_reason
 
 _NS: Final = 1_000_000_000
@@ -289,13 +289,9 @@ class GapDetector:
         # its busy ns there too) and in the run's total.
         tr.last_t = t
         k = t // _NS
-        bucket = k % self._n_buckets
-        if tr.bucket_ids[bucket] != k:
-            tr.bucket_ids[bucket] = k
-            tr.bucket_busy_ns[bucket] = 0
-            tr.bucket_cover_ns[bucket] = cover
-        else:
-            tr.bucket_cover_ns[bucket] += cover
+        if k != tr.cur_k:
+            self._next_bucket(tr, k)
+        tr.cur_cover_ns += cover
         data_ns = tr.data_ns = tr.data_ns + cover
         tr.last_wall = wall
 
@@ -303,7 +299,7 @@ class GapDetector:
         if level >= (self._thr_util if low else self._thr_sm):
             # Busy: counted busy; it closes an idle stretch (a gap if long enough) or starts
             # the run's first busy period; it becomes the run's last busy sample.
-            tr.bucket_busy_ns[bucket] += cover
+            tr.cur_busy_ns += cover
             tr.busy_ns += cover
             tr.data_ns_at_last_busy = data_ns
             if phase == _BUSY:
@@ -823,7 +819,24 @@ class GapDetector:
         busy, cover = self._window_busy(tr, tr.last_t)
         return busy / cover if cover > 0 else None
 
+    def _next_bucket(self, tr: Track, k: int) -> None:
+        """A sample in a new second `k`: the second counted so far goes into the window's
+        lists, and `k`'s slot starts empty (its counts grow in `tr.cur_*` meanwhile)."""
+        nb = self._n_buckets
+        if tr.cur_k != NO_BUCKET:
+            i = tr.cur_k % nb
+            tr.bucket_busy_ns[i] = tr.cur_busy_ns
+            tr.bucket_cover_ns[i] = tr.cur_cover_ns
+        j = k % nb
+        tr.bucket_ids[j] = k
+        tr.bucket_busy_ns[j] = 0
+        tr.bucket_cover_ns[j] = 0
+        tr.cur_k = k
+        tr.cur_busy_ns = tr.cur_cover_ns = 0
+
     def _window_busy(self, tr: Track, t: int) -> tuple[int, int]:
+        """Busy and covered ns in the window's seconds as of `t`: the lists' seconds, and the
+        one being counted (its slot in the lists holds zeros until the next second)."""
         k = t // _NS
         nb = self._n_buckets
         busy = cover = 0
@@ -832,6 +845,9 @@ class GapDetector:
             if k - ids[i] < nb:
                 busy += tr.bucket_busy_ns[i]
                 cover += tr.bucket_cover_ns[i]
+        if k - tr.cur_k < nb:
+            busy += tr.cur_busy_ns
+            cover += tr.cur_cover_ns
         return busy, cover
 
     def _set_state(

@@ -158,12 +158,13 @@ class GapEvidence:
         #: latest few with their times, so that those taken after the gap's end (they can reach
         #: an open gap before the samples that close it) are left out when it closes.
         self.cause_counts: dict[str, int] = {}
-        self.inside_tail: deque[tuple[float, str | None]] = deque(maxlen=8)
+        #: Both made on the first snapshot (`add_prover`): most gaps see none, and two deques
+        #: per gap were a tenth of a compiled report's per-gap cost. Empty tuples until then.
+        self.inside_tail: deque[tuple[float, str | None]] | tuple[()] = ()
         #: (time, cause) of the latest snapshot before the gap's start (evidence window).
         self.before_cause: tuple[float, str | None] | None = None
         #: Each snapshot with the cause it gave and the synthesis capacity it was judged by.
-        self.provers: deque[tuple[ProverStatus, str | None, Capacity | None]] = deque(
-            maxlen=MAX_PROVER_PUBLISHED * 2)
+        self.provers: deque[tuple[ProverStatus, str | None, Capacity | None]] | tuple[()] = ()
 
     def take_host(self, rows: Iterable[HostRow]) -> None:
         """Take these host samples (`host_row`s; those from the gap's start on) into the
@@ -218,10 +219,16 @@ class GapEvidence:
         if t >= self.from_s:
             if cause is not None:
                 self.cause_counts[cause] = self.cause_counts.get(cause, 0) + 1
-            self.inside_tail.append((t, cause))
+            tail = self.inside_tail
+            if not isinstance(tail, deque):
+                tail = self.inside_tail = deque(maxlen=8)
+            tail.append((t, cause))
         elif self.before_cause is None or t >= self.before_cause[0]:
             self.before_cause = (t, cause)
-        self.provers.append((status, cause, capacity))
+        provers = self.provers
+        if not isinstance(provers, deque):
+            provers = self.provers = deque(maxlen=MAX_PROVER_PUBLISHED * 2)
+        provers.append((status, cause, capacity))
         self.dirty = True
 
     def prover_view(self, end_s: float | None, start_s: float, kind: str) -> ProverView:

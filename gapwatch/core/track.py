@@ -21,6 +21,8 @@ from gapwatch.core.models import GapKind
 
 #: Phases of a track: before its first busy sample (of this data segment), in a busy run, in
 #: an idle stretch (a gap candidate; a gap once it lasts `min_gap_ms`).
+#: `Track.cur_k` before the first sample: no second a sample can fall in.
+NO_BUCKET: Final = -(1 << 62)
 #: Recent sample spacings a track keeps for its median.
 SPACINGS_KEPT: Final = 15
 
@@ -40,7 +42,8 @@ class Track:
         "idle_low_confidence", "idle_covered_ns", "rx_sum", "rx_weight_ns", "tx_sum",
         "tx_weight_ns", "quiet_below", "starved_below", "quiet_ns", "starved_ns", "fast_ns",
         "gap_id", "kind", "evidence", "last_publish_t",
-        "bucket_ids", "bucket_busy_ns", "bucket_cover_ns", "window_gaps", "window_starved",
+        "bucket_ids", "bucket_busy_ns", "bucket_cover_ns", "cur_k", "cur_busy_ns", "cur_cover_ns",
+        "window_gaps", "window_starved",
         "pageable_ends",
         "state", "recheck_ns",
         "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
@@ -101,6 +104,12 @@ class Track:
         self.bucket_ids = [-1] * n_buckets
         self.bucket_busy_ns = [0] * n_buckets
         self.bucket_cover_ns = [0] * n_buckets
+        #: The second being counted now (`t // 1 s`), kept out of the lists above until the
+        #: next one starts (`GapDetector._next_bucket`): list writes once a second, not three
+        #: per sample (each a boxed int in the compiled build).
+        self.cur_k = NO_BUCKET
+        self.cur_busy_ns = 0
+        self.cur_cover_ns = 0
         self.window_gaps: deque[tuple[int, int, GapKind]] = deque()
         self.window_starved = 0
         #: End times (data ns, sorted) of the closed pcie_starved gaps in the window whose

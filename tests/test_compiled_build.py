@@ -101,6 +101,9 @@ def _cases(tmp_path: Path) -> list[tuple[str, Path, list[Path]]]:
     epoch = tmp_path / "epoch-pageable.jsonl"
     report_same.shift_clock(tmp_path / "pageable.jsonl", epoch)
     cases.append(("epoch-pageable", epoch, []))
+    hostile = tmp_path / "hostile-pageable.jsonl"
+    _hostile(tmp_path / "pageable.jsonl", hostile)
+    cases.append(("hostile-pageable", hostile, []))
     for rec in (DATA / "h200-e2e" / "pageable" / "rec.jsonl.gz",
                 DATA / "h200-copytrace" / "pageable" / "rec.jsonl.gz",
                 DATA / "h200-cuzk-status" / "host-stall-status" / "rec.jsonl.gz"):
@@ -109,6 +112,24 @@ def _cases(tmp_path: Path) -> list[tuple[str, Path, list[Path]]]:
                     if p.exists()]
             cases.append((f"{rec.parent.parent.name}-{rec.parent.name}", rec, logs))
     return cases
+
+
+def _hostile(src: Path, dst: Path) -> None:
+    """A copy with lines no recorder writes: readings that are no readings (negative, zero with
+    no PCIe), a GPU index past any box, a time past 64 bits, garbage, and a half last line."""
+    lines = src.read_bytes().splitlines(keepends=True)
+    gpu = next(line for line in lines[1:] if line.startswith(b'{"type":"gpu"'))
+    bad = [
+        gpu.replace(b'"sm_active_pct":', b'"sm_active_pct":-1.0,"x":'),
+        gpu.replace(b'"gpu":0', b'"gpu":4096'),
+        gpu.replace(b'"gpu":0', b'"gpu":' + b"1" + b"0" * 30),
+        b'{"type":"gpu","t_mono_ns":' + b"9" * 30 + b"}\n",
+        b"\x00\xff not json\n",
+        b'{"type":"host","t_mono_ns":1,"t_wall_s":-5}\n',
+    ]
+    for i, line in enumerate(bad):
+        lines.insert(200 + 300 * i, line)
+    dst.write_bytes(b"".join(lines)[:-20])
 
 
 @pytest.mark.slow

@@ -99,10 +99,17 @@ def convert_value(raw: str) -> FieldValue:
     return value
 
 
+def digits_value(raw: str) -> int | str:
+    """A run of ASCII digits (the caller has checked) as `convert_value` reads it: the integer,
+    or the text when it does not fit 64 bits. Without the table: for a value that is new on
+    almost every line (a TIMELINE offset), which would only fill it."""
+    return int(raw) if len(raw) < 19 else _bounded_int(raw)
+
+
 def _convert(raw: str) -> FieldValue:
     """`convert_value` without the table."""
     if raw.isdigit() and raw.isascii():
-        return int(raw) if len(raw) < 19 else _bounded_int(raw)
+        return digits_value(raw)
     if not raw:
         return ""
     c = raw[0]
@@ -124,7 +131,7 @@ def _convert(raw: str) -> FieldValue:
     return raw
 
 
-def _bounded_int(raw: str) -> FieldValue:
+def _bounded_int(raw: str) -> int | str:
     """A long run of digits: the integer if it fits 64 bits, else the text as written."""
     n = int(raw)
     return n if fits_i64(n) else raw

@@ -5,6 +5,8 @@ Usage:
     python bench/report_same.py --before CHECKOUT      # CHECKOUT's report beside this one's
     python bench/report_same.py --dump DIR             # this checkout's documents into DIR
     python bench/report_same.py --compare DIR_A DIR_B  # two dumps
+    python -P bench/report_same.py --dump DIR          # the installed gapwatch's (-P: not this
+                                                       # checkout's), e.g. a compiled build
 
 Every recording is reported in one process and in two (`build_report(..., workers=1 / 2)`; one
 the parallel report does not split falls back to one process there, as `report` does; trace
@@ -32,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve()
@@ -65,11 +68,12 @@ def _cases() -> list[tuple[str, Path, list[Path]]]:
 
 def _simulated() -> list[Path]:
     CACHE.mkdir(exist_ok=True)
-    made = CACHE / "done-v3"
+    made = CACHE / "done-v4"
     paths = [CACHE / f"{s}-2gpu-5m.jsonl" for s in ("chained", "pageable", "host-stall",
                                                        "transfer-bound")]
     paths += [CACHE / "pageable-status-2gpu-5m.jsonl"]
     paths += [p.with_name(f"damaged-{p.name}") for p in list(paths)]
+    paths += [CACHE / "epoch-pageable-2gpu-5m.jsonl"]
     floor = Path("/tmp/gapwatch-floor-30m-8gpu.jsonl")
     if not made.exists():
         subprocess.run([sys.executable, str(HERE), "--generate"], check=True, cwd=ROOT,
@@ -95,7 +99,27 @@ def generate() -> None:
     for p in sorted(CACHE.glob("*-2gpu-5m.jsonl")):
         if not p.name.startswith("damaged-"):
             _damage(p, p.with_name(f"damaged-{p.name}"), seed=len(p.name))
-    (CACHE / "done-v3").write_text("")
+    shift_clock(CACHE / "pageable-2gpu-5m.jsonl", CACHE / "epoch-pageable-2gpu-5m.jsonl")
+    (CACHE / "done-v4").write_text("")
+
+
+#: A monotonic clock counted from the epoch, as some traces have it (~1.8e18 ns: above 2**53).
+EPOCH_NS = 1_796_000_000_000_000_000
+
+
+def shift_clock(src: Path, dst: Path, by_ns: int = EPOCH_NS) -> None:
+    """A copy of a recording whose GPU and host samples' `t_mono_ns` are `by_ns` later: times
+    past 2**53 ns, where dividing them by 1e9 in doubles and exactly differ."""
+    import json
+
+    lines = src.read_bytes().splitlines(keepends=True)
+    with open(dst, "wb") as f:
+        f.write(lines[0])
+        for line in lines[1:]:
+            d = json.loads(line)
+            if isinstance(d.get("t_mono_ns"), int):
+                d["t_mono_ns"] += by_ns
+            f.write(json.dumps(d, separators=(",", ":")).encode() + b"\n")
 
 
 def _damage(src: Path, dst: Path, seed: int) -> None:
@@ -158,26 +182,42 @@ def _damage(src: Path, dst: Path, seed: int) -> None:
             f.write(json.dumps(d, separators=(",", ":")).encode() + b"\n")
 
 
-def dump(out_dir: Path) -> None:
-    """This checkout's documents (the gapwatch on sys.path), one file per input and workers."""
+def dump(out_dir: Path, cases: list[tuple[str, Path, list[Path]]] | None = None) -> None:
+    """This checkout's documents (the gapwatch on sys.path), one file per input and workers;
+    `cases` (name, input, logs) default to every input `_cases` makes."""
     import gapwatch
-    from gapwatch.core.codec import encode_json, to_plain
     from gapwatch.core.config import Config
-    from gapwatch.offline.report import build_report, to_json
+    from gapwatch.offline.report import build_report
 
     print(f"gapwatch from {Path(gapwatch.__file__).parent}", file=sys.stderr)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for name, path, logs in _cases():
+    for name, path, logs in _cases() if cases is None else cases:
         for workers in (1,) if path.suffix == ".csv" else (1, 2):
             t = time.perf_counter()
             report = build_report(path, Config(), [str(p) for p in logs], workers=workers)
-            doc = to_json(report)
-            # Beside the document: every state change and the whole-run totals.
-            doc["_states"] = to_plain(report.states)
-            doc["_totals"] = [repr(t) for t in report.totals]
-            (out_dir / f"{name}.w{workers}.json").write_bytes(encode_json(doc, indent=1))
-            print(f"  {name} w{workers}: {len(doc['gaps'])} gaps, "
+            (out_dir / f"{name}.w{workers}.json").write_bytes(document(report))
+            print(f"  {name} w{workers}: {len(report.gaps)} gaps, "
                   f"{time.perf_counter() - t:.2f} s", file=sys.stderr)
+
+
+def document(report: Any) -> bytes:
+    """What is compared of a report: `report --json`'s document, every state change and the
+    whole-run totals."""
+    from gapwatch.core.codec import encode_json, to_plain
+    from gapwatch.offline.report import to_json
+
+    doc = to_json(report)
+    doc["_states"] = to_plain(report.states)
+    doc["_totals"] = [repr(t) for t in report.totals]
+    return encode_json(doc, indent=1)
+
+
+def read_cases(manifest: Path) -> list[tuple[str, Path, list[Path]]]:
+    """Cases from a JSON file: a list of [name, input, [log, ...]]."""
+    import json
+
+    return [(name, Path(p), [Path(x) for x in logs])
+            for name, p, logs in json.loads(manifest.read_text())]
 
 
 def compare(a: Path, b: Path) -> int:
@@ -209,6 +249,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", type=Path, help="another checkout to compare with")
     ap.add_argument("--dump", type=Path, help="write this checkout's documents here")
+    ap.add_argument("--cases", type=Path,
+                    help="with --dump: only these inputs (a JSON list of [name, input, [logs]])")
     ap.add_argument("--compare", nargs=2, type=Path)
     ap.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -216,7 +258,7 @@ def main() -> int:
         generate()
         return 0
     if args.dump:
-        dump(args.dump)
+        dump(args.dump, read_cases(args.cases) if args.cases else None)
         return 0
     if args.compare:
         return compare(*args.compare)
@@ -228,6 +270,7 @@ def main() -> int:
             subprocess.run([sys.executable, str(HERE), "--dump", f"{tmp}/{who}"], check=True,
                            cwd=where, env={**os.environ, "PYTHONPATH": str(where)})
         return compare(Path(tmp) / "before", Path(tmp) / "now")
+
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gapwatch import __version__
+from gapwatch.base.build import build_kind
 from gapwatch.commands import argtypes
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS
 from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
@@ -94,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="See, live, why a pipelined GPU workload stops keeping its GPU busy.",
         epilog="No GPU at hand? `gapwatch demo` shows the dashboard over a simulated prover.",
     )
-    parser.add_argument("--version", action="version", version=f"gapwatch {__version__}")
+    parser.add_argument("--version", action="version",
+                        version=f"gapwatch {__version__}, {build_kind()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     for name, help_text in COMMANDS.items():

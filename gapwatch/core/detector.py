@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from bisect import insort
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from msgspec.structs import replace
 
@@ -41,6 +41,7 @@ from gapwatch.core.evidence import (
     summarise_copies,
     traced_pageable,
 )
+from gapwatch.core.exact import ns_to_s
 from gapwatch.core.hints import make_hint
 from gapwatch.core.models import (
     ChainState,
@@ -61,20 +62,20 @@ from gapwatch.core.models import (
 from gapwatch.core.readings import GPM_LIKE_SOURCES, activity_lag_ns, is_stale_gpm, reading
 from gapwatch.core.track import BUSY as _BUSY
 from gapwatch.core.track import IDLE as _IDLE
+from gapwatch.core.track import NO_BUCKET, SPACINGS_KEPT, GpuTotals, Track, median_int
 from gapwatch.core.track import PRE as _PRE
-from gapwatch.core.track import GpuTotals, Track, median_int
 from gapwatch.core.verdict import WindowNow, breakdown_entry_words, gaps_reason
 
-_NS = 1_000_000_000
-_NEVER = 1 << 62
+_NS: Final = 1_000_000_000
+_NEVER: Final = 1 << 62
 #: An open gap is re-published at most this often (data time), or when its kind changes.
-UPDATE_EVERY_NS = 500_000_000
+UPDATE_EVERY_NS: Final = 500_000_000
 #: A step of more than this between wall time and data time from one sample to the next is a
 #: clock jump (an NTP step, a recording stitched together): treated as a hole. Far above the
 #: jitter of reading the two clocks one after the other (microseconds; ms under load).
-CLOCK_JUMP_S = 1.0
+CLOCK_JUMP_S: Final = 1.0
 #: How often (data time) the GPUs are checked for having gone silent while data goes on.
-SILENCE_CHECK_NS = 250_000_000
+SILENCE_CHECK_NS: Final = 250_000_000
 
 
 class GapDetector:
@@ -257,7 +258,7 @@ class GapDetector:
 
         # The interval the sample covers: `[t - interval, t]`, from the last sample on; a
         # spacing far above the expected one, or a clock jump, is a hole (`_hole`).
-        offset = wall - t / _NS
+        offset = wall - ns_to_s(t)
         prev_offset = tr.wall_offset_s
         tr.wall_offset_s = offset
         jump = 0.0
@@ -267,8 +268,12 @@ class GapDetector:
             covered_from = self._hole(tr, s, t, None, -1, jump, out)
         else:
             spacing = t - last  # > 0: out-of-order samples were dropped above
-            tr.spacings.append(spacing)
-            n_seen = tr.n_seen = tr.n_seen + 1
+            n_seen = tr.n_seen
+            if n_seen < SPACINGS_KEPT:
+                tr.spacings.append(spacing)
+            else:  # the ring is full: this one takes the oldest one's place
+                tr.spacings[n_seen % SPACINGS_KEPT] = spacing
+            n_seen = tr.n_seen = n_seen + 1
             if n_seen >= 5 and (n_seen <= 8 or n_seen % 16 == 0):
                 # A robust median of recent spacings, so that one late tick does not teach it.
                 tr.expected_ns = self._expected(median_int(tr.spacings))
@@ -284,13 +289,9 @@ class GapDetector:
         # its busy ns there too) and in the run's total.
         tr.last_t = t
         k = t // _NS
-        bucket = k % self._n_buckets
-        if tr.bucket_ids[bucket] != k:
-            tr.bucket_ids[bucket] = k
-            tr.bucket_busy_ns[bucket] = 0
-            tr.bucket_cover_ns[bucket] = cover
-        else:
-            tr.bucket_cover_ns[bucket] += cover
+        if k != tr.cur_k:
+            self._next_bucket(tr, k)
+        tr.cur_cover_ns += cover
         data_ns = tr.data_ns = tr.data_ns + cover
         tr.last_wall = wall
 
@@ -298,7 +299,7 @@ class GapDetector:
         if level >= (self._thr_util if low else self._thr_sm):
             # Busy: counted busy; it closes an idle stretch (a gap if long enough) or starts
             # the run's first busy period; it becomes the run's last busy sample.
-            tr.bucket_busy_ns[bucket] += cover
+            tr.cur_busy_ns += cover
             tr.busy_ns += cover
             tr.data_ns_at_last_busy = data_ns
             if phase == _BUSY:
@@ -440,7 +441,7 @@ class GapDetector:
             self._close(tr, t, cover, level, offset, low, out)
         elif tr.data_ns_at_first_busy is None:
             tr.data_ns_at_first_busy = tr.data_ns - cover
-            tr.first_busy_s = covered_from / _NS + offset
+            tr.first_busy_s = ns_to_s(covered_from) + offset
         tr.phase = _BUSY
         tr.busy_peak = level
 
@@ -452,7 +453,7 @@ class GapDetector:
         start = tr.last_busy_from + int(span * (f if f < 1.0 else 1.0))
         tr.phase = _IDLE
         tr.idle_start_ns = start
-        tr.idle_start_s = start / _NS + tr.last_busy_wall_offset
+        tr.idle_start_s = ns_to_s(start) + tr.last_busy_wall_offset
         tr.idle_low_confidence = low
         tr.rx_sum = tr.tx_sum = 0.0
         tr.rx_weight_ns = tr.tx_weight_ns = tr.idle_covered_ns = 0
@@ -477,7 +478,7 @@ class GapDetector:
                 self._end_segment(tr, out)
                 t = tr.last_t or 0
                 self._set_state(
-                    tr, "IDLE", t, t / _NS + tr.idle_last_wall_offset, out,
+                    tr, "IDLE", t, ns_to_s(t) + tr.idle_last_wall_offset, out,
                     "end of data: idle after the last busy period (its open gap retracted)",
                 )
         return out
@@ -535,7 +536,7 @@ class GapDetector:
         tr.kind = self._kind(tr)
         if tr.gap_id is None:
             self._open_gap(tr)
-        end_s = end / _NS + offset
+        end_s = ns_to_s(end) + offset
         gap = self._gap(tr, end, end_s, end)
         out.append(gap)
         if tr.evidence is not None:
@@ -562,7 +563,7 @@ class GapDetector:
         if tr.phase == _IDLE and tr.gap_id is not None:
             if self._live:
                 last = tr.idle_last_t
-                gap = self._gap(tr, last, last / _NS + tr.idle_last_wall_offset, last)
+                gap = self._gap(tr, last, ns_to_s(last) + tr.idle_last_wall_offset, last)
                 out.append(_retract(gap))
             self.counters["retracted"] += 1
             if tr.evidence is not None:
@@ -746,7 +747,7 @@ class GapDetector:
         if tr.gap_id is not None and tr.kind == "pcie_starved" and acc is not None \
                 and acc.copies:
             lo_s = tr.idle_start_s - self.config.evidence_before_s
-            now_s = t / _NS + tr.idle_last_wall_offset
+            now_s = ns_to_s(t) + tr.idle_last_wall_offset
             if summarise_copies(acc.copies, lo_s, now_s, tr.idle_start_s, now_s)[
                     "memory_kind"] == "pageable":
                 n += 1
@@ -818,7 +819,24 @@ class GapDetector:
         busy, cover = self._window_busy(tr, tr.last_t)
         return busy / cover if cover > 0 else None
 
+    def _next_bucket(self, tr: Track, k: int) -> None:
+        """A sample in a new second `k`: the second counted so far goes into the window's
+        lists, and `k`'s slot starts empty (its counts grow in `tr.cur_*` meanwhile)."""
+        nb = self._n_buckets
+        if tr.cur_k != NO_BUCKET:
+            i = tr.cur_k % nb
+            tr.bucket_busy_ns[i] = tr.cur_busy_ns
+            tr.bucket_cover_ns[i] = tr.cur_cover_ns
+        j = k % nb
+        tr.bucket_ids[j] = k
+        tr.bucket_busy_ns[j] = 0
+        tr.bucket_cover_ns[j] = 0
+        tr.cur_k = k
+        tr.cur_busy_ns = tr.cur_cover_ns = 0
+
     def _window_busy(self, tr: Track, t: int) -> tuple[int, int]:
+        """Busy and covered ns in the window's seconds as of `t`: the lists' seconds, and the
+        one being counted (its slot in the lists holds zeros until the next second)."""
         k = t // _NS
         nb = self._n_buckets
         busy = cover = 0
@@ -827,6 +845,9 @@ class GapDetector:
             if k - ids[i] < nb:
                 busy += tr.bucket_busy_ns[i]
                 cover += tr.bucket_cover_ns[i]
+        if k - tr.cur_k < nb:
+            busy += tr.cur_busy_ns
+            cover += tr.cur_cover_ns
         return busy, cover
 
     def _set_state(

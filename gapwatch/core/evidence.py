@@ -22,8 +22,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
-from operator import attrgetter
-from typing import Any
+from typing import Any, Final
 
 from msgspec.structs import replace
 
@@ -50,27 +49,27 @@ from gapwatch.core.readings import reading
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
-MAX_EVENTS_KEPT = 64
-MAX_EVENTS_PUBLISHED = 12
+MAX_EVENTS_KEPT: Final = 64
+MAX_EVENTS_PUBLISHED: Final = 12
 #: A gap with no warning in its own window cites the latest one up to this long before it.
-RECENT_WARNING_S = 60.0
+RECENT_WARNING_S: Final = 60.0
 #: How far out of time order log events may arrive (seconds) and still be found for a gap.
-ORDER_SLACK_S = 5.0
+ORDER_SLACK_S: Final = 5.0
 #: Raw lines are cut to this many characters in a gap's evidence.
-RAW_CHARS = 160
+RAW_CHARS: Final = 160
 #: Most copies kept per gap (cuzk makes tens per partition; the window holds a few partitions).
-MAX_COPIES_KEPT = 512
+MAX_COPIES_KEPT: Final = 512
 #: Recent copies kept for all GPUs (the "pinned copies ran at ..." comparison, late gaps).
-RECENT_COPIES = 4096
+RECENT_COPIES: Final = 4096
 #: The copy trace counts as live for a GPU while its last copy is at most this old: a gap
 #: without copies is then "no traced copy", not "no copy trace".
-TRACE_LIVE_S = 120.0
+TRACE_LIVE_S: Final = 120.0
 #: The comparison rate of pinned copies is taken over this much recent history.
-PINNED_RATE_HISTORY_S = 120.0
+PINNED_RATE_HISTORY_S: Final = 120.0
 #: A memory kind that covers at least this share of the copy time in a gap's window names it.
-DOMINANT_KIND_SHARE = 0.8
+DOMINANT_KIND_SHARE: Final = 0.8
 #: Prover snapshots published per gap version (the latest ones).
-MAX_PROVER_PUBLISHED = 12
+MAX_PROVER_PUBLISHED: Final = 12
 
 def _slim(ev: LogEvent) -> LogEvent:
     """What evidence needs of an event: its time, ids, warning, name and the start of its line.
@@ -95,27 +94,20 @@ class ProverView:
     from_log: bool = False
 
 
-#: The host maxima a gap keeps: its own attribute, the host sample's field.
-_HOST_MAXIMA = (
-    ("mem_used_pct", "mem_used_pct"),
-    ("psi_some_share", "psi_mem_some_share"),
-    ("psi_some_avg10", "psi_mem_some_avg10"),
-    ("major_faults_per_s", "major_faults_per_s"),
-    ("mem_bandwidth_bytes_per_s", "mem_bandwidth_bytes_per_s"),
-)
-
-
-#: A host sample as the evidence keeps it: its wall time, then each of `_HOST_MAXIMA`'s fields
-#: as a reading or None (`host_row`).
+#: A host sample as the evidence keeps it (`host_row`): its wall time, then as a reading or None
+#: each field a gap keeps the maximum of, in this order wherever they are listed (`host_row`,
+#: `GapEvidence.take_host`, `GapEvidence.host_maxima`): mem_used_pct, psi_mem_some_share,
+#: psi_mem_some_avg10, major_faults_per_s, mem_bandwidth_bytes_per_s. Written out in each, not
+#: looped over by name, so that the compiled build (setup.py) reads them as plain values.
 HostRow = tuple[float, float | None, float | None, float | None, float | None, float | None]
-_host_values = attrgetter("t_wall_s", *(theirs for _mine, theirs in _HOST_MAXIMA))
 
 
 def host_row(h: HostSample) -> HostRow:
     """What gap evidence keeps of a host sample: its time and its readings (`readings.reading`:
     None, NaN and negatives are not), judged once per sample, not once per gap that takes it."""
-    t, a, b, c, d, e = _host_values(h)
-    return (t, reading(a), reading(b), reading(c), reading(d), reading(e))
+    return (h.t_wall_s, reading(h.mem_used_pct), reading(h.psi_mem_some_share),
+            reading(h.psi_mem_some_avg10), reading(h.major_faults_per_s),
+            reading(h.mem_bandwidth_bytes_per_s))
 
 
 class GapEvidence:
@@ -166,28 +158,38 @@ class GapEvidence:
         #: latest few with their times, so that those taken after the gap's end (they can reach
         #: an open gap before the samples that close it) are left out when it closes.
         self.cause_counts: dict[str, int] = {}
-        self.inside_tail: deque[tuple[float, str | None]] = deque(maxlen=8)
+        #: Both made on the first snapshot (`add_prover`): most gaps see none, and two deques
+        #: per gap were a tenth of a compiled report's per-gap cost. Empty tuples until then.
+        self.inside_tail: deque[tuple[float, str | None]] | tuple[()] = ()
         #: (time, cause) of the latest snapshot before the gap's start (evidence window).
         self.before_cause: tuple[float, str | None] | None = None
         #: Each snapshot with the cause it gave and the synthesis capacity it was judged by.
-        self.provers: deque[tuple[ProverStatus, str | None, Capacity | None]] = deque(
-            maxlen=MAX_PROVER_PUBLISHED * 2)
+        self.provers: deque[tuple[ProverStatus, str | None, Capacity | None]] | tuple[()] = ()
 
     def take_host(self, rows: Iterable[HostRow]) -> None:
         """Take these host samples (`host_row`s; those from the gap's start on) into the
-        maxima; a field that was not a reading is None there and passed over."""
+        maxima; a field that was not a reading is None there and passed over.
+
+        Once per gap (and when a long gap's oldest samples leave the buffer), over every host
+        sample of the gap: the fields in `HostRow`'s order."""
         start = self.from_s
-        kept = [r for r in rows if r[0] >= start]
-        if not kept:
-            return
-        columns = zip(*kept, strict=True)
-        next(columns)  # the times
-        for (mine, _theirs), column in zip(_HOST_MAXIMA, columns, strict=True):
-            best = getattr(self, mine)
-            for v in column:
-                if v is not None and (best is None or v > best):
-                    best = v
-            setattr(self, mine, best)
+        m0, m1, m2 = self.mem_used_pct, self.psi_some_share, self.psi_some_avg10
+        m3, m4 = self.major_faults_per_s, self.mem_bandwidth_bytes_per_s
+        for t, a, b, c, d, e in rows:
+            if t < start:
+                continue
+            if a is not None and (m0 is None or a > m0):
+                m0 = a
+            if b is not None and (m1 is None or b > m1):
+                m1 = b
+            if c is not None and (m2 is None or c > m2):
+                m2 = c
+            if d is not None and (m3 is None or d > m3):
+                m3 = d
+            if e is not None and (m4 is None or e > m4):
+                m4 = e
+        self.mem_used_pct, self.psi_some_share, self.psi_some_avg10 = m0, m1, m2
+        self.major_faults_per_s, self.mem_bandwidth_bytes_per_s = m3, m4
 
     def add_event(self, ev: LogEvent) -> None:
         events = self.events
@@ -217,10 +219,16 @@ class GapEvidence:
         if t >= self.from_s:
             if cause is not None:
                 self.cause_counts[cause] = self.cause_counts.get(cause, 0) + 1
-            self.inside_tail.append((t, cause))
+            tail = self.inside_tail
+            if not isinstance(tail, deque):
+                tail = self.inside_tail = deque(maxlen=8)
+            tail.append((t, cause))
         elif self.before_cause is None or t >= self.before_cause[0]:
             self.before_cause = (t, cause)
-        self.provers.append((status, cause, capacity))
+        provers = self.provers
+        if not isinstance(provers, deque):
+            provers = self.provers = deque(maxlen=MAX_PROVER_PUBLISHED * 2)
+        provers.append((status, cause, capacity))
         self.dirty = True
 
     def prover_view(self, end_s: float | None, start_s: float, kind: str) -> ProverView:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import Final
 
-NA = "n/a"
+NA: Final = "n/a"
 
 #: Colour and style sequences (CSI ... m). cuzk writes them even to files; for display they are
 #: noise, not content, and the parser strips them too.

@@ -21,18 +21,18 @@ cudaHostRegister is invisible there).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from gapwatch.core import fmt
 
 # Host pressure thresholds above which the hint mentions the host (chosen to flag real pressure,
 # not background noise: PSI "some" of a few % is common on a busy box).
-PSI_SHARE_PRESSURE = 0.10
-PSI_AVG10_PRESSURE = 10.0
-MEM_USED_PRESSURE_PCT = 90.0
-MAJOR_FAULTS_PRESSURE_PER_S = 100.0
+PSI_SHARE_PRESSURE: Final = 0.10
+PSI_AVG10_PRESSURE: Final = 10.0
+MEM_USED_PRESSURE_PCT: Final = 90.0
+MAJOR_FAULTS_PRESSURE_PER_S: Final = 100.0
 #: Between two phrases of a hint (the dashboard cuts a hint only here when a pane is short).
-HINT_SEP = "; "
+HINT_SEP: Final = "; "
 
 
 

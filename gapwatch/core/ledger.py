@@ -23,6 +23,7 @@ from collections import deque
 from dataclasses import dataclass
 from enum import Enum
 from operator import attrgetter
+from typing import Final
 
 from gapwatch.core.models import Gap
 
@@ -48,7 +49,7 @@ class Tally:
 
 _start_order = attrgetter("start_s", "gpu", "gap_id")
 #: Ids of forgotten closed gaps remembered, so that a late version is not counted again.
-_FORGOTTEN_IDS = 20_000
+_FORGOTTEN_IDS: Final = 20_000
 
 
 class GapLedger:

@@ -21,14 +21,16 @@ dashboard's busy charts (`busy_reading`, `activity_lag_ns`). Pure.
 
 from __future__ import annotations
 
+from typing import Final
+
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import GpuSample
 
 #: Signal sources whose all-exactly-zero readings are GPM staleness, not idleness.
-GPM_LIKE_SOURCES = ("gpm", "trace")
+GPM_LIKE_SOURCES: Final = ("gpm", "trace")
 #: After this long with only "no new data" GPM readings, all-zero is believed: GPM refreshes every
 #: ~100 ms, so ten refreshes that moved no counter mean the GPU really did nothing.
-GPM_MAX_EXTEND_NS = 1_000_000_000
+GPM_MAX_EXTEND_NS: Final = 1_000_000_000
 
 
 def reading(v: float | None) -> float | None:

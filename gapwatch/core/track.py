@@ -12,7 +12,8 @@ inside a sample can be given a wall time too.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Final
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.evidence import GapEvidence
@@ -20,7 +21,14 @@ from gapwatch.core.models import GapKind
 
 #: Phases of a track: before its first busy sample (of this data segment), in a busy run, in
 #: an idle stretch (a gap candidate; a gap once it lasts `min_gap_ms`).
-PRE, BUSY, IDLE = 0, 1, 2
+#: `Track.cur_k` before the first sample: no second a sample can fall in.
+NO_BUCKET: Final = -(1 << 62)
+#: Recent sample spacings a track keeps for its median.
+SPACINGS_KEPT: Final = 15
+
+PRE: Final = 0
+BUSY: Final = 1
+IDLE: Final = 2
 
 
 class Track:
@@ -34,7 +42,8 @@ class Track:
         "idle_low_confidence", "idle_covered_ns", "rx_sum", "rx_weight_ns", "tx_sum",
         "tx_weight_ns", "quiet_below", "starved_below", "quiet_ns", "starved_ns", "fast_ns",
         "gap_id", "kind", "evidence", "last_publish_t",
-        "bucket_ids", "bucket_busy_ns", "bucket_cover_ns", "window_gaps", "window_starved",
+        "bucket_ids", "bucket_busy_ns", "bucket_cover_ns", "cur_k", "cur_busy_ns", "cur_cover_ns",
+        "window_gaps", "window_starved",
         "pageable_ends",
         "state", "recheck_ns",
         "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
@@ -54,7 +63,8 @@ class Track:
         self.last_t: int | None = None
         # Sample spacing: the expected one (robust median of recent spacings), for hole tests.
         self.expected_ns = DEFAULT_PERIOD_NS
-        self.spacings: deque[int] = deque(maxlen=15)
+        #: The last `SPACINGS_KEPT` spacings, as a ring (spacing k at k % SPACINGS_KEPT).
+        self.spacings: list[int] = []
         self.n_seen = 0
         self.phase = PRE
         # The busy run before the current idle stretch: its highest level, and its last sample
@@ -94,6 +104,12 @@ class Track:
         self.bucket_ids = [-1] * n_buckets
         self.bucket_busy_ns = [0] * n_buckets
         self.bucket_cover_ns = [0] * n_buckets
+        #: The second being counted now (`t // 1 s`), kept out of the lists above until the
+        #: next one starts (`GapDetector._next_bucket`): list writes once a second, not three
+        #: per sample (each a boxed int in the compiled build).
+        self.cur_k = NO_BUCKET
+        self.cur_busy_ns = 0
+        self.cur_cover_ns = 0
         self.window_gaps: deque[tuple[int, int, GapKind]] = deque()
         self.window_starved = 0
         #: End times (data ns, sorted) of the closed pcie_starved gaps in the window whose
@@ -141,8 +157,14 @@ class GpuTotals:
     #: Samples taken in time order (out-of-order ones are in the detector's counters).
     samples: int = 0
 
+    def __reduce__(self) -> tuple[type[GpuTotals], tuple[object, ...]]:
+        # The parallel report's workers pickle their totals to the parent. Rebuilt through
+        # __init__: the default (setting each slot) is refused by a frozen class compiled with
+        # mypyc (setup.py), which has no way round its own __setattr__.
+        return GpuTotals, tuple(getattr(self, f.name) for f in fields(self))
 
-def median_int(values: deque[int]) -> int:
+
+def median_int(values: list[int]) -> int:
     """`int(statistics.median(values))` without its generality (called every 16 samples)."""
     sv = sorted(values)
     m = len(sv)

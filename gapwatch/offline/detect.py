@@ -27,6 +27,7 @@ from gapwatch.core.models import (
     CopyRecord,
     Gap,
     GpuSample,
+    HostSample,
     LogEvent,
     Notice,
     ProverStatus,
@@ -108,31 +109,30 @@ def detect_records(
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
 
-    def take(results: list[Gap | StateChange]) -> None:
-        for r in results:
-            if isinstance(r, Gap):
-                ledger.add(r)
-            else:
-                states.append(r)
-
-    feed, feed_gpu = det.feed, det.feed_gpu
+    # Hot loop (~7 M records): GPU samples, the bulk, go straight to feed_gpu and host samples
+    # to feed_host (what `feed` would call), after the merge test; every other record through
+    # `feed`. Written for both
+    # builds (setup.py): the detector's methods are called on it directly (compiled, a direct
+    # call; a bound method kept in a local would be a Python call there), and the record
+    # classes are read from locals (compiled code reads a module global from a dict).
+    gpu_sample, host_sample, log_event, gap_type = GpuSample, HostSample, LogEvent, Gap
     li, n_extra = 0, len(extra_logs)
     next_log_t = extra_logs[0].t_wall_s if extra_logs else float("inf")
-    # Hot loop (~7 M records): GPU samples, the bulk, go straight to feed_gpu (what `feed`
-    # would call) after the merge test; every other record through `feed`.
     for r in records:
-        if type(r) is GpuSample:
-            if r.t_wall_s >= next_log_t:
+        if type(r) is gpu_sample:
+            if li < n_extra and r.t_wall_s >= next_log_t:
                 while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:
-                    feed(bounded_event(extra_logs[li]))
+                    det.feed(bounded_event(extra_logs[li]))
                     _keep_for_timeline(log_events, extra_logs[li])
                     li += 1
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
-            out = feed_gpu(r)
-        elif isinstance(r, LogEvent):
+            out = det.feed_gpu(r)
+        elif type(r) is host_sample:
+            out = det.feed_host(r)
+        elif isinstance(r, log_event):
             _keep_for_timeline(log_events, r)
             # The detector sees a log event as a live session's does (`Session.on_record`).
-            out = feed(bounded_event(r))
+            out = det.feed(bounded_event(r))
         else:
             if isinstance(r, ProverStatus):
                 prover_statuses.append(r)
@@ -142,14 +142,21 @@ def detect_records(
                 blind_spots.append(r)
             elif isinstance(r, Notice):
                 byes.extend(byes_in((r,)))
-            out = feed(r)
-        if out:
-            take(out)
+            out = det.feed(r)
+        for x in out:
+            if isinstance(x, gap_type):
+                ledger.add(x)
+            else:
+                states.append(x)
     while li < n_extra:
-        feed(bounded_event(extra_logs[li]))
+        det.feed(bounded_event(extra_logs[li]))
         _keep_for_timeline(log_events, extra_logs[li])
         li += 1
-    take(det.finish())
+    for x in det.finish():
+        if isinstance(x, Gap):
+            ledger.add(x)
+        else:
+            states.append(x)
     states.sort(key=_state_order)
     return Detected(
         header=header, ledger=ledger, states=states, totals=det.totals(),

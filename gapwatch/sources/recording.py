@@ -29,7 +29,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
@@ -63,9 +63,9 @@ def bad_record(path: Path | str, line_no: int, exc: DecodeError) -> str:
     return f"{path}:{line_no}: bad record ({exc})"
 
 
-MAX_PROBLEMS = 20
+MAX_PROBLEMS: Final = 20
 #: Characters of one problem message kept.
-PROBLEM_CHARS = 500
+PROBLEM_CHARS: Final = 500
 
 
 class RecordingError(Exception):
@@ -125,7 +125,7 @@ def _open_bytes(path: Path) -> LineStream:
 
 
 #: Compressed bytes read to learn a gzip recording's compression ratio (`json_bytes`).
-RATIO_SAMPLE_BYTES = 1 << 20
+RATIO_SAMPLE_BYTES: Final = 1 << 20
 
 
 def json_bytes(path: str | Path) -> int:
@@ -146,11 +146,11 @@ def json_bytes(path: str | Path) -> int:
             data = z.unused_data if z.eof else b""
     except zlib.error:
         return size  # not gzip after all: the reader will say so
-    return inflated if size <= len(head) else int(size * inflated / len(head))
+    return inflated if size <= len(head) else size * inflated // len(head)
 
 
 #: Line number given to a problem found after the last line (a truncated file).
-END_LINE = 1 << 62
+END_LINE: Final = 1 << 62
 
 
 def _records(
@@ -167,7 +167,8 @@ def _records(
     This is the hot loop of a long `gapwatch report` (~7 M lines for 24 h x 8 GPUs): one
     generator (no per-line inner generator), and the codec's decoder called directly.
     """
-    decode = decode_record
+    # Both builds (setup.py): compiled code reads a module global from a dict, a local not.
+    decode, prover_type = decode_record, ProverStatus
     line_no = first_line_no
     #: The last snapshot of each prover: what a `ProverUnchanged` marker line stands for.
     provers: dict[str, ProverStatus] = {}
@@ -198,7 +199,7 @@ def _records(
                         "bad_records", bad_record(recording.path, line_no, why), line_no
                     )
                     continue
-            if type(r) is ProverStatus:
+            if type(r) is prover_type:
                 provers[r.prover] = r
             recording.line_no = line_no
             yield r
@@ -211,7 +212,7 @@ def _records(
 
 
 #: How the recorder's marker for an unchanged prover snapshot begins (`ProverUnchanged`).
-PROVER_SAME_PREFIX = b'{"type":"prover_same",'
+PROVER_SAME_PREFIX: Final = b'{"type":"prover_same",'
 
 
 def _unchanged(line: bytes, provers: dict[str, ProverStatus]) -> ProverStatus:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from gapwatch.core.models import FieldValue, TimeSource
-from gapwatch.logs.parse.tracing import convert_value
+from gapwatch.logs.parse.tracing import convert_value, digits_value
 
 PROVE_START_MESSAGE = "GPU_TIMING spawn_blocking prove_start"
 ANCHOR_MESSAGE = "starting cuzk engine"
@@ -65,7 +65,7 @@ def parse_timeline(text: str) -> TimelineLine | None:
     parts = text.split(",", 4)
     if len(parts) < 3 or not parts[1].isdigit() or not parts[1].isascii() or not parts[2]:
         return None
-    offset = convert_value(parts[1])  # an int, or the text when it does not fit 64 bits
+    offset = digits_value(parts[1])  # an int, or the text when it does not fit 64 bits
     fields: dict[str, FieldValue] = {"offset_ms": offset}
     job_id = parts[3] if len(parts) > 3 and parts[3] else None
     if len(parts) > 4 and parts[4]:

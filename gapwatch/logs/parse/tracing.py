@@ -32,8 +32,20 @@ _FIRST_FIELD = re.compile(r"(?:^| )[A-Za-z_][\w.]*=")
 _FIELD = re.compile(
     r'([A-Za-z_][\w.]*)=("(?:[^"\\]|\\.)*"|\[[^\]]*\]|.*?)(?= [A-Za-z_][\w.]*=|$)'
 )
-# span{fields}: or span: (not followed by a second ':', which would make it a target a::b:)
-_SPAN = re.compile(r'([A-Za-z_]\w*)(?:\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\})?:(?!:)')
+# Fields that are all one token each, `key=value key=value`: no value opens a quoted string
+# or a list that could run past a space, none holds a space or a newline. For such text
+# `_FIELD` finds exactly the tokens split at each space and at their first `=` (a value ends
+# where the next ` key=` begins, and each token is one), so `parse_kv` splits them without
+# the lazy search (tests/test_parse_fast_paths.py holds the two ways to the same fields).
+_KEY = r"[A-Za-z_][\w.]*="
+_TOKEN_VALUE = r'(?:"[^"\\ \n]*"|\[[^\] \n]*\]|[^ "\[\n][^ \n]*)?'
+_ONE_TOKEN_FIELDS = re.compile(rf"{_KEY}{_TOKEN_VALUE}(?: {_KEY}{_TOKEN_VALUE})*")
+# span{fields}: or span: (not followed by a second ':', which would make it a target a::b:).
+# The body's runs are possessive (`++`, `*+`): giving back a character never lets a `}` follow
+# (a run stops only at `{`, `}`, `"` or the end, and a quoted string has one end), so the
+# matches are those of the plain pattern, found without trying one character at a time
+# (tests/test_parse_fast_paths.py compares the two).
+_SPAN = re.compile(r'([A-Za-z_]\w*)(?:\{((?:[^{}"]++|"(?:[^"\\]++|\\.)*+")*+)\})?:(?!:)')
 _NUMBER = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?", re.ASCII)
 
 
@@ -87,10 +99,17 @@ def convert_value(raw: str) -> FieldValue:
     return value
 
 
+def digits_value(raw: str) -> int | str:
+    """A run of ASCII digits (the caller has checked) as `convert_value` reads it: the integer,
+    or the text when it does not fit 64 bits. Without the table: for a value that is new on
+    almost every line (a TIMELINE offset), which would only fill it."""
+    return int(raw) if len(raw) < 19 else _bounded_int(raw)
+
+
 def _convert(raw: str) -> FieldValue:
     """`convert_value` without the table."""
     if raw.isdigit() and raw.isascii():
-        return int(raw) if len(raw) < 19 else _bounded_int(raw)
+        return digits_value(raw)
     if not raw:
         return ""
     c = raw[0]
@@ -112,7 +131,7 @@ def _convert(raw: str) -> FieldValue:
     return raw
 
 
-def _bounded_int(raw: str) -> FieldValue:
+def _bounded_int(raw: str) -> int | str:
     """A long run of digits: the integer if it fits 64 bits, else the text as written."""
     n = int(raw)
     return n if fits_i64(n) else raw
@@ -122,10 +141,22 @@ def parse_kv(s: str, pos: int = 0, out: dict[str, FieldValue] | None = None
              ) -> dict[str, FieldValue]:
     """Parse space-separated `key=value` fields from `s[pos:]` into `out` (never raises).
 
-    One C-level regex pass (`findall`): this is the parser's hottest loop. Text before the first
-    `key=` is skipped.
+    This is the parser's hottest loop: one-token fields (most of cuzk's) are checked by one
+    `fullmatch` and split at spaces; anything else takes one C-level `findall` pass. Text before
+    the first `key=` is skipped.
     """
     fields: dict[str, FieldValue] = {} if out is None else out
+    if _ONE_TOKEN_FIELDS.fullmatch(s, pos):
+        for token in (s[pos:] if pos else s).split(" "):
+            key, _, value = token.partition("=")
+            fields[key] = convert_value(value)
+        return fields
+    return parse_kv_searching(s, pos, fields)
+
+
+def parse_kv_searching(s: str, pos: int, fields: dict[str, FieldValue]
+                       ) -> dict[str, FieldValue]:
+    """`parse_kv` for any text: the `_FIELD` search (quoted strings, lists, values with spaces)."""
     for key, value in _FIELD.findall(s, pos):
         fields[key] = convert_value(value)
     return fields
@@ -204,7 +235,12 @@ def _fields_start(rest: str) -> int | None:
     is part of the message, and the search goes on past it. (A Display value may hold spaces,
     `error=partition 3 failed`: only a value that starts as a number is judged by what follows.)
     """
-    for m in _FIRST_FIELD.finditer(rest):
+    eq = rest.find("=")
+    if eq < 0:
+        return None
+    # No candidate ends before the first `=`, and none holds a space but its first character:
+    # the search may begin at the last space before it (`^` is still the text's own start).
+    for m in _FIRST_FIELD.finditer(rest, max(rest.rfind(" ", 0, eq), 0)):
         at = m.start() + (1 if m.group(0)[0] == " " else 0)
         start = m.end()
         end = rest.find(" ", start)

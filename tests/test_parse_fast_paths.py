@@ -1,0 +1,88 @@
+"""tracing's fast paths give what the plain ways give: the `key=value` split and the span pattern.
+
+`parse_kv` splits one-token fields at spaces (most of cuzk's) and sends anything else to
+`parse_kv_searching`, the one `_FIELD` search; the two must agree on every text, or a line
+would parse differently depending on which way it took. The span pattern is possessive (no
+backtracking into a span's body); it must match what the pattern written one character at a
+time matches.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from gapwatch.core.models import LogEvent
+from gapwatch.logs.parse import _EVENT_FIELDS
+from gapwatch.logs.parse.tracing import _SPAN, parse_kv, parse_kv_searching
+
+#: Texts shaped like fields (`key=value`, a space or two between) whose keys and values are
+#: made of the pieces the syntax turns on: quotes, brackets, spaces, `=`, escapes, newlines,
+#: non-ASCII; so that most draws almost follow the one-token rule and some just break it.
+KEY = st.sampled_from(["a", "b_", "x.y", "1a", "\u00e9", "a-b", ""])
+VALUE = st.lists(st.sampled_from(['"', "[", "]", "x", " ", "\\", "\n", "=", "\u00e9"]),
+                 max_size=3).map("".join)
+FIELD_TEXT = st.builds(
+    lambda head, fields, sep: head + sep.join(k + "=" + v for k, v in fields),
+    st.sampled_from(["", "msg ", " "]), st.lists(st.tuples(KEY, VALUE), max_size=4),
+    st.sampled_from([" ", "  "]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(FIELD_TEXT, st.integers(0, 5))
+# Each of these breaks the one-token rule in one way; a split that took it would differ.
+@example('a=" a="', 0)  # a quoted string runs past the space
+@example("a=[ a=]", 0)  # so does a list
+@example('a="x\\" b_=1"', 0)  # an escaped quote does not end it
+@example("\u00e9=1 a\u00e9=\u00b2", 0)  # a key must start as ASCII, and may go on in any script
+@example("a=1  b_=2", 0)  # two spaces: the first value keeps one
+@example("a=1\nb_=2", 0)  # a newline ends the search's values
+@example("msg a=1", 0)  # text before the first key is skipped
+@example("a=1 b_=2", 3)  # so is a key cut by the start
+def test_the_split_and_the_search_give_the_same_fields(text: str, pos: int) -> None:
+    assert parse_kv(text, pos) == parse_kv_searching(text, pos, {})
+
+
+def test_one_token_fields_are_split_and_the_rest_searched() -> None:
+    # Both ways, on the shapes cuzk writes: the split's answers are those of the search.
+    cases = {
+        "worker_id=1 partition=Some(4) prove_start_ms=2992":
+            {"worker_id": 1, "partition": 4, "prove_start_ms": 2992},
+        'job_id="porep-1-2" partition=10': {"job_id": "porep-1-2", "partition": 10},
+        "gpus=[0] a= b=x=y": {"gpus": "[0]", "a": "", "b": "x=y"},
+        # A value with a space, a quoted string or a list holding one: searched.
+        "error=partition 3 failed code=7": {"error": "partition 3 failed", "code": 7},
+        'msg="a b=1" n=2': {"msg": "a b=1", "n": 2},
+        "gpus=[0, 1] n=2": {"gpus": "[0, 1]", "n": 2},
+        "a=[x b=1]": {"a": "[x b=1]"},
+    }
+    for text, fields in cases.items():
+        assert parse_kv(text) == fields, text
+        assert parse_kv_searching(text, 0, {}) == fields, text
+
+
+#: The span pattern as first written, one character at a time: the reference for the
+#: possessive one the parser uses (same matches, no backtracking into a span's body).
+PLAIN_SPAN = re.compile(r'([A-Za-z_]\w*)(?:\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\})?:(?!:)')
+SPAN_TEXT = st.lists(st.sampled_from(
+    ["a", "b_", "{", "}", '"', "\\", ":", " ", "=", "1", "\n", "x=1", 'q="}"']), max_size=10,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SPAN_TEXT, st.integers(0, 2))
+@example('s{a="}" b=1}: t: m', 0)  # a brace inside a quoted value does not end the body
+@example('s{a="x\\"}"}:', 0)  # nor does one after an escaped quote
+@example("s{a=1}::x", 0)  # a second colon makes it a target
+@example("s{a=1", 0)  # an unclosed body is no span
+def test_the_possessive_span_pattern_matches_what_the_plain_one_matches(text: str,
+                                                                        pos: int) -> None:
+    mine, plain = _SPAN.match(text, pos), PLAIN_SPAN.match(text, pos)
+    assert (mine and (mine.span(), mine.groups())) == (plain and (plain.span(), plain.groups()))
+
+
+def test_the_rules_build_their_events_in_the_order_of_log_events_fields() -> None:
+    # The parser's hot paths pass a LogEvent's fields by position, in `_EVENT_FIELDS`' order.
+    assert _EVENT_FIELDS == LogEvent.__struct_fields__

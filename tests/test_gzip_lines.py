@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import gc
 import gzip
 import inspect
 import io
-import threading
 import zlib
 
 import pytest
-from faults import wait_for
 
 from gapwatch.sources import gzip_lines
 from gapwatch.sources.gzip_lines import GzipLines
@@ -98,66 +95,3 @@ def test_closing_lets_go_of_the_piece_being_read_and_ends_the_lines() -> None:
     reader.close()
     assert raw.closed and reader.readline() == b"" and list(reader) == []
     assert inspect.getgeneratorstate(reader._pieces_left) == "GEN_CLOSED"  # its locals gone
-
-
-def _inflating(before: frozenset[threading.Thread] = frozenset()) -> list[threading.Thread]:
-    """The inflating threads alive now, but those in `before` (another test's, in this worker
-    process)."""
-    return [t for t in threading.enumerate()
-            if t.name == "gapwatch-gzip-inflate" and t not in before]
-
-
-def _now() -> frozenset[threading.Thread]:
-    return frozenset(_inflating())
-
-
-def test_reading_the_header_starts_no_thread_and_the_rest_is_inflated_ahead_on_one(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gzip_lines, "CHUNK_BYTES", 512)  # many pieces
-    before = _now()
-    reader = GzipLines(io.BytesIO(_members(BODY)))
-    assert reader.readline() == BODY.splitlines(keepends=True)[0]
-    assert _inflating(before) == []  # the parallel report forks after reading a header
-    lines = BODY.splitlines(keepends=True)
-    it = iter(reader)
-    assert [next(it) for _ in range(1, 2000)] == lines[1:2000]
-    assert len(_inflating(before)) == 1
-    assert list(it) == lines[2000:]
-    wait_for("the inflating thread to end with the file", lambda: _inflating(before) == [])
-
-
-def test_closing_mid_file_stops_the_inflating_thread_before_the_file_closes(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gzip_lines, "CHUNK_BYTES", 256)
-    monkeypatch.setattr(gzip_lines, "AHEAD_PIECES", 1)  # the producer waits on a full queue
-    before = _now()
-    raw = io.BytesIO(_members(BODY))
-    reader = GzipLines(raw)
-    it = iter(reader)
-    for _ in range(200):
-        next(it)
-    assert len(_inflating(before)) == 1
-    reader.close()
-    assert _inflating(before) == [] and raw.closed
-
-
-def test_a_reader_dropped_without_closing_stops_its_thread_once_collected(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gzip_lines, "CHUNK_BYTES", 256)
-    before = _now()
-    reader = GzipLines(io.BytesIO(_members(BODY)))
-    it = iter(reader)
-    for _ in range(200):
-        next(it)
-    assert len(_inflating(before)) == 1
-    del reader, it
-    gc.collect()  # the reader and its generator refer to each other; the thread to neither
-    wait_for("the dropped reader's thread to end", lambda: _inflating(before) == [])
-
-
-def test_a_cut_found_by_the_inflating_thread_reaches_the_reader_after_every_whole_line(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gzip_lines, "CHUNK_BYTES", 512)
-    data = _members(BODY)
-    ours, theirs = _both(data[: len(data) * 3 // 4])
-    assert ours == theirs and ours[1] == "EOFError" and len(ours[0]) > 1000

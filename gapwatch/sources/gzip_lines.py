@@ -12,26 +12,16 @@ starts one per write batch), zero padding between them is passed over, and a fil
 member (kill -9, a full disk) gives every whole line inflated before the cut, then raises
 `EOFError` as `GzipFile` does (the reader counts it "truncated"); the half line is dropped.
 Data that is not gzip after a member raises `gzip.BadGzipFile`; corrupt data `zlib.error`.
-
-Inflating runs ahead on a thread of its own from the second piece on (`_ahead`): zlib lets go
-of the interpreter while it inflates, so on a machine with two cores a `.gz` report costs about
-what the plain file's does (docs/benchmarks.md). The first piece is inflated on the caller's
-thread, so that reading a header starts no thread (the parallel report forks only while it has
-one thread). What ends the producer (the end, a cut, bad data, any error) reaches the reader in
-order, after every piece before it, as the same exception; closing the reader stops the thread
-and waits for it before the file is closed.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
-import queue
-import threading
 import zlib
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from itertools import chain
-from typing import IO, Final
+from typing import IO
 
 #: Compressed bytes inflated at a time (their output is ~14x as much for a recording: ~0.9 MB
 #: of lines held at a time; 16 to 256 KiB inflate equally fast).
@@ -39,10 +29,6 @@ CHUNK_BYTES = 1 << 16
 #: Most bytes inflated from one call (a highly compressed stretch is inflated in steps).
 OUT_BYTES = 1 << 23
 GZIP_WBITS = 31  # zlib's gzip container: header and trailer (CRC, size) checked
-#: Pieces inflated ahead of the reader at most (~1 MB of lines each).
-AHEAD_PIECES: Final = 4
-#: How often a producer waiting on a full queue looks whether the reader has gone.
-_STOP_POLL_S: Final = 0.1
 #: `GzipFile`'s words for a file cut inside a member.
 CUT_WORDS = "Compressed file ended before the end-of-stream marker was reached"
 
@@ -52,7 +38,7 @@ class GzipLines:
 
     def __init__(self, raw: IO[bytes]) -> None:
         self._raw = raw
-        self._pieces_left = self._ahead()
+        self._pieces_left = self._pieces()
         self._lines: Iterator[bytes] = chain.from_iterable(self._pieces_left)
 
     def __iter__(self) -> Iterator[bytes]:
@@ -70,106 +56,51 @@ class GzipLines:
         self._lines = iter(())
         self._raw.close()
 
-    def _ahead(self) -> Generator[list[bytes], None, None]:
-        """`_pieces`, the first on this thread, the rest inflated ahead on another."""
-        # The producer holds the file's read, not this object: a reader dropped without close()
-        # is collected (its generator's end stops the producer), not kept alive by the thread.
-        pieces = _pieces(self._raw.read)
-        first = next(pieces, None)
-        if first is None:
-            return
-        yield first
-        handed: queue.Queue[list[bytes] | BaseException | None] = queue.Queue(AHEAD_PIECES)
-        stop = threading.Event()
-        producer = threading.Thread(target=_inflate_ahead, args=(pieces, handed, stop),
-                                    name="gapwatch-gzip-inflate", daemon=True)
-        producer.start()
-        try:
-            while True:
-                item = handed.get()
-                if item is None:
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            stop.set()
-            producer.join()
-
-
-def _pieces(read: Callable[[int], bytes]) -> Generator[list[bytes], None, None]:
-    """Lists of whole lines, in order; the last one may lack its newline (the file's last
-    line was written without one)."""
-    z = zlib.decompressobj(GZIP_WBITS)
-    #: The start of a line not yet ended, in pieces (a long line is joined once, not
-    #: copied again with every chunk).
-    tail: list[bytes] = []
-    started = False  # inside a member: its end must come before the file's
-    data = b""
-    full = False  # the last call stopped at OUT_BYTES: it may hold more output
-    while True:
-        if not data and not full:
-            data = read(CHUNK_BYTES)
-            if not data:
-                break
-        if not started:
-            data = data.lstrip(b"\x00")  # padding between members
-            if not data:
+    def _pieces(self) -> Generator[list[bytes], None, None]:
+        """Lists of whole lines, in order; the last one may lack its newline (the file's last
+        line was written without one)."""
+        z = zlib.decompressobj(GZIP_WBITS)
+        #: The start of a line not yet ended, in pieces (a long line is joined once, not
+        #: copied again with every chunk).
+        tail: list[bytes] = []
+        started = False  # inside a member: its end must come before the file's
+        read = self._raw.read
+        data = b""
+        full = False  # the last call stopped at OUT_BYTES: it may hold more output
+        while True:
+            if not data and not full:
+                data = read(CHUNK_BYTES)
+                if not data:
+                    break
+            if not started:
+                data = data.lstrip(b"\x00")  # padding between members
+                if not data:
+                    continue
+                if len(data) >= 2 and data[:2] != b"\x1f\x8b":
+                    raise gzip.BadGzipFile(f"Not a gzipped file ({data[:2]!r})")
+                started = True
+            out = z.decompress(data, OUT_BYTES)
+            full = len(out) == OUT_BYTES
+            if z.eof:
+                full = False
+                data = z.unused_data
+                z = zlib.decompressobj(GZIP_WBITS)
+                started = False
+            else:
+                data = z.unconsumed_tail
+            if b"\n" not in out:
+                if out:
+                    tail.append(out)
                 continue
-            if len(data) >= 2 and data[:2] != b"\x1f\x8b":
-                raise gzip.BadGzipFile(f"Not a gzipped file ({data[:2]!r})")
-            started = True
-        out = z.decompress(data, OUT_BYTES)
-        full = len(out) == OUT_BYTES
-        if z.eof:
-            full = False
-            data = z.unused_data
-            z = zlib.decompressobj(GZIP_WBITS)
-            started = False
-        else:
-            data = z.unconsumed_tail
-        if b"\n" not in out:
-            if out:
+            if tail:
                 tail.append(out)
-            continue
+                out = b"".join(tail)
+                tail = []
+            lines = io.BytesIO(out).readlines()
+            if not lines[-1].endswith(b"\n"):
+                tail.append(lines.pop())
+            yield lines
+        if started:
+            raise EOFError(CUT_WORDS)
         if tail:
-            tail.append(out)
-            out = b"".join(tail)
-            tail = []
-        lines = io.BytesIO(out).readlines()
-        if not lines[-1].endswith(b"\n"):
-            tail.append(lines.pop())
-        yield lines
-    if started:
-        raise EOFError(CUT_WORDS)
-    if tail:
-        yield [b"".join(tail)]
-
-
-def _inflate_ahead(pieces: Generator[list[bytes], None, None],
-                   handed: queue.Queue[list[bytes] | BaseException | None],
-                   stop: threading.Event) -> None:
-    """The producer: every piece, then None at the end, or what ended it early (the reader
-    raises it); gives up as soon as the reader has gone (`stop`)."""
-    try:
-        try:
-            for piece in pieces:
-                if not _hand(handed, piece, stop):
-                    return
-        except BaseException as exc:  # every end reaches the reader: no thread dies unheard
-            _hand(handed, exc, stop)
-            return
-        _hand(handed, None, stop)
-    finally:
-        pieces.close()
-
-
-def _hand(handed: queue.Queue[list[bytes] | BaseException | None],
-          item: list[bytes] | BaseException | None, stop: threading.Event) -> bool:
-    while not stop.is_set():
-        try:
-            handed.put(item, timeout=_STOP_POLL_S)
-            return True
-        except queue.Full:
-            continue
-    return False
+            yield [b"".join(tail)]

@@ -1,9 +1,11 @@
-"""Build: the report's hot path compiled with mypyc where it can be, pure Python where not.
+"""Build: the hot paths compiled with mypyc where they can be, pure Python where not.
 
 Who runs it: pip (through pyproject's `[build-system]`), for `pip install .` and wheels. The
 modules in `COMPILED` are ordinary, type-checked Python: mypyc turns the same source into C,
-so the rules keep one home (the .py file) and a compiled build gives the same results, about
-twice as fast (docs/benchmarks.md, "A compiled build"). Everything else stays interpreted.
+so the rules keep one home (the .py file) and a compiled build gives the same results: a report
+in about a third of the time, the log parser at twice the rate (docs/benchmarks.md, "Part E").
+Everything else stays interpreted. docs/architecture.md ("Two builds") says what a compiled
+module asks of the code around it.
 
 Pure Python, on purpose, when:
 - the install is editable (`pip install -e .`): compiled modules placed beside their sources
@@ -23,8 +25,9 @@ from typing import Any
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
-#: The per-sample and per-gap path of `gapwatch report` (docs/benchmarks.md has the profile).
-#: A module here must not be monkeypatched by tests or subclassed by interpreted code.
+#: The per-sample and per-gap path of detection (`gapwatch report`, the live session), and the
+#: log parser. A module here must not be monkeypatched by tests or subclassed by interpreted
+#: code; `.ci/run-compiled` runs the whole suite over them compiled.
 COMPILED = [
     "gapwatch/core/detector.py",
     "gapwatch/core/track.py",
@@ -36,6 +39,13 @@ COMPILED = [
     "gapwatch/core/exact.py",
     "gapwatch/offline/detect.py",
     "gapwatch/sources/recording.py",
+    # The log parser: the tailer's per-line path, and `report --log`, `parse`.
+    "gapwatch/logs/parse/__init__.py",
+    "gapwatch/logs/parse/cuzk.py",
+    "gapwatch/logs/parse/tracing.py",
+    "gapwatch/logs/parse/prefixes.py",
+    "gapwatch/logs/parse/partitions.py",
+    "gapwatch/logs/parse/user_rules.py",
 ]
 
 

@@ -4,10 +4,12 @@ this checkout against another, byte for byte.
 Usage:
     python bench/parse_same.py --before CHECKOUT      # CHECKOUT's events beside this one's
     python bench/parse_same.py --dump FILE            # this checkout's events into FILE
+    python -P bench/parse_same.py --dump FILE         # the installed gapwatch's (a compiled one)
 
 The inputs, each through a fresh parser (and the real mix once more with lock attribution and
 unparsed lines as `parse` runs them):
-- every `*.log` under tests/data and /work/shared/traces (when present), as written;
+- every `*.log` under tests/data and /work/shared/traces (when present; not with `--no-shared`),
+  as written, and lines made for two user rules (`[[logs.rules]]`, `USER_RULES`);
 - the same lines behind the prefixes tools put in front (journald ISO and short, `ts`, epoch
   seconds), with ANSI colours and CRs, cut at random places, and mutated at random (characters
   replaced, doubled, dropped, quotes, brackets, `=` and spaces added: the rarer paths of the
@@ -37,11 +39,33 @@ PREFIXES = ("2026-11-30T09:06:26.553439+0000 host cuzk[812]: ", "Nov 30 09:06:26
 NOISE = ' ="[]{}:,.x_9\\\n\t\u00e9-'
 
 
-def _logs() -> list[Path]:
+def _logs(shared: bool = True) -> list[Path]:
     found = sorted((ROOT / "tests" / "data").rglob("*.log"))
-    if SHARED.is_dir():
+    if shared and SHARED.is_dir():
         found += sorted(SHARED.rglob("*.log"))
     return found
+
+
+#: User rules (`[[logs.rules]]`) for the rule-driven pass: named groups, a strptime timestamp,
+#: an event name and a warning; the lines they are fed are made to match, and then mutated.
+USER_RULES = [
+    {"name": "other", "regex": r"^\[(?P<timestamp>[^\]]+)\] w(?P<worker>\d+) p(?P<partition>\d+) "
+     r"(?P<phase>\w+) took (?P<took_ms>\d+)ms(?: on gpu (?P<gpu>\d+))?"},
+    {"name": "stall", "regex": r"^(?P<timestamp>\d+/\d+/\d+ \d+:\d+:\d+) host copy fell back",
+     "timestamp_format": "%Y/%m/%d %H:%M:%S", "event": "pageable_fallback",
+     "warning": "unpinned"},
+]
+
+
+def _rule_lines() -> list[str]:
+    rng = random.Random(5)
+    out = []
+    for i in range(600):
+        gpu = f" on gpu {i % 4}" if i % 3 else ""
+        out.append(f"[2026-11-30T09:{i % 60:02d}:26.5Z] w{i % 7} p{i % 16} msm took {i}ms{gpu}")
+        out.append(f"2026/11/30 09:{i % 60:02d}:26 host copy fell back to pageable")
+        out.append(f"[yesterday] w1 p{i} ntt took {rng.randrange(10**6)}ms")
+    return out
 
 
 def _mutate(rng: random.Random, line: str) -> str:
@@ -71,16 +95,22 @@ def _variants(lines: list[str]) -> Iterator[list[str]]:
         yield [_mutate(rng, line) for line in lines if line]
 
 
-def dump(out: Path) -> None:
+def dump(out: Path, shared: bool = True) -> None:
+    """Every event and counter, into `out`; `shared`: the shared traces' logs too (tests say
+    False: they never read /work/shared)."""
     from gapwatch.core.codec import encode_line
+    from gapwatch.core.config import build_config
     from gapwatch.logs.parse import LogParser
 
+    ruled = build_config({"logs": {"rules": USER_RULES}}).logs
+    inputs = [(p.name, p.read_text(encoding="utf-8", errors="replace").splitlines(), None)
+              for p in _logs(shared)]
+    inputs.append(("user rules", _rule_lines(), ruled))
     with out.open("wb") as f:
-        for path in _logs():
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        for name, lines, config in inputs:
             for n, variant in enumerate(_variants(lines)):
-                f.write(f"# {path.name} variant {n}\n".encode())
-                parser = LogParser()
+                f.write(f"# {name} variant {n}\n".encode())
+                parser = LogParser(config) if config is not None else LogParser()
                 for i, line in enumerate(variant):
                     for event in parser.parse_line(line, "same", i * 1000, 1796029586.0 + i):
                         f.write(encode_line(event))
@@ -96,9 +126,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--before", type=Path)
     ap.add_argument("--dump", type=Path)
+    ap.add_argument("--no-shared", action="store_true", help="leave the shared traces out")
     args = ap.parse_args()
     if args.dump is not None:
-        dump(args.dump)
+        dump(args.dump, shared=not args.no_shared)
         return
     if args.before is None:
         ap.error("--before CHECKOUT or --dump FILE")

@@ -29,7 +29,8 @@ BENCH = ROOT / "bench"
 DATA = Path(__file__).resolve().parent / "data"
 sys.path.insert(0, str(BENCH))
 
-import report_same  # noqa: E402 - found through the path above
+import parse_same  # noqa: E402 - found through the path above
+import report_same  # noqa: E402
 
 
 def _compiled_list() -> list[str]:
@@ -65,9 +66,12 @@ def test_a_clock_from_the_epoch_is_where_a_double_division_rounds_differently() 
     assert ns_to_s(t) != float(t) / 1e9  # what compiled `int / int` would give
 
 
-def test_the_source_tree_under_test_is_pure_python() -> None:
-    # The comparison below is only a comparison when this side is the interpreted source.
-    assert not is_compiled() and build_kind() == "pure Python"
+def _source_side_pure() -> None:
+    """The comparisons below compare a compiled build with the interpreted source: skipped when
+    the suite itself runs over a tree compiled in place."""
+    if is_compiled():
+        pytest.skip("this suite runs over a compiled tree: nothing pure to compare with")
+    assert build_kind() == "pure Python"
 
 
 def _compiled_python(tmp_path: Path) -> str | None:
@@ -135,6 +139,7 @@ def _hostile(src: Path, dst: Path) -> None:
 @pytest.mark.slow
 def test_the_compiled_build_reports_every_input_byte_for_byte_as_the_source_does(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _source_side_pure()
     python = _compiled_python(tmp_path)
     if python is None:
         pytest.skip("the installed gapwatch is pure Python (an editable install?): "
@@ -158,3 +163,25 @@ def test_the_compiled_build_reports_every_input_byte_for_byte_as_the_source_does
     assert len(list((tmp_path / "pure").glob("*.json"))) == 2 * len(cases)
     # The comparison compares gaps, not empty documents.
     assert json.loads((tmp_path / "pure" / "pageable.w2.json").read_bytes())["gaps"]
+
+
+@pytest.mark.slow
+def test_the_compiled_parser_gives_every_event_and_counter_the_source_gives(
+        tmp_path: Path) -> None:
+    # Every log in tests/data as written, behind prefixes, coloured, cut and mutated, and lines
+    # for two user rules: bench/parse_same.py's inputs, without the shared traces.
+    _source_side_pure()
+    python = _compiled_python(tmp_path)
+    if python is None:
+        pytest.skip("the installed gapwatch is pure Python (an editable install?): "
+                    "`pip install .` builds the compiled one, as .ci/run does")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run(
+        [python, "-P", str(BENCH / "parse_same.py"), "--dump", str(tmp_path / "compiled.txt"),
+         "--no-shared"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    parse_same.dump(tmp_path / "pure.txt", shared=False)
+    pure = (tmp_path / "pure.txt").read_bytes()
+    assert pure.count(b'"kind":"user:other"') > 100 and pure.count(b'"type":"log"') > 10_000
+    assert (tmp_path / "compiled.txt").read_bytes() == pure

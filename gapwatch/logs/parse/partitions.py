@@ -280,7 +280,7 @@ class TimelineBuilder:
             known = parts.get(key)
             if known is not None:
                 _fill_from_status(known, st)
-            elif _GPU_STATES & st.states_seen.keys():
+            elif not _GPU_STATES.isdisjoint(st.states_seen):
                 parts[key] = st  # the logs never named it: a row of its own, if it reached a GPU
         ordered = sorted(parts.values(), key=_order)
         return _summarise(ordered)

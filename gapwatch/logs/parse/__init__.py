@@ -61,8 +61,9 @@ _EVENT_FIELDS = ("t_wall_s", "time_source", "kind", "name", "raw", "stream", "le
                  "worker", "partition", "gpu", "fields", "warning", "t_arrival_mono_ns")
 
 
-def _int(value: FieldValue) -> int | None:
-    """An int field (not a bool: `type` is exact, and half the cost of two `isinstance`)."""
+def int_field(value: FieldValue) -> int | None:
+    """An int field, or None (a bool is not one: `type` is exact, and half the cost of two
+    `isinstance`). The one rule for "this field is a number of ..." (partitions.py too)."""
     return value if type(value) is int else None
 
 
@@ -89,7 +90,7 @@ class Counts(dict[str, int]):
 
 def _gpu(value: FieldValue) -> int | None:
     """A field as a GPU index; anything else (gpu=4096, gpu=-1) stays only in the fields."""
-    n = _int(value)
+    n = int_field(value)
     return n if n is not None and 0 <= n <= MAX_GPU_INDEX else None
 
 
@@ -219,8 +220,8 @@ class LogParser:
             t, source = self.anchor_wall_s + line.offset_ms / 1000.0, "timeline"
         else:
             t, source = wall, "arrival"
-        worker = _int(line.fields.get("worker"))
-        partition = _int(line.fields.get("partition"))
+        worker = int_field(line.fields.get("worker"))
+        partition = int_field(line.fields.get("partition"))
         if worker is not None and line.job_id is not None and line.event == "GPU_START":
             _remember(self._worker_job, worker, cut_text(line.job_id, TEXT_CHARS))
         gpu = self._worker_gpu.get(worker) if worker is not None else None
@@ -306,8 +307,8 @@ class LogParser:
         if message.startswith("pacer:"):
             # engine.rs formats the pacer's figures with format!(): quoted text, made numbers.
             numeric_text_fields(fields, PACER_TEXT_NUMBERS)
-        worker = _int(fields.get("worker_id"))
-        partition = _int(fields.get("partition"))
+        worker = int_field(fields.get("worker_id"))
+        partition = int_field(fields.get("partition"))
         gpu = _gpu(fields.get("gpu"))
         job = fields.get("job_id")
         job_id = job if isinstance(job, str) else None
@@ -319,7 +320,7 @@ class LogParser:
             self._part_gpu.clear()
             self.counters["timeline_anchors"] += 1
         elif message.startswith(_INIT_WORKERS_MESSAGE):
-            n_gpus = _int(fields.get("num_gpus"))
+            n_gpus = int_field(fields.get("num_gpus"))
             if n_gpus is not None and n_gpus > 1:
                 self._disable_attribution()
         if worker is not None and gpu is not None:

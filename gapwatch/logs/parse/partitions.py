@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from msgspec.structs import replace
 
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
-from gapwatch.logs.parse import PARTITION_KIND
+from gapwatch.logs.parse import PARTITION_KIND, int_field
 from gapwatch.logs.parse.cuzk import LockAttributor
 
 
@@ -83,10 +83,6 @@ class RunTimeline:
         if self.wall_start_s is None or self.wall_end_s is None:
             return None
         return self.wall_end_s - self.wall_start_s
-
-
-def _int(value: FieldValue) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def merge_intervals(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -190,9 +186,9 @@ _LockRow = tuple[str | None, int | None, int | None, int | None, int | None, int
 
 def _lock_row(e: LogEvent) -> _LockRow:
     f = e.fields
-    return (e.job_id, e.partition, e.worker, _int(f.get("mutex_held_ms")),
-            _int(f.get("mutex_wait_ms")), _int(f.get("gpu_total_ms")),
-            _int(f.get("ntt_kernels_ms")), _int(f.get("barrier_wait_ms")),
+    return (e.job_id, e.partition, e.worker, int_field(f.get("mutex_held_ms")),
+            int_field(f.get("mutex_wait_ms")), int_field(f.get("gpu_total_ms")),
+            int_field(f.get("ntt_kernels_ms")), int_field(f.get("barrier_wait_ms")),
             f.get("gpu_busy_start_s"), f.get("gpu_busy_end_s"))
 
 
@@ -233,9 +229,9 @@ class TimelineBuilder:
                     self._worker_job[e.worker] = e.job_id
             else:
                 rec.gpu_end_s = e.t_wall_s
-                rec.timeline_gpu_ms = _int(e.fields.get("gpu_ms"))
+                rec.timeline_gpu_ms = int_field(e.fields.get("gpu_ms"))
         elif kind == "timeline" and name == "SYNTH_END":
-            ms = _int(e.fields.get("synth_ms"))
+            ms = int_field(e.fields.get("synth_ms"))
             if ms is not None:
                 self._synth_ms[(e.job_id, e.partition)] = ms
         elif e.warning == "unpinned":

@@ -125,7 +125,9 @@ def _run(python: str, pythonpath: Path | None, kind: str, path: Path) -> dict[st
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         cmd, cwd = [python, "-P", str(HERE), "--measure", kind, str(path)], Path("/tmp")
     else:
-        env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+        # In front of what is there (a box whose dependencies travel on PYTHONPATH keeps them).
+        paths = [str(pythonpath), os.environ.get("PYTHONPATH", "")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
         cmd, cwd = [python, str(HERE), "--measure", kind, str(path)], pythonpath
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, cwd=cwd)
     if done.returncode != 0:

@@ -19,13 +19,13 @@ from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.evidence import GapEvidence
 from gapwatch.core.models import GapKind
 
-#: Phases of a track: before its first busy sample (of this data segment), in a busy run, in
-#: an idle stretch (a gap candidate; a gap once it lasts `min_gap_ms`).
 #: `Track.cur_k` before the first sample: no second a sample can fall in.
 NO_BUCKET: Final = -(1 << 62)
 #: Recent sample spacings a track keeps for its median.
 SPACINGS_KEPT: Final = 15
 
+#: Phases of a track: before its first busy sample (of this data segment), in a busy run, in
+#: an idle stretch (a gap candidate; a gap once it lasts `min_gap_ms`).
 PRE: Final = 0
 BUSY: Final = 1
 IDLE: Final = 2

@@ -44,10 +44,11 @@ def _pinned_status(gib: float) -> str:
 
 def _spots(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, exits: tuple[int, ...] = (),
            at_5_s: str | None = None, meanwhile: str | None = None,
-           block_ms: int = 1_400, stall_at_s: int = 6) -> list[BlindSpot]:
+           block_ms: int = 1_400, stall_at_s: int = 6,
+           sources: list[NvmlSource] | None = None) -> list[BlindSpot]:
     """12 s of ticks at 100 ms; /proc is read every 5 s from 0 (pid 4242 with 12 GiB pinned, or
     `at_5_s` from 4 s on); at `stall_at_s` NVML blocks `block_ms` as `exits` leave and pid
-    4242's status becomes `meanwhile`."""
+    4242's status becomes `meanwhile`. The NVML source is put in `sources` when given."""
     fake = install(monkeypatch, [FakeDevice(activity=PROVING, processes=[4242])])
     clock = FakeClock(start_mono_ns=0)
     fake.clock = clock
@@ -57,6 +58,8 @@ def _spots(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, exits: tuple[int,
     if meanwhile is not None:
         fake.sleep = lambda _s: status.write_text(meanwhile)
     source = NvmlSource(SamplerConfig(), now_ns=clock.monotonic_ns, proc_root=str(root))
+    if sources is not None:
+        sources.append(source)
     clocked = Clocked(fake, source)
     clocked.open()
     spots: list[BlindSpot] = []
@@ -82,6 +85,20 @@ def test_a_block_while_a_process_pins_gibs_names_it_and_its_pool(
         " while pid 4242 (cuzk-daemon) pinned host memory (RssShmem 12.0 GiB 6 s before -> "
         "36.0 GiB after, /proc): pinning a large pool blocks every NVML call as freeing one "
         "does; no readings meanwhile")
+
+
+def test_the_size_read_after_a_block_is_kept_as_read_when_the_block_ended(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """A later blind spot counts its lookback from when each size was read: the one read after
+    a block was read as it ended, not when it began."""
+    sources: list[NvmlSource] = []
+    (spot,) = _spots(monkeypatch, tmp_path, meanwhile=_pinned_status(36), sources=sources)
+    # The two sizes kept: the one read after the block, then the next /proc round's (at 10 s).
+    (read_at_s, size), (next_at_s, _next) = sources[0]._seen[4242].sizes
+    assert size == 36 * GIB and next_at_s == pytest.approx(1_796_000_010.0, abs=1e-3)
+    assert spot.duration_s > 1.0
+    assert read_at_s == pytest.approx(spot.t_wall_s + spot.duration_s, abs=1e-3)
 
 
 def test_the_last_seconds_of_pinning_count_from_the_reading_before_the_latest(

@@ -406,18 +406,20 @@ class NvmlSource:
             seen = self._seen.get(pid)
             exited.append(ExitedProcess(pid=pid, name=seen.name if seen else "",
                                         pinned_bytes=seen.pinned_bytes if seen else None))
-        pinning = self._pinning_across(still, t_wall_s)
+        pinning = self._pinning_across(still, t_wall_s, t_wall_s + took_ns / 1e9)
         spot = BlindSpot(t_mono_ns=t_mono_ns, t_wall_s=t_wall_s, duration_s=took_ns / 1e9,
                          source="nvml", gpus=gpus, exited=exited, pinning=pinning)
         tick.other.append(spot)
         tick.notices.append(Notice(t_mono_ns, t_wall_s, "warning", blind_words(spot)))
 
-    def _pinning_across(self, pids: set[int], t_wall_s: float) -> list[PinningProcess]:
+    def _pinning_across(self, pids: set[int], t_wall_s: float,
+                        now_wall_s: float) -> list[PinningProcess]:
         """The processes still listed after a blind spot (which began at `t_wall_s`) whose
         pinned memory (RssShmem) grew by `PINNING_MIN_BYTES` or more from their reading before
-        the latest one (within `PINNING_LOOKBACK_S`; else the latest) to /proc read again now:
-        one small file per process, only after a blind spot. Pinning a large pool blocks NVML
-        as freeing one does (measured on the H200: `bench/blind_spot_h200.py`)."""
+        the latest one (within `PINNING_LOOKBACK_S`; else the latest) to /proc read again now
+        (`now_wall_s`, the stall's end, which is when this reading is kept as taken): one small
+        file per process, only after a blind spot. Pinning a large pool blocks NVML as freeing
+        one does (measured on the H200: `bench/blind_spot_h200.py`)."""
         out = []
         for pid in sorted(pids):
             seen = self._seen.get(pid)
@@ -430,7 +432,7 @@ class NvmlSource:
             oldest, latest = seen.sizes[0], seen.sizes[-1]
             since_wall_s, before = oldest if t_wall_s - oldest[0] <= PINNING_LOOKBACK_S \
                 else latest
-            self._pinned(pid, st.name, t_wall_s, after)
+            self._pinned(pid, st.name, now_wall_s, after)
             if after - before >= PINNING_MIN_BYTES:
                 out.append(PinningProcess(pid=pid, name=st.name, before_bytes=before,
                                           after_bytes=after,

@@ -222,6 +222,9 @@ class SimProver:
                  SCENARIO_PARAMS[name])
             for g, name in enumerate(names)
         ]
+        #: cuzk's synthesis workers for these scenarios (fixed: `synth_worker_count`).
+        self._synth_workers = synth_worker_count(SIM_BUDGET_BYTES, sum(
+            max(g.scenario.threads_start, g.scenario.threads_end) for g in self._gpus))
         self._rng = random.Random(seed)
         self._events: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = 0
@@ -340,9 +343,8 @@ class SimProver:
         every GPU as cuzk's: its formula (engine.rs, `gapwatch.core.cuzk.synth_worker_count`)
         with `max_parallel_synthesis` the most threads the GPUs' scenarios ever use together,
         so never fewer than 2 nor more than the budget holds (36 of 512 GiB: five `pageable`
-        GPUs ask for 100)."""
-        wanted = sum(max(g.scenario.threads_start, g.scenario.threads_end) for g in self._gpus)
-        return synth_worker_count(SIM_BUDGET_BYTES, wanted)
+        GPUs ask for 100). Worked out once: the scenarios are fixed."""
+        return self._synth_workers
 
     def _start(self, t_mono_ns: int, t_wall_s: float) -> None:
         self._t0_mono_ns = t_mono_ns
@@ -389,7 +391,7 @@ class SimProver:
         # and while one of cuzk's synthesis workers (shared by every GPU) is free: a GPU held
         # back by the others' syntheses gets its turn at the next tick (`_tick_threads`).
         threads = self.threads(self._now, g)
-        workers = self.synth_worker_count()
+        workers = self._synth_workers
         while g.synth_active < threads and len(g.queue) + g.synth_active < \
                 g.scenario.queue_depth + threads and \
                 sum(o.synth_active for o in self._gpus) < workers:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -34,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from checkout_env import env_with  # noqa: E402 - a sibling module
 
 #: The child: pin SIZE GiB, make a CUDA context with a small device tensor (so NVML lists it),
 #: say "ready", wait for a line on stdin, then exit (the driver frees the pool at exit).
@@ -108,8 +110,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="gapwatch-blind-"))
     rec = work / "blind.jsonl.gz"
     # The repository first, then whatever the caller set (carried wheels, say).
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "PYTHONPATH": path}
+    env = env_with(ROOT)
     # gapwatch's output goes to a file: a pipe nobody reads would stop it once full.
     gw_log = open(work / "record.stderr", "w+")  # noqa: SIM115 - closed after communicate
     gw = subprocess.Popen(_gapwatch("record", "--source", "nvml", "--gpus", str(args.gpu),

@@ -322,8 +322,7 @@ def say(msg: str) -> None:
 
 
 def env_for(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env = env_with(ROOT)
     env["PYTHONUNBUFFERED"] = "1"
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     env.update(extra or {})
@@ -341,6 +340,7 @@ for _p in (str(ROOT), str(BENCH)):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
+from checkout_env import env_with  # noqa: E402 - a sibling module
 from gpu_e2e import Children  # noqa: E402 - a sibling script (ends each child by its own pid)
 from slow_readings_cost import measure_costs  # noqa: E402 - a sibling script
 

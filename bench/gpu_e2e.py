@@ -49,6 +49,7 @@ for _p in (str(ROOT), str(BENCH)):
         sys.path.insert(0, _p)
 
 import gpu_e2e_score as sc  # noqa: E402 - a sibling script, found through sys.path above
+from checkout_env import env_with  # noqa: E402 - a sibling module
 
 SCENARIOS = ("chained", "pageable", "host-stall", "transfer-bound")
 
@@ -116,8 +117,7 @@ CHILDREN = Children()
 
 
 def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env = env_with(ROOT)
     env["PYTHONUNBUFFERED"] = "1"
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # CUDA index == NVML index
     return env

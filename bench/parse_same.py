@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import random
 import subprocess
 import sys
@@ -32,6 +31,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))  # a sibling module, also when run with -P
+
+from checkout_env import env_with  # noqa: E402
+
 SHARED = Path("/work/shared/traces")
 PREFIXES = ("2026-11-30T09:06:26.553439+0000 host cuzk[812]: ", "Nov 30 09:06:26.553439 host "
             "cuzk[812]: ", "Nov 30 09:06:26 ", "2026-11-30 09:06:26.553439 ",
@@ -136,9 +139,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         now, before = Path(tmp) / "now.jsonl", Path(tmp) / "before.jsonl"
         subprocess.run([sys.executable, __file__, "--dump", str(now)], check=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+                       env=env_with(ROOT))
         subprocess.run([sys.executable, __file__, "--dump", str(before)], check=True,
-                       env={**os.environ, "PYTHONPATH": str(args.before)})
+                       env=env_with(args.before))
         (n_now, d_now), (n_before, d_before) = _digest(now), _digest(before)
         print(f"now:    {n_now} lines, sha256 {d_now}")
         print(f"before: {n_before} lines, sha256 {d_before}")

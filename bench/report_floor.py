@@ -42,6 +42,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve()
+sys.path.insert(0, str(HERE.parent))  # a sibling module, also when run with -P
+
+from checkout_env import env_with  # noqa: E402
 
 
 def _open(path: str) -> Any:
@@ -125,9 +128,7 @@ def _run(python: str, pythonpath: Path | None, kind: str, path: Path) -> dict[st
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         cmd, cwd = [python, "-P", str(HERE), "--measure", kind, str(path)], Path("/tmp")
     else:
-        # In front of what is there (a box whose dependencies travel on PYTHONPATH keeps them).
-        paths = [str(pythonpath), os.environ.get("PYTHONPATH", "")]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+        env = env_with(pythonpath)
         cmd, cwd = [python, str(HERE), "--measure", kind, str(path)], pythonpath
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, cwd=cwd)
     if done.returncode != 0:

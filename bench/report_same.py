@@ -27,7 +27,6 @@ same files. Generated inputs are cached under /tmp/gapwatch-same/.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import subprocess
 import sys
@@ -38,6 +37,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve()
+sys.path.insert(0, str(HERE.parent))  # a sibling module, also when run with -P
+
+from checkout_env import env_with  # noqa: E402
+
 CACHE = Path("/tmp/gapwatch-same")
 SHARED = Path("/work/shared/traces")
 
@@ -66,13 +69,6 @@ def _cases() -> list[tuple[str, Path, list[Path]]]:
     return out
 
 
-def _env_with(checkout: Path) -> dict[str, str]:
-    """This environment with `checkout` in front of PYTHONPATH (not instead of it: a box whose
-    dependencies travel on PYTHONPATH keeps them)."""
-    paths = [str(checkout), os.environ.get("PYTHONPATH", "")]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
-
-
 def _simulated() -> list[Path]:
     CACHE.mkdir(exist_ok=True)
     made = CACHE / "done-v4"
@@ -84,11 +80,11 @@ def _simulated() -> list[Path]:
     floor = Path("/tmp/gapwatch-floor-30m-8gpu.jsonl")
     if not made.exists():
         subprocess.run([sys.executable, str(HERE), "--generate"], check=True, cwd=ROOT,
-                       env=_env_with(ROOT))
+                       env=env_with(ROOT))
     if not (floor.exists() and Path(f"{floor}.gz").exists()):
         subprocess.run([sys.executable, str(ROOT / "bench" / "report_floor.py"), "--generate",
                         "30", "8", str(floor)], check=True, cwd=ROOT,
-                       env=_env_with(ROOT))
+                       env=env_with(ROOT))
     return [*paths, floor, Path(f"{floor}.gz")]
 
 
@@ -275,7 +271,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for who, where in (("before", args.before.resolve()), ("now", ROOT)):
             subprocess.run([sys.executable, str(HERE), "--dump", f"{tmp}/{who}"], check=True,
-                           cwd=where, env=_env_with(where))
+                           cwd=where, env=env_with(where))
         return compare(Path(tmp) / "before", Path(tmp) / "now")
 
 

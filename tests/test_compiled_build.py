@@ -58,10 +58,14 @@ def test_every_module_setup_py_compiles_exists() -> None:
 ])
 def test_nanoseconds_become_seconds_as_python_divides_ints_on_both_sides_of_2_to_the_53(
         t: int) -> None:
+    # Over the pure source both branches of ns_to_s are Python's own division; this bites where
+    # ns_to_s is compiled (.ci/run-compiled): there `/` would divide doubles. In every .ci/run
+    # the installed compiled build is held to it by the epoch-clock recording below.
     assert ns_to_s(t) == t / 1_000_000_000
 
 
 def test_a_clock_from_the_epoch_is_where_a_double_division_rounds_differently() -> None:
+    # The premise of the epoch-clock case: at these times the two divisions do differ.
     t = report_same.EPOCH_NS + 914_691_409
     assert ns_to_s(t) != float(t) / 1e9  # what compiled `int / int` would give
 

@@ -41,10 +41,11 @@ COMPILED = [
     "gapwatch/sources/recording.py",
     # The log parser: the tailer's per-line path, and `report --log`, `parse`.
     "gapwatch/logs/parse/__init__.py",
-    "gapwatch/logs/parse/cuzk.py",
+    "gapwatch/cuzk/log_lines.py",
+    "gapwatch/core/values.py",
     "gapwatch/logs/parse/tracing.py",
     "gapwatch/logs/parse/prefixes.py",
-    "gapwatch/logs/parse/partitions.py",
+    "gapwatch/cuzk/partitions.py",
     "gapwatch/logs/parse/user_rules.py",
 ]
 

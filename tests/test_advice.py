@@ -14,6 +14,7 @@ from gapwatch.core.config import Config
 from gapwatch.core.models import Gap
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise, if_closed, stall_of
 from gapwatch.cuzk.pipeline import GIB, PipelineView, PoolState
+from gapwatch.cuzk.prover import view_of
 from gapwatch.offline.report import build_report, to_json
 
 E2E = Path(__file__).parent / "data" / "h200-e2e"
@@ -210,7 +211,7 @@ def test_summary_md_and_the_help_screen_say_what_to_change(tmp_path: Path) -> No
     assert "a guess: upstream does not say why cudaHostAlloc fails" in section
     assert "payoff if closed: about" in section
     closed = [g for g in snap.gaps if g.end_s is not None]
-    lines = advice_lines(advise(closed, snap.pipeline))
+    lines = advice_lines(advise(closed, view_of(snap.pipeline)))
     text = HelpScreen(advice=lines).text()
     assert "what to change (cuzk's settings, for the gaps so far)" in text
     assert "[memory] safety_margin" in text

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 from gapwatch.commands.report import _partition_lines
 from gapwatch.core import fmt
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.hints import make_hint, traced_copy_words
+from gapwatch.core.explain import Evidence, GapFacts, hint_of
+from gapwatch.core.hints import traced_copy_words
 from gapwatch.core.ledger import GapLedger, Tally, counts_by_kind
 from gapwatch.core.models import GAP_KINDS, Gap, GpuInfo
 from gapwatch.core.store_snapshot import StoreSnapshot
@@ -41,7 +42,7 @@ def test_the_share_of_a_link_is_one_rule_for_the_header_the_hint_and_the_report(
     assert fmt.link_fraction(2.8e9, LINK) == 2.8e9 / LINK
     assert fmt.link_fraction(2.8e9, None) is None and fmt.link_fraction(None, LINK) is None
     assert fmt.link_pct(2.8e9, LINK) == "4%"
-    hint = make_hint("pcie_starved", 1.2, 2.8e9, 1e6, LINK, "high", {}, [])
+    hint = hint_of(GapFacts("pcie_starved", 1.2, 2.8e9, 1e6, LINK, "high"), Evidence({}, [], {}))
     assert "H2D ran at 2.8 GB/s (4 % of link)" in hint
 
 
@@ -85,12 +86,10 @@ def test_every_gap_kind_has_one_look_used_by_the_legend_and_the_stylesheet() -> 
 def test_a_host_stall_with_a_burst_says_pcie_was_quiet_most_of_the_time() -> None:
     """The kind says PCIe was quiet most of the gap; "PCIe quiet (2.6 GB/s)" contradicted it."""
     quiet = 0.01 * LINK
-    burst = make_hint("host_stall", 1.0, 2.6e9, 1e6, LINK, "high", {}, [],
-                      quiet_below_bytes_per_s=quiet)
+    burst = hint_of(GapFacts("host_stall", 1.0, 2.6e9, 1e6, LINK, "high", quiet_below_bytes_per_s=quiet), Evidence({}, [], {}))
     assert "with PCIe quiet most of the time (2.6 GB/s on average)" in burst
     assert "PCIe quiet (2.6 GB/s)" not in burst
-    still = make_hint("host_stall", 1.0, 2e6, 1e6, LINK, "high", {}, [],
-                      quiet_below_bytes_per_s=quiet)
+    still = hint_of(GapFacts("host_stall", 1.0, 2e6, 1e6, LINK, "high", quiet_below_bytes_per_s=quiet), Evidence({}, [], {}))
     assert "with PCIe quiet (2 MB/s): the GPU waited on the host" in still
 
 
@@ -99,11 +98,11 @@ def test_an_earlier_warning_is_said_as_earlier_not_as_this_gaps_partition() -> N
     not this gap's, so the hint says it was seen earlier (it used to name partition 4 again and
     again for every later gap)."""
     old = {"t_s": 100.0, "name": "synth", "partition": 4, "warning": "unpinned", "raw": ""}
-    hint = make_hint("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", {}, [old], since_s=140.0)
+    hint = hint_of(GapFacts("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", since_s=140.0), Evidence({}, [old], {}))
     assert "partition 4 was synthesised" not in hint
     assert hint.startswith("is_pinned=false seen earlier in the run (last: partition 4): a/b/c "
                            "in pageable memory?")
-    own = make_hint("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", {}, [old], since_s=99.0)
+    own = hint_of(GapFacts("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", since_s=99.0), Evidence({}, [old], {}))
     assert own.startswith("partition 4 was synthesised with is_pinned=false")
 
 

@@ -25,7 +25,7 @@ from ui_fakes import (
     make_config,
 )
 
-from gapwatch.core.hints import make_hint
+from gapwatch.core.explain import Evidence, GapFacts, hint_of
 from gapwatch.core.models import StateChange
 from gapwatch.ui.app import GapwatchApp
 
@@ -47,7 +47,7 @@ def pageable_app(tmp_path: Path) -> tuple[FakeRuntime, GapwatchApp]:
             "mem_bandwidth_bytes_per_s_max": 175e9}
     for gid, (a, b) in enumerate(STARVED_GAPS, start=1):
         g = gap(gid, 0, a - 0.1, b - 0.1)
-        hint = make_hint("pcie_starved", b - a, 2.8e9, 0.05e9, LINK, "high", host, events)
+        hint = hint_of(GapFacts("pcie_starved", b - a, 2.8e9, 0.05e9, LINK, "high"), Evidence(host, events, {}))
         rt.store.upsert_gap(replace(g, hint=hint, log_events=events))
     return rt, GapwatchApp(rt, wall_clock=fixed_wall)
 

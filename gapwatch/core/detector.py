@@ -41,7 +41,7 @@ from gapwatch.core.evidence import (
     traced_pageable,
 )
 from gapwatch.core.exact import ns_to_s
-from gapwatch.core.hints import make_hint
+from gapwatch.core.explain import Evidence, GapFacts, explain
 from gapwatch.core.models import (
     ChainState,
     Confidence,
@@ -58,13 +58,13 @@ from gapwatch.core.models import (
     Record,
     StateChange,
 )
+from gapwatch.core.prover import NO_VIEW, Prover
 from gapwatch.core.readings import GPM_LIKE_SOURCES, activity_lag_ns, is_stale_gpm, reading
 from gapwatch.core.track import BUSY as _BUSY
 from gapwatch.core.track import IDLE as _IDLE
 from gapwatch.core.track import NO_BUCKET, SPACINGS_KEPT, GpuTotals, Track, median_int
 from gapwatch.core.track import PRE as _PRE
 from gapwatch.core.verdict import WindowNow, breakdown_entry_words, gaps_reason
-from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts, PipelineView
 
 _NS: Final = 1_000_000_000
 _NEVER: Final = 1 << 62
@@ -89,13 +89,13 @@ class GapDetector:
         live: publish open gaps (and their updates and retractions). Off for offline reports,
             which only keep final versions: building ~2 open versions per gap with evidence and
             hint is most of the cost of a long report. States are identical either way.
-        max_parallel_synthesis: cuzk's `[pipeline] max_parallel_synthesis` (`[cuzk]
-            max_parallel_synthesis`), for the synthesis capacity when its log does not say it.
+        prover: the prover behind the work (`gapwatch.core.prover`: e.g. cuzk's), fed every
+            log event and status snapshot and asked about each gap; None: no prover known.
     """
 
     def __init__(
         self, config: DetectorConfig, gpus: list[GpuInfo], period_s: float | None = None,
-        live: bool = True, max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
+        live: bool = True, prover: Prover | None = None,
     ) -> None:
         self.config = config
         self._live = live
@@ -108,8 +108,7 @@ class GapDetector:
         self._n_buckets = max(1, math.ceil(config.window_s))
         self._nodata = config.nodata_after_periods
         self._period_floor_ns = int(period_s * _NS) if period_s else 0
-        self._ev = EvidenceBuffer(config.evidence_before_s,
-                                  facts=PipelineFacts(max_parallel_synthesis))
+        self._ev = EvidenceBuffer(config.evidence_before_s, prover=prover)
         self._next_id = 1
         self._pending: list[Gap | StateChange] = []
         self._now_s = 0.0
@@ -149,9 +148,10 @@ class GapDetector:
                 self._ev.add_link(record)
         return []
 
-    def pipeline_view(self) -> PipelineView:
-        """What the prover's log has said about its pipeline so far."""
-        return self._ev.facts.view()
+    @property
+    def prover(self) -> Prover:
+        """The prover behind the work (`NoProver` when none was given)."""
+        return self._ev.prover
 
     def feed_copy(self, copy: CopyRecord) -> list[Gap | StateChange]:
         """A copy from the copy trace: evidence for the gaps it overlaps. Copies arrive after
@@ -191,7 +191,7 @@ class GapDetector:
         self._ev.prune(self._now_s)
 
     def feed_prover(self, status: ProverStatus) -> list[Gap | StateChange]:
-        """A snapshot of the prover's own pipeline (cuzk `/status`): evidence for the gaps
+        """A snapshot of the prover's own pipeline (e.g. cuzk's `/status`): evidence for the gaps
         around it. Polled on another thread, a snapshot can land in a gap already closed: that
         gap is re-published at once with it, as a late copy is."""
         out = self._late(self._ev.add_prover(status))
@@ -596,34 +596,27 @@ class GapDetector:
         # No events (every gap of a recording without logs): skip event_dicts' sorting.
         events = acc.event_dicts() if acc is not None and acc.events else []
         g_end_s = end_s if end_s is not None else tr.idle_start_s + duration_s
-        # Without a snapshot or a cuzk line there is nothing to say (the common offline case:
-        # skipping it keeps a long report's per-gap cost as it was).
-        view = acc.prover_view(end_s, tr.idle_start_s, tr.kind) if acc is not None and (
-            acc.provers or acc.before_cause is not None or acc.facts.seen) else None
+        # A prover that gathered nothing for the gap has nothing to say (the common offline
+        # case: skipping it keeps a long report's per-gap cost as it was).
+        view = acc.prover.view(end_s, tr.idle_start_s, tr.kind) if acc is not None \
+            and acc.prover.has_evidence() else NO_VIEW
         copies = (self._ev.copies_dict(acc, tr.idle_start_s, g_end_s, tr.kind, events)
                   if acc is not None else {})
         link_down = self._link_down(tr.gpu)
-        hint = make_hint(
-            tr.kind, duration_s, rx, tx, tr.link, confidence, host, events,
-            is_open=end_ns is None, copies=copies, link_down=link_down,
-            prover_cause=view.cause if view else None,
-            prover_during=view.during if view else True,
-            prover_detail=view.detail if view else "",
-            prover_from_log=view.from_log if view else False,
-            quiet_below_bytes_per_s=tr.quiet_below,
-            since_s=tr.idle_start_s - self.config.evidence_before_s,
-        )
+        said = explain(
+            GapFacts(tr.kind, duration_s, rx, tx, tr.link, confidence, end_ns is None,
+                     tr.quiet_below, tr.idle_start_s - self.config.evidence_before_s),
+            Evidence(host, events, copies, link_down, view))
         return Gap(
             gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,
             start_mono_ns=tr.idle_start_ns, start_s=tr.idle_start_s, end_mono_ns=end_ns,
             end_s=end_s,
             duration_s=duration_s, pcie_rx_bytes_per_s=rx, pcie_tx_bytes_per_s=tx,
             link_bytes_per_s=tr.link, confidence=confidence,
-            hint=hint, host=host, log_events=events, copies=copies,
+            hint=said.hint, host=host, log_events=events, copies=copies,
             link_current_bytes_per_s=link_down["bytes_per_s"] if link_down else None,
-            prover_cause=view.cause if view else None,
-            prover_states=view.states if view else [],
-            prover_evidence=view.evidence if view else [],
+            prover_cause=said.prover_cause, prover_states=said.prover_states,
+            prover_evidence=said.prover_evidence,
         )  # fmt: skip
 
     def _link_down(self, gpu: int) -> dict[str, Any] | None:
@@ -644,19 +637,16 @@ class GapDetector:
         end_s = old.end_s if old.end_s is not None else old.start_s + old.duration_s
         copies = self._ev.copies_dict(acc, old.start_s, end_s, old.kind, events)
         link_down = self._link_down(old.gpu)
-        view = acc.prover_view(old.end_s, old.start_s, old.kind)
+        view = acc.prover.view(old.end_s, old.start_s, old.kind)
         link = self.config.link_or_default(old.link_bytes_per_s)
-        hint = make_hint(
-            old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
-            link, old.confidence, old.host, events, copies=copies, link_down=link_down,
-            prover_cause=view.cause, prover_during=view.during, prover_detail=view.detail,
-            prover_from_log=view.from_log,
-            quiet_below_bytes_per_s=self.config.quiet_below_link_frac * link,
-            since_s=old.start_s - self.config.evidence_before_s,
-        )  # fmt: skip
-        new = replace(_replace_evidence(old, hint, events), copies=copies,
-                      prover_cause=view.cause, prover_states=view.states,
-                      prover_evidence=view.evidence)
+        said = explain(
+            GapFacts(old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
+                     link, old.confidence, False, self.config.quiet_below_link_frac * link,
+                     old.start_s - self.config.evidence_before_s),
+            Evidence(old.host, events, copies, link_down, view))
+        new = replace(_replace_evidence(old, said.hint, events), copies=copies,
+                      prover_cause=said.prover_cause, prover_states=said.prover_states,
+                      prover_evidence=said.prover_evidence)
         acc.published = new
         self._pending.append(new)
         if old.kind == "pcie_starved" and old.end_mono_ns is not None \

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Final
 
@@ -35,18 +34,9 @@ from gapwatch.core.models import (
     ProcessMemory,
     ProverStatus,
 )
+from gapwatch.core.prover import NoProver, Prover, ProverGap
 from gapwatch.core.readings import reading
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
-from gapwatch.cuzk.causes import (
-    cause_detail,
-    concerns,
-    decide_cause,
-    gap_state,
-    snapshot_cause,
-    snapshot_evidence,
-    with_log_cause,
-)
-from gapwatch.cuzk.pipeline import Capacity, PipelineFacts
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
 MAX_EVENTS_KEPT: Final = 64
@@ -68,8 +58,6 @@ TRACE_LIVE_S: Final = 120.0
 PINNED_RATE_HISTORY_S: Final = 120.0
 #: A memory kind that covers at least this share of the copy time in a gap's window names it.
 DOMINANT_KIND_SHARE: Final = 0.8
-#: Prover snapshots published per gap version (the latest ones).
-MAX_PROVER_PUBLISHED: Final = 12
 
 def _slim(ev: LogEvent) -> LogEvent:
     """What evidence needs of an event: its time, ids, warning, name and the start of its line.
@@ -78,20 +66,6 @@ def _slim(ev: LogEvent) -> LogEvent:
     if not ev.fields and len(ev.raw) <= RAW_CHARS and len(ev.name) <= TEXT_CHARS:
         return ev
     return replace(ev, raw=ev.raw[:RAW_CHARS], name=cut_text(ev.name, TEXT_CHARS), fields={})
-
-
-@dataclass(frozen=True, slots=True)
-class ProverView:
-    """A gap's prover cause and what decided it (`GapEvidence.prover_view`)."""
-
-    cause: str | None
-    #: False: the cause came from the snapshot just before the gap (none during it).
-    during: bool
-    states: list[dict[str, Any]]
-    evidence: list[str]
-    detail: str
-    #: The cause came from the prover's log alone (no snapshot gave one).
-    from_log: bool = False
 
 
 #: A host sample as the evidence keeps it (`host_row`): its wall time, then as a reading or None
@@ -127,17 +101,13 @@ class GapEvidence:
         "copies",
         "dirty",
         "published",
-        "cause_counts",
-        "inside_tail",
-        "before_cause",
-        "provers",
-        "facts",
+        "prover",
     )
 
-    def __init__(self, gpu: int, start_s: float, facts: PipelineFacts | None = None) -> None:
+    def __init__(self, gpu: int, start_s: float, prover: ProverGap) -> None:
         self.gpu = gpu
-        #: What the prover's log says (shared by every gap): capacity, SRS loads, PoSt, ...
-        self.facts = facts if facts is not None else PipelineFacts()
+        #: What the prover gathers for this gap (`gapwatch.core.prover`): its snapshots, causes.
+        self.prover = prover
         #: Host samples count from the gap's start, events from `before_s` earlier.
         self.from_s = start_s
         self.until_s: float | None = None  # None while the gap is open
@@ -154,18 +124,6 @@ class GapEvidence:
         self.dirty = False
         #: The last version of the gap published with this evidence (re-published on late events).
         self.published: Gap | None = None
-        #: Prover snapshots taken during the gap, by the cause each gives
-        #: (`gapwatch.cuzk.causes`); the latest few with their times, so that those taken after
-        #: the gap's end (they can reach an open gap before the samples that close it) are left
-        #: out when it closes.
-        self.cause_counts: dict[str, int] = {}
-        #: Both made on the first snapshot (`add_prover`): most gaps see none, and two deques
-        #: per gap were a tenth of a compiled report's per-gap cost. Empty tuples until then.
-        self.inside_tail: deque[tuple[float, str | None]] | tuple[()] = ()
-        #: (time, cause) of the latest snapshot before the gap's start (evidence window).
-        self.before_cause: tuple[float, str | None] | None = None
-        #: Each snapshot with the cause it gave and the synthesis capacity it was judged by.
-        self.provers: deque[tuple[ProverStatus, str | None, Capacity | None]] | tuple[()] = ()
 
     def take_host(self, rows: Iterable[HostRow]) -> None:
         """Take these host samples (`host_row`s; those from the gap's start on) into the
@@ -213,65 +171,9 @@ class GapEvidence:
             self.dirty = True
 
     def add_prover(self, status: ProverStatus) -> None:
-        t = status.t_wall_s
-        facts = self.facts
-        capacity = facts.capacity(status)
-        cause = snapshot_cause(status, self.gpu, capacity, facts.pacer_on)
-        if t >= self.from_s:
-            if cause is not None:
-                self.cause_counts[cause] = self.cause_counts.get(cause, 0) + 1
-            tail = self.inside_tail
-            if not isinstance(tail, deque):
-                tail = self.inside_tail = deque(maxlen=8)
-            tail.append((t, cause))
-        elif self.before_cause is None or t >= self.before_cause[0]:
-            self.before_cause = (t, cause)
-        provers = self.provers
-        if not isinstance(provers, deque):
-            provers = self.provers = deque(maxlen=MAX_PROVER_PUBLISHED * 2)
-        provers.append((status, cause, capacity))
+        """A status snapshot from the gap's evidence window: the prover's to judge."""
+        self.prover.add_status(status)
         self.dirty = True
-
-    def prover_view(self, end_s: float | None, start_s: float, kind: str) -> ProverView:
-        """Where the prover says a gap of `kind` over [start_s, end_s] waited: the snapshots'
-        cause (`end_s` None: open, so far), else the log's (`PipelineFacts.log_view`)."""
-        counts = self.cause_counts
-        if end_s is not None and any(t > end_s for t, _ in self.inside_tail):
-            counts = dict(counts)
-            for t, c in self.inside_tail:
-                if t > end_s and c is not None:
-                    counts[c] -= 1
-        before = self.before_cause[1] if self.before_cause is not None else None
-        cause, during = decide_cause(counts, before)
-        kept = [p for p in self.provers if end_s is None or p[0].t_wall_s <= end_s]
-        states = [gap_state(st, self.gpu, c, cap) for st, c, cap in kept[-MAX_PROVER_PUBLISHED:]]
-        evidence: list[str] = []
-        detail = ""
-        for st, c, cap in reversed(kept):
-            if c == cause and cause is not None:
-                evidence = snapshot_evidence(st, self.gpu, cause, cap)
-                detail = cause_detail(st, self.gpu, cause, cap)
-                break
-        emptied = self.facts.srs_busy_words(start_s, end_s if end_s is not None else start_s)
-        if emptied is not None and cause in (None, "no_work"):
-            # /status alone: nothing in flight, and the SRS list went empty: its manager's
-            # mutex is held, a load (the job is registered only once its SRS is in).
-            cause, during, detail = "srs_loading", True, "allocations.srs went empty"
-            evidence = [emptied]
-        log = self.facts.log_view(self.gpu, start_s, end_s if end_s is not None else start_s,
-                                  kind)
-        decided = with_log_cause(cause, log.cause)
-        from_log = decided != cause
-        if from_log:
-            if cause is not None:
-                evidence = [f"/status: {e}" for e in evidence]
-            cause, during, detail = decided, True, log.detail
-        if log.cause is not None and log.cause == cause:
-            evidence = evidence + log.evidence
-            detail = detail or log.detail
-        if kind == "pcie_starved" and cause != "pinned_pool":
-            evidence = evidence + self.facts.pool_evidence()
-        return ProverView(cause, during, states, evidence, detail, from_log)
 
     def host_maxima(self) -> dict[str, float | None]:
         """The maxima taken so far (`EvidenceBuffer.host_dict` takes the new samples first)."""
@@ -313,11 +215,12 @@ class EvidenceBuffer:
         late_s: float = 10.0,
         host_maxlen: int = 1024,
         log_maxlen: int = 2048,
-        facts: PipelineFacts | None = None,
+        prover: Prover | None = None,
     ) -> None:
         self.before_s = before_s
-        #: What cuzk's log says about its pipeline, fed every event before it is slimmed.
-        self.facts = facts if facts is not None else PipelineFacts()
+        #: The prover behind the work (`gapwatch.core.prover`), fed every event before it is
+        #: slimmed and every snapshot; none: `NoProver`.
+        self.prover: Prover = prover if prover is not None else NoProver()
         self.late_s = late_s
         self._host: deque[HostRow] = deque(maxlen=host_maxlen)
         #: How many host samples were ever added: the next one's sequence number. Host samples
@@ -374,7 +277,7 @@ class EvidenceBuffer:
         """Keep `ev`; return True when it reached a closed gap (which must be re-published)."""
         if ev.kind == "unparsed":
             return False
-        self.facts.feed(ev)
+        self.prover.feed_log(ev)
         ev = _slim(ev)
         self._log.append(ev)
         if ev.warning is not None:
@@ -398,16 +301,17 @@ class EvidenceBuffer:
     def add_prover(self, status: ProverStatus) -> bool:
         """Keep a prover snapshot; True when it reached a closed gap (to be re-published)."""
         self._prover.append(status)
-        self.facts.feed_status(status)
+        prover = self.prover
+        prover.feed_status(status)
         t = status.t_wall_s
         for acc in self._open:
-            if t >= acc.from_s - self.before_s and concerns(status, acc.gpu):
+            if t >= acc.from_s - self.before_s and prover.concerns(status, acc.gpu):
                 acc.add_prover(status)
         late = False
         for acc in self._recent:
             until = acc.until_s
             if (until is not None and acc.from_s - self.before_s <= t <= until
-                    and concerns(status, acc.gpu)):
+                    and prover.concerns(status, acc.gpu)):
                 acc.add_prover(status)
                 late = True
         return late
@@ -486,7 +390,8 @@ class EvidenceBuffer:
 
     def open_gap(self, gpu: int, start_s: float) -> GapEvidence:
         """A gap just opened: gather what the buffers already hold since its start."""
-        acc = GapEvidence(gpu, start_s, self.facts)
+        prover = self.prover
+        acc = GapEvidence(gpu, start_s, prover.open_gap(gpu, start_s))
         # The host samples it takes start after the newest one from before its start.
         back = 0
         for h in reversed(self._host):
@@ -519,7 +424,7 @@ class EvidenceBuffer:
         for status in reversed(self._prover):
             if status.t_wall_s < lo:
                 break
-            if concerns(status, gpu):
+            if prover.concerns(status, gpu):
                 snaps.append(status)
         for status in reversed(snaps):
             acc.add_prover(status)

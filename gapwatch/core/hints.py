@@ -1,7 +1,8 @@
 """Hints: the plain words that say why a GPU idled, from what the detector saw during the gap.
 
-Who calls it: `gapwatch.core.detector` (every published gap version carries its hint); the words
-for host pressure are used by the snapshot summary too. Pure functions over plain values.
+Who calls it: the explainer (`gapwatch.core.explain`, which puts a hint together from these
+phrases for every published gap version); the snapshot summary (`hint_cause`, `link_text`), the
+sampler and the dashboard (the link's words). Pure functions over plain values.
 
 A hint leads with the memory behind the copies when something names it (the copy trace saw the
 memory kind, or the prover's log warned: `is_pinned=false`, a pinned-pool fallback): that is the
@@ -84,101 +85,13 @@ def host_pressure(host: dict[str, float | None]) -> str:
     return ", ".join(bits)
 
 
-#: What each finer cause (`gapwatch.cuzk.causes.PROVER_CAUSES`) means, in the hint's words.
 #: A pinned-pool fallback, in one phrasing. pinned_pool.rs: the pool grows on demand, outside
 #: the memory budget, so a checkout fails only when pinning a new buffer (cudaHostAlloc) fails.
 POOL_FALLBACK_WORDS = ("pinned pool checkout failed (cudaHostAlloc could not pin a new buffer), "
                        "fell back to pageable memory")
-PROVER_CAUSE_WORDS: dict[str, tuple[str, str]] = {
-    # cause: (what it means, the fact in parentheses; the gap's own figure joins it)
-    "waits_on_synthesis": ("the GPU waits on synthesis", "no partition synthesised ahead"),
-    "dispatch_stall": ("a dispatch stall inside the prover",
-                       "synthesised partitions waiting while a worker is idle"),
-    "inside_workers": ("the wait is inside the workers (copies, the GPU mutex, CPU work): "
-                       "every worker of this GPU is proving", ""),
-    "waits_on_budget": ("the next synthesis waits on cuzk's memory budget",
-                        "partitions pending, a synthesis worker free"),
-    "pacer_hold": ("the dispatch pacer holds synthesis back",
-                   "partitions pending, synthesis workers and budget free"),
-    "srs_loading": ("cuzk is loading the SRS (proving parameters)", ""),
-    "monolithic": ("PoSt or other monolithic work, which /status does not list", ""),
-    "pinned_pool": ("a/b/c copied from pageable memory",
-                    "cuzk's pinned pool could not pin a buffer and fell back"),
-    "no_work": ("the prover had no work", "nothing queued, synthesising or synthesised"),
-}
 
 
-def prover_phrase(cause: str | None, during: bool = True, detail: str = "",
-                  from_log: bool = False) -> str:
-    """The hint's words for a gap's prover cause ("" for none), with its one figure
-    (`detail`, "18 of 18 synthesis workers busy"); `during` False: the cause came from the
-    snapshot just before the gap (the gap was shorter than the poll period); `from_log`: the
-    prover's log said it, not its /status."""
-    entry = PROVER_CAUSE_WORDS.get(cause or "")
-    if entry is None:
-        return ""
-    lead, fact = entry
-    inside = "; ".join(x for x in (fact, detail) if x)
-    when = "" if during else " (as of just before the gap)"
-    said = "prover log" if from_log else "prover status"
-    return f"{said}{when}: {lead}" + (f" ({inside})" if inside else "")
-
-
-def make_hint(
-    kind: str,
-    duration_s: float,
-    rx_bytes_per_s: float | None,
-    tx_bytes_per_s: float | None,
-    link_bytes_per_s: float,
-    confidence: str,
-    host: dict[str, float | None],
-    events: list[dict[str, Any]],
-    is_open: bool = False,
-    copies: dict[str, Any] | None = None,
-    link_down: dict[str, Any] | None = None,
-    prover_cause: str | None = None,
-    prover_during: bool = True,
-    prover_detail: str = "",
-    prover_from_log: bool = False,
-    *,
-    quiet_below_bytes_per_s: float | None = None,
-    since_s: float | None = None,
-) -> str:
-    """One line in plain words: what the GPU did, what PCIe did, and the likeliest cause.
-
-    RX is what the GPU receives (host-to-device, "H2D"), TX what it sends (D2H); the hint names
-    the dominant direction, the one the kind was decided on. With a live copy trace (`copies`
-    traced) the memory kind is stated; without, it is inferred and the hint says so.
-    `link_down`: the link was seen trained below its maximum while data moved. When the
-    prover's own status said where it waited (`prover_cause`), its words are said instead of a
-    guess. `quiet_below_bytes_per_s`: the detector's "quiet" rate (a host stall's PCIe is quiet
-    most of the time, its average may be higher). `since_s`: the start of the gap's own
-    evidence window; a warning from before it (a recent one, cited because the window has none)
-    is said as seen earlier, not as this gap's partition.
-
-    In named steps: the memory behind the copies (said first), what the GPU and PCIe did, the
-    likeliest cause, the prover's own words, /proc, host pressure.
-    """
-    traced = bool(copies and copies.get("traced"))
-    memory = _memory_phrases(kind, events, copies if traced else None, since_s)
-    parts = [_activity_phrase(kind, duration_s, is_open, confidence, rx_bytes_per_s,
-                              tx_bytes_per_s, link_bytes_per_s, link_down,
-                              quiet_below_bytes_per_s)]
-    parts += _cause_phrases(kind, events, traced, bool(memory), prover_cause)
-    said = prover_phrase(prover_cause, prover_during, prover_detail, prover_from_log)
-    if said:
-        parts.append(said)
-    if not traced and copies and kind in ("pcie_starved", "transfer_bound"):
-        procs = process_memory_words(copies.get("processes") or [])
-        if procs:
-            parts.append(procs)
-    pressure = host_pressure(host)
-    if pressure:
-        parts.append(f"host: {pressure}")
-    return HINT_SEP.join(memory + parts)
-
-
-def _activity_phrase(
+def activity_phrase(
     kind: str, duration_s: float, is_open: bool, confidence: str, rx: float | None,
     tx: float | None, link_bytes_per_s: float, link_down: dict[str, Any] | None,
     quiet_below: float | None,
@@ -203,7 +116,7 @@ def _activity_phrase(
             f"{link_words(rate, link_bytes_per_s, link_down)}")
 
 
-def _memory_phrases(kind: str, events: list[dict[str, Any]], traced: dict[str, Any] | None,
+def memory_phrases(kind: str, events: list[dict[str, Any]], traced: dict[str, Any] | None,
                     since_s: float | None) -> list[str]:
     """The memory behind the copies, when something names it: the copy trace (measured), the
     prover's warnings (`is_pinned=false`, a pinned-pool fallback)."""
@@ -235,7 +148,7 @@ def _memory_phrases(kind: str, events: list[dict[str, Any]], traced: dict[str, A
     return []
 
 
-def _cause_phrases(kind: str, events: list[dict[str, Any]], traced: bool, memory_said: bool,
+def cause_phrases(kind: str, events: list[dict[str, Any]], traced: bool, memory_said: bool,
                    prover_cause: str | None) -> list[str]:
     """The likeliest cause, as a question where nothing measured it."""
     if kind == "pcie_starved" and not traced and not memory_said:

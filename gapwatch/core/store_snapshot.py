@@ -27,7 +27,6 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.verdict import WindowNow
-from gapwatch.cuzk.pipeline import PipelineView
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +67,10 @@ class StoreSnapshot:
     procmem: dict[int, tuple[ProcessMemory, ...]] = field(default_factory=dict)
     #: Latest PCIe link state read under traffic, per GPU.
     links: dict[int, LinkState] = field(default_factory=dict)
-    #: What the prover's log has said about its pipeline (synthesis workers, pinned pool,
-    #: pacer, SRS loads, PoSt in flight): `gapwatch.cuzk.pipeline.PipelineFacts.view`.
-    pipeline: PipelineView = field(default_factory=PipelineView)
+    #: What the prover has said about its pipeline (`gapwatch.core.prover.Prover.facts`: its
+    #: package's own immutable view, e.g. cuzk's synthesis workers, pinned pool, pacer, SRS
+    #: loads, PoSt in flight); None: nothing known.
+    pipeline: object = None
 
     def state_name(self, gpu: int) -> ChainState:
         """The GPU's chaining state in one word: NO_DATA until the detector has judged it. The

@@ -286,6 +286,8 @@ class PipelineFacts(_Limits):
         self.max_parallel_synthesis = max_parallel_synthesis
         #: A cuzk line was fed: only then can the log say anything about a gap.
         self.seen = False
+        #: A `/status` snapshot was fed.
+        self.status_seen = False
         self.synth_workers: int | None = None
         self.budget_total_bytes: int | None = None
         self.gpu_workers_per_device: int | None = None
@@ -452,6 +454,7 @@ class PipelineFacts(_Limits):
         """Take a `/status` snapshot: an SRS list that goes empty after listing entries means
         the SRS manager's mutex is held (engine.rs `detailed_status` skips its entries then:
         a load, srs_manager.rs `ensure_loaded`, or an eviction)."""
+        self.status_seen = True
         srs = status.srs_circuits
         if srs is None:
             return

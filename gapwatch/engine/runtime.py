@@ -53,6 +53,7 @@ from gapwatch.core.models import (
     SessionHeader,
 )
 from gapwatch.cuzk.pipeline import timeline_epoch
+from gapwatch.cuzk.prover import CuzkProver
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
@@ -430,8 +431,10 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
     period_s = src.period_ms / 1000
     store = SeriesStore(src.gpus, period_s=period_s, history_s=history_s,
                         max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
+    # The composition root picks the prover: cuzk, whose facts stay empty (and whose gaps say
+    # so) where neither its log nor its /status reaches gapwatch.
     detector = GapDetector(config.detector, src.gpus, period_s=period_s,
-                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
+                           prover=CuzkProver(config.cuzk.max_parallel_synthesis))
     session = Session(header, store, detector=detector)
     return Runtime(config, src.label, header, session, store)
 

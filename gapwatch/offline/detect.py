@@ -38,6 +38,7 @@ from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
+from gapwatch.cuzk.prover import CuzkProver, view_of
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
 #: A one-process and a split run give the same list however their outputs interleave.
@@ -96,8 +97,10 @@ def detect_records(
         line_of: where the reader is (the line of the record being fed); when given, the line
             that assigned each gap id is kept, so that split runs can renumber their gaps.
     """
+    # cuzk is the prover gapwatch knows: its facts stay empty where its log and /status are not
+    # in the input, and the gaps are explained without them.
     det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False,
-                      max_parallel_synthesis=max_parallel_synthesis)
+                      prover=CuzkProver(max_parallel_synthesis))
     ledger = GapLedger()
     states: list[StateChange] = []
     log_events: list[LogEvent] = []
@@ -162,7 +165,7 @@ def detect_records(
         header=header, ledger=ledger, states=states, totals=det.totals(),
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
-        copies=copies, pipeline=det.pipeline_view(), blind_spots=blind_spots, byes=byes,
+        copies=copies, pipeline=view_of(det.prover.facts()), blind_spots=blind_spots, byes=byes,
     )  # fmt: skip
 
 

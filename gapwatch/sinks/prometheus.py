@@ -52,6 +52,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.causes import PROVER_CAUSES
+from gapwatch.cuzk.prover import view_of
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
 from gapwatch.sinks.prover_metrics import prover_families
@@ -146,7 +147,7 @@ class GapwatchCollector:
         yield from self._copytrace(counts, getattr(status, "copytrace", None))
         yield from self._slow_readings(snap.links, snap.procmem)
         yield from _blind_spots(snap.blind_spots, snap.blind_total)
-        yield from prover_families(snap.provers, pollers, snap.pipeline)
+        yield from prover_families(snap.provers, pollers, view_of(snap.pipeline))
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
         yield period

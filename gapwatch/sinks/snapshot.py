@@ -35,6 +35,7 @@ from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, R
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import window_words
 from gapwatch.cuzk.advice import advice_lines, advise, if_closed
+from gapwatch.cuzk.prover import view_of
 from gapwatch.sinks.recorder import write_recording
 
 RECORDING_NAME = "recording.jsonl.gz"
@@ -180,7 +181,7 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
         return if_closed(None, span, sum(g.duration_s for g in these))
 
     closed = [g for g in gaps if g.end_s is not None and not g.retracted]
-    report = advise(closed, snap.pipeline, payoff)
+    report = advise(closed, view_of(snap.pipeline), payoff)
     return ["", "## What to change", "",
             "cuzk's own settings for the stalls these gaps show, each with its evidence, the "
             "upstream file it comes from, and whether it is a guess (docs/advice.md).", "",

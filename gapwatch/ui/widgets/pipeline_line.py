@@ -16,6 +16,7 @@ from __future__ import annotations
 from gapwatch.core.models import ProverStatus
 from gapwatch.cuzk.causes import budget_short, synthesis_drift, worker_letters
 from gapwatch.cuzk.pipeline import PipelineView
+from gapwatch.cuzk.prover import view_of
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.run_lines import RunLines
 
@@ -92,5 +93,5 @@ class PipelineLine(RunLines):
         for name in sorted(provers):
             st = provers[name]
             age = (view.t_end_ns - st.t_mono_ns) / 1e9
-            lines.append(pipeline_text(st, age if age > 0 else None, view.snap.pipeline))
+            lines.append(pipeline_text(st, age if age > 0 else None, view_of(view.snap.pipeline)))
         self.show_lines(lines)

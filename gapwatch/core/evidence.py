@@ -400,18 +400,8 @@ class EvidenceBuffer:
             back += 1
         acc.host_next = self._host_seq - back
         lo = start_s - self.before_s
-        picked = []
-        # Newest first, but log events arrive only roughly in time order (stdout and stderr are
-        # two files, a line without a time of its own is stamped when read): an older event
-        # just behind newer ones is passed over, not taken for the end of the window.
-        for ev in reversed(self._log):
-            if ev.t_wall_s < lo:
-                if ev.t_wall_s < lo - ORDER_SLACK_S:
-                    break
-                continue
-            if self.relevant(ev, gpu):
-                picked.append(ev)
-        for ev in reversed(picked):
+        picked = self._events_since(lo, gpu)
+        for ev in picked:
             acc.add_event(ev)
         for c in self._copies:
             if c.gpu == gpu and c.end_wall_s >= lo:
@@ -430,6 +420,22 @@ class EvidenceBuffer:
             acc.add_prover(status)
         self._open.append(acc)
         return acc
+
+    def _events_since(self, lo: float, gpu: int) -> list[LogEvent]:
+        """The kept events of `gpu` from `lo` on, oldest first. Newest first, but log events
+        arrive only roughly in time order (stdout and stderr are two files, a line without a
+        time of its own is stamped when read): an older event just behind newer ones is passed
+        over, not taken for the end of the window."""
+        picked = []
+        for ev in reversed(self._log):
+            if ev.t_wall_s < lo:
+                if ev.t_wall_s < lo - ORDER_SLACK_S:
+                    break
+                continue
+            if self.relevant(ev, gpu):
+                picked.append(ev)
+        picked.reverse()
+        return picked
 
     def close_gap(self, acc: GapEvidence, end_s: float) -> None:
         acc.until_s = end_s

@@ -431,7 +431,14 @@ class PipelineFacts(_Limits):
             self._pool_freed += 1
             if pool.buffers is not None:
                 pool.buffers = max(0, pool.buffers - 1)
-        elif msg.startswith(POOL_CHECKOUT_FAILED):
+        else:
+            self._pool_failure(msg, f, t)
+
+    def _pool_failure(self, msg: str, f: dict[str, FieldValue], t: float) -> None:
+        """A pool line that is not about its size: a failed checkout or cudaHostAlloc, or a
+        first synthesis (unpinned by design)."""
+        pool = self.pool
+        if msg.startswith(POOL_CHECKOUT_FAILED):
             pool.checkout_failed += 1
             pool.last_failure = {k: f[k] for k in ("pool_free", "pool_total_gib",
                                                    "num_constraints") if k in f}

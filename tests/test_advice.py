@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.models import Gap
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise, if_closed, stall_of
 from gapwatch.cuzk.pipeline import GIB, PipelineView, PoolState

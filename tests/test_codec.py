@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 from evaluation.simulate import simulate
+from gapwatch.config import Config
 from gapwatch.core.codec import (
     DecodeError,
     decode_json,
@@ -19,7 +20,6 @@ from gapwatch.core.codec import (
     gap_json,
     gpu_line_prefix,
 )
-from gapwatch.core.config import Config
 from gapwatch.core.models import (
     RECORD_TYPES,
     BlindSpot,

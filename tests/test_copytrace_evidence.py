@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from copytrace_fakes import WALL0, copies, header, records, write_case
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.evidence import summarise_copies, union_s
 from gapwatch.core.ledger import GapLedger

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
-from gapwatch.core.config import Config, ConfigError, build_config
+from gapwatch.config import Config, ConfigError, build_config
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import Gap, ProverStatus
 from gapwatch.cuzk.partitions import derive_timeline

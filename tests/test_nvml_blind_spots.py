@@ -16,8 +16,8 @@ from proc_fakes import GIB, PROVER_STATUS, fake_proc
 
 from gapwatch.base.clock import FakeClock
 from gapwatch.cli import main
+from gapwatch.config import Config, SamplerConfig
 from gapwatch.core.blind import Bye, blind_summary, blind_words, bye_message
-from gapwatch.core.config import Config, SamplerConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import BlindSpot, ExitedProcess, Notice
 from gapwatch.core.store_snapshot import StoreSnapshot

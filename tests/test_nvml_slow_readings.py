@@ -22,7 +22,7 @@ from fake_pynvml import (
 from proc_fakes import PROVER_STATUS, deny, fake_proc
 
 from gapwatch.base.clock import FakeClock
-from gapwatch.core.config import Config, SamplerConfig
+from gapwatch.config import Config, SamplerConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import LinkState, ProcessMemory
 from gapwatch.core.store_snapshot import StoreSnapshot

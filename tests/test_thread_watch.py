@@ -11,7 +11,7 @@ import pytest
 
 from gapwatch.base.clock import FakeClock, VirtualClock
 from gapwatch.base.watch import ThreadWatch
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import (
     CopyRecord,

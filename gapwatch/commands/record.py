@@ -20,8 +20,8 @@ import time
 from gapwatch.commands import add_cuzk_status_argument, argtypes, say_sim_status
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
+from gapwatch.config import Config
 from gapwatch.core import fmt
-from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.console import say
 from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime

@@ -12,10 +12,11 @@ import argparse
 import sys
 from typing import Any
 
+from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.blind import blind_words
 from gapwatch.core.codec import encode_json
-from gapwatch.core.config import Config, DetectorConfig
+from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import GAP_KINDS, Gap
 from gapwatch.core.verdict import breakdown_words
 from gapwatch.cuzk.advice import advice_lines

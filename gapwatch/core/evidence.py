@@ -47,7 +47,8 @@ RECENT_WARNING_S: Final = 60.0
 ORDER_SLACK_S: Final = 5.0
 #: Raw lines are cut to this many characters in a gap's evidence.
 RAW_CHARS: Final = 160
-#: Most copies kept per gap (cuzk makes tens per partition; the window holds a few partitions).
+#: Most copies kept per gap (a prover makes tens per partition, e.g. cuzk; the window holds a
+#: few partitions).
 MAX_COPIES_KEPT: Final = 512
 #: Recent copies kept for all GPUs (the "pinned copies ran at ..." comparison, late gaps).
 RECENT_COPIES: Final = 4096

@@ -53,8 +53,8 @@ class StoreSnapshot:
     #: of every one since the session started.
     blind_spots: tuple[BlindSpot, ...] = ()
     blind_total: tuple[int, float] = (0, 0.0)
-    #: The prover's own status snapshots (cuzk `/status`), oldest first, and the latest per
-    #: prover.
+    #: The prover's own status snapshots (e.g. cuzk's `/status`), oldest first, and the latest
+    #: per prover.
     prover_statuses: tuple[ProverStatus, ...] = ()
     provers: dict[str, ProverStatus] = field(default_factory=dict)
     #: Closed gaps by (GPU, kind) since the session started (never forgotten).

@@ -42,8 +42,8 @@ from typing import Any
 
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch, thread_label
+from gapwatch.config import Config
 from gapwatch.core.blind import Bye, blind_summary, blind_words
-from gapwatch.core.config import Config
 from gapwatch.core.models import (
     BlindSpot,
     GpuInfo,

@@ -24,10 +24,11 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.blind import Bye, blind_words
 from gapwatch.core.codec import gap_json
-from gapwatch.core.config import Config, DetectorConfig
+from gapwatch.core.config import DetectorConfig
 from gapwatch.core.evidence import union_s
 from gapwatch.core.models import (
     GAP_KINDS,

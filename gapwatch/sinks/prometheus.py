@@ -39,7 +39,7 @@ from prometheus_client.core import (
 
 from gapwatch import __version__
 from gapwatch.base.watch import thread_label
-from gapwatch.core.config import split_listen
+from gapwatch.config import split_listen
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     CHAIN_STATES,

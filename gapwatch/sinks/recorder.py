@@ -50,8 +50,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gapwatch.base.watch import UNWATCHED, ThreadWatch
+from gapwatch.config import RecordConfig
 from gapwatch.core.codec import encode_line
-from gapwatch.core.config import RecordConfig
 from gapwatch.core.models import (
     Gap,
     GpuSample,

@@ -27,9 +27,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json, gap_json
-from gapwatch.core.config import Config
 from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
 from gapwatch.core.store_snapshot import StoreSnapshot

@@ -26,8 +26,8 @@ from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.filter import LineFilter, Monochrome
 
+from gapwatch.config import Config
 from gapwatch.core import fmt
-from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.advice import advice_lines, advise

@@ -127,7 +127,7 @@ def test_the_pageable_breakdown_waits_inside_the_workers() -> None:
         rt.stop()
     starved = [g for g in _gaps(rt) if g.kind == "pcie_starved"]
     assert len(starved) >= 5 and {g.prover_cause for g in starved} == {"inside_workers"}
-    assert all(g.prover_states[-1]["workers"] == "PP" for g in starved)
+    assert all(g.prover_states[-1].workers == "PP" for g in starved)
 
 
 def test_snapshots_are_recorded_and_a_replay_names_the_same_causes(tmp_path: Path) -> None:

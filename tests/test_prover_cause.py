@@ -94,7 +94,7 @@ def test_workers_count_per_gpu_while_synthesis_is_shared() -> None:
     st = _status(doc)
     assert snapshot_cause(st, 0) == "inside_workers"
     assert snapshot_cause(st, 1) == "dispatch_stall"
-    assert gap_state(st, 1)["workers"] == "II"
+    assert gap_state(st, 1).workers == "II"
     assert worker_letters(st.workers) == "PPII"
 
 
@@ -116,7 +116,7 @@ def test_snapshots_after_a_gaps_end_do_not_vote_for_it() -> None:
     acc.add_status(_status(INSIDE_WORKERS, 11.4))
     view = acc.view(11.0, 10.0, "host_stall")
     assert view.cause == "waits_on_synthesis" and "as of just before" not in view.words
-    assert [s["t_s"] for s in view.states] == [10.5]
+    assert [s.t_s for s in view.states] == [10.5]
     # Still open: all of them count.
     assert acc.view(None, 10.0, "host_stall").cause == "inside_workers"
 
@@ -170,7 +170,7 @@ def test_gaps_polled_over_http_get_the_cause_the_prover_states_give() -> None:
     assert "a dispatch stall inside the prover" in gaps[1].hint
     assert "the wait is inside the workers (copies, the GPU mutex, CPU work)" in gaps[2].hint
     # The evidence keeps the states seen during the gap and in the 2 s before it.
-    assert [s["workers"] for s in gaps[2].prover_states] == ["PI", "PI", "PP", "PP"]
+    assert [s.workers for s in gaps[2].prover_states] == ["PI", "PI", "PP", "PP"]
     assert len(session.store.snapshot().prover_statuses) == poller.status().ok == 18
 
 

@@ -71,8 +71,7 @@ class Int64Sink:
 
     def on_record(self, record: Record) -> None:
         if isinstance(record, Gap):
-            by_kind = record.copies.get("by_kind", {})
-            if sum(e["bytes"] for e in by_kind.values()) >= 2**63:
+            if sum(e.bytes for e in record.copies.kinds().values()) >= 2**63:
                 raise TypeError("Integer exceeds 64-bit range")
             self.gaps += 1
 

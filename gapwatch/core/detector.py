@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from bisect import insort
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 from msgspec.structs import replace
 
@@ -40,6 +40,7 @@ from gapwatch.core.evidence import (
     summarise_copies,
     traced_pageable,
 )
+from gapwatch.core.evidence_types import NO_COPIES, NO_HOST, EventEvidence, LinkDown
 from gapwatch.core.exact import ns_to_s
 from gapwatch.core.explain import Evidence, GapFacts, explain
 from gapwatch.core.models import (
@@ -592,16 +593,16 @@ class GapDetector:
         duration_s = ((end_ns if end_ns is not None else now_ns) - tr.idle_start_ns) / _NS
         confidence: Confidence = "low" if tr.idle_low_confidence else "high"
         acc = tr.evidence
-        host = self._ev.host_dict(acc) if acc is not None else {}
-        # No events (every gap of a recording without logs): skip event_dicts' sorting.
-        events = acc.event_dicts() if acc is not None and acc.events else []
+        host = self._ev.host_evidence(acc) if acc is not None else NO_HOST
+        # No events (every gap of a recording without logs): skip event_list's sorting.
+        events = acc.event_list() if acc is not None and acc.events else []
         g_end_s = end_s if end_s is not None else tr.idle_start_s + duration_s
         # A prover that gathered nothing for the gap has nothing to say (the common offline
         # case: skipping it keeps a long report's per-gap cost as it was).
         view = acc.prover.view(end_s, tr.idle_start_s, tr.kind) if acc is not None \
             and acc.prover.has_evidence() else NO_VIEW
         copies = (self._ev.copies_dict(acc, tr.idle_start_s, g_end_s, tr.kind, events)
-                  if acc is not None else {})
+                  if acc is not None else NO_COPIES)
         link_down = self._link_down(tr.gpu)
         said = explain(
             GapFacts(tr.kind, duration_s, rx, tx, tr.link, confidence, end_ns is None,
@@ -614,18 +615,17 @@ class GapDetector:
             duration_s=duration_s, pcie_rx_bytes_per_s=rx, pcie_tx_bytes_per_s=tx,
             link_bytes_per_s=tr.link, confidence=confidence,
             hint=said.hint, host=host, log_events=events, copies=copies,
-            link_current_bytes_per_s=link_down["bytes_per_s"] if link_down else None,
+            link_current_bytes_per_s=link_down.bytes_per_s if link_down is not None else None,
             prover_cause=said.prover_cause, prover_states=said.prover_states,
             prover_evidence=said.prover_evidence,
         )  # fmt: skip
 
-    def _link_down(self, gpu: int) -> dict[str, Any] | None:
+    def _link_down(self, gpu: int) -> LinkDown | None:
         """The GPU's link as last seen trained down under traffic, for the hint; or None."""
         link = self._ev.links_down.get(gpu)
         if link is None:
             return None
-        return {"gen": link.gen, "width": link.width, "max_gen": link.max_gen,
-                "max_width": link.max_width, "bytes_per_s": link.bytes_per_s}
+        return LinkDown(link.gen, link.width, link.max_gen, link.max_width, link.bytes_per_s)
 
     def _republish(self, acc: GapEvidence) -> None:
         """A late log event or copy reached a closed gap: publish it again with the richer
@@ -633,7 +633,7 @@ class GapDetector:
         old = acc.published
         if old is None:
             return
-        events = acc.event_dicts()
+        events = acc.event_list()
         end_s = old.end_s if old.end_s is not None else old.start_s + old.duration_s
         copies = self._ev.copies_dict(acc, old.start_s, end_s, old.kind, events)
         link_down = self._link_down(old.gpu)
@@ -738,8 +738,8 @@ class GapDetector:
                 and acc.copies:
             lo_s = tr.idle_start_s - self.config.evidence_before_s
             now_s = ns_to_s(t) + tr.idle_last_wall_offset
-            if summarise_copies(acc.copies, lo_s, now_s, tr.idle_start_s, now_s)[
-                    "memory_kind"] == "pageable":
+            if summarise_copies(acc.copies, lo_s, now_s, tr.idle_start_s,
+                                now_s).memory_kind == "pageable":
                 n += 1
         return n
 
@@ -882,6 +882,6 @@ def _retract(gap: Gap) -> Gap:
 
 
 def _replace_evidence(
-    gap: Gap, hint: str, events: list[dict[str, Any]], retracted: bool = False
+    gap: Gap, hint: str, events: list[EventEvidence], retracted: bool = False
 ) -> Gap:
     return replace(gap, hint=hint, log_events=events, retracted=retracted or gap.retracted)

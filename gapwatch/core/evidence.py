@@ -20,11 +20,19 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Final
+from typing import Final
 
 from msgspec.structs import replace
 
+from gapwatch.core.evidence_types import (
+    CopiesEvidence,
+    CopyKindEvidence,
+    EventEvidence,
+    HostEvidence,
+    ProcessEvidence,
+)
 from gapwatch.core.models import (
     CopyRecord,
     Gap,
@@ -118,7 +126,7 @@ class GapEvidence:
         self.major_faults_per_s: float | None = None
         self.mem_bandwidth_bytes_per_s: float | None = None
         #: Sequence number of the first host sample not yet taken into the maxima above (see
-        #: `EvidenceBuffer.host_dict`).
+        #: `EvidenceBuffer.host_evidence`).
         self.host_next = 0
         self.events: list[LogEvent] = []
         self.copies: list[CopyRecord] = []
@@ -176,17 +184,13 @@ class GapEvidence:
         self.prover.add_status(status)
         self.dirty = True
 
-    def host_maxima(self) -> dict[str, float | None]:
-        """The maxima taken so far (`EvidenceBuffer.host_dict` takes the new samples first)."""
-        return {
-            "mem_used_pct_max": self.mem_used_pct,
-            "psi_mem_some_share_max": self.psi_some_share,
-            "psi_mem_some_avg10_max": self.psi_some_avg10,
-            "major_faults_per_s_max": self.major_faults_per_s,
-            "mem_bandwidth_bytes_per_s_max": self.mem_bandwidth_bytes_per_s,
-        }
+    def host_maxima(self) -> HostEvidence:
+        """The maxima taken so far (`EvidenceBuffer.host_evidence` takes the new samples
+        first)."""
+        return HostEvidence(self.mem_used_pct, self.psi_some_share, self.psi_some_avg10,
+                            self.major_faults_per_s, self.mem_bandwidth_bytes_per_s)
 
-    def event_dicts(self) -> list[dict[str, Any]]:
+    def event_list(self) -> list[EventEvidence]:
         """The events to publish: every warning first, then the latest others, in time order."""
         evs = sorted(self.events, key=lambda e: e.t_wall_s)
         warned = [e for e in evs if e.warning is not None]
@@ -194,17 +198,8 @@ class GapEvidence:
         room = max(0, MAX_EVENTS_PUBLISHED - len(warned))
         keep = warned[:MAX_EVENTS_PUBLISHED] + (rest[-room:] if room else [])
         keep.sort(key=lambda e: e.t_wall_s)
-        return [
-            {
-                "t_s": e.t_wall_s,
-                "name": e.name,
-                "worker": e.worker,
-                "partition": e.partition,
-                "warning": e.warning,
-                "raw": e.raw[:RAW_CHARS],
-            }
-            for e in keep
-        ]
+        return [EventEvidence(e.t_wall_s, e.name, e.worker, e.partition, e.warning,
+                              e.raw[:RAW_CHARS]) for e in keep]
 
 
 class EvidenceBuffer:
@@ -225,7 +220,7 @@ class EvidenceBuffer:
         self.late_s = late_s
         self._host: deque[HostRow] = deque(maxlen=host_maxlen)
         #: How many host samples were ever added: the next one's sequence number. Host samples
-        #: reach a gap's maxima when a version of it is published (`host_dict`), once each,
+        #: reach a gap's maxima when a version of it is published (`host_evidence`), once each,
         #: not one call per open gap per sample.
         self._host_seq = 0
         self._log: deque[LogEvent] = deque(maxlen=log_maxlen)
@@ -268,7 +263,7 @@ class EvidenceBuffer:
             acc.take_host(islice(reversed(self._host), n))
         acc.host_next = self._host_seq
 
-    def host_dict(self, acc: GapEvidence) -> dict[str, float | None]:
+    def host_evidence(self, acc: GapEvidence) -> HostEvidence:
         """A gap's host evidence as of now: the maxima of the host samples from its start
         that arrived while it was open (`acc` must be open, or just closing)."""
         self._take_host(acc)
@@ -373,21 +368,20 @@ class EvidenceBuffer:
         return total_b / total_s if total_s > 0 else None
 
     def copies_dict(self, acc: GapEvidence, gap_start_s: float, gap_end_s: float,
-                    kind: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+                    kind: str, events: list[EventEvidence]) -> CopiesEvidence:
         """The gap's `copies` evidence object (docs/detection.md): what the copy trace saw in
         `[start - before_s, end]`, or, without a live trace, what is inferred and why."""
         gpu = acc.gpu
-        procs = [{"pid": p.pid, "name": p.name, "pinned_bytes": p.rss_shmem_bytes,
-                  "heap_bytes": p.rss_anon_bytes} for p in self.procmem.get(gpu, [])]
+        procs = [ProcessEvidence(p.pid, p.name, p.rss_shmem_bytes, p.rss_anon_bytes)
+                 for p in self.procmem.get(gpu, [])]
         if not self.trace_live(gpu, gap_end_s) and not acc.copies:
             inferred, source = inferred_memory_kind(kind, events)
-            return {"traced": False, "memory_kind": inferred, "memory_kind_source": source,
-                    "processes": procs}
+            return CopiesEvidence(traced=False, memory_kind=inferred, memory_kind_source=source,
+                                  processes=procs)
         out = summarise_copies(acc.copies, gap_start_s - self.before_s, gap_end_s,
                                gap_start_s, gap_end_s)
-        out["pinned_recent_bytes_per_s"] = self.pinned_rate(gpu, gap_end_s)
-        out["processes"] = procs
-        return out
+        return replace(out, pinned_recent_bytes_per_s=self.pinned_rate(gpu, gap_end_s),
+                       processes=procs)
 
     def open_gap(self, gpu: int, start_s: float) -> GapEvidence:
         """A gap just opened: gather what the buffers already hold since its start."""
@@ -487,13 +481,25 @@ def union_s(intervals: list[tuple[float, float]], lo: float, hi: float) -> float
     return total
 
 
+@dataclass(slots=True)
+class _KindSum:
+    """The running sums of one memory kind's copies (`summarise_copies`)."""
+
+    count: int = 0
+    bytes: int = 0
+    h2d_bytes: int = 0
+    d2h_bytes: int = 0
+    copy_s: float = 0.0
+    streams: set[int] = field(default_factory=set)
+
+
 def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: float,
-                     gap_lo_s: float, gap_hi_s: float) -> dict[str, Any]:
+                     gap_lo_s: float, gap_hi_s: float) -> CopiesEvidence:
     """Copies that overlap the window, by host memory kind ("pageable", "pinned", "other"):
     count, bytes (and per direction), their own rate (bytes / summed copy time), how long some
     copy of that kind ran in the window and in the gap; the memory kind that ran most of the
     copy time (at least `DOMINANT_KIND_SHARE`, else "mixed"; None: no copy)."""
-    by: dict[str, dict[str, Any]] = {}
+    by: dict[str, _KindSum] = {}
     spans: dict[str, list[tuple[float, float]]] = {}
     streams: set[int] = set()
     pids: set[int] = set()
@@ -503,41 +509,43 @@ def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: 
         k: str = c.host_kind if c.host_kind in ("pageable", "pinned") else "other"
         e = by.get(k)
         if e is None:
-            e = by[k] = {"count": 0, "bytes": 0, "h2d_bytes": 0, "d2h_bytes": 0, "copy_s": 0.0,
-                         "streams": set()}
-        e["count"] += 1
-        e["bytes"] += c.bytes
-        e["h2d_bytes" if c.direction == "h2d" else "d2h_bytes"] += c.bytes
-        e["copy_s"] += c.duration_s
-        e["streams"].add(c.stream_id)
+            e = by[k] = _KindSum()
+        e.count += 1
+        e.bytes += c.bytes
+        if c.direction == "h2d":
+            e.h2d_bytes += c.bytes
+        else:
+            e.d2h_bytes += c.bytes
+        e.copy_s += c.duration_s
+        e.streams.add(c.stream_id)
         spans.setdefault(k, []).append((c.start_wall_s, c.end_wall_s))
         streams.add(c.stream_id)
         pids.add(c.pid)
-    for k, e in by.items():
-        e["bytes_per_s"] = e["bytes"] / e["copy_s"] if e["copy_s"] > 0 else None
-        e["busy_s"] = union_s(spans[k], window_lo_s, window_hi_s)
-        e["in_gap_s"] = union_s(spans[k], gap_lo_s, gap_hi_s)
-        e["streams"] = sorted(e["streams"])
-    total = sum(e["busy_s"] for e in by.values())
+    kinds = {k: CopyKindEvidence(
+        e.count, e.bytes, e.h2d_bytes, e.d2h_bytes, e.copy_s, sorted(e.streams),
+        e.bytes / e.copy_s if e.copy_s > 0 else None,
+        union_s(spans[k], window_lo_s, window_hi_s), union_s(spans[k], gap_lo_s, gap_hi_s))
+        for k, e in by.items()}
+    total = sum(e.busy_s for e in kinds.values())
     dominant: str | None = None
-    if by:
-        best = max(by, key=lambda k: by[k]["busy_s"])
-        share = by[best]["busy_s"] / total if total > 0 else 1.0
+    if kinds:
+        best = max(kinds, key=lambda k: kinds[k].busy_s)
+        share = kinds[best].busy_s / total if total > 0 else 1.0
         dominant = best if share >= DOMINANT_KIND_SHARE else "mixed"
-    return {"traced": True, "memory_kind": dominant, "memory_kind_source": "copy trace",
-            "window_start_s": window_lo_s, "window_end_s": window_hi_s,
-            "by_kind": by, "streams": sorted(streams), "pids": sorted(pids)}
+    return CopiesEvidence(traced=True, memory_kind=dominant, memory_kind_source="copy trace",
+                          window_start_s=window_lo_s, window_end_s=window_hi_s, by_kind=kinds,
+                          streams=sorted(streams), pids=sorted(pids))
 
 
-def traced_pageable(copies: dict[str, Any] | None) -> bool:
-    """Whether a gap's `copies` object says the copy trace saw its copies come from pageable
+def traced_pageable(copies: CopiesEvidence) -> bool:
+    """Whether a gap's `copies` evidence says the copy trace saw its copies come from pageable
     memory (measured, not inferred): the BREAKDOWN witness that stands in for a second gap."""
-    return bool(copies and copies.get("traced") and copies.get("memory_kind") == "pageable")
+    return copies.traced is True and copies.memory_kind == "pageable"
 
 
-def inferred_memory_kind(kind: str, events: list[dict[str, Any]]) -> tuple[str | None, str]:
+def inferred_memory_kind(kind: str, events: list[EventEvidence]) -> tuple[str | None, str]:
     """Without a copy trace: what the memory kind most likely was, and from what."""
-    warnings = {e.get("warning") for e in events}
+    warnings = {e.warning for e in events}
     if "unpinned" in warnings:
         return "pageable", "log: is_pinned=false (no copy trace)"
     if warnings & {"pinned_pool_fallback", "cuda_host_alloc_failed"}:

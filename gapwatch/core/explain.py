@@ -16,8 +16,14 @@ likeliest cause (the prover's own words where it gave a cause: `gapwatch.core.pr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from gapwatch.core.evidence_types import (
+    CopiesEvidence,
+    EventEvidence,
+    HostEvidence,
+    LinkDown,
+    ProverState,
+)
 from gapwatch.core.hints import (
     HINT_SEP,
     activity_phrase,
@@ -56,10 +62,10 @@ class Evidence:
     memory kind inferred), the link seen trained down under traffic (None: not seen), and what
     the prover says (`ProverView`; `NO_VIEW` without one)."""
 
-    host: dict[str, float | None]
-    events: list[dict[str, Any]]
-    copies: dict[str, Any]
-    link_down: dict[str, Any] | None = None
+    host: HostEvidence
+    events: list[EventEvidence]
+    copies: CopiesEvidence
+    link_down: LinkDown | None = None
     prover: ProverView = NO_VIEW
 
 
@@ -69,7 +75,7 @@ class Explanation:
 
     hint: str
     prover_cause: str | None
-    prover_states: list[dict[str, Any]]
+    prover_states: list[ProverState]
     prover_evidence: list[str]
 
 
@@ -85,7 +91,7 @@ def hint_of(gap: GapFacts, evidence: Evidence) -> str:
     """One line in plain words, in named steps: the memory behind the copies (said first), what
     the GPU and PCIe did, the likeliest cause, the prover's own words, /proc, host pressure."""
     kind, copies, events = gap.kind, evidence.copies, evidence.events
-    traced = bool(copies and copies.get("traced"))
+    traced = copies.traced is True
     memory = memory_phrases(kind, events, copies if traced else None, gap.since_s)
     parts = [activity_phrase(kind, gap.duration_s, gap.is_open, gap.confidence,
                              gap.rx_bytes_per_s, gap.tx_bytes_per_s, gap.link_bytes_per_s,
@@ -93,8 +99,8 @@ def hint_of(gap: GapFacts, evidence: Evidence) -> str:
     parts += cause_phrases(kind, events, traced, bool(memory), evidence.prover.cause)
     if evidence.prover.words:
         parts.append(evidence.prover.words)
-    if not traced and copies and kind in ("pcie_starved", "transfer_bound"):
-        procs = process_memory_words(copies.get("processes") or [])
+    if not traced and kind in ("pcie_starved", "transfer_bound"):
+        procs = process_memory_words(copies.process_list())
         if procs:
             parts.append(procs)
     pressure = host_pressure(evidence.host)

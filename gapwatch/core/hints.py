@@ -22,9 +22,17 @@ cudaHostRegister is invisible there).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from gapwatch.core import fmt
+from gapwatch.core.evidence_types import (
+    CopiesEvidence,
+    EventEvidence,
+    HostEvidence,
+    LinkDown,
+    ProcessEvidence,
+    known,
+)
 
 # Host pressure thresholds above which the hint mentions the host (chosen to flag real pressure,
 # not background noise: PSI "some" of a few % is common on a busy box).
@@ -37,24 +45,19 @@ HINT_SEP: Final = "; "
 
 
 
-def _partitions(events: list[dict[str, Any]], warning: str,
+def _partitions(events: list[EventEvidence], warning: str,
                 since_s: float | None = None, earlier: bool = False) -> list[int]:
     """Partitions named by the events carrying `warning`, first seen first. With `since_s`, only
     those of the gap's own evidence window (`earlier` False) or only those before it (True)."""
     seen: list[int] = []
     for e in events:
-        p = e.get("partition")
-        if e.get("warning") != warning or not isinstance(p, int) or p in seen:
+        p = e.partition
+        if e.warning != warning or p is None or p in seen:
             continue
-        if since_s is not None and _before(e, since_s) != earlier:
+        if since_s is not None and (e.t_s < since_s) != earlier:
             continue
         seen.append(p)
     return seen
-
-
-def _before(event: dict[str, Any], since_s: float) -> bool:
-    t = event.get("t_s")
-    return isinstance(t, float | int) and t < since_s
 
 
 def _plural(ps: list[int]) -> str:
@@ -64,22 +67,22 @@ def _plural(ps: list[int]) -> str:
     return "partitions " + ", ".join(str(p) for p in ps[:3]) + more + " were"
 
 
-def host_pressure(host: dict[str, float | None]) -> str:
+def host_pressure(host: HostEvidence) -> str:
     """Plain words for the host pressure seen during a gap, or "" when there was none."""
     bits = []
-    share = host.get("psi_mem_some_share_max")
-    avg10 = host.get("psi_mem_some_avg10_max")
+    share = known(host.psi_mem_some_share_max)
+    avg10 = known(host.psi_mem_some_avg10_max)
     if share is not None and share >= PSI_SHARE_PRESSURE:
         bits.append(f"tasks stalled on memory {share * 100:.0f} % of the time (PSI)")
     elif avg10 is not None and avg10 >= PSI_AVG10_PRESSURE:
         bits.append(f"memory PSI some avg10 {avg10:.0f} %")
-    used = host.get("mem_used_pct_max")
+    used = known(host.mem_used_pct_max)
     if used is not None and used >= MEM_USED_PRESSURE_PCT:
         bits.append(f"host memory {used:.0f} % used")
-    faults = host.get("major_faults_per_s_max")
+    faults = known(host.major_faults_per_s_max)
     if faults is not None and faults >= MAJOR_FAULTS_PRESSURE_PER_S:
         bits.append(f"{faults:.0f} major faults/s (swapping?)")
-    bw = host.get("mem_bandwidth_bytes_per_s_max")
+    bw = known(host.mem_bandwidth_bytes_per_s_max)
     if bits and bw is not None:
         bits.append(f"host memory bandwidth {fmt.rate(bw)}")
     return ", ".join(bits)
@@ -93,7 +96,7 @@ POOL_FALLBACK_WORDS = ("pinned pool checkout failed (cudaHostAlloc could not pin
 
 def activity_phrase(
     kind: str, duration_s: float, is_open: bool, confidence: str, rx: float | None,
-    tx: float | None, link_bytes_per_s: float, link_down: dict[str, Any] | None,
+    tx: float | None, link_bytes_per_s: float, link_down: LinkDown | None,
     quiet_below: float | None,
 ) -> str:
     """What the GPU did and what PCIe did meanwhile (the dominant direction)."""
@@ -116,7 +119,7 @@ def activity_phrase(
             f"{link_words(rate, link_bytes_per_s, link_down)}")
 
 
-def memory_phrases(kind: str, events: list[dict[str, Any]], traced: dict[str, Any] | None,
+def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidence | None,
                     since_s: float | None) -> list[str]:
     """The memory behind the copies, when something names it: the copy trace (measured), the
     prover's warnings (`is_pinned=false`, a pinned-pool fallback)."""
@@ -125,7 +128,7 @@ def memory_phrases(kind: str, events: list[dict[str, Any]], traced: dict[str, An
     unpinned = _partitions(events, "unpinned", since_s)
     earlier = _partitions(events, "unpinned", since_s, earlier=True) if since_s is not None \
         else []
-    fallback = any(e.get("warning") in ("pinned_pool_fallback", "cuda_host_alloc_failed")
+    fallback = any(e.warning in ("pinned_pool_fallback", "cuda_host_alloc_failed")
                    for e in events)
     if traced is not None:
         # Measured: the copy trace saw each copy's memory kind. The log's warnings stay as
@@ -148,7 +151,7 @@ def memory_phrases(kind: str, events: list[dict[str, Any]], traced: dict[str, An
     return []
 
 
-def cause_phrases(kind: str, events: list[dict[str, Any]], traced: bool, memory_said: bool,
+def cause_phrases(kind: str, events: list[EventEvidence], traced: bool, memory_said: bool,
                    prover_cause: str | None) -> list[str]:
     """The likeliest cause, as a question where nothing measured it."""
     if kind == "pcie_starved" and not traced and not memory_said:
@@ -164,15 +167,15 @@ def cause_phrases(kind: str, events: list[dict[str, Any]], traced: bool, memory_
     return []
 
 
-def _synthesis(event: dict[str, Any]) -> bool:
-    return "SYNTH" in str(event.get("name", "")).upper() or "synthesis" in str(event.get("raw", ""))
+def _synthesis(event: EventEvidence) -> bool:
+    return "SYNTH" in event.name.upper() or "synthesis" in event.raw
 
 
-def hint_cause(kind: str, events: list[dict[str, Any]]) -> str:
+def hint_cause(kind: str, events: list[EventEvidence]) -> str:
     """The cause of a gap as its log names it, without that gap's figures: the same words for
     every gap of a kind that idled for the same reason (what the snapshot summary groups by)."""
     unpinned = _partitions(events, "unpinned")
-    failed = any(e.get("warning") in ("pinned_pool_fallback", "cuda_host_alloc_failed")
+    failed = any(e.warning in ("pinned_pool_fallback", "cuda_host_alloc_failed")
                  for e in events)
     if kind == "unknown":
         return "PCIe not measured, cause unknown"
@@ -205,25 +208,25 @@ def copied_words(n_bytes: float, memory: str, bytes_per_s: float | None) -> str:
     return f"{fmt.size(n_bytes)} copied from {memory} host memory at {fmt.rate(bytes_per_s)}"
 
 
-def traced_copy_words(copies: dict[str, Any], kind: str) -> str:
-    """What the copy trace saw around the gap, as a statement (`copies["traced"]` is True)."""
-    by: dict[str, dict[str, Any]] = copies.get("by_kind") or {}
-    mk = copies.get("memory_kind")
-    pinned_recent = copies.get("pinned_recent_bytes_per_s")
+def traced_copy_words(copies: CopiesEvidence, kind: str) -> str:
+    """What the copy trace saw around the gap, as a statement (`copies.traced` is True)."""
+    by = copies.kinds()
+    mk = known(copies.memory_kind)
+    pinned_recent = known(copies.pinned_recent_bytes_per_s)
     pg, pn = by.get("pageable"), by.get("pinned")
     if mk is None:
         if kind in ("pcie_starved", "transfer_bound"):
             return "no traced copy in or just before the gap: another process's traffic?"
         return "no traced copy in or just before the gap"
     if mk == "pageable" and pg is not None:
-        words = (f"{copied_words(pg['bytes'], 'pageable', pg['bytes_per_s'])} "
-                 f"on {_streams(pg['streams'])}")
+        words = (f"{copied_words(pg.bytes, 'pageable', pg.bytes_per_s)} "
+                 f"on {_streams(pg.streams)}")
         if pinned_recent is not None:
             words += f"; pinned copies ran at {fmt.rate(pinned_recent)}"
         return words
     if mk == "pinned" and pn is not None:
-        base = (f"{copied_words(pn['bytes'], 'pinned', pn['bytes_per_s'])} "
-                f"on {_streams(pn['streams'])}")
+        base = (f"{copied_words(pn.bytes, 'pinned', pn.bytes_per_s)} "
+                f"on {_streams(pn.streams)}")
         if kind == "pcie_starved":
             return base + ": pinned, yet slow: link trained down or contended?"
         if kind == "transfer_bound":
@@ -235,22 +238,21 @@ def traced_copy_words(copies: dict[str, Any], kind: str) -> str:
     if not present:
         return "no traced copy in or just before the gap"
     (name, first), rest = present[0], present[1:]
-    words = copied_words(first["bytes"], name, first["bytes_per_s"])
+    words = copied_words(first.bytes, name, first.bytes_per_s)
     for name, e in rest:
-        words += f" and {fmt.size(e['bytes'])} from {name} host memory at " \
-                 f"{fmt.rate(e['bytes_per_s'])}"
+        words += f" and {fmt.size(e.bytes)} from {name} host memory at " \
+                 f"{fmt.rate(e.bytes_per_s)}"
     return words
 
 
-def process_memory_words(processes: list[dict[str, Any]]) -> str:
+def process_memory_words(processes: list[ProcessEvidence]) -> str:
     """The largest process on the GPU, pinned vs heap, from /proc (a hint), or ""."""
-    known = [p for p in processes
-             if p.get("pinned_bytes") is not None or p.get("heap_bytes") is not None]
-    if not known:
+    read = [p for p in processes if p.pinned_bytes is not None or p.heap_bytes is not None]
+    if not read:
         return ""
-    p = max(known, key=lambda q: (q.get("pinned_bytes") or 0) + (q.get("heap_bytes") or 0))
-    pinned, heap = p.get("pinned_bytes"), p.get("heap_bytes")
-    name = p.get("name") or f"pid {p.get('pid')}"
+    p = max(read, key=lambda q: (q.pinned_bytes or 0) + (q.heap_bytes or 0))
+    pinned, heap = p.pinned_bytes, p.heap_bytes
+    name = p.name or f"pid {p.pid}"
     return (f"{name} pinned {fmt.size(pinned or 0)} / heap {fmt.size(heap or 0)} "
             "(/proc, a hint: cudaHostRegister'ed memory counts as heap)")
 
@@ -276,15 +278,14 @@ def _share(rate: float, link: float | None) -> str:
     return f"{f * 100:.0f} %" if f is not None else "n/a %"
 
 
-def link_words(rate: float, max_link_bytes_per_s: float, link_down: dict[str, Any] | None
-               ) -> str:
+def link_words(rate: float, max_link_bytes_per_s: float, link_down: LinkDown | None) -> str:
     """`(N % of link)`, saying which capacity: the maximum, and the trained one when the link
     was seen trained down while data moved."""
-    if not link_down:
+    if link_down is None:
         return f"({_share(rate, max_link_bytes_per_s)} of link)"
-    cur = link_down.get("bytes_per_s")
+    cur = link_down.bytes_per_s
     cur_pct = f"{_share(rate, cur)} of it, " if cur else ""
-    trained = fmt.link_shape(link_down.get("gen"), link_down.get("width"))
-    top = fmt.link_shape(link_down.get("max_gen"), link_down.get("max_width"))
+    trained = fmt.link_shape(link_down.gen, link_down.width)
+    top = fmt.link_shape(link_down.max_gen, link_down.max_width)
     return (f"({_share(rate, max_link_bytes_per_s)} of max link; the link trained down to "
             f"{trained} = {fmt.rate(cur)}: {cur_pct}max {top})")

@@ -25,6 +25,12 @@ from typing import Any, ClassVar, Literal, get_args
 from msgspec import Struct, field, structs
 
 from gapwatch.core.bounds import I64, CopyBytes, GpuIndex, MonoNs, WallS
+from gapwatch.core.evidence_types import (
+    CopiesEvidence,
+    EventEvidence,
+    HostEvidence,
+    ProverState,
+)
 
 SCHEMA_VERSION = 1
 
@@ -158,21 +164,21 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     #: "high" when decided from SM activity, "low" when only utilization.gpu was available.
     confidence: Confidence = "high"
     hint: str = ""
-    host: dict[str, float | None] = field(default_factory=dict)
-    log_events: list[dict[str, Any]] = field(default_factory=list)
+    host: HostEvidence = field(default_factory=HostEvidence)
+    log_events: list[EventEvidence] = field(default_factory=list)
     retracted: bool = False
     #: What the copy trace saw in `[start - evidence_before_s, end]` by host memory kind, or,
     #: without one, the memory kind inferred and from what (docs/detection.md, "copies").
-    copies: dict[str, Any] = field(default_factory=dict)
+    copies: CopiesEvidence = field(default_factory=CopiesEvidence)
     #: Capacity of the link as trained when it was seen below its maximum while data moved
     #: (None: not seen trained down; `link_bytes_per_s` is always the maximum).
     link_current_bytes_per_s: float | None = None
     #: Where the prover itself says the wait was (its package's causes, e.g. cuzk's), decided
     #: from its `/status` snapshots during the gap; None without any.
     prover_cause: str | None = None
-    #: The prover's snapshots for this GPU from the evidence window (compact dicts, see
+    #: The prover's snapshots for this GPU from the evidence window (compact, see
     #: as the prover package keeps them, e.g. cuzk's `gap_state`), oldest first.
-    prover_states: list[dict[str, Any]] = field(default_factory=list)
+    prover_states: list[ProverState] = field(default_factory=list)
     #: The facts that decided `prover_cause`, in plain words ("18 of 18 synthesis workers
     #: busy (synth_worker_count from the log)", "partition 3 queued 1.2 s before pickup"):
     #: from the snapshots and from what the prover's log said (`gapwatch.core.prover`).

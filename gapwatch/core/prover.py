@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from gapwatch.core.evidence_types import ProverState
 from gapwatch.core.models import LogEvent, ProverStatus
 
 
@@ -34,7 +35,7 @@ class ProverView:
     phrase the hint says ("" for none)."""
 
     cause: str | None
-    states: list[dict[str, object]]
+    states: list[ProverState]
     evidence: list[str]
     words: str = ""
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gapwatch.core import fmt
+from gapwatch.core.evidence_types import ProverState, known
 from gapwatch.core.models import Gap
 from gapwatch.cuzk.pipeline import (
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
@@ -113,7 +114,7 @@ def if_closed(busy_s: float | None, active_s: float, closed_s: float) -> dict[st
 
 
 def _warnings(g: Gap) -> set[str]:
-    return {str(e.get("warning")) for e in g.log_events if e.get("warning")}
+    return {e.warning for e in g.log_events if e.warning}
 
 
 def stall_of(g: Gap, pipeline: PipelineView) -> str:
@@ -129,7 +130,7 @@ def stall_of(g: Gap, pipeline: PipelineView) -> str:
             return "pinned_pool"
         if "unpinned" in warned and pool is not None and pool.first_syntheses:
             return "first_synthesis"
-        if g.copies.get("memory_kind") == "pageable" or "unpinned" in warned:
+        if g.copies.memory_kind == "pageable" or "unpinned" in warned:
             return "pageable_copies"
         return "slow_copies"
     if g.kind == "transfer_bound":
@@ -139,14 +140,14 @@ def stall_of(g: Gap, pipeline: PipelineView) -> str:
     return "unknown"
 
 
-def _states(gaps: Sequence[Gap]) -> list[dict[str, Any]]:
+def _states(gaps: Sequence[Gap]) -> list[ProverState]:
     return [s for g in gaps for s in g.prover_states]
 
 
 def _host_pressure(gaps: Sequence[Gap]) -> float | None:
-    shares = [g.host.get("psi_mem_some_share_max") for g in gaps]
-    known = [s for s in shares if s is not None]
-    return max(known) if known else None
+    shares = [known(g.host.psi_mem_some_share_max) for g in gaps]
+    read = [s for s in shares if s is not None]
+    return max(read) if read else None
 
 
 def _evidence(gaps: Sequence[Gap], limit: int = 5) -> list[str]:
@@ -165,9 +166,11 @@ def _evidence(gaps: Sequence[Gap], limit: int = 5) -> list[str]:
 def _synthesis(gaps: Sequence[Gap], pipeline: PipelineView
                ) -> tuple[list[tuple[str, str, str, str]], bool, str]:
     """(settings: (setting, change, why, source)), guess, guess_why) for synthesis waits."""
-    states = [s for s in _states(gaps) if s.get("cause") == "waits_on_synthesis"]
-    judged = [s for s in states
-              if s.get("synthesis_workers") is not None and s.get("synthesizing") is not None]
+    states = [s for s in _states(gaps) if s.cause == "waits_on_synthesis"]
+    #: (busy, workers, memory budget) of each snapshot that says both counts.
+    judged = [(busy, workers, known(s.memory_total_bytes)) for s in states
+              for busy, workers in ((s.synthesizing, known(s.synthesis_workers)),)
+              if workers is not None and busy is not None]
     pressure = _host_pressure(gaps)
     threads = ("[synthesis] threads", "leave it at 0 (all CPUs) or raise it",
                "the rayon pool every synthesis runs on (cuzk-daemon main.rs; 0 = all CPUs)",
@@ -189,7 +192,7 @@ def _synthesis(gaps: Sequence[Gap], pipeline: PipelineView
                 "'starting pipeline ... synth_worker_count' line in the log read, no memory "
                 "budget in /status): if they were all busy, more workers close these gaps; if "
                 "not, only faster synthesis does")
-    full = [s for s in judged if s["synthesizing"] >= s["synthesis_workers"]]
+    full = [(workers, total) for busy, workers, total in judged if busy >= workers]
     if len(full) * 2 < len(judged):
         # Workers free, nothing synthesised ahead: the partitions in flight are all being
         # synthesised; more workers would idle, faster synthesis closes the gaps.
@@ -197,8 +200,8 @@ def _synthesis(gaps: Sequence[Gap], pipeline: PipelineView
                 "synthesis workers were free during these gaps: each synthesis is too slow "
                 "for the GPU, or the client sent too little work ahead (nothing pending); "
                 "which CPU setting helps is not measured here")
-    workers = max(s["synthesis_workers"] for s in full)
-    budgets = [int(s["memory_total_bytes"]) for s in full if s.get("memory_total_bytes")]
+    workers = max(w for w, _ in full)
+    budgets = [total for _, total in full if total]
     budget = max(budgets) if budgets else pipeline.budget_total_bytes
     pressed = pressure is not None and pressure >= PSI_PRESSURE_SHARE
     why_more = (f"all {workers} synthesis workers were busy with nothing synthesised ahead; "

@@ -39,8 +39,8 @@ workers are per GPU (`gpu_ordinal`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
+from gapwatch.core.evidence_types import ProverState
 from gapwatch.core.models import ProverStatus, ProverWorker
 from gapwatch.cuzk.pipeline import (
     POREP_PARTITION_FULL_BYTES,
@@ -246,24 +246,23 @@ def worker_letters(workers: Iterable[ProverWorker]) -> str:
 
 
 def gap_state(status: ProverStatus, gpu: int, cause: str | None = None,
-              capacity: Capacity | None = None) -> dict[str, Any]:
+              capacity: Capacity | None = None) -> ProverState:
     """A snapshot as a gap's evidence for `gpu`: compact, JSON-ready."""
     counts = status.partition_counts
-    mine = workers_on(status, gpu)
-    return {
-        "t_s": status.t_wall_s,
-        "prover": status.prover,
-        "cause": cause,
-        "workers": worker_letters(mine),
-        "pending": counts.get("pending"),
-        "synthesizing": counts.get("synthesizing"),
-        "synth_done": counts.get("synth_done"),
-        "gpu": counts.get("gpu"),
-        "synthesis_workers": capacity.workers if capacity is not None else None,
-        "synthesis_workers_from": capacity.source if capacity is not None else None,
-        "synthesis_active": status.synthesis_active,
-        "synthesis_max": status.synthesis_max,
-        "memory_available_bytes": status.memory_available_bytes,
-        "memory_total_bytes": status.memory_total_bytes,
-        "queue_depth": status.queue_depth,
-    }
+    return ProverState(
+        t_s=status.t_wall_s,
+        prover=status.prover,
+        cause=cause,
+        workers=worker_letters(workers_on(status, gpu)),
+        pending=counts.get("pending"),
+        synthesizing=counts.get("synthesizing"),
+        synth_done=counts.get("synth_done"),
+        gpu=counts.get("gpu"),
+        synthesis_workers=capacity.workers if capacity is not None else None,
+        synthesis_workers_from=capacity.source if capacity is not None else None,
+        synthesis_active=status.synthesis_active,
+        synthesis_max=status.synthesis_max,
+        memory_available_bytes=status.memory_available_bytes,
+        memory_total_bytes=status.memory_total_bytes,
+        queue_depth=status.queue_depth,
+    )

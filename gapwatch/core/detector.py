@@ -41,7 +41,6 @@ from gapwatch.core.evidence import (
     summarise_copies,
     traced_pageable,
 )
-from gapwatch.core.exact import ns_to_s
 from gapwatch.core.hints import make_hint
 from gapwatch.core.models import (
     ChainState,
@@ -258,7 +257,7 @@ class GapDetector:
 
         # The interval the sample covers: `[t - interval, t]`, from the last sample on; a
         # spacing far above the expected one, or a clock jump, is a hole (`_hole`).
-        offset = wall - ns_to_s(t)
+        offset = wall - t / _NS
         prev_offset = tr.wall_offset_s
         tr.wall_offset_s = offset
         jump = 0.0
@@ -441,7 +440,7 @@ class GapDetector:
             self._close(tr, t, cover, level, offset, low, out)
         elif tr.data_ns_at_first_busy is None:
             tr.data_ns_at_first_busy = tr.data_ns - cover
-            tr.first_busy_s = ns_to_s(covered_from) + offset
+            tr.first_busy_s = covered_from / _NS + offset
         tr.phase = _BUSY
         tr.busy_peak = level
 
@@ -453,7 +452,7 @@ class GapDetector:
         start = tr.last_busy_from + int(span * (f if f < 1.0 else 1.0))
         tr.phase = _IDLE
         tr.idle_start_ns = start
-        tr.idle_start_s = ns_to_s(start) + tr.last_busy_wall_offset
+        tr.idle_start_s = start / _NS + tr.last_busy_wall_offset
         tr.idle_low_confidence = low
         tr.rx_sum = tr.tx_sum = 0.0
         tr.rx_weight_ns = tr.tx_weight_ns = tr.idle_covered_ns = 0
@@ -478,7 +477,7 @@ class GapDetector:
                 self._end_segment(tr, out)
                 t = tr.last_t or 0
                 self._set_state(
-                    tr, "IDLE", t, ns_to_s(t) + tr.idle_last_wall_offset, out,
+                    tr, "IDLE", t, t / _NS + tr.idle_last_wall_offset, out,
                     "end of data: idle after the last busy period (its open gap retracted)",
                 )
         return out
@@ -536,7 +535,7 @@ class GapDetector:
         tr.kind = self._kind(tr)
         if tr.gap_id is None:
             self._open_gap(tr)
-        end_s = ns_to_s(end) + offset
+        end_s = end / _NS + offset
         gap = self._gap(tr, end, end_s, end)
         out.append(gap)
         if tr.evidence is not None:
@@ -563,7 +562,7 @@ class GapDetector:
         if tr.phase == _IDLE and tr.gap_id is not None:
             if self._live:
                 last = tr.idle_last_t
-                gap = self._gap(tr, last, ns_to_s(last) + tr.idle_last_wall_offset, last)
+                gap = self._gap(tr, last, last / _NS + tr.idle_last_wall_offset, last)
                 out.append(_retract(gap))
             self.counters["retracted"] += 1
             if tr.evidence is not None:
@@ -747,7 +746,7 @@ class GapDetector:
         if tr.gap_id is not None and tr.kind == "pcie_starved" and acc is not None \
                 and acc.copies:
             lo_s = tr.idle_start_s - self.config.evidence_before_s
-            now_s = ns_to_s(t) + tr.idle_last_wall_offset
+            now_s = t / _NS + tr.idle_last_wall_offset
             if summarise_copies(acc.copies, lo_s, now_s, tr.idle_start_s, now_s)[
                     "memory_kind"] == "pageable":
                 n += 1

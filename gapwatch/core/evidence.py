@@ -98,7 +98,7 @@ class ProverView:
 #: each field a gap keeps the maximum of, in this order wherever they are listed (`host_row`,
 #: `GapEvidence.take_host`, `GapEvidence.host_maxima`): mem_used_pct, psi_mem_some_share,
 #: psi_mem_some_avg10, major_faults_per_s, mem_bandwidth_bytes_per_s. Written out in each, not
-#: looped over by name, so that the compiled build (setup.py) reads them as plain values.
+#: looped over by name: a getattr per field per host sample was measurable in long reports.
 HostRow = tuple[float, float | None, float | None, float | None, float | None, float | None]
 
 
@@ -159,7 +159,7 @@ class GapEvidence:
         #: an open gap before the samples that close it) are left out when it closes.
         self.cause_counts: dict[str, int] = {}
         #: Both made on the first snapshot (`add_prover`): most gaps see none, and two deques
-        #: per gap were a tenth of a compiled report's per-gap cost. Empty tuples until then.
+        #: per gap were a tenth of a report's per-gap cost. Empty tuples until then.
         self.inside_tail: deque[tuple[float, str | None]] | tuple[()] = ()
         #: (time, cause) of the latest snapshot before the gap's start (evidence window).
         self.before_cause: tuple[float, str | None] | None = None

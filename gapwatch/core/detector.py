@@ -34,7 +34,6 @@ from msgspec.structs import replace
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts, PipelineView
 from gapwatch.core.evidence import (
     EvidenceBuffer,
     GapEvidence,
@@ -64,6 +63,7 @@ from gapwatch.core.track import IDLE as _IDLE
 from gapwatch.core.track import NO_BUCKET, SPACINGS_KEPT, GpuTotals, Track, median_int
 from gapwatch.core.track import PRE as _PRE
 from gapwatch.core.verdict import WindowNow, breakdown_entry_words, gaps_reason
+from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts, PipelineView
 
 _NS: Final = 1_000_000_000
 _NEVER: Final = 1 << 62

@@ -26,7 +26,6 @@ from typing import Any, Final
 
 from msgspec.structs import replace
 
-from gapwatch.core.cuzk import Capacity, PipelineFacts
 from gapwatch.core.models import (
     CopyRecord,
     Gap,
@@ -36,7 +35,9 @@ from gapwatch.core.models import (
     ProcessMemory,
     ProverStatus,
 )
-from gapwatch.core.prover import (
+from gapwatch.core.readings import reading
+from gapwatch.core.sizes import TEXT_CHARS, cut_text
+from gapwatch.cuzk.causes import (
     cause_detail,
     concerns,
     decide_cause,
@@ -45,8 +46,7 @@ from gapwatch.core.prover import (
     snapshot_evidence,
     with_log_cause,
 )
-from gapwatch.core.readings import reading
-from gapwatch.core.sizes import TEXT_CHARS, cut_text
+from gapwatch.cuzk.pipeline import Capacity, PipelineFacts
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
 MAX_EVENTS_KEPT: Final = 64
@@ -154,9 +154,10 @@ class GapEvidence:
         self.dirty = False
         #: The last version of the gap published with this evidence (re-published on late events).
         self.published: Gap | None = None
-        #: Prover snapshots taken during the gap, by the cause each gives (`core.prover`); the
-        #: latest few with their times, so that those taken after the gap's end (they can reach
-        #: an open gap before the samples that close it) are left out when it closes.
+        #: Prover snapshots taken during the gap, by the cause each gives
+        #: (`gapwatch.cuzk.causes`); the latest few with their times, so that those taken after
+        #: the gap's end (they can reach an open gap before the samples that close it) are left
+        #: out when it closes.
         self.cause_counts: dict[str, int] = {}
         #: Both made on the first snapshot (`add_prover`): most gaps see none, and two deques
         #: per gap were a tenth of a report's per-gap cost. Empty tuples until then.

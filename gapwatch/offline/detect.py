@@ -19,7 +19,6 @@ from operator import attrgetter
 
 from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
@@ -37,7 +36,8 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
-from gapwatch.logs.parse.partitions import timeline_event
+from gapwatch.cuzk.partitions import timeline_event
+from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
 #: A one-process and a split run give the same list however their outputs interleave.

@@ -81,7 +81,7 @@ def _slim(ev: LogEvent) -> LogEvent:
 #: each field a gap keeps the maximum of, in this order wherever they are listed (`host_row`,
 #: `GapEvidence.take_host`, `GapEvidence.host_maxima`): mem_used_pct, psi_mem_some_share,
 #: psi_mem_some_avg10, major_faults_per_s, mem_bandwidth_bytes_per_s. Written out in each, not
-#: looped over by name, so that the compiled build (setup.py) reads them as plain values.
+#: looped over by name: a getattr per field per host sample was measurable in long reports.
 HostRow = tuple[float, float | None, float | None, float | None, float | None, float | None]
 
 

@@ -75,7 +75,8 @@ def digits_value(raw: str) -> int | str:
 
 
 def _convert(raw: str) -> FieldValue:
-    """`convert_value` without the table."""
+    """`convert_value` without the table: an integer, Rust's `Some(..)`/`None`, a quoted
+    string, a boolean, a finite float, else the text as written."""
     if raw.isdigit() and raw.isascii():
         return digits_value(raw)
     if not raw:
@@ -87,13 +88,18 @@ def _convert(raw: str) -> FieldValue:
         return _convert(raw[5:-1])
     if c == '"' and len(raw) >= 2 and raw.endswith('"'):
         return raw[1:-1].replace('\\"', '"')
-    if raw == "true":
-        return True
-    if raw == "false":
-        return False
-    if raw == "None":
-        return None
-    if (c.isdigit() or c in "-.") and NUMBER.fullmatch(raw):
+    if raw in _WORDS:
+        return _WORDS[raw]
+    return _float_or_text(raw)
+
+
+#: Rust's words for booleans and an absent `Option`, as values.
+_WORDS: dict[str, FieldValue] = {"true": True, "false": False, "None": None}
+
+
+def _float_or_text(raw: str) -> FieldValue:
+    """A finite decimal number as a float; anything else (`inf`, `NaN`, words) as written."""
+    if (raw[0].isdigit() or raw[0] in "-.") and NUMBER.fullmatch(raw):
         number = float(raw)
         return number if math.isfinite(number) else raw
     return raw

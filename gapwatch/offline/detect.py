@@ -114,10 +114,7 @@ def detect_records(
 
     # Hot loop (~7 M records): GPU samples, the bulk, go straight to feed_gpu and host samples
     # to feed_host (what `feed` would call), after the merge test; every other record through
-    # `feed`. Written for both
-    # builds (setup.py): the detector's methods are called on it directly (compiled, a direct
-    # call; a bound method kept in a local would be a Python call there), and the record
-    # classes are read from locals (compiled code reads a module global from a dict).
+    # `feed`. The record classes are read from locals (a module global is a dict lookup).
     gpu_sample, host_sample, log_event, gap_type = GpuSample, HostSample, LogEvent, Gap
     li, n_extra = 0, len(extra_logs)
     next_log_t = extra_logs[0].t_wall_s if extra_logs else float("inf")

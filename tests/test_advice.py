@@ -12,8 +12,9 @@ import pytest
 from gapwatch.config import Config
 from gapwatch.core.evidence_types import EventEvidence, HostEvidence, ProverState
 from gapwatch.core.models import Gap
+from gapwatch.core.units import GIB
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise, if_closed, stall_of
-from gapwatch.cuzk.pipeline import GIB, PipelineView, PoolState
+from gapwatch.cuzk.pipeline import PipelineView, PoolState
 from gapwatch.cuzk.prover import view_of
 from gapwatch.offline.report import build_report, to_json
 

@@ -59,7 +59,13 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.prover import NO_VIEW, Prover
-from gapwatch.core.readings import GPM_LIKE_SOURCES, activity_lag_ns, is_stale_gpm, reading
+from gapwatch.core.readings import (
+    GPM_LIKE_SOURCES,
+    activity_lag_ns,
+    is_stale_gpm,
+    reading,
+    reports_sm,
+)
 from gapwatch.core.track import BUSY as _BUSY
 from gapwatch.core.track import IDLE as _IDLE
 from gapwatch.core.track import NO_BUCKET, SPACINGS_KEPT, GpuTotals, Track, median_int
@@ -901,7 +907,7 @@ class GapDetector:
         so that every sample of a track is shifted alike (ordering is preserved)."""
         info = self._infos.get(gpu)
         link = self.config.link_or_default(info.link_bytes_per_s if info is not None else None)
-        has_sm = info is not None and info.sm_source in ("gpm", "sim", "trace")
+        has_sm = info is not None and reports_sm(info.sm_source)
         tr = Track(gpu, link, has_sm, self._n_buckets)
         tr.quiet_below = self.config.quiet_below_link_frac * tr.link
         tr.starved_below = self.config.starved_below_link_frac * tr.link

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
+from gapwatch.core.units import GIB
 
-GIB = 1 << 30
 #: memory.rs: per-partition budget (PoRep 32G, one circuit), `POREP_PARTITION_FULL_BYTES`.
 POREP_PARTITION_FULL_BYTES = 14 * GIB
 #: memory.rs: `SNAP_PARTITION_FULL_BYTES`, the smallest partition (status.rs divides by it).

@@ -14,6 +14,7 @@ height) until a first snapshot arrives, so a session without `--cuzk-status` loo
 from __future__ import annotations
 
 from gapwatch.core.models import ProverStatus
+from gapwatch.core.units import GIB
 from gapwatch.cuzk.causes import budget_short, synthesis_drift, worker_letters
 from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.prover import view_of
@@ -26,7 +27,6 @@ STALE_AFTER_S = 3.0
 #: partitions waiting for a worker) first, then the rest in pipeline order.
 _STATES = (("synth_done", "synth_done"), ("pending", "pending"), ("synthesizing", "synth"),
            ("gpu", "gpu"), ("done", "done"), ("failed", "failed"))
-_GIB = float(1 << 30)
 
 
 def pipeline_text(st: ProverStatus, age_s: float | None,
@@ -55,7 +55,7 @@ def pipeline_text(st: ProverStatus, age_s: float | None,
         runs.append((f" (active {st.synthesis_active})", "warn"))
     short = budget_short(st)
     if short is not None:
-        runs.append((f" · budget {short[0] / _GIB:.0f}/{short[1] / _GIB:.0f} GiB", "warn"))
+        runs.append((f" · budget {short[0] / GIB:.0f}/{short[1] / GIB:.0f} GiB", "warn"))
     # Every state cuzk reported; "failed" only when some partition failed.
     shown = [f"{counts[k]} {word}" for k, word in _STATES
              if k in counts and (k != "failed" or counts[k])]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from gapwatch.commands.report import _partition_lines
 from gapwatch.core import fmt
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.evidence_types import (
@@ -23,6 +22,7 @@ from gapwatch.core.ledger import GapLedger, Tally, counts_by_kind
 from gapwatch.core.models import GAP_KINDS, Gap, GpuInfo
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.engine.summary import gap_counts_text
+from gapwatch.offline.report_text import _partition_lines
 from gapwatch.ui.app import GapwatchApp
 from gapwatch.ui.kinds import KINDS, kind_css, legend
 

@@ -134,14 +134,7 @@ def detect_records(
             # The detector sees a log event as a live session's does (`Session.on_record`).
             out = det.feed(bounded_event(r))
         else:
-            if isinstance(r, ProverStatus):
-                prover_statuses.append(r)
-            elif isinstance(r, CopyRecord):
-                copies.append(r)
-            elif isinstance(r, BlindSpot):
-                blind_spots.append(r)
-            elif isinstance(r, Notice):
-                byes.extend(byes_in((r,)))
+            _keep_side(r, prover_statuses, copies, blind_spots, byes)
             out = det.feed(r)
         for x in out:
             if isinstance(x, gap_type):
@@ -164,6 +157,19 @@ def detect_records(
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=view_of(det.prover.facts()), blind_spots=blind_spots, byes=byes,
     )  # fmt: skip
+
+
+def _keep_side(r: Record, prover_statuses: list[ProverStatus], copies: list[CopyRecord],
+               blind_spots: list[BlindSpot], byes: list[Bye]) -> None:
+    """Keep a record the report reads beside the gaps (the rare ones: not GPU, host or log)."""
+    if isinstance(r, ProverStatus):
+        prover_statuses.append(r)
+    elif isinstance(r, CopyRecord):
+        copies.append(r)
+    elif isinstance(r, BlindSpot):
+        blind_spots.append(r)
+    elif isinstance(r, Notice):
+        byes.extend(byes_in((r,)))
 
 
 def _keep_for_timeline(kept: list[LogEvent], event: LogEvent) -> None:

@@ -119,7 +119,8 @@ class SeriesStore:
         # session's one prover, fed by its detector (`engine.shared_prover`); a store without one
         # (a session without a detector) keeps and feeds its own, cuzk's.
         self._feeds_prover = prover is None
-        self._pipeline: Prover = prover if prover is not None else CuzkProver(max_parallel_synthesis)
+        self._pipeline: Prover = (prover if prover is not None
+                                  else CuzkProver(max_parallel_synthesis))
         self._version = 0
 
     @property

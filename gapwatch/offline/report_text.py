@@ -75,9 +75,9 @@ def _gpu_lines(r: ReportData) -> list[str]:
         mine = [g for g in r.gaps if g.gpu == t.gpu]
         parts = []
         for k in GAP_KINDS:
-            of_kind = [g for g in mine if g.kind == k]
-            if of_kind:
-                parts.append(f"{len(of_kind)} {k} ({sum(g.duration_s for g in of_kind):.1f} s)")
+            tally = r.gap_tally.get((t.gpu, k))
+            if tally is not None and tally.count:
+                parts.append(f"{tally.count} {k} ({tally.seconds:.1f} s)")
         kinds = ", ".join(parts) or "no gaps"
         low = "  [utilization.gpu only: low confidence]" if t.confidence == "low" else ""
         out.append(f"  GPU {t.gpu}: busy {_pct(busy_fraction(t)).strip()} of {t.active_s:.1f} s "

@@ -1,0 +1,157 @@
+"""`gapwatch fleet` against a real Prometheus scraping three real gapwatch boxes on loopback.
+
+Three `gapwatch record` processes (the simulator's chained, pageable and host-stall scenarios,
+fast) serve /metrics; a Prometheus (Debian package `prometheus`) scrapes them every 100 ms; then
+`gapwatch fleet --once --json` must list all three with the state and cause each scenario has,
+and after one box is killed, must still list it, stale. Without a `prometheus` binary the test
+is skipped and says so in the warnings summary.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import urllib.request
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from faults import Lines, free_port, metrics_port, wait_for
+
+from gapwatch.fleet.client import PromClient
+from gapwatch.fleet.rows import FleetOptions, FleetRow, refresh
+
+PROMETHEUS = shutil.which("prometheus")
+SKIP_REASON = ("SKIPPED LOUDLY: no `prometheus` binary; `gapwatch fleet` was NOT checked "
+               "against a real Prometheus (install it: apt-get install -y prometheus)")
+if PROMETHEUS is None:
+    warnings.warn(SKIP_REASON, stacklevel=1)
+pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason=SKIP_REASON)
+
+#: Each scenario and what its box must show: state, and the cause of its verdict.
+EXPECTED = {
+    "chained": ("CHAINED", "none"),
+    "pageable": ("BREAKDOWN", "pageable_copies"),
+    "host-stall": ("GAPS", "waits_on_synthesis"),
+}
+#: 20x: the detector's 30 s window fills in 1.5 s of wall time.
+SPEED = "20"
+
+
+class Box:
+    def __init__(self, scenario: str) -> None:
+        self.scenario = scenario
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gapwatch", "record", "--source", f"sim:{scenario}",
+             "--speed", SPEED, "--quiet", "--prometheus", "127.0.0.1:0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.err = Lines(self.proc.stderr)
+        self.instance = ""
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def boxes() -> Iterator[dict[str, Box]]:
+    started = {name: Box(name) for name in EXPECTED}
+    try:
+        for box in started.values():
+            box.instance = f"127.0.0.1:{metrics_port(box.err)}"
+        yield started
+    finally:
+        for box in started.values():
+            box.stop()
+
+
+@pytest.fixture
+def prometheus(boxes: dict[str, Box], tmp_path: Path) -> Iterator[str]:
+    assert PROMETHEUS is not None
+    targets = ", ".join(f"'{b.instance}'" for b in boxes.values())
+    (tmp_path / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 100ms\n  scrape_timeout: 100ms\n"
+        "scrape_configs:\n  - job_name: gapwatch\n    static_configs:\n"
+        f"      - targets: [{targets}]\n")
+    port = free_port()
+    log = tmp_path / "prometheus.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
+             f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{port}"],
+            stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        assert proc.poll() is None, log.read_text()[-2000:]
+        try:
+            with urllib.request.urlopen(f"{base}/-/ready", timeout=1) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+
+    try:
+        wait_for("prometheus to be ready", ready)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+def _by_instance(rows: list[FleetRow]) -> dict[str, FleetRow]:
+    return {r.instance: r for r in rows}
+
+
+def _fleet_once(base: str) -> dict[str, object]:
+    done = subprocess.run([sys.executable, "-m", "gapwatch", "fleet", "--prometheus", base,
+                           "--once", "--json"], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    doc: dict[str, object] = json.loads(done.stdout)
+    return doc
+
+
+def test_fleet_lists_three_boxes_with_their_states_and_causes_and_keeps_a_dead_one_stale(
+        boxes: dict[str, Box], prometheus: str) -> None:
+    client = PromClient(prometheus)
+    opts = FleetOptions()
+
+    def all_as_expected() -> bool:
+        rows = _by_instance(refresh(client, opts).rows)
+        return all((r := rows.get(b.instance)) is not None and not r.stale
+                   and (r.state, r.cause) == EXPECTED[name] for name, b in boxes.items())
+
+    wait_for("Prometheus to hold every box in its scenario's state", all_as_expected, 40)
+
+    doc = _fleet_once(prometheus)
+    rows = {r["instance"]: r for r in doc["rows"]}  # type: ignore[attr-defined]
+    assert len(rows) == 3, doc
+    for name, box in boxes.items():
+        row = rows[box.instance]
+        assert (row["state"], row["cause"], row["stale"]) == (*EXPECTED[name], False), row
+        assert row["gpu"] == "0" and row["up"] == 1.0 and row["age_s"] < 60
+    assert rows[boxes["pageable"].instance]["idle_s_5m"].get("pcie_starved", 0) > 0
+    assert rows[boxes["host-stall"].instance]["setting"] == "[pipeline] max_parallel_synthesis"
+    # Worst first: the breakdown leads.
+    assert doc["rows"][0]["instance"] == boxes["pageable"].instance  # type: ignore[index]
+    assert doc["errors"] == {}
+
+    boxes["chained"].stop()
+    dead = boxes["chained"].instance
+    wait_for("the killed box to turn stale",
+             lambda: (r := _by_instance(refresh(client, opts).rows).get(dead)) is not None
+             and r.stale, 20)
+    after = {r["instance"]: r for r in _fleet_once(prometheus)["rows"]}  # type: ignore[attr-defined]
+    assert set(after) == set(rows)  # nobody dropped
+    assert after[dead]["stale"] is True and after[dead]["up"] == 0.0
+    assert after[dead]["state"] == "CHAINED"  # its last known state, kept
+    assert after[boxes["pageable"].instance]["stale"] is False

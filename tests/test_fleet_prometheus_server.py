@@ -19,9 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faults import Lines, free_port, metrics_port, wait_for
+from faults import Lines, free_port, metrics_port, scrape, wait_for
 
 from gapwatch.fleet.client import PromClient
+from gapwatch.fleet.queries import required_names
 from gapwatch.fleet.rows import FleetOptions, FleetRow, refresh
 
 PROMETHEUS = shutil.which("prometheus")
@@ -131,6 +132,10 @@ def test_fleet_lists_three_boxes_with_their_states_and_causes_and_keeps_a_dead_o
                    and (r.state, r.cause) == EXPECTED[name] for name, b in boxes.items())
 
     wait_for("Prometheus to hold every box in its scenario's state", all_as_expected, 40)
+    # Every series the fleet needs is on a real /metrics page (the optional ones may not be).
+    page = {name.partition("{")[0] for name in scrape(int(boxes["pageable"].instance.rpartition(
+        ":")[2]))}
+    assert required_names() <= page, required_names() - page
 
     doc = _fleet_once(prometheus)
     rows = {r["instance"]: r for r in doc["rows"]}  # type: ignore[attr-defined]

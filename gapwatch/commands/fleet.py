@@ -10,6 +10,7 @@ row queries (the errors are in the JSON and on stderr), 2 for bad flags.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from gapwatch.commands import argtypes
@@ -41,13 +42,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def options(args: argparse.Namespace) -> FleetOptions:
     """The flags as `FleetOptions` (raises ValueError on a bad lookback or selector)."""
-    lookback_s = parse_duration(args.lookback)
-    if lookback_s < 1:
-        raise ValueError(f"--lookback {args.lookback!r}: at least 1s")
+    if not re.fullmatch(r"[1-9][0-9]*(s|m|h|d|w)", args.lookback) or \
+            parse_duration(args.lookback) < 60:
+        raise ValueError(f"--lookback {args.lookback!r}: a duration of a minute or more, "
+                         "as 30m, 1h or 2d")
     if any(c in args.selector for c in "{}\n"):
         raise ValueError(f"--selector {args.selector!r}: label matchers only, e.g. "
                          'job="gapwatch",cluster="proving"')
-    return FleetOptions(selector=args.selector, lookback=f"{int(lookback_s)}s",
+    return FleetOptions(selector=args.selector, lookback=args.lookback,
                         stale_after_s=args.stale_after, budget_s=args.timeout)
 
 

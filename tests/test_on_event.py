@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from faults import wait_for
 
-from gapwatch.core.models import Notice, StateChange
+from gapwatch.core.models import ChainState, Notice, StateChange
 from gapwatch.engine.events import Event, EventHook, parse_command
 
 RECORDER = """import json, os, sys
@@ -36,7 +36,7 @@ def _lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
-def _change(gpu: int, state: str) -> StateChange:
+def _change(gpu: int, state: ChainState) -> StateChange:
     return StateChange(t_mono_ns=1, t_wall_s=100.0, gpu=gpu, state=state, busy_fraction=0.5,
                        reason="2 pcie_starved gaps in the last 30 s")
 
@@ -71,7 +71,9 @@ def test_breakdown_entered_and_left_are_events_other_states_are_not(tmp_path: Pa
     argv, out = _recorder(tmp_path)
     hook = EventHook(argv, min_interval_s=0)
     hook.start()
-    for state in ("CHAINED", "GAPS", "BREAKDOWN", "BREAKDOWN", "GAPS", "CHAINED"):
+    states: tuple[ChainState, ...] = ("CHAINED", "GAPS", "BREAKDOWN", "BREAKDOWN", "GAPS",
+                                      "CHAINED")
+    for state in states:
         hook.listen(_change(0, state))
     hook.listen(Notice(1, 1.0, "warning", "not an event"))
     hook.stop()
@@ -119,7 +121,7 @@ def test_a_hanging_command_is_killed_with_what_it_started_after_the_timeout(
     hook.stop()
     assert "killed" in said[0]
     for pid in map(int, pids.read_text().split()):
-        wait_for(f"process {pid} to be gone", lambda p=pid: not _alive(p), 5)
+        wait_for(f"process {pid} to be gone", lambda: not _alive(pid), 5)  # noqa: B023
 
 
 def _alive(pid: int) -> bool:

@@ -67,6 +67,8 @@ def main() -> int:
         return 2
 
     class Handler(BaseHTTPRequestHandler):
+        disable_nagle_algorithm = True
+
         def do_GET(self) -> None:  # noqa: N802
             body = exposition(args.gpus, args.per_box, time.time())
             self.send_response(200)

@@ -49,8 +49,8 @@ def test_exports_a_box_lacks_show_as_a_dash_and_box_level_values_reach_every_gpu
         fake.replies[promql("post_last_latency_s")] = vector(({"instance": "b:9400"}, 31.5))
         rows = refresh(PromClient(fake.url), FleetOptions()).rows
     for row in rows:
-        c = dict(zip(("box", "gpu", "state", "busy", "chain", "idle", "setting", "post",
-                      "health", "age", "cause"), cells(row), strict=True))
+        c = dict(zip(("box", "gpu", "state", "busy", "idle", "age", "setting", "chain",
+                      "post", "health", "cause"), cells(row), strict=True))
         assert c["chain"] == "-" and c["idle"] == "-"
         assert c["post"] == "32s/-" and c["health"] == "R"
 

@@ -161,3 +161,17 @@ def test_record_refuses_an_on_event_command_it_cannot_split(tmp_path: Path) -> N
          "--duration", "1", "--out", str(tmp_path / "r.jsonl"), "--on-event", "echo 'x"],
         capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "quotation" in done.stderr
+
+
+def test_record_says_a_failing_command_and_keeps_monitoring(tmp_path: Path) -> None:
+    (tmp_path / "c.toml").write_text(f'[snapshot]\ndir = "{tmp_path / "snaps"}"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "gapwatch", "record", "--config", str(tmp_path / "c.toml"),
+         "--source", "sim:pageable", "--speed", "0", "--duration", "90",
+         "--out", str(tmp_path / "r.jsonl"),
+         "--on-event", f"{sys.executable} -c 'import sys; sys.exit(3)'"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "exited 3 for breakdown_entered" in done.stderr
+    assert "--on-event ran 1 times: 0 ok, 1 failed" in done.stderr
+    assert "gaps: pcie_starved=" in done.stderr  # monitoring went on to the end

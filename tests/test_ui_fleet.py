@@ -5,6 +5,7 @@ box's recent minutes, saying what Prometheus can and cannot give."""
 from __future__ import annotations
 
 from fleet_fakes import Reply, box, fake_prometheus, matrix
+from rich.text import Text
 from textual.widgets import DataTable, Static
 
 from gapwatch.fleet.client import PromClient
@@ -24,13 +25,15 @@ async def test_three_hundred_rows_scroll_at_80x24_and_a_failing_prometheus_keeps
             box(fake, f"box{i:03d}:9400", 4, "BREAKDOWN" if i == 40 else "CHAINED")
         app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
         async with app.run_test(size=(80, 24)) as pilot:
-            table: DataTable[str] = app.query_one(DataTable)
+            table: DataTable[Text] = app.query_one(DataTable)
             for _ in range(100):
                 if table.row_count:
                     break
                 await pilot.pause(0.05)
             assert table.row_count == 300
-            assert table.get_row_at(0)[:3] == ["box040:9400", "0", "BREAKDOWN"]
+            first = [str(c) for c in table.get_row_at(0)]
+            assert first[:3] == ["box040:9400", "0", "BREAKDOWN"]
+            assert first[6] == "[memory] safety_margin"  # text, not markup
             assert "300 rows at" in _footer(app)
             await pilot.press("pagedown", "ctrl+end")
             assert table.cursor_row == 299 and table.scroll_y > 0
@@ -53,7 +56,7 @@ async def test_enter_on_a_row_shows_that_box_recent_minutes() -> None:
             ({"gpu": "0", "kind": "pcie_starved"}, [(1_796_000_000.0, 12.5)]))
         app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
         async with app.run_test(size=(80, 24)) as pilot:
-            table: DataTable[str] = app.query_one(DataTable)
+            table: DataTable[Text] = app.query_one(DataTable)
             for _ in range(100):
                 if table.row_count:
                     break

@@ -186,9 +186,10 @@ def _set(row: FleetRow, name: str, s: Series) -> None:
 
 
 #: The table's columns (heading, width) as `cells` fills them: the screen and `--once` share them.
+#: What 80 columns must show comes first (box, state, busy, idle, age, the setting to change).
 COLUMNS: tuple[tuple[str, int], ...] = (
-    ("BOX", 18), ("GPU", 3), ("STATE", 10), ("BUSY", 4), ("CHAIN", 5), ("IDLE 5m", 9),
-    ("SETTING", 22), ("PoSt", 9), ("HLTH", 4), ("AGE", 5), ("CAUSE", 40),
+    ("BOX", 21), ("GPU", 3), ("STATE", 10), ("BUSY", 4), ("IDLE5m", 6), ("AGE", 4),
+    ("SETTING", 34), ("CHAIN", 5), ("PoSt", 9), ("HLTH", 4), ("CAUSE", 60),
 )
 #: Short words for the idle column's top kind (the dashboard's letters).
 _KIND_LETTER = {"pcie_starved": "S", "transfer_bound": "T", "host_stall": "H", "unknown": "?"}
@@ -211,5 +212,5 @@ def cells(r: FleetRow) -> tuple[str, ...]:
     age = "-" if r.age_s is None else f"{r.age_s:.0f}s" if r.age_s < 600 else \
         f"{r.age_s / 60:.0f}m"
     cause = r.cause_words if r.cause_words and r.cause_words != "none" else (r.cause or "-")
-    return (fmt.visible(r.instance), fmt.visible(r.gpu), state, busy, chain, idle,
-            fmt.visible(r.setting or "-"), post, r.health(), age, fmt.visible(cause))
+    return (fmt.visible(r.instance), fmt.visible(r.gpu), state, busy, idle, age,
+            fmt.visible(r.setting or "-"), chain, post, r.health(), fmt.visible(cause))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -94,7 +95,8 @@ class FleetApp(App[int]):
         yield Static(f"gapwatch fleet: {fmt.visible(self.client.base_url)} "
                      f"{fmt.visible(self.opts.selector)} (~ = stale)", id="fleet-title",
                      markup=False)
-        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True)
+        table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True,
+                                           cell_padding=0)
         yield table
         yield Static(footer_text(None, "", self.client.base_url), id="fleet-footer",
                      markup=False)
@@ -102,7 +104,7 @@ class FleetApp(App[int]):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         for heading, width in COLUMNS:
-            table.add_column(heading, width=width)
+            table.add_column(heading, width=width + 1)
         self.action_refresh_now()
         self.set_interval(self.refresh_s, self.action_refresh_now)
 
@@ -130,14 +132,16 @@ class FleetApp(App[int]):
                           (" (showing the last table)" if self.last is not None else ""))
             return
         self.last = result
-        table: DataTable[str] = self.query_one(DataTable)
+        table: DataTable[Text] = self.query_one(DataTable)
         selected = self._keys[table.cursor_row] if 0 <= table.cursor_row < len(self._keys) \
             else None
         table.clear()
         self._keys = []
         for row in result.rows:
             key = f"{row.instance}\x00{row.gpu}"
-            table.add_row(*cells(row), key=key)
+            # Text, not str: a str cell is read as markup (`[memory] safety_margin` lost its
+            # section, and a label from Prometheus could style the screen).
+            table.add_row(*(Text(c, no_wrap=True) for c in cells(row)), key=key)
             self._keys.append(key)
         if selected in self._keys:
             table.move_cursor(row=self._keys.index(selected))

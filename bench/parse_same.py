@@ -4,7 +4,7 @@ this checkout against another, byte for byte.
 Usage:
     python bench/parse_same.py --before CHECKOUT      # CHECKOUT's events beside this one's
     python bench/parse_same.py --dump FILE            # this checkout's events into FILE
-    python -P bench/parse_same.py --dump FILE         # the installed gapwatch's (a compiled one)
+    python -P bench/parse_same.py --dump FILE         # the installed gapwatch's, not this tree's
 
 The inputs, each through a fresh parser (and the real mix once more with lock attribution and
 unparsed lines as `parse` runs them):

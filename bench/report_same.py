@@ -6,7 +6,7 @@ Usage:
     python bench/report_same.py --dump DIR             # this checkout's documents into DIR
     python bench/report_same.py --compare DIR_A DIR_B  # two dumps
     python -P bench/report_same.py --dump DIR          # the installed gapwatch's (-P: not this
-                                                       # checkout's), e.g. a compiled build
+                                                       # checkout's)
 
 Every recording is reported in one process and in two (`build_report(..., workers=1 / 2)`; one
 the parallel report does not split falls back to one process there, as `report` does; trace

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from gapwatch.core.cuzk import (
+from gapwatch.cuzk.causes import snapshot_cause, synthesis_drift
+from gapwatch.cuzk.pipeline import (
     POREP_PARTITION_FULL_BYTES,
     SNAP_PARTITION_FULL_BYTES,
     Capacity,
     PipelineFacts,
 )
-from gapwatch.core.prover import snapshot_cause, synthesis_drift
-from gapwatch.sources.cuzk_status import parse_status
+from gapwatch.cuzk.status import parse_status
 
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "bench"))

@@ -1,4 +1,4 @@
-"""A GPU's current verdict in facts (core/why_now): the stall that idled it longest in the
+"""A GPU's current verdict in facts (cuzk/why_now): the stall that idled it longest in the
 chaining window, the setting that closes it, the payoff; the line alerts and events carry."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from gapwatch.core.models import Gap, GpuInfo, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import WindowNow
-from gapwatch.core.why_now import NO_CAUSE, WhyNow, why_now
+from gapwatch.cuzk.why_now import NO_CAUSE, WhyNow, why_now
 
 
 def _gap(gap_id: int, start_s: float, dur_s: float, kind: str = "pcie_starved",

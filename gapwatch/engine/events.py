@@ -37,7 +37,7 @@ from typing import Literal
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
-from gapwatch.core.why_now import why_now
+from gapwatch.cuzk.why_now import why_now
 from gapwatch.engine.runtime import Runtime
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
 
@@ -96,7 +96,7 @@ class HookCounts:
 
 
 def with_facts(event: Event, snap: StoreSnapshot) -> Event:
-    """The event with the GPU's verdict now (`core.why_now`: cause, setting, payoff)."""
+    """The event with the GPU's verdict now (`cuzk.why_now`: cause, setting, payoff)."""
     if event.gpu is None:
         return event
     why = why_now(snap, event.gpu)

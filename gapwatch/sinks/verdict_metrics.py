@@ -1,7 +1,7 @@
 """The current verdict on /metrics: each GPU's state, its cause and the setting to change.
 
 Who calls it: `gapwatch.sinks.prometheus.GapwatchCollector.collect`, at every scrape. The facts
-come from `gapwatch.core.why_now` (one rule for /metrics and `--on-event`). The shipped alert
+come from `gapwatch.cuzk.why_now` (one rule for /metrics and `--on-event`). The shipped alert
 rules (deploy/prometheus) read these series in their annotations, and `gapwatch fleet` shows
 them per box.
 
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 
 from gapwatch.core.store_snapshot import StoreSnapshot
-from gapwatch.core.why_now import why_now
+from gapwatch.cuzk.why_now import why_now
 
 
 def verdict_families(snap: StoreSnapshot) -> Iterator[Metric]:

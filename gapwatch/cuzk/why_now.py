@@ -6,7 +6,7 @@ Who calls it: the Prometheus exporter (`gapwatch.sinks.verdict_metrics`: the
 `StoreSnapshot`.
 
 The rule, in one home: the gaps that closed inside the GPU's chaining window (the detector's
-last `window_s` of data, `core.verdict.WindowNow`), given to `core.advice.advise`; the stall
+last `window_s` of data, `core.verdict.WindowNow`), given to `cuzk.advice.advise`; the stall
 that idled the GPU longest there is the cause, its first setting the one to change, and the
 payoff is closing those gaps over the window (`advice.if_closed`: the throughput gain, work
 taken as fixed). Every value is one of a fixed set (stall names, cuzk's setting names), so it
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gapwatch.core.advice import STALL_WORDS, advise, if_closed
+from gapwatch.cuzk.advice import STALL_WORDS, advise, if_closed
 from gapwatch.core.models import Gap
 from gapwatch.core.store_snapshot import StoreSnapshot
 

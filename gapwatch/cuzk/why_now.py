@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gapwatch.cuzk.advice import STALL_WORDS, advise, if_closed
 from gapwatch.core.models import Gap
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.cuzk.advice import STALL_WORDS, advise, if_closed
 
 #: The cause and setting when the window holds no closed gap (nothing to explain).
 NO_CAUSE = "none"

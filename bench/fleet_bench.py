@@ -118,8 +118,10 @@ def main() -> int:
             rows = len(r.rows)
             assert not r.errors or set(r.errors) <= {"age_s"}, r.errors
         own = [w - p for w, p in zip(walls, waits, strict=True)]
+        version = subprocess.run([prom_bin, "--version"], capture_output=True,
+                                 text=True).stdout.split()[2]
         print(f"fleet refresh over {rows} rows ({args.gpus} GPUs), {args.refreshes} refreshes, "
-              f"Prometheus {subprocess.run([prom_bin, '--version'], capture_output=True, text=True).stdout.split()[2]}")
+              f"Prometheus {version}")
         print(f"  refresh wall: median {statistics.median(walls) * 1000:.1f} ms, "
               f"max {max(walls) * 1000:.1f} ms")
         print(f"  waiting on Prometheus: median {statistics.median(waits) * 1000:.1f} ms")

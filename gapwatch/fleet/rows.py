@@ -54,7 +54,11 @@ class FleetRow:
     def severity(self) -> float:
         if self.stale and self.state != "BREAKDOWN":
             return STALE_SEVERITY
-        return float(STATE_SEVERITY.get(self.state, 2))  # type: ignore[call-overload]
+        # The state is text from Prometheus, not a ChainState: an unknown one ranks as NO_DATA.
+        for state, rank in STATE_SEVERITY.items():
+            if state == self.state:
+                return float(rank)
+        return float(STATE_SEVERITY["NO_DATA"])
 
     def idle_total_s(self) -> float:
         return sum(self.idle_s_5m.values())

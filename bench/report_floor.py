@@ -38,9 +38,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve()
-sys.path.insert(0, str(HERE.parent))  # a sibling module, also when run with -P
-
-from checkout_env import env_with  # noqa: E402
 
 
 def _open(path: str) -> Any:
@@ -119,6 +116,10 @@ def _type_last(src: Path, dst: Path) -> None:
 def _run(python: str, pythonpath: Path | None, kind: str, path: Path) -> dict[str, Any]:
     """One figure in a fresh process: this checkout's or another's source (`pythonpath`), or
     with None the gapwatch installed for `python` (`-P`, from /tmp)."""
+    # The parent only: a `--measure` child runs with another checkout first on its path.
+    sys.path.insert(0, str(ROOT))
+    from evaluation.checkout_env import env_with
+
     if pythonpath is None:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         cmd, cwd = [python, "-P", str(HERE), "--measure", kind, str(path)], Path("/tmp")

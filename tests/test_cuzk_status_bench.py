@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from evaluation import cuzk_status_h200 as cs
 from gapwatch.cuzk.causes import snapshot_cause, synthesis_drift
 from gapwatch.cuzk.pipeline import (
     POREP_PARTITION_FULL_BYTES,
@@ -24,7 +25,6 @@ from gapwatch.cuzk.pipeline import (
 from gapwatch.cuzk.status import parse_status
 
 ROOT = Path(__file__).parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
 
 
 def _load(name: str) -> Any:
@@ -37,7 +37,6 @@ def _load(name: str) -> Any:
 
 
 lg = _load("gpu_loadgen")
-cs = _load("cuzk_status_h200")
 
 
 def test_the_load_generators_tracker_serves_cuzks_json_through_its_stages() -> None:

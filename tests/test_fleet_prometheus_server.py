@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from faults import Lines, free_port, metrics_port, scrape, wait_for
 
+from gapwatch.cli import main
 from gapwatch.fleet.client import PromClient
 from gapwatch.fleet.queries import required_names
 from gapwatch.fleet.rows import FleetOptions, FleetRow, refresh
@@ -43,14 +44,14 @@ SPEED = "20"
 
 
 class Box:
-    def __init__(self, scenario: str) -> None:
+    def __init__(self, scenario: str, port: int) -> None:
         self.scenario = scenario
+        self.instance = f"127.0.0.1:{port}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gapwatch", "record", "--source", f"sim:{scenario}",
-             "--speed", SPEED, "--quiet", "--prometheus", "127.0.0.1:0"],
+             "--speed", SPEED, "--quiet", "--prometheus", self.instance],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.err = Lines(self.proc.stderr)
-        self.instance = ""
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -58,54 +59,60 @@ class Box:
         self.proc.wait(timeout=10)
 
 
-@pytest.fixture
-def boxes() -> Iterator[dict[str, Box]]:
-    started = {name: Box(name) for name in EXPECTED}
-    try:
-        for box in started.values():
-            box.instance = f"127.0.0.1:{metrics_port(box.err)}"
-        yield started
-    finally:
-        for box in started.values():
-            box.stop()
+class Prometheus:
+    """Prometheus scraping `targets` every 100 ms. Its first scrape comes ~5 s after it starts
+    (it applies target updates every 5 s), so it starts first and the boxes start meanwhile:
+    their ports are picked before they are bound (another process could take one in between:
+    the box then fails to start, and the test says so)."""
 
+    def __init__(self, targets: list[str], tmp_path: Path) -> None:
+        assert PROMETHEUS is not None
+        (tmp_path / "prometheus.yml").write_text(
+            "global:\n  scrape_interval: 100ms\n  scrape_timeout: 100ms\n"
+            "scrape_configs:\n  - job_name: gapwatch\n    static_configs:\n"
+            f"      - targets: [{', '.join(repr(t) for t in targets)}]\n")
+        port = free_port()
+        self.log = tmp_path / "prometheus.log"
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
+                 f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                 f"--web.listen-address=127.0.0.1:{port}"],
+                stdout=out, stderr=subprocess.STDOUT)
+        self.base = f"http://127.0.0.1:{port}"
 
-@pytest.fixture
-def prometheus(boxes: dict[str, Box], tmp_path: Path) -> Iterator[str]:
-    assert PROMETHEUS is not None
-    targets = ", ".join(f"'{b.instance}'" for b in boxes.values())
-    (tmp_path / "prometheus.yml").write_text(
-        "global:\n  scrape_interval: 100ms\n  scrape_timeout: 100ms\n"
-        "scrape_configs:\n  - job_name: gapwatch\n    static_configs:\n"
-        f"      - targets: [{targets}]\n")
-    port = free_port()
-    log = tmp_path / "prometheus.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
-             f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{port}"],
-            stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        assert proc.poll() is None, log.read_text()[-2000:]
+    def ready(self) -> bool:
+        assert self.proc.poll() is None, self.log.read_text()[-2000:]
         try:
-            with urllib.request.urlopen(f"{base}/-/ready", timeout=1) as resp:
+            with urllib.request.urlopen(f"{self.base}/-/ready", timeout=1) as resp:
                 return bool(resp.status == 200)
         except OSError:
             return False
 
-    try:
-        wait_for("prometheus to be ready", ready)
-        yield base
-    finally:
-        proc.terminate()
+    def stop(self) -> None:
+        self.proc.terminate()
         try:
-            proc.wait(timeout=10)
+            self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+
+@pytest.fixture
+def farm(tmp_path: Path) -> Iterator[tuple[dict[str, Box], str]]:
+    ports = {name: free_port() for name in EXPECTED}
+    prom = Prometheus([f"127.0.0.1:{p}" for p in ports.values()], tmp_path)
+    boxes: dict[str, Box] = {}
+    try:
+        boxes.update({name: Box(name, port) for name, port in ports.items()})
+        for box in boxes.values():
+            assert metrics_port(box.err) == int(box.instance.rpartition(":")[2]), box.err.text()
+        wait_for("prometheus to be ready", prom.ready)
+        yield boxes, prom.base
+    finally:
+        for box in boxes.values():
+            box.stop()
+        prom.stop()
 
 
 def _by_instance(rows: list[FleetRow]) -> dict[str, FleetRow]:
@@ -113,6 +120,7 @@ def _by_instance(rows: list[FleetRow]) -> dict[str, FleetRow]:
 
 
 def _fleet_once(base: str) -> dict[str, object]:
+    """`gapwatch fleet --once --json` as scripts run it (a process of its own)."""
     done = subprocess.run([sys.executable, "-m", "gapwatch", "fleet", "--prometheus", base,
                            "--once", "--json"], capture_output=True, text=True, timeout=60,
                           check=False)
@@ -122,7 +130,8 @@ def _fleet_once(base: str) -> dict[str, object]:
 
 
 def test_fleet_lists_three_boxes_with_their_states_and_causes_and_keeps_a_dead_one_stale(
-        boxes: dict[str, Box], prometheus: str) -> None:
+        farm: tuple[dict[str, Box], str], capsys: pytest.CaptureFixture[str]) -> None:
+    boxes, prometheus = farm
     client = PromClient(prometheus)
     opts = FleetOptions()
 
@@ -155,7 +164,8 @@ def test_fleet_lists_three_boxes_with_their_states_and_causes_and_keeps_a_dead_o
     wait_for("the killed box to turn stale",
              lambda: (r := _by_instance(refresh(client, opts).rows).get(dead)) is not None
              and r.stale, 20)
-    after = {r["instance"]: r for r in _fleet_once(prometheus)["rows"]}  # type: ignore[attr-defined]
+    assert main(["fleet", "--prometheus", prometheus, "--once", "--json"]) == 0  # in-process
+    after = {r["instance"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert set(after) == set(rows)  # nobody dropped
     assert after[dead]["stale"] is True and after[dead]["up"] == 0.0
     assert after[dead]["state"] == "CHAINED"  # its last known state, kept

@@ -71,5 +71,14 @@ async def test_enter_on_a_row_shows_that_box_recent_minutes() -> None:
                 await pilot.pause(0.05)
             text = str(body.content)
             assert text.startswith(WHAT_IS_SHOWN) and "GPU0 idle 12.5s (pcie_starved 12.5s)" in text
+            # A refresh that lands while the detail is open reaches the table behind it.
+            asked = len(fake.asked)
+            app.action_refresh_now()
+            for _ in range(100):
+                if "rows at" in _footer(app) and len(fake.asked) > asked + 10:
+                    break
+                await pilot.pause(0.05)
+            await pilot.pause(0.2)
+            assert isinstance(app.screen, DetailScreen) and app.return_code is None
             await pilot.press("escape")
             assert not isinstance(app.screen, DetailScreen)

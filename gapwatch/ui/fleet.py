@@ -90,19 +90,22 @@ class FleetApp(App[int]):
         self.error = ""
         self._busy = False
         self._keys: list[str] = []
+        # Made here and held: every refresh reaches them directly, also one that lands while a
+        # box's detail screen is on top (tests/test_ui_fleet.py pins that case).
+        self.table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True,
+                                                cell_padding=0)
+        self.footer = Static(footer_text(None, "", client.base_url), id="fleet-footer",
+                             markup=False)
 
     def compose(self) -> ComposeResult:
         yield Static(f"gapwatch fleet: {fmt.visible(self.client.base_url)} "
                      f"{fmt.visible(self.opts.selector)} (~ = stale)", id="fleet-title",
                      markup=False)
-        table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True,
-                                           cell_padding=0)
-        yield table
-        yield Static(footer_text(None, "", self.client.base_url), id="fleet-footer",
-                     markup=False)
+        yield self.table
+        yield self.footer
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
+        table = self.table
         for heading, width in COLUMNS:
             table.add_column(heading, width=width + 1)
         self.action_refresh_now()
@@ -125,14 +128,14 @@ class FleetApp(App[int]):
     def show(self, result: Refresh | None, error: str) -> None:
         """Put a refresh on screen (on the UI thread)."""
         self._busy = False
-        footer = self.query_one("#fleet-footer", Static)
+        footer = self.footer
         if result is None or result.rows_failed:
             self.error = error or (result and _errors(result)) or ""
             footer.update(footer_text(result, self.error, self.client.base_url) +
                           (" (showing the last table)" if self.last is not None else ""))
             return
         self.last = result
-        table: DataTable[Text] = self.query_one(DataTable)
+        table = self.table
         selected = self._keys[table.cursor_row] if 0 <= table.cursor_row < len(self._keys) \
             else None
         table.clear()

@@ -97,8 +97,8 @@ def test_a_huge_answer_is_refused_after_the_cap_not_read_whole() -> None:
 
 def test_a_slow_prometheus_costs_one_refresh_budget_not_one_timeout_per_query() -> None:
     with fake_prometheus() as fake:
-        fake.default = Reply(body=EMPTY.body, delay_s=0.6)
-        result = refresh(PromClient(fake.url), FleetOptions(budget_s=0.5))
+        fake.default = Reply(body=EMPTY.body, delay_s=0.4)
+        result = refresh(PromClient(fake.url), FleetOptions(budget_s=0.2))
     assert result.rows_failed
     assert "no answer within" in result.errors["state"]
     assert all("skipped" in why for f, why in result.errors.items() if f != "state")

@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from faults import wait_for
+from faults import PtyApp, wait_for
 
+from gapwatch.cli import main
 from gapwatch.core.models import ChainState, Notice, StateChange
 from gapwatch.engine.events import Event, EventHook, parse_command
 
@@ -22,6 +23,7 @@ with open(sys.argv[1], "a") as f:
     f.write(json.dumps({"argv": sys.argv[2:], "pid": os.getpid(),
                         **{k: v for k, v in os.environ.items() if k.startswith("GAPWATCH_")}})
             + "\\n")
+sys.exit(int(os.environ.get("EXIT_WITH", "0")))
 """
 
 
@@ -43,6 +45,7 @@ def _change(gpu: int, state: ChainState) -> StateChange:
 
 def test_record_runs_the_command_on_breakdown_with_the_facts_in_its_environment(
         tmp_path: Path) -> None:
+    """The command also exits 3: record says so, and monitoring goes on to the end."""
     argv, out = _recorder(tmp_path)
     (tmp_path / "c.toml").write_text(f'[snapshot]\ndir = "{tmp_path / "snaps"}"\n')
     done = subprocess.run(
@@ -50,9 +53,12 @@ def test_record_runs_the_command_on_breakdown_with_the_facts_in_its_environment(
          "--source", "sim:pageable", "--speed", "0", "--duration", "90", "--quiet",
          "--out", str(tmp_path / "r.jsonl"),
          "--on-event", " ".join(argv) + " 'two words' ';' touch " + str(tmp_path / "pwned")],
-        capture_output=True, text=True, timeout=120, check=False)
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "EXIT_WITH": "3"})
     assert done.returncode == 0, done.stderr
-    assert "--on-event ran 1 times: 1 ok" in done.stderr
+    assert "exited 3 for breakdown_entered" in done.stderr
+    assert "--on-event ran 1 times: 0 ok, 1 failed" in done.stderr
+    assert "gaps: pcie_starved=" in done.stderr  # monitoring went on to the end
     (event,) = _lines(out)
     assert event["GAPWATCH_EVENT"] == "breakdown_entered"
     assert (event["GAPWATCH_GPU"], event["GAPWATCH_STATE"]) == ("0", "BREAKDOWN")
@@ -155,23 +161,30 @@ def test_the_command_is_split_into_words_and_bad_quoting_refused() -> None:
         parse_command("   ")
 
 
-def test_record_refuses_an_on_event_command_it_cannot_split(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "gapwatch", "record", "--source", "sim:chained", "--speed", "0",
-         "--duration", "1", "--out", str(tmp_path / "r.jsonl"), "--on-event", "echo 'x"],
-        capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 2 and "quotation" in done.stderr
+def test_record_refuses_an_on_event_command_it_cannot_split(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["record", "--source", "sim:chained", "--speed", "0", "--duration", "1",
+               "--out", str(tmp_path / "r.jsonl"), "--on-event", "echo 'x"])
+    assert rc == 2 and "quotation" in capsys.readouterr().err
+    assert not (tmp_path / "r.jsonl").exists() or (tmp_path / "r.jsonl").stat().st_size < 4096
 
 
-def test_record_says_a_failing_command_and_keeps_monitoring(tmp_path: Path) -> None:
+def test_watch_runs_the_command_beside_the_dashboard(tmp_path: Path) -> None:
+    argv, out = _recorder(tmp_path)
     (tmp_path / "c.toml").write_text(f'[snapshot]\ndir = "{tmp_path / "snaps"}"\n')
-    done = subprocess.run(
-        [sys.executable, "-m", "gapwatch", "record", "--config", str(tmp_path / "c.toml"),
-         "--source", "sim:pageable", "--speed", "0", "--duration", "90",
-         "--out", str(tmp_path / "r.jsonl"),
-         "--on-event", f"{sys.executable} -c 'import sys; sys.exit(3)'"],
-        capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    assert "exited 3 for breakdown_entered" in done.stderr
-    assert "--on-event ran 1 times: 0 ok, 1 failed" in done.stderr
-    assert "gaps: pcie_starved=" in done.stderr  # monitoring went on to the end
+    app = PtyApp("watch", "--config", str(tmp_path / "c.toml"), "--source", "sim:pageable",
+                 "--speed", "20", "--on-event", " ".join(argv))
+    try:
+        wait_for("the dashboard to draw", app.drawn)
+        wait_for("the command to run on BREAKDOWN", lambda: bool(_lines(out)), 30)
+        app.send(b"q")
+        rc = app.wait()
+    finally:
+        app.close()
+    assert rc == 0
+    event = _lines(out)[0]
+    assert (event["GAPWATCH_EVENT"], event["GAPWATCH_CAUSE"]) == ("breakdown_entered",
+                                                                 "pageable_copies")
+    # At 20x the GPU may leave BREAKDOWN and enter it again before `q`: every run went well.
+    assert app.text_seen("gapwatch watch: --on-event ran"), bytes(app.output[-600:])
+    assert app.text_seen(" ok, 0 failed, 0 killed after the timeout")

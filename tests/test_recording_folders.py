@@ -128,3 +128,29 @@ def test_recordings_without_a_set_id_join_only_with_the_same_host_and_gpus(
     with pytest.raises(RecordingError, match="holds 2 recordings, not one.*no set id, host "
                        "elsewhere"):
         read_any(tmp_path)
+
+
+def test_rotate_continues_the_set_of_the_recording_it_rotates_past(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `--rotate` is the choice for a unit that restarts gapwatch: its folder reads as one
+    # session, as it did before set ids.
+    out = tmp_path / "gw.jsonl"
+    for extra in ([], ["--rotate"], ["--rotate"]):
+        assert main(["record", "--source", "sim:pageable", "--speed", "0", "--quiet",
+                     "--duration", "5", "--out", str(out), *extra]) == 0
+    capsys.readouterr()
+    ids = {read_any(p).header.set_id for p in tmp_path.iterdir()}
+    assert len(ids) == 1 and None not in ids
+    assert read_any(tmp_path).files == [out, tmp_path / "gw.1.jsonl", tmp_path / "gw.2.jsonl"]
+
+
+def test_a_set_id_that_is_not_a_string_is_a_bad_header_value_not_a_refused_file(
+        tmp_path: Path) -> None:
+    sim = simulate("chained", seed=1, duration_s=5)
+    path = tmp_path / "gw.jsonl"
+    write_recording(path, sim.header, sim.records)
+    lines = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(lines[0][:-1] + b',"set_id":[1,2]}\n' + lines[1])
+    rec = read_any(path)
+    assert rec.header.set_id is None and rec.counters["bad_header"] == 1
+    assert list(rec.records) == list(sim.records)

@@ -16,10 +16,17 @@ import pytest
 from faults import records_of
 
 from evaluation.simulate import simulate
-from gapwatch.core.models import Notice, Record
+from gapwatch.core.models import (
+    Notice,
+    ProverPartition,
+    ProverStatus,
+    ProverWorker,
+    Record,
+)
 from gapwatch.sinks import output_file
 from gapwatch.sinks.recorder import WRITE_BATCH_BYTES, Recorder
 from gapwatch.sinks.segments import check_segments, segments_of
+from gapwatch.sources.files import read_any
 
 #: 300 s of the simulated prover: about 2 MB of plain JSON.
 SIM = simulate("pageable", seed=1, duration_s=300)
@@ -109,3 +116,39 @@ def test_rotation_and_pruning_go_on_after_failed_writes_so_the_budget_frees_the_
     assert status.records_kept == len(kept)
     # Said once, recovered once: the notices never contradict each other.
     assert [n.level for n in notices if n.level != "info"] == ["error", "warning"]
+
+
+def _idle(t: float) -> ProverStatus:
+    """An idle prover's answer at `t`: the same every second but for its times."""
+    return ProverStatus(
+        "127.0.0.1:9821", int(t * 1e9), 1_796_000_000.0 + t, 1.5, 100.0 + t,
+        {"pending": 0, "synthesizing": 0, "synth_done": 0, "gpu": 0, "done": 10, "failed": 0},
+        [ProverWorker(0, 0, "idle", None, None, None)], 0, 18, 0, 1, 10, 0,
+        [ProverPartition("porep-1", i, "done", 2000, 3000) for i in range(10)])
+
+
+def test_a_backlog_written_across_segments_keeps_every_prover_snapshot(tmp_path: Path) -> None:
+    # An unchanged snapshot is written as a marker against the last one written in the same
+    # file: a backlog that goes into a new segment must not carry markers whose snapshot is in
+    # the segment before (each segment reads on its own).
+    records: list[Record] = []
+    for i, r in enumerate(SIM.records[:3000]):
+        records.append(r)
+        if i % 10 == 0:
+            records.append(_idle(i / 10))
+    snaps = [r for r in records if isinstance(r, ProverStatus)]
+    base = tmp_path / "gw.jsonl"
+    rec = Recorder(check_segments(base, 64 << 10, None, 0))
+    rec.on_header(SIM.header)
+    for r in records:  # one flush at the end: a backlog written across many segments
+        rec.on_record(r)
+    rec.close()
+    segs = segments_of(base)
+    assert len(segs) > 3
+    assert sum(p.read_text().count('"prover_same"') for _, p in segs) > len(snaps) // 2
+    got: list[ProverStatus] = []
+    for _, path in segs:
+        part = read_any(path)
+        got += [r for r in part.records if isinstance(r, ProverStatus)]
+        assert part.counters.get("bad_records", 0) == 0, part.problems
+    assert got == snaps

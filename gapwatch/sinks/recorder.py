@@ -29,6 +29,18 @@ How the file stays readable whatever happens:
 - `write_recording` (snapshots, conversions, benches) writes synchronously, batch by batch as
   records come, and keeps every record or raises (`strict`): a 15 min x 8 GPU session written at
   once used to keep 22,061 of 153,133 records, silently.
+- A recording in segments (`SegmentPlan`, `gapwatch.sinks.segments`) starts a new segment
+  between two batches of a write, and after a failed write too, then removes the oldest of its
+  set beyond `keep` (only files it wrote: `segments.removable`): a backlog after an outage is
+  written within the budget, and a budget that filled the disk frees it. A name someone else's
+  file holds is skipped (said once). Prover snapshots wait as objects and are encoded when
+  written, so that a `ProverUnchanged` marker always points at a snapshot in its own file.
+- Before each write the file is checked to be still at its name: one deleted, moved or
+  replaced by someone else is said, and the recording goes on into a new file (never into the
+  one put in its place). The closing line (`RecordingStatus.summary`) counts records in files
+  that exist, and says apart those in removed segments and in deleted files.
+- Every header written carries the recording set's id (`set_id`): a set's, the one `--rotate`
+  continues, or a new one; `write_recording` writes the header it is given.
 - Each failure and the recovery are reported through `on_problem` (a Notice: the runtime passes
   it to the session, so the dashboard, `record`'s stderr and `/metrics` see it; it is called with
   no lock of ours held) and `status()`.

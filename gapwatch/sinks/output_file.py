@@ -21,6 +21,12 @@ The rules, so that an existing recording is never lost:
   name in the target's folder (`O_EXCL | O_NOFOLLOW`), renamed over the target at the end (a
   rename replaces a link, never what it points to). `record --out planted.jsonl --force` used to
   truncate the file the link pointed to, and `export` wrote through a planted `OUT.part`.
+- a name taken since it was checked (a file or a link appeared there) is `NameTaken`: the
+  recorder then goes on to the next free name, never touching what is there;
+- `OutputFile.whereabouts` says whether the file is still at its name (someone may delete, move
+  or replace it while it is written): the recorder checks it before each write.
+The segments of a recording set (their names, what may be removed) are in
+`gapwatch.sinks.segments`.
 Every refusal is an `OutputRefused` whose message is for the user (the CLI exits 2).
 """
 
@@ -258,6 +264,9 @@ class OutputFile:
         replaced it: writes would then go on into a file no one will find)."""
         try:
             ours = os.fstat(self._require())
+        except OSError:
+            return Whereabouts(here=True, data_kept=True, name_taken=True)  # cannot tell
+        try:
             st = os.lstat(self.path)
         except FileNotFoundError:
             return Whereabouts(here=False, data_kept=ours.st_nlink > 0, name_taken=False)

@@ -211,3 +211,13 @@ def test_a_segment_deleted_mid_run_is_said_and_the_next_one_started(tmp_path: Pa
     assert any("gw.000001.jsonl was deleted" in n.message for n in notices)
     status = rec.status()
     assert status.records_lost == 100 and status.files_kept == 1
+
+
+def test_a_link_planted_at_the_last_segment_number_does_not_stop_the_next_run(
+        tmp_path: Path) -> None:
+    # The next run numbered on after any name, and refused to start after gw.999999.jsonl.
+    (tmp_path / "gw.999999.jsonl").symlink_to("/etc/passwd")
+    (tmp_path / "gw.000001.jsonl").symlink_to("/etc/passwd")
+    plan = check_segments(tmp_path / "gw.jsonl", 1 << 20, None, 1)
+    assert plan.first == 2
+    assert (tmp_path / "gw.999999.jsonl").is_symlink()

@@ -78,6 +78,15 @@ def _owner(uid: int) -> str:
         return f"uid {uid}"
 
 
+def _own_file(path: Path) -> bool:
+    """A regular file (not a link) of the user gapwatch runs as."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+
+
 @dataclass
 class Verdict:
     """Whether a file may be removed: `why_not` is None when it may (the file is then open as
@@ -158,10 +167,10 @@ def remove(verdict: Verdict) -> bool:
 @dataclass(frozen=True)
 class SegmentPlan:
     """A recording written as a set of segments (`[record] rotate_size` / `rotate_age`): named
-    after `base`, the first this run writes numbered `first` (after every file named like a
-    segment that exists: none is ever overwritten), a new one after `rotate_bytes` or
-    `rotate_age_s`, the newest `keep` of the set kept (0 = all). `set_id`: the set's id, or ""
-    for the one `set_id_for` finds when the header is known."""
+    after `base`, the first this run writes numbered `first` (after the last file of this user
+    named like a segment, names that are taken skipped: none is ever overwritten), a new one
+    after `rotate_bytes` or `rotate_age_s`, the newest `keep` of the set kept (0 = all).
+    `set_id`: the set's id, or "" for the one `set_id_for` finds when the header is known."""
 
     base: Path
     first: int
@@ -181,7 +190,13 @@ def check_segments(path: str | Path, rotate_bytes: int | None, rotate_age_s: flo
     """
     base = Path(path)
     existing = segments_of(base)
-    first = existing[-1][0] + 1 if existing else 1
+    # After the last file of this user's (a link or another user's file planted at 999999
+    # must not stop the recording), skipping names that are taken.
+    own = [n for n, p in existing if _own_file(p)]
+    first = own[-1] + 1 if own else 1
+    taken = {n for n, _ in existing}
+    while first in taken:
+        first += 1
     if first > LAST_SEGMENT:
         raise OutputRefused(f"{base}: a segment numbered {LAST_SEGMENT} exists already")
     for _, seg in existing:

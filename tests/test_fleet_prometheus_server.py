@@ -1,7 +1,7 @@
 """`gapwatch fleet` against a real Prometheus scraping three real gapwatch boxes on loopback.
 
 Three `gapwatch record` processes (the simulator's chained, pageable and host-stall scenarios,
-fast) serve /metrics; a Prometheus (Debian package `prometheus`) scrapes them every 100 ms; then
+fast) serve /metrics; a Prometheus (Debian package `prometheus`) scrapes them every 250 ms; then
 `gapwatch fleet --once --json` must list all three with the state and cause each scenario has,
 and after one box is killed, must still list it, stale. Without a `prometheus` binary the test
 is skipped and says so in the warnings summary.
@@ -60,15 +60,18 @@ class Box:
 
 
 class Prometheus:
-    """Prometheus scraping `targets` every 100 ms. Its first scrape comes ~5 s after it starts
-    (it applies target updates every 5 s), so it starts first and the boxes start meanwhile:
+    """Prometheus scraping `targets` every 250 ms, each scrape given 250 ms: a box on a loaded
+    CI machine may take over 100 ms to answer, and a scrape that times out makes it stale (up
+    0), which is the point of the test only for the box it kills. Its first scrape comes ~5 s
+    after it starts (it applies target updates every 5 s), so it starts first and the boxes
+    start meanwhile:
     their ports are picked before they are bound (another process could take one in between:
     the box then fails to start, and the test says so)."""
 
     def __init__(self, targets: list[str], tmp_path: Path) -> None:
         assert PROMETHEUS is not None
         (tmp_path / "prometheus.yml").write_text(
-            "global:\n  scrape_interval: 100ms\n  scrape_timeout: 100ms\n"
+            "global:\n  scrape_interval: 250ms\n  scrape_timeout: 250ms\n"
             "scrape_configs:\n  - job_name: gapwatch\n    static_configs:\n"
             f"      - targets: [{', '.join(repr(t) for t in targets)}]\n")
         port = free_port()

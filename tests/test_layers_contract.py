@@ -154,7 +154,7 @@ def test_the_top_level_holds_only_entry_points_and_documented_subpackages() -> N
     packages = {p.name for p in PKG.iterdir() if (p / "__init__.py").exists()}
     assert top - packages == {"__init__.py", "__main__.py", "cli.py", "py.typed"}
     assert packages == {"base", "commands", "config", "copytrace", "core", "cuzk", "engine",
-                        "logs", "offline", "sinks", "sources", "ui"}
+                        "fleet", "logs", "offline", "sinks", "sources", "ui"}
     for init in PKG.rglob("__init__.py"):
         if init.parent == PKG:
             continue

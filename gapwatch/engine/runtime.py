@@ -424,6 +424,7 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
     """The session for `src`: its header, the bounded store (long enough for the longest chart
     window, snapshot history and detector window) and the detector."""
     from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
+    from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 
     header = default_header(src.label, src.gpus, src.period_ms, config.model_dump(mode="json"))
     history_s = max([config.snapshot.history_s, *config.ui.windows_s, config.detector.window_s])
@@ -432,7 +433,9 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
                         max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
     detector = GapDetector(config.detector, src.gpus, period_s=period_s,
                            max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
-    session = Session(header, store, detector=detector)
+    # Only when cuzk's rules are on: its watcher reads cuzk's lines (PoSt, restarts, errors).
+    watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
+    session = Session(header, store, detector=detector, watch=watch)
     return Runtime(config, src.label, header, session, store)
 
 

@@ -31,6 +31,7 @@ from gapwatch.core.models import (
     LogEvent,
     Notice,
     ProcessMemory,
+    ProverEvent,
     ProverStatus,
     Record,
     StateChange,
@@ -99,6 +100,8 @@ class SeriesStore:
         self._ledger = GapLedger(max_closed=max_gaps)
         self._states: dict[int, StateChange] = {}
         self._notices: deque[Notice] = deque(maxlen=max_notices)
+        #: The prover's events (PoSt proofs, restarts, errors, lost jobs): the latest ones.
+        self._prover_events: deque[ProverEvent] = deque(maxlen=max_notices)
         self._counters: dict[str, int] = {}
         self._windows: dict[int, WindowNow] = {}
         #: Blind spots (NVML blocked): the latest ones, and (count, seconds) of all of them.
@@ -141,6 +144,10 @@ class SeriesStore:
             self.append_prover(record)
         elif type(record) is BlindSpot:
             self.add_blind_spot(record)
+        elif type(record) is ProverEvent:
+            with self._lock:
+                self._prover_events.append(record)
+                self._version += 1
 
     def blind(self) -> tuple[tuple[BlindSpot, ...], tuple[int, float], list[Bye], float | None]:
         """What the footer says of blind spots, cheaply (it asks every second): the latest
@@ -268,4 +275,5 @@ class SeriesStore:
                 procmem={g: tuple(per.values()) for g, per in self._procmem.items()},
                 links=dict(self._links),
                 pipeline=self._facts.view(),
+                prover_events=tuple(self._prover_events),
             )

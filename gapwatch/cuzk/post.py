@@ -1,0 +1,315 @@
+"""PoSt latency in cuzk: each WinningPoSt and WindowPoSt, phase by phase, against its deadline.
+
+Who calls it: `gapwatch.cuzk.watch.CuzkWatch` (fed every log event, live and offline). Pure: no
+clocks; "now" is the data's own time (`check`).
+
+What cuzk writes for one PoSt (curio e0294b0f; ../shared/reference/cuzk-upstream-paths.md 4.5):
+`job enqueued job_id proof_kind priority` (scheduler.rs:67, the arrival; priority only orders
+this queue, scheduler.rs:34-45), then TIMELINE `SYNTH_START kind=winning-post|window-post`
+(engine.rs:2665, after the single synthesis dispatcher, the budget and the SRS), `SYNTH_END
+synth_ms` (2745), `GPU_QUEUE monolithic` (2848, key (0,0): first in the GPU queue), `GPU_PICKUP
+worker=W` (3023: a worker came free), `GPU_START` (3131), `GPU_END worker=W,gpu_ms` (3196).
+Job ids are Curio's request ids: `winpost-<miner>-<hex8>`, `wdpost-<miner>-<partition>-<...>`
+(lib/ffi/cuzk_funcs.go:179, 220). `/status` never lists PoSt (only partitioned jobs).
+
+Phases: queue (arrival to SYNTH_START; None without the enqueue line, and the total then starts
+at SYNTH_START and says so), synthesis, GPU wait (GPU_QUEUE to GPU_PICKUP, with what held every
+worker then), GPU (GPU_START to GPU_END), total. The deadline per kind is `[cuzk]
+winning_post_deadline_s` / `window_post_deadline_s` (docs/post.md gives their sources); a proof
+past `post_at_risk_share` of it is at risk, past it late, and a proof still running past its
+deadline is said late at once (`check`), not only when it ends.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from gapwatch.core import fmt
+from gapwatch.core.models import (
+    LogEvent,
+    NoticeLevel,
+    ProofTiming,
+    ProofVerdict,
+    ProverEvent,
+)
+
+#: TIMELINE's `kind=` for PoSt (types.rs ProofKind Display) -> the name people use.
+POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "WindowPoSt"}
+#: Curio's request id prefixes (lib/ffi/cuzk_funcs.go:179, 220), for a job whose SYNTH_START
+#: was not read.
+_ID_PREFIXES: tuple[tuple[str, str], ...] = (("winpost-", "winning-post"),
+                                             ("wdpost-", "window-post"))
+ENQUEUED = "job enqueued"
+SRS_LOADING = "loading SRS from disk"
+#: How many PoSt jobs are followed at once, and how many enqueue lines are remembered (a job
+#: that never reaches synthesis must not hold memory for ever).
+MAX_IN_FLIGHT = 256
+MAX_ENQUEUED = 1024
+_LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "late": "error"}
+
+
+@dataclass(frozen=True, slots=True)
+class Deadlines:
+    """Seconds each PoSt kind may take, and the share of it past which it is at risk."""
+
+    winning_post_s: float = 30.0
+    window_post_s: float = 1800.0
+    at_risk_share: float = 0.5
+
+    def of(self, kind: str) -> float | None:
+        if kind == "winning-post":
+            return self.winning_post_s
+        if kind == "window-post":
+            return self.window_post_s
+        return None
+
+
+def post_kind(kind: str | None, job_id: str | None) -> str | None:
+    """The PoSt kind of a job (TIMELINE `kind=`, else its Curio id), or None for other work."""
+    if kind in POST_KINDS:
+        return kind
+    for prefix, k in _ID_PREFIXES:
+        if job_id is not None and job_id.startswith(prefix):
+            return k
+    return None
+
+
+@dataclass(slots=True)
+class _Post:
+    job: str
+    kind: str
+    arrived_s: float | None = None
+    synth_start_s: float | None = None
+    synth_end_s: float | None = None
+    gpu_queue_s: float | None = None
+    pickup_s: float | None = None
+    gpu_start_s: float | None = None
+    end_s: float | None = None
+    gpu: int | None = None
+    worker: int | None = None
+    waited_behind: list[str] = field(default_factory=list)
+    #: An SRS load of a PoSt circuit between arrival and synthesis (on-demand, or evicted).
+    srs_load_s: float | None = None
+    said_late: bool = False
+
+    def begin_s(self) -> float | None:
+        return self.arrived_s if self.arrived_s is not None else self.synth_start_s
+
+
+def _span(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else max(0.0, b - a)
+
+
+class PostTracker:
+    """Follows every PoSt job through cuzk's lines; `feed` returns the proofs completed."""
+
+    def __init__(self, deadlines: Deadlines | None = None) -> None:
+        self.deadlines = deadlines or Deadlines()
+        self._jobs: OrderedDict[str, _Post] = OrderedDict()
+        self._enqueued: OrderedDict[str, float] = OrderedDict()
+        #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END.
+        self.holding: dict[int, str] = {}
+        self.completed = 0
+
+    # -- feeding ------------------------------------------------------------------------------
+
+    def feed(self, ev: LogEvent) -> list[ProverEvent]:
+        if ev.kind == "timeline":
+            return self._timeline(ev)
+        if ev.kind == "tracing" and ev.name == ENQUEUED and ev.job_id is not None:
+            kind = post_kind(_str(ev.fields.get("proof_kind")), ev.job_id)
+            if kind is not None:  # followed from its arrival: late even before synthesis
+                self._start(ev.job_id, kind).arrived_s = ev.t_wall_s
+                return []
+            self._enqueued[ev.job_id] = ev.t_wall_s
+            self._enqueued.move_to_end(ev.job_id)
+            while len(self._enqueued) > MAX_ENQUEUED:
+                self._enqueued.popitem(last=False)
+        elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADING):
+            # An SRS loaded while a PoSt waits for synthesis (on demand, or evicted before).
+            for job in self._jobs.values():
+                if job.synth_start_s is None:
+                    job.srs_load_s = ev.t_wall_s
+        return []
+
+    def forget(self, job_id: str) -> None:
+        """A job said lost otherwise (`gpu_queue`): not followed any more."""
+        self._jobs.pop(job_id, None)
+
+    def restart(self) -> list[ProverEvent]:
+        """The prover started again: its jobs in flight are gone (said as lost, once)."""
+        out = [self._lost_in_restart(job) for job in self._jobs.values()]
+        self._jobs.clear()
+        self.holding.clear()
+        return out
+
+    def _timeline(self, ev: LogEvent) -> list[ProverEvent]:
+        job_id, name = ev.job_id, ev.name
+        if job_id is None:
+            return []
+        self._track_workers(ev, name, job_id)
+        job = self._jobs.get(job_id)
+        if job is None:
+            if ev.partition is not None:
+                return []
+            kind = post_kind(_str(ev.fields.get("kind")), job_id)
+            if kind is None:
+                return []
+            job = self._start(job_id, kind)
+        return self._step(job, ev, name)
+
+    def _start(self, job_id: str, kind: str) -> _Post:
+        job = self._jobs.get(job_id)
+        if job is not None:
+            return job
+        job = self._jobs[job_id] = _Post(job_id, kind, arrived_s=self._enqueued.pop(job_id, None))
+        while len(self._jobs) > MAX_IN_FLIGHT:
+            self._jobs.popitem(last=False)
+        return job
+
+    def _track_workers(self, ev: LogEvent, name: str, job_id: str) -> None:
+        w = ev.worker
+        if w is None:
+            return
+        if name == "GPU_PICKUP":
+            part = f" partition {ev.partition}" if ev.partition is not None else ""
+            self.holding[w] = f"{job_id}{part}"
+        elif name == "GPU_END":
+            self.holding.pop(w, None)
+
+    def _step(self, job: _Post, ev: LogEvent, name: str) -> list[ProverEvent]:
+        t = ev.t_wall_s
+        if name == "SYNTH_START":
+            job.synth_start_s = t
+        elif name == "SYNTH_END":
+            job.synth_end_s = t
+        elif name == "GPU_QUEUE":
+            job.gpu_queue_s = t
+            job.waited_behind = [f"worker {w}: {held}" for w, held in sorted(self.holding.items())
+                                 if not held.startswith(job.job)]
+        elif name == "GPU_PICKUP":
+            job.pickup_s, job.worker, job.gpu = t, ev.worker, ev.gpu
+        elif name == "GPU_START":
+            job.gpu_start_s = t
+            job.gpu = ev.gpu if ev.gpu is not None else job.gpu
+        elif name == "GPU_END":
+            job.end_s = t
+            self._jobs.pop(job.job, None)
+            self.completed += 1
+            return [self._event(job, t, done=True)]
+        return []
+
+    def check(self, now_s: float) -> list[ProverEvent]:
+        """Proofs still running past their deadline at data time `now_s`: said late once."""
+        out: list[ProverEvent] = []
+        for job in self._jobs.values():
+            deadline = self.deadlines.of(job.kind)
+            begin = job.begin_s()
+            if job.said_late or deadline is None or begin is None or now_s - begin <= deadline:
+                continue
+            job.said_late = True
+            out.append(self._event(job, now_s, done=False))
+        return out
+
+    def finish(self, now_s: float | None) -> list[ProverEvent]:
+        """End of data: proofs still running are said as such (late or not)."""
+        if now_s is None:
+            return []
+        out = [self._event(job, now_s, done=False) for job in self._jobs.values()
+               if not job.said_late and job.begin_s() is not None]
+        self._jobs.clear()
+        return out
+
+    # -- words --------------------------------------------------------------------------------
+
+    def timing(self, job: _Post, now_s: float, done: bool) -> ProofTiming:
+        deadline = self.deadlines.of(job.kind)
+        total = _span(job.begin_s(), job.end_s if done else now_s)
+        verdict: ProofVerdict = "ok"
+        if deadline is not None and total is not None:
+            if total > deadline:
+                verdict = "late"
+            elif total > self.deadlines.at_risk_share * deadline:
+                verdict = "at_risk"
+        timing = ProofTiming(
+            proof_kind=job.kind, queue_s=_span(job.arrived_s, job.synth_start_s),
+            synth_s=_span(job.synth_start_s, job.synth_end_s),
+            gpu_wait_s=_span(job.gpu_queue_s, job.pickup_s),
+            gpu_s=_span(job.gpu_start_s, job.end_s), total_s=total, deadline_s=deadline,
+            verdict=verdict, done=done, waited_behind=list(job.waited_behind))
+        return _with_setting(timing, job)
+
+    def _event(self, job: _Post, t: float, done: bool) -> ProverEvent:
+        timing = self.timing(job, t, done)
+        return ProverEvent(t_wall_s=t, kind="proof", level=_LEVEL[timing.verdict],
+                           message=proof_words(job.job, timing, job.arrived_s is None),
+                           job_id=job.job, gpu=job.gpu, proof=timing)
+
+    def _lost_in_restart(self, job: _Post) -> ProverEvent:
+        t = job.synth_start_s or job.arrived_s or 0.0
+        timing = self.timing(job, t, done=False)
+        name = POST_KINDS.get(job.kind, job.kind)
+        return ProverEvent(
+            t_wall_s=t, kind="proof", level="error", job_id=job.job, gpu=job.gpu, proof=timing,
+            message=f"{name} {job.job} was in flight when the prover restarted: it will not "
+                    "complete (Curio waits for it until its ProveTimeout)")
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _dominant(t: ProofTiming) -> str | None:
+    phases = {"queue": t.queue_s, "synthesis": t.synth_s, "gpu_wait": t.gpu_wait_s,
+              "gpu": t.gpu_s}
+    known = {k: v for k, v in phases.items() if v is not None}
+    return max(known, key=lambda k: known[k]) if known else None
+
+
+def _with_setting(t: ProofTiming, job: _Post) -> ProofTiming:
+    """The setting that would have freed the proof, for the phase that took longest, when one
+    exists (sources in cuzk-upstream-paths.md 4.5)."""
+    if t.verdict == "ok":
+        return t
+    phase = _dominant(t)
+    setting: str | None = None
+    if phase == "queue" and job.srs_load_s is not None:
+        setting = ("cuzk's eviction_min_idle: its SRS was loaded on demand while it waited (an "
+                   "idle PoSt SRS is the typical eviction victim, engine.rs:1279-1287)")
+    elif phase == "queue":
+        setting = ("synthesis_concurrency (cuzk's single synthesis dispatcher awaits each batch "
+                   "inline at 1, the default, engine.rs:1927-1938); on Curio's side [Cuzk] "
+                   "MaxPending bounds the PoRep/Snap work it queued behind")
+    elif phase == "gpu_wait":
+        setting = ("none in cuzk: PoSt already goes first in the GPU queue (key (0,0), "
+                   "engine.rs:2849-2851) and a partition on a worker runs to its end; a PoSt-only "
+                   "cuzk on its own GPU ([gpus] devices) removes the wait")
+    if setting is None:
+        return t
+    return ProofTiming(t.proof_kind, t.queue_s, t.synth_s, t.gpu_wait_s, t.gpu_s, t.total_s,
+                       t.deadline_s, t.verdict, t.done, t.waited_behind, setting)
+
+
+def _s(v: float | None) -> str:
+    return "?" if v is None else f"{v:.1f} s"
+
+
+def proof_words(job_id: str, t: ProofTiming, no_arrival: bool) -> str:
+    """`WinningPoSt winpost-1000-1a2b3c4d: 3.9 s of 30 s (queue ?, synthesis 2.2 s, GPU wait
+    0.4 s behind worker 0: porep-... partition 3, GPU 1.3 s); late: ...`"""
+    name = POST_KINDS.get(t.proof_kind, t.proof_kind)
+    state = "" if t.done else " still running"
+    limit = f" of its {t.deadline_s:g} s deadline" if t.deadline_s is not None else ""
+    since = " (from synthesis start: its 'job enqueued' line was not read)" if no_arrival else ""
+    behind = f" behind {', '.join(t.waited_behind)}" if t.waited_behind and t.gpu_wait_s else ""
+    words = (f"{name} {job_id}{state}: {_s(t.total_s)}{limit}{since} (queue {_s(t.queue_s)}, "
+             f"synthesis {_s(t.synth_s)}, GPU wait {_s(t.gpu_wait_s)}{behind}, "
+             f"GPU {_s(t.gpu_s)})")
+    if t.verdict == "late":
+        words += "; LATE"
+    elif t.verdict == "at_risk":
+        words += "; at risk"
+    if t.setting:
+        words += f"; setting: {t.setting}"
+    return fmt.visible(words)

@@ -333,10 +333,10 @@ class TimelineBuilder:
                 rec.busy_start_s, rec.busy_end_s = start, end
         latest: dict[tuple[object, object], PartitionTiming] = {}
         for (run, _job, _part), rec in parts.items():
-            key = (run, rec.job_id, rec.partition)
-            rec.unpinned = key in self._unpinned
-            rec.synth_ms = self._synth_ms.get(key)
-            rec.first_wave = key in self._first_wave
+            mine = (run, rec.job_id, rec.partition)
+            rec.unpinned = mine in self._unpinned
+            rec.synth_ms = self._synth_ms.get(mine)
+            rec.first_wave = mine in self._first_wave
             if rec.partition is not None:
                 latest[(rec.job_id, rec.partition)] = rec  # runs in order: the last run's wins
         for key, st in status_partitions(statuses).items():

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gapwatch.core.cuzk import PANIC_KIND
 from gapwatch.core.models import FieldValue
 
 #: `thread 'NAME' panicked at LOCATION:` (Rust >= 1.73) or `... panicked at 'MSG', LOCATION`.
@@ -33,7 +34,7 @@ _NOTE = "note: run with `RUST_BACKTRACE"
 #: A block's bounds: a backtrace is ~50 lines; a block never grows past these.
 MAX_LINES = 80
 MAX_CHARS = 8192
-KIND = "panic"
+KIND = PANIC_KIND
 #: A line of any stream arriving this long after a block's latest line closes it (followed
 #: live, the panic is said when the next line comes, `... task panicked` at the latest).
 QUIET_S = 1.0

@@ -99,24 +99,24 @@ def families(c: ProverEventCounts) -> Iterator[Metric]:
     for kind in PROVER_EVENT_KINDS:
         for level in LEVELS:
             events.add_metric([kind, level], c.events.get((kind, level), 0))
-    kinds = sorted(set(KNOWN_PROOF_KINDS) | {k for k, _ in c.proofs} | set(c.latency))
+    proof_kinds = sorted(set(KNOWN_PROOF_KINDS) | {k for k, _ in c.proofs} | set(c.latency))
     proofs = CounterMetricFamily("gapwatch_proofs", "Completed watched proofs (PoSt), by "
                                  "verdict against their deadline.", labels=["proof_kind",
                                                                             "verdict"])
-    for kind in kinds:
+    for pk in proof_kinds:
         for verdict in PROOF_VERDICTS:
-            proofs.add_metric([kind, verdict], c.proofs.get((kind, verdict), 0))
+            proofs.add_metric([pk, verdict], c.proofs.get((pk, verdict), 0))
     latency = HistogramMetricFamily("gapwatch_proof_seconds", "A completed watched proof's "
                                     "latency, arrival to end.", labels=["proof_kind"])
     phases = HistogramMetricFamily("gapwatch_proof_phase_seconds", "A completed watched "
                                    "proof's phases: queue, synthesis, gpu_wait, gpu.",
                                    labels=["proof_kind", "phase"])
-    for kind in kinds:
-        h = c.latency.get(kind, _Histogram())
-        latency.add_metric([kind], _buckets(h), sum_value=h.sum_s)
+    for pk in proof_kinds:
+        h = c.latency.get(pk, _Histogram())
+        latency.add_metric([pk], _buckets(h), sum_value=h.sum_s)
         for phase in PHASES:
-            ph = c.phases.get((kind, phase), _Histogram())
-            phases.add_metric([kind, phase], _buckets(ph), sum_value=ph.sum_s)
+            ph = c.phases.get((pk, phase), _Histogram())
+            phases.add_metric([pk, phase], _buckets(ph), sum_value=ph.sum_s)
     cost = CounterMetricFamily("gapwatch_prover_restart_cost_seconds", "GPU time restarts "
                                "cost: the old run's last GPU work to the new run's first.")
     cost.add_metric([], c.restart_cost_s)

@@ -1,0 +1,136 @@
+"""PoSt latency and deadlines, lost GPU jobs, from cuzk's own lines (tests/data/cuzk-upstream,
+the scenario logs `make_data.py --scenarios` builds from upstream's formats)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gapwatch.commands.parse import format_timeline
+from gapwatch.core.config import Config, CuzkConfig, load_config
+from gapwatch.core.models import LogEvent, ProverEvent
+from gapwatch.core.prover_watch import notice_of
+from gapwatch.cuzk.post import Deadlines
+from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
+from gapwatch.logs.parse import LogParser
+from gapwatch.logs.parse.partitions import derive_timeline
+
+DATA = Path(__file__).parent / "data" / "cuzk-upstream"
+
+
+def events_of(name: str, offline: bool = True) -> list[LogEvent]:
+    parser = LogParser(offline=offline)
+    out: list[LogEvent] = []
+    for i, line in enumerate((DATA / name).read_text().splitlines()):
+        out += parser.parse_line(line, name, i, 1000.0 + i)
+    return out + parser.flush()
+
+
+def watched(name: str, deadlines: Deadlines | None = None) -> list[ProverEvent]:
+    watch = CuzkWatch(deadlines)
+    out: list[ProverEvent] = []
+    for e in events_of(name):
+        out += watch.feed(e)
+    return out + watch.finish()
+
+
+def test_a_winningpost_behind_two_partitions_has_its_phases_and_what_held_the_workers() -> None:
+    [ev] = watched("post-behind-partitions.log")
+    p = ev.proof
+    assert p is not None and ev.kind == "proof" and ev.job_id == "winpost-1000-0a1b2c3d"
+    assert p.proof_kind == "winning-post" and p.done
+    assert p.queue_s == pytest.approx(0.0, abs=0.01)
+    assert p.synth_s == pytest.approx(2.2, abs=0.01)
+    assert p.gpu_wait_s == pytest.approx(0.37, abs=0.01)
+    assert p.gpu_s == pytest.approx(1.3, abs=0.01)
+    assert p.total_s == pytest.approx(3.87, abs=0.01)
+    assert p.waited_behind == ["worker 0: porep-1000-12 partition 3",
+                               "worker 1: porep-1000-12 partition 4"]
+    assert p.deadline_s == 30.0 and p.verdict == "ok" and ev.level == "info"
+    assert notice_of(ev, 0) is None  # an on-time proof is no notice
+    assert "behind worker 0: porep-1000-12 partition 3" in ev.message
+
+
+def test_the_same_proof_against_a_tighter_deadline_is_late_and_says_so() -> None:
+    [ev] = watched("post-behind-partitions.log", Deadlines(winning_post_s=3.0))
+    assert ev.proof is not None and ev.proof.verdict == "late" and ev.level == "error"
+    notice = notice_of(ev, 7)
+    assert notice is not None and notice.level == "error"
+    assert "winpost-1000-0a1b2c3d" in notice.message and "LATE" in notice.message
+    # Synthesis was its longest phase: cuzk has no setting for it, and none is claimed.
+    assert ev.proof.setting is None
+
+
+def test_a_proof_past_the_at_risk_share_is_a_warning() -> None:
+    [ev] = watched("post-behind-partitions.log", Deadlines(winning_post_s=6.0))
+    assert ev.proof is not None and ev.proof.verdict == "at_risk" and ev.level == "warning"
+
+
+def test_a_winningpost_stuck_behind_an_srs_load_is_said_late_while_still_running() -> None:
+    events = watched("post-late.log")
+    running = [e for e in events if e.proof is not None and not e.proof.done]
+    done = [e for e in events if e.proof is not None and e.proof.done]
+    assert len(running) == 1 and len(done) == 1
+    total = done[0].proof.total_s if done[0].proof is not None else None
+    assert total is not None
+    arrived = done[0].t_wall_s - total
+    # Said as soon as the data passed the 30 s deadline, not only when the proof ended.
+    assert 30.0 < running[0].t_wall_s - arrived < total
+    assert running[0].level == "error" and "still running" in running[0].message
+    p = done[0].proof
+    assert p is not None and p.verdict == "late" and p.queue_s == pytest.approx(33.0, abs=0.01)
+    assert p.setting is not None and "eviction_min_idle" in p.setting
+
+
+def test_deadlines_come_from_the_config_with_upstream_defaults(tmp_path: Path) -> None:
+    d = deadlines_of(CuzkConfig())
+    assert (d.winning_post_s, d.window_post_s, d.at_risk_share) == (30.0, 1800.0, 0.5)
+    path = tmp_path / "c.toml"
+    path.write_text("[cuzk]\nwinning_post_deadline_s = 12\npost_at_risk_share = 0.25\n")
+    d = deadlines_of(load_config(path).cuzk)
+    assert (d.winning_post_s, d.at_risk_share) == (12.0, 0.25)
+
+
+def test_the_partition_table_shows_a_post_row_honestly() -> None:
+    run = derive_timeline(events_of("post-behind-partitions.log"))
+    [post] = [p for p in run.partitions if p.monolithic]
+    assert post.job_id == "winpost-1000-0a1b2c3d" and post.kind == "winning-post"
+    assert post.pinned_words == "no"  # cuzk never pins PoSt (pipeline.rs:3015)
+    row = next(r for r in format_timeline(run).splitlines() if "winpost" in r)
+    assert "winpost-1000-0a1b2c3d" in row and "winning-post" in row
+    assert " yes " not in row and "…" not in row
+
+
+def test_a_long_windowpost_id_is_never_cut_in_the_table() -> None:
+    job = "wdpost-1000-3-[1 2 3 4 5 6 7 8]"  # Curio's %d of a byte slice (cuzk_funcs.go:179)
+    text = (DATA / "post-behind-partitions.log").read_text().replace(
+        "winpost-1000-0a1b2c3d", job.replace(" ", "_")).replace("winning-post", "window-post")
+    parser = LogParser(offline=True)
+    events = [e for i, line in enumerate(text.splitlines())
+              for e in parser.parse_line(line, "x", i, 0.0)]
+    table = format_timeline(derive_timeline(events))
+    assert job.replace(" ", "_") in table
+
+
+def test_a_job_queued_for_the_gpu_and_never_picked_up_while_a_later_one_is_is_named() -> None:
+    events = watched("lost-job.log")
+    [lost] = [e for e in events if e.kind == "lost_job"]
+    assert lost.job_id == "winpost-1000-11111111" and lost.level == "error"
+    assert "never picked up" in lost.message and "winpost-1000-22222222" in lost.message
+    assert "engine.rs:53-58" in lost.message
+    assert lost.length_s == pytest.approx(2.0, abs=0.01)
+    # The lost job is not also listed as a proof still running at the end.
+    assert not [e for e in events if e.kind == "proof" and e.job_id == lost.job_id]
+
+
+def test_partitions_picked_in_priority_order_are_never_called_lost() -> None:
+    for name in ("post-behind-partitions.log", "restart.log", "panic.log", "post-late.log"):
+        assert not [e for e in watched(name) if e.kind == "lost_job"], name
+
+
+def test_the_example_config_holds_the_post_deadlines() -> None:
+    text = (Path(__file__).parent.parent / "config.example.toml").read_text()
+    for key in ("winning_post_deadline_s", "window_post_deadline_s", "post_at_risk_share"):
+        assert key in text
+    assert Config().cuzk.winning_post_deadline_s == 30.0

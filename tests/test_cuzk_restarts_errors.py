@@ -80,7 +80,7 @@ def test_a_new_prover_pid_on_the_gpu_is_a_restart_unless_one_was_already_seen() 
     assert "new cuzk pid 5151 on GPU 0" in ev.message
     # A start line, then the new process on the GPU at its first CUDA work a minute later.
     w2 = RestartWatch()
-    w2.feed_log(LogEvent(10.0, "line", "tracing", "GPU_TIMING x", ""))
+    w2.feed_log(LogEvent(10.0, "timeline", "timeline", "GPU_END", "", job_id="porep-1-2"))
     w2.feed_process(ProcessMemory(1, 20.0, 0, 1, "cuzk", 1, 1))
     assert len(w2.feed_log(LogEvent(300.0, "line", "tracing", "cuzk-daemon starting", ""))) == 1
     assert w2.feed_process(ProcessMemory(2, 360.0, 0, 2, "cuzk", 1, 1)) == []

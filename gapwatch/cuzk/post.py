@@ -101,6 +101,11 @@ def _span(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else max(0.0, b - a)
 
 
+def _phase(a: float | None, b: float | None, now_s: float | None) -> float | None:
+    """A phase from `a` to `b`; one begun and not ended counts up to `now_s` (when given)."""
+    return _span(a, b if b is not None else now_s)
+
+
 class PostTracker:
     """Follows every PoSt job through cuzk's lines; `feed` returns the proofs completed."""
 
@@ -232,11 +237,13 @@ class PostTracker:
                 verdict = "late"
             elif total > self.deadlines.at_risk_share * deadline:
                 verdict = "at_risk"
+        # A proof still running: its current phase counts up to now (as cuzk's own do).
+        now = None if done else now_s
         timing = ProofTiming(
-            proof_kind=job.kind, queue_s=_span(job.arrived_s, job.synth_start_s),
-            synth_s=_span(job.synth_start_s, job.synth_end_s),
-            gpu_wait_s=_span(job.gpu_queue_s, job.pickup_s),
-            gpu_s=_span(job.gpu_start_s, job.end_s), total_s=total, deadline_s=deadline,
+            proof_kind=job.kind, queue_s=_phase(job.arrived_s, job.synth_start_s, now),
+            synth_s=_phase(job.synth_start_s, job.synth_end_s, now),
+            gpu_wait_s=_phase(job.gpu_queue_s, job.pickup_s, now),
+            gpu_s=_phase(job.gpu_start_s, job.end_s, now), total_s=total, deadline_s=deadline,
             verdict=verdict, done=done, waited_behind=list(job.waited_behind))
         return _with_setting(timing, job)
 

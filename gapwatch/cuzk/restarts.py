@@ -100,8 +100,11 @@ class RestartWatch:
         elif ev.kind == "tracing" and ev.name == SIGINT:
             self._sigint = True
         out += self._cost_parts(ev)
-        if ev.kind in ("tracing", "timeline"):
+        if ev.kind == "timeline":
+            # Work was done: a start line from now on starts another run. (The lines a start
+            # writes before its engine's, config and budget, do not count.)
             self._seen_run = True
+        if ev.kind in ("tracing", "timeline"):
             self._last_line_s = ev.t_wall_s
         return out
 

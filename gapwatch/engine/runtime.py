@@ -53,6 +53,7 @@ from gapwatch.core.models import (
     ProverStatus,
     SessionHeader,
 )
+from gapwatch.core.prover_watch import event_line
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
@@ -223,6 +224,7 @@ class Runtime:
             sim_status_url=(self.sim_status_server.url
                             if self.sim_status_server is not None else None),
             **self._blind_status(),
+            prover_alert=_prover_alert(self.store),
             copytrace=self.copytrace.status() if self.copytrace is not None else None,
             threads=self.threads.health(),
             links=self.store.links(),
@@ -230,6 +232,15 @@ class Runtime:
             source_counters=dict(getattr(self.sampler.gpu_source, "counters", {}))
             if self.sampler is not None else {},
         )
+
+
+#: Data seconds after a prover warning or error during which the footer alerts about it.
+PROVER_ALERT_S = 300.0
+
+
+def _prover_alert(store: SeriesStore) -> str | None:
+    ev = store.prover_alert(PROVER_ALERT_S)
+    return event_line(ev) if ev is not None else None
 
 
 #: Data seconds after a blind spot ended during which the footer alerts about it.

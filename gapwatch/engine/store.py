@@ -149,6 +149,20 @@ class SeriesStore:
                 self._prover_events.append(record)
                 self._version += 1
 
+    def prover_alert(self, within_s: float) -> ProverEvent | None:
+        """The latest prover warning or error (a late PoSt, a restart, an error, a lost job)
+        while it is recent: within `within_s` of data time before the newest GPU reading (the
+        footer asks every second: cheap)."""
+        with self._lock:
+            newest = max((d[-1].t_wall_s for d in self._gpu.values() if d), default=None)
+            for ev in reversed(self._prover_events):
+                if ev.level == "info":
+                    continue
+                if newest is None or newest - ev.t_wall_s <= within_s:
+                    return ev
+                return None
+            return None
+
     def blind(self) -> tuple[tuple[BlindSpot, ...], tuple[int, float], list[Bye], float | None]:
         """What the footer says of blind spots, cheaply (it asks every second): the latest
         ones, (count, seconds) of all, the copy trace's BYEs among the notices kept, and the

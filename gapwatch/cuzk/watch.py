@@ -13,8 +13,8 @@ queue is empty again), as it resets cuzk's own state.
 from __future__ import annotations
 
 from gapwatch.core.config import CuzkConfig
+from gapwatch.core.cuzk import PANIC_KIND
 from gapwatch.core.models import (
-    GpuSample,
     LogEvent,
     ProcessMemory,
     ProverEvent,
@@ -28,6 +28,8 @@ from gapwatch.cuzk.restarts import RestartWatch
 
 #: Deadlines are checked at most this often in data time (a PoSt deadline is 30 s or more).
 CHECK_EVERY_S = 0.5
+#: The log events the parts read: TIMELINE, tracing lines and panics.
+_WATCHED = frozenset(("timeline", "tracing", PANIC_KIND))
 
 
 def deadlines_of(config: CuzkConfig) -> Deadlines:
@@ -45,11 +47,10 @@ class CuzkWatch:
 
     def feed(self, record: Record) -> list[ProverEvent]:
         kind = type(record)
-        if kind is GpuSample:
-            out: list[ProverEvent] = []
-        elif kind is LogEvent:
+        if kind is LogEvent:
             assert isinstance(record, LogEvent)
-            out = self._log(record)
+            # Only these kinds say anything here (the C++ lines, half of a busy log, do not).
+            out = self._log(record) if record.kind in _WATCHED else []
         elif kind is ProverStatus:
             assert isinstance(record, ProverStatus)
             out = self._restarted(self.restarts.feed_status(record))
@@ -58,28 +59,31 @@ class CuzkWatch:
             out = self._restarted(self.restarts.feed_process(record))
         else:
             return []
-        t = getattr(record, "t_wall_s", None)
-        if isinstance(t, float) and (self._now_s is None or t > self._now_s):
+        t = record.t_wall_s
+        if self._now_s is None or t > self._now_s:
             self._now_s = t
-        if self._now_s is not None and self._now_s - self._checked_s >= CHECK_EVERY_S:
-            self._checked_s = self._now_s
-            out += self.post.check(self._now_s)
+            if t - self._checked_s >= CHECK_EVERY_S:
+                self._checked_s = t
+                out += self.post.check(t)
         return out
 
     def finish(self) -> list[ProverEvent]:
         return self.post.finish(self._now_s)
 
     def _log(self, ev: LogEvent) -> list[ProverEvent]:
-        out = self._restarted(self.restarts.feed_log(ev))
+        restarts = self.restarts.feed_log(ev)
+        out = self._restarted(restarts) if restarts else []
         out += self.post.feed(ev)
         lost = self.queue.feed(ev)
-        for e in lost:
-            if e.job_id is not None:
-                self.post.forget(e.job_id)
-        out += lost
-        err = error_event(ev)
-        if err is not None:
-            out.append(err)
+        if lost:
+            for e in lost:
+                if e.job_id is not None:
+                    self.post.forget(e.job_id)
+            out += lost
+        if ev.level is not None or ev.kind == PANIC_KIND:
+            err = error_event(ev)
+            if err is not None:
+                out.append(err)
         return out
 
     def _restarted(self, events: list[ProverEvent]) -> list[ProverEvent]:

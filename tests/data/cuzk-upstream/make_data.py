@@ -441,6 +441,17 @@ def post_job(epoch: float, job: str, kind: str, arrive: float, synth_start: floa
             (end, tl(epoch, end, "GPU_END", job, f"worker={worker},gpu_ms={round(gpu_s * 1000)}"))]
 
 
+def srs_load(start: float, end: float, circuit: str, params: str, gib: int
+             ) -> list[tuple[float, str]]:
+    """An SRS loaded on demand (srs_manager.rs:203, 224)."""
+    return [(start, trace(start, "info", "cuzk_core::srs_manager", "loading SRS from disk",
+                          circuit_id=circuit, path=f"/data/zk/params/{params}",
+                          file_size_gib=gib)),
+            (end, trace(end, "info", "cuzk_core::srs_manager", "SRS loaded successfully",
+                        circuit_id=circuit, elapsed_ms=round((end - start) * 1000),
+                        budget_used_gib=48, budget_available_gib=702))]
+
+
 def _sorted(lines: list[tuple[float, str]]) -> list[str]:
     return [text for _, text in sorted(lines, key=lambda x: x[0])]
 
@@ -465,13 +476,8 @@ def post_late() -> list[str]:
     lines = [(t0 + i * 0.001, x) for i, x in enumerate(engine_start(t0))]
     epoch = t0 + 0.030
     arrive = t0 + 20.0
-    lines += [(arrive + 1, trace(arrive + 1, "info", "cuzk_core::srs_manager",
-                                 "loading SRS from disk", circuit_id="winning-post-32g",
-                                 path="/data/zk/params/v28-proof-of-spacetime-fallback.params",
-                                 file_size_gib=1)),
-              (arrive + 32, trace(arrive + 32, "info", "cuzk_core::srs_manager",
-                                  "SRS loaded successfully", circuit_id="winning-post-32g",
-                                  elapsed_ms=31000, budget_used_gib=48, budget_available_gib=702))]
+    lines += srs_load(arrive + 1, arrive + 32, "winning-post-32g",
+                      "v28-proof-of-spacetime-fallback.params", 1)
     lines += post_job(epoch, "winpost-1000-9f8e7d6c", "winning-post", arrive, arrive + 33.0,
                       2.1, arrive + 35.11, 0.8, 1)
     return _sorted(lines)
@@ -490,13 +496,8 @@ def restart() -> list[str]:
     t1 = t0 + 54.0
     lines += [(t1 + i * 0.001, x) for i, x in enumerate(engine_start(t1))]
     epoch1 = t1 + 0.030
-    lines += [(t1 + 0.5, trace(t1 + 0.5, "info", "cuzk_core::srs_manager",
-                               "loading SRS from disk", circuit_id="porep-32g",
-                               path="/data/zk/params/v28-stacked-proof-of-replication.params",
-                               file_size_gib=44)),
-              (t1 + 12.5, trace(t1 + 12.5, "info", "cuzk_core::srs_manager",
-                                "SRS loaded successfully", circuit_id="porep-32g",
-                                elapsed_ms=12000, budget_used_gib=47, budget_available_gib=703))]
+    lines += srs_load(t1 + 0.5, t1 + 12.5, "porep-32g", "v28-stacked-proof-of-replication.params",
+                      44)
     for p in range(3):
         s0 = t1 + 13.0 + p * 0.1
         lines.append((s0, tl(epoch1, s0, "SYNTH_START", "porep-1000-77", f"partition={p}")))

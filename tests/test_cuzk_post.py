@@ -11,10 +11,10 @@ from gapwatch.commands.parse import format_timeline
 from gapwatch.core.config import Config, CuzkConfig, load_config
 from gapwatch.core.models import LogEvent, ProverEvent
 from gapwatch.core.prover_watch import notice_of
+from gapwatch.cuzk.partitions import derive_timeline
 from gapwatch.cuzk.post import Deadlines
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.parse import LogParser
-from gapwatch.logs.parse.partitions import derive_timeline
 
 DATA = Path(__file__).parent / "data" / "cuzk-upstream"
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from gapwatch.commands.parse import format_timeline
-from gapwatch.core.cuzk import PipelineFacts
 from gapwatch.core.hints import make_hint
 from gapwatch.core.models import LogEvent, ProcessMemory, ProverEvent, ProverStatus
+from gapwatch.cuzk.partitions import derive_timeline
+from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.restarts import RestartWatch
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.parse import LogParser
-from gapwatch.logs.parse.partitions import derive_timeline
 
 DATA = Path(__file__).parent / "data" / "cuzk-upstream"
 

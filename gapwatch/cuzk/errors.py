@@ -11,14 +11,14 @@ engine.rs:656, 679; `GPU proving failed` 977, 998; `GPU prove start failed` 3282
 invalid` (prover.rs:261); and a panic message (`gapwatch.cuzk.panics`), one event however many
 lines it had. A failed partition fails its whole job (the rest are skipped, engine.rs:1635,
 3037), so the GPU idles after it: a gap that follows an error says so
-(`gapwatch.core.cuzk.PipelineFacts.error_words`). Which lines are failures, and their words,
-is one rule in `gapwatch.core.cuzk` (`is_failure`, `failure_words`), used by both.
+(`gapwatch.cuzk.pipeline.PipelineFacts.error_words`). Which lines are failures, and their words,
+is one rule in `gapwatch.cuzk.pipeline` (`is_failure`, `failure_words`), used by both.
 """
 
 from __future__ import annotations
 
-from gapwatch.core.cuzk import failure_words, is_failure
 from gapwatch.core.models import LogEvent, ProverEvent
+from gapwatch.cuzk.pipeline import failure_words, is_failure
 
 #: sppark 0.1.14 (cuzk's Cargo.lock) is the version lotus#13634 ties to a GPU memory leak.
 _OOM_NOTE = ("; cuzk pins sppark 0.1.14, which filecoin-project/lotus#13634 ties to a GPU memory "

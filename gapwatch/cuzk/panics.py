@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gapwatch.core.cuzk import PANIC_KIND
 from gapwatch.core.models import FieldValue
+from gapwatch.cuzk.pipeline import PANIC_KIND
 
 #: `thread 'NAME' panicked at LOCATION:` (Rust >= 1.73) or `... panicked at 'MSG', LOCATION`.
 _START = re.compile(r"^thread '(?P<thread>[^']{0,200})' panicked at "

@@ -13,7 +13,6 @@ queue is empty again), as it resets cuzk's own state.
 from __future__ import annotations
 
 from gapwatch.core.config import CuzkConfig
-from gapwatch.core.cuzk import PANIC_KIND
 from gapwatch.core.models import (
     LogEvent,
     ProcessMemory,
@@ -23,6 +22,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.cuzk.errors import error_event
 from gapwatch.cuzk.gpu_queue import GpuQueueWatch
+from gapwatch.cuzk.pipeline import PANIC_KIND
 from gapwatch.cuzk.post import Deadlines, PostTracker
 from gapwatch.cuzk.restarts import RestartWatch
 

@@ -44,7 +44,6 @@ from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch, thread_label
 from gapwatch.core.blind import Bye, blind_summary, blind_words
 from gapwatch.core.config import Config
-from gapwatch.core.cuzk import timeline_epoch
 from gapwatch.core.models import (
     BlindSpot,
     GpuInfo,
@@ -54,6 +53,7 @@ from gapwatch.core.models import (
     SessionHeader,
 )
 from gapwatch.core.prover_watch import event_line
+from gapwatch.cuzk.pipeline import timeline_epoch
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header

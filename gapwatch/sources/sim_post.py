@@ -20,11 +20,53 @@ one for a `post` scenario and calls `schedule`, `dispatch`, `take_panic`).
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from gapwatch.sources.sim import SimProver, _Gpu, _Worker
+
+class _Worker(Protocol):
+    wid: int
+    busy: bool
+    job: str | None
+    partition: int | None
+    since_s: float
+
+
+class _Gpu(Protocol):
+    """What the script reads and changes of one simulated GPU (`gapwatch.sources.sim._Gpu`)."""
+
+    index: int
+    workers: list[Any]
+    queue: list[Any]
+    lock_free_at: float
+    synth_active: int
+    computes: list[Any]
+    copies: list[Any]
+
+
+class SimProver(Protocol):
+    """The simulator as the script drives it (`gapwatch.sources.sim.SimProver`): typed here,
+    not imported, since the simulator imports this module."""
+
+    down: bool
+    synth_active_counter: int
+    _now: float
+    _epoch: float
+    _gpus: list[Any]
+    _jobs: dict[str, Any]
+    _events: list[tuple[float, int, Callable[[], None]]]
+
+    def _at(self, t: float, fn: Callable[[], None]) -> None: ...
+    def _raw(self, text: str, stream: str = ...) -> None: ...
+    def _timeline(self, t: float, event: str, job: str, detail: str) -> None: ...
+    def _trace(self, t: float, message: str, span: str = ..., target: str = ...,
+               level: str = ...) -> None: ...
+    def _dispatch(self, g: Any) -> None: ...
+    def _fill_synthesis(self, g: Any) -> None: ...
+    def _part(self, job: str, part: int) -> Any: ...
+    def add_compute(self, g: Any, start: float, end: float) -> None: ...
+    def startup_lines(self) -> None: ...
 
 CYCLE_S = 150.0
 ON_TIME_AT_S = 15.0
@@ -110,15 +152,13 @@ class PostScript:
                 self._prove(g, w, job, gpu_s)
 
     def _prove(self, g: _Gpu, w: _Worker, job: str, gpu_s: float) -> None:
-        from gapwatch.sources.sim import _Span
-
         sim = self.sim
         w.busy, w.job, w.partition, w.since_s = True, job, None, sim._now
         sim._timeline(sim._now, "GPU_PICKUP", job, f"worker={w.wid}")
         sim._timeline(sim._now, "GPU_START", job, f"worker={w.wid}")
         lock_at = max(sim._now, g.lock_free_at)
         g.lock_free_at = lock_at + gpu_s
-        g.computes.append(_Span(lock_at, lock_at + gpu_s))
+        sim.add_compute(g, lock_at, lock_at + gpu_s)
         start = sim._now
 
         def done() -> None:

@@ -57,7 +57,7 @@ from gapwatch.cuzk.pipeline import (
     synth_worker_count,
 )
 from gapwatch.sources import Tick
-from gapwatch.sources.sim_post import PostScript, kept
+from gapwatch.sources.sim_post import Kept, PostScript
 
 ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound", "post"]
 SCENARIOS: tuple[ScenarioName, ...] = ("chained", "pageable", "host-stall", "transfer-bound",
@@ -362,7 +362,7 @@ class SimProver:
         self.startup_lines()
         for g in self._gpus:
             self._at(0.05, partial(self._fill_synthesis, g))
-        self._at(0.5, kept(self._tick_threads))
+        self._at(0.5, Kept(self._tick_threads))
         if any(g.scenario.name == "post" for g in self._gpus):
             self.post_script = PostScript(self)
             self.post_script.schedule()
@@ -393,7 +393,7 @@ class SimProver:
         # Synthesis threads ramp up over time: give new threads work even if nothing finished.
         for g in self._gpus:
             self._fill_synthesis(g)
-        self._at(self._now + 0.5, kept(self._tick_threads))
+        self._at(self._now + 0.5, Kept(self._tick_threads))
 
     def _at(self, t: float, fn: Callable[[], None]) -> None:
         self._seq += 1

@@ -86,11 +86,17 @@ PANIC_LINES = (
 )
 
 
-def kept(fn: Any) -> partial[None]:
+class Kept:
     """An event that survives a simulated kill (the script's own, the thread ticks)."""
-    p: partial[None] = partial(fn)
-    p.keep = True  # type: ignore[attr-defined]
-    return p
+
+    keep = True
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.fn = fn
+
+    def __call__(self) -> None:
+        self.fn()
 
 
 class PostScript:
@@ -106,11 +112,11 @@ class PostScript:
     def schedule(self, start: float = 0.0) -> None:
         """One cycle of the script from `start` (simulated seconds); the next one after it."""
         at = self.sim._at
-        at(start + ON_TIME_AT_S, kept(partial(self._post, 0.0, 2.2, 1.3)))
-        at(start + LATE_AT_S, kept(partial(self._post, POST_SRS_LOAD_S, 2.1, 0.8)))
-        at(start + PANIC_AT_S, kept(self._arm_panic))
-        at(start + KILL_AT_S, kept(self._kill))
-        at(start + CYCLE_S, kept(partial(self.schedule, start + CYCLE_S)))
+        at(start + ON_TIME_AT_S, Kept(partial(self._post, 0.0, 2.2, 1.3)))
+        at(start + LATE_AT_S, Kept(partial(self._post, POST_SRS_LOAD_S, 2.1, 0.8)))
+        at(start + PANIC_AT_S, Kept(self._arm_panic))
+        at(start + KILL_AT_S, Kept(self._kill))
+        at(start + CYCLE_S, Kept(partial(self.schedule, start + CYCLE_S)))
 
     # -- PoSt ---------------------------------------------------------------------------------
 
@@ -124,16 +130,16 @@ class PostScript:
             sim._trace(sim._now + 0.5, "loading SRS from disk circuit_id=winning-post-32g "
                        "path=/data/zk/params/v28-proof-of-spacetime-fallback.params "
                        "file_size_gib=1", target="cuzk_core::srs_manager")
-            sim._at(sim._now + srs_s, kept(partial(
+            sim._at(sim._now + srs_s, Kept(partial(
                 sim._trace, sim._now + srs_s, "SRS loaded successfully "
                 f"circuit_id=winning-post-32g elapsed_ms={int((srs_s - 0.5) * 1000)} "
                 "budget_used_gib=48 budget_available_gib=464", "", "cuzk_core::srs_manager")))
-        sim._at(sim._now + srs_s, kept(partial(self._synth, job, synth_s, gpu_s)))
+        sim._at(sim._now + srs_s, Kept(partial(self._synth, job, synth_s, gpu_s)))
 
     def _synth(self, job: str, synth_s: float, gpu_s: float) -> None:
         sim = self.sim
         sim._timeline(sim._now, "SYNTH_START", job, "kind=winning-post")
-        sim._at(sim._now + synth_s, kept(partial(self._queued, job, synth_s, gpu_s)))
+        sim._at(sim._now + synth_s, Kept(partial(self._queued, job, synth_s, gpu_s)))
 
     def _queued(self, job: str, synth_s: float, gpu_s: float) -> None:
         sim = self.sim
@@ -213,7 +219,7 @@ class PostScript:
         self.post_queue.clear()
         sim._jobs.clear()
         sim.synth_active_counter = 0
-        sim._at(now + DOWN_S, kept(self._start_again))
+        sim._at(now + DOWN_S, Kept(self._start_again))
 
     def _start_again(self) -> None:
         sim = self.sim
@@ -223,7 +229,7 @@ class PostScript:
         sim._trace(sim._now + 0.1, "loading SRS from disk circuit_id=porep-32g "
                    "path=/data/zk/params/v28-stacked-proof-of-replication.params "
                    "file_size_gib=44", target="cuzk_core::srs_manager")
-        sim._at(sim._now + RESTART_SRS_LOAD_S, kept(self._srs_loaded))
+        sim._at(sim._now + RESTART_SRS_LOAD_S, Kept(self._srs_loaded))
 
     def _srs_loaded(self) -> None:
         sim = self.sim

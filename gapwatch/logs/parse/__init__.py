@@ -6,11 +6,15 @@ one parser holds the state that spans lines (TIMELINE anchor, worker -> GPU map,
 
 Per line: strip ANSI and CR; dispatch on the first characters (cheap, before any regex):
 `TIMELINE,` / `CUZK_` / a date (tracing line, or a journald/`ts` prefix that is peeled and the
-remainder dispatched again); then the user rules; else an `unparsed` event (counted, kept).
+remainder dispatched again); a Rust panic's first line opens a block whose message is the lines
+no rule understands after it on its stream, said as one `panic` event when the next understood
+line closes it (`gapwatch.cuzk.panics`; `flush` at the end of a file); then the user rules; else
+an `unparsed` event (counted, kept).
 
 Time of an event, best first (`LogEvent.time_source`): the line's own timestamp ("line"), a
 journald/`ts` prefix ("prefix"), a TIMELINE offset anchored to the `starting cuzk engine` line
-("timeline"), the arrival time ("arrival").
+("timeline"), the arrival time ("arrival"); a panic read from a file (`offline`) takes the timed
+line before it ("around").
 
 Attribution: C++ lines are emitted at once, unattributed. When the `spawn_blocking prove_start`
 line that names the lock holder arrives, one extra event of kind `cuzk_partition`

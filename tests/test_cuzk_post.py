@@ -52,6 +52,42 @@ def test_a_winningpost_behind_two_partitions_has_its_phases_and_what_held_the_wo
     assert "behind worker 0: porep-1000-12 partition 3" in ev.message
 
 
+def watched_text(text: str) -> list[ProverEvent]:
+    parser, watch = LogParser(offline=True), CuzkWatch()
+    out: list[ProverEvent] = []
+    for i, line in enumerate(text.splitlines()):
+        for e in parser.parse_line(line, "x", i, 0.0):
+            out += watch.feed(e)
+    return out + watch.finish()
+
+
+def test_without_its_enqueue_line_a_post_is_placed_by_cuzks_total_ms() -> None:
+    """`proof completed successfully (pipeline)` (engine.rs:839) has no job id but follows the
+    PoSt's GPU_END in the same finalizer: its total_ms (from submission) places the arrival."""
+    text = (DATA / "post-behind-partitions.log").read_text()
+    lines = [x for x in text.splitlines() if "job enqueued" not in x]
+    [ev] = watched_text("\n".join(lines))
+    assert ev.proof is not None and ev.proof.total_s == pytest.approx(3.87, abs=0.01)
+    assert ev.proof.queue_s == pytest.approx(0.0, abs=0.01)
+    assert "was not read" not in ev.message
+    # The completion line read before the GPU_END (stdout and stderr read apart) pairs too.
+    end = next(i for i, x in enumerate(lines) if "GPU_END,winpost" in x)
+    done = next(i for i, x in enumerate(lines) if "proof completed" in x)
+    lines.insert(end, lines.pop(done))
+    [again] = watched_text("\n".join(lines))
+    assert again.proof == ev.proof
+
+
+def test_without_either_line_a_post_is_timed_from_its_synthesis_and_says_so() -> None:
+    text = (DATA / "post-behind-partitions.log").read_text()
+    lines = [x for x in text.splitlines() if "job enqueued" not in x
+             and "proof completed" not in x]
+    [ev] = watched_text("\n".join(lines))
+    assert ev.proof is not None and ev.proof.queue_s is None and ev.proof.done
+    assert ev.proof.total_s == pytest.approx(3.87, abs=0.01)
+    assert "its 'job enqueued' line was not read" in ev.message
+
+
 def test_the_same_proof_against_a_tighter_deadline_is_late_and_says_so() -> None:
     [ev] = watched("post-behind-partitions.log", Deadlines(winning_post_s=3.0))
     assert ev.proof is not None and ev.proof.verdict == "late" and ev.level == "error"

@@ -22,7 +22,7 @@ deadline is said late at once (`check`), not only when it ends.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
@@ -33,6 +33,7 @@ from gapwatch.core.models import (
     ProofVerdict,
     ProverEvent,
 )
+from gapwatch.core.values import int_field
 
 #: TIMELINE's `kind=` for PoSt (types.rs ProofKind Display) -> the name people use.
 POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "WindowPoSt"}
@@ -42,6 +43,12 @@ _ID_PREFIXES: tuple[tuple[str, str], ...] = (("winpost-", "winning-post"),
                                              ("wdpost-", "window-post"))
 ENQUEUED = "job enqueued"
 SRS_LOADING = "loading SRS from disk"
+#: engine.rs:839, in the finalizer right after a monolithic job's GPU_END (3196): no job id,
+#: but `total_ms` from its submission, which places its arrival when `job enqueued` was not read.
+COMPLETED = "proof completed successfully (pipeline)"
+#: A PoSt's GPU_END and a completion line this close together are the same job's (stdout and
+#: stderr may be two files read apart); a PoSt waits this long for it before it is said without.
+PAIR_S = 2.0
 #: How many PoSt jobs are followed at once, and how many enqueue lines are remembered (a job
 #: that never reaches synthesis must not hold memory for ever).
 MAX_IN_FLIGHT = 256
@@ -116,6 +123,10 @@ class PostTracker:
         #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END.
         self.holding: dict[int, str] = {}
         self.completed = 0
+        #: PoSt ended (GPU_END) without a known arrival, waiting for their completion line; and
+        #: completion lines not paired yet (time, total_ms).
+        self._awaiting: list[_Post] = []
+        self._completions: deque[tuple[float, int | None]] = deque(maxlen=16)
 
     # -- feeding ------------------------------------------------------------------------------
 
@@ -131,6 +142,8 @@ class PostTracker:
             self._enqueued.move_to_end(ev.job_id)
             while len(self._enqueued) > MAX_ENQUEUED:
                 self._enqueued.popitem(last=False)
+        elif ev.kind == "tracing" and ev.name == COMPLETED:
+            return self._completion(ev.t_wall_s, int_field(ev.fields.get("total_ms")))
         elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADING):
             # An SRS loaded while a PoSt waits for synthesis (on demand, or evicted before).
             for job in self._jobs.values():
@@ -202,12 +215,43 @@ class PostTracker:
             job.end_s = t
             self._jobs.pop(job.job, None)
             self.completed += 1
+            if job.arrived_s is None:
+                return self._pair(job)
             return [self._event(job, t, done=True)]
         return []
 
+    def _pair(self, job: _Post) -> list[ProverEvent]:
+        """A PoSt ended without a known arrival: its completion line (read already, or soon)
+        gives one."""
+        end = job.end_s if job.end_s is not None else 0.0
+        for i, (t, total_ms) in enumerate(self._completions):
+            if abs(t - end) <= PAIR_S:
+                del self._completions[i]
+                return [self._arrived(job, t, total_ms)]
+        self._awaiting.append(job)
+        return []
+
+    def _completion(self, t: float, total_ms: int | None) -> list[ProverEvent]:
+        for job in self._awaiting:
+            if job.end_s is not None and abs(job.end_s - t) <= PAIR_S:
+                self._awaiting.remove(job)
+                return [self._arrived(job, t, total_ms)]
+        self._completions.append((t, total_ms))
+        return []
+
+    def _arrived(self, job: _Post, t: float, total_ms: int | None) -> ProverEvent:
+        """Its arrival from cuzk's `total_ms` (submission to completion), never after its
+        synthesis started."""
+        if total_ms is not None:
+            arrived = t - total_ms / 1000.0
+            first = job.synth_start_s if job.synth_start_s is not None else arrived
+            job.arrived_s = min(arrived, first)
+        return self._event(job, job.end_s if job.end_s is not None else t, done=True)
+
     def check(self, now_s: float) -> list[ProverEvent]:
-        """Proofs still running past their deadline at data time `now_s`: said late once."""
-        out: list[ProverEvent] = []
+        """Proofs still running past their deadline at data time `now_s`: said late once; and
+        ended ones whose completion line did not come: said without it."""
+        out = self._unpaired(now_s)
         for job in self._jobs.values():
             deadline = self.deadlines.of(job.kind)
             begin = job.begin_s()
@@ -217,12 +261,20 @@ class PostTracker:
             out.append(self._event(job, now_s, done=False))
         return out
 
+    def _unpaired(self, now_s: float | None) -> list[ProverEvent]:
+        gone = [j for j in self._awaiting if now_s is None or j.end_s is None
+                or now_s - j.end_s > PAIR_S]
+        for job in gone:
+            self._awaiting.remove(job)
+        return [self._event(j, j.end_s if j.end_s is not None else 0.0, done=True) for j in gone]
+
     def finish(self, now_s: float | None) -> list[ProverEvent]:
-        """End of data: proofs still running are said as such (late or not)."""
+        """End of data: ended proofs are said, those still running as such (late or not)."""
+        out = self._unpaired(None)
         if now_s is None:
-            return []
-        out = [self._event(job, now_s, done=False) for job in self._jobs.values()
-               if not job.said_late and job.begin_s() is not None]
+            return out
+        out += [self._event(job, now_s, done=False) for job in self._jobs.values()
+                if not job.said_late and job.begin_s() is not None]
         self._jobs.clear()
         return out
 

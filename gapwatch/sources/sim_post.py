@@ -106,8 +106,9 @@ class PostScript:
         self.sim = sim
         self.post_queue: list[tuple[str, float]] = []  # (job, GPU seconds), GPU 0
         self.panic_armed = False
-        self.cycle = 0
         self.winpost = 0
+        #: Each PoSt's arrival (simulated seconds), for its completion line's total_ms.
+        self.arrived: dict[str, float] = {}
 
     def schedule(self, start: float = 0.0) -> None:
         """One cycle of the script from `start` (simulated seconds); the next one after it."""
@@ -124,6 +125,7 @@ class PostScript:
         sim = self.sim
         self.winpost += 1
         job = f"winpost-1000-{0x1a2b3c00 + self.winpost:08x}"
+        self.arrived[job] = sim._now
         sim._trace(sim._now, f"job enqueued job_id={job} proof_kind=winning-post "
                              "priority=Critical queue_position=0", target="cuzk_core::scheduler")
         if srs_s:
@@ -170,6 +172,10 @@ class PostScript:
         def done() -> None:
             ms = int((sim._now - start) * 1000)
             sim._timeline(sim._now, "GPU_END", job, f"worker={w.wid},gpu_ms={ms}")
+            arrived = self.arrived.pop(job, start)
+            sim._trace(sim._now, "proof completed successfully (pipeline) proof_len=192 "
+                                 f"total_ms={int((sim._now - arrived) * 1000)} queue_ms=0 "
+                                 f"synth_ms=0 gpu_ms={ms}")
             w.busy, w.job = False, None
             sim._dispatch(g)
 
@@ -217,6 +223,7 @@ class PostScript:
             for w in g.workers:
                 w.busy, w.job, w.partition = False, None, None
         self.post_queue.clear()
+        self.arrived.clear()
         sim._jobs.clear()
         sim.synth_active_counter = 0
         sim._at(now + DOWN_S, Kept(self._start_again))

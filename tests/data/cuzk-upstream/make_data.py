@@ -427,7 +427,8 @@ def post_job(epoch: float, job: str, kind: str, arrive: float, synth_start: floa
              synth_s: float, pickup: float, gpu_s: float, worker: int
              ) -> list[tuple[float, str]]:
     """One PoSt: `job enqueued` (scheduler.rs:67), TIMELINE engine.rs 2665, 2745, 2848, 3023,
-    3131, 3196; Curio's job ids (lib/ffi/cuzk_funcs.go:179, 220)."""
+    3131, 3196, `proof completed successfully (pipeline)` (engine.rs:839); Curio's job ids
+    (lib/ffi/cuzk_funcs.go:179, 220)."""
     queued = synth_start + synth_s
     end = pickup + gpu_s
     prio = "Critical" if kind == "winning-post" else "High"
@@ -438,7 +439,13 @@ def post_job(epoch: float, job: str, kind: str, arrive: float, synth_start: floa
             (queued, tl(epoch, queued, "GPU_QUEUE", job, "monolithic")),
             (pickup, tl(epoch, pickup, "GPU_PICKUP", job, f"worker={worker}")),
             (pickup, tl(epoch, pickup, "GPU_START", job, f"worker={worker}")),
-            (end, tl(epoch, end, "GPU_END", job, f"worker={worker},gpu_ms={round(gpu_s * 1000)}"))]
+            (end, tl(epoch, end, "GPU_END", job, f"worker={worker},gpu_ms={round(gpu_s * 1000)}")),
+            # engine.rs:839, from the finalizer after GPU_END: no job id; total_ms from submit.
+            (end + 0.001, trace(end + 0.001, "info", "cuzk_core::engine",
+                                "proof completed successfully (pipeline)", proof_len=192,
+                                total_ms=round((end - arrive) * 1000),
+                                queue_ms=round((synth_start - arrive) * 1000),
+                                synth_ms=round(synth_s * 1000), gpu_ms=round(gpu_s * 1000)))]
 
 
 def srs_load(start: float, end: float, circuit: str, params: str, gib: int

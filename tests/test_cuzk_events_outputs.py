@@ -142,3 +142,17 @@ def test_the_report_has_a_prover_events_section_in_text_and_json() -> None:
     assert "winpost-1000-0a1b2c3d" in text and "parts (they may overlap): down" in text
     assert "waited for a GPU worker behind" not in text.split("Restarts")[0].split(
         "winpost-1000-0a1b2c3d")[1].split("\n")[1]  # on time: no "behind" line under it
+
+
+def test_the_perfetto_trace_shows_proofs_and_restart_costs_as_slices() -> None:
+    from gapwatch.offline.perfetto import TraceBuilder
+
+    found = detect_records(HEADER, [], DetectorConfig(), events_of(*ALL), watch=CuzkWatch())
+    builder = TraceBuilder(HEADER)
+    builder.extend(found.prover_events)
+    events = builder.trace()["traceEvents"]
+    slices = [e["name"] for e in events if e.get("ph") == "X" and e.get("cat") == "prover"]
+    assert "winning-post late" in slices and "winning-post ok" in slices
+    assert "restart_cost" in slices and "lost_job" in slices
+    instants = [e["name"] for e in events if e.get("ph") == "i"]
+    assert "error: lost_job winpost-1000-11111111" in instants

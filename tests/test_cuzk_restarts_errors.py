@@ -173,3 +173,27 @@ def test_a_gap_after_an_error_says_so_in_its_hint() -> None:
     assert facts.error_words(panic_t + 500.0, panic_t + 505.0) == ""
     hint = make_hint("host_stall", 4.0, 1e6, 1e6, 63e9, "high", {}, [], after_error=words)
     assert hint.endswith(words)
+
+
+def test_a_gap_right_after_a_panic_carries_it_in_its_hint_through_the_detector() -> None:
+    from gapwatch.core.config import DetectorConfig
+    from gapwatch.core.detector import GapDetector
+    from gapwatch.core.models import Gap, GpuInfo, GpuSample
+
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=63e9)], period_s=0.1,
+                      live=False)
+    panic = next(e for e in events_of("panic.log") if e.kind == "panic")
+    t0 = panic.t_wall_s - 5.0
+    gaps: list[Gap] = []
+    for i in range(100):
+        t = t0 + i * 0.1
+        if i == 51:
+            det.feed(panic)
+        busy = not 52 <= i < 80
+        sample = GpuSample(0, int(t * 1e9), t, 100_000_000, 95.0 if busy else 0.0,
+                           99.0 if busy else 0.0, 30e9 if busy else 1e6, 1e6)
+        gaps += [g for g in det.feed(sample) if isinstance(g, Gap)]
+    gaps += [g for g in det.finish() if isinstance(g, Gap)]
+    closed = [g for g in gaps if g.end_s is not None]
+    assert closed and "after a prover error at" in closed[-1].hint
+    assert "out of memory" in closed[-1].hint

@@ -170,3 +170,20 @@ def test_the_example_config_holds_the_post_deadlines() -> None:
     for key in ("winning_post_deadline_s", "window_post_deadline_s", "post_at_risk_share"):
         assert key in text
     assert Config().cuzk.winning_post_deadline_s == 30.0
+
+
+def test_partition_0_of_the_runs_first_job_shares_the_key_a_post_replaces() -> None:
+    """The first partitioned job after a start has job_seq 0 (engine.rs:1431, 2295), so its
+    partition 0 is keyed (0,0) like every monolithic job (engine.rs:2851)."""
+    seq = ("2026-05-12T15:00:01.000000Z  INFO cuzk_core::engine: assigned pipeline sequence "
+           "number job_id=porep-1000-1 job_seq=0")
+    text = "\n".join([seq,
+                      "TIMELINE,2000,GPU_QUEUE,porep-1000-1,partition=0",
+                      "TIMELINE,2100,GPU_QUEUE,porep-1000-1,partition=1",
+                      "TIMELINE,2500,GPU_QUEUE,winpost-1000-aa,monolithic",
+                      "TIMELINE,2600,GPU_PICKUP,winpost-1000-aa,worker=0",
+                      "TIMELINE,2700,GPU_PICKUP,porep-1000-1,worker=1,partition=1"])
+    lost = [e for e in watched_text(text) if e.kind == "lost_job"]
+    assert [e.job_id for e in lost] == ["porep-1000-1"]
+    assert lost[0].message.startswith("partition 0 of porep-1000-1 was queued")
+    # Partition 1 (key (0,1)) waited behind the PoSt legitimately: never called lost.

@@ -579,6 +579,9 @@ class SessionHeader(
     period_ms: float
     gpus: list[GpuInfo]
     config: dict[str, Any] = field(default_factory=dict)
+    #: The recording set this file belongs to (random; every segment of a set carries it, and
+    #: a folder joins only files of one set). None in recordings made before set ids.
+    set_id: str | None = None
     type: ClassVar[Literal["header"]] = "header"
 
 

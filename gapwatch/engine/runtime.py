@@ -64,11 +64,10 @@ from gapwatch.sinks.output_file import (
     ExistsPolicy,
     OutputPlan,
     OutputRefused,
-    SegmentPlan,
     check_output,
-    check_segments,
 )
 from gapwatch.sinks.recorder import Recorder
+from gapwatch.sinks.segments import SegmentPlan, check_segments
 from gapwatch.sources import GpuSource, HostSource, SideSource, SourceUnavailable
 from gapwatch.sources.copytrace import CopyTraceReader
 from gapwatch.sources.cuzk_status import StatusPoller

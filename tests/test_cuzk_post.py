@@ -187,3 +187,27 @@ def test_partition_0_of_the_runs_first_job_shares_the_key_a_post_replaces() -> N
     assert [e.job_id for e in lost] == ["porep-1000-1"]
     assert lost[0].message.startswith("partition 0 of porep-1000-1 was queued")
     # Partition 1 (key (0,1)) waited behind the PoSt legitimately: never called lost.
+
+
+def test_a_hostile_job_id_is_shown_never_obeyed() -> None:
+    job = "winpost-1\x1b]52;c;ZWNobyBoaQ==\x07-\x1b[2J"
+    text = (DATA / "post-behind-partitions.log").read_text().replace(
+        "winpost-1000-0a1b2c3d", job)
+    [ev] = watched_text(text)
+    assert "\x1b" not in ev.message and "\x07" not in ev.message
+
+
+def test_lines_in_any_order_never_crash_the_watcher() -> None:
+    import random
+
+    names = ("post-behind-partitions.log", "post-late.log", "restart.log", "panic.log",
+             "lost-job.log", "cuzk.log")
+    events = [e for name in names for e in events_of(name)]
+    rng = random.Random(7)
+    for _ in range(5):
+        rng.shuffle(events)
+        watch = CuzkWatch()
+        for e in events:
+            watch.feed(e)
+        watch.finish()
+        assert len(watch.post._jobs) <= 256

@@ -27,6 +27,7 @@ from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config
 from gapwatch.core.models import LogEvent, ProverEvent, ProverStatus
+from gapwatch.core.sizes import bounded_event
 from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder
 from gapwatch.engine.console import say
 from gapwatch.logs.parse import LogParser
@@ -240,7 +241,8 @@ class _Said:
 
     def add(self, e: LogEvent) -> None:
         if self.watch is not None and len(self.events) < _MAX_SAID:
-            self.events += self.watch.feed(e)
+            # Cut as a session and the report cut it: the same events say the same words.
+            self.events += self.watch.feed(bounded_event(e))
 
     def finish(self) -> list[ProverEvent]:
         if self.watch is not None:

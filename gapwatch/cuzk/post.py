@@ -53,6 +53,8 @@ PAIR_S = 2.0
 #: that never reaches synthesis must not hold memory for ever).
 MAX_IN_FLIGHT = 256
 MAX_ENQUEUED = 1024
+#: Ended PoSt waiting for their completion line (a few at most; more is a log without them).
+MAX_AWAITING = 64
 _LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "late": "error"}
 
 
@@ -229,6 +231,9 @@ class PostTracker:
                 del self._completions[i]
                 return [self._arrived(job, t, total_ms)]
         self._awaiting.append(job)
+        if len(self._awaiting) > MAX_AWAITING:  # never paired: said without, oldest first
+            first = self._awaiting.pop(0)
+            return [self._event(first, first.end_s if first.end_s is not None else 0.0, True)]
         return []
 
     def _completion(self, t: float, total_ms: int | None) -> list[ProverEvent]:

@@ -127,10 +127,11 @@ def detect_records(
         if type(r) is gpu_sample:
             if li < n_extra and r.t_wall_s >= next_log_t:
                 while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:
-                    det.feed(bounded_event(extra_logs[li]))
+                    kept = bounded_event(extra_logs[li])
+                    det.feed(kept)
                     _keep_for_timeline(log_events, extra_logs[li])
                     if watch is not None:
-                        prover_events += watch.feed(extra_logs[li])
+                        prover_events += watch.feed(kept)
                     li += 1
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
             out = det.feed_gpu(r)
@@ -138,10 +139,12 @@ def detect_records(
             out = det.feed_host(r)
         elif isinstance(r, log_event):
             _keep_for_timeline(log_events, r)
+            # The detector and the watcher see a log event as a live session's do
+            # (`Session.on_record`: its text cut to the store's bounds).
+            kept = bounded_event(r)
             if watch is not None:
-                prover_events += watch.feed(r)
-            # The detector sees a log event as a live session's does (`Session.on_record`).
-            out = det.feed(bounded_event(r))
+                prover_events += watch.feed(kept)
+            out = det.feed(kept)
         else:
             if type(r) is ProverEvent:
                 continue  # derived: the watcher says them again
@@ -162,10 +165,11 @@ def detect_records(
             else:
                 states.append(x)
     while li < n_extra:
-        det.feed(bounded_event(extra_logs[li]))
+        kept = bounded_event(extra_logs[li])
+        det.feed(kept)
         _keep_for_timeline(log_events, extra_logs[li])
         if watch is not None:
-            prover_events += watch.feed(extra_logs[li])
+            prover_events += watch.feed(kept)
         li += 1
     if watch is not None:
         prover_events += watch.finish()

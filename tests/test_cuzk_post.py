@@ -211,3 +211,22 @@ def test_lines_in_any_order_never_crash_the_watcher() -> None:
             watch.feed(e)
         watch.finish()
         assert len(watch.post._jobs) <= 256
+
+
+def test_a_result_held_behind_the_job_tracker_lock_is_its_finalize_phase() -> None:
+    """GPU_END (engine.rs:3196) to `proof completed successfully (pipeline)` (839) is the
+    finalizer's: it waits for the job tracker lock a PoRep self-check may hold."""
+    text = (DATA / "post-behind-partitions.log").read_text()
+    [ev] = watched_text(text)
+    assert ev.proof is not None and ev.proof.finalize_s == pytest.approx(0.001, abs=0.0005)
+    held = text.replace("2026-05-12T15:00:14.671000Z  INFO cuzk_core::engine: proof completed",
+                        "2026-05-12T15:00:17.671000Z  INFO cuzk_core::engine: proof completed")
+    parser, watch = LogParser(offline=True), CuzkWatch(Deadlines(winning_post_s=5.0))
+    events = [e for i, line in enumerate(held.splitlines())
+              for e in parser.parse_line(line, "x", i, 0.0)]
+    [late] = [p for e in sorted(events, key=lambda e: e.t_wall_s) for p in watch.feed(e)]
+    p = late.proof
+    assert p is not None and p.finalize_s == pytest.approx(3.0, abs=0.01)
+    assert p.total_s == pytest.approx(6.87, abs=0.01) and p.verdict == "late"
+    assert p.setting is not None and "job tracker lock" in p.setting
+    assert "finalize 3.0 s" in late.message

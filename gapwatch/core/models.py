@@ -497,6 +497,8 @@ class ProofTiming(Struct, frozen=True, gc=False):
     waited_behind: list[str] = field(default_factory=list)
     #: The setting that would have freed it, with its source, when one exists.
     setting: str | None = None
+    #: Its GPU work's end to its result processed (the prover's completion line), when read.
+    finalize_s: float | None = None
 
 
 class StretchPart(Struct, frozen=True, gc=False):

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
+import msgspec
+
 from gapwatch.core import fmt
 from gapwatch.core.models import (
     LogEvent,
@@ -47,8 +49,9 @@ SRS_LOADING = "loading SRS from disk"
 #: but `total_ms` from its submission, which places its arrival when `job enqueued` was not read.
 COMPLETED = "proof completed successfully (pipeline)"
 #: A PoSt's GPU_END and a completion line this close together are the same job's (stdout and
-#: stderr may be two files read apart); a PoSt waits this long for it before it is said without.
-PAIR_S = 2.0
+#: stderr may be two files read apart; the finalizer may wait seconds for cuzk's job tracker
+#: lock in between); a PoSt waits this long for it (data time) before it is said without.
+PAIR_S = 10.0
 #: How many PoSt jobs are followed at once, and how many enqueue lines are remembered (a job
 #: that never reaches synthesis must not hold memory for ever).
 MAX_IN_FLIGHT = 256
@@ -95,6 +98,8 @@ class _Post:
     pickup_s: float | None = None
     gpu_start_s: float | None = None
     end_s: float | None = None
+    #: Its completion line (engine.rs:839): the result processed, the proof on its way back.
+    done_s: float | None = None
     gpu: int | None = None
     worker: int | None = None
     waited_behind: list[str] = field(default_factory=list)
@@ -217,14 +222,12 @@ class PostTracker:
             job.end_s = t
             self._jobs.pop(job.job, None)
             self.completed += 1
-            if job.arrived_s is None:
-                return self._pair(job)
-            return [self._event(job, t, done=True)]
+            return self._pair(job)
         return []
 
     def _pair(self, job: _Post) -> list[ProverEvent]:
-        """A PoSt ended without a known arrival: its completion line (read already, or soon)
-        gives one."""
+        """A PoSt's GPU work ended: its completion line (read already, or soon) says when its
+        result was processed (the finalize phase), and its arrival when that was not read."""
         end = job.end_s if job.end_s is not None else 0.0
         for i, (t, total_ms) in enumerate(self._completions):
             if abs(t - end) <= PAIR_S:
@@ -245,13 +248,14 @@ class PostTracker:
         return []
 
     def _arrived(self, job: _Post, t: float, total_ms: int | None) -> ProverEvent:
-        """Its arrival from cuzk's `total_ms` (submission to completion), never after its
-        synthesis started."""
-        if total_ms is not None:
+        """Its completion line at `t`: done then; its arrival, when not read, from cuzk's
+        `total_ms` (submission to completion), never after its synthesis started."""
+        job.done_s = max(t, job.end_s) if job.end_s is not None else t
+        if total_ms is not None and job.arrived_s is None:
             arrived = t - total_ms / 1000.0
             first = job.synth_start_s if job.synth_start_s is not None else arrived
             job.arrived_s = min(arrived, first)
-        return self._event(job, job.end_s if job.end_s is not None else t, done=True)
+        return self._event(job, job.done_s, done=True)
 
     def check(self, now_s: float) -> list[ProverEvent]:
         """Proofs still running past their deadline at data time `now_s`: said late once; and
@@ -287,7 +291,8 @@ class PostTracker:
 
     def timing(self, job: _Post, now_s: float, done: bool) -> ProofTiming:
         deadline = self.deadlines.of(job.kind)
-        total = _span(job.begin_s(), job.end_s if done else now_s)
+        last = job.done_s if job.done_s is not None else job.end_s
+        total = _span(job.begin_s(), last if done else now_s)
         verdict: ProofVerdict = "ok"
         if deadline is not None and total is not None:
             if total > deadline:
@@ -301,7 +306,8 @@ class PostTracker:
             synth_s=_phase(job.synth_start_s, job.synth_end_s, now),
             gpu_wait_s=_phase(job.gpu_queue_s, job.pickup_s, now),
             gpu_s=_phase(job.gpu_start_s, job.end_s, now), total_s=total, deadline_s=deadline,
-            verdict=verdict, done=done, waited_behind=list(job.waited_behind))
+            verdict=verdict, done=done, waited_behind=list(job.waited_behind),
+            finalize_s=_span(job.end_s, job.done_s))
         return _with_setting(timing, job)
 
     def _event(self, job: _Post, t: float, done: bool) -> ProverEvent:
@@ -326,7 +332,7 @@ def _str(value: object) -> str | None:
 
 def _dominant(t: ProofTiming) -> str | None:
     phases = {"queue": t.queue_s, "synthesis": t.synth_s, "gpu_wait": t.gpu_wait_s,
-              "gpu": t.gpu_s}
+              "gpu": t.gpu_s, "finalize": t.finalize_s}
     known = {k: v for k, v in phases.items() if v is not None}
     return max(known, key=lambda k: known[k]) if known else None
 
@@ -345,14 +351,17 @@ def _with_setting(t: ProofTiming, job: _Post) -> ProofTiming:
         setting = ("synthesis_concurrency (cuzk's single synthesis dispatcher awaits each batch "
                    "inline at 1, the default, engine.rs:1927-1938); on Curio's side [Cuzk] "
                    "MaxPending bounds the PoRep/Snap work it queued behind")
+    elif phase == "finalize":
+        setting = ("none: its result waited for cuzk's job tracker lock, which a finalizer holds "
+                   "through a PoRep proof's self-check (engine.rs:3220-3253, prover.rs:217-256); "
+                   "CUZK_VALIDATE_PARTITIONS=1 and gRPC GetStatus/GetMetrics polling hold it too")
     elif phase == "gpu_wait":
         setting = ("none in cuzk: PoSt already goes first in the GPU queue (key (0,0), "
                    "engine.rs:2849-2851) and a partition on a worker runs to its end; a PoSt-only "
                    "cuzk on its own GPU ([gpus] devices) removes the wait")
     if setting is None:
         return t
-    return ProofTiming(t.proof_kind, t.queue_s, t.synth_s, t.gpu_wait_s, t.gpu_s, t.total_s,
-                       t.deadline_s, t.verdict, t.done, t.waited_behind, setting)
+    return msgspec.structs.replace(t, setting=setting)
 
 
 def _s(v: float | None) -> str:
@@ -369,7 +378,8 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool) -> str:
     behind = f" behind {', '.join(t.waited_behind)}" if t.waited_behind and t.gpu_wait_s else ""
     words = (f"{name} {job_id}{state}: {_s(t.total_s)}{limit}{since} (queue {_s(t.queue_s)}, "
              f"synthesis {_s(t.synth_s)}, GPU wait {_s(t.gpu_wait_s)}{behind}, "
-             f"GPU {_s(t.gpu_s)})")
+             f"GPU {_s(t.gpu_s)}"
+             + (f", finalize {_s(t.finalize_s)}" if t.finalize_s is not None else "") + ")")
     if t.verdict == "late":
         words += "; LATE"
     elif t.verdict == "at_risk":

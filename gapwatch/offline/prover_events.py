@@ -49,7 +49,7 @@ def proof_lines(events: list[ProverEvent]) -> list[str]:
     jw = max(len(e.job_id or "-") for e in proofs)
     out = ["  PoSt proofs (seconds; the whole job id, never cut)",
            f"    {'at (UTC)':<12} {'kind':<12} {'job':<{jw}} {'total':>7} {'queue':>6} "
-           f"{'synth':>6} {'GPU wait':>8} {'GPU':>6} {'deadline':>8} verdict"]
+           f"{'synth':>6} {'GPU wait':>8} {'GPU':>6} {'finalize':>8} {'deadline':>8} verdict"]
     for e in proofs[:MAX_ROWS]:
         p = e.proof
         assert p is not None
@@ -57,7 +57,7 @@ def proof_lines(events: list[ProverEvent]) -> list[str]:
         out.append(f"    {fmt.clock(e.t_wall_s, millis=True):<12} {p.proof_kind:<12} "
                    f"{e.job_id or '-':<{jw}} {_s(p.total_s):>7} {_s(p.queue_s):>6} "
                    f"{_s(p.synth_s):>6} {_s(p.gpu_wait_s):>8} {_s(p.gpu_s):>6} "
-                   f"{_s(p.deadline_s):>8} {verdict}")
+                   f"{_s(p.finalize_s):>8} {_s(p.deadline_s):>8} {verdict}")
         if p.verdict != "ok" and p.waited_behind and p.gpu_wait_s:
             out.append(f"      waited for a GPU worker behind: {', '.join(p.waited_behind)}")
         if p.setting:

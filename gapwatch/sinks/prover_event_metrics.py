@@ -12,8 +12,8 @@ first scrape; the alert rules in deploy/prometheus/gapwatch.rules.yml read them)
   running and once more when it ended; `warning` at risk; `info` on time);
 - `gapwatch_proofs_total{proof_kind,verdict}`: completed watched proofs (PoSt) by verdict;
 - `gapwatch_proof_seconds{proof_kind}` (histogram): a completed proof, arrival to end;
-- `gapwatch_proof_phase_seconds{proof_kind,phase}` (histogram): its queue, synthesis, GPU wait
-  and GPU time (a phase its lines did not say is not observed);
+- `gapwatch_proof_phase_seconds{proof_kind,phase}` (histogram): its queue, synthesis, GPU wait,
+  GPU and finalize time (a phase its lines did not say is not observed);
 - `gapwatch_prover_restart_cost_seconds_total`: GPU time restarts cost (each one stretch).
 """
 
@@ -30,7 +30,7 @@ from gapwatch.core.models import PROOF_VERDICTS, PROVER_EVENT_KINDS, ProverEvent
 PROOF_BUCKETS_S: tuple[float, ...] = (
     1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0,
 )
-PHASES = ("queue", "synthesis", "gpu_wait", "gpu")
+PHASES = ("queue", "synthesis", "gpu_wait", "gpu", "finalize")
 LEVELS = ("info", "warning", "error")
 #: Proof kinds always exported (cuzk's PoSt), so the histograms exist before the first proof.
 KNOWN_PROOF_KINDS = ("winning-post", "window-post")
@@ -75,7 +75,8 @@ class ProverEventCounts:
         self.proofs[pk] = self.proofs.get(pk, 0) + 1
         if p.total_s is not None:
             self.latency.setdefault(p.proof_kind, _Histogram()).observe(p.total_s)
-        for phase, v in zip(PHASES, (p.queue_s, p.synth_s, p.gpu_wait_s, p.gpu_s), strict=True):
+        for phase, v in zip(PHASES, (p.queue_s, p.synth_s, p.gpu_wait_s, p.gpu_s, p.finalize_s),
+                            strict=True):
             if v is not None:
                 self.phases.setdefault((p.proof_kind, phase), _Histogram()).observe(v)
 
@@ -109,7 +110,7 @@ def families(c: ProverEventCounts) -> Iterator[Metric]:
     latency = HistogramMetricFamily("gapwatch_proof_seconds", "A completed watched proof's "
                                     "latency, arrival to end.", labels=["proof_kind"])
     phases = HistogramMetricFamily("gapwatch_proof_phase_seconds", "A completed watched "
-                                   "proof's phases: queue, synthesis, gpu_wait, gpu.",
+                                   "proof's phases: queue, synthesis, gpu_wait, gpu, finalize.",
                                    labels=["proof_kind", "phase"])
     for pk in proof_kinds:
         h = c.latency.get(pk, _Histogram())

@@ -115,6 +115,13 @@ def _span(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else max(0.0, b - a)
 
 
+def _follows(gpu_end_s: float, done_s: float) -> bool:
+    """A completion line at `done_s` can be the one of a GPU_END at `gpu_end_s`: the finalizer
+    writes it after (TIMELINE's ms offsets and tracing's µs stamps: 50 ms of slack), within
+    `PAIR_S` (another monolithic job's line, a batch's, is not taken for it)."""
+    return -0.05 <= done_s - gpu_end_s <= PAIR_S
+
+
 def _phase(a: float | None, b: float | None, now_s: float | None) -> float | None:
     """A phase from `a` to `b`; one begun and not ended counts up to `now_s` (when given)."""
     return _span(a, b if b is not None else now_s)
@@ -230,7 +237,7 @@ class PostTracker:
         result was processed (the finalize phase), and its arrival when that was not read."""
         end = job.end_s if job.end_s is not None else 0.0
         for i, (t, total_ms) in enumerate(self._completions):
-            if abs(t - end) <= PAIR_S:
+            if _follows(end, t):
                 del self._completions[i]
                 return [self._arrived(job, t, total_ms)]
         self._awaiting.append(job)
@@ -241,7 +248,7 @@ class PostTracker:
 
     def _completion(self, t: float, total_ms: int | None) -> list[ProverEvent]:
         for job in self._awaiting:
-            if job.end_s is not None and abs(job.end_s - t) <= PAIR_S:
+            if job.end_s is not None and _follows(job.end_s, t):
                 self._awaiting.remove(job)
                 return [self._arrived(job, t, total_ms)]
         self._completions.append((t, total_ms))

@@ -114,11 +114,11 @@ def test_snapshots_after_a_gaps_end_do_not_vote_for_it() -> None:
     # Polled after the GPU resumed, but fed before the sample that closes the gap.
     acc.add_status(_status(INSIDE_WORKERS, 11.2))
     acc.add_status(_status(INSIDE_WORKERS, 11.4))
-    view = acc.view(11.0, 10.0, "host_stall")
+    view = acc.view(11.0, 10.0, "host_stall", 11.0)
     assert view.cause == "waits_on_synthesis" and "as of just before" not in view.words
     assert [s.t_s for s in view.states] == [10.5]
     # Still open: all of them count.
-    assert acc.view(None, 10.0, "host_stall").cause == "inside_workers"
+    assert acc.view(None, 10.0, "host_stall", 11.0).cause == "inside_workers"
 
 
 PERIOD_NS = 100_000_000
@@ -208,7 +208,7 @@ def test_an_srs_list_gone_empty_with_nothing_in_flight_is_an_srs_load() -> None:
         st = _status(doc, t)
         acc.facts.feed_status(st)
         acc.add_status(st)
-    view = acc.view(11.0, 10.0, "host_stall")
+    view = acc.view(11.0, 10.0, "host_stall", 11.0)
     assert view.cause == "srs_loading"
     assert "allocations.srs went empty at" in view.evidence[0]
     # Empty from the start (nothing loaded yet) says nothing.
@@ -217,7 +217,7 @@ def test_an_srs_list_gone_empty_with_nothing_in_flight_is_an_srs_load() -> None:
         st = _status(loading, t)
         fresh.facts.feed_status(st)
         fresh.add_status(st)
-    assert fresh.view(11.0, 10.0, "host_stall").cause == "no_work"
+    assert fresh.view(11.0, 10.0, "host_stall", 11.0).cause == "no_work"
 
 
 def test_a_detector_without_a_prover_finds_the_same_gaps_and_gives_no_prover_cause() -> None:

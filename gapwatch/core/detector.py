@@ -635,7 +635,7 @@ class GapDetector:
         g_end_s = end_s if end_s is not None else tr.idle_start_s + duration_s
         # A prover that gathered nothing for the gap has nothing to say (the common offline
         # case: skipping it keeps a long report's per-gap cost as it was).
-        view = acc.prover.view(end_s, tr.idle_start_s, tr.kind) if acc is not None \
+        view = acc.prover.view(end_s, tr.idle_start_s, tr.kind, g_end_s) if acc is not None \
             and acc.prover.has_evidence() else NO_VIEW
         copies = (self._ev.copies_dict(acc, tr.idle_start_s, g_end_s, tr.kind, events)
                   if acc is not None else NO_COPIES)
@@ -673,7 +673,7 @@ class GapDetector:
         end_s = old.end_s if old.end_s is not None else old.start_s + old.duration_s
         copies = self._ev.copies_dict(acc, old.start_s, end_s, old.kind, events)
         link_down = self._link_down(old.gpu)
-        view = acc.prover.view(old.end_s, old.start_s, old.kind)
+        view = acc.prover.view(old.end_s, old.start_s, old.kind, end_s)
         link = self.config.link_or_default(old.link_bytes_per_s)
         said = explain(
             GapFacts(old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,

@@ -99,6 +99,8 @@ def hint_of(gap: GapFacts, evidence: Evidence) -> str:
     parts += cause_phrases(kind, events, traced, bool(memory), evidence.prover.cause)
     if evidence.prover.words:
         parts.append(evidence.prover.words)
+    if evidence.prover.error_words:
+        parts.append(evidence.prover.error_words)
     if not traced and kind in ("pcie_starved", "transfer_bound"):
         procs = process_memory_words(copies.process_list())
         if procs:

@@ -38,6 +38,9 @@ class ProverView:
     states: list[ProverState]
     evidence: list[str]
     words: str = ""
+    #: The prover failed just before or during the gap (e.g. a panic, a CUDA error): said in
+    #: the hint after the cause ("" for none).
+    error_words: str = ""
 
 
 #: A prover that says nothing about a gap.
@@ -54,9 +57,9 @@ class ProverGap(Protocol):
     def has_evidence(self) -> bool:
         """Can `view` say anything (a snapshot, or a prover log line seen)? False skips it."""
 
-    def view(self, end_s: float | None, start_s: float, kind: str) -> ProverView:
+    def view(self, end_s: float | None, start_s: float, kind: str, reach_s: float) -> ProverView:
         """What the prover says about the gap over [start_s, end_s] (`end_s` None: open, so
-        far), of detector `kind`."""
+        far, reaching `reach_s`), of detector `kind`."""
 
 
 class Prover(Protocol):
@@ -91,7 +94,7 @@ class _NoGap:
     def has_evidence(self) -> bool:
         return False
 
-    def view(self, end_s: float | None, start_s: float, kind: str) -> ProverView:
+    def view(self, end_s: float | None, start_s: float, kind: str, reach_s: float) -> ProverView:
         return NO_VIEW
 
 

@@ -23,6 +23,7 @@ from gapwatch.core.models import (
     LogEvent,
     Notice,
     ProcessMemory,
+    ProverEvent,
     ProverStatus,
     StateChange,
 )
@@ -71,6 +72,8 @@ class StoreSnapshot:
     #: package's own immutable view, e.g. cuzk's synthesis workers, pinned pool, pacer, SRS
     #: loads, PoSt in flight); None: nothing known.
     pipeline: object = None
+    #: The prover's latest events (PoSt proofs, restarts, errors, lost GPU jobs), oldest first.
+    prover_events: tuple[ProverEvent, ...] = ()
 
     def state_name(self, gpu: int) -> ChainState:
         """The GPU's chaining state in one word: NO_DATA until the detector has judged it. The

@@ -119,7 +119,7 @@ class CuzkGap:
             provers = self.provers = deque(maxlen=MAX_PROVER_PUBLISHED * 2)
         provers.append((status, cause, capacity))
 
-    def view(self, end_s: float | None, start_s: float, kind: str) -> ProverView:
+    def view(self, end_s: float | None, start_s: float, kind: str, reach_s: float) -> ProverView:
         """Where the prover says a gap of `kind` over [start_s, end_s] waited: the snapshots'
         cause (`end_s` None: open, so far), else the log's (`PipelineFacts.log_view`)."""
         counts = self.cause_counts
@@ -158,7 +158,8 @@ class CuzkGap:
             detail = detail or log.detail
         if kind == "pcie_starved" and cause != "pinned_pool":
             evidence = evidence + self.facts.pool_evidence()
-        return ProverView(cause, states, evidence, prover_phrase(cause, during, detail, from_log))
+        return ProverView(cause, states, evidence, prover_phrase(cause, during, detail, from_log),
+                          self.facts.error_words(start_s, reach_s))
 
 
 class CuzkProver:

@@ -93,6 +93,14 @@ def host_row(h: HostSample) -> HostRow:
             reading(h.mem_bandwidth_bytes_per_s))
 
 
+def _max_reading(current: float | None, values: list[float | None]) -> float | None:
+    """The largest of `current` and `values`, passing over None (no reading); None if all are."""
+    readings = [v for v in values if v is not None]
+    if current is not None:
+        readings.append(current)
+    return max(readings) if readings else None
+
+
 class GapEvidence:
     """Host maxima and prover events gathered for one gap while it is open (and a bit after)."""
 
@@ -140,24 +148,15 @@ class GapEvidence:
 
         Once per gap (and when a long gap's oldest samples leave the buffer), over every host
         sample of the gap: the fields in `HostRow`'s order."""
-        start = self.from_s
-        m0, m1, m2 = self.mem_used_pct, self.psi_some_share, self.psi_some_avg10
-        m3, m4 = self.major_faults_per_s, self.mem_bandwidth_bytes_per_s
-        for t, a, b, c, d, e in rows:
-            if t < start:
-                continue
-            if a is not None and (m0 is None or a > m0):
-                m0 = a
-            if b is not None and (m1 is None or b > m1):
-                m1 = b
-            if c is not None and (m2 is None or c > m2):
-                m2 = c
-            if d is not None and (m3 is None or d > m3):
-                m3 = d
-            if e is not None and (m4 is None or e > m4):
-                m4 = e
-        self.mem_used_pct, self.psi_some_share, self.psi_some_avg10 = m0, m1, m2
-        self.major_faults_per_s, self.mem_bandwidth_bytes_per_s = m3, m4
+        taken = [r for r in rows if r[0] >= self.from_s]
+        if not taken:
+            return
+        self.mem_used_pct = _max_reading(self.mem_used_pct, [r[1] for r in taken])
+        self.psi_some_share = _max_reading(self.psi_some_share, [r[2] for r in taken])
+        self.psi_some_avg10 = _max_reading(self.psi_some_avg10, [r[3] for r in taken])
+        self.major_faults_per_s = _max_reading(self.major_faults_per_s, [r[4] for r in taken])
+        self.mem_bandwidth_bytes_per_s = _max_reading(self.mem_bandwidth_bytes_per_s,
+                                                      [r[5] for r in taken])
 
     def add_event(self, ev: LogEvent) -> None:
         events = self.events
@@ -395,26 +394,37 @@ class EvidenceBuffer:
             back += 1
         acc.host_next = self._host_seq - back
         lo = start_s - self.before_s
-        picked = self._events_since(lo, gpu)
-        for ev in picked:
-            acc.add_event(ev)
+        self._take_events(acc, gpu, start_s, lo)
         for c in self._copies:
             if c.gpu == gpu and c.end_wall_s >= lo:
                 acc.add_copy(c)
-        if not any(ev.warning is not None for ev in picked):
-            for ev in self.last_warning.values():
-                if start_s - RECENT_WARNING_S <= ev.t_wall_s < lo and self.relevant(ev, gpu):
-                    acc.add_event(ev)
+        for status in self._snapshots_since(lo, gpu):
+            acc.add_prover(status)
+        self._open.append(acc)
+        return acc
+
+    def _take_events(self, acc: GapEvidence, gpu: int, start_s: float, lo: float) -> None:
+        """The gap's log events from `lo` on; without a warning among them, the latest recent
+        warning before `lo` too (what went wrong a little earlier is often why)."""
+        picked = self._events_since(lo, gpu)
+        for ev in picked:
+            acc.add_event(ev)
+        if any(ev.warning is not None for ev in picked):
+            return
+        for ev in self.last_warning.values():
+            if start_s - RECENT_WARNING_S <= ev.t_wall_s < lo and self.relevant(ev, gpu):
+                acc.add_event(ev)
+
+    def _snapshots_since(self, lo: float, gpu: int) -> list[ProverStatus]:
+        """The prover's snapshots from `lo` on that concern `gpu`, oldest first."""
         snaps = []
         for status in reversed(self._prover):
             if status.t_wall_s < lo:
                 break
-            if prover.concerns(status, gpu):
+            if self.prover.concerns(status, gpu):
                 snaps.append(status)
-        for status in reversed(snaps):
-            acc.add_prover(status)
-        self._open.append(acc)
-        return acc
+        snaps.reverse()
+        return snaps
 
     def _events_since(self, lo: float, gpu: int) -> list[LogEvent]:
         """The kept events of `gpu` from `lo` on, oldest first. Newest first, but log events

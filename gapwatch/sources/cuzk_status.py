@@ -34,7 +34,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Annotated, Any, Union, cast, get_args, get_origin, get_type_hints
+from typing import (
+    Annotated,
+    Any,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 from urllib.parse import urlsplit
 
 import msgspec
@@ -58,8 +67,17 @@ ERROR_REASONS: tuple[str, ...] = (
     "internal",
 )
 #: A larger answer is refused (`too_large`): cuzk's snapshot drops jobs done > 30 s ago, so a
-#: real one is a few hundred KiB at most.
-MAX_BODY_BYTES = 8 << 20
+#: real one is a few KiB (5 KiB on the 8-GPU H200 trace), a few hundred KiB at most. Reading is
+#: the poller's, but decoding holds the GIL (msgspec does not release it): 8 MiB, the cap
+#: before, cost 40-50 ms a poll plus the records built from it, and the sampler ran 216 ms late.
+MAX_BODY_BYTES = 1 << 20
+#: What one poll reads of a snapshot, at most (the rest is counted, `cut_items`, and said
+#: once): the work a poll costs, and what it adds to the recording, stay bounded whatever the
+#: prover sends. A real snapshot holds a few dozen partitions and one worker per GPU.
+MAX_PIPELINES_PER_POLL = 256
+MAX_PARTITIONS_PER_POLL = 1024
+MAX_WORKERS_PER_POLL = 256
+MAX_SRS_PER_POLL = 256
 #: Headers longer than this are not an HTTP answer cuzk would send (its are ~150 bytes).
 MAX_HEADER_BYTES = 64 << 10
 
@@ -187,6 +205,35 @@ def _lenient(value: Any, tp: Any, dropped: list[int]) -> Any:
     return None
 
 
+_T = TypeVar("_T")
+
+
+def _first(items: list[_T], most: int, cut: list[int]) -> list[_T]:
+    """The first `most` of `items`; `cut[0]` counts the rest (a per-poll bound)."""
+    if len(items) <= most:
+        return items
+    cut[0] += len(items) - max(most, 0)
+    return items[:max(most, 0)]
+
+
+def _cut_raw(raw: dict[str, Any], cut: list[int]) -> None:
+    """The per-poll bounds (`MAX_..._PER_POLL`) applied to a decoded but unchecked document, in
+    place; `cut[0]` counts what goes. The partitions' bound is per pipeline here: the walk
+    only has to be bounded, `parse_status` applies the total."""
+    lists: list[tuple[Any, str, int]] = [(raw, "pipelines", MAX_PIPELINES_PER_POLL),
+                                         (raw, "gpu_workers", MAX_WORKERS_PER_POLL)]
+    alloc = raw.get("allocations")
+    if isinstance(alloc, dict):
+        lists += [(alloc, "srs", MAX_SRS_PER_POLL), (alloc, "pce", MAX_SRS_PER_POLL)]
+    for owner, key, most in lists:
+        value = owner.get(key)
+        if isinstance(value, list):
+            owner[key] = _first(value, most, cut)
+    for pipe in raw.get("pipelines") or ():
+        if isinstance(pipe, dict) and isinstance(pipe.get("partitions"), list):
+            pipe["partitions"] = _first(pipe["partitions"], MAX_PARTITIONS_PER_POLL, cut)
+
+
 def decode_status(body: bytes, counters: dict[str, int] | None = None) -> StatusDocument:
     """cuzk's `/status` body -> `StatusDocument`. Raises StatusError (`bad_json`,
     `bad_schema`). `counters["dropped_fields"]` counts fields that did not fit."""
@@ -199,6 +246,10 @@ def decode_status(body: bytes, counters: dict[str, int] | None = None) -> Status
     raw = _decode_any(body)
     if not isinstance(raw, dict):
         raise StatusError("bad_schema", f"not a status object (a JSON {type(raw).__name__})")
+    cut = [0]
+    _cut_raw(raw, cut)  # the walk below is Python, item by item: bounded before it starts
+    if counters is not None and cut[0]:
+        counters["cut_items"] = counters.get("cut_items", 0) + cut[0]
     dropped = [0]
     doc: StatusDocument = _lenient(raw, StatusDocument, dropped)
     if counters is not None and dropped[0]:
@@ -211,19 +262,23 @@ def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
     """cuzk's `/status` body -> one `ProverStatus`. Raises StatusError (`bad_json`,
     `bad_schema`). `counters["dropped_fields"]` counts fields that did not fit."""
     doc = decode_status(body, counters)
+    cut = [0]
     # Counts only when the document lists its pipelines at all (an empty list is 0 of each).
     counts: dict[str, int] = (dict.fromkeys(PARTITION_STATES, 0) if doc.pipelines is not None
                               else {})
     parts: list[ProverPartition] = []
     kinds: dict[str, str] = {}
-    pipelines = [p for p in doc.pipelines or () if p is not None]
+    pipelines = _first([p for p in doc.pipelines or () if p is not None],
+                       MAX_PIPELINES_PER_POLL, cut)
+    budget = MAX_PARTITIONS_PER_POLL
     for pipe in pipelines:
         job = pipe.job_id or "?"
         if pipe.proof_kind is not None:
             kinds[job] = pipe.proof_kind
-        for part in pipe.partitions or ():
+        for part in _first(pipe.partitions or [], budget, cut):
             if part is None:
                 continue
+            budget -= 1
             # An unknown state (a newer cuzk) is counted as "other": label values stay bounded.
             state: str = part.state if part.state in PARTITION_STATES else "other"
             counts[state] = counts.get(state, 0) + 1
@@ -236,11 +291,14 @@ def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
             state=w.state if w.state in WORKER_STATES else "other",
             job_id=w.current_job, partition=w.current_partition, busy_s=w.busy_secs,
         )
-        for w in doc.gpu_workers or () if w is not None and w.worker_id is not None
+        for w in _first(doc.gpu_workers or [], MAX_WORKERS_PER_POLL, cut)
+        if w is not None and w.worker_id is not None
     ]
     syn, cnt, mem = doc.synthesis, doc.counters, doc.memory
     srs = doc.allocations.srs if doc.allocations is not None else None
-    srs_entries = [e for e in srs or () if e is not None]
+    srs_entries = [e for e in _first(srs or [], MAX_SRS_PER_POLL, cut) if e is not None]
+    if counters is not None and cut[0]:
+        counters["cut_items"] = counters.get("cut_items", 0) + cut[0]
     return ProverStatus(
         prover=prover, t_mono_ns=t_mono_ns, t_wall_s=t_wall_s, latency_ms=latency_ms,
         uptime_s=doc.uptime_secs, partition_counts=counts, workers=workers,
@@ -438,6 +496,12 @@ class StatusPoller(Background):
             self._failed(StatusError("internal", f"gapwatch could not read it: {exc!r}"),
                          t_mono, t_wall)
             return None
+        if dropped.get("cut_items") and not self.counters.get("cut_items"):
+            self._notice(t_mono, t_wall, "warning",
+                         f"cuzk status {self.url}: an answer listing more than gapwatch reads "
+                         f"per poll ({MAX_PIPELINES_PER_POLL} jobs, {MAX_PARTITIONS_PER_POLL} "
+                         f"partitions, {MAX_WORKERS_PER_POLL} workers); the first are read, "
+                         "the rest counted (cut_items), said once")
         with self._lock:
             for key, n in dropped.items():
                 self.counters[key] = self.counters.get(key, 0) + n

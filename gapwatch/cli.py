@@ -18,6 +18,7 @@ from typing import Any
 
 from gapwatch import __version__
 from gapwatch.base.build import build_kind
+from gapwatch.base.open_files import out_of_files, too_few_open_files
 from gapwatch.commands import argtypes
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS
 from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
@@ -225,14 +226,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         say(f"gapwatch {args.command}: {problem}")
         return 2
+    few = too_few_open_files(args.command)
+    if few is not None:
+        say(f"gapwatch {args.command}: {few}")
+        return 2
     return_large_allocations()  # huge log lines must not grow the heap for good
     try:
         config = resolve_config(args)
+        module = importlib.import_module(f"gapwatch.commands.{args.command}")
+        return int(module.run(args, config))
     except ConfigError as exc:
         say(f"gapwatch: {exc}")
         return 2
-    module = importlib.import_module(f"gapwatch.commands.{args.command}")
-    try:
-        return int(module.run(args, config))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a caller of main() that kept Python's SIGINT handler
         return 130
+    except OSError as exc:
+        why = out_of_files(exc)
+        if why is None:
+            raise
+        say(f"gapwatch {args.command}: {why}")
+        return 2

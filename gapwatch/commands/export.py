@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from gapwatch.base.quit_early import stop_signals_deferred
 from gapwatch.core.config import Config
 from gapwatch.core.models import DERIVED_TYPES
 from gapwatch.engine.console import say
@@ -100,7 +101,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     # trace behind, and a link at DEST is replaced, never written through.
     tmp: Replacement | None = None
     try:
-        tmp = Replacement(dest) if dest is not None else None
+        with stop_signals_deferred():  # created and in `tmp` at once: never left behind
+            tmp = Replacement(dest) if dest is not None else None
         fb = tmp.file if tmp is not None else sys.stdout.buffer
         if args.format == "perfetto":
             summary = _perfetto(src, config, list(args.log), fb)
@@ -121,6 +123,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
         where = exc.filename or (dest or "stdout")
         say(f"gapwatch export: {where}: {exc.strerror or exc}")
         return 2 if exc.filename in args.log else 1
+    except BaseException:  # a stop signal (gapwatch.base.quit_early): no hidden .part left
+        _discard(tmp)
+        raise
     say(f"gapwatch export: wrote {dest or 'stdout'}: {summary}")
     return 0
 

@@ -209,7 +209,8 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
             for e in events:
                 if args.unparsed and e.kind != "unparsed":
                     continue
-                out.write((encode_json(e).decode() if args.json else format_event(e)) + "\n")
+                out.write((fmt.json_visible(encode_json(e).decode()) if args.json
+                           else format_event(e)) + "\n")
     except BrokenPipeError:
         raise
     except OSError as exc:

@@ -191,3 +191,29 @@ def test_parse_json_writes_c1_and_bidi_controls_escaped() -> None:
     # Still JSON, holding the same text: only how it is written changed.
     raws = [json.loads(line)["raw"] for line in done.stdout.splitlines() if line.strip()]
     assert any("\u009b" in r for r in raws) and any("\u202e" in r for r in raws)
+
+
+_SWALLOWED = """
+import os, signal, time, weakref
+from gapwatch.base.quit_early import quit_on_stop_signals
+quit_on_stop_signals()
+class Held: pass
+held = Held()
+def callback(ref):  # as importlib's module-lock callback: Python only prints what it raises
+    signal.raise_signal(signal.SIGTERM)
+    time.sleep(0.01)
+ref = weakref.ref(held, callback)
+del held
+time.sleep(3)
+print("ran on", flush=True)
+"""
+
+
+def test_a_stop_signal_raised_where_python_cannot_raise_still_stops_quietly() -> None:
+    """A stop signal inside the import machinery's weakref callback printed "Exception ignored
+    in ... Traceback" and `record` ran on, deaf to further signals."""
+    done = subprocess.run([sys.executable, "-c", _SWALLOWED], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "ran on" not in done.stdout
+    assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr

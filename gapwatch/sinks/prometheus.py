@@ -55,6 +55,7 @@ from gapwatch.cuzk.causes import PROVER_CAUSES
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
 from gapwatch.sinks.prover_metrics import prover_families
+from gapwatch.sinks.verdict_metrics import verdict_families
 from gapwatch.sources.cuzk_status import PollerStatus
 
 
@@ -127,6 +128,7 @@ class GapwatchCollector:
         status, logs, log_counters, pollers = self._runtime_status()
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
         yield from self._state_gauges(snap)
+        yield from verdict_families(snap)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
         gpus = [g.index for g in snap.gpus]
         yield from _tally_counters(

@@ -67,6 +67,12 @@ def small_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _recording(tmp_path_factory.mktemp("rec"), 30)
 
 
+@pytest.fixture(scope="module")
+def long_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Half an hour of one simulated GPU (~32 MB): exporting or reporting it takes seconds."""
+    return _recording(tmp_path_factory.mktemp("long"), 1800)
+
+
 def _commands(rec: Path, out: Path) -> dict[str, list[str]]:
     return {
         "report": ["report", str(rec)],
@@ -103,15 +109,14 @@ def test_a_stop_signal_during_the_imports_exits_0_without_a_traceback(
 
 @pytest.mark.parametrize("sig", STOP, ids=lambda s: s.name)
 def test_an_export_stopped_while_writing_leaves_no_hidden_part_file(
-        tmp_path: Path, sig: signal.Signals) -> None:
+        tmp_path: Path, long_recording: Path, sig: signal.Signals) -> None:
     """An interrupted export left its `.NAME.XXXXXXXX.part` (9.8-18 MB) and exited 130."""
-    rec = _recording(tmp_path, 900)
     out = tmp_path / "out"
     out.mkdir()
-    proc = subprocess.Popen(gapwatch_argv("export", str(rec), "--out", str(out / "t.json")),
+    proc = subprocess.Popen(gapwatch_argv("export", str(long_recording), "--out",
+                                          str(out / "t.json")),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_for("the export's temporary", lambda: any(out.iterdir()), 60)
-    time.sleep(0.2)  # writing into it
     rc, err = _stop(proc, sig)
     assert rc == 0, err
     assert "Traceback" not in err, err
@@ -121,15 +126,15 @@ def test_an_export_stopped_while_writing_leaves_no_hidden_part_file(
 
 @pytest.mark.parametrize("sig", STOP, ids=lambda s: s.name)
 def test_a_report_stopped_while_reading_exits_0_without_a_traceback(
-        tmp_path: Path, sig: signal.Signals) -> None:
-    rec = _recording(tmp_path, 900)
-    proc = subprocess.Popen(gapwatch_argv("report", str(rec)), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+        long_recording: Path, sig: signal.Signals) -> None:
+    proc = subprocess.Popen(gapwatch_argv("report", str(long_recording)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_for("the stop signals taken", lambda: _handles_all_stop_signals(proc.pid), 30)
-    time.sleep(1.0)  # imported, reading
+    time.sleep(0.5)  # imported, reading (the report takes seconds)
     rc, err = _stop(proc, sig)
     assert rc == 0, err
     assert "Traceback" not in err, err
+    assert f"stopped ({sig.name})" in err  # stopped, not finished before the signal
 
 
 @pytest.mark.skipif(ctbuild.find_compiler() is None, reason="no C compiler")

@@ -3,8 +3,10 @@
 Each subcommand lives in `gapwatch.commands.<name>` and is imported only when chosen, so that
 headless commands (`record`, `report`, `export`, `parse`) never import Textual.
 
-Exit codes: 0 success, 1 a failure while running, 2 bad usage, bad config, or a source that
-cannot start (no NVIDIA driver, unreadable recording).
+Exit codes: 0 success (a stop signal included: `gapwatch.base.quit_early`), 1 a failure while
+running, 2 bad usage, bad config, a source that cannot start (no NVIDIA driver, unreadable
+recording), too few open files, or an output that cannot be written (standard output full or
+failing included: one line).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from gapwatch.base.open_files import out_of_files, too_few_open_files
 from gapwatch.commands import argtypes
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS
 from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
-from gapwatch.engine.console import say
+from gapwatch.engine.console import OutputFailed, say, stdout_failed
 from gapwatch.engine.memory import return_large_allocations
 
 COMMANDS = {
@@ -241,9 +243,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # a caller of main() that kept Python's SIGINT handler
         return 130
-    except OSError as exc:
-        why = out_of_files(exc)
+    except (OSError, OutputFailed) as exc:
+        why = (out_of_files(exc) if isinstance(exc, OSError) else None) or stdout_failed(exc)
         if why is None:
             raise
+        if isinstance(exc, BrokenPipeError):  # `gapwatch report x | head`: the reader has
+            return 0                          # what it wanted
         say(f"gapwatch {args.command}: {why}")
         return 2

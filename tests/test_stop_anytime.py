@@ -222,3 +222,31 @@ def test_a_stop_signal_raised_where_python_cannot_raise_still_stops_quietly() ->
     assert done.returncode == 0, done.stderr
     assert "ran on" not in done.stdout
     assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("command", [
+    ["report", "RECORDING"], ["report", "--json", "RECORDING"],
+    ["parse", "--json", str(HOSTILE / "c1-bidi.log")], ["export", "RECORDING", "--out", "-"],
+])
+def test_a_full_standard_output_is_one_line_and_exit_2(small_recording: Path,
+                                                      command: list[str]) -> None:
+    """`report > /dev/full` printed a traceback (exit 1); `parse` blamed its input ("LOG: cannot
+    read: No space left on device"); `export --out -` exited 1."""
+    argv = [a.replace("RECORDING", str(small_recording)) for a in command]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(gapwatch_argv(*argv), stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120, cwd=ROOT)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "No space left on device" in lines[0] and "cannot read" not in lines[0]
+
+
+def test_a_report_piped_into_head_stops_quietly(small_recording: Path) -> None:
+    proc = subprocess.Popen(gapwatch_argv("report", str(small_recording)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # as `| head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == 0 and "Traceback" not in err, err

@@ -7,8 +7,9 @@ Who calls it: `gapwatch.cli`. Headless, never imports Textual.
   show the same gaps), the prover's phases from the recording's log events and the `--log` files.
 - `csv`: one row per GPU sample in the shared-trace column layout; `replay`/`report` read it back.
 
-Exit status: 0 written; 2 the input is not a recording or trace CSV, a `--log` file cannot be
-read, or the output would overwrite the input; 1 the output cannot be written.
+Exit status: 0 written (or stopped by a signal: nothing left behind); 2 the input is not a
+recording or trace CSV, a `--log` file cannot be read, the output would overwrite the input, or
+it cannot be written (one line, as every unwritable output).
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         _discard(tmp)
         where = exc.filename or (dest or "stdout")
         say(f"gapwatch export: {where}: {exc.strerror or exc}")
-        return 2 if exc.filename in args.log else 1
+        return 2  # an unreadable log, or an output that cannot be written
     except BaseException:  # a stop signal (gapwatch.base.quit_early): no hidden .part left
         _discard(tmp)
         raise

@@ -28,7 +28,7 @@ from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config
 from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder
-from gapwatch.engine.console import say
+from gapwatch.engine.console import OutputFailed, say
 from gapwatch.logs.parse import LogParser
 from gapwatch.logs.tail import LineSplitter
 
@@ -209,14 +209,25 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
             for e in events:
                 if args.unparsed and e.kind != "unparsed":
                     continue
-                out.write((fmt.json_visible(encode_json(e).decode()) if args.json
-                           else format_event(e)) + "\n")
+                _write(out, (fmt.json_visible(encode_json(e).decode()) if args.json
+                             else format_event(e)) + "\n")
     except BrokenPipeError:
         raise
     except OSError as exc:
         say(f"gapwatch parse: {path}: cannot read: {exc.strerror or exc}")
         return 1
     return 0
+
+
+def _write(out: TextIO, text: str) -> None:
+    """Write to the output; a failure there is the output's (`OutputFailed`), never blamed
+    on the log being read (a full disk was said as "LOG: cannot read")."""
+    try:
+        out.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputFailed(exc) from None
 
 
 def _recorded(path: str, timeline: TimelineBuilder, statuses: list[ProverStatus]) -> bool:

@@ -12,7 +12,10 @@ What lives here, each read from curio's source (tests/data/cuzk-upstream, docs/c
 - `advice`: the cuzk setting for each stall, its evidence and payoff;
 - `status`: the `GET /status` document's schema, read into `ProverStatus` records;
 - `log_lines`: cuzk's own line kinds (TIMELINE, CUZK_TIMING, CUZK_NTT_H, lock attribution);
-- `partitions`: each partition's run (synthesis, queue, GPU lock) from a recorded log.
+- `partitions`: each partition's run (synthesis, queue, GPU lock) from a recorded log;
+- `watch` (with `post`, `gpu_queue`, `restarts`, `errors`, `panics`): the prover events
+  (`gapwatch.core.models.ProverEvent`): PoSt latency against its deadline, a job cuzk's GPU
+  queue lost, restarts and what they cost, failure lines and panics (docs/post.md).
 
 The package sits above the core (it reads the core's records) and below the sources and the
 log parser (they read cuzk's formats through it): pyproject's `[tool.importlinter]`.

@@ -29,11 +29,13 @@ from gapwatch.core.models import (
     HostSample,
     LogEvent,
     Notice,
+    ProverEvent,
     ProverStatus,
     Record,
     SessionHeader,
     StateChange,
 )
+from gapwatch.core.prover_watch import ProverWatch
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import timeline_event
@@ -77,6 +79,8 @@ class Detected:
     #: Reading counters and problems (filled in by the caller, which owns the reader).
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: What the prover's watcher said (PoSt proofs, restarts, errors, lost GPU jobs), in order.
+    prover_events: list[ProverEvent] = field(default_factory=list)
 
 
 def detect_records(
@@ -87,6 +91,7 @@ def detect_records(
     *,
     line_of: Callable[[], int] | None = None,
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    watch: ProverWatch | None = None,
 ) -> Detected:
     """Feed every record (and `extra_logs`, merged by time) to one offline `GapDetector`.
 
@@ -95,6 +100,8 @@ def detect_records(
             workers when its log does not say them).
         line_of: where the reader is (the line of the record being fed); when given, the line
             that assigned each gap id is kept, so that split runs can renumber their gaps.
+        watch: the prover's watcher, fed every record but GPU samples (as the live session
+            feeds it); its events are `Detected.prover_events`.
     """
     det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False,
                       max_parallel_synthesis=max_parallel_synthesis)
@@ -106,6 +113,7 @@ def detect_records(
     blind_spots: list[BlindSpot] = []
     byes: list[Bye] = []
     gap_id_lines: list[int] = []
+    prover_events: list[ProverEvent] = []
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
 
@@ -119,8 +127,11 @@ def detect_records(
         if type(r) is gpu_sample:
             if li < n_extra and r.t_wall_s >= next_log_t:
                 while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:
-                    det.feed(bounded_event(extra_logs[li]))
+                    kept = bounded_event(extra_logs[li])
+                    det.feed(kept)
                     _keep_for_timeline(log_events, extra_logs[li])
+                    if watch is not None:
+                        prover_events += watch.feed(kept)
                     li += 1
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
             out = det.feed_gpu(r)
@@ -128,9 +139,17 @@ def detect_records(
             out = det.feed_host(r)
         elif isinstance(r, log_event):
             _keep_for_timeline(log_events, r)
-            # The detector sees a log event as a live session's does (`Session.on_record`).
-            out = det.feed(bounded_event(r))
+            # The detector and the watcher see a log event as a live session's do
+            # (`Session.on_record`: its text cut to the store's bounds).
+            kept = bounded_event(r)
+            if watch is not None:
+                prover_events += watch.feed(kept)
+            out = det.feed(kept)
         else:
+            if type(r) is ProverEvent:
+                continue  # derived: the watcher says them again
+            if watch is not None:
+                prover_events += watch.feed(r)
             if isinstance(r, ProverStatus):
                 prover_statuses.append(r)
             elif isinstance(r, CopyRecord):
@@ -146,9 +165,14 @@ def detect_records(
             else:
                 states.append(x)
     while li < n_extra:
-        det.feed(bounded_event(extra_logs[li]))
+        kept = bounded_event(extra_logs[li])
+        det.feed(kept)
         _keep_for_timeline(log_events, extra_logs[li])
+        if watch is not None:
+            prover_events += watch.feed(kept)
         li += 1
+    if watch is not None:
+        prover_events += watch.finish()
     for x in det.finish():
         if isinstance(x, Gap):
             ledger.add(x)
@@ -160,6 +184,7 @@ def detect_records(
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=det.pipeline_view(), blind_spots=blind_spots, byes=byes,
+        prover_events=prover_events,
     )  # fmt: skip
 
 

@@ -87,6 +87,7 @@ def detect_records(
     *,
     line_of: Callable[[], int] | None = None,
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    on_log: Callable[[LogEvent], None] | None = None,
 ) -> Detected:
     """Feed every record (and `extra_logs`, merged by time) to one offline `GapDetector`.
 
@@ -95,6 +96,8 @@ def detect_records(
             workers when its log does not say them).
         line_of: where the reader is (the line of the record being fed); when given, the line
             that assigned each gap id is kept, so that split runs can renumber their gaps.
+        on_log: called with every log event (recorded and `extra_logs`) as it is fed: what
+            a caller reads beside the detector (`compare` reads the prover's settings).
     """
     det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False,
                       max_parallel_synthesis=max_parallel_synthesis)
@@ -124,6 +127,8 @@ def detect_records(
                 while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:
                     det.feed(bounded_event(extra_logs[li]))
                     _keep_for_timeline(log_events, extra_logs[li])
+                    if on_log is not None:
+                        on_log(extra_logs[li])
                     li += 1
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
             out = det.feed_gpu(r)
@@ -131,6 +136,8 @@ def detect_records(
             out = det.feed_host(r)
         elif isinstance(r, log_event):
             _keep_for_timeline(log_events, r)
+            if on_log is not None:
+                on_log(r)
             # The detector sees a log event as a live session's does (`Session.on_record`).
             out = det.feed(bounded_event(r))
         else:
@@ -151,6 +158,8 @@ def detect_records(
     while li < n_extra:
         det.feed(bounded_event(extra_logs[li]))
         _keep_for_timeline(log_events, extra_logs[li])
+        if on_log is not None:
+            on_log(extra_logs[li])
         li += 1
     for x in det.finish():
         if isinstance(x, Gap):

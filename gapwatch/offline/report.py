@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import gc
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -160,14 +160,17 @@ def recorded_timeline_epoch(path: str | Path) -> float | None:
             close()
 
 
-def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
-    """Read the whole input (and the `--log` files) and detect over it in one process."""
+def detect(path: str | Path, config: Config, log_paths: list[str],
+           on_log: Callable[[LogEvent], None] | None = None) -> Detected:
+    """Read the whole input (and the `--log` files) and detect over it in one process
+    (`on_log`: see `detect_records`)."""
     # Logs without their TIMELINE anchor line are placed by the recorded /status uptime.
     epoch = recorded_timeline_epoch(path) if log_paths else None
     rec = read_any(path)
     extra, log_counters = parse_logs(log_paths, config, epoch)
     found = detect_records(rec.header, rec.records, config.detector, extra,
-                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
+                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
+                           on_log=on_log)
     counters = dict(rec.counters)
     counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})
     counters.update({f"log_{k}": v for k, v in log_counters.items() if v})

@@ -46,9 +46,9 @@ STALL_WORDS: dict[str, str] = {
     "pacer_hold": "the dispatch pacer holds synthesis back",
     "srs_loading": "cuzk loads the SRS",
     "dispatch_stall": "synthesised partitions wait while a GPU worker is idle",
-    "monolithic": "PoSt or other monolithic work",
+    "monolithic": "PoSt or other monolithic work (a batch, the pipeline off)",
     "pinned_pool": "a/b/c copied from pageable memory: the pinned pool could not pin",
-    "first_synthesis": "a/b/c of a circuit's first synthesis are unpinned",
+    "first_synthesis": "a/b/c of the first wave after cuzk started are unpinned",
     "pageable_copies": "a/b/c copied from pageable memory",
     "slow_copies": "host-to-device copies trickled",
     "copies_not_overlapped": "copies at line rate, not overlapped with compute",
@@ -96,6 +96,13 @@ class NoSetting:
 class AdviceReport:
     advice: list[Advice] = field(default_factory=list)
     no_setting: list[NoSetting] = field(default_factory=list)
+    #: What the prover's log says regardless of the gaps (deprecated keys it ignores, env knobs
+    #: it runs with), from the caller's `notes`.
+    notes: list[str] = field(default_factory=list)
+
+
+#: (settings: (setting, change, why, source)), guess, guess_why, evidence), or why none applies.
+Found = tuple[list[tuple[str, str, str, str]], bool, str, list[str]]
 
 
 def if_closed(busy_s: float | None, active_s: float, closed_s: float) -> dict[str, float | None]:
@@ -232,19 +239,25 @@ def _synthesis(gaps: Sequence[Gap], pipeline: PipelineView
 
 
 def advise(gaps: Sequence[Gap], pipeline: PipelineView,
-           payoff: Callable[[Sequence[Gap]], dict[str, float | None] | None] | None = None
-           ) -> AdviceReport:
+           payoff: Callable[[Sequence[Gap]], dict[str, float | None] | None] | None = None,
+           rules: Callable[[str, Sequence[Gap]], Found | str | None] | None = None,
+           notes: Sequence[str] = ()) -> AdviceReport:
     """Advice for `gaps` (closed gaps; retracted and open ones are left out by the caller).
-    `payoff`: the caller's payoff for a set of gaps (the report's, over its working span)."""
+    `payoff`: the caller's payoff for a set of gaps (the report's, over its working span).
+    `rules`: the caller's answer for a stall on the path its prover's log shows
+    (`gapwatch.cuzk.paths.path_rule`), asked first; None there: the answer below stands.
+    `notes`: said with the advice whatever the gaps."""
     by: dict[str, list[Gap]] = {}
     for g in gaps:
         by.setdefault(stall_of(g, pipeline), []).append(g)
-    out = AdviceReport()
+    out = AdviceReport(notes=list(notes))
     for stall, these in sorted(by.items(), key=lambda kv: -sum(g.duration_s for g in kv[1])):
         idle = sum(g.duration_s for g in these)
         ids = [g.gap_id for g in these]
         pay = payoff(these) if payoff is not None else None
-        found = _settings_for(stall, these, pipeline)
+        found = rules(stall, these) if rules is not None else None
+        if found is None:
+            found = _settings_for(stall, these, pipeline)
         if isinstance(found, str):
             out.no_setting.append(NoSetting(stall, found, len(these), idle))
             continue
@@ -256,10 +269,7 @@ def advise(gaps: Sequence[Gap], pipeline: PipelineView,
     return out
 
 
-_Found = tuple[list[tuple[str, str, str, str]], bool, str, list[str]]
-
-
-def _settings_for(stall: str, gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+def _settings_for(stall: str, gaps: Sequence[Gap], pipeline: PipelineView) -> Found | str:
     """The settings for one stall, or why none applies (a string)."""
     pool = pipeline.pool
     if stall == "waits_on_synthesis":
@@ -271,11 +281,12 @@ def _settings_for(stall: str, gaps: Sequence[Gap], pipeline: PipelineView) -> _F
                   "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 GiB) "
                   "before a synthesis worker takes it (engine.rs, memory.rs): with less free, "
                   "synthesis waits however many workers are free",
-                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs"),
-                 ("[memory] eviction_min_idle", "lower it if idle SRS/PCE entries hold the "
-                  "budget (their bytes are in /status allocations)",
-                  "idle SRS and PCE entries are evicted only after this long under pressure "
-                  "(cuzk.example.toml)", "extern/cuzk/cuzk.example.toml")], False, "", [])
+                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs")], False, "",
+                # Not eviction_min_idle: the PoRep PCE is touched by every PoRep job and never
+                # idles, and nothing reads it (pipeline.rs:1223-1241 get no cache).
+                ["a PCE in /status allocations.pce holds budget unused by this cuzk version "
+                 "(pipeline.rs:1223-1241) and, touched by every PoRep job, never idles: "
+                 "eviction_min_idle frees nothing"])
     if stall == "pacer_hold":
         target = pipeline.pacer_target
         return ([("[pipeline] max_gpu_queue_depth",
@@ -314,8 +325,9 @@ def _settings_for(stall: str, gaps: Sequence[Gap], pipeline: PipelineView) -> _F
                 "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest",
                 facts)
     if stall == "first_synthesis":
-        return ("the first synthesis of each circuit type has no capacity hint and is "
-                "unpinned by design (pipeline.rs: the pinned pool is used once a hint exists)")
+        return ("the first wave after cuzk started (every synthesis begun before the first of "
+                "its circuit type finished) has no capacity hint and is unpinned "
+                "(pipeline.rs:176-230, 270); no setting: it repeats after every restart")
     if stall == "copies_not_overlapped":
         per = pipeline.gpu_workers_per_device
         if per == 1:
@@ -341,17 +353,20 @@ def _settings_for(stall: str, gaps: Sequence[Gap], pipeline: PipelineView) -> _F
                       "GPU proving (cuzk.example.toml)",
                       "extern/cuzk/cuzk.example.toml, cuzk-core/src/engine.rs")], False, "",
                     ["the log's 'starting cuzk engine' says pipeline_enabled=false"])
-        return ("PoSt proofs (WindowPoSt, WinningPoSt) are monolithic by design (engine.rs): "
-                "they take the GPU in turn; nothing to change")
+        return ("PoSt proofs (WindowPoSt, WinningPoSt) are monolithic and unpinned by design "
+                "(pipeline.rs:3015, 3210): they take the GPU in turn; a PoRep or SnapDeals "
+                "batch would be [scheduler] max_batch_size > 1 (read with the prover's log)")
     if stall == "dispatch_stall":
-        return ("no cuzk setting: GPU workers take the queue's next partition as soon as they "
-                "are free (engine.rs); look at the GPU_TIMING hot_path line's status_ms, "
-                "fail_check_ms and mark_busy_ms (the tracker locks) and report it upstream")
+        return ("no cuzk setting: GPU workers wait at pickup on cuzk's JobTracker mutex "
+                "(fail_check_ms, mark_busy_ms, engine.rs:3031, 3047), held through the PoRep "
+                "self-check (engine.rs:521), by CUZK_VALIDATE_PARTITIONS=1 and by gRPC "
+                "GetStatus/GetMetrics; only status_ms is /status's lock")
     if stall == "inside_workers":
         return ("inside the GPU workers (CPU prep, the GPU mutex): no setting is shown to "
                 "close it; the CUZK_TIMING lines (barrier_wait_ms, mutex_wait_ms) say where")
     if stall == "no_work":
-        return "the prover had nothing to do: the client (Curio) sent no work"
+        return ("the prover had nothing to do: the client (Curio) sent no work; Curio's "
+                "[Cuzk] MaxPending (default 10) caps what it sends")
     if stall in ("pageable_copies", "slow_copies"):
         return ("no pinned-pool failure in the log read, so nothing says which setting: with "
                 "cuzk's log followed (its pinned pool lines) or the copy trace, gapwatch can tell")
@@ -370,9 +385,9 @@ def _pacer_words(pipeline: PipelineView) -> str:
 def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
     """The advice as text lines: the report's "What to change" section, summary.md and the
     help screen say it in these words."""
-    out: list[str] = []
+    out = [f"{indent}note: {n}" for n in report.notes]
     if not report.advice and not report.no_setting:
-        return [f"{indent}nothing to change: no gap"]
+        return [*out, f"{indent}nothing to change: no gap"]
     by_stall: dict[str, list[Advice]] = {}
     for a in report.advice:
         by_stall.setdefault(a.stall, []).append(a)
@@ -411,5 +426,6 @@ def advice_json(report: AdviceReport) -> dict[str, Any]:
         "no_setting": [{"stall": n.stall, "stall_words": STALL_WORDS.get(n.stall, n.stall),
                         "why": n.why, "gaps": n.gaps, "idle_s": n.idle_s}
                        for n in report.no_setting],
+        "advice_notes": list(report.notes),
     }
 

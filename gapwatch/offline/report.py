@@ -43,6 +43,7 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.track import GpuTotals
+from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.logs.files import parse_log_files
 from gapwatch.offline.detect import Detected, detect_records
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
@@ -128,9 +129,10 @@ def build_report(
     gc.disable()
     try:
         found = detect_parallel(path, config, n) if n > 1 and not logs else None
+        paths = PathsSeen()
         if found is None:
-            found = detect(path, config, logs)
-        return summarise(path, found, logs, config.detector.window_s)
+            found = detect(path, config, logs, on_log=paths.feed_log)
+        return summarise(path, found, logs, config.detector.window_s, paths.result())
     finally:
         if gc_was_on:
             gc.enable()
@@ -180,8 +182,11 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
 
 
 def summarise(path: str | Path, found: Detected, log_paths: list[str],
-              window_s: float = DetectorConfig().window_s) -> ReportData:
-    """Closed gaps in start order, breakdown periods, per-partition timeline and payoff."""
+              window_s: float = DetectorConfig().window_s,
+              paths: PathFacts | None = None) -> ReportData:
+    """Closed gaps in start order, breakdown periods, per-partition timeline and payoff;
+    the advice on the paths the prover's log shows (`paths`, `gapwatch.cuzk.paths`)."""
+    facts = paths or PathFacts()
     totals = found.totals
     closed = found.ledger.closed()
     partitions = _partitions(found.log_events, found.prover_statuses)
@@ -193,7 +198,9 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         copies=copy_table(found.copies, closed) if found.copies else None,
         warnings=data_warnings(found.detector_counters, totals),
         blind_spots=list(found.blind_spots), byes=list(found.byes),
-        advice=advise(closed, found.pipeline, lambda gaps: gap_payoff(totals, gaps)),
+        advice=advise(closed, found.pipeline, lambda gaps: gap_payoff(totals, gaps),
+                      rules=lambda stall, gaps: path_rule(stall, gaps, facts),
+                      notes=path_notes(facts)),
     )  # fmt: skip
 
 

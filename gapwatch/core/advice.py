@@ -104,6 +104,23 @@ class AdviceReport:
 #: (settings: (setting, change, why, source)), guess, guess_why, evidence), or why none applies.
 Found = tuple[list[tuple[str, str, str, str]], bool, str, list[str]]
 
+#: Monolithic job kinds that are batches of partitioned proofs (`[scheduler] max_batch_size >
+#: 1`), as TIMELINE's `SYNTH_START kind=` names them and a gap's evidence quotes them.
+BATCH_KINDS = ("porep-c2", "snap-update")
+BATCH_SETTING = (
+    "[scheduler] max_batch_size", "1 (the default)",
+    "a batch of 2+ PoRep or SnapDeals requests is proved as one monolithic job: synthesised "
+    "with no pinned pool (a/b/c pageable, copied at 1-4 GB/s), with a 136 GiB budget, invisible "
+    "to /status; with 1 every request takes the partitioned, pinned pipeline",
+    "extern/cuzk/cuzk-core/src/engine.rs:2053, 2672-2680; pipeline.rs:1632; "
+    "extern/cuzk/cuzk.example.toml:97-100")
+
+
+def batched_gaps(gaps: Sequence[Gap]) -> int:
+    """How many of `gaps` name a batch job in their evidence (`porep-c2 job ...`)."""
+    return sum(1 for g in gaps
+               if any(f"{k} job" in e for e in g.prover_evidence for k in BATCH_KINDS))
+
 
 def if_closed(busy_s: float | None, active_s: float, closed_s: float) -> dict[str, float | None]:
     """The payoff of closing `closed_s` of idle time in a working span of `active_s` (work taken
@@ -353,6 +370,11 @@ def _settings_for(stall: str, gaps: Sequence[Gap], pipeline: PipelineView) -> Fo
                       "GPU proving (cuzk.example.toml)",
                       "extern/cuzk/cuzk.example.toml, cuzk-core/src/engine.rs")], False, "",
                     ["the log's 'starting cuzk engine' says pipeline_enabled=false"])
+        batched = batched_gaps(gaps)
+        if batched:
+            return ([BATCH_SETTING], False, "",
+                    [f"{batched} of {len(gaps)} gap(s) during a batch job (TIMELINE "
+                     "SYNTH_START kind=porep-c2 or snap-update, no partition)"])
         return ("PoSt proofs (WindowPoSt, WinningPoSt) are monolithic and unpinned by design "
                 "(pipeline.rs:3015, 3210): they take the GPU in turn; a PoRep or SnapDeals "
                 "batch would be [scheduler] max_batch_size > 1 (read with the prover's log)")

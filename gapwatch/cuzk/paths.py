@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gapwatch.core import fmt
+from gapwatch.core.advice import BATCH_KINDS, BATCH_SETTING, batched_gaps
 from gapwatch.core.models import Gap, LogEvent
 from gapwatch.cuzk.settings import (
     DEPRECATED,
@@ -37,7 +38,6 @@ from gapwatch.cuzk.settings import (
     split_prove_disabled,
 )
 
-BATCH_KINDS = ("porep-c2", "snap-update")
 POST_KINDS = ("winning-post", "window-post")
 NO_CAPACITY_HINT = "no capacity hint cached — first synthesis will grow organically"
 HINT_CACHED = "cached synthesis capacity hint"
@@ -153,13 +153,6 @@ class PathsSeen:
         )  # fmt: skip
 
 
-BATCH_SETTING: Setting = (
-    "[scheduler] max_batch_size", "1 (the default)",
-    "a batch of 2+ PoRep or SnapDeals requests is proved as one monolithic job: synthesised "
-    "with no pinned pool (a/b/c pageable, copied at 1-4 GB/s), with a 136 GiB budget, invisible "
-    "to /status; with 1 every request takes the partitioned, pinned pipeline",
-    "extern/cuzk/cuzk-core/src/engine.rs:2053, 2672-2680; pipeline.rs:1632; "
-    "extern/cuzk/cuzk.example.toml:97-100")
 PIPELINE_SETTING: Setting = (
     "[pipeline] enabled", "true",
     "with the pipeline off every proof is monolithic through filecoin-proofs' heap-backed "
@@ -216,7 +209,7 @@ def _monolithic(gaps: Sequence[Gap], facts: PathFacts) -> Found | str | None:
     if facts.pipeline_enabled is False:
         return None  # the general advice: [pipeline] enabled = true
     kinds = set().union(*(_kinds_in(g) for g in gaps))
-    batched = sum(1 for g in gaps if _kinds_in(g) & set(BATCH_KINDS))
+    batched = batched_gaps(gaps)
     if batched or (facts.batches and not kinds & set(POST_KINDS)):
         return [BATCH_SETTING], not batched, (
             "" if batched else "these gaps name no batch job, but the log shows batches"), \
@@ -251,9 +244,17 @@ def _pageable(gaps: Sequence[Gap], facts: PathFacts) -> Found | str | None:
     wave_end = facts.first_wave_end_s
     if facts.unhinted and wave_end is not None and all(g.start_s <= wave_end for g in gaps):
         return first_wave_words(facts)
+    if any("unpinned" in _warnings(g) for g in gaps):
+        return ("cuzk's log says these partitions were unpinned (is_pinned=false) with no pool "
+                "failure, no batch, the pipeline on and the first wave over: a path upstream's "
+                "code does not take (pipeline.rs:273-308), so no setting is known")
     return ("cuzk's log shows no pool failure, no batch, the pipeline on and the first wave "
             "over: its partitions are pinned; the pageable copies left are the MSM scalars and "
             "bases cuzk keeps in heap memory (groth16_cuda.cu:1005-1031), which no setting pins")
+
+
+def _warnings(g: Gap) -> set[str]:
+    return {str(e.get("warning")) for e in g.log_events if e.get("warning")}
 
 
 def first_wave_words(facts: PathFacts) -> str:

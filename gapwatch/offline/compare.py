@@ -36,6 +36,7 @@ from gapwatch.cuzk.settings import ProverSettings, SettingChange, SettingsSeen, 
 from gapwatch.offline.compare_stats import Better, Spread, Test, judge, spread
 from gapwatch.offline.compare_windows import (
     ALL,
+    GpuWindows,
     Grid,
     SlimCopy,
     SlimGap,
@@ -172,8 +173,9 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
     """Both sides cut into the same windows, every figure judged (see the module docstring)."""
     shorter = min(before.span_s, after.span_s)
     w = window_s or choose_window_s(shorter)
-    wins = {s.label: _windows(s, w) for s in (before, after)}
-    wholes = {s.label: _wholes(s) for s in (before, after)}
+    wins, wholes = {}, {}
+    for s in (before, after):
+        wins[s.label], wholes[s.label] = _windows(s, w)
     for s in (before, after):
         _zeros_for_absent(wins[s.label], wholes[s.label], _other(s, before, after, wins),
                           prover_seen=_prover_seen(s))
@@ -254,58 +256,44 @@ def _figure_names(*maps: dict[str, Any]) -> list[str]:
     return out + sorted(n for n in names if n not in out)
 
 
-def _windows(side: Side, window_s: float) -> dict[int, dict[str, list[float]]]:
+def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[float]]],
+                                                  dict[int, dict[str, float | None]]]:
+    """Each GPU's (and `ALL`'s) figures per usable window, and over the whole side (the same
+    accumulators summed over every window, the last partial one too; busy share: the
+    report's; per hour of the GPU's working span, partitions of `ALL` per hour of the side's)."""
     start = side.start_s
     if start is None:
-        return {}
+        return {}, {}
     n = max(1, -int(-side.span_s // window_s))
     grid = Grid(start, window_s, n)
     acc = accumulate(grid, side.totals, side.gaps, side.partition_ends, side.copies)
-    return {gpu: series(w, window_s, gpu == ALL) for gpu, w in acc.items()}
+    wins = {gpu: series(w, window_s, gpu == ALL) for gpu, w in acc.items()}
+    spans = {t.gpu: (t.busy_s, t.active_s) for t in side.totals}
+    spans[ALL] = (sum(t.busy_s for t in side.totals), sum(t.active_s for t in side.totals))
+    wholes = {gpu: _whole(w, *spans[gpu], side.span_s if gpu == ALL else spans[gpu][1])
+              for gpu, w in acc.items() if gpu in spans}
+    return wins, wholes
 
 
-def _wholes(side: Side) -> dict[int, dict[str, float | None]]:
-    """Each figure over the whole side (busy share: the report's)."""
-    out: dict[int, dict[str, float | None]] = {}
-    all_active = sum(t.active_s for t in side.totals)
-    for t in side.totals:
-        out[t.gpu] = _whole(side, [t.gpu], t.active_s, t.busy_s, t.active_s)
-    out[ALL] = _whole(side, [t.gpu for t in side.totals], all_active,
-                      sum(t.busy_s for t in side.totals), side.span_s)
-    return out
-
-
-def _whole(side: Side, gpus: list[int], active_s: float, busy_s: float,
+def _whole(w: GpuWindows, busy_s: float, active_s: float,
            wall_s: float) -> dict[str, float | None]:
     if active_s <= 0:
         return {}
-    mine = set(gpus)
-    gaps = [g for g in side.gaps if g.gpu in mine]
     per_h = 3600 / active_s
     out: dict[str, float | None] = {
         "busy share": busy_s / active_s,
-        "gaps/h": len(gaps) * per_h,
-        "idle s/h": sum(g.duration_s for g in gaps) * per_h,
+        "gaps/h": sum(w.gaps) * per_h,
+        "idle s/h": sum(w.gap_idle_s) * per_h,
     }
-    for g in gaps:
-        key = f"idle s/h: {g.kind}"
-        out[key] = (out.get(key) or 0.0) + g.duration_s * per_h
-        if g.cause:
-            key = f"idle s/h, prover: {g.cause}"
-            out[key] = (out.get(key) or 0.0) + g.duration_s * per_h
-    if side.partition_ends is not None and wall_s > 0:
-        single = len(side.totals) == 1
-        n = sum(1 for gpu, _ in side.partition_ends
-                if len(mine) > 1 or gpu in mine or (gpu is None and single))
-        out["partitions/h"] = n * 3600 / wall_s
-    by_kind: dict[str, list[float]] = {}
-    for c in side.copies:
-        if c.gpu in mine:
-            acc = by_kind.setdefault(c.kind, [0.0, 0.0])
-            acc[0] += c.bytes
-            acc[1] += c.duration_s
-    for kind, (b, s) in sorted(by_kind.items()):
-        out[f"H2D rate: {kind}"] = b / s if s > 0 else None
+    for kind, vs in w.idle_by_kind.items():
+        out[f"idle s/h: {kind}"] = sum(vs) * per_h
+    for cause, vs in w.idle_by_cause.items():
+        out[f"idle s/h, prover: {cause}"] = sum(vs) * per_h
+    if w.partitions is not None and wall_s > 0:
+        out["partitions/h"] = sum(w.partitions) * 3600 / wall_s
+    for kind, bs in w.h2d_bytes.items():
+        secs = sum(w.h2d_s[kind])
+        out[f"H2D rate: {kind}"] = sum(bs) / secs if secs > 0 else None
     return out
 
 

@@ -178,3 +178,14 @@ def test_markdown_escapes_pipes_in_paths(tmp_path: Path) -> None:
     c.before.path = "a|b.jsonl"
     assert "a\\|b.jsonl" in format_markdown(c)
     assert to_json(c)["sides"]["BEFORE"]["path"] == "a|b.jsonl"
+
+
+def test_copies_moved_from_pageable_to_pinned_memory_show_in_the_h2d_figures() -> None:
+    copies = Path(__file__).parent / "data" / "h200-copytrace"
+    c = _compare(copies / "pageable" / "rec.jsonl.gz", copies / "chained" / "rec.jsonl.gz")
+    share = _figure(c, "H2D bytes from pageable")
+    rate = _figure(c, "H2D rate: all")
+    assert (share.before, share.after) == (1.0, 0.0) and share.test.verdict == "better"
+    assert rate.test.verdict == "better"
+    assert rate.before and rate.after and rate.after / rate.before > 10  # 3.5 -> 55 GB/s
+    assert _figure(c, "H2D rate: pinned").test.verdict == "one side only"

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gapwatch.core import fmt
 from gapwatch.core.advice import AdviceReport, advice_json
 from gapwatch.core.config import Config
 from gapwatch.core.models import CopyRecord, Gap, GpuInfo
@@ -36,6 +37,7 @@ from gapwatch.cuzk.settings import ProverSettings, SettingChange, SettingsSeen, 
 from gapwatch.offline.compare_stats import Better, Spread, Test, judge, spread
 from gapwatch.offline.compare_windows import (
     ALL,
+    PAGEABLE_SHARE,
     GpuWindows,
     Grid,
     SlimCopy,
@@ -239,6 +241,8 @@ def _direction(name: str) -> tuple[Better, bool]:
         return "none", False
     if name == "busy share":
         return "higher", True
+    if name == PAGEABLE_SHARE:
+        return "lower", True
     if name == "partitions/h" or name.startswith("H2D rate"):
         return "higher", False
     return "lower", False
@@ -249,7 +253,7 @@ def _figure_names(*maps: dict[str, Any]) -> list[str]:
     cause), H2D rates by memory kind."""
     names = {n for m in maps for n in m}
     order = ["busy share", "partitions/h", "gaps/h", "idle s/h"]
-    groups = ("idle s/h: ", "idle s/h, prover: ", "H2D rate: ")
+    groups = ("idle s/h: ", "idle s/h, prover: ", "H2D rate: ", PAGEABLE_SHARE)
     out = [n for n in order if n in names]
     for prefix in groups:
         out += sorted(n for n in names if n.startswith(prefix))
@@ -294,6 +298,12 @@ def _whole(w: GpuWindows, busy_s: float, active_s: float,
     for kind, bs in w.h2d_bytes.items():
         secs = sum(w.h2d_s[kind])
         out[f"H2D rate: {kind}"] = sum(bs) / secs if secs > 0 else None
+    if w.h2d_bytes:
+        total_b = sum(sum(bs) for bs in w.h2d_bytes.values())
+        total_s = sum(sum(ss) for ss in w.h2d_s.values())
+        out["H2D rate: all"] = total_b / total_s if total_s > 0 else None
+        out[PAGEABLE_SHARE] = (sum(w.h2d_bytes.get("pageable", [])) / total_b
+                               if total_b > 0 else None)
     return out
 
 
@@ -308,8 +318,8 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
                    "have, 'all GPUs' per GPU-hour")
     b, a = before.span_s, after.span_s
     if b > 0 and a > 0 and max(a, b) / min(a, b) > LENGTH_RATIO_SAID:
-        out.append(f"different lengths: BEFORE {b / 60:.1f} min of work, AFTER {a / 60:.1f} "
-                   "min: rates compare, totals do not")
+        out.append(f"different lengths: BEFORE {fmt.duration(b)} of work, AFTER "
+                   f"{fmt.duration(a)}: rates compare, totals do not")
     for s in (before, after):
         whole = int(s.span_s // window_s)
         if whole < 5:

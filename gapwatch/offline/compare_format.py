@@ -43,7 +43,8 @@ def _bare(f: Figure, v: float | None) -> str:
     if f.share:
         return f"{v * 100:.0f}"
     if f.name.startswith("H2D rate"):
-        return fmt.gbps(v).replace(" GB/s", "")
+        gb = v / 1e9
+        return f"{gb:.0f}" if gb >= 10 else f"{gb:.1f}"
     return _num(v)
 
 
@@ -111,7 +112,9 @@ def head_lines(c: Comparison) -> list[str]:
     for s in (c.before, c.after):
         if s.log_files:
             out.append(f"  {s.label} logs: {', '.join(_path(p) for p in s.log_files)}")
-    nb, na = int(c.before.span_s // c.window_s), int(c.after.span_s // c.window_s)
+    busy = next((f for f in c.figures if f.name == "busy share"), None)
+    nb = busy.before_windows.n if busy else 0
+    na = busy.after_windows.n if busy else 0
     out.append(f"  windows of {c.window_s:g} s: BEFORE {nb}, AFTER {na}; each figure: the whole "
                "run [windows' p10-p90]")
     out.append("  " + _load_line(c))

@@ -25,7 +25,7 @@ RELATIVE_FLOOR = 0.05
 MIN_TEST_WINDOWS = 5
 
 Verdict = Literal["better", "no measurable change", "worse", "too few windows",
-                  "different load", "load", "no data"]
+                  "different load", "load", "one side only", "no data"]
 Better = Literal["higher", "lower", "none"]
 
 
@@ -94,7 +94,7 @@ def judge(before: list[float], after: list[float], better: Better, share: bool) 
     """The verdict on one figure from each side's window values (see the module docstring).
     `better`: which way is an improvement ("none": a load figure, said, never judged)."""
     if not before or not after:
-        return Test(None, None, "no data")
+        return Test(None, None, "one side only" if before or after else "no data")
     delta = fmean(after) - fmean(before)
     if len(before) < MIN_TEST_WINDOWS or len(after) < MIN_TEST_WINDOWS:
         return Test(None, delta, "too few windows")

@@ -49,6 +49,7 @@ class SlimCopy(NamedTuple):
 WINDOW_CHOICES_S: tuple[float, ...] = (60.0, 30.0, 20.0, 10.0, 5.0, 3.0, 2.0, 1.0)
 MIN_WINDOWS = 8
 ALL = -1  # the key of "all GPUs" in per-GPU maps
+PAGEABLE_SHARE = "H2D bytes from pageable"
 
 
 def choose_window_s(span_s: float) -> float:
@@ -220,4 +221,12 @@ def series(w: GpuWindows, window_s: float, all_gpus: bool) -> dict[str, list[flo
     for kind, bs in sorted(w.h2d_bytes.items()):
         secs = w.h2d_s[kind]
         out[f"H2D rate: {kind}"] = [bs[i] / secs[i] for i in usable if secs[i] > 0]
+    if w.h2d_bytes:
+        # Across memory kinds: a change that moves copies from pageable to pinned memory shows
+        # here (each kind's own rate exists on one side only).
+        total_b = [sum(bs[i] for bs in w.h2d_bytes.values()) for i in range(len(w.gaps))]
+        total_s = [sum(ss[i] for ss in w.h2d_s.values()) for i in range(len(w.gaps))]
+        pageable = w.h2d_bytes.get("pageable", [0.0] * len(w.gaps))
+        out["H2D rate: all"] = [total_b[i] / total_s[i] for i in usable if total_s[i] > 0]
+        out[PAGEABLE_SHARE] = [pageable[i] / total_b[i] for i in usable if total_b[i] > 0]
     return out

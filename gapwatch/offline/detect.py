@@ -38,6 +38,7 @@ from gapwatch.core.models import (
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
 from gapwatch.logs.parse.partitions import timeline_event
+from gapwatch.offline.log_span import LogSpan
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
 #: A one-process and a split run give the same list however their outputs interleave.
@@ -74,6 +75,8 @@ class Detected:
     #: which can name their cause (`gapwatch.core.blind`).
     blind_spots: list[BlindSpot] = field(default_factory=list)
     byes: list[Bye] = field(default_factory=list)
+    #: `--log` files with lines outside the recording's span, one line each (`log_span`).
+    log_notes: list[str] = field(default_factory=list)
     #: Reading counters and problems (filled in by the caller, which owns the reader).
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -119,6 +122,8 @@ def detect_records(
     # call; a bound method kept in a local would be a Python call there), and the record
     # classes are read from locals (compiled code reads a module global from a dict).
     gpu_sample, host_sample, log_event, gap_type = GpuSample, HostSample, LogEvent, Gap
+    span = LogSpan(header.started_wall_s)
+    extra_logs = span.before_start(list(extra_logs)) if extra_logs else extra_logs
     li, n_extra = 0, len(extra_logs)
     next_log_t = extra_logs[0].t_wall_s if extra_logs else float("inf")
     for r in records:
@@ -155,11 +160,13 @@ def detect_records(
                 ledger.add(x)
             else:
                 states.append(x)
+    end_s = max((t.last_wall_s for t in det.totals() if t.samples), default=None)
     while li < n_extra:
-        det.feed(bounded_event(extra_logs[li]))
-        _keep_for_timeline(log_events, extra_logs[li])
-        if on_log is not None:
-            on_log(extra_logs[li])
+        if span.after_end(extra_logs[li], end_s):
+            det.feed(bounded_event(extra_logs[li]))
+            _keep_for_timeline(log_events, extra_logs[li])
+            if on_log is not None:
+                on_log(extra_logs[li])
         li += 1
     for x in det.finish():
         if isinstance(x, Gap):
@@ -172,6 +179,7 @@ def detect_records(
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=det.pipeline_view(), blind_spots=blind_spots, byes=byes,
+        log_notes=span.notes(end_s),
     )  # fmt: skip
 
 

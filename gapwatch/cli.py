@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from gapwatch import __version__
-from gapwatch.base.build import build_kind
 from gapwatch.commands import argtypes
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS
 from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
@@ -98,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="No GPU at hand? `gapwatch demo` shows the dashboard over a simulated prover.",
     )
     parser.add_argument("--version", action="version",
-                        version=f"gapwatch {__version__}, {build_kind()}")
+                        version=f"gapwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     for name, help_text in COMMANDS.items():

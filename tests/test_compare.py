@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from gapwatch.cli import main
-from gapwatch.core.advice import AdviceReport
 from gapwatch.core.config import Config
 from gapwatch.core.track import GpuTotals
+from gapwatch.cuzk.advice import AdviceReport
 from gapwatch.cuzk.settings import ProverSettings
 from gapwatch.offline.compare import Comparison, Figure, Side, compare, read_side, to_json
 from gapwatch.offline.compare_format import format_markdown, format_text

@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 from gapwatch.cli import main
-from gapwatch.core.advice import advise
 from gapwatch.core.config import Config, build_config
+from gapwatch.cuzk.advice import advise
 from gapwatch.engine.runtime import build_runtime
 from gapwatch.offline.report import ReportData, build_report
 

@@ -9,10 +9,10 @@ import json
 import re
 from pathlib import Path
 
-from gapwatch.core.advice import advice_json, advice_lines, advise
-from gapwatch.core.cuzk import PipelineView, PoolState
 from gapwatch.core.models import Gap
+from gapwatch.cuzk.advice import advice_json, advice_lines, advise
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
+from gapwatch.cuzk.pipeline import PipelineView, PoolState
 from gapwatch.cuzk.settings import SettingsSeen, changes
 from gapwatch.logs.parse import LogParser
 

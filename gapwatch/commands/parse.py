@@ -27,9 +27,9 @@ from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config
 from gapwatch.core.models import LogEvent, ProverStatus
+from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder
 from gapwatch.engine.console import say
 from gapwatch.logs.parse import LogParser
-from gapwatch.logs.parse.partitions import RunTimeline, TimelineBuilder
 from gapwatch.logs.tail import LineSplitter
 
 _CHUNK = 1 << 16

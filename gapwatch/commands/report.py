@@ -13,12 +13,12 @@ import sys
 from typing import Any
 
 from gapwatch.core import fmt
-from gapwatch.core.advice import advice_lines
 from gapwatch.core.blind import blind_words
 from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config, DetectorConfig
 from gapwatch.core.models import GAP_KINDS, Gap
 from gapwatch.core.verdict import breakdown_words
+from gapwatch.cuzk.advice import advice_lines
 from gapwatch.engine.console import say
 from gapwatch.offline.report import (
     PAYOFF_METHOD,

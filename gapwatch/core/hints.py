@@ -84,7 +84,7 @@ def host_pressure(host: dict[str, float | None]) -> str:
     return ", ".join(bits)
 
 
-#: What each finer cause (`gapwatch.core.prover.PROVER_CAUSES`) means, in the hint's words.
+#: What each finer cause (`gapwatch.cuzk.causes.PROVER_CAUSES`) means, in the hint's words.
 #: A pinned-pool fallback, in one phrasing. pinned_pool.rs: the pool grows on demand, outside
 #: the memory budget, so a checkout fails only when pinning a new buffer (cudaHostAlloc) fails.
 POOL_FALLBACK_WORDS = ("pinned pool checkout failed (cudaHostAlloc could not pin a new buffer), "

@@ -165,15 +165,15 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     #: Capacity of the link as trained when it was seen below its maximum while data moved
     #: (None: not seen trained down; `link_bytes_per_s` is always the maximum).
     link_current_bytes_per_s: float | None = None
-    #: Where the prover itself says the wait was (`gapwatch.core.prover.PROVER_CAUSES`), decided
+    #: Where the prover itself says the wait was (`gapwatch.cuzk.causes.PROVER_CAUSES`), decided
     #: from its `/status` snapshots during the gap; None without any.
     prover_cause: str | None = None
     #: The prover's snapshots for this GPU from the evidence window (compact dicts, see
-    #: `gapwatch.core.prover.gap_state`), oldest first.
+    #: `gapwatch.cuzk.causes.gap_state`), oldest first.
     prover_states: list[dict[str, Any]] = field(default_factory=list)
     #: The facts that decided `prover_cause`, in plain words ("18 of 18 synthesis workers
     #: busy (synth_worker_count from the log)", "partition 3 queued 1.2 s before pickup"):
-    #: from the snapshots and from what the prover's log said (`gapwatch.core.cuzk`).
+    #: from the snapshots and from what the prover's log said (`gapwatch.cuzk.pipeline`).
     prover_evidence: list[str] = field(default_factory=list)
     type: ClassVar[Literal["gap"]] = "gap"
 
@@ -251,7 +251,7 @@ class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"
 
     Read as upstream serves it (docs/cuzk-status.md): `synthesis_max` is cuzk's
     `synthesis.max_concurrent`, the memory budget over the smallest partition size, NOT how
-    many syntheses can run (`gapwatch.core.cuzk.synthesis_capacity` says that);
+    many syntheses can run (`gapwatch.cuzk.pipeline.synthesis_capacity` says that);
     `synthesis_active` is cuzk's counter, which a failed synthesis never decrements (the
     partitions in `synthesizing` are the count to trust).
     """
@@ -506,6 +506,9 @@ class SessionHeader(
     period_ms: float
     gpus: list[GpuInfo]
     config: dict[str, Any] = field(default_factory=dict)
+    #: The recording set this file belongs to (random; every segment of a set carries it, and
+    #: a folder joins only files of one set). None in recordings made before set ids.
+    set_id: str | None = None
     type: ClassVar[Literal["header"]] = "header"
 
 

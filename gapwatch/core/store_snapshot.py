@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gapwatch.core.cuzk import PipelineView
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     BlindSpot,
@@ -28,6 +27,7 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.verdict import WindowNow
+from gapwatch.cuzk.pipeline import PipelineView
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +69,7 @@ class StoreSnapshot:
     #: Latest PCIe link state read under traffic, per GPU.
     links: dict[int, LinkState] = field(default_factory=dict)
     #: What the prover's log has said about its pipeline (synthesis workers, pinned pool,
-    #: pacer, SRS loads, PoSt in flight): `gapwatch.core.cuzk.PipelineFacts.view`.
+    #: pacer, SRS loads, PoSt in flight): `gapwatch.cuzk.pipeline.PipelineFacts.view`.
     pipeline: PipelineView = field(default_factory=PipelineView)
 
     def state_name(self, gpu: int) -> ChainState:

@@ -1,7 +1,7 @@
 """The paths a/b/c and GPU jobs really take in upstream cuzk, and what to change on each.
 
 Who calls it: `gapwatch.offline.report` (feeds `PathsSeen` every log event while it detects, then
-hands `path_rule` and `path_notes` to `gapwatch.core.advice.advise`). Pure: fed one `LogEvent` at
+hands `path_rule` and `path_notes` to `gapwatch.cuzk.advice.advise`). Pure: fed one `LogEvent` at
 a time, bounded (counters, maxima, a few times).
 
 Read from curio e0294b0f (cuzk unchanged since 2026-05-05; /work/shared/reference/
@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gapwatch.core import fmt
-from gapwatch.core.advice import BATCH_KINDS, BATCH_SETTING, batched_gaps
 from gapwatch.core.models import Gap, LogEvent
+from gapwatch.cuzk.advice import BATCH_KINDS, BATCH_SETTING, batched_gaps
 from gapwatch.cuzk.settings import (
     DEPRECATED,
     SPLIT_PROVE_TELL,
@@ -46,7 +46,7 @@ SELF_CHECK = "verifying PoRep proof (self-check)"
 DISPATCHER = "synthesis dispatcher started (budget-gated)"
 HOT_PATH_FIELDS = ("status_ms", "fail_check_ms", "mark_busy_ms")
 
-#: (setting, change, why, source): one setting of an advice, as `gapwatch.core.advice` takes it.
+#: (setting, change, why, source): one setting of an advice, as `gapwatch.cuzk.advice` takes it.
 Setting = tuple[str, str, str, str]
 #: (settings, guess, guess_why, evidence), or the reason no setting applies.
 Found = tuple[list[Setting], bool, str, list[str]]

@@ -44,7 +44,6 @@ from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch, thread_label
 from gapwatch.core.blind import Bye, blind_summary, blind_words
 from gapwatch.core.config import Config
-from gapwatch.core.cuzk import timeline_epoch
 from gapwatch.core.models import (
     BlindSpot,
     GpuInfo,
@@ -53,6 +52,7 @@ from gapwatch.core.models import (
     ProverStatus,
     SessionHeader,
 )
+from gapwatch.cuzk.pipeline import timeline_epoch
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
@@ -63,11 +63,10 @@ from gapwatch.sinks.output_file import (
     ExistsPolicy,
     OutputPlan,
     OutputRefused,
-    SegmentPlan,
     check_output,
-    check_segments,
 )
 from gapwatch.sinks.recorder import Recorder
+from gapwatch.sinks.segments import SegmentPlan, check_segments
 from gapwatch.sources import GpuSource, HostSource, SideSource, SourceUnavailable
 from gapwatch.sources.copytrace import CopyTraceReader
 from gapwatch.sources.cuzk_status import StatusPoller

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from gapwatch.core.blind import Bye, byes_in
-from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts
 from gapwatch.core.ledger import Change, GapLedger
 from gapwatch.core.models import (
     BlindSpot,
@@ -38,6 +37,7 @@ from gapwatch.core.models import (
 from gapwatch.core.sizes import event_bytes, status_bytes
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import WindowNow
+from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts
 
 _T = TypeVar("_T")
 

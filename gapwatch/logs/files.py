@@ -19,7 +19,7 @@ def parse_log_files(
 ) -> tuple[list[LogEvent], dict[str, int]]:
     """Parse whole prover log files into events sorted by time, and the parser's counters.
     `timeline_epoch_s`: TIMELINE's offset 0 from the recording's `/status` snapshots, for logs
-    whose anchor line is not in them (`gapwatch.core.cuzk.timeline_epoch`).
+    whose anchor line is not in them (`gapwatch.cuzk.pipeline.timeline_epoch`).
 
     Raises:
         OSError: a file cannot be read (the caller says which and stops: a log given on the

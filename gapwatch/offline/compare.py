@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from gapwatch.core import fmt
-from gapwatch.core.advice import AdviceReport, advice_json
 from gapwatch.core.config import Config
 from gapwatch.core.models import CopyRecord, Gap, GpuInfo
 from gapwatch.core.track import GpuTotals
+from gapwatch.cuzk.advice import AdviceReport, advice_json
 from gapwatch.cuzk.settings import ProverSettings, SettingChange, SettingsSeen, changes
 from gapwatch.offline.compare_stats import Better, Spread, Test, judge, spread
 from gapwatch.offline.compare_windows import (

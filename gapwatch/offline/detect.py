@@ -19,7 +19,6 @@ from operator import attrgetter
 
 from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
@@ -37,7 +36,8 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
-from gapwatch.logs.parse.partitions import timeline_event
+from gapwatch.cuzk.partitions import timeline_event
+from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.offline.log_span import LogSpan
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
@@ -117,10 +117,7 @@ def detect_records(
 
     # Hot loop (~7 M records): GPU samples, the bulk, go straight to feed_gpu and host samples
     # to feed_host (what `feed` would call), after the merge test; every other record through
-    # `feed`. Written for both
-    # builds (setup.py): the detector's methods are called on it directly (compiled, a direct
-    # call; a bound method kept in a local would be a Python call there), and the record
-    # classes are read from locals (compiled code reads a module global from a dict).
+    # `feed`. The record classes are read from locals (a module global is a dict lookup).
     gpu_sample, host_sample, log_event, gap_type = GpuSample, HostSample, LogEvent, Gap
     span = LogSpan(header.started_wall_s)
     extra_logs = span.before_start(list(extra_logs)) if extra_logs else extra_logs

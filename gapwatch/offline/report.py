@@ -25,11 +25,9 @@ from statistics import median
 from typing import Any
 
 from gapwatch.core import fmt
-from gapwatch.core.advice import AdviceReport, advice_json, advise, if_closed
 from gapwatch.core.blind import Bye, blind_words
 from gapwatch.core.codec import gap_json
 from gapwatch.core.config import Config, DetectorConfig
-from gapwatch.core.cuzk import timeline_epoch
 from gapwatch.core.evidence import union_s
 from gapwatch.core.models import (
     GAP_KINDS,
@@ -43,7 +41,9 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.track import GpuTotals
+from gapwatch.cuzk.advice import AdviceReport, advice_json, advise, if_closed
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
+from gapwatch.cuzk.pipeline import timeline_epoch
 from gapwatch.logs.files import parse_log_files
 from gapwatch.offline.detect import Detected, detect_records
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
@@ -81,7 +81,7 @@ class ReportData:
     breakdowns: list[Breakdown]
     states: list[StateChange]
     payoff: dict[str, Any]
-    partitions: Any | None = None  # gapwatch.logs.parse.partitions.RunTimeline
+    partitions: Any | None = None  # gapwatch.cuzk.partitions.RunTimeline
     #: The copy trace's table (`copy_table`); None when the recording has no copy.
     copies: dict[str, Any] | None = None
     log_files: list[str] = field(default_factory=list)
@@ -284,7 +284,7 @@ def copy_table(copies: list[CopyRecord], gaps: list[Gap]) -> dict[str, Any]:
 def _partitions(events: list[LogEvent], statuses: list[ProverStatus]) -> Any | None:
     if not events and not statuses:
         return None
-    from gapwatch.logs.parse.partitions import derive_timeline
+    from gapwatch.cuzk.partitions import derive_timeline
 
     run = derive_timeline(events, statuses)
     return run if run.partitions else None

@@ -50,8 +50,8 @@ from gapwatch.core.models import (
     ProcessMemory,
     SessionHeader,
 )
-from gapwatch.core.prover import PROVER_CAUSES
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.cuzk.causes import PROVER_CAUSES
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
 from gapwatch.sinks.prover_metrics import prover_families

@@ -43,18 +43,18 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Literal
 
-from gapwatch.core.cuzk import (
-    GIB,
-    POREP_PARTITION_FULL_BYTES,
-    max_concurrent_of,
-    synth_worker_count,
-)
 from gapwatch.core.models import (
     GEN5_X16_BYTES_PER_S,
     GpuInfo,
     GpuSample,
     HostSample,
     ProverStatus,
+)
+from gapwatch.cuzk.pipeline import (
+    GIB,
+    POREP_PARTITION_FULL_BYTES,
+    max_concurrent_of,
+    synth_worker_count,
 )
 from gapwatch.sources import Tick
 
@@ -365,7 +365,7 @@ class SimProver:
 
     def synth_worker_count(self) -> int:
         """The synthesis workers the simulated cuzk runs (its log line says it), one pool for
-        every GPU as cuzk's: its formula (engine.rs, `gapwatch.core.cuzk.synth_worker_count`)
+        every GPU as cuzk's: its formula (engine.rs, `gapwatch.cuzk.pipeline.synth_worker_count`)
         with `max_parallel_synthesis` the most threads the GPUs' scenarios ever use together,
         so never fewer than 2 nor more than the budget holds (36 of 512 GiB: five `pageable`
         GPUs ask for 100). Worked out once: the scenarios are fixed."""
@@ -761,7 +761,7 @@ class SimStatusFeed:
         if self._next_ns is not None and t < self._next_ns:
             return
         self._next_ns = t + self.period_ns
-        from gapwatch.sources.cuzk_status import parse_status
+        from gapwatch.cuzk.status import parse_status
 
         self.emit(parse_status(self.sim.status_bytes(), "sim", t, record.t_wall_s, 0.0))
 

@@ -35,18 +35,19 @@ from msgspec.structs import replace
 
 from gapwatch.core.bounds import MAX_GPU_INDEX, wall_s_ok
 from gapwatch.core.config import LogsConfig
-from gapwatch.core.cuzk import PACER_TEXT_NUMBERS, numeric_text_fields
 from gapwatch.core.models import FieldValue, LogEvent, TimeSource
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
-from gapwatch.logs.parse import cuzk
+from gapwatch.core.values import int_field
+from gapwatch.cuzk import log_lines
+from gapwatch.cuzk.log_lines import PARTITION_KIND
+from gapwatch.cuzk.pipeline import PACER_TEXT_NUMBERS, numeric_text_fields
 from gapwatch.logs.parse.prefixes import strip_ansi, strip_prefix
 from gapwatch.logs.parse.tracing import parse_tracing
 from gapwatch.logs.parse.user_rules import UserRules
 
-__all__ = ["LogParser", "PARTITION_KIND", "PARTITION_NAME"]
+__all__ = ["LogParser", "PARTITION_NAME"]
 
 _V = TypeVar("_V")
-PARTITION_KIND = "cuzk_partition"
 PARTITION_NAME = "gpu_lock"
 #: Partitions whose GPU is remembered (job, partition) -> GPU: a few jobs in flight at most.
 _PART_GPU_KEPT = 4096
@@ -59,12 +60,6 @@ _INIT_WORKERS_MESSAGE = "initializing GPU workers"
 #: takes keywords (tests/test_parse_fast_paths.py holds this list to LogEvent's own).
 _EVENT_FIELDS = ("t_wall_s", "time_source", "kind", "name", "raw", "stream", "level", "job_id",
                  "worker", "partition", "gpu", "fields", "warning", "t_arrival_mono_ns")
-
-
-def int_field(value: FieldValue) -> int | None:
-    """An int field, or None (a bool is not one: `type` is exact, and half the cost of two
-    `isinstance`). The one rule for "this field is a number of ..." (partitions.py too)."""
-    return value if type(value) is int else None
 
 
 #: Workers remembered (GPU, last job): a prover has a handful; ids from junk lines must not
@@ -110,7 +105,7 @@ class LogParser:
         self._worker_gpu: dict[int, int] = {}
         self._worker_job: dict[int, str] = {}
         self._part_gpu: OrderedDict[tuple[str, int], int] = OrderedDict()
-        self.attributor = cuzk.LockAttributor()
+        self.attributor = log_lines.LockAttributor()
         self._kind_keys: dict[str, str] = {}
 
     # ------------------------------------------------------------------ public API
@@ -138,7 +133,7 @@ class LogParser:
                 events[i] = replace(e, t_wall_s=arrival_wall_s, time_source="arrival")
 
     def anchor_from_status(self, epoch_wall_s: float | None) -> None:
-        """Place TIMELINE offsets by the prover's `/status` (`gapwatch.core.cuzk.
+        """Place TIMELINE offsets by the prover's `/status` (`gapwatch.cuzk.pipeline.
         timeline_epoch`) when the log's own anchor line was not read (the log was followed
         from its end, or rotated since): the anchor line, once read, wins. A later snapshot
         replaces an earlier one (a restarted daemon counts its uptime from 0 again)."""
@@ -210,7 +205,7 @@ class LogParser:
     # ------------------------------------------------------------------ built-in rules
     def _timeline(self, text: str, raw: str, stream: str, mono: int | None, wall: float,
                   prefix_s: float | None) -> list[LogEvent] | None:
-        line = cuzk.parse_timeline(text)
+        line = log_lines.parse_timeline(text)
         if line is None:
             return None
         source: TimeSource
@@ -260,13 +255,13 @@ class LogParser:
     def _cuzk_cpp(self, text: str, raw: str, stream: str, mono: int | None, wall: float,
                   prefix_s: float | None) -> list[LogEvent] | None:
         if text.startswith("CUZK_TIMING:"):
-            parsed = cuzk.parse_cuzk_timing(text[12:])
+            parsed = log_lines.parse_cuzk_timing(text[12:])
             if parsed is None:
                 return None
             name, fields = parsed
             kind = "cuzk_timing"
         elif text.startswith("CUZK_NTT_H:"):
-            ntt = cuzk.parse_cuzk_ntt_h(text[11:])
+            ntt = log_lines.parse_cuzk_ntt_h(text[11:])
             if ntt is None:
                 return None
             name, fields, kind = "CUZK_NTT_H", ntt, "cuzk_ntt_h"
@@ -313,7 +308,7 @@ class LogParser:
         job = fields.get("job_id")
         job_id = job if isinstance(job, str) else None
         events: list[LogEvent] = []
-        if message.startswith(cuzk.ANCHOR_MESSAGE):
+        if message.startswith(log_lines.ANCHOR_MESSAGE):
             self.anchor_wall_s = line.t_wall_s
             self.anchor_source = "log"
             self._worker_gpu.clear()
@@ -333,16 +328,16 @@ class LogParser:
         self._count("tracing")
         events.append(LogEvent(  # positional: see `_EVENT_FIELDS`
             line.t_wall_s, "line", "tracing", message, raw, stream, line.level, job_id, worker,
-            partition, gpu, fields, cuzk.warning_of(text), mono,
+            partition, gpu, fields, log_lines.warning_of(text), mono,
         ))
-        if message == cuzk.PROVE_START_MESSAGE:
+        if message == log_lines.PROVE_START_MESSAGE:
             lock = self.attributor.feed_prove_start(
                 worker, partition, line.t_wall_s, "line", mono, fields.get("prove_start_ms"))
             if lock is not None:
                 events.append(self._lock_event(lock, stream, mono))
         return events
 
-    def _lock_event(self, lock: cuzk.PartitionLock, stream: str, mono: int | None) -> LogEvent:
+    def _lock_event(self, lock: log_lines.PartitionLock, stream: str, mono: int | None) -> LogEvent:
         self._count(PARTITION_KIND)
         worker = lock.worker
         return LogEvent(

@@ -1,8 +1,8 @@
 """cuzk's pipeline as upstream builds it: its constants and formulas, and what its log tells.
 
-Who calls it: `gapwatch.core.prover` (the synthesis capacity behind "every worker busy"),
+Who calls it: `gapwatch.cuzk.causes` (the synthesis capacity behind "every worker busy"),
 `gapwatch.core.evidence` (feeds `PipelineFacts` every log event, asks it what the log says about
-a gap), `gapwatch.core.advice` (the settings), the store (the dashboard's pipeline line and
+a gap), `gapwatch.cuzk.advice` (the settings), the store (the dashboard's pipeline line and
 `/metrics` read a `PipelineView`), the simulator and the load generator (they serve `/status`
 with `max_concurrent_of`). Pure: no I/O, no clocks; every history is bounded.
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from msgspec.structs import replace
 
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
-from gapwatch.logs.parse import PARTITION_KIND, int_field
-from gapwatch.logs.parse.cuzk import LockAttributor
+from gapwatch.core.values import int_field
+from gapwatch.cuzk.log_lines import PARTITION_KIND, LockAttributor
 
 
 @dataclass(slots=True)

@@ -29,7 +29,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaluation.checkout_env import env_with  # noqa: E402
-
 from evaluation.simulate import simulate  # noqa: E402
 from gapwatch.core.models import Record  # noqa: E402
 from gapwatch.sinks.recorder import write_recording  # noqa: E402

@@ -3,6 +3,7 @@
 Usage:
     python bench/compare_bench.py                 # 24 h x 8 GPUs (generated once, cached in /tmp)
     python bench/compare_bench.py --hours 1       # a quick check
+    python bench/compare_bench.py --reference     # also `report` of each side, same conditions
 
 BEFORE is the simulator's `pageable` scenario (every GPU in BREAKDOWN, a gap every ~2 s), AFTER
 its `chained` scenario, each generated hour by hour (seeds 1..N, shifted in time) and streamed to
@@ -56,6 +57,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hours", type=int, default=24)
     ap.add_argument("--gpus", type=int, default=8)
+    ap.add_argument("--reference", action="store_true",
+                    help="also time `gapwatch report` of each side")
     args = ap.parse_args()
     paths = []
     for scenario in ("pageable", "chained"):
@@ -78,6 +81,17 @@ def main() -> int:
           f"wall, peak RSS {rss_mb:.0f} MB (largest child), load average before {load:.2f}, "
           f"{os.cpu_count()} CPUs")
     print(f"  first figure: {busy.strip()}")
+    if args.reference:
+        reports = 0.0
+        for path in paths:
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "gapwatch", "report", path], env=env_with(ROOT),
+                           capture_output=True, check=True)
+            took = time.perf_counter() - t
+            reports += took
+            print(f"  report {Path(path).name}: {took:.1f} s")
+        print(f"  compare / (report BEFORE + report AFTER): {elapsed / reports:.2f} "
+              f"(load average now {os.getloadavg()[0]:.2f})")
     return 0
 
 

@@ -33,6 +33,7 @@ COMMANDS = {
     "export": "headless: convert a recording to Perfetto trace JSON or CSV",
     "parse": "headless: print the events gapwatch reads from prover logs (check your rules)",
     "copytrace": "build and install the copy-trace library for the prover (pinned vs pageable)",
+    "fleet": "every box's GPUs in one table, worst first, from Prometheus (--once --json)",
 }
 
 
@@ -49,6 +50,7 @@ COMMON_FLAGS: dict[str, tuple[str, ...]] = {
     "export": ("log",),
     "parse": ("log",),
     "copytrace": (),
+    "fleet": (),
 }
 
 

@@ -153,8 +153,8 @@ def test_the_top_level_holds_only_entry_points_and_documented_subpackages() -> N
     top = {p.name for p in PKG.iterdir() if p.name != "__pycache__"}
     packages = {p.name for p in PKG.iterdir() if (p / "__init__.py").exists()}
     assert top - packages == {"__init__.py", "__main__.py", "cli.py", "py.typed"}
-    assert packages == {"base", "commands", "copytrace", "core", "cuzk", "engine", "logs",
-                        "offline", "sinks", "sources", "ui"}
+    assert packages == {"base", "commands", "copytrace", "core", "cuzk", "engine", "fleet",
+                        "logs", "offline", "sinks", "sources", "ui"}
     for init in PKG.rglob("__init__.py"):
         if init.parent == PKG:
             continue

@@ -642,6 +642,7 @@ class GapDetector:
             prover_from_log=view.from_log if view else False,
             quiet_below_bytes_per_s=tr.quiet_below,
             since_s=tr.idle_start_s - self.config.evidence_before_s,
+            after_error=self._ev.facts.error_words(tr.idle_start_s, g_end_s),
         )
         return Gap(
             gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,
@@ -683,6 +684,7 @@ class GapDetector:
             prover_from_log=view.from_log,
             quiet_below_bytes_per_s=self.config.quiet_below_link_frac * link,
             since_s=old.start_s - self.config.evidence_before_s,
+            after_error=self._ev.facts.error_words(old.start_s, end_s),
         )  # fmt: skip
         new = replace(_replace_evidence(old, hint, events), copies=copies,
                       prover_cause=view.cause, prover_states=view.states,

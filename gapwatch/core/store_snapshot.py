@@ -23,6 +23,7 @@ from gapwatch.core.models import (
     LogEvent,
     Notice,
     ProcessMemory,
+    ProverEvent,
     ProverStatus,
     StateChange,
 )
@@ -71,6 +72,8 @@ class StoreSnapshot:
     #: What the prover's log has said about its pipeline (synthesis workers, pinned pool,
     #: pacer, SRS loads, PoSt in flight): `gapwatch.cuzk.pipeline.PipelineFacts.view`.
     pipeline: PipelineView = field(default_factory=PipelineView)
+    #: The prover's latest events (PoSt proofs, restarts, errors, lost GPU jobs), oldest first.
+    prover_events: tuple[ProverEvent, ...] = ()
 
     def state_name(self, gpu: int) -> ChainState:
         """The GPU's chaining state in one word: NO_DATA until the detector has judged it. The

@@ -29,11 +29,13 @@ from gapwatch.core.models import (
     HostSample,
     LogEvent,
     Notice,
+    ProverEvent,
     ProverStatus,
     Record,
     SessionHeader,
     StateChange,
 )
+from gapwatch.core.prover_watch import ProverWatch
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import timeline_event
@@ -80,6 +82,8 @@ class Detected:
     #: Reading counters and problems (filled in by the caller, which owns the reader).
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: What the prover's watcher said (PoSt proofs, restarts, errors, lost GPU jobs), in order.
+    prover_events: list[ProverEvent] = field(default_factory=list)
 
 
 def detect_records(
@@ -91,6 +95,7 @@ def detect_records(
     line_of: Callable[[], int] | None = None,
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
     on_log: Callable[[LogEvent], None] | None = None,
+    watch: ProverWatch | None = None,
 ) -> Detected:
     """Feed every record (and `extra_logs`, merged by time) to one offline `GapDetector`.
 
@@ -101,6 +106,8 @@ def detect_records(
             that assigned each gap id is kept, so that split runs can renumber their gaps.
         on_log: called with every log event (recorded and `extra_logs`) as it is fed: what
             a caller reads beside the detector (`compare` reads the prover's settings).
+        watch: the prover's watcher, fed every record but GPU samples (as the live session
+            feeds it); its events are `Detected.prover_events`.
     """
     det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False,
                       max_parallel_synthesis=max_parallel_synthesis)
@@ -112,6 +119,7 @@ def detect_records(
     blind_spots: list[BlindSpot] = []
     byes: list[Bye] = []
     gap_id_lines: list[int] = []
+    prover_events: list[ProverEvent] = []
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
 
@@ -127,10 +135,13 @@ def detect_records(
         if type(r) is gpu_sample:
             if li < n_extra and r.t_wall_s >= next_log_t:
                 while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:
-                    det.feed(bounded_event(extra_logs[li]))
+                    kept = bounded_event(extra_logs[li])
+                    det.feed(kept)
                     _keep_for_timeline(log_events, extra_logs[li])
                     if on_log is not None:
                         on_log(extra_logs[li])
+                    if watch is not None:
+                        prover_events += watch.feed(kept)
                     li += 1
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
             out = det.feed_gpu(r)
@@ -140,9 +151,17 @@ def detect_records(
             _keep_for_timeline(log_events, r)
             if on_log is not None:
                 on_log(r)
-            # The detector sees a log event as a live session's does (`Session.on_record`).
-            out = det.feed(bounded_event(r))
+            # The detector and the watcher see a log event as a live session's do
+            # (`Session.on_record`: its text cut to the store's bounds).
+            kept = bounded_event(r)
+            if watch is not None:
+                prover_events += watch.feed(kept)
+            out = det.feed(kept)
         else:
+            if type(r) is ProverEvent:
+                continue  # derived: the watcher says them again
+            if watch is not None:
+                prover_events += watch.feed(r)
             if isinstance(r, ProverStatus):
                 prover_statuses.append(r)
             elif isinstance(r, CopyRecord):
@@ -160,11 +179,16 @@ def detect_records(
     end_s = max((t.last_wall_s for t in det.totals() if t.samples), default=None)
     while li < n_extra:
         if span.after_end(extra_logs[li], end_s):
-            det.feed(bounded_event(extra_logs[li]))
+            kept = bounded_event(extra_logs[li])
+            det.feed(kept)
             _keep_for_timeline(log_events, extra_logs[li])
             if on_log is not None:
                 on_log(extra_logs[li])
+            if watch is not None:
+                prover_events += watch.feed(kept)
         li += 1
+    if watch is not None:
+        prover_events += watch.finish()
     for x in det.finish():
         if isinstance(x, Gap):
             ledger.add(x)
@@ -176,7 +200,7 @@ def detect_records(
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=det.pipeline_view(), blind_spots=blind_spots, byes=byes,
-        log_notes=span.notes(end_s),
+        log_notes=span.notes(end_s), prover_events=prover_events,
     )  # fmt: skip
 
 

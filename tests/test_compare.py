@@ -189,3 +189,18 @@ def test_copies_moved_from_pageable_to_pinned_memory_show_in_the_h2d_figures() -
     assert rate.test.verdict == "better"
     assert rate.before and rate.after and rate.after / rate.before > 10  # 3.5 -> 55 GB/s
     assert _figure(c, "H2D rate: pinned").test.verdict == "one side only"
+
+
+def test_post_latency_from_the_provers_watcher_is_compared_when_there_is_any() -> None:
+    from gapwatch.offline.compare_windows import SlimPost
+
+    before = _side("BEFORE", [])
+    after = _side("AFTER", [])
+    before.posts = [SlimPost(None, "winning-post", 60.0 * i + 30, 24.0 + (i % 3)) for i in
+                    range(40)]
+    after.posts = [SlimPost(None, "winning-post", 60.0 * i + 30, 6.0 + (i % 3)) for i in
+                   range(40)]
+    post = _figure(compare(before, after), "PoSt latency s: winning-post")
+    assert post.before == pytest.approx(24.975) and post.after == pytest.approx(6.975)
+    assert post.test.verdict == "better" and post.better == "lower"
+    assert post.before_windows.n == 40

@@ -24,13 +24,14 @@ taken as fixed) are set against what AFTER achieved.
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gapwatch.core import fmt
 from gapwatch.core.config import Config
-from gapwatch.core.models import CopyRecord, Gap, GpuInfo
+from gapwatch.core.models import CopyRecord, Gap, GpuInfo, ProverEvent
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
 from gapwatch.cuzk.settings import ProverSettings, SettingChange, SettingsSeen, changes
@@ -38,10 +39,12 @@ from gapwatch.offline.compare_stats import Better, Spread, Test, judge, spread
 from gapwatch.offline.compare_windows import (
     ALL,
     PAGEABLE_SHARE,
+    POST_LATENCY,
     GpuWindows,
     Grid,
     SlimCopy,
     SlimGap,
+    SlimPost,
     accumulate,
     choose_window_s,
     series,
@@ -53,6 +56,7 @@ COMPARE_SCHEMA_VERSION = 1
 #: Figures whose change follows the load (how much work the prover was given), not a setting.
 LOAD_SENSITIVE = ("busy share", "gaps/h", "idle s/h", "partitions/h")
 NO_WORK = "idle s/h, prover: no_work"
+POST_KINDS = ("winning-post", "window-post")
 #: Lengths differing by more than this factor are said.
 LENGTH_RATIO_SAID = 1.25
 METHOD = (
@@ -83,6 +87,8 @@ class Side:
     partitions_per_hour: float | None
     statuses: int
     problems: list[str] = field(default_factory=list)
+    #: Each finished PoSt (WinningPoSt, WindowPoSt) the prover's watcher timed.
+    posts: list[SlimPost] = field(default_factory=list)
 
     @property
     def start_s(self) -> float | None:
@@ -115,6 +121,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str]) -> 
             seen.feed_status(st)
         rep = summarise(path, found, logs, config.detector.window_s)
         copies, statuses = _slim_copies(found.copies), len(found.prover_statuses)
+        posts = _slim_posts(found.prover_events)
         del found
         ends = None
         if rep.partitions is not None:
@@ -128,7 +135,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str]) -> 
             payoff_all=rep.payoff["overall"]["if_closed"]["all"],
             busy_fraction=rep.payoff["overall"]["busy_fraction"],
             partitions_per_hour=rep.payoff.get("partitions_per_hour"),
-            statuses=statuses, problems=[*rep.warnings, *rep.problems],
+            statuses=statuses, problems=[*rep.warnings, *rep.problems], posts=posts,
         )  # fmt: skip
     finally:
         if gc_was_on:
@@ -137,6 +144,16 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str]) -> 
 
 def _slim_gap(g: Gap) -> SlimGap:
     return SlimGap(g.gpu, g.kind, g.prover_cause, g.start_s, g.duration_s)
+
+
+def _slim_posts(events: Sequence[ProverEvent]) -> list[SlimPost]:
+    out = []
+    for e in events:
+        p = e.proof
+        if (e.kind == "proof" and p is not None and p.done and p.total_s is not None
+                and p.proof_kind in POST_KINDS):
+            out.append(SlimPost(e.gpu, p.proof_kind, e.t_wall_s, p.total_s))
+    return out
 
 
 def _slim_copies(copies: list[CopyRecord]) -> list[SlimCopy]:
@@ -253,7 +270,7 @@ def _figure_names(*maps: dict[str, Any]) -> list[str]:
     cause), H2D rates by memory kind."""
     names = {n for m in maps for n in m}
     order = ["busy share", "partitions/h", "gaps/h", "idle s/h"]
-    groups = ("idle s/h: ", "idle s/h, prover: ", "H2D rate: ", PAGEABLE_SHARE)
+    groups = ("idle s/h: ", "idle s/h, prover: ", "H2D rate: ", PAGEABLE_SHARE, POST_LATENCY)
     out = [n for n in order if n in names]
     for prefix in groups:
         out += sorted(n for n in names if n.startswith(prefix))
@@ -270,7 +287,8 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
         return {}, {}
     n = max(1, -int(-side.span_s // window_s))
     grid = Grid(start, window_s, n)
-    acc = accumulate(grid, side.totals, side.gaps, side.partition_ends, side.copies)
+    acc = accumulate(grid, side.totals, side.gaps, side.partition_ends, side.copies,
+                     side.posts)
     wins = {gpu: series(w, window_s, gpu == ALL) for gpu, w in acc.items()}
     spans = {t.gpu: (t.busy_s, t.active_s) for t in side.totals}
     spans[ALL] = (sum(t.busy_s for t in side.totals), sum(t.active_s for t in side.totals))
@@ -304,6 +322,9 @@ def _whole(w: GpuWindows, busy_s: float, active_s: float,
         out["H2D rate: all"] = total_b / total_s if total_s > 0 else None
         out[PAGEABLE_SHARE] = (sum(w.h2d_bytes.get("pageable", [])) / total_b
                                if total_b > 0 else None)
+    for kind, post_s in w.post_s.items():
+        proofs = sum(w.posts[kind])
+        out[f"{POST_LATENCY}{kind}"] = sum(post_s) / proofs if proofs else None
     return out
 
 

@@ -12,7 +12,7 @@ import time
 from gapwatch.core import fmt
 from gapwatch.offline.compare import METHOD, Comparison, Figure, Side, predicted_vs_achieved
 from gapwatch.offline.compare_stats import Spread
-from gapwatch.offline.compare_windows import ALL
+from gapwatch.offline.compare_windows import ALL, POST_LATENCY
 
 WIDTH = 100
 PATH_CHARS = 60
@@ -88,6 +88,8 @@ def label(name: str) -> str:
         return "  cause " + name.removeprefix("idle s/h, prover: ")
     if name.startswith("idle s/h: "):
         return "  " + name.removeprefix("idle s/h: ")
+    if name.startswith(POST_LATENCY):
+        return "PoSt s: " + name.removeprefix(POST_LATENCY)
     return name
 
 

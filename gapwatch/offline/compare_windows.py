@@ -19,7 +19,7 @@ All in one pass over the gaps, partitions and copies (each spread over the windo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -36,6 +36,15 @@ class SlimGap(NamedTuple):
     duration_s: float
 
 
+class SlimPost(NamedTuple):
+    """What the windows read of a finished PoSt (the prover's watcher, `ProverEvent` "proof")."""
+
+    gpu: int | None
+    kind: str
+    end_s: float
+    total_s: float
+
+
 class SlimCopy(NamedTuple):
     """What the windows read of an H2D copy (its host memory kind)."""
 
@@ -50,6 +59,7 @@ WINDOW_CHOICES_S: tuple[float, ...] = (60.0, 30.0, 20.0, 10.0, 5.0, 3.0, 2.0, 1.
 MIN_WINDOWS = 8
 ALL = -1  # the key of "all GPUs" in per-GPU maps
 PAGEABLE_SHARE = "H2D bytes from pageable"
+POST_LATENCY = "PoSt latency s: "
 
 
 def choose_window_s(span_s: float) -> float:
@@ -97,6 +107,9 @@ class GpuWindows:
     partitions: list[int] | None = None
     h2d_bytes: dict[str, list[float]] = field(default_factory=dict)
     h2d_s: dict[str, list[float]] = field(default_factory=dict)
+    #: PoSt latency by proof kind: the sum of the windows' proofs' seconds, and their count.
+    post_s: dict[str, list[float]] = field(default_factory=dict)
+    posts: dict[str, list[int]] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, n: int) -> GpuWindows:
@@ -109,7 +122,7 @@ def _usable(covered: float, window_s: float) -> bool:
 
 def accumulate(grid: Grid, totals: list[GpuTotals], gaps: list[SlimGap],
                partition_ends: list[tuple[int | None, float]] | None,
-               copies: list[SlimCopy]) -> dict[int, GpuWindows]:
+               copies: list[SlimCopy], posts: Sequence[SlimPost] = ()) -> dict[int, GpuWindows]:
     """Every GPU's window accumulators (and `ALL`'s, their sum)."""
     out: dict[int, GpuWindows] = {}
     for t in totals:
@@ -120,7 +133,9 @@ def accumulate(grid: Grid, totals: list[GpuTotals], gaps: list[SlimGap],
     _gaps(grid, out, gaps)
     unplaced = _partitions(grid, out, partition_ends) if partition_ends is not None else None
     _copies(grid, out, copies)
+    unplaced_posts = _posts(grid, out, posts)
     total = out[ALL] = _sum(out, grid.n)
+    _add_posts(total, unplaced_posts)
     if unplaced is not None:
         base = total.partitions or [0] * grid.n
         total.partitions = [a + b for a, b in zip(base, unplaced, strict=True)]
@@ -156,6 +171,32 @@ def _copies(grid: Grid, out: dict[int, GpuWindows], copies: list[SlimCopy]) -> N
         w.h2d_s.setdefault(c.kind, [0.0] * grid.n)[i] += c.duration_s
 
 
+def _posts(grid: Grid, out: dict[int, GpuWindows],
+           posts: Sequence[SlimPost]) -> GpuWindows:
+    """PoSt latency by the window each proof ended in, on its GPU (the only GPU when it has
+    none said); those of no known GPU on a multi-GPU side count for all GPUs only."""
+    only = next(iter(out)) if len(out) == 1 else None
+    unplaced = GpuWindows.empty(grid.n)
+    for p in posts:
+        i = grid.index(p.end_s)
+        if i is None:
+            continue
+        w = out.get(only if p.gpu is None and only is not None else p.gpu if p.gpu is not None
+                    else ALL, unplaced)
+        w.post_s.setdefault(p.kind, [0.0] * grid.n)[i] += p.total_s
+        w.posts.setdefault(p.kind, [0] * grid.n)[i] += 1
+    return unplaced
+
+
+def _add_posts(total: GpuWindows, more: GpuWindows) -> None:
+    for kind, vs in more.post_s.items():
+        acc = total.post_s.setdefault(kind, [0.0] * len(vs))
+        cnt = total.posts.setdefault(kind, [0] * len(vs))
+        for i, v in enumerate(vs):
+            acc[i] += v
+            cnt[i] += more.posts[kind][i]
+
+
 def _partitions(grid: Grid, out: dict[int, GpuWindows],
                 ends: list[tuple[int | None, float]]) -> list[int]:
     """Partitions by the window their GPU work ended in, per GPU; one with no GPU said goes to
@@ -186,11 +227,16 @@ def _sum(out: dict[int, GpuWindows], n: int) -> GpuWindows:
             total.gaps[i] += w.gaps[i]
         for src, dst in ((w.idle_by_kind, total.idle_by_kind),
                          (w.idle_by_cause, total.idle_by_cause),
-                         (w.h2d_bytes, total.h2d_bytes), (w.h2d_s, total.h2d_s)):
+                         (w.h2d_bytes, total.h2d_bytes), (w.h2d_s, total.h2d_s),
+                         (w.post_s, total.post_s)):
             for k, vs in src.items():
                 acc = dst.setdefault(k, [0.0] * n)
                 for i, v in enumerate(vs):
                     acc[i] += v
+        for kind, cs in w.posts.items():
+            cnt = total.posts.setdefault(kind, [0] * n)
+            for i, c in enumerate(cs):
+                cnt[i] += c
         if w.partitions is not None:
             parts = parts or [0] * n
             for i, v in enumerate(w.partitions):
@@ -229,4 +275,9 @@ def series(w: GpuWindows, window_s: float, all_gpus: bool) -> dict[str, list[flo
         pageable = w.h2d_bytes.get("pageable", [0.0] * len(w.gaps))
         out["H2D rate: all"] = [total_b[i] / total_s[i] for i in usable if total_s[i] > 0]
         out[PAGEABLE_SHARE] = [pageable[i] / total_b[i] for i in usable if total_b[i] > 0]
+    for kind, secs in sorted(w.post_s.items()):
+        n = w.posts[kind]
+        # Every window with a proof, usable or not: PoSt is rare, and its latency does not
+        # depend on how much of the window the GPU worked.
+        out[f"{POST_LATENCY}{kind}"] = [secs[i] / n[i] for i in range(len(n)) if n[i]]
     return out

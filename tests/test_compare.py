@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gapwatch.cli import main
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport
 from gapwatch.cuzk.settings import ProverSettings

@@ -10,8 +10,9 @@ import re
 from pathlib import Path
 
 from gapwatch.cli import main
-from gapwatch.core.config import Config, build_config
+from gapwatch.config import Config, build_config
 from gapwatch.cuzk.advice import advise
+from gapwatch.cuzk.prover import view_of
 from gapwatch.engine.runtime import build_runtime
 from gapwatch.offline.report import ReportData, build_report
 
@@ -29,7 +30,7 @@ def test_the_pageable_demo_shows_the_whole_chain_within_60_s(tmp_path: Path) -> 
     r = _record("pageable", tmp_path)
     assert r.breakdowns, "the pageable pipeline breaks down within 60 s"
     starved = [g for g in r.gaps if g.kind == "pcie_starved"]
-    assert starved and all(g.copies.get("memory_kind") == "pageable" for g in starved)
+    assert starved and all(g.copies.memory_kind == "pageable" for g in starved)
     settings = [a for a in r.advice.advice if SECTION_KEY.match(a.setting)]
     assert settings and settings[0].setting == "[memory] safety_margin"
     assert any("checkout(s) FAILED" in e for e in settings[0].evidence)
@@ -65,5 +66,5 @@ def test_the_live_advice_names_the_setting_within_60_s() -> None:
             rt.stop()
         snap = rt.store.snapshot()
         closed = [g for g in snap.gaps if not g.is_open]
-        advice = advise(closed, snap.pipeline).advice
+        advice = advise(closed, view_of(snap.pipeline)).advice
         assert advice and advice[0].setting == setting, (scenario, advice)

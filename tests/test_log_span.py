@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.offline.report import build_report, to_json
 
 E2E = Path(__file__).parent / "data" / "h200-e2e"

@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+from gapwatch.core.evidence_types import EventEvidence
 from gapwatch.core.models import Gap
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
@@ -51,7 +52,8 @@ def _gap(kind: str = "host_stall", cause: str | None = None, evidence: list[str]
     return Gap(gap_id=1, gpu=0, kind=kind, start_mono_ns=10**10, start_s=start_s,  # type: ignore[arg-type]
                end_mono_ns=2 * 10**10, end_s=start_s + 1.0, duration_s=1.0,
                pcie_rx_bytes_per_s=2e9, pcie_tx_bytes_per_s=1e6, link_bytes_per_s=63e9,
-               log_events=[{"warning": w} for w in warnings], prover_cause=cause,
+               log_events=[EventEvidence(start_s, "", warning=w) for w in warnings],
+               prover_cause=cause,
                prover_evidence=evidence or [])
 
 

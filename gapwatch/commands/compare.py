@@ -11,8 +11,8 @@ import argparse
 import sys
 
 from gapwatch.commands import argtypes
+from gapwatch.config import Config
 from gapwatch.core.codec import encode_json
-from gapwatch.core.config import Config
 from gapwatch.engine.console import say
 from gapwatch.offline.compare import compare, read_side, to_json
 from gapwatch.offline.compare_format import format_markdown, format_text

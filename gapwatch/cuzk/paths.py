@@ -254,7 +254,7 @@ def _pageable(gaps: Sequence[Gap], facts: PathFacts) -> Found | str | None:
 
 
 def _warnings(g: Gap) -> set[str]:
-    return {str(e.get("warning")) for e in g.log_events if e.get("warning")}
+    return {e.warning for e in g.log_events if e.warning}
 
 
 def first_wave_words(facts: PathFacts) -> str:

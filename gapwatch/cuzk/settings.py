@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
-from gapwatch.cuzk.pipeline import GIB
+from gapwatch.core.units import GIB
 
 #: Tracing message -> ((field, setting as cuzk's TOML or the log names it), ...).
 STARTUP_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gapwatch.config import Config
 from gapwatch.core import fmt
-from gapwatch.core.config import Config
 from gapwatch.core.models import CopyRecord, Gap, GpuInfo, ProverEvent
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json

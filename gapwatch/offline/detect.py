@@ -40,6 +40,7 @@ from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
+from gapwatch.cuzk.prover import CuzkProver, view_of
 from gapwatch.offline.log_span import LogSpan
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
@@ -109,8 +110,10 @@ def detect_records(
         watch: the prover's watcher, fed every record but GPU samples (as the live session
             feeds it); its events are `Detected.prover_events`.
     """
+    # cuzk is the prover gapwatch knows: its facts stay empty where its log and /status are not
+    # in the input, and the gaps are explained without them.
     det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False,
-                      max_parallel_synthesis=max_parallel_synthesis)
+                      prover=CuzkProver(max_parallel_synthesis))
     ledger = GapLedger()
     states: list[StateChange] = []
     log_events: list[LogEvent] = []
@@ -134,15 +137,8 @@ def detect_records(
     for r in records:
         if type(r) is gpu_sample:
             if li < n_extra and r.t_wall_s >= next_log_t:
-                while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:
-                    kept = bounded_event(extra_logs[li])
-                    det.feed(kept)
-                    _keep_for_timeline(log_events, extra_logs[li])
-                    if on_log is not None:
-                        on_log(extra_logs[li])
-                    if watch is not None:
-                        prover_events += watch.feed(kept)
-                    li += 1
+                li = _feed_extra(det, watch, extra_logs, li, r.t_wall_s, log_events,
+                                 prover_events, on_log)
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
             out = det.feed_gpu(r)
         elif type(r) is host_sample:
@@ -162,31 +158,17 @@ def detect_records(
                 continue  # derived: the watcher says them again
             if watch is not None:
                 prover_events += watch.feed(r)
-            if isinstance(r, ProverStatus):
-                prover_statuses.append(r)
-            elif isinstance(r, CopyRecord):
-                copies.append(r)
-            elif isinstance(r, BlindSpot):
-                blind_spots.append(r)
-            elif isinstance(r, Notice):
-                byes.extend(byes_in((r,)))
+            _keep_side(r, prover_statuses, copies, blind_spots, byes)
             out = det.feed(r)
         for x in out:
             if isinstance(x, gap_type):
                 ledger.add(x)
             else:
                 states.append(x)
+    # The `--log` lines left after the last sample, as far as they are inside the span.
     end_s = max((t.last_wall_s for t in det.totals() if t.samples), default=None)
-    while li < n_extra:
-        if span.after_end(extra_logs[li], end_s):
-            kept = bounded_event(extra_logs[li])
-            det.feed(kept)
-            _keep_for_timeline(log_events, extra_logs[li])
-            if on_log is not None:
-                on_log(extra_logs[li])
-            if watch is not None:
-                prover_events += watch.feed(kept)
-        li += 1
+    rest = [e for e in extra_logs[li:] if span.after_end(e, end_s)]
+    _feed_extra(det, watch, rest, 0, float("inf"), log_events, prover_events, on_log)
     if watch is not None:
         prover_events += watch.finish()
     for x in det.finish():
@@ -199,9 +181,41 @@ def detect_records(
         header=header, ledger=ledger, states=states, totals=det.totals(),
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
-        copies=copies, pipeline=det.pipeline_view(), blind_spots=blind_spots, byes=byes,
+        copies=copies, pipeline=view_of(det.prover.facts()), blind_spots=blind_spots, byes=byes,
         log_notes=span.notes(end_s), prover_events=prover_events,
     )  # fmt: skip
+
+
+def _feed_extra(det: GapDetector, watch: ProverWatch | None, extra_logs: Sequence[LogEvent],
+                li: int, until_s: float, log_events: list[LogEvent],
+                prover_events: list[ProverEvent],
+                on_log: Callable[[LogEvent], None] | None = None) -> int:
+    """Feed the extra log events from `li` on up to `until_s` (merged by time into the
+    records), as a session would (and to `on_log`); returns the index of the first one not
+    fed."""
+    while li < len(extra_logs) and extra_logs[li].t_wall_s <= until_s:
+        kept = bounded_event(extra_logs[li])
+        det.feed(kept)
+        _keep_for_timeline(log_events, extra_logs[li])
+        if on_log is not None:
+            on_log(extra_logs[li])
+        if watch is not None:
+            prover_events.extend(watch.feed(kept))
+        li += 1
+    return li
+
+
+def _keep_side(r: Record, prover_statuses: list[ProverStatus], copies: list[CopyRecord],
+               blind_spots: list[BlindSpot], byes: list[Bye]) -> None:
+    """Keep a record the report reads beside the gaps (the rare ones: not GPU, host or log)."""
+    if isinstance(r, ProverStatus):
+        prover_statuses.append(r)
+    elif isinstance(r, CopyRecord):
+        copies.append(r)
+    elif isinstance(r, BlindSpot):
+        blind_spots.append(r)
+    elif isinstance(r, Notice):
+        byes.extend(byes_in((r,)))
 
 
 def _keep_for_timeline(kept: list[LogEvent], event: LogEvent) -> None:

@@ -17,6 +17,7 @@ from gapwatch.core.advice import advice_lines
 from gapwatch.core.blind import blind_words
 from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config, DetectorConfig
+from gapwatch.core.health import event_words
 from gapwatch.core.models import GAP_KINDS, Gap
 from gapwatch.core.verdict import breakdown_words
 from gapwatch.engine.console import say
@@ -79,6 +80,10 @@ def format_text(r: ReportData, all_rows: bool = False,
     out += ["", *_gpu_lines(r)]
     out += ["", *_gap_lines(r.gaps, all_rows)]
     out += ["", *_breakdown_lines(r, detector)]
+    if r.chaining:
+        out += ["", *_chaining_lines(r)]
+    if r.health or r.hw_event_count:
+        out += ["", *_health_lines(r)]
     if r.blind_spots:
         out += ["", *_blind_lines(r)]
     if r.copies is not None:
@@ -150,6 +155,32 @@ def _breakdown_lines(r: ReportData, config: DetectorConfig) -> list[str]:
                                 b.reason or "-", config)
         out.append(f"  GPU {b.gpu}: {_clock(b.start_s)} - {_clock(b.end_s)} "
                    f"({b.duration_s:.1f} s): {words}")
+    return out
+
+
+def _chaining_lines(r: ReportData) -> list[str]:
+    """The chaining figure per GPU over the run and its worst minute."""
+    out = ["Chaining (share of host-to-device copy time that ran while SMs were busy)"]
+    for gpu, f in sorted(r.chaining.items()):
+        line = f"  GPU {gpu}: {f.share * 100:.0f} % of {f.copy_s:.1f} s of copies"
+        worst = r.chaining_worst.get(gpu)
+        if worst is not None and worst[1] < f.share - 0.05:
+            line += f"; worst minute {worst[1] * 100:.0f} % from {_clock(worst[0])}"
+        out.append(f"{line} ({f.basis_words()})")
+    return out
+
+
+def _health_lines(r: ReportData) -> list[str]:
+    """GPU health over the run (highest readings, throttling) and every GPU error."""
+    out = ["GPU health (highest readings) and GPU errors"]
+    out += [f"  {h.words()}" for _, h in sorted(r.health.items())]
+    if r.hw_event_count:
+        out.append(f"  GPU errors: {r.hw_event_count}"
+                   + ("" if r.hw_event_count == len(r.hw_events)
+                      else f" (the first {len(r.hw_events)} below)"))
+        out += [f"    {_clock(e.t_wall_s)}  {event_words(e)}" for e in r.hw_events]
+    else:
+        out.append("  GPU errors: none (XID, ECC, PCIe replays)")
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.cuzk import PipelineView
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
@@ -17,8 +18,10 @@ from gapwatch.core.models import (
     ChainState,
     CopyRecord,
     Gap,
+    GpuHealth,
     GpuInfo,
     GpuSample,
+    HardwareEvent,
     HostSample,
     LinkState,
     LogEvent,
@@ -71,6 +74,15 @@ class StoreSnapshot:
     #: What the prover's log has said about its pipeline (synthesis workers, pinned pool,
     #: pacer, SRS loads, PoSt in flight): `gapwatch.core.cuzk.PipelineFacts.view`.
     pipeline: PipelineView = field(default_factory=PipelineView)
+    #: Latest GPU health per GPU (`GpuHealth`, every `sampler.health_every_s`).
+    health: dict[int, GpuHealth] = field(default_factory=dict)
+    #: The latest GPU errors (XID, ECC, PCIe replays), oldest first, and how many of each
+    #: (GPU, kind) since the session started.
+    hw_events: tuple[HardwareEvent, ...] = ()
+    hw_counts: dict[tuple[int, str], int] = field(default_factory=dict)
+    #: The chaining figure per GPU over the last minute (`gapwatch.core.chaining`); absent
+    #: before any copy time was seen.
+    chaining: dict[int, ChainingFigure] = field(default_factory=dict)
 
     def state_name(self, gpu: int) -> ChainState:
         """The GPU's chaining state in one word: NO_DATA until the detector has judged it. The

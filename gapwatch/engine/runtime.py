@@ -429,7 +429,8 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
     history_s = max([config.snapshot.history_s, *config.ui.windows_s, config.detector.window_s])
     period_s = src.period_ms / 1000
     store = SeriesStore(src.gpus, period_s=period_s, history_s=history_s,
-                        max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
+                        max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
+                        detector_config=config.detector)
     detector = GapDetector(config.detector, src.gpus, period_s=period_s,
                            max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
     session = Session(header, store, detector=detector)

@@ -18,14 +18,18 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from gapwatch.core.blind import Bye, byes_in
+from gapwatch.core.chaining import ChainingMeter
+from gapwatch.core.config import DetectorConfig
 from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts
 from gapwatch.core.ledger import Change, GapLedger
 from gapwatch.core.models import (
     BlindSpot,
     CopyRecord,
     Gap,
+    GpuHealth,
     GpuInfo,
     GpuSample,
+    HardwareEvent,
     HostSample,
     LinkState,
     LogEvent,
@@ -84,6 +88,7 @@ class SeriesStore:
         max_log_bytes: int = 16 << 20,
         max_prover_bytes: int = 32 << 20,
         max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
+        detector_config: DetectorConfig | None = None,
     ) -> None:
         # A little headroom over history/period: a late sampler emits a few extra samples.
         maxlen = max(16, int(history_s / period_s * 1.1) + 8)
@@ -114,6 +119,12 @@ class SeriesStore:
         self._provers: dict[str, ProverStatus] = {}
         # What the prover's log says about its pipeline (the pipeline line, /metrics).
         self._facts = PipelineFacts(max_parallel_synthesis)
+        #: The latest health per GPU; GPU errors: the latest ones and a count by (GPU, kind).
+        self._health: dict[int, GpuHealth] = {}
+        self._hw_events: deque[HardwareEvent] = deque(maxlen=256)
+        self._hw_counts: dict[tuple[int, str], int] = {}
+        #: The chaining figure's sums (`gapwatch.core.chaining`), fed every sample and copy.
+        self._chaining = ChainingMeter(list(gpus), detector_config or DetectorConfig())
         self._version = 0
 
     @property
@@ -141,6 +152,23 @@ class SeriesStore:
             self.append_prover(record)
         elif type(record) is BlindSpot:
             self.add_blind_spot(record)
+        elif type(record) is GpuHealth:
+            self.set_health(record)
+        elif type(record) is HardwareEvent:
+            self.add_hw_event(record)
+
+    def set_health(self, health: GpuHealth) -> None:
+        with self._lock:
+            self._health[health.gpu] = health
+            self._version += 1
+
+    def add_hw_event(self, event: HardwareEvent) -> None:
+        """A GPU error: the latest kept, every one counted by (GPU, kind) (/metrics)."""
+        with self._lock:
+            self._hw_events.append(event)
+            key = (event.gpu, event.kind)
+            self._hw_counts[key] = self._hw_counts.get(key, 0) + event.count
+            self._version += 1
 
     def blind(self) -> tuple[tuple[BlindSpot, ...], tuple[int, float], list[Bye], float | None]:
         """What the footer says of blind spots, cheaply (it asks every second): the latest
@@ -165,6 +193,7 @@ class SeriesStore:
                 if buf is None:
                     buf = self._gpu[s.gpu] = deque(maxlen=self._maxlen)
                 buf.append(s)
+                self._chaining.add_sample(s)
             self._version += 1
 
     def append_host(self, sample: HostSample) -> None:
@@ -217,6 +246,7 @@ class SeriesStore:
     def append_copy(self, copy: CopyRecord) -> None:
         with self._lock:
             self._copies.append(copy)
+            self._chaining.add_copy(copy)
             self._version += 1
 
     def set_procmem(self, reading: ProcessMemory) -> None:
@@ -268,4 +298,8 @@ class SeriesStore:
                 procmem={g: tuple(per.values()) for g, per in self._procmem.items()},
                 links=dict(self._links),
                 pipeline=self._facts.view(),
+                health=dict(self._health),
+                hw_events=tuple(self._hw_events),
+                hw_counts=dict(self._hw_counts),
+                chaining=self._chaining.figures(),
             )

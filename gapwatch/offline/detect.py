@@ -18,15 +18,19 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 
 from gapwatch.core.blind import Bye, byes_in
+from gapwatch.core.chaining import WINDOW_S, ChainingFigure, ChainingMeter
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.core.detector import GapDetector
+from gapwatch.core.health import MAX_REPORT_EVENTS, HealthStats
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
     BlindSpot,
     CopyRecord,
     Gap,
+    GpuHealth,
     GpuSample,
+    HardwareEvent,
     HostSample,
     LogEvent,
     Notice,
@@ -77,6 +81,14 @@ class Detected:
     #: Reading counters and problems (filled in by the caller, which owns the reader).
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: GPU health over the run per GPU, and the GPU errors (at most `MAX_REPORT_EVENTS`; all
+    #: counted in `hw_event_count`).
+    health: dict[int, HealthStats] = field(default_factory=dict)
+    hw_events: list[HardwareEvent] = field(default_factory=list)
+    hw_event_count: int = 0
+    #: The chaining figure per GPU over the whole run, and its worst minute (start, share).
+    chaining: dict[int, ChainingFigure] = field(default_factory=dict)
+    chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
 def detect_records(
@@ -106,6 +118,10 @@ def detect_records(
     blind_spots: list[BlindSpot] = []
     byes: list[Bye] = []
     gap_id_lines: list[int] = []
+    chaining = ChainingMeter(list(header.gpus), config, window_s=None)
+    health: dict[int, HealthStats] = {}
+    hw_events: list[HardwareEvent] = []
+    hw_count = 0
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
 
@@ -127,6 +143,7 @@ def detect_records(
                     li += 1
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
             out = det.feed_gpu(r)
+            chaining.add_sample(r)
         elif type(r) is host_sample:
             out = det.feed_host(r)
         elif isinstance(r, log_event):
@@ -138,6 +155,16 @@ def detect_records(
                 prover_statuses.append(r)
             elif isinstance(r, CopyRecord):
                 copies.append(r)
+                chaining.add_copy(r)
+            elif isinstance(r, GpuHealth):
+                stats = health.get(r.gpu)
+                if stats is None:
+                    stats = health[r.gpu] = HealthStats(r.gpu)
+                stats.add(r)
+            elif isinstance(r, HardwareEvent):
+                hw_count += 1
+                if len(hw_events) < MAX_REPORT_EVENTS:
+                    hw_events.append(r)
             elif isinstance(r, BlindSpot):
                 blind_spots.append(r)
             elif isinstance(r, Notice):
@@ -163,6 +190,10 @@ def detect_records(
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=det.pipeline_view(), blind_spots=blind_spots, byes=byes,
+        health=health, hw_events=hw_events, hw_event_count=hw_count,
+        chaining=chaining.figures(),
+        chaining_worst={g: w for g in chaining.figures()
+                        if (w := chaining.worst_window(g, WINDOW_S)) is not None},
     )  # fmt: skip
 
 

@@ -67,11 +67,18 @@ class ChainingFigure:
     window_s: float | None
     before: float | None = None
 
-    def words(self) -> str:
-        """"chaining 93 % -> 41 %" when it fell by `DROP_SAID` or more, else "chaining 92 %"."""
-        now = f"{self.share * 100:.0f} %"
-        if self.before is not None and self.before - self.share >= DROP_SAID:
-            return f"chaining {self.before * 100:.0f} % → {now}"
+    def fell(self) -> bool:
+        """Did it fall by `DROP_SAID` or more from the window before?"""
+        return self.before is not None and self.before - self.share >= DROP_SAID
+
+    def words(self, compact: bool = False) -> str:
+        """"chaining 93 % → 41 %" when it fell by `DROP_SAID` or more, else "chaining 92 %";
+        `compact` ("chaining 93%→41%") for lines that wrap at spaces (the dashboard's)."""
+        pct = "%" if compact else " %"
+        arrow = "→" if compact else " → "
+        now = f"{self.share * 100:.0f}{pct}"
+        if self.before is not None and self.fell():
+            return f"chaining {self.before * 100:.0f}{pct}{arrow}{now}"
         return f"chaining {now}"
 
     def basis_words(self) -> str:

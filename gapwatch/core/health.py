@@ -94,6 +94,32 @@ def health_cells(h: GpuHealth | None) -> list[str]:
     return cells
 
 
+#: Width of one GPU's compact health cell (`health_cell`): four fit 80 columns with a space
+#: between, so 8 GPUs take two lines.
+HEALTH_CELL_WIDTH: Final = 19
+
+
+def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None) -> str:
+    """One GPU's health in `HEALTH_CELL_WIDTH` columns, `0  60G 52° 64%!c 92`: GPU memory used
+    (GiB), temperature (°C), power as a share of its limit, `!` when something slows the clocks
+    (the header names it for the selected GPU), the chaining figure (`c`, %); `?` for a missing
+    reading. The help and docs/dashboard.md give the legend."""
+    mem = temp = power = chain = "?"
+    flag = " "
+    if h is not None:
+        if h.memory_used_bytes is not None:
+            mem = f"{min(999.0, h.memory_used_bytes / (1 << 30)):.0f}"
+        if h.temperature_c is not None:
+            temp = f"{min(999.0, h.temperature_c):.0f}"
+        if h.power_w is not None and h.power_limit_w:
+            power = f"{min(999.0, 100 * h.power_w / h.power_limit_w):.0f}"
+        if throttle_words(h.clocks_event_mask):
+            flag = "!"
+    if chain_share is not None:
+        chain = f"{chain_share * 100:.0f}"
+    return f"{gpu % 100:<2}{mem:>3}G{temp:>3}°{power:>3}%{flag}c{chain:>3}"
+
+
 @dataclass(slots=True)
 class _Growth:
     since_wall_s: float

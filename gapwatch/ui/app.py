@@ -50,6 +50,7 @@ from gapwatch.ui.widgets.host_panel import HostPanel
 from gapwatch.ui.widgets.log_pane import LogPane
 from gapwatch.ui.widgets.overview import Overview
 from gapwatch.ui.widgets.pipeline_line import PipelineLine
+from gapwatch.ui.widgets.process_panel import ProcessPanel
 from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
 
 #: Seconds between repaints of the numbers: header figures, open gaps' durations, host panel,
@@ -85,6 +86,8 @@ class GapwatchApp(App[int]):
         Binding("g", "next_gpu", "next GPU"),
         Binding("w", "next_window", "window"),
         Binding("d", "detail", "detail"),
+        Binding("t", "processes", "processes"),
+        Binding("escape", "close_panel", "back", show=False),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
         # Every terminal monitor (htop, nvtop, watch) quits on Ctrl-C; Textual would only show a
@@ -159,6 +162,7 @@ class GapwatchApp(App[int]):
         with Vertical(id="lower"):
             yield GapTable(id="gaps")
             yield LogPane(id="log")
+            yield ProcessPanel(id="procs")
         yield StatusFooter(id="footer")
 
     def on_mount(self) -> None:
@@ -166,6 +170,7 @@ class GapwatchApp(App[int]):
         self.query_one(DetailChart).display = False
         self.query_one(PipelineLine).display = False  # until a prover snapshot arrives
         self.query_one(CopyLine).display = False  # until the copy trace delivers a copy
+        self.query_one(ProcessPanel).display = False  # until `t`
         self.runtime.session.subscribe(self._on_core_event)
         self.set_interval(1.0 / self.config.ui.redraw_hz, self.redraw)
         self.set_interval(self._status_every_s, self.refresh_status)
@@ -260,6 +265,9 @@ class GapwatchApp(App[int]):
             self.query_one(PipelineLine).show(view)
             self.query_one(CopyLine).show(view)
             self.query_one(LogPane).show(view)
+            procs = self.query_one(ProcessPanel)
+            if procs.display:
+                procs.show(view)
 
     def _repush(self) -> None:
         """Redraw the frozen (paused) view with the current choices (GPU, window, note), or
@@ -393,6 +401,20 @@ class GapwatchApp(App[int]):
         self.query_one(GpuHeader).detail_lines = self._detail_header_lines() \
             if detail.display else None
         self._repush()
+
+    def action_processes(self) -> None:
+        """The processes on the selected GPU in place of the gap table and the log (so the
+        panel is there at 80x24 too); again, or Esc, goes back."""
+        procs = self.query_one(ProcessPanel)
+        procs.display = not procs.display
+        self.query_one(GapTable).display = not procs.display
+        self.query_one(LogPane).display = not procs.display
+        self._repush()
+
+    def action_close_panel(self) -> None:
+        """Esc: back from a panel opened over the gaps (the processes)."""
+        if self.query_one(ProcessPanel).display:
+            self.action_processes()
 
     def _detail_header_lines(self) -> int:
         """Lines the header may take in the detail view: the whole verdict is what `d`

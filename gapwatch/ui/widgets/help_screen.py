@@ -34,6 +34,19 @@ keys
   p  pause the view (sampling, detection, auto-snapshots go on)
   g  next GPU           w  chart window (30 s / 60 s / 2 min / 10 min)
   d  detail chart (plotext) of the selected GPU, redrawn once a second
+  t  processes on the selected GPU (pid, name, GPU memory, pinned host
+     memory, copies' memory kind) in place of the gaps; t/esc: back.
+     At 80x24 too: it takes the gap table's and the log's rows
+
+health (header; one GPU: in words, several: a cell per GPU)
+  0  60G 52° 64%!c 92   GPU 0: 60 GiB GPU memory used, 52 °C, power
+                        64 % of its limit, ! = clocks held down (power
+                        cap, thermal...: named in the verdict), c 92 =
+                        chaining 92 %
+  chaining   share of host-to-device copy time in the last minute that
+             ran while SMs were busy (copies overlapped with kernels):
+             from the copy trace, else PCIe and SM activity. Falling
+             (93 % -> 41 %) is chaining breaking before gaps pile up
 
 states
   CHAINED    the two workers keep the GPU busy

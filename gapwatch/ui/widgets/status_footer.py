@@ -28,7 +28,7 @@ from gapwatch.ui.fit import fit_indices
 _SOURCE_NAME = {"gpm": "GPM", "counters": "counters", "legacy": "legacy", "util": "util only",
                 "sim": "sim", "trace": "trace", "none": "none"}
 
-KEYS = "? help  q quit  s snapshot  p pause  g GPU  w window  d detail"
+KEYS = "? help  q quit  s snapshot  p pause  g GPU  w window  d detail  t procs"
 
 #: Log states that are not a problem (the file is being read, or stdin ended as it should).
 _LOG_OK = ("following", "closed (end of input)")

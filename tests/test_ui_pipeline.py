@@ -55,7 +55,7 @@ async def test_the_pipeline_line_and_the_worker_states_show_at_80x24(tmp_path: P
     assert "prover 127.0.0.1:9821 · GPU0 IP · synthesis 18/~18 · parts 0 synth_done" in text
     # The newest gap's row carries its GPU's workers: one idle, one proving.
     (row,) = [line for line in text.splitlines() if "0.40s" in line]
-    assert row.split()[4:6] == ["IP", "2.8"]
+    assert row.split()[5:7] == ["IP", "2.8"]  # after "slow copies"
     assert " wk " in text
 
 

@@ -191,3 +191,20 @@ def test_processes_panel_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
 def test_processes_panel_at_160x48(snap_compare: Any, tmp_path: Path) -> None:
     """The same panel in a wide pane, the whole title line and the copies' column."""
     assert snap_compare(processes_app(tmp_path), press=["t"], terminal_size=(160, 48))
+
+
+def test_a_selected_gaps_detail_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """↓ ↓ selects the second newest gap (its row in reverse, the hint column's head saying
+    `2/5 enter: whole gap · esc: newest`); Enter opens it whole: `gap 4 on GPU0: slow copies
+    (pcie_starved), 1.50 s idle`, when, PCIe, the hint, evidence, what to change with its
+    payoff, the copies, partitions, host pressure and the log lines around it, in a box that
+    scrolls."""
+    assert snap_compare(breakdown_app(tmp_path), terminal_size=(80, 24),
+                        press=["down", "down", "enter"])
+
+
+def test_a_selected_gap_in_the_table_at_160x48(snap_compare: Any, tmp_path: Path) -> None:
+    """The wide table with the third newest gap selected (reverse video) and the operator's
+    words in the kind column (`slow copies`)."""
+    assert snap_compare(breakdown_app(tmp_path), terminal_size=(160, 48),
+                        press=["down", "down", "down"])

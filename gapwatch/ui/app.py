@@ -36,8 +36,9 @@ from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.stop_signals import STOP_SIGNALS, StopSignals
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
+from gapwatch.ui.gap_detail import GapDetailScreen
 from gapwatch.ui.kinds import kind_css
-from gapwatch.ui.messages import NoticeRaised, SnapshotFinished, StateChanged
+from gapwatch.ui.messages import GapChosen, NoticeRaised, SnapshotFinished, StateChanged
 from gapwatch.ui.svg import self_contained
 from gapwatch.ui.view import View, newest_time_ns
 from gapwatch.ui.widgets.copy_line import CopyLine
@@ -88,6 +89,11 @@ class GapwatchApp(App[int]):
         Binding("d", "detail", "detail"),
         Binding("t", "processes", "processes"),
         Binding("escape", "close_panel", "back", show=False),
+        Binding("up", "gap_move(-1)", "select gap", show=False),
+        Binding("down", "gap_move(1)", "select gap", show=False),
+        Binding("enter", "open_gap", "open gap", show=False),
+        Binding("pageup", "log_page(1)", "log back", show=False),
+        Binding("pagedown", "log_page(-1)", "log forward", show=False),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
         # Every terminal monitor (htop, nvtop, watch) quits on Ctrl-C; Textual would only show a
@@ -412,9 +418,43 @@ class GapwatchApp(App[int]):
         self._repush()
 
     def action_close_panel(self) -> None:
-        """Esc: back from a panel opened over the gaps (the processes)."""
+        """Esc: back from a panel opened over the gaps (the processes), else let go of the
+        selected gap (the table follows the newest again)."""
         if self.query_one(ProcessPanel).display:
             self.action_processes()
+        else:
+            self.query_one(GapTable).clear()
+
+    def action_gap_move(self, delta: int) -> None:
+        """↑/↓: select the gap above/below in the table (newest on top)."""
+        table = self.query_one(GapTable)
+        if table.display:
+            table.move(delta)
+
+    def action_open_gap(self) -> None:
+        """Enter: the selected gap whole (the newest when none is selected)."""
+        table = self.query_one(GapTable)
+        gap = table.selected()
+        if gap is None:
+            newest = table.newest_first()
+            gap = newest[0] if newest else None
+        if gap is not None:
+            self._open_gap(gap)
+
+    def on_gap_chosen(self, message: GapChosen) -> None:
+        self._open_gap(message.gap)
+
+    def _open_gap(self, gap: Gap) -> None:
+        # The snapshot on screen (a paused view keeps its own), the gap's latest version in it.
+        snap = self.view.snap if self.view is not None else self.runtime.store.snapshot()
+        latest = next((g for g in snap.gaps if g.gap_id == gap.gap_id), gap)
+        self.push_screen(GapDetailScreen(latest, snap))
+
+    def action_log_page(self, pages: int) -> None:
+        """PgUp/PgDn: scroll the prover log back/forward a page."""
+        log = self.query_one(LogPane)
+        if log.display:
+            log.page(pages)
 
     def _detail_header_lines(self) -> int:
         """Lines the header may take in the detail view: the whole verdict is what `d`

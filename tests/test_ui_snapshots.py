@@ -208,3 +208,21 @@ def test_a_selected_gap_in_the_table_at_160x48(snap_compare: Any, tmp_path: Path
     words in the kind column (`slow copies`)."""
     assert snap_compare(breakdown_app(tmp_path), terminal_size=(160, 48),
                         press=["down", "down", "down"])
+
+
+def test_a_replay_position_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """A replay shows where it is first in the footer's status line: `replay 09:07:21 (+1:00)
+    x4`, then the source."""
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    rt.replay_words = "replay 09:07:21 (+1:00) x4"
+    assert snap_compare(GapwatchApp(rt, wall_clock=fixed_wall), terminal_size=(80, 24))
+
+
+def test_a_paused_replay_at_160x48(snap_compare: Any, tmp_path: Path) -> None:
+    """Paused: the PAUSED banner, and the footer's `replay 09:07:21 (+1:00) paused`."""
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    rt.replay_words = "replay 09:07:21 (+1:00) paused"
+    assert snap_compare(GapwatchApp(rt, wall_clock=fixed_wall), terminal_size=(160, 48),
+                        press=["p"])

@@ -227,6 +227,8 @@ class FakeRuntime:
         self.done = False
         self.logs = {"/tmp/gapwatch-sim-pageable.log": "following"}
         self.recording: RecordingStatus | None = None
+        #: Where a replay is, as the replay driver says it (None: a live source).
+        self.replay_words: str | None = None
 
     def status(self) -> RuntimeStatus:
         self.status_calls += 1
@@ -238,6 +240,7 @@ class FakeRuntime:
             log_counters={"lines": 40, "parsed": 38, "unparsed": 2},
             done=self.done,
             recording=self.recording,
+            replay=self.replay_words,
         )
 
 

@@ -229,6 +229,7 @@ class Runtime:
             # Only the NVML source takes slow readings; the sim and replay have no counters.
             source_counters=dict(getattr(self.sampler.gpu_source, "counters", {}))
             if self.sampler is not None else {},
+            replay=self.replay.position_words() if self.replay is not None else None,
         )
 
 
@@ -462,8 +463,25 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
         return
     assert src.recording is not None
     rt.replay = ReplayDriver(src.recording, rt.session, speed,
-                             _replay_log_events(paths, config, rt.session))
+                             _replay_log_events(paths, config, rt.session),
+                             restart=_replay_restart(rt, src.label.removeprefix("replay:")))
     rt.read_logs = {path: "read whole" for path in paths}
+
+
+def _replay_restart(rt: Runtime, path: str) -> Callable[[], Recording]:
+    """For a replay seeking back: the file opened again, the session emptied with a new
+    detector (as `_new_runtime` builds it)."""
+    from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
+
+    def restart() -> Recording:
+        recording = read_any(path)
+        config = rt.config
+        rt.session.restart(GapDetector(config.detector, list(rt.header.gpus),
+                                       period_s=rt.header.period_ms / 1000,
+                                       max_parallel_synthesis=config.cuzk.max_parallel_synthesis))
+        return recording
+
+    return restart
 
 
 def _add_pollers(rt: Runtime, src: _OpenSource, status_urls: list[str]) -> None:

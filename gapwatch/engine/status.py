@@ -49,6 +49,8 @@ class RuntimeStatus:
     #: while it is recent (the footer's alert); None when there is none.
     blind: str | None = None
     blind_recent: str | None = None
+    #: Where a replay is (`ReplayDriver.position_words`); None for a live source.
+    replay: str | None = None
     #: Every thread the runtime started, with its deaths (the footer's alert, /metrics).
     threads: list[ThreadHealth] = field(default_factory=list)
 

@@ -90,6 +90,9 @@ class SeriesStore:
         max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
         detector_config: DetectorConfig | None = None,
     ) -> None:
+        self._init_args = (list(gpus), period_s, history_s, max_log_events, max_gaps,
+                           max_notices, max_prover_statuses, max_copies, max_log_bytes,
+                           max_prover_bytes, max_parallel_synthesis, detector_config)
         # A little headroom over history/period: a late sampler emits a few extra samples.
         maxlen = max(16, int(history_s / period_s * 1.1) + 8)
         self._history_s = history_s
@@ -130,6 +133,17 @@ class SeriesStore:
     @property
     def version(self) -> int:
         return self._version
+
+    def reset(self) -> None:
+        """Empty, as new (a replay that seeks back feeds the file again from its start). The
+        buffers are swapped in under the lock, which stays the same object (readers hold it);
+        the version keeps growing, so a reader never takes the emptied store for one it drew."""
+        fresh = SeriesStore(*self._init_args).__dict__
+        del fresh["_lock"]
+        with self._lock:
+            version = self._version
+            self.__dict__.update(fresh)
+            self._version = version + 1
 
     def append(self, record: Record) -> None:
         """Keep a record of any type where its kind is kept (gaps and states have their own

@@ -31,6 +31,7 @@ from gapwatch.core.advice import advice_lines, advise
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.engine.replay import ReplayDriver as ReplayControl
 from gapwatch.engine.session import Session
 from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.stop_signals import STOP_SIGNALS, StopSignals
@@ -94,6 +95,16 @@ class GapwatchApp(App[int]):
         Binding("enter", "open_gap", "open gap", show=False),
         Binding("pageup", "log_page(1)", "log back", show=False),
         Binding("pagedown", "log_page(-1)", "log forward", show=False),
+        # Replay only (a live source says so): seek, gaps, speed.
+        Binding("left", "seek(-10)", "back 10 s", show=False),
+        Binding("right", "seek(10)", "on 10 s", show=False),
+        Binding("left_square_bracket", "gap_seek(-1)", "previous gap", show=False),
+        Binding("right_square_bracket", "gap_seek(1)", "next gap", show=False),
+        Binding("home", "seek_end(0)", "start", show=False),
+        Binding("end", "seek_end(1)", "end", show=False),
+        Binding("plus", "speed(1)", "faster", show=False),
+        Binding("equals_sign", "speed(1)", "faster", show=False),
+        Binding("minus", "speed(-1)", "slower", show=False),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
         # Every terminal monitor (htop, nvtop, watch) quits on Ctrl-C; Textual would only show a
@@ -143,6 +154,8 @@ class GapwatchApp(App[int]):
         #: What the header and gap table said in words at their last repaint (`_words_key`).
         self._words_key: tuple[object, ...] = ()
         self._pause_note = ""
+        #: Where a paused replay was when its view was frozen (a seek moves it: frozen anew).
+        self._frozen_at: float | None = None
         #: The source said it ended (end of a replay): the header shows the banner.
         self._ended = False
         self._snapshot_busy = False
@@ -298,6 +311,15 @@ class GapwatchApp(App[int]):
             return
         status = self.runtime.status()
         self.query_one(StatusFooter).show_status(status)
+        replay = self._replay()
+        if self.paused and replay is not None and self.view is not None \
+                and replay.position_wall_s != self._frozen_at:
+            # A seek while paused: freeze the view again where the replay now is.
+            self._frozen_at = replay.position_wall_s
+            snap = self.runtime.store.snapshot()
+            t_end = newest_time_ns(snap)
+            if t_end is not None:
+                self._push(dataclasses.replace(self._make_view(snap, t_end), paused=True))
         if status.done and not self._ended:
             # Nothing more will come: say so at the top (the REPLAY ENDED banner), now.
             self._ended = True
@@ -380,7 +402,73 @@ class GapwatchApp(App[int]):
     def action_snapshot(self) -> None:
         self.take_snapshot()
 
+    # -- replay -------------------------------------------------------------------------------
+
+    def _replay(self) -> ReplayControl | None:
+        replay = getattr(self.runtime, "replay", None)
+        return replay if isinstance(replay, ReplayControl) else None
+
+    def _replay_said(self, why: str | None) -> None:
+        """Say a replay key's outcome in the footer (why it could not, or where it is)."""
+        footer = self.query_one(StatusFooter)
+        if why is not None:
+            footer.show_message(why, error=True)
+        else:
+            self.refresh_status()
+
+    def action_seek(self, seconds: float) -> None:
+        """←/→: 10 s back/on in a replay."""
+        replay = self._replay()
+        if replay is None:
+            self._replay_said("seeking is for replays (gapwatch replay FILE)")
+            return
+        pos = replay.position_wall_s
+        if pos is not None:
+            self._replay_said(replay.seek_to(pos + seconds))
+
+    def action_gap_seek(self, direction: int) -> None:
+        """[ / ]: to the previous gap (its end, so it shows closed) / on until the next closes."""
+        replay = self._replay()
+        if replay is None:
+            self._replay_said("stepping through gaps is for replays (gapwatch replay FILE)")
+            return
+        if direction > 0:
+            self._replay_said(replay.seek_next_gap())
+            return
+        pos = replay.position_wall_s
+        snap = self.runtime.store.snapshot()
+        older = [g for g in snap.gaps if g.end_s is not None and pos is not None
+                 and g.end_s < pos - 1.0]
+        if not older:
+            self._replay_said("no earlier gap in memory")
+            return
+        self._replay_said(replay.seek_to(older[-1].end_s + 0.5))  # type: ignore[operator]
+
+    def action_seek_end(self, end: int) -> None:
+        """Home: the replay's start; End: on at once to the end of the file."""
+        replay = self._replay()
+        if replay is None:
+            self._replay_said("Home/End are for replays (gapwatch replay FILE)")
+            return
+        if end:
+            self._replay_said(replay.seek_to(float("inf")))
+        elif replay.start_wall_s is not None:
+            self._replay_said(replay.seek_to(replay.start_wall_s))
+
+    def action_speed(self, step: int) -> None:
+        """+/-: a replay faster/slower."""
+        replay = self._replay()
+        if replay is None:
+            self._replay_said("speed is for replays and the demo's --speed")
+            return
+        replay.step_speed(step > 0)
+        self._replay_said(None)
+
     def action_pause(self) -> None:
+        replay = self._replay()
+        if replay is not None and replay.paused == self.paused:
+            replay.toggle_pause()  # a replay pauses its feeding too, and resumes where it was
+            self._frozen_at = replay.position_wall_s
         self.paused = not self.paused
         if self.paused:
             if self.view is not None:

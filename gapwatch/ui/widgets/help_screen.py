@@ -37,6 +37,13 @@ keys
      memory kind, partitions, host pressure, log lines around it;
      esc goes back, and lets go of the selection
   PgUp PgDn  scroll the prover log back / forward (or the wheel)
+
+replay (gapwatch replay FILE; where it is: first in the status line)
+  ← →  10 s back / on      [ ]  previous gap / on to the next one
+  Home End  the start / the end of the file     + -  faster / slower
+  p  pauses the replay too: it resumes where it was; seeks still work
+  Back needs a replay without --record / --prometheus (records would
+  be counted twice); after the end, run it again
   t  processes on the selected GPU (pid, name, GPU memory, pinned host
      memory, copies' memory kind) in place of the gaps; t/esc: back.
      At 80x24 too: it takes the gap table's and the log's rows

@@ -41,6 +41,8 @@ def _ms(value: float | None) -> str:
 def status_parts(status: RuntimeStatus) -> list[str]:
     """Short phrases describing the runtime, in the footer's order."""
     parts = [f"source {status.source}"]
+    if status.replay:  # where the replay is, first: ←/→ [ ] Home End move it
+        parts.insert(0, status.replay)
     if status.sim_status_url:
         # Where to point `--cuzk-status` to try it: on the dashboard, not on stderr behind it.
         parts.append(f"sim /status at {status.sim_status_url}")

@@ -1,6 +1,6 @@
 """GapTable: the detector's gaps, newest on top: time, GPU, duration, kind, RX, hint; with the
-prover's `/status` polled, also the GPU's worker states during each gap (`wk`: P proving, I idle,
-from the latest snapshot the gap kept).
+prover's `/status` polled, also how many of the GPU's workers were proving during each gap
+(`workers`: `1/2 busy`, from the latest snapshot the gap kept).
 
 Every row names its GPU (`GPU7`), and the rows of the GPU the charts show carry the `▶` marker
 of the header, so with 8 GPUs the table reads without counting columns.
@@ -144,7 +144,8 @@ class GapTable(Widget):
         last = ("hint" if i is None else
                 f"{i + 1}/{len(self._gaps)} enter: whole gap · esc: newest")
         head.append(
-            f"{'time':<8} {'GPU':<6}{'dur':>6} {'kind':<{KIND_WIDTH}} " + ("wk  " if wk else "")
+            f"{'time':<8} {'GPU':<6}{'dur':>6} {'kind':<{KIND_WIDTH}} "
+            + ("workers  " if wk else "")
             + f"{'RX GB/s':>7}  {last}",
             style("gap-table--header"),
         )
@@ -157,8 +158,10 @@ class GapTable(Widget):
             line.append(f"{gap_words(gap.copies, gap.kind)[:KIND_WIDTH]:<{KIND_WIDTH}}",
                         style(f"gap-table--{gap.kind}"))
             if wk:
-                letters = gap.prover_states[-1]["workers"] if gap.prover_states else ""
-                line.append(f" {(letters or '-')[:3]:<3}")
+                letters = str(gap.prover_states[-1].get("workers") or "") \
+                    if gap.prover_states else ""
+                busy = f"{letters.count('P')}/{len(letters)} busy" if letters else "-"
+                line.append(f" {busy:<8}")
             line.append(f" {fmt.gbps(gap.pcie_rx_bytes_per_s):>7}  ")
             line.append(fmt.visible(gap.hint) or "-", style("gap-table--hint"))
             if gap.gap_id == self.selected_id:

@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gapwatch.base.watch import ThreadHealth
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, SessionHeader, StateChange
+from gapwatch.core.verdict import WindowNow
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.prometheus import start_exporter
@@ -48,6 +49,9 @@ def _served_names() -> set[str]:
                                           0.01, 2.0, 1e10))
         store.set_state(StateChange(0, 1, 1.0, "BREAKDOWN", 0.5))
         store.upsert_gap(Gap(1, 0, "pcie_starved", 0, 0.0, None, None, 0.5, 1e9, None, 63e9))
+        # A closed gap inside the chaining window: the verdict's payoff exists only then.
+        store.upsert_gap(Gap(2, 0, "pcie_starved", 0, 0.2, 1, 0.9, 0.7, 1e9, None, 63e9))
+        store.set_window(WindowNow(gpu=0, t_mono_ns=1, end_wall_s=1.0, window_s=30.0))
         with urllib.request.urlopen(handle.url, timeout=5) as resp:
             text = resp.read().decode()
     finally:

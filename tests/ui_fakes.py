@@ -229,6 +229,7 @@ class FakeRuntime:
         self.recording: RecordingStatus | None = None
         #: Where a replay is, as the replay driver says it (None: a live source).
         self.replay_words: str | None = None
+        self.prover_alert: str | None = None
 
     def status(self) -> RuntimeStatus:
         self.status_calls += 1
@@ -241,6 +242,7 @@ class FakeRuntime:
             done=self.done,
             recording=self.recording,
             replay=self.replay_words,
+            prover_alert=self.prover_alert,
         )
 
 

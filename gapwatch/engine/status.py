@@ -51,6 +51,9 @@ class RuntimeStatus:
     blind_recent: str | None = None
     #: Where a replay is (`ReplayDriver.position_words`); None for a live source.
     replay: str | None = None
+    #: The latest prover warning or error while recent (a late PoSt, a restart, an error, a
+    #: lost GPU job), in words: the footer's alert. None when there is none.
+    prover_alert: str | None = None
     #: Every thread the runtime started, with its deaths (the footer's alert, /metrics).
     threads: list[ThreadHealth] = field(default_factory=list)
 

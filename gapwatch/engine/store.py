@@ -20,7 +20,6 @@ from typing import Generic, TypeVar
 from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.chaining import ChainingMeter
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts
 from gapwatch.core.ledger import Change, GapLedger
 from gapwatch.core.models import (
     BlindSpot,
@@ -35,6 +34,7 @@ from gapwatch.core.models import (
     LogEvent,
     Notice,
     ProcessMemory,
+    ProverEvent,
     ProverStatus,
     Record,
     StateChange,
@@ -42,6 +42,7 @@ from gapwatch.core.models import (
 from gapwatch.core.sizes import event_bytes, status_bytes
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import WindowNow
+from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts
 
 _T = TypeVar("_T")
 
@@ -107,6 +108,8 @@ class SeriesStore:
         self._ledger = GapLedger(max_closed=max_gaps)
         self._states: dict[int, StateChange] = {}
         self._notices: deque[Notice] = deque(maxlen=max_notices)
+        #: The prover's events (PoSt proofs, restarts, errors, lost jobs): the latest ones.
+        self._prover_events: deque[ProverEvent] = deque(maxlen=max_notices)
         self._counters: dict[str, int] = {}
         self._windows: dict[int, WindowNow] = {}
         #: Blind spots (NVML blocked): the latest ones, and (count, seconds) of all of them.
@@ -170,6 +173,10 @@ class SeriesStore:
             self.set_health(record)
         elif type(record) is HardwareEvent:
             self.add_hw_event(record)
+        elif type(record) is ProverEvent:
+            with self._lock:
+                self._prover_events.append(record)
+                self._version += 1
 
     def set_health(self, health: GpuHealth) -> None:
         with self._lock:
@@ -183,6 +190,20 @@ class SeriesStore:
             key = (event.gpu, event.kind)
             self._hw_counts[key] = self._hw_counts.get(key, 0) + event.count
             self._version += 1
+
+    def prover_alert(self, within_s: float) -> ProverEvent | None:
+        """The latest prover warning or error (a late PoSt, a restart, an error, a lost job)
+        while it is recent: within `within_s` of data time before the newest GPU reading (the
+        footer asks every second: cheap)."""
+        with self._lock:
+            newest = max((d[-1].t_wall_s for d in self._gpu.values() if d), default=None)
+            for ev in reversed(self._prover_events):
+                if ev.level == "info":
+                    continue
+                if newest is None or newest - ev.t_wall_s <= within_s:
+                    return ev
+                return None
+            return None
 
     def blind(self) -> tuple[tuple[BlindSpot, ...], tuple[int, float], list[Bye], float | None]:
         """What the footer says of blind spots, cheaply (it asks every second): the latest
@@ -316,4 +337,5 @@ class SeriesStore:
                 hw_events=tuple(self._hw_events),
                 hw_counts=dict(self._hw_counts),
                 chaining=self._chaining.figures(),
+                prover_events=tuple(self._prover_events),
             )

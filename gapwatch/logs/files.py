@@ -19,7 +19,7 @@ def parse_log_files(
 ) -> tuple[list[LogEvent], dict[str, int]]:
     """Parse whole prover log files into events sorted by time, and the parser's counters.
     `timeline_epoch_s`: TIMELINE's offset 0 from the recording's `/status` snapshots, for logs
-    whose anchor line is not in them (`gapwatch.core.cuzk.timeline_epoch`).
+    whose anchor line is not in them (`gapwatch.cuzk.pipeline.timeline_epoch`).
 
     Raises:
         OSError: a file cannot be read (the caller says which and stops: a log given on the
@@ -27,13 +27,14 @@ def parse_log_files(
     """
     from gapwatch.logs.parse import LogParser
 
-    parser = LogParser(config.logs, keep_unparsed=False)
+    parser = LogParser(config.logs, keep_unparsed=False, offline=True)
     parser.anchor_from_status(timeline_epoch_s)
     events: list[LogEvent] = []
     for path in paths:
         with open(path, encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 events.extend(parser.parse_line(line.rstrip("\r\n"), stream=path))
+        events.extend(parser.flush())  # a panic at the end of the file
     # Lines without any time of their own get wall time 0 from a file: they cannot be placed.
     events = [e for e in events if e.t_wall_s > 0]
     events.sort(key=lambda e: e.t_wall_s)

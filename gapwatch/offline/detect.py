@@ -20,7 +20,6 @@ from operator import attrgetter
 from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.chaining import WINDOW_S, ChainingFigure, ChainingMeter
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.health import MAX_REPORT_EVENTS, HealthStats
 from gapwatch.core.ledger import GapLedger
@@ -34,14 +33,17 @@ from gapwatch.core.models import (
     HostSample,
     LogEvent,
     Notice,
+    ProverEvent,
     ProverStatus,
     Record,
     SessionHeader,
     StateChange,
 )
+from gapwatch.core.prover_watch import ProverWatch
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
-from gapwatch.logs.parse.partitions import timeline_event
+from gapwatch.cuzk.partitions import timeline_event
+from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
 #: A one-process and a split run give the same list however their outputs interleave.
@@ -89,6 +91,8 @@ class Detected:
     #: The chaining figure per GPU over the whole run, and its worst minute (start, share).
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
+    #: What the prover's watcher said (PoSt proofs, restarts, errors, lost GPU jobs), in order.
+    prover_events: list[ProverEvent] = field(default_factory=list)
 
 
 def detect_records(
@@ -99,6 +103,7 @@ def detect_records(
     *,
     line_of: Callable[[], int] | None = None,
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    watch: ProverWatch | None = None,
 ) -> Detected:
     """Feed every record (and `extra_logs`, merged by time) to one offline `GapDetector`.
 
@@ -107,6 +112,8 @@ def detect_records(
             workers when its log does not say them).
         line_of: where the reader is (the line of the record being fed); when given, the line
             that assigned each gap id is kept, so that split runs can renumber their gaps.
+        watch: the prover's watcher, fed every record but GPU samples (as the live session
+            feeds it); its events are `Detected.prover_events`.
     """
     det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False,
                       max_parallel_synthesis=max_parallel_synthesis)
@@ -122,15 +129,13 @@ def detect_records(
     health: dict[int, HealthStats] = {}
     hw_events: list[HardwareEvent] = []
     hw_count = 0
+    prover_events: list[ProverEvent] = []
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
 
     # Hot loop (~7 M records): GPU samples, the bulk, go straight to feed_gpu and host samples
     # to feed_host (what `feed` would call), after the merge test; every other record through
-    # `feed`. Written for both
-    # builds (setup.py): the detector's methods are called on it directly (compiled, a direct
-    # call; a bound method kept in a local would be a Python call there), and the record
-    # classes are read from locals (compiled code reads a module global from a dict).
+    # `feed`. The record classes are read from locals (a module global is a dict lookup).
     gpu_sample, host_sample, log_event, gap_type = GpuSample, HostSample, LogEvent, Gap
     li, n_extra = 0, len(extra_logs)
     next_log_t = extra_logs[0].t_wall_s if extra_logs else float("inf")
@@ -138,8 +143,11 @@ def detect_records(
         if type(r) is gpu_sample:
             if li < n_extra and r.t_wall_s >= next_log_t:
                 while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:
-                    det.feed(bounded_event(extra_logs[li]))
+                    kept = bounded_event(extra_logs[li])
+                    det.feed(kept)
                     _keep_for_timeline(log_events, extra_logs[li])
+                    if watch is not None:
+                        prover_events += watch.feed(kept)
                     li += 1
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
             out = det.feed_gpu(r)
@@ -148,9 +156,17 @@ def detect_records(
             out = det.feed_host(r)
         elif isinstance(r, log_event):
             _keep_for_timeline(log_events, r)
-            # The detector sees a log event as a live session's does (`Session.on_record`).
-            out = det.feed(bounded_event(r))
+            # The detector and the watcher see a log event as a live session's do
+            # (`Session.on_record`: its text cut to the store's bounds).
+            kept = bounded_event(r)
+            if watch is not None:
+                prover_events += watch.feed(kept)
+            out = det.feed(kept)
         else:
+            if type(r) is ProverEvent:
+                continue  # derived: the watcher says them again
+            if watch is not None:
+                prover_events += watch.feed(r)
             if isinstance(r, ProverStatus):
                 prover_statuses.append(r)
             elif isinstance(r, CopyRecord):
@@ -176,9 +192,14 @@ def detect_records(
             else:
                 states.append(x)
     while li < n_extra:
-        det.feed(bounded_event(extra_logs[li]))
+        kept = bounded_event(extra_logs[li])
+        det.feed(kept)
         _keep_for_timeline(log_events, extra_logs[li])
+        if watch is not None:
+            prover_events += watch.feed(kept)
         li += 1
+    if watch is not None:
+        prover_events += watch.finish()
     for x in det.finish():
         if isinstance(x, Gap):
             ledger.add(x)
@@ -194,6 +215,7 @@ def detect_records(
         chaining=chaining.figures(),
         chaining_worst={g: w for g in chaining.figures()
                         if (w := chaining.worst_window(g, WINDOW_S)) is not None},
+        prover_events=prover_events,
     )  # fmt: skip
 
 

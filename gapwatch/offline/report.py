@@ -25,12 +25,10 @@ from statistics import median
 from typing import Any
 
 from gapwatch.core import fmt
-from gapwatch.core.advice import AdviceReport, advice_json, advise, if_closed
 from gapwatch.core.blind import Bye, blind_words
 from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.codec import gap_json
 from gapwatch.core.config import Config, DetectorConfig
-from gapwatch.core.cuzk import timeline_epoch
 from gapwatch.core.evidence import union_s
 from gapwatch.core.health import HealthStats, event_words
 from gapwatch.core.models import (
@@ -41,13 +39,18 @@ from gapwatch.core.models import (
     GpuInfo,
     HardwareEvent,
     LogEvent,
+    ProverEvent,
     ProverStatus,
     SessionHeader,
     StateChange,
 )
 from gapwatch.core.track import GpuTotals
+from gapwatch.cuzk.advice import AdviceReport, advice_json, advise, if_closed
+from gapwatch.cuzk.pipeline import timeline_epoch
+from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.files import parse_log_files
 from gapwatch.offline.detect import Detected, detect_records
+from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import read_any
 
@@ -83,7 +86,7 @@ class ReportData:
     breakdowns: list[Breakdown]
     states: list[StateChange]
     payoff: dict[str, Any]
-    partitions: Any | None = None  # gapwatch.logs.parse.partitions.RunTimeline
+    partitions: Any | None = None  # gapwatch.cuzk.partitions.RunTimeline
     #: The copy trace's table (`copy_table`); None when the recording has no copy.
     copies: dict[str, Any] | None = None
     log_files: list[str] = field(default_factory=list)
@@ -106,6 +109,9 @@ class ReportData:
     hw_event_count: int = 0
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
+    #: What the prover did besides gaps: PoSt proofs, restarts and their cost, errors, lost
+    #: GPU jobs (`gapwatch.core.models.ProverEvent`), in order.
+    prover_events: list[ProverEvent] = field(default_factory=list)
 
 
 def parse_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None
@@ -177,8 +183,10 @@ def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
     epoch = recorded_timeline_epoch(path) if log_paths else None
     rec = read_any(path)
     extra, log_counters = parse_logs(log_paths, config, epoch)
+    watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
     found = detect_records(rec.header, rec.records, config.detector, extra,
-                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
+                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
+                           watch=watch)
     counters = dict(rec.counters)
     counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})
     counters.update({f"log_{k}": v for k, v in log_counters.items() if v})
@@ -204,6 +212,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         advice=advise(closed, found.pipeline, lambda gaps: gap_payoff(totals, gaps)),
         health=found.health, hw_events=found.hw_events, hw_event_count=found.hw_event_count,
         chaining=found.chaining, chaining_worst=found.chaining_worst,
+        prover_events=list(found.prover_events),
     )  # fmt: skip
 
 
@@ -287,7 +296,7 @@ def copy_table(copies: list[CopyRecord], gaps: list[Gap]) -> dict[str, Any]:
 def _partitions(events: list[LogEvent], statuses: list[ProverStatus]) -> Any | None:
     if not events and not statuses:
         return None
-    from gapwatch.logs.parse.partitions import derive_timeline
+    from gapwatch.cuzk.partitions import derive_timeline
 
     run = derive_timeline(events, statuses)
     return run if run.partitions else None
@@ -470,6 +479,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
             for b in r.blind_spots
         ],
         "partitions": _partitions_json(r.partitions),
+        "prover_events": prover_events_json(r.prover_events),
         "copies": r.copies,
         "chaining": {
             str(gpu): {"share": f.share, "copy_s": f.copy_s, "basis": f.basis,
@@ -510,7 +520,8 @@ def _partitions_json(run: Any | None) -> dict[str, Any] | None:
         "kernel_utilisation": run.kernel_utilisation,
         "unpinned": sum(1 for p in run.partitions if p.unpinned),
         "items": [
-            {"job_id": p.job_id, "partition": p.partition, "worker": p.worker, "gpu": p.gpu,
+            {"job_id": p.job_id, "partition": p.partition, "run": p.run, "kind": p.kind,
+             "first_wave": p.first_wave, "worker": p.worker, "gpu": p.gpu,
              "gpu_start_s": p.gpu_start_s, "gpu_end_s": p.gpu_end_s,
              "mutex_held_ms": p.mutex_held_ms, "mutex_wait_ms": p.mutex_wait_ms,
              "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned,

@@ -54,11 +54,13 @@ from gapwatch.core.models import (
     ProcessMemory,
     SessionHeader,
 )
-from gapwatch.core.prover import PROVER_CAUSES
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.cuzk.causes import PROVER_CAUSES
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
+from gapwatch.sinks.prover_event_metrics import families as prover_event_families
 from gapwatch.sinks.prover_metrics import prover_families
+from gapwatch.sinks.verdict_metrics import verdict_families
 from gapwatch.sources.cuzk_status import PollerStatus
 
 
@@ -131,6 +133,7 @@ class GapwatchCollector:
         status, logs, log_counters, pollers = self._runtime_status()
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
         yield from self._state_gauges(snap)
+        yield from verdict_families(snap)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
         gpus = [g.index for g in snap.gpus]
         yield from _tally_counters(
@@ -154,6 +157,7 @@ class GapwatchCollector:
         yield from _hw_events(gpus, snap.hw_counts)
         yield from _chaining(snap.chaining)
         yield from prover_families(snap.provers, pollers, snap.pipeline)
+        yield from prover_event_families(counts.prover)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
         yield period

@@ -2,7 +2,7 @@
 
 The lines (`gap_detail_lines`, pure, tested as text): the gap in words (when, how long, which
 GPU, its kind as an operator reads it, PCIe during it), its hint whole, the evidence (where the
-prover said it waited and why), what to change with its payoff (`gapwatch.core.advice`), the
+prover said it waited and why), what to change with its payoff (`gapwatch.cuzk.advice`), the
 copies by host memory kind (the copy trace, or the memory inferred and from what), the
 partitions in flight (the prover's log lines attached to the gap, and its `/status` workers),
 host pressure during it, and the prover's log lines around it. The screen (`GapDetailScreen`)
@@ -25,9 +25,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gapwatch.core import fmt
-from gapwatch.core.advice import advice_lines, advise, if_closed
 from gapwatch.core.models import Gap, GpuSample, LogEvent
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.cuzk.advice import advice_lines, advise, if_closed
 from gapwatch.ui.kinds import gap_words
 
 #: Log lines shown around a gap: this long before its start and after its end, at most this many.

@@ -113,7 +113,7 @@ class ReplayDriver(Background):
         return self.speed
 
     def stop(self, timeout_s: float = 2.0) -> None:
-        self._changed.set()  # a paced wait is on this event: end it now
+        self._changed.set()  # a paused wait is on this event: end it now
         super().stop(timeout_s)
 
     def can_go_back(self) -> bool:
@@ -132,6 +132,14 @@ class ReplayDriver(Background):
         self._seek_wall_s = wall_s
         self._changed.set()
         return None
+
+    def seek_by(self, seconds: float) -> str | None:
+        """`seconds` on (or back) from where the replay is, or from a seek not yet reached
+        (two presses of → go 20 s on)."""
+        base = self._seek_wall_s if self._seek_wall_s is not None else self.position_wall_s
+        if base is None or base == float("inf"):
+            return None
+        return self.seek_to(base + seconds)
 
     def seek_next_gap(self) -> str | None:
         """Feed at once until the next gap closes; None, or why it cannot."""
@@ -229,9 +237,9 @@ class ReplayDriver(Background):
                         anchor_ns, real0 = t_ns, time.monotonic()
                     high_ns = t_ns
                     delay = (t_ns - anchor_ns) / 1e9 / self.speed - (time.monotonic() - real0)
-                    if delay > 0 and self._changed.wait(delay):
-                        pass  # a control changed while waiting: taken at the next record
-                    if self.stop_event.is_set():
+                    # A control given meanwhile is taken at the next record: a wait is one
+                    # sample period at this speed (a step of data time is capped above).
+                    if delay > 0 and self.stop_event.wait(delay):
                         return False
             self.session.on_record(record)
             if sample:

@@ -422,9 +422,7 @@ class GapwatchApp(App[int]):
         if replay is None:
             self._replay_said("seeking is for replays (gapwatch replay FILE)")
             return
-        pos = replay.position_wall_s
-        if pos is not None:
-            self._replay_said(replay.seek_to(pos + seconds))
+        self._replay_said(replay.seek_by(seconds))
 
     def action_gap_seek(self, direction: int) -> None:
         """[ / ]: to the previous gap (its end, so it shows closed) / on until the next closes."""

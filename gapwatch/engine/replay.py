@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 
 from gapwatch.base.background import Background
 from gapwatch.core import fmt
-from gapwatch.core.models import Gap, LogEvent, Notice, StateChange
+from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, StateChange
 from gapwatch.engine.session import Session
 from gapwatch.logs.files import merge_by_time
 from gapwatch.sources.recording import Recording
@@ -215,7 +215,8 @@ class ReplayDriver(Background):
         for record in merge_by_time(self.recording.records, self.log_events):
             if self.stop_event.is_set():
                 return False
-            sample = record.type == "gpu" or record.type == "host"
+            timed = record if isinstance(record, GpuSample | HostSample) else None
+            sample = timed is not None
             if sample and self.paused:
                 if not self._wait_paused():
                     return False
@@ -223,11 +224,11 @@ class ReplayDriver(Background):
             if self._changed.is_set():  # a new speed, a seek, a resume: pace from here
                 self._changed.clear()
                 anchor_ns = None
-            fast = self._fast(record.t_wall_s if sample else None)  # type: ignore[union-attr]
+            fast = self._fast(timed.t_wall_s if timed is not None else None)
             if fast:
                 anchor_ns = None
-            elif self.speed > 0 and sample:
-                t_ns: int = record.t_mono_ns  # type: ignore[union-attr]
+            elif self.speed > 0 and timed is not None:
+                t_ns = timed.t_mono_ns
                 if anchor_ns is None:
                     anchor_ns = high_ns = t_ns
                     real0 = time.monotonic()
@@ -242,8 +243,8 @@ class ReplayDriver(Background):
                     if delay > 0 and self.stop_event.wait(delay):
                         return False
             self.session.on_record(record)
-            if sample:
-                wall: float = record.t_wall_s  # type: ignore[union-attr]
+            if timed is not None:
+                wall = timed.t_wall_s
                 self.position_wall_s = wall
                 if self.start_wall_s is None:
                     self.start_wall_s = wall

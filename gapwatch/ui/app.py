@@ -435,12 +435,12 @@ class GapwatchApp(App[int]):
             return
         pos = replay.position_wall_s
         snap = self.runtime.store.snapshot()
-        older = [g for g in snap.gaps if g.end_s is not None and pos is not None
-                 and g.end_s < pos - 1.0]
-        if not older:
+        ends = [g.end_s for g in snap.gaps
+                if g.end_s is not None and pos is not None and g.end_s < pos - 1.0]
+        if not ends:
             self._replay_said("no earlier gap in memory")
             return
-        self._replay_said(replay.seek_to(older[-1].end_s + 0.5))  # type: ignore[operator]
+        self._replay_said(replay.seek_to(ends[-1] + 0.5))
 
     def action_seek_end(self, end: int) -> None:
         """Home: the replay's start; End: on at once to the end of the file."""

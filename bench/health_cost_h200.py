@@ -43,7 +43,7 @@ for _p in (str(ROOT), str(BENCH)):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-import gpu_e2e as e2e  # noqa: E402 - a sibling script, found through sys.path above
+from evaluation import gpu_e2e as e2e  # noqa: E402 - the checkout's root, on the path above
 
 #: Config of each variant (TOML, [sampler] section).
 VARIANTS: dict[str, str] = {

@@ -18,8 +18,8 @@ from typing import Any
 
 from gapwatch import __version__
 from gapwatch.commands import argtypes
+from gapwatch.config import Config, ConfigError, load_config, with_overrides
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS
-from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
 from gapwatch.engine.console import say
 from gapwatch.engine.memory import return_large_allocations
 

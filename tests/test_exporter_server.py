@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from test_export_prometheus import _header
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.engine.runtime import Runtime, build_runtime
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore

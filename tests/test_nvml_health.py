@@ -13,7 +13,7 @@ import pytest
 from fake_pynvml import NVML_ERROR_NOT_SUPPORTED, FakeDevice, FakeNvml, install
 from proc_fakes import PROVER_STATUS, fake_proc
 
-from gapwatch.core.config import SamplerConfig
+from gapwatch.config import SamplerConfig
 from gapwatch.core.health import health_cells, throttle_words
 from gapwatch.core.models import GpuHealth, HardwareEvent, ProcessMemory
 from gapwatch.sources import Tick

@@ -188,3 +188,26 @@ def test_watch_runs_the_command_beside_the_dashboard(tmp_path: Path) -> None:
     # At 20x the GPU may leave BREAKDOWN and enter it again before `q`: every run went well.
     assert app.text_seen("gapwatch watch: --on-event ran"), bytes(app.output[-600:])
     assert app.text_seen(" ok, 0 failed, 0 killed after the timeout")
+
+
+def test_record_runs_the_command_on_a_late_post_a_restart_and_a_prover_error(
+        tmp_path: Path) -> None:
+    """sim:post's script (docs/post.md): a WinningPoSt stuck behind an SRS load goes late, the
+    prover panics on a CUDA error, then is killed and restarts; each is one event."""
+    argv, out = _recorder(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "gapwatch", "record", "--source", "sim:post", "--speed", "0",
+         "--duration", "160", "--quiet", "--out", str(tmp_path / "r.jsonl"),
+         "--on-event", " ".join(argv)],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = _lines(out)
+    events = {str(e["GAPWATCH_EVENT"]): e for e in lines}
+    assert {"post_late", "restart", "gpu_error"} <= set(events), events.keys()
+    # Said late while it ran and again when it ended: one command for the one proof.
+    assert sum(e["GAPWATCH_EVENT"] == "post_late" for e in lines) == 1
+    late = events["post_late"]
+    assert late["GAPWATCH_STATE"] == "late" and late["GAPWATCH_CAUSE"] == "winning-post"
+    assert "eviction_min_idle" in str(late["GAPWATCH_SETTING"])  # waited for its SRS to load
+    assert "restart" in str(events["restart"]["GAPWATCH_DETAIL"]).lower()
+    assert events["gpu_error"]["GAPWATCH_CAUSE"] in ("error", "lost_job")

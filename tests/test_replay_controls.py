@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.simulate import simulate
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.models import Gap, StateChange
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.runtime import Runtime, build_runtime

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from evaluation.simulate import simulate
-from gapwatch.commands.report import format_text
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.models import Gap, GpuHealth, HardwareEvent, Record, StateChange
 from gapwatch.offline.report import build_report, to_json
+from gapwatch.offline.report_text import format_text
 from gapwatch.sinks.recorder import write_recording
 
 GIB = 1 << 30

@@ -19,6 +19,13 @@ from ui_fakes import (
     screen_text,
 )
 
+from gapwatch.core.evidence_types import (
+    CopiesEvidence,
+    CopyKindEvidence,
+    EventEvidence,
+    HostEvidence,
+    ProcessEvidence,
+)
 from gapwatch.core.models import Gap
 from gapwatch.ui.app import GapwatchApp
 from gapwatch.ui.gap_detail import GapDetailScreen, gap_detail_lines
@@ -26,11 +33,13 @@ from gapwatch.ui.kinds import kind_words
 from gapwatch.ui.widgets.gap_table import GapTable
 from gapwatch.ui.widgets.log_pane import LogPane
 
-COPIES = {"traced": True, "memory_kind": "pageable", "memory_kind_source": "copy trace",
-          "by_kind": {"pageable": {"count": 7, "bytes": 11 << 30, "bytes_per_s": 3.3e9,
-                                   "in_gap_s": 1.39}},
-          "processes": [{"pid": 512, "name": "cuzk", "pinned_bytes": 8 << 20,
-                         "heap_bytes": 27 << 30}]}
+COPIES = CopiesEvidence(
+    traced=True, memory_kind="pageable", memory_kind_source="copy trace",
+    by_kind={"pageable": CopyKindEvidence(count=7, bytes=11 << 30, h2d_bytes=11 << 30,
+                                          d2h_bytes=0, copy_s=3.4, streams=[13, 17],
+                                          bytes_per_s=3.3e9, busy_s=2.8, in_gap_s=1.39)},
+    processes=[ProcessEvidence(pid=512, name="cuzk", pinned_bytes=8 << 20,
+                               heap_bytes=27 << 30)])
 
 
 def _runtime(tmp_path: Path) -> FakeRuntime:
@@ -42,9 +51,9 @@ def _runtime(tmp_path: Path) -> FakeRuntime:
     rt.store.upsert_gap(replace(
         g, copies=COPIES, prover_cause="pinned_pool",
         prover_evidence=["pinned pool: 10 checkout(s) FAILED, falling back to pageable a/b/c"],
-        host={"psi_mem_some_share_max": 0.39, "major_faults_per_s_max": 154.0},
-        log_events=[{"name": "partition synthesis complete", "partition": 7,
-                     "warning": "unpinned"}]))
+        host=HostEvidence(psi_mem_some_share_max=0.39, major_faults_per_s_max=154.0),
+        log_events=[EventEvidence(t_s=g.start_s, name="partition synthesis complete",
+                                  partition=7, warning="unpinned")]))
     for i in range(40):  # enough log lines to scroll
         rt.store.append_log(log_event(30.0 + i * 0.5, f"INFO cuzk line {i}"))
     return rt

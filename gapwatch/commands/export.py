@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.models import DERIVED_TYPES
 from gapwatch.engine.console import say
 from gapwatch.sinks.output_file import OutputRefused, Replacement, check_replaceable

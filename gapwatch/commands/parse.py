@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TextIO
 
+from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
-from gapwatch.core.config import Config
 from gapwatch.core.models import LogEvent, ProverEvent, ProverStatus
 from gapwatch.core.sizes import bounded_event
 from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder

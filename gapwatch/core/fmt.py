@@ -20,8 +20,8 @@ from typing import Final
 
 NA: Final = "n/a"
 
-#: Colour and style sequences (CSI ... m). cuzk writes them even to files; for display they are
-#: noise, not content, and the parser strips them too.
+#: Colour and style sequences (CSI ... m). A prover can write them even to files (e.g. cuzk);
+#: for display they are noise, not content, and the parser strips them too.
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
 #: What a terminal would act on instead of showing: C0 controls but tab (including ESC, CR, LF,
 #: BEL, backspace), DEL, the C1 controls (0x9b is a one-byte CSI on some terminals), the line
@@ -122,8 +122,8 @@ def duration(seconds: float | None) -> str:
 
 
 def clock(t_wall_s: float, millis: bool = False) -> str:
-    """UTC HH:MM:SS(.mmm) of a Unix time: cuzk's tracing lines print UTC (`...Z`), so the
-    dashboard's times line up with the log the user has open next to it."""
+    """UTC HH:MM:SS(.mmm) of a Unix time: a prover's tracing lines (e.g. cuzk's) print UTC
+    (`...Z`), so the dashboard's times line up with the log the user has open next to it."""
     base = datetime.fromtimestamp(t_wall_s, UTC).strftime("%H:%M:%S")
     if millis:
         return f"{base}.{int((t_wall_s % 1) * 1000):03d}"

@@ -31,7 +31,6 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.verdict import WindowNow
-from gapwatch.cuzk.pipeline import PipelineView
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +57,8 @@ class StoreSnapshot:
     #: of every one since the session started.
     blind_spots: tuple[BlindSpot, ...] = ()
     blind_total: tuple[int, float] = (0, 0.0)
-    #: The prover's own status snapshots (cuzk `/status`), oldest first, and the latest per
-    #: prover.
+    #: The prover's own status snapshots (e.g. cuzk's `/status`), oldest first, and the latest
+    #: per prover.
     prover_statuses: tuple[ProverStatus, ...] = ()
     provers: dict[str, ProverStatus] = field(default_factory=dict)
     #: Closed gaps by (GPU, kind) since the session started (never forgotten).
@@ -72,9 +71,10 @@ class StoreSnapshot:
     procmem: dict[int, tuple[ProcessMemory, ...]] = field(default_factory=dict)
     #: Latest PCIe link state read under traffic, per GPU.
     links: dict[int, LinkState] = field(default_factory=dict)
-    #: What the prover's log has said about its pipeline (synthesis workers, pinned pool,
-    #: pacer, SRS loads, PoSt in flight): `gapwatch.cuzk.pipeline.PipelineFacts.view`.
-    pipeline: PipelineView = field(default_factory=PipelineView)
+    #: What the prover has said about its pipeline (`gapwatch.core.prover.Prover.facts`: its
+    #: package's own immutable view, e.g. cuzk's synthesis workers, pinned pool, pacer, SRS
+    #: loads, PoSt in flight); None: nothing known.
+    pipeline: object = None
     #: Latest GPU health per GPU (`GpuHealth`, every `sampler.health_every_s`).
     health: dict[int, GpuHealth] = field(default_factory=dict)
     #: The latest GPU errors (XID, ECC, PCIe replays), oldest first, and how many of each

@@ -5,8 +5,10 @@ Who calls it: `gapwatch watch` and `gapwatch record` (`start_event_hook`), when 
 given. The session's listener (`EventHook.listen`, on the feeding thread) only turns a state
 change into an `Event` and offers it (never blocks); the command runs on the hook's own thread.
 
-Events (`EventKind`): `breakdown_entered` and `breakdown_left` (a GPU's chaining state, wired
-here), and `post_late`, `restart`, `gpu_error`, which other sources offer through
+Events (`EventKind`): `breakdown_entered` and `breakdown_left` (a GPU's chaining state, from the
+session's listener), and `post_late`, `restart`, `gpu_error` (the prover watcher's events:
+`event_of` maps a late proof, a restart, and an error or lost GPU job; the hook is a session
+sink for them, `EventHook.on_record`). Other sources may offer their own through
 `EventHook.offer` with the same `Event` (their detail in `detail`).
 
 The command is split with `shlex` and executed directly, never through a shell: facts travel
@@ -34,8 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from gapwatch.core.config import Config
-from gapwatch.core.models import Gap, Notice, StateChange
+from gapwatch.config import Config
+from gapwatch.core.models import Gap, Notice, ProverEvent, Record, SessionHeader, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.why_now import why_now
 from gapwatch.engine.runtime import Runtime
@@ -44,6 +46,8 @@ from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
 EventKind = Literal["breakdown_entered", "breakdown_left", "post_late", "restart", "gpu_error"]
 #: Events waiting for the command at most (a command slower than events arrive drops the rest).
 MAX_QUEUED = 8
+#: Late proofs remembered so that each is one event (far more than are ever in flight).
+LATE_JOBS_KEPT = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +104,29 @@ def with_facts(event: Event, snap: StoreSnapshot) -> Event:
     if event.gpu is None:
         return event
     why = why_now(snap, event.gpu)
-    return replace(event, cause=why.cause, cause_words=why.cause_words,
-                   setting=why.setting, payoff_gain=why.payoff_gain,
+    # An event that brings its own facts (a late proof's setting) keeps them.
+    return replace(event, cause=event.cause or why.cause,
+                   cause_words=event.cause_words or why.cause_words,
+                   setting=event.setting or why.setting, payoff_gain=why.payoff_gain,
                    line=event.line or why.line())
+
+
+def event_of(ev: ProverEvent) -> Event | None:
+    """The prover watcher's event as an `--on-event` event, or None when a person need not hear
+    of it: a late proof (`post_late`), a restart (`restart`), a prover error or a GPU job never
+    picked up (`gpu_error`). At-risk proofs, restart costs and proofs on time stay in the
+    recording, the report and /metrics."""
+    proof = ev.proof
+    if ev.kind == "proof" and proof is not None and proof.verdict == "late":
+        return Event("post_late", ev.gpu, proof.verdict, ev.t_wall_s, cause=proof.proof_kind,
+                     setting=proof.setting or "", line=ev.message, detail=ev.message)
+    if ev.kind == "restart":
+        return Event("restart", ev.gpu, "restart", ev.t_wall_s, line=ev.message,
+                     detail=ev.message)
+    if ev.kind in ("error", "lost_job"):
+        return Event("gpu_error", ev.gpu, ev.kind, ev.t_wall_s, cause=ev.kind, line=ev.message,
+                     detail=ev.message)
+    return None
 
 
 class EventHook:
@@ -126,6 +150,8 @@ class EventHook:
         self._queue: queue.Queue[Event | None] = queue.Queue(MAX_QUEUED)
         self._last: dict[tuple[str, int | None], float] = {}
         self._states: dict[int, str] = {}
+        #: Job ids of the proofs already offered as late (oldest first, at most LATE_JOBS_KEPT).
+        self._late_jobs: dict[str, None] = {}
         self._thread = threading.Thread(target=self._run, name="on-event", daemon=True)
         self._lock = threading.Lock()
         self._abandon = threading.Event()
@@ -145,6 +171,28 @@ class EventHook:
                              detail=ev.reason))
         elif before == "BREAKDOWN" and ev.state != "BREAKDOWN":
             self.offer(Event("breakdown_left", ev.gpu, ev.state, ev.t_wall_s, detail=ev.reason))
+
+    # A session sink for the prover watcher's events (they reach sinks, not listeners).
+    def on_header(self, header: SessionHeader) -> None:
+        pass
+
+    def on_record(self, record: Record) -> None:
+        if type(record) is not ProverEvent:
+            return
+        event = event_of(record)
+        if event is None:
+            return
+        if event.kind == "post_late" and record.job_id is not None:
+            # A proof is said late while it runs and again when it ends: one command a proof.
+            if record.job_id in self._late_jobs:
+                return
+            self._late_jobs[record.job_id] = None
+            if len(self._late_jobs) > LATE_JOBS_KEPT:
+                del self._late_jobs[next(iter(self._late_jobs))]
+        self.offer(event)
+
+    def close(self) -> None:
+        pass  # `stop` ends the thread, after the session has stopped feeding
 
     def offer(self, event: Event) -> bool:
         """Queue `event` unless its kind and GPU ran less than `min_interval_s` ago or the queue
@@ -299,5 +347,6 @@ def start_event_hook(command: str, rt: Runtime, config: Config,
 
     hook = EventHook(argv, timeout_s=timeout_s, enrich=enrich, notify=notify)
     rt.session.subscribe(hook.listen)
+    rt.session.add_sink(hook)
     hook.start()
     return hook

@@ -39,10 +39,12 @@ from gapwatch.core.models import (
     Record,
     StateChange,
 )
+from gapwatch.core.prover import Prover
 from gapwatch.core.sizes import event_bytes, status_bytes
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import WindowNow
-from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts
+from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS
+from gapwatch.cuzk.prover import CuzkProver
 
 _T = TypeVar("_T")
 
@@ -90,6 +92,7 @@ class SeriesStore:
         max_prover_bytes: int = 32 << 20,
         max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
         detector_config: DetectorConfig | None = None,
+        prover: Prover | None = None,
     ) -> None:
         self._init_args = (list(gpus), period_s, history_s, max_log_events, max_gaps,
                            max_notices, max_prover_statuses, max_copies, max_log_bytes,
@@ -123,8 +126,12 @@ class SeriesStore:
         self._prover: _Budget[ProverStatus] = _Budget(
             max(64, min(max_prover_statuses, int(history_s * 10) + 8)), max_prover_bytes)
         self._provers: dict[str, ProverStatus] = {}
-        # What the prover's log says about its pipeline (the pipeline line, /metrics).
-        self._facts = PipelineFacts(max_parallel_synthesis)
+        # What the prover says about its pipeline (the pipeline line, /metrics, snapshots): the
+        # session's one prover, fed by its detector (`engine.shared_prover`); a store without one
+        # (a session without a detector) keeps and feeds its own, cuzk's.
+        self._feeds_prover = prover is None
+        self._pipeline: Prover = (prover if prover is not None
+                                  else CuzkProver(max_parallel_synthesis))
         #: The latest health per GPU; GPU errors: the latest ones and a count by (GPU, kind).
         self._health: dict[int, GpuHealth] = {}
         self._hw_events: deque[HardwareEvent] = deque(maxlen=256)
@@ -137,11 +144,11 @@ class SeriesStore:
     def version(self) -> int:
         return self._version
 
-    def reset(self) -> None:
+    def reset(self, prover: Prover | None = None) -> None:
         """Empty, as new (a replay that seeks back feeds the file again from its start). The
         buffers are swapped in under the lock, which stays the same object (readers hold it);
         the version keeps growing, so a reader never takes the emptied store for one it drew."""
-        fresh = SeriesStore(*self._init_args).__dict__
+        fresh = SeriesStore(*self._init_args, prover=prover).__dict__
         del fresh["_lock"]
         with self._lock:
             version = self._version
@@ -240,7 +247,8 @@ class SeriesStore:
         size = event_bytes(event)
         with self._lock:
             self._log.append(event, size)
-            self._facts.feed(event)
+            if self._feeds_prover:
+                self._pipeline.feed_log(event)
             self._version += 1
 
     def append_prover(self, status: ProverStatus) -> None:
@@ -249,6 +257,8 @@ class SeriesStore:
         with self._lock:
             self._prover.append(status, size, lambda old: old.t_mono_ns < since_ns)
             self._provers[status.prover] = status
+            if self._feeds_prover:
+                self._pipeline.feed_status(status)
             self._version += 1
 
     def upsert_gap(self, gap: Gap) -> Change:
@@ -332,7 +342,7 @@ class SeriesStore:
                 copies=tuple(self._copies),
                 procmem={g: tuple(per.values()) for g, per in self._procmem.items()},
                 links=dict(self._links),
-                pipeline=self._facts.view(),
+                pipeline=self._pipeline.facts(),
                 health=dict(self._health),
                 hw_events=tuple(self._hw_events),
                 hw_counts=dict(self._hw_counts),

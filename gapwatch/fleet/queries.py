@@ -50,17 +50,21 @@ QUERIES: tuple[Query, ...] = (
     # Exported by later gapwatch versions (the chaining figure, PoSt, GPU and prover health).
     Query("chaining_ratio", "last_over_time(gapwatch_gpu_chaining_ratio{{{sel}}}[{lb}])",
           optional=True),
+    # PoSt: the latest WinningPoSt's latency (the proof a block reward rides on), and the late
+    # proofs of every kind the box has counted.
     Query("post_last_latency_s",
-          "last_over_time(gapwatch_post_last_latency_seconds{{{sel}}}[{lb}])", per="box",
-          optional=True),
-    Query("post_late", "last_over_time(gapwatch_post_late_total{{{sel}}}[{lb}])", per="box",
-          optional=True),
+          "last_over_time(gapwatch_proof_last_seconds{{{sel},proof_kind=\"winning-post\"}}"
+          "[{lb}])", per="box", optional=True),
+    Query("post_late",
+          "sum by (instance) (last_over_time(gapwatch_proofs_total{{{sel},verdict=\"late\"}}"
+          "[{lb}]))", per="box", optional=True),
     Query("throttled", "last_over_time(gapwatch_gpu_throttled{{{sel}}}[{lb}])",
           optional=True),
     Query("xid_errors", "increase(gapwatch_gpu_xid_errors_total{{{sel}}}[{lb}])",
           optional=True),
-    Query("restarts", "increase(gapwatch_prover_restarts_total{{{sel}}}[{lb}])", per="box",
-          optional=True),
+    Query("restarts",
+          "sum by (instance) (increase(gapwatch_prover_events_total{{{sel},kind=\"restart\"}}"
+          "[{lb}]))", per="box", optional=True),
 )
 
 #: The range query of a box's detail: idle seconds per minute by GPU and kind.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, Record
 
 

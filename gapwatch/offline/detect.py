@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import Any
 
 from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.chaining import WINDOW_S, ChainingFigure, ChainingMeter
@@ -44,6 +45,7 @@ from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
+from gapwatch.cuzk.prover import CuzkProver, view_of
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
 #: A one-process and a split run give the same list however their outputs interleave.
@@ -115,8 +117,10 @@ def detect_records(
         watch: the prover's watcher, fed every record but GPU samples (as the live session
             feeds it); its events are `Detected.prover_events`.
     """
+    # cuzk is the prover gapwatch knows: its facts stay empty where its log and /status are not
+    # in the input, and the gaps are explained without them.
     det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False,
-                      max_parallel_synthesis=max_parallel_synthesis)
+                      prover=CuzkProver(max_parallel_synthesis))
     ledger = GapLedger()
     states: list[StateChange] = []
     log_events: list[LogEvent] = []
@@ -125,10 +129,8 @@ def detect_records(
     blind_spots: list[BlindSpot] = []
     byes: list[Bye] = []
     gap_id_lines: list[int] = []
-    chaining = ChainingMeter(list(header.gpus), config, window_s=None)
-    health: dict[int, HealthStats] = {}
-    hw_events: list[HardwareEvent] = []
-    hw_count = 0
+    health_side = _HealthSide(ChainingMeter(list(header.gpus), config, window_s=None))
+    chaining = health_side.chaining
     prover_events: list[ProverEvent] = []
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
@@ -142,13 +144,8 @@ def detect_records(
     for r in records:
         if type(r) is gpu_sample:
             if li < n_extra and r.t_wall_s >= next_log_t:
-                while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:
-                    kept = bounded_event(extra_logs[li])
-                    det.feed(kept)
-                    _keep_for_timeline(log_events, extra_logs[li])
-                    if watch is not None:
-                        prover_events += watch.feed(kept)
-                    li += 1
+                li = _feed_extra(det, watch, extra_logs, li, r.t_wall_s, log_events,
+                                 prover_events)
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
             out = det.feed_gpu(r)
             chaining.add_sample(r)
@@ -167,37 +164,15 @@ def detect_records(
                 continue  # derived: the watcher says them again
             if watch is not None:
                 prover_events += watch.feed(r)
-            if isinstance(r, ProverStatus):
-                prover_statuses.append(r)
-            elif isinstance(r, CopyRecord):
-                copies.append(r)
-                chaining.add_copy(r)
-            elif isinstance(r, GpuHealth):
-                stats = health.get(r.gpu)
-                if stats is None:
-                    stats = health[r.gpu] = HealthStats(r.gpu)
-                stats.add(r)
-            elif isinstance(r, HardwareEvent):
-                hw_count += 1
-                if len(hw_events) < MAX_REPORT_EVENTS:
-                    hw_events.append(r)
-            elif isinstance(r, BlindSpot):
-                blind_spots.append(r)
-            elif isinstance(r, Notice):
-                byes.extend(byes_in((r,)))
+            health_side.add(r)
+            _keep_side(r, prover_statuses, copies, blind_spots, byes)
             out = det.feed(r)
         for x in out:
             if isinstance(x, gap_type):
                 ledger.add(x)
             else:
                 states.append(x)
-    while li < n_extra:
-        kept = bounded_event(extra_logs[li])
-        det.feed(kept)
-        _keep_for_timeline(log_events, extra_logs[li])
-        if watch is not None:
-            prover_events += watch.feed(kept)
-        li += 1
+    _feed_extra(det, watch, extra_logs, li, float("inf"), log_events, prover_events)
     if watch is not None:
         prover_events += watch.finish()
     for x in det.finish():
@@ -210,13 +185,71 @@ def detect_records(
         header=header, ledger=ledger, states=states, totals=det.totals(),
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
-        copies=copies, pipeline=det.pipeline_view(), blind_spots=blind_spots, byes=byes,
-        health=health, hw_events=hw_events, hw_event_count=hw_count,
-        chaining=chaining.figures(),
-        chaining_worst={g: w for g in chaining.figures()
-                        if (w := chaining.worst_window(g, WINDOW_S)) is not None},
+        copies=copies, pipeline=view_of(det.prover.facts()), blind_spots=blind_spots, byes=byes,
+        **health_side.fields(),
         prover_events=prover_events,
     )  # fmt: skip
+
+
+def _feed_extra(det: GapDetector, watch: ProverWatch | None, extra_logs: Sequence[LogEvent],
+                li: int, until_s: float, log_events: list[LogEvent],
+                prover_events: list[ProverEvent]) -> int:
+    """Feed the extra log events from `li` on up to `until_s` (merged by time into the
+    records), as a session would; returns the index of the first one not fed."""
+    while li < len(extra_logs) and extra_logs[li].t_wall_s <= until_s:
+        kept = bounded_event(extra_logs[li])
+        det.feed(kept)
+        _keep_for_timeline(log_events, extra_logs[li])
+        if watch is not None:
+            prover_events.extend(watch.feed(kept))
+        li += 1
+    return li
+
+
+def _keep_side(r: Record, prover_statuses: list[ProverStatus], copies: list[CopyRecord],
+               blind_spots: list[BlindSpot], byes: list[Bye]) -> None:
+    """Keep a record the report reads beside the gaps (the rare ones: not GPU, host or log)."""
+    if isinstance(r, ProverStatus):
+        prover_statuses.append(r)
+    elif isinstance(r, CopyRecord):
+        copies.append(r)
+    elif isinstance(r, BlindSpot):
+        blind_spots.append(r)
+    elif isinstance(r, Notice):
+        byes.extend(byes_in((r,)))
+
+
+class _HealthSide:
+    """What the report says of GPU health beside the gaps: the chaining figure's sums (fed every
+    GPU sample by the loop, every copy here), health over the run per GPU, the GPU errors (the
+    first `MAX_REPORT_EVENTS`, all counted)."""
+
+    def __init__(self, chaining: ChainingMeter) -> None:
+        self.chaining = chaining
+        self.health: dict[int, HealthStats] = {}
+        self.hw_events: list[HardwareEvent] = []
+        self.hw_count = 0
+
+    def add(self, r: Record) -> None:
+        if isinstance(r, CopyRecord):
+            self.chaining.add_copy(r)
+        elif isinstance(r, GpuHealth):
+            stats = self.health.get(r.gpu)
+            if stats is None:
+                stats = self.health[r.gpu] = HealthStats(r.gpu)
+            stats.add(r)
+        elif isinstance(r, HardwareEvent):
+            self.hw_count += 1
+            if len(self.hw_events) < MAX_REPORT_EVENTS:
+                self.hw_events.append(r)
+
+    def fields(self) -> dict[str, Any]:
+        """`Detected`'s health fields."""
+        figures = self.chaining.figures()
+        worst = {g: w for g in figures
+                 if (w := self.chaining.worst_window(g, WINDOW_S)) is not None}
+        return {"health": self.health, "hw_events": self.hw_events,
+                "hw_event_count": self.hw_count, "chaining": figures, "chaining_worst": worst}
 
 
 def _keep_for_timeline(kept: list[LogEvent], event: LogEvent) -> None:

@@ -39,8 +39,8 @@ from prometheus_client.core import (
 
 from gapwatch import __version__
 from gapwatch.base.watch import thread_label
+from gapwatch.config import split_listen
 from gapwatch.core.chaining import ChainingFigure
-from gapwatch.core.config import split_listen
 from gapwatch.core.health import CLOCKS_EVENT_REASONS
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
@@ -56,6 +56,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.causes import PROVER_CAUSES
+from gapwatch.cuzk.prover import view_of
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
 from gapwatch.sinks.prover_event_metrics import families as prover_event_families
@@ -156,7 +157,7 @@ class GapwatchCollector:
         yield from _health(snap.health)
         yield from _hw_events(gpus, snap.hw_counts)
         yield from _chaining(snap.chaining)
-        yield from prover_families(snap.provers, pollers, snap.pipeline)
+        yield from prover_families(snap.provers, pollers, view_of(snap.pipeline))
         yield from prover_event_families(counts.prover)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)

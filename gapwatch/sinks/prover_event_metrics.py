@@ -14,6 +14,8 @@ first scrape; the alert rules in deploy/prometheus/gapwatch.rules.yml read them)
 - `gapwatch_proof_seconds{proof_kind}` (histogram): a completed proof, arrival to end;
 - `gapwatch_proof_phase_seconds{proof_kind,phase}` (histogram): its queue, synthesis, GPU wait,
   GPU and finalize time (a phase its lines did not say is not observed);
+- `gapwatch_proof_last_seconds{proof_kind}`: the latest completed proof's latency (the fleet
+  view's PoSt column);
 - `gapwatch_prover_restart_cost_seconds_total`: GPU time restarts cost (each one stretch).
 """
 
@@ -22,7 +24,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 
 from gapwatch.core.models import PROOF_VERDICTS, PROVER_EVENT_KINDS, ProverEvent
 
@@ -62,6 +69,8 @@ class ProverEventCounts:
     latency: dict[str, _Histogram] = field(default_factory=dict)
     phases: dict[tuple[str, str], _Histogram] = field(default_factory=dict)
     restart_cost_s: float = 0.0
+    #: The latest completed proof's latency (arrival to end), per proof kind.
+    last_s: dict[str, float] = field(default_factory=dict)
 
     def count(self, ev: ProverEvent) -> None:
         key = (ev.kind, ev.level)
@@ -75,6 +84,7 @@ class ProverEventCounts:
         self.proofs[pk] = self.proofs.get(pk, 0) + 1
         if p.total_s is not None:
             self.latency.setdefault(p.proof_kind, _Histogram()).observe(p.total_s)
+            self.last_s[p.proof_kind] = p.total_s
         for phase, v in zip(PHASES, (p.queue_s, p.synth_s, p.gpu_wait_s, p.gpu_s, p.finalize_s),
                             strict=True):
             if v is not None:
@@ -84,7 +94,8 @@ class ProverEventCounts:
         return ProverEventCounts(
             dict(self.events), dict(self.proofs),
             {k: h.copy() for k, h in self.latency.items()},
-            {k: h.copy() for k, h in self.phases.items()}, self.restart_cost_s)
+            {k: h.copy() for k, h in self.phases.items()}, self.restart_cost_s,
+            dict(self.last_s))
 
 
 def _buckets(h: _Histogram) -> list[tuple[str, float]]:
@@ -118,7 +129,12 @@ def families(c: ProverEventCounts) -> Iterator[Metric]:
         for phase in PHASES:
             ph = c.phases.get((pk, phase), _Histogram())
             phases.add_metric([pk, phase], _buckets(ph), sum_value=ph.sum_s)
+    last = GaugeMetricFamily("gapwatch_proof_last_seconds", "The latest completed watched "
+                             "proof's latency, arrival to end (absent before the first).",
+                             labels=["proof_kind"])
+    for pk, seconds in sorted(c.last_s.items()):
+        last.add_metric([pk], seconds)
     cost = CounterMetricFamily("gapwatch_prover_restart_cost_seconds", "GPU time restarts "
                                "cost: the old run's last GPU work to the new run's first.")
     cost.add_metric([], c.restart_cost_s)
-    yield from (events, proofs, latency, phases, cost)
+    yield from (events, proofs, latency, phases, last, cost)

@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gapwatch.base.background import Background
+from gapwatch.config import SamplerConfig
 from gapwatch.core.blind import blind_words
-from gapwatch.core.config import SamplerConfig
 from gapwatch.core.health import MemoryGrowth, event_level, event_words
 from gapwatch.core.hints import link_text, link_trained_down_words
 from gapwatch.core.models import (

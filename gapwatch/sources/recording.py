@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
 
+from gapwatch.config import Config
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
     INT64_MAX,
@@ -47,7 +48,6 @@ from gapwatch.core.codec import (
     decode_unchanged,
     header_from_fields,
 )
-from gapwatch.core.config import Config
 from gapwatch.core.models import (
     SCHEMA_VERSION,
     ProverStatus,

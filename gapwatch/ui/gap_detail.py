@@ -15,7 +15,6 @@ keeps its snapshot, so the detail is of what is on screen.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -25,9 +24,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gapwatch.core import fmt
+from gapwatch.core.evidence_types import CopiesEvidence, known
 from gapwatch.core.models import Gap, GpuSample, LogEvent
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.advice import advice_lines, advise, if_closed
+from gapwatch.cuzk.prover import view_of
 from gapwatch.ui.kinds import gap_words
 
 #: Log lines shown around a gap: this long before its start and after its end, at most this many.
@@ -80,31 +81,24 @@ def advice_section(gap: Gap, snap: StoreSnapshot) -> list[str]:
         return if_closed(None, span, sum(g.duration_s for g in these))
 
     return ["", f"what to change (payoff over the last {span:.0f} s of this GPU)",
-            *advice_lines(advise([gap], snap.pipeline, payoff))]
+            *advice_lines(advise([gap], view_of(snap.pipeline), payoff))]
 
 
-def copy_lines(copies: dict[str, Any]) -> list[str]:
+def copy_lines(copies: CopiesEvidence) -> list[str]:
     out = ["", "copies by host memory kind"]
-    if not copies:
+    kind, source = known(copies.memory_kind), known(copies.memory_kind_source)
+    if kind is None and not copies.kinds() and not copies.process_list():
         return [*out, "  nothing known of the copies around it"]
-    kind, source = copies.get("memory_kind"), copies.get("memory_kind_source")
     if kind:
         out.append(f"  memory behind the copies: {kind}" + (f" (from {source})" if source else ""))
-    by_kind = copies.get("by_kind")
-    if isinstance(by_kind, dict):
-        for name, k in sorted(by_kind.items()):
-            if not isinstance(k, dict):
-                continue
-            out.append(f"  {name:<9} {k.get('count', 0):>4} copies  "
-                       f"{fmt.size(k.get('bytes') or 0):>10}  at {fmt.rate(k.get('bytes_per_s'))}"
-                       f"  ({float(k.get('in_gap_s') or 0):.2f} s of it in the gap)")
-    elif not copies.get("traced"):
+    for name, k in sorted(copies.kinds().items()):
+        out.append(f"  {name:<9} {k.count:>4} copies  {fmt.size(k.bytes):>10}  at "
+                   f"{fmt.rate(k.bytes_per_s)}  ({k.in_gap_s:.2f} s of it in the gap)")
+    if not copies.kinds() and not known(copies.traced):
         out.append("  no copy trace: kind inferred, not measured")
-    for p in copies.get("processes") or []:
-        if isinstance(p, dict):
-            out.append(f"  process {p.get('pid')} ({fmt.visible(str(p.get('name') or '?'))}): "
-                       f"pinned {fmt.size(p.get('pinned_bytes') or 0)}, "
-                       f"heap {fmt.size(p.get('heap_bytes') or 0)}")
+    for p in copies.process_list():
+        out.append(f"  process {p.pid} ({fmt.visible(p.name or '?')}): pinned "
+                   f"{fmt.size(p.pinned_bytes or 0)}, heap {fmt.size(p.heap_bytes or 0)}")
     return out
 
 
@@ -114,9 +108,9 @@ def partition_lines(gap: Gap) -> list[str]:
     out = ["", "partitions in flight"]
     seen: dict[int, list[str]] = {}
     for e in gap.log_events:
-        part = e.get("partition")
-        if isinstance(part, int):
-            what = str(e.get("warning") or e.get("name") or "")
+        part = e.partition
+        if part is not None:
+            what = e.warning or e.name
             names = seen.setdefault(part, [])
             if what and what not in names:
                 names.append(what)
@@ -124,7 +118,7 @@ def partition_lines(gap: Gap) -> list[str]:
         out.append(f"  partition {part}: {', '.join(fmt.visible(n) for n in names[:4])}")
     if gap.prover_states:
         last = gap.prover_states[-1]
-        out.append(f"  workers at the prover's last snapshot: {last.get('workers', '?')} "
+        out.append(f"  workers at the prover's last snapshot: {last.workers or '?'} "
                    "(P proving, I idle)")
     if len(out) == 2:
         out.append("  none named (no prover log or /status around it)")
@@ -134,7 +128,7 @@ def partition_lines(gap: Gap) -> list[str]:
 def host_lines(gap: Gap) -> list[str]:
     out = ["", "host pressure during it"]
     for key, (words, form) in _HOST_WORDS.items():
-        value = gap.host.get(key)
+        value = known(getattr(gap.host, key, None))
         if value is None:
             continue
         if form == "share":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gapwatch.core.evidence_types import CopiesEvidence, known
 from gapwatch.core.models import GAP_KINDS, GapKind
 
 
@@ -58,10 +59,9 @@ def kind_words(kind: str, memory_kind: str | None = None) -> str:
     return words
 
 
-def gap_words(copies: dict[str, object], kind: str) -> str:
+def gap_words(copies: CopiesEvidence, kind: str) -> str:
     """`kind_words` for a gap, with the memory kind its evidence found (`Gap.copies`)."""
-    memory = copies.get("memory_kind")
-    return kind_words(kind, memory if isinstance(memory, str) else None)
+    return kind_words(kind, known(copies.memory_kind))
 
 
 def rank(kind: str) -> int:

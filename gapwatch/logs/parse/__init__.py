@@ -37,8 +37,8 @@ from typing import TypeVar
 
 from msgspec.structs import replace
 
+from gapwatch.config import LogsConfig
 from gapwatch.core.bounds import MAX_GPU_INDEX, wall_s_ok
-from gapwatch.core.config import LogsConfig
 from gapwatch.core.models import FieldValue, LogEvent, TimeSource
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import int_field

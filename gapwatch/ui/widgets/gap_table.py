@@ -158,8 +158,7 @@ class GapTable(Widget):
             line.append(f"{gap_words(gap.copies, gap.kind)[:KIND_WIDTH]:<{KIND_WIDTH}}",
                         style(f"gap-table--{gap.kind}"))
             if wk:
-                letters = str(gap.prover_states[-1].get("workers") or "") \
-                    if gap.prover_states else ""
+                letters = gap.prover_states[-1].workers if gap.prover_states else ""
                 busy = f"{letters.count('P')}/{len(letters)} busy" if letters else "-"
                 line.append(f" {busy:<8}")
             line.append(f" {fmt.gbps(gap.pcie_rx_bytes_per_s):>7}  ")

@@ -273,19 +273,22 @@ def test_a_log_line_that_arrived_out_of_time_order_does_not_hide_the_warnings_be
     assert "partition 3 was synthesised with is_pinned=false" in g.hint
 
 
-def test_late_log_event_republishes_the_closed_gap() -> None:
+def test_late_log_event_republishes_the_closed_gap_at_once() -> None:
+    """As a late copy or /status snapshot does: the log event's own call returns the new
+    version (it used to wait for the next GPU sample, which may never come)."""
     det = detector()
     out: list[Gap | StateChange] = []
     for s in stream([(2, 95, 2e6), (1.0, 0, 2.8e9), (1, 95, 2e6)]):
         out += det.feed_gpu(s)
     closed = [e for e in out if isinstance(e, Gap) and e.end_s is not None]
     assert len(closed) == 1 and not closed[0].log_events
-    det.feed_log(LogEvent(t_wall_s=T0_WALL + 3.5, time_source="line", kind="tracing",
-                          name="pinned pool checkout FAILED", raw="...",
-                          warning="pinned_pool_fallback"))
-    again = [e for e in det.feed_gpu(sample(5.1, 95)) if isinstance(e, Gap)]
-    assert len(again) == 1 and again[0].gap_id == closed[0].gap_id
+    again = det.feed_log(LogEvent(t_wall_s=T0_WALL + 3.5, time_source="line", kind="tracing",
+                                  name="pinned pool checkout FAILED", raw="...",
+                                  warning="pinned_pool_fallback"))
+    assert len(again) == 1 and isinstance(again[0], Gap)
+    assert again[0].gap_id == closed[0].gap_id
     assert "pinned pool checkout failed" in again[0].hint
+    assert [e for e in det.feed_gpu(sample(5.1, 95)) if isinstance(e, Gap)] == []
 
 
 def test_out_of_order_samples_are_dropped_and_counted() -> None:

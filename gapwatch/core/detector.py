@@ -146,7 +146,7 @@ class GapDetector:
             case HostSample():
                 return self.feed_host(record)
             case LogEvent():
-                self.feed_log(record)
+                return self.feed_log(record)
             case ProverStatus():
                 return self.feed_prover(record)
             case CopyRecord():
@@ -193,11 +193,13 @@ class GapDetector:
         self._data_time(sample.t_mono_ns, None, out)
         return out
 
-    def feed_log(self, event: LogEvent) -> None:
-        if self._ev.add_log(event):
-            for acc in self._ev.take_dirty_closed():
-                self._republish(acc)
+    def feed_log(self, event: LogEvent) -> list[Gap | StateChange]:
+        """A prover log event: evidence for the gaps around it. One that lands in a gap
+        already closed (a line read late, a second log file behind the first) re-publishes
+        that gap at once, as a late copy or snapshot does."""
+        out = self._late(self._ev.add_log(event))
         self._ev.prune(self._now_s)
+        return out
 
     def feed_prover(self, status: ProverStatus) -> list[Gap | StateChange]:
         """A snapshot of the prover's own pipeline (e.g. cuzk's `/status`): evidence for the gaps

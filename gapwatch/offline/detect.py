@@ -152,8 +152,9 @@ def detect_records(
     for r in records:
         if type(r) is gpu_sample:
             if li < n_extra and r.t_wall_s >= next_log_t:
-                li = _feed_extra(det, watch, extra_logs, li, r.t_wall_s, log_events,
-                                 prover_events, on_log)
+                li, late = _feed_extra(det, watch, extra_logs, li, r.t_wall_s, log_events,
+                                       prover_events, on_log)
+                _take(late, ledger, states)
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
             out = det.feed_gpu(r)
             chaining.add_sample(r)
@@ -185,14 +186,11 @@ def detect_records(
     # The `--log` lines left after the last sample, as far as they are inside the span.
     end_s = max((t.last_wall_s for t in det.totals() if t.samples), default=None)
     rest = [e for e in extra_logs[li:] if span.after_end(e, end_s)]
-    _feed_extra(det, watch, rest, 0, float("inf"), log_events, prover_events, on_log)
+    _take(_feed_extra(det, watch, rest, 0, float("inf"), log_events, prover_events, on_log)[1],
+          ledger, states)
     if watch is not None:
         prover_events += watch.finish()
-    for x in det.finish():
-        if isinstance(x, Gap):
-            ledger.add(x)
-        else:
-            states.append(x)
+    _take(det.finish(), ledger, states)
     states.sort(key=_state_order)
     return Detected(
         header=header, ledger=ledger, states=states, totals=det.totals(),
@@ -204,23 +202,34 @@ def detect_records(
     )  # fmt: skip
 
 
+def _take(out: list[Gap | StateChange], ledger: GapLedger, states: list[StateChange]) -> None:
+    """What the detector said: gap versions into the ledger, state changes kept in order."""
+    for x in out:
+        if isinstance(x, Gap):
+            ledger.add(x)
+        else:
+            states.append(x)
+
+
 def _feed_extra(det: GapDetector, watch: ProverWatch | None, extra_logs: Sequence[LogEvent],
                 li: int, until_s: float, log_events: list[LogEvent],
                 prover_events: list[ProverEvent],
-                on_log: Callable[[LogEvent], None] | None = None) -> int:
+                on_log: Callable[[LogEvent], None] | None = None,
+                ) -> tuple[int, list[Gap | StateChange]]:
     """Feed the extra log events from `li` on up to `until_s` (merged by time into the
     records), as a session would (and to `on_log`); returns the index of the first one not
-    fed."""
+    fed, and the gaps they re-published."""
+    out: list[Gap | StateChange] = []
     while li < len(extra_logs) and extra_logs[li].t_wall_s <= until_s:
         kept = bounded_event(extra_logs[li])
-        det.feed(kept)
+        out += det.feed(kept)
         _keep_for_timeline(log_events, extra_logs[li])
         if on_log is not None:
             on_log(extra_logs[li])
         if watch is not None:
             prover_events.extend(watch.feed(kept))
         li += 1
-    return li
+    return li, out
 
 
 def _keep_side(r: Record, prover_statuses: list[ProverStatus], copies: list[CopyRecord],

@@ -11,8 +11,8 @@ Two ways to run it:
            --seconds 60 --load chained --out "$OUT"
 
    - watch-ui / demo-ui: `gapwatch watch` (NVML) / `demo` (simulated prover) with the dashboard
-     under Textual's headless driver at 160x48 (App.run_test), 4 Hz redraw, 10 Hz sampling; it
-     also reports its sampler's tick lateness;
+     under Textual's headless driver at 160x48 (App.run_test), --redraw-hz (default 4 Hz),
+     10 Hz sampling; it also reports its sampler's tick lateness;
    - watch-pty / demo-pty: the real `python3 -m gapwatch watch` / `demo` command in a 160x48
      pseudo-terminal (the real Textual driver, its output drained), as a user runs it;
    - nvitop: nvitop's TUI in a 160x48 pseudo-terminal at its finest interval
@@ -253,19 +253,24 @@ def _stop(proc: Proc) -> None:
 
 
 def _plan(names: list[str], seconds: float, workdir: Path, logs: list[str],
-          gpu: int | None) -> list[Proc]:
+          gpu: int | None, redraw_hz: float) -> list[Proc]:
     py = sys.executable
     config = workdir / "gapwatch.toml"
-    config.write_text('[snapshot]\nauto = false\n[ui]\nredraw_hz = 4.0\n', encoding="utf-8")
+    # --redraw-hz reaches every dashboard (it was written as 4.0 here whatever was asked).
+    config.write_text(f'[snapshot]\nauto = false\n[ui]\nredraw_hz = {redraw_hz!r}\n',
+                      encoding="utf-8")
     common = ["--config", str(config)] + [a for p in logs for a in ("--log", p)]
     if gpu is not None:
         common += ["--gpus", str(gpu)]
     child_s = str(seconds + WARMUP_S + 60)  # stopped by SIGTERM when the span is measured
+    ui = ["--redraw-hz", str(redraw_hz)]
     here = str(Path(__file__).resolve())
     table = {
-        "watch-ui": ([py, here, "--child", "watch-ui", "--seconds", child_s, *common], False,
+        "watch-ui": ([py, here, "--child", "watch-ui", "--seconds", child_s, *ui,
+                      *common], False,
                      "gapwatch watch, dashboard under Textual's headless driver, 160x48"),
-        "demo-ui": ([py, here, "--child", "demo-ui", "--seconds", child_s, *common], False,
+        "demo-ui": ([py, here, "--child", "demo-ui", "--seconds", child_s, *ui,
+                     *common], False,
                     "gapwatch demo, dashboard under Textual's headless driver, 160x48"),
         "watch-pty": ([py, "-m", "gapwatch", "watch", *common], True,
                       "gapwatch watch in a 160x48 pseudo-terminal (real driver)"),
@@ -304,7 +309,7 @@ def _load(scenario: str, workdir: Path, seconds: float, gpu: int | None) -> tupl
 
 
 def side_by_side(names: list[str], seconds: float, out: Path, load: str | None,
-                 load_setup_s: float, gpu: int | None) -> int:
+                 load_setup_s: float, gpu: int | None, redraw_hz: float = 4.0) -> int:
     out.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="gapwatch-ui-bench-"))
     env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS),
@@ -316,9 +321,9 @@ def side_by_side(names: list[str], seconds: float, out: Path, load: str | None,
         loadgen, logs = _load(load, workdir, seconds, gpu)
         print(f"# load: gpu_loadgen.py --scenario {load}; {load_setup_s:g} s of setup", flush=True)
         time.sleep(load_setup_s)
-    procs = _plan(names, seconds, workdir, logs, gpu)
+    procs = _plan(names, seconds, workdir, logs, gpu, redraw_hz)
     print(f"# {len(procs)} processes side by side, {seconds:g} s measured after {WARMUP_S:g} s "
-          f"of warm-up, {COLS}x{ROWS}", flush=True)
+          f"of warm-up, {COLS}x{ROWS}, redraw {redraw_hz:g} Hz", flush=True)
     try:
         for proc in procs:
             _start(proc, env, workdir)
@@ -384,10 +389,12 @@ def _write_results(procs: list[Proc], seconds: float, out: Path, load: str | Non
     return 0 if all(r["cpu_pct"] is not None or r["skipped"] for r in rows) else 1
 
 
-async def _child(mode: str, seconds: float, log_paths: list[str], gpu: int | None) -> None:
+async def _child(mode: str, seconds: float, log_paths: list[str], gpu: int | None,
+                 redraw_hz: float = 4.0) -> None:
     """A headless dashboard that runs until SIGTERM (or `seconds`) and then prints its sampler
     lateness (the parent reads its CPU from /proc)."""
-    data: dict[str, Any] = {"snapshot": {"auto": False}, "logs": {"paths": log_paths}}
+    data: dict[str, Any] = {"snapshot": {"auto": False}, "logs": {"paths": log_paths},
+                            "ui": {"redraw_hz": redraw_hz}}
     if gpu is not None:
         data["sampler"] = {"gpus": [gpu]}
     config = build_config(data)
@@ -434,13 +441,13 @@ def main() -> None:
         sys.setswitchinterval(args.switchinterval / 1000)
     if args.child:
         asyncio.run(_child(args.child, args.seconds, args.log,
-                           int(args.gpus) if args.gpus is not None else None))
+                           int(args.gpus) if args.gpus is not None else None, args.redraw_hz))
         return
     if args.side_by_side:
         gpu = int(args.gpus) if args.gpus is not None else None
         names = [n.strip() for n in args.side_by_side.split(",") if n.strip()]
         raise SystemExit(side_by_side(names, args.seconds, Path(args.out), args.load,
-                                      args.load_setup_s, gpu))
+                                      args.load_setup_s, gpu, args.redraw_hz))
     print(f"# python {sys.version.split()[0]}, {os.cpu_count()} CPUs, switchinterval "
           f"{sys.getswitchinterval() * 1000:g} ms, redraw {args.redraw_hz:g} Hz, 160x48, "
           f"{args.seconds:g} s per mode")

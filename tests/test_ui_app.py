@@ -215,3 +215,32 @@ async def test_a_timer_tick_that_comes_after_the_widgets_are_gone_is_ignored(
     app.refresh_status()
     app.redraw(force=True)
     assert rt.status_calls == calls  # nothing asked, nothing drawn, nothing raised
+
+
+async def test_a_redraw_tick_between_repaints_takes_no_snapshot_unless_words_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Numbers are repainted once a second and words at once: a tick in between that finds
+    only new samples builds nothing (no store snapshot); a new gap is still shown at that tick."""
+    rt, app = filled_app(tmp_path, redraw_hz=0.5)  # the timer stays out of the way
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        taken: list[int] = []
+        real = rt.store.snapshot
+
+        def counted() -> object:
+            snap = real()
+            taken.append(snap.version)
+            return snap
+
+        monkeypatch.setattr(rt.store, "snapshot", counted)
+        app.redraw(force=True)  # a repaint now: the next second's numbers wait
+        assert len(taken) == 1
+        rt.store.append_gpu([gpu_sample(0, 60.1, 96.0, 30e9)])
+        app.redraw()
+        assert len(taken) == 1  # only a number changed: nothing built
+        rt.store.upsert_gap(gap(99, 0, 60.0, None))
+        app.redraw()
+        await pilot.pause()
+        assert len(taken) == 2  # a new gap is said at once
+        assert app.view is not None and app.view.snap.gaps[-1].gap_id == 99

@@ -7,7 +7,9 @@ call `snapshot()` and get immutable tuples, so they never hold the lock while th
 Every buffer is bounded: samples by the history to keep and the sampling period, log events by
 count and bytes, gaps by count and age (closed ones older than the history are forgotten; their
 tallies are kept): memory use is fixed however long gapwatch runs. `version` increases on every
-change, so a reader can skip work when nothing changed.
+change, so a reader can skip work when nothing changed; `words_version` only when a gap or a
+chaining state does (what the dashboard says in words at once: it takes a snapshot between its
+once-a-second repaints only then).
 """
 
 from __future__ import annotations
@@ -139,10 +141,16 @@ class SeriesStore:
         #: The chaining figure's sums (`gapwatch.core.chaining`), fed every sample and copy.
         self._chaining = ChainingMeter(list(gpus), detector_config or DetectorConfig())
         self._version = 0
+        self._words_version = 0
 
     @property
     def version(self) -> int:
         return self._version
+
+    @property
+    def words_version(self) -> int:
+        """Increases when a gap is added, changed or forgotten, or a GPU's state is set."""
+        return self._words_version
 
     def reset(self, prover: Prover | None = None) -> None:
         """Empty, as new (a replay that seeks back feeds the file again from its start). The
@@ -151,9 +159,10 @@ class SeriesStore:
         fresh = SeriesStore(*self._init_args, prover=prover).__dict__
         del fresh["_lock"]
         with self._lock:
-            version = self._version
+            version, words = self._version, self._words_version
             self.__dict__.update(fresh)
             self._version = version + 1
+            self._words_version = words + 1
 
     def append(self, record: Record) -> None:
         """Keep a record of any type where its kind is kept (gaps and states have their own
@@ -267,6 +276,7 @@ class SeriesStore:
         them; each carries its evidence, ~6 KB, and a demo closes ~2,700 an hour)."""
         with self._lock:
             self._version += 1
+            self._words_version += 1
             change = self._ledger.add(gap)
             if change is Change.CLOSED and gap.end_s is not None:
                 self._ledger.forget_closed_before(gap.end_s - self._history_s)
@@ -276,6 +286,7 @@ class SeriesStore:
         with self._lock:
             self._states[state.gpu] = state
             self._version += 1
+            self._words_version += 1
 
     def set_window(self, window: WindowNow) -> None:
         """The GPU's chaining window as of its latest sample (what the verdict says now)."""

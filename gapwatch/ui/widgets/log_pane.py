@@ -16,6 +16,14 @@ own carries the time it was read, marked `~` after the time.
 Scrolling: PgUp/PgDn (through the app) and the mouse wheel move the pane back through the
 events in memory; while scrolled back the title says how far and the pane stays put as new
 lines arrive (End, or scrolling down to the bottom, follows the newest again).
+
+Drawing: line by line (`render_line`). The pane changes once a second as lines arrive (in the
+demo every line of it); handing Textual the whole `Group` made it measure, wrap and crop prover
+lines of hundreds of characters through the console, ~2 ms a time and the dashboard's costliest
+widget. Each line is now cut to the width first, as rich's own no-wrap rendering does
+(`Text.wrap` truncates with the line's overflow), and its segments taken from `Text.render` over
+the widget's style, as Textual's renderable path (`_Styled`) does: the same cells. While text is
+selected with the mouse the pane is drawn the renderable way (the selection's highlight).
 """
 
 from __future__ import annotations
@@ -24,7 +32,10 @@ from collections.abc import Sequence
 from operator import attrgetter
 
 from rich.console import Group
+from rich.segment import Segment
 from rich.text import Text
+from textual.strip import Strip
+from textual.visual import RichVisual, Visual
 from textual.widget import Widget
 
 from gapwatch.core import fmt
@@ -71,6 +82,13 @@ class LogPane(Widget):
         self._events: tuple[LogEvent, ...] = ()
         #: Lines scrolled back from the newest (0: following the newest).
         self.back = 0
+        #: The rows as drawn, for what they were drawn from (`_drawn_for`).
+        self._strips: list[Strip] = []
+        self._drawn_for: tuple[object, ...] | None = None
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._drawn_for = None  # the styles are baked into the strips
 
     def scroll_lines(self, delta: int) -> None:
         """Scroll `delta` lines back (positive) or forward (negative), within the events kept."""
@@ -96,7 +114,41 @@ class LogPane(Widget):
             self._events = events
             self.refresh()
 
+    def render_line(self, y: int) -> Strip:
+        key = (len(self._events), self._events[-1] if self._events else None, self.back,
+               self.size, self.visual_style, self.text_selection)
+        if key != self._drawn_for:
+            self._drawn_for = key
+            self._strips = self._draw()
+        if y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(self.size.width, self.visual_style.rich_style)
+
+    def _draw(self) -> list[Strip]:
+        width, height = self.size
+        if self.text_selection is not None:
+            return Visual.to_strips(self, self._render(), width, height, self.visual_style)
+        lines = self._rows()
+        strips = [self._line_strip(line, width) for line in lines if line.no_wrap]
+        for line in lines[len(strips):]:  # the note when there are no events: may wrap
+            strips += Visual.to_strips(self, RichVisual(self, line), width, None,
+                                       self.visual_style)
+        return strips[:height]
+
+    def _line_strip(self, line: Text, width: int) -> Strip:
+        """A no-wrap line as Textual's renderable path draws it (module docstring)."""
+        if line.cell_len > width:
+            line.truncate(width, overflow=line.overflow)
+        over = self.visual_style.rich_style.__add__
+        return Strip([Segment(text, over(style)) for text, style, _ in
+                      line.render(self.app.console)])
+
     def render(self) -> Group:
+        """The pane as one renderable (drawn so while text is selected; what a copy takes)."""
+        return Group(*self._rows())
+
+    def _rows(self) -> list[Text]:
+        """The title, then the events that fit (or the note that there are none)."""
         where = (f"{self.back} lines back, PgDn/End: newest · " if self.back else "")
         title = Text(f"prover log ({len(self._events)} events, {where}by time; ~ = time read)",
                      no_wrap=True, overflow="ellipsis")
@@ -115,4 +167,4 @@ class LogPane(Widget):
             lines.append(line)
         if not self._events:
             lines.append(Text("no prover log events (use --log PATH)", style="dim"))
-        return Group(*lines)
+        return lines

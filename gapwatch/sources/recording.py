@@ -55,13 +55,13 @@ from gapwatch.core.models import (
     SessionHeader,
 )
 from gapwatch.core.sizes import cut_text
-from gapwatch.sources.gzip_lines import GZIP_WBITS, GzipLines
-
-
-def bad_record(path: Path | str, line_no: int, exc: DecodeError) -> str:
-    """The user's message for a line that is not a valid record (the codec says where)."""
-    return f"{path}:{line_no}: bad record ({exc})"
-
+from gapwatch.sources.gzip_lines import (
+    GZIP_WBITS,
+    MAX_LINE_BYTES,
+    TOO_LONG,
+    GzipLines,
+    PlainLines,
+)
 
 MAX_PROBLEMS: Final = 20
 #: Characters of one problem message kept.
@@ -103,8 +103,9 @@ class Recording:
 
 
 class LineStream(Protocol):
-    """What the readers need of an open recording: its lines (newlines kept), and closing.
-    A plain file is one; a gzip file is read through `gzip_lines.GzipLines`."""
+    """What the readers need of an open recording: its lines (newlines kept; a line too long
+    to be a record is `gzip_lines.TOO_LONG`), and closing (`gzip_lines.PlainLines` and
+    `GzipLines`)."""
 
     def __iter__(self) -> Iterator[bytes]: ...
 
@@ -121,7 +122,7 @@ def _open_bytes(path: Path) -> LineStream:
     magic = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
     if magic == b"\x1f\x8b":
         return GzipLines(raw)
-    return raw
+    return PlainLines(raw)
 
 
 #: Compressed bytes read to learn a gzip recording's compression ratio (`json_bytes`).
@@ -165,10 +166,12 @@ def _records(
     of these (`gpu_line_prefix_type_last`) and end as a GPU sample did then.
 
     This is the hot loop of a long `gapwatch report` (~7 M lines for 24 h x 8 GPUs): one
-    generator (no per-line inner generator), and the codec's decoder called directly.
+    generator (no per-line inner generator), and the codec's decoder called directly. A bad
+    line costs nothing once counted: no exception outlives its handler (the report runs with
+    the cycle collector off, and a kept exception is a cycle through its traceback).
     """
     # Both builds (setup.py): compiled code reads a module global from a dict, a local not.
-    decode, prover_type = decode_record, ProverStatus
+    decode, prover_type, too_long = decode_record, ProverStatus, TOO_LONG
     line_no = first_line_no
     #: The last snapshot of each prover: what a `ProverUnchanged` marker line stands for.
     provers: dict[str, ProverStatus] = {}
@@ -179,26 +182,21 @@ def _records(
                     line.startswith(skip_type_last) and line.endswith(TYPE_LAST_GPU_SUFFIX))):
                 continue
             if line[-1:] != b"\n":
-                if not line.strip():
-                    continue
-                # The last line of a file cut by kill -9 may be half written.
-                recording.problem(
-                    "partial_line", f"{recording.path}:{line_no}: incomplete last line", line_no
-                )
+                _unended(line is too_long, line, recording, line_no)
                 continue
             try:
                 r = decode(line)
-            except DecodeError as exc:
-                if not line.strip():
+            except (DecodeError, RecursionError) as exc:
+                # RecursionError: JSON nested deeper than msgspec goes (a 30 KB line of `[`).
+                got = _undecoded(line, str(exc), provers)
+                if isinstance(got, str):
+                    if got:
+                        recording.problem(
+                            "bad_records", f"{recording.path}:{line_no}: bad record ({got})",
+                            line_no,
+                        )
                     continue
-                try:
-                    r = (_unchanged(line, provers) if line.startswith(PROVER_SAME_PREFIX)
-                         else decode_repaired(line, exc))
-                except DecodeError as why:
-                    recording.problem(
-                        "bad_records", bad_record(recording.path, line_no, why), line_no
-                    )
-                    continue
+                r = got
             if type(r) is prover_type:
                 provers[r.prover] = r
             recording.line_no = line_no
@@ -211,18 +209,46 @@ def _records(
         stream.close()
 
 
+def _unended(too_long: bool, line: bytes, recording: Recording, line_no: int) -> None:
+    """Count a line without its newline: one too long to be a record (`TOO_LONG`: never held
+    whole), or the last line of a file cut by kill -9 (half written)."""
+    if too_long:
+        recording.problem("bad_records", f"{recording.path}:{line_no}: bad record (a line "
+                          f"longer than {MAX_LINE_BYTES >> 20} MiB, more than any record "
+                          "gapwatch writes; passed over unread)", line_no)
+    elif line.strip():
+        recording.problem(
+            "partial_line", f"{recording.path}:{line_no}: incomplete last line", line_no
+        )
+
+
+def _undecoded(line: bytes, why: str, provers: dict[str, ProverStatus]) -> Record | str:
+    """A line the codec refused (`why`): the record it still stands for (an unchanged prover
+    snapshot, a log field beyond 64 bits), or why it is bad ("" for a blank line: skipped
+    unsaid). Returns messages, never raised exceptions (see `_records`)."""
+    if not line.strip():
+        return ""
+    if line.startswith(PROVER_SAME_PREFIX):
+        return _unchanged(line, provers)
+    repaired = decode_repaired(line)
+    return why if repaired is None else repaired
+
+
 #: How the recorder's marker for an unchanged prover snapshot begins (`ProverUnchanged`).
 PROVER_SAME_PREFIX: Final = b'{"type":"prover_same",'
 
 
-def _unchanged(line: bytes, provers: dict[str, ProverStatus]) -> ProverStatus:
+def _unchanged(line: bytes, provers: dict[str, ProverStatus]) -> ProverStatus | str:
     """The snapshot a `ProverUnchanged` line stands for: the last one of its prover, with the
-    line's times. Raises DecodeError for a bad line, or one with no snapshot before it."""
-    marker = decode_unchanged(line)
+    line's times; or why it cannot be (a bad line, or one with no snapshot before it)."""
+    try:
+        marker = decode_unchanged(line)
+    except (DecodeError, RecursionError) as exc:
+        return str(exc)
     previous = provers.get(marker.prover)
     if previous is None:
-        raise DecodeError(f"an unchanged snapshot of prover {marker.prover!r} with none before "
-                          "it in this file")
+        return (f"an unchanged snapshot of prover {marker.prover!r} with none before it in "
+                "this file")
     return marker.expand(previous)
 
 
@@ -267,8 +293,12 @@ def _header_fields(line: bytes) -> Any:
     """The header line as plain values. A number no double holds (`1e999` in the embedded
     config) makes the strict codec refuse the whole line; the standard library's JSON reads it
     (as infinity), so that the one value can be replaced instead of the file refused."""
+    if line is TOO_LONG:
+        raise DecodeError(f"the first line is longer than {MAX_LINE_BYTES >> 20} MiB")
     try:
         return decode_json(line)
+    except RecursionError:
+        raise DecodeError("the header line is nested too deep") from None
     except DecodeError:
         try:
             return json.loads(line)
@@ -370,7 +400,8 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, LineStream, list[st
         problems += _sanitise_header(data, p)
         header, repaired = _header_with_fallbacks(data, p)
         problems += repaired
-    except (DecodeError, ValueError) as exc:
+    except (DecodeError, ValueError, RecursionError) as exc:
+        # RecursionError: a header nested deeper than the checks of its values go.
         stream.close()
         raise RecordingError(
             f"{p}: not a gapwatch recording ({str(exc).splitlines()[0]})"

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_PERIOD_MS
+from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_PERIOD_MS, MIN_PERIOD_MS
 from gapwatch.core.models import GEN5_X16_BYTES_PER_S
 from gapwatch.core.units import parse_duration, parse_size
 
@@ -62,7 +62,7 @@ class SamplerConfig(_Section):
     """How GPUs are sampled."""
 
     #: Sampling period (`bounds.DEFAULT_PERIOD_MS`: GPM's refresh).
-    period_ms: float = Field(DEFAULT_PERIOD_MS, gt=0, le=MAX_PERIOD_MS)
+    period_ms: float = Field(DEFAULT_PERIOD_MS, ge=MIN_PERIOD_MS, le=MAX_PERIOD_MS)
     #: GPU indices to watch; empty = all.
     gpus: list[int] = Field(default_factory=list)
     #: Allow GPM (Hopper and newer). Off forces the byte counters / legacy path.
@@ -138,7 +138,10 @@ class LogsConfig(_Section):
     #: How often to poll a followed file for growth, rotation and truncation.
     poll_ms: float = Field(50.0, gt=0, le=5000)
     #: Longer lines are cut here (and counted).
-    max_line_bytes: int = Field(1 << 20, ge=1024)
+    #: At most 4 MiB: a recorded log event holds the line and fields taken from it, each byte
+    #: escaped as `\u00XX` at worst (x6), and the recording reader takes no line over 64 MiB
+    #: for a record (`gapwatch.sources.gzip_lines.MAX_LINE_BYTES`).
+    max_line_bytes: int = Field(1 << 20, ge=1024, le=4 << 20)
     #: Use the built-in cuzk rules.
     cuzk: bool = True
     #: User-defined rules, tried after the built-in ones.

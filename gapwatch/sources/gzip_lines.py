@@ -40,9 +40,9 @@ GZIP_WBITS = 31  # zlib's gzip container: header and trailer (CRC, size) checked
 CUT_WORDS = "Compressed file ended before the end-of-stream marker was reached"
 
 #: The longest line read as a record. The longest gapwatch writes is a log event: a log line of
-#: at most `logs.max_line_bytes` (8 MiB at most, 1 MiB by default) with the fields taken from
-#: it, every byte escaped as `\\u00XX` at worst (x6 each); a `/status` answer is at most 8 MiB
-#: before it is parsed. 64 MiB holds either with room; a longer line is not a record.
+#: at most `logs.max_line_bytes` (4 MiB at most, 1 MiB by default) with the fields taken from
+#: it, every byte escaped as `\\u00XX` at worst (x6 each: 48 MiB); a `/status` answer is at most
+#: 8 MiB before it is parsed. 64 MiB holds either; a longer line is not a record.
 MAX_LINE_BYTES: Final = 64 << 20
 #: Handed out in place of a line longer than the limit (compare with `is`: no line read from a
 #: file is this object).

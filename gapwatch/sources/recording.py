@@ -29,11 +29,16 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import median
 from typing import Any, Final, Protocol
+
+from msgspec import structs
 
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
     INT64_MAX,
+    MAX_LINK_BYTES_PER_S,
+    MIN_LINK_BYTES_PER_S,
     gpu_index,
     usable_period_ms,
     wall_s_ok,
@@ -50,9 +55,12 @@ from gapwatch.core.codec import (
 from gapwatch.core.config import Config
 from gapwatch.core.models import (
     SCHEMA_VERSION,
+    GpuInfo,
+    GpuSample,
     ProverStatus,
     Record,
     SessionHeader,
+    link_bytes_per_s,
 )
 from gapwatch.core.sizes import cut_text
 from gapwatch.sources.gzip_lines import (
@@ -62,6 +70,7 @@ from gapwatch.sources.gzip_lines import (
     GzipLines,
     PlainLines,
 )
+from gapwatch.sources.isolated_times import without_isolated_times
 
 MAX_PROBLEMS: Final = 20
 #: Characters of one problem message kept.
@@ -375,6 +384,110 @@ def _missing_field(message: str) -> str | None:
     return m.group(1) if m else None
 
 
+#: Lines read past the header to see what the data says of its period and links (the first
+#: samples of a file come within its first lines), and GPU sample spacings enough to tell.
+CHECK_LINES: Final = 4000
+CHECK_SPACINGS: Final = 64
+#: A stated period is a lie when the median spacing of the samples is beyond this many periods
+#: (the detector expects at most 4: stale-GPM merging makes 2-3) or below half a period (the
+#: sampler never samples faster; a late tick and the next on-time one average out).
+PERIOD_LIE_ABOVE: Final = 4.0
+PERIOD_LIE_BELOW: Final = 0.5
+#: A stated link is a lie when a sample moved more than this many times its capacity.
+LINK_LIE_ABOVE: Final = 2.0
+
+
+@dataclass
+class _DataView:
+    """What the first GPU samples of a file say: their spacings and each GPU's highest rate."""
+
+    spacings_ns: list[int] = field(default_factory=list)
+    max_rate: dict[int, float] = field(default_factory=dict)
+
+    def period_ms(self) -> float | None:
+        """The median spacing in ms (0.1 ms steps), None when too few samples tell."""
+        if len(self.spacings_ns) < 8:
+            return None
+        return round(median(self.spacings_ns) / 1e6, 1)
+
+
+def _data_view(p: Path) -> _DataView:
+    """Read the first `CHECK_LINES` records of `p` again (a second, short pass)."""
+    view = _DataView()
+    last: dict[int, int] = {}
+    try:
+        stream = _open_bytes(p)
+    except RecordingError:
+        return view
+    try:
+        stream.readline()
+        for i, line in enumerate(stream):
+            if i >= CHECK_LINES or len(view.spacings_ns) >= CHECK_SPACINGS:
+                break
+            try:
+                r = decode_record(line)
+            except (DecodeError, RecursionError):
+                continue
+            if type(r) is not GpuSample:
+                continue
+            before = last.get(r.gpu)
+            if before is not None and r.t_mono_ns > before:
+                view.spacings_ns.append(r.t_mono_ns - before)
+            last[r.gpu] = r.t_mono_ns
+            rate = max(r.pcie_rx_bytes_per_s or 0.0, r.pcie_tx_bytes_per_s or 0.0)
+            view.max_rate[r.gpu] = max(rate, view.max_rate.get(r.gpu, 0.0))
+    except (EOFError, zlib.error, OSError):
+        pass  # the reader proper says it
+    finally:
+        stream.close()
+    return view
+
+
+def _checked_against_data(header: SessionHeader, p: Path) -> tuple[SessionHeader, list[str]]:
+    """The header with what its data belies replaced by the data's own value, and each lie said
+    (`bad_header`): a period the samples' spacing does not bear out (1 ms stated, 100 ms apart:
+    every sample a hole, 0 gaps), a link capacity that is not one (negative: every gap
+    `transfer_bound`) or that the samples exceed."""
+    view = _data_view(p)
+    problems: list[str] = []
+    spacing = view.period_ms()
+    if spacing is not None and usable_period_ms(spacing) is not None and not (
+            PERIOD_LIE_BELOW <= spacing / header.period_ms <= PERIOD_LIE_ABOVE):
+        problems.append(
+            f"{p}: header period_ms {header.period_ms:g} is belied by the data: its GPU samples "
+            f"are {spacing:g} ms apart (median of the first {len(view.spacings_ns)}); using "
+            f"{spacing:g} ms"
+        )
+        header = structs.replace(header, period_ms=spacing)
+    gpus = [_checked_link(g, view.max_rate.get(g.index), p, problems) for g in header.gpus]
+    if gpus != header.gpus:
+        header = structs.replace(header, gpus=gpus)
+    return header, problems
+
+
+def _checked_link(g: GpuInfo, seen: float | None, p: Path, problems: list[str]) -> GpuInfo:
+    """`g` with a link capacity that can be true: its stated one, else its generation and width's
+    (when the data bears that out), else none (the detector's default link)."""
+
+    def true(link: float | None) -> bool:
+        return link is not None and (
+            MIN_LINK_BYTES_PER_S <= link <= MAX_LINK_BYTES_PER_S
+            and (seen is None or seen <= LINK_LIE_ABOVE * link))
+
+    link = g.link_bytes_per_s
+    if link is None or true(link):
+        return g
+    own = link_bytes_per_s(g.link_gen, g.link_width)
+    instead = own if true(own) else None
+    why = ("not a link's capacity" if not MIN_LINK_BYTES_PER_S <= link <= MAX_LINK_BYTES_PER_S
+           else f"a sample moved {seen:.3g} B/s")
+    using = (f"{instead:.3g} B/s (its generation and width)" if instead is not None
+             else "the detector's default link")
+    problems.append(f"{p}: header GPU {g.index} link_bytes_per_s {link:g} is belied ({why}); "
+                    f"using {using}")
+    return structs.replace(g, link_bytes_per_s=instead)
+
+
 def open_recording(path: str | Path) -> tuple[SessionHeader, LineStream, list[str]]:
     """Open a JSON Lines recording: its validated header, the byte stream positioned at line 2
     (the caller closes it) and what was wrong with the header but could be replaced (for the
@@ -400,6 +513,8 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, LineStream, list[st
         problems += _sanitise_header(data, p)
         header, repaired = _header_with_fallbacks(data, p)
         problems += repaired
+        header, lies = _checked_against_data(header, p)
+        problems += lies
     except (DecodeError, ValueError, RecursionError) as exc:
         # RecursionError: a header nested deeper than the checks of its values go.
         stream.close()
@@ -425,5 +540,6 @@ def read_recording(
                     problem_lines=[] if keep_problem_lines else None, files=[Path(path)])
     for message in problems:
         rec.problem("bad_header", message, 1)
-    rec.records = _records(stream, rec, 1, skip_prefixes, skip_type_last)
+    rec.records = without_isolated_times(
+        _records(stream, rec, 1, skip_prefixes, skip_type_last), rec)
     return rec

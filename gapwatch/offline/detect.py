@@ -13,7 +13,8 @@ lock and ring buffers would only cost time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -83,7 +84,7 @@ def detect_records(
     header: SessionHeader,
     records: Iterable[Record],
     config: DetectorConfig,
-    extra_logs: Sequence[LogEvent] = (),
+    extra_logs: Iterable[LogEvent] = (),
     *,
     line_of: Callable[[], int] | None = None,
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
@@ -116,16 +117,19 @@ def detect_records(
     # call; a bound method kept in a local would be a Python call there), and the record
     # classes are read from locals (compiled code reads a module global from a dict).
     gpu_sample, host_sample, log_event, gap_type = GpuSample, HostSample, LogEvent, Gap
-    li, n_extra = 0, len(extra_logs)
-    next_log_t = extra_logs[0].t_wall_s if extra_logs else float("inf")
+    # The files' events are taken one at a time and let go once fed (`drain`): a day's log
+    # is ~1 GB of events, which need not all stay until the last sample.
+    extra = iter(extra_logs)
+    next_log = next(extra, None)
+    next_log_t = next_log.t_wall_s if next_log is not None else float("inf")
     for r in records:
         if type(r) is gpu_sample:
-            if li < n_extra and r.t_wall_s >= next_log_t:
-                while li < n_extra and extra_logs[li].t_wall_s <= r.t_wall_s:
-                    det.feed(bounded_event(extra_logs[li]))
-                    _keep_for_timeline(log_events, extra_logs[li])
-                    li += 1
-                next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
+            if r.t_wall_s >= next_log_t:
+                while next_log is not None and next_log.t_wall_s <= r.t_wall_s:
+                    det.feed(bounded_event(next_log))
+                    _keep_for_timeline(log_events, next_log)
+                    next_log = next(extra, None)
+                next_log_t = next_log.t_wall_s if next_log is not None else float("inf")
             out = det.feed_gpu(r)
         elif type(r) is host_sample:
             out = det.feed_host(r)
@@ -148,10 +152,10 @@ def detect_records(
                 ledger.add(x)
             else:
                 states.append(x)
-    while li < n_extra:
-        det.feed(bounded_event(extra_logs[li]))
-        _keep_for_timeline(log_events, extra_logs[li])
-        li += 1
+    while next_log is not None:
+        det.feed(bounded_event(next_log))
+        _keep_for_timeline(log_events, next_log)
+        next_log = next(extra, None)
     for x in det.finish():
         if isinstance(x, Gap):
             ledger.add(x)
@@ -164,6 +168,15 @@ def detect_records(
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=det.pipeline_view(), blind_spots=blind_spots, byes=byes,
     )  # fmt: skip
+
+
+def drain(events: list[LogEvent]) -> Iterator[LogEvent]:
+    """The events of `events` in order, each let go once the next is asked for (the list is
+    emptied at once: the caller's name for it no longer holds them)."""
+    queue = deque(events)
+    events.clear()
+    while queue:
+        yield queue.popleft()
 
 
 def _keep_for_timeline(kept: list[LogEvent], event: LogEvent) -> None:

@@ -44,7 +44,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.track import GpuTotals
 from gapwatch.logs.files import parse_log_files
-from gapwatch.offline.detect import Detected, detect_records
+from gapwatch.offline.detect import Detected, detect_records, drain
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import read_any
 
@@ -166,7 +166,7 @@ def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
     epoch = recorded_timeline_epoch(path) if log_paths else None
     rec = read_any(path)
     extra, log_counters = parse_logs(log_paths, config, epoch)
-    found = detect_records(rec.header, rec.records, config.detector, extra,
+    found = detect_records(rec.header, rec.records, config.detector, drain(extra),
                            max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
     counters = dict(rec.counters)
     counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})

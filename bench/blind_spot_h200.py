@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
 
-from checkout_env import env_with  # noqa: E402 - a sibling module
+from evaluation.checkout_env import env_with  # noqa: E402 - the checkout's root, on the path above
 
 #: The child: pin SIZE GiB, make a CUDA context with a small device tensor (so NVML lists it),
 #: say "ready", wait for a line on stdin, then exit (the driver frees the pool at exit).

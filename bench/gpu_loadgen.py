@@ -73,7 +73,7 @@ GIB = 1 << 30
 #: The stand-in's memory budget (cuzk `[memory] total_budget`), what it reserves per partition
 #: in flight (memory.rs POREP_PARTITION_FULL_BYTES) and the smallest partition status.rs divides
 #: the budget by (SNAP_PARTITION_FULL_BYTES). Kept here (the pure parts need only the standard
-#: library); tests/test_cuzk_status_bench.py holds them equal to gapwatch.core.cuzk. cuzk's
+#: library); tests/test_cuzk_status_bench.py holds them equal to gapwatch.cuzk.pipeline. cuzk's
 #: synthesis worker count is gapwatch's own formula (`cuzk_synth_worker_count`).
 BUDGET_BYTES = 512 * GIB
 PARTITION_BUDGET_BYTES = 14 * GIB
@@ -525,9 +525,9 @@ def gapwatch_importable() -> None:
 
 def cuzk_synth_worker_count(total_bytes: int, max_parallel_synthesis: int) -> int:
     """engine.rs: `max(2, min(total_bytes / 14 GiB, max_parallel_synthesis))`, from
-    gapwatch's one home of cuzk's facts (`gapwatch.core.cuzk.synth_worker_count`)."""
+    gapwatch's one home of cuzk's facts (`gapwatch.cuzk.pipeline.synth_worker_count`)."""
     gapwatch_importable()
-    from gapwatch.core.cuzk import synth_worker_count
+    from gapwatch.cuzk.pipeline import synth_worker_count
 
     return synth_worker_count(total_bytes, max_parallel_synthesis)
 

@@ -4,7 +4,7 @@ this checkout against another, byte for byte.
 Usage:
     python bench/parse_same.py --before CHECKOUT      # CHECKOUT's events beside this one's
     python bench/parse_same.py --dump FILE            # this checkout's events into FILE
-    python -P bench/parse_same.py --dump FILE         # the installed gapwatch's (a compiled one)
+    python -P bench/parse_same.py --dump FILE         # the installed gapwatch's, not this tree's
 
 The inputs, each through a fresh parser (and the real mix once more with lock attribution and
 unparsed lines as `parse` runs them):
@@ -31,9 +31,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))  # a sibling module, also when run with -P
-
-from checkout_env import env_with  # noqa: E402
 
 SHARED = Path("/work/shared/traces")
 PREFIXES = ("2026-11-30T09:06:26.553439+0000 host cuzk[812]: ", "Nov 30 09:06:26.553439 host "
@@ -136,6 +133,10 @@ def main() -> None:
         return
     if args.before is None:
         ap.error("--before CHECKOUT or --dump FILE")
+    # The parent only: a `--dump` child runs with another checkout first on its path.
+    sys.path.insert(0, str(ROOT))
+    from evaluation.checkout_env import env_with
+
     with tempfile.TemporaryDirectory() as tmp:
         now, before = Path(tmp) / "now.jsonl", Path(tmp) / "before.jsonl"
         subprocess.run([sys.executable, __file__, "--dump", str(now)], check=True,

@@ -59,7 +59,7 @@ def bytes_per_gpu_hour(tmp: Path, sample_s: float) -> None:
 
 def day(folder: Path, hours: float, gpus: int, size: str, keep: int) -> None:
     from gapwatch.core.units import parse_size
-    from gapwatch.sinks.output_file import segments_of
+    from gapwatch.sinks.segments import segments_of
 
     config = folder / "sim.toml"
     config.write_text(f"[sim]\ngpus = {gpus}\n")

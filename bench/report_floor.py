@@ -4,7 +4,6 @@ Usage:
     python bench/report_floor.py                       # 30 min x 8 GPUs, plain and .gz, 5 rounds
     python bench/report_floor.py --minutes 360 --rounds 3
     python bench/report_floor.py --before /path/to/other/checkout   # its report beside this one
-    python bench/report_floor.py --compiled VENV/bin/python  # that install's build beside this
 
 The recording is the simulator's `pageable` scenario (the worst case: a gap every ~2 s on every
 GPU), written once per size with `write_recording` (plain and gzip) and cached in /tmp.
@@ -19,10 +18,7 @@ figures are medians over the rounds and the ratios are taken round by round:
 - report: `build_report(FILE, Config())` as `gapwatch report` runs it (processes as it picks);
 - before: the same `build_report` of the checkout given with `--before` (its own venv's python,
   `DIR/.venv/bin/python`, where it has one, else this one; for a checkout from before the record
-  codec, a copy of the recording in the key order that checkout wrote);
-- compiled: the same `build_report` of the gapwatch installed for the interpreter given with
-  `--compiled` (run with `-P` from /tmp, so not this checkout's source: `pip install .` into a
-  venv builds the compiled one, setup.py), e.g. a compiled build beside this pure source.
+  codec, a copy of the recording in the key order that checkout wrote).
 """
 
 from __future__ import annotations
@@ -42,9 +38,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve()
-sys.path.insert(0, str(HERE.parent))  # a sibling module, also when run with -P
-
-from checkout_env import env_with  # noqa: E402
 
 
 def _open(path: str) -> Any:
@@ -75,8 +68,7 @@ def measure(kind: str, path: str) -> dict[str, Any]:
     # workers a parallel report forks share pages with it, so the two are not to be added.
     own = _vm_hwm_mb()
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"kind": kind, "s": elapsed, "peak_mb": own, "worker_peak_mb": kids,
-            "build": _build_kind(), **extra}
+    return {"kind": kind, "s": elapsed, "peak_mb": own, "worker_peak_mb": kids, **extra}
 
 
 def _vm_hwm_mb() -> float:
@@ -124,6 +116,10 @@ def _type_last(src: Path, dst: Path) -> None:
 def _run(python: str, pythonpath: Path | None, kind: str, path: Path) -> dict[str, Any]:
     """One figure in a fresh process: this checkout's or another's source (`pythonpath`), or
     with None the gapwatch installed for `python` (`-P`, from /tmp)."""
+    # The parent only: a `--measure` child runs with another checkout first on its path.
+    sys.path.insert(0, str(ROOT))
+    from evaluation.checkout_env import env_with
+
     if pythonpath is None:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         cmd, cwd = [python, "-P", str(HERE), "--measure", kind, str(path)], Path("/tmp")
@@ -143,8 +139,6 @@ def main() -> int:
     ap.add_argument("--gpus", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--before", type=Path, default=None, help="another checkout to compare")
-    ap.add_argument("--compiled", default=None, metavar="PYTHON",
-                    help="an interpreter whose installed gapwatch to measure too (compiled)")
     ap.add_argument("--measure", nargs=2, metavar=("KIND", "FILE"), help=argparse.SUPPRESS)
     ap.add_argument("--generate", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -173,9 +167,6 @@ def main() -> int:
         python = str(venv) if venv.exists() else sys.executable
         runs += [("before report", python, args.before, old_plain),
                  ("before report .gz", python, args.before, old_gz)]
-    if args.compiled is not None:
-        runs += [("compiled report", args.compiled, None, plain),
-                 ("compiled report .gz", args.compiled, None, gz)]
     got: dict[str, list[dict[str, Any]]] = {name: [] for name, *_ in runs}
     load = os.getloadavg()[0]
     for k in range(args.rounds):
@@ -193,8 +184,7 @@ def main() -> int:
         worker = statistics.median(r["worker_peak_mb"] for r in results)
         print(f"  {name:18s} median {s:7.3f} s (min {min(r['s'] for r in results):.3f}, "
               f"max {max(r['s'] for r in results):.3f}); peak RSS {peak:.0f} MB"
-              + (f", largest worker {worker:.0f} MB" if worker > 1 else "")
-              + (f" [{results[0]['build']}]" if "build" in results[0] else ""))
+              + (f", largest worker {worker:.0f} MB" if worker > 1 else ""))
 
     def ratio(a: str, b: str) -> str:
         rs = [x["s"] / y["s"] for x, y in zip(got[a], got[b], strict=True)]
@@ -209,23 +199,8 @@ def main() -> int:
         print(f"  before .gz / floor:     {ratio('before report .gz', 'floor')}")
         print(f"  before .gz / before:    {ratio('before report .gz', 'before report')}")
         print(f"  report / before report: {ratio('report', 'before report')}")
-    if args.compiled is not None:
-        print(f"  compiled / floor:       {ratio('compiled report', 'floor')}")
-        print(f"  compiled .gz / floor:   {ratio('compiled report .gz', 'floor')}")
-        print(f"  compiled .gz / compiled: {ratio('compiled report .gz', 'compiled report')}")
-        print(f"  compiled / report:      {ratio('compiled report', 'report')}")
     return 0
 
-
-
-def _build_kind() -> str:
-    """Which build the measured gapwatch is (a checkout from before builds were told apart is
-    pure Python)."""
-    try:
-        from gapwatch.base.build import build_kind
-    except ImportError:
-        return "pure Python"
-    return build_kind()
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -6,7 +6,7 @@ Usage:
     python bench/report_same.py --dump DIR             # this checkout's documents into DIR
     python bench/report_same.py --compare DIR_A DIR_B  # two dumps
     python -P bench/report_same.py --dump DIR          # the installed gapwatch's (-P: not this
-                                                       # checkout's), e.g. a compiled build
+                                                       # checkout's)
 
 Every recording is reported in one process and in two (`build_report(..., workers=1 / 2)`; one
 the parallel report does not split falls back to one process there, as `report` does; trace
@@ -16,9 +16,9 @@ CSVs are read in one process only):
 - both shared H200 traces (`/work/shared/traces/*/*.csv` with their logs) when present;
 - the simulated worst cases: each scenario, 2 GPUs, 5 min, with `/status` snapshots for one;
   8 GPUs x 30 min of `pageable` (bench/report_floor.py's recording), plain and gzip;
-- the same simulated recordings damaged on purpose (`_damage`: holes, clock steps, samples
-  out of order, stale GPM zeros, NaN and missing readings, a GPU that goes silent), so that the
-  detector's rarer paths are compared too.
+- the same simulated recordings damaged on purpose (`evaluation.documents.damage`: holes, clock
+  steps, samples out of order, stale GPM zeros, NaN and missing readings, a GPU that goes
+  silent), so that the detector's rarer paths are compared too.
 The documents are `gapwatch.offline.report.to_json` encoded by the codec; CHECKOUT is run with
 this venv's python and `PYTHONPATH=CHECKOUT` (its dependencies are this one's), reading the
 same files. Generated inputs are cached under /tmp/gapwatch-same/.
@@ -27,7 +27,6 @@ same files. Generated inputs are cached under /tmp/gapwatch-same/.
 from __future__ import annotations
 
 import argparse
-import random
 import subprocess
 import sys
 import tempfile
@@ -37,12 +36,18 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve()
-sys.path.insert(0, str(HERE.parent))  # a sibling module, also when run with -P
-
-from checkout_env import env_with  # noqa: E402
 
 CACHE = Path("/tmp/gapwatch-same")
 SHARED = Path("/work/shared/traces")
+
+
+def _env_with(checkout: Path) -> dict[str, str]:
+    """`evaluation.checkout_env.env_with`, imported in the parent process only (a `--dump`
+    child runs with another checkout, and maybe its own `evaluation`, first on its path)."""
+    sys.path.insert(0, str(ROOT))
+    from evaluation.checkout_env import env_with
+
+    return env_with(checkout)
 
 
 def _cases() -> list[tuple[str, Path, list[Path]]]:
@@ -80,17 +85,18 @@ def _simulated() -> list[Path]:
     floor = Path("/tmp/gapwatch-floor-30m-8gpu.jsonl")
     if not made.exists():
         subprocess.run([sys.executable, str(HERE), "--generate"], check=True, cwd=ROOT,
-                       env=env_with(ROOT))
+                       env=_env_with(ROOT))
     if not (floor.exists() and Path(f"{floor}.gz").exists()):
         subprocess.run([sys.executable, str(ROOT / "bench" / "report_floor.py"), "--generate",
                         "30", "8", str(floor)], check=True, cwd=ROOT,
-                       env=env_with(ROOT))
+                       env=_env_with(ROOT))
     return [*paths, floor, Path(f"{floor}.gz")]
 
 
 def generate() -> None:
     """The simulated recordings and their damaged copies (this checkout's simulator)."""
     sys.path.insert(0, str(ROOT))
+    from evaluation.documents import damage, shift_clock
     from evaluation.simulate import simulate
     from gapwatch.sinks.recorder import write_recording
 
@@ -101,88 +107,9 @@ def generate() -> None:
     write_recording(CACHE / "pageable-status-2gpu-5m.jsonl", res.header, res.records)
     for p in sorted(CACHE.glob("*-2gpu-5m.jsonl")):
         if not p.name.startswith("damaged-"):
-            _damage(p, p.with_name(f"damaged-{p.name}"), seed=len(p.name))
+            damage(p, p.with_name(f"damaged-{p.name}"), seed=len(p.name))
     shift_clock(CACHE / "pageable-2gpu-5m.jsonl", CACHE / "epoch-pageable-2gpu-5m.jsonl")
     (CACHE / "done-v4").write_text("")
-
-
-#: A monotonic clock counted from the epoch, as some traces have it (~1.8e18 ns: above 2**53).
-EPOCH_NS = 1_796_000_000_000_000_000
-
-
-def shift_clock(src: Path, dst: Path, by_ns: int = EPOCH_NS) -> None:
-    """A copy of a recording whose GPU and host samples' `t_mono_ns` are `by_ns` later: times
-    past 2**53 ns, where dividing them by 1e9 in doubles and exactly differ."""
-    import json
-
-    lines = src.read_bytes().splitlines(keepends=True)
-    with open(dst, "wb") as f:
-        f.write(lines[0])
-        for line in lines[1:]:
-            d = json.loads(line)
-            if isinstance(d.get("t_mono_ns"), int):
-                d["t_mono_ns"] += by_ns
-            f.write(json.dumps(d, separators=(",", ":")).encode() + b"\n")
-
-
-def _damage(src: Path, dst: Path, seed: int) -> None:
-    """A copy of a recording with the faults real ones have, at random places: a few lines
-    gone (holes, some longer than the chaining window), wall-clock steps, samples swapped out
-    of order, GPU samples whose readings are zero with no PCIe (stale GPM), NaN-free but missing
-    (null) SM readings, utilization-only stretches, and one GPU silent for a while."""
-    import json
-
-    rnd = random.Random(seed)
-    lines = src.read_bytes().splitlines(keepends=True)
-    head, body = lines[0], lines[1:]
-    # In one of them GPU 1 never gives an SM reading: judged by utilization.gpu (low confidence).
-    util_only = "host-stall" in src.name
-    if util_only:
-        header = json.loads(head)
-        header["gpus"][1]["sm_source"] = "util"
-        head = json.dumps(header, separators=(",", ":")).encode() + b"\n"
-    docs = [json.loads(x) for x in body]
-    out: list[dict[str, object]] = []
-    step = 0.0
-    silent_from = len(docs) // 2
-    silent_to = silent_from + 900
-    i = 0
-    while i < len(docs):
-        d = docs[i]
-        i += 1
-        if d.get("type") == "gpu" and d.get("gpu") == 1 and silent_from <= i < silent_to:
-            continue
-        r = rnd.random()
-        if r < 0.002:
-            i += rnd.choice((3, 10, 400))  # a hole (400 lines: longer than the window)
-            continue
-        if r < 0.003:
-            step += rnd.choice((-5.0, 3.0, 0.4))  # the wall clock steps
-        if "t_wall_s" in d and isinstance(d["t_wall_s"], float):
-            d["t_wall_s"] = d["t_wall_s"] + step
-        if d.get("type") == "gpu":
-            if r < 0.006:
-                d["sm_active_pct"] = 0.0
-                d["pcie_rx_bytes_per_s"] = 0
-                d["pcie_tx_bytes_per_s"] = 0
-                d["sm_source"] = "gpm"
-            elif r < 0.008:
-                d["sm_active_pct"] = None
-            elif r < 0.009:
-                d["interval_ns"] = None
-            elif r < 0.010:
-                d["pcie_rx_bytes_per_s"] = None
-        out.append(d)
-        if d.get("type") == "gpu" and r > 0.998:
-            late = dict(d)  # a sample out of order: earlier than the one before it
-            late["t_mono_ns"] = int(d["t_mono_ns"]) - 150_000_000  # type: ignore[call-overload]
-            out.append(late)
-        if util_only and d.get("type") == "gpu" and d.get("gpu") == 1:
-            d["sm_active_pct"] = None
-    with open(dst, "wb") as f:
-        f.write(head)
-        for d in out:
-            f.write(json.dumps(d, separators=(",", ":")).encode() + b"\n")
 
 
 def dump(out_dir: Path, cases: list[tuple[str, Path, list[Path]]] | None = None) -> None:
@@ -223,31 +150,6 @@ def read_cases(manifest: Path) -> list[tuple[str, Path, list[Path]]]:
             for name, p, logs in json.loads(manifest.read_text())]
 
 
-def compare(a: Path, b: Path) -> int:
-    """0 when every document of `a` is byte for byte the one of `b` (and both have the same)."""
-    names = sorted({p.name for p in a.glob("*.json")} | {p.name for p in b.glob("*.json")})
-    bad = 0
-    for name in names:
-        pa, pb = a / name, b / name
-        if not (pa.exists() and pb.exists()):
-            print(f"MISSING {name}: only in {'the first' if pa.exists() else 'the second'}")
-            bad += 1
-            continue
-        la, lb = pa.read_bytes().splitlines(), pb.read_bytes().splitlines()
-        if la == lb:
-            continue
-        bad += 1
-        k = next((i for i, (x, y) in enumerate(zip(la, lb, strict=False)) if x != y),
-                 min(len(la), len(lb)))
-        print(f"DIFFERS {name} at line {k + 1}:")
-        for x in la[max(0, k - 3):k + 3]:
-            print(f"  a| {x.decode()[:200]}")
-        for y in lb[max(0, k - 3):k + 3]:
-            print(f"  b| {y.decode()[:200]}")
-    print(f"{len(names) - bad} of {len(names)} documents identical")
-    return 1 if bad else 0
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", type=Path, help="another checkout to compare with")
@@ -271,8 +173,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for who, where in (("before", args.before.resolve()), ("now", ROOT)):
             subprocess.run([sys.executable, str(HERE), "--dump", f"{tmp}/{who}"], check=True,
-                           cwd=where, env=env_with(where))
+                           cwd=where, env=_env_with(where))
         return compare(Path(tmp) / "before", Path(tmp) / "now")
+
+
+def compare(a: Path, b: Path) -> int:
+    """`evaluation.documents.compare`, imported in this (the parent) process only: a `--dump`
+    child runs with another checkout first on its path."""
+    sys.path.insert(0, str(ROOT))
+    from evaluation.documents import compare as compare_documents
+
+    return compare_documents(a, b)
 
 
 

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from gapwatch import __version__
-from gapwatch.base.build import build_kind
 from gapwatch.commands import argtypes
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS
 from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
@@ -33,6 +32,7 @@ COMMANDS = {
     "export": "headless: convert a recording to Perfetto trace JSON or CSV",
     "parse": "headless: print the events gapwatch reads from prover logs (check your rules)",
     "copytrace": "build and install the copy-trace library for the prover (pinned vs pageable)",
+    "fleet": "every box's GPUs in one table, worst first, from Prometheus (--once --json)",
 }
 
 
@@ -48,6 +48,7 @@ COMMON_FLAGS: dict[str, tuple[str, ...]] = {
     "export": ("log",),
     "parse": ("log",),
     "copytrace": (),
+    "fleet": (),
 }
 
 
@@ -96,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="No GPU at hand? `gapwatch demo` shows the dashboard over a simulated prover.",
     )
     parser.add_argument("--version", action="version",
-                        version=f"gapwatch {__version__}, {build_kind()}")
+                        version=f"gapwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     for name, help_text in COMMANDS.items():

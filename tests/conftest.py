@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,3 +16,36 @@ def _no_user_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 
 
 DATA = Path(__file__).parent / "data"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "session_errors_expected: a part of the session raises on purpose")
+
+
+@pytest.fixture(autouse=True)
+def _sessions_swallow_no_errors(request: pytest.FixtureRequest,
+                                monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every `Session` made in a test is held to zero `record_errors` when the test ends.
+
+    The Session swallows a detector's, sink's or listener's exception so that monitoring goes on
+    (counted, said once); a test would pass over such a bug without a word. Sessions made in
+    subprocesses are not seen here: those tests read the process's exit status and output.
+    """
+    from gapwatch.engine.session import Session
+
+    made: list[Session] = []
+    real_init = Session.__init__
+
+    def tracking_init(self: Session, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(Session, "__init__", tracking_init)
+    yield
+    if request.node.get_closest_marker("session_errors_expected") is not None:
+        return
+    for session in made:
+        errors = session.store.snapshot().counters.get("record_errors", 0)
+        assert errors == 0, (f"a session swallowed {errors} error(s) from its detector, sinks or "
+                             "listeners (record_errors); see its error notices")

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from gapwatch.core.advice import advice_json, advice_lines, advise, if_closed, stall_of
 from gapwatch.core.config import Config
-from gapwatch.core.cuzk import GIB, PipelineView, PoolState
 from gapwatch.core.models import Gap
+from gapwatch.cuzk.advice import advice_json, advice_lines, advise, if_closed, stall_of
+from gapwatch.cuzk.pipeline import GIB, PipelineView, PoolState
 from gapwatch.offline.report import build_report, to_json
 
 E2E = Path(__file__).parent / "data" / "h200-e2e"

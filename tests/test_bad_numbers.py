@@ -260,7 +260,7 @@ def test_a_header_gpu_entry_with_an_absurd_index_is_dropped_and_said(tmp_path: P
 
 
 def test_a_prover_status_with_numbers_beyond_64_bits_keeps_the_rest() -> None:
-    from gapwatch.sources.cuzk_status import parse_status
+    from gapwatch.cuzk.status import parse_status
 
     body = (b'{"uptime_secs": 1e999, "synthesis": {"active": ' + BIG.encode() + b', '
             b'"max_concurrent": 4}, "gpu_workers": [{"worker_id": 0, "gpu_ordinal": 4096, '

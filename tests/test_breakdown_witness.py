@@ -5,23 +5,17 @@ false flag on chained data."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
+from evaluation import flag_latency as bench
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import CopyRecord, GpuInfo, GpuSample, StateChange
 
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data"
-_spec = importlib.util.spec_from_file_location("flag_latency", ROOT / "bench" / "flag_latency.py")
-assert _spec is not None and _spec.loader is not None
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["flag_latency"] = bench
-_spec.loader.exec_module(bench)
 
 WALL0 = 1_796_000_000.0
 S = 1_000_000_000

@@ -10,7 +10,6 @@ import pytest
 from conftest import DATA
 
 from gapwatch import __version__
-from gapwatch.base.build import is_compiled
 from gapwatch.cli import main
 
 
@@ -28,12 +27,9 @@ def test_bare_gapwatch_prints_a_short_usage_pointing_at_the_demo(
     assert "gapwatch demo" in err and "record" in err and "--help" in err
 
 
-def test_version_is_printed_with_the_build_that_runs(capsys: pytest.CaptureFixture[str]) -> None:
+def test_version_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
     assert _exit_code(["--version"]) == 0
-    # The source under test is pure Python, unless the suite runs over a tree compiled in
-    # place (docs/architecture.md, "Two builds").
-    build = "compiled (mypyc)" if is_compiled() else "pure Python"
-    assert capsys.readouterr().out.strip() == f"gapwatch {__version__}, {build}"
+    assert capsys.readouterr().out.strip() == f"gapwatch {__version__}"
 
 
 @pytest.mark.parametrize("argv", [

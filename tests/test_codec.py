@@ -26,7 +26,10 @@ from gapwatch.core.models import (
     ExitedProcess,
     Gap,
     GpuSample,
+    ProofTiming,
+    ProverEvent,
     SessionHeader,
+    StretchPart,
 )
 from gapwatch.offline.report import build_report, to_json
 from gapwatch.sinks.recorder import write_recording
@@ -39,7 +42,7 @@ REAL = [DATA / "h200-copytrace/pageable/rec.jsonl.gz",
         DATA / "h200-e2e/host-stall-status/rec.jsonl.gz"]
 #: Record types newer than those recordings, read back on their own below (and in the tests
 #: of the part that writes them: tests/test_nvml_blind_spots.py).
-NEWER_THAN_REAL: set[type] = {BlindSpot}
+NEWER_THAN_REAL: set[type] = {BlindSpot, ProverEvent}
 
 
 def _lines(path: Path) -> list[bytes]:
@@ -69,6 +72,19 @@ def test_a_blind_spot_reads_back_as_it_was_written() -> None:
     line = encode_line(spot)
     assert line.startswith(b'{"type":"blind",')
     assert decode_record(line) == spot
+
+
+def test_a_prover_event_reads_back_as_it_was_written() -> None:
+    event = ProverEvent(
+        t_wall_s=1_796_000_010.5, kind="proof", level="error", message="WinningPoSt late",
+        job_id="winpost-1000-0a1b2c3d", gpu=0,
+        proof=ProofTiming("winning-post", queue_s=None, synth_s=2.2, gpu_wait_s=0.37, gpu_s=1.3,
+                          total_s=33.9, deadline_s=30.0, verdict="late",
+                          waited_behind=["worker 1: porep-1000-12 partition 4"]),
+        start_s=1.0, end_s=2.0, parts=[StretchPart("down", 1.0, 1.5)])
+    line = encode_line(event)
+    assert line.startswith(b'{"type":"prover_event",')
+    assert decode_record(line) == event
 
 
 def test_the_type_attribute_of_each_record_is_the_tag_it_is_written_with() -> None:

@@ -3,20 +3,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from copytrace_fakes import GIB, copy, truth, write_case
 
+from evaluation import copytrace_h200 as bench
+
 ROOT = Path(__file__).parent.parent
-_spec = importlib.util.spec_from_file_location("copytrace_h200", ROOT / "bench" / "copytrace_h200.py")
-assert _spec is not None and _spec.loader is not None
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["copytrace_h200"] = bench
-_spec.loader.exec_module(bench)
 
 
 def pageable_partition(shift_s: float = 0.0, kind: str = "pageable", nbytes: int = GIB) -> list[Any]:
@@ -155,7 +150,8 @@ def test_the_link_passes_at_gen5_x16_and_fails_trained_down_or_unread() -> None:
 def test_the_slow_readings_costs_are_timed_through_the_nvml_module(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from fake_pynvml import FakeDevice, install
     from proc_fakes import PROVER_STATUS, fake_proc
-    from slow_readings_cost import slow_reading_costs  # bench/, on the path with the bench
+
+    from evaluation.slow_readings_cost import slow_reading_costs
 
     fake = install(monkeypatch, [FakeDevice(processes=[4242])])
     c = slow_reading_costs(fake.module, 0, 4242, str(fake_proc(tmp_path, {4242: PROVER_STATUS})),

@@ -11,21 +11,16 @@ over a synthetic case so that the test is known to work.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from copytrace_fakes import write_case
 
+from evaluation import copytrace_h200 as bench
+
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data" / "h200-copytrace"
-_spec = importlib.util.spec_from_file_location("copytrace_h200", ROOT / "bench" / "copytrace_h200.py")
-assert _spec is not None and _spec.loader is not None
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["copytrace_h200"] = bench
-_spec.loader.exec_module(bench)
 
 CASES = sorted(p for p in DATA.glob("*") if (p / "rec.jsonl.gz").is_file()) if DATA.is_dir() else []
 

@@ -15,16 +15,12 @@ from cuzk_fakes import WAITS_ON_SYNTHESIS, cuzk_doc, ok_answer, truncated_answer
 from evaluation.simulate import ListSink
 from gapwatch.base.clock import FakeClock
 from gapwatch.core.models import GpuInfo, GpuSample, Notice, ProverStatus
+from gapwatch.cuzk.status import StatusError, parse_status
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sources import Tick
-from gapwatch.sources.cuzk_status import (
-    StatusError,
-    StatusPoller,
-    fetch_status,
-    parse_status,
-)
+from gapwatch.sources.cuzk_status import StatusPoller, fetch_status
 from gapwatch.sources.cuzk_status_server import CuzkStatusServer, http_response, not_found
 
 DATA = Path(__file__).parent / "data"

@@ -14,17 +14,17 @@ from typing import Any
 
 import pytest
 
-from gapwatch.core.cuzk import (
+from evaluation import cuzk_status_h200 as cs
+from gapwatch.cuzk.causes import snapshot_cause, synthesis_drift
+from gapwatch.cuzk.pipeline import (
     POREP_PARTITION_FULL_BYTES,
     SNAP_PARTITION_FULL_BYTES,
     Capacity,
     PipelineFacts,
 )
-from gapwatch.core.prover import snapshot_cause, synthesis_drift
-from gapwatch.sources.cuzk_status import parse_status
+from gapwatch.cuzk.status import parse_status
 
 ROOT = Path(__file__).parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
 
 
 def _load(name: str) -> Any:
@@ -37,7 +37,6 @@ def _load(name: str) -> Any:
 
 
 lg = _load("gpu_loadgen")
-cs = _load("cuzk_status_h200")
 
 
 def test_the_load_generators_tracker_serves_cuzks_json_through_its_stages() -> None:

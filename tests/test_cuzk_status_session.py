@@ -19,15 +19,16 @@ from gapwatch.cli import main
 from gapwatch.core.config import Config, ConfigError, build_config
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import Gap, ProverStatus
+from gapwatch.cuzk.partitions import derive_timeline
+from gapwatch.cuzk.status import parse_status
 from gapwatch.engine.runtime import build_runtime
 from gapwatch.engine.session import Session
 from gapwatch.logs.parse import LogParser
-from gapwatch.logs.parse.partitions import derive_timeline
 from gapwatch.offline.report import build_report, to_json
 from gapwatch.sinks.prometheus import start_exporter
 from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources import SourceUnavailable
-from gapwatch.sources.cuzk_status import PollerStatus, parse_status
+from gapwatch.sources.cuzk_status import PollerStatus
 from gapwatch.sources.recording import read_recording
 
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.cuzk import PipelineFacts, timeline_epoch
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, ProverStatus
+from gapwatch.cuzk.pipeline import PipelineFacts, timeline_epoch
+from gapwatch.cuzk.status import decode_status, parse_status
 from gapwatch.logs.parse import LogParser
-from gapwatch.sources.cuzk_status import decode_status, parse_status
 
 DATA = Path(__file__).parent / "data" / "cuzk-upstream"
 EXPECTED: dict[str, Any] = json.loads((DATA / "expected.json").read_text())

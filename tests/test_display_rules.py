@@ -14,6 +14,7 @@ from gapwatch.core.hints import make_hint, traced_copy_words
 from gapwatch.core.ledger import GapLedger, Tally, counts_by_kind
 from gapwatch.core.models import GAP_KINDS, Gap, GpuInfo
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.cuzk.partitions import PartitionTiming
 from gapwatch.engine.summary import gap_counts_text
 from gapwatch.ui.app import GapwatchApp
 from gapwatch.ui.kinds import KINDS, kind_css, legend
@@ -120,10 +121,9 @@ def test_copies_of_several_memory_kinds_are_said_in_the_same_words_as_one_kind()
         "memory at 54.0 GB/s")
 
 
-def _partition(job: str, index: int) -> SimpleNamespace:
-    return SimpleNamespace(job_id=job, partition=index, worker=index % 2, gpu_start_s=None,
-                           synth_ms=100, timeline_gpu_ms=200, mutex_held_ms=None,
-                           mutex_wait_ms=None, h2d_in_ntt_ms=None, unpinned=False, source="log")
+def _partition(job: str, index: int) -> PartitionTiming:
+    return PartitionTiming(job_id=job, partition=index, worker=index % 2, synth_ms=100,
+                           timeline_gpu_ms=200)
 
 
 def test_the_partition_table_names_the_job_and_says_what_it_left_out() -> None:
@@ -136,6 +136,17 @@ def test_the_partition_table_names_the_job_and_says_what_it_left_out() -> None:
     assert lines[2].split()[:2] == ["porep-1000-0", "0"]
     assert lines[-1].strip().startswith("... 35 more partitions not shown (first 50 of 85")
     assert len(_partition_lines(run, all_rows=True)) == 2 + 85
+
+
+def test_the_partition_table_never_cuts_a_job_id_and_numbers_the_runs() -> None:
+    job = "wdpost-1000-3-[1 2 3 4 5 6 7 8]"  # Curio's %d of a byte slice (cuzk_funcs.go:179)
+    mono = PartitionTiming(job_id=job, partition=None, worker=0, kind="window-post", run=2)
+    run = SimpleNamespace(partitions=[_partition("porep-1000-1", 0), mono],
+                          occupied_fraction=0.5, merged_efficiency=0.5)
+    lines = _partition_lines(run)
+    assert lines[1].split()[:3] == ["run", "job", "part"]
+    row = lines[3]
+    assert job in row and "window-post" in row and row.rstrip().endswith(" no")
 
 
 def test_a_gap_table_row_and_a_closing_line_read_the_same_kind_counts() -> None:

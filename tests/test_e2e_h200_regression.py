@@ -10,15 +10,14 @@ host-stall -> host_stall, transfer-bound -> transfer_bound; chained has no gap a
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evaluation import gpu_e2e_score as sc
 from gapwatch.logs.parse import LogParser
 
 ROOT = Path(__file__).parent.parent
@@ -29,11 +28,6 @@ if not DATA.is_dir():
                 "unpack its h200-e2e.tar.gz into tests/data (docs/gpu-proof.md)",
                 allow_module_level=True)
 
-_spec = importlib.util.spec_from_file_location("gpu_e2e_score", ROOT / "bench" / "gpu_e2e_score.py")
-assert _spec is not None and _spec.loader is not None
-sc = importlib.util.module_from_spec(_spec)
-sys.modules["gpu_e2e_score"] = sc
-_spec.loader.exec_module(sc)
 
 CASES = sc.find_cases(DATA)
 EPS = 1e-9

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from evaluation.scoring import truth_gaps
-from gapwatch.logs.parse import PARTITION_KIND, LogParser
+from gapwatch.cuzk.log_lines import PARTITION_KIND
+from gapwatch.logs.parse import LogParser
 
 ROOT = Path(__file__).parent.parent
 _spec = importlib.util.spec_from_file_location("gpu_loadgen", ROOT / "bench" / "gpu_loadgen.py")
@@ -200,7 +201,7 @@ def test_the_synthesis_workers_are_cuzks_formula_never_one(tmp_path: Path) -> No
     max_parallel_synthesis))`. `--synth-threads` is that max_parallel_synthesis: asked for 1, the
     load generator logs 2 and runs 2 (two syntheses under way before the first ends), as cuzk
     would; the host-stall preset used to log `synth_worker_count=1`."""
-    from gapwatch.core.cuzk import synth_worker_count
+    from gapwatch.cuzk.pipeline import synth_worker_count
 
     for scenario in lg.SCENARIOS:
         for given in ([], ["--synth-threads", "1"], ["--synth-threads", "40"]):

@@ -9,31 +9,20 @@ bench/gpu_e2e.py is not tested here: it is not something users run.)
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evaluation import gpu_e2e_score as sc
 from evaluation.simulate import simulate
 from gapwatch.sinks.recorder import Recorder
 
 ROOT = Path(__file__).parent.parent
 
 
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-sc = _load("gpu_e2e_score")
 
 T0 = 1_796_029_600.0
 

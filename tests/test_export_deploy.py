@@ -14,7 +14,17 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from gapwatch.base.watch import ThreadHealth
-from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, SessionHeader, StateChange
+from gapwatch.core.models import (
+    Gap,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    ProofTiming,
+    ProverEvent,
+    SessionHeader,
+    StateChange,
+)
+from gapwatch.core.verdict import WindowNow
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.prometheus import start_exporter
@@ -48,6 +58,16 @@ def _served_names() -> set[str]:
                                           0.01, 2.0, 1e10))
         store.set_state(StateChange(0, 1, 1.0, "BREAKDOWN", 0.5))
         store.upsert_gap(Gap(1, 0, "pcie_starved", 0, 0.0, None, None, 0.5, 1e9, None, 63e9))
+        # A closed gap inside the chaining window: the verdict's payoff exists only then.
+        store.upsert_gap(Gap(2, 0, "pcie_starved", 0, 0.2, 1, 0.9, 0.7, 1e9, None, 63e9))
+        store.set_window(WindowNow(gpu=0, t_mono_ns=1, end_wall_s=1.0, window_s=30.0))
+        # A completed WinningPoSt: the last-latency gauge exists only after the first. Prover
+        # events are derived (the session takes none from outside): handed to its sinks as
+        # the prover's watcher hands them.
+        post = ProverEvent(1.0, "proof", "info", "WinningPoSt on time", job_id="winpost-1",
+                           proof=ProofTiming("winning-post", total_s=3.9, deadline_s=30.0))
+        for sink in session.sinks:
+            sink.on_record(post)
         with urllib.request.urlopen(handle.url, timeout=5) as resp:
             text = resp.read().decode()
     finally:
@@ -77,3 +97,4 @@ def test_dashboard_is_importable_json_with_unique_panel_ids() -> None:
     names = {v["name"] for v in dash["templating"]["list"]}
     assert {"datasource", "instance"} <= names
     assert all("$instance" in e for e in _dashboard_exprs())
+

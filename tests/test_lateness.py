@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from test_core_sampler import PERIOD_NS, CountingSource, _session
+from test_engine_sampler import PERIOD_NS, CountingSource, _session
 
 from gapwatch.base.clock import FakeClock
 from gapwatch.engine.lateness import LatenessHistogram

@@ -5,7 +5,6 @@ and no fake idle from stale GPM readings at 50 ms. Their phases come from the *.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -13,16 +12,11 @@ from typing import Any
 import msgspec
 import pytest
 
+from evaluation import nvml_h200 as bench
 from gapwatch.sources.files import read_any
 from gapwatch.sources.recording import Recording
 
 DATA = Path(__file__).parent / "data"
-spec = importlib.util.spec_from_file_location(
-    "nvml_h200", Path(__file__).parent.parent / "bench" / "nvml_h200.py"
-)
-assert spec is not None and spec.loader is not None
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
 
 
 def load(name: str) -> tuple[Recording, list[dict[str, Any]], dict[str, dict[str, Any]]]:

@@ -5,7 +5,8 @@ names both, the partition a worker picked up; and what stays unattributed on a m
 from __future__ import annotations
 
 from gapwatch.core.models import LogEvent
-from gapwatch.logs.parse import PARTITION_KIND, LogParser
+from gapwatch.cuzk.log_lines import PARTITION_KIND
+from gapwatch.logs.parse import LogParser
 
 T = "2026-05-12T14:14:02.010377Z"
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from gapwatch.core.models import LogEvent
-from gapwatch.logs.parse import PARTITION_KIND, LogParser
-from gapwatch.logs.parse.partitions import derive_timeline, merge_intervals
+from gapwatch.cuzk.log_lines import PARTITION_KIND
+from gapwatch.cuzk.partitions import derive_timeline, merge_intervals
+from gapwatch.logs.parse import LogParser
 
 DATA = Path(__file__).parent / "data"
 

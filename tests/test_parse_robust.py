@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gapwatch.core.config import build_config
+from gapwatch.cuzk.partitions import derive_timeline
 from gapwatch.logs.parse import LogParser
-from gapwatch.logs.parse.partitions import derive_timeline
 from gapwatch.logs.tail import LineSplitter
 
 REAL_LINES = [

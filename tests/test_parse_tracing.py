@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gapwatch.logs.parse import LogParser, tracing
-from gapwatch.logs.parse.tracing import convert_value, parse_kv, parse_tracing
+from gapwatch.core import values
+from gapwatch.core.values import convert_value
+from gapwatch.logs.parse import LogParser
+from gapwatch.logs.parse.tracing import parse_kv, parse_tracing
 
 
 def test_full_line_with_span_prefix() -> None:
@@ -112,13 +114,13 @@ def test_a_key_equals_inside_the_message_is_prose_not_the_first_field() -> None:
 
 def test_converted_values_are_remembered_within_a_bound_and_read_back_the_same(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tracing, "_VALUES", {})
-    monkeypatch.setattr(tracing, "_VALUES_MAX", 4)
+    monkeypatch.setattr(values, "_VALUES", {})
+    monkeypatch.setattr(values, "_VALUES_MAX", 4)
     raws = ["3", "Some(3)", '"porep-1"', "true", "None", "2.5", "-7", "1e999", "x" * 100]
     first = [convert_value(r) for r in raws]
     again = [convert_value(r) for r in raws]
     assert again == first and [type(v) for v in again] == [type(v) for v in first]
     assert first[1] == 3 and first[4] is None and first[7] == "1e999"
-    assert 0 < len(tracing._VALUES) <= 4  # kept, and emptied when full
-    assert set(tracing._VALUES) <= set(raws)
-    assert "x" * 100 not in tracing._VALUES  # long texts are converted, not kept
+    assert 0 < len(values._VALUES) <= 4  # kept, and emptied when full
+    assert set(values._VALUES) <= set(raws)
+    assert "x" * 100 not in values._VALUES  # long texts are converted, not kept

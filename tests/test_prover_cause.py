@@ -16,11 +16,10 @@ from cuzk_fakes import (
 
 from gapwatch.base.clock import FakeClock
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.cuzk import Capacity, PipelineFacts
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.evidence import GapEvidence
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, ProverStatus
-from gapwatch.core.prover import (
+from gapwatch.cuzk.causes import (
     decide_cause,
     gap_state,
     snapshot_cause,
@@ -28,9 +27,11 @@ from gapwatch.core.prover import (
     synthesis_drift,
     worker_letters,
 )
+from gapwatch.cuzk.pipeline import Capacity, PipelineFacts
+from gapwatch.cuzk.status import parse_status
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
-from gapwatch.sources.cuzk_status import StatusPoller, parse_status
+from gapwatch.sources.cuzk_status import StatusPoller
 from gapwatch.sources.cuzk_status_server import CuzkStatusServer
 
 

@@ -16,8 +16,8 @@ from faults import records_of
 from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.core.models import Gap, GpuSample, ProverPartition, ProverStatus, ProverWorker
-from gapwatch.sinks.output_file import check_segments, segments_of
 from gapwatch.sinks.recorder import Recorder, write_recording
+from gapwatch.sinks.segments import check_segments, segments_of
 from gapwatch.sources.files import read_any
 
 SIM = ["--source", "sim:pageable", "--speed", "0", "--quiet"]

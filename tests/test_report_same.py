@@ -1,22 +1,17 @@
-"""bench/report_same.py, the A/B proof that a change leaves the report as it was: its comparison
-says which document differs, and its damaged inputs hold the faults they are there for."""
+"""bench/report_same.py's parts (evaluation/documents.py), the A/B proof that a change leaves the
+report as it was: its comparison says which document differs, and its damaged inputs hold the faults they are there for."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from evaluation.documents import compare, damage
 from evaluation.simulate import simulate
 from gapwatch.core.config import Config
 from gapwatch.offline.report import build_report
 from gapwatch.sinks.recorder import write_recording
-
-BENCH = Path(__file__).resolve().parent.parent / "bench"
-sys.path.insert(0, str(BENCH))
-
-import report_same  # noqa: E402 - found through the path above
 
 
 def _dump(where: Path, docs: dict[str, bytes]) -> Path:
@@ -31,11 +26,11 @@ def test_identical_dumps_compare_equal_and_a_changed_or_missing_document_is_name
     doc = b'{\n "gaps": [\n  1\n ]\n}'
     a = _dump(tmp_path / "a", {"x.w1.json": doc, "y.w1.json": doc})
     b = _dump(tmp_path / "b", {"x.w1.json": doc, "y.w1.json": doc})
-    assert report_same.compare(a, b) == 0
+    assert compare(a, b) == 0
     assert "2 of 2 documents identical" in capsys.readouterr().out
     (b / "y.w1.json").write_bytes(doc.replace(b"1", b"2"))
     (b / "z.w2.json").write_bytes(doc)
-    assert report_same.compare(a, b) == 1
+    assert compare(a, b) == 1
     out = capsys.readouterr().out
     assert "DIFFERS y.w1.json at line 3" in out and "MISSING z.w2.json" in out
     assert "1 of 3 documents identical" in out
@@ -46,7 +41,7 @@ def test_a_damaged_recording_holds_every_fault_it_is_made_for(tmp_path: Path) ->
     src = tmp_path / "host-stall-2gpu.jsonl"
     write_recording(src, res.header, res.records)
     damaged = tmp_path / "damaged.jsonl"
-    report_same._damage(src, damaged, seed=7)
+    damage(src, damaged, seed=7)
     report = build_report(damaged, Config(), workers=1)
     counted = {k for k, v in report.counters.items() if v}
     assert {"detector_holes", "detector_clock_jumps", "detector_out_of_order",

@@ -14,15 +14,15 @@ from pathlib import Path
 from cuzk_fakes import WAITS_ON_SYNTHESIS
 
 from gapwatch.core.config import build_config
-from gapwatch.core.cuzk import timeline_epoch
 from gapwatch.core.models import GpuInfo, GpuSample, LogEvent, ProverStatus
+from gapwatch.cuzk.pipeline import timeline_epoch
+from gapwatch.cuzk.status import parse_status
 from gapwatch.engine.runtime import build_runtime
 from gapwatch.engine.session import default_header
 from gapwatch.logs.files import parse_log_files
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.report import recorded_timeline_epoch
 from gapwatch.sinks.recorder import write_recording
-from gapwatch.sources.cuzk_status import parse_status
 from gapwatch.sources.cuzk_status_server import CuzkStatusServer
 
 T_POLL = 1_796_000_100.0

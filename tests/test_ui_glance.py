@@ -257,6 +257,18 @@ async def test_a_failing_recording_is_the_first_alert_at_80_columns(tmp_path: Pa
     assert footer.startswith("RECORDING FAILING: No space left on device")
 
 
+async def test_a_late_post_is_the_footers_alert_at_80_columns(tmp_path: Path) -> None:
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    rt.prover_alert = ("prover proof at 09:49:00: WinningPoSt winpost-1000-1a2b3c02: 35.1 s of "
+                       "its 30 s deadline; LATE")
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-2]
+    assert footer.startswith("prover proof at 09:49:00: WinningPoSt winpost-1000-1a2b3c02")
+
+
 def test_the_log_pane_orders_by_time_whatever_the_arrival_order() -> None:
     events = [log_event(s, f"line at {s}") for s in (5.318, 5.239, 5.238, 5.307)]
     shown = newest_by_time(events, 3)

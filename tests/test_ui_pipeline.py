@@ -12,10 +12,11 @@ import msgspec
 from cuzk_fakes import WAITS_ON_SYNTHESIS, cuzk_doc
 from ui_fakes import WALL0_S, FakeRuntime, fill_breakdown, make_config, screen_text, t_ns
 
-from gapwatch.core.cuzk import PipelineView, PoolState
-from gapwatch.core.prover import gap_state
+from gapwatch.cuzk.causes import gap_state
+from gapwatch.cuzk.pipeline import PipelineView, PoolState
+from gapwatch.cuzk.status import parse_status
 from gapwatch.engine.status import RuntimeStatus
-from gapwatch.sources.cuzk_status import PollerStatus, parse_status
+from gapwatch.sources.cuzk_status import PollerStatus
 from gapwatch.ui.app import GapwatchApp
 from gapwatch.ui.widgets.pipeline_line import PipelineLine, pipeline_text
 from gapwatch.ui.widgets.status_footer import status_parts

@@ -173,6 +173,7 @@ class FakeRuntime:
         self.done = False
         self.logs = {"/tmp/gapwatch-sim-pageable.log": "following"}
         self.recording: RecordingStatus | None = None
+        self.prover_alert: str | None = None
 
     def status(self) -> RuntimeStatus:
         self.status_calls += 1
@@ -184,6 +185,7 @@ class FakeRuntime:
             log_counters={"lines": 40, "parsed": 38, "unparsed": 2},
             done=self.done,
             recording=self.recording,
+            prover_alert=self.prover_alert,
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gapwatch.commands import argtypes
 from gapwatch.engine.console import say
 
 
@@ -29,3 +30,14 @@ def say_sim_status(rt: Any, command: str) -> None:
         say(f"gapwatch {command}: the simulated prover serves its status at {server.url} "
             f"(try `gapwatch record --source sim:chained --cuzk-status {server.url} "
             "--out x.jsonl`)")
+
+
+def add_on_event_arguments(p: argparse.ArgumentParser) -> None:
+    """`--on-event CMD` and `--on-event-timeout S` (watch, record): gapwatch.engine.events."""
+    p.add_argument("--on-event", default=None, metavar="CMD",
+                   help="run CMD (split like a shell's words, never run by one) when a GPU "
+                        "enters or leaves BREAKDOWN; the facts are in GAPWATCH_* environment "
+                        "variables (docs/fleet.md)")
+    p.add_argument("--on-event-timeout", type=argtypes.positive_seconds, default=10.0,
+                   metavar="S",
+                   help="kill CMD after S seconds (default 10)")

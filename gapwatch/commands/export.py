@@ -57,6 +57,7 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes]) -> st
     builder.extend(drain(extra))  # each event let go once in the trace
     builder.extend(report.gaps)
     builder.extend(report.states)
+    builder.extend(report.prover_events)  # PoSt, restarts, errors: derived again, as gaps
     n = builder.write(out)
     unmatched = f", {builder.unmatched} unmatched phase lines" if builder.unmatched else ""
     return (f"{n} trace events, {len(report.gaps)} gaps{unmatched}; open it in "

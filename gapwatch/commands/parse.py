@@ -28,11 +28,13 @@ from typing import TextIO
 from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config
-from gapwatch.core.models import LogEvent, ProverStatus
+from gapwatch.core.models import LogEvent, ProverEvent, ProverStatus
+from gapwatch.core.sizes import bounded_event
+from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder
 from gapwatch.engine.console import say
 from gapwatch.logs.files import LogFile
 from gapwatch.logs.parse import LogParser
-from gapwatch.logs.parse.partitions import RunTimeline, TimelineBuilder
+from gapwatch.offline.prover_events import prover_event_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -142,14 +144,20 @@ def format_timeline(run: RunTimeline) -> str:
     def pct(v: float | None) -> str:
         return "-" if v is None else f"{100 * v:.1f} %"
 
-    rows = ["job_id                 part worker synth_ms  gpu_ms held_ms wait_ms h2d_ntt_ms "
-            "pinned source"]
+    # The whole job id, never cut (a WindowPoSt's id is long and holds spaces).
+    jw = max([22, *(len(fmt.visible(p.job_id or "-")) for p in run.partitions)])
+    runs = len({p.run for p in run.partitions}) > 1
+    rows = [("run " if runs else "") + f"{'job_id':<{jw}} {'part':>12} worker synth_ms  "
+            "gpu_ms held_ms wait_ms h2d_ntt_ms pinned source"]
     for p in run.partitions:
-        pinned = "no" if p.unpinned else ("yes" if p.source != "status" else "-")
+        part = ms(p.partition) if not p.monolithic else (p.kind or "mono")
+        note = " first wave" if p.first_wave else ""
         rows.append(
-            f"{fmt.visible(p.job_id or '-')[:22]:<22} {ms(p.partition):>4} {ms(p.worker):>6} "
+            (f"{p.run:>3} " if runs else "")
+            + f"{fmt.visible(p.job_id or '-'):<{jw}} {part:>12} {ms(p.worker):>6} "
             f"{ms(p.synth_ms):>8} {ms(p.timeline_gpu_ms):>7} {ms(p.mutex_held_ms):>7} "
-            f"{ms(p.mutex_wait_ms):>7} {ms(p.h2d_in_ntt_ms):>10} {pinned:>6} {p.source}"
+            f"{ms(p.mutex_wait_ms):>7} {ms(p.h2d_in_ntt_ms):>10} {p.pinned_words:>6} "
+            f"{p.source}{note}"
         )
     wall = run.wall_s
     rows.append("")
@@ -167,7 +175,8 @@ def format_timeline(run: RunTimeline) -> str:
 
 
 def _parse_file(path: str, log: LogFile, parser: LogParser,
-                args: argparse.Namespace, out: TextIO, timeline: TimelineBuilder) -> int:
+                args: argparse.Namespace, out: TextIO, timeline: TimelineBuilder,
+                said: _Said) -> int:
     """Parse and print one file; returns 2 if it cannot be opened, 1 if reading it failed
     part-way (message on stderr), else 0."""
     problem = _unopenable(path)
@@ -186,19 +195,59 @@ def _parse_file(path: str, log: LogFile, parser: LogParser,
             events = parser.parse_line(line, path, time.monotonic_ns(), time.time())
             if args.timeline:
                 # Into the table at once: a million-line log must not stay in memory.
-                for e in events:
-                    timeline.add(e)
+                _to_timeline(events, timeline, said)
                 continue
-            for e in events:
-                if args.unparsed and e.kind != "unparsed":
-                    continue
-                out.write((encode_json(e).decode() if args.json else format_event(e)) + "\n")
+            _write(events, args, out)
+        # A panic at the end of the file is its last event.
+        events = parser.flush()
+        if args.timeline:
+            _to_timeline(events, timeline, said)
+        else:
+            _write(events, args, out)
     except BrokenPipeError:
         raise
     except OSError as exc:
         say(f"gapwatch parse: {path}: cannot read: {exc.strerror or exc}")
         return 1
     return 0
+
+
+class _Said:
+    """What `--timeline` says besides the table: the prover's events (PoSt proofs, restarts,
+    errors, lost GPU jobs) from cuzk's watcher, over the same events."""
+
+    def __init__(self, config: Config) -> None:
+        from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
+
+        self.watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
+        self.events: list[ProverEvent] = []
+
+    def add(self, e: LogEvent) -> None:
+        if self.watch is not None and len(self.events) < _MAX_SAID:
+            # Cut as a session and the report cut it: the same events say the same words.
+            self.events += self.watch.feed(bounded_event(e))
+
+    def finish(self) -> list[ProverEvent]:
+        if self.watch is not None:
+            self.events += self.watch.finish()
+        return self.events
+
+
+#: Prover events kept for `--timeline` (a log of a year of failures must not fill memory).
+_MAX_SAID = 100_000
+
+
+def _to_timeline(events: list[LogEvent], timeline: TimelineBuilder, said: _Said) -> None:
+    for e in events:
+        timeline.add(e)
+        said.add(e)
+
+
+def _write(events: list[LogEvent], args: argparse.Namespace, out: TextIO) -> None:
+    for e in events:
+        if args.unparsed and e.kind != "unparsed":
+            continue
+        out.write((encode_json(e).decode() if args.json else format_event(e)) + "\n")
 
 
 def _recorded(path: str, timeline: TimelineBuilder, statuses: list[ProverStatus]) -> bool:
@@ -228,16 +277,17 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if not paths and not recording:
         say("gapwatch parse: give at least one LOG file ('-' = stdin)")
         return 2
-    parser = LogParser(config.logs)
+    parser = LogParser(config.logs, offline=True)
     parser.anchor_wall_s = _first_anchor(paths, config)
     out: TextIO = sys.stdout
     timeline = TimelineBuilder()
+    said = _Said(config)
     status = 0
     cut = nul = 0
     try:
         for path in paths:
             log = LogFile(path, config.logs.max_line_bytes)
-            status = max(status, _parse_file(path, log, parser, args, out, timeline))
+            status = max(status, _parse_file(path, log, parser, args, out, timeline, said))
             cut += log.cut_lines
             nul += log.nul_bytes
     except BrokenPipeError:  # `gapwatch parse x.log | head`: stop quietly
@@ -248,6 +298,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
         if recording and not _recorded(recording, timeline, statuses):
             return 2
         out.write(format_timeline(timeline.finish(statuses)) + "\n")
+        lines = prover_event_lines(said.finish())
+        if lines:
+            out.write("\n" + "\n".join(lines) + "\n")
     c = parser.counters
     kinds = ", ".join(f"{k[5:]} {v}" for k, v in sorted(c.items()) if k.startswith("kind:"))
     say(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "

@@ -17,13 +17,19 @@ from __future__ import annotations
 import argparse
 import time
 
-from gapwatch.commands import add_cuzk_status_argument, argtypes, say_sim_status
+from gapwatch.commands import (
+    add_cuzk_status_argument,
+    add_on_event_arguments,
+    argtypes,
+    say_sim_status,
+)
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core import fmt
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.console import say
+from gapwatch.engine.events import EventHook, start_event_hook
 from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime
 from gapwatch.engine.sampler import LatenessStats
 from gapwatch.engine.stop_signals import StopSignals
@@ -39,6 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="print no live gap lines")
     add_cuzk_status_argument(p)
     add_copytrace_flag(p)
+    add_on_event_arguments(p)
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
@@ -54,6 +61,14 @@ def run(args: argparse.Namespace, config: Config) -> int:
         except STARTUP_ERRORS as exc:
             say(f"gapwatch record: {exc}")
             return 2
+        hook: EventHook | None = None
+        if args.on_event:
+            try:
+                hook = start_event_hook(args.on_event, rt, config, args.on_event_timeout)
+            except ValueError as exc:
+                rt.stop()
+                say(f"gapwatch record: {exc}")
+                return 2
         states: dict[int, str] = {}
 
         def listen(ev: Gap | StateChange | Notice) -> None:
@@ -83,6 +98,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
                 stop.event.wait(0.2)
         finally:
             rt.stop()
+            if hook is not None:
+                hook.stop()
     status = rt.status()
     why = f" ({stop.received.name})" if stop.received is not None else ""
     gaps = gap_counts_text(rt.store.snapshot().gap_tally)
@@ -97,6 +114,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
         errors = ", ".join(f"{k} {v}" for k, v in sorted(p.errors.items())) or "none"
         say(f"gapwatch record: prover status {p.url}: {p.ok} of {p.polls} polls answered "
             f"(every {p.period_s:g} s); failed: {errors}")
+    if hook is not None:
+        say(f"gapwatch record: {hook.counts.summary()}")
     dead = status.dead_threads_text()
     if dead:
         # Exit 1: what was recorded may have holes where a thread was down.

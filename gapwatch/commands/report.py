@@ -13,13 +13,14 @@ import sys
 from typing import Any
 
 from gapwatch.core import fmt
-from gapwatch.core.advice import advice_lines
 from gapwatch.core.blind import blind_words
 from gapwatch.core.codec import encode_json
 from gapwatch.core.config import Config, DetectorConfig
 from gapwatch.core.models import GAP_KINDS, Gap
 from gapwatch.core.verdict import breakdown_words
+from gapwatch.cuzk.advice import advice_lines
 from gapwatch.engine.console import say
+from gapwatch.offline.prover_events import prover_event_lines
 from gapwatch.offline.report import (
     PAYOFF_METHOD,
     ReportData,
@@ -83,6 +84,8 @@ def format_text(r: ReportData, all_rows: bool = False,
         out += ["", *_blind_lines(r)]
     if r.copies is not None:
         out += ["", *_copy_lines(r.copies)]
+    if r.prover_events:
+        out += ["", *prover_event_lines(r.prover_events)]
     if r.partitions is not None:
         out += ["", *_partition_lines(r.partitions, all_rows)]
     out += ["", *_payoff_lines(r.payoff)]
@@ -210,22 +213,24 @@ def _partition_lines(run: Any, all_rows: bool = False) -> list[str]:
              f"{sum(1 for p in parts if p.unpinned)} synthesised unpinned; "
              f"GPU occupied {_pct(run.occupied_fraction).strip()}, "
              f"merged GPU_START..END {_pct(run.merged_efficiency).strip()}"]
-    lines.append(f"  {'job':<{JOB_CHARS}} {'part':>4} {'worker':>6} {'GPU start':<12} "
-                 f"{'synth ms':>8} {'gpu ms':>7} {'held ms':>8} {'wait ms':>8} "
-                 f"{'H2D-in-NTT ms':>13} pinned")
+    # The whole job id, never cut: a WindowPoSt's id is long (and holds spaces).
+    jw = max([JOB_CHARS, *(len(p.job_id or "-") for p in rows)])
+    runs = len({p.run for p in parts}) > 1
+    lines.append("  " + ("run " if runs else "") + f"{'job':<{jw}} {'part':>12} {'worker':>6} "
+                 f"{'GPU start':<12} {'synth ms':>8} {'gpu ms':>7} {'held ms':>8} "
+                 f"{'wait ms':>8} {'H2D-in-NTT ms':>13} pinned")
 
     def v(x: int | None) -> str:
         return "-" if x is None else str(x)
 
     for p in rows:
-        job = p.job_id or "-"
-        if len(job) > JOB_CHARS:
-            job = "…" + job[-(JOB_CHARS - 1):]
         start = _clock(p.gpu_start_s) if p.gpu_start_s else "-"
-        pinned = "no" if p.unpinned else ("yes" if p.source != "status" else "-")
-        lines.append(f"  {job:<{JOB_CHARS}} {v(p.partition):>4} {v(p.worker):>6} {start:<12} "
+        part = v(p.partition) if not p.monolithic else (p.kind or "monolithic")
+        note = " (first wave)" if p.first_wave else ""
+        lines.append("  " + (f"{p.run:>3} " if runs else "")
+                     + f"{p.job_id or '-':<{jw}} {part:>12} {v(p.worker):>6} {start:<12} "
                      f"{v(p.synth_ms):>8} {v(p.timeline_gpu_ms):>7} {v(p.mutex_held_ms):>8} "
-                     f"{v(p.mutex_wait_ms):>8} {v(p.h2d_in_ntt_ms):>13} {pinned}")
+                     f"{v(p.mutex_wait_ms):>8} {v(p.h2d_in_ntt_ms):>13} {p.pinned_words}{note}")
     if len(rows) < len(parts):
         lines.append(f"  ... {len(parts) - len(rows)} more partitions not shown (first "
                      f"{len(rows)} of {len(parts)}; --all or --json for all)")

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 
-from gapwatch.commands import add_cuzk_status_argument
+from gapwatch.commands import add_cuzk_status_argument, add_on_event_arguments
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.core.config import Config
 from gapwatch.engine.console import say
+from gapwatch.engine.events import EventHook, start_event_hook
 from gapwatch.engine.runtime import STARTUP_ERRORS, build_runtime
 from gapwatch.engine.terminal import detach_piped_stdin, require_terminal
 
@@ -24,6 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_arguments(p, "--record")
     add_cuzk_status_argument(p)
     add_copytrace_flag(p)
+    add_on_event_arguments(p)
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
@@ -36,7 +38,20 @@ def run(args: argparse.Namespace, config: Config) -> int:
     except STARTUP_ERRORS as exc:
         say(f"gapwatch watch: {exc}")
         return 2
+    hook: EventHook | None = None
+    if args.on_event:
+        try:
+            hook = start_event_hook(args.on_event, rt, config, args.on_event_timeout)
+        except ValueError as exc:
+            rt.stop()
+            say(f"gapwatch watch: {exc}")
+            return 2
     from gapwatch.ui import start_and_show
 
-    # A simulated prover's /status URL is in the footer (stderr is behind the dashboard).
-    return start_and_show(rt, "watch")
+    try:
+        # A simulated prover's /status URL is in the footer (stderr is behind the dashboard).
+        return start_and_show(rt, "watch")
+    finally:
+        if hook is not None:
+            hook.stop()
+            say(f"gapwatch watch: {hook.counts.summary()}")

@@ -252,6 +252,16 @@ class CuzkConfig(_Section):
     #: syntheses it runs, when its log does not say (`starting pipeline ... synth_worker_count`).
     #: With it and `/status`'s memory budget gapwatch applies cuzk's formula (engine.rs).
     max_parallel_synthesis: int = Field(18, ge=0, le=100_000)
+    #: Seconds a WinningPoSt may take, arrival to proof: a Filecoin epoch, 30 s (cuzk's
+    #: proving.proto:45 `CRITICAL = 4; // WinningPoSt: must complete within epoch`). Past it
+    #: the block reward is lost. docs/post.md.
+    winning_post_deadline_s: float = Field(30.0, gt=0, le=86_400)
+    #: Seconds a WindowPoSt partition proof may take: Curio's `[Cuzk] ProveTimeout`, 30 min by
+    #: default (curio documentation/en/experimental-features/cuzk-proving-daemon.md:148-163),
+    #: after which Curio gives the proof up; also the 60-epoch challenge window. docs/post.md.
+    window_post_deadline_s: float = Field(1800.0, gt=0, le=86_400)
+    #: A PoSt past this share of its deadline is "at risk" (a warning); past the deadline, late.
+    post_at_risk_share: float = Field(0.5, gt=0, le=1)
 
     @field_validator("status_url", mode="before")
     @classmethod

@@ -34,14 +34,12 @@ from msgspec.structs import replace
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts, PipelineView
 from gapwatch.core.evidence import (
     EvidenceBuffer,
     GapEvidence,
     summarise_copies,
     traced_pageable,
 )
-from gapwatch.core.exact import ns_to_s
 from gapwatch.core.hints import make_hint
 from gapwatch.core.models import (
     ChainState,
@@ -65,9 +63,13 @@ from gapwatch.core.track import IDLE as _IDLE
 from gapwatch.core.track import NO_BUCKET, SPACINGS_KEPT, GpuTotals, Track, median_int
 from gapwatch.core.track import PRE as _PRE
 from gapwatch.core.verdict import WindowNow, breakdown_entry_words, gaps_reason
+from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts, PipelineView
 
 _NS: Final = 1_000_000_000
 _NEVER: Final = 1 << 62
+#: `_level`'s answers for a sample that has no level: a stale GPM reading, or no reading.
+_STALE_LEVEL: Final = -1.0
+_NO_LEVEL: Final = -2.0
 #: An open gap is re-published at most this often (data time), or when its kind changes.
 UPDATE_EVERY_NS: Final = 500_000_000
 #: A step of more than this between wall time and data time from one sample to the next is a
@@ -199,18 +201,15 @@ class GapDetector:
         return out
 
     def feed_gpu(self, s: GpuSample) -> list[Gap | StateChange]:
-        """One GPU sample: place it in time, read its level, test for a hole, count it in the
-        window, then the busy or idle step, then the chaining state.
+        """One GPU sample, in named steps: place it in time, read its level (`_level`), find
+        the interval it covers (`_covered_from`: a hole or clock jump ends the data segment),
+        count it in the window, then the busy step (`_busy_sample`) or the idle step
+        (`_idle_sample`), then the chaining state (`_update_state`).
 
-        This is the hot path (~7 M calls in a 24 h report, most of a report's time), so what
-        runs on every sample is written out here, once, with the track's fields read into
-        locals: the level (SM activity, or utilization.gpu on a GPU that never gave one), the
-        covered interval, the window's bucket, the busy sample of a busy run, the idle sample's
-        PCIe class. What happens rarely has a named step of its own: a stale GPM reading or no
-        reading, the first sample or a hole (`_hole`), a busy run starting or a gap closing
-        (`_busy_starts`), an idle stretch starting (`_start_idle`) or growing long enough
-        (`_gap_long_enough`), the chaining state (`_update_state`). A busy sample of a CHAINED
-        GPU with no gap in the window stops after the busy step."""
+        This is the hot path (~7 M calls in a 24 h report, most of a report's time): the steps
+        are plain method calls with what they need passed in, and the state is re-evaluated
+        only when something happened or the window says so. A busy sample of a CHAINED GPU
+        with no gap in the window stops after the busy step."""
         tr = self._tracks.get(s.gpu)
         if tr is None:
             tr = self._new_track(s.gpu, s.sm_source)
@@ -218,71 +217,24 @@ class GapDetector:
         # place it there, so that gap edges (and the log lines tied to them) are on the GPU's
         # real timeline. The recorded sample keeps the time it was taken.
         lag = tr.lag_ns
-        t_read = s.t_mono_ns
-        t = t_read - lag
+        t = s.t_mono_ns - lag
         last = tr.last_t
         if last is not None and t <= last:
             self.counters["out_of_order"] += 1
             return []
-        out: list[Gap | StateChange] = self._pending
-        if out:
-            self._pending = []
-        else:
-            out = []
-        if t_read >= self._next_silence_check_ns:
-            self._data_time(t_read, tr, out)
+        out = self._take_pending()
+        if s.t_mono_ns >= self._next_silence_check_ns:
+            self._data_time(s.t_mono_ns, tr, out)
         n_out = len(out)
         wall = s.t_wall_s - lag / _NS
         self._now_s = wall
         tr.samples += 1
 
-        # The level. None, NaN (`>= 0` fails) and negatives are no readings (`readings.reading`).
-        level = s.sm_active_pct
-        if level is not None and level >= 0:
-            tr.has_sm = True
-            low = False
-            if level == 0.0 and s.sm_source in GPM_LIKE_SOURCES and \
-                    is_stale_gpm(level, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s,
-                                 s.interval_ns):
-                # No new data in this reading: the next one carries this interval. Skipping
-                # it must not open a gap (and does not move the track's clock).
-                self.counters["stale_gpm"] += 1
-                return out
-        else:
-            # utilization.gpu only on a GPU that never gave SM activity (low confidence).
-            level = None if tr.has_sm else reading(s.gpu_util_pct)
-            if level is None:
-                self._no_reading(tr, t, wall, out)
-                return out
-            low = True
-
-        # The interval the sample covers: `[t - interval, t]`, from the last sample on; a
-        # spacing far above the expected one, or a clock jump, is a hole (`_hole`).
-        offset = wall - ns_to_s(t)
-        prev_offset = tr.wall_offset_s
-        tr.wall_offset_s = offset
-        jump = 0.0
-        if prev_offset is not None and not -CLOCK_JUMP_S <= offset - prev_offset <= CLOCK_JUMP_S:
-            jump = self._clock_jump(offset - prev_offset)
-        if last is None:
-            covered_from = self._hole(tr, s, t, None, -1, jump, out)
-        else:
-            spacing = t - last  # > 0: out-of-order samples were dropped above
-            n_seen = tr.n_seen
-            if n_seen < SPACINGS_KEPT:
-                tr.spacings.append(spacing)
-            else:  # the ring is full: this one takes the oldest one's place
-                tr.spacings[n_seen % SPACINGS_KEPT] = spacing
-            n_seen = tr.n_seen = n_seen + 1
-            if n_seen >= 5 and (n_seen <= 8 or n_seen % 16 == 0):
-                # A robust median of recent spacings, so that one late tick does not teach it.
-                tr.expected_ns = self._expected(median_int(tr.spacings))
-            if jump or spacing > self._nodata * tr.expected_ns:
-                covered_from = self._hole(tr, s, t, last, spacing, jump, out)
-            else:
-                d = s.interval_ns
-                start = t - (d if d is not None and d > 0 else spacing)
-                covered_from = last if start < last else start
+        level, low = self._level(tr, s)
+        if level < 0:
+            return self._without_level(tr, t, wall, level, out)
+        offset = wall - t / _NS
+        covered_from = self._covered_from(tr, s, t, last, offset, out)
         cover = t - covered_from
 
         # Counted in the window: its covered ns in its one-second bucket (a busy sample adds
@@ -292,77 +244,155 @@ class GapDetector:
         if k != tr.cur_k:
             self._next_bucket(tr, k)
         tr.cur_cover_ns += cover
-        data_ns = tr.data_ns = tr.data_ns + cover
+        tr.data_ns += cover
         tr.last_wall = wall
 
         phase = tr.phase
-        if level >= (self._thr_util if low else self._thr_sm):
-            # Busy: counted busy; it closes an idle stretch (a gap if long enough) or starts
-            # the run's first busy period; it becomes the run's last busy sample.
-            tr.cur_busy_ns += cover
-            tr.busy_ns += cover
-            tr.data_ns_at_last_busy = data_ns
-            if phase == _BUSY:
-                if level > tr.busy_peak:
-                    tr.busy_peak = level
-            else:
-                self._busy_starts(tr, t, covered_from, cover, level, low, offset, phase, out)
-            tr.last_busy_t = t
-            tr.last_busy_from = covered_from
-            tr.last_busy_level = level
-            tr.last_busy_wall_offset = offset
-            tr.last_busy_s = wall
-            if not tr.window_gaps and tr.state == "CHAINED":
-                return out  # nothing in the window can change a chained GPU
-            idle = False
-        else:
-            # Idle: it starts an idle stretch after a busy run, or adds to one (its PCIe class
-            # and rates); a stretch `min_gap_ms` long is a gap.
-            idle = True
-            if phase == _PRE:
-                # Idle before the first busy period of the segment: not a gap candidate; the
-                # state cannot change on a GPU already IDLE.
-                if tr.state == "IDLE":
-                    return out
-            else:
-                if phase == _BUSY:
-                    self._start_idle(tr, low)
-                # Classified by its dominant PCIe direction, so that one fast 80 ms copy inside
-                # a 1.5 s quiet wait is not averaged into a "trickle". A rate that is None, NaN
-                # or negative is no reading (`readings.reading`, inline).
-                rate = -1.0
-                rx = s.pcie_rx_bytes_per_s
-                if rx is not None and rx >= 0:
-                    tr.rx_sum += rx * cover
-                    tr.rx_weight_ns += cover
-                    rate = rx
-                tx = s.pcie_tx_bytes_per_s
-                if tx is not None and tx >= 0:
-                    tr.tx_sum += tx * cover
-                    tr.tx_weight_ns += cover
-                    if tx > rate:
-                        rate = tx
-                if rate >= 0:
-                    if rate < tr.quiet_below:
-                        tr.quiet_ns += cover
-                    elif rate < tr.starved_below:
-                        tr.starved_ns += cover
-                    else:
-                        tr.fast_ns += cover
-                if low:
-                    tr.idle_low_confidence = True
-                tr.idle_covered_ns += cover
-                tr.idle_last_t = t
-                tr.idle_last_wall_offset = offset
-                if t - tr.idle_start_ns >= self._min_gap_ns:
-                    self._gap_long_enough(tr, t, out)
+        idle = level < (self._thr_util if low else self._thr_sm)
+        if idle:
+            if self._idle_sample(tr, s, t, cover, low, offset, phase, out):
+                return out
+        elif self._busy_sample(tr, t, covered_from, cover, level, low, offset, wall, out):
+            return out
         # Re-evaluate the state only when something happened or the window says so: in a
         # BREAKDOWN most samples are neither, and this keeps the per-sample cost flat.
         if len(out) != n_out or tr.phase != phase or t >= tr.recheck_ns or phase == _PRE:
             self._update_state(tr, t, wall, idle, out)
         return out
 
+    # -- the steps of one GPU sample ----------------------------------------------------------
+
+    def _take_pending(self) -> list[Gap | StateChange]:
+        """The output list of this sample, starting with what was held back for it (gaps
+        re-published by a late log event or copy)."""
+        out = self._pending
+        if out:
+            self._pending = []
+            return out
+        return []
+
+    def _level(self, tr: Track, s: GpuSample) -> tuple[float, bool]:
+        """The sample's level and whether it is of low confidence: SM activity, or
+        utilization.gpu on a GPU that never gave SM activity. `_STALE_LEVEL` for a stale GPM
+        reading (counted), `_NO_LEVEL` when there is no reading at all. None, NaN (`>= 0`
+        fails) and negatives are no readings (`readings.reading`, inline on this path)."""
+        level = s.sm_active_pct
+        if level is not None and level >= 0:
+            tr.has_sm = True
+            if level == 0.0 and s.sm_source in GPM_LIKE_SOURCES and \
+                    is_stale_gpm(level, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s,
+                                 s.interval_ns):
+                # No new data in this reading: skipping it must not open a gap (and does not
+                # move the track's clock).
+                self.counters["stale_gpm"] += 1
+                return _STALE_LEVEL, False
+            return level, False
+        util = None if tr.has_sm else reading(s.gpu_util_pct)
+        return (_NO_LEVEL, True) if util is None else (util, True)
+
+    def _covered_from(self, tr: Track, s: GpuSample, t: int, last: int | None, offset: float,
+                      out: list[Gap | StateChange]) -> int:
+        """The start of the interval the sample covers: `[t - interval, t]`, from the last
+        sample on. A spacing far above the expected one, or a clock jump, is a hole
+        (`_hole`); the recent spacings teach the expected one."""
+        prev_offset = tr.wall_offset_s
+        tr.wall_offset_s = offset
+        jump = 0.0
+        if prev_offset is not None and not -CLOCK_JUMP_S <= offset - prev_offset <= CLOCK_JUMP_S:
+            jump = self._clock_jump(offset - prev_offset)
+        if last is None:
+            return self._hole(tr, s, t, None, -1, jump, out)
+        spacing = t - last  # > 0: out-of-order samples were dropped before
+        n_seen = tr.n_seen
+        if n_seen < SPACINGS_KEPT:
+            tr.spacings.append(spacing)
+        else:  # the ring is full: this one takes the oldest one's place
+            tr.spacings[n_seen % SPACINGS_KEPT] = spacing
+        n_seen = tr.n_seen = n_seen + 1
+        if n_seen >= 5 and (n_seen <= 8 or n_seen % 16 == 0):
+            # A robust median of recent spacings, so that one late tick does not teach it.
+            tr.expected_ns = self._expected(median_int(tr.spacings))
+        if jump or spacing > self._nodata * tr.expected_ns:
+            return self._hole(tr, s, t, last, spacing, jump, out)
+        d = s.interval_ns
+        start = t - (d if d is not None and d > 0 else spacing)
+        return last if start < last else start
+
+    def _busy_sample(
+        self, tr: Track, t: int, covered_from: int, cover: int, level: float, low: bool,
+        offset: float, wall: float, out: list[Gap | StateChange],
+    ) -> bool:
+        """A busy sample: counted busy; it closes an idle stretch (a gap if long enough) or
+        starts the run's first busy period; it becomes the run's last busy sample. True when
+        nothing in the window can change the state (a CHAINED GPU with no gap in it)."""
+        tr.cur_busy_ns += cover
+        tr.busy_ns += cover
+        tr.data_ns_at_last_busy = tr.data_ns
+        phase = tr.phase
+        if phase == _BUSY:
+            if level > tr.busy_peak:
+                tr.busy_peak = level
+        else:
+            self._busy_starts(tr, t, covered_from, cover, level, low, offset, phase, out)
+        tr.last_busy_t = t
+        tr.last_busy_from = covered_from
+        tr.last_busy_level = level
+        tr.last_busy_wall_offset = offset
+        tr.last_busy_s = wall
+        return not tr.window_gaps and tr.state == "CHAINED"
+
+    def _idle_sample(
+        self, tr: Track, s: GpuSample, t: int, cover: int, low: bool, offset: float,
+        phase: int, out: list[Gap | StateChange],
+    ) -> bool:
+        """An idle sample: it starts an idle stretch after a busy run, or adds to one (its
+        PCIe class and rates); a stretch `min_gap_ms` long is a gap. True when the state
+        cannot change (idle before the first busy period, on a GPU already IDLE)."""
+        if phase == _PRE:
+            # Idle before the first busy period of the segment: not a gap candidate.
+            return tr.state == "IDLE"
+        if phase == _BUSY:
+            self._start_idle(tr, low)
+        # Classified by its dominant PCIe direction, so that one fast 80 ms copy inside a
+        # 1.5 s quiet wait is not averaged into a "trickle". A rate that is None, NaN or
+        # negative is no reading (`readings.reading`, inline).
+        rate = -1.0
+        rx = s.pcie_rx_bytes_per_s
+        if rx is not None and rx >= 0:
+            tr.rx_sum += rx * cover
+            tr.rx_weight_ns += cover
+            rate = rx
+        tx = s.pcie_tx_bytes_per_s
+        if tx is not None and tx >= 0:
+            tr.tx_sum += tx * cover
+            tr.tx_weight_ns += cover
+            if tx > rate:
+                rate = tx
+        if rate >= 0:
+            if rate < tr.quiet_below:
+                tr.quiet_ns += cover
+            elif rate < tr.starved_below:
+                tr.starved_ns += cover
+            else:
+                tr.fast_ns += cover
+        if low:
+            tr.idle_low_confidence = True
+        tr.idle_covered_ns += cover
+        tr.idle_last_t = t
+        tr.idle_last_wall_offset = offset
+        if t - tr.idle_start_ns >= self._min_gap_ns:
+            self._gap_long_enough(tr, t, out)
+        return False
+
     # -- the rare steps of one GPU sample -----------------------------------------------------
+
+    def _without_level(self, tr: Track, t: int, wall: float, level: float,
+                       out: list[Gap | StateChange]) -> list[Gap | StateChange]:
+        """A sample with no level: a stale GPM reading is passed over (the next one carries
+        its interval); no reading at all is no data (`_no_reading`)."""
+        if level == _NO_LEVEL:
+            self._no_reading(tr, t, wall, out)
+        return out
 
     def _no_reading(self, tr: Track, t: int, wall: float, out: list[Gap | StateChange]) -> None:
         """No usable reading (a GPU with SM activity missed one, or nothing at all): no data,
@@ -441,7 +471,7 @@ class GapDetector:
             self._close(tr, t, cover, level, offset, low, out)
         elif tr.data_ns_at_first_busy is None:
             tr.data_ns_at_first_busy = tr.data_ns - cover
-            tr.first_busy_s = ns_to_s(covered_from) + offset
+            tr.first_busy_s = covered_from / _NS + offset
         tr.phase = _BUSY
         tr.busy_peak = level
 
@@ -453,7 +483,7 @@ class GapDetector:
         start = tr.last_busy_from + int(span * (f if f < 1.0 else 1.0))
         tr.phase = _IDLE
         tr.idle_start_ns = start
-        tr.idle_start_s = ns_to_s(start) + tr.last_busy_wall_offset
+        tr.idle_start_s = start / _NS + tr.last_busy_wall_offset
         tr.idle_low_confidence = low
         tr.rx_sum = tr.tx_sum = 0.0
         tr.rx_weight_ns = tr.tx_weight_ns = tr.idle_covered_ns = 0
@@ -478,7 +508,7 @@ class GapDetector:
                 self._end_segment(tr, out)
                 t = tr.last_t or 0
                 self._set_state(
-                    tr, "IDLE", t, ns_to_s(t) + tr.idle_last_wall_offset, out,
+                    tr, "IDLE", t, t / _NS + tr.idle_last_wall_offset, out,
                     "end of data: idle after the last busy period (its open gap retracted)",
                 )
         return out
@@ -536,7 +566,7 @@ class GapDetector:
         tr.kind = self._kind(tr)
         if tr.gap_id is None:
             self._open_gap(tr)
-        end_s = ns_to_s(end) + offset
+        end_s = end / _NS + offset
         gap = self._gap(tr, end, end_s, end)
         out.append(gap)
         if tr.evidence is not None:
@@ -563,7 +593,7 @@ class GapDetector:
         if tr.phase == _IDLE and tr.gap_id is not None:
             if self._live:
                 last = tr.idle_last_t
-                gap = self._gap(tr, last, ns_to_s(last) + tr.idle_last_wall_offset, last)
+                gap = self._gap(tr, last, last / _NS + tr.idle_last_wall_offset, last)
                 out.append(_retract(gap))
             self.counters["retracted"] += 1
             if tr.evidence is not None:
@@ -612,6 +642,7 @@ class GapDetector:
             prover_from_log=view.from_log if view else False,
             quiet_below_bytes_per_s=tr.quiet_below,
             since_s=tr.idle_start_s - self.config.evidence_before_s,
+            after_error=self._ev.facts.error_words(tr.idle_start_s, g_end_s),
         )
         return Gap(
             gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,
@@ -653,6 +684,7 @@ class GapDetector:
             prover_from_log=view.from_log,
             quiet_below_bytes_per_s=self.config.quiet_below_link_frac * link,
             since_s=old.start_s - self.config.evidence_before_s,
+            after_error=self._ev.facts.error_words(old.start_s, end_s),
         )  # fmt: skip
         new = replace(_replace_evidence(old, hint, events), copies=copies,
                       prover_cause=view.cause, prover_states=view.states,
@@ -716,8 +748,15 @@ class GapDetector:
             return n, None, False
         if cfg.breakdown_pageable_witness and self._pageable_witnesses(tr, t, lo):
             return n, None, True
-        # The idle-fraction rule is in play: it changes as soon as the oldest gap starts
-        # sliding out of the window.
+        starved_s = self._starved_idle_s(tr, t, lo, open_starved)
+        return (n, starved_s, False) if starved_s is not None else None
+
+    def _starved_idle_s(self, tr: Track, t: int, lo: int, open_starved: bool) -> float | None:
+        """The idle-fraction rule: the seconds of the window idle in pcie_starved gaps (the
+        open one counts) when they reach `breakdown_idle_frac` of it, else None. Sets when the
+        answer can next change (`recheck_ns`): the oldest gap sliding out of the window, or
+        the open gap reaching the threshold if it lasts."""
+        cfg = self.config
         window = tr.window_gaps
         if window and window[0][1] + self._window_ns < tr.recheck_ns:
             tr.recheck_ns = window[0][1] + self._window_ns
@@ -731,9 +770,7 @@ class GapDetector:
         if open_starved and t + threshold_ns - starved_ns < tr.recheck_ns:
             # The open gap meets the idle rule at this data time, if it lasts.
             tr.recheck_ns = int(t + threshold_ns - starved_ns)
-        if starved_ns >= threshold_ns:
-            return n, starved_ns / _NS, False
-        return None
+        return starved_ns / _NS if starved_ns >= threshold_ns else None
 
     def _pageable_witnesses(self, tr: Track, t: int, lo: int) -> int:
         """The pcie_starved gaps in the window whose copies the copy trace saw come from
@@ -747,7 +784,7 @@ class GapDetector:
         if tr.gap_id is not None and tr.kind == "pcie_starved" and acc is not None \
                 and acc.copies:
             lo_s = tr.idle_start_s - self.config.evidence_before_s
-            now_s = ns_to_s(t) + tr.idle_last_wall_offset
+            now_s = t / _NS + tr.idle_last_wall_offset
             if summarise_copies(acc.copies, lo_s, now_s, tr.idle_start_s, now_s)[
                     "memory_kind"] == "pageable":
                 n += 1

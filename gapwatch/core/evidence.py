@@ -26,7 +26,6 @@ from typing import Any, Final
 
 from msgspec.structs import replace
 
-from gapwatch.core.cuzk import Capacity, PipelineFacts
 from gapwatch.core.models import (
     CopyRecord,
     Gap,
@@ -36,7 +35,9 @@ from gapwatch.core.models import (
     ProcessMemory,
     ProverStatus,
 )
-from gapwatch.core.prover import (
+from gapwatch.core.readings import reading
+from gapwatch.core.sizes import TEXT_CHARS, cut_text
+from gapwatch.cuzk.causes import (
     cause_detail,
     concerns,
     decide_cause,
@@ -45,8 +46,7 @@ from gapwatch.core.prover import (
     snapshot_evidence,
     with_log_cause,
 )
-from gapwatch.core.readings import reading
-from gapwatch.core.sizes import TEXT_CHARS, cut_text
+from gapwatch.cuzk.pipeline import Capacity, PipelineFacts
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
 MAX_EVENTS_KEPT: Final = 64
@@ -98,7 +98,7 @@ class ProverView:
 #: each field a gap keeps the maximum of, in this order wherever they are listed (`host_row`,
 #: `GapEvidence.take_host`, `GapEvidence.host_maxima`): mem_used_pct, psi_mem_some_share,
 #: psi_mem_some_avg10, major_faults_per_s, mem_bandwidth_bytes_per_s. Written out in each, not
-#: looped over by name, so that the compiled build (setup.py) reads them as plain values.
+#: looped over by name: a getattr per field per host sample was measurable in long reports.
 HostRow = tuple[float, float | None, float | None, float | None, float | None, float | None]
 
 
@@ -154,12 +154,13 @@ class GapEvidence:
         self.dirty = False
         #: The last version of the gap published with this evidence (re-published on late events).
         self.published: Gap | None = None
-        #: Prover snapshots taken during the gap, by the cause each gives (`core.prover`); the
-        #: latest few with their times, so that those taken after the gap's end (they can reach
-        #: an open gap before the samples that close it) are left out when it closes.
+        #: Prover snapshots taken during the gap, by the cause each gives
+        #: (`gapwatch.cuzk.causes`); the latest few with their times, so that those taken after
+        #: the gap's end (they can reach an open gap before the samples that close it) are left
+        #: out when it closes.
         self.cause_counts: dict[str, int] = {}
         #: Both made on the first snapshot (`add_prover`): most gaps see none, and two deques
-        #: per gap were a tenth of a compiled report's per-gap cost. Empty tuples until then.
+        #: per gap were a tenth of a report's per-gap cost. Empty tuples until then.
         self.inside_tail: deque[tuple[float, str | None]] | tuple[()] = ()
         #: (time, cause) of the latest snapshot before the gap's start (evidence window).
         self.before_cause: tuple[float, str | None] | None = None

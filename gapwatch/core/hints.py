@@ -84,7 +84,7 @@ def host_pressure(host: dict[str, float | None]) -> str:
     return ", ".join(bits)
 
 
-#: What each finer cause (`gapwatch.core.prover.PROVER_CAUSES`) means, in the hint's words.
+#: What each finer cause (`gapwatch.cuzk.causes.PROVER_CAUSES`) means, in the hint's words.
 #: A pinned-pool fallback, in one phrasing. pinned_pool.rs: the pool grows on demand, outside
 #: the memory budget, so a checkout fails only when pinning a new buffer (cudaHostAlloc) fails.
 POOL_FALLBACK_WORDS = ("pinned pool checkout failed (cudaHostAlloc could not pin a new buffer), "
@@ -143,6 +143,7 @@ def make_hint(
     *,
     quiet_below_bytes_per_s: float | None = None,
     since_s: float | None = None,
+    after_error: str = "",
 ) -> str:
     """One line in plain words: what the GPU did, what PCIe did, and the likeliest cause.
 
@@ -154,7 +155,8 @@ def make_hint(
     guess. `quiet_below_bytes_per_s`: the detector's "quiet" rate (a host stall's PCIe is quiet
     most of the time, its average may be higher). `since_s`: the start of the gap's own
     evidence window; a warning from before it (a recent one, cited because the window has none)
-    is said as seen earlier, not as this gap's partition.
+    is said as seen earlier, not as this gap's partition. `after_error`: the prover failed just
+    before or during the gap (`PipelineFacts.error_words`), said after the cause.
 
     In named steps: the memory behind the copies (said first), what the GPU and PCIe did, the
     likeliest cause, the prover's own words, /proc, host pressure.
@@ -168,6 +170,8 @@ def make_hint(
     said = prover_phrase(prover_cause, prover_during, prover_detail, prover_from_log)
     if said:
         parts.append(said)
+    if after_error:
+        parts.append(after_error)
     if not traced and copies and kind in ("pcie_starved", "transfer_bound"):
         procs = process_memory_words(copies.get("processes") or [])
         if procs:

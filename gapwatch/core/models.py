@@ -97,7 +97,9 @@ class HostSample(Struct, frozen=True, gc=False, tag_field="type", tag="host"):
 
 #: How a log event's time was found: from the line itself, from a journald/`ts` prefix, from a
 #: TIMELINE offset anchored to `starting cuzk engine`, or the time gapwatch read the line.
-TimeSource = Literal["line", "prefix", "timeline", "arrival"]
+#: "around": an untimestamped line of a file read offline (a panic's), placed at the timed line
+#: before it (else after it).
+TimeSource = Literal["line", "prefix", "timeline", "arrival", "around"]
 
 FieldValue = str | int | float | bool | None
 #: A field value as read from a recording: integers bounded to 64 bits (the parser keeps larger
@@ -165,15 +167,15 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     #: Capacity of the link as trained when it was seen below its maximum while data moved
     #: (None: not seen trained down; `link_bytes_per_s` is always the maximum).
     link_current_bytes_per_s: float | None = None
-    #: Where the prover itself says the wait was (`gapwatch.core.prover.PROVER_CAUSES`), decided
+    #: Where the prover itself says the wait was (`gapwatch.cuzk.causes.PROVER_CAUSES`), decided
     #: from its `/status` snapshots during the gap; None without any.
     prover_cause: str | None = None
     #: The prover's snapshots for this GPU from the evidence window (compact dicts, see
-    #: `gapwatch.core.prover.gap_state`), oldest first.
+    #: `gapwatch.cuzk.causes.gap_state`), oldest first.
     prover_states: list[dict[str, Any]] = field(default_factory=list)
     #: The facts that decided `prover_cause`, in plain words ("18 of 18 synthesis workers
     #: busy (synth_worker_count from the log)", "partition 3 queued 1.2 s before pickup"):
-    #: from the snapshots and from what the prover's log said (`gapwatch.core.cuzk`).
+    #: from the snapshots and from what the prover's log said (`gapwatch.cuzk.pipeline`).
     prover_evidence: list[str] = field(default_factory=list)
     type: ClassVar[Literal["gap"]] = "gap"
 
@@ -251,7 +253,7 @@ class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"
 
     Read as upstream serves it (docs/cuzk-status.md): `synthesis_max` is cuzk's
     `synthesis.max_concurrent`, the memory budget over the smallest partition size, NOT how
-    many syntheses can run (`gapwatch.core.cuzk.synthesis_capacity` says that);
+    many syntheses can run (`gapwatch.cuzk.pipeline.synthesis_capacity` says that);
     `synthesis_active` is cuzk's counter, which a failed synthesis never decrements (the
     partitions in `synthesizing` are the count to trust).
     """
@@ -462,19 +464,92 @@ class BlindSpot(Struct, frozen=True, gc=False, tag_field="type", tag="blind"):
     type: ClassVar[Literal["blind"]] = "blind"
 
 
+#: What a prover event says happened (any prover; the words are in `message`):
+#: "proof": a proof whose latency is watched (cuzk: WinningPoSt, WindowPoSt) completed, or
+#: passed its deadline still running; "restart": the prover started again (its uptime went
+#: back, its start line, a new pid on the GPU); "restart_cost": the GPU time a restart cost,
+#: as one stretch with its parts; "error": a failure or panic line (one event per message,
+#: however many lines); "lost_job": a job queued for the GPU and never picked up while later
+#: ones were.
+ProverEventKind = Literal["proof", "restart", "restart_cost", "error", "lost_job"]
+PROVER_EVENT_KINDS: tuple[ProverEventKind, ...] = get_args(ProverEventKind)
+#: A watched proof against its deadline: within it, past `at_risk_share` of it, or past it.
+ProofVerdict = Literal["ok", "at_risk", "late"]
+PROOF_VERDICTS: tuple[ProofVerdict, ...] = get_args(ProofVerdict)
+
+
+class ProofTiming(Struct, frozen=True, gc=False):
+    """One watched proof's latency, phase by phase (seconds; None: its lines were not read)."""
+
+    proof_kind: str
+    #: Arrival (queued in the prover) to the start of its synthesis.
+    queue_s: float | None = None
+    synth_s: float | None = None
+    #: Queued for the GPU to picked up by a GPU worker.
+    gpu_wait_s: float | None = None
+    gpu_s: float | None = None
+    #: Arrival (else synthesis start) to done (else to now, for a proof still running).
+    total_s: float | None = None
+    deadline_s: float | None = None
+    verdict: ProofVerdict = "ok"
+    done: bool = True
+    #: What held the GPU workers while it waited for one ("worker 1: porep-... partition 3").
+    waited_behind: list[str] = field(default_factory=list)
+    #: The setting that would have freed it, with its source, when one exists.
+    setting: str | None = None
+    #: Its GPU work's end to its result processed (the prover's completion line), when read.
+    finalize_s: float | None = None
+
+
+class StretchPart(Struct, frozen=True, gc=False):
+    """One named part of a stretch (down, pool pinned again, SRS reloaded, ...)."""
+
+    name: str
+    start_s: float
+    end_s: float
+
+
+class ProverEvent(Struct, frozen=True, gc=False, tag_field="type", tag="prover_event"):
+    """Something the prover did that is not a gap: a watched proof's latency, a restart and
+    what it cost, an error, a lost GPU job. Derived from the prover's log lines, its status
+    and the processes on the GPU (a prover's watcher, e.g. `gapwatch.cuzk.watch`), so replay
+    and report derive them again; recorded beside the gaps. `t_wall_s`: when it happened
+    (a proof: when it completed or went late)."""
+
+    t_wall_s: WallS
+    kind: ProverEventKind
+    level: NoticeLevel
+    message: str
+    job_id: str | None = None
+    gpu: GpuIndex | None = None
+    proof: ProofTiming | None = None
+    #: A restart's cost, or a lost job's wait: (start, end) of the one stretch, and its parts.
+    start_s: float | None = None
+    end_s: float | None = None
+    parts: list[StretchPart] = field(default_factory=list)
+    type: ClassVar[Literal["prover_event"]] = "prover_event"
+
+    @property
+    def length_s(self) -> float | None:
+        if self.start_s is None or self.end_s is None:
+            return None
+        return self.end_s - self.start_s
+
+
 #: Every record a recording holds after its header (what one line decodes to, by its "type").
 Record = (
     GpuSample | HostSample | LogEvent | Gap | StateChange | Notice | CopyRecord | ProcessMemory
-    | LinkState | ProverStatus | BlindSpot
+    | LinkState | ProverStatus | BlindSpot | ProverEvent
 )
 #: The record classes, for what lists them (the codec's tests, the docs).
 RECORD_TYPES: tuple[type[Record], ...] = get_args(Record)
 
 
-#: Record types the detector derives (gaps, states). Those found in a recording are never fed
+#: Record types the detector derives (gaps, states) and the prover's watcher derives (prover
+#: events). Those found in a recording are never fed
 #: back or shown as such: replay, report and export recompute them, so every output shows what
 #: this version detects, from the same samples.
-DERIVED_TYPES = ("gap", "state")
+DERIVED_TYPES = ("gap", "state", "prover_event")
 
 
 class GpuInfo(Struct, frozen=True, forbid_unknown_fields=True):
@@ -506,6 +581,9 @@ class SessionHeader(
     period_ms: float
     gpus: list[GpuInfo]
     config: dict[str, Any] = field(default_factory=dict)
+    #: The recording set this file belongs to (random; every segment of a set carries it, and
+    #: a folder joins only files of one set). None in recordings made before set ids.
+    set_id: str | None = None
     type: ClassVar[Literal["header"]] = "header"
 
 

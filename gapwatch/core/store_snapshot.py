@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gapwatch.core.cuzk import PipelineView
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     BlindSpot,
@@ -24,10 +23,12 @@ from gapwatch.core.models import (
     LogEvent,
     Notice,
     ProcessMemory,
+    ProverEvent,
     ProverStatus,
     StateChange,
 )
 from gapwatch.core.verdict import WindowNow
+from gapwatch.cuzk.pipeline import PipelineView
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +70,10 @@ class StoreSnapshot:
     #: Latest PCIe link state read under traffic, per GPU.
     links: dict[int, LinkState] = field(default_factory=dict)
     #: What the prover's log has said about its pipeline (synthesis workers, pinned pool,
-    #: pacer, SRS loads, PoSt in flight): `gapwatch.core.cuzk.PipelineFacts.view`.
+    #: pacer, SRS loads, PoSt in flight): `gapwatch.cuzk.pipeline.PipelineFacts.view`.
     pipeline: PipelineView = field(default_factory=PipelineView)
+    #: The prover's latest events (PoSt proofs, restarts, errors, lost GPU jobs), oldest first.
+    prover_events: tuple[ProverEvent, ...] = ()
 
     def state_name(self, gpu: int) -> ChainState:
         """The GPU's chaining state in one word: NO_DATA until the detector has judged it. The

@@ -12,7 +12,7 @@ inside a sample can be given a wall time too.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Final
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
@@ -106,7 +106,7 @@ class Track:
         self.bucket_cover_ns = [0] * n_buckets
         #: The second being counted now (`t // 1 s`), kept out of the lists above until the
         #: next one starts (`GapDetector._next_bucket`): list writes once a second, not three
-        #: per sample (each a boxed int in the compiled build).
+        #: per sample.
         self.cur_k = NO_BUCKET
         self.cur_busy_ns = 0
         self.cur_cover_ns = 0
@@ -156,12 +156,6 @@ class GpuTotals:
     last_t_ns: int | None = None
     #: Samples taken in time order (out-of-order ones are in the detector's counters).
     samples: int = 0
-
-    def __reduce__(self) -> tuple[type[GpuTotals], tuple[object, ...]]:
-        # The parallel report's workers pickle their totals to the parent. Rebuilt through
-        # __init__: the default (setting each slot) is refused by a frozen class compiled with
-        # mypyc (setup.py), which has no way round its own __setattr__.
-        return GpuTotals, tuple(getattr(self, f.name) for f in fields(self))
 
 
 def median_int(values: list[int]) -> int:

@@ -44,7 +44,6 @@ from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch, thread_label
 from gapwatch.core.blind import Bye, blind_summary, blind_words
 from gapwatch.core.config import Config
-from gapwatch.core.cuzk import timeline_epoch
 from gapwatch.core.models import (
     BlindSpot,
     GpuInfo,
@@ -53,6 +52,8 @@ from gapwatch.core.models import (
     ProverStatus,
     SessionHeader,
 )
+from gapwatch.core.prover_watch import event_line
+from gapwatch.cuzk.pipeline import timeline_epoch
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
@@ -63,11 +64,10 @@ from gapwatch.sinks.output_file import (
     ExistsPolicy,
     OutputPlan,
     OutputRefused,
-    SegmentPlan,
     check_output,
-    check_segments,
 )
 from gapwatch.sinks.recorder import Recorder
+from gapwatch.sinks.segments import SegmentPlan, check_segments
 from gapwatch.sources import GpuSource, HostSource, SideSource, SourceUnavailable
 from gapwatch.sources.copytrace import CopyTraceReader
 from gapwatch.sources.cuzk_status import StatusPoller
@@ -223,6 +223,7 @@ class Runtime:
             sim_status_url=(self.sim_status_server.url
                             if self.sim_status_server is not None else None),
             **self._blind_status(),
+            prover_alert=_prover_alert(self.store),
             copytrace=self.copytrace.status() if self.copytrace is not None else None,
             threads=self.threads.health(),
             links=self.store.links(),
@@ -230,6 +231,15 @@ class Runtime:
             source_counters=dict(getattr(self.sampler.gpu_source, "counters", {}))
             if self.sampler is not None else {},
         )
+
+
+#: Data seconds after a prover warning or error during which the footer alerts about it.
+PROVER_ALERT_S = 300.0
+
+
+def _prover_alert(store: SeriesStore) -> str | None:
+    ev = store.prover_alert(PROVER_ALERT_S)
+    return event_line(ev) if ev is not None else None
 
 
 #: Data seconds after a blind spot ended during which the footer alerts about it.
@@ -424,6 +434,7 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
     """The session for `src`: its header, the bounded store (long enough for the longest chart
     window, snapshot history and detector window) and the detector."""
     from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
+    from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 
     header = default_header(src.label, src.gpus, src.period_ms, config.model_dump(mode="json"))
     history_s = max([config.snapshot.history_s, *config.ui.windows_s, config.detector.window_s])
@@ -432,7 +443,9 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
                         max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
     detector = GapDetector(config.detector, src.gpus, period_s=period_s,
                            max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
-    session = Session(header, store, detector=detector)
+    # Only when cuzk's rules are on: its watcher reads cuzk's lines (PoSt, restarts, errors).
+    watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
+    session = Session(header, store, detector=detector, watch=watch)
     return Runtime(config, src.label, header, session, store)
 
 

@@ -43,10 +43,12 @@ from gapwatch.core.models import (
     LogEvent,
     Notice,
     NoticeLevel,
+    ProverEvent,
     Record,
     SessionHeader,
     StateChange,
 )
+from gapwatch.core.prover_watch import ProverWatch, notice_of
 from gapwatch.core.ratelimit import RateLimit, message_kind
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.verdict import WindowNow
@@ -105,10 +107,14 @@ class Session:
         store: SeriesStore,
         detector: Detector | None = None,
         sinks: list[Sink] | None = None,
+        watch: ProverWatch | None = None,
     ) -> None:
         self.header = header
         self.store = store
         self.detector = detector
+        #: The prover's watcher (`gapwatch.core.prover_watch`): fed every record but GPU
+        #: samples, as the offline loop feeds it; its events go where gaps go.
+        self.watch = watch
         self.sinks: list[Sink] = list(sinks or [])
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
@@ -174,6 +180,8 @@ class Session:
             self._to_sinks(record)
             if type(record) is Notice:
                 self._tell(record)
+            elif self.watch is not None and type(record) is not GpuSample:
+                self._watch(kept)
             detector = self.detector
             if detector is None:
                 return
@@ -214,6 +222,35 @@ class Session:
                 self._refresh_window(ev.gpu)
                 self._to_sinks(ev)
                 self._tell(ev)
+
+    def _watch(self, record: Record) -> None:
+        """Under the lock: the prover's watcher takes a record (a failure costs it that record,
+        as a sink's does)."""
+        assert self.watch is not None
+        try:
+            events = self.watch.feed(record)
+        except Exception as exc:  # noqa: BLE001 - said and counted; the feeder goes on
+            self._failed("the prover watch", record, exc)
+            return
+        for ev in events:
+            self._prover_event(ev)
+
+    def _prover_event(self, ev: ProverEvent) -> None:
+        """A prover event goes where a gap goes (the store, the sinks: the recording and
+        /metrics) and, when it is a warning or an error, is said as a notice to the listeners
+        (the dashboard's alert line, `record`'s stderr). The notice is not recorded: the event
+        is, and replay derives it again."""
+        self.store.append(ev)
+        self._to_sinks(ev)
+        notice = notice_of(ev, self._last_times[0])
+        if notice is None:
+            return
+        if not self._notices.offer(message_kind(notice.level, notice.message),
+                                   notice.t_mono_ns, notice.message):
+            self.store.count("notices_held")
+            return
+        self.store.add_notice(notice)
+        self._tell(notice)
 
     def _refresh_window(self, gpu: int, t_mono_ns: int | None = None) -> None:
         """Put the detector's window of `gpu` in the store (what the verdict says now)."""
@@ -285,6 +322,13 @@ class Session:
             if self._closed or self._finished:
                 return
             self._finished = True
+            if self.watch is not None:
+                try:
+                    for ev in self.watch.finish():
+                        self._prover_event(ev)
+                except Exception as exc:  # noqa: BLE001 - said; the rest still settles
+                    self._failed("the prover watch", Notice(*self._last_times, "info",
+                                                            "end of data"), exc)
             self._say_held(flush=True)
             if self.detector is not None:
                 try:

@@ -49,6 +49,9 @@ class RuntimeStatus:
     #: while it is recent (the footer's alert); None when there is none.
     blind: str | None = None
     blind_recent: str | None = None
+    #: The latest prover warning or error while recent (a late PoSt, a restart, an error, a
+    #: lost GPU job), in words: the footer's alert. None when there is none.
+    prover_alert: str | None = None
     #: Every thread the runtime started, with its deaths (the footer's alert, /metrics).
     threads: list[ThreadHealth] = field(default_factory=list)
 

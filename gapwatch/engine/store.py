@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from gapwatch.core.blind import Bye, byes_in
-from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts
 from gapwatch.core.ledger import Change, GapLedger
 from gapwatch.core.models import (
     BlindSpot,
@@ -31,6 +30,7 @@ from gapwatch.core.models import (
     LogEvent,
     Notice,
     ProcessMemory,
+    ProverEvent,
     ProverStatus,
     Record,
     StateChange,
@@ -38,6 +38,7 @@ from gapwatch.core.models import (
 from gapwatch.core.sizes import event_bytes, status_bytes
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import WindowNow
+from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts
 
 _T = TypeVar("_T")
 
@@ -99,6 +100,8 @@ class SeriesStore:
         self._ledger = GapLedger(max_closed=max_gaps)
         self._states: dict[int, StateChange] = {}
         self._notices: deque[Notice] = deque(maxlen=max_notices)
+        #: The prover's events (PoSt proofs, restarts, errors, lost jobs): the latest ones.
+        self._prover_events: deque[ProverEvent] = deque(maxlen=max_notices)
         self._counters: dict[str, int] = {}
         self._windows: dict[int, WindowNow] = {}
         #: Blind spots (NVML blocked): the latest ones, and (count, seconds) of all of them.
@@ -141,6 +144,24 @@ class SeriesStore:
             self.append_prover(record)
         elif type(record) is BlindSpot:
             self.add_blind_spot(record)
+        elif type(record) is ProverEvent:
+            with self._lock:
+                self._prover_events.append(record)
+                self._version += 1
+
+    def prover_alert(self, within_s: float) -> ProverEvent | None:
+        """The latest prover warning or error (a late PoSt, a restart, an error, a lost job)
+        while it is recent: within `within_s` of data time before the newest GPU reading (the
+        footer asks every second: cheap)."""
+        with self._lock:
+            newest = max((d[-1].t_wall_s for d in self._gpu.values() if d), default=None)
+            for ev in reversed(self._prover_events):
+                if ev.level == "info":
+                    continue
+                if newest is None or newest - ev.t_wall_s <= within_s:
+                    return ev
+                return None
+            return None
 
     def blind(self) -> tuple[tuple[BlindSpot, ...], tuple[int, float], list[Bye], float | None]:
         """What the footer says of blind spots, cheaply (it asks every second): the latest
@@ -268,4 +289,5 @@ class SeriesStore:
                 procmem={g: tuple(per.values()) for g, per in self._procmem.items()},
                 links=dict(self._links),
                 pipeline=self._facts.view(),
+                prover_events=tuple(self._prover_events),
             )

@@ -118,7 +118,7 @@ def parse_log_files(
     """Parse whole prover log files into events sorted by time, and the parser's counters
     (with `nul_bytes` and `cut_lines`, as the tailer counts them, when there were any).
     `timeline_epoch_s`: TIMELINE's offset 0 from the recording's `/status` snapshots, for logs
-    whose anchor line is not in them (`gapwatch.core.cuzk.timeline_epoch`).
+    whose anchor line is not in them (`gapwatch.cuzk.pipeline.timeline_epoch`).
 
     Raises:
         OSError: a file cannot be read (the caller says which and stops: a log given on the
@@ -126,7 +126,7 @@ def parse_log_files(
     """
     from gapwatch.logs.parse import LogParser
 
-    parser = LogParser(config.logs, keep_unparsed=False)
+    parser = LogParser(config.logs, keep_unparsed=False, offline=True)
     parser.anchor_from_status(timeline_epoch_s)
     events: list[LogEvent] = []
     nul_bytes = cut_lines = 0
@@ -134,6 +134,7 @@ def parse_log_files(
         log = LogFile(path, config.logs.max_line_bytes)
         for line in log.lines():
             events.extend(parser.parse_line(line, stream=path))
+        events.extend(parser.flush())  # a panic at the end of the file
         nul_bytes += log.nul_bytes
         cut_lines += log.cut_lines
     # Lines without any time of their own get wall time 0 from a file: they cannot be placed.

@@ -67,6 +67,13 @@ class LogFollower:
 
     def stop(self) -> None:
         self.tailer.stop()
+        with self._lock:
+            events = self.parser.flush()  # a panic still being read: said, not lost
+        for event in events:
+            try:
+                self._on_event(event)
+            except Exception as exc:  # noqa: BLE001 - as in _on_line
+                self._notice("error", f"log event consumer failed: {exc!r}")
 
     def status(self) -> LogFollowerStatus:
         files = self.tailer.status()

@@ -20,7 +20,6 @@ from operator import attrgetter
 
 from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.cuzk import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
@@ -31,14 +30,17 @@ from gapwatch.core.models import (
     HostSample,
     LogEvent,
     Notice,
+    ProverEvent,
     ProverStatus,
     Record,
     SessionHeader,
     StateChange,
 )
+from gapwatch.core.prover_watch import ProverWatch
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
-from gapwatch.logs.parse.partitions import timeline_event
+from gapwatch.cuzk.partitions import timeline_event
+from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
 #: A one-process and a split run give the same list however their outputs interleave.
@@ -78,6 +80,8 @@ class Detected:
     #: Reading counters and problems (filled in by the caller, which owns the reader).
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: What the prover's watcher said (PoSt proofs, restarts, errors, lost GPU jobs), in order.
+    prover_events: list[ProverEvent] = field(default_factory=list)
 
 
 def detect_records(
@@ -88,6 +92,7 @@ def detect_records(
     *,
     line_of: Callable[[], int] | None = None,
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    watch: ProverWatch | None = None,
 ) -> Detected:
     """Feed every record (and `extra_logs`, merged by time) to one offline `GapDetector`.
 
@@ -96,6 +101,8 @@ def detect_records(
             workers when its log does not say them).
         line_of: where the reader is (the line of the record being fed); when given, the line
             that assigned each gap id is kept, so that split runs can renumber their gaps.
+        watch: the prover's watcher, fed every record but GPU samples (as the live session
+            feeds it); its events are `Detected.prover_events`.
     """
     det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False,
                       max_parallel_synthesis=max_parallel_synthesis)
@@ -107,15 +114,13 @@ def detect_records(
     blind_spots: list[BlindSpot] = []
     byes: list[Bye] = []
     gap_id_lines: list[int] = []
+    prover_events: list[ProverEvent] = []
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
 
     # Hot loop (~7 M records): GPU samples, the bulk, go straight to feed_gpu and host samples
     # to feed_host (what `feed` would call), after the merge test; every other record through
-    # `feed`. Written for both
-    # builds (setup.py): the detector's methods are called on it directly (compiled, a direct
-    # call; a bound method kept in a local would be a Python call there), and the record
-    # classes are read from locals (compiled code reads a module global from a dict).
+    # `feed`. The record classes are read from locals (a module global is a dict lookup).
     gpu_sample, host_sample, log_event, gap_type = GpuSample, HostSample, LogEvent, Gap
     # The files' events are taken one at a time and let go once fed (`drain`): a day's log
     # is ~1 GB of events, which need not all stay until the last sample.
@@ -126,8 +131,11 @@ def detect_records(
         if type(r) is gpu_sample:
             if r.t_wall_s >= next_log_t:
                 while next_log is not None and next_log.t_wall_s <= r.t_wall_s:
-                    det.feed(bounded_event(next_log))
+                    kept = bounded_event(next_log)
+                    det.feed(kept)
                     _keep_for_timeline(log_events, next_log)
+                    if watch is not None:
+                        prover_events += watch.feed(kept)
                     next_log = next(extra, None)
                 next_log_t = next_log.t_wall_s if next_log is not None else float("inf")
             out = det.feed_gpu(r)
@@ -135,9 +143,17 @@ def detect_records(
             out = det.feed_host(r)
         elif isinstance(r, log_event):
             _keep_for_timeline(log_events, r)
-            # The detector sees a log event as a live session's does (`Session.on_record`).
-            out = det.feed(bounded_event(r))
+            # The detector and the watcher see a log event as a live session's do
+            # (`Session.on_record`: its text cut to the store's bounds).
+            kept = bounded_event(r)
+            if watch is not None:
+                prover_events += watch.feed(kept)
+            out = det.feed(kept)
         else:
+            if type(r) is ProverEvent:
+                continue  # derived: the watcher says them again
+            if watch is not None:
+                prover_events += watch.feed(r)
             if isinstance(r, ProverStatus):
                 prover_statuses.append(r)
             elif isinstance(r, CopyRecord):
@@ -153,9 +169,14 @@ def detect_records(
             else:
                 states.append(x)
     while next_log is not None:
-        det.feed(bounded_event(next_log))
+        kept = bounded_event(next_log)
+        det.feed(kept)
         _keep_for_timeline(log_events, next_log)
+        if watch is not None:
+            prover_events += watch.feed(kept)
         next_log = next(extra, None)
+    if watch is not None:
+        prover_events += watch.finish()
     for x in det.finish():
         if isinstance(x, Gap):
             ledger.add(x)
@@ -167,6 +188,7 @@ def detect_records(
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=det.pipeline_view(), blind_spots=blind_spots, byes=byes,
+        prover_events=prover_events,
     )  # fmt: skip
 
 

@@ -21,7 +21,10 @@ Layout of the trace (format: "Trace Event Format", Google, the JSON Object form)
   slices on one `copies, stream N` track per CUDA stream under their GPU; synthesis
   SYNTH_START..SYNTH_END as async slices (they overlap across synthesis threads);
 - instant events for warnings (`is_pinned=false`, pinned-pool fallbacks) and warning/error
-  notices.
+  notices;
+- the prover's events (docs/post.md) on the prover's track: each watched proof (PoSt) as a slice
+  from its arrival to its end named by kind and verdict, a restart's cost and a lost job's wait
+  as slices with their parts, and every warning or error among them as an instant.
 
 Times: `ts` in microseconds from the earliest time in the trace (`otherData.origin_unix_s` keeps
 that origin, so a reader can get wall times back). Counters are placed at the start of the
@@ -47,6 +50,7 @@ from gapwatch.core.models import (
     HostSample,
     LogEvent,
     Notice,
+    ProverEvent,
     Record,
     SessionHeader,
     StateChange,
@@ -109,7 +113,7 @@ class TraceBuilder:
         self.unmatched = 0
 
     # -- feeding ------------------------------------------------------------------------------
-    def add(self, record: Record | Gap | StateChange) -> None:
+    def add(self, record: Record | Gap | StateChange | ProverEvent) -> None:
         if isinstance(record, GpuSample):
             self._sample(record)
         elif isinstance(record, HostSample):
@@ -132,6 +136,26 @@ class TraceBuilder:
             self._seen(record.t_wall_s)
         elif isinstance(record, CopyRecord):
             self._copy(record)
+        elif isinstance(record, ProverEvent):
+            self._prover_event(record)
+
+    def _prover_event(self, ev: ProverEvent) -> None:
+        """A prover event on the prover's track: a stretch (a restart's cost, a lost job's
+        wait) or a watched proof as a slice from its arrival, else an instant."""
+        self._seen(ev.t_wall_s)
+        args: dict[str, Any] = {"message": ev.message, "job_id": ev.job_id}
+        p = ev.proof
+        if ev.start_s is not None and ev.end_s is not None:
+            args["parts"] = [{"name": x.name, "start_s": x.start_s, "end_s": x.end_s}
+                             for x in ev.parts]
+            self._slice(ev.start_s, ev.end_s, PROVER_PID, 0, ev.kind, args, "prover")
+        elif p is not None and p.done and p.total_s is not None:
+            args["verdict"] = p.verdict
+            self._slice(ev.t_wall_s - p.total_s, ev.t_wall_s, PROVER_PID, 0,
+                        f"{p.proof_kind} {p.verdict}", args, "prover")
+        if ev.level != "info":
+            self._instant(ev.t_wall_s, f"{ev.level}: {ev.kind} {ev.job_id or ''}".rstrip(),
+                          args, ev.gpu)
 
     def _copy(self, c: CopyRecord) -> None:
         """One slice per copy on a track per (GPU, stream), named by direction and memory kind
@@ -147,7 +171,7 @@ class TraceBuilder:
                      "correlation_id": c.correlation_id}, "copy")
         self._seen(c.end_wall_s)
 
-    def extend(self, records: Iterable[Record | Gap | StateChange]) -> None:
+    def extend(self, records: Iterable[Record | Gap | StateChange | ProverEvent]) -> None:
         for r in records:
             self.add(r)
 

@@ -25,11 +25,9 @@ from statistics import median
 from typing import Any
 
 from gapwatch.core import fmt
-from gapwatch.core.advice import AdviceReport, advice_json, advise, if_closed
 from gapwatch.core.blind import Bye, blind_words
 from gapwatch.core.codec import gap_json
 from gapwatch.core.config import Config, DetectorConfig
-from gapwatch.core.cuzk import timeline_epoch
 from gapwatch.core.evidence import union_s
 from gapwatch.core.models import (
     GAP_KINDS,
@@ -38,13 +36,18 @@ from gapwatch.core.models import (
     Gap,
     GpuInfo,
     LogEvent,
+    ProverEvent,
     ProverStatus,
     SessionHeader,
     StateChange,
 )
 from gapwatch.core.track import GpuTotals
+from gapwatch.cuzk.advice import AdviceReport, advice_json, advise, if_closed
+from gapwatch.cuzk.pipeline import timeline_epoch
+from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.files import parse_log_files
 from gapwatch.offline.detect import Detected, detect_records, drain
+from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import read_any
 
@@ -80,7 +83,7 @@ class ReportData:
     breakdowns: list[Breakdown]
     states: list[StateChange]
     payoff: dict[str, Any]
-    partitions: Any | None = None  # gapwatch.logs.parse.partitions.RunTimeline
+    partitions: Any | None = None  # gapwatch.cuzk.partitions.RunTimeline
     #: The copy trace's table (`copy_table`); None when the recording has no copy.
     copies: dict[str, Any] | None = None
     log_files: list[str] = field(default_factory=list)
@@ -95,6 +98,9 @@ class ReportData:
     warnings: list[str] = field(default_factory=list)
     #: What to change (cuzk's settings for the stalls the gaps show; docs/advice.md).
     advice: AdviceReport = field(default_factory=AdviceReport)
+    #: What the prover did besides gaps: PoSt proofs, restarts and their cost, errors, lost
+    #: GPU jobs (`gapwatch.core.models.ProverEvent`), in order.
+    prover_events: list[ProverEvent] = field(default_factory=list)
 
 
 def parse_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None
@@ -166,8 +172,10 @@ def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
     epoch = recorded_timeline_epoch(path) if log_paths else None
     rec = read_any(path)
     extra, log_counters = parse_logs(log_paths, config, epoch)
+    watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
     found = detect_records(rec.header, rec.records, config.detector, drain(extra),
-                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
+                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
+                           watch=watch)
     counters = dict(rec.counters)
     counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})
     counters.update({f"log_{k}": v for k, v in log_counters.items() if v})
@@ -191,6 +199,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         warnings=data_warnings(found.detector_counters, totals),
         blind_spots=list(found.blind_spots), byes=list(found.byes),
         advice=advise(closed, found.pipeline, lambda gaps: gap_payoff(totals, gaps)),
+        prover_events=list(found.prover_events),
     )  # fmt: skip
 
 
@@ -274,7 +283,7 @@ def copy_table(copies: list[CopyRecord], gaps: list[Gap]) -> dict[str, Any]:
 def _partitions(events: list[LogEvent], statuses: list[ProverStatus]) -> Any | None:
     if not events and not statuses:
         return None
-    from gapwatch.logs.parse.partitions import derive_timeline
+    from gapwatch.cuzk.partitions import derive_timeline
 
     run = derive_timeline(events, statuses)
     return run if run.partitions else None
@@ -457,6 +466,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
             for b in r.blind_spots
         ],
         "partitions": _partitions_json(r.partitions),
+        "prover_events": prover_events_json(r.prover_events),
         "copies": r.copies,
         "counters": r.counters,
         # The data's own problems first (out of order, clock jumps, silent GPUs), then the
@@ -477,7 +487,8 @@ def _partitions_json(run: Any | None) -> dict[str, Any] | None:
         "kernel_utilisation": run.kernel_utilisation,
         "unpinned": sum(1 for p in run.partitions if p.unpinned),
         "items": [
-            {"job_id": p.job_id, "partition": p.partition, "worker": p.worker, "gpu": p.gpu,
+            {"job_id": p.job_id, "partition": p.partition, "run": p.run, "kind": p.kind,
+             "first_wave": p.first_wave, "worker": p.worker, "gpu": p.gpu,
              "gpu_start_s": p.gpu_start_s, "gpu_end_s": p.gpu_end_s,
              "mutex_held_ms": p.mutex_held_ms, "mutex_wait_ms": p.mutex_wait_ms,
              "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned,

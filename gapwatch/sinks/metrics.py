@@ -1,6 +1,7 @@
 """MetricsSink: the session sink that counts, for the Prometheus exporter, what a scrape must
-never miss between two scrapes: samples, prover log events by kind, unparsed lines, notices, and
-the sampler's tick lateness (histogram buckets). Gaps are not counted here: the collector reads
+never miss between two scrapes: samples, prover log events by kind, unparsed lines, notices,
+the sampler's tick lateness (histogram buckets) and the prover's events (PoSt latency,
+restarts, errors: `prover_event_metrics`). Gaps are not counted here: the collector reads
 the store's gap ledger (`StoreSnapshot.gap_tally`), the one count every output shares.
 
 Who calls it: `Session` (under its lock, from the sampler and tailer threads) feeds it;
@@ -13,7 +14,16 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from gapwatch.core.models import CopyRecord, GpuSample, LogEvent, Notice, Record, SessionHeader
+from gapwatch.core.models import (
+    CopyRecord,
+    GpuSample,
+    LogEvent,
+    Notice,
+    ProverEvent,
+    Record,
+    SessionHeader,
+)
+from gapwatch.sinks.prover_event_metrics import ProverEventCounts
 
 #: Tick lateness buckets (seconds): from "on time" to "several 100 ms periods behind".
 LATENESS_BUCKETS_S: tuple[float, ...] = (
@@ -35,6 +45,8 @@ class SinkCounts:
     #: The copy trace's copies and bytes by (GPU label, direction, host memory kind).
     copies: dict[tuple[str, str, str], int] = field(default_factory=dict)
     copy_bytes: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    #: The prover's events (PoSt latency, restarts, errors, lost GPU jobs).
+    prover: ProverEventCounts = field(default_factory=ProverEventCounts)
 
 
 class MetricsSink:
@@ -63,6 +75,8 @@ class MetricsSink:
                     )
             elif isinstance(record, Notice):
                 self.counts.notices[record.level] = self.counts.notices.get(record.level, 0) + 1
+            elif isinstance(record, ProverEvent):
+                self.counts.prover.count(record)
             elif isinstance(record, CopyRecord):
                 # A copy of no watched GPU is counted under gpu="" (never dropped from totals).
                 key = ("" if record.gpu is None else str(record.gpu), record.direction,
@@ -102,4 +116,5 @@ class MetricsSink:
                 lateness_sum_s=c.lateness_sum_s,
                 copies=dict(c.copies),
                 copy_bytes=dict(c.copy_bytes),
+                prover=c.prover.copy(),
             )

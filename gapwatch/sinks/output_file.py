@@ -21,6 +21,12 @@ The rules, so that an existing recording is never lost:
   name in the target's folder (`O_EXCL | O_NOFOLLOW`), renamed over the target at the end (a
   rename replaces a link, never what it points to). `record --out planted.jsonl --force` used to
   truncate the file the link pointed to, and `export` wrote through a planted `OUT.part`.
+- a name taken since it was checked (a file or a link appeared there) is `NameTaken`: the
+  recorder then goes on to the next free name, never touching what is there;
+- `OutputFile.whereabouts` says whether the file is still at its name (someone may delete, move
+  or replace it while it is written): the recorder checks it before each write.
+The segments of a recording set (their names, what may be removed) are in
+`gapwatch.sinks.segments`.
 Every refusal is an `OutputRefused` whose message is for the user (the CLI exits 2).
 """
 
@@ -46,6 +52,10 @@ class OutputRefused(Exception):
     """The recording cannot be written where asked. The message is for the user (exit 2)."""
 
 
+class NameTaken(OutputRefused):
+    """A file (or a link) appeared at the name since it was checked: not ours to touch."""
+
+
 @dataclass(frozen=True)
 class OutputPlan:
     """Where the recording will go, once checked: `path` (rotation applied), and whether an
@@ -55,9 +65,11 @@ class OutputPlan:
     replace: bool
     #: `path` is a symbolic link (replacing it removes the link, never touches its target).
     link: bool = False
+    #: `--rotate`: the newest recording of the chain this one follows (its set continues).
+    continues: Path | None = None
 
 
-def _split_suffix(name: str) -> tuple[str, str]:
+def split_suffix(name: str) -> tuple[str, str]:
     """`gw.jsonl.gz` -> (`gw`, `.jsonl.gz`): the recording suffixes kept together."""
     for suffix in _SUFFIXES:
         if name.endswith(suffix) and len(name) > len(suffix):
@@ -67,75 +79,11 @@ def _split_suffix(name: str) -> tuple[str, str]:
 
 def rotated_name(path: Path, n: int) -> Path:
     """`gw.jsonl.gz` -> `gw.<n>.jsonl.gz` (the number goes before the recording suffixes)."""
-    stem, suffix = _split_suffix(path.name)
+    stem, suffix = split_suffix(path.name)
     return path.with_name(f"{stem}.{n}{suffix}")
 
 
-#: Digits of a segment's number: `gw.jsonl.gz` -> `gw.000001.jsonl.gz` (they sort by name,
-#: and `--rotate`'s `gw.1.jsonl.gz` is never taken for one).
-SEGMENT_DIGITS = 6
-
-
-def segment_name(path: Path, n: int) -> Path:
-    """The `n`th segment of the set named by `path`: `gw.jsonl.gz` -> `gw.000001.jsonl.gz`."""
-    stem, suffix = _split_suffix(path.name)
-    return path.with_name(f"{stem}.{n:0{SEGMENT_DIGITS}d}{suffix}")
-
-
-def segments_of(path: Path) -> list[tuple[int, Path]]:
-    """The set's segments that exist (links included: `lstat`), by number."""
-    stem, suffix = _split_suffix(path.name)
-    found: list[tuple[int, Path]] = []
-    try:
-        entries = list(os.scandir(path.parent))
-    except OSError:
-        return found
-    for entry in entries:
-        name = entry.name
-        middle = name[len(stem) + 1: len(name) - len(suffix)] if suffix else ""
-        if (name.startswith(stem + ".") and name.endswith(suffix) and len(middle) ==
-                SEGMENT_DIGITS and middle.isdigit() and middle.isascii()):
-            found.append((int(middle), Path(entry.path)))
-    return sorted(found)
-
-
-@dataclass(frozen=True)
-class SegmentPlan:
-    """A recording written as a set of segments (`[record] rotate_size` / `rotate_age`): named
-    after `base`, the first this run writes numbered `first` (after every segment that exists:
-    none is ever overwritten), a new one after `rotate_bytes` or `rotate_age_s`, the newest
-    `keep` kept (0 = all)."""
-
-    base: Path
-    first: int
-    rotate_bytes: int | None
-    rotate_age_s: float | None
-    keep: int
-
-
-def check_segments(path: str | Path, rotate_bytes: int | None, rotate_age_s: float | None,
-                   keep: int) -> SegmentPlan:
-    """Check that a set of segments can be written after `path`'s name, changing nothing.
-
-    Raises:
-        OutputRefused: the directory is missing or not writable, or another process is
-            writing the set (it holds the lock on its newest segment).
-    """
-    base = Path(path)
-    existing = segments_of(base)
-    first = existing[-1][0] + 1 if existing else 1
-    if first >= 10 ** SEGMENT_DIGITS:
-        raise OutputRefused(f"{base}: {10 ** SEGMENT_DIGITS - 1} segments exist already")
-    if existing and _locked_by_another(existing[-1][1]):
-        raise OutputRefused(f"{existing[-1][1]} is being written by another process (it holds "
-                            "the recording's lock); stop that one first, or record elsewhere")
-    target = segment_name(base, first)
-    if _check_target(target):  # appeared between the listing and now
-        raise OutputRefused(f"{target} exists; not overwritten")
-    return SegmentPlan(base, first, rotate_bytes, rotate_age_s, keep)
-
-
-def _locked_by_another(path: Path) -> bool:
+def locked_by_another(path: Path) -> bool:
     """True when some process holds the writer's lock on `path`."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -152,7 +100,7 @@ def _locked_by_another(path: Path) -> bool:
     return False
 
 
-def _check_target(path: Path, example: str = "gapwatch.jsonl.gz",
+def check_target(path: Path, example: str = "gapwatch.jsonl.gz",
                   needs: str = "a recording needs a file it can lock, truncate and append to"
                   ) -> bool:
     """Raise OutputRefused if `path` cannot take a new file (`example`: a name to suggest inside
@@ -187,7 +135,7 @@ def check_replaceable(path: str | Path, example: str) -> None:
     `Replacement` (`export --out`): its directory exists and takes a new file, and it is not a
     directory or a device (an existing file or link is replaced). Raises OutputRefused;
     `example` is the file name suggested inside a directory given as `path`."""
-    _check_target(Path(path), example, "an export is written whole beside it, then renamed "
+    check_target(Path(path), example, "an export is written whole beside it, then renamed "
                                        "over it; give a file name (or - for standard output)")
 
 
@@ -199,7 +147,7 @@ def check_output(path: str | Path, exists: ExistsPolicy = "refuse") -> OutputPla
             device, it exists and `exists` is "refuse", or another process is writing it.
     """
     target = Path(path)
-    if not _check_target(target):
+    if not check_target(target):
         return OutputPlan(target, replace=False)
     if target.is_symlink():
         if exists == "replace":
@@ -209,7 +157,7 @@ def check_output(path: str | Path, exists: ExistsPolicy = "refuse") -> OutputPla
                 f"{target} is a symbolic link (to {os.readlink(target)}); gapwatch does not "
                 "write through a link: give --force to replace the link itself with the "
                 f"recording, or --rotate to record to {rotated_name(target, 1)}")
-    elif _locked_by_another(target):
+    elif locked_by_another(target):
         raise OutputRefused(f"{target} is being written by another process (it holds the "
                             "recording's lock); stop that one first, or record elsewhere")
     if exists == "replace":
@@ -219,14 +167,26 @@ def check_output(path: str | Path, exists: ExistsPolicy = "refuse") -> OutputPla
     if exists == "rotate":
         for n in range(1, _MAX_ROTATIONS + 1):
             candidate = rotated_name(target, n)
-            if not _check_target(candidate):
-                return OutputPlan(candidate, replace=False)
+            if not check_target(candidate):
+                previous = rotated_name(target, n - 1) if n > 1 else target
+                return OutputPlan(candidate, replace=False, continues=previous)
         raise OutputRefused(f"{target}: {_MAX_ROTATIONS} rotated recordings exist already")
     size = target.stat().st_size
     raise OutputRefused(
         f"{target} exists ({size} bytes); gapwatch does not overwrite a recording: give "
         f"--force to replace it, or --rotate to keep it and record to {rotated_name(target, 1)}"
         " (the next free name)")
+
+
+@dataclass(frozen=True)
+class Whereabouts:
+    """Where a recording's file is: still at its name (`here`); if not, whether its data still
+    exist under another name (moved, not deleted: `data_kept`), and whether another file now
+    has its name (`name_taken`)."""
+
+    here: bool
+    data_kept: bool
+    name_taken: bool
 
 
 class OutputFile:
@@ -253,11 +213,11 @@ class OutputFile:
         try:
             fd = os.open(self.path, flags, 0o644)
         except FileExistsError:
-            raise OutputRefused(f"{self.path} appeared while gapwatch was starting; not "
+            raise NameTaken(f"{self.path} appeared while gapwatch was starting; not "
                                 "overwritten (give --force to replace it)") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise OutputRefused(f"{self.path} became a symbolic link while gapwatch was "
+                raise NameTaken(f"{self.path} became a symbolic link while gapwatch was "
                                     "starting; not written through") from None
             raise OutputRefused(f"{self.path}: cannot create: {exc.strerror or exc}") from None
         try:
@@ -276,6 +236,11 @@ class OutputFile:
         st = os.fstat(fd)
         self._inode = (st.st_dev, st.st_ino)
 
+    @property
+    def inode(self) -> tuple[int, int]:
+        """(device, inode) of the file as created."""
+        return self._inode
+
     def write_at(self, offset: int, data: bytes) -> None:
         """Write all of `data` at `offset`. Raises OSError (ENOSPC, EIO, ...) part-way through:
         the caller truncates back to where it started."""
@@ -293,6 +258,23 @@ class OutputFile:
         except OSError:
             return False
         return True
+
+    def whereabouts(self) -> Whereabouts:
+        """Whether `path` still names this writer's file (someone may have deleted, moved or
+        replaced it: writes would then go on into a file no one will find)."""
+        try:
+            ours = os.fstat(self._require())
+        except OSError:
+            return Whereabouts(here=True, data_kept=True, name_taken=True)  # cannot tell
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return Whereabouts(here=False, data_kept=ours.st_nlink > 0, name_taken=False)
+        except OSError:
+            return Whereabouts(here=True, data_kept=True, name_taken=True)  # cannot tell
+        if (st.st_dev, st.st_ino) == self._inode:
+            return Whereabouts(here=True, data_kept=True, name_taken=True)
+        return Whereabouts(here=False, data_kept=ours.st_nlink > 0, name_taken=True)
 
     def close(self) -> None:
         if self._fd is not None:

@@ -50,11 +50,13 @@ from gapwatch.core.models import (
     ProcessMemory,
     SessionHeader,
 )
-from gapwatch.core.prover import PROVER_CAUSES
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.cuzk.causes import PROVER_CAUSES
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
+from gapwatch.sinks.prover_event_metrics import families as prover_event_families
 from gapwatch.sinks.prover_metrics import prover_families
+from gapwatch.sinks.verdict_metrics import verdict_families
 from gapwatch.sources.cuzk_status import PollerStatus
 
 
@@ -127,6 +129,7 @@ class GapwatchCollector:
         status, logs, log_counters, pollers = self._runtime_status()
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
         yield from self._state_gauges(snap)
+        yield from verdict_families(snap)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
         gpus = [g.index for g in snap.gpus]
         yield from _tally_counters(
@@ -147,6 +150,7 @@ class GapwatchCollector:
         yield from self._slow_readings(snap.links, snap.procmem)
         yield from _blind_spots(snap.blind_spots, snap.blind_total)
         yield from prover_families(snap.provers, pollers, snap.pipeline)
+        yield from prover_event_families(counts.prover)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
         yield period

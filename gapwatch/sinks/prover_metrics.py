@@ -32,8 +32,8 @@ from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from gapwatch.core.cuzk import PipelineView
 from gapwatch.core.models import PARTITION_STATES, WORKER_STATES, ProverStatus
+from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.sources.cuzk_status import ERROR_REASONS, PollerStatus
 
 

@@ -29,6 +29,18 @@ How the file stays readable whatever happens:
 - `write_recording` (snapshots, conversions, benches) writes synchronously, batch by batch as
   records come, and keeps every record or raises (`strict`): a 15 min x 8 GPU session written at
   once used to keep 22,061 of 153,133 records, silently.
+- A recording in segments (`SegmentPlan`, `gapwatch.sinks.segments`) starts a new segment
+  between two batches of a write, and after a failed write too, then removes the oldest of its
+  set beyond `keep` (only files it wrote: `segments.removable`): a backlog after an outage is
+  written within the budget, and a budget that filled the disk frees it. A name someone else's
+  file holds is skipped (said once). Prover snapshots wait as objects and are encoded when
+  written, so that a `ProverUnchanged` marker always points at a snapshot in its own file.
+- Before each write the file is checked to be still at its name: one deleted, moved or
+  replaced by someone else is said, and the recording goes on into a new file (never into the
+  one put in its place). The closing line (`RecordingStatus.summary`) counts records in files
+  that exist, and says apart those in removed segments and in deleted files.
+- Every header written carries the recording set's id (`set_id`): a set's, the one `--rotate`
+  continues, or a new one; `write_recording` writes the header it is given.
 - Each failure and the recovery are reported through `on_problem` (a Notice: the runtime passes
   it to the session, so the dashboard, `record`'s stderr and `/metrics` see it; it is called with
   no lock of ours held) and `status()`.
@@ -41,6 +53,8 @@ How the file stays readable whatever happens:
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import threading
 import time
 import zlib
@@ -48,6 +62,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from msgspec import structs
 
 from gapwatch.base.watch import UNWATCHED, ThreadWatch
 from gapwatch.core.codec import encode_line
@@ -66,14 +82,23 @@ from gapwatch.core.models import (
 )
 from gapwatch.sinks.output_file import (
     ExistsPolicy,
+    NameTaken,
     OutputFile,
     OutputPlan,
     OutputRefused,
-    SegmentPlan,
     check_output,
+)
+from gapwatch.sinks.segments import (
+    LAST_SEGMENT,
+    SegmentPlan,
+    Verdict,
+    removable,
+    remove,
     segment_name,
     segments_of,
+    set_id_for,
 )
+from gapwatch.sinks.set_mark import inherited_set_id, new_set_id
 
 #: Uncompressed JSON per gzip member: large enough that compression loses nothing measurable,
 #: small enough that a file cut back to a member boundary loses little.
@@ -117,7 +142,7 @@ class RecordingStatus:
     failing_since_wall_s: float | None
     #: Failed write attempts since the start.
     write_errors: int
-    #: Records in the file.
+    #: Records this run wrote (into every file it wrote, kept or not since).
     records_written: int
     #: Records in memory waiting for the disk.
     records_pending: int
@@ -133,15 +158,39 @@ class RecordingStatus:
     segment: int | None = None
     segments_written: int = 1
     segments_removed: int = 0
+    #: Records of this run in files that still exist (as last checked), and those files: how
+    #: many, the first and the last (`path` is the one being written).
+    records_kept: int | None = None
+    files_kept: int = 1
+    first_file: str | None = None
+    #: Records of this run in segments removed to keep the budget.
+    records_removed: int = 0
+    #: Records of this run in files someone else deleted (gapwatch wrote on into new ones),
+    #: and the names of those files (the first few).
+    records_lost: int = 0
+    files_lost: tuple[str, ...] = ()
 
     def summary(self) -> str:
-        """One phrase for a closing line: records kept, records lost (and why), the last
-        error."""
-        text = f"{self.records_written} records in {self.path}"
+        """One phrase for a closing line: records kept (in files that exist), records lost (and
+        why), the last error."""
+        kept = self.records_written if self.records_kept is None else self.records_kept
+        where = self.path
+        if self.files_kept > 1 and self.first_file is not None:
+            where = f"{self.first_file} .. {self.path} ({self.files_kept} files)"
+        elif self.files_kept == 0:
+            where = "no file (every file this run wrote is gone)"
+        text = f"{kept} records in {where}"
         if self.segment is not None:
+            removed = ""
+            if self.segments_removed:
+                removed = f", {self.segments_removed} older removed to keep the budget"
+                if self.records_removed:
+                    removed += f" (with {self.records_removed} records of this run)"
             text += (f" (segment {self.segment}; {self.segments_written} written by this run"
-                     + (f", {self.segments_removed} older removed to keep the budget"
-                        if self.segments_removed else "") + ")")
+                     f"{removed})")
+        if self.records_lost:
+            text += (f", {self.records_lost} records lost with {', '.join(self.files_lost)} "
+                     "(deleted by something other than gapwatch while recording)")
         if self.records_dropped:
             text += f", {self.records_dropped} NOT recorded"
             if self.dropped_why:
@@ -165,6 +214,38 @@ class _Drops:
     samples: int = 0
     #: Why, in words: the disk refused them, or the writer fell behind.
     why: str = ""
+
+
+class _Snap:
+    """A prover snapshot waiting to be written: encoded when written, in full or as a
+    `ProverUnchanged` marker against the last snapshot written in the same file (a backlog may
+    be written across a new segment: a marker must never point into another file)."""
+
+    __slots__ = ("status", "size")
+
+    def __init__(self, status: ProverStatus, size: int) -> None:
+        self.status, self.size = status, size
+
+
+#: What waits in memory: encoded lines, and prover snapshots (encoded when written).
+_Item = bytes | _Snap
+
+
+def _size(item: _Item) -> int:
+    return len(item) if isinstance(item, bytes) else item.size
+
+
+@dataclass(slots=True)
+class _FileRecords:
+    """A file this run wrote, and how many records it holds."""
+
+    path: Path
+    inode: tuple[int, int]
+    records: int = 0
+
+
+#: How many names of lost files the closing line gives.
+_LOST_NAMES = 3
 
 
 def _record_times(record: Record) -> tuple[int | None, float | None]:
@@ -191,6 +272,7 @@ class Recorder:
         retry_max_s: float = _DEFAULTS.retry_max_s,
         on_problem: Callable[[Notice], None] | None = None,
         strict: bool = False,
+        mark_set: bool = True,
     ) -> None:
         """
         Args:
@@ -201,6 +283,9 @@ class Recorder:
                 and when it resumes.
             strict: keep every record or raise (synchronous use: `write_recording`): a write
                 that fails raises OSError from `on_record` or `close`, and nothing is dropped.
+            mark_set: give a header without a set id one (a new set, or the one `--rotate`
+                continues); False writes the header as given (`write_recording`: a conversion
+                keeps its set).
 
         Raises:
             OutputRefused: the file cannot be created, exists, or is locked by another writer.
@@ -213,13 +298,27 @@ class Recorder:
             plan = target if isinstance(target, OutputPlan) else check_output(target, exists)
         self.file = OutputFile(plan)
         self.path = plan.path
+        self._mark_set = mark_set
+        self._continues = plan.continues
+        #: The files this run wrote that still exist (as last checked), oldest first.
+        self._kept = [_FileRecords(self.path, self.file.inode)]
+        self.records_removed = 0
+        self.records_lost = 0
+        self._files_lost: list[str] = []
+        #: The header is written first in every file, before its first record.
+        self._needs_header = False
+        #: Keys of the notices said once per run (a planted name, a file left in place).
+        self._said: set[str] = set()
+        #: Why the next segment could not be started (said once until it starts).
+        self._rotation_error: str | None = None
         self._segment = self.segments.first if self.segments is not None else 0
         self._segment_started_ns = time.monotonic_ns()
         #: Segments this run started, and older ones of the set removed to keep `keep`.
         self.segments_written = 1
         self.segments_removed = 0
         self._header_line = b""
-        #: The last snapshot written in full per prover, in this file (see `ProverUnchanged`).
+        #: The last snapshot written in full per prover, in this file (see `ProverUnchanged`);
+        #: the writer's, under _io.
         self._last_prover: dict[str, ProverStatus] = {}
         self._gzip = self.path.name.endswith(".gz")
         self._flush_interval_s = flush_interval_s
@@ -234,12 +333,10 @@ class Recorder:
         # _io is taken first when both are needed; neither is held while on_problem runs.
         self._lock = threading.Lock()
         self._io = threading.Lock()
-        self._pending: list[bytes] = []
+        self._pending: list[_Item] = []
         self._pending_bytes = 0
         self._pending_records = 0
         self._drops: _Drops | None = None
-        #: The header line while it waits in `_pending` (its first write failed).
-        self._unwritten_header: bytes | None = None
         #: Reports waiting for `_deliver` (queued under the locks, delivered outside them).
         self._outbox: list[tuple[NoticeLevel, str]] = []
         self._end = 0
@@ -273,39 +370,48 @@ class Recorder:
         self._thread: threading.Thread | None = None
         #: Hears the writer thread die, and restarts it (what is pending stays in this object).
         self.watch: ThreadWatch = UNWATCHED
-        if self.segments is not None:
-            self._prune()  # the budget holds from the start: earlier runs' segments count
 
     # -- the sink -------------------------------------------------------------------------------
 
     def on_header(self, header: SessionHeader) -> None:
+        """The session's header, written first in every file, with the recording set's id (a
+        set of segments: the set's; one file: the header's own, or a new one)."""
+        if self.segments is not None:
+            header = structs.replace(header, set_id=set_id_for(self.segments, header.host))
+            self.segments = dataclasses.replace(self.segments, set_id=header.set_id or "")
+        elif header.set_id is None and self._mark_set:
+            header = structs.replace(header, set_id=self._continued(header.host) or new_set_id())
         self._header_line = encode_line(header)
         with self._io:
-            self._write_header()
+            self._needs_header = True
+            try:
+                self._ensure_header()
+            except OSError as exc:
+                self._failed(exc)
+        if self.segments is not None:
+            with self._io:
+                self._prune()  # the budget holds from the start: earlier runs' segments count
         self._deliver()
 
-    def _write_header(self) -> None:
-        """Under _io: the header, first in every file (every segment reads on its own)."""
-        line = self._header_line
-        try:
+    def _continued(self, host: str) -> str | None:
+        """`--rotate`: the set id of the recording this one follows (same host and user)."""
+        return inherited_set_id([self._continues], host) if self._continues else None
+
+    def _ensure_header(self) -> None:
+        """Under _io: the header, if this file has none yet (every file reads on its own).
+        Raises OSError."""
+        if self._needs_header:
             # The header is a gzip member of its own: the file can always be cut back to it.
-            self._write(line, records=0, finish=True)
-        except OSError as exc:
-            with self._lock:
-                self._pending.insert(0, line)
-                self._pending_bytes += len(line)
-                self._unwritten_header = line  # not a record: kept out of the counts
-            self._failed(exc)
+            self._write(self._header_line, records=0, finish=True)
+            self._needs_header = False
 
     def on_record(self, record: Record) -> None:
         if isinstance(record, Gap) and record.is_open:
             # An open gap's versions (published as it grows) carry nothing its closing (or
             # retracted) version does not, and every reader computes gaps again anyway.
             return
-        if isinstance(record, ProverStatus):
-            line = self._prover_line(record)
-        else:
-            line = encode_line(record)
+        line = encode_line(record)
+        item: _Item = _Snap(record, len(line)) if isinstance(record, ProverStatus) else line
         t_mono, t_wall = _record_times(record)
         sample = isinstance(record, _SAMPLES)
         now = time.monotonic_ns()
@@ -322,14 +428,10 @@ class Recorder:
                 LOG_SHARE if isinstance(record, LogEvent) else OTHERS_SHARE))
             if not self._strict and self._pending_bytes + len(line) > limit:
                 self._drop(t_mono, t_wall, sample)
-                if isinstance(record, ProverStatus):
-                    self._last_prover.pop(record.prover, None)  # the next one goes in full
                 return
-            self._pending.append(line)
+            self._pending.append(item)
             self._pending_bytes += len(line)
             self._pending_records += 1
-            if isinstance(record, ProverStatus):
-                self._last_prover[record.prover] = record
             burst = self._pending_bytes >= self._batch_bytes
             if self._thread is not None:
                 if burst and self._state == "writing":
@@ -342,13 +444,19 @@ class Recorder:
             if not self.flush() and self._strict:
                 raise OSError(f"{self.path}: {self._error}")
 
-    def _prover_line(self, status: ProverStatus) -> bytes:
-        """A snapshot that equals the last one of its prover in this file but for its times is
-        written as a `ProverUnchanged` marker (a few dozen bytes instead of kilobytes: an idle
-        prover answers the same every second); the reader gives the snapshot back."""
-        with self._lock:
-            marker = ProverUnchanged.of(status, self._last_prover.get(status.prover))
-        return encode_line(marker if marker is not None else status)
+    def _line(self, item: _Item) -> bytes:
+        """Under _io: the line of a waiting item. A snapshot that equals the last one of its
+        prover written in this file but for its times is written as a `ProverUnchanged` marker
+        (a few dozen bytes instead of kilobytes: an idle prover answers the same every
+        second); the reader gives the snapshot back."""
+        if isinstance(item, bytes):
+            return item
+        status = item.status
+        marker = ProverUnchanged.of(status, self._last_prover.get(status.prover))
+        if marker is not None:
+            return encode_line(marker)
+        self._last_prover[status.prover] = status
+        return encode_line(status)
 
     def close(self) -> None:
         """Write what is pending and end the file whole (see the module docstring). Safe to
@@ -370,12 +478,14 @@ class Recorder:
                 self.closed = True
                 self._state = "closed"
             self.file.close()
+            self._check_kept()
             if self._end == 0 and self.file.remove_empty():
                 # Not even the header could be written (a disk full from the start): an empty
                 # file is no recording, and `report` would call it "not a gapwatch recording".
                 with self._lock:
                     self._error = (f"{self._error}; nothing could be written, the empty file "
                                    "was removed")
+                    self._kept = [e for e in self._kept if e.inode != self.file.inode]
         self._deliver()
         if self._strict and not complete:
             raise OSError(f"{self.path}: not every record was written ({self._error})")
@@ -431,6 +541,12 @@ class Recorder:
                 dropped_why=self._dropped_why,
                 segment=self._segment if self.segments is not None else None,
                 segments_written=self.segments_written, segments_removed=self.segments_removed,
+                records_kept=sum(e.records for e in self._kept), files_kept=len(self._kept),
+                first_file=str(self._kept[0].path) if self._kept else None,
+                records_removed=self.records_removed, records_lost=self.records_lost,
+                files_lost=tuple(self._files_lost[:_LOST_NAMES]) + (
+                    (f"{len(self._files_lost) - _LOST_NAMES} more",)
+                    if len(self._files_lost) > _LOST_NAMES else ()),
             )
 
     # -- writing (under _io) --------------------------------------------------------------------
@@ -441,50 +557,54 @@ class Recorder:
             else None
 
     def _write_pending(self, finish: bool) -> bool:
+        self._check_file()
         with self._lock:
             # A backlog makes the next members faster to compress (see the module docstring).
             self._hurry = self._pending_bytes >= self._max_pending_bytes // 4
             chunks = self._pending
             self._pending, self._pending_bytes, self._pending_records = [], 0, 0
             drops, self._drops = self._drops, None
-            header = self._unwritten_header
         if drops is not None:
             # The drop note goes where the hole is: after what was waiting, before what follows.
             chunks.append(self._drop_note(drops))
         done = 0
         ok = True
-        # In batches, so that a disk with a little room takes what fits and the rest waits.
+        # In batches, so that a disk with a little room takes what fits and the rest waits;
+        # a segment that is full is closed between two batches, so that a backlog (after an
+        # outage) is written within the budget, never into one huge segment.
         for batch, records in _batches(chunks, WRITE_BATCH_BYTES):
             last = done + len(batch) == len(chunks)
-            if header is not None and batch[0] is header:
-                records -= 1
+            provers = dict(self._last_prover)
             try:
-                self._write(b"".join(batch), records=records, finish=finish and last)
+                self._rotate_if_due()
+                self._ensure_header()
+                self._write(b"".join(map(self._line, batch)), records=records,
+                            finish=finish and last)
             except OSError as exc:
+                self._last_prover = provers  # the batch is undone: so are its snapshots
                 rest = chunks[done:]
                 if drops is not None:
                     rest.pop()  # the note is made again, with the drops merged, next time
                 with self._lock:
                     self._pending[:0] = rest
-                    self._pending_bytes += sum(map(len, rest))
-                    self._pending_records += len(rest) - (1 if header is not None and rest
-                                                          and rest[0] is header else 0)
+                    self._pending_bytes += sum(map(_size, rest))
+                    self._pending_records += len(rest)
                     self._drops = _merge(drops, self._drops)
                 self._failed(exc)
                 ok = False
                 break
             done += len(batch)
-            if header is not None and batch[0] is header:
-                with self._lock:
-                    self._unwritten_header = header = None
-        if ok and not chunks and finish and self._member_bytes:
+        if ok and not chunks:
             try:
-                self._write(b"", records=0, finish=True)  # the member's trailer alone
+                self._ensure_header()
+                if finish and self._member_bytes:
+                    self._write(b"", records=0, finish=True)  # the member's trailer alone
             except OSError as exc:
                 self._failed(exc)
                 ok = False
-        if ok and not finish and self.segments is not None:
-            self._maybe_rotate()
+        if not finish:
+            # After a failed write too: a new segment, and the oldest removed, make room.
+            self._rotate_if_due()
         with self._lock:
             caught_up = (ok and self._behind and self._pending_bytes < self._batch_bytes
                          and time.monotonic_ns() - self._last_drop_ns > CAUGHT_UP_S * 1e9)
@@ -525,6 +645,7 @@ class Recorder:
         self._end = start + len(out)
         with self._lock:
             self.records_written += records
+            self._kept[-1].records += records
         if full:
             self._z = self._new_member()
             self._member_bytes = 0
@@ -532,56 +653,175 @@ class Recorder:
             self._z = z
             self._member_bytes += len(data)
 
-    # -- segments (under _io) -------------------------------------------------------------------
+    # -- the file gone, segments (under _io) ----------------------------------------------------
 
-    def _maybe_rotate(self) -> None:
+    def _say_once(self, key: str, level: NoticeLevel, message: str) -> None:
+        if key not in self._said:
+            self._said.add(key)
+            with self._lock:
+                self._outbox.append((level, message))
+
+    def _check_file(self) -> None:
+        """Before each write: is the file still where it was created? One deleted, moved or
+        replaced by someone else is said, and the recording goes on into a new file (the same
+        name when it is free, else the next free one); what the gone file held is counted
+        lost unless it still exists elsewhere (moved)."""
+        if self.closed:
+            return
+        where = self.file.whereabouts()
+        if where.here:
+            return
+        old, entry = self.path, self._kept[-1]
+        nxt = self._reopen(old)
+        if nxt is None:
+            return  # said; the writes go on into the file we hold, tried again next time
+        what = ("moved away (its records are wherever it went)" if where.data_kept else
+                f"deleted ({entry.records} records of this run lost with it)")
+        if where.name_taken:
+            what += " and another file put in its place (left as it is)"
+        with self._lock:
+            if not where.data_kept:
+                self.records_lost += entry.records
+                self._files_lost.append(old.name)
+            self._kept.pop()
+            self._outbox.append(("error", f"recording: {old} was {what}, by something other "
+                                 f"than gapwatch; recording again into {nxt[1].path}"))
+        self._switch_to(nxt[0], nxt[1])
+
+    def _reopen(self, gone: Path) -> tuple[int, OutputFile] | None:
+        """A new file for a recording whose file went away: the next segment, or the same
+        name (the next free `--rotate` name when someone else's file has it)."""
+        if self.segments is not None:
+            return self._open_segment(self._segment + 1)
+        try:
+            try:
+                return 0, OutputFile(OutputPlan(gone, False))
+            except NameTaken:
+                return 0, OutputFile(check_output(gone, "rotate"))
+        except OutputRefused as exc:
+            self._say_once(f"reopen:{exc}", "error", f"recording: {gone} is gone and no new "
+                           f"file can be made ({exc}); writing on into the deleted file")
+            return None
+
+    def _check_kept(self) -> None:
+        """At the end: this run's files that are gone (deleted since they were last written)
+        are counted lost, so that the closing line names only files that exist."""
+        for entry in list(self._kept):
+            try:
+                st = os.lstat(entry.path)
+                if (st.st_dev, st.st_ino) == entry.inode:
+                    continue
+            except OSError:
+                pass
+            with self._lock:
+                self._kept.remove(entry)
+                self.records_lost += entry.records
+                self._files_lost.append(entry.path.name)
+
+    def _rotate_if_due(self) -> None:
         """Start the next segment once this one holds `rotate_bytes` or is `rotate_age_s` old
-        (a segment may pass the size by what one write adds), then remove the oldest segments
-        of the set beyond `keep`."""
+        (a segment may pass the size by one batch, 256 KiB), then remove the oldest segments of
+        the set beyond `keep`. A segment that holds nothing yet is never closed."""
         plan = self.segments
-        assert plan is not None
+        if plan is None or self._end == 0:
+            return
         age_s = (time.monotonic_ns() - self._segment_started_ns) / 1e9
         if not ((plan.rotate_bytes is not None and self._end >= plan.rotate_bytes)
                 or (plan.rotate_age_s is not None and age_s >= plan.rotate_age_s)):
             return
-        try:
-            if self._gzip and self._member_bytes:
-                self._write(b"", records=0, finish=True)  # this segment ends whole
-            nxt = OutputFile(OutputPlan(segment_name(plan.base, self._segment + 1), False))
-        except (OSError, OutputRefused) as exc:
-            # The next write tries again; meanwhile records go on into this segment.
-            self._failed(exc if isinstance(exc, OSError) else OSError(str(exc)))
-            return
+        nxt = self._open_segment(self._segment + 1)
+        if nxt is None:
+            return  # said; records go on into this segment, tried again at the next write
+        self._end_whole()  # this segment ends whole (its trailer; best effort on a full disk)
+        self._switch_to(*nxt)
+        self._prune()
+
+    def _open_segment(self, first: int) -> tuple[int, OutputFile] | None:
+        """The next segment from number `first` on: a name someone else's file (or link) has
+        is skipped, said once and left as it is. None when no segment can be made (said
+        once)."""
+        plan = self.segments
+        assert plan is not None
+        for n in range(first, LAST_SEGMENT + 1):
+            path = segment_name(plan.base, n)
+            try:
+                nxt = OutputFile(OutputPlan(path, False))
+            except NameTaken:
+                self._say_once(f"taken:{path}", "warning", f"recording: {path} exists and "
+                               "gapwatch did not write it now; left as it is, the recording "
+                               "goes on into the next free segment name")
+                continue
+            except OutputRefused as exc:
+                if self._rotation_error is None:
+                    self._rotation_error = str(exc)
+                    with self._lock:
+                        self._outbox.append(("error", f"recording: cannot start the next "
+                                             f"segment ({exc}); writing on into {self.path}, "
+                                             "trying again at each write"))
+                return None
+            if self._rotation_error is not None:
+                self._rotation_error = None
+                with self._lock:
+                    self._outbox.append(("warning", f"recording: the next segment started "
+                                         f"after all ({path})"))
+            return n, nxt
+        self._say_once("no-name", "error", f"recording: no free segment name after {self.path}"
+                       "; writing on into it")
+        return None
+
+    def _switch_to(self, number: int, nxt: OutputFile) -> None:
+        """Write from now on into `nxt` (segment `number`), its header first."""
         self.file.close()
         with self._lock:
             self.file, self.path = nxt, nxt.path
-            self._segment += 1
-            self.segments_written += 1
+            if self.segments is not None:
+                self._segment = number
+                self.segments_written += 1
             self._segment_started_ns = time.monotonic_ns()
-            self._last_prover = {}  # every segment reads on its own: full snapshots first
+            self._kept.append(_FileRecords(nxt.path, nxt.inode))
+        self._last_prover = {}  # every file reads on its own: full snapshots first
         self._end, self._z, self._member_bytes = 0, self._new_member(), 0
-        self._write_header()
-        self._prune()
+        self._needs_header = True
 
     def _prune(self) -> None:
-        """Remove the oldest segments of the set (earlier runs' too) beyond `keep`: the budget."""
+        """Remove the oldest segments of the set (earlier runs' too) beyond `keep`: the budget.
+        Only files gapwatch wrote for this set are removed (`segments.removable`); anything
+        else named like a segment is said once and left."""
         plan = self.segments
         assert plan is not None
         if not plan.keep:
             return
-        older = [p for n, p in segments_of(plan.base) if n < self._segment]
-        removed = []
-        for path in older[: max(0, len(older) - (plan.keep - 1))]:
-            try:
-                path.unlink()
-            except OSError:
+        ours = []
+        for n, path in segments_of(plan.base):
+            if n >= self._segment:
                 continue
-            removed.append(path.name)
+            verdict = removable(path, plan.set_id)
+            if verdict.why_not is None:
+                ours.append(verdict)
+            else:
+                self._say_once(f"left:{path}", "warning", f"recording: {path} is named like a "
+                               f"segment of this recording but is {verdict.why_not}; left as "
+                               "it is, never removed")
+        excess = max(0, len(ours) - (plan.keep - 1))
+        removed: list[Verdict] = []
+        for verdict in ours:
+            if len(removed) < excess and remove(verdict):
+                removed.append(verdict)
+            else:
+                verdict.release()
         if removed:
-            with self._lock:
-                self.segments_removed += len(removed)
-                self._outbox.append(("info", f"recording: {', '.join(removed)} removed, to keep "
-                                     f"the newest {plan.keep} segments ({self.path})"))
+            self._forget(removed, plan.keep)
+
+    def _forget(self, removed: list[Verdict], keep: int) -> None:
+        """Count removed segments, and this run's records in them."""
+        inodes = {v.inode for v in removed}
+        with self._lock:
+            self.segments_removed += len(removed)
+            for entry in [e for e in self._kept if e.inode in inodes]:
+                self.records_removed += entry.records
+                self._kept.remove(entry)
+            self._outbox.append(("info", f"recording: {', '.join(v.path.name for v in removed)}"
+                                 f" removed, to keep the newest {keep} segments ({self.path})"))
 
     def _end_whole(self) -> bool:
         """The final write failed: end the gzip member with its trailer (~10 bytes: an empty
@@ -671,15 +911,15 @@ class Recorder:
                 self._on_problem(Notice(t_mono, t_wall, level, message))
 
 
-def _batches(chunks: list[bytes], max_bytes: int) -> Iterator[tuple[list[bytes], int]]:
+def _batches(chunks: list[_Item], max_bytes: int) -> Iterator[tuple[list[_Item], int]]:
     """Consecutive runs of `chunks` of about `max_bytes` each (at least one chunk a run), with
     their length."""
     start, size = 0, 0
     for i, chunk in enumerate(chunks):
-        if size and size + len(chunk) > max_bytes:
+        if size and size + _size(chunk) > max_bytes:
             yield chunks[start:i], i - start
             start, size = i, 0
-        size += len(chunk)
+        size += _size(chunk)
     if start < len(chunks):
         yield chunks[start:], len(chunks) - start
 
@@ -695,7 +935,7 @@ def write_recording(path: str | Path, header: SessionHeader, records: Iterable[R
     """Write a whole recording at once (snapshots, CSV conversion, tests), replacing `path`:
     every record, or OSError (a full disk: the file then holds what was written, whole).
     Returns how many records are in the file."""
-    rec = Recorder(path, exists="replace", strict=True)
+    rec = Recorder(path, exists="replace", strict=True, mark_set=False)
     try:
         rec.on_header(header)
         if rec.status().state == "failing":

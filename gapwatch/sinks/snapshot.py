@@ -28,13 +28,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from gapwatch.core import fmt
-from gapwatch.core.advice import advice_lines, advise, if_closed
 from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.config import Config
 from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import window_words
+from gapwatch.cuzk.advice import advice_lines, advise, if_closed
 from gapwatch.sinks.recorder import write_recording
 
 RECORDING_NAME = "recording.jsonl.gz"
@@ -165,7 +165,7 @@ def render_summary(
 
 def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Record]
                     ) -> list[str]:
-    """What to change (`gapwatch.core.advice`), with the payoff over the span recorded here:
+    """What to change (`gapwatch.cuzk.advice`), with the payoff over the span recorded here:
     the snapshot's GPU time, first to last sample of each GPU (busy time is not summed here,
     so only the throughput gain is given)."""
     first: dict[int, float] = {}

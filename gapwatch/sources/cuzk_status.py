@@ -2,7 +2,8 @@
 
 Who calls it: `gapwatch.engine.runtime` starts one `StatusPoller` per status URL (`--cuzk-status
 URL`, `[cuzk] status_url`) beside the log follower; the simulator's speed-0 feed and the tests
-call `parse_status` directly. The poller hands each snapshot to `Session.on_record`.
+call `gapwatch.cuzk.status.parse_status` directly. The poller hands each snapshot to
+`Session.on_record`.
 
 What the server is (`docs/cuzk-status.md`, from curio's `extern/cuzk/cuzk-daemon/src/main.rs`):
 a hand-written HTTP/1.1 server on raw TCP, one request per connection, `Connection: close`.
@@ -16,12 +17,7 @@ a slow, refusing or broken server costs the poller its own time, never the 100 m
 Every failed poll is counted by reason (`ERROR_REASONS`; `http_<code>` for a status other than
 200), the first of each reason (and the recovery) becomes a notice, and polling goes on.
 
-Decoding mirrors the serde structs of `extern/cuzk/cuzk-core/src/status.rs` as msgspec Structs
-(`StatusDocument`), leniently: fields cuzk adds later are ignored, a field it omits is None; a
-field of the wrong type (or a number its Rust type cannot hold: a negative `u64`) is None and
-counted (`dropped_fields`), the rest of the snapshot is kept. A real answer decodes in one pass;
-only one with a bad field is walked field by field (`_lenient`). Only a body that is not JSON,
-or not an object, is refused.
+The document's schema and its reading into `ProverStatus` are cuzk's: `gapwatch.cuzk.status`.
 """
 
 from __future__ import annotations
@@ -33,24 +29,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal
-from typing import Annotated, Any, Union, cast, get_args, get_origin, get_type_hints
+from typing import cast
 from urllib.parse import urlsplit
-
-import msgspec
 
 from gapwatch.base.background import Background
 from gapwatch.base.clock import Clock, SystemClock
-from gapwatch.core.bounds import INT64_MAX, MAX_GPU_INDEX
 from gapwatch.core.models import (
-    PARTITION_STATES,
-    WORKER_STATES,
     Notice,
     NoticeLevel,
-    ProverPartition,
     ProverStatus,
-    ProverWorker,
 )
+from gapwatch.cuzk.status import StatusError, parse_status
 
 #: Why a poll failed (`http_<code>` is added for any status other than 200).
 ERROR_REASONS: tuple[str, ...] = (
@@ -62,202 +51,6 @@ ERROR_REASONS: tuple[str, ...] = (
 MAX_BODY_BYTES = 8 << 20
 #: Headers longer than this are not an HTTP answer cuzk would send (its are ~150 bytes).
 MAX_HEADER_BYTES = 64 << 10
-
-
-class StatusError(Exception):
-    """A poll that gave no snapshot; `reason` is one of `ERROR_REASONS` or `http_<code>`."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-# -- the document, as status.rs's serde structs serialise it ---------------------------------
-# Rust's unsigned integers (u32, u64, usize) and durations cannot be negative; a value outside
-# them is not a reading. Seconds are f64 (`as_secs_f64`): a duration, never negative, and
-# below a million years (`1e999` is not one).
-Count = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
-Secs = Annotated[float, msgspec.Meta(ge=0, le=3e13)]
-Ordinal = Annotated[int, msgspec.Meta(ge=0, le=MAX_GPU_INDEX)]
-
-
-# Unknown fields are ignored (msgspec's default); every field may be missing (None).
-class MemoryStatus(msgspec.Struct, frozen=True):
-    total_bytes: Count | None = None
-    used_bytes: Count | None = None
-    available_bytes: Count | None = None
-
-
-class SynthesisStatus(msgspec.Struct, frozen=True):
-    #: `total_bytes / SNAP_PARTITION_FULL_BYTES`: NOT how many syntheses can run.
-    max_concurrent: Count | None = None
-    #: +1 at synthesis start, -1 on success only: drifts upward after failed syntheses.
-    active: Count | None = None
-
-
-class PartitionSnapshot(msgspec.Struct, frozen=True):
-    index: Count | None = None
-    state: str | None = None
-    synth_ms: Count | None = None
-    gpu_ms: Count | None = None
-
-
-class PipelineSnapshot(msgspec.Struct, frozen=True):
-    # A WindowPoSt job id holds spaces and brackets (`wdpost-1-2-[1 2 3]`): it is only a string.
-    job_id: str | None = None
-    proof_kind: str | None = None
-    started_secs_ago: Secs | None = None
-    total_partitions: Count | None = None
-    partitions_done: Count | None = None
-    partitions: list[PartitionSnapshot | None] | None = None
-
-
-class GpuWorkerSnapshot(msgspec.Struct, frozen=True):
-    worker_id: Count | None = None
-    gpu_ordinal: Ordinal | None = None
-    state: str | None = None
-    current_job: str | None = None
-    current_partition: Count | None = None
-    busy_secs: Secs | None = None
-
-
-class AllocationEntry(msgspec.Struct, frozen=True):
-    circuit_id: str | None = None
-    bytes: Count | None = None
-    last_used_secs_ago: Secs | None = None
-    evictable: bool | None = None
-
-
-class AllocationsSnapshot(msgspec.Struct, frozen=True):
-    srs: list[AllocationEntry | None] | None = None
-    pce: list[AllocationEntry | None] | None = None
-
-
-class CountersSnapshot(msgspec.Struct, frozen=True):
-    total_completed: Count | None = None
-    total_failed: Count | None = None
-    queue_depth: Count | None = None
-
-
-class StatusDocument(msgspec.Struct, frozen=True):
-    """The parts of cuzk's `/status` JSON that gapwatch reads (status.rs `StatusSnapshot`)."""
-
-    uptime_secs: Secs | None = None
-    memory: MemoryStatus | None = None
-    synthesis: SynthesisStatus | None = None
-    pipelines: list[PipelineSnapshot | None] | None = None
-    gpu_workers: list[GpuWorkerSnapshot | None] | None = None
-    allocations: AllocationsSnapshot | None = None
-    counters: CountersSnapshot | None = None
-
-
-_decode_strict = msgspec.json.Decoder(StatusDocument).decode
-# The walk's decoder keeps every number it can: a float as the Decimal of its text (`1e999`
-# overflows a float, and the strict decoder's error would cost the whole snapshot).
-_decode_any = msgspec.json.Decoder(float_hook=Decimal).decode
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _optional_inner(tp: Any) -> Any:
-    """`X | None` -> X (the only unions the document uses)."""
-    if get_origin(tp) is Union or type(tp).__name__ == "UnionType":
-        args = [a for a in get_args(tp) if a is not type(None)]
-        return args[0] if len(args) == 1 else tp
-    return tp
-
-
-def _lenient(value: Any, tp: Any, dropped: list[int]) -> Any:
-    """`value` as `tp`, keeping every part that fits: a Struct field or a list item that does
-    not is None, and `dropped[0]` counts it."""
-    try:
-        return msgspec.convert(value, tp)
-    except msgspec.ValidationError:
-        pass
-    inner = _optional_inner(tp)
-    if isinstance(inner, type) and issubclass(inner, msgspec.Struct) and isinstance(value, dict):
-        hints = _HINTS.get(inner)
-        if hints is None:
-            hints = _HINTS[inner] = get_type_hints(inner, include_extras=True)
-        return inner(**{name: _lenient(value[name], hints[name], dropped)
-                        for name in inner.__struct_fields__ if name in value})
-    if get_origin(inner) is list and isinstance(value, list):
-        (item,) = get_args(inner)
-        return [_lenient(v, item, dropped) for v in value]
-    dropped[0] += 1
-    return None
-
-
-def decode_status(body: bytes, counters: dict[str, int] | None = None) -> StatusDocument:
-    """cuzk's `/status` body -> `StatusDocument`. Raises StatusError (`bad_json`,
-    `bad_schema`). `counters["dropped_fields"]` counts fields that did not fit."""
-    try:
-        return _decode_strict(body)
-    except msgspec.ValidationError:
-        pass  # JSON, but some part does not fit: read it part by part below
-    except msgspec.DecodeError as exc:
-        raise StatusError("bad_json", f"not JSON ({exc})") from None
-    raw = _decode_any(body)
-    if not isinstance(raw, dict):
-        raise StatusError("bad_schema", f"not a status object (a JSON {type(raw).__name__})")
-    dropped = [0]
-    doc: StatusDocument = _lenient(raw, StatusDocument, dropped)
-    if counters is not None and dropped[0]:
-        counters["dropped_fields"] = counters.get("dropped_fields", 0) + dropped[0]
-    return doc
-
-
-def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
-                 latency_ms: float, counters: dict[str, int] | None = None) -> ProverStatus:
-    """cuzk's `/status` body -> one `ProverStatus`. Raises StatusError (`bad_json`,
-    `bad_schema`). `counters["dropped_fields"]` counts fields that did not fit."""
-    doc = decode_status(body, counters)
-    # Counts only when the document lists its pipelines at all (an empty list is 0 of each).
-    counts: dict[str, int] = (dict.fromkeys(PARTITION_STATES, 0) if doc.pipelines is not None
-                              else {})
-    parts: list[ProverPartition] = []
-    kinds: dict[str, str] = {}
-    pipelines = [p for p in doc.pipelines or () if p is not None]
-    for pipe in pipelines:
-        job = pipe.job_id or "?"
-        if pipe.proof_kind is not None:
-            kinds[job] = pipe.proof_kind
-        for part in pipe.partitions or ():
-            if part is None:
-                continue
-            # An unknown state (a newer cuzk) is counted as "other": label values stay bounded.
-            state: str = part.state if part.state in PARTITION_STATES else "other"
-            counts[state] = counts.get(state, 0) + 1
-            if part.index is not None:
-                parts.append(ProverPartition(job_id=job, index=part.index, state=state,
-                                             synth_ms=part.synth_ms, gpu_ms=part.gpu_ms))
-    workers = [
-        ProverWorker(
-            worker_id=w.worker_id, gpu=w.gpu_ordinal,
-            state=w.state if w.state in WORKER_STATES else "other",
-            job_id=w.current_job, partition=w.current_partition, busy_s=w.busy_secs,
-        )
-        for w in doc.gpu_workers or () if w is not None and w.worker_id is not None
-    ]
-    syn, cnt, mem = doc.synthesis, doc.counters, doc.memory
-    srs = doc.allocations.srs if doc.allocations is not None else None
-    srs_entries = [e for e in srs or () if e is not None]
-    return ProverStatus(
-        prover=prover, t_mono_ns=t_mono_ns, t_wall_s=t_wall_s, latency_ms=latency_ms,
-        uptime_s=doc.uptime_secs, partition_counts=counts, workers=workers,
-        synthesis_active=syn.active if syn else None,
-        synthesis_max=syn.max_concurrent if syn else None,
-        queue_depth=cnt.queue_depth if cnt else None,
-        # A `pipelines` cuzk did not send as a list says nothing about jobs: unknown, not 0.
-        jobs=len(pipelines) if doc.pipelines is not None else None,
-        completed_total=cnt.total_completed if cnt else None,
-        failed_total=cnt.total_failed if cnt else None, partitions=parts,
-        memory_total_bytes=mem.total_bytes if mem else None,
-        memory_used_bytes=mem.used_bytes if mem else None,
-        memory_available_bytes=mem.available_bytes if mem else None,
-        srs_circuits=None if srs is None else [e.circuit_id or "?" for e in srs_entries],
-        srs_bytes=None if srs is None else sum(e.bytes or 0 for e in srs_entries),
-        job_kinds=kinds,
-    )
 
 
 def prover_name(url: str) -> str:

@@ -6,9 +6,18 @@ Who calls it: `gapwatch.sources.files.read_any` (so `report`, `replay`, `export`
 
 How the files are put together:
 - every file is a whole recording (the recorder starts each segment with the session's header),
-  so each is opened on its own; a file that is not a recording is skipped and said;
-- files with the same header (host, source, start) are one run's segments, in the order of
-  their numbers (`gw.000007.jsonl.gz`); runs follow one another by their start;
+  so each is opened on its own; a file that is not a recording is skipped and said; in a
+  folder, entries not named `*.jsonl` or `*.jsonl.gz` are not read, and said in one line;
+- only files of one recording set are joined: the same `set_id` (written by the recorder in
+  every segment's header; files made before set ids have none and join by the rest), host and
+  GPUs. A folder or glob holding several recordings (another host's, two sessions recording
+  side by side, a copy) is refused with one line that lists each, with a glob or the files that
+  name it: never merged (another host's GPU 0 was merged into ours, and two concurrent
+  sessions lost 44 % of their samples as "out of time order");
+- files with the same header (host, source, start) are one run's segments, ordered by the
+  times inside them (the median of their first samples), not by their names: a segment renamed
+  out of order keeps its place (it lost 63 % of the data); runs follow one another by their
+  start;
 - a later run's monotonic clock is put on the first run's (the box rebooted, or it is another
   box's clock): each of its records' `t_mono_ns` moves by the difference between the two
   headers' wall and monotonic starts, when that is over a second. Without it a reboot's
@@ -21,14 +30,20 @@ from __future__ import annotations
 
 import glob
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
+import msgspec
 from msgspec import structs
 
+from gapwatch.core.fmt import visible
 from gapwatch.core.models import GpuInfo, Record, SessionHeader
+from gapwatch.core.sizes import cut_text
 from gapwatch.sources.recording import (
     MAX_PROBLEMS,
+    LineStream,
     Recording,
     RecordingError,
     open_recording,
@@ -40,6 +55,10 @@ RECORDING_SUFFIXES = (".jsonl", ".jsonl.gz")
 _SEGMENT_NUMBER = re.compile(r"\.(\d+)\.jsonl(?:\.gz)?$")
 #: Clocks of two runs that agree within this are one clock (the same boot).
 SAME_CLOCK_NS = 1_000_000_000
+#: A file's place in its run: the median time of its first `FIRST_TIMES` samples, looked for
+#: in its first `FIRST_LINES` lines.
+FIRST_TIMES = 9
+FIRST_LINES = 2000
 
 
 def is_set(path: Path) -> bool:
@@ -47,13 +66,16 @@ def is_set(path: Path) -> bool:
     return path.is_dir() or (not path.exists() and any(c in str(path) for c in "*?["))
 
 
-def set_files(path: Path) -> list[Path]:
-    """The recordings a folder holds, or a glob names (files only, by name)."""
+def set_files(path: Path) -> tuple[list[Path], list[str]]:
+    """The recordings a folder holds (files named `*.jsonl` or `*.jsonl.gz`), or a glob names
+    (files only), by name; and, in a folder, the names of the other entries (not read)."""
     if path.is_dir():
-        found = [p for p in path.iterdir() if p.name.endswith(RECORDING_SUFFIXES)]
+        entries = sorted(path.iterdir())
+        found = [p for p in entries if p.name.endswith(RECORDING_SUFFIXES)]
+        others = [p.name for p in entries if not p.name.endswith(RECORDING_SUFFIXES)]
     else:
-        found = [Path(p) for p in glob.glob(str(path))]
-    return sorted(p for p in found if p.is_file())
+        found, others = [Path(p) for p in sorted(glob.glob(str(path)))], []
+    return [p for p in found if p.is_file()], others
 
 
 def _segment_number(path: Path) -> int:
@@ -61,33 +83,113 @@ def _segment_number(path: Path) -> int:
     return int(m.group(1)) if m else 0
 
 
+class _Times(msgspec.Struct):
+    """The data time of a record line, when it is a GPU or host sample."""
+
+    type: str = ""
+    t_mono_ns: int | None = None
+
+
+def _first_time(stream: LineStream) -> int | None:
+    """The median of the first few GPU and host samples' times in a file: where it sits in
+    its run (robust to one absurd time among them), None when its first lines hold none."""
+    times: list[int] = []
+    for _ in range(FIRST_LINES):
+        try:
+            line = stream.readline()
+        except (EOFError, OSError, zlib.error):
+            break
+        if not line:
+            break
+        try:
+            rec = msgspec.json.decode(line, type=_Times)
+        except (msgspec.DecodeError, RecursionError, ValueError):
+            continue
+        if rec.type in ("gpu", "host") and rec.t_mono_ns is not None:
+            times.append(rec.t_mono_ns)
+            if len(times) == FIRST_TIMES:
+                break
+    return sorted(times)[len(times) // 2] if times else None
+
+
+class _File(NamedTuple):
+    path: Path
+    header: SessionHeader
+    first_ns: int | None
+
+
+def _set_key(header: SessionHeader) -> tuple[str, str, tuple[str, ...]]:
+    """What makes files one recording: the set id (none before set ids), the host and the
+    GPUs (their UUIDs, else their indices)."""
+    gpus = tuple(g.uuid or str(g.index) for g in sorted(header.gpus, key=lambda g: g.index))
+    return header.set_id or "", header.host, gpus
+
+
+def _describe(path: Path, files: list[_File]) -> str:
+    names = sorted(f.path.name for f in files)
+    glob_hint = _glob_of(names)
+    shown = (f"'{path / glob_hint}'" if path.is_dir() else glob_hint) if glob_hint else \
+        ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    h = files[0].header
+    who = f"set {visible(cut_text(h.set_id, 16))}" if h.set_id else "no set id"
+    return (f"{visible(shown)} ({len(files)} file{'s' if len(files) > 1 else ''}; {who}, host "
+            f"{visible(cut_text(h.host, 40))}, GPUs "
+            f"{','.join(str(g.index) for g in h.gpus) or 'none'})")
+
+
+def _glob_of(names: list[str]) -> str | None:
+    """`gw.*.jsonl.gz` when every name is a segment of one base, else None."""
+    bases = {_SEGMENT_NUMBER.sub(m.group(0).replace(m.group(1), "*"), n)
+             for n in names for m in [_SEGMENT_NUMBER.search(n)] if m}
+    return bases.pop() if len(bases) == 1 and len(names) > 1 and all(
+        _SEGMENT_NUMBER.search(n) for n in names) else None
+
+
 def read_set(path: Path) -> Recording:
-    """The recordings `path` names (see `set_files`) as one `Recording`.
+    """The recordings `path` names (see `set_files`) as one `Recording`: the files of one
+    recording set, ordered by the times inside them.
 
     Raises:
-        RecordingError: the folder or glob holds no usable recording.
+        RecordingError: the folder or glob holds no usable recording, or more than one
+            recording set (one line that lists each).
     """
-    runs: dict[tuple[str, str, float, int], list[tuple[int, str, Path, SessionHeader]]] = {}
+    sets: dict[tuple[str, str, tuple[str, ...]], list[_File]] = {}
     skipped: list[str] = []
     header_problems: list[str] = []
-    for file in set_files(path):
+    files, others = set_files(path)
+    for file in files:
         try:
             header, stream, problems = open_recording(file)
         except RecordingError as exc:
             skipped.append(str(exc))
             continue
-        stream.close()
+        try:
+            first_ns = _first_time(stream)
+        finally:
+            stream.close()
         header_problems += [p for p in problems if p not in header_problems]
-        key = (header.host, header.source, header.started_wall_s, header.started_mono_ns)
-        runs.setdefault(key, []).append((_segment_number(file), file.name, file, header))
-    if not runs:
+        sets.setdefault(_set_key(header), []).append(_File(file, header, first_ns))
+    if not sets:
         why = f" ({skipped[0]})" if skipped else ""
         raise RecordingError(f"{path}: no gapwatch recording in it{why}")
-    ordered = sorted(runs.values(), key=lambda files: files[0][3].started_wall_s)
-    first = ordered[0][0][3]
+    if len(sets) > 1:
+        listed = "; ".join(_describe(path, fs) for fs in sets.values())
+        raise RecordingError(f"{path} holds {len(sets)} recordings, not one: {listed}; give "
+                             "one of them (a file, or a glob naming its files)")
+    return _joined(path, next(iter(sets.values())), skipped, header_problems, others)
+
+
+def _joined(path: Path, files: list[_File], skipped: list[str], header_problems: list[str],
+            others: list[str]) -> Recording:
+    runs: dict[tuple[str, float, int], list[_File]] = {}
+    for f in files:
+        h = f.header
+        runs.setdefault((h.source, h.started_wall_s, h.started_mono_ns), []).append(f)
+    ordered = sorted(runs.values(), key=lambda fs: fs[0].header.started_wall_s)
+    first = ordered[0][0].header
     gpus: dict[int, GpuInfo] = {}
-    for files in ordered:
-        for g in files[0][3].gpus:
+    for fs in ordered:
+        for g in fs[0].header.gpus:
             gpus.setdefault(g.index, g)
     header = structs.replace(first, gpus=[gpus[i] for i in sorted(gpus)])
     rec = Recording(path=path, header=header, records=iter(()))
@@ -95,7 +197,16 @@ def read_set(path: Path) -> Recording:
         rec.problem("bad_header", message, 1)
     for message in skipped:
         rec.problem("not_a_recording", f"{message}; skipped", 1)
-    plan = [(f[2], _offset_ns(first, f[3])) for files in ordered for f in sorted(files)]
+    if others:
+        shown = ", ".join(visible(cut_text(o, 80)) for o in others[:5]) + (
+            f" and {len(others) - 5} more" if len(others) > 5 else "")
+        rec.problem("not_read", f"{path}: {len(others)} entr{'ies' if len(others) > 1 else 'y'}"
+                    f" not named *.jsonl or *.jsonl.gz, not read: {shown}", 1)
+    # Within a run, files in the order of the times inside them (a renamed segment keeps its
+    # place), their numbers only where a file holds no sample.
+    plan = [(f.path, _offset_ns(first, f.header)) for fs in ordered
+            for f in sorted(fs, key=lambda f: (f.first_ns if f.first_ns is not None else -1,
+                                               _segment_number(f.path), f.path.name))]
     rec.files = [p for p, _ in plan]
     rec.runs = len(ordered)
     rec.records = _records(rec, plan)

@@ -43,12 +43,6 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Literal
 
-from gapwatch.core.cuzk import (
-    GIB,
-    POREP_PARTITION_FULL_BYTES,
-    max_concurrent_of,
-    synth_worker_count,
-)
 from gapwatch.core.models import (
     GEN5_X16_BYTES_PER_S,
     GpuInfo,
@@ -56,10 +50,18 @@ from gapwatch.core.models import (
     HostSample,
     ProverStatus,
 )
+from gapwatch.cuzk.pipeline import (
+    GIB,
+    POREP_PARTITION_FULL_BYTES,
+    max_concurrent_of,
+    synth_worker_count,
+)
 from gapwatch.sources import Tick
+from gapwatch.sources.sim_post import Kept, PostScript
 
-ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound"]
-SCENARIOS: tuple[ScenarioName, ...] = ("chained", "pageable", "host-stall", "transfer-bound")
+ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound", "post"]
+SCENARIOS: tuple[ScenarioName, ...] = ("chained", "pageable", "host-stall", "transfer-bound",
+                                       "post")
 LINK_BYTES_PER_S = GEN5_X16_BYTES_PER_S
 IDLE_PCIE_BYTES_PER_S = 1.5 * 2**20  # an idle H200 link reads ~0.7-2.7 MiB/s each way
 
@@ -97,6 +99,9 @@ SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
     "host-stall": Scenario("host-stall", True, 4.5e9, 0.9, 3.5, 2, 2, 0.0, 0.0),
     # Copies at line rate, but each moves so much that it outlasts the other worker's kernels.
     "transfer-bound": Scenario("transfer-bound", True, 70e9, 0.5, 1.0, 6, 6, 0.0, 0.0),
+    # The chained pipeline plus PoSt, a late PoSt, a panic and a restart on a fixed script
+    # (`gapwatch.sources.sim_post`).
+    "post": Scenario("post", True, 4.5e9, 0.9, 2.0, 4, 4, 0.0, 0.0),
 }
 
 
@@ -244,6 +249,11 @@ class SimProver:
         self.synth_fail_every = synth_fail_every
         self.syntheses = 0
         self.syntheses_failed = 0
+        #: The `post` scenario's script (PoSt, a panic, a restart), and its state: the daemon
+        #: killed (`down`), the current run's TIMELINE epoch (simulated seconds).
+        self.post_script: PostScript | None = None
+        self.down = False
+        self._epoch = 0.0
 
     # --- GpuSource / HostSource --------------------------------------------------------------
 
@@ -340,7 +350,7 @@ class SimProver:
 
     def synth_worker_count(self) -> int:
         """The synthesis workers the simulated cuzk runs (its log line says it), one pool for
-        every GPU as cuzk's: its formula (engine.rs, `gapwatch.core.cuzk.synth_worker_count`)
+        every GPU as cuzk's: its formula (engine.rs, `gapwatch.cuzk.pipeline.synth_worker_count`)
         with `max_parallel_synthesis` the most threads the GPUs' scenarios ever use together,
         so never fewer than 2 nor more than the budget holds (36 of 512 GiB: five `pageable`
         GPUs ask for 100). Worked out once: the scenarios are fixed."""
@@ -349,31 +359,41 @@ class SimProver:
     def _start(self, t_mono_ns: int, t_wall_s: float) -> None:
         self._t0_mono_ns = t_mono_ns
         self._t0_wall_s = t_wall_s
-        n = len(self._gpus)
-        # The startup lines cuzk writes, in its order (engine.rs Engine::new, then start()).
-        self._trace(0.0, f"memory budget initialized total_budget_gib={SIM_BUDGET_BYTES // GIB}")
-        self._trace(0.0, "CUDA pinned memory pool initialized")
-        self._trace(0.0, "starting cuzk engine pipeline_enabled=true")
-        self._trace(0.0, f"initializing GPU workers num_gpus={n} gpu_workers_per_device=2 "
+        self.startup_lines()
+        for g in self._gpus:
+            self._at(0.05, partial(self._fill_synthesis, g))
+        self._at(0.5, Kept(self._tick_threads))
+        if any(g.scenario.name == "post" for g in self._gpus):
+            self.post_script = PostScript(self)
+            self.post_script.schedule()
+
+    def startup_lines(self) -> None:
+        """The startup lines cuzk writes, in its order (engine.rs Engine::new, then start())."""
+        n, t = len(self._gpus), self._now
+        self._trace(t, f"memory budget initialized total_budget_gib={SIM_BUDGET_BYTES // GIB}")
+        self._trace(t, "CUDA pinned memory pool initialized")
+        self._trace(t, "starting cuzk engine pipeline_enabled=true")
+        self._trace(t, f"initializing GPU workers num_gpus={n} gpu_workers_per_device=2 "
                          f"total_workers={2 * n} gpus=[{', '.join(str(i) for i in range(n))}]")
         in_budget = SIM_BUDGET_BYTES // POREP_PARTITION_FULL_BYTES
-        self._trace(0.0, f"starting pipeline: synthesis task + GPU workers (budget-gated) "
+        self._trace(t, f"starting pipeline: synthesis task + GPU workers (budget-gated) "
                          f"configured_lookahead=1 max_partitions_in_budget={in_budget} "
                          f"effective_lookahead={max(1, min(in_budget, 32))} "
                          f"synth_worker_count={self.synth_worker_count()} num_gpus={2 * n}")
         for g in self._gpus:
             for k, w in enumerate(g.workers):
-                self._trace(0.0, f"pipeline GPU worker started worker_id={w.wid} gpu={g.index} "
-                                 f"sub_id={k}")
-        for g in self._gpus:
-            self._at(0.05, partial(self._fill_synthesis, g))
-        self._at(0.5, self._tick_threads)
+                self._trace(t, f"pipeline GPU worker started worker_id={w.wid} gpu={g.index} "
+                               f"sub_id={k}")
+
+    def add_compute(self, g: _Gpu, start: float, end: float) -> None:
+        """Kernels on `g` over [start, end] (simulated seconds): SMs busy then."""
+        g.computes.append(_Span(start, end))
 
     def _tick_threads(self) -> None:
         # Synthesis threads ramp up over time: give new threads work even if nothing finished.
         for g in self._gpus:
             self._fill_synthesis(g)
-        self._at(self._now + 0.5, self._tick_threads)
+        self._at(self._now + 0.5, Kept(self._tick_threads))
 
     def _at(self, t: float, fn: Callable[[], None]) -> None:
         self._seq += 1
@@ -390,6 +410,8 @@ class SimProver:
         # Start synthesis tasks while threads are free and the look-ahead (queue) is not full,
         # and while one of cuzk's synthesis workers (shared by every GPU) is free: a GPU held
         # back by the others' syntheses gets its turn at the next tick (`_tick_threads`).
+        if self.down:
+            return
         threads = self.threads(self._now, g)
         workers = self._synth_workers
         while g.synth_active < threads and len(g.queue) + g.synth_active < \
@@ -450,6 +472,8 @@ class SimProver:
         self._fill_synthesis(g)
 
     def _dispatch(self, g: _Gpu) -> None:
+        if self.post_script is not None:
+            self.post_script.dispatch(g)  # PoSt first: cuzk's GPU queue key (0,0)
         for w in g.workers:
             if not w.busy and g.queue:
                 job, part, _, pinned = g.queue.pop(0)
@@ -482,6 +506,8 @@ class SimProver:
             self._raw(f"CUZK_TIMING: pre_lock_cpu_ms={int(h2d_ms)} mutex_wait_ms={int(wait_ms)}")
 
         def done() -> None:
+            if self.post_script is not None and self.post_script.take_panic(g, w, job, part):
+                return
             cms = int(compute * 1000)
             self._raw(f"CUZK_NTT_H: d_b_alloc=0ms ntt_kernels={int(h2d_ms)}ms coset_intt_sync=40ms "
                       f"msm_init=1ms msm_invoke={int(cms * 0.5)}ms msm_dtor=1ms "
@@ -555,7 +581,7 @@ class SimProver:
         # cuzk reserves 14 GiB per PoRep partition in flight, and the SRS permanently.
         used = min(total, in_flight * POREP_PARTITION_FULL_BYTES + SIM_SRS_BYTES)
         return {
-            "uptime_secs": round(now, 3),
+            "uptime_secs": round(now - self._epoch, 3),
             "memory": {"total_bytes": total, "used_bytes": used,
                        "available_bytes": total - used},
             "synthesis": {"max_concurrent": max_concurrent_of(total),
@@ -616,7 +642,7 @@ class SimProver:
             self.on_line(stream, text)
 
     def _timeline(self, t: float, event: str, job: str, detail: str) -> None:
-        self._raw(f"TIMELINE,{int(t * 1000)},{event},{job},{detail}")
+        self._raw(f"TIMELINE,{int((t - self._epoch) * 1000)},{event},{job},{detail}")
 
     def _trace(self, t: float, message: str, span: str = "", target: str = "cuzk_core::engine",
                level: str = " INFO") -> None:
@@ -662,7 +688,7 @@ class SimStatusFeed:
         if self._next_ns is not None and t < self._next_ns:
             return
         self._next_ns = t + self.period_ns
-        from gapwatch.sources.cuzk_status import parse_status
+        from gapwatch.cuzk.status import parse_status
 
         self.emit(parse_status(self.sim.status_bytes(), "sim", t, record.t_wall_s, 0.0))
 

@@ -27,10 +27,10 @@ from textual.css.query import NoMatches
 from textual.filter import LineFilter, Monochrome
 
 from gapwatch.core import fmt
-from gapwatch.core.advice import advice_lines, advise
 from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.cuzk.advice import advice_lines, advise
 from gapwatch.engine.session import Session
 from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.stop_signals import STOP_SIGNALS, StopSignals

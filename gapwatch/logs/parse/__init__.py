@@ -6,11 +6,15 @@ one parser holds the state that spans lines (TIMELINE anchor, worker -> GPU map,
 
 Per line: strip ANSI and CR; dispatch on the first characters (cheap, before any regex):
 `TIMELINE,` / `CUZK_` / a date (tracing line, or a journald/`ts` prefix that is peeled and the
-remainder dispatched again); then the user rules; else an `unparsed` event (counted, kept).
+remainder dispatched again); a Rust panic's first line opens a block whose message is the lines
+no rule understands after it on its stream, said as one `panic` event when the next understood
+line closes it (`gapwatch.cuzk.panics`; `flush` at the end of a file); then the user rules; else
+an `unparsed` event (counted, kept).
 
 Time of an event, best first (`LogEvent.time_source`): the line's own timestamp ("line"), a
 journald/`ts` prefix ("prefix"), a TIMELINE offset anchored to the `starting cuzk engine` line
-("timeline"), the arrival time ("arrival").
+("timeline"), the arrival time ("arrival"); a panic read from a file (`offline`) takes the timed
+line before it ("around").
 
 Attribution: C++ lines are emitted at once, unattributed. When the `spawn_blocking prove_start`
 line that names the lock holder arrives, one extra event of kind `cuzk_partition`
@@ -35,18 +39,19 @@ from msgspec.structs import replace
 
 from gapwatch.core.bounds import MAX_GPU_INDEX, wall_s_ok
 from gapwatch.core.config import LogsConfig
-from gapwatch.core.cuzk import PACER_TEXT_NUMBERS, numeric_text_fields
 from gapwatch.core.models import FieldValue, LogEvent, TimeSource
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
-from gapwatch.logs.parse import cuzk
+from gapwatch.core.values import int_field
+from gapwatch.cuzk import log_lines, panics
+from gapwatch.cuzk.log_lines import PARTITION_KIND
+from gapwatch.cuzk.pipeline import PACER_TEXT_NUMBERS, numeric_text_fields
 from gapwatch.logs.parse.prefixes import strip_ansi, strip_prefix
 from gapwatch.logs.parse.tracing import parse_tracing
 from gapwatch.logs.parse.user_rules import UserRules
 
-__all__ = ["LogParser", "PARTITION_KIND", "PARTITION_NAME"]
+__all__ = ["LogParser", "PARTITION_NAME"]
 
 _V = TypeVar("_V")
-PARTITION_KIND = "cuzk_partition"
 PARTITION_NAME = "gpu_lock"
 #: Partitions whose GPU is remembered (job, partition) -> GPU: a few jobs in flight at most.
 _PART_GPU_KEPT = 4096
@@ -59,12 +64,6 @@ _INIT_WORKERS_MESSAGE = "initializing GPU workers"
 #: takes keywords (tests/test_parse_fast_paths.py holds this list to LogEvent's own).
 _EVENT_FIELDS = ("t_wall_s", "time_source", "kind", "name", "raw", "stream", "level", "job_id",
                  "worker", "partition", "gpu", "fields", "warning", "t_arrival_mono_ns")
-
-
-def int_field(value: FieldValue) -> int | None:
-    """An int field, or None (a bool is not one: `type` is exact, and half the cost of two
-    `isinstance`). The one rule for "this field is a number of ..." (partitions.py too)."""
-    return value if type(value) is int else None
 
 
 #: Workers remembered (GPU, last job): a prover has a handful; ids from junk lines must not
@@ -97,8 +96,15 @@ def _gpu(value: FieldValue) -> int | None:
 class LogParser:
     """Stateful line parser. `parse_line` never raises on any input text."""
 
-    def __init__(self, config: LogsConfig | None = None, *, keep_unparsed: bool = True) -> None:
+    def __init__(self, config: LogsConfig | None = None, *, keep_unparsed: bool = True,
+                 offline: bool = False) -> None:
         cfg = config or LogsConfig()
+        #: Reading a file, not following a log: a panic's untimestamped lines are placed by the
+        #: timed lines around them ("around"), not by when they were read ("arrival").
+        self.offline = offline
+        self._panic: panics.PanicBlock | None = None
+        #: The time of the latest event timed by its own line, a prefix or TIMELINE.
+        self._last_timed_s: float | None = None
         self.cuzk_enabled = cfg.cuzk
         self.keep_unparsed = keep_unparsed
         self._rules = UserRules(cfg.rules)
@@ -110,7 +116,7 @@ class LogParser:
         self._worker_gpu: dict[int, int] = {}
         self._worker_job: dict[int, str] = {}
         self._part_gpu: OrderedDict[tuple[str, int], int] = OrderedDict()
-        self.attributor = cuzk.LockAttributor()
+        self.attributor = log_lines.LockAttributor()
         self._kind_keys: dict[str, str] = {}
 
     # ------------------------------------------------------------------ public API
@@ -118,6 +124,7 @@ class LogParser:
                    arrival_wall_s: float = 0.0) -> list[LogEvent]:
         """Parse one line (without its newline). Returns 0..2 events; never raises."""
         self.counters["lines"] += 1
+        block = self._panic
         try:
             events = self._parse(text, stream, arrival_mono_ns, arrival_wall_s)
         except Exception:  # noqa: BLE001 - a log line must never stop the tailer
@@ -127,7 +134,39 @@ class LogParser:
             if not wall_s_ok(e.t_wall_s):
                 self._arrival_times(events, arrival_wall_s)
                 break
+        if events:
+            timed = [e.t_wall_s for e in events if e.time_source != "arrival"]
+            if block is not None and block is self._panic and (
+                    block.stream == stream or block.closed
+                    or arrival_wall_s - block.last_arrival_wall_s >= panics.QUIET_S):
+                self._panic = None
+                events.insert(0, self._panic_event(block, timed[0] if timed else None))
+            if timed:
+                self._last_timed_s = timed[-1]
         return events
+
+    def flush(self) -> list[LogEvent]:
+        """The end of the input (a file read whole, a follower stopping): the panic still being
+        read, as its event (else nothing)."""
+        block, self._panic = self._panic, None
+        return [self._panic_event(block, None)] if block is not None else []
+
+    def _panic_event(self, block: panics.PanicBlock, after_s: float | None) -> LogEvent:
+        """One event for a whole panic message: timed by a prefix on its first line; reading a
+        file, by the timed line before it (else the one after it); followed live, by when its
+        first line arrived."""
+        source: TimeSource
+        if block.prefix_s is not None:
+            t, source = block.prefix_s, "prefix"
+        elif self.offline and (block.before_s is not None or after_s is not None):
+            t, source = (block.before_s if block.before_s is not None else after_s or 0.0), "around"
+        else:
+            t, source = block.arrival_wall_s, "arrival"
+        self._count(panics.KIND)
+        return LogEvent(
+            t_wall_s=t, time_source=source, kind=panics.KIND, name=block.name(), raw=block.raw,
+            stream=block.stream, level="ERROR", fields=block.fields(),
+            t_arrival_mono_ns=block.arrival_mono_ns)
 
     def _arrival_times(self, events: list[LogEvent], arrival_wall_s: float) -> None:
         """A time gapwatch cannot place or print (year 5000, a TIMELINE offset of 1e17 ms): the
@@ -138,7 +177,7 @@ class LogParser:
                 events[i] = replace(e, t_wall_s=arrival_wall_s, time_source="arrival")
 
     def anchor_from_status(self, epoch_wall_s: float | None) -> None:
-        """Place TIMELINE offsets by the prover's `/status` (`gapwatch.core.cuzk.
+        """Place TIMELINE offsets by the prover's `/status` (`gapwatch.cuzk.pipeline.
         timeline_epoch`) when the log's own anchor line was not read (the log was followed
         from its end, or rotated since): the anchor line, once read, wins. A later snapshot
         replaces an earlier one (a restarted daemon counts its uptime from 0 again)."""
@@ -192,6 +231,28 @@ class LogParser:
                 break
             text, prefix_s = peeled
             self.counters["prefix_time"] += 1
+        return self._unknown(text, raw, stream, mono, wall, prefix_s)
+
+    def _unknown(self, text: str, raw: str, stream: str, mono: int | None, wall: float,
+                 prefix_s: float | None) -> list[LogEvent]:
+        """A line no built-in rule understood: a panic's first line opens a block, the lines
+        after it on its stream are its message (`gapwatch.cuzk.panics`); else the user rules."""
+        if self.cuzk_enabled:
+            start = panics.panic_start(text, stream, mono, wall)
+            block = self._panic
+            if start is not None:
+                out = self.flush()
+                start.prefix_s, start.before_s = prefix_s, self._last_timed_s
+                start.last_arrival_wall_s = wall
+                self._panic = start
+                self.counters["panic_lines"] += 1
+                return out
+            if block is not None and block.stream == stream and not block.closed \
+                    and wall - block.last_arrival_wall_s < panics.QUIET_S * 60:
+                block.add(text)
+                block.last_arrival_wall_s = wall
+                self.counters["panic_lines"] += 1
+                return []
         return self._user_or_unparsed(text, raw, stream, mono, wall, prefix_s)
 
     def _time(self, prefix_s: float | None, wall: float) -> tuple[float, TimeSource]:
@@ -210,7 +271,7 @@ class LogParser:
     # ------------------------------------------------------------------ built-in rules
     def _timeline(self, text: str, raw: str, stream: str, mono: int | None, wall: float,
                   prefix_s: float | None) -> list[LogEvent] | None:
-        line = cuzk.parse_timeline(text)
+        line = log_lines.parse_timeline(text)
         if line is None:
             return None
         source: TimeSource
@@ -260,13 +321,13 @@ class LogParser:
     def _cuzk_cpp(self, text: str, raw: str, stream: str, mono: int | None, wall: float,
                   prefix_s: float | None) -> list[LogEvent] | None:
         if text.startswith("CUZK_TIMING:"):
-            parsed = cuzk.parse_cuzk_timing(text[12:])
+            parsed = log_lines.parse_cuzk_timing(text[12:])
             if parsed is None:
                 return None
             name, fields = parsed
             kind = "cuzk_timing"
         elif text.startswith("CUZK_NTT_H:"):
-            ntt = cuzk.parse_cuzk_ntt_h(text[11:])
+            ntt = log_lines.parse_cuzk_ntt_h(text[11:])
             if ntt is None:
                 return None
             name, fields, kind = "CUZK_NTT_H", ntt, "cuzk_ntt_h"
@@ -313,7 +374,7 @@ class LogParser:
         job = fields.get("job_id")
         job_id = job if isinstance(job, str) else None
         events: list[LogEvent] = []
-        if message.startswith(cuzk.ANCHOR_MESSAGE):
+        if message.startswith(log_lines.ANCHOR_MESSAGE):
             self.anchor_wall_s = line.t_wall_s
             self.anchor_source = "log"
             self._worker_gpu.clear()
@@ -333,16 +394,16 @@ class LogParser:
         self._count("tracing")
         events.append(LogEvent(  # positional: see `_EVENT_FIELDS`
             line.t_wall_s, "line", "tracing", message, raw, stream, line.level, job_id, worker,
-            partition, gpu, fields, cuzk.warning_of(text), mono,
+            partition, gpu, fields, log_lines.warning_of(text), mono,
         ))
-        if message == cuzk.PROVE_START_MESSAGE:
+        if message == log_lines.PROVE_START_MESSAGE:
             lock = self.attributor.feed_prove_start(
                 worker, partition, line.t_wall_s, "line", mono, fields.get("prove_start_ms"))
             if lock is not None:
                 events.append(self._lock_event(lock, stream, mono))
         return events
 
-    def _lock_event(self, lock: cuzk.PartitionLock, stream: str, mono: int | None) -> LogEvent:
+    def _lock_event(self, lock: log_lines.PartitionLock, stream: str, mono: int | None) -> LogEvent:
         self._count(PARTITION_KIND)
         worker = lock.worker
         return LogEvent(

@@ -1,7 +1,7 @@
 """Rust `tracing_subscriber::fmt` lines (cuzk's stdout) and the `key=value` field syntax they use.
 
-Who calls it: `gapwatch.logs.parse.LogParser` for lines that start with a date; `cuzk` and
-`user_rules` reuse `parse_kv` / `convert_value`.
+Who calls it: `gapwatch.logs.parse.LogParser` for lines that start with a date; `user_rules`
+reuses `parse_kv` (field values are converted by `gapwatch.core.values`).
 
 Layout (tracing-subscriber 0.3 Full formatter, ANSI already stripped):
 
@@ -15,15 +15,12 @@ scanned to their closing character so that spaces or `=` inside them do not spli
 
 from __future__ import annotations
 
-import math
 import re
-from enum import Enum
-from typing import Final
 
 import msgspec
 
-from gapwatch.core.bounds import fits_i64
 from gapwatch.core.models import FieldValue
+from gapwatch.core.values import NUMBER, convert_value
 from gapwatch.logs.parse.prefixes import iso_to_epoch
 
 _LEVELS = frozenset(("TRACE", "DEBUG", "INFO", "WARN", "ERROR"))
@@ -46,7 +43,6 @@ _ONE_TOKEN_FIELDS = re.compile(rf"{_KEY}{_TOKEN_VALUE}(?: {_KEY}{_TOKEN_VALUE})*
 # matches are those of the plain pattern, found without trying one character at a time
 # (tests/test_parse_fast_paths.py compares the two).
 _SPAN = re.compile(r'([A-Za-z_]\w*)(?:\{((?:[^{}"]++|"(?:[^"\\]++|\\.)*+")*+)\})?:(?!:)')
-_NUMBER = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?", re.ASCII)
 
 
 class TracingLine(msgspec.Struct, gc=False):
@@ -58,83 +54,6 @@ class TracingLine(msgspec.Struct, gc=False):
     target: str | None
     message: str
     fields: dict[str, FieldValue]
-
-
-#: Field texts already converted (short ones), at most `_VALUES_MAX`: cuzk's lines repeat
-#: their values (partitions, workers, job ids, flags, small timings); of the 1,054 values in
-#: tests/data's two cuzk logs read once in order, 822 (78 %) had been seen before. Values are
-#: immutable, so one table serves every parser; a full one is emptied, like the timestamp
-#: cache (`prefixes._SECOND_CACHE`).
-_VALUES: dict[str, FieldValue] = {}
-_VALUES_MAX = 4096
-_VALUE_CHARS = 40
-
-
-class _Unseen(Enum):
-    """What the table gives for a text not in it (None is a value: `None`); an Enum member, so
-    that a check by identity narrows the type."""
-
-    UNSEEN = 0
-
-
-_UNSEEN: Final = _Unseen.UNSEEN
-
-
-def convert_value(raw: str) -> FieldValue:
-    """A field's text as the most specific scalar: int, float, bool, None, or the string.
-
-    `Some(x)` is x; a quoted string is unquoted; lists and other Debug output stay strings.
-    Numbers gapwatch could not write or export stay text: an integer beyond 64 bits
-    (`Some(99999999999999999999)`), a float that overflows to infinity (`1e999`), digits other
-    than ASCII ones (`²`, which int() refuses or reads as another number).
-    """
-    kept = _VALUES.get(raw, _UNSEEN)  # one lookup: safe while another thread empties it
-    if kept is not _UNSEEN:
-        return kept
-    value = _convert(raw)
-    if len(raw) <= _VALUE_CHARS:
-        if len(_VALUES) >= _VALUES_MAX:
-            _VALUES.clear()
-        _VALUES[raw] = value
-    return value
-
-
-def digits_value(raw: str) -> int | str:
-    """A run of ASCII digits (the caller has checked) as `convert_value` reads it: the integer,
-    or the text when it does not fit 64 bits. Without the table: for a value that is new on
-    almost every line (a TIMELINE offset), which would only fill it."""
-    return int(raw) if len(raw) < 19 else _bounded_int(raw)
-
-
-def _convert(raw: str) -> FieldValue:
-    """`convert_value` without the table."""
-    if raw.isdigit() and raw.isascii():
-        return digits_value(raw)
-    if not raw:
-        return ""
-    c = raw[0]
-    if c == "-" and raw[1:].isdigit() and raw.isascii():
-        return int(raw) if len(raw) < 20 else _bounded_int(raw)
-    if c == "S" and raw.startswith("Some(") and raw.endswith(")"):
-        return _convert(raw[5:-1])
-    if c == '"' and len(raw) >= 2 and raw.endswith('"'):
-        return raw[1:-1].replace('\\"', '"')
-    if raw == "true":
-        return True
-    if raw == "false":
-        return False
-    if raw == "None":
-        return None
-    if (c.isdigit() or c in "-.") and _NUMBER.fullmatch(raw):
-        number = float(raw)
-        return number if math.isfinite(number) else raw
-    return raw
-
-
-def _bounded_int(raw: str) -> int | str:
-    """A long run of digits: the integer if it fits 64 bits, else the text as written."""
-    n = int(raw)
-    return n if fits_i64(n) else raw
 
 
 def parse_kv(s: str, pos: int = 0, out: dict[str, FieldValue] | None = None
@@ -252,7 +171,7 @@ def _fields_start(rest: str) -> int | None:
             continue
         if _FIRST_FIELD.match(rest, end):
             return at  # the common case: another field follows
-        if rest.startswith(" \u2014", end) or _NUMBER.fullmatch(rest, start, end):
+        if rest.startswith(" \u2014", end) or NUMBER.fullmatch(rest, start, end):
             continue  # `num_circuits=1 GPU proving bug`: a number does not run on in words
         return at
     return None

@@ -18,8 +18,8 @@ from datetime import datetime
 from gapwatch.core.bounds import MAX_GPU_INDEX, decimal, fits_i64, wall_s_ok
 from gapwatch.core.config import UserRule
 from gapwatch.core.models import FieldValue
+from gapwatch.core.values import convert_value
 from gapwatch.logs.parse.prefixes import iso_to_epoch
-from gapwatch.logs.parse.tracing import convert_value
 
 _SPECIAL = frozenset(("timestamp", "phase", "worker", "partition", "gpu", "job_id"))
 

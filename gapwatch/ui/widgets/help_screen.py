@@ -3,7 +3,7 @@ over the dashboard.
 
 Who pushes it: `GapwatchApp.action_help`, with the runtime's status phrases, the snapshots
 written so far (the footer has room for only part of them at 80 columns) and the advice for the
-gaps so far (`gapwatch.core.advice`: the cuzk setting for each stall, its evidence, whether it is
+gaps so far (`gapwatch.cuzk.advice`: the cuzk setting for each stall, its evidence, whether it is
 a guess). Any of escape, q or ? closes it; the arrow keys, PgUp/PgDn and the mouse wheel scroll
 it.
 

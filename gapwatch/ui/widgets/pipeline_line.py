@@ -3,7 +3,7 @@
 Who drives it: `GapwatchApp` with the slow panels (once a second). It reads the latest snapshot
 per prover from the store, and what the prover's log said (`StoreSnapshot.pipeline`):
 each GPU's workers (P proving, I idle), synthesis as partitions synthesizing over cuzk's
-synthesis workers (`gapwatch.core.cuzk.capacity_of`: the log's `synth_worker_count`, `~` when
+synthesis workers (`gapwatch.cuzk.pipeline.capacity_of`: the log's `synth_worker_count`, `~` when
 derived from the budget, `?` unknown; never `max_concurrent`, which is the budget over the
 smallest partition), `active` when cuzk's counter has drifted from them, the budget when it
 stops the next synthesis, partitions by state, the scheduler queue, the pinned pool when it
@@ -13,9 +13,9 @@ height) until a first snapshot arrives, so a session without `--cuzk-status` loo
 
 from __future__ import annotations
 
-from gapwatch.core.cuzk import PipelineView
 from gapwatch.core.models import ProverStatus
-from gapwatch.core.prover import budget_short, synthesis_drift, worker_letters
+from gapwatch.cuzk.causes import budget_short, synthesis_drift, worker_letters
+from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.run_lines import RunLines
 

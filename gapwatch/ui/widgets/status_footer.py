@@ -90,7 +90,8 @@ def status_parts(status: RuntimeStatus) -> list[str]:
 
 def status_alerts(status: RuntimeStatus) -> list[str]:
     """What the user must not miss, in words: a thread of gapwatch's that died, a recording that
-    is not being written, logs that are not being read, the source ended."""
+    is not being written, the prover's latest warning (a late PoSt, a restart, an error), logs
+    that are not being read, the source ended."""
     alerts: list[str] = []
     dead = status.dead_threads_text()
     if dead:
@@ -98,6 +99,9 @@ def status_alerts(status: RuntimeStatus) -> list[str]:
     if status.blind_recent:
         # A blank in the charts with its reason: gapwatch did not hang, NVML did not answer.
         alerts.append(status.blind_recent)
+    if status.prover_alert:
+        # A late PoSt, a restart, an error, a lost GPU job: stays while recent.
+        alerts.append(status.prover_alert)
     rec = status.recording
     if rec is not None and rec.state == "failing":
         lost = f", {rec.records_dropped} records lost" if rec.records_dropped else ""

@@ -379,7 +379,217 @@ def post_log(start_s: float) -> list[str]:
             f"TIMELINE,{int(start_s * 1000) + 2900},GPU_END,{job},worker=0,gpu_ms=798"]
 
 
+# -- Scenario logs (issue 27): each line from one upstream format string, as the daemon writes
+# -- it (tracing's Full format; TIMELINE `eprintln!`, engine.rs:352; Rust's default panic hook).
+
+def trace(t: float, level: str, target: str, message: str, **fields: object) -> str:
+    """A tracing line (tracing-subscriber 0.3 Full format, no colours) at Unix time `t`."""
+    stamp = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "Z"
+    said = "".join(f" {k}={v}" for k, v in fields.items())
+    return f"{stamp} {_LEVEL[level]} {target}: {message}{said}"
+
+
+def tl(epoch: float, t: float, event: str, job: str, detail: str) -> str:
+    """A TIMELINE line at Unix time `t` of a run whose engine started at `epoch`."""
+    return f"TIMELINE,{round((t - epoch) * 1000)},{event},{job},{detail}"
+
+
+def engine_start(t: float) -> list[str]:
+    """A daemon's start (cuzk-daemon/src/main.rs:63-64; engine.rs:1198, 1219, 1244, 1339,
+    2958): the TIMELINE epoch is `starting cuzk engine`."""
+    return [trace(t, "info", "cuzk_daemon", "cuzk-daemon starting"),
+            trace(t + 0.001, "info", "cuzk_daemon", "configuration loaded",
+                  listen="127.0.0.1:9820"),
+            trace(t + 0.010, "info", "cuzk_core::engine", "memory budget initialized",
+                  total_budget_gib=750),
+            trace(t + 0.020, "info", "cuzk_core::engine", "CUDA pinned memory pool initialized"),
+            trace(t + 0.030, "info", "cuzk_core::engine", "starting cuzk engine",
+                  pipeline_enabled="true"),
+            trace(t + 0.031, "info", "cuzk_core::engine", "initializing GPU workers", num_gpus=1,
+                  gpu_workers_per_device=2, total_workers=2, gpus="[0]"),
+            trace(t + 0.032, "info", "cuzk_core::engine", "pipeline GPU worker started",
+                  worker_id=0, gpu=0, sub_id=0),
+            trace(t + 0.033, "info", "cuzk_core::engine", "pipeline GPU worker started",
+                  worker_id=1, gpu=0, sub_id=1)]
+
+
+def partition_on_gpu(epoch: float, job: str, part: int, worker: int, start: float,
+                     end: float) -> list[tuple[float, str]]:
+    """One partition's GPU lines (engine.rs:1778, 3023, 3131, 3196), timed."""
+    return [(start - 0.001, tl(epoch, start - 0.001, "GPU_QUEUE", job, f"partition={part}")),
+            (start, tl(epoch, start, "GPU_PICKUP", job, f"worker={worker},partition={part}")),
+            (start, tl(epoch, start, "GPU_START", job, f"worker={worker},partition={part}")),
+            (end, tl(epoch, end, "GPU_END", job,
+                     f"worker={worker},partition={part},gpu_ms={round((end - start) * 1000)}"))]
+
+
+def post_job(epoch: float, job: str, kind: str, arrive: float, synth_start: float,
+             synth_s: float, pickup: float, gpu_s: float, worker: int
+             ) -> list[tuple[float, str]]:
+    """One PoSt: `job enqueued` (scheduler.rs:67), TIMELINE engine.rs 2665, 2745, 2848, 3023,
+    3131, 3196, `proof completed successfully (pipeline)` (engine.rs:839); Curio's job ids
+    (lib/ffi/cuzk_funcs.go:179, 220)."""
+    queued = synth_start + synth_s
+    end = pickup + gpu_s
+    prio = "Critical" if kind == "winning-post" else "High"
+    return [(arrive, trace(arrive, "info", "cuzk_core::scheduler", "job enqueued", job_id=job,
+                           proof_kind=kind, priority=prio, queue_position=0)),
+            (synth_start, tl(epoch, synth_start, "SYNTH_START", job, f"kind={kind}")),
+            (queued, tl(epoch, queued, "SYNTH_END", job, f"synth_ms={round(synth_s * 1000)}")),
+            (queued, tl(epoch, queued, "GPU_QUEUE", job, "monolithic")),
+            (pickup, tl(epoch, pickup, "GPU_PICKUP", job, f"worker={worker}")),
+            (pickup, tl(epoch, pickup, "GPU_START", job, f"worker={worker}")),
+            (end, tl(epoch, end, "GPU_END", job, f"worker={worker},gpu_ms={round(gpu_s * 1000)}")),
+            # engine.rs:839, from the finalizer after GPU_END: no job id; total_ms from submit.
+            (end + 0.001, trace(end + 0.001, "info", "cuzk_core::engine",
+                                "proof completed successfully (pipeline)", proof_len=192,
+                                total_ms=round((end - arrive) * 1000),
+                                queue_ms=round((synth_start - arrive) * 1000),
+                                synth_ms=round(synth_s * 1000), gpu_ms=round(gpu_s * 1000)))]
+
+
+def srs_load(start: float, end: float, circuit: str, params: str, gib: int
+             ) -> list[tuple[float, str]]:
+    """An SRS loaded on demand (srs_manager.rs:203, 224)."""
+    return [(start, trace(start, "info", "cuzk_core::srs_manager", "loading SRS from disk",
+                          circuit_id=circuit, path=f"/data/zk/params/{params}",
+                          file_size_gib=gib)),
+            (end, trace(end, "info", "cuzk_core::srs_manager", "SRS loaded successfully",
+                        circuit_id=circuit, elapsed_ms=round((end - start) * 1000),
+                        budget_used_gib=48, budget_available_gib=702))]
+
+
+def _sorted(lines: list[tuple[float, str]]) -> list[str]:
+    return [text for _, text in sorted(lines, key=lambda x: x[0])]
+
+
+def post_behind_partitions() -> list[str]:
+    """A WinningPoSt arriving while both workers hold partitions (the H200 figures of issue 27:
+    synthesis 2.2 s, 0.37 s waiting for a worker, 1.3 s on the GPU, 3.9 s in all)."""
+    t0 = T0 + 3600
+    lines = [(t0 + i * 0.001, x) for i, x in enumerate(engine_start(t0))]
+    epoch = t0 + 0.030
+    lines += partition_on_gpu(epoch, "porep-1000-12", 3, 0, t0 + 10.0, t0 + 13.37)
+    lines += partition_on_gpu(epoch, "porep-1000-12", 4, 1, t0 + 11.0, t0 + 14.9)
+    lines += post_job(epoch, "winpost-1000-0a1b2c3d", "winning-post", t0 + 10.8, t0 + 10.8,
+                      2.2, t0 + 13.37, 1.3, 0)
+    return _sorted(lines)
+
+
+def post_late() -> list[str]:
+    """A WinningPoSt that misses its 30 s epoch: it waited 33 s in cuzk's queue while its SRS
+    was loaded on demand (srs_manager.rs:203, 224), then synthesis and the GPU."""
+    t0 = T0 + 7200
+    lines = [(t0 + i * 0.001, x) for i, x in enumerate(engine_start(t0))]
+    epoch = t0 + 0.030
+    arrive = t0 + 20.0
+    lines += srs_load(arrive + 1, arrive + 32, "winning-post-32g",
+                      "v28-proof-of-spacetime-fallback.params", 1)
+    lines += post_job(epoch, "winpost-1000-9f8e7d6c", "winning-post", arrive, arrive + 33.0,
+                      2.1, arrive + 35.11, 0.8, 1)
+    return _sorted(lines)
+
+
+def restart() -> list[str]:
+    """A run proving partitions, killed without a line (systemd's SIGTERM: only SIGINT is
+    handled, main.rs:233-266), started again by systemd 10 s later (RestartSec=10,
+    cuzk-proving-daemon.md:122-140); the new run loads its SRS, pins its pool again and
+    synthesises a first wave before its first GPU work (the same job id: Curio retries)."""
+    t0 = T0 + 10800
+    lines = [(t0 + i * 0.001, x) for i, x in enumerate(engine_start(t0))]
+    epoch = t0 + 0.030
+    lines += partition_on_gpu(epoch, "porep-1000-77", 0, 0, t0 + 40.0, t0 + 43.0)
+    lines += partition_on_gpu(epoch, "porep-1000-77", 1, 1, t0 + 41.0, t0 + 44.0)
+    t1 = t0 + 54.0
+    lines += [(t1 + i * 0.001, x) for i, x in enumerate(engine_start(t1))]
+    epoch1 = t1 + 0.030
+    lines += srs_load(t1 + 0.5, t1 + 12.5, "porep-32g", "v28-stacked-proof-of-replication.params",
+                      44)
+    for p in range(3):
+        s0 = t1 + 13.0 + p * 0.1
+        lines.append((s0, tl(epoch1, s0, "SYNTH_START", "porep-1000-77", f"partition={p}")))
+    lines += [(t1 + 40.0, tl(epoch1, t1 + 40.0, "SYNTH_END", "porep-1000-77",
+                             "partition=0,synth_ms=27000"))]
+    lines += [(t1 + 40.2 + i * 0.1, trace(t1 + 40.2 + i * 0.1, "info", "cuzk_core::pinned_pool",
+                                          "pinned pool: allocated new buffer",
+                                          size_gib=3.88, total_buffers=i + 1,
+                                          total_gib=round(3.88 * (i + 1), 2)))
+              for i in range(3)]
+    lines += partition_on_gpu(epoch1, "porep-1000-77", 0, 0, t1 + 41.0, t1 + 44.0)
+    return _sorted(lines)
+
+
+#: Rust's default panic hook (Rust >= 1.73): location line, message, note; the message is
+#: supraseal-c2's CUDA error (src/lib.rs:316, `panic!("{}", String::from(err))`), its text as
+#: filecoin-project/lotus#13634 quotes it.
+PANIC_LINES = [
+    "thread '<unnamed>' panicked at /root/.cargo/git/checkouts/curio/extern/supraseal-c2/"
+    "src/lib.rs:316:9:",
+    'cudaGetLastError()@/root/.cargo/registry/src/sppark-0.1.14/ntt/kernels/'
+    'gs_mixed_radix_wide.cu:220 failed: "out of memory"',
+    "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+]
+
+
+def panic() -> list[str]:
+    """A CUDA error on the GPU: the panic on stderr (untimestamped), then cuzk's own line for
+    it (`partition GPU proving task panicked`, engine.rs:679) and the GPU idle after it."""
+    t0 = T0 + 14400
+    lines = [(t0 + i * 0.001, x) for i, x in enumerate(engine_start(t0))]
+    epoch = t0 + 0.030
+    lines += partition_on_gpu(epoch, "porep-1000-88", 0, 0, t0 + 10.0, t0 + 13.0)
+    lines += [(t0 + 14.0, tl(epoch, t0 + 14.0, "GPU_PICKUP", "porep-1000-88",
+                             "worker=1,partition=1")),
+              (t0 + 14.0, tl(epoch, t0 + 14.0, "GPU_START", "porep-1000-88",
+                             "worker=1,partition=1"))]
+    lines += [(t0 + 14.5 + i * 1e-6, x) for i, x in enumerate(PANIC_LINES)]
+    lines += [(t0 + 14.6, trace(t0 + 14.6, "error", "cuzk_core::engine",
+                                "partition GPU proving task panicked",
+                                error="task 41 panicked", job_id="porep-1000-88", partition=1))]
+    return _sorted(lines)
+
+
+def lost_job() -> list[str]:
+    """Two WinningPoSt queued for the GPU while both workers hold partitions: both get the GPU
+    queue key (0,0) (engine.rs:2851) and `map.insert` replaces the first (engine.rs:53-58);
+    the second is picked up, the first never."""
+    t0 = T0 + 18000
+    lines = [(t0 + i * 0.001, x) for i, x in enumerate(engine_start(t0))]
+    epoch = t0 + 0.030
+    lines += partition_on_gpu(epoch, "porep-1000-99", 5, 0, t0 + 10.0, t0 + 14.0)
+    lines += partition_on_gpu(epoch, "porep-1000-99", 6, 1, t0 + 10.5, t0 + 15.0)
+    first, second = "winpost-1000-11111111", "winpost-1000-22222222"
+    for job, arrive in ((first, t0 + 11.0), (second, t0 + 11.5)):
+        lines += [(arrive, tl(epoch, arrive, "SYNTH_START", job, "kind=winning-post")),
+                  (arrive + 1.0, tl(epoch, arrive + 1.0, "SYNTH_END", job, "synth_ms=1000")),
+                  (arrive + 1.0, tl(epoch, arrive + 1.0, "GPU_QUEUE", job, "monolithic"))]
+    lines += [(t0 + 14.0, tl(epoch, t0 + 14.0, "GPU_PICKUP", second, "worker=0")),
+              (t0 + 14.0, tl(epoch, t0 + 14.0, "GPU_START", second, "worker=0")),
+              (t0 + 14.8, tl(epoch, t0 + 14.8, "GPU_END", second, "worker=0,gpu_ms=800"))]
+    return _sorted(lines)
+
+
+#: The scenario logs and what each shows (README, the tests, the simulator's `sim:post`).
+SCENARIO_LOGS = {
+    "post-behind-partitions.log": post_behind_partitions,
+    "post-late.log": post_late,
+    "restart.log": restart,
+    "panic.log": panic,
+    "lost-job.log": lost_job,
+}
+
+
+def write_scenarios() -> None:
+    """The scenario logs need no curio checkout (format strings only): `make_data.py
+    --scenarios` writes only them."""
+    for name, make in SCENARIO_LOGS.items():
+        (HERE / name).write_text("\n".join(make()) + "\n")
+
+
 def main(argv: list[str]) -> int:
+    if argv[1:] == ["--scenarios"]:
+        write_scenarios()
+        return 0
     if len(argv) != 2:
         print("usage: make_data.py CURIO_CHECKOUT (git clone "
               "https://github.com/filecoin-project/curio; git checkout " + COMMIT + ")",
@@ -396,6 +606,7 @@ def main(argv: list[str]) -> int:
         # serde_json::to_string: compact, fields in declaration order.
         (HERE / f"status-{name}.json").write_text(json.dumps(doc, separators=(",", ":")))
     (HERE / "post-in-flight.log").write_text("\n".join(post_log(3998.0)) + "\n")
+    write_scenarios()
     (HERE / "README.md").write_text(readme(lines))
     print(f"{len(lines)} lines, {len(bodies())} bodies")
     return 0
@@ -421,6 +632,14 @@ format strings, field names and serde structs only, no upstream code.
   budget (`max_concurrent` 83), nothing in synth_done, both GPU workers idle.
   Post-in-flight: a WinningPoSt proving, which `/status` never lists; `post-in-flight.log` holds
   its TIMELINE lines (engine.rs 2665, 2745, 2848, 3023, 3131, 3196).
+- Scenario logs (issue 27; `make_data.py --scenarios` writes only them, no checkout needed),
+  each line from one upstream format (the functions of the same name say which):
+  `post-behind-partitions.log` (a WinningPoSt arriving while both workers hold partitions),
+  `post-late.log` (a WinningPoSt past its 30 s epoch, behind an SRS load), `restart.log` (a
+  run killed without a line and started again: SRS, pool, first wave), `panic.log` (supraseal-c2's
+  CUDA error panic on stderr, Rust's default hook, the message as lotus#13634 quotes it, then
+  `partition GPU proving task panicked`, engine.rs:679), `lost-job.log` (two WinningPoSt with the
+  GPU queue key (0,0), engine.rs:53-58, 2851: the first never picked up).
 
 | # | source | kind | name |
 | --- | --- | --- | --- |

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from msgspec.structs import replace
 
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
-from gapwatch.logs.parse import PARTITION_KIND, int_field
-from gapwatch.logs.parse.cuzk import LockAttributor
+from gapwatch.core.values import int_field
+from gapwatch.cuzk.log_lines import PARTITION_KIND, LockAttributor
 
 
 @dataclass(slots=True)
@@ -62,6 +62,28 @@ class PartitionTiming:
     source: str = "log"
     #: First poll (Unix s) that saw the partition in each state (status snapshots only).
     states_seen: dict[str, float] = field(default_factory=dict)
+    #: Which run of the prover it belongs to (1, then 2 after the first restart...: a job id
+    #: Curio retries after a restart is a new row, not an overwrite).
+    run: int = 1
+    #: A monolithic job's proof kind (TIMELINE `SYNTH_START kind=...`: PoSt, a batch), None for
+    #: a partition. cuzk never pins a monolithic job's a/b/c (pipeline.rs:3015, 3210).
+    kind: str | None = None
+    #: Its synthesis started before the run's first synthesis ended: no capacity hint existed
+    #: yet, so it was synthesised unpinned (pipeline.rs:176-230), the first wave after a start.
+    first_wave: bool = False
+
+    @property
+    def monolithic(self) -> bool:
+        return self.partition is None
+
+    @property
+    def pinned_words(self) -> str:
+        """The table's `pinned` cell: "no" for a monolithic job (never pinned), a partition
+        the log said unpinned or one of a first wave (no capacity hint yet), "-" where only
+        /status knew it, else "yes"."""
+        if self.monolithic or self.unpinned or self.first_wave:
+            return "no"
+        return "yes" if self.source != "status" else "-"
 
 
 @dataclass(slots=True)
@@ -98,7 +120,9 @@ def merge_intervals(intervals: Iterable[tuple[float, float]]) -> list[tuple[floa
 
 
 #: The TIMELINE events `derive_timeline` reads.
-_TIMELINE_NAMES = ("GPU_START", "GPU_END", "SYNTH_END")
+_TIMELINE_NAMES = ("GPU_START", "GPU_END", "SYNTH_START", "SYNTH_END")
+#: The line that starts each run of the daemon (engine.rs:1244, the TIMELINE epoch).
+RUN_START = "starting cuzk engine"
 
 
 def timeline_event(e: LogEvent) -> LogEvent | None:
@@ -108,7 +132,8 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
     kind = e.kind
     if (kind == PARTITION_KIND or kind in ("cuzk_timing", "cuzk_ntt_h")
             or (kind == "timeline" and e.name in _TIMELINE_NAMES)
-            or (kind == "tracing" and e.name == "GPU_TIMING spawn_blocking prove_start")):
+            or (kind == "tracing" and e.name in ("GPU_TIMING spawn_blocking prove_start",
+                                                 RUN_START))):
         return replace(e, raw="") if e.raw else e
     if e.warning == "unpinned":
         return replace(e, raw="", fields={})
@@ -198,46 +223,83 @@ class TimelineBuilder:
     over a log of a million lines grows with its partitions, not its lines."""
 
     def __init__(self) -> None:
-        self._parts: dict[tuple[object, object], PartitionTiming] = {}
+        #: (run, job, partition or ("w", worker)) -> its record.
+        self._parts: dict[tuple[int, object, object], PartitionTiming] = {}
+        #: The daemon's run (1, 2 after the first `starting cuzk engine` that follows work),
+        #: whether the run has seen work yet, and whether its first synthesis has ended.
+        self._run = 1
+        self._run_busy = False
+        self._wave_over = False
         #: Each worker's job as of its latest GPU_START (the whole log's, at `finish`).
-        self._worker_job: dict[int, str | None] = {}
-        self._unpinned: set[tuple[str | None, int | None]] = set()
-        self._synth_ms: dict[tuple[str | None, int | None], int] = {}
-        #: Lock regions the parser attributed (its `PARTITION_KIND` events); without any,
-        #: the attribution redone here from the C++ lines and prove_start lines.
-        self._parser_locks: list[_LockRow] = []
+        self._worker_job: dict[tuple[int, int], str | None] = {}
+        self._unpinned: set[tuple[int, str | None, int | None]] = set()
+        self._synth_ms: dict[tuple[int, str | None, int | None], int] = {}
+        #: (run, job, partition) synthesised before the run's first synthesis ended.
+        self._first_wave: set[tuple[int, str | None, int | None]] = set()
+        #: (run, job) -> a monolithic job's proof kind (its SYNTH_START `kind=`).
+        self._mono_kind: dict[tuple[int, str | None], str] = {}
+        #: Lock regions the parser attributed (its `PARTITION_KIND` events), with their run;
+        #: without any, the attribution redone here from the C++ lines and prove_start lines.
+        self._parser_locks: list[tuple[int, _LockRow]] = []
         self._attributor: LockAttributor | None = LockAttributor()
-        self._own_locks: list[_LockRow] = []
+        self._own_locks: list[tuple[int, _LockRow]] = []
 
     def _get(self, job_id: str | None, partition: int | None,
-             worker: int | None) -> PartitionTiming:
-        key = (job_id, partition) if partition is not None else (job_id, ("w", worker))
+             worker: int | None, run: int | None = None) -> PartitionTiming:
+        run = self._run if run is None else run
+        key = (run, job_id, partition if partition is not None else ("w", worker))
         rec = self._parts.get(key)
         if rec is None:
-            rec = self._parts[key] = PartitionTiming(job_id=job_id, partition=partition)
+            rec = self._parts[key] = PartitionTiming(job_id=job_id, partition=partition, run=run)
         return rec
+
+    def _new_run(self) -> None:
+        """`starting cuzk engine`: a later one, after work, starts the next run's rows."""
+        if self._run_busy:
+            self._run += 1
+        self._run_busy = False
+        self._wave_over = False
+
+    def _synth_start(self, e: LogEvent) -> None:
+        if e.partition is not None:
+            if not self._wave_over:
+                self._first_wave.add((self._run, e.job_id, e.partition))
+            return
+        kind = e.fields.get("kind")
+        if isinstance(kind, str):  # a monolithic job: its row is made at GPU_START
+            self._mono_kind[(self._run, e.job_id)] = kind
 
     def add(self, e: LogEvent) -> None:
         kind, name = e.kind, e.name
-        if kind == "timeline" and name in ("GPU_START", "GPU_END"):
+        if kind == "tracing" and name == RUN_START:
+            self._new_run()
+            return
+        if kind == "timeline":
+            self._run_busy = True
+        if kind == "timeline" and name == "SYNTH_START":
+            self._synth_start(e)
+        elif kind == "timeline" and name in ("GPU_START", "GPU_END"):
             rec = self._get(e.job_id, e.partition, e.worker)
             rec.worker = e.worker if e.worker is not None else rec.worker
             rec.gpu = e.gpu if e.gpu is not None else rec.gpu
+            if rec.monolithic and rec.kind is None:
+                rec.kind = self._mono_kind.get((self._run, e.job_id), "monolithic")
             if name == "GPU_START":
                 rec.gpu_start_s = e.t_wall_s
                 if e.worker is not None:
-                    self._worker_job[e.worker] = e.job_id
+                    self._worker_job[(self._run, e.worker)] = e.job_id
             else:
                 rec.gpu_end_s = e.t_wall_s
                 rec.timeline_gpu_ms = int_field(e.fields.get("gpu_ms"))
         elif kind == "timeline" and name == "SYNTH_END":
+            self._wave_over = True
             ms = int_field(e.fields.get("synth_ms"))
             if ms is not None:
-                self._synth_ms[(e.job_id, e.partition)] = ms
+                self._synth_ms[(self._run, e.job_id, e.partition)] = ms
         elif e.warning == "unpinned":
-            self._unpinned.add((e.job_id, e.partition))
+            self._unpinned.add((self._run, e.job_id, e.partition))
         if kind == PARTITION_KIND:
-            self._parser_locks.append(_lock_row(e))
+            self._parser_locks.append((self._run, _lock_row(e)))
             self._attributor, self._own_locks = None, []  # the parser's attribution wins
             return
         attributor = self._attributor
@@ -250,34 +312,41 @@ class TimelineBuilder:
             lock = attributor.feed_prove_start(e.worker, e.partition, e.t_wall_s, e.time_source,
                                                None, e.fields.get("prove_start_ms"))
         if lock is not None:
-            self._own_locks.append(_lock_row(LogEvent(
+            self._own_locks.append((self._run, _lock_row(LogEvent(
                 t_wall_s=lock.end_wall_s, time_source=e.time_source, kind=PARTITION_KIND,
                 name="gpu_lock", raw="", worker=lock.worker, partition=lock.partition,
-                fields=lock.fields)))
+                fields=lock.fields))))
 
     def finish(self, statuses: Iterable[ProverStatus] = ()) -> RunTimeline:
         """The table, with the prover's status snapshots (in time order) where the logs are
         silent. Lock regions are placed after every event, by each worker's last job."""
         parts = self._parts
-        for job, partition, worker, held, wait, total, ntt, barrier, start, end in (
+        for run, (job, partition, worker, held, wait, total, ntt, barrier, start, end) in (
                 self._parser_locks or self._own_locks):
             if job is None and worker is not None:
-                job = self._worker_job.get(worker)
-            rec = self._get(job, partition, worker)
+                job = self._worker_job.get((run, worker))
+            rec = self._get(job, partition, worker, run)
             rec.worker = worker if worker is not None else rec.worker
             rec.mutex_held_ms, rec.mutex_wait_ms, rec.gpu_total_ms = held, wait, total
             rec.h2d_in_ntt_ms, rec.barrier_wait_ms = ntt, barrier
             if isinstance(start, float) and isinstance(end, float):
                 rec.busy_start_s, rec.busy_end_s = start, end
-        for rec in parts.values():
-            rec.unpinned = (rec.job_id, rec.partition) in self._unpinned
-            rec.synth_ms = self._synth_ms.get((rec.job_id, rec.partition))
+        latest: dict[tuple[object, object], PartitionTiming] = {}
+        for (run, _job, _part), rec in parts.items():
+            mine = (run, rec.job_id, rec.partition)
+            rec.unpinned = mine in self._unpinned
+            rec.synth_ms = self._synth_ms.get(mine)
+            rec.first_wave = mine in self._first_wave
+            if rec.partition is not None:
+                latest[(rec.job_id, rec.partition)] = rec  # runs in order: the last run's wins
         for key, st in status_partitions(statuses).items():
-            known = parts.get(key)
+            known = latest.get(key)
             if known is not None:
                 _fill_from_status(known, st)
             elif not _GPU_STATES.isdisjoint(st.states_seen):
-                parts[key] = st  # the logs never named it: a row of its own, if it reached a GPU
+                # The logs never named it: a row of its own, if it reached a GPU.
+                st.run = self._run
+                parts[(self._run, key[0], key[1])] = st
         ordered = sorted(parts.values(), key=_order)
         return _summarise(ordered)
 

@@ -1,7 +1,7 @@
 """cuzk's own line kinds: TIMELINE CSV, `CUZK_TIMING:` / `CUZK_NTT_H:`, warnings, lock attribution.
 
 Who calls it: `gapwatch.logs.parse.LogParser` (the parse functions, per line) and
-`gapwatch.logs.parse.partitions` (the `LockAttributor`, over a recorded list of events).
+`gapwatch.cuzk.partitions` (the `LockAttributor`, over a recorded list of events).
 
 See /work/shared/reference/cuzk-log-formats.md (copied in spirit into docs/logs.md):
 - `TIMELINE,<offset_ms>,<EVENT>,<job_id>,<detail>`: split on at most 4 commas (detail holds
@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 import msgspec
 
 from gapwatch.core.models import FieldValue, TimeSource
-from gapwatch.logs.parse.tracing import convert_value, digits_value
+from gapwatch.core.values import convert_value, digits_value
 
+#: The kind of the event the parser adds per attributed lock region (`PartitionLock`).
+PARTITION_KIND = "cuzk_partition"
 PROVE_START_MESSAGE = "GPU_TIMING spawn_blocking prove_start"
 ANCHOR_MESSAGE = "starting cuzk engine"
 WORKER_STARTED_MESSAGE = "pipeline GPU worker started"

@@ -86,8 +86,8 @@ def test_unknown_scenario_is_refused() -> None:
 def test_the_simulated_status_has_upstreams_semantics_drift_and_failed_jobs_included() -> None:
     """status.rs: `max_concurrent` is the budget over 9 GiB; `active` keeps the +1 of every
     failed synthesis; a failed job stays listed with its pending partitions, which never run."""
-    from gapwatch.core.prover import live_pending, synthesis_drift
-    from gapwatch.sources.cuzk_status import parse_status
+    from gapwatch.cuzk.causes import live_pending, synthesis_drift
+    from gapwatch.cuzk.status import parse_status
     from gapwatch.sources.sim import SIM_BUDGET_BYTES, SimProver
 
     sim = SimProver("host-stall", seed=3, synth_fail_every=5)

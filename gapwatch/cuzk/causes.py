@@ -3,9 +3,9 @@
 Who calls it: `gapwatch.core.evidence` (each gap's `prover_cause`, `prover_states` and
 `prover_evidence`), the dashboard (the pipeline line, the worker states on gap rows),
 `gapwatch.sinks.prometheus` (workers by state), `gapwatch.offline.report` (gaps by cause) and
-`gapwatch.core.advice`. Pure: no I/O, no clocks.
+`gapwatch.cuzk.advice`. Pure: no I/O, no clocks.
 
-`/status` read as upstream serves it (docs/cuzk-status.md; `gapwatch.core.cuzk` holds the
+`/status` read as upstream serves it (docs/cuzk-status.md; `gapwatch.cuzk.pipeline` holds the
 facts): the synthesis capacity is cuzk's `synth_worker_count` (from its log, else its formula
 over the memory budget), never `synthesis.max_concurrent` (the budget over the smallest
 partition: 83 on a 750 GiB box); busy synthesis is the partitions in `synthesizing`, with
@@ -26,7 +26,7 @@ The rules, for one GPU, per snapshot, first match:
     whether every synthesis worker is busy);
   - `no_work`: nothing pending or synthesizing, no worker proving.
 
-The log can say more (`gapwatch.core.cuzk.PipelineFacts.log_view`: an SRS load, PoSt or other
+The log can say more (`gapwatch.cuzk.pipeline.PipelineFacts.log_view`: an SRS load, PoSt or other
 monolithic work `/status` never lists, a budget wait line, a queue wait, a synthesis that ended
 during the gap): where the snapshots give no cause or `no_work`, the log's cause stands
 (`srs_loading`, `monolithic`, ...). A gap's cause is the most frequent cause among the snapshots
@@ -41,12 +41,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gapwatch.core.cuzk import (
+from gapwatch.core.models import ProverStatus, ProverWorker
+from gapwatch.cuzk.pipeline import (
     POREP_PARTITION_FULL_BYTES,
     Capacity,
     pending_partition_bytes,
 )
-from gapwatch.core.models import ProverStatus, ProverWorker
 
 #: The finer causes, in tie-break order (see the module docstring).
 PROVER_CAUSES: tuple[str, ...] = (

@@ -2,7 +2,7 @@
 
 Who calls it: `gapwatch.offline.report` (the "What to change" section and `advice` in
 `--json`), `gapwatch.sinks.snapshot` (summary.md) and the dashboard's help screen (`?`), each
-over the gaps it has and what the prover's log said (`gapwatch.core.cuzk.PipelineView`). Pure.
+over the gaps it has and what the prover's log said (`gapwatch.cuzk.pipeline.PipelineView`). Pure.
 
 Every setting named here is one of cuzk's own, with the upstream file that documents it
 (curio e0294b0f: `extern/cuzk/cuzk.example.toml`, `cuzk-core/src/config.rs`, `engine.rs`,
@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gapwatch.core import fmt
-from gapwatch.core.cuzk import (
+from gapwatch.core.models import Gap
+from gapwatch.cuzk.pipeline import (
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     POREP_PARTITION_FULL_BYTES,
     PipelineView,
 )
-from gapwatch.core.models import Gap
 
 #: Host pressure above which more syntheses may slow each one (config.rs warns of it).
 PSI_PRESSURE_SHARE = 0.10

@@ -1,8 +1,8 @@
 """cuzk's pipeline as upstream builds it: its constants and formulas, and what its log tells.
 
-Who calls it: `gapwatch.core.prover` (the synthesis capacity behind "every worker busy"),
+Who calls it: `gapwatch.cuzk.causes` (the synthesis capacity behind "every worker busy"),
 `gapwatch.core.evidence` (feeds `PipelineFacts` every log event, asks it what the log says about
-a gap), `gapwatch.core.advice` (the settings), the store (the dashboard's pipeline line and
+a gap), `gapwatch.cuzk.advice` (the settings), the store (the dashboard's pipeline line and
 `/metrics` read a `PipelineView`), the simulator and the load generator (they serve `/status`
 with `max_concurrent_of`). Pure: no I/O, no clocks; every history is bounded.
 
@@ -79,6 +79,14 @@ POOL_CHECKOUT_FAILED = "pinned pool checkout FAILED"
 HOST_ALLOC_FAILED = "cudaHostAlloc failed"
 NO_CAPACITY_HINT = "no capacity hint cached"
 ENGINE_STARTING = "starting cuzk engine"
+#: The kind of a panic message's event (the parser reads its lines as one: gapwatch.cuzk.panics).
+PANIC_KIND = "panic"
+#: The WARN that is a failure (prover.rs:261); every ERROR line is one too.
+SELF_CHECK_FAILED = "self-check FAILED"
+#: An error this long before a gap's start can explain it: a failed partition fails its whole
+#: job, its remaining partitions are skipped (engine.rs:1635, 3037) and the GPU idles until
+#: the next job's partitions are synthesised (~30-60 s).
+ERROR_REACH_S = 120.0
 
 #: Most entries of each history kept (a few hours of a busy prover; then the oldest go).
 HISTORY = 512
@@ -313,6 +321,10 @@ class PipelineFacts(_Limits):
         self._srs_listed: dict[str, bool] = {}
         self._srs_empty_since: dict[str, float] = {}
         self.srs_empty: deque[tuple[str, float, float]] = deque(maxlen=HISTORY)
+        #: Failure lines and panics (time, words): a gap after one says so in its hint.
+        self.errors: deque[tuple[float, str]] = deque(maxlen=HISTORY)
+        #: `starting cuzk engine` lines read (each starts a run: in-flight state is reset).
+        self.runs = 0
 
     # -- feeding -------------------------------------------------------------------------------
 
@@ -325,6 +337,32 @@ class PipelineFacts(_Limits):
         elif kind == "tracing":
             self.seen = True
             self._tracing(ev)
+        if (kind == "tracing" and ev.level in ("ERROR", "WARN")) or kind == PANIC_KIND:
+            if is_failure(ev):
+                self.seen = True
+                self.errors.append((ev.t_wall_s, failure_words(ev)))
+
+    def _new_run(self) -> None:
+        """`starting cuzk engine`: the daemon started (again). What was in flight in the old
+        run is gone with it (cuzk keeps nothing across a restart); totals and histories stay."""
+        self.queued.clear()
+        self.mono.clear()
+        self.pacer, self.pacer_t_s = None, None
+        kept = [load for load in self.srs_loads if load.end_s is not None]
+        self.srs_loads.clear()
+        self.srs_loads.extend(kept)
+        self._srs_empty_since.clear()
+        self.runs += 1
+
+    def error_words(self, start_s: float, end_s: float) -> str:
+        """The hint's words for a gap over [start_s, end_s] that follows a prover error (the
+        latest within `ERROR_REACH_S` before its start, or during it), else ""."""
+        for t, words in reversed(self.errors):
+            if t <= end_s and t >= start_s - ERROR_REACH_S:
+                return f"after a prover error at {_hms(t)}: {words}"
+            if t < start_s - ERROR_REACH_S:
+                break
+        return ""
 
     def _timeline(self, ev: LogEvent) -> None:
         name, job, part, t = ev.name, ev.job_id, ev.partition, ev.t_wall_s
@@ -379,6 +417,7 @@ class PipelineFacts(_Limits):
             gib = _int(f.get("total_budget_gib"))
             self.budget_total_bytes = gib * GIB if gib is not None else None
         elif msg == ENGINE_STARTING:
+            self._new_run()
             enabled = f.get("pipeline_enabled")
             self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
         elif msg == PACER_ENABLED:
@@ -606,6 +645,27 @@ class PipelineFacts(_Limits):
                 "the gap: the GPU waited on synthesis (from the log)"],
                 "nothing queued for the GPU at the gap's start")
         return LogView(None, [])
+
+
+def is_failure(ev: LogEvent) -> bool:
+    """A line that says cuzk failed: an ERROR line, a self-check FAILED, a panic (the one rule:
+    gapwatch.cuzk.errors says them as events, `PipelineFacts` in gap hints)."""
+    if ev.kind == PANIC_KIND:
+        return True
+    return ev.kind == "tracing" and (ev.level == "ERROR" or (
+        ev.level == "WARN" and SELF_CHECK_FAILED in ev.name))
+
+
+def failure_words(ev: LogEvent) -> str:
+    """A failure in one line: what, which job and partition, the error."""
+    if ev.kind == PANIC_KIND:
+        message = str(ev.fields.get("message", "")).replace("\n", " | ")
+        return fmt.visible(f"panic in {ev.fields.get('location', '?')}: {message}")
+    where = "".join([f" job {ev.job_id}" if ev.job_id else "",
+                     f" partition {ev.partition}" if ev.partition is not None else "",
+                     f" GPU {ev.gpu}" if ev.gpu is not None else ""])
+    error = ev.fields.get("error")
+    return fmt.visible(f"{ev.name}{where}" + (f": {error}" if error is not None else ""))
 
 
 def _hms(t: float) -> str:

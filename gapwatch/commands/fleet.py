@@ -1,0 +1,89 @@
+"""`gapwatch fleet --prometheus URL`: every proving box's GPUs in one table, from Prometheus.
+
+Who calls it: `gapwatch.cli`. With `--once` it asks once and prints (a table, or `--json` for
+scripts) and never imports Textual; without it, the Textual screen `gapwatch.ui.fleet` refreshes
+every `--refresh` seconds. The queries and rows are `gapwatch.fleet` (docs/fleet.md).
+Exit status of `--once`: 0 when the rows could be read, 1 when Prometheus could not answer the
+row queries (the errors are in the JSON and on stderr), 2 for bad flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from gapwatch.commands import argtypes
+from gapwatch.core.codec import encode_json
+from gapwatch.core.config import Config
+from gapwatch.core.units import parse_duration
+from gapwatch.engine.console import say
+from gapwatch.fleet.client import PromClient
+from gapwatch.fleet.rows import COLUMNS, FleetOptions, Refresh, cells, refresh
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prometheus", dest="prometheus_url", required=True, metavar="URL",
+                   help="Prometheus that scrapes the boxes' gapwatch, e.g. http://prom:9090")
+    p.add_argument("--once", action="store_true", help="ask once, print, exit (no screen)")
+    p.add_argument("--json", action="store_true", help="with --once: print JSON for scripts")
+    p.add_argument("--refresh", type=argtypes.positive_seconds, default=5.0, metavar="S",
+                   help="seconds between refreshes of the screen (default 5)")
+    p.add_argument("--timeout", type=argtypes.positive_seconds, default=5.0, metavar="S",
+                   help="what one refresh may take in all before its queries are given up "
+                        "(default 5)")
+    p.add_argument("--selector", default='job="gapwatch"', metavar="MATCHERS",
+                   help="label matchers of gapwatch's targets (default: job=\"gapwatch\")")
+    p.add_argument("--lookback", default="1h", metavar="DURATION",
+                   help="how long a box that stopped reporting is still listed (default 1h)")
+    p.add_argument("--stale-after", type=argtypes.positive_seconds, default=60.0, metavar="S",
+                   help="a box not scraped for this long is stale (default 60)")
+
+
+def options(args: argparse.Namespace) -> FleetOptions:
+    """The flags as `FleetOptions` (raises ValueError on a bad lookback or selector)."""
+    if not re.fullmatch(r"[1-9][0-9]*(s|m|h|d|w)", args.lookback) or \
+            parse_duration(args.lookback) < 60:
+        raise ValueError(f"--lookback {args.lookback!r}: a duration of a minute or more, "
+                         "as 30m, 1h or 2d")
+    if any(c in args.selector for c in "{}\n"):
+        raise ValueError(f"--selector {args.selector!r}: label matchers only, e.g. "
+                         'job="gapwatch",cluster="proving"')
+    return FleetOptions(selector=args.selector, lookback=args.lookback,
+                        stale_after_s=args.stale_after, budget_s=args.timeout)
+
+
+def run(args: argparse.Namespace, config: Config) -> int:
+    del config  # fleet reads Prometheus, not a box: no config section applies
+    if args.json and not args.once:
+        say("gapwatch fleet: --json prints once; give --once too")
+        return 2
+    try:
+        opts = options(args)
+        client = PromClient(args.prometheus_url, timeout_s=args.timeout)
+    except ValueError as exc:
+        say(f"gapwatch fleet: {exc}")
+        return 2
+    if not args.once:
+        from gapwatch.ui.fleet import run_fleet_screen
+
+        return int(run_fleet_screen(client, opts, args.refresh))
+    result = refresh(client, opts)
+    for name, why in result.errors.items():
+        say(f"gapwatch fleet: query {name}: {why}")
+    if args.json:
+        sys.stdout.buffer.write(encode_json(result.as_json(client.base_url), indent=2) + b"\n")
+    else:
+        sys.stdout.write("\n".join(table_lines(result)) + "\n")
+    sys.stdout.flush()
+    return 1 if result.rows_failed else 0
+
+
+def table_lines(result: Refresh) -> list[str]:
+    """The rows as plain text lines (`--once` without `--json`), the screen's columns."""
+    out = [" ".join(f"{h:<{w}}" for h, w in COLUMNS).rstrip()]
+    out += [" ".join(f"{c[:w]:<{w}}" for c, (_, w) in zip(cells(r), COLUMNS, strict=True))
+            .rstrip() for r in result.rows]
+    if not result.rows:
+        out.append("(no gapwatch target in Prometheus)")
+    return out

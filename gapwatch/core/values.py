@@ -1,0 +1,111 @@
+"""Field values as a Rust prover's log writes them: the one conversion of a field's text
+(`partition=Some(3)`, `ema_waiting="7.9"`, `true`, `1e999`) into a scalar, and the one rule for
+"this field is a number of ...".
+
+Who calls it: the log parser (`gapwatch.logs.parse`: tracing fields, user rules) and the
+prover packages' own line formats (e.g. `gapwatch.cuzk.log_lines`), which sit below the log
+layer and so cannot import it. Pure: a bounded table of converted texts, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from enum import Enum
+from typing import Final
+
+from gapwatch.core.bounds import fits_i64
+from gapwatch.core.models import FieldValue
+
+#: A number as tracing writes one (`-3`, `2.5`, `.5`, `1e9`).
+NUMBER = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?", re.ASCII)
+
+
+def int_field(value: FieldValue) -> int | None:
+    """An int field, or None (a bool is not one: `type` is exact, and half the cost of two
+    `isinstance`). The one rule for "this field is a number of ..." (the parser and the prover
+    packages' timelines)."""
+    return value if type(value) is int else None
+
+
+#: Field texts already converted (short ones), at most `_VALUES_MAX`: cuzk's lines repeat
+#: their values (partitions, workers, job ids, flags, small timings); of the 1,054 values in
+#: tests/data's two cuzk logs read once in order, 822 (78 %) had been seen before. Values are
+#: immutable, so one table serves every parser; a full one is emptied, like the timestamp
+#: cache (`prefixes._SECOND_CACHE`).
+_VALUES: dict[str, FieldValue] = {}
+_VALUES_MAX = 4096
+_VALUE_CHARS = 40
+
+
+class _Unseen(Enum):
+    """What the table gives for a text not in it (None is a value: `None`); an Enum member, so
+    that a check by identity narrows the type."""
+
+    UNSEEN = 0
+
+
+_UNSEEN: Final = _Unseen.UNSEEN
+
+
+def convert_value(raw: str) -> FieldValue:
+    """A field's text as the most specific scalar: int, float, bool, None, or the string.
+
+    `Some(x)` is x; a quoted string is unquoted; lists and other Debug output stay strings.
+    Numbers gapwatch could not write or export stay text: an integer beyond 64 bits
+    (`Some(99999999999999999999)`), a float that overflows to infinity (`1e999`), digits other
+    than ASCII ones (`²`, which int() refuses or reads as another number).
+    """
+    kept = _VALUES.get(raw, _UNSEEN)  # one lookup: safe while another thread empties it
+    if kept is not _UNSEEN:
+        return kept
+    value = _convert(raw)
+    if len(raw) <= _VALUE_CHARS:
+        if len(_VALUES) >= _VALUES_MAX:
+            _VALUES.clear()
+        _VALUES[raw] = value
+    return value
+
+
+def digits_value(raw: str) -> int | str:
+    """A run of ASCII digits (the caller has checked) as `convert_value` reads it: the integer,
+    or the text when it does not fit 64 bits. Without the table: for a value that is new on
+    almost every line (a TIMELINE offset), which would only fill it."""
+    return int(raw) if len(raw) < 19 else _bounded_int(raw)
+
+
+def _convert(raw: str) -> FieldValue:
+    """`convert_value` without the table: an integer, Rust's `Some(..)`/`None`, a quoted
+    string, a boolean, a finite float, else the text as written."""
+    if raw.isdigit() and raw.isascii():
+        return digits_value(raw)
+    if not raw:
+        return ""
+    c = raw[0]
+    if c == "-" and raw[1:].isdigit() and raw.isascii():
+        return int(raw) if len(raw) < 20 else _bounded_int(raw)
+    if c == "S" and raw.startswith("Some(") and raw.endswith(")"):
+        return _convert(raw[5:-1])
+    if c == '"' and len(raw) >= 2 and raw.endswith('"'):
+        return raw[1:-1].replace('\\"', '"')
+    if raw in _WORDS:
+        return _WORDS[raw]
+    return _float_or_text(raw)
+
+
+#: Rust's words for booleans and an absent `Option`, as values.
+_WORDS: dict[str, FieldValue] = {"true": True, "false": False, "None": None}
+
+
+def _float_or_text(raw: str) -> FieldValue:
+    """A finite decimal number as a float; anything else (`inf`, `NaN`, words) as written."""
+    if (raw[0].isdigit() or raw[0] in "-.") and NUMBER.fullmatch(raw):
+        number = float(raw)
+        return number if math.isfinite(number) else raw
+    return raw
+
+
+def _bounded_int(raw: str) -> int | str:
+    """A long run of digits: the integer if it fits 64 bits, else the text as written."""
+    n = int(raw)
+    return n if fits_i64(n) else raw

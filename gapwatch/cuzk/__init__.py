@@ -1,0 +1,22 @@
+"""cuzk, the pipelined Groth16 prover of Filecoin/Curio: everything gapwatch knows about it.
+
+Who calls it: the log parser (`gapwatch.logs.parse`: cuzk's own line kinds), the status poller
+(`gapwatch.sources.cuzk_status`: the `/status` schema), the simulator, the composition roots
+(`gapwatch.engine.runtime`, `gapwatch.offline`) that hand the detector cuzk's pipeline facts,
+the report, snapshots, `/metrics` and the dashboard (advice, the pipeline view).
+
+What lives here, each read from curio's source (tests/data/cuzk-upstream, docs/cuzk-status.md):
+- `pipeline`: cuzk's constants and formulas (partition budgets, synthesis worker count) and
+  `PipelineFacts`, what its log says about its pipeline (workers, pool, pacer, SRS, PoSt);
+- `causes`: where cuzk's own `/status` says a gap waited (the finer cause);
+- `advice`: the cuzk setting for each stall, its evidence and payoff;
+- `status`: the `GET /status` document's schema, read into `ProverStatus` records;
+- `log_lines`: cuzk's own line kinds (TIMELINE, CUZK_TIMING, CUZK_NTT_H, lock attribution);
+- `partitions`: each partition's run (synthesis, queue, GPU lock) from a recorded log;
+- `watch` (with `post`, `gpu_queue`, `restarts`, `errors`, `panics`): the prover events
+  (`gapwatch.core.models.ProverEvent`): PoSt latency against its deadline, a job cuzk's GPU
+  queue lost, restarts and what they cost, failure lines and panics (docs/post.md).
+
+The package sits above the core (it reads the core's records) and below the sources and the
+log parser (they read cuzk's formats through it): pyproject's `[tool.importlinter]`.
+"""

@@ -1,0 +1,97 @@
+"""Rust panic messages on cuzk's stderr: several untimestamped lines, read as one event.
+
+Who calls it: `gapwatch.logs.parse.LogParser` (a line that starts a panic opens a block; the
+lines no rule understands after it, on the same stream, are its message; the next line a rule
+understands closes it). Pure.
+
+Where they come from (cuzk-upstream-paths.md 4.3): supraseal-c2 turns any C++ CUDA error into a
+Rust panic (`extern/supraseal-c2/src/lib.rs:155, 316, 331, 383`: `if err.code != 0 {
+panic!("{}", String::from(err)); }`); cuzk has no panic hook, so Rust's default hook prints to
+stderr (Rust >= 1.73: the location line, then the message; older: the message quoted inline):
+
+    thread '<unnamed>' panicked at /root/.cargo/git/checkouts/.../supraseal-c2/src/lib.rs:316:9:
+    cudaGetLastError()@/.../ntt/kernels/gs_mixed_radix_wide.cu:220 failed: "out of memory"
+    note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+
+(format from filecoin-project/lotus#13634). The panic runs in `spawn_blocking`, so the daemon
+lives on and logs `... task panicked error=...` (engine.rs:679, 998) as its own ERROR line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gapwatch.core.models import FieldValue
+from gapwatch.cuzk.pipeline import PANIC_KIND
+
+#: `thread 'NAME' panicked at LOCATION:` (Rust >= 1.73) or `... panicked at 'MSG', LOCATION`.
+_START = re.compile(r"^thread '(?P<thread>[^']{0,200})' panicked at "
+                    r"(?:'(?P<inline>.*)', (?P<old_loc>\S+)|(?P<loc>\S+?):?)\s*$")
+#: sppark/supraseal-c2's CUDA error text: `CALL()@FILE:LINE failed: "ERROR"`.
+_CUDA = re.compile(r"(?P<call>\w+)\(\)@(?P<where>\S+?):? failed: \"(?P<error>[^\"]{0,200})\"")
+_NOTE = "note: run with `RUST_BACKTRACE"
+#: A block's bounds: a backtrace is ~50 lines; a block never grows past these.
+MAX_LINES = 80
+MAX_CHARS = 8192
+KIND = PANIC_KIND
+#: A line of any stream arriving this long after a block's latest line closes it (followed
+#: live, the panic is said when the next line comes, `... task panicked` at the latest).
+QUIET_S = 1.0
+
+
+@dataclass(slots=True)
+class PanicBlock:
+    """One panic being read: its first line and the lines after it."""
+
+    stream: str
+    raw: str
+    thread: str
+    location: str
+    arrival_mono_ns: int | None
+    arrival_wall_s: float
+    #: A journald/`ts` prefix's time on its first line; the last timed line before it.
+    prefix_s: float | None = None
+    before_s: float | None = None
+    #: Arrival of its latest line (a block is closed by a line coming `QUIET_S` after it).
+    last_arrival_wall_s: float = 0.0
+    lines: list[str] = field(default_factory=list)
+    chars: int = 0
+    #: The note line (or the limits) ended it: the next unknown line is not its own.
+    closed: bool = False
+
+    def add(self, text: str) -> None:
+        if self.closed:
+            return
+        if len(self.lines) < MAX_LINES and self.chars < MAX_CHARS:
+            self.lines.append(text[:MAX_CHARS - self.chars])
+            self.chars += len(self.lines[-1])
+        if text.startswith(_NOTE) or len(self.lines) >= MAX_LINES or self.chars >= MAX_CHARS:
+            self.closed = True
+
+    def fields(self) -> dict[str, FieldValue]:
+        message = "\n".join(line for line in self.lines if not line.startswith(_NOTE))
+        out: dict[str, FieldValue] = {"thread": self.thread, "location": self.location,
+                                      "message": message, "lines": 1 + len(self.lines)}
+        m = _CUDA.search(message)
+        if m is not None:
+            out["cuda_call"], out["cuda_where"], out["cuda_error"] = (
+                m["call"], m["where"], m["error"])
+        return out
+
+    def name(self) -> str:
+        return f"thread '{self.thread}' panicked at {self.location}"
+
+
+def panic_start(text: str, stream: str, mono: int | None, wall: float) -> PanicBlock | None:
+    """A block for a line that starts a panic message, else None (cheap for other lines)."""
+    if not text.startswith("thread '"):
+        return None
+    m = _START.match(text)
+    if m is None:
+        return None
+    location = m["loc"] or m["old_loc"] or "?"
+    block = PanicBlock(stream, text, m["thread"], location, mono, wall)
+    if m["inline"] is not None:
+        block.add(m["inline"])
+    return block

@@ -1,0 +1,396 @@
+"""PoSt latency in cuzk: each WinningPoSt and WindowPoSt, phase by phase, against its deadline.
+
+Who calls it: `gapwatch.cuzk.watch.CuzkWatch` (fed every log event, live and offline). Pure: no
+clocks; "now" is the data's own time (`check`).
+
+What cuzk writes for one PoSt (curio e0294b0f; ../shared/reference/cuzk-upstream-paths.md 4.5):
+`job enqueued job_id proof_kind priority` (scheduler.rs:67, the arrival; priority only orders
+this queue, scheduler.rs:34-45), then TIMELINE `SYNTH_START kind=winning-post|window-post`
+(engine.rs:2665, after the single synthesis dispatcher, the budget and the SRS), `SYNTH_END
+synth_ms` (2745), `GPU_QUEUE monolithic` (2848, key (0,0): first in the GPU queue), `GPU_PICKUP
+worker=W` (3023: a worker came free), `GPU_START` (3131), `GPU_END worker=W,gpu_ms` (3196).
+Job ids are Curio's request ids: `winpost-<miner>-<hex8>`, `wdpost-<miner>-<partition>-<...>`
+(lib/ffi/cuzk_funcs.go:179, 220). `/status` never lists PoSt (only partitioned jobs).
+
+Phases: queue (arrival to SYNTH_START; None without the enqueue line, and the total then starts
+at SYNTH_START and says so), synthesis, GPU wait (GPU_QUEUE to GPU_PICKUP, with what held every
+worker then), GPU (GPU_START to GPU_END), total. The deadline per kind is `[cuzk]
+winning_post_deadline_s` / `window_post_deadline_s` (docs/post.md gives their sources); a proof
+past `post_at_risk_share` of it is at risk, past it late, and a proof still running past its
+deadline is said late at once (`check`), not only when it ends.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+import msgspec
+
+from gapwatch.core import fmt
+from gapwatch.core.models import (
+    LogEvent,
+    NoticeLevel,
+    ProofTiming,
+    ProofVerdict,
+    ProverEvent,
+)
+from gapwatch.core.values import int_field
+
+#: TIMELINE's `kind=` for PoSt (types.rs ProofKind Display) -> the name people use.
+POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "WindowPoSt"}
+#: Curio's request id prefixes (lib/ffi/cuzk_funcs.go:179, 220), for a job whose SYNTH_START
+#: was not read.
+_ID_PREFIXES: tuple[tuple[str, str], ...] = (("winpost-", "winning-post"),
+                                             ("wdpost-", "window-post"))
+ENQUEUED = "job enqueued"
+SRS_LOADING = "loading SRS from disk"
+#: engine.rs:839, in the finalizer right after a monolithic job's GPU_END (3196): no job id,
+#: but `total_ms` from its submission, which places its arrival when `job enqueued` was not read.
+COMPLETED = "proof completed successfully (pipeline)"
+#: A PoSt's GPU_END and a completion line this close together are the same job's (stdout and
+#: stderr may be two files read apart; the finalizer may wait seconds for cuzk's job tracker
+#: lock in between); a PoSt waits this long for it (data time) before it is said without.
+PAIR_S = 10.0
+#: How many PoSt jobs are followed at once, and how many enqueue lines are remembered (a job
+#: that never reaches synthesis must not hold memory for ever).
+MAX_IN_FLIGHT = 256
+MAX_ENQUEUED = 1024
+#: Ended PoSt waiting for their completion line (a few at most; more is a log without them).
+MAX_AWAITING = 64
+_LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "late": "error"}
+
+
+@dataclass(frozen=True, slots=True)
+class Deadlines:
+    """Seconds each PoSt kind may take, and the share of it past which it is at risk."""
+
+    winning_post_s: float = 30.0
+    window_post_s: float = 1800.0
+    at_risk_share: float = 0.5
+
+    def of(self, kind: str) -> float | None:
+        if kind == "winning-post":
+            return self.winning_post_s
+        if kind == "window-post":
+            return self.window_post_s
+        return None
+
+
+def post_kind(kind: str | None, job_id: str | None) -> str | None:
+    """The PoSt kind of a job (TIMELINE `kind=`, else its Curio id), or None for other work."""
+    if kind in POST_KINDS:
+        return kind
+    for prefix, k in _ID_PREFIXES:
+        if job_id is not None and job_id.startswith(prefix):
+            return k
+    return None
+
+
+@dataclass(slots=True)
+class _Post:
+    job: str
+    kind: str
+    arrived_s: float | None = None
+    synth_start_s: float | None = None
+    synth_end_s: float | None = None
+    gpu_queue_s: float | None = None
+    pickup_s: float | None = None
+    gpu_start_s: float | None = None
+    end_s: float | None = None
+    #: Its completion line (engine.rs:839): the result processed, the proof on its way back.
+    done_s: float | None = None
+    gpu: int | None = None
+    worker: int | None = None
+    waited_behind: list[str] = field(default_factory=list)
+    #: An SRS load of a PoSt circuit between arrival and synthesis (on-demand, or evicted).
+    srs_load_s: float | None = None
+    said_late: bool = False
+
+    def begin_s(self) -> float | None:
+        return self.arrived_s if self.arrived_s is not None else self.synth_start_s
+
+
+def _span(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else max(0.0, b - a)
+
+
+def _follows(gpu_end_s: float, done_s: float) -> bool:
+    """A completion line at `done_s` can be the one of a GPU_END at `gpu_end_s`: the finalizer
+    writes it after (TIMELINE's ms offsets and tracing's µs stamps: 50 ms of slack), within
+    `PAIR_S` (another monolithic job's line, a batch's, is not taken for it)."""
+    return -0.05 <= done_s - gpu_end_s <= PAIR_S
+
+
+def _phase(a: float | None, b: float | None, now_s: float | None) -> float | None:
+    """A phase from `a` to `b`; one begun and not ended counts up to `now_s` (when given)."""
+    return _span(a, b if b is not None else now_s)
+
+
+class PostTracker:
+    """Follows every PoSt job through cuzk's lines; `feed` returns the proofs completed."""
+
+    def __init__(self, deadlines: Deadlines | None = None) -> None:
+        self.deadlines = deadlines or Deadlines()
+        self._jobs: OrderedDict[str, _Post] = OrderedDict()
+        self._enqueued: OrderedDict[str, float] = OrderedDict()
+        #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END.
+        self.holding: dict[int, str] = {}
+        self.completed = 0
+        #: PoSt ended (GPU_END) without a known arrival, waiting for their completion line; and
+        #: completion lines not paired yet (time, total_ms).
+        self._awaiting: list[_Post] = []
+        self._completions: deque[tuple[float, int | None]] = deque(maxlen=16)
+
+    # -- feeding ------------------------------------------------------------------------------
+
+    def feed(self, ev: LogEvent) -> list[ProverEvent]:
+        if ev.kind == "timeline":
+            return self._timeline(ev)
+        if ev.kind == "tracing" and ev.name == ENQUEUED and ev.job_id is not None:
+            kind = post_kind(_str(ev.fields.get("proof_kind")), ev.job_id)
+            if kind is not None:  # followed from its arrival: late even before synthesis
+                self._start(ev.job_id, kind).arrived_s = ev.t_wall_s
+                return []
+            self._enqueued[ev.job_id] = ev.t_wall_s
+            self._enqueued.move_to_end(ev.job_id)
+            while len(self._enqueued) > MAX_ENQUEUED:
+                self._enqueued.popitem(last=False)
+        elif ev.kind == "tracing" and ev.name == COMPLETED:
+            return self._completion(ev.t_wall_s, int_field(ev.fields.get("total_ms")))
+        elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADING):
+            # An SRS loaded while a PoSt waits for synthesis (on demand, or evicted before).
+            for job in self._jobs.values():
+                if job.synth_start_s is None:
+                    job.srs_load_s = ev.t_wall_s
+        return []
+
+    def forget(self, job_id: str) -> None:
+        """A job said lost otherwise (`gpu_queue`): not followed any more."""
+        self._jobs.pop(job_id, None)
+
+    def restart(self) -> list[ProverEvent]:
+        """The prover started again: its jobs in flight are gone (said as lost, once)."""
+        out = [self._lost_in_restart(job) for job in self._jobs.values()]
+        self._jobs.clear()
+        self.holding.clear()
+        return out
+
+    def _timeline(self, ev: LogEvent) -> list[ProverEvent]:
+        job_id, name = ev.job_id, ev.name
+        if job_id is None:
+            return []
+        self._track_workers(ev, name, job_id)
+        job = self._jobs.get(job_id)
+        if job is None:
+            if ev.partition is not None:
+                return []
+            kind = post_kind(_str(ev.fields.get("kind")), job_id)
+            if kind is None:
+                return []
+            job = self._start(job_id, kind)
+        return self._step(job, ev, name)
+
+    def _start(self, job_id: str, kind: str) -> _Post:
+        job = self._jobs.get(job_id)
+        if job is not None:
+            return job
+        job = self._jobs[job_id] = _Post(job_id, kind, arrived_s=self._enqueued.pop(job_id, None))
+        while len(self._jobs) > MAX_IN_FLIGHT:
+            self._jobs.popitem(last=False)
+        return job
+
+    def _track_workers(self, ev: LogEvent, name: str, job_id: str) -> None:
+        w = ev.worker
+        if w is None:
+            return
+        if name == "GPU_PICKUP":
+            part = f" partition {ev.partition}" if ev.partition is not None else ""
+            self.holding[w] = f"{job_id}{part}"
+        elif name == "GPU_END":
+            self.holding.pop(w, None)
+
+    def _step(self, job: _Post, ev: LogEvent, name: str) -> list[ProverEvent]:
+        t = ev.t_wall_s
+        if name == "SYNTH_START":
+            job.synth_start_s = t
+        elif name == "SYNTH_END":
+            job.synth_end_s = t
+        elif name == "GPU_QUEUE":
+            job.gpu_queue_s = t
+            job.waited_behind = [f"worker {w}: {held}" for w, held in sorted(self.holding.items())
+                                 if not held.startswith(job.job)]
+        elif name == "GPU_PICKUP":
+            job.pickup_s, job.worker, job.gpu = t, ev.worker, ev.gpu
+        elif name == "GPU_START":
+            job.gpu_start_s = t
+            job.gpu = ev.gpu if ev.gpu is not None else job.gpu
+        elif name == "GPU_END":
+            job.end_s = t
+            self._jobs.pop(job.job, None)
+            self.completed += 1
+            return self._pair(job)
+        return []
+
+    def _pair(self, job: _Post) -> list[ProverEvent]:
+        """A PoSt's GPU work ended: its completion line (read already, or soon) says when its
+        result was processed (the finalize phase), and its arrival when that was not read."""
+        end = job.end_s if job.end_s is not None else 0.0
+        for i, (t, total_ms) in enumerate(self._completions):
+            if _follows(end, t):
+                del self._completions[i]
+                return [self._arrived(job, t, total_ms)]
+        self._awaiting.append(job)
+        if len(self._awaiting) > MAX_AWAITING:  # never paired: said without, oldest first
+            first = self._awaiting.pop(0)
+            return [self._event(first, first.end_s if first.end_s is not None else 0.0, True)]
+        return []
+
+    def _completion(self, t: float, total_ms: int | None) -> list[ProverEvent]:
+        for job in self._awaiting:
+            if job.end_s is not None and _follows(job.end_s, t):
+                self._awaiting.remove(job)
+                return [self._arrived(job, t, total_ms)]
+        self._completions.append((t, total_ms))
+        return []
+
+    def _arrived(self, job: _Post, t: float, total_ms: int | None) -> ProverEvent:
+        """Its completion line at `t`: done then; its arrival, when not read, from cuzk's
+        `total_ms` (submission to completion), never after its synthesis started."""
+        job.done_s = max(t, job.end_s) if job.end_s is not None else t
+        if total_ms is not None and job.arrived_s is None:
+            arrived = t - total_ms / 1000.0
+            first = job.synth_start_s if job.synth_start_s is not None else arrived
+            job.arrived_s = min(arrived, first)
+        return self._event(job, job.done_s, done=True)
+
+    def check(self, now_s: float) -> list[ProverEvent]:
+        """Proofs still running past their deadline at data time `now_s`: said late once; and
+        ended ones whose completion line did not come: said without it."""
+        out = self._unpaired(now_s)
+        for job in self._jobs.values():
+            deadline = self.deadlines.of(job.kind)
+            begin = job.begin_s()
+            if job.said_late or deadline is None or begin is None or now_s - begin <= deadline:
+                continue
+            job.said_late = True
+            out.append(self._event(job, now_s, done=False))
+        return out
+
+    def _unpaired(self, now_s: float | None) -> list[ProverEvent]:
+        gone = [j for j in self._awaiting if now_s is None or j.end_s is None
+                or now_s - j.end_s > PAIR_S]
+        for job in gone:
+            self._awaiting.remove(job)
+        return [self._event(j, j.end_s if j.end_s is not None else 0.0, done=True) for j in gone]
+
+    def finish(self, now_s: float | None) -> list[ProverEvent]:
+        """End of data: ended proofs are said, those still running as such (late or not)."""
+        out = self._unpaired(None)
+        if now_s is None:
+            return out
+        out += [self._event(job, now_s, done=False) for job in self._jobs.values()
+                if not job.said_late and job.begin_s() is not None]
+        self._jobs.clear()
+        return out
+
+    # -- words --------------------------------------------------------------------------------
+
+    def timing(self, job: _Post, now_s: float, done: bool) -> ProofTiming:
+        deadline = self.deadlines.of(job.kind)
+        last = job.done_s if job.done_s is not None else job.end_s
+        total = _span(job.begin_s(), last if done else now_s)
+        verdict: ProofVerdict = "ok"
+        if deadline is not None and total is not None:
+            if total > deadline:
+                verdict = "late"
+            elif total > self.deadlines.at_risk_share * deadline:
+                verdict = "at_risk"
+        # A proof still running: its current phase counts up to now (as cuzk's own do).
+        now = None if done else now_s
+        timing = ProofTiming(
+            proof_kind=job.kind, queue_s=_phase(job.arrived_s, job.synth_start_s, now),
+            synth_s=_phase(job.synth_start_s, job.synth_end_s, now),
+            gpu_wait_s=_phase(job.gpu_queue_s, job.pickup_s, now),
+            gpu_s=_phase(job.gpu_start_s, job.end_s, now), total_s=total, deadline_s=deadline,
+            verdict=verdict, done=done, waited_behind=list(job.waited_behind),
+            finalize_s=_span(job.end_s, job.done_s))
+        return _with_setting(timing, job)
+
+    def _event(self, job: _Post, t: float, done: bool) -> ProverEvent:
+        timing = self.timing(job, t, done)
+        return ProverEvent(t_wall_s=t, kind="proof", level=_LEVEL[timing.verdict],
+                           message=proof_words(job.job, timing, job.arrived_s is None),
+                           job_id=job.job, gpu=job.gpu, proof=timing)
+
+    def _lost_in_restart(self, job: _Post) -> ProverEvent:
+        t = job.synth_start_s or job.arrived_s or 0.0
+        timing = self.timing(job, t, done=False)
+        name = POST_KINDS.get(job.kind, job.kind)
+        return ProverEvent(
+            t_wall_s=t, kind="proof", level="error", job_id=job.job, gpu=job.gpu, proof=timing,
+            message=f"{name} {job.job} was in flight when the prover restarted: it will not "
+                    "complete (Curio waits for it until its ProveTimeout)")
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _dominant(t: ProofTiming) -> str | None:
+    phases = {"queue": t.queue_s, "synthesis": t.synth_s, "gpu_wait": t.gpu_wait_s,
+              "gpu": t.gpu_s, "finalize": t.finalize_s}
+    known = {k: v for k, v in phases.items() if v is not None}
+    return max(known, key=lambda k: known[k]) if known else None
+
+
+def _with_setting(t: ProofTiming, job: _Post) -> ProofTiming:
+    """The setting that would have freed the proof, for the phase that took longest, when one
+    exists (sources in cuzk-upstream-paths.md 4.5)."""
+    if t.verdict == "ok":
+        return t
+    phase = _dominant(t)
+    setting: str | None = None
+    if phase == "queue" and job.srs_load_s is not None:
+        setting = ("cuzk's eviction_min_idle: its SRS was loaded on demand while it waited (an "
+                   "idle PoSt SRS is the typical eviction victim, engine.rs:1279-1287)")
+    elif phase == "queue":
+        setting = ("synthesis_concurrency (cuzk's single synthesis dispatcher awaits each batch "
+                   "inline at 1, the default, engine.rs:1927-1938); on Curio's side [Cuzk] "
+                   "MaxPending bounds the PoRep/Snap work it queued behind")
+    elif phase == "finalize":
+        setting = ("none: its result waited for cuzk's job tracker lock, which a finalizer holds "
+                   "through a PoRep proof's self-check (engine.rs:3220-3253, prover.rs:217-256); "
+                   "CUZK_VALIDATE_PARTITIONS=1 and gRPC GetStatus/GetMetrics polling hold it too")
+    elif phase == "gpu_wait":
+        setting = ("none in cuzk: PoSt already goes first in the GPU queue (key (0,0), "
+                   "engine.rs:2849-2851) and a partition on a worker runs to its end; a PoSt-only "
+                   "cuzk on its own GPU ([gpus] devices) removes the wait")
+    if setting is None:
+        return t
+    return msgspec.structs.replace(t, setting=setting)
+
+
+def _s(v: float | None) -> str:
+    return "?" if v is None else f"{v:.1f} s"
+
+
+def proof_words(job_id: str, t: ProofTiming, no_arrival: bool) -> str:
+    """`WinningPoSt winpost-1000-1a2b3c4d: 3.9 s of 30 s (queue ?, synthesis 2.2 s, GPU wait
+    0.4 s behind worker 0: porep-... partition 3, GPU 1.3 s); late: ...`"""
+    name = POST_KINDS.get(t.proof_kind, t.proof_kind)
+    state = "" if t.done else " still running"
+    limit = f" of its {t.deadline_s:g} s deadline" if t.deadline_s is not None else ""
+    since = " (from synthesis start: its 'job enqueued' line was not read)" if no_arrival else ""
+    behind = f" behind {', '.join(t.waited_behind)}" if t.waited_behind and t.gpu_wait_s else ""
+    words = (f"{name} {job_id}{state}: {_s(t.total_s)}{limit}{since} (queue {_s(t.queue_s)}, "
+             f"synthesis {_s(t.synth_s)}, GPU wait {_s(t.gpu_wait_s)}{behind}, "
+             f"GPU {_s(t.gpu_s)}"
+             + (f", finalize {_s(t.finalize_s)}" if t.finalize_s is not None else "") + ")")
+    if t.verdict == "late":
+        words += "; LATE"
+    elif t.verdict == "at_risk":
+        words += "; at risk"
+    if t.setting:
+        words += f"; setting: {t.setting}"
+    return fmt.visible(words)

@@ -1,0 +1,226 @@
+"""cuzk restarts: when the daemon started again, how gapwatch knew, and what it cost the GPU.
+
+Who calls it: `gapwatch.cuzk.watch.CuzkWatch` (every log event, `/status` snapshot and process
+reading, live and offline). Pure: "now" is the data's own time.
+
+Three signs, any one enough (cuzk-upstream-paths.md 4.4): the start lines `cuzk-daemon
+starting` (cuzk-daemon/src/main.rs:63) and `starting cuzk engine` (engine.rs:1244, the TIMELINE
+epoch); `/status` `uptime_secs` going back (status.rs: it counts from the tracker's creation);
+a new pid of the same process name on a GPU (NVML's process list, as `ProcessMemory` readings).
+Signs within `SAME_RESTART_S` of one another are one restart. Only SIGINT is handled
+(`received SIGINT, shutting down`, main.rs:237, 264); systemd's default SIGTERM kills cuzk
+without a line, and the restart says which it was.
+
+What a restart costs (code): the GPU idles from its last work of the old run (its last
+TIMELINE `GPU_END`) to its first `GPU_START` of the new one; the parts of that stretch are the
+daemon down (last GPU_END to the start line), startup (start line to the engine's), the SRS
+loaded again (`loading SRS from disk` .. `SRS loaded successfully`), the pinned pool pinned
+again (its `allocated new buffer` lines before that first GPU_START) and the first wave's
+synthesis (first SYNTH_START to first GPU_QUEUE: partitions started before any capacity hint
+existed, unpinned, pipeline.rs:176-230). Said as one stretch, with its length and parts, when
+the first GPU_START of the new run arrives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gapwatch.core import fmt
+from gapwatch.core.models import (
+    LogEvent,
+    ProcessMemory,
+    ProverEvent,
+    ProverStatus,
+    StretchPart,
+)
+
+DAEMON_STARTING = "cuzk-daemon starting"
+ENGINE_STARTING = "starting cuzk engine"
+SIGINT = "received SIGINT, shutting down"
+POOL_ALLOCATED = "pinned pool: allocated new buffer"
+SRS_LOADING = "loading SRS from disk"
+SRS_LOADED = "SRS loaded successfully"
+#: Signs of a restart this close together are one restart (a daemon's start lines, its first
+#: `/status` answer and its pid on the GPU come within seconds; a restart loop is ~10 s apart,
+#: systemd's RestartSec in upstream's unit, cuzk-proving-daemon.md:122-140).
+SAME_RESTART_S = 8.0
+#: `/status` uptime going back by less than this is jitter of the poll, not a restart.
+UPTIME_SLACK_S = 2.0
+#: Process names followed on the GPUs (upstream installs `cuzk`; from target/ it is
+#: `cuzk-daemon`), and how many pids are remembered per GPU.
+PROCESS_NAMES = ("cuzk", "cuzk-daemon")
+MAX_PIDS = 64
+
+
+@dataclass(slots=True)
+class _Run:
+    """The run that began at a restart, until its first GPU work."""
+
+    t_s: float
+    signs: list[str]
+    #: The previous run's last GPU_END and last line (None: none read).
+    last_gpu_end_s: float | None
+    last_line_s: float | None
+    sigint: bool
+    engine_s: float | None = None
+    srs: list[tuple[float, float | None]] = field(default_factory=list)
+    pool_first_s: float | None = None
+    pool_last_s: float | None = None
+    first_synth_s: float | None = None
+    first_queue_s: float | None = None
+    first_wave: int = 0
+    first_synth_end_s: float | None = None
+
+
+class RestartWatch:
+    """Finds restarts; `feed_*` return the restart events and, later, their cost."""
+
+    def __init__(self) -> None:
+        self.restarts = 0
+        self._seen_run = False
+        self._last_gpu_end_s: float | None = None
+        self._last_line_s: float | None = None
+        self._sigint = False
+        self._run: _Run | None = None
+        self._last_restart_s: float | None = None
+        self._uptime: dict[str, float] = {}
+        #: GPU -> pid -> when it was last read.
+        self._pids: dict[int, dict[int, float]] = {}
+
+    # -- signs --------------------------------------------------------------------------------
+
+    def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
+        out: list[ProverEvent] = []
+        if ev.kind == "tracing" and ev.name in (DAEMON_STARTING, ENGINE_STARTING):
+            out += self._sign(ev.t_wall_s, f"its start line '{ev.name}'")
+            run = self._run
+            if run is not None and ev.name == ENGINE_STARTING:
+                run.engine_s = ev.t_wall_s
+            self._seen_run = True
+        elif ev.kind == "tracing" and ev.name == SIGINT:
+            self._sigint = True
+        out += self._cost_parts(ev)
+        if ev.kind == "timeline":
+            # Work was done: a start line from now on starts another run. (The lines a start
+            # writes before its engine's, config and budget, do not count.)
+            self._seen_run = True
+        if ev.kind in ("tracing", "timeline"):
+            self._last_line_s = ev.t_wall_s
+        return out
+
+    def feed_status(self, st: ProverStatus) -> list[ProverEvent]:
+        up = st.uptime_s
+        if up is None:
+            return []
+        before = self._uptime.get(st.prover)
+        self._uptime[st.prover] = up
+        if before is None or up >= before - UPTIME_SLACK_S:
+            return []
+        return self._sign(st.t_wall_s - up, f"{st.prover} /status uptime_secs went back from "
+                                            f"{before:.0f} s to {up:.0f} s")
+
+    def feed_process(self, r: ProcessMemory) -> list[ProverEvent]:
+        """A reading of a process on a GPU. A new pid of cuzk's name where another was read
+        before is a restart, unless one was already seen since that pid was last read (a new
+        process shows on the GPU only at its first CUDA work, maybe minutes after its start
+        lines)."""
+        if r.name.rsplit("/", 1)[-1] not in PROCESS_NAMES:
+            return []
+        pids = self._pids.setdefault(r.gpu, {})
+        known = r.pid in pids
+        last_seen = max(pids.values(), default=None)
+        if len(pids) >= MAX_PIDS and not known:
+            del pids[next(iter(pids))]
+        pids[r.pid] = r.t_wall_s
+        if known or last_seen is None:
+            return []
+        sign = f"a new {r.name} pid {r.pid} on GPU {r.gpu}"
+        restart = self._last_restart_s
+        if restart is not None and restart >= last_seen - SAME_RESTART_S:
+            if self._run is not None and sign not in self._run.signs:
+                self._run.signs.append(sign)
+            return []
+        return self._sign(r.t_wall_s, sign)
+
+    # -- a restart ----------------------------------------------------------------------------
+
+    def _sign(self, t_s: float, sign: str) -> list[ProverEvent]:
+        last = self._last_restart_s
+        if last is not None and abs(t_s - last) <= SAME_RESTART_S:
+            if self._run is not None and sign not in self._run.signs:
+                self._run.signs.append(sign)
+            return []
+        self._last_restart_s = t_s
+        if not self._seen_run and sign.startswith("its start line"):
+            return []  # the first start of the log: a start, not a restart
+        self.restarts += 1
+        self._run = _Run(t_s, [sign], self._last_gpu_end_s, self._last_line_s, self._sigint)
+        self._sigint = False
+        how = ("after 'received SIGINT, shutting down'" if self._run.sigint else
+               "with no shutdown line before it (killed: systemd's default SIGTERM is not "
+               "handled, main.rs:233-266)")
+        last_line = (f"; the previous run's last line at {fmt.clock(self._last_line_s)}"
+                     if self._last_line_s is not None else "")
+        message = fmt.visible(
+            f"cuzk restarted {how}{last_line}, seen by {sign}; its pipeline state starts "
+            "again: empty pinned pool, SRS loaded on demand, a first wave synthesised unpinned")
+        return [ProverEvent(t_wall_s=t_s, kind="restart", level="warning", message=message)]
+
+    # -- its cost -----------------------------------------------------------------------------
+
+    def _cost_parts(self, ev: LogEvent) -> list[ProverEvent]:
+        run = self._run
+        if ev.kind == "timeline" and ev.name == "GPU_END":
+            self._last_gpu_end_s = ev.t_wall_s
+        if run is None:
+            return []
+        t, name = ev.t_wall_s, ev.name
+        if ev.kind == "tracing":
+            self._tracing_part(run, t, name)
+        elif ev.kind == "timeline":
+            if name == "SYNTH_START":
+                run.first_synth_s = run.first_synth_s or t
+                if run.first_synth_end_s is None:
+                    run.first_wave += 1
+            elif name == "SYNTH_END" and run.first_synth_end_s is None:
+                run.first_synth_end_s = t
+            elif name == "GPU_QUEUE" and run.first_queue_s is None:
+                run.first_queue_s = t
+            elif name == "GPU_START":
+                self._run = None
+                return [self._cost(run, t)]
+        return []
+
+    @staticmethod
+    def _tracing_part(run: _Run, t: float, name: str) -> None:
+        if name.startswith(SRS_LOADING):
+            run.srs.append((t, None))
+        elif name.startswith(SRS_LOADED):
+            for i in range(len(run.srs) - 1, -1, -1):
+                if run.srs[i][1] is None:
+                    run.srs[i] = (run.srs[i][0], t)
+                    break
+        elif name.startswith(POOL_ALLOCATED):
+            run.pool_first_s = run.pool_first_s or t
+            run.pool_last_s = t
+
+    def _cost(self, run: _Run, first_gpu_s: float) -> ProverEvent:
+        start = run.last_gpu_end_s if run.last_gpu_end_s is not None else run.t_s
+        parts = [StretchPart("down", start, run.t_s)] if start < run.t_s else []
+        if run.engine_s is not None and run.engine_s > run.t_s:
+            parts.append(StretchPart("startup", run.t_s, run.engine_s))
+        parts += [StretchPart("SRS reloaded", a, b) for a, b in run.srs if b is not None]
+        if run.pool_first_s is not None and run.pool_last_s is not None:
+            parts.append(StretchPart("pool pinned again", run.pool_first_s, run.pool_last_s))
+        if run.first_synth_s is not None and run.first_queue_s is not None:
+            parts.append(StretchPart("first wave synthesis", run.first_synth_s,
+                                     run.first_queue_s))
+        said = ", ".join(f"{p.name} {p.end_s - p.start_s:.1f} s" for p in parts) or "no parts read"
+        wave = (f"; the first wave after it: {run.first_wave} synthesis(es) started before any "
+                "capacity hint existed (unpinned by design, pipeline.rs:176-230)"
+                if run.first_wave else "")
+        message = (f"the restart cost the GPU {first_gpu_s - start:.1f} s, "
+                   f"{fmt.clock(start)} to {fmt.clock(first_gpu_s)} (its last work of the old "
+                   f"run to its first of the new): {said}{wave}")
+        return ProverEvent(t_wall_s=first_gpu_s, kind="restart_cost", level="warning",
+                           message=message, start_s=start, end_s=first_gpu_s, parts=parts)

@@ -1,0 +1,93 @@
+"""cuzk's watcher: every record in, the prover events out (PoSt latency, restarts and their
+cost, errors, lost GPU jobs). Implements `gapwatch.core.prover_watch.ProverWatch`.
+
+Who calls it: the live session (`gapwatch.engine.runtime` builds it) and the offline detection
+loop (`gapwatch.offline.detect`), so that live, replayed and reported sessions say the same.
+Pure: "now" is the data's own time (the latest record's wall time), so a PoSt still running
+past its deadline is said late as soon as the data passes it, live or offline.
+
+A restart resets what the other parts follow (the PoSt jobs in flight are said lost, the GPU
+queue is empty again), as it resets cuzk's own state.
+"""
+
+from __future__ import annotations
+
+from gapwatch.core.config import CuzkConfig
+from gapwatch.core.models import (
+    LogEvent,
+    ProcessMemory,
+    ProverEvent,
+    ProverStatus,
+    Record,
+)
+from gapwatch.cuzk.errors import error_event
+from gapwatch.cuzk.gpu_queue import GpuQueueWatch
+from gapwatch.cuzk.pipeline import PANIC_KIND
+from gapwatch.cuzk.post import Deadlines, PostTracker
+from gapwatch.cuzk.restarts import RestartWatch
+
+#: Deadlines are checked at most this often in data time (a PoSt deadline is 30 s or more).
+CHECK_EVERY_S = 0.5
+#: The log events the parts read: TIMELINE, tracing lines and panics.
+_WATCHED = frozenset(("timeline", "tracing", PANIC_KIND))
+
+
+def deadlines_of(config: CuzkConfig) -> Deadlines:
+    return Deadlines(config.winning_post_deadline_s, config.window_post_deadline_s,
+                     config.post_at_risk_share)
+
+
+class CuzkWatch:
+    def __init__(self, deadlines: Deadlines | None = None) -> None:
+        self.post = PostTracker(deadlines)
+        self.queue = GpuQueueWatch()
+        self.restarts = RestartWatch()
+        self._now_s: float | None = None
+        self._checked_s = float("-inf")
+
+    def feed(self, record: Record) -> list[ProverEvent]:
+        kind = type(record)
+        if kind is LogEvent:
+            assert isinstance(record, LogEvent)
+            # Only these kinds say anything here (the C++ lines, half of a busy log, do not).
+            out = self._log(record) if record.kind in _WATCHED else []
+        elif kind is ProverStatus:
+            assert isinstance(record, ProverStatus)
+            out = self._restarted(self.restarts.feed_status(record))
+        elif kind is ProcessMemory:
+            assert isinstance(record, ProcessMemory)
+            out = self._restarted(self.restarts.feed_process(record))
+        else:
+            return []
+        t = record.t_wall_s
+        if self._now_s is None or t > self._now_s:
+            self._now_s = t
+            if t - self._checked_s >= CHECK_EVERY_S:
+                self._checked_s = t
+                out += self.post.check(t)
+        return out
+
+    def finish(self) -> list[ProverEvent]:
+        return self.post.finish(self._now_s)
+
+    def _log(self, ev: LogEvent) -> list[ProverEvent]:
+        restarts = self.restarts.feed_log(ev)
+        out = self._restarted(restarts) if restarts else []
+        out += self.post.feed(ev)
+        lost = self.queue.feed(ev)
+        if lost:
+            for e in lost:
+                if e.job_id is not None:
+                    self.post.forget(e.job_id)
+            out += lost
+        if ev.level is not None or ev.kind == PANIC_KIND:
+            err = error_event(ev)
+            if err is not None:
+                out.append(err)
+        return out
+
+    def _restarted(self, events: list[ProverEvent]) -> list[ProverEvent]:
+        if not any(e.kind == "restart" for e in events):
+            return events
+        self.queue.restart()
+        return events + self.post.restart()

@@ -1,0 +1,83 @@
+"""Why a GPU is in its state now, and what to change: the current verdict's cause and setting.
+
+Who calls it: the Prometheus exporter (`gapwatch.sinks.verdict_metrics`: the
+`gapwatch_gpu_verdict` info metric that alert annotations and `gapwatch fleet` read) and the
+`--on-event` hook (`gapwatch.engine.events`: the facts it hands a command). Pure: it reads a
+`StoreSnapshot`.
+
+The rule, in one home: the gaps that closed inside the GPU's chaining window (the detector's
+last `window_s` of data, `core.verdict.WindowNow`), given to `cuzk.advice.advise`; the stall
+that idled the GPU longest there is the cause, its first setting the one to change, and the
+payoff is closing those gaps over the window (`advice.if_closed`: the throughput gain, work
+taken as fixed). Every value is one of a fixed set (stall names, cuzk's setting names), so it
+is safe as a Prometheus label; a stall no setting closes has setting "none".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gapwatch.core.models import Gap
+from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.cuzk.advice import STALL_WORDS, advise, if_closed
+
+#: The cause and setting when the window holds no closed gap (nothing to explain).
+NO_CAUSE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class WhyNow:
+    """One GPU's verdict in facts: its state, the cause (a stall name and its words), the
+    setting to change ("none" when no setting closes it), and the payoff (throughput gain of
+    closing those gaps over the window; None when it cannot be worked out)."""
+
+    gpu: int
+    state: str
+    cause: str = NO_CAUSE
+    cause_words: str = ""
+    setting: str = NO_CAUSE
+    change: str = ""
+    payoff_gain: float | None = None
+    idle_s: float = 0.0
+
+    def line(self) -> str:
+        """`GPU0 BREAKDOWN: a/b/c copied from pageable memory: the pinned pool could not pin;
+        change [memory] safety_margin; payoff ~1.8x`: the alert's and the event's one line."""
+        out = f"GPU{self.gpu} {self.state}"
+        if self.cause == NO_CAUSE:
+            return out
+        out += f": {self.cause_words}"
+        if self.setting != NO_CAUSE:
+            out += f"; change {self.setting}"
+        if self.payoff_gain is not None:
+            out += f"; payoff ~{self.payoff_gain:.1f}x"
+        return out
+
+
+def window_gaps(snap: StoreSnapshot, gpu: int) -> tuple[list[Gap], float]:
+    """The closed gaps of `gpu` that ended inside its chaining window, and the window's span in
+    seconds of data (0 before the detector's first window)."""
+    window = snap.windows.get(gpu)
+    if window is None:
+        return [], 0.0
+    start = window.start_wall_s
+    gaps = [g for g in snap.gaps
+            if g.gpu == gpu and not g.is_open and not g.retracted
+            and g.end_s is not None and g.end_s >= start]
+    return gaps, window.window_s
+
+
+def why_now(snap: StoreSnapshot, gpu: int) -> WhyNow:
+    """The verdict of `gpu` now (see the module docstring)."""
+    state = snap.state_name(gpu)
+    gaps, span_s = window_gaps(snap, gpu)
+    if not gaps:
+        return WhyNow(gpu, state)
+    report = advise(gaps, snap.pipeline)
+    by_idle: list[tuple[float, str, str, str]] = [
+        (a.idle_s, a.stall, a.setting, a.change) for a in report.advice[:1]]
+    by_idle += [(n.idle_s, n.stall, NO_CAUSE, "") for n in report.no_setting[:1]]
+    idle_s, stall, setting, change = max(by_idle, key=lambda t: t[0])
+    gain = if_closed(None, span_s, idle_s)["throughput_gain"]
+    return WhyNow(gpu, state, stall, STALL_WORDS.get(stall, stall), setting, change, gain,
+                  idle_s)

@@ -1,0 +1,352 @@
+"""`--on-event CMD`: run the user's command when something happens that a person must hear of,
+with the facts in its environment. For boxes with no monitoring stack.
+
+Who calls it: `gapwatch watch` and `gapwatch record` (`start_event_hook`), when `--on-event` is
+given. The session's listener (`EventHook.listen`, on the feeding thread) only turns a state
+change into an `Event` and offers it (never blocks); the command runs on the hook's own thread.
+
+Events (`EventKind`): `breakdown_entered` and `breakdown_left` (a GPU's chaining state, from the
+session's listener), and `post_late`, `restart`, `gpu_error` (the prover watcher's events:
+`event_of` maps a late proof, a restart, and an error or lost GPU job; the hook is a session
+sink for them, `EventHook.on_record`). Other sources may offer their own through
+`EventHook.offer` with the same `Event` (their detail in `detail`).
+
+The command is split with `shlex` and executed directly, never through a shell: facts travel
+in environment variables (`Event.env`: GAPWATCH_EVENT, GAPWATCH_GPU, GAPWATCH_STATE,
+GAPWATCH_CAUSE, GAPWATCH_CAUSE_WORDS, GAPWATCH_SETTING, GAPWATCH_PAYOFF, GAPWATCH_SNAPSHOT_DIR,
+GAPWATCH_LINE, GAPWATCH_DETAIL, GAPWATCH_TIME), never in its arguments, so no fact from outside
+can become a command. Bounds, so the command can never stop or slow monitoring:
+- rate limit: one run per event kind and GPU per `min_interval_s` (the others are counted);
+- queue: at most `MAX_QUEUED` events wait; more are dropped and counted;
+- timeout: a command still running after `timeout_s` is killed with its process group;
+- a command that cannot start, exits non-zero or is killed is counted and said (a warning
+  notice: stderr for `record`, a toast on the dashboard, the recording), and the next runs.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from gapwatch.core.config import Config
+from gapwatch.core.models import Gap, Notice, ProverEvent, Record, SessionHeader, StateChange
+from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.cuzk.why_now import why_now
+from gapwatch.engine.runtime import Runtime
+from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
+
+EventKind = Literal["breakdown_entered", "breakdown_left", "post_late", "restart", "gpu_error"]
+#: Events waiting for the command at most (a command slower than events arrive drops the rest).
+MAX_QUEUED = 8
+#: Late proofs remembered so that each is one event (far more than are ever in flight).
+LATE_JOBS_KEPT = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """What happened, and the facts the command gets. `gpu` None: the box's (a restart)."""
+
+    kind: EventKind
+    gpu: int | None
+    state: str
+    t_wall_s: float
+    cause: str = ""
+    cause_words: str = ""
+    setting: str = ""
+    payoff_gain: float | None = None
+    snapshot_dir: str = ""
+    line: str = ""
+    detail: str = ""
+
+    def env(self) -> dict[str, str]:
+        """The GAPWATCH_* variables (empty text where a fact is not known)."""
+        return {
+            "GAPWATCH_EVENT": self.kind,
+            "GAPWATCH_GPU": "" if self.gpu is None else str(self.gpu),
+            "GAPWATCH_STATE": self.state,
+            "GAPWATCH_CAUSE": self.cause,
+            "GAPWATCH_CAUSE_WORDS": self.cause_words,
+            "GAPWATCH_SETTING": self.setting,
+            "GAPWATCH_PAYOFF": "" if self.payoff_gain is None else f"{self.payoff_gain:.2f}",
+            "GAPWATCH_SNAPSHOT_DIR": self.snapshot_dir,
+            "GAPWATCH_LINE": self.line,
+            "GAPWATCH_DETAIL": self.detail,
+            "GAPWATCH_TIME": f"{self.t_wall_s:.3f}",
+        }
+
+
+@dataclass(slots=True)
+class HookCounts:
+    ran: int = 0
+    ok: int = 0
+    failed: int = 0
+    timed_out: int = 0
+    rate_limited: int = 0
+    dropped: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        return (f"--on-event ran {self.ran} times: {self.ok} ok, {self.failed} failed, "
+                f"{self.timed_out} killed after the timeout; {self.rate_limited} rate-limited, "
+                f"{self.dropped} dropped (queue full)")
+
+
+def with_facts(event: Event, snap: StoreSnapshot) -> Event:
+    """The event with the GPU's verdict now (`cuzk.why_now`: cause, setting, payoff)."""
+    if event.gpu is None:
+        return event
+    why = why_now(snap, event.gpu)
+    # An event that brings its own facts (a late proof's setting) keeps them.
+    return replace(event, cause=event.cause or why.cause,
+                   cause_words=event.cause_words or why.cause_words,
+                   setting=event.setting or why.setting, payoff_gain=why.payoff_gain,
+                   line=event.line or why.line())
+
+
+def event_of(ev: ProverEvent) -> Event | None:
+    """The prover watcher's event as an `--on-event` event, or None when a person need not hear
+    of it: a late proof (`post_late`), a restart (`restart`), a prover error or a GPU job never
+    picked up (`gpu_error`). At-risk proofs, restart costs and proofs on time stay in the
+    recording, the report and /metrics."""
+    proof = ev.proof
+    if ev.kind == "proof" and proof is not None and proof.verdict == "late":
+        return Event("post_late", ev.gpu, proof.verdict, ev.t_wall_s, cause=proof.proof_kind,
+                     setting=proof.setting or "", line=ev.message, detail=ev.message)
+    if ev.kind == "restart":
+        return Event("restart", ev.gpu, "restart", ev.t_wall_s, line=ev.message,
+                     detail=ev.message)
+    if ev.kind in ("error", "lost_job"):
+        return Event("gpu_error", ev.gpu, ev.kind, ev.t_wall_s, cause=ev.kind, line=ev.message,
+                     detail=ev.message)
+    return None
+
+
+class EventHook:
+    """Runs `argv` for each event offered, on its own thread, within the bounds above.
+
+    `enrich(event)` is called on the hook's thread before the command runs (the verdict's
+    facts, a snapshot); `notify(level, message)` says a failure (never raises)."""
+
+    def __init__(self, argv: list[str], *, timeout_s: float = 10.0,
+                 min_interval_s: float = 60.0,
+                 enrich: Callable[[Event], Event] | None = None,
+                 notify: Callable[[str, str], None] | None = None) -> None:
+        if not argv:
+            raise ValueError("--on-event: give a command")
+        self.argv = argv
+        self.timeout_s = timeout_s
+        self.min_interval_s = min_interval_s
+        self.counts = HookCounts()
+        self._enrich = enrich
+        self._notify = notify or (lambda level, message: None)
+        self._queue: queue.Queue[Event | None] = queue.Queue(MAX_QUEUED)
+        self._last: dict[tuple[str, int | None], float] = {}
+        self._states: dict[int, str] = {}
+        #: Job ids of the proofs already offered as late (oldest first, at most LATE_JOBS_KEPT).
+        self._late_jobs: dict[str, None] = {}
+        self._thread = threading.Thread(target=self._run, name="on-event", daemon=True)
+        self._lock = threading.Lock()
+        self._abandon = threading.Event()
+        #: The command running now (killed if `stop` gives up on it).
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    # -- the feeding side (never blocks) ------------------------------------------------------
+
+    def listen(self, ev: Gap | StateChange | Notice) -> None:
+        """A session listener: BREAKDOWN entered and left become events."""
+        if not isinstance(ev, StateChange):
+            return
+        before = self._states.get(ev.gpu)
+        self._states[ev.gpu] = ev.state
+        if ev.state == "BREAKDOWN" and before != "BREAKDOWN":
+            self.offer(Event("breakdown_entered", ev.gpu, ev.state, ev.t_wall_s,
+                             detail=ev.reason))
+        elif before == "BREAKDOWN" and ev.state != "BREAKDOWN":
+            self.offer(Event("breakdown_left", ev.gpu, ev.state, ev.t_wall_s, detail=ev.reason))
+
+    # A session sink for the prover watcher's events (they reach sinks, not listeners).
+    def on_header(self, header: SessionHeader) -> None:
+        pass
+
+    def on_record(self, record: Record) -> None:
+        if type(record) is not ProverEvent:
+            return
+        event = event_of(record)
+        if event is None:
+            return
+        if event.kind == "post_late" and record.job_id is not None:
+            # A proof is said late while it runs and again when it ends: one command a proof.
+            if record.job_id in self._late_jobs:
+                return
+            self._late_jobs[record.job_id] = None
+            if len(self._late_jobs) > LATE_JOBS_KEPT:
+                del self._late_jobs[next(iter(self._late_jobs))]
+        self.offer(event)
+
+    def close(self) -> None:
+        pass  # `stop` ends the thread, after the session has stopped feeding
+
+    def offer(self, event: Event) -> bool:
+        """Queue `event` unless its kind and GPU ran less than `min_interval_s` ago or the queue
+        is full (both counted). Thread-safe; returns whether it was queued."""
+        now = time.monotonic()
+        key = (event.kind, event.gpu)
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and now - last < self.min_interval_s:
+                self.counts.rate_limited += 1
+                return False
+            try:
+                self._queue.put_nowait(event)
+            except queue.Full:
+                self.counts.dropped += 1
+                return False
+            self._last[key] = now
+        return True
+
+    # -- the hook's thread --------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Run the events still waiting, then stop; what is not done within the timeout plus
+        5 s is given up (the command running then is killed, the rest dropped, counted)."""
+        try:
+            self._queue.put(None, timeout=1.0)
+        except queue.Full:
+            self._abandon.set()
+        if not self._thread.is_alive():
+            return
+        self._thread.join(self.timeout_s + 5.0)
+        if self._thread.is_alive():
+            self._abandon.set()
+            proc = self._proc
+            if proc is not None:
+                _kill_group(proc)
+            self._thread.join(5.0)
+
+    def _run(self) -> None:
+        while True:
+            event = self._queue.get()
+            if event is None:
+                return
+            if self._abandon.is_set():
+                self.counts.dropped += 1
+                continue
+            try:
+                if self._enrich is not None:
+                    event = self._enrich(event)
+            except Exception as exc:  # noqa: BLE001 - the command still runs, with fewer facts
+                self._notify("warning", f"--on-event: facts for {event.kind} not read: {exc!r}")
+            self._run_one(event)
+
+    def _run_one(self, event: Event) -> None:
+        self.counts.ran += 1
+        self.counts.by_kind[event.kind] = self.counts.by_kind.get(event.kind, 0) + 1
+        env = {**os.environ, **event.env()}
+        try:
+            proc = subprocess.Popen(self.argv, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True, close_fds=True)
+        except (OSError, ValueError) as exc:
+            self.counts.failed += 1
+            self._notify("warning", f"--on-event {self.argv[0]!r} could not start for "
+                         f"{event.kind}: {exc.strerror if isinstance(exc, OSError) else exc}")
+            return
+        self._proc = proc
+        try:
+            code = proc.wait(self.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            self._proc = None
+            self.counts.timed_out += 1
+            self._notify("warning", f"--on-event {self.argv[0]!r} still running after "
+                         f"{self.timeout_s:g} s for {event.kind}: killed")
+            return
+        self._proc = None
+        if code != 0 and self._abandon.is_set():
+            self.counts.timed_out += 1
+            return
+        if code != 0:
+            self.counts.failed += 1
+            self._notify("warning", f"--on-event {self.argv[0]!r} exited {code} for "
+                         f"{event.kind}")
+            return
+        self.counts.ok += 1
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the command and whatever it started (its own session: `start_new_session`)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL'ed
+        pass
+
+
+def parse_command(text: str) -> list[str]:
+    """`--on-event CMD` split as a shell would split words (quotes kept), never run by one.
+
+    Raises:
+        ValueError: unbalanced quotes, or nothing to run.
+    """
+    argv = shlex.split(text)
+    if not argv:
+        raise ValueError("--on-event: give a command to run")
+    return argv
+
+
+def start_event_hook(command: str, rt: Runtime, config: Config,
+                     timeout_s: float = 10.0) -> EventHook:
+    """Build the hook for `--on-event COMMAND` over the runtime's session, subscribe it and start
+    its thread (call before `rt.start()`; `hook.stop()` after `rt.stop()`).
+
+    Facts come from the store at the time the command runs; on `breakdown_entered` a snapshot
+    folder is written first (without the screenshot), as the dashboard writes one, when
+    `[snapshot] auto` is on, at most one per `[snapshot] auto_min_interval_s`.
+
+    Raises:
+        ValueError: the command cannot be split into words, or is empty.
+    """
+    argv = parse_command(command)
+    last_snapshot: list[float] = []
+
+    def notify(level: str, message: str) -> None:
+        rt.session.on_notice(Notice(time.monotonic_ns(), time.time(),
+                                    "error" if level == "error" else "warning", message))
+
+    def enrich(event: Event) -> Event:
+        snap = rt.store.snapshot()
+        event = with_facts(event, snap)
+        cfg = config.snapshot
+        now = time.monotonic()
+        if event.kind != "breakdown_entered" or not cfg.auto or (
+                last_snapshot and now - last_snapshot[-1] < cfg.auto_min_interval_s):
+            return event
+        last_snapshot[:] = [now]
+        try:
+            path = write_snapshot(cfg.dir, snap, rt.header, config, t_wall_s=event.t_wall_s,
+                                  reason=f"automatically: GPU{event.gpu} entered BREAKDOWN "
+                                         "(--on-event)")
+        except SnapshotError as exc:
+            notify("warning", f"--on-event: snapshot not written: {exc}")
+            return event
+        return replace(event, snapshot_dir=str(path))
+
+    hook = EventHook(argv, timeout_s=timeout_s, enrich=enrich, notify=notify)
+    rt.session.subscribe(hook.listen)
+    rt.session.add_sink(hook)
+    hook.start()
+    return hook

@@ -1,0 +1,77 @@
+"""A box's recent history, for the fleet screen's detail (Enter on a row).
+
+Who calls it: `gapwatch.ui.fleet` (on a worker thread). Prometheus holds counters, not single
+gaps: what it can give is, per minute of the last `minutes`, the idle seconds of the gaps that
+closed then on each GPU, by kind, beside the verdict gapwatch gave at that minute (its cause in
+words and the setting to change). That is what is shown, and the screen says so; each gap's own
+hint is on the box (its dashboard, snapshots, `gapwatch report`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from gapwatch.core import fmt
+from gapwatch.fleet.client import PromClient, PromError
+from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT
+from gapwatch.fleet.rows import FleetOptions
+
+#: What the detail says it shows (its first line).
+WHAT_IS_SHOWN = ("Per minute, newest first: idle seconds of the gaps that closed on each GPU, "
+                 "by kind, and the verdict gapwatch gave then (cause; setting). Prometheus "
+                 "holds counts, not single gaps: each gap's own hint is on the box (dashboard, "
+                 "snapshots, gapwatch report).")
+
+
+@dataclass(slots=True)
+class Minute:
+    """One GPU's minute: idle seconds by kind, and the verdict then."""
+
+    t_wall_s: float
+    gpu: str
+    idle_s: dict[str, float] = field(default_factory=dict)
+    cause_words: str = ""
+    setting: str = ""
+
+    def line(self) -> str:
+        stamp = time.strftime("%H:%M", time.localtime(self.t_wall_s))
+        kinds = ", ".join(f"{k} {v:.1f}s" for k, v in
+                          sorted(self.idle_s.items(), key=lambda kv: -kv[1]))
+        why = fmt.visible(self.cause_words) if self.cause_words not in ("", "none") else \
+            "no cause in the window"
+        setting = f"; change {fmt.visible(self.setting)}" if self.setting not in ("", "none") \
+            else ""
+        return (f"{stamp} GPU{fmt.visible(self.gpu)} idle {sum(self.idle_s.values()):.1f}s "
+                f"({kinds}): {why}{setting}")
+
+
+def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: int = 30,
+               now_s: float | None = None) -> list[Minute]:
+    """The box's minutes with idle time, newest first. Raises PromError when the idle query
+    fails (the verdict query failing costs only the verdict words)."""
+    end = time.time() if now_s is None else now_s
+    start = end - minutes * 60
+    quoted = instance.replace("\\", "\\\\").replace('"', '\\"')
+    idle = client.range(DETAIL_IDLE.format(sel=opts.selector, instance=quoted), start, end, 60,
+                        opts.budget_s)
+    out: dict[tuple[float, str], Minute] = {}
+    for s in idle:
+        gpu, kind = s.labels.get("gpu", "-"), s.labels.get("kind", "?")
+        for t, v in s.points:
+            if v is not None and v > 0.05:
+                m = out.setdefault((t, gpu), Minute(t, gpu))
+                m.idle_s[kind] = v
+    try:
+        verdicts = client.range(DETAIL_VERDICT.format(sel=opts.selector, instance=quoted),
+                                start, end, 60, opts.budget_s)
+    except PromError:
+        verdicts = []
+    for s in verdicts:
+        gpu = s.labels.get("gpu", "-")
+        for t, _v in s.points:
+            found = out.get((t, gpu))
+            if found is not None:
+                found.cause_words = s.labels.get("cause_words", "")
+                found.setting = s.labels.get("setting", "")
+    return sorted(out.values(), key=lambda m: (-m.t_wall_s, m.gpu))

@@ -1,0 +1,93 @@
+"""What `gapwatch fleet` asks Prometheus, in one table: every metric name it reads is here.
+
+Who reads it: `gapwatch.fleet.rows` (every refresh) and the tests (which check that each name
+the table calls required is on a real gapwatch's /metrics). A query marked `optional` reads a
+series only some gapwatch versions export (the chaining figure, PoSt, GPU health): when
+Prometheus has none, the column says "-"; renaming one is an edit of this table only.
+
+Each PromQL text has two holes: `{sel}`, the label matchers that pick gapwatch's targets
+(`--selector`, default `job="gapwatch"`), and `{lb}`, how far back a box that stopped reporting
+is still remembered (`--lookback`): `last_over_time` reaches past Prometheus's staleness
+markers, so a dead box keeps its last state and is shown stale, not dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+#: How old a box's last good scrape may be (resolution of that figure: `FRESH_STEP`).
+FRESH_WINDOW = "15m"
+FRESH_STEP = "5s"
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One instant query: the row field it fills, its PromQL, whether its series carry a `gpu`
+    label (else the value is the box's, shown on each of its GPUs), and whether a gapwatch may
+    lack it."""
+
+    field: str
+    promql: str
+    per: Literal["gpu", "box"] = "gpu"
+    optional: bool = False
+
+
+QUERIES: tuple[Query, ...] = (
+    # The rows: every (box, GPU) with a chaining state in the lookback, with its last state.
+    Query("state", "last_over_time(gapwatch_gpu_chain_state{{{sel}}}[{lb}]) == 1"),
+    Query("busy_ratio", "last_over_time(gapwatch_gpu_busy_ratio{{{sel}}}[{lb}])"),
+    Query("verdict", "last_over_time(gapwatch_gpu_verdict_info{{{sel}}}[{lb}])"),
+    Query("payoff_gain", "last_over_time(gapwatch_gpu_verdict_payoff_ratio{{{sel}}}[{lb}])"),
+    Query("idle_s_5m",
+          "sum by (instance, gpu, kind) (increase(gapwatch_gap_seconds_total{{{sel}}}[5m]))"),
+    # The box: scraped now (1), failing (0), or gone from the targets (absent); and when it
+    # last answered a scrape.
+    Query("up", "up{{{sel}}}", per="box"),
+    Query("age_s", "time() - max by (instance) (max_over_time((timestamp(up{{{sel}}}) and "
+          f"up{{{{{{sel}}}}}} == 1)[{FRESH_WINDOW}:{FRESH_STEP}]))", per="box"),
+    # Exported by later gapwatch versions (the chaining figure, PoSt, GPU and prover health).
+    Query("chaining_ratio", "last_over_time(gapwatch_gpu_chaining_ratio{{{sel}}}[{lb}])",
+          optional=True),
+    # PoSt: the latest WinningPoSt's latency (the proof a block reward rides on), and the late
+    # proofs of every kind the box has counted.
+    Query("post_last_latency_s",
+          "last_over_time(gapwatch_proof_last_seconds{{{sel},proof_kind=\"winning-post\"}}"
+          "[{lb}])", per="box", optional=True),
+    Query("post_late",
+          "sum by (instance) (last_over_time(gapwatch_proofs_total{{{sel},verdict=\"late\"}}"
+          "[{lb}]))", per="box", optional=True),
+    Query("throttled", "last_over_time(gapwatch_gpu_throttled{{{sel}}}[{lb}])",
+          optional=True),
+    Query("xid_errors", "increase(gapwatch_gpu_xid_errors_total{{{sel}}}[{lb}])",
+          optional=True),
+    Query("restarts",
+          "sum by (instance) (increase(gapwatch_prover_events_total{{{sel},kind=\"restart\"}}"
+          "[{lb}]))", per="box", optional=True),
+)
+
+#: The range query of a box's detail: idle seconds per minute by GPU and kind.
+DETAIL_IDLE = ("sum by (gpu, kind) (increase(gapwatch_gap_seconds_total{{{sel},"
+               "instance=\"{instance}\"}}[1m]))")
+#: ... and the verdict (cause, setting) over the same time.
+DETAIL_VERDICT = "gapwatch_gpu_verdict_info{{{sel},instance=\"{instance}\"}}"
+
+
+def metric_names() -> set[str]:
+    """Every gapwatch metric the table reads (the tests check the required ones exist)."""
+    names: set[str] = set()
+    for q in QUERIES:
+        names.update(re.findall(r"\b(gapwatch_[a-z0-9_]+)", q.promql))
+    return names
+
+
+def required_names() -> set[str]:
+    """The metric names of the non-optional queries."""
+    return {n for q in QUERIES if not q.optional
+            for n in re.findall(r"\b(gapwatch_[a-z0-9_]+)", q.promql)}
+
+
+def render(q: Query, sel: str, lookback: str) -> str:
+    """The query's PromQL with its holes filled."""
+    return q.promql.format(sel=sel, lb=lookback)

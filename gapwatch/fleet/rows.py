@@ -1,0 +1,220 @@
+"""One row per box and GPU, worst first: the fleet's table, built from one round of queries.
+
+Who calls it: `gapwatch.commands.fleet` (`--once`) and `gapwatch.ui.fleet` (every refresh, on a
+worker thread). `refresh` asks every query of `gapwatch.fleet.queries.QUERIES` within one time
+budget; a query that fails is named in `Refresh.errors` and its column is empty (None), the
+others still fill the table. A refresh whose row query failed keeps nothing: the caller keeps
+showing the previous table and says why (the screen's footer).
+
+A box is stale when Prometheus cannot scrape it now (`up` 0), no longer has it as a target
+(`up` absent), or last scraped it more than `stale_after_s` ago: its rows keep their last
+values, marked stale, and sort just below the boxes in BREAKDOWN.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gapwatch.core import fmt
+from gapwatch.core.models import STATE_SEVERITY
+from gapwatch.fleet.client import PromClient, PromError, Series
+from gapwatch.fleet.queries import QUERIES, Query, render
+
+#: Rank of a stale row among the states (BREAKDOWN 4, GAPS 3...): after BREAKDOWN, before GAPS.
+STALE_SEVERITY = 3.5
+
+
+@dataclass(slots=True)
+class FleetRow:
+    """One GPU of one box as Prometheus last had it. None: not known (not exported, or the
+    query failed)."""
+
+    instance: str
+    gpu: str
+    state: str = "NO_DATA"
+    stale: bool = False
+    up: float | None = None
+    age_s: float | None = None
+    busy_ratio: float | None = None
+    chaining_ratio: float | None = None
+    idle_s_5m: dict[str, float] = field(default_factory=dict)
+    cause: str | None = None
+    cause_words: str | None = None
+    setting: str | None = None
+    payoff_gain: float | None = None
+    post_last_latency_s: float | None = None
+    post_late: float | None = None
+    throttled: float | None = None
+    xid_errors: float | None = None
+    restarts: float | None = None
+
+    def severity(self) -> float:
+        if self.stale and self.state != "BREAKDOWN":
+            return STALE_SEVERITY
+        # The state is text from Prometheus, not a ChainState: an unknown one ranks as NO_DATA.
+        for state, rank in STATE_SEVERITY.items():
+            if state == self.state:
+                return float(rank)
+        return float(STATE_SEVERITY["NO_DATA"])
+
+    def idle_total_s(self) -> float:
+        return sum(self.idle_s_5m.values())
+
+    def health(self) -> str:
+        """`T` throttled, `X` XID errors, `R` prover restarts (in the lookback); `-` when none
+        of them is exported, `ok` when they are and none is set."""
+        known = [v for v in (self.throttled, self.xid_errors, self.restarts) if v is not None]
+        if not known:
+            return "-"
+        flags = "".join(letter for letter, v in (("T", self.throttled), ("X", self.xid_errors),
+                                                 ("R", self.restarts)) if v)
+        return flags or "ok"
+
+    def as_json(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__slots__}
+        out["idle_s_5m"] = dict(sorted(self.idle_s_5m.items()))
+        out["health"] = self.health()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Refresh:
+    """One round: the rows (worst first), what failed (query field -> why), when it was asked,
+    and how long it took (wall, and waiting on Prometheus)."""
+
+    rows: list[FleetRow]
+    errors: dict[str, str]
+    t_wall_s: float
+    took_s: float
+    prometheus_s: float
+
+    @property
+    def rows_failed(self) -> bool:
+        return "state" in self.errors and "up" in self.errors
+
+    def as_json(self, prometheus: str) -> dict[str, Any]:
+        return {"prometheus": prometheus, "t_wall_s": self.t_wall_s, "took_s": self.took_s,
+                "prometheus_s": self.prometheus_s, "errors": self.errors,
+                "rows": [r.as_json() for r in self.rows]}
+
+
+@dataclass(frozen=True, slots=True)
+class FleetOptions:
+    """`--selector`, `--lookback`, `--stale-after`, `--timeout` (the whole refresh's budget)."""
+
+    selector: str = 'job="gapwatch"'
+    lookback: str = "1h"
+    stale_after_s: float = 60.0
+    budget_s: float = 5.0
+
+
+def refresh(client: PromClient, opts: FleetOptions,
+            clock: Callable[[], float] = time.time) -> Refresh:
+    """Ask every query (within `opts.budget_s` in all) and build the rows."""
+    started = time.monotonic()
+    answers: dict[str, list[Series]] = {}
+    errors: dict[str, str] = {}
+    waited = 0.0
+    for q in QUERIES:
+        left = opts.budget_s - (time.monotonic() - started)
+        if left <= 0:
+            errors[q.field] = f"skipped: the refresh's {opts.budget_s:g} s were spent"
+            continue
+        try:
+            answers[q.field] = client.instant(render(q, opts.selector, opts.lookback), left)
+        except PromError as exc:
+            errors[q.field] = str(exc)
+        waited += client.last_wait_s
+    rows = build_rows(answers, opts.stale_after_s)
+    return Refresh(rows, errors, clock(), time.monotonic() - started, waited)
+
+
+def _key(s: Series) -> tuple[str, str]:
+    return s.labels.get("instance", "?"), s.labels.get("gpu", "-")
+
+
+def build_rows(answers: dict[str, list[Series]], stale_after_s: float) -> list[FleetRow]:
+    """The rows from the answers (field -> series), worst first."""
+    rows: dict[tuple[str, str], FleetRow] = {}
+    for s in answers.get("state", []):
+        key = _key(s)
+        rows[key] = FleetRow(*key, state=s.labels.get("state", "NO_DATA"))
+    boxes = {inst for inst, _ in rows}
+    for s in answers.get("up", []) + answers.get("age_s", []):
+        inst = s.labels.get("instance", "?")
+        if inst not in boxes:  # a target with no GPU row yet: the box still shows
+            rows[(inst, "-")] = FleetRow(inst, "-")
+            boxes.add(inst)
+    by_box: dict[str, list[FleetRow]] = {}
+    for row in rows.values():
+        by_box.setdefault(row.instance, []).append(row)
+    for q in QUERIES:
+        if q.field != "state":
+            _fill(q, answers.get(q.field, []), rows, by_box)
+    for row in rows.values():
+        row.stale = row.up != 1.0 or row.age_s is None or row.age_s > stale_after_s
+    return sorted(rows.values(), key=lambda r: (-r.severity(), -r.idle_total_s(), r.instance,
+                                                _gpu_order(r.gpu)))
+
+
+def _gpu_order(gpu: str) -> tuple[int, str]:
+    return (int(gpu), "") if gpu.isdigit() else (1 << 30, gpu)
+
+
+def _fill(q: Query, series: list[Series], rows: dict[tuple[str, str], FleetRow],
+          by_box: dict[str, list[FleetRow]]) -> None:
+    for s in series:
+        inst, gpu = _key(s)
+        targets = by_box.get(inst, []) if q.per == "box" or gpu == "-" else \
+            [r for r in (rows.get((inst, gpu)),) if r is not None]
+        for row in targets:
+            _set(row, q.field, s)
+
+
+def _set(row: FleetRow, name: str, s: Series) -> None:
+    if name == "verdict":
+        row.cause = s.labels.get("cause")
+        row.cause_words = s.labels.get("cause_words")
+        row.setting = s.labels.get("setting")
+    elif name == "idle_s_5m":
+        if s.value is not None and s.value > 0:
+            kind = s.labels.get("kind", "?")
+            row.idle_s_5m[kind] = row.idle_s_5m.get(kind, 0.0) + s.value
+    elif name == "age_s" and s.value is not None:
+        row.age_s = max(0.0, s.value)
+    else:
+        setattr(row, name, s.value)
+
+
+#: The table's columns (heading, width) as `cells` fills them: the screen and `--once` share them.
+#: What 80 columns must show comes first (box, state, busy, idle, age, the setting to change).
+COLUMNS: tuple[tuple[str, int], ...] = (
+    ("BOX", 21), ("GPU", 3), ("STATE", 10), ("BUSY", 4), ("IDLE5m", 6), ("AGE", 4),
+    ("SETTING", 34), ("CHAIN", 5), ("PoSt", 9), ("HLTH", 4), ("CAUSE", 60),
+)
+#: Short words for the idle column's top kind (the dashboard's letters).
+_KIND_LETTER = {"pcie_starved": "S", "transfer_bound": "T", "host_stall": "H", "unknown": "?"}
+
+
+def cells(r: FleetRow) -> tuple[str, ...]:
+    """One row as text cells (outside text made visible, numbers rounded; "-": not known)."""
+    state = f"~{r.state}" if r.stale else r.state
+    busy = fmt.frac_pct(r.busy_ratio) if r.busy_ratio is not None else "-"
+    chain = fmt.frac_pct(r.chaining_ratio) if r.chaining_ratio is not None else "-"
+    idle = "-"
+    if r.idle_s_5m:
+        top = max(r.idle_s_5m, key=lambda k: r.idle_s_5m[k])
+        idle = f"{r.idle_total_s():.0f}s {_KIND_LETTER.get(top, '?')}"
+    post = "-"
+    if r.post_last_latency_s is not None or r.post_late is not None:
+        lat = f"{r.post_last_latency_s:.0f}s" if r.post_last_latency_s is not None else "-"
+        late = f"{r.post_late:.0f}" if r.post_late is not None else "-"
+        post = f"{lat}/{late}"
+    age = "-" if r.age_s is None else f"{r.age_s:.0f}s" if r.age_s < 600 else \
+        f"{r.age_s / 60:.0f}m"
+    cause = r.cause_words if r.cause_words and r.cause_words != "none" else (r.cause or "-")
+    return (fmt.visible(r.instance), fmt.visible(r.gpu), state, busy, idle, age,
+            fmt.visible(r.setting or "-"), chain, post, r.health(), fmt.visible(cause))

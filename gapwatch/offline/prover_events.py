@@ -1,0 +1,112 @@
+"""The report's section on what the prover did besides gaps: watched proofs (PoSt) against their
+deadlines, restarts and the stretch each cost, errors, lost GPU jobs. Text and JSON.
+
+Who calls it: `gapwatch.commands.report` (text) and `gapwatch.offline.report.to_json`. Reads
+`ProverEvent`s only (prover-neutral: cuzk's watcher derives them, `gapwatch.cuzk.watch`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from gapwatch.core import fmt
+from gapwatch.core.models import ProverEvent
+
+#: Rows of each list shown in text (--json has them all).
+MAX_ROWS = 40
+
+
+def _s(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def _proofs(events: list[ProverEvent]) -> list[ProverEvent]:
+    """One row per proof: its last word (a proof said late while running, then done, is the
+    done one), in the order each was last said."""
+    last: dict[str | None, ProverEvent] = {}
+    for e in events:
+        if e.kind == "proof" and e.proof is not None:
+            last.pop(e.job_id, None)
+            last[e.job_id] = e
+    return list(last.values())
+
+
+def summary_line(events: list[ProverEvent]) -> str:
+    proofs = _proofs(events)
+    late = sum(1 for e in proofs if e.proof is not None and e.proof.verdict == "late")
+    risk = sum(1 for e in proofs if e.proof is not None and e.proof.verdict == "at_risk")
+    n = {k: sum(1 for e in events if e.kind == k) for k in ("restart", "error", "lost_job")}
+    return (f"Prover events: {len(proofs)} PoSt proof(s) ({late} late, {risk} at risk), "
+            f"{n['restart']} restart(s), {n['error']} error(s), {n['lost_job']} lost GPU job(s)")
+
+
+def proof_lines(events: list[ProverEvent]) -> list[str]:
+    proofs = _proofs(events)
+    if not proofs:
+        return []
+    jw = max(len(e.job_id or "-") for e in proofs)
+    out = ["  PoSt proofs (seconds; the whole job id, never cut)",
+           f"    {'at (UTC)':<12} {'kind':<12} {'job':<{jw}} {'total':>7} {'queue':>6} "
+           f"{'synth':>6} {'GPU wait':>8} {'GPU':>6} {'finalize':>8} {'deadline':>8} verdict"]
+    for e in proofs[:MAX_ROWS]:
+        p = e.proof
+        assert p is not None
+        verdict = p.verdict + ("" if p.done else " (running)")
+        out.append(f"    {fmt.clock(e.t_wall_s, millis=True):<12} {p.proof_kind:<12} "
+                   f"{e.job_id or '-':<{jw}} {_s(p.total_s):>7} {_s(p.queue_s):>6} "
+                   f"{_s(p.synth_s):>6} {_s(p.gpu_wait_s):>8} {_s(p.gpu_s):>6} "
+                   f"{_s(p.finalize_s):>8} {_s(p.deadline_s):>8} {verdict}")
+        if p.verdict != "ok" and p.waited_behind and p.gpu_wait_s:
+            out.append(f"      waited for a GPU worker behind: {', '.join(p.waited_behind)}")
+        if p.setting:
+            out.append(f"      setting: {p.setting}")
+    if len(proofs) > MAX_ROWS:
+        out.append(f"    ... {len(proofs) - MAX_ROWS} more (--json for all)")
+    return out
+
+
+def _message_lines(title: str, events: list[ProverEvent]) -> list[str]:
+    if not events:
+        return []
+    out = [f"  {title}"]
+    for e in events[:MAX_ROWS]:
+        out.append(f"    {fmt.clock(e.t_wall_s, millis=True)} {e.message}")
+        if e.parts:
+            parts = ", ".join(f"{p.name} {fmt.clock(p.start_s)}-{fmt.clock(p.end_s)} "
+                              f"({p.end_s - p.start_s:.1f} s)" for p in e.parts)
+            out.append(f"      parts (they may overlap): {parts}")
+    if len(events) > MAX_ROWS:
+        out.append(f"    ... {len(events) - MAX_ROWS} more (--json for all)")
+    return out
+
+
+def prover_event_lines(events: list[ProverEvent]) -> list[str]:
+    """The report's text section ([] when the prover said nothing of the kind)."""
+    if not events:
+        return []
+    restarts = [e for e in events if e.kind in ("restart", "restart_cost")]
+    lines = [summary_line(events)]
+    lines += proof_lines(events)
+    lines += _message_lines("Restarts (and the GPU time each cost, as one stretch)", restarts)
+    lines += _message_lines("Errors", [e for e in events if e.kind == "error"])
+    lines += _message_lines("Lost GPU jobs", [e for e in events if e.kind == "lost_job"])
+    return [fmt.visible(line) for line in lines]
+
+
+def prover_events_json(events: list[ProverEvent]) -> dict[str, Any]:
+    """Every event, by kind, as the recording writes them (plus each stretch's length)."""
+    out: dict[str, Any] = {"summary": summary_line(events)}
+    for kind in ("proof", "restart", "restart_cost", "error", "lost_job"):
+        rows = []
+        for e in events:
+            if e.kind != kind:
+                continue
+            row = msgspec.to_builtins(e)
+            row.pop("type", None)
+            if e.length_s is not None:
+                row["length_s"] = e.length_s
+            rows.append(row)
+        out[kind] = rows
+    return out

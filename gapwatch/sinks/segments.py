@@ -1,0 +1,219 @@
+"""A recording in segments (`[record] rotate_size` / `rotate_age`, `keep`): the segments' names,
+the set they belong to, and which files gapwatch may remove to keep the budget.
+
+Who calls it: `gapwatch.engine.runtime` calls `check_segments` before anything starts;
+`gapwatch.sinks.recorder.Recorder` names its next segment with `next_segment` and asks
+`removable` before it removes any file; tests and `bench/recording_budget.py` list a set with
+`segments_of`.
+
+The rule it owns: gapwatch deletes only files it wrote itself. A recording set has an id (a
+random `set_id`, written in the header of every segment; a later run on the same name takes the
+id of the set's newest segment written on this host by this user, so that the budget counts
+earlier runs). A file named like a segment is removed only when all of these hold, checked on
+the open file right before the removal: it is a regular file (not a link, a FIFO or a device),
+owned by the user gapwatch runs as, nobody holds its lock (no gapwatch writes it), and its
+first line is a gapwatch header naming this set. Anything else is said, once, and left: a text
+file, another user's file, a link (whatever it points to), another set's segment, a locked
+segment. Before set ids, any file named like a segment was removed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pwd
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from gapwatch.core.fmt import visible
+from gapwatch.core.sizes import cut_text
+from gapwatch.sinks.output_file import OutputRefused, check_target, locked_by_another, split_suffix
+from gapwatch.sinks.set_mark import inherited_set_id, new_set_id, read_mark
+
+#: Digits of a segment's number: `gw.jsonl.gz` -> `gw.000001.jsonl.gz` (they sort by name,
+#: and `--rotate`'s `gw.1.jsonl.gz` is never taken for one).
+SEGMENT_DIGITS = 6
+LAST_SEGMENT = 10 ** SEGMENT_DIGITS - 1
+#: The suffix of segments whose base has no recording suffix (`--out gw`): `gw.000001.jsonl`,
+#: so that a folder of them reads as a recording set.
+DEFAULT_SUFFIX = ".jsonl"
+
+
+def _stem_suffix(base: Path) -> tuple[str, str]:
+    stem, suffix = split_suffix(base.name)
+    return stem, suffix or DEFAULT_SUFFIX
+
+
+def segment_name(base: Path, n: int) -> Path:
+    """The `n`th segment of the set named by `base`: `gw.jsonl.gz` -> `gw.000001.jsonl.gz`,
+    `gw` -> `gw.000001.jsonl`."""
+    stem, suffix = _stem_suffix(base)
+    return base.with_name(f"{stem}.{n:0{SEGMENT_DIGITS}d}{suffix}")
+
+
+def segments_of(base: Path) -> list[tuple[int, Path]]:
+    """The files named like a segment of `base` (links and files of others included: `lstat`
+    names, nothing opened), by number."""
+    stem, suffix = _stem_suffix(base)
+    found: list[tuple[int, Path]] = []
+    try:
+        entries = list(os.scandir(base.parent))
+    except OSError:
+        return found
+    head, width = len(stem) + 1, SEGMENT_DIGITS
+    for entry in entries:
+        name = entry.name
+        middle = name[head:head + width]
+        if (len(name) == head + width + len(suffix) and name.startswith(stem + ".")
+                and name.endswith(suffix) and middle.isdigit() and middle.isascii()):
+            found.append((int(middle), Path(entry.path)))
+    return sorted(found)
+
+
+def _owner(uid: int) -> str:
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _own_file(path: Path) -> bool:
+    """A regular file (not a link) of the user gapwatch runs as."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+
+
+@dataclass
+class Verdict:
+    """Whether a file may be removed: `why_not` is None when it may (the file is then open as
+    `fd`, locked by us, until `release`), else why it is left, in words."""
+
+    path: Path
+    why_not: str | None
+    fd: int | None = None
+    inode: tuple[int, int] | None = None
+
+    def release(self) -> None:
+        """Close the file (and drop our lock on it). Safe to call twice."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def removable(path: Path, set_id: str) -> Verdict:
+    """Check, on the open file, that `path` is a segment of set `set_id` that gapwatch wrote
+    and nobody writes now (see the module docstring). A removable file stays open and locked
+    (exclusively) until the verdict is released: a writer cannot start on it meanwhile."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return Verdict(path, f"cannot be read ({exc.strerror or exc})")
+    if stat.S_ISLNK(st.st_mode):
+        return Verdict(path, "a symbolic link")
+    if not stat.S_ISREG(st.st_mode):
+        return Verdict(path, "not a regular file")
+    if st.st_uid != os.geteuid():
+        return Verdict(path, f"owned by {_owner(st.st_uid)}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return Verdict(path, f"cannot be opened ({exc.strerror or exc})")
+    why = _why_not_ours(fd, st, set_id)
+    if why is not None:
+        os.close(fd)
+        return Verdict(path, why)
+    return Verdict(path, None, fd, (st.st_dev, st.st_ino))
+
+
+def _why_not_ours(fd: int, st: os.stat_result, set_id: str) -> str | None:
+    now = os.fstat(fd)
+    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        return "replaced while it was checked"
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return "being written by another process (it holds the recording's lock)"
+    try:
+        mark = read_mark(fd)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if mark is None:
+        return "not a gapwatch recording (its first line is not a header)"
+    if mark.set_id is None:
+        return "a recording without a set id (written before set ids, or by hand)"
+    if mark.set_id != set_id:
+        return f"a segment of another recording set ({visible(cut_text(mark.set_id, 16))})"
+    return None
+
+
+def remove(verdict: Verdict) -> bool:
+    """Remove a removable file, if the name still names the file checked; True when done."""
+    try:
+        st = os.lstat(verdict.path)
+        if verdict.fd is None or (st.st_dev, st.st_ino) != verdict.inode:
+            return False
+        os.unlink(verdict.path)
+    except OSError:
+        return False
+    finally:
+        verdict.release()
+    return True
+
+
+@dataclass(frozen=True)
+class SegmentPlan:
+    """A recording written as a set of segments (`[record] rotate_size` / `rotate_age`): named
+    after `base`, the first this run writes numbered `first` (after the last file of this user
+    named like a segment, names that are taken skipped: none is ever overwritten), a new one
+    after `rotate_bytes` or `rotate_age_s`, the newest `keep` of the set kept (0 = all).
+    `set_id`: the set's id, or "" for the one `set_id_for` finds when the header is known."""
+
+    base: Path
+    first: int
+    rotate_bytes: int | None
+    rotate_age_s: float | None
+    keep: int
+    set_id: str = ""
+
+
+def check_segments(path: str | Path, rotate_bytes: int | None, rotate_age_s: float | None,
+                   keep: int) -> SegmentPlan:
+    """Check that a set of segments can be written after `path`'s name, changing nothing.
+
+    Raises:
+        OutputRefused: the directory is missing or not writable, or another process is
+            writing any segment of the name (it holds the lock on it).
+    """
+    base = Path(path)
+    existing = segments_of(base)
+    # After the last file of this user's (a link or another user's file planted at 999999
+    # must not stop the recording), skipping names that are taken.
+    own = [n for n, p in existing if _own_file(p)]
+    first = own[-1] + 1 if own else 1
+    taken = {n for n, _ in existing}
+    while first in taken:
+        first += 1
+    if first > LAST_SEGMENT:
+        raise OutputRefused(f"{base}: a segment numbered {LAST_SEGMENT} exists already")
+    for _, seg in existing:
+        if locked_by_another(seg):
+            raise OutputRefused(f"{seg} is being written by another process (it holds the "
+                                "recording's lock); stop that one first, or record elsewhere")
+    target = segment_name(base, first)
+    if check_target(target):  # appeared between the listing and now
+        raise OutputRefused(f"{target} exists; not overwritten")
+    return SegmentPlan(base, first, rotate_bytes, rotate_age_s, keep)
+
+
+def set_id_for(plan: SegmentPlan, host: str) -> str:
+    """The set's id: the plan's, else the id of the newest segment of the name written on
+    `host` (the header's) by this user (a later run continues the set, and the budget counts
+    its segments), else a new one."""
+    if plan.set_id:
+        return plan.set_id
+    existing = [p for n, p in reversed(segments_of(plan.base)) if n < plan.first]
+    return inherited_set_id(existing, host) or new_set_id()

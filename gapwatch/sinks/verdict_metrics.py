@@ -1,0 +1,47 @@
+"""The current verdict on /metrics: each GPU's state, its cause and the setting to change.
+
+Who calls it: `gapwatch.sinks.prometheus.GapwatchCollector.collect`, at every scrape. The facts
+come from `gapwatch.cuzk.why_now` (one rule for /metrics and `--on-event`). The shipped alert
+rules (deploy/prometheus) read these series in their annotations, and `gapwatch fleet` shows
+them per box.
+
+Families:
+- `gapwatch_gpu_verdict_info{gpu,state,cause,cause_words,setting}` 1: an info metric. Every
+  label value is one of a fixed set (chaining states, stall names and their words, cuzk's
+  setting names, "none"), so the series count stays bounded however long gapwatch runs.
+- `gapwatch_gpu_verdict_payoff_ratio{gpu}`: the throughput gain of closing the cause's gaps
+  over the window (absent when there is no cause).
+- `gapwatch_gpu_verdict_idle_seconds{gpu}`: the cause's idle seconds in the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
+
+from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.cuzk.why_now import why_now
+
+
+def verdict_families(snap: StoreSnapshot) -> Iterator[Metric]:
+    """The three verdict families for every GPU of the session."""
+    info = InfoMetricFamily("gapwatch_gpu_verdict", "The GPU's chaining state now, the stall "
+                            "that idled it longest in the detector's window (cause), in words, "
+                            "and the setting that closes it ('none' when no setting does).",
+                            labels=["gpu"])
+    payoff = GaugeMetricFamily("gapwatch_gpu_verdict_payoff_ratio", "Throughput gain expected "
+                               "from closing the cause's gaps in the window (work taken as "
+                               "fixed; 1.8 = 1.8x).", labels=["gpu"])
+    idle = GaugeMetricFamily("gapwatch_gpu_verdict_idle_seconds", "Idle seconds of the "
+                             "cause's gaps in the detector's window.", labels=["gpu"])
+    for g in snap.gpus:
+        why = why_now(snap, g.index)
+        label = [str(g.index)]
+        info.add_metric(label, {"state": why.state, "cause": why.cause,
+                                "cause_words": why.cause_words or "none",
+                                "setting": why.setting})
+        if why.payoff_gain is not None:
+            payoff.add_metric(label, why.payoff_gain)
+        idle.add_metric(label, why.idle_s)
+    yield from (info, payoff, idle)

@@ -1,0 +1,248 @@
+"""The simulator's `post` scenario: the chained pipeline, plus what a proving box lives through
+besides partitions, on a fixed script that repeats every `CYCLE_S` simulated seconds:
+
+- `ON_TIME_AT_S`: a WinningPoSt arrives while both GPU workers hold partitions (synthesis
+  2.2 s, then it waits for the first worker to come free, 1.3 s on the GPU);
+- `LATE_AT_S`: a WinningPoSt whose SRS was evicted: loaded on demand for 31 s while it waits,
+  so it misses its 30 s epoch (said late while still running, then when it ends);
+- `PANIC_AT_S`: the next partition to finish on GPU 0 panics in supraseal-c2 with a CUDA
+  "out of memory" (Rust's default hook on stderr, untimestamped), cuzk's own ERROR line for
+  it, its job failed;
+- `KILL_AT_S`: the daemon is killed without a line (systemd's SIGTERM), nothing runs for
+  `DOWN_S`, then it starts again (its start lines, a new TIMELINE epoch, `/status` uptime
+  from 0), loads its SRS again and synthesises a first wave before its first GPU work.
+
+Every line is one of cuzk's own formats (tests/data/cuzk-upstream/make_data.py builds the same
+scenarios from them, with the upstream file:line of each). Who calls it: `SimProver` (it builds
+one for a `post` scenario and calls `schedule`, `dispatch`, `take_panic`).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Protocol
+
+
+class _Worker(Protocol):
+    wid: int
+    busy: bool
+    job: str | None
+    partition: int | None
+    since_s: float
+
+
+class _Gpu(Protocol):
+    """What the script reads and changes of one simulated GPU (`gapwatch.sources.sim._Gpu`)."""
+
+    index: int
+    workers: list[Any]
+    queue: list[Any]
+    lock_free_at: float
+    synth_active: int
+    computes: list[Any]
+    copies: list[Any]
+
+
+class SimProver(Protocol):
+    """The simulator as the script drives it (`gapwatch.sources.sim.SimProver`): typed here,
+    not imported, since the simulator imports this module."""
+
+    down: bool
+    synth_active_counter: int
+    _now: float
+    _epoch: float
+    _gpus: list[Any]
+    _jobs: dict[str, Any]
+    _events: list[tuple[float, int, Callable[[], None]]]
+
+    def _at(self, t: float, fn: Callable[[], None]) -> None: ...
+    def _raw(self, text: str, stream: str = ...) -> None: ...
+    def _timeline(self, t: float, event: str, job: str, detail: str) -> None: ...
+    def _trace(self, t: float, message: str, span: str = ..., target: str = ...,
+               level: str = ...) -> None: ...
+    def _dispatch(self, g: Any) -> None: ...
+    def _fill_synthesis(self, g: Any) -> None: ...
+    def _part(self, job: str, part: int) -> Any: ...
+    def add_compute(self, g: Any, start: float, end: float) -> None: ...
+    def startup_lines(self) -> None: ...
+
+CYCLE_S = 150.0
+ON_TIME_AT_S = 15.0
+LATE_AT_S = 35.0
+PANIC_AT_S = 80.0
+KILL_AT_S = 100.0
+DOWN_S = 10.0
+#: The WinningPoSt SRS loaded on demand (the late one) and the PoRep SRS after a restart.
+POST_SRS_LOAD_S = 31.0
+RESTART_SRS_LOAD_S = 6.0
+PANIC_LINES = (
+    "thread '<unnamed>' panicked at /root/.cargo/git/checkouts/curio/extern/supraseal-c2/"
+    "src/lib.rs:316:9:",
+    'cudaGetLastError()@/root/.cargo/registry/src/sppark-0.1.14/ntt/kernels/'
+    'gs_mixed_radix_wide.cu:220 failed: "out of memory"',
+    "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+)
+
+
+class Kept:
+    """An event that survives a simulated kill (the script's own, the thread ticks)."""
+
+    keep = True
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.fn = fn
+
+    def __call__(self) -> None:
+        self.fn()
+
+
+class PostScript:
+    """The `post` scenario's script, run inside one `SimProver` (its model and lines)."""
+
+    def __init__(self, sim: SimProver) -> None:
+        self.sim = sim
+        self.post_queue: list[tuple[str, float]] = []  # (job, GPU seconds), GPU 0
+        self.panic_armed = False
+        self.winpost = 0
+        #: Each PoSt's arrival (simulated seconds), for its completion line's total_ms.
+        self.arrived: dict[str, float] = {}
+
+    def schedule(self, start: float = 0.0) -> None:
+        """One cycle of the script from `start` (simulated seconds); the next one after it."""
+        at = self.sim._at
+        at(start + ON_TIME_AT_S, Kept(partial(self._post, 0.0, 2.2, 1.3)))
+        at(start + LATE_AT_S, Kept(partial(self._post, POST_SRS_LOAD_S, 2.1, 0.8)))
+        at(start + PANIC_AT_S, Kept(self._arm_panic))
+        at(start + KILL_AT_S, Kept(self._kill))
+        at(start + CYCLE_S, Kept(partial(self.schedule, start + CYCLE_S)))
+
+    # -- PoSt ---------------------------------------------------------------------------------
+
+    def _post(self, srs_s: float, synth_s: float, gpu_s: float) -> None:
+        sim = self.sim
+        self.winpost += 1
+        job = f"winpost-1000-{0x1a2b3c00 + self.winpost:08x}"
+        self.arrived[job] = sim._now
+        sim._trace(sim._now, f"job enqueued job_id={job} proof_kind=winning-post "
+                             "priority=Critical queue_position=0", target="cuzk_core::scheduler")
+        if srs_s:
+            sim._trace(sim._now + 0.5, "loading SRS from disk circuit_id=winning-post-32g "
+                       "path=/data/zk/params/v28-proof-of-spacetime-fallback.params "
+                       "file_size_gib=1", target="cuzk_core::srs_manager")
+            sim._at(sim._now + srs_s, Kept(partial(
+                sim._trace, sim._now + srs_s, "SRS loaded successfully "
+                f"circuit_id=winning-post-32g elapsed_ms={int((srs_s - 0.5) * 1000)} "
+                "budget_used_gib=48 budget_available_gib=464", "", "cuzk_core::srs_manager")))
+        sim._at(sim._now + srs_s, Kept(partial(self._synth, job, synth_s, gpu_s)))
+
+    def _synth(self, job: str, synth_s: float, gpu_s: float) -> None:
+        sim = self.sim
+        sim._timeline(sim._now, "SYNTH_START", job, "kind=winning-post")
+        sim._at(sim._now + synth_s, Kept(partial(self._queued, job, synth_s, gpu_s)))
+
+    def _queued(self, job: str, synth_s: float, gpu_s: float) -> None:
+        sim = self.sim
+        sim._timeline(sim._now, "SYNTH_END", job, f"synth_ms={int(synth_s * 1000)}")
+        sim._timeline(sim._now, "GPU_QUEUE", job, "monolithic")
+        self.post_queue.append((job, gpu_s))
+        sim._dispatch(sim._gpus[0])
+
+    def dispatch(self, g: _Gpu) -> None:
+        """Free workers of GPU 0 take PoSt first (cuzk's GPU queue key (0,0))."""
+        if g.index != 0:
+            return
+        for w in g.workers:
+            if not w.busy and self.post_queue:
+                job, gpu_s = self.post_queue.pop(0)
+                self._prove(g, w, job, gpu_s)
+
+    def _prove(self, g: _Gpu, w: _Worker, job: str, gpu_s: float) -> None:
+        sim = self.sim
+        w.busy, w.job, w.partition, w.since_s = True, job, None, sim._now
+        sim._timeline(sim._now, "GPU_PICKUP", job, f"worker={w.wid}")
+        sim._timeline(sim._now, "GPU_START", job, f"worker={w.wid}")
+        lock_at = max(sim._now, g.lock_free_at)
+        g.lock_free_at = lock_at + gpu_s
+        sim.add_compute(g, lock_at, lock_at + gpu_s)
+        start = sim._now
+
+        def done() -> None:
+            ms = int((sim._now - start) * 1000)
+            sim._timeline(sim._now, "GPU_END", job, f"worker={w.wid},gpu_ms={ms}")
+            arrived = self.arrived.pop(job, start)
+            sim._trace(sim._now, "proof completed successfully (pipeline) proof_len=192 "
+                                 f"total_ms={int((sim._now - arrived) * 1000)} queue_ms=0 "
+                                 f"synth_ms=0 gpu_ms={ms}")
+            w.busy, w.job = False, None
+            sim._dispatch(g)
+
+        sim._at(lock_at + gpu_s, done)
+
+    # -- a panic ------------------------------------------------------------------------------
+
+    def _arm_panic(self) -> None:
+        self.panic_armed = True
+
+    def take_panic(self, g: _Gpu, w: _Worker, job: str, part: int) -> bool:
+        """When armed, the partition finishing on GPU 0 panics instead (True: handled)."""
+        if not self.panic_armed or g.index != 0:
+            return False
+        self.panic_armed = False
+        sim = self.sim
+        for line in PANIC_LINES:
+            sim._raw(line)
+        sim._trace(sim._now, "partition GPU proving task panicked error=task panicked "
+                             f"job_id={job} partition={part % 10}", level="ERROR")
+        rec = sim._part(job, part)
+        rec.state, rec.gpu_end_s = "failed", sim._now
+        sim._jobs[job].failed = True
+        w.busy, w.job, w.partition = False, None, None
+        sim._dispatch(g)
+        return True
+
+    # -- a restart ----------------------------------------------------------------------------
+
+    def _kill(self) -> None:
+        """Killed without a line: everything in flight is gone; the GPU stops."""
+        sim = self.sim
+        sim.down = True
+        sim._events = [e for e in sim._events if getattr(e[2], "keep", False)]
+        heapq.heapify(sim._events)
+        now = sim._now
+        for g in sim._gpus:
+            g.queue.clear()
+            g.synth_active = 0
+            g.lock_free_at = now
+            g.computes = [s if s.end <= now else type(s)(s.start, now, s.rate)
+                          for s in g.computes if s.start < now]
+            g.copies = [s if s.end <= now else type(s)(s.start, now, s.rate)
+                        for s in g.copies if s.start < now]
+            for w in g.workers:
+                w.busy, w.job, w.partition = False, None, None
+        self.post_queue.clear()
+        self.arrived.clear()
+        sim._jobs.clear()
+        sim.synth_active_counter = 0
+        sim._at(now + DOWN_S, Kept(self._start_again))
+
+    def _start_again(self) -> None:
+        sim = self.sim
+        sim._trace(sim._now, "cuzk-daemon starting", target="cuzk_daemon")
+        sim._epoch = sim._now  # the new run's TIMELINE epoch and /status uptime
+        sim.startup_lines()
+        sim._trace(sim._now + 0.1, "loading SRS from disk circuit_id=porep-32g "
+                   "path=/data/zk/params/v28-stacked-proof-of-replication.params "
+                   "file_size_gib=44", target="cuzk_core::srs_manager")
+        sim._at(sim._now + RESTART_SRS_LOAD_S, Kept(self._srs_loaded))
+
+    def _srs_loaded(self) -> None:
+        sim = self.sim
+        sim._trace(sim._now, "SRS loaded successfully circuit_id=porep-32g "
+                   f"elapsed_ms={int(RESTART_SRS_LOAD_S * 1000)} budget_used_gib=47 "
+                   "budget_available_gib=465", target="cuzk_core::srs_manager")
+        sim.down = False
+        for g in sim._gpus:
+            sim._fill_synthesis(g)

@@ -1,0 +1,161 @@
+"""The fleet screen: every box's GPUs in one scrolling table, worst first, from Prometheus.
+
+Who calls it: `gapwatch.commands.fleet` (`gapwatch fleet --prometheus URL` without `--once`).
+The queries and rows are `gapwatch.fleet` (headless); this module only shows them. A refresh
+runs on a worker thread every `refresh_s`; while one is in flight no other starts. A refresh
+whose rows could not be read keeps the previous table and says why in the footer, as does a
+refresh where only some queries failed (their columns show "-"). Enter on a row opens the
+box's recent minutes (`gapwatch.fleet.detail`); Escape comes back; q quits.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Static
+
+from gapwatch.core import fmt
+from gapwatch.fleet.client import PromClient, PromError
+from gapwatch.fleet.detail import WHAT_IS_SHOWN, box_detail
+from gapwatch.fleet.rows import COLUMNS, FleetOptions, Refresh, cells, refresh
+
+
+def footer_text(result: Refresh | None, error: str, url: str) -> str:
+    """The footer: when the table was read and how long it took, or what went wrong (the
+    table above is then the last good one)."""
+    if result is None:
+        return f"asking {url} ..." if not error else f"Prometheus {url}: {error}"
+    stamp = time.strftime("%H:%M:%S", time.localtime(result.t_wall_s))
+    head = (f"{len(result.rows)} rows at {stamp} ({result.took_s:.2f} s, Prometheus "
+            f"{result.prometheus_s:.2f} s)")
+    if result.rows_failed:
+        return f"{head}; rows NOT read, showing the last table: {_errors(result)}"
+    if result.errors:
+        return f"{head}; {len(result.errors)} queries failed: {_errors(result)}"
+    return f"{head}; Enter: a box's recent minutes, q: quit"
+
+
+def _errors(result: Refresh) -> str:
+    return "; ".join(f"{k}: {fmt.visible(v)}" for k, v in list(result.errors.items())[:3])
+
+
+class DetailScreen(Screen[None]):
+    """One box's recent minutes (what Prometheus holds, said on the first line)."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "back"), Binding("q", "app.pop_screen",
+                                                                     "back")]
+
+    def __init__(self, client: PromClient, opts: FleetOptions, instance: str) -> None:
+        super().__init__()
+        self._client, self._opts, self._instance = client, opts, instance
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"{fmt.visible(self._instance)}: recent gaps (Escape: back)",
+                     id="detail-title", markup=False)
+        with VerticalScroll():
+            yield Static("asking Prometheus ...", id="detail-body", markup=False)
+
+    def on_mount(self) -> None:
+        self.run_worker(self._load, thread=True, group="detail")
+
+    def _load(self) -> None:
+        try:
+            minutes = box_detail(self._client, self._opts, self._instance)
+            lines = [m.line() for m in minutes] or ["no gap closed in the last 30 minutes"]
+        except PromError as exc:
+            lines = [f"Prometheus could not answer: {exc}"]
+        text = "\n".join([WHAT_IS_SHOWN, "", *lines])
+        self.app.call_from_thread(self.query_one("#detail-body", Static).update, text)
+
+
+class FleetApp(App[int]):
+    """The table, refreshed every `refresh_s` seconds."""
+
+    CSS = """
+    #fleet-title { height: 1; background: $primary; color: $text; }
+    #fleet-footer { height: 2; background: $panel; }
+    DataTable { height: 1fr; }
+    """
+    BINDINGS = [Binding("q", "quit", "quit"), Binding("r", "refresh_now", "refresh")]
+
+    def __init__(self, client: PromClient, opts: FleetOptions, refresh_s: float) -> None:
+        super().__init__()
+        self.client, self.opts, self.refresh_s = client, opts, refresh_s
+        self.last: Refresh | None = None
+        self.error = ""
+        self._busy = False
+        self._keys: list[str] = []
+        # Made here and held: every refresh reaches them directly, also one that lands while a
+        # box's detail screen is on top (tests/test_ui_fleet.py pins that case).
+        self.table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True,
+                                                cell_padding=0)
+        self.footer = Static(footer_text(None, "", client.base_url), id="fleet-footer",
+                             markup=False)
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"gapwatch fleet: {fmt.visible(self.client.base_url)} "
+                     f"{fmt.visible(self.opts.selector)} (~ = stale)", id="fleet-title",
+                     markup=False)
+        yield self.table
+        yield self.footer
+
+    def on_mount(self) -> None:
+        table = self.table
+        for heading, width in COLUMNS:
+            table.add_column(heading, width=width + 1)
+        self.action_refresh_now()
+        self.set_interval(self.refresh_s, self.action_refresh_now)
+
+    def action_refresh_now(self) -> None:
+        if self._busy:
+            return
+        self._busy = True
+        self.run_worker(self._ask, thread=True, group="refresh", exclusive=False)
+
+    def _ask(self) -> None:
+        try:
+            result: Refresh | None = refresh(self.client, self.opts)
+            error = ""
+        except Exception as exc:  # noqa: BLE001 - the view must stay whatever happens
+            result, error = None, f"refresh failed: {type(exc).__name__}: {exc}"
+        self.call_from_thread(self.show, result, error)
+
+    def show(self, result: Refresh | None, error: str) -> None:
+        """Put a refresh on screen (on the UI thread)."""
+        self._busy = False
+        footer = self.footer
+        if result is None or result.rows_failed:
+            self.error = error or (result and _errors(result)) or ""
+            footer.update(footer_text(result, self.error, self.client.base_url) +
+                          (" (showing the last table)" if self.last is not None else ""))
+            return
+        self.last = result
+        table = self.table
+        selected = self._keys[table.cursor_row] if 0 <= table.cursor_row < len(self._keys) \
+            else None
+        table.clear()
+        self._keys = []
+        for row in result.rows:
+            key = f"{row.instance}\x00{row.gpu}"
+            # Text, not str: a str cell is read as markup (`[memory] safety_margin` lost its
+            # section, and a label from Prometheus could style the screen).
+            table.add_row(*(Text(c, no_wrap=True) for c in cells(row)), key=key)
+            self._keys.append(key)
+        if selected in self._keys:
+            table.move_cursor(row=self._keys.index(selected))
+        footer.update(footer_text(result, "", self.client.base_url))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        key = event.row_key.value
+        if key:
+            self.push_screen(DetailScreen(self.client, self.opts, key.split("\x00", 1)[0]))
+
+
+def run_fleet_screen(client: PromClient, opts: FleetOptions, refresh_s: float) -> int:
+    """Run the fleet screen until the user quits; returns the exit status."""
+    return int(FleetApp(client, opts, refresh_s).run() or 0)

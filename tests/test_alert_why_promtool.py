@@ -1,0 +1,45 @@
+"""The breakdown alert says why and what to change: its `why`, `cause` and `setting`
+annotations read the box's own verdict (`gapwatch_gpu_verdict_info`, payoff ratio). promtool's
+unit tests (deploy/prometheus/gapwatch.rules.test.yml) pin the words; here: those expectations
+bite (a rule that stops reading the verdict fails them), and the series they read are the ones
+gapwatch exports."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gapwatch.sinks.verdict_metrics import verdict_families
+
+DEPLOY = Path(__file__).resolve().parent.parent / "deploy" / "prometheus"
+PROMTOOL = shutil.which("promtool")
+needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason=(
+    "SKIPPED LOUDLY: promtool not found; the alert annotations were NOT tested"))
+
+
+@needs_promtool
+def test_an_alert_that_stops_reading_the_verdict_fails_its_promtool_test(tmp_path: Path) -> None:
+    rules = (DEPLOY / "gapwatch.rules.yml").read_text()
+    broken = rules.replace("gapwatch_gpu_verdict_info{", "gapwatch_gpu_verdict{")
+    assert broken != rules
+    (tmp_path / "gapwatch.rules.yml").write_text(broken)
+    (tmp_path / "t.yml").write_text((DEPLOY / "gapwatch.rules.test.yml").read_text())
+    assert PROMTOOL is not None
+    done = subprocess.run([PROMTOOL, "test", "rules", "t.yml"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode != 0
+    assert "pinned pool could not pin" in done.stdout + done.stderr
+
+
+def test_the_rules_read_only_series_gapwatch_exports() -> None:
+    from gapwatch.core.store_snapshot import StoreSnapshot
+
+    rules = (DEPLOY / "gapwatch.rules.yml").read_text()
+    read = set(re.findall(r"gapwatch_gpu_verdict_[a-z_]+", rules))
+    snap = StoreSnapshot(0, (), {}, (), (), (), {}, ())
+    exported = {m.name + ("_info" if m.type == "info" else "") for m in verdict_families(snap)}
+    assert read and read <= exported, read - exported

@@ -1,0 +1,158 @@
+"""The prover's events reach every output: the session's listeners (the dashboard's alert line,
+`record`'s stderr) as notices, the store, the recording, /metrics, and the report (text and
+JSON); a replay derives them again instead of reading them back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prometheus_client.core import Metric
+
+from gapwatch.commands.report import format_text
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.models import (
+    Gap,
+    GpuInfo,
+    LogEvent,
+    Notice,
+    ProverEvent,
+    SessionHeader,
+    StateChange,
+)
+from gapwatch.cuzk.watch import CuzkWatch
+from gapwatch.engine.session import Session
+from gapwatch.engine.store import SeriesStore
+from gapwatch.logs.parse import LogParser
+from gapwatch.offline.detect import detect_records
+from gapwatch.offline.report import summarise, to_json
+from gapwatch.sinks.metrics import MetricsSink
+from gapwatch.sinks.prover_event_metrics import families
+
+DATA = Path(__file__).parent / "data" / "cuzk-upstream"
+HEADER = SessionHeader(gapwatch_version="t", host="box", source="sim", started_wall_s=0.0,
+                       started_mono_ns=0, period_ms=100.0,
+                       gpus=[GpuInfo(index=0, link_bytes_per_s=63e9)])
+
+
+def events_of(*names: str) -> list[LogEvent]:
+    """The scenario logs' events in time order, as one daemon's log holding them all: each
+    file starts the daemon (again), so every file after the first is a restart too."""
+    out: list[LogEvent] = []
+    for name in names:
+        parser = LogParser(offline=True)
+        for i, line in enumerate((DATA / name).read_text().splitlines()):
+            out += parser.parse_line(line, name, i, 0.0)
+        out += parser.flush()
+    return sorted(out, key=lambda e: e.t_wall_s)
+
+
+ALL = ("post-behind-partitions.log", "restart.log", "panic.log", "lost-job.log", "post-late.log")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.records: list[object] = []
+
+    def on_header(self, header: SessionHeader) -> None:
+        pass
+
+    def on_record(self, record: object) -> None:
+        self.records.append(record)
+
+    def close(self) -> None:
+        pass
+
+
+def session_over(*names: str) -> tuple[Session, list[Gap | StateChange | Notice], Recorder,
+                                       MetricsSink]:
+    metrics, recorder = MetricsSink(), Recorder()
+    session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), sinks=[recorder, metrics],
+                      watch=CuzkWatch())
+    heard: list[Gap | StateChange | Notice] = []
+    session.subscribe(heard.append)
+    for e in events_of(*names):
+        session.on_log_event(e)
+    session.finish()
+    return session, heard, recorder, metrics
+
+
+def samples(fams: list[Metric], name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    return {tuple(sorted(s.labels.items())): s.value for f in fams for s in f.samples
+            if s.name == name}
+
+
+def test_a_late_post_is_a_notice_to_the_listeners_and_a_record_in_the_recording() -> None:
+    session, heard, recorder, _ = session_over("post-late.log")
+    notices = [n for n in heard if isinstance(n, Notice)]
+    assert notices and all(n.level == "error" for n in notices)
+    assert all("winpost-1000-9f8e7d6c" in n.message for n in notices)
+    assert notices[0].message.startswith("prover proof at ")
+    recorded = [r for r in recorder.records if isinstance(r, ProverEvent)]
+    assert [r.kind for r in recorded] == ["proof", "proof"]  # late while running, then done
+    assert not [r for r in recorder.records if isinstance(r, Notice)]  # said, not recorded twice
+    assert len(session.store.snapshot().prover_events) == 2
+
+
+def test_metrics_count_restarts_errors_lost_jobs_and_post_latency() -> None:
+    _, _, _, metrics = session_over(*ALL)
+    fams = list(families(metrics.copy_counts().prover))
+    events = samples(fams, "gapwatch_prover_events_total")
+    assert events[(("kind", "restart"), ("level", "warning"))] == 5
+    assert events[(("kind", "error"), ("level", "error"))] == 2
+    assert events[(("kind", "lost_job"), ("level", "error"))] == 1
+    assert events[(("kind", "proof"), ("level", "error"))] == 2
+    proofs = samples(fams, "gapwatch_proofs_total")
+    assert proofs[(("proof_kind", "winning-post"), ("verdict", "late"))] == 1
+    assert proofs[(("proof_kind", "winning-post"), ("verdict", "ok"))] == 2
+    assert proofs[(("proof_kind", "window-post"), ("verdict", "late"))] == 0
+    count = samples(fams, "gapwatch_proof_seconds_count")
+    assert count[(("proof_kind", "winning-post"),)] == 3
+    under_30 = samples(fams, "gapwatch_proof_seconds_bucket")
+    assert under_30[(("le", "30.0"), ("proof_kind", "winning-post"))] == 2
+    wait = samples(fams, "gapwatch_proof_phase_seconds_sum")
+    assert wait[(("phase", "gpu_wait"), ("proof_kind", "winning-post"))] > 0.37
+    assert samples(fams, "gapwatch_prover_restart_cost_seconds_total")[()] > 50
+
+
+def test_a_replayed_prover_event_is_derived_again_not_read_back() -> None:
+    session, _, recorder, _ = session_over("lost-job.log")
+    recorded = [r for r in recorder.records if isinstance(r, ProverEvent)]
+    again = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), watch=CuzkWatch())
+    for r in recorded:
+        again.on_record(r)
+    assert again.store.snapshot().prover_events == ()
+
+
+def test_the_report_has_a_prover_events_section_in_text_and_json() -> None:
+    logs = events_of(*ALL)
+    found = detect_records(HEADER, [], DetectorConfig(), logs, watch=CuzkWatch())
+    report = summarise("rec.jsonl", found, ["x.log"])
+    doc = to_json(report)["prover_events"]
+    assert len(doc["restart"]) == len(doc["restart_cost"]) == 5
+    # restart.log's own: its old run's last GPU work to its new run's first, 51 s.
+    [cost] = [c for c in doc["restart_cost"] if 50 < c["length_s"] < 52]
+    assert [p["name"] for p in cost["parts"]][0] == "down"
+    assert "SRS reloaded" in [p["name"] for p in cost["parts"]]
+    assert doc["lost_job"][0]["job_id"] == "winpost-1000-11111111"
+    late = [p for p in doc["proof"] if p["proof"]["verdict"] == "late"]
+    assert late and late[-1]["proof"]["setting"]
+    text = format_text(report)
+    assert "Prover events: 3 PoSt proof(s) (1 late, 0 at risk), 5 restart(s), 2 error(s), " \
+           "1 lost GPU job(s)" in text
+    assert "winpost-1000-0a1b2c3d" in text and "parts (they may overlap): down" in text
+    assert "waited for a GPU worker behind" not in text.split("Restarts")[0].split(
+        "winpost-1000-0a1b2c3d")[1].split("\n")[1]  # on time: no "behind" line under it
+
+
+def test_the_perfetto_trace_shows_proofs_and_restart_costs_as_slices() -> None:
+    from gapwatch.offline.perfetto import TraceBuilder
+
+    found = detect_records(HEADER, [], DetectorConfig(), events_of(*ALL), watch=CuzkWatch())
+    builder = TraceBuilder(HEADER)
+    builder.extend(found.prover_events)
+    events = builder.trace()["traceEvents"]
+    slices = [e["name"] for e in events if e.get("ph") == "X" and e.get("cat") == "prover"]
+    assert "winning-post late" in slices and "winning-post ok" in slices
+    assert "restart_cost" in slices and "lost_job" in slices
+    instants = [e["name"] for e in events if e.get("ph") == "i"]
+    assert "error: lost_job winpost-1000-11111111" in instants

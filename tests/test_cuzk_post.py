@@ -1,0 +1,232 @@
+"""PoSt latency and deadlines, lost GPU jobs, from cuzk's own lines (tests/data/cuzk-upstream,
+the scenario logs `make_data.py --scenarios` builds from upstream's formats)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gapwatch.commands.parse import format_timeline
+from gapwatch.core.config import Config, CuzkConfig, load_config
+from gapwatch.core.models import LogEvent, ProverEvent
+from gapwatch.core.prover_watch import notice_of
+from gapwatch.cuzk.partitions import derive_timeline
+from gapwatch.cuzk.post import Deadlines
+from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
+from gapwatch.logs.parse import LogParser
+
+DATA = Path(__file__).parent / "data" / "cuzk-upstream"
+
+
+def events_of(name: str, offline: bool = True) -> list[LogEvent]:
+    parser = LogParser(offline=offline)
+    out: list[LogEvent] = []
+    for i, line in enumerate((DATA / name).read_text().splitlines()):
+        out += parser.parse_line(line, name, i, 1000.0 + i)
+    return out + parser.flush()
+
+
+def watched(name: str, deadlines: Deadlines | None = None) -> list[ProverEvent]:
+    watch = CuzkWatch(deadlines)
+    out: list[ProverEvent] = []
+    for e in events_of(name):
+        out += watch.feed(e)
+    return out + watch.finish()
+
+
+def test_a_winningpost_behind_two_partitions_has_its_phases_and_what_held_the_workers() -> None:
+    [ev] = watched("post-behind-partitions.log")
+    p = ev.proof
+    assert p is not None and ev.kind == "proof" and ev.job_id == "winpost-1000-0a1b2c3d"
+    assert p.proof_kind == "winning-post" and p.done
+    assert p.queue_s == pytest.approx(0.0, abs=0.01)
+    assert p.synth_s == pytest.approx(2.2, abs=0.01)
+    assert p.gpu_wait_s == pytest.approx(0.37, abs=0.01)
+    assert p.gpu_s == pytest.approx(1.3, abs=0.01)
+    assert p.total_s == pytest.approx(3.87, abs=0.01)
+    assert p.waited_behind == ["worker 0: porep-1000-12 partition 3",
+                               "worker 1: porep-1000-12 partition 4"]
+    assert p.deadline_s == 30.0 and p.verdict == "ok" and ev.level == "info"
+    assert notice_of(ev, 0) is None  # an on-time proof is no notice
+    assert "behind worker 0: porep-1000-12 partition 3" in ev.message
+
+
+def watched_text(text: str) -> list[ProverEvent]:
+    parser, watch = LogParser(offline=True), CuzkWatch()
+    out: list[ProverEvent] = []
+    for i, line in enumerate(text.splitlines()):
+        for e in parser.parse_line(line, "x", i, 0.0):
+            out += watch.feed(e)
+    return out + watch.finish()
+
+
+def test_without_its_enqueue_line_a_post_is_placed_by_cuzks_total_ms() -> None:
+    """`proof completed successfully (pipeline)` (engine.rs:839) has no job id but follows the
+    PoSt's GPU_END in the same finalizer: its total_ms (from submission) places the arrival."""
+    text = (DATA / "post-behind-partitions.log").read_text()
+    lines = [x for x in text.splitlines() if "job enqueued" not in x]
+    [ev] = watched_text("\n".join(lines))
+    assert ev.proof is not None and ev.proof.total_s == pytest.approx(3.87, abs=0.01)
+    assert ev.proof.queue_s == pytest.approx(0.0, abs=0.01)
+    assert "was not read" not in ev.message
+    # The completion line read before the GPU_END (stdout and stderr read apart) pairs too.
+    end = next(i for i, x in enumerate(lines) if "GPU_END,winpost" in x)
+    done = next(i for i, x in enumerate(lines) if "proof completed" in x)
+    lines.insert(end, lines.pop(done))
+    [again] = watched_text("\n".join(lines))
+    assert again.proof == ev.proof
+
+
+def test_without_either_line_a_post_is_timed_from_its_synthesis_and_says_so() -> None:
+    text = (DATA / "post-behind-partitions.log").read_text()
+    lines = [x for x in text.splitlines() if "job enqueued" not in x
+             and "proof completed" not in x]
+    [ev] = watched_text("\n".join(lines))
+    assert ev.proof is not None and ev.proof.queue_s is None and ev.proof.done
+    assert ev.proof.total_s == pytest.approx(3.87, abs=0.01)
+    assert "its 'job enqueued' line was not read" in ev.message
+
+
+def test_the_same_proof_against_a_tighter_deadline_is_late_and_says_so() -> None:
+    [ev] = watched("post-behind-partitions.log", Deadlines(winning_post_s=3.0))
+    assert ev.proof is not None and ev.proof.verdict == "late" and ev.level == "error"
+    notice = notice_of(ev, 7)
+    assert notice is not None and notice.level == "error"
+    assert "winpost-1000-0a1b2c3d" in notice.message and "LATE" in notice.message
+    # Synthesis was its longest phase: cuzk has no setting for it, and none is claimed.
+    assert ev.proof.setting is None
+
+
+def test_a_proof_past_the_at_risk_share_is_a_warning() -> None:
+    [ev] = watched("post-behind-partitions.log", Deadlines(winning_post_s=6.0))
+    assert ev.proof is not None and ev.proof.verdict == "at_risk" and ev.level == "warning"
+
+
+def test_a_winningpost_stuck_behind_an_srs_load_is_said_late_while_still_running() -> None:
+    events = watched("post-late.log")
+    running = [e for e in events if e.proof is not None and not e.proof.done]
+    done = [e for e in events if e.proof is not None and e.proof.done]
+    assert len(running) == 1 and len(done) == 1
+    total = done[0].proof.total_s if done[0].proof is not None else None
+    assert total is not None
+    arrived = done[0].t_wall_s - total
+    # Said as soon as the data passed the 30 s deadline, not only when the proof ended.
+    assert 30.0 < running[0].t_wall_s - arrived < total
+    assert running[0].level == "error" and "still running" in running[0].message
+    p = done[0].proof
+    assert p is not None and p.verdict == "late" and p.queue_s == pytest.approx(33.0, abs=0.01)
+    assert p.setting is not None and "eviction_min_idle" in p.setting
+
+
+def test_deadlines_come_from_the_config_with_upstream_defaults(tmp_path: Path) -> None:
+    d = deadlines_of(CuzkConfig())
+    assert (d.winning_post_s, d.window_post_s, d.at_risk_share) == (30.0, 1800.0, 0.5)
+    path = tmp_path / "c.toml"
+    path.write_text("[cuzk]\nwinning_post_deadline_s = 12\npost_at_risk_share = 0.25\n")
+    d = deadlines_of(load_config(path).cuzk)
+    assert (d.winning_post_s, d.at_risk_share) == (12.0, 0.25)
+
+
+def test_the_partition_table_shows_a_post_row_honestly() -> None:
+    run = derive_timeline(events_of("post-behind-partitions.log"))
+    [post] = [p for p in run.partitions if p.monolithic]
+    assert post.job_id == "winpost-1000-0a1b2c3d" and post.kind == "winning-post"
+    assert post.pinned_words == "no"  # cuzk never pins PoSt (pipeline.rs:3015)
+    row = next(r for r in format_timeline(run).splitlines() if "winpost" in r)
+    assert "winpost-1000-0a1b2c3d" in row and "winning-post" in row
+    assert " yes " not in row and "…" not in row
+
+
+def test_a_long_windowpost_id_is_never_cut_in_the_table() -> None:
+    job = "wdpost-1000-3-[1 2 3 4 5 6 7 8]"  # Curio's %d of a byte slice (cuzk_funcs.go:179)
+    text = (DATA / "post-behind-partitions.log").read_text().replace(
+        "winpost-1000-0a1b2c3d", job.replace(" ", "_")).replace("winning-post", "window-post")
+    parser = LogParser(offline=True)
+    events = [e for i, line in enumerate(text.splitlines())
+              for e in parser.parse_line(line, "x", i, 0.0)]
+    table = format_timeline(derive_timeline(events))
+    assert job.replace(" ", "_") in table
+
+
+def test_a_job_queued_for_the_gpu_and_never_picked_up_while_a_later_one_is_is_named() -> None:
+    events = watched("lost-job.log")
+    [lost] = [e for e in events if e.kind == "lost_job"]
+    assert lost.job_id == "winpost-1000-11111111" and lost.level == "error"
+    assert "never picked up" in lost.message and "winpost-1000-22222222" in lost.message
+    assert "engine.rs:53-58" in lost.message
+    assert lost.length_s == pytest.approx(2.0, abs=0.01)
+    # The lost job is not also listed as a proof still running at the end.
+    assert not [e for e in events if e.kind == "proof" and e.job_id == lost.job_id]
+
+
+def test_partitions_picked_in_priority_order_are_never_called_lost() -> None:
+    for name in ("post-behind-partitions.log", "restart.log", "panic.log", "post-late.log"):
+        assert not [e for e in watched(name) if e.kind == "lost_job"], name
+
+
+def test_the_example_config_holds_the_post_deadlines() -> None:
+    text = (Path(__file__).parent.parent / "config.example.toml").read_text()
+    for key in ("winning_post_deadline_s", "window_post_deadline_s", "post_at_risk_share"):
+        assert key in text
+    assert Config().cuzk.winning_post_deadline_s == 30.0
+
+
+def test_partition_0_of_the_runs_first_job_shares_the_key_a_post_replaces() -> None:
+    """The first partitioned job after a start has job_seq 0 (engine.rs:1431, 2295), so its
+    partition 0 is keyed (0,0) like every monolithic job (engine.rs:2851)."""
+    seq = ("2026-05-12T15:00:01.000000Z  INFO cuzk_core::engine: assigned pipeline sequence "
+           "number job_id=porep-1000-1 job_seq=0")
+    text = "\n".join([seq,
+                      "TIMELINE,2000,GPU_QUEUE,porep-1000-1,partition=0",
+                      "TIMELINE,2100,GPU_QUEUE,porep-1000-1,partition=1",
+                      "TIMELINE,2500,GPU_QUEUE,winpost-1000-aa,monolithic",
+                      "TIMELINE,2600,GPU_PICKUP,winpost-1000-aa,worker=0",
+                      "TIMELINE,2700,GPU_PICKUP,porep-1000-1,worker=1,partition=1"])
+    lost = [e for e in watched_text(text) if e.kind == "lost_job"]
+    assert [e.job_id for e in lost] == ["porep-1000-1"]
+    assert lost[0].message.startswith("partition 0 of porep-1000-1 was queued")
+    # Partition 1 (key (0,1)) waited behind the PoSt legitimately: never called lost.
+
+
+def test_a_hostile_job_id_is_shown_never_obeyed() -> None:
+    job = "winpost-1\x1b]52;c;ZWNobyBoaQ==\x07-\x1b[2J"
+    text = (DATA / "post-behind-partitions.log").read_text().replace(
+        "winpost-1000-0a1b2c3d", job)
+    [ev] = watched_text(text)
+    assert "\x1b" not in ev.message and "\x07" not in ev.message
+
+
+def test_lines_in_any_order_never_crash_the_watcher() -> None:
+    import random
+
+    names = ("post-behind-partitions.log", "post-late.log", "restart.log", "panic.log",
+             "lost-job.log", "cuzk.log")
+    events = [e for name in names for e in events_of(name)]
+    rng = random.Random(7)
+    for _ in range(5):
+        rng.shuffle(events)
+        watch = CuzkWatch()
+        for e in events:
+            watch.feed(e)
+        watch.finish()
+        assert len(watch.post._jobs) <= 256
+
+
+def test_a_result_held_behind_the_job_tracker_lock_is_its_finalize_phase() -> None:
+    """GPU_END (engine.rs:3196) to `proof completed successfully (pipeline)` (839) is the
+    finalizer's: it waits for the job tracker lock a PoRep self-check may hold."""
+    text = (DATA / "post-behind-partitions.log").read_text()
+    [ev] = watched_text(text)
+    assert ev.proof is not None and ev.proof.finalize_s == pytest.approx(0.001, abs=0.0005)
+    held = text.replace("2026-05-12T15:00:14.671000Z  INFO cuzk_core::engine: proof completed",
+                        "2026-05-12T15:00:17.671000Z  INFO cuzk_core::engine: proof completed")
+    parser, watch = LogParser(offline=True), CuzkWatch(Deadlines(winning_post_s=5.0))
+    events = [e for i, line in enumerate(held.splitlines())
+              for e in parser.parse_line(line, "x", i, 0.0)]
+    [late] = [p for e in sorted(events, key=lambda e: e.t_wall_s) for p in watch.feed(e)]
+    p = late.proof
+    assert p is not None and p.finalize_s == pytest.approx(3.0, abs=0.01)
+    assert p.total_s == pytest.approx(6.87, abs=0.01) and p.verdict == "late"
+    assert p.setting is not None and "job tracker lock" in p.setting
+    assert "finalize 3.0 s" in late.message

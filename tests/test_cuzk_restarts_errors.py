@@ -1,0 +1,199 @@
+"""Restarts (start lines, /status uptime, a new pid on the GPU) and what they cost; cuzk's
+failure lines and panics as error events; a gap after an error says so; pipeline facts reset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gapwatch.commands.parse import format_timeline
+from gapwatch.core.hints import make_hint
+from gapwatch.core.models import LogEvent, ProcessMemory, ProverEvent, ProverStatus
+from gapwatch.cuzk.partitions import derive_timeline
+from gapwatch.cuzk.pipeline import PipelineFacts
+from gapwatch.cuzk.restarts import RestartWatch
+from gapwatch.cuzk.watch import CuzkWatch
+from gapwatch.logs.parse import LogParser
+
+DATA = Path(__file__).parent / "data" / "cuzk-upstream"
+
+
+def events_of(name: str, offline: bool = True, arrival: float = 5000.0) -> list[LogEvent]:
+    parser = LogParser(offline=offline)
+    out: list[LogEvent] = []
+    for i, line in enumerate((DATA / name).read_text().splitlines()):
+        out += parser.parse_line(line, name, i, arrival + i)
+    return out + parser.flush()
+
+
+def watched(events: list[LogEvent]) -> list[ProverEvent]:
+    watch = CuzkWatch()
+    out: list[ProverEvent] = []
+    for e in events:
+        out += watch.feed(e)
+    return out + watch.finish()
+
+
+def status(t: float, uptime: float) -> ProverStatus:
+    return ProverStatus("127.0.0.1:9821", int(t * 1e9), t, 1.0, uptime, {}, [], 0, 0, 0, 0)
+
+
+# -- restarts ------------------------------------------------------------------------------
+
+def test_a_restart_in_the_log_is_one_event_and_its_cost_one_stretch_with_its_parts() -> None:
+    events = watched(events_of("restart.log"))
+    [restart] = [e for e in events if e.kind == "restart"]
+    [cost] = [e for e in events if e.kind == "restart_cost"]
+    assert "no shutdown line" in restart.message and "cuzk-daemon starting" in restart.message
+    # From the old run's last GPU work (GPU_END at +44 s) to the new run's first (+95 s).
+    assert cost.length_s == pytest.approx(51.0, abs=0.01)
+    names = {p.name: round(p.end_s - p.start_s, 1) for p in cost.parts}
+    assert names["down"] == pytest.approx(10.0)
+    assert names["SRS reloaded"] == pytest.approx(12.0)
+    assert names["first wave synthesis"] == pytest.approx(28.0, abs=0.1)
+    assert "pool pinned again" in names
+    assert "first wave after it: 3" in cost.message
+
+
+def test_the_first_start_of_a_log_is_not_a_restart() -> None:
+    assert not [e for e in watched(events_of("post-behind-partitions.log"))
+                if e.kind == "restart"]
+
+
+def test_uptime_going_back_is_a_restart_and_the_start_line_beside_it_the_same_one() -> None:
+    w = RestartWatch()
+    assert w.feed_status(status(1000.0, 800.0)) == []
+    assert w.feed_status(status(1001.0, 801.0)) == []
+    [ev] = w.feed_status(status(1030.0, 3.0))
+    assert ev.kind == "restart" and ev.t_wall_s == pytest.approx(1027.0)
+    assert "uptime_secs went back from 801 s to 3 s" in ev.message
+    line = LogEvent(1027.01, "line", "tracing", "starting cuzk engine", "")
+    assert w.feed_log(line) == []  # the same restart, seen twice
+    assert w.restarts == 1
+
+
+def test_a_new_prover_pid_on_the_gpu_is_a_restart_unless_one_was_already_seen() -> None:
+    w = RestartWatch()
+    assert w.feed_process(ProcessMemory(1, 100.0, 0, 4242, "cuzk", 1, 1)) == []
+    [ev] = w.feed_process(ProcessMemory(2, 200.0, 0, 5151, "cuzk", 1, 1))
+    assert "new cuzk pid 5151 on GPU 0" in ev.message
+    # A start line, then the new process on the GPU at its first CUDA work a minute later.
+    w2 = RestartWatch()
+    w2.feed_log(LogEvent(10.0, "timeline", "timeline", "GPU_END", "", job_id="porep-1-2"))
+    w2.feed_process(ProcessMemory(1, 20.0, 0, 1, "cuzk", 1, 1))
+    assert len(w2.feed_log(LogEvent(300.0, "line", "tracing", "cuzk-daemon starting", ""))) == 1
+    assert w2.feed_process(ProcessMemory(2, 360.0, 0, 2, "cuzk", 1, 1)) == []
+    assert w2.restarts == 1
+
+
+def test_a_restart_after_sigint_says_so() -> None:
+    w = RestartWatch()
+    w.feed_log(LogEvent(1.0, "line", "tracing", "cuzk-daemon starting", ""))
+    w.feed_log(LogEvent(5.0, "line", "tracing", "received SIGINT, shutting down", ""))
+    [ev] = w.feed_log(LogEvent(20.0, "line", "tracing", "cuzk-daemon starting", ""))
+    assert "after 'received SIGINT" in ev.message
+
+
+def test_the_partition_table_keeps_every_run_and_names_the_first_wave() -> None:
+    run = derive_timeline(events_of("restart.log"))
+    rows = [(p.run, p.job_id, p.partition) for p in run.partitions]
+    assert (1, "porep-1000-77", 0) in rows and (1, "porep-1000-77", 1) in rows
+    assert (2, "porep-1000-77", 0) in rows  # Curio's retry of the same job: a row of its own
+    second = next(p for p in run.partitions if p.run == 2)
+    assert second.first_wave and second.pinned_words == "no"
+    table = format_timeline(run)
+    assert table.splitlines()[0].startswith("run ") and "first wave" in table
+
+
+def test_pipeline_facts_reset_what_was_in_flight_when_the_prover_starts_again() -> None:
+    facts = PipelineFacts()
+    events = events_of("lost-job.log")
+    cut = next(i for i, e in enumerate(events) if e.name == "GPU_QUEUE"
+               and e.job_id == "winpost-1000-11111111")
+    for e in events[:cut + 1]:
+        facts.feed(e)
+    assert facts.view().monolithic_in_flight
+    facts.feed(LogEvent(events[cut].t_wall_s + 5, "line", "tracing", "starting cuzk engine", ""))
+    view = facts.view()
+    assert view.monolithic_in_flight == () and view.queued == 0
+    assert facts.runs == 2
+
+
+# -- errors and panics ------------------------------------------------------------------------
+
+def test_a_panic_is_one_event_with_its_whole_message_timed_by_the_line_before_it() -> None:
+    events = events_of("panic.log")
+    [panic] = [e for e in events if e.kind == "panic"]
+    assert panic.time_source == "around"
+    before = [e for e in events if e.time_source in ("line", "timeline")
+              and e.t_wall_s <= panic.t_wall_s]
+    assert before and panic.t_wall_s == before[-1].t_wall_s
+    assert panic.fields["cuda_error"] == "out of memory"
+    assert panic.fields["cuda_call"] == "cudaGetLastError"
+    assert str(panic.fields["location"]).endswith("supraseal-c2/src/lib.rs:316:9")
+    assert panic.fields["lines"] == 3
+    assert not [e for e in events if e.kind == "unparsed"]
+
+
+def test_followed_live_a_panic_is_timed_by_its_arrival() -> None:
+    events = events_of("panic.log", offline=False, arrival=7000.0)
+    [panic] = [e for e in events if e.kind == "panic"]
+    lines = (DATA / "panic.log").read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("thread '"))
+    assert panic.time_source == "arrival" and panic.t_wall_s == 7000.0 + first
+
+
+def test_a_panic_at_the_end_of_a_file_is_not_lost() -> None:
+    parser = LogParser(offline=True)
+    parser.parse_line("2026-05-12T14:00:00.000000Z  INFO cuzk_daemon: cuzk-daemon starting")
+    parser.parse_line("thread 'main' panicked at 'CUDA error: out of memory', src/lib.rs:155:9")
+    [panic] = parser.flush()
+    assert panic.kind == "panic" and "out of memory" in str(panic.fields["message"])
+
+
+def test_cuzk_failure_lines_and_panics_are_error_events() -> None:
+    errors = [e for e in watched(events_of("panic.log")) if e.kind == "error"]
+    assert len(errors) == 2 and all(e.level == "error" for e in errors)
+    assert "out of memory" in errors[0].message and "lotus#13634" in errors[0].message
+    assert errors[1].message.startswith("partition GPU proving task panicked job porep-1000-88")
+    # Every ERROR site and the WARN self-check FAILED of upstream's catalogue is one.
+    catalogue = events_of("cuzk.log")
+    said = [e for e in watched(catalogue) if e.kind == "error"]
+    assert len(said) == sum(1 for e in catalogue if e.level == "ERROR") + 1
+
+
+def test_a_gap_after_an_error_says_so_in_its_hint() -> None:
+    facts = PipelineFacts()
+    for e in events_of("panic.log"):
+        facts.feed(e)
+    panic_t = facts.errors[0][0]
+    words = facts.error_words(panic_t + 1.0, panic_t + 5.0)
+    assert words.startswith("after a prover error at") and "task panicked" in words
+    assert facts.error_words(panic_t + 500.0, panic_t + 505.0) == ""
+    hint = make_hint("host_stall", 4.0, 1e6, 1e6, 63e9, "high", {}, [], after_error=words)
+    assert hint.endswith(words)
+
+
+def test_a_gap_right_after_a_panic_carries_it_in_its_hint_through_the_detector() -> None:
+    from gapwatch.core.config import DetectorConfig
+    from gapwatch.core.detector import GapDetector
+    from gapwatch.core.models import Gap, GpuInfo, GpuSample
+
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=63e9)], period_s=0.1,
+                      live=False)
+    panic = next(e for e in events_of("panic.log") if e.kind == "panic")
+    t0 = panic.t_wall_s - 5.0
+    gaps: list[Gap] = []
+    for i in range(100):
+        t = t0 + i * 0.1
+        if i == 51:
+            det.feed(panic)
+        busy = not 52 <= i < 80
+        sample = GpuSample(0, int(t * 1e9), t, 100_000_000, 95.0 if busy else 0.0,
+                           99.0 if busy else 0.0, 30e9 if busy else 1e6, 1e6)
+        gaps += [g for g in det.feed(sample) if isinstance(g, Gap)]
+    gaps += [g for g in det.finish() if isinstance(g, Gap)]
+    closed = [g for g in gaps if g.end_s is not None]
+    assert closed and "after a prover error at" in closed[-1].hint
+    assert "out of memory" in closed[-1].hint

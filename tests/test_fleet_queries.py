@@ -1,0 +1,179 @@
+"""`gapwatch fleet`'s headless half against a stand-in Prometheus: rows worst first, dead boxes
+kept stale, missing exports shown as "-", and every bad answer (timeout, HTTP error, hostile
+JSON, a huge body) said, never raised, never taking the other columns with it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from fleet_fakes import EMPTY, Reply, box, fake_prometheus, matrix, promql, vector
+
+from gapwatch.cli import main
+from gapwatch.fleet.client import PromClient, PromError
+from gapwatch.fleet.detail import box_detail
+from gapwatch.fleet.queries import QUERIES
+from gapwatch.fleet.rows import FleetOptions, cells, refresh
+
+
+def test_rows_come_worst_first_and_a_stale_box_is_kept_below_breakdown() -> None:
+    with fake_prometheus() as fake:
+        box(fake, "ok:9400", 2, "CHAINED")
+        box(fake, "bad:9400", 1, "BREAKDOWN")
+        box(fake, "gaps:9400", 1, "GAPS")
+        box(fake, "dead:9400", 1, "CHAINED", up=0.0, age_s=400.0)
+        rows = refresh(PromClient(fake.url), FleetOptions()).rows
+    assert [(r.instance, r.gpu) for r in rows] == [
+        ("bad:9400", "0"), ("dead:9400", "0"), ("gaps:9400", "0"), ("ok:9400", "0"),
+        ("ok:9400", "1")]
+    dead = rows[1]
+    assert dead.stale and dead.state == "CHAINED" and dead.age_s == 400.0
+    assert not any(r.stale for r in rows if r.instance != "dead:9400")
+    assert rows[0].setting == "[memory] safety_margin" and rows[0].busy_ratio == 0.5
+
+
+def test_a_box_gone_from_the_targets_is_stale_not_dropped() -> None:
+    with fake_prometheus() as fake:
+        box(fake, "gone:9400", 1)
+        fake.replies[promql("up")] = EMPTY  # no longer a target: no `up` at all
+        rows = refresh(PromClient(fake.url), FleetOptions()).rows
+    assert len(rows) == 1 and rows[0].stale and rows[0].up is None
+
+
+def test_exports_a_box_lacks_show_as_a_dash_and_box_level_values_reach_every_gpu() -> None:
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 2)
+        fake.replies[promql("restarts")] = vector(({"instance": "b:9400"}, 2))
+        fake.replies[promql("post_last_latency_s")] = vector(({"instance": "b:9400"}, 31.5))
+        rows = refresh(PromClient(fake.url), FleetOptions()).rows
+    for row in rows:
+        c = dict(zip(("box", "gpu", "state", "busy", "idle", "age", "setting", "chain",
+                      "post", "health", "cause"), cells(row), strict=True))
+        assert c["chain"] == "-" and c["idle"] == "-"
+        assert c["post"] == "32s/-" and c["health"] == "R"
+
+
+def test_a_failing_query_empties_its_column_only_and_is_named() -> None:
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1)
+        fake.replies[promql("busy_ratio")] = Reply(503, json.dumps(
+            {"status": "error", "errorType": "unavailable", "error": "too many queries"}
+        ).encode())
+        fake.replies[promql("verdict")] = Reply(body=b"<html>proxy error</html>")
+        result = refresh(PromClient(fake.url), FleetOptions())
+    assert result.errors["busy_ratio"] == "HTTP 503: too many queries"
+    assert "not Prometheus JSON" in result.errors["verdict"]
+    row = result.rows[0]
+    assert row.busy_ratio is None and row.cause is None and row.state == "CHAINED"
+    assert not result.rows_failed
+
+
+@pytest.mark.parametrize("body", [
+    b"[" * 200_000,
+    json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": {"instance": 5}, "value": [1, "1"]}]}}).encode(),
+    json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": {}, "value": "1"}]}}).encode(),
+    b'{"status": "success", "data": null}',
+    b"\xff\xfe\x00garbage",
+])
+def test_hostile_json_is_said_not_raised(body: bytes) -> None:
+    with fake_prometheus() as fake:
+        fake.default = Reply(body=body)
+        with pytest.raises(PromError):
+            PromClient(fake.url).instant("up")
+        result = refresh(PromClient(fake.url), FleetOptions())
+    assert result.rows_failed and result.rows == [] and len(result.errors) == len(QUERIES)
+
+
+def test_a_huge_answer_is_refused_after_the_cap_not_read_whole() -> None:
+    with fake_prometheus() as fake:
+        fake.default = Reply(body=b" " * (3 * 1024 * 1024))
+        with pytest.raises(PromError, match="larger than 1 MiB"):
+            PromClient(fake.url, max_bytes=1024 * 1024).instant("up")
+
+
+def test_a_slow_prometheus_costs_one_refresh_budget_not_one_timeout_per_query() -> None:
+    with fake_prometheus() as fake:
+        fake.default = Reply(body=EMPTY.body, delay_s=0.4)
+        result = refresh(PromClient(fake.url), FleetOptions(budget_s=0.2))
+    assert result.rows_failed
+    assert "no answer within" in result.errors["state"]
+    assert all("skipped" in why for f, why in result.errors.items() if f != "state")
+    assert len(fake.asked) == 1
+
+
+def test_values_that_are_not_finite_are_unknown() -> None:
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1)
+        fake.replies[promql("busy_ratio")] = vector(
+            ({"instance": "b:9400", "gpu": "0"}, "NaN"))
+        rows = refresh(PromClient(fake.url), FleetOptions()).rows
+    assert rows[0].busy_ratio is None
+
+
+def test_label_text_from_prometheus_is_shown_not_obeyed() -> None:
+    with fake_prometheus() as fake:
+        box(fake, "evil\x1b[2J:9400", 1)
+        rows = refresh(PromClient(fake.url), FleetOptions()).rows
+    assert "\x1b" not in "".join(cells(rows[0]))
+
+
+def test_a_box_detail_lists_its_minutes_with_the_verdict_then() -> None:
+    with fake_prometheus() as fake:
+        fake.range_replies["sum by (gpu, kind)"] = matrix(
+            ({"gpu": "0", "kind": "pcie_starved"}, [(600.0, 12.5), (660.0, 0.0)]))
+        fake.range_replies["gapwatch_gpu_verdict_info"] = matrix(
+            ({"gpu": "0", "cause_words": "a/b/c copied from pageable memory",
+              "setting": "[memory] safety_margin"}, [(600.0, 1.0)]))
+        minutes = box_detail(PromClient(fake.url), FleetOptions(), 'b"x:9400', now_s=700.0)
+    assert len(minutes) == 1
+    line = minutes[0].line()
+    assert "GPU0 idle 12.5s (pcie_starved 12.5s): a/b/c copied from pageable memory; " \
+           "change [memory] safety_margin" in line
+
+
+def test_once_json_prints_the_rows_and_exits_1_when_prometheus_cannot_answer(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "BREAKDOWN")
+        assert main(["fleet", "--prometheus", fake.url, "--once", "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["rows"][0]["state"] == "BREAKDOWN" and doc["errors"] == {}
+        fake.replies.clear()
+        fake.default = Reply(500, b"")
+        assert main(["fleet", "--prometheus", fake.url, "--once", "--json"]) == 1
+        out = capsys.readouterr()
+        assert json.loads(out.out)["errors"]["state"] == "HTTP 500"
+        assert "query state: HTTP 500" in out.err
+
+
+def test_once_as_text_has_the_screen_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "GAPS")
+        assert main(["fleet", "--prometheus", fake.url, "--once"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("BOX") and "SETTING" in lines[0]
+    assert lines[1].startswith("b:9400") and "GAPS" in lines[1]
+
+
+def test_bad_flags_are_refused_with_a_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fleet", "--prometheus", "ftp://x", "--once"]) == 2
+    assert main(["fleet", "--prometheus", "http://x:1", "--json"]) == 2
+    assert main(["fleet", "--prometheus", "http://x:1", "--once", "--selector", "a}"]) == 2
+    assert main(["fleet", "--prometheus", "http://x:1", "--once", "--lookback", "1h)"]) == 2
+    err = capsys.readouterr().err
+    assert "http(s) URL" in err and "give --once too" in err and "label matchers" in err
+    assert "a minute or more" in err
+
+
+def test_fleet_once_never_loads_textual() -> None:
+    code = ("import sys\nfrom gapwatch.cli import main\n"
+            "main(['fleet', '--prometheus', 'http://127.0.0.1:9', '--once', '--json',"
+            " '--timeout', '0.5'])\n"
+            "print([m for m in sys.modules if m.split('.')[0] in ('textual', 'plotext')])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr

@@ -1,0 +1,213 @@
+"""`--on-event CMD`: a command run with the facts in GAPWATCH_* variables when a GPU enters or
+leaves BREAKDOWN, never through a shell; one that fails or hangs is killed, counted and said,
+and monitoring goes on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from faults import PtyApp, wait_for
+
+from gapwatch.cli import main
+from gapwatch.core.models import ChainState, Notice, StateChange
+from gapwatch.engine.events import Event, EventHook, parse_command
+
+RECORDER = """import json, os, sys
+with open(sys.argv[1], "a") as f:
+    f.write(json.dumps({"argv": sys.argv[2:], "pid": os.getpid(),
+                        **{k: v for k, v in os.environ.items() if k.startswith("GAPWATCH_")}})
+            + "\\n")
+sys.exit(int(os.environ.get("EXIT_WITH", "0")))
+"""
+
+
+def _recorder(tmp_path: Path) -> tuple[list[str], Path]:
+    script = tmp_path / "rec.py"
+    script.write_text(RECORDER)
+    out = tmp_path / "events.jsonl"
+    return [sys.executable, str(script), str(out)], out
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def _change(gpu: int, state: ChainState) -> StateChange:
+    return StateChange(t_mono_ns=1, t_wall_s=100.0, gpu=gpu, state=state, busy_fraction=0.5,
+                       reason="2 pcie_starved gaps in the last 30 s")
+
+
+def test_record_runs_the_command_on_breakdown_with_the_facts_in_its_environment(
+        tmp_path: Path) -> None:
+    """The command also exits 3: record says so, and monitoring goes on to the end."""
+    argv, out = _recorder(tmp_path)
+    (tmp_path / "c.toml").write_text(f'[snapshot]\ndir = "{tmp_path / "snaps"}"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "gapwatch", "record", "--config", str(tmp_path / "c.toml"),
+         "--source", "sim:pageable", "--speed", "0", "--duration", "90", "--quiet",
+         "--out", str(tmp_path / "r.jsonl"),
+         "--on-event", " ".join(argv) + " 'two words' ';' touch " + str(tmp_path / "pwned")],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "EXIT_WITH": "3"})
+    assert done.returncode == 0, done.stderr
+    assert "exited 3 for breakdown_entered" in done.stderr
+    assert "--on-event ran 1 times: 0 ok, 1 failed" in done.stderr
+    assert "gaps: pcie_starved=" in done.stderr  # monitoring went on to the end
+    (event,) = _lines(out)
+    assert event["GAPWATCH_EVENT"] == "breakdown_entered"
+    assert (event["GAPWATCH_GPU"], event["GAPWATCH_STATE"]) == ("0", "BREAKDOWN")
+    assert event["GAPWATCH_CAUSE"] == "pageable_copies"
+    assert event["GAPWATCH_CAUSE_WORDS"] == "a/b/c copied from pageable memory"
+    assert event["GAPWATCH_SETTING"] == "none"
+    assert float(str(event["GAPWATCH_PAYOFF"])) >= 1.0
+    assert str(event["GAPWATCH_LINE"]).startswith("GPU0 BREAKDOWN: a/b/c copied")
+    assert (Path(str(event["GAPWATCH_SNAPSHOT_DIR"])) / "summary.md").exists()
+    # Words, not a shell: the quotes grouped, the ';' and 'touch' were arguments.
+    assert event["argv"] == ["two words", ";", "touch", str(tmp_path / "pwned")]
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_breakdown_entered_and_left_are_events_other_states_are_not(tmp_path: Path) -> None:
+    argv, out = _recorder(tmp_path)
+    hook = EventHook(argv, min_interval_s=0)
+    hook.start()
+    states: tuple[ChainState, ...] = ("CHAINED", "GAPS", "BREAKDOWN", "BREAKDOWN", "GAPS",
+                                      "CHAINED")
+    for state in states:
+        hook.listen(_change(0, state))
+    hook.listen(Notice(1, 1.0, "warning", "not an event"))
+    hook.stop()
+    assert [e["GAPWATCH_EVENT"] for e in _lines(out)] == ["breakdown_entered",
+                                                          "breakdown_left"]
+    assert _lines(out)[1]["GAPWATCH_STATE"] == "GAPS"
+    assert hook.counts.ok == 2
+
+
+def test_a_failing_command_is_counted_and_said_and_the_next_still_runs(tmp_path: Path) -> None:
+    said: list[str] = []
+    hook = EventHook([sys.executable, "-c", "import sys; sys.exit(3)"], min_interval_s=0,
+                     notify=lambda level, msg: said.append(f"{level}: {msg}"))
+    hook.start()
+    assert hook.offer(Event("breakdown_entered", 0, "BREAKDOWN", 1.0))
+    assert hook.offer(Event("restart", None, "", 2.0, detail="cuzk restarted"))
+    hook.stop()
+    assert hook.counts.failed == 2 and hook.counts.ran == 2
+    assert said[0].endswith("exited 3 for breakdown_entered") and "warning" in said[0]
+
+
+def test_a_command_that_cannot_start_is_counted_and_said(tmp_path: Path) -> None:
+    said: list[str] = []
+    hook = EventHook([str(tmp_path / "no-such-program")], notify=lambda lv, m: said.append(m))
+    hook.start()
+    hook.offer(Event("gpu_error", 1, "", 1.0, detail="Xid 79"))
+    hook.stop()
+    assert hook.counts.failed == 1 and "could not start" in said[0]
+
+
+def test_a_hanging_command_is_killed_with_what_it_started_after_the_timeout(
+        tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    script = (f"import os, subprocess, time\nchild = subprocess.Popen(['sleep', '60'])\n"
+              f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+              "time.sleep(60)\n")
+    said: list[str] = []
+    hook = EventHook([sys.executable, "-c", script], timeout_s=1.0,
+                     notify=lambda lv, m: said.append(m))
+    hook.start()
+    started = time.monotonic()
+    hook.offer(Event("post_late", None, "", 1.0, detail="PoSt 42 s late"))
+    wait_for("the hook to give up on the command", lambda: hook.counts.timed_out == 1, 20)
+    assert time.monotonic() - started < 10
+    hook.stop()
+    assert "killed" in said[0]
+    for pid in map(int, pids.read_text().split()):
+        wait_for(f"process {pid} to be gone", lambda: not _alive(pid), 5)  # noqa: B023
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return status.exists() and status.read_text().split()[2] != "Z"
+
+
+def test_events_of_one_kind_and_gpu_are_rate_limited_and_the_queue_is_bounded(
+        tmp_path: Path) -> None:
+    hook = EventHook([sys.executable, "-c", "pass"], min_interval_s=60)  # not started
+    assert hook.offer(Event("breakdown_entered", 0, "BREAKDOWN", 1.0))
+    assert not hook.offer(Event("breakdown_entered", 0, "BREAKDOWN", 2.0))
+    assert hook.offer(Event("breakdown_entered", 1, "BREAKDOWN", 2.0))
+    assert hook.counts.rate_limited == 1
+    flood = EventHook([sys.executable, "-c", "pass"], min_interval_s=0)
+    for i in range(20):
+        flood.offer(Event("gpu_error", i, "", 1.0))
+    assert flood.counts.dropped == 20 - 8
+
+
+def test_the_command_is_split_into_words_and_bad_quoting_refused() -> None:
+    assert parse_command("notify-send 'GPU down' --urgency=critical") == [
+        "notify-send", "GPU down", "--urgency=critical"]
+    with pytest.raises(ValueError):
+        parse_command("echo 'unbalanced")
+    with pytest.raises(ValueError):
+        parse_command("   ")
+
+
+def test_record_refuses_an_on_event_command_it_cannot_split(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["record", "--source", "sim:chained", "--speed", "0", "--duration", "1",
+               "--out", str(tmp_path / "r.jsonl"), "--on-event", "echo 'x"])
+    assert rc == 2 and "quotation" in capsys.readouterr().err
+    assert not (tmp_path / "r.jsonl").exists() or (tmp_path / "r.jsonl").stat().st_size < 4096
+
+
+def test_watch_runs_the_command_beside_the_dashboard(tmp_path: Path) -> None:
+    argv, out = _recorder(tmp_path)
+    (tmp_path / "c.toml").write_text(f'[snapshot]\ndir = "{tmp_path / "snaps"}"\n')
+    app = PtyApp("watch", "--config", str(tmp_path / "c.toml"), "--source", "sim:pageable",
+                 "--speed", "20", "--on-event", " ".join(argv))
+    try:
+        wait_for("the dashboard to draw", app.drawn)
+        wait_for("the command to run on BREAKDOWN", lambda: bool(_lines(out)), 30)
+        app.send(b"q")
+        rc = app.wait()
+    finally:
+        app.close()
+    assert rc == 0
+    event = _lines(out)[0]
+    assert (event["GAPWATCH_EVENT"], event["GAPWATCH_CAUSE"]) == ("breakdown_entered",
+                                                                 "pageable_copies")
+    # At 20x the GPU may leave BREAKDOWN and enter it again before `q`: every run went well.
+    assert app.text_seen("gapwatch watch: --on-event ran"), bytes(app.output[-600:])
+    assert app.text_seen(" ok, 0 failed, 0 killed after the timeout")
+
+
+def test_record_runs_the_command_on_a_late_post_a_restart_and_a_prover_error(
+        tmp_path: Path) -> None:
+    """sim:post's script (docs/post.md): a WinningPoSt stuck behind an SRS load goes late, the
+    prover panics on a CUDA error, then is killed and restarts; each is one event."""
+    argv, out = _recorder(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "gapwatch", "record", "--source", "sim:post", "--speed", "0",
+         "--duration", "160", "--quiet", "--out", str(tmp_path / "r.jsonl"),
+         "--on-event", " ".join(argv)],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = _lines(out)
+    events = {str(e["GAPWATCH_EVENT"]): e for e in lines}
+    assert {"post_late", "restart", "gpu_error"} <= set(events), events.keys()
+    # Said late while it ran and again when it ended: one command for the one proof.
+    assert sum(e["GAPWATCH_EVENT"] == "post_late" for e in lines) == 1
+    late = events["post_late"]
+    assert late["GAPWATCH_STATE"] == "late" and late["GAPWATCH_CAUSE"] == "winning-post"
+    assert "eviction_min_idle" in str(late["GAPWATCH_SETTING"])  # waited for its SRS to load
+    assert "restart" in str(events["restart"]["GAPWATCH_DETAIL"]).lower()
+    assert events["gpu_error"]["GAPWATCH_CAUSE"] in ("error", "lost_job")

@@ -1,0 +1,223 @@
+"""gapwatch deletes only files it wrote itself, and says the truth about what it kept: `--keep`
+removes a segment only if it is a regular file of this user, not a link, whose header names this
+recording set and whose lock nobody holds; a second `record` never removes or clobbers a running
+one's segments; a name planted where the next segment goes is skipped; a recording deleted
+mid-run is written again (gapwatch.sinks.segments, gapwatch.sinks.recorder). Issue 29, items 2
+and 10."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+from faults import records_of
+
+from evaluation.simulate import simulate
+from gapwatch.cli import main
+from gapwatch.core.models import Notice
+from gapwatch.sinks.recorder import Recorder
+from gapwatch.sinks.segments import check_segments, removable, segments_of
+
+HOSTILE = DATA / "hostile"
+SIM = ["--source", "sim:pageable", "--speed", "0", "--quiet"]
+#: 100 s of the simulated prover, recorded plain: about 700 KB, so 1 MiB segments rotate
+#: every ~150 s.
+SIM_RECORDS = simulate("pageable", seed=1, duration_s=100)
+
+
+def _record(out: Path, duration: int, keep: int) -> int:
+    return main(["record", *SIM, "--duration", str(duration), "--out", str(out),
+                 "--rotate-size", "1MiB", "--keep", str(keep)])
+
+
+def _closing(err: str) -> str:
+    return next(line for line in err.splitlines() if "gapwatch record: stopped" in line)
+
+
+def test_keep_never_removes_a_text_file_a_link_another_users_file_or_another_sets_segment(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Each of these was removed as "older, to keep the budget" (issue 29, item 2).
+    shutil.copy(HOSTILE / "notes-named-like-a-segment.jsonl", tmp_path / "gw.000001.jsonl")
+    target = tmp_path / "precious.txt"
+    target.write_text("not gapwatch's\n")
+    (tmp_path / "gw.000002.jsonl").symlink_to(target)
+    other_user = tmp_path / "gw.000003.jsonl"
+    shutil.copy(HOSTILE / "segment-of-another-set.jsonl", other_user)
+    if os.geteuid() == 0:
+        os.chown(other_user, 65534, 65534)  # nobody's
+    shutil.copy(HOSTILE / "segment-of-another-set.jsonl", tmp_path / "gw.000004.jsonl")
+    shutil.copy(HOSTILE / "nested-first-line.jsonl", tmp_path / "gw.000005.jsonl")
+    planted = {p.name: p.read_bytes() for p in tmp_path.iterdir() if not p.is_symlink()}
+    assert _record(tmp_path / "gw.jsonl", 250, keep=1) == 0
+    err = capsys.readouterr().err
+    for name, data in planted.items():
+        assert (tmp_path / name).read_bytes() == data, name
+    assert (tmp_path / "gw.000002.jsonl").is_symlink() and target.read_text() == "not gapwatch's\n"
+    for n, why in [(1, "not a gapwatch recording"), (2, "a symbolic link"),
+                   (4, "a segment of another recording set"), (5, "not a gapwatch recording")]:
+        said = [ln for ln in err.splitlines() if f"gw.00000{n}.jsonl is named like a segment" in ln]
+        assert len(said) == 1 and why in said[0], (n, said)  # said once, and why
+    if os.geteuid() == 0:
+        assert "gw.000003.jsonl is named like a segment of this recording but is owned by" in err
+    # Our own older segments were removed all the same: the budget holds for what is ours.
+    ours = [n for n, _ in segments_of(tmp_path / "gw.jsonl") if n > 5]
+    assert ours == [ours[-1]] and "older removed to keep the budget" in _closing(err)
+
+
+def test_a_second_record_on_the_same_base_never_removes_a_running_gapwatchs_segment(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A running gapwatch writes gw.000001.jsonl; a file planted at gw.000002.jsonl made it
+    # look idle (only the newest segment's lock was checked), and a second `record --keep 1`
+    # removed the live segment: the whole recording lost.
+    base = tmp_path / "gw.jsonl"
+    running = Recorder(check_segments(base, 1 << 20, None, 1))
+    running.on_header(SIM_RECORDS.header)
+    for r in SIM_RECORDS.records[:200]:
+        running.on_record(r)
+    running.flush()
+    shutil.copy(HOSTILE / "notes-named-like-a-segment.jsonl", tmp_path / "gw.000002.jsonl")
+    assert _record(base, 20, keep=1) == 2
+    assert "gw.000001.jsonl is being written by another process" in capsys.readouterr().err
+    # Even past the start checks (two starting at once), a locked segment is never removable.
+    verdict = removable(tmp_path / "gw.000001.jsonl", running.segments.set_id
+                        if running.segments else "")
+    assert verdict.why_not is not None and "being written by another process" in verdict.why_not
+    running.close()
+    assert len(records_of(tmp_path / "gw.000001.jsonl")) == 200
+
+
+def test_the_closing_line_counts_only_records_in_segments_that_still_exist(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # It claimed every record of the run "in gw.000004.jsonl", the older segments removed.
+    out = tmp_path / "gw.jsonl"
+    assert _record(out, 400, keep=2) == 0
+    line = _closing(capsys.readouterr().err)
+    kept = segments_of(out)
+    assert len(kept) == 2
+    in_files = sum(len(records_of(p)) for _, p in kept)
+    m = re.search(r"; (\d+) records in (\S+) \.\. (\S+) \(2 files\)", line)
+    assert m, line
+    assert int(m.group(1)) == in_files
+    assert (m.group(2), m.group(3)) == (str(kept[0][1]), str(kept[1][1]))
+    removed = re.search(r"older removed to keep the budget \(with (\d+) records of this run\)",
+                        line)
+    assert removed and int(removed.group(1)) > 0
+
+
+def test_a_file_planted_at_the_next_segments_name_is_skipped_and_said_once(
+        tmp_path: Path) -> None:
+    # It blocked rotation for ever (the segment grew past its limit), with "recording failed
+    # ... give --force" and "recording resumed; nothing was lost" at every flush.
+    notices: list[Notice] = []
+    base = tmp_path / "gw.jsonl"
+    rec = Recorder(check_segments(base, 64 << 10, None, 0), on_problem=notices.append)
+    planted = tmp_path / "gw.000002.jsonl"
+    shutil.copy(HOSTILE / "notes-named-like-a-segment.jsonl", planted)
+    rec.on_header(SIM_RECORDS.header)
+    for r in SIM_RECORDS.records:
+        rec.on_record(r)
+        rec.flush()
+    rec.close()
+    assert planted.read_bytes() == (HOSTILE / "notes-named-like-a-segment.jsonl").read_bytes()
+    numbers = [n for n, _ in segments_of(base)]
+    assert numbers[:3] == [1, 2, 3] and len(numbers) > 5
+    for n, path in segments_of(base):
+        if n != 2:
+            assert path.stat().st_size < (64 << 10) + (256 << 10)
+    said = [n.message for n in notices]
+    assert len([m for m in said if "gw.000002.jsonl exists" in m]) == 1
+    assert not [m for m in said if "failed" in m or "resumed" in m]
+    got = [r for n, p in segments_of(base) if n != 2 for r in records_of(p)]
+    assert got == list(SIM_RECORDS.records)
+
+
+@pytest.mark.parametrize("name", ["gw", "gw.json"])
+def test_an_out_without_a_recording_suffix_prunes_with_keep_and_the_next_run_starts(
+        tmp_path: Path, name: str) -> None:
+    # `--out gw` never pruned (its segments were not found), and the next run refused to start
+    # ("gw.000001 exists"). Two runs, each through the start checks `record` makes.
+    out = tmp_path / name
+    for _ in range(2):
+        rec = Recorder(check_segments(out, 64 << 10, None, 2))
+        rec.on_header(SIM_RECORDS.header)
+        for r in SIM_RECORDS.records:
+            rec.on_record(r)
+            rec.flush()
+        rec.close()
+    segs = segments_of(out)
+    assert len(segs) == 2 and all(p.name.endswith(".jsonl") for _, p in segs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [p.name for _, p in segs]
+
+
+def test_a_recording_deleted_mid_run_is_said_and_created_again(tmp_path: Path) -> None:
+    # It was written on into the deleted inode, and the closing line named a file that did not
+    # exist, with records that were nowhere.
+    notices: list[Notice] = []
+    path = tmp_path / "gw.jsonl"
+    rec = Recorder(path, on_problem=notices.append)
+    rec.on_header(SIM_RECORDS.header)
+    half = len(SIM_RECORDS.records) // 2
+    for r in SIM_RECORDS.records[:half]:
+        rec.on_record(r)
+    rec.flush()
+    path.unlink()
+    for r in SIM_RECORDS.records[half:]:
+        rec.on_record(r)
+    rec.close()
+    assert records_of(path) == list(SIM_RECORDS.records[half:])  # its own header first
+    said = [n.message for n in notices if "was deleted" in n.message]
+    assert len(said) == 1 and f"{half} records of this run lost" in said[0]
+    summary = rec.status().summary()
+    assert summary.startswith(f"{len(SIM_RECORDS.records) - half} records in {path}")
+    assert f"{half} records lost with gw.jsonl" in summary
+
+
+def test_a_recording_replaced_mid_run_leaves_the_new_file_and_records_beside_it(
+        tmp_path: Path) -> None:
+    path = tmp_path / "gw.jsonl"
+    rec = Recorder(path)
+    rec.on_header(SIM_RECORDS.header)
+    for r in SIM_RECORDS.records[:100]:
+        rec.on_record(r)
+    rec.flush()
+    path.unlink()
+    path.write_text("someone else's\n")
+    for r in SIM_RECORDS.records[100:]:
+        rec.on_record(r)
+    rec.close()
+    assert path.read_text() == "someone else's\n"
+    assert records_of(tmp_path / "gw.1.jsonl") == list(SIM_RECORDS.records[100:])
+    assert rec.status().path == str(tmp_path / "gw.1.jsonl")
+
+
+def test_a_segment_deleted_mid_run_is_said_and_the_next_one_started(tmp_path: Path) -> None:
+    notices: list[Notice] = []
+    base = tmp_path / "gw.jsonl"
+    rec = Recorder(check_segments(base, 1 << 20, None, 0), on_problem=notices.append)
+    rec.on_header(SIM_RECORDS.header)
+    for r in SIM_RECORDS.records[:100]:
+        rec.on_record(r)
+    rec.flush()
+    (tmp_path / "gw.000001.jsonl").unlink()
+    for r in SIM_RECORDS.records[100:]:
+        rec.on_record(r)
+    rec.close()
+    assert [n for n, _ in segments_of(base)] == [2]
+    assert records_of(tmp_path / "gw.000002.jsonl") == list(SIM_RECORDS.records[100:])
+    assert any("gw.000001.jsonl was deleted" in n.message for n in notices)
+    status = rec.status()
+    assert status.records_lost == 100 and status.files_kept == 1
+
+
+def test_a_link_planted_at_the_last_segment_number_does_not_stop_the_next_run(
+        tmp_path: Path) -> None:
+    # The next run numbered on after any name, and refused to start after gw.999999.jsonl.
+    (tmp_path / "gw.999999.jsonl").symlink_to("/etc/passwd")
+    (tmp_path / "gw.000001.jsonl").symlink_to("/etc/passwd")
+    plan = check_segments(tmp_path / "gw.jsonl", 1 << 20, None, 1)
+    assert plan.first == 2
+    assert (tmp_path / "gw.999999.jsonl").is_symlink()

@@ -1,0 +1,156 @@
+"""A folder or a glob joins only the files of one recording set (same set id, host and GPUs),
+in the order of the times inside them; anything else in it is said, or the folder refused with
+one line that lists each recording (gapwatch.sources.recording_set). Issue 29, item 8 (and
+item 12's files not named *.jsonl*)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+from msgspec import structs
+
+from evaluation.simulate import SimResult, simulate
+from gapwatch.cli import main
+from gapwatch.core.models import GpuSample, Record, SessionHeader
+from gapwatch.sinks.recorder import Recorder, write_recording
+from gapwatch.sinks.segments import check_segments, segments_of
+from gapwatch.sources.files import read_any
+from gapwatch.sources.recording import RecordingError
+
+HOSTILE = DATA / "hostile"
+
+
+def _record(target: Path, header: SessionHeader, records: list[Record],
+            rotate_bytes: int | None = None) -> Recorder:
+    """What `record` writes (a set id in every header), without the CLI."""
+    plan = check_segments(target, rotate_bytes, None, 0) if rotate_bytes else target
+    rec = Recorder(plan)
+    rec.on_header(header)
+    for r in records:
+        rec.on_record(r)
+        rec.flush()
+    rec.close()
+    return rec
+
+
+def _samples(rec_path: Path | str) -> list[GpuSample]:
+    return [r for r in read_any(rec_path).records if isinstance(r, GpuSample)]
+
+
+def test_another_hosts_recording_in_the_folder_is_refused_in_one_line_naming_both(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # It was merged into our GPU 0 with nothing said.
+    ours = simulate("pageable", seed=1, duration_s=20)
+    _record(tmp_path / "gw.jsonl", ours.header, list(ours.records), rotate_bytes=64 << 10)
+    shutil.copy(HOSTILE / "segment-of-another-set.jsonl", tmp_path / "theirs.jsonl")
+    with pytest.raises(RecordingError) as exc:
+        read_any(tmp_path)
+    said = str(exc.value)
+    assert "holds 2 recordings, not one" in said and "\n" not in said
+    assert f"'{tmp_path}/gw.*.jsonl'" in said and "theirs.jsonl" in said
+    assert "host elsewhere" in said and "host (simulated)" in said
+    assert main(["report", str(tmp_path)]) == 2
+    assert "holds 2 recordings" in capsys.readouterr().err
+    # Each reads on its own, whole.
+    assert len(_samples(tmp_path / "gw.*.jsonl")) == 200
+
+
+def test_two_sessions_recording_side_by_side_in_one_folder_are_never_merged(
+        tmp_path: Path) -> None:
+    # Two concurrent `record`s into one folder (same host, same GPUs) were joined as one
+    # session: 44 % of the samples were dropped as "out of time order", and one session's gaps
+    # were lost. Each has its own set id: the folder is refused, naming both, and each one's
+    # glob reads every sample of it.
+    a = simulate("pageable", seed=1, duration_s=30)
+    b = simulate("pageable", seed=2, duration_s=30, start_wall_s=a.header.started_wall_s + 5)
+    rec_a = Recorder(check_segments(tmp_path / "a.jsonl", 64 << 10, None, 0))
+    rec_b = Recorder(check_segments(tmp_path / "b.jsonl", 64 << 10, None, 0))
+    rec_a.on_header(a.header)
+    rec_b.on_header(b.header)
+    for ra, rb in zip(a.records, b.records, strict=False):  # at the same time
+        rec_a.on_record(ra)
+        rec_b.on_record(rb)
+    rec_a.close()
+    rec_b.close()
+    with pytest.raises(RecordingError, match="holds 2 recordings, not one"):
+        read_any(tmp_path)
+    for name, sim in (("a", a), ("b", b)):
+        assert _samples(tmp_path / f"{name}.*.jsonl") == [
+            r for r in sim.records if isinstance(r, GpuSample)]
+
+
+def test_segments_renamed_out_of_order_are_read_in_the_order_of_their_times(
+        tmp_path: Path) -> None:
+    # Ordered by their numbers, a segment renamed to a later number made 63 % of the data
+    # "out of time order".
+    sim = simulate("pageable", seed=1, duration_s=60)
+    _record(tmp_path / "gw.jsonl", sim.header, list(sim.records), rotate_bytes=64 << 10)
+    segs = segments_of(tmp_path / "gw.jsonl")
+    assert len(segs) >= 4
+    first = segs[0][1]
+    first.rename(tmp_path / "gw.000099.jsonl")  # the oldest now has the highest number
+    segs[2][1].rename(tmp_path / "gw.000000.jsonl")
+    rec = read_any(tmp_path)
+    assert [r for r in rec.records if isinstance(r, GpuSample)] == [
+        r for r in sim.records if isinstance(r, GpuSample)]
+    assert rec.counters.get("out_of_order", 0) == 0
+
+
+def test_files_not_named_jsonl_in_a_folder_are_said_in_one_line(tmp_path: Path) -> None:
+    sim = simulate("chained", seed=1, duration_s=5)
+    _record(tmp_path / "gw.jsonl", sim.header, list(sim.records))
+    for name in ("notes.txt", "gw.csv", "old.json"):
+        (tmp_path / name).write_text("x\n")
+    (tmp_path / "sub").mkdir()
+    rec = read_any(tmp_path)
+    assert list(rec.records) == list(sim.records)
+    said = [p for p in rec.problems if "not named *.jsonl" in p]
+    assert len(said) == 1 and rec.counters["not_read"] == 1
+    assert "4 entries not named *.jsonl or *.jsonl.gz, not read: gw.csv, notes.txt, old.json, "\
+        "sub" in said[0]
+
+
+def test_recordings_without_a_set_id_join_only_with_the_same_host_and_gpus(
+        tmp_path: Path) -> None:
+    # Recordings made before set ids: one session per host and GPUs, as before, but another
+    # host's file is never merged into it.
+    a = simulate("pageable", seed=1, duration_s=10)
+    b = simulate("pageable", seed=2, duration_s=10, start_wall_s=a.header.started_wall_s + 60)
+    write_recording(tmp_path / "gw.000001.jsonl", a.header, a.records)
+    write_recording(tmp_path / "gw.000002.jsonl", b.header, b.records)
+    assert read_any(tmp_path).runs == 2
+    other: SimResult = simulate("pageable", seed=3, duration_s=10)
+    write_recording(tmp_path / "x.jsonl", structs.replace(other.header, host="elsewhere"),
+                    other.records)
+    with pytest.raises(RecordingError, match="holds 2 recordings, not one.*no set id, host "
+                       "elsewhere"):
+        read_any(tmp_path)
+
+
+def test_rotate_continues_the_set_of_the_recording_it_rotates_past(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `--rotate` is the choice for a unit that restarts gapwatch: its folder reads as one
+    # session, as it did before set ids.
+    out = tmp_path / "gw.jsonl"
+    for extra in ([], ["--rotate"], ["--rotate"]):
+        assert main(["record", "--source", "sim:pageable", "--speed", "0", "--quiet",
+                     "--duration", "5", "--out", str(out), *extra]) == 0
+    capsys.readouterr()
+    ids = {read_any(p).header.set_id for p in tmp_path.iterdir()}
+    assert len(ids) == 1 and None not in ids
+    assert read_any(tmp_path).files == [out, tmp_path / "gw.1.jsonl", tmp_path / "gw.2.jsonl"]
+
+
+def test_a_set_id_that_is_not_a_string_is_a_bad_header_value_not_a_refused_file(
+        tmp_path: Path) -> None:
+    sim = simulate("chained", seed=1, duration_s=5)
+    path = tmp_path / "gw.jsonl"
+    write_recording(path, sim.header, sim.records)
+    lines = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(lines[0][:-1] + b',"set_id":[1,2]}\n' + lines[1])
+    rec = read_any(path)
+    assert rec.header.set_id is None and rec.counters["bad_header"] == 1
+    assert list(rec.records) == list(sim.records)

@@ -1,0 +1,89 @@
+"""The simulator's `post` scenario (`--source sim:post`): a WinningPoSt arriving while both
+workers hold partitions, one that misses its deadline, a panic, a restart; every output says
+them (the watcher's events offline, `record`'s stderr and recording, the report)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evaluation.simulate import simulate
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.models import ProverEvent, ProverStatus
+from gapwatch.cuzk.watch import CuzkWatch
+from gapwatch.logs.parse import LogParser
+from gapwatch.offline.detect import detect_records
+from gapwatch.sources.sim_post import CYCLE_S, DOWN_S
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def events() -> list[ProverEvent]:
+    sim = simulate("post", duration_s=CYCLE_S + 10, status_period_s=1.0)
+    parser = LogParser(offline=True)
+    logs = [e for stream, text in sim.log_lines for e in parser.parse_line(text, stream)]
+    logs = sorted(logs + parser.flush(), key=lambda e: e.t_wall_s)
+    found = detect_records(sim.header, sim.records, DetectorConfig(), logs, watch=CuzkWatch())
+    assert any(isinstance(r, ProverStatus) for r in sim.records)
+    return found.prover_events
+
+
+def test_a_winningpost_arriving_while_both_workers_hold_partitions(
+        events: list[ProverEvent]) -> None:
+    first = next(e for e in events if e.kind == "proof")
+    p = first.proof
+    assert p is not None and p.done and p.verdict == "ok"
+    assert p.synth_s == pytest.approx(2.2, abs=0.01) and p.gpu_wait_s is not None
+    assert len(p.waited_behind) == 2 and all("porep-" in w for w in p.waited_behind)
+
+
+def test_a_winningpost_behind_an_srs_load_misses_its_epoch(events: list[ProverEvent]) -> None:
+    late = [e for e in events if e.kind == "proof" and e.proof is not None
+            and e.proof.verdict == "late"]
+    assert [e.proof.done for e in late if e.proof is not None] == [False, True]
+    assert late[0].job_id == late[1].job_id and late[1].level == "error"
+    done = late[1].proof
+    assert done is not None and done.queue_s is not None and done.queue_s > 30
+    assert done.setting is not None and "eviction_min_idle" in done.setting
+
+
+def test_a_panic_is_one_error_with_its_message_and_cuzks_own_line_another(
+        events: list[ProverEvent]) -> None:
+    errors = [e for e in events if e.kind == "error"]
+    assert len(errors) == 2
+    assert any('failed: "out of memory"' in e.message for e in errors)
+    assert any(e.message.startswith("partition GPU proving task panicked") for e in errors)
+
+
+def test_a_restart_seen_by_its_lines_and_its_status_is_one_with_its_cost(
+        events: list[ProverEvent]) -> None:
+    [restart] = [e for e in events if e.kind == "restart"]
+    assert "cuzk-daemon starting" in restart.message and "no shutdown line" in restart.message
+    [cost] = [e for e in events if e.kind == "restart_cost"]
+    names = [p.name for p in cost.parts]
+    assert names[0] == "down" and "SRS reloaded" in names and "first wave synthesis" in names
+    assert cost.length_s is not None and cost.length_s > DOWN_S
+    assert not [e for e in events if e.kind == "lost_job"]
+
+
+def test_record_says_them_on_stderr_and_the_report_from_the_recording(tmp_path: Path) -> None:
+    out = tmp_path / "post.jsonl"
+    cmd = [sys.executable, "-m", "gapwatch", "record", "--source", "sim:post", "--speed", "0",
+           "--duration", str(CYCLE_S + 10), "--out", str(out), "--quiet"]
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    err = done.stderr
+    assert "error: prover proof at" in err and "LATE" in err
+    assert "error: prover error at" in err and "out of memory" in err
+    assert "warning: prover restart at" in err and "warning: prover restart cost at" in err
+    assert '"type":"prover_event"' in out.read_text()
+    report = subprocess.run([sys.executable, "-m", "gapwatch", "report", str(out)],
+                            capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert report.returncode == 0, report.stderr
+    assert "Prover events: 2 PoSt proof(s) (1 late, 0 at risk), 1 restart(s), 2 error(s)" \
+        in report.stdout

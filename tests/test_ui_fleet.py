@@ -1,0 +1,84 @@
+"""The fleet screen driven by a Pilot at 80x24: hundreds of rows scroll, worst first; a
+Prometheus that starts failing is said in the footer while the last table stays; Enter opens a
+box's recent minutes, saying what Prometheus can and cannot give."""
+
+from __future__ import annotations
+
+from fleet_fakes import Reply, box, fake_prometheus, matrix
+from rich.text import Text
+from textual.widgets import DataTable, Static
+
+from gapwatch.fleet.client import PromClient
+from gapwatch.fleet.detail import WHAT_IS_SHOWN
+from gapwatch.fleet.rows import FleetOptions
+from gapwatch.ui.fleet import DetailScreen, FleetApp
+
+
+def _footer(app: FleetApp) -> str:
+    return str(app.query_one("#fleet-footer", Static).content)
+
+
+async def test_three_hundred_rows_scroll_at_80x24_and_a_failing_prometheus_keeps_the_table(
+        ) -> None:
+    with fake_prometheus() as fake:
+        for i in range(75):
+            box(fake, f"box{i:03d}:9400", 4, "BREAKDOWN" if i == 40 else "CHAINED")
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            table: DataTable[Text] = app.query_one(DataTable)
+            for _ in range(100):
+                if table.row_count:
+                    break
+                await pilot.pause(0.05)
+            assert table.row_count == 300
+            first = [str(c) for c in table.get_row_at(0)]
+            assert first[:3] == ["box040:9400", "0", "BREAKDOWN"]
+            assert first[6] == "[memory] safety_margin"  # text, not markup
+            assert "300 rows at" in _footer(app)
+            await pilot.press("pagedown", "ctrl+end")
+            assert table.cursor_row == 299 and table.scroll_y > 0
+
+            fake.replies.clear()
+            fake.default = Reply(503, b"")
+            await pilot.press("r")
+            for _ in range(100):
+                if "NOT read" in _footer(app) or "HTTP 503" in _footer(app):
+                    break
+                await pilot.pause(0.05)
+            assert "HTTP 503" in _footer(app) and "showing the last table" in _footer(app)
+            assert table.row_count == 300
+
+
+async def test_enter_on_a_row_shows_that_box_recent_minutes() -> None:
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "BREAKDOWN")
+        fake.range_replies["sum by (gpu, kind)"] = matrix(
+            ({"gpu": "0", "kind": "pcie_starved"}, [(1_796_000_000.0, 12.5)]))
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            table: DataTable[Text] = app.query_one(DataTable)
+            for _ in range(100):
+                if table.row_count:
+                    break
+                await pilot.pause(0.05)
+            await pilot.press("enter")
+            await pilot.pause(0.1)
+            assert isinstance(app.screen, DetailScreen)
+            body = app.screen.query_one("#detail-body", Static)
+            for _ in range(100):
+                if "pcie_starved" in str(body.content):
+                    break
+                await pilot.pause(0.05)
+            text = str(body.content)
+            assert text.startswith(WHAT_IS_SHOWN) and "GPU0 idle 12.5s (pcie_starved 12.5s)" in text
+            # A refresh that lands while the detail is open reaches the table behind it.
+            asked = len(fake.asked)
+            app.action_refresh_now()
+            for _ in range(100):
+                if "rows at" in _footer(app) and len(fake.asked) > asked + 10:
+                    break
+                await pilot.pause(0.05)
+            await pilot.pause(0.2)
+            assert isinstance(app.screen, DetailScreen) and app.return_code is None
+            await pilot.press("escape")
+            assert not isinstance(app.screen, DetailScreen)

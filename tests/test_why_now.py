@@ -1,0 +1,49 @@
+"""A GPU's current verdict in facts (cuzk/why_now): the stall that idled it longest in the
+chaining window, the setting that closes it, the payoff; the line alerts and events carry."""
+
+from __future__ import annotations
+
+from gapwatch.core.models import Gap, GpuInfo, StateChange
+from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.core.verdict import WindowNow
+from gapwatch.cuzk.why_now import NO_CAUSE, WhyNow, why_now
+
+
+def _gap(gap_id: int, start_s: float, dur_s: float, kind: str = "pcie_starved",
+         end: bool = True, **kw: object) -> Gap:
+    return Gap(gap_id, 0, kind, int(start_s * 1e9), start_s,  # type: ignore[arg-type]
+               int((start_s + dur_s) * 1e9) if end else None, start_s + dur_s if end else None,
+               dur_s, 1e9, None, 63e9, **kw)  # type: ignore[arg-type]
+
+
+def _snap(*gaps: Gap, window: bool = True) -> StoreSnapshot:
+    windows = {0: WindowNow(gpu=0, t_mono_ns=100, end_wall_s=100.0, window_s=30.0)} \
+        if window else {}
+    return StoreSnapshot(1, (GpuInfo(index=0),), {}, (), (), gaps,
+                         {0: StateChange(0, 100, 100.0, "BREAKDOWN", 0.5)}, (), windows=windows)
+
+
+def test_the_longest_stall_in_the_window_is_the_cause_with_its_setting_and_payoff() -> None:
+    snap = _snap(_gap(1, 10.0, 20.0),  # ended before the window: not counted
+                 _gap(2, 75.0, 6.0, copies={"memory_kind": "pageable"}),
+                 _gap(3, 85.0, 4.0, copies={"memory_kind": "pageable"}),
+                 _gap(4, 92.0, 1.0, kind="transfer_bound"),
+                 _gap(5, 95.0, 3.0, end=False))  # open: not yet counted
+    why = why_now(snap, 0)
+    assert (why.state, why.cause, why.setting) == ("BREAKDOWN", "pageable_copies", NO_CAUSE)
+    assert why.idle_s == 10.0
+    assert why.payoff_gain == 30.0 / 20.0
+    assert why.line() == "GPU0 BREAKDOWN: a/b/c copied from pageable memory; payoff ~1.5x"
+
+
+def test_a_cause_with_a_setting_names_it_in_the_line() -> None:
+    why = WhyNow(0, "BREAKDOWN", "pinned_pool", "a/b/c copied from pageable memory: the pinned "
+                 "pool could not pin", "[memory] safety_margin", "raise it", 1.8, 12.0)
+    assert why.line() == ("GPU0 BREAKDOWN: a/b/c copied from pageable memory: the pinned pool "
+                          "could not pin; change [memory] safety_margin; payoff ~1.8x")
+
+
+def test_no_gap_in_the_window_or_no_window_yet_is_no_cause() -> None:
+    assert why_now(_snap(), 0) == WhyNow(0, "BREAKDOWN")
+    assert why_now(_snap(_gap(2, 75.0, 6.0), window=False), 0).cause == NO_CAUSE
+    assert why_now(_snap(), 0).line() == "GPU0 BREAKDOWN"

@@ -162,7 +162,8 @@ def test_a_line_longer_than_any_record_is_a_bad_record_read_without_holding_it(
     assert n == len(lines) - 1  # every record but the header, none lost around the long line
     assert rec.counters == {"bad_records": 1}
     assert "a line longer than 64 MiB" in rec.problems[0]
-    assert peak < MAX_LINE_BYTES + 24 * MIB, peak
+    # The limit, and a few chunks in flight (an inflated piece of 8 MiB, zlib's output blocks).
+    assert peak < MAX_LINE_BYTES + 40 * MIB, peak
 
 
 @pytest.mark.parametrize("command", [*COMMANDS, ["report"]])

@@ -68,11 +68,11 @@ def split_lines(chunks: Iterable[bytes], limit: int = MAX_LINE_BYTES
             yield [TOO_LONG]
             out = out[nl + 1:]
         if b"\n" not in out:
-            if out:
+            if tail_bytes + len(out) > limit:
+                tail, tail_bytes, discarding = [], 0, True
+            elif out:
                 tail.append(out)
                 tail_bytes += len(out)
-                if tail_bytes > limit:
-                    tail, tail_bytes, discarding = [], 0, True
             continue
         joined = bool(tail)
         if joined:

@@ -33,9 +33,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve()
-sys.path.insert(0, str(HERE.parent))  # a sibling module, also when run with -P
+sys.path.insert(0, str(ROOT))  # evaluation/, also when run from elsewhere
 
-from checkout_env import env_with  # noqa: E402
+from evaluation.checkout_env import env_with  # noqa: E402
 
 KINDS = {
     "report": ["report"],
@@ -51,7 +51,6 @@ def _paths(hours: int, gpus: int) -> tuple[Path, Path]:
 
 def generate(hours: int, gpus: int) -> None:
     """Write the recording and its log, an hour at a time."""
-    sys.path.insert(0, str(ROOT))
     import msgspec
 
     from evaluation.simulate import SIM_EPOCH_WALL_S, simulate

@@ -73,15 +73,14 @@ class _Filter:
         last_mono = self.last_mono
         key: int
         for r in records:
-            t = type(r)
-            if t is gpu_type:
-                key = r.gpu  # type: ignore[union-attr,assignment]
-            elif t is host_type:
+            if isinstance(r, gpu_type):
+                key = r.gpu
+            elif isinstance(r, host_type):
                 key = _HOST
             else:
                 yield r
                 continue
-            mono_ns: int = r.t_mono_ns  # type: ignore[union-attr]
+            mono_ns = r.t_mono_ns
             if mono_ns - last_mono.get(key, mono_ns) > step:
                 self.todo.append((r, self.rec.line_no))
                 yield from self._held(records)

@@ -30,7 +30,8 @@ import msgspec
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evaluation.simulate import simulate  # noqa: E402
-from gapwatch.core.config import Config, DetectorConfig  # noqa: E402
+from gapwatch.config import Config  # noqa: E402
+from gapwatch.core.config import DetectorConfig  # noqa: E402
 from gapwatch.core.detector import GapDetector  # noqa: E402
 from gapwatch.core.models import GpuSample  # noqa: E402
 from gapwatch.offline.report import build_report  # noqa: E402

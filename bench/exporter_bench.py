@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gapwatch.core.config import Config  # noqa: E402
+from gapwatch.config import Config  # noqa: E402
 from gapwatch.core.models import GpuSample, Record, SessionHeader  # noqa: E402
 from gapwatch.engine.runtime import Runtime, build_runtime  # noqa: E402
 

@@ -98,8 +98,8 @@ def _variants(lines: list[str]) -> Iterator[list[str]]:
 def dump(out: Path, shared: bool = True) -> None:
     """Every event and counter, into `out`; `shared`: the shared traces' logs too (tests say
     False: they never read /work/shared)."""
+    from gapwatch.config import build_config
     from gapwatch.core.codec import encode_line
-    from gapwatch.core.config import build_config
     from gapwatch.logs.parse import LogParser
 
     ruled = build_config({"logs": {"rules": USER_RULES}}).logs

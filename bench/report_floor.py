@@ -57,7 +57,7 @@ def measure(kind: str, path: str) -> dict[str, Any]:
         elapsed = time.perf_counter() - t
         extra: dict[str, Any] = {"records": n}
     else:
-        from gapwatch.core.config import Config
+        from gapwatch.config import Config
         from gapwatch.offline.report import build_report
 
         t = time.perf_counter()

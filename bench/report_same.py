@@ -116,7 +116,7 @@ def dump(out_dir: Path, cases: list[tuple[str, Path, list[Path]]] | None = None)
     """This checkout's documents (the gapwatch on sys.path), one file per input and workers;
     `cases` (name, input, logs) default to every input `_cases` makes."""
     import gapwatch
-    from gapwatch.core.config import Config
+    from gapwatch.config import Config
     from gapwatch.offline.report import build_report
 
     print(f"gapwatch from {Path(gapwatch.__file__).parent}", file=sys.stderr)

@@ -33,7 +33,7 @@ from report_floor import _recording  # noqa: E402
 
 
 def _measure(path: str, workers: int) -> float:
-    from gapwatch.core.config import Config
+    from gapwatch.config import Config
     from gapwatch.offline.report import build_report
 
     t = time.perf_counter()

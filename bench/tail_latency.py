@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from gapwatch.core.config import LogsConfig
+from gapwatch.config import LogsConfig
 from gapwatch.core.models import LogEvent
 from gapwatch.logs.follow import LogFollower
 

@@ -59,7 +59,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gapwatch.core.config import build_config  # noqa: E402
+from gapwatch.config import build_config  # noqa: E402
 from gapwatch.engine.runtime import Runtime, build_runtime  # noqa: E402
 
 WARMUP_S = 3.0

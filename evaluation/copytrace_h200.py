@@ -288,7 +288,7 @@ def case_check(case: Path, pid: int | None = None,
     copies against the truth, today's report's hints, the /proc readings of the load generator
     (`pid`, else meta.json's `loadgen_pid`) and the link read under traffic."""
     sys.path.insert(0, str(ROOT))
-    from gapwatch.core.config import Config
+    from gapwatch.config import Config
     from gapwatch.core.models import CopyRecord, LinkState, ProcessMemory
     from gapwatch.offline.report import build_report, to_json
     from gapwatch.sources.recording import read_recording

@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gapwatch.core.config import build_config
+from gapwatch.config import build_config
 from gapwatch.offline.report import build_report
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"

@@ -206,7 +206,7 @@ def recording_facts(path: str | Path) -> dict[str, Any]:
 
 def build_report_json(rec_path: Path, log_paths: list[Path]) -> dict[str, Any]:
     """`gapwatch report REC [--log ...] --json`, in process."""
-    from gapwatch.core.config import Config
+    from gapwatch.config import Config
     from gapwatch.offline.report import build_report, to_json
 
     return to_json(build_report(rec_path, Config(), [str(p) for p in log_paths]))

@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_bench(args: argparse.Namespace, result: dict[str, Any]) -> None:
     from gapwatch.base.clock import SystemClock
-    from gapwatch.core.config import SamplerConfig
+    from gapwatch.config import SamplerConfig
     from gapwatch.core.models import SessionHeader
     from gapwatch.engine.sampler import Sampler
     from gapwatch.engine.session import Session

@@ -3,8 +3,10 @@
 Each subcommand lives in `gapwatch.commands.<name>` and is imported only when chosen, so that
 headless commands (`record`, `report`, `export`, `parse`) never import Textual.
 
-Exit codes: 0 success, 1 a failure while running, 2 bad usage, bad config, or a source that
-cannot start (no NVIDIA driver, unreadable recording).
+Exit codes: 0 success (a stop signal included: `gapwatch.base.quit_early`), 1 a failure while
+running, 2 bad usage, bad config, a source that cannot start (no NVIDIA driver, unreadable
+recording), too few open files, or an output that cannot be written (standard output full or
+failing included: one line).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from gapwatch import __version__
+from gapwatch.base.open_files import out_of_files, too_few_open_files
 from gapwatch.commands import argtypes
+from gapwatch.config import Config, ConfigError, load_config, with_overrides
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS
-from gapwatch.core.config import Config, ConfigError, load_config, with_overrides
-from gapwatch.engine.console import say
+from gapwatch.engine.console import OutputFailed, say, stdout_failed
 from gapwatch.engine.memory import return_large_allocations
 
 COMMANDS = {
@@ -226,14 +229,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         say(f"gapwatch {args.command}: {problem}")
         return 2
+    few = too_few_open_files(args.command)
+    if few is not None:
+        say(f"gapwatch {args.command}: {few}")
+        return 2
     return_large_allocations()  # huge log lines must not grow the heap for good
     try:
         config = resolve_config(args)
+        module = importlib.import_module(f"gapwatch.commands.{args.command}")
+        return int(module.run(args, config))
     except ConfigError as exc:
         say(f"gapwatch: {exc}")
         return 2
-    module = importlib.import_module(f"gapwatch.commands.{args.command}")
-    try:
-        return int(module.run(args, config))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a caller of main() that kept Python's SIGINT handler
         return 130
+    except (OSError, OutputFailed) as exc:
+        why = (out_of_files(exc) if isinstance(exc, OSError) else None) or stdout_failed(exc)
+        if why is None:
+            raise
+        if isinstance(exc, BrokenPipeError):  # `gapwatch report x | head`: the reader has
+            return 0                          # what it wanted
+        say(f"gapwatch {args.command}: {why}")
+        return 2

@@ -27,7 +27,8 @@ from gapwatch.sinks.recorder import write_recording
 
 WALL0 = 1_796_029_581.0
 MONO0 = 5_000_000_000_000
-GIB = 1 << 30
+from gapwatch.core.units import GIB as GIB  # noqa: E402 - the one definition
+
 UUID = "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf"
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from gapwatch.core.units import GIB as GIB  # the one definition, for the tests that use this
+
 KIB = 1024
-GIB = 1 << 30
 
 #: The memory lines of a real 6.x kernel's /proc/PID/status, for a prover with a 12 GiB pinned
 #: pool (RssShmem) and 180 GiB of heap (RssAnon).

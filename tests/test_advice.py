@@ -6,37 +6,40 @@ cases, with their evidence, none for chained."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
+from gapwatch.core.evidence_types import EventEvidence, HostEvidence, ProverState
 from gapwatch.core.models import Gap
+from gapwatch.core.units import GIB
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise, if_closed, stall_of
-from gapwatch.cuzk.pipeline import GIB, PipelineView, PoolState
+from gapwatch.cuzk.pipeline import PipelineView, PoolState
+from gapwatch.cuzk.prover import view_of
 from gapwatch.offline.report import build_report, to_json
 
 E2E = Path(__file__).parent / "data" / "h200-e2e"
 
 
 def _gap(gap_id: int = 1, kind: str = "host_stall", cause: str | None = None,
-         states: list[dict[str, Any]] | None = None, evidence: list[str] | None = None,
+         states: list[ProverState] | None = None, evidence: list[str] | None = None,
          warnings: tuple[str, ...] = (), psi: float | None = None,
          duration_s: float = 1.0) -> Gap:
     return Gap(gap_id=gap_id, gpu=0, kind=kind, start_mono_ns=gap_id * 10**10,  # type: ignore[arg-type]
                start_s=1_796_000_000.0 + gap_id * 10, end_mono_ns=gap_id * 10**10 + 10**9,
                end_s=1_796_000_001.0 + gap_id * 10, duration_s=duration_s,
                pcie_rx_bytes_per_s=1e6, pcie_tx_bytes_per_s=1e6, link_bytes_per_s=63e9,
-               host={"psi_mem_some_share_max": psi},
-               log_events=[{"warning": w, "partition": 3} for w in warnings],
+               host=HostEvidence(psi_mem_some_share_max=psi),
+               log_events=[EventEvidence(0.0, "", partition=3, warning=w) for w in warnings],
                prover_cause=cause, prover_states=states or [],
                prover_evidence=evidence or [])
 
 
 def _state(synthesizing: int, workers: int | None, total_gib: int | None = 750,
-           cause: str = "waits_on_synthesis") -> dict[str, Any]:
-    return {"cause": cause, "synthesizing": synthesizing, "synthesis_workers": workers,
-            "memory_total_bytes": total_gib * GIB if total_gib else None}
+           cause: str = "waits_on_synthesis") -> ProverState:
+    return ProverState(0.0, "cuzk", cause=cause, synthesizing=synthesizing,
+                       synthesis_workers=workers,
+                       memory_total_bytes=total_gib * GIB if total_gib else None)
 
 
 def _settings(gaps: list[Gap], view: PipelineView | None = None) -> list[tuple[str, bool]]:
@@ -210,7 +213,7 @@ def test_summary_md_and_the_help_screen_say_what_to_change(tmp_path: Path) -> No
     assert "a guess: upstream does not say why cudaHostAlloc fails" in section
     assert "payoff if closed: about" in section
     closed = [g for g in snap.gaps if g.end_s is not None]
-    lines = advice_lines(advise(closed, snap.pipeline))
+    lines = advice_lines(advise(closed, view_of(snap.pipeline)))
     text = HelpScreen(advice=lines).text()
     assert "what to change (cuzk's settings, for the gaps so far)" in text
     assert "[memory] safety_margin" in text

@@ -12,8 +12,8 @@ import pytest
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
+from gapwatch.config import build_config
 from gapwatch.core.bounds import MAX_WALL_S
-from gapwatch.core.config import build_config
 from gapwatch.logs.parse import LogParser
 from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources.files import read_any

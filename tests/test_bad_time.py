@@ -14,7 +14,8 @@ import pytest
 
 from evaluation.simulate import SIM_EPOCH_WALL_S, simulate
 from gapwatch.cli import main
-from gapwatch.core.config import Config, DetectorConfig
+from gapwatch.config import Config
+from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import GpuSample, HostSample, Record
 from gapwatch.engine import replay as replay_mod

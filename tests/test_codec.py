@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 from evaluation.simulate import simulate
+from gapwatch.config import Config
 from gapwatch.core.codec import (
     DecodeError,
     decode_json,
@@ -19,7 +20,7 @@ from gapwatch.core.codec import (
     gap_json,
     gpu_line_prefix,
 )
-from gapwatch.core.config import Config
+from gapwatch.core.evidence_types import HostEvidence
 from gapwatch.core.models import (
     RECORD_TYPES,
     BlindSpot,
@@ -151,7 +152,7 @@ def _gap(**kw: object) -> Gap:
     base: dict[str, object] = dict(
         gap_id=3, gpu=0, kind="pcie_starved", start_mono_ns=10, start_s=1.0, end_mono_ns=20,
         end_s=2.0, duration_s=1.0, pcie_rx_bytes_per_s=3.15e9, pcie_tx_bytes_per_s=1e6,
-        link_bytes_per_s=63e9, hint="h", host={"mem_used_pct_max": 90.0},
+        link_bytes_per_s=63e9, hint="h", host=HostEvidence(mem_used_pct_max=90.0),
     )
     base.update(kw)
     return Gap(**base)  # type: ignore[arg-type]

@@ -11,7 +11,9 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
+import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -231,3 +233,69 @@ def test_headers_planted_in_the_current_folder_are_never_searched(
     assert planted not in searched and Path("nvidia/cu13/include") not in searched
     assert all(d.is_absolute() for d in searched)
     assert str(planted) not in ctbuild.find_include_dirs()
+
+
+STUB_CUPTI = Path(__file__).parent / "data" / "hostile" / "stub_libcupti.c"
+#: A "prover": loads the library as the CUDA driver does and calls InitializeInjection twice
+#: (the driver may), then carries on.
+_PROVER = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+print(lib.InitializeInjection(), lib.InitializeInjection(), flush=True)
+print("prover goes on", flush=True)
+"""
+
+
+def _stub_cupti(tmp_path: Path) -> Path:
+    stub = tmp_path / "libcupti-stub.so"
+    cc = ctbuild.find_compiler()
+    assert cc is not None
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(stub), str(STUB_CUPTI)], check=True,
+                   timeout=120)
+    return stub
+
+
+def _inject(built: ctbuild.BuildResult, tmp_path: Path, cupti_version: int
+            ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run `_PROVER` with the library injected over a stub CUPTI of `cupti_version`; return
+    the process and the notices gapwatch's reader said."""
+    notices: list[str] = []
+    reader = CopyTraceReader(str(tmp_path / "ct.sock"), [], lambda rec: None,
+                             lambda n: notices.append(n.message))
+    reader.start()
+    env = {"PATH": "/usr/bin:/bin", "GAPWATCH_CUPTI_LIB": str(_stub_cupti(tmp_path)),
+           "GAPWATCH_COPYTRACE_SOCKET": reader.path, "STUB_CUPTI_VERSION": str(cupti_version)}
+    try:
+        done = subprocess.run([sys.executable, "-c", _PROVER, str(built.library)], env=env,
+                              capture_output=True, text=True, timeout=60)
+        deadline = time.monotonic() + 10
+        while not notices and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        reader.stop()
+    return done, notices
+
+
+@pytest.mark.parametrize("version", [130200, 130400, 120800, 140000])
+def test_a_cupti_of_another_release_is_refused_once_said_to_both_logs_and_left_untouched(
+        built: ctbuild.BuildResult, tmp_path: Path, version: int) -> None:
+    """Issue 29, item 13: only CUPTI's major was checked, so a 13.2 or 13.4 runtime (Device5
+    deprecated, Memcpy7) would have been read with 13.0's layouts, silently."""
+    done, notices = _inject(built, tmp_path, version)
+    assert done.returncode == 0 and done.stdout.splitlines() == ["1 1", "prover goes on"]
+    said = [ln for ln in done.stderr.splitlines() if "only the record layouts" in ln]
+    release = f"{version // 10000}.{version // 100 % 100}"
+    assert len(said) == 1 and f"the loaded CUPTI is {release}" in said[0]
+    assert "stub-cupti" not in done.stderr  # neither subscribed nor enabled: CUPTI untouched
+    heard = [n for n in notices if "only the record layouts" in n]
+    assert len(heard) == 1 and f"CUPTI is {release}" in heard[0]
+
+
+def test_a_cupti_of_the_release_it_was_built_for_is_traced(
+        built: ctbuild.BuildResult, tmp_path: Path) -> None:
+    """The control: 13.0 with another update number (the zz of xxyyzz) keeps its layouts."""
+    done, _notices = _inject(built, tmp_path, 130002)
+    assert done.returncode == 0
+    assert "only the record layouts" not in done.stderr
+    assert "stub-cupti: cuptiSubscribe" in done.stderr
+    assert "tracing host<->device copies" in done.stderr

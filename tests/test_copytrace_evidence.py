@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from copytrace_fakes import WALL0, copies, header, records, write_case
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.evidence import summarise_copies, union_s
 from gapwatch.core.ledger import GapLedger
@@ -33,10 +33,10 @@ def test_a_starved_gap_states_the_pageable_copies_that_ran_in_it_with_their_rate
     first = gaps[0]
     assert first.kind == "pcie_starved"
     c = first.copies
-    assert c["traced"] and c["memory_kind"] == "pageable"
-    pg = c["by_kind"]["pageable"]
-    assert pg["count"] == 3 and pg["bytes"] == 3 << 30 and pg["streams"] == [13]
-    assert 1.7e9 < pg["bytes_per_s"] < 1.9e9
+    assert c.traced is True and c.memory_kind == "pageable"
+    pg = c.kinds()["pageable"]
+    assert pg.count == 3 and pg.bytes == 3 << 30 and pg.streams == [13]
+    assert pg.bytes_per_s is not None and 1.7e9 < pg.bytes_per_s < 1.9e9
     assert "3.0 GiB copied from pageable host memory at 1.8 GB/s on stream 13" in first.hint
     assert "inferred" not in first.hint
 
@@ -44,20 +44,20 @@ def test_a_starved_gap_states_the_pageable_copies_that_ran_in_it_with_their_rate
 def test_the_late_copy_republishes_the_closed_gap_with_it() -> None:
     # The last pageable copy (ends at 3.85 s) arrives at 4.05 s, after the gap closed at ~4 s.
     gaps = live_gaps()
-    assert gaps[0].copies["by_kind"]["pageable"]["count"] == 3
+    assert gaps[0].copies.kinds()["pageable"].count == 3
 
 
 def test_a_quiet_gap_after_quick_pinned_copies_names_them_and_compares_nothing_falsely() -> None:
     second = live_gaps()[1]
-    assert second.copies["memory_kind"] == "pinned"
+    assert second.copies.memory_kind == "pinned"
     assert "copied from pinned host memory" in second.hint
 
 
 def test_without_a_copy_trace_the_hint_says_the_memory_kind_is_inferred() -> None:
     first = live_gaps(with_copies=False)[0]
-    assert first.copies["traced"] is False
-    assert first.copies["memory_kind"] == "pageable"
-    assert first.copies["memory_kind_source"] == "inferred from rate: no copy trace"
+    assert first.copies.traced is False
+    assert first.copies.memory_kind == "pageable"
+    assert first.copies.memory_kind_source == "inferred from rate: no copy trace"
     assert "memory kind inferred from rate: no copy trace" in first.hint
 
 
@@ -70,7 +70,7 @@ def test_mixed_copies_name_no_single_kind() -> None:
         CopyRecord(WALL0 + 2.1, WALL0 + 2.7, 1 << 30, "h2d", "pinned", "device", 0, 0, 14, 1, 9,
                    1)]
     s = summarise_copies(cs, WALL0, WALL0 + 4, WALL0 + 2, WALL0 + 4)
-    assert s["memory_kind"] == "mixed"
+    assert s.memory_kind == "mixed"
 
 
 def test_a_recording_with_copies_replays_into_the_same_gaps_and_reports_a_copy_table(

@@ -440,3 +440,27 @@ def test_a_flood_of_notes_is_said_once_per_interval_cut_and_counted(tmp_path: Pa
     assert len(summary) == 1 and "3331 more notes from this prover" in summary[0].message
     r._say_held_notes()
     assert len([n for n in got.notices if n.level == "warning"]) == 2
+
+
+def test_copies_from_a_library_reading_another_cupti_release_are_refused_and_said_once(
+        tmp_path: Path) -> None:
+    """Issue 29, item 13: only the major was compared, so a library of 13.0 over CUPTI 13.2 (an
+    older build, before the library checked the minor itself) had its copies believed."""
+    r, got = reader(tmp_path)
+    h = wire.WireHello(1, 130001, 130200, 100, 0, "cuzk")
+    r.feed(wire.encode_datagram(wire.TYPE_HELLO, records=[wire.encode_hello(h)], pid=9))
+    r.feed(copies_datagram([copy(0)], pid=9, seq=1))
+    r.feed(wire.encode_datagram(wire.TYPE_HELLO, records=[wire.encode_hello(h)], pid=9, seq=2))
+    assert got.copies() == []
+    said = [n.message for n in got.notices if "record layouts" in n.message]
+    assert len(said) == 1 and "CUPTI 13.2 loaded" in said[0] and "13.0" in said[0]
+    assert r.status().bad == 1
+
+
+def test_another_update_of_the_same_cupti_release_is_read(tmp_path: Path) -> None:
+    r, got = reader(tmp_path)
+    h = wire.WireHello(1, 130001, 130002, 100, 0, "cuzk")
+    r.feed(wire.encode_datagram(wire.TYPE_HELLO, records=[wire.encode_hello(h)], pid=9))
+    r.feed(copies_datagram([copy(0)], pid=9, seq=1))
+    assert len(got.copies()) == 1
+    assert not [n for n in got.notices if n.level != "info"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gapwatch.cli import main
-from gapwatch.core.config import Config, ConfigError, load_config
+from gapwatch.config import Config, ConfigError, load_config
 
 ROOT = Path(__file__).parent.parent
 

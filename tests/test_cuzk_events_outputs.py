@@ -8,7 +8,6 @@ from pathlib import Path
 
 from prometheus_client.core import Metric
 
-from gapwatch.commands.report import format_text
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import (
     Gap,
@@ -25,6 +24,7 @@ from gapwatch.engine.store import SeriesStore
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.detect import detect_records
 from gapwatch.offline.report import summarise, to_json
+from gapwatch.offline.report_text import format_text
 from gapwatch.sinks.metrics import MetricsSink
 from gapwatch.sinks.prover_event_metrics import families
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from gapwatch.commands.parse import format_timeline
-from gapwatch.core.config import Config, CuzkConfig, load_config
+from gapwatch.config import Config, load_config
 from gapwatch.core.models import LogEvent, ProverEvent
 from gapwatch.core.prover_watch import notice_of
+from gapwatch.cuzk.config import CuzkConfig
 from gapwatch.cuzk.partitions import derive_timeline
 from gapwatch.cuzk.post import Deadlines
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of

@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 
 from gapwatch.commands.parse import format_timeline
-from gapwatch.core.hints import make_hint
+from gapwatch.core.evidence_types import NO_COPIES, NO_HOST
+from gapwatch.core.explain import Evidence, GapFacts, hint_of
 from gapwatch.core.models import LogEvent, ProcessMemory, ProverEvent, ProverStatus
+from gapwatch.core.prover import ProverView
 from gapwatch.cuzk.partitions import derive_timeline
 from gapwatch.cuzk.pipeline import PipelineFacts
+from gapwatch.cuzk.prover import CuzkProver
 from gapwatch.cuzk.restarts import RestartWatch
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.parse import LogParser
@@ -171,7 +174,8 @@ def test_a_gap_after_an_error_says_so_in_its_hint() -> None:
     words = facts.error_words(panic_t + 1.0, panic_t + 5.0)
     assert words.startswith("after a prover error at") and "task panicked" in words
     assert facts.error_words(panic_t + 500.0, panic_t + 505.0) == ""
-    hint = make_hint("host_stall", 4.0, 1e6, 1e6, 63e9, "high", {}, [], after_error=words)
+    hint = hint_of(GapFacts("host_stall", 4.0, 1e6, 1e6, 63e9, "high"),
+                   Evidence(NO_HOST, [], NO_COPIES, prover=ProverView(None, [], [], "", words)))
     assert hint.endswith(words)
 
 
@@ -181,7 +185,7 @@ def test_a_gap_right_after_a_panic_carries_it_in_its_hint_through_the_detector()
     from gapwatch.core.models import Gap, GpuInfo, GpuSample
 
     det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=63e9)], period_s=0.1,
-                      live=False)
+                      live=False, prover=CuzkProver())
     panic = next(e for e in events_of("panic.log") if e.kind == "panic")
     t0 = panic.t_wall_s - 5.0
     gaps: list[Gap] = []

@@ -15,12 +15,17 @@ from cuzk_fakes import WAITS_ON_SYNTHESIS, cuzk_doc, ok_answer, truncated_answer
 from evaluation.simulate import ListSink
 from gapwatch.base.clock import FakeClock
 from gapwatch.core.models import GpuInfo, GpuSample, Notice, ProverStatus
-from gapwatch.cuzk.status import StatusError, parse_status
+from gapwatch.cuzk.status import (
+    MAX_PARTITIONS_PER_POLL,
+    MAX_PIPELINES_PER_POLL,
+    StatusError,
+    parse_status,
+)
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sources import Tick
-from gapwatch.sources.cuzk_status import StatusPoller, fetch_status
+from gapwatch.sources.cuzk_status import MAX_BODY_BYTES, StatusPoller, fetch_status
 from gapwatch.sources.cuzk_status_server import CuzkStatusServer, http_response, not_found
 
 DATA = Path(__file__).parent / "data"
@@ -293,3 +298,53 @@ def test_an_oversized_answer_is_refused() -> None:
             assert exc.reason == "too_large"
         else:
             raise AssertionError("accepted")
+
+
+def _many_partitions(pipelines: int, per_pipeline: int, bad_field: bool = False) -> bytes:
+    part = {"index": 1, "state": "gpu", "synth_ms": -1 if bad_field else 10, "gpu_ms": 20}
+    return json.dumps({"uptime_secs": 1.0, "pipelines": [
+        {"job_id": f"j{i}", "proof_kind": "porep", "partitions": [part] * per_pipeline}
+        for i in range(pipelines)]}).encode()
+
+
+def test_a_status_listing_thousands_of_partitions_is_read_up_to_the_per_poll_bound() -> None:
+    """Issue 29, item 7: a 5.5 MB answer (under the cap) of partitions cost the sampler 216 ms
+    and the recording 6.5 MB/s. One poll reads at most MAX_PARTITIONS_PER_POLL of them and
+    counts the rest."""
+    counters: dict[str, int] = {}
+    st = _parse(_many_partitions(300, 20), counters)
+    assert len(st.partitions) == MAX_PARTITIONS_PER_POLL
+    assert sum(st.partition_counts.values()) == MAX_PARTITIONS_PER_POLL
+    assert len(st.job_kinds) == MAX_PIPELINES_PER_POLL
+    assert counters["cut_items"] == (300 - MAX_PIPELINES_PER_POLL) + \
+        (MAX_PIPELINES_PER_POLL * 20 - MAX_PARTITIONS_PER_POLL)
+
+
+def test_a_status_whose_every_partition_is_bad_is_bounded_before_it_is_walked() -> None:
+    counters: dict[str, int] = {}
+    st = _parse(_many_partitions(1, 5000, bad_field=True), counters)
+    assert len(st.partitions) == MAX_PARTITIONS_PER_POLL
+    assert counters["cut_items"] == 5000 - MAX_PARTITIONS_PER_POLL
+    assert counters["dropped_fields"] == MAX_PARTITIONS_PER_POLL  # only what was walked
+
+
+def test_an_answer_over_one_mib_is_refused_as_too_large() -> None:
+    """Decoding holds the GIL: 8 MiB answers, the cap before, made the sampler late."""
+    assert MAX_BODY_BYTES == 1 << 20
+    body = b'{"uptime_secs": 1.0, "x": "' + b"a" * MAX_BODY_BYTES + b'"}'
+    with CuzkStatusServer(respond=lambda line: http_response(200, "OK", body)) as server:
+        poller = StatusPoller(server.url, 1.0, 5.0, lambda st: None, clock=FakeClock())
+        assert poller.poll_once() is None
+    assert poller.status().errors == {"too_large": 1}
+
+
+def test_a_poll_cut_to_its_bound_is_said_once() -> None:
+    notices: list[Notice] = []
+    body = _many_partitions(1, 3000)
+    with CuzkStatusServer(respond=lambda line: http_response(200, "OK", body)) as server:
+        poller = StatusPoller(server.url, 1.0, 5.0, lambda st: None, notices.append,
+                              clock=FakeClock())
+        assert poller.poll_once() is not None and poller.poll_once() is not None
+    said = [n.message for n in notices if "per poll" in n.message]
+    assert len(said) == 1 and "cut_items" in said[0]
+    assert poller.counters["cut_items"] == 2 * (3000 - MAX_PARTITIONS_PER_POLL)

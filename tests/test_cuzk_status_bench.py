@@ -5,9 +5,7 @@ tested: it is not something users run.)"""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import pytest
 
 from evaluation import cuzk_status_h200 as cs
+from evaluation import gpu_loadgen as lg
 from gapwatch.cuzk.causes import snapshot_cause, synthesis_drift
 from gapwatch.cuzk.pipeline import (
     POREP_PARTITION_FULL_BYTES,
@@ -27,16 +26,6 @@ from gapwatch.cuzk.status import parse_status
 ROOT = Path(__file__).parent.parent
 
 
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(mod)
-    return mod
-
-
-lg = _load("gpu_loadgen")
 
 
 def test_the_load_generators_tracker_serves_cuzks_json_through_its_stages() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.offline.report import build_report, to_json
 
 CASE = Path(__file__).parent / "data" / "h200-e2e" / "host-stall-status"

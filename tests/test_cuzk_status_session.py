@@ -16,10 +16,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
-from gapwatch.core.config import Config, ConfigError, build_config
+from gapwatch.config import Config, ConfigError, build_config
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import Gap, ProverStatus
 from gapwatch.cuzk.partitions import derive_timeline
+from gapwatch.cuzk.prover import CuzkProver, view_of
 from gapwatch.cuzk.status import parse_status
 from gapwatch.engine.runtime import build_runtime
 from gapwatch.engine.session import Session
@@ -98,7 +99,7 @@ def test_the_simulator_serves_its_status_and_the_runtime_polls_it_over_http() ->
     snap = rt.store.snapshot()
     # Upstream's semantics: max_concurrent is the 512 GiB budget over 9 GiB; the two synthesis
     # workers are what the log's `starting pipeline` line says.
-    assert snap.provers["sim"].synthesis_max == 56 and snap.pipeline.synth_workers == 2
+    assert snap.provers["sim"].synthesis_max == 56 and view_of(snap.pipeline).synth_workers == 2
     gaps = _gaps(rt)
     assert {g.kind for g in gaps} == {"host_stall"}
     named = [g for g in gaps if g.prover_cause == "waits_on_synthesis"]
@@ -126,7 +127,7 @@ def test_the_pageable_breakdown_waits_inside_the_workers() -> None:
         rt.stop()
     starved = [g for g in _gaps(rt) if g.kind == "pcie_starved"]
     assert len(starved) >= 5 and {g.prover_cause for g in starved} == {"inside_workers"}
-    assert all(g.prover_states[-1]["workers"] == "PP" for g in starved)
+    assert all(g.prover_states[-1].workers == "PP" for g in starved)
 
 
 def test_snapshots_are_recorded_and_a_replay_names_the_same_causes(tmp_path: Path) -> None:
@@ -258,7 +259,7 @@ def test_metrics_say_partitions_workers_synthesis_and_how_polling_goes() -> None
 def test_a_late_snapshot_reaching_a_closed_gap_republishes_it_with_the_cause() -> None:
     res = simulate("host-stall", duration_s=20, detector=None)
     config = Config()
-    det = GapDetector(config.detector, list(res.header.gpus), period_s=0.1)
+    det = GapDetector(config.detector, list(res.header.gpus), period_s=0.1, prover=CuzkProver())
     gaps: dict[int, Gap] = {}
     for r in res.records:
         for out in det.feed(r):

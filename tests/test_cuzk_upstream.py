@@ -17,6 +17,7 @@ from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, ProverStatus
 from gapwatch.cuzk.pipeline import PipelineFacts, timeline_epoch
+from gapwatch.cuzk.prover import CuzkProver
 from gapwatch.cuzk.status import decode_status, parse_status
 from gapwatch.logs.parse import LogParser
 
@@ -68,7 +69,7 @@ def _gap_with(status: ProverStatus, log_lines: tuple[str, ...] = ()) -> Gap:
     T_POLL inside it, and `log_lines` (TIMELINE placed by the status's uptime) fed first."""
     det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=63e9,
                                                  sm_source="sim", pcie_source="sim")],
-                      period_s=0.1)
+                      period_s=0.1, prover=CuzkProver())
     parser = LogParser()
     parser.anchor_from_status(timeline_epoch(status))
     for line in log_lines:

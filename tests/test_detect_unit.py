@@ -225,8 +225,8 @@ def test_evidence_host_pressure_and_unpinned_partition_in_hint() -> None:
                                  major_faults_per_s=None))
         out += det.feed_gpu(s)
     (g,) = [e for e in out if isinstance(e, Gap) and e.end_s is not None]
-    assert g.host["psi_mem_some_share_max"] == 0.4
-    assert g.log_events and g.log_events[0]["partition"] == 3
+    assert g.host.psi_mem_some_share_max == 0.4
+    assert g.log_events and g.log_events[0].partition == 3
     assert "partition 3 was synthesised with is_pinned=false" in g.hint
     assert "stalled on memory 40 %" in g.hint
 
@@ -252,9 +252,9 @@ def test_host_maxima_cover_the_whole_gap_however_long_and_pass_over_non_readings
         out += det.feed_gpu(s)
     (g,) = [e for e in out if isinstance(e, Gap)]
     assert g.duration_s > 199
-    assert g.host["mem_used_pct_max"] == 91.0
-    assert g.host["psi_mem_some_share_max"] == 0.25
-    assert g.host["major_faults_per_s_max"] is None
+    assert g.host.mem_used_pct_max == 91.0
+    assert g.host.psi_mem_some_share_max == 0.25
+    assert g.host.major_faults_per_s_max is None
 
 
 def test_a_log_line_that_arrived_out_of_time_order_does_not_hide_the_warnings_before_it() -> None:

@@ -7,15 +7,23 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from gapwatch.commands.report import _partition_lines
 from gapwatch.core import fmt
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.hints import make_hint, traced_copy_words
+from gapwatch.core.evidence_types import (
+    NO_COPIES,
+    NO_HOST,
+    CopiesEvidence,
+    CopyKindEvidence,
+    EventEvidence,
+)
+from gapwatch.core.explain import Evidence, GapFacts, hint_of
+from gapwatch.core.hints import traced_copy_words
 from gapwatch.core.ledger import GapLedger, Tally, counts_by_kind
 from gapwatch.core.models import GAP_KINDS, Gap, GpuInfo
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.partitions import PartitionTiming
 from gapwatch.engine.summary import gap_counts_text
+from gapwatch.offline.report_text import _partition_lines
 from gapwatch.ui.app import GapwatchApp
 from gapwatch.ui.kinds import KINDS, kind_css, legend
 
@@ -42,7 +50,7 @@ def test_the_share_of_a_link_is_one_rule_for_the_header_the_hint_and_the_report(
     assert fmt.link_fraction(2.8e9, LINK) == 2.8e9 / LINK
     assert fmt.link_fraction(2.8e9, None) is None and fmt.link_fraction(None, LINK) is None
     assert fmt.link_pct(2.8e9, LINK) == "4%"
-    hint = make_hint("pcie_starved", 1.2, 2.8e9, 1e6, LINK, "high", {}, [])
+    hint = hint_of(GapFacts("pcie_starved", 1.2, 2.8e9, 1e6, LINK, "high"), Evidence(NO_HOST, [], NO_COPIES))
     assert "H2D ran at 2.8 GB/s (4 % of link)" in hint
 
 
@@ -86,12 +94,10 @@ def test_every_gap_kind_has_one_look_used_by_the_legend_and_the_stylesheet() -> 
 def test_a_host_stall_with_a_burst_says_pcie_was_quiet_most_of_the_time() -> None:
     """The kind says PCIe was quiet most of the gap; "PCIe quiet (2.6 GB/s)" contradicted it."""
     quiet = 0.01 * LINK
-    burst = make_hint("host_stall", 1.0, 2.6e9, 1e6, LINK, "high", {}, [],
-                      quiet_below_bytes_per_s=quiet)
+    burst = hint_of(GapFacts("host_stall", 1.0, 2.6e9, 1e6, LINK, "high", quiet_below_bytes_per_s=quiet), Evidence(NO_HOST, [], NO_COPIES))
     assert "with PCIe quiet most of the time (2.6 GB/s on average)" in burst
     assert "PCIe quiet (2.6 GB/s)" not in burst
-    still = make_hint("host_stall", 1.0, 2e6, 1e6, LINK, "high", {}, [],
-                      quiet_below_bytes_per_s=quiet)
+    still = hint_of(GapFacts("host_stall", 1.0, 2e6, 1e6, LINK, "high", quiet_below_bytes_per_s=quiet), Evidence(NO_HOST, [], NO_COPIES))
     assert "with PCIe quiet (2 MB/s): the GPU waited on the host" in still
 
 
@@ -99,21 +105,23 @@ def test_an_earlier_warning_is_said_as_earlier_not_as_this_gaps_partition() -> N
     """A gap with no warning in its own window cites the run's latest one: that partition is
     not this gap's, so the hint says it was seen earlier (it used to name partition 4 again and
     again for every later gap)."""
-    old = {"t_s": 100.0, "name": "synth", "partition": 4, "warning": "unpinned", "raw": ""}
-    hint = make_hint("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", {}, [old], since_s=140.0)
+    old = EventEvidence(100.0, "synth", partition=4, warning="unpinned")
+    hint = hint_of(GapFacts("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", since_s=140.0), Evidence(NO_HOST, [old], NO_COPIES))
     assert "partition 4 was synthesised" not in hint
     assert hint.startswith("is_pinned=false seen earlier in the run (last: partition 4): a/b/c "
                            "in pageable memory?")
-    own = make_hint("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", {}, [old], since_s=99.0)
+    own = hint_of(GapFacts("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", since_s=99.0), Evidence(NO_HOST, [old], NO_COPIES))
     assert own.startswith("partition 4 was synthesised with is_pinned=false")
 
 
 def test_copies_of_several_memory_kinds_are_said_in_the_same_words_as_one_kind() -> None:
-    one = {"traced": True, "memory_kind": "pageable", "by_kind": {
-        "pageable": {"bytes": 9 * 2**30, "bytes_per_s": 2.6e9, "streams": [13]}}}
-    mixed = {"traced": True, "memory_kind": "mixed", "by_kind": {
-        "pageable": {"bytes": 10.5 * 2**30, "bytes_per_s": 4.1e9, "streams": [13]},
-        "pinned": {"bytes": 2**30, "bytes_per_s": 54e9, "streams": [14]}}}
+    def kind(n_bytes: int, rate: float, stream: int) -> CopyKindEvidence:
+        return CopyKindEvidence(1, n_bytes, n_bytes, 0, n_bytes / rate, [stream], rate, 1.0, 1.0)
+
+    one = CopiesEvidence(traced=True, memory_kind="pageable",
+                         by_kind={"pageable": kind(9 * 2**30, 2.6e9, 13)})
+    mixed = CopiesEvidence(traced=True, memory_kind="mixed", by_kind={
+        "pageable": kind(int(10.5 * 2**30), 4.1e9, 13), "pinned": kind(2**30, 54e9, 14)})
     assert traced_copy_words(one, "pcie_starved").startswith(
         "9.0 GiB copied from pageable host memory at 2.6 GB/s")
     assert traced_copy_words(mixed, "pcie_starved") == (

@@ -8,25 +8,19 @@ copies and kernels).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from evaluation import gpu_loadgen as lg
 from evaluation.scoring import truth_gaps
 from gapwatch.cuzk.log_lines import PARTITION_KIND
 from gapwatch.logs.parse import LogParser
 
 ROOT = Path(__file__).parent.parent
-_spec = importlib.util.spec_from_file_location("gpu_loadgen", ROOT / "bench" / "gpu_loadgen.py")
-assert _spec is not None and _spec.loader is not None
-lg = importlib.util.module_from_spec(_spec)
-sys.modules["gpu_loadgen"] = lg  # dataclasses look their module up while the class is built
-_spec.loader.exec_module(lg)
 
 T0 = 1_796_029_597.0
 
@@ -143,7 +137,7 @@ def test_timeline_before_engine_start_is_a_programming_error() -> None:
 # ------------------------------------------------------------------ truth
 
 
-def iv(start: float, end: float, worker: int = 0, seq: int = 0) -> object:
+def iv(start: float, end: float, worker: int = 0, seq: int = 0) -> lg.Interval:
     job, p = lg.job_of(seq)
     return lg.Interval(worker, seq, job, p, 0, T0 + start, T0 + end, 2000.0, False, 0.0, 900.0)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.models import Gap
 from gapwatch.engine.runtime import build_runtime, parse_source
 from gapwatch.sources import SourceUnavailable
@@ -85,7 +85,7 @@ def test_the_demo_log_file_is_removed_when_the_process_exits_without_stopping() 
     import subprocess
     import sys
 
-    code = ("from gapwatch.core.config import Config\n"
+    code = ("from gapwatch.config import Config\n"
             "from gapwatch.engine.runtime import build_runtime\n"
             "rt = build_runtime(Config(), 'sim:chained', speed=20, duration_s=2)\n"
             "print(rt.sim_log_path, flush=True)\n"
@@ -103,7 +103,7 @@ def test_the_demo_log_of_a_process_killed_with_9_is_removed_by_the_next_one() ->
     import sys
 
     code = ("import os, signal\n"
-            "from gapwatch.core.config import Config\n"
+            "from gapwatch.config import Config\n"
             "from gapwatch.engine.runtime import build_runtime\n"
             "rt = build_runtime(Config(), 'sim:chained', speed=20, duration_s=2)\n"
             "print(rt.sim_log_path, flush=True)\n"
@@ -233,7 +233,7 @@ def test_a_runtime_that_fails_to_build_closes_what_it_had_opened(tmp_path: Path)
     import socket
     import tempfile
 
-    from gapwatch.core.config import build_config
+    from gapwatch.config import build_config
     from gapwatch.sources import SourceUnavailable
 
     probe = socket.socket()

@@ -10,7 +10,7 @@ import pytest
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
-from gapwatch.core.config import Config, build_config
+from gapwatch.config import Config, build_config
 from gapwatch.core.models import GpuInfo, GpuSample, HostSample, Record, SessionHeader
 from gapwatch.offline.csv_export import CsvExporter
 from gapwatch.offline.report import build_report

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from faults import free_port
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.session import Session

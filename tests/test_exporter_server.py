@@ -4,24 +4,31 @@ are closed, and stopping frees the port at once."""
 
 from __future__ import annotations
 
+import contextlib
 import resource
 import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 from test_export_prometheus import _header
 
-from gapwatch.core.config import Config
+from gapwatch.base.watch import ThreadWatch
+from gapwatch.config import Config
 from gapwatch.engine.runtime import Runtime, build_runtime
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
-from gapwatch.sinks.metrics_server import MAX_HEAD_BYTES, ServerLimits
+from gapwatch.sinks.metrics_server import MAX_HEAD_BYTES, MetricsServer, ServerLimits
 from gapwatch.sinks.prometheus import start_exporter
 
 IDLE = 500
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _get(url: str) -> str:
@@ -150,3 +157,79 @@ def test_beyond_the_connection_limit_the_oldest_idle_one_makes_room(session: Ses
                 s.close()
     finally:
         handle.stop()
+
+
+def test_connections_evicted_and_read_in_one_select_batch_do_not_kill_the_server() -> None:
+    """Issue 29, item 1: clients that connect faster than the server holds them and drip a byte
+    each. A connection evicted to make room was read later in the same `select()` batch
+    (KeyError), four deaths and `/metrics` was gone for the rest of the run."""
+    deaths: list[str] = []
+    watch = ThreadWatch(on_death=lambda name, exc, again: deaths.append(repr(exc)),
+                        restart_delay_s=0.01)
+    server = MetricsServer("127.0.0.1", 0, ServerLimits(max_connections=16, idle_timeout_s=60))
+    server.watch = watch
+    server.serve(CollectorRegistry())
+    port = server.server_address[1]
+    dripping: list[socket.socket] = []
+    try:
+        for _ in range(300):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+            dripping.append(s)
+            for d in dripping[-20:]:  # the newest ones send a byte of a head that never ends
+                with contextlib.suppress(OSError):
+                    d.send(b"G")
+        assert _get(f"http://127.0.0.1:{port}/metrics") is not None
+        assert deaths == []
+        assert server.refused > 0  # the eviction did happen
+    finally:
+        for s in dripping:
+            s.close()
+        server.stop()
+
+
+_FD_STARVED_SERVER = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (24, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+from prometheus_client import CollectorRegistry
+from gapwatch.sinks.metrics_server import MetricsServer
+server = MetricsServer("127.0.0.1", 0)
+server.serve(CollectorRegistry())
+print(server.server_address[1], flush=True)
+sys.stdin.readline()  # the test has opened its idle connections
+files = []
+try:
+    for _ in range(6):
+        files.append(open("/dev/null"))
+    print("opened", len(files), flush=True)
+except OSError as exc:
+    print("EMFILE after", len(files), exc.errno, flush=True)
+sys.stdin.readline()
+print("deaths", server.watch.deaths, flush=True)
+"""
+
+
+def test_at_ulimit_24_forty_idle_connections_leave_descriptors_for_the_rest_of_gapwatch() -> None:
+    """Issue 29, item 1 (the EMFILE path): at `ulimit -n 24`, idle connections took every
+    descriptor (256 may be held), so the recording and the status poller could open nothing.
+    The server holds at most a quarter of the descriptors and a scrape still gets in."""
+    proc = subprocess.Popen([sys.executable, "-c", _FD_STARVED_SERVER], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stdin is not None and proc.stdout is not None
+    idle: list[socket.socket] = []
+    try:
+        port = int(proc.stdout.readline())
+        idle = _open_idle(port, 40)
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "opened 6"
+        assert _get(f"http://127.0.0.1:{port}/metrics") is not None  # still answers
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "deaths 0"
+    finally:
+        for s in idle:
+            s.close()
+        proc.kill()
+        proc.wait(10)

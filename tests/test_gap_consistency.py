@@ -22,7 +22,7 @@ import pytest
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.models import Gap
 from gapwatch.engine.runtime import build_runtime
 from gapwatch.offline.perfetto import GPU_PID_BASE

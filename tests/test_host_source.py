@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gapwatch.core.config import HostConfig
+from gapwatch.config import HostConfig
 from gapwatch.sources.host import HostSource, ProcHostSource
 
 MS = 1_000_000

@@ -13,7 +13,7 @@ import pytest
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.offline.report import build_report
 from gapwatch.offline.report_parallel import detect_parallel
 from gapwatch.sinks.recorder import write_recording

@@ -153,22 +153,13 @@ def test_the_top_level_holds_only_entry_points_and_documented_subpackages() -> N
     top = {p.name for p in PKG.iterdir() if p.name != "__pycache__"}
     packages = {p.name for p in PKG.iterdir() if (p / "__init__.py").exists()}
     assert top - packages == {"__init__.py", "__main__.py", "cli.py", "py.typed"}
-    assert packages == {"base", "commands", "copytrace", "core", "cuzk", "engine", "fleet",
-                        "logs", "offline", "sinks", "sources", "ui"}
+    assert packages == {"base", "commands", "config", "copytrace", "core", "cuzk", "engine",
+                        "fleet", "logs", "offline", "sinks", "sources", "ui"}
     for init in PKG.rglob("__init__.py"):
         if init.parent == PKG:
             continue
         doc = ast.get_docstring(ast.parse(init.read_text()))
         assert doc and ("who use" in doc.lower() or "who call" in doc.lower()), init
-
-
-#: The core's imports of the cuzk package that the Prover protocol replaces next (issue 30): the
-#: same list as pyproject's `ignore_imports`.
-_CORE_TO_CUZK_FOR_NOW = {
-    "gapwatch.core.detector": {"gapwatch.cuzk.pipeline"},
-    "gapwatch.core.evidence": {"gapwatch.cuzk.pipeline", "gapwatch.cuzk.causes"},
-    "gapwatch.core.store_snapshot": {"gapwatch.cuzk.pipeline"},
-}
 
 
 def test_the_core_has_no_threads_clocks_or_hardware() -> None:
@@ -178,8 +169,7 @@ def test_the_core_has_no_threads_clocks_or_hardware() -> None:
     graph = _import_graph()
     for module, deps in graph.items():
         if module.startswith("gapwatch.core"):
-            outside = {d for d in deps if not d.startswith("gapwatch.core")}
-            assert outside <= _CORE_TO_CUZK_FOR_NOW.get(module, set()), (module, deps)
+            assert all(d.startswith("gapwatch.core") for d in deps), (module, deps)
 
 
 def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,7 @@ import pytest
 from ui_fakes import FakeRuntime, make_config, screen_text
 
 from evaluation.simulate import SimResult, simulate
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.detector import GapDetector
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.report import build_report

@@ -17,8 +17,8 @@ from fake_pynvml import Clocked, FakeDevice, install
 from proc_fakes import GIB, PROVER_STATUS, fake_proc
 
 from gapwatch.base.clock import FakeClock
+from gapwatch.config import Config, SamplerConfig
 from gapwatch.core.blind import blind_words
-from gapwatch.core.config import Config, SamplerConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import BlindSpot, PinningProcess
 from gapwatch.engine.sampler import Sampler

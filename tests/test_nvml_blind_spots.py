@@ -16,8 +16,8 @@ from proc_fakes import GIB, PROVER_STATUS, fake_proc
 
 from gapwatch.base.clock import FakeClock
 from gapwatch.cli import main
+from gapwatch.config import Config, SamplerConfig
 from gapwatch.core.blind import Bye, blind_summary, blind_words, bye_message
-from gapwatch.core.config import Config, SamplerConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import BlindSpot, ExitedProcess, Notice
 from gapwatch.core.store_snapshot import StoreSnapshot
@@ -100,7 +100,7 @@ def test_the_hole_is_named_in_the_recording_and_the_report(
     assert len(recorded) == 1 and recorded[0].exited[0].pid == 4242
     report = build_report(path, Config(), workers=1)
     (spot,) = report.blind_spots
-    from gapwatch.commands.report import format_text
+    from gapwatch.offline.report_text import format_text
 
     text = format_text(report)
     assert "Blind spots (no readings: NVML did not answer): 1, 5.4 s in all" in text

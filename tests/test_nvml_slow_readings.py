@@ -22,8 +22,9 @@ from fake_pynvml import (
 from proc_fakes import PROVER_STATUS, deny, fake_proc
 
 from gapwatch.base.clock import FakeClock
-from gapwatch.core.config import Config, SamplerConfig
+from gapwatch.config import Config, SamplerConfig
 from gapwatch.core.detector import GapDetector
+from gapwatch.core.evidence_types import ProcessEvidence
 from gapwatch.core.models import LinkState, ProcessMemory
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.engine.sampler import Sampler
@@ -269,8 +270,7 @@ def test_a_starved_gap_hints_at_the_provers_pinned_and_heap_memory_live_and_repl
     words = ("cuzk-daemon pinned 12.0 GiB / heap 180.0 GiB (/proc, a hint: cudaHostRegister'ed "
              "memory counts as heap)")
     assert words in gap.hint
-    assert gap.copies["processes"] == [{"pid": 4242, "name": "cuzk-daemon",
-                                        "pinned_bytes": 12 * GIB, "heap_bytes": 180 * GIB}]
+    assert gap.copies.processes == [ProcessEvidence(4242, "cuzk-daemon", 12 * GIB, 180 * GIB)]
     assert snap.procmem[0][0].rss_shmem_bytes == 12 * GIB
     # Recorded, replayed by report: the same words.
     [replayed] = [g for g in build_report(rec, Config(), workers=1).gaps

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fake_pynvml import MIB, FakeDevice, FakeNvml, install
 
-from gapwatch.core.config import SamplerConfig
+from gapwatch.config import SamplerConfig
 from gapwatch.core.models import GpuSample
 from gapwatch.sources import SourceUnavailable, Tick
 from gapwatch.sources.nvml import NvmlSource

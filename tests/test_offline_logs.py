@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gapwatch.cli import main
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.models import LogEvent
 from gapwatch.logs.files import LogFile, parse_log_files
 from gapwatch.logs.parse import LogParser

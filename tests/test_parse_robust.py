@@ -7,9 +7,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gapwatch.core.config import build_config
+from gapwatch.config import build_config
 from gapwatch.cuzk.partitions import derive_timeline
-from gapwatch.logs.parse import LogParser
+from gapwatch.logs.parse import PARSE_CHARS, LogParser
 from gapwatch.logs.tail import LineSplitter
 
 REAL_LINES = [
@@ -84,3 +84,28 @@ def test_every_real_line_parses() -> None:
         parser.parse_line(line, "s", 1, 1.0)
     assert parser.counters["unparsed"] == 0
     assert parser.counters["lines"] == len(REAL_LINES)
+
+
+def test_a_megabyte_line_of_fields_is_parsed_in_its_first_slice_and_kept_whole() -> None:
+    """Issue 29, item 7: one regex call over a 1 MiB line of `k=v` fields held the GIL 156 ms
+    (the sampler missed ticks). The rules read the line's first PARSE_CHARS; `raw` is whole."""
+    head = "2026-11-30T09:06:38.134140Z  INFO cuzk_core::engine: GPU_TIMING"
+    line = head + " k0=v" * ((1 << 20) // 5)
+    parser = LogParser()
+    (event,) = parser.parse_line(line, "stdin", 0, 0.0)
+    assert event.kind == "tracing" and event.raw == line
+    assert parser.counters["parse_cut"] == 1
+    # The fields come from the slice only: a field beyond it is not read.
+    line_with_tail = line + " tail_field=1"
+    (event,) = parser.parse_line(line_with_tail, "stdin", 0, 0.0)
+    assert "tail_field" not in event.fields and event.raw == line_with_tail
+    assert len(line_with_tail) > PARSE_CHARS
+
+
+def test_a_line_of_the_longest_parsed_length_is_read_to_its_end() -> None:
+    head = "2026-11-30T09:06:38.134140Z  INFO cuzk_core::engine: GPU_TIMING"
+    line = head + " " + "x" * (PARSE_CHARS - len(head) - 10) + " last=1"
+    assert len(line) <= PARSE_CHARS
+    parser = LogParser()
+    (event,) = parser.parse_line(line, "stdin", 0, 0.0)
+    assert event.fields.get("last") == 1 and parser.counters["parse_cut"] == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gapwatch.core.config import ConfigError, build_config
+from gapwatch.config import ConfigError, build_config
 from gapwatch.logs.parse import LogParser
 
 OTHER_PROVER = {

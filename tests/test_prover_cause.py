@@ -17,8 +17,8 @@ from cuzk_fakes import (
 from gapwatch.base.clock import FakeClock
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
-from gapwatch.core.evidence import GapEvidence
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, ProverStatus
+from gapwatch.core.prover import NoProver
 from gapwatch.cuzk.causes import (
     decide_cause,
     gap_state,
@@ -28,6 +28,7 @@ from gapwatch.cuzk.causes import (
     worker_letters,
 )
 from gapwatch.cuzk.pipeline import Capacity, PipelineFacts
+from gapwatch.cuzk.prover import CuzkGap, CuzkProver
 from gapwatch.cuzk.status import parse_status
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.store import SeriesStore
@@ -93,7 +94,7 @@ def test_workers_count_per_gpu_while_synthesis_is_shared() -> None:
     st = _status(doc)
     assert snapshot_cause(st, 0) == "inside_workers"
     assert snapshot_cause(st, 1) == "dispatch_stall"
-    assert gap_state(st, 1)["workers"] == "II"
+    assert gap_state(st, 1).workers == "II"
     assert worker_letters(st.workers) == "PPII"
 
 
@@ -108,16 +109,16 @@ def test_a_gaps_cause_is_the_majority_during_it_else_the_one_just_before() -> No
 
 
 def test_snapshots_after_a_gaps_end_do_not_vote_for_it() -> None:
-    acc = GapEvidence(0, start_s=10.0)
-    acc.add_prover(_status(WAITS_ON_SYNTHESIS, 10.5))
+    acc = CuzkGap(0, 10.0, PipelineFacts())
+    acc.add_status(_status(WAITS_ON_SYNTHESIS, 10.5))
     # Polled after the GPU resumed, but fed before the sample that closes the gap.
-    acc.add_prover(_status(INSIDE_WORKERS, 11.2))
-    acc.add_prover(_status(INSIDE_WORKERS, 11.4))
-    view = acc.prover_view(11.0, 10.0, "host_stall")
-    assert (view.cause, view.during) == ("waits_on_synthesis", True)
-    assert [s["t_s"] for s in view.states] == [10.5]
+    acc.add_status(_status(INSIDE_WORKERS, 11.2))
+    acc.add_status(_status(INSIDE_WORKERS, 11.4))
+    view = acc.view(11.0, 10.0, "host_stall", 11.0)
+    assert view.cause == "waits_on_synthesis" and "as of just before" not in view.words
+    assert [s.t_s for s in view.states] == [10.5]
     # Still open: all of them count.
-    assert acc.prover_view(None, 10.0, "host_stall").cause == "inside_workers"
+    assert acc.view(None, 10.0, "host_stall", 11.0).cause == "inside_workers"
 
 
 PERIOD_NS = 100_000_000
@@ -127,7 +128,7 @@ T0_WALL = 1_796_000_000.0
 def _session() -> tuple[Session, FakeClock]:
     gpus = [GpuInfo(index=0, link_bytes_per_s=63e9, sm_source="sim", pcie_source="sim")]
     header = default_header("test", gpus, 100.0)
-    det = GapDetector(DetectorConfig(), gpus, period_s=0.1)
+    det = GapDetector(DetectorConfig(), gpus, period_s=0.1, prover=CuzkProver())
     return Session(header, SeriesStore(gpus, 0.1), detector=det), FakeClock(0, T0_WALL)
 
 
@@ -169,7 +170,7 @@ def test_gaps_polled_over_http_get_the_cause_the_prover_states_give() -> None:
     assert "a dispatch stall inside the prover" in gaps[1].hint
     assert "the wait is inside the workers (copies, the GPU mutex, CPU work)" in gaps[2].hint
     # The evidence keeps the states seen during the gap and in the 2 s before it.
-    assert [s["workers"] for s in gaps[2].prover_states] == ["PI", "PI", "PP", "PP"]
+    assert [s.workers for s in gaps[2].prover_states] == ["PI", "PI", "PP", "PP"]
     assert len(session.store.snapshot().prover_statuses) == poller.status().ok == 18
 
 
@@ -201,19 +202,53 @@ def test_an_srs_list_gone_empty_with_nothing_in_flight_is_an_srs_load() -> None:
     load), and the job is registered only once its SRS is in: /status then shows no work."""
     idle = cuzk_doc(done=10)
     loading = {**idle, "pipelines": [], "allocations": {"srs": [], "pce": []}}
-    acc = GapEvidence(0, start_s=10.0)
+    acc = CuzkGap(0, 10.0, PipelineFacts())
     acc.facts.feed_status(_status(idle, 8.0))
     for t, doc in ((8.0, idle), (10.2, loading), (10.8, loading)):
         st = _status(doc, t)
         acc.facts.feed_status(st)
-        acc.add_prover(st)
-    view = acc.prover_view(11.0, 10.0, "host_stall")
+        acc.add_status(st)
+    view = acc.view(11.0, 10.0, "host_stall", 11.0)
     assert view.cause == "srs_loading"
     assert "allocations.srs went empty at" in view.evidence[0]
     # Empty from the start (nothing loaded yet) says nothing.
-    fresh = GapEvidence(0, start_s=10.0)
+    fresh = CuzkGap(0, 10.0, PipelineFacts())
     for t in (8.0, 10.2):
         st = _status(loading, t)
         fresh.facts.feed_status(st)
-        fresh.add_prover(st)
-    assert fresh.prover_view(11.0, 10.0, "host_stall").cause == "no_work"
+        fresh.add_status(st)
+    assert fresh.view(11.0, 10.0, "host_stall", 11.0).cause == "no_work"
+
+
+def test_a_detector_without_a_prover_finds_the_same_gaps_and_gives_no_prover_cause() -> None:
+    """Any CUDA process (NVML and the copy trace, no prover package): the gaps and their kinds
+    are found the same, a status snapshot and prover log lines change nothing, and the prover
+    says what it lacks."""
+    gpus = [GpuInfo(index=0, link_bytes_per_s=63e9, sm_source="sim", pcie_source="sim")]
+    found: dict[str, list[Gap]] = {}
+    for name, prover in (("none", None), ("cuzk", CuzkProver())):
+        det = GapDetector(DetectorConfig(), gpus, period_s=0.1, prover=prover)
+        session = Session(default_header("test", gpus, 100.0), SeriesStore(gpus, 0.1),
+                          detector=det)
+        clock = FakeClock(0, T0_WALL)
+        for i in range(40):
+            clock.advance_ns(PERIOD_NS)
+            if i == 22:
+                session.on_record(_status(WAITS_ON_SYNTHESIS, clock.wall_s()))
+            session.on_gpu_samples([_sample(clock, not 20 <= i < 26)])
+        found[name] = _final_gaps(session)
+    (plain,), (cuzk,) = found["none"], found["cuzk"]
+    assert (plain.kind, plain.start_s, plain.end_s) == (cuzk.kind, cuzk.start_s, cuzk.end_s)
+    assert cuzk.prover_cause == "waits_on_synthesis"
+    assert plain.prover_cause is None and plain.prover_states == [] and plain.prover_evidence == []
+    assert plain.hint.endswith("synthesis, a lock or the scheduler?")
+    assert NoProver().facts() is None
+    assert "no prover cause" in NoProver().lacks()[0]
+
+
+def test_cuzk_says_which_of_its_facts_it_lacks_until_its_log_and_status_arrive() -> None:
+    prover = CuzkProver()
+    assert [w.split(" (")[0] for w in prover.lacks()] == \
+        ["no cuzk log line read", "no cuzk /status snapshot"]
+    prover.feed_status(_status(WAITS_ON_SYNTHESIS, T0_WALL))
+    assert [w.split(" (")[0] for w in prover.lacks()] == ["no cuzk log line read"]

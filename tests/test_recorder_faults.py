@@ -300,7 +300,7 @@ def test_in_virtual_time_the_feeder_writes_the_recording_and_drops_nothing(
         tmp_path: Path) -> None:
     # At --speed 0 the simulator outran the writer thread: a simulated day of 8 GPUs dropped
     # 108,008 log lines ("the writer fell behind"). Nothing waits on the wall clock there.
-    from gapwatch.core.config import Config, with_overrides
+    from gapwatch.config import Config, with_overrides
     from gapwatch.engine.runtime import build_runtime
 
     config = with_overrides(Config(), {"record": {"max_pending_mib": 1}})

@@ -168,7 +168,7 @@ def test_a_marker_without_its_snapshot_is_a_bad_record(tmp_path: Path) -> None:
 
 
 def test_only_the_final_version_of_each_gap_is_recorded(tmp_path: Path) -> None:
-    from gapwatch.core.config import Config
+    from gapwatch.config import Config
     from gapwatch.core.detector import GapDetector
 
     sim = simulate("pageable", seed=1, duration_s=60,

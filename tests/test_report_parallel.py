@@ -14,8 +14,8 @@ import msgspec
 import pytest
 
 from evaluation.simulate import simulate
+from gapwatch.config import Config
 from gapwatch.core.codec import gpu_line_prefix, gpu_line_prefix_type_last
-from gapwatch.core.config import Config
 from gapwatch.core.models import GpuSample, HostSample, LogEvent, StateChange
 from gapwatch.offline import report_parallel
 from gapwatch.offline.report import ReportData, build_report, to_json

@@ -9,7 +9,7 @@ import pytest
 
 from evaluation.documents import compare, damage
 from evaluation.simulate import simulate
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.offline.report import build_report
 from gapwatch.sinks.recorder import write_recording
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gapwatch.core.config import LogsConfig
+from gapwatch.config import LogsConfig
 from gapwatch.core.models import LogEvent, Notice
 from gapwatch.logs.follow import LogFollower
 

@@ -11,7 +11,7 @@ import pytest
 
 from gapwatch.base.clock import FakeClock, VirtualClock
 from gapwatch.base.watch import ThreadWatch
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import (
     CopyRecord,
@@ -71,8 +71,7 @@ class Int64Sink:
 
     def on_record(self, record: Record) -> None:
         if isinstance(record, Gap):
-            by_kind = record.copies.get("by_kind", {})
-            if sum(e["bytes"] for e in by_kind.values()) >= 2**63:
+            if sum(e.bytes for e in record.copies.kinds().values()) >= 2**63:
                 raise TypeError("Integer exceeds 64-bit range")
             self.gaps += 1
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cuzk_fakes import WAITS_ON_SYNTHESIS
 
-from gapwatch.core.config import build_config
+from gapwatch.config import build_config
 from gapwatch.core.models import GpuInfo, GpuSample, LogEvent, ProverStatus
 from gapwatch.cuzk.pipeline import timeline_epoch
 from gapwatch.cuzk.status import parse_status

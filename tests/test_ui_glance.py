@@ -23,7 +23,7 @@ from ui_fakes import (
     t_ns,
 )
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import StateChange
 from gapwatch.ui.app import GapwatchApp

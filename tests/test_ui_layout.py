@@ -20,7 +20,7 @@ from ui_fakes import (
     screen_text,
 )
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.ui.app import GapwatchApp
 from gapwatch.ui.series import last_column_rates, rx_cells
 from gapwatch.ui.view import View, newest_time_ns

@@ -9,6 +9,7 @@ import msgspec
 import pytest
 from ui_fakes import HINT, WALL0_S, fill_breakdown, header, make_config, t_ns
 
+from gapwatch.core.evidence_types import EventEvidence
 from gapwatch.core.models import GpuSample, LogEvent
 from gapwatch.core.verdict import WindowNow
 from gapwatch.engine.store import SeriesStore
@@ -129,7 +130,7 @@ def test_the_summary_gives_each_distinct_cause_once_with_a_count(tmp_path: Path)
 
     store = SeriesStore(list(header().gpus), period_s=0.1, history_s=600)
     fill_breakdown(store)
-    unpinned = [{"warning": "unpinned", "partition": p, "name": "x", "raw": "is_pinned=false"}
+    unpinned = [EventEvidence(0.0, "x", partition=p, warning="unpinned", raw="is_pinned=false")
                 for p in (5, 6)]
     for i in range(15):  # 15 gaps, each with its own figures and partitions in the hint
         hint = (f"partitions {i}, {i + 1} were synthesised with is_pinned=false: a/b/c in "

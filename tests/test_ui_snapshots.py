@@ -25,7 +25,8 @@ from ui_fakes import (
     make_config,
 )
 
-from gapwatch.core.hints import make_hint
+from gapwatch.core.evidence_types import NO_COPIES, EventEvidence, HostEvidence
+from gapwatch.core.explain import Evidence, GapFacts, hint_of
 from gapwatch.core.models import StateChange
 from gapwatch.ui.app import GapwatchApp
 
@@ -41,13 +42,13 @@ def pageable_app(tmp_path: Path) -> tuple[FakeRuntime, GapwatchApp]:
     synthesised with is_pinned=false, host memory under pressure."""
     rt = FakeRuntime(make_config(tmp_path))
     fill_breakdown(rt.store)
-    events = [{"warning": "unpinned", "partition": p, "name": "synthesize_partition",
-               "raw": "partition synthesis complete is_pinned=false"} for p in (5, 6, 7)]
-    host: dict[str, float | None] = {"psi_mem_some_share_max": 0.39, "major_faults_per_s_max": 154.0,
-            "mem_bandwidth_bytes_per_s_max": 175e9}
+    events = [EventEvidence(0.0, "synthesize_partition", partition=p, warning="unpinned",
+                            raw="partition synthesis complete is_pinned=false") for p in (5, 6, 7)]
+    host = HostEvidence(psi_mem_some_share_max=0.39, major_faults_per_s_max=154.0,
+                        mem_bandwidth_bytes_per_s_max=175e9)
     for gid, (a, b) in enumerate(STARVED_GAPS, start=1):
         g = gap(gid, 0, a - 0.1, b - 0.1)
-        hint = make_hint("pcie_starved", b - a, 2.8e9, 0.05e9, LINK, "high", host, events)
+        hint = hint_of(GapFacts("pcie_starved", b - a, 2.8e9, 0.05e9, LINK, "high"), Evidence(host, events, NO_COPIES))
         rt.store.upsert_gap(replace(g, hint=hint, log_events=events))
     return rt, GapwatchApp(rt, wall_clock=fixed_wall)
 

@@ -10,11 +10,12 @@ from pathlib import Path
 from ui_fakes import FakeRuntime, make_config, screen_text
 
 from evaluation.simulate import simulate
-from gapwatch.commands.report import format_text
-from gapwatch.core.config import Config, DetectorConfig
+from gapwatch.config import Config
+from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import Gap, GpuSample, StateChange
 from gapwatch.offline.report import build_report
+from gapwatch.offline.report_text import format_text
 from gapwatch.sinks.recorder import write_recording
 from gapwatch.sinks.snapshot import render_summary
 from gapwatch.ui.app import GapwatchApp

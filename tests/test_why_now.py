@@ -3,6 +3,7 @@ chaining window, the setting that closes it, the payoff; the line alerts and eve
 
 from __future__ import annotations
 
+from gapwatch.core.evidence_types import CopiesEvidence
 from gapwatch.core.models import Gap, GpuInfo, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import WindowNow
@@ -25,8 +26,8 @@ def _snap(*gaps: Gap, window: bool = True) -> StoreSnapshot:
 
 def test_the_longest_stall_in_the_window_is_the_cause_with_its_setting_and_payoff() -> None:
     snap = _snap(_gap(1, 10.0, 20.0),  # ended before the window: not counted
-                 _gap(2, 75.0, 6.0, copies={"memory_kind": "pageable"}),
-                 _gap(3, 85.0, 4.0, copies={"memory_kind": "pageable"}),
+                 _gap(2, 75.0, 6.0, copies=CopiesEvidence(memory_kind="pageable")),
+                 _gap(3, 85.0, 4.0, copies=CopiesEvidence(memory_kind="pageable")),
                  _gap(4, 92.0, 1.0, kind="transfer_bound"),
                  _gap(5, 95.0, 3.0, end=False))  # open: not yet counted
     why = why_now(snap, 0)

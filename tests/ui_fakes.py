@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gapwatch.core.config import Config, build_config
+from gapwatch.config import Config, build_config
 from gapwatch.core.models import (
     Gap,
     GpuInfo,

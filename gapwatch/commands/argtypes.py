@@ -49,7 +49,7 @@ def speed(text: str) -> float:
 
 def segment_size(text: str) -> str:
     """A segment size (`--rotate-size 1GiB`), by the config's rule; kept as written."""
-    from gapwatch.core.config import check_rotate_size
+    from gapwatch.config import check_rotate_size
 
     try:
         return check_rotate_size(text)
@@ -59,7 +59,7 @@ def segment_size(text: str) -> str:
 
 def segment_age(text: str) -> str:
     """A segment age (`--rotate-age 1d`), by the config's rule; kept as written."""
-    from gapwatch.core.config import check_rotate_age
+    from gapwatch.config import check_rotate_age
 
     try:
         return check_rotate_age(text)

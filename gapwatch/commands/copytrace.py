@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 
+from gapwatch.config import Config
 from gapwatch.copytrace.build import BuildError, build, install_instructions
 from gapwatch.copytrace.socket_path import default_socket_path, make_private_folder
-from gapwatch.core.config import Config
 from gapwatch.engine.console import say
 
 

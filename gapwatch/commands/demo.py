@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.engine.console import say
 from gapwatch.engine.runtime import STARTUP_ERRORS, build_runtime
 from gapwatch.engine.terminal import detach_piped_stdin, require_terminal

@@ -7,8 +7,9 @@ Who calls it: `gapwatch.cli`. Headless, never imports Textual.
   show the same gaps), the prover's phases from the recording's log events and the `--log` files.
 - `csv`: one row per GPU sample in the shared-trace column layout; `replay`/`report` read it back.
 
-Exit status: 0 written; 2 the input is not a recording or trace CSV, a `--log` file cannot be
-read, or the output would overwrite the input; 1 the output cannot be written.
+Exit status: 0 written (or stopped by a signal: nothing left behind); 2 the input is not a
+recording or trace CSV, a `--log` file cannot be read, the output would overwrite the input, or
+it cannot be written (one line, as every unwritable output).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from gapwatch.core.config import Config
+from gapwatch.base.quit_early import stop_signals_deferred
+from gapwatch.config import Config
 from gapwatch.core.models import DERIVED_TYPES
 from gapwatch.engine.console import say
 from gapwatch.sinks.output_file import OutputRefused, Replacement, check_replaceable
@@ -54,7 +56,9 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes]) -> st
     builder = TraceBuilder(recording.header)
     # Recorded gaps and states are superseded by the report's (same samples, this version).
     builder.extend(r for r in recording.records if r.type not in DERIVED_TYPES)
-    builder.extend(drain(extra))  # each event let go once in the trace
+    queue = drain(extra)
+    while queue:
+        builder.add(queue.popleft())  # each event let go once in the trace
     builder.extend(report.gaps)
     builder.extend(report.states)
     builder.extend(report.prover_events)  # PoSt, restarts, errors: derived again, as gaps
@@ -102,7 +106,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     # trace behind, and a link at DEST is replaced, never written through.
     tmp: Replacement | None = None
     try:
-        tmp = Replacement(dest) if dest is not None else None
+        with stop_signals_deferred():  # created and in `tmp` at once: never left behind
+            tmp = Replacement(dest) if dest is not None else None
         fb = tmp.file if tmp is not None else sys.stdout.buffer
         if args.format == "perfetto":
             summary = _perfetto(src, config, list(args.log), fb)
@@ -122,7 +127,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
         _discard(tmp)
         where = exc.filename or (dest or "stdout")
         say(f"gapwatch export: {where}: {exc.strerror or exc}")
-        return 2 if exc.filename in args.log else 1
+        return 2  # an unreadable log, or an output that cannot be written
+    except BaseException:  # a stop signal (gapwatch.base.quit_early): no hidden .part left
+        _discard(tmp)
+        raise
     say(f"gapwatch export: wrote {dest or 'stdout'}: {summary}")
     return 0
 

@@ -14,8 +14,8 @@ import re
 import sys
 
 from gapwatch.commands import argtypes
+from gapwatch.config import Config
 from gapwatch.core.codec import encode_json
-from gapwatch.core.config import Config
 from gapwatch.core.units import parse_duration
 from gapwatch.engine.console import say
 from gapwatch.fleet.client import PromClient

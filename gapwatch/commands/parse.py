@@ -25,13 +25,13 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TextIO
 
+from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
-from gapwatch.core.config import Config
 from gapwatch.core.models import LogEvent, ProverEvent, ProverStatus
 from gapwatch.core.sizes import bounded_event
 from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder
-from gapwatch.engine.console import say
+from gapwatch.engine.console import OutputFailed, say
 from gapwatch.logs.files import LogFile
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.prover_events import prover_event_lines
@@ -244,10 +244,20 @@ def _to_timeline(events: list[LogEvent], timeline: TimelineBuilder, said: _Said)
 
 
 def _write(events: list[LogEvent], args: argparse.Namespace, out: TextIO) -> None:
+    """Print `events`; a failure to write is the output's (`OutputFailed`), never blamed on
+    the log being read (a full disk was said as "LOG: cannot read"). JSON keeps C1 and bidi
+    controls escaped (`fmt.json_visible`): the terminal shows them, never obeys them."""
     for e in events:
         if args.unparsed and e.kind != "unparsed":
             continue
-        out.write((encode_json(e).decode() if args.json else format_event(e)) + "\n")
+        text = (fmt.json_visible(encode_json(e).decode()) if args.json
+                else format_event(e)) + "\n"
+        try:
+            out.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputFailed(exc) from None
 
 
 def _recorded(path: str, timeline: TimelineBuilder, statuses: list[ProverStatus]) -> bool:

@@ -25,8 +25,8 @@ from gapwatch.commands import (
 )
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
+from gapwatch.config import Config
 from gapwatch.core import fmt
-from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.console import say
 from gapwatch.engine.events import EventHook, start_event_hook

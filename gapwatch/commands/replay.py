@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.console import say
 from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime

@@ -1,38 +1,22 @@
 """`gapwatch report FILE [--log PATH ...] [--json]`: gaps, breakdowns and payoff of a recording.
 
-Who calls it: `gapwatch.cli`. The analysis lives in `gapwatch.offline.report`; this module parses
-the arguments and formats the result as text (for people) or JSON (stable, for scripts; documented
-in
-docs/detection.md). Exit codes: 0 done, 2 the file or a log cannot be read.
+Who calls it: `gapwatch.cli`. The analysis lives in `gapwatch.offline.report`, and so do its two
+formats: the JSON document (`to_json`, stable, for scripts; documented in docs/detection.md) and
+the text for people (`gapwatch.offline.report_text.format_text`); this module parses the
+arguments and prints one of them. Exit codes: 0 done, 2 the file or a log cannot be read.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from gapwatch.core import fmt
-from gapwatch.core.blind import blind_words
+from gapwatch.config import Config
 from gapwatch.core.codec import encode_json
-from gapwatch.core.config import Config, DetectorConfig
-from gapwatch.core.models import GAP_KINDS, Gap
-from gapwatch.core.verdict import breakdown_words
-from gapwatch.cuzk.advice import advice_lines
 from gapwatch.engine.console import say
-from gapwatch.offline.prover_events import prover_event_lines
-from gapwatch.offline.report import (
-    PAYOFF_METHOD,
-    ReportData,
-    build_report,
-    busy_fraction,
-    gaps_by_prover_cause,
-    to_json,
-)
+from gapwatch.offline.report import build_report, to_json
+from gapwatch.offline.report_text import MAX_TABLE_ROWS, format_text
 from gapwatch.sources.recording import RecordingError
-
-#: Rows of the gap table in text output (the JSON always has every gap).
-MAX_TABLE_ROWS = 50
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,193 +47,3 @@ def run(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
-def _pct(v: float | None) -> str:
-    return "  n/a" if v is None else f"{v * 100:4.0f} %"
-
-
-def _clock(t: float) -> str:
-    return fmt.clock(t, millis=True)
-
-
-def format_text(r: ReportData, all_rows: bool = False,
-                detector: DetectorConfig | None = None) -> str:
-    """The report for people, section by section (each a named step below); paths, hints and
-    problems quote text from outside: shown, never obeyed by the terminal."""
-    detector = detector or DetectorConfig()
-    out = _head_lines(r)
-    out += ["", *_gpu_lines(r)]
-    out += ["", *_gap_lines(r.gaps, all_rows)]
-    out += ["", *_breakdown_lines(r, detector)]
-    if r.blind_spots:
-        out += ["", *_blind_lines(r)]
-    if r.copies is not None:
-        out += ["", *_copy_lines(r.copies)]
-    if r.prover_events:
-        out += ["", *prover_event_lines(r.prover_events)]
-    if r.partitions is not None:
-        out += ["", *_partition_lines(r.partitions, all_rows)]
-    out += ["", *_payoff_lines(r.payoff)]
-    out += ["", "What to change (cuzk's own settings; docs/advice.md)", *advice_lines(r.advice)]
-    if r.counters or r.problems:
-        out += ["", *_input_lines(r)]
-    return "\n".join(fmt.visible(line) for line in out) + "\n"
-
-
-def _head_lines(r: ReportData) -> list[str]:
-    """What was read, and the data's own problems first (they change what the rest means)."""
-    h = r.header
-    out = [f"gapwatch report: {r.path} ({h.source}, {h.period_ms:g} ms period)"]
-    if r.log_files:
-        out.append(f"logs: {', '.join(r.log_files)}")
-    if r.warnings:
-        out += ["", "WARNING: the data has problems that change what this report means"]
-        out += [f"  - {w}" for w in r.warnings]
-    return out
-
-
-def _gpu_lines(r: ReportData) -> list[str]:
-    """One line per GPU: busy share, link, gaps by kind; the prover's own causes beneath."""
-    out = ["GPUs (busy = busy share of the working span, first to last busy reading)"]
-    for t in r.totals:
-        mine = [g for g in r.gaps if g.gpu == t.gpu]
-        parts = []
-        for k in GAP_KINDS:
-            of_kind = [g for g in mine if g.kind == k]
-            if of_kind:
-                parts.append(f"{len(of_kind)} {k} ({sum(g.duration_s for g in of_kind):.1f} s)")
-        kinds = ", ".join(parts) or "no gaps"
-        low = "  [utilization.gpu only: low confidence]" if t.confidence == "low" else ""
-        out.append(f"  GPU {t.gpu}: busy {_pct(busy_fraction(t)).strip()} of {t.active_s:.1f} s "
-                   f"(link {fmt.rate(t.link_bytes_per_s)}); {kinds}{low}")
-        causes = gaps_by_prover_cause(mine)
-        if causes:
-            said = ", ".join(f"{v['count']:.0f} {k.replace('_', ' ')}"
-                             for k, v in sorted(causes.items(), key=lambda kv: -kv[1]["count"]))
-            out.append(f"         where the prover said it waited (cuzk /status): {said}")
-    return out
-
-
-def _gap_lines(gaps: list[Gap], all_rows: bool) -> list[str]:
-    """The gap table: the first `MAX_TABLE_ROWS`, saying so when there are more."""
-    rows = gaps if all_rows else gaps[:MAX_TABLE_ROWS]
-    out = [f"Gaps ≥ min gap: {len(gaps)}" + ("" if len(rows) == len(gaps) else
-                                             f" (first {len(rows)}; --all or --json for all)")]
-    if rows:
-        out.append(f"  {'GPU':>3} {'start (UTC)':<12} {'dur s':>6} {'kind':<14} {'H2D':>9} "
-                   f"{'D2H':>9}  hint")
-    for g in rows:
-        out.append(f"  {g.gpu:>3} {_clock(g.start_s):<12} {g.duration_s:6.2f} {g.kind:<14} "
-                   f"{fmt.rate(g.pcie_rx_bytes_per_s):>9} {fmt.rate(g.pcie_tx_bytes_per_s):>9}  "
-                   f"{g.hint}")
-    return out
-
-
-def _breakdown_lines(r: ReportData, config: DetectorConfig) -> list[str]:
-    """Each BREAKDOWN period: when, how long, the starved gaps it held and what it was entered
-    on (the entry's count alone froze at "2 pcie_starved gaps" for a period that held 31)."""
-    out = [f"Chaining breakdowns: {len(r.breakdowns)}"]
-    for b in r.breakdowns:
-        words = breakdown_words(b.starved_gaps, b.starved_idle_s, b.max_in_window,
-                                b.reason or "-", config)
-        out.append(f"  GPU {b.gpu}: {_clock(b.start_s)} - {_clock(b.end_s)} "
-                   f"({b.duration_s:.1f} s): {words}")
-    return out
-
-
-def _blind_lines(r: ReportData) -> list[str]:
-    """Each stretch with no readings because NVML did not answer, and why as far as known: a
-    hole in the charts is not idle time, and not gapwatch hanging."""
-    total = sum(b.duration_s for b in r.blind_spots)
-    out = [f"Blind spots (no readings: NVML did not answer): {len(r.blind_spots)}, "
-           f"{total:.1f} s in all"]
-    out += [f"  {blind_words(b, r.byes)}" for b in r.blind_spots]
-    return out
-
-
-def _input_lines(r: ReportData) -> list[str]:
-    out = ["Input: " + ", ".join(f"{k} {v}" for k, v in sorted(r.counters.items()))]
-    out += [f"  {p}" for p in r.problems[:5]]
-    return out
-
-
-def _copy_lines(copies: dict[str, Any]) -> list[str]:
-    """The copy trace's table: copies by GPU, direction and host memory kind, with their rates."""
-    lines = [f"Copies (copy trace): {copies['count']}, {fmt.size(copies['bytes'])}",
-             f"  {'GPU':>3} {'dir':<4} {'memory':<9} {'copies':>6} {'bytes':>10} "
-             f"{'rate':>9}  per copy min / median / max"]
-    for row in copies["rows"]:
-        gpu = "?" if row["gpu"] is None else str(row["gpu"])
-        lines.append(
-            f"  {gpu:>3} {row['direction'].upper():<4} {row['memory_kind']:<9} "
-            f"{row['count']:>6} {fmt.size(row['bytes']):>10} {fmt.rate(row['bytes_per_s']):>9}  "
-            f"{fmt.rate(row['rate_min_bytes_per_s'])} / "
-            f"{fmt.rate(row['rate_median_bytes_per_s'])} / {fmt.rate(row['rate_max_bytes_per_s'])}")
-    share = copies.get("pageable_share_of_gap_time")
-    if share is not None:
-        lines.append(f"  pageable copies ran during {share * 100:.0f} % of the gap time "
-                     f"({copies['pageable_copy_s']:.1f} s of {copies['gap_s']:.1f} s)")
-    return lines
-
-
-#: Where the partition table's rows came from, in its title.
-_PARTITION_SOURCES = {
-    frozenset({"log"}): "from the log",
-    frozenset({"status"}): "from the prover's /status",
-}
-
-
-#: Characters of a job id shown in the partition table (its end: ids differ there).
-JOB_CHARS = 20
-
-
-def _partition_lines(run: Any, all_rows: bool = False) -> list[str]:
-    """The partition table: job and partition on every row (partition numbers repeat per job),
-    the first `MAX_TABLE_ROWS` unless `all_rows`, saying what it left out."""
-    parts = run.partitions
-    sources = frozenset(p.source for p in parts)
-    origin = _PARTITION_SOURCES.get(sources, "from the log and the prover's /status")
-    rows = parts if all_rows else parts[:MAX_TABLE_ROWS]
-    lines = [f"Partitions ({origin}): {len(parts)}, "
-             f"{sum(1 for p in parts if p.unpinned)} synthesised unpinned; "
-             f"GPU occupied {_pct(run.occupied_fraction).strip()}, "
-             f"merged GPU_START..END {_pct(run.merged_efficiency).strip()}"]
-    # The whole job id, never cut: a WindowPoSt's id is long (and holds spaces).
-    jw = max([JOB_CHARS, *(len(p.job_id or "-") for p in rows)])
-    runs = len({p.run for p in parts}) > 1
-    lines.append("  " + ("run " if runs else "") + f"{'job':<{jw}} {'part':>12} {'worker':>6} "
-                 f"{'GPU start':<12} {'synth ms':>8} {'gpu ms':>7} {'held ms':>8} "
-                 f"{'wait ms':>8} {'H2D-in-NTT ms':>13} pinned")
-
-    def v(x: int | None) -> str:
-        return "-" if x is None else str(x)
-
-    for p in rows:
-        start = _clock(p.gpu_start_s) if p.gpu_start_s else "-"
-        part = v(p.partition) if not p.monolithic else (p.kind or "monolithic")
-        note = " (first wave)" if p.first_wave else ""
-        lines.append("  " + (f"{p.run:>3} " if runs else "")
-                     + f"{p.job_id or '-':<{jw}} {part:>12} {v(p.worker):>6} {start:<12} "
-                     f"{v(p.synth_ms):>8} {v(p.timeline_gpu_ms):>7} {v(p.mutex_held_ms):>8} "
-                     f"{v(p.mutex_wait_ms):>8} {v(p.h2d_in_ntt_ms):>13} {p.pinned_words}{note}")
-    if len(rows) < len(parts):
-        lines.append(f"  ... {len(parts) - len(rows)} more partitions not shown (first "
-                     f"{len(rows)} of {len(parts)}; --all or --json for all)")
-    return lines
-
-
-def _payoff_lines(payoff: dict[str, Any]) -> list[str]:
-    lines = ["Payoff (if the gaps were closed)"]
-    overall = payoff["overall"]
-    pph = payoff.get("partitions_per_hour")
-    for kind, v in overall["if_closed"].items():
-        if v["busy_fraction"] is None or v["idle_s"] <= 0:
-            continue
-        gain = v["throughput_gain"]
-        rate = f", {pph:.0f} → {pph * gain:.0f} partitions per hour" if pph else ""
-        label = "all gaps" if kind == "all" else f"{kind} gaps"
-        lines.append(f"  closing {label}: busy {_pct(overall['busy_fraction']).strip()} → "
-                     f"{_pct(v['busy_fraction']).strip()}, about {gain:.2f}× throughput{rate}")
-    if len(lines) == 1:
-        lines.append("  nothing to gain: no gaps")
-    lines.append(f"  ({PAYOFF_METHOD})")
-    return lines

@@ -12,7 +12,7 @@ import argparse
 from gapwatch.commands import add_cuzk_status_argument, add_on_event_arguments
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.engine.console import say
 from gapwatch.engine.events import EventHook, start_event_hook
 from gapwatch.engine.runtime import STARTUP_ERRORS, build_runtime

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from gapwatch.base.quit_early import stop_signals_deferred
 from gapwatch.copytrace import wire
 
 LIBRARY_NAME = "libgapwatch_copytrace.so"
@@ -184,6 +185,24 @@ def read_layout(library: Path) -> dict[str, int]:
     return wire.parse_layout(buf.value.decode())
 
 
+def _temporary_in(out: Path) -> Path:
+    """A new empty file of a random name in folder `out` (made if missing), where the library
+    is compiled before it is renamed into place.
+
+    Raises:
+        BuildError: `out` cannot take it (read-only, a file, /proc, no room): one line, no
+            traceback.
+    """
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=".gapwatch_copytrace-", suffix=".so", dir=out)
+        os.close(fd)
+    except OSError as exc:
+        raise BuildError(f"cannot write the library into {out}: {exc.strerror or exc}"
+                         ) from None
+    return Path(name)
+
+
 def build(
     out_dir: str | Path | None = None,
     *,
@@ -203,16 +222,15 @@ def build(
     include_dirs = find_include_dirs(cuda_include)
     cupti = find_cupti_library(include_dirs)
     out = Path(out_dir) if out_dir is not None else default_out_dir()
-    out.mkdir(parents=True, exist_ok=True)
     target = out / LIBRARY_NAME
-    fd, tmp_name = tempfile.mkstemp(prefix=".gapwatch_copytrace-", suffix=".so", dir=out)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    cmd = [compiler, *CFLAGS, *extra_cflags, *(f"-I{d}" for d in include_dirs)]
-    if cupti:
-        cmd.append(f'-DGWCT_CUPTI_DEFAULT="{cupti}"')
-    cmd += ["-o", str(tmp), str(source_path()), *LIBS]
+    tmp: Path | None = None
     try:
+        with stop_signals_deferred():  # made and in `tmp` at once: the finally removes it
+            tmp = _temporary_in(out)
+        cmd = [compiler, *CFLAGS, *extra_cflags, *(f"-I{d}" for d in include_dirs)]
+        if cupti:
+            cmd.append(f'-DGWCT_CUPTI_DEFAULT="{cupti}"')
+        cmd += ["-o", str(tmp), str(source_path()), *LIBS]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
             raise BuildError(f"compile failed ({' '.join(cmd)}):\n{(r.stderr or r.stdout)[-3000:]}")
@@ -221,10 +239,14 @@ def build(
         if bad:
             raise BuildError("the compiled library's layout is not what this gapwatch reads "
                              f"(headers of another CUDA major?): {'; '.join(bad)}")
-        tmp.chmod(0o755)
-        os.replace(tmp, target)
+        try:
+            tmp.chmod(0o755)
+            os.replace(tmp, target)
+        except OSError as exc:  # a directory or a read-only file in the library's place
+            raise BuildError(f"cannot install {target}: {exc.strerror or exc}") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
     return BuildResult(library=target, include_dirs=include_dirs, cupti_library=cupti,
                        compiler=compiler, layout=layout)
 

@@ -19,8 +19,9 @@
  *
  * Rules it keeps:
  * - It never changes what the prover does: every failure (no libcupti, another CUPTI client such
- *   as Nsight or a profiler, a CUPTI error, a CUPTI of another major than the headers it was
- *   built with) is said once on stderr and the library does nothing more. InitializeInjection
+ *   as Nsight or a profiler, a CUPTI error, a CUPTI of another release, major or minor, than the
+ *   headers it was built with: GWCT_CUPTI_RELEASE) is said once on stderr and the library does
+ *   nothing more. InitializeInjection
  *   always reports success to the driver, so cuInit is never failed on our account.
  * - Bounded memory: a fixed pool of activity buffers, allocated once. When all are in use CUPTI
  *   is given none and drops records itself (counted with cuptiActivityGetNumDroppedRecords).
@@ -85,14 +86,24 @@ enum { GWCT_COPIES = 1, GWCT_HELLO = 3, GWCT_NOTE = 4, GWCT_BYE = 5 };
 #define GWCT_HELLO_PCI_BUS_ORDER 2u  /* CUDA_DEVICE_ORDER=PCI_BUS_ID in the process */
 #define GWCT_HELLO_VISIBLE_SET 4u    /* CUDA_VISIBLE_DEVICES is set in the process */
 
-/* The CUDA major whose CUPTI layouts (CUpti_ActivityMemcpy6) this file was compiled against. */
-#define GWCT_CUPTI_MAJOR (CUPTI_API_VERSION / 10000)
+/* The CUPTI release (cuptiGetVersion's xxyyzz without zz: 1300 is CUDA 13.0) whose activity
+ * records this file was compiled to read. CUPTI hands every record in the newest layout of its
+ * own release, and layouts change inside a major: Device5 is among the deprecated types from
+ * 13.2, Memcpy6 gives way to Memcpy7 in the 13.4 developer preview. So the CUPTI loaded at run
+ * time must be of this very release (major AND minor; the zz update keeps layouts), or nothing
+ * is read: refused once, said on stderr and to gapwatch (a NOTE), the prover untouched. */
+#define GWCT_CUPTI_RELEASE (CUPTI_API_VERSION / 100)
+/* The releases whose MEMCPY and DEVICE records are CUpti_ActivityMemcpy6 and
+ * CUpti_ActivityDevice5 with the offsets asserted below (checked in the CUDA 13.0 headers).
+ * A release is added here only once its headers have been read. */
+#define GWCT_LAYOUT_RELEASES_TEXT "13.0"
+static int layout_release_known(uint32_t release) { return release == 1300; }
 #ifndef GWCT_CUPTI_DEFAULT
 #define GWCT_CUPTI_DEFAULT ""
 #endif
 
-#if CUPTI_API_VERSION < 130000
-#error "gapwatch copytrace reads CUpti_ActivityMemcpy6: build it with CUDA 13 (CUPTI >= 13.0) headers"
+#if CUPTI_API_VERSION < 130000 || CUPTI_API_VERSION >= 130100
+#error "gapwatch copytrace reads the CUPTI record layouts of CUDA 13.0 (Memcpy6, Device5): build it with the CUDA 13.0 headers (pip install 'nvidia-cuda-cupti>=13.0,<13.1' 'nvidia-cuda-runtime>=13.0,<13.1' 'nvidia-cuda-crt>=13.0,<13.1', or --cuda-include DIR)"
 #endif
 
 struct gwct_header {
@@ -511,7 +522,7 @@ static void at_exit(void) {
 
 static void *load_cupti(void) {
     char soname[32];
-    snprintf(soname, sizeof soname, "libcupti.so.%d", GWCT_CUPTI_MAJOR);
+    snprintf(soname, sizeof soname, "libcupti.so.%d", CUPTI_API_VERSION / 10000);
     const char *env = getenv("GAPWATCH_CUPTI_LIB");
     if (env != NULL && *env) return dlopen(env, RTLD_NOW | RTLD_LOCAL);
     /* A CUPTI the process already holds first: two copies in one process would fight. */
@@ -566,10 +577,19 @@ static int start_tracing(void) {
     uint32_t version = 0;
     if (g.cupti.GetVersion(&version) != CUPTI_SUCCESS) version = 0;
     g.cupti_loaded = version;
-    if (version / 10000 != GWCT_CUPTI_MAJOR) {
-        say("built for CUPTI %d but loaded CUPTI %u (another CUDA major: its record layout "
-            "differs); rebuild with `gapwatch copytrace build` against this CUDA; copy trace off",
-            CUPTI_API_VERSION, (unsigned)version);
+    if (version / 100 != GWCT_CUPTI_RELEASE || !layout_release_known(version / 100)) {
+        /* Before any Subscribe or Enable: CUPTI stays untouched, free for another tool. */
+        snprintf(msg, sizeof msg, "the loaded CUPTI is %u.%u (API version %u) but this library "
+                 "reads only the record layouts of CUPTI %s (Memcpy6, Device5; built with API "
+                 "version %d): another release may hand records it would misread. Copy trace "
+                 "off in this process; the prover runs on untouched. Load CUPTI %s "
+                 "(GAPWATCH_CUPTI_LIB) or use a gapwatch that knows this release",
+                 (unsigned)(version / 10000), (unsigned)(version / 100 % 100), (unsigned)version,
+                 GWCT_LAYOUT_RELEASES_TEXT, CUPTI_API_VERSION, GWCT_LAYOUT_RELEASES_TEXT);
+        say("%s", msg);
+        pthread_mutex_lock(&g.send_lock);
+        send_note(msg);
+        pthread_mutex_unlock(&g.send_lock);
         return -1;
     }
     /* Claim CUPTI the documented way: one subscriber per process. If Nsight, a profiler or
@@ -724,6 +744,8 @@ GWCT_EXPORT int gapwatch_copytrace_selftest(const char *path, uint32_t n) {
         g.pid = getpid();
         g.session_id = realtime_ns();
         g.flush_ms = 100;
+        /* As a CUPTI of the release it was built for would say (the reader checks it). */
+        g.cupti_loaded = CUPTI_API_VERSION;
         if (open_socket(path) != 0) return -1;
     }
     pthread_mutex_lock(&g.send_lock);

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from bisect import insort
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 from msgspec.structs import replace
 
@@ -40,7 +40,8 @@ from gapwatch.core.evidence import (
     summarise_copies,
     traced_pageable,
 )
-from gapwatch.core.hints import make_hint
+from gapwatch.core.evidence_types import NO_COPIES, NO_HOST, EventEvidence, LinkDown
+from gapwatch.core.explain import Evidence, GapFacts, explain
 from gapwatch.core.models import (
     ChainState,
     Confidence,
@@ -57,13 +58,19 @@ from gapwatch.core.models import (
     Record,
     StateChange,
 )
-from gapwatch.core.readings import GPM_LIKE_SOURCES, activity_lag_ns, is_stale_gpm, reading
+from gapwatch.core.prover import NO_VIEW, Prover
+from gapwatch.core.readings import (
+    GPM_LIKE_SOURCES,
+    activity_lag_ns,
+    is_stale_gpm,
+    reading,
+    reports_sm,
+)
 from gapwatch.core.track import BUSY as _BUSY
 from gapwatch.core.track import IDLE as _IDLE
 from gapwatch.core.track import NO_BUCKET, SPACINGS_KEPT, GpuTotals, Track, median_int
 from gapwatch.core.track import PRE as _PRE
 from gapwatch.core.verdict import WindowNow, breakdown_entry_words, gaps_reason
-from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts, PipelineView
 
 _NS: Final = 1_000_000_000
 _NEVER: Final = 1 << 62
@@ -91,13 +98,13 @@ class GapDetector:
         live: publish open gaps (and their updates and retractions). Off for offline reports,
             which only keep final versions: building ~2 open versions per gap with evidence and
             hint is most of the cost of a long report. States are identical either way.
-        max_parallel_synthesis: cuzk's `[pipeline] max_parallel_synthesis` (`[cuzk]
-            max_parallel_synthesis`), for the synthesis capacity when its log does not say it.
+        prover: the prover behind the work (`gapwatch.core.prover`: e.g. cuzk's), fed every
+            log event and status snapshot and asked about each gap; None: no prover known.
     """
 
     def __init__(
         self, config: DetectorConfig, gpus: list[GpuInfo], period_s: float | None = None,
-        live: bool = True, max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
+        live: bool = True, prover: Prover | None = None,
     ) -> None:
         self.config = config
         self._live = live
@@ -110,8 +117,7 @@ class GapDetector:
         self._n_buckets = max(1, math.ceil(config.window_s))
         self._nodata = config.nodata_after_periods
         self._period_floor_ns = int(period_s * _NS) if period_s else 0
-        self._ev = EvidenceBuffer(config.evidence_before_s,
-                                  facts=PipelineFacts(max_parallel_synthesis))
+        self._ev = EvidenceBuffer(config.evidence_before_s, prover=prover)
         self._next_id = 1
         self._pending: list[Gap | StateChange] = []
         self._now_s = 0.0
@@ -151,9 +157,10 @@ class GapDetector:
                 self._ev.add_link(record)
         return []
 
-    def pipeline_view(self) -> PipelineView:
-        """What the prover's log has said about its pipeline so far."""
-        return self._ev.facts.view()
+    @property
+    def prover(self) -> Prover:
+        """The prover behind the work (`NoProver` when none was given)."""
+        return self._ev.prover
 
     def feed_copy(self, copy: CopyRecord) -> list[Gap | StateChange]:
         """A copy from the copy trace: evidence for the gaps it overlaps. Copies arrive after
@@ -193,7 +200,7 @@ class GapDetector:
         self._ev.prune(self._now_s)
 
     def feed_prover(self, status: ProverStatus) -> list[Gap | StateChange]:
-        """A snapshot of the prover's own pipeline (cuzk `/status`): evidence for the gaps
+        """A snapshot of the prover's own pipeline (e.g. cuzk's `/status`): evidence for the gaps
         around it. Polled on another thread, a snapshot can land in a gap already closed: that
         gap is re-published at once with it, as a late copy is."""
         out = self._late(self._ev.add_prover(status))
@@ -622,48 +629,39 @@ class GapDetector:
         duration_s = ((end_ns if end_ns is not None else now_ns) - tr.idle_start_ns) / _NS
         confidence: Confidence = "low" if tr.idle_low_confidence else "high"
         acc = tr.evidence
-        host = self._ev.host_dict(acc) if acc is not None else {}
-        # No events (every gap of a recording without logs): skip event_dicts' sorting.
-        events = acc.event_dicts() if acc is not None and acc.events else []
+        host = self._ev.host_evidence(acc) if acc is not None else NO_HOST
+        # No events (every gap of a recording without logs): skip event_list's sorting.
+        events = acc.event_list() if acc is not None and acc.events else []
         g_end_s = end_s if end_s is not None else tr.idle_start_s + duration_s
-        # Without a snapshot or a cuzk line there is nothing to say (the common offline case:
-        # skipping it keeps a long report's per-gap cost as it was).
-        view = acc.prover_view(end_s, tr.idle_start_s, tr.kind) if acc is not None and (
-            acc.provers or acc.before_cause is not None or acc.facts.seen) else None
+        # A prover that gathered nothing for the gap has nothing to say (the common offline
+        # case: skipping it keeps a long report's per-gap cost as it was).
+        view = acc.prover.view(end_s, tr.idle_start_s, tr.kind, g_end_s) if acc is not None \
+            and acc.prover.has_evidence() else NO_VIEW
         copies = (self._ev.copies_dict(acc, tr.idle_start_s, g_end_s, tr.kind, events)
-                  if acc is not None else {})
+                  if acc is not None else NO_COPIES)
         link_down = self._link_down(tr.gpu)
-        hint = make_hint(
-            tr.kind, duration_s, rx, tx, tr.link, confidence, host, events,
-            is_open=end_ns is None, copies=copies, link_down=link_down,
-            prover_cause=view.cause if view else None,
-            prover_during=view.during if view else True,
-            prover_detail=view.detail if view else "",
-            prover_from_log=view.from_log if view else False,
-            quiet_below_bytes_per_s=tr.quiet_below,
-            since_s=tr.idle_start_s - self.config.evidence_before_s,
-            after_error=self._ev.facts.error_words(tr.idle_start_s, g_end_s),
-        )
+        said = explain(
+            GapFacts(tr.kind, duration_s, rx, tx, tr.link, confidence, end_ns is None,
+                     tr.quiet_below, tr.idle_start_s - self.config.evidence_before_s),
+            Evidence(host, events, copies, link_down, view))
         return Gap(
             gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,
             start_mono_ns=tr.idle_start_ns, start_s=tr.idle_start_s, end_mono_ns=end_ns,
             end_s=end_s,
             duration_s=duration_s, pcie_rx_bytes_per_s=rx, pcie_tx_bytes_per_s=tx,
             link_bytes_per_s=tr.link, confidence=confidence,
-            hint=hint, host=host, log_events=events, copies=copies,
-            link_current_bytes_per_s=link_down["bytes_per_s"] if link_down else None,
-            prover_cause=view.cause if view else None,
-            prover_states=view.states if view else [],
-            prover_evidence=view.evidence if view else [],
+            hint=said.hint, host=host, log_events=events, copies=copies,
+            link_current_bytes_per_s=link_down.bytes_per_s if link_down is not None else None,
+            prover_cause=said.prover_cause, prover_states=said.prover_states,
+            prover_evidence=said.prover_evidence,
         )  # fmt: skip
 
-    def _link_down(self, gpu: int) -> dict[str, Any] | None:
+    def _link_down(self, gpu: int) -> LinkDown | None:
         """The GPU's link as last seen trained down under traffic, for the hint; or None."""
         link = self._ev.links_down.get(gpu)
         if link is None:
             return None
-        return {"gen": link.gen, "width": link.width, "max_gen": link.max_gen,
-                "max_width": link.max_width, "bytes_per_s": link.bytes_per_s}
+        return LinkDown(link.gen, link.width, link.max_gen, link.max_width, link.bytes_per_s)
 
     def _republish(self, acc: GapEvidence) -> None:
         """A late log event or copy reached a closed gap: publish it again with the richer
@@ -671,24 +669,20 @@ class GapDetector:
         old = acc.published
         if old is None:
             return
-        events = acc.event_dicts()
+        events = acc.event_list()
         end_s = old.end_s if old.end_s is not None else old.start_s + old.duration_s
         copies = self._ev.copies_dict(acc, old.start_s, end_s, old.kind, events)
         link_down = self._link_down(old.gpu)
-        view = acc.prover_view(old.end_s, old.start_s, old.kind)
+        view = acc.prover.view(old.end_s, old.start_s, old.kind, end_s)
         link = self.config.link_or_default(old.link_bytes_per_s)
-        hint = make_hint(
-            old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
-            link, old.confidence, old.host, events, copies=copies, link_down=link_down,
-            prover_cause=view.cause, prover_during=view.during, prover_detail=view.detail,
-            prover_from_log=view.from_log,
-            quiet_below_bytes_per_s=self.config.quiet_below_link_frac * link,
-            since_s=old.start_s - self.config.evidence_before_s,
-            after_error=self._ev.facts.error_words(old.start_s, end_s),
-        )  # fmt: skip
-        new = replace(_replace_evidence(old, hint, events), copies=copies,
-                      prover_cause=view.cause, prover_states=view.states,
-                      prover_evidence=view.evidence)
+        said = explain(
+            GapFacts(old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
+                     link, old.confidence, False, self.config.quiet_below_link_frac * link,
+                     old.start_s - self.config.evidence_before_s),
+            Evidence(old.host, events, copies, link_down, view))
+        new = replace(_replace_evidence(old, said.hint, events), copies=copies,
+                      prover_cause=said.prover_cause, prover_states=said.prover_states,
+                      prover_evidence=said.prover_evidence)
         acc.published = new
         self._pending.append(new)
         if old.kind == "pcie_starved" and old.end_mono_ns is not None \
@@ -785,8 +779,8 @@ class GapDetector:
                 and acc.copies:
             lo_s = tr.idle_start_s - self.config.evidence_before_s
             now_s = t / _NS + tr.idle_last_wall_offset
-            if summarise_copies(acc.copies, lo_s, now_s, tr.idle_start_s, now_s)[
-                    "memory_kind"] == "pageable":
+            if summarise_copies(acc.copies, lo_s, now_s, tr.idle_start_s,
+                                now_s).memory_kind == "pageable":
                 n += 1
         return n
 
@@ -913,7 +907,7 @@ class GapDetector:
         so that every sample of a track is shifted alike (ordering is preserved)."""
         info = self._infos.get(gpu)
         link = self.config.link_or_default(info.link_bytes_per_s if info is not None else None)
-        has_sm = info is not None and info.sm_source in ("gpm", "sim", "trace")
+        has_sm = info is not None and reports_sm(info.sm_source)
         tr = Track(gpu, link, has_sm, self._n_buckets)
         tr.quiet_below = self.config.quiet_below_link_frac * tr.link
         tr.starved_below = self.config.starved_below_link_frac * tr.link
@@ -929,6 +923,6 @@ def _retract(gap: Gap) -> Gap:
 
 
 def _replace_evidence(
-    gap: Gap, hint: str, events: list[dict[str, Any]], retracted: bool = False
+    gap: Gap, hint: str, events: list[EventEvidence], retracted: bool = False
 ) -> Gap:
     return replace(gap, hint=hint, log_events=events, retracted=retracted or gap.retracted)

@@ -20,12 +20,19 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Final
+from typing import Final
 
 from msgspec.structs import replace
 
+from gapwatch.core.evidence_types import (
+    CopiesEvidence,
+    CopyKindEvidence,
+    EventEvidence,
+    HostEvidence,
+    ProcessEvidence,
+)
 from gapwatch.core.models import (
     CopyRecord,
     Gap,
@@ -35,18 +42,9 @@ from gapwatch.core.models import (
     ProcessMemory,
     ProverStatus,
 )
+from gapwatch.core.prover import NoProver, Prover, ProverGap
 from gapwatch.core.readings import reading
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
-from gapwatch.cuzk.causes import (
-    cause_detail,
-    concerns,
-    decide_cause,
-    gap_state,
-    snapshot_cause,
-    snapshot_evidence,
-    with_log_cause,
-)
-from gapwatch.cuzk.pipeline import Capacity, PipelineFacts
 
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
 MAX_EVENTS_KEPT: Final = 64
@@ -57,7 +55,8 @@ RECENT_WARNING_S: Final = 60.0
 ORDER_SLACK_S: Final = 5.0
 #: Raw lines are cut to this many characters in a gap's evidence.
 RAW_CHARS: Final = 160
-#: Most copies kept per gap (cuzk makes tens per partition; the window holds a few partitions).
+#: Most copies kept per gap (a prover makes tens per partition, e.g. cuzk; the window holds a
+#: few partitions).
 MAX_COPIES_KEPT: Final = 512
 #: Recent copies kept for all GPUs (the "pinned copies ran at ..." comparison, late gaps).
 RECENT_COPIES: Final = 4096
@@ -68,8 +67,6 @@ TRACE_LIVE_S: Final = 120.0
 PINNED_RATE_HISTORY_S: Final = 120.0
 #: A memory kind that covers at least this share of the copy time in a gap's window names it.
 DOMINANT_KIND_SHARE: Final = 0.8
-#: Prover snapshots published per gap version (the latest ones).
-MAX_PROVER_PUBLISHED: Final = 12
 
 def _slim(ev: LogEvent) -> LogEvent:
     """What evidence needs of an event: its time, ids, warning, name and the start of its line.
@@ -78,20 +75,6 @@ def _slim(ev: LogEvent) -> LogEvent:
     if not ev.fields and len(ev.raw) <= RAW_CHARS and len(ev.name) <= TEXT_CHARS:
         return ev
     return replace(ev, raw=ev.raw[:RAW_CHARS], name=cut_text(ev.name, TEXT_CHARS), fields={})
-
-
-@dataclass(frozen=True, slots=True)
-class ProverView:
-    """A gap's prover cause and what decided it (`GapEvidence.prover_view`)."""
-
-    cause: str | None
-    #: False: the cause came from the snapshot just before the gap (none during it).
-    during: bool
-    states: list[dict[str, Any]]
-    evidence: list[str]
-    detail: str
-    #: The cause came from the prover's log alone (no snapshot gave one).
-    from_log: bool = False
 
 
 #: A host sample as the evidence keeps it (`host_row`): its wall time, then as a reading or None
@@ -108,6 +91,14 @@ def host_row(h: HostSample) -> HostRow:
     return (h.t_wall_s, reading(h.mem_used_pct), reading(h.psi_mem_some_share),
             reading(h.psi_mem_some_avg10), reading(h.major_faults_per_s),
             reading(h.mem_bandwidth_bytes_per_s))
+
+
+def _max_reading(current: float | None, values: list[float | None]) -> float | None:
+    """The largest of `current` and `values`, passing over None (no reading); None if all are."""
+    readings = [v for v in values if v is not None]
+    if current is not None:
+        readings.append(current)
+    return max(readings) if readings else None
 
 
 class GapEvidence:
@@ -127,17 +118,13 @@ class GapEvidence:
         "copies",
         "dirty",
         "published",
-        "cause_counts",
-        "inside_tail",
-        "before_cause",
-        "provers",
-        "facts",
+        "prover",
     )
 
-    def __init__(self, gpu: int, start_s: float, facts: PipelineFacts | None = None) -> None:
+    def __init__(self, gpu: int, start_s: float, prover: ProverGap) -> None:
         self.gpu = gpu
-        #: What the prover's log says (shared by every gap): capacity, SRS loads, PoSt, ...
-        self.facts = facts if facts is not None else PipelineFacts()
+        #: What the prover gathers for this gap (`gapwatch.core.prover`): its snapshots, causes.
+        self.prover = prover
         #: Host samples count from the gap's start, events from `before_s` earlier.
         self.from_s = start_s
         self.until_s: float | None = None  # None while the gap is open
@@ -147,25 +134,13 @@ class GapEvidence:
         self.major_faults_per_s: float | None = None
         self.mem_bandwidth_bytes_per_s: float | None = None
         #: Sequence number of the first host sample not yet taken into the maxima above (see
-        #: `EvidenceBuffer.host_dict`).
+        #: `EvidenceBuffer.host_evidence`).
         self.host_next = 0
         self.events: list[LogEvent] = []
         self.copies: list[CopyRecord] = []
         self.dirty = False
         #: The last version of the gap published with this evidence (re-published on late events).
         self.published: Gap | None = None
-        #: Prover snapshots taken during the gap, by the cause each gives
-        #: (`gapwatch.cuzk.causes`); the latest few with their times, so that those taken after
-        #: the gap's end (they can reach an open gap before the samples that close it) are left
-        #: out when it closes.
-        self.cause_counts: dict[str, int] = {}
-        #: Both made on the first snapshot (`add_prover`): most gaps see none, and two deques
-        #: per gap were a tenth of a report's per-gap cost. Empty tuples until then.
-        self.inside_tail: deque[tuple[float, str | None]] | tuple[()] = ()
-        #: (time, cause) of the latest snapshot before the gap's start (evidence window).
-        self.before_cause: tuple[float, str | None] | None = None
-        #: Each snapshot with the cause it gave and the synthesis capacity it was judged by.
-        self.provers: deque[tuple[ProverStatus, str | None, Capacity | None]] | tuple[()] = ()
 
     def take_host(self, rows: Iterable[HostRow]) -> None:
         """Take these host samples (`host_row`s; those from the gap's start on) into the
@@ -173,24 +148,15 @@ class GapEvidence:
 
         Once per gap (and when a long gap's oldest samples leave the buffer), over every host
         sample of the gap: the fields in `HostRow`'s order."""
-        start = self.from_s
-        m0, m1, m2 = self.mem_used_pct, self.psi_some_share, self.psi_some_avg10
-        m3, m4 = self.major_faults_per_s, self.mem_bandwidth_bytes_per_s
-        for t, a, b, c, d, e in rows:
-            if t < start:
-                continue
-            if a is not None and (m0 is None or a > m0):
-                m0 = a
-            if b is not None and (m1 is None or b > m1):
-                m1 = b
-            if c is not None and (m2 is None or c > m2):
-                m2 = c
-            if d is not None and (m3 is None or d > m3):
-                m3 = d
-            if e is not None and (m4 is None or e > m4):
-                m4 = e
-        self.mem_used_pct, self.psi_some_share, self.psi_some_avg10 = m0, m1, m2
-        self.major_faults_per_s, self.mem_bandwidth_bytes_per_s = m3, m4
+        taken = [r for r in rows if r[0] >= self.from_s]
+        if not taken:
+            return
+        self.mem_used_pct = _max_reading(self.mem_used_pct, [r[1] for r in taken])
+        self.psi_some_share = _max_reading(self.psi_some_share, [r[2] for r in taken])
+        self.psi_some_avg10 = _max_reading(self.psi_some_avg10, [r[3] for r in taken])
+        self.major_faults_per_s = _max_reading(self.major_faults_per_s, [r[4] for r in taken])
+        self.mem_bandwidth_bytes_per_s = _max_reading(self.mem_bandwidth_bytes_per_s,
+                                                      [r[5] for r in taken])
 
     def add_event(self, ev: LogEvent) -> None:
         events = self.events
@@ -213,77 +179,17 @@ class GapEvidence:
             self.dirty = True
 
     def add_prover(self, status: ProverStatus) -> None:
-        t = status.t_wall_s
-        facts = self.facts
-        capacity = facts.capacity(status)
-        cause = snapshot_cause(status, self.gpu, capacity, facts.pacer_on)
-        if t >= self.from_s:
-            if cause is not None:
-                self.cause_counts[cause] = self.cause_counts.get(cause, 0) + 1
-            tail = self.inside_tail
-            if not isinstance(tail, deque):
-                tail = self.inside_tail = deque(maxlen=8)
-            tail.append((t, cause))
-        elif self.before_cause is None or t >= self.before_cause[0]:
-            self.before_cause = (t, cause)
-        provers = self.provers
-        if not isinstance(provers, deque):
-            provers = self.provers = deque(maxlen=MAX_PROVER_PUBLISHED * 2)
-        provers.append((status, cause, capacity))
+        """A status snapshot from the gap's evidence window: the prover's to judge."""
+        self.prover.add_status(status)
         self.dirty = True
 
-    def prover_view(self, end_s: float | None, start_s: float, kind: str) -> ProverView:
-        """Where the prover says a gap of `kind` over [start_s, end_s] waited: the snapshots'
-        cause (`end_s` None: open, so far), else the log's (`PipelineFacts.log_view`)."""
-        counts = self.cause_counts
-        if end_s is not None and any(t > end_s for t, _ in self.inside_tail):
-            counts = dict(counts)
-            for t, c in self.inside_tail:
-                if t > end_s and c is not None:
-                    counts[c] -= 1
-        before = self.before_cause[1] if self.before_cause is not None else None
-        cause, during = decide_cause(counts, before)
-        kept = [p for p in self.provers if end_s is None or p[0].t_wall_s <= end_s]
-        states = [gap_state(st, self.gpu, c, cap) for st, c, cap in kept[-MAX_PROVER_PUBLISHED:]]
-        evidence: list[str] = []
-        detail = ""
-        for st, c, cap in reversed(kept):
-            if c == cause and cause is not None:
-                evidence = snapshot_evidence(st, self.gpu, cause, cap)
-                detail = cause_detail(st, self.gpu, cause, cap)
-                break
-        emptied = self.facts.srs_busy_words(start_s, end_s if end_s is not None else start_s)
-        if emptied is not None and cause in (None, "no_work"):
-            # /status alone: nothing in flight, and the SRS list went empty: its manager's
-            # mutex is held, a load (the job is registered only once its SRS is in).
-            cause, during, detail = "srs_loading", True, "allocations.srs went empty"
-            evidence = [emptied]
-        log = self.facts.log_view(self.gpu, start_s, end_s if end_s is not None else start_s,
-                                  kind)
-        decided = with_log_cause(cause, log.cause)
-        from_log = decided != cause
-        if from_log:
-            if cause is not None:
-                evidence = [f"/status: {e}" for e in evidence]
-            cause, during, detail = decided, True, log.detail
-        if log.cause is not None and log.cause == cause:
-            evidence = evidence + log.evidence
-            detail = detail or log.detail
-        if kind == "pcie_starved" and cause != "pinned_pool":
-            evidence = evidence + self.facts.pool_evidence()
-        return ProverView(cause, during, states, evidence, detail, from_log)
+    def host_maxima(self) -> HostEvidence:
+        """The maxima taken so far (`EvidenceBuffer.host_evidence` takes the new samples
+        first)."""
+        return HostEvidence(self.mem_used_pct, self.psi_some_share, self.psi_some_avg10,
+                            self.major_faults_per_s, self.mem_bandwidth_bytes_per_s)
 
-    def host_maxima(self) -> dict[str, float | None]:
-        """The maxima taken so far (`EvidenceBuffer.host_dict` takes the new samples first)."""
-        return {
-            "mem_used_pct_max": self.mem_used_pct,
-            "psi_mem_some_share_max": self.psi_some_share,
-            "psi_mem_some_avg10_max": self.psi_some_avg10,
-            "major_faults_per_s_max": self.major_faults_per_s,
-            "mem_bandwidth_bytes_per_s_max": self.mem_bandwidth_bytes_per_s,
-        }
-
-    def event_dicts(self) -> list[dict[str, Any]]:
+    def event_list(self) -> list[EventEvidence]:
         """The events to publish: every warning first, then the latest others, in time order."""
         evs = sorted(self.events, key=lambda e: e.t_wall_s)
         warned = [e for e in evs if e.warning is not None]
@@ -291,17 +197,8 @@ class GapEvidence:
         room = max(0, MAX_EVENTS_PUBLISHED - len(warned))
         keep = warned[:MAX_EVENTS_PUBLISHED] + (rest[-room:] if room else [])
         keep.sort(key=lambda e: e.t_wall_s)
-        return [
-            {
-                "t_s": e.t_wall_s,
-                "name": e.name,
-                "worker": e.worker,
-                "partition": e.partition,
-                "warning": e.warning,
-                "raw": e.raw[:RAW_CHARS],
-            }
-            for e in keep
-        ]
+        return [EventEvidence(e.t_wall_s, e.name, e.worker, e.partition, e.warning,
+                              e.raw[:RAW_CHARS]) for e in keep]
 
 
 class EvidenceBuffer:
@@ -313,15 +210,16 @@ class EvidenceBuffer:
         late_s: float = 10.0,
         host_maxlen: int = 1024,
         log_maxlen: int = 2048,
-        facts: PipelineFacts | None = None,
+        prover: Prover | None = None,
     ) -> None:
         self.before_s = before_s
-        #: What cuzk's log says about its pipeline, fed every event before it is slimmed.
-        self.facts = facts if facts is not None else PipelineFacts()
+        #: The prover behind the work (`gapwatch.core.prover`), fed every event before it is
+        #: slimmed and every snapshot; none: `NoProver`.
+        self.prover: Prover = prover if prover is not None else NoProver()
         self.late_s = late_s
         self._host: deque[HostRow] = deque(maxlen=host_maxlen)
         #: How many host samples were ever added: the next one's sequence number. Host samples
-        #: reach a gap's maxima when a version of it is published (`host_dict`), once each,
+        #: reach a gap's maxima when a version of it is published (`host_evidence`), once each,
         #: not one call per open gap per sample.
         self._host_seq = 0
         self._log: deque[LogEvent] = deque(maxlen=log_maxlen)
@@ -364,7 +262,7 @@ class EvidenceBuffer:
             acc.take_host(islice(reversed(self._host), n))
         acc.host_next = self._host_seq
 
-    def host_dict(self, acc: GapEvidence) -> dict[str, float | None]:
+    def host_evidence(self, acc: GapEvidence) -> HostEvidence:
         """A gap's host evidence as of now: the maxima of the host samples from its start
         that arrived while it was open (`acc` must be open, or just closing)."""
         self._take_host(acc)
@@ -374,7 +272,7 @@ class EvidenceBuffer:
         """Keep `ev`; return True when it reached a closed gap (which must be re-published)."""
         if ev.kind == "unparsed":
             return False
-        self.facts.feed(ev)
+        self.prover.feed_log(ev)
         ev = _slim(ev)
         self._log.append(ev)
         if ev.warning is not None:
@@ -398,16 +296,17 @@ class EvidenceBuffer:
     def add_prover(self, status: ProverStatus) -> bool:
         """Keep a prover snapshot; True when it reached a closed gap (to be re-published)."""
         self._prover.append(status)
-        self.facts.feed_status(status)
+        prover = self.prover
+        prover.feed_status(status)
         t = status.t_wall_s
         for acc in self._open:
-            if t >= acc.from_s - self.before_s and concerns(status, acc.gpu):
+            if t >= acc.from_s - self.before_s and prover.concerns(status, acc.gpu):
                 acc.add_prover(status)
         late = False
         for acc in self._recent:
             until = acc.until_s
             if (until is not None and acc.from_s - self.before_s <= t <= until
-                    and concerns(status, acc.gpu)):
+                    and prover.concerns(status, acc.gpu)):
                 acc.add_prover(status)
                 late = True
         return late
@@ -468,25 +367,25 @@ class EvidenceBuffer:
         return total_b / total_s if total_s > 0 else None
 
     def copies_dict(self, acc: GapEvidence, gap_start_s: float, gap_end_s: float,
-                    kind: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+                    kind: str, events: list[EventEvidence]) -> CopiesEvidence:
         """The gap's `copies` evidence object (docs/detection.md): what the copy trace saw in
         `[start - before_s, end]`, or, without a live trace, what is inferred and why."""
         gpu = acc.gpu
-        procs = [{"pid": p.pid, "name": p.name, "pinned_bytes": p.rss_shmem_bytes,
-                  "heap_bytes": p.rss_anon_bytes} for p in self.procmem.get(gpu, [])]
+        procs = [ProcessEvidence(p.pid, p.name, p.rss_shmem_bytes, p.rss_anon_bytes)
+                 for p in self.procmem.get(gpu, [])]
         if not self.trace_live(gpu, gap_end_s) and not acc.copies:
             inferred, source = inferred_memory_kind(kind, events)
-            return {"traced": False, "memory_kind": inferred, "memory_kind_source": source,
-                    "processes": procs}
+            return CopiesEvidence(traced=False, memory_kind=inferred, memory_kind_source=source,
+                                  processes=procs)
         out = summarise_copies(acc.copies, gap_start_s - self.before_s, gap_end_s,
                                gap_start_s, gap_end_s)
-        out["pinned_recent_bytes_per_s"] = self.pinned_rate(gpu, gap_end_s)
-        out["processes"] = procs
-        return out
+        return replace(out, pinned_recent_bytes_per_s=self.pinned_rate(gpu, gap_end_s),
+                       processes=procs)
 
     def open_gap(self, gpu: int, start_s: float) -> GapEvidence:
         """A gap just opened: gather what the buffers already hold since its start."""
-        acc = GapEvidence(gpu, start_s, self.facts)
+        prover = self.prover
+        acc = GapEvidence(gpu, start_s, prover.open_gap(gpu, start_s))
         # The host samples it takes start after the newest one from before its start.
         back = 0
         for h in reversed(self._host):
@@ -495,10 +394,44 @@ class EvidenceBuffer:
             back += 1
         acc.host_next = self._host_seq - back
         lo = start_s - self.before_s
+        self._take_events(acc, gpu, start_s, lo)
+        for c in self._copies:
+            if c.gpu == gpu and c.end_wall_s >= lo:
+                acc.add_copy(c)
+        for status in self._snapshots_since(lo, gpu):
+            acc.add_prover(status)
+        self._open.append(acc)
+        return acc
+
+    def _take_events(self, acc: GapEvidence, gpu: int, start_s: float, lo: float) -> None:
+        """The gap's log events from `lo` on; without a warning among them, the latest recent
+        warning before `lo` too (what went wrong a little earlier is often why)."""
+        picked = self._events_since(lo, gpu)
+        for ev in picked:
+            acc.add_event(ev)
+        if any(ev.warning is not None for ev in picked):
+            return
+        for ev in self.last_warning.values():
+            if start_s - RECENT_WARNING_S <= ev.t_wall_s < lo and self.relevant(ev, gpu):
+                acc.add_event(ev)
+
+    def _snapshots_since(self, lo: float, gpu: int) -> list[ProverStatus]:
+        """The prover's snapshots from `lo` on that concern `gpu`, oldest first."""
+        snaps = []
+        for status in reversed(self._prover):
+            if status.t_wall_s < lo:
+                break
+            if self.prover.concerns(status, gpu):
+                snaps.append(status)
+        snaps.reverse()
+        return snaps
+
+    def _events_since(self, lo: float, gpu: int) -> list[LogEvent]:
+        """The kept events of `gpu` from `lo` on, oldest first. Newest first, but log events
+        arrive only roughly in time order (stdout and stderr are two files, a line without a
+        time of its own is stamped when read): an older event just behind newer ones is passed
+        over, not taken for the end of the window."""
         picked = []
-        # Newest first, but log events arrive only roughly in time order (stdout and stderr are
-        # two files, a line without a time of its own is stamped when read): an older event
-        # just behind newer ones is passed over, not taken for the end of the window.
         for ev in reversed(self._log):
             if ev.t_wall_s < lo:
                 if ev.t_wall_s < lo - ORDER_SLACK_S:
@@ -506,25 +439,8 @@ class EvidenceBuffer:
                 continue
             if self.relevant(ev, gpu):
                 picked.append(ev)
-        for ev in reversed(picked):
-            acc.add_event(ev)
-        for c in self._copies:
-            if c.gpu == gpu and c.end_wall_s >= lo:
-                acc.add_copy(c)
-        if not any(ev.warning is not None for ev in picked):
-            for ev in self.last_warning.values():
-                if start_s - RECENT_WARNING_S <= ev.t_wall_s < lo and self.relevant(ev, gpu):
-                    acc.add_event(ev)
-        snaps = []
-        for status in reversed(self._prover):
-            if status.t_wall_s < lo:
-                break
-            if concerns(status, gpu):
-                snaps.append(status)
-        for status in reversed(snaps):
-            acc.add_prover(status)
-        self._open.append(acc)
-        return acc
+        picked.reverse()
+        return picked
 
     def close_gap(self, acc: GapEvidence, end_s: float) -> None:
         acc.until_s = end_s
@@ -575,13 +491,25 @@ def union_s(intervals: list[tuple[float, float]], lo: float, hi: float) -> float
     return total
 
 
+@dataclass(slots=True)
+class _KindSum:
+    """The running sums of one memory kind's copies (`summarise_copies`)."""
+
+    count: int = 0
+    bytes: int = 0
+    h2d_bytes: int = 0
+    d2h_bytes: int = 0
+    copy_s: float = 0.0
+    streams: set[int] = field(default_factory=set)
+
+
 def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: float,
-                     gap_lo_s: float, gap_hi_s: float) -> dict[str, Any]:
+                     gap_lo_s: float, gap_hi_s: float) -> CopiesEvidence:
     """Copies that overlap the window, by host memory kind ("pageable", "pinned", "other"):
     count, bytes (and per direction), their own rate (bytes / summed copy time), how long some
     copy of that kind ran in the window and in the gap; the memory kind that ran most of the
     copy time (at least `DOMINANT_KIND_SHARE`, else "mixed"; None: no copy)."""
-    by: dict[str, dict[str, Any]] = {}
+    by: dict[str, _KindSum] = {}
     spans: dict[str, list[tuple[float, float]]] = {}
     streams: set[int] = set()
     pids: set[int] = set()
@@ -591,41 +519,43 @@ def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: 
         k: str = c.host_kind if c.host_kind in ("pageable", "pinned") else "other"
         e = by.get(k)
         if e is None:
-            e = by[k] = {"count": 0, "bytes": 0, "h2d_bytes": 0, "d2h_bytes": 0, "copy_s": 0.0,
-                         "streams": set()}
-        e["count"] += 1
-        e["bytes"] += c.bytes
-        e["h2d_bytes" if c.direction == "h2d" else "d2h_bytes"] += c.bytes
-        e["copy_s"] += c.duration_s
-        e["streams"].add(c.stream_id)
+            e = by[k] = _KindSum()
+        e.count += 1
+        e.bytes += c.bytes
+        if c.direction == "h2d":
+            e.h2d_bytes += c.bytes
+        else:
+            e.d2h_bytes += c.bytes
+        e.copy_s += c.duration_s
+        e.streams.add(c.stream_id)
         spans.setdefault(k, []).append((c.start_wall_s, c.end_wall_s))
         streams.add(c.stream_id)
         pids.add(c.pid)
-    for k, e in by.items():
-        e["bytes_per_s"] = e["bytes"] / e["copy_s"] if e["copy_s"] > 0 else None
-        e["busy_s"] = union_s(spans[k], window_lo_s, window_hi_s)
-        e["in_gap_s"] = union_s(spans[k], gap_lo_s, gap_hi_s)
-        e["streams"] = sorted(e["streams"])
-    total = sum(e["busy_s"] for e in by.values())
+    kinds = {k: CopyKindEvidence(
+        e.count, e.bytes, e.h2d_bytes, e.d2h_bytes, e.copy_s, sorted(e.streams),
+        e.bytes / e.copy_s if e.copy_s > 0 else None,
+        union_s(spans[k], window_lo_s, window_hi_s), union_s(spans[k], gap_lo_s, gap_hi_s))
+        for k, e in by.items()}
+    total = sum(e.busy_s for e in kinds.values())
     dominant: str | None = None
-    if by:
-        best = max(by, key=lambda k: by[k]["busy_s"])
-        share = by[best]["busy_s"] / total if total > 0 else 1.0
+    if kinds:
+        best = max(kinds, key=lambda k: kinds[k].busy_s)
+        share = kinds[best].busy_s / total if total > 0 else 1.0
         dominant = best if share >= DOMINANT_KIND_SHARE else "mixed"
-    return {"traced": True, "memory_kind": dominant, "memory_kind_source": "copy trace",
-            "window_start_s": window_lo_s, "window_end_s": window_hi_s,
-            "by_kind": by, "streams": sorted(streams), "pids": sorted(pids)}
+    return CopiesEvidence(traced=True, memory_kind=dominant, memory_kind_source="copy trace",
+                          window_start_s=window_lo_s, window_end_s=window_hi_s, by_kind=kinds,
+                          streams=sorted(streams), pids=sorted(pids))
 
 
-def traced_pageable(copies: dict[str, Any] | None) -> bool:
-    """Whether a gap's `copies` object says the copy trace saw its copies come from pageable
+def traced_pageable(copies: CopiesEvidence) -> bool:
+    """Whether a gap's `copies` evidence says the copy trace saw its copies come from pageable
     memory (measured, not inferred): the BREAKDOWN witness that stands in for a second gap."""
-    return bool(copies and copies.get("traced") and copies.get("memory_kind") == "pageable")
+    return copies.traced is True and copies.memory_kind == "pageable"
 
 
-def inferred_memory_kind(kind: str, events: list[dict[str, Any]]) -> tuple[str | None, str]:
+def inferred_memory_kind(kind: str, events: list[EventEvidence]) -> tuple[str | None, str]:
     """Without a copy trace: what the memory kind most likely was, and from what."""
-    warnings = {e.get("warning") for e in events}
+    warnings = {e.warning for e in events}
     if "unpinned" in warnings:
         return "pageable", "log: is_pinned=false (no copy trace)"
     if warnings & {"pinned_pool_fallback", "cuda_host_alloc_failed"}:

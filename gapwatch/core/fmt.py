@@ -20,13 +20,15 @@ from typing import Final
 
 NA: Final = "n/a"
 
-#: Colour and style sequences (CSI ... m). cuzk writes them even to files; for display they are
-#: noise, not content, and the parser strips them too.
+#: Colour and style sequences (CSI ... m). A prover can write them even to files (e.g. cuzk);
+#: for display they are noise, not content, and the parser strips them too.
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
 #: What a terminal would act on instead of showing: C0 controls but tab (including ESC, CR, LF,
 #: BEL, backspace), DEL, the C1 controls (0x9b is a one-byte CSI on some terminals), the line
-#: and paragraph separators, and the bidirectional overrides that reorder what is shown.
-_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: and paragraph separators, and the bidirectional overrides, isolates and marks that reorder
+#: what is shown.
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                     "\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -48,6 +50,20 @@ def visible(text: str) -> str:
     if "\x1b" in text:
         text = _SGR.sub("", text)
     return _UNSAFE.sub(_escape, text)
+
+
+def json_visible(encoded: str) -> str:
+    """JSON text made safe for a terminal, the same JSON: the characters `visible` writes out
+    that JSON lets through raw (C1 controls, DEL, the bidi overrides and isolates, the line
+    separators; JSON already escapes C0) become `\\uXXXX` escapes. Outside strings JSON is
+    ASCII, so replacing them anywhere keeps the document, and what it decodes to, unchanged."""
+    if encoded.isascii():  # the common case, checked in C
+        return encoded
+    return _UNSAFE.sub(_json_escape, encoded)
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"
 
 
 def gbps(bytes_per_s: float | None) -> str:
@@ -122,8 +138,8 @@ def duration(seconds: float | None) -> str:
 
 
 def clock(t_wall_s: float, millis: bool = False) -> str:
-    """UTC HH:MM:SS(.mmm) of a Unix time: cuzk's tracing lines print UTC (`...Z`), so the
-    dashboard's times line up with the log the user has open next to it."""
+    """UTC HH:MM:SS(.mmm) of a Unix time: a prover's tracing lines (e.g. cuzk's) print UTC
+    (`...Z`), so the dashboard's times line up with the log the user has open next to it."""
     base = datetime.fromtimestamp(t_wall_s, UTC).strftime("%H:%M:%S")
     if millis:
         return f"{base}.{int((t_wall_s % 1) * 1000):03d}"

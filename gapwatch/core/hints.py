@@ -1,7 +1,8 @@
 """Hints: the plain words that say why a GPU idled, from what the detector saw during the gap.
 
-Who calls it: `gapwatch.core.detector` (every published gap version carries its hint); the words
-for host pressure are used by the snapshot summary too. Pure functions over plain values.
+Who calls it: the explainer (`gapwatch.core.explain`, which puts a hint together from these
+phrases for every published gap version); the snapshot summary (`hint_cause`, `link_text`), the
+sampler and the dashboard (the link's words). Pure functions over plain values.
 
 A hint leads with the memory behind the copies when something names it (the copy trace saw the
 memory kind, or the prover's log warned: `is_pinned=false`, a pinned-pool fallback): that is the
@@ -21,9 +22,17 @@ cudaHostRegister is invisible there).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from gapwatch.core import fmt
+from gapwatch.core.evidence_types import (
+    CopiesEvidence,
+    EventEvidence,
+    HostEvidence,
+    LinkDown,
+    ProcessEvidence,
+    known,
+)
 
 # Host pressure thresholds above which the hint mentions the host (chosen to flag real pressure,
 # not background noise: PSI "some" of a few % is common on a busy box).
@@ -36,24 +45,19 @@ HINT_SEP: Final = "; "
 
 
 
-def _partitions(events: list[dict[str, Any]], warning: str,
+def _partitions(events: list[EventEvidence], warning: str,
                 since_s: float | None = None, earlier: bool = False) -> list[int]:
     """Partitions named by the events carrying `warning`, first seen first. With `since_s`, only
     those of the gap's own evidence window (`earlier` False) or only those before it (True)."""
     seen: list[int] = []
     for e in events:
-        p = e.get("partition")
-        if e.get("warning") != warning or not isinstance(p, int) or p in seen:
+        p = e.partition
+        if e.warning != warning or p is None or p in seen:
             continue
-        if since_s is not None and _before(e, since_s) != earlier:
+        if since_s is not None and (e.t_s < since_s) != earlier:
             continue
         seen.append(p)
     return seen
-
-
-def _before(event: dict[str, Any], since_s: float) -> bool:
-    t = event.get("t_s")
-    return isinstance(t, float | int) and t < since_s
 
 
 def _plural(ps: list[int]) -> str:
@@ -63,128 +67,36 @@ def _plural(ps: list[int]) -> str:
     return "partitions " + ", ".join(str(p) for p in ps[:3]) + more + " were"
 
 
-def host_pressure(host: dict[str, float | None]) -> str:
+def host_pressure(host: HostEvidence) -> str:
     """Plain words for the host pressure seen during a gap, or "" when there was none."""
     bits = []
-    share = host.get("psi_mem_some_share_max")
-    avg10 = host.get("psi_mem_some_avg10_max")
+    share = known(host.psi_mem_some_share_max)
+    avg10 = known(host.psi_mem_some_avg10_max)
     if share is not None and share >= PSI_SHARE_PRESSURE:
         bits.append(f"tasks stalled on memory {share * 100:.0f} % of the time (PSI)")
     elif avg10 is not None and avg10 >= PSI_AVG10_PRESSURE:
         bits.append(f"memory PSI some avg10 {avg10:.0f} %")
-    used = host.get("mem_used_pct_max")
+    used = known(host.mem_used_pct_max)
     if used is not None and used >= MEM_USED_PRESSURE_PCT:
         bits.append(f"host memory {used:.0f} % used")
-    faults = host.get("major_faults_per_s_max")
+    faults = known(host.major_faults_per_s_max)
     if faults is not None and faults >= MAJOR_FAULTS_PRESSURE_PER_S:
         bits.append(f"{faults:.0f} major faults/s (swapping?)")
-    bw = host.get("mem_bandwidth_bytes_per_s_max")
+    bw = known(host.mem_bandwidth_bytes_per_s_max)
     if bits and bw is not None:
         bits.append(f"host memory bandwidth {fmt.rate(bw)}")
     return ", ".join(bits)
 
 
-#: What each finer cause (`gapwatch.cuzk.causes.PROVER_CAUSES`) means, in the hint's words.
 #: A pinned-pool fallback, in one phrasing. pinned_pool.rs: the pool grows on demand, outside
 #: the memory budget, so a checkout fails only when pinning a new buffer (cudaHostAlloc) fails.
 POOL_FALLBACK_WORDS = ("pinned pool checkout failed (cudaHostAlloc could not pin a new buffer), "
                        "fell back to pageable memory")
-PROVER_CAUSE_WORDS: dict[str, tuple[str, str]] = {
-    # cause: (what it means, the fact in parentheses; the gap's own figure joins it)
-    "waits_on_synthesis": ("the GPU waits on synthesis", "no partition synthesised ahead"),
-    "dispatch_stall": ("a dispatch stall inside the prover",
-                       "synthesised partitions waiting while a worker is idle"),
-    "inside_workers": ("the wait is inside the workers (copies, the GPU mutex, CPU work): "
-                       "every worker of this GPU is proving", ""),
-    "waits_on_budget": ("the next synthesis waits on cuzk's memory budget",
-                        "partitions pending, a synthesis worker free"),
-    "pacer_hold": ("the dispatch pacer holds synthesis back",
-                   "partitions pending, synthesis workers and budget free"),
-    "srs_loading": ("cuzk is loading the SRS (proving parameters)", ""),
-    "monolithic": ("PoSt or other monolithic work, which /status does not list", ""),
-    "pinned_pool": ("a/b/c copied from pageable memory",
-                    "cuzk's pinned pool could not pin a buffer and fell back"),
-    "no_work": ("the prover had no work", "nothing queued, synthesising or synthesised"),
-}
 
 
-def prover_phrase(cause: str | None, during: bool = True, detail: str = "",
-                  from_log: bool = False) -> str:
-    """The hint's words for a gap's prover cause ("" for none), with its one figure
-    (`detail`, "18 of 18 synthesis workers busy"); `during` False: the cause came from the
-    snapshot just before the gap (the gap was shorter than the poll period); `from_log`: the
-    prover's log said it, not its /status."""
-    entry = PROVER_CAUSE_WORDS.get(cause or "")
-    if entry is None:
-        return ""
-    lead, fact = entry
-    inside = "; ".join(x for x in (fact, detail) if x)
-    when = "" if during else " (as of just before the gap)"
-    said = "prover log" if from_log else "prover status"
-    return f"{said}{when}: {lead}" + (f" ({inside})" if inside else "")
-
-
-def make_hint(
-    kind: str,
-    duration_s: float,
-    rx_bytes_per_s: float | None,
-    tx_bytes_per_s: float | None,
-    link_bytes_per_s: float,
-    confidence: str,
-    host: dict[str, float | None],
-    events: list[dict[str, Any]],
-    is_open: bool = False,
-    copies: dict[str, Any] | None = None,
-    link_down: dict[str, Any] | None = None,
-    prover_cause: str | None = None,
-    prover_during: bool = True,
-    prover_detail: str = "",
-    prover_from_log: bool = False,
-    *,
-    quiet_below_bytes_per_s: float | None = None,
-    since_s: float | None = None,
-    after_error: str = "",
-) -> str:
-    """One line in plain words: what the GPU did, what PCIe did, and the likeliest cause.
-
-    RX is what the GPU receives (host-to-device, "H2D"), TX what it sends (D2H); the hint names
-    the dominant direction, the one the kind was decided on. With a live copy trace (`copies`
-    traced) the memory kind is stated; without, it is inferred and the hint says so.
-    `link_down`: the link was seen trained below its maximum while data moved. When the
-    prover's own status said where it waited (`prover_cause`), its words are said instead of a
-    guess. `quiet_below_bytes_per_s`: the detector's "quiet" rate (a host stall's PCIe is quiet
-    most of the time, its average may be higher). `since_s`: the start of the gap's own
-    evidence window; a warning from before it (a recent one, cited because the window has none)
-    is said as seen earlier, not as this gap's partition. `after_error`: the prover failed just
-    before or during the gap (`PipelineFacts.error_words`), said after the cause.
-
-    In named steps: the memory behind the copies (said first), what the GPU and PCIe did, the
-    likeliest cause, the prover's own words, /proc, host pressure.
-    """
-    traced = bool(copies and copies.get("traced"))
-    memory = _memory_phrases(kind, events, copies if traced else None, since_s)
-    parts = [_activity_phrase(kind, duration_s, is_open, confidence, rx_bytes_per_s,
-                              tx_bytes_per_s, link_bytes_per_s, link_down,
-                              quiet_below_bytes_per_s)]
-    parts += _cause_phrases(kind, events, traced, bool(memory), prover_cause)
-    said = prover_phrase(prover_cause, prover_during, prover_detail, prover_from_log)
-    if said:
-        parts.append(said)
-    if after_error:
-        parts.append(after_error)
-    if not traced and copies and kind in ("pcie_starved", "transfer_bound"):
-        procs = process_memory_words(copies.get("processes") or [])
-        if procs:
-            parts.append(procs)
-    pressure = host_pressure(host)
-    if pressure:
-        parts.append(f"host: {pressure}")
-    return HINT_SEP.join(memory + parts)
-
-
-def _activity_phrase(
+def activity_phrase(
     kind: str, duration_s: float, is_open: bool, confidence: str, rx: float | None,
-    tx: float | None, link_bytes_per_s: float, link_down: dict[str, Any] | None,
+    tx: float | None, link_bytes_per_s: float, link_down: LinkDown | None,
     quiet_below: float | None,
 ) -> str:
     """What the GPU did and what PCIe did meanwhile (the dominant direction)."""
@@ -207,7 +119,7 @@ def _activity_phrase(
             f"{link_words(rate, link_bytes_per_s, link_down)}")
 
 
-def _memory_phrases(kind: str, events: list[dict[str, Any]], traced: dict[str, Any] | None,
+def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidence | None,
                     since_s: float | None) -> list[str]:
     """The memory behind the copies, when something names it: the copy trace (measured), the
     prover's warnings (`is_pinned=false`, a pinned-pool fallback)."""
@@ -216,7 +128,7 @@ def _memory_phrases(kind: str, events: list[dict[str, Any]], traced: dict[str, A
     unpinned = _partitions(events, "unpinned", since_s)
     earlier = _partitions(events, "unpinned", since_s, earlier=True) if since_s is not None \
         else []
-    fallback = any(e.get("warning") in ("pinned_pool_fallback", "cuda_host_alloc_failed")
+    fallback = any(e.warning in ("pinned_pool_fallback", "cuda_host_alloc_failed")
                    for e in events)
     if traced is not None:
         # Measured: the copy trace saw each copy's memory kind. The log's warnings stay as
@@ -239,7 +151,7 @@ def _memory_phrases(kind: str, events: list[dict[str, Any]], traced: dict[str, A
     return []
 
 
-def _cause_phrases(kind: str, events: list[dict[str, Any]], traced: bool, memory_said: bool,
+def cause_phrases(kind: str, events: list[EventEvidence], traced: bool, memory_said: bool,
                    prover_cause: str | None) -> list[str]:
     """The likeliest cause, as a question where nothing measured it."""
     if kind == "pcie_starved" and not traced and not memory_said:
@@ -255,15 +167,15 @@ def _cause_phrases(kind: str, events: list[dict[str, Any]], traced: bool, memory
     return []
 
 
-def _synthesis(event: dict[str, Any]) -> bool:
-    return "SYNTH" in str(event.get("name", "")).upper() or "synthesis" in str(event.get("raw", ""))
+def _synthesis(event: EventEvidence) -> bool:
+    return "SYNTH" in event.name.upper() or "synthesis" in event.raw
 
 
-def hint_cause(kind: str, events: list[dict[str, Any]]) -> str:
+def hint_cause(kind: str, events: list[EventEvidence]) -> str:
     """The cause of a gap as its log names it, without that gap's figures: the same words for
     every gap of a kind that idled for the same reason (what the snapshot summary groups by)."""
     unpinned = _partitions(events, "unpinned")
-    failed = any(e.get("warning") in ("pinned_pool_fallback", "cuda_host_alloc_failed")
+    failed = any(e.warning in ("pinned_pool_fallback", "cuda_host_alloc_failed")
                  for e in events)
     if kind == "unknown":
         return "PCIe not measured, cause unknown"
@@ -296,25 +208,25 @@ def copied_words(n_bytes: float, memory: str, bytes_per_s: float | None) -> str:
     return f"{fmt.size(n_bytes)} copied from {memory} host memory at {fmt.rate(bytes_per_s)}"
 
 
-def traced_copy_words(copies: dict[str, Any], kind: str) -> str:
-    """What the copy trace saw around the gap, as a statement (`copies["traced"]` is True)."""
-    by: dict[str, dict[str, Any]] = copies.get("by_kind") or {}
-    mk = copies.get("memory_kind")
-    pinned_recent = copies.get("pinned_recent_bytes_per_s")
+def traced_copy_words(copies: CopiesEvidence, kind: str) -> str:
+    """What the copy trace saw around the gap, as a statement (`copies.traced` is True)."""
+    by = copies.kinds()
+    mk = known(copies.memory_kind)
+    pinned_recent = known(copies.pinned_recent_bytes_per_s)
     pg, pn = by.get("pageable"), by.get("pinned")
     if mk is None:
         if kind in ("pcie_starved", "transfer_bound"):
             return "no traced copy in or just before the gap: another process's traffic?"
         return "no traced copy in or just before the gap"
     if mk == "pageable" and pg is not None:
-        words = (f"{copied_words(pg['bytes'], 'pageable', pg['bytes_per_s'])} "
-                 f"on {_streams(pg['streams'])}")
+        words = (f"{copied_words(pg.bytes, 'pageable', pg.bytes_per_s)} "
+                 f"on {_streams(pg.streams)}")
         if pinned_recent is not None:
             words += f"; pinned copies ran at {fmt.rate(pinned_recent)}"
         return words
     if mk == "pinned" and pn is not None:
-        base = (f"{copied_words(pn['bytes'], 'pinned', pn['bytes_per_s'])} "
-                f"on {_streams(pn['streams'])}")
+        base = (f"{copied_words(pn.bytes, 'pinned', pn.bytes_per_s)} "
+                f"on {_streams(pn.streams)}")
         if kind == "pcie_starved":
             return base + ": pinned, yet slow: link trained down or contended?"
         if kind == "transfer_bound":
@@ -326,22 +238,21 @@ def traced_copy_words(copies: dict[str, Any], kind: str) -> str:
     if not present:
         return "no traced copy in or just before the gap"
     (name, first), rest = present[0], present[1:]
-    words = copied_words(first["bytes"], name, first["bytes_per_s"])
+    words = copied_words(first.bytes, name, first.bytes_per_s)
     for name, e in rest:
-        words += f" and {fmt.size(e['bytes'])} from {name} host memory at " \
-                 f"{fmt.rate(e['bytes_per_s'])}"
+        words += f" and {fmt.size(e.bytes)} from {name} host memory at " \
+                 f"{fmt.rate(e.bytes_per_s)}"
     return words
 
 
-def process_memory_words(processes: list[dict[str, Any]]) -> str:
+def process_memory_words(processes: list[ProcessEvidence]) -> str:
     """The largest process on the GPU, pinned vs heap, from /proc (a hint), or ""."""
-    known = [p for p in processes
-             if p.get("pinned_bytes") is not None or p.get("heap_bytes") is not None]
-    if not known:
+    read = [p for p in processes if p.pinned_bytes is not None or p.heap_bytes is not None]
+    if not read:
         return ""
-    p = max(known, key=lambda q: (q.get("pinned_bytes") or 0) + (q.get("heap_bytes") or 0))
-    pinned, heap = p.get("pinned_bytes"), p.get("heap_bytes")
-    name = p.get("name") or f"pid {p.get('pid')}"
+    p = max(read, key=lambda q: (q.pinned_bytes or 0) + (q.heap_bytes or 0))
+    pinned, heap = p.pinned_bytes, p.heap_bytes
+    name = p.name or f"pid {p.pid}"
     return (f"{name} pinned {fmt.size(pinned or 0)} / heap {fmt.size(heap or 0)} "
             "(/proc, a hint: cudaHostRegister'ed memory counts as heap)")
 
@@ -367,15 +278,14 @@ def _share(rate: float, link: float | None) -> str:
     return f"{f * 100:.0f} %" if f is not None else "n/a %"
 
 
-def link_words(rate: float, max_link_bytes_per_s: float, link_down: dict[str, Any] | None
-               ) -> str:
+def link_words(rate: float, max_link_bytes_per_s: float, link_down: LinkDown | None) -> str:
     """`(N % of link)`, saying which capacity: the maximum, and the trained one when the link
     was seen trained down while data moved."""
-    if not link_down:
+    if link_down is None:
         return f"({_share(rate, max_link_bytes_per_s)} of link)"
-    cur = link_down.get("bytes_per_s")
+    cur = link_down.bytes_per_s
     cur_pct = f"{_share(rate, cur)} of it, " if cur else ""
-    trained = fmt.link_shape(link_down.get("gen"), link_down.get("width"))
-    top = fmt.link_shape(link_down.get("max_gen"), link_down.get("max_width"))
+    trained = fmt.link_shape(link_down.gen, link_down.width)
+    top = fmt.link_shape(link_down.max_gen, link_down.max_width)
     return (f"({_share(rate, max_link_bytes_per_s)} of max link; the link trained down to "
             f"{trained} = {fmt.rate(cur)}: {cur_pct}max {top})")

@@ -25,6 +25,12 @@ from typing import Any, ClassVar, Literal, get_args
 from msgspec import Struct, field, structs
 
 from gapwatch.core.bounds import I64, CopyBytes, GpuIndex, MonoNs, WallS
+from gapwatch.core.evidence_types import (
+    CopiesEvidence,
+    EventEvidence,
+    HostEvidence,
+    ProverState,
+)
 
 SCHEMA_VERSION = 1
 
@@ -96,9 +102,9 @@ class HostSample(Struct, frozen=True, gc=False, tag_field="type", tag="host"):
 
 
 #: How a log event's time was found: from the line itself, from a journald/`ts` prefix, from a
-#: TIMELINE offset anchored to `starting cuzk engine`, or the time gapwatch read the line.
-#: "around": an untimestamped line of a file read offline (a panic's), placed at the timed line
-#: before it (else after it).
+#: TIMELINE offset anchored to the prover's start line (e.g. cuzk's `starting cuzk engine`), or
+#: the time gapwatch read the line. "around": an untimestamped line of a file read offline (a
+#: panic's), placed at the timed line before it (else after it).
 TimeSource = Literal["line", "prefix", "timeline", "arrival", "around"]
 
 FieldValue = str | int | float | bool | None
@@ -112,11 +118,12 @@ class LogEvent(Struct, frozen=True, gc=False, tag_field="type", tag="log"):
 
     t_wall_s: WallS
     time_source: TimeSource
-    #: Which built-in or user rule matched: "timeline", "cuzk_timing", "cuzk_ntt_h", "tracing",
-    #: "chan_send", "user:<name>"; "unparsed" for lines no rule understood (kept, counted).
+    #: Which built-in or user rule matched (e.g. cuzk's "timeline", "cuzk_timing",
+    #: "cuzk_ntt_h"; "tracing", "chan_send", "user:<name>"); "unparsed" for lines no rule
+    #: understood (kept, counted).
     kind: str
     #: The event's name: a TIMELINE event (`GPU_START`), a message (`GPU_TIMING spawn_blocking
-    #: prove_start`), or the first key of a CUZK_TIMING line.
+    #: prove_start`), or the first key of a key=value line (e.g. cuzk's CUZK_TIMING).
     name: str
     raw: str
     stream: str = ""
@@ -158,24 +165,24 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     #: "high" when decided from SM activity, "low" when only utilization.gpu was available.
     confidence: Confidence = "high"
     hint: str = ""
-    host: dict[str, float | None] = field(default_factory=dict)
-    log_events: list[dict[str, Any]] = field(default_factory=list)
+    host: HostEvidence = field(default_factory=HostEvidence)
+    log_events: list[EventEvidence] = field(default_factory=list)
     retracted: bool = False
     #: What the copy trace saw in `[start - evidence_before_s, end]` by host memory kind, or,
     #: without one, the memory kind inferred and from what (docs/detection.md, "copies").
-    copies: dict[str, Any] = field(default_factory=dict)
+    copies: CopiesEvidence = field(default_factory=CopiesEvidence)
     #: Capacity of the link as trained when it was seen below its maximum while data moved
     #: (None: not seen trained down; `link_bytes_per_s` is always the maximum).
     link_current_bytes_per_s: float | None = None
-    #: Where the prover itself says the wait was (`gapwatch.cuzk.causes.PROVER_CAUSES`), decided
+    #: Where the prover itself says the wait was (its package's causes, e.g. cuzk's), decided
     #: from its `/status` snapshots during the gap; None without any.
     prover_cause: str | None = None
-    #: The prover's snapshots for this GPU from the evidence window (compact dicts, see
-    #: `gapwatch.cuzk.causes.gap_state`), oldest first.
-    prover_states: list[dict[str, Any]] = field(default_factory=list)
+    #: The prover's snapshots for this GPU from the evidence window (compact, see
+    #: as the prover package keeps them, e.g. cuzk's `gap_state`), oldest first.
+    prover_states: list[ProverState] = field(default_factory=list)
     #: The facts that decided `prover_cause`, in plain words ("18 of 18 synthesis workers
     #: busy (synth_worker_count from the log)", "partition 3 queued 1.2 s before pickup"):
-    #: from the snapshots and from what the prover's log said (`gapwatch.cuzk.pipeline`).
+    #: from the snapshots and from what the prover's log said (`gapwatch.core.prover`).
     prover_evidence: list[str] = field(default_factory=list)
     type: ClassVar[Literal["gap"]] = "gap"
 
@@ -212,7 +219,7 @@ class Notice(Struct, frozen=True, gc=False, tag_field="type", tag="notice"):
     type: ClassVar[Literal["notice"]] = "notice"
 
 
-#: A partition's state in the prover's pipeline (cuzk's `/status`).
+#: A partition's state in the prover's pipeline (e.g. cuzk's `/status`).
 PartitionState = Literal["pending", "synthesizing", "synth_done", "gpu", "done", "failed"]
 PARTITION_STATES: tuple[PartitionState, ...] = get_args(PartitionState)
 #: A GPU worker's state: "proving" from GPU pickup until the partition's result is processed,
@@ -225,7 +232,7 @@ class ProverWorker(Struct, frozen=True, gc=False):
     """One GPU worker of the prover, as its `/status` said."""
 
     worker_id: I64
-    #: The CUDA ordinal the worker runs on (cuzk's `gpu_ordinal`), taken as the NVML index.
+    #: The CUDA ordinal the worker runs on (e.g. cuzk's `gpu_ordinal`), taken as the NVML index.
     gpu: GpuIndex | None
     state: str
     job_id: str | None = None
@@ -245,17 +252,16 @@ class ProverPartition(Struct, frozen=True, gc=False):
 
 
 class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"):
-    """One snapshot of the prover's own pipeline (cuzk `GET /status`), time-stamped by gapwatch.
+    """One snapshot of the prover's own pipeline (e.g. cuzk's `GET /status`), time-stamped by
+    gapwatch.
 
     `t_mono_ns` / `t_wall_s` are when the request was sent, `latency_ms` how long the answer
     took (the snapshot was built somewhere in between). Counts that the prover did not report
     are None, never 0.
 
-    Read as upstream serves it (docs/cuzk-status.md): `synthesis_max` is cuzk's
-    `synthesis.max_concurrent`, the memory budget over the smallest partition size, NOT how
-    many syntheses can run (`gapwatch.cuzk.pipeline.synthesis_capacity` says that);
-    `synthesis_active` is cuzk's counter, which a failed synthesis never decrements (the
-    partitions in `synthesizing` are the count to trust).
+    The fields are read as the prover serves them; what they mean for one prover is its
+    package's to say (e.g. cuzk's: docs/cuzk-status.md, where `synthesis_max` is a memory
+    budget over the smallest partition, not how many syntheses can run).
     """
 
     #: Which prover (the status URL's host:port; "sim" for the built-in simulator's own feed).
@@ -270,18 +276,19 @@ class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"
     synthesis_active: I64 | None
     synthesis_max: I64 | None
     queue_depth: I64 | None
-    #: Jobs in flight (`len(pipelines)`); None when cuzk's answer had no readable list.
+    #: Jobs in flight (`len(pipelines)`); None when the answer had no readable list.
     jobs: I64 | None
     completed_total: I64 | None = None
     failed_total: I64 | None = None
     partitions: list[ProverPartition] = field(default_factory=list)
-    #: cuzk's memory budget (`memory`): bytes in all, reserved, still free. None: not reported.
+    #: The prover's memory budget (`memory`): bytes in all, reserved, still free. None: not
+    #: reported.
     memory_total_bytes: I64 | None = None
     memory_used_bytes: I64 | None = None
     memory_available_bytes: I64 | None = None
     #: SRS entries loaded (`allocations.srs[].circuit_id`) and their bytes. None: not reported;
-    #: an empty list can also mean cuzk's SRS manager was busy (a load in progress: engine.rs
-    #: `detailed_status` skips the entries while its mutex is held).
+    #: an empty list can also mean the prover's SRS manager was busy (e.g. cuzk's, during a
+    #: load).
     srs_circuits: list[str] | None = None
     srs_bytes: I64 | None = None
     #: Each job's `proof_kind` (`porep-c2`, `snap-update`): the budget one partition needs.
@@ -465,7 +472,7 @@ class BlindSpot(Struct, frozen=True, gc=False, tag_field="type", tag="blind"):
 
 
 #: What a prover event says happened (any prover; the words are in `message`):
-#: "proof": a proof whose latency is watched (cuzk: WinningPoSt, WindowPoSt) completed, or
+#: "proof": a proof whose latency is watched (e.g. cuzk's WinningPoSt, WindowPoSt) completed, or
 #: passed its deadline still running; "restart": the prover started again (its uptime went
 #: back, its start line, a new pid on the GPU); "restart_cost": the GPU time a restart cost,
 #: as one stretch with its parts; "error": a failure or panic line (one event per message,

@@ -1,6 +1,6 @@
 """What a prover's watcher is to the rest of gapwatch: fed every record, it says what the prover
 did that is not a gap (`ProverEvent`: a watched proof's latency, a restart and its cost, an
-error, a lost GPU job). Prover-neutral: cuzk's watcher is `gapwatch.cuzk.watch.CuzkWatch`.
+error, a lost GPU job). Prover-neutral: e.g. cuzk's watcher is `gapwatch.cuzk.watch.CuzkWatch`.
 
 Who calls it: the live session (`gapwatch.engine.session`, every record, under its lock) and
 the offline detection loop (`gapwatch.offline.detect`), so that live, replayed and reported

@@ -26,11 +26,20 @@ from typing import Final
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import GpuSample
 
+#: Signal sources that report SM activity: a sample of such a GPU without it is missing data,
+#: and its gaps are judged on SM activity (confidence "high"), never on utilization.gpu.
+SM_SOURCES: Final = ("gpm", "sim", "trace")
 #: Signal sources whose all-exactly-zero readings are GPM staleness, not idleness.
 GPM_LIKE_SOURCES: Final = ("gpm", "trace")
 #: After this long with only "no new data" GPM readings, all-zero is believed: GPM refreshes every
 #: ~100 ms, so ten refreshes that moved no counter mean the GPU really did nothing.
 GPM_MAX_EXTEND_NS: Final = 1_000_000_000
+
+
+def reports_sm(sm_source: str | None) -> bool:
+    """Does a GPU whose samples come from `sm_source` report SM activity? The detector's and the
+    dashboard's one rule (`SM_SOURCES`)."""
+    return sm_source in SM_SOURCES
 
 
 def reading(v: float | None) -> float | None:

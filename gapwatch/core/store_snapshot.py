@@ -28,7 +28,6 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.verdict import WindowNow
-from gapwatch.cuzk.pipeline import PipelineView
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +54,8 @@ class StoreSnapshot:
     #: of every one since the session started.
     blind_spots: tuple[BlindSpot, ...] = ()
     blind_total: tuple[int, float] = (0, 0.0)
-    #: The prover's own status snapshots (cuzk `/status`), oldest first, and the latest per
-    #: prover.
+    #: The prover's own status snapshots (e.g. cuzk's `/status`), oldest first, and the latest
+    #: per prover.
     prover_statuses: tuple[ProverStatus, ...] = ()
     provers: dict[str, ProverStatus] = field(default_factory=dict)
     #: Closed gaps by (GPU, kind) since the session started (never forgotten).
@@ -69,9 +68,10 @@ class StoreSnapshot:
     procmem: dict[int, tuple[ProcessMemory, ...]] = field(default_factory=dict)
     #: Latest PCIe link state read under traffic, per GPU.
     links: dict[int, LinkState] = field(default_factory=dict)
-    #: What the prover's log has said about its pipeline (synthesis workers, pinned pool,
-    #: pacer, SRS loads, PoSt in flight): `gapwatch.cuzk.pipeline.PipelineFacts.view`.
-    pipeline: PipelineView = field(default_factory=PipelineView)
+    #: What the prover has said about its pipeline (`gapwatch.core.prover.Prover.facts`: its
+    #: package's own immutable view, e.g. cuzk's synthesis workers, pinned pool, pacer, SRS
+    #: loads, PoSt in flight); None: nothing known.
+    pipeline: object = None
     #: The prover's latest events (PoSt proofs, restarts, errors, lost GPU jobs), oldest first.
     prover_events: tuple[ProverEvent, ...] = ()
 

@@ -1,20 +1,24 @@
 """Sizes and durations as people write them (`1GiB`, `512MiB`, `2GB`, `1d`, `6h`, `90m`).
 
-Who calls it: the command-line types (`gapwatch.commands.argtypes`: `--rotate-size`,
-`--rotate-age`) and the config (`[record] rotate_size`, `rotate_age`), so that both read the
-same words the same way. Pure.
+Who calls it: every module that says or computes sizes in GiB (`GIB`); the command-line types
+(`gapwatch.commands.argtypes`: `--rotate-size`, `--rotate-age`) and the config (`[record]
+rotate_size`, `rotate_age`), so that both read the same words the same way. Pure.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from typing import Final
+
+#: One gibibyte: the one definition every module that says or computes GiB uses.
+GIB: Final = 1 << 30
 
 _SIZE_UNITS = {
     "": 1, "b": 1,
     "k": 1 << 10, "kib": 1 << 10, "kb": 1000,
     "m": 1 << 20, "mib": 1 << 20, "mb": 1000 ** 2,
-    "g": 1 << 30, "gib": 1 << 30, "gb": 1000 ** 3,
+    "g": GIB, "gib": GIB, "gb": 1000 ** 3,
     "t": 1 << 40, "tib": 1 << 40, "tb": 1000 ** 4,
 }
 _DURATION_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0,

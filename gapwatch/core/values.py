@@ -28,11 +28,11 @@ def int_field(value: FieldValue) -> int | None:
     return value if type(value) is int else None
 
 
-#: Field texts already converted (short ones), at most `_VALUES_MAX`: cuzk's lines repeat
+#: Field texts already converted (short ones), at most `_VALUES_MAX`: a prover's lines repeat
 #: their values (partitions, workers, job ids, flags, small timings); of the 1,054 values in
-#: tests/data's two cuzk logs read once in order, 822 (78 %) had been seen before. Values are
-#: immutable, so one table serves every parser; a full one is emptied, like the timestamp
-#: cache (`prefixes._SECOND_CACHE`).
+#: tests/data's two logs of a prover (e.g. cuzk) read once in order, 822 (78 %) had been seen
+#: before. Values are immutable, so one table serves every parser; a full one is emptied, like
+#: the timestamp cache (`gapwatch.logs.parse.prefixes._SECOND_CACHE`).
 _VALUES: dict[str, FieldValue] = {}
 _VALUES_MAX = 4096
 _VALUE_CHARS = 40

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gapwatch.core import fmt
+from gapwatch.core.evidence_types import ProverState, known
 from gapwatch.core.models import Gap
 from gapwatch.cuzk.pipeline import (
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
@@ -113,7 +114,7 @@ def if_closed(busy_s: float | None, active_s: float, closed_s: float) -> dict[st
 
 
 def _warnings(g: Gap) -> set[str]:
-    return {str(e.get("warning")) for e in g.log_events if e.get("warning")}
+    return {e.warning for e in g.log_events if e.warning}
 
 
 def stall_of(g: Gap, pipeline: PipelineView) -> str:
@@ -129,7 +130,7 @@ def stall_of(g: Gap, pipeline: PipelineView) -> str:
             return "pinned_pool"
         if "unpinned" in warned and pool is not None and pool.first_syntheses:
             return "first_synthesis"
-        if g.copies.get("memory_kind") == "pageable" or "unpinned" in warned:
+        if g.copies.memory_kind == "pageable" or "unpinned" in warned:
             return "pageable_copies"
         return "slow_copies"
     if g.kind == "transfer_bound":
@@ -139,14 +140,14 @@ def stall_of(g: Gap, pipeline: PipelineView) -> str:
     return "unknown"
 
 
-def _states(gaps: Sequence[Gap]) -> list[dict[str, Any]]:
+def _states(gaps: Sequence[Gap]) -> list[ProverState]:
     return [s for g in gaps for s in g.prover_states]
 
 
 def _host_pressure(gaps: Sequence[Gap]) -> float | None:
-    shares = [g.host.get("psi_mem_some_share_max") for g in gaps]
-    known = [s for s in shares if s is not None]
-    return max(known) if known else None
+    shares = [known(g.host.psi_mem_some_share_max) for g in gaps]
+    read = [s for s in shares if s is not None]
+    return max(read) if read else None
 
 
 def _evidence(gaps: Sequence[Gap], limit: int = 5) -> list[str]:
@@ -165,9 +166,11 @@ def _evidence(gaps: Sequence[Gap], limit: int = 5) -> list[str]:
 def _synthesis(gaps: Sequence[Gap], pipeline: PipelineView
                ) -> tuple[list[tuple[str, str, str, str]], bool, str]:
     """(settings: (setting, change, why, source)), guess, guess_why) for synthesis waits."""
-    states = [s for s in _states(gaps) if s.get("cause") == "waits_on_synthesis"]
-    judged = [s for s in states
-              if s.get("synthesis_workers") is not None and s.get("synthesizing") is not None]
+    states = [s for s in _states(gaps) if s.cause == "waits_on_synthesis"]
+    #: (busy, workers, memory budget) of each snapshot that says both counts.
+    judged = [(busy, workers, known(s.memory_total_bytes)) for s in states
+              for busy, workers in ((s.synthesizing, known(s.synthesis_workers)),)
+              if workers is not None and busy is not None]
     pressure = _host_pressure(gaps)
     threads = ("[synthesis] threads", "leave it at 0 (all CPUs) or raise it",
                "the rayon pool every synthesis runs on (cuzk-daemon main.rs; 0 = all CPUs)",
@@ -189,7 +192,7 @@ def _synthesis(gaps: Sequence[Gap], pipeline: PipelineView
                 "'starting pipeline ... synth_worker_count' line in the log read, no memory "
                 "budget in /status): if they were all busy, more workers close these gaps; if "
                 "not, only faster synthesis does")
-    full = [s for s in judged if s["synthesizing"] >= s["synthesis_workers"]]
+    full = [(workers, total) for busy, workers, total in judged if busy >= workers]
     if len(full) * 2 < len(judged):
         # Workers free, nothing synthesised ahead: the partitions in flight are all being
         # synthesised; more workers would idle, faster synthesis closes the gaps.
@@ -197,8 +200,8 @@ def _synthesis(gaps: Sequence[Gap], pipeline: PipelineView
                 "synthesis workers were free during these gaps: each synthesis is too slow "
                 "for the GPU, or the client sent too little work ahead (nothing pending); "
                 "which CPU setting helps is not measured here")
-    workers = max(s["synthesis_workers"] for s in full)
-    budgets = [int(s["memory_total_bytes"]) for s in full if s.get("memory_total_bytes")]
+    workers = max(w for w, _ in full)
+    budgets = [total for _, total in full if total]
     budget = max(budgets) if budgets else pipeline.budget_total_bytes
     pressed = pressure is not None and pressure >= PSI_PRESSURE_SHARE
     why_more = (f"all {workers} synthesis workers were busy with nothing synthesised ahead; "
@@ -261,104 +264,147 @@ _Found = tuple[list[tuple[str, str, str, str]], bool, str, list[str]]
 
 def _settings_for(stall: str, gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
     """The settings for one stall, or why none applies (a string)."""
+    why = _NO_SETTING.get(stall)
+    if why is not None:
+        return why
+    rule = _RULES.get(stall)
+    if rule is None:
+        return "PCIe was not measured: the cause cannot be told"
+    return rule(gaps, pipeline)
+
+
+def _for_waits_on_synthesis(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+    settings, guess, why = _synthesis(gaps, pipeline)
+    return settings, guess, why, []
+
+
+def _for_waits_on_budget(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+    return ([("[memory] total_budget", "raise it (or, with \"auto\", lower safety_margin) "
+              "if the host has the RAM",
+              "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 GiB) "
+              "before a synthesis worker takes it (engine.rs, memory.rs): with less free, "
+              "synthesis waits however many workers are free",
+              "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs"),
+             ("[memory] eviction_min_idle", "lower it if idle SRS/PCE entries hold the "
+              "budget (their bytes are in /status allocations)",
+              "idle SRS and PCE entries are evicted only after this long under pressure "
+              "(cuzk.example.toml)", "extern/cuzk/cuzk.example.toml")], False, "", [])
+
+
+def _for_pacer_hold(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+    target = pipeline.pacer_target
+    return ([("[pipeline] max_gpu_queue_depth",
+              f"raise it above {target}, or 0 to turn the pacer off" if target else
+              "raise it, or 0 to turn the pacer off",
+              "the PI pacer dispatches synthesis to keep this many synthesised partitions "
+              "waiting for the GPU; 0 = no throttle, the default (config.rs)",
+              "extern/cuzk/cuzk-core/src/config.rs, engine.rs")], False, "",
+            [f"pacer: {_pacer_words(pipeline)}"] if pipeline.pacer else [])
+
+
+def _for_srs_loading(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+    if pipeline.srs_evictions:
+        return ([("[memory] eviction_min_idle", "raise it (default 5m)",
+                  "idle SRS/PCE entries become eviction candidates after this long; "
+                  "'set higher for stable workloads' (cuzk.example.toml): an evicted SRS "
+                  "is loaded again from disk (30-60 s, cuzk-memory-manager.md)",
+                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/srs_manager.rs")], False,
+                "", [f"SRS evicted before: {', '.join(pipeline.srs_evictions)}"])
+    return ("the first proof of each circuit type loads its SRS on demand (srs_manager.rs; "
+            "no preload since the memory manager): nothing to change unless it repeats")
+
+
+def _for_pinned_pool(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
     pool = pipeline.pool
-    if stall == "waits_on_synthesis":
-        settings, guess, why = _synthesis(gaps, pipeline)
-        return settings, guess, why, []
-    if stall == "waits_on_budget":
-        return ([("[memory] total_budget", "raise it (or, with \"auto\", lower safety_margin) "
-                  "if the host has the RAM",
-                  "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 GiB) "
-                  "before a synthesis worker takes it (engine.rs, memory.rs): with less free, "
-                  "synthesis waits however many workers are free",
-                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs"),
-                 ("[memory] eviction_min_idle", "lower it if idle SRS/PCE entries hold the "
-                  "budget (their bytes are in /status allocations)",
-                  "idle SRS and PCE entries are evicted only after this long under pressure "
-                  "(cuzk.example.toml)", "extern/cuzk/cuzk.example.toml")], False, "", [])
-    if stall == "pacer_hold":
-        target = pipeline.pacer_target
-        return ([("[pipeline] max_gpu_queue_depth",
-                  f"raise it above {target}, or 0 to turn the pacer off" if target else
-                  "raise it, or 0 to turn the pacer off",
-                  "the PI pacer dispatches synthesis to keep this many synthesised partitions "
-                  "waiting for the GPU; 0 = no throttle, the default (config.rs)",
-                  "extern/cuzk/cuzk-core/src/config.rs, engine.rs")], False, "",
-                [f"pacer: {_pacer_words(pipeline)}"] if pipeline.pacer else [])
-    if stall == "srs_loading":
-        if pipeline.srs_evictions:
-            return ([("[memory] eviction_min_idle", "raise it (default 5m)",
-                      "idle SRS/PCE entries become eviction candidates after this long; "
-                      "'set higher for stable workloads' (cuzk.example.toml): an evicted SRS "
-                      "is loaded again from disk (30-60 s, cuzk-memory-manager.md)",
-                      "extern/cuzk/cuzk.example.toml, cuzk-core/src/srs_manager.rs")], False,
-                    "", [f"SRS evicted before: {', '.join(pipeline.srs_evictions)}"])
-        return ("the first proof of each circuit type loads its SRS on demand (srs_manager.rs; "
-                "no preload since the memory manager): nothing to change unless it repeats")
-    if stall == "pinned_pool":
-        facts = []
-        if pool is not None and not any(g.prover_evidence for g in gaps):
-            facts.append(f"{pool.checkout_failed} checkout(s) FAILED, {pool.alloc_failed} "
-                         "cudaHostAlloc failure(s) in the log")
-        return ([("[memory] safety_margin", "raise it (or lower total_budget)",
-                  "the pinned pool grows on demand with cudaHostAlloc and is not in the memory "
-                  "budget (pinned_pool.rs), so RAM outside the budget is what it pins from; a "
-                  "failed checkout means pinning a new buffer failed (pipeline.rs falls back to "
-                  "pageable a/b/c, copied at 1-4 GB/s)",
-                  "extern/cuzk/cuzk-core/src/pinned_pool.rs, pipeline.rs, cuzk.example.toml"),
-                 ("[pipeline] max_parallel_synthesis", "lower it",
-                  "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
-                  "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
-                  "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs")], True,
-                "upstream does not say why cudaHostAlloc fails (the CUDA error is in its "
-                "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest",
-                facts)
-    if stall == "first_synthesis":
-        return ("the first synthesis of each circuit type has no capacity hint and is "
-                "unpinned by design (pipeline.rs: the pinned pool is used once a hint exists)")
-    if stall == "copies_not_overlapped":
-        per = pipeline.gpu_workers_per_device
-        if per == 1:
-            return ([("[gpus] gpu_workers_per_device", "2",
-                      "with 2 workers one worker's copies and CPU work overlap the other's "
-                      "kernels: 'eliminates the 10-200ms GPU idle gaps between partition "
-                      "proves' (cuzk.example.toml; the default is 2, config.rs)",
-                      "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs")], False, "",
-                    ["the log's 'initializing GPU workers' says gpu_workers_per_device=1"])
-        if per is None:
-            return ([("[gpus] gpu_workers_per_device", "2, if it is 1",
-                      "with 2 workers one worker's copies overlap the other's kernels "
-                      "(cuzk.example.toml; the default is 2, config.rs)",
-                      "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs")], True,
-                    "the log read did not say how many GPU workers cuzk runs per GPU (its "
-                    "'initializing GPU workers' line)", [])
-        return (f"already {per} GPU workers per GPU: the copies run at line rate and each "
-                "outlasts the other worker's kernels; no cuzk setting shrinks a/b/c")
-    if stall == "monolithic":
-        if pipeline.pipeline_enabled is False:
-            return ([("[pipeline] enabled", "true",
-                      "with the pipeline off every proof is monolithic: no synthesis overlaps "
-                      "GPU proving (cuzk.example.toml)",
-                      "extern/cuzk/cuzk.example.toml, cuzk-core/src/engine.rs")], False, "",
-                    ["the log's 'starting cuzk engine' says pipeline_enabled=false"])
-        return ("PoSt proofs (WindowPoSt, WinningPoSt) are monolithic by design (engine.rs): "
-                "they take the GPU in turn; nothing to change")
-    if stall == "dispatch_stall":
-        return ("no cuzk setting: GPU workers take the queue's next partition as soon as they "
-                "are free (engine.rs); look at the GPU_TIMING hot_path line's status_ms, "
-                "fail_check_ms and mark_busy_ms (the tracker locks) and report it upstream")
-    if stall == "inside_workers":
-        return ("inside the GPU workers (CPU prep, the GPU mutex): no setting is shown to "
-                "close it; the CUZK_TIMING lines (barrier_wait_ms, mutex_wait_ms) say where")
-    if stall == "no_work":
-        return "the prover had nothing to do: the client (Curio) sent no work"
-    if stall in ("pageable_copies", "slow_copies"):
-        return ("no pinned-pool failure in the log read, so nothing says which setting: with "
-                "cuzk's log followed (its pinned pool lines) or the copy trace, gapwatch can tell")
-    if stall == "host_stall":
-        return ("no cause known: poll cuzk's /status (--cuzk-status) and follow its log, and "
-                "gapwatch names the stall and its setting")
-    return "PCIe was not measured: the cause cannot be told"
+    facts = []
+    if pool is not None and not any(g.prover_evidence for g in gaps):
+        facts.append(f"{pool.checkout_failed} checkout(s) FAILED, {pool.alloc_failed} "
+                     "cudaHostAlloc failure(s) in the log")
+    return ([("[memory] safety_margin", "raise it (or lower total_budget)",
+              "the pinned pool grows on demand with cudaHostAlloc and is not in the memory "
+              "budget (pinned_pool.rs), so RAM outside the budget is what it pins from; a "
+              "failed checkout means pinning a new buffer failed (pipeline.rs falls back to "
+              "pageable a/b/c, copied at 1-4 GB/s)",
+              "extern/cuzk/cuzk-core/src/pinned_pool.rs, pipeline.rs, cuzk.example.toml"),
+             ("[pipeline] max_parallel_synthesis", "lower it",
+              "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
+              "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
+              "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs")], True,
+            "upstream does not say why cudaHostAlloc fails (the CUDA error is in its "
+            "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest",
+            facts)
+
+
+def _for_first_synthesis(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+    return ("the first synthesis of each circuit type has no capacity hint and is "
+            "unpinned by design (pipeline.rs: the pinned pool is used once a hint exists)")
+
+
+def _for_copies_not_overlapped(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+    per = pipeline.gpu_workers_per_device
+    if per == 1:
+        return ([("[gpus] gpu_workers_per_device", "2",
+                  "with 2 workers one worker's copies and CPU work overlap the other's "
+                  "kernels: 'eliminates the 10-200ms GPU idle gaps between partition "
+                  "proves' (cuzk.example.toml; the default is 2, config.rs)",
+                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs")], False, "",
+                ["the log's 'initializing GPU workers' says gpu_workers_per_device=1"])
+    if per is None:
+        return ([("[gpus] gpu_workers_per_device", "2, if it is 1",
+                  "with 2 workers one worker's copies overlap the other's kernels "
+                  "(cuzk.example.toml; the default is 2, config.rs)",
+                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs")], True,
+                "the log read did not say how many GPU workers cuzk runs per GPU (its "
+                "'initializing GPU workers' line)", [])
+    return (f"already {per} GPU workers per GPU: the copies run at line rate and each "
+            "outlasts the other worker's kernels; no cuzk setting shrinks a/b/c")
+
+
+def _for_monolithic(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+    if pipeline.pipeline_enabled is False:
+        return ([("[pipeline] enabled", "true",
+                  "with the pipeline off every proof is monolithic: no synthesis overlaps "
+                  "GPU proving (cuzk.example.toml)",
+                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/engine.rs")], False, "",
+                ["the log's 'starting cuzk engine' says pipeline_enabled=false"])
+    return ("PoSt proofs (WindowPoSt, WinningPoSt) are monolithic by design (engine.rs): "
+            "they take the GPU in turn; nothing to change")
+
+
+def _for_no_work(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+    return "the prover had nothing to do: the client (Curio) sent no work"
+
+
+_NO_PINNED_POOL_FAILURE = (
+    "no pinned-pool failure in the log read, so nothing says which setting: with cuzk's log "
+    "followed (its pinned pool lines) or the copy trace, gapwatch can tell")
+#: Stalls no cuzk setting closes, and why.
+_NO_SETTING: dict[str, str] = {
+    "dispatch_stall": (
+        "no cuzk setting: GPU workers take the queue's next partition as soon as they are free "
+        "(engine.rs); look at the GPU_TIMING hot_path line's status_ms, fail_check_ms and "
+        "mark_busy_ms (the tracker locks) and report it upstream"),
+    "inside_workers": (
+        "inside the GPU workers (CPU prep, the GPU mutex): no setting is shown to close it; the "
+        "CUZK_TIMING lines (barrier_wait_ms, mutex_wait_ms) say where"),
+    "pageable_copies": _NO_PINNED_POOL_FAILURE,
+    "slow_copies": _NO_PINNED_POOL_FAILURE,
+    "host_stall": (
+        "no cause known: poll cuzk's /status (--cuzk-status) and follow its log, and gapwatch "
+        "names the stall and its setting"),
+}
+#: The stalls a setting can close: the rule that picks it.
+_RULES: dict[str, Callable[[Sequence[Gap], PipelineView], _Found | str]] = {
+    "waits_on_synthesis": _for_waits_on_synthesis,
+    "waits_on_budget": _for_waits_on_budget,
+    "pacer_hold": _for_pacer_hold,
+    "srs_loading": _for_srs_loading,
+    "pinned_pool": _for_pinned_pool,
+    "first_synthesis": _for_first_synthesis,
+    "copies_not_overlapped": _for_copies_not_overlapped,
+    "monolithic": _for_monolithic,
+    "no_work": _for_no_work,
+}
 
 
 def _pacer_words(pipeline: PipelineView) -> str:

@@ -39,9 +39,10 @@ workers are per GPU (`gpu_ordinal`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
+from gapwatch.core.evidence_types import ProverState
 from gapwatch.core.models import ProverStatus, ProverWorker
+from gapwatch.core.units import GIB
 from gapwatch.cuzk.pipeline import (
     POREP_PARTITION_FULL_BYTES,
     Capacity,
@@ -57,7 +58,6 @@ PROVER_CAUSES: tuple[str, ...] = (
 LOG_ONLY_CAUSES: tuple[str, ...] = ("srs_loading", "monolithic", "pinned_pool")
 #: One letter per worker state on the dashboard's gap rows and pipeline line.
 WORKER_LETTER = {"proving": "P", "idle": "I"}
-_GIB = float(1 << 30)
 
 
 def workers_on(status: ProverStatus, gpu: int) -> list[ProverWorker]:
@@ -171,9 +171,9 @@ def snapshot_evidence(status: ProverStatus, gpu: int, cause: str | None,
         if short is not None:
             free, need = short
             total = status.memory_total_bytes
-            of = f" of {total / _GIB:.0f} GiB" if total is not None else ""
-            out.append(f"memory budget {free / _GIB:.1f} GiB free{of}: the next partition "
-                       f"needs {need / _GIB:.0f} GiB (memory.rs)")
+            of = f" of {total / GIB:.0f} GiB" if total is not None else ""
+            out.append(f"memory budget {free / GIB:.1f} GiB free{of}: the next partition "
+                       f"needs {need / GIB:.0f} GiB (memory.rs)")
     drift = synthesis_drift(status)
     if drift:
         out.append(f"/status synthesis.active={status.synthesis_active} but {busy} partition(s) "
@@ -200,8 +200,8 @@ def cause_detail(status: ProverStatus, gpu: int, cause: str | None,
     if cause == "waits_on_budget":
         short = budget_short(status)
         if short is not None:
-            return (f"budget {short[0] / _GIB:.1f} GiB free, a partition needs "
-                    f"{short[1] / _GIB:.0f} GiB")
+            return (f"budget {short[0] / GIB:.1f} GiB free, a partition needs "
+                    f"{short[1] / GIB:.0f} GiB")
     if cause == "pacer_hold" and capacity is not None:
         return f"{counts.get('pending')} pending, {busy} of {capacity.workers} workers busy"
     if cause == "dispatch_stall":
@@ -246,24 +246,23 @@ def worker_letters(workers: Iterable[ProverWorker]) -> str:
 
 
 def gap_state(status: ProverStatus, gpu: int, cause: str | None = None,
-              capacity: Capacity | None = None) -> dict[str, Any]:
+              capacity: Capacity | None = None) -> ProverState:
     """A snapshot as a gap's evidence for `gpu`: compact, JSON-ready."""
     counts = status.partition_counts
-    mine = workers_on(status, gpu)
-    return {
-        "t_s": status.t_wall_s,
-        "prover": status.prover,
-        "cause": cause,
-        "workers": worker_letters(mine),
-        "pending": counts.get("pending"),
-        "synthesizing": counts.get("synthesizing"),
-        "synth_done": counts.get("synth_done"),
-        "gpu": counts.get("gpu"),
-        "synthesis_workers": capacity.workers if capacity is not None else None,
-        "synthesis_workers_from": capacity.source if capacity is not None else None,
-        "synthesis_active": status.synthesis_active,
-        "synthesis_max": status.synthesis_max,
-        "memory_available_bytes": status.memory_available_bytes,
-        "memory_total_bytes": status.memory_total_bytes,
-        "queue_depth": status.queue_depth,
-    }
+    return ProverState(
+        t_s=status.t_wall_s,
+        prover=status.prover,
+        cause=cause,
+        workers=worker_letters(workers_on(status, gpu)),
+        pending=counts.get("pending"),
+        synthesizing=counts.get("synthesizing"),
+        synth_done=counts.get("synth_done"),
+        gpu=counts.get("gpu"),
+        synthesis_workers=capacity.workers if capacity is not None else None,
+        synthesis_workers_from=capacity.source if capacity is not None else None,
+        synthesis_active=status.synthesis_active,
+        synthesis_max=status.synthesis_max,
+        memory_available_bytes=status.memory_available_bytes,
+        memory_total_bytes=status.memory_total_bytes,
+        queue_depth=status.queue_depth,
+    )

@@ -269,6 +269,21 @@ class TimelineBuilder:
         if isinstance(kind, str):  # a monolithic job: its row is made at GPU_START
             self._mono_kind[(self._run, e.job_id)] = kind
 
+    def _gpu_edge(self, e: LogEvent) -> None:
+        """A partition's (or a monolithic job's) GPU_START or GPU_END."""
+        rec = self._get(e.job_id, e.partition, e.worker)
+        rec.worker = e.worker if e.worker is not None else rec.worker
+        rec.gpu = e.gpu if e.gpu is not None else rec.gpu
+        if rec.monolithic and rec.kind is None:
+            rec.kind = self._mono_kind.get((self._run, e.job_id), "monolithic")
+        if e.name == "GPU_START":
+            rec.gpu_start_s = e.t_wall_s
+            if e.worker is not None:
+                self._worker_job[(self._run, e.worker)] = e.job_id
+        else:
+            rec.gpu_end_s = e.t_wall_s
+            rec.timeline_gpu_ms = int_field(e.fields.get("gpu_ms"))
+
     def add(self, e: LogEvent) -> None:
         kind, name = e.kind, e.name
         if kind == "tracing" and name == RUN_START:
@@ -279,18 +294,7 @@ class TimelineBuilder:
         if kind == "timeline" and name == "SYNTH_START":
             self._synth_start(e)
         elif kind == "timeline" and name in ("GPU_START", "GPU_END"):
-            rec = self._get(e.job_id, e.partition, e.worker)
-            rec.worker = e.worker if e.worker is not None else rec.worker
-            rec.gpu = e.gpu if e.gpu is not None else rec.gpu
-            if rec.monolithic and rec.kind is None:
-                rec.kind = self._mono_kind.get((self._run, e.job_id), "monolithic")
-            if name == "GPU_START":
-                rec.gpu_start_s = e.t_wall_s
-                if e.worker is not None:
-                    self._worker_job[(self._run, e.worker)] = e.job_id
-            else:
-                rec.gpu_end_s = e.t_wall_s
-                rec.timeline_gpu_ms = int_field(e.fields.get("gpu_ms"))
+            self._gpu_edge(e)
         elif kind == "timeline" and name == "SYNTH_END":
             self._wave_over = True
             ms = int_field(e.fields.get("synth_ms"))

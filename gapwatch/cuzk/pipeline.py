@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
+from gapwatch.core.units import GIB
 
-GIB = 1 << 30
 #: memory.rs: per-partition budget (PoRep 32G, one circuit), `POREP_PARTITION_FULL_BYTES`.
 POREP_PARTITION_FULL_BYTES = 14 * GIB
 #: memory.rs: `SNAP_PARTITION_FULL_BYTES`, the smallest partition (status.rs divides by it).
@@ -294,6 +294,8 @@ class PipelineFacts(_Limits):
         self.max_parallel_synthesis = max_parallel_synthesis
         #: A cuzk line was fed: only then can the log say anything about a gap.
         self.seen = False
+        #: A `/status` snapshot was fed.
+        self.status_seen = False
         self.synth_workers: int | None = None
         self.budget_total_bytes: int | None = None
         self.gpu_workers_per_device: int | None = None
@@ -468,7 +470,14 @@ class PipelineFacts(_Limits):
             self._pool_freed += 1
             if pool.buffers is not None:
                 pool.buffers = max(0, pool.buffers - 1)
-        elif msg.startswith(POOL_CHECKOUT_FAILED):
+        else:
+            self._pool_failure(msg, f, t)
+
+    def _pool_failure(self, msg: str, f: dict[str, FieldValue], t: float) -> None:
+        """A pool line that is not about its size: a failed checkout or cudaHostAlloc, or a
+        first synthesis (unpinned by design)."""
+        pool = self.pool
+        if msg.startswith(POOL_CHECKOUT_FAILED):
             pool.checkout_failed += 1
             pool.last_failure = {k: f[k] for k in ("pool_free", "pool_total_gib",
                                                    "num_constraints") if k in f}
@@ -491,6 +500,7 @@ class PipelineFacts(_Limits):
         """Take a `/status` snapshot: an SRS list that goes empty after listing entries means
         the SRS manager's mutex is held (engine.rs `detailed_status` skips its entries then:
         a load, srs_manager.rs `ensure_loaded`, or an eviction)."""
+        self.status_seen = True
         srs = status.srs_circuits
         if srs is None:
             return

@@ -8,13 +8,15 @@ Decoding mirrors the serde structs of `extern/cuzk/cuzk-core/src/status.rs` as m
 field of the wrong type (or a number its Rust type cannot hold: a negative `u64`) is None and
 counted (`dropped_fields`), the rest of the snapshot is kept. A real answer decodes in one pass;
 only one with a bad field is walked field by field (`_lenient`). Only a body that is not JSON,
-or not an object, is refused.
+or not an object, is refused. One answer is read up to the per-poll bounds below (the rest
+counted `cut_items`): what a poll costs, and adds to the recording, stays bounded whatever the
+prover sends.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import msgspec
 
@@ -26,6 +28,14 @@ from gapwatch.core.models import (
     ProverStatus,
     ProverWorker,
 )
+
+#: What one poll reads of a snapshot, at most (the rest is counted, `cut_items`, and said once
+#: by the poller). A real snapshot holds a few dozen partitions and one worker per GPU; a
+#: 5.5 MB answer of partitions cost the sampler 216 ms and the recording 6.5 MB/s.
+MAX_PIPELINES_PER_POLL = 256
+MAX_PARTITIONS_PER_POLL = 1024
+MAX_WORKERS_PER_POLL = 256
+MAX_SRS_PER_POLL = 256
 
 
 class StatusError(Exception):
@@ -151,6 +161,35 @@ def _lenient(value: Any, tp: Any, dropped: list[int]) -> Any:
     return None
 
 
+_T = TypeVar("_T")
+
+
+def _first(items: list[_T], most: int, cut: list[int]) -> list[_T]:
+    """The first `most` of `items`; `cut[0]` counts the rest (a per-poll bound)."""
+    if len(items) <= most:
+        return items
+    cut[0] += len(items) - max(most, 0)
+    return items[:max(most, 0)]
+
+
+def _cut_raw(raw: dict[str, Any], cut: list[int]) -> None:
+    """The per-poll bounds (`MAX_..._PER_POLL`) applied to a decoded but unchecked document, in
+    place; `cut[0]` counts what goes. The partitions' bound is per pipeline here: the walk
+    only has to be bounded, `parse_status` applies the total."""
+    lists: list[tuple[Any, str, int]] = [(raw, "pipelines", MAX_PIPELINES_PER_POLL),
+                                         (raw, "gpu_workers", MAX_WORKERS_PER_POLL)]
+    alloc = raw.get("allocations")
+    if isinstance(alloc, dict):
+        lists += [(alloc, "srs", MAX_SRS_PER_POLL), (alloc, "pce", MAX_SRS_PER_POLL)]
+    for owner, key, most in lists:
+        value = owner.get(key)
+        if isinstance(value, list):
+            owner[key] = _first(value, most, cut)
+    for pipe in raw.get("pipelines") or ():
+        if isinstance(pipe, dict) and isinstance(pipe.get("partitions"), list):
+            pipe["partitions"] = _first(pipe["partitions"], MAX_PARTITIONS_PER_POLL, cut)
+
+
 def decode_status(body: bytes, counters: dict[str, int] | None = None) -> StatusDocument:
     """cuzk's `/status` body -> `StatusDocument`. Raises StatusError (`bad_json`,
     `bad_schema`). `counters["dropped_fields"]` counts fields that did not fit."""
@@ -163,6 +202,10 @@ def decode_status(body: bytes, counters: dict[str, int] | None = None) -> Status
     raw = _decode_any(body)
     if not isinstance(raw, dict):
         raise StatusError("bad_schema", f"not a status object (a JSON {type(raw).__name__})")
+    cut = [0]
+    _cut_raw(raw, cut)  # the walk below is Python, item by item: bounded before it starts
+    if counters is not None and cut[0]:
+        counters["cut_items"] = counters.get("cut_items", 0) + cut[0]
     dropped = [0]
     doc: StatusDocument = _lenient(raw, StatusDocument, dropped)
     if counters is not None and dropped[0]:
@@ -175,19 +218,23 @@ def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
     """cuzk's `/status` body -> one `ProverStatus`. Raises StatusError (`bad_json`,
     `bad_schema`). `counters["dropped_fields"]` counts fields that did not fit."""
     doc = decode_status(body, counters)
+    cut = [0]
     # Counts only when the document lists its pipelines at all (an empty list is 0 of each).
     counts: dict[str, int] = (dict.fromkeys(PARTITION_STATES, 0) if doc.pipelines is not None
                               else {})
     parts: list[ProverPartition] = []
     kinds: dict[str, str] = {}
-    pipelines = [p for p in doc.pipelines or () if p is not None]
+    pipelines = _first([p for p in doc.pipelines or () if p is not None],
+                       MAX_PIPELINES_PER_POLL, cut)
+    budget = MAX_PARTITIONS_PER_POLL
     for pipe in pipelines:
         job = pipe.job_id or "?"
         if pipe.proof_kind is not None:
             kinds[job] = pipe.proof_kind
-        for part in pipe.partitions or ():
+        for part in _first(pipe.partitions or [], budget, cut):
             if part is None:
                 continue
+            budget -= 1
             # An unknown state (a newer cuzk) is counted as "other": label values stay bounded.
             state: str = part.state if part.state in PARTITION_STATES else "other"
             counts[state] = counts.get(state, 0) + 1
@@ -200,11 +247,14 @@ def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
             state=w.state if w.state in WORKER_STATES else "other",
             job_id=w.current_job, partition=w.current_partition, busy_s=w.busy_secs,
         )
-        for w in doc.gpu_workers or () if w is not None and w.worker_id is not None
+        for w in _first(doc.gpu_workers or [], MAX_WORKERS_PER_POLL, cut)
+        if w is not None and w.worker_id is not None
     ]
     syn, cnt, mem = doc.synthesis, doc.counters, doc.memory
     srs = doc.allocations.srs if doc.allocations is not None else None
-    srs_entries = [e for e in srs or () if e is not None]
+    srs_entries = [e for e in _first(srs or [], MAX_SRS_PER_POLL, cut) if e is not None]
+    if counters is not None and cut[0]:
+        counters["cut_items"] = counters.get("cut_items", 0) + cut[0]
     return ProverStatus(
         prover=prover, t_mono_ns=t_mono_ns, t_wall_s=t_wall_s, latency_ms=latency_ms,
         uptime_s=doc.uptime_secs, partition_counts=counts, workers=workers,

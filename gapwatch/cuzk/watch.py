@@ -12,7 +12,6 @@ queue is empty again), as it resets cuzk's own state.
 
 from __future__ import annotations
 
-from gapwatch.core.config import CuzkConfig
 from gapwatch.core.models import (
     LogEvent,
     ProcessMemory,
@@ -20,6 +19,7 @@ from gapwatch.core.models import (
     ProverStatus,
     Record,
 )
+from gapwatch.cuzk.config import CuzkConfig
 from gapwatch.cuzk.errors import error_event
 from gapwatch.cuzk.gpu_queue import GpuQueueWatch
 from gapwatch.cuzk.pipeline import PANIC_KIND

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from gapwatch.core.models import Gap
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.advice import STALL_WORDS, advise, if_closed
+from gapwatch.cuzk.prover import view_of
 
 #: The cause and setting when the window holds no closed gap (nothing to explain).
 NO_CAUSE = "none"
@@ -73,7 +74,7 @@ def why_now(snap: StoreSnapshot, gpu: int) -> WhyNow:
     gaps, span_s = window_gaps(snap, gpu)
     if not gaps:
         return WhyNow(gpu, state)
-    report = advise(gaps, snap.pipeline)
+    report = advise(gaps, view_of(snap.pipeline))
     by_idle: list[tuple[float, str, str, str]] = [
         (a.idle_s, a.stall, a.setting, a.change) for a in report.advice[:1]]
     by_idle += [(n.idle_s, n.stall, NO_CAUSE, "") for n in report.no_setting[:1]]

@@ -79,3 +79,30 @@ STDERR = Console()
 def say(line: str) -> bool:
     """Write one line to stderr through `STDERR` (see the module docstring)."""
     return STDERR.say(line)
+
+
+class OutputFailed(Exception):
+    """Writing a command's output (standard output) failed: a full disk, a closed pipe, EIO.
+    Raised by the commands where a read error would otherwise be blamed on their input;
+    `gapwatch.cli` says it in one line and exits 2."""
+
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(exc.strerror or str(exc))
+        self.error = exc
+
+
+def stdout_failed(exc: BaseException) -> str | None:
+    """The one line for a failed write of standard output (no file name: not a file gapwatch
+    opened), or None for anything else. Standard output is then pointed at /dev/null, so that
+    Python's own flush at exit fails no more ("Exception ignored ... BrokenPipeError")."""
+    if isinstance(exc, OutputFailed):
+        exc = exc.error
+    if not isinstance(exc, OSError) or exc.filename is not None or exc.errno is None:
+        return None
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return f"cannot write its output (standard output): {exc.strerror or exc}"

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.models import Gap, Notice, ProverEvent, Record, SessionHeader, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.why_now import why_now

@@ -42,8 +42,8 @@ from typing import Any
 
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch, thread_label
+from gapwatch.config import Config
 from gapwatch.core.blind import Bye, blind_summary, blind_words
-from gapwatch.core.config import Config
 from gapwatch.core.models import (
     BlindSpot,
     GpuInfo,
@@ -54,9 +54,11 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.prover_watch import event_line
 from gapwatch.cuzk.pipeline import timeline_epoch
+from gapwatch.cuzk.prover import CuzkProver
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
+from gapwatch.engine.shared_prover import SharedProver
 from gapwatch.engine.sim_wiring import SimWiring, open_sim, speed_zero_sinks
 from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.store import SeriesStore
@@ -439,10 +441,12 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
     header = default_header(src.label, src.gpus, src.period_ms, config.model_dump(mode="json"))
     history_s = max([config.snapshot.history_s, *config.ui.windows_s, config.detector.window_s])
     period_s = src.period_ms / 1000
-    store = SeriesStore(src.gpus, period_s=period_s, history_s=history_s,
-                        max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
-    detector = GapDetector(config.detector, src.gpus, period_s=period_s,
-                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
+    # The composition root picks the prover: cuzk, whose facts stay empty (and whose gaps say
+    # so) where neither its log nor its /status reaches gapwatch. One per session: the detector
+    # feeds it, the store reads its pipeline facts.
+    prover = SharedProver(CuzkProver(config.cuzk.max_parallel_synthesis))
+    store = SeriesStore(src.gpus, period_s=period_s, history_s=history_s, prover=prover)
+    detector = GapDetector(config.detector, src.gpus, period_s=period_s, prover=prover)
     # Only when cuzk's rules are on: its watcher reads cuzk's lines (PoSt, restarts, errors).
     watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
     session = Session(header, store, detector=detector, watch=watch)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gapwatch.base.clock import Clock, ScaledClock, SystemClock, VirtualClock
-from gapwatch.core.config import Config, split_listen
+from gapwatch.config import Config, split_listen
 from gapwatch.core.models import GpuInfo, Record, SessionHeader
 from gapwatch.sources import GpuSource, HostSource, SourceUnavailable
 

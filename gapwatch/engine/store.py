@@ -35,10 +35,12 @@ from gapwatch.core.models import (
     Record,
     StateChange,
 )
+from gapwatch.core.prover import Prover
 from gapwatch.core.sizes import event_bytes, status_bytes
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import WindowNow
-from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineFacts
+from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS
+from gapwatch.cuzk.prover import CuzkProver
 
 _T = TypeVar("_T")
 
@@ -85,6 +87,7 @@ class SeriesStore:
         max_log_bytes: int = 16 << 20,
         max_prover_bytes: int = 32 << 20,
         max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
+        prover: Prover | None = None,
     ) -> None:
         # A little headroom over history/period: a late sampler emits a few extra samples.
         maxlen = max(16, int(history_s / period_s * 1.1) + 8)
@@ -115,8 +118,12 @@ class SeriesStore:
         self._prover: _Budget[ProverStatus] = _Budget(
             max(64, min(max_prover_statuses, int(history_s * 10) + 8)), max_prover_bytes)
         self._provers: dict[str, ProverStatus] = {}
-        # What the prover's log says about its pipeline (the pipeline line, /metrics).
-        self._facts = PipelineFacts(max_parallel_synthesis)
+        # What the prover says about its pipeline (the pipeline line, /metrics, snapshots): the
+        # session's one prover, fed by its detector (`engine.shared_prover`); a store without one
+        # (a session without a detector) keeps and feeds its own, cuzk's.
+        self._feeds_prover = prover is None
+        self._pipeline: Prover = (prover if prover is not None
+                                  else CuzkProver(max_parallel_synthesis))
         self._version = 0
 
     @property
@@ -197,7 +204,8 @@ class SeriesStore:
         size = event_bytes(event)
         with self._lock:
             self._log.append(event, size)
-            self._facts.feed(event)
+            if self._feeds_prover:
+                self._pipeline.feed_log(event)
             self._version += 1
 
     def append_prover(self, status: ProverStatus) -> None:
@@ -206,6 +214,8 @@ class SeriesStore:
         with self._lock:
             self._prover.append(status, size, lambda old: old.t_mono_ns < since_ns)
             self._provers[status.prover] = status
+            if self._feeds_prover:
+                self._pipeline.feed_status(status)
             self._version += 1
 
     def upsert_gap(self, gap: Gap) -> Change:
@@ -288,6 +298,6 @@ class SeriesStore:
                 copies=tuple(self._copies),
                 procmem={g: tuple(per.values()) for g, per in self._procmem.items()},
                 links=dict(self._links),
-                pipeline=self._facts.view(),
+                pipeline=self._pipeline.facts(),
                 prover_events=tuple(self._prover_events),
             )

@@ -23,7 +23,7 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Final
 
-from gapwatch.core.config import Config
+from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, Record
 from gapwatch.logs.tail import LineSplitter
 

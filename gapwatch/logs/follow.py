@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch
-from gapwatch.core.config import LogsConfig
+from gapwatch.config import LogsConfig
 from gapwatch.core.models import LogEvent, Notice, NoticeLevel
 from gapwatch.logs.parse import LogParser
 from gapwatch.logs.tail import SourceStatus, Tailer

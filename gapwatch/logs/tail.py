@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import UNWATCHED, ThreadWatch
-from gapwatch.core.config import LogsConfig
+from gapwatch.config import LogsConfig
 from gapwatch.core.models import NoticeLevel
 
 #: on_line(source, text, arrival_mono_ns, arrival_wall_s)

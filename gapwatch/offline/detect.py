@@ -14,7 +14,7 @@ lock and ring buffers would only cost time.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -41,6 +41,7 @@ from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
+from gapwatch.cuzk.prover import CuzkProver, view_of
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
 #: A one-process and a split run give the same list however their outputs interleave.
@@ -104,8 +105,10 @@ def detect_records(
         watch: the prover's watcher, fed every record but GPU samples (as the live session
             feeds it); its events are `Detected.prover_events`.
     """
+    # cuzk is the prover gapwatch knows: its facts stay empty where its log and /status are not
+    # in the input, and the gaps are explained without them.
     det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False,
-                      max_parallel_synthesis=max_parallel_synthesis)
+                      prover=CuzkProver(max_parallel_synthesis))
     ledger = GapLedger()
     states: list[StateChange] = []
     log_events: list[LogEvent] = []
@@ -122,22 +125,15 @@ def detect_records(
     # to feed_host (what `feed` would call), after the merge test; every other record through
     # `feed`. The record classes are read from locals (a module global is a dict lookup).
     gpu_sample, host_sample, log_event, gap_type = GpuSample, HostSample, LogEvent, Gap
-    # The files' events are taken one at a time and let go once fed (`drain`): a day's log
-    # is ~1 GB of events, which need not all stay until the last sample.
-    extra = iter(extra_logs)
-    next_log = next(extra, None)
-    next_log_t = next_log.t_wall_s if next_log is not None else float("inf")
+    # The files' events are taken off a queue as they are fed and let go (`drain`): a day's
+    # log is ~1 GB of events, which need not all stay until the last sample.
+    pending = extra_logs if isinstance(extra_logs, deque) else deque(extra_logs)
+    next_log_t = pending[0].t_wall_s if pending else float("inf")
     for r in records:
         if type(r) is gpu_sample:
             if r.t_wall_s >= next_log_t:
-                while next_log is not None and next_log.t_wall_s <= r.t_wall_s:
-                    kept = bounded_event(next_log)
-                    det.feed(kept)
-                    _keep_for_timeline(log_events, next_log)
-                    if watch is not None:
-                        prover_events += watch.feed(kept)
-                    next_log = next(extra, None)
-                next_log_t = next_log.t_wall_s if next_log is not None else float("inf")
+                _feed_extra(det, watch, pending, r.t_wall_s, log_events, prover_events)
+                next_log_t = pending[0].t_wall_s if pending else float("inf")
             out = det.feed_gpu(r)
         elif type(r) is host_sample:
             out = det.feed_host(r)
@@ -154,27 +150,14 @@ def detect_records(
                 continue  # derived: the watcher says them again
             if watch is not None:
                 prover_events += watch.feed(r)
-            if isinstance(r, ProverStatus):
-                prover_statuses.append(r)
-            elif isinstance(r, CopyRecord):
-                copies.append(r)
-            elif isinstance(r, BlindSpot):
-                blind_spots.append(r)
-            elif isinstance(r, Notice):
-                byes.extend(byes_in((r,)))
+            _keep_side(r, prover_statuses, copies, blind_spots, byes)
             out = det.feed(r)
         for x in out:
             if isinstance(x, gap_type):
                 ledger.add(x)
             else:
                 states.append(x)
-    while next_log is not None:
-        kept = bounded_event(next_log)
-        det.feed(kept)
-        _keep_for_timeline(log_events, next_log)
-        if watch is not None:
-            prover_events += watch.feed(kept)
-        next_log = next(extra, None)
+    _feed_extra(det, watch, pending, float("inf"), log_events, prover_events)
     if watch is not None:
         prover_events += watch.finish()
     for x in det.finish():
@@ -187,18 +170,44 @@ def detect_records(
         header=header, ledger=ledger, states=states, totals=det.totals(),
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
-        copies=copies, pipeline=det.pipeline_view(), blind_spots=blind_spots, byes=byes,
+        copies=copies, pipeline=view_of(det.prover.facts()), blind_spots=blind_spots, byes=byes,
         prover_events=prover_events,
     )  # fmt: skip
 
 
-def drain(events: list[LogEvent]) -> Iterator[LogEvent]:
-    """The events of `events` in order, each let go once the next is asked for (the list is
-    emptied at once: the caller's name for it no longer holds them)."""
+def _feed_extra(det: GapDetector, watch: ProverWatch | None, pending: deque[LogEvent],
+                until_s: float, log_events: list[LogEvent],
+                prover_events: list[ProverEvent]) -> None:
+    """Feed the extra log events up to `until_s` (merged by time into the records), as a
+    session would, taking each off `pending`."""
+    while pending and pending[0].t_wall_s <= until_s:
+        event = pending.popleft()
+        kept = bounded_event(event)
+        det.feed(kept)
+        _keep_for_timeline(log_events, event)
+        if watch is not None:
+            prover_events.extend(watch.feed(kept))
+
+
+def drain(events: list[LogEvent]) -> deque[LogEvent]:
+    """`events` as a queue that the detection (or the trace) empties as it goes, each event let
+    go once used; the list is emptied at once (the caller's name for it no longer holds them)."""
     queue = deque(events)
     events.clear()
-    while queue:
-        yield queue.popleft()
+    return queue
+
+
+def _keep_side(r: Record, prover_statuses: list[ProverStatus], copies: list[CopyRecord],
+               blind_spots: list[BlindSpot], byes: list[Bye]) -> None:
+    """Keep a record the report reads beside the gaps (the rare ones: not GPU, host or log)."""
+    if isinstance(r, ProverStatus):
+        prover_statuses.append(r)
+    elif isinstance(r, CopyRecord):
+        copies.append(r)
+    elif isinstance(r, BlindSpot):
+        blind_spots.append(r)
+    elif isinstance(r, Notice):
+        byes.extend(byes_in((r,)))
 
 
 def _keep_for_timeline(kept: list[LogEvent], event: LogEvent) -> None:

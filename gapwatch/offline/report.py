@@ -24,11 +24,13 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.blind import Bye, blind_words
 from gapwatch.core.codec import gap_json
-from gapwatch.core.config import Config, DetectorConfig
+from gapwatch.core.config import DetectorConfig
 from gapwatch.core.evidence import union_s
+from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     GAP_KINDS,
     BlindSpot,
@@ -98,6 +100,9 @@ class ReportData:
     warnings: list[str] = field(default_factory=list)
     #: What to change (cuzk's settings for the stalls the gaps show; docs/advice.md).
     advice: AdviceReport = field(default_factory=AdviceReport)
+    #: Closed gaps by (GPU, kind): count and idle seconds, as the ledger counted them (the one
+    #: count every output says: `GapLedger.tally`).
+    gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
     #: What the prover did besides gaps: PoSt proofs, restarts and their cost, errors, lost
     #: GPU jobs (`gapwatch.core.models.ProverEvent`), in order.
     prover_events: list[ProverEvent] = field(default_factory=list)
@@ -189,16 +194,18 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
     """Closed gaps in start order, breakdown periods, per-partition timeline and payoff."""
     totals = found.totals
     closed = found.ledger.closed()
+    tally = found.ledger.tally()
     partitions = _partitions(found.log_events, found.prover_statuses)
     return ReportData(
         path=str(path), header=found.header, totals=totals, gaps=closed,
         breakdowns=_breakdowns(found.states, totals, closed, window_s), states=found.states,
-        payoff=payoff(totals, closed, partitions), partitions=partitions,
+        payoff=payoff(totals, tally, partitions), partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
         copies=copy_table(found.copies, closed) if found.copies else None,
         warnings=data_warnings(found.detector_counters, totals),
         blind_spots=list(found.blind_spots), byes=list(found.byes),
         advice=advise(closed, found.pipeline, lambda gaps: gap_payoff(totals, gaps)),
+        gap_tally=tally,
         prover_events=list(found.prover_events),
     )  # fmt: skip
 
@@ -350,19 +357,19 @@ PAYOFF_METHOD = (
 )
 
 
-def payoff(totals: list[GpuTotals], gaps: list[Gap], partitions: Any | None) -> dict[str, Any]:
-    """Busy fraction and throughput gain if the gaps of each kind (and all gaps) were closed."""
+def payoff(totals: list[GpuTotals], tally: dict[tuple[int, str], Tally],
+           partitions: Any | None) -> dict[str, Any]:
+    """Busy fraction and throughput gain if the gaps of each kind (and all gaps) were closed;
+    the idle seconds of each (GPU, kind) are the ledger's (`GapLedger.tally`)."""
     per_gpu = []
     all_busy = all_active = 0.0
     all_by_kind: dict[str, float] = dict.fromkeys(GAP_KINDS, 0.0)
-    # Idle seconds by GPU and kind, in one pass over the gaps (in their order, so that the
-    # float sums are the same as adding them GPU by GPU).
     idle_by_gpu: dict[int, dict[str, float]] = {}
-    for g in gaps:
-        per = idle_by_gpu.get(g.gpu)
+    for (gpu, kind), kept in tally.items():
+        per = idle_by_gpu.get(gpu)
         if per is None:
-            per = idle_by_gpu[g.gpu] = dict.fromkeys(GAP_KINDS, 0.0)
-        per[g.kind] += g.duration_s
+            per = idle_by_gpu[gpu] = dict.fromkeys(GAP_KINDS, 0.0)
+        per[kind] += kept.seconds
     for t in totals:
         by_kind = idle_by_gpu.get(t.gpu) or dict.fromkeys(GAP_KINDS, 0.0)
         all_busy += t.busy_s
@@ -411,6 +418,13 @@ def busy_fraction(t: GpuTotals) -> float | None:
     return t.busy_s / t.active_s if t.active_s > 0 else None
 
 
+def _kind_entry(tally: Tally | None) -> dict[str, float]:
+    """A GPU's gaps of one kind in the JSON: the ledger's count and idle seconds (0 without)."""
+    if tally is None:
+        return {"count": 0, "idle_s": 0}
+    return {"count": tally.count, "idle_s": tally.seconds}
+
+
 def to_json(r: ReportData) -> dict[str, Any]:
     """The stable JSON document (see docs/detection.md)."""
     infos: dict[int, GpuInfo] = {g.index: g for g in r.header.gpus}
@@ -429,11 +443,7 @@ def to_json(r: ReportData) -> dict[str, Any]:
             "confidence": t.confidence,
             "final_state": t.final_state,
             "last_data_s": t.last_wall_s,
-            "gaps_by_kind": {
-                k: {"count": sum(1 for g in mine if g.kind == k),
-                    "idle_s": sum(g.duration_s for g in mine if g.kind == k)}
-                for k in GAP_KINDS
-            },
+            "gaps_by_kind": {k: _kind_entry(r.gap_tally.get((t.gpu, k))) for k in GAP_KINDS},
             "gaps_by_prover_cause": gaps_by_prover_cause(mine),
         })  # fmt: skip
     return {

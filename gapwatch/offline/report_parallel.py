@@ -56,9 +56,9 @@ from typing import Any
 
 from msgspec.structs import replace
 
+from gapwatch.config import Config
 from gapwatch.core.blind import Bye
 from gapwatch.core.codec import gpu_line_prefix, gpu_line_prefix_type_last
-from gapwatch.core.config import Config
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
     BlindSpot,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import io
+import resource
 import selectors
 import socket
 import threading
@@ -145,7 +146,7 @@ class MetricsServer:
 
     def _loop(self) -> None:
         sel = selectors.DefaultSelector()
-        held: dict[socket.socket, _Pending] = {}
+        held = _Held(sel, _held_cap(self.limits.max_connections))
         sel.register(self._listener, selectors.EVENT_READ, "listen")
         sel.register(self._wake_r, selectors.EVENT_READ, "wake")
         paused_until = 0.0
@@ -159,19 +160,31 @@ class MetricsServer:
                     if key.data == "wake":
                         return
                     if key.data == "listen":
-                        if not self._accept(sel, held, now):
+                        if not self._accept(held, now):
                             sel.unregister(self._listener)
                             paused_until = now + _EMFILE_PAUSE_S
                     elif isinstance(key.fileobj, socket.socket):  # a held connection
-                        self._read_head(sel, held, key.fileobj)
-                self._close_idle(sel, held, time.monotonic())
+                        self._on_readable(held, key.fileobj)
+                for conn in held.expired(time.monotonic(), self.limits.idle_timeout_s):
+                    self.timed_out += 1  # before the close, which the client may be waiting on
+                    _close(conn)
         finally:
-            for conn in list(held):
-                _close(conn)
+            held.close_all()
             sel.close()
 
-    def _accept(self, sel: selectors.BaseSelector, held: dict[socket.socket, _Pending],
-                now: float) -> bool:
+    def _on_readable(self, held: _Held, conn: socket.socket) -> None:
+        """One held connection has bytes (or its end) to read. It may have been closed earlier
+        in this same `select()` batch (evicted to make room): then it is not touched. Whatever
+        goes wrong with it costs that connection only, never the thread."""
+        if conn not in held:
+            return
+        try:
+            self._read_head(held, conn)
+        except Exception:  # noqa: BLE001 - one client's fault closes its own connection only
+            self.failed += 1
+            held.drop(conn)
+
+    def _accept(self, held: _Held, now: float) -> bool:
         """Accept what is waiting (a bounded batch); False when out of file descriptors."""
         for _ in range(64):
             try:
@@ -180,27 +193,19 @@ class MetricsServer:
                 return True
             except OSError as exc:
                 if exc.errno in (errno.EMFILE, errno.ENFILE) and held:
-                    self._evict_oldest(sel, held)
+                    self.refused += 1
+                    held.evict_oldest()  # a held idle socket gives its descriptor to a scrape
                     continue
                 return exc.errno not in (errno.EMFILE, errno.ENFILE)
-            if len(held) >= self.limits.max_connections:
-                self._evict_oldest(sel, held)
-            conn.setblocking(False)
-            held[conn] = _Pending(now)
-            sel.register(conn, selectors.EVENT_READ, "conn")
+            if held.full:
+                self.refused += 1
+                held.evict_oldest()
+            if not held.add(conn, now):
+                self.refused += 1
         return True
 
-    def _evict_oldest(self, sel: selectors.BaseSelector,
-                      held: dict[socket.socket, _Pending]) -> None:
-        oldest = next(iter(held))
-        del held[oldest]
-        sel.unregister(oldest)
-        self.refused += 1
-        _close(oldest)
-
-    def _read_head(self, sel: selectors.BaseSelector, held: dict[socket.socket, _Pending],
-                   conn: socket.socket) -> None:
-        pending = held[conn]
+    def _read_head(self, held: _Held, conn: socket.socket) -> None:
+        pending = held.pending(conn)
         try:
             data = conn.recv(MAX_HEAD_BYTES - len(pending.head))
         except BlockingIOError:
@@ -208,16 +213,13 @@ class MetricsServer:
         except OSError:
             data = b""
         if not data:  # the client went away
-            del held[conn]
-            sel.unregister(conn)
-            _close(conn)
+            held.drop(conn)
             return
         pending.head += data
         complete = b"\r\n\r\n" in pending.head or b"\n\n" in pending.head
         if not complete and len(pending.head) < MAX_HEAD_BYTES:
             return
-        del held[conn]
-        sel.unregister(conn)
+        held.release(conn)
         if not complete:
             self.refused += 1
             _close(conn)
@@ -236,19 +238,6 @@ class MetricsServer:
         try:
             self._pool.submit(self._answer, conn, head)
         except RuntimeError:  # the pool was shut down: we are stopping
-            _close(conn)
-
-    def _close_idle(self, sel: selectors.BaseSelector, held: dict[socket.socket, _Pending],
-                    now: float) -> None:
-        limit = self.limits.idle_timeout_s
-        # `held` is in accept order: the oldest come first.
-        while held:
-            conn, pending = next(iter(held.items()))
-            if now - pending.accepted_mono < limit:
-                break
-            del held[conn]
-            sel.unregister(conn)
-            self.timed_out += 1  # before the close, which the client may be waiting on
             _close(conn)
 
     # -- the workers ----------------------------------------------------------------------------
@@ -272,6 +261,92 @@ class MetricsServer:
                     self.failed += 1
             _close(conn, graceful=ok)
 
+
+
+def _held_cap(max_connections: int) -> int:
+    """How many idle connections may be held: `max_connections`, but never more than a quarter
+    of the process's file descriptors (`ulimit -n`), so that clients holding sockets open
+    cannot take the descriptors the recording, the log tailers and the status pollers need
+    (at `ulimit -n 24`, 40 idle sockets made the status poller time out)."""
+    try:
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return max_connections
+    if soft == resource.RLIM_INFINITY:
+        return max_connections
+    return max(1, min(max_connections, soft // 4))
+
+
+class _Held:
+    """The connections the selector holds until their request head is in, oldest first.
+
+    Every way out (`drop`, `release`, `evict_oldest`, `expired`) removes a connection from
+    the dict and from the selector together, so `conn in held` is the one test of whether a
+    socket seen in a `select()` batch may still be touched."""
+
+    def __init__(self, sel: selectors.BaseSelector, cap: int) -> None:
+        self._sel = sel
+        self.cap = cap
+        self._held: dict[socket.socket, _Pending] = {}
+
+    def __contains__(self, conn: object) -> bool:
+        return conn in self._held
+
+    def __bool__(self) -> bool:
+        return bool(self._held)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    @property
+    def full(self) -> bool:
+        return len(self._held) >= self.cap
+
+    def pending(self, conn: socket.socket) -> _Pending:
+        return self._held[conn]
+
+    def add(self, conn: socket.socket, now: float) -> bool:
+        """Hold a new connection; False (and it is closed) when the selector refuses it."""
+        try:
+            conn.setblocking(False)
+            self._sel.register(conn, selectors.EVENT_READ, "conn")
+        except (OSError, ValueError):
+            _close(conn)
+            return False
+        self._held[conn] = _Pending(now)
+        return True
+
+    def release(self, conn: socket.socket) -> None:
+        """Stop holding `conn` without closing it (its request goes to a worker)."""
+        del self._held[conn]
+        try:
+            self._sel.unregister(conn)
+        except (KeyError, ValueError, OSError):
+            pass
+
+    def drop(self, conn: socket.socket) -> None:
+        """Stop holding `conn` and close it."""
+        if conn in self._held:
+            self.release(conn)
+        _close(conn)
+
+    def evict_oldest(self) -> None:
+        self.drop(next(iter(self._held)))
+
+    def expired(self, now: float, limit_s: float) -> list[socket.socket]:
+        """Stop holding the connections held `limit_s` or longer and return them (to close)."""
+        out: list[socket.socket] = []
+        while self._held:  # oldest first: stop at the first young one
+            conn, pending = next(iter(self._held.items()))
+            if now - pending.accepted_mono < limit_s:
+                break
+            self.release(conn)
+            out.append(conn)
+        return out
+
+    def close_all(self) -> None:
+        for conn in list(self._held):
+            self.drop(conn)
 
 def _close(conn: socket.socket, graceful: bool = False) -> None:
     try:

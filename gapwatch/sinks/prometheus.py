@@ -39,7 +39,7 @@ from prometheus_client.core import (
 
 from gapwatch import __version__
 from gapwatch.base.watch import thread_label
-from gapwatch.core.config import split_listen
+from gapwatch.config import split_listen
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     CHAIN_STATES,
@@ -52,6 +52,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.causes import PROVER_CAUSES
+from gapwatch.cuzk.prover import view_of
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
 from gapwatch.sinks.prover_event_metrics import families as prover_event_families
@@ -149,7 +150,7 @@ class GapwatchCollector:
         yield from self._copytrace(counts, getattr(status, "copytrace", None))
         yield from self._slow_readings(snap.links, snap.procmem)
         yield from _blind_spots(snap.blind_spots, snap.blind_total)
-        yield from prover_families(snap.provers, pollers, snap.pipeline)
+        yield from prover_families(snap.provers, pollers, view_of(snap.pipeline))
         yield from prover_event_families(counts.prover)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)

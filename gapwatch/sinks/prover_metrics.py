@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from gapwatch.core.models import PARTITION_STATES, WORKER_STATES, ProverStatus
+from gapwatch.core.units import GIB
 from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.sources.cuzk_status import ERROR_REASONS, PollerStatus
 
@@ -69,7 +70,7 @@ def _pipeline_families(view: PipelineView) -> Iterator[Metric]:
     if pool is not None:
         rows += [
             ("pinned_pool_bytes", "cuzk's pinned pool size (its allocated / freed lines).",
-             None if pool.total_gib is None else pool.total_gib * (1 << 30)),
+             None if pool.total_gib is None else pool.total_gib * GIB),
             ("pinned_pool_buffers", "Buffers in cuzk's pinned pool.", pool.buffers),
             ("pinned_pool_free_buffers", "Free buffers in cuzk's pinned pool (checkout, "
              "checkin lines).", pool.free),

@@ -66,8 +66,8 @@ from typing import Any, Literal
 from msgspec import structs
 
 from gapwatch.base.watch import UNWATCHED, ThreadWatch
+from gapwatch.config import RecordConfig
 from gapwatch.core.codec import encode_line
-from gapwatch.core.config import RecordConfig
 from gapwatch.core.models import (
     Gap,
     GpuSample,

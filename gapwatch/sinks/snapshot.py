@@ -27,14 +27,15 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json, gap_json
-from gapwatch.core.config import Config
 from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import window_words
 from gapwatch.cuzk.advice import advice_lines, advise, if_closed
+from gapwatch.cuzk.prover import view_of
 from gapwatch.sinks.recorder import write_recording
 
 RECORDING_NAME = "recording.jsonl.gz"
@@ -180,7 +181,7 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
         return if_closed(None, span, sum(g.duration_s for g in these))
 
     closed = [g for g in gaps if g.end_s is not None and not g.retracted]
-    report = advise(closed, snap.pipeline, payoff)
+    report = advise(closed, view_of(snap.pipeline), payoff)
     return ["", "## What to change", "",
             "cuzk's own settings for the stalls these gaps show, each with its evidence, the "
             "upstream file it comes from, and whether it is a guess (docs/advice.md).", "",

@@ -128,6 +128,8 @@ class _Sender:
     comm: str = ""
     gone: bool = False
     missing_datagrams: int = 0
+    #: Its HELLO said CUPTI of another release than the library was built for.
+    other_release: bool = False
 
 
 class CopyTraceReader:
@@ -309,21 +311,35 @@ class CopyTraceReader:
             return
         if dg.type == wire.TYPE_HELLO and dg.hello is not None:
             sender.flags, sender.comm = dg.hello.flags, dg.hello.comm
-            if dg.hello.cupti_api_loaded // 10000 != dg.hello.cupti_api_built // 10000:
-                self._notice("warning", f"copy trace: pid {dg.pid}: CUPTI "
-                                        f"{dg.hello.cupti_api_loaded} loaded, built for "
-                                        f"{dg.hello.cupti_api_built}")
+            self._check_release(dg.pid, sender, dg.hello)
         elif dg.type == wire.TYPE_NOTE and dg.note:
             self._note(dg.pid, dg.session_id, dg.note, now)
         elif dg.type == wire.TYPE_BYE:
             sender.gone = True
             # Worded where blind spots read it back (a prover's exit blocks NVML meanwhile).
             self._notice("info", bye_message(dg.pid, sender.comm))
+        if sender.other_release and dg.copies:
+            self._refuse("layout", f"pid {dg.pid}: copies read by a library built for another "
+                                   "CUPTI release than the one loaded")
+            return
         wall = self.clock.wall_s()
         for c in dg.copies:
             rec = self._copy(c, sender, now, wall)
             if rec is not None:
                 self._on_record(rec)
+
+    def _check_release(self, pid: int, sender: _Sender, hello: wire.WireHello) -> None:
+        """The library reads CUPTI records in the layouts of the release it was built for
+        (major AND minor: 13.2 deprecated Device5, 13.4 Memcpy6); it refuses another release
+        itself. A library that did not (built before it checked the minor) would send copies
+        read in the wrong layout: they are refused here, said once."""
+        built, loaded = hello.cupti_api_built // 100, hello.cupti_api_loaded // 100
+        if built == loaded or sender.other_release:
+            return
+        sender.other_release = True
+        self._notice("warning", f"copy trace: pid {pid}: CUPTI {loaded // 100}.{loaded % 100} "
+                                f"loaded, the library reads the record layouts of "
+                                f"{built // 100}.{built % 100}: its copies are refused")
 
     def _note(self, pid: int, session_id: int, text: str, now: int) -> None:
         """The library's own warning: said once per `NOTE_INTERVAL_S` per sender, cut."""

@@ -39,7 +39,13 @@ from gapwatch.core.models import (
     NoticeLevel,
     ProverStatus,
 )
-from gapwatch.cuzk.status import StatusError, parse_status
+from gapwatch.cuzk.status import (
+    MAX_PARTITIONS_PER_POLL,
+    MAX_PIPELINES_PER_POLL,
+    MAX_WORKERS_PER_POLL,
+    StatusError,
+    parse_status,
+)
 
 #: Why a poll failed (`http_<code>` is added for any status other than 200).
 ERROR_REASONS: tuple[str, ...] = (
@@ -47,8 +53,10 @@ ERROR_REASONS: tuple[str, ...] = (
     "internal",
 )
 #: A larger answer is refused (`too_large`): cuzk's snapshot drops jobs done > 30 s ago, so a
-#: real one is a few hundred KiB at most.
-MAX_BODY_BYTES = 8 << 20
+#: real one is a few KiB (5 KiB on the 8-GPU H200 trace), a few hundred KiB at most. Reading is
+#: the poller's, but decoding holds the GIL (msgspec does not release it): 8 MiB, the cap
+#: before, cost 40-50 ms a poll plus the records built from it, and the sampler ran 216 ms late.
+MAX_BODY_BYTES = 1 << 20
 #: Headers longer than this are not an HTTP answer cuzk would send (its are ~150 bytes).
 MAX_HEADER_BYTES = 64 << 10
 
@@ -231,6 +239,12 @@ class StatusPoller(Background):
             self._failed(StatusError("internal", f"gapwatch could not read it: {exc!r}"),
                          t_mono, t_wall)
             return None
+        if dropped.get("cut_items") and not self.counters.get("cut_items"):
+            self._notice(t_mono, t_wall, "warning",
+                         f"cuzk status {self.url}: an answer listing more than gapwatch reads "
+                         f"per poll ({MAX_PIPELINES_PER_POLL} jobs, {MAX_PARTITIONS_PER_POLL} "
+                         f"partitions, {MAX_WORKERS_PER_POLL} workers); the first are read, "
+                         "the rest counted (cut_items), said once")
         with self._lock:
             for key, n in dropped.items():
                 self.counters[key] = self.counters.get(key, 0) + n

@@ -30,7 +30,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from gapwatch.core.config import HostConfig
+from gapwatch.config import HostConfig
 from gapwatch.core.models import HostSample
 
 

@@ -34,8 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gapwatch.config import SamplerConfig
 from gapwatch.core.blind import blind_words
-from gapwatch.core.config import SamplerConfig
 from gapwatch.core.hints import link_text, link_trained_down_words
 from gapwatch.core.models import (
     GEN5_X16_BYTES_PER_S,

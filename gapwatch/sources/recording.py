@@ -34,6 +34,7 @@ from typing import Any, Final, Protocol
 
 from msgspec import structs
 
+from gapwatch.config import Config
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
     INT64_MAX,
@@ -52,7 +53,6 @@ from gapwatch.core.codec import (
     decode_unchanged,
     header_from_fields,
 )
-from gapwatch.core.config import Config
 from gapwatch.core.models import (
     SCHEMA_VERSION,
     GpuInfo,

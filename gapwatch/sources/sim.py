@@ -50,8 +50,8 @@ from gapwatch.core.models import (
     HostSample,
     ProverStatus,
 )
+from gapwatch.core.units import GIB
 from gapwatch.cuzk.pipeline import (
-    GIB,
     POREP_PARTITION_FULL_BYTES,
     max_concurrent_of,
     synth_worker_count,

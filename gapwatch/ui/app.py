@@ -26,11 +26,12 @@ from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.filter import LineFilter, Monochrome
 
+from gapwatch.config import Config
 from gapwatch.core import fmt
-from gapwatch.core.config import Config
 from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.advice import advice_lines, advise
+from gapwatch.cuzk.prover import view_of
 from gapwatch.engine.session import Session
 from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.stop_signals import STOP_SIGNALS, StopSignals
@@ -431,7 +432,7 @@ class GapwatchApp(App[int]):
     def action_help(self) -> None:
         snap = self.runtime.store.snapshot()
         closed = [g for g in snap.gaps if g.end_s is not None and not g.retracted]
-        advice = advice_lines(advise(closed, snap.pipeline)) if closed else []
+        advice = advice_lines(advise(closed, view_of(snap.pipeline))) if closed else []
         self.push_screen(HelpScreen(status_parts(self.runtime.status()),
                                     [str(p.resolve()) for p in self.snapshots], advice))
 

@@ -25,18 +25,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from gapwatch.core.models import GpuSample
-from gapwatch.core.readings import activity_lag_ns, busy_reading, reading
+from gapwatch.core.readings import activity_lag_ns, busy_reading, reading, reports_sm
 from gapwatch.ui.blocks import Cell
 from gapwatch.ui.reduce import busy_shares, gap_columns, reduce_minmax
 from gapwatch.ui.view import View
 
-#: Signal sources that report SM activity: a sample of such a GPU without it is missing data.
-_SM_SOURCES = ("gpm", "sim", "trace")
-
 
 def _uses_sm(view: View, samples: Sequence[GpuSample]) -> bool:
     info = view.gpu_info(view.gpu)
-    if info.sm_source in _SM_SOURCES:
+    if reports_sm(info.sm_source):
         return True
     return any(s.sm_active_pct is not None for s in samples)
 

@@ -37,8 +37,8 @@ from typing import TypeVar
 
 from msgspec.structs import replace
 
+from gapwatch.config import LogsConfig
 from gapwatch.core.bounds import MAX_GPU_INDEX, wall_s_ok
-from gapwatch.core.config import LogsConfig
 from gapwatch.core.models import FieldValue, LogEvent, TimeSource
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import int_field
@@ -49,7 +49,7 @@ from gapwatch.logs.parse.prefixes import strip_ansi, strip_prefix
 from gapwatch.logs.parse.tracing import parse_tracing
 from gapwatch.logs.parse.user_rules import UserRules
 
-__all__ = ["LogParser", "PARTITION_NAME"]
+__all__ = ["LogParser", "PARSE_CHARS", "PARTITION_NAME"]
 
 _V = TypeVar("_V")
 PARTITION_NAME = "gpu_lock"
@@ -64,6 +64,13 @@ _INIT_WORKERS_MESSAGE = "initializing GPU workers"
 #: takes keywords (tests/test_parse_fast_paths.py holds this list to LogEvent's own).
 _EVENT_FIELDS = ("t_wall_s", "time_source", "kind", "name", "raw", "stream", "level", "job_id",
                  "worker", "partition", "gpu", "fields", "warning", "t_arrival_mono_ns")
+
+
+#: The most characters of one line the rules read (the rest stays in `raw`, unparsed): the
+#: parser works in bounded slices, so no hostile line holds the GIL (regexes run in C without
+#: releasing it) long enough to stall the 100 ms sampler. cuzk's longest lines are well under
+#: 1 KiB; 16 KiB costs at most a few ms.
+PARSE_CHARS = 16384
 
 
 #: Workers remembered (GPU, last job): a prover has a handful; ids from junk lines must not
@@ -200,6 +207,11 @@ class LogParser:
     # ------------------------------------------------------------------ dispatch
     def _parse(self, text: str, stream: str, mono: int | None, wall: float) -> list[LogEvent]:
         raw = text
+        if len(text) > PARSE_CHARS:
+            # Only the line's head is parsed (its raw text stays whole): one regex call over a
+            # 1 MiB line of fields held the GIL 156 ms and the sampler missed its ticks.
+            text = text[:PARSE_CHARS]
+            self.counters["parse_cut"] += 1
         if "\x1b" in text:
             text = strip_ansi(text)
             self.counters["ansi_stripped"] += 1

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from gapwatch.config import UserRule
 from gapwatch.core.bounds import MAX_GPU_INDEX, decimal, fits_i64, wall_s_ok
-from gapwatch.core.config import UserRule
 from gapwatch.core.models import FieldValue
 from gapwatch.core.values import convert_value
 from gapwatch.logs.parse.prefixes import iso_to_epoch

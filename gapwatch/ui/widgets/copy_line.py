@@ -25,14 +25,14 @@ def copy_runs(gpu: int, copies: list[CopyRecord], now_s: float) -> list[tuple[st
     """(text, style key) runs of one GPU's line; keys "label", "pageable", ""."""
     h2d = [c for c in copies if c.gpu == gpu and c.direction == "h2d"]
     summary = summarise_copies(h2d, now_s - WINDOW_S, now_s, now_s, now_s)
-    by = summary["by_kind"]
+    by = summary.kinds()
     runs: list[tuple[str, str]] = [(f"H2D GPU{gpu} last {WINDOW_S:g} s", "label")]
     for kind in ("pinned", "pageable", "other"):
         e = by.get(kind)
         if e is None:
             continue
-        avg = e["h2d_bytes"] / WINDOW_S
-        own = e["bytes_per_s"]
+        avg = e.h2d_bytes / WINDOW_S
+        own = e.bytes_per_s
         runs.append((f" · {kind} ", "label"))
         runs.append((fmt.rate(avg), "pageable" if kind == "pageable" else ""))
         if own is not None:

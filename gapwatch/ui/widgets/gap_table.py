@@ -63,7 +63,7 @@ class GapTable(Widget):
             line.append(f"{fmt.clock(gap.start_s):<8} {gpu:<6}{dur:>6} ")
             line.append(f"{gap.kind:<14}", style(f"gap-table--{gap.kind}"))
             if wk:
-                letters = gap.prover_states[-1]["workers"] if gap.prover_states else ""
+                letters = gap.prover_states[-1].workers if gap.prover_states else ""
                 line.append(f" {(letters or '-')[:3]:<3}")
             line.append(f" {fmt.gbps(gap.pcie_rx_bytes_per_s):>7}  ")
             line.append(fmt.visible(gap.hint) or "-", style("gap-table--hint"))

@@ -14,8 +14,10 @@ height) until a first snapshot arrives, so a session without `--cuzk-status` loo
 from __future__ import annotations
 
 from gapwatch.core.models import ProverStatus
+from gapwatch.core.units import GIB
 from gapwatch.cuzk.causes import budget_short, synthesis_drift, worker_letters
 from gapwatch.cuzk.pipeline import PipelineView
+from gapwatch.cuzk.prover import view_of
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.run_lines import RunLines
 
@@ -25,7 +27,6 @@ STALE_AFTER_S = 3.0
 #: partitions waiting for a worker) first, then the rest in pipeline order.
 _STATES = (("synth_done", "synth_done"), ("pending", "pending"), ("synthesizing", "synth"),
            ("gpu", "gpu"), ("done", "done"), ("failed", "failed"))
-_GIB = float(1 << 30)
 
 
 def pipeline_text(st: ProverStatus, age_s: float | None,
@@ -54,7 +55,7 @@ def pipeline_text(st: ProverStatus, age_s: float | None,
         runs.append((f" (active {st.synthesis_active})", "warn"))
     short = budget_short(st)
     if short is not None:
-        runs.append((f" · budget {short[0] / _GIB:.0f}/{short[1] / _GIB:.0f} GiB", "warn"))
+        runs.append((f" · budget {short[0] / GIB:.0f}/{short[1] / GIB:.0f} GiB", "warn"))
     # Every state cuzk reported; "failed" only when some partition failed.
     shown = [f"{counts[k]} {word}" for k, word in _STATES
              if k in counts and (k != "failed" or counts[k])]
@@ -92,5 +93,5 @@ class PipelineLine(RunLines):
         for name in sorted(provers):
             st = provers[name]
             age = (view.t_end_ns - st.t_mono_ns) / 1e9
-            lines.append(pipeline_text(st, age if age > 0 else None, view.snap.pipeline))
+            lines.append(pipeline_text(st, age if age > 0 else None, view_of(view.snap.pipeline)))
         self.show_lines(lines)

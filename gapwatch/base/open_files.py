@@ -1,0 +1,45 @@
+"""How many files the process may open (`ulimit -n`), and the one-line refusal when too few.
+
+Who calls it: `gapwatch.cli.main`, before a command starts. A live command holds about 15 open
+at once (the recording and its lock, sockets for `/metrics`, the copy trace and the status
+poller, log files, the simulated prover's server, the selector's epoll) and opens more as it
+goes; at `ulimit -n 10` the status poller failed every poll and other failures surfaced as
+tracebacks. Below `MIN_LIVE_OPEN_FILES` a live command is refused with one line instead, and a
+command that runs out later says so in one line (`out_of_files`).
+"""
+
+from __future__ import annotations
+
+import errno
+import resource
+
+#: The fewest open files a live command (record, watch, demo, replay) is started with.
+MIN_LIVE_OPEN_FILES = 20
+LIVE_COMMANDS = ("record", "watch", "demo", "replay")
+
+
+def open_files_limit() -> int | None:
+    """The soft limit on open files, or None when unlimited or unknown."""
+    try:
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def too_few_open_files(command: str) -> str | None:
+    """Why `command` cannot start with this process's open-file limit, or None."""
+    limit = open_files_limit()
+    if command not in LIVE_COMMANDS or limit is None or limit >= MIN_LIVE_OPEN_FILES:
+        return None
+    return (f"only {limit} open files are allowed (ulimit -n {limit}); gapwatch {command} needs "
+            f"at least {MIN_LIVE_OPEN_FILES}: raise it (ulimit -n 1024) and run it again")
+
+
+def out_of_files(exc: OSError) -> str | None:
+    """The one line for an `OSError` that is the open-file limit, or None for any other."""
+    if exc.errno not in (errno.EMFILE, errno.ENFILE):
+        return None
+    limit = open_files_limit()
+    shown = f"ulimit -n {limit}" if limit is not None else "the system's limit"
+    return (f"out of open files ({shown}): raise the limit (ulimit -n 1024) and run it again")

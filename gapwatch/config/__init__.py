@@ -1,0 +1,378 @@
+"""Configuration: pydantic models for every tunable, loaded from TOML, overridden by CLI flags.
+
+Who calls it: `gapwatch.cli` builds one `Config` per run and passes it (or its sections) down;
+nothing else reads files or environment variables for settings (no ambient globals). The
+sections the core and the cuzk package read live with them (`gapwatch.core.config.
+DetectorConfig`, `gapwatch.cuzk.config.CuzkConfig`); this package puts the file together.
+
+Lookup order: `--config FILE`, else `$XDG_CONFIG_HOME/gapwatch/config.toml` (or
+`~/.config/gapwatch/config.toml`), else the defaults below. Every key is documented in
+`config.example.toml`; `tests/test_config.py` checks that the two stay in step.
+
+Errors: an unknown key or a bad value raises `ConfigError`, whose message names the file, the
+dotted key and, for a typo, the nearest valid key (difflib), e.g.
+`config.toml: detector.min_gap_m: unknown key (did you mean 'min_gap_ms'?)`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
+
+from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_PERIOD_MS, MIN_PERIOD_MS
+from gapwatch.core.config import DetectorConfig, Section
+from gapwatch.core.units import parse_duration, parse_size
+from gapwatch.cuzk.config import CuzkConfig
+
+#: The smallest segment (`[record] rotate_size`) and the youngest (`rotate_age`) a recording
+#: may rotate at.
+MIN_SEGMENT_BYTES = 1 << 20
+MIN_SEGMENT_AGE_S = 60.0
+
+
+def check_rotate_size(text: str) -> str:
+    """`text` if it is a segment size (`[record] rotate_size`, `--rotate-size`): at least
+    1 MiB, a segment holding whole gzip members of 1 MiB. Raises ValueError."""
+    if parse_size(text) < MIN_SEGMENT_BYTES:
+        raise ValueError(f"{text!r} is less than 1 MiB")
+    return text
+
+
+def check_rotate_age(text: str) -> str:
+    """`text` if it is a segment age (`[record] rotate_age`, `--rotate-age`): at least a minute.
+    Raises ValueError."""
+    if parse_duration(text) < MIN_SEGMENT_AGE_S:
+        raise ValueError(f"{text!r} is less than a minute")
+    return text
+
+
+class ConfigError(Exception):
+    """A configuration file or value is wrong; the message is meant for the user as is."""
+
+
+class SamplerConfig(Section):
+    """How GPUs are sampled."""
+
+    #: Sampling period (`bounds.DEFAULT_PERIOD_MS`: GPM's refresh).
+    period_ms: float = Field(DEFAULT_PERIOD_MS, ge=MIN_PERIOD_MS, le=MAX_PERIOD_MS)
+    #: GPU indices to watch; empty = all.
+    gpus: list[int] = Field(default_factory=list)
+    #: Allow GPM (Hopper and newer). Off forces the byte counters / legacy path.
+    use_gpm: bool = True
+    #: Allow the PCIe byte counters (fields 197/198) when GPM is unavailable.
+    use_counters: bool = True
+    #: Seconds between `nvmlDeviceGetPcieThroughput` calls on the legacy path. That call blocks
+    #: ~21 ms per direction per GPU, so it never runs inside every tick.
+    legacy_pcie_every_s: float = Field(5.0, ge=1.0)
+    #: Seconds between readings of the host memory (/proc/PID/status: pinned RssShmem vs heap
+    #: RssAnon) of the processes NVML lists on each GPU; 0 = never. A slow reading: memory
+    #: sizes change over seconds, and it costs one NVML call per GPU and one file per process.
+    procmem_every_s: float = 5.0
+    #: At most this often per GPU, and only while data moves, the PCIe link's current
+    #: generation and width are read (a link trained below its maximum); 0 = never.
+    link_every_s: float = 5.0
+    #: "Data moves": PCIe RX or TX of the tick's reading above this. Idle links down-train to
+    #: save power, so a reading at idle would report a trained-down link that is not.
+    link_check_min_bytes_per_s: float = Field(1e9, gt=0)
+
+    @field_validator("procmem_every_s", "link_every_s")
+    @classmethod
+    def _slow_reading(cls, value: float) -> float:
+        # Not every tick: these are slow readings by design (0 turns them off).
+        if value != 0 and value < 1.0:
+            raise ValueError("must be 0 (off) or at least 1 second")
+        return value
+
+
+class HostConfig(Section):
+    """Host memory pressure sampling."""
+
+    enabled: bool = True
+    #: Read memory-bandwidth monitoring from resctrl where the kernel exposes it.
+    resctrl: bool = True
+
+
+class UserRule(Section):
+    """A log line format of a prover other than cuzk: a regex with named groups.
+
+    Groups with special meaning: `timestamp`, `phase`, `worker`, `partition`, `gpu`, `job_id`.
+    Every other named group becomes a field of the event.
+    """
+
+    name: str = Field(min_length=1)
+    regex: str = Field(min_length=1)
+    #: strptime format of the `timestamp` group; empty = RFC3339/ISO-8601 or Unix seconds.
+    timestamp_format: str = ""
+    #: Event name when the regex has no `phase` group.
+    event: str = ""
+    #: Mark matching lines as a warning that explains gaps (e.g. "unpinned").
+    warning: str = ""
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str, info: ValidationInfo) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            # Name the rule: "logs.rules.3.regex" alone does not tell which rule is wrong.
+            name = info.data.get("name", "?")
+            raise ValueError(f"rule {name!r}: regex does not compile: {exc}") from exc
+        return value
+
+
+class LogsConfig(Section):
+    """The prover logs gapwatch follows."""
+
+    #: Paths to follow (tail -F); "-" is standard input. `--log` adds to these.
+    paths: list[str] = Field(default_factory=list)
+    #: Read existing content first instead of starting at the end.
+    from_start: bool = False
+    #: How often to poll a followed file for growth, rotation and truncation.
+    poll_ms: float = Field(50.0, gt=0, le=5000)
+    #: Longer lines are cut here (and counted).
+    #: At most 4 MiB: a recorded log event holds the line and fields taken from it, each byte
+    #: escaped as `\u00XX` at worst (x6), and the recording reader takes no line over 64 MiB
+    #: for a record (`gapwatch.sources.gzip_lines.MAX_LINE_BYTES`).
+    max_line_bytes: int = Field(1 << 20, ge=1024, le=4 << 20)
+    #: Use the built-in cuzk rules.
+    cuzk: bool = True
+    #: User-defined rules, tried after the built-in ones.
+    rules: list[UserRule] = Field(default_factory=list)
+
+
+def split_listen(listen: str, what: str) -> tuple[str, int]:
+    """Split a listen address `HOST:PORT`, `:PORT` or `PORT` (IPv6 as `[::1]:PORT`) into
+    (host, port); a missing host is 127.0.0.1 (serving beyond loopback must be asked for).
+    `what` names the flag or key in the message. Raises ValueError."""
+    text = listen.strip()
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = "", text
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"{what} {listen!r}: write an IPv6 host as [addr]:PORT")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(
+            f"{what} {listen!r}: expected HOST:PORT, :PORT or PORT (e.g. 127.0.0.1:9400)"
+        ) from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"{what} {listen!r}: port must be 0..65535")
+    return (host or "127.0.0.1"), port
+
+
+class RecordConfig(Section):
+    """Recording to JSON Lines."""
+
+    #: Flush the recording at least this often (kill -9 loses at most this much).
+    flush_interval_s: float = Field(1.0, gt=0, le=10)
+    #: Longest wait between two write attempts while the disk refuses them (full, I/O error).
+    retry_max_s: float = Field(30.0, ge=1, le=3600)
+    #: Records kept in memory while the disk refuses them; beyond that they are dropped, counted.
+    max_pending_mib: int = Field(16, ge=1, le=4096)
+    #: A disk budget for unattended recording (docs/recording.md): the recording is a set of
+    #: segments `NAME.000001.jsonl.gz`, ..., a new one once the current one holds
+    #: `rotate_size` ("1GiB", "512MiB"; at least 1 MiB) or is `rotate_age` old ("1d", "6h";
+    #: at least a minute); "" = no such limit (both "": one file, no segments).
+    rotate_size: str = ""
+    rotate_age: str = ""
+    #: Segments kept (the newest; older ones of the set are removed); 0 = all.
+    keep: int = Field(0, ge=0, le=1_000_000)
+
+    @field_validator("rotate_size")
+    @classmethod
+    def _size(cls, value: str) -> str:
+        return check_rotate_size(value) if value.strip() else value
+
+    @field_validator("rotate_age")
+    @classmethod
+    def _age(cls, value: str) -> str:
+        return check_rotate_age(value) if value.strip() else value
+
+    @property
+    def rotate_size_bytes(self) -> int | None:
+        return parse_size(self.rotate_size) if self.rotate_size.strip() else None
+
+    @property
+    def rotate_age_s(self) -> float | None:
+        return parse_duration(self.rotate_age) if self.rotate_age.strip() else None
+
+    @property
+    def segmented(self) -> bool:
+        """True when the recording is a set of segments."""
+        return self.rotate_size_bytes is not None or self.rotate_age_s is not None
+
+
+class UiConfig(Section):
+    """The dashboard."""
+
+    #: Chart window at start; `w` cycles through `windows_s`.
+    window_s: float = Field(60.0, gt=0)
+    windows_s: list[float] = Field(default_factory=lambda: [30.0, 60.0, 120.0, 600.0])
+    #: Redraw rate of the always-on view.
+    redraw_hz: float = Field(4.0, gt=0, le=30)
+    #: Seconds between redraws of the plotext detail chart (it is ~10x costlier).
+    detail_redraw_s: float = Field(1.0, ge=0.2)
+    #: Ring the terminal bell when a GPU enters BREAKDOWN.
+    bell: bool = False
+    #: Theme: "auto" follows NO_COLOR; "mono" forces no colour.
+    color: Literal["auto", "mono"] = "auto"
+
+
+class SnapshotConfig(Section):
+    """Snapshots (key `s`, or automatic on BREAKDOWN)."""
+
+    #: Folder where snapshot folders are written.
+    dir: str = "."
+    #: Take one automatically when a GPU enters BREAKDOWN.
+    auto: bool = True
+    #: At most one automatic snapshot per this many seconds.
+    auto_min_interval_s: float = Field(300.0, ge=0)
+    #: How much history a snapshot keeps.
+    history_s: float = Field(300.0, gt=0)
+
+
+class PrometheusConfig(Section):
+    """The Prometheus exporter."""
+
+    #: HOST:PORT to serve /metrics on; empty = off. `--prometheus` sets it.
+    listen: str = ""
+
+
+class CopyTraceConfig(Section):
+    """The copy trace: copies named by memory kind, from the library injected into the prover
+    (`gapwatch copytrace build`, docs/copytrace.md). `--copytrace [PATH]` turns it on."""
+
+    #: Listen for the library's datagrams (off by default: the prover must carry the library).
+    enabled: bool = False
+    #: Socket path; "" = gapwatch-copytrace.sock in $XDG_RUNTIME_DIR or /run/user/UID, else
+    #: /tmp/gapwatch-UID/copytrace.sock: a folder only its owner can write to
+    #: (`gapwatch.copytrace.socket_path`).
+    socket: str = ""
+    #: Permission bits of the socket file (the prover's user must be able to write to it;
+    #: root always can).
+    socket_mode: int = Field(0o600, ge=0, le=0o777)
+
+
+class SimConfig(Section):
+    """The simulated prover (`--source sim[:SCENARIO]`)."""
+
+    #: A scenario for every GPU, or one per GPU separated by commas ("pageable,chained": GPU 0
+    #: breaks down, GPU 1 chains); then their number is the GPU count. Checked when the
+    #: simulator starts (`gapwatch.sources.sim.parse_scenarios`, the one list of names).
+    scenario: str = "pageable"
+    seed: int = 1
+    #: Number of simulated GPUs (each with two workers).
+    gpus: int = Field(1, ge=1, le=16)
+    #: Stop after this many simulated seconds (0 = run until stopped).
+    duration_s: float = Field(0.0, ge=0)
+    #: Where the simulated prover serves its own cuzk-style `GET /status` (speed > 0), HOST:PORT;
+    #: port 0 = any free one (the URL is printed). When no `[cuzk] status_url` is given, gapwatch
+    #: polls it. Empty = off.
+    status_listen: str = "127.0.0.1:0"
+
+    @field_validator("status_listen")
+    @classmethod
+    def _listen(cls, value: str) -> str:
+        if value.strip():
+            split_listen(value, "status_listen")
+        return value
+
+
+class Config(Section):
+    """The whole configuration. Sections mirror `config.example.toml`."""
+
+    sampler: SamplerConfig = Field(default_factory=SamplerConfig)
+    host: HostConfig = Field(default_factory=HostConfig)
+    logs: LogsConfig = Field(default_factory=LogsConfig)
+    detector: DetectorConfig = Field(default_factory=DetectorConfig)
+    record: RecordConfig = Field(default_factory=RecordConfig)
+    ui: UiConfig = Field(default_factory=UiConfig)
+    snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
+    prometheus: PrometheusConfig = Field(default_factory=PrometheusConfig)
+    copytrace: CopyTraceConfig = Field(default_factory=CopyTraceConfig)
+    sim: SimConfig = Field(default_factory=SimConfig)
+    cuzk: CuzkConfig = Field(default_factory=CuzkConfig)
+
+
+def default_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "gapwatch" / "config.toml"
+
+
+def _valid_keys(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
+    """The keys valid at `loc` (a pydantic error location), for "did you mean" suggestions."""
+    current: Any = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return []
+        annotation = fields[part].annotation
+        args = getattr(annotation, "__args__", None)
+        if args:  # list[UserRule] and friends
+            annotation = next((a for a in args if isinstance(a, type)), annotation)
+        current = annotation
+    fields = getattr(current, "model_fields", None)
+    return list(fields) if fields else []
+
+
+def _describe(exc: ValidationError, origin: str) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        key = ".".join(str(p) for p in loc)
+        if err["type"] == "extra_forbidden":
+            valid = _valid_keys(Config, loc)
+            near = difflib.get_close_matches(str(loc[-1]), valid, n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else f" (valid keys: {', '.join(valid)})"
+            lines.append(f"{origin}: {key}: unknown key{hint}")
+        else:
+            lines.append(f"{origin}: {key}: {err['msg']} (got {err.get('input')!r})")
+    return "\n".join(lines)
+
+
+def build_config(data: dict[str, Any], origin: str = "<defaults>") -> Config:
+    """Validate a plain dict (from TOML or tests) into a `Config`, or raise `ConfigError`."""
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, origin)) from None
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Load the configuration from `path`, the default location, or the defaults.
+
+    Raises:
+        ConfigError: the file cannot be read, is not TOML, or holds unknown keys or bad values.
+    """
+    explicit = path is not None
+    file = Path(path) if path is not None else default_config_path()
+    if not file.exists():
+        if explicit:
+            raise ConfigError(f"{file}: config file not found")
+        return Config()
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot read config: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    return build_config(data, origin=str(file))
+
+
+def with_overrides(config: Config, overrides: dict[str, dict[str, Any]]) -> Config:
+    """Return `config` with CLI overrides applied section by section, validated again."""
+    data = config.model_dump()
+    for section, values in overrides.items():
+        data.setdefault(section, {}).update(values)
+    return build_config(data, origin="command line")

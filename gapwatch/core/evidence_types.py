@@ -1,0 +1,135 @@
+"""The evidence a gap carries, one struct per kind: host maxima, the prover's log events, the
+copies (traced or inferred), the prover's snapshots; and the link seen trained down.
+
+Who calls it: `gapwatch.core.models.Gap` (its fields), the evidence buffer that fills them
+(`gapwatch.core.evidence`), the explainer and the hints that read them, and every output that
+shows a gap (report, snapshots, the dashboard, the Perfetto export). The JSON of a gap (report,
+snapshots, recordings) is the same as when these were dicts: each struct encodes to the same
+keys in the same order, and a key a gap never had (the host maxima of a gap without evidence,
+the traced figures of an untraced gap) is `UNSET`, left out of the JSON rather than `null`.
+`known` reads an UNSET value as None. Frozen values, `gc=False` (no cycles), decoded leniently
+from recordings: a key they do not name is ignored, a missing one is UNSET or its default.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from msgspec import UNSET, Struct, UnsetType
+
+_T = TypeVar("_T")
+
+
+def known(value: _T | UnsetType) -> _T | None:
+    """An evidence value, or None where the gap never had it (UNSET)."""
+    return None if isinstance(value, UnsetType) else value
+
+
+class HostEvidence(Struct, frozen=True, gc=False):
+    """The host's maxima during a gap (None: no reading); all UNSET: the gap had no evidence."""
+
+    mem_used_pct_max: float | None | UnsetType = UNSET
+    psi_mem_some_share_max: float | None | UnsetType = UNSET
+    psi_mem_some_avg10_max: float | None | UnsetType = UNSET
+    major_faults_per_s_max: float | None | UnsetType = UNSET
+    mem_bandwidth_bytes_per_s_max: float | None | UnsetType = UNSET
+
+
+class EventEvidence(Struct, frozen=True, gc=False):
+    """A prover log event as a gap keeps it: its time, name, ids, warning, the start of its line."""
+
+    t_s: float
+    name: str
+    worker: int | None = None
+    partition: int | None = None
+    warning: str | None = None
+    raw: str = ""
+
+
+class CopyKindEvidence(Struct, frozen=True, gc=False):
+    """The copies of one host memory kind in a gap's window: how many, their bytes (and per
+    direction), their own rate (bytes / summed copy time), how long some copy of the kind ran in
+    the window (`busy_s`) and in the gap (`in_gap_s`), on which streams."""
+
+    count: int
+    bytes: int
+    h2d_bytes: int
+    d2h_bytes: int
+    copy_s: float
+    streams: list[int]
+    bytes_per_s: float | None
+    busy_s: float
+    in_gap_s: float
+
+
+class ProcessEvidence(Struct, frozen=True, gc=False):
+    """A process on the gap's GPU, as /proc read it (a hint: registered memory is invisible)."""
+
+    pid: int
+    name: str
+    pinned_bytes: int | None
+    heap_bytes: int | None
+
+
+class CopiesEvidence(Struct, frozen=True, gc=False):
+    """What the copy trace saw in a gap's window (`traced` True: every field), or, without a
+    live trace, the memory kind inferred and from what (`traced` False: the first three and
+    `processes`); all UNSET: the gap had no evidence."""
+
+    traced: bool | UnsetType = UNSET
+    #: "pageable", "pinned", "other", "mixed" (no kind ran 80 % of the copy time), or None.
+    memory_kind: str | None | UnsetType = UNSET
+    memory_kind_source: str | UnsetType = UNSET
+    window_start_s: float | UnsetType = UNSET
+    window_end_s: float | UnsetType = UNSET
+    by_kind: dict[str, CopyKindEvidence] | UnsetType = UNSET
+    streams: list[int] | UnsetType = UNSET
+    pids: list[int] | UnsetType = UNSET
+    pinned_recent_bytes_per_s: float | None | UnsetType = UNSET
+    processes: list[ProcessEvidence] | UnsetType = UNSET
+
+    def kinds(self) -> dict[str, CopyKindEvidence]:
+        """The copies by memory kind ({} untraced)."""
+        return known(self.by_kind) or {}
+
+    def process_list(self) -> list[ProcessEvidence]:
+        """The processes on the GPU ([] when none was read)."""
+        return known(self.processes) or []
+
+
+class ProverState(Struct, frozen=True, gc=False):
+    """A prover status snapshot as a gap keeps it for one GPU: the stage counts of its pipeline,
+    its workers' states in letters, the cause the snapshot gave and the capacity judged by."""
+
+    t_s: float
+    prover: str
+    cause: str | None = None
+    workers: str = ""
+    pending: int | None = None
+    synthesizing: int | None = None
+    synth_done: int | None = None
+    gpu: int | None = None
+    #: Added after the first recordings with snapshots: UNSET where a recording lacks them, so
+    #: that a gap read back is written back as it was.
+    synthesis_workers: int | None | UnsetType = UNSET
+    synthesis_workers_from: str | None | UnsetType = UNSET
+    synthesis_active: int | None = None
+    synthesis_max: int | None = None
+    memory_available_bytes: int | None | UnsetType = UNSET
+    memory_total_bytes: int | None | UnsetType = UNSET
+    queue_depth: int | None = None
+
+
+class LinkDown(Struct, frozen=True, gc=False):
+    """A GPU's link as last seen trained below its maximum while data moved."""
+
+    gen: int | None
+    width: int | None
+    max_gen: int | None
+    max_width: int | None
+    bytes_per_s: float | None
+
+
+#: The evidence of a gap that had none (no accumulator): empty objects in its JSON.
+NO_HOST = HostEvidence()
+NO_COPIES = CopiesEvidence()

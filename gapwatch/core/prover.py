@@ -1,0 +1,125 @@
+"""The prover behind the GPU work, as the core sees it: a small protocol a prover package
+implements, and `NoProver`, what the core does without one.
+
+Who calls it: `gapwatch.core.detector` (feeds the prover every log event and status snapshot
+and asks it about each gap), `gapwatch.core.evidence` (one `ProverGap` per gap) and the
+explainer (`gapwatch.core.explain`: the prover's cause and its words join the hint). A prover
+package (e.g. `gapwatch.cuzk.prover.CuzkProver`) implements it; the composition roots
+(`gapwatch.engine.runtime`, `gapwatch.offline.detect`) pick one and hand it to the detector.
+
+What the core asks, and nothing more:
+- what the prover was doing around a gap (`ProverGap.view`: its cause, the snapshots, the facts
+  in words, the phrase the hint says);
+- which status snapshots concern a GPU (`concerns`);
+- what it has learnt about its pipeline so far (`facts`: an immutable view of the package's own
+  type, kept by the store for the dashboard, `/metrics` and the advice), and what it lacks
+  (`lacks`: said where a user reads why a cause is missing).
+
+Without a prover (any CUDA process: NVML and the copy trace) `NoProver` answers: no cause, no
+facts, and what is missing. Pure: no I/O, no clocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from gapwatch.core.evidence_types import ProverState
+from gapwatch.core.models import LogEvent, ProverStatus
+
+
+@dataclass(frozen=True, slots=True)
+class ProverView:
+    """What the prover says about one gap: its cause (None: it gives none), the snapshots of the
+    evidence window as the gap keeps them, the facts behind the cause in plain words, and the
+    phrase the hint says ("" for none)."""
+
+    cause: str | None
+    states: list[ProverState]
+    evidence: list[str]
+    words: str = ""
+    #: The prover failed just before or during the gap (e.g. a panic, a CUDA error): said in
+    #: the hint after the cause ("" for none).
+    error_words: str = ""
+
+
+#: A prover that says nothing about a gap.
+NO_VIEW = ProverView(None, [], [], "")
+
+
+class ProverGap(Protocol):
+    """What a prover gathers for one gap of one GPU while it is open (and a while after)."""
+
+    def add_status(self, status: ProverStatus) -> None:
+        """Take a status snapshot from the gap's evidence window (the caller checked
+        `Prover.concerns`)."""
+
+    def has_evidence(self) -> bool:
+        """Can `view` say anything (a snapshot, or a prover log line seen)? False skips it."""
+
+    def view(self, end_s: float | None, start_s: float, kind: str, reach_s: float) -> ProverView:
+        """What the prover says about the gap over [start_s, end_s] (`end_s` None: open, so
+        far, reaching `reach_s`), of detector `kind`."""
+
+
+class Prover(Protocol):
+    """A prover package as the detector calls it."""
+
+    def feed_log(self, event: LogEvent) -> None:
+        """Take a parsed log event (before the evidence slims it)."""
+
+    def feed_status(self, status: ProverStatus) -> None:
+        """Take a status snapshot."""
+
+    def concerns(self, status: ProverStatus, gpu: int) -> bool:
+        """Does this snapshot say anything about `gpu`?"""
+
+    def open_gap(self, gpu: int, start_s: float) -> ProverGap:
+        """An accumulator for a gap of `gpu` that opened at `start_s` (wall seconds)."""
+
+    def facts(self) -> object:
+        """What the prover has said about its pipeline so far: an immutable view of the
+        package's own type (None: nothing known)."""
+
+    def lacks(self) -> list[str]:
+        """The prover facts gapwatch lacks, in plain words ([]: none)."""
+
+
+class _NoGap:
+    __slots__ = ()
+
+    def add_status(self, status: ProverStatus) -> None:
+        return None
+
+    def has_evidence(self) -> bool:
+        return False
+
+    def view(self, end_s: float | None, start_s: float, kind: str, reach_s: float) -> ProverView:
+        return NO_VIEW
+
+
+_NO_GAP = _NoGap()
+
+
+class NoProver:
+    """No prover package: gaps are found and classified from NVML, the host and the copy trace
+    alone; no prover cause, no pipeline facts."""
+
+    def feed_log(self, event: LogEvent) -> None:
+        return None
+
+    def feed_status(self, status: ProverStatus) -> None:
+        return None
+
+    def concerns(self, status: ProverStatus, gpu: int) -> bool:
+        return False
+
+    def open_gap(self, gpu: int, start_s: float) -> ProverGap:
+        return _NO_GAP
+
+    def facts(self) -> object:
+        return None
+
+    def lacks(self) -> list[str]:
+        return ["no prover known: no prover cause (where the prover's own pipeline waited), "
+                "no pipeline facts and no setting to change"]

@@ -1,0 +1,201 @@
+"""cuzk as the detector's prover (`gapwatch.core.prover.Prover`): its log and `/status` fed to
+`PipelineFacts`, and per gap the cause its snapshots and log give, in the hint's words.
+
+Who calls it: the composition roots (`gapwatch.engine.runtime`, `gapwatch.offline.detect`)
+make one `CuzkProver` per session and hand it to the detector; the detector's evidence keeps one
+`CuzkGap` per gap. The rules are `gapwatch.cuzk.causes` (per snapshot) and
+`gapwatch.cuzk.pipeline.PipelineFacts.log_view` (the log); a gap's cause is the most frequent
+cause among the snapshots taken during it, else the one just before it, refined by the log.
+Pure: no I/O, no clocks; every history is bounded.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from gapwatch.core.models import LogEvent, ProverStatus
+from gapwatch.core.prover import ProverGap, ProverView
+from gapwatch.cuzk.causes import (
+    cause_detail,
+    concerns,
+    decide_cause,
+    gap_state,
+    snapshot_cause,
+    snapshot_evidence,
+    with_log_cause,
+)
+from gapwatch.cuzk.pipeline import (
+    DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    Capacity,
+    PipelineFacts,
+    PipelineView,
+)
+
+#: Prover snapshots published per gap version (the latest ones).
+MAX_PROVER_PUBLISHED = 12
+
+
+#: What each finer cause (`gapwatch.cuzk.causes.PROVER_CAUSES`) means, in the hint's words.
+PROVER_CAUSE_WORDS: dict[str, tuple[str, str]] = {
+    # cause: (what it means, the fact in parentheses; the gap's own figure joins it)
+    "waits_on_synthesis": ("the GPU waits on synthesis", "no partition synthesised ahead"),
+    "dispatch_stall": ("a dispatch stall inside the prover",
+                       "synthesised partitions waiting while a worker is idle"),
+    "inside_workers": ("the wait is inside the workers (copies, the GPU mutex, CPU work): "
+                       "every worker of this GPU is proving", ""),
+    "waits_on_budget": ("the next synthesis waits on cuzk's memory budget",
+                        "partitions pending, a synthesis worker free"),
+    "pacer_hold": ("the dispatch pacer holds synthesis back",
+                   "partitions pending, synthesis workers and budget free"),
+    "srs_loading": ("cuzk is loading the SRS (proving parameters)", ""),
+    "monolithic": ("PoSt or other monolithic work, which /status does not list", ""),
+    "pinned_pool": ("a/b/c copied from pageable memory",
+                    "cuzk's pinned pool could not pin a buffer and fell back"),
+    "no_work": ("the prover had no work", "nothing queued, synthesising or synthesised"),
+}
+
+
+def prover_phrase(cause: str | None, during: bool = True, detail: str = "",
+                  from_log: bool = False) -> str:
+    """The hint's words for a gap's prover cause ("" for none), with its one figure
+    (`detail`, "18 of 18 synthesis workers busy"); `during` False: the cause came from the
+    snapshot just before the gap (the gap was shorter than the poll period); `from_log`: the
+    prover's log said it, not its /status."""
+    entry = PROVER_CAUSE_WORDS.get(cause or "")
+    if entry is None:
+        return ""
+    lead, fact = entry
+    inside = "; ".join(x for x in (fact, detail) if x)
+    when = "" if during else " (as of just before the gap)"
+    said = "prover log" if from_log else "prover status"
+    return f"{said}{when}: {lead}" + (f" ({inside})" if inside else "")
+
+
+class CuzkGap:
+    """The snapshots and log facts gathered for one gap of one GPU (`ProverGap`)."""
+
+    __slots__ = ("gpu", "from_s", "facts", "cause_counts", "inside_tail", "before_cause",
+                 "provers")
+
+    def __init__(self, gpu: int, start_s: float, facts: PipelineFacts) -> None:
+        self.gpu = gpu
+        self.from_s = start_s
+        #: What the prover's log says (shared by every gap): capacity, SRS loads, PoSt, ...
+        self.facts = facts
+        #: Prover snapshots taken during the gap, by the cause each gives
+        #: (`gapwatch.cuzk.causes`); the latest few with their times, so that those taken after
+        #: the gap's end (they can reach an open gap before the samples that close it) are left
+        #: out when it closes.
+        self.cause_counts: dict[str, int] = {}
+        #: Both made on the first snapshot (`add_status`): most gaps see none, and two deques
+        #: per gap were a tenth of a report's per-gap cost. Empty tuples until then.
+        self.inside_tail: deque[tuple[float, str | None]] | tuple[()] = ()
+        #: (time, cause) of the latest snapshot before the gap's start (evidence window).
+        self.before_cause: tuple[float, str | None] | None = None
+        #: Each snapshot with the cause it gave and the synthesis capacity it was judged by.
+        self.provers: deque[tuple[ProverStatus, str | None, Capacity | None]] | tuple[()] = ()
+
+    def has_evidence(self) -> bool:
+        """A snapshot, or a cuzk line seen: without either there is nothing to say (the common
+        offline case: skipping it keeps a long report's per-gap cost as it was)."""
+        return bool(self.provers) or self.before_cause is not None or self.facts.seen
+
+    def add_status(self, status: ProverStatus) -> None:
+        t = status.t_wall_s
+        facts = self.facts
+        capacity = facts.capacity(status)
+        cause = snapshot_cause(status, self.gpu, capacity, facts.pacer_on)
+        if t >= self.from_s:
+            if cause is not None:
+                self.cause_counts[cause] = self.cause_counts.get(cause, 0) + 1
+            tail = self.inside_tail
+            if not isinstance(tail, deque):
+                tail = self.inside_tail = deque(maxlen=8)
+            tail.append((t, cause))
+        elif self.before_cause is None or t >= self.before_cause[0]:
+            self.before_cause = (t, cause)
+        provers = self.provers
+        if not isinstance(provers, deque):
+            provers = self.provers = deque(maxlen=MAX_PROVER_PUBLISHED * 2)
+        provers.append((status, cause, capacity))
+
+    def view(self, end_s: float | None, start_s: float, kind: str, reach_s: float) -> ProverView:
+        """Where the prover says a gap of `kind` over [start_s, end_s] waited: the snapshots'
+        cause (`end_s` None: open, so far), else the log's (`PipelineFacts.log_view`)."""
+        counts = self.cause_counts
+        if end_s is not None and any(t > end_s for t, _ in self.inside_tail):
+            counts = dict(counts)
+            for t, c in self.inside_tail:
+                if t > end_s and c is not None:
+                    counts[c] -= 1
+        before = self.before_cause[1] if self.before_cause is not None else None
+        cause, during = decide_cause(counts, before)
+        kept = [p for p in self.provers if end_s is None or p[0].t_wall_s <= end_s]
+        states = [gap_state(st, self.gpu, c, cap) for st, c, cap in kept[-MAX_PROVER_PUBLISHED:]]
+        evidence: list[str] = []
+        detail = ""
+        for st, c, cap in reversed(kept):
+            if c == cause and cause is not None:
+                evidence = snapshot_evidence(st, self.gpu, cause, cap)
+                detail = cause_detail(st, self.gpu, cause, cap)
+                break
+        emptied = self.facts.srs_busy_words(start_s, end_s if end_s is not None else start_s)
+        if emptied is not None and cause in (None, "no_work"):
+            # /status alone: nothing in flight, and the SRS list went empty: its manager's
+            # mutex is held, a load (the job is registered only once its SRS is in).
+            cause, during, detail = "srs_loading", True, "allocations.srs went empty"
+            evidence = [emptied]
+        log = self.facts.log_view(self.gpu, start_s, end_s if end_s is not None else start_s,
+                                  kind)
+        decided = with_log_cause(cause, log.cause)
+        from_log = decided != cause
+        if from_log:
+            if cause is not None:
+                evidence = [f"/status: {e}" for e in evidence]
+            cause, during, detail = decided, True, log.detail
+        if log.cause is not None and log.cause == cause:
+            evidence = evidence + log.evidence
+            detail = detail or log.detail
+        if kind == "pcie_starved" and cause != "pinned_pool":
+            evidence = evidence + self.facts.pool_evidence()
+        return ProverView(cause, states, evidence, prover_phrase(cause, during, detail, from_log),
+                          self.facts.error_words(start_s, reach_s))
+
+
+class CuzkProver:
+    """cuzk behind the GPU work (`gapwatch.core.prover.Prover`): one per session."""
+
+    def __init__(self, max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS) -> None:
+        #: What cuzk's log and `/status` say about its pipeline, fed every event and snapshot.
+        self.pipeline = PipelineFacts(max_parallel_synthesis)
+
+    def feed_log(self, event: LogEvent) -> None:
+        self.pipeline.feed(event)
+
+    def feed_status(self, status: ProverStatus) -> None:
+        self.pipeline.feed_status(status)
+
+    def concerns(self, status: ProverStatus, gpu: int) -> bool:
+        return concerns(status, gpu)
+
+    def open_gap(self, gpu: int, start_s: float) -> ProverGap:
+        return CuzkGap(gpu, start_s, self.pipeline)
+
+    def facts(self) -> PipelineView:
+        return self.pipeline.view()
+
+    def lacks(self) -> list[str]:
+        out = []
+        if not self.pipeline.seen:
+            out.append("no cuzk log line read (follow its log: --log): no synthesis workers, "
+                       "pinned pool, SRS loads or PoSt from it")
+        if not self.pipeline.status_seen:
+            out.append("no cuzk /status snapshot (poll it: --cuzk-status URL): no partition "
+                       "or worker states")
+        return out
+
+
+def view_of(facts: object) -> PipelineView:
+    """The pipeline view a store or a report kept from its prover (`Prover.facts`): cuzk's,
+    or an empty one when the prover was not cuzk."""
+    return facts if isinstance(facts, PipelineView) else PipelineView()

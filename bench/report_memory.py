@@ -88,7 +88,7 @@ def _recording(hours: int, gpus: int) -> tuple[Path, Path]:
 
 
 def measure(kind: str, rec: Path, log: Path, checkout: Path) -> dict[str, Any]:
-    """One command in a fresh process: its peak RSS (MB) and wall seconds."""
+    """One command in a fresh process: its peak RSS (MiB) and wall seconds."""
     with tempfile.TemporaryDirectory(prefix="gapwatch-mem-") as tmp:
         cmd = [sys.executable, "-m", "gapwatch", *KINDS[kind], str(rec), "--log", str(log)]
         if kind == "perfetto":
@@ -100,7 +100,7 @@ def measure(kind: str, rec: Path, log: Path, checkout: Path) -> dict[str, Any]:
         rss_kib, wall_s = timing.read_text().split()[-2:]
         out_mb = (Path(tmp) / "trace.json").stat().st_size / 1e6 if kind == "perfetto" and \
             (Path(tmp) / "trace.json").exists() else None
-    return {"kind": kind, "rc": run.returncode, "peak_rss_mb": int(rss_kib) / 1024,
+    return {"kind": kind, "rc": run.returncode, "peak_rss_mib": int(rss_kib) / 1024,
             "wall_s": float(wall_s), "out_mb": out_mb,
             "stderr_tail": run.stderr[-300:] if run.returncode else ""}
 
@@ -121,7 +121,7 @@ def main() -> int:
         return 0
     checkouts = [("this", ROOT)] + ([("before", args.before.resolve())] if args.before else [])
     rows = []
-    print(f"{'input':<22} {'MB':>7} {'checkout':<8} {'kind':<9} {'peak RSS MB':>11} "
+    print(f"{'input':<22} {'MB':>7} {'checkout':<8} {'kind':<9} {'peak RSS MiB':>12} "
           f"{'wall s':>7} {'rc':>3}")
     for hours in args.hours:
         rec, log = _recording(hours, args.gpus)
@@ -132,7 +132,7 @@ def main() -> int:
                 rows.append({"hours": hours, "gpus": args.gpus, "input_mb": size_mb,
                              "checkout": name, **m})
                 print(f"{f'{hours} h x {args.gpus} GPUs':<22} {size_mb:>7.0f} {name:<8} "
-                      f"{kind:<9} {m['peak_rss_mb']:>11.0f} {m['wall_s']:>7.1f} {m['rc']:>3}"
+                      f"{kind:<9} {m['peak_rss_mib']:>12.0f} {m['wall_s']:>7.1f} {m['rc']:>3}"
                       + (f"  {m['stderr_tail']!r}" if m["rc"] else ""), flush=True)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))

@@ -85,7 +85,9 @@ def test_host_memory_pressure_makes_more_synthesis_a_guess_and_names_gpu_threads
 
 def test_each_stall_gets_its_setting_or_says_why_none() -> None:
     budget = advise([_gap(cause="waits_on_budget")], PipelineView()).advice
-    assert [a.setting for a in budget] == ["[memory] total_budget", "[memory] eviction_min_idle"]
+    # Not eviction_min_idle: the PoRep PCE is touched every job and never idles.
+    assert [a.setting for a in budget] == ["[memory] total_budget"]
+    assert "eviction_min_idle frees nothing" in budget[0].evidence[-1]
     pacer = advise([_gap(cause="pacer_hold")], PipelineView(pacer_target=8)).advice
     assert [(a.setting, a.change) for a in pacer] == [
         ("[pipeline] max_gpu_queue_depth", "raise it above 8, or 0 to turn the pacer off")]
@@ -94,7 +96,7 @@ def test_each_stall_gets_its_setting_or_says_why_none() -> None:
     first_load = advise([_gap(cause="srs_loading")], PipelineView())
     assert not first_load.advice and "on demand" in first_load.no_setting[0].why
     post = advise([_gap(cause="monolithic")], PipelineView())
-    assert not post.advice and "monolithic by design" in post.no_setting[0].why
+    assert not post.advice and "monolithic and unpinned by design" in post.no_setting[0].why
     off = advise([_gap(cause="monolithic")], PipelineView(pipeline_enabled=False))
     assert [(a.setting, a.change) for a in off.advice] == [("[pipeline] enabled", "true")]
     for cause in ("dispatch_stall", "no_work"):
@@ -133,7 +135,7 @@ def test_the_payoff_is_the_reports_for_those_gaps() -> None:
     assert if_closed(50.0, 100.0, 50.0) == {"idle_s": 50.0, "busy_fraction": 1.0,
                                              "throughput_gain": 2.0}
     gaps = [_gap(cause="waits_on_budget", duration_s=2.0)]
-    (a, _) = advise(gaps, PipelineView(), lambda gs: if_closed(8.0, 10.0, 2.0)).advice
+    (a,) = advise(gaps, PipelineView(), lambda gs: if_closed(8.0, 10.0, 2.0)).advice
     assert a.payoff == {"idle_s": 2.0, "busy_fraction": 1.0, "throughput_gain": 1.25}
     text = "\n".join(advice_lines(advise(gaps, PipelineView(),
                                          lambda gs: if_closed(8.0, 10.0, 2.0))))

@@ -117,7 +117,9 @@ def test_the_simulator_serves_its_status_and_the_runtime_polls_it_over_http() ->
                for g in named)
 
 
-def test_the_pageable_breakdown_waits_inside_the_workers() -> None:
+def test_the_pageable_breakdown_is_the_pinned_pool_failing_while_both_workers_prove() -> None:
+    """The simulated pageable cuzk takes upstream's path: after the first wave its checkouts
+    FAIL (pipeline.rs:302), so the log names the cause; /status shows both workers proving."""
     cfg = build_config({"cuzk": {"status_period_s": 0.5}})
     rt = build_runtime(cfg, "sim:pageable", speed=0, duration_s=40)
     rt.start()
@@ -126,7 +128,7 @@ def test_the_pageable_breakdown_waits_inside_the_workers() -> None:
     finally:
         rt.stop()
     starved = [g for g in _gaps(rt) if g.kind == "pcie_starved"]
-    assert len(starved) >= 5 and {g.prover_cause for g in starved} == {"inside_workers"}
+    assert len(starved) >= 5 and {g.prover_cause for g in starved} == {"pinned_pool"}
     assert all(g.prover_states[-1].workers == "PP" for g in starved)
 
 

@@ -62,9 +62,11 @@ def test_record_runs_the_command_on_breakdown_with_the_facts_in_its_environment(
     (event,) = _lines(out)
     assert event["GAPWATCH_EVENT"] == "breakdown_entered"
     assert (event["GAPWATCH_GPU"], event["GAPWATCH_STATE"]) == ("0", "BREAKDOWN")
-    assert event["GAPWATCH_CAUSE"] == "pageable_copies"
-    assert event["GAPWATCH_CAUSE_WORDS"] == "a/b/c copied from pageable memory"
-    assert event["GAPWATCH_SETTING"] == "none"
+    # The simulated cuzk's pool checkouts FAIL after its first wave (pipeline.rs:302).
+    assert event["GAPWATCH_CAUSE"] == "pinned_pool"
+    assert event["GAPWATCH_CAUSE_WORDS"] == ("a/b/c copied from pageable memory: the pinned "
+                                             "pool could not pin")
+    assert str(event["GAPWATCH_SETTING"]).startswith("[memory] safety_margin")
     assert float(str(event["GAPWATCH_PAYOFF"])) >= 1.0
     assert str(event["GAPWATCH_LINE"]).startswith("GPU0 BREAKDOWN: a/b/c copied")
     assert (Path(str(event["GAPWATCH_SNAPSHOT_DIR"])) / "summary.md").exists()
@@ -184,7 +186,7 @@ def test_watch_runs_the_command_beside_the_dashboard(tmp_path: Path) -> None:
     assert rc == 0
     event = _lines(out)[0]
     assert (event["GAPWATCH_EVENT"], event["GAPWATCH_CAUSE"]) == ("breakdown_entered",
-                                                                 "pageable_copies")
+                                                                 "pinned_pool")
     # At 20x the GPU may leave BREAKDOWN and enter it again before `q`: every run went well.
     assert app.text_seen("gapwatch watch: --on-event ran"), bytes(app.output[-600:])
     assert app.text_seen(" ok, 0 failed, 0 killed after the timeout")

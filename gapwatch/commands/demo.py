@@ -1,10 +1,12 @@
 """`gapwatch demo`: the live dashboard over the simulated two-worker prover, no GPU needed.
 
-The default scenario, `pageable`, chains nicely at first and breaks down within about 30 s: the
-pinned pool runs dry, a/b/c go to pageable memory and host-to-device copies trickle at a few GB/s.
+The default scenario, `pageable`, chains nicely at first and breaks down within about 30 s: after
+the unpinned first wave the pinned pool's checkouts fail (cuzk's `checkout FAILED` lines), a/b/c
+go to pageable memory and host-to-device copies trickle at a few GB/s; the help screen's "What to
+change" names `[memory] safety_margin` with its payoff.
 The simulated prover writes its log to a temporary file that the real tailer follows, so the log
 pane shows what it would show for cuzk. `--source sim:SCENARIO` picks another scenario
-(chained, host-stall, transfer-bound); `--speed` runs faster than real time.
+(chained, host-stall, transfer-bound, batched); `--speed` runs faster than real time.
 """
 
 from __future__ import annotations

@@ -44,7 +44,6 @@ def _default_out(path: Path, fmt: str) -> Path:
 
 
 def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes]) -> str:
-    from gapwatch.offline.detect import drain
     from gapwatch.offline.perfetto import TraceBuilder
     from gapwatch.offline.report import build_report, parse_logs
     from gapwatch.sources.files import read_any
@@ -56,9 +55,9 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes]) -> st
     builder = TraceBuilder(recording.header)
     # Recorded gaps and states are superseded by the report's (same samples, this version).
     builder.extend(r for r in recording.records if r.type not in DERIVED_TYPES)
-    queue = drain(extra)
-    while queue:
-        builder.add(queue.popleft())  # each event let go once in the trace
+    extra.reverse()
+    while extra:
+        builder.add(extra.pop())  # in time order, each event let go once in the trace
     builder.extend(report.gaps)
     builder.extend(report.states)
     builder.extend(report.prover_events)  # PoSt, restarts, errors: derived again, as gaps

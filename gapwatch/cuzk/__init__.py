@@ -13,6 +13,10 @@ What lives here, each read from curio's source (tests/data/cuzk-upstream, docs/c
 - `status`: the `GET /status` document's schema, read into `ProverStatus` records;
 - `log_lines`: cuzk's own line kinds (TIMELINE, CUZK_TIMING, CUZK_NTT_H, lock attribution);
 - `partitions`: each partition's run (synthesis, queue, GPU lock) from a recorded log;
+- `settings`: the prover's settings as its startup lines and `/status` show them, and which
+  changed between two runs (`gapwatch compare`);
+- `paths`: the paths a/b/c and GPU jobs really take upstream (first wave, PoSt, batches, the
+  pipeline off, the JobTracker mutex, env knobs, deprecated keys) and the advice on each;
 - `watch` (with `post`, `gpu_queue`, `restarts`, `errors`, `panics`): the prover events
   (`gapwatch.core.models.ProverEvent`): PoSt latency against its deadline, a job cuzk's GPU
   queue lost, restarts and what they cost, failure lines and panics (docs/post.md).

@@ -47,9 +47,9 @@ STALL_WORDS: dict[str, str] = {
     "pacer_hold": "the dispatch pacer holds synthesis back",
     "srs_loading": "cuzk loads the SRS",
     "dispatch_stall": "synthesised partitions wait while a GPU worker is idle",
-    "monolithic": "PoSt or other monolithic work",
+    "monolithic": "PoSt or other monolithic work (a batch, the pipeline off)",
     "pinned_pool": "a/b/c copied from pageable memory: the pinned pool could not pin",
-    "first_synthesis": "a/b/c of a circuit's first synthesis are unpinned",
+    "first_synthesis": "a/b/c of the first wave after cuzk started are unpinned",
     "pageable_copies": "a/b/c copied from pageable memory",
     "slow_copies": "host-to-device copies trickled",
     "copies_not_overlapped": "copies at line rate, not overlapped with compute",
@@ -97,6 +97,30 @@ class NoSetting:
 class AdviceReport:
     advice: list[Advice] = field(default_factory=list)
     no_setting: list[NoSetting] = field(default_factory=list)
+    #: What the prover's log says regardless of the gaps (deprecated keys it ignores, env knobs
+    #: it runs with), from the caller's `notes`.
+    notes: list[str] = field(default_factory=list)
+
+
+#: (settings: (setting, change, why, source)), guess, guess_why, evidence), or why none applies.
+Found = tuple[list[tuple[str, str, str, str]], bool, str, list[str]]
+
+#: Monolithic job kinds that are batches of partitioned proofs (`[scheduler] max_batch_size >
+#: 1`), as TIMELINE's `SYNTH_START kind=` names them and a gap's evidence quotes them.
+BATCH_KINDS = ("porep-c2", "snap-update")
+BATCH_SETTING = (
+    "[scheduler] max_batch_size", "1 (the default)",
+    "a batch of 2+ PoRep or SnapDeals requests is proved as one monolithic job: synthesised "
+    "with no pinned pool (a/b/c pageable, copied at 1-4 GB/s), with a 136 GiB budget, invisible "
+    "to /status; with 1 every request takes the partitioned, pinned pipeline",
+    "extern/cuzk/cuzk-core/src/engine.rs:2053, 2672-2680; pipeline.rs:1632; "
+    "extern/cuzk/cuzk.example.toml:97-100")
+
+
+def batched_gaps(gaps: Sequence[Gap]) -> int:
+    """How many of `gaps` name a batch job in their evidence (`porep-c2 job ...`)."""
+    return sum(1 for g in gaps
+               if any(f"{k} job" in e for e in g.prover_evidence for k in BATCH_KINDS))
 
 
 def if_closed(busy_s: float | None, active_s: float, closed_s: float) -> dict[str, float | None]:
@@ -235,19 +259,25 @@ def _synthesis(gaps: Sequence[Gap], pipeline: PipelineView
 
 
 def advise(gaps: Sequence[Gap], pipeline: PipelineView,
-           payoff: Callable[[Sequence[Gap]], dict[str, float | None] | None] | None = None
-           ) -> AdviceReport:
+           payoff: Callable[[Sequence[Gap]], dict[str, float | None] | None] | None = None,
+           rules: Callable[[str, Sequence[Gap]], Found | str | None] | None = None,
+           notes: Sequence[str] = ()) -> AdviceReport:
     """Advice for `gaps` (closed gaps; retracted and open ones are left out by the caller).
-    `payoff`: the caller's payoff for a set of gaps (the report's, over its working span)."""
+    `payoff`: the caller's payoff for a set of gaps (the report's, over its working span).
+    `rules`: the caller's answer for a stall on the path its prover's log shows
+    (`gapwatch.cuzk.paths.path_rule`), asked first; None there: the answer below stands.
+    `notes`: said with the advice whatever the gaps."""
     by: dict[str, list[Gap]] = {}
     for g in gaps:
         by.setdefault(stall_of(g, pipeline), []).append(g)
-    out = AdviceReport()
+    out = AdviceReport(notes=list(notes))
     for stall, these in sorted(by.items(), key=lambda kv: -sum(g.duration_s for g in kv[1])):
         idle = sum(g.duration_s for g in these)
         ids = [g.gap_id for g in these]
         pay = payoff(these) if payoff is not None else None
-        found = _settings_for(stall, these, pipeline)
+        found = rules(stall, these) if rules is not None else None
+        if found is None:
+            found = _settings_for(stall, these, pipeline)
         if isinstance(found, str):
             out.no_setting.append(NoSetting(stall, found, len(these), idle))
             continue
@@ -259,7 +289,7 @@ def advise(gaps: Sequence[Gap], pipeline: PipelineView,
     return out
 
 
-_Found = tuple[list[tuple[str, str, str, str]], bool, str, list[str]]
+_Found = Found
 
 
 def _settings_for(stall: str, gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
@@ -284,11 +314,12 @@ def _for_waits_on_budget(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found 
               "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 GiB) "
               "before a synthesis worker takes it (engine.rs, memory.rs): with less free, "
               "synthesis waits however many workers are free",
-              "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs"),
-             ("[memory] eviction_min_idle", "lower it if idle SRS/PCE entries hold the "
-              "budget (their bytes are in /status allocations)",
-              "idle SRS and PCE entries are evicted only after this long under pressure "
-              "(cuzk.example.toml)", "extern/cuzk/cuzk.example.toml")], False, "", [])
+              "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs")], False, "",
+            # Not eviction_min_idle: the PoRep PCE is touched by every PoRep job and never
+            # idles, and nothing reads it (pipeline.rs:1223-1241 get no cache).
+            ["a PCE in /status allocations.pce holds budget unused by this cuzk version "
+             "(pipeline.rs:1223-1241) and, touched by every PoRep job, never idles: "
+             "eviction_min_idle frees nothing"])
 
 
 def _for_pacer_hold(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
@@ -336,8 +367,9 @@ def _for_pinned_pool(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | st
 
 
 def _for_first_synthesis(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
-    return ("the first synthesis of each circuit type has no capacity hint and is "
-            "unpinned by design (pipeline.rs: the pinned pool is used once a hint exists)")
+    return ("the first wave after cuzk started (every synthesis begun before the first of "
+            "its circuit type finished) has no capacity hint and is unpinned "
+            "(pipeline.rs:176-230, 270); no setting: it repeats after every restart")
 
 
 def _for_copies_not_overlapped(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
@@ -367,12 +399,19 @@ def _for_monolithic(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str
                   "GPU proving (cuzk.example.toml)",
                   "extern/cuzk/cuzk.example.toml, cuzk-core/src/engine.rs")], False, "",
                 ["the log's 'starting cuzk engine' says pipeline_enabled=false"])
-    return ("PoSt proofs (WindowPoSt, WinningPoSt) are monolithic by design (engine.rs): "
-            "they take the GPU in turn; nothing to change")
+    batched = batched_gaps(gaps)
+    if batched:
+        return ([BATCH_SETTING], False, "",
+                [f"{batched} of {len(gaps)} gap(s) during a batch job (TIMELINE "
+                 "SYNTH_START kind=porep-c2 or snap-update, no partition)"])
+    return ("PoSt proofs (WindowPoSt, WinningPoSt) are monolithic and unpinned by design "
+            "(pipeline.rs:3015, 3210): they take the GPU in turn; a PoRep or SnapDeals "
+            "batch would be [scheduler] max_batch_size > 1 (read with the prover's log)")
 
 
 def _for_no_work(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
-    return "the prover had nothing to do: the client (Curio) sent no work"
+    return ("the prover had nothing to do: the client (Curio) sent no work; Curio's "
+            "[Cuzk] MaxPending (default 10) caps what it sends")
 
 
 _NO_PINNED_POOL_FAILURE = (
@@ -381,9 +420,10 @@ _NO_PINNED_POOL_FAILURE = (
 #: Stalls no cuzk setting closes, and why.
 _NO_SETTING: dict[str, str] = {
     "dispatch_stall": (
-        "no cuzk setting: GPU workers take the queue's next partition as soon as they are free "
-        "(engine.rs); look at the GPU_TIMING hot_path line's status_ms, fail_check_ms and "
-        "mark_busy_ms (the tracker locks) and report it upstream"),
+        "no cuzk setting: GPU workers wait at pickup on cuzk's JobTracker mutex "
+        "(fail_check_ms, mark_busy_ms, engine.rs:3031, 3047), held through the PoRep "
+        "self-check (engine.rs:521), by CUZK_VALIDATE_PARTITIONS=1 and by gRPC "
+        "GetStatus/GetMetrics; only status_ms is /status's lock"),
     "inside_workers": (
         "inside the GPU workers (CPU prep, the GPU mutex): no setting is shown to close it; the "
         "CUZK_TIMING lines (barrier_wait_ms, mutex_wait_ms) say where"),
@@ -416,9 +456,9 @@ def _pacer_words(pipeline: PipelineView) -> str:
 def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
     """The advice as text lines: the report's "What to change" section, summary.md and the
     help screen say it in these words."""
-    out: list[str] = []
+    out = [f"{indent}note: {n}" for n in report.notes]
     if not report.advice and not report.no_setting:
-        return [f"{indent}nothing to change: no gap"]
+        return [*out, f"{indent}nothing to change: no gap"]
     by_stall: dict[str, list[Advice]] = {}
     for a in report.advice:
         by_stall.setdefault(a.stall, []).append(a)
@@ -457,5 +497,6 @@ def advice_json(report: AdviceReport) -> dict[str, Any]:
         "no_setting": [{"stall": n.stall, "stall_words": STALL_WORDS.get(n.stall, n.stall),
                         "why": n.why, "gaps": n.gaps, "idle_s": n.idle_s}
                        for n in report.no_setting],
+        "advice_notes": list(report.notes),
     }
 

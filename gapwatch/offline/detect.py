@@ -13,8 +13,7 @@ lock and ring buffers would only cost time.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -42,6 +41,7 @@ from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.cuzk.prover import CuzkProver, view_of
+from gapwatch.offline.log_span import LogSpan
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
 #: A one-process and a split run give the same list however their outputs interleave.
@@ -78,6 +78,8 @@ class Detected:
     #: which can name their cause (`gapwatch.core.blind`).
     blind_spots: list[BlindSpot] = field(default_factory=list)
     byes: list[Bye] = field(default_factory=list)
+    #: `--log` files with lines outside the recording's span, one line each (`log_span`).
+    log_notes: list[str] = field(default_factory=list)
     #: Reading counters and problems (filled in by the caller, which owns the reader).
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -89,10 +91,11 @@ def detect_records(
     header: SessionHeader,
     records: Iterable[Record],
     config: DetectorConfig,
-    extra_logs: Iterable[LogEvent] = (),
+    extra_logs: Sequence[LogEvent] = (),
     *,
     line_of: Callable[[], int] | None = None,
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    on_log: Callable[[LogEvent], None] | None = None,
     watch: ProverWatch | None = None,
 ) -> Detected:
     """Feed every record (and `extra_logs`, merged by time) to one offline `GapDetector`.
@@ -102,6 +105,8 @@ def detect_records(
             workers when its log does not say them).
         line_of: where the reader is (the line of the record being fed); when given, the line
             that assigned each gap id is kept, so that split runs can renumber their gaps.
+        on_log: called with every log event (recorded and `extra_logs`) as it is fed: what
+            a caller reads beside the detector (`compare` reads the prover's settings).
         watch: the prover's watcher, fed every record but GPU samples (as the live session
             feeds it); its events are `Detected.prover_events`.
     """
@@ -125,20 +130,23 @@ def detect_records(
     # to feed_host (what `feed` would call), after the merge test; every other record through
     # `feed`. The record classes are read from locals (a module global is a dict lookup).
     gpu_sample, host_sample, log_event, gap_type = GpuSample, HostSample, LogEvent, Gap
-    # The files' events are taken off a queue as they are fed and let go (`drain`): a day's
-    # log is ~1 GB of events, which need not all stay until the last sample.
-    pending = extra_logs if isinstance(extra_logs, deque) else deque(extra_logs)
-    next_log_t = pending[0].t_wall_s if pending else float("inf")
+    span = LogSpan(header.started_wall_s)
+    extra_logs = span.before_start(list(extra_logs)) if extra_logs else extra_logs
+    li, n_extra = 0, len(extra_logs)
+    next_log_t = extra_logs[0].t_wall_s if extra_logs else float("inf")
     for r in records:
         if type(r) is gpu_sample:
-            if r.t_wall_s >= next_log_t:
-                _feed_extra(det, watch, pending, r.t_wall_s, log_events, prover_events)
-                next_log_t = pending[0].t_wall_s if pending else float("inf")
+            if li < n_extra and r.t_wall_s >= next_log_t:
+                li = _feed_extra(det, watch, extra_logs, li, r.t_wall_s, log_events,
+                                 prover_events, on_log)
+                next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
             out = det.feed_gpu(r)
         elif type(r) is host_sample:
             out = det.feed_host(r)
         elif isinstance(r, log_event):
             _keep_for_timeline(log_events, r)
+            if on_log is not None:
+                on_log(r)
             # The detector and the watcher see a log event as a live session's do
             # (`Session.on_record`: its text cut to the store's bounds).
             kept = bounded_event(r)
@@ -157,7 +165,10 @@ def detect_records(
                 ledger.add(x)
             else:
                 states.append(x)
-    _feed_extra(det, watch, pending, float("inf"), log_events, prover_events)
+    # The `--log` lines left after the last sample, as far as they are inside the span.
+    end_s = max((t.last_wall_s for t in det.totals() if t.samples), default=None)
+    rest = [e for e in extra_logs[li:] if span.after_end(e, end_s)]
+    _feed_extra(det, watch, rest, 0, float("inf"), log_events, prover_events, on_log)
     if watch is not None:
         prover_events += watch.finish()
     for x in det.finish():
@@ -171,30 +182,27 @@ def detect_records(
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=view_of(det.prover.facts()), blind_spots=blind_spots, byes=byes,
-        prover_events=prover_events,
+        log_notes=span.notes(end_s), prover_events=prover_events,
     )  # fmt: skip
 
 
-def _feed_extra(det: GapDetector, watch: ProverWatch | None, pending: deque[LogEvent],
-                until_s: float, log_events: list[LogEvent],
-                prover_events: list[ProverEvent]) -> None:
-    """Feed the extra log events up to `until_s` (merged by time into the records), as a
-    session would, taking each off `pending`."""
-    while pending and pending[0].t_wall_s <= until_s:
-        event = pending.popleft()
-        kept = bounded_event(event)
+def _feed_extra(det: GapDetector, watch: ProverWatch | None, extra_logs: Sequence[LogEvent],
+                li: int, until_s: float, log_events: list[LogEvent],
+                prover_events: list[ProverEvent],
+                on_log: Callable[[LogEvent], None] | None = None) -> int:
+    """Feed the extra log events from `li` on up to `until_s` (merged by time into the
+    records), as a session would (and to `on_log`); returns the index of the first one not
+    fed."""
+    while li < len(extra_logs) and extra_logs[li].t_wall_s <= until_s:
+        kept = bounded_event(extra_logs[li])
         det.feed(kept)
-        _keep_for_timeline(log_events, event)
+        _keep_for_timeline(log_events, extra_logs[li])
+        if on_log is not None:
+            on_log(extra_logs[li])
         if watch is not None:
             prover_events.extend(watch.feed(kept))
-
-
-def drain(events: list[LogEvent]) -> deque[LogEvent]:
-    """`events` as a queue that the detection (or the trace) empties as it goes, each event let
-    go once used; the list is emptied at once (the caller's name for it no longer holds them)."""
-    queue = deque(events)
-    events.clear()
-    return queue
+        li += 1
+    return li
 
 
 def _keep_side(r: Record, prover_statuses: list[ProverStatus], copies: list[CopyRecord],

@@ -45,10 +45,11 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json, advise, if_closed
+from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import timeline_epoch
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.files import parse_log_files
-from gapwatch.offline.detect import Detected, detect_records, drain
+from gapwatch.offline.detect import Detected, detect_records
 from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import read_any
@@ -139,9 +140,10 @@ def build_report(
     gc.disable()
     try:
         found = detect_parallel(path, config, n) if n > 1 and not logs else None
+        paths = PathsSeen()
         if found is None:
-            found = detect(path, config, logs)
-        return summarise(path, found, logs, config.detector.window_s)
+            found = detect(path, config, logs, on_log=paths.feed_log)
+        return summarise(path, found, logs, config.detector.window_s, paths.result())
     finally:
         if gc_was_on:
             gc.enable()
@@ -171,16 +173,18 @@ def recorded_timeline_epoch(path: str | Path) -> float | None:
             close()
 
 
-def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
-    """Read the whole input (and the `--log` files) and detect over it in one process."""
+def detect(path: str | Path, config: Config, log_paths: list[str],
+           on_log: Callable[[LogEvent], None] | None = None) -> Detected:
+    """Read the whole input (and the `--log` files) and detect over it in one process
+    (`on_log`: see `detect_records`)."""
     # Logs without their TIMELINE anchor line are placed by the recorded /status uptime.
     epoch = recorded_timeline_epoch(path) if log_paths else None
     rec = read_any(path)
     extra, log_counters = parse_logs(log_paths, config, epoch)
     watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
-    found = detect_records(rec.header, rec.records, config.detector, drain(extra),
+    found = detect_records(rec.header, rec.records, config.detector, extra,
                            max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
-                           watch=watch)
+                           on_log=on_log, watch=watch)
     counters = dict(rec.counters)
     counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})
     counters.update({f"log_{k}": v for k, v in log_counters.items() if v})
@@ -190,8 +194,11 @@ def detect(path: str | Path, config: Config, log_paths: list[str]) -> Detected:
 
 
 def summarise(path: str | Path, found: Detected, log_paths: list[str],
-              window_s: float = DetectorConfig().window_s) -> ReportData:
-    """Closed gaps in start order, breakdown periods, per-partition timeline and payoff."""
+              window_s: float = DetectorConfig().window_s,
+              paths: PathFacts | None = None) -> ReportData:
+    """Closed gaps in start order, breakdown periods, per-partition timeline and payoff;
+    the advice on the paths the prover's log shows (`paths`, `gapwatch.cuzk.paths`)."""
+    facts = paths or PathFacts()
     totals = found.totals
     closed = found.ledger.closed()
     tally = found.ledger.tally()
@@ -202,9 +209,11 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         payoff=payoff(totals, tally, partitions), partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
         copies=copy_table(found.copies, closed) if found.copies else None,
-        warnings=data_warnings(found.detector_counters, totals),
+        warnings=[*found.log_notes, *data_warnings(found.detector_counters, totals)],
         blind_spots=list(found.blind_spots), byes=list(found.byes),
-        advice=advise(closed, found.pipeline, lambda gaps: gap_payoff(totals, gaps)),
+        advice=advise(closed, found.pipeline, lambda gaps: gap_payoff(totals, gaps),
+                      rules=lambda stall, gaps: path_rule(stall, gaps, facts),
+                      notes=path_notes(facts)),
         gap_tally=tally,
         prover_events=list(found.prover_events),
     )  # fmt: skip

@@ -59,9 +59,9 @@ from gapwatch.cuzk.pipeline import (
 from gapwatch.sources import Tick
 from gapwatch.sources.sim_post import Kept, PostScript
 
-ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound", "post"]
+ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound", "post", "batched"]
 SCENARIOS: tuple[ScenarioName, ...] = ("chained", "pageable", "host-stall", "transfer-bound",
-                                       "post")
+                                       "post", "batched")
 LINK_BYTES_PER_S = GEN5_X16_BYTES_PER_S
 IDLE_PCIE_BYTES_PER_S = 1.5 * 2**20  # an idle H200 link reads ~0.7-2.7 MiB/s each way
 
@@ -86,6 +86,13 @@ class Scenario:
     pageable_rate: float = 8.5e9  # pageable H2D with a quiet host
     pageable_floor_frac: float = 0.25  # pageable rate under full host pressure, as a fraction
     queue_depth: int = 4
+    #: `[scheduler] max_batch_size` (1: every request partitioned). Above 1 each unit of work is
+    #: a batch of that many PoRep sectors, proved as one monolithic job (engine.rs:2053,
+    #: 2672-2680): unpinned, absent from /status.
+    max_batch_size: int = 1
+    #: The first wave after start unpinned (upstream always has one: no capacity hint until the
+    #: first synthesis finishes). Off only where it would hide the scenario's own story.
+    first_wave: bool = True
 
 
 SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
@@ -98,11 +105,22 @@ SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
     # Synthesis cannot keep up: the queue runs dry and the GPU waits with PCIe quiet.
     "host-stall": Scenario("host-stall", True, 4.5e9, 0.9, 3.5, 2, 2, 0.0, 0.0),
     # Copies at line rate, but each moves so much that it outlasts the other worker's kernels.
-    "transfer-bound": Scenario("transfer-bound", True, 70e9, 0.5, 1.0, 6, 6, 0.0, 0.0),
+    # (No first wave: ten 70 GB pageable copies would take the first ~40 s.)
+    "transfer-bound": Scenario("transfer-bound", True, 70e9, 0.5, 1.0, 6, 6, 0.0, 0.0,
+                               first_wave=False),
     # The chained pipeline plus PoSt, a late PoSt, a panic and a restart on a fixed script
     # (`gapwatch.sources.sim_post`).
     "post": Scenario("post", True, 4.5e9, 0.9, 2.0, 4, 4, 0.0, 0.0),
+    # `[scheduler] max_batch_size = 2`: every two PoRep requests are one monolithic batch,
+    # synthesised with no pinned pool; its a/b/c copy (pageable, ~2.7 s) outlasts the other
+    # worker's batch kernels (1.8 s), so the GPU idles ~0.9 s per batch with PCIe trickling.
+    "batched": Scenario("batched", False, 22e9, 1.8, 4.0, 4, 4, 0.0, 0.0, max_batch_size=2),
 }
+
+#: The capacity hint's figures (pipeline.rs:355, 32G PoRep) and one a/b/c buffer (3 per
+#: partition), as the simulated cuzk logs them.
+_NUM_CONSTRAINTS = 130_278_869
+_BUF_GIB = round(_NUM_CONSTRAINTS * 32 / GIB, 6)
 
 
 def parse_scenarios(scenario: str | Sequence[str], gpus: int = 1) -> list[ScenarioName]:
@@ -249,6 +267,10 @@ class SimProver:
         self.synth_fail_every = synth_fail_every
         self.syntheses = 0
         self.syntheses_failed = 0
+        #: cuzk's capacity hint (a process-wide OnceLock, pipeline.rs:176-230): cached when the
+        #: first synthesis finishes; every synthesis started before is unpinned (the first wave).
+        self.hint_cached = False
+        self.first_wave = 0
         #: The `post` scenario's script (PoSt, a panic, a restart), and its state: the daemon
         #: killed (`down`), the current run's TIMELINE epoch (simulated seconds).
         self.post_script: PostScript | None = None
@@ -341,9 +363,11 @@ class SimProver:
         GPU with the most: one host serves them all)."""
         return max(min(1.0, max(0.0, (self.threads(t, g) - 3) / 15)) for g in self._gpus)
 
-    def h2d_rate(self, g: _Gpu, t: float) -> float:
+    def h2d_rate(self, g: _Gpu, t: float, pinned: bool | None = None) -> float:
+        """H2D rate of a copy starting at `t`: pinned at the link's rate, pageable through the
+        bounce buffer (slower as host memory pressure rises); `pinned` None: the scenario's."""
         sc = g.scenario
-        if sc.pinned:
+        if sc.pinned if pinned is None else pinned:
             return sc.pinned_rate * g.rng.uniform(0.97, 1.0)
         frac = 1.0 - (1.0 - sc.pageable_floor_frac) * self.pressure(t)
         return sc.pageable_rate * frac * g.rng.uniform(0.9, 1.1)
@@ -384,6 +408,11 @@ class SimProver:
             for k, w in enumerate(g.workers):
                 self._trace(t, f"pipeline GPU worker started worker_id={w.wid} gpu={g.index} "
                                f"sub_id={k}")
+        batch = max(g.scenario.max_batch_size for g in self._gpus)
+        self._trace(t, f"synthesis dispatcher started (budget-gated) max_batch_size={batch} "
+                       "max_batch_wait_ms=10000 slot_size=0 synthesis_concurrency=1")
+        # A (re)start has no capacity hint: its first wave is unpinned (pipeline.rs:176-230).
+        self.hint_cached = False
 
     def add_compute(self, g: _Gpu, start: float, end: float) -> None:
         """Kernels on `g` over [start, end] (simulated seconds): SMs busy then."""
@@ -419,6 +448,9 @@ class SimProver:
                 sum(o.synth_active for o in self._gpus) < workers:
             part = g.next_partition
             g.next_partition += 1
+            if g.scenario.max_batch_size > 1:
+                self._start_batch(g, part)
+                continue
             job = f"porep-{self._job + g.index}-{part // 10}"
             entry = self._jobs.get(job)
             if entry is not None and entry.failed:
@@ -433,7 +465,63 @@ class SimProver:
             rec.state, rec.synth_start_s = "synthesizing", self._now
             dur = g.scenario.synth_s * g.rng.uniform(0.9, 1.15)
             self._timeline(self._now, "SYNTH_START", job, f"partition={part % 10}")
-            self._at(self._now + dur, partial(self._synth_done, g, job, part, dur))
+            pinned = self._checkout(g, job, part % 10)
+            self._at(self._now + dur, partial(self._synth_done, g, job, part, dur, pinned))
+
+    def _checkout(self, g: _Gpu, job: str, p: int) -> bool:
+        """The pinned pool as `synthesize_with_hint` uses it (pipeline.rs:250-358), with its
+        lines: no hint yet (the first wave) -> unpinned; else a checkout, which pins a new
+        buffer with cudaHostAlloc; in a pageable scenario that fails (pinned_pool.rs:57-69,
+        202-205) and the partition falls back to unpinned (pipeline.rs:301-308)."""
+        span = f'synthesize_partition{{job_id="{job}" partition={p}}}: '
+        pipe, pool = "cuzk_core::pipeline", "cuzk_core::pinned_pool"
+        if not self.hint_cached and g.scenario.first_wave:
+            self.first_wave += 1
+            self._trace(self._now, "no capacity hint cached — first synthesis will grow "
+                                   "organically circuit_id=porep-32g", span=span, target=pipe)
+            return False
+        self._trace(self._now, "using cached capacity hint for synthesis circuit_id=porep-32g",
+                    span=span, target=pipe)
+        self._trace(self._now, f"attempting pinned memory synthesis circuit_id=porep-32g "
+                               f"num_constraints={_NUM_CONSTRAINTS} scalar_size=32 "
+                               f"buf_gib={_BUF_GIB}", span=span, target=pipe)
+        if g.scenario.pinned:
+            self._trace(self._now, "pinned prover created for partition synthesis", span=span,
+                        target=pipe)
+            return True
+        self._trace(self._now, f"cudaHostAlloc failed size_gib={_BUF_GIB} cuda_err=2",
+                    span=span, target=pool, level=" WARN")
+        self._trace(self._now, f"pinned pool: cudaHostAlloc failed size_gib={_BUF_GIB}",
+                    span=span, target=pool, level=" WARN")
+        self._trace(self._now, f"pinned pool checkout FAILED — falling back to unpinned "
+                               f"num_constraints={_NUM_CONSTRAINTS} pool_free=0 "
+                               "pool_total_gib=0", span=span, target=pipe, level=" WARN")
+        return False
+
+    def _start_batch(self, g: _Gpu, unit: int) -> None:
+        """A batch of `max_batch_size` PoRep requests, one monolithic job (engine.rs:2053,
+        2644-2680): its TIMELINE lines carry `kind=`/`monolithic`, no partition; never in
+        /status; a/b/c unpinned (pipeline.rs:1632 gets no pinned pool)."""
+        size = g.scenario.max_batch_size
+        job = f"porep-{self._job + g.index}-{unit}"
+        g.synth_active += 1
+        self._trace(self._now, f"processing batch batch_size={size} proof_kind=porep-c2 "
+                               "slot_size=0")
+        self._timeline(self._now, "SYNTH_START", job, "kind=porep-c2")
+        dur = g.scenario.synth_s * g.rng.uniform(0.9, 1.15)
+        self._at(self._now + dur, partial(self._batch_synth_done, g, job, unit, dur))
+
+    def _batch_synth_done(self, g: _Gpu, job: str, unit: int, dur: float) -> None:
+        g.synth_active -= 1
+        ms = int(dur * 1000)
+        size = g.scenario.max_batch_size
+        self._trace(self._now, f"synthesis complete, sending to GPU synth_ms={ms} "
+                               f"circuit_id=porep-32g batch_size={size} sectors={size}")
+        self._timeline(self._now, "SYNTH_END", job, f"synth_ms={ms}")
+        self._timeline(self._now, "GPU_QUEUE", job, "monolithic")
+        g.queue.append((job, -1 - unit, ms, False))
+        self._dispatch(g)
+        self._fill_synthesis(g)
 
     def _part(self, job: str, part: int) -> _Part:
         """The pipeline record of a partition; its job (all 10 pending) is created on first use."""
@@ -442,7 +530,7 @@ class SimProver:
             entry = self._jobs[job] = _Job(self._now, [_Part() for _ in range(_PARTS_PER_JOB)])
         return entry.parts[part % _PARTS_PER_JOB]
 
-    def _synth_done(self, g: _Gpu, job: str, part: int, dur: float) -> None:
+    def _synth_done(self, g: _Gpu, job: str, part: int, dur: float, pinned: bool) -> None:
         g.synth_active -= 1
         rec = self._part(job, part)
         p = part % 10
@@ -460,8 +548,12 @@ class SimProver:
         self.synth_active_counter -= 1
         rec.state, rec.synth_end_s = "synth_done", self._now
         ms = int(dur * 1000)
-        pinned = g.scenario.pinned
         span = f'synthesize_partition{{job_id="{job}" partition={p}}}: '
+        if not self.hint_cached:
+            self.hint_cached = True
+            self._trace(self._now, f"cached synthesis capacity hint circuit_id=porep-32g "
+                                   f"num_constraints={_NUM_CONSTRAINTS} num_aux=1291730 "
+                                   "num_inputs=329", span=span, target="cuzk_core::pipeline")
         self._trace(self._now, f"partition synthesis complete partition={p} synth_ms={ms} "
                                f"is_pinned={'true' if pinned else 'false'}",
                     span=span, target="cuzk_core::pipeline")
@@ -481,13 +573,16 @@ class SimProver:
                 self._begin_copy(g, w, job, part, pinned)
 
     def _begin_copy(self, g: _Gpu, w: _Worker, job: str, part: int, pinned: bool) -> None:
-        p = part % 10
-        rec = self._part(job, part)
-        rec.state, rec.gpu_start_s = "gpu", self._now
-        w.job, w.partition, w.since_s = job, p, self._now
-        self._timeline(self._now, "GPU_PICKUP", job, f"worker={w.wid},partition={p}")
-        self._timeline(self._now, "GPU_START", job, f"worker={w.wid},partition={p}")
-        rate = self.h2d_rate(g, self._now)
+        where = f"worker={w.wid}"
+        if part >= 0:  # a partition (a batch, part < 0, is monolithic: not in /status)
+            p = part % 10
+            rec = self._part(job, part)
+            rec.state, rec.gpu_start_s = "gpu", self._now
+            w.job, w.partition, w.since_s = job, p, self._now
+            where += f",partition={p}"
+        self._timeline(self._now, "GPU_PICKUP", job, where)
+        self._timeline(self._now, "GPU_START", job, where)
+        rate = self.h2d_rate(g, self._now, pinned)
         dur = g.scenario.abc_bytes / rate
         start = self._now
         g.copies.append(_Span(start, start + dur, rate))
@@ -517,22 +612,26 @@ class SimProver:
             self._raw(f"CUZK_TIMING: mutex_held_ms={cms} "
                       f"total_start_fn_ms={int(h2d_ms + wait_ms) + cms}")
             total = int((self._now - copy_start) * 1000)
+            some = f"Some({part % 10})" if part >= 0 else "None"
             self._trace(self._now, f"GPU_TIMING spawn_blocking prove_start worker_id={w.wid} "
-                                   f"partition=Some({part % 10}) spawn_to_enter_ms=0 "
+                                   f"partition={some} spawn_to_enter_ms=0 "
                                    f"prove_start_ms={total}")
-            self._timeline(self._now, "GPU_END", job,
-                           f"worker={w.wid},partition={part % 10},gpu_ms={total}")
+            where = f"worker={w.wid}" + (f",partition={part % 10}" if part >= 0 else "")
+            self._timeline(self._now, "GPU_END", job, f"{where},gpu_ms={total}")
             if self._keep_truth:
                 self.truth.append(TruthInterval(
                     g.index, w.wid, part, self._t0_wall_s + lock_at,
                     self._t0_wall_s + lock_at + compute, round(h2d_ms, 1), pinned))
             w.busy = False
             w.job = w.partition = None
-            rec = self._part(job, part)
-            rec.state, rec.gpu_end_s = "done", self._now
-            entry = self._jobs[job]
-            if all(x.state == "done" for x in entry.parts):
-                entry.finished_s = self._now
+            if part >= 0:
+                rec = self._part(job, part)
+                rec.state, rec.gpu_end_s = "done", self._now
+                entry = self._jobs[job]
+                if all(x.state == "done" for x in entry.parts):
+                    entry.finished_s = self._now
+                    self.jobs_completed += 1
+            else:
                 self.jobs_completed += 1
             self._dispatch(g)
 
@@ -571,9 +670,10 @@ class SimProver:
         } for job, e in self._jobs.items()]
         workers = [{
             "worker_id": w.wid, "gpu_ordinal": g.index,
-            "state": "proving" if w.busy else "idle",
+            # A monolithic batch is never registered (engine.rs): its worker reads idle.
+            "state": "proving" if w.busy and w.job is not None else "idle",
             "current_job": w.job, "current_partition": w.partition,
-            "busy_secs": round(now - w.since_s, 3) if w.busy else None,
+            "busy_secs": round(now - w.since_s, 3) if w.busy and w.job is not None else None,
         } for g in self._gpus for w in g.workers]
         in_flight = sum(1 for e in self._jobs.values() for p in e.parts
                         if p.state in ("synthesizing", "synth_done", "gpu"))

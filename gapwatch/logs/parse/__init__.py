@@ -46,7 +46,7 @@ from gapwatch.cuzk import log_lines, panics
 from gapwatch.cuzk.log_lines import PARTITION_KIND
 from gapwatch.cuzk.pipeline import PACER_TEXT_NUMBERS, numeric_text_fields
 from gapwatch.logs.parse.prefixes import strip_ansi, strip_prefix
-from gapwatch.logs.parse.tracing import parse_tracing
+from gapwatch.logs.parse.tracing import TracingLine, parse_tracing
 from gapwatch.logs.parse.user_rules import UserRules
 
 __all__ = ["LogParser", "PARSE_CHARS", "PARTITION_NAME"]
@@ -98,6 +98,29 @@ def _gpu(value: FieldValue) -> int | None:
     """A field as a GPU index; anything else (gpu=4096, gpu=-1) stays only in the fields."""
     n = int_field(value)
     return n if n is not None and 0 <= n <= MAX_GPU_INDEX else None
+
+
+def _tracing_fields(line: TracingLine) -> dict[str, FieldValue]:
+    """A tracing line's fields: its spans' (their names in `spans`), its own, its `target`; the
+    pacer's quoted figures made numbers (engine.rs formats them with format!())."""
+    fields: dict[str, FieldValue]
+    if len(line.spans) == 1:  # the usual case: one span, its own fresh dict extended
+        name, fields = line.spans[0]
+        fields.update(line.fields)
+        fields["spans"] = name
+    elif line.spans:
+        fields = {}
+        for _name, span_fields in line.spans:
+            fields.update(span_fields)
+        fields.update(line.fields)
+        fields["spans"] = ":".join([name for name, _ in line.spans])
+    else:
+        fields = line.fields
+    if line.target is not None:
+        fields["target"] = line.target
+    if line.message.startswith("pacer:"):
+        numeric_text_fields(fields, PACER_TEXT_NUMBERS)
+    return fields
 
 
 class LogParser:
@@ -207,6 +230,27 @@ class LogParser:
     # ------------------------------------------------------------------ dispatch
     def _parse(self, text: str, stream: str, mono: int | None, wall: float) -> list[LogEvent]:
         raw = text
+        text = self._normalise(text)
+        if not text:
+            return []
+        prefix_s: float | None = None
+        while True:  # at most one prefix is peeled, then the rest is dispatched
+            if self.cuzk_enabled:
+                out = self._builtin(text, raw, stream, mono, wall, prefix_s)
+                if out is not None:
+                    return out
+            if prefix_s is not None:
+                break
+            peeled = strip_prefix(text, wall or 0.0)
+            if peeled is None or not peeled[0].strip():
+                break
+            text, prefix_s = peeled
+            self.counters["prefix_time"] += 1
+        return self._unknown(text, raw, stream, mono, wall, prefix_s)
+
+    def _normalise(self, text: str) -> str:
+        """The part of a line the rules read: its head only (`PARSE_CHARS`), without colour or
+        line ends; "" for a blank line (counted)."""
         if len(text) > PARSE_CHARS:
             # Only the line's head is parsed (its raw text stays whole): one regex call over a
             # 1 MiB line of fields held the GIL 156 ms and the sampler missed its ticks.
@@ -219,31 +263,21 @@ class LogParser:
             text = text.rstrip("\r\n")
         if not text or text.isspace():
             self.counters["blank"] += 1
-            return []
-        prefix_s: float | None = None
-        while True:  # at most one prefix is peeled, then the rest is dispatched
-            c = text[0]
-            if self.cuzk_enabled:
-                if c == "T" and text.startswith("TIMELINE,"):
-                    out = self._timeline(text, raw, stream, mono, wall, prefix_s)
-                    if out is not None:
-                        return out
-                elif c == "C" and text.startswith("CUZK_"):
-                    out = self._cuzk_cpp(text, raw, stream, mono, wall, prefix_s)
-                    if out is not None:
-                        return out
-                elif "0" <= c <= "9" and len(text) > 20 and text[4] == "-":
-                    out = self._tracing(text, raw, stream, mono, wall)
-                    if out is not None:
-                        return out
-            if prefix_s is not None:
-                break
-            peeled = strip_prefix(text, wall or 0.0)
-            if peeled is None or not peeled[0].strip():
-                break
-            text, prefix_s = peeled
-            self.counters["prefix_time"] += 1
-        return self._unknown(text, raw, stream, mono, wall, prefix_s)
+            return ""
+        return text
+
+    def _builtin(self, text: str, raw: str, stream: str, mono: int | None, wall: float,
+                 prefix_s: float | None) -> list[LogEvent] | None:
+        """The built-in rules, dispatched on the first characters (cheap, before any regex);
+        None when none of them understood the line."""
+        c = text[0]
+        if c == "T" and text.startswith("TIMELINE,"):
+            return self._timeline(text, raw, stream, mono, wall, prefix_s)
+        if c == "C" and text.startswith("CUZK_"):
+            return self._cuzk_cpp(text, raw, stream, mono, wall, prefix_s)
+        if "0" <= c <= "9" and len(text) > 20 and text[4] == "-":
+            return self._tracing(text, raw, stream, mono, wall)
+        return None
 
     def _unknown(self, text: str, raw: str, stream: str, mono: int | None, wall: float,
                  prefix_s: float | None) -> list[LogEvent]:
@@ -361,33 +395,32 @@ class LogParser:
         line = parse_tracing(text)
         if line is None:
             return None
-        fields: dict[str, FieldValue]
-        if len(line.spans) == 1:  # the usual case: one span, its own fresh dict extended
-            name, fields = line.spans[0]
-            fields.update(line.fields)
-            fields["spans"] = name
-        elif line.spans:
-            fields = {}
-            for _name, span_fields in line.spans:
-                fields.update(span_fields)
-            fields.update(line.fields)
-            fields["spans"] = ":".join([name for name, _ in line.spans])
-        else:
-            fields = line.fields
-        if line.target is not None:
-            fields["target"] = line.target
+        fields = _tracing_fields(line)
         message = line.message.rstrip()
-        if message.startswith("pacer:"):
-            # engine.rs formats the pacer's figures with format!(): quoted text, made numbers.
-            numeric_text_fields(fields, PACER_TEXT_NUMBERS)
         worker = int_field(fields.get("worker_id"))
         partition = int_field(fields.get("partition"))
-        gpu = _gpu(fields.get("gpu"))
         job = fields.get("job_id")
         job_id = job if isinstance(job, str) else None
-        events: list[LogEvent] = []
+        self._learn_from(message, fields, line.t_wall_s)
+        gpu = self._gpu_of(_gpu(fields.get("gpu")), worker, job_id, partition)
+        self._count("tracing")
+        events = [LogEvent(  # positional: see `_EVENT_FIELDS`
+            line.t_wall_s, "line", "tracing", message, raw, stream, line.level, job_id, worker,
+            partition, gpu, fields, log_lines.warning_of(text), mono,
+        )]
+        if message == log_lines.PROVE_START_MESSAGE:
+            lock = self.attributor.feed_prove_start(
+                worker, partition, line.t_wall_s, "line", mono, fields.get("prove_start_ms"))
+            if lock is not None:
+                events.append(self._lock_event(lock, stream, mono))
+        return events
+
+    def _learn_from(self, message: str, fields: dict[str, FieldValue], t_wall_s: float) -> None:
+        """What a tracing line tells the parser's state: the TIMELINE anchor (cuzk's start line,
+        which also forgets the worker -> GPU maps of the run before), and whether lock
+        attribution can hold (it cannot with several GPUs)."""
         if message.startswith(log_lines.ANCHOR_MESSAGE):
-            self.anchor_wall_s = line.t_wall_s
+            self.anchor_wall_s = t_wall_s
             self.anchor_source = "log"
             self._worker_gpu.clear()
             self._part_gpu.clear()
@@ -396,24 +429,20 @@ class LogParser:
             n_gpus = int_field(fields.get("num_gpus"))
             if n_gpus is not None and n_gpus > 1:
                 self._disable_attribution()
+
+    def _gpu_of(self, gpu: int | None, worker: int | None, job_id: str | None,
+                partition: int | None) -> int | None:
+        """The line's GPU: its own field (a worker's line teaches the worker -> GPU map), else
+        its worker's GPU, else its partition's."""
         if worker is not None and gpu is not None:
             # `pipeline GPU worker started worker_id gpu`, or any line in a worker's span.
             self._learn_worker_gpu(worker, gpu)
+            return gpu
         if gpu is None and worker is not None:
             gpu = self._worker_gpu.get(worker)
         if gpu is None and job_id is not None and partition is not None:
             gpu = self._part_gpu.get((job_id, partition))
-        self._count("tracing")
-        events.append(LogEvent(  # positional: see `_EVENT_FIELDS`
-            line.t_wall_s, "line", "tracing", message, raw, stream, line.level, job_id, worker,
-            partition, gpu, fields, log_lines.warning_of(text), mono,
-        ))
-        if message == log_lines.PROVE_START_MESSAGE:
-            lock = self.attributor.feed_prove_start(
-                worker, partition, line.t_wall_s, "line", mono, fields.get("prove_start_ms"))
-            if lock is not None:
-                events.append(self._lock_event(lock, stream, mono))
-        return events
+        return gpu
 
     def _lock_event(self, lock: log_lines.PartitionLock, stream: str, mono: int | None) -> LogEvent:
         self._count(PARTITION_KIND)

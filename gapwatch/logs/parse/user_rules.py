@@ -90,41 +90,45 @@ class UserRules:
         return bool(self._rules)
 
     def match(self, text: str) -> UserMatch | None:
+        """The first rule whose regex finds something in `text`, as a `UserMatch`."""
         for rule, regex in self._rules:
             m = regex.search(text)
-            if m is None:
-                continue
-            groups = m.groupdict()
-            fields: dict[str, FieldValue] = {
-                k: convert_value(v)
-                for k, v in groups.items()
-                if k not in _SPECIAL and v is not None
-            }
-            stamp: float | None = None
-            bad = False
-            raw_ts = groups.get("timestamp")
-            if raw_ts:
-                stamp = parse_timestamp(raw_ts, rule.timestamp_format)
-                bad = stamp is None
-            worker = _as_int(groups.get("worker"))
-            partition = _as_int(groups.get("partition"))
-            gpu = _as_int(groups.get("gpu"))
-            if gpu is not None and not 0 <= gpu <= MAX_GPU_INDEX:
-                gpu = None  # not a GPU index: kept as a field below
-            # A group that should be an int but is not stays visible as a field.
-            for key, parsed in (("worker", worker), ("partition", partition), ("gpu", gpu)):
-                if parsed is None and groups.get(key):
-                    fields[key] = groups[key]
-            return UserMatch(
-                rule=rule.name,
-                name=groups.get("phase") or rule.event or rule.name,
-                t_wall_s=stamp,
-                bad_timestamp=bad,
-                job_id=groups.get("job_id") or None,
-                worker=worker,
-                partition=partition,
-                gpu=gpu,
-                fields=fields,
-                warning=rule.warning or None,
-            )
+            if m is not None:
+                return _user_match(rule, m.groupdict())
         return None
+
+
+def _user_match(rule: UserRule, groups: dict[str, str | None]) -> UserMatch:
+    """What a user rule's named groups say: the special ones (timestamp, phase, job_id, worker,
+    partition, gpu) as the event's own, every other group a field."""
+    fields: dict[str, FieldValue] = {
+        k: convert_value(v) for k, v in groups.items() if k not in _SPECIAL and v is not None
+    }
+    stamp: float | None = None
+    bad = False
+    raw_ts = groups.get("timestamp")
+    if raw_ts:
+        stamp = parse_timestamp(raw_ts, rule.timestamp_format)
+        bad = stamp is None
+    worker = _as_int(groups.get("worker"))
+    partition = _as_int(groups.get("partition"))
+    gpu = _as_int(groups.get("gpu"))
+    if gpu is not None and not 0 <= gpu <= MAX_GPU_INDEX:
+        gpu = None  # not a GPU index: kept as a field below
+    # A group that should be an int but is not stays visible as a field.
+    for key, parsed in (("worker", worker), ("partition", partition), ("gpu", gpu)):
+        raw = groups.get(key)
+        if parsed is None and raw:
+            fields[key] = raw
+    return UserMatch(
+        rule=rule.name,
+        name=groups.get("phase") or rule.event or rule.name,
+        t_wall_s=stamp,
+        bad_timestamp=bad,
+        job_id=groups.get("job_id") or None,
+        worker=worker,
+        partition=partition,
+        gpu=gpu,
+        fields=fields,
+        warning=rule.warning or None,
+    )

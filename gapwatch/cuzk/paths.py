@@ -1,0 +1,311 @@
+"""The paths a/b/c and GPU jobs really take in upstream cuzk, and what to change on each.
+
+Who calls it: `gapwatch.offline.report` (feeds `PathsSeen` every log event while it detects, then
+hands `path_rule` and `path_notes` to `gapwatch.cuzk.advice.advise`). Pure: fed one `LogEvent` at
+a time, bounded (counters, maxima, a few times).
+
+Read from curio e0294b0f (cuzk unchanged since 2026-05-05; /work/shared/reference/
+cuzk-upstream-paths.md sections 2, 3, 4.5, 4.7). a/b/c are synthesised into pageable memory with
+no pool-failure line on four paths, and each gets its own answer:
+- the first wave after every start: every partition synthesis that starts before the first of
+  its circuit type finishes has no capacity hint (`no capacity hint cached`, pipeline.rs:270;
+  the hint is a process-wide OnceLock, pipeline.rs:176-230): no setting, it lasts until the
+  hint is cached and repeats after every restart;
+- WinningPoSt and WindowPoSt: monolithic and unpinned by design (pipeline.rs:3015, 3210): no
+  setting;
+- a batch of 2+ PoRep or SnapDeals requests (`[scheduler] max_batch_size > 1`, engine.rs:2053,
+  2672-2680; pipeline.rs:1632 passes no pool): `[scheduler] max_batch_size = 1`;
+- `[pipeline] enabled = false` (engine.rs:3422-3439): `[pipeline] enabled = true`.
+Dispatch stalls: `fail_check_ms`/`mark_busy_ms` of `GPU_TIMING hot_path` are cuzk's JobTracker
+mutex (engine.rs:3031, 3047), held by the finalizer during the PoRep self-check (engine.rs:521),
+by `CUZK_VALIDATE_PARTITIONS=1` work (engine.rs:532, 861) and by gRPC GetStatus/GetMetrics
+(engine.rs:3595, 3615); only `status_ms` is the lock `/status` takes (status.rs:397,
+engine.rs:3018-3021). `no_work`: the knob is Curio's `[Cuzk] MaxPending`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gapwatch.core import fmt
+from gapwatch.core.models import Gap, LogEvent
+from gapwatch.cuzk.advice import BATCH_KINDS, BATCH_SETTING, batched_gaps
+from gapwatch.cuzk.settings import (
+    DEPRECATED,
+    SPLIT_PROVE_TELL,
+    VALIDATE_PARTITIONS,
+    split_prove_disabled,
+)
+
+POST_KINDS = ("winning-post", "window-post")
+NO_CAPACITY_HINT = "no capacity hint cached — first synthesis will grow organically"
+HINT_CACHED = "cached synthesis capacity hint"
+HOT_PATH = "GPU_TIMING hot_path pre-prove overhead"
+SELF_CHECK = "verifying PoRep proof (self-check)"
+DISPATCHER = "synthesis dispatcher started (budget-gated)"
+HOT_PATH_FIELDS = ("status_ms", "fail_check_ms", "mark_busy_ms")
+
+#: (setting, change, why, source): one setting of an advice, as `gapwatch.cuzk.advice` takes it.
+Setting = tuple[str, str, str, str]
+#: (settings, guess, guess_why, evidence), or the reason no setting applies.
+Found = tuple[list[Setting], bool, str, list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class PathFacts:
+    """What the log said about the paths (see the module docstring); `log_seen` False: no
+    cuzk tracing line at all, so nothing here can be told."""
+
+    log_seen: bool = False
+    pipeline_enabled: bool | None = None
+    max_batch_size: int | None = None
+    batches: int = 0
+    post_jobs: int = 0
+    starts: int = 0
+    unhinted: int = 0
+    first_wave_start_s: float | None = None
+    first_wave_end_s: float | None = None
+    validate_lines: int = 0
+    self_checks: int = 0
+    hot_path_max_ms: tuple[tuple[str, int], ...] = ()
+    split_prove_disabled: bool = False
+    deprecated: tuple[str, ...] = ()
+
+
+class PathsSeen:
+    """Fed every log event of a run (`feed_log`); `result()` gives its `PathFacts`."""
+
+    def __init__(self) -> None:
+        self.tracing = 0
+        self.pipeline_enabled: bool | None = None
+        self.max_batch_size: int | None = None
+        self.batches = 0
+        self.post_jobs = 0
+        self.starts = 0
+        self.unhinted = 0
+        self.wave_start: float | None = None
+        self.wave_end: float | None = None
+        self.validate = 0
+        self.self_checks = 0
+        self.hot: dict[str, int] = {}
+        self.split_lines = 0
+        self.gpu_starts = 0
+        self.deprecated: dict[str, None] = {}
+
+    def feed_log(self, ev: LogEvent) -> None:
+        if ev.kind == "timeline":
+            self._timeline(ev)
+        elif ev.kind == "tracing":
+            self.tracing += 1
+            self._tracing(ev)
+
+    def _timeline(self, ev: LogEvent) -> None:
+        if ev.name == "GPU_START":
+            self.gpu_starts += 1
+        elif ev.name == "SYNTH_START" and ev.partition is None:
+            kind = ev.fields.get("kind")
+            if kind in BATCH_KINDS and self.pipeline_enabled is not False:
+                self.batches += 1
+            elif kind in POST_KINDS:
+                self.post_jobs += 1
+
+    def _tracing(self, ev: LogEvent) -> None:
+        name, f = ev.name, ev.fields
+        if name == "starting cuzk engine":
+            self.starts += 1
+            enabled = f.get("pipeline_enabled")
+            self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
+        elif name == DISPATCHER:
+            size = f.get("max_batch_size")
+            self.max_batch_size = size if isinstance(size, int) else None
+        elif name == NO_CAPACITY_HINT:
+            self.unhinted += 1
+            if self.wave_start is None:
+                self.wave_start = ev.t_wall_s
+        elif name == HINT_CACHED and self.wave_end is None:
+            self.wave_end = ev.t_wall_s
+        elif name.startswith(VALIDATE_PARTITIONS):
+            self.validate += 1
+        elif name == SELF_CHECK:
+            self.self_checks += 1
+        elif name == HOT_PATH:
+            for k in HOT_PATH_FIELDS:
+                v = f.get(k)
+                if isinstance(v, int) and v > self.hot.get(k, -1):
+                    self.hot[k] = v
+        elif name == SPLIT_PROVE_TELL:
+            self.split_lines += 1
+        elif DEPRECATED in name and len(self.deprecated) < 32:
+            self.deprecated[name.split(DEPRECATED, 1)[0].strip()] = None
+
+    def result(self) -> PathFacts:
+        return PathFacts(
+            log_seen=self.tracing > 0, pipeline_enabled=self.pipeline_enabled,
+            max_batch_size=self.max_batch_size, batches=self.batches, post_jobs=self.post_jobs,
+            starts=self.starts, unhinted=self.unhinted, first_wave_start_s=self.wave_start,
+            first_wave_end_s=self.wave_end, validate_lines=self.validate,
+            self_checks=self.self_checks,
+            hot_path_max_ms=tuple((k, self.hot[k]) for k in HOT_PATH_FIELDS if k in self.hot),
+            split_prove_disabled=split_prove_disabled(self.gpu_starts, self.split_lines,
+                                                      self.tracing),
+            deprecated=tuple(self.deprecated),
+        )  # fmt: skip
+
+
+PIPELINE_SETTING: Setting = (
+    "[pipeline] enabled", "true",
+    "with the pipeline off every proof is monolithic through filecoin-proofs' heap-backed "
+    "prover: no pinned a/b/c, no synthesis overlapping GPU proving",
+    "extern/cuzk/cuzk-core/src/engine.rs:3422-3439, extern/cuzk/cuzk.example.toml")
+VALIDATE_SETTING: Setting = (
+    "env CUZK_VALIDATE_PARTITIONS", "unset it (a debug knob)",
+    "=1 runs 10 per-partition verifications after each PoRep self-check while the finalizer "
+    "holds cuzk's JobTracker mutex, which every GPU worker takes twice at pickup "
+    "(fail_check_ms, mark_busy_ms)",
+    "extern/cuzk/cuzk-core/src/engine.rs:532, 861, 3031, 3047, 3220")
+SPLIT_PROVE_SETTING: Setting = (
+    "env CUZK_DISABLE_SPLIT_PROVE", "unset it",
+    "=1 proves synchronously: the worker is held through b_g2_msm and the epilogue, so the "
+    "prove/finish overlap is gone and the GPU idles during the CPU tail",
+    "extern/cuzk/cuzk-core/src/engine.rs:3075, 3139")
+MAX_PENDING_SETTING: Setting = (
+    "Curio [Cuzk] MaxPending", "raise it (default 10), if Curio had proofs waiting",
+    "Curio sends at most MaxPending requests to cuzk at once, one limit shared by PoRep, "
+    "SnapDeals and PoSt tasks",
+    "curio deps/config/types.go:135-138, harmony/taskhelp/max.go:74-76, "
+    "documentation/en/experimental-features/cuzk-proving-daemon.md:148-163")
+STATUS_PERIOD_SETTING: Setting = (
+    "[cuzk] status_period_s (gapwatch's config)", "raise it (poll /status less often)",
+    "GET /status takes the StatusTracker write lock that GPU workers take at pickup (status_ms)",
+    "extern/cuzk/cuzk-core/src/status.rs:397, engine.rs:3018-3021")
+
+
+def _kinds_in(g: Gap) -> set[str]:
+    """The monolithic job kinds a gap's evidence names (`<kind> job <id> ...`)."""
+    text = " ".join(g.prover_evidence)
+    return {k for k in (*BATCH_KINDS, *POST_KINDS) if f"{k} job" in text}
+
+
+def path_rule(stall: str, gaps: Sequence[Gap], facts: PathFacts) -> Found | str | None:
+    """The answer for `stall` on the path the log shows, or None: the general advice stands."""
+    if stall == "monolithic":
+        return _monolithic(gaps, facts)
+    if stall in ("pageable_copies", "slow_copies"):
+        return _pageable(gaps, facts)
+    if stall == "first_synthesis":
+        return first_wave_words(facts)
+    if stall == "dispatch_stall":
+        return _dispatch(facts)
+    if stall == "inside_workers" and facts.split_prove_disabled:
+        return [SPLIT_PROVE_SETTING], False, "", [_split_prove_evidence()]
+    if stall == "no_work":
+        return ([MAX_PENDING_SETTING], True,
+                "gapwatch sees cuzk idle, not whether Curio had proofs waiting", [])
+    return None
+
+
+def _monolithic(gaps: Sequence[Gap], facts: PathFacts) -> Found | str | None:
+    if facts.pipeline_enabled is False:
+        return None  # the general advice: [pipeline] enabled = true
+    kinds = set().union(*(_kinds_in(g) for g in gaps))
+    batched = batched_gaps(gaps)
+    if batched or (facts.batches and not kinds & set(POST_KINDS)):
+        return [BATCH_SETTING], not batched, (
+            "" if batched else "these gaps name no batch job, but the log shows batches"), \
+            _batch_evidence(facts, batched, len(gaps))
+    return ("WinningPoSt and WindowPoSt are monolithic and unpinned by design in this cuzk "
+            "(pipeline.rs:3015, 3210 pass no pinned pool): no setting changes that")
+
+
+def _batch_evidence(facts: PathFacts, batched: int, gaps: int) -> list[str]:
+    out = []
+    if batched:
+        out.append(f"{batched} of {gaps} gap(s) during a batch job (TIMELINE SYNTH_START "
+                   "kind=porep-c2 or snap-update, no partition)")
+    if facts.batches:
+        out.append(f"{facts.batches} batch job(s) in the log")
+    if facts.max_batch_size is not None:
+        out.append(f"'synthesis dispatcher started' says max_batch_size={facts.max_batch_size} "
+                   "(engine.rs:1892)")
+    return out
+
+
+def _pageable(gaps: Sequence[Gap], facts: PathFacts) -> Found | str | None:
+    if not facts.log_seen:
+        return None
+    if facts.pipeline_enabled is False:
+        return [PIPELINE_SETTING], False, "", [
+            "the log's 'starting cuzk engine' says pipeline_enabled=false"]
+    if facts.batches:
+        return [BATCH_SETTING], True, (
+            "cuzk's log shows batches and no pool failure: batched a/b/c are pageable; "
+            "gapwatch did not tie these gaps to one batch"), _batch_evidence(facts, 0, len(gaps))
+    wave_end = facts.first_wave_end_s
+    if facts.unhinted and wave_end is not None and all(g.start_s <= wave_end for g in gaps):
+        return first_wave_words(facts)
+    if any("unpinned" in _warnings(g) for g in gaps):
+        return ("cuzk's log says these partitions were unpinned (is_pinned=false) with no pool "
+                "failure, no batch, the pipeline on and the first wave over: a path upstream's "
+                "code does not take (pipeline.rs:273-308), so no setting is known")
+    return ("cuzk's log shows no pool failure, no batch, the pipeline on and the first wave "
+            "over: its partitions are pinned; the pageable copies left are the MSM scalars and "
+            "bases cuzk keeps in heap memory (groth16_cuda.cu:1005-1031), which no setting pins")
+
+
+def _warnings(g: Gap) -> set[str]:
+    return {e.warning for e in g.log_events if e.warning}
+
+
+def first_wave_words(facts: PathFacts) -> str:
+    """The first wave after a start, in one sentence: how many, how long, that it repeats."""
+    lasted = ""
+    if facts.first_wave_start_s is not None and facts.first_wave_end_s is not None:
+        lasted = (f", {fmt.duration(facts.first_wave_end_s - facts.first_wave_start_s)} from "
+                  f"{fmt.clock(facts.first_wave_start_s)}")
+    return (f"first wave after cuzk started: {facts.unhinted or 'the'} partition synthesis(es) "
+            f"began before the first of their circuit type finished{lasted}, so had no capacity "
+            "hint and were unpinned (pipeline.rs:176-230, 270); no setting: it repeats after "
+            "every restart of cuzk")
+
+
+def _dispatch(facts: PathFacts) -> Found | str:
+    hot = dict(facts.hot_path_max_ms)
+    said = ", ".join(f"{k} up to {v} ms" for k, v in hot.items())
+    evidence = [f"GPU_TIMING hot_path: {said}"] if said else []
+    if facts.validate_lines:
+        return [VALIDATE_SETTING], False, "", [
+            f"{facts.validate_lines} 'CUZK_VALIDATE_PARTITIONS=1: validating' line(s)", *evidence]
+    tracker = max(hot.get("fail_check_ms", 0), hot.get("mark_busy_ms", 0))
+    if hot.get("status_ms", 0) > max(tracker, 0) and hot.get("status_ms", 0) >= 10:
+        return [STATUS_PERIOD_SETTING], True, (
+            "status_ms, /status's lock, was the largest wait; another /status poller may hold "
+            "it too"), evidence
+    checks = (f"; {facts.self_checks} self-check(s) in the log" if facts.self_checks else "")
+    return ("no setting: GPU workers wait at pickup on cuzk's JobTracker mutex (fail_check_ms, "
+            "mark_busy_ms, engine.rs:3031, 3047), which the finalizer holds through the PoRep "
+            "self-check (engine.rs:521) and gRPC GetStatus/GetMetrics take (poll those less); "
+            "/status takes only status_ms's lock" + (f" ({said})" if said else "") + checks)
+
+
+def _split_prove_evidence() -> str:
+    return (f"GPU_START lines but not one '{SPLIT_PROVE_TELL}' line: CUZK_DISABLE_SPLIT_PROVE=1 "
+            "looks set")
+
+
+def path_notes(facts: PathFacts) -> list[str]:
+    """What the log says the operator set to no effect, or set and should not have: said with
+    the advice whatever the gaps."""
+    out = [f"cuzk ignores '{key}' in its config (its WARN '{key} is deprecated', "
+           "cuzk-core/src/config.rs): remove it, it changes nothing" for key in facts.deprecated]
+    if facts.split_prove_disabled:
+        out.append(f"{_split_prove_evidence()} (engine.rs:3075): the prove/finish overlap is off, "
+                   "and gapwatch's lock attribution, which keys on that line, is off too")
+    if facts.validate_lines:
+        out.append("CUZK_VALIDATE_PARTITIONS=1 is set (its lines, engine.rs:533, 862): a debug "
+                   "knob that holds the JobTracker mutex GPU workers wait on; unset it in "
+                   "production")
+    if facts.starts > 1:
+        out.append(f"cuzk started {facts.starts} times in the log read: each start begins "
+                   "with an unpinned first wave and reloads its SRS")
+    return out

@@ -1,0 +1,182 @@
+"""The prover's settings as its own lines and `/status` show them, and which changed.
+
+Who calls it: `gapwatch.offline.compare` (each side's settings, and the changes between them);
+`gapwatch.cuzk.paths` reads `SettingsSeen` for the env knobs it advises on. Pure: fed one
+`LogEvent` or `ProverStatus` at a time, bounded (a fixed set of keys, the latest value of each).
+
+Every key is one upstream logs or serves (curio e0294b0f, cuzk unchanged since 2026-05-05; the
+line and its file:line in `SOURCES`): cuzk has no endpoint that prints its configuration, so a
+setting it never logs cannot be shown, and is not guessed. Env knobs: `CUZK_VALIDATE_PARTITIONS=1`
+logs a line per verified job (engine.rs:533, 862); `CUZK_DISABLE_SPLIT_PROVE=1` logs nothing, and
+is inferred from its one tell: GPU jobs start (TIMELINE `GPU_START`) while tracing lines are read
+and not one `GPU_TIMING spawn_blocking prove_start` appears (engine.rs:3075, 3139).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
+from gapwatch.core.units import GIB
+
+#: Tracing message -> ((field, setting as cuzk's TOML or the log names it), ...).
+STARTUP_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "starting cuzk engine": (("pipeline_enabled", "[pipeline] enabled"),),
+    "initializing GPU workers": (("num_gpus", "GPUs (num_gpus)"),
+                                 ("gpu_workers_per_device", "[gpus] gpu_workers_per_device")),
+    "memory budget initialized": (("total_budget_gib", "[memory] total_budget (GiB)"),),
+    "starting pipeline: synthesis task + GPU workers (budget-gated)": (
+        ("synth_worker_count", "synth_worker_count"),
+        ("max_partitions_in_budget", "max_partitions_in_budget"),
+        ("effective_lookahead", "effective_lookahead")),
+    "synthesis dispatcher started (budget-gated)": (
+        ("max_batch_size", "[scheduler] max_batch_size"),
+        ("max_batch_wait_ms", "[scheduler] max_batch_wait_ms"),
+        ("slot_size", "[pipeline] slot_size"),
+        ("synthesis_concurrency", "synthesis_concurrency")),
+    "set CUZK_GPU_THREADS for C++ groth16_pool": (("gpu_threads", "[gpus] gpu_threads"),),
+    "status HTTP server listening": (("addr", "[daemon] status_listen"),),
+}
+
+#: Where each startup line is written upstream (curio e0294b0f), for the docs and the output.
+SOURCES: dict[str, str] = {
+    "starting cuzk engine": "extern/cuzk/cuzk-core/src/engine.rs:1244",
+    "initializing GPU workers": "extern/cuzk/cuzk-core/src/engine.rs:1339",
+    "memory budget initialized": "extern/cuzk/cuzk-core/src/engine.rs",
+    "starting pipeline: synthesis task + GPU workers (budget-gated)":
+        "extern/cuzk/cuzk-core/src/engine.rs:1839",
+    "synthesis dispatcher started (budget-gated)": "extern/cuzk/cuzk-core/src/engine.rs:1892",
+    "set CUZK_GPU_THREADS for C++ groth16_pool": "extern/cuzk/cuzk-daemon/src/main.rs:85",
+    "status HTTP server listening": "extern/cuzk/cuzk-daemon/src/main.rs",
+}
+
+DEPRECATED = " is deprecated"
+VALIDATE_PARTITIONS = "CUZK_VALIDATE_PARTITIONS=1: validating per-partition verifier"
+SPLIT_PROVE_TELL = "GPU_TIMING spawn_blocking prove_start"
+#: GPU jobs seen without one split-prove line before `CUZK_DISABLE_SPLIT_PROVE=1` is said.
+SPLIT_PROVE_MIN_JOBS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ProverSettings:
+    """What one side showed: each setting's latest value (as text), where it was read, the
+    deprecated keys cuzk warned it ignores, and the env knobs seen or inferred."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    seen_in: dict[str, str] = field(default_factory=dict)
+    deprecated: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    #: Batches seen (`synthesis complete, sending to GPU batch_size>1` or a monolithic
+    #: PoRep/SnapDeals `SYNTH_START kind=`): how many.
+    batches: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SettingChange:
+    setting: str
+    before: str | None
+    after: str | None
+
+
+def _text(v: FieldValue | None) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+class SettingsSeen:
+    """Fed every log event and `/status` snapshot of one side; `result()` says what it showed."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+        self.seen_in: dict[str, str] = {}
+        self.deprecated: dict[str, None] = {}
+        self.validate_lines = 0
+        self.split_prove_lines = 0
+        self.gpu_starts = 0
+        self.tracing_lines = 0
+        self.batches = 0
+
+    def feed_log(self, ev: LogEvent) -> None:
+        if ev.kind == "timeline":
+            self._timeline(ev)
+            return
+        if ev.kind != "tracing":
+            return
+        self.tracing_lines += 1
+        name = ev.name
+        wanted = STARTUP_FIELDS.get(name)
+        if wanted is not None:
+            for key, setting in wanted:
+                v = ev.fields.get(key)
+                if v is not None:
+                    self.values[setting] = _text(v)
+                    self.seen_in[setting] = f"log: {name}"
+        elif name.endswith(DEPRECATED) or DEPRECATED + " " in name:
+            key = name.split(DEPRECATED, 1)[0].strip()
+            if key and len(self.deprecated) < 32:
+                self.deprecated[key] = None
+        elif name.startswith(VALIDATE_PARTITIONS):
+            self.validate_lines += 1
+        elif name == SPLIT_PROVE_TELL:
+            self.split_prove_lines += 1
+        elif name == "synthesis complete, sending to GPU":
+            size = ev.fields.get("batch_size")
+            if isinstance(size, int) and size > 1:
+                self.batches += 1
+
+    def _timeline(self, ev: LogEvent) -> None:
+        if ev.name == "GPU_START":
+            self.gpu_starts += 1
+        elif ev.name == "SYNTH_START":
+            kind = ev.fields.get("kind")
+            if kind in ("porep-c2", "snap-update") and self.values.get(
+                    "[pipeline] enabled") != "false":
+                self.batches += 1
+
+    def feed_status(self, s: ProverStatus) -> None:
+        if s.memory_total_bytes is not None:
+            self.values["[memory] total_budget (GiB)"] = str(s.memory_total_bytes // GIB)
+            self.seen_in["[memory] total_budget (GiB)"] = "/status memory.total_bytes"
+        if s.workers:
+            per: dict[int | None, int] = {}
+            for w in s.workers:
+                per[w.gpu] = per.get(w.gpu, 0) + 1
+            self.values["[gpus] gpu_workers_per_device"] = str(max(per.values()))
+            self.seen_in["[gpus] gpu_workers_per_device"] = "/status gpu_workers"
+
+    def result(self) -> ProverSettings:
+        env: dict[str, str] = {}
+        if self.validate_lines:
+            env["CUZK_VALIDATE_PARTITIONS"] = (
+                f"1 (seen: {self.validate_lines} 'CUZK_VALIDATE_PARTITIONS=1' line(s))")
+        if split_prove_disabled(self.gpu_starts, self.split_prove_lines, self.tracing_lines):
+            env["CUZK_DISABLE_SPLIT_PROVE"] = (
+                f"1 (inferred: {self.gpu_starts} GPU_START, no '{SPLIT_PROVE_TELL}' line)")
+        return ProverSettings(dict(self.values), dict(self.seen_in), tuple(self.deprecated),
+                              env, self.batches)
+
+
+def split_prove_disabled(gpu_starts: int, split_prove_lines: int, tracing_lines: int) -> bool:
+    """`CUZK_DISABLE_SPLIT_PROVE=1`'s only tell: GPU jobs start, tracing lines are read (the
+    stdout log is there), and not one split-prove line came (engine.rs:3075, 3139)."""
+    return gpu_starts >= SPLIT_PROVE_MIN_JOBS and tracing_lines > 0 and split_prove_lines == 0
+
+
+def changes(before: ProverSettings, after: ProverSettings) -> list[SettingChange]:
+    """Every setting, deprecated key and env knob whose value differs between the sides (one
+    side not showing it counts as a change only when the other does show it)."""
+    out: list[SettingChange] = []
+    for key in sorted(set(before.values) | set(after.values)):
+        b, a = before.values.get(key), after.values.get(key)
+        if b != a:
+            out.append(SettingChange(key, b, a))
+    for key in sorted(set(before.env) | set(after.env)):
+        b, a = before.env.get(key), after.env.get(key)
+        if (b is None) != (a is None):
+            out.append(SettingChange(key, b and "1", a and "1"))
+    for key in sorted(set(before.deprecated) ^ set(after.deprecated)):
+        out.append(SettingChange(f"{key} (deprecated, ignored)",
+                                 "set" if key in before.deprecated else None,
+                                 "set" if key in after.deprecated else None))
+    return out

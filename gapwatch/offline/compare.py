@@ -1,0 +1,433 @@
+"""`gapwatch compare BEFORE AFTER`: did a change to the prover pay off, figure by figure.
+
+Who calls it: `gapwatch.commands.compare` (text, `--json`, `--markdown` through
+`gapwatch.offline.compare_format`), tests, bench/compare_bench.py.
+
+Each side is read as `report` reads it (a recording, a folder or a glob of segments, with its own
+`--log` files) and detected by the same code (`gapwatch.offline.report`: the parallel detection
+for a large recording without logs, else the one-process loop), one side after the other: of a
+side only slim tuples are kept (each gap's GPU, kind, cause and times; each partition's GPU and
+end; each H2D copy's GPU, memory kind, end, bytes and time), so that the second side is detected
+with the first's report gone. Then both sides are cut into the same fixed windows
+(`compare_windows`; the window is the largest of 60, 30, 20, 10, 5, 3, 2, 1 s giving the shorter
+side 8 whole windows, or `--window`), and each figure's windows are tested
+(`compare_stats.judge`: Mann-Whitney U, p < 0.01, and a change above a floor).
+
+Load is not a gain: idle for want of work (the prover's `/status` cause `no_work`) is a figure of
+its own, never judged; when it differs measurably between the sides, the figures it moves (busy
+share, gaps and idle per hour, partitions per hour) say "different load" instead of better or
+worse. Different GPU sets or lengths are said in the head. The prover's settings come from each
+side's own lines and `/status` (`gapwatch.cuzk.settings`); BEFORE's advice and its payoff (work
+taken as fixed) are set against what AFTER achieved.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gapwatch.config import Config
+from gapwatch.core import fmt
+from gapwatch.core.models import CopyRecord, Gap, GpuInfo, ProverEvent
+from gapwatch.core.track import GpuTotals
+from gapwatch.cuzk.advice import AdviceReport, advice_json
+from gapwatch.cuzk.settings import ProverSettings, SettingChange, SettingsSeen, changes
+from gapwatch.offline.compare_stats import Better, Spread, Test, judge, spread
+from gapwatch.offline.compare_windows import (
+    ALL,
+    PAGEABLE_SHARE,
+    POST_LATENCY,
+    GpuWindows,
+    Grid,
+    SlimCopy,
+    SlimGap,
+    SlimPost,
+    accumulate,
+    choose_window_s,
+    series,
+)
+from gapwatch.offline.report import detect, summarise
+from gapwatch.offline.report_parallel import detect_parallel, plan_workers
+
+COMPARE_SCHEMA_VERSION = 1
+#: Figures whose change follows the load (how much work the prover was given), not a setting.
+LOAD_SENSITIVE = ("busy share", "gaps/h", "idle s/h", "partitions/h")
+NO_WORK = "idle s/h, prover: no_work"
+POST_KINDS = ("winning-post", "window-post")
+#: Lengths differing by more than this factor are said.
+LENGTH_RATIO_SAID = 1.25
+METHOD = (
+    "per-window values (the window and how many on each side said above) compared by the "
+    "Mann-Whitney U test, two-sided, tie- and continuity-corrected normal approximation: a "
+    "change is said when p < 0.01 and the means differ by more than 1 percentage point (shares) "
+    "or 5 % (rates, counts); busy share per window counts idle inside gaps >= min gap only"
+)
+
+
+@dataclass
+class Side:
+    """What one side showed, kept small (see the module docstring)."""
+
+    label: str
+    path: str
+    log_files: list[str]
+    gpus: list[GpuInfo]
+    totals: list[GpuTotals]
+    gaps: list[SlimGap]
+    partition_ends: list[tuple[int | None, float]] | None
+    copies: list[SlimCopy]
+    settings: ProverSettings
+    advice: AdviceReport
+    #: The report's payoff of closing every gap (`if_closed` over all GPUs).
+    payoff_all: dict[str, float | None]
+    busy_fraction: float | None
+    partitions_per_hour: float | None
+    statuses: int
+    problems: list[str] = field(default_factory=list)
+    #: Each finished PoSt (WinningPoSt, WindowPoSt) the prover's watcher timed.
+    posts: list[SlimPost] = field(default_factory=list)
+
+    @property
+    def start_s(self) -> float | None:
+        firsts = [t.first_busy_s for t in self.totals if t.first_busy_s is not None]
+        return min(firsts) if firsts else None
+
+    @property
+    def span_s(self) -> float:
+        lasts = [t.last_busy_s for t in self.totals if t.last_busy_s is not None]
+        start = self.start_s
+        return max(lasts) - start if lasts and start is not None else 0.0
+
+
+def read_side(label: str, path: str | Path, config: Config, logs: list[str]) -> Side:
+    """Detect one side as `report` does and keep only what the comparison reads.
+
+    Raises:
+        gapwatch.sources.recording.RecordingError: not a usable recording.
+        OSError: a `--log` file cannot be read.
+    """
+    seen = SettingsSeen()
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        n = plan_workers(path, logs)
+        found = detect_parallel(path, config, n) if n > 1 and not logs else None
+        if found is None:
+            found = detect(path, config, logs, on_log=seen.feed_log)
+        for st in found.prover_statuses:
+            seen.feed_status(st)
+        rep = summarise(path, found, logs, config.detector.window_s)
+        copies, statuses = _slim_copies(found.copies), len(found.prover_statuses)
+        posts = _slim_posts(found.prover_events)
+        del found
+        ends = None
+        if rep.partitions is not None:
+            ends = [(p.gpu, p.gpu_end_s) for p in rep.partitions.partitions
+                    if p.gpu_end_s is not None]
+        return Side(
+            label=label, path=str(path), log_files=list(logs), gpus=list(rep.header.gpus),
+            totals=rep.totals, gaps=[_slim_gap(g) for g in rep.gaps if g.end_s is not None],
+            partition_ends=ends, copies=copies,
+            settings=seen.result(), advice=rep.advice,
+            payoff_all=rep.payoff["overall"]["if_closed"]["all"],
+            busy_fraction=rep.payoff["overall"]["busy_fraction"],
+            partitions_per_hour=rep.payoff.get("partitions_per_hour"),
+            statuses=statuses, problems=[*rep.warnings, *rep.problems], posts=posts,
+        )  # fmt: skip
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+def _slim_gap(g: Gap) -> SlimGap:
+    return SlimGap(g.gpu, g.kind, g.prover_cause, g.start_s, g.duration_s)
+
+
+def _slim_posts(events: Sequence[ProverEvent]) -> list[SlimPost]:
+    out = []
+    for e in events:
+        p = e.proof
+        if (e.kind == "proof" and p is not None and p.done and p.total_s is not None
+                and p.proof_kind in POST_KINDS):
+            out.append(SlimPost(e.gpu, p.proof_kind, e.t_wall_s, p.total_s))
+    return out
+
+
+def _slim_copies(copies: list[CopyRecord]) -> list[SlimCopy]:
+    return [SlimCopy(c.gpu, c.host_kind, c.end_wall_s, c.bytes, c.duration_s)
+            for c in copies if c.direction == "h2d" and c.gpu is not None]
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One figure of one GPU (or all): each side's whole value and windows, and the verdict."""
+
+    gpu: int
+    name: str
+    better: Better
+    share: bool
+    before: float | None
+    after: float | None
+    before_windows: Spread
+    after_windows: Spread
+    test: Test
+
+
+@dataclass
+class Comparison:
+    before: Side
+    after: Side
+    window_s: float
+    figures: list[Figure]
+    setting_changes: list[SettingChange]
+    notes: list[str]
+    load_differs: bool
+    load_known: bool
+
+
+def compare(before: Side, after: Side, window_s: float | None = None) -> Comparison:
+    """Both sides cut into the same windows, every figure judged (see the module docstring)."""
+    shorter = min(before.span_s, after.span_s)
+    w = window_s or choose_window_s(shorter)
+    wins, wholes = {}, {}
+    for s in (before, after):
+        wins[s.label], wholes[s.label] = _windows(s, w)
+    for s in (before, after):
+        _zeros_for_absent(wins[s.label], wholes[s.label], _other(s, before, after, wins),
+                          prover_seen=_prover_seen(s))
+    gpus = sorted({t.gpu for t in before.totals} & {t.gpu for t in after.totals})
+    keys = [ALL, *gpus] if len(gpus) > 1 or not gpus else gpus
+    figures: list[Figure] = []
+    for gpu in keys:
+        b_win, a_win = wins["BEFORE"].get(gpu, {}), wins["AFTER"].get(gpu, {})
+        b_all, a_all = wholes["BEFORE"].get(gpu, {}), wholes["AFTER"].get(gpu, {})
+        for name in _figure_names(b_win, a_win, b_all, a_all):
+            better, share = _direction(name)
+            bw, aw = b_win.get(name, []), a_win.get(name, [])
+            figures.append(Figure(gpu, name, better, share, b_all.get(name), a_all.get(name),
+                                  spread(bw), spread(aw), judge(bw, aw, better, share)))
+    load_known = before.statuses > 0 and after.statuses > 0
+    load_differs = any(f.name == NO_WORK and f.test.verdict == "load" for f in figures)
+    if load_differs:
+        figures = [_load_said(f) for f in figures]
+    return Comparison(before, after, w, figures, changes(before.settings, after.settings),
+                      _notes(before, after, w), load_differs, load_known)
+
+
+def _other(side: Side, before: Side, after: Side,
+           wins: dict[str, dict[int, dict[str, list[float]]]]) -> dict[int, dict[str, Any]]:
+    return wins["AFTER" if side is before else "BEFORE"]
+
+
+def _prover_seen(side: Side) -> bool:
+    """Whether the side heard the prover at all (its log or /status): without, a prover cause
+    absent there is unknown, not zero."""
+    return side.statuses > 0 or side.partition_ends is not None or bool(side.settings.values)
+
+
+def _zeros_for_absent(mine: dict[int, dict[str, list[float]]],
+                      whole: dict[int, dict[str, float | None]],
+                      other: dict[int, dict[str, Any]], prover_seen: bool) -> None:
+    """An idle figure the other side has and this side has not is 0 here (no such gap), in
+    every usable window; a prover cause only when this side heard the prover."""
+    for gpu, figs in mine.items():
+        n = len(figs.get("busy share", []))
+        for name in other.get(gpu, {}):
+            absent_is_zero = name.startswith("idle s/h: ") or (
+                name.startswith("idle s/h, prover: ") and prover_seen)
+            if absent_is_zero and name not in figs:
+                figs[name] = [0.0] * n
+                if gpu in whole and whole[gpu]:
+                    whole[gpu][name] = 0.0
+
+
+def _load_said(f: Figure) -> Figure:
+    if f.name in LOAD_SENSITIVE or f.name.startswith("idle s/h: "):
+        if f.test.verdict in ("better", "worse"):
+            return Figure(f.gpu, f.name, f.better, f.share, f.before, f.after,
+                          f.before_windows, f.after_windows,
+                          Test(f.test.p_value, f.test.delta_mean, "different load"))
+    return f
+
+
+def _direction(name: str) -> tuple[Better, bool]:
+    if name == NO_WORK:
+        return "none", False
+    if name == "busy share":
+        return "higher", True
+    if name == PAGEABLE_SHARE:
+        return "lower", True
+    if name == "partitions/h" or name.startswith("H2D rate"):
+        return "higher", False
+    return "lower", False
+
+
+def _figure_names(*maps: dict[str, Any]) -> list[str]:
+    """Figures in a fixed order: busy, partitions, gaps, idle (total, by kind, by prover
+    cause), H2D rates by memory kind."""
+    names = {n for m in maps for n in m}
+    order = ["busy share", "partitions/h", "gaps/h", "idle s/h"]
+    groups = ("idle s/h: ", "idle s/h, prover: ", "H2D rate: ", PAGEABLE_SHARE, POST_LATENCY)
+    out = [n for n in order if n in names]
+    for prefix in groups:
+        out += sorted(n for n in names if n.startswith(prefix))
+    return out + sorted(n for n in names if n not in out)
+
+
+def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[float]]],
+                                                  dict[int, dict[str, float | None]]]:
+    """Each GPU's (and `ALL`'s) figures per usable window, and over the whole side (the same
+    accumulators summed over every window, the last partial one too; busy share: the
+    report's; per hour of the GPU's working span, partitions of `ALL` per hour of the side's)."""
+    start = side.start_s
+    if start is None:
+        return {}, {}
+    n = max(1, -int(-side.span_s // window_s))
+    grid = Grid(start, window_s, n)
+    acc = accumulate(grid, side.totals, side.gaps, side.partition_ends, side.copies,
+                     side.posts)
+    wins = {gpu: series(w, window_s, gpu == ALL) for gpu, w in acc.items()}
+    spans = {t.gpu: (t.busy_s, t.active_s) for t in side.totals}
+    spans[ALL] = (sum(t.busy_s for t in side.totals), sum(t.active_s for t in side.totals))
+    wholes = {gpu: _whole(w, *spans[gpu], side.span_s if gpu == ALL else spans[gpu][1])
+              for gpu, w in acc.items() if gpu in spans}
+    return wins, wholes
+
+
+def _whole(w: GpuWindows, busy_s: float, active_s: float,
+           wall_s: float) -> dict[str, float | None]:
+    if active_s <= 0:
+        return {}
+    per_h = 3600 / active_s
+    out: dict[str, float | None] = {
+        "busy share": busy_s / active_s,
+        "gaps/h": sum(w.gaps) * per_h,
+        "idle s/h": sum(w.gap_idle_s) * per_h,
+    }
+    for kind, vs in w.idle_by_kind.items():
+        out[f"idle s/h: {kind}"] = sum(vs) * per_h
+    for cause, vs in w.idle_by_cause.items():
+        out[f"idle s/h, prover: {cause}"] = sum(vs) * per_h
+    if w.partitions is not None and wall_s > 0:
+        out["partitions/h"] = sum(w.partitions) * 3600 / wall_s
+    for kind, bs in w.h2d_bytes.items():
+        secs = sum(w.h2d_s[kind])
+        out[f"H2D rate: {kind}"] = sum(bs) / secs if secs > 0 else None
+    if w.h2d_bytes:
+        total_b = sum(sum(bs) for bs in w.h2d_bytes.values())
+        total_s = sum(sum(ss) for ss in w.h2d_s.values())
+        out["H2D rate: all"] = total_b / total_s if total_s > 0 else None
+        out[PAGEABLE_SHARE] = (sum(w.h2d_bytes.get("pageable", [])) / total_b
+                               if total_b > 0 else None)
+    for kind, post_s in w.post_s.items():
+        proofs = sum(w.posts[kind])
+        out[f"{POST_LATENCY}{kind}"] = sum(post_s) / proofs if proofs else None
+    return out
+
+
+def _notes(before: Side, after: Side, window_s: float) -> list[str]:
+    """What makes the sides less than like for like, in plain words."""
+    out: list[str] = []
+    b_gpus = sorted(t.gpu for t in before.totals)
+    a_gpus = sorted(t.gpu for t in after.totals)
+    if b_gpus != a_gpus:
+        out.append(f"different GPUs: BEFORE {len(b_gpus)} ({_list(b_gpus)}), AFTER "
+                   f"{len(a_gpus)} ({_list(a_gpus)}); per-GPU figures only for the GPUs both "
+                   "have, 'all GPUs' per GPU-hour")
+    b, a = before.span_s, after.span_s
+    if b > 0 and a > 0 and max(a, b) / min(a, b) > LENGTH_RATIO_SAID:
+        out.append(f"different lengths: BEFORE {fmt.duration(b)} of work, AFTER "
+                   f"{fmt.duration(a)}: rates compare, totals do not")
+    for s in (before, after):
+        whole = int(s.span_s // window_s)
+        if whole < 5:
+            out.append(f"{s.label} holds {whole} whole window(s) of {window_s:g} s: too short "
+                       "to tell a change (pass --window smaller)")
+    return out
+
+
+def _list(xs: list[int]) -> str:
+    return ", ".join(str(x) for x in xs) or "none"
+
+
+def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
+    """BEFORE's advice with its predicted payoff, and what AFTER achieved (busy share, and the
+    throughput ratio from partitions per hour when both sides have them, else from busy)."""
+    b, a = c.before, c.after
+    changed = {ch.setting for ch in c.setting_changes}
+    advice = [{"setting": x.setting, "stall": x.stall, "gaps": x.gaps, "idle_s": x.idle_s,
+               "busy_fraction": (x.payoff or {}).get("busy_fraction"),
+               "throughput_gain": (x.payoff or {}).get("throughput_gain"),
+               "changed": x.setting in changed} for x in b.advice.advice]
+    top = c.figures[0].gpu if c.figures else ALL
+    whole = {f.name: (f.before, f.after) for f in c.figures if f.gpu == top}
+    ratio, basis = None, None
+    pb, pa = whole.get("partitions/h", (None, None))
+    bb, ba = whole.get("busy share", (b.busy_fraction, a.busy_fraction))
+    if pb and pa:
+        ratio, basis = pa / pb, "partitions/h"
+    elif bb and ba is not None:
+        ratio, basis = ba / bb, "busy share"
+    predicted = b.payoff_all.get("throughput_gain")
+    share = None
+    if ratio is not None and predicted is not None and predicted > 1:
+        share = (ratio - 1) / (predicted - 1)
+    return {
+        "advice": advice,
+        "all_gaps": {"busy_fraction": b.payoff_all.get("busy_fraction"),
+                     "throughput_gain": predicted},
+        "achieved": {"busy_before": b.busy_fraction, "busy_after": a.busy_fraction,
+                     "throughput_ratio": ratio, "basis": basis,
+                     "share_of_predicted_gain": share,
+                     "load_differs": c.load_differs},
+    }
+
+
+def to_json(c: Comparison) -> dict[str, Any]:
+    """The JSON document (docs/compare.md)."""
+    return {
+        "schema_version": COMPARE_SCHEMA_VERSION,
+        "method": METHOD,
+        "window_s": c.window_s,
+        "sides": {s.label: _side_json(s, c.window_s) for s in (c.before, c.after)},
+        "notes": c.notes,
+        "load": {"known": c.load_known, "differs": c.load_differs},
+        "settings": {
+            "before": _settings_json(c.before.settings),
+            "after": _settings_json(c.after.settings),
+            "changed": [{"setting": ch.setting, "before": ch.before, "after": ch.after}
+                        for ch in c.setting_changes],
+        },
+        "figures": [_figure_json(f) for f in c.figures],
+        "payoff": predicted_vs_achieved(c),
+        "before_advice": advice_json(c.before.advice),
+    }
+
+
+def _side_json(s: Side, window_s: float) -> dict[str, Any]:
+    return {"path": s.path, "log_files": s.log_files, "gpus": [t.gpu for t in s.totals],
+            "start_s": s.start_s, "span_s": s.span_s, "windows": int(s.span_s // window_s),
+            "busy_fraction": s.busy_fraction, "partitions_per_hour": s.partitions_per_hour,
+            "status_snapshots": s.statuses, "problems": s.problems}
+
+
+def _settings_json(s: ProverSettings) -> dict[str, Any]:
+    return {"values": s.values, "seen_in": s.seen_in, "deprecated": list(s.deprecated),
+            "env": s.env, "batches": s.batches}
+
+
+def _spread_json(s: Spread) -> dict[str, Any]:
+    return {"n": s.n, "median": s.median, "p10": s.p10, "p90": s.p90, "mean": s.mean}
+
+
+def _figure_json(f: Figure) -> dict[str, Any]:
+    return {"gpu": None if f.gpu == ALL else f.gpu, "figure": f.name, "better": f.better,
+            "before": f.before, "after": f.after,
+            "before_windows": _spread_json(f.before_windows),
+            "after_windows": _spread_json(f.after_windows),
+            "delta_mean": f.test.delta_mean, "p_value": f.test.p_value,
+            "verdict": f.test.verdict}
+

@@ -1,0 +1,235 @@
+"""`gapwatch compare` for people: text (at most 100 columns) and Markdown (a ticket, a chat).
+
+Who calls it: `gapwatch.commands.compare`. Pure formatting of a `Comparison`; the figures,
+verdicts and payoff are `gapwatch.offline.compare`'s. Paths and log text are outside text:
+shown through `fmt.visible`, never obeyed by the terminal.
+"""
+
+from __future__ import annotations
+
+import time
+
+from gapwatch.core import fmt
+from gapwatch.offline.compare import METHOD, Comparison, Figure, Side, predicted_vs_achieved
+from gapwatch.offline.compare_stats import Spread
+from gapwatch.offline.compare_windows import ALL, POST_LATENCY
+
+WIDTH = 100
+PATH_CHARS = 60
+
+
+def _num(v: float | None) -> str:
+    if v is None:
+        return "-"
+    if abs(v) >= 10_000:
+        return f"{v / 1000:.0f}k"
+    return f"{v:.0f}" if abs(v) >= 10 else f"{v:.1f}"
+
+
+def value(f: Figure, v: float | None) -> str:
+    """One value of a figure in its unit."""
+    if v is None:
+        return "-"
+    if f.share:
+        return f"{v * 100:.0f} %"
+    if f.name.startswith("H2D rate"):
+        return fmt.rate(v)
+    return _num(v)
+
+
+def _bare(f: Figure, v: float | None) -> str:
+    if v is None:
+        return "-"
+    if f.share:
+        return f"{v * 100:.0f}"
+    if f.name.startswith("H2D rate"):
+        gb = v / 1e9
+        return f"{gb:.0f}" if gb >= 10 else f"{gb:.1f}"
+    return _num(v)
+
+
+def cell(f: Figure, whole: float | None, s: Spread) -> str:
+    """The whole-run value and the windows' median [p10-p90]."""
+    if s.n == 0:
+        return value(f, whole)
+    return f"{value(f, whole)} [{_bare(f, s.p10)}-{_bare(f, s.p90)}]"
+
+
+def change(f: Figure) -> str:
+    b, a = f.before, f.after
+    if b is None or a is None:
+        return "-"
+    if f.share:
+        return f"{(a - b) * 100:+.0f} pp"
+    if b > 0 and a > 0:
+        return f"×{a / b:.2f}"
+    if b == a:
+        return "="
+    return "gone" if a == 0 else "new"
+
+
+def _gpu_label(gpu: int) -> str:
+    return "all GPUs" if gpu == ALL else f"GPU {gpu}"
+
+
+def _path(p: str) -> str:
+    return p if len(p) <= PATH_CHARS else "…" + p[-(PATH_CHARS - 1):]
+
+
+def _when(t: float | None) -> str:
+    if t is None:
+        return "no busy reading"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
+
+
+def label(name: str) -> str:
+    """A figure's name in the text table: idle by kind and by cause as rows under "idle s/h"."""
+    if name.startswith("idle s/h, prover: "):
+        return "  cause " + name.removeprefix("idle s/h, prover: ")
+    if name.startswith("idle s/h: "):
+        return "  " + name.removeprefix("idle s/h: ")
+    if name.startswith(POST_LATENCY):
+        return "PoSt s: " + name.removeprefix(POST_LATENCY)
+    return name
+
+
+def _side_lines(s: Side) -> list[str]:
+    return [f"  {s.label:<6} {_path(s.path)}",
+            f"         {len(s.totals)} GPU(s), {fmt.duration(s.span_s)} of work from "
+            f"{_when(s.start_s)}"]
+
+
+def _load_line(c: Comparison) -> str:
+    if not c.load_known:
+        return ("load: not known (no /status on both sides): a lighter load would read as a "
+                "gain")
+    if c.load_differs:
+        return ("load: DIFFERENT (idle for want of work changed): busy, gaps, idle, partitions "
+                "not judged")
+    return "load: the same as far as /status tells (idle for want of work did not change)"
+
+
+def head_lines(c: Comparison) -> list[str]:
+    out = ["gapwatch compare", *_side_lines(c.before), *_side_lines(c.after)]
+    for s in (c.before, c.after):
+        if s.log_files:
+            out.append(f"  {s.label} logs: {', '.join(_path(p) for p in s.log_files)}")
+    busy = next((f for f in c.figures if f.name == "busy share"), None)
+    nb = busy.before_windows.n if busy else 0
+    na = busy.after_windows.n if busy else 0
+    out.append(f"  windows of {c.window_s:g} s: BEFORE {nb}, AFTER {na}; each figure: the whole "
+               "run [windows' p10-p90]")
+    out.append("  " + _load_line(c))
+    out += [f"  note: {n}" for n in c.notes]
+    for s in (c.before, c.after):
+        out += [f"  {s.label} data: {p}" for p in s.problems[:3]]
+    return out
+
+
+def settings_lines(c: Comparison) -> list[str]:
+    b, a = c.before.settings, c.after.settings
+    keys = sorted(set(b.values) | set(a.values))
+    out = ["Settings (as each side's cuzk log and /status show them; * changed)"]
+    for k in keys:
+        bv, av = b.values.get(k, "-"), a.values.get(k, "-")
+        mark = "*" if bv != av else " "
+        out.append(f" {mark}{k:<38} {bv:>18} {av:>18}")
+    for label, s in (("BEFORE", b), ("AFTER", a)):
+        if s.deprecated:
+            out.append(f"  {label}: deprecated keys, ignored by cuzk: {', '.join(s.deprecated)}")
+        for k, v in s.env.items():
+            out.append(f"  {label}: {k}={v}")
+        if s.batches:
+            out.append(f"  {label}: {s.batches} batched (monolithic, unpinned) PoRep/SnapDeals "
+                       "job(s)")
+    if not keys and not (b.deprecated or a.deprecated or b.env or a.env):
+        out.append("  neither side shows any (no cuzk startup line, no /status)")
+    elif not c.setting_changes:
+        out.append("  no setting differs in what the sides show")
+    return out
+
+
+def figure_lines(c: Comparison) -> list[str]:
+    out: list[str] = []
+    current: int | None = None
+    for f in c.figures:
+        if f.gpu != current:
+            current = f.gpu
+            out += ["", f"{_gpu_label(f.gpu):<30}{'BEFORE':<20}{'AFTER':<20}{'change':<9}"
+                    "verdict"]
+        out.append(f"  {label(f.name)[:27]:<28}{cell(f, f.before, f.before_windows)[:19]:<20}"
+                   f"{cell(f, f.after, f.after_windows)[:19]:<20}{change(f)[:8]:<9}"
+                   f"{f.test.verdict}")
+    return out
+
+
+def payoff_lines(c: Comparison) -> list[str]:
+    p = predicted_vs_achieved(c)
+    out = ["Payoff: what BEFORE's advice predicted, what AFTER achieved"]
+    for a in p["advice"]:
+        gain = a["throughput_gain"]
+        mark = " (changed)" if a["changed"] else ""
+        out.append(f"  {a['setting']}{mark}: {a['gaps']} {a['stall'].replace('_', ' ')} gap(s),"
+                   f" busy → {fmt.frac_pct(a['busy_fraction'])}, "
+                   + (f"{gain:.2f}× throughput" if gain else "gain unknown"))
+    if not p["advice"]:
+        out.append("  BEFORE's report advised no setting")
+    allg = p["all_gaps"]
+    if allg["throughput_gain"]:
+        out.append(f"  closing every BEFORE gap: busy → {fmt.frac_pct(allg['busy_fraction'])}, "
+                   f"{allg['throughput_gain']:.2f}× throughput (upper bound, work fixed)")
+    ach = p["achieved"]
+    line = (f"  achieved: busy {fmt.frac_pct(ach['busy_before'])} → "
+            f"{fmt.frac_pct(ach['busy_after'])}")
+    if ach["throughput_ratio"] is not None:
+        line += f", {ach['throughput_ratio']:.2f}× by {ach['basis']}"
+    if ach["share_of_predicted_gain"] is not None:
+        line += f" ({ach['share_of_predicted_gain'] * 100:.0f} % of the predicted gain)"
+    if ach["load_differs"]:
+        line += "; load differs, so not a measure of the change"
+    out.append(line)
+    return out
+
+
+def format_text(c: Comparison) -> str:
+    out = head_lines(c) + [""] + settings_lines(c) + figure_lines(c) + [""]
+    out += payoff_lines(c) + ["", *_wrap("Method: " + METHOD)]
+    return "\n".join(fmt.visible(line) for line in out) + "\n"
+
+
+def _wrap(text: str, width: int = WIDTH) -> list[str]:
+    lines, cur = [], ""
+    for word in text.split():
+        if cur and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = "  " + word
+        else:
+            cur = f"{cur} {word}" if cur else word
+    return [*lines, cur] if cur else lines
+
+
+def _md(text: str) -> str:
+    return fmt.visible(text).replace("|", "\\|")
+
+
+def format_markdown(c: Comparison) -> str:
+    """The same as a Markdown document: head as a list, settings and figures as tables."""
+    out = ["### gapwatch compare", ""]
+    out += [f"- {_md(line.strip())}" for line in head_lines(c)[1:]]
+    out += ["", "| setting | BEFORE | AFTER |", "| --- | --- | --- |"]
+    b, a = c.before.settings, c.after.settings
+    for k in sorted(set(b.values) | set(a.values)):
+        bv, av = b.values.get(k, "-"), a.values.get(k, "-")
+        star = " **changed**" if bv != av else ""
+        out.append(f"| {_md(k)}{star} | {_md(bv)} | {_md(av)} |")
+    out += ["", "| GPU | figure | BEFORE | AFTER | change | verdict |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for f in c.figures:
+        out.append(f"| {_gpu_label(f.gpu)} | {_md(f.name)} | "
+                   f"{_md(cell(f, f.before, f.before_windows))} | "
+                   f"{_md(cell(f, f.after, f.after_windows))} | {change(f)} | "
+                   f"**{f.test.verdict}** |")
+    out += [""] + [f"- {_md(line.strip())}" for line in payoff_lines(c)[1:]]
+    out += ["", f"_{_md(METHOD)}_", ""]
+    return "\n".join(out)
+

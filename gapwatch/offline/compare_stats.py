@@ -1,0 +1,108 @@
+"""Is a figure's change between two runs measurable? The one test `gapwatch compare` applies.
+
+Who calls it: `gapwatch.offline.compare` (one call per figure and GPU). Pure.
+
+Each side gives one value per fixed window (say 1 min) of its working span; the windows of one
+side are compared with the other's by the Mann-Whitney U test (two-sided, normal approximation
+with the tie correction and a continuity correction): no assumption on the shape of the values,
+robust to a few odd windows, and cheap (a sort) for the 1440 windows of a day. A change is said
+when the test gives p < `ALPHA` *and* the means differ by more than a floor that no operator would
+act on (`SHARE_FLOOR` for shares, `RELATIVE_FLOOR` of the larger mean for rates and counts):
+with a day of windows, a test alone finds "significant" changes far too small to matter.
+Fewer than `MIN_TEST_WINDOWS` windows on either side: too short to tell, said so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import erfc, sqrt
+from statistics import fmean
+from typing import Literal
+
+ALPHA = 0.01
+SHARE_FLOOR = 0.01
+RELATIVE_FLOOR = 0.05
+MIN_TEST_WINDOWS = 5
+
+Verdict = Literal["better", "no measurable change", "worse", "too few windows",
+                  "different load", "load", "one side only", "no data"]
+Better = Literal["higher", "lower", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """A side's windows of one figure: how many, their median and 10th-90th percentiles."""
+
+    n: int
+    median: float | None
+    p10: float | None
+    p90: float | None
+    mean: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Test:
+    p_value: float | None
+    #: Mean of AFTER's windows minus BEFORE's (None: a side has no window with a value).
+    delta_mean: float | None
+    verdict: Verdict
+
+
+def spread(values: list[float]) -> Spread:
+    if not values:
+        return Spread(0, None, None, None, None)
+    xs = sorted(values)
+    return Spread(len(xs), _quantile(xs, 0.5), _quantile(xs, 0.1), _quantile(xs, 0.9), fmean(xs))
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default), xs sorted."""
+    pos = (len(xs) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def mann_whitney_p(a: list[float], b: list[float]) -> float:
+    """Two-sided p-value of the Mann-Whitney U test (normal approximation, tie-corrected,
+    continuity-corrected). 1.0 when every value ties (nothing to tell apart)."""
+    n1, n2 = len(a), len(b)
+    n = n1 + n2
+    pooled = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
+    rank_a = 0.0
+    ties = 0.0
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        avg = (i + j) / 2 + 1  # ranks are 1-based
+        t = j - i + 1
+        ties += t ** 3 - t
+        rank_a += avg * sum(1 for k in range(i, j + 1) if pooled[k][1] == 0)
+        i = j + 1
+    u = rank_a - n1 * (n1 + 1) / 2
+    mu = n1 * n2 / 2
+    var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
+    if var <= 0:
+        return 1.0
+    z = (abs(u - mu) - 0.5) / sqrt(var)
+    return min(1.0, erfc(max(0.0, z) / sqrt(2)))
+
+
+def judge(before: list[float], after: list[float], better: Better, share: bool) -> Test:
+    """The verdict on one figure from each side's window values (see the module docstring).
+    `better`: which way is an improvement ("none": a load figure, said, never judged)."""
+    if not before or not after:
+        return Test(None, None, "one side only" if before or after else "no data")
+    delta = fmean(after) - fmean(before)
+    if len(before) < MIN_TEST_WINDOWS or len(after) < MIN_TEST_WINDOWS:
+        return Test(None, delta, "too few windows")
+    p = mann_whitney_p(before, after)
+    floor = SHARE_FLOOR if share else RELATIVE_FLOOR * max(abs(fmean(before)), abs(fmean(after)))
+    if p >= ALPHA or abs(delta) <= floor:
+        return Test(p, delta, "no measurable change")
+    if better == "none":
+        return Test(p, delta, "load")
+    up = delta > 0
+    return Test(p, delta, "better" if up == (better == "higher") else "worse")

@@ -1,0 +1,283 @@
+"""One side of `gapwatch compare`, cut into fixed windows: each figure's value per window.
+
+Who calls it: `gapwatch.offline.compare` (once per side, with the window both sides share). Pure
+over what the detection found: the gaps, the GPUs' working spans, the partitions and the copies.
+
+A window counts for a GPU only over the part of it inside that GPU's working span (first to last
+busy reading, as the report's busy share); a window less than half inside gives no value for that
+GPU (None), so the idle before the work started is never taken for a gap. Values per window:
+- busy share: 1 - (idle inside gaps) / (the window's part in the span). Only gaps >= min gap
+  count, so it reads a little above the report's busy share (which counts every idle reading):
+  the test compares like with like on both sides;
+- idle seconds per hour, by gap kind and by the prover's cause (`/status`); gaps per hour (by
+  start);
+- partitions per hour (by the end of their GPU work; per GPU when the log says which);
+- H2D rate by host memory kind (copy trace): bytes over copy time of the copies that ended in the
+  window (None without such a copy).
+All in one pass over the gaps, partitions and copies (each spread over the windows it touches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from gapwatch.core.track import GpuTotals
+
+
+class SlimGap(NamedTuple):
+    """What the windows read of a closed gap."""
+
+    gpu: int
+    kind: str
+    cause: str | None
+    start_s: float
+    duration_s: float
+
+
+class SlimPost(NamedTuple):
+    """What the windows read of a finished PoSt (the prover's watcher, `ProverEvent` "proof")."""
+
+    gpu: int | None
+    kind: str
+    end_s: float
+    total_s: float
+
+
+class SlimCopy(NamedTuple):
+    """What the windows read of an H2D copy (its host memory kind)."""
+
+    gpu: int
+    kind: str
+    end_s: float
+    bytes: int
+    duration_s: float
+
+#: Windows offered, largest first: the largest that gives both sides `MIN_WINDOWS` whole windows.
+WINDOW_CHOICES_S: tuple[float, ...] = (60.0, 30.0, 20.0, 10.0, 5.0, 3.0, 2.0, 1.0)
+MIN_WINDOWS = 8
+ALL = -1  # the key of "all GPUs" in per-GPU maps
+PAGEABLE_SHARE = "H2D bytes from pageable"
+POST_LATENCY = "PoSt latency s: "
+
+
+def choose_window_s(span_s: float) -> float:
+    """The window both sides use, from the shorter side's span."""
+    for w in WINDOW_CHOICES_S:
+        if span_s / w >= MIN_WINDOWS:
+            return w
+    return WINDOW_CHOICES_S[-1]
+
+
+@dataclass
+class Grid:
+    """Whole windows of `window_s` from `start_s` (the side's earliest busy reading)."""
+
+    start_s: float
+    window_s: float
+    n: int
+
+    def index(self, t: float) -> int | None:
+        i = int((t - self.start_s) // self.window_s)
+        return i if 0 <= i < self.n else None
+
+    def spread_over(self, a: float, b: float) -> Iterable[tuple[int, float]]:
+        """(window, seconds of [a, b] inside it) for every window [a, b] touches."""
+        if b <= a:
+            return
+        first = max(0, int((a - self.start_s) // self.window_s))
+        last = min(self.n - 1, int((b - self.start_s) // self.window_s))
+        for i in range(first, last + 1):
+            lo = self.start_s + i * self.window_s
+            inside = min(b, lo + self.window_s) - max(a, lo)
+            if inside > 0:
+                yield i, inside
+
+
+@dataclass
+class GpuWindows:
+    """Per-window accumulators of one GPU (or of all: `ALL`)."""
+
+    covered_s: list[float]
+    gap_idle_s: list[float]
+    gaps: list[int]
+    idle_by_kind: dict[str, list[float]] = field(default_factory=dict)
+    idle_by_cause: dict[str, list[float]] = field(default_factory=dict)
+    partitions: list[int] | None = None
+    h2d_bytes: dict[str, list[float]] = field(default_factory=dict)
+    h2d_s: dict[str, list[float]] = field(default_factory=dict)
+    #: PoSt latency by proof kind: the sum of the windows' proofs' seconds, and their count.
+    post_s: dict[str, list[float]] = field(default_factory=dict)
+    posts: dict[str, list[int]] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, n: int) -> GpuWindows:
+        return cls([0.0] * n, [0.0] * n, [0] * n)
+
+
+def _usable(covered: float, window_s: float) -> bool:
+    return covered >= window_s / 2
+
+
+def accumulate(grid: Grid, totals: list[GpuTotals], gaps: list[SlimGap],
+               partition_ends: list[tuple[int | None, float]] | None,
+               copies: list[SlimCopy], posts: Sequence[SlimPost] = ()) -> dict[int, GpuWindows]:
+    """Every GPU's window accumulators (and `ALL`'s, their sum)."""
+    out: dict[int, GpuWindows] = {}
+    for t in totals:
+        acc = out[t.gpu] = GpuWindows.empty(grid.n)
+        if t.first_busy_s is not None and t.last_busy_s is not None:
+            for i, s in grid.spread_over(t.first_busy_s, t.last_busy_s):
+                acc.covered_s[i] += s
+    _gaps(grid, out, gaps)
+    unplaced = _partitions(grid, out, partition_ends) if partition_ends is not None else None
+    _copies(grid, out, copies)
+    unplaced_posts = _posts(grid, out, posts)
+    total = out[ALL] = _sum(out, grid.n)
+    _add_posts(total, unplaced_posts)
+    if unplaced is not None:
+        base = total.partitions or [0] * grid.n
+        total.partitions = [a + b for a, b in zip(base, unplaced, strict=True)]
+    return out
+
+
+def _gaps(grid: Grid, out: dict[int, GpuWindows], gaps: list[SlimGap]) -> None:
+    """Each gap's idle spread over the windows it touches (by kind and cause); counted in the
+    window it started in."""
+    for g in gaps:
+        w = out.get(g.gpu)
+        if w is None:
+            continue
+        start = grid.index(g.start_s)
+        if start is not None:
+            w.gaps[start] += 1
+        kind = w.idle_by_kind.setdefault(g.kind, [0.0] * grid.n)
+        cause = w.idle_by_cause.setdefault(g.cause, [0.0] * grid.n) if g.cause else None
+        for i, s in grid.spread_over(g.start_s, g.start_s + g.duration_s):
+            w.gap_idle_s[i] += s
+            kind[i] += s
+            if cause is not None:
+                cause[i] += s
+
+
+def _copies(grid: Grid, out: dict[int, GpuWindows], copies: list[SlimCopy]) -> None:
+    for c in copies:
+        w = out.get(c.gpu)
+        i = grid.index(c.end_s)
+        if w is None or i is None:
+            continue
+        w.h2d_bytes.setdefault(c.kind, [0.0] * grid.n)[i] += c.bytes
+        w.h2d_s.setdefault(c.kind, [0.0] * grid.n)[i] += c.duration_s
+
+
+def _posts(grid: Grid, out: dict[int, GpuWindows],
+           posts: Sequence[SlimPost]) -> GpuWindows:
+    """PoSt latency by the window each proof ended in, on its GPU (the only GPU when it has
+    none said); those of no known GPU on a multi-GPU side count for all GPUs only."""
+    only = next(iter(out)) if len(out) == 1 else None
+    unplaced = GpuWindows.empty(grid.n)
+    for p in posts:
+        i = grid.index(p.end_s)
+        if i is None:
+            continue
+        w = out.get(only if p.gpu is None and only is not None else p.gpu if p.gpu is not None
+                    else ALL, unplaced)
+        w.post_s.setdefault(p.kind, [0.0] * grid.n)[i] += p.total_s
+        w.posts.setdefault(p.kind, [0] * grid.n)[i] += 1
+    return unplaced
+
+
+def _add_posts(total: GpuWindows, more: GpuWindows) -> None:
+    for kind, vs in more.post_s.items():
+        acc = total.post_s.setdefault(kind, [0.0] * len(vs))
+        cnt = total.posts.setdefault(kind, [0] * len(vs))
+        for i, v in enumerate(vs):
+            acc[i] += v
+            cnt[i] += more.posts[kind][i]
+
+
+def _partitions(grid: Grid, out: dict[int, GpuWindows],
+                ends: list[tuple[int | None, float]]) -> list[int]:
+    """Partitions by the window their GPU work ended in, per GPU; one with no GPU said goes to
+    the only GPU when there is one, else it counts for all GPUs only (returned)."""
+    only = next(iter(out)) if len(out) == 1 else ALL
+    for acc in out.values():
+        acc.partitions = [0] * grid.n
+    unplaced = [0] * grid.n
+    for gpu, end in ends:
+        i = grid.index(end)
+        if i is None:
+            continue
+        w = out.get(only if gpu is None else gpu)
+        if w is not None and w.partitions is not None:
+            w.partitions[i] += 1
+        else:
+            unplaced[i] += 1
+    return unplaced
+
+
+def _sum(out: dict[int, GpuWindows], n: int) -> GpuWindows:
+    total = GpuWindows.empty(n)
+    parts: list[int] | None = None
+    for w in out.values():
+        for i in range(n):
+            total.covered_s[i] += w.covered_s[i]
+            total.gap_idle_s[i] += w.gap_idle_s[i]
+            total.gaps[i] += w.gaps[i]
+        for src, dst in ((w.idle_by_kind, total.idle_by_kind),
+                         (w.idle_by_cause, total.idle_by_cause),
+                         (w.h2d_bytes, total.h2d_bytes), (w.h2d_s, total.h2d_s),
+                         (w.post_s, total.post_s)):
+            for k, vs in src.items():
+                acc = dst.setdefault(k, [0.0] * n)
+                for i, v in enumerate(vs):
+                    acc[i] += v
+        for kind, cs in w.posts.items():
+            cnt = total.posts.setdefault(kind, [0] * n)
+            for i, c in enumerate(cs):
+                cnt[i] += c
+        if w.partitions is not None:
+            parts = parts or [0] * n
+            for i, v in enumerate(w.partitions):
+                parts[i] += v
+    total.partitions = parts
+    return total
+
+
+def series(w: GpuWindows, window_s: float, all_gpus: bool) -> dict[str, list[float]]:
+    """Each figure's values over the usable windows (see the module docstring). For `ALL`, a
+    window's coverage is summed over GPUs (GPU-seconds) and usable when at least half of one
+    GPU's window is; partitions per hour are per wall hour of the window."""
+    out: dict[str, list[float]] = {}
+    usable = [i for i, c in enumerate(w.covered_s) if _usable(c, window_s)]
+    if not usable:
+        return out
+    out["busy share"] = [1.0 - min(1.0, w.gap_idle_s[i] / w.covered_s[i]) for i in usable]
+    out["gaps/h"] = [w.gaps[i] / w.covered_s[i] * 3600 for i in usable]
+    out["idle s/h"] = [w.gap_idle_s[i] / w.covered_s[i] * 3600 for i in usable]
+    for kind, vs in sorted(w.idle_by_kind.items()):
+        out[f"idle s/h: {kind}"] = [vs[i] / w.covered_s[i] * 3600 for i in usable]
+    for cause, vs in sorted(w.idle_by_cause.items()):
+        out[f"idle s/h, prover: {cause}"] = [vs[i] / w.covered_s[i] * 3600 for i in usable]
+    if w.partitions is not None:
+        hours = window_s / 3600
+        out["partitions/h"] = [w.partitions[i] / (hours if all_gpus else w.covered_s[i] / 3600)
+                               for i in usable]
+    for kind, bs in sorted(w.h2d_bytes.items()):
+        secs = w.h2d_s[kind]
+        out[f"H2D rate: {kind}"] = [bs[i] / secs[i] for i in usable if secs[i] > 0]
+    if w.h2d_bytes:
+        # Across memory kinds: a change that moves copies from pageable to pinned memory shows
+        # here (each kind's own rate exists on one side only).
+        total_b = [sum(bs[i] for bs in w.h2d_bytes.values()) for i in range(len(w.gaps))]
+        total_s = [sum(ss[i] for ss in w.h2d_s.values()) for i in range(len(w.gaps))]
+        pageable = w.h2d_bytes.get("pageable", [0.0] * len(w.gaps))
+        out["H2D rate: all"] = [total_b[i] / total_s[i] for i in usable if total_s[i] > 0]
+        out[PAGEABLE_SHARE] = [pageable[i] / total_b[i] for i in usable if total_b[i] > 0]
+    for kind, secs in sorted(w.post_s.items()):
+        n = w.posts[kind]
+        # Every window with a proof, usable or not: PoSt is rare, and its latency does not
+        # depend on how much of the window the GPU worked.
+        out[f"{POST_LATENCY}{kind}"] = [secs[i] / n[i] for i in range(len(n)) if n[i]]
+    return out

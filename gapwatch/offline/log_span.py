@@ -1,0 +1,118 @@
+"""A `--log` that does not belong to the recording: its lines outside the recording's span.
+
+Who calls it: `gapwatch.offline.detect.detect_records` (with the `--log` files' events, before it
+merges them, and for those left after the last sample). A log from another day (two days before
+the recording) once switched the report's advice to a pinned-pool setting citing a line of that
+other day; now the lines outside the recording's span, give or take `MARGIN_S`, are not fed to
+the detector: not used for causes, advice or partition figures. One line per file says how many
+and how far apart. Kept from a file that does overlap the span: its startup lines before it (the
+settings cuzk logs once at start, `gapwatch.cuzk.settings.STARTUP_FIELDS`, and its deprecation
+warnings), which describe the run being recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from gapwatch.core import fmt
+from gapwatch.core.models import LogEvent
+from gapwatch.cuzk.settings import DEPRECATED, STARTUP_FIELDS
+
+#: Lines this close to the recording's ends still count (evidence reaches a little before a gap).
+MARGIN_S = 300.0
+_STARTUP = frozenset(STARTUP_FIELDS) | {"CUDA pinned memory pool initialized",
+                                        "pipeline GPU worker started"}
+
+
+def _startup(ev: LogEvent) -> bool:
+    return ev.kind == "tracing" and (ev.name in _STARTUP or DEPRECATED in ev.name)
+
+
+@dataclass
+class _File:
+    first_s: float
+    last_s: float
+    before: int = 0
+    after: int = 0
+    belongs: bool = True
+
+
+@dataclass
+class LogSpan:
+    """Which `--log` events fall inside the recording (see the module docstring)."""
+
+    start_s: float
+    files: dict[str, _File] = field(default_factory=dict)
+
+    def before_start(self, events: list[LogEvent]) -> list[LogEvent]:
+        """`events` (sorted by time) without those before the recording's start: a file with no
+        line from the start on is dropped whole, another keeps its startup lines."""
+        for ev in events:
+            f = self.files.get(ev.stream)
+            if f is None:
+                self.files[ev.stream] = _File(ev.t_wall_s, ev.t_wall_s)
+            else:
+                f.last_s = ev.t_wall_s
+        if self.start_s <= 0:
+            return events  # no start known (a trace CSV): nothing to judge by
+        cut = self.start_s - MARGIN_S
+        for f in self.files.values():
+            f.belongs = f.last_s >= cut
+        kept = []
+        for ev in events:
+            f = self.files[ev.stream]
+            if ev.t_wall_s >= cut or (f.belongs and _startup(ev)):
+                kept.append(ev)
+            else:
+                f.before += 1
+        return kept
+
+    def after_end(self, ev: LogEvent, end_s: float | None) -> bool:
+        """Whether an event left after the last sample is still inside the span (else counted)."""
+        if end_s is None or ev.t_wall_s <= end_s + MARGIN_S:
+            return True
+        f = self.files.get(ev.stream)
+        if f is not None:
+            f.after += 1
+            if f.first_s > end_s + MARGIN_S:
+                f.belongs = False
+        return False
+
+    def notes(self, end_s: float | None) -> list[str]:
+        """One line per file with lines outside the span: how many, and how far apart."""
+        out = []
+        for path, f in self.files.items():
+            if not (f.before or f.after):
+                continue
+            if not f.belongs:
+                far = (self.start_s - f.last_s if f.last_s < self.start_s
+                       else f.first_s - (end_s or f.first_s))
+                side = "before" if f.last_s < self.start_s else "after"
+                out.append(f"--log {path}: not this recording's log: its lines "
+                           f"({_day(f.first_s)} to {_day(f.last_s)}) end {_far(far)} "
+                           f"{side} the recording; none of its events is used")
+                continue
+            parts = []
+            if f.before:
+                parts.append(f"{f.before} line(s) before it (from {_day(f.first_s)}, "
+                             f"{_far(self.start_s - f.first_s)} earlier)")
+            if f.after:
+                parts.append(f"{f.after} after it (to {_day(f.last_s)})")
+            out.append(f"--log {path}: {' and '.join(parts)} the recording's span: not used "
+                       "for causes, advice or partitions (its startup lines kept)")
+        return out
+
+
+def _far(seconds: float) -> str:
+    """How far apart, in the unit a person would say it."""
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:.1f} days"
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:.1f} hours"
+    return fmt.duration(seconds)
+
+
+def _day(t: float) -> str:
+    """Date and time: a log from another day must say its day."""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -1,0 +1,206 @@
+"""`gapwatch compare`: did a change pay off, figure by figure, with a verdict that can be trusted.
+
+Pinned by real H200 recordings (tests/data/h200-e2e: the stand-in prover of
+/work/shared/traces/h200-2026-11-30, a/b/c in pageable memory vs a pinned pool): the pageable run
+as BEFORE and the pinned run as AFTER is better by the right magnitude; a run against itself, and
+two halves of one steady run, show no measurable change. Load differences are said, not counted.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from gapwatch.cli import main
+from gapwatch.config import Config
+from gapwatch.core.track import GpuTotals
+from gapwatch.cuzk.advice import AdviceReport
+from gapwatch.cuzk.settings import ProverSettings
+from gapwatch.offline.compare import Comparison, Figure, Side, compare, read_side, to_json
+from gapwatch.offline.compare_format import format_markdown, format_text
+from gapwatch.offline.compare_stats import judge, mann_whitney_p
+from gapwatch.offline.compare_windows import SlimGap, choose_window_s
+
+DATA = Path(__file__).parent / "data" / "h200-e2e"
+PAGEABLE = DATA / "pageable" / "rec.jsonl.gz"
+PINNED = DATA / "chained" / "rec.jsonl.gz"
+
+
+def _compare(before: Path | str, after: Path | str) -> Comparison:
+    cfg = Config()
+    return compare(read_side("BEFORE", before, cfg, []), read_side("AFTER", after, cfg, []))
+
+
+def _figure(c: Comparison, name: str, gpu: int = 0) -> Figure:
+    return next(f for f in c.figures if f.name == name and f.gpu == gpu)
+
+
+def test_a_pinned_run_after_a_pageable_one_is_better_by_the_right_magnitude() -> None:
+    c = _compare(PAGEABLE, PINNED)
+    busy = _figure(c, "busy share")
+    parts = _figure(c, "partitions/h")
+    # report says: pageable busy 51 % of 29.8 s with 17 partitions, pinned 100 % of 35.6 s with 38.
+    assert busy.test.verdict == "better"
+    assert busy.before is not None and busy.after is not None
+    assert 0.45 < busy.before < 0.6 and busy.after > 0.95
+    assert parts.test.verdict == "better"
+    assert parts.before and parts.after
+    ratio = parts.after / parts.before
+    assert 1.6 < ratio < 2.4
+    # Spreads over the same fixed windows, enough of them to test.
+    assert c.window_s == 3.0
+    assert busy.before_windows.n >= 8 and busy.after_windows.n >= 8
+    assert _figure(c, "idle s/h: pcie_starved").test.verdict == "better"
+
+
+def test_a_recording_compared_with_itself_shows_no_measurable_change() -> None:
+    c = _compare(PAGEABLE, PAGEABLE)
+    assert c.figures
+    assert {f.test.verdict for f in c.figures} == {"no measurable change"}
+    assert not c.setting_changes
+
+
+def _halves(src: Path, tmp: Path) -> tuple[Path, Path]:
+    """The recording cut at the middle of its GPU samples: the header line in both halves."""
+    lines = gzip.open(src, "rt").read().splitlines()
+    head, body = lines[0], lines[1:]
+    times = [json.loads(x)["t_wall_s"] for x in body if '"type":"gpu"' in x]
+    mid = (min(times) + max(times)) / 2
+    first, second = tmp / "first.jsonl", tmp / "second.jsonl"
+    keep_first, keep_second = [head], [head]
+    for x in body:
+        t = json.loads(x).get("t_wall_s")
+        (keep_first if t is None or t < mid else keep_second).append(x)
+    first.write_text("\n".join(keep_first) + "\n")
+    second.write_text("\n".join(keep_second) + "\n")
+    return first, second
+
+
+@pytest.mark.parametrize("run", ["chained", "transfer-bound"])
+def test_two_halves_of_one_steady_run_show_no_measurable_change(run: str, tmp_path: Path) -> None:
+    first, second = _halves(DATA / run / "rec.jsonl.gz", tmp_path)
+    c = _compare(first, second)
+    judged = {f.name: f.test.verdict for f in c.figures if f.gpu == 0}
+    assert judged["busy share"] == "no measurable change"
+    assert judged["partitions/h"] == "no measurable change"
+    assert "better" not in judged.values() and "worse" not in judged.values()
+
+
+def _side(label: str, gaps: list[SlimGap], span_s: float = 3600.0) -> Side:
+    totals = [GpuTotals(gpu=0, link_bytes_per_s=6.3e10, data_s=span_s,
+                        busy_s=span_s - sum(g.duration_s for g in gaps), active_s=span_s,
+                        first_busy_s=0.0, last_busy_s=span_s, last_wall_s=span_s,
+                        confidence="high", final_state="CHAINED")]
+    return Side(label=label, path=label, log_files=[], gpus=[], totals=totals, gaps=gaps,
+                partition_ends=None, copies=[], settings=ProverSettings(),
+                advice=AdviceReport(), payoff_all={}, busy_fraction=None,
+                partitions_per_hour=None, statuses=10)
+
+
+def _every(period_s: float, dur_s: float, kind: str, cause: str | None,
+           span_s: float = 3600.0, offset_s: float = 0.0) -> list[SlimGap]:
+    n = int(span_s // period_s)
+    return [SlimGap(0, kind, cause, offset_s + i * period_s + 1.0, dur_s) for i in range(n)]
+
+
+def test_an_after_run_idle_for_want_of_work_is_said_as_different_load_not_judged() -> None:
+    # BEFORE: pcie_starved gaps. AFTER: those gone, but the prover idles for want of work far
+    # more: fewer starved gaps is real, the busy share and the idle total follow the load.
+    before = _side("BEFORE", _every(20.0, 2.0, "pcie_starved", "pinned_pool"))
+    after = _side("AFTER", _every(10.0, 4.0, "host_stall", "no_work"))
+    c = compare(before, after)
+    assert c.load_differs
+    verdicts = {f.name: f.test.verdict for f in c.figures}
+    assert verdicts["busy share"] == "different load"
+    assert verdicts["idle s/h"] == "different load"
+    assert verdicts["idle s/h, prover: no_work"] == "load"
+    assert verdicts["idle s/h, prover: pinned_pool"] == "better"
+    assert "DIFFERENT" in format_text(c)
+
+
+def test_the_window_is_the_largest_that_gives_the_shorter_side_eight() -> None:
+    assert choose_window_s(24 * 3600) == 60.0
+    assert choose_window_s(29.8) == 3.0
+    assert choose_window_s(4.0) == 1.0
+
+
+def test_the_test_says_nothing_of_identical_values_and_something_of_separated_ones() -> None:
+    assert mann_whitney_p([1.0] * 10, [1.0] * 10) == 1.0
+    assert mann_whitney_p([0.5, 0.52, 0.55, 0.6, 0.58, 0.51, 0.53, 0.57],
+                          [0.99, 1.0, 0.98, 1.0, 0.97, 1.0, 0.99, 1.0]) < 0.001
+    # Significant yet tiny (0.2 pp over a day of windows): not a change anyone acts on.
+    tiny = judge([0.900 + (i % 3) * 1e-4 for i in range(1440)],
+                 [0.902 + (i % 3) * 1e-4 for i in range(1440)], "higher", share=True)
+    assert tiny.verdict == "no measurable change"
+    assert judge([1.0] * 3, [2.0] * 3, "higher", share=False).verdict == "too few windows"
+
+
+def test_different_gpu_counts_and_lengths_are_said() -> None:
+    before = _side("BEFORE", [], span_s=600.0)
+    after = _side("AFTER", [], span_s=3600.0)
+    extra = GpuTotals(gpu=1, link_bytes_per_s=6.3e10, data_s=3600.0, busy_s=3600.0,
+                      active_s=3600.0, first_busy_s=0.0, last_busy_s=3600.0,
+                      last_wall_s=3600.0, confidence="high", final_state="CHAINED")
+    after.totals.append(extra)
+    notes = " ".join(compare(before, after).notes)
+    assert "different GPUs: BEFORE 1 (0), AFTER 2 (0, 1)" in notes
+    assert "different lengths" in notes
+
+
+def test_the_command_prints_text_within_100_columns_json_and_markdown(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(PAGEABLE), str(PINNED)]) == 0
+    text = capsys.readouterr().out
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "busy share" in text and "better" in text and "Payoff" in text
+    assert main(["compare", str(PAGEABLE), str(PINNED), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema_version"] == 1 and doc["window_s"] == 3.0
+    busy = next(f for f in doc["figures"] if f["figure"] == "busy share")
+    assert busy["verdict"] == "better" and busy["before_windows"]["n"] >= 8
+    assert doc["payoff"]["achieved"]["basis"] == "partitions/h"
+    assert main(["compare", str(PAGEABLE), str(PINNED), "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "| GPU 0 | busy share |" in md and "**better**" in md
+
+
+def test_a_side_that_cannot_be_read_exits_2(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(tmp_path / "missing.jsonl"), str(PINNED)]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_markdown_escapes_pipes_in_paths(tmp_path: Path) -> None:
+    c = _compare(PINNED, PINNED)
+    c.before.path = "a|b.jsonl"
+    assert "a\\|b.jsonl" in format_markdown(c)
+    assert to_json(c)["sides"]["BEFORE"]["path"] == "a|b.jsonl"
+
+
+def test_copies_moved_from_pageable_to_pinned_memory_show_in_the_h2d_figures() -> None:
+    copies = Path(__file__).parent / "data" / "h200-copytrace"
+    c = _compare(copies / "pageable" / "rec.jsonl.gz", copies / "chained" / "rec.jsonl.gz")
+    share = _figure(c, "H2D bytes from pageable")
+    rate = _figure(c, "H2D rate: all")
+    assert (share.before, share.after) == (1.0, 0.0) and share.test.verdict == "better"
+    assert rate.test.verdict == "better"
+    assert rate.before and rate.after and rate.after / rate.before > 10  # 3.5 -> 55 GB/s
+    assert _figure(c, "H2D rate: pinned").test.verdict == "one side only"
+
+
+def test_post_latency_from_the_provers_watcher_is_compared_when_there_is_any() -> None:
+    from gapwatch.offline.compare_windows import SlimPost
+
+    before = _side("BEFORE", [])
+    after = _side("AFTER", [])
+    before.posts = [SlimPost(None, "winning-post", 60.0 * i + 30, 24.0 + (i % 3)) for i in
+                    range(40)]
+    after.posts = [SlimPost(None, "winning-post", 60.0 * i + 30, 6.0 + (i % 3)) for i in
+                   range(40)]
+    post = _figure(compare(before, after), "PoSt latency s: winning-post")
+    assert post.before == pytest.approx(24.975) and post.after == pytest.approx(6.975)
+    assert post.test.verdict == "better" and post.better == "lower"
+    assert post.before_windows.n == 40

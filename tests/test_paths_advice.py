@@ -1,0 +1,209 @@
+"""Advice on every path upstream cuzk really takes (curio e0294b0f; cuzk-upstream-paths.md):
+each built from cuzk's own lines (tests/data/cuzk-upstream/cuzk.log, one line per logging site,
+named by its upstream file:line in expected.json), each giving its setting with evidence and
+source, or "no setting" with why in one sentence."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from gapwatch.core.evidence_types import EventEvidence
+from gapwatch.core.models import Gap
+from gapwatch.cuzk.advice import advice_json, advice_lines, advise
+from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
+from gapwatch.cuzk.pipeline import PipelineView, PoolState
+from gapwatch.cuzk.settings import SettingsSeen, changes
+from gapwatch.logs.parse import LogParser
+
+UPSTREAM = Path(__file__).parent / "data" / "cuzk-upstream"
+LINES = {e["name"]: e for e in json.loads((UPSTREAM / "expected.json").read_text())["lines"]}
+T0 = "2026-05-12T14:00:"
+
+
+def line(name: str, second: float = 0.0, **fields: object) -> str:
+    """Upstream's line for the message `name` (its source in expected.json), at `second`
+    past 14:00, with `fields` set to these values."""
+    text = LINES[name]["line"]
+    assert isinstance(text, str)
+    text = re.sub(r"^\S+Z", f"{T0}{second:09.6f}Z", text)
+    for k, v in fields.items():
+        text, n = re.subn(rf"\b{k}=\S+", f"{k}={v}", text)
+        assert n == 1, (name, k)
+    return text
+
+
+def timeline(offset_ms: int, event: str, job: str, detail: str) -> str:
+    """A TIMELINE line as engine.rs:352 prints it (`TIMELINE,{ms},{event},{job},{detail}`)."""
+    return f"TIMELINE,{offset_ms},{event},{job},{detail}"
+
+
+def facts_of(lines: list[str]) -> PathFacts:
+    parser, seen = LogParser(), PathsSeen()
+    for text in lines:
+        for ev in parser.parse_line(text, "stderr" if text.startswith("TIMELINE") else "stdout"):
+            seen.feed_log(ev)
+    return seen.result()
+
+
+def _gap(kind: str = "host_stall", cause: str | None = None, evidence: list[str] | None = None,
+         start_s: float = 1_778_594_410.0, warnings: tuple[str, ...] = ()) -> Gap:
+    return Gap(gap_id=1, gpu=0, kind=kind, start_mono_ns=10**10, start_s=start_s,  # type: ignore[arg-type]
+               end_mono_ns=2 * 10**10, end_s=start_s + 1.0, duration_s=1.0,
+               pcie_rx_bytes_per_s=2e9, pcie_tx_bytes_per_s=1e6, link_bytes_per_s=63e9,
+               log_events=[EventEvidence(start_s, "", warning=w) for w in warnings],
+               prover_cause=cause,
+               prover_evidence=evidence or [])
+
+
+ENGINE = line("starting cuzk engine", 0.0, pipeline_enabled="true")
+
+
+def test_a_batch_of_porep_requests_is_told_max_batch_size_1() -> None:
+    # engine.rs:1892 (the dispatcher's settings), engine.rs:2665 (a monolithic SYNTH_START).
+    facts = facts_of([ENGINE, line("synthesis dispatcher started (budget-gated)", 0.1,
+                                      max_batch_size=2),
+                         timeline(5000, "SYNTH_START", "porep-1000-7", "kind=porep-c2")])
+    assert facts.batches == 1 and facts.max_batch_size == 2
+    gap = _gap(cause="monolithic", evidence=[
+        "porep-c2 job porep-1000-7 synthesising during the gap (TIMELINE SYNTH_START "
+        "kind=porep-c2): monolithic work /status never lists"])
+    report = advise([gap], PipelineView(), rules=lambda s, g: path_rule(s, g, facts))
+    (a,) = report.advice
+    assert (a.setting, a.change, a.guess) == ("[scheduler] max_batch_size", "1 (the default)",
+                                              False)
+    assert "engine.rs:2053, 2672-2680" in a.source
+    assert any("max_batch_size=2" in e for e in a.evidence)
+    # Pageable copies with no pool failure while batches run: the same setting, as a guess.
+    pageable = _gap(kind="pcie_starved", warnings=("unpinned",))
+    (b,) = advise([pageable], PipelineView(),
+                  rules=lambda s, g: path_rule(s, g, facts)).advice
+    assert b.setting == "[scheduler] max_batch_size" and b.guess
+
+
+def test_post_is_monolithic_by_design_and_gets_no_setting() -> None:
+    facts = facts_of([ENGINE, timeline(5000, "SYNTH_START", "winpost-1000-1a2b3c4d",
+                                          "kind=winning-post")])
+    gap = _gap(cause="monolithic", evidence=["winning-post job winpost-1000-1a2b3c4d on the "
+                                             "GPU during the gap (TIMELINE ...)"])
+    report = advise([gap], PipelineView(), rules=lambda s, g: path_rule(s, g, facts))
+    assert not report.advice
+    assert "unpinned by design" in report.no_setting[0].why
+    assert "pipeline.rs:3015, 3210" in report.no_setting[0].why
+
+
+def test_the_pipeline_off_is_told_pipeline_enabled_true() -> None:
+    facts = facts_of([line("starting cuzk engine", 0.0, pipeline_enabled="false")])
+    gap = _gap(kind="pcie_starved", warnings=("unpinned",))
+    (a,) = advise([gap], PipelineView(), rules=lambda s, g: path_rule(s, g, facts)).advice
+    assert (a.setting, a.change) == ("[pipeline] enabled", "true")
+    assert "engine.rs:3422-3439" in a.source
+
+
+def test_the_first_wave_says_how_long_it_lasted_and_that_it_repeats() -> None:
+    # pipeline.rs:270 (no hint) ... pipeline.rs:355 (the hint cached, the wave over).
+    facts = facts_of([ENGINE,
+                         line("no capacity hint cached — first synthesis will grow organically",
+                              1.0),
+                         line("no capacity hint cached — first synthesis will grow organically",
+                              1.5),
+                         line("cached synthesis capacity hint", 31.0)])
+    assert facts.unhinted == 2
+    gap = _gap(kind="pcie_starved", warnings=("unpinned",), start_s=1_778_594_420.0)
+    report = advise([gap], PipelineView(pool=PoolState(first_syntheses=2)),
+                    rules=lambda s, g: path_rule(s, g, facts))
+    (n,) = report.no_setting
+    assert not report.advice and n.stall == "first_synthesis"
+    assert "first wave" in n.why and "30.0s" in n.why and "repeats after every restart" in n.why
+
+
+def test_a_dispatch_stall_under_validate_partitions_is_told_to_unset_it() -> None:
+    facts = facts_of([ENGINE,
+                         line("CUZK_VALIDATE_PARTITIONS=1: validating per-partition verifier "
+                              "against known-good proof", 2.0),
+                         line("GPU_TIMING hot_path pre-prove overhead", 3.0, status_ms=0,
+                              fail_check_ms=2400, mark_busy_ms=3, total_overhead_ms=2403)])
+    report = advise([_gap(cause="dispatch_stall")], PipelineView(),
+                    rules=lambda s, g: path_rule(s, g, facts))
+    (a,) = report.advice
+    assert a.setting == "env CUZK_VALIDATE_PARTITIONS" and "unset" in a.change
+    assert "fail_check_ms up to 2400 ms" in " ".join(a.evidence)
+    assert any("CUZK_VALIDATE_PARTITIONS=1 is set" in n for n in path_notes(facts))
+
+
+def test_a_dispatch_stall_on_the_job_tracker_names_the_self_check_not_status() -> None:
+    facts = facts_of([ENGINE,
+                         line("verifying PoRep proof (self-check)", 2.0),
+                         line("GPU_TIMING hot_path pre-prove overhead", 3.0, status_ms=0,
+                              fail_check_ms=1800, mark_busy_ms=0, total_overhead_ms=1800)])
+    report = advise([_gap(cause="dispatch_stall")], PipelineView(),
+                    rules=lambda s, g: path_rule(s, g, facts))
+    (n,) = report.no_setting
+    assert "JobTracker mutex" in n.why and "self-check (engine.rs:521)" in n.why
+    assert "only status_ms's lock" in n.why and "1 self-check(s)" in n.why
+    # With status_ms the largest wait, it is /status's lock: poll less.
+    facts2 = facts_of([ENGINE, line("GPU_TIMING hot_path pre-prove overhead", 3.0,
+                                       status_ms=900, fail_check_ms=1, mark_busy_ms=0,
+                                       total_overhead_ms=901)])
+    (a,) = advise([_gap(cause="dispatch_stall")], PipelineView(),
+                  rules=lambda s, g: path_rule(s, g, facts2)).advice
+    assert a.setting.startswith("[cuzk] status_period_s") and a.guess
+
+
+def test_disable_split_prove_is_detected_and_said_with_the_lock_attribution_off() -> None:
+    starts = [timeline(1000 + i, "GPU_START", "porep-1000-7", f"worker=0,partition={i}")
+              for i in range(4)]
+    facts = facts_of([ENGINE, *starts])
+    assert facts.split_prove_disabled
+    notes = path_notes(facts)
+    assert any("CUZK_DISABLE_SPLIT_PROVE=1" in n and "lock attribution" in n for n in notes)
+    (a,) = advise([_gap(cause="inside_workers")], PipelineView(),
+                  rules=lambda s, g: path_rule(s, g, facts)).advice
+    assert a.setting == "env CUZK_DISABLE_SPLIT_PROVE"
+    # With the split-prove line there (engine.rs:3139), nothing is said.
+    with_split = facts_of([ENGINE, *starts, line("GPU_TIMING spawn_blocking prove_start",
+                                                    4.0)])
+    assert not with_split.split_prove_disabled
+
+
+def test_deprecation_warnings_say_the_operators_setting_is_ignored() -> None:
+    names = [n for n in LINES if " is deprecated" in n]
+    assert len(names) == 4  # config.rs:118, 121, 240, 402
+    facts = facts_of([line(n, 0.5) for n in names])
+    notes = path_notes(facts)
+    assert any("cuzk ignores 'srs.preload'" in n for n in notes)
+    assert any("cuzk ignores 'synthesis.partition_workers'" in n for n in notes)
+    text = "\n".join(advice_lines(advise([], PipelineView(), notes=notes)))
+    assert "note: cuzk ignores 'memory.pinned_budget'" in text
+    assert advice_json(advise([], PipelineView(), notes=notes))["advice_notes"] == notes
+
+
+def test_no_work_names_curios_max_pending() -> None:
+    facts = facts_of([ENGINE])
+    (a,) = advise([_gap(cause="no_work")], PipelineView(),
+                  rules=lambda s, g: path_rule(s, g, facts)).advice
+    assert a.setting == "Curio [Cuzk] MaxPending" and a.guess
+    assert "default 10" in a.change
+
+
+def test_settings_read_from_startup_lines_and_their_changes() -> None:
+    def settings(size: int, deprecated: bool) -> SettingsSeen:
+        seen, parser = SettingsSeen(), LogParser()
+        lines = [ENGINE, line("synthesis dispatcher started (budget-gated)", 0.1,
+                              max_batch_size=size),
+                 line("initializing GPU workers", 0.2, gpu_workers_per_device=2)]
+        if deprecated:
+            lines.append(line("srs.preload is deprecated — SRS is loaded on demand", 0.3))
+        for text in lines:
+            for ev in parser.parse_line(text, "stdout"):
+                seen.feed_log(ev)
+        return seen
+
+    before, after = settings(2, True).result(), settings(1, False).result()
+    assert before.values["[scheduler] max_batch_size"] == "2"
+    assert before.deprecated == ("srs.preload",)
+    changed = {c.setting: (c.before, c.after) for c in changes(before, after)}
+    assert changed["[scheduler] max_batch_size"] == ("2", "1")
+    assert changed["srs.preload (deprecated, ignored)"] == ("set", None)
+    assert "[gpus] gpu_workers_per_device" not in changed

@@ -15,12 +15,20 @@ the clock; the exiting PIDs leave the process lists.
 
 The link: `nvmlDeviceGetCurrPcieLinkGeneration/Width` answer `trained` (default: the maximum)
 while the device moves data, and `idle_gen` when it does not, as a real link that down-trains
-to save power. `processes` are the PIDs `nvmlDeviceGetComputeRunningProcesses` lists.
+to save power. `processes` are the PIDs `nvmlDeviceGetComputeRunningProcesses` lists, each
+holding `process_gpu_memory` bytes (1 GiB unless set).
+
+Health: each device answers memory, temperature, power and its limit, clocks, clocks event
+reasons, volatile ECC counts and the PCIe replay counter from its fields (tests change them
+between ticks). XID events: `FakeNvml.xid(device, code)` queues one; `nvmlEventSetWait_v2`
+returns it, or raises Timeout after blocking at most its timeout (on a real condition
+variable, so the watch thread really sleeps).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import types
 from collections import Counter
 from dataclasses import dataclass, field
@@ -170,6 +178,19 @@ class FakeDevice:
     trained: tuple[int, int] | None = None
     #: The generation an idle link drops to (power saving); the width stays.
     idle_gen: int = 1
+    #: GPU memory of each listed PID (bytes); unlisted PIDs hold 1 GiB.
+    process_gpu_memory: dict[int, int] = field(default_factory=dict)
+    # Health, as an H200 at work (nvml-facts.md): bytes, degrees C, mW, MHz, a reasons mask.
+    memory_used: int = 60 << 30
+    memory_total: int = 141 << 30
+    temperature: int = 52
+    power_mw: int = 450_000
+    power_limit_mw: int = 700_000
+    sm_clock: int = 1980
+    memory_clock: int = 3201
+    clocks_event_reasons: int = 0
+    ecc: dict[int, int] = field(default_factory=lambda: {0: 0, 1: 0})
+    pcie_replays: int = 0
     calls: Counter[str] = field(default_factory=Counter)
 
     def moving(self, t_ns: int) -> bool:
@@ -218,7 +239,20 @@ class FakeNvml:
         #: a run on the real clock, a sleep (`time.sleep`) that a stall really waits in.
         self.clock: Any = None
         self.sleep: Any = None
+        #: XID events waiting for nvmlEventSetWait_v2: (device, code); sets created and freed.
+        self.xids: list[tuple[FakeDevice, int]] = []
+        self.xid_ready = threading.Condition()
+        self.event_sets_created = 0
+        self.event_sets_freed = 0
+        self.registered: list[tuple[FakeDevice, int]] = []
+        self.waits = 0
         self.module = self._build_module()
+
+    def xid(self, device: FakeDevice, code: int) -> None:
+        """An XID critical error on `device`: the event set's waiter wakes with it."""
+        with self.xid_ready:
+            self.xids.append((device, code))
+            self.xid_ready.notify_all()
 
     def tick(self, source: Any, t_ns: int, lateness_ns: int = 0) -> Any:
         """Move the clock to t_ns and take one reading with `source`."""
@@ -263,7 +297,7 @@ class FakeNvml:
         m = types.ModuleType("pynvml")
         m.__dict__.update({k: v for k, v in globals().items() if k.startswith("NVML_")})
         m.__dict__.update(NVMLError=NVMLError, NVML_GPM_METRICS_GET_VERSION=1,
-                          c_nvmlGpmMetricsGet_t=GpmMetricsGet)
+                          c_nvmlGpmMetricsGet_t=GpmMetricsGet, nvmlEventTypeXidCriticalError=8)
         for cls in NVMLError._by_code.values():
             setattr(m, cls.__name__, cls)
         fake = self
@@ -362,8 +396,62 @@ class FakeNvml:
         def nvmlDeviceGetComputeRunningProcesses(h: FakeDevice) -> list[Any]:
             d = fake._dev(h, "nvmlDeviceGetComputeRunningProcesses")
             # pynvml's friendly objects: pid, usedGpuMemory, gpuInstanceId, computeInstanceId.
-            return [types.SimpleNamespace(pid=pid, usedGpuMemory=1 << 30, gpuInstanceId=0xFFFFFFFF,
+            return [types.SimpleNamespace(pid=pid, usedGpuMemory=d.process_gpu_memory.get(pid, 1 << 30),
+                                          gpuInstanceId=0xFFFFFFFF,
                                           computeInstanceId=0xFFFFFFFF) for pid in d.processes]
+
+        def nvmlDeviceGetMemoryInfo(h: FakeDevice) -> Any:
+            d = fake._dev(h, "nvmlDeviceGetMemoryInfo")
+            return types.SimpleNamespace(total=d.memory_total, used=d.memory_used,
+                                         free=d.memory_total - d.memory_used)
+
+        def nvmlDeviceGetTemperature(h: FakeDevice, sensor: int) -> int:
+            assert sensor == 0
+            return fake._dev(h, "nvmlDeviceGetTemperature").temperature
+
+        def nvmlDeviceGetPowerUsage(h: FakeDevice) -> int:
+            return fake._dev(h, "nvmlDeviceGetPowerUsage").power_mw
+
+        def nvmlDeviceGetEnforcedPowerLimit(h: FakeDevice) -> int:
+            return fake._dev(h, "nvmlDeviceGetEnforcedPowerLimit").power_limit_mw
+
+        def nvmlDeviceGetClockInfo(h: FakeDevice, clock: int) -> int:
+            d = fake._dev(h, "nvmlDeviceGetClockInfo")
+            return {1: d.sm_clock, 2: d.memory_clock}[clock]
+
+        def nvmlDeviceGetCurrentClocksEventReasons(h: FakeDevice) -> int:
+            return fake._dev(h, "nvmlDeviceGetCurrentClocksEventReasons").clocks_event_reasons
+
+        def nvmlDeviceGetTotalEccErrors(h: FakeDevice, error_type: int, counter: int) -> int:
+            assert counter == 0  # volatile
+            return fake._dev(h, "nvmlDeviceGetTotalEccErrors").ecc[error_type]
+
+        def nvmlDeviceGetPcieReplayCounter(h: FakeDevice) -> int:
+            return fake._dev(h, "nvmlDeviceGetPcieReplayCounter").pcie_replays
+
+        def nvmlEventSetCreate() -> Any:
+            fake.event_sets_created += 1
+            return types.SimpleNamespace(freed=False)
+
+        def nvmlEventSetFree(es: Any) -> None:
+            es.freed = True
+            fake.event_sets_freed += 1
+
+        def nvmlDeviceRegisterEvents(h: FakeDevice, types_mask: int, es: Any) -> None:
+            d = fake._dev(h, "nvmlDeviceRegisterEvents")
+            fake.registered.append((d, types_mask))
+
+        def nvmlEventSetWait_v2(es: Any, timeout_ms: int) -> Any:
+            assert not es.freed, "waited on a freed event set"
+            with fake.xid_ready:
+                fake.waits += 1
+                if not fake.xids:
+                    fake.xid_ready.wait(timeout_ms / 1000)
+                if not fake.xids:
+                    raise NVMLError(NVML_ERROR_TIMEOUT)
+                d, code = fake.xids.pop(0)
+            return types.SimpleNamespace(device=d, eventType=8, eventData=code,
+                                         gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)
 
         for fn in list(locals().values()):
             if callable(fn) and getattr(fn, "__name__", "").startswith("nvml"):

@@ -26,7 +26,9 @@ from gapwatch.core.models import (
     BlindSpot,
     ExitedProcess,
     Gap,
+    GpuHealth,
     GpuSample,
+    HardwareEvent,
     ProofTiming,
     ProverEvent,
     SessionHeader,
@@ -43,7 +45,7 @@ REAL = [DATA / "h200-copytrace/pageable/rec.jsonl.gz",
         DATA / "h200-e2e/host-stall-status/rec.jsonl.gz"]
 #: Record types newer than those recordings, read back on their own below (and in the tests
 #: of the part that writes them: tests/test_nvml_blind_spots.py).
-NEWER_THAN_REAL: set[type] = {BlindSpot, ProverEvent}
+NEWER_THAN_REAL: set[type] = {BlindSpot, GpuHealth, HardwareEvent, ProverEvent}
 
 
 def _lines(path: Path) -> list[bytes]:
@@ -75,6 +77,17 @@ def test_a_blind_spot_reads_back_as_it_was_written() -> None:
     assert decode_record(line) == spot
 
 
+def test_health_and_hardware_events_read_back_as_they_were_written_with_none_kept() -> None:
+    health = GpuHealth(gpu=3, t_mono_ns=1, t_wall_s=1_796_000_000.0, memory_used_bytes=60 << 30,
+                       memory_total_bytes=141 << 30, temperature_c=None, power_w=451.5,
+                       power_limit_w=700.0, clocks_event_mask=0x24, pcie_replay_total=None)
+    xid = HardwareEvent(gpu=3, t_mono_ns=2, t_wall_s=1_796_000_000.5, kind="xid", code=79)
+    for record, tag in ((health, b"health"), (xid, b"hw_event")):
+        line = encode_line(record)
+        assert line.startswith(b'{"type":"%s",' % tag)
+        assert decode_record(line) == record
+    back = decode_record(encode_line(health))
+    assert isinstance(back, GpuHealth) and back.temperature_c is None
 def test_a_prover_event_reads_back_as_it_was_written() -> None:
     event = ProverEvent(
         t_wall_s=1_796_000_010.5, kind="proof", level="error", message="WinningPoSt late",

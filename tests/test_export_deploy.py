@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from gapwatch.base.watch import ThreadHealth
 from gapwatch.core.models import (
     Gap,
+    GpuHealth,
     GpuInfo,
     GpuSample,
     HostSample,
@@ -54,6 +55,12 @@ def _served_names() -> set[str]:
     handle = start_exporter(":0", session, status_fn=Status)
     try:
         session.on_gpu_samples([GpuSample(0, 1, 1.0, 100, 50.0, 60.0, 1e9, 1e8, lateness_ns=1)])
+        # A health reading held down by its power cap (every health family exists then).
+        session.on_record(GpuHealth(0, 1, 1.0, memory_used_bytes=1 << 30,
+                                    memory_total_bytes=141 << 30, temperature_c=50.0,
+                                    power_w=400.0, power_limit_w=700.0, sm_clock_mhz=1980,
+                                    memory_clock_mhz=2619, clocks_event_mask=0x004,
+                                    ecc_corrected_total=0, ecc_uncorrected_total=0))
         session.on_record(HostSample(1, 1.0, 100, 40.0, 1 << 30, 0, 10.0, 5.0, 1.0, 0.1,
                                           0.01, 2.0, 1e10))
         store.set_state(StateChange(0, 1, 1.0, "BREAKDOWN", 0.5))
@@ -98,3 +105,12 @@ def test_dashboard_is_importable_json_with_unique_panel_ids() -> None:
     assert {"datasource", "instance"} <= names
     assert all("$instance" in e for e in _dashboard_exprs())
 
+
+
+def test_every_metric_the_fleet_view_queries_is_served() -> None:
+    """`gapwatch fleet` reads only what a gapwatch exports: a renamed metric would leave a
+    column at "-" on every box for ever."""
+    from gapwatch.fleet.queries import metric_names
+
+    served = _served_names()
+    assert metric_names() <= served, sorted(metric_names() - served)

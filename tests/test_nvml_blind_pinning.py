@@ -57,7 +57,7 @@ def _spots(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, exits: tuple[int,
     status = root / "proc" / "4242" / "status"
     if meanwhile is not None:
         fake.sleep = lambda _s: status.write_text(meanwhile)
-    source = NvmlSource(SamplerConfig(), now_ns=clock.monotonic_ns, proc_root=str(root))
+    source = NvmlSource(SamplerConfig(procmem_every_s=5.0), now_ns=clock.monotonic_ns, proc_root=str(root))
     if sources is not None:
         sources.append(source)
     clocked = Clocked(fake, source)
@@ -154,7 +154,7 @@ def test_the_recording_and_the_report_carry_the_pinning_process(
     fake.stalls.append((6 * S, 1_400 * MS, ()))
     root = fake_proc(tmp_path / "root", {4242: PROVER_STATUS})
     fake.sleep = lambda _s: (root / "proc" / "4242" / "status").write_text(_pinned_status(36))
-    source = NvmlSource(SamplerConfig(), now_ns=clock.monotonic_ns, proc_root=str(root))
+    source = NvmlSource(SamplerConfig(procmem_every_s=5.0), now_ns=clock.monotonic_ns, proc_root=str(root))
     clocked = Clocked(fake, source)
     gpus = clocked.open()
     session = Session(default_header("nvml", gpus, 100.0), SeriesStore(gpus, 0.1),
@@ -190,7 +190,7 @@ def test_a_process_gone_from_two_proc_rounds_is_forgotten(
     clock = FakeClock(start_mono_ns=0)
     fake.clock = clock
     root = fake_proc(tmp_path / "root", {4242: PROVER_STATUS})
-    source = NvmlSource(SamplerConfig(), now_ns=clock.monotonic_ns, proc_root=str(root))
+    source = NvmlSource(SamplerConfig(procmem_every_s=5.0), now_ns=clock.monotonic_ns, proc_root=str(root))
     clocked = Clocked(fake, source)
     clocked.open()
     remembered = []
@@ -220,7 +220,7 @@ def test_a_listing_that_fails_after_the_stall_blames_no_exit(
     fake.stalls.append((6 * S, 1_400 * MS, ()))
     fake.sleep = lambda _s: device.fail.update({"nvmlDeviceGetComputeRunningProcesses": 2})
     root = fake_proc(tmp_path / "root", {4242: PROVER_STATUS})
-    source = NvmlSource(SamplerConfig(), now_ns=clock.monotonic_ns, proc_root=str(root))
+    source = NvmlSource(SamplerConfig(procmem_every_s=5.0), now_ns=clock.monotonic_ns, proc_root=str(root))
     clocked = Clocked(fake, source)
     clocked.open()
     spots: list[BlindSpot] = []

@@ -49,6 +49,8 @@ def make(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *devices: FakeDevice,
          statuses: dict[int, str] | None = None, **config: Any) -> tuple[FakeNvml, NvmlSource]:
     fake = install(monkeypatch, list(devices) or [FakeDevice()])
     root = fake_proc(tmp_path, statuses or {})
+    # These tests pin the rounds' rhythm at 5 s (the default is 1 s: the processes panel).
+    config.setdefault("procmem_every_s", 5.0)
     source = NvmlSource(SamplerConfig(**config), now_ns=lambda: 0, proc_root=str(root))
     source.open()
     return fake, source

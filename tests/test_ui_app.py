@@ -106,7 +106,7 @@ async def test_a_snapshot_failure_is_shown_and_monitoring_goes_on(tmp_path: Path
         rt.store.upsert_gap(gap(99, 0, 59.0, None, kind="host_stall"))
         app.redraw()
         await pilot.pause()
-        assert "host_stall" in screen_text(app)
+        assert "host stall" in screen_text(app)  # the table's words for host_stall
         assert app.is_running
 
 
@@ -122,7 +122,7 @@ async def test_pause_freezes_the_view_while_detection_goes_on(tmp_path: Path) ->
         rt.store.upsert_gap(gap(42, 0, 60.5, None, kind="host_stall"))
         await pilot.pause(0.2)  # several redraw ticks
         assert app.view is not None and app.view.snap is frozen.snap
-        assert "host_stall" not in screen_text(app)
+        assert "host stall" not in screen_text(app)
         assert any(g.gap_id == 42 for g in rt.store.snapshot().gaps)  # the core went on
         rt.session._derived([StateChange(0, t_ns(61), WALL0_S + 61, "BREAKDOWN", 0.7, "x")])
         await pilot.pause()
@@ -130,7 +130,7 @@ async def test_pause_freezes_the_view_while_detection_goes_on(tmp_path: Path) ->
         await pilot.press("p")
         await pilot.pause()
         assert app.view is not None and app.view.snap is not frozen.snap
-        assert "host_stall" in screen_text(app)
+        assert "host stall" in screen_text(app)
         assert "PAUSED" not in screen_text(app)
 
 

@@ -105,7 +105,8 @@ async def test_at_80_columns_the_hint_keeps_to_its_lines_and_d_shows_it_whole(
            "memory?; SMs idle 1.5 s while H2D ran at 2.8 GB/s (4 % of link); … d: whole hint" \
            in flat(main)
     assert long_hint not in flat(main)
-    assert main.splitlines()[5].startswith("GPU0 · last 60 s")  # 2 GPU lines + 3 verdict lines
+    # 2 GPU lines, their chaining figures, 3 verdict lines.
+    assert main.splitlines()[6].startswith("GPU0 · last 60 s")
     assert any(line.startswith("time     GPU") for line in main.splitlines())
     assert long_hint in flat(detail)
 

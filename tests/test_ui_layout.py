@@ -64,8 +64,9 @@ async def test_a_long_hint_and_a_pause_leave_the_gap_table_and_the_log_where_the
             for s in screens]
     assert rows[0] == rows[1] == rows[2]  # nothing moved: not the charts, the table, the log
     assert rows[0][0] == header_lines(24)  # five header lines at 80x24
-    assert any("… d: whole hint" in line for line in screens[1][:5])
-    assert screens[2][1].startswith(" PAUSED ")
+    assert "… d: whole hint" in " ".join(screens[1][:5])
+    assert screens[2][1].startswith("chaining 87% (PCIe+SM)")  # the GPU's health line
+    assert screens[2][2].startswith(" PAUSED ")
 
 
 def test_the_state_badge_keeps_its_column_whatever_the_numbers_read(tmp_path: Path) -> None:

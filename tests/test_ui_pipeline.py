@@ -53,19 +53,21 @@ async def test_the_pipeline_line_and_the_worker_states_show_at_80x24(tmp_path: P
         text = screen_text(app)
     # 18 synthesizing of the 18 workers cuzk's formula gives a 750 GiB budget (`~`: derived,
     # no `starting pipeline` line in this log), not of max_concurrent's 83.
-    assert "prover 127.0.0.1:9821 · GPU0 IP · synthesis 18/~18 · parts 0 synth_done" in text
+    # The workers by name and synthesis first: what the gap causes rest on survives the cut.
+    assert "prover 127.0.0.1:9821 · GPU0 w0 idle, w1 proving · synthesis 18/~18 · " in text
     # The newest gap's row carries its GPU's workers: one idle, one proving.
     (row,) = [line for line in text.splitlines() if "0.40s" in line]
-    assert row.split()[4:6] == ["IP", "2.8"]
-    assert " wk " in text
+    assert row.split()[5:8] == ["1/2", "busy", "2.8"]  # after "slow copies"
+    assert " workers " in text
 
 
 def test_the_line_says_a_stale_snapshot_and_every_synthesis_worker_busy() -> None:
     st = _status(10.0)
     runs = pipeline_text(st, age_s=12.0, pipeline=PipelineView(synth_workers=18))  # type: ignore[arg-type]
     text = "".join(t for t, _ in runs)
-    assert text == ("prover 127.0.0.1:9821 · GPU0 IP · synthesis 18/18 · parts 0 synth_done "
-                    "4 pending 18 synth 0 gpu 0 done · queue 1 · stale 12 s")
+    assert text == ("prover 127.0.0.1:9821 · GPU0 w0 idle, w1 proving · synthesis 18/18 · "
+                    "partitions: 0 synthesised, 4 pending, 18 synthesizing, 0 on GPU, 0 done · "
+                    "queue 1 · stale 12 s")
     # Every worker busy and nothing synthesised ahead: the GPU is about to wait on synthesis.
     assert ("18/18", "warn") in runs and (" · stale 12 s", "warn") in runs
 
@@ -95,7 +97,7 @@ async def test_without_status_data_the_pipeline_line_takes_no_room(tmp_path: Pat
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert not app.query_one(PipelineLine).display
-        assert " wk " not in screen_text(app)
+        assert " workers " not in screen_text(app)
 
 
 def test_the_simulated_provers_status_url_is_on_the_dashboard_second_in_the_footer() -> None:

@@ -9,6 +9,7 @@ from gapwatch.core.models import GpuSample
 from gapwatch.core.readings import busy_reading
 from gapwatch.ui.blocks import BLANK, GAP_PREFIX, SOLID, ZERO, render_rows
 from gapwatch.ui.reduce import MISSING, Column, busy_shares, gap_columns, reduce_minmax
+from gapwatch.ui.widgets.strip_chart import one_row_label
 
 S = 1_000_000_000
 _CONFIG = DetectorConfig()
@@ -180,3 +181,22 @@ def test_the_column_cache_draws_what_a_full_reduction_draws_as_data_streams_in()
         t0, t1 = view.grid(71)
         assert busy_cells(view, 71, t0, t1, busy_cache) == busy_cells(view, 71, t0, t1)
         assert rx_cells(view, 71, t0, t1, rx_cache) == rx_cells(view, 71, t0, t1)
+
+
+def test_a_one_row_chart_tells_chaining_from_breakdown_rates_apart() -> None:
+    """At 80x24 the RX chart has one row: 8 GB/s (chaining) and 3 GB/s (breakdown) of a 63 GB/s
+    link used to be the same baseline `▁`; on the square-root scale they differ, and 41 GB/s
+    pinned bursts stand out."""
+    link = 63e9
+    cells: list[tuple[float | None, str | None]] = [(8e9 / link, None), (3e9 / link, None),
+                                                    (41e9 / link, None)]
+    assert "".join(t for t, _ in render_rows(cells, rows=1)[0]) == "▁▁▅"  # linear: flat
+    (row,) = render_rows(cells, rows=1, sqrt_one_row=True)
+    chars = "".join(text for text, _ in row)
+    assert chars == "▃▂▆"
+    assert len(set(chars)) == 3
+
+
+def test_a_one_row_chart_says_its_newest_level_in_its_label() -> None:
+    assert one_row_label("RX %link", [(0.12, None), (0.05, None), (None, None)]) == "RX   5%"
+    assert one_row_label("TX %link", [(None, None)]) == "TX    -"

@@ -15,11 +15,16 @@ from ui_fakes import (
     H200,
     H200_B,
     LINK,
+    POWER_CAP,
     STARVED_GAPS,
+    THERMAL,
     WALL0_S,
     FakeRuntime,
+    add_health,
+    add_processes,
     breakdown_with_hint,
     fill_breakdown,
+    fill_chain_fall,
     fixed_wall,
     gap,
     make_config,
@@ -141,3 +146,84 @@ def test_detail_view_at_160x48(snap_compare: Any, tmp_path: Path) -> None:
     squares on the zero line and the hole at -40..-38 s not bridged, RX/TX in % of the link
     below, x labels every 15 s."""
     assert snap_compare(breakdown_app(tmp_path), terminal_size=(160, 48), press=["d"])
+
+
+def health_app(tmp_path: Path) -> GapwatchApp:
+    """One GPU whose chaining fell from 93 % to 41 % over two minutes, its clocks held down by
+    the power cap."""
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_chain_fall(rt.store)
+    add_health(rt.store, (0,), seconds=120.0, throttled={0: POWER_CAP})
+    return GapwatchApp(rt, wall_clock=fixed_wall)
+
+
+def test_health_and_a_chaining_fall_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """Under the GPU line, its health in words: `health 61G/141G · 52°C · 455/700W · power cap
+    · chaining 85%→41% (PCIe+SM)` (the minute before: its 10 s buckets straddle the fall), the
+    power cap in the warning colour; the verdict says the fall, `chaining 85%→41%`, and `clocks
+    held down: power cap`. The header keeps its five lines."""
+    assert snap_compare(health_app(tmp_path), terminal_size=(80, 24))
+
+
+def test_eight_gpus_with_health_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """Eight GPUs' health in two lines of four cells under their state cells (`0  61G 52° 65% c
+    87`: memory used, temperature, power of its limit, chaining); GPU5's thermal slowdown marks
+    its cell `!` in the warning colour."""
+    rt = fleet(tmp_path, 8)
+    add_health(rt.store, tuple(range(8)), throttled={5: THERMAL})
+    assert snap_compare(GapwatchApp(rt, wall_clock=fixed_wall), terminal_size=(80, 24))
+
+
+def processes_app(tmp_path: Path) -> GapwatchApp:
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    add_health(rt.store)
+    add_processes(rt.store)
+    return GapwatchApp(rt, wall_clock=fixed_wall)
+
+
+def test_processes_panel_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """`t` puts the processes of GPU0 where the gap table and the log were: cuzk-daemon (71 GiB
+    on the GPU, 48 GiB pinned, its copies `pinned 40, pageable 6`) above python3; the charts
+    and the header stay."""
+    assert snap_compare(processes_app(tmp_path), press=["t"], terminal_size=(80, 24))
+
+
+def test_processes_panel_at_160x48(snap_compare: Any, tmp_path: Path) -> None:
+    """The same panel in a wide pane, the whole title line and the copies' column."""
+    assert snap_compare(processes_app(tmp_path), press=["t"], terminal_size=(160, 48))
+
+
+def test_a_selected_gaps_detail_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """↓ ↓ selects the second newest gap (its row in reverse, the hint column's head saying
+    `2/5 enter: whole gap · esc: newest`); Enter opens it whole: `gap 4 on GPU0: slow copies
+    (pcie_starved), 1.50 s idle`, when, PCIe, the hint, evidence, what to change with its
+    payoff, the copies, partitions, host pressure and the log lines around it, in a box that
+    scrolls."""
+    assert snap_compare(breakdown_app(tmp_path), terminal_size=(80, 24),
+                        press=["down", "down", "enter"])
+
+
+def test_a_selected_gap_in_the_table_at_160x48(snap_compare: Any, tmp_path: Path) -> None:
+    """The wide table with the third newest gap selected (reverse video) and the operator's
+    words in the kind column (`slow copies`)."""
+    assert snap_compare(breakdown_app(tmp_path), terminal_size=(160, 48),
+                        press=["down", "down", "down"])
+
+
+def test_a_replay_position_at_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """A replay shows where it is first in the footer's status line: `replay 09:07:21 (+1:00)
+    x4`, then the source."""
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    rt.replay_words = "replay 09:07:21 (+1:00) x4"
+    assert snap_compare(GapwatchApp(rt, wall_clock=fixed_wall), terminal_size=(80, 24))
+
+
+def test_a_paused_replay_at_160x48(snap_compare: Any, tmp_path: Path) -> None:
+    """Paused: the PAUSED banner, and the footer's `replay 09:07:21 (+1:00) paused`."""
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    rt.replay_words = "replay 09:07:21 (+1:00) paused"
+    assert snap_compare(GapwatchApp(rt, wall_clock=fixed_wall), terminal_size=(160, 48),
+                        press=["p"])

@@ -10,11 +10,14 @@ from pathlib import Path
 
 from gapwatch.config import Config, build_config
 from gapwatch.core.models import (
+    CopyRecord,
     Gap,
+    GpuHealth,
     GpuInfo,
     GpuSample,
     HostSample,
     LogEvent,
+    ProcessMemory,
     SessionHeader,
     StateChange,
 )
@@ -148,6 +151,57 @@ def fill_breakdown(store: SeriesStore, gpus: tuple[int, ...] = (0,)) -> None:
                                    busy_fraction=0.81))
 
 
+GIB = 1 << 30
+#: NVML's clocks event reasons: the power cap and the software thermal slowdown.
+POWER_CAP, THERMAL = 0x4, 0x20
+
+
+def add_health(store: SeriesStore, gpus: tuple[int, ...] = (0,), seconds: float = 60.0,
+               throttled: dict[int, int] | None = None) -> None:
+    """One health reading per GPU at `seconds` (an H200 at work; GPU g a little warmer than
+    GPU g-1), the clocks event mask of `throttled` where given (idle otherwise)."""
+    for gpu in gpus:
+        store.append(GpuHealth(
+            gpu=gpu, t_mono_ns=t_ns(seconds), t_wall_s=WALL0_S + seconds,
+            memory_used_bytes=(61 + gpu) * GIB, memory_total_bytes=141 * GIB,
+            temperature_c=52.0 + 3 * gpu, power_w=455.0 + 20 * gpu, power_limit_w=700.0,
+            sm_clock_mhz=1980, memory_clock_mhz=3201,
+            clocks_event_mask=(throttled or {}).get(gpu, 0), ecc_corrected_total=0,
+            ecc_uncorrected_total=0))
+
+
+def add_processes(store: SeriesStore, gpu: int = 0, seconds: float = 60.0,
+                  copies: bool = True) -> None:
+    """Two processes on `gpu` (a prover with a 48 GiB pinned pool, a helper) and, with the copy
+    trace, the prover's H2D copies of the last seconds: 40 pinned, then 6 pageable."""
+    for pid, name, gpu_mem, shmem, anon in ((4242, "cuzk-daemon", 71 * GIB, 48 * GIB, 9 * GIB),
+                                           (777, "python3", 2 * GIB, 0, GIB // 2)):
+        store.append(ProcessMemory(t_mono_ns=t_ns(seconds), t_wall_s=WALL0_S + seconds, gpu=gpu,
+                                   pid=pid, name=name, rss_shmem_bytes=shmem,
+                                   rss_anon_bytes=anon, gpu_memory_bytes=gpu_mem))
+    if not copies:
+        return
+    for i in range(46):
+        start = WALL0_S + 50.0 + i * 0.2
+        kind = "pinned" if i < 40 else "pageable"
+        store.append(CopyRecord(start, start + 0.02, 1 << 30, "h2d", kind, "device", gpu,  # type: ignore[arg-type]
+                                0, 13, 1, i, 4242))
+
+
+def fill_chain_fall(store: SeriesStore) -> None:
+    """120 s of GPU 0: a minute chaining (H2D at 8 GB/s under SMs 93 % busy), a minute broken
+    down (H2D at 3 GB/s, SMs 41 % busy), state BREAKDOWN: the chaining figure falls 93 -> 41."""
+    for i in range(1201):
+        s = i / 10
+        busy = 93.0 if s < 60 else 41.0
+        store.append_gpu([gpu_sample(0, s, busy, 8e9 if s < 60 else 3e9, 0.3e9)])
+        store.append_host(host_sample(s))
+    store.upsert_gap(gap(1, 0, 110.0, 111.4))
+    store.set_state(StateChange(gpu=0, t_mono_ns=t_ns(100.0), t_wall_s=WALL0_S + 100.0,
+                                state="BREAKDOWN", busy_fraction=0.41,
+                                reason="2 pcie_starved gaps in 30 s"))
+
+
 def breakdown_with_hint(tmp: Path, hint: str, *, gpus: tuple[int, ...] = (0,),
                         kind: str = "pcie_starved", rx: float = 2.8e9) -> FakeRuntime:
     """`fill_breakdown` of `gpus`, GPU0's latest gap (id 99, 57.0-58.2 s) carrying `hint`: the
@@ -173,6 +227,8 @@ class FakeRuntime:
         self.done = False
         self.logs = {"/tmp/gapwatch-sim-pageable.log": "following"}
         self.recording: RecordingStatus | None = None
+        #: Where a replay is, as the replay driver says it (None: a live source).
+        self.replay_words: str | None = None
         self.prover_alert: str | None = None
 
     def status(self) -> RuntimeStatus:
@@ -185,6 +241,7 @@ class FakeRuntime:
             log_counters={"lines": 40, "parsed": 38, "unparsed": 2},
             done=self.done,
             recording=self.recording,
+            replay=self.replay_words,
             prover_alert=self.prover_alert,
         )
 

@@ -73,15 +73,24 @@ class SamplerConfig(Section):
     #: Seconds between readings of the host memory (/proc/PID/status: pinned RssShmem vs heap
     #: RssAnon) of the processes NVML lists on each GPU; 0 = never. A slow reading: memory
     #: sizes change over seconds, and it costs one NVML call per GPU and one file per process.
-    procmem_every_s: float = 5.0
+    procmem_every_s: float = 1.0
     #: At most this often per GPU, and only while data moves, the PCIe link's current
     #: generation and width are read (a link trained below its maximum); 0 = never.
     link_every_s: float = 5.0
     #: "Data moves": PCIe RX or TX of the tick's reading above this. Idle links down-train to
     #: save power, so a reading at idle would report a trained-down link that is not.
     link_check_min_bytes_per_s: float = Field(1e9, gt=0)
+    #: Seconds between GPU health readings (memory, temperature, power and its limit, clocks
+    #: and their throttle reasons, ECC counts: ~2 us per call on the H200); 0 = never.
+    health_every_s: float = 1.0
+    #: Seconds between readings of the PCIe replay counter (171 us per call on the H200: read
+    #: rarely); 0 = never. A count that grew is a `pcie_replay` event.
+    pcie_replay_every_s: float = 60.0
+    #: Wait for NVML's XID critical error events on a thread of their own (blocked in the
+    #: driver between events, so it costs nothing measurable).
+    xid_events: bool = True
 
-    @field_validator("procmem_every_s", "link_every_s")
+    @field_validator("procmem_every_s", "link_every_s", "health_every_s", "pcie_replay_every_s")
     @classmethod
     def _slow_reading(cls, value: float) -> float:
         # Not every tick: these are slow readings by design (0 turns them off).

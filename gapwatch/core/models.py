@@ -396,6 +396,9 @@ class ProcessMemory(Struct, frozen=True, gc=False, tag_field="type", tag="procme
     #: VmLck (mlock'ed) and VmPin (pinned by drivers that account for it): recorded beside.
     vm_locked_bytes: I64 | None = None
     vm_pinned_bytes: I64 | None = None
+    #: GPU memory NVML says the process holds on this GPU (`usedGpuMemory`); None where NVML
+    #: does not say (MIG without privileges, WDDM) or in recordings made before it was read.
+    gpu_memory_bytes: I64 | None = None
     type: ClassVar[Literal["procmem"]] = "procmem"
 
 
@@ -471,6 +474,51 @@ class BlindSpot(Struct, frozen=True, gc=False, tag_field="type", tag="blind"):
     type: ClassVar[Literal["blind"]] = "blind"
 
 
+class GpuHealth(Struct, frozen=True, gc=False, tag_field="type", tag="health"):
+    """One GPU's health at one moment (NVML, every `sampler.health_every_s`, 1 s by default):
+    memory, temperature, power against its enforced limit, clocks and why they are held down.
+    Every field NVML could not give is None (unsupported, failed this time, not read this
+    round). Words for the clocks' reasons: `gapwatch.core.health`."""
+
+    gpu: GpuIndex
+    t_mono_ns: MonoNs
+    t_wall_s: WallS
+    memory_used_bytes: I64 | None = None
+    memory_total_bytes: I64 | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    sm_clock_mhz: I64 | None = None
+    memory_clock_mhz: I64 | None = None
+    #: NVML's clocks event (throttle) reasons, a bitmask (`nvmlClocksEventReason*`).
+    clocks_event_mask: I64 | None = None
+    #: Volatile ECC error counts since the driver loaded (corrected / uncorrected).
+    ecc_corrected_total: I64 | None = None
+    ecc_uncorrected_total: I64 | None = None
+    #: The PCIe replay counter (cumulative; read rarely: 171 us per call on the H200), None in
+    #: the readings that did not read it.
+    pcie_replay_total: I64 | None = None
+    type: ClassVar[Literal["health"]] = "health"
+
+
+#: What went wrong on the GPU itself: an XID critical error (NVML event), ECC errors (NVML
+#: event or a count that grew), PCIe replays (the counter grew between two readings).
+HardwareEventKind = Literal["xid", "ecc_corrected", "ecc_uncorrected", "pcie_replay"]
+HARDWARE_EVENT_KINDS: tuple[HardwareEventKind, ...] = get_args(HardwareEventKind)
+
+
+class HardwareEvent(Struct, frozen=True, gc=False, tag_field="type", tag="hw_event"):
+    """A GPU error seen by NVML (prover-neutral: any CUDA workload). `code` is the XID number
+    for an XID, else None; `count` how many errors (ECC, replays) the event stands for.
+    Timed when gapwatch heard it (an XID's wait returns at once; a count when it was read)."""
+
+    gpu: GpuIndex
+    t_mono_ns: MonoNs
+    t_wall_s: WallS
+    kind: HardwareEventKind
+    code: I64 | None = None
+    count: I64 = 1
+    type: ClassVar[Literal["hw_event"]] = "hw_event"
 #: What a prover event says happened (any prover; the words are in `message`):
 #: "proof": a proof whose latency is watched (e.g. cuzk's WinningPoSt, WindowPoSt) completed, or
 #: passed its deadline still running; "restart": the prover started again (its uptime went
@@ -546,7 +594,7 @@ class ProverEvent(Struct, frozen=True, gc=False, tag_field="type", tag="prover_e
 #: Every record a recording holds after its header (what one line decodes to, by its "type").
 Record = (
     GpuSample | HostSample | LogEvent | Gap | StateChange | Notice | CopyRecord | ProcessMemory
-    | LinkState | ProverStatus | BlindSpot | ProverEvent
+    | LinkState | ProverStatus | BlindSpot | GpuHealth | HardwareEvent | ProverEvent
 )
 #: The record classes, for what lists them (the codec's tests, the docs).
 RECORD_TYPES: tuple[type[Record], ...] = get_args(Record)

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     BlindSpot,
     ChainState,
     CopyRecord,
     Gap,
+    GpuHealth,
     GpuInfo,
     GpuSample,
+    HardwareEvent,
     HostSample,
     LinkState,
     LogEvent,
@@ -72,6 +75,15 @@ class StoreSnapshot:
     #: package's own immutable view, e.g. cuzk's synthesis workers, pinned pool, pacer, SRS
     #: loads, PoSt in flight); None: nothing known.
     pipeline: object = None
+    #: Latest GPU health per GPU (`GpuHealth`, every `sampler.health_every_s`).
+    health: dict[int, GpuHealth] = field(default_factory=dict)
+    #: The latest GPU errors (XID, ECC, PCIe replays), oldest first, and how many of each
+    #: (GPU, kind) since the session started.
+    hw_events: tuple[HardwareEvent, ...] = ()
+    hw_counts: dict[tuple[int, str], int] = field(default_factory=dict)
+    #: The chaining figure per GPU over the last minute (`gapwatch.core.chaining`); absent
+    #: before any copy time was seen.
+    chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     #: The prover's latest events (PoSt proofs, restarts, errors, lost GPU jobs), oldest first.
     prover_events: tuple[ProverEvent, ...] = ()
 

@@ -92,11 +92,15 @@ class HookCounts:
     rate_limited: int = 0
     dropped: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)
+    #: The last failure's words: in the closing summary too, since a failure at the very end
+    #: (the events run after the session stopped) can no longer be said as a notice.
+    last_failure: str | None = None
 
     def summary(self) -> str:
+        last = f"; last failure: {self.last_failure}" if self.last_failure else ""
         return (f"--on-event ran {self.ran} times: {self.ok} ok, {self.failed} failed, "
                 f"{self.timed_out} killed after the timeout; {self.rate_limited} rate-limited, "
-                f"{self.dropped} dropped (queue full)")
+                f"{self.dropped} dropped (queue full){last}")
 
 
 def with_facts(event: Event, snap: StoreSnapshot) -> Event:
@@ -259,8 +263,8 @@ class EventHook:
                                     start_new_session=True, close_fds=True)
         except (OSError, ValueError) as exc:
             self.counts.failed += 1
-            self._notify("warning", f"--on-event {self.argv[0]!r} could not start for "
-                         f"{event.kind}: {exc.strerror if isinstance(exc, OSError) else exc}")
+            self._failure(f"--on-event {self.argv[0]!r} could not start for {event.kind}: "
+                          f"{exc.strerror if isinstance(exc, OSError) else exc}")
             return
         self._proc = proc
         try:
@@ -269,8 +273,8 @@ class EventHook:
             _kill_group(proc)
             self._proc = None
             self.counts.timed_out += 1
-            self._notify("warning", f"--on-event {self.argv[0]!r} still running after "
-                         f"{self.timeout_s:g} s for {event.kind}: killed")
+            self._failure(f"--on-event {self.argv[0]!r} still running after "
+                          f"{self.timeout_s:g} s for {event.kind}: killed")
             return
         self._proc = None
         if code != 0 and self._abandon.is_set():
@@ -278,10 +282,14 @@ class EventHook:
             return
         if code != 0:
             self.counts.failed += 1
-            self._notify("warning", f"--on-event {self.argv[0]!r} exited {code} for "
-                         f"{event.kind}")
+            self._failure(f"--on-event {self.argv[0]!r} exited {code} for {event.kind}")
             return
         self.counts.ok += 1
+
+    def _failure(self, message: str) -> None:
+        """A run that failed: said as a warning and kept for the closing summary."""
+        self.counts.last_failure = message
+        self._notify("warning", message)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -14,15 +14,26 @@ latest data time (out of order) are fed at once.
 Out-of-order samples and clock jumps that the detector drops or cuts at are said in a notice as
 soon as they are seen and summed up at the end: a replay of a file not in time order must not
 look like a quiet session.
+
+Controls (the dashboard's keys, from the UI thread; each only sets a field the loop reads):
+`toggle_pause`, `set_speed` (the pace starts again from the current record), `seek_to(wall_s)`
+and `seek_next_gap`. Forward, the records up to the target are fed at once (the detector sees
+every one, as a report does); backward, the replay starts again from the file's first record
+(`restart`: the runtime reopens the file and empties the store and the detector) and feeds at
+once up to the target. A replay whose records also go to a recording or /metrics cannot go back
+(they would see records twice): `can_go_back` says so. Once the file has ended the driver is
+done: a seek then says that it cannot.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from gapwatch.base.background import Background
-from gapwatch.core.models import LogEvent, Notice
+from gapwatch.core import fmt
+from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, StateChange
 from gapwatch.engine.session import Session
 from gapwatch.logs.files import merge_by_time
 from gapwatch.sources.recording import Recording
@@ -31,6 +42,12 @@ from gapwatch.sources.recording import Recording
 MAX_PACED_STEP_S = 10.0
 #: How often (records) the detector's counters are looked at for out-of-order samples.
 CHECK_EVERY_RECORDS = 1000
+#: Speeds `faster`/`slower` step through (x the recorded pace).
+SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0, 30.0, 100.0)
+
+
+class _Restart(Exception):
+    """Internal: a seek backwards; the loop starts again from the file's first record."""
 
 
 class ReplayDriver(Background):
@@ -41,7 +58,8 @@ class ReplayDriver(Background):
     restartable = False
 
     def __init__(self, recording: Recording, session: Session, speed: float,
-                 log_events: Sequence[LogEvent] = ()) -> None:
+                 log_events: Sequence[LogEvent] = (),
+                 restart: Callable[[], Recording] | None = None) -> None:
         """
         Args:
             recording: what to replay.
@@ -49,6 +67,8 @@ class ReplayDriver(Background):
             speed: x the recorded pace; 0 = as fast as possible.
             log_events: events parsed from prover log files (`replay --log`), sorted by time:
                 merged into the records by their time, as `report --log` does.
+            restart: reopens the file and empties the session for a seek backwards (None: the
+                replay cannot go back).
         """
         super().__init__()
         self.recording = recording
@@ -59,31 +79,181 @@ class ReplayDriver(Background):
         #: Steps of data time not waited out (see `MAX_PACED_STEP_S`).
         self.time_jumps = 0
         self._said: dict[str, int] = {}
+        self._restart = restart
+        #: Controls (set from the UI thread, read by the loop).
+        self.paused = False
+        self._seek_wall_s: float | None = None
+        self._until_gaps: int | None = None
+        self._closed_gaps = 0
+        self._changed = threading.Event()
+        #: Wall time of the latest GPU or host sample fed, and of the first: the position.
+        self.position_wall_s: float | None = None
+        self.start_wall_s: float | None = None
+        session.subscribe(self._heard)
+
+    # -- controls (UI thread) ------------------------------------------------------------------
+
+    def toggle_pause(self) -> bool:
+        self.paused = not self.paused
+        self._changed.set()
+        return self.paused
+
+    def set_speed(self, speed: float) -> None:
+        self.speed = speed
+        self._changed.set()
+
+    def step_speed(self, up: bool) -> float:
+        """The next speed of `SPEEDS` up or down from the current one."""
+        faster = [x for x in SPEEDS if x > self.speed]
+        slower = [x for x in SPEEDS if x < self.speed]
+        if up and faster:
+            self.set_speed(faster[0])
+        elif not up and slower:
+            self.set_speed(slower[-1])
+        return self.speed
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        self._changed.set()  # a paused wait is on this event: end it now
+        super().stop(timeout_s)
+
+    def can_go_back(self) -> bool:
+        return self._restart is not None and not self.session.sinks and not self.finished.is_set()
+
+    def seek_to(self, wall_s: float) -> str | None:
+        """Go to data time `wall_s`; None, or why it cannot."""
+        if self.finished.is_set():
+            return "the replay has ended: run it again to go back"
+        pos = self.position_wall_s
+        if pos is not None and wall_s < pos and not self.can_go_back():
+            return ("cannot go back: its records also go to a recording or /metrics"
+                    if self.session.sinks else "cannot go back in this replay")
+        if self.start_wall_s is not None:
+            wall_s = max(wall_s, self.start_wall_s)
+        self._seek_wall_s = wall_s
+        self._changed.set()
+        return None
+
+    def seek_by(self, seconds: float) -> str | None:
+        """`seconds` on (or back) from where the replay is, or from a seek not yet reached
+        (two presses of → go 20 s on)."""
+        base = self._seek_wall_s if self._seek_wall_s is not None else self.position_wall_s
+        if base is None or base == float("inf"):
+            return None
+        return self.seek_to(base + seconds)
+
+    def seek_next_gap(self) -> str | None:
+        """Feed at once until the next gap closes; None, or why it cannot."""
+        if self.finished.is_set():
+            return "the replay has ended"
+        self._until_gaps = self._closed_gaps
+        self._changed.set()
+        return None
+
+    def position_words(self) -> str | None:
+        """`replay 09:07:12 (+0:51) x4` (`paused` when paused), None before the first sample."""
+        pos, start = self.position_wall_s, self.start_wall_s
+        if pos is None or start is None:
+            return None
+        elapsed = int(max(0.0, pos - start))
+        speed = "as fast as it reads" if self.speed <= 0 else f"x{self.speed:g}"
+        state = "paused" if self.paused else ("ended" if self.finished.is_set() else speed)
+        return (f"replay {fmt.clock(pos)} (+{elapsed // 60}:{elapsed % 60:02d}) {state}")
+
+    def _heard(self, event: Gap | StateChange | Notice) -> None:
+        if isinstance(event, Gap):
+            self._closed_gaps += 1
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def _fast(self, record_wall_s: float | None) -> bool:
+        """Is this record fed at once (a seek forward in progress)? Ends the seek once
+        reached."""
+        if self._until_gaps is not None:
+            if self._closed_gaps > self._until_gaps:
+                self._until_gaps = None
+                return False
+            return True
+        target = self._seek_wall_s
+        if target is None:
+            return False
+        pos = self.position_wall_s
+        if pos is not None and target < pos - 1e-3:
+            raise _Restart
+        if record_wall_s is not None and record_wall_s >= target:
+            self._seek_wall_s = None
+            return False
+        return True
 
     def _loop(self) -> None:
+        while True:
+            try:
+                if not self._play():
+                    return
+                break
+            except _Restart:
+                assert self._restart is not None
+                self.recording = self._restart()
+                self.position_wall_s = None
+                self.records_fed = 0
+        self._finish_words()
+
+    def _wait_paused(self) -> bool:
+        """While paused (and no seek asks to move): False when stopped meanwhile."""
+        while self.paused and self._seek_wall_s is None and self._until_gaps is None:
+            if self.stop_event.is_set():
+                return False
+            self._changed.wait(0.1)
+            self._changed.clear()
+        return not self.stop_event.is_set()
+
+    def _play(self) -> bool:
+        """Feed the records, paced; False when stopped. Raises _Restart for a seek back."""
         anchor_ns: int | None = None  # data time paced from ...
         real0 = time.monotonic()  # ... starting at this real time
         high_ns = 0  # the latest data time so far
         max_step_ns = int(MAX_PACED_STEP_S * 1e9)
         for record in merge_by_time(self.recording.records, self.log_events):
             if self.stop_event.is_set():
-                return
-            if self.speed > 0 and (record.type == "gpu" or record.type == "host"):
-                t_ns: int = record.t_mono_ns
+                return False
+            timed = record if isinstance(record, GpuSample | HostSample) else None
+            sample = timed is not None
+            if sample and self.paused:
+                if not self._wait_paused():
+                    return False
+                anchor_ns = None  # the pace starts again from here
+            if self._changed.is_set():  # a new speed, a seek, a resume: pace from here
+                self._changed.clear()
+                anchor_ns = None
+            fast = self._fast(timed.t_wall_s if timed is not None else None)
+            if fast:
+                anchor_ns = None
+            elif self.speed > 0 and timed is not None:
+                t_ns = timed.t_mono_ns
                 if anchor_ns is None:
                     anchor_ns = high_ns = t_ns
+                    real0 = time.monotonic()
                 elif t_ns > high_ns:
                     if t_ns - high_ns > max_step_ns:
                         self._time_jump(t_ns - high_ns)
                         anchor_ns, real0 = t_ns, time.monotonic()
                     high_ns = t_ns
                     delay = (t_ns - anchor_ns) / 1e9 / self.speed - (time.monotonic() - real0)
+                    # A control given meanwhile is taken at the next record: a wait is one
+                    # sample period at this speed (a step of data time is capped above).
                     if delay > 0 and self.stop_event.wait(delay):
-                        return
+                        return False
             self.session.on_record(record)
+            if timed is not None:
+                wall = timed.t_wall_s
+                self.position_wall_s = wall
+                if self.start_wall_s is None:
+                    self.start_wall_s = wall
             self.records_fed += 1
             if self.records_fed % CHECK_EVERY_RECORDS == 0:
                 self._say_detector_findings()
+        return True
+
+    def _finish_words(self) -> None:
         self._say_detector_findings(final=True)
         if self.time_jumps > 1:
             self._notice(f"replay: {self.time_jumps} steps of data time over "

@@ -232,6 +232,7 @@ class Runtime:
             # Only the NVML source takes slow readings; the sim and replay have no counters.
             source_counters=dict(getattr(self.sampler.gpu_source, "counters", {}))
             if self.sampler is not None else {},
+            replay=self.replay.position_words() if self.replay is not None else None,
         )
 
 
@@ -445,7 +446,8 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
     # so) where neither its log nor its /status reaches gapwatch. One per session: the detector
     # feeds it, the store reads its pipeline facts.
     prover = SharedProver(CuzkProver(config.cuzk.max_parallel_synthesis))
-    store = SeriesStore(src.gpus, period_s=period_s, history_s=history_s, prover=prover)
+    store = SeriesStore(src.gpus, period_s=period_s, history_s=history_s, prover=prover,
+                        detector_config=config.detector)
     detector = GapDetector(config.detector, src.gpus, period_s=period_s, prover=prover)
     # Only when cuzk's rules are on: its watcher reads cuzk's lines (PoSt, restarts, errors).
     watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
@@ -478,8 +480,28 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
         return
     assert src.recording is not None
     rt.replay = ReplayDriver(src.recording, rt.session, speed,
-                             _replay_log_events(paths, config, rt.session))
+                             _replay_log_events(paths, config, rt.session),
+                             restart=_replay_restart(rt, src.label.removeprefix("replay:")))
     rt.read_logs = {path: "read whole" for path in paths}
+
+
+def _replay_restart(rt: Runtime, path: str) -> Callable[[], Recording]:
+    """For a replay seeking back: the file opened again, the session emptied with a new
+    detector (as `_new_runtime` builds it)."""
+    from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
+    from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
+
+    def restart() -> Recording:
+        recording = read_any(path)
+        config = rt.config
+        prover = SharedProver(CuzkProver(config.cuzk.max_parallel_synthesis))
+        detector = GapDetector(config.detector, list(rt.header.gpus),
+                               period_s=rt.header.period_ms / 1000, prover=prover)
+        watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
+        rt.session.restart(detector, prover, watch)
+        return recording
+
+    return restart
 
 
 def _add_pollers(rt: Runtime, src: _OpenSource, status_urls: list[str]) -> None:

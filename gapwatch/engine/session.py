@@ -134,6 +134,23 @@ class Session:
         for sink in self.sinks:
             sink.on_header(header)
 
+    def restart(self, detector: Detector | None, prover: Any = None,
+                watch: ProverWatch | None = None) -> None:
+        """Start over with an empty store, `detector`, the prover it feeds (`prover`, what the
+        store reads its pipeline from) and a new `watch` (a replay seeking back feeds its file
+        again from the start). Only without sinks: they would see records twice. Listeners
+        stay."""
+        with self._lock:
+            if self.sinks:
+                raise RuntimeError("a session with sinks cannot start over")
+            self.store.reset(prover)
+            self.detector = detector
+            self.watch = watch
+            self._window_at_ns = {}
+            self._notices = RateLimit(int(NOTICE_INTERVAL_S * 1e9), NOTICE_BURST)
+            self._finished = False
+            self._last_times = (self.header.started_mono_ns, self.header.started_wall_s)
+
     def add_sink(self, sink: Sink) -> None:
         with self._lock:
             sink.on_header(self.header)

@@ -49,6 +49,8 @@ class RuntimeStatus:
     #: while it is recent (the footer's alert); None when there is none.
     blind: str | None = None
     blind_recent: str | None = None
+    #: Where a replay is (`ReplayDriver.position_words`); None for a live source.
+    replay: str | None = None
     #: The latest prover warning or error while recent (a late PoSt, a restart, an error, a
     #: lost GPU job), in words: the footer's alert. None when there is none.
     prover_alert: str | None = None

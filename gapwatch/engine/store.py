@@ -18,13 +18,17 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from gapwatch.core.blind import Bye, byes_in
+from gapwatch.core.chaining import ChainingMeter
+from gapwatch.core.config import DetectorConfig
 from gapwatch.core.ledger import Change, GapLedger
 from gapwatch.core.models import (
     BlindSpot,
     CopyRecord,
     Gap,
+    GpuHealth,
     GpuInfo,
     GpuSample,
+    HardwareEvent,
     HostSample,
     LinkState,
     LogEvent,
@@ -87,8 +91,12 @@ class SeriesStore:
         max_log_bytes: int = 16 << 20,
         max_prover_bytes: int = 32 << 20,
         max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
+        detector_config: DetectorConfig | None = None,
         prover: Prover | None = None,
     ) -> None:
+        self._init_args = (list(gpus), period_s, history_s, max_log_events, max_gaps,
+                           max_notices, max_prover_statuses, max_copies, max_log_bytes,
+                           max_prover_bytes, max_parallel_synthesis, detector_config)
         # A little headroom over history/period: a late sampler emits a few extra samples.
         maxlen = max(16, int(history_s / period_s * 1.1) + 8)
         self._history_s = history_s
@@ -124,11 +132,28 @@ class SeriesStore:
         self._feeds_prover = prover is None
         self._pipeline: Prover = (prover if prover is not None
                                   else CuzkProver(max_parallel_synthesis))
+        #: The latest health per GPU; GPU errors: the latest ones and a count by (GPU, kind).
+        self._health: dict[int, GpuHealth] = {}
+        self._hw_events: deque[HardwareEvent] = deque(maxlen=256)
+        self._hw_counts: dict[tuple[int, str], int] = {}
+        #: The chaining figure's sums (`gapwatch.core.chaining`), fed every sample and copy.
+        self._chaining = ChainingMeter(list(gpus), detector_config or DetectorConfig())
         self._version = 0
 
     @property
     def version(self) -> int:
         return self._version
+
+    def reset(self, prover: Prover | None = None) -> None:
+        """Empty, as new (a replay that seeks back feeds the file again from its start). The
+        buffers are swapped in under the lock, which stays the same object (readers hold it);
+        the version keeps growing, so a reader never takes the emptied store for one it drew."""
+        fresh = SeriesStore(*self._init_args, prover=prover).__dict__
+        del fresh["_lock"]
+        with self._lock:
+            version = self._version
+            self.__dict__.update(fresh)
+            self._version = version + 1
 
     def append(self, record: Record) -> None:
         """Keep a record of any type where its kind is kept (gaps and states have their own
@@ -151,10 +176,27 @@ class SeriesStore:
             self.append_prover(record)
         elif type(record) is BlindSpot:
             self.add_blind_spot(record)
+        elif type(record) is GpuHealth:
+            self.set_health(record)
+        elif type(record) is HardwareEvent:
+            self.add_hw_event(record)
         elif type(record) is ProverEvent:
             with self._lock:
                 self._prover_events.append(record)
                 self._version += 1
+
+    def set_health(self, health: GpuHealth) -> None:
+        with self._lock:
+            self._health[health.gpu] = health
+            self._version += 1
+
+    def add_hw_event(self, event: HardwareEvent) -> None:
+        """A GPU error: the latest kept, every one counted by (GPU, kind) (/metrics)."""
+        with self._lock:
+            self._hw_events.append(event)
+            key = (event.gpu, event.kind)
+            self._hw_counts[key] = self._hw_counts.get(key, 0) + event.count
+            self._version += 1
 
     def prover_alert(self, within_s: float) -> ProverEvent | None:
         """The latest prover warning or error (a late PoSt, a restart, an error, a lost job)
@@ -193,6 +235,7 @@ class SeriesStore:
                 if buf is None:
                     buf = self._gpu[s.gpu] = deque(maxlen=self._maxlen)
                 buf.append(s)
+                self._chaining.add_sample(s)
             self._version += 1
 
     def append_host(self, sample: HostSample) -> None:
@@ -248,6 +291,7 @@ class SeriesStore:
     def append_copy(self, copy: CopyRecord) -> None:
         with self._lock:
             self._copies.append(copy)
+            self._chaining.add_copy(copy)
             self._version += 1
 
     def set_procmem(self, reading: ProcessMemory) -> None:
@@ -299,5 +343,9 @@ class SeriesStore:
                 procmem={g: tuple(per.values()) for g, per in self._procmem.items()},
                 links=dict(self._links),
                 pipeline=self._pipeline.facts(),
+                health=dict(self._health),
+                hw_events=tuple(self._hw_events),
+                hw_counts=dict(self._hw_counts),
+                chaining=self._chaining.figures(),
                 prover_events=tuple(self._prover_events),
             )

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from gapwatch.core.health import CLOCKS_EVENT_REASONS
+
 #: How old a box's last good scrape may be (resolution of that figure: `FRESH_STEP`).
 FRESH_WINDOW = "15m"
 FRESH_STEP = "5s"
@@ -34,6 +36,9 @@ class Query:
     optional: bool = False
 
 
+#: The clocks-event reasons that slow work down, as a PromQL regex.
+_SLOWING = "|".join(name for name, _, slows in CLOCKS_EVENT_REASONS.values() if slows)
+
 QUERIES: tuple[Query, ...] = (
     # The rows: every (box, GPU) with a chaining state in the lookback, with its last state.
     Query("state", "last_over_time(gapwatch_gpu_chain_state{{{sel}}}[{lb}]) == 1"),
@@ -48,7 +53,7 @@ QUERIES: tuple[Query, ...] = (
     Query("age_s", "time() - max by (instance) (max_over_time((timestamp(up{{{sel}}}) and "
           f"up{{{{{{sel}}}}}} == 1)[{FRESH_WINDOW}:{FRESH_STEP}]))", per="box"),
     # Exported by later gapwatch versions (the chaining figure, PoSt, GPU and prover health).
-    Query("chaining_ratio", "last_over_time(gapwatch_gpu_chaining_ratio{{{sel}}}[{lb}])",
+    Query("chaining_ratio", "last_over_time(gapwatch_chaining_ratio{{{sel}}}[{lb}])",
           optional=True),
     # PoSt: the latest WinningPoSt's latency (the proof a block reward rides on), and the late
     # proofs of every kind the box has counted.
@@ -58,9 +63,15 @@ QUERIES: tuple[Query, ...] = (
     Query("post_late",
           "sum by (instance) (last_over_time(gapwatch_proofs_total{{{sel},verdict=\"late\"}}"
           "[{lb}]))", per="box", optional=True),
-    Query("throttled", "last_over_time(gapwatch_gpu_throttled{{{sel}}}[{lb}])",
+    # Throttled: any clocks-event reason that slows work down (`core.health`'s table: idle and
+    # clock settings are not throttling) held in the last reading.
+    Query("throttled",
+          "max by (instance, gpu) (last_over_time(gapwatch_gpu_clocks_event_reason{{{sel},"
+          f"reason=~\"{_SLOWING}\"}}}}[{{lb}}]))",
           optional=True),
-    Query("xid_errors", "increase(gapwatch_gpu_xid_errors_total{{{sel}}}[{lb}])",
+    Query("xid_errors",
+          "sum by (instance, gpu) (increase(gapwatch_gpu_hardware_events_total{{{sel},"
+          "kind=\"xid\"}}[{lb}]))",
           optional=True),
     Query("restarts",
           "sum by (instance) (increase(gapwatch_prover_events_total{{{sel},kind=\"restart\"}}"

@@ -16,16 +16,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import Any
 
 from gapwatch.core.blind import Bye, byes_in
+from gapwatch.core.chaining import WINDOW_S, ChainingFigure, ChainingMeter
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
+from gapwatch.core.health import MAX_REPORT_EVENTS, HealthStats
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
     BlindSpot,
     CopyRecord,
     Gap,
+    GpuHealth,
     GpuSample,
+    HardwareEvent,
     HostSample,
     LogEvent,
     Notice,
@@ -83,6 +88,14 @@ class Detected:
     #: Reading counters and problems (filled in by the caller, which owns the reader).
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: GPU health over the run per GPU, and the GPU errors (at most `MAX_REPORT_EVENTS`; all
+    #: counted in `hw_event_count`).
+    health: dict[int, HealthStats] = field(default_factory=dict)
+    hw_events: list[HardwareEvent] = field(default_factory=list)
+    hw_event_count: int = 0
+    #: The chaining figure per GPU over the whole run, and its worst minute (start, share).
+    chaining: dict[int, ChainingFigure] = field(default_factory=dict)
+    chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
     #: What the prover's watcher said (PoSt proofs, restarts, errors, lost GPU jobs), in order.
     prover_events: list[ProverEvent] = field(default_factory=list)
 
@@ -122,6 +135,8 @@ def detect_records(
     blind_spots: list[BlindSpot] = []
     byes: list[Bye] = []
     gap_id_lines: list[int] = []
+    health_side = _HealthSide(ChainingMeter(list(header.gpus), config, window_s=None))
+    chaining = health_side.chaining
     prover_events: list[ProverEvent] = []
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
@@ -141,6 +156,7 @@ def detect_records(
                                  prover_events, on_log)
                 next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
             out = det.feed_gpu(r)
+            chaining.add_sample(r)
         elif type(r) is host_sample:
             out = det.feed_host(r)
         elif isinstance(r, log_event):
@@ -158,6 +174,7 @@ def detect_records(
                 continue  # derived: the watcher says them again
             if watch is not None:
                 prover_events += watch.feed(r)
+            health_side.add(r)
             _keep_side(r, prover_statuses, copies, blind_spots, byes)
             out = det.feed(r)
         for x in out:
@@ -182,7 +199,8 @@ def detect_records(
         detector_counters={k: v for k, v in det.counters.items() if v},
         log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=view_of(det.prover.facts()), blind_spots=blind_spots, byes=byes,
-        log_notes=span.notes(end_s), prover_events=prover_events,
+        log_notes=span.notes(end_s), **health_side.fields(),
+        prover_events=prover_events,
     )  # fmt: skip
 
 
@@ -216,6 +234,39 @@ def _keep_side(r: Record, prover_statuses: list[ProverStatus], copies: list[Copy
         blind_spots.append(r)
     elif isinstance(r, Notice):
         byes.extend(byes_in((r,)))
+
+
+class _HealthSide:
+    """What the report says of GPU health beside the gaps: the chaining figure's sums (fed every
+    GPU sample by the loop, every copy here), health over the run per GPU, the GPU errors (the
+    first `MAX_REPORT_EVENTS`, all counted)."""
+
+    def __init__(self, chaining: ChainingMeter) -> None:
+        self.chaining = chaining
+        self.health: dict[int, HealthStats] = {}
+        self.hw_events: list[HardwareEvent] = []
+        self.hw_count = 0
+
+    def add(self, r: Record) -> None:
+        if isinstance(r, CopyRecord):
+            self.chaining.add_copy(r)
+        elif isinstance(r, GpuHealth):
+            stats = self.health.get(r.gpu)
+            if stats is None:
+                stats = self.health[r.gpu] = HealthStats(r.gpu)
+            stats.add(r)
+        elif isinstance(r, HardwareEvent):
+            self.hw_count += 1
+            if len(self.hw_events) < MAX_REPORT_EVENTS:
+                self.hw_events.append(r)
+
+    def fields(self) -> dict[str, Any]:
+        """`Detected`'s health fields."""
+        figures = self.chaining.figures()
+        worst = {g: w for g in figures
+                 if (w := self.chaining.worst_window(g, WINDOW_S)) is not None}
+        return {"health": self.health, "hw_events": self.hw_events,
+                "hw_event_count": self.hw_count, "chaining": figures, "chaining_worst": worst}
 
 
 def _keep_for_timeline(kept: list[LogEvent], event: LogEvent) -> None:

@@ -45,6 +45,7 @@ from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
     CopyRecord,
     Gap,
+    GpuHealth,
     GpuInfo,
     GpuSample,
     HostSample,
@@ -80,6 +81,13 @@ _HOST_COUNTERS: tuple[tuple[str, str], ...] = (
     ("psi_mem_some_avg10", "PSI memory some avg10 %"),
     ("psi_mem_full_avg10", "PSI memory full avg10 %"),
     ("psi_mem_some_share", "memory stall share (some)"),
+)
+
+
+#: GpuHealth fields drawn as counters on the GPU's track.
+_HEALTH_COUNTERS: tuple[tuple[str, str], ...] = (
+    ("temperature_c", "temperature °C"), ("power_w", "power W"),
+    ("memory_used_bytes", "GPU memory used bytes"), ("sm_clock_mhz", "SM clock MHz"),
 )
 
 
@@ -136,6 +144,13 @@ class TraceBuilder:
             self._seen(record.t_wall_s)
         elif isinstance(record, CopyRecord):
             self._copy(record)
+        elif isinstance(record, GpuHealth) and record.gpu in self._gpus:
+            # Health as counters on the GPU's track (GPU errors come as their notices above).
+            pid = _gpu_pid(record.gpu)
+            for attr, name in _HEALTH_COUNTERS:
+                value = getattr(record, attr)
+                if value is not None:
+                    self._counter(record.t_wall_s, pid, name, value)
         elif isinstance(record, ProverEvent):
             self._prover_event(record)
 

@@ -27,9 +27,11 @@ from typing import Any
 from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.blind import Bye, blind_words
+from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.evidence import union_s
+from gapwatch.core.health import HealthStats, event_words
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     GAP_KINDS,
@@ -37,6 +39,7 @@ from gapwatch.core.models import (
     CopyRecord,
     Gap,
     GpuInfo,
+    HardwareEvent,
     LogEvent,
     ProverEvent,
     ProverStatus,
@@ -101,6 +104,14 @@ class ReportData:
     warnings: list[str] = field(default_factory=list)
     #: What to change (cuzk's settings for the stalls the gaps show; docs/advice.md).
     advice: AdviceReport = field(default_factory=AdviceReport)
+    #: GPU health over the run, GPU errors (XID, ECC, PCIe replays; the first
+    #: `MAX_REPORT_EVENTS`, `hw_event_count` of them in all), the chaining figure per GPU and
+    #: its worst minute (`gapwatch.core.health`, `gapwatch.core.chaining`).
+    health: dict[int, HealthStats] = field(default_factory=dict)
+    hw_events: list[HardwareEvent] = field(default_factory=list)
+    hw_event_count: int = 0
+    chaining: dict[int, ChainingFigure] = field(default_factory=dict)
+    chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
     #: Closed gaps by (GPU, kind): count and idle seconds, as the ledger counted them (the one
     #: count every output says: `GapLedger.tally`).
     gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
@@ -214,6 +225,8 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         advice=advise(closed, found.pipeline, lambda gaps: gap_payoff(totals, gaps),
                       rules=lambda stall, gaps: path_rule(stall, gaps, facts),
                       notes=path_notes(facts)),
+        health=found.health, hw_events=found.hw_events, hw_event_count=found.hw_event_count,
+        chaining=found.chaining, chaining_worst=found.chaining_worst,
         gap_tally=tally,
         prover_events=list(found.prover_events),
     )  # fmt: skip
@@ -488,6 +501,26 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
         "partitions": _partitions_json(r.partitions),
         "prover_events": prover_events_json(r.prover_events),
         "copies": r.copies,
+        "chaining": {
+            str(gpu): {"share": f.share, "copy_s": f.copy_s, "basis": f.basis,
+                       "worst_minute": (None if gpu not in r.chaining_worst else
+                                        {"start_s": r.chaining_worst[gpu][0],
+                                         "share": r.chaining_worst[gpu][1]})}
+            for gpu, f in sorted(r.chaining.items())
+        },
+        "health": {
+            str(gpu): {"readings": h.readings, "max_temperature_c": h.max_temperature_c,
+                       "max_power_w": h.max_power_w, "power_limit_w": h.power_limit_w,
+                       "max_memory_used_bytes": h.max_memory_used_bytes,
+                       "memory_total_bytes": h.memory_total_bytes,
+                       "throttled_readings": h.throttled}
+            for gpu, h in sorted(r.health.items())
+        },
+        "gpu_errors": {
+            "count": r.hw_event_count,
+            "items": [{"gpu": e.gpu, "t_wall_s": e.t_wall_s, "kind": e.kind, "code": e.code,
+                       "count": e.count, "words": event_words(e)} for e in r.hw_events],
+        },
         "counters": r.counters,
         # The data's own problems first (out of order, clock jumps, silent GPUs), then the
         # reader's (bad lines, truncation).

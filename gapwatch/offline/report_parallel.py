@@ -58,13 +58,16 @@ from msgspec.structs import replace
 
 from gapwatch.config import Config
 from gapwatch.core.blind import Bye
+from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.codec import gpu_line_prefix, gpu_line_prefix_type_last
+from gapwatch.core.health import HealthStats
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
     BlindSpot,
     CopyRecord,
     Gap,
     GpuSample,
+    HardwareEvent,
     LinkState,
     LogEvent,
     ProcessMemory,
@@ -145,6 +148,13 @@ class _Part:
     #: Blind spots and BYEs (every worker reads them all; worker 0's are kept).
     blind_spots: list[BlindSpot] = field(default_factory=list)
     byes: list[Bye] = field(default_factory=list)
+    #: Health and GPU errors (every worker reads them all; worker 0's are kept); the chaining
+    #: figure of the worker's own GPUs.
+    health: dict[int, HealthStats] = field(default_factory=dict)
+    hw_events: list[HardwareEvent] = field(default_factory=list)
+    hw_event_count: int = 0
+    chaining: dict[int, ChainingFigure] = field(default_factory=dict)
+    chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
 def _owners(gpus: list[int], n: int) -> dict[int, int]:
@@ -201,6 +211,11 @@ def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:
         problem_lines=rec.problem_lines or [],
         blind_spots=found.blind_spots,
         byes=found.byes,
+        health=found.health,
+        hw_events=found.hw_events,
+        hw_event_count=found.hw_event_count,
+        chaining=found.chaining,
+        chaining_worst=found.chaining_worst,
     )
 
 
@@ -318,4 +333,8 @@ def _merge(header: Any, parts: list[_Part], ledger: GapLedger) -> Detected:
         counters=counters,
         problems=[msg for _line, _counter, msg in seen][:MAX_PROBLEMS],
         blind_spots=parts[0].blind_spots if parts else [], byes=parts[0].byes if parts else [],
+        health=parts[0].health if parts else {}, hw_events=parts[0].hw_events if parts else [],
+        hw_event_count=parts[0].hw_event_count if parts else 0,
+        chaining={g: f for p in parts for g, f in p.chaining.items()},
+        chaining_worst={g: w for p in parts for g, w in p.chaining_worst.items()},
     )  # fmt: skip

@@ -12,6 +12,7 @@ from typing import Any
 from gapwatch.core import fmt
 from gapwatch.core.blind import blind_words
 from gapwatch.core.config import DetectorConfig
+from gapwatch.core.health import event_words
 from gapwatch.core.models import GAP_KINDS, Gap
 from gapwatch.core.verdict import breakdown_words
 from gapwatch.cuzk.advice import advice_lines
@@ -44,6 +45,10 @@ def format_text(r: ReportData, all_rows: bool = False,
     out += ["", *_gpu_lines(r)]
     out += ["", *_gap_lines(r.gaps, all_rows)]
     out += ["", *_breakdown_lines(r, detector)]
+    if r.chaining:
+        out += ["", *_chaining_lines(r)]
+    if r.health or r.hw_event_count:
+        out += ["", *_health_lines(r)]
     if r.blind_spots:
         out += ["", *_blind_lines(r)]
     if r.copies is not None:
@@ -57,6 +62,32 @@ def format_text(r: ReportData, all_rows: bool = False,
     if r.counters or r.problems:
         out += ["", *_input_lines(r)]
     return "\n".join(fmt.visible(line) for line in out) + "\n"
+
+
+def _chaining_lines(r: ReportData) -> list[str]:
+    """The chaining figure per GPU over the run and its worst minute."""
+    out = ["Chaining (share of host-to-device copy time that ran while SMs were busy)"]
+    for gpu, f in sorted(r.chaining.items()):
+        line = f"  GPU {gpu}: {f.share * 100:.0f} % of {f.copy_s:.1f} s of copies"
+        worst = r.chaining_worst.get(gpu)
+        if worst is not None and worst[1] < f.share - 0.05:
+            line += f"; worst minute {worst[1] * 100:.0f} % from {_clock(worst[0])}"
+        out.append(f"{line} ({f.basis_words()})")
+    return out
+
+
+def _health_lines(r: ReportData) -> list[str]:
+    """GPU health over the run (highest readings, throttling) and every GPU error."""
+    out = ["GPU health (highest readings) and GPU errors"]
+    out += [f"  {h.words()}" for _, h in sorted(r.health.items())]
+    if r.hw_event_count:
+        out.append(f"  GPU errors: {r.hw_event_count}"
+                   + ("" if r.hw_event_count == len(r.hw_events)
+                      else f" (the first {len(r.hw_events)} below)"))
+        out += [f"    {_clock(e.t_wall_s)}  {event_words(e)}" for e in r.hw_events]
+    else:
+        out.append("  GPU errors: none (XID, ECC, PCIe replays)")
+    return out
 
 
 def _head_lines(r: ReportData) -> list[str]:

@@ -40,11 +40,15 @@ from prometheus_client.core import (
 from gapwatch import __version__
 from gapwatch.base.watch import thread_label
 from gapwatch.config import split_listen
+from gapwatch.core.chaining import ChainingFigure
+from gapwatch.core.health import CLOCKS_EVENT_REASONS
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     CHAIN_STATES,
     GAP_KINDS,
+    HARDWARE_EVENT_KINDS,
     BlindSpot,
+    GpuHealth,
     GpuSample,
     LinkState,
     ProcessMemory,
@@ -150,6 +154,9 @@ class GapwatchCollector:
         yield from self._copytrace(counts, getattr(status, "copytrace", None))
         yield from self._slow_readings(snap.links, snap.procmem)
         yield from _blind_spots(snap.blind_spots, snap.blind_total)
+        yield from _health(snap.health)
+        yield from _hw_events(gpus, snap.hw_counts)
+        yield from _chaining(snap.chaining)
         yield from prover_families(snap.provers, pollers, view_of(snap.pipeline))
         yield from prover_event_families(counts.prover)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
@@ -177,6 +184,8 @@ class GapwatchCollector:
                         "memory does not).", ["gpu", "pid", "name"])
         heap = _gauge("process_heap_host_memory_bytes", "RssAnon of a process on the GPU "
                       "(ordinary heap, and cudaHostRegister'ed memory).", ["gpu", "pid", "name"])
+        gpu_mem = _gauge("process_gpu_memory_bytes", "GPU memory NVML says the process holds "
+                         "on the GPU.", ["gpu", "pid", "name"])
         for gpu, readings in sorted(procmem.items()):
             for r in readings:
                 label = [str(gpu), str(r.pid), r.name]
@@ -184,7 +193,9 @@ class GapwatchCollector:
                     pinned.add_metric(label, r.rss_shmem_bytes)
                 if r.rss_anon_bytes is not None:
                     heap.add_metric(label, r.rss_anon_bytes)
-        yield from (trained, down, pinned, heap)
+                if r.gpu_memory_bytes is not None:
+                    gpu_mem.add_metric(label, r.gpu_memory_bytes)
+        yield from (trained, down, pinned, heap, gpu_mem)
 
     def _copytrace(self, c: SinkCounts, status: Any) -> Iterator[Metric]:
         """Copies and bytes by GPU, direction and memory kind, and what the trace dropped
@@ -407,6 +418,70 @@ def _blind_spots(spots: tuple[BlindSpot, ...], total: tuple[int, float]) -> Iter
                    "block and not after it (they exited meanwhile).", [])
     exits.add_metric([], float(len(last.exited)))
     yield from (longest, began, exits)
+
+
+#: GpuHealth field -> (metric, help, scale to the metric's unit).
+_HEALTH_GAUGES: tuple[tuple[str, str, str, float], ...] = (
+    ("memory_used_bytes", "gpu_memory_used_bytes", "GPU memory in use (NVML).", 1.0),
+    ("memory_total_bytes", "gpu_memory_total_bytes", "GPU memory in all (NVML).", 1.0),
+    ("temperature_c", "gpu_temperature_celsius", "GPU core temperature.", 1.0),
+    ("power_w", "gpu_power_watts", "GPU power draw.", 1.0),
+    ("power_limit_w", "gpu_power_limit_watts", "GPU power limit as enforced.", 1.0),
+    ("sm_clock_mhz", "gpu_sm_clock_hertz", "SM clock.", 1e6),
+    ("memory_clock_mhz", "gpu_memory_clock_hertz", "Memory clock.", 1e6),
+)
+
+
+def _health(health: dict[int, GpuHealth]) -> Iterator[Metric]:
+    """The latest health reading of each GPU (every `sampler.health_every_s`); a reading NVML
+    could not give is absent, never 0. Throttle reasons one series per reason, 1 while set."""
+    fams = [(field_name, _gauge(name, doc, ["gpu"]), scale)
+            for field_name, name, doc, scale in _HEALTH_GAUGES]
+    throttle = _gauge("gpu_clocks_event_reason", "1 while NVML says this reason holds the "
+                      "GPU's clocks down (power cap, thermal, ...; gpu_idle is not a slowdown), "
+                      "else 0.", ["gpu", "reason"])
+    ecc = CounterMetricFamily("gapwatch_gpu_ecc_errors", "Volatile ECC errors NVML counts "
+                              "since the driver loaded.", labels=["gpu", "type"])
+    for gpu, h in sorted(health.items()):
+        label = [str(gpu)]
+        for field_name, fam, scale in fams:
+            value = getattr(h, field_name)
+            if value is not None:
+                fam.add_metric(label, float(value) * scale)
+        if h.clocks_event_mask is not None:
+            for bit, (reason, _, _) in CLOCKS_EVENT_REASONS.items():
+                throttle.add_metric([str(gpu), reason], 1.0 if h.clocks_event_mask & bit else 0.0)
+        for kind, value in (("corrected", h.ecc_corrected_total),
+                            ("uncorrected", h.ecc_uncorrected_total)):
+            if value is not None:
+                ecc.add_metric([str(gpu), kind], value)
+    yield from (fam for _, fam, _ in fams)
+    yield from (throttle, ecc)
+
+
+def _hw_events(gpus: list[int], counts: dict[tuple[int, str], int]) -> Iterator[Metric]:
+    """GPU errors gapwatch saw (XID events, ECC counts that grew, PCIe replays), by kind:
+    every GPU and kind present from the start, so that `increase()` sees the first one."""
+    events = CounterMetricFamily("gapwatch_gpu_hardware_events", "GPU errors seen by NVML: "
+                                 "XID critical errors, ECC errors, PCIe replays.",
+                                 labels=["gpu", "kind"])
+    for gpu in sorted(set(gpus) | {g for g, _ in counts}):
+        for kind in HARDWARE_EVENT_KINDS:
+            events.add_metric([str(gpu), kind], counts.get((gpu, kind), 0))
+    yield events
+
+
+def _chaining(figures: dict[int, ChainingFigure]) -> Iterator[Metric]:
+    ratio = _gauge("chaining_ratio", "Share (0..1) of host-to-device copy time over the last "
+                   "minute that ran while the GPU's SMs were busy (copies overlapped with "
+                   "kernels); absent before any copy was seen.", ["gpu"])
+    basis = InfoMetricFamily("gapwatch_chaining_basis", "What the chaining ratio was worked "
+                             "out from: copies (the copy trace) or pcie (PCIe and SM activity).",
+                             labels=["gpu"])
+    for gpu, f in sorted(figures.items()):
+        ratio.add_metric([str(gpu)], f.share)
+        basis.add_metric([str(gpu)], {"basis": f.basis})
+    yield from (ratio, basis)
 
 
 def _threads(threads: list[Any]) -> Iterator[Metric]:

@@ -30,6 +30,7 @@ from pathlib import Path
 from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json, gap_json
+from gapwatch.core.health import event_words, health_cells
 from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
 from gapwatch.core.store_snapshot import StoreSnapshot
@@ -220,8 +221,28 @@ def _gpu_section(snap: StoreSnapshot, config: Config) -> list[str]:
             now or "-",
             (state.reason if state else "") or "-",
         ])
-    return out + _table(["GPU", "name", "state", "since", "busy", "link capacity", "now",
-                         "entered on"], rows)
+    out += _table(["GPU", "name", "state", "since", "busy", "link capacity", "now",
+                   "entered on"], rows)
+    return out + _health_section(snap)
+
+
+def _health_section(snap: StoreSnapshot) -> list[str]:
+    """The chaining figure and the latest health of each GPU, and the GPU errors kept."""
+    out = ["", "## Chaining and health", "",
+           "Chaining: share of host-to-device copy time over the last minute that ran while the "
+           "SMs were busy (copies overlapped with kernels); high while the pipeline chains.", ""]
+    rows = []
+    for info in snap.gpus:
+        f = snap.chaining.get(info.index)
+        chain = f"{f.words()} ({f.basis_words()})" if f is not None else "- (no copies seen)"
+        health = " ".join(health_cells(snap.health.get(info.index)))
+        rows.append([f"GPU{info.index}", chain, health])
+    out += _table(["GPU", "chaining", "health (memory, temperature, power of limit, throttle)"],
+                  rows)
+    if snap.hw_events:
+        out += ["", "GPU errors (NVML):", ""]
+        out += [f"- {fmt.clock(e.t_wall_s)} {event_words(e)}" for e in snap.hw_events]
+    return out
 
 
 def _happened_section(gaps: list[Gap]) -> list[str]:

@@ -19,8 +19,10 @@ from typing import Protocol
 
 from gapwatch.core.models import (
     BlindSpot,
+    GpuHealth,
     GpuInfo,
     GpuSample,
+    HardwareEvent,
     HostSample,
     LinkState,
     Notice,
@@ -44,7 +46,9 @@ class Tick:
     #: generation or width changed (at most every `sampler.link_every_s`). The sampler hands
     #: each to `Session.on_record`, like every other record.
     #: A blind spot: this tick's NVML calls took far longer than a period (`BlindSpot`).
-    other: list[ProcessMemory | LinkState | BlindSpot] = field(default_factory=list)
+    #: GPU health (every `sampler.health_every_s`) and GPU errors (XID, ECC, PCIe replays).
+    other: list[ProcessMemory | LinkState | BlindSpot | GpuHealth | HardwareEvent] = field(
+        default_factory=list)
 
 
 class GpuSource(Protocol):

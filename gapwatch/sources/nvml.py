@@ -23,26 +23,45 @@ Two slow readings ride on the same ticks (docs/sampling.md, "Slow readings"), th
   (idle links down-train to save power): the link's current generation and width; a
   `LinkState` record when they change, and a warning when the link trained below its maximum.
 
+GPU health (docs/health.md), also in `Tick.other`:
+- every `health_every_s` (1 s): a `GpuHealth` per GPU (memory, temperature, power and its
+  enforced limit, SM/memory clocks, throttle reasons, volatile ECC counts; each call ~2 us on the
+  H200), and a `HardwareEvent` when an ECC count grew;
+- every `pcie_replay_every_s` (60 s; 171 us a call): the PCIe replay counter, an event when it
+  grew;
+- XID critical errors: `_XidWatch`, a thread blocked in `nvmlEventSetWait_v2` (NVML is
+  thread-safe; the wait sleeps in the driver), hands each event to the next tick.
+The process round (`procmem_every_s`, 1 s) also carries each process's GPU memory, and a
+process whose GPU memory keeps growing for an hour is a warning (`gapwatch.core.health`).
+Total energy (3.3 ms a call) is not read.
+
 Every NVML call goes through `_call`/`_on_code`: unsupported → None for that field, said once;
 GPU lost → that GPU stops, the others go on; init failure → `SourceUnavailable`.
 """
 
 from __future__ import annotations
 
+import ctypes
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gapwatch.base.background import Background
 from gapwatch.config import SamplerConfig
 from gapwatch.core.blind import blind_words
+from gapwatch.core.health import MemoryGrowth, event_level, event_words
 from gapwatch.core.hints import link_text, link_trained_down_words
 from gapwatch.core.models import (
     GEN5_X16_BYTES_PER_S,
     BlindSpot,
     ExitedProcess,
+    GpuHealth,
     GpuInfo,
     GpuSample,
+    HardwareEvent,
+    HardwareEventKind,
     LinkState,
     Notice,
     PinningProcess,
@@ -77,6 +96,7 @@ _LIBRARY_NOT_FOUND = 12
 _FUNCTION_NOT_FOUND = 13
 _GPU_IS_LOST = 15
 _RESET_REQUIRED = 16
+_TIMEOUT = 10
 _UNKNOWN = 999
 #: The field cannot be read on this GPU/driver/VM: None from now on, said once.
 _UNSUPPORTED_CODES = frozenset({_NOT_SUPPORTED, _NO_PERMISSION, _NOT_FOUND, _FUNCTION_NOT_FOUND})
@@ -95,6 +115,17 @@ _PCIE_UTIL_RX_BYTES = 1
 _PROCESSES = "running processes"
 _CURR_GEN = "current PCIe generation"
 _CURR_WIDTH = "current PCIe width"
+_REPLAY = "PCIe replay counter"
+# nvml.h enums the health reading passes (ABI, as the return codes above).
+_TEMPERATURE_GPU = 0
+_CLOCK_SM = 1
+_CLOCK_MEM = 2
+_ECC_CORRECTED = 0
+_ECC_UNCORRECTED = 1
+_VOLATILE_ECC = 0
+_EVENT_XID_CRITICAL = 0x0000000000000008
+#: How long one wait for an XID event blocks (ms): the watch thread's stop answers within it.
+XID_WAIT_MS = 500
 
 _MIB = float(1 << 20)
 #: nvmlDeviceGetPcieThroughput answers in KB/s; NVML's KB is 1024 bytes.
@@ -140,6 +171,10 @@ class _Gpu:
     legacy_next_ns: int = 0
     legacy_rx_next: bool = True
     prev_t_ns: int | None = None
+    #: Last volatile ECC counts (corrected, uncorrected) and PCIe replay count: a growth is an
+    #: event.
+    ecc_prev: tuple[int | None, int | None] = (None, None)
+    replay_prev: int | None = None
 
 
 @dataclass(slots=True)
@@ -176,6 +211,14 @@ class NvmlSource:
         self._procmem_next_ns: int | None = None
         self._link_every_ns = int(config.link_every_s * 1e9)
         self._link_reads = 0
+        self._health_every_ns = int(config.health_every_s * 1e9)
+        self._health_next_ns: int | None = None
+        self._replay_every_ns = int(config.pcie_replay_every_s * 1e9)
+        self._replay_next_ns: int | None = None
+        #: GPU memory NVML gave for each (GPU, pid) at the latest listing.
+        self._gpu_memory: dict[tuple[int, int], int | None] = {}
+        self._growth = MemoryGrowth()
+        self._xid: _XidWatch | None = None
         self._nv: Any = None
         self._gpus: list[_Gpu] = []
         self._said: set[tuple[object, ...]] = set()
@@ -242,7 +285,38 @@ class NvmlSource:
                 infos.append(self._open_gpu(gpu))
             except _GpuLost:
                 infos.append(GpuInfo(index=index))
+        if self.config.xid_events:
+            self._start_xid()
         return infos
+
+    def _start_xid(self) -> None:
+        """Register every GPU for XID critical errors and start the thread that waits for
+        them; a GPU or driver that cannot is said once (info) and left out."""
+        nv = self._nv
+        create = getattr(nv, "nvmlEventSetCreate", None)
+        if create is None:
+            return
+        try:
+            event_set = create()
+        except nv.NVMLError as exc:
+            self._pending.append(("info", f"XID events not available ({exc})", None))
+            return
+        handles = {}
+        for gpu in self._gpus:
+            if gpu.lost:
+                continue
+            try:
+                nv.nvmlDeviceRegisterEvents(gpu.handle, _EVENT_XID_CRITICAL, event_set)
+            except nv.NVMLError as exc:
+                self._pending.append(("info", f"GPU {gpu.index}: XID events not available "
+                                      f"({exc}): XID errors are not watched", gpu.index))
+                continue
+            handles[_handle_key(gpu.handle)] = gpu.index
+        if not handles:
+            _free_event_set(nv, event_set)
+            return
+        self._xid = _XidWatch(nv, event_set, handles)
+        self._xid.start()
 
     def _open_gpu(self, gpu: _Gpu) -> GpuInfo:
         nv = self._nv
@@ -323,6 +397,11 @@ class NvmlSource:
         return values is not _FAILED and all(v.nvmlReturn == NVML_SUCCESS for v in values)
 
     def close(self) -> None:
+        if self._xid is not None:
+            self._xid.stop(XID_WAIT_MS / 1000 * 4)
+            if not self._xid.is_alive():
+                _free_event_set(self._nv, self._xid.event_set)
+            self._xid = None
         for gpu in self._gpus:
             self._free_gpm(gpu.gpm_bufs)
             gpu.gpm_bufs = []
@@ -377,7 +456,11 @@ class NvmlSource:
                     self._watch_link(tick, gpu, sample)
             except _GpuLost:
                 continue
-        # The slow /proc round comes after every GPU's sample, so it never delays their times.
+        # The slow readings come after every GPU's sample, so they never delay their times.
+        self._health_round(tick, t_mono_ns, t_wall_s, entry_ns)
+        if self._xid is not None:
+            for ev in self._xid.drain():
+                self._event(tick, ev)
         if self._procmem_every_ns:
             due = self._procmem_next_ns
             if due is None or t_mono_ns >= due:
@@ -388,6 +471,96 @@ class NvmlSource:
         if took_ns >= self._stall_ns:
             self._blind_spot(tick, t_mono_ns, t_wall_s, took_ns, listed_before)
         return tick
+
+    # ---------------------------------------------------------------- GPU health
+
+    def _health_round(self, tick: Tick, t_mono_ns: int, t_wall_s: float, entry_ns: int) -> None:
+        """Every `health_every_s`: a `GpuHealth` per GPU (and the replay counter when due)."""
+        if not self._health_every_ns:
+            return
+        due = self._health_next_ns
+        if due is not None and t_mono_ns < due:
+            return
+        self._health_next_ns = t_mono_ns + self._health_every_ns
+        replay = False
+        if self._replay_every_ns and (self._replay_next_ns is None
+                                      or t_mono_ns >= self._replay_next_ns):
+            self._replay_next_ns = t_mono_ns + self._replay_every_ns
+            replay = True
+        for gpu in self._gpus:
+            if gpu.lost:
+                continue
+            offset_ns = self._now_ns() - entry_ns
+            try:
+                self._read_health(tick, gpu, t_mono_ns + offset_ns,
+                                  t_wall_s + offset_ns / 1e9, replay)
+            except _GpuLost:
+                continue
+
+    def _opt(self, gpu: _Gpu, what: str, fn: Callable[..., Any] | None, *args: Any) -> Any:
+        """One health call: its value, or None (unsupported from now on, failed this time,
+        or a function this nvidia-ml-py lacks)."""
+        if fn is None or what in gpu.unsupported:
+            return None
+        value = self._call(gpu, what, fn, *args)
+        return None if value is _FAILED else value
+
+    def _read_health(self, tick: Tick, gpu: _Gpu, t_ns: int, wall_s: float,
+                     replay: bool) -> None:
+        nv, h = self._nv, gpu.handle
+        mem = self._opt(gpu, "memory info", nv.nvmlDeviceGetMemoryInfo, h)
+        temp = self._opt(gpu, "temperature", nv.nvmlDeviceGetTemperature, h, _TEMPERATURE_GPU)
+        power = self._opt(gpu, "power", nv.nvmlDeviceGetPowerUsage, h)
+        limit = self._opt(gpu, "power limit", nv.nvmlDeviceGetEnforcedPowerLimit, h)
+        sm = self._opt(gpu, "SM clock", nv.nvmlDeviceGetClockInfo, h, _CLOCK_SM)
+        memclk = self._opt(gpu, "memory clock", nv.nvmlDeviceGetClockInfo, h, _CLOCK_MEM)
+        reasons_fn = (getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                      or getattr(nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+        mask = self._opt(gpu, "clocks event reasons", reasons_fn, h)
+        ecc = getattr(nv, "nvmlDeviceGetTotalEccErrors", None)
+        corr = self._opt(gpu, "ECC counts", ecc, h, _ECC_CORRECTED, _VOLATILE_ECC)
+        uncorr = self._opt(gpu, "ECC counts", ecc, h, _ECC_UNCORRECTED, _VOLATILE_ECC)
+        replays = None
+        if replay:
+            replays = self._opt(gpu, _REPLAY, getattr(nv, "nvmlDeviceGetPcieReplayCounter", None),
+                                h)
+        health = GpuHealth(
+            gpu=gpu.index, t_mono_ns=t_ns, t_wall_s=wall_s,
+            memory_used_bytes=_int(getattr(mem, "used", None)),
+            memory_total_bytes=_int(getattr(mem, "total", None)),
+            temperature_c=None if temp is None else float(temp),
+            power_w=None if power is None else float(power) / 1000.0,
+            power_limit_w=None if limit is None else float(limit) / 1000.0,
+            sm_clock_mhz=_int(sm), memory_clock_mhz=_int(memclk), clocks_event_mask=_int(mask),
+            ecc_corrected_total=_int(corr), ecc_uncorrected_total=_int(uncorr),
+            pcie_replay_total=_int(replays),
+        )  # fmt: skip
+        tick.other.append(health)
+        self._grown(tick, gpu, health)
+
+    def _grown(self, tick: Tick, gpu: _Gpu, h: GpuHealth) -> None:
+        """ECC counts and the replay counter that grew since the last reading: events."""
+        was_corr, was_uncorr = gpu.ecc_prev
+        counts: tuple[tuple[HardwareEventKind, int | None, int | None], ...] = (
+            ("ecc_corrected", was_corr, h.ecc_corrected_total),
+            ("ecc_uncorrected", was_uncorr, h.ecc_uncorrected_total),
+            ("pcie_replay", gpu.replay_prev, h.pcie_replay_total))
+        for kind, was, now in counts:
+            if was is not None and now is not None and now > was:
+                self._event(tick, HardwareEvent(gpu=gpu.index, t_mono_ns=h.t_mono_ns,
+                                                t_wall_s=h.t_wall_s, kind=kind, count=now - was))
+        gpu.ecc_prev = (h.ecc_corrected_total if h.ecc_corrected_total is not None else was_corr,
+                        h.ecc_uncorrected_total if h.ecc_uncorrected_total is not None
+                        else was_uncorr)
+        if h.pcie_replay_total is not None:
+            gpu.replay_prev = h.pcie_replay_total
+
+    def _event(self, tick: Tick, ev: HardwareEvent) -> None:
+        """A GPU error: its record, and a notice in words (never rate-limited away: each one
+        is its own message)."""
+        tick.other.append(ev)
+        level: Literal["warning", "error"] = "error" if event_level(ev) == "error" else "warning"
+        tick.notices.append(Notice(ev.t_mono_ns, ev.t_wall_s, level, event_words(ev), ev.gpu))
 
     def _blind_spot(self, tick: Tick, t_mono_ns: int, t_wall_s: float, took_ns: int,
                     listed_before: dict[int, set[int]]) -> None:
@@ -464,6 +637,9 @@ class NvmlSource:
                 continue
             if procs is not _FAILED:
                 listed[gpu.index] = {int(p.pid) for p in procs}
+                for p in procs:
+                    self._gpu_memory[(gpu.index, int(p.pid))] = _int(
+                        getattr(p, "usedGpuMemory", None))
         self._listed = {**self._listed, **listed}
         return listed
 
@@ -483,8 +659,10 @@ class NvmlSource:
         is read once and reported for each; every record of the round shares its time."""
         readings: dict[int, ProcReading] = {}
         by_index = {g.index: g for g in self._gpus}
+        self._gpu_memory = {}
         for gpu_index, pids in self._list_processes().items():
             gpu = by_index[gpu_index]
+            growth: list[tuple[int, str, int | None]] = []
             # MIG lists a process once per instance it uses: one record per (GPU, pid).
             for pid in sorted(pids):
                 r = readings.get(pid)
@@ -498,6 +676,8 @@ class NvmlSource:
                 st = r.status
                 if st is not None:
                     self._pinned(pid, st.name, wall_s, st.rss_shmem_bytes)
+                used = self._gpu_memory.get((gpu.index, pid))
+                growth.append((pid, st.name if st is not None else "", used))
                 tick.other.append(ProcessMemory(
                     t_mono_ns=t_ns, t_wall_s=wall_s, gpu=gpu.index, pid=pid,
                     name=st.name if st is not None else "",
@@ -505,7 +685,10 @@ class NvmlSource:
                     rss_anon_bytes=st.rss_anon_bytes if st is not None else None,
                     vm_locked_bytes=st.vm_locked_bytes if st is not None else None,
                     vm_pinned_bytes=st.vm_pinned_bytes if st is not None else None,
+                    gpu_memory_bytes=used,
                 ))  # fmt: skip
+            for text in self._growth.round(gpu.index, wall_s, growth):
+                self._say_once(("growth", text), "warning", text, gpu.index)
         # Forgotten only when absent from two rounds in a row, so the maps stay small over weeks
         # of prover restarts. Not after one: a stall in this very tick (a 48 GiB pool freed as
         # this round listed the GPUs, on the H200) names its process from them after the round.
@@ -753,6 +936,78 @@ class NvmlSource:
             self._pending.append((level, text, gpu))
         else:
             self._tick.notices.append(Notice(self._t_mono_ns, self._t_wall_s, level, text, gpu))
+
+
+class _XidWatch(Background):
+    """Waits for XID critical errors on its own thread (`nvmlEventSetWait_v2`, at most
+    `XID_WAIT_MS` at a time so that `stop()` answers), keeping each as a `HardwareEvent`
+    timed when the wait returned; the sampler's next tick takes them (`drain`). Bounded: at
+    most 1024 waiting (a GPU spewing XIDs between two ticks)."""
+
+    thread_name = "gapwatch-nvml-xid"
+
+    def __init__(self, nv: Any, event_set: Any, handles: dict[int, int]) -> None:
+        super().__init__()
+        self.nv, self.event_set, self._handles = nv, event_set, handles
+        self._events: deque[HardwareEvent] = deque(maxlen=1024)
+        self.errors = 0
+
+    def is_alive(self) -> bool:
+        t = self._thread
+        return t is not None and t.is_alive()
+
+    def _loop(self) -> None:
+        nv = self.nv
+        wait = getattr(nv, "nvmlEventSetWait_v2", None) or nv.nvmlEventSetWait
+        while not self.stop_event.is_set():
+            try:
+                data = wait(self.event_set, XID_WAIT_MS)
+            except nv.NVMLError as exc:
+                if getattr(exc, "value", None) != _TIMEOUT:
+                    # Not a timeout: back off a second rather than spin on a broken set.
+                    self.errors += 1
+                    self.stop_event.wait(1.0)
+                continue
+            gpu = self._handles.get(_handle_key(data.device))
+            if gpu is None:
+                continue
+            self._events.append(HardwareEvent(
+                gpu=gpu, t_mono_ns=time.monotonic_ns(), t_wall_s=time.time(), kind="xid",
+                code=_int(getattr(data, "eventData", None))))
+
+    def drain(self) -> list[HardwareEvent]:
+        out = []
+        while self._events:
+            out.append(self._events.popleft())
+        return out
+
+
+def _handle_key(handle: Any) -> int:
+    """A device handle as a number that equals for two handles of one device (pynvml's are
+    ctypes pointers, which do not compare equal; a fake's are objects)."""
+    try:
+        value = ctypes.cast(handle, ctypes.c_void_p).value
+        return int(value) if value is not None else id(handle)
+    except (TypeError, ctypes.ArgumentError):
+        return id(handle)
+
+
+def _free_event_set(nv: Any, event_set: Any) -> None:
+    try:
+        nv.nvmlEventSetFree(event_set)
+    except nv.NVMLError:
+        pass  # a lost GPU or a shut-down library: nothing left to free
+
+
+def _int(value: Any) -> int | None:
+    """An NVML integer, or None (None, or not a number: pynvml gives None for
+    NVML_VALUE_NOT_AVAILABLE in some fields)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _field_value(value: Any) -> tuple[int, int]:

@@ -32,13 +32,15 @@ from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.advice import advice_lines, advise
 from gapwatch.cuzk.prover import view_of
+from gapwatch.engine.replay import ReplayDriver as ReplayControl
 from gapwatch.engine.session import Session
 from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.stop_signals import STOP_SIGNALS, StopSignals
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
+from gapwatch.ui.gap_detail import GapDetailScreen
 from gapwatch.ui.kinds import kind_css
-from gapwatch.ui.messages import NoticeRaised, SnapshotFinished, StateChanged
+from gapwatch.ui.messages import GapChosen, NoticeRaised, SnapshotFinished, StateChanged
 from gapwatch.ui.svg import self_contained
 from gapwatch.ui.view import View, newest_time_ns
 from gapwatch.ui.widgets.copy_line import CopyLine
@@ -51,6 +53,7 @@ from gapwatch.ui.widgets.host_panel import HostPanel
 from gapwatch.ui.widgets.log_pane import LogPane
 from gapwatch.ui.widgets.overview import Overview
 from gapwatch.ui.widgets.pipeline_line import PipelineLine
+from gapwatch.ui.widgets.process_panel import ProcessPanel
 from gapwatch.ui.widgets.status_footer import StatusFooter, status_parts
 
 #: Seconds between repaints of the numbers: header figures, open gaps' durations, host panel,
@@ -86,6 +89,23 @@ class GapwatchApp(App[int]):
         Binding("g", "next_gpu", "next GPU"),
         Binding("w", "next_window", "window"),
         Binding("d", "detail", "detail"),
+        Binding("t", "processes", "processes"),
+        Binding("escape", "close_panel", "back", show=False),
+        Binding("up", "gap_move(-1)", "select gap", show=False),
+        Binding("down", "gap_move(1)", "select gap", show=False),
+        Binding("enter", "open_gap", "open gap", show=False),
+        Binding("pageup", "log_page(1)", "log back", show=False),
+        Binding("pagedown", "log_page(-1)", "log forward", show=False),
+        # Replay only (a live source says so): seek, gaps, speed.
+        Binding("left", "seek(-10)", "back 10 s", show=False),
+        Binding("right", "seek(10)", "on 10 s", show=False),
+        Binding("left_square_bracket", "gap_seek(-1)", "previous gap", show=False),
+        Binding("right_square_bracket", "gap_seek(1)", "next gap", show=False),
+        Binding("home", "seek_end(0)", "start", show=False),
+        Binding("end", "seek_end(1)", "end", show=False),
+        Binding("plus", "speed(1)", "faster", show=False),
+        Binding("equals_sign", "speed(1)", "faster", show=False),
+        Binding("minus", "speed(-1)", "slower", show=False),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
         # Every terminal monitor (htop, nvtop, watch) quits on Ctrl-C; Textual would only show a
@@ -135,6 +155,8 @@ class GapwatchApp(App[int]):
         #: What the header and gap table said in words at their last repaint (`_words_key`).
         self._words_key: tuple[object, ...] = ()
         self._pause_note = ""
+        #: Where a paused replay was when its view was frozen (a seek moves it: frozen anew).
+        self._frozen_at: float | None = None
         #: The source said it ended (end of a replay): the header shows the banner.
         self._ended = False
         self._snapshot_busy = False
@@ -160,6 +182,7 @@ class GapwatchApp(App[int]):
         with Vertical(id="lower"):
             yield GapTable(id="gaps")
             yield LogPane(id="log")
+            yield ProcessPanel(id="procs")
         yield StatusFooter(id="footer")
 
     def on_mount(self) -> None:
@@ -167,6 +190,7 @@ class GapwatchApp(App[int]):
         self.query_one(DetailChart).display = False
         self.query_one(PipelineLine).display = False  # until a prover snapshot arrives
         self.query_one(CopyLine).display = False  # until the copy trace delivers a copy
+        self.query_one(ProcessPanel).display = False  # until `t`
         self.runtime.session.subscribe(self._on_core_event)
         self.set_interval(1.0 / self.config.ui.redraw_hz, self.redraw)
         self.set_interval(self._status_every_s, self.refresh_status)
@@ -261,6 +285,9 @@ class GapwatchApp(App[int]):
             self.query_one(PipelineLine).show(view)
             self.query_one(CopyLine).show(view)
             self.query_one(LogPane).show(view)
+            procs = self.query_one(ProcessPanel)
+            if procs.display:
+                procs.show(view)
 
     def _repush(self) -> None:
         """Redraw the frozen (paused) view with the current choices (GPU, window, note), or
@@ -285,6 +312,15 @@ class GapwatchApp(App[int]):
             return
         status = self.runtime.status()
         self.query_one(StatusFooter).show_status(status)
+        replay = self._replay()
+        if self.paused and replay is not None and self.view is not None \
+                and replay.position_wall_s != self._frozen_at:
+            # A seek while paused: freeze the view again where the replay now is.
+            self._frozen_at = replay.position_wall_s
+            snap = self.runtime.store.snapshot()
+            t_end = newest_time_ns(snap)
+            if t_end is not None:
+                self._push(dataclasses.replace(self._make_view(snap, t_end), paused=True))
         if status.done and not self._ended:
             # Nothing more will come: say so at the top (the REPLAY ENDED banner), now.
             self._ended = True
@@ -367,7 +403,71 @@ class GapwatchApp(App[int]):
     def action_snapshot(self) -> None:
         self.take_snapshot()
 
+    # -- replay -------------------------------------------------------------------------------
+
+    def _replay(self) -> ReplayControl | None:
+        replay = getattr(self.runtime, "replay", None)
+        return replay if isinstance(replay, ReplayControl) else None
+
+    def _replay_said(self, why: str | None) -> None:
+        """Say a replay key's outcome in the footer (why it could not, or where it is)."""
+        footer = self.query_one(StatusFooter)
+        if why is not None:
+            footer.show_message(why, error=True)
+        else:
+            self.refresh_status()
+
+    def action_seek(self, seconds: float) -> None:
+        """←/→: 10 s back/on in a replay."""
+        replay = self._replay()
+        if replay is None:
+            self._replay_said("seeking is for replays (gapwatch replay FILE)")
+            return
+        self._replay_said(replay.seek_by(seconds))
+
+    def action_gap_seek(self, direction: int) -> None:
+        """[ / ]: to the previous gap (its end, so it shows closed) / on until the next closes."""
+        replay = self._replay()
+        if replay is None:
+            self._replay_said("stepping through gaps is for replays (gapwatch replay FILE)")
+            return
+        if direction > 0:
+            self._replay_said(replay.seek_next_gap())
+            return
+        pos = replay.position_wall_s
+        snap = self.runtime.store.snapshot()
+        ends = [g.end_s for g in snap.gaps
+                if g.end_s is not None and pos is not None and g.end_s < pos - 1.0]
+        if not ends:
+            self._replay_said("no earlier gap in memory")
+            return
+        self._replay_said(replay.seek_to(ends[-1] + 0.5))
+
+    def action_seek_end(self, end: int) -> None:
+        """Home: the replay's start; End: on at once to the end of the file."""
+        replay = self._replay()
+        if replay is None:
+            self._replay_said("Home/End are for replays (gapwatch replay FILE)")
+            return
+        if end:
+            self._replay_said(replay.seek_to(float("inf")))
+        elif replay.start_wall_s is not None:
+            self._replay_said(replay.seek_to(replay.start_wall_s))
+
+    def action_speed(self, step: int) -> None:
+        """+/-: a replay faster/slower."""
+        replay = self._replay()
+        if replay is None:
+            self._replay_said("speed is for replays and the demo's --speed")
+            return
+        replay.step_speed(step > 0)
+        self._replay_said(None)
+
     def action_pause(self) -> None:
+        replay = self._replay()
+        if replay is not None and replay.paused == self.paused:
+            replay.toggle_pause()  # a replay pauses its feeding too, and resumes where it was
+            self._frozen_at = replay.position_wall_s
         self.paused = not self.paused
         if self.paused:
             if self.view is not None:
@@ -394,6 +494,54 @@ class GapwatchApp(App[int]):
         self.query_one(GpuHeader).detail_lines = self._detail_header_lines() \
             if detail.display else None
         self._repush()
+
+    def action_processes(self) -> None:
+        """The processes on the selected GPU in place of the gap table and the log (so the
+        panel is there at 80x24 too); again, or Esc, goes back."""
+        procs = self.query_one(ProcessPanel)
+        procs.display = not procs.display
+        self.query_one(GapTable).display = not procs.display
+        self.query_one(LogPane).display = not procs.display
+        self._repush()
+
+    def action_close_panel(self) -> None:
+        """Esc: back from a panel opened over the gaps (the processes), else let go of the
+        selected gap (the table follows the newest again)."""
+        if self.query_one(ProcessPanel).display:
+            self.action_processes()
+        else:
+            self.query_one(GapTable).clear()
+
+    def action_gap_move(self, delta: int) -> None:
+        """↑/↓: select the gap above/below in the table (newest on top)."""
+        table = self.query_one(GapTable)
+        if table.display:
+            table.move(delta)
+
+    def action_open_gap(self) -> None:
+        """Enter: the selected gap whole (the newest when none is selected)."""
+        table = self.query_one(GapTable)
+        gap = table.selected()
+        if gap is None:
+            newest = table.newest_first()
+            gap = newest[0] if newest else None
+        if gap is not None:
+            self._open_gap(gap)
+
+    def on_gap_chosen(self, message: GapChosen) -> None:
+        self._open_gap(message.gap)
+
+    def _open_gap(self, gap: Gap) -> None:
+        # The snapshot on screen (a paused view keeps its own), the gap's latest version in it.
+        snap = self.view.snap if self.view is not None else self.runtime.store.snapshot()
+        latest = next((g for g in snap.gaps if g.gap_id == gap.gap_id), gap)
+        self.push_screen(GapDetailScreen(latest, snap))
+
+    def action_log_page(self, pages: int) -> None:
+        """PgUp/PgDn: scroll the prover log back/forward a page."""
+        log = self.query_one(LogPane)
+        if log.display:
+            log.page(pages)
 
     def _detail_header_lines(self) -> int:
         """Lines the header may take in the detail view: the whole verdict is what `d`

@@ -9,7 +9,11 @@ rules are unit-tested:
   however little of the column the gap took;
 - a present zero is a baseline `▁` in the "zero" style, so it is never confused with missing
   data; a present value too small for one eighth is a baseline in the bar's own style;
-- a missing column is blank in every row.
+- a missing column is blank in every row;
+- a rate chart of one row (80x24; `sqrt_one_row`) is drawn on a square-root scale: on a
+  linear one its eight levels drew 8 GB/s and 3 GB/s of a 63 GB/s link both as the baseline
+  `▁` (a flat line for two different rates); on the square root they are `▃` and `▂`, and
+  41 GB/s is `▆`. The widget also writes the newest column's value in its label.
 
 Cells come back as runs of (text, style key) per row, top row first, so the widget builds one
 `Segment` per run instead of one per character.
@@ -17,6 +21,7 @@ Cells come back as runs of (text, style key) per row, top row first, so the widg
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -35,12 +40,17 @@ Run = tuple[str, str]
 Cell = tuple[float | None, str | None]
 
 
-def _column_key(share: float | None, mark: str | None, rows: int) -> tuple[int, str, bool] | None:
-    """What decides a column's look: eighths filled, style key, exactly zero."""
+def _column_key(share: float | None, mark: str | None, rows: int,
+                sqrt: bool = False) -> tuple[int, str, bool] | None:
+    """What decides a column's look: eighths filled, style key, exactly zero; with `sqrt`, on
+    the square-root scale (module docstring)."""
     if share is None:
         return None
     style = SOLID if mark is None else GAP_PREFIX + mark
-    eighths = int(round(max(0.0, min(1.0, share)) * rows * 8))
+    level = max(0.0, min(1.0, share))
+    if sqrt:
+        level = math.sqrt(level)
+    eighths = int(round(level * rows * 8))
     return (eighths, style, share <= 0.0)
 
 
@@ -65,11 +75,15 @@ def _column_cells(key: tuple[int, str, bool] | None, rows: int) -> tuple[tuple[s
     return tuple(cells)
 
 
-def render_rows(columns: Sequence[Cell], rows: int) -> list[list[Run]]:
-    """Runs of (characters, style key) for each row of the chart, top row first."""
+def render_rows(columns: Sequence[Cell], rows: int, sqrt_one_row: bool = False
+                ) -> list[list[Run]]:
+    """Runs of (characters, style key) for each row of the chart, top row first; a chart of one
+    row on the square-root scale with `sqrt_one_row`."""
     if rows <= 0:
         return []
-    stacks = [_column_cells(_column_key(share, mark, rows), rows) for share, mark in columns]
+    sqrt = sqrt_one_row and rows == 1
+    stacks = [_column_cells(_column_key(share, mark, rows, sqrt), rows)
+              for share, mark in columns]
     out: list[list[Run]] = []
     for r in range(rows - 1, -1, -1):
         runs: list[Run] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gapwatch.core.evidence_types import CopiesEvidence, known
 from gapwatch.core.models import GAP_KINDS, GapKind
 
 
@@ -28,17 +29,39 @@ class KindLook:
     on_theme: str
     #: plotext colour name (the detail chart).
     plot: str
+    #: What an operator reads on screen (the gap table, the gap's detail); the kind's name
+    #: stays in JSON, /metrics and reports.
+    words: str = ""
     #: Whether the gap table writes it bold.
     bold: bool = False
 
 
 KINDS: dict[str, KindLook] = {
-    "pcie_starved": KindLook("S", "starved", 4, "$error", "$text", "red", bold=True),
-    "transfer_bound": KindLook("T", "transfer", 2, "$warning", "$background", "yellow"),
-    "host_stall": KindLook("H", "host", 3, "$secondary", "$text", "magenta"),
-    "unknown": KindLook("?", "unknown", 1, "$text-muted", "$text-muted", "gray"),
+    "pcie_starved": KindLook("S", "starved", 4, "$error", "$text", "red",
+                             words="slow copies", bold=True),
+    "transfer_bound": KindLook("T", "transfer", 2, "$warning", "$background", "yellow",
+                               words="copies not overlapped"),
+    "host_stall": KindLook("H", "host", 3, "$secondary", "$text", "magenta",
+                           words="host stall"),
+    "unknown": KindLook("?", "unknown", 1, "$text-muted", "$text-muted", "gray",
+                        words="idle, no PCIe reading"),
 }
 assert tuple(KINDS) == GAP_KINDS, "every gap kind needs a look, in GAP_KINDS order"
+
+
+def kind_words(kind: str, memory_kind: str | None = None) -> str:
+    """A gap's kind as an operator reads it: "slow copies (pageable)" when the memory behind
+    the copies is known, "copies not overlapped", "host stall"."""
+    look = KINDS.get(kind)
+    words = look.words if look is not None and look.words else kind
+    if kind == "pcie_starved" and memory_kind in ("pageable", "pinned"):
+        words += f" ({memory_kind})"
+    return words
+
+
+def gap_words(copies: CopiesEvidence, kind: str) -> str:
+    """`kind_words` for a gap, with the memory kind its evidence found (`Gap.copies`)."""
+    return kind_words(kind, known(copies.memory_kind))
 
 
 def rank(kind: str) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from textual.message import Message
 
-from gapwatch.core.models import Notice, StateChange
+from gapwatch.core.models import Gap, Notice, StateChange
 
 
 class StateChanged(Message):
@@ -37,3 +37,11 @@ class SnapshotFinished(Message):
         self.path = path
         self.error = error
         self.automatic = automatic
+
+
+class GapChosen(Message):
+    """A gap was chosen in the gap table (a click on the selected row): open its detail."""
+
+    def __init__(self, gap: Gap) -> None:
+        super().__init__()
+        self.gap = gap

@@ -32,6 +32,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gapwatch.core import fmt
+from gapwatch.core.health import HEALTH_CELL_WIDTH, health_cell, health_cells, throttle_words
 from gapwatch.core.hints import HINT_SEP
 from gapwatch.core.models import Gap
 from gapwatch.core.verdict import verdict_words
@@ -51,6 +52,8 @@ _STATE_CLASS = {
 
 #: Width of one compact GPU cell, and the space between two.
 CELL_WIDTH = 26
+#: Width of a GPU's chaining cell when there are no health readings (`0 chaining  87%`).
+CHAIN_CELL_WIDTH = 15
 CELL_GAP = 1
 
 
@@ -116,6 +119,8 @@ class GpuHeader(Widget):
         "gpu-header--hint",
         "gpu-header--paused",
         "gpu-header--ended",
+        "gpu-header--health",
+        "gpu-header--throttle",
     }
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
@@ -150,6 +155,8 @@ class GpuHeader(Widget):
         width = max(20, width)
         gpus = view.gpu_indices()
         rows = self._gpu_rows(view, gpus, width, max(1, header_lines(height) - 2))
+        if detail_lines is None:  # the detail view gives its rows to the hint and the plot
+            rows += self._health_rows(view, gpus, width)
         area = verdict_lines(height, width, len(rows), detail_lines)
         banners = self._banners(view, width)[:max(0, area - 1)]
         also = self._also_line(view, width)
@@ -190,6 +197,73 @@ class GpuHeader(Widget):
         if hidden:
             lines.append(self._hidden_line(view, gpus, shown, hidden, width))
         return lines
+
+    def _health_rows(self, view: View, gpus: list[int], width: int) -> list[Text]:
+        """GPU health and the chaining figure: one line in words for one GPU; else compact
+        cells (`core.health.health_cell`), four to a line at 80 columns (8 GPUs: two lines).
+        None until the first health reading or copy time (a source without health, e.g. the
+        simulator, shows the chaining figure alone)."""
+        snap = view.snap
+        if not snap.health and not snap.chaining:
+            return []
+        style = self.get_component_rich_style
+        if len(gpus) == 1:
+            return [self._health_words(view, gpus[0], width)]
+        if not snap.health:  # no health readings (the simulator): the chaining figure alone
+            return self._chain_rows(view, gpus, width)
+        per_line = max(1, (width + 1) // (HEALTH_CELL_WIDTH + 1))
+        lines = []
+        for i in range(0, len(gpus), per_line):
+            line = Text(no_wrap=True)
+            for j, gpu in enumerate(gpus[i:i + per_line]):
+                if j:
+                    line.append(" ")
+                h = snap.health.get(gpu)
+                chain = snap.chaining.get(gpu)
+                throttled = h is not None and bool(throttle_words(h.clocks_event_mask))
+                cell = health_cell(gpu, h, chain.share if chain is not None else None)
+                line.append(cell, style("gpu-header--throttle") if throttled
+                            else style("gpu-header--health"))
+            lines.append(line)
+        return lines
+
+    def _chain_rows(self, view: View, gpus: list[int], width: int) -> list[Text]:
+        """`0 chaining 87%` per GPU, as many to a line as fit."""
+        style = self.get_component_rich_style
+        per_line = max(1, (width + 1) // (CHAIN_CELL_WIDTH + 1))
+        lines = []
+        for i in range(0, len(gpus), per_line):
+            line = Text(no_wrap=True)
+            for j, gpu in enumerate(gpus[i:i + per_line]):
+                f = view.snap.chaining.get(gpu)
+                share = "?" if f is None else f"{f.share * 100:.0f}%"
+                line.append(" " if j else "")
+                line.append(f"{gpu % 100:<2}chaining {share:>4}".ljust(CHAIN_CELL_WIDTH),
+                            style("gpu-header--health"))
+            lines.append(line)
+        return lines
+
+    def _health_words(self, view: View, gpu: int, width: int) -> Text:
+        """`health 60G/141G · 52°C · 450/700W · power cap · chaining 92 % (copy trace)`."""
+        style = self.get_component_rich_style
+        h = view.snap.health.get(gpu)
+        chain = view.snap.chaining.get(gpu)
+        line = Text(no_wrap=True, overflow="ellipsis")
+        cells = health_cells(h) if h is not None else []
+        if cells:
+            line.append("health ", style("gpu-header--health"))
+        throttle = throttle_words(h.clocks_event_mask) if h is not None else ""
+        for i, cell in enumerate(cells):
+            if i:
+                line.append(" · ")
+            line.append(cell, style("gpu-header--throttle") if throttle and cell == throttle
+                        else "")
+        if chain is not None:
+            line.append(" · " if cells else "")
+            basis = "copy trace" if chain.basis == "copies" else "PCIe+SM"
+            line.append(f"{chain.words(compact=True)} ({basis})")
+        line.truncate(width, overflow="ellipsis")
+        return line
 
     def _full_line(self, view: View, gpu: int, width: int) -> Text:
         """Name, state, busy, SM, RX and TX of one GPU in fixed-width fields (`full_fields`)."""
@@ -297,6 +371,15 @@ class GpuHeader(Widget):
         # Since when, and what the state rests on now: the live window, never the count the
         # state was entered on (that froze at "2 pcie_starved gaps" while 13 were in view).
         body = verdict_words(state, view.snap.windows.get(gpu), view.detector, span=span)
+        chain = view.snap.chaining.get(gpu)
+        # A fall of the chaining figure is said here ("chaining 93%→41%"); the figure itself
+        # is on the health line.
+        if chain is not None and name in ("GAPS", "BREAKDOWN") and chain.fell():
+            body += f"; {chain.words(compact=True)}"
+        health = view.snap.health.get(gpu)
+        throttle = throttle_words(health.clocks_event_mask) if health is not None else ""
+        if throttle:
+            body += f"; clocks held down: {throttle}"
         gap = latest_gap(view.snap.gaps, gpu) if name in ("GAPS", "BREAKDOWN", "IDLE") else None
         phrases = gap.hint.split(HINT_SEP) if gap is not None and gap.hint else []
         # After the data ended (IDLE) the hint is the last gap's, not a live one.

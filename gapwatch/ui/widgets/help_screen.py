@@ -22,9 +22,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gapwatch.ui.kinds import KINDS
-
-HELP = f"""\
+HELP = """\
 gapwatch: why the GPU stops being busy   (↑↓ PgDn scroll, esc closes)
 
 keys
@@ -34,6 +32,31 @@ keys
   p  pause the view (sampling, detection, auto-snapshots go on)
   g  next GPU           w  chart window (30 s / 60 s / 2 min / 10 min)
   d  detail chart (plotext) of the selected GPU, redrawn once a second
+  ↑↓ select a gap in the table (the mouse too: click, wheel); enter
+     opens it whole: hint, evidence, advice and payoff, copies by
+     memory kind, partitions, host pressure, log lines around it;
+     esc goes back, and lets go of the selection
+  PgUp PgDn  scroll the prover log back / forward (or the wheel)
+
+replay (gapwatch replay FILE; where it is: first in the status line)
+  ← →  10 s back / on      [ ]  previous gap / on to the next one
+  Home End  the start / the end of the file     + -  faster / slower
+  p  pauses the replay too: it resumes where it was; seeks still work
+  Back needs a replay without --record / --prometheus (records would
+  be counted twice); after the end, run it again
+  t  processes on the selected GPU (pid, name, GPU memory, pinned host
+     memory, copies' memory kind) in place of the gaps; t/esc: back.
+     At 80x24 too: it takes the gap table's and the log's rows
+
+health (header; one GPU: in words, several: a cell per GPU)
+  0  60G 52° 64%!c 92   GPU 0: 60 GiB GPU memory used, 52 °C, power
+                        64 % of its limit, ! = clocks held down (power
+                        cap, thermal...: named in the verdict), c 92 =
+                        chaining 92 %
+  chaining   share of host-to-device copy time in the last minute that
+             ran while SMs were busy (copies overlapped with kernels):
+             from the copy trace, else PCIe and SM activity. Falling
+             (93 % -> 41 %) is chaining breaking before gaps pile up
 
 states
   CHAINED    the two workers keep the GPU busy
@@ -49,11 +72,16 @@ charts (the selected GPU, newest on the right)
              the detector's idle threshold: a column holding a 0.5 s
              gap is drawn lower than a busy one, in any window
   ▓ / red    a column that holds a detector gap (any length)
-  RX/TX      highest PCIe rate in the column, % of the link capacity
+  RX/TX      highest PCIe rate in the column, % of the link capacity;
+             a one-row chart (80x24) is on a square-root scale, its
+             label gives the newest column's % (8 and 3 GB/s differ)
   ▁          a reading of zero      blank  no data (never drawn as 0)
 
-gap marks (the row under the charts, and the gap table)
-  {"   ".join(f"{look.letter} {kind}" for kind, look in KINDS.items())} (no PCIe)
+gap marks (the row under the charts) and the gap table's words
+  S slow copies: SMs idle while H2D trickled (pageable memory?)
+  T copies not overlapped: copies at full speed, kernels waiting
+  H host stall: SMs idle, PCIe quiet: the host did not feed it
+  ? idle, no PCIe reading (cause unknown)
 
 prover log: in time order; `~` after a time = the line has no time of
 its own, this is when gapwatch read it

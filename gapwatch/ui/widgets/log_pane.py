@@ -12,6 +12,10 @@ that time, not by arrival: cuzk writes its tracing lines, its TIMELINE lines and
 lines through different buffers, so in arrival order the times jump back and forth (.318, .239,
 .238, .307) and the pane cannot be read against the gap table. A line without any time of its
 own carries the time it was read, marked `~` after the time.
+
+Scrolling: PgUp/PgDn (through the app) and the mouse wheel move the pane back through the
+events in memory; while scrolled back the title says how far and the pane stays put as new
+lines arrive (End, or scrolling down to the bottom, follows the newest again).
 """
 
 from __future__ import annotations
@@ -65,20 +69,41 @@ class LogPane(Widget):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
         self._events: tuple[LogEvent, ...] = ()
+        #: Lines scrolled back from the newest (0: following the newest).
+        self.back = 0
+
+    def scroll_lines(self, delta: int) -> None:
+        """Scroll `delta` lines back (positive) or forward (negative), within the events kept."""
+        room = max(1, self.size.height - 1)
+        self.back = max(0, min(max(0, len(self._events) - room), self.back + delta))
+        self.refresh()
+
+    def page(self, pages: int) -> None:
+        self.scroll_lines(pages * max(1, self.size.height - 2))
+
+    def on_mouse_scroll_up(self, event: object) -> None:
+        self.scroll_lines(3)
+
+    def on_mouse_scroll_down(self, event: object) -> None:
+        self.scroll_lines(-3)
 
     def show(self, view: View) -> None:
         events = view.snap.log_events
         # The store's ring only grows at the end: same length and same last event = unchanged.
         if len(events) != len(self._events) or (events and events[-1] is not self._events[-1]):
+            if self.back:  # scrolled back: keep the same lines in view as new ones arrive
+                self.back += max(0, len(events) - len(self._events))
             self._events = events
             self.refresh()
 
     def render(self) -> Group:
-        title = Text(f"prover log ({len(self._events)} events, by time; ~ = time read)",
+        where = (f"{self.back} lines back, PgDn/End: newest · " if self.back else "")
+        title = Text(f"prover log ({len(self._events)} events, {where}by time; ~ = time read)",
                      no_wrap=True, overflow="ellipsis")
         title.stylize(self.get_component_rich_style("log-pane--title"))
         room = max(0, self.size.height - 1)
-        shown = newest_by_time(self._events, room)
+        shown = newest_by_time(self._events, room + self.back)[:room] if self.back \
+            else newest_by_time(self._events, room)
         warning = self.get_component_rich_style("log-pane--warning")
         time_style = self.get_component_rich_style("log-pane--time")
         lines = [title]

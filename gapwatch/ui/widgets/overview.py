@@ -44,8 +44,8 @@ class Overview(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="overview-title")
         yield StripChart("busy %", busy_cells, id="chart-sm")
-        yield StripChart("RX %link", rx_cells, id="chart-rx")
-        yield StripChart("TX %link", tx_cells, id="chart-tx")
+        yield StripChart("RX %link", rx_cells, id="chart-rx", one_row_sqrt=True)
+        yield StripChart("TX %link", tx_cells, id="chart-tx", one_row_sqrt=True)
         yield GapStrip(id="gap-strip")
 
     def show(self, view: View, every_column: bool = False) -> None:

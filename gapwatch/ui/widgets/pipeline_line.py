@@ -2,8 +2,9 @@
 
 Who drives it: `GapwatchApp` with the slow panels (once a second). It reads the latest snapshot
 per prover from the store, and what the prover's log said (`StoreSnapshot.pipeline`):
-each GPU's workers (P proving, I idle), synthesis as partitions synthesizing over cuzk's
-synthesis workers (`gapwatch.cuzk.pipeline.capacity_of`: the log's `synth_worker_count`, `~` when
+each GPU's workers by name (`w0 idle, w1 proving`), synthesis as partitions synthesizing over
+cuzk's synthesis workers (`gapwatch.cuzk.pipeline.capacity_of`: the log's `synth_worker_count`,
+`~` when
 derived from the budget, `?` unknown; never `max_concurrent`, which is the budget over the
 smallest partition), `active` when cuzk's counter has drifted from them, the budget when it
 stops the next synthesis, partitions by state, the scheduler queue, the pinned pool when it
@@ -13,9 +14,9 @@ height) until a first snapshot arrives, so a session without `--cuzk-status` loo
 
 from __future__ import annotations
 
-from gapwatch.core.models import ProverStatus
+from gapwatch.core.models import ProverStatus, ProverWorker
 from gapwatch.core.units import GIB
-from gapwatch.cuzk.causes import budget_short, synthesis_drift, worker_letters
+from gapwatch.cuzk.causes import budget_short, synthesis_drift
 from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.prover import view_of
 from gapwatch.ui.view import View
@@ -25,8 +26,15 @@ from gapwatch.ui.widgets.run_lines import RunLines
 STALE_AFTER_S = 3.0
 #: Partition states as the line names them: what says where a GPU waits (synthesised
 #: partitions waiting for a worker) first, then the rest in pipeline order.
-_STATES = (("synth_done", "synth_done"), ("pending", "pending"), ("synthesizing", "synth"),
-           ("gpu", "gpu"), ("done", "done"), ("failed", "failed"))
+_STATES = (("synth_done", "synthesised"), ("pending", "pending"),
+           ("synthesizing", "synthesizing"), ("gpu", "on GPU"), ("done", "done"),
+           ("failed", "failed"))
+
+
+def worker_words(workers: list[ProverWorker]) -> str:
+    """`w0 idle, w1 proving`: each GPU worker by its id and state, in id order."""
+    return ", ".join(f"w{w.worker_id} {w.state}" for w in sorted(workers,
+                                                                 key=lambda w: w.worker_id))
 
 
 def pipeline_text(st: ProverStatus, age_s: float | None,
@@ -39,10 +47,10 @@ def pipeline_text(st: ProverStatus, age_s: float | None,
     gpus = sorted({w.gpu for w in st.workers if w.gpu is not None})
     for gpu in gpus:
         runs.append((f" · GPU{gpu} ", "label"))
-        runs.append((worker_letters(w for w in st.workers if w.gpu == gpu), ""))
+        runs.append((worker_words([w for w in st.workers if w.gpu == gpu]), ""))
     if not gpus and st.workers:
         runs.append((" · workers ", "label"))
-        runs.append((worker_letters(st.workers), ""))
+        runs.append((worker_words(list(st.workers)), ""))
     runs.append((" · synthesis ", "label"))
     busy = counts.get("synthesizing")
     cap = view.capacity(st)
@@ -59,8 +67,8 @@ def pipeline_text(st: ProverStatus, age_s: float | None,
     # Every state cuzk reported; "failed" only when some partition failed.
     shown = [f"{counts[k]} {word}" for k, word in _STATES
              if k in counts and (k != "failed" or counts[k])]
-    runs.append((" · parts ", "label"))
-    runs.append((" ".join(shown) if shown else "n/a", ""))
+    runs.append((" · partitions: ", "label"))
+    runs.append((", ".join(shown) if shown else "n/a", ""))
     if st.queue_depth is not None:
         runs.append((" · queue ", "label"))
         runs.append((str(st.queue_depth), ""))

@@ -28,7 +28,7 @@ from gapwatch.ui.fit import fit_indices
 _SOURCE_NAME = {"gpm": "GPM", "counters": "counters", "legacy": "legacy", "util": "util only",
                 "sim": "sim", "trace": "trace", "none": "none"}
 
-KEYS = "? help  q quit  s snapshot  p pause  g GPU  w window  d detail"
+KEYS = "? help  q quit  s snapshot  p pause  g GPU  w window  d detail  t procs"
 
 #: Log states that are not a problem (the file is being read, or stdin ended as it should).
 _LOG_OK = ("following", "closed (end of input)")
@@ -41,6 +41,8 @@ def _ms(value: float | None) -> str:
 def status_parts(status: RuntimeStatus) -> list[str]:
     """Short phrases describing the runtime, in the footer's order."""
     parts = [f"source {status.source}"]
+    if status.replay:  # where the replay is, first: ←/→ [ ] Home End move it
+        parts.insert(0, status.replay)
     if status.sim_status_url:
         # Where to point `--cuzk-status` to try it: on the dashboard, not on stderr behind it.
         parts.append(f"sim /status at {status.sim_status_url}")

@@ -37,6 +37,14 @@ LABEL_WIDTH = 9
 CellsOf = Callable[[View, int, int, int, SeriesCache], list[Cell]]
 
 
+def one_row_label(title: str, cells: list[Cell]) -> str:
+    """`RX  13%`: the title's first word and the newest column's share of the scale (`-`
+    when no column has data)."""
+    latest = next((share for share, _ in reversed(cells) if share is not None), None)
+    value = "-" if latest is None else f"{100 * latest:.0f}%"
+    return f"{title.split()[0]} {value:>4}"[: LABEL_WIDTH - 1]
+
+
 class StripChart(Widget):
     """A block-character chart of one metric, with its title and scale on the left."""
 
@@ -53,6 +61,7 @@ class StripChart(Widget):
         cells_of: CellsOf,
         *,
         scale_label: str = "0-100",
+        one_row_sqrt: bool = False,
         id: str | None = None,  # noqa: A002 (Textual's name)
         classes: str | None = None,
     ) -> None:
@@ -61,11 +70,14 @@ class StripChart(Widget):
             title: the first label row, with the unit ("busy %", "RX %link").
             cells_of: the cells to draw (see `ui.series`).
             scale_label: the second label row (the range of the scale).
+            one_row_sqrt: a rate chart: when it has one row, draw it on a square-root scale
+                with the newest level in its label (two rates never read alike).
         """
         super().__init__(id=id, classes=classes)
         self.title = title
         self._cells_of = cells_of
         self._scale_label = scale_label
+        self._one_row_sqrt = one_row_sqrt
         self._view: View | None = None
         self._drawn_size: tuple[int, int] = (0, 0)
         self._shown: list[Strip] = []
@@ -128,8 +140,12 @@ class StripChart(Widget):
         styles = self._styles()
         label_style = styles["label"]
         labels = [self.title, self._scale_label]
+        if rows == 1 and self._one_row_sqrt:
+            # One row (80x24): the bar is on a square-root scale (`ui.blocks`); the label says
+            # the newest column's level as a number, so two rates never read alike.
+            labels = [one_row_label(self.title, cells)]
         strips: list[Strip] = []
-        for i, runs in enumerate(render_rows(cells, rows)):
+        for i, runs in enumerate(render_rows(cells, rows, self._one_row_sqrt)):
             label = labels[i] if i < len(labels) else ""
             segments = [Segment(f"{label[: LABEL_WIDTH - 1]:<{LABEL_WIDTH - 1}}│", label_style)]
             segments += [Segment(chars, styles[style_key]) for chars, style_key in runs]

@@ -1,0 +1,231 @@
+"""The chaining figure: the share of host-to-device copy time that ran while the SMs were busy.
+
+A pipelined GPU workload keeps the GPU fed by overlapping one job's copies with another's
+kernels. While that holds, nearly every H2D copy runs under busy SMs (an H200 chaining two
+workers: 92 %); when copies come from pageable memory they crawl and the kernels wait for them
+(the same box: 40 %). The figure says this before gaps pile up, as one number per GPU.
+
+Two bases, said with the figure (`ChainingFigure.basis`):
+- "copies": the copy trace's H2D copies (`CopyRecord`), each copy's time split over the GPU
+  samples it overlaps, weighted by their SM activity (a 100 ms sample at 60 % SM activity
+  counts 60 % of the copy time inside it as overlapped);
+- "pcie": without a copy trace, the samples whose PCIe RX shows data moving (above
+  `DetectorConfig.quiet_below_link_frac` of the link) stand for copy time, weighted the same.
+  Cruder: a sample with a short pinned burst counts whole.
+Samples are placed `DetectorConfig.gpm_lag_ms` earlier where they come from GPM (its counters
+trail the moment they are read), as the detector places gap edges. A sample without SM activity
+(utilization.gpu only: it counts copies as busy) says nothing: no figure rather than a wrong one.
+
+Sums are kept in `BUCKET_S` buckets of data time, so that the figure over the window (the
+latest `window_s`) and the one over the window before it cost a few additions; bounded to two
+windows live, every bucket offline (`window_s` None: the report's whole run and its worst
+window).
+
+Who calls it: the store (`gapwatch.engine.store`, fed every GPU sample and copy; the dashboard's
+header and verdict, `/metrics` and summary.md read its figures from the snapshot) and the
+offline detection loop (`gapwatch.offline.detect`, for the report). Prover-neutral.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.models import CopyRecord, GpuInfo, GpuSample
+
+#: Bucket length of the sums (s of data time).
+BUCKET_S: Final = 10.0
+#: The live window the figure is taken over (s): two chaining windows of the detector's
+#: default (30 s) hold enough copies to mean something and still follow a breakdown.
+WINDOW_S: Final = 60.0
+#: Samples kept per GPU to place copies against (s): a copy arrives after it ended (the copy
+#: trace's flush, a second or two) and is placed then.
+KEEP_SAMPLES_S: Final = 30.0
+#: Copies waiting for the samples that cover them, at most (per GPU).
+MAX_PENDING: Final = 4096
+#: A drop from the window before to this one of at least this much is said as "a -> b".
+DROP_SAID: Final = 0.15
+
+Basis = Literal["copies", "pcie"]
+BASIS_WORDS: Final[dict[str, str]] = {
+    "copies": "from the copy trace", "pcie": "from PCIe and SM activity",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ChainingFigure:
+    """One GPU's chaining figure over a window: `share` (0..1) of `copy_s` seconds of H2D copy
+    time ran while SMs were busy; `before` the same over the window before (None: not enough
+    data then)."""
+
+    gpu: int
+    share: float
+    copy_s: float
+    basis: Basis
+    window_s: float | None
+    before: float | None = None
+
+    def fell(self) -> bool:
+        """Did it fall by `DROP_SAID` or more from the window before?"""
+        return self.before is not None and self.before - self.share >= DROP_SAID
+
+    def words(self, compact: bool = False) -> str:
+        """"chaining 93 % → 41 %" when it fell by `DROP_SAID` or more, else "chaining 92 %";
+        `compact` ("chaining 93%→41%") for lines that wrap at spaces (the dashboard's)."""
+        pct = "%" if compact else " %"
+        arrow = "→" if compact else " → "
+        now = f"{self.share * 100:.0f}{pct}"
+        if self.before is not None and self.fell():
+            return f"chaining {self.before * 100:.0f}{pct}{arrow}{now}"
+        return f"chaining {now}"
+
+    def basis_words(self) -> str:
+        return BASIS_WORDS[self.basis]
+
+
+@dataclass(slots=True)
+class _Bucket:
+    copy_s: float = 0.0
+    busy_s: float = 0.0
+    pcie_s: float = 0.0
+    pcie_busy_s: float = 0.0
+
+
+@dataclass(slots=True)
+class _Gpu:
+    moving_bytes_per_s: float
+    #: (start, end, SM busy share 0..1) of recent samples with SM activity, in time order.
+    samples: deque[tuple[float, float, float]] = field(default_factory=deque)
+    pending: deque[tuple[float, float]] = field(default_factory=deque)
+    buckets: dict[int, _Bucket] = field(default_factory=dict)
+    saw_copies: bool = False
+    latest_s: float = 0.0
+
+
+class ChainingMeter:
+    """Per GPU, the sums behind the chaining figure (module docstring). Not thread-safe: the
+    store calls it under its lock."""
+
+    def __init__(self, gpus: list[GpuInfo], config: DetectorConfig,
+                 window_s: float | None = WINDOW_S) -> None:
+        self._config = config
+        self._lag_s = config.gpm_lag_ms / 1000.0
+        self._window_s = window_s
+        self._gpus: dict[int, _Gpu] = {}
+        for g in gpus:
+            self._gpu(g.index, g.link_bytes_per_s)
+
+    def _gpu(self, index: int, link: float | None = None) -> _Gpu:
+        g = self._gpus.get(index)
+        if g is None:
+            moving = self._config.quiet_below_link_frac * self._config.link_or_default(link)
+            g = self._gpus[index] = _Gpu(moving)
+        return g
+
+    def add_sample(self, s: GpuSample) -> None:
+        if s.interval_ns is None or s.interval_ns <= 0 or s.sm_active_pct is None:
+            return
+        g = self._gpu(s.gpu)
+        lag = self._lag_s if s.sm_source == "gpm" else 0.0
+        end = s.t_wall_s - lag
+        start = end - s.interval_ns / 1e9
+        busy = min(max(s.sm_active_pct, 0.0), 100.0) / 100.0
+        g.samples.append((start, end, busy))
+        while g.samples and g.samples[0][1] < end - KEEP_SAMPLES_S:
+            g.samples.popleft()
+        g.latest_s = max(g.latest_s, end)
+        rx = s.pcie_rx_bytes_per_s
+        if rx is not None and rx > g.moving_bytes_per_s:
+            b = self._bucket(g, end)
+            b.pcie_s += end - start
+            b.pcie_busy_s += (end - start) * busy
+        while g.pending and g.pending[0][1] <= end:
+            self._place(g, *g.pending.popleft())
+
+    def add_copy(self, c: CopyRecord) -> None:
+        if c.direction != "h2d" or c.gpu is None or c.end_wall_s <= c.start_wall_s:
+            return
+        g = self._gpu(c.gpu)
+        g.saw_copies = True
+        if g.samples and c.end_wall_s <= g.samples[-1][1]:
+            self._place(g, c.start_wall_s, c.end_wall_s)
+        elif len(g.pending) < MAX_PENDING:
+            g.pending.append((c.start_wall_s, c.end_wall_s))
+
+    def _place(self, g: _Gpu, start: float, end: float) -> None:
+        """Split a copy over the samples it overlaps (newest first: copies are recent)."""
+        for s0, s1, busy in reversed(g.samples):
+            if s1 <= start:
+                break
+            overlap = min(end, s1) - max(start, s0)
+            if overlap > 0:
+                b = self._bucket(g, s1)
+                b.copy_s += overlap
+                b.busy_s += overlap * busy
+
+    def _bucket(self, g: _Gpu, t_s: float) -> _Bucket:
+        k = int(t_s // BUCKET_S)
+        b = g.buckets.get(k)
+        if b is None:
+            b = g.buckets[k] = _Bucket()
+            if self._window_s is not None:
+                oldest = k - 2 * int(self._window_s / BUCKET_S) - 1
+                for old in [i for i in g.buckets if i < oldest]:
+                    del g.buckets[old]
+        return b
+
+    def _sum(self, g: _Gpu, lo: int | None, hi: int | None, basis: Basis) -> tuple[float, float]:
+        total = busy = 0.0
+        for k, b in g.buckets.items():
+            if (lo is None or k >= lo) and (hi is None or k < hi):
+                if basis == "copies":
+                    total, busy = total + b.copy_s, busy + b.busy_s
+                else:
+                    total, busy = total + b.pcie_s, busy + b.pcie_busy_s
+        return total, busy
+
+    def figure(self, gpu: int) -> ChainingFigure | None:
+        """The figure over the window ending at the GPU's latest sample (the whole run when
+        the meter has no window); None before any copy time was seen."""
+        g = self._gpus.get(gpu)
+        if g is None:
+            return None
+        basis: Basis = "copies" if g.saw_copies else "pcie"
+        if self._window_s is None:
+            total, busy = self._sum(g, None, None, basis)
+            return ChainingFigure(gpu, busy / total, total, basis, None) if total > 0 else None
+        n = int(self._window_s / BUCKET_S)
+        top = int(g.latest_s // BUCKET_S) + 1
+        total, busy = self._sum(g, top - n, top, basis)
+        if total <= 0:
+            return None
+        b_total, b_busy = self._sum(g, top - 2 * n, top - n, basis)
+        before = b_busy / b_total if b_total > 0 else None
+        return ChainingFigure(gpu, busy / total, total, basis, self._window_s, before)
+
+    def figures(self) -> dict[int, ChainingFigure]:
+        out = {}
+        for gpu in self._gpus:
+            f = self.figure(gpu)
+            if f is not None:
+                out[gpu] = f
+        return out
+
+    def worst_window(self, gpu: int, window_s: float = WINDOW_S,
+                     min_copy_s: float = 1.0) -> tuple[float, float] | None:
+        """(start wall s, share) of the window with the lowest figure among those with at least
+        `min_copy_s` of copy time, over the buckets kept (the report: the whole run)."""
+        g = self._gpus.get(gpu)
+        if g is None or not g.buckets:
+            return None
+        basis: Basis = "copies" if g.saw_copies else "pcie"
+        n = max(1, int(window_s / BUCKET_S))
+        worst: tuple[float, float] | None = None
+        keys = sorted(g.buckets)
+        for k in range(keys[0], max(keys[0], keys[-1] - n + 1) + 1):
+            total, busy = self._sum(g, k, k + n, basis)
+            if total >= min_copy_s and (worst is None or busy / total < worst[1]):
+                worst = (k * BUCKET_S, busy / total)
+        return worst

@@ -1,0 +1,226 @@
+"""GPU health and GPU errors in words: the clocks' (throttle) reasons, hardware events, a
+process whose GPU memory keeps growing, the compact health text of the dashboard's header.
+
+Who calls it: the NVML source (`gapwatch.sources.nvml`: event words for its notices, the
+growth watch on each process round), the dashboard's header and processes panel, the report,
+`/metrics` (reason names as labels), summary.md. Prover-neutral: nothing here knows which
+program runs on the GPU. The records are `GpuHealth`, `HardwareEvent` and `ProcessMemory`
+(`gapwatch.core.models`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from gapwatch.core.models import GpuHealth, HardwareEvent
+
+#: NVML's clocks event reasons (nvml.h `nvmlClocksEventReason*`, formerly ThrottleReasons):
+#: bit -> (name for /metrics, words on screen, does it slow work down).
+CLOCKS_EVENT_REASONS: Final[dict[int, tuple[str, str, bool]]] = {
+    0x001: ("gpu_idle", "idle", False),
+    0x002: ("applications_clocks_setting", "app clocks", False),
+    0x004: ("sw_power_cap", "power cap", True),
+    0x008: ("hw_slowdown", "HW slowdown", True),
+    0x010: ("sync_boost", "sync boost", True),
+    0x020: ("sw_thermal_slowdown", "thermal", True),
+    0x040: ("hw_thermal_slowdown", "HW thermal", True),
+    0x080: ("hw_power_brake_slowdown", "power brake", True),
+    0x100: ("display_clocks_setting", "display clocks", False),
+}
+
+#: A process's GPU memory that grew by this much (and by `GROWTH_MIN_SHARE` of where it
+#: started) over at least `GROWTH_MIN_S`, never falling back meanwhile, is a notice: a GPU
+#: memory leak (e.g. sppark 0.1.14's, lotus#13634) shows as exactly this over hours.
+GROWTH_MIN_BYTES: Final = 1 << 30
+GROWTH_MIN_SHARE: Final = 0.10
+GROWTH_MIN_S: Final = 3600.0
+#: Drops smaller than this do not reset the watch (allocator churn of a healthy process).
+GROWTH_SLACK_BYTES: Final = 256 << 20
+
+
+def reasons(mask: int | None, *, slowing_only: bool = False) -> list[tuple[str, str]]:
+    """The reasons set in `mask` as (metric name, words), in bit order; with `slowing_only`,
+    only those that slow work down (idle and settings are not throttling)."""
+    if mask is None:
+        return []
+    return [(name, words) for bit, (name, words, slows) in CLOCKS_EVENT_REASONS.items()
+            if mask & bit and (slows or not slowing_only)]
+
+
+def throttle_words(mask: int | None) -> str:
+    """What holds the clocks down, in words ("power cap, thermal"); "" when nothing does."""
+    return ", ".join(words for _, words in reasons(mask, slowing_only=True))
+
+
+def event_words(ev: HardwareEvent) -> str:
+    """One line for an event: the timeline, the report, the dashboard's notices."""
+    if ev.kind == "xid":
+        return f"GPU {ev.gpu}: XID {ev.code} (critical GPU error reported by the driver)"
+    if ev.kind == "ecc_uncorrected":
+        return (f"GPU {ev.gpu}: {ev.count} uncorrected ECC error{'s' * (ev.count != 1)} "
+                "(memory contents lost: the work on it may be wrong)")
+    if ev.kind == "ecc_corrected":
+        return f"GPU {ev.gpu}: {ev.count} corrected ECC error{'s' * (ev.count != 1)}"
+    return (f"GPU {ev.gpu}: {ev.count} PCIe replay{'s' * (ev.count != 1)} "
+            "(link errors retried: copies slow down)")
+
+
+def event_level(ev: HardwareEvent) -> str:
+    """How much an event matters: "error" for XIDs and uncorrected ECC, else "warning"."""
+    return "error" if ev.kind in ("xid", "ecc_uncorrected") else "warning"
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.0f}G" if n >= 10 << 30 else f"{n / (1 << 30):.1f}G"
+
+
+def health_cells(h: GpuHealth | None) -> list[str]:
+    """The header's health of one GPU, most important first, each cell short: memory used of
+    total, temperature, power of its limit, what throttles it. A missing reading is "?"."""
+    if h is None:
+        return ["health ?"]
+    if h.memory_used_bytes is not None and h.memory_total_bytes:
+        mem = f"{_gib(h.memory_used_bytes)}/{_gib(h.memory_total_bytes)}"
+    else:
+        mem = "mem ?"
+    temp = "?°C" if h.temperature_c is None else f"{h.temperature_c:.0f}°C"
+    power = "?" if h.power_w is None else f"{h.power_w:.0f}"
+    power += "W" if h.power_limit_w is None else f"/{h.power_limit_w:.0f}W"
+    cells = [mem, temp, power]
+    throttle = throttle_words(h.clocks_event_mask)
+    if throttle:
+        cells.append(throttle)
+    return cells
+
+
+#: Width of one GPU's compact health cell (`health_cell`): four fit 80 columns with a space
+#: between, so 8 GPUs take two lines.
+HEALTH_CELL_WIDTH: Final = 19
+
+
+def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None) -> str:
+    """One GPU's health in `HEALTH_CELL_WIDTH` columns, `0  60G 52° 64%!c 92`: GPU memory used
+    (GiB), temperature (°C), power as a share of its limit, `!` when something slows the clocks
+    (the header names it for the selected GPU), the chaining figure (`c`, %); `?` for a missing
+    reading. The help and docs/dashboard.md give the legend."""
+    mem = temp = power = chain = "?"
+    flag = " "
+    if h is not None:
+        if h.memory_used_bytes is not None:
+            mem = f"{min(999.0, h.memory_used_bytes / (1 << 30)):.0f}"
+        if h.temperature_c is not None:
+            temp = f"{min(999.0, h.temperature_c):.0f}"
+        if h.power_w is not None and h.power_limit_w:
+            power = f"{min(999.0, 100 * h.power_w / h.power_limit_w):.0f}"
+        if throttle_words(h.clocks_event_mask):
+            flag = "!"
+    if chain_share is not None:
+        chain = f"{chain_share * 100:.0f}"
+    return f"{gpu % 100:<2}{mem:>3}G{temp:>3}°{power:>3}%{flag}c{chain:>3}"
+
+
+@dataclass(slots=True)
+class _Growth:
+    since_wall_s: float
+    from_bytes: int
+    peak_bytes: int
+    said_bytes: int = 0
+
+
+@dataclass(slots=True)
+class MemoryGrowth:
+    """Watches each (GPU, pid)'s GPU memory across process rounds and says when it grew by
+    `GROWTH_MIN_BYTES` and `GROWTH_MIN_SHARE` over `GROWTH_MIN_S` without falling back (a drop
+    of more than `GROWTH_SLACK_BYTES` restarts the watch). Said again only once the growth
+    doubled since it was last said. Bounded: a pid absent from a GPU's round is forgotten."""
+
+    _seen: dict[tuple[int, int], _Growth] = field(default_factory=dict)
+
+    def round(self, gpu: int, t_wall_s: float,
+              processes: list[tuple[int, str, int | None]]) -> list[str]:
+        """One round of `gpu`'s processes (pid, name, GPU memory bytes or None): the words of
+        each new growth notice."""
+        out = []
+        here = set()
+        for pid, name, used in processes:
+            if used is None:
+                continue
+            key = (gpu, pid)
+            here.add(key)
+            g = self._seen.get(key)
+            if g is None or used < g.peak_bytes - GROWTH_SLACK_BYTES:
+                self._seen[key] = _Growth(t_wall_s, used, used)
+                continue
+            g.peak_bytes = max(g.peak_bytes, used)
+            grown = used - g.from_bytes
+            if (t_wall_s - g.since_wall_s >= GROWTH_MIN_S and grown >= GROWTH_MIN_BYTES
+                    and grown >= GROWTH_MIN_SHARE * max(g.from_bytes, 1)
+                    and grown >= 2 * g.said_bytes):
+                g.said_bytes = grown
+                hours = (t_wall_s - g.since_wall_s) / 3600
+                out.append(
+                    f"GPU {gpu}: process {pid} ({name or '?'}) GPU memory grew "
+                    f"{grown / (1 << 30):.1f} GiB over {hours:.1f} h "
+                    f"({g.from_bytes / (1 << 30):.1f} -> {used / (1 << 30):.1f} GiB) and never "
+                    "fell back: a GPU memory leak? It ends in out-of-memory errors")
+        for key in [k for k in self._seen if k[0] == gpu and k not in here]:
+            del self._seen[key]
+        return out
+
+
+#: GPU errors a report keeps, at most (the rest are counted).
+MAX_REPORT_EVENTS: Final = 1000
+
+
+@dataclass(slots=True)
+class HealthStats:
+    """One GPU's health over a recording: the highest readings, the power limit last seen, and
+    the readings in which each slowing reason held the clocks down (the report)."""
+
+    gpu: int
+    readings: int = 0
+    max_temperature_c: float | None = None
+    max_power_w: float | None = None
+    power_limit_w: float | None = None
+    max_memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    throttled: dict[str, int] = field(default_factory=dict)
+
+    def add(self, h: GpuHealth) -> None:
+        self.readings += 1
+        self.max_temperature_c = _max(self.max_temperature_c, h.temperature_c)
+        self.max_power_w = _max(self.max_power_w, h.power_w)
+        self.max_memory_used_bytes = _max(self.max_memory_used_bytes, h.memory_used_bytes)
+        if h.power_limit_w is not None:
+            self.power_limit_w = h.power_limit_w
+        if h.memory_total_bytes is not None:
+            self.memory_total_bytes = h.memory_total_bytes
+        for _, words in reasons(h.clocks_event_mask, slowing_only=True):
+            self.throttled[words] = self.throttled.get(words, 0) + 1
+
+    def words(self) -> str:
+        """"GPU 0: up to 83°C, 699 of 700 W, 60.1 of 141 GiB; throttled: power cap in 12 of 600
+        readings"."""
+        parts = []
+        if self.max_temperature_c is not None:
+            parts.append(f"up to {self.max_temperature_c:.0f}°C")
+        if self.max_power_w is not None:
+            limit = "" if self.power_limit_w is None else f" of {self.power_limit_w:.0f}"
+            parts.append(f"{self.max_power_w:.0f}{limit} W")
+        if self.max_memory_used_bytes is not None:
+            total = ("" if self.memory_total_bytes is None
+                     else f" of {self.memory_total_bytes / (1 << 30):.0f}")
+            parts.append(f"{self.max_memory_used_bytes / (1 << 30):.1f}{total} GiB")
+        text = f"GPU {self.gpu}: " + (", ".join(parts) or "no readings")
+        if self.throttled:
+            held = ", ".join(f"{w} in {n} of {self.readings} readings"
+                             for w, n in self.throttled.items())
+            text += f"; clocks held down: {held}"
+        return text
+
+
+def _max(a: float | int | None, b: float | int | None) -> Any:
+    if b is None:
+        return a
+    return b if a is None or b > a else a

@@ -1,0 +1,190 @@
+"""One gap, whole: what the gap table's Enter opens (live, paused or in a replay).
+
+The lines (`gap_detail_lines`, pure, tested as text): the gap in words (when, how long, which
+GPU, its kind as an operator reads it, PCIe during it), its hint whole, the evidence (where the
+prover said it waited and why), what to change with its payoff (`gapwatch.cuzk.advice`), the
+copies by host memory kind (the copy trace, or the memory inferred and from what), the
+partitions in flight (the prover's log lines attached to the gap, and its `/status` workers),
+host pressure during it, and the prover's log lines around it. The screen (`GapDetailScreen`)
+shows them in a scrolling box; Esc (or Enter, or q) goes back.
+
+Who calls it: `GapwatchApp` (Enter on the gap table), with the snapshot it shows: a paused view
+keeps its snapshot, so the detail is of what is on screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from gapwatch.core import fmt
+from gapwatch.core.evidence_types import CopiesEvidence, known
+from gapwatch.core.models import Gap, GpuSample, LogEvent
+from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.cuzk.advice import advice_lines, advise, if_closed
+from gapwatch.cuzk.prover import view_of
+from gapwatch.ui.kinds import gap_words
+
+#: Log lines shown around a gap: this long before its start and after its end, at most this many.
+LOG_AROUND_S = 5.0
+MAX_LOG_LINES = 40
+
+_HOST_WORDS = {
+    "mem_used_pct_max": ("host memory used, max", "{:.0f} %"),
+    "psi_mem_some_share_max": ("tasks stalled on memory (PSI), max", "share"),
+    "psi_mem_some_avg10_max": ("PSI some avg10, max", "{:.1f} %"),
+    "major_faults_per_s_max": ("major page faults, max", "{:.0f}/s"),
+    "mem_bandwidth_bytes_per_s_max": ("host memory bandwidth, max", "rate"),
+}
+
+
+def _span_s(samples: Sequence[GpuSample]) -> float:
+    return samples[-1].t_wall_s - samples[0].t_wall_s if len(samples) > 1 else 0.0
+
+
+def head_lines(gap: Gap) -> list[str]:
+    end = "still open" if gap.end_s is None else fmt.clock(gap.end_s, millis=True)
+    return [
+        f"gap {gap.gap_id} on GPU{gap.gpu}: {gap_words(gap.copies, gap.kind)} "
+        f"({gap.kind}), {gap.duration_s:.2f} s idle",
+        f"  from {fmt.clock(gap.start_s, millis=True)} to {end}; PCIe during it: H2D "
+        f"{fmt.rate(gap.pcie_rx_bytes_per_s)}, D2H {fmt.rate(gap.pcie_tx_bytes_per_s)} of a "
+        f"{fmt.rate(gap.link_bytes_per_s)} link; judged idle from "
+        + ("SM activity" if gap.confidence == "high" else "utilization.gpu only (low confidence)"),
+    ]
+
+
+def evidence_lines(gap: Gap) -> list[str]:
+    out = ["", "evidence"]
+    if gap.prover_cause:
+        out.append(f"  the prover says it waited: {gap.prover_cause.replace('_', ' ')}")
+    out += [f"  {fmt.visible(e)}" for e in gap.prover_evidence]
+    if len(out) == 2:
+        out.append("  none from the prover (no /status, no log line that names the wait)")
+    return out
+
+
+def advice_section(gap: Gap, snap: StoreSnapshot) -> list[str]:
+    """What to change for this gap, with the payoff of closing it over the GPU's span in
+    memory (the dashboard's history)."""
+    if gap.is_open:
+        return ["", "what to change", "  (once the gap has closed)"]
+    span = _span_s(snap.gpu_samples.get(gap.gpu, ()))
+
+    def payoff(these: Sequence[Gap]) -> dict[str, float | None]:
+        return if_closed(None, span, sum(g.duration_s for g in these))
+
+    return ["", f"what to change (payoff over the last {span:.0f} s of this GPU)",
+            *advice_lines(advise([gap], view_of(snap.pipeline), payoff))]
+
+
+def copy_lines(copies: CopiesEvidence) -> list[str]:
+    out = ["", "copies by host memory kind"]
+    kind, source = known(copies.memory_kind), known(copies.memory_kind_source)
+    if kind is None and not copies.kinds() and not copies.process_list():
+        return [*out, "  nothing known of the copies around it"]
+    if kind:
+        out.append(f"  memory behind the copies: {kind}" + (f" (from {source})" if source else ""))
+    for name, k in sorted(copies.kinds().items()):
+        out.append(f"  {name:<9} {k.count:>4} copies  {fmt.size(k.bytes):>10}  at "
+                   f"{fmt.rate(k.bytes_per_s)}  ({k.in_gap_s:.2f} s of it in the gap)")
+    if not copies.kinds() and not known(copies.traced):
+        out.append("  no copy trace: kind inferred, not measured")
+    for p in copies.process_list():
+        out.append(f"  process {p.pid} ({fmt.visible(p.name or '?')}): pinned "
+                   f"{fmt.size(p.pinned_bytes or 0)}, heap {fmt.size(p.heap_bytes or 0)}")
+    return out
+
+
+def partition_lines(gap: Gap) -> list[str]:
+    """The partitions the prover's log named around the gap, and its workers as `/status` saw
+    them last during it."""
+    out = ["", "partitions in flight"]
+    seen: dict[int, list[str]] = {}
+    for e in gap.log_events:
+        part = e.partition
+        if part is not None:
+            what = e.warning or e.name
+            names = seen.setdefault(part, [])
+            if what and what not in names:
+                names.append(what)
+    for part, names in sorted(seen.items()):
+        out.append(f"  partition {part}: {', '.join(fmt.visible(n) for n in names[:4])}")
+    if gap.prover_states:
+        last = gap.prover_states[-1]
+        out.append(f"  workers at the prover's last snapshot: {last.workers or '?'} "
+                   "(P proving, I idle)")
+    if len(out) == 2:
+        out.append("  none named (no prover log or /status around it)")
+    return out
+
+
+def host_lines(gap: Gap) -> list[str]:
+    out = ["", "host pressure during it"]
+    for key, (words, form) in _HOST_WORDS.items():
+        value = known(getattr(gap.host, key, None))
+        if value is None:
+            continue
+        if form == "share":
+            text = f"{value * 100:.0f} % of the time"
+        elif form == "rate":
+            text = fmt.rate(value)
+        else:
+            text = form.format(value)
+        out.append(f"  {words}: {text}")
+    if len(out) == 2:
+        out.append("  no host readings")
+    return out
+
+
+def log_lines(gap: Gap, events: Sequence[LogEvent]) -> list[str]:
+    lo = gap.start_s - LOG_AROUND_S
+    hi = (gap.end_s if gap.end_s is not None else gap.start_s + gap.duration_s) + LOG_AROUND_S
+    near = sorted((e for e in events if lo <= e.t_wall_s <= hi), key=lambda e: e.t_wall_s)
+    out = ["", f"prover log from {LOG_AROUND_S:g} s before to {LOG_AROUND_S:g} s after"]
+    for e in near[-MAX_LOG_LINES:]:
+        mark = ">" if gap.start_s <= e.t_wall_s <= hi - LOG_AROUND_S else " "
+        tag = f"[{e.warning}] " if e.warning else ""
+        out.append(f" {mark}{fmt.clock(e.t_wall_s, millis=True)} {tag}"
+                   f"{fmt.visible(e.raw.rstrip())[:200]}")
+    if not near:
+        out.append("  no log lines in memory around it")
+    return out
+
+
+def gap_detail_lines(gap: Gap, snap: StoreSnapshot) -> list[str]:
+    """Every line of the gap's detail (module docstring)."""
+    return [*head_lines(gap), "", "hint", f"  {fmt.visible(gap.hint) or '-'}",
+            *evidence_lines(gap), *advice_section(gap, snap), *copy_lines(gap.copies),
+            *partition_lines(gap), *host_lines(gap), *log_lines(gap, snap.log_events)]
+
+
+class GapDetailScreen(ModalScreen[None]):
+    """One gap whole, over the dashboard; Esc, Enter or q goes back."""
+
+    BINDINGS = [
+        Binding("escape", "close_detail", "back"),
+        Binding("enter", "close_detail", "back"),
+        Binding("q", "close_detail", "back"),
+    ]
+
+    def __init__(self, gap: Gap, snap: StoreSnapshot) -> None:
+        super().__init__()
+        self.lines = gap_detail_lines(gap, snap)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="gap-detail-scroll"):
+            yield Static(Text("\n".join([*self.lines, "", "esc: back to the gaps"])),
+                         id="gap-detail-text")
+
+    def on_mount(self) -> None:
+        self.query_one("#gap-detail-scroll").focus()
+
+    def action_close_detail(self) -> None:
+        self.dismiss(None)

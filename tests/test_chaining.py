@@ -1,0 +1,167 @@
+"""The chaining figure (the share of H2D copy time that ran while SMs were busy): high on the H200
+recording where two workers chained with pinned buffers, low on the pageable one, from the copy
+trace when there is one and from PCIe and SM activity otherwise (said which); the same in the
+simulator; over the live window with the window before it; in the store's snapshot and /metrics."""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from evaluation.simulate import simulate
+from gapwatch.core.chaining import ChainingFigure, ChainingMeter
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.models import (
+    CopyRecord,
+    GpuHealth,
+    GpuInfo,
+    GpuSample,
+    HardwareEvent,
+    Record,
+    SessionHeader,
+)
+from gapwatch.engine.session import Session
+from gapwatch.engine.store import SeriesStore
+from gapwatch.sinks.prometheus import start_exporter
+from gapwatch.sources.files import read_any
+
+DATA = Path(__file__).parent / "data" / "h200-copytrace"
+H200 = GpuInfo(index=0, name="NVIDIA H200", link_gen=5, link_width=16, link_bytes_per_s=63e9)
+
+
+def _figure(records: list[Record], gpus: list[GpuInfo], *, copies: bool = True,
+            window_s: float | None = None) -> ChainingFigure | None:
+    meter = ChainingMeter(gpus, DetectorConfig(), window_s=window_s)
+    for r in records:
+        if type(r) is GpuSample:
+            meter.add_sample(r)
+        elif type(r) is CopyRecord and copies:
+            meter.add_copy(r)
+    return meter.figure(0)
+
+
+def _recorded(name: str) -> tuple[list[Record], list[GpuInfo]]:
+    rec = read_any(DATA / name / "rec.jsonl.gz")
+    return list(rec.records), list(rec.header.gpus)
+
+
+def test_the_h200_chained_recording_chains_high_from_its_copy_trace() -> None:
+    f = _figure(*_recorded("chained"))
+    assert f is not None and f.basis == "copies"
+    assert f.share > 0.85
+    assert f.words() == f"chaining {f.share * 100:.0f} %"
+
+
+def test_the_h200_pageable_recording_chains_low_from_its_copy_trace() -> None:
+    f = _figure(*_recorded("pageable"))
+    assert f is not None and f.basis == "copies"
+    assert f.share < 0.5
+    assert f.copy_s > 10  # pageable copies crawl: 16 s of H2D copy time in 30 s
+
+
+def test_without_the_copy_trace_pcie_and_sm_activity_tell_the_two_apart_and_say_so() -> None:
+    chained = _figure(*_recorded("chained"), copies=False)
+    pageable = _figure(*_recorded("pageable"), copies=False)
+    assert chained is not None and pageable is not None
+    assert chained.basis == pageable.basis == "pcie"
+    assert chained.basis_words() == "from PCIe and SM activity"
+    assert chained.share > 0.7 > 0.5 > pageable.share
+
+
+def test_a_gpu_without_sm_activity_gets_no_figure_rather_than_a_wrong_one() -> None:
+    meter = ChainingMeter([H200], DetectorConfig())
+    for i in range(100):
+        meter.add_sample(GpuSample(0, i * 10**8, 1000.0 + i / 10, 10**8, None, 100.0, 5e9, 0.0,
+                                   sm_source="util", pcie_source="counters"))
+    assert meter.figure(0) is None
+
+
+def _sample(t_s: float, sm: float, rx: float) -> GpuSample:
+    return GpuSample(0, int(t_s * 1e9), 1000.0 + t_s, 10**8, sm, 90.0, rx, 1e8, sm_source="sim",
+                     pcie_source="sim")
+
+
+def test_a_fall_from_the_window_before_is_said_as_before_and_now() -> None:
+    meter = ChainingMeter([H200], DetectorConfig(), window_s=60.0)
+    for i in range(1200):  # 60 s chaining (copies under busy SMs), then 60 s not
+        t = i / 10
+        meter.add_sample(_sample(t, 93.0 if t < 60 else 41.0, 8e9))
+    f = meter.figure(0)
+    assert f is not None and f.before is not None
+    assert f.words() == "chaining 93 % → 41 %"
+
+
+def test_copies_arriving_before_the_samples_that_cover_them_are_placed_when_those_come() -> None:
+    meter = ChainingMeter([H200], DetectorConfig(), window_s=60.0)
+    meter.add_sample(_sample(0.0, 100.0, 0.0))
+    # A 50 ms copy in the next sample's interval, heard before that sample.
+    meter.add_copy(CopyRecord(1000.03, 1000.08, 1 << 28, "h2d", "pinned", "device", 0, 0, 7, 1,
+                              1, 4242))
+    assert meter.figure(0) is None
+    meter.add_sample(_sample(0.1, 50.0, 5e9))
+    f = meter.figure(0)
+    assert f is not None and f.basis == "copies"
+    assert f.copy_s == pytest.approx(0.05) and f.share == pytest.approx(0.5)
+
+
+def test_the_simulator_chains_high_and_falls_in_its_pageable_breakdown() -> None:
+    """The simulator has no copy trace: PCIe and SM activity (cruder: a busy 100 ms sample with
+    a copy in it counts whole) still put the breakdown far below chaining."""
+    shares = {}
+    for scenario in ("chained", "pageable"):
+        run = simulate(scenario, duration_s=39.0)
+        meter = ChainingMeter(list(run.header.gpus), DetectorConfig(), window_s=20.0)
+        for r in run.records:
+            if type(r) is GpuSample:
+                meter.add_sample(r)
+        f = meter.figure(0)
+        assert f is not None and f.basis == "pcie", scenario
+        shares[scenario] = f.share
+        if scenario == "pageable":  # chained for its first ~20 s, then broken down
+            assert f.before is not None and f.before - f.share > 0.15
+            assert f.words().startswith("chaining ") and " → " in f.words()
+    assert shares["chained"] > 0.9
+    assert shares["pageable"] < 0.65
+
+
+def test_the_store_feeds_the_figure_and_metrics_serve_it_with_health_and_errors() -> None:
+    header = SessionHeader(gapwatch_version="t", host="box", source="test", started_wall_s=0.0,
+                           started_mono_ns=0, period_ms=100.0, gpus=[H200])
+    store = SeriesStore(header.gpus, 0.1)
+    session = Session(header, store)
+    handle = start_exporter("127.0.0.1:0", session)
+    try:
+        for i in range(100):
+            session.on_record(_sample(i / 10, 80.0, 8e9))
+        session.on_record(GpuHealth(gpu=0, t_mono_ns=1, t_wall_s=1000.0,
+                                    memory_used_bytes=60 << 30, memory_total_bytes=141 << 30,
+                                    temperature_c=None, power_w=650.0, power_limit_w=700.0,
+                                    sm_clock_mhz=1980, clocks_event_mask=0x4 | 0x1))
+        session.on_record(HardwareEvent(gpu=0, t_mono_ns=2, t_wall_s=1000.5, kind="xid",
+                                        code=79))
+        snap = store.snapshot()
+        assert snap.chaining[0].share == pytest.approx(0.8)
+        assert snap.health[0].power_w == 650.0
+        with urllib.request.urlopen(handle.url, timeout=5) as resp:
+            text = resp.read().decode()
+    finally:
+        handle.stop()
+    got = {(s.name, tuple(sorted(s.labels.items()))): s.value
+           for fam in text_string_to_metric_families(text) for s in fam.samples}
+    assert got[("gapwatch_chaining_ratio", (("gpu", "0"),))] == pytest.approx(0.8)
+    assert got[("gapwatch_chaining_basis_info", (("basis", "pcie"), ("gpu", "0")))] == 1.0
+    assert got[("gapwatch_gpu_power_watts", (("gpu", "0"),))] == 650.0
+    assert got[("gapwatch_gpu_power_limit_watts", (("gpu", "0"),))] == 700.0
+    assert got[("gapwatch_gpu_sm_clock_hertz", (("gpu", "0"),))] == 1.98e9
+    assert got[("gapwatch_gpu_clocks_event_reason", (("gpu", "0"), ("reason", "sw_power_cap")))] \
+        == 1.0
+    assert got[("gapwatch_gpu_clocks_event_reason", (("gpu", "0"), ("reason", "hw_slowdown")))] \
+        == 0.0
+    # A reading NVML could not give is absent, never 0.
+    assert not any(name == "gapwatch_gpu_temperature_celsius" for name, _ in got)
+    assert got[("gapwatch_gpu_hardware_events_total", (("gpu", "0"), ("kind", "xid")))] == 1.0
+    assert got[("gapwatch_gpu_hardware_events_total",
+                (("gpu", "0"), ("kind", "ecc_uncorrected")))] == 0.0

@@ -1,0 +1,187 @@
+"""GPU health, processes and GPU errors from the NVML source, against the fake pynvml: health every
+second per GPU with missing readings None, ECC counts and PCIe replays that grow as events, XID
+critical errors from a thread that waits for them, each process's GPU memory, and a process whose
+GPU memory keeps growing for an hour said once."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from fake_pynvml import NVML_ERROR_NOT_SUPPORTED, FakeDevice, FakeNvml, install
+from proc_fakes import PROVER_STATUS, fake_proc
+
+from gapwatch.config import SamplerConfig
+from gapwatch.core.health import health_cells, throttle_words
+from gapwatch.core.models import GpuHealth, HardwareEvent, ProcessMemory
+from gapwatch.sources import Tick
+from gapwatch.sources.nvml import NvmlSource
+
+R = TypeVar("R")
+MS = 1_000_000
+S = 1_000_000_000
+GIB = 1 << 30
+
+
+def make(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *devices: FakeDevice,
+         **config: Any) -> tuple[FakeNvml, NvmlSource]:
+    fake = install(monkeypatch, list(devices) or [FakeDevice()])
+    root = fake_proc(tmp_path, {4242: PROVER_STATUS})
+    config.setdefault("xid_events", False)
+    source = NvmlSource(SamplerConfig(**config), now_ns=lambda: 0, proc_root=str(root))
+    source.open()
+    return fake, source
+
+
+def others(ticks: list[Tick], kind: type[R]) -> list[R]:
+    return [r for t in ticks for r in t.other if isinstance(r, kind)]
+
+
+def test_health_is_read_once_a_second_per_gpu_with_every_field(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    fake, source = make(monkeypatch, tmp_path, FakeDevice(), FakeDevice(uuid="GPU-1"))
+    ticks = fake.run(source, 100 * MS, 31)  # 3 s at 100 ms
+    health = others(ticks, GpuHealth)
+    assert sorted({h.t_mono_ns // S for h in health}) == [0, 1, 2, 3]
+    assert [h.gpu for h in health[:2]] == [0, 1]
+    h = health[0]
+    assert (h.memory_used_bytes, h.memory_total_bytes) == (60 * GIB, 141 * GIB)
+    assert (h.temperature_c, h.power_w, h.power_limit_w) == (52.0, 450.0, 700.0)
+    assert (h.sm_clock_mhz, h.memory_clock_mhz, h.clocks_event_mask) == (1980, 3201, 0)
+    assert (h.ecc_corrected_total, h.ecc_uncorrected_total) == (0, 0)
+    # Nine cheap calls per GPU per second, never per tick.
+    assert fake.devices[0].calls["nvmlDeviceGetTemperature"] == 4
+
+
+def test_the_pcie_replay_counter_is_read_rarely(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    fake, source = make(monkeypatch, tmp_path, pcie_replay_every_s=60.0)
+    ticks = fake.run(source, 100 * MS, 1201)  # 2 min
+    assert fake.devices[0].calls["nvmlDeviceGetPcieReplayCounter"] == 3
+    replays = [h.pcie_replay_total for h in others(ticks, GpuHealth)]
+    assert replays.count(0) == 3 and replays.count(None) == len(replays) - 3
+
+
+def test_an_unsupported_reading_is_none_said_once_and_not_called_again(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    dev = FakeDevice(fail={"nvmlDeviceGetTemperature": NVML_ERROR_NOT_SUPPORTED,
+                           "nvmlDeviceGetTotalEccErrors": NVML_ERROR_NOT_SUPPORTED})
+    fake, source = make(monkeypatch, tmp_path, dev)
+    ticks = fake.run(source, 100 * MS, 51)
+    health = others(ticks, GpuHealth)
+    assert all(h.temperature_c is None and h.ecc_uncorrected_total is None for h in health)
+    assert all(h.power_w == 450.0 for h in health)
+    assert dev.calls["nvmlDeviceGetTemperature"] == 1
+    said = [n.message for t in ticks for n in t.notices if "temperature" in n.message]
+    assert said == ["GPU 0: temperature not available (Not Supported): shown as missing"]
+
+
+def test_ecc_counts_and_replays_that_grow_are_events_with_their_count(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    dev = FakeDevice()
+    fake, source = make(monkeypatch, tmp_path, dev, pcie_replay_every_s=1.0)
+    ticks = fake.run(source, 100 * MS, 11)
+    dev.ecc[1] = 2
+    dev.pcie_replays = 40
+    ticks += fake.run(source, 100 * MS, 11, start_ns=11 * 100 * MS)
+    events = others(ticks, HardwareEvent)
+    assert [(e.kind, e.count) for e in events] == [("ecc_uncorrected", 2), ("pcie_replay", 40)]
+    words = [n for t in ticks for n in t.notices if "ECC" in n.message or "replay" in n.message]
+    assert [n.level for n in words] == ["error", "warning"]
+    assert "2 uncorrected ECC errors" in words[0].message
+
+
+def test_a_throttled_gpu_says_why_in_words_and_idle_is_not_throttling() -> None:
+    assert throttle_words(0x001) == ""
+    assert throttle_words(0x004 | 0x020 | 0x001) == "power cap, thermal"
+    h = GpuHealth(gpu=0, t_mono_ns=0, t_wall_s=0.0, memory_used_bytes=60 * GIB,
+                  memory_total_bytes=141 * GIB, temperature_c=83.0, power_w=699.6,
+                  power_limit_w=700.0, clocks_event_mask=0x004)
+    assert health_cells(h) == ["60G/141G", "83°C", "700/700W", "power cap"]
+    assert health_cells(GpuHealth(gpu=0, t_mono_ns=0, t_wall_s=0.0)) == ["mem ?", "?°C", "?W"]
+
+
+def test_each_process_carries_its_gpu_memory(monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Path) -> None:
+    dev = FakeDevice(processes=[4242], process_gpu_memory={4242: 20 * GIB})
+    fake, source = make(monkeypatch, tmp_path, dev)
+    ticks = fake.run(source, 100 * MS, 21)
+    procs = others(ticks, ProcessMemory)
+    assert len(procs) == 3  # once a second: the processes panel's rhythm
+    assert {(p.pid, p.name, p.gpu_memory_bytes) for p in procs} == {(4242, "cuzk-daemon", 20 * GIB)}
+
+
+def test_gpu_memory_that_keeps_growing_for_an_hour_is_a_warning_said_once(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    dev = FakeDevice(processes=[4242], process_gpu_memory={4242: 20 * GIB})
+    fake, source = make(monkeypatch, tmp_path, dev, procmem_every_s=60.0, health_every_s=0)
+    said: list[str] = []
+    for minute in range(0, 181):
+        dev.process_gpu_memory[4242] = 20 * GIB + minute * (40 << 20)  # +40 MiB a minute
+        tick = fake.tick(source, minute * 60 * S)
+        said += [n.message for n in tick.notices if "grew" in n.message]
+    # 2.3 GiB in the first hour: said then; again only once the growth doubled (4.6 GiB).
+    assert len(said) == 2
+    assert said[0].startswith("GPU 0: process 4242 (cuzk-daemon) GPU memory grew 2.3 GiB over 1.0 h")
+
+
+def test_a_process_whose_gpu_memory_falls_back_is_not_a_leak(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    dev = FakeDevice(processes=[4242])
+    fake, source = make(monkeypatch, tmp_path, dev, procmem_every_s=60.0, health_every_s=0)
+    said = []
+    for minute in range(0, 181):
+        # Grows 2 GiB over 50 minutes, then frees it: a prover's batches, not a leak.
+        dev.process_gpu_memory[4242] = 20 * GIB + (minute % 50) * (40 << 20)
+        said += [n for n in fake.tick(source, minute * 60 * S).notices if "grew" in n.message]
+    assert said == []
+
+
+def test_an_xid_is_heard_by_its_thread_and_comes_with_the_next_tick(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake, source = make(monkeypatch, tmp_path, FakeDevice(), FakeDevice(uuid="GPU-1"),
+                        xid_events=True)
+    try:
+        assert [mask for _, mask in fake.registered] == [8, 8]
+        fake.tick(source, 0)
+        fake.xid(fake.devices[1], 79)
+        deadline = time.monotonic() + 5
+        events: list[HardwareEvent] = []
+        notices = []
+        while not events and time.monotonic() < deadline:
+            time.sleep(0.01)
+            tick = fake.tick(source, 100 * MS)
+            events = [r for r in tick.other if isinstance(r, HardwareEvent)]
+            notices = tick.notices
+        assert [(e.gpu, e.kind, e.code) for e in events] == [(1, "xid", 79)]
+        assert [(n.level, n.message) for n in notices] == [
+            ("error", "GPU 1: XID 79 (critical GPU error reported by the driver)")]
+    finally:
+        source.close()
+    assert fake.event_sets_freed == fake.event_sets_created == 1
+
+
+def test_the_xid_thread_sleeps_in_the_driver_between_events(monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path: Path) -> None:
+    fake, source = make(monkeypatch, tmp_path, xid_events=True)
+    try:
+        time.sleep(1.2)
+        # Each wait blocks its full timeout (500 ms): a handful of wake-ups, not a spin.
+        assert 1 <= fake.waits <= 4
+    finally:
+        started = time.monotonic()
+        source.close()
+        assert time.monotonic() - started < 2.0
+
+
+def test_a_driver_without_xid_events_says_so_and_the_rest_works(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    dev = FakeDevice(fail={"nvmlDeviceRegisterEvents": NVML_ERROR_NOT_SUPPORTED})
+    fake, source = make(monkeypatch, tmp_path, dev, xid_events=True)
+    tick = fake.tick(source, 0)
+    assert any("XID events not available" in n.message for n in tick.notices)
+    assert others([tick], GpuHealth)
+    source.close()
+    assert fake.event_sets_freed == 1

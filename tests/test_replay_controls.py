@@ -1,0 +1,155 @@
+"""Replay controls (the dashboard's ←/→, [ ], Home/End, +/-, p) on a real runtime over a
+recording: seeking on feeds at once, seeking back starts the file again with an empty store and
+detector and feeds up to the target, the next gap is reached, a pause holds the position, the
+speed steps, the position is said in the status; a replay whose records go to a recording
+cannot go back and says why."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from evaluation.simulate import simulate
+from gapwatch.config import Config
+from gapwatch.core.models import Gap, StateChange
+from gapwatch.engine.replay import ReplayDriver
+from gapwatch.engine.runtime import Runtime, build_runtime
+from gapwatch.sinks.recorder import write_recording
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = simulate("pageable", duration_s=90.0)
+    path = tmp_path_factory.mktemp("rec") / "pageable.jsonl.gz"
+    write_recording(path, run.header, [r for r in run.records
+                                       if not isinstance(r, Gap | StateChange)])
+    return path
+
+
+def _until(cond: Callable[[], bool], timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _started(path: Path, speed: float = 0.5, **kw: object) -> tuple[Runtime, ReplayDriver]:
+    rt = build_runtime(Config(), f"replay:{path}", speed=speed, **kw)  # type: ignore[arg-type]
+    rt.start()
+    replay = rt.replay
+    assert replay is not None
+    assert _until(lambda: replay.position_wall_s is not None)
+    return rt, replay
+
+
+def test_seeking_on_feeds_at_once_and_back_starts_over_with_an_empty_store(
+        recording: Path) -> None:
+    rt, replay = _started(recording)
+    try:
+        start = replay.start_wall_s
+        assert start is not None
+        assert replay.seek_to(start + 40) is None
+        assert _until(lambda: (replay.position_wall_s or 0) >= start + 40)
+        gaps_at_40 = {g.gap_id for g in rt.store.snapshot().gaps}
+        assert gaps_at_40  # the pageable breakdown began within 40 s
+        assert replay.seek_to(start + 10) is None  # back: the file again, fed up to 10 s
+        assert _until(lambda: start + 10 <= (replay.position_wall_s or 0) < start + 15)
+        snap = rt.store.snapshot()
+        assert all(g.end_s is None or g.end_s < start + 15 for g in snap.gaps)
+        samples = snap.gpu_samples[0]
+        assert samples[0].t_wall_s < start + 1  # from the file's start again
+        assert samples[-1].t_wall_s < start + 15  # nothing of the later 40 s kept
+        words = replay.position_words()
+        assert words is not None and words.startswith("replay ") and "(+0:1" in words
+        assert "replay " in rt.status().replay  # type: ignore[operator]
+    finally:
+        rt.stop()
+
+
+def test_the_next_gap_is_reached_and_a_pause_holds_the_position(recording: Path) -> None:
+    rt, replay = _started(recording)
+    try:
+        before = len([g for g in rt.store.snapshot().gaps if g.end_s is not None])
+        assert replay.seek_next_gap() is None
+        assert _until(lambda: len([g for g in rt.store.snapshot().gaps
+                                   if g.end_s is not None]) > before)
+        assert replay.toggle_pause()
+        time.sleep(0.3)
+        held = replay.position_wall_s
+        time.sleep(0.5)
+        assert replay.position_wall_s == held
+        assert "paused" in (replay.position_words() or "")
+        assert not replay.toggle_pause()
+        assert _until(lambda: replay.position_wall_s != held)
+    finally:
+        rt.stop()
+
+
+def test_speed_steps_through_its_list(recording: Path) -> None:
+    rt, replay = _started(recording, speed=1.0)
+    try:
+        assert replay.step_speed(True) == 2.0
+        assert replay.step_speed(False) == 1.0
+        assert replay.step_speed(False) == 0.5
+        assert "x0.5" in (replay.position_words() or "")
+    finally:
+        rt.stop()
+
+
+def test_a_replay_that_records_cannot_go_back_and_says_why(recording: Path, tmp_path: Path) -> None:
+    rt, replay = _started(recording, record_path=str(tmp_path / "again.jsonl.gz"))
+    try:
+        start = replay.start_wall_s
+        assert start is not None
+        assert replay.seek_to(start + 20) is None  # on is fine
+        assert _until(lambda: (replay.position_wall_s or 0) >= start + 20)
+        why = replay.seek_to(start)
+        assert why is not None and "cannot go back" in why
+    finally:
+        rt.stop()
+
+
+async def test_the_dashboards_keys_move_a_replay(recording: Path) -> None:
+    from ui_fakes import screen_text
+
+    from gapwatch.ui.app import GapwatchApp
+
+    rt, replay = _started(recording)
+    try:
+        app = GapwatchApp(rt, status_every_s=0.2)
+        async with app.run_test(size=(80, 24)) as pilot:
+            start = replay.start_wall_s
+            assert start is not None
+            await pilot.press("right", "right")  # 20 s on (the second from where it is then)
+            assert _until(lambda: (replay.position_wall_s or 0) >= start + 19)
+            await pilot.press("plus")
+            assert replay.speed == 1.0
+            await pilot.press("end")
+            assert _until(lambda: rt.done.is_set())
+            await pilot.pause(0.5)
+            text = screen_text(app)
+            assert "REPLAY ENDED" in text
+            await pilot.press("home")
+            await pilot.pause()
+            assert "the replay has ended" in screen_text(app)
+    finally:
+        rt.stop()
+
+
+async def test_replay_keys_on_a_live_source_say_what_they_are_for(tmp_path: Path) -> None:
+    from ui_fakes import FakeRuntime, fill_breakdown, make_config, screen_text
+
+    from gapwatch.ui.app import GapwatchApp
+
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    app = GapwatchApp(rt)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("right")
+        await pilot.pause()
+        assert "seeking is for replays" in screen_text(app)

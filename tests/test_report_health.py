@@ -1,0 +1,68 @@
+"""The report over a recording with GPU health and GPU errors: the highest readings and the
+throttling per GPU, each XID/ECC/replay event with its time and words, the chaining figure
+with its basis, in text and JSON; the same with the GPUs split across worker processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evaluation.simulate import simulate
+from gapwatch.config import Config
+from gapwatch.core.models import Gap, GpuHealth, HardwareEvent, Record, StateChange
+from gapwatch.offline.report import build_report, to_json
+from gapwatch.offline.report_text import format_text
+from gapwatch.sinks.recorder import write_recording
+
+GIB = 1 << 30
+
+
+def _recording(tmp_path: Path) -> Path:
+    run = simulate("pageable", duration_s=40.0, gpus=2)
+    t0 = run.header.started_wall_s
+    extra: list[Record] = []
+    for s in range(40):
+        for gpu in (0, 1):
+            extra.append(GpuHealth(
+                gpu=gpu, t_mono_ns=run.header.started_mono_ns + s * 10**9, t_wall_s=t0 + s,
+                memory_used_bytes=(60 + s // 10) * GIB, memory_total_bytes=141 * GIB,
+                temperature_c=None if gpu else 70.0 + s / 4, power_w=600.0 + s,
+                power_limit_w=700.0, clocks_event_mask=0x4 if s >= 30 and gpu == 0 else 0x0))
+    extra.append(HardwareEvent(gpu=1, t_mono_ns=run.header.started_mono_ns + 20 * 10**9,
+                               t_wall_s=t0 + 20, kind="xid", code=79))
+    kept = [r for r in [*run.records, *extra] if not isinstance(r, Gap | StateChange)]
+    records = sorted(kept, key=lambda r: r.t_wall_s)
+    path = tmp_path / "rec.jsonl.gz"
+    write_recording(path, run.header, records)
+    return path
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_report_says_health_errors_and_chaining_per_gpu(tmp_path: Path, workers: int) -> None:
+    report = build_report(_recording(tmp_path), Config(), workers=workers)
+    text = format_text(report)
+    assert "GPU 0: up to 80°C, 639 of 700 W, 63.0 of 141 GiB; clocks held down: power cap in " \
+        "10 of 40 readings" in text
+    assert "GPU 1: 639 of 700 W, 63.0 of 141 GiB" in text  # temperature never read: not said
+    assert "GPU errors: 1" in text and "GPU 1: XID 79 (critical GPU error" in text
+    assert "Chaining (share of host-to-device copy time that ran while SMs were busy)" in text
+    assert "(from PCIe and SM activity)" in text
+    doc = to_json(report)
+    assert doc["gpu_errors"]["count"] == 1
+    assert doc["gpu_errors"]["items"][0]["kind"] == "xid"
+    assert doc["gpu_errors"]["items"][0]["code"] == 79
+    assert doc["health"]["0"]["throttled_readings"] == {"power cap": 10}
+    assert doc["health"]["1"]["max_temperature_c"] is None
+    assert set(doc["chaining"]) == {"0", "1"}
+    assert all(c["basis"] == "pcie" and 0 < c["share"] < 1 for c in doc["chaining"].values())
+
+
+def test_a_recording_without_health_says_nothing_of_it(tmp_path: Path) -> None:
+    run = simulate("chained", duration_s=10.0)
+    path = tmp_path / "rec.jsonl.gz"
+    write_recording(path, run.header, [r for r in run.records if r.type not in ("gap", "state")])
+    report = build_report(path, Config(), workers=1)
+    text = format_text(report)
+    assert "GPU health" not in text
+    assert to_json(report)["gpu_errors"] == {"count": 0, "items": []}

@@ -22,6 +22,7 @@ from gapwatch.offline.report_parallel import detect_parallel
 from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources.files import read_any
 from gapwatch.sources.gzip_lines import MAX_LINE_BYTES
+from gapwatch.sources.recording import json_bytes
 
 HOSTILE = Path(__file__).parent / "data" / "hostile"
 MIB = 1 << 20
@@ -189,3 +190,18 @@ def test_a_huge_first_line_is_not_a_recording_said_in_one_line(
     _gzip_with_a_huge_line(path, b"", 2 * MAX_LINE_BYTES, b"")
     assert main(["report", str(path)]) == 2
     assert "the first line is longer than 64 MiB" in capsys.readouterr().err
+
+
+def test_sizing_a_gzip_of_one_huge_line_holds_no_more_than_a_chunk(tmp_path: Path) -> None:
+    """`report` sizes a gzip recording by inflating its first MiB (to pick its processes): 1 MiB
+    of one repeated byte inflated to a GiB, held whole (the 4 GiB line: ~500 MB peak)."""
+    path = tmp_path / "huge.jsonl.gz"
+    _gzip_with_a_huge_line(path, b"", 1 << 30, b"")
+    tracemalloc.start()
+    try:
+        size = json_bytes(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert size > 1 << 30
+    assert peak < 24 * MIB, peak

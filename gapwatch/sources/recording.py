@@ -66,6 +66,7 @@ from gapwatch.core.sizes import cut_text
 from gapwatch.sources.gzip_lines import (
     GZIP_WBITS,
     MAX_LINE_BYTES,
+    OUT_BYTES,
     TOO_LONG,
     GzipLines,
     PlainLines,
@@ -152,7 +153,11 @@ def json_bytes(path: str | Path) -> int:
     try:
         while data:  # member after member
             z = zlib.decompressobj(GZIP_WBITS)
-            inflated += len(z.decompress(data))
+            while data and not z.eof:
+                # Counted `OUT_BYTES` at a time: 1 MiB of a highly compressed stretch (a 4 GiB
+                # line of one byte) inflates to a GiB, which was held whole here.
+                inflated += len(z.decompress(data, OUT_BYTES))
+                data = z.unconsumed_tail
             data = z.unused_data if z.eof else b""
     except zlib.error:
         return size  # not gzip after all: the reader will say so

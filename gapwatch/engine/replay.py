@@ -20,7 +20,15 @@ Controls (the dashboard's keys, from the UI thread; each only sets a field the l
 and `seek_next_gap`. Forward, the records up to the target are fed at once (the detector sees
 every one, as a report does); backward, the replay starts again from the file's first record
 (`restart`: the runtime reopens the file and empties the store and the detector) and feeds at
-once up to the target. A replay whose records also go to a recording or /metrics cannot go back
+once up to the target. Bounded in time for a long recording: going back, GPU and host samples
+(and the copy trace's records) older than the store's history (`SeriesStore.history_s`, 10 min
+by default) before the target are read but not fed, so the detector works on at most that much
+data whatever the file's length (reading the file up to the target stays linear in it); the
+prover's log lines, `/status` snapshots and notices are still fed (the pipeline's facts, such as
+cuzk's synthesis worker count said once at start, live in them). The detector's gaps do not
+depend on data more than a window before them: after the re-feed it finds the gaps the first
+pass found (tests/test_replay_refeed.py); what counts "since the start" (gap tallies) counts
+from where the data was fed again, `refed_from_wall_s`. A replay whose records also go to a recording or /metrics cannot go back
 (they would see records twice): `can_go_back` says so. Once the file has ended the driver is
 done: a seek then says that it cannot.
 """
@@ -42,6 +50,8 @@ from gapwatch.sources.recording import Recording
 MAX_PACED_STEP_S = 10.0
 #: How often (records) the detector's counters are looked at for out-of-order samples.
 CHECK_EVERY_RECORDS = 1000
+#: Record types still fed while a seek back skips samples (they carry the pipeline's facts).
+_KEPT_WHILE_SKIPPING = ("log", "prover", "prover_same", "notice")
 #: Speeds `faster`/`slower` step through (x the recorded pace).
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0, 30.0, 100.0)
 
@@ -89,6 +99,10 @@ class ReplayDriver(Background):
         #: Wall time of the latest GPU or host sample fed, and of the first: the position.
         self.position_wall_s: float | None = None
         self.start_wall_s: float | None = None
+        #: Going back: samples before this wall time are read, not fed (see the docstring).
+        self._skip_until_wall_s: float | None = None
+        #: After a seek back, the wall time of the first sample fed again (None: from the start).
+        self.refed_from_wall_s: float | None = None
         session.subscribe(self._heard)
 
     # -- controls (UI thread) ------------------------------------------------------------------
@@ -195,6 +209,12 @@ class ReplayDriver(Background):
                 self.recording = self._restart()
                 self.position_wall_s = None
                 self.records_fed = 0
+                self.refed_from_wall_s = None
+                target = self._seek_wall_s
+                history_s = self.session.store.history_s
+                if target is not None and self.start_wall_s is not None \
+                        and target - history_s > self.start_wall_s:
+                    self._skip_until_wall_s = target - history_s
         self._finish_words()
 
     def _wait_paused(self) -> bool:
@@ -216,6 +236,8 @@ class ReplayDriver(Background):
             if self.stop_event.is_set():
                 return False
             timed = record if isinstance(record, GpuSample | HostSample) else None
+            if self._skip_until_wall_s is not None and self._skipped(record, timed):
+                continue
             sample = timed is not None
             if sample and self.paused:
                 if not self._wait_paused():
@@ -252,6 +274,17 @@ class ReplayDriver(Background):
             if self.records_fed % CHECK_EVERY_RECORDS == 0:
                 self._say_detector_findings()
         return True
+
+    def _skipped(self, record: object, timed: GpuSample | HostSample | None) -> bool:
+        """Before a seek back's re-feed point: samples (and every other record but the
+        prover's log lines, snapshots and notices) are read, not fed."""
+        if timed is None:
+            return getattr(record, "type", "") not in _KEPT_WHILE_SKIPPING
+        if self._skip_until_wall_s is not None and timed.t_wall_s < self._skip_until_wall_s:
+            return True
+        self._skip_until_wall_s = None
+        self.refed_from_wall_s = timed.t_wall_s
+        return False
 
     def _finish_words(self) -> None:
         self._say_detector_findings(final=True)

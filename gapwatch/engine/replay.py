@@ -28,9 +28,9 @@ prover's log lines, `/status` snapshots and notices are still fed (the pipeline'
 cuzk's synthesis worker count said once at start, live in them). The detector's gaps do not
 depend on data more than a window before them: after the re-feed it finds the gaps the first
 pass found (tests/test_replay_refeed.py); what counts "since the start" (gap tallies) counts
-from where the data was fed again, `refed_from_wall_s`. A replay whose records also go to a recording or /metrics cannot go back
-(they would see records twice): `can_go_back` says so. Once the file has ended the driver is
-done: a seek then says that it cannot.
+from where the data was fed again, `refed_from_wall_s`. A replay whose records also go to a
+recording or /metrics cannot go back (they would see records twice): `can_go_back` says so.
+Once the file has ended the driver is done: a seek then says that it cannot.
 """
 
 from __future__ import annotations

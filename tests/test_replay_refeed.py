@@ -80,3 +80,58 @@ def test_a_seek_back_feeds_only_the_history_before_it_and_finds_the_same_gaps(
     assert len(again) >= 5
     assert _spans([g for g in closed if g.start_s > start + 41
                    and g.end_s is not None and g.end_s < start + 70]) == _spans(again)
+
+
+def test_the_dashboards_replay_can_go_back_from_the_end_of_the_file(recording: Path) -> None:
+    """In the dashboard (`interactive`) the end of the file settles the detector and says so
+    (`done`, "ended"), then waits: a seek on says it is at the end, a seek back plays the file
+    again (no longer done)."""
+    rt = build_runtime(build_config({}), f"replay:{recording}", speed=0)
+    replay = rt.replay
+    assert replay is not None
+    replay.interactive = True
+    rt.start()
+    try:
+        assert _until(lambda: rt.status().done)
+        words = replay.position_words()
+        assert replay.at_end and words is not None and words.endswith(" ended")
+        assert replay.seek_by(10) == "the replay is at its end: ←, [ or Home go back"
+        assert replay.seek_next_gap() == "the replay has ended"
+        start = replay.start_wall_s
+        assert start is not None
+        replay.paused = True  # so that it stays where the seek takes it
+        assert replay.seek_to(start + 30) is None
+        assert _until(lambda: not rt.status().done
+                      and start + 30 <= (replay.position_wall_s or 0) < start + 31)
+    finally:
+        rt.stop()
+
+
+async def test_the_banner_goes_when_the_dashboard_seeks_back_from_the_end(
+        recording: Path) -> None:
+    from ui_fakes import screen_text
+
+    from gapwatch.ui.app import GapwatchApp
+
+    rt = build_runtime(build_config({}), f"replay:{recording}", speed=0)
+    replay = rt.replay
+    assert replay is not None
+    replay.interactive = True
+    rt.start()
+    try:
+        app = GapwatchApp(rt)
+        async with app.run_test(size=(80, 24)) as pilot:
+            for _ in range(200):
+                await pilot.pause(0.05)
+                if "REPLAY ENDED" in screen_text(app):
+                    break
+            assert "REPLAY ENDED" in screen_text(app)
+            await pilot.press("p", "home")  # paused: it stays at the start
+            for _ in range(200):
+                await pilot.pause(0.05)
+                if "REPLAY ENDED" not in screen_text(app):
+                    break
+            assert "REPLAY ENDED" not in screen_text(app)
+            assert not replay.at_end
+    finally:
+        rt.stop()

@@ -30,7 +30,9 @@ depend on data more than a window before them: after the re-feed it finds the ga
 pass found (tests/test_replay_refeed.py); what counts "since the start" (gap tallies) counts
 from where the data was fed again, `refed_from_wall_s`. A replay whose records also go to a
 recording or /metrics cannot go back (they would see records twice): `can_go_back` says so.
-Once the file has ended the driver is done: a seek then says that it cannot.
+Once the file has ended the driver is done: a seek then says that it cannot; except in the
+dashboard (`interactive`), where the end settles the detector as any replay's end does
+(`at_end`: REPLAY ENDED) and the driver waits for a seek back, which plays the file again.
 """
 
 from __future__ import annotations
@@ -103,6 +105,10 @@ class ReplayDriver(Background):
         self._skip_until_wall_s: float | None = None
         #: After a seek back, the wall time of the first sample fed again (None: from the start).
         self.refed_from_wall_s: float | None = None
+        #: The dashboard's replay: the end of the file waits for a seek back (set before start).
+        self.interactive = False
+        #: (interactive) The file has ended and the detector is settled; a seek back plays again.
+        self.at_end = False
         session.subscribe(self._heard)
 
     # -- controls (UI thread) ------------------------------------------------------------------
@@ -138,6 +144,8 @@ class ReplayDriver(Background):
         if self.finished.is_set():
             return "the replay has ended: run it again to go back"
         pos = self.position_wall_s
+        if self.at_end and (pos is None or wall_s >= pos):
+            return "the replay is at its end: ←, [ or Home go back"
         if pos is not None and wall_s < pos and not self.can_go_back():
             return ("cannot go back: its records also go to a recording or /metrics"
                     if self.session.sinks else "cannot go back in this replay")
@@ -157,7 +165,7 @@ class ReplayDriver(Background):
 
     def seek_next_gap(self) -> str | None:
         """Feed at once until the next gap closes; None, or why it cannot."""
-        if self.finished.is_set():
+        if self.finished.is_set() or self.at_end:
             return "the replay has ended"
         self._until_gaps = self._closed_gaps
         self._changed.set()
@@ -170,7 +178,8 @@ class ReplayDriver(Background):
             return None
         elapsed = int(max(0.0, pos - start))
         speed = "as fast as it reads" if self.speed <= 0 else f"x{self.speed:g}"
-        state = "paused" if self.paused else ("ended" if self.finished.is_set() else speed)
+        ended = self.finished.is_set() or self.at_end
+        state = "paused" if self.paused and not ended else ("ended" if ended else speed)
         return (f"replay {fmt.clock(pos)} (+{elapsed // 60}:{elapsed % 60:02d}) {state}")
 
     def _heard(self, event: Gap | StateChange | Notice) -> None:
@@ -203,9 +212,13 @@ class ReplayDriver(Background):
             try:
                 if not self._play():
                     return
-                break
+                if not self.interactive:
+                    break
+                self._at_end()  # raises _Restart for a seek back; returns when stopped
+                return
             except _Restart:
                 assert self._restart is not None
+                self.at_end = False
                 self.recording = self._restart()
                 self.position_wall_s = None
                 self.records_fed = 0
@@ -216,6 +229,21 @@ class ReplayDriver(Background):
                         and target - history_s > self.start_wall_s:
                     self._skip_until_wall_s = target - history_s
         self._finish_words()
+
+    def _at_end(self) -> None:
+        """(The dashboard) The file has ended: say what the reader and the detector found,
+        settle the detector (as at any replay's end), then wait for a seek back."""
+        self._finish_words()
+        self.session.finish()
+        self.at_end = True
+        self._until_gaps = None
+        while not self.stop_event.is_set():
+            self._changed.wait(0.1)
+            self._changed.clear()
+            target, pos = self._seek_wall_s, self.position_wall_s
+            if target is not None and pos is not None and target < pos - 1e-3:
+                raise _Restart
+            self._seek_wall_s = None  # on from the end: nothing left to do
 
     def _wait_paused(self) -> bool:
         """While paused (and no seek asks to move): False when stopped meanwhile."""

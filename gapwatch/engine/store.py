@@ -144,6 +144,11 @@ class SeriesStore:
     def version(self) -> int:
         return self._version
 
+    @property
+    def history_s(self) -> float:
+        """Seconds of data kept (samples, closed gaps): what a replay seeking back feeds again."""
+        return self._history_s
+
     def reset(self, prover: Prover | None = None) -> None:
         """Empty, as new (a replay that seeks back feeds the file again from its start). The
         buffers are swapped in under the lock, which stays the same object (readers hold it);

@@ -93,12 +93,13 @@ def host_row(h: HostSample) -> HostRow:
             reading(h.mem_bandwidth_bytes_per_s))
 
 
-def _max_reading(current: float | None, values: list[float | None]) -> float | None:
+def _max_reading(current: float | None, values: tuple[float | None, ...]) -> float | None:
     """The largest of `current` and `values`, passing over None (no reading); None if all are."""
-    readings = [v for v in values if v is not None]
-    if current is not None:
-        readings.append(current)
-    return max(readings) if readings else None
+    best = current
+    for v in values:
+        if v is not None and (best is None or v > best):
+            best = v
+    return best
 
 
 class GapEvidence:
@@ -151,12 +152,12 @@ class GapEvidence:
         taken = [r for r in rows if r[0] >= self.from_s]
         if not taken:
             return
-        self.mem_used_pct = _max_reading(self.mem_used_pct, [r[1] for r in taken])
-        self.psi_some_share = _max_reading(self.psi_some_share, [r[2] for r in taken])
-        self.psi_some_avg10 = _max_reading(self.psi_some_avg10, [r[3] for r in taken])
-        self.major_faults_per_s = _max_reading(self.major_faults_per_s, [r[4] for r in taken])
-        self.mem_bandwidth_bytes_per_s = _max_reading(self.mem_bandwidth_bytes_per_s,
-                                                      [r[5] for r in taken])
+        _, used, share, avg10, faults, bandwidth = zip(*taken, strict=True)
+        self.mem_used_pct = _max_reading(self.mem_used_pct, used)
+        self.psi_some_share = _max_reading(self.psi_some_share, share)
+        self.psi_some_avg10 = _max_reading(self.psi_some_avg10, avg10)
+        self.major_faults_per_s = _max_reading(self.major_faults_per_s, faults)
+        self.mem_bandwidth_bytes_per_s = _max_reading(self.mem_bandwidth_bytes_per_s, bandwidth)
 
     def add_event(self, ev: LogEvent) -> None:
         events = self.events

@@ -73,9 +73,9 @@ class _Filter:
         last_mono = self.last_mono
         key: int
         for r in records:
-            if isinstance(r, gpu_type):
+            if type(r) is gpu_type:
                 key = r.gpu
-            elif isinstance(r, host_type):
+            elif type(r) is host_type:
                 key = _HOST
             else:
                 yield r

@@ -26,6 +26,7 @@ from typing import Final
 
 from msgspec.structs import replace
 
+from gapwatch.core import fmt
 from gapwatch.core.evidence_types import (
     CopiesEvidence,
     CopyKindEvidence,
@@ -33,9 +34,11 @@ from gapwatch.core.evidence_types import (
     HostEvidence,
     ProcessEvidence,
 )
+from gapwatch.core.health import event_words
 from gapwatch.core.models import (
     CopyRecord,
     Gap,
+    HardwareEvent,
     HostSample,
     LinkState,
     LogEvent,
@@ -53,6 +56,11 @@ MAX_EVENTS_PUBLISHED: Final = 12
 RECENT_WARNING_S: Final = 60.0
 #: How far out of time order log events may arrive (seconds) and still be found for a gap.
 ORDER_SLACK_S: Final = 5.0
+#: A gap that starts this long after a GPU error (an XID, uncorrected ECC, PCIe replays), or
+#: holds one, says so in its hint: the GPU or its driver may be why it went idle.
+HW_ERROR_REACH_S: Final = 120.0
+#: GPU errors kept per GPU for that (the latest matter).
+HW_EVENTS_KEPT: Final = 16
 #: Raw lines are cut to this many characters in a gap's evidence.
 RAW_CHARS: Final = 160
 #: Most copies kept per gap (a prover makes tens per partition, e.g. cuzk; the window holds a
@@ -238,6 +246,8 @@ class EvidenceBuffer:
         self.procmem: dict[int, list[ProcessMemory]] = {}
         #: The latest link reading per GPU that found it trained down (removed when it is not).
         self.links_down: dict[int, LinkState] = {}
+        #: Recent GPU errors per GPU (NVML: XID, ECC, PCIe replays), oldest first.
+        self._hw: dict[int, deque[HardwareEvent]] = {}
 
     @staticmethod
     def relevant(ev: LogEvent, gpu: int) -> bool:
@@ -344,6 +354,19 @@ class EvidenceBuffer:
         if not cur:
             cur = self.procmem[reading.gpu] = []
         cur.append(reading)
+
+    def add_hw(self, ev: HardwareEvent) -> None:
+        """A GPU error (corrected ECC errors are not one a gap could follow from)."""
+        if ev.kind != "ecc_corrected":
+            self._hw.setdefault(ev.gpu, deque(maxlen=HW_EVENTS_KEPT)).append(ev)
+
+    def hardware_words(self, gpu: int, start_s: float, end_s: float) -> str:
+        """The hint's words for a gap over [start_s, end_s] of `gpu` that follows a GPU error
+        (the latest within `HW_ERROR_REACH_S` before its start, or during it), else ""."""
+        for ev in reversed(self._hw.get(gpu, ())):
+            if ev.t_wall_s <= end_s and ev.t_wall_s >= start_s - HW_ERROR_REACH_S:
+                return f"after a GPU error at {fmt.clock(ev.t_wall_s)}: {event_words(ev)}"
+        return ""
 
     def add_link(self, link: LinkState) -> None:
         if link.trained_down:

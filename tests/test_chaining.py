@@ -165,3 +165,18 @@ def test_the_store_feeds_the_figure_and_metrics_serve_it_with_health_and_errors(
     assert got[("gapwatch_gpu_hardware_events_total", (("gpu", "0"), ("kind", "xid")))] == 1.0
     assert got[("gapwatch_gpu_hardware_events_total",
                 (("gpu", "0"), ("kind", "ecc_uncorrected")))] == 0.0
+
+
+def test_the_worst_minute_is_the_same_as_summing_every_window_and_linear_in_the_run() -> None:
+    """The whole-run meter of a report keeps a bucket per 10 s: the worst minute of a day was
+    every window summed over every bucket (600 M additions a GPU). Each window now sums its own
+    buckets, in the same order, so the figure is the same to the last bit."""
+    res = simulate("pageable", seed=5, duration_s=900, gpus=1)
+    meter = ChainingMeter(res.header.gpus, DetectorConfig(), window_s=None)
+    for r in res.records:
+        if isinstance(r, GpuSample):
+            meter.add_sample(r)
+    g = meter._gpus[0]
+    assert len(g.buckets) > 60
+    slow = meter._worst_by_sums(g, 6, "pcie", 1.0)
+    assert slow is not None and meter.worst_window(0) == slow

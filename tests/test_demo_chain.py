@@ -68,3 +68,25 @@ def test_the_live_advice_names_the_setting_within_60_s() -> None:
         closed = [g for g in snap.gaps if not g.is_open]
         advice = advise(closed, view_of(snap.pipeline)).advice
         assert advice and advice[0].setting == setting, (scenario, advice)
+
+
+async def test_the_demo_dashboards_flag_names_the_setting_and_its_payoff(tmp_path: Path) -> None:
+    """The demo's headline (issue 26): the BREAKDOWN line itself says what to change and what
+    it pays, beside the memory behind the copies, within 60 s of simulated time."""
+    from gapwatch.ui.app import GapwatchApp
+    from gapwatch.ui.widgets.gpu_header import GpuHeader
+
+    config = build_config({"snapshot": {"dir": str(tmp_path), "auto": False}})
+    rt = build_runtime(config, "sim:pageable", speed=0, duration_s=60)
+    app = GapwatchApp(rt)
+    async with app.run_test(size=(120, 36)) as pilot:
+        rt.start()
+        assert rt.done.wait(60)
+        app.redraw()
+        await pilot.pause()
+        # The header's lines as one text (wrapped lines rejoined at single spaces).
+        head = re.sub(r"\s+", " ", " ".join(str(line) for line in app.query_one(GpuHeader).lines))
+    rt.stop()
+    assert "GPU0 BREAKDOWN" in head and "gaps (slow copies)" in head
+    assert re.search(r"change \[memory\] safety_margin \(payoff ~\d\.\dx\)", head), head
+    assert "pageable" in head

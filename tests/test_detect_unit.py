@@ -6,7 +6,15 @@ from collections.abc import Sequence
 
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
-from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, LogEvent, StateChange
+from gapwatch.core.models import (
+    Gap,
+    GpuInfo,
+    GpuSample,
+    HardwareEvent,
+    HostSample,
+    LogEvent,
+    StateChange,
+)
 
 T0_WALL = 1_796_000_000.0
 LINK = 63e9
@@ -338,3 +346,23 @@ def test_the_per_sample_path_takes_as_a_reading_exactly_what_readings_reading_do
         det.feed_gpu(sample(1.0, 90.0))
         det.feed_gpu(sample(1.1, 0.0, rx=v, tx=None))
         assert (det._tracks[0].rx_weight_ns > 0) == (reading(v) is not None), v
+
+
+def test_a_gap_after_an_xid_says_so_in_its_hint_and_one_long_after_does_not() -> None:
+    """Issue 27: a gap that follows a GPU error says so (the driver or the GPU may be why it
+    went idle); corrected ECC errors are not such an error."""
+    det = detector()
+    det.feed(HardwareEvent(0, 1_500_000_000, T0_WALL + 1.5, "xid", code=79))
+    det.feed(HardwareEvent(0, 1_600_000_000, T0_WALL + 1.6, "ecc_corrected", count=3))
+    out: list[Gap | StateChange] = []
+    for s in stream([(2, 95, 2e6), (1.0, 0, 2.8e9), (1, 95, 2e6)]):
+        out += det.feed_gpu(s)
+    (gap,) = [e for e in out if isinstance(e, Gap) and e.end_s is not None]
+    assert "after a GPU error at" in gap.hint and "XID 79" in gap.hint
+    later = detector()
+    later.feed(HardwareEvent(0, 1_500_000_000, T0_WALL - 500.0, "xid", code=79))
+    out = []
+    for s in stream([(2, 95, 2e6), (1.0, 0, 2.8e9), (1, 95, 2e6)]):
+        out += later.feed_gpu(s)
+    (gap,) = [e for e in out if isinstance(e, Gap) and e.end_s is not None]
+    assert "GPU error" not in gap.hint

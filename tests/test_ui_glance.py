@@ -66,7 +66,7 @@ async def test_eight_gpus_at_80x24_are_all_on_screen_with_the_verdict(tmp_path: 
     assert head.count("BREAKDOWN") == 2 and "GAPS" in head and "CHAINED" in head
     # What the state rests on now (five starved gaps in the window), not the three it was
     # entered on, and since when.
-    assert "GPU0 BREAKDOWN since 09:07:06: 5 pcie_starved gaps in the last 30 s" \
+    assert "GPU0 BREAKDOWN since 09:07:06: 5 gaps (slow copies) in the last 30 s" \
         in " ".join(text.split())
     assert "hint:" in text
     assert "? help  q quit" in text

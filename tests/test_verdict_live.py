@@ -71,7 +71,7 @@ async def test_at_200x50_the_verdicts_count_is_the_gap_tables_last_30_s(tmp_path
     snap = rt.store.snapshot()
     t_end = newest_time_ns(snap)
     assert t_end is not None and snap.state_name(0) == "BREAKDOWN"
-    shown = re.search(r"GPU0 BREAKDOWN since \d\d:\d\d:\d\d: (\d+) pcie_starved gaps "
+    shown = re.search(r"GPU0 BREAKDOWN since \d\d:\d\d:\d\d: (\d+) gaps \(slow copies\) "
                       r"\([\d.]+ s idle\) in the last 30 s", text)
     assert shown is not None, text[:400]
     # The window ends at the GPU's last sample (placed GPM-lag earlier: none for the sim).

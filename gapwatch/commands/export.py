@@ -55,7 +55,9 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes]) -> st
     builder = TraceBuilder(recording.header)
     # Recorded gaps and states are superseded by the report's (same samples, this version).
     builder.extend(r for r in recording.records if r.type not in DERIVED_TYPES)
-    builder.extend(extra)
+    extra.reverse()
+    while extra:
+        builder.add(extra.pop())  # in time order, each event let go once in the trace
     builder.extend(report.gaps)
     builder.extend(report.states)
     builder.extend(report.prover_events)  # PoSt, restarts, errors: derived again, as gaps

@@ -9,8 +9,10 @@ events and the prover's `/status` snapshots of a gapwatch recording to the timel
 uses the snapshots where the logs are missing).
 
 Exit codes: 0 success, 2 a LOG cannot be opened (missing, a directory, unreadable: bad usage;
-the other files are still parsed) or is a binary file (NUL bytes, or mostly not text: said in
-one line, not printed), 1 a file failed while it was being read.
+the other files are still parsed) or is a binary file (mostly not text: said in one line, not
+printed), 1 a file failed while it was being read. Files are read as `record --log` follows them
+(`gapwatch.logs.files.LogFile`): NUL padding (copytruncate) is dropped and counted, not taken
+for a binary file.
 """
 
 from __future__ import annotations
@@ -30,11 +32,9 @@ from gapwatch.core.models import LogEvent, ProverEvent, ProverStatus
 from gapwatch.core.sizes import bounded_event
 from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder
 from gapwatch.engine.console import OutputFailed, say
+from gapwatch.logs.files import LogFile
 from gapwatch.logs.parse import LogParser
-from gapwatch.logs.tail import LineSplitter
 from gapwatch.offline.prover_events import prover_event_lines
-
-_CHUNK = 1 << 16
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,21 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "/status snapshots")
 
 
-def _lines(path: str, splitter: LineSplitter) -> Iterator[str]:
-    if path == "-":
-        fd, close = sys.stdin.fileno(), False
-    else:
-        fd, close = os.open(path, os.O_RDONLY), True
-    try:
-        while True:
-            data = os.read(fd, _CHUNK)
-            if not data:
-                break
-            yield from splitter.feed(data)
-        yield from splitter.flush()
-    finally:
-        if close:
-            os.close(fd)
+def _lines(path: str, log: LogFile) -> Iterator[str]:
+    return log.lines(sys.stdin.fileno() if path == "-" else None)
 
 
 def _unopenable(path: str) -> str | None:
@@ -86,20 +73,17 @@ _MAX_NON_TEXT = 0.30
 
 
 def _binary(path: str) -> str | None:
-    """Why `path` looks like a binary file rather than a text log (NUL bytes, or mostly bytes
-    that are not text), or None. Only regular files are looked at (a FIFO, stdin and a device
-    are read as streams)."""
+    """Why `path` looks like a binary file rather than a text log (mostly bytes that are not
+    text, NUL padding left aside), or None. Only regular files are looked at (a FIFO, stdin and
+    a device are read as streams)."""
     if path == "-" or not os.path.isfile(path):
         return None
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
+        head = LogFile(path, 1).head(_SNIFF_BYTES)
     except OSError:
         return None  # said when it is read
     if not head:
         return None
-    if b"\0" in head:
-        return "it has NUL bytes"
     text = head.decode("utf-8", "replace")
     odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\n\r"))
     share = odd / len(text)
@@ -119,12 +103,11 @@ def _first_anchor(paths: list[str], config: Config) -> float | None:
         if path == "-" or not os.path.isfile(path):
             continue
         try:
-            with open(path, "rb") as fh:
-                for raw in fh:
-                    if b"starting cuzk engine" in raw:
-                        probe.parse_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
-                        if probe.anchor_wall_s is not None:
-                            return probe.anchor_wall_s
+            for line in LogFile(path, config.logs.max_line_bytes).lines():
+                if "starting cuzk engine" in line:
+                    probe.parse_line(line)
+                    if probe.anchor_wall_s is not None:
+                        return probe.anchor_wall_s
         except OSError:
             continue
     return None
@@ -191,7 +174,7 @@ def format_timeline(run: RunTimeline) -> str:
     return "\n".join(map(fmt.visible, rows))
 
 
-def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
+def _parse_file(path: str, log: LogFile, parser: LogParser,
                 args: argparse.Namespace, out: TextIO, timeline: TimelineBuilder,
                 said: _Said) -> int:
     """Parse and print one file; returns 2 if it cannot be opened, 1 if reading it failed
@@ -207,7 +190,7 @@ def _parse_file(path: str, splitter: LineSplitter, parser: LogParser,
               file=sys.stderr)
         return 2
     try:
-        lines = _lines(path, splitter)
+        lines = _lines(path, log)
         for line in lines:
             events = parser.parse_line(line, path, time.monotonic_ns(), time.time())
             if args.timeline:
@@ -310,13 +293,13 @@ def run(args: argparse.Namespace, config: Config) -> int:
     timeline = TimelineBuilder()
     said = _Said(config)
     status = 0
-    cut = 0
+    cut = nul = 0
     try:
         for path in paths:
-            splitter = LineSplitter(config.logs.max_line_bytes)
-            status = max(status, _parse_file(path, splitter, parser, args, out, timeline,
-                                             said))
-            cut += splitter.cut_lines
+            log = LogFile(path, config.logs.max_line_bytes)
+            status = max(status, _parse_file(path, log, parser, args, out, timeline, said))
+            cut += log.cut_lines
+            nul += log.nul_bytes
     except BrokenPipeError:  # `gapwatch parse x.log | head`: stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         return 0
@@ -332,5 +315,5 @@ def run(args: argparse.Namespace, config: Config) -> int:
     kinds = ", ".join(f"{k[5:]} {v}" for k, v in sorted(c.items()) if k.startswith("kind:"))
     say(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "
         f"{c['unparsed']} unparsed, {c['blank']} blank, {cut} cut at "
-        f"{config.logs.max_line_bytes} bytes")
+        f"{config.logs.max_line_bytes} bytes" + (f", {nul} NUL bytes dropped" if nul else ""))
     return status

@@ -12,9 +12,8 @@ import argparse
 import sys
 
 from gapwatch.config import Config
-from gapwatch.core.codec import encode_json
 from gapwatch.engine.console import say
-from gapwatch.offline.report import build_report, to_json
+from gapwatch.offline.report import build_report, write_json
 from gapwatch.offline.report_text import MAX_TABLE_ROWS, format_text
 from gapwatch.sources.recording import RecordingError
 
@@ -40,7 +39,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     if args.json:
         # Through the text layer, so that a redirected sys.stdout (tests, embedding) works too.
-        sys.stdout.write(encode_json(to_json(report), indent=2).decode())
+        write_json(report, sys.stdout.write)  # gap by gap: never the whole document at once
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_text(report, all_rows=args.all_rows, detector=config.detector))

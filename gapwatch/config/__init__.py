@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
-from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_PERIOD_MS
+from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_PERIOD_MS, MIN_PERIOD_MS
 from gapwatch.core.config import DetectorConfig, Section
 from gapwatch.core.units import parse_duration, parse_size
 from gapwatch.cuzk.config import CuzkConfig
@@ -60,7 +60,7 @@ class SamplerConfig(Section):
     """How GPUs are sampled."""
 
     #: Sampling period (`bounds.DEFAULT_PERIOD_MS`: GPM's refresh).
-    period_ms: float = Field(DEFAULT_PERIOD_MS, gt=0, le=MAX_PERIOD_MS)
+    period_ms: float = Field(DEFAULT_PERIOD_MS, ge=MIN_PERIOD_MS, le=MAX_PERIOD_MS)
     #: GPU indices to watch; empty = all.
     gpus: list[int] = Field(default_factory=list)
     #: Allow GPM (Hopper and newer). Off forces the byte counters / legacy path.
@@ -145,7 +145,10 @@ class LogsConfig(Section):
     #: How often to poll a followed file for growth, rotation and truncation.
     poll_ms: float = Field(50.0, gt=0, le=5000)
     #: Longer lines are cut here (and counted).
-    max_line_bytes: int = Field(1 << 20, ge=1024)
+    #: At most 4 MiB: a recorded log event holds the line and fields taken from it, each byte
+    #: escaped as `\u00XX` at worst (x6), and the recording reader takes no line over 64 MiB
+    #: for a record (`gapwatch.sources.gzip_lines.MAX_LINE_BYTES`).
+    max_line_bytes: int = Field(1 << 20, ge=1024, le=4 << 20)
     #: Use the built-in cuzk rules.
     cuzk: bool = True
     #: User-defined rules, tried after the built-in ones.

@@ -40,6 +40,13 @@ DEFAULT_PERIOD_MS = 100.0
 DEFAULT_PERIOD_NS = round(DEFAULT_PERIOD_MS * 1_000_000)
 #: The longest sampling period: the sampler's bound and the most a header may state.
 MAX_PERIOD_MS = 60_000.0
+#: The shortest: NVML's readings do not change faster (GPM refreshes every ~100 ms). A header
+#: may state no less (`5e-324` ms was a period of 0 s once divided: replay's ZeroDivisionError).
+MIN_PERIOD_MS = 1.0
+#: The plausible per-direction capacity of one GPU's host link: PCIe Gen1 x1 (250 MB/s) is the
+#: least; the most, with room, above NVLink-C2C's 450 GB/s. A header's link outside is a lie.
+MIN_LINK_BYTES_PER_S = 2.5e8
+MAX_LINK_BYTES_PER_S = 1e12
 
 #: The largest host<->device copy gapwatch takes for one: a copy lands in (or comes from) one
 #: GPU's memory, and no GPU holds a TiB. Summed over any gap's copies it stays far within 64
@@ -91,8 +98,8 @@ def gpu_index(value: float) -> int | None:
 
 
 def usable_period_ms(period_ms: float) -> float | None:
-    """A stated sampling period if it can be used (finite, > 0, at most a minute), else None."""
-    if 0.0 < period_ms <= MAX_PERIOD_MS:
+    """A stated sampling period if it can be used (finite, 1 ms to a minute), else None."""
+    if MIN_PERIOD_MS <= period_ms <= MAX_PERIOD_MS:
         return period_ms
     return None
 

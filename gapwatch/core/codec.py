@@ -42,27 +42,29 @@ decode_unchanged: Callable[[bytes], ProverUnchanged] = msgspec.json.Decoder(Prov
 decode_json: Callable[[bytes | str], Any] = msgspec.json.Decoder().decode
 
 
-def decode_repaired(line: bytes, error: DecodeError) -> Record:
-    """A line `decode_record` refused with `error`, once more with the one repair the reader
-    makes: an integer beyond 64 bits in a log event's fields is read as a float (as a hand-made
-    line may hold one; gapwatch's own parser keeps such a number as text). Raises `error` when
-    that was not what was wrong."""
+def decode_repaired(line: bytes) -> Record | None:
+    """A line `decode_record` refused, once more with the one repair the reader makes: an
+    integer beyond 64 bits in a log event's fields is read as a float (as a hand-made line may
+    hold one; gapwatch's own parser keeps such a number as text). None when that was not what
+    was wrong (the caller says the first refusal). Never raises: the reader runs with the cycle
+    collector off, and an exception kept past its handler (re-raised from a frame that holds it)
+    is a reference cycle per bad line."""
     try:
         data = decode_json(line)
-    except DecodeError:
-        raise error from None
+    except (DecodeError, RecursionError):
+        return None
     fields = data.get("fields") if isinstance(data, dict) and data.get("type") == "log" else None
     if not isinstance(fields, dict):
-        raise error
+        return None
     big = [k for k, v in fields.items() if type(v) is int and not fits_i64(v)]
     if not big:
-        raise error
+        return None
     for k in big:
         fields[k] = float(fields[k])
     try:
         record: Record = msgspec.convert(data, Record)
-    except DecodeError:
-        raise error from None
+    except (DecodeError, RecursionError):
+        return None
     return record
 
 

@@ -50,6 +50,7 @@ from gapwatch.core.models import (
     GapKind,
     GpuInfo,
     GpuSample,
+    HardwareEvent,
     HostSample,
     LinkState,
     LogEvent,
@@ -155,6 +156,8 @@ class GapDetector:
                 self._ev.add_procmem(record)
             case LinkState():
                 self._ev.add_link(record)
+            case HardwareEvent():
+                self._ev.add_hw(record)
         return []
 
     @property
@@ -645,7 +648,8 @@ class GapDetector:
         said = explain(
             GapFacts(tr.kind, duration_s, rx, tx, tr.link, confidence, end_ns is None,
                      tr.quiet_below, tr.idle_start_s - self.config.evidence_before_s),
-            Evidence(host, events, copies, link_down, view))
+            Evidence(host, events, copies, link_down, view,
+                     self._ev.hardware_words(tr.gpu, tr.idle_start_s, g_end_s)))
         return Gap(
             gap_id=tr.gap_id, gpu=tr.gpu, kind=tr.kind,
             start_mono_ns=tr.idle_start_ns, start_s=tr.idle_start_s, end_mono_ns=end_ns,
@@ -681,7 +685,8 @@ class GapDetector:
             GapFacts(old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
                      link, old.confidence, False, self.config.quiet_below_link_frac * link,
                      old.start_s - self.config.evidence_before_s),
-            Evidence(old.host, events, copies, link_down, view))
+            Evidence(old.host, events, copies, link_down, view,
+                     self._ev.hardware_words(old.gpu, old.start_s, end_s)))
         new = replace(_replace_evidence(old, said.hint, events), copies=copies,
                       prover_cause=said.prover_cause, prover_states=said.prover_states,
                       prover_evidence=said.prover_evidence)

@@ -26,6 +26,7 @@ from typing import Final
 
 from msgspec.structs import replace
 
+from gapwatch.core import fmt
 from gapwatch.core.evidence_types import (
     CopiesEvidence,
     CopyKindEvidence,
@@ -33,9 +34,11 @@ from gapwatch.core.evidence_types import (
     HostEvidence,
     ProcessEvidence,
 )
+from gapwatch.core.health import event_words
 from gapwatch.core.models import (
     CopyRecord,
     Gap,
+    HardwareEvent,
     HostSample,
     LinkState,
     LogEvent,
@@ -53,6 +56,11 @@ MAX_EVENTS_PUBLISHED: Final = 12
 RECENT_WARNING_S: Final = 60.0
 #: How far out of time order log events may arrive (seconds) and still be found for a gap.
 ORDER_SLACK_S: Final = 5.0
+#: A gap that starts this long after a GPU error (an XID, uncorrected ECC, PCIe replays), or
+#: holds one, says so in its hint: the GPU or its driver may be why it went idle.
+HW_ERROR_REACH_S: Final = 120.0
+#: GPU errors kept per GPU for that (the latest matter).
+HW_EVENTS_KEPT: Final = 16
 #: Raw lines are cut to this many characters in a gap's evidence.
 RAW_CHARS: Final = 160
 #: Most copies kept per gap (a prover makes tens per partition, e.g. cuzk; the window holds a
@@ -93,12 +101,13 @@ def host_row(h: HostSample) -> HostRow:
             reading(h.mem_bandwidth_bytes_per_s))
 
 
-def _max_reading(current: float | None, values: list[float | None]) -> float | None:
+def _max_reading(current: float | None, values: tuple[float | None, ...]) -> float | None:
     """The largest of `current` and `values`, passing over None (no reading); None if all are."""
-    readings = [v for v in values if v is not None]
-    if current is not None:
-        readings.append(current)
-    return max(readings) if readings else None
+    best = current
+    for v in values:
+        if v is not None and (best is None or v > best):
+            best = v
+    return best
 
 
 class GapEvidence:
@@ -151,12 +160,12 @@ class GapEvidence:
         taken = [r for r in rows if r[0] >= self.from_s]
         if not taken:
             return
-        self.mem_used_pct = _max_reading(self.mem_used_pct, [r[1] for r in taken])
-        self.psi_some_share = _max_reading(self.psi_some_share, [r[2] for r in taken])
-        self.psi_some_avg10 = _max_reading(self.psi_some_avg10, [r[3] for r in taken])
-        self.major_faults_per_s = _max_reading(self.major_faults_per_s, [r[4] for r in taken])
-        self.mem_bandwidth_bytes_per_s = _max_reading(self.mem_bandwidth_bytes_per_s,
-                                                      [r[5] for r in taken])
+        _, used, share, avg10, faults, bandwidth = zip(*taken, strict=True)
+        self.mem_used_pct = _max_reading(self.mem_used_pct, used)
+        self.psi_some_share = _max_reading(self.psi_some_share, share)
+        self.psi_some_avg10 = _max_reading(self.psi_some_avg10, avg10)
+        self.major_faults_per_s = _max_reading(self.major_faults_per_s, faults)
+        self.mem_bandwidth_bytes_per_s = _max_reading(self.mem_bandwidth_bytes_per_s, bandwidth)
 
     def add_event(self, ev: LogEvent) -> None:
         events = self.events
@@ -237,6 +246,8 @@ class EvidenceBuffer:
         self.procmem: dict[int, list[ProcessMemory]] = {}
         #: The latest link reading per GPU that found it trained down (removed when it is not).
         self.links_down: dict[int, LinkState] = {}
+        #: Recent GPU errors per GPU (NVML: XID, ECC, PCIe replays), oldest first.
+        self._hw: dict[int, deque[HardwareEvent]] = {}
 
     @staticmethod
     def relevant(ev: LogEvent, gpu: int) -> bool:
@@ -343,6 +354,19 @@ class EvidenceBuffer:
         if not cur:
             cur = self.procmem[reading.gpu] = []
         cur.append(reading)
+
+    def add_hw(self, ev: HardwareEvent) -> None:
+        """A GPU error (corrected ECC errors are not one a gap could follow from)."""
+        if ev.kind != "ecc_corrected":
+            self._hw.setdefault(ev.gpu, deque(maxlen=HW_EVENTS_KEPT)).append(ev)
+
+    def hardware_words(self, gpu: int, start_s: float, end_s: float) -> str:
+        """The hint's words for a gap over [start_s, end_s] of `gpu` that follows a GPU error
+        (the latest within `HW_ERROR_REACH_S` before its start, or during it), else ""."""
+        for ev in reversed(self._hw.get(gpu, ())):
+            if ev.t_wall_s <= end_s and ev.t_wall_s >= start_s - HW_ERROR_REACH_S:
+                return f"after a GPU error at {fmt.clock(ev.t_wall_s)}: {event_words(ev)}"
+        return ""
 
     def add_link(self, link: LinkState) -> None:
         if link.trained_down:

@@ -67,6 +67,8 @@ class Evidence:
     copies: CopiesEvidence
     link_down: LinkDown | None = None
     prover: ProverView = NO_VIEW
+    #: A GPU error the gap follows, in words (`EvidenceBuffer.hardware_words`), or "".
+    hardware: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +103,8 @@ def hint_of(gap: GapFacts, evidence: Evidence) -> str:
         parts.append(evidence.prover.words)
     if evidence.prover.error_words:
         parts.append(evidence.prover.error_words)
+    if evidence.hardware:
+        parts.append(evidence.hardware)
     if not traced and kind in ("pcie_starved", "transfer_bound"):
         procs = process_memory_words(copies.process_list())
         if procs:

@@ -20,9 +20,19 @@ Controls (the dashboard's keys, from the UI thread; each only sets a field the l
 and `seek_next_gap`. Forward, the records up to the target are fed at once (the detector sees
 every one, as a report does); backward, the replay starts again from the file's first record
 (`restart`: the runtime reopens the file and empties the store and the detector) and feeds at
-once up to the target. A replay whose records also go to a recording or /metrics cannot go back
-(they would see records twice): `can_go_back` says so. Once the file has ended the driver is
-done: a seek then says that it cannot.
+once up to the target. Bounded in time for a long recording: going back, GPU and host samples
+(and the copy trace's records) older than the store's history (`SeriesStore.history_s`, 10 min
+by default) before the target are read but not fed, so the detector works on at most that much
+data whatever the file's length (reading the file up to the target stays linear in it); the
+prover's log lines, `/status` snapshots and notices are still fed (the pipeline's facts, such as
+cuzk's synthesis worker count said once at start, live in them). The detector's gaps do not
+depend on data more than a window before them: after the re-feed it finds the gaps the first
+pass found (tests/test_replay_refeed.py); what counts "since the start" (gap tallies) counts
+from where the data was fed again, `refed_from_wall_s`. A replay whose records also go to a
+recording or /metrics cannot go back (they would see records twice): `can_go_back` says so.
+Once the file has ended the driver is done: a seek then says that it cannot; except in the
+dashboard (`interactive`), where the end settles the detector as any replay's end does
+(`at_end`: REPLAY ENDED) and the driver waits for a seek back, which plays the file again.
 """
 
 from __future__ import annotations
@@ -42,6 +52,8 @@ from gapwatch.sources.recording import Recording
 MAX_PACED_STEP_S = 10.0
 #: How often (records) the detector's counters are looked at for out-of-order samples.
 CHECK_EVERY_RECORDS = 1000
+#: Record types still fed while a seek back skips samples (they carry the pipeline's facts).
+_KEPT_WHILE_SKIPPING = ("log", "prover", "prover_same", "notice")
 #: Speeds `faster`/`slower` step through (x the recorded pace).
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0, 30.0, 100.0)
 
@@ -89,6 +101,14 @@ class ReplayDriver(Background):
         #: Wall time of the latest GPU or host sample fed, and of the first: the position.
         self.position_wall_s: float | None = None
         self.start_wall_s: float | None = None
+        #: Going back: samples before this wall time are read, not fed (see the docstring).
+        self._skip_until_wall_s: float | None = None
+        #: After a seek back, the wall time of the first sample fed again (None: from the start).
+        self.refed_from_wall_s: float | None = None
+        #: The dashboard's replay: the end of the file waits for a seek back (set before start).
+        self.interactive = False
+        #: (interactive) The file has ended and the detector is settled; a seek back plays again.
+        self.at_end = False
         session.subscribe(self._heard)
 
     # -- controls (UI thread) ------------------------------------------------------------------
@@ -124,6 +144,8 @@ class ReplayDriver(Background):
         if self.finished.is_set():
             return "the replay has ended: run it again to go back"
         pos = self.position_wall_s
+        if self.at_end and (pos is None or wall_s >= pos):
+            return "the replay is at its end: ←, [ or Home go back"
         if pos is not None and wall_s < pos and not self.can_go_back():
             return ("cannot go back: its records also go to a recording or /metrics"
                     if self.session.sinks else "cannot go back in this replay")
@@ -143,7 +165,7 @@ class ReplayDriver(Background):
 
     def seek_next_gap(self) -> str | None:
         """Feed at once until the next gap closes; None, or why it cannot."""
-        if self.finished.is_set():
+        if self.finished.is_set() or self.at_end:
             return "the replay has ended"
         self._until_gaps = self._closed_gaps
         self._changed.set()
@@ -156,7 +178,8 @@ class ReplayDriver(Background):
             return None
         elapsed = int(max(0.0, pos - start))
         speed = "as fast as it reads" if self.speed <= 0 else f"x{self.speed:g}"
-        state = "paused" if self.paused else ("ended" if self.finished.is_set() else speed)
+        ended = self.finished.is_set() or self.at_end
+        state = "paused" if self.paused and not ended else ("ended" if ended else speed)
         return (f"replay {fmt.clock(pos)} (+{elapsed // 60}:{elapsed % 60:02d}) {state}")
 
     def _heard(self, event: Gap | StateChange | Notice) -> None:
@@ -189,13 +212,38 @@ class ReplayDriver(Background):
             try:
                 if not self._play():
                     return
-                break
+                if not self.interactive:
+                    break
+                self._at_end()  # raises _Restart for a seek back; returns when stopped
+                return
             except _Restart:
                 assert self._restart is not None
+                self.at_end = False
                 self.recording = self._restart()
                 self.position_wall_s = None
                 self.records_fed = 0
+                self.refed_from_wall_s = None
+                target = self._seek_wall_s
+                history_s = self.session.store.history_s
+                if target is not None and self.start_wall_s is not None \
+                        and target - history_s > self.start_wall_s:
+                    self._skip_until_wall_s = target - history_s
         self._finish_words()
+
+    def _at_end(self) -> None:
+        """(The dashboard) The file has ended: say what the reader and the detector found,
+        settle the detector (as at any replay's end), then wait for a seek back."""
+        self._finish_words()
+        self.session.finish()
+        self.at_end = True
+        self._until_gaps = None
+        while not self.stop_event.is_set():
+            self._changed.wait(0.1)
+            self._changed.clear()
+            target, pos = self._seek_wall_s, self.position_wall_s
+            if target is not None and pos is not None and target < pos - 1e-3:
+                raise _Restart
+            self._seek_wall_s = None  # on from the end: nothing left to do
 
     def _wait_paused(self) -> bool:
         """While paused (and no seek asks to move): False when stopped meanwhile."""
@@ -216,6 +264,8 @@ class ReplayDriver(Background):
             if self.stop_event.is_set():
                 return False
             timed = record if isinstance(record, GpuSample | HostSample) else None
+            if self._skip_until_wall_s is not None and self._skipped(record, timed):
+                continue
             sample = timed is not None
             if sample and self.paused:
                 if not self._wait_paused():
@@ -252,6 +302,17 @@ class ReplayDriver(Background):
             if self.records_fed % CHECK_EVERY_RECORDS == 0:
                 self._say_detector_findings()
         return True
+
+    def _skipped(self, record: object, timed: GpuSample | HostSample | None) -> bool:
+        """Before a seek back's re-feed point: samples (and every other record but the
+        prover's log lines, snapshots and notices) are read, not fed."""
+        if timed is None:
+            return getattr(record, "type", "") not in _KEPT_WHILE_SKIPPING
+        if self._skip_until_wall_s is not None and timed.t_wall_s < self._skip_until_wall_s:
+            return True
+        self._skip_until_wall_s = None
+        self.refed_from_wall_s = timed.t_wall_s
+        return False
 
     def _finish_words(self) -> None:
         self._say_detector_findings(final=True)

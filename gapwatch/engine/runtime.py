@@ -220,7 +220,8 @@ class Runtime:
             recording_path=str(self.recorder.path) if self.recorder is not None else None,
             recording=self.recorder.status() if self.recorder is not None else None,
             prometheus_address=getattr(self.exporter, "address", None),
-            done=self.done.is_set(),
+            # A dashboard's replay at the end of its file waits for a seek back: ended all the same.
+            done=self.done.is_set() or (self.replay is not None and self.replay.at_end),
             provers=[p.status() for p in self.pollers],
             sim_status_url=(self.sim_status_server.url
                             if self.sim_status_server is not None else None),

@@ -152,6 +152,11 @@ class SeriesStore:
         """Increases when a gap is added, changed or forgotten, or a GPU's state is set."""
         return self._words_version
 
+    @property
+    def history_s(self) -> float:
+        """Seconds of data kept (samples, closed gaps): what a replay seeking back feeds again."""
+        return self._history_s
+
     def reset(self, prover: Prover | None = None) -> None:
         """Empty, as new (a replay that seeks back feeds the file again from its start). The
         buffers are swapped in under the lock, which stays the same object (readers hold it);

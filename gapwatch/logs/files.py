@@ -1,23 +1,122 @@
-"""Whole prover log files, read at once: parsed into events in time order, and merged into a
-recording's records by time.
+"""Whole prover log files, read offline as the live tailer reads them: parsed into events in
+time order, and merged into a recording's records by time.
 
-Who calls it: `gapwatch report --log` and `export --log` (`gapwatch.offline.report`), and
+Who calls it: `gapwatch report --log` and `export --log` (`gapwatch.offline.report`),
 `gapwatch replay --log` (`gapwatch.engine.runtime`), so a recording replayed with its prover's
-log files shows the same events, tied to the same gaps, as the report of it.
+log files shows the same events, tied to the same gaps, as the report of it; and `gapwatch
+parse` (`LogFile`: the lines and the look at a file's first bytes).
+
+Bytes -> lines is the live tailer's rule, in one place (`gapwatch.logs.tail.LineSplitter`): NUL
+bytes dropped and counted (copytruncate leaves NUL padding where a writer without `O_APPEND`
+runs ahead: read as text they hid the log's first line, cuzk's TIMELINE anchor), lines split at
+`\\n` only (a lone `\\r` is left to the parser, as live), a line longer than
+`logs.max_line_bytes` cut there and counted. A file is read `READ_BYTES` at a time, and a hole
+(a sparse file's unwritten stretch: the filesystem says where data starts again) is passed over
+unread: a 1 GiB NUL hole cost 2.1 GB read as text.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Final
 
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, Record
+from gapwatch.logs.tail import LineSplitter
+
+#: Bytes read at a time.
+READ_BYTES: Final = 1 << 20
+
+
+class LogFile:
+    """One log file (or a FIFO, or stdin's descriptor) read as the tailer reads it.
+
+    `lines()` gives its lines; `nul_bytes` and `cut_lines` count what was dropped (holes passed
+    over count as NUL bytes: that is what they read as)."""
+
+    def __init__(self, path: str, max_line_bytes: int) -> None:
+        self.path = path
+        self.splitter = LineSplitter(max_line_bytes)
+        self.hole_bytes = 0
+
+    @property
+    def nul_bytes(self) -> int:
+        return self.splitter.nul_bytes + self.hole_bytes
+
+    @property
+    def cut_lines(self) -> int:
+        return self.splitter.cut_lines
+
+    def chunks(self, fd: int) -> Iterator[bytes]:
+        """The bytes of `fd` from its current position, `READ_BYTES` at a time, holes passed
+        over where the filesystem tells (a regular file); a stream is read as it comes."""
+        seekable = stat.S_ISREG(os.fstat(fd).st_mode)
+        pos = os.lseek(fd, 0, os.SEEK_CUR) if seekable else 0
+        while True:
+            if seekable:
+                data_at = _next_data(fd, pos)
+                if data_at is None:
+                    return
+                if data_at > pos:
+                    self.hole_bytes += data_at - pos
+                    pos = os.lseek(fd, data_at, os.SEEK_SET)
+            data = os.read(fd, READ_BYTES)
+            if not data:
+                return
+            pos += len(data)
+            yield data
+
+    def lines(self, fd: int | None = None) -> Iterator[str]:
+        """The file's lines (opened here, or read from `fd`, which the caller closes).
+        Raises OSError."""
+        if fd is not None:
+            yield from self._lines(fd)
+            return
+        own = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            yield from self._lines(own)
+        finally:
+            os.close(own)
+
+    def _lines(self, fd: int) -> Iterator[str]:
+        for data in self.chunks(fd):
+            yield from self.splitter.feed(data)
+        yield from self.splitter.flush()
+
+    def head(self, n_bytes: int, scan_bytes: int = 64 * READ_BYTES) -> bytes:
+        """The first `n_bytes` of the file that are not NUL (looked for in its first
+        `scan_bytes` of data; holes cost nothing). Raises OSError."""
+        fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            got, scanned = b"", 0
+            for data in LogFile(self.path, 1).chunks(fd):
+                got += data.replace(b"\0", b"")
+                scanned += len(data)
+                if len(got) >= n_bytes or scanned >= scan_bytes:
+                    break
+            return got[:n_bytes]
+        finally:
+            os.close(fd)
+
+
+def _next_data(fd: int, pos: int) -> int | None:
+    """Where data starts at or after `pos` (past a hole), or None when nothing follows."""
+    try:
+        return os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # only a hole (or nothing) from pos to the end
+            return None
+        return pos  # EINVAL: no SEEK_DATA on this filesystem; read on
 
 
 def parse_log_files(
     paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None,
 ) -> tuple[list[LogEvent], dict[str, int]]:
-    """Parse whole prover log files into events sorted by time, and the parser's counters.
+    """Parse whole prover log files into events sorted by time, and the parser's counters
+    (with `nul_bytes` and `cut_lines`, as the tailer counts them, when there were any).
     `timeline_epoch_s`: TIMELINE's offset 0 from the recording's `/status` snapshots, for logs
     whose anchor line is not in them (`gapwatch.cuzk.pipeline.timeline_epoch`).
 
@@ -30,15 +129,23 @@ def parse_log_files(
     parser = LogParser(config.logs, keep_unparsed=False, offline=True)
     parser.anchor_from_status(timeline_epoch_s)
     events: list[LogEvent] = []
+    nul_bytes = cut_lines = 0
     for path in paths:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                events.extend(parser.parse_line(line.rstrip("\r\n"), stream=path))
+        log = LogFile(path, config.logs.max_line_bytes)
+        for line in log.lines():
+            events.extend(parser.parse_line(line, stream=path))
         events.extend(parser.flush())  # a panic at the end of the file
+        nul_bytes += log.nul_bytes
+        cut_lines += log.cut_lines
     # Lines without any time of their own get wall time 0 from a file: they cannot be placed.
     events = [e for e in events if e.t_wall_s > 0]
     events.sort(key=lambda e: e.t_wall_s)
-    return events, dict(parser.counters)
+    counters = dict(parser.counters)
+    if nul_bytes:
+        counters["nul_bytes"] = nul_bytes
+    if cut_lines:
+        counters["cut_lines"] = cut_lines
+    return events, counters
 
 
 def merge_by_time(records: Iterable[Record], events: Sequence[LogEvent]) -> Iterator[Record]:

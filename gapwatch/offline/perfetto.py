@@ -3,7 +3,11 @@
 Who calls it: `gapwatch.commands.export` (`gapwatch export FILE --format perfetto`), which feeds
 a `TraceBuilder` the recording's samples, log events and notices plus the gaps and states the
 report finds (`gapwatch.offline.report`; gap versions go through a `GapLedger`), then calls
-`write`. Pure: no clocks; everything in memory (a trace viewer loads it whole anyway).
+`write`. No clocks. The events are encoded as they are added and kept in a `SortedSpool`
+(`gapwatch.offline.sorted_spool`: sorted runs in a temporary folder beyond `RUN_ITEMS`), and
+`write` streams them out in time order: the trace of a day is never held whole (as dicts it
+took ~1.6 GB per hour of an 8-GPU recording). The bytes are those of encoding the whole trace
+at once.
 
 Layout of the trace (format: "Trace Event Format", Google, the JSON Object form):
 - one process per GPU ("GPU 0 ..."): counter tracks `SM active %`, `GPU util %`,
@@ -29,8 +33,11 @@ interval their sample covers.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable
-from typing import IO, Any
+from typing import IO, Any, Final
+
+import msgspec
 
 from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json, gap_json
@@ -49,6 +56,7 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
+from gapwatch.offline.sorted_spool import SortedSpool
 
 HOST_PID = 1
 PROVER_PID = 2
@@ -59,6 +67,8 @@ _TID_WORKER_BASE = 1000
 _TID_LOCK_BASE = 2000
 #: Copy-trace tracks: one per CUDA stream (tid = base + stream id), under its GPU.
 _TID_STREAM_BASE = 100_000
+#: Events encoded per write.
+_WRITE_BATCH: Final = 4096
 
 _GPU_COUNTERS: tuple[tuple[str, str], ...] = (
     ("sm_active_pct", "SM active %"),
@@ -94,8 +104,9 @@ class TraceBuilder:
 
     def __init__(self, header: SessionHeader) -> None:
         self.header = header
-        #: (absolute start in Unix seconds, duration in seconds or None, event without ts/dur)
-        self._events: list[tuple[float, float | None, dict[str, Any]]] = []
+        #: Events by absolute start (Unix seconds): their duration in seconds (or `-`), a space,
+        #: and the event's JSON without ts/dur (`_add`).
+        self._events = SortedSpool()
         self._gpus: dict[int, GpuInfo] = {g.index: g for g in header.gpus}
         self._ledger = GapLedger()
         self._last_state: dict[int, StateChange] = {}
@@ -183,20 +194,22 @@ class TraceBuilder:
         if self._last_s is None or t > self._last_s:
             self._last_s = t
 
+    def _add(self, t: float, dur: float | None, event: dict[str, Any]) -> None:
+        self._events.add(t, (b"-" if dur is None else b"%r" % dur) + b" " + encode_json(event))
+
     def _counter(self, t: float, pid: int, name: str, value: float) -> None:
-        self._events.append((t, None, {"ph": "C", "pid": pid, "tid": 0, "name": name,
-                                       "args": {"value": float(value)}}))
+        self._add(t, None, {"ph": "C", "pid": pid, "tid": 0, "name": name,
+                            "args": {"value": float(value)}})
 
     def _slice(self, start: float, end: float, pid: int, tid: int, name: str,
                args: dict[str, Any], cat: str) -> None:
-        self._events.append((start, max(0.0, end - start),
-                             {"ph": "X", "pid": pid, "tid": tid, "name": name, "cat": cat,
-                              "args": args}))
+        self._add(start, max(0.0, end - start),
+                  {"ph": "X", "pid": pid, "tid": tid, "name": name, "cat": cat, "args": args})
 
     def _instant(self, t: float, name: str, args: dict[str, Any], gpu: int | None) -> None:
         pid = _gpu_pid(gpu) if gpu is not None and gpu in self._gpus else PROVER_PID
-        self._events.append((t, None, {"ph": "i", "s": "p", "pid": pid, "tid": 0, "name": name,
-                                       "cat": "warning", "args": args}))
+        self._add(t, None, {"ph": "i", "s": "p", "pid": pid, "tid": 0, "name": name,
+                            "cat": "warning", "args": args})
 
     def _sample(self, s: GpuSample) -> None:
         if s.gpu not in self._gpus:
@@ -262,8 +275,8 @@ class TraceBuilder:
         name = f"synth {_phase_label(ev.partition)}"
         base = {"pid": PROVER_PID, "tid": _TID_SYNTH, "name": name, "cat": "synthesis",
                 "id": ident}
-        self._events.append((start, None, {**base, "ph": "b", "args": args}))
-        self._events.append((end, None, {**base, "ph": "e", "args": {}}))
+        self._add(start, None, {**base, "ph": "b", "args": args})
+        self._add(end, None, {**base, "ph": "e", "args": {}})
 
     def _gpu_lock(self, ev: LogEvent) -> None:
         start, end = ev.fields.get("gpu_busy_start_s"), ev.fields.get("gpu_busy_end_s", ev.t_wall_s)
@@ -276,30 +289,26 @@ class TraceBuilder:
                     {"job_id": ev.job_id, **ev.fields}, "gpu_lock")
 
     # -- output -------------------------------------------------------------------------------
-    def _finish(self) -> list[tuple[float, float | None, dict[str, Any]]]:
-        """Events with the end-of-data pieces (open gaps, last states, open phases) added."""
+    def _finish(self) -> None:
+        """Add the end-of-data pieces (open gaps, last states, open phases), once."""
         end = self._last_s if self._last_s is not None else self.header.started_wall_s
-        events = list(self._events)
-        extra = TraceBuilder(self.header)
         for gap in self._ledger.gaps():
             g_end = gap.end_s if gap.end_s is not None else max(end, gap.start_s)
-            extra._slice(gap.start_s, g_end, _gpu_pid(gap.gpu), _TID_GAPS, gap.kind,
-                         gap_json(gap), "gap")
+            self._slice(gap.start_s, g_end, _gpu_pid(gap.gpu), _TID_GAPS, gap.kind,
+                        gap_json(gap), "gap")
         for st in self._last_state.values():
-            extra._state_slice(st, max(end, st.t_wall_s))
+            self._state_slice(st, max(end, st.t_wall_s))
         for gpu, since in self._nodata_since.items():
-            extra._slice(since, max(end, since), _gpu_pid(gpu), _TID_NODATA, "no SM data", {},
-                         "data")
+            self._slice(since, max(end, since), _gpu_pid(gpu), _TID_NODATA, "no SM data", {},
+                        "data")
         for ev in self._open_gpu.values():
             tid = _TID_WORKER_BASE + (ev.worker if ev.worker is not None else -1)
-            extra._slice(ev.t_wall_s, max(end, ev.t_wall_s), PROVER_PID, tid,
-                         _phase_label(ev.partition), {"job_id": ev.job_id, "unterminated": True},
-                         "gpu")
+            self._slice(ev.t_wall_s, max(end, ev.t_wall_s), PROVER_PID, tid,
+                        _phase_label(ev.partition), {"job_id": ev.job_id, "unterminated": True},
+                        "gpu")
         for ev in self._open_synth.values():
-            extra._synth(ev.t_wall_s, max(end, ev.t_wall_s), ev,
-                         {"job_id": ev.job_id, "unterminated": True})
-        events.extend(extra._events)
-        return events
+            self._synth(ev.t_wall_s, max(end, ev.t_wall_s), ev,
+                        {"job_id": ev.job_id, "unterminated": True})
 
     def _metadata(self) -> list[dict[str, Any]]:
         meta: list[dict[str, Any]] = []
@@ -334,25 +343,47 @@ class TraceBuilder:
         return meta
 
     def trace(self) -> dict[str, Any]:
-        """The whole trace as a JSON-ready dict (`traceEvents` sorted by time)."""
-        events = self._finish()
-        origin = min((t for t, _, _ in events), default=self.header.started_wall_s)
-        out: list[dict[str, Any]] = self._metadata()
-        for t, dur, ev in sorted(events, key=lambda e: e[0]):
-            item = dict(ev)
-            item["ts"] = round((t - origin) * 1e6, 3)
-            if dur is not None:
-                item["dur"] = round(dur * 1e6, 3)
-            out.append(item)
-        return {
-            "traceEvents": out,
-            "displayTimeUnit": "ms",
-            "otherData": {"origin_unix_s": origin, "source": self.header.source,
-                          "host": self.header.host, "gapwatch": self.header.gapwatch_version},
-        }
+        """The whole trace as a JSON-ready dict (`traceEvents` sorted by time): for tests and
+        small traces; `write` streams. Like `write`, once per builder."""
+        out = io.BytesIO()
+        self.write(out)
+        trace: dict[str, Any] = msgspec.json.decode(out.getvalue())
+        return trace
 
     def write(self, out: IO[bytes]) -> int:
-        """Write the trace JSON; returns the number of trace events."""
-        trace = self.trace()
-        out.write(encode_json(trace))
-        return len(trace["traceEvents"])
+        """Write the trace JSON, streamed in time order (metadata first); returns the number of
+        trace events. Ends the builder (its spooled events are gone)."""
+        self._finish()
+        meta = self._metadata()
+        n = len(meta)
+        out.write(b'{"traceEvents":[' + b",".join(map(encode_json, meta)))
+        origin: float | None = None
+        batch: list[bytes] = []
+        try:
+            for t, payload in self._events.sorted():
+                if origin is None:
+                    origin = t  # the earliest time in the trace
+                dur, event = payload.split(b" ", 1)
+                tail = b"" if dur == b"-" else b',"dur":' + encode_json(round(float(dur) * 1e6, 3))
+                batch.append(event[:-1] + b',"ts":' + encode_json(round((t - origin) * 1e6, 3))
+                             + tail + b"}")
+                if len(batch) >= _WRITE_BATCH:
+                    n += self._flush(out, batch, first=n == 0)
+            n += self._flush(out, batch, first=n == 0)
+        finally:
+            self._events.close()
+        other = {"origin_unix_s": origin if origin is not None else self.header.started_wall_s,
+                 "source": self.header.source, "host": self.header.host,
+                 "gapwatch": self.header.gapwatch_version}
+        out.write(b'],"displayTimeUnit":"ms","otherData":' + encode_json(other) + b"}")
+        return n
+
+    @staticmethod
+    def _flush(out: IO[bytes], batch: list[bytes], first: bool) -> int:
+        """Write `batch` (emptied) after what is written; `first`: no event is written yet."""
+        if not batch:
+            return 0
+        out.write((b"" if first else b",") + b",".join(batch))
+        n = len(batch)
+        batch.clear()
+        return n

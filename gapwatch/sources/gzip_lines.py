@@ -1,17 +1,22 @@
-"""The lines of a gzip recording, inflated member after member in large chunks.
+"""The lines of a recording file, plain or gzip, in bounded memory: a line longer than any
+record gapwatch writes is passed over without being held.
 
-Who calls it: `gapwatch.sources.recording` (every `.gz` recording: `report`, `export`, replay,
-the parallel report's workers). The standard library's `gzip.GzipFile` hands out a line at a
-time through a buffered reader over small reads; a 30 min x 8 GPU recording (47 MB of JSON)
-took 0.15 s to iterate that way against 0.02 s for the plain file. Here zlib inflates
-`CHUNK_BYTES` of input at a time and the lines of each piece are split in one C call
-(`io.BytesIO.readlines`), so iterating costs about as much as inflating (0.05 s there).
+Who calls it: `gapwatch.sources.recording` (every recording: `report`, `export`, replay, the
+parallel report's workers). The standard library's readers hand out a line whole however long
+it is: a 4.2 MB gzip holding one 4 GiB line (or a plain file of one) was a MemoryError in every
+reader. Here a file is read in large chunks, the lines of each piece split in one C call
+(`io.BytesIO.readlines`, so iterating costs about as much as reading or inflating), and a line
+that grows past `MAX_LINE_BYTES` is dropped as it is read, up to its newline; in its place the
+reader hands out `TOO_LONG` (one object, told by identity), which the recording reader counts
+as a bad record.
 
-The same bytes as `GzipFile`, the same end: a file is any number of gzip members (the recorder
-starts one per write batch), zero padding between them is passed over, and a file cut inside a
-member (kill -9, a full disk) gives every whole line inflated before the cut, then raises
-`EOFError` as `GzipFile` does (the reader counts it "truncated"); the half line is dropped.
-Data that is not gzip after a member raises `gzip.BadGzipFile`; corrupt data `zlib.error`.
+Gzip (`GzipLines`): zlib inflates `CHUNK_BYTES` of input at a time, at most `OUT_BYTES` of
+output per call. The same bytes as `GzipFile`, the same end: a file is any number of gzip
+members (the recorder starts one per write batch), zero padding between them is passed over, and
+a file cut inside a member (kill -9, a full disk) gives every whole line inflated before the
+cut, then raises `EOFError` as `GzipFile` does (the reader counts it "truncated"); the half line
+is dropped. Data that is not gzip after a member raises `gzip.BadGzipFile`; corrupt data
+`zlib.error`. A plain file (`PlainLines`) is read `CHUNK_BYTES` at a time.
 """
 
 from __future__ import annotations
@@ -19,26 +24,85 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from itertools import chain
-from typing import IO
+from typing import IO, Final
 
 #: Compressed bytes inflated at a time (their output is ~14x as much for a recording: ~0.9 MB
 #: of lines held at a time; 16 to 256 KiB inflate equally fast).
 CHUNK_BYTES = 1 << 16
+#: Bytes of a plain file read at a time.
+PLAIN_CHUNK_BYTES = 1 << 20
 #: Most bytes inflated from one call (a highly compressed stretch is inflated in steps).
 OUT_BYTES = 1 << 23
 GZIP_WBITS = 31  # zlib's gzip container: header and trailer (CRC, size) checked
 #: `GzipFile`'s words for a file cut inside a member.
 CUT_WORDS = "Compressed file ended before the end-of-stream marker was reached"
 
+#: The longest line read as a record. The longest gapwatch writes is a log event: a log line of
+#: at most `logs.max_line_bytes` (4 MiB at most, 1 MiB by default) with the fields taken from
+#: it, every byte escaped as `\\u00XX` at worst (x6 each: 48 MiB); a `/status` answer is at most
+#: 8 MiB before it is parsed. 64 MiB holds either; a longer line is not a record.
+MAX_LINE_BYTES: Final = 64 << 20
+#: Handed out in place of a line longer than the limit (compare with `is`: no line read from a
+#: file is this object).
+TOO_LONG: Final = bytes(bytearray(b"<a line longer than MAX_LINE_BYTES>"))
 
-class GzipLines:
-    """A gzip file's lines (newlines kept), for `for line in ...` and `readline()`."""
 
-    def __init__(self, raw: IO[bytes]) -> None:
+def split_lines(chunks: Iterable[bytes], limit: int = MAX_LINE_BYTES
+                ) -> Generator[list[bytes], None, None]:
+    """Lists of whole lines (newlines kept) from `chunks` of bytes, in order; a line longer than
+    `limit` is `TOO_LONG`, and never held beyond `limit` plus one chunk. The last line may lack
+    its newline (the file's last line was written without one)."""
+    #: The start of a line not yet ended, in pieces (a long line is joined once, not copied
+    #: again with every chunk), and their length.
+    tail: list[bytes] = []
+    tail_bytes = 0
+    discarding = False  # inside the rest of a line already found too long
+    for out in chunks:
+        if discarding:
+            nl = out.find(b"\n")
+            if nl < 0:
+                continue
+            discarding = False
+            yield [TOO_LONG]
+            out = out[nl + 1:]
+        if b"\n" not in out:
+            if tail_bytes + len(out) > limit:
+                tail, tail_bytes, discarding = [], 0, True
+            elif out:
+                tail.append(out)
+                tail_bytes += len(out)
+            continue
+        joined = bool(tail)
+        if joined:
+            tail.append(out)
+            out = b"".join(tail)
+            tail, tail_bytes = [], 0
+        lines = io.BytesIO(out).readlines()
+        del out
+        if joined and len(lines[0]) > limit:
+            lines[0] = TOO_LONG  # only the joined line can be longer than a chunk
+        if not lines[-1].endswith(b"\n"):
+            last = lines.pop()
+            if len(last) > limit:
+                discarding = True
+            else:
+                tail, tail_bytes = [last], len(last)
+        if lines:
+            yield lines
+    if discarding:
+        yield [TOO_LONG]
+    elif tail:
+        yield [b"".join(tail)]
+
+
+class _Lines:
+    """A file's lines (newlines kept), for `for line in ...` and `readline()`."""
+
+    def __init__(self, raw: IO[bytes], limit: int = MAX_LINE_BYTES) -> None:
         self._raw = raw
-        self._pieces_left = self._pieces()
+        self._pieces_left = split_lines(self._chunks(), limit)
         self._lines: Iterator[bytes] = chain.from_iterable(self._pieces_left)
 
     def __iter__(self) -> Iterator[bytes]:
@@ -49,20 +113,32 @@ class GzipLines:
         return next(self._lines, b"")
 
     def close(self) -> None:
-        """Close the file and let go of the piece being read (its lines and inflated bytes, a
-        few MB): the generator refers back to this object, and while the report runs without
-        the cycle collector nothing else would free them."""
+        """Close the file and let go of the piece being read (its lines and bytes, a few MB):
+        the generator refers back to this object, and while the report runs without the
+        cycle collector nothing else would free them."""
         self._pieces_left.close()
         self._lines = iter(())
         self._raw.close()
 
-    def _pieces(self) -> Generator[list[bytes], None, None]:
-        """Lists of whole lines, in order; the last one may lack its newline (the file's last
-        line was written without one)."""
+    def _chunks(self) -> Iterator[bytes]:
+        raise NotImplementedError
+
+
+class PlainLines(_Lines):
+    """A plain file's lines."""
+
+    def _chunks(self) -> Iterator[bytes]:
+        read = self._raw.read
+        while data := read(PLAIN_CHUNK_BYTES):
+            yield data
+
+
+class GzipLines(_Lines):
+    """A gzip file's lines."""
+
+    def _chunks(self) -> Iterator[bytes]:
+        """The inflated bytes, in pieces of at most `OUT_BYTES`."""
         z = zlib.decompressobj(GZIP_WBITS)
-        #: The start of a line not yet ended, in pieces (a long line is joined once, not
-        #: copied again with every chunk).
-        tail: list[bytes] = []
         started = False  # inside a member: its end must come before the file's
         read = self._raw.read
         data = b""
@@ -88,19 +164,7 @@ class GzipLines:
                 started = False
             else:
                 data = z.unconsumed_tail
-            if b"\n" not in out:
-                if out:
-                    tail.append(out)
-                continue
-            if tail:
-                tail.append(out)
-                out = b"".join(tail)
-                tail = []
-            lines = io.BytesIO(out).readlines()
-            if not lines[-1].endswith(b"\n"):
-                tail.append(lines.pop())
-            yield lines
+            if out:
+                yield out
         if started:
             raise EOFError(CUT_WORDS)
-        if tail:
-            yield [b"".join(tail)]

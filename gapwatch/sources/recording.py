@@ -29,12 +29,17 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import median
 from typing import Any, Final, Protocol
+
+from msgspec import structs
 
 from gapwatch.config import Config
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
     INT64_MAX,
+    MAX_LINK_BYTES_PER_S,
+    MIN_LINK_BYTES_PER_S,
     gpu_index,
     usable_period_ms,
     wall_s_ok,
@@ -50,18 +55,23 @@ from gapwatch.core.codec import (
 )
 from gapwatch.core.models import (
     SCHEMA_VERSION,
+    GpuInfo,
+    GpuSample,
     ProverStatus,
     Record,
     SessionHeader,
+    link_bytes_per_s,
 )
 from gapwatch.core.sizes import cut_text
-from gapwatch.sources.gzip_lines import GZIP_WBITS, GzipLines
-
-
-def bad_record(path: Path | str, line_no: int, exc: DecodeError) -> str:
-    """The user's message for a line that is not a valid record (the codec says where)."""
-    return f"{path}:{line_no}: bad record ({exc})"
-
+from gapwatch.sources.gzip_lines import (
+    GZIP_WBITS,
+    MAX_LINE_BYTES,
+    OUT_BYTES,
+    TOO_LONG,
+    GzipLines,
+    PlainLines,
+)
+from gapwatch.sources.isolated_times import without_isolated_times
 
 MAX_PROBLEMS: Final = 20
 #: Characters of one problem message kept.
@@ -103,8 +113,9 @@ class Recording:
 
 
 class LineStream(Protocol):
-    """What the readers need of an open recording: its lines (newlines kept), and closing.
-    A plain file is one; a gzip file is read through `gzip_lines.GzipLines`."""
+    """What the readers need of an open recording: its lines (newlines kept; a line too long
+    to be a record is `gzip_lines.TOO_LONG`), and closing (`gzip_lines.PlainLines` and
+    `GzipLines`)."""
 
     def __iter__(self) -> Iterator[bytes]: ...
 
@@ -121,7 +132,7 @@ def _open_bytes(path: Path) -> LineStream:
     magic = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
     if magic == b"\x1f\x8b":
         return GzipLines(raw)
-    return raw
+    return PlainLines(raw)
 
 
 #: Compressed bytes read to learn a gzip recording's compression ratio (`json_bytes`).
@@ -142,7 +153,11 @@ def json_bytes(path: str | Path) -> int:
     try:
         while data:  # member after member
             z = zlib.decompressobj(GZIP_WBITS)
-            inflated += len(z.decompress(data))
+            while data and not z.eof:
+                # Counted `OUT_BYTES` at a time: 1 MiB of a highly compressed stretch (a 4 GiB
+                # line of one byte) inflates to a GiB, which was held whole here.
+                inflated += len(z.decompress(data, OUT_BYTES))
+                data = z.unconsumed_tail
             data = z.unused_data if z.eof else b""
     except zlib.error:
         return size  # not gzip after all: the reader will say so
@@ -165,10 +180,12 @@ def _records(
     of these (`gpu_line_prefix_type_last`) and end as a GPU sample did then.
 
     This is the hot loop of a long `gapwatch report` (~7 M lines for 24 h x 8 GPUs): one
-    generator (no per-line inner generator), and the codec's decoder called directly.
+    generator (no per-line inner generator), and the codec's decoder called directly. A bad
+    line costs nothing once counted: no exception outlives its handler (the report runs with
+    the cycle collector off, and a kept exception is a cycle through its traceback).
     """
     # Locals: a module global is a dict lookup on every line of a 7 M-line report.
-    decode, prover_type = decode_record, ProverStatus
+    decode, prover_type, too_long = decode_record, ProverStatus, TOO_LONG
     line_no = first_line_no
     #: The last snapshot of each prover: what a `ProverUnchanged` marker line stands for.
     provers: dict[str, ProverStatus] = {}
@@ -179,26 +196,21 @@ def _records(
                     line.startswith(skip_type_last) and line.endswith(TYPE_LAST_GPU_SUFFIX))):
                 continue
             if line[-1:] != b"\n":
-                if not line.strip():
-                    continue
-                # The last line of a file cut by kill -9 may be half written.
-                recording.problem(
-                    "partial_line", f"{recording.path}:{line_no}: incomplete last line", line_no
-                )
+                _unended(line is too_long, line, recording, line_no)
                 continue
             try:
                 r = decode(line)
-            except DecodeError as exc:
-                if not line.strip():
+            except (DecodeError, RecursionError) as exc:
+                # RecursionError: JSON nested deeper than msgspec goes (a 30 KB line of `[`).
+                got = _undecoded(line, str(exc), provers)
+                if isinstance(got, str):
+                    if got:
+                        recording.problem(
+                            "bad_records", f"{recording.path}:{line_no}: bad record ({got})",
+                            line_no,
+                        )
                     continue
-                try:
-                    r = (_unchanged(line, provers) if line.startswith(PROVER_SAME_PREFIX)
-                         else decode_repaired(line, exc))
-                except DecodeError as why:
-                    recording.problem(
-                        "bad_records", bad_record(recording.path, line_no, why), line_no
-                    )
-                    continue
+                r = got
             if type(r) is prover_type:
                 provers[r.prover] = r
             recording.line_no = line_no
@@ -211,18 +223,46 @@ def _records(
         stream.close()
 
 
+def _unended(too_long: bool, line: bytes, recording: Recording, line_no: int) -> None:
+    """Count a line without its newline: one too long to be a record (`TOO_LONG`: never held
+    whole), or the last line of a file cut by kill -9 (half written)."""
+    if too_long:
+        recording.problem("bad_records", f"{recording.path}:{line_no}: bad record (a line "
+                          f"longer than {MAX_LINE_BYTES >> 20} MiB, more than any record "
+                          "gapwatch writes; passed over unread)", line_no)
+    elif line.strip():
+        recording.problem(
+            "partial_line", f"{recording.path}:{line_no}: incomplete last line", line_no
+        )
+
+
+def _undecoded(line: bytes, why: str, provers: dict[str, ProverStatus]) -> Record | str:
+    """A line the codec refused (`why`): the record it still stands for (an unchanged prover
+    snapshot, a log field beyond 64 bits), or why it is bad ("" for a blank line: skipped
+    unsaid). Returns messages, never raised exceptions (see `_records`)."""
+    if not line.strip():
+        return ""
+    if line.startswith(PROVER_SAME_PREFIX):
+        return _unchanged(line, provers)
+    repaired = decode_repaired(line)
+    return why if repaired is None else repaired
+
+
 #: How the recorder's marker for an unchanged prover snapshot begins (`ProverUnchanged`).
 PROVER_SAME_PREFIX: Final = b'{"type":"prover_same",'
 
 
-def _unchanged(line: bytes, provers: dict[str, ProverStatus]) -> ProverStatus:
+def _unchanged(line: bytes, provers: dict[str, ProverStatus]) -> ProverStatus | str:
     """The snapshot a `ProverUnchanged` line stands for: the last one of its prover, with the
-    line's times. Raises DecodeError for a bad line, or one with no snapshot before it."""
-    marker = decode_unchanged(line)
+    line's times; or why it cannot be (a bad line, or one with no snapshot before it)."""
+    try:
+        marker = decode_unchanged(line)
+    except (DecodeError, RecursionError) as exc:
+        return str(exc)
     previous = provers.get(marker.prover)
     if previous is None:
-        raise DecodeError(f"an unchanged snapshot of prover {marker.prover!r} with none before "
-                          "it in this file")
+        return (f"an unchanged snapshot of prover {marker.prover!r} with none before it in "
+                "this file")
     return marker.expand(previous)
 
 
@@ -267,8 +307,12 @@ def _header_fields(line: bytes) -> Any:
     """The header line as plain values. A number no double holds (`1e999` in the embedded
     config) makes the strict codec refuse the whole line; the standard library's JSON reads it
     (as infinity), so that the one value can be replaced instead of the file refused."""
+    if line is TOO_LONG:
+        raise DecodeError(f"the first line is longer than {MAX_LINE_BYTES >> 20} MiB")
     try:
         return decode_json(line)
+    except RecursionError:
+        raise DecodeError("the header line is nested too deep") from None
     except DecodeError:
         try:
             return json.loads(line)
@@ -345,6 +389,110 @@ def _missing_field(message: str) -> str | None:
     return m.group(1) if m else None
 
 
+#: Lines read past the header to see what the data says of its period and links (the first
+#: samples of a file come within its first lines), and GPU sample spacings enough to tell.
+CHECK_LINES: Final = 4000
+CHECK_SPACINGS: Final = 64
+#: A stated period is a lie when the median spacing of the samples is beyond this many periods
+#: (the detector expects at most 4: stale-GPM merging makes 2-3) or below half a period (the
+#: sampler never samples faster; a late tick and the next on-time one average out).
+PERIOD_LIE_ABOVE: Final = 4.0
+PERIOD_LIE_BELOW: Final = 0.5
+#: A stated link is a lie when a sample moved more than this many times its capacity.
+LINK_LIE_ABOVE: Final = 2.0
+
+
+@dataclass
+class _DataView:
+    """What the first GPU samples of a file say: their spacings and each GPU's highest rate."""
+
+    spacings_ns: list[int] = field(default_factory=list)
+    max_rate: dict[int, float] = field(default_factory=dict)
+
+    def period_ms(self) -> float | None:
+        """The median spacing in ms (0.1 ms steps), None when too few samples tell."""
+        if len(self.spacings_ns) < 8:
+            return None
+        return round(median(self.spacings_ns) / 1e6, 1)
+
+
+def _data_view(p: Path) -> _DataView:
+    """Read the first `CHECK_LINES` records of `p` again (a second, short pass)."""
+    view = _DataView()
+    last: dict[int, int] = {}
+    try:
+        stream = _open_bytes(p)
+    except RecordingError:
+        return view
+    try:
+        stream.readline()
+        for i, line in enumerate(stream):
+            if i >= CHECK_LINES or len(view.spacings_ns) >= CHECK_SPACINGS:
+                break
+            try:
+                r = decode_record(line)
+            except (DecodeError, RecursionError):
+                continue
+            if type(r) is not GpuSample:
+                continue
+            before = last.get(r.gpu)
+            if before is not None and r.t_mono_ns > before:
+                view.spacings_ns.append(r.t_mono_ns - before)
+            last[r.gpu] = r.t_mono_ns
+            rate = max(r.pcie_rx_bytes_per_s or 0.0, r.pcie_tx_bytes_per_s or 0.0)
+            view.max_rate[r.gpu] = max(rate, view.max_rate.get(r.gpu, 0.0))
+    except (EOFError, zlib.error, OSError):
+        pass  # the reader proper says it
+    finally:
+        stream.close()
+    return view
+
+
+def _checked_against_data(header: SessionHeader, p: Path) -> tuple[SessionHeader, list[str]]:
+    """The header with what its data belies replaced by the data's own value, and each lie said
+    (`bad_header`): a period the samples' spacing does not bear out (1 ms stated, 100 ms apart:
+    every sample a hole, 0 gaps), a link capacity that is not one (negative: every gap
+    `transfer_bound`) or that the samples exceed."""
+    view = _data_view(p)
+    problems: list[str] = []
+    spacing = view.period_ms()
+    if spacing is not None and usable_period_ms(spacing) is not None and not (
+            PERIOD_LIE_BELOW <= spacing / header.period_ms <= PERIOD_LIE_ABOVE):
+        problems.append(
+            f"{p}: header period_ms {header.period_ms:g} is belied by the data: its GPU samples "
+            f"are {spacing:g} ms apart (median of the first {len(view.spacings_ns)}); using "
+            f"{spacing:g} ms"
+        )
+        header = structs.replace(header, period_ms=spacing)
+    gpus = [_checked_link(g, view.max_rate.get(g.index), p, problems) for g in header.gpus]
+    if gpus != header.gpus:
+        header = structs.replace(header, gpus=gpus)
+    return header, problems
+
+
+def _checked_link(g: GpuInfo, seen: float | None, p: Path, problems: list[str]) -> GpuInfo:
+    """`g` with a link capacity that can be true: its stated one, else its generation and width's
+    (when the data bears that out), else none (the detector's default link)."""
+
+    def true(link: float | None) -> bool:
+        return link is not None and (
+            MIN_LINK_BYTES_PER_S <= link <= MAX_LINK_BYTES_PER_S
+            and (seen is None or seen <= LINK_LIE_ABOVE * link))
+
+    link = g.link_bytes_per_s
+    if link is None or true(link):
+        return g
+    own = link_bytes_per_s(g.link_gen, g.link_width)
+    instead = own if true(own) else None
+    why = ("not a link's capacity" if not MIN_LINK_BYTES_PER_S <= link <= MAX_LINK_BYTES_PER_S
+           else f"a sample moved {seen:.3g} B/s")
+    using = (f"{instead:.3g} B/s (its generation and width)" if instead is not None
+             else "the detector's default link")
+    problems.append(f"{p}: header GPU {g.index} link_bytes_per_s {link:g} is belied ({why}); "
+                    f"using {using}")
+    return structs.replace(g, link_bytes_per_s=instead)
+
+
 def open_recording(path: str | Path) -> tuple[SessionHeader, LineStream, list[str]]:
     """Open a JSON Lines recording: its validated header, the byte stream positioned at line 2
     (the caller closes it) and what was wrong with the header but could be replaced (for the
@@ -370,7 +518,10 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, LineStream, list[st
         problems += _sanitise_header(data, p)
         header, repaired = _header_with_fallbacks(data, p)
         problems += repaired
-    except (DecodeError, ValueError) as exc:
+        header, lies = _checked_against_data(header, p)
+        problems += lies
+    except (DecodeError, ValueError, RecursionError) as exc:
+        # RecursionError: a header nested deeper than the checks of its values go.
         stream.close()
         raise RecordingError(
             f"{p}: not a gapwatch recording ({str(exc).splitlines()[0]})"
@@ -394,5 +545,6 @@ def read_recording(
                     problem_lines=[] if keep_problem_lines else None, files=[Path(path)])
     for message in problems:
         rec.problem("bad_header", message, 1)
-    rec.records = _records(stream, rec, 1, skip_prefixes, skip_type_last)
+    rec.records = without_isolated_times(
+        _records(stream, rec, 1, skip_prefixes, skip_type_last), rec)
     return rec

@@ -46,6 +46,10 @@ def start_and_show(runtime: _Startable, command: str = "watch") -> int:
     """
     stop = StopSignals()
     stop.install()
+    replay = getattr(runtime, "replay", None)
+    if replay is not None:
+        # The dashboard can seek back from the end of the file (←, [, Home).
+        replay.interactive = True
     try:
         runtime.start()
         died = False

@@ -333,6 +333,12 @@ class GapwatchApp(App[int]):
             return
         status = self.runtime.status()
         self.query_one(StatusFooter).show_status(status)
+        if status.done != self._ended:
+            # Nothing more will come: say so at the top (the REPLAY ENDED banner), now; a
+            # replay seeking back from its end plays again (the banner goes).
+            self._ended = status.done
+            if not self.paused:
+                self.redraw(force=True)
         replay = self._replay()
         if self.paused and replay is not None and self.view is not None \
                 and replay.position_wall_s != self._frozen_at:
@@ -342,11 +348,6 @@ class GapwatchApp(App[int]):
             t_end = newest_time_ns(snap)
             if t_end is not None:
                 self._push(dataclasses.replace(self._make_view(snap, t_end), paused=True))
-        if status.done and not self._ended:
-            # Nothing more will come: say so at the top (the REPLAY ENDED banner), now.
-            self._ended = True
-            if not self.paused:
-                self.redraw(force=True)
 
     # -- messages up --------------------------------------------------------------------------
 

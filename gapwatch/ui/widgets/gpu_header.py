@@ -27,6 +27,8 @@ pressed: the gap table and the log stay where they are.
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Group
 from rich.text import Text
 from textual.widget import Widget
@@ -36,8 +38,10 @@ from gapwatch.core.health import HEALTH_CELL_WIDTH, health_cell, health_cells, t
 from gapwatch.core.hints import HINT_SEP
 from gapwatch.core.models import Gap
 from gapwatch.core.verdict import verdict_words
+from gapwatch.cuzk.why_now import NO_CAUSE, WhyNow, why_now
 from gapwatch.engine.summary import gap_counts_text
 from gapwatch.ui.fit import fit_indices, fit_phrases
+from gapwatch.ui.kinds import kind_words
 from gapwatch.ui.series import last_column_rates
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.strip_chart import LABEL_WIDTH
@@ -125,6 +129,8 @@ class GpuHeader(Widget):
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
+        #: (store version, GPU) and what `why_now` said for them (`_change_words`).
+        self._why: tuple[tuple[int, int], WhyNow] | None = None
         self.lines: list[Text] = [Text("waiting for the first samples…")]
         #: Lines the header may have in the detail view (set by the app while `d` shows it;
         #: None: the main view).
@@ -358,6 +364,19 @@ class GpuHeader(Widget):
         line.truncate(width)
         return [line]
 
+    def _change_words(self, view: View, gpu: int) -> str:
+        """`; change [memory] safety_margin (payoff ~1.8x)` for the GPU's gaps in the window
+        (`cuzk.why_now`, the alerts' and --on-event's facts), "" when no setting closes them;
+        worked out once per store version."""
+        key = (view.snap.version, gpu)
+        if self._why is None or self._why[0] != key:
+            self._why = (key, why_now(view.snap, gpu))
+        why = self._why[1]
+        if why.setting == NO_CAUSE:
+            return ""
+        pay = f" (payoff ~{why.payoff_gain:.1f}x)" if why.payoff_gain is not None else ""
+        return f"; change {why.setting}{pay}"
+
     def _verdict(self, view: View, width: int, budget: int, span: bool = True,
                  more: str = "") -> list[Text]:
         """The selected GPU's state, since when, what it rests on now, and the latest gap's
@@ -370,7 +389,12 @@ class GpuHeader(Widget):
         name = view.state_name(gpu)
         # Since when, and what the state rests on now: the live window, never the count the
         # state was entered on (that froze at "2 pcie_starved gaps" while 13 were in view).
-        body = verdict_words(state, view.snap.windows.get(gpu), view.detector, span=span)
+        body = operator_words(
+            verdict_words(state, view.snap.windows.get(gpu), view.detector, span=span))
+        if name in ("GAPS", "BREAKDOWN"):
+            # The flag says what to do about it at once: the setting and its payoff, before
+            # the hint (which is cut first when lines run short).
+            body += self._change_words(view, gpu)
         chain = view.snap.chaining.get(gpu)
         # A fall of the chaining figure is said here ("chaining 93%→41%"); the figure itself
         # is on the health line.
@@ -407,6 +431,15 @@ class GpuHeader(Widget):
         for line in lines:
             line.no_wrap = True
         return lines
+
+
+#: "11 pcie_starved gaps" in the core's verdict words (JSON and /metrics keep the kind names).
+_KIND_COUNT = re.compile(r"\b(\d+) (pcie_starved|transfer_bound|host_stall|unknown) (gaps?)\b")
+
+
+def operator_words(text: str) -> str:
+    """The core's verdict as an operator reads it: "11 gaps (slow copies) in the last 30 s"."""
+    return _KIND_COUNT.sub(lambda m: f"{m[1]} {m[3]} ({kind_words(m[2])})", text)
 
 
 #: Where the rest of a hint cut to the header's lines is: the detail view, and where even its

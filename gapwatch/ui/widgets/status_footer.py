@@ -30,8 +30,9 @@ _SOURCE_NAME = {"gpm": "GPM", "counters": "counters", "legacy": "legacy", "util"
 
 KEYS = "? help  q quit  s snapshot  p pause  g GPU  w window  d detail  t procs"
 
-#: Log states that are not a problem (the file is being read, or stdin ended as it should).
-_LOG_OK = ("following", "closed (end of input)")
+#: Log states that are not a problem (the file is being read, was read whole by `replay --log`,
+#: or stdin ended as it should).
+_LOG_OK = ("following", "closed (end of input)", "read whole")
 
 
 def _ms(value: float | None) -> str:

@@ -1,0 +1,121 @@
+"""Header values are checked against the data (issue 29, item 9): a period the samples' spacing
+belies, a link capacity that is none or that the samples exceed, is said as `bad_header` and the
+data's own value used, so the report is the one an honest header gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from evaluation.simulate import simulate
+from gapwatch.cli import main
+from gapwatch.sinks.recorder import write_recording
+from gapwatch.sources.files import read_any
+
+
+def _recording(tmp_path: Path, name: str, header: dict[str, Any] | None = None,
+               link: float | None = None) -> Path:
+    sim = simulate("pageable", seed=3, duration_s=60.0, gpus=2)
+    path = tmp_path / name
+    write_recording(path, sim.header, sim.records)
+    lines = path.read_bytes().splitlines(keepends=True)
+    doc = msgspec.json.decode(lines[0])
+    doc.update(header or {})
+    if link is not None:
+        for g in doc["gpus"]:
+            g["link_bytes_per_s"] = link
+    lines[0] = msgspec.json.encode(doc) + b"\n"
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def _report(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["report", "--json", str(path)]) == 0
+    doc: dict[str, Any] = msgspec.json.decode(capsys.readouterr().out)
+    return doc
+
+
+def _same_gaps(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return bool(a["gaps"]) and a["gaps"] == b["gaps"]
+
+
+def test_a_header_period_the_samples_belie_is_said_and_the_datas_own_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`period_ms` 1.0 over samples 100 ms apart made every sample a hole: 0 gaps, unsaid."""
+    lying = _recording(tmp_path, "lie.jsonl", {"period_ms": 1.0})
+    rec = read_any(lying)
+    assert rec.header.period_ms == 100.0 and rec.counters == {"bad_header": 1}
+    assert "header period_ms 1 is belied by the data: its GPU samples are 100 ms apart" \
+        in rec.problems[0]
+    doc, clean = _report(lying, capsys), _report(_recording(tmp_path, "ok.jsonl"), capsys)
+    assert _same_gaps(doc, clean) and doc["period_ms"] == 100.0
+    assert doc["counters"]["bad_header"] == 1
+
+
+def test_a_header_period_too_long_for_the_samples_is_a_lie_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    lying = _recording(tmp_path, "lie.jsonl", {"period_ms": 1000.0})
+    doc, clean = _report(lying, capsys), _report(_recording(tmp_path, "ok.jsonl"), capsys)
+    assert _same_gaps(doc, clean) and doc["counters"]["bad_header"] == 1
+
+
+@pytest.mark.parametrize("command", [["replay", "--headless", "--speed", "0"],
+                                     ["replay", "--headless", "--speed", "1000"],
+                                     ["report"]])
+def test_a_period_of_5e_324_crashes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str],
+) -> None:
+    """5e-324 ms passed as a period (> 0) and was 0 s once divided: replay's ZeroDivisionError."""
+    path = _recording(tmp_path, "tiny.jsonl", {"period_ms": 5e-324})
+    assert read_any(path).header.period_ms == 100.0
+    assert main([command[0], str(path), *command[1:]]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("link", [-63e9, 0.5, 1e15])
+def test_a_link_speed_that_is_no_link_is_said_and_the_gaps_are_an_honest_headers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], link: float,
+) -> None:
+    """A negative link speed turned every gap transfer_bound."""
+    lying = _recording(tmp_path, "lie.jsonl", link=link)
+    rec = read_any(lying)
+    assert [g.link_bytes_per_s for g in rec.header.gpus] == [63015384615.38462] * 2
+    assert rec.counters == {"bad_header": 2}
+    assert f"header GPU 0 link_bytes_per_s {link:g} is belied (not a link's capacity); using " \
+           "6.3e+10 B/s (its generation and width)" in rec.problems[0]
+    doc, clean = _report(lying, capsys), _report(_recording(tmp_path, "ok.jsonl"), capsys)
+    assert _same_gaps(doc, clean)
+
+
+def test_a_link_speed_the_samples_exceed_is_a_lie(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    lying = _recording(tmp_path, "lie.jsonl", link=1e9)  # samples move ~17 GB/s
+    rec = read_any(lying)
+    assert "is belied (a sample moved 1." in rec.problems[0]
+    doc, clean = _report(lying, capsys), _report(_recording(tmp_path, "ok.jsonl"), capsys)
+    assert _same_gaps(doc, clean)
+
+
+def test_a_lying_link_without_generation_and_width_falls_back_to_the_default_link(
+    tmp_path: Path,
+) -> None:
+    path = _recording(tmp_path, "lie.jsonl", link=-1.0)
+    doc = msgspec.json.decode(path.read_bytes().splitlines()[0])
+    for g in doc["gpus"]:
+        g["link_gen"] = g["link_width"] = None
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(msgspec.json.encode(doc) + b"\n" + b"".join(lines[1:]))
+    rec = read_any(path)
+    assert [g.link_bytes_per_s for g in rec.header.gpus] == [None, None]
+    assert "using the detector's default link" in rec.problems[0]
+
+
+def test_an_honest_header_is_left_as_it_is(tmp_path: Path) -> None:
+    rec = read_any(_recording(tmp_path, "ok.jsonl"))
+    assert rec.counters == {} and rec.header.period_ms == 100.0

@@ -1,0 +1,211 @@
+"""Hostile recordings (issue 29, items 4 and 5): every reader (report in one process and split,
+export csv and perfetto, replay) takes a bad line as a counted bad record, never a traceback;
+a bad line costs nothing once counted; a line longer than any record is passed over without
+being held, plain or gzip."""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import tracemalloc
+import zlib
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from evaluation.simulate import simulate
+from gapwatch.cli import main
+from gapwatch.config import Config
+from gapwatch.offline.report import build_report
+from gapwatch.offline.report_parallel import detect_parallel
+from gapwatch.sinks.recorder import write_recording
+from gapwatch.sources.files import read_any
+from gapwatch.sources.gzip_lines import MAX_LINE_BYTES
+from gapwatch.sources.recording import json_bytes
+
+HOSTILE = Path(__file__).parent / "data" / "hostile"
+MIB = 1 << 20
+
+COMMANDS = [
+    ["report", "--json"], ["export", "--format", "csv"], ["export", "--format", "perfetto"],
+    ["replay", "--headless", "--speed", "0"],
+]
+
+
+def _recording(tmp_path: Path, extra: list[bytes], name: str = "r.jsonl", at: int = 100,
+               compress: bool = False, samples_only: bool = False) -> Path:
+    """A simulated minute (two GPUs) with `extra` lines put in after line `at`; `samples_only`:
+    GPU and host samples alone (what the report splits across processes)."""
+    sim = simulate("pageable", seed=2, duration_s=60.0, gpus=2)
+    plain = tmp_path / "clean.jsonl"
+    records = [r for r in sim.records if not samples_only or r.type in ("gpu", "host")]
+    write_recording(plain, sim.header, records)
+    lines = plain.read_bytes().splitlines(keepends=True)
+    path = tmp_path / name
+    with (gzip.open(path, "wb", compresslevel=1) if compress else open(path, "wb")) as out:
+        out.writelines(lines[:at])
+        out.writelines(extra)
+        out.writelines(lines[at:])
+    return path
+
+
+@pytest.mark.parametrize("hostile", ["nested-type-last.jsonl", "nested-fields.jsonl"])
+@pytest.mark.parametrize("command", COMMANDS)
+def test_deeply_nested_json_is_a_counted_bad_record_in_every_reader(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], hostile: str, command: list[str],
+) -> None:
+    """A 30 KB line of brackets made msgspec raise RecursionError: report, export and replay
+    died with a traceback."""
+    path = _recording(tmp_path, [(HOSTILE / hostile).read_bytes()])
+    extra = ["--out", str(tmp_path / "out.x")] if command[0] == "export" else []
+    assert main([command[0], str(path), *command[1:], *extra]) == 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    if command[0] == "report":
+        doc = msgspec.json.decode(out)
+        assert doc["counters"]["bad_records"] == 1 and doc["gaps"]
+        assert any(":101: bad record (" in p for p in doc["problems"])
+
+
+def test_deeply_nested_json_is_a_bad_record_in_the_split_report_too(tmp_path: Path) -> None:
+    lines = [(HOSTILE / n).read_bytes() for n in ("nested-type-last.jsonl", "nested-fields.jsonl")]
+    path = _recording(tmp_path, lines, samples_only=True)
+    assert detect_parallel(path, Config(), 2) is not None  # split, not fallen back to one
+    one = build_report(path, Config(), workers=1)
+    split = build_report(path, Config(), workers=2)
+    assert one.counters["bad_records"] == split.counters["bad_records"] == 2
+    assert one.gaps == split.gaps and one.gaps
+
+
+def test_a_deeply_nested_header_is_not_a_recording_said_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["report", str(HOSTILE / "nested-header.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "not a gapwatch recording (the header line is nested too deep)" in err
+    assert "Traceback" not in err
+
+
+#: One bad line of each kind the reader meets: not JSON, a wrong type, a value out of bounds,
+#: a log event whose repair fails, an unchanged-prover marker with nothing before it, nesting.
+BAD_LINES = [
+    b"not json at all\n",
+    b'{"type":"gpu","gpu":"0"}\n',
+    b'{"type":"log","t_wall_s":1.0,"fields":{"a":99999999999999999999},"raw":5}\n',
+    b'{"type":"prover_same","prover":"nobody","t_mono_ns":1,"t_wall_s":1.0}\n',
+    b'{"type":"prover_same",' + b"[" * 2000 + b"\n",
+    b'{"fields":{"a":' + b"[" * 2000 + b"]" * 2000 + b'},"type":"log"}\n',
+    b'{"type":"log","fields":{"a":' + b"[" * 2000 + b"]" * 2000 + b"}}\n",
+]
+
+
+def test_bad_lines_cost_nothing_once_counted_with_the_cycle_collector_off(
+    tmp_path: Path,
+) -> None:
+    """The report runs with the cyclic GC off; each bad line used to leave two exceptions in a
+    cycle through their tracebacks (1 M bad lines: 2.4 GB; a 21 KB gzip of 10 M: MemoryError)."""
+    n = 300
+    path = _recording(tmp_path, BAD_LINES * n)
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        rec = read_any(path)
+        list(rec.records)
+        left_in_cycles = gc.collect()
+    finally:
+        if was_on:
+            gc.enable()
+    assert rec.counters["bad_records"] == len(BAD_LINES) * n
+    assert left_in_cycles < 50  # what one read leaves, not what each bad line does
+
+
+def _gzip_with_a_huge_line(path: Path, head: bytes, line_bytes: int, tail: bytes) -> None:
+    """A gzip file with `line_bytes` of one line between `head` and `tail`, written without
+    holding the line (it compresses ~1000:1)."""
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = b"x" * MIB
+    with open(path, "wb") as out:
+        out.write(z.compress(head))
+        for _ in range(line_bytes // MIB):
+            out.write(z.compress(block))
+        out.write(z.compress(b"\n" + tail))
+        out.write(z.flush())
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_line_longer_than_any_record_is_a_bad_record_read_without_holding_it(
+    tmp_path: Path, compressed: bool,
+) -> None:
+    """A 4.2 MB gzip holding one 4 GiB line was a MemoryError in all five readers; here twice
+    the limit (the reader's memory must stay near the limit, not the line: a reader holding the
+    line whole would pass the bound below)."""
+    clean = _recording(tmp_path, [])
+    lines = clean.read_bytes().splitlines(keepends=True)
+    head, tail = b"".join(lines[:100]), b"".join(lines[100:])
+    huge = 2 * MAX_LINE_BYTES if compressed else MAX_LINE_BYTES + 8 * MIB
+    path = tmp_path / ("huge.jsonl.gz" if compressed else "huge.jsonl")
+    if compressed:
+        _gzip_with_a_huge_line(path, head, huge, tail)
+    else:
+        with open(path, "wb") as out:
+            out.write(head)
+            for _ in range(huge // MIB):
+                out.write(b"x" * MIB)
+            out.write(b"\n" + tail)
+    tracemalloc.start()
+    try:
+        rec = read_any(path)
+        n = sum(1 for _ in rec.records)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert n == len(lines) - 1  # every record but the header, none lost around the long line
+    assert rec.counters == {"bad_records": 1}
+    assert "a line longer than 64 MiB" in rec.problems[0]
+    # The limit, and a few chunks in flight (an inflated piece of 8 MiB, zlib's output blocks).
+    assert peak < MAX_LINE_BYTES + 40 * MIB, peak
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, ["report"]])
+def test_a_gzip_of_one_huge_line_is_a_bad_record_in_every_reader(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str],
+) -> None:
+    clean = _recording(tmp_path, [])
+    lines = clean.read_bytes().splitlines(keepends=True)
+    path = tmp_path / "huge.jsonl.gz"
+    # Just past the limit: every reader must skip it (a few MiB over costs what 64 over does).
+    _gzip_with_a_huge_line(path, b"".join(lines[:100]), MAX_LINE_BYTES + MIB,
+                           b"".join(lines[100:]))
+    extra = ["--out", str(tmp_path / "out.x")] if command[0] == "export" else []
+    assert main([command[0], str(path), *command[1:], *extra]) == 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    if command == ["report", "--json"]:
+        assert msgspec.json.decode(out)["counters"]["bad_records"] == 1
+
+
+def test_a_huge_first_line_is_not_a_recording_said_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / "huge-first.jsonl.gz"
+    _gzip_with_a_huge_line(path, b"", MAX_LINE_BYTES + MIB, b"")
+    assert main(["report", str(path)]) == 2
+    assert "the first line is longer than 64 MiB" in capsys.readouterr().err
+
+
+def test_sizing_a_gzip_of_one_huge_line_holds_no_more_than_a_chunk(tmp_path: Path) -> None:
+    """`report` sizes a gzip recording by inflating its first MiB (to pick its processes): a MiB
+    of one repeated byte inflates to a GiB, and was held whole (the 4 GiB line: ~500 MB peak).
+    A quarter of that here: all of it inflates, held whole it would be 256 MiB."""
+    path = tmp_path / "huge.jsonl.gz"
+    _gzip_with_a_huge_line(path, b"", 1 << 28, b"")
+    tracemalloc.start()
+    try:
+        size = json_bytes(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert size > 1 << 28
+    assert peak < 24 * MIB, peak

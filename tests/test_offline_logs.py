@@ -1,0 +1,120 @@
+"""Offline logs (`report/export/replay --log`, `parse`) are read as the live tailer reads them
+(issue 29, item 6): NUL padding dropped and counted, lines split at `\\n` only, read in bounded
+slices (a NUL hole passed over unread)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from gapwatch.cli import main
+from gapwatch.config import Config
+from gapwatch.core.models import LogEvent
+from gapwatch.logs.files import LogFile, parse_log_files
+from gapwatch.logs.parse import LogParser
+from gapwatch.logs.tail import LineSplitter
+
+HOSTILE = Path(__file__).parent / "data" / "hostile"
+GIB = 1 << 30
+
+
+def _live(path: Path) -> list[LogEvent]:
+    """The events the live path (tailer's splitter, then the parser) makes of the file."""
+    parser = LogParser(Config().logs, keep_unparsed=False)
+    splitter = LineSplitter(Config().logs.max_line_bytes)
+    events: list[LogEvent] = []
+    for line in [*splitter.feed(path.read_bytes()), *splitter.flush()]:
+        events.extend(parser.parse_line(line, stream=str(path)))
+    return sorted((e for e in events if e.t_wall_s > 0), key=lambda e: e.t_wall_s)
+
+
+def test_copytruncate_nul_padding_does_not_hide_the_first_line_offline(tmp_path: Path) -> None:
+    """NULs before cuzk's first line (its TIMELINE anchor) hid it: TIMELINE lines went
+    unplaced and partitions per hour changed, with nothing said."""
+    padded = HOSTILE / "copytruncate-nul.log"
+    clean = tmp_path / "clean.log"
+    clean.write_bytes(padded.read_bytes().replace(b"\0", b""))
+    events, counters = parse_log_files([str(padded)], Config())
+    expected, _ = parse_log_files([str(clean)], Config())
+    assert [(e.t_wall_s, e.name) for e in events] == [(e.t_wall_s, e.name) for e in expected]
+    assert any(e.kind == "timeline" for e in events)  # placed by the anchor line
+    assert counters["nul_bytes"] == 4096
+
+
+@pytest.mark.parametrize("name", ["lone-cr.log", "copytruncate-nul.log"])
+def test_offline_logs_read_as_the_live_tailer_reads_them(name: str) -> None:
+    """A lone CR split a line offline (text mode's universal newlines) but not live."""
+    path = HOSTILE / name
+    events, _ = parse_log_files([str(path)], Config())
+    assert [(e.t_wall_s, e.name, e.raw) for e in events] == \
+        [(e.t_wall_s, e.name, e.raw) for e in _live(path)]
+
+
+def test_a_lone_cr_splits_no_line_offline() -> None:
+    log = LogFile(str(HOSTILE / "lone-cr.log"), Config().logs.max_line_bytes)
+    lines = list(log.lines())
+    assert len(lines) == 9 and all(line.endswith("\rprogress 50%\r") for line in lines[1:])
+
+
+def test_a_gib_nul_hole_is_passed_over_in_bounded_memory(tmp_path: Path) -> None:
+    """A copytruncate's 1 GiB NUL hole cost 2.1 GB read as text."""
+    lines = (HOSTILE / "copytruncate-nul.log").read_bytes().replace(b"\0", b"")
+    path = tmp_path / "holed.log"
+    with open(path, "wb") as f:
+        f.write(lines[:200])  # a line cut by the truncation ...
+        f.truncate(GIB)  # ... a hole (sparse: no disk) up to the writer's old offset ...
+        f.seek(GIB)
+        f.write(lines)  # ... and the log written again there
+    tracemalloc.start()
+    try:
+        events, counters = parse_log_files([str(path)], Config())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 << 20, peak
+    assert counters["nul_bytes"] == GIB - 200
+    assert any(e.kind == "timeline" for e in events)
+
+
+def test_parse_reads_a_log_with_nul_padding_instead_of_refusing_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`parse` called such a log "a binary file, it has NUL bytes" while `record --log` read it."""
+    assert main(["parse", str(HOSTILE / "copytruncate-nul.log")]) == 0
+    out, err = capsys.readouterr()
+    assert "starting cuzk engine" in out and "binary" not in err
+    assert "4096 NUL bytes dropped" in err
+
+
+def test_report_with_a_nul_padded_log_counts_the_nul_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from evaluation.simulate import simulate
+    from gapwatch.sinks.recorder import write_recording
+
+    sim = simulate("pageable", seed=2, duration_s=30.0)
+    rec = tmp_path / "r.jsonl"
+    write_recording(rec, sim.header, [r for r in sim.records if r.type != "log"])
+    log = tmp_path / "cuzk.log"
+    log.write_bytes(b"\0" * 100 + "".join(f"{t}\n" for _, t in sim.log_lines).encode())
+    assert main(["report", "--json", str(rec), "--log", str(log)]) == 0
+    assert '"log_nul_bytes":100' in capsys.readouterr().out.replace(" ", "")
+
+
+def test_a_fifo_log_is_read_as_a_stream(tmp_path: Path) -> None:
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    pid = os.fork()
+    if pid == 0:  # the writer (gives up after 10 s if no reader ever comes)
+        signal.alarm(10)
+        with open(fifo, "wb") as w:
+            w.write(b"\0\0a line\r\nanother")
+        os._exit(0)
+    try:
+        assert list(LogFile(str(fifo), 1 << 20).lines()) == ["a line\r", "another"]
+    finally:
+        os.waitpid(pid, 0)

@@ -1,20 +1,16 @@
-"""bench/ui_bench.py's side-by-side plumbing (the GPU box runs it for the figures; here only the
+"""evaluation/ui_bench.py's (bench/ui_bench.py) side-by-side plumbing (the GPU box runs it for the figures; here only the
 parts that need no GPU): CPU read from /proc, processes in a pseudo-terminal, the table."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
-sys.path.insert(0, str(BENCH))
-
-import ui_bench  # noqa: E402 - found through the path above
+from evaluation import ui_bench
 
 
 def test_cpu_seconds_are_read_from_proc_for_a_live_process_and_none_for_a_gone_one() -> None:

@@ -94,7 +94,9 @@ class FakeProm:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # A short poll: `shutdown` waits for it (the default half second was most of each test).
+        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.02,),
+                                        daemon=True)
         self._thread.start()
 
     def close(self) -> None:

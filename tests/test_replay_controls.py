@@ -11,31 +11,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from replay_fakes import pageable_recording, until
 
-from evaluation.simulate import simulate
 from gapwatch.config import Config
-from gapwatch.core.models import Gap, StateChange
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.runtime import Runtime, build_runtime
-from gapwatch.sinks.recorder import write_recording
 
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run = simulate("pageable", duration_s=90.0)
-    path = tmp_path_factory.mktemp("rec") / "pageable.jsonl.gz"
-    write_recording(path, run.header, [r for r in run.records
-                                       if not isinstance(r, Gap | StateChange)])
-    return path
+    return pageable_recording(tmp_path_factory.mktemp("rec"))
 
 
 def _until(cond: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.01)
-    return False
+    return until(cond, timeout_s)
 
 
 def _started(path: Path, speed: float = 0.5, **kw: object) -> tuple[Runtime, ReplayDriver]:

@@ -29,7 +29,7 @@ from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.console import say
-from gapwatch.engine.events import EventHook, start_event_hook
+from gapwatch.engine.events import event_hook_for
 from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime
 from gapwatch.engine.sampler import LatenessStats
 from gapwatch.engine.stop_signals import StopSignals
@@ -61,14 +61,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
         except STARTUP_ERRORS as exc:
             say(f"gapwatch record: {exc}")
             return 2
-        hook: EventHook | None = None
-        if args.on_event:
-            try:
-                hook = start_event_hook(args.on_event, rt, config, args.on_event_timeout)
-            except ValueError as exc:
-                rt.stop()
-                say(f"gapwatch record: {exc}")
-                return 2
+        try:
+            hook = event_hook_for(args.on_event, rt, config, args.on_event_timeout)
+        except ValueError as exc:
+            say(f"gapwatch record: {exc}")
+            return 2
         states: dict[int, str] = {}
 
         def listen(ev: Gap | StateChange | Notice) -> None:

@@ -14,7 +14,7 @@ from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.config import Config
 from gapwatch.engine.console import say
-from gapwatch.engine.events import EventHook, start_event_hook
+from gapwatch.engine.events import event_hook_for
 from gapwatch.engine.runtime import STARTUP_ERRORS, build_runtime
 from gapwatch.engine.terminal import detach_piped_stdin, require_terminal
 
@@ -38,14 +38,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
     except STARTUP_ERRORS as exc:
         say(f"gapwatch watch: {exc}")
         return 2
-    hook: EventHook | None = None
-    if args.on_event:
-        try:
-            hook = start_event_hook(args.on_event, rt, config, args.on_event_timeout)
-        except ValueError as exc:
-            rt.stop()
-            say(f"gapwatch watch: {exc}")
-            return 2
+    try:
+        hook = event_hook_for(args.on_event, rt, config, args.on_event_timeout)
+    except ValueError as exc:
+        say(f"gapwatch watch: {exc}")
+        return 2
     from gapwatch.ui import start_and_show
 
     try:

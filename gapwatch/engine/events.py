@@ -358,3 +358,20 @@ def start_event_hook(command: str, rt: Runtime, config: Config,
     rt.session.add_sink(hook)
     hook.start()
     return hook
+
+
+def event_hook_for(on_event: str | None, rt: Runtime, config: Config,
+                   timeout_s: float) -> EventHook | None:
+    """`--on-event` as `watch` and `record` take it: the hook started over the runtime, or None
+    without the flag.
+
+    Raises:
+        ValueError: the command cannot be split into words (the runtime is stopped first).
+    """
+    if not on_event:
+        return None
+    try:
+        return start_event_hook(on_event, rt, config, timeout_s)
+    except ValueError:
+        rt.stop()
+        raise

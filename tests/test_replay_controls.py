@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from replay_fakes import pageable_recording, until
 
-from gapwatch.config import Config
+from gapwatch.config import build_config
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.runtime import Runtime, build_runtime
 
@@ -28,7 +28,9 @@ def _until(cond: Callable[[], bool], timeout_s: float = 10.0) -> bool:
 
 
 def _started(path: Path, speed: float = 0.5, **kw: object) -> tuple[Runtime, ReplayDriver]:
-    rt = build_runtime(Config(), f"replay:{path}", speed=speed, **kw)  # type: ignore[arg-type]
+    # Automatic snapshots (BREAKDOWN) beside the recording, never in the working directory.
+    config = build_config({"snapshot": {"dir": str(path.parent / "snapshots")}})
+    rt = build_runtime(config, f"replay:{path}", speed=speed, **kw)  # type: ignore[arg-type]
     rt.start()
     replay = rt.replay
     assert replay is not None

@@ -71,11 +71,14 @@ def test_a_seek_back_feeds_only_the_history_before_it_and_finds_the_same_gaps(
                    and g.end_s is not None and g.end_s < start + 70]) == _spans(again)
 
 
-def test_the_dashboards_replay_can_go_back_from_the_end_of_the_file(recording: Path) -> None:
+def test_the_dashboards_replay_can_go_back_from_the_end_of_the_file(
+        recording: Path, tmp_path: Path) -> None:
     """In the dashboard (`interactive`) the end of the file settles the detector and says so
     (`done`, "ended"), then waits: a seek on says it is at the end, a seek back plays the file
     again (no longer done)."""
-    rt = build_runtime(build_config({}), f"replay:{recording}", speed=0)
+    # Automatic snapshots (BREAKDOWN) in tmp_path, not the working directory.
+    rt = build_runtime(build_config({"snapshot": {"dir": str(tmp_path)}}),
+                       f"replay:{recording}", speed=0)
     replay = rt.replay
     assert replay is not None
     replay.interactive = True
@@ -97,12 +100,14 @@ def test_the_dashboards_replay_can_go_back_from_the_end_of_the_file(recording: P
 
 
 async def test_the_banner_goes_when_the_dashboard_seeks_back_from_the_end(
-        recording: Path) -> None:
+        recording: Path, tmp_path: Path) -> None:
     from ui_fakes import screen_text
 
     from gapwatch.ui.app import GapwatchApp
 
-    rt = build_runtime(build_config({}), f"replay:{recording}", speed=0)
+    # The dashboard's automatic snapshot (BREAKDOWN) in tmp_path, not the working directory.
+    rt = build_runtime(build_config({"snapshot": {"dir": str(tmp_path)}}),
+                       f"replay:{recording}", speed=0)
     replay = rt.replay
     assert replay is not None
     replay.interactive = True

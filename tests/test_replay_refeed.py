@@ -12,7 +12,8 @@ from replay_fakes import pageable_recording, until
 
 from gapwatch.config import build_config
 from gapwatch.core.models import Gap, Notice, StateChange
-from gapwatch.engine.runtime import build_runtime
+from gapwatch.engine.replay import ReplayDriver
+from gapwatch.engine.runtime import Runtime, build_runtime
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +23,17 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _until(cond: Callable[[], bool], timeout_s: float = 20.0) -> bool:
     return until(cond, timeout_s)
+
+
+def _dashboard_replay(recording: Path, tmp_path: Path) -> tuple[Runtime, ReplayDriver]:
+    """A replay as the dashboard runs it (`interactive`: it waits at the end), not started; its
+    automatic BREAKDOWN snapshots go to `tmp_path`, never the working directory."""
+    rt = build_runtime(build_config({"snapshot": {"dir": str(tmp_path)}}),
+                       f"replay:{recording}", speed=0)
+    replay = rt.replay
+    assert replay is not None
+    replay.interactive = True
+    return rt, replay
 
 
 def _spans(gaps: list[Gap]) -> list[tuple[int, int | None, str]]:
@@ -76,12 +88,7 @@ def test_the_dashboards_replay_can_go_back_from_the_end_of_the_file(
     """In the dashboard (`interactive`) the end of the file settles the detector and says so
     (`done`, "ended"), then waits: a seek on says it is at the end, a seek back plays the file
     again (no longer done)."""
-    # Automatic snapshots (BREAKDOWN) in tmp_path, not the working directory.
-    rt = build_runtime(build_config({"snapshot": {"dir": str(tmp_path)}}),
-                       f"replay:{recording}", speed=0)
-    replay = rt.replay
-    assert replay is not None
-    replay.interactive = True
+    rt, replay = _dashboard_replay(recording, tmp_path)
     rt.start()
     try:
         assert _until(lambda: rt.status().done)
@@ -105,12 +112,7 @@ async def test_the_banner_goes_when_the_dashboard_seeks_back_from_the_end(
 
     from gapwatch.ui.app import GapwatchApp
 
-    # The dashboard's automatic snapshot (BREAKDOWN) in tmp_path, not the working directory.
-    rt = build_runtime(build_config({"snapshot": {"dir": str(tmp_path)}}),
-                       f"replay:{recording}", speed=0)
-    replay = rt.replay
-    assert replay is not None
-    replay.interactive = True
+    rt, replay = _dashboard_replay(recording, tmp_path)
     rt.start()
     try:
         app = GapwatchApp(rt)

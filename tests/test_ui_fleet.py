@@ -4,8 +4,12 @@ box's recent minutes, saying what Prometheus can and cannot give."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from fleet_fakes import Reply, box, fake_prometheus, matrix
 from rich.text import Text
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from gapwatch.fleet.client import PromClient
@@ -18,6 +22,14 @@ def _footer(app: FleetApp) -> str:
     return str(app.query_one("#fleet-footer", Static).content)
 
 
+async def _until(pilot: Pilot[Any], cond: Callable[[], bool]) -> None:
+    """Let the app run until `cond` holds (5 s at most; the test's assertions say the rest)."""
+    for _ in range(100):
+        if cond():
+            return
+        await pilot.pause(0.05)
+
+
 async def test_three_hundred_rows_scroll_at_80x24_and_a_failing_prometheus_keeps_the_table(
         ) -> None:
     with fake_prometheus() as fake:
@@ -26,10 +38,7 @@ async def test_three_hundred_rows_scroll_at_80x24_and_a_failing_prometheus_keeps
         app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
         async with app.run_test(size=(80, 24)) as pilot:
             table: DataTable[Text] = app.query_one(DataTable)
-            for _ in range(100):
-                if table.row_count:
-                    break
-                await pilot.pause(0.05)
+            await _until(pilot, lambda: table.row_count > 0)
             assert table.row_count == 300
             first = [str(c) for c in table.get_row_at(0)]
             assert first[:3] == ["box040:9400", "0", "BREAKDOWN"]
@@ -41,10 +50,7 @@ async def test_three_hundred_rows_scroll_at_80x24_and_a_failing_prometheus_keeps
             fake.replies.clear()
             fake.default = Reply(503, b"")
             await pilot.press("r")
-            for _ in range(100):
-                if "NOT read" in _footer(app) or "HTTP 503" in _footer(app):
-                    break
-                await pilot.pause(0.05)
+            await _until(pilot, lambda: "NOT read" in _footer(app) or "HTTP 503" in _footer(app))
             assert "HTTP 503" in _footer(app) and "showing the last table" in _footer(app)
             assert table.row_count == 300
 
@@ -57,27 +63,18 @@ async def test_enter_on_a_row_shows_that_box_recent_minutes() -> None:
         app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
         async with app.run_test(size=(80, 24)) as pilot:
             table: DataTable[Text] = app.query_one(DataTable)
-            for _ in range(100):
-                if table.row_count:
-                    break
-                await pilot.pause(0.05)
+            await _until(pilot, lambda: table.row_count > 0)
             await pilot.press("enter")
             await pilot.pause(0.1)
             assert isinstance(app.screen, DetailScreen)
             body = app.screen.query_one("#detail-body", Static)
-            for _ in range(100):
-                if "pcie_starved" in str(body.content):
-                    break
-                await pilot.pause(0.05)
+            await _until(pilot, lambda: "pcie_starved" in str(body.content))
             text = str(body.content)
             assert text.startswith(WHAT_IS_SHOWN) and "GPU0 idle 12.5s (pcie_starved 12.5s)" in text
             # A refresh that lands while the detail is open reaches the table behind it.
             asked = len(fake.asked)
             app.action_refresh_now()
-            for _ in range(100):
-                if "rows at" in _footer(app) and len(fake.asked) > asked + 10:
-                    break
-                await pilot.pause(0.05)
+            await _until(pilot, lambda: "rows at" in _footer(app) and len(fake.asked) > asked + 10)
             await pilot.pause(0.2)
             assert isinstance(app.screen, DetailScreen) and app.return_code is None
             await pilot.press("escape")

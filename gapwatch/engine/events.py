@@ -85,6 +85,8 @@ class Event:
 
 @dataclass(slots=True)
 class HookCounts:
+    """What the hook did with the events offered (the closing summary's figures)."""
+
     ran: int = 0
     ok: int = 0
     failed: int = 0

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Cache compiled bytecode even where PYTHONDONTWRITEBYTECODE is set (as on the project's CI
+# machines): otherwise each of the suite's worker processes rewrites every test module's asserts,
+# and each of the ~200 `python -m gapwatch` processes the tests start compiles the package from
+# source again (0.6 s of CPU each instead of 0.25). Set before any test module is imported; the
+# environment carries it to the workers and subprocesses. The caches go to `__pycache__` folders,
+# which git ignores.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @pytest.fixture(autouse=True)

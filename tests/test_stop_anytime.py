@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from faults import gapwatch_argv, wait_for
+from shared_files import made_once
 
 from gapwatch.copytrace import build as ctbuild
 
@@ -64,13 +65,14 @@ def _recording(folder: Path, seconds: int) -> Path:
 
 @pytest.fixture(scope="module")
 def small_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _recording(tmp_path_factory.mktemp("rec"), 30)
+    return made_once(tmp_path_factory, "stop-small", lambda d: _recording(d, 30)) / "rec.jsonl"
 
 
 @pytest.fixture(scope="module")
 def long_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Half an hour of one simulated GPU (~32 MB): exporting or reporting it takes seconds."""
-    return _recording(tmp_path_factory.mktemp("long"), 1800)
+    """Half an hour of one simulated GPU (~32 MB): exporting or reporting it takes seconds
+    (and making it ~4 s, hence once per run)."""
+    return made_once(tmp_path_factory, "stop-long", lambda d: _recording(d, 1800)) / "rec.jsonl"
 
 
 def _commands(rec: Path, out: Path) -> dict[str, list[str]]:

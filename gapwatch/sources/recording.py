@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from statistics import median
 from typing import Any, Final, Protocol
@@ -417,7 +419,20 @@ class _DataView:
 
 
 def _data_view(p: Path) -> _DataView:
-    """Read the first `CHECK_LINES` records of `p` again (a second, short pass)."""
+    """What the first `CHECK_LINES` records of `p` say, read once per version of the file: a
+    report opens its recording several times (to size it, in each worker, to read it), and a
+    line of many MB among the first records would be read and inflated again each time."""
+    try:
+        st = os.stat(p)
+    except OSError:
+        return _DataView()
+    return _data_view_of(p, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=8)
+def _data_view_of(p: Path, _dev: int, _ino: int, _size: int, _mtime_ns: int) -> _DataView:
+    """Read the first `CHECK_LINES` records of `p` (a second, short pass); the other arguments
+    name the file's version for the cache (a file written on or replaced is read again)."""
     view = _DataView()
     last: dict[int, int] = {}
     try:

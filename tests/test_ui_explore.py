@@ -5,6 +5,7 @@ gap table speaks an operator's words. Driven through Textual's pilot, reading th
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from msgspec.structs import replace
@@ -79,6 +80,21 @@ def test_a_gaps_detail_holds_everything_known_of_it(tmp_path: Path) -> None:
     # Log lines from 5 s before the gap to 5 s after, the ones inside it marked.
     assert "INFO cuzk line 6" in text and "INFO cuzk line 2 " not in text
     assert any(line.startswith(" >") for line in text.splitlines())
+
+
+def test_a_gap_the_prover_said_nothing_of_says_what_gapwatch_lacks(tmp_path: Path) -> None:
+    """Without the prover's log and /status (the store's cuzk prover saw neither), a gap's
+    detail says so, not a guess: the prover package's own `lacks`, word for word."""
+    rt = _runtime(tmp_path)
+    snap = rt.store.snapshot()
+    gap = next(g for g in snap.gaps if not g.prover_cause and not g.prover_evidence)
+    text = "\n".join(gap_detail_lines(gap, snap))
+    assert "none from the prover: gapwatch lacks" in text
+    assert "  - no cuzk /status snapshot (poll it: --cuzk-status URL)" in text
+    # Once the prover has nothing left to lack, the detail says the prover named no wait.
+    text = "\n".join(gap_detail_lines(gap, dataclasses.replace(snap, prover_lacks=())))
+    assert "none from the prover: it named no wait around this gap" in text
+    assert "gapwatch lacks" not in text
 
 
 def test_kinds_read_as_an_operator_says_them() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ui_fakes import FakeRuntime, make_config, screen_text
+from ui_fakes import FakeRuntime, fill_breakdown, make_config, screen_text
 
 from evaluation.simulate import simulate
 from gapwatch.config import Config
@@ -93,6 +93,20 @@ def test_summary_md_says_the_live_count_and_what_the_state_was_entered_on(
     assert live is not None, row
     assert int(live.group(1)) == _in_window(snap.gaps, snap.windows[0].t_mono_ns,
                                             "pcie_starved")
+
+
+def test_summary_md_says_what_the_prover_package_could_not_learn(tmp_path: Path) -> None:
+    """A session that follows no prover log and polls no /status: summary.md says what gapwatch
+    lacks (the reason some gaps have no prover cause), in the prover package's words."""
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    snap = rt.store.snapshot()
+    assert snap.prover_lacks  # the store's prover saw neither
+    summary = render_summary(snap, rt.header, rt.config, [], t_wall_s=0.0, reason="by hand")
+    section = summary.split("## What to change", 1)[1].split("\n## ", 1)[0]
+    assert "What gapwatch lacks (so some gaps have no prover cause" in section
+    for why in snap.prover_lacks:
+        assert f"- {why}" in section
 
 
 def test_the_reports_breakdown_line_counts_the_gaps_of_the_period(tmp_path: Path) -> None:

@@ -75,6 +75,9 @@ class StoreSnapshot:
     #: package's own immutable view, e.g. cuzk's synthesis workers, pinned pool, pacer, SRS
     #: loads, PoSt in flight); None: nothing known.
     pipeline: object = None
+    #: What the prover package could not learn, in plain words (`Prover.lacks`: e.g. no log
+    #: followed, no `/status` polled): said where a gap has no prover cause.
+    prover_lacks: tuple[str, ...] = ()
     #: Latest GPU health per GPU (`GpuHealth`, every `sampler.health_every_s`).
     health: dict[int, GpuHealth] = field(default_factory=dict)
     #: The latest GPU errors (XID, ECC, PCIe replays), oldest first, and how many of each

@@ -359,6 +359,7 @@ class SeriesStore:
                 procmem={g: tuple(per.values()) for g, per in self._procmem.items()},
                 links=dict(self._links),
                 pipeline=self._pipeline.facts(),
+                prover_lacks=tuple(self._pipeline.lacks()),
                 health=dict(self._health),
                 hw_events=tuple(self._hw_events),
                 hw_counts=dict(self._hw_counts),

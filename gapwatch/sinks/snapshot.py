@@ -186,7 +186,17 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
     return ["", "## What to change", "",
             "cuzk's own settings for the stalls these gaps show, each with its evidence, the "
             "upstream file it comes from, and whether it is a guess (docs/advice.md).", "",
-            *[line[2:] if line.startswith("  ") else line for line in advice_lines(report)]]
+            *[line[2:] if line.startswith("  ") else line for line in advice_lines(report)],
+            *_lacks_lines(snap.prover_lacks)]
+
+
+def _lacks_lines(lacks: Sequence[str]) -> list[str]:
+    """What the prover package could not learn (`Prover.lacks`): why a gap may have no prover
+    cause and a stall no setting."""
+    if not lacks:
+        return []
+    return ["", "What gapwatch lacks (so some gaps have no prover cause, some stalls no "
+            "setting):", "", *[f"- {why}" for why in lacks]]
 
 
 def _gpu_section(snap: StoreSnapshot, config: Config) -> list[str]:

@@ -60,13 +60,17 @@ def head_lines(gap: Gap) -> list[str]:
     ]
 
 
-def evidence_lines(gap: Gap) -> list[str]:
+def evidence_lines(gap: Gap, lacks: Sequence[str]) -> list[str]:
+    """What the prover said about the gap; where it said nothing, why (`lacks`: what the prover
+    package could not learn, `Prover.lacks`)."""
     out = ["", "evidence"]
     if gap.prover_cause:
         out.append(f"  the prover says it waited: {gap.prover_cause.replace('_', ' ')}")
     out += [f"  {fmt.visible(e)}" for e in gap.prover_evidence]
     if len(out) == 2:
-        out.append("  none from the prover (no /status, no log line that names the wait)")
+        out.append("  none from the prover: " + (
+            "gapwatch lacks" if lacks else "it named no wait around this gap"))
+        out += [f"  - {why}" for why in lacks]
     return out
 
 
@@ -161,7 +165,8 @@ def log_lines(gap: Gap, events: Sequence[LogEvent]) -> list[str]:
 def gap_detail_lines(gap: Gap, snap: StoreSnapshot) -> list[str]:
     """Every line of the gap's detail (module docstring)."""
     return [*head_lines(gap), "", "hint", f"  {fmt.visible(gap.hint) or '-'}",
-            *evidence_lines(gap), *advice_section(gap, snap), *copy_lines(gap.copies),
+            *evidence_lines(gap, snap.prover_lacks), *advice_section(gap, snap),
+            *copy_lines(gap.copies),
             *partition_lines(gap), *host_lines(gap), *log_lines(gap, snap.log_events)]
 
 

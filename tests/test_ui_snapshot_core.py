@@ -142,7 +142,7 @@ def test_the_summary_gives_each_distinct_cause_once_with_a_count(tmp_path: Path)
     path = write_snapshot(tmp_path, store.snapshot(), header(), make_config(tmp_path),
                           t_wall_s=WALL0_S + 61)
     summary = (path / "summary.md").read_text()
-    hints = summary.split("## Hints")[1].split("## Prover log warnings")[0]
+    hints = summary.split("## Hints")[1].split("\n## ")[0]
     bullets = [line for line in hints.splitlines() if line.startswith("- ")]
     assert len(bullets) == 3  # 15 unpinned starved gaps, the 5 plain starved ones, 1 host stall
     assert bullets[0].startswith("- **pcie_starved**, 15 gap(s) (GPU0 15)")

@@ -152,8 +152,14 @@ class GapwatchApp(App[int]):
         self._drawn_version = -1
         #: The store's `words_version` at the last snapshot taken (`redraw`).
         self._drawn_words = -1
-        #: When the slow panels (host pressure, prover log) were last handed a view.
-        self._slow_pushed_mono = float("-inf")
+        #: The numbers (header figures, host pressure, prover log...) are due a repaint: the
+        #: redraw timer sets it once a second (`_tick`), the next push does it.
+        self._numbers_due = True
+        #: When the redraw timer last started a second (numbers due) and refreshed the status.
+        self._second_mono = float("-inf")
+        self._status_mono = float("-inf")
+        #: The detail chart (asked at every redraw tick whether it is shown).
+        self._detail: DetailChart | None = None
         #: What the header and gap table said in words at their last repaint (`_words_key`).
         self._words_key: tuple[object, ...] = ()
         self._pause_note = ""
@@ -189,13 +195,16 @@ class GapwatchApp(App[int]):
 
     def on_mount(self) -> None:
         self._take_stop_signals()
-        self.query_one(DetailChart).display = False
+        self._detail = self.query_one(DetailChart)
+        self._detail.display = False
         self.query_one(PipelineLine).display = False  # until a prover snapshot arrives
         self.query_one(CopyLine).display = False  # until the copy trace delivers a copy
         self.query_one(ProcessPanel).display = False  # until `t`
         self.runtime.session.subscribe(self._on_core_event)
-        self.set_interval(1.0 / self.config.ui.redraw_hz, self.redraw)
-        self.set_interval(self._status_every_s, self.refresh_status)
+        self.set_interval(1.0 / self.config.ui.redraw_hz, self._tick)
+        if not self._status_on_tick():
+            self.set_interval(self._status_every_s, self.refresh_status)
+        self._second_mono = self._status_mono = time.monotonic()
         self.refresh_status()
         self.redraw()
         # The runtime started before the app (sampling never waits on the UI): what it warned
@@ -235,6 +244,26 @@ class GapwatchApp(App[int]):
 
     # -- attributes down ----------------------------------------------------------------------
 
+    def _status_on_tick(self) -> bool:
+        """Whether the redraw timer also refreshes the footer's status (it ticks at least as
+        often): then the status and the once-a-second numbers change on the same tick and
+        Textual repaints them in one pass, where two timers drifted apart and made two."""
+        return 1.0 / self.config.ui.redraw_hz <= self._status_every_s
+
+    def _tick(self) -> None:
+        """The redraw timer: words at once (`redraw`), and once a second the numbers and the
+        footer's status. A second is counted in ticks (half a tick's slack: the timer runs
+        late by a little), so it never slips to the next tick and apart from the status."""
+        now = time.monotonic()
+        slack = 0.5 / self.config.ui.redraw_hz
+        if now - self._second_mono >= SLOW_PANEL_EVERY_S - slack:
+            self._second_mono = now
+            self._numbers_due = True
+        self.redraw()
+        if self._status_on_tick() and now - self._status_mono >= self._status_every_s - slack:
+            self._status_mono = now
+            self.refresh_status()
+
     def redraw(self, force: bool = False) -> None:
         """Pull the store (if it changed) and push a View down. Skipped while paused, and
         between the once-a-second repaints unless something said in words changed (`_push`)."""
@@ -259,14 +288,9 @@ class GapwatchApp(App[int]):
         words (a state, a gap) at once, the detail chart at its own pace. Between those, a
         snapshot of the store and a View were built ten times a second and then thrown away
         by every widget (`_push`), which was about a third of what the dashboard cost."""
-        if words_version != self._drawn_words:
+        if words_version != self._drawn_words or self._numbers_due:
             return True
-        if time.monotonic() - self._slow_pushed_mono >= SLOW_PANEL_EVERY_S:
-            return True
-        try:
-            return bool(self.query_one(DetailChart).display)
-        except NoMatches:
-            return False
+        return self._detail is not None and bool(self._detail.display)
 
     def _make_view(self, snap: StoreSnapshot, t_end_ns: int) -> View:
         return View(snap=snap, gpu=self.gpu, window_s=self.window_s, t_end_ns=t_end_ns,
@@ -277,10 +301,9 @@ class GapwatchApp(App[int]):
 
     def _push(self, view: View, force: bool = False) -> None:
         self.view = view
-        now = time.monotonic()
-        slow_tick = force or view.paused or now - self._slow_pushed_mono >= SLOW_PANEL_EVERY_S
+        slow_tick = force or view.paused or self._numbers_due
         if slow_tick:
-            self._slow_pushed_mono = now
+            self._numbers_due = False
         # Words change at once (a state, a new gap, a banner, another GPU or window); numbers a
         # person reads at human pace (SM %, RX, an open gap's growing duration, host pressure,
         # the scrolling log) are repainted once a second: the compositor's repaint of a changed

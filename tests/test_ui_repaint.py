@@ -161,3 +161,35 @@ async def test_a_new_sample_repaints_only_the_header_lines_whose_words_or_figure
     assert changed and len(changed) < len(after)  # the GPU's figures; not the verdict
     assert sorted(watch.asked) == changed
     assert watch.rendered == len(changed)
+
+
+def test_the_store_says_words_changed_when_a_gap_opens_closes_or_changes_kind_not_as_it_grows(
+) -> None:
+    """The dashboard is told (`listen_words`) instead of asking ten times a second; an open gap
+    growing is a number (repainted once a second), not words."""
+    store = FakeRuntime(make_config()).store
+    told: list[int] = []
+    store.listen_words(lambda: told.append(store.words_version))
+    store.upsert_gap(gap(7, 0, 10.0, None))
+    assert told == [1]  # opened
+    store.upsert_gap(replace(gap(7, 0, 10.0, None), duration_s=0.5))
+    assert told == [1]  # grew: nothing said
+    store.upsert_gap(gap(7, 0, 10.0, None, kind="host_stall"))
+    store.upsert_gap(gap(7, 0, 10.0, 11.0, kind="host_stall"))
+    assert told == [1, 2, 3]  # changed kind, closed
+    store.reset()
+    assert told == [1, 2, 3, 4]  # emptied (a replay seeking back): still listened to
+
+
+async def test_a_gap_that_opens_is_in_the_table_at_once_without_waiting_for_a_tick(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(GapwatchApp, "_tick", lambda self: None)  # no once-a-second repaint
+    rt, app = _app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        table = app.query_one(GapTable)
+        assert "0.50s+" not in str(table.lines[1])
+        rt.session._derived([replace(gap(99, 0, 59.5, None), duration_s=0.5)])
+        await pilot.pause()
+        assert "0.50s+" in str(table.lines[1])

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 
+from rich.style import Style
 from rich.text import Text
 
 from gapwatch.core import fmt
@@ -130,6 +131,8 @@ class GpuHeader(TextLines):
         super().__init__(id=id)
         #: (store version, GPU) and what `why_now` said for them (`_change_words`).
         self._why: tuple[tuple[int, int], WhyNow] | None = None
+        #: What the verdict was last wrapped from, and its lines (`_verdict`).
+        self._verdict_drawn: tuple[tuple[object, ...], list[Text]] | None = None
         self._rows = [Text("waiting for the first samples…")]
         #: Lines the header may have in the detail view (set by the app while `d` shows it;
         #: None: the main view).
@@ -403,11 +406,25 @@ class GpuHeader(TextLines):
         phrases = gap.hint.split(HINT_SEP) if gap is not None and gap.hint else []
         # After the data ended (IDLE) the hint is the last gap's, not a live one.
         label = "  last gap: " if name == "IDLE" else "  hint: "
+        head = (f"GPU{gpu} {name}", style(_STATE_CLASS[name])
+                if name in ("GAPS", "BREAKDOWN") else style("gpu-header--verdict"))
+        key = (head, body, tuple(phrases), label, more, width, budget,
+               style("gpu-header--hint"))
+        # The same words as at the last repaint (most seconds): the same lines, not wrapped
+        # again (a long hint is wrapped once per phrase it may drop).
+        if self._verdict_drawn is None or self._verdict_drawn[0] != key:
+            self._verdict_drawn = (key, self._wrap_verdict(head, body, phrases, label, more,
+                                                           width, budget))
+        return list(self._verdict_drawn[1])
+
+    def _wrap_verdict(self, head: tuple[str, Style], body: str, phrases: list[str], label: str,
+                      more: str, width: int, budget: int) -> list[Text]:
+        """The verdict wrapped to at most `budget` lines, the hint cut at a phrase boundary."""
+        style = self.component_style
         lines: list[Text] = []
         for keep in range(len(phrases), -1, -1):
             text = Text()
-            text.append(f"GPU{gpu} {name}", style(_STATE_CLASS[name])
-                        if name in ("GAPS", "BREAKDOWN") else style("gpu-header--verdict"))
+            text.append(*head)
             text.append(" " + body if body.startswith("since") else ": " + body)
             if keep:
                 text.append(label, style("gpu-header--hint"))
@@ -416,6 +433,8 @@ class GpuHeader(TextLines):
                     text.append(f"{HINT_SEP}… {more}", style("gpu-header--hint"))
             elif phrases:
                 text.append(f"{label}… {more}", style("gpu-header--hint"))
+            if keep and text.cell_len > budget * width:
+                continue  # cannot fit however it wraps: not worth wrapping
             lines = list(text.wrap(self.app.console, width, overflow="fold"))
             if len(lines) <= budget:
                 break

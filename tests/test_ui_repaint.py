@@ -14,6 +14,7 @@ from msgspec.structs import replace
 from rich.style import Style
 from textual.strip import Strip
 from textual.visual import RichVisual, Visual
+from textual.widget import Widget
 from ui_fakes import (
     FakeRuntime,
     fill_breakdown,
@@ -25,6 +26,7 @@ from ui_fakes import (
 )
 
 from gapwatch.ui.app import GapwatchApp
+from gapwatch.ui.widgets.gap_strip import GapStrip
 from gapwatch.ui.widgets.gap_table import GapTable
 from gapwatch.ui.widgets.gpu_header import GpuHeader
 from gapwatch.ui.widgets.log_pane import LogPane
@@ -49,7 +51,7 @@ class Watch:
     """The lines Textual asks a widget for while something changes, and how many of the strips
     it got back were rendered anew (not one the widget had drawn before)."""
 
-    def __init__(self, widget: TextLines, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, widget: Widget, monkeypatch: pytest.MonkeyPatch) -> None:
         self.asked: list[int] = []
         real = widget.render_line
         # The strips themselves are kept (not their ids, which a new strip may reuse).
@@ -69,7 +71,7 @@ class Watch:
         return sum(all(strip is not old for old in self._before) for strip in self._got)
 
 
-async def _change(app: GapwatchApp, kind: type[TextLines],
+async def _change(app: GapwatchApp, kind: type[TextLines] | type[GapStrip],
                   change: Callable[[], object], monkeypatch: pytest.MonkeyPatch,
                   ) -> tuple[list[str], list[str], Watch]:
     """The lines of the app's widget of `kind` before and after `change` is shown (at 160x48),
@@ -77,12 +79,19 @@ async def _change(app: GapwatchApp, kind: type[TextLines],
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         widget = app.query_one(kind)
-        before = [str(line) for line in widget.lines]
+        before = _texts(widget)
         watch = Watch(widget, monkeypatch)
         change()
         app.redraw(force=True)
         await pilot.pause()
-        return before, [str(line) for line in widget.lines], watch
+        return before, _texts(widget), watch
+
+
+def _texts(widget: Widget) -> list[str]:
+    if isinstance(widget, TextLines):
+        return [str(line) for line in widget.lines]
+    draw = type(widget).render_line  # not the Watch's: these are the test's reads
+    return [draw(widget, y).text for y in range(widget.size.height)]
 
 
 async def test_every_text_widget_draws_the_cells_textuals_rendering_of_its_rows_gives(
@@ -193,3 +202,13 @@ async def test_a_gap_that_opens_is_in_the_table_at_once_without_waiting_for_a_ti
         rt.session._derived([replace(gap(99, 0, 59.5, None), duration_s=0.5)])
         await pilot.pause()
         assert "0.50s+" in str(table.lines[1])
+
+
+async def test_a_new_gap_repaints_the_gap_strips_marks_and_not_its_time_axis(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rt, app = _app(tmp_path)
+    before, after, watch = await _change(
+        app, GapStrip, lambda: rt.store.upsert_gap(gap(99, 0, 57.0, 58.5)), monkeypatch)
+    assert after[0] != before[0] and after[1] == before[1]  # a new mark; the same axis
+    assert watch.asked == [0]

@@ -21,7 +21,7 @@ highlight); `render()` still returns the rows as one `Group` for copying and for
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 
 from rich.console import Console, Group
 from rich.segment import Segment
@@ -127,13 +127,10 @@ class TextLines(Widget):
         lines = cut_rows(rows, width, self.app.console)
         keys = [row_key(line) for line in lines]
         old = dict(zip(self._keys, self._strips, strict=True))
-        changed = [y for y in range(max(len(keys), len(self._keys)))
-                   if y >= len(keys) or y >= len(self._keys) or keys[y] != self._keys[y]]
+        refresh_changed(self, self._keys, keys, width)
         # A line that only moved (a new log line or gap pushed it down) keeps its strip.
         self._strips = [old.get(key) for key in keys]
         self._lines, self._keys = lines, keys
-        for y0, y1 in _runs(changed):
-            self.refresh(Region(0, y0, width, y1 - y0))
 
     # -- drawing -------------------------------------------------------------------------------
 
@@ -194,6 +191,17 @@ class TextLines(Widget):
     def render(self) -> Group:
         """The rows as one renderable (a copy of selected text, a `height: auto` measure)."""
         return Group(*self._rows)
+
+
+def refresh_changed(widget: Widget, old: Sequence[object], new: Sequence[object],
+                    width: int) -> None:
+    """Mark dirty only the rows of `widget` that differ between what it drew (`old`) and what
+    it will draw (`new`): Textual re-styles and sends those alone (a whole-widget `refresh()`
+    re-styles every row, changed or not)."""
+    changed = [y for y in range(max(len(old), len(new)))
+               if y >= len(old) or y >= len(new) or old[y] != new[y]]
+    for y0, y1 in _runs(changed):
+        widget.refresh(Region(0, y0, width, y1 - y0))
 
 
 def _runs(ys: list[int]) -> list[tuple[int, int]]:

@@ -200,8 +200,8 @@ def refresh_changed(widget: Widget, old: Sequence[object], new: Sequence[object]
     re-styles every row, changed or not)."""
     changed = [y for y in range(max(len(old), len(new)))
                if y >= len(old) or y >= len(new) or old[y] != new[y]]
-    for y0, y1 in _runs(changed):
-        widget.refresh(Region(0, y0, width, y1 - y0))
+    if changed:  # one call: each `refresh` clears caches and prompts the widget's task
+        widget.refresh(*(Region(0, y0, width, y1 - y0) for y0, y1 in _runs(changed)))
 
 
 def _runs(ys: list[int]) -> list[tuple[int, int]]:

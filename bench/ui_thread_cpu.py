@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gapwatch.config import build_config  # noqa: E402
 from gapwatch.engine.runtime import build_runtime  # noqa: E402
+from gapwatch.ui import dashboard_app  # noqa: E402
 
 WARMUP_S = 3.0
 
@@ -28,9 +29,7 @@ async def measure(redraw_hz: float, seconds: float) -> str:
     config = build_config({"ui": {"redraw_hz": redraw_hz}, "snapshot": {"auto": False}})
     rt = build_runtime(config, "sim:pageable", speed=1.0)
     rt.start()
-    from gapwatch.ui.app import GapwatchApp
-
-    app = GapwatchApp(rt)
+    app = dashboard_app(rt)  # as `gapwatch watch` builds it
     try:
         async with app.run_test(size=(160, 48)):
             await asyncio.sleep(WARMUP_S)

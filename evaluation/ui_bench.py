@@ -404,9 +404,9 @@ async def _child(mode: str, seconds: float, log_paths: list[str], gpu: int | Non
     since_ns = time.monotonic_ns() + int(WARMUP_S * 1e9)
     rt.start()
     try:
-        from gapwatch.ui.app import GapwatchApp
+        from gapwatch.ui import dashboard_app
 
-        app = GapwatchApp(rt)
+        app = dashboard_app(rt)  # as `gapwatch watch` builds it
         async with app.run_test(size=(COLS, ROWS)):
             try:
                 await asyncio.wait_for(stop.wait(), seconds)

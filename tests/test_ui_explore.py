@@ -9,9 +9,6 @@ import dataclasses
 from pathlib import Path
 
 from msgspec.structs import replace
-from rich.style import Style
-from textual.strip import Strip
-from textual.visual import RichVisual, Visual
 from ui_fakes import (
     LAG_S,
     STARVED_GAPS,
@@ -178,34 +175,6 @@ async def test_the_log_scrolls_back_and_says_so(tmp_path: Path) -> None:
         await pilot.press("pagedown", "pagedown")
         await pilot.pause()
         assert log.back == 0 and "INFO cuzk line 39" in screen_text(app)
-
-
-def _cells(strips: list[Strip]) -> list[list[tuple[str, Style | None]]]:
-    """Each row's characters with the style each is drawn in (however the segments split)."""
-    return [[(ch, seg.style) for seg in strip for ch in seg.text] for strip in strips]
-
-
-async def test_the_log_pane_drawn_line_by_line_shows_the_cells_the_renderable_path_did(
-    tmp_path: Path,
-) -> None:
-    """The pane draws each line itself (cut to the width first); a long warning line, its
-    ellipsis, the time column and the title come out cell for cell as Textual draws the pane's
-    `Group` (the way it was drawn before, and still is while text is selected)."""
-    rt = _runtime(tmp_path)
-    rt.store.append_log(log_event(31.0, "WARN pinned pool " + "checkout FAILED " * 20,
-                                  warning="pinned"))
-    rt.store.append_log(log_event(31.5, "INFO short"))
-    app = GapwatchApp(rt, wall_clock=fixed_wall)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        log = app.query_one(LogPane)
-        width, height = log.size
-        mine = [log.render_line(y) for y in range(height)]
-        theirs = Visual.to_strips(log, RichVisual(log, log.render()), width, height,
-                                  log.visual_style)
-        assert len(theirs) == height
-        assert _cells(mine) == _cells(theirs)
-        assert any("…" in "".join(ch for ch, _ in row) for row in _cells(mine))
 
 
 def test_gap_marks_sit_where_the_gaps_do() -> None:

@@ -226,7 +226,9 @@ class UiConfig(Section):
     #: Chart window at start; `w` cycles through `windows_s`.
     window_s: float = Field(60.0, gt=0)
     windows_s: list[float] = Field(default_factory=lambda: [30.0, 60.0, 120.0, 600.0])
-    #: Redraw rate of the always-on view.
+    #: The most often a second the always-on view repaints words (a gap opening or closing,
+    #: a state), shown as soon as they change; and the `d` detail chart's redraw checks. The
+    #: numbers (figures, charts, log) are repainted once a second whatever it says.
     redraw_hz: float = Field(4.0, gt=0, le=30)
     #: Seconds between redraws of the plotext detail chart (it is ~10x costlier).
     detail_redraw_s: float = Field(1.0, ge=0.2)

@@ -151,6 +151,10 @@ class GapLedger:
         """Closed gaps kept in memory, in start order (ties: GPU, then id)."""
         return sorted(self._closed.values(), key=_start_order)
 
+    def open_gap(self, gap_id: int) -> Gap | None:
+        """The latest version of an open gap, or None."""
+        return self._open.get(gap_id)
+
     def open_gaps(self) -> list[Gap]:
         """Gaps still open (at most one per GPU), in start order."""
         return sorted(self._open.values(), key=_start_order)

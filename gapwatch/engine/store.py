@@ -7,9 +7,10 @@ call `snapshot()` and get immutable tuples, so they never hold the lock while th
 Every buffer is bounded: samples by the history to keep and the sampling period, log events by
 count and bytes, gaps by count and age (closed ones older than the history are forgotten; their
 tallies are kept): memory use is fixed however long gapwatch runs. `version` increases on every
-change, so a reader can skip work when nothing changed; `words_version` only when a gap or a
-chaining state does (what the dashboard says in words at once: it takes a snapshot between its
-once-a-second repaints only then).
+change, so a reader can skip work when nothing changed; `words_version` only when what the
+dashboard says in words does (a gap opens, closes, is retracted or changes kind, a chaining state
+is set: it is repainted at once, the numbers once a second), and the dashboard is told so
+(`listen_words`) instead of asking ten times a second.
 """
 
 from __future__ import annotations
@@ -142,6 +143,8 @@ class SeriesStore:
         self._chaining = ChainingMeter(list(gpus), detector_config or DetectorConfig())
         self._version = 0
         self._words_version = 0
+        #: Called (from the writing thread) when `words_version` increases (`listen_words`).
+        self._words_listeners: list[Callable[[], None]] = []
 
     @property
     def version(self) -> int:
@@ -149,8 +152,19 @@ class SeriesStore:
 
     @property
     def words_version(self) -> int:
-        """Increases when a gap is added, changed or forgotten, or a GPU's state is set."""
+        """Increases when a gap opens, closes, is retracted, revised or changes kind, or a GPU's
+        state is set (not when an open gap only grows: its duration is a number)."""
         return self._words_version
+
+    def listen_words(self, listener: Callable[[], None]) -> None:
+        """Call `listener()` from the writing thread, outside the lock, each time
+        `words_version` increases (the dashboard posts itself a message: it must not block)."""
+        with self._lock:
+            self._words_listeners.append(listener)
+
+    def _said(self) -> None:
+        for listener in self._words_listeners:
+            listener()
 
     @property
     def history_s(self) -> float:
@@ -163,11 +177,13 @@ class SeriesStore:
         the version keeps growing, so a reader never takes the emptied store for one it drew."""
         fresh = SeriesStore(*self._init_args, prover=prover).__dict__
         del fresh["_lock"]
+        del fresh["_words_listeners"]  # whoever listened still does
         with self._lock:
             version, words = self._version, self._words_version
             self.__dict__.update(fresh)
             self._version = version + 1
             self._words_version = words + 1
+        self._said()
 
     def append(self, record: Record) -> None:
         """Keep a record of any type where its kind is kept (gaps and states have their own
@@ -281,17 +297,24 @@ class SeriesStore:
         them; each carries its evidence, ~6 KB, and a demo closes ~2,700 an hour)."""
         with self._lock:
             self._version += 1
-            self._words_version += 1
+            was = self._ledger.open_gap(gap.gap_id)
             change = self._ledger.add(gap)
             if change is Change.CLOSED and gap.end_s is not None:
                 self._ledger.forget_closed_before(gap.end_s - self._history_s)
-            return change
+            said = change is not Change.IGNORED and not (
+                change is Change.UPDATED and was is not None and was.kind == gap.kind)
+            if said:
+                self._words_version += 1
+        if said:
+            self._said()
+        return change
 
     def set_state(self, state: StateChange) -> None:
         with self._lock:
             self._states[state.gpu] = state
             self._version += 1
             self._words_version += 1
+        self._said()
 
     def set_window(self, window: WindowNow) -> None:
         """The GPU's chaining window as of its latest sample (what the verdict says now)."""

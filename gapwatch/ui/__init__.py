@@ -6,6 +6,7 @@ this package itself imports nothing heavy (Textual is imported when the dashboar
 
 from __future__ import annotations
 
+import gc
 from typing import TYPE_CHECKING, Protocol
 
 from gapwatch.engine.console import say
@@ -13,7 +14,7 @@ from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.stop_signals import StopSignals
 
 if TYPE_CHECKING:
-    from gapwatch.ui.app import DashboardRuntime
+    from gapwatch.ui.app import DashboardRuntime, GapwatchApp
 
     class _Startable(DashboardRuntime, Protocol):
         """A runtime the dashboard can show, and start and stop around it."""
@@ -26,11 +27,24 @@ if TYPE_CHECKING:
 def run_dashboard(runtime: DashboardRuntime, stop_signals: StopSignals | None = None) -> int:
     """Run the dashboard in the terminal until the user quits (`q`, Ctrl-C) or a stop signal
     (SIGINT, SIGTERM, SIGHUP; with `stop_signals`) ends it; returns the exit status."""
+    result = dashboard_app(runtime, stop_signals).run()
+    return int(result or 0)
+
+
+def dashboard_app(runtime: DashboardRuntime,
+                  stop_signals: StopSignals | None = None) -> GapwatchApp:
+    """The app as the dashboard commands run it (the benchmarks' dashboards are built here
+    too, never the tests'): everything built so far, Textual, rich and the runtime included
+    (~55,000 objects), lives as long as the process, so it is put out of the cyclic garbage
+    collector's reach (`gc.freeze`). The collector's full passes, which come every minute or
+    so as the store's rings turn over, then walk the dashboard's own objects alone: ~8 ms
+    each instead of ~60 ms on the dev VM. Only cycles are the collector's: frozen objects
+    are still freed by reference counting."""
     from gapwatch.ui.app import GapwatchApp
 
     app = GapwatchApp(runtime, stop_signals=stop_signals)
-    result = app.run()
-    return int(result or 0)
+    gc.freeze()
+    return app
 
 
 def start_and_show(runtime: _Startable, command: str = "watch") -> int:

@@ -5,9 +5,15 @@ Who creates it: `gapwatch.ui.run_dashboard` (watch, demo, replay) and the tests,
 (`gapwatch.engine.runtime.Runtime`, or any object with the same few attributes). The app never
 starts or stops the runtime: the command that built it does, so the same runtime also runs headless.
 
-Threads: the session calls our listener on the sampler thread; the listener only posts messages
-(StateChanged, NoticeRaised). Snapshots are written by a thread worker that posts
-SnapshotFinished. Nothing calls `call_from_thread`.
+Threads: the session and the store call our listeners on the sampler thread; the listeners only
+post messages (StateChanged, NoticeRaised, WordsChanged). Snapshots are written by a thread
+worker that posts SnapshotFinished. Nothing calls `call_from_thread`.
+
+When it draws (`redraw`): words (a gap opens or closes, a state) as soon as the store says they
+changed (WordsChanged, at most `ui.redraw_hz` times a second), the numbers and the footer's
+status once a second (`_tick`), the `d` detail chart at `ui.redraw_hz` while it is shown. Nothing
+wakes the app ten times a second to find nothing to do: each wake-up of the event loop costs
+more than most repaints do.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.filter import LineFilter, Monochrome
+from textual.timer import Timer
 
 from gapwatch.config import Config
 from gapwatch.core import fmt
@@ -40,7 +47,13 @@ from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
 from gapwatch.ui.gap_detail import GapDetailScreen
 from gapwatch.ui.kinds import kind_css
-from gapwatch.ui.messages import GapChosen, NoticeRaised, SnapshotFinished, StateChanged
+from gapwatch.ui.messages import (
+    GapChosen,
+    NoticeRaised,
+    SnapshotFinished,
+    StateChanged,
+    WordsChanged,
+)
 from gapwatch.ui.svg import self_contained
 from gapwatch.ui.view import View, newest_time_ns
 from gapwatch.ui.widgets.copy_line import CopyLine
@@ -152,8 +165,19 @@ class GapwatchApp(App[int]):
         self._drawn_version = -1
         #: The store's `words_version` at the last snapshot taken (`redraw`).
         self._drawn_words = -1
-        #: When the slow panels (host pressure, prover log) were last handed a view.
-        self._slow_pushed_mono = float("-inf")
+        #: The numbers (header figures, host pressure, prover log...) are due a repaint: the
+        #: redraw timer sets it once a second (`_tick`), the next push does it.
+        self._numbers_due = True
+        #: A WordsChanged is on its way (set on the sampler thread, cleared when handled).
+        self._words_posted = False
+        #: When words were last repainted for a WordsChanged, and whether a repaint held back
+        #: by `ui.redraw_hz` is waiting on a timer.
+        self._words_mono = float("-inf")
+        self._words_held = False
+        #: The detail chart (asked at every redraw whether it is shown), and the timer that
+        #: redraws while it is (paused while it is not).
+        self._detail: DetailChart | None = None
+        self._detail_timer: Timer | None = None
         #: What the header and gap table said in words at their last repaint (`_words_key`).
         self._words_key: tuple[object, ...] = ()
         self._pause_note = ""
@@ -189,13 +213,18 @@ class GapwatchApp(App[int]):
 
     def on_mount(self) -> None:
         self._take_stop_signals()
-        self.query_one(DetailChart).display = False
+        self._detail = self.query_one(DetailChart)
+        self._detail.display = False
         self.query_one(PipelineLine).display = False  # until a prover snapshot arrives
         self.query_one(CopyLine).display = False  # until the copy trace delivers a copy
         self.query_one(ProcessPanel).display = False  # until `t`
         self.runtime.session.subscribe(self._on_core_event)
-        self.set_interval(1.0 / self.config.ui.redraw_hz, self.redraw)
-        self.set_interval(self._status_every_s, self.refresh_status)
+        self.runtime.store.listen_words(self._on_words)
+        self.set_interval(SLOW_PANEL_EVERY_S, self._tick)
+        self._detail_timer = self.set_interval(1.0 / self.config.ui.redraw_hz, self.redraw,
+                                               pause=True)
+        if not self._status_on_tick():
+            self.set_interval(self._status_every_s, self.refresh_status)
         self.refresh_status()
         self.redraw()
         # The runtime started before the app (sampling never waits on the UI): what it warned
@@ -235,6 +264,43 @@ class GapwatchApp(App[int]):
 
     # -- attributes down ----------------------------------------------------------------------
 
+    def _status_on_tick(self) -> bool:
+        """Whether the once-a-second tick also refreshes the footer's status (it is not asked
+        for more often): then the status and the numbers change on the same tick and Textual
+        repaints them in one pass, where two timers drifted apart and made two."""
+        return SLOW_PANEL_EVERY_S <= self._status_every_s
+
+    def _tick(self) -> None:
+        """Once a second: the numbers (header figures, open gaps' durations, host, log...) and
+        the footer's status."""
+        self._numbers_due = True
+        self.redraw()
+        if self._status_on_tick():
+            self.refresh_status()
+
+    def _on_words(self) -> None:
+        """The store's words changed (sampler thread): one message on its way at a time."""
+        if not self._words_posted:
+            self._words_posted = True
+            self.post_message(WordsChanged())
+
+    def on_words_changed(self, message: WordsChanged) -> None:
+        """Repaint the words now, or when `ui.redraw_hz` allows (a burst of gaps on many GPUs
+        is repainted at most that often)."""
+        self._words_posted = False
+        wait_s = self._words_mono + 1.0 / self.config.ui.redraw_hz - time.monotonic()
+        if wait_s > 0:
+            if not self._words_held:
+                self._words_held = True
+                self.set_timer(wait_s, self._words_redraw)
+            return
+        self._words_redraw()
+
+    def _words_redraw(self) -> None:
+        self._words_held = False
+        self._words_mono = time.monotonic()
+        self.redraw()
+
     def redraw(self, force: bool = False) -> None:
         """Pull the store (if it changed) and push a View down. Skipped while paused, and
         between the once-a-second repaints unless something said in words changed (`_push`)."""
@@ -255,18 +321,13 @@ class GapwatchApp(App[int]):
         self._push(self._make_view(snap, t_end), force=force)
 
     def _view_wanted(self, words_version: int) -> bool:
-        """Whether a redraw tick would show anything: the numbers are repainted once a second,
+        """Whether a redraw would show anything: the numbers are repainted once a second,
         words (a state, a gap) at once, the detail chart at its own pace. Between those, a
         snapshot of the store and a View were built ten times a second and then thrown away
         by every widget (`_push`), which was about a third of what the dashboard cost."""
-        if words_version != self._drawn_words:
+        if words_version != self._drawn_words or self._numbers_due:
             return True
-        if time.monotonic() - self._slow_pushed_mono >= SLOW_PANEL_EVERY_S:
-            return True
-        try:
-            return bool(self.query_one(DetailChart).display)
-        except NoMatches:
-            return False
+        return self._detail is not None and bool(self._detail.display)
 
     def _make_view(self, snap: StoreSnapshot, t_end_ns: int) -> View:
         return View(snap=snap, gpu=self.gpu, window_s=self.window_s, t_end_ns=t_end_ns,
@@ -277,10 +338,9 @@ class GapwatchApp(App[int]):
 
     def _push(self, view: View, force: bool = False) -> None:
         self.view = view
-        now = time.monotonic()
-        slow_tick = force or view.paused or now - self._slow_pushed_mono >= SLOW_PANEL_EVERY_S
+        slow_tick = force or view.paused or self._numbers_due
         if slow_tick:
-            self._slow_pushed_mono = now
+            self._numbers_due = False
         # Words change at once (a state, a new gap, a banner, another GPU or window); numbers a
         # person reads at human pace (SM %, RX, an open gap's growing duration, host pressure,
         # the scrolling log) are repainted once a second: the compositor's repaint of a changed
@@ -512,6 +572,10 @@ class GapwatchApp(App[int]):
     def action_detail(self) -> None:
         detail = self.query_one(DetailChart)
         detail.display = not detail.display
+        if self._detail_timer is not None:
+            # The detail chart is looked at `ui.redraw_hz` times a second while it is shown
+            # (it draws at its own pace, `ui.detail_redraw_s`).
+            (self._detail_timer.resume if detail.display else self._detail_timer.pause)()
         self.query_one(Overview).display = not detail.display
         self.query_one(GpuHeader).detail_lines = self._detail_header_lines() \
             if detail.display else None

@@ -1,7 +1,8 @@
 """Messages that travel up to `GapwatchApp` (messages up, attributes down).
 
-Who posts them: the session listener installed by the app (called on the sampler thread: it only
-calls `post_message`, the one thread-safe call), and the snapshot worker thread when it is done.
+Who posts them: the session and store listeners installed by the app (called on the sampler
+thread: they only call `post_message`, the one thread-safe call), and the snapshot worker thread
+when it is done.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ class StateChanged(Message):
     def __init__(self, state: StateChange) -> None:
         super().__init__()
         self.state = state
+
+
+class WordsChanged(Message):
+    """What the dashboard says in words changed in the store (a gap opened or closed, a state
+    was set): posted by the store's listener on the writing thread, at most one at a time."""
 
 
 class NoticeRaised(Message):

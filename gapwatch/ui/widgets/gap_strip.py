@@ -16,6 +16,7 @@ from gapwatch.ui.kinds import KINDS
 from gapwatch.ui.reduce import gap_columns
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.strip_chart import LABEL_WIDTH
+from gapwatch.ui.widgets.text_lines import refresh_changed
 
 
 def axis_line(columns: int, window_s: float) -> str:
@@ -55,9 +56,8 @@ class GapStrip(Widget):
         # Repaint only when the marks or the axis changed (columns sit on `View.grid`).
         self._view = view
         lines = self._lines(view, self.size.width)
-        if lines != self._shown:
-            self._shown = lines
-            self.refresh()
+        refresh_changed(self, self._shown, lines, self.size.width)  # the axis mostly stays
+        self._shown = lines
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width

@@ -17,21 +17,20 @@ click on the selected row opens it; the wheel moves the selection.
 
 from __future__ import annotations
 
-from rich.console import Group
 from rich.text import Text
-from textual.widget import Widget
 
 from gapwatch.core import fmt
 from gapwatch.core.models import Gap
 from gapwatch.ui.kinds import KINDS, gap_words
 from gapwatch.ui.messages import GapChosen
 from gapwatch.ui.view import View
+from gapwatch.ui.widgets.text_lines import TextLines
 
 #: Width of the kind column: the operator's words ("slow copies (pageable)").
 KIND_WIDTH = 22
 
 
-class GapTable(Widget):
+class GapTable(TextLines):
     """Newest gaps first; an open gap is marked with '+' after its growing duration."""
 
     COMPONENT_CLASSES = {
@@ -73,7 +72,7 @@ class GapTable(Widget):
         i = 0 if i is None else max(0, min(len(gaps) - 1, i + delta))
         self.selected_id = gaps[i].gap_id
         self._keep_in_view(i)
-        self.refresh()
+        self.set_rows(self.build_rows())
 
     def select_end(self, oldest: bool) -> None:
         gaps = self.newest_first()
@@ -85,7 +84,7 @@ class GapTable(Widget):
         if self.selected_id is None:
             return False
         self.selected_id, self._top = None, 0
-        self.refresh()
+        self.set_rows(self.build_rows())
         return True
 
     def selected(self) -> Gap | None:
@@ -113,7 +112,7 @@ class GapTable(Widget):
             self.post_message(GapChosen(gaps[i]))
             return
         self.selected_id = gaps[i].gap_id
-        self.refresh()
+        self.set_rows(self.build_rows())
 
     def on_mouse_scroll_down(self, event: object) -> None:
         self.move(1)
@@ -126,10 +125,12 @@ class GapTable(Widget):
         if gaps != self._gaps or view.gpu != self._selected:
             self._gaps = gaps
             self._selected = view.gpu
-            self.refresh()
+            # An open gap's growing duration changes its own row alone: only it is repainted.
+            self.set_rows(self.build_rows())
 
-    def render(self) -> Group:
-        style = self.get_component_rich_style
+    def build_rows(self) -> list[Text]:
+        """The column heads, then the gaps that fit (newest first, the selection in view)."""
+        style = self.component_style
         head = Text(no_wrap=True, overflow="ellipsis")
         room = max(0, self.size.height - 1)
         i = self._index()
@@ -168,5 +169,4 @@ class GapTable(Widget):
             lines.append(line)
         if not self._gaps:
             lines.append(Text("no gaps detected", style="dim"))
-
-        return Group(*lines)
+        return lines

@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import re
 
-from rich.console import Group
+from rich.style import Style
 from rich.text import Text
-from textual.widget import Widget
 
 from gapwatch.core import fmt
 from gapwatch.core.health import HEALTH_CELL_WIDTH, health_cell, health_cells, throttle_words
@@ -45,6 +44,7 @@ from gapwatch.ui.kinds import kind_words
 from gapwatch.ui.series import last_column_rates
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.strip_chart import LABEL_WIDTH
+from gapwatch.ui.widgets.text_lines import TextLines
 
 _STATE_CLASS = {
     "CHAINED": "gpu-header--chained",
@@ -109,7 +109,7 @@ def layout_rows(n_gpus: int, width: int, gpu_rows: int) -> tuple[str, int]:
     return "page", per_line
 
 
-class GpuHeader(Widget):
+class GpuHeader(TextLines):
     """The per-GPU state lines, the banners and the verdict."""
 
     COMPONENT_CLASSES = {
@@ -131,7 +131,9 @@ class GpuHeader(Widget):
         super().__init__(id=id)
         #: (store version, GPU) and what `why_now` said for them (`_change_words`).
         self._why: tuple[tuple[int, int], WhyNow] | None = None
-        self.lines: list[Text] = [Text("waiting for the first samples…")]
+        #: What the verdict was last wrapped from, and its lines (`_verdict`).
+        self._verdict_drawn: tuple[tuple[object, ...], list[Text]] | None = None
+        self._rows = [Text("waiting for the first samples…")]
         #: Lines the header may have in the detail view (set by the app while `d` shows it;
         #: None: the main view).
         self.detail_lines: int | None = None
@@ -139,16 +141,12 @@ class GpuHeader(Widget):
     def show(self, view: View) -> None:
         width = self.size.width or self.app.size.width
         lines = self.build(view, width, self.app.size.height, self.detail_lines)
-        if lines == self.lines:
-            return
-        relayout = len(lines) != len(self.lines)
-        self.lines = lines
-        if relayout:
+        if len(lines) != len(self._rows):
             self.styles.height = len(lines)
-        self.refresh(layout=relayout)
-
-    def render(self) -> Group:
-        return Group(*self.lines)
+            self.refresh(layout=True)
+        # Once a second most lines read the same (a GPU's figures, the verdict's window count
+        # change): only the lines that differ are repainted.
+        self.set_rows(lines)
 
     # -- building -----------------------------------------------------------------------------
 
@@ -212,7 +210,7 @@ class GpuHeader(Widget):
         snap = view.snap
         if not snap.health and not snap.chaining:
             return []
-        style = self.get_component_rich_style
+        style = self.component_style
         if len(gpus) == 1:
             return [self._health_words(view, gpus[0], width)]
         if not snap.health:  # no health readings (the simulator): the chaining figure alone
@@ -235,7 +233,7 @@ class GpuHeader(Widget):
 
     def _chain_rows(self, view: View, gpus: list[int], width: int) -> list[Text]:
         """`0 chaining 87%` per GPU, as many to a line as fit."""
-        style = self.get_component_rich_style
+        style = self.component_style
         per_line = max(1, (width + 1) // (CHAIN_CELL_WIDTH + 1))
         lines = []
         for i in range(0, len(gpus), per_line):
@@ -251,7 +249,7 @@ class GpuHeader(Widget):
 
     def _health_words(self, view: View, gpu: int, width: int) -> Text:
         """`health 60G/141G · 52°C · 450/700W · power cap · chaining 92 % (copy trace)`."""
-        style = self.get_component_rich_style
+        style = self.component_style
         h = view.snap.health.get(gpu)
         chain = view.snap.chaining.get(gpu)
         line = Text(no_wrap=True, overflow="ellipsis")
@@ -273,7 +271,7 @@ class GpuHeader(Widget):
 
     def _full_line(self, view: View, gpu: int, width: int) -> Text:
         """Name, state, busy, SM, RX and TX of one GPU in fixed-width fields (`full_fields`)."""
-        style = self.get_component_rich_style
+        style = self.component_style
         out = Text(no_wrap=True)
         for n, (text, cls) in enumerate(full_fields(view, gpu, width)):
             if n:
@@ -284,7 +282,7 @@ class GpuHeader(Widget):
     def _cell(self, view: View, gpu: int, line: Text) -> None:
         """`▶0 BREAKDOWN  64% RX  4.1G` (CELL_WIDTH cells; RX in GB/s, the charts' last
         column)."""
-        style = self.get_component_rich_style
+        style = self.component_style
         name = view.state_name(gpu)
         rx, _ = last_column_rates(view, gpu, chart_columns(self.app.size.width))
         selected = gpu == view.gpu
@@ -296,7 +294,7 @@ class GpuHeader(Widget):
 
     def _hidden_line(self, view: View, gpus: list[int], shown: list[int], hidden: list[int],
                      width: int) -> Text:
-        style = self.get_component_rich_style
+        style = self.component_style
         worst = max(hidden, key=view.severity)
         counts: dict[str, int] = {}
         for gpu in sorted(hidden, key=view.severity, reverse=True):
@@ -312,7 +310,7 @@ class GpuHeader(Widget):
         return line
 
     def _banners(self, view: View, width: int) -> list[Text]:
-        style = self.get_component_rich_style
+        style = self.component_style
         banners: list[Text] = []
         if view.ended:
             banner = Text(no_wrap=True)
@@ -347,7 +345,7 @@ class GpuHeader(Widget):
                        key=lambda g: (-view.severity(g), g))
         if not worse:
             return []
-        style = self.get_component_rich_style
+        style = self.component_style
         line = Text(no_wrap=True)
         line.append("also: ")
         room = width - len("also: ") - len("  (g selects)")
@@ -383,7 +381,7 @@ class GpuHeader(Widget):
         hint, wrapped to at most `budget` lines: the hint is cut at a phrase boundary (its
         "; "), saying where the rest is; a verdict too long even without a hint is cut at the
         last line."""
-        style = self.get_component_rich_style
+        style = self.component_style
         gpu = view.gpu
         state = view.state(gpu)
         name = view.state_name(gpu)
@@ -408,11 +406,25 @@ class GpuHeader(Widget):
         phrases = gap.hint.split(HINT_SEP) if gap is not None and gap.hint else []
         # After the data ended (IDLE) the hint is the last gap's, not a live one.
         label = "  last gap: " if name == "IDLE" else "  hint: "
+        head = (f"GPU{gpu} {name}", style(_STATE_CLASS[name])
+                if name in ("GAPS", "BREAKDOWN") else style("gpu-header--verdict"))
+        key = (head, body, tuple(phrases), label, more, width, budget,
+               style("gpu-header--hint"))
+        # The same words as at the last repaint (most seconds): the same lines, not wrapped
+        # again (a long hint is wrapped once per phrase it may drop).
+        if self._verdict_drawn is None or self._verdict_drawn[0] != key:
+            self._verdict_drawn = (key, self._wrap_verdict(head, body, phrases, label, more,
+                                                           width, budget))
+        return list(self._verdict_drawn[1])
+
+    def _wrap_verdict(self, head: tuple[str, Style], body: str, phrases: list[str], label: str,
+                      more: str, width: int, budget: int) -> list[Text]:
+        """The verdict wrapped to at most `budget` lines, the hint cut at a phrase boundary."""
+        style = self.component_style
         lines: list[Text] = []
         for keep in range(len(phrases), -1, -1):
             text = Text()
-            text.append(f"GPU{gpu} {name}", style(_STATE_CLASS[name])
-                        if name in ("GAPS", "BREAKDOWN") else style("gpu-header--verdict"))
+            text.append(*head)
             text.append(" " + body if body.startswith("since") else ": " + body)
             if keep:
                 text.append(label, style("gpu-header--hint"))
@@ -421,6 +433,8 @@ class GpuHeader(Widget):
                     text.append(f"{HINT_SEP}… {more}", style("gpu-header--hint"))
             elif phrases:
                 text.append(f"{label}… {more}", style("gpu-header--hint"))
+            if keep and text.cell_len > budget * width:
+                continue  # cannot fit however it wraps: not worth wrapping
             lines = list(text.wrap(self.app.console, width, overflow="fold"))
             if len(lines) <= budget:
                 break

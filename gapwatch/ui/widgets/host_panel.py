@@ -8,44 +8,38 @@ tells the user where to look. Fields the kernel does not expose read "n/a".
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widget import Widget
 
 from gapwatch.core import fmt
 from gapwatch.ui.fit import pack_phrases
 from gapwatch.ui.view import View
+from gapwatch.ui.widgets.text_lines import TextLines
 
 #: PSI "some" avg10 above this (percent) is shown as pressure.
 PSI_WARN_PCT = 10.0
 
 
-class HostPanel(Widget):
+class HostPanel(TextLines):
     """Host pressure numbers, one or two lines (broken between phrases, never inside one)."""
 
     COMPONENT_CLASSES = {"host-panel--label", "host-panel--warn"}
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
-        self._text = Text("host: no sample yet")
+        self._rows = [Text("host: no sample yet")]
 
     def show(self, view: View) -> None:
-        text = self.build(view)
-        if text != self._text:
-            self._text = text
-            self.refresh()
+        self.set_rows(self.build(view))
 
-    def render(self) -> Text:
-        return self._text
-
-    def build(self, view: View) -> Text:
+    def build(self, view: View) -> list[Text]:
         """The host numbers as phrases, packed into lines that break only between phrases."""
-        label = self.get_component_rich_style("host-panel--label")
-        warn = self.get_component_rich_style("host-panel--warn")
+        label = self.component_style("host-panel--label")
+        warn = self.component_style("host-panel--warn")
         host = view.latest_host()
-        out = Text()
         if host is None:
+            out = Text()
             out.append("host ", label)
             out.append("no sample yet")
-            return out
+            return [out]
         some = host.psi_mem_some_avg10
         faults = host.major_faults_per_s
         bw = host.mem_bandwidth_bytes_per_s
@@ -61,13 +55,14 @@ class HostPanel(Widget):
             ("cpu ", fmt.pct(host.cpu_busy_pct), False),
         ]
         width = self.size.width or self.app.size.width
-        for n, line in enumerate(pack_phrases([a + b for a, b, _ in phrases], width)):
-            if n:
-                out.append("\n")
+        lines = []
+        for line in pack_phrases([a + b for a, b, _ in phrases], width):
+            out = Text()
             for k, i in enumerate(line):
                 name, value, hot = phrases[i]
                 if k:
                     out.append(" · ")
                 out.append(name, label)
                 out.append(value, warn if hot else "")
-        return out
+            lines.append(out)
+        return lines

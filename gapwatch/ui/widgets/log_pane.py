@@ -17,13 +17,11 @@ Scrolling: PgUp/PgDn (through the app) and the mouse wheel move the pane back th
 events in memory; while scrolled back the title says how far and the pane stays put as new
 lines arrive (End, or scrolling down to the bottom, follows the newest again).
 
-Drawing: line by line (`render_line`). The pane changes once a second as lines arrive (in the
+Drawing: line by line (`TextLines`). The pane changes once a second as lines arrive (in the
 demo every line of it); handing Textual the whole `Group` made it measure, wrap and crop prover
 lines of hundreds of characters through the console, ~2 ms a time and the dashboard's costliest
-widget. Each line is now cut to the width first, as rich's own no-wrap rendering does
-(`Text.wrap` truncates with the line's overflow), and its segments taken from `Text.render` over
-the widget's style, as Textual's renderable path (`_Styled`) does: the same cells. While text is
-selected with the mouse the pane is drawn the renderable way (the selection's highlight).
+widget. Each event's line is built once, cut to the width and rendered once; as new lines push
+it up it keeps its strip, so a second's repaint renders only the lines that arrived.
 """
 
 from __future__ import annotations
@@ -31,16 +29,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from operator import attrgetter
 
-from rich.console import Group
-from rich.segment import Segment
 from rich.text import Text
-from textual.strip import Strip
-from textual.visual import RichVisual, Visual
-from textual.widget import Widget
 
 from gapwatch.core import fmt
 from gapwatch.core.models import LogEvent
 from gapwatch.ui.view import View
+from gapwatch.ui.widgets.text_lines import TextLines
 
 _T_WALL = attrgetter("t_wall_s")
 
@@ -72,7 +66,7 @@ def newest_by_time(events: Sequence[LogEvent], n: int) -> list[LogEvent]:
     return recent[-n:]
 
 
-class LogPane(Widget):
+class LogPane(TextLines):
     """The last lines that fit, oldest at the top."""
 
     COMPONENT_CLASSES = {"log-pane--warning", "log-pane--time", "log-pane--title"}
@@ -82,19 +76,19 @@ class LogPane(Widget):
         self._events: tuple[LogEvent, ...] = ()
         #: Lines scrolled back from the newest (0: following the newest).
         self.back = 0
-        #: The rows as drawn, for what they were drawn from (`_drawn_for`).
-        self._strips: list[Strip] = []
-        self._drawn_for: tuple[object, ...] | None = None
+        #: Each event's line as last built, by the event's id (the event kept beside it, so an
+        #: id reused by a newer event is never taken for it): an event is built once.
+        self._built: dict[int, tuple[LogEvent, Text]] = {}
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._drawn_for = None  # the styles are baked into the strips
+        self._built = {}  # the styles are baked into the lines
 
     def scroll_lines(self, delta: int) -> None:
         """Scroll `delta` lines back (positive) or forward (negative), within the events kept."""
         room = max(1, self.size.height - 1)
         self.back = max(0, min(max(0, len(self._events) - room), self.back + delta))
-        self.refresh()
+        self.set_rows(self.build_rows())
 
     def page(self, pages: int) -> None:
         self.scroll_lines(pages * max(1, self.size.height - 2))
@@ -112,59 +106,32 @@ class LogPane(Widget):
             if self.back:  # scrolled back: keep the same lines in view as new ones arrive
                 self.back += max(0, len(events) - len(self._events))
             self._events = events
-            self.refresh()
+            # The lines move up as new ones arrive: each keeps its strip (`TextLines`).
+            self.set_rows(self.build_rows())
 
-    def render_line(self, y: int) -> Strip:
-        key = (len(self._events), self._events[-1] if self._events else None, self.back,
-               self.size, self.visual_style, self.text_selection)
-        if key != self._drawn_for:
-            self._drawn_for = key
-            self._strips = self._draw()
-        if y < len(self._strips):
-            return self._strips[y]
-        return Strip.blank(self.size.width, self.visual_style.rich_style)
-
-    def _draw(self) -> list[Strip]:
-        width, height = self.size
-        if self.text_selection is not None:
-            return Visual.to_strips(self, self._render(), width, height, self.visual_style)
-        lines = self._rows()
-        strips = [self._line_strip(line, width) for line in lines if line.no_wrap]
-        for line in lines[len(strips):]:  # the note when there are no events: may wrap
-            strips += Visual.to_strips(self, RichVisual(self, line), width, None,
-                                       self.visual_style)
-        return strips[:height]
-
-    def _line_strip(self, line: Text, width: int) -> Strip:
-        """A no-wrap line as Textual's renderable path draws it (module docstring)."""
-        if line.cell_len > width:
-            line.truncate(width, overflow=line.overflow)
-        over = self.visual_style.rich_style.__add__
-        return Strip([Segment(text, over(style)) for text, style, _ in
-                      line.render(self.app.console)])
-
-    def render(self) -> Group:
-        """The pane as one renderable (drawn so while text is selected; what a copy takes)."""
-        return Group(*self._rows())
-
-    def _rows(self) -> list[Text]:
+    def build_rows(self) -> list[Text]:
         """The title, then the events that fit (or the note that there are none)."""
         where = (f"{self.back} lines back, PgDn/End: newest · " if self.back else "")
         title = Text(f"prover log ({len(self._events)} events, {where}by time; ~ = time read)",
                      no_wrap=True, overflow="ellipsis")
-        title.stylize(self.get_component_rich_style("log-pane--title"))
+        title.stylize(self.component_style("log-pane--title"))
         room = max(0, self.size.height - 1)
         shown = newest_by_time(self._events, room + self.back)[:room] if self.back \
             else newest_by_time(self._events, room)
-        warning = self.get_component_rich_style("log-pane--warning")
-        time_style = self.get_component_rich_style("log-pane--time")
-        lines = [title]
-        for event in shown:
-            line = event_line(event)
-            line.stylize(time_style, 0, 12)
-            if event.warning:
-                line.stylize(warning, 13)
-            lines.append(line)
+        built = [self._line(event) for event in shown]
+        self._built = {id(event): (event, text) for event, text in built}
+        lines = [title, *(text for _, text in built)]
         if not self._events:
             lines.append(Text("no prover log events (use --log PATH)", style="dim"))
         return lines
+
+    def _line(self, event: LogEvent) -> tuple[LogEvent, Text]:
+        """The event's line, styled (built once per event)."""
+        kept = self._built.get(id(event))
+        if kept is not None and kept[0] is event:
+            return kept
+        line = event_line(event)
+        line.stylize(self.component_style("log-pane--time"), 0, 12)
+        if event.warning:
+            line.stylize(self.component_style("log-pane--warning"), 13)
+        return event, line

@@ -42,30 +42,36 @@ class Overview(Vertical):
     _drawn: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(id="overview-title")
-        yield StripChart("busy %", busy_cells, id="chart-sm")
-        yield StripChart("RX %link", rx_cells, id="chart-rx", one_row_sqrt=True)
-        yield StripChart("TX %link", tx_cells, id="chart-tx", one_row_sqrt=True)
-        yield GapStrip(id="gap-strip")
+        # Kept, not queried: `show` runs once a second and a DOM query costs as much as a chart.
+        self._title_line = Static(id="overview-title")
+        self._charts = [
+            StripChart("busy %", busy_cells, id="chart-sm"),
+            StripChart("RX %link", rx_cells, id="chart-rx", one_row_sqrt=True),
+            StripChart("TX %link", tx_cells, id="chart-tx", one_row_sqrt=True),
+        ]
+        self._gap_strip = GapStrip(id="gap-strip")
+        yield self._title_line
+        yield from self._charts
+        yield self._gap_strip
 
     def show(self, view: View, every_column: bool = False) -> None:
         """Redraw the charts once a second (`every_column`: the app's once-a-second tick), and
-        at once when the view's choices change or a gap is added, never at every redraw: a
-        repaint of the charts (every row shifts when the window advances) is the costliest
-        thing the dashboard does, and a column covers 0.2 s (30 s window) to 4 s (10 min), so
-        advancing a few columns a second shows the same picture. The header, the verdict and
-        the gap table still follow every redraw; a new gap is drawn at once."""
+        at once when the view's choices change (GPU, window, pause, size), never at every
+        redraw: a repaint of the charts (every row shifts when the window advances) is the
+        costliest thing the dashboard does, and a column covers 0.2 s (30 s window) to 4 s (10
+        min), so advancing a few columns a second shows the same picture. A gap that opens or
+        closes is said at once in the header and the gap table (words); its mark in the charts
+        comes with the next second's columns, as every other figure of the charts does."""
         title = " · ".join(fit_phrases(title_phrases(view), self.size.width or 80, " · "))
         if title != self._title:
             self._title = title
-            self.query_one("#overview-title", Static).update(Text(title, no_wrap=True))
-        chart = self.query_one("#chart-sm", StripChart)
+            self._title_line.update(Text(title, no_wrap=True))
+        chart = self._charts[0]
         columns = max(1, chart.size.width - LABEL_WIDTH)
-        drawn = (view.gpu, view.window_s, view.paused, columns, chart.size.height,
-                 len(view.snap.gaps))
+        drawn = (view.gpu, view.window_s, view.paused, columns, chart.size.height)
         if drawn == self._drawn and not every_column:
             return
         self._drawn = drawn
-        for c in self.query(StripChart):
+        for c in self._charts:
             c.show(view)
-        self.query_one(GapStrip).show(view)
+        self._gap_strip.show(view)

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import os
 
-from rich.console import Group
 from rich.text import Text
-from textual.widget import Widget
 
 from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.summary import links_down_text
 from gapwatch.ui.fit import fit_indices
+from gapwatch.ui.widgets.text_lines import TextLines
 
 _SOURCE_NAME = {"gpm": "GPM", "counters": "counters", "legacy": "legacy", "util": "util only",
                 "sim": "sim", "trace": "trace", "none": "none"}
@@ -117,7 +116,7 @@ def status_alerts(status: RuntimeStatus) -> list[str]:
     return alerts
 
 
-class StatusFooter(Widget):
+class StatusFooter(TextLines):
     """Two lines: alerts, message and status; then the keys."""
 
     COMPONENT_CLASSES = {"status-footer--keys", "status-footer--ok", "status-footer--error",
@@ -136,15 +135,15 @@ class StatusFooter(Widget):
         if parts != self._parts or alerts != self._alerts:
             self._parts = parts
             self._alerts = alerts
-            self.refresh()
+            self.set_rows(self.build_rows())  # the keys' line stays as it is
 
     def show_message(self, message: str, *, error: bool = False) -> None:
         self._message = message
         self._message_error = error
-        self.refresh()
+        self.set_rows(self.build_rows())
 
-    def render(self) -> Group:
-        style = self.get_component_rich_style
+    def build_rows(self) -> list[Text]:
+        style = self.component_style
         width = self.size.width or 80
         # (priority, text, style class) in display order.
         items: list[tuple[int, str, str]] = [(0, a, "status-footer--alert") for a in self._alerts]
@@ -160,4 +159,4 @@ class StatusFooter(Widget):
             first.append(text, style(cls) if cls else "")
         keys = Text(no_wrap=True, overflow="ellipsis")
         keys.append(KEYS, style("status-footer--keys"))
-        return Group(first, keys)
+        return [first, keys]

@@ -28,6 +28,7 @@ from gapwatch.core.models import GAP_KINDS
 from gapwatch.ui.blocks import BLANK, GAP_PREFIX, SOLID, ZERO, Cell, render_rows
 from gapwatch.ui.series import SeriesCache
 from gapwatch.ui.view import View
+from gapwatch.ui.widgets.text_lines import refresh_changed
 
 #: Width of the label column left of every chart (title and scale, then `│`).
 LABEL_WIDTH = 9
@@ -94,9 +95,9 @@ class StripChart(Widget):
     def show(self, view: View) -> None:
         self._view = view
         strips = self._rows(view)
-        if strips != self._shown:
-            self._shown = strips
-            self.refresh()
+        # The rows that read the same (a busy top row, a blank one) are not repainted.
+        refresh_changed(self, self._shown, strips, self.size.width)
+        self._shown = strips
 
     def _rows(self, view: View) -> list[Strip]:
         width, height = self.size.width, self.size.height

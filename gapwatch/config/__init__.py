@@ -142,8 +142,13 @@ class LogsConfig(Section):
     paths: list[str] = Field(default_factory=list)
     #: Read existing content first instead of starting at the end.
     from_start: bool = False
-    #: How often to poll a followed file for growth, rotation and truncation.
+    #: How often, at most, a followed file is looked at for growth, rotation and truncation:
+    #: at once when its folder changes (Linux inotify) but no more often than this; every
+    #: `poll_ms` where changes cannot be heard (FIFOs, no inotify).
     poll_ms: float = Field(50.0, gt=0, le=5000)
+    #: How often a followed file is looked at when nothing was heard to change (what inotify
+    #: misses: writes from another host to a network filesystem).
+    idle_poll_ms: float = Field(1000.0, gt=0, le=60000)
     #: Longer lines are cut here (and counted).
     #: At most 4 MiB: a recorded log event holds the line and fields taken from it, each byte
     #: escaped as `\u00XX` at worst (x6), and the recording reader takes no line over 64 MiB

@@ -49,7 +49,8 @@ class LogFollower:
         self._lock = threading.Lock()
         self.tailer = Tailer(
             list(paths), self._on_line, from_start=logs_config.from_start,
-            poll_ms=logs_config.poll_ms, max_line_bytes=logs_config.max_line_bytes,
+            poll_ms=logs_config.poll_ms, idle_poll_ms=logs_config.idle_poll_ms,
+            max_line_bytes=logs_config.max_line_bytes,
             on_notice=self._notice, clock=self.clock, stdin_fd=stdin_fd,
         )
 

@@ -3,7 +3,9 @@
 Who calls it: `gapwatch.logs.follow.LogFollower` (live) and `gapwatch.commands.parse` (the
 `LineSplitter`, for whole files). No parsing here and no UI imports.
 
-Following a name, polled every `poll_ms` (50 ms default: worst-case latency one period):
+Following a name, looked at when its folder changes (`gapwatch.logs.wake`: inotify on Linux; at
+most once per `poll_ms`, and every `idle_poll_ms` when nothing changed), or polled every
+`poll_ms` (50 ms default: worst-case latency one period) where changes cannot be heard:
 - a file that does not exist yet is waited for, then read from its start;
 - at start an existing file is read from its end, unless `from_start`;
 - rotation by rename or delete + re-create (the name points to a new inode): the old file is
@@ -27,8 +29,8 @@ the writer's offset runs ahead of the truncated file), a line longer than `max_l
 there (rest discarded up to the newline, counted), bytes are decoded as UTF-8 with replacement.
 CR and ANSI colours are left to the parser.
 
-Threads: one for all files (polling), one for stdin (blocking read through select, so `stop()`
-returns within a poll period). The callback runs on those threads.
+Threads: one for all files (woken or polling), one for stdin (blocking read through select, so
+`stop()` returns within a poll period). The callback runs on those threads.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import os
 import select
 import stat
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,6 +47,7 @@ from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import UNWATCHED, ThreadWatch
 from gapwatch.config import LogsConfig
 from gapwatch.core.models import NoticeLevel
+from gapwatch.logs.wake import FolderWake
 
 #: on_line(source, text, arrival_mono_ns, arrival_wall_s)
 LineCallback = Callable[[str, str, int, float], None]
@@ -332,6 +336,7 @@ class Tailer:
     def __init__(self, paths: list[str], on_line: LineCallback, *,
                  from_start: bool = _DEFAULTS.from_start,
                  poll_ms: float = _DEFAULTS.poll_ms,
+                 idle_poll_ms: float = _DEFAULTS.idle_poll_ms,
                  max_line_bytes: int = _DEFAULTS.max_line_bytes,
                  on_notice: NoticeCallback | None = None, clock: Clock | None = None,
                  stdin_fd: int = 0) -> None:
@@ -339,6 +344,9 @@ class Tailer:
         self.on_notice: NoticeCallback = on_notice or (lambda level, message: None)
         self.clock: Clock = clock or SystemClock()
         self.poll_s = poll_ms / 1000.0
+        self.idle_poll_s = max(idle_poll_ms, poll_ms) / 1000.0
+        #: Wakes the file thread when a followed folder changes (made at `start`).
+        self._wake: FolderWake | None = None
         self._files = [_FileFollower(p, from_start, max_line_bytes) for p in paths if p != "-"]
         self._stdin: SourceStatus | None = SourceStatus("-", "following") if "-" in paths else None
         self._stdin_fd = stdin_fd
@@ -353,6 +361,7 @@ class Tailer:
         for f in self._files:
             f.prime(self.on_notice)
         if self._files:
+            self._wake = FolderWake([f.path for f in self._files])
             self._threads.append(self.watch.start("gapwatch-tail", self._run_files,
                                                   restart=True, stop=self._stop))
         if self._stdin is not None:
@@ -361,10 +370,19 @@ class Tailer:
 
     def stop(self, timeout_s: float = 2.0) -> None:
         self._stop.set()
+        if self._wake is not None:
+            self._wake.interrupt()
         for t in self._threads:
             t.join(timeout_s)
         for f in self._files:
             f.close()
+        if self._wake is not None and not any(t.is_alive() for t in self._threads):
+            self._wake.close()
+
+    @property
+    def woken(self) -> bool:
+        """Are the files looked at when their folders change (False: polled every `poll_ms`)?"""
+        return self._wake is not None and self._wake.active
 
     def status(self) -> list[SourceStatus]:
         out = []
@@ -404,9 +422,19 @@ class Tailer:
             self.on_line(source, line, mono, wall)
 
     def _run_files(self) -> None:
+        wake = self._wake
         while not self._stop.is_set():
+            started = time.monotonic()
             self.poll_once()
-            if self._stop.wait(self.poll_s):
+            if wake is None or not wake.active:
+                if self._stop.wait(self.poll_s):
+                    break
+                continue
+            wake.wait(self.idle_poll_s)
+            # A stream of writes wakes it at once each time: still at most one pass per
+            # `poll_s`, as when polling (a pass reads all that came meanwhile).
+            rest = self.poll_s - (time.monotonic() - started)
+            if rest > 0 and self._stop.wait(rest):
                 break
 
     # ---------------------------------------------------------------- stdin

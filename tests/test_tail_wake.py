@@ -40,20 +40,25 @@ def _tailer(paths: list[str], lines: _Lines) -> Tailer:
     return Tailer(paths, lines, poll_ms=50, idle_poll_ms=MINUTE_MS)
 
 
+def _append_and_see(followed: Path, written: Path, text: str) -> None:
+    """Follow `followed`, append `text` to `written` once the tailer runs, and wait for it."""
+    lines = _Lines()
+    t = _tailer([str(followed)], lines)
+    t.start()
+    try:
+        assert t.woken
+        with open(written, "a") as fh:
+            fh.write(text + "\n")
+        wait_for(f"the line {text!r}", lambda: lines.has(text))
+    finally:
+        t.stop()
+
+
 def test_a_line_written_to_a_quiet_log_is_read_when_written_not_at_the_idle_pass(
         tmp_path: Path) -> None:
     log = tmp_path / "cuzk.log"
     log.write_text("old\n")
-    lines = _Lines()
-    t = _tailer([str(log)], lines)
-    t.start()
-    try:
-        assert t.woken
-        with open(log, "a") as fh:
-            fh.write("new line\n")
-        wait_for("the line new line", lambda: lines.has("new line"))
-    finally:
-        t.stop()
+    _append_and_see(log, log, "new line")
 
 
 def test_a_rotation_and_a_copytruncate_are_heard_too(tmp_path: Path) -> None:
@@ -78,15 +83,7 @@ def test_a_rotation_and_a_copytruncate_are_heard_too(tmp_path: Path) -> None:
 
 def test_a_log_that_appears_later_is_heard_in_its_folder(tmp_path: Path) -> None:
     log = tmp_path / "later.log"
-    lines = _Lines()
-    t = _tailer([str(log)], lines)
-    t.start()
-    try:
-        assert t.woken
-        log.write_text("first line of a new log\n")
-        wait_for("the line first line of a new log", lambda: lines.has("first line of a new log"))
-    finally:
-        t.stop()
+    _append_and_see(log, log, "first line of a new log")
 
 
 def test_a_symlinked_log_is_heard_in_its_targets_folder(tmp_path: Path) -> None:
@@ -97,15 +94,7 @@ def test_a_symlinked_log_is_heard_in_its_targets_folder(tmp_path: Path) -> None:
     link = tmp_path / "links" / "cuzk.log"
     link.symlink_to(target)
     assert folders_to_watch([str(link)]) == [str(tmp_path / "links"), str(tmp_path / "data")]
-    lines = _Lines()
-    t = _tailer([str(link)], lines)
-    t.start()
-    try:
-        with open(target, "a") as fh:
-            fh.write("written through the target\n")
-        wait_for("the line written through the target", lambda: lines.has("written through the target"))
-    finally:
-        t.stop()
+    _append_and_see(link, target, "written through the target")
 
 
 def test_stop_returns_without_waiting_out_the_idle_pass(tmp_path: Path) -> None:

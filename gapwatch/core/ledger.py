@@ -161,6 +161,10 @@ class GapLedger:
         """Closed gaps kept in memory, in start order (ties: GPU, then id)."""
         return sorted(self._closed.values(), key=_start_order)
 
+    def closed_ids(self) -> list[int]:
+        """Ids of the closed gaps kept in memory, in the order they closed."""
+        return list(self._closed)
+
     def open_gaps(self) -> list[Gap]:
         """Gaps still open (at most one per GPU), in start order."""
         return sorted(self._open.values(), key=_start_order)

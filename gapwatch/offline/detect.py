@@ -105,6 +105,9 @@ class Detected:
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
     #: What the prover's watcher said (PoSt proofs, restarts, errors, lost GPU jobs), in order.
     prover_events: list[ProverEvent] = field(default_factory=list)
+    #: The most closed gaps the loop held in memory at once (the others were final, spooled):
+    #: bounded by the window the detector can revise, not by the recording's length.
+    most_gaps_held: int = 0
 
 
 #: Closed gaps counted between two looks at which of them are final (then spooled).
@@ -123,6 +126,8 @@ class _Published:
         self.states = states
         self._det = det
         self._closed = 0
+        #: The most closed gaps held at once (`Detected.most_gaps_held`).
+        self.most_held = 0
 
     def take(self, out: list[Gap | StateChange]) -> None:
         # Settled only after the whole list: a later version of a gap may follow in it.
@@ -133,11 +138,13 @@ class _Published:
             else:
                 self.states.append(x)
         if self._closed >= SETTLE_EVERY:
+            self.most_held = max(self.most_held, len(self.ledger.closed_ids()))
             self.spool.extend(self.ledger.take_final(self._det.revisable_gap_ids()))
             self._closed = 0
 
     def finish(self) -> GapSpool:
         """After the detector's last word: every closed gap is final."""
+        self.most_held = max(self.most_held, len(self.ledger.closed_ids()))
         self.spool.extend(self.ledger.take_final(set()))
         return self.spool
 
@@ -268,7 +275,7 @@ def detect_records(
         timeline=side.timeline, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=view_of(det.prover.facts()), blind_spots=blind_spots, byes=byes,
         log_notes=span.notes(end_s), **health_side.fields(),
-        prover_events=prover_events,
+        prover_events=prover_events, most_gaps_held=published.most_held,
     )  # fmt: skip
 
 

@@ -529,8 +529,8 @@ def _kind_entry(tally: Tally | None) -> dict[str, float]:
 
 
 def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
-    """The stable JSON document (see docs/detection.md). `gaps=False`: its `gaps` list left
-    empty, for a writer that streams them (`write_json`)."""
+    """The stable JSON document (see docs/detection.md). `gaps=False`: its `gaps` list and the
+    partitions' `items` left empty, for a writer that streams them (`write_json`)."""
     infos: dict[int, GpuInfo] = {g.index: g for g in r.header.gpus}
     gpus = []
     for t in r.totals:
@@ -578,7 +578,7 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
              "words": blind_words(b, r.byes)}
             for b in r.blind_spots
         ],
-        "partitions": _partitions_json(r.partitions),
+        "partitions": _partitions_json(r.partitions, items=gaps),
         "prover_events": prover_events_json(r.prover_events),
         "copies": r.copies,
         "chaining": {
@@ -608,7 +608,7 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
     }
 
 
-def _partitions_json(run: Any | None) -> dict[str, Any] | None:
+def _partitions_json(run: Any | None, items: bool = True) -> dict[str, Any] | None:
     if run is None:
         return None
     return {
@@ -619,34 +619,69 @@ def _partitions_json(run: Any | None) -> dict[str, Any] | None:
         "merged_efficiency": run.merged_efficiency,
         "kernel_utilisation": run.kernel_utilisation,
         "unpinned": sum(1 for p in run.partitions if p.unpinned),
-        "items": [
-            {"job_id": p.job_id, "partition": p.partition, "run": p.run, "kind": p.kind,
-             "first_wave": p.first_wave, "worker": p.worker, "gpu": p.gpu,
-             "gpu_start_s": p.gpu_start_s, "gpu_end_s": p.gpu_end_s,
-             "mutex_held_ms": p.mutex_held_ms, "mutex_wait_ms": p.mutex_wait_ms,
-             "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned,
-             "synth_ms": p.synth_ms, "gpu_ms": p.timeline_gpu_ms, "source": p.source,
-             "states_seen": p.states_seen}
-            for p in run.partitions
-        ],
+        "items": [_partition_json(p) for p in run.partitions] if items else [],
+    }
+
+
+def _partition_json(p: Any) -> dict[str, Any]:
+    """One row of the partition table (`gapwatch.cuzk.partitions.PartitionTiming`)."""
+    return {
+        "job_id": p.job_id, "partition": p.partition, "run": p.run, "kind": p.kind,
+        "first_wave": p.first_wave, "worker": p.worker, "gpu": p.gpu,
+        "gpu_start_s": p.gpu_start_s, "gpu_end_s": p.gpu_end_s,
+        "mutex_held_ms": p.mutex_held_ms, "mutex_wait_ms": p.mutex_wait_ms,
+        "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned,
+        "synth_ms": p.synth_ms, "gpu_ms": p.timeline_gpu_ms, "source": p.source,
+        "states_seen": p.states_seen,
     }  # fmt: skip
 
 
-#: How the `gaps` member of the document looks, empty, at its place in the indented document.
-_EMPTY_GAPS = '\n  "gaps": [],\n'
+@dataclass(frozen=True)
+class _Streamed:
+    """A list of the document written an item at a time: where it sits, empty, in the indented
+    document (`empty`, found after `after`), how it opens and closes with items, and the
+    indent of its items."""
+
+    after: str
+    empty: str
+    opens: str
+    closes: str
+    indent: str
+
+
+#: The gaps (a member of the document) and the partition rows (the last member of
+#: "partitions", before "prover_events"), as `encode_json(..., indent=2)` writes them.
+_GAPS = _Streamed('\n  "gaps": ', '\n  "gaps": [],\n', '\n  "gaps": [\n', "\n  ],\n", "    ")
+_PARTITION_ROWS = _Streamed('\n  "partitions": {', '\n    "items": []\n  },\n',
+                            '\n    "items": [\n', "\n    ]\n  },\n", "      ")
 
 
 def write_json(r: ReportData, write: Callable[[str], object]) -> None:
     """The document, indented by 2 as `encode_json(to_json(r), indent=2)` writes it, byte for
-    byte, but with its gaps encoded one at a time: a day's report holds ~300,000 gaps, and the
+    byte, but with its gaps and its partition rows encoded one at a time (the gaps read from
+    the report's spool): a day's report holds ~300,000 gaps and ~450,000 partitions, and the
     whole document as dicts, then as bytes, then formatted, then as text took ~4 copies."""
-    head, sep, tail = encode_json(to_json(r, gaps=False), indent=2).decode().partition(
-        _EMPTY_GAPS)
-    if not sep or not r.gaps:
-        write(head + sep + tail)
-        return
-    write(head + '\n  "gaps": [\n')
-    for i, g in enumerate(r.gaps):
-        text = encode_json(gap_json(g), indent=2).decode().replace("\n", "\n    ")
-        write(("    " if i == 0 else ",\n    ") + text)
-    write("\n  ],\n" + tail)
+    rest = encode_json(to_json(r, gaps=False), indent=2).decode()
+    rows = r.partitions.partitions if r.partitions is not None else []
+    for where, items in ((_GAPS, map(gap_json, r.gaps)), (_PARTITION_ROWS,
+                                                          map(_partition_json, rows))):
+        rest = _write_streamed(rest, where, items, write)
+    write(rest)
+
+
+def _write_streamed(text: str, where: _Streamed, items: Iterable[dict[str, Any]],
+                    write: Callable[[str], object]) -> str:
+    """Write `text` up to the empty list `where`, then the list with `items` (left empty when
+    there are none); returns what follows it, not yet written."""
+    at = text.find(where.after)
+    cut = text.find(where.empty, at) if at >= 0 else -1
+    if cut < 0:
+        return text
+    write(text[:cut])
+    first = True
+    for item in items:
+        body = encode_json(item, indent=2).decode().replace("\n", "\n" + where.indent)
+        write((where.opens if first else ",\n") + where.indent + body)
+        first = False
+    write(where.empty if first else where.closes)
+    return text[cut + len(where.empty):]

@@ -93,8 +93,6 @@ class GapSpool(_StructSpool[Gap], Sequence[Gap]):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
         return f"GapSpool({len(self)} gaps, {self.runs} runs on disk)"
 

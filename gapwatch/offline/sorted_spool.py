@@ -3,11 +3,12 @@
 Who calls it: `gapwatch.offline.perfetto.TraceBuilder`, whose trace of a day of 8 GPUs is tens of
 millions of events (held as Python dicts it took ~1.6 GB per hour of recording), and
 `gapwatch.offline.gap_spool` (a report's gaps, in start order, and the `--log` files' events, in
-time order). Items are kept in memory up to `run_items`, then sorted and written to a temporary
-file as one run; `sorted()` merges the runs and what is left in memory. The key is a time and,
-where the caller gives them, `ties` integers; items with equal keys come back in the order
-added (each item carries its sequence number), so the output is the same however many runs
-there were: `sorted(items, key=key)`'s order.
+time order). Items are kept in memory up to `run_items` (or until their payloads reach
+`RUN_BYTES`), then sorted and written to a temporary file as one run; `sorted()` merges the runs
+and what is left in memory. The key is a time and, where the caller gives them, `ties`
+integers; items with equal keys come back in the order added (each item carries its sequence
+number), so the output is the same however many runs there were: `sorted(items, key=key)`'s
+order.
 
 The runs are anonymous temporary files (`tempfile.TemporaryFile`, in the system's folder or
 `folder`): unlinked as they are made, so nothing is left behind even when the process is
@@ -25,6 +26,10 @@ from typing import IO, Final
 
 #: Items held in memory before a run is written (a trace event is ~150-300 bytes encoded).
 RUN_ITEMS: Final = 200_000
+#: Payload bytes held in memory before a run is written, however few the items: a gap's slice
+#: in a trace is ~3 KB (its evidence), and a day's 330,000 of them held 200,000 at a time
+#: took ~0.9 GB.
+RUN_BYTES: Final = 32 << 20
 
 #: An item: its time, its tie integers, its sequence number and its payload.
 _Item = tuple[float, tuple[int, ...], int, bytes]
@@ -39,6 +44,8 @@ class SortedSpool:
     def __init__(self, run_items: int | None = None, folder: str | None = None,
                  ties: int = 0) -> None:
         self._run_items = run_items or RUN_ITEMS
+        self._run_bytes = RUN_BYTES
+        self._bytes = 0
         self._dir = folder
         self._ties = ties
         # Time, ties, sequence number, payload length.
@@ -61,7 +68,8 @@ class SortedSpool:
         self._items.append((t, tie, self._seq, payload))
         self._seq += 1
         self._sorted = False
-        if len(self._items) >= self._run_items:
+        self._bytes += len(payload)
+        if len(self._items) >= self._run_items or self._bytes >= self._run_bytes:
             self._spill()
 
     def _spill(self) -> None:
@@ -73,6 +81,7 @@ class SortedSpool:
         f.flush()
         self._runs.append(f)
         self._items = []
+        self._bytes = 0
 
     def sorted(self) -> Iterator[tuple[float, bytes]]:
         """Every item, by time (then ties; equal keys in the order added)."""
@@ -99,6 +108,7 @@ class SortedSpool:
 
     def close(self) -> None:
         self._items = []
+        self._bytes = 0
         for f in self._runs:
             f.close()
         self._runs = []

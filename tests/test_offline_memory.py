@@ -1,6 +1,7 @@
-"""Offline outputs in bounded memory (issue 29, item 11): the Perfetto export streams its events
-through sorted runs on disk, and `report --json` writes its gaps one at a time; both write the
-same bytes as encoding the whole document at once."""
+"""Offline outputs in bounded memory (issue 29, item 11): the detection loop lets closed gaps go
+to a spool on disk once final, the `--log` events wait on disk, the Perfetto export streams its
+events through sorted runs on disk, and `report --json` writes its gaps and partition rows one at
+a time; all give the same bytes as holding everything at once."""
 
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.config import Config
 from gapwatch.core.codec import encode_json
-from gapwatch.offline import sorted_spool
+from gapwatch.core.config import DetectorConfig
+from gapwatch.offline import detect, gap_spool, sorted_spool
+from gapwatch.offline.detect import SETTLE_EVERY, Detected, detect_records
+from gapwatch.offline.gap_spool import GapSpool
 from gapwatch.offline.perfetto import TraceBuilder
-from gapwatch.offline.report import build_report, to_json, write_json
+from gapwatch.offline.report import ReportData, build_report, to_json, write_json
 from gapwatch.offline.sorted_spool import SortedSpool
 
 
@@ -75,12 +79,58 @@ def test_export_of_a_recording_streams_to_the_same_trace(
 
 @pytest.mark.parametrize("case", ["pageable", "chained", "host-stall-status"])
 def test_report_json_written_gap_by_gap_is_the_whole_documents_bytes(case: str) -> None:
-    """`report --json` encodes its gaps one at a time (a day's document as dicts, bytes,
-    formatted bytes and text took ~4 copies of it): the same bytes as the whole document."""
+    """`report --json` encodes its gaps and partition rows one at a time (a day's document as
+    dicts, bytes, formatted bytes and text took ~4 copies of it): the same bytes as the whole
+    document."""
     data = Path(__file__).parent / "data" / "h200-e2e" / case
     report = build_report(data / "rec.jsonl.gz", Config(),
                           [str(data / "stdout.log"), str(data / "stderr.log")])
     parts: list[str] = []
     write_json(report, parts.append)
     assert "".join(parts) == encode_json(to_json(report), indent=2).decode()
-    assert len(parts) == (len(report.gaps) + 2 if report.gaps else 1)
+    rows = len(report.partitions.partitions) if report.partitions is not None else None
+    # Each list: what comes before it, an item a part, its end; then the rest.
+    assert len(parts) == len(report.gaps) + 2 + (0 if rows is None else rows + 2) + 1
+
+
+def _detect(duration_s: float) -> Detected:
+    sim = simulate("pageable", seed=5, duration_s=duration_s, gpus=2)
+    return detect_records(sim.header, sim.records, DetectorConfig())
+
+
+def test_the_detection_loop_holds_as_many_gaps_for_a_long_recording_as_for_a_short_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Closed gaps go to the spool once final: the loop holds a settling batch and what the
+    detector may still revise, however long the recording (a report of a day held them all)."""
+    monkeypatch.setattr(gap_spool, "GAP_RUN_ITEMS", 50)
+    short, long = _detect(300.0), _detect(1200.0)
+    assert len(long.gaps) > 3 * len(short.gaps) > 3 * SETTLE_EVERY
+    assert long.gaps.runs > short.gaps.runs > 0  # on disk beyond 50
+    # A settling batch and the detector's listening window (32 gaps), not the run's gaps.
+    assert short.most_gaps_held <= long.most_gaps_held <= SETTLE_EVERY + 64 < len(long.gaps) / 3
+
+
+def _pageable_report(monkeypatch: pytest.MonkeyPatch, settle_every: int,
+                     run_items: int) -> tuple[bytes, ReportData]:
+    monkeypatch.setattr(detect, "SETTLE_EVERY", settle_every)
+    monkeypatch.setattr(gap_spool, "GAP_RUN_ITEMS", run_items)
+    monkeypatch.setattr(gap_spool, "EVENT_RUN_ITEMS", run_items)
+    # The copy trace's copies come late (after their flush): they re-publish closed gaps.
+    data = Path(__file__).parent / "data" / "h200-copytrace" / "pageable"
+    logs = [str(p) for p in (data / "stdout.log", data / "stderr.log") if p.exists()]
+    report = build_report(data / "rec.jsonl.gz", Config(), logs, workers=1)
+    return encode_json(to_json(report), indent=2), report
+
+
+def test_gaps_let_go_as_soon_as_final_keep_their_late_evidence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Settled after every closed gap (each final version found as early as it can be), with
+    the gaps and the log events spilled to disk every 3: the same report as holding them all,
+    the late copies' evidence included."""
+    whole, _ = _pageable_report(monkeypatch, 10**9, 10**9)
+    early, report = _pageable_report(monkeypatch, 1, 3)
+    assert isinstance(report.gaps, GapSpool) and report.gaps.runs > 0
+    assert early == whole
+    assert all(g.copies.kinds() for g in report.gaps)  # the late copies reached every gap

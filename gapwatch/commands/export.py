@@ -45,20 +45,21 @@ def _default_out(path: Path, fmt: str) -> Path:
 
 def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes]) -> str:
     from gapwatch.offline.perfetto import TraceBuilder
-    from gapwatch.offline.report import build_report, parse_logs
+    from gapwatch.offline.report import build_report, spool_logs
     from gapwatch.sources.files import read_any
 
     # The report's own pass decides gaps and states; a second read streams the samples.
     report = build_report(path, config, logs)
-    extra, _ = parse_logs(logs, config)
+    extra, _ = spool_logs(logs, config)
     recording = read_any(path)
     builder = TraceBuilder(recording.header)
     # Recorded gaps and states are superseded by the report's (same samples, this version).
     builder.extend(r for r in recording.records if r.type not in DERIVED_TYPES)
-    extra.reverse()
-    while extra:
-        builder.add(extra.pop())  # in time order, each event let go once in the trace
-    builder.extend(report.gaps)
+    try:
+        builder.extend(extra)  # in time order, read back from disk one at a time
+    finally:
+        extra.close()
+    builder.final_gaps(report.gaps)  # drawn as the trace is written, read from the spool
     builder.extend(report.states)
     builder.extend(report.prover_events)  # PoSt, restarts, errors: derived again, as gaps
     n = builder.write(out)

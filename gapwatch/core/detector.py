@@ -525,6 +525,14 @@ class GapDetector:
                 )
         return out
 
+    def revisable_gap_ids(self) -> set[int]:
+        """Ids of the closed gaps that may still be published again: late evidence can reach
+        them (`EvidenceBuffer.listening_gap_ids`), or a version of them waits to be returned.
+        The last version of every other closed gap is final (an offline report lets it go)."""
+        ids = self._ev.listening_gap_ids()
+        ids.update(x.gap_id for x in self._pending if isinstance(x, Gap))
+        return ids
+
     def totals(self) -> list[GpuTotals]:
         """Whole-run figures per GPU, in GPU order."""
         out = []

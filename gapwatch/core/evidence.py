@@ -482,6 +482,11 @@ class EvidenceBuffer:
         except ValueError:
             pass
 
+    def listening_gap_ids(self) -> set[int]:
+        """Ids of the closed gaps late events can still reach (`_recent`): only these can be
+        re-published."""
+        return {acc.published.gap_id for acc in self._recent if acc.published is not None}
+
     def take_dirty_closed(self) -> list[GapEvidence]:
         """Closed gaps that received late events since last asked (their flag is cleared)."""
         out = [acc for acc in self._recent if acc.dirty]

@@ -145,6 +145,16 @@ class GapLedger:
         while len(self._forgotten_order) > _FORGOTTEN_IDS:
             self._forgotten.discard(self._forgotten_order.popleft())
 
+    def take_final(self, revisable: set[int]) -> list[Gap]:
+        """Let go of the closed gaps whose ids are not in `revisable` (the detector's
+        `revisable_gap_ids`: their last version is final), in the order they closed; their
+        tallies stay, and a late version of one would be ignored. An offline report spools
+        them (`gapwatch.offline.gap_spool`) instead of holding the run's gaps."""
+        out = [g for gid, g in self._closed.items() if gid not in revisable]
+        for g in out:
+            self._forget(g.gap_id)
+        return out
+
     # -- views ----------------------------------------------------------------------------------
 
     def closed(self) -> list[Gap]:
@@ -154,6 +164,10 @@ class GapLedger:
     def open_gap(self, gap_id: int) -> Gap | None:
         """The latest version of an open gap, or None."""
         return self._open.get(gap_id)
+
+    def closed_ids(self) -> list[int]:
+        """Ids of the closed gaps kept in memory, in the order they closed."""
+        return list(self._closed)
 
     def open_gaps(self) -> list[Gap]:
         """Gaps still open (at most one per GPU), in start order."""

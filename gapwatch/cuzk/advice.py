@@ -24,7 +24,7 @@ pool failed), `first_synthesis` (pcie_starved, only `is_pinned=false` of first s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,10 +117,100 @@ BATCH_SETTING = (
     "extern/cuzk/cuzk.example.toml:97-100")
 
 
-def batched_gaps(gaps: Sequence[Gap]) -> int:
-    """How many of `gaps` name a batch job in their evidence (`porep-c2 job ...`)."""
-    return sum(1 for g in gaps
-               if any(f"{k} job" in e for e in g.prover_evidence for k in BATCH_KINDS))
+#: PoSt job kinds, as a gap's evidence quotes them (`window-post job ...`).
+POST_KINDS = ("winning-post", "window-post")
+
+
+def _batched(g: Gap) -> bool:
+    """Whether a gap names a batch job in its evidence (`porep-c2 job ...`)."""
+    return any(f"{k} job" in e for e in g.prover_evidence for k in BATCH_KINDS)
+
+
+def kinds_in(g: Gap) -> set[str]:
+    """The monolithic job kinds a gap's evidence names (`<kind> job <id> ...`)."""
+    text = " ".join(g.prover_evidence)
+    return {k for k in (*BATCH_KINDS, *POST_KINDS) if f"{k} job" in text}
+
+
+@dataclass(slots=True)
+class StallGaps:
+    """The gaps of one stall as the advice reads them, taken one at a time in start order
+    (`add`): what the rules below and `gapwatch.cuzk.paths` ask of them, never the gaps
+    themselves (a day's report has hundreds of thousands), but the latest one."""
+
+    stall: str
+    #: Each gap's idle seconds and id, in start order (summed in that order, as before).
+    durations: list[float] = field(default_factory=list)
+    ids: list[int] = field(default_factory=list)
+    #: The last gap taken (its evidence is cited).
+    latest: Gap | None = None
+    #: Gaps with the prover's cause; with a batch job in their evidence; any with evidence.
+    with_cause: int = 0
+    batched: int = 0
+    with_evidence: bool = False
+    #: Any gap with an `unpinned` warning among its log events; the latest start of any.
+    unpinned: bool = False
+    max_start_s: float | None = None
+    #: The highest PSI memory share read during any of them (None: never read).
+    pressure: float | None = None
+    #: Monolithic job kinds their evidence names (`kinds_in`).
+    kinds: set[str] = field(default_factory=set)
+    #: Snapshots saying both synthesis counts while waiting on synthesis (`_synthesis`); of
+    #: them, those with every worker busy, their most workers and largest memory budget.
+    judged: int = 0
+    full: int = 0
+    full_workers: int | None = None
+    full_budget: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.durations)
+
+    @property
+    def idle_s(self) -> float:
+        return sum(self.durations)
+
+    def add(self, g: Gap) -> None:
+        self.durations.append(g.duration_s)
+        self.ids.append(g.gap_id)
+        self.latest = g
+        self.with_cause += g.prover_cause is not None
+        self.batched += _batched(g)
+        self.with_evidence = self.with_evidence or bool(g.prover_evidence)
+        self.unpinned = self.unpinned or "unpinned" in _warnings(g)
+        if self.max_start_s is None or g.start_s > self.max_start_s:
+            self.max_start_s = g.start_s
+        share = known(g.host.psi_mem_some_share_max)
+        if share is not None and (self.pressure is None or share > self.pressure):
+            self.pressure = share
+        self.kinds |= kinds_in(g)
+        for st in g.prover_states:
+            self._judge(st)
+
+    def _judge(self, st: ProverState) -> None:
+        workers, busy = known(st.synthesis_workers), st.synthesizing
+        if st.cause != "waits_on_synthesis" or workers is None or busy is None:
+            return
+        self.judged += 1
+        if busy >= workers:
+            self.full += 1
+            self.full_workers = workers if self.full_workers is None else max(
+                self.full_workers, workers)
+            total = known(st.memory_total_bytes)
+            if total:
+                self.full_budget = total if self.full_budget is None else max(
+                    self.full_budget, total)
+
+
+def by_stall(gaps: Iterable[Gap], pipeline: PipelineView) -> dict[str, StallGaps]:
+    """The gaps (closed, in start order, read once) by the stall each shows, digested."""
+    by: dict[str, StallGaps] = {}
+    for g in gaps:
+        stall = stall_of(g, pipeline)
+        these = by.get(stall)
+        if these is None:
+            these = by[stall] = StallGaps(stall)
+        these.add(g)
+    return by
 
 
 def if_closed(busy_s: float | None, active_s: float, closed_s: float) -> dict[str, float | None]:
@@ -164,38 +254,23 @@ def stall_of(g: Gap, pipeline: PipelineView) -> str:
     return "unknown"
 
 
-def _states(gaps: Sequence[Gap]) -> list[ProverState]:
-    return [s for g in gaps for s in g.prover_states]
-
-
-def _host_pressure(gaps: Sequence[Gap]) -> float | None:
-    shares = [known(g.host.psi_mem_some_share_max) for g in gaps]
-    read = [s for s in shares if s is not None]
-    return max(read) if read else None
-
-
-def _evidence(gaps: Sequence[Gap], limit: int = 5) -> list[str]:
+def _evidence(gaps: StallGaps, limit: int = 5) -> list[str]:
     """The facts behind these gaps: the latest gap's (each gap's evidence says the same of
     its own moment), at most `limit`, and how many gaps had the same cause said."""
-    if not gaps:
+    latest = gaps.latest
+    if latest is None:
         return []
-    latest = gaps[-1]
     said = [e for e in latest.prover_evidence][:limit]
-    causes = sum(1 for g in gaps if g.prover_cause is not None)
+    causes = gaps.with_cause
     head = [f"the latest of {len(gaps)} gap(s), at {fmt.clock(latest.start_s, millis=True)}"
             + (f"; {causes} of them with the prover's cause" if causes else "")]
     return head + said
 
 
-def _synthesis(gaps: Sequence[Gap], pipeline: PipelineView
+def _synthesis(gaps: StallGaps, pipeline: PipelineView
                ) -> tuple[list[tuple[str, str, str, str]], bool, str]:
     """(settings: (setting, change, why, source)), guess, guess_why) for synthesis waits."""
-    states = [s for s in _states(gaps) if s.cause == "waits_on_synthesis"]
-    #: (busy, workers, memory budget) of each snapshot that says both counts.
-    judged = [(busy, workers, known(s.memory_total_bytes)) for s in states
-              for busy, workers in ((s.synthesizing, known(s.synthesis_workers)),)
-              if workers is not None and busy is not None]
-    pressure = _host_pressure(gaps)
+    pressure = gaps.pressure
     threads = ("[synthesis] threads", "leave it at 0 (all CPUs) or raise it",
                "the rayon pool every synthesis runs on (cuzk-daemon main.rs; 0 = all CPUs)",
                "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs")
@@ -203,7 +278,7 @@ def _synthesis(gaps: Sequence[Gap], pipeline: PipelineView
                    "b_g2_msm's CPU pool competes with synthesis for memory bandwidth and L3; 32 "
                    "threads cut its bucket RAM from ~1.1 GiB to ~192 MB (cuzk.example.toml)",
                    "extern/cuzk/cuzk.example.toml")
-    if not judged:
+    if not gaps.judged:
         # How many workers cuzk runs is unknown (no `starting pipeline` line, no budget in the
         # snapshots, or no snapshot at all): both remedies, said as a guess.
         return ([("[pipeline] max_parallel_synthesis",
@@ -216,17 +291,16 @@ def _synthesis(gaps: Sequence[Gap], pipeline: PipelineView
                 "'starting pipeline ... synth_worker_count' line in the log read, no memory "
                 "budget in /status): if they were all busy, more workers close these gaps; if "
                 "not, only faster synthesis does")
-    full = [(workers, total) for busy, workers, total in judged if busy >= workers]
-    if len(full) * 2 < len(judged):
+    if gaps.full * 2 < gaps.judged:
         # Workers free, nothing synthesised ahead: the partitions in flight are all being
         # synthesised; more workers would idle, faster synthesis closes the gaps.
         return ([threads, gpu_threads], True,
                 "synthesis workers were free during these gaps: each synthesis is too slow "
                 "for the GPU, or the client sent too little work ahead (nothing pending); "
                 "which CPU setting helps is not measured here")
-    workers = max(w for w, _ in full)
-    budgets = [total for _, total in full if total]
-    budget = max(budgets) if budgets else pipeline.budget_total_bytes
+    workers = gaps.full_workers
+    assert workers is not None  # gaps.full > 0 here
+    budget = gaps.full_budget if gaps.full_budget is not None else pipeline.budget_total_bytes
     pressed = pressure is not None and pressure >= PSI_PRESSURE_SHARE
     why_more = (f"all {workers} synthesis workers were busy with nothing synthesised ahead; "
                 "cuzk runs max(2, min(budget / 14 GiB, max_parallel_synthesis)) of them "
@@ -258,22 +332,40 @@ def _synthesis(gaps: Sequence[Gap], pipeline: PipelineView
     return settings, guess, guess_why
 
 
-def advise(gaps: Sequence[Gap], pipeline: PipelineView,
+def advise(gaps: Iterable[Gap], pipeline: PipelineView,
            payoff: Callable[[Sequence[Gap]], dict[str, float | None] | None] | None = None,
-           rules: Callable[[str, Sequence[Gap]], Found | str | None] | None = None,
-           notes: Sequence[str] = ()) -> AdviceReport:
-    """Advice for `gaps` (closed gaps; retracted and open ones are left out by the caller).
+           rules: Callable[[str, StallGaps], Found | str | None] | None = None,
+           notes: Iterable[str] = ()) -> AdviceReport:
+    """Advice for `gaps` (closed gaps, in start order; retracted and open ones are left out by
+    the caller), held as a list: `payoff` is given each stall's gaps (see `advise_stalls`,
+    which a caller that cannot hold its gaps calls with `by_stall`)."""
+    groups: dict[str, list[Gap]] = {}
+    for g in gaps:
+        groups.setdefault(stall_of(g, pipeline), []).append(g)
+    by = {stall: _digest(stall, these) for stall, these in groups.items()}
+    pay = None if payoff is None else (lambda these: payoff(groups[these.stall]))
+    return advise_stalls(by, pipeline, pay, rules, notes)
+
+
+def _digest(stall: str, gaps: Iterable[Gap]) -> StallGaps:
+    these = StallGaps(stall)
+    for g in gaps:
+        these.add(g)
+    return these
+
+
+def advise_stalls(by: dict[str, StallGaps], pipeline: PipelineView,
+                  payoff: Callable[[StallGaps], dict[str, float | None] | None] | None = None,
+                  rules: Callable[[str, StallGaps], Found | str | None] | None = None,
+                  notes: Iterable[str] = ()) -> AdviceReport:
+    """Advice for the gaps of each stall (`by_stall`).
     `payoff`: the caller's payoff for a set of gaps (the report's, over its working span).
     `rules`: the caller's answer for a stall on the path its prover's log shows
     (`gapwatch.cuzk.paths.path_rule`), asked first; None there: the answer below stands.
     `notes`: said with the advice whatever the gaps."""
-    by: dict[str, list[Gap]] = {}
-    for g in gaps:
-        by.setdefault(stall_of(g, pipeline), []).append(g)
     out = AdviceReport(notes=list(notes))
-    for stall, these in sorted(by.items(), key=lambda kv: -sum(g.duration_s for g in kv[1])):
-        idle = sum(g.duration_s for g in these)
-        ids = [g.gap_id for g in these]
+    for stall, these in sorted(by.items(), key=lambda kv: -kv[1].idle_s):
+        idle = these.idle_s
         pay = payoff(these) if payoff is not None else None
         found = rules(stall, these) if rules is not None else None
         if found is None:
@@ -285,14 +377,14 @@ def advise(gaps: Sequence[Gap], pipeline: PipelineView,
         evidence = _evidence(these) + extra
         for setting, change, why, source in settings:
             out.advice.append(Advice(stall, setting, change, why, source, evidence, len(these),
-                                     idle, ids, guess, guess_why, pay))
+                                     idle, these.ids, guess, guess_why, pay))
     return out
 
 
 _Found = Found
 
 
-def _settings_for(stall: str, gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+def _settings_for(stall: str, gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     """The settings for one stall, or why none applies (a string)."""
     why = _NO_SETTING.get(stall)
     if why is not None:
@@ -303,12 +395,12 @@ def _settings_for(stall: str, gaps: Sequence[Gap], pipeline: PipelineView) -> _F
     return rule(gaps, pipeline)
 
 
-def _for_waits_on_synthesis(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+def _for_waits_on_synthesis(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     settings, guess, why = _synthesis(gaps, pipeline)
     return settings, guess, why, []
 
 
-def _for_waits_on_budget(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+def _for_waits_on_budget(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     return ([("[memory] total_budget", "raise it (or, with \"auto\", lower safety_margin) "
               "if the host has the RAM",
               "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 GiB) "
@@ -322,7 +414,7 @@ def _for_waits_on_budget(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found 
              "eviction_min_idle frees nothing"])
 
 
-def _for_pacer_hold(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+def _for_pacer_hold(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     target = pipeline.pacer_target
     return ([("[pipeline] max_gpu_queue_depth",
               f"raise it above {target}, or 0 to turn the pacer off" if target else
@@ -333,7 +425,7 @@ def _for_pacer_hold(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str
             [f"pacer: {_pacer_words(pipeline)}"] if pipeline.pacer else [])
 
 
-def _for_srs_loading(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+def _for_srs_loading(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     if pipeline.srs_evictions:
         return ([("[memory] eviction_min_idle", "raise it (default 5m)",
                   "idle SRS/PCE entries become eviction candidates after this long; "
@@ -345,10 +437,10 @@ def _for_srs_loading(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | st
             "no preload since the memory manager): nothing to change unless it repeats")
 
 
-def _for_pinned_pool(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     pool = pipeline.pool
     facts = []
-    if pool is not None and not any(g.prover_evidence for g in gaps):
+    if pool is not None and not gaps.with_evidence:
         facts.append(f"{pool.checkout_failed} checkout(s) FAILED, {pool.alloc_failed} "
                      "cudaHostAlloc failure(s) in the log")
     return ([("[memory] safety_margin", "raise it (or lower total_budget)",
@@ -366,13 +458,13 @@ def _for_pinned_pool(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | st
             facts)
 
 
-def _for_first_synthesis(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+def _for_first_synthesis(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     return ("the first wave after cuzk started (every synthesis begun before the first of "
             "its circuit type finished) has no capacity hint and is unpinned "
             "(pipeline.rs:176-230, 270); no setting: it repeats after every restart")
 
 
-def _for_copies_not_overlapped(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+def _for_copies_not_overlapped(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     per = pipeline.gpu_workers_per_device
     if per == 1:
         return ([("[gpus] gpu_workers_per_device", "2",
@@ -392,14 +484,14 @@ def _for_copies_not_overlapped(gaps: Sequence[Gap], pipeline: PipelineView) -> _
             "outlasts the other worker's kernels; no cuzk setting shrinks a/b/c")
 
 
-def _for_monolithic(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+def _for_monolithic(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     if pipeline.pipeline_enabled is False:
         return ([("[pipeline] enabled", "true",
                   "with the pipeline off every proof is monolithic: no synthesis overlaps "
                   "GPU proving (cuzk.example.toml)",
                   "extern/cuzk/cuzk.example.toml, cuzk-core/src/engine.rs")], False, "",
                 ["the log's 'starting cuzk engine' says pipeline_enabled=false"])
-    batched = batched_gaps(gaps)
+    batched = gaps.batched
     if batched:
         return ([BATCH_SETTING], False, "",
                 [f"{batched} of {len(gaps)} gap(s) during a batch job (TIMELINE "
@@ -409,7 +501,7 @@ def _for_monolithic(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str
             "batch would be [scheduler] max_batch_size > 1 (read with the prover's log)")
 
 
-def _for_no_work(gaps: Sequence[Gap], pipeline: PipelineView) -> _Found | str:
+def _for_no_work(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     return ("the prover had nothing to do: the client (Curio) sent no work; Curio's "
             "[Cuzk] MaxPending (default 10) caps what it sends")
 
@@ -434,7 +526,7 @@ _NO_SETTING: dict[str, str] = {
         "names the stall and its setting"),
 }
 #: The stalls a setting can close: the rule that picks it.
-_RULES: dict[str, Callable[[Sequence[Gap], PipelineView], _Found | str]] = {
+_RULES: dict[str, Callable[[StallGaps, PipelineView], _Found | str]] = {
     "waits_on_synthesis": _for_waits_on_synthesis,
     "waits_on_budget": _for_waits_on_budget,
     "pacer_hold": _for_pacer_hold,

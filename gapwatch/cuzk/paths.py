@@ -25,12 +25,11 @@ engine.rs:3018-3021). `no_work`: the knob is Curio's `[Cuzk] MaxPending`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gapwatch.core import fmt
-from gapwatch.core.models import Gap, LogEvent
-from gapwatch.cuzk.advice import BATCH_KINDS, BATCH_SETTING, batched_gaps
+from gapwatch.core.models import LogEvent
+from gapwatch.cuzk.advice import BATCH_KINDS, BATCH_SETTING, POST_KINDS, StallGaps
 from gapwatch.cuzk.settings import (
     DEPRECATED,
     SPLIT_PROVE_TELL,
@@ -38,7 +37,6 @@ from gapwatch.cuzk.settings import (
     split_prove_disabled,
 )
 
-POST_KINDS = ("winning-post", "window-post")
 NO_CAPACITY_HINT = "no capacity hint cached — first synthesis will grow organically"
 HINT_CACHED = "cached synthesis capacity hint"
 HOT_PATH = "GPU_TIMING hot_path pre-prove overhead"
@@ -181,13 +179,7 @@ STATUS_PERIOD_SETTING: Setting = (
     "extern/cuzk/cuzk-core/src/status.rs:397, engine.rs:3018-3021")
 
 
-def _kinds_in(g: Gap) -> set[str]:
-    """The monolithic job kinds a gap's evidence names (`<kind> job <id> ...`)."""
-    text = " ".join(g.prover_evidence)
-    return {k for k in (*BATCH_KINDS, *POST_KINDS) if f"{k} job" in text}
-
-
-def path_rule(stall: str, gaps: Sequence[Gap], facts: PathFacts) -> Found | str | None:
+def path_rule(stall: str, gaps: StallGaps, facts: PathFacts) -> Found | str | None:
     """The answer for `stall` on the path the log shows, or None: the general advice stands."""
     if stall == "monolithic":
         return _monolithic(gaps, facts)
@@ -205,11 +197,11 @@ def path_rule(stall: str, gaps: Sequence[Gap], facts: PathFacts) -> Found | str 
     return None
 
 
-def _monolithic(gaps: Sequence[Gap], facts: PathFacts) -> Found | str | None:
+def _monolithic(gaps: StallGaps, facts: PathFacts) -> Found | str | None:
     if facts.pipeline_enabled is False:
         return None  # the general advice: [pipeline] enabled = true
-    kinds = set().union(*(_kinds_in(g) for g in gaps))
-    batched = batched_gaps(gaps)
+    kinds = gaps.kinds
+    batched = gaps.batched
     if batched or (facts.batches and not kinds & set(POST_KINDS)):
         return [BATCH_SETTING], not batched, (
             "" if batched else "these gaps name no batch job, but the log shows batches"), \
@@ -231,7 +223,7 @@ def _batch_evidence(facts: PathFacts, batched: int, gaps: int) -> list[str]:
     return out
 
 
-def _pageable(gaps: Sequence[Gap], facts: PathFacts) -> Found | str | None:
+def _pageable(gaps: StallGaps, facts: PathFacts) -> Found | str | None:
     if not facts.log_seen:
         return None
     if facts.pipeline_enabled is False:
@@ -242,19 +234,16 @@ def _pageable(gaps: Sequence[Gap], facts: PathFacts) -> Found | str | None:
             "cuzk's log shows batches and no pool failure: batched a/b/c are pageable; "
             "gapwatch did not tie these gaps to one batch"), _batch_evidence(facts, 0, len(gaps))
     wave_end = facts.first_wave_end_s
-    if facts.unhinted and wave_end is not None and all(g.start_s <= wave_end for g in gaps):
+    if facts.unhinted and wave_end is not None and (
+            gaps.max_start_s is None or gaps.max_start_s <= wave_end):
         return first_wave_words(facts)
-    if any("unpinned" in _warnings(g) for g in gaps):
+    if gaps.unpinned:
         return ("cuzk's log says these partitions were unpinned (is_pinned=false) with no pool "
                 "failure, no batch, the pipeline on and the first wave over: a path upstream's "
                 "code does not take (pipeline.rs:273-308), so no setting is known")
     return ("cuzk's log shows no pool failure, no batch, the pipeline on and the first wave "
             "over: its partitions are pinned; the pageable copies left are the MSM scalars and "
             "bases cuzk keeps in heap memory (groth16_cuda.cu:1005-1031), which no setting pins")
-
-
-def _warnings(g: Gap) -> set[str]:
-    return {e.warning for e in g.log_events if e.warning}
 
 
 def first_wave_words(facts: PathFacts) -> str:

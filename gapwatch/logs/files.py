@@ -124,28 +124,42 @@ def parse_log_files(
         OSError: a file cannot be read (the caller says which and stops: a log given on the
             command line that cannot be read is a usage error, not something to skip).
     """
+    counters: dict[str, int] = {}
+    events = list(log_file_events(paths, config, timeline_epoch_s, counters))
+    events.sort(key=lambda e: e.t_wall_s)
+    return events, counters
+
+
+def log_file_events(
+    paths: Iterable[str], config: Config, timeline_epoch_s: float | None,
+    counters: dict[str, int],
+) -> Iterator[LogEvent]:
+    """The events of whole prover log files as parsed, file after file (not sorted: sorting is
+    the caller's, `parse_log_files` in memory, `gapwatch.offline.report.spool_logs` on disk);
+    `counters` gets the parser's counters once the last file is read. Raises OSError."""
     from gapwatch.logs.parse import LogParser
 
     parser = LogParser(config.logs, keep_unparsed=False, offline=True)
     parser.anchor_from_status(timeline_epoch_s)
-    events: list[LogEvent] = []
     nul_bytes = cut_lines = 0
     for path in paths:
         log = LogFile(path, config.logs.max_line_bytes)
         for line in log.lines():
-            events.extend(parser.parse_line(line, stream=path))
-        events.extend(parser.flush())  # a panic at the end of the file
+            for e in parser.parse_line(line, stream=path):
+                # Lines without any time of their own get wall time 0 from a file: they
+                # cannot be placed.
+                if e.t_wall_s > 0:
+                    yield e
+        for e in parser.flush():  # a panic at the end of the file
+            if e.t_wall_s > 0:
+                yield e
         nul_bytes += log.nul_bytes
         cut_lines += log.cut_lines
-    # Lines without any time of their own get wall time 0 from a file: they cannot be placed.
-    events = [e for e in events if e.t_wall_s > 0]
-    events.sort(key=lambda e: e.t_wall_s)
-    counters = dict(parser.counters)
+    counters.update(parser.counters)
     if nul_bytes:
         counters["nul_bytes"] = nul_bytes
     if cut_lines:
         counters["cut_lines"] = cut_lines
-    return events, counters
 
 
 def merge_by_time(records: Iterable[Record], events: Sequence[LogEvent]) -> Iterator[Record]:

@@ -13,17 +13,18 @@ lock and ring buffers would only cost time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from operator import attrgetter
-from typing import Any
+from typing import Any, Final
 
 from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.chaining import WINDOW_S, ChainingFigure, ChainingMeter
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.health import MAX_REPORT_EVENTS, HealthStats
-from gapwatch.core.ledger import GapLedger
+from gapwatch.core.ledger import Change, GapLedger, Tally
 from gapwatch.core.models import (
     BlindSpot,
     CopyRecord,
@@ -43,9 +44,10 @@ from gapwatch.core.models import (
 from gapwatch.core.prover_watch import ProverWatch
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
-from gapwatch.cuzk.partitions import timeline_event
+from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.cuzk.prover import CuzkProver, view_of
+from gapwatch.offline.gap_spool import GapSpool
 from gapwatch.offline.log_span import LogSpan
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
@@ -62,15 +64,20 @@ class Detected:
     """
 
     header: SessionHeader
-    #: The gaps (final versions, retracted ones gone), as every output counts them.
-    ledger: GapLedger
+    #: The closed gaps (final versions, retracted ones gone), in start order, on disk beyond a
+    #: few thousand (`GapSpool`): the loop lets each go once the detector can no longer
+    #: re-publish it.
+    gaps: GapSpool
+    #: Closed gaps by (GPU, kind), as the ledger counted them (`GapLedger.tally`).
+    gap_tally: dict[tuple[int, str], Tally]
     #: Every state change, in `_state_order`.
     states: list[StateChange]
     totals: list[GpuTotals]
     #: The detector's own counters (out_of_order, stale_gpm, holes, ...), non-zero ones.
     detector_counters: dict[str, int]
-    #: The log events the partition timeline reads (`partitions.timeline_event`), in order.
-    log_events: list[LogEvent]
+    #: The partition timeline, fed the log events it reads (`partitions.timeline_event`) as
+    #: they went by; None when no log event was read.
+    timeline: TimelineBuilder | None
     #: The prover's `/status` snapshots in the input (cuzk), in order.
     prover_statuses: list[ProverStatus] = field(default_factory=list)
     #: The line at which each gap id (1, 2, ...) was assigned, when the caller gave `line_of`.
@@ -98,22 +105,91 @@ class Detected:
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
     #: What the prover's watcher said (PoSt proofs, restarts, errors, lost GPU jobs), in order.
     prover_events: list[ProverEvent] = field(default_factory=list)
+    #: The most closed gaps the loop held in memory at once (the others were final, spooled):
+    #: bounded by the window the detector can revise, not by the recording's length.
+    most_gaps_held: int = 0
+
+
+#: Closed gaps counted between two looks at which of them are final (then spooled).
+SETTLE_EVERY: Final = 256
+
+
+class _Published:
+    """What the detector published, taken a list at a time: gap versions counted by the ledger,
+    and every closed gap handed to the spool once its last version is final (not among the
+    detector's `revisable_gap_ids`), so that the loop holds a few hundred gaps, not the run's;
+    state changes kept in order."""
+
+    def __init__(self, det: GapDetector, spool: GapSpool, states: list[StateChange]) -> None:
+        self.ledger = GapLedger()
+        self.spool = spool
+        self.states = states
+        self._det = det
+        self._closed = 0
+        #: The most closed gaps held at once (`Detected.most_gaps_held`).
+        self.most_held = 0
+
+    def take(self, out: list[Gap | StateChange]) -> None:
+        # Settled only after the whole list: a later version of a gap may follow in it.
+        for x in out:
+            if isinstance(x, Gap):
+                if self.ledger.add(x) is Change.CLOSED:
+                    self._closed += 1
+            else:
+                self.states.append(x)
+        if self._closed >= SETTLE_EVERY:
+            self.most_held = max(self.most_held, len(self.ledger.closed_ids()))
+            self.spool.extend(self.ledger.take_final(self._det.revisable_gap_ids()))
+            self._closed = 0
+
+    def finish(self) -> GapSpool:
+        """After the detector's last word: every closed gap is final."""
+        self.most_held = max(self.most_held, len(self.ledger.closed_ids()))
+        self.spool.extend(self.ledger.take_final(set()))
+        return self.spool
+
+
+class _Side:
+    """What the loop keeps beside the gaps from the log events it feeds: the partition timeline
+    and the prover's watcher's events, and the caller's `on_log`."""
+
+    def __init__(self, watch: ProverWatch | None,
+                 on_log: Callable[[LogEvent], None] | None) -> None:
+        self.watch = watch
+        self.on_log = on_log
+        self.timeline: TimelineBuilder | None = None
+        self.prover_events: list[ProverEvent] = []
+
+    def log(self, event: LogEvent) -> None:
+        slim = timeline_event(event)
+        if slim is not None:
+            if self.timeline is None:
+                self.timeline = TimelineBuilder()
+            self.timeline.add(slim)
+        if self.on_log is not None:
+            self.on_log(event)
 
 
 def detect_records(
     header: SessionHeader,
     records: Iterable[Record],
     config: DetectorConfig,
-    extra_logs: Sequence[LogEvent] = (),
+    extra_logs: Iterable[LogEvent] = (),
     *,
     line_of: Callable[[], int] | None = None,
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
     on_log: Callable[[LogEvent], None] | None = None,
     watch: ProverWatch | None = None,
+    span: LogSpan | None = None,
+    gap_spool: GapSpool | None = None,
 ) -> Detected:
-    """Feed every record (and `extra_logs`, merged by time) to one offline `GapDetector`.
+    """Feed every record (and `extra_logs`, in time order, merged by time) to one offline
+    `GapDetector`.
 
     Args:
+        extra_logs: the `--log` files' events, sorted by time: a list, or a stream read once
+            (`gapwatch.offline.gap_spool.EventSpool`) whose files `span` has already seen
+            (`LogSpan.observe`); without `span` they are looked at first.
         max_parallel_synthesis: `[cuzk] max_parallel_synthesis` (the prover's synthesis
             workers when its log does not say them).
         line_of: where the reader is (the line of the record being fed); when given, the line
@@ -122,14 +198,16 @@ def detect_records(
             a caller reads beside the detector (`compare` reads the prover's settings).
         watch: the prover's watcher, fed every record but GPU samples (as the live session
             feeds it); its events are `Detected.prover_events`.
+        gap_spool: where the closed gaps go (a new `GapSpool` when None).
     """
     # cuzk is the prover gapwatch knows: its facts stay empty where its log and /status are not
     # in the input, and the gaps are explained without them.
     det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False,
                       prover=CuzkProver(max_parallel_synthesis))
-    ledger = GapLedger()
     states: list[StateChange] = []
-    log_events: list[LogEvent] = []
+    published = _Published(det, gap_spool if gap_spool is not None else GapSpool(), states)
+    take = published.take
+    side = _Side(watch, on_log)
     prover_statuses: list[ProverStatus] = []
     copies: list[CopyRecord] = []
     blind_spots: list[BlindSpot] = []
@@ -137,33 +215,34 @@ def detect_records(
     gap_id_lines: list[int] = []
     health_side = _HealthSide(ChainingMeter(list(header.gpus), config, window_s=None))
     chaining = health_side.chaining
-    prover_events: list[ProverEvent] = []
+    prover_events = side.prover_events
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
 
     # Hot loop (~7 M records): GPU samples, the bulk, go straight to feed_gpu and host samples
     # to feed_host (what `feed` would call), after the merge test; every other record through
     # `feed`. The record classes are read from locals (a module global is a dict lookup).
-    gpu_sample, host_sample, log_event, gap_type = GpuSample, HostSample, LogEvent, Gap
-    span = LogSpan(header.started_wall_s)
-    extra_logs = span.before_start(list(extra_logs)) if extra_logs else extra_logs
-    li, n_extra = 0, len(extra_logs)
-    next_log_t = extra_logs[0].t_wall_s if extra_logs else float("inf")
+    gpu_sample, host_sample, log_event = GpuSample, HostSample, LogEvent
+    if span is None:
+        span = LogSpan(header.started_wall_s)
+        extra_logs = list(extra_logs)
+        for ev in extra_logs:
+            span.observe(ev)
+    extra = span.kept(extra_logs)
+    head = next(extra, None)
+    next_log_t = head.t_wall_s if head is not None else float("inf")
     for r in records:
         if type(r) is gpu_sample:
-            if li < n_extra and r.t_wall_s >= next_log_t:
-                li, late = _feed_extra(det, watch, extra_logs, li, r.t_wall_s, log_events,
-                                       prover_events, on_log)
-                _take(late, ledger, states)
-                next_log_t = extra_logs[li].t_wall_s if li < n_extra else float("inf")
+            if r.t_wall_s >= next_log_t:
+                head, late = _feed_extra(det, side, head, extra, r.t_wall_s)
+                take(late)
+                next_log_t = head.t_wall_s if head is not None else float("inf")
             out = det.feed_gpu(r)
             chaining.add_sample(r)
         elif type(r) is host_sample:
             out = det.feed_host(r)
         elif isinstance(r, log_event):
-            _keep_for_timeline(log_events, r)
-            if on_log is not None:
-                on_log(r)
+            side.log(r)
             # The detector and the watcher see a log event as a live session's do
             # (`Session.on_record`: its text cut to the store's bounds).
             kept = bounded_event(r)
@@ -178,58 +257,44 @@ def detect_records(
             health_side.add(r)
             _keep_side(r, prover_statuses, copies, blind_spots, byes)
             out = det.feed(r)
-        for x in out:
-            if isinstance(x, gap_type):
-                ledger.add(x)
-            else:
-                states.append(x)
+        if out:
+            take(out)
     # The `--log` lines left after the last sample, as far as they are inside the span.
     end_s = max((t.last_wall_s for t in det.totals() if t.samples), default=None)
-    rest = [e for e in extra_logs[li:] if span.after_end(e, end_s)]
-    _take(_feed_extra(det, watch, rest, 0, float("inf"), log_events, prover_events, on_log)[1],
-          ledger, states)
+    rest = (e for e in chain((head,) if head is not None else (), extra)
+            if span.after_end(e, end_s))
+    take(_feed_extra(det, side, next(rest, None), rest, float("inf"))[1])
     if watch is not None:
         prover_events += watch.finish()
-    _take(det.finish(), ledger, states)
+    take(det.finish())
     states.sort(key=_state_order)
     return Detected(
-        header=header, ledger=ledger, states=states, totals=det.totals(),
+        header=header, gaps=published.finish(), gap_tally=published.ledger.tally(),
+        states=states, totals=det.totals(),
         detector_counters={k: v for k, v in det.counters.items() if v},
-        log_events=log_events, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
+        timeline=side.timeline, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=view_of(det.prover.facts()), blind_spots=blind_spots, byes=byes,
         log_notes=span.notes(end_s), **health_side.fields(),
-        prover_events=prover_events,
+        prover_events=prover_events, most_gaps_held=published.most_held,
     )  # fmt: skip
 
 
-def _take(out: list[Gap | StateChange], ledger: GapLedger, states: list[StateChange]) -> None:
-    """What the detector said: gap versions into the ledger, state changes kept in order."""
-    for x in out:
-        if isinstance(x, Gap):
-            ledger.add(x)
-        else:
-            states.append(x)
-
-
-def _feed_extra(det: GapDetector, watch: ProverWatch | None, extra_logs: Sequence[LogEvent],
-                li: int, until_s: float, log_events: list[LogEvent],
-                prover_events: list[ProverEvent],
-                on_log: Callable[[LogEvent], None] | None = None,
-                ) -> tuple[int, list[Gap | StateChange]]:
-    """Feed the extra log events from `li` on up to `until_s` (merged by time into the
-    records), as a session would (and to `on_log`); returns the index of the first one not
-    fed, and the gaps they re-published."""
+def _feed_extra(det: GapDetector, side: _Side, head: LogEvent | None,
+                rest: Iterator[LogEvent], until_s: float,
+                ) -> tuple[LogEvent | None, list[Gap | StateChange]]:
+    """Feed the extra log events from `head` on (then `rest`) up to `until_s` (merged by time
+    into the records), as a session would (and to the side: timeline, watcher, `on_log`);
+    returns the first one not fed (None: none left), and what the detector said."""
     out: list[Gap | StateChange] = []
-    while li < len(extra_logs) and extra_logs[li].t_wall_s <= until_s:
-        kept = bounded_event(extra_logs[li])
+    watch = side.watch
+    while head is not None and head.t_wall_s <= until_s:
+        kept = bounded_event(head)
         out += det.feed(kept)
-        _keep_for_timeline(log_events, extra_logs[li])
-        if on_log is not None:
-            on_log(extra_logs[li])
+        side.log(head)
         if watch is not None:
-            prover_events.extend(watch.feed(kept))
-        li += 1
-    return li, out
+            side.prover_events.extend(watch.feed(kept))
+        head = next(rest, None)
+    return head, out
 
 
 def _keep_side(r: Record, prover_statuses: list[ProverStatus], copies: list[CopyRecord],
@@ -276,12 +341,6 @@ class _HealthSide:
                  if (w := self.chaining.worst_window(g, WINDOW_S)) is not None}
         return {"health": self.health, "hw_events": self.hw_events,
                 "hw_event_count": self.hw_count, "chaining": figures, "chaining_worst": worst}
-
-
-def _keep_for_timeline(kept: list[LogEvent], event: LogEvent) -> None:
-    slim = timeline_event(event)
-    if slim is not None:
-        kept.append(slim)
 
 
 def sort_states(states: list[StateChange]) -> None:

@@ -1,17 +1,19 @@
 """A `--log` that does not belong to the recording: its lines outside the recording's span.
 
-Who calls it: `gapwatch.offline.detect.detect_records` (with the `--log` files' events, before it
-merges them, and for those left after the last sample). A log from another day (two days before
-the recording) once switched the report's advice to a pinned-pool setting citing a line of that
-other day; now the lines outside the recording's span, give or take `MARGIN_S`, are not fed to
-the detector: not used for causes, advice or partition figures. One line per file says how many
-and how far apart. Kept from a file that does overlap the span: its startup lines before it (the
-settings cuzk logs once at start, `gapwatch.cuzk.settings.STARTUP_FIELDS`, and its deprecation
+Who calls it: `gapwatch.offline.detect.detect_records` (with the `--log` files' events as it merges
+them, and for those left after the last sample); `gapwatch.offline.report` shows it the events as
+they are parsed (`observe`), before the detector reads them back from disk. A log from another day
+(two days before the recording) once switched the report's advice to a pinned-pool setting citing a
+line of that other day; now the lines outside the recording's span, give or take `MARGIN_S`, are not
+fed to the detector: not used for causes, advice or partition figures. One line per file says how
+many and how far apart. Kept from a file that does overlap the span: its startup lines before it
+(the settings cuzk logs once at start, `gapwatch.cuzk.settings.STARTUP_FIELDS`, and its deprecation
 warnings), which describe the run being recorded.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -45,28 +47,31 @@ class LogSpan:
     start_s: float
     files: dict[str, _File] = field(default_factory=dict)
 
-    def before_start(self, events: list[LogEvent]) -> list[LogEvent]:
-        """`events` (sorted by time) without those before the recording's start: a file with no
-        line from the start on is dropped whole, another keeps its startup lines."""
-        for ev in events:
-            f = self.files.get(ev.stream)
-            if f is None:
-                self.files[ev.stream] = _File(ev.t_wall_s, ev.t_wall_s)
-            else:
-                f.last_s = ev.t_wall_s
+    def observe(self, ev: LogEvent) -> None:
+        """See one `--log` event (all of them, in time order, before `kept`): each file's first
+        and last time."""
+        f = self.files.get(ev.stream)
+        if f is None:
+            self.files[ev.stream] = _File(ev.t_wall_s, ev.t_wall_s)
+        else:
+            f.last_s = ev.t_wall_s
+
+    def kept(self, events: Iterable[LogEvent]) -> Iterator[LogEvent]:
+        """`events` (sorted by time, every one `observe`d) without those before the recording's
+        start: a file with no line from the start on is dropped whole, another keeps its
+        startup lines. Read lazily: a day's events are never held."""
         if self.start_s <= 0:
-            return events  # no start known (a trace CSV): nothing to judge by
+            yield from events  # no start known (a trace CSV): nothing to judge by
+            return
         cut = self.start_s - MARGIN_S
         for f in self.files.values():
             f.belongs = f.last_s >= cut
-        kept = []
         for ev in events:
             f = self.files[ev.stream]
             if ev.t_wall_s >= cut or (f.belongs and _startup(ev)):
-                kept.append(ev)
+                yield ev
             else:
                 f.before += 1
-        return kept
 
     def after_end(self, ev: LogEvent, end_s: float | None) -> bool:
         """Whether an event left after the last sample is still inside the span (else counted)."""

@@ -109,6 +109,8 @@ class TraceBuilder:
         self._events = SortedSpool()
         self._gpus: dict[int, GpuInfo] = {g.index: g for g in header.gpus}
         self._ledger = GapLedger()
+        #: Final gaps given whole (`final_gaps`), drawn instead of the ledger's.
+        self._final: Iterable[Gap] | None = None
         self._last_state: dict[int, StateChange] = {}
         self._nodata_since: dict[int, float] = {}
         self._open_gpu: dict[tuple[str | None, int | None, int | None], LogEvent] = {}
@@ -185,6 +187,11 @@ class TraceBuilder:
                      "dst_kind": c.dst_kind, "pid": c.pid, "cuda_device": c.cuda_device,
                      "correlation_id": c.correlation_id}, "copy")
         self._seen(c.end_wall_s)
+
+    def final_gaps(self, gaps: Iterable[Gap]) -> None:
+        """The gaps, final and closed, in start order (a report's `GapSpool`): drawn at `write`
+        as the ledger's gaps would be, read once then (never held here)."""
+        self._final = gaps
 
     def extend(self, records: Iterable[Record | Gap | StateChange | ProverEvent]) -> None:
         for r in records:
@@ -292,7 +299,7 @@ class TraceBuilder:
     def _finish(self) -> None:
         """Add the end-of-data pieces (open gaps, last states, open phases), once."""
         end = self._last_s if self._last_s is not None else self.header.started_wall_s
-        for gap in self._ledger.gaps():
+        for gap in self._ledger.gaps() if self._final is None else self._final:
             g_end = gap.end_s if gap.end_s is not None else max(end, gap.start_s)
             self._slice(gap.start_s, g_end, _gpu_pid(gap.gpu), _TID_GAPS, gap.kind,
                         gap_json(gap), "gap")

@@ -10,6 +10,14 @@ Gaps and states stored in a recording are ignored and recomputed, so a report al
 this version detects. Log events come from the recording and from `--log` files (parsed by
 `gapwatch.logs.parse.LogParser`), fed to the detector in time order with the samples.
 
+Memory: bounded by what a window needs, not by the recording's length. The `--log` files are
+parsed whole but their events wait on disk, sorted (`spool_logs`), until the detector reaches
+them; the detection loop lets each closed gap go to a spool on disk once it is final
+(`gapwatch.offline.gap_spool`); every sum over the gaps (per-GPU prover causes, breakdown
+periods, the copy table, the advice) is one pass over that spool (`_GapSums`), and `report
+--json` writes the gaps from it one at a time. What stays in memory grows with what the
+report lists whole: the partition table, state changes, copies, each advice's gap ids.
+
 The JSON document is described in docs/detection.md ("Report JSON"); `REPORT_SCHEMA_VERSION`
 changes whenever a field is renamed or removed (adding fields keeps the version).
 """
@@ -18,7 +26,7 @@ from __future__ import annotations
 
 import gc
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -47,12 +55,22 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.track import GpuTotals
-from gapwatch.cuzk.advice import AdviceReport, advice_json, advise, if_closed
+from gapwatch.cuzk.advice import (
+    AdviceReport,
+    StallGaps,
+    advice_json,
+    advise_stalls,
+    by_stall,
+    if_closed,
+)
+from gapwatch.cuzk.partitions import TimelineBuilder
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
-from gapwatch.cuzk.pipeline import timeline_epoch
+from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
-from gapwatch.logs.files import parse_log_files
+from gapwatch.logs.files import log_file_events, parse_log_files
 from gapwatch.offline.detect import Detected, detect_records
+from gapwatch.offline.gap_spool import EventSpool
+from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import read_any
@@ -84,8 +102,9 @@ class ReportData:
     path: str
     header: SessionHeader
     totals: list[GpuTotals]
-    #: Final version of every closed gap (retracted ones left out), in start order.
-    gaps: list[Gap]
+    #: Final version of every closed gap (retracted ones left out), in start order: a
+    #: `GapSpool` (on disk, read one at a time) from `build_report`.
+    gaps: Sequence[Gap]
     breakdowns: list[Breakdown]
     states: list[StateChange]
     payoff: dict[str, Any]
@@ -118,6 +137,9 @@ class ReportData:
     #: What the prover did besides gaps: PoSt proofs, restarts and their cost, errors, lost
     #: GPU jobs (`gapwatch.core.models.ProverEvent`), in order.
     prover_events: list[ProverEvent] = field(default_factory=list)
+    #: Each GPU's closed gaps by the prover's finer cause (`gaps_by_prover_cause`); a GPU
+    #: without any left out.
+    prover_causes: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
 
 
 def parse_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None
@@ -125,6 +147,25 @@ def parse_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | N
     """Parse whole prover log files into events sorted by time (`logs.files.parse_log_files`).
     Unreadable files raise OSError."""
     return parse_log_files(paths, config, timeline_epoch_s)
+
+
+def spool_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None,
+               observe: Callable[[LogEvent], None] | None = None,
+               ) -> tuple[EventSpool, dict[str, int]]:
+    """`parse_logs`, the events held on disk: read back sorted by time (equal times in the
+    order parsed, as `parse_logs` sorts them), one at a time; `observe` sees each as it is
+    parsed (`LogSpan.observe`). The caller closes the spool. Raises OSError."""
+    counters: dict[str, int] = {}
+    spool = EventSpool()
+    try:
+        for ev in log_file_events(paths, config, timeline_epoch_s, counters):
+            if observe is not None:
+                observe(ev)
+            spool.add(ev)
+    except BaseException:
+        spool.close()
+        raise
+    return spool, counters
 
 
 def build_report(
@@ -191,11 +232,15 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
     # Logs without their TIMELINE anchor line are placed by the recorded /status uptime.
     epoch = recorded_timeline_epoch(path) if log_paths else None
     rec = read_any(path)
-    extra, log_counters = parse_logs(log_paths, config, epoch)
+    span = LogSpan(rec.header.started_wall_s)
+    extra, log_counters = spool_logs(log_paths, config, epoch, span.observe)
     watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
-    found = detect_records(rec.header, rec.records, config.detector, extra,
-                           max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
-                           on_log=on_log, watch=watch)
+    try:
+        found = detect_records(rec.header, rec.records, config.detector, extra,
+                               max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
+                               on_log=on_log, watch=watch, span=span)
+    finally:
+        extra.close()
     counters = dict(rec.counters)
     counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})
     counters.update({f"log_{k}": v for k, v in log_counters.items() if v})
@@ -211,33 +256,73 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
     the advice on the paths the prover's log shows (`paths`, `gapwatch.cuzk.paths`)."""
     facts = paths or PathFacts()
     totals = found.totals
-    closed = found.ledger.closed()
-    tally = found.ledger.tally()
-    partitions = _partitions(found.log_events, found.prover_statuses)
+    sums = _GapSums(found.gaps, found.copies, found.pipeline)
+    tally = found.gap_tally
+    partitions = _partitions(found.timeline, found.prover_statuses)
     return ReportData(
-        path=str(path), header=found.header, totals=totals, gaps=closed,
-        breakdowns=_breakdowns(found.states, totals, closed, window_s), states=found.states,
+        path=str(path), header=found.header, totals=totals, gaps=found.gaps,
+        breakdowns=_breakdowns(found.states, totals, sums.starved, window_s),
+        states=found.states,
         payoff=payoff(totals, tally, partitions), partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
-        copies=copy_table(found.copies, closed) if found.copies else None,
+        copies=copy_table(found.copies, sums.copy_gaps) if found.copies else None,
         warnings=[*found.log_notes, *data_warnings(found.detector_counters, totals)],
         blind_spots=list(found.blind_spots), byes=list(found.byes),
-        advice=advise(closed, found.pipeline, lambda gaps: gap_payoff(totals, gaps),
-                      rules=lambda stall, gaps: path_rule(stall, gaps, facts),
-                      notes=path_notes(facts)),
+        advice=advise_stalls(sums.stalls, found.pipeline,
+                             lambda these: gap_payoff(totals, these),
+                             rules=lambda stall, these: path_rule(stall, these, facts),
+                             notes=path_notes(facts)),
         health=found.health, hw_events=found.hw_events, hw_event_count=found.hw_event_count,
         chaining=found.chaining, chaining_worst=found.chaining_worst,
         gap_tally=tally,
         prover_events=list(found.prover_events),
+        prover_causes=sums.causes,
     )  # fmt: skip
 
 
-def gap_payoff(totals: list[GpuTotals], gaps: Iterable[Gap]) -> dict[str, float | None]:
+class _GapSums:
+    """Everything the report sums over its gaps, in one pass over them in start order (each
+    sum in the order it always took): each GPU's prover causes, the starved gaps the breakdown
+    periods count, each GPU's gap time and pageable copy time within it (`copy_table`), and the
+    gaps of each stall as the advice reads them (`gapwatch.cuzk.advice.StallGaps`)."""
+
+    def __init__(self, gaps: Iterable[Gap], copies: list[CopyRecord],
+                 pipeline: PipelineView) -> None:
+        self.causes: dict[int, dict[str, dict[str, float]]] = {}
+        #: (end in data time, idle seconds) of each GPU's pcie_starved gaps, by end.
+        self.starved: dict[int, list[tuple[int, float]]] = {}
+        #: Per GPU with gaps: (gap seconds, pageable copy seconds within them).
+        self.copy_gaps: dict[int, tuple[float, float]] = {}
+        spans: dict[int | None, list[tuple[float, float]]] = {}
+        for c in copies:
+            if c.host_kind == "pageable":
+                spans.setdefault(c.gpu, []).append((c.start_wall_s, c.end_wall_s))
+        self.stalls = by_stall(self._each(gaps, spans, bool(copies)), pipeline)
+        for mine in self.starved.values():
+            mine.sort(key=lambda e: e[0])
+
+    def _each(self, gaps: Iterable[Gap], spans: dict[int | None, list[tuple[float, float]]],
+              copies: bool) -> Iterable[Gap]:
+        """The gaps, passed on to the advice's digest once summed here."""
+        for g in gaps:
+            _add_cause(self.causes, g)
+            if g.kind == "pcie_starved" and g.end_mono_ns is not None:
+                self.starved.setdefault(g.gpu, []).append((g.end_mono_ns, g.duration_s))
+            if copies:
+                gap_s, pageable_s = self.copy_gaps.get(g.gpu, (0.0, 0.0))
+                if g.end_s is not None:
+                    gap_s += g.duration_s
+                    pageable_s += union_s(spans.get(g.gpu, []), g.start_s, g.end_s)
+                self.copy_gaps[g.gpu] = (gap_s, pageable_s)
+            yield g
+
+
+def gap_payoff(totals: list[GpuTotals], gaps: StallGaps) -> dict[str, float | None]:
     """The payoff of closing these gaps, over every GPU's working span (the report's
     `payoff` for one set of gaps: the figure each advice carries)."""
     busy = sum(t.busy_s for t in totals)
     active = sum(t.active_s for t in totals)
-    return if_closed(busy, active, sum(g.duration_s for g in gaps))
+    return if_closed(busy, active, gaps.idle_s)
 
 
 def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals]) -> list[str]:
@@ -267,9 +352,12 @@ def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals]) ->
     return out
 
 
-def copy_table(copies: list[CopyRecord], gaps: list[Gap]) -> dict[str, Any]:
+def copy_table(copies: list[CopyRecord], gaps: dict[int, tuple[float, float]]
+               ) -> dict[str, Any]:
     """Copies by GPU, direction and host memory kind (count, bytes, rates), and how much of the
-    gap time pageable copies ran (per GPU and overall): the "copies" object of the report."""
+    gap time pageable copies ran (per GPU and overall; `gaps`: each GPU's gap seconds and
+    pageable copy seconds within them, `_GapSums.copy_gaps`): the "copies" object of the
+    report."""
     groups: dict[tuple[int | None, str, str], list[CopyRecord]] = {}
     for c in copies:
         groups.setdefault((c.gpu, c.direction, c.host_kind), []).append(c)
@@ -289,14 +377,8 @@ def copy_table(copies: list[CopyRecord], gaps: list[Gap]) -> dict[str, Any]:
         })  # fmt: skip
     per_gpu = []
     all_gap_s = all_pageable_s = 0.0
-    for gpu in sorted({g.gpu for g in gaps}):
-        spans = [(c.start_wall_s, c.end_wall_s) for c in copies
-                 if c.gpu == gpu and c.host_kind == "pageable"]
-        gap_s = pageable_s = 0.0
-        for g in gaps:
-            if g.gpu == gpu and g.end_s is not None:
-                gap_s += g.duration_s
-                pageable_s += union_s(spans, g.start_s, g.end_s)
+    for gpu in sorted(gaps):
+        gap_s, pageable_s = gaps[gpu]
         per_gpu.append({"gpu": gpu, "gap_s": gap_s, "pageable_copy_s": pageable_s,
                         "pageable_share_of_gap_time": pageable_s / gap_s if gap_s > 0 else None})
         all_gap_s += gap_s
@@ -309,34 +391,30 @@ def copy_table(copies: list[CopyRecord], gaps: list[Gap]) -> dict[str, Any]:
     }
 
 
-def _partitions(events: list[LogEvent], statuses: list[ProverStatus]) -> Any | None:
-    if not events and not statuses:
+def _partitions(timeline: TimelineBuilder | None, statuses: list[ProverStatus]) -> Any | None:
+    """The partition table: the timeline the detection loop fed (None: no log event it reads)
+    with the prover's `/status` snapshots; None without partitions."""
+    if timeline is None and not statuses:
         return None
-    from gapwatch.cuzk.partitions import derive_timeline
-
-    run = derive_timeline(events, statuses)
+    run = (timeline or TimelineBuilder()).finish(statuses)
     return run if run.partitions else None
 
 
-def _breakdowns(states: list[StateChange], totals: list[GpuTotals], gaps: list[Gap],
-                window_s: float) -> list[Breakdown]:
+def _breakdowns(states: list[StateChange], totals: list[GpuTotals],
+                starved: dict[int, list[tuple[int, float]]], window_s: float
+                ) -> list[Breakdown]:
     """BREAKDOWN periods: from the change into BREAKDOWN to the next change (or end of data),
-    each with the starved gaps it held. Durations are data time (`t_mono_ns`), so a wall-clock
-    step cannot make them negative."""
+    each with the starved gaps it held (`starved`: each GPU's pcie_starved gaps as (end in data
+    time, idle seconds), by end). Durations are data time (`t_mono_ns`), so a wall-clock step
+    cannot make them negative."""
     out: list[Breakdown] = []
     open_: dict[int, StateChange] = {}
-    starved: dict[int, list[Gap]] = {}
-    for g in gaps:
-        if g.kind == "pcie_starved" and g.end_mono_ns is not None:
-            starved.setdefault(g.gpu, []).append(g)
-    for mine in starved.values():
-        mine.sort(key=lambda g: g.end_mono_ns or 0)
 
     def period(start: StateChange, end_s: float, end_ns: int) -> Breakdown:
         seconds = max(0.0, (end_ns - start.t_mono_ns) / 1e9)
         inside, most = _starved_in(starved.get(start.gpu, []), start.t_mono_ns, end_ns, window_s)
         return Breakdown(start.gpu, start.t_wall_s, end_s, start.reason, seconds, len(inside),
-                         sum(g.duration_s for g in inside), most)
+                         sum(idle for _end, idle in inside), most)
 
     for st in states:
         started = open_.pop(st.gpu, None)
@@ -355,13 +433,13 @@ def _breakdowns(states: list[StateChange], totals: list[GpuTotals], gaps: list[G
     return out
 
 
-def _starved_in(starved: list[Gap], start_ns: int, end_ns: int,
-                window_s: float) -> tuple[list[Gap], int]:
+def _starved_in(starved: list[tuple[int, float]], start_ns: int, end_ns: int,
+                window_s: float) -> tuple[list[tuple[int, float]], int]:
     """The starved gaps (sorted by end) that ended in `[start_ns, end_ns]`, and the most of any
     that one window of `window_s` ending at one of those ends held (gaps before the period
     count in its first windows, as they did for the detector)."""
     window_ns = int(window_s * 1e9)
-    ends = [g.end_mono_ns or 0 for g in starved]
+    ends = [end for end, _idle in starved]
     inside = [g for g, e in zip(starved, ends, strict=True) if start_ns <= e <= end_ns]
     most = 0
     for e in ends:
@@ -421,17 +499,20 @@ def payoff(totals: list[GpuTotals], tally: dict[tuple[int, str], Tally],
             "per_gpu": per_gpu}
 
 
-def gaps_by_prover_cause(gaps: Iterable[Gap]) -> dict[str, dict[str, float]] | None:
-    """Count and idle seconds of the gaps by the prover's finer cause (`"none"`: snapshots seen
-    but no rule applied); None when no gap had any prover snapshot (no `/status` polled)."""
-    out: dict[str, dict[str, float]] = {}
-    for g in gaps:
-        if g.prover_cause is None and not g.prover_states:
-            continue
-        entry = out.setdefault(g.prover_cause or "none", {"count": 0, "idle_s": 0.0})
-        entry["count"] += 1
-        entry["idle_s"] += g.duration_s
-    return out or None
+def gaps_by_prover_cause(r: ReportData, gpu: int) -> dict[str, dict[str, float]] | None:
+    """Count and idle seconds of a GPU's gaps by the prover's finer cause (`"none"`: snapshots
+    seen but no rule applied); None when no gap had any prover snapshot (no `/status` polled)."""
+    return r.prover_causes.get(gpu)
+
+
+def _add_cause(causes: dict[int, dict[str, dict[str, float]]], g: Gap) -> None:
+    """Count one gap (in start order) in its GPU's `gaps_by_prover_cause`."""
+    if g.prover_cause is None and not g.prover_states:
+        return
+    entry = causes.setdefault(g.gpu, {}).setdefault(g.prover_cause or "none",
+                                                    {"count": 0, "idle_s": 0.0})
+    entry["count"] += 1
+    entry["idle_s"] += g.duration_s
 
 
 def busy_fraction(t: GpuTotals) -> float | None:
@@ -448,13 +529,12 @@ def _kind_entry(tally: Tally | None) -> dict[str, float]:
 
 
 def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
-    """The stable JSON document (see docs/detection.md). `gaps=False`: its `gaps` list left
-    empty, for a writer that streams them (`write_json`)."""
+    """The stable JSON document (see docs/detection.md). `gaps=False`: its `gaps` list and the
+    partitions' `items` left empty, for a writer that streams them (`write_json`)."""
     infos: dict[int, GpuInfo] = {g.index: g for g in r.header.gpus}
     gpus = []
     for t in r.totals:
         info = infos.get(t.gpu)
-        mine = [g for g in r.gaps if g.gpu == t.gpu]
         gpus.append({
             "index": t.gpu,
             "name": info.name if info else None,
@@ -467,7 +547,7 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
             "final_state": t.final_state,
             "last_data_s": t.last_wall_s,
             "gaps_by_kind": {k: _kind_entry(r.gap_tally.get((t.gpu, k))) for k in GAP_KINDS},
-            "gaps_by_prover_cause": gaps_by_prover_cause(mine),
+            "gaps_by_prover_cause": gaps_by_prover_cause(r, t.gpu),
         })  # fmt: skip
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
@@ -498,7 +578,7 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
              "words": blind_words(b, r.byes)}
             for b in r.blind_spots
         ],
-        "partitions": _partitions_json(r.partitions),
+        "partitions": _partitions_json(r.partitions, items=gaps),
         "prover_events": prover_events_json(r.prover_events),
         "copies": r.copies,
         "chaining": {
@@ -528,7 +608,7 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
     }
 
 
-def _partitions_json(run: Any | None) -> dict[str, Any] | None:
+def _partitions_json(run: Any | None, items: bool = True) -> dict[str, Any] | None:
     if run is None:
         return None
     return {
@@ -539,34 +619,69 @@ def _partitions_json(run: Any | None) -> dict[str, Any] | None:
         "merged_efficiency": run.merged_efficiency,
         "kernel_utilisation": run.kernel_utilisation,
         "unpinned": sum(1 for p in run.partitions if p.unpinned),
-        "items": [
-            {"job_id": p.job_id, "partition": p.partition, "run": p.run, "kind": p.kind,
-             "first_wave": p.first_wave, "worker": p.worker, "gpu": p.gpu,
-             "gpu_start_s": p.gpu_start_s, "gpu_end_s": p.gpu_end_s,
-             "mutex_held_ms": p.mutex_held_ms, "mutex_wait_ms": p.mutex_wait_ms,
-             "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned,
-             "synth_ms": p.synth_ms, "gpu_ms": p.timeline_gpu_ms, "source": p.source,
-             "states_seen": p.states_seen}
-            for p in run.partitions
-        ],
+        "items": [_partition_json(p) for p in run.partitions] if items else [],
+    }
+
+
+def _partition_json(p: Any) -> dict[str, Any]:
+    """One row of the partition table (`gapwatch.cuzk.partitions.PartitionTiming`)."""
+    return {
+        "job_id": p.job_id, "partition": p.partition, "run": p.run, "kind": p.kind,
+        "first_wave": p.first_wave, "worker": p.worker, "gpu": p.gpu,
+        "gpu_start_s": p.gpu_start_s, "gpu_end_s": p.gpu_end_s,
+        "mutex_held_ms": p.mutex_held_ms, "mutex_wait_ms": p.mutex_wait_ms,
+        "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned,
+        "synth_ms": p.synth_ms, "gpu_ms": p.timeline_gpu_ms, "source": p.source,
+        "states_seen": p.states_seen,
     }  # fmt: skip
 
 
-#: How the `gaps` member of the document looks, empty, at its place in the indented document.
-_EMPTY_GAPS = '\n  "gaps": [],\n'
+@dataclass(frozen=True)
+class _Streamed:
+    """A list of the document written an item at a time: where it sits, empty, in the indented
+    document (`empty`, found after `after`), how it opens and closes with items, and the
+    indent of its items."""
+
+    after: str
+    empty: str
+    opens: str
+    closes: str
+    indent: str
+
+
+#: The gaps (a member of the document) and the partition rows (the last member of
+#: "partitions", before "prover_events"), as `encode_json(..., indent=2)` writes them.
+_GAPS = _Streamed('\n  "gaps": ', '\n  "gaps": [],\n', '\n  "gaps": [\n', "\n  ],\n", "    ")
+_PARTITION_ROWS = _Streamed('\n  "partitions": {', '\n    "items": []\n  },\n',
+                            '\n    "items": [\n', "\n    ]\n  },\n", "      ")
 
 
 def write_json(r: ReportData, write: Callable[[str], object]) -> None:
     """The document, indented by 2 as `encode_json(to_json(r), indent=2)` writes it, byte for
-    byte, but with its gaps encoded one at a time: a day's report holds ~300,000 gaps, and the
+    byte, but with its gaps and its partition rows encoded one at a time (the gaps read from
+    the report's spool): a day's report holds ~300,000 gaps and ~450,000 partitions, and the
     whole document as dicts, then as bytes, then formatted, then as text took ~4 copies."""
-    head, sep, tail = encode_json(to_json(r, gaps=False), indent=2).decode().partition(
-        _EMPTY_GAPS)
-    if not sep or not r.gaps:
-        write(head + sep + tail)
-        return
-    write(head + '\n  "gaps": [\n')
-    for i, g in enumerate(r.gaps):
-        text = encode_json(gap_json(g), indent=2).decode().replace("\n", "\n    ")
-        write(("    " if i == 0 else ",\n    ") + text)
-    write("\n  ],\n" + tail)
+    rest = encode_json(to_json(r, gaps=False), indent=2).decode()
+    rows = r.partitions.partitions if r.partitions is not None else []
+    for where, items in ((_GAPS, map(gap_json, r.gaps)), (_PARTITION_ROWS,
+                                                          map(_partition_json, rows))):
+        rest = _write_streamed(rest, where, items, write)
+    write(rest)
+
+
+def _write_streamed(text: str, where: _Streamed, items: Iterable[dict[str, Any]],
+                    write: Callable[[str], object]) -> str:
+    """Write `text` up to the empty list `where`, then the list with `items` (left empty when
+    there are none); returns what follows it, not yet written."""
+    at = text.find(where.after)
+    cut = text.find(where.empty, at) if at >= 0 else -1
+    if cut < 0:
+        return text
+    write(text[:cut])
+    first = True
+    for item in items:
+        body = encode_json(item, indent=2).decode().replace("\n", "\n" + where.indent)
+        write((where.opens if first else ",\n") + where.indent + body)
+        first = False
+    write(where.empty if first else where.closes)
+    return text[cut + len(where.empty):]

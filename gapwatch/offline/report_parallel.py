@@ -46,7 +46,7 @@ import gc
 import os
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from multiprocessing.connection import Connection
@@ -61,7 +61,7 @@ from gapwatch.core.blind import Bye
 from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.codec import gpu_line_prefix, gpu_line_prefix_type_last
 from gapwatch.core.health import HealthStats
-from gapwatch.core.ledger import GapLedger
+from gapwatch.core.ledger import GapLedger, Tally
 from gapwatch.core.models import (
     BlindSpot,
     CopyRecord,
@@ -77,6 +77,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.track import GpuTotals
 from gapwatch.offline.detect import Detected, detect_records, sort_states
+from gapwatch.offline.gap_spool import GapSpool
 from gapwatch.sources.recording import (
     MAX_PROBLEMS,
     Recording,
@@ -138,9 +139,10 @@ class _Part:
     #: Why the report must run in one process instead, or None.
     abort: str | None = None
     gap_id_lines: list[int] = field(default_factory=list)
-    #: Final versions of the worker's closed gaps, with its own ids: worker 0's (this process)
-    #: as records; the others' follow their part over the pipe as rows, `GAP_CHUNK` at a time.
-    gaps: list[Gap] = field(default_factory=list)
+    #: Final versions of the worker's closed gaps, with its own ids, in start order: worker
+    #: 0's (this process) as its spool; the others' follow their part over the pipe as rows,
+    #: `GAP_CHUNK` at a time.
+    gaps: Iterable[Gap] = field(default_factory=list)
     state_rows: list[tuple[Any, ...]] = field(default_factory=list)
     totals: list[GpuTotals] = field(default_factory=list)
     detector_counters: dict[str, int] = field(default_factory=dict)
@@ -204,7 +206,7 @@ def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:
         return _Part(abort=str(exc))
     return _Part(
         gap_id_lines=found.gap_id_lines,
-        gaps=found.ledger.closed(),
+        gaps=found.gaps,
         state_rows=[_state_row(s) for s in found.states],
         totals=found.totals,
         detector_counters=found.detector_counters,
@@ -228,11 +230,15 @@ def _child(path: str, config: Config, me: int, n: int, stop: Any, conn: Connecti
         stop.set()
     gaps, part.gaps = part.gaps, []
     conn.send(part)
-    # The gaps in chunks, each let go once sent: neither this process nor the parent ever holds
-    # a second copy of them all (pickled, or as rows beside the records).
-    while gaps:
-        rows = [_gap_row(g) for g in gaps[:GAP_CHUNK]]
-        del gaps[:GAP_CHUNK]
+    # The gaps in chunks, read from the worker's spool: neither this process nor the parent
+    # ever holds them all (pickled, or as rows beside the records).
+    rows = []
+    for g in gaps:
+        rows.append(_gap_row(g))
+        if len(rows) >= GAP_CHUNK:
+            conn.send(rows)
+            rows = []
+    if rows:
         conn.send(rows)
     conn.send(None)
     conn.close()
@@ -273,17 +279,19 @@ def detect_parallel(path: str | Path, config: Config, n: int) -> Detected | None
         if any(p.abort is not None for p in parts):
             return None
         new_ids = _gap_ids(parts)
-        ledger = GapLedger()
+        gaps = _Renumbered()
         ids = new_ids[0]
         own, parts[0].gaps = parts[0].gaps, []
         for g in own:  # renumbered copies share every field with the originals
-            ledger.add(replace(g, gap_id=ids[g.gap_id]))
+            gaps.add(replace(g, gap_id=ids[g.gap_id]))
+        if isinstance(own, GapSpool):
+            own.close()
         del own
         for w, (_proc, recv) in enumerate(children, 1):
             ids = new_ids[w]
             while (rows := recv.recv()) is not None:
                 for row in rows:
-                    ledger.add(Gap(ids[row[0]], *row[1:]))
+                    gaps.add(Gap(ids[row[0]], *row[1:]))
         drained = True
     except EOFError:  # a child died while sending its gaps
         return None
@@ -298,7 +306,28 @@ def detect_parallel(path: str | Path, config: Config, n: int) -> Detected | None
                 # through fork and would keep the worker alive, and join() would wait forever.
                 proc.kill()
             proc.join()
-    return _merge(header, parts, ledger)
+    return _merge(header, parts, gaps.spool, gaps.tally())
+
+
+class _Renumbered:
+    """The workers' gaps with their ids in one sequence: spooled, and counted by a ledger that
+    lets each go at once (they are all final)."""
+
+    def __init__(self) -> None:
+        self.spool = GapSpool()
+        self._ledger = GapLedger()
+        self._held = 0
+
+    def add(self, gap: Gap) -> None:
+        self._ledger.add(gap)
+        self.spool.add(gap)
+        self._held += 1
+        if self._held >= GAP_CHUNK:
+            self._ledger.take_final(set())
+            self._held = 0
+
+    def tally(self) -> dict[tuple[int, str], Tally]:
+        return self._ledger.tally()
 
 
 def _gap_ids(parts: list[_Part]) -> list[list[int]]:
@@ -312,7 +341,8 @@ def _gap_ids(parts: list[_Part]) -> list[list[int]]:
     return new_ids
 
 
-def _merge(header: Any, parts: list[_Part], ledger: GapLedger) -> Detected:
+def _merge(header: Any, parts: list[_Part], gaps: GapSpool,
+           tally: dict[tuple[int, str], Tally]) -> Detected:
     states = [StateChange(*row) for p in parts for row in p.state_rows]
     sort_states(states)
     totals = sorted((t for p in parts for t in p.totals), key=lambda t: t.gpu)
@@ -328,8 +358,8 @@ def _merge(header: Any, parts: list[_Part], ledger: GapLedger) -> Detected:
             det_counts[name] = det_counts.get(name, 0) + v
     counters.update({f"detector_{k}": v for k, v in det_counts.items() if v})
     return Detected(
-        header=header, ledger=ledger, states=states, totals=totals,
-        detector_counters={k: v for k, v in det_counts.items() if v}, log_events=[],
+        header=header, gaps=gaps, gap_tally=tally, states=states, totals=totals,
+        detector_counters={k: v for k, v in det_counts.items() if v}, timeline=None,
         counters=counters,
         problems=[msg for _line, _counter, msg in seen][:MAX_PROBLEMS],
         blind_spots=parts[0].blind_spots if parts else [], byes=parts[0].byes if parts else [],

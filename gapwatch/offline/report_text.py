@@ -7,6 +7,8 @@ figures; this module only words and lays them out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import islice
 from typing import Any
 
 from gapwatch.core import fmt
@@ -106,7 +108,6 @@ def _gpu_lines(r: ReportData) -> list[str]:
     """One line per GPU: busy share, link, gaps by kind; the prover's own causes beneath."""
     out = ["GPUs (busy = busy share of the working span, first to last busy reading)"]
     for t in r.totals:
-        mine = [g for g in r.gaps if g.gpu == t.gpu]
         parts = []
         for k in GAP_KINDS:
             tally = r.gap_tally.get((t.gpu, k))
@@ -116,7 +117,7 @@ def _gpu_lines(r: ReportData) -> list[str]:
         low = "  [utilization.gpu only: low confidence]" if t.confidence == "low" else ""
         out.append(f"  GPU {t.gpu}: busy {_pct(busy_fraction(t)).strip()} of {t.active_s:.1f} s "
                    f"(link {fmt.rate(t.link_bytes_per_s)}); {kinds}{low}")
-        causes = gaps_by_prover_cause(mine)
+        causes = gaps_by_prover_cause(r, t.gpu)
         if causes:
             said = ", ".join(f"{v['count']:.0f} {k.replace('_', ' ')}"
                              for k, v in sorted(causes.items(), key=lambda kv: -kv[1]["count"]))
@@ -124,12 +125,15 @@ def _gpu_lines(r: ReportData) -> list[str]:
     return out
 
 
-def _gap_lines(gaps: list[Gap], all_rows: bool) -> list[str]:
-    """The gap table: the first `MAX_TABLE_ROWS`, saying so when there are more."""
-    rows = gaps if all_rows else gaps[:MAX_TABLE_ROWS]
-    out = [f"Gaps ≥ min gap: {len(gaps)}" + ("" if len(rows) == len(gaps) else
-                                             f" (first {len(rows)}; --all or --json for all)")]
-    if rows:
+def _gap_lines(gaps: Sequence[Gap], all_rows: bool) -> list[str]:
+    """The gap table: the first `MAX_TABLE_ROWS`, saying so when there are more (read from the
+    report's spool: only the rows shown)."""
+    n = len(gaps)
+    shown = n if all_rows else min(n, MAX_TABLE_ROWS)
+    rows = islice(gaps, shown)
+    out = [f"Gaps ≥ min gap: {n}" + ("" if shown == n else
+                                     f" (first {shown}; --all or --json for all)")]
+    if shown:
         out.append(f"  {'GPU':>3} {'start (UTC)':<12} {'dur s':>6} {'kind':<14} {'H2D':>9} "
                    f"{'D2H':>9}  hint")
     for g in rows:

@@ -1,79 +1,114 @@
-"""Items sorted by time in bounded memory: an external merge sort of (time, bytes) pairs.
+"""Items sorted by a key in bounded memory: an external merge sort of (key, bytes) pairs.
 
 Who calls it: `gapwatch.offline.perfetto.TraceBuilder`, whose trace of a day of 8 GPUs is tens of
-millions of events (held as Python dicts it took ~1.6 GB per hour of recording). Items are kept
-in memory up to `RUN_ITEMS`, then sorted and written to a temporary file as one run; `sorted()`
-merges the runs and what is left in memory. The order is `sorted(items, key=time)`'s: by time,
-ties in the order added (each item carries its sequence number), so the output is the same
-however many runs there were. The temporary folder (in the system's, or `folder`) is removed on
-`close()`.
+millions of events (held as Python dicts it took ~1.6 GB per hour of recording), and
+`gapwatch.offline.gap_spool` (a report's gaps, in start order, and the `--log` files' events, in
+time order). Items are kept in memory up to `run_items` (or until their payloads reach
+`RUN_BYTES`), then sorted and written to a temporary file as one run; `sorted()` merges the runs
+and what is left in memory. The key is a time and, where the caller gives them, `ties`
+integers; items with equal keys come back in the order added (each item carries its sequence
+number), so the output is the same however many runs there were: `sorted(items, key=key)`'s
+order.
+
+The runs are anonymous temporary files (`tempfile.TemporaryFile`, in the system's folder or
+`folder`): unlinked as they are made, so nothing is left behind even when the process is
+killed; `close()` (or the process ending) frees their space. The payload is bytes of any kind
+(a run stores its length).
 """
 
 from __future__ import annotations
 
 import heapq
-import shutil
+import struct
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import IO, Final
 
 #: Items held in memory before a run is written (a trace event is ~150-300 bytes encoded).
 RUN_ITEMS: Final = 200_000
+#: Payload bytes held in memory before a run is written, however few the items: a gap's slice
+#: in a trace is ~3 KB (its evidence), and a day's 330,000 of them held 200,000 at a time
+#: took ~0.9 GB.
+RUN_BYTES: Final = 32 << 20
+
+#: An item: its time, its tie integers, its sequence number and its payload.
+_Item = tuple[float, tuple[int, ...], int, bytes]
 
 
 class SortedSpool:
-    """Add (time, payload) pairs in any order; read them back sorted by time, once."""
+    """Add (time, payload) pairs in any order; read them back sorted by time (then `tie`).
 
-    def __init__(self, run_items: int | None = None, folder: str | None = None) -> None:
+    `sorted()` may be called more than once (not while another of its iterators is running):
+    each call reads the runs from their start."""
+
+    def __init__(self, run_items: int | None = None, folder: str | None = None,
+                 ties: int = 0) -> None:
         self._run_items = run_items or RUN_ITEMS
+        self._run_bytes = RUN_BYTES
+        self._bytes = 0
         self._dir = folder
-        self._tmp: Path | None = None
-        self._items: list[tuple[float, int, bytes]] = []
-        self._runs: list[Path] = []
+        self._ties = ties
+        # Time, ties, sequence number, payload length.
+        self._head = struct.Struct(f"<d{ties}qqI")
+        self._items: list[_Item] = []
+        self._runs: list[IO[bytes]] = []
         self._seq = 0
+        self._sorted = True
 
     def __len__(self) -> int:
         return self._seq
 
-    def add(self, t: float, payload: bytes) -> None:
-        """`payload` must not hold a newline (JSON does not)."""
-        self._items.append((t, self._seq, payload))
+    @property
+    def runs(self) -> int:
+        """Runs written to disk so far (0: everything is still in memory)."""
+        return len(self._runs)
+
+    def add(self, t: float, payload: bytes, tie: tuple[int, ...] = ()) -> None:
+        """`tie`: `ties` integers that order items of equal time (before the order added)."""
+        self._items.append((t, tie, self._seq, payload))
         self._seq += 1
-        if len(self._items) >= self._run_items:
+        self._sorted = False
+        self._bytes += len(payload)
+        if len(self._items) >= self._run_items or self._bytes >= self._run_bytes:
             self._spill()
 
     def _spill(self) -> None:
-        if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="gapwatch-spool-", dir=self._dir))
         self._items.sort()
-        path = self._tmp / f"run{len(self._runs)}"
-        with open(path, "wb") as f:
-            f.writelines(b"%r %d %b\n" % (t, seq, payload) for t, seq, payload in self._items)
-        self._runs.append(path)
+        f = tempfile.TemporaryFile(prefix="gapwatch-spool-", dir=self._dir)  # noqa: SIM115
+        pack = self._head.pack
+        f.writelines(b"".join((pack(t, *tie, seq, len(payload)), payload))
+                     for t, tie, seq, payload in self._items)
+        f.flush()
+        self._runs.append(f)
         self._items = []
+        self._bytes = 0
 
     def sorted(self) -> Iterator[tuple[float, bytes]]:
-        """Every item, by time (ties in the order added)."""
-        self._items.sort()
-        files = [open(p, "rb") for p in self._runs]  # noqa: SIM115 - closed below
-        try:
-            streams = [_read_run(f) for f in files] + [iter(self._items)]
-            for t, _seq, payload in heapq.merge(*streams):
-                yield t, payload
-        finally:
-            for f in files:
-                f.close()
+        """Every item, by time (then ties; equal keys in the order added)."""
+        if not self._sorted:
+            self._items.sort()
+            self._sorted = True
+        for f in self._runs:
+            f.seek(0)
+        streams = [self._read_run(f) for f in self._runs]
+        items = heapq.merge(*streams, iter(self._items)) if streams else iter(self._items)
+        for t, _tie, _seq, payload in items:
+            yield t, payload
+
+    def _read_run(self, f: IO[bytes]) -> Iterator[_Item]:
+        head = self._head
+        size, unpack, ties = head.size, head.unpack, self._ties
+        read = f.read
+        while True:
+            raw = read(size)
+            if len(raw) < size:
+                return
+            *key, seq, n = unpack(raw)
+            yield key[0], tuple(key[1:1 + ties]), seq, read(n)
 
     def close(self) -> None:
         self._items = []
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
+        self._bytes = 0
+        for f in self._runs:
+            f.close()
         self._runs = []
-
-
-def _read_run(f: IO[bytes]) -> Iterator[tuple[float, int, bytes]]:
-    for line in f:
-        t, seq, payload = line.rstrip(b"\n").split(b" ", 2)
-        yield float(t), int(seq), payload

@@ -1,0 +1,108 @@
+"""A report's gaps and its `--log` events on disk, sorted, read back one at a time.
+
+Who calls it: `gapwatch.offline.detect.detect_records` (final gap versions go to a `GapSpool` as
+the detector lets them go, so a report holds the gaps of a few seconds, not of the run),
+`gapwatch.offline.report_parallel` (the workers' gaps, renumbered), `gapwatch.offline.report`
+(its summaries are one pass over them) and `gapwatch.logs.files.spool_log_files` (the `--log`
+files' events, parsed whole but held on disk until the detector reaches them). Both are
+`SortedSpool`s of records encoded with msgpack (floats kept bit for bit, NaN included): what
+is read back equals what was added.
+
+A `GapSpool` is a read-only sequence of gaps in start order (start time, GPU, id: the
+order `GapLedger.closed` gives): `len`, iteration, indexing and `==` against a list, so a
+report's `gaps` reads as the list it was; each iteration reads the spool from disk again. Few
+gaps never touch the disk (`GAP_RUN_ITEMS`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
+from typing import Final, Generic, TypeVar, overload
+
+import msgspec
+
+from gapwatch.core.models import Gap, LogEvent
+from gapwatch.offline.sorted_spool import SortedSpool
+
+#: Gaps held in memory before a run is written: a gap with its evidence is ~1-4 KB encoded.
+GAP_RUN_ITEMS: Final = 4096
+#: Log events held in memory before a run is written (~0.4 KB each encoded).
+EVENT_RUN_ITEMS: Final = 32_768
+
+T = TypeVar("T", Gap, LogEvent)
+
+
+class _StructSpool(Generic[T]):
+    """Structs of one type, sorted by a key, encoded on the way in, decoded on the way out."""
+
+    def __init__(self, kind: type[T], run_items: int, ties: int) -> None:
+        self._spool = SortedSpool(run_items=run_items, ties=ties)
+        self._encode = msgspec.msgpack.Encoder().encode
+        self._decode: Callable[[bytes], T] = msgspec.msgpack.Decoder(kind).decode
+
+    def __len__(self) -> int:
+        return len(self._spool)
+
+    @property
+    def runs(self) -> int:
+        """Runs written to disk (0: all in memory)."""
+        return self._spool.runs
+
+    def __iter__(self) -> Iterator[T]:
+        decode = self._decode
+        for _t, payload in self._spool.sorted():
+            yield decode(payload)
+
+    def close(self) -> None:
+        """Free the disk space (the spool reads as empty after)."""
+        self._spool.close()
+        self._spool = SortedSpool(ties=0)
+
+
+class GapSpool(_StructSpool[Gap], Sequence[Gap]):
+    """Final versions of closed gaps, given back in start order (start, GPU, id)."""
+
+    def __init__(self, run_items: int | None = None) -> None:
+        super().__init__(Gap, run_items or GAP_RUN_ITEMS, ties=2)
+
+    def add(self, gap: Gap) -> None:
+        self._spool.add(gap.start_s, self._encode(gap), (gap.gpu, gap.gap_id))
+
+    def extend(self, gaps: Iterable[Gap]) -> None:
+        for g in gaps:
+            self.add(g)
+
+    @overload
+    def __getitem__(self, i: int) -> Gap: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Gap]: ...
+
+    def __getitem__(self, i: int | slice) -> Gap | list[Gap]:
+        """By position (a pass over the spool: for tests and the first rows of a table)."""
+        if isinstance(i, slice):
+            return list(self)[i] if (i.step or 1) < 0 or (i.start or 0) < 0 or (
+                i.stop is not None and i.stop < 0) else list(islice(self, i.start, i.stop, i.step))
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(i)
+        return next(islice(self, i % n, None))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, GapSpool | list | tuple):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"GapSpool({len(self)} gaps, {self.runs} runs on disk)"
+
+
+class EventSpool(_StructSpool[LogEvent]):
+    """Log events, given back by time (equal times in the order added: a stable sort's)."""
+
+    def __init__(self, run_items: int | None = None) -> None:
+        super().__init__(LogEvent, run_items or EVENT_RUN_ITEMS, ties=0)
+
+    def add(self, event: LogEvent) -> None:
+        self._spool.add(event.t_wall_s, self._encode(event))
+

@@ -7,10 +7,14 @@ from typing import Any
 
 import msgspec
 import pytest
+from msgspec.structs import replace
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
-from gapwatch.core.models import Gap
+from gapwatch.config import Config
+from gapwatch.core.models import Gap, HostSample
+from gapwatch.logs.parse import LogParser
+from gapwatch.offline.report import build_report
 from gapwatch.sinks.recorder import write_recording
 
 DATA = Path(__file__).parent / "data"
@@ -85,3 +89,43 @@ def test_unreadable_inputs_exit_2_with_a_message(
     assert "no such file" in capsys.readouterr().err
     assert main(["report", str(DATA / "pinned.csv"), "--log", str(tmp_path / "nope.log")]) == 2
     assert "cannot read log" in capsys.readouterr().err
+
+
+def test_the_report_says_what_the_prover_package_could_not_learn(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Without the prover's log the report says so, in the text and in `prover_lacks`; given
+    the log, that lack is gone (the trace has no /status, so that one stays)."""
+    bare = report_json(capsys, str(DATA / "pageable.csv"))
+    assert [why.split(" (")[0] for why in bare["prover_lacks"]] == [
+        "no cuzk log line read", "no cuzk /status snapshot"]
+    with_log = report_json(capsys, str(DATA / "pageable.csv"), "--log",
+                           str(DATA / "pageable.log"))
+    assert [why.split(" (")[0] for why in with_log["prover_lacks"]] == [
+        "no cuzk /status snapshot"]
+    assert main(["report", str(DATA / "pageable.csv")]) == 0
+    text = capsys.readouterr().out
+    assert "What gapwatch lacks (so some gaps have no prover cause" in text
+    assert "  no cuzk log line read (follow its log: --log)" in text
+
+
+def test_a_recorded_log_line_is_not_lacking_and_the_split_report_lacks_the_same(
+        tmp_path: Path) -> None:
+    """A recording holding one cuzk log line has no "no log" lack; a recording split across
+    processes (samples alone) lacks what the one-process report lacks."""
+    res = simulate("pageable", seed=3, duration_s=30.0, gpus=4)
+    (line,) = LogParser().parse_line("2026-11-30T09:06:26.553439Z  INFO cuzk_core::engine: "
+                                     "starting cuzk engine pipeline_enabled=true", "stdout")
+    first = res.records[0]
+    assert isinstance(first, HostSample)
+    logged = tmp_path / "logged.jsonl"
+    write_recording(logged, res.header,
+                    [first, replace(line, t_wall_s=first.t_wall_s), *res.records[1:]])
+    lacks = build_report(logged, Config()).prover_lacks
+    assert lacks and not any(why.startswith("no cuzk log line") for why in lacks)
+
+    samples = tmp_path / "samples.jsonl"
+    write_recording(samples, res.header, res.records)
+    one = build_report(samples, Config(), workers=1).prover_lacks
+    assert any(why.startswith("no cuzk log line") for why in one)
+    assert build_report(samples, Config(), workers=2).prover_lacks == one

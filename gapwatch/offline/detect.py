@@ -86,6 +86,8 @@ class Detected:
     copies: list[CopyRecord] = field(default_factory=list)
     #: What the prover's log said about its pipeline (the advice reads it).
     pipeline: PipelineView = field(default_factory=PipelineView)
+    #: What the prover package could not learn from the input (`Prover.lacks`), in its words.
+    prover_lacks: list[str] = field(default_factory=list)
     #: The source's blind spots (NVML blocked), and the copy trace's BYEs (a prover exiting),
     #: which can name their cause (`gapwatch.core.blind`).
     blind_spots: list[BlindSpot] = field(default_factory=list)
@@ -273,7 +275,8 @@ def detect_records(
         states=states, totals=det.totals(),
         detector_counters={k: v for k, v in det.counters.items() if v},
         timeline=side.timeline, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
-        copies=copies, pipeline=view_of(det.prover.facts()), blind_spots=blind_spots, byes=byes,
+        copies=copies, pipeline=view_of(det.prover.facts()), prover_lacks=det.prover.lacks(),
+        blind_spots=blind_spots, byes=byes,
         log_notes=span.notes(end_s), **health_side.fields(),
         prover_events=prover_events, most_gaps_held=published.most_held,
     )  # fmt: skip

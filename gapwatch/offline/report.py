@@ -140,6 +140,9 @@ class ReportData:
     #: Each GPU's closed gaps by the prover's finer cause (`gaps_by_prover_cause`); a GPU
     #: without any left out.
     prover_causes: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
+    #: What the prover package could not learn from the input (`Prover.lacks`): why gaps may
+    #: have no prover cause and stalls no setting.
+    prover_lacks: list[str] = field(default_factory=list)
 
 
 def parse_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None
@@ -277,6 +280,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         gap_tally=tally,
         prover_events=list(found.prover_events),
         prover_causes=sums.causes,
+        prover_lacks=list(found.prover_lacks),
     )  # fmt: skip
 
 
@@ -567,6 +571,7 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
         ],
         "payoff": r.payoff,
         **advice_json(r.advice),
+        "prover_lacks": r.prover_lacks,
         "blind_spots": [
             {"start_s": b.t_wall_s, "duration_s": b.duration_s, "source": b.source,
              "gpus": list(b.gpus),

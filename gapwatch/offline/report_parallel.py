@@ -157,6 +157,8 @@ class _Part:
     hw_event_count: int = 0
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
+    #: What the worker's prover could not learn (`Prover.lacks`).
+    prover_lacks: list[str] = field(default_factory=list)
 
 
 def _owners(gpus: list[int], n: int) -> dict[int, int]:
@@ -213,6 +215,7 @@ def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:
         problem_lines=rec.problem_lines or [],
         blind_spots=found.blind_spots,
         byes=found.byes,
+        prover_lacks=found.prover_lacks,
         health=found.health,
         hw_events=found.hw_events,
         hw_event_count=found.hw_event_count,
@@ -367,4 +370,13 @@ def _merge(header: Any, parts: list[_Part], gaps: GapSpool,
         hw_event_count=parts[0].hw_event_count if parts else 0,
         chaining={g: f for p in parts for g, f in p.chaining.items()},
         chaining_worst={g: w for p in parts for g, w in p.chaining_worst.items()},
+        prover_lacks=_lacked_by_all(parts),
     )  # fmt: skip
+
+
+def _lacked_by_all(parts: list[_Part]) -> list[str]:
+    """What no worker's prover learnt: a fact one worker read (its GPUs' log lines) is not
+    lacking in the report."""
+    if not parts:
+        return []
+    return [why for why in parts[0].prover_lacks if all(why in p.prover_lacks for p in parts)]

@@ -61,6 +61,9 @@ def format_text(r: ReportData, all_rows: bool = False,
         out += ["", *_partition_lines(r.partitions, all_rows)]
     out += ["", *_payoff_lines(r.payoff)]
     out += ["", "What to change (cuzk's own settings; docs/advice.md)", *advice_lines(r.advice)]
+    if r.prover_lacks:
+        out += ["", "What gapwatch lacks (so some gaps have no prover cause, some stalls no "
+                "setting)", *[f"  {why}" for why in r.prover_lacks]]
     if r.counters or r.problems:
         out += ["", *_input_lines(r)]
     return "\n".join(fmt.visible(line) for line in out) + "\n"

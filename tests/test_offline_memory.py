@@ -23,6 +23,7 @@ from gapwatch.offline.gap_spool import GapSpool
 from gapwatch.offline.perfetto import TraceBuilder
 from gapwatch.offline.report import ReportData, build_report, to_json, write_json
 from gapwatch.offline.sorted_spool import SortedSpool
+from gapwatch.sinks.recorder import write_recording
 
 
 def test_a_spool_gives_back_items_by_time_ties_in_the_order_added() -> None:
@@ -134,3 +135,28 @@ def test_gaps_let_go_as_soon_as_final_keep_their_late_evidence(
     assert isinstance(report.gaps, GapSpool) and report.gaps.runs > 0
     assert early == whole
     assert all(g.copies.kinds() for g in report.gaps)  # the late copies reached every gap
+
+
+def test_a_spool_that_cannot_be_written_names_its_folder() -> None:
+    missing = str(Path(tempfile.gettempdir()) / "gapwatch-no-such-folder" / "x")
+    spool = SortedSpool(run_items=2, folder=missing)
+    spool.add(1.0, b"a")
+    with pytest.raises(sorted_spool.SpoolError) as caught:
+        spool.add(2.0, b"b")
+    assert caught.value.filename.startswith(missing)
+    assert "temporary files of the report; TMPDIR says where" in caught.value.filename
+
+
+def test_a_report_with_no_room_for_its_spools_is_one_line_and_exit_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A full or missing temporary folder was "cannot read log: [Errno 28] ..." (no log given)."""
+    run = simulate("pageable", seed=2, duration_s=60.0, gpus=1)
+    path = tmp_path / "rec.jsonl"
+    write_recording(path, run.header, run.records)
+    monkeypatch.setattr(gap_spool, "GAP_RUN_ITEMS", 1)  # the first gaps go to disk
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    assert main(["report", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"no room for its temporary files: {tmp_path / 'gone'} (temporary files" in err

@@ -16,6 +16,7 @@ from gapwatch.core.codec import encode_json
 from gapwatch.engine.console import say
 from gapwatch.offline.compare import compare, read_side, to_json
 from gapwatch.offline.compare_format import format_markdown, format_text
+from gapwatch.offline.sorted_spool import SpoolError
 from gapwatch.sources.recording import RecordingError
 
 
@@ -44,6 +45,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
         after = read_side("AFTER", args.after, config, list(args.after_log))
     except RecordingError as exc:
         say(f"gapwatch compare: {exc}")
+        return 2
+    except SpoolError as exc:
+        say(f"gapwatch compare: no room for its temporary files: {exc.filename}: {exc.strerror}")
         return 2
     except OSError as exc:
         say(f"gapwatch compare: cannot read log: {exc}")

@@ -3,7 +3,8 @@
 Who calls it: `gapwatch.cli`. The analysis lives in `gapwatch.offline.report`, and so do its two
 formats: the JSON document (`to_json`, stable, for scripts; documented in docs/detection.md) and
 the text for people (`gapwatch.offline.report_text.format_text`); this module parses the
-arguments and prints one of them. Exit codes: 0 done, 2 the file or a log cannot be read.
+arguments and prints one of them. Exit codes: 0 done, 2 the file or a log cannot be read, or
+its temporary files (the report's spools, `gapwatch.offline.sorted_spool`) cannot be written.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from gapwatch.config import Config
 from gapwatch.engine.console import say
 from gapwatch.offline.report import build_report, write_json
 from gapwatch.offline.report_text import MAX_TABLE_ROWS, format_text
+from gapwatch.offline.sorted_spool import SpoolError
 from gapwatch.sources.recording import RecordingError
 
 
@@ -33,6 +35,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
         report = build_report(args.file, config, list(args.log or []))
     except RecordingError as exc:
         say(f"gapwatch report: {exc}")
+        return 2
+    except SpoolError as exc:
+        say(f"gapwatch report: no room for its temporary files: {exc.filename}: {exc.strerror}")
         return 2
     except OSError as exc:
         say(f"gapwatch report: cannot read log: {exc}")

@@ -18,11 +18,18 @@ killed; `close()` (or the process ending) frees their space. The payload is byte
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import struct
 import tempfile
 from collections.abc import Iterator
 from typing import IO, Final
+
+
+class SpoolError(OSError):
+    """A run could not be written (a full or read-only temporary folder): its `filename` names
+    the folder and says that it holds the spool, so a command's message points at it."""
+
 
 #: Items held in memory before a run is written (a trace event is ~150-300 bytes encoded).
 RUN_ITEMS: Final = 200_000
@@ -74,11 +81,20 @@ class SortedSpool:
 
     def _spill(self) -> None:
         self._items.sort()
-        f = tempfile.TemporaryFile(prefix="gapwatch-spool-", dir=self._dir)  # noqa: SIM115
+        folder = self._dir or tempfile.gettempdir()
+        try:
+            f = tempfile.TemporaryFile(prefix="gapwatch-spool-", dir=folder)  # noqa: SIM115
+        except OSError as exc:
+            raise _spool_error(exc, folder) from None
         pack = self._head.pack
-        f.writelines(b"".join((pack(t, *tie, seq, len(payload)), payload))
-                     for t, tie, seq, payload in self._items)
-        f.flush()
+        try:
+            f.writelines(b"".join((pack(t, *tie, seq, len(payload)), payload))
+                         for t, tie, seq, payload in self._items)
+            f.flush()
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # closing flushes the rest: full again
+                f.close()  # unlinked already: its space is freed
+            raise _spool_error(exc, folder) from None
         self._runs.append(f)
         self._items = []
         self._bytes = 0
@@ -112,3 +128,8 @@ class SortedSpool:
         for f in self._runs:
             f.close()
         self._runs = []
+
+
+def _spool_error(exc: OSError, folder: str) -> SpoolError:
+    return SpoolError(exc.errno, exc.strerror or str(exc),
+                      f"{folder} (temporary files of the report; TMPDIR says where)")

@@ -11,9 +11,10 @@ latency at all), and a quiet log costs nothing but one pass every `idle_poll_s`.
 The tailer's own pass still decides what happened (growth, rotation, copytruncate): a wake is
 only "look now". What inotify cannot see is why the idle pass remains: writes from another host
 to a network filesystem, a followed folder deleted and made again (its watch ends with it), a
-symlink pointed at a file in another folder after the start. Where inotify is unavailable (not Linux, no watches left, a folder that cannot be watched)
-or a followed name is a FIFO or device (written without touching a folder), `active` is False
-and the tailer polls every `poll_ms` as before.
+symlink pointed at a file in another folder after the start. Where inotify is unavailable (not
+Linux, no watches left, a folder that cannot be watched) or a followed name is a FIFO or device
+(written without touching a folder), `active` is False and the tailer polls every `poll_ms` as
+before.
 """
 
 from __future__ import annotations

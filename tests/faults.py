@@ -38,13 +38,20 @@ def gapwatch_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "gapwatch", *args]
 
 
-def wait_for(what: str, ok: Callable[[], bool], timeout_s: float = WAIT_S) -> None:
+def until(cond: Callable[[], object], timeout_s: float = 10.0, poll_s: float = 0.01) -> bool:
+    """Whether `cond` came true within `timeout_s` (polled every `poll_s`)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if ok():
-            return
-        time.sleep(0.05)
-    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        if cond():
+            return True
+        time.sleep(poll_s)
+    return bool(cond())
+
+
+def wait_for(what: str, ok: Callable[[], bool], timeout_s: float = WAIT_S) -> None:
+    """Wait for `ok`, or fail the test naming `what`."""
+    if not until(ok, timeout_s, poll_s=0.05):
+        pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
 def quick_config(folder: Path) -> Path:

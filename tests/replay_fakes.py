@@ -1,10 +1,8 @@
 """What the replay tests share: a recording of the simulated pageable breakdown (derived records
-left out, as a replay derives them again) and a bounded wait for a condition."""
+left out, as a replay derives them again)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from evaluation.simulate import simulate
@@ -19,13 +17,3 @@ def pageable_recording(folder: Path, duration_s: float = 90.0) -> Path:
     write_recording(path, run.header, [r for r in run.records
                                        if not isinstance(r, Gap | StateChange)])
     return path
-
-
-def until(cond: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    """Whether `cond` came true within `timeout_s` (polled every 10 ms)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.01)
-    return False

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from replay_fakes import pageable_recording, until
+from faults import until
+from replay_fakes import pageable_recording
 
 from gapwatch.config import build_config
 from gapwatch.engine.replay import ReplayDriver

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from replay_fakes import pageable_recording, until
+from faults import until
+from replay_fakes import pageable_recording
 
 from gapwatch.config import build_config
 from gapwatch.core.models import Gap, Notice, StateChange

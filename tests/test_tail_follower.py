@@ -4,24 +4,14 @@ from __future__ import annotations
 
 import os
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from faults import until
 
 from gapwatch.config import LogsConfig
 from gapwatch.core.models import LogEvent, Notice
 from gapwatch.logs.follow import LogFollower
-
-
-def wait_for(predicate: Callable[[], object], timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return bool(predicate())
 
 
 def test_follower_delivers_events_from_two_files_and_reports_state(tmp_path: Path) -> None:
@@ -47,7 +37,7 @@ def test_follower_delivers_events_from_two_files_and_reports_state(tmp_path: Pat
             out.write("2026-11-30T09:06:38.134140Z  INFO cuzk_core::engine: GPU_TIMING "
                       "spawn_blocking prove_start worker_id=1 partition=Some(4)\n")
             out.flush()
-        assert wait_for(lambda: any(e.kind == "cuzk_partition" for e in events))
+        assert until(lambda: any(e.kind == "cuzk_partition" for e in events))
         status = follower.status()
     finally:
         follower.stop()
@@ -76,7 +66,7 @@ def test_a_failing_consumer_is_reported_and_tailing_goes_on(tmp_path: Path) -> N
     try:
         with open(log, "a") as fh:
             fh.write("one\ntwo\n")
-        assert wait_for(lambda: len(seen) == 2)
+        assert until(lambda: len(seen) == 2)
     finally:
         follower.stop()
     assert sum("consumer bug" in n.message for n in notices) == 2
@@ -90,7 +80,7 @@ def test_stdin_follower_stops_at_end_of_input() -> None:
     try:
         os.write(write_fd, b"TIMELINE,5,GPU_START,j,worker=0,partition=2\n")
         os.close(write_fd)
-        assert wait_for(lambda: follower.status().files[0].state == "closed (end of input)")
+        assert until(lambda: follower.status().files[0].state == "closed (end of input)")
     finally:
         follower.stop()
         os.close(read_fd)
@@ -110,7 +100,7 @@ def test_a_fifo_log_with_a_writer_is_followed_and_stop_returns(tmp_path: Path) -
         os.write(writer, b"TIMELINE,5,GPU_START,j,worker=0,partition=2\n")
         with open(other, "a") as fh:
             fh.write("TIMELINE,6,GPU_END,j,worker=0,partition=2\n")
-        assert wait_for(lambda: len(events) == 2)
+        assert until(lambda: len(events) == 2)
     finally:
         os.close(writer)
         follower.stop()

@@ -165,9 +165,9 @@ class GapLedger:
         """The latest version of an open gap, or None."""
         return self._open.get(gap_id)
 
-    def closed_ids(self) -> list[int]:
-        """Ids of the closed gaps kept in memory, in the order they closed."""
-        return list(self._closed)
+    def closed_count(self) -> int:
+        """How many closed gaps are kept in memory."""
+        return len(self._closed)
 
     def open_gaps(self) -> list[Gap]:
         """Gaps still open (at most one per GPU), in start order."""

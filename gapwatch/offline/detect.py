@@ -140,13 +140,13 @@ class _Published:
             else:
                 self.states.append(x)
         if self._closed >= SETTLE_EVERY:
-            self.most_held = max(self.most_held, len(self.ledger.closed_ids()))
+            self.most_held = max(self.most_held, self.ledger.closed_count())
             self.spool.extend(self.ledger.take_final(self._det.revisable_gap_ids()))
             self._closed = 0
 
     def finish(self) -> GapSpool:
         """After the detector's last word: every closed gap is final."""
-        self.most_held = max(self.most_held, len(self.ledger.closed_ids()))
+        self.most_held = max(self.most_held, self.ledger.closed_count())
         self.spool.extend(self.ledger.take_final(set()))
         return self.spool
 

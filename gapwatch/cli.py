@@ -95,7 +95,12 @@ def _common(p: argparse.ArgumentParser, flags: tuple[str, ...]) -> None:
         g.add_argument("--prometheus", default=None, metavar="HOST:PORT", help="serve /metrics")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line. With `only` (a command's name, or "" for none), only that
+    command's module is imported for its own flags; every other command is listed with its help
+    and common flags (enough for `gapwatch --help`, `--version` and a mistyped command).
+    A command module imports what its `run` needs (`record` the sampling engine, ~45 ms of
+    imports), and a `gapwatch report` started from a script should not pay for all of them."""
     parser = argparse.ArgumentParser(
         prog="gapwatch",
         description="See, live, why a pipelined GPU workload stops keeping its GPU busy.",
@@ -108,11 +113,20 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_text in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         _common(p, COMMON_FLAGS[name])
+        if only is not None and name != only:
+            continue
         module = importlib.import_module(f"gapwatch.commands.{name}")
         add_args = getattr(module, "add_arguments", None)
         if add_args is not None:
             add_args(p)
     return parser
+
+
+def chosen_command(arglist: list[str]) -> str:
+    """The command `arglist` names, or "" when its first word is none (the top level takes no
+    option but --help and --version, which need no command's flags)."""
+    first = arglist[0] if arglist else ""
+    return first if first in COMMANDS else ""
 
 
 def parse_command_line(parser: argparse.ArgumentParser, arglist: list[str]) -> argparse.Namespace:
@@ -218,14 +232,14 @@ def resolve_config(args: argparse.Namespace) -> Config:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # The subcommand modules are thin; importing them all to build --help is cheap because none
-    # of them imports Textual, plotext or pynvml at module level.
+    # No subcommand module imports Textual, plotext or pynvml at module level; only the chosen
+    # one is imported at all (`build_parser`).
     arglist = sys.argv[1:] if argv is None else list(argv)
     if not arglist:
         # argparse alone would only say "the following arguments are required: COMMAND".
         say(short_usage())
         return 2
-    parser = build_parser()
+    parser = build_parser(chosen_command(arglist))
     args = parse_command_line(parser, arglist)
     problem = check_flags_fit_source(args)
     if problem is not None:

@@ -4,6 +4,8 @@ argparse (exit 2 with a message, never a hang, a traceback or an empty file)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,3 +158,18 @@ def test_parse_of_a_binary_file_says_so_in_one_line_instead_of_printing_it(
     assert f"gapwatch parse: {binary}: a binary file, not a text log (" in err
     assert f"{noise}: a binary file, not a text log (" in err
     assert "ELF" not in out and "GPU_START" in out
+
+
+def test_a_command_imports_no_other_commands_module() -> None:
+    """`gapwatch report` does not pay for `record`'s sampling engine (~45 ms of imports a
+    start), yet `--help` still lists every command."""
+    code = (
+        "import sys\nfrom gapwatch.cli import build_parser, chosen_command\n"
+        "parser = build_parser(chosen_command(['report', 'x.jsonl']))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('gapwatch.commands.')"
+        " and m != 'gapwatch.commands.argtypes'))\n"
+        "print('gapwatch.engine.runtime' in sys.modules, 'record' in parser.format_help())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert out.stdout.split("\n")[:2] == ["['gapwatch.commands.report']", "False True"], out.stderr

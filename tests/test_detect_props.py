@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -98,6 +99,7 @@ def _add_gaps(ledger: GapLedger, out: list[Gap | StateChange]) -> None:
             ledger.add(e)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream)
 def test_any_stream_gives_sane_gaps(steps: list[Step]) -> None:

@@ -142,6 +142,7 @@ def prom(ports: Ports, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pro
             proc.wait(timeout=5)
 
 
+@pytest.mark.slow
 def test_prometheus_scrapes_the_breakdown_and_the_gap_counters(prom: PromServer,
                                                                ports: Ports) -> None:
     recording = read_any(TRACE)
@@ -190,6 +191,7 @@ def test_prometheus_scrapes_the_breakdown_and_the_gap_counters(prom: PromServer,
         handle.stop()
 
 
+@pytest.mark.slow
 def test_prometheus_scrapes_gapwatch_record_replaying_the_trace(prom: PromServer,
                                                                 ports: Ports) -> None:
     """The command line as users run it: `gapwatch record --source replay:FILE --speed 4

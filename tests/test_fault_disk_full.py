@@ -12,6 +12,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
 from faults import (
     Lines,
     PtyApp,
@@ -47,6 +48,7 @@ def _assert_recording_resumed(out: Path) -> None:
     assert later
 
 
+@pytest.mark.slow
 def test_record_on_a_full_disk_keeps_monitoring_and_resumes_when_space_returns(
         tmp_path: Path) -> None:
     with small_tmpfs(tmp_path / "fs") as fs:
@@ -74,6 +76,7 @@ def test_record_on_a_full_disk_keeps_monitoring_and_resumes_when_space_returns(
         _assert_recording_resumed(out)
 
 
+@pytest.mark.slow
 def test_dashboard_recording_on_a_full_disk_keeps_drawing_and_resumes(tmp_path: Path) -> None:
     with small_tmpfs(tmp_path / "fs") as fs:
         filler = fill(fs, leave_bytes=16 << 10)

@@ -132,6 +132,7 @@ def _fleet_once(base: str) -> dict[str, object]:
     return doc
 
 
+@pytest.mark.slow
 def test_fleet_lists_three_boxes_with_their_states_and_causes_and_keeps_a_dead_one_stale(
         farm: tuple[dict[str, Box], str], capsys: pytest.CaptureFixture[str]) -> None:
     boxes, prometheus = farm

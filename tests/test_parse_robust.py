@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,6 +68,7 @@ def mutated_line(draw: st.DrawFn) -> str:
     return line
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None)
 @given(st.lists(mutated_line(), min_size=1, max_size=20))
 def test_mutated_real_lines_never_raise_and_timelines_still_derive(lines: list[str]) -> None:

@@ -141,6 +141,7 @@ def test_csv_with_a_subset_of_columns_and_bad_rows(tmp_path: Path) -> None:
     assert rec.counters["unknown_columns"] == 1
 
 
+@pytest.mark.slow
 def test_recorder_flushes_so_kill_minus_9_loses_at_most_a_second(tmp_path: Path) -> None:
     """A real `gapwatch record` process, killed with SIGKILL: the file still reads."""
     out = tmp_path / "live.jsonl.gz"

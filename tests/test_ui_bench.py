@@ -19,6 +19,7 @@ def test_cpu_seconds_are_read_from_proc_for_a_live_process_and_none_for_a_gone_o
     assert ui_bench.cpu_seconds(2**22 + 12345) is None
 
 
+@pytest.mark.slow
 def test_side_by_side_measures_a_dashboard_in_a_pty_and_skips_missing_programs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

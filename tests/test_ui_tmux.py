@@ -64,6 +64,7 @@ def replay_pane(tmp_path: Path) -> Iterator[Pane]:
         pane.close()
 
 
+@pytest.mark.slow
 def test_an_operator_pauses_steps_to_a_gap_opens_it_and_quits(replay_pane: Pane) -> None:
     pane = replay_pane
     pane.shows("replay ")  # the position, in the status line

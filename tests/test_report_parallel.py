@@ -196,6 +196,9 @@ def test_a_split_report_with_log_files_is_the_same_bytes(
     path, log = sim_with_log
     monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
     monkeypatch.setattr(report_parallel, "usable_cpus", lambda: workers)
+    # Forked workers share the spool; a test runner's idle threads (xdist's) would otherwise
+    # keep the report in one process (`can_share_logs`).
+    monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)
     assert plan_workers(path, [str(log)]) == workers  # logs no longer keep it in one process
     parsed = parse_log_input(path, Config(), [str(log)])
     try:
@@ -210,7 +213,7 @@ def test_a_split_report_with_log_files_is_the_same_bytes(
 
 
 def test_a_split_report_with_logs_and_a_bad_sample_line_is_read_in_one_process(
-    sim_with_log: tuple[Path, Path], tmp_path: Path
+    sim_with_log: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A bad line of a GPU sample is no sample in one process, but the other workers read its
     time as a sample's while they pass over it: the split run gives up."""
@@ -220,6 +223,7 @@ def test_a_split_report_with_logs_and_a_bad_sample_line_is_read_in_one_process(
     lines[gpu1] = lines[gpu1].replace(b'"sm_active_pct":', b'"sm_active_pct":"x","_":', 1)
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b"".join(lines))
+    monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)  # as above
     parsed = parse_log_input(bad, Config(), [str(log)])
     try:
         assert detect_parallel(bad, Config(), 2, parsed) is None

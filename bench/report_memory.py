@@ -14,9 +14,10 @@ to follow: bench/compare_bench.py's way, so a day never has to be in memory) and
 (`gapwatch-mem-Hh-Ggpu.jsonl` and `.log`), generated in a process of their own.
 
 Every figure is one fresh `python -m gapwatch ...` under `/usr/bin/time -f '%M %e'`: peak RSS
-(max resident set, KiB, of the command's own process: the report reads logs, so it runs in one
-process) and wall seconds, start-up included. Output to /dev/null (report) or a file in /tmp
-(export, removed after).
+(max resident set, KiB: of the largest one process, the command's own or a worker's; a report of
+a large recording with logs is split across processes, whose peaks add up: docs/benchmarks.md
+gives their sum, sampled) and wall seconds, start-up included. Output to /dev/null (report) or
+a file in /tmp (export, removed after).
 """
 
 from __future__ import annotations

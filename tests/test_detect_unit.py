@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
+from gapwatch.core.evidence import RECENT_GAPS, EvidenceBuffer
 from gapwatch.core.models import (
     Gap,
     GpuInfo,
@@ -366,3 +367,24 @@ def test_a_gap_after_an_xid_says_so_in_its_hint_and_one_long_after_does_not() ->
         out += later.feed_gpu(s)
     (gap,) = [e for e in out if isinstance(e, Gap) and e.end_s is not None]
     assert "GPU error" not in gap.hint
+
+
+def _late_line(t_wall_s: float, gpu: int | None) -> LogEvent:
+    return LogEvent(t_wall_s=t_wall_s, time_source="line", kind="tracing", name="late line",
+                    raw="...", gpu=gpu)
+
+
+def test_a_busy_gpu_does_not_push_another_gpus_closed_gaps_out_of_late_evidence() -> None:
+    """Each GPU's closed gaps listen on their own: 40 gaps closed on GPU 1 (more than a GPU
+    keeps) do not stop a late line from reaching GPU 0's gap, and the time that ends a gap's
+    listening is its own GPU's (GPU 1's data far ahead does not end it)."""
+    buf = EvidenceBuffer(before_s=1.0, late_s=10.0)
+    buf.close_gap(buf.open_gap(0, 10.0), 11.0)
+    for k in range(RECENT_GAPS + 8):
+        buf.close_gap(buf.open_gap(1, 11.0 + k * 0.01), 11.005 + k * 0.01)
+    buf.prune({0: 12.0, 1: 100.0})
+    assert buf.add_log(_late_line(10.5, gpu=0))
+    assert [len(acc.events) for acc in buf.take_dirty_closed()] == [1]
+    assert not buf.add_log(_late_line(11.001, gpu=1))  # GPU 1's: listening no more
+    buf.prune({0: 21.5, 1: 100.0})
+    assert not buf.add_log(_late_line(10.6, gpu=None))

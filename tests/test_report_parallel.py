@@ -18,7 +18,7 @@ from gapwatch.config import Config
 from gapwatch.core.codec import gpu_line_prefix, gpu_line_prefix_type_last
 from gapwatch.core.models import GpuSample, HostSample, LogEvent, StateChange
 from gapwatch.offline import report_parallel
-from gapwatch.offline.report import ReportData, build_report, to_json
+from gapwatch.offline.report import ReportData, build_report, parse_log_input, to_json
 from gapwatch.offline.report_parallel import MIN_PARALLEL_BYTES, detect_parallel, plan_workers
 from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources.recording import json_bytes, read_recording
@@ -141,28 +141,33 @@ def test_the_codec_writes_gpu_sample_lines_as_the_shortcut_expects(sim_recording
                            for ln in samples)
 
 
-def test_log_records_make_the_report_run_in_one_process(tmp_path: Path) -> None:
+def test_log_records_are_fed_to_every_worker(tmp_path: Path) -> None:
+    # Each GPU's closed gaps listen for late evidence on their own (`EvidenceBuffer`), so a
+    # split run gives every gap the events one process gives it.
     res = simulate("pageable", seed=3, duration_s=20.0, gpus=2)
     t_wall_s = res.records[40].t_wall_s  # type: ignore[union-attr]
     event = LogEvent(t_wall_s=t_wall_s, time_source="line", kind="timeline", name="GPU_START",
                      raw="GPU_START", partition=3, warning="unpinned")
     path = tmp_path / "with_log.jsonl"
     write_recording(path, res.header, [*res.records[:41], event, *res.records[41:]])
-    assert detect_parallel(path, Config(), 2) is None
-    _same(path, 2)
+    assert detect_parallel(path, Config(), 2) is not None
+    report = _same(path, 2)
+    assert any(e.warning == "unpinned" for g in report.gaps for e in g.log_events)
 
 
-def test_prover_status_records_make_the_report_run_in_one_process(tmp_path: Path) -> None:
-    # A late /status snapshot can reach the gaps of any GPU, as a late log line can.
+def test_prover_status_records_are_fed_to_every_worker(tmp_path: Path) -> None:
     res = simulate("host-stall", seed=3, duration_s=20.0, gpus=2, status_period_s=1.0)
     path = tmp_path / "with_status.jsonl"
     write_recording(path, res.header, res.records)
-    assert detect_parallel(path, Config(), 2) is None
+    assert detect_parallel(path, Config(), 2) is not None
     report = _same(path, 2)
     assert any(g.prover_cause for g in report.gaps)
+    assert report.partitions is not None
 
 
-def test_log_files_make_the_report_run_in_one_process(tmp_path: Path) -> None:
+def test_log_files_of_a_small_recording_are_read_in_one_process_unless_told(
+    tmp_path: Path
+) -> None:
     rec = read_trace_csv(DATA / "pageable.csv")
     path = tmp_path / "trace.jsonl"
     write_recording(path, rec.header, rec.records)
@@ -170,6 +175,61 @@ def test_log_files_make_the_report_run_in_one_process(tmp_path: Path) -> None:
     assert plan_workers(path, logs) == 1
     report = _same(path, 2, logs)
     assert any(g.log_events for g in report.gaps)
+
+
+@pytest.fixture(scope="module")
+def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """4 simulated GPUs (pageable: a gap every ~2 s on each) for 3 minutes, and the prover's
+    log beside them (cuzk's TIMELINE lines, partitions, the engine's anchor line)."""
+    res = simulate("pageable", seed=5, duration_s=180.0, gpus=4)
+    folder = tmp_path_factory.mktemp("parlog")
+    path, log = folder / "sim.jsonl", folder / "cuzk.log"
+    write_recording(path, res.header, res.records)
+    log.write_text("".join(f"{text}\n" for _stream, text in res.log_lines))
+    return path, log
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_split_report_with_log_files_is_the_same_bytes(
+    sim_with_log: tuple[Path, Path], workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, log = sim_with_log
+    monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: workers)
+    # Forked workers share the spool; a test runner's idle threads (xdist's) would otherwise
+    # keep the report in one process (`can_share_logs`).
+    monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)
+    assert plan_workers(path, [str(log)]) == workers  # logs no longer keep it in one process
+    parsed = parse_log_input(path, Config(), [str(log)])
+    try:
+        assert detect_parallel(path, Config(), workers, parsed) is not None  # it did split
+    finally:
+        parsed.close()
+    one = build_report(path, Config(), [str(log)], workers=1)
+    many = build_report(path, Config(), [str(log)])  # as `report` picks
+    assert msgspec.json.encode(to_json(many)) == msgspec.json.encode(to_json(one))
+    assert sum(len(g.log_events) for g in one.gaps) > 1000
+    assert one.partitions is not None and one.partitions.partitions
+
+
+def test_a_split_report_with_logs_and_a_bad_sample_line_is_read_in_one_process(
+    sim_with_log: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bad line of a GPU sample is no sample in one process, but the other workers read its
+    time as a sample's while they pass over it: the split run gives up."""
+    path, log = sim_with_log
+    lines = path.read_bytes().splitlines(keepends=True)
+    gpu1 = [i for i, ln in enumerate(lines) if ln.startswith(gpu_line_prefix(1))][500]
+    lines[gpu1] = lines[gpu1].replace(b'"sm_active_pct":', b'"sm_active_pct":"x","_":', 1)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"".join(lines))
+    monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)  # as above
+    parsed = parse_log_input(bad, Config(), [str(log)])
+    try:
+        assert detect_parallel(bad, Config(), 2, parsed) is None
+    finally:
+        parsed.close()
+    assert _same(bad, 2, [str(log)]).counters["bad_records"] == 1
 
 
 def test_a_gzip_recording_is_split_by_the_json_it_holds_not_its_size_on_disk(
@@ -198,10 +258,10 @@ def _one_gives_up_while_the_other_floods(sim_recording: Path,
     gap = build_report(sim_recording, Config(), workers=1).gaps[0]
     real_work = report_parallel._work
 
-    def work(path: str, config: Config, me: int, n: int, stop: object) -> report_parallel._Part:
+    def work(job: report_parallel._Job, me: int, end_of_data: object) -> report_parallel._Part:
         if me == 0:
             return report_parallel._Part(abort="stopped")
-        part = real_work(path, config, me, n, stop)
+        part = real_work(job, me, None)
         part.gaps = [gap] * 20_000  # a few MB pickled: the pipe holds 64 KiB
         return part
 

@@ -121,7 +121,9 @@ class GapDetector:
         self._ev = EvidenceBuffer(config.evidence_before_s, prover=prover)
         self._next_id = 1
         self._pending: list[Gap | StateChange] = []
-        self._now_s = 0.0
+        #: Wall time of each GPU's latest sample (in order): closed gaps listen for late
+        #: evidence by their own GPU's time (`EvidenceBuffer.prune`).
+        self._now_s: dict[int, float] = {}
         #: Called with each gap id as it is assigned (ids count up in data order). The parallel
         #: report (`gapwatch.offline.report_parallel`) uses it to renumber its workers' gaps.
         self.on_gap_id: Callable[[int], None] | None = None
@@ -239,7 +241,7 @@ class GapDetector:
             self._data_time(s.t_mono_ns, tr, out)
         n_out = len(out)
         wall = s.t_wall_s - lag / _NS
-        self._now_s = wall
+        self._now_s[s.gpu] = wall
         tr.samples += 1
 
         level, low = self._level(tr, s)

@@ -12,14 +12,18 @@ GPU samples carry both, so wall time is the one axis all three share.
 
 Late evidence: log lines can reach gapwatch after the GPU samples that close a gap (the tailer
 polls; a replay of separate files can interleave coarsely). Closed gaps therefore stay
-"listening" for `late_s` seconds of data time; an event that lands in one marks it dirty and
-the detector re-publishes that gap (same `gap_id`) with the richer evidence.
+"listening" for `late_s` seconds of their own GPU's data time (at most `RECENT_GAPS` of them per
+GPU); an event that lands in one marks it dirty and the detector re-publishes that gap (same
+`gap_id`) with the richer evidence. Which closed gaps listen depends on their own GPU only, never
+on another GPU's gaps or samples: one bound over all GPUs (32 in all) lost late lines on a busy
+box (8 GPUs with a gap every 2 s each closed 40 in `late_s`), and it tied the GPUs together, so
+the parallel report (`gapwatch.offline.report_parallel`) could not split them with logs.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Final
@@ -61,6 +65,8 @@ ORDER_SLACK_S: Final = 5.0
 HW_ERROR_REACH_S: Final = 120.0
 #: GPU errors kept per GPU for that (the latest matter).
 HW_EVENTS_KEPT: Final = 16
+#: Closed gaps per GPU still listening for late evidence (see the module docstring).
+RECENT_GAPS: Final = 32
 #: Raw lines are cut to this many characters in a gap's evidence.
 RAW_CHARS: Final = 160
 #: Most copies kept per gap (a prover makes tens per partition, e.g. cuzk; the window holds a
@@ -233,9 +239,12 @@ class EvidenceBuffer:
         self._host_seq = 0
         self._log: deque[LogEvent] = deque(maxlen=log_maxlen)
         self._prover: deque[ProverStatus] = deque(maxlen=256)
-        #: Accumulators of open gaps, and of closed ones still accepting late events.
+        #: Accumulators of open gaps, and of closed ones still accepting late events, per GPU
+        #: (oldest first), with the latest end among each GPU's (a bound: once an event is past
+        #: it, none of that GPU's closed gaps can take it).
         self._open: list[GapEvidence] = []
-        self._recent: deque[GapEvidence] = deque(maxlen=32)
+        self._recent: dict[int, deque[GapEvidence]] = {}
+        self._recent_until: dict[int, float] = {}
         #: The latest event carrying each warning: pageable buffers are a property of the run,
         #: so a gap with no warning in its own window still cites a recent one.
         self.last_warning: dict[str, LogEvent] = {}
@@ -289,20 +298,26 @@ class EvidenceBuffer:
         if ev.warning is not None:
             self.last_warning[ev.warning] = ev
         t = ev.t_wall_s
+        gpu = ev.gpu
+        before = self.before_s
         for acc in self._open:
-            if t >= acc.from_s - self.before_s and self.relevant(ev, acc.gpu):
+            if t >= acc.from_s - before and (gpu is None or gpu == acc.gpu):
                 acc.add_event(ev)
         late = False
-        for acc in self._recent:
-            until = acc.until_s
-            if (
-                until is not None
-                and acc.from_s - self.before_s <= t <= until
-                and self.relevant(ev, acc.gpu)
-            ):
-                acc.add_event(ev)
-                late = True
+        for g in (self._recent if gpu is None else (gpu,) if gpu in self._recent else ()):
+            if t > self._recent_until[g]:
+                continue  # the usual case: the event is newer than every closed gap's end
+            for acc in self._recent[g]:
+                until = acc.until_s
+                if until is not None and acc.from_s - before <= t <= until:
+                    acc.add_event(ev)
+                    late = True
         return late
+
+    def _closed(self) -> Iterator[GapEvidence]:
+        """Every closed gap still listening, GPU after GPU."""
+        for recent in self._recent.values():
+            yield from recent
 
     def add_prover(self, status: ProverStatus) -> bool:
         """Keep a prover snapshot; True when it reached a closed gap (to be re-published)."""
@@ -314,7 +329,7 @@ class EvidenceBuffer:
             if t >= acc.from_s - self.before_s and prover.concerns(status, acc.gpu):
                 acc.add_prover(status)
         late = False
-        for acc in self._recent:
+        for acc in self._closed():
             until = acc.until_s
             if (until is not None and acc.from_s - self.before_s <= t <= until
                     and prover.concerns(status, acc.gpu)):
@@ -338,9 +353,9 @@ class EvidenceBuffer:
             if acc.gpu == gpu and c.end_wall_s >= acc.from_s - self.before_s:
                 acc.add_copy(c)
         late = False
-        for acc in self._recent:
+        for acc in self._recent.get(gpu, ()):
             until = acc.until_s
-            if acc.gpu == gpu and until is not None \
+            if until is not None \
                     and c.end_wall_s >= acc.from_s - self.before_s and c.start_wall_s <= until:
                 acc.add_copy(c)
                 late = True
@@ -470,7 +485,12 @@ class EvidenceBuffer:
         acc.until_s = end_s
         acc.dirty = False
         self._discard_open(acc)
-        self._recent.append(acc)
+        recent = self._recent.get(acc.gpu)
+        if recent is None:
+            recent = self._recent[acc.gpu] = deque(maxlen=RECENT_GAPS)
+        recent.append(acc)
+        if end_s > self._recent_until.get(acc.gpu, float("-inf")):
+            self._recent_until[acc.gpu] = end_s
 
     def drop_gap(self, acc: GapEvidence) -> None:
         """A retracted gap: stop feeding it."""
@@ -485,20 +505,24 @@ class EvidenceBuffer:
     def listening_gap_ids(self) -> set[int]:
         """Ids of the closed gaps late events can still reach (`_recent`): only these can be
         re-published."""
-        return {acc.published.gap_id for acc in self._recent if acc.published is not None}
+        return {acc.published.gap_id for acc in self._closed() if acc.published is not None}
 
     def take_dirty_closed(self) -> list[GapEvidence]:
         """Closed gaps that received late events since last asked (their flag is cleared)."""
-        out = [acc for acc in self._recent if acc.dirty]
+        out = [acc for acc in self._closed() if acc.dirty]
         for acc in out:
             acc.dirty = False
         return out
 
-    def prune(self, now_s: float) -> None:
-        """Stop listening for late events on gaps closed more than `late_s` ago."""
-        recent = self._recent
-        while recent and (recent[0].until_s or 0.0) < now_s - self.late_s:
-            recent.popleft()
+    def prune(self, now_s: dict[int, float]) -> None:
+        """Stop listening for late events on gaps closed more than `late_s` before their own
+        GPU's latest sample (`now_s`, wall seconds by GPU)."""
+        late_s = self.late_s
+        for gpu, recent in self._recent.items():
+            if recent:
+                cut = now_s.get(gpu, 0.0) - late_s
+                while recent and (recent[0].until_s or 0.0) < cut:
+                    recent.popleft()
 
 
 def union_s(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:

@@ -47,8 +47,9 @@ from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.cuzk.prover import CuzkProver, view_of
-from gapwatch.offline.gap_spool import GapSpool
+from gapwatch.offline.gap_spool import EventSpool, GapSpool
 from gapwatch.offline.log_span import LogSpan
+from gapwatch.sources.recording import PassedOver
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
 #: A one-process and a split run give the same list however their outputs interleave.
@@ -112,6 +113,21 @@ class Detected:
     most_gaps_held: int = 0
 
 
+@dataclass
+class LogInput:
+    """The `--log` files parsed once (`gapwatch.offline.report.parse_log_input`): their events
+    sorted on disk, what `LogSpan` saw of them, the parser's counters. One process or every
+    worker of a split report reads the spool from its start; each run takes a copy of `span`
+    (`kept` and `after_end` count into it)."""
+
+    spool: EventSpool
+    span: LogSpan
+    counters: dict[str, int]
+
+    def close(self) -> None:
+        self.spool.close()
+
+
 #: Closed gaps counted between two looks at which of them are final (then spooled).
 SETTLE_EVERY: Final = 256
 
@@ -156,14 +172,16 @@ class _Side:
     and the prover's watcher's events, and the caller's `on_log`."""
 
     def __init__(self, watch: ProverWatch | None,
-                 on_log: Callable[[LogEvent], None] | None) -> None:
+                 on_log: Callable[[LogEvent], None] | None, timeline: bool = True) -> None:
         self.watch = watch
         self.on_log = on_log
         self.timeline: TimelineBuilder | None = None
         self.prover_events: list[ProverEvent] = []
+        #: Whether to build the timeline (a split report's other workers do not).
+        self.builds_timeline = timeline
 
     def log(self, event: LogEvent) -> None:
-        slim = timeline_event(event)
+        slim = timeline_event(event) if self.builds_timeline else None
         if slim is not None:
             if self.timeline is None:
                 self.timeline = TimelineBuilder()
@@ -174,7 +192,7 @@ class _Side:
 
 def detect_records(
     header: SessionHeader,
-    records: Iterable[Record],
+    records: Iterable[Record | PassedOver],
     config: DetectorConfig,
     extra_logs: Iterable[LogEvent] = (),
     *,
@@ -184,6 +202,9 @@ def detect_records(
     watch: ProverWatch | None = None,
     span: LogSpan | None = None,
     gap_spool: GapSpool | None = None,
+    timeline: bool = True,
+    wake_at: list[float] | None = None,
+    end_of_data: Callable[[float | None], float | None] | None = None,
 ) -> Detected:
     """Feed every record (and `extra_logs`, in time order, merged by time) to one offline
     `GapDetector`.
@@ -201,6 +222,13 @@ def detect_records(
         watch: the prover's watcher, fed every record but GPU samples (as the live session
             feeds it); its events are `Detected.prover_events`.
         gap_spool: where the closed gaps go (a new `GapSpool` when None).
+        timeline: build the partition timeline (`Detected.timeline`).
+        wake_at: a split report's worker (`gapwatch.offline.report_parallel`): kept at the
+            time of the next `extra_logs` event, for the reader, whose `PassedOver` lines
+            (other workers' samples) feed the events up to them as their samples would.
+        end_of_data: given the end of this loop's data (the latest GPU sample's wall time),
+            the end of all the data (a split report's workers each see some GPUs'): what the
+            events left after the last sample are judged against.
     """
     # cuzk is the prover gapwatch knows: its facts stay empty where its log and /status are not
     # in the input, and the gaps are explained without them.
@@ -209,7 +237,7 @@ def detect_records(
     states: list[StateChange] = []
     published = _Published(det, gap_spool if gap_spool is not None else GapSpool(), states)
     take = published.take
-    side = _Side(watch, on_log)
+    side = _Side(watch, on_log, timeline)
     prover_statuses: list[ProverStatus] = []
     copies: list[CopyRecord] = []
     blind_spots: list[BlindSpot] = []
@@ -233,12 +261,14 @@ def detect_records(
     extra = span.kept(extra_logs)
     head = next(extra, None)
     next_log_t = head.t_wall_s if head is not None else float("inf")
+    wake = wake_at if wake_at is not None else [0.0]
+    wake[0] = next_log_t
     for r in records:
         if type(r) is gpu_sample:
             if r.t_wall_s >= next_log_t:
                 head, late = _feed_extra(det, side, head, extra, r.t_wall_s)
                 take(late)
-                next_log_t = head.t_wall_s if head is not None else float("inf")
+                next_log_t = wake[0] = head.t_wall_s if head is not None else float("inf")
             out = det.feed_gpu(r)
             chaining.add_sample(r)
         elif type(r) is host_sample:
@@ -254,6 +284,13 @@ def detect_records(
         else:
             if type(r) is ProverEvent:
                 continue  # derived: the watcher says them again
+            if isinstance(r, PassedOver):
+                # Another worker's sample: the log events up to it, as its sample would feed.
+                if r.t_wall_s >= next_log_t:
+                    head, out = _feed_extra(det, side, head, extra, r.t_wall_s)
+                    next_log_t = wake[0] = head.t_wall_s if head is not None else float("inf")
+                    take(out)
+                continue
             if watch is not None:
                 prover_events += watch.feed(r)
             health_side.add(r)
@@ -263,6 +300,8 @@ def detect_records(
             take(out)
     # The `--log` lines left after the last sample, as far as they are inside the span.
     end_s = max((t.last_wall_s for t in det.totals() if t.samples), default=None)
+    if end_of_data is not None:
+        end_s = end_of_data(end_s)
     rest = (e for e in chain((head,) if head is not None else (), extra)
             if span.after_end(e, end_s))
     take(_feed_extra(det, side, next(rest, None), rest, float("inf"))[1])

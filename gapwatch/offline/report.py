@@ -24,6 +24,7 @@ changes whenever a field is renamed or removed (adding fields keeps the version)
 
 from __future__ import annotations
 
+import copy
 import gc
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
@@ -68,7 +69,7 @@ from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.files import log_file_events, parse_log_files
-from gapwatch.offline.detect import Detected, detect_records
+from gapwatch.offline.detect import Detected, LogInput, detect_records
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.prover_events import prover_events_json
@@ -178,9 +179,9 @@ def build_report(
     """Read `path` (recording or trace CSV), run the detector, add up gaps, states and payoff.
 
     `workers`: processes to split the GPUs across; None picks (several only for a large
-    recording with several GPUs, on several CPUs, without `--log` files: see
+    recording with several GPUs, on several CPUs: see
     `gapwatch.offline.report_parallel.plan_workers`); 1 forces one process. The result is the
-    same.
+    same. The `--log` files are parsed once, whichever runs.
 
     Raises:
         gapwatch.sources.recording.RecordingError: the file is not a usable recording.
@@ -193,13 +194,21 @@ def build_report(
     # 24 h report); forked workers inherit it off. It runs again afterwards.
     gc_was_on = gc.isenabled()
     gc.disable()
+    parsed = parse_log_input(path, config, logs) if logs else None
     try:
-        found = detect_parallel(path, config, n) if n > 1 and not logs else None
-        paths = PathsSeen()
+        found = None
+        if n > 1:
+            paths = PathsSeen()
+            found = detect_parallel(path, config, n, parsed, on_log=paths.feed_log)
+            if found is not None:
+                _count_logs(found, parsed)
         if found is None:
-            found = detect(path, config, logs, on_log=paths.feed_log)
+            paths = PathsSeen()  # what a split run that gave up saw is not kept
+            found = detect(path, config, logs, on_log=paths.feed_log, parsed=parsed)
         return summarise(path, found, logs, config.detector.window_s, paths.result())
     finally:
+        if parsed is not None:
+            parsed.close()
         if gc_was_on:
             gc.enable()
 
@@ -228,26 +237,46 @@ def recorded_timeline_epoch(path: str | Path) -> float | None:
             close()
 
 
-def detect(path: str | Path, config: Config, log_paths: list[str],
-           on_log: Callable[[LogEvent], None] | None = None) -> Detected:
-    """Read the whole input (and the `--log` files) and detect over it in one process
-    (`on_log`: see `detect_records`)."""
+def parse_log_input(path: str | Path, config: Config, log_paths: list[str]) -> LogInput:
+    """The `--log` files of the recording at `path`, parsed once into their spool (which the
+    caller closes). Raises OSError (a log), RecordingError (the recording's header)."""
     # Logs without their TIMELINE anchor line are placed by the recorded /status uptime.
     epoch = recorded_timeline_epoch(path) if log_paths else None
     rec = read_any(path)
+    close = getattr(rec.records, "close", None)  # a generator holding the file open
+    if close is not None:
+        close()
     span = LogSpan(rec.header.started_wall_s)
-    extra, log_counters = spool_logs(log_paths, config, epoch, span.observe)
+    extra, counters = spool_logs(log_paths, config, epoch, span.observe)
+    return LogInput(extra, span, counters)
+
+
+def _count_logs(found: Detected, parsed: LogInput | None) -> None:
+    """The log parser's counters after the others, as `detect` orders them."""
+    if parsed is not None:
+        found.counters.update({f"log_{k}": v for k, v in parsed.counters.items() if v})
+
+
+def detect(path: str | Path, config: Config, log_paths: list[str],
+           on_log: Callable[[LogEvent], None] | None = None,
+           parsed: LogInput | None = None) -> Detected:
+    """Read the whole input (and the `--log` files, or `parsed`: them, already parsed; the
+    caller closes it) and detect over it in one process (`on_log`: see `detect_records`)."""
+    own = parsed is None
+    logs = parse_log_input(path, config, log_paths) if parsed is None else parsed
+    rec = read_any(path)
     watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
     try:
-        found = detect_records(rec.header, rec.records, config.detector, extra,
+        found = detect_records(rec.header, rec.records, config.detector, logs.spool,
                                max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
-                               on_log=on_log, watch=watch, span=span)
+                               on_log=on_log, watch=watch, span=copy.deepcopy(logs.span))
     finally:
-        extra.close()
+        if own:
+            logs.close()
     counters = dict(rec.counters)
     counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})
-    counters.update({f"log_{k}": v for k, v in log_counters.items() if v})
     found.counters = counters
+    _count_logs(found, logs)
     found.problems = list(rec.problems)
     return found
 

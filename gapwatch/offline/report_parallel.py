@@ -25,12 +25,30 @@ one-process one, value for value:
 - A problem line read by several workers (a bad non-GPU line) is counted once: problems carry
   their line numbers and the parent merges them by line.
 
-Not parallel: log events, prover status snapshots, and the copy trace's records (copies, /proc
-readings, link states), which reach closed gaps the same way. The evidence buffer keeps recently
-closed gaps of all GPUs in one bounded list, so which gap a late log line (or snapshot, or copy)
-still reaches depends on the other GPUs' gaps. A report with `--log` files runs in one process,
-and a worker that meets such a record stops all workers: the report then runs in one process
-(`detect_parallel` returns None). Trace CSVs, recordings under `MIN_PARALLEL_BYTES` of JSON
+Log events (recorded, and the `--log` files') and the prover's `/status` snapshots are fed to
+*every* worker, at the same places among its records as one process feeds them: the evidence
+buffer keeps each GPU's recently closed gaps on their own (`gapwatch.core.evidence`), and
+everything else an event touches (the prover's facts, the recent events and warnings) is the
+same in every worker, so a worker's gaps get the evidence one process gives them.
+- The `--log` files are parsed once, by the parent, into their sorted spool before the workers
+  start (`LogInput`); every worker reads that spool (forked: they share its files, read at
+  their own offsets).
+- One process feeds each `--log` event just before the first GPU sample (of any GPU) at or
+  after its time. A worker reads the wall time of the other workers' sample lines it passes
+  over (from the text, without decoding them: `recording.PassedOver`) while an event waits, so
+  it feeds the event at the same place. A line whose time cannot be read so is a bad record
+  for the worker that decodes it; a split report with logs that has any bad record runs in one
+  process (the bad line is not a sample there, but was a time here).
+- The events left after the last sample are judged against the end of *all* GPUs' data
+  (`LogSpan.after_end`): the workers tell this process their end before it feeds them.
+- What is made of the events beside the gaps (the partition timeline, the prover's watcher,
+  the prover's facts and lacks, the notes on the `--log` files, the snapshots) is this
+  process's alone: the other workers do not build it.
+Not parallel: the copy trace's records (copies, /proc readings, link states): the buffer of
+recent copies is one over all GPUs. A worker that meets one stops all workers: the report then
+runs in one process (`detect_parallel` returns None), as it does when the workers cannot be
+forked with `--log` files (their spool is not handed to a spawned process). Trace CSVs,
+recordings under `MIN_PARALLEL_BYTES` of JSON
 and single-GPU recordings take the one-process path too (`plan_workers`), as does a machine
 with one usable CPU. A gzip recording is large by the JSON it holds, not its size on disk:
 each worker decompresses it whole, in parallel, as each reads a plain file whole (inflated in
@@ -42,11 +60,12 @@ problem as usual.
 
 from __future__ import annotations
 
+import copy
 import gc
 import os
 import threading
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from multiprocessing.connection import Connection
@@ -71,12 +90,13 @@ from gapwatch.core.models import (
     LinkState,
     LogEvent,
     ProcessMemory,
-    ProverStatus,
     Record,
     StateChange,
 )
 from gapwatch.core.track import GpuTotals
-from gapwatch.offline.detect import Detected, detect_records, sort_states
+from gapwatch.cuzk.pipeline import PipelineView
+from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
+from gapwatch.offline.detect import Detected, LogInput, detect_records, sort_states
 from gapwatch.offline.gap_spool import GapSpool
 from gapwatch.sources.recording import (
     MAX_PROBLEMS,
@@ -112,11 +132,11 @@ def usable_cpus() -> int:
 
 def plan_workers(path: str | Path, log_paths: list[str]) -> int:
     """How many processes `build_report` should use for `path`: 1 unless the file is a large
-    recording with several GPUs, there are several CPUs and no `--log` files. Large means
-    its JSON (`recording.json_bytes`: a gzip file counts for what it holds, not what it
-    takes on disk)."""
+    recording with several GPUs and there are several CPUs (and, with `--log` files, workers
+    can be forked: `can_share_logs`). Large means its JSON (`recording.json_bytes`: a gzip
+    file counts for what it holds, not what it takes on disk)."""
     p = Path(path)
-    if log_paths or p.suffix.lower() == ".csv":
+    if (log_paths and not can_share_logs()) or p.suffix.lower() == ".csv":
         return 1
     try:
         if json_bytes(p) < MIN_PARALLEL_BYTES:
@@ -126,6 +146,12 @@ def plan_workers(path: str | Path, log_paths: list[str]) -> int:
     except Exception:  # noqa: BLE001 - the one-process path reports the problem properly
         return 1
     return max(1, min(usable_cpus(), len(header.gpus)))
+
+
+def can_share_logs() -> bool:
+    """Whether workers can read the parent's `--log` spool: forked (it holds open temporary
+    files), which is safe only while this process has one thread."""
+    return hasattr(os, "fork") and threading.active_count() == 1
 
 
 class _OneProcess(Exception):
@@ -159,6 +185,9 @@ class _Part:
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
     #: What the worker's prover could not learn (`Prover.lacks`).
     prover_lacks: list[str] = field(default_factory=list)
+    #: What this process (worker 0) made of the events beside the gaps (see the module
+    #: docstring); the other workers leave it empty.
+    side: Detected | None = None
 
 
 def _owners(gpus: list[int], n: int) -> dict[int, int]:
@@ -177,11 +206,8 @@ def _only_mine(
             # A line the shortcut did not pass over (see the module docstring).
             if owners.get(r.gpu, r.gpu % n) != me:
                 continue
-        elif isinstance(r, LogEvent | ProverStatus):
-            # Late evidence can reach the gaps of any GPU (see the module docstring).
-            raise _OneProcess(f"line {rec.line_no}: {r.type} records are read in one process")
         elif isinstance(r, CopyRecord | ProcessMemory | LinkState):
-            # Like log events, copies reach recently closed gaps of any GPU.
+            # The recent copies are one buffer over all GPUs (see the module docstring).
             raise _OneProcess(f"line {rec.line_no}: the copy trace is read in one process")
         if rec.line_no >= next_check:
             next_check += _STOP_CHECK_LINES
@@ -190,19 +216,41 @@ def _only_mine(
         yield r
 
 
-def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:
+@dataclass
+class _Job:
+    """What every worker is given: the input, and for worker 0 (this process) what it feeds
+    beside the detector."""
+
+    path: str
+    config: Config
+    n: int
+    stop: Any
+    logs: LogInput | None = None
+    on_log: Callable[[LogEvent], None] | None = None
+
+
+def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None] | None
+          ) -> _Part:
     """Worker `me` of `n`: the detection loop over its GPUs' samples and every other record."""
+    path, config, n, stop, logs = job.path, job.config, job.n, job.stop, job.logs
     header, stream, _ = open_recording(path)
     stream.close()
     owners = _owners([g.index for g in header.gpus], n)
     others = [g for g, w in owners.items() if w != me]
+    wake = [float("inf")] if logs is not None else None
     rec = read_recording(path, skip_prefixes=tuple(map(gpu_line_prefix, others)),
                          skip_type_last=tuple(map(gpu_line_prefix_type_last, others)),
-                         keep_problem_lines=True)
+                         keep_problem_lines=True, wake_at=wake)
+    mine = me == 0
+    watch = CuzkWatch(deadlines_of(config.cuzk)) if mine and config.logs.cuzk else None
     try:
-        found = detect_records(rec.header, _only_mine(rec, owners, me, n, stop),
-                               config.detector, line_of=lambda: rec.line_no,
-                               max_parallel_synthesis=config.cuzk.max_parallel_synthesis)
+        found = detect_records(
+            rec.header, _only_mine(rec, owners, me, n, stop), config.detector,
+            logs.spool if logs is not None else (), line_of=lambda: rec.line_no,
+            max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
+            on_log=job.on_log if mine else None, watch=watch,
+            span=copy.deepcopy(logs.span) if logs is not None else None, timeline=mine,
+            wake_at=wake, end_of_data=end_of_data)
     except _OneProcess as exc:
         stop.set()
         return _Part(abort=str(exc))
@@ -221,16 +269,22 @@ def _work(path: str, config: Config, me: int, n: int, stop: Any) -> _Part:
         hw_event_count=found.hw_event_count,
         chaining=found.chaining,
         chaining_worst=found.chaining_worst,
+        side=found if mine else None,  # never pickled: worker 0 is this process
     )
 
 
-def _child(path: str, config: Config, me: int, n: int, stop: Any, conn: Connection) -> None:
+def _child(job: _Job, me: int, conn: Connection) -> None:
     gc.disable()  # as `report.build_report` does (a spawned child does not inherit it)
+
+    def tell_end(end_s: float | None) -> float | None:
+        conn.send(("end", end_s))
+        return end_s  # its events beside the gaps are not kept
+
     try:
-        part = _work(path, config, me, n, stop)
+        part = _work(job, me, tell_end if job.logs is not None else None)
     except BaseException:  # noqa: BLE001 - reported to the parent, which falls back
         part = _Part(abort=f"worker {me} failed:\n{traceback.format_exc()}")
-        stop.set()
+        job.stop.set()
     gaps, part.gaps = part.gaps, []
     conn.send(part)
     # The gaps in chunks, read from the worker's spool: neither this process nor the parent
@@ -247,39 +301,41 @@ def _child(path: str, config: Config, me: int, n: int, stop: Any, conn: Connecti
     conn.close()
 
 
-def detect_parallel(path: str | Path, config: Config, n: int) -> Detected | None:
+def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | None = None,
+                    on_log: Callable[[LogEvent], None] | None = None) -> Detected | None:
     """Run `n` workers (this process is worker 0) and merge them into one `Detected`.
 
-    Returns None when the input must be read in one process (see the module docstring).
-    Raises what `open_recording` raises for an unusable file.
+    `logs`: the `--log` files, parsed (every worker reads them); `on_log`: called with every
+    log event, in this process (`detect_records`). Returns None when the input must be read in
+    one process (see the module docstring). Raises what `open_recording` raises for an
+    unusable file.
     """
     path = str(path)
     header, stream, _ = open_recording(path)
     stream.close()
     # fork is cheapest (nothing to re-import) and safe while this process has one thread.
-    fork = threading.active_count() == 1 and hasattr(os, "fork")
+    fork = can_share_logs()
+    if logs is not None and not fork:
+        return None
     ctx = get_context("fork") if fork else get_context("spawn")  # literals: typed contexts
-    stop = ctx.Event()
+    job = _Job(path, config, n, ctx.Event(), logs)
     children = []
     for me in range(1, n):
         recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(path, config, me, n, stop, send), daemon=True)
+        proc = ctx.Process(target=_child, args=(job, me, send), daemon=True)
         proc.start()
         send.close()
         children.append((proc, recv))
+    ends = _Ends([recv for _proc, recv in children])
     drained = False
     try:
         try:
-            parts = [_work(path, config, 0, n, stop)]
+            parts = [_work(replace_job(job, on_log), 0, ends.all if logs is not None else None)]
         except BaseException:
-            stop.set()
+            job.stop.set()
             raise
-        for _proc, recv in children:
-            try:
-                parts.append(recv.recv())
-            except EOFError:  # the child died without a word (killed): read in one process
-                parts.append(_Part(abort="worker died"))
-        if any(p.abort is not None for p in parts):
+        parts += [ends.part(w) for w in range(len(children))]
+        if any(p.abort is not None for p in parts) or (logs is not None and _bad_lines(parts)):
             return None
         new_ids = _gap_ids(parts)
         gaps = _Renumbered()
@@ -310,6 +366,57 @@ def detect_parallel(path: str | Path, config: Config, n: int) -> Detected | None
                 proc.kill()
             proc.join()
     return _merge(header, parts, gaps.spool, gaps.tally())
+
+
+def replace_job(job: _Job, on_log: Callable[[LogEvent], None] | None) -> _Job:
+    """Worker 0's job: the same, with the caller's `on_log`."""
+    return _Job(job.path, job.config, job.n, job.stop, job.logs, on_log)
+
+
+class _Ends:
+    """The workers' pipes, read in order: first each worker's end of data (with `--log`
+    files: `detect_records`'s `end_of_data`), then its part. A worker that gave up sends its
+    part at once; one that died sends nothing (EOF)."""
+
+    def __init__(self, pipes: list[Connection]) -> None:
+        self._pipes = pipes
+        self._early: dict[int, _Part] = {}
+
+    def all(self, end_s: float | None) -> float | None:
+        """The end of all the data, given this process's: the latest of the workers'."""
+        ends = [end_s]
+        for w, pipe in enumerate(self._pipes):
+            msg = self._recv(w, pipe)
+            if isinstance(msg, tuple):
+                ends.append(msg[1])
+            else:
+                self._early[w] = msg
+        known = [e for e in ends if e is not None]
+        return max(known) if known else None
+
+    def part(self, w: int) -> _Part:
+        """Worker `w + 1`'s part (its end of data, when still unread, passed over)."""
+        early = self._early.pop(w, None)
+        if early is not None:
+            return early
+        msg = self._recv(w, self._pipes[w])
+        while isinstance(msg, tuple):
+            msg = self._recv(w, self._pipes[w])
+        return msg
+
+    @staticmethod
+    def _recv(w: int, pipe: Connection) -> _Part | tuple[str, float | None]:
+        try:
+            msg: _Part | tuple[str, float | None] = pipe.recv()
+        except EOFError:  # the child died without a word (killed): read in one process
+            return _Part(abort=f"worker {w + 1} died")
+        return msg
+
+
+def _bad_lines(parts: list[_Part]) -> bool:
+    """Whether any worker met a bad record: the others may have read that line's time as a
+    sample's (`recording.PassedOver`), so a report with logs is read in one process."""
+    return any(counter == "bad_records" for p in parts for _line, counter, _m in p.problem_lines)
 
 
 class _Renumbered:
@@ -360,9 +467,15 @@ def _merge(header: Any, parts: list[_Part], gaps: GapSpool,
         for name, v in p.detector_counters.items():
             det_counts[name] = det_counts.get(name, 0) + v
     counters.update({f"detector_{k}": v for k, v in det_counts.items() if v})
+    side = parts[0].side if parts else None
     return Detected(
         header=header, gaps=gaps, gap_tally=tally, states=states, totals=totals,
-        detector_counters={k: v for k, v in det_counts.items() if v}, timeline=None,
+        detector_counters={k: v for k, v in det_counts.items() if v},
+        timeline=side.timeline if side is not None else None,
+        prover_statuses=side.prover_statuses if side is not None else [],
+        pipeline=side.pipeline if side is not None else PipelineView(),
+        log_notes=side.log_notes if side is not None else [],
+        prover_events=side.prover_events if side is not None else [],
         counters=counters,
         problems=[msg for _line, _counter, msg in seen][:MAX_PROBLEMS],
         blind_spots=parts[0].blind_spots if parts else [], byes=parts[0].byes if parts else [],
@@ -370,13 +483,6 @@ def _merge(header: Any, parts: list[_Part], gaps: GapSpool,
         hw_event_count=parts[0].hw_event_count if parts else 0,
         chaining={g: f for p in parts for g, f in p.chaining.items()},
         chaining_worst={g: w for p in parts for g, w in p.chaining_worst.items()},
-        prover_lacks=_lacked_by_all(parts),
+        # Every worker was fed every log event and snapshot: this process's prover knows all.
+        prover_lacks=parts[0].prover_lacks if parts else [],
     )  # fmt: skip
-
-
-def _lacked_by_all(parts: list[_Part]) -> list[str]:
-    """What no worker's prover learnt: a fact one worker read (its GPUs' log lines) is not
-    lacking in the report."""
-    if not parts:
-        return []
-    return [why for why in parts[0].prover_lacks if all(why in p.prover_lacks for p in parts)]

@@ -13,13 +13,16 @@ order.
 The runs are anonymous temporary files (`tempfile.TemporaryFile`, in the system's folder or
 `folder`): unlinked as they are made, so nothing is left behind even when the process is
 killed; `close()` (or the process ending) frees their space. The payload is bytes of any kind
-(a run stores its length).
+(a run stores its length). Runs are read at explicit offsets (`os.pread`), never through the
+file's shared position: processes forked from the one that wrote a spool (the parallel report's
+workers, `gapwatch.offline.report_parallel`) each read it whole, at the same time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import heapq
+import os
 import struct
 import tempfile
 from collections.abc import Iterator
@@ -37,6 +40,9 @@ RUN_ITEMS: Final = 200_000
 #: in a trace is ~3 KB (its evidence), and a day's 330,000 of them held 200,000 at a time
 #: took ~0.9 GB.
 RUN_BYTES: Final = 32 << 20
+
+#: Bytes of a run read at a time.
+READ_BYTES: Final = 1 << 20
 
 #: An item: its time, its tie integers, its sequence number and its payload.
 _Item = tuple[float, tuple[int, ...], int, bytes]
@@ -104,8 +110,6 @@ class SortedSpool:
         if not self._sorted:
             self._items.sort()
             self._sorted = True
-        for f in self._runs:
-            f.seek(0)
         streams = [self._read_run(f) for f in self._runs]
         items = heapq.merge(*streams, iter(self._items)) if streams else iter(self._items)
         for t, _tie, _seq, payload in items:
@@ -113,14 +117,22 @@ class SortedSpool:
 
     def _read_run(self, f: IO[bytes]) -> Iterator[_Item]:
         head = self._head
-        size, unpack, ties = head.size, head.unpack, self._ties
-        read = f.read
+        size, unpack_from, ties = head.size, head.unpack_from, self._ties
+        fd, pos = f.fileno(), 0
+        buf, at = b"", 0
         while True:
-            raw = read(size)
-            if len(raw) < size:
-                return
-            *key, seq, n = unpack(raw)
-            yield key[0], tuple(key[1:1 + ties]), seq, read(n)
+            if len(buf) - at < size:
+                buf, at = buf[at:] + os.pread(fd, READ_BYTES, pos), 0
+                pos += READ_BYTES
+                if len(buf) < size:
+                    return
+            *key, seq, n = unpack_from(buf, at)
+            at += size
+            if len(buf) - at < n:  # the payload runs past what was read
+                buf, at = buf[at:] + os.pread(fd, max(n, READ_BYTES), pos), 0
+                pos += max(n, READ_BYTES)
+            yield key[0], tuple(key[1:1 + ties]), seq, buf[at:at + n]
+            at += n
 
     def close(self) -> None:
         self._items = []

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from statistics import median
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 from msgspec import structs
 
@@ -78,6 +78,37 @@ from gapwatch.sources.isolated_times import without_isolated_times
 MAX_PROBLEMS: Final = 20
 #: Characters of one problem message kept.
 PROBLEM_CHARS: Final = 500
+
+
+class PassedOver:
+    """A GPU sample line passed over undecoded (another worker's GPU) that was at or after the
+    time its reader was asked to wake at (`read_recording`'s `wake_at`): only its wall time,
+    read from the line's text. The parallel report feeds the `--log` events up to it there, as
+    one process feeds them before any GPU sample at or after their time."""
+
+    __slots__ = ("t_wall_s",)
+
+    def __init__(self, t_wall_s: float) -> None:
+        self.t_wall_s = t_wall_s
+
+
+#: How a GPU sample's line names its wall time (the codec's key, in both key orders).
+_WALL_KEY: Final = b'"t_wall_s":'
+
+
+def _wall_of(line: bytes) -> float | None:
+    """The wall time a whole GPU sample line holds, or None (not found, not a number): such a
+    line is a bad record for the worker that decodes it, and a split report with logs is then
+    read in one process (`gapwatch.offline.report_parallel`)."""
+    at = line.find(_WALL_KEY)
+    if at < 0 or line[-1:] != b"\n":
+        return None
+    at += len(_WALL_KEY)
+    end = line.find(b",", at)
+    try:
+        return float(line[at:end if end >= 0 else -2])
+    except ValueError:
+        return None
 
 
 class RecordingError(Exception):
@@ -172,14 +203,16 @@ END_LINE: Final = 1 << 62
 
 def _records(
     stream: LineStream, recording: Recording, first_line_no: int, skip: tuple[bytes, ...] = (),
-    skip_type_last: tuple[bytes, ...] = (),
+    skip_type_last: tuple[bytes, ...] = (), wake_at: list[float] | None = None,
 ) -> Iterator[Record]:
     """Validated records of a possibly truncated (gzip) stream; bad lines are counted, skipped.
 
     `skip`: lines starting with one of these prefixes (`gapwatch.core.codec.gpu_line_prefix`)
     are passed over undecoded (the parallel report's workers each read their own GPUs);
     `skip_type_last`: so are lines of recordings written before the codec that start with one
-    of these (`gpu_line_prefix_type_last`) and end as a GPU sample did then.
+    of these (`gpu_line_prefix_type_last`) and end as a GPU sample did then. With `wake_at`
+    (one time, which the caller moves on), a line passed over whose wall time is at or after
+    `wake_at[0]` is handed out as a `PassedOver`.
 
     This is the hot loop of a long `gapwatch report` (~7 M lines for 24 h x 8 GPUs): one
     generator (no per-line inner generator), and the codec's decoder called directly. A bad
@@ -196,6 +229,13 @@ def _records(
             line_no += 1
             if skip and (line.startswith(skip) or (
                     line.startswith(skip_type_last) and line.endswith(TYPE_LAST_GPU_SUFFIX))):
+                if wake_at is not None:
+                    wall = _wall_of(line)
+                    if wall is not None and wall >= wake_at[0]:
+                        recording.line_no = line_no
+                        # Among the records for its one reader, which tests for it first
+                        # (`offline.detect.detect_records`: see `read_recording`).
+                        yield cast(Record, PassedOver(wall))
                 continue
             if line[-1:] != b"\n":
                 _unended(line is too_long, line, recording, line_no)
@@ -547,6 +587,7 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, LineStream, list[st
 def read_recording(
     path: str | Path, *, skip_prefixes: tuple[bytes, ...] = (),
     skip_type_last: tuple[bytes, ...] = (), keep_problem_lines: bool = False,
+    wake_at: list[float] | None = None,
 ) -> Recording:
     """Open a JSON Lines recording. Raises RecordingError when its header is unusable.
 
@@ -554,6 +595,9 @@ def read_recording(
         skip_prefixes: lines starting with these are passed over undecoded.
         skip_type_last: and lines of the shape written before the codec (see `_records`).
         keep_problem_lines: keep every problem with its line (`Recording.problem_lines`).
+        wake_at: a one-element list of a wall time the caller moves on: lines passed over at
+            or after it come out as `PassedOver` among the records (the parallel report with
+            logs; typed as records for its one caller, `report_parallel`, which reads them).
     """
     header, stream, problems = open_recording(path)
     rec = Recording(path=Path(path), header=header, records=iter(()),
@@ -561,5 +605,5 @@ def read_recording(
     for message in problems:
         rec.problem("bad_header", message, 1)
     rec.records = without_isolated_times(
-        _records(stream, rec, 1, skip_prefixes, skip_type_last), rec)
+        _records(stream, rec, 1, skip_prefixes, skip_type_last, wake_at), rec)
     return rec

@@ -179,9 +179,9 @@ def test_log_files_of_a_small_recording_are_read_in_one_process_unless_told(
 
 @pytest.fixture(scope="module")
 def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """4 simulated GPUs (pageable: a gap every ~2 s on each) for 3 minutes, and the prover's
+    """4 simulated GPUs (pageable: a gap every ~2 s on each) for 90 s, and the prover's
     log beside them (cuzk's TIMELINE lines, partitions, the engine's anchor line)."""
-    res = simulate("pageable", seed=5, duration_s=180.0, gpus=4)
+    res = simulate("pageable", seed=5, duration_s=90.0, gpus=4)
     folder = tmp_path_factory.mktemp("parlog")
     path, log = folder / "sim.jsonl", folder / "cuzk.log"
     write_recording(path, res.header, res.records)

@@ -36,6 +36,7 @@ def test_ruff_finds_nothing_in_the_package_tests_and_benchmarks() -> None:
     assert done.returncode == 0, f"ruff check failed:\n{done.stdout}{done.stderr}"
 
 
+@pytest.mark.slow
 def test_mypy_strict_finds_nothing_in_the_package_tests_and_evaluation() -> None:
     # With no paths given, mypy checks pyproject's `files` (gapwatch, tests, evaluation).
     done = _run_tool("mypy", "--cache-dir", str(ROOT / ".mypy_cache"))

@@ -40,16 +40,22 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `slow` early, every other one (slow, other, slow, other, ...): xdist deals
-    the first tests round robin, so two of the four workers start on the slow ones and two on
-    the rest. Most slow tests wait (a Prometheus scraping, a dashboard in a pty, a disk
-    filling): the other two workers keep both cores busy meanwhile. Started last, one of them
-    alone was the suite's last ~10 s; started all at once, four workers waited together and the
-    cores idled (cold mypy, 8 s of CPU in a fresh clone, is among them too)."""
+    """Tests marked `slow` spread over the first half of the run, in their order. Most of them
+    wait (a Prometheus scraping, a dashboard in a pty, a disk filling), and the workers (four on
+    a 2-core box) keep both cores busy only while about two of them have work to compute: the
+    slow ones all at once left the cores idle, and one started last alone was the run's last
+    ~8 s. The workers take tests one at a time in this order (`--maxschedchunk 1`, pyproject's
+    addopts), so a test's place in the list is when it starts."""
     slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if not slow:
+        return
     rest = [item for item in items if item.get_closest_marker("slow") is None]
-    paired = [item for pair in zip(slow, rest, strict=False) for item in pair]
-    items[:] = paired + rest[len(slow):] + slow[len(rest):]
+    every = max(1, len(rest) // (2 * len(slow)))
+    items[:] = []
+    for k, item in enumerate(slow):
+        items += rest[k * every:(k + 1) * every] if k else []
+        items.append(item)
+    items += rest[(len(slow) - 1) * every:]
 
 
 @pytest.fixture(autouse=True)

@@ -21,7 +21,8 @@ from gapwatch.offline.report import build_report
 from gapwatch.offline.report_parallel import detect_parallel
 from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources.files import read_any
-from gapwatch.sources.gzip_lines import MAX_LINE_BYTES
+from gapwatch.sources.gzip_lines import MAX_LINE_BYTES, OUT_BYTES
+from gapwatch.sources import recording
 from gapwatch.sources.recording import json_bytes
 
 HOSTILE = Path(__file__).parent / "data" / "hostile"
@@ -168,44 +169,57 @@ def test_a_line_longer_than_any_record_is_a_bad_record_read_without_holding_it(
     assert peak < MAX_LINE_BYTES + 40 * MIB, peak
 
 
+@pytest.fixture
+def small_line_limit(monkeypatch: pytest.MonkeyPatch) -> int:
+    """The readers' line limit at 8 MiB instead of 64, so that a line just past it is cheap
+    to inflate (each reader below would otherwise inflate 65 MiB, 1-2 s of CPU apiece); the
+    limit's own bound on memory is tested above at its real size. Not less: a line is held to
+    the limit once it outgrows the piece inflated at a time (`gzip_lines.OUT_BYTES`)."""
+    monkeypatch.setattr(recording, "MAX_LINE_BYTES", OUT_BYTES)
+    return OUT_BYTES
+
+
 @pytest.mark.parametrize("command", [*COMMANDS, ["report"]])
 def test_a_gzip_of_one_huge_line_is_a_bad_record_in_every_reader(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str],
+    small_line_limit: int,
 ) -> None:
     clean = _recording(tmp_path, [])
     lines = clean.read_bytes().splitlines(keepends=True)
     path = tmp_path / "huge.jsonl.gz"
     # Just past the limit: every reader must skip it (a few MiB over costs what 64 over does).
-    _gzip_with_a_huge_line(path, b"".join(lines[:100]), MAX_LINE_BYTES + MIB,
+    _gzip_with_a_huge_line(path, b"".join(lines[:100]), small_line_limit + MIB,
                            b"".join(lines[100:]))
     extra = ["--out", str(tmp_path / "out.x")] if command[0] == "export" else []
     assert main([command[0], str(path), *command[1:], *extra]) == 0
     out, err = capsys.readouterr()
     assert "Traceback" not in err
     if command == ["report", "--json"]:
-        assert msgspec.json.decode(out)["counters"]["bad_records"] == 1
+        doc = msgspec.json.decode(out)
+        assert doc["counters"]["bad_records"] == 1
+        assert "a line longer than 8 MiB" in str(doc), doc  # passed over, not decoded
 
 
 def test_a_huge_first_line_is_not_a_recording_said_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], small_line_limit: int,
 ) -> None:
     path = tmp_path / "huge-first.jsonl.gz"
-    _gzip_with_a_huge_line(path, b"", MAX_LINE_BYTES + MIB, b"")
+    _gzip_with_a_huge_line(path, b"", small_line_limit + MIB, b"")
     assert main(["report", str(path)]) == 2
-    assert "the first line is longer than 64 MiB" in capsys.readouterr().err
+    assert "the first line is longer than 8 MiB" in capsys.readouterr().err
 
 
 def test_sizing_a_gzip_of_one_huge_line_holds_no_more_than_a_chunk(tmp_path: Path) -> None:
     """`report` sizes a gzip recording by inflating its first MiB (to pick its processes): a MiB
     of one repeated byte inflates to a GiB, and was held whole (the 4 GiB line: ~500 MB peak).
-    A quarter of that here: all of it inflates, held whole it would be 256 MiB."""
+    A sixteenth of that here: all of it inflates, held whole it would be 64 MiB."""
     path = tmp_path / "huge.jsonl.gz"
-    _gzip_with_a_huge_line(path, b"", 1 << 28, b"")
+    _gzip_with_a_huge_line(path, b"", 1 << 26, b"")
     tracemalloc.start()
     try:
         size = json_bytes(path)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert size > 1 << 28
+    assert size > 1 << 26
     assert peak < 24 * MIB, peak

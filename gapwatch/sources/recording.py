@@ -163,9 +163,10 @@ def _open_bytes(path: Path) -> LineStream:
     except OSError as exc:
         raise RecordingError(f"{path}: cannot open: {exc.strerror or exc}") from None
     magic = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
+    # The limit named here (read when a file is opened), as the problems name it: one value.
     if magic == b"\x1f\x8b":
-        return GzipLines(raw)
-    return PlainLines(raw)
+        return GzipLines(raw, MAX_LINE_BYTES)
+    return PlainLines(raw, MAX_LINE_BYTES)
 
 
 #: Compressed bytes read to learn a gzip recording's compression ratio (`json_bytes`).

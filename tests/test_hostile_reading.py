@@ -20,9 +20,9 @@ from gapwatch.config import Config
 from gapwatch.offline.report import build_report
 from gapwatch.offline.report_parallel import detect_parallel
 from gapwatch.sinks.recorder import write_recording
+from gapwatch.sources import recording
 from gapwatch.sources.files import read_any
 from gapwatch.sources.gzip_lines import MAX_LINE_BYTES, OUT_BYTES
-from gapwatch.sources import recording
 from gapwatch.sources.recording import json_bytes
 
 HOSTILE = Path(__file__).parent / "data" / "hostile"

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import pytest
 from ui_fakes import T0_NS, gap, gpu_sample, t_ns
 
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import GpuSample
 from gapwatch.core.readings import busy_reading
-from gapwatch.ui.blocks import BLANK, GAP_PREFIX, SOLID, ZERO, render_rows
+from gapwatch.ui import blocks
+from gapwatch.ui.blocks import (
+    BLANK,
+    GAP_PREFIX,
+    SOLID,
+    ZERO,
+    Cell,
+    ScrollingRows,
+    render_rows,
+    row_runs,
+    row_strings,
+)
 from gapwatch.ui.reduce import MISSING, Column, busy_shares, gap_columns, reduce_minmax
 from gapwatch.ui.widgets.strip_chart import one_row_label
 
@@ -102,6 +114,50 @@ def test_a_fully_idle_column_in_a_gap_is_a_baseline_in_the_gap_style() -> None:
     rows = render_rows([(0.0, "pcie_starved")], rows=2)
     assert rows[-1] == [("▁", GAP_PREFIX + "pcie_starved")]
     assert rows[0] == [(" ", BLANK)]
+
+
+def _scrolled(n: int) -> list[Cell]:
+    """A chart's columns `n` columns on: busy with a dip every 7th, a gap every 11th, a
+    missing column every 13th (as a window moving on shows them)."""
+    return [(None if i % 13 == 0 else (0.25 if i % 7 == 0 else 1.0),
+             "pcie_starved" if i % 11 == 0 else None) for i in range(n, n + 40)]
+
+
+def test_scrolling_rows_draw_only_the_columns_that_are_new_and_read_as_drawn_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The window moved on 3 columns: the 37 others are the same characters 3 places left, so
+    only the 3 new ones are drawn; a column that changed (a gap found late) is drawn again
+    from there; another GPU or window (no shift known) is drawn whole."""
+    rows = ScrollingRows()
+    drawn: list[int] = []
+    real = blocks.row_strings
+
+    def counted(columns: list[Cell], n: int, sqrt: bool = False) -> blocks.RowStrings:
+        drawn.append(len(columns))
+        return real(columns, n, sqrt)
+
+    monkeypatch.setattr(blocks, "row_strings", counted)
+    rows.rows(_scrolled(0), 3, False, None)
+    assert rows.rows(_scrolled(3), 3, False, 3) == real(_scrolled(3), 3)
+    late = _scrolled(6)
+    late[30] = (0.0, "host_stall")
+    assert rows.rows(late, 3, False, 3) == real(late, 3)
+    assert rows.rows(_scrolled(6), 3, False, None) == real(_scrolled(6), 3)
+    assert drawn == [40, 3, 10, 40]
+
+
+def test_blank_cells_may_join_the_run_beside_them_and_the_characters_stay_the_same() -> None:
+    """A row of scattered bars is a few runs instead of one per bar and per space between two;
+    every non-blank cell keeps its style."""
+    chars, codes = row_strings([(None, None), (1.0, None), (0.0, None), (1.0, None),
+                                (1.0, "host_stall"), (None, None)], rows=1)
+    assert row_runs(chars[0], codes[0]) == [(" ", BLANK), ("█", SOLID), ("▁", ZERO), ("█", SOLID),
+                                            ("▓", GAP_PREFIX + "host_stall"), (" ", BLANK)]
+    assert row_runs(chars[0], codes[0], blanks_join=True) == [
+        (" █", SOLID), ("▁", ZERO), ("█", SOLID), ("▓ ", GAP_PREFIX + "host_stall")]
+    blank_chars, blank_codes = row_strings([(None, None)] * 4, rows=1)
+    assert row_runs(blank_chars[0], blank_codes[0], blanks_join=True) == [("    ", BLANK)]
 
 
 def test_busy_share_is_the_busy_part_of_each_columns_covered_time() -> None:

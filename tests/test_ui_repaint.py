@@ -6,12 +6,15 @@ Textual's own rendering of the same rows gives. Driven through Textual's pilot."
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from msgspec.structs import replace
+from rich.console import Console
 from rich.style import Style
+from rich.text import Text
 from textual.strip import Strip
 from textual.visual import RichVisual, Visual
 from textual.widget import Widget
@@ -31,7 +34,8 @@ from gapwatch.ui.widgets.gap_table import GapTable
 from gapwatch.ui.widgets.gpu_header import GpuHeader
 from gapwatch.ui.widgets.log_pane import LogPane
 from gapwatch.ui.widgets.status_footer import StatusFooter
-from gapwatch.ui.widgets.text_lines import TextLines
+from gapwatch.ui.widgets.strip_chart import StripChart
+from gapwatch.ui.widgets.text_lines import TextLines, line_strip, rich_strip
 
 
 def _app(tmp_path: Path) -> tuple[FakeRuntime, GapwatchApp]:
@@ -212,3 +216,83 @@ async def test_a_new_gap_repaints_the_gap_strips_marks_and_not_its_time_axis(
         app, GapStrip, lambda: rt.store.upsert_gap(gap(99, 0, 57.0, 58.5)), monkeypatch)
     assert after[0] != before[0] and after[1] == before[1]  # a new mark; the same axis
     assert watch.asked == [0]
+
+
+async def test_a_chart_repaints_the_rows_that_changed_and_keeps_the_strips_of_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A second of new samples moves the window on: the rows of scattered bars change and are
+    drawn and repainted; the blank top row reads as before, keeps its strip (not built again)
+    and is not repainted."""
+    rt, app = _app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        chart = app.query_one("#chart-rx", StripChart)
+        height = chart.size.height
+        app.redraw(force=True)  # drawn once more after the start's style passes
+        await pilot.pause()
+        before = [chart.render_line(y) for y in range(height)]
+        watch = Watch(chart, monkeypatch)
+        rt.store.append_gpu([gpu_sample(0, 60.0 + i / 10, 97.0, 41e9 if i % 3 else 6e9, 1.2e9)
+                             for i in range(1, 11)])
+        app.redraw(force=True)
+        await pilot.pause()
+        after = [StripChart.render_line(chart, y) for y in range(height)]
+    changed = [y for y in range(height) if after[y].text != before[y].text]
+    kept = [y for y in range(height) if after[y] is before[y]]
+    assert changed and 0 in kept
+    assert kept == [y for y in range(height) if y not in changed]
+    assert sorted(set(watch.asked)) == changed
+
+
+async def test_blank_chart_cells_drawn_in_a_neighbours_style_show_the_same_picture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where blank cells join the run beside them (the theme's chart styles differ by their
+    foreground alone) every cell has the same character, every bar the same style and every
+    cell the same background as when each run was its own segment: a space shows its
+    background only. The rows are a few segments instead of one per bar."""
+    _, app = _app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        chart = app.query_one("#chart-rx", StripChart)
+        joined = [chart.render_line(y) for y in range(chart.size.height)]
+        monkeypatch.setattr(StripChart, "_blanks_may_join", staticmethod(lambda styles: False))
+        chart.notify_style_update()
+        assert app.view is not None
+        chart.show(app.view)
+        apart = [chart.render_line(y) for y in range(chart.size.height)]
+    for mine, theirs in zip(_cells(joined), _cells(apart), strict=True):
+        assert [ch for ch, _ in mine] == [ch for ch, _ in theirs]
+        for (ch, style), (_, their_style) in zip(mine, theirs, strict=True):
+            assert style is not None and their_style is not None
+            assert style.bgcolor == their_style.bgcolor
+            assert ch == " " or style == their_style
+    assert sum(len(list(s)) for s in joined) < sum(len(list(s)) for s in apart) / 2
+
+
+def test_a_line_drawn_the_quick_way_is_the_cells_richs_rendering_gives() -> None:
+    """`line_strip` draws common lines (characters of one cell, spans apart) without rich's
+    rendering: the cells, the ellipsis of a long line and the strip's length are the same as
+    rich's for lines of every kind (wide characters, joiners, tabs and overlapping spans take
+    rich's way)."""
+    console = Console(width=200, color_system="truecolor", force_terminal=True)
+    base = Style(color="white", bgcolor="black")
+    warn = Style(color="yellow", bold=True)
+    rng = random.Random(28)
+    alphabet = ["a", "b", " ", "·", "…", "▶", "漢", "\t", "\u200d", "[", "]"]
+    for _ in range(400):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        line = Text(text, overflow=rng.choice(["ellipsis", "fold", "crop", None]),
+                    no_wrap=True)
+        for _ in range(rng.randint(0, 3)):
+            start = rng.randint(0, len(text))
+            styles: list[Style | str] = [warn, "bold", "dim red"]
+            style = rng.choice(styles)
+            line.stylize(style, start,
+                         rng.randint(start, len(text) + 2))
+        width = rng.randint(1, 50)
+        mine, theirs = line_strip(line, width, base, console), rich_strip(line, width, base,
+                                                                          console)
+        assert _cells([mine]) == _cells([theirs]), (text, width)
+        assert mine.cell_length == theirs.cell_length

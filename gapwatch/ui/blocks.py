@@ -22,6 +22,7 @@ Cells come back as runs of (text, style key) per row, top row first, so the widg
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -75,28 +76,99 @@ def _column_cells(key: tuple[int, str, bool] | None, rows: int) -> tuple[tuple[s
     return tuple(cells)
 
 
+#: One character per style key (`_code`), so that a row's styles are a string and its runs of
+#: one style are found by a regular expression rather than cell by cell in Python.
+_CODES: dict[str, str] = {}
+_KEYS: dict[str, str] = {}
+_RUN = re.compile(r"(.)\1*", re.DOTALL)
+
+
+def _code(style: str) -> str:
+    code = _CODES.get(style)
+    if code is None:
+        code = _CODES[style] = chr(0xE000 + len(_CODES))  # private use: never a style's own
+        _KEYS[code] = style
+    return code
+
+
+@lru_cache(maxsize=4096)
+def _column_strings(key: tuple[int, str, bool] | None, rows: int) -> tuple[str, str]:
+    """One column as (its characters, its style codes), top row first."""
+    cells = _column_cells(key, rows)[::-1]
+    return "".join(ch for ch, _ in cells), "".join(_code(style) for _, style in cells)
+
+
+#: A chart's rows as text: each row's characters and style codes, top row first.
+RowStrings = tuple[list[str], list[str]]
+
+
+def row_strings(columns: Sequence[Cell], rows: int, sqrt: bool = False) -> RowStrings:
+    """The rows of `columns` (`render_rows` cuts them into runs)."""
+    stacks = [_column_strings(_column_key(share, mark, rows, sqrt), rows)
+              for share, mark in columns]
+    if not stacks:
+        return [""] * rows, [""] * rows
+    chars = ["".join(row) for row in zip(*[c for c, _ in stacks], strict=True)]
+    codes = ["".join(row) for row in zip(*[s for _, s in stacks], strict=True)]
+    return chars, codes
+
+
+#: A run of one style with the blank cells after it (and, first in a row, before it).
+_JOINED_RUN = re.compile(f"{_code(BLANK)}*([^{_code(BLANK)}])(?:\\1|{_code(BLANK)})*", re.DOTALL)
+
+
+def row_runs(chars: str, codes: str, blanks_join: bool = False) -> list[Run]:
+    """One row's runs of (characters, style key). With `blanks_join`, blank cells are drawn in
+    the style of the run before them (first in the row, of the run after them): a space shows
+    its background alone, so where every style differs from the blank one by its foreground
+    colour only (the widget checks) the picture is the same, in far fewer segments (a row of
+    scattered bars was one segment per bar and per space between two)."""
+    keys = _KEYS
+    if blanks_join:
+        runs = [(chars[m.start():m.end()], keys[m.group(1)]) for m in _JOINED_RUN.finditer(codes)]
+        return runs if runs or not chars else [(chars, BLANK)]
+    return [(chars[m.start():m.end()], keys[m.group(1)]) for m in _RUN.finditer(codes)]
+
+
 def render_rows(columns: Sequence[Cell], rows: int, sqrt_one_row: bool = False
                 ) -> list[list[Run]]:
     """Runs of (characters, style key) for each row of the chart, top row first; a chart of one
     row on the square-root scale with `sqrt_one_row`."""
     if rows <= 0:
         return []
-    sqrt = sqrt_one_row and rows == 1
-    stacks = [_column_cells(_column_key(share, mark, rows, sqrt), rows)
-              for share, mark in columns]
-    out: list[list[Run]] = []
-    for r in range(rows - 1, -1, -1):
-        runs: list[Run] = []
-        text: list[str] = []
-        cur_style = ""
-        for stack in stacks:
-            char, style = stack[r]
-            if style != cur_style and text:
-                runs.append(("".join(text), cur_style))
-                text = []
-            cur_style = style
-            text.append(char)
-        if text:
-            runs.append(("".join(text), cur_style))
-        out.append(runs)
-    return out
+    chars, codes = row_strings(columns, rows, sqrt_one_row and rows == 1)
+    return [row_runs(c, s) for c, s in zip(chars, codes, strict=True)]
+
+
+class ScrollingRows:
+    """A chart's rows kept between redraws, so that a redraw draws only the columns that are new
+    or changed: the columns sit on a fixed time grid (`View.grid`), so when the window moves on
+    by `shift` columns, every column that reads as it did is the same characters `shift` places
+    to the left (a 160-column chart gains two or three columns a second; drawing all 160 of
+    every row again was most of what a chart's redraw cost)."""
+
+    def __init__(self) -> None:
+        self._columns: list[Cell] = []
+        self._shape: tuple[int, bool] = (0, False)
+        self._rows: RowStrings = ([], [])
+
+    def rows(self, columns: list[Cell], rows: int, sqrt: bool, shift: int | None) -> RowStrings:
+        """The rows of `columns` (top row first); `shift`: how many columns the window moved on
+        since the last call (None: not known, e.g. another GPU or window: drawn whole)."""
+        old = self._columns
+        kept = 0
+        if shift is not None and (rows, sqrt) == self._shape and len(old) == len(columns) \
+                and 0 <= shift < len(old):
+            room = len(old) - shift
+            kept = room if columns[:room] == old[shift:] else next(
+                i for i in range(room) if columns[i] != old[shift + i])
+        if shift is not None and kept:
+            new_chars, new_codes = row_strings(columns[kept:], rows, sqrt)
+            chars, codes = self._rows
+            cut = slice(shift, shift + kept)
+            self._rows = ([c[cut] + n for c, n in zip(chars, new_chars, strict=True)],
+                          [c[cut] + n for c, n in zip(codes, new_codes, strict=True)])
+        else:
+            self._rows = row_strings(columns, rows, sqrt)
+        self._columns, self._shape = columns, (rows, sqrt)
+        return self._rows

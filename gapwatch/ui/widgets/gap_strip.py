@@ -8,6 +8,7 @@ Each kind has a letter as well as a colour, so the marks read without colour (NO
 from __future__ import annotations
 
 from rich.segment import Segment
+from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -51,6 +52,17 @@ class GapStrip(Widget):
         super().__init__(id=id)
         self._view: View | None = None
         self._shown: list[Strip] = []
+        #: The styles (resolving them cost more than the rest of a redraw; Textual drops its own
+        #: cache on every refresh), and each line with what it was drawn from: a line that reads
+        #: as before keeps its strip. Dropped when the styles change.
+        self._styles: dict[str, Style] | None = None
+        self._marks: tuple[list[str | None], Strip] | None = None
+        self._axis: tuple[tuple[int, float], Strip] | None = None
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = None
+        self._marks = self._axis = None
 
     def show(self, view: View) -> None:
         # Repaint only when the marks or the axis changed (columns sit on `View.grid`).
@@ -67,29 +79,42 @@ class GapStrip(Widget):
             self._shown = self._lines(self._view, width)
         return self._shown[y]
 
+    def _style(self, name: str) -> Style:
+        if self._styles is None:
+            base = self.rich_style
+            styles = {name: base + self.get_component_rich_style(f"gap-strip--{name}")
+                      for name in (*KINDS, "label", "axis")}
+            self._styles = {**styles, "": base}
+        return self._styles[name]
+
     def _lines(self, view: View, width: int) -> list[Strip]:
         columns = width - LABEL_WIDTH
-        base = self.rich_style
         if columns <= 0:
             return []
-        style = self.get_component_rich_style
-        axis = Strip([
-            Segment(" " * LABEL_WIDTH, base),
-            Segment(axis_line(columns, view.window_s), base + style("gap-strip--axis")),
-        ], width)
         t_start, t_end = view.grid(columns)
-        marks = gap_columns(view.snap.gaps, view.gpu, t_start, t_end, columns)
-        segments = [Segment(f"{'gaps':<{LABEL_WIDTH - 1}}│", base + style("gap-strip--label"))]
+        marks: list[str | None] = list(
+            gap_columns(view.snap.gaps, view.gpu, t_start, t_end, columns))
+        if self._marks is None or self._marks[0] != marks:
+            self._marks = (marks, self._marks_strip(marks, width))
+        if self._axis is None or self._axis[0] != (columns, view.window_s):
+            self._axis = ((columns, view.window_s), Strip([
+                Segment(" " * LABEL_WIDTH, self._style("")),
+                Segment(axis_line(columns, view.window_s), self._style("axis")),
+            ], width))
+        return [self._marks[1], self._axis[1]]
+
+    def _marks_strip(self, marks: list[str | None], width: int) -> Strip:
+        segments = [Segment(f"{'gaps':<{LABEL_WIDTH - 1}}│", self._style("label"))]
         run_kind: str | None = None
         run_len = 0
         for kind in [*marks, "end"]:
             if kind != run_kind and run_len:
                 if run_kind is None:
-                    segments.append(Segment(" " * run_len, base))
+                    segments.append(Segment(" " * run_len, self._style("")))
                 else:
                     segments.append(Segment(KINDS[run_kind].letter * run_len,
-                                            base + style(f"gap-strip--{run_kind}")))
+                                            self._style(run_kind)))
                 run_len = 0
             run_kind = kind
             run_len += 1
-        return [Strip(segments, width), axis]
+        return Strip(segments, width)

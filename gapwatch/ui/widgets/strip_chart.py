@@ -25,7 +25,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gapwatch.core.models import GAP_KINDS
-from gapwatch.ui.blocks import BLANK, GAP_PREFIX, SOLID, ZERO, Cell, render_rows
+from gapwatch.ui.blocks import BLANK, GAP_PREFIX, SOLID, ZERO, Cell, ScrollingRows, row_runs
 from gapwatch.ui.series import SeriesCache
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.text_lines import refresh_changed
@@ -85,12 +85,21 @@ class StripChart(Widget):
         #: Rich styles per style key, resolved once (resolving them is most of a redraw's cost);
         #: dropped when the styles change (theme, NO_COLOR).
         self._style_cache: dict[str, Style] | None = None
+        self._blanks_join = False
         #: Column values that can no longer change (see `ui.series.SeriesCache`).
         self._series_cache = SeriesCache()
+        #: The rows as text, kept between redraws (`ui.blocks.ScrollingRows`), the grid they
+        #: were drawn on ((view choices, columns), end time, column width), and each row's
+        #: (label, characters, styles) with its strip: a row that reads as before keeps its
+        #: strip, is not built again and is not repainted.
+        self._scrolling = ScrollingRows()
+        self._grid: tuple[tuple[object, ...], int, int] | None = None
+        self._strips: list[tuple[tuple[str, str, str], Strip]] = []
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._style_cache = None
+        self._strips = []  # the styles are baked into the strips
 
     def show(self, view: View) -> None:
         self._view = view
@@ -133,22 +142,54 @@ class StripChart(Widget):
             styles[GAP_PREFIX + kind] = base + style(f"strip-chart--gap-{kind}")
         styles["label"] = base + style("strip-chart--label")
         self._style_cache = styles
+        self._blanks_join = self._blanks_may_join(styles)
         return styles
+
+    @staticmethod
+    def _blanks_may_join(styles: dict[str, Style]) -> bool:
+        """A space shows its background alone: where every style of the bars differs from the
+        blank one by its foreground colour only (the theme's; a CSS rule could add a background
+        or an underline), blank cells may be drawn in the style of the run beside them
+        (`ui.blocks.row_runs`): the same picture in far fewer segments."""
+        blank = styles[BLANK]
+        return all(st.bgcolor == blank.bgcolor and st.without_color == blank.without_color
+                   for key, st in styles.items() if key != "label")
 
     def _draw(self, view: View, columns: int, rows: int) -> list[Strip]:
         t_start, t_end = view.grid(columns)
         cells = self._cells_of(view, columns, t_start, t_end, self._series_cache)
-        styles = self._styles()
-        label_style = styles["label"]
+        sqrt = rows == 1 and self._one_row_sqrt
+        chars, codes = self._scrolling.rows(cells, rows, sqrt,
+                                            self._shift(view, columns, t_start, t_end))
         labels = [self.title, self._scale_label]
-        if rows == 1 and self._one_row_sqrt:
+        if sqrt:
             # One row (80x24): the bar is on a square-root scale (`ui.blocks`); the label says
             # the newest column's level as a number, so two rates never read alike.
             labels = [one_row_label(self.title, cells)]
-        strips: list[Strip] = []
-        for i, runs in enumerate(render_rows(cells, rows, self._one_row_sqrt)):
-            label = labels[i] if i < len(labels) else ""
-            segments = [Segment(f"{label[: LABEL_WIDTH - 1]:<{LABEL_WIDTH - 1}}│", label_style)]
-            segments += [Segment(chars, styles[style_key]) for chars, style_key in runs]
-            strips.append(Strip(segments, LABEL_WIDTH + columns))
-        return strips
+        kept = self._strips
+        self._strips = []
+        for y, (row_chars, row_codes) in enumerate(zip(chars, codes, strict=True)):
+            label = labels[y] if y < len(labels) else ""
+            key = (label, row_chars, row_codes)
+            if y < len(kept) and kept[y][0] == key:
+                self._strips.append(kept[y])
+            else:
+                self._strips.append((key, self._strip(label, row_chars, row_codes, columns)))
+        return [strip for _, strip in self._strips]
+
+    def _shift(self, view: View, columns: int, t_start: int, t_end: int) -> int | None:
+        """Columns the window moved on since the last draw on the same grid, else None."""
+        choices = (view.gpu, view.window_s, columns)
+        col_ns = (t_end - t_start) // columns
+        last, self._grid = self._grid, (choices, t_end, col_ns)
+        if last is None or last[0] != choices or last[2] != col_ns or t_end < last[1] \
+                or (t_end - last[1]) % col_ns:
+            return None
+        return (t_end - last[1]) // col_ns
+
+    def _strip(self, label: str, chars: str, codes: str, columns: int) -> Strip:
+        styles = self._styles()
+        segments = [Segment(f"{label[: LABEL_WIDTH - 1]:<{LABEL_WIDTH - 1}}│", styles["label"])]
+        segments += [Segment(text, styles[style_key])
+                     for text, style_key in row_runs(chars, codes, self._blanks_join)]
+        return Strip(segments, LABEL_WIDTH + columns)

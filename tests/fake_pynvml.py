@@ -246,6 +246,11 @@ class FakeNvml:
         self.event_sets_freed = 0
         self.registered: list[tuple[FakeDevice, int]] = []
         self.waits = 0
+        #: Real seconds one nvmlEventSetWait_v2 blocks at most (the driver blocks the whole
+        #: timeout asked, 500 ms, and closing a source waits for it): 50 ms here, so that each
+        #: test of a source does not wait half a second to close it; None for the whole timeout
+        #: (the test that checks the thread sleeps in the driver).
+        self.xid_wait_cap_s: float | None = 0.05
         self.module = self._build_module()
 
     def xid(self, device: FakeDevice, code: int) -> None:
@@ -446,7 +451,9 @@ class FakeNvml:
             with fake.xid_ready:
                 fake.waits += 1
                 if not fake.xids:
-                    fake.xid_ready.wait(timeout_ms / 1000)
+                    cap = fake.xid_wait_cap_s
+                    fake.xid_ready.wait(timeout_ms / 1000 if cap is None
+                                        else min(cap, timeout_ms / 1000))
                 if not fake.xids:
                     raise NVMLError(NVML_ERROR_TIMEOUT)
                 d, code = fake.xids.pop(0)

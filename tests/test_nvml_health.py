@@ -26,8 +26,10 @@ GIB = 1 << 30
 
 
 def make(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *devices: FakeDevice,
-         **config: Any) -> tuple[FakeNvml, NvmlSource]:
+         whole_xid_waits: bool = False, **config: Any) -> tuple[FakeNvml, NvmlSource]:
     fake = install(monkeypatch, list(devices) or [FakeDevice()])
+    if whole_xid_waits:
+        fake.xid_wait_cap_s = None  # each wait blocks the driver's whole timeout
     root = fake_proc(tmp_path, {4242: PROVER_STATUS})
     config.setdefault("xid_events", False)
     source = NvmlSource(SamplerConfig(**config), now_ns=lambda: 0, proc_root=str(root))
@@ -165,7 +167,7 @@ def test_an_xid_is_heard_by_its_thread_and_comes_with_the_next_tick(
 
 def test_the_xid_thread_sleeps_in_the_driver_between_events(monkeypatch: pytest.MonkeyPatch,
                                                             tmp_path: Path) -> None:
-    fake, source = make(monkeypatch, tmp_path, xid_events=True)
+    fake, source = make(monkeypatch, tmp_path, whole_xid_waits=True, xid_events=True)
     try:
         time.sleep(1.2)
         # Each wait blocks its full timeout (500 ms): a handful of wake-ups, not a spin.

@@ -41,7 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests marked `slow` spread over the first half of the run, in their order. Most of them
-    wait (a Prometheus scraping, a dashboard in a pty, a disk filling), and the workers (four on
+    wait (a Prometheus scraping, a dashboard in a pty, a disk filling), and the workers (five on
     a 2-core box) keep both cores busy only while about two of them have work to compute: the
     slow ones all at once left the cores idle, and one started last alone was the run's last
     ~8 s. The workers take tests one at a time in this order (`--maxschedchunk 1`, pyproject's

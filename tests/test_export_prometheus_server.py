@@ -194,15 +194,17 @@ def test_prometheus_scrapes_the_breakdown_and_the_gap_counters(prom: PromServer,
 @pytest.mark.slow
 def test_prometheus_scrapes_gapwatch_record_replaying_the_trace(prom: PromServer,
                                                                 ports: Ports) -> None:
-    """The command line as users run it: `gapwatch record --source replay:FILE --speed 4
-    --prometheus HOST:PORT`, scraped while it replays, then queried over its history."""
+    """The command line as users run it: `gapwatch record --source replay:FILE --speed 6
+    --prometheus HOST:PORT`, scraped while it replays, then queried over its history. At 6x the
+    35 s trace takes ~6 s; its breakdown lasts ~2 s and its last gap closes ~0.6 s before the
+    end: 6 or more scrapes at 100 ms each."""
     expected = build_report(TRACE, Config()).gaps
     starved = sum(1 for g in expected if g.kind == "pcie_starved")
     inst = f'instance="127.0.0.1:{ports.cli}"'
     # Wait until Prometheus is scraping that target (down for now), so nothing is missed.
     prom.wait_for(f"up{{{inst}}}", lambda r: len(r) == 1)
     done = subprocess.run(
-        [sys.executable, "-m", "gapwatch", "record", "--source", f"replay:{TRACE}", "--speed", "4",
+        [sys.executable, "-m", "gapwatch", "record", "--source", f"replay:{TRACE}", "--speed", "6",
          "--quiet", "--prometheus", f"127.0.0.1:{ports.cli}"],
         capture_output=True, text=True, timeout=120, check=False,
     )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -27,6 +27,7 @@ def _no_user_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 
 
 DATA = Path(__file__).parent / "data"
+T = TypeVar("T")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,16 +47,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     slow ones all at once left the cores idle, and one started last alone was the run's last
     ~8 s. The workers take tests one at a time in this order (`--maxschedchunk 1`, pyproject's
     addopts), so a test's place in the list is when it starts."""
-    slow = [item for item in items if item.get_closest_marker("slow") is not None]
-    if not slow:
-        return
-    rest = [item for item in items if item.get_closest_marker("slow") is None]
-    every = max(1, len(rest) // (2 * len(slow)))
-    items[:] = []
+    items[:] = spread_slow(items, lambda item: item.get_closest_marker("slow") is not None)
+
+
+def spread_slow(items: list[T], is_slow: Callable[[T], bool]) -> list[T]:
+    """`items` reordered: each slow one followed by an equal share of the others, the shares
+    together half of the others, then the rest in their order. Every item once."""
+    slow = [item for item in items if is_slow(item)]
+    rest = [item for item in items if not is_slow(item)]
+    every = len(rest) // (2 * len(slow)) if slow else 0
+    order: list[T] = []
     for k, item in enumerate(slow):
-        items += rest[k * every:(k + 1) * every] if k else []
-        items.append(item)
-    items += rest[(len(slow) - 1) * every:]
+        order.append(item)
+        order += rest[k * every:(k + 1) * every]
+    return order + rest[len(slow) * every:]
 
 
 @pytest.fixture(autouse=True)

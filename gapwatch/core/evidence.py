@@ -301,9 +301,10 @@ class EvidenceBuffer:
         gpu = ev.gpu
         before = self.before_s
         for acc in self._open:
-            if t >= acc.from_s - before and (gpu is None or gpu == acc.gpu):
+            if t >= acc.from_s - before and self.relevant(ev, acc.gpu):
                 acc.add_event(ev)
         late = False
+        # `relevant`'s rule, GPU by GPU: an event naming no GPU reaches every GPU's closed gaps.
         for g in (self._recent if gpu is None else (gpu,) if gpu in self._recent else ()):
             if t > self._recent_until[g]:
                 continue  # the usual case: the event is newer than every closed gap's end

@@ -82,8 +82,8 @@ class GapStrip(Widget):
     def _style(self, name: str) -> Style:
         if self._styles is None:
             base = self.rich_style
-            styles = {name: base + self.get_component_rich_style(f"gap-strip--{name}")
-                      for name in (*KINDS, "label", "axis")}
+            styles = {part: base + self.get_component_rich_style(f"gap-strip--{part}")
+                      for part in (*KINDS, "label", "axis")}
             self._styles = {**styles, "": base}
         return self._styles[name]
 

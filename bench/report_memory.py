@@ -13,10 +13,11 @@ to follow: bench/compare_bench.py's way, so a day never has to be in memory) and
 (TIMELINE lines, partitions, the anchor line of each hour's engine). Cached in /tmp
 (`gapwatch-mem-Hh-Ggpu.jsonl` and `.log`), generated in a process of their own.
 
-Every figure is one fresh `python -m gapwatch ...` under `/usr/bin/time -f '%M %e'`: peak RSS
-(max resident set, KiB: of the largest one process, the command's own or a worker's; a report of
-a large recording with logs is split across processes, whose peaks add up: docs/benchmarks.md
-gives their sum, sampled) and wall seconds, start-up included. Output to /dev/null (report) or
+Every figure is one fresh `python -m gapwatch ...` under `/usr/bin/time -f '%M %e %U %S'`: peak
+RSS (max resident set: of the largest one process, the command's own or a worker's), the peak of
+the RSS of all its processes summed (a large report is split across processes: sampled every
+0.25 s from /proc), wall seconds and CPU seconds (user + system, its workers included), start-up
+included. Output to /dev/null (report) or
 a file in /tmp (export, removed after).
 """
 
@@ -89,21 +90,74 @@ def _recording(hours: int, gpus: int) -> tuple[Path, Path]:
 
 
 def measure(kind: str, rec: Path, log: Path, checkout: Path) -> dict[str, Any]:
-    """One command in a fresh process: its peak RSS (MiB) and wall seconds."""
+    """One command in a fresh process: the peak RSS (MiB) of its largest process, the peak of
+    its processes' RSS summed (a split report's workers included, sampled every
+    `SUM_EVERY_S`), wall and CPU seconds (user + system, the workers included)."""
     with tempfile.TemporaryDirectory(prefix="gapwatch-mem-") as tmp:
         cmd = [sys.executable, "-m", "gapwatch", *KINDS[kind], str(rec), "--log", str(log)]
         if kind == "perfetto":
             cmd += ["--out", f"{tmp}/trace.json"]
         timing = Path(tmp) / "time.txt"
-        run = subprocess.run(["/usr/bin/time", "-o", str(timing), "-f", "%M %e", *cmd],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                             env=env_with(checkout), cwd=tmp)
-        rss_kib, wall_s = timing.read_text().split()[-2:]
+        run = subprocess.Popen(["/usr/bin/time", "-o", str(timing), "-f", "%M %e %U %S", *cmd],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env=env_with(checkout), cwd=tmp)
+        summed_kib, err = _sum_rss_until_done(run)
+        rss_kib, wall_s, user_s, sys_s = timing.read_text().split()[-4:]
         out_mb = (Path(tmp) / "trace.json").stat().st_size / 1e6 if kind == "perfetto" and \
             (Path(tmp) / "trace.json").exists() else None
     return {"kind": kind, "rc": run.returncode, "peak_rss_mib": int(rss_kib) / 1024,
-            "wall_s": float(wall_s), "out_mb": out_mb,
-            "stderr_tail": run.stderr[-300:] if run.returncode else ""}
+            "summed_rss_mib": summed_kib / 1024, "wall_s": float(wall_s),
+            "cpu_s": float(user_s) + float(sys_s), "out_mb": out_mb,
+            "stderr_tail": err[-300:] if run.returncode else ""}
+
+
+#: How often the processes' resident sets are summed (a worker lives for minutes).
+SUM_EVERY_S = 0.25
+
+
+def _sum_rss_until_done(proc: subprocess.Popen[str]) -> tuple[int, str]:
+    """The largest sum of the resident sets (KiB) of `proc` and its descendants, sampled until
+    it exits, and its stderr (drained by a thread meanwhile: a full pipe would stall it)."""
+    import threading
+    import time
+
+    err: list[str] = []
+    reader = threading.Thread(
+        target=lambda: err.append(proc.stderr.read() if proc.stderr is not None else ""),
+        daemon=True)
+    reader.start()
+    most = 0
+    while proc.poll() is None:
+        most = max(most, sum(_rss_kib(p) for p in _tree(proc.pid)))
+        time.sleep(SUM_EVERY_S)
+    reader.join()
+    return most, "".join(err)
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and its descendants (Linux /proc: each process's children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as fh:
+                    todo += [int(c) for c in fh.read().split()]
+        except OSError:
+            continue
+    return out
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def main() -> int:
@@ -123,7 +177,7 @@ def main() -> int:
     checkouts = [("this", ROOT)] + ([("before", args.before.resolve())] if args.before else [])
     rows = []
     print(f"{'input':<22} {'MB':>7} {'checkout':<8} {'kind':<9} {'peak RSS MiB':>12} "
-          f"{'wall s':>7} {'rc':>3}")
+          f"{'summed MiB':>10} {'wall s':>7} {'CPU s':>7} {'rc':>3}")
     for hours in args.hours:
         rec, log = _recording(hours, args.gpus)
         size_mb = (rec.stat().st_size + log.stat().st_size) / 1e6
@@ -133,7 +187,8 @@ def main() -> int:
                 rows.append({"hours": hours, "gpus": args.gpus, "input_mb": size_mb,
                              "checkout": name, **m})
                 print(f"{f'{hours} h x {args.gpus} GPUs':<22} {size_mb:>7.0f} {name:<8} "
-                      f"{kind:<9} {m['peak_rss_mib']:>12.0f} {m['wall_s']:>7.1f} {m['rc']:>3}"
+                      f"{kind:<9} {m['peak_rss_mib']:>12.0f} {m['summed_rss_mib']:>10.0f} "
+                      f"{m['wall_s']:>7.1f} {m['cpu_s']:>7.1f} {m['rc']:>3}"
                       + (f"  {m['stderr_tail']!r}" if m["rc"] else ""), flush=True)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))

@@ -51,8 +51,9 @@ class _StructSpool(Generic[T]):
 
     def __iter__(self) -> Iterator[T]:
         decode = self._decode
-        for _t, payload in self._spool.sorted():
-            yield decode(payload)
+        for batch in self._spool.batches():
+            for _key, payload in batch:
+                yield decode(payload)
 
     def close(self) -> None:
         """Free the disk space (the spool reads as empty after)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
-from typing import Final, Generic, TypeVar, overload
+from typing import IO, Final, Generic, TypeVar, overload
 
 import msgspec
 
@@ -36,8 +36,10 @@ T = TypeVar("T", Gap, LogEvent)
 class _StructSpool(Generic[T]):
     """Structs of one type, sorted by a key, encoded on the way in, decoded on the way out."""
 
-    def __init__(self, kind: type[T], run_items: int, ties: int) -> None:
-        self._spool = SortedSpool(run_items=run_items, ties=ties)
+    def __init__(self, kind: type[T], run_items: int, ties: int, *, first_seq: int = 0,
+                 run_file: IO[bytes] | None = None) -> None:
+        self._spool = SortedSpool(run_items=run_items, ties=ties, first_seq=first_seq,
+                                  run_file=run_file)
         self._encode = msgspec.msgpack.Encoder().encode
         self._decode: Callable[[bytes], T] = msgspec.msgpack.Decoder(kind).decode
 
@@ -54,6 +56,14 @@ class _StructSpool(Generic[T]):
         for batch in self._spool.batches():
             for _key, payload in batch:
                 yield decode(payload)
+
+    def spill(self) -> list[tuple[int, int]]:
+        """`SortedSpool.spill`."""
+        return self._spool.spill()
+
+    def adopt(self, f: IO[bytes], runs: list[tuple[int, int]], items: int) -> None:
+        """`SortedSpool.adopt`."""
+        self._spool.adopt(f, runs, items)
 
     def close(self) -> None:
         """Free the disk space (the spool reads as empty after)."""
@@ -99,10 +109,13 @@ class GapSpool(_StructSpool[Gap], Sequence[Gap]):
 
 
 class EventSpool(_StructSpool[LogEvent]):
-    """Log events, given back by time (equal times in the order added: a stable sort's)."""
+    """Log events, given back by time (equal times in the order added: a stable sort's).
+    `first_seq`, `run_file`: written by another process to be adopted (`SortedSpool`)."""
 
-    def __init__(self, run_items: int | None = None) -> None:
-        super().__init__(LogEvent, run_items or EVENT_RUN_ITEMS, ties=0)
+    def __init__(self, run_items: int | None = None, *, first_seq: int = 0,
+                 run_file: IO[bytes] | None = None) -> None:
+        super().__init__(LogEvent, run_items or EVENT_RUN_ITEMS, ties=0, first_seq=first_seq,
+                         run_file=run_file)
 
     def add(self, event: LogEvent) -> None:
         self._spool.add(event.t_wall_s, self._encode(event))

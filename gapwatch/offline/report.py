@@ -72,6 +72,7 @@ from gapwatch.logs.files import log_file_events, parse_log_files
 from gapwatch.offline.detect import Detected, LogInput, detect_records
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
+from gapwatch.offline.log_split import spool_split
 from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import read_any
@@ -247,7 +248,9 @@ def parse_log_input(path: str | Path, config: Config, log_paths: list[str]) -> L
     if close is not None:
         close()
     span = LogSpan(rec.header.started_wall_s)
-    extra, counters = spool_logs(log_paths, config, epoch, span.observe)
+    # A large file in two processes (`gapwatch.offline.log_split`), the same spool.
+    split = spool_split(log_paths, config, epoch, span)
+    extra, counters = split or spool_logs(log_paths, config, epoch, span.observe)
     return LogInput(extra, span, counters)
 
 

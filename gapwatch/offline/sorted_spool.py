@@ -77,21 +77,27 @@ class SortedSpool:
     each call reads the runs from their start."""
 
     def __init__(self, run_items: int | None = None, folder: str | None = None,
-                 ties: int = 0) -> None:
+                 ties: int = 0, *, first_seq: int = 0, run_file: IO[bytes] | None = None
+                 ) -> None:
+        """`first_seq`, `run_file`: a spool written by another process for this one to adopt
+        (`adopt`): its items come after all of this one's of equal key, and its runs are
+        appended to `run_file` (a temporary file both share), not to files of their own."""
         self._run_items = run_items or RUN_ITEMS
         self._run_bytes = RUN_BYTES
         self._bytes = 0
         self._dir = folder
-        self._ties = ties
         # Time, ties, sequence number, payload length.
         self._head = struct.Struct(f"<d{ties}qqI")
         self._items: list[_Item] = []
-        self._runs: list[IO[bytes]] = []
-        self._seq = 0
+        #: Each run: its file, where it starts and ends there.
+        self._runs: list[tuple[IO[bytes], int, int]] = []
+        self._run_file = run_file
+        self._seq = first_seq
+        self._count = 0
         self._sorted = True
 
     def __len__(self) -> int:
-        return self._seq
+        return self._count
 
     @property
     def runs(self) -> int:
@@ -102,6 +108,7 @@ class SortedSpool:
         """`tie`: `ties` integers that order items of equal time (before the order added)."""
         self._items.append((t, tie, self._seq, payload))
         self._seq += 1
+        self._count += 1
         self._sorted = False
         self._bytes += len(payload)
         if len(self._items) >= self._run_items or self._bytes >= self._run_bytes:
@@ -110,20 +117,38 @@ class SortedSpool:
     def _spill(self) -> None:
         self._items.sort()
         folder = self._dir or tempfile.gettempdir()
+        f = self._run_file
         try:
-            f = tempfile.TemporaryFile(prefix="gapwatch-spool-", dir=folder)  # noqa: SIM115
+            if f is None:
+                f = tempfile.TemporaryFile(prefix="gapwatch-spool-", dir=folder)  # noqa: SIM115
         except OSError as exc:
             raise _spool_error(exc, folder) from None
         try:
+            start = f.seek(0, os.SEEK_END)
             f.writelines(self._blocks(self._items))
             f.flush()
+            end = f.tell()
         except OSError as exc:
-            with contextlib.suppress(OSError):  # closing flushes the rest: full again
-                f.close()  # unlinked already: its space is freed
+            if f is not self._run_file:
+                with contextlib.suppress(OSError):  # closing flushes the rest: full again
+                    f.close()  # unlinked already: its space is freed
             raise _spool_error(exc, folder) from None
-        self._runs.append(f)
+        self._runs.append((f, start, end))
         self._items = []
         self._bytes = 0
+
+    def spill(self) -> list[tuple[int, int]]:
+        """Write what is held in memory as a run; where each run starts and ends in its file
+        (for a spool with a `run_file`, to be adopted)."""
+        if self._items:
+            self._spill()
+        return [(start, end) for _f, start, end in self._runs]
+
+    def adopt(self, f: IO[bytes], runs: list[tuple[int, int]], items: int) -> None:
+        """Take the runs another process wrote to `f` (its `spill()`), `items` in all, as
+        this spool's own (`f` is closed with this spool's runs)."""
+        self._runs += [(f, start, end) for start, end in runs]
+        self._count += items
 
     def _blocks(self, items: list[_Item]) -> Iterator[bytes]:
         """Sorted items as a run's blocks: each its head, its items' keys, their payloads."""
@@ -152,7 +177,7 @@ class SortedSpool:
         if not self._sorted:
             self._items.sort()
             self._sorted = True
-        sources = [self._read_run(f) for f in self._runs]
+        sources = [self._read_run(*run) for run in self._runs]
         if self._items:
             sources.append(iter([[((t, *tie, seq, len(p)), p) for t, tie, seq, p in self._items]]))
         current: list[tuple[_Block, Iterator[list[_Keyed]]]] = []
@@ -186,12 +211,12 @@ class SortedSpool:
                 batch.sort()
             yield batch
 
-    def _read_run(self, f: IO[bytes]) -> Iterator[list[_Keyed]]:
+    def _read_run(self, f: IO[bytes], start: int, end: int) -> Iterator[list[_Keyed]]:
         """A run's blocks, one at a time, as (key, payload) pairs."""
         head = self._head
         size, iter_unpack = head.size, head.iter_unpack
-        fd, pos = f.fileno(), 0
-        while True:
+        fd, pos = f.fileno(), start
+        while pos < end:
             top = os.pread(fd, _BLOCK_HEAD.size, pos)
             if len(top) < _BLOCK_HEAD.size:
                 return
@@ -207,9 +232,11 @@ class SortedSpool:
     def close(self) -> None:
         self._items = []
         self._bytes = 0
-        for f in self._runs:
+        for f, _start, _end in self._runs:
             f.close()
         self._runs = []
+        if self._run_file is not None:
+            self._run_file.close()
 
 
 def _spool_error(exc: OSError, folder: str) -> SpoolError:

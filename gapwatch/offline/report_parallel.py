@@ -190,9 +190,27 @@ class _Part:
     side: Detected | None = None
 
 
-def _owners(gpus: list[int], n: int) -> dict[int, int]:
-    """Header GPUs dealt round-robin to workers."""
-    return {g: k % n for k, g in enumerate(sorted(gpus))}
+def _owners(gpus: list[int], n: int, lighter_first: bool = False) -> dict[int, int]:
+    """Header GPUs dealt round-robin to workers; `lighter_first`: worker 0 takes one fewer
+    than an even share (when it keeps one), the lightest other worker one more. With `--log`
+    files worker 0 (this process) also builds what is made of the log's events beside the
+    gaps (the partition timeline, the watcher, the paths seen): an hour of 8 GPUs with its
+    log took 4.6 CPU-s in worker 0 against 3.9 in worker 1 split 4 + 4, 4.1 against 4.2 split
+    3 + 5 (the other workers wait for the slowest)."""
+    order = sorted(gpus)
+    share = [len(order) // n + (1 if w < len(order) % n else 0) for w in range(n)]
+    if lighter_first and n > 1 and share[0] > 1:
+        share[0] -= 1
+        share[share.index(min(share[1:]), 1)] += 1
+    owners: dict[int, int] = {}
+    w = 0
+    for g in order:
+        while not share[w]:
+            w = (w + 1) % n
+        owners[g] = w
+        share[w] -= 1
+        w = (w + 1) % n
+    return owners
 
 
 def _only_mine(
@@ -235,7 +253,7 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
     path, config, n, stop, logs = job.path, job.config, job.n, job.stop, job.logs
     header, stream, _ = open_recording(path)
     stream.close()
-    owners = _owners([g.index for g in header.gpus], n)
+    owners = _owners([g.index for g in header.gpus], n, lighter_first=logs is not None)
     others = [g for g, w in owners.items() if w != me]
     wake = [float("inf")] if logs is not None else None
     rec = read_recording(path, skip_prefixes=tuple(map(gpu_line_prefix, others)),

@@ -187,3 +187,14 @@ def test_a_spool_merged_a_batch_at_a_time_gives_the_order_of_one_sort(
             assert [p for b in spool.batches() for _k, p in b] == [p for _t, p in want]
         finally:
             spool.close()
+
+
+def test_a_gap_spool_hands_its_gaps_over_encoded_as_it_holds_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a split report's worker sends (`GapSpool.encoded`), read back (`decode_gap`): the
+    gaps in the spool's order, equal to those it gives."""
+    monkeypatch.setattr(gap_spool, "GAP_RUN_ITEMS", 50)
+    found = _detect(300.0)
+    assert found.gaps.runs > 0
+    assert [gap_spool.decode_gap(p) for p in found.gaps.encoded()] == list(found.gaps)

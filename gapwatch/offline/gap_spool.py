@@ -71,6 +71,10 @@ class _StructSpool(Generic[T]):
         self._spool = SortedSpool(ties=0)
 
 
+#: A gap as `GapSpool.encoded` gives it back.
+decode_gap: Callable[[bytes], Gap] = msgspec.msgpack.Decoder(Gap).decode
+
+
 class GapSpool(_StructSpool[Gap], Sequence[Gap]):
     """Final versions of closed gaps, given back in start order (start, GPU, id)."""
 
@@ -79,6 +83,13 @@ class GapSpool(_StructSpool[Gap], Sequence[Gap]):
 
     def add(self, gap: Gap) -> None:
         self._spool.add(gap.start_s, self._encode(gap), (gap.gpu, gap.gap_id))
+
+    def encoded(self) -> Iterator[bytes]:
+        """The gaps in order as they are held, encoded (`decode_gap` reads one): for another
+        process, without decoding them here."""
+        for batch in self._spool.batches():
+            for _key, payload in batch:
+                yield payload
 
     def extend(self, gaps: Iterable[Gap]) -> None:
         for g in gaps:

@@ -97,7 +97,7 @@ from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.offline.detect import Detected, LogInput, detect_records, sort_states
-from gapwatch.offline.gap_spool import GapSpool
+from gapwatch.offline.gap_spool import GapSpool, decode_gap
 from gapwatch.sources.recording import (
     MAX_PROBLEMS,
     Recording,
@@ -119,7 +119,6 @@ GAP_CHUNK = 2048
 #: Workers look for a stop request (another worker gave up) every this many lines.
 _STOP_CHECK_LINES = 1 << 16
 
-_gap_row = attrgetter(*Gap.__struct_fields__)
 _state_row = attrgetter(*StateChange.__struct_fields__)
 
 
@@ -166,8 +165,8 @@ class _Part:
     abort: str | None = None
     gap_id_lines: list[int] = field(default_factory=list)
     #: Final versions of the worker's closed gaps, with its own ids, in start order: worker
-    #: 0's (this process) as its spool; the others' follow their part over the pipe as rows,
-    #: `GAP_CHUNK` at a time.
+    #: 0's (this process) as its spool; the others' follow their part over the pipe encoded
+    #: (`GapSpool.encoded`), `GAP_CHUNK` at a time.
     gaps: Iterable[Gap] = field(default_factory=list)
     state_rows: list[tuple[Any, ...]] = field(default_factory=list)
     totals: list[GpuTotals] = field(default_factory=list)
@@ -305,16 +304,17 @@ def _child(job: _Job, me: int, conn: Connection) -> None:
         job.stop.set()
     gaps, part.gaps = part.gaps, []
     conn.send(part)
-    # The gaps in chunks, read from the worker's spool: neither this process nor the parent
-    # ever holds them all (pickled, or as rows beside the records).
-    rows = []
-    for g in gaps:
-        rows.append(_gap_row(g))
-        if len(rows) >= GAP_CHUNK:
-            conn.send(rows)
-            rows = []
-    if rows:
-        conn.send(rows)
+    # The gaps in chunks, read from the worker's spool as they are held there (encoded: not
+    # decoded here, nor pickled field by field): neither this process nor the parent ever
+    # holds them all.
+    chunk: list[bytes] = []
+    for payload in gaps.encoded() if isinstance(gaps, GapSpool) else ():
+        chunk.append(payload)
+        if len(chunk) >= GAP_CHUNK:
+            conn.send(chunk)
+            chunk = []
+    if chunk:
+        conn.send(chunk)
     conn.send(None)
     conn.close()
 
@@ -366,9 +366,10 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
         del own
         for w, (_proc, recv) in enumerate(children, 1):
             ids = new_ids[w]
-            while (rows := recv.recv()) is not None:
-                for row in rows:
-                    gaps.add(Gap(ids[row[0]], *row[1:]))
+            while (chunk := recv.recv()) is not None:
+                for payload in chunk:
+                    g = decode_gap(payload)
+                    gaps.add(replace(g, gap_id=ids[g.gap_id]))
         drained = True
     except EOFError:  # a child died while sending its gaps
         return None

@@ -3,8 +3,9 @@
 Who calls it: `gapwatch.offline.detect.detect_records` (final gap versions go to a `GapSpool` as
 the detector lets them go, so a report holds the gaps of a few seconds, not of the run),
 `gapwatch.offline.report_parallel` (the workers' gaps, renumbered), `gapwatch.offline.report`
-(its summaries are one pass over them) and `gapwatch.logs.files.spool_log_files` (the `--log`
-files' events, parsed whole but held on disk until the detector reaches them). Both are
+(its summaries are one pass over them), `gapwatch.offline.report.spool_logs` and
+`gapwatch.offline.log_split` (the `--log` files' events, parsed whole but held on disk until
+the detector reaches them). Both are
 `SortedSpool`s of records encoded with msgpack (floats kept bit for bit, NaN included): what
 is read back equals what was added.
 

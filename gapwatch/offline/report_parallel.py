@@ -30,9 +30,10 @@ Log events (recorded, and the `--log` files') and the prover's `/status` snapsho
 buffer keeps each GPU's recently closed gaps on their own (`gapwatch.core.evidence`), and
 everything else an event touches (the prover's facts, the recent events and warnings) is the
 same in every worker, so a worker's gaps get the evidence one process gives them.
-- The `--log` files are parsed once, by the parent, into their sorted spool before the workers
-  start (`LogInput`); every worker reads that spool (forked: they share its files, read at
-  their own offsets).
+- The `--log` files are parsed once, by the parent (a large file with a forked helper:
+  `gapwatch.offline.log_split`), into their sorted spool before the workers start
+  (`LogInput`); every worker reads that spool (forked: they share its files, read at their
+  own offsets).
 - One process feeds each `--log` event just before the first GPU sample (of any GPU) at or
   after its time. A worker reads the wall time of the other workers' sample lines it passes
   over (from the text, without decoding them: `recording.PassedOver`) while an event waits, so
@@ -43,7 +44,8 @@ same in every worker, so a worker's gaps get the evidence one process gives them
   (`LogSpan.after_end`): the workers tell this process their end before it feeds them.
 - What is made of the events beside the gaps (the partition timeline, the prover's watcher,
   the prover's facts and lacks, the notes on the `--log` files, the snapshots) is this
-  process's alone: the other workers do not build it.
+  process's alone: the other workers do not build it (with `--log` files this process takes
+  one GPU fewer for it: `_owners`).
 Not parallel: the copy trace's records (copies, /proc readings, link states): the buffer of
 recent copies is one over all GPUs. A worker that meets one stops all workers: the report then
 runs in one process (`detect_parallel` returns None), as it does when the workers cannot be

@@ -15,8 +15,9 @@ block's items, fixed-size, then their payloads. The merge reads a block of each 
 and works a batch at a time: every item up to the smallest of the runs' current last keys
 (no item still unread can come before it: each run is sorted and keys are unique, the
 sequence number among them) is sorted in one `list.sort` and given back. Each parallel report
-worker reads the `--log` events of a day (~6 M) this way: an item at a time (a heap merge of
-items unpacked one by one) it cost ~27 s a day in each.
+worker reads the `--log` events of a day (~6 M, ~180 runs) this way: an item at a time (a heap
+merge of items unpacked one by one) the reading and merging cost ~15 s of each worker's day
+(sampled), decoding aside; 2 M items in 61 runs read back in 1.2 s against 4.0.
 
 The runs are anonymous temporary files (`tempfile.TemporaryFile`, in the system's folder or
 `folder`): unlinked as they are made, so nothing is left behind even when the process is

@@ -160,3 +160,41 @@ def test_a_report_with_no_room_for_its_spools_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"no room for its temporary files: {tmp_path / 'gone'} (temporary files" in err
+
+
+@pytest.mark.parametrize(("ties", "block_items", "block_bytes"),
+                         [(0, 7, 1 << 20), (2, 64, 300), (0, 1024, 1)])
+def test_a_spool_merged_a_batch_at_a_time_gives_the_order_of_one_sort(
+    ties: int, block_items: int, block_bytes: int, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Runs of several blocks (some a single payload larger than a block), equal times across
+    runs, runs that overlap a little (a log almost in order) and wholly (shuffled items)."""
+    monkeypatch.setattr(sorted_spool, "BLOCK_ITEMS", block_items)
+    monkeypatch.setattr(sorted_spool, "BLOCK_BYTES", block_bytes)
+    rng = random.Random(ties * 1000 + block_items)
+    near = [(i / 10 + rng.random() * 3, (rng.randrange(3), rng.randrange(3))[:ties],
+             b"n%d" % i + b"x" * rng.choice((0, 0, 400))) for i in range(3000)]
+    shuffled = [(float(rng.randrange(40)), (rng.randrange(2), 0)[:ties], b"s%d" % i)
+                for i in range(2000)]
+    for items in (near, shuffled, near[:5]):
+        spool = SortedSpool(run_items=251, ties=ties)
+        for t, tie, payload in items:
+            spool.add(t, payload, tie)
+        try:
+            want = [(t, p) for t, _tie, p in sorted(items, key=lambda x: (x[0], x[1]))]
+            assert list(spool.sorted()) == want
+            assert list(spool.sorted()) == want  # read again from the start
+            assert [p for b in spool.batches() for _k, p in b] == [p for _t, p in want]
+        finally:
+            spool.close()
+
+
+def test_a_gap_spool_hands_its_gaps_over_encoded_as_it_holds_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a split report's worker sends (`GapSpool.encoded`), read back (`decode_gap`): the
+    gaps in the spool's order, equal to those it gives."""
+    monkeypatch.setattr(gap_spool, "GAP_RUN_ITEMS", 50)
+    found = _detect(300.0)
+    assert found.gaps.runs > 0
+    assert [gap_spool.decode_gap(p) for p in found.gaps.encoded()] == list(found.gaps)

@@ -290,3 +290,22 @@ def test_a_worker_that_inherited_a_sigterm_handler_is_stopped_all_the_same(
         assert detect_parallel(sim_recording, Config(), 2) is None
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_gpus_are_dealt_round_robin_and_worker_0_takes_one_fewer_with_logs() -> None:
+    from gapwatch.offline.report_parallel import _owners
+
+    for n_gpus in range(1, 11):
+        for n in range(1, 5):
+            gpus = list(range(0, 2 * n_gpus, 2))
+            assert _owners(gpus, n) == {g: k % n for k, g in enumerate(gpus)}
+            lighter = _owners(gpus, n, lighter_first=True)
+            counts = [list(lighter.values()).count(w) for w in range(n)]
+            even = [list(_owners(gpus, n).values()).count(w) for w in range(n)]
+            if n > 1 and even[0] > 1:
+                assert counts[0] == even[0] - 1 and sum(counts) == n_gpus
+                assert max(counts) - min(counts[1:]) <= 1
+            else:
+                assert counts == even
+    assert _owners(list(range(8)), 2, lighter_first=True) == {
+        0: 0, 1: 1, 2: 0, 3: 1, 4: 0, 5: 1, 6: 1, 7: 1}

@@ -124,6 +124,8 @@ class GapDetector:
         #: Wall time of each GPU's latest sample (in order): closed gaps listen for late
         #: evidence by their own GPU's time (`EvidenceBuffer.prune`).
         self._now_s: dict[int, float] = {}
+        #: A sample or the end came since the last prune (`_prune`).
+        self._prune_due = True
         #: Called with each gap id as it is assigned (ids count up in data order). The parallel
         #: report (`gapwatch.offline.report_parallel`) uses it to renumber its workers' gaps.
         self.on_gap_id: Callable[[int], None] | None = None
@@ -193,6 +195,7 @@ class GapDetector:
     def feed_host(self, sample: HostSample) -> list[Gap | StateChange]:
         """A host sample: evidence for gaps, and data time moving on (a GPU that stopped
         reporting while the host sampler goes on is NO_DATA)."""
+        self._prune_due = True
         self._ev.add_host(sample)
         out: list[Gap | StateChange] = []
         self._data_time(sample.t_mono_ns, None, out)
@@ -203,7 +206,7 @@ class GapDetector:
         already closed (a line read late, a second log file behind the first) re-publishes
         that gap at once, as a late copy or snapshot does."""
         out = self._late(self._ev.add_log(event))
-        self._ev.prune(self._now_s)
+        self._prune()
         return out
 
     def feed_prover(self, status: ProverStatus) -> list[Gap | StateChange]:
@@ -211,8 +214,16 @@ class GapDetector:
         around it. Polled on another thread, a snapshot can land in a gap already closed: that
         gap is re-published at once with it, as a late copy is."""
         out = self._late(self._ev.add_prover(status))
-        self._ev.prune(self._now_s)
+        self._prune()
         return out
+
+    def _prune(self) -> None:
+        """`EvidenceBuffer.prune` when it can have something to do: only a sample (which moves
+        its GPU's time on, and may close gaps) or the end changes what it would let go, and
+        events come in runs between samples (~9 in a row in a busy log)."""
+        if self._prune_due:
+            self._ev.prune(self._now_s)
+            self._prune_due = False
 
     def feed_gpu(self, s: GpuSample) -> list[Gap | StateChange]:
         """One GPU sample, in named steps: place it in time, read its level (`_level`), find
@@ -224,6 +235,7 @@ class GapDetector:
         are plain method calls with what they need passed in, and the state is re-evaluated
         only when something happened or the window says so. A busy sample of a CHAINED GPU
         with no gap in the window stops after the busy step."""
+        self._prune_due = True
         tr = self._tracks.get(s.gpu)
         if tr is None:
             tr = self._new_track(s.gpu, s.sm_source)
@@ -506,6 +518,7 @@ class GapDetector:
     def finish(self) -> list[Gap | StateChange]:
         """End of data: a GPU whose data stopped while the others went on is NO_DATA; an open
         gap is idle after the last busy period, so it is retracted."""
+        self._prune_due = True
         out: list[Gap | StateChange] = self._pending
         self._pending = []
         # The end of the data: the latest sample of any input (GPU samples only move the data

@@ -22,10 +22,12 @@ the parallel report (`gapwatch.offline.report_parallel`) could not split them wi
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
+from operator import attrgetter
 from typing import Final
 
 from msgspec.structs import replace
@@ -81,6 +83,9 @@ TRACE_LIVE_S: Final = 120.0
 PINNED_RATE_HISTORY_S: Final = 120.0
 #: A memory kind that covers at least this share of the copy time in a gap's window names it.
 DOMINANT_KIND_SHARE: Final = 0.8
+
+_event_time = attrgetter("t_wall_s")
+
 
 def _slim(ev: LogEvent) -> LogEvent:
     """What evidence needs of an event: its time, ids, warning, name and the start of its line.
@@ -238,11 +243,19 @@ class EvidenceBuffer:
         #: not one call per open gap per sample.
         self._host_seq = 0
         self._log: deque[LogEvent] = deque(maxlen=log_maxlen)
+        #: Events ever kept in `_log`, and the count at which the latest one older than the
+        #: event before it was kept: while that one or its predecessor has left the buffer,
+        #: the buffer is in time order and `_events_since` finds its window by bisection.
+        self._logged = 0
+        self._log_disorder_at = 0
         self._prover: deque[ProverStatus] = deque(maxlen=256)
         #: Accumulators of open gaps, and of closed ones still accepting late events, per GPU
         #: (oldest first), with the latest end among each GPU's (a bound: once an event is past
         #: it, none of that GPU's closed gaps can take it).
         self._open: list[GapEvidence] = []
+        #: The same by GPU (`relevant`'s rule GPU by GPU: an event naming a GPU reaches only
+        #: that GPU's open gaps).
+        self._open_of: dict[int, list[GapEvidence]] = {}
         self._recent: dict[int, deque[GapEvidence]] = {}
         self._recent_until: dict[int, float] = {}
         #: The latest event carrying each warning: pageable buffers are a property of the run,
@@ -294,14 +307,19 @@ class EvidenceBuffer:
             return False
         self.prover.feed_log(ev)
         ev = _slim(ev)
-        self._log.append(ev)
+        log = self._log
+        t = ev.t_wall_s
+        self._logged += 1
+        if log and not t >= log[-1].t_wall_s:  # (a NaN time is out of order too)
+            self._log_disorder_at = self._logged
+        log.append(ev)
         if ev.warning is not None:
             self.last_warning[ev.warning] = ev
-        t = ev.t_wall_s
         gpu = ev.gpu
         before = self.before_s
-        for acc in self._open:
-            if t >= acc.from_s - before and self.relevant(ev, acc.gpu):
+        # `relevant`'s rule, GPU by GPU: an event naming no GPU reaches every GPU's open gaps.
+        for acc in self._open if gpu is None else self._open_of.get(gpu, ()):
+            if t >= acc.from_s - before:
                 acc.add_event(ev)
         late = False
         # `relevant`'s rule, GPU by GPU: an event naming no GPU reaches every GPU's closed gaps.
@@ -441,6 +459,7 @@ class EvidenceBuffer:
         for status in self._snapshots_since(lo, gpu):
             acc.add_prover(status)
         self._open.append(acc)
+        self._open_of.setdefault(gpu, []).append(acc)
         return acc
 
     def _take_events(self, acc: GapEvidence, gpu: int, start_s: float, lo: float) -> None:
@@ -470,9 +489,16 @@ class EvidenceBuffer:
         """The kept events of `gpu` from `lo` on, oldest first. Newest first, but log events
         arrive only roughly in time order (stdout and stderr are two files, a line without a
         time of its own is stamped when read): an older event just behind newer ones is passed
-        over, not taken for the end of the window."""
+        over, not taken for the end of the window. While the buffer is in time order (a
+        report's `--log` events come sorted), the same events are found from the first at or
+        after `lo` on: the walk back would take every event from there and pass over the
+        rest (all before `lo`)."""
+        log = self._log
+        if self._log_disorder_at <= self._logged - len(log) + 1:
+            at = bisect_left(log, lo, key=_event_time)
+            return [ev for ev in islice(log, at, None) if self.relevant(ev, gpu)]
         picked = []
-        for ev in reversed(self._log):
+        for ev in reversed(log):
             if ev.t_wall_s < lo:
                 if ev.t_wall_s < lo - ORDER_SLACK_S:
                     break
@@ -500,6 +526,7 @@ class EvidenceBuffer:
     def _discard_open(self, acc: GapEvidence) -> None:
         try:
             self._open.remove(acc)
+            self._open_of[acc.gpu].remove(acc)
         except ValueError:
             pass
 

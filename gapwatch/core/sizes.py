@@ -44,10 +44,14 @@ def bounded_event(ev: LogEvent) -> LogEvent:
     (same time, kind, ids and warning: only how much of the text is kept differs)."""
     fields = ev.fields
     too_many = len(fields) > MAX_FIELDS
-    long_field = too_many or any(
-        len(k) > TEXT_CHARS or (isinstance(v, str) and len(v) > TEXT_CHARS)
-        for k, v in fields.items()
-    )
+    long_field = too_many
+    if not too_many:
+        # A plain loop, not any() over a generator: every log event of a report passes here
+        # (a day's ~6 M, in each worker), and the generator cost twice the loop.
+        for k, v in fields.items():
+            if len(k) > TEXT_CHARS or (isinstance(v, str) and len(v) > TEXT_CHARS):
+                long_field = True
+                break
     job = ev.job_id
     if (len(ev.raw) <= RAW_CHARS and len(ev.name) <= TEXT_CHARS and not long_field
             and (job is None or len(job) <= TEXT_CHARS)):

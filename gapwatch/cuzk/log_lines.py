@@ -201,6 +201,12 @@ class LockAttributor:
                                               arrival_mono_ns, prove_start_ms))
         return self._pair(arrival_mono_ns)
 
+    def resume_state(self) -> tuple[object, ...]:
+        """What of this attributor shapes the regions it will pair (not its counts), for
+        `LogParser.resume_state`."""
+        return (self.enabled, self._open, list(self._done), list(self._names),
+                self._max_skew_ns, self._max_pending)
+
     def disable(self) -> None:
         self.enabled = False
         self._open = None

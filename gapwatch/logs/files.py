@@ -21,11 +21,14 @@ import errno
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, Record
 from gapwatch.logs.tail import LineSplitter
+
+if TYPE_CHECKING:
+    from gapwatch.logs.parse import LogParser
 
 #: Bytes read at a time.
 READ_BYTES: Final = 1 << 20
@@ -50,12 +53,13 @@ class LogFile:
     def cut_lines(self) -> int:
         return self.splitter.cut_lines
 
-    def chunks(self, fd: int) -> Iterator[bytes]:
-        """The bytes of `fd` from its current position, `READ_BYTES` at a time, holes passed
-        over where the filesystem tells (a regular file); a stream is read as it comes."""
+    def chunks(self, fd: int, end: int | None = None) -> Iterator[bytes]:
+        """The bytes of `fd` from its current position (to `end`, where given: a regular
+        file's), `READ_BYTES` at a time, holes passed over where the filesystem tells (a
+        regular file); a stream is read as it comes."""
         seekable = stat.S_ISREG(os.fstat(fd).st_mode)
         pos = os.lseek(fd, 0, os.SEEK_CUR) if seekable else 0
-        while True:
+        while end is None or pos < end:
             if seekable:
                 data_at = _next_data(fd, pos)
                 if data_at is None:
@@ -63,26 +67,30 @@ class LogFile:
                 if data_at > pos:
                     self.hole_bytes += data_at - pos
                     pos = os.lseek(fd, data_at, os.SEEK_SET)
-            data = os.read(fd, READ_BYTES)
+            data = os.read(fd, READ_BYTES if end is None else min(READ_BYTES, end - pos))
             if not data:
                 return
             pos += len(data)
             yield data
 
-    def lines(self, fd: int | None = None) -> Iterator[str]:
-        """The file's lines (opened here, or read from `fd`, which the caller closes).
-        Raises OSError."""
+    def lines(self, fd: int | None = None, start: int = 0, end: int | None = None
+              ) -> Iterator[str]:
+        """The file's lines (opened here, or read from `fd`, which the caller closes); opened
+        here, those of bytes `start` to `end` (each a line's start: `line_start`). Raises
+        OSError."""
         if fd is not None:
             yield from self._lines(fd)
             return
         own = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
-            yield from self._lines(own)
+            if start:
+                os.lseek(own, start, os.SEEK_SET)
+            yield from self._lines(own, end)
         finally:
             os.close(own)
 
-    def _lines(self, fd: int) -> Iterator[str]:
-        for data in self.chunks(fd):
+    def _lines(self, fd: int, end: int | None = None) -> Iterator[str]:
+        for data in self.chunks(fd, end):
             yield from self.splitter.feed(data)
         yield from self.splitter.flush()
 
@@ -137,29 +145,50 @@ def log_file_events(
     """The events of whole prover log files as parsed, file after file (not sorted: sorting is
     the caller's, `parse_log_files` in memory, `gapwatch.offline.report.spool_logs` on disk);
     `counters` gets the parser's counters once the last file is read. Raises OSError."""
+    parser = offline_parser(config, timeline_epoch_s)
+    nul_bytes = cut_lines = 0
+    for path in paths:
+        log = LogFile(path, config.logs.max_line_bytes)
+        yield from file_events(parser, log)
+        nul_bytes += log.nul_bytes
+        cut_lines += log.cut_lines
+    counters.update(log_counters(parser.counters, nul_bytes, cut_lines))
+
+
+def offline_parser(config: Config, timeline_epoch_s: float | None) -> LogParser:
+    """The parser whole files are read with (`log_file_events`)."""
     from gapwatch.logs.parse import LogParser
 
     parser = LogParser(config.logs, keep_unparsed=False, offline=True)
     parser.anchor_from_status(timeline_epoch_s)
-    nul_bytes = cut_lines = 0
-    for path in paths:
-        log = LogFile(path, config.logs.max_line_bytes)
-        for line in log.lines():
-            for e in parser.parse_line(line, stream=path):
-                # Lines without any time of their own get wall time 0 from a file: they
-                # cannot be placed.
-                if e.t_wall_s > 0:
-                    yield e
+    return parser
+
+
+def file_events(parser: LogParser, log: LogFile, start: int = 0, end: int | None = None,
+                flush: bool = True) -> Iterator[LogEvent]:
+    """The events of `log`'s lines from byte `start` to `end` (line starts), and at its end
+    (`flush`) the panic still being read. Raises OSError."""
+    for line in log.lines(start=start, end=end):
+        for e in parser.parse_line(line, stream=log.path):
+            # Lines without any time of their own get wall time 0 from a file: they
+            # cannot be placed.
+            if e.t_wall_s > 0:
+                yield e
+    if flush:
         for e in parser.flush():  # a panic at the end of the file
             if e.t_wall_s > 0:
                 yield e
-        nul_bytes += log.nul_bytes
-        cut_lines += log.cut_lines
-    counters.update(parser.counters)
+
+
+def log_counters(parsed: dict[str, int], nul_bytes: int, cut_lines: int) -> dict[str, int]:
+    """The counters of whole files: the parser's, then the bytes and lines the reader
+    dropped (as the tailer counts them), when there were any."""
+    out = dict(parsed)
     if nul_bytes:
-        counters["nul_bytes"] = nul_bytes
+        out["nul_bytes"] = nul_bytes
     if cut_lines:
-        counters["cut_lines"] = cut_lines
+        out["cut_lines"] = cut_lines
+    return out
 
 
 def merge_by_time(records: Iterable[Record], events: Sequence[LogEvent]) -> Iterator[Record]:

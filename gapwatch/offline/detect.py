@@ -280,7 +280,7 @@ def detect_records(
             kept = bounded_event(r)
             if watch is not None:
                 prover_events += watch.feed(kept)
-            out = det.feed(kept)
+            out = det.feed_log(kept)  # what `feed` calls for a log event
         else:
             if type(r) is ProverEvent:
                 continue  # derived: the watcher says them again
@@ -331,7 +331,7 @@ def _feed_extra(det: GapDetector, side: _Side, head: LogEvent | None,
     watch = side.watch
     while head is not None and head.t_wall_s <= until_s:
         kept = bounded_event(head)
-        out += det.feed(kept)
+        out += det.feed_log(kept)  # what `feed` calls for a log event
         side.log(head)
         if watch is not None:
             side.prover_events.extend(watch.feed(kept))

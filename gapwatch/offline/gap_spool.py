@@ -3,8 +3,9 @@
 Who calls it: `gapwatch.offline.detect.detect_records` (final gap versions go to a `GapSpool` as
 the detector lets them go, so a report holds the gaps of a few seconds, not of the run),
 `gapwatch.offline.report_parallel` (the workers' gaps, renumbered), `gapwatch.offline.report`
-(its summaries are one pass over them) and `gapwatch.logs.files.spool_log_files` (the `--log`
-files' events, parsed whole but held on disk until the detector reaches them). Both are
+(its summaries are one pass over them), `gapwatch.offline.report.spool_logs` and
+`gapwatch.offline.log_split` (the `--log` files' events, parsed whole but held on disk until
+the detector reaches them). Both are
 `SortedSpool`s of records encoded with msgpack (floats kept bit for bit, NaN included): what
 is read back equals what was added.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
-from typing import Final, Generic, TypeVar, overload
+from typing import IO, Final, Generic, TypeVar, overload
 
 import msgspec
 
@@ -36,8 +37,10 @@ T = TypeVar("T", Gap, LogEvent)
 class _StructSpool(Generic[T]):
     """Structs of one type, sorted by a key, encoded on the way in, decoded on the way out."""
 
-    def __init__(self, kind: type[T], run_items: int, ties: int) -> None:
-        self._spool = SortedSpool(run_items=run_items, ties=ties)
+    def __init__(self, kind: type[T], run_items: int, ties: int, *, first_seq: int = 0,
+                 run_file: IO[bytes] | None = None) -> None:
+        self._spool = SortedSpool(run_items=run_items, ties=ties, first_seq=first_seq,
+                                  run_file=run_file)
         self._encode = msgspec.msgpack.Encoder().encode
         self._decode: Callable[[bytes], T] = msgspec.msgpack.Decoder(kind).decode
 
@@ -51,13 +54,26 @@ class _StructSpool(Generic[T]):
 
     def __iter__(self) -> Iterator[T]:
         decode = self._decode
-        for _t, payload in self._spool.sorted():
-            yield decode(payload)
+        for batch in self._spool.batches():
+            for _key, payload in batch:
+                yield decode(payload)
+
+    def spill(self) -> list[tuple[int, int]]:
+        """`SortedSpool.spill`."""
+        return self._spool.spill()
+
+    def adopt(self, f: IO[bytes], runs: list[tuple[int, int]], items: int) -> None:
+        """`SortedSpool.adopt`."""
+        self._spool.adopt(f, runs, items)
 
     def close(self) -> None:
         """Free the disk space (the spool reads as empty after)."""
         self._spool.close()
         self._spool = SortedSpool(ties=0)
+
+
+#: A gap as `GapSpool.encoded` gives it back.
+decode_gap: Callable[[bytes], Gap] = msgspec.msgpack.Decoder(Gap).decode
 
 
 class GapSpool(_StructSpool[Gap], Sequence[Gap]):
@@ -68,6 +84,13 @@ class GapSpool(_StructSpool[Gap], Sequence[Gap]):
 
     def add(self, gap: Gap) -> None:
         self._spool.add(gap.start_s, self._encode(gap), (gap.gpu, gap.gap_id))
+
+    def encoded(self) -> Iterator[bytes]:
+        """The gaps in order as they are held, encoded (`decode_gap` reads one): for another
+        process, without decoding them here."""
+        for batch in self._spool.batches():
+            for _key, payload in batch:
+                yield payload
 
     def extend(self, gaps: Iterable[Gap]) -> None:
         for g in gaps:
@@ -98,10 +121,13 @@ class GapSpool(_StructSpool[Gap], Sequence[Gap]):
 
 
 class EventSpool(_StructSpool[LogEvent]):
-    """Log events, given back by time (equal times in the order added: a stable sort's)."""
+    """Log events, given back by time (equal times in the order added: a stable sort's).
+    `first_seq`, `run_file`: written by another process to be adopted (`SortedSpool`)."""
 
-    def __init__(self, run_items: int | None = None) -> None:
-        super().__init__(LogEvent, run_items or EVENT_RUN_ITEMS, ties=0)
+    def __init__(self, run_items: int | None = None, *, first_seq: int = 0,
+                 run_file: IO[bytes] | None = None) -> None:
+        super().__init__(LogEvent, run_items or EVENT_RUN_ITEMS, ties=0, first_seq=first_seq,
+                         run_file=run_file)
 
     def add(self, event: LogEvent) -> None:
         self._spool.add(event.t_wall_s, self._encode(event))

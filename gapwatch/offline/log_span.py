@@ -56,6 +56,16 @@ class LogSpan:
         else:
             f.last_s = ev.t_wall_s
 
+    def observed_after(self, later: dict[str, _File]) -> None:
+        """What another span `observe`d of the events after all of this one's (the rest of a
+        file parsed in another process, `gapwatch.offline.log_split`), as if seen here."""
+        for stream, f in later.items():
+            mine = self.files.get(stream)
+            if mine is None:
+                self.files[stream] = f
+            else:
+                mine.last_s = f.last_s
+
     def kept(self, events: Iterable[LogEvent]) -> Iterator[LogEvent]:
         """`events` (sorted by time, every one `observe`d) without those before the recording's
         start: a file with no line from the start on is dropped whole, another keeps its

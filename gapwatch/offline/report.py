@@ -11,11 +11,12 @@ this version detects. Log events come from the recording and from `--log` files 
 `gapwatch.logs.parse.LogParser`), fed to the detector in time order with the samples.
 
 Memory: bounded by what a window needs, not by the recording's length. The `--log` files are
-parsed whole but their events wait on disk, sorted (`spool_logs`), until the detector reaches
-them; the detection loop lets each closed gap go to a spool on disk once it is final
-(`gapwatch.offline.gap_spool`); every sum over the gaps (per-GPU prover causes, breakdown
-periods, the copy table, the advice) is one pass over that spool (`_GapSums`), and `report
---json` writes the gaps from it one at a time. What stays in memory grows with what the
+parsed whole (one large file in two processes: `gapwatch.offline.log_split`) but their events
+wait on disk, sorted (`spool_logs`), until the detector reaches them; the detection loop lets
+each closed gap go to a spool on disk once it is final (`gapwatch.offline.gap_spool`); every
+sum over the gaps (per-GPU prover causes, breakdown periods, the copy table, the advice) is
+one pass over that spool (`_GapSums`), and `report --json` writes the gaps from it one at a
+time. What stays in memory grows with what the
 report lists whole: the partition table, state changes, copies, each advice's gap ids.
 
 The JSON document is described in docs/detection.md ("Report JSON"); `REPORT_SCHEMA_VERSION`
@@ -72,6 +73,7 @@ from gapwatch.logs.files import log_file_events, parse_log_files
 from gapwatch.offline.detect import Detected, LogInput, detect_records
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
+from gapwatch.offline.log_split import spool_split
 from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import read_any
@@ -247,7 +249,9 @@ def parse_log_input(path: str | Path, config: Config, log_paths: list[str]) -> L
     if close is not None:
         close()
     span = LogSpan(rec.header.started_wall_s)
-    extra, counters = spool_logs(log_paths, config, epoch, span.observe)
+    # A large file in two processes (`gapwatch.offline.log_split`), the same spool.
+    split = spool_split(log_paths, config, epoch, span)
+    extra, counters = split or spool_logs(log_paths, config, epoch, span.observe)
     return LogInput(extra, span, counters)
 
 

@@ -218,6 +218,19 @@ class LogParser:
         self.anchor_wall_s = epoch_wall_s
         self.anchor_source = "status"
 
+    def resume_state(self) -> tuple[object, ...] | None:
+        """Everything of this parser's state that shapes the events of the lines it reads next
+        (not its counters), comparable with `==`; None while a panic is being read. Two
+        parsers with equal states make equal events of the same lines: the parse of one file
+        in two processes (`gapwatch.offline.log_split`) checks this where its halves meet.
+        `tests/test_log_split.py` names every attribute, so that one added is added here."""
+        if self._panic is not None:
+            return None
+        return (self.offline, self.cuzk_enabled, self.keep_unparsed, self._last_timed_s,
+                self.anchor_wall_s, self.anchor_source, list(self._worker_gpu.items()),
+                list(self._worker_job.items()), list(self._part_gpu.items()),
+                self._rules.resume_state(), self.attributor.resume_state())
+
     @property
     def unparsed(self) -> int:
         return self.counters["unparsed"]

@@ -89,6 +89,10 @@ class UserRules:
     def __bool__(self) -> bool:
         return bool(self._rules)
 
+    def resume_state(self) -> list[UserRule]:
+        """The rules (they hold no other state), for `LogParser.resume_state`."""
+        return [rule for rule, _regex in self._rules]
+
     def match(self, text: str) -> UserMatch | None:
         """The first rule whose regex finds something in `text`, as a `UserMatch`."""
         for rule, regex in self._rules:

@@ -1,0 +1,233 @@
+"""A large `--log` file parsed in two processes, into the spool one process would have made.
+
+Who calls it: `gapwatch.offline.report.parse_log_input` (the report's `--log` files, parsed once
+before the detection starts, `spool_split` first). Parsing is serial by nature: each line's
+events depend on the parser's state (TIMELINE's anchor, which GPU a worker drives, which GPU
+picked a partition up, a panic being read), and the detection cannot start before the last line
+is read (the events are fed sorted by time). A day of 8 GPUs (920 MB, ~8 M lines) took ~80-110 s
+in one process, with the second core idle.
+
+How it stays exact: this process parses the file's first part, to the start of a line `seam`; a
+forked child parses the rest with a parser of its own, brought to the seam's state first by
+parsing the file's start (`STARTUP_BYTES`: the daemon's start, where it says its anchor and
+its workers' GPUs) and the `WARM_BYTES` before the seam (the partitions picked up lately, the
+workers' jobs), their events thrown away. Where the two parsers' states are equal at the seam
+(`LogParser.resume_state`: everything that shapes the events of the lines to come), the
+child's events are those one parser would have made of the same lines, so they are taken:
+encoded into sorted runs of the one spool (`EventSpool.adopt`, in a temporary file both
+share), ordered after this process's events of equal time (`first_seq`), as one parse adds
+them; the parser's counters are this process's plus what the child counted past the seam, in
+the order one parse meets them. Where the states differ (a daemon restarted in the skipped
+part, a panic open at the seam, ...), the child's work is thrown away and this process parses
+the rest itself: slower, never different. Only one plain file is split (no holes: the reader
+passes them over, counted); anything else is parsed in one process (`spool_split` returns
+None), as is a machine with one usable CPU or a process with threads (fork is not safe then).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from multiprocessing import get_context
+from multiprocessing.connection import Connection
+from typing import IO, Any, Final
+
+from gapwatch.config import Config
+from gapwatch.logs.files import LogFile, file_events, log_counters, offline_parser
+from gapwatch.offline.gap_spool import EventSpool
+from gapwatch.offline.log_span import LogSpan
+from gapwatch.offline.report_parallel import can_share_logs, usable_cpus
+from gapwatch.offline.sorted_spool import SpoolError
+
+#: Smaller files are parsed in one process (starting the child and bringing its parser to the
+#: seam cost more than the half they save: ~1 s of a 38 MB hour).
+MIN_SPLIT_BYTES: Final = 64 << 20
+#: The file's start the child parses first (the daemon's start: its anchor and workers).
+STARTUP_BYTES: Final = 1 << 20
+#: What the child parses before the seam: the partitions picked up lately (the parser keeps
+#: the GPU of the latest 4096) and each worker's job; ~25 min of a busy 8-GPU log.
+WARM_BYTES: Final = 16 << 20
+#: The child's sequence numbers start here: its items come after this process's of equal time.
+CHILD_FIRST_SEQ: Final = 1 << 48
+
+
+@dataclass
+class _Half:
+    """What the child sends back: its parser's state at the seam and its counters then and at
+    the end, its runs in the shared file, what it saw of each stream, what its reader dropped."""
+
+    state: tuple[object, ...] | None
+    counters_at_seam: dict[str, int]
+    counters: dict[str, int]
+    runs: list[tuple[int, int]]
+    items: int
+    files: dict[str, Any]
+    nul_bytes: int
+    cut_lines: int
+
+
+def line_start(path: str, at: int) -> int:
+    """The offset of the first line that starts at or after `at` (the file's size if none)."""
+    if at <= 0:
+        return 0
+    with open(path, "rb") as f:
+        f.seek(at - 1)
+        pos = at - 1
+        while chunk := f.read(1 << 16):
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                return pos + nl + 1
+            pos += len(chunk)
+    return os.path.getsize(path)
+
+
+def _splittable(paths: list[str]) -> int:
+    """The size of the one plain file without holes in `paths` worth splitting, else 0."""
+    if len(paths) != 1 or usable_cpus() < 2 or not can_share_logs():
+        return 0
+    try:
+        fd = os.open(paths[0], os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size < MIN_SPLIT_BYTES:
+                return 0
+            if os.lseek(fd, 0, os.SEEK_HOLE) < st.st_size:
+                return 0
+            return st.st_size
+        finally:
+            os.close(fd)
+    except (OSError, AttributeError):  # no SEEK_HOLE here: parsed in one process
+        return 0
+
+
+def spool_split(paths: list[str], config: Config, timeline_epoch_s: float | None,
+                span: LogSpan) -> tuple[EventSpool, dict[str, int]] | None:
+    """`gapwatch.offline.report.spool_logs` of `paths` in two processes, or None where they
+    are parsed in one (see the module docstring). `span` sees every event, as there."""
+    size = _splittable(paths)
+    if not size:
+        return None
+    path = paths[0]
+    seam = line_start(path, (size + STARTUP_BYTES + WARM_BYTES) // 2)
+    if seam >= size:
+        return None
+    try:
+        shared = tempfile.TemporaryFile(prefix="gapwatch-spool-")  # noqa: SIM115
+    except OSError:
+        return None
+    ctx = get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, args=(path, config, timeline_epoch_s, seam, shared, send),
+                        daemon=True)
+    child.start()
+    send.close()
+    spool = EventSpool()
+    try:
+        try:
+            counters = _parse_both(path, config, timeline_epoch_s, seam, spool, span, shared,
+                                   recv)
+        finally:
+            recv.close()
+            if child.is_alive():
+                child.kill()
+            child.join()
+    except BaseException:
+        spool.close()
+        shared.close()
+        raise
+    return spool, counters
+
+
+def _parse_both(path: str, config: Config, timeline_epoch_s: float | None, seam: int,
+                spool: EventSpool, span: LogSpan, shared: IO[bytes], recv: Connection
+                ) -> dict[str, int]:
+    """This process's part, then the child's taken or parsed again (see the module
+    docstring); the counters."""
+    parser = offline_parser(config, timeline_epoch_s)
+    first = LogFile(path, config.logs.max_line_bytes)
+    for ev in file_events(parser, first, 0, seam, flush=False):
+        span.observe(ev)
+        spool.add(ev)
+    half = _receive(recv)
+    if half is not None and half.state is not None and half.state == parser.resume_state():
+        merged = _merged_counters(parser.counters, half)
+        if merged is not None:
+            spool.adopt(shared, half.runs, half.items)
+            span.observed_after(half.files)
+            return log_counters(merged, first.nul_bytes + half.nul_bytes,
+                                first.cut_lines + half.cut_lines)
+    shared.close()
+    rest = LogFile(path, config.logs.max_line_bytes)
+    for ev in file_events(parser, rest, seam):
+        span.observe(ev)
+        spool.add(ev)
+    return log_counters(parser.counters, first.nul_bytes + rest.nul_bytes,
+                        first.cut_lines + rest.cut_lines)
+
+
+def _receive(recv: Connection) -> _Half | None:
+    try:
+        msg = recv.recv()
+    except (EOFError, OSError):  # the child died: the rest is parsed here
+        return None
+    return msg if isinstance(msg, _Half) else None
+
+
+def _merged_counters(mine: dict[str, int], half: _Half) -> dict[str, int] | None:
+    """This process's counters and what the child counted past the seam, each name where one
+    parse first counts it; None when that place is not known (a name the child counted
+    before the seam, and this process did not)."""
+    out = dict(mine)
+    before = half.counters_at_seam
+    for name, n in half.counters.items():
+        more = n - before.get(name, 0)
+        if not more:
+            continue
+        if name in out:
+            out[name] += more
+        elif name in before:
+            return None
+        else:
+            out[name] = more
+    return out
+
+
+def _child(path: str, config: Config, timeline_epoch_s: float | None, seam: int,
+           shared: IO[bytes], send: Connection) -> None:
+    """The file from `seam` on, into sorted runs appended to `shared` (see the module
+    docstring)."""
+    try:
+        half = _parse_rest(path, config, timeline_epoch_s, seam, shared)
+    except (OSError, SpoolError):
+        half = None  # parsed again by the parent, which says what is wrong
+    except BaseException:  # noqa: BLE001 - the parent parses the rest itself
+        half = None
+    try:
+        send.send(half)
+    finally:
+        send.close()
+
+
+def _parse_rest(path: str, config: Config, timeline_epoch_s: float | None, seam: int,
+                shared: IO[bytes]) -> _Half:
+    parser = offline_parser(config, timeline_epoch_s)
+    limit = config.logs.max_line_bytes
+    startup_end = line_start(path, min(STARTUP_BYTES, seam))
+    warm_from = max(startup_end, line_start(path, seam - WARM_BYTES))
+    for start, end in ((0, startup_end), (warm_from, seam)):
+        if end > start:  # the events are thrown away: the parser's state is what counts
+            for _ in file_events(parser, LogFile(path, limit), start, end, flush=False):
+                pass
+    state = parser.resume_state()
+    at_seam = dict(parser.counters)
+    spool = EventSpool(first_seq=CHILD_FIRST_SEQ, run_file=shared)
+    span = LogSpan(0.0)
+    log = LogFile(path, limit)
+    for ev in file_events(parser, log, seam):
+        span.observe(ev)
+        spool.add(ev)
+    runs = spool.spill()
+    return _Half(state, at_seam, dict(parser.counters), runs, len(spool), dict(span.files),
+                 log.nul_bytes, log.cut_lines)

@@ -1,0 +1,63 @@
+"""The evidence buffer's shortcuts give what its plain rules give: the events a new gap takes
+from the buffer found by bisection while the buffer is in time order (a report's `--log`
+events come sorted), the walk back otherwise; an event reaches the open gaps of the GPU it
+names (or every open gap) through the gaps kept by GPU (`gapwatch.core.evidence`)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from gapwatch.core.evidence import ORDER_SLACK_S, EvidenceBuffer
+from gapwatch.core.models import LogEvent
+
+
+def _event(t: float, gpu: int | None, i: int) -> LogEvent:
+    return LogEvent(t, "line", "tracing", f"e{i}", "", gpu=gpu)
+
+
+def _walked_back(buf: EvidenceBuffer, lo: float, gpu: int) -> list[LogEvent]:
+    """`_events_since`'s rule for a buffer out of order: the events after the newest one more
+    than `ORDER_SLACK_S` before `lo`, those from `lo` on that concern `gpu`."""
+    events = list(buf._log)
+    stop = max((i for i, e in enumerate(events) if e.t_wall_s < lo - ORDER_SLACK_S), default=-1)
+    return [e for e in events[stop + 1:] if e.t_wall_s >= lo and buf.relevant(e, gpu)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_gap_finds_the_same_events_by_bisection_as_by_walking_back(seed: int) -> None:
+    rng = random.Random(seed)
+    buf = EvidenceBuffer(before_s=2.0, log_maxlen=300)
+    t = 1000.0
+    bisected = 0
+    for i in range(3000):
+        t += rng.choice((0.0, 0.0, 0.01, 0.2, 1.5))  # equal times too
+        out_of_order = (i // 600) % 2 == 1 and rng.random() < 0.02  # in stretches
+        buf.add_log(_event(t - 3.0 if out_of_order else t, rng.choice((None, 0, 1)), i))
+        if i % 7:
+            continue
+        in_order = buf._log_disorder_at <= buf._logged - len(buf._log) + 1
+        times = [e.t_wall_s for e in buf._log]
+        assert in_order == all(a <= b for a, b in zip(times, times[1:], strict=False))
+        bisected += in_order
+        # Every kept time (and just past it) of the latest 40, and beyond either end.
+        for lo in (*times[-40:], *(x + 0.001 for x in times[-40:]), t + 1, times[0] - 1):
+            for gpu in (0, 1):
+                assert buf._events_since(lo, gpu) == _walked_back(buf, lo, gpu)
+    assert 50 < bisected < 3000 // 7 - 50  # both ways were taken
+
+
+def test_an_event_reaches_the_open_gaps_relevant_says() -> None:
+    rng = random.Random(3)
+    buf = EvidenceBuffer(before_s=2.0)
+    gaps = [buf.open_gap(gpu, 1000.0 + k) for k, gpu in enumerate((0, 1, 2, 1))]
+    buf.drop_gap(gaps[1])
+    sent = [_event(995.0 + i * 0.01, rng.choice((None, 0, 1, 2, 3)), i) for i in range(1500)]
+    for ev in sent:
+        buf.add_log(ev)
+    for acc in gaps[0], gaps[2], gaps[3]:
+        want = [e.name for e in sent
+                if EvidenceBuffer.relevant(e, acc.gpu) and e.t_wall_s >= acc.from_s - 2.0]
+        assert [e.name for e in acc.events] == want[:64] and len(want) > 64
+    assert gaps[1].events == []

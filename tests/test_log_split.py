@@ -1,0 +1,135 @@
+"""A large `--log` file parsed in two processes gives the spool one process gives: the same
+events in the same order, the same counters in the same order, the same span
+(`gapwatch.offline.log_split`); where the parsers' states differ at the seam, the rest is parsed
+again in one process, with the same result."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from evaluation.simulate import simulate
+from gapwatch.config import Config
+from gapwatch.logs import parse
+from gapwatch.logs.parse import LogParser
+from gapwatch.offline import log_split
+from gapwatch.offline.gap_spool import EventSpool
+from gapwatch.offline.log_span import LogSpan
+from gapwatch.offline.report import build_report, spool_logs, to_json
+from gapwatch.sinks.recorder import write_recording
+
+
+@pytest.fixture(scope="module")
+def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """4 simulated GPUs (a gap every ~2 s on each) for 4 min, and the prover's log."""
+    res = simulate("pageable", seed=7, duration_s=240.0, gpus=4)  # a ~1 MB log
+    folder = tmp_path_factory.mktemp("logsplit")
+    path, log = folder / "sim.jsonl", folder / "cuzk.log"
+    write_recording(path, res.header, res.records)
+    log.write_text("".join(f"{text}\n" for _stream, text in res.log_lines))
+    return path, log
+
+
+@pytest.fixture
+def splits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Any file splits (small parts), in a test runner's process too; the adopted halves."""
+    monkeypatch.setattr(log_split, "MIN_SPLIT_BYTES", 1)
+    monkeypatch.setattr(log_split, "STARTUP_BYTES", 64 << 10)
+    monkeypatch.setattr(log_split, "WARM_BYTES", 256 << 10)
+    # The partitions' GPUs a parser keeps: the child's warm-up sees as many as this process.
+    monkeypatch.setattr(parse, "_PART_GPU_KEPT", 100)
+    monkeypatch.setattr(log_split, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(log_split, "can_share_logs", lambda: True)
+    adopted: list[int] = []
+    adopt = EventSpool.adopt
+
+    def counted(self: EventSpool, *args: object) -> None:
+        adopted.append(1)
+        adopt(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(EventSpool, "adopt", counted)
+    return adopted
+
+
+def _both(log: Path) -> None:
+    config = Config()
+    span_two, span_one = LogSpan(1.0), LogSpan(1.0)
+    split = log_split.spool_split([str(log)], config, None, span_two)
+    assert split is not None
+    two, counted_two = split
+    one, counted_one = spool_logs([str(log)], config, None, span_one.observe)
+    try:
+        assert list(counted_two.items()) == list(counted_one.items())
+        assert span_two.files == span_one.files
+        assert len(two) == len(one) > 5000
+        assert list(two) == list(one)
+    finally:
+        one.close()
+        two.close()
+
+
+def test_the_halves_give_the_events_and_counters_of_one_parse(
+    sim_with_log: tuple[Path, Path], splits: list[int]
+) -> None:
+    _both(sim_with_log[1])
+    assert splits == [1]  # the child's half was taken
+
+
+def test_a_child_whose_parser_differs_at_the_seam_is_parsed_again_here(
+    sim_with_log: tuple[Path, Path], splits: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(log_split, "STARTUP_BYTES", 0)  # no anchor line: TIMELINE unplaced
+    _both(sim_with_log[1])
+    assert splits == []
+
+
+def test_a_child_is_taken_only_where_its_parser_state_is_this_ones(
+    sim_with_log: tuple[Path, Path], splits: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same half, its state changed in one value: parsed again here."""
+    parse_rest = log_split._parse_rest
+
+    def another_state(*args: Any) -> log_split._Half:
+        half = parse_rest(*args)
+        assert half.state is not None
+        return replace(half, state=(*half.state[:-1], "another attributor"))
+
+    monkeypatch.setattr(log_split, "_parse_rest", another_state)
+    _both(sim_with_log[1])
+    assert splits == []
+
+
+def test_a_report_with_a_log_parsed_in_two_processes_is_the_same_bytes(
+    sim_with_log: tuple[Path, Path], splits: list[int]
+) -> None:
+    path, log = sim_with_log
+    two = build_report(path, Config(), [str(log)], workers=1)
+    assert splits == [1]
+    log_split_off = pytest.MonkeyPatch()
+    log_split_off.setattr(log_split, "MIN_SPLIT_BYTES", 1 << 62)
+    try:
+        one = build_report(path, Config(), [str(log)], workers=1)
+    finally:
+        log_split_off.undo()
+    assert msgspec.json.encode(to_json(two)) == msgspec.json.encode(to_json(one))
+
+
+def test_every_attribute_of_the_parser_is_in_its_resume_state_or_not_state() -> None:
+    """`LogParser.resume_state` is what makes the split exact: an attribute added to the parser
+    must be added there (or here, when it does not shape later events)."""
+    in_state = {"offline", "cuzk_enabled", "keep_unparsed", "_last_timed_s", "anchor_wall_s",
+                "anchor_source", "_worker_gpu", "_worker_job", "_part_gpu", "_rules",
+                "attributor", "_panic"}
+    not_state = {"counters", "_kind_keys"}  # counts, and a cache of the counters' names
+    assert set(vars(LogParser())) == in_state | not_state
+
+
+def test_a_seam_is_a_line_start(tmp_path: Path) -> None:
+    f = tmp_path / "x.log"
+    f.write_bytes(b"ab\ncd\n\nef")
+    assert [log_split.line_start(str(f), at) for at in range(0, 11)] == \
+        [0, 3, 3, 3, 6, 6, 6, 7, 9, 9, 9]

@@ -49,7 +49,7 @@ from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.cuzk.prover import CuzkProver, view_of
 from gapwatch.offline.gap_spool import EventSpool, GapSpool
 from gapwatch.offline.log_span import LogSpan
-from gapwatch.sources.recording import PassedOver
+from gapwatch.sources.recording import PassedOver, WakeAt
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
 #: A one-process and a split run give the same list however their outputs interleave.
@@ -203,7 +203,7 @@ def detect_records(
     span: LogSpan | None = None,
     gap_spool: GapSpool | None = None,
     timeline: bool = True,
-    wake_at: list[float] | None = None,
+    wake_at: WakeAt | None = None,
     end_of_data: Callable[[float | None], float | None] | None = None,
 ) -> Detected:
     """Feed every record (and `extra_logs`, in time order, merged by time) to one offline
@@ -261,14 +261,14 @@ def detect_records(
     extra = span.kept(extra_logs)
     head = next(extra, None)
     next_log_t = head.t_wall_s if head is not None else float("inf")
-    wake = wake_at if wake_at is not None else [0.0]
-    wake[0] = next_log_t
+    wake = wake_at if wake_at is not None else WakeAt()
+    wake.t_wall_s = next_log_t
     for r in records:
         if type(r) is gpu_sample:
             if r.t_wall_s >= next_log_t:
                 head, late = _feed_extra(det, side, head, extra, r.t_wall_s)
                 take(late)
-                next_log_t = wake[0] = head.t_wall_s if head is not None else float("inf")
+                next_log_t = wake.t_wall_s = head.t_wall_s if head is not None else float("inf")
             out = det.feed_gpu(r)
             chaining.add_sample(r)
         elif type(r) is host_sample:
@@ -288,7 +288,7 @@ def detect_records(
                 # Another worker's sample: the log events up to it, as its sample would feed.
                 if r.t_wall_s >= next_log_t:
                     head, out = _feed_extra(det, side, head, extra, r.t_wall_s)
-                    next_log_t = wake[0] = head.t_wall_s if head is not None else float("inf")
+                    next_log_t = wake.t_wall_s = head.t_wall_s if head is not None else float("inf")
                     take(out)
                 continue
             if watch is not None:

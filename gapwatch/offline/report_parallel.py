@@ -103,6 +103,7 @@ from gapwatch.offline.gap_spool import GapSpool, decode_gap
 from gapwatch.sources.recording import (
     MAX_PROBLEMS,
     Recording,
+    WakeAt,
     json_bytes,
     open_recording,
     read_recording,
@@ -256,7 +257,7 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
     stream.close()
     owners = _owners([g.index for g in header.gpus], n, lighter_first=logs is not None)
     others = [g for g, w in owners.items() if w != me]
-    wake = [float("inf")] if logs is not None else None
+    wake = WakeAt() if logs is not None else None
     rec = read_recording(path, skip_prefixes=tuple(map(gpu_line_prefix, others)),
                          skip_type_last=tuple(map(gpu_line_prefix_type_last, others)),
                          keep_problem_lines=True, wake_at=wake)

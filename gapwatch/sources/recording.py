@@ -92,6 +92,17 @@ class PassedOver:
         self.t_wall_s = t_wall_s
 
 
+class WakeAt:
+    """The wall time a split report's worker waits for, shared by its reader and its detection
+    loop: the loop keeps `t_wall_s` at the time of its next `--log` event (infinity: none),
+    and the reader hands out every line it passes over at or after it as a `PassedOver`."""
+
+    __slots__ = ("t_wall_s",)
+
+    def __init__(self, t_wall_s: float = float("inf")) -> None:
+        self.t_wall_s = t_wall_s
+
+
 #: How a GPU sample's line names its wall time (the codec's key, in both key orders).
 _WALL_KEY: Final = b'"t_wall_s":'
 
@@ -204,7 +215,7 @@ END_LINE: Final = 1 << 62
 
 def _records(
     stream: LineStream, recording: Recording, first_line_no: int, skip: tuple[bytes, ...] = (),
-    skip_type_last: tuple[bytes, ...] = (), wake_at: list[float] | None = None,
+    skip_type_last: tuple[bytes, ...] = (), wake_at: WakeAt | None = None,
 ) -> Iterator[Record]:
     """Validated records of a possibly truncated (gzip) stream; bad lines are counted, skipped.
 
@@ -212,8 +223,8 @@ def _records(
     are passed over undecoded (the parallel report's workers each read their own GPUs);
     `skip_type_last`: so are lines of recordings written before the codec that start with one
     of these (`gpu_line_prefix_type_last`) and end as a GPU sample did then. With `wake_at`
-    (one time, which the caller moves on), a line passed over whose wall time is at or after
-    `wake_at[0]` is handed out as a `PassedOver`.
+    (a time the caller moves on), a line passed over whose wall time is at or after it is
+    handed out as a `PassedOver`.
 
     This is the hot loop of a long `gapwatch report` (~7 M lines for 24 h x 8 GPUs): one
     generator (no per-line inner generator), and the codec's decoder called directly. A bad
@@ -232,7 +243,7 @@ def _records(
                     line.startswith(skip_type_last) and line.endswith(TYPE_LAST_GPU_SUFFIX))):
                 if wake_at is not None:
                     wall = _wall_of(line)
-                    if wall is not None and wall >= wake_at[0]:
+                    if wall is not None and wall >= wake_at.t_wall_s:
                         recording.line_no = line_no
                         # Among the records for its one reader, which tests for it first
                         # (`offline.detect.detect_records`: see `read_recording`).
@@ -588,7 +599,7 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, LineStream, list[st
 def read_recording(
     path: str | Path, *, skip_prefixes: tuple[bytes, ...] = (),
     skip_type_last: tuple[bytes, ...] = (), keep_problem_lines: bool = False,
-    wake_at: list[float] | None = None,
+    wake_at: WakeAt | None = None,
 ) -> Recording:
     """Open a JSON Lines recording. Raises RecordingError when its header is unusable.
 
@@ -596,8 +607,8 @@ def read_recording(
         skip_prefixes: lines starting with these are passed over undecoded.
         skip_type_last: and lines of the shape written before the codec (see `_records`).
         keep_problem_lines: keep every problem with its line (`Recording.problem_lines`).
-        wake_at: a one-element list of a wall time the caller moves on: lines passed over at
-            or after it come out as `PassedOver` among the records (the parallel report with
+        wake_at: a wall time the caller moves on (`WakeAt`): lines passed over at or after
+            it come out as `PassedOver` among the records (the parallel report with
             logs; typed as records for its one caller, `report_parallel`, which reads them).
     """
     header, stream, problems = open_recording(path)

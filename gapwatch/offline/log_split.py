@@ -39,7 +39,6 @@ from gapwatch.logs.files import LogFile, file_events, log_counters, offline_pars
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.report_parallel import can_share_logs, usable_cpus
-from gapwatch.offline.sorted_spool import SpoolError
 
 #: Smaller files are parsed in one process (starting the child and bringing its parser to the
 #: seam cost more than the half they save: ~1 s of a 38 MB hour).
@@ -200,10 +199,8 @@ def _child(path: str, config: Config, timeline_epoch_s: float | None, seam: int,
     docstring)."""
     try:
         half = _parse_rest(path, config, timeline_epoch_s, seam, shared)
-    except (OSError, SpoolError):
-        half = None  # parsed again by the parent, which says what is wrong
-    except BaseException:  # noqa: BLE001 - the parent parses the rest itself
-        half = None
+    except BaseException:  # noqa: BLE001 - the parent parses the rest itself, and says what
+        half = None  # is wrong (an unreadable file, a full disk) as one process would
     try:
         send.send(half)
     finally:

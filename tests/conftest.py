@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -24,6 +25,19 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 def _no_user_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     # A developer's ~/.config/gapwatch/config.toml must never change what a test sees.
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))
+
+
+@pytest.fixture(autouse=True)
+def _collector_left_as_found() -> Iterator[None]:
+    """A test that leaves Python's cyclic garbage collector off fails (and it is turned back
+    on): the offline commands turn it off while they read, and one that missed turning it back
+    on (a `--log` that could not be read) left it off for every later test in the worker, whose
+    heap then grew to a million objects and took seconds to exit."""
+    was_on = gc.isenabled()
+    yield
+    if gc.isenabled() != was_on:
+        (gc.enable if was_on else gc.disable)()
+        pytest.fail(f"the cyclic garbage collector was left {'off' if was_on else 'on'}")
 
 
 DATA = Path(__file__).parent / "data"

@@ -196,8 +196,9 @@ def build_report(
     # 24 h report); forked workers inherit it off. It runs again afterwards.
     gc_was_on = gc.isenabled()
     gc.disable()
-    parsed = parse_log_input(path, config, logs) if logs else None
-    try:
+    parsed = None
+    try:  # a `--log` file that cannot be read leaves the collector as it found it
+        parsed = parse_log_input(path, config, logs) if logs else None
         found = None
         if n > 1:
             paths = PathsSeen()

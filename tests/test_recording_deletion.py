@@ -7,6 +7,7 @@ and 10."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -16,7 +17,7 @@ import pytest
 from conftest import DATA
 from faults import records_of
 
-from evaluation.simulate import simulate
+from evaluation.simulate import SimResult, simulate
 from gapwatch.cli import main
 from gapwatch.core.models import Notice
 from gapwatch.sinks.recorder import Recorder
@@ -24,9 +25,13 @@ from gapwatch.sinks.segments import check_segments, removable, segments_of
 
 HOSTILE = DATA / "hostile"
 SIM = ["--source", "sim:pageable", "--speed", "0", "--quiet"]
-#: 100 s of the simulated prover, recorded plain: about 700 KB, so 1 MiB segments rotate
-#: every ~150 s.
-SIM_RECORDS = simulate("pageable", seed=1, duration_s=100)
+
+
+@functools.cache
+def _sim_records() -> SimResult:
+    """100 s of the simulated prover, recorded plain: about 700 KB, so 1 MiB segments rotate
+    every ~150 s (made when a test first asks, not in every worker's collection)."""
+    return simulate("pageable", seed=1, duration_s=100)
 
 
 def _record(out: Path, duration: int, keep: int) -> int:
@@ -75,8 +80,8 @@ def test_a_second_record_on_the_same_base_never_removes_a_running_gapwatchs_segm
     # removed the live segment: the whole recording lost.
     base = tmp_path / "gw.jsonl"
     running = Recorder(check_segments(base, 1 << 20, None, 1))
-    running.on_header(SIM_RECORDS.header)
-    for r in SIM_RECORDS.records[:200]:
+    running.on_header(_sim_records().header)
+    for r in _sim_records().records[:200]:
         running.on_record(r)
     running.flush()
     shutil.copy(HOSTILE / "notes-named-like-a-segment.jsonl", tmp_path / "gw.000002.jsonl")
@@ -117,8 +122,8 @@ def test_a_file_planted_at_the_next_segments_name_is_skipped_and_said_once(
     rec = Recorder(check_segments(base, 64 << 10, None, 0), on_problem=notices.append)
     planted = tmp_path / "gw.000002.jsonl"
     shutil.copy(HOSTILE / "notes-named-like-a-segment.jsonl", planted)
-    rec.on_header(SIM_RECORDS.header)
-    for r in SIM_RECORDS.records:
+    rec.on_header(_sim_records().header)
+    for r in _sim_records().records:
         rec.on_record(r)
         rec.flush()
     rec.close()
@@ -132,7 +137,7 @@ def test_a_file_planted_at_the_next_segments_name_is_skipped_and_said_once(
     assert len([m for m in said if "gw.000002.jsonl exists" in m]) == 1
     assert not [m for m in said if "failed" in m or "resumed" in m]
     got = [r for n, p in segments_of(base) if n != 2 for r in records_of(p)]
-    assert got == list(SIM_RECORDS.records)
+    assert got == list(_sim_records().records)
 
 
 @pytest.mark.parametrize("name", ["gw", "gw.json"])
@@ -143,8 +148,8 @@ def test_an_out_without_a_recording_suffix_prunes_with_keep_and_the_next_run_sta
     out = tmp_path / name
     for _ in range(2):
         rec = Recorder(check_segments(out, 64 << 10, None, 2))
-        rec.on_header(SIM_RECORDS.header)
-        for r in SIM_RECORDS.records:
+        rec.on_header(_sim_records().header)
+        for r in _sim_records().records:
             rec.on_record(r)
             rec.flush()
         rec.close()
@@ -159,20 +164,20 @@ def test_a_recording_deleted_mid_run_is_said_and_created_again(tmp_path: Path) -
     notices: list[Notice] = []
     path = tmp_path / "gw.jsonl"
     rec = Recorder(path, on_problem=notices.append)
-    rec.on_header(SIM_RECORDS.header)
-    half = len(SIM_RECORDS.records) // 2
-    for r in SIM_RECORDS.records[:half]:
+    rec.on_header(_sim_records().header)
+    half = len(_sim_records().records) // 2
+    for r in _sim_records().records[:half]:
         rec.on_record(r)
     rec.flush()
     path.unlink()
-    for r in SIM_RECORDS.records[half:]:
+    for r in _sim_records().records[half:]:
         rec.on_record(r)
     rec.close()
-    assert records_of(path) == list(SIM_RECORDS.records[half:])  # its own header first
+    assert records_of(path) == list(_sim_records().records[half:])  # its own header first
     said = [n.message for n in notices if "was deleted" in n.message]
     assert len(said) == 1 and f"{half} records of this run lost" in said[0]
     summary = rec.status().summary()
-    assert summary.startswith(f"{len(SIM_RECORDS.records) - half} records in {path}")
+    assert summary.startswith(f"{len(_sim_records().records) - half} records in {path}")
     assert f"{half} records lost with gw.jsonl" in summary
 
 
@@ -180,17 +185,17 @@ def test_a_recording_replaced_mid_run_leaves_the_new_file_and_records_beside_it(
         tmp_path: Path) -> None:
     path = tmp_path / "gw.jsonl"
     rec = Recorder(path)
-    rec.on_header(SIM_RECORDS.header)
-    for r in SIM_RECORDS.records[:100]:
+    rec.on_header(_sim_records().header)
+    for r in _sim_records().records[:100]:
         rec.on_record(r)
     rec.flush()
     path.unlink()
     path.write_text("someone else's\n")
-    for r in SIM_RECORDS.records[100:]:
+    for r in _sim_records().records[100:]:
         rec.on_record(r)
     rec.close()
     assert path.read_text() == "someone else's\n"
-    assert records_of(tmp_path / "gw.1.jsonl") == list(SIM_RECORDS.records[100:])
+    assert records_of(tmp_path / "gw.1.jsonl") == list(_sim_records().records[100:])
     assert rec.status().path == str(tmp_path / "gw.1.jsonl")
 
 
@@ -198,16 +203,16 @@ def test_a_segment_deleted_mid_run_is_said_and_the_next_one_started(tmp_path: Pa
     notices: list[Notice] = []
     base = tmp_path / "gw.jsonl"
     rec = Recorder(check_segments(base, 1 << 20, None, 0), on_problem=notices.append)
-    rec.on_header(SIM_RECORDS.header)
-    for r in SIM_RECORDS.records[:100]:
+    rec.on_header(_sim_records().header)
+    for r in _sim_records().records[:100]:
         rec.on_record(r)
     rec.flush()
     (tmp_path / "gw.000001.jsonl").unlink()
-    for r in SIM_RECORDS.records[100:]:
+    for r in _sim_records().records[100:]:
         rec.on_record(r)
     rec.close()
     assert [n for n, _ in segments_of(base)] == [2]
-    assert records_of(tmp_path / "gw.000002.jsonl") == list(SIM_RECORDS.records[100:])
+    assert records_of(tmp_path / "gw.000002.jsonl") == list(_sim_records().records[100:])
     assert any("gw.000001.jsonl was deleted" in n.message for n in notices)
     status = rec.status()
     assert status.records_lost == 100 and status.files_kept == 1

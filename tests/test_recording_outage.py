@@ -9,13 +9,14 @@ removed file gives back (a real full tmpfs is in test_fault_disk_full.py)."""
 from __future__ import annotations
 
 import errno
+import functools
 import os
 from pathlib import Path
 
 import pytest
 from faults import records_of
 
-from evaluation.simulate import simulate
+from evaluation.simulate import SimResult, simulate
 from gapwatch.core.models import (
     Notice,
     ProverPartition,
@@ -28,8 +29,13 @@ from gapwatch.sinks.recorder import WRITE_BATCH_BYTES, Recorder
 from gapwatch.sinks.segments import check_segments, segments_of
 from gapwatch.sources.files import read_any
 
-#: 300 s of the simulated prover: about 2 MB of plain JSON.
-SIM = simulate("pageable", seed=1, duration_s=300)
+
+@functools.cache
+def _sim() -> SimResult:
+    """300 s of the simulated prover: about 2 MB of plain JSON (made when a test first asks:
+    at import it cost every worker's collection)."""
+    return simulate("pageable", seed=1, duration_s=300)
+
 SEGMENT = 256 << 10
 
 
@@ -76,15 +82,15 @@ def test_a_backlog_after_a_full_disk_is_written_in_segments_of_the_budgets_size(
     notices: list[Notice] = []
     base = tmp_path / "gw.jsonl"
     rec = Recorder(check_segments(base, SEGMENT, None, 0), on_problem=notices.append)
-    rec.on_header(SIM.header)
-    _feed(rec, SIM.records)  # the disk is full: all of it waits
-    assert rec.status().state == "failing" and rec.status().records_pending == len(SIM.records)
+    rec.on_header(_sim().header)
+    _feed(rec, _sim().records)  # the disk is full: all of it waits
+    assert rec.status().state == "failing" and rec.status().records_pending == len(_sim().records)
     hog.unlink()
     assert rec.flush()
     sizes = _sizes(base)
     assert len(sizes) > 5 and max(sizes) < SEGMENT + WRITE_BATCH_BYTES + 4096, sizes
     rec.close()
-    assert [r for _, p in segments_of(base) for r in records_of(p)] == list(SIM.records)
+    assert [r for _, p in segments_of(base) for r in records_of(p)] == list(_sim().records)
     said = [n for n in notices if n.level != "info"]
     assert [n.level for n in said] == ["error", "warning"]
     assert "No space left" in said[0].message and "nothing was lost" in said[1].message
@@ -101,18 +107,18 @@ def test_rotation_and_pruning_go_on_after_failed_writes_so_the_budget_frees_the_
     notices: list[Notice] = []
     base = tmp_path / "gw.jsonl"
     rec = Recorder(check_segments(base, SEGMENT // 2, None, 3), on_problem=notices.append)
-    rec.on_header(SIM.header)
-    half = len(SIM.records) // 2
-    _feed(rec, SIM.records[:half])  # a backlog of about 1 MB: more than the disk holds
+    rec.on_header(_sim().header)
+    half = len(_sim().records) // 2
+    _feed(rec, _sim().records[:half])  # a backlog of about 1 MB: more than the disk holds
     hog.unlink()
-    _feed(rec, SIM.records[half:])
+    _feed(rec, _sim().records[half:])
     rec.close()
     status = rec.status()
-    assert status.records_dropped == 0 and status.records_written == len(SIM.records)
+    assert status.records_dropped == 0 and status.records_written == len(_sim().records)
     assert len(segments_of(base)) == 3 and status.segments_removed > 3
     assert max(_sizes(base)) < SEGMENT // 2 + WRITE_BATCH_BYTES + 4096
     kept = [r for _, p in segments_of(base) for r in records_of(p)]
-    assert kept == list(SIM.records[len(SIM.records) - len(kept):])
+    assert kept == list(_sim().records[len(_sim().records) - len(kept):])
     assert status.records_kept == len(kept)
     # Said once, recovered once: the notices never contradict each other.
     assert [n.level for n in notices if n.level != "info"] == ["error", "warning"]
@@ -132,14 +138,14 @@ def test_a_backlog_written_across_segments_keeps_every_prover_snapshot(tmp_path:
     # file: a backlog that goes into a new segment must not carry markers whose snapshot is in
     # the segment before (each segment reads on its own).
     records: list[Record] = []
-    for i, r in enumerate(SIM.records[:3000]):
+    for i, r in enumerate(_sim().records[:3000]):
         records.append(r)
         if i % 10 == 0:
             records.append(_idle(i / 10))
     snaps = [r for r in records if isinstance(r, ProverStatus)]
     base = tmp_path / "gw.jsonl"
     rec = Recorder(check_segments(base, 64 << 10, None, 0))
-    rec.on_header(SIM.header)
+    rec.on_header(_sim().header)
     for r in records:  # one flush at the end: a backlog written across many segments
         rec.on_record(r)
     rec.close()

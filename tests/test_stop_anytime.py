@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -42,6 +41,21 @@ def _taken(pid: int) -> int:
 def _handles_all_stop_signals(pid: int) -> bool:
     mask = _taken(pid)
     return all(mask & (1 << (s.value - 1)) for s in STOP)
+
+
+def _has_open(pid: int, path: Path) -> bool:
+    """Whether process `pid` holds `path` open (one of its /proc/PID/fd links)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _stop(proc: subprocess.Popen[str], sig: signal.Signals) -> tuple[int, str]:
@@ -138,8 +152,8 @@ def test_a_report_stopped_while_reading_exits_0_without_a_traceback(
     proc = subprocess.Popen(gapwatch_argv("report", str(long_recording)),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_for("the stop signals taken", lambda: _handles_all_stop_signals(proc.pid), 30)
-    time.sleep(0.5)  # imported, reading (the report takes seconds)
-    rc, err = _stop(proc, sig)
+    wait_for("the recording opened", lambda: _has_open(proc.pid, long_recording), 30)
+    rc, err = _stop(proc, sig)  # reading (the whole report takes seconds)
     assert rc == 0, err
     assert "Traceback" not in err, err
     assert f"stopped ({sig.name})" in err  # stopped, not finished before the signal

@@ -9,8 +9,9 @@ import random
 
 import pytest
 
-from gapwatch.core.evidence import ORDER_SLACK_S, EvidenceBuffer
+from gapwatch.core.evidence import MAX_EVENTS_KEPT, ORDER_SLACK_S, EvidenceBuffer, GapEvidence
 from gapwatch.core.models import LogEvent
+from gapwatch.core.prover import NoProver
 
 
 def _event(t: float, gpu: int | None, i: int) -> LogEvent:
@@ -64,3 +65,36 @@ def test_an_event_reaches_the_open_gaps_relevant_says() -> None:
                 if EvidenceBuffer.relevant(e, acc.gpu) and e.t_wall_s >= acc.from_s - 2.0]
         assert [e.name for e in acc.events] == want[:64] and len(want) > 64
     assert gaps[1].events == []
+
+
+def _one_by_one(kept: list[LogEvent], evs: list[LogEvent]) -> tuple[list[str], bool]:
+    acc = GapEvidence(0, 0.0, NoProver().open_gap(0, 0.0))
+    acc.events = list(kept)
+    for ev in evs:
+        acc.add_event(ev)
+    return [e.name for e in acc.events], acc.dirty
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_events_taken_at_once_are_those_taken_one_by_one(seed: int) -> None:
+    """`add_events` against `add_event` in turn: lists kept before of every length (empty,
+    nearly full, full of warnings, of ordinary events), runs of warnings and none."""
+    rng = random.Random(seed)
+    n = 0
+
+    def events(count: int, warn_share: float) -> list[LogEvent]:
+        nonlocal n
+        out = []
+        for _ in range(count):
+            n += 1
+            warning = "unpinned" if rng.random() < warn_share else None
+            out.append(LogEvent(float(n), "line", "tracing", f"e{n}", "", warning=warning))
+        return out
+
+    for _ in range(400):
+        kept = events(rng.choice((0, 1, 40, 63, 64, MAX_EVENTS_KEPT)), rng.random())
+        evs = events(rng.choice((0, 1, 2, 5, 63, 64, 65, 130, 300)), rng.choice((0.0, 0.05, 0.5, 1.0)))
+        acc = GapEvidence(0, 0.0, NoProver().open_gap(0, 0.0))
+        acc.events = list(kept)
+        acc.add_events(evs)
+        assert ([e.name for e in acc.events], acc.dirty) == _one_by_one(kept, evs)

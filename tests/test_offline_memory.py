@@ -17,6 +17,8 @@ from gapwatch.cli import main
 from gapwatch.config import Config
 from gapwatch.core.codec import encode_json
 from gapwatch.core.config import DetectorConfig
+from gapwatch.core.models import LogEvent
+from gapwatch.core.sizes import RAW_CHARS, TEXT_CHARS, bounded_event
 from gapwatch.offline import detect, gap_spool, sorted_spool
 from gapwatch.offline.detect import SETTLE_EVERY, Detected, detect_records
 from gapwatch.offline.gap_spool import GapSpool
@@ -198,3 +200,29 @@ def test_a_gap_spool_hands_its_gaps_over_encoded_as_it_holds_them(
     found = _detect(300.0)
     assert found.gaps.runs > 0
     assert [gap_spool.decode_gap(p) for p in found.gaps.encoded()] == list(found.gaps)
+
+
+def test_an_event_spool_gives_each_event_with_the_detectors_bounded_copy() -> None:
+    """Judged once as added (`EventSpool.bounded`): the event as added, and `bounded_event`
+    of it, the same object where nothing is cut; hostile text of every kind cut, in runs on
+    disk and in memory."""
+    big = "x" * (RAW_CHARS + 1)
+    hostile = [
+        LogEvent(1.0, "line", "tracing", "ok", "line", fields={"k": "v"}),
+        LogEvent(2.0, "line", "tracing", big[:TEXT_CHARS + 1], big),
+        LogEvent(3.0, "line", "tracing", "n", "line", job_id=big),
+        LogEvent(4.0, "line", "tracing", "n", "line", fields={big: 1, "k": big, "n": 2.5}),
+        LogEvent(5.0, "line", "tracing", "n", "line", fields={f"f{i}": i for i in range(100)}),
+        LogEvent(6.0, "line", "tracing", "n", big[:RAW_CHARS]),
+    ]
+    for run_items in (2, 1000):
+        spool = gap_spool.EventSpool(run_items=run_items)
+        for ev in reversed(hostile):
+            spool.add(ev)
+        try:
+            pairs = list(spool.bounded())
+            assert [ev for ev, _kept in pairs] == hostile == list(spool)
+            assert [kept for _ev, kept in pairs] == [bounded_event(ev) for ev in hostile]
+            assert [kept is ev for ev, kept in pairs] == [True, False, False, False, False, True]
+        finally:
+            spool.close()

@@ -10,7 +10,9 @@ import random
 import tempfile
 from pathlib import Path
 
+import msgspec
 import pytest
+from msgspec.structs import replace
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
@@ -226,3 +228,25 @@ def test_an_event_spool_gives_each_event_with_the_detectors_bounded_copy() -> No
             assert [kept is ev for ev, kept in pairs] == [True, False, False, False, False, True]
         finally:
             spool.close()
+
+
+def test_a_gap_renumbered_in_its_bytes_is_the_gap_renumbered_and_encoded_again() -> None:
+    """`renumbered` against decode, replace, encode: ids of every msgpack integer size (and
+    their edges), gaps with evidence and without; a payload laid out otherwise (a map with
+    another first key) takes the long way to the same bytes. `gap_key` reads what orders it."""
+    gaps = list(_detect(120.0).gaps)[:40]
+    assert gaps
+    sizes = (0, 1, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**63 - 1, -1, -32, -33,
+             -129, -(2**31) - 1)
+    for g in gaps:
+        for old in (g.gap_id, *sizes[::3]):
+            payload = gap_spool.encode_gap(replace(g, gap_id=old))
+            key = gap_spool.gap_key(payload)
+            assert (key.gap_id, key.gpu, key.start_s) == (old, g.gpu, g.start_s)
+            for new in sizes:
+                want = gap_spool.encode_gap(replace(g, gap_id=new))
+                assert gap_spool.renumbered(payload, new) == want
+    fields = msgspec.to_builtins(replace(gaps[0], gap_id=3))
+    other = msgspec.msgpack.encode({"gap_id": fields.pop("gap_id"), **fields})
+    assert gap_spool.decode_gap(other).gap_id == 3
+    assert gap_spool.renumbered(other, 9) == gap_spool.encode_gap(replace(gaps[0], gap_id=9))

@@ -258,9 +258,7 @@ def detect_records(
         extra_logs = list(extra_logs)
         for ev in extra_logs:
             span.observe(ev)
-    # Each event with the detector's copy of it: the spool judged it once, as it was added.
-    extra = span.kept(extra_logs.bounded() if isinstance(extra_logs, EventSpool)
-                      else ((ev, bounded_event(ev)) for ev in extra_logs))
+    extra = span.kept(_bounded(extra_logs))
     head = next(extra, None)
     next_log_t = head[0].t_wall_s if head is not None else float("inf")
     wake = wake_at if wake_at is not None else WakeAt()
@@ -322,6 +320,14 @@ def detect_records(
         log_notes=span.notes(end_s), **health_side.fields(),
         prover_events=prover_events, most_gaps_held=published.most_held,
     )  # fmt: skip
+
+
+def _bounded(events: Iterable[LogEvent]) -> Iterator[Bounded]:
+    """Each event with the detector's copy of it (`bounded_event`): a spool judged each once,
+    as it was added (`EventSpool.bounded`)."""
+    if isinstance(events, EventSpool):
+        return events.bounded()
+    return ((ev, bounded_event(ev)) for ev in events)
 
 
 def _feed_extra(det: GapDetector, side: _Side, head: Bounded | None,

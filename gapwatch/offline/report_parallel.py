@@ -366,8 +366,7 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
         new_ids = _gap_ids(parts)
         gaps = GapSpool()
         own, parts[0].gaps = parts[0].gaps, []
-        _renumber(gaps, own.encoded() if isinstance(own, GapSpool) else map(encode_gap, own),
-                  new_ids[0])
+        _renumber(gaps, _encoded(own), new_ids[0])
         if isinstance(own, GapSpool):
             own.close()
         del own
@@ -442,6 +441,11 @@ def _bad_lines(parts: list[_Part]) -> bool:
     """Whether any worker met a bad record: the others may have read that line's time as a
     sample's (`recording.PassedOver`), so a report with logs is read in one process."""
     return any(counter == "bad_records" for p in parts for _line, counter, _m in p.problem_lines)
+
+
+def _encoded(gaps: Iterable[Gap]) -> Iterator[bytes]:
+    """Gaps encoded as a `GapSpool` holds them (a spool's as they are held)."""
+    return gaps.encoded() if isinstance(gaps, GapSpool) else map(encode_gap, gaps)
 
 
 def _renumber(spool: GapSpool, payloads: Iterable[bytes], ids: list[int]) -> None:

@@ -8,9 +8,19 @@ from __future__ import annotations
 import random
 
 import pytest
+from msgspec.structs import replace
 
-from gapwatch.core.evidence import ORDER_SLACK_S, EvidenceBuffer
+from gapwatch.core.evidence import (
+    MAX_EVENTS_KEPT,
+    ORDER_SLACK_S,
+    TAKES_ANY,
+    TAKES_NONE,
+    TAKES_WARNINGS,
+    EvidenceBuffer,
+    GapEvidence,
+)
 from gapwatch.core.models import LogEvent
+from gapwatch.core.prover import NoProver
 
 
 def _event(t: float, gpu: int | None, i: int) -> LogEvent:
@@ -64,3 +74,92 @@ def test_an_event_reaches_the_open_gaps_relevant_says() -> None:
                 if EvidenceBuffer.relevant(e, acc.gpu) and e.t_wall_s >= acc.from_s - 2.0]
         assert [e.name for e in acc.events] == want[:64] and len(want) > 64
     assert gaps[1].events == []
+
+
+def _gap_holding(kept: list[LogEvent]) -> GapEvidence:
+    acc = GapEvidence(0, 0.0, NoProver().open_gap(0, 0.0))
+    for ev in kept:  # at most 64: each is appended
+        acc.add_event(ev)
+    acc.dirty = False
+    return acc
+
+
+def _one_by_one(kept: list[LogEvent], evs: list[LogEvent]) -> tuple[list[str], bool]:
+    acc = _gap_holding(kept)
+    for ev in evs:
+        acc.add_event(ev)
+    return [e.name for e in acc.events], acc.dirty
+
+
+def _takes(acc: GapEvidence) -> int:
+    """What `add_event` would still take, from the events themselves."""
+    if len(acc.events) < MAX_EVENTS_KEPT:
+        return TAKES_ANY
+    return TAKES_WARNINGS if any(e.warning is None for e in acc.events) else TAKES_NONE
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_events_taken_at_once_are_those_taken_one_by_one(seed: int) -> None:
+    """`add_events` against `add_event` in turn: lists kept before of every length (empty,
+    nearly full, full of warnings, of ordinary events), runs of warnings and none."""
+    rng = random.Random(seed)
+    n = 0
+
+    def events(count: int, warn_share: float) -> list[LogEvent]:
+        nonlocal n
+        out = []
+        for _ in range(count):
+            n += 1
+            warning = "unpinned" if rng.random() < warn_share else None
+            out.append(LogEvent(float(n), "line", "tracing", f"e{n}", "", warning=warning))
+        return out
+
+    for _ in range(400):
+        kept = events(rng.choice((0, 1, 40, 63, 64, MAX_EVENTS_KEPT)), rng.random())
+        evs = events(rng.choice((0, 1, 2, 5, 63, 64, 65, 130, 300)), rng.choice((0.0, 0.05, 0.5, 1.0)))
+        acc = _gap_holding(kept)
+        assert [e.name for e in acc.events] == [e.name for e in kept]
+        acc.add_events(evs)
+        assert ([e.name for e in acc.events], acc.dirty) == _one_by_one(kept, evs)
+        # What it can still take, said by the gap, is what its events say (after each way).
+        assert acc.takes == _takes(acc)
+        assert acc.plain == sum(e.warning is None for e in acc.events)
+        one = _gap_holding(kept)
+        for ev in evs:
+            one.add_event(ev)
+            assert (one.takes, one.plain) == (_takes(one), sum(e.warning is None for e in one.events))
+
+
+def test_open_and_closed_gaps_take_what_every_offer_would_give_them() -> None:
+    """The buffer offers an event only to the open gaps that can take it (`takes`) and looks
+    at closed gaps only when the event is not newer than all their ends: each gap ends with
+    the events `add_event` leaves when offered every relevant event in its window, and an
+    event reports reaching a closed gap just when one is in reach."""
+    rng = random.Random(7)
+    buf = EvidenceBuffer(before_s=2.0)
+    closed = [buf.open_gap(gpu, 900.0 + gpu) for gpu in (0, 1, 2)]
+    for k, acc in enumerate(closed):
+        buf.close_gap(acc, 960.0 + 10 * k)  # ends 960, 970, 980
+    opened = [buf.open_gap(gpu, 1000.0 + k) for k, gpu in enumerate((0, 1, 2, 1))]
+    every = closed + opened
+    want: dict[int, GapEvidence] = {id(a): _gap_holding([]) for a in every}
+    t = 940.0
+    for i in range(3000):
+        t += rng.choice((0.0, 0.02, 0.05))
+        warning = "unpinned" if rng.random() < rng.choice((0.02, 0.5)) else None
+        ev = LogEvent(t, "line", "tracing", f"e{i}", "", gpu=rng.choice((None, 0, 1, 2, 3)),
+                      warning=warning)
+        if i < 3:  # at the closed gaps' very ends first (an end is in reach)
+            ev = replace(ev, t_wall_s=960.0 + 10 * i, gpu=None)
+        reached = buf.add_log(ev)
+        in_reach = False
+        for acc in every:
+            until = acc.until_s if acc.until_s is not None else float("inf")
+            if EvidenceBuffer.relevant(ev, acc.gpu) and acc.from_s - 2.0 <= t <= until:
+                want[id(acc)].add_event(ev)
+                in_reach |= acc in closed
+        assert reached == in_reach
+    assert t > 1000.0
+    for acc in every:
+        assert [e.name for e in acc.events] == [e.name for e in want[id(acc)].events]
+    assert {a.takes for a in opened} >= {TAKES_WARNINGS} and any(a.events for a in closed)

@@ -10,13 +10,17 @@ import random
 import tempfile
 from pathlib import Path
 
+import msgspec
 import pytest
+from msgspec.structs import replace
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.config import Config
 from gapwatch.core.codec import encode_json
 from gapwatch.core.config import DetectorConfig
+from gapwatch.core.models import LogEvent
+from gapwatch.core.sizes import RAW_CHARS, TEXT_CHARS, bounded_event
 from gapwatch.offline import detect, gap_spool, sorted_spool
 from gapwatch.offline.detect import SETTLE_EVERY, Detected, detect_records
 from gapwatch.offline.gap_spool import GapSpool
@@ -198,3 +202,51 @@ def test_a_gap_spool_hands_its_gaps_over_encoded_as_it_holds_them(
     found = _detect(300.0)
     assert found.gaps.runs > 0
     assert [gap_spool.decode_gap(p) for p in found.gaps.encoded()] == list(found.gaps)
+
+
+def test_an_event_spool_gives_each_event_with_the_detectors_bounded_copy() -> None:
+    """Judged once as added (`EventSpool.bounded`): the event as added, and `bounded_event`
+    of it, the same object where nothing is cut; hostile text of every kind cut, in runs on
+    disk and in memory."""
+    big = "x" * (RAW_CHARS + 1)
+    hostile = [
+        LogEvent(1.0, "line", "tracing", "ok", "line", fields={"k": "v"}),
+        LogEvent(2.0, "line", "tracing", big[:TEXT_CHARS + 1], big),
+        LogEvent(3.0, "line", "tracing", "n", "line", job_id=big),
+        LogEvent(4.0, "line", "tracing", "n", "line", fields={big: 1, "k": big, "n": 2.5}),
+        LogEvent(5.0, "line", "tracing", "n", "line", fields={f"f{i}": i for i in range(100)}),
+        LogEvent(6.0, "line", "tracing", "n", big[:RAW_CHARS]),
+    ]
+    for run_items in (2, 1000):
+        spool = gap_spool.EventSpool(run_items=run_items)
+        for ev in reversed(hostile):
+            spool.add(ev)
+        try:
+            pairs = list(spool.bounded())
+            assert [ev for ev, _kept in pairs] == hostile == list(spool)
+            assert [kept for _ev, kept in pairs] == [bounded_event(ev) for ev in hostile]
+            assert [kept is ev for ev, kept in pairs] == [True, False, False, False, False, True]
+        finally:
+            spool.close()
+
+
+def test_a_gap_renumbered_in_its_bytes_is_the_gap_renumbered_and_encoded_again() -> None:
+    """`renumbered` against decode, replace, encode: ids of every msgpack integer size (and
+    their edges), gaps with evidence and without; a payload laid out otherwise (a map with
+    another first key) takes the long way to the same bytes. `gap_key` reads what orders it."""
+    gaps = list(_detect(120.0).gaps)[:40]
+    assert gaps
+    sizes = (0, 1, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**63 - 1, -1, -32, -33,
+             -129, -(2**31) - 1)
+    for g in gaps:
+        for old in (g.gap_id, *sizes[::3]):
+            payload = gap_spool.encode_gap(replace(g, gap_id=old))
+            key = gap_spool.gap_key(payload)
+            assert (key.gap_id, key.gpu, key.start_s) == (old, g.gpu, g.start_s)
+            for new in sizes:
+                want = gap_spool.encode_gap(replace(g, gap_id=new))
+                assert gap_spool.renumbered(payload, new) == want
+    fields = msgspec.to_builtins(replace(gaps[0], gap_id=3))
+    other = msgspec.msgpack.encode({"gap_id": fields.pop("gap_id"), **fields})
+    assert gap_spool.decode_gap(other).gap_id == 3
+    assert gap_spool.renumbered(other, 9) == gap_spool.encode_gap(replace(gaps[0], gap_id=9))

@@ -1,9 +1,11 @@
 """What one log event may cost in memory: the text kept for display and evidence is cut.
 
 Who calls it: `gapwatch.engine.session.Session` (every log event, before the store and the
-detector see it; the recorder gets the line whole, up to `logs.max_line_bytes`), the store (its
-log and prover-status buffers are bounded in bytes with `event_bytes` / `status_bytes`), the
-evidence buffer (which keeps less still). Pure.
+detector see it; the recorder gets the line whole, up to `logs.max_line_bytes`), the offline
+detection loop and the `--log` events' spool (`gapwatch.offline.gap_spool.EventSpool`, which
+judges each event once, as it is spooled, for every report worker that reads it back), the
+store (its log and prover-status buffers are bounded in bytes with `event_bytes` /
+`status_bytes`), the evidence buffer (which keeps less still). Pure.
 
 Why: memory must be bounded in bytes, not lines. A prover (or a fuzzer) can write 1 MiB lines;
 kept whole, 5,000 of them in the log pane took `record --log -` from 33 MB to 5.2 GB. Nothing

@@ -47,7 +47,7 @@ from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.cuzk.prover import CuzkProver, view_of
-from gapwatch.offline.gap_spool import EventSpool, GapSpool
+from gapwatch.offline.gap_spool import Bounded, EventSpool, GapSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.sources.recording import PassedOver, WakeAt
 
@@ -258,9 +258,9 @@ def detect_records(
         extra_logs = list(extra_logs)
         for ev in extra_logs:
             span.observe(ev)
-    extra = span.kept(extra_logs)
+    extra = span.kept(_bounded(extra_logs))
     head = next(extra, None)
-    next_log_t = head.t_wall_s if head is not None else float("inf")
+    next_log_t = head[0].t_wall_s if head is not None else float("inf")
     wake = wake_at if wake_at is not None else WakeAt()
     wake.t_wall_s = next_log_t
     for r in records:
@@ -268,7 +268,7 @@ def detect_records(
             if r.t_wall_s >= next_log_t:
                 head, late = _feed_extra(det, side, head, extra, r.t_wall_s)
                 take(late)
-                next_log_t = wake.t_wall_s = head.t_wall_s if head is not None else float("inf")
+                next_log_t = wake.t_wall_s = head[0].t_wall_s if head is not None else float("inf")
             out = det.feed_gpu(r)
             chaining.add_sample(r)
         elif type(r) is host_sample:
@@ -288,7 +288,8 @@ def detect_records(
                 # Another worker's sample: the log events up to it, as its sample would feed.
                 if r.t_wall_s >= next_log_t:
                     head, out = _feed_extra(det, side, head, extra, r.t_wall_s)
-                    next_log_t = wake.t_wall_s = head.t_wall_s if head is not None else float("inf")
+                    next_log_t = wake.t_wall_s = (
+                        head[0].t_wall_s if head is not None else float("inf"))
                     take(out)
                 continue
             if watch is not None:
@@ -303,7 +304,7 @@ def detect_records(
     if end_of_data is not None:
         end_s = end_of_data(end_s)
     rest = (e for e in chain((head,) if head is not None else (), extra)
-            if span.after_end(e, end_s))
+            if span.after_end(e[0], end_s))
     take(_feed_extra(det, side, next(rest, None), rest, float("inf"))[1])
     if watch is not None:
         prover_events += watch.finish()
@@ -321,18 +322,29 @@ def detect_records(
     )  # fmt: skip
 
 
-def _feed_extra(det: GapDetector, side: _Side, head: LogEvent | None,
-                rest: Iterator[LogEvent], until_s: float,
-                ) -> tuple[LogEvent | None, list[Gap | StateChange]]:
+def _bounded(events: Iterable[LogEvent]) -> Iterator[Bounded]:
+    """Each event with the detector's copy of it (`bounded_event`): a spool judged each once,
+    as it was added (`EventSpool.bounded`)."""
+    if isinstance(events, EventSpool):
+        return events.bounded()
+    return ((ev, bounded_event(ev)) for ev in events)
+
+
+def _feed_extra(det: GapDetector, side: _Side, head: Bounded | None,
+                rest: Iterator[Bounded], until_s: float,
+                ) -> tuple[Bounded | None, list[Gap | StateChange]]:
     """Feed the extra log events from `head` on (then `rest`) up to `until_s` (merged by time
-    into the records), as a session would (and to the side: timeline, watcher, `on_log`);
-    returns the first one not fed (None: none left), and what the detector said."""
+    into the records), as a session would (the detector and the watcher each event's bounded
+    copy; the side, its timeline and `on_log`, the event); returns the first one not fed
+    (None: none left), and what the detector said."""
     out: list[Gap | StateChange] = []
     watch = side.watch
-    while head is not None and head.t_wall_s <= until_s:
-        kept = bounded_event(head)
+    while head is not None:
+        event, kept = head
+        if not event.t_wall_s <= until_s:
+            break
         out += det.feed_log(kept)  # what `feed` calls for a log event
-        side.log(head)
+        side.log(event)
         if watch is not None:
             side.prover_events.extend(watch.feed(kept))
         head = next(rest, None)

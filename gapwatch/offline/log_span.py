@@ -16,10 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from gapwatch.core import fmt
 from gapwatch.core.models import LogEvent
 from gapwatch.cuzk.settings import DEPRECATED, STARTUP_FIELDS
+
+T = TypeVar("T")
 
 #: Lines this close to the recording's ends still count (evidence reaches a little before a gap).
 MARGIN_S = 300.0
@@ -66,20 +69,22 @@ class LogSpan:
             else:
                 mine.last_s = f.last_s
 
-    def kept(self, events: Iterable[LogEvent]) -> Iterator[LogEvent]:
-        """`events` (sorted by time, every one `observe`d) without those before the recording's
-        start: a file with no line from the start on is dropped whole, another keeps its
-        startup lines. Read lazily: a day's events are never held."""
+    def kept(self, items: Iterable[tuple[LogEvent, T]]) -> Iterator[tuple[LogEvent, T]]:
+        """`items`, each an event and what goes with it (the detector's copy of it), sorted by
+        time, every event `observe`d, without those before the recording's start: a file with
+        no line from the start on is dropped whole, another keeps its startup lines. Read
+        lazily: a day's events are never held."""
         if self.start_s <= 0:
-            yield from events  # no start known (a trace CSV): nothing to judge by
+            yield from items  # no start known (a trace CSV): nothing to judge by
             return
         cut = self.start_s - MARGIN_S
         for f in self.files.values():
             f.belongs = f.last_s >= cut
-        for ev in events:
+        for item in items:
+            ev = item[0]
             f = self.files[ev.stream]
             if ev.t_wall_s >= cut or (f.belongs and _startup(ev)):
-                yield ev
+                yield item
             else:
                 f.before += 1
 

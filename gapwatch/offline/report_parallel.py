@@ -20,8 +20,10 @@ one-process one, value for value:
   decoded by every worker, and each keeps only the samples of its own GPUs; a GPU missing from
   the header belongs to worker `gpu % n`.
 - Gap ids count up across all GPUs in data order: workers report the line at which each of
-  their ids was assigned (`GapDetector.on_gap_id`) and the parent renumbers. States come out in
-  one canonical order (data time, then GPU) in both paths.
+  their ids was assigned (`GapDetector.on_gap_id`) and the parent renumbers (in the gaps'
+  encoded bytes: `gap_spool.renumbered`). Each worker counts its own GPUs' gaps by GPU and
+  kind as one process counts them (`Detected.gap_tally`), so the tallies are put together as
+  they are. States come out in one canonical order (data time, then GPU) in both paths.
 - A problem line read by several workers (a bad non-GPU line) is counted once: problems carry
   their line numbers and the parent merges them by line.
 
@@ -82,7 +84,7 @@ from gapwatch.core.blind import Bye
 from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.codec import gpu_line_prefix, gpu_line_prefix_type_last
 from gapwatch.core.health import HealthStats
-from gapwatch.core.ledger import GapLedger, Tally
+from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     BlindSpot,
     CopyRecord,
@@ -99,7 +101,7 @@ from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.offline.detect import Detected, LogInput, detect_records, sort_states
-from gapwatch.offline.gap_spool import GapSpool, decode_gap
+from gapwatch.offline.gap_spool import GapSpool, encode_gap, gap_key, renumbered
 from gapwatch.sources.recording import (
     MAX_PROBLEMS,
     Recording,
@@ -167,6 +169,8 @@ class _Part:
     #: Why the report must run in one process instead, or None.
     abort: str | None = None
     gap_id_lines: list[int] = field(default_factory=list)
+    #: The worker's closed gaps by (GPU, kind), as its detection counted them.
+    gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
     #: Final versions of the worker's closed gaps, with its own ids, in start order: worker
     #: 0's (this process) as its spool; the others' follow their part over the pipe encoded
     #: (`GapSpool.encoded`), `GAP_CHUNK` at a time.
@@ -276,6 +280,7 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
         return _Part(abort=str(exc))
     return _Part(
         gap_id_lines=found.gap_id_lines,
+        gap_tally=found.gap_tally,
         gaps=found.gaps,
         state_rows=[_state_row(s) for s in found.states],
         totals=found.totals,
@@ -359,20 +364,15 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
         if any(p.abort is not None for p in parts) or (logs is not None and _bad_lines(parts)):
             return None
         new_ids = _gap_ids(parts)
-        gaps = _Renumbered()
-        ids = new_ids[0]
+        gaps = GapSpool()
         own, parts[0].gaps = parts[0].gaps, []
-        for g in own:  # renumbered copies share every field with the originals
-            gaps.add(replace(g, gap_id=ids[g.gap_id]))
+        _renumber(gaps, _encoded(own), new_ids[0])
         if isinstance(own, GapSpool):
             own.close()
         del own
         for w, (_proc, recv) in enumerate(children, 1):
-            ids = new_ids[w]
             while (chunk := recv.recv()) is not None:
-                for payload in chunk:
-                    g = decode_gap(payload)
-                    gaps.add(replace(g, gap_id=ids[g.gap_id]))
+                _renumber(gaps, chunk, new_ids[w])
         drained = True
     except EOFError:  # a child died while sending its gaps
         return None
@@ -387,7 +387,9 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
                 # through fork and would keep the worker alive, and join() would wait forever.
                 proc.kill()
             proc.join()
-    return _merge(header, parts, gaps.spool, gaps.tally())
+    # Each worker counted its own GPUs' gaps as one process counts them (`GapLedger.tally`,
+    # by GPU and kind): no key is in two workers' tallies.
+    return _merge(header, parts, gaps, {k: t for p in parts for k, t in p.gap_tally.items()})
 
 
 def replace_job(job: _Job, on_log: Callable[[LogEvent], None] | None) -> _Job:
@@ -441,25 +443,18 @@ def _bad_lines(parts: list[_Part]) -> bool:
     return any(counter == "bad_records" for p in parts for _line, counter, _m in p.problem_lines)
 
 
-class _Renumbered:
-    """The workers' gaps with their ids in one sequence: spooled, and counted by a ledger that
-    lets each go at once (they are all final)."""
+def _encoded(gaps: Iterable[Gap]) -> Iterator[bytes]:
+    """Gaps encoded as a `GapSpool` holds them (a spool's as they are held)."""
+    return gaps.encoded() if isinstance(gaps, GapSpool) else map(encode_gap, gaps)
 
-    def __init__(self) -> None:
-        self.spool = GapSpool()
-        self._ledger = GapLedger()
-        self._held = 0
 
-    def add(self, gap: Gap) -> None:
-        self._ledger.add(gap)
-        self.spool.add(gap)
-        self._held += 1
-        if self._held >= GAP_CHUNK:
-            self._ledger.take_final(set())
-            self._held = 0
-
-    def tally(self) -> dict[tuple[int, str], Tally]:
-        return self._ledger.tally()
+def _renumber(spool: GapSpool, payloads: Iterable[bytes], ids: list[int]) -> None:
+    """A worker's gaps (encoded), into `spool` with their ids in the one sequence (`ids`: see
+    `_gap_ids`): read by their key and renumbered in their bytes, never decoded whole."""
+    for payload in payloads:
+        key = gap_key(payload)
+        new_id = ids[key.gap_id]
+        spool.add_encoded(replace(key, gap_id=new_id), renumbered(payload, new_id))
 
 
 def _gap_ids(parts: list[_Part]) -> list[list[int]]:

@@ -553,8 +553,7 @@ class EvidenceBuffer:
         log = self._log
         if self._log_disorder_at <= self._logged - len(log) + 1:
             at = bisect_left(log, lo, key=_event_time)
-            # `relevant`'s rule written out: a call per event was ~15 % of a new gap's cost.
-            return [ev for ev in islice(log, at, None) if ev.gpu is None or ev.gpu == gpu]
+            return [ev for ev in islice(log, at, None) if self.relevant(ev, gpu)]
         picked = []
         for ev in reversed(log):
             if ev.t_wall_s < lo:

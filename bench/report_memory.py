@@ -5,13 +5,18 @@ Usage:
     python3 bench/report_memory.py                      # 1, 3 and 24 h x 8 GPUs
     python3 bench/report_memory.py --hours 1 3 --gpus 8 --kinds report json
     python3 bench/report_memory.py --before /tmp/base   # that checkout's figures beside these
+    python3 bench/report_memory.py --hours 168 --segments --kinds report   # a week, in segments
+    python3 bench/report_memory.py --hours 168 --segments --no-log --kinds report
 
 The recordings are the simulator's `pageable` scenario (the worst case: a gap every ~2 s on every
 GPU), simulated one hour at a time (seed = hour, its wall times an hour on, data time shifted
 to follow: bench/compare_bench.py's way, so a day never has to be in memory) and written with
 `write_recording`; each hour's prover log lines go to a `.log` beside it, given with `--log`
 (TIMELINE lines, partitions, the anchor line of each hour's engine). Cached in /tmp
-(`gapwatch-mem-Hh-Ggpu.jsonl` and `.log`), generated in a process of their own.
+(`gapwatch-mem-Hh-Ggpu.jsonl` and `.log`), generated in a process of their own. With
+`--segments` the recording is an hour per file instead, as `record --rotate-age 1h` leaves it:
+`gapwatch-mem-Hh-Ggpu.d/gw.000001.jsonl`, ... (one recording set: every header names the same
+`set_id`), and the command is given the folder.
 
 Every figure is one fresh `python -m gapwatch ...` under `/usr/bin/time -f '%M %e %U %S'`: peak
 RSS (max resident set: of the largest one process, the command's own or a worker's), the peak of
@@ -46,22 +51,30 @@ KINDS = {
 }
 
 
-def _paths(hours: int, gpus: int) -> tuple[Path, Path]:
+def _paths(hours: int, gpus: int, segments: bool = False) -> tuple[Path, Path]:
     base = Path(f"/tmp/gapwatch-mem-{hours}h-{gpus}gpu")
-    return Path(f"{base}.jsonl"), Path(f"{base}.log")
+    rec = Path(f"{base}.d") if segments else Path(f"{base}.jsonl")
+    return rec, Path(f"{base}.log")
 
 
-def generate(hours: int, gpus: int) -> None:
-    """Write the recording and its log, an hour at a time."""
+#: The recording set of `--segments` (any fixed id: the files are the bench's own).
+SET_ID = "benchweek"
+
+
+def generate(hours: int, gpus: int, segments: bool = False) -> None:
+    """Write the recording (one file, or an hour per segment) and its log, an hour at a time."""
     import msgspec
 
     from evaluation.simulate import SIM_EPOCH_WALL_S, simulate
     from gapwatch.core.models import Record
     from gapwatch.sinks.recorder import write_recording
 
-    rec_path, log_path = _paths(hours, gpus)
-    header = simulate("pageable", seed=1, duration_s=1.0, gpus=gpus).header
+    rec_path, log_path = _paths(hours, gpus, segments)
     part_log = log_path.with_suffix(".log.part")
+    if segments:
+        _generate_segments(hours, gpus, rec_path, log_path, part_log)
+        return
+    header = simulate("pageable", seed=1, duration_s=1.0, gpus=gpus).header
 
     def records(log: Any) -> Iterator[Record]:
         for k in range(hours):
@@ -80,21 +93,59 @@ def generate(hours: int, gpus: int) -> None:
     os.replace(part_log, log_path)
 
 
-def _recording(hours: int, gpus: int) -> tuple[Path, Path]:
-    rec_path, log_path = _paths(hours, gpus)
+def _generate_segments(hours: int, gpus: int, folder: Path, log_path: Path,
+                       part_log: Path) -> None:
+    """An hour per segment in `folder` (made whole in `folder.part`, then renamed), one log."""
+    import shutil
+
+    import msgspec
+
+    from evaluation.simulate import SIM_EPOCH_WALL_S, simulate
+    from gapwatch.sinks.recorder import write_recording
+
+    # Every segment starts with the session's header, as the recorder's rotation writes it.
+    header = msgspec.structs.replace(
+        simulate("pageable", seed=1, duration_s=1.0, gpus=gpus).header, set_id=SET_ID)
+    part = folder.with_name(folder.name + ".part")
+    shutil.rmtree(part, ignore_errors=True)
+    part.mkdir()
+    with open(part_log, "w") as log:
+        for k in range(hours):
+            res = simulate("pageable", seed=k + 1, duration_s=3600.0, gpus=gpus,
+                           start_wall_s=SIM_EPOCH_WALL_S + k * 3600.0)
+            log.write("".join(f"{text}\n" for _stream, text in res.log_lines))
+            shift_ns = k * 3600 * 10**9
+            write_recording(part / f"gw.{k + 1:06d}.jsonl", header,
+                            (msgspec.structs.replace(r, t_mono_ns=r.t_mono_ns + shift_ns)
+                             for r in res.records))  # type: ignore[type-var]
+            print(f"  simulated hour {k + 1}/{hours}", file=sys.stderr)
+    os.replace(part, folder)
+    os.replace(part_log, log_path)
+
+
+def _recording(hours: int, gpus: int, segments: bool = False) -> tuple[Path, Path]:
+    rec_path, log_path = _paths(hours, gpus, segments)
     if not (rec_path.exists() and log_path.exists()):
         print(f"generating {rec_path} and {log_path.name} ...", file=sys.stderr)
-        subprocess.run([sys.executable, str(HERE), "--generate", str(hours), str(gpus)],
-                       check=True, cwd=ROOT)
+        subprocess.run([sys.executable, str(HERE), "--generate", str(hours), str(gpus)]
+                       + (["--segments"] if segments else []), check=True, cwd=ROOT)
     return rec_path, log_path
 
 
-def measure(kind: str, rec: Path, log: Path, checkout: Path) -> dict[str, Any]:
+def _size_mb(path: Path) -> float:
+    files = path.iterdir() if path.is_dir() else [path]
+    return sum(f.stat().st_size for f in files) / 1e6
+
+
+def measure(kind: str, rec: Path, log: Path | None, checkout: Path) -> dict[str, Any]:
     """One command in a fresh process: the peak RSS (MiB) of its largest process, the peak of
     its processes' RSS summed (a split report's workers included, sampled every
-    `SUM_EVERY_S`), wall and CPU seconds (user + system, the workers included)."""
+    `SUM_EVERY_S`), wall and CPU seconds (user + system, the workers included). `log` None:
+    without `--log`."""
     with tempfile.TemporaryDirectory(prefix="gapwatch-mem-") as tmp:
-        cmd = [sys.executable, "-m", "gapwatch", *KINDS[kind], str(rec), "--log", str(log)]
+        cmd = [sys.executable, "-m", "gapwatch", *KINDS[kind], str(rec)]
+        if log is not None:
+            cmd += ["--log", str(log)]
         if kind == "perfetto":
             cmd += ["--out", f"{tmp}/trace.json"]
         timing = Path(tmp) / "time.txt"
@@ -169,24 +220,29 @@ def main() -> int:
                     help="another checkout, measured the same way beside this one")
     ap.add_argument("--generate", type=int, nargs=2, metavar=("HOURS", "GPUS"),
                     help=argparse.SUPPRESS)
+    ap.add_argument("--segments", action="store_true",
+                    help="the recording as an hour per segment, the folder given to the command")
+    ap.add_argument("--no-log", action="store_true", help="without the prover's log")
     ap.add_argument("--out", type=Path, default=None, help="also write the figures as JSON")
     args = ap.parse_args()
     if args.generate:
-        generate(*args.generate)
+        generate(args.generate[0], args.generate[1], segments=args.segments)
         return 0
     checkouts = [("this", ROOT)] + ([("before", args.before.resolve())] if args.before else [])
     rows = []
     print(f"{'input':<22} {'MB':>7} {'checkout':<8} {'kind':<9} {'peak RSS MiB':>12} "
           f"{'summed MiB':>10} {'wall s':>7} {'CPU s':>7} {'rc':>3}")
     for hours in args.hours:
-        rec, log = _recording(hours, args.gpus)
-        size_mb = (rec.stat().st_size + log.stat().st_size) / 1e6
+        rec, log_file = _recording(hours, args.gpus, args.segments)
+        log = None if args.no_log else log_file
+        size_mb = _size_mb(rec) + (_size_mb(log) if log is not None else 0.0)
         for kind in args.kinds:
             for name, checkout in checkouts:
                 m = measure(kind, rec, log, checkout)
                 rows.append({"hours": hours, "gpus": args.gpus, "input_mb": size_mb,
                              "checkout": name, **m})
-                print(f"{f'{hours} h x {args.gpus} GPUs':<22} {size_mb:>7.0f} {name:<8} "
+                what = f"{hours} h x {args.gpus} GPUs" + ("" if log is not None else " no log")
+                print(f"{what:<22} {size_mb:>7.0f} {name:<8} "
                       f"{kind:<9} {m['peak_rss_mib']:>12.0f} {m['summed_rss_mib']:>10.0f} "
                       f"{m['wall_s']:>7.1f} {m['cpu_s']:>7.1f} {m['rc']:>3}"
                       + (f"  {m['stderr_tail']!r}" if m["rc"] else ""), flush=True)

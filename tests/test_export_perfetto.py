@@ -15,10 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cuzk_fakes import WAITS_ON_SYNTHESIS
 
 from gapwatch.cli import main
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, LogEvent, SessionHeader
+from gapwatch.cuzk.status import parse_status
+from gapwatch.engine.session import default_header
 from gapwatch.offline.perfetto import GPU_PID_BASE, PROVER_PID, TraceBuilder
+from gapwatch.sinks.recorder import write_recording
 
 DATA = Path(__file__).parent / "data"
 PHASES = set("BEXiICbenMsftPOND(),Rc") | {"v", "V"}
@@ -160,6 +164,35 @@ def test_pageable_trace_exports_a_valid_trace_with_gaps_phases_and_warnings(
     assert {"GPU 0 (trace)", "gaps", "chaining state", "worker 0 (GPU 0)"} <= names
     states = {e["name"] for e in events if e.get("cat") == "state"}
     assert "BREAKDOWN" in states
+
+
+def test_a_log_without_its_anchor_line_is_in_the_trace_where_the_report_placed_it(
+        tmp_path: Path) -> None:
+    """The report places TIMELINE lines by the recorded `/status` uptime when the log's own
+    anchor line is not in it; the trace shows the events the report detected with (it parsed
+    the log again without that epoch, and those lines were dropped)."""
+    t_poll = 1_796_000_100.0
+    status = parse_status(json.dumps({**WAITS_ON_SYNTHESIS, "uptime_secs": 100.0}).encode(),
+                          "p", 1, t_poll, 2.0)
+    rec = tmp_path / "r.jsonl"
+    sample = GpuSample(0, 1_000_000_000, t_poll, 100_000_000, 50.0, 50.0, 1.0, 1.0)
+    write_recording(rec, default_header("test", [GpuInfo(index=0)], 100.0), [sample, status])
+    log = tmp_path / "stderr.log"
+    log.write_text("TIMELINE,99000,SYNTH_START,porep-1-0,partition=4\n"
+                   "TIMELINE,99800,SYNTH_END,porep-1-0,partition=4,synth_ms=800\n")
+    out = tmp_path / "trace.json"
+    assert main(["export", str(rec), "--out", str(out), "--log", str(log)]) == 0
+    trace = json.loads(out.read_text())
+    assert validate_trace(trace) == []
+    events = trace["traceEvents"]
+    (begin,) = [e for e in events if e["ph"] == "b" and e.get("cat") == "synthesis"]
+    assert begin["args"]["partition"] == 4
+    # TIMELINE's epoch is the poll time less the uptime (and half the poll's latency): the
+    # synthesis began 99 s after it, 0.899 s before the sample's reading began (at its time
+    # less its 100 ms interval).
+    (sm,) = [e for e in events if e["ph"] == "C" and e["name"] == "SM active %"]
+    assert sm["ts"] - begin["ts"] == pytest.approx(
+        ((t_poll - 0.1) - (t_poll + 0.001 - 100.0 + 99.0)) * 1e6, abs=1.0)
 
 
 def test_without_logs_there_are_no_prover_slices(tmp_path: Path) -> None:

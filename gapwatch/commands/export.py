@@ -45,20 +45,20 @@ def _default_out(path: Path, fmt: str) -> Path:
 
 def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes]) -> str:
     from gapwatch.offline.perfetto import TraceBuilder
-    from gapwatch.offline.report import build_report, spool_logs
+    from gapwatch.offline.report import build_report, logs_parsed
     from gapwatch.sources.files import read_any
 
-    # The report's own pass decides gaps and states; a second read streams the samples.
-    report = build_report(path, config, logs)
-    extra, _ = spool_logs(logs, config)
-    recording = read_any(path)
-    builder = TraceBuilder(recording.header)
-    # Recorded gaps and states are superseded by the report's (same samples, this version).
-    builder.extend(r for r in recording.records if r.type not in DERIVED_TYPES)
-    try:
-        builder.extend(extra)  # in time order, read back from disk one at a time
-    finally:
-        extra.close()
+    # The logs parsed once: the report detects with their events, and the trace shows the
+    # same events (read back from their spool on disk in time order, one at a time).
+    with logs_parsed(path, config, logs) as parsed:
+        # The report's own pass decides gaps and states; a second read streams the samples.
+        report = build_report(path, config, logs, parsed=parsed)
+        recording = read_any(path)
+        builder = TraceBuilder(recording.header)
+        # Recorded gaps and states are superseded by the report's (same samples, this version).
+        builder.extend(r for r in recording.records if r.type not in DERIVED_TYPES)
+        if parsed is not None:
+            builder.extend(parsed.spool)
     builder.final_gaps(report.gaps)  # drawn as the trace is written, read from the spool
     builder.extend(report.states)
     builder.extend(report.prover_events)  # PoSt, restarts, errors: derived again, as gaps

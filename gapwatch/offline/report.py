@@ -28,7 +28,8 @@ from __future__ import annotations
 import copy
 import gc
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -176,14 +177,15 @@ def spool_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | N
 
 def build_report(
     path: str | Path, config: Config, log_paths: list[str] | None = None,
-    workers: int | None = None,
+    workers: int | None = None, *, parsed: LogInput | None = None,
 ) -> ReportData:
     """Read `path` (recording or trace CSV), run the detector, add up gaps, states and payoff.
 
     `workers`: processes to split the GPUs across; None picks (several only for a large
     recording with several GPUs, on several CPUs: see
     `gapwatch.offline.report_parallel.plan_workers`); 1 forces one process. The result is the
-    same. The `--log` files are parsed once, whichever runs.
+    same. The `--log` files are parsed once, whichever runs; `parsed`: already parsed
+    (`logs_parsed`, for a caller that reads them again beside the report: the caller closes it).
 
     Raises:
         gapwatch.sources.recording.RecordingError: the file is not a usable recording.
@@ -191,29 +193,55 @@ def build_report(
     """
     logs = list(log_paths or [])
     n = plan_workers(path, logs) if workers is None else workers
-    # The cyclic garbage collector finds nothing to free here (records and gaps hold no
-    # cycles), but with millions of objects alive its full passes cost seconds (~10 % of a
-    # 24 h report); forked workers inherit it off. It runs again afterwards.
-    gc_was_on = gc.isenabled()
+    own = parsed is None
+    with collector_off():
+        try:  # a `--log` file that cannot be read leaves the collector as it found it
+            if parsed is None and logs:
+                parsed = parse_log_input(path, config, logs)
+            found = None
+            if n > 1:
+                paths = PathsSeen()
+                found = detect_parallel(path, config, n, parsed, on_log=paths.feed_log)
+                if found is not None:
+                    _count_logs(found, parsed)
+            if found is None:
+                paths = PathsSeen()  # what a split run that gave up saw is not kept
+                found = detect(path, config, logs, on_log=paths.feed_log, parsed=parsed)
+            return summarise(path, found, logs, config.detector.window_s, paths.result())
+        finally:
+            if own and parsed is not None:
+                parsed.close()
+
+
+@contextmanager
+def collector_off() -> Iterator[None]:
+    """The cyclic garbage collector off while a report reads and detects, as it was after.
+
+    It finds nothing to free there (records and gaps hold no cycles), but with millions of
+    objects alive its full passes cost seconds (~10 % of a 24 h report); forked workers
+    inherit it off."""
+    was_on = gc.isenabled()
     gc.disable()
-    parsed = None
-    try:  # a `--log` file that cannot be read leaves the collector as it found it
-        parsed = parse_log_input(path, config, logs) if logs else None
-        found = None
-        if n > 1:
-            paths = PathsSeen()
-            found = detect_parallel(path, config, n, parsed, on_log=paths.feed_log)
-            if found is not None:
-                _count_logs(found, parsed)
-        if found is None:
-            paths = PathsSeen()  # what a split run that gave up saw is not kept
-            found = detect(path, config, logs, on_log=paths.feed_log, parsed=parsed)
-        return summarise(path, found, logs, config.detector.window_s, paths.result())
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+@contextmanager
+def logs_parsed(path: str | Path, config: Config, log_paths: list[str]
+                ) -> Iterator[LogInput | None]:
+    """The `--log` files of the recording at `path` parsed once (`parse_log_input`; None
+    without any) for a caller that reads their events beside the report (`build_report(...,
+    parsed=)`: the Perfetto export), closed at the end. Raises what `parse_log_input` raises."""
+    with collector_off():
+        parsed = parse_log_input(path, config, log_paths) if log_paths else None
+    try:
+        yield parsed
     finally:
         if parsed is not None:
             parsed.close()
-        if gc_was_on:
-            gc.enable()
 
 
 #: Records looked through for a first `/status` snapshot: one is polled about every second,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -17,7 +18,9 @@ from evaluation.simulate import simulate
 from gapwatch.config import Config
 from gapwatch.core.codec import gpu_line_prefix, gpu_line_prefix_type_last
 from gapwatch.core.models import GpuSample, HostSample, LogEvent, StateChange
-from gapwatch.offline import report_parallel
+from gapwatch.offline import report, report_parallel
+from gapwatch.offline.compare import read_side
+from gapwatch.offline.detect import Detected
 from gapwatch.offline.report import ReportData, build_report, parse_log_input, to_json
 from gapwatch.offline.report_parallel import MIN_PARALLEL_BYTES, detect_parallel, plan_workers
 from gapwatch.sinks.recorder import write_recording
@@ -309,3 +312,31 @@ def test_gpus_are_dealt_round_robin_and_worker_0_takes_one_fewer_with_logs() -> 
                 assert counts == even
     assert _owners(list(range(8)), 2, lighter_first=True) == {
         0: 0, 1: 1, 2: 0, 3: 1, 4: 0, 5: 1, 6: 1, 7: 1}
+
+
+def test_a_compare_side_with_log_files_is_split_and_reads_as_in_one_process(
+    sim_with_log: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`compare` detects each side as `report` does: split across processes with `--log`
+    files too (it read a side with logs in one process), the prover's settings read from every
+    log event in this process, as one process reads them."""
+    path, log = sim_with_log
+    monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)
+    splits: list[bool] = []
+    real = detect_parallel
+
+    def spy(*args: Any, **kwargs: Any) -> Detected | None:
+        found = real(*args, **kwargs)
+        splits.append(found is not None)
+        return found
+
+    monkeypatch.setattr(report, "detect_parallel", spy)
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
+    split = read_side("AFTER", path, Config(), [str(log)])
+    assert splits == [True]
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 1)
+    one = read_side("AFTER", path, Config(), [str(log)])
+    assert splits == [True]  # one process: no split tried
+    assert split == one
+    assert split.settings.values and split.partitions_per_hour

@@ -4,8 +4,9 @@ Who calls it: `gapwatch.commands.compare` (text, `--json`, `--markdown` through
 `gapwatch.offline.compare_format`), tests, bench/compare_bench.py.
 
 Each side is read as `report` reads it (a recording, a folder or a glob of segments, with its own
-`--log` files) and detected by the same code (`gapwatch.offline.report`: the parallel detection
-for a large recording without logs, else the one-process loop), one side after the other: of a
+`--log` files) and detected by the same code (`gapwatch.offline.report.detect_either`: split
+across processes for a large recording, with or without logs, else the one-process loop),
+one side after the other: of a
 side only slim tuples are kept (each gap's GPU, kind, cause and times; each partition's GPU and
 end; each H2D copy's GPU, memory kind, end, bytes and time), so that the second side is detected
 with the first's report gone. Then both sides are cut into the same fixed windows
@@ -23,7 +24,6 @@ taken as fixed) are set against what AFTER achieved.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,8 +49,8 @@ from gapwatch.offline.compare_windows import (
     choose_window_s,
     series,
 )
-from gapwatch.offline.report import detect, summarise
-from gapwatch.offline.report_parallel import detect_parallel, plan_workers
+from gapwatch.offline.report import collector_off, detect_either, logs_parsed, summarise
+from gapwatch.offline.report_parallel import plan_workers
 
 COMPARE_SCHEMA_VERSION = 1
 #: Figures whose change follows the load (how much work the prover was given), not a setting.
@@ -109,14 +109,10 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str]) -> 
         gapwatch.sources.recording.RecordingError: not a usable recording.
         OSError: a `--log` file cannot be read.
     """
-    seen = SettingsSeen()
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_off():
         n = plan_workers(path, logs)
-        found = detect_parallel(path, config, n) if n > 1 and not logs else None
-        if found is None:
-            found = detect(path, config, logs, on_log=seen.feed_log)
+        with logs_parsed(path, config, logs) as parsed:
+            found, seen = detect_either(path, config, logs, n, parsed, SettingsSeen)
         for st in found.prover_statuses:
             seen.feed_status(st)
         rep = summarise(path, found, logs, config.detector.window_s)
@@ -137,9 +133,6 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str]) -> 
             partitions_per_hour=rep.payoff.get("partitions_per_hour"),
             statuses=statuses, problems=[*rep.warnings, *rep.problems], posts=posts,
         )  # fmt: skip
-    finally:
-        if gc_was_on:
-            gc.enable()
 
 
 def _slim_gap(g: Gap) -> SlimGap:

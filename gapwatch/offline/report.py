@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from gapwatch.config import Config
 from gapwatch.core import fmt
@@ -198,19 +198,36 @@ def build_report(
         try:  # a `--log` file that cannot be read leaves the collector as it found it
             if parsed is None and logs:
                 parsed = parse_log_input(path, config, logs)
-            found = None
-            if n > 1:
-                paths = PathsSeen()
-                found = detect_parallel(path, config, n, parsed, on_log=paths.feed_log)
-                if found is not None:
-                    _count_logs(found, parsed)
-            if found is None:
-                paths = PathsSeen()  # what a split run that gave up saw is not kept
-                found = detect(path, config, logs, on_log=paths.feed_log, parsed=parsed)
+            found, paths = detect_either(path, config, logs, n, parsed, PathsSeen)
             return summarise(path, found, logs, config.detector.window_s, paths.result())
         finally:
             if own and parsed is not None:
                 parsed.close()
+
+
+class LogListener(Protocol):
+    """What reads every log event beside the detection (`detect_records`' `on_log`)."""
+
+    def feed_log(self, ev: LogEvent) -> None: ...
+
+
+L = TypeVar("L", bound=LogListener)
+
+
+def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
+                  parsed: LogInput | None, new_listener: Callable[[], L]) -> tuple[Detected, L]:
+    """Detect over `path` split across `n` processes where it splits, else in one (the same
+    result), the `--log` files already `parsed` (None: none given); a listener made by
+    `new_listener` is fed every log event, in the order one process feeds them (a split run's
+    in this process). Used by `build_report` and `compare`'s sides."""
+    if n > 1:
+        listener = new_listener()
+        found = detect_parallel(path, config, n, parsed, on_log=listener.feed_log)
+        if found is not None:
+            _count_logs(found, parsed)
+            return found, listener
+    listener = new_listener()  # what a split run that gave up saw is not kept
+    return detect(path, config, logs, on_log=listener.feed_log, parsed=parsed), listener
 
 
 @contextmanager

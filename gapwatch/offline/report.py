@@ -1,7 +1,8 @@
 """`gapwatch report`: what the detector finds in a recording or a trace CSV, summed up.
 
 Who calls it: `gapwatch.commands.report` (text or JSON to stdout), `gapwatch.commands.export`
-(the Perfetto trace shows the same gaps), tests, the bench. The detection itself is
+(the Perfetto trace shows the same gaps and log events), `gapwatch.offline.compare` (each side
+detected by `detect_either`, as the report detects), tests, the bench. The detection itself is
 `gapwatch.offline.detect.detect_records` (one process) or `gapwatch.offline.report_parallel`
 (GPUs split across processes, same result); this module reads the inputs, picks between the two,
 and adds up gaps (from the run's `GapLedger`), breakdown periods, partitions and payoff.
@@ -250,8 +251,10 @@ def collector_off() -> Iterator[None]:
 def logs_parsed(path: str | Path, config: Config, log_paths: list[str]
                 ) -> Iterator[LogInput | None]:
     """The `--log` files of the recording at `path` parsed once (`parse_log_input`; None
-    without any) for a caller that reads their events beside the report (`build_report(...,
-    parsed=)`: the Perfetto export), closed at the end. Raises what `parse_log_input` raises."""
+    without any), closed at the end: for a caller that reads their events beside the report
+    (the Perfetto export: `build_report(..., parsed=)`, then the spool again) or detects
+    without `build_report` (`compare`'s sides: `detect_either`). Raises what
+    `parse_log_input` raises."""
     with collector_off():
         parsed = parse_log_input(path, config, log_paths) if log_paths else None
     try:

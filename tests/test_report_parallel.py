@@ -340,3 +340,60 @@ def test_a_compare_side_with_log_files_is_split_and_reads_as_in_one_process(
     assert splits == [True]  # one process: no split tried
     assert split == one
     assert split.settings.values and split.partitions_per_hour
+
+
+def _segments(src: Path, folder: Path, parts: int, damaged: tuple[int, ...] = ()) -> Path:
+    """`src` cut into `parts` segments of one recording set in `folder` (the recorder's way:
+    each starts with the session's header, with a set id); each segment in `damaged` gets a bad
+    line near its start, the first of them also a cut last line (kill -9 mid-write)."""
+    header, *body = src.read_bytes().splitlines(keepends=True)
+    head = msgspec.json.encode({**msgspec.json.decode(header), "set_id": "s1"}) + b"\n"
+    folder.mkdir()
+    size = len(body) // parts + 1
+    for k in range(parts):
+        lines = body[k * size:(k + 1) * size]
+        if k in damaged:
+            lines = lines[:5] + [b'{"type":"gpu","gpu":0,"t_wall_s":"soon"}\n'] + lines[5:]
+        if damaged and k == damaged[0]:
+            lines.append(b'{"type":"host","t_mono')
+        (folder / f"gw.{k + 1:06d}.jsonl").write_bytes(head + b"".join(lines))
+    return folder
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_folder_of_segments_is_split_across_processes_and_reports_the_same(
+    sim_recording: Path, tmp_path: Path, workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recording kept in segments (`record --rotate-size`, a week of them) is split by GPU
+    as one file is: the same document, the bad lines of its files counted once each and in
+    the order one process reads them."""
+    folder = _segments(sim_recording, tmp_path / "set", 3, damaged=(0, 2))
+    monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: workers)
+    assert plan_workers(folder, []) == workers
+    assert detect_parallel(folder, Config(), workers) is not None  # it did split
+    one = _same(folder, workers)  # problems included, in order
+    assert one.counters["bad_records"] == 2 and one.counters["partial_line"] == 1
+    # In reading order: the first segment's cut end (its line 1546) before the third's bad
+    # line (its line 7), in the split report too (`_same`).
+    assert [Path(p.split(":")[0]).name for p in one.problems] == [
+        "gw.000001.jsonl", "gw.000001.jsonl", "gw.000003.jsonl"]
+    assert "incomplete last line" in one.problems[1]
+    assert len(one.gaps) > 100
+
+
+def test_a_folder_of_segments_with_log_files_is_split_and_reports_the_same(
+    sim_with_log: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, log = sim_with_log
+    folder = _segments(path, tmp_path / "set", 3)
+    monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)
+    parsed = parse_log_input(folder, Config(), [str(log)])
+    try:
+        assert detect_parallel(folder, Config(), 2, parsed) is not None  # it did split
+    finally:
+        parsed.close()
+    one = _same(folder, 2, [str(log)])
+    assert sum(len(g.log_events) for g in one.gaps) > 1000

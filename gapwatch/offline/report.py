@@ -78,7 +78,7 @@ from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.log_split import spool_split
 from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
-from gapwatch.sources.files import read_any
+from gapwatch.sources.files import header_of, read_any
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -293,11 +293,7 @@ def parse_log_input(path: str | Path, config: Config, log_paths: list[str]) -> L
     caller closes). Raises OSError (a log), RecordingError (the recording's header)."""
     # Logs without their TIMELINE anchor line are placed by the recorded /status uptime.
     epoch = recorded_timeline_epoch(path) if log_paths else None
-    rec = read_any(path)
-    close = getattr(rec.records, "close", None)  # a generator holding the file open
-    if close is not None:
-        close()
-    span = LogSpan(rec.header.started_wall_s)
+    span = LogSpan(header_of(path).started_wall_s)
     # A large file in two processes (`gapwatch.offline.log_split`), the same spool.
     split = spool_split(log_paths, config, epoch, span)
     extra, counters = split or spool_logs(log_paths, config, epoch, span.observe)

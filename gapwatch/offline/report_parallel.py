@@ -6,7 +6,9 @@ process takes ~45 s on a 2-core test machine, past the 30 s goal, and the work s
 by GPU (figures in docs/benchmarks.md).
 
 This module splits the work; it does not re-implement reading or detection. Each worker reads
-the file with the ordinary reader (`gapwatch.sources.recording.read_recording`, told to pass
+the file, or the set of segments (a folder or glob: `gapwatch.sources.recording_set`, each
+file read alike, problems numbered in reading order), with the ordinary reader
+(`gapwatch.sources.files.read_any`, told to pass
 over the other workers' GPU-sample lines undecoded) and runs the ordinary detection loop
 (`gapwatch.offline.detect.detect_records`) over what is left. Why the merged result equals the
 one-process one, value for value:
@@ -52,7 +54,7 @@ Not parallel: the copy trace's records (copies, /proc readings, link states): th
 recent copies is one over all GPUs. A worker that meets one stops all workers: the report then
 runs in one process (`detect_parallel` returns None), as it does when the workers cannot be
 forked with `--log` files (their spool is not handed to a spawned process). Trace CSVs,
-recordings under `MIN_PARALLEL_BYTES` of JSON
+recordings under `MIN_PARALLEL_BYTES` of JSON (a set: its files summed)
 and single-GPU recordings take the one-process path too (`plan_workers`), as does a machine
 with one usable CPU. A gzip recording is large by the JSON it holds, not its size on disk:
 each worker decompresses it whole, in parallel, as each reads a plain file whole (inflated in
@@ -102,14 +104,8 @@ from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.offline.detect import Detected, LogInput, detect_records, sort_states
 from gapwatch.offline.gap_spool import GapSpool, encode_gap, gap_key, renumbered
-from gapwatch.sources.recording import (
-    MAX_PROBLEMS,
-    Recording,
-    WakeAt,
-    json_bytes,
-    open_recording,
-    read_recording,
-)
+from gapwatch.sources.files import header_of, json_bytes_of, read_any
+from gapwatch.sources.recording import MAX_PROBLEMS, Recording, WakeAt
 
 #: Smaller recordings are read in one process: starting workers costs ~0.1-0.5 s, and each
 #: worker costs ~0.68 of one process in CPU (it reads every line and every host sample): on a
@@ -143,10 +139,9 @@ def plan_workers(path: str | Path, log_paths: list[str]) -> int:
     if (log_paths and not can_share_logs()) or p.suffix.lower() == ".csv":
         return 1
     try:
-        if json_bytes(p) < MIN_PARALLEL_BYTES:
+        if json_bytes_of(p) < MIN_PARALLEL_BYTES:
             return 1
-        header, stream, _ = open_recording(p)
-        stream.close()
+        header = header_of(p)
     except Exception:  # noqa: BLE001 - the one-process path reports the problem properly
         return 1
     return max(1, min(usable_cpus(), len(header.gpus)))
@@ -257,14 +252,12 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
           ) -> _Part:
     """Worker `me` of `n`: the detection loop over its GPUs' samples and every other record."""
     path, config, n, stop, logs = job.path, job.config, job.n, job.stop, job.logs
-    header, stream, _ = open_recording(path)
-    stream.close()
-    owners = _owners([g.index for g in header.gpus], n, lighter_first=logs is not None)
+    owners = _owners([g.index for g in header_of(path).gpus], n, lighter_first=logs is not None)
     others = [g for g, w in owners.items() if w != me]
     wake = WakeAt() if logs is not None else None
-    rec = read_recording(path, skip_prefixes=tuple(map(gpu_line_prefix, others)),
-                         skip_type_last=tuple(map(gpu_line_prefix_type_last, others)),
-                         keep_problem_lines=True, wake_at=wake)
+    rec = read_any(path, skip_prefixes=tuple(map(gpu_line_prefix, others)),
+                   skip_type_last=tuple(map(gpu_line_prefix_type_last, others)),
+                   keep_problem_lines=True, wake_at=wake)
     mine = me == 0
     watch = CuzkWatch(deadlines_of(config.cuzk)) if mine and config.logs.cuzk else None
     try:
@@ -333,12 +326,11 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
 
     `logs`: the `--log` files, parsed (every worker reads them); `on_log`: called with every
     log event, in this process (`detect_records`). Returns None when the input must be read in
-    one process (see the module docstring). Raises what `open_recording` raises for an
-    unusable file.
+    one process (see the module docstring). Raises what `header_of` raises for an unusable
+    file.
     """
     path = str(path)
-    header, stream, _ = open_recording(path)
-    stream.close()
+    header = header_of(path)
     # fork is cheapest (nothing to re-import) and safe while this process has one thread.
     fork = can_share_logs()
     if logs is not None and not fork:

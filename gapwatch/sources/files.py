@@ -1,30 +1,54 @@
 """Which reader a recorded file needs: a gapwatch recording, a set of them (a folder or a glob
 of segments, read as one session) or a trace CSV.
 
-Who calls it: the runtime (`--source replay:FILE`), `gapwatch.offline` (report, export), tests.
+Who calls it: the runtime (`--source replay:FILE`), `gapwatch.offline` (report, export, the
+parallel report's plan and workers: `header_of`, `json_bytes_of`), tests.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from gapwatch.sources.recording import Recording, RecordingError, read_recording
-from gapwatch.sources.recording_set import is_set, read_set
+from gapwatch.core.models import SessionHeader
+from gapwatch.sources.recording import Recording, RecordingError, json_bytes, read_recording
+from gapwatch.sources.recording_set import is_set, read_set, set_files
 from gapwatch.sources.trace_csv import read_trace_csv
 
 
-def read_any(path: str | Path) -> Recording:
+def read_any(path: str | Path, **reading: Any) -> Recording:
     """Open a recording (.jsonl / .jsonl.gz), a set of them (a folder, or a glob such as
-    `'/data/gw.*.jsonl.gz'`: one session), or a trace CSV (.csv), chosen by name.
+    `'/data/gw.*.jsonl.gz'`: one session), or a trace CSV (.csv), chosen by name. `reading`:
+    `read_recording`'s keywords, for a recording or each file of a set (the parallel report's
+    workers; a trace CSV takes none).
 
     Raises:
         RecordingError: no such file, or not a usable recording / trace CSV.
     """
     p = Path(path)
     if is_set(p):
-        return read_set(p)
+        return read_set(p, **reading)
     if not p.exists():
         raise RecordingError(f"{p}: no such file")
     if p.suffix.lower() == ".csv":
         return read_trace_csv(p)
-    return read_recording(p)
+    return read_recording(p, **reading)
+
+
+def header_of(path: str | Path) -> SessionHeader:
+    """The header `read_any` would give `path` (a set's: the first run's, with every GPU),
+    its records not read. Raises RecordingError."""
+    rec = read_any(path)
+    close = getattr(rec.records, "close", None)  # a generator holding a file open
+    if close is not None:
+        close()
+    return rec.header
+
+
+def json_bytes_of(path: str | Path) -> int:
+    """About how many bytes of JSON `path` holds (`recording.json_bytes`; a set's files
+    summed). Raises OSError."""
+    p = Path(path)
+    if is_set(p):
+        return sum(json_bytes(f) for f in set_files(p)[0])
+    return json_bytes(p)

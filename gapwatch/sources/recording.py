@@ -141,6 +141,9 @@ class Recording:
     #: (`read_recording(keep_problem_lines=True)`): the parallel report merges the readings of
     #: its workers by line, so that a bad line read by two of them is counted once.
     problem_lines: list[tuple[int, str, str]] | None = None
+    #: Added to the line of every problem kept: a set's files each get a base of their own
+    #: (`gapwatch.sources.recording_set`), so that the lines sort in reading order.
+    problem_line_base: int = 0
     #: The files read, in order (one, or a set of segments: `gapwatch.sources.recording_set`).
     files: list[Path] = field(default_factory=list)
     #: Runs of gapwatch joined (segments of one run share a header; a restart is a new run).
@@ -153,7 +156,12 @@ class Recording:
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(message)
         if self.problem_lines is not None:
-            self.problem_lines.append((line_no, counter, message))
+            self.problem_lines.append((self.problem_line_base + line_no, counter, message))
+
+
+#: Where a reader keeps its problems' lines: a list shared with the caller, and the base
+#: added to each line (`read_recording(problem_lines=)`).
+ProblemLines = tuple[list[tuple[int, str, str]], int]
 
 
 class LineStream(Protocol):
@@ -599,7 +607,7 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, LineStream, list[st
 def read_recording(
     path: str | Path, *, skip_prefixes: tuple[bytes, ...] = (),
     skip_type_last: tuple[bytes, ...] = (), keep_problem_lines: bool = False,
-    wake_at: WakeAt | None = None,
+    wake_at: WakeAt | None = None, problem_lines: ProblemLines | None = None,
 ) -> Recording:
     """Open a JSON Lines recording. Raises RecordingError when its header is unusable.
 
@@ -610,10 +618,14 @@ def read_recording(
         wake_at: a wall time the caller moves on (`WakeAt`): lines passed over at or after
             it come out as `PassedOver` among the records (the parallel report with
             logs; typed as records for its one caller, `report_parallel`, which reads them).
+        problem_lines: keep them in this list instead, each line plus this base (a set's
+            file: `gapwatch.sources.recording_set`).
     """
     header, stream, problems = open_recording(path)
-    rec = Recording(path=Path(path), header=header, records=iter(()),
-                    problem_lines=[] if keep_problem_lines else None, files=[Path(path)])
+    kept, base = problem_lines if problem_lines is not None else (
+        [] if keep_problem_lines else None, 0)
+    rec = Recording(path=Path(path), header=header, records=iter(()), problem_lines=kept,
+                    problem_line_base=base, files=[Path(path)])
     for message in problems:
         rec.problem("bad_header", message, 1)
     rec.records = without_isolated_times(

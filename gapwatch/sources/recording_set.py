@@ -33,7 +33,7 @@ import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 from msgspec import structs
@@ -145,9 +145,11 @@ def _glob_of(names: list[str]) -> str | None:
         _SEGMENT_NUMBER.search(n) for n in names) else None
 
 
-def read_set(path: Path) -> Recording:
+def read_set(path: Path, **reading: Any) -> Recording:
     """The recordings `path` names (see `set_files`) as one `Recording`: the files of one
-    recording set, ordered by the times inside them.
+    recording set, ordered by the times inside them. `reading`: how each file is read
+    (`read_recording`'s `skip_prefixes`, `skip_type_last`, `wake_at`, `keep_problem_lines`:
+    the parallel report's workers read a set as they read a file).
 
     Raises:
         RecordingError: the folder or glob holds no usable recording, or more than one
@@ -176,11 +178,11 @@ def read_set(path: Path) -> Recording:
         listed = "; ".join(_describe(path, fs) for fs in sets.values())
         raise RecordingError(f"{path} holds {len(sets)} recordings, not one: {listed}; give "
                              "one of them (a file, or a glob naming its files)")
-    return _joined(path, next(iter(sets.values())), skipped, header_problems, others)
+    return _joined(path, next(iter(sets.values())), skipped, header_problems, others, reading)
 
 
 def _joined(path: Path, files: list[_File], skipped: list[str], header_problems: list[str],
-            others: list[str]) -> Recording:
+            others: list[str], reading: dict[str, Any]) -> Recording:
     runs: dict[tuple[str, float, int], list[_File]] = {}
     for f in files:
         h = f.header
@@ -192,7 +194,9 @@ def _joined(path: Path, files: list[_File], skipped: list[str], header_problems:
         for g in fs[0].header.gpus:
             gpus.setdefault(g.index, g)
     header = structs.replace(first, gpus=[gpus[i] for i in sorted(gpus)])
-    rec = Recording(path=path, header=header, records=iter(()))
+    keep = reading.pop("keep_problem_lines", False)
+    rec = Recording(path=path, header=header, records=iter(()),
+                    problem_lines=[] if keep else None)
     for message in header_problems:
         rec.problem("bad_header", message, 1)
     for message in skipped:
@@ -209,7 +213,7 @@ def _joined(path: Path, files: list[_File], skipped: list[str], header_problems:
                                                _segment_number(f.path), f.path.name))]
     rec.files = [p for p, _ in plan]
     rec.runs = len(ordered)
-    rec.records = _records(rec, plan)
+    rec.records = _records(rec, plan, reading)
     return rec
 
 
@@ -222,10 +226,15 @@ def _offset_ns(first: SessionHeader, later: SessionHeader) -> int:
     return offset if abs(offset) > SAME_CLOCK_NS else 0
 
 
-def _records(rec: Recording, plan: list[tuple[Path, int]]) -> Iterator[Record]:
+def _records(rec: Recording, plan: list[tuple[Path, int]], reading: dict[str, Any]
+             ) -> Iterator[Record]:
     lines_before = 0
-    for file, offset in plan:
-        part = read_recording(file)
+    for index, (file, offset) in enumerate(plan, 1):
+        # Kept problems go straight into the set's list, file k's lines based at k << 63
+        # (the set's own problems are at line 1): they sort in reading order, a file's end
+        # (`END_LINE`) included, and no two files' lines meet.
+        kept = (rec.problem_lines, index << 63) if rec.problem_lines is not None else None
+        part = read_recording(file, problem_lines=kept, **reading)
         try:
             for r in part.records:
                 rec.line_no = lines_before + part.line_no

@@ -5,9 +5,11 @@ a time; all give the same bytes as holding everything at once."""
 
 from __future__ import annotations
 
+import gc
 import io
 import random
 import tempfile
+import tracemalloc
 from pathlib import Path
 
 import msgspec
@@ -191,6 +193,33 @@ def test_a_spool_merged_a_batch_at_a_time_gives_the_order_of_one_sort(
             assert [p for b in spool.batches() for _k, p in b] == [p for _t, p in want]
         finally:
             spool.close()
+
+
+def _merge_peak_bytes(runs: int) -> int:
+    """Peak traced memory while reading back a spool of `runs` runs added in time order (as a
+    log's events and a report's gaps are), each of 4 blocks of ~64 KB of payload."""
+    spool = SortedSpool(run_items=256)
+    for i in range(runs * 256):
+        spool.add(i / 10, b"%09d" % i + b"x" * 1000)
+    try:
+        gc.collect()
+        tracemalloc.start()
+        try:
+            assert sum(len(batch) for batch in spool.batches()) == runs * 256
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    finally:
+        spool.close()
+
+
+def test_reading_back_runs_added_in_time_order_holds_a_block_of_the_current_run_not_of_each(
+) -> None:
+    """A week of `--log` events is ~1,300 runs: the merge read a block of every run before its
+    first item, ~1.3 MB each in every process reading the spool; a run now waits on disk until
+    the merge reaches its first key."""
+    few, many = _merge_peak_bytes(3), _merge_peak_bytes(60)
+    assert many < 2 * few, (few, many)  # a block of each run: ~20x
 
 
 def test_a_gap_spool_hands_its_gaps_over_encoded_as_it_holds_them(

@@ -9,7 +9,7 @@ import pytest
 
 from gapwatch.core.models import LogEvent
 from gapwatch.cuzk.log_lines import PARTITION_KIND
-from gapwatch.cuzk.partitions import derive_timeline, merge_intervals
+from gapwatch.cuzk.partitions import RUN_START, derive_timeline, merge_intervals
 from gapwatch.logs.parse import LogParser
 
 DATA = Path(__file__).parent / "data"
@@ -122,3 +122,45 @@ def test_merge_intervals() -> None:
 def test_no_events_give_an_empty_timeline() -> None:
     run = derive_timeline([])
     assert run.partitions == [] and run.merged_efficiency is None and run.wall_s is None
+
+
+def _ev(t: float, kind: str, name: str, job: str | None = "job", partition: int | None = None,
+        worker: int | None = None, warning: str | None = None,
+        fields: dict[str, int | str] | None = None) -> LogEvent:
+    return LogEvent(t_wall_s=t, time_source="log", kind=kind, name=name, raw="", job_id=job,
+                    partition=partition, worker=worker, fields=fields or {}, warning=warning)
+
+
+def test_a_partitions_synthesis_time_and_unpinned_warning_reach_its_row_before_or_after_it_is_made(
+) -> None:
+    """The builder hands a partition's SYNTH_END and `unpinned` warning to its row when the row
+    is made (at its GPU_START), or straight to it when they come later; a monolithic job's
+    are placed at the end. The same table either way, each run its own rows."""
+    def gpu(t: float, p: int | None, w: int, job: str = "job") -> list[LogEvent]:
+        return [_ev(t, "timeline", "GPU_START", job, p, w),
+                _ev(t + 1, "timeline", "GPU_END", job, p, w, fields={"gpu_ms": 1000})]
+
+    events = [
+        _ev(0, "timeline", "SYNTH_END", partition=0, fields={"synth_ms": 500}),
+        _ev(0.5, "tracing", "pinned", partition=0, warning="unpinned"),
+        *gpu(1, 0, 0),
+        *gpu(1, 1, 1),
+        _ev(3, "timeline", "SYNTH_END", partition=1, fields={"synth_ms": 700}),  # after its row
+        _ev(3.5, "tracing", "pinned", partition=1, warning="unpinned"),
+        _ev(4, "timeline", "SYNTH_START", "post", fields={"kind": "WinningPoSt"}),
+        _ev(5, "timeline", "SYNTH_END", "post", fields={"synth_ms": 900}),
+        *gpu(6, None, 0, "post"),
+        _ev(7.5, "tracing", "pinned", partition=2, warning="unpinned"),  # never on a GPU
+        _ev(8, "timeline", "SYNTH_END", partition=2, fields={"synth_ms": 300}),
+        _ev(9, "tracing", RUN_START),  # a restart: the same job's partition 0 is a new row
+        _ev(10, "timeline", "SYNTH_END", partition=0, fields={"synth_ms": 600}),
+        *gpu(11, 0, 0),
+    ]
+    rows = {(p.run, p.job_id, p.partition): (p.synth_ms, p.unpinned, p.pinned_words)
+            for p in derive_timeline(events).partitions}
+    assert rows == {
+        (1, "job", 0): (500, True, "no"),
+        (1, "job", 1): (700, True, "no"),
+        (1, "post", None): (900, False, "no"),
+        (2, "job", 0): (600, False, "yes"),
+    }

@@ -236,6 +236,10 @@ class TimelineBuilder:
         self._wave_over = False
         #: Each worker's job as of its latest GPU_START (the whole log's, at `finish`).
         self._worker_job: dict[tuple[int, int], str | None] = {}
+        #: A partition's synthesis time and `unpinned` warning, by (run, job, partition), until
+        #: its row is made (then they are the row's: keeping them here too cost ~185 bytes a
+        #: partition, and the day of bench/report_memory.py names ~456,000); a monolithic job's
+        #: until `finish`.
         self._unpinned: set[tuple[int, str | None, int | None]] = set()
         self._synth_ms: dict[tuple[int, str | None, int | None], int] = {}
         #: (run, job, partition) synthesised before the run's first synthesis ended.
@@ -255,7 +259,19 @@ class TimelineBuilder:
         rec = self._parts.get(key)
         if rec is None:
             rec = self._parts[key] = PartitionTiming(job_id=job_id, partition=partition, run=run)
+            if partition is not None:
+                mine = (run, job_id, partition)
+                rec.synth_ms = self._synth_ms.pop(mine, None)
+                if mine in self._unpinned:
+                    self._unpinned.discard(mine)
+                    rec.unpinned = True
         return rec
+
+    def _row(self, partition: int | None, job_id: str | None) -> PartitionTiming | None:
+        """This run's row of a partition, if made (None for a monolithic job's events)."""
+        if partition is None:
+            return None
+        return self._parts.get((self._run, job_id, partition))
 
     def _new_run(self) -> None:
         """`starting cuzk engine`: a later one, after work, starts the next run's rows."""
@@ -303,9 +319,17 @@ class TimelineBuilder:
             self._wave_over = True
             ms = int_field(e.fields.get("synth_ms"))
             if ms is not None:
-                self._synth_ms[(self._run, e.job_id, e.partition)] = ms
+                row = self._row(e.partition, e.job_id)
+                if row is not None:
+                    row.synth_ms = ms
+                else:
+                    self._synth_ms[(self._run, e.job_id, e.partition)] = ms
         elif e.warning == "unpinned":
-            self._unpinned.add((self._run, e.job_id, e.partition))
+            row = self._row(e.partition, e.job_id)
+            if row is not None:
+                row.unpinned = True
+            else:
+                self._unpinned.add((self._run, e.job_id, e.partition))
         if kind == PARTITION_KIND:
             self._parser_locks.append((self._run, _lock_row(e)))
             self._attributor, self._own_locks = None, []  # the parser's attribution wins
@@ -342,8 +366,9 @@ class TimelineBuilder:
         latest: dict[tuple[object, object], PartitionTiming] = {}
         for (run, _job, _part), rec in parts.items():
             mine = (run, rec.job_id, rec.partition)
-            rec.unpinned = mine in self._unpinned
-            rec.synth_ms = self._synth_ms.get(mine)
+            if rec.partition is None:  # a partition's came with its row (`_get`)
+                rec.unpinned = mine in self._unpinned
+                rec.synth_ms = self._synth_ms.get(mine)
             rec.first_wave = mine in self._first_wave
             if rec.partition is not None:
                 latest[(rec.job_id, rec.partition)] = rec  # runs in order: the last run's wins

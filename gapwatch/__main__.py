@@ -16,6 +16,26 @@ def run() -> int:
     except StopRequested as stop:
         _say_stopped(stop)
         return 0
+    except Exception as exc:
+        # Python 3.11 wraps what a descriptor's `__set_name__` raises in a RuntimeError: a stop
+        # signal that lands while a dataclass is made (a lazy import, mid-command) comes so.
+        within = _stop_within(exc)
+        if within is None:
+            raise
+        _say_stopped(within)
+        return 0
+
+
+def _stop_within(exc: BaseException) -> BaseException | None:
+    """The `StopRequested` that `exc` was raised from, directly or a few causes down."""
+    from gapwatch.base.quit_early import StopRequested
+
+    cause: BaseException | None = exc
+    for _ in range(8):  # a chain of causes is short; a cycle must not hold the exit
+        if cause is None or isinstance(cause, StopRequested):
+            return cause
+        cause = cause.__cause__
+    return None
 
 
 def _say_stopped(stop: BaseException) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gapwatch.core.models import LogEvent
+from gapwatch.core.models import FieldValue, LogEvent
 from gapwatch.cuzk.log_lines import PARTITION_KIND
 from gapwatch.cuzk.partitions import RUN_START, derive_timeline, merge_intervals
 from gapwatch.logs.parse import LogParser
@@ -126,8 +126,8 @@ def test_no_events_give_an_empty_timeline() -> None:
 
 def _ev(t: float, kind: str, name: str, job: str | None = "job", partition: int | None = None,
         worker: int | None = None, warning: str | None = None,
-        fields: dict[str, int | str] | None = None) -> LogEvent:
-    return LogEvent(t_wall_s=t, time_source="log", kind=kind, name=name, raw="", job_id=job,
+        fields: dict[str, FieldValue] | None = None) -> LogEvent:
+    return LogEvent(t_wall_s=t, time_source="line", kind=kind, name=name, raw="", job_id=job,
                     partition=partition, worker=worker, fields=fields or {}, warning=warning)
 
 

@@ -246,6 +246,35 @@ def test_a_stop_signal_raised_where_python_cannot_raise_still_stops_quietly() ->
     assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
+_WRAPPED = """
+import signal, sys
+import gapwatch.__main__ as entry
+import gapwatch.cli
+
+def command():  # a command that makes a class (a lazy import's dataclass) as the signal comes
+    class Named:
+        def __set_name__(self, owner, name):
+            signal.raise_signal(signal.SIGHUP)
+    class Owner:
+        field = Named()
+    print("ran on", flush=True)
+    return 1
+
+gapwatch.cli.main = command
+sys.exit(entry.run())
+"""
+
+
+def test_a_stop_signal_inside_a_classs_set_name_stops_quietly() -> None:
+    """An export stopped while it imported the report (under load) printed a RuntimeError
+    traceback and exited 1: Python 3.11 wraps what `__set_name__` raises, here the stop."""
+    done = subprocess.run([sys.executable, "-c", _WRAPPED], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "ran on" not in done.stdout
+    assert "Traceback" not in done.stderr and "stopped (SIGHUP)" in done.stderr, done.stderr
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
 @pytest.mark.parametrize("command", [
     ["report", "RECORDING"], ["report", "--json", "RECORDING"],

@@ -267,7 +267,6 @@ class SortedSpool:
             self._run_file.close()
 
 
-
 class _Waiting:
     """The runs a merge has not started, by their first key: a run is read (its first block
     held) only once the merge reaches that key. The runs of items added almost in time order
@@ -293,6 +292,7 @@ class _Waiting:
         _first, src = self._runs.pop()
         block = next(src)  # its first key was read from it: the block is there
         return (block, 0), src
+
 
 def _spool_error(exc: OSError, folder: str) -> SpoolError:
     return SpoolError(exc.errno, exc.strerror or str(exc),

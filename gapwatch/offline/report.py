@@ -30,7 +30,7 @@ import copy
 import gc
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -194,16 +194,12 @@ def build_report(
     """
     logs = list(log_paths or [])
     n = plan_workers(path, logs) if workers is None else workers
-    own = parsed is None
-    with collector_off():
-        try:  # a `--log` file that cannot be read leaves the collector as it found it
-            if parsed is None and logs:
-                parsed = parse_log_input(path, config, logs)
+    with ExitStack() as own:
+        if parsed is None:  # parsed here, closed here
+            parsed = own.enter_context(logs_parsed(path, config, logs))
+        with collector_off():
             found, paths = detect_either(path, config, logs, n, parsed, PathsSeen)
             return summarise(path, found, logs, config.detector.window_s, paths.result())
-        finally:
-            if own and parsed is not None:
-                parsed.close()
 
 
 class LogListener(Protocol):

@@ -17,18 +17,19 @@ import pytest
 from msgspec.structs import replace
 
 from evaluation.simulate import simulate
+from gapwatch.base import sorted_spool
+from gapwatch.base.sorted_spool import SortedSpool
 from gapwatch.cli import main
 from gapwatch.config import Config
 from gapwatch.core.codec import encode_json
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import LogEvent
 from gapwatch.core.sizes import RAW_CHARS, TEXT_CHARS, bounded_event
-from gapwatch.offline import detect, gap_spool, sorted_spool
+from gapwatch.offline import detect, gap_spool
 from gapwatch.offline.detect import SETTLE_EVERY, Detected, detect_records
 from gapwatch.offline.gap_spool import GapSpool
 from gapwatch.offline.perfetto import TraceBuilder
 from gapwatch.offline.report import ReportData, build_report, to_json, write_json
-from gapwatch.offline.sorted_spool import SortedSpool
 from gapwatch.sinks.recorder import write_recording
 
 
@@ -195,20 +196,26 @@ def test_a_spool_merged_a_batch_at_a_time_gives_the_order_of_one_sort(
             spool.close()
 
 
-def _merge_peak_bytes(runs: int) -> int:
+def _merge_peak_bytes(runs: int, shuffled: bool = False) -> int:
     """Peak traced memory while reading back a spool of `runs` runs added in time order (as a
-    log's events and a report's gaps are), each of 4 blocks of ~64 KB of payload."""
+    log's events and a report's gaps are), or in no order, each of 4 blocks of ~64 KB of
+    payload."""
     spool = SortedSpool(run_items=256)
-    for i in range(runs * 256):
-        spool.add(i / 10, b"%09d" % i + b"x" * 1000)
+    times = [i / 10 for i in range(runs * 256)]
+    if shuffled:
+        random.Random(runs).shuffle(times)
+    for t in times:
+        spool.add(t, b"%012.1f" % t + b"x" * 1000)
     try:
         gc.collect()
         tracemalloc.start()
         try:
-            assert sum(len(batch) for batch in spool.batches()) == runs * 256
-            return tracemalloc.get_traced_memory()[1]
+            got = [payload[:12] for batch in spool.batches() for _key, payload in batch]
+            peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
+        assert got == [b"%012.1f" % t for t in sorted(times)]
+        return peak
     finally:
         spool.close()
 
@@ -220,6 +227,34 @@ def test_reading_back_runs_added_in_time_order_holds_a_block_of_the_current_run_
     the merge reaches its first key."""
     few, many = _merge_peak_bytes(3), _merge_peak_bytes(60)
     assert many < 2 * few, (few, many)  # a block of each run: ~20x
+
+
+def test_reading_back_runs_added_in_no_order_holds_a_block_of_at_most_max_depth_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Items in no order (a hostile log's times, the partition table's operations keyed by
+    partition) make runs that all overlap: beyond `MAX_DEPTH` of them, the runs of a level
+    are merged into one, so the merge holds a block of at most ~`MAX_DEPTH` runs, not of
+    every run; the order is kept, equal keys included."""
+    monkeypatch.setattr(sorted_spool, "MAX_DEPTH", 4)
+    few, many = _merge_peak_bytes(4, shuffled=True), _merge_peak_bytes(60, shuffled=True)
+    assert many < 2.5 * few, (few, many)  # a block of each run: ~15x
+
+
+def test_a_spool_merging_its_runs_keeps_equal_keys_in_the_order_added(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sorted_spool, "MAX_DEPTH", 2)
+    spool = SortedSpool(run_items=10, ties=1)
+    rng = random.Random(7)
+    added = [(float(rng.randrange(5)), rng.randrange(3), b"%d" % i) for i in range(500)]
+    for t, tie, payload in added:
+        spool.add(t, payload, (tie,))
+    try:
+        assert spool.runs < 10  # 50 runs written, merged level by level
+        want = [p for _t, _tie, p in sorted(added, key=lambda a: (a[0], a[1]))]
+        assert [p for _t, p in spool.sorted()] == want
+        assert [p for _t, p in spool.sorted()] == want  # read again, from the start
+    finally:
+        spool.close()
 
 
 def test_a_gap_spool_hands_its_gaps_over_encoded_as_it_holds_them(

@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gapwatch.base.sorted_spool import SpoolError
 from gapwatch.commands import argtypes
 from gapwatch.config import Config
 from gapwatch.core.codec import encode_json
 from gapwatch.engine.console import say
 from gapwatch.offline.compare import compare, read_side, to_json
 from gapwatch.offline.compare_format import format_markdown, format_text
-from gapwatch.offline.sorted_spool import SpoolError
 from gapwatch.sources.recording import RecordingError
 
 

@@ -4,7 +4,7 @@ Who calls it: `gapwatch.cli`. The analysis lives in `gapwatch.offline.report`, a
 formats: the JSON document (`to_json`, stable, for scripts; documented in docs/detection.md) and
 the text for people (`gapwatch.offline.report_text.format_text`); this module parses the
 arguments and prints one of them. Exit codes: 0 done, 2 the file or a log cannot be read, or
-its temporary files (the report's spools, `gapwatch.offline.sorted_spool`) cannot be written.
+its temporary files (the report's spools, `gapwatch.base.sorted_spool`) cannot be written.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gapwatch.base.sorted_spool import SpoolError
 from gapwatch.config import Config
 from gapwatch.engine.console import say
 from gapwatch.offline.report import build_report, write_json
 from gapwatch.offline.report_text import MAX_TABLE_ROWS, format_text
-from gapwatch.offline.sorted_spool import SpoolError
 from gapwatch.sources.recording import RecordingError
 
 

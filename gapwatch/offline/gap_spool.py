@@ -25,9 +25,9 @@ from typing import IO, Final, Generic, TypeVar, overload
 import msgspec
 from msgspec.structs import replace
 
+from gapwatch.base.sorted_spool import SortedSpool
 from gapwatch.core.models import Gap, LogEvent
 from gapwatch.core.sizes import bounded_event
-from gapwatch.offline.sorted_spool import SortedSpool
 
 #: Gaps held in memory before a run is written: a gap with its evidence is ~1-4 KB encoded.
 GAP_RUN_ITEMS: Final = 4096

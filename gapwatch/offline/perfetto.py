@@ -4,7 +4,7 @@ Who calls it: `gapwatch.commands.export` (`gapwatch export FILE --format perfett
 a `TraceBuilder` the recording's samples, log events and notices plus the gaps and states the
 report finds (`gapwatch.offline.report`; gap versions go through a `GapLedger`), then calls
 `write`. No clocks. The events are encoded as they are added and kept in a `SortedSpool`
-(`gapwatch.offline.sorted_spool`: sorted runs in a temporary folder beyond `RUN_ITEMS`), and
+(`gapwatch.base.sorted_spool`: sorted runs in a temporary folder beyond `RUN_ITEMS`), and
 `write` streams them out in time order: the trace of a day is never held whole (as dicts it
 took ~1.6 GB per hour of an 8-GPU recording). The bytes are those of encoding the whole trace
 at once.
@@ -39,6 +39,7 @@ from typing import IO, Any, Final
 
 import msgspec
 
+from gapwatch.base.sorted_spool import SortedSpool
 from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.ledger import GapLedger
@@ -56,7 +57,6 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
-from gapwatch.offline.sorted_spool import SortedSpool
 
 HOST_PID = 1
 PROVER_PID = 2

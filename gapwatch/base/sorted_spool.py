@@ -1,9 +1,10 @@
 """Items sorted by a key in bounded memory: an external merge sort of (key, bytes) pairs.
 
 Who calls it: `gapwatch.offline.perfetto.TraceBuilder`, whose trace of a day of 8 GPUs is tens of
-millions of events (held as Python dicts it took ~1.6 GB per hour of recording), and
+millions of events (held as Python dicts it took ~1.6 GB per hour of recording),
 `gapwatch.offline.gap_spool` (a report's gaps, in start order, and the `--log` files' events, in
-time order). Items are kept in memory up to `run_items` (or until their payloads reach
+time order) and `gapwatch.cuzk.partition_table` (the partition table's operations, keyed by
+partition, and its rows). Items are kept in memory up to `run_items` (or until their payloads reach
 `RUN_BYTES`), then sorted and written to a temporary file as one run; `sorted()` merges the runs
 and what is left in memory. The key is a time and, where the caller gives them, `ties`
 integers; items with equal keys come back in the order added (each item carries its sequence
@@ -19,29 +20,35 @@ first block read) only when that smallest last key reaches its first key, read f
 first block's head: items added almost in time order make runs that each cover a stretch of
 time, and the merge holds one or two of them at a time, whatever their number (a week of
 `--log` events, ~1,300 runs, held a block of every run before: ~1.6 GB in each reader). Items
-added in no order (a hostile log's times) make runs that all overlap: the merge then holds a
-block of each, ~1.3 MB for a run of log events, as it always did. Each parallel report
+added in no order (a hostile log's times, operations keyed by a hash) make runs that all
+overlap: once more than `MAX_DEPTH` runs overlap at one key, the runs of the level with the
+most are merged into one run of the next level (`_compact`: each item rewritten once a
+level, ~log32 of the runs), so the merge holds a block of at most ~`MAX_DEPTH` runs a level,
+not of every run (a block of each was ~1.3 MB for a run of log events). Each parallel report
 worker reads the `--log` events of a day (~6 M, ~180 runs) this way: an item at a time (a heap
 merge of items unpacked one by one) the reading and merging cost ~15 s of each worker's day
 (sampled), decoding aside; 2 M items in 61 runs read back in 1.2 s against 4.0.
 
 The runs are anonymous temporary files (`tempfile.TemporaryFile`, in the system's folder or
-`folder`): unlinked as they are made, so nothing is left behind even when the process is
-killed; `close()` (or the process ending) frees their space. The payload is bytes of any kind
-(a block stores each one's length). Runs are read at explicit offsets (`os.pread`), never
-through the file's shared position: processes forked from the one that wrote a spool (the
-parallel report's workers, `gapwatch.offline.report_parallel`) each read it whole, at the same
-time.
+`folder`; a file each, or all in one with `one_file`): unlinked as they are made, so nothing is
+left behind even when the process is killed; `close()` (or the process ending) frees their
+space (a merged run's sources are freed as it is written, unless they share one file). The
+payload is bytes of any kind (a block stores each one's length). Runs are read at explicit
+offsets (`os.pread`), never through the file's shared position: processes forked from the one
+that wrote a spool (the parallel report's workers, `gapwatch.offline.report_parallel`) each
+read it whole, at the same time.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import struct
 import tempfile
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from itertools import accumulate
 from operator import itemgetter
 from typing import IO, Any, Final
@@ -66,6 +73,12 @@ RUN_BYTES: Final = 32 << 20
 BLOCK_ITEMS: Final = 1024
 BLOCK_BYTES: Final = 256 << 10
 
+#: Runs whose keys overlap at one key, at most: beyond, the runs of one level are merged into
+#: one run of the next (`_compact`). Items added almost in time order make runs that barely
+#: overlap and are never merged; items in no order (a hostile log's times, a spool keyed by
+#: a hash) would make the merge hold a block of every run, ~1.3 MB each for log events.
+MAX_DEPTH: Final = 32
+
 #: An item: its time, its tie integers, its sequence number and its payload.
 _Item = tuple[float, tuple[int, ...], int, bytes]
 #: An item as the merge holds it: its key (time, the ties, sequence number, payload length:
@@ -85,11 +98,13 @@ class SortedSpool:
     each call reads the runs from their start."""
 
     def __init__(self, run_items: int | None = None, folder: str | None = None,
-                 ties: int = 0, *, first_seq: int = 0, run_file: IO[bytes] | None = None
-                 ) -> None:
+                 ties: int = 0, *, first_seq: int = 0, run_file: IO[bytes] | None = None,
+                 one_file: bool = False) -> None:
         """`first_seq`, `run_file`: a spool written by another process for this one to adopt
         (`adopt`): its items come after all of this one's of equal key, and its runs are
-        appended to `run_file` (a temporary file both share), not to files of their own."""
+        appended to `run_file` (a temporary file both share), not to files of their own.
+        `one_file`: every run is appended to one temporary file, made at the first run (a
+        spool whose runs all overlap, read while others are: one descriptor, one buffer)."""
         self._run_items = run_items or RUN_ITEMS
         self._run_bytes = RUN_BYTES
         self._bytes = 0
@@ -97,9 +112,13 @@ class SortedSpool:
         # Time, ties, sequence number, payload length.
         self._head = struct.Struct(f"<d{ties}qqI")
         self._items: list[_Item] = []
-        #: Each run: its file, where it starts and ends there.
+        #: Each run: its file, where it starts and ends there; beside it, its level (0 as
+        #: written, 1 + its sources' once merged; None: adopted, never merged) and its first
+        #: and last keys.
         self._runs: list[tuple[IO[bytes], int, int]] = []
+        self._levels: list[tuple[int, tuple[Any, ...], tuple[Any, ...]] | None] = []
         self._run_file = run_file
+        self._one_file = one_file
         self._seq = first_seq
         self._count = 0
         self._sorted = True
@@ -124,16 +143,33 @@ class SortedSpool:
 
     def _spill(self) -> None:
         self._items.sort()
+        keyed = [((t, *tie, seq, len(p)), p) for t, tie, seq, p in self._items]
+        self._write_run(keyed, 0)
+        self._items = []
+        self._bytes = 0
+        while (level := self._too_deep()) is not None:
+            self._compact(level)
+
+    def _run_target(self) -> tuple[IO[bytes], str]:
+        """The file a new run goes to, and the folder it is in."""
         folder = self._dir or tempfile.gettempdir()
         f = self._run_file
         try:
             if f is None:
                 f = tempfile.TemporaryFile(prefix="gapwatch-spool-", dir=folder)  # noqa: SIM115
+                if self._one_file:
+                    self._run_file = f
         except OSError as exc:
             raise _spool_error(exc, folder) from None
+        return f, folder
+
+    def _write_run(self, keyed: Iterable[_Keyed], level: int) -> None:
+        """Items in key order, as a run of `level` (none: no run)."""
+        f, folder = self._run_target()
+        bounds: list[tuple[Any, ...]] = []
         try:
             start = f.seek(0, os.SEEK_END)
-            f.writelines(self._blocks(self._items))
+            f.writelines(self._blocks(keyed, bounds))
             f.flush()
             end = f.tell()
         except OSError as exc:
@@ -141,9 +177,52 @@ class SortedSpool:
                 with contextlib.suppress(OSError):  # closing flushes the rest: full again
                     f.close()  # unlinked already: its space is freed
             raise _spool_error(exc, folder) from None
+        if not bounds:
+            if f is not self._run_file:
+                f.close()
+            return
         self._runs.append((f, start, end))
-        self._items = []
-        self._bytes = 0
+        self._levels.append((level, bounds[0], bounds[-1]))
+
+    def _too_deep(self) -> int | None:
+        """The level whose runs to merge when more than `MAX_DEPTH` runs overlap at one key
+        (the level with the most runs), else None."""
+        known = [info for info in self._levels if info is not None]
+        if len(known) <= MAX_DEPTH:
+            return None
+        ends: list[tuple[Any, ...]] = []
+        deepest = 0
+        for _level, first, last in sorted(known, key=itemgetter(1)):
+            while ends and ends[0] < first:
+                heapq.heappop(ends)
+            heapq.heappush(ends, last)
+            deepest = max(deepest, len(ends))
+        if deepest <= MAX_DEPTH:
+            return None
+        by_level = Counter(level for level, _first, _last in known)
+        level, n = by_level.most_common(1)[0]
+        return level if n > 1 else None
+
+    def _compact(self, level: int) -> None:
+        """Merge the runs of `level` into one run of the next: the merge then holds a block
+        of that one where it held one of each. Their files are closed where no run is left
+        in them (a shared file keeps its space until the spool is closed)."""
+        chosen: list[int] = []
+        sources = []
+        for i, info in enumerate(self._levels):
+            if info is not None and info[0] == level:
+                chosen.append(i)
+                sources.append((info[1], self._read_run(*self._runs[i])))
+        merged = (item for batch in self._merge(sources) for item in batch)
+        old = [self._runs[i] for i in chosen]
+        self._write_run(merged, level + 1)
+        gone = set(chosen)
+        self._runs = [r for i, r in enumerate(self._runs) if i not in gone]
+        self._levels = [x for i, x in enumerate(self._levels) if i not in gone]
+        kept = {id(f) for f, _start, _end in self._runs}
+        for f, _start, _end in old:
+            if id(f) not in kept and f is not self._run_file:
+                f.close()
 
     def spill(self) -> list[tuple[int, int]]:
         """Write what is held in memory as a run; where each run starts and ends in its file
@@ -154,24 +233,29 @@ class SortedSpool:
 
     def adopt(self, f: IO[bytes], runs: list[tuple[int, int]], items: int) -> None:
         """Take the runs another process wrote to `f` (its `spill()`), `items` in all, as
-        this spool's own (`f` is closed with this spool's runs)."""
+        this spool's own (`f` is closed with this spool's runs; they are never merged)."""
         self._runs += [(f, start, end) for start, end in runs]
+        self._levels += [None] * len(runs)
         self._count += items
 
-    def _blocks(self, items: list[_Item]) -> Iterator[bytes]:
-        """Sorted items as a run's blocks: each its head, its items' keys, their payloads."""
+    def _blocks(self, keyed: Iterable[_Keyed], bounds: list[tuple[Any, ...]]
+                ) -> Iterator[bytes]:
+        """Items in key order as a run's blocks: each its head, its items' keys, their
+        payloads. `bounds` gets the first and the last key."""
         pack = self._head.pack
-        start, n = 0, len(items)
-        while start < n:
-            end, size = start, 0
-            while end < n and end - start < BLOCK_ITEMS and (size < BLOCK_BYTES or end == start):
-                size += len(items[end][3])
-                end += 1
-            block = items[start:end]
-            yield _BLOCK_HEAD.pack(len(block), size)
-            yield b"".join([pack(t, *tie, seq, len(payload)) for t, tie, seq, payload in block])
-            yield b"".join([payload for _t, _tie, _seq, payload in block])
-            start = end
+        block: list[_Keyed] = []
+        size = 0
+        for item in keyed:
+            if block and (len(block) >= BLOCK_ITEMS or size >= BLOCK_BYTES):
+                yield from _block_bytes(block, size, pack)
+                block, size = [], 0
+            if not bounds:
+                bounds.append(item[0])
+            block.append(item)
+            size += len(item[1])
+        if block:
+            bounds.append(block[-1][0])
+            yield from _block_bytes(block, size, pack)
 
     def sorted(self) -> Iterator[tuple[float, bytes]]:
         """Every item, by time (then ties; equal keys in the order added)."""
@@ -185,8 +269,15 @@ class SortedSpool:
         if not self._sorted:
             self._items.sort()
             self._sorted = True
+        return self._merge(self._sources())
+
+    @staticmethod
+    def _merge(sources: Iterable[tuple[tuple[Any, ...], Iterator[list[_Keyed]]]]
+               ) -> Iterator[list[_Keyed]]:
+        """The items of `sources` (each: its first key, its blocks) in order, a batch at a
+        time."""
         # Runs wait, by their first key, until the merge reaches it (`_Waiting`).
-        waiting = _Waiting(self._sources())
+        waiting = _Waiting(sources)
         current: list[tuple[_Block, Iterator[list[_Keyed]]]] = []
         while current or waiting:
             if not current:
@@ -263,6 +354,7 @@ class SortedSpool:
         for f, _start, _end in self._runs:
             f.close()
         self._runs = []
+        self._levels = []
         if self._run_file is not None:
             self._run_file.close()
 
@@ -292,6 +384,13 @@ class _Waiting:
         _first, src = self._runs.pop()
         block = next(src)  # its first key was read from it: the block is there
         return (block, 0), src
+
+
+def _block_bytes(block: list[_Keyed], size: int, pack: Callable[..., bytes]) -> Iterator[bytes]:
+    """A block as written: its head, its items' keys, their payloads."""
+    yield _BLOCK_HEAD.pack(len(block), size)
+    yield b"".join([pack(*key) for key, _payload in block])
+    yield b"".join([payload for _key, payload in block])
 
 
 def _spool_error(exc: OSError, folder: str) -> SpoolError:

@@ -5,8 +5,6 @@ hint phrasings that used to contradict themselves or repeat."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from gapwatch.core import fmt
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.evidence_types import (
@@ -21,7 +19,7 @@ from gapwatch.core.hints import traced_copy_words
 from gapwatch.core.ledger import GapLedger, Tally, counts_by_kind
 from gapwatch.core.models import GAP_KINDS, Gap, GpuInfo
 from gapwatch.core.store_snapshot import StoreSnapshot
-from gapwatch.cuzk.partitions import PartitionTiming
+from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline
 from gapwatch.engine.summary import gap_counts_text
 from gapwatch.offline.report_text import _partition_lines
 from gapwatch.ui.app import GapwatchApp
@@ -138,7 +136,8 @@ def test_the_partition_table_names_the_job_and_says_what_it_left_out() -> None:
     """85 partitions of nine jobs: partition numbers repeat per job, so each row names its job;
     the table shows 50 and says that 35 more are not shown (it used to stop silently)."""
     parts = [_partition(f"porep-1000-{i // 10}", i % 10) for i in range(85)]
-    run = SimpleNamespace(partitions=parts, occupied_fraction=0.5, merged_efficiency=0.5)
+    run = RunTimeline(partitions=parts, sources=frozenset({"log"}), runs=frozenset({1}),
+                      occupied_fraction=0.5, merged_efficiency=0.5)
     lines = _partition_lines(run)
     assert lines[1].split()[:2] == ["job", "part"]
     assert lines[2].split()[:2] == ["porep-1000-0", "0"]
@@ -149,8 +148,9 @@ def test_the_partition_table_names_the_job_and_says_what_it_left_out() -> None:
 def test_the_partition_table_never_cuts_a_job_id_and_numbers_the_runs() -> None:
     job = "wdpost-1000-3-[1 2 3 4 5 6 7 8]"  # Curio's %d of a byte slice (cuzk_funcs.go:179)
     mono = PartitionTiming(job_id=job, partition=None, worker=0, kind="window-post", run=2)
-    run = SimpleNamespace(partitions=[_partition("porep-1000-1", 0), mono],
-                          occupied_fraction=0.5, merged_efficiency=0.5)
+    run = RunTimeline(partitions=[_partition("porep-1000-1", 0), mono],
+                      sources=frozenset({"log"}), runs=frozenset({1, 2}),
+                      occupied_fraction=0.5, merged_efficiency=0.5)
     lines = _partition_lines(run)
     assert lines[1].split()[:3] == ["run", "job", "part"]
     row = lines[3]

@@ -30,7 +30,8 @@ from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
 from gapwatch.core.models import LogEvent, ProverEvent, ProverStatus
 from gapwatch.core.sizes import bounded_event
-from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder
+from gapwatch.cuzk.partition_table import LONG_IDLE_S
+from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder, timeline_event
 from gapwatch.engine.console import OutputFailed, say
 from gapwatch.logs.files import LogFile
 from gapwatch.logs.parse import LogParser
@@ -146,7 +147,7 @@ def format_timeline(run: RunTimeline) -> str:
 
     # The whole job id, never cut (a WindowPoSt's id is long and holds spaces).
     jw = max([22, *(len(fmt.visible(p.job_id or "-")) for p in run.partitions)])
-    runs = len({p.run for p in run.partitions}) > 1
+    runs = len(run.runs) > 1
     rows = [("run " if runs else "") + f"{'job_id':<{jw}} {'part':>12} worker synth_ms  "
             "gpu_ms held_ms wait_ms h2d_ntt_ms pinned source"]
     for p in run.partitions:
@@ -166,9 +167,10 @@ def format_timeline(run: RunTimeline) -> str:
     rows.append(f"GPU efficiency (merged intervals): {pct(run.merged_efficiency)}")
     rows.append(f"kernel utilisation:                {pct(run.kernel_utilisation)}")
     rows.append(f"GPU occupied (mutex held, merged): {pct(run.occupied_fraction)}")
-    long_gaps = [b - a for a, b in run.idle_gaps if b - a >= 0.1]
-    rows.append(f"idle gaps between lock regions >= 100 ms: {len(long_gaps)}"
-                + (f" (longest {max(long_gaps):.3f} s)" if long_gaps else ""))
+    longest = run.longest_idle_gap_s
+    rows.append(f"idle gaps between lock regions >= {LONG_IDLE_S * 1000:.0f} ms: "
+                f"{run.long_idle_gaps}"
+                + (f" (longest {longest:.3f} s)" if run.long_idle_gaps and longest else ""))
     # Every cell is the log's text or a number: shown, never obeyed (a job id held OSC
     # sequences: a window title, an OSC 52 clipboard write).
     return "\n".join(map(fmt.visible, rows))
@@ -239,7 +241,9 @@ _MAX_SAID = 100_000
 
 def _to_timeline(events: list[LogEvent], timeline: TimelineBuilder, said: _Said) -> None:
     for e in events:
-        timeline.add(e)
+        slim = timeline_event(e)  # what the report's builder gets of the same events
+        if slim is not None:
+            timeline.add(slim)
         said.add(e)
 
 

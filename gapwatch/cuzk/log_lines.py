@@ -29,6 +29,8 @@ PARTITION_KIND = "cuzk_partition"
 PROVE_START_MESSAGE = "GPU_TIMING spawn_blocking prove_start"
 ANCHOR_MESSAGE = "starting cuzk engine"
 WORKER_STARTED_MESSAGE = "pipeline GPU worker started"
+#: `initializing GPU workers num_gpus=N ...` (engine.rs:1339): how many GPUs the daemon drives.
+INIT_WORKERS_MESSAGE = "initializing GPU workers"
 
 # Two one-off CUZK_TIMING lines are prose, not key=value.
 _POOL_THRESHOLD_WORDS = "set pool release threshold to MAX on gpu "

@@ -27,15 +27,38 @@ Wall time runs from the first GPU_START to the last GPU_END (or occupied interva
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from sys import intern
 
 from msgspec.structs import replace
 
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.values import int_field
-from gapwatch.cuzk.log_lines import PARTITION_KIND, LockAttributor
+from gapwatch.cuzk.log_lines import (
+    INIT_WORKERS_MESSAGE,
+    PARTITION_KIND,
+    PROVE_START_MESSAGE,
+    WORKER_STARTED_MESSAGE,
+    LockAttributor,
+)
+from gapwatch.cuzk.partition_table import (
+    FIRST_WAVE,
+    GPU_EDGE,
+    LOCK,
+    LONG_IDLE_S,
+    SYNTH_MS,
+    UNPINNED,
+    Intervals,
+    Key,
+    Op,
+    Part,
+    PartitionOps,
+    PartitionRows,
+    add_row,
+    rows_spool,
+)
 
 
 @dataclass(slots=True)
@@ -87,9 +110,19 @@ class PartitionTiming:
         return "yes" if self.source != "status" else "-"
 
 
+#: A row's fields' values, in order (`PartitionTiming(*values)` makes it again).
+_values = attrgetter(*(f.name for f in fields(PartitionTiming)))
+
+
 @dataclass(slots=True)
 class RunTimeline:
-    partitions: list[PartitionTiming] = field(default_factory=list)
+    #: In table order (`_order`); a long log's on disk (`partition_table.PartitionRows`).
+    partitions: Sequence[PartitionTiming] = field(default_factory=list)
+    #: Rows synthesised unpinned, where the rows came from ("log", "status", "log+status"),
+    #: and the prover's runs they belong to.
+    unpinned: int = 0
+    sources: frozenset[str] = frozenset()
+    runs: frozenset[int] = frozenset()
     wall_start_s: float | None = None
     wall_end_s: float | None = None
     #: Union of GPU_START..GPU_END intervals / wall time (cuzk's "GPU efficiency").
@@ -98,8 +131,11 @@ class RunTimeline:
     kernel_utilisation: float | None = None
     #: Union of mutex-held intervals / wall time.
     occupied_fraction: float | None = None
-    #: Holes between merged mutex-held intervals: (start_s, end_s).
-    idle_gaps: list[tuple[float, float]] = field(default_factory=list)
+    #: Holes between merged mutex-held intervals: how many, how many of `LONG_IDLE_S` or more,
+    #: the longest (None: no hole).
+    idle_gaps: int = 0
+    long_idle_gaps: int = 0
+    longest_idle_gap_s: float | None = None
 
     @property
     def wall_s(self) -> float | None:
@@ -124,6 +160,8 @@ def merge_intervals(intervals: Iterable[tuple[float, float]]) -> list[tuple[floa
 _TIMELINE_NAMES = ("GPU_START", "GPU_END", "SYNTH_START", "SYNTH_END")
 #: The line that starts each run of the daemon (engine.rs:1244, the TIMELINE epoch).
 RUN_START = "starting cuzk engine"
+#: The lines that say the daemon's GPUs (`TimelineBuilder._gpus_named`).
+_GPUS_SAID = (INIT_WORKERS_MESSAGE, WORKER_STARTED_MESSAGE)
 
 
 def timeline_event(e: LogEvent) -> LogEvent | None:
@@ -136,8 +174,8 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
     job = intern(e.job_id) if e.job_id is not None else None
     if (kind == PARTITION_KIND or kind in ("cuzk_timing", "cuzk_ntt_h")
             or (kind == "timeline" and e.name in _TIMELINE_NAMES)
-            or (kind == "tracing" and e.name in ("GPU_TIMING spawn_blocking prove_start",
-                                                 RUN_START))):
+            or (kind == "tracing" and (e.name in (PROVE_START_MESSAGE, RUN_START)
+                                       or e.name.startswith(_GPUS_SAID)))):
         return replace(e, raw="", job_id=job)
     if e.warning == "unpinned":
         return replace(e, raw="", fields={}, job_id=job)
@@ -178,6 +216,8 @@ _GPU_STATES = frozenset(("gpu", "done", "failed"))
 
 
 def _order(r: PartitionTiming) -> float:
+    """A row's place in the table: its GPU start, else its lock region's, else the first
+    `/status` poll that saw it."""
     if r.gpu_start_s is not None:
         return r.gpu_start_s
     if r.busy_start_s is not None:
@@ -203,12 +243,14 @@ def derive_timeline(events: Iterable[LogEvent],
     and the prover's status snapshots (in time order), the latter where the logs are silent."""
     builder = TimelineBuilder()
     for e in events:
-        builder.add(e)
+        slim = timeline_event(e)  # what the report's and `parse --timeline`'s builders get
+        if slim is not None:
+            builder.add(slim)
     return builder.finish(statuses)
 
 
-#: A lock region as `TimelineBuilder` keeps it: job, partition, worker, then mutex held, mutex
-#: wait, GPU total, NTT kernels, barrier wait (ms) and the busy span (s, s), as read.
+#: A lock region as the parser or `LockAttributor` gives it: job, partition, worker, then mutex
+#: held, mutex wait, GPU total, NTT kernels, barrier wait (ms) and the busy span (s, s), as read.
 _LockRow = tuple[str | None, int | None, int | None, int | None, int | None, int | None,
                  int | None, int | None, FieldValue, FieldValue]
 
@@ -221,57 +263,36 @@ def _lock_row(e: LogEvent) -> _LockRow:
             f.get("gpu_busy_start_s"), f.get("gpu_busy_end_s"))
 
 
+def _part(partition: int | None, worker: int | None) -> Part:
+    """A row's key part: its partition, or its worker for a monolithic job."""
+    return partition if partition is not None else ("w", worker)
+
+
 class TimelineBuilder:
-    """`derive_timeline` one event at a time (`add`, then `finish`), holding what the table
-    needs (a record per partition, a row per lock region), never the events: `parse --timeline`
-    over a log of a million lines grows with its partitions, not its lines."""
+    """`derive_timeline` one event at a time (`add`, then `finish`), in bounded memory: what
+    each event does to a row is written down (`partition_table.PartitionOps`) and the rows are
+    made at `finish`, never the events held: `parse --timeline` over a log of a million lines,
+    or a week's report, holds the few partitions in flight, not the run's."""
 
     def __init__(self) -> None:
-        #: (run, job, partition or ("w", worker)) -> its record.
-        self._parts: dict[tuple[int, object, object], PartitionTiming] = {}
+        self._ops = PartitionOps()
         #: The daemon's run (1, 2 after the first `starting cuzk engine` that follows work),
         #: whether the run has seen work yet, and whether its first synthesis has ended.
         self._run = 1
         self._run_busy = False
         self._wave_over = False
-        #: Each worker's job as of its latest GPU_START (the whole log's, at `finish`).
+        #: Each worker's job as of its latest GPU_START: the job of a lock region that names
+        #: only its worker (the region ends before its partition's GPU_END).
         self._worker_job: dict[tuple[int, int], str | None] = {}
-        #: A partition's synthesis time and `unpinned` warning, by (run, job, partition), until
-        #: its row is made (then they are the row's: keeping them here too cost ~185 bytes a
-        #: partition, and the day of bench/report_memory.py names ~456,000); a monolithic job's
-        #: until `finish`.
-        self._unpinned: set[tuple[int, str | None, int | None]] = set()
-        self._synth_ms: dict[tuple[int, str | None, int | None], int] = {}
-        #: (run, job, partition) synthesised before the run's first synthesis ended.
-        self._first_wave: set[tuple[int, str | None, int | None]] = set()
-        #: (run, job) -> a monolithic job's proof kind (its SYNTH_START `kind=`).
+        #: (run, job) -> a monolithic job's proof kind (its SYNTH_START `kind=`): a few a day.
         self._mono_kind: dict[tuple[int, str | None], str] = {}
-        #: Lock regions the parser attributed (its `PARTITION_KIND` events), with their run;
-        #: without any, the attribution redone here from the C++ lines and prove_start lines.
-        self._parser_locks: list[tuple[int, _LockRow]] = []
+        #: Whether the parser attributed lock regions (its `PARTITION_KIND` events): then its
+        #: attribution wins, and the one redone here from the C++ lines is dropped.
+        self._parser_locks = False
+        #: The attribution redone from the C++ lines and prove_start lines (None: off).
         self._attributor: LockAttributor | None = LockAttributor()
-        self._own_locks: list[tuple[int, _LockRow]] = []
-
-    def _get(self, job_id: str | None, partition: int | None,
-             worker: int | None, run: int | None = None) -> PartitionTiming:
-        run = self._run if run is None else run
-        key = (run, job_id, partition if partition is not None else ("w", worker))
-        rec = self._parts.get(key)
-        if rec is None:
-            rec = self._parts[key] = PartitionTiming(job_id=job_id, partition=partition, run=run)
-            if partition is not None:
-                mine = (run, job_id, partition)
-                rec.synth_ms = self._synth_ms.pop(mine, None)
-                if mine in self._unpinned:
-                    self._unpinned.discard(mine)
-                    rec.unpinned = True
-        return rec
-
-    def _row(self, partition: int | None, job_id: str | None) -> PartitionTiming | None:
-        """This run's row of a partition, if made (None for a monolithic job's events)."""
-        if partition is None:
-            return None
-        return self._parts.get((self._run, job_id, partition))
+        #: The first GPU the events named: a second switches that attribution off.
+        self._gpu: int | None = None
 
     def _new_run(self) -> None:
         """`starting cuzk engine`: a later one, after work, starts the next run's rows."""
@@ -280,10 +301,28 @@ class TimelineBuilder:
         self._run_busy = False
         self._wave_over = False
 
+    def _gpus_named(self, e: LogEvent) -> None:
+        """Lock attribution from the C++ lines holds on one GPU only, as the parser's does
+        (`LogParser._learn_worker_gpu`): their in-lock lines of two GPUs interleave with
+        nothing to tell them apart. A second GPU named, or a start that says several, ends it."""
+        if self._attributor is None:
+            return
+        gpu = e.gpu
+        if gpu is not None:
+            if self._gpu is None:
+                self._gpu = gpu
+            elif gpu != self._gpu:
+                self._attributor = None
+                return
+        if e.kind == "tracing" and e.name.startswith(INIT_WORKERS_MESSAGE):
+            n = int_field(e.fields.get("num_gpus"))
+            if n is not None and n > 1:
+                self._attributor = None
+
     def _synth_start(self, e: LogEvent) -> None:
         if e.partition is not None:
             if not self._wave_over:
-                self._first_wave.add((self._run, e.job_id, e.partition))
+                self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, FIRST_WAVE)
             return
         kind = e.fields.get("kind")
         if isinstance(kind, str):  # a monolithic job: its row is made at GPU_START
@@ -291,21 +330,27 @@ class TimelineBuilder:
 
     def _gpu_edge(self, e: LogEvent) -> None:
         """A partition's (or a monolithic job's) GPU_START or GPU_END."""
-        rec = self._get(e.job_id, e.partition, e.worker)
-        rec.worker = e.worker if e.worker is not None else rec.worker
-        rec.gpu = e.gpu if e.gpu is not None else rec.gpu
-        if rec.monolithic and rec.kind is None:
-            rec.kind = self._mono_kind.get((self._run, e.job_id), "monolithic")
-        if e.name == "GPU_START":
-            rec.gpu_start_s = e.t_wall_s
-            if e.worker is not None:
-                self._worker_job[(self._run, e.worker)] = e.job_id
-        else:
-            rec.gpu_end_s = e.t_wall_s
-            rec.timeline_gpu_ms = int_field(e.fields.get("gpu_ms"))
+        start = e.name == "GPU_START"
+        if start and e.worker is not None:
+            self._worker_job[(self._run, e.worker)] = e.job_id
+        mono_kind = (None if e.partition is not None
+                     else self._mono_kind.get((self._run, e.job_id), "monolithic"))
+        gpu_ms = None if start else int_field(e.fields.get("gpu_ms"))
+        self._ops.add(self._run, e.job_id, _part(e.partition, e.worker), e.t_wall_s, GPU_EDGE,
+                      start, e.t_wall_s, e.worker, e.gpu, gpu_ms, mono_kind)
+
+    def _lock(self, row: _LockRow, t_s: float, own: bool) -> None:
+        """A lock region, on its partition's row of this run: the job it names, else its
+        worker's as of now."""
+        job, partition, worker = row[:3]
+        if job is None and worker is not None:
+            job = self._worker_job.get((self._run, worker))
+        self._ops.add(self._run, job, _part(partition, worker), t_s, LOCK, own, worker,
+                      *row[3:])
 
     def add(self, e: LogEvent) -> None:
         kind, name = e.kind, e.name
+        self._gpus_named(e)
         if kind == "tracing" and name == RUN_START:
             self._new_run()
             return
@@ -319,20 +364,13 @@ class TimelineBuilder:
             self._wave_over = True
             ms = int_field(e.fields.get("synth_ms"))
             if ms is not None:
-                row = self._row(e.partition, e.job_id)
-                if row is not None:
-                    row.synth_ms = ms
-                else:
-                    self._synth_ms[(self._run, e.job_id, e.partition)] = ms
+                self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_MS, ms)
         elif e.warning == "unpinned":
-            row = self._row(e.partition, e.job_id)
-            if row is not None:
-                row.unpinned = True
-            else:
-                self._unpinned.add((self._run, e.job_id, e.partition))
+            self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, UNPINNED)
         if kind == PARTITION_KIND:
-            self._parser_locks.append((self._run, _lock_row(e)))
-            self._attributor, self._own_locks = None, []  # the parser's attribution wins
+            self._parser_locks = True
+            self._attributor = None  # the parser's attribution wins
+            self._lock(_lock_row(e), e.t_wall_s, own=False)
             return
         attributor = self._attributor
         if attributor is None:
@@ -340,71 +378,174 @@ class TimelineBuilder:
         lock = None
         if kind in ("cuzk_timing", "cuzk_ntt_h"):
             lock = attributor.feed_cpp(dict(e.fields), None)
-        elif kind == "tracing" and name == "GPU_TIMING spawn_blocking prove_start":
+        elif kind == "tracing" and name == PROVE_START_MESSAGE:
             lock = attributor.feed_prove_start(e.worker, e.partition, e.t_wall_s, e.time_source,
                                                None, e.fields.get("prove_start_ms"))
         if lock is not None:
-            self._own_locks.append((self._run, _lock_row(LogEvent(
+            self._lock(_lock_row(LogEvent(
                 t_wall_s=lock.end_wall_s, time_source=e.time_source, kind=PARTITION_KIND,
                 name="gpu_lock", raw="", worker=lock.worker, partition=lock.partition,
-                fields=lock.fields))))
+                fields=lock.fields)), e.t_wall_s, own=True)
 
     def finish(self, statuses: Iterable[ProverStatus] = ()) -> RunTimeline:
         """The table, with the prover's status snapshots (in time order) where the logs are
-        silent. Lock regions are placed after every event, by each worker's last job."""
-        parts = self._parts
-        for run, (job, partition, worker, held, wait, total, ntt, barrier, start, end) in (
-                self._parser_locks or self._own_locks):
-            if job is None and worker is not None:
-                job = self._worker_job.get((run, worker))
-            rec = self._get(job, partition, worker, run)
+        silent; its rows on disk beyond a few thousand (`RunTimeline.partitions`)."""
+        status = status_partitions(statuses)
+        matched: set[tuple[str, int]] = set()
+        rows = rows_spool()
+        summary = _Summary()
+        for group in self._ops.groups():
+            made = _fold(group, self._parser_locks)
+            _fill_group(made, status, matched)
+            for row, when in made:
+                add_row(rows, _order(row), _values(row), when)
+                summary.add(row)
+        for i, (key, st) in enumerate(status.items()):
+            if key not in matched and not _GPU_STATES.isdisjoint(st.states_seen):
+                # The logs never named it: a row of its own, if it reached a GPU.
+                st.run = self._run
+                add_row(rows, _order(st), _values(st), (2, i))
+                summary.add(st)
+        return summary.timeline(PartitionRows(rows, summary.count, PartitionTiming))
+
+
+#: How a row was made, for the table's ties: by an event (then when), by a lock region alone
+#: (they were placed after every event), or by the prover's `/status` alone.
+_BY_EVENT, _BY_LOCK = 0, 1
+
+
+def _fold(group: dict[Key, list[Op]], parser_locks: bool
+          ) -> list[tuple[PartitionTiming, tuple[int, int]]]:
+    """The rows of one group of keys (`partition_table.group_of`), with how each was made:
+    each key's operations applied in order as the events came, then its lock regions in order
+    (they were once placed after every event), the parser's or else the ones redone here."""
+    out: list[tuple[PartitionTiming, tuple[int, int]]] = []
+    for (run, job, part), ops in group.items():
+        if part is None:
+            continue  # a monolithic job's shared values, read by its rows below
+        edges = [op for op in ops if op[0] == GPU_EDGE]
+        locks = [op for op in ops if op[0] == LOCK and op[2] is not parser_locks]
+        if edges:
+            when = (_BY_EVENT, edges[0][1])
+        elif locks:
+            when = (_BY_LOCK, locks[0][1])
+        else:
+            continue  # no row: a synthesis that never reached a GPU
+        partition = part if isinstance(part, int) else None
+        rec = PartitionTiming(job_id=job, partition=partition, run=run)
+        for _c, _seq, start, t, worker, gpu, gpu_ms, mono_kind in edges:
+            rec.worker = worker if worker is not None else rec.worker
+            rec.gpu = gpu if gpu is not None else rec.gpu
+            if rec.kind is None and mono_kind is not None:
+                rec.kind = mono_kind
+            if start:
+                rec.gpu_start_s = t
+            else:
+                rec.gpu_end_s, rec.timeline_gpu_ms = t, gpu_ms
+        shared = ops if partition is not None else group.get((run, job, None), [])
+        for op in shared:
+            if op[0] == SYNTH_MS:
+                rec.synth_ms = op[2]
+            elif op[0] == UNPINNED:
+                rec.unpinned = True
+            elif op[0] == FIRST_WAVE and partition is not None:
+                rec.first_wave = True
+        for _c, _seq, _own, worker, held, wait, total, ntt, barrier, b_start, b_end in locks:
             rec.worker = worker if worker is not None else rec.worker
             rec.mutex_held_ms, rec.mutex_wait_ms, rec.gpu_total_ms = held, wait, total
             rec.h2d_in_ntt_ms, rec.barrier_wait_ms = ntt, barrier
-            if isinstance(start, float) and isinstance(end, float):
-                rec.busy_start_s, rec.busy_end_s = start, end
-        latest: dict[tuple[object, object], PartitionTiming] = {}
-        for (run, _job, _part), rec in parts.items():
-            mine = (run, rec.job_id, rec.partition)
-            if rec.partition is None:  # a partition's came with its row (`_get`)
-                rec.unpinned = mine in self._unpinned
-                rec.synth_ms = self._synth_ms.get(mine)
-            rec.first_wave = mine in self._first_wave
-            if rec.partition is not None:
-                latest[(rec.job_id, rec.partition)] = rec  # runs in order: the last run's wins
-        for key, st in status_partitions(statuses).items():
+            if isinstance(b_start, float) and isinstance(b_end, float):
+                rec.busy_start_s, rec.busy_end_s = b_start, b_end
+        out.append((rec, when))
+    return out
+
+
+def _fill_group(made: list[tuple[PartitionTiming, tuple[int, int]]],
+                status: dict[tuple[str, int], PartitionTiming],
+                matched: set[tuple[str, int]]) -> None:
+    """The prover's `/status` fills what the logs lack, in each partition's latest row (the
+    last made, of its last run)."""
+    if not status:
+        return
+    latest: dict[tuple[str, int], tuple[PartitionTiming, tuple[int, int]]] = {}
+    for rec, when in made:
+        if rec.partition is not None and rec.job_id is not None:
+            key = (rec.job_id, rec.partition)
             known = latest.get(key)
-            if known is not None:
-                _fill_from_status(known, st)
-            elif not _GPU_STATES.isdisjoint(st.states_seen):
-                # The logs never named it: a row of its own, if it reached a GPU.
-                st.run = self._run
-                parts[(self._run, key[0], key[1])] = st
-        ordered = sorted(parts.values(), key=_order)
-        return _summarise(ordered)
+            if known is None or when > known[1]:
+                latest[key] = (rec, when)
+    for key, (rec, _when) in latest.items():
+        st = status.get(key)
+        if st is not None:
+            _fill_from_status(rec, st)
+            matched.add(key)
 
 
-def _summarise(parts: list[PartitionTiming]) -> RunTimeline:
-    run = RunTimeline(partitions=parts)
-    spans = [(p.gpu_start_s, p.gpu_end_s) for p in parts
-             if p.gpu_start_s is not None and p.gpu_end_s is not None]
-    busy = [(p.busy_start_s, p.busy_end_s) for p in parts
-            if p.busy_start_s is not None and p.busy_end_s is not None]
-    edges = [t for pair in spans + busy for t in pair]
-    if not edges:
+class _Summary:
+    """The run's figures, summed as the rows go by (the intervals kept in time order on disk)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.unpinned = 0
+        self.sources: set[str] = set()
+        self.runs: set[int] = set()
+        self.spans = Intervals()
+        self.busy = Intervals()
+        self.kernel_ms = 0
+        self.kernel_known = False
+
+    def add(self, p: PartitionTiming) -> None:
+        self.count += 1
+        self.unpinned += p.unpinned
+        self.sources.add(p.source)
+        self.runs.add(p.run)
+        if p.gpu_start_s is not None and p.gpu_end_s is not None:
+            self.spans.add(p.gpu_start_s, p.gpu_end_s)
+        if p.busy_start_s is not None and p.busy_end_s is not None:
+            self.busy.add(p.busy_start_s, p.busy_end_s)
+        ms = p.gpu_total_ms if p.gpu_total_ms is not None else p.mutex_held_ms
+        if ms is not None:
+            self.kernel_ms += ms
+            self.kernel_known = True
+
+    def timeline(self, rows: PartitionRows[PartitionTiming]) -> RunTimeline:
+        run = RunTimeline(partitions=rows, unpinned=self.unpinned,
+                          sources=frozenset(self.sources), runs=frozenset(self.runs))
+        try:
+            _summarise(run, self)
+        finally:
+            self.spans.close()
+            self.busy.close()
         return run
-    run.wall_start_s, run.wall_end_s = min(edges), max(edges)
+
+
+def _summarise(run: RunTimeline, sums: _Summary) -> None:
+    """The run's figures (see the module docstring) from its rows' sums."""
+    spans, busy = sums.spans, sums.busy
+    if not spans.count and not busy.count:
+        return
+    run.wall_start_s = min(spans.first_s, busy.first_s)
+    run.wall_end_s = max(spans.last_s, busy.last_s)
     wall = run.wall_end_s - run.wall_start_s
-    if wall <= 0:
-        return run
-    if spans:
-        run.merged_efficiency = sum(b - a for a, b in merge_intervals(spans)) / wall
-    kernel_ms = [p.gpu_total_ms if p.gpu_total_ms is not None else p.mutex_held_ms for p in parts]
-    known = [ms for ms in kernel_ms if ms is not None]
-    if known:
-        run.kernel_utilisation = sum(known) / 1000.0 / wall
-    if busy:
-        merged = merge_intervals(busy)
-        run.occupied_fraction = sum(b - a for a, b in merged) / wall
-        run.idle_gaps = [(merged[i][1], merged[i + 1][0]) for i in range(len(merged) - 1)]
-    return run
+    if not wall > 0:
+        return
+    if spans.count:
+        covered = 0.0
+        for a, b in spans.merged():  # summed in order, as sum() over the merged list did
+            covered += b - a
+        run.merged_efficiency = covered / wall
+    if sums.kernel_known:
+        run.kernel_utilisation = sums.kernel_ms / 1000.0 / wall
+    if busy.count:
+        occupied = 0.0
+        last_end: float | None = None
+        for a, b in busy.merged():
+            occupied += b - a
+            if last_end is not None:
+                run.idle_gaps += 1
+                hole = a - last_end
+                run.long_idle_gaps += hole >= LONG_IDLE_S
+                if run.longest_idle_gap_s is None or hole > run.longest_idle_gap_s:
+                    run.longest_idle_gap_s = hole
+            last_end = b
+        run.occupied_fraction = occupied / wall

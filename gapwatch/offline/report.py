@@ -697,7 +697,7 @@ def _partitions_json(run: Any | None, items: bool = True) -> dict[str, Any] | No
         "occupied_fraction": run.occupied_fraction,
         "merged_efficiency": run.merged_efficiency,
         "kernel_utilisation": run.kernel_utilisation,
-        "unpinned": sum(1 for p in run.partitions if p.unpinned),
+        "unpinned": run.unpinned,
         "items": [_partition_json(p) for p in run.partitions] if items else [],
     }
 

@@ -208,16 +208,14 @@ def _partition_lines(run: Any, all_rows: bool = False) -> list[str]:
     """The partition table: job and partition on every row (partition numbers repeat per job),
     the first `MAX_TABLE_ROWS` unless `all_rows`, saying what it left out."""
     parts = run.partitions
-    sources = frozenset(p.source for p in parts)
-    origin = _PARTITION_SOURCES.get(sources, "from the log and the prover's /status")
+    origin = _PARTITION_SOURCES.get(run.sources, "from the log and the prover's /status")
     rows = parts if all_rows else parts[:MAX_TABLE_ROWS]
-    lines = [f"Partitions ({origin}): {len(parts)}, "
-             f"{sum(1 for p in parts if p.unpinned)} synthesised unpinned; "
+    lines = [f"Partitions ({origin}): {len(parts)}, {run.unpinned} synthesised unpinned; "
              f"GPU occupied {_pct(run.occupied_fraction).strip()}, "
              f"merged GPU_START..END {_pct(run.merged_efficiency).strip()}"]
     # The whole job id, never cut: a WindowPoSt's id is long (and holds spaces).
     jw = max([JOB_CHARS, *(len(p.job_id or "-") for p in rows)])
-    runs = len({p.run for p in parts}) > 1
+    runs = len(run.runs) > 1
     lines.append("  " + ("run " if runs else "") + f"{'job':<{jw}} {'part':>12} {'worker':>6} "
                  f"{'GPU start':<12} {'synth ms':>8} {'gpu ms':>7} {'held ms':>8} "
                  f"{'wait ms':>8} {'H2D-in-NTT ms':>13} pinned")

@@ -55,8 +55,6 @@ _V = TypeVar("_V")
 PARTITION_NAME = "gpu_lock"
 #: Partitions whose GPU is remembered (job, partition) -> GPU: a few jobs in flight at most.
 _PART_GPU_KEPT = 4096
-#: `initializing GPU workers num_gpus=N ...` (engine.rs:1339): how many GPUs the daemon drives.
-_INIT_WORKERS_MESSAGE = "initializing GPU workers"
 
 
 #: LogEvent's fields in order. The three built-in rules, once a line each, build their event
@@ -438,7 +436,7 @@ class LogParser:
             self._worker_gpu.clear()
             self._part_gpu.clear()
             self.counters["timeline_anchors"] += 1
-        elif message.startswith(_INIT_WORKERS_MESSAGE):
+        elif message.startswith(log_lines.INIT_WORKERS_MESSAGE):
             n_gpus = int_field(fields.get("num_gpus"))
             if n_gpus is not None and n_gpus > 1:
                 self._disable_attribution()

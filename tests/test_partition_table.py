@@ -1,0 +1,137 @@
+"""The partition table of a long log: bounded memory, one row per partition however its events
+were written out, lock regions on the job each worker held then, none from the C++ lines of
+several GPUs."""
+
+from __future__ import annotations
+
+import re
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from gapwatch.base import sorted_spool
+from gapwatch.core.models import LogEvent
+from gapwatch.cuzk import partition_table
+from gapwatch.cuzk.log_lines import PARTITION_KIND
+from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder, derive_timeline
+from gapwatch.logs.parse import LogParser
+
+DATA = Path(__file__).parent / "data"
+
+
+def parse_text(text: str) -> list[LogEvent]:
+    parser = LogParser()
+    events: list[LogEvent] = []
+    for i, line in enumerate(text.splitlines()):
+        events += parser.parse_line(line, "stdout", i, 0.0)
+    return events
+
+
+def _edge(name: str, t: float, job: str, part: int, worker: int, **fields: int) -> LogEvent:
+    return LogEvent(t_wall_s=t, time_source="prefix", kind="timeline", name=name, raw="",
+                    job_id=job, worker=worker, partition=part, gpu=0, fields=dict(fields))
+
+
+def partition_events(n: int, every_s: float = 0.5) -> list[LogEvent]:
+    """`n` partitions, one started every `every_s`, each synthesised, on a GPU for 3 s, and
+    said unpinned."""
+    out: list[LogEvent] = []
+    for i in range(n):
+        t, job, part, worker = i * every_s, f"porep-{i // 10}", i % 10, i % 2
+        out += [_edge("SYNTH_END", t, job, part, worker, synth_ms=2000),
+                LogEvent(t_wall_s=t, time_source="prefix", kind="tracing", name="unpinned",
+                         raw="", job_id=job, partition=part, warning="unpinned"),
+                _edge("GPU_START", t, job, part, worker),
+                _edge("GPU_END", t + 3.0, job, part, worker, gpu_ms=3000)]
+    return out
+
+
+def _builder_peak_bytes(n: int) -> tuple[int, RunTimeline]:
+    events = partition_events(n)
+    tracemalloc.start()
+    try:
+        builder = TimelineBuilder()
+        for e in events:
+            builder.add(e)
+        run = builder.finish()
+        _size, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak, run
+
+
+def test_a_long_logs_table_holds_the_partitions_in_flight_not_the_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Spools write a run every 250 items in blocks of 10, merge their runs beyond 4 that
+    # overlap, keys are written out after 15 s of the log (the real sizes, scaled down): 6
+    # times the partitions must not take much more memory (rows held to the end took ~470
+    # bytes each: ~5x here).
+    monkeypatch.setattr(partition_table, "RUN_ITEMS", 250)
+    monkeypatch.setattr(sorted_spool, "BLOCK_ITEMS", 10)
+    monkeypatch.setattr(sorted_spool, "MAX_DEPTH", 4)
+    monkeypatch.setattr(partition_table, "IDLE_S", 15.0)
+    small, small_run = _builder_peak_bytes(1_000)
+    large, large_run = _builder_peak_bytes(6_000)
+    assert len(small_run.partitions) == 1_000 and len(large_run.partitions) == 6_000
+    assert large < 2 * small, (small, large)
+    rows = list(large_run.partitions)
+    assert [r.gpu_start_s for r in rows] == sorted(r.gpu_start_s or 0.0 for r in rows)
+    assert all(r.unpinned and r.synth_ms == 2000 and r.timeline_gpu_ms == 3000 for r in rows)
+    assert large_run.unpinned == 6_000 and large_run.merged_efficiency == pytest.approx(1.0)
+
+
+def test_a_partition_touched_again_after_it_was_written_out_is_still_one_row(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Partition 0 starts, then an hour of others goes by (it is written out, idle), then its
+    # GPU_END and a late warning: the same row as when it is held throughout.
+    late = [_edge("GPU_START", 0.0, "job-a", 0, 0)]
+    late += [_edge("GPU_START", 1.0 + i, "job-b", i, 1) for i in range(3600)]
+    late += [_edge("GPU_END", 3700.0, "job-a", 0, 0, gpu_ms=3_700_000),
+             LogEvent(t_wall_s=3701.0, time_source="prefix", kind="tracing", name="unpinned",
+                      raw="", job_id="job-a", partition=0, warning="unpinned")]
+    monkeypatch.setattr(partition_table, "MAX_HELD_KEYS", 10)
+    written = derive_timeline(late)
+    monkeypatch.setattr(partition_table, "MAX_HELD_KEYS", 1_000_000)
+    monkeypatch.setattr(partition_table, "IDLE_S", 1e9)
+    held = derive_timeline(late)
+    assert list(written.partitions) == list(held.partitions)
+    first = written.partitions[0]
+    assert (first.job_id, first.gpu_start_s, first.gpu_end_s, first.unpinned) == (
+        "job-a", 0.0, 3700.0, True)
+    assert len(written.partitions) == 3601
+
+
+def _two_jobs(text: str) -> str:
+    """pageable.log with partitions 6 and up of a second job: the workers change jobs."""
+    def second(m: re.Match[str]) -> str:
+        return m.group(0).replace("porep-1234-5678", "porep-1234-9999")
+    return re.sub(r"^.*porep-1234-5678.*partition=([6-9]|1[01])\b.*$", second, text,
+                  flags=re.MULTILINE)
+
+
+def test_lock_regions_redone_from_the_cpp_lines_go_to_the_job_each_worker_held_then() -> None:
+    events = parse_text(_two_jobs((DATA / "pageable.log").read_text()))
+    assert {e.job_id for e in events if e.kind == PARTITION_KIND} == {
+        "porep-1234-5678", "porep-1234-9999"}
+    with_derived = derive_timeline(events)
+    redone = derive_timeline([e for e in events if e.kind != PARTITION_KIND])
+    # Once, every lock region went to the job its worker held last in the whole log.
+    assert list(redone.partitions) == list(with_derived.partitions)
+    assert len(redone.partitions) == 12
+    assert all(p.mutex_held_ms is not None for p in redone.partitions)
+
+
+@pytest.mark.parametrize("said", [("num_gpus=1", "num_gpus=2"),
+                                  ("worker_id=1 gpu=0", "worker_id=1 gpu=1")])
+def test_lock_regions_are_not_redone_from_the_cpp_lines_of_several_gpus(
+        said: tuple[str, str]) -> None:
+    # The daemon says two GPUs, or worker 1 runs on a second one: the GPUs' in-lock C++ lines
+    # interleave with nothing to tell them apart, so neither the parser nor the table pairs
+    # them with prove_start lines.
+    events = parse_text((DATA / "pageable.log").read_text().replace(*said))
+    assert not any(e.kind == PARTITION_KIND for e in events)
+    run = derive_timeline(events)
+    assert len(run.partitions) == 12
+    assert all(p.mutex_held_ms is None and p.busy_start_s is None for p in run.partitions)
+    assert run.occupied_fraction is None and run.kernel_utilisation is None

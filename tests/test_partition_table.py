@@ -6,16 +6,26 @@ from __future__ import annotations
 
 import re
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gapwatch.base import sorted_spool
-from gapwatch.core.models import LogEvent
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.models import (
+    GpuInfo,
+    LogEvent,
+    ProverPartition,
+    ProverStatus,
+    ProverWorker,
+    SessionHeader,
+)
 from gapwatch.cuzk import partition_table
 from gapwatch.cuzk.log_lines import PARTITION_KIND
 from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder, derive_timeline
 from gapwatch.logs.parse import LogParser
+from gapwatch.offline.detect import detect_records
 
 DATA = Path(__file__).parent / "data"
 
@@ -61,16 +71,20 @@ def _builder_peak_bytes(n: int) -> tuple[int, RunTimeline]:
     return peak, run
 
 
-def test_a_long_logs_table_holds_the_partitions_in_flight_not_the_runs(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # Spools write a run every 250 items in blocks of 10, merge their runs beyond 4 that
-    # overlap, keys are written out after 15 s of the log (the real sizes, scaled down): 6
-    # times the partitions must not take much more memory (rows held to the end took ~470
-    # bytes each: ~5x here).
+@pytest.fixture
+def scaled_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real sizes, scaled down: spools write a run every 250 items in blocks of 10 and
+    merge their runs beyond 4 that overlap; keys are written out after 15 s of the log."""
     monkeypatch.setattr(partition_table, "RUN_ITEMS", 250)
     monkeypatch.setattr(sorted_spool, "BLOCK_ITEMS", 10)
     monkeypatch.setattr(sorted_spool, "MAX_DEPTH", 4)
     monkeypatch.setattr(partition_table, "IDLE_S", 15.0)
+
+
+@pytest.mark.usefixtures("scaled_down")
+def test_a_long_logs_table_holds_the_partitions_in_flight_not_the_runs() -> None:
+    # 6 times the partitions must not take much more memory (rows held to the end took ~470
+    # bytes each: ~5x here).
     small, small_run = _builder_peak_bytes(1_000)
     large, large_run = _builder_peak_bytes(6_000)
     assert len(small_run.partitions) == 1_000 and len(large_run.partitions) == 6_000
@@ -135,3 +149,68 @@ def test_lock_regions_are_not_redone_from_the_cpp_lines_of_several_gpus(
     assert len(run.partitions) == 12
     assert all(p.mutex_held_ms is None and p.busy_start_s is None for p in run.partitions)
     assert run.occupied_fraction is None and run.kernel_utilisation is None
+
+
+def _statuses(n: int) -> Iterator[ProverStatus]:
+    """`n` snapshots a second apart, each with 20 partitions in flight (a new job every 10 s),
+    made one at a time as a recording's reader gives them."""
+    for i in range(n):
+        job = f"porep-{i // 10}"
+        yield ProverStatus(
+            prover="p", t_mono_ns=i * 1_000_000_000, t_wall_s=1e9 + i, latency_ms=1.0,
+            uptime_s=float(i), partition_counts={}, synthesis_active=None,
+            synthesis_max=None, queue_depth=None, jobs=2,
+            workers=[ProverWorker(worker_id=0, gpu=0, state="proving", job_id=job,
+                                  partition=i % 10)],
+            partitions=[ProverPartition(job, k, "gpu" if k == i % 10 else "synthesizing",
+                                        synth_ms=100 * k, gpu_ms=10 * k) for k in range(20)])
+
+
+def _detect_peak_bytes(n: int) -> tuple[int, RunTimeline]:
+    header = SessionHeader(gapwatch_version="test", host="box", source="sim",
+                           started_wall_s=1e9, started_mono_ns=0, period_ms=100.0,
+                           gpus=[GpuInfo(index=0, link_bytes_per_s=63e9)])
+    tracemalloc.start()
+    try:
+        found = detect_records(header, _statuses(n), DetectorConfig())
+        assert found.timeline is not None
+        run = found.timeline.finish()
+        _size, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert found.prover_status_count == n
+    return peak, run
+
+
+@pytest.mark.usefixtures("scaled_down")
+def test_a_reports_status_snapshots_go_to_the_table_as_they_come_and_are_not_kept() -> None:
+    # A day of `--cuzk-status` at its 1 s default is 86,400 snapshots: held for the partition
+    # table (and compare's settings) until the end, ~26 KB each, a report of it took GBs.
+    small, small_run = _detect_peak_bytes(200)
+    large, large_run = _detect_peak_bytes(1_600)
+    assert len(large_run.partitions) == 160 * 10  # each job's partitions that reached a GPU
+    assert {p.source for p in large_run.partitions} == {"status"}
+    assert large < 2 * small, (small, large)
+
+
+def _poll(t: float, state: str, synth_ms: int | None = None, gpu_ms: int | None = None,
+          worker: int | None = None) -> ProverStatus:
+    workers = [ProverWorker(worker_id=worker, gpu=1, state="proving", job_id="j", partition=0)
+               ] if worker is not None else []
+    return ProverStatus(prover="p", t_mono_ns=int(t * 1e9), t_wall_s=t, latency_ms=1.0,
+                        uptime_s=t, partition_counts={}, workers=workers, synthesis_active=None,
+                        synthesis_max=None, queue_depth=None, jobs=1,
+                        partitions=[ProverPartition("j", 0, state, synth_ms, gpu_ms)])
+
+
+def test_a_status_poll_that_repeats_the_last_one_changes_nothing_and_one_that_differs_counts(
+) -> None:
+    polls = [_poll(10.0, "synthesizing", 100), _poll(11.0, "synthesizing", 100),
+             _poll(12.0, "synthesizing", 200), _poll(13.0, "gpu", 200, 500, worker=3),
+             _poll(14.0, "gpu", 200, 500, worker=3), _poll(15.0, "gpu", 200, 500),
+             _poll(16.0, "done", 200, 900), _poll(17.0, "done", 200, 900)]
+    (row,) = derive_timeline([], polls).partitions
+    assert row.states_seen == {"synthesizing": 10.0, "gpu": 13.0, "done": 16.0}
+    assert (row.synth_ms, row.gpu_start_s, row.timeline_gpu_ms) == (200, 12.5, 900)
+    assert row.gpu_end_s == pytest.approx(13.4)
+    assert (row.worker, row.gpu, row.source) == (3, 1, "status")

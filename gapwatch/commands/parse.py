@@ -264,7 +264,7 @@ def _write(events: list[LogEvent], args: argparse.Namespace, out: TextIO) -> Non
             raise OutputFailed(exc) from None
 
 
-def _recorded(path: str, timeline: TimelineBuilder, statuses: list[ProverStatus]) -> bool:
+def _recorded(path: str, timeline: TimelineBuilder) -> bool:
     """Add a recording's log events and prover snapshots; False (said) when it is unusable."""
     from gapwatch.sources.files import read_any
     from gapwatch.sources.recording import RecordingError
@@ -276,9 +276,11 @@ def _recorded(path: str, timeline: TimelineBuilder, statuses: list[ProverStatus]
         return False
     for r in rec.records:
         if isinstance(r, LogEvent):
-            timeline.add(r)
+            slim = timeline_event(r)  # as the report's builder gets them
+            if slim is not None:
+                timeline.add(slim)
         elif isinstance(r, ProverStatus):
-            statuses.append(r)
+            timeline.add_status(r)
     return True
 
 
@@ -308,10 +310,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         return 0
     if args.timeline:
-        statuses: list[ProverStatus] = []
-        if recording and not _recorded(recording, timeline, statuses):
+        if recording and not _recorded(recording, timeline):
             return 2
-        out.write(format_timeline(timeline.finish(statuses)) + "\n")
+        out.write(format_timeline(timeline.finish()) + "\n")
         lines = prover_event_lines(said.finish())
         if lines:
             out.write("\n" + "\n".join(lines) + "\n")

@@ -7,20 +7,21 @@ partitions and a week ~3.2 M: held as rows until the end they took ~470 bytes ea
 for the week), the most of a week's report.
 
 A row's values depend only on the operations on its key (run, job, partition: a monolithic
-job's rows are keyed by worker), in the order they came, so the rows need not be held while
-the log is read:
+job's rows are keyed by worker; the prover's `/status` polls of a partition, run `STATUS_RUN`),
+in the order they came, so the rows need not be held while the log is read:
 - Operations are buffered by key while the key is recent; a key untouched for `IDLE_S` of log
   time, or the oldest once `MAX_HELD_KEYS` are held, is written to a sorted spool as one
-  fragment. A later operation on a written key starts a new fragment: nothing depends on the
-  window being right (a hostile log's times only make more fragments).
+  fragment (looked for every `CHECK_EVERY` operations). A later operation on a written key
+  starts a new fragment: nothing depends on the window being right (a hostile log's times
+  only make more fragments).
 - At the end the spool is read grouped by the hash of (job, partition), every run's fragments
   of a partition together (and a monolithic job's rows with its synthesis time and warning,
-  which are keyed by job), each group folded into its rows (`_fold`), the prover's `/status`
-  filling what the logs lack, and the rows added to a second spool keyed by the table's order
-  (`partitions._order`, ties in the order the rows were made, as `sorted` over a dict of rows
-  gave).
+  which are keyed by job), each group folded into its rows (`partitions._fold`), the prover's
+  `/status` filling what the logs lack, and the rows added to a second spool keyed by the
+  table's order (`partitions._order`, ties in the order the rows were made, as `sorted` over
+  a dict of rows gave).
 - The run's figures are summed as the rows go by; the intervals they need in time order go
-  to spools of their own (`Summary`).
+  to spools of their own (`Intervals`).
 Payloads are pickled: this process wrote them to its own unlinked temporary files, and any
 value a hostile log can put in a field (a 100-digit partition) goes through unchanged.
 """
@@ -45,6 +46,8 @@ Row = TypeVar("Row")
 IDLE_S: Final = 600.0
 #: Keys held at most (the oldest written out first), whatever the log's times say.
 MAX_HELD_KEYS: Final = 50_000
+#: Operations between two looks for keys to write out.
+CHECK_EVERY: Final = 256
 #: Rows (and intervals) held in memory before a spool writes a run.
 RUN_ITEMS: Final = 50_000
 #: Holes between lock regions at least this long are counted (`RunTimeline.long_idle_gaps`).
@@ -67,6 +70,9 @@ SYNTH_MS: Final = "Y"  # (Y, seq, ms)
 UNPINNED: Final = "U"  # (U, seq)
 FIRST_WAVE: Final = "W"  # (W, seq)
 LOCK: Final = "L"  # (L, seq, own, worker, held, wait, total, ntt, barrier, start, end)
+STATUS: Final = "S"  # (S, seq, t, state, synth_ms, gpu_ms, on_worker, worker, gpu)
+#: The run of a `/status` key (run, job, partition index): the daemon's runs count from 1.
+STATUS_RUN: Final = 0
 
 
 def group_of(job: str | None, part: Part) -> int:
@@ -87,7 +93,7 @@ class PartitionOps:
     def add(self, run: int, job: str | None, part: Part, t_s: float, code: str,
             *values: object) -> None:
         """One operation on the row (run, job, part), read at `t_s` (the event's time)."""
-        self._seq += 1
+        self._seq = seq = self._seq + 1
         if t_s > self._now_s:
             self._now_s = t_s
         key = (run, job, part)
@@ -97,8 +103,23 @@ class PartitionOps:
         else:
             self._held.move_to_end(key)
             held[0] = self._now_s
-        held[1].append((code, self._seq, *values))
-        self._write_idle()
+        held[1].append((code, seq, *values))
+        if not seq % CHECK_EVERY:  # a look at the oldest key costs more than the add
+            self._write_idle()
+
+    def add_news(self, run: int, job: str | None, part: Part, t_s: float, code: str,
+                 *values: object) -> None:
+        """`add`, unless the key's latest operation (held) says the same but its time (the
+        first value): a `/status` poll that repeats the partition's previous one changes
+        nothing (its state was seen already, its figures are set), and ~90 % of polls do."""
+        held = self._held.get((run, job, part))
+        if held is not None and held[1][-1][3:] == values[1:]:
+            self._held.move_to_end((run, job, part))
+            if t_s > self._now_s:
+                self._now_s = t_s
+            held[0] = self._now_s
+            return
+        self.add(run, job, part, t_s, code, *values)
 
     def _write_idle(self) -> None:
         held = self._held

@@ -5,7 +5,7 @@ Who calls it: the detector (evidence), `gapwatch report`, the dashboard and `gap
 --timeline`. Pure function over a list of `LogEvent`s and `ProverStatus` records (live or
 recorded) -> dataclasses.
 
-From status snapshots (`status_partitions`), poll by poll: `synth_ms` and `gpu_ms` count up
+From status snapshots (`TimelineBuilder.add_status`), poll by poll: `synth_ms` and `gpu_ms` count up
 while a phase runs, so the first poll that sees a partition in `gpu` places its GPU start at
 `poll time - gpu_ms`, and the first that sees it `done` gives its final `gpu_ms` and end; the
 worker and GPU come from the worker that named it; every state's first poll is kept
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from sys import intern
 
 from msgspec.structs import replace
@@ -48,6 +48,8 @@ from gapwatch.cuzk.partition_table import (
     GPU_EDGE,
     LOCK,
     LONG_IDLE_S,
+    STATUS,
+    STATUS_RUN,
     SYNTH_MS,
     UNPINNED,
     Intervals,
@@ -182,33 +184,24 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
     return None
 
 
-def status_partitions(statuses: Iterable[ProverStatus]) -> dict[tuple[str, int], PartitionTiming]:
-    """Per-partition timings from the prover's status snapshots (in time order), by (job, index)."""
-    out: dict[tuple[str, int], PartitionTiming] = {}
-    for st in statuses:
-        t = st.t_wall_s
-        on_worker = {(w.job_id, w.partition): w for w in st.workers
-                     if w.state == "proving" and w.job_id is not None}
-        for p in st.partitions:
-            key = (p.job_id, p.index)
-            rec = out.get(key)
-            if rec is None:
-                rec = out[key] = PartitionTiming(job_id=p.job_id, partition=p.index,
-                                                 source="status")
-            rec.states_seen.setdefault(p.state, t)
-            if p.synth_ms is not None:
-                rec.synth_ms = p.synth_ms  # counts up while synthesising: the last is final
-            if p.gpu_ms is not None:
-                if p.state == "gpu" and rec.gpu_start_s is None:
-                    rec.gpu_start_s = t - p.gpu_ms / 1000.0
-                elif p.state in ("done", "failed"):
-                    rec.timeline_gpu_ms = p.gpu_ms
-                    if rec.gpu_start_s is not None and rec.gpu_end_s is None:
-                        rec.gpu_end_s = rec.gpu_start_s + p.gpu_ms / 1000.0
-            w = on_worker.get(key)
-            if w is not None:
-                rec.worker, rec.gpu = w.worker_id, w.gpu
-    return out
+def _status_row(job: str | None, index: int, ops: list[Op]) -> PartitionTiming:
+    """A partition as the prover's `/status` snapshots saw it, poll by poll (see the module
+    docstring): each poll's `STATUS` operation, in order."""
+    rec = PartitionTiming(job_id=job, partition=index, source="status")
+    for _c, _seq, t, state, synth_ms, gpu_ms, on_worker, worker, gpu in ops:
+        rec.states_seen.setdefault(state, t)
+        if synth_ms is not None:
+            rec.synth_ms = synth_ms  # counts up while synthesising: the last is final
+        if gpu_ms is not None:
+            if state == "gpu" and rec.gpu_start_s is None:
+                rec.gpu_start_s = t - gpu_ms / 1000.0
+            elif state in ("done", "failed"):
+                rec.timeline_gpu_ms = gpu_ms
+                if rec.gpu_start_s is not None and rec.gpu_end_s is None:
+                    rec.gpu_end_s = rec.gpu_start_s + gpu_ms / 1000.0
+        if on_worker:
+            rec.worker, rec.gpu = worker, gpu
+    return rec
 
 
 #: States in which a partition has been (or is) on a GPU.
@@ -246,7 +239,9 @@ def derive_timeline(events: Iterable[LogEvent],
         slim = timeline_event(e)  # what the report's and `parse --timeline`'s builders get
         if slim is not None:
             builder.add(slim)
-    return builder.finish(statuses)
+    for st in statuses:
+        builder.add_status(st)
+    return builder.finish()
 
 
 #: A lock region as the parser or `LockAttributor` gives it: job, partition, worker, then mutex
@@ -387,42 +382,65 @@ class TimelineBuilder:
                 name="gpu_lock", raw="", worker=lock.worker, partition=lock.partition,
                 fields=lock.fields)), e.t_wall_s, own=True)
 
-    def finish(self, statuses: Iterable[ProverStatus] = ()) -> RunTimeline:
-        """The table, with the prover's status snapshots (in time order) where the logs are
-        silent; its rows on disk beyond a few thousand (`RunTimeline.partitions`)."""
-        status = status_partitions(statuses)
-        matched: set[tuple[str, int]] = set()
+    def add_status(self, st: ProverStatus) -> None:
+        """One of the prover's `/status` snapshots (in time order): where the logs are silent,
+        its partitions fill the table (`_status_row`)."""
+        on_worker = {(w.job_id, w.partition): w for w in st.workers
+                     if w.state == "proving" and w.job_id is not None}
+        t = st.t_wall_s
+        add = self._ops.add_news
+        for p in st.partitions:
+            w = on_worker.get((p.job_id, p.index))
+            add(STATUS_RUN, p.job_id, p.index, t, STATUS, t, p.state, p.synth_ms, p.gpu_ms,
+                w is not None, w.worker_id if w else None, w.gpu if w else None)
+
+    def finish(self) -> RunTimeline:
+        """The table: its rows on disk beyond a few thousand (`RunTimeline.partitions`)."""
         rows = rows_spool()
         summary = _Summary()
         for group in self._ops.groups():
-            made = _fold(group, self._parser_locks)
-            _fill_group(made, status, matched)
-            for row, when in made:
+            for row, when in _fold(group, self._parser_locks, self._run):
                 add_row(rows, _order(row), _values(row), when)
                 summary.add(row)
-        for i, (key, st) in enumerate(status.items()):
-            if key not in matched and not _GPU_STATES.isdisjoint(st.states_seen):
-                # The logs never named it: a row of its own, if it reached a GPU.
-                st.run = self._run
-                add_row(rows, _order(st), _values(st), (2, i))
-                summary.add(st)
         return summary.timeline(PartitionRows(rows, summary.count, PartitionTiming))
 
 
 #: How a row was made, for the table's ties: by an event (then when), by a lock region alone
-#: (they were placed after every event), or by the prover's `/status` alone.
-_BY_EVENT, _BY_LOCK = 0, 1
+#: (they were placed after every event), or by the prover's `/status` alone (after those).
+_BY_EVENT, _BY_LOCK, _BY_STATUS = 0, 1, 2
 
 
-def _fold(group: dict[Key, list[Op]], parser_locks: bool
+def _fold(group: dict[Key, list[Op]], parser_locks: bool, last_run: int
           ) -> list[tuple[PartitionTiming, tuple[int, int]]]:
-    """The rows of one group of keys (`partition_table.group_of`), with how each was made:
-    each key's operations applied in order as the events came, then its lock regions in order
-    (they were once placed after every event), the parser's or else the ones redone here."""
+    """The rows of one group of keys (`partition_table.group_of`), with how each was made
+    (`_log_rows`), the prover's `/status` filling what the logs lack in each partition's latest
+    row, or making a row of its own for a partition the logs never named, if it reached a GPU
+    (in the daemon's last run)."""
+    made = _log_rows(group, parser_locks)
+    for (run, job, index), ops in group.items():
+        if run != STATUS_RUN or not isinstance(index, int):
+            continue
+        st = _status_row(job, index, ops)
+        latest = max(((rec, when) for rec, when in made
+                      if rec.run != STATUS_RUN and rec.partition == index and rec.job_id == job),
+                     key=itemgetter(1), default=None)
+        if latest is not None:
+            _fill_from_status(latest[0], st)
+        elif not _GPU_STATES.isdisjoint(st.states_seen):
+            st.run = last_run
+            made.append((st, (_BY_STATUS, ops[0][1])))
+    return made
+
+
+def _log_rows(group: dict[Key, list[Op]], parser_locks: bool
+              ) -> list[tuple[PartitionTiming, tuple[int, int]]]:
+    """The log's rows of one group of keys, with how each was made: each key's operations
+    applied in order as the events came, then its lock regions in order (they were once
+    placed after every event), the parser's or else the ones redone here."""
     out: list[tuple[PartitionTiming, tuple[int, int]]] = []
     for (run, job, part), ops in group.items():
-        if part is None:
-            continue  # a monolithic job's shared values, read by its rows below
+        if part is None or run == STATUS_RUN:
+            continue  # a monolithic job's shared values (read by its rows below), /status
         edges = [op for op in ops if op[0] == GPU_EDGE]
         locks = [op for op in ops if op[0] == LOCK and op[2] is not parser_locks]
         if edges:
@@ -458,27 +476,6 @@ def _fold(group: dict[Key, list[Op]], parser_locks: bool
                 rec.busy_start_s, rec.busy_end_s = b_start, b_end
         out.append((rec, when))
     return out
-
-
-def _fill_group(made: list[tuple[PartitionTiming, tuple[int, int]]],
-                status: dict[tuple[str, int], PartitionTiming],
-                matched: set[tuple[str, int]]) -> None:
-    """The prover's `/status` fills what the logs lack, in each partition's latest row (the
-    last made, of its last run)."""
-    if not status:
-        return
-    latest: dict[tuple[str, int], tuple[PartitionTiming, tuple[int, int]]] = {}
-    for rec, when in made:
-        if rec.partition is not None and rec.job_id is not None:
-            key = (rec.job_id, rec.partition)
-            known = latest.get(key)
-            if known is None or when > known[1]:
-                latest[key] = (rec, when)
-    for key, (rec, _when) in latest.items():
-        st = status.get(key)
-        if st is not None:
-            _fill_from_status(rec, st)
-            matched.add(key)
 
 
 class _Summary:

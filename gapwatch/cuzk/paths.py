@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gapwatch.core import fmt
-from gapwatch.core.models import LogEvent
+from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.cuzk.advice import BATCH_KINDS, BATCH_SETTING, POST_KINDS, StallGaps
 from gapwatch.cuzk.settings import (
     DEPRECATED,
@@ -72,7 +72,8 @@ class PathFacts:
 
 
 class PathsSeen:
-    """Fed every log event of a run (`feed_log`); `result()` gives its `PathFacts`."""
+    """Fed every log event of a run (`feed_log`; its `/status` snapshots too, unread); `result()`
+    gives its `PathFacts`."""
 
     def __init__(self) -> None:
         self.tracing = 0
@@ -136,6 +137,9 @@ class PathsSeen:
             self.split_lines += 1
         elif DEPRECATED in name and len(self.deprecated) < 32:
             self.deprecated[name.split(DEPRECATED, 1)[0].strip()] = None
+
+    def feed_status(self, st: ProverStatus) -> None:
+        """The paths are read from the log alone: `/status` names no setting they turn on."""
 
     def result(self) -> PathFacts:
         return PathFacts(

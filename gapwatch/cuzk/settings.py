@@ -90,6 +90,10 @@ class SettingsSeen:
     def __init__(self) -> None:
         self.values: dict[str, str] = {}
         self.seen_in: dict[str, str] = {}
+        #: What `/status` said: over the log's (the snapshots are fed as they come, among the
+        #: log's events, and the prover's own figure is the one to keep).
+        self.status_values: dict[str, str] = {}
+        self.status_seen_in: dict[str, str] = {}
         self.deprecated: dict[str, None] = {}
         self.validate_lines = 0
         self.split_prove_lines = 0
@@ -135,15 +139,16 @@ class SettingsSeen:
                 self.batches += 1
 
     def feed_status(self, s: ProverStatus) -> None:
+        values, seen_in = self.status_values, self.status_seen_in
         if s.memory_total_bytes is not None:
-            self.values["[memory] total_budget (GiB)"] = str(s.memory_total_bytes // GIB)
-            self.seen_in["[memory] total_budget (GiB)"] = "/status memory.total_bytes"
+            values["[memory] total_budget (GiB)"] = str(s.memory_total_bytes // GIB)
+            seen_in["[memory] total_budget (GiB)"] = "/status memory.total_bytes"
         if s.workers:
             per: dict[int | None, int] = {}
             for w in s.workers:
                 per[w.gpu] = per.get(w.gpu, 0) + 1
-            self.values["[gpus] gpu_workers_per_device"] = str(max(per.values()))
-            self.seen_in["[gpus] gpu_workers_per_device"] = "/status gpu_workers"
+            values["[gpus] gpu_workers_per_device"] = str(max(per.values()))
+            seen_in["[gpus] gpu_workers_per_device"] = "/status gpu_workers"
 
     def result(self) -> ProverSettings:
         env: dict[str, str] = {}
@@ -153,7 +158,8 @@ class SettingsSeen:
         if split_prove_disabled(self.gpu_starts, self.split_prove_lines, self.tracing_lines):
             env["CUZK_DISABLE_SPLIT_PROVE"] = (
                 f"1 (inferred: {self.gpu_starts} GPU_START, no '{SPLIT_PROVE_TELL}' line)")
-        return ProverSettings(dict(self.values), dict(self.seen_in), tuple(self.deprecated),
+        return ProverSettings({**self.values, **self.status_values},
+                              {**self.seen_in, **self.status_seen_in}, tuple(self.deprecated),
                               env, self.batches)
 
 

@@ -113,10 +113,8 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str]) -> 
         n = plan_workers(path, logs)
         with logs_parsed(path, config, logs) as parsed:
             found, seen = detect_either(path, config, logs, n, parsed, SettingsSeen)
-        for st in found.prover_statuses:
-            seen.feed_status(st)
         rep = summarise(path, found, logs, config.detector.window_s)
-        copies, statuses = _slim_copies(found.copies), len(found.prover_statuses)
+        copies, statuses = _slim_copies(found.copies), found.prover_status_count
         posts = _slim_posts(found.prover_events)
         del found
         ends = None

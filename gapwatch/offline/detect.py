@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.chaining import WINDOW_S, ChainingFigure, ChainingMeter
@@ -79,8 +79,9 @@ class Detected:
     #: The partition timeline, fed the log events it reads (`partitions.timeline_event`) as
     #: they went by; None when no log event was read.
     timeline: TimelineBuilder | None
-    #: The prover's `/status` snapshots in the input (cuzk), in order.
-    prover_statuses: list[ProverStatus] = field(default_factory=list)
+    #: How many of the prover's `/status` snapshots the input held (cuzk); they went to the
+    #: partition timeline and `on_status` as they came (a day of 1 s polls held ~26 KB each).
+    prover_status_count: int = 0
     #: The line at which each gap id (1, 2, ...) was assigned, when the caller gave `line_of`.
     gap_id_lines: list[int] = field(default_factory=list)
     #: The copy trace's copies, in input order (empty without a copy trace).
@@ -111,6 +112,15 @@ class Detected:
     #: The most closed gaps the loop held in memory at once (the others were final, spooled):
     #: bounded by the window the detector can revise, not by the recording's length.
     most_gaps_held: int = 0
+
+
+class RunListener(Protocol):
+    """What reads every log event and `/status` snapshot beside the detection
+    (`detect_records`' `on_log` and `on_status`): `compare`'s settings, `report`'s paths."""
+
+    def feed_log(self, ev: LogEvent) -> None: ...
+
+    def feed_status(self, st: ProverStatus) -> None: ...
 
 
 @dataclass
@@ -168,15 +178,19 @@ class _Published:
 
 
 class _Side:
-    """What the loop keeps beside the gaps from the log events it feeds: the partition timeline
-    and the prover's watcher's events, and the caller's `on_log`."""
+    """What the loop keeps beside the gaps from the log events and `/status` snapshots it
+    feeds: the partition timeline and the prover's watcher's events, and the caller's
+    `on_log` and `on_status`."""
 
     def __init__(self, watch: ProverWatch | None,
-                 on_log: Callable[[LogEvent], None] | None, timeline: bool = True) -> None:
+                 on_log: Callable[[LogEvent], None] | None, timeline: bool = True,
+                 on_status: Callable[[ProverStatus], None] | None = None) -> None:
         self.watch = watch
         self.on_log = on_log
+        self.on_status = on_status
         self.timeline: TimelineBuilder | None = None
         self.prover_events: list[ProverEvent] = []
+        self.statuses = 0
         #: Whether to build the timeline (a split report's other workers do not).
         self.builds_timeline = timeline
 
@@ -189,6 +203,15 @@ class _Side:
         if self.on_log is not None:
             self.on_log(event)
 
+    def status(self, st: ProverStatus) -> None:
+        self.statuses += 1
+        if self.builds_timeline:
+            if self.timeline is None:
+                self.timeline = TimelineBuilder()
+            self.timeline.add_status(st)
+        if self.on_status is not None:
+            self.on_status(st)
+
 
 def detect_records(
     header: SessionHeader,
@@ -199,6 +222,7 @@ def detect_records(
     line_of: Callable[[], int] | None = None,
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
     on_log: Callable[[LogEvent], None] | None = None,
+    on_status: Callable[[ProverStatus], None] | None = None,
     watch: ProverWatch | None = None,
     span: LogSpan | None = None,
     gap_spool: GapSpool | None = None,
@@ -219,6 +243,8 @@ def detect_records(
             that assigned each gap id is kept, so that split runs can renumber their gaps.
         on_log: called with every log event (recorded and `extra_logs`) as it is fed: what
             a caller reads beside the detector (`compare` reads the prover's settings).
+        on_status: called with every `/status` snapshot, in order (`compare` reads the
+            prover's settings there too).
         watch: the prover's watcher, fed every record but GPU samples (as the live session
             feeds it); its events are `Detected.prover_events`.
         gap_spool: where the closed gaps go (a new `GapSpool` when None).
@@ -237,8 +263,7 @@ def detect_records(
     states: list[StateChange] = []
     published = _Published(det, gap_spool if gap_spool is not None else GapSpool(), states)
     take = published.take
-    side = _Side(watch, on_log, timeline)
-    prover_statuses: list[ProverStatus] = []
+    side = _Side(watch, on_log, timeline, on_status)
     copies: list[CopyRecord] = []
     blind_spots: list[BlindSpot] = []
     byes: list[Bye] = []
@@ -295,7 +320,10 @@ def detect_records(
             if watch is not None:
                 prover_events += watch.feed(r)
             health_side.add(r)
-            _keep_side(r, prover_statuses, copies, blind_spots, byes)
+            if type(r) is ProverStatus:
+                side.status(r)
+            else:
+                _keep_side(r, copies, blind_spots, byes)
             out = det.feed(r)
         if out:
             take(out)
@@ -314,7 +342,7 @@ def detect_records(
         header=header, gaps=published.finish(), gap_tally=published.ledger.tally(),
         states=states, totals=det.totals(),
         detector_counters={k: v for k, v in det.counters.items() if v},
-        timeline=side.timeline, prover_statuses=prover_statuses, gap_id_lines=gap_id_lines,
+        timeline=side.timeline, prover_status_count=side.statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=view_of(det.prover.facts()), prover_lacks=det.prover.lacks(),
         blind_spots=blind_spots, byes=byes,
         log_notes=span.notes(end_s), **health_side.fields(),
@@ -351,12 +379,11 @@ def _feed_extra(det: GapDetector, side: _Side, head: Bounded | None,
     return head, out
 
 
-def _keep_side(r: Record, prover_statuses: list[ProverStatus], copies: list[CopyRecord],
-               blind_spots: list[BlindSpot], byes: list[Bye]) -> None:
-    """Keep a record the report reads beside the gaps (the rare ones: not GPU, host or log)."""
-    if isinstance(r, ProverStatus):
-        prover_statuses.append(r)
-    elif isinstance(r, CopyRecord):
+def _keep_side(r: Record, copies: list[CopyRecord], blind_spots: list[BlindSpot],
+               byes: list[Bye]) -> None:
+    """Keep a record the report reads beside the gaps (the rare ones: not GPU, host, log or
+    `/status`)."""
+    if isinstance(r, CopyRecord):
         copies.append(r)
     elif isinstance(r, BlindSpot):
         blind_spots.append(r)

@@ -34,7 +34,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from gapwatch.config import Config
 from gapwatch.core import fmt
@@ -54,7 +54,6 @@ from gapwatch.core.models import (
     HardwareEvent,
     LogEvent,
     ProverEvent,
-    ProverStatus,
     SessionHeader,
     StateChange,
 )
@@ -72,7 +71,7 @@ from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.files import log_file_events, parse_log_files
-from gapwatch.offline.detect import Detected, LogInput, detect_records
+from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.log_split import spool_split
@@ -202,29 +201,24 @@ def build_report(
             return summarise(path, found, logs, config.detector.window_s, paths.result())
 
 
-class LogListener(Protocol):
-    """What reads every log event beside the detection (`detect_records`' `on_log`)."""
-
-    def feed_log(self, ev: LogEvent) -> None: ...
-
-
-L = TypeVar("L", bound=LogListener)
+L = TypeVar("L", bound=RunListener)
 
 
 def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
                   parsed: LogInput | None, new_listener: Callable[[], L]) -> tuple[Detected, L]:
     """Detect over `path` split across `n` processes where it splits, else in one (the same
     result), the `--log` files already `parsed` (None: none given); a listener made by
-    `new_listener` is fed every log event, in the order one process feeds them (a split run's
-    in this process). Used by `build_report` and `compare`'s sides."""
+    `new_listener` is fed every log event and `/status` snapshot, in the order one process
+    feeds them (a split run's in this process). Used by `build_report` and `compare`'s
+    sides."""
     if n > 1:
         listener = new_listener()
-        found = detect_parallel(path, config, n, parsed, on_log=listener.feed_log)
+        found = detect_parallel(path, config, n, parsed, listener=listener)
         if found is not None:
             _count_logs(found, parsed)
             return found, listener
     listener = new_listener()  # what a split run that gave up saw is not kept
-    return detect(path, config, logs, on_log=listener.feed_log, parsed=parsed), listener
+    return detect(path, config, logs, listener=listener, parsed=parsed), listener
 
 
 @contextmanager
@@ -303,10 +297,11 @@ def _count_logs(found: Detected, parsed: LogInput | None) -> None:
 
 
 def detect(path: str | Path, config: Config, log_paths: list[str],
-           on_log: Callable[[LogEvent], None] | None = None,
+           listener: RunListener | None = None,
            parsed: LogInput | None = None) -> Detected:
     """Read the whole input (and the `--log` files, or `parsed`: them, already parsed; the
-    caller closes it) and detect over it in one process (`on_log`: see `detect_records`)."""
+    caller closes it) and detect over it in one process (`listener`: fed as `detect_records`
+    feeds `on_log` and `on_status`)."""
     own = parsed is None
     logs = parse_log_input(path, config, log_paths) if parsed is None else parsed
     rec = read_any(path)
@@ -314,7 +309,9 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
     try:
         found = detect_records(rec.header, rec.records, config.detector, logs.spool,
                                max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
-                               on_log=on_log, watch=watch, span=copy.deepcopy(logs.span))
+                               on_log=listener.feed_log if listener else None,
+                               on_status=listener.feed_status if listener else None,
+                               watch=watch, span=copy.deepcopy(logs.span))
     finally:
         if own:
             logs.close()
@@ -335,7 +332,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
     totals = found.totals
     sums = _GapSums(found.gaps, found.copies, found.pipeline)
     tally = found.gap_tally
-    partitions = _partitions(found.timeline, found.prover_statuses)
+    partitions = _partitions(found.timeline)
     return ReportData(
         path=str(path), header=found.header, totals=totals, gaps=found.gaps,
         breakdowns=_breakdowns(found.states, totals, sums.starved, window_s),
@@ -469,12 +466,12 @@ def copy_table(copies: list[CopyRecord], gaps: dict[int, tuple[float, float]]
     }
 
 
-def _partitions(timeline: TimelineBuilder | None, statuses: list[ProverStatus]) -> Any | None:
-    """The partition table: the timeline the detection loop fed (None: no log event it reads)
-    with the prover's `/status` snapshots; None without partitions."""
-    if timeline is None and not statuses:
+def _partitions(timeline: TimelineBuilder | None) -> Any | None:
+    """The partition table: the timeline the detection loop fed (None: no log event it reads,
+    no `/status` snapshot); None without partitions."""
+    if timeline is None:
         return None
-    run = (timeline or TimelineBuilder()).finish(statuses)
+    run = timeline.finish()
     return run if run.partitions else None
 
 

@@ -94,7 +94,6 @@ from gapwatch.core.models import (
     GpuSample,
     HardwareEvent,
     LinkState,
-    LogEvent,
     ProcessMemory,
     Record,
     StateChange,
@@ -102,7 +101,13 @@ from gapwatch.core.models import (
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
-from gapwatch.offline.detect import Detected, LogInput, detect_records, sort_states
+from gapwatch.offline.detect import (
+    Detected,
+    LogInput,
+    RunListener,
+    detect_records,
+    sort_states,
+)
 from gapwatch.offline.gap_spool import GapSpool, encode_gap, gap_key, renumbered
 from gapwatch.sources.files import header_of, json_bytes_of, read_any
 from gapwatch.sources.recording import MAX_PROBLEMS, Recording, WakeAt
@@ -245,7 +250,7 @@ class _Job:
     n: int
     stop: Any
     logs: LogInput | None = None
-    on_log: Callable[[LogEvent], None] | None = None
+    listener: RunListener | None = None
 
 
 def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None] | None
@@ -265,7 +270,8 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
             rec.header, _only_mine(rec, owners, me, n, stop), config.detector,
             logs.spool if logs is not None else (), line_of=lambda: rec.line_no,
             max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
-            on_log=job.on_log if mine else None, watch=watch,
+            on_log=job.listener.feed_log if mine and job.listener else None,
+            on_status=job.listener.feed_status if mine and job.listener else None, watch=watch,
             span=copy.deepcopy(logs.span) if logs is not None else None, timeline=mine,
             wake_at=wake, end_of_data=end_of_data)
     except _OneProcess as exc:
@@ -321,13 +327,13 @@ def _child(job: _Job, me: int, conn: Connection) -> None:
 
 
 def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | None = None,
-                    on_log: Callable[[LogEvent], None] | None = None) -> Detected | None:
+                    listener: RunListener | None = None) -> Detected | None:
     """Run `n` workers (this process is worker 0) and merge them into one `Detected`.
 
-    `logs`: the `--log` files, parsed (every worker reads them); `on_log`: called with every
-    log event, in this process (`detect_records`). Returns None when the input must be read in
-    one process (see the module docstring). Raises what `header_of` raises for an unusable
-    file.
+    `logs`: the `--log` files, parsed (every worker reads them); `listener`: fed every log
+    event and `/status` snapshot, in this process (`detect_records`). Returns None when the
+    input must be read in one process (see the module docstring). Raises what `header_of`
+    raises for an unusable file.
     """
     path = str(path)
     header = header_of(path)
@@ -348,7 +354,8 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
     drained = False
     try:
         try:
-            parts = [_work(replace_job(job, on_log), 0, ends.all if logs is not None else None)]
+            parts = [_work(replace_job(job, listener), 0,
+                           ends.all if logs is not None else None)]
         except BaseException:
             job.stop.set()
             raise
@@ -384,9 +391,9 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
     return _merge(header, parts, gaps, {k: t for p in parts for k, t in p.gap_tally.items()})
 
 
-def replace_job(job: _Job, on_log: Callable[[LogEvent], None] | None) -> _Job:
-    """Worker 0's job: the same, with the caller's `on_log`."""
-    return _Job(job.path, job.config, job.n, job.stop, job.logs, on_log)
+def replace_job(job: _Job, listener: RunListener | None) -> _Job:
+    """Worker 0's job: the same, with the caller's listener."""
+    return _Job(job.path, job.config, job.n, job.stop, job.logs, listener)
 
 
 class _Ends:
@@ -481,7 +488,7 @@ def _merge(header: Any, parts: list[_Part], gaps: GapSpool,
         header=header, gaps=gaps, gap_tally=tally, states=states, totals=totals,
         detector_counters={k: v for k, v in det_counts.items() if v},
         timeline=side.timeline if side is not None else None,
-        prover_statuses=side.prover_statuses if side is not None else [],
+        prover_status_count=side.prover_status_count if side is not None else 0,
         pipeline=side.pipeline if side is not None else PipelineView(),
         log_notes=side.log_notes if side is not None else [],
         prover_events=side.prover_events if side is not None else [],

@@ -214,3 +214,31 @@ def test_a_status_poll_that_repeats_the_last_one_changes_nothing_and_one_that_di
     assert (row.synth_ms, row.gpu_start_s, row.timeline_gpu_ms) == (200, 12.5, 900)
     assert row.gpu_end_s == pytest.approx(13.4)
     assert (row.worker, row.gpu, row.source) == (3, 1, "status")
+
+
+@pytest.mark.usefixtures("scaled_down")
+def test_a_log_naming_one_partition_forever_takes_no_more_memory_than_naming_it_a_little(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A key never idle (a hostile log repeating one partition's lines) is written out every
+    # 64 operations, and folded as its fragments are read back, never all held at once (a
+    # spool holds 64 KB of them before it writes a run).
+    monkeypatch.setattr(partition_table, "MAX_KEY_OPS", 64)
+    monkeypatch.setattr(sorted_spool, "RUN_BYTES", 64 << 10)
+
+    def peak(n: int) -> tuple[int, RunTimeline]:
+        tracemalloc.start()
+        try:
+            builder = TimelineBuilder()
+            for i in range(n):
+                builder.add(_edge("GPU_START" if i % 2 else "GPU_END", float(i), "job", 0, i % 7,
+                                  gpu_ms=i))
+            run = builder.finish()
+            return tracemalloc.get_traced_memory()[1], run
+        finally:
+            tracemalloc.stop()
+
+    (small, _), (large, run) = peak(2_000), peak(16_000)
+    assert large < 2 * small, (small, large)
+    (row,) = run.partitions
+    assert (row.gpu_start_s, row.gpu_end_s, row.timeline_gpu_ms, row.worker) == (
+        15_999.0, 15_998.0, 15_998, 15_999 % 7)

@@ -33,7 +33,9 @@ import pickle
 import struct
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from itertools import islice
+from operator import itemgetter
 from typing import Any, Final, Generic, TypeVar, overload
 
 from gapwatch.base.sorted_spool import SortedSpool
@@ -46,6 +48,8 @@ Row = TypeVar("Row")
 IDLE_S: Final = 600.0
 #: Keys held at most (the oldest written out first), whatever the log's times say.
 MAX_HELD_KEYS: Final = 50_000
+#: Operations a key holds at most before they are written out (a fragment).
+MAX_KEY_OPS: Final = 1024
 #: Operations between two looks for keys to write out.
 CHECK_EVERY: Final = 256
 #: Rows (and intervals) held in memory before a spool writes a run.
@@ -73,6 +77,224 @@ LOCK: Final = "L"  # (L, seq, own, worker, held, wait, total, ntt, barrier, star
 STATUS: Final = "S"  # (S, seq, t, state, synth_ms, gpu_ms, on_worker, worker, gpu)
 #: The run of a `/status` key (run, job, partition index): the daemon's runs count from 1.
 STATUS_RUN: Final = 0
+
+
+@dataclass(slots=True)
+class PartitionTiming:
+    job_id: str | None
+    partition: int | None
+    worker: int | None = None
+    gpu: int | None = None
+    gpu_start_s: float | None = None
+    gpu_end_s: float | None = None
+    #: TIMELINE GPU_END gpu_ms (includes mutex wait and b_g2_msm).
+    timeline_gpu_ms: int | None = None
+    busy_start_s: float | None = None
+    busy_end_s: float | None = None
+    mutex_held_ms: int | None = None
+    mutex_wait_ms: int | None = None
+    gpu_total_ms: int | None = None
+    #: CUZK_NTT_H ntt_kernels: H2D of a/b/c absorbed by the NTT enqueue (pageable memory).
+    h2d_in_ntt_ms: int | None = None
+    barrier_wait_ms: int | None = None
+    unpinned: bool = False
+    #: Synthesis time (TIMELINE SYNTH_END, else the prover's status).
+    synth_ms: int | None = None
+    #: "log", "status" (only the prover's /status snapshots knew it) or "log+status".
+    source: str = "log"
+    #: First poll (Unix s) that saw the partition in each state (status snapshots only).
+    states_seen: dict[str, float] = field(default_factory=dict)
+    #: Which run of the prover it belongs to (1, then 2 after the first restart...: a job id
+    #: Curio retries after a restart is a new row, not an overwrite).
+    run: int = 1
+    #: A monolithic job's proof kind (TIMELINE `SYNTH_START kind=...`: PoSt, a batch), None for
+    #: a partition. cuzk never pins a monolithic job's a/b/c (pipeline.rs:3015, 3210).
+    kind: str | None = None
+    #: Its synthesis started before the run's first synthesis ended: no capacity hint existed
+    #: yet, so it was synthesised unpinned (pipeline.rs:176-230), the first wave after a start.
+    first_wave: bool = False
+
+    @property
+    def monolithic(self) -> bool:
+        return self.partition is None
+
+    @property
+    def pinned_words(self) -> str:
+        """The table's `pinned` cell: "no" for a monolithic job (never pinned), a partition
+        the log said unpinned or one of a first wave (no capacity hint yet), "-" where only
+        /status knew it, else "yes"."""
+        if self.monolithic or self.unpinned or self.first_wave:
+            return "no"
+        return "yes" if self.source != "status" else "-"
+
+
+#: States in which a partition has been (or is) on a GPU.
+_GPU_STATES = frozenset(("gpu", "done", "failed"))
+
+#: How a row was made, for the table's ties: by an event (then when), by a lock region alone
+#: (they were placed after every event), or by the prover's `/status` alone (after those).
+BY_EVENT, BY_LOCK, BY_STATUS = 0, 1, 2
+
+
+class _Locks:
+    """One key's lock regions of one attribution (the parser's or the one redone from the C++
+    lines), applied in order: what the last said, the last worker named, the last busy span."""
+
+    __slots__ = ("first_seq", "worker", "values", "busy")
+
+    def __init__(self) -> None:
+        self.first_seq: int | None = None
+        self.worker: int | None = None
+        self.values: tuple[Any, ...] | None = None
+        self.busy: tuple[float, float] | None = None
+
+    def add(self, op: Op) -> None:
+        _c, seq, _own, worker, held, wait, total, ntt, barrier, b_start, b_end = op
+        if self.first_seq is None:
+            self.first_seq = seq
+        if worker is not None:
+            self.worker = worker
+        self.values = (held, wait, total, ntt, barrier)
+        if isinstance(b_start, float) and isinstance(b_end, float):
+            self.busy = (b_start, b_end)
+
+    def apply(self, rec: PartitionTiming) -> None:
+        """Onto the row, after every event's operation (where they were once placed)."""
+        if self.worker is not None:
+            rec.worker = self.worker
+        if self.values is not None:
+            (rec.mutex_held_ms, rec.mutex_wait_ms, rec.gpu_total_ms, rec.h2d_in_ntt_ms,
+             rec.barrier_wait_ms) = self.values
+        if self.busy is not None:
+            rec.busy_start_s, rec.busy_end_s = self.busy
+
+
+class _Fold:
+    """One key's operations applied as they come, in order (a hostile log's millions of
+    operations on one key take no more memory than one)."""
+
+    __slots__ = ("rec", "first_seq", "synth_ms", "unpinned", "first_wave", "locks")
+
+    def __init__(self, run: int, job: str | None, part: Part) -> None:
+        partition = part if isinstance(part, int) else None
+        self.rec = PartitionTiming(job_id=job, partition=partition, run=run,
+                                   source="status" if run == STATUS_RUN else "log")
+        #: Its first GPU edge (a `/status` key: its first poll).
+        self.first_seq: int | None = None
+        self.synth_ms: int | None = None
+        self.unpinned = False
+        self.first_wave = False
+        #: The parser's lock regions, then the ones redone from the C++ lines (`own`).
+        self.locks = (_Locks(), _Locks())
+
+    def add(self, op: Op) -> None:
+        code = op[0]
+        if code == GPU_EDGE:
+            self._edge(op)
+        elif code == STATUS:
+            self._poll(op)
+        elif code == SYNTH_MS:
+            self.synth_ms = op[2]
+        elif code == UNPINNED:
+            self.unpinned = True
+        elif code == FIRST_WAVE:
+            self.first_wave = True
+        elif code == LOCK:
+            self.locks[1 if op[2] else 0].add(op)
+
+    def _edge(self, op: Op) -> None:
+        _c, seq, start, t, worker, gpu, gpu_ms, mono_kind = op
+        rec = self.rec
+        if self.first_seq is None:
+            self.first_seq = seq
+        rec.worker = worker if worker is not None else rec.worker
+        rec.gpu = gpu if gpu is not None else rec.gpu
+        if rec.kind is None and mono_kind is not None:
+            rec.kind = mono_kind
+        if start:
+            rec.gpu_start_s = t
+        else:
+            rec.gpu_end_s, rec.timeline_gpu_ms = t, gpu_ms
+
+    def _poll(self, op: Op) -> None:
+        """A `/status` poll of the partition (`synth_ms` and `gpu_ms` count up while a phase
+        runs: the first poll in `gpu` places its GPU start, the first `done` its end)."""
+        _c, seq, t, state, synth_ms, gpu_ms, on_worker, worker, gpu = op
+        rec = self.rec
+        if self.first_seq is None:
+            self.first_seq = seq
+        rec.states_seen.setdefault(state, t)
+        if synth_ms is not None:
+            rec.synth_ms = synth_ms  # counts up while synthesising: the last is final
+        if gpu_ms is not None:
+            if state == "gpu" and rec.gpu_start_s is None:
+                rec.gpu_start_s = t - gpu_ms / 1000.0
+            elif state in ("done", "failed"):
+                rec.timeline_gpu_ms = gpu_ms
+                if rec.gpu_start_s is not None and rec.gpu_end_s is None:
+                    rec.gpu_end_s = rec.gpu_start_s + gpu_ms / 1000.0
+        if on_worker:
+            rec.worker, rec.gpu = worker, gpu
+
+    def row(self, shared: _Fold | None, parser_locks: bool
+            ) -> tuple[PartitionTiming, tuple[int, int]] | None:
+        """The log's row of this key, with how it was made (None: no GPU edge nor lock region,
+        e.g. a synthesis that never reached a GPU). `shared`: a monolithic job's synthesis
+        time and warning (a partition's are its own)."""
+        locks = self.locks[0 if parser_locks else 1]
+        if self.first_seq is not None:
+            when = (BY_EVENT, self.first_seq)
+        elif locks.first_seq is not None:
+            when = (BY_LOCK, locks.first_seq)
+        else:
+            return None
+        rec = self.rec
+        values = self if rec.partition is not None else shared
+        if values is not None:
+            if values.synth_ms is not None:
+                rec.synth_ms = values.synth_ms
+            rec.unpinned = values.unpinned
+            rec.first_wave = values.first_wave and rec.partition is not None
+        locks.apply(rec)
+        return rec, when
+
+
+def _rows_of(folds: dict[Key, _Fold], parser_locks: bool, last_run: int
+             ) -> Iterator[tuple[PartitionTiming, tuple[int, int]]]:
+    """The rows of one group of keys: the log's, the prover's `/status` filling what they
+    lack in each partition's latest row (the last made: of its last run), or making a row of
+    its own for a partition the logs never named, if it reached a GPU (in the last run)."""
+    made = [row for (run, job, part), fold in folds.items()
+            if run != STATUS_RUN and part is not None
+            and (row := fold.row(folds.get((run, job, None)) if not isinstance(part, int)
+                                 else None, parser_locks)) is not None]
+    for (run, job, index), fold in folds.items():
+        if run != STATUS_RUN or fold.first_seq is None:
+            continue
+        st = fold.rec
+        latest = max(((rec, when) for rec, when in made
+                      if rec.partition == index and rec.job_id == job),
+                     key=itemgetter(1), default=None)
+        if latest is not None:
+            _fill_from_status(latest[0], st)
+        elif not _GPU_STATES.isdisjoint(st.states_seen):
+            st.run = last_run
+            made.append((st, (BY_STATUS, fold.first_seq)))
+    yield from made
+
+
+def _fill_from_status(rec: PartitionTiming, st: PartitionTiming) -> None:
+    """A log-described partition keeps its figures; the status fills what the logs lack."""
+    filled = False
+    for name in ("synth_ms", "gpu_start_s", "gpu_end_s", "timeline_gpu_ms", "worker", "gpu"):
+        if getattr(rec, name) is None and getattr(st, name) is not None:
+            setattr(rec, name, getattr(st, name))
+            filled = True
+    rec.states_seen = dict(st.states_seen)
+    if filled:
+        rec.source = "log+status"
+
+
 
 
 def group_of(job: str | None, part: Part) -> int:
@@ -103,7 +325,11 @@ class PartitionOps:
         else:
             self._held.move_to_end(key)
             held[0] = self._now_s
-        held[1].append((code, seq, *values))
+        ops = held[1]
+        ops.append((code, seq, *values))
+        if len(ops) >= MAX_KEY_OPS:  # a key a hostile log names forever: written as it goes
+            del self._held[key]
+            self._write(key, ops)
         if not seq % CHECK_EVERY:  # a look at the oldest key costs more than the add
             self._write_idle()
 
@@ -135,25 +361,31 @@ class PartitionOps:
         run, job, part = key
         self._spool.add(0.0, pickle.dumps((key, ops), _PICKLE), (group_of(job, part), run))
 
-    def groups(self) -> Iterator[dict[Key, list[Op]]]:
-        """Every key's operations in order, a group (same `group_of`) at a time; the spool
-        read once, then closed."""
+    def rows(self, parser_locks: bool, last_run: int
+             ) -> Iterator[tuple[PartitionTiming, tuple[int, int]]]:
+        """Every row, with how it was made (`_Fold.row`), a group (same `group_of`) at a
+        time; the operations' spool read once, then closed. `parser_locks`: whether the
+        parser attributed lock regions (then only its regions count); `last_run`: the
+        daemon's last run (a row only `/status` knew belongs to it)."""
         for key, (_touched_s, ops) in self._held.items():
             self._write(key, ops)
         self._held.clear()
-        group: dict[Key, list[Op]] = {}
+        folds: dict[Key, _Fold] = {}
         at: int | None = None
         try:
             for batch in self._spool.batches():
                 for spool_key, payload in batch:
-                    if spool_key[1] != at and group:
-                        yield group
-                        group = {}
+                    if spool_key[1] != at and folds:
+                        yield from _rows_of(folds, parser_locks, last_run)
+                        folds = {}
                     at = spool_key[1]
                     key, ops = pickle.loads(payload)
-                    group.setdefault(key, []).extend(ops)
-            if group:
-                yield group
+                    fold = folds.get(key)
+                    if fold is None:
+                        fold = folds[key] = _Fold(*key)
+                    for op in ops:
+                        fold.add(op)
+            yield from _rows_of(folds, parser_locks, last_run)
         finally:
             self._spool.close()
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from sys import intern
 
 from msgspec.structs import replace
@@ -53,63 +53,16 @@ from gapwatch.cuzk.partition_table import (
     SYNTH_MS,
     UNPINNED,
     Intervals,
-    Key,
-    Op,
     Part,
     PartitionOps,
     PartitionRows,
+    PartitionTiming,
     add_row,
     rows_spool,
 )
 
-
-@dataclass(slots=True)
-class PartitionTiming:
-    job_id: str | None
-    partition: int | None
-    worker: int | None = None
-    gpu: int | None = None
-    gpu_start_s: float | None = None
-    gpu_end_s: float | None = None
-    #: TIMELINE GPU_END gpu_ms (includes mutex wait and b_g2_msm).
-    timeline_gpu_ms: int | None = None
-    busy_start_s: float | None = None
-    busy_end_s: float | None = None
-    mutex_held_ms: int | None = None
-    mutex_wait_ms: int | None = None
-    gpu_total_ms: int | None = None
-    #: CUZK_NTT_H ntt_kernels: H2D of a/b/c absorbed by the NTT enqueue (pageable memory).
-    h2d_in_ntt_ms: int | None = None
-    barrier_wait_ms: int | None = None
-    unpinned: bool = False
-    #: Synthesis time (TIMELINE SYNTH_END, else the prover's status).
-    synth_ms: int | None = None
-    #: "log", "status" (only the prover's /status snapshots knew it) or "log+status".
-    source: str = "log"
-    #: First poll (Unix s) that saw the partition in each state (status snapshots only).
-    states_seen: dict[str, float] = field(default_factory=dict)
-    #: Which run of the prover it belongs to (1, then 2 after the first restart...: a job id
-    #: Curio retries after a restart is a new row, not an overwrite).
-    run: int = 1
-    #: A monolithic job's proof kind (TIMELINE `SYNTH_START kind=...`: PoSt, a batch), None for
-    #: a partition. cuzk never pins a monolithic job's a/b/c (pipeline.rs:3015, 3210).
-    kind: str | None = None
-    #: Its synthesis started before the run's first synthesis ended: no capacity hint existed
-    #: yet, so it was synthesised unpinned (pipeline.rs:176-230), the first wave after a start.
-    first_wave: bool = False
-
-    @property
-    def monolithic(self) -> bool:
-        return self.partition is None
-
-    @property
-    def pinned_words(self) -> str:
-        """The table's `pinned` cell: "no" for a monolithic job (never pinned), a partition
-        the log said unpinned or one of a first wave (no capacity hint yet), "-" where only
-        /status knew it, else "yes"."""
-        if self.monolithic or self.unpinned or self.first_wave:
-            return "no"
-        return "yes" if self.source != "status" else "-"
+__all__ = ["PartitionTiming", "RunTimeline", "TimelineBuilder", "derive_timeline",
+           "merge_intervals", "timeline_event"]
 
 
 #: A row's fields' values, in order (`PartitionTiming(*values)` makes it again).
@@ -184,30 +137,6 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
     return None
 
 
-def _status_row(job: str | None, index: int, ops: list[Op]) -> PartitionTiming:
-    """A partition as the prover's `/status` snapshots saw it, poll by poll (see the module
-    docstring): each poll's `STATUS` operation, in order."""
-    rec = PartitionTiming(job_id=job, partition=index, source="status")
-    for _c, _seq, t, state, synth_ms, gpu_ms, on_worker, worker, gpu in ops:
-        rec.states_seen.setdefault(state, t)
-        if synth_ms is not None:
-            rec.synth_ms = synth_ms  # counts up while synthesising: the last is final
-        if gpu_ms is not None:
-            if state == "gpu" and rec.gpu_start_s is None:
-                rec.gpu_start_s = t - gpu_ms / 1000.0
-            elif state in ("done", "failed"):
-                rec.timeline_gpu_ms = gpu_ms
-                if rec.gpu_start_s is not None and rec.gpu_end_s is None:
-                    rec.gpu_end_s = rec.gpu_start_s + gpu_ms / 1000.0
-        if on_worker:
-            rec.worker, rec.gpu = worker, gpu
-    return rec
-
-
-#: States in which a partition has been (or is) on a GPU.
-_GPU_STATES = frozenset(("gpu", "done", "failed"))
-
-
 def _order(r: PartitionTiming) -> float:
     """A row's place in the table: its GPU start, else its lock region's, else the first
     `/status` poll that saw it."""
@@ -216,18 +145,6 @@ def _order(r: PartitionTiming) -> float:
     if r.busy_start_s is not None:
         return r.busy_start_s
     return min(r.states_seen.values(), default=0.0)
-
-
-def _fill_from_status(rec: PartitionTiming, st: PartitionTiming) -> None:
-    """A log-described partition keeps its figures; the status fills what the logs lack."""
-    filled = False
-    for name in ("synth_ms", "gpu_start_s", "gpu_end_s", "timeline_gpu_ms", "worker", "gpu"):
-        if getattr(rec, name) is None and getattr(st, name) is not None:
-            setattr(rec, name, getattr(st, name))
-            filled = True
-    rec.states_seen = dict(st.states_seen)
-    if filled:
-        rec.source = "log+status"
 
 
 def derive_timeline(events: Iterable[LogEvent],
@@ -398,84 +315,10 @@ class TimelineBuilder:
         """The table: its rows on disk beyond a few thousand (`RunTimeline.partitions`)."""
         rows = rows_spool()
         summary = _Summary()
-        for group in self._ops.groups():
-            for row, when in _fold(group, self._parser_locks, self._run):
-                add_row(rows, _order(row), _values(row), when)
-                summary.add(row)
+        for row, when in self._ops.rows(self._parser_locks, self._run):
+            add_row(rows, _order(row), _values(row), when)
+            summary.add(row)
         return summary.timeline(PartitionRows(rows, summary.count, PartitionTiming))
-
-
-#: How a row was made, for the table's ties: by an event (then when), by a lock region alone
-#: (they were placed after every event), or by the prover's `/status` alone (after those).
-_BY_EVENT, _BY_LOCK, _BY_STATUS = 0, 1, 2
-
-
-def _fold(group: dict[Key, list[Op]], parser_locks: bool, last_run: int
-          ) -> list[tuple[PartitionTiming, tuple[int, int]]]:
-    """The rows of one group of keys (`partition_table.group_of`), with how each was made
-    (`_log_rows`), the prover's `/status` filling what the logs lack in each partition's latest
-    row, or making a row of its own for a partition the logs never named, if it reached a GPU
-    (in the daemon's last run)."""
-    made = _log_rows(group, parser_locks)
-    for (run, job, index), ops in group.items():
-        if run != STATUS_RUN or not isinstance(index, int):
-            continue
-        st = _status_row(job, index, ops)
-        latest = max(((rec, when) for rec, when in made
-                      if rec.run != STATUS_RUN and rec.partition == index and rec.job_id == job),
-                     key=itemgetter(1), default=None)
-        if latest is not None:
-            _fill_from_status(latest[0], st)
-        elif not _GPU_STATES.isdisjoint(st.states_seen):
-            st.run = last_run
-            made.append((st, (_BY_STATUS, ops[0][1])))
-    return made
-
-
-def _log_rows(group: dict[Key, list[Op]], parser_locks: bool
-              ) -> list[tuple[PartitionTiming, tuple[int, int]]]:
-    """The log's rows of one group of keys, with how each was made: each key's operations
-    applied in order as the events came, then its lock regions in order (they were once
-    placed after every event), the parser's or else the ones redone here."""
-    out: list[tuple[PartitionTiming, tuple[int, int]]] = []
-    for (run, job, part), ops in group.items():
-        if part is None or run == STATUS_RUN:
-            continue  # a monolithic job's shared values (read by its rows below), /status
-        edges = [op for op in ops if op[0] == GPU_EDGE]
-        locks = [op for op in ops if op[0] == LOCK and op[2] is not parser_locks]
-        if edges:
-            when = (_BY_EVENT, edges[0][1])
-        elif locks:
-            when = (_BY_LOCK, locks[0][1])
-        else:
-            continue  # no row: a synthesis that never reached a GPU
-        partition = part if isinstance(part, int) else None
-        rec = PartitionTiming(job_id=job, partition=partition, run=run)
-        for _c, _seq, start, t, worker, gpu, gpu_ms, mono_kind in edges:
-            rec.worker = worker if worker is not None else rec.worker
-            rec.gpu = gpu if gpu is not None else rec.gpu
-            if rec.kind is None and mono_kind is not None:
-                rec.kind = mono_kind
-            if start:
-                rec.gpu_start_s = t
-            else:
-                rec.gpu_end_s, rec.timeline_gpu_ms = t, gpu_ms
-        shared = ops if partition is not None else group.get((run, job, None), [])
-        for op in shared:
-            if op[0] == SYNTH_MS:
-                rec.synth_ms = op[2]
-            elif op[0] == UNPINNED:
-                rec.unpinned = True
-            elif op[0] == FIRST_WAVE and partition is not None:
-                rec.first_wave = True
-        for _c, _seq, _own, worker, held, wait, total, ntt, barrier, b_start, b_end in locks:
-            rec.worker = worker if worker is not None else rec.worker
-            rec.mutex_held_ms, rec.mutex_wait_ms, rec.gpu_total_ms = held, wait, total
-            rec.h2d_in_ntt_ms, rec.barrier_wait_ms = ntt, barrier
-            if isinstance(b_start, float) and isinstance(b_end, float):
-                rec.busy_start_s, rec.busy_end_s = b_start, b_end
-        out.append((rec, when))
-    return out
 
 
 class _Summary:

@@ -1,14 +1,15 @@
 """The derived per-partition timeline of a cuzk run, computed from its log events and, where
 the logs are missing, from the prover's own `/status` snapshots.
 
-Who calls it: the detector (evidence), `gapwatch report`, the dashboard and `gapwatch parse
---timeline`. Pure function over a list of `LogEvent`s and `ProverStatus` records (live or
-recorded) -> dataclasses.
+Who calls it: `gapwatch report` (the detection loop feeds a `TimelineBuilder`), `gapwatch parse
+--timeline`, tests. Log events and `ProverStatus` records (live or recorded) in, a
+`RunTimeline` out; the rows wait on disk beyond a few thousand (`partition_table`), so a
+week's table takes no more memory than an hour's.
 
-From status snapshots (`TimelineBuilder.add_status`), poll by poll: `synth_ms` and `gpu_ms` count up
-while a phase runs, so the first poll that sees a partition in `gpu` places its GPU start at
-`poll time - gpu_ms`, and the first that sees it `done` gives its final `gpu_ms` and end; the
-worker and GPU come from the worker that named it; every state's first poll is kept
+From status snapshots (`TimelineBuilder.add_status`), poll by poll: `synth_ms` and `gpu_ms`
+count up while a phase runs, so the first poll that sees a partition in `gpu` places its GPU
+start at `poll time - gpu_ms`, and the first that sees it `done` gives its final `gpu_ms` and
+end; the worker and GPU come from the worker that named it; every state's first poll is kept
 (`states_seen`), so a transition lies between that poll and the one before. A partition the
 logs describe keeps the logs' figures; status only fills what they lack (`source` says which).
 
@@ -31,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from sys import intern
+from typing import Final, TypeVar
 
 from msgspec.structs import replace
 
@@ -64,6 +66,9 @@ from gapwatch.cuzk.partition_table import (
 __all__ = ["PartitionTiming", "RunTimeline", "TimelineBuilder", "derive_timeline",
            "merge_intervals", "timeline_event"]
 
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 #: A row's fields' values, in order (`PartitionTiming(*values)` makes it again).
 _values = attrgetter(*(f.name for f in fields(PartitionTiming)))
@@ -175,6 +180,18 @@ def _lock_row(e: LogEvent) -> _LockRow:
             f.get("gpu_busy_start_s"), f.get("gpu_busy_end_s"))
 
 
+#: Workers' jobs and monolithic jobs' kinds kept at most (the latest): a few dozen are in
+#: flight; a hostile log's endless new names must not grow them.
+_KEPT: Final = 4096
+
+
+def _keep(table: dict[_K, _V], key: _K, value: _V) -> None:
+    """`table[key] = value`, forgetting the oldest entry when `_KEPT` are held."""
+    if key not in table and len(table) >= _KEPT:
+        del table[next(iter(table))]
+    table[key] = value
+
+
 def _part(partition: int | None, worker: int | None) -> Part:
     """A row's key part: its partition, or its worker for a monolithic job."""
     return partition if partition is not None else ("w", worker)
@@ -196,7 +213,7 @@ class TimelineBuilder:
         #: Each worker's job as of its latest GPU_START: the job of a lock region that names
         #: only its worker (the region ends before its partition's GPU_END).
         self._worker_job: dict[tuple[int, int], str | None] = {}
-        #: (run, job) -> a monolithic job's proof kind (its SYNTH_START `kind=`): a few a day.
+        #: (run, job) -> a monolithic job's proof kind (its SYNTH_START `kind=`).
         self._mono_kind: dict[tuple[int, str | None], str] = {}
         #: Whether the parser attributed lock regions (its `PARTITION_KIND` events): then its
         #: attribution wins, and the one redone here from the C++ lines is dropped.
@@ -238,13 +255,13 @@ class TimelineBuilder:
             return
         kind = e.fields.get("kind")
         if isinstance(kind, str):  # a monolithic job: its row is made at GPU_START
-            self._mono_kind[(self._run, e.job_id)] = kind
+            _keep(self._mono_kind, (self._run, e.job_id), kind)
 
     def _gpu_edge(self, e: LogEvent) -> None:
         """A partition's (or a monolithic job's) GPU_START or GPU_END."""
         start = e.name == "GPU_START"
         if start and e.worker is not None:
-            self._worker_job[(self._run, e.worker)] = e.job_id
+            _keep(self._worker_job, (self._run, e.worker), e.job_id)
         mono_kind = (None if e.partition is not None
                      else self._mono_kind.get((self._run, e.job_id), "monolithic"))
         gpu_ms = None if start else int_field(e.fields.get("gpu_ms"))

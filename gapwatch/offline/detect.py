@@ -76,8 +76,8 @@ class Detected:
     totals: list[GpuTotals]
     #: The detector's own counters (out_of_order, stale_gpm, holes, ...), non-zero ones.
     detector_counters: dict[str, int]
-    #: The partition timeline, fed the log events it reads (`partitions.timeline_event`) as
-    #: they went by; None when no log event was read.
+    #: The partition timeline, fed the log events it reads (`partitions.timeline_event`) and
+    #: the `/status` snapshots as they went by; None when neither was read.
     timeline: TimelineBuilder | None
     #: How many of the prover's `/status` snapshots the input held (cuzk); they went to the
     #: partition timeline and `on_status` as they came (a day of 1 s polls held ~26 KB each).

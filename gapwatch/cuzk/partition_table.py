@@ -16,10 +16,10 @@ in the order they came, so the rows need not be held while the log is read:
   only make more fragments).
 - At the end the spool is read grouped by the hash of (job, partition), every run's fragments
   of a partition together (and a monolithic job's rows with its synthesis time and warning,
-  which are keyed by job), each group folded into its rows (`partitions._fold`), the prover's
-  `/status` filling what the logs lack, and the rows added to a second spool keyed by the
-  table's order (`partitions._order`, ties in the order the rows were made, as `sorted` over
-  a dict of rows gave).
+  which are keyed by job), each key's operations applied as they are read back (`_Fold`),
+  each group's rows made (`_rows_of`), the prover's `/status` filling what the logs lack,
+  and the rows added to a second spool keyed by the table's order (`partitions._order`, ties
+  in the order the rows were made, as `sorted` over a dict of rows gave).
 - The run's figures are summed as the rows go by; the intervals they need in time order go
   to spools of their own (`Intervals`).
 Payloads are pickled: this process wrote them to its own unlinked temporary files, and any
@@ -32,16 +32,13 @@ import math
 import pickle
 import struct
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from operator import itemgetter
-from typing import Any, Final, Generic, TypeVar, overload
+from typing import Any, Final, overload
 
 from gapwatch.base.sorted_spool import SortedSpool
-
-#: A row (`gapwatch.cuzk.partitions.PartitionTiming`: a dataclass made from its values).
-Row = TypeVar("Row")
 
 #: A key untouched for this long (the log's time) is written out: a partition's lines span
 #: its synthesis and its GPU work, a few minutes at the worst seen.
@@ -62,7 +59,7 @@ LONG_IDLE_S: Final = 0.1
 Part = int | tuple[str, int | None] | None
 #: (run, job, part).
 Key = tuple[int, str | None, Part]
-#: An operation: its code, its sequence number, its values (see `_fold`).
+#: An operation: its code, its sequence number, its values (applied by `_Fold`).
 Op = tuple[Any, ...]
 
 _PICKLE: Final = pickle.HIGHEST_PROTOCOL
@@ -427,30 +424,28 @@ class Intervals:
         self._spool.close()
 
 
-class PartitionRows(Sequence[Row], Generic[Row]):
+class PartitionRows(Sequence[PartitionTiming]):
     """The table's rows, in table order, read from their spool each time they are iterated
-    (the first few by slicing: `rows[:50]`); `make` makes a row of its values."""
+    (the first few by slicing: `rows[:50]`)."""
 
-    def __init__(self, spool: SortedSpool, count: int, make: Callable[..., Row]) -> None:
+    def __init__(self, spool: SortedSpool, count: int) -> None:
         self._spool = spool
         self._count = count
-        self._make = make
 
     def __len__(self) -> int:
         return self._count
 
-    def __iter__(self) -> Iterator[Row]:
-        make = self._make
+    def __iter__(self) -> Iterator[PartitionTiming]:
         for _t, payload in self._spool.sorted():
-            yield make(*pickle.loads(payload))
+            yield PartitionTiming(*pickle.loads(payload))
 
     @overload
-    def __getitem__(self, i: int) -> Row: ...
+    def __getitem__(self, i: int) -> PartitionTiming: ...
 
     @overload
-    def __getitem__(self, i: slice) -> list[Row]: ...
+    def __getitem__(self, i: slice) -> list[PartitionTiming]: ...
 
-    def __getitem__(self, i: int | slice) -> Row | list[Row]:
+    def __getitem__(self, i: int | slice) -> PartitionTiming | list[PartitionTiming]:
         if isinstance(i, slice):
             if i.step in (None, 1) and (i.start or 0) >= 0 and (i.stop or 0) >= 0:
                 return list(islice(self, i.start, i.stop))

@@ -335,7 +335,7 @@ class TimelineBuilder:
         for row, when in self._ops.rows(self._parser_locks, self._run):
             add_row(rows, _order(row), _values(row), when)
             summary.add(row)
-        return summary.timeline(PartitionRows(rows, summary.count, PartitionTiming))
+        return summary.timeline(PartitionRows(rows, summary.count))
 
 
 class _Summary:
@@ -365,7 +365,7 @@ class _Summary:
             self.kernel_ms += ms
             self.kernel_known = True
 
-    def timeline(self, rows: PartitionRows[PartitionTiming]) -> RunTimeline:
+    def timeline(self, rows: PartitionRows) -> RunTimeline:
         run = RunTimeline(partitions=rows, unpinned=self.unpinned,
                           sources=frozenset(self.sources), runs=frozenset(self.runs))
         try:

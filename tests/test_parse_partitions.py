@@ -9,7 +9,8 @@ import pytest
 
 from gapwatch.core.models import FieldValue, LogEvent
 from gapwatch.cuzk.log_lines import PARTITION_KIND
-from gapwatch.cuzk.partitions import RUN_START, derive_timeline, merge_intervals
+from gapwatch.cuzk.partition_table import Intervals
+from gapwatch.cuzk.partitions import RUN_START, derive_timeline
 from gapwatch.logs.parse import LogParser
 
 DATA = Path(__file__).parent / "data"
@@ -115,8 +116,12 @@ def test_attribution_stops_once_two_gpus_are_known() -> None:
     assert p.counters["attribution_disabled_multi_gpu"] == 1
 
 
-def test_merge_intervals() -> None:
-    assert merge_intervals([(3, 4), (0, 1), (0.5, 2), (2, 2.5), (5, 5)]) == [(0, 2.5), (3, 4)]
+def test_intervals_merge_in_any_order_and_drop_the_empty_ones() -> None:
+    spans = Intervals()
+    for start, end in [(3, 4), (0, 1), (0.5, 2), (2, 2.5), (5, 5)]:
+        spans.add(start, end)
+    assert list(spans.merged()) == [(0, 2.5), (3, 4)]
+    assert (spans.count, spans.first_s, spans.last_s) == (5, 0, 5)
 
 
 def test_no_events_give_an_empty_timeline() -> None:
@@ -133,9 +138,9 @@ def _ev(t: float, kind: str, name: str, job: str | None = "job", partition: int 
 
 def test_a_partitions_synthesis_time_and_unpinned_warning_reach_its_row_before_or_after_it_is_made(
 ) -> None:
-    """The builder hands a partition's SYNTH_END and `unpinned` warning to its row when the row
-    is made (at its GPU_START), or straight to it when they come later; a monolithic job's
-    are placed at the end. The same table either way, each run its own rows."""
+    """A partition's SYNTH_END and `unpinned` warning reach its row whether they come before
+    its GPU_START or after; a monolithic job's reach its row too. The same table either way,
+    each run its own rows."""
     def gpu(t: float, p: int | None, w: int, job: str = "job") -> list[LogEvent]:
         return [_ev(t, "timeline", "GPU_START", job, p, w),
                 _ev(t + 1, "timeline", "GPU_END", job, p, w, fields={"gpu_ms": 1000})]

@@ -292,8 +292,6 @@ def _fill_from_status(rec: PartitionTiming, st: PartitionTiming) -> None:
         rec.source = "log+status"
 
 
-
-
 def group_of(job: str | None, part: Part) -> int:
     """The spool's grouping hash: a partition's rows of every run together, and a monolithic
     job's rows with what they share."""
@@ -406,7 +404,7 @@ class Intervals:
             self._spool.add(start_s, _END.pack(end_s))
 
     def merged(self) -> Iterator[tuple[float, float]]:
-        """The sorted, non-overlapping union (`partitions.merge_intervals`), streamed."""
+        """The sorted, non-overlapping union (empty or reversed intervals dropped), streamed."""
         cur: tuple[float, float] | None = None
         for start, payload in self._spool.sorted():
             (end,) = _END.unpack(payload)

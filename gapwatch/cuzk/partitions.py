@@ -64,7 +64,7 @@ from gapwatch.cuzk.partition_table import (
 )
 
 __all__ = ["PartitionTiming", "RunTimeline", "TimelineBuilder", "derive_timeline",
-           "merge_intervals", "timeline_event"]
+           "timeline_event"]
 
 
 _K = TypeVar("_K")
@@ -91,9 +91,8 @@ class RunTimeline:
     kernel_utilisation: float | None = None
     #: Union of mutex-held intervals / wall time.
     occupied_fraction: float | None = None
-    #: Holes between merged mutex-held intervals: how many, how many of `LONG_IDLE_S` or more,
-    #: the longest (None: no hole).
-    idle_gaps: int = 0
+    #: Holes between merged mutex-held intervals: how many of `LONG_IDLE_S` or more, the
+    #: longest (None: no hole).
     long_idle_gaps: int = 0
     longest_idle_gap_s: float | None = None
 
@@ -102,18 +101,6 @@ class RunTimeline:
         if self.wall_start_s is None or self.wall_end_s is None:
             return None
         return self.wall_end_s - self.wall_start_s
-
-
-def merge_intervals(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
-    """Sorted, non-overlapping union of [start, end] intervals (empty or reversed ones dropped)."""
-    merged: list[tuple[float, float]] = []
-    for start, end in sorted(i for i in intervals if i[1] > i[0]):
-        if merged and start <= merged[-1][1]:
-            if end > merged[-1][1]:
-                merged[-1] = (merged[-1][0], end)
-        else:
-            merged.append((start, end))
-    return merged
 
 
 #: The TIMELINE events `derive_timeline` reads.
@@ -399,7 +386,6 @@ def _summarise(run: RunTimeline, sums: _Summary) -> None:
         for a, b in busy.merged():
             occupied += b - a
             if last_end is not None:
-                run.idle_gaps += 1
                 hole = a - last_end
                 run.long_idle_gaps += hole >= LONG_IDLE_S
                 if run.longest_idle_gap_s is None or hole > run.longest_idle_gap_s:

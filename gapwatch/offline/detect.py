@@ -80,7 +80,7 @@ class Detected:
     #: the `/status` snapshots as they went by; None when neither was read.
     timeline: TimelineBuilder | None
     #: How many of the prover's `/status` snapshots the input held (cuzk); they went to the
-    #: partition timeline and `on_status` as they came (a day of 1 s polls held ~26 KB each).
+    #: partition timeline and the listener as they came (a day of 1 s polls held ~26 KB each).
     prover_status_count: int = 0
     #: The line at which each gap id (1, 2, ...) was assigned, when the caller gave `line_of`.
     gap_id_lines: list[int] = field(default_factory=list)
@@ -116,7 +116,7 @@ class Detected:
 
 class RunListener(Protocol):
     """What reads every log event and `/status` snapshot beside the detection
-    (`detect_records`' `on_log` and `on_status`): `compare`'s settings, `report`'s paths."""
+    (`detect_records`' `listener`): `compare`'s settings, `report`'s paths."""
 
     def feed_log(self, ev: LogEvent) -> None: ...
 
@@ -180,37 +180,37 @@ class _Published:
 class _Side:
     """What the loop keeps beside the gaps from the log events and `/status` snapshots it
     feeds: the partition timeline and the prover's watcher's events, and the caller's
-    `on_log` and `on_status`."""
+    listener."""
 
-    def __init__(self, watch: ProverWatch | None,
-                 on_log: Callable[[LogEvent], None] | None, timeline: bool = True,
-                 on_status: Callable[[ProverStatus], None] | None = None) -> None:
+    def __init__(self, watch: ProverWatch | None, listener: RunListener | None,
+                 timeline: bool = True) -> None:
         self.watch = watch
-        self.on_log = on_log
-        self.on_status = on_status
+        self.listener = listener
         self.timeline: TimelineBuilder | None = None
         self.prover_events: list[ProverEvent] = []
         self.statuses = 0
         #: Whether to build the timeline (a split report's other workers do not).
         self.builds_timeline = timeline
 
+    def _builder(self) -> TimelineBuilder:
+        """The timeline, made by the first event or snapshot it reads."""
+        if self.timeline is None:
+            self.timeline = TimelineBuilder()
+        return self.timeline
+
     def log(self, event: LogEvent) -> None:
         slim = timeline_event(event) if self.builds_timeline else None
         if slim is not None:
-            if self.timeline is None:
-                self.timeline = TimelineBuilder()
-            self.timeline.add(slim)
-        if self.on_log is not None:
-            self.on_log(event)
+            self._builder().add(slim)
+        if self.listener is not None:
+            self.listener.feed_log(event)
 
     def status(self, st: ProverStatus) -> None:
         self.statuses += 1
         if self.builds_timeline:
-            if self.timeline is None:
-                self.timeline = TimelineBuilder()
-            self.timeline.add_status(st)
-        if self.on_status is not None:
-            self.on_status(st)
+            self._builder().add_status(st)
+        if self.listener is not None:
+            self.listener.feed_status(st)
 
 
 def detect_records(
@@ -221,8 +221,7 @@ def detect_records(
     *,
     line_of: Callable[[], int] | None = None,
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
-    on_log: Callable[[LogEvent], None] | None = None,
-    on_status: Callable[[ProverStatus], None] | None = None,
+    listener: RunListener | None = None,
     watch: ProverWatch | None = None,
     span: LogSpan | None = None,
     gap_spool: GapSpool | None = None,
@@ -241,10 +240,9 @@ def detect_records(
             workers when its log does not say them).
         line_of: where the reader is (the line of the record being fed); when given, the line
             that assigned each gap id is kept, so that split runs can renumber their gaps.
-        on_log: called with every log event (recorded and `extra_logs`) as it is fed: what
-            a caller reads beside the detector (`compare` reads the prover's settings).
-        on_status: called with every `/status` snapshot, in order (`compare` reads the
-            prover's settings there too).
+        listener: fed every log event (recorded and `extra_logs`) as it is fed, and every
+            `/status` snapshot in order: what a caller reads beside the detector (`compare`
+            reads the prover's settings, `report` its paths).
         watch: the prover's watcher, fed every record but GPU samples (as the live session
             feeds it); its events are `Detected.prover_events`.
         gap_spool: where the closed gaps go (a new `GapSpool` when None).
@@ -263,7 +261,7 @@ def detect_records(
     states: list[StateChange] = []
     published = _Published(det, gap_spool if gap_spool is not None else GapSpool(), states)
     take = published.take
-    side = _Side(watch, on_log, timeline, on_status)
+    side = _Side(watch, listener, timeline)
     copies: list[CopyRecord] = []
     blind_spots: list[BlindSpot] = []
     byes: list[Bye] = []
@@ -363,7 +361,7 @@ def _feed_extra(det: GapDetector, side: _Side, head: Bounded | None,
                 ) -> tuple[Bounded | None, list[Gap | StateChange]]:
     """Feed the extra log events from `head` on (then `rest`) up to `until_s` (merged by time
     into the records), as a session would (the detector and the watcher each event's bounded
-    copy; the side, its timeline and `on_log`, the event); returns the first one not fed
+    copy; the side, its timeline and the listener, the event); returns the first one not fed
     (None: none left), and what the detector said."""
     out: list[Gap | StateChange] = []
     watch = side.watch

@@ -300,8 +300,7 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
            listener: RunListener | None = None,
            parsed: LogInput | None = None) -> Detected:
     """Read the whole input (and the `--log` files, or `parsed`: them, already parsed; the
-    caller closes it) and detect over it in one process (`listener`: fed as `detect_records`
-    feeds `on_log` and `on_status`)."""
+    caller closes it) and detect over it in one process (`listener`: see `detect_records`)."""
     own = parsed is None
     logs = parse_log_input(path, config, log_paths) if parsed is None else parsed
     rec = read_any(path)
@@ -309,9 +308,8 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
     try:
         found = detect_records(rec.header, rec.records, config.detector, logs.spool,
                                max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
-                               on_log=listener.feed_log if listener else None,
-                               on_status=listener.feed_status if listener else None,
-                               watch=watch, span=copy.deepcopy(logs.span))
+                               listener=listener, watch=watch,
+                               span=copy.deepcopy(logs.span))
     finally:
         if own:
             logs.close()

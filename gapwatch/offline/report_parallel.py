@@ -270,8 +270,7 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
             rec.header, _only_mine(rec, owners, me, n, stop), config.detector,
             logs.spool if logs is not None else (), line_of=lambda: rec.line_no,
             max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
-            on_log=job.listener.feed_log if mine and job.listener else None,
-            on_status=job.listener.feed_status if mine and job.listener else None, watch=watch,
+            listener=job.listener if mine else None, watch=watch,
             span=copy.deepcopy(logs.span) if logs is not None else None, timeline=mine,
             wake_at=wake, end_of_data=end_of_data)
     except _OneProcess as exc:

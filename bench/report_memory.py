@@ -7,6 +7,7 @@ Usage:
     python3 bench/report_memory.py --before /tmp/base   # that checkout's figures beside these
     python3 bench/report_memory.py --hours 168 --segments --kinds report   # a week, in segments
     python3 bench/report_memory.py --hours 168 --segments --no-log --kinds report
+    python3 bench/report_memory.py --hours 1 --copies 30   # with a copy trace, 30 a partition
 
 The recordings are the simulator's `pageable` scenario (the worst case: a gap every ~2 s on every
 GPU), simulated one hour at a time (seed = hour, its wall times an hour on, data time shifted
@@ -16,7 +17,10 @@ to follow: bench/compare_bench.py's way, so a day never has to be in memory) and
 (`gapwatch-mem-Hh-Ggpu.jsonl` and `.log`), generated in a process of their own. With
 `--segments` the recording is an hour per file instead, as `record --rotate-age 1h` leaves it:
 `gapwatch-mem-Hh-Ggpu.d/gw.000001.jsonl`, ... (one recording set: every header names the same
-`set_id`), and the command is given the folder.
+`set_id`), and the command is given the folder. With `--copies N` the recording also holds the
+copy trace's records, as a prover traced by `gapwatch copytrace` leaves them: each partition's
+a/b/c copy cut into N (`gapwatch.sources.sim.SimCopyFeed`; cuzk makes tens a partition), ~20 N
+copies an hour per GPU of this scenario (`gapwatch-mem-Hh-Ggpu-cN.jsonl`).
 
 Every figure is one fresh `python -m gapwatch ...` under `/usr/bin/time -f '%M %e %U %S'`: peak
 RSS (max resident set: of the largest one process, the command's own or a worker's), the peak of
@@ -51,8 +55,9 @@ KINDS = {
 }
 
 
-def _paths(hours: int, gpus: int, segments: bool = False) -> tuple[Path, Path]:
-    base = Path(f"/tmp/gapwatch-mem-{hours}h-{gpus}gpu")
+def _paths(hours: int, gpus: int, segments: bool = False, copies: int = 0
+           ) -> tuple[Path, Path]:
+    base = Path(f"/tmp/gapwatch-mem-{hours}h-{gpus}gpu" + (f"-c{copies}" if copies else ""))
     rec = Path(f"{base}.d") if segments else Path(f"{base}.jsonl")
     return rec, Path(f"{base}.log")
 
@@ -61,29 +66,30 @@ def _paths(hours: int, gpus: int, segments: bool = False) -> tuple[Path, Path]:
 SET_ID = "benchweek"
 
 
-def generate(hours: int, gpus: int, segments: bool = False) -> None:
-    """Write the recording (one file, or an hour per segment) and its log, an hour at a time."""
-    import msgspec
+def generate(hours: int, gpus: int, segments: bool = False, copies: int = 0) -> None:
+    """Write the recording (one file, or an hour per segment) and its log, an hour at a time;
+    `copies`: the copy trace's records too, this many a partition (0: none)."""
 
     from evaluation.simulate import SIM_EPOCH_WALL_S, simulate
     from gapwatch.core.models import Record
     from gapwatch.sinks.recorder import write_recording
 
-    rec_path, log_path = _paths(hours, gpus, segments)
+    rec_path, log_path = _paths(hours, gpus, segments, copies)
     part_log = log_path.with_suffix(".log.part")
     if segments:
-        _generate_segments(hours, gpus, rec_path, log_path, part_log)
+        _generate_segments(hours, gpus, rec_path, log_path, part_log, copies)
         return
     header = simulate("pageable", seed=1, duration_s=1.0, gpus=gpus).header
 
     def records(log: Any) -> Iterator[Record]:
         for k in range(hours):
             res = simulate("pageable", seed=k + 1, duration_s=3600.0, gpus=gpus,
-                           start_wall_s=SIM_EPOCH_WALL_S + k * 3600.0)
+                           start_wall_s=SIM_EPOCH_WALL_S + k * 3600.0,
+                           copies_per_partition=copies or None)
             log.write("".join(f"{text}\n" for _stream, text in res.log_lines))
             shift_ns = k * 3600 * 10**9
             for r in res.records:
-                yield msgspec.structs.replace(r, t_mono_ns=r.t_mono_ns + shift_ns)  # type: ignore[type-var]
+                yield _shifted(r, shift_ns)
             print(f"  simulated hour {k + 1}/{hours}", file=sys.stderr)
 
     tmp = rec_path.with_name("part-" + rec_path.name)
@@ -93,8 +99,17 @@ def generate(hours: int, gpus: int, segments: bool = False) -> None:
     os.replace(part_log, log_path)
 
 
+def _shifted(r: Any, shift_ns: int) -> Any:
+    """`r` with its data time `shift_ns` on (a copy has none: its times are the wall's)."""
+    import msgspec
+
+    if not hasattr(r, "t_mono_ns"):
+        return r
+    return msgspec.structs.replace(r, t_mono_ns=r.t_mono_ns + shift_ns)
+
+
 def _generate_segments(hours: int, gpus: int, folder: Path, log_path: Path,
-                       part_log: Path) -> None:
+                       part_log: Path, copies: int = 0) -> None:
     """An hour per segment in `folder` (made whole in `folder.part`, then renamed), one log."""
     import shutil
 
@@ -112,23 +127,25 @@ def _generate_segments(hours: int, gpus: int, folder: Path, log_path: Path,
     with open(part_log, "w") as log:
         for k in range(hours):
             res = simulate("pageable", seed=k + 1, duration_s=3600.0, gpus=gpus,
-                           start_wall_s=SIM_EPOCH_WALL_S + k * 3600.0)
+                           start_wall_s=SIM_EPOCH_WALL_S + k * 3600.0,
+                           copies_per_partition=copies or None)
             log.write("".join(f"{text}\n" for _stream, text in res.log_lines))
             shift_ns = k * 3600 * 10**9
             write_recording(part / f"gw.{k + 1:06d}.jsonl", header,
-                            (msgspec.structs.replace(r, t_mono_ns=r.t_mono_ns + shift_ns)
-                             for r in res.records))  # type: ignore[type-var]
+                            (_shifted(r, shift_ns) for r in res.records))
             print(f"  simulated hour {k + 1}/{hours}", file=sys.stderr)
     os.replace(part, folder)
     os.replace(part_log, log_path)
 
 
-def _recording(hours: int, gpus: int, segments: bool = False) -> tuple[Path, Path]:
-    rec_path, log_path = _paths(hours, gpus, segments)
+def _recording(hours: int, gpus: int, segments: bool = False, copies: int = 0
+               ) -> tuple[Path, Path]:
+    rec_path, log_path = _paths(hours, gpus, segments, copies)
     if not (rec_path.exists() and log_path.exists()):
         print(f"generating {rec_path} and {log_path.name} ...", file=sys.stderr)
         subprocess.run([sys.executable, str(HERE), "--generate", str(hours), str(gpus)]
-                       + (["--segments"] if segments else []), check=True, cwd=ROOT)
+                       + (["--segments"] if segments else [])
+                       + (["--copies", str(copies)] if copies else []), check=True, cwd=ROOT)
     return rec_path, log_path
 
 
@@ -223,25 +240,30 @@ def main() -> int:
     ap.add_argument("--segments", action="store_true",
                     help="the recording as an hour per segment, the folder given to the command")
     ap.add_argument("--no-log", action="store_true", help="without the prover's log")
+    ap.add_argument("--copies", type=int, default=0, metavar="N",
+                    help="with a copy trace: each partition's a/b/c copy cut into N copies")
     ap.add_argument("--out", type=Path, default=None, help="also write the figures as JSON")
     args = ap.parse_args()
     if args.generate:
-        generate(args.generate[0], args.generate[1], segments=args.segments)
+        generate(args.generate[0], args.generate[1], segments=args.segments,
+                 copies=args.copies)
         return 0
     checkouts = [("this", ROOT)] + ([("before", args.before.resolve())] if args.before else [])
     rows = []
     print(f"{'input':<22} {'MB':>7} {'checkout':<8} {'kind':<9} {'peak RSS MiB':>12} "
           f"{'summed MiB':>10} {'wall s':>7} {'CPU s':>7} {'rc':>3}")
     for hours in args.hours:
-        rec, log_file = _recording(hours, args.gpus, args.segments)
+        rec, log_file = _recording(hours, args.gpus, args.segments, args.copies)
         log = None if args.no_log else log_file
         size_mb = _size_mb(rec) + (_size_mb(log) if log is not None else 0.0)
         for kind in args.kinds:
             for name, checkout in checkouts:
                 m = measure(kind, rec, log, checkout)
-                rows.append({"hours": hours, "gpus": args.gpus, "input_mb": size_mb,
+                rows.append({"hours": hours, "gpus": args.gpus, "copies": args.copies,
+                             "input_mb": size_mb,
                              "checkout": name, **m})
-                what = f"{hours} h x {args.gpus} GPUs" + ("" if log is not None else " no log")
+                what = (f"{hours} h x {args.gpus} GPUs" + ("" if log is not None else " no log")
+                        + (f" c{args.copies}" if args.copies else ""))
                 print(f"{what:<22} {size_mb:>7.0f} {name:<8} "
                       f"{kind:<9} {m['peak_rss_mib']:>12.0f} {m['summed_rss_mib']:>10.0f} "
                       f"{m['wall_s']:>7.1f} {m['cpu_s']:>7.1f} {m['rc']:>3}"

@@ -19,6 +19,7 @@ from gapwatch.engine.session import Detector, Session, default_header
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sources.sim import (
     ScenarioName,
+    SimCopyFeed,
     SimHostSource,
     SimProver,
     SimStatusFeed,
@@ -66,11 +67,14 @@ def simulate(
     detector: Detector | None = None,
     start_wall_s: float = SIM_EPOCH_WALL_S,
     status_period_s: float | None = None,
+    copies_per_partition: int | None = None,
 ) -> SimResult:
     """Simulate `duration_s` of the prover and return the samples, log lines and ground truth.
 
     `status_period_s`: also take a snapshot of the prover's own `/status` this often (data
-    time) into the session, as a poller would (`SimStatusFeed`)."""
+    time) into the session, as a poller would (`SimStatusFeed`). `copies_per_partition`: also
+    record the prover's host-to-device copies as the copy trace would, each partition's a/b/c
+    copy cut into this many (`SimCopyFeed`)."""
     lines: list[tuple[str, str]] = []
     sim = SimProver(scenario, seed=seed, gpus=gpus, on_line=lambda s, t: lines.append((s, t)))
     clock = VirtualClock(start_mono_ns=10**12, start_wall_s=start_wall_s)
@@ -83,6 +87,8 @@ def simulate(
     session = Session(header, store, detector=detector, sinks=[sink])
     if status_period_s is not None:
         session.add_sink(SimStatusFeed(sim, status_period_s, session.on_record))
+    if copies_per_partition is not None:
+        session.add_sink(SimCopyFeed(sim, copies_per_partition, session.on_record))
     sampler = Sampler(sim, SimHostSource(sim), session, clock, int(period_ms * 1e6),
                       duration_ns=int(duration_s * 1e9))
     sampler.run()

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from bisect import insort
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from msgspec.structs import replace
@@ -174,11 +174,20 @@ class GapDetector:
         they end (a flush period or more), so one may land in a gap already closed: that gap
         is re-published at once with it (and any late log events). A copy that reaches an open
         gap may make it a BREAKDOWN witness: the state is looked at again on the next sample."""
-        if copy.gpu is not None:
-            tr = self._tracks.get(copy.gpu)
-            if tr is not None and tr.gap_id is not None:
-                tr.recheck_ns = 0
-        return self._late(self._ev.add_copy(copy))
+        return self.feed_copies((copy,))
+
+    def feed_copies(self, copies: Iterable[CopyRecord]) -> list[Gap | StateChange]:
+        """Copies that came together (a flush of the trace, a run of them in a recording), as
+        `feed_copy` one by one, but a closed gap they reach is re-published once, after the
+        last: a partition's tens of copies would re-publish its gap as many times."""
+        late = False
+        for copy in copies:
+            if copy.gpu is not None:
+                tr = self._tracks.get(copy.gpu)
+                if tr is not None and tr.gap_id is not None:
+                    tr.recheck_ns = 0
+            late = self._ev.add_copy(copy) or late
+        return self._late(late)
 
     def _late(self, reached_closed: bool) -> list[Gap | StateChange]:
         """What is pending, plus the closed gaps that late evidence just reached, re-published

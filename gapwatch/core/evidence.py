@@ -310,7 +310,14 @@ class EvidenceBuffer:
         #: The latest event carrying each warning: pageable buffers are a property of the run,
         #: so a gap with no warning in its own window still cites a recent one.
         self.last_warning: dict[str, LogEvent] = {}
-        self._copies: deque[CopyRecord] = deque(maxlen=RECENT_COPIES)
+        #: The latest `RECENT_COPIES` copies of all GPUs, kept by GPU (a gap reads only its
+        #: own GPU's: looking through all of them at each gap and each re-publication cost a
+        #: report ~2 ms a gap with a copy trace): each with its number among all copies
+        #: (`_copies_added`), so that what fell out of the shared window is passed over. The
+        #: pinned host-to-device ones again, for `pinned_rate`.
+        self._copies_of: dict[int, deque[tuple[int, CopyRecord]]] = {}
+        self._pinned_of: dict[int, deque[tuple[int, CopyRecord]]] = {}
+        self._copies_added = 0
         #: End of the latest traced copy per GPU (the copy trace is live there).
         self.last_copy_s: dict[int, float] = {}
         #: Latest /proc reading of the processes on each GPU (one round per GPU).
@@ -423,7 +430,7 @@ class EvidenceBuffer:
         gpu = c.gpu
         if gpu is None:
             return False
-        self._copies.append(c)
+        self._keep_copy(gpu, c)
         if c.end_wall_s > self.last_copy_s.get(gpu, float("-inf")):
             self.last_copy_s[gpu] = c.end_wall_s
         for acc in self._open:
@@ -437,6 +444,31 @@ class EvidenceBuffer:
                 acc.add_copy(c)
                 late = True
         return late
+
+    def _keep_copy(self, gpu: int, c: CopyRecord) -> None:
+        self._copies_added = n = self._copies_added + 1
+        mine = self._copies_of.get(gpu)
+        if mine is None:
+            mine = self._copies_of[gpu] = deque(maxlen=RECENT_COPIES)
+        mine.append((n, c))
+        if c.direction == "h2d" and c.src_kind == "pinned" and c.end_wall_s > c.start_wall_s:
+            pinned = self._pinned_of.get(gpu)
+            if pinned is None:
+                pinned = self._pinned_of[gpu] = deque(maxlen=RECENT_COPIES)
+            pinned.append((n, c))
+
+    def _recent_copies(self, kept: dict[int, deque[tuple[int, CopyRecord]]], gpu: int
+                       ) -> Iterator[CopyRecord]:
+        """`gpu`'s copies in `kept` among the latest `RECENT_COPIES` of all GPUs, oldest
+        first."""
+        mine = kept.get(gpu)
+        if not mine:
+            return
+        oldest = self._copies_added - RECENT_COPIES
+        while mine and mine[0][0] <= oldest:
+            mine.popleft()
+        for _n, c in mine:
+            yield c
 
     def add_procmem(self, reading: ProcessMemory) -> None:
         """The latest round of /proc readings per GPU (a newer round replaces the older)."""
@@ -475,9 +507,8 @@ class EvidenceBuffer:
         """Bytes-weighted rate of the recent pinned host-to-device copies of `gpu`."""
         total_b, total_s = 0, 0.0
         lo = at_s - PINNED_RATE_HISTORY_S
-        for c in self._copies:
-            if c.gpu == gpu and c.direction == "h2d" and c.src_kind == "pinned" \
-                    and c.end_wall_s >= lo and c.end_wall_s > c.start_wall_s:
+        for c in self._recent_copies(self._pinned_of, gpu):
+            if c.end_wall_s >= lo:
                 total_b += c.bytes
                 total_s += c.end_wall_s - c.start_wall_s
         return total_b / total_s if total_s > 0 else None
@@ -511,8 +542,8 @@ class EvidenceBuffer:
         acc.host_next = self._host_seq - back
         lo = start_s - self.before_s
         self._take_events(acc, gpu, start_s, lo)
-        for c in self._copies:
-            if c.gpu == gpu and c.end_wall_s >= lo:
+        for c in self._recent_copies(self._copies_of, gpu):
+            if c.end_wall_s >= lo:
                 acc.add_copy(c)
         for status in self._snapshots_since(lo, gpu):
             acc.add_prover(status)

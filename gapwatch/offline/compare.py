@@ -24,14 +24,15 @@ taken as fixed) are set against what AFTER achieved.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gapwatch.base.tuple_spool import TupleSpool
 from gapwatch.config import Config
 from gapwatch.core import fmt
-from gapwatch.core.models import CopyRecord, Gap, GpuInfo, ProverEvent
+from gapwatch.core.models import Gap, GpuInfo, ProverEvent
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
 from gapwatch.cuzk.settings import ProverSettings, SettingChange, SettingsSeen, changes
@@ -49,6 +50,7 @@ from gapwatch.offline.compare_windows import (
     choose_window_s,
     series,
 )
+from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.report import collector_off, detect_either, logs_parsed, summarise
 from gapwatch.offline.report_parallel import plan_workers
 
@@ -76,9 +78,12 @@ class Side:
     log_files: list[str]
     gpus: list[GpuInfo]
     totals: list[GpuTotals]
-    gaps: list[SlimGap]
-    partition_ends: list[tuple[int | None, float]] | None
-    copies: list[SlimCopy]
+    #: Each closed gap, each partition's GPU end and each H2D copy, in the order the side's
+    #: report gave them: on disk beyond a few tens of thousands (`TupleSpool`), as lists in
+    #: tests.
+    gaps: Iterable[SlimGap]
+    partition_ends: Iterable[tuple[int | None, float]] | None
+    copies: Iterable[SlimCopy]
     settings: ProverSettings
     advice: AdviceReport
     #: The report's payoff of closing every gap (`if_closed` over all GPUs).
@@ -112,19 +117,22 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str]) -> 
     with collector_off():
         n = plan_workers(path, logs)
         with logs_parsed(path, config, logs) as parsed:
-            found, seen = detect_either(path, config, logs, n, parsed, SettingsSeen)
+            found, seen = detect_either(path, config, logs, n, parsed, SettingsSeen,
+                                        copies=CopySums(keep_h2d=True))
         rep = summarise(path, found, logs, config.detector.window_s)
-        copies, statuses = _slim_copies(found.copies), found.prover_status_count
+        copies, statuses = _SlimCopies(found.copies), found.prover_status_count
         posts = _slim_posts(found.prover_events)
         del found
         ends = None
         if rep.partitions is not None:
-            ends = [(p.gpu, p.gpu_end_s) for p in rep.partitions.partitions
-                    if p.gpu_end_s is not None]
+            ends = TupleSpool[tuple[int | None, float]](
+                tuple[int | None, float], ((p.gpu, p.gpu_end_s) for p in rep.partitions.partitions
+                                           if p.gpu_end_s is not None))
+        gaps = TupleSpool[SlimGap](SlimGap, (_slim_gap(g) for g in rep.gaps
+                                             if g.end_s is not None))
         return Side(
             label=label, path=str(path), log_files=list(logs), gpus=list(rep.header.gpus),
-            totals=rep.totals, gaps=[_slim_gap(g) for g in rep.gaps if g.end_s is not None],
-            partition_ends=ends, copies=copies,
+            totals=rep.totals, gaps=gaps, partition_ends=ends, copies=copies,
             settings=seen.result(), advice=rep.advice,
             payoff_all=rep.payoff["overall"]["if_closed"]["all"],
             busy_fraction=rep.payoff["overall"]["busy_fraction"],
@@ -147,9 +155,20 @@ def _slim_posts(events: Sequence[ProverEvent]) -> list[SlimPost]:
     return out
 
 
-def _slim_copies(copies: list[CopyRecord]) -> list[SlimCopy]:
-    return [SlimCopy(c.gpu, c.host_kind, c.end_wall_s, c.bytes, c.duration_s)
-            for c in copies if c.direction == "h2d" and c.gpu is not None]
+class _SlimCopies:
+    """A side's H2D copies of watched GPUs, read back from its `CopySums` at each pass."""
+
+    def __init__(self, sums: CopySums) -> None:
+        self._sums = sums
+
+    def __iter__(self) -> Iterator[SlimCopy]:
+        for c in self._sums.h2d():
+            yield SlimCopy(*c)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _SlimCopies | list):
+            return NotImplemented
+        return list(self) == list(other)
 
 
 @dataclass(frozen=True, slots=True)

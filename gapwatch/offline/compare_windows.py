@@ -120,9 +120,10 @@ def _usable(covered: float, window_s: float) -> bool:
     return covered >= window_s / 2
 
 
-def accumulate(grid: Grid, totals: list[GpuTotals], gaps: list[SlimGap],
-               partition_ends: list[tuple[int | None, float]] | None,
-               copies: list[SlimCopy], posts: Sequence[SlimPost] = ()) -> dict[int, GpuWindows]:
+def accumulate(grid: Grid, totals: list[GpuTotals], gaps: Iterable[SlimGap],
+               partition_ends: Iterable[tuple[int | None, float]] | None,
+               copies: Iterable[SlimCopy], posts: Sequence[SlimPost] = ()
+               ) -> dict[int, GpuWindows]:
     """Every GPU's window accumulators (and `ALL`'s, their sum)."""
     out: dict[int, GpuWindows] = {}
     for t in totals:
@@ -142,7 +143,7 @@ def accumulate(grid: Grid, totals: list[GpuTotals], gaps: list[SlimGap],
     return out
 
 
-def _gaps(grid: Grid, out: dict[int, GpuWindows], gaps: list[SlimGap]) -> None:
+def _gaps(grid: Grid, out: dict[int, GpuWindows], gaps: Iterable[SlimGap]) -> None:
     """Each gap's idle spread over the windows it touches (by kind and cause); counted in the
     window it started in."""
     for g in gaps:
@@ -161,7 +162,7 @@ def _gaps(grid: Grid, out: dict[int, GpuWindows], gaps: list[SlimGap]) -> None:
                 cause[i] += s
 
 
-def _copies(grid: Grid, out: dict[int, GpuWindows], copies: list[SlimCopy]) -> None:
+def _copies(grid: Grid, out: dict[int, GpuWindows], copies: Iterable[SlimCopy]) -> None:
     for c in copies:
         w = out.get(c.gpu)
         i = grid.index(c.end_s)
@@ -198,7 +199,7 @@ def _add_posts(total: GpuWindows, more: GpuWindows) -> None:
 
 
 def _partitions(grid: Grid, out: dict[int, GpuWindows],
-                ends: list[tuple[int | None, float]]) -> list[int]:
+                ends: Iterable[tuple[int | None, float]]) -> list[int]:
     """Partitions by the window their GPU work ended in, per GPU; one with no GPU said goes to
     the only GPU when there is one, else it counts for all GPUs only (returned)."""
     only = next(iter(out)) if len(out) == 1 else ALL

@@ -47,6 +47,7 @@ from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.cuzk.prover import CuzkProver, view_of
+from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.gap_spool import Bounded, EventSpool, GapSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.sources.recording import PassedOver, WakeAt
@@ -84,8 +85,8 @@ class Detected:
     prover_status_count: int = 0
     #: The line at which each gap id (1, 2, ...) was assigned, when the caller gave `line_of`.
     gap_id_lines: list[int] = field(default_factory=list)
-    #: The copy trace's copies, in input order (empty without a copy trace).
-    copies: list[CopyRecord] = field(default_factory=list)
+    #: The copy trace's copies, summed as they came (`CopySums`; none without a copy trace).
+    copies: CopySums = field(default_factory=CopySums)
     #: What the prover's log said about its pipeline (the advice reads it).
     pipeline: PipelineView = field(default_factory=PipelineView)
     #: What the prover package could not learn from the input (`Prover.lacks`), in its words.
@@ -225,6 +226,7 @@ def detect_records(
     watch: ProverWatch | None = None,
     span: LogSpan | None = None,
     gap_spool: GapSpool | None = None,
+    copies: CopySums | None = None,
     timeline: bool = True,
     wake_at: WakeAt | None = None,
     end_of_data: Callable[[float | None], float | None] | None = None,
@@ -246,6 +248,7 @@ def detect_records(
         watch: the prover's watcher, fed every record but GPU samples (as the live session
             feeds it); its events are `Detected.prover_events`.
         gap_spool: where the closed gaps go (a new `GapSpool` when None).
+        copies: what sums the copy trace's copies (a new `CopySums` when None).
         timeline: build the partition timeline (`Detected.timeline`).
         wake_at: a split report's worker (`gapwatch.offline.report_parallel`): kept at the
             time of the next `extra_logs` event, for the reader, whose `PassedOver` lines
@@ -262,7 +265,7 @@ def detect_records(
     published = _Published(det, gap_spool if gap_spool is not None else GapSpool(), states)
     take = published.take
     side = _Side(watch, listener, timeline)
-    copies: list[CopyRecord] = []
+    copies = copies if copies is not None else CopySums()
     blind_spots: list[BlindSpot] = []
     byes: list[Bye] = []
     gap_id_lines: list[int] = []
@@ -286,7 +289,14 @@ def detect_records(
     next_log_t = head[0].t_wall_s if head is not None else float("inf")
     wake = wake_at if wake_at is not None else WakeAt()
     wake.t_wall_s = next_log_t
+    # A run of copies (a flush of the trace: a partition's tens) goes to the detector at once,
+    # before the next other record, so a closed gap they reach is re-published once.
+    held_copies: list[CopyRecord] = []
+    copy_record = CopyRecord
     for r in records:
+        if held_copies and type(r) is not copy_record:
+            take(det.feed_copies(held_copies))
+            held_copies = []
         if type(r) is gpu_sample:
             if r.t_wall_s >= next_log_t:
                 head, late = _feed_extra(det, side, head, extra, r.t_wall_s)
@@ -322,9 +332,13 @@ def detect_records(
                 side.status(r)
             else:
                 _keep_side(r, copies, blind_spots, byes)
+            if type(r) is copy_record:
+                held_copies.append(r)
+                continue
             out = det.feed(r)
         if out:
             take(out)
+    take(det.feed_copies(held_copies))
     # The `--log` lines left after the last sample, as far as they are inside the span.
     end_s = max((t.last_wall_s for t in det.totals() if t.samples), default=None)
     if end_of_data is not None:
@@ -377,12 +391,12 @@ def _feed_extra(det: GapDetector, side: _Side, head: Bounded | None,
     return head, out
 
 
-def _keep_side(r: Record, copies: list[CopyRecord], blind_spots: list[BlindSpot],
+def _keep_side(r: Record, copies: CopySums, blind_spots: list[BlindSpot],
                byes: list[Bye]) -> None:
     """Keep a record the report reads beside the gaps (the rare ones: not GPU, host, log or
     `/status`)."""
     if isinstance(r, CopyRecord):
-        copies.append(r)
+        copies.add(r)
     elif isinstance(r, BlindSpot):
         blind_spots.append(r)
     elif isinstance(r, Notice):

@@ -33,7 +33,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from statistics import median
 from typing import Any, TypeVar
 
 from gapwatch.config import Config
@@ -42,13 +41,11 @@ from gapwatch.core.blind import Bye, blind_words
 from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.evidence import union_s
 from gapwatch.core.health import HealthStats, event_words
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     GAP_KINDS,
     BlindSpot,
-    CopyRecord,
     Gap,
     GpuInfo,
     HardwareEvent,
@@ -71,6 +68,7 @@ from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.files import log_file_events, parse_log_files
+from gapwatch.offline.copy_sums import CopySums, PageableSweep
 from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
@@ -113,7 +111,7 @@ class ReportData:
     states: list[StateChange]
     payoff: dict[str, Any]
     partitions: Any | None = None  # gapwatch.cuzk.partitions.RunTimeline
-    #: The copy trace's table (`copy_table`); None when the recording has no copy.
+    #: The copy trace's table (`CopySums.table`); None when the recording has no copy.
     copies: dict[str, Any] | None = None
     log_files: list[str] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
@@ -205,11 +203,13 @@ L = TypeVar("L", bound=RunListener)
 
 
 def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
-                  parsed: LogInput | None, new_listener: Callable[[], L]) -> tuple[Detected, L]:
+                  parsed: LogInput | None, new_listener: Callable[[], L],
+                  copies: CopySums | None = None) -> tuple[Detected, L]:
     """Detect over `path` split across `n` processes where it splits, else in one (the same
     result), the `--log` files already `parsed` (None: none given); a listener made by
     `new_listener` is fed every log event and `/status` snapshot, in the order one process
-    feeds them (a split run's in this process). Used by `build_report` and `compare`'s
+    feeds them (a split run's in this process); `copies`: what sums the copy trace's copies
+    (a recording with any is read in one process). Used by `build_report` and `compare`'s
     sides."""
     if n > 1:
         listener = new_listener()
@@ -218,7 +218,7 @@ def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
             _count_logs(found, parsed)
             return found, listener
     listener = new_listener()  # what a split run that gave up saw is not kept
-    return detect(path, config, logs, listener=listener, parsed=parsed), listener
+    return detect(path, config, logs, listener=listener, parsed=parsed, copies=copies), listener
 
 
 @contextmanager
@@ -298,9 +298,10 @@ def _count_logs(found: Detected, parsed: LogInput | None) -> None:
 
 def detect(path: str | Path, config: Config, log_paths: list[str],
            listener: RunListener | None = None,
-           parsed: LogInput | None = None) -> Detected:
+           parsed: LogInput | None = None, copies: CopySums | None = None) -> Detected:
     """Read the whole input (and the `--log` files, or `parsed`: them, already parsed; the
-    caller closes it) and detect over it in one process (`listener`: see `detect_records`)."""
+    caller closes it) and detect over it in one process (`listener`, `copies`: see
+    `detect_records`)."""
     own = parsed is None
     logs = parse_log_input(path, config, log_paths) if parsed is None else parsed
     rec = read_any(path)
@@ -308,7 +309,7 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
     try:
         found = detect_records(rec.header, rec.records, config.detector, logs.spool,
                                max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
-                               listener=listener, watch=watch,
+                               listener=listener, watch=watch, copies=copies,
                                span=copy.deepcopy(logs.span))
     finally:
         if own:
@@ -337,7 +338,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         states=found.states,
         payoff=payoff(totals, tally, partitions), partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
-        copies=copy_table(found.copies, sums.copy_gaps) if found.copies else None,
+        copies=found.copies.table(sums.copy_gaps) if found.copies else None,
         warnings=[*found.log_notes, *data_warnings(found.detector_counters, totals)],
         blind_spots=list(found.blind_spots), byes=list(found.byes),
         advice=advise_stalls(sums.stalls, found.pipeline,
@@ -356,36 +357,31 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
 class _GapSums:
     """Everything the report sums over its gaps, in one pass over them in start order (each
     sum in the order it always took): each GPU's prover causes, the starved gaps the breakdown
-    periods count, each GPU's gap time and pageable copy time within it (`copy_table`), and the
+    periods count, each GPU's gap time and pageable copy time within it (`CopySums.table`), and the
     gaps of each stall as the advice reads them (`gapwatch.cuzk.advice.StallGaps`)."""
 
-    def __init__(self, gaps: Iterable[Gap], copies: list[CopyRecord],
-                 pipeline: PipelineView) -> None:
+    def __init__(self, gaps: Iterable[Gap], copies: CopySums, pipeline: PipelineView) -> None:
         self.causes: dict[int, dict[str, dict[str, float]]] = {}
         #: (end in data time, idle seconds) of each GPU's pcie_starved gaps, by end.
         self.starved: dict[int, list[tuple[int, float]]] = {}
         #: Per GPU with gaps: (gap seconds, pageable copy seconds within them).
         self.copy_gaps: dict[int, tuple[float, float]] = {}
-        spans: dict[int | None, list[tuple[float, float]]] = {}
-        for c in copies:
-            if c.host_kind == "pageable":
-                spans.setdefault(c.gpu, []).append((c.start_wall_s, c.end_wall_s))
-        self.stalls = by_stall(self._each(gaps, spans, bool(copies)), pipeline)
+        sweep = PageableSweep(copies.pageable_spans()) if copies else None
+        self.stalls = by_stall(self._each(gaps, sweep), pipeline)
         for mine in self.starved.values():
             mine.sort(key=lambda e: e[0])
 
-    def _each(self, gaps: Iterable[Gap], spans: dict[int | None, list[tuple[float, float]]],
-              copies: bool) -> Iterable[Gap]:
+    def _each(self, gaps: Iterable[Gap], sweep: PageableSweep | None) -> Iterable[Gap]:
         """The gaps, passed on to the advice's digest once summed here."""
         for g in gaps:
             _add_cause(self.causes, g)
             if g.kind == "pcie_starved" and g.end_mono_ns is not None:
                 self.starved.setdefault(g.gpu, []).append((g.end_mono_ns, g.duration_s))
-            if copies:
+            if sweep is not None:
                 gap_s, pageable_s = self.copy_gaps.get(g.gpu, (0.0, 0.0))
                 if g.end_s is not None:
                     gap_s += g.duration_s
-                    pageable_s += union_s(spans.get(g.gpu, []), g.start_s, g.end_s)
+                    pageable_s += sweep.time_in(g.gpu, g.start_s, g.end_s)
                 self.copy_gaps[g.gpu] = (gap_s, pageable_s)
             yield g
 
@@ -423,45 +419,6 @@ def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals]) ->
                        f"{early:.1f} s before the end of the data, while the other inputs went "
                        "on; NO_DATA from then")
     return out
-
-
-def copy_table(copies: list[CopyRecord], gaps: dict[int, tuple[float, float]]
-               ) -> dict[str, Any]:
-    """Copies by GPU, direction and host memory kind (count, bytes, rates), and how much of the
-    gap time pageable copies ran (per GPU and overall; `gaps`: each GPU's gap seconds and
-    pageable copy seconds within them, `_GapSums.copy_gaps`): the "copies" object of the
-    report."""
-    groups: dict[tuple[int | None, str, str], list[CopyRecord]] = {}
-    for c in copies:
-        groups.setdefault((c.gpu, c.direction, c.host_kind), []).append(c)
-    rows = []
-    for (gpu, direction, kind), cs in sorted(groups.items(), key=lambda kv: (
-            -1 if kv[0][0] is None else kv[0][0], kv[0][1], kv[0][2])):
-        rates = sorted(r for r in (c.bytes_per_s for c in cs) if r is not None)
-        copy_s = sum(c.duration_s for c in cs)
-        total = sum(c.bytes for c in cs)
-        rows.append({
-            "gpu": gpu, "direction": direction, "memory_kind": kind, "count": len(cs),
-            "bytes": total, "copy_s": copy_s,
-            "bytes_per_s": total / copy_s if copy_s > 0 else None,
-            "rate_min_bytes_per_s": rates[0] if rates else None,
-            "rate_median_bytes_per_s": median(rates) if rates else None,
-            "rate_max_bytes_per_s": rates[-1] if rates else None,
-        })  # fmt: skip
-    per_gpu = []
-    all_gap_s = all_pageable_s = 0.0
-    for gpu in sorted(gaps):
-        gap_s, pageable_s = gaps[gpu]
-        per_gpu.append({"gpu": gpu, "gap_s": gap_s, "pageable_copy_s": pageable_s,
-                        "pageable_share_of_gap_time": pageable_s / gap_s if gap_s > 0 else None})
-        all_gap_s += gap_s
-        all_pageable_s += pageable_s
-    return {
-        "count": len(copies), "bytes": sum(c.bytes for c in copies), "rows": rows,
-        "gap_s": all_gap_s, "pageable_copy_s": all_pageable_s,
-        "pageable_share_of_gap_time": all_pageable_s / all_gap_s if all_gap_s > 0 else None,
-        "per_gpu": per_gpu,
-    }
 
 
 def _partitions(timeline: TimelineBuilder | None) -> Any | None:

@@ -45,9 +45,11 @@ from typing import Literal
 
 from gapwatch.core.models import (
     GEN5_X16_BYTES_PER_S,
+    CopyRecord,
     GpuInfo,
     GpuSample,
     HostSample,
+    MemoryKind,
     ProverStatus,
 )
 from gapwatch.core.units import GIB
@@ -163,6 +165,18 @@ class _Span:
     rate: float = 0.0  # bytes/s for copies
 
 
+@dataclass(frozen=True, slots=True)
+class SimCopy:
+    """One partition's a/b/c host-to-device copy as the simulator ran it (wall seconds)."""
+
+    gpu: int
+    worker: int
+    start_wall_s: float
+    end_wall_s: float
+    bytes: int
+    pinned: bool
+
+
 @dataclass(slots=True)
 class _Worker:
     wid: int
@@ -276,6 +290,9 @@ class SimProver:
         self.post_script: PostScript | None = None
         self.down = False
         self._epoch = 0.0
+        #: Each finished a/b/c copy, for a simulated copy trace (`SimCopyFeed` sets it to a
+        #: list and drains it; None: nobody reads copies, none kept).
+        self.finished_copies: list[SimCopy] | None = None
 
     # --- GpuSource / HostSource --------------------------------------------------------------
 
@@ -593,6 +610,10 @@ class SimProver:
         lock_at = max(self._now, g.lock_free_at)
         compute = g.scenario.compute_s * g.rng.uniform(0.97, 1.04)
         g.lock_free_at = lock_at + compute
+        if self.finished_copies is not None:
+            self.finished_copies.append(SimCopy(
+                g.index, w.wid, self._t0_wall_s + copy_start, self._t0_wall_s + self._now,
+                int(g.scenario.abc_bytes), pinned))
         h2d_ms = (self._now - copy_start) * 1000
         wait_ms = (lock_at - self._now) * 1000
         g.computes.append(_Span(lock_at, lock_at + compute))
@@ -791,6 +812,56 @@ class SimStatusFeed:
         from gapwatch.cuzk.status import parse_status
 
         self.emit(parse_status(self.sim.status_bytes(), "sim", t, record.t_wall_s, 0.0))
+
+    def close(self) -> None:
+        pass
+
+
+class SimCopyFeed:
+    """A session sink that hands `emit` the simulator's copies as the copy trace would see
+    them (`CopyRecord`s), each partition's a/b/c copy cut into `per_partition` equal copies
+    one after the other on its worker's stream (cuzk makes tens per partition:
+    ../shared/reference/copy-attribution.md), delivered at the first GPU sample after it ended.
+    For speed 0 (virtual time): `evaluation.simulate` attaches it, for benchmarks and tests of
+    recordings with a copy trace."""
+
+    #: The simulated prover's pid, and its streams' base (CUDA stream ids are small integers).
+    PID = 4242
+    STREAM_BASE = 13
+
+    def __init__(self, sim: SimProver, per_partition: int,
+                 emit: Callable[[CopyRecord], None]) -> None:
+        if per_partition < 1:
+            raise ValueError(f"per_partition must be >= 1, got {per_partition}")
+        self.sim = sim
+        self.per_partition = per_partition
+        self.emit = emit
+        self._correlation = 0
+        sim.finished_copies = []
+
+    def on_header(self, header: object) -> None:
+        pass
+
+    def on_record(self, record: object) -> None:
+        done = self.sim.finished_copies
+        if not done or not isinstance(record, GpuSample):
+            return
+        self.sim.finished_copies = []
+        for c in done:
+            self._emit(c)
+
+    def _emit(self, c: SimCopy) -> None:
+        n = self.per_partition
+        step_s = (c.end_wall_s - c.start_wall_s) / n
+        kind: MemoryKind = "pinned" if c.pinned else "pageable"
+        for i in range(n):
+            self._correlation += 1
+            self.emit(CopyRecord(
+                start_wall_s=c.start_wall_s + i * step_s,
+                end_wall_s=c.end_wall_s if i == n - 1 else c.start_wall_s + (i + 1) * step_s,
+                bytes=c.bytes // n, direction="h2d", src_kind=kind, dst_kind="device",
+                gpu=c.gpu, cuda_device=c.gpu, stream_id=self.STREAM_BASE + c.worker,
+                context_id=1 + c.gpu, correlation_id=self._correlation, pid=self.PID))
 
     def close(self) -> None:
         pass

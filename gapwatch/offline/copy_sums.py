@@ -1,0 +1,232 @@
+"""What a report says of the copy trace's copies, summed as they are read, never held.
+
+Who calls it: `gapwatch.offline.detect.detect_records` hands every copy record to a `CopySums`
+as it comes (`add`); `gapwatch.offline.report` reads the copy table from it (`table`) and each
+gap's pageable copy time (`PageableSweep`, over `pageable_spans`), in one pass over the gaps;
+`gapwatch.offline.compare` reads each side's host-to-device copies back (`h2d`) where it kept
+them (`CopySums(keep_h2d=True)`).
+
+A traced prover makes tens of copies a partition, so a day of 8 GPUs is millions of them:
+held as records (~250 bytes each) they grew a report by gigabytes, and each gap's pageable
+time looked through every pageable copy of its GPU (the gaps times the copies). Now the sums
+are kept per group (GPU, direction, memory kind), each copy's rate goes to a sorted spool on
+disk for the group's exact median, and the pageable copies go to another, in start order,
+for a sweep that holds only those that can still overlap a gap to come. Figures equal what
+the list gave (sums in input order; the median of the sorted rates).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final, get_args
+
+from gapwatch.base.sorted_spool import SortedSpool
+from gapwatch.core.evidence import union_s
+from gapwatch.core.models import CopyRecord, MemoryKind
+
+#: Items a spool holds in memory before it writes a run (~100 bytes each held).
+RUN_ITEMS: Final = 50_000
+
+#: Copies the sweep holds before it looks through every GPU's for those no gap can reach.
+PRUNE_AT: Final = 1024
+
+_SPAN = struct.Struct("<qd")  # GPU, end (the start is the key)
+_H2D = struct.Struct("<qBddq")  # GPU, memory kind (its index in `_KINDS`), end, duration, bytes
+_KINDS: Final[tuple[str, ...]] = get_args(MemoryKind)
+
+Group = tuple[int | None, str, str]
+
+
+@dataclass(slots=True)
+class _Sums:
+    """One group's sums, in the order its copies came."""
+
+    index: int
+    count: int = 0
+    bytes: int = 0
+    copy_s: float = 0
+    rates: int = 0
+    rate_min: float | None = None
+    rate_max: float | None = None
+
+
+class CopySums:
+    """The copies of one input, summed by group as they come; their rates and pageable spans
+    spooled (module docstring). `keep_h2d`: also spool each host-to-device copy of a watched
+    GPU for `h2d` (compare)."""
+
+    def __init__(self, keep_h2d: bool = False) -> None:
+        self.count = 0
+        self.bytes = 0
+        self._groups: dict[Group, _Sums] = {}
+        self._rates = SortedSpool(run_items=RUN_ITEMS, ties=1)
+        self._pageable = SortedSpool(run_items=RUN_ITEMS)
+        self._h2d = SortedSpool(run_items=RUN_ITEMS) if keep_h2d else None
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def add(self, c: CopyRecord) -> None:
+        self.count += 1
+        self.bytes += c.bytes
+        kind = c.host_kind
+        key = (c.gpu, c.direction, kind)
+        g = self._groups.get(key)
+        if g is None:
+            g = self._groups[key] = _Sums(len(self._groups))
+        g.count += 1
+        g.bytes += c.bytes
+        g.copy_s += c.duration_s
+        rate = c.bytes_per_s
+        if rate is not None:
+            g.rates += 1
+            if g.rate_min is None or rate < g.rate_min:
+                g.rate_min = rate
+            if g.rate_max is None or rate > g.rate_max:
+                g.rate_max = rate
+            self._rates.add(rate, b"", (g.index,))
+        if c.gpu is None:
+            return
+        if kind == "pageable":
+            self._pageable.add(c.start_wall_s, _SPAN.pack(c.gpu, c.end_wall_s))
+        if self._h2d is not None and c.direction == "h2d":
+            # In input order: the key is the same for all (only the order added orders them).
+            self._h2d.add(0.0, _H2D.pack(c.gpu, _KINDS.index(kind), c.end_wall_s,
+                                         c.duration_s, c.bytes))
+
+    def pageable_spans(self) -> Iterator[tuple[int, float, float]]:
+        """The pageable copies of watched GPUs as (GPU, start, end), in start order."""
+        unpack = _SPAN.unpack
+        for batch in self._pageable.batches():
+            for (start, *_), payload in batch:
+                gpu, end = unpack(payload)
+                yield gpu, start, end
+
+    def h2d(self) -> Iterator[tuple[int, str, float, int, float]]:
+        """The host-to-device copies of watched GPUs as (GPU, host memory kind, end, bytes,
+        seconds), in input order (`keep_h2d`).
+
+        Raises:
+            ValueError: copies were added but not kept (`keep_h2d` was not asked).
+        """
+        if self._h2d is None:
+            if self.count:
+                raise ValueError("these copies' host-to-device list was not kept (keep_h2d)")
+            return
+        unpack = _H2D.unpack
+        for batch in self._h2d.batches():
+            for _key, payload in batch:
+                gpu, kind, end, duration, size = unpack(payload)
+                yield gpu, _KINDS[kind], end, size, duration
+
+    def table(self, gaps: dict[int, tuple[float, float]]) -> dict[str, Any]:
+        """Copies by GPU, direction and host memory kind (count, bytes, rates), and how much of
+        the gap time pageable copies ran (per GPU and overall; `gaps`: each GPU's gap seconds
+        and pageable copy seconds within them): the "copies" object of the report."""
+        medians = self._medians()
+        rows = []
+        for (gpu, direction, kind), g in sorted(self._groups.items(), key=lambda kv: (
+                -1 if kv[0][0] is None else kv[0][0], kv[0][1], kv[0][2])):
+            rows.append({
+                "gpu": gpu, "direction": direction, "memory_kind": kind, "count": g.count,
+                "bytes": g.bytes, "copy_s": g.copy_s,
+                "bytes_per_s": g.bytes / g.copy_s if g.copy_s > 0 else None,
+                "rate_min_bytes_per_s": g.rate_min,
+                "rate_median_bytes_per_s": medians.get(g.index),
+                "rate_max_bytes_per_s": g.rate_max,
+            })  # fmt: skip
+        per_gpu = []
+        all_gap_s = all_pageable_s = 0.0
+        for gpu in sorted(gaps):
+            gap_s, pageable_s = gaps[gpu]
+            per_gpu.append({"gpu": gpu, "gap_s": gap_s, "pageable_copy_s": pageable_s,
+                            "pageable_share_of_gap_time": pageable_s / gap_s if gap_s > 0
+                            else None})
+            all_gap_s += gap_s
+            all_pageable_s += pageable_s
+        return {
+            "count": self.count, "bytes": self.bytes, "rows": rows,
+            "gap_s": all_gap_s, "pageable_copy_s": all_pageable_s,
+            "pageable_share_of_gap_time": all_pageable_s / all_gap_s if all_gap_s > 0 else None,
+            "per_gpu": per_gpu,
+        }
+
+    def _medians(self) -> dict[int, float]:
+        """Each group's median rate (`statistics.median` of its rates), by group index: one
+        pass over the rates in ascending order, each group's middle one or two taken."""
+        want: dict[int, tuple[int, int]] = {}
+        for g in self._groups.values():
+            if g.rates:
+                want[g.index] = ((g.rates - 1) // 2, g.rates // 2)
+        seen = dict.fromkeys(want, 0)
+        low: dict[int, float] = {}
+        out: dict[int, float] = {}
+        for batch in self._rates.batches():
+            for (rate, index, *_), _payload in batch:
+                at = seen[index]
+                seen[index] = at + 1
+                lo, hi = want[index]
+                if at == lo:
+                    low[index] = rate
+                if at == hi:
+                    out[index] = rate if lo == hi else (low[index] + rate) / 2
+        return out
+
+    def close(self) -> None:
+        """Free the spools' disk now (else when this is collected)."""
+        for spool in (self._rates, self._pageable, self._h2d):
+            if spool is not None:
+                spool.close()
+
+
+class PageableSweep:
+    """Each gap's pageable copy time (`union_s` of its GPU's pageable copies over the gap),
+    asked in gap start order: the copies come in start order and are held only while they may
+    still overlap a gap to come (they end after the latest gap start asked)."""
+
+    def __init__(self, spans: Iterator[tuple[int, float, float]]) -> None:
+        self._spans = spans
+        self._next = next(spans, None)
+        self._live: dict[int, list[tuple[float, float]]] = {}
+        self._floor = float("-inf")
+        self._held = 0
+        self._prune_at = PRUNE_AT
+
+    def time_in(self, gpu: int, lo: float, hi: float) -> float:
+        """Seconds within `[lo, hi]` during which some pageable copy of `gpu` ran.
+
+        Raises:
+            ValueError: `lo` before an earlier call's (gaps must come in start order).
+        """
+        if lo < self._floor:
+            raise ValueError(f"gaps out of start order: {lo} after {self._floor}")
+        self._floor = lo
+        nxt = self._next
+        while nxt is not None and nxt[1] < hi:
+            self._live.setdefault(nxt[0], []).append((nxt[1], nxt[2]))
+            self._held += 1
+            nxt = next(self._spans, None)
+        self._next = nxt
+        if self._held >= self._prune_at:
+            self._prune(lo)
+        mine = self._live.get(gpu)
+        if not mine:
+            return 0.0
+        # A copy that ended by this gap's start overlaps no later gap: let it go.
+        kept = [s for s in mine if s[1] > lo]
+        self._held -= len(mine) - len(kept)
+        self._live[gpu] = kept
+        return union_s(kept, lo, hi)
+
+    def _prune(self, lo: float) -> None:
+        """Other GPUs' copies that ended by `lo` (a GPU without gaps for a while keeps
+        gathering them), dropped; the next full prune when twice as many are held."""
+        held = 0
+        for gpu, spans in self._live.items():
+            kept = [s for s in spans if s[1] > lo]
+            self._live[gpu] = kept
+            held += len(kept)
+        self._held = held
+        self._prune_at = max(PRUNE_AT, 2 * held)

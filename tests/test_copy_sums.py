@@ -1,0 +1,199 @@
+"""A report of a recording with a copy trace: the copies summed as they come, not held (issue 29:
+memory bounded by the window, not the recording), each gap's pageable copy time found by a
+sweep, a partition's copies re-publishing its gap once, compare's sides on disk."""
+
+from __future__ import annotations
+
+import random
+import tracemalloc
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import pytest
+
+from evaluation.simulate import simulate
+from gapwatch.base import sorted_spool
+from gapwatch.base.tuple_spool import TupleSpool
+from gapwatch.config import Config
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.evidence import union_s
+from gapwatch.core.models import CopyRecord, Gap, GpuSample, Record
+from gapwatch.offline import copy_sums, gap_spool
+from gapwatch.offline.compare_windows import SlimGap
+from gapwatch.offline.copy_sums import CopySums, PageableSweep
+from gapwatch.offline.report import build_report
+from gapwatch.sinks.recorder import write_recording
+
+
+def _copy(rng: random.Random, gpu: int | None, t: float) -> CopyRecord:
+    d = rng.choice([0.0, rng.uniform(0.001, 0.5)])
+    return CopyRecord(
+        start_wall_s=t, end_wall_s=t + d, bytes=rng.randrange(1, 1 << 30),
+        direction=rng.choice(["h2d", "h2d", "d2h"]),
+        src_kind=rng.choice(["pageable", "pinned", "managed"]),
+        dst_kind=rng.choice(["device", "pageable", "pinned"]),
+        gpu=gpu, cuda_device=0, stream_id=rng.randrange(8), context_id=1,
+        correlation_id=rng.randrange(10**6), pid=7)
+
+
+def _copy_table_of_a_list(copies: list[CopyRecord]) -> list[dict[str, Any]]:
+    """The rows as the report made them from all copies held in a list (before this change)."""
+    groups: dict[tuple[int | None, str, str], list[CopyRecord]] = {}
+    for c in copies:
+        groups.setdefault((c.gpu, c.direction, c.host_kind), []).append(c)
+    rows = []
+    for (gpu, direction, kind), cs in sorted(groups.items(), key=lambda kv: (
+            -1 if kv[0][0] is None else kv[0][0], kv[0][1], kv[0][2])):
+        rates = sorted(r for r in (c.bytes_per_s for c in cs) if r is not None)
+        copy_s = 0.0
+        for c in cs:
+            copy_s += c.duration_s
+        total = sum(c.bytes for c in cs)
+        rows.append({"gpu": gpu, "direction": direction, "memory_kind": kind, "count": len(cs),
+                     "bytes": total, "copy_s": copy_s,
+                     "bytes_per_s": total / copy_s if copy_s > 0 else None,
+                     "rate_min_bytes_per_s": rates[0] if rates else None,
+                     "rate_median_bytes_per_s": median(rates) if rates else None,
+                     "rate_max_bytes_per_s": rates[-1] if rates else None})
+    return rows
+
+
+def test_the_copy_table_summed_as_copies_come_equals_the_one_of_the_whole_list(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(copy_sums, "RUN_ITEMS", 100)  # the rates spill to several runs
+    rng = random.Random(5)
+    copies = [_copy(rng, rng.choice([None, 0, 1, 3]), rng.uniform(0, 100)) for _ in range(3000)]
+    sums = CopySums()
+    for c in copies:
+        sums.add(c)
+    table = sums.table({0: (1.0, 0.5)})
+    assert table["rows"] == _copy_table_of_a_list(copies)
+    assert (table["count"], table["bytes"]) == (3000, sum(c.bytes for c in copies))
+    assert table["per_gpu"] == [{"gpu": 0, "gap_s": 1.0, "pageable_copy_s": 0.5,
+                                 "pageable_share_of_gap_time": 0.5}]
+
+
+def test_each_gaps_pageable_time_from_the_sweep_is_the_union_over_all_its_gpus_copies() -> None:
+    rng = random.Random(11)
+    spans = sorted(((rng.randrange(3), a, a + rng.uniform(0, 3)) for a in
+                    (rng.uniform(0, 500) for _ in range(4000))), key=lambda s: s[1])
+    gaps = sorted(((rng.randrange(3), lo, lo + rng.uniform(0, 5)) for lo in
+                   (rng.uniform(0, 520) for _ in range(600))), key=lambda g: g[1])
+    sweep = PageableSweep(iter(spans))
+    for gpu, lo, hi in gaps:
+        everything = [(a, b) for g, a, b in spans if g == gpu]
+        assert sweep.time_in(gpu, lo, hi) == union_s(everything, lo, hi)
+
+
+def test_the_sweep_lets_go_of_a_gapless_gpus_copies_once_no_gap_can_reach_them() -> None:
+    # GPU 1 copies all along and never has a gap; GPU 0's gaps move the sweep on.
+    spans = ((1, t * 0.01, t * 0.01 + 0.005) for t in range(200_000))
+    sweep = PageableSweep(spans)
+    for k in range(1, 200):
+        sweep.time_in(0, k * 10.0, k * 10.0 + 1.0)
+        assert sweep._held <= 2 * copy_sums.PRUNE_AT + 110  # a gap's reach, and its slack
+
+
+def test_gaps_out_of_start_order_are_refused_not_answered_wrongly() -> None:
+    sweep = PageableSweep(iter([(0, 1.0, 2.0)]))
+    sweep.time_in(0, 5.0, 6.0)
+    with pytest.raises(ValueError, match="start order"):
+        sweep.time_in(0, 1.0, 2.0)
+
+
+def _peak_bytes(path: Path) -> int:
+    tracemalloc.start()
+    try:
+        build_report(path, Config(), [], workers=1)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.slow
+def test_a_report_with_four_times_the_copies_holds_no_more_of_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copies go to the sums and to spools on disk, not to a list: a report of 4x the
+    length grows no more with a copy trace than without (a list of the copies grew ~260 bytes
+    a copy)."""
+    monkeypatch.setattr(copy_sums, "RUN_ITEMS", 2000)
+    monkeypatch.setattr(gap_spool, "GAP_RUN_ITEMS", 50)  # the gaps, on disk as ever
+    monkeypatch.setattr(sorted_spool, "BLOCK_ITEMS", 128)
+    growth = {}
+    for traced in (False, True):
+        peaks = []
+        for seconds in (60.0, 240.0):
+            res = simulate("pageable", seed=3, duration_s=seconds, gpus=1,
+                           copies_per_partition=150)
+            path = tmp_path / f"{seconds}-{traced}.jsonl"
+            write_recording(path, res.header, (r for r in res.records
+                                               if traced or not isinstance(r, CopyRecord)))
+            copies = sum(isinstance(r, CopyRecord) for r in res.records)
+            del res
+            peaks.append(_peak_bytes(path))
+        growth[traced] = peaks[1] - peaks[0]
+    assert copies > 20_000  # ~5 MB of records, had they been held
+    # Before: +4.6 MB with the copies against +2.8 MB without; now +1.1 MB against +2.8 MB.
+    assert growth[True] < growth[False] + 0.75e6, growth
+
+
+def test_a_partitions_copies_arriving_together_republish_its_closed_gap_once() -> None:
+    res = simulate("pageable", seed=2, duration_s=120.0, gpus=1, copies_per_partition=30)
+    det = GapDetector(DetectorConfig(), list(res.header.gpus), period_s=0.1, live=False)
+    versions: list[Gap] = []
+    held: list[CopyRecord] = []
+    for r in res.records:
+        if isinstance(r, CopyRecord):
+            held.append(r)
+            continue
+        if held:
+            out = det.feed_copies(held)
+            gaps = [g for g in out if isinstance(g, Gap)]
+            assert len({g.gap_id for g in gaps}) == len(gaps)  # one version a gap
+            versions += gaps
+            held = []
+        det.feed(r)
+    assert any(v.copies.traced for v in versions)
+
+
+def test_a_tuple_spool_gives_back_what_was_added_in_order_from_disk_every_pass(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from gapwatch.base import tuple_spool
+
+    monkeypatch.setattr(tuple_spool, "RUN_ITEMS", 50)
+    gaps = [SlimGap(k % 3, "pcie_starved", None if k % 2 else "no_work", k * 0.1, 0.25 + k)
+            for k in range(500)]
+    spool = TupleSpool[SlimGap](SlimGap, gaps)
+    assert spool._spool.runs >= 9
+    assert list(spool) == gaps and list(spool) == gaps and spool == gaps and len(spool) == 500
+    ends = TupleSpool[tuple[int | None, float]](tuple[int | None, float], [(None, 1.5), (2, 3.0)])
+    assert list(ends) == [(None, 1.5), (2, 3.0)]
+    spool.close()
+
+
+def test_the_simulated_copy_trace_cuts_each_partitions_copy_into_copies_of_its_memory() -> None:
+    pageable = simulate("pageable", seed=1, duration_s=30.0, gpus=2, copies_per_partition=3)
+    chained = simulate("chained", seed=1, duration_s=30.0, gpus=2, copies_per_partition=3)
+    kinds = {(c.direction, c.src_kind, c.dst_kind) for c in _copies(pageable.records)}
+    assert kinds == {("h2d", "pageable", "device")}
+    # cuzk's first wave is unpinned (its capacity hint is not cached yet); then the pool.
+    assert {c.src_kind for c in _copies(chained.records)[-30:]} == {"pinned"}
+    copies = _copies(pageable.records)
+    assert len(copies) % 3 == 0 and {c.gpu for c in copies} == {0, 1}
+    # The three of a partition follow one another on their worker's stream.
+    for a, b, c in zip(copies[::3], copies[1::3], copies[2::3], strict=True):
+        assert a.end_wall_s == b.start_wall_s and b.end_wall_s == c.start_wall_s
+        assert a.stream_id == b.stream_id == c.stream_id and a.bytes == b.bytes == c.bytes
+    # Each delivered after it ended, with the first GPU sample after, as a flush delivers it.
+    latest = float("-inf")
+    for r in pageable.records:
+        if isinstance(r, GpuSample):
+            latest = max(latest, r.t_wall_s)
+        elif isinstance(r, CopyRecord):
+            assert r.end_wall_s <= latest
+
+
+def _copies(records: list[Record]) -> list[CopyRecord]:
+    return [r for r in records if isinstance(r, CopyRecord)]

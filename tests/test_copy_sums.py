@@ -11,6 +11,7 @@ from statistics import median
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from evaluation.simulate import simulate
 from gapwatch.base import sorted_spool
@@ -18,7 +19,7 @@ from gapwatch.base.tuple_spool import TupleSpool
 from gapwatch.config import Config
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
-from gapwatch.core.evidence import union_s
+from gapwatch.core.evidence import RECENT_COPIES, EvidenceBuffer, union_s
 from gapwatch.core.models import CopyRecord, Gap, GpuSample, Record
 from gapwatch.offline import copy_sums, gap_spool
 from gapwatch.offline.compare_windows import SlimGap
@@ -197,3 +198,21 @@ def test_the_simulated_copy_trace_cuts_each_partitions_copy_into_copies_of_its_m
 
 def _copies(records: list[Record]) -> list[CopyRecord]:
     return [r for r in records if isinstance(r, CopyRecord)]
+
+
+def test_a_gpus_recent_pinned_copies_are_its_own_window_not_crowded_out_by_another_gpus() -> None:
+    """8 GPUs with tens of copies a partition make ~160 a second: a window of 4,096 shared by
+    all held ~25 s of them, not the 120 s the pinned rate is over; and a report split by GPU
+    needs each GPU's evidence to depend on its own copies."""
+    ev = EvidenceBuffer(before_s=2.0)
+    rng = random.Random(1)
+
+    def pinned(gpu: int, t: float, size: int) -> CopyRecord:
+        return replace(_copy(rng, gpu, t), start_wall_s=t, end_wall_s=t + 0.1, bytes=size,
+                       direction="h2d", src_kind="pinned")
+
+    ev.add_copy(pinned(0, 100.0, 5_000_000_000))  # GPU 0: 50 GB/s, once
+    for k in range(RECENT_COPIES + 10):  # GPU 1: many since, at 1 GB/s
+        ev.add_copy(pinned(1, 100.0 + k * 0.01, 100_000_000))
+    assert ev.pinned_rate(0, 150.0) == pytest.approx(50e9)
+    assert ev.pinned_rate(1, 150.0) == pytest.approx(1e9)

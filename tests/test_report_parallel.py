@@ -13,11 +13,21 @@ from typing import Any
 
 import msgspec
 import pytest
+from msgspec.structs import replace
 
 from evaluation.simulate import simulate
 from gapwatch.config import Config
 from gapwatch.core.codec import gpu_line_prefix, gpu_line_prefix_type_last
-from gapwatch.core.models import GpuSample, HostSample, LogEvent, StateChange
+from gapwatch.core.models import (
+    CopyRecord,
+    GpuSample,
+    HostSample,
+    LinkState,
+    LogEvent,
+    ProcessMemory,
+    StateChange,
+    link_bytes_per_s,
+)
 from gapwatch.offline import report, report_parallel
 from gapwatch.offline.compare import read_side
 from gapwatch.offline.detect import Detected
@@ -340,6 +350,89 @@ def test_a_compare_side_with_log_files_is_split_and_reads_as_in_one_process(
     assert splits == [True]  # one process: no split tried
     assert split == one
     assert split.settings.values and split.partitions_per_hour
+
+
+def _traced_recording(path: Path) -> Path:
+    """4 simulated GPUs with the copy trace (5 copies a partition), a copy of no watched GPU,
+    /proc readings of the prover on each GPU (its pid changes once) and link states (GPU 1's
+    trained down from 5 s on), as `record --source nvml --copytrace` writes them."""
+    res = simulate("pageable", seed=3, duration_s=60.0, gpus=4, copies_per_partition=5)
+    out: list[Any] = []
+    for r in res.records:
+        out.append(r)
+        if isinstance(r, GpuSample) and r.t_mono_ns % 10**9 < 10**8:  # about a second apart
+            t = (r.t_mono_ns - res.header.started_mono_ns) // 10**9
+            out.append(ProcessMemory(r.t_mono_ns, r.t_wall_s, r.gpu, 4242 if t < 30 else 4343,
+                                     "cuzk", 8 << 30, 2 << 30))
+            if t == 5 and r.gpu in (1, 2):
+                gen = 3 if r.gpu == 1 else 5
+                out.append(LinkState(r.gpu, r.t_mono_ns, r.t_wall_s, gen, 16, 5, 16,
+                                     link_bytes_per_s(gen, 16), link_bytes_per_s(5, 16)))
+        elif isinstance(r, CopyRecord) and r.correlation_id == 7:
+            out.append(replace(r, gpu=None, correlation_id=-7))
+    write_recording(path, res.header, out)
+    return path
+
+
+def test_a_traced_recording_is_split_by_gpu_and_reports_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copies go to their GPU's worker (of no GPU: to this process), /proc readings and link
+    states to every worker: the split report is the one-process report (they sent the report
+    to one process before)."""
+    path = _traced_recording(tmp_path / "traced.jsonl")
+    monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)  # forked workers
+    splits = _spy_on_splits(monkeypatch)
+    one = _same(path, 2)
+    assert splits == [True]
+    rows = one.copies["rows"] if one.copies is not None else []
+    assert {r["gpu"] for r in rows} == {None, 0, 1, 2, 3}
+    assert all(r["memory_kind"] == "pageable" for r in rows)
+    assert all(g.copies.traced for g in one.gaps)
+    down = {g.gpu for g in one.gaps if g.link_current_bytes_per_s is not None}
+    assert down == {1}
+
+
+def test_a_compare_side_with_copies_is_split_and_reads_as_in_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _traced_recording(tmp_path / "traced.jsonl")
+    monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)  # forked workers
+    splits = _spy_on_splits(monkeypatch)
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
+    split = read_side("AFTER", path, Config(), [])
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 1)
+    one = read_side("AFTER", path, Config(), [])
+    assert splits == [True]
+    assert len(list(one.copies)) > 500
+    assert split == one
+
+
+def test_spawned_workers_that_meet_a_copy_send_the_report_to_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spawned worker cannot be handed a file for its copies: the report is read in one
+    process, the same."""
+    path = _traced_recording(tmp_path / "traced.jsonl")
+    monkeypatch.setattr(report_parallel, "can_share_logs", lambda: False)  # spawned workers
+    splits = _spy_on_splits(monkeypatch)
+    _same(path, 2)
+    assert splits == [False]
+
+
+def _spy_on_splits(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each split run tried went through (True) or fell back to one process."""
+    splits: list[bool] = []
+    real = detect_parallel
+
+    def spy(*args: Any, **kwargs: Any) -> Detected | None:
+        found = real(*args, **kwargs)
+        splits.append(found is not None)
+        return found
+
+    monkeypatch.setattr(report, "detect_parallel", spy)
+    return splits
 
 
 def _segments(src: Path, folder: Path, parts: int, damaged: tuple[int, ...] = ()) -> Path:

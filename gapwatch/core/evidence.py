@@ -79,7 +79,11 @@ RAW_CHARS: Final = 160
 #: Most copies kept per gap (a prover makes tens per partition, e.g. cuzk; the window holds a
 #: few partitions).
 MAX_COPIES_KEPT: Final = 512
-#: Recent copies kept for all GPUs (the "pinned copies ran at ..." comparison, late gaps).
+#: Recent copies kept per GPU (the "pinned copies ran at ..." comparison, a new gap's copies
+#: from just before it). Per GPU, not over all GPUs: 8 GPUs with 30 copies a partition make
+#: ~160 a second, and a window shared by all held ~25 s, not the `PINNED_RATE_HISTORY_S` the
+#: rate is over; and a report split by GPU across processes needs each GPU's evidence to
+#: depend on its own records only (`gapwatch.offline.report_parallel`).
 RECENT_COPIES: Final = 4096
 #: The copy trace counts as live for a GPU while its last copy is at most this old: a gap
 #: without copies is then "no traced copy", not "no copy trace".
@@ -90,6 +94,9 @@ PINNED_RATE_HISTORY_S: Final = 120.0
 DOMINANT_KIND_SHARE: Final = 0.8
 
 _event_time = attrgetter("t_wall_s")
+#: A kept copy: its number among its GPU's copies, the copy, the latest end of its GPU's
+#: copies up to it.
+_KeptCopy = tuple[int, CopyRecord, float]
 
 
 def _slim(ev: LogEvent) -> LogEvent:
@@ -310,14 +317,13 @@ class EvidenceBuffer:
         #: The latest event carrying each warning: pageable buffers are a property of the run,
         #: so a gap with no warning in its own window still cites a recent one.
         self.last_warning: dict[str, LogEvent] = {}
-        #: The latest `RECENT_COPIES` copies of all GPUs, kept by GPU (a gap reads only its
-        #: own GPU's: looking through all of them at each gap and each re-publication cost a
-        #: report ~2 ms a gap with a copy trace): each with its number among all copies
-        #: (`_copies_added`), so that what fell out of the shared window is passed over. The
-        #: pinned host-to-device ones again, for `pinned_rate`.
-        self._copies_of: dict[int, deque[tuple[int, CopyRecord]]] = {}
-        self._pinned_of: dict[int, deque[tuple[int, CopyRecord]]] = {}
-        self._copies_added = 0
+        #: The latest `RECENT_COPIES` copies of each GPU, and the pinned host-to-device ones
+        #: among them again, for `pinned_rate`: each with its number among its GPU's copies
+        #: (`_copies_added`), so that what fell out of the window is passed over.
+        self._copies_of: dict[int, deque[_KeptCopy]] = {}
+        self._pinned_of: dict[int, deque[_KeptCopy]] = {}
+        self._copies_added: dict[int, int] = {}
+        self._copies_latest_end: dict[int, float] = {}
         #: End of the latest traced copy per GPU (the copy trace is live there).
         self.last_copy_s: dict[int, float] = {}
         #: Latest /proc reading of the processes on each GPU (one round per GPU).
@@ -446,29 +452,38 @@ class EvidenceBuffer:
         return late
 
     def _keep_copy(self, gpu: int, c: CopyRecord) -> None:
-        self._copies_added = n = self._copies_added + 1
+        self._copies_added[gpu] = n = self._copies_added.get(gpu, 0) + 1
+        # The latest end of this GPU's copies so far, beside each: a walk back from the newest
+        # stops where no copy at or before it can end late enough (`_copies_ending`).
+        latest = self._copies_latest_end[gpu] = max(
+            self._copies_latest_end.get(gpu, float("-inf")), c.end_wall_s)
         mine = self._copies_of.get(gpu)
         if mine is None:
             mine = self._copies_of[gpu] = deque(maxlen=RECENT_COPIES)
-        mine.append((n, c))
+        mine.append((n, c, latest))
         if c.direction == "h2d" and c.src_kind == "pinned" and c.end_wall_s > c.start_wall_s:
             pinned = self._pinned_of.get(gpu)
             if pinned is None:
                 pinned = self._pinned_of[gpu] = deque(maxlen=RECENT_COPIES)
-            pinned.append((n, c))
+            pinned.append((n, c, latest))
 
-    def _recent_copies(self, kept: dict[int, deque[tuple[int, CopyRecord]]], gpu: int
-                       ) -> Iterator[CopyRecord]:
-        """`gpu`'s copies in `kept` among the latest `RECENT_COPIES` of all GPUs, oldest
-        first."""
+    def _copies_ending(self, kept: dict[int, deque[_KeptCopy]], gpu: int, lo: float
+                       ) -> list[CopyRecord]:
+        """`gpu`'s copies in `kept`, among its latest `RECENT_COPIES`, that ended at `lo` or
+        later, oldest first: walked back from the newest while some copy at or before may
+        still have (a gap reads the few seconds before it, not the whole window)."""
         mine = kept.get(gpu)
         if not mine:
-            return
-        oldest = self._copies_added - RECENT_COPIES
-        while mine and mine[0][0] <= oldest:
-            mine.popleft()
-        for _n, c in mine:
-            yield c
+            return []
+        oldest = self._copies_added[gpu] - RECENT_COPIES
+        out = []
+        for n, c, latest in reversed(mine):
+            if latest < lo or n <= oldest:
+                break
+            if c.end_wall_s >= lo:
+                out.append(c)
+        out.reverse()
+        return out
 
     def add_procmem(self, reading: ProcessMemory) -> None:
         """The latest round of /proc readings per GPU (a newer round replaces the older)."""
@@ -507,10 +522,9 @@ class EvidenceBuffer:
         """Bytes-weighted rate of the recent pinned host-to-device copies of `gpu`."""
         total_b, total_s = 0, 0.0
         lo = at_s - PINNED_RATE_HISTORY_S
-        for c in self._recent_copies(self._pinned_of, gpu):
-            if c.end_wall_s >= lo:
-                total_b += c.bytes
-                total_s += c.end_wall_s - c.start_wall_s
+        for c in self._copies_ending(self._pinned_of, gpu, lo):
+            total_b += c.bytes
+            total_s += c.end_wall_s - c.start_wall_s
         return total_b / total_s if total_s > 0 else None
 
     def copies_dict(self, acc: GapEvidence, gap_start_s: float, gap_end_s: float,
@@ -542,9 +556,8 @@ class EvidenceBuffer:
         acc.host_next = self._host_seq - back
         lo = start_s - self.before_s
         self._take_events(acc, gpu, start_s, lo)
-        for c in self._recent_copies(self._copies_of, gpu):
-            if c.end_wall_s >= lo:
-                acc.add_copy(c)
+        for c in self._copies_ending(self._copies_of, gpu, lo):
+            acc.add_copy(c)
         for status in self._snapshots_since(lo, gpu):
             acc.add_prover(status)
         self._open.append(acc)

@@ -4,7 +4,9 @@ Who calls it: `gapwatch.offline.detect.detect_records` hands every copy record t
 as it comes (`add`); `gapwatch.offline.report` reads the copy table from it (`table`) and each
 gap's pageable copy time (`PageableSweep`, over `pageable_spans`), in one pass over the gaps;
 `gapwatch.offline.compare` reads each side's host-to-device copies back (`h2d`) where it kept
-them (`CopySums(keep_h2d=True)`).
+them (`CopySums(keep_h2d=True)`); `gapwatch.offline.report_parallel` has each worker sum its
+GPUs' copies and hand them over (`hand_over`: each group's finished row, the pageable copies'
+runs in a file the parent gave it), and the parent takes them in (`take`).
 
 A traced prover makes tens of copies a partition, so a day of 8 GPUs is millions of them:
 held as records (~250 bytes each) they grew a report by gigabytes, and each gap's pageable
@@ -20,7 +22,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final, get_args
+from typing import IO, Any, Final, get_args
 
 from gapwatch.base.sorted_spool import SortedSpool
 from gapwatch.core.evidence import union_s
@@ -39,6 +41,48 @@ _KINDS: Final[tuple[str, ...]] = get_args(MemoryKind)
 Group = tuple[int | None, str, str]
 
 
+@dataclass(frozen=True, slots=True)
+class CopyRow:
+    """One group's figures, finished: a row of the copy table."""
+
+    gpu: int | None
+    direction: str
+    memory_kind: str
+    count: int
+    bytes: int
+    copy_s: float
+    rate_min_bytes_per_s: float | None
+    rate_median_bytes_per_s: float | None
+    rate_max_bytes_per_s: float | None
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu, "direction": self.direction, "memory_kind": self.memory_kind,
+            "count": self.count, "bytes": self.bytes, "copy_s": self.copy_s,
+            "bytes_per_s": self.bytes / self.copy_s if self.copy_s > 0 else None,
+            "rate_min_bytes_per_s": self.rate_min_bytes_per_s,
+            "rate_median_bytes_per_s": self.rate_median_bytes_per_s,
+            "rate_max_bytes_per_s": self.rate_max_bytes_per_s,
+        }  # fmt: skip
+
+    def order(self) -> tuple[int, str, str]:
+        return (-1 if self.gpu is None else self.gpu, self.direction, self.memory_kind)
+
+
+@dataclass(frozen=True, slots=True)
+class CopyPart:
+    """What a worker's `CopySums` hands over (it pickles small): its counts, its groups'
+    rows, and where its pageable copies' runs are in the file the parent gave it."""
+
+    count: int
+    bytes: int
+    rows: list[CopyRow]
+    pageable_runs: list[tuple[int, int]]
+    pageable_items: int
+    h2d_runs: list[tuple[int, int]] | None
+    h2d_items: int
+
+
 @dataclass(slots=True)
 class _Sums:
     """One group's sums, in the order its copies came."""
@@ -55,15 +99,23 @@ class _Sums:
 class CopySums:
     """The copies of one input, summed by group as they come; their rates and pageable spans
     spooled (module docstring). `keep_h2d`: also spool each host-to-device copy of a watched
-    GPU for `h2d` (compare)."""
+    GPU for `h2d` (compare). `run_file`: a worker's, where its pageable (and host-to-device)
+    copies' runs go for the parent to take (`hand_over`, `take`)."""
 
-    def __init__(self, keep_h2d: bool = False) -> None:
+    def __init__(self, keep_h2d: bool = False, run_file: IO[bytes] | None = None) -> None:
         self.count = 0
         self.bytes = 0
         self._groups: dict[Group, _Sums] = {}
+        #: Other workers' groups, finished (`take`).
+        self._taken: list[CopyRow] = []
         self._rates = SortedSpool(run_items=RUN_ITEMS, ties=1)
-        self._pageable = SortedSpool(run_items=RUN_ITEMS)
-        self._h2d = SortedSpool(run_items=RUN_ITEMS) if keep_h2d else None
+        self._pageable = SortedSpool(run_items=RUN_ITEMS, run_file=run_file)
+        self._h2d = SortedSpool(run_items=RUN_ITEMS, ties=1, run_file=run_file) \
+            if keep_h2d else None
+
+    @property
+    def keeps_h2d(self) -> bool:
+        return self._h2d is not None
 
     def __bool__(self) -> bool:
         return self.count > 0
@@ -92,9 +144,9 @@ class CopySums:
         if kind == "pageable":
             self._pageable.add(c.start_wall_s, _SPAN.pack(c.gpu, c.end_wall_s))
         if self._h2d is not None and c.direction == "h2d":
-            # In input order: the key is the same for all (only the order added orders them).
-            self._h2d.add(0.0, _H2D.pack(c.gpu, _KINDS.index(kind), c.end_wall_s,
-                                         c.duration_s, c.bytes))
+            # By end, then GPU: each GPU's in input order, whichever process read them.
+            self._h2d.add(c.end_wall_s, _H2D.pack(c.gpu, _KINDS.index(kind), c.end_wall_s,
+                                                  c.duration_s, c.bytes), (c.gpu,))
 
     def pageable_spans(self) -> Iterator[tuple[int, float, float]]:
         """The pageable copies of watched GPUs as (GPU, start, end), in start order."""
@@ -106,7 +158,7 @@ class CopySums:
 
     def h2d(self) -> Iterator[tuple[int, str, float, int, float]]:
         """The host-to-device copies of watched GPUs as (GPU, host memory kind, end, bytes,
-        seconds), in input order (`keep_h2d`).
+        seconds), by end, then GPU (`keep_h2d`).
 
         Raises:
             ValueError: copies were added but not kept (`keep_h2d` was not asked).
@@ -125,18 +177,7 @@ class CopySums:
         """Copies by GPU, direction and host memory kind (count, bytes, rates), and how much of
         the gap time pageable copies ran (per GPU and overall; `gaps`: each GPU's gap seconds
         and pageable copy seconds within them): the "copies" object of the report."""
-        medians = self._medians()
-        rows = []
-        for (gpu, direction, kind), g in sorted(self._groups.items(), key=lambda kv: (
-                -1 if kv[0][0] is None else kv[0][0], kv[0][1], kv[0][2])):
-            rows.append({
-                "gpu": gpu, "direction": direction, "memory_kind": kind, "count": g.count,
-                "bytes": g.bytes, "copy_s": g.copy_s,
-                "bytes_per_s": g.bytes / g.copy_s if g.copy_s > 0 else None,
-                "rate_min_bytes_per_s": g.rate_min,
-                "rate_median_bytes_per_s": medians.get(g.index),
-                "rate_max_bytes_per_s": g.rate_max,
-            })  # fmt: skip
+        rows = [r.json() for r in sorted(self._taken + self.rows(), key=CopyRow.order)]
         per_gpu = []
         all_gap_s = all_pageable_s = 0.0
         for gpu in sorted(gaps):
@@ -152,6 +193,38 @@ class CopySums:
             "pageable_share_of_gap_time": all_pageable_s / all_gap_s if all_gap_s > 0 else None,
             "per_gpu": per_gpu,
         }
+
+    def rows(self) -> list[CopyRow]:
+        """This process's groups, finished (their medians read from the rates' spool)."""
+        medians = self._medians()
+        return [CopyRow(gpu, direction, kind, g.count, g.bytes, g.copy_s, g.rate_min,
+                        medians.get(g.index), g.rate_max)
+                for (gpu, direction, kind), g in self._groups.items()]
+
+    def hand_over(self) -> CopyPart:
+        """A worker's sums for the parent (`take`): its spooled copies' runs are written to
+        its `run_file`."""
+        h2d = self._h2d
+        return CopyPart(self.count, self.bytes, self.rows(), self._pageable.spill(),
+                        len(self._pageable), h2d.spill() if h2d is not None else None,
+                        len(h2d) if h2d is not None else 0)
+
+    def take(self, part: CopyPart, run_file: IO[bytes]) -> None:
+        """Another worker's copies (its GPUs', so no group is in two workers), their runs in
+        `run_file` (its `hand_over`).
+
+        Raises:
+            ValueError: this keeps the host-to-device copies and the part does not, or the
+                other way round.
+        """
+        if (part.h2d_runs is None) != (self._h2d is None):
+            raise ValueError("a part with and a part without the host-to-device copies")
+        self.count += part.count
+        self.bytes += part.bytes
+        self._taken += part.rows
+        self._pageable.adopt(run_file, part.pageable_runs, part.pageable_items)
+        if self._h2d is not None and part.h2d_runs is not None:
+            self._h2d.adopt(run_file, part.h2d_runs, part.h2d_items)
 
     def _medians(self) -> dict[int, float]:
         """Each group's median rate (`statistics.median` of its rates), by group index: one

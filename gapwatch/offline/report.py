@@ -208,16 +208,17 @@ def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
     """Detect over `path` split across `n` processes where it splits, else in one (the same
     result), the `--log` files already `parsed` (None: none given); a listener made by
     `new_listener` is fed every log event and `/status` snapshot, in the order one process
-    feeds them (a split run's in this process); `copies`: what sums the copy trace's copies
-    (a recording with any is read in one process). Used by `build_report` and `compare`'s
-    sides."""
+    feeds them (a split run's in this process); `copies`: what sums the copy trace's copies.
+    Used by `build_report` and `compare`'s sides."""
     if n > 1:
         listener = new_listener()
-        found = detect_parallel(path, config, n, parsed, listener=listener)
+        found = detect_parallel(path, config, n, parsed, listener=listener, copies=copies)
         if found is not None:
             _count_logs(found, parsed)
             return found, listener
     listener = new_listener()  # what a split run that gave up saw is not kept
+    if copies is not None and n > 1:
+        copies = CopySums(keep_h2d=copies.keeps_h2d)  # nor its copies
     return detect(path, config, logs, listener=listener, parsed=parsed, copies=copies), listener
 
 

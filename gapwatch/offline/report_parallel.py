@@ -50,9 +50,18 @@ same in every worker, so a worker's gaps get the evidence one process gives them
   the prover's facts and lacks, the notes on the `--log` files, the snapshots) is this
   process's alone: the other workers do not build it (with `--log` files this process takes
   one GPU fewer for it: `_owners`).
-Not parallel: the copy trace's records (copies, /proc readings, link states): the buffer of
-recent copies is one over all GPUs. A worker that meets one stops all workers: the report then
-runs in one process (`detect_parallel` returns None), as it does when the workers cannot be
+The copy trace's copies go to the worker of their GPU (those of no watched GPU to this
+process): each GPU's copy evidence depends on its own copies only (`gapwatch.core.evidence`
+keeps the recent copies by GPU), and the copy table's groups are each one GPU's. Each worker
+sums its copies (`gapwatch.offline.copy_sums.CopySums`) and hands over its groups' rows and its
+pageable (and, for `compare`, host-to-device) copies' runs, written to a file this process made
+for it; this process takes them in (`CopySums.take`) and reads the pageable ones with its own
+for each gap's pageable time. /proc readings and link states, per GPU in the detector, go to
+every worker (the prover's watcher in this process reads every /proc reading: a new pid is a
+restart). Until now any of these sent the report to one process, and every recording `record
+--source nvml` writes has link states (and /proc readings once the prover runs).
+
+The report runs in one process (`detect_parallel` returns None) when the workers cannot be
 forked with `--log` files (their spool is not handed to a spawned process). Trace CSVs,
 recordings under `MIN_PARALLEL_BYTES` of JSON (a set: its files summed)
 and single-GPU recordings take the one-process path too (`plan_workers`), as does a machine
@@ -67,8 +76,10 @@ problem as usual.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import gc
 import os
+import tempfile
 import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -77,7 +88,7 @@ from multiprocessing import get_context
 from multiprocessing.connection import Connection
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from msgspec.structs import replace
 
@@ -93,14 +104,13 @@ from gapwatch.core.models import (
     Gap,
     GpuSample,
     HardwareEvent,
-    LinkState,
-    ProcessMemory,
     Record,
     StateChange,
 )
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
+from gapwatch.offline.copy_sums import CopyPart, CopySums
 from gapwatch.offline.detect import (
     Detected,
     LogInput,
@@ -191,6 +201,9 @@ class _Part:
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
     #: What the worker's prover could not learn (`Prover.lacks`).
     prover_lacks: list[str] = field(default_factory=list)
+    #: The worker's copies, summed, their spooled runs in its `_Job.copy_files` file (the
+    #: other workers'; this process's are in `side`).
+    copies: CopyPart | None = None
     #: What this process (worker 0) made of the events beside the gaps (see the module
     #: docstring); the other workers leave it empty.
     side: Detected | None = None
@@ -220,9 +233,10 @@ def _owners(gpus: list[int], n: int, lighter_first: bool = False) -> dict[int, i
 
 
 def _only_mine(
-    rec: Recording, owners: dict[int, int], me: int, n: int, stop: Any
+    rec: Recording, owners: dict[int, int], me: int, n: int, stop: Any, can_hand_over: bool
 ) -> Iterator[Record]:
-    """The worker's records: its GPUs' samples and everything else, or `_OneProcess`."""
+    """The worker's records: its GPUs' samples and copies and everything else, or
+    `_OneProcess` (`can_hand_over`: copies can reach the parent)."""
     problems = rec.problem_lines if rec.problem_lines is not None else []
     next_check = _STOP_CHECK_LINES
     for r in rec.records:
@@ -230,9 +244,13 @@ def _only_mine(
             # A line the shortcut did not pass over (see the module docstring).
             if owners.get(r.gpu, r.gpu % n) != me:
                 continue
-        elif isinstance(r, CopyRecord | ProcessMemory | LinkState):
-            # The recent copies are one buffer over all GPUs (see the module docstring).
-            raise _OneProcess(f"line {rec.line_no}: the copy trace is read in one process")
+        elif type(r) is CopyRecord:
+            # Its GPU's worker's (see the module docstring); of no watched GPU, this process's.
+            if not can_hand_over:
+                raise _OneProcess(f"line {rec.line_no}: spawned workers cannot hand copies over")
+            gpu = r.gpu
+            if (0 if gpu is None else owners.get(gpu, gpu % n)) != me:
+                continue
         if rec.line_no >= next_check:
             next_check += _STOP_CHECK_LINES
             if stop.is_set() or len(problems) > MAX_PROBLEM_LINES:
@@ -251,6 +269,14 @@ class _Job:
     stop: Any
     logs: LogInput | None = None
     listener: RunListener | None = None
+    #: A temporary file for each other worker's spooled copies (`CopySums.hand_over`); none
+    #: when the workers are spawned (a file is not handed to them): a copy then sends the
+    #: report to one process.
+    copy_files: list[IO[bytes]] = field(default_factory=list)
+    #: Whether the copies' sums keep each host-to-device copy (`compare`).
+    keep_h2d: bool = False
+    #: This process's copies' sums (worker 0's job only), from the caller.
+    copies: CopySums | None = None
 
 
 def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None] | None
@@ -265,14 +291,17 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
                    keep_problem_lines=True, wake_at=wake)
     mine = me == 0
     watch = CuzkWatch(deadlines_of(config.cuzk)) if mine and config.logs.cuzk else None
+    copies = job.copies if mine else \
+        CopySums(job.keep_h2d, run_file=job.copy_files[me - 1] if job.copy_files else None)
     try:
         found = detect_records(
-            rec.header, _only_mine(rec, owners, me, n, stop), config.detector,
+            rec.header, _only_mine(rec, owners, me, n, stop, len(job.copy_files) == n - 1),
+            config.detector,
             logs.spool if logs is not None else (), line_of=lambda: rec.line_no,
             max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
             listener=job.listener if mine else None, watch=watch,
             span=copy.deepcopy(logs.span) if logs is not None else None, timeline=mine,
-            wake_at=wake, end_of_data=end_of_data)
+            wake_at=wake, end_of_data=end_of_data, copies=copies)
     except _OneProcess as exc:
         stop.set()
         return _Part(abort=str(exc))
@@ -292,6 +321,8 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
         hw_event_count=found.hw_event_count,
         chaining=found.chaining,
         chaining_worst=found.chaining_worst,
+        # A worker with copies has its file (spawned ones meet none: see `_only_mine`).
+        copies=found.copies.hand_over() if not mine and found.copies else None,
         side=found if mine else None,  # never pickled: worker 0 is this process
     )
 
@@ -326,13 +357,15 @@ def _child(job: _Job, me: int, conn: Connection) -> None:
 
 
 def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | None = None,
-                    listener: RunListener | None = None) -> Detected | None:
+                    listener: RunListener | None = None, copies: CopySums | None = None
+                    ) -> Detected | None:
     """Run `n` workers (this process is worker 0) and merge them into one `Detected`.
 
     `logs`: the `--log` files, parsed (every worker reads them); `listener`: fed every log
-    event and `/status` snapshot, in this process (`detect_records`). Returns None when the
-    input must be read in one process (see the module docstring). Raises what `header_of`
-    raises for an unusable file.
+    event and `/status` snapshot, in this process (`detect_records`); `copies`: what sums the
+    copy trace's copies (a new `CopySums` when None; the workers keep the host-to-device ones
+    when it does). Returns None when the input must be read in one process (see the module
+    docstring). Raises what `header_of` raises for an unusable file.
     """
     path = str(path)
     header = header_of(path)
@@ -341,7 +374,11 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
     if logs is not None and not fork:
         return None
     ctx = get_context("fork") if fork else get_context("spawn")  # literals: typed contexts
-    job = _Job(path, config, n, ctx.Event(), logs)
+    copies = copies if copies is not None else CopySums()
+    job = _Job(path, config, n, ctx.Event(), logs,
+               copy_files=[tempfile.TemporaryFile(prefix="gapwatch-copies-")  # noqa: SIM115
+                           for _ in range(1, n)] if fork else [],
+               keep_h2d=copies.keeps_h2d)
     children = []
     for me in range(1, n):
         recv, send = ctx.Pipe(duplex=False)
@@ -353,7 +390,7 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
     drained = False
     try:
         try:
-            parts = [_work(replace_job(job, listener), 0,
+            parts = [_work(replace_job(job, listener, copies), 0,
                            ends.all if logs is not None else None)]
         except BaseException:
             job.stop.set()
@@ -385,14 +422,19 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
                 # through fork and would keep the worker alive, and join() would wait forever.
                 proc.kill()
             proc.join()
+    for w, part in enumerate(parts[1:], 1):
+        if part.copies is not None:
+            copies.take(part.copies, job.copy_files[w - 1])
     # Each worker counted its own GPUs' gaps as one process counts them (`GapLedger.tally`,
     # by GPU and kind): no key is in two workers' tallies.
-    return _merge(header, parts, gaps, {k: t for p in parts for k, t in p.gap_tally.items()})
+    found = _merge(header, parts, gaps, {k: t for p in parts for k, t in p.gap_tally.items()})
+    found.copies = copies
+    return found
 
 
-def replace_job(job: _Job, listener: RunListener | None) -> _Job:
-    """Worker 0's job: the same, with the caller's listener."""
-    return _Job(job.path, job.config, job.n, job.stop, job.logs, listener)
+def replace_job(job: _Job, listener: RunListener | None, copies: CopySums) -> _Job:
+    """Worker 0's job: the same, with the caller's listener and copies' sums."""
+    return dataclasses.replace(job, listener=listener, copies=copies)
 
 
 class _Ends:

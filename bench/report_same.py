@@ -14,7 +14,8 @@ CSVs are read in one process only):
 - every H200 recording in tests/data (the end-to-end and copy-trace cases, without and with
   their `stdout.log` / `stderr.log`, the sampler recordings), the trace CSVs with their logs;
 - both shared H200 traces (`/work/shared/traces/*/*.csv` with their logs) when present;
-- the simulated worst cases: each scenario, 2 GPUs, 5 min, with `/status` snapshots for one;
+- the simulated worst cases: each scenario, 2 GPUs, 5 min, with `/status` snapshots for one,
+  and `chained` and `pageable` with the copy trace's copies (5 a partition);
   8 GPUs x 30 min of `pageable` (bench/report_floor.py's recording), plain and gzip;
 - the same simulated recordings damaged on purpose (`evaluation.documents.damage`: holes, clock
   steps, samples out of order, stale GPM zeros, NaN and missing readings, a GPU that goes
@@ -76,10 +77,11 @@ def _cases() -> list[tuple[str, Path, list[Path]]]:
 
 def _simulated() -> list[Path]:
     CACHE.mkdir(exist_ok=True)
-    made = CACHE / "done-v4"
+    made = CACHE / "done-v5"
     paths = [CACHE / f"{s}-2gpu-5m.jsonl" for s in ("chained", "pageable", "host-stall",
                                                        "transfer-bound")]
     paths += [CACHE / "pageable-status-2gpu-5m.jsonl"]
+    paths += [CACHE / f"{s}-traced-2gpu-5m.jsonl" for s in ("chained", "pageable")]
     paths += [p.with_name(f"damaged-{p.name}") for p in list(paths)]
     paths += [CACHE / "epoch-pageable-2gpu-5m.jsonl"]
     floor = Path("/tmp/gapwatch-floor-30m-8gpu.jsonl")
@@ -105,11 +107,14 @@ def generate() -> None:
         write_recording(CACHE / f"{scenario}-2gpu-5m.jsonl", res.header, res.records)
     res = simulate("pageable", seed=4, duration_s=300, gpus=2, status_period_s=1.0)
     write_recording(CACHE / "pageable-status-2gpu-5m.jsonl", res.header, res.records)
+    for scenario in ("chained", "pageable"):  # with the copy trace, 5 copies a partition
+        res = simulate(scenario, seed=5, duration_s=300, gpus=2, copies_per_partition=5)
+        write_recording(CACHE / f"{scenario}-traced-2gpu-5m.jsonl", res.header, res.records)
     for p in sorted(CACHE.glob("*-2gpu-5m.jsonl")):
         if not p.name.startswith("damaged-"):
             damage(p, p.with_name(f"damaged-{p.name}"), seed=len(p.name))
     shift_clock(CACHE / "pageable-2gpu-5m.jsonl", CACHE / "epoch-pageable-2gpu-5m.jsonl")
-    (CACHE / "done-v4").write_text("")
+    (CACHE / "done-v5").write_text("")
 
 
 def dump(out_dir: Path, cases: list[tuple[str, Path, list[Path]]] | None = None) -> None:

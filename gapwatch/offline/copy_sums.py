@@ -144,7 +144,7 @@ class CopySums:
         if kind == "pageable":
             self._pageable.add(c.start_wall_s, _SPAN.pack(c.gpu, c.end_wall_s))
         if self._h2d is not None and c.direction == "h2d":
-            # By end, then GPU: each GPU's in input order, whichever process read them.
+            # By end, then GPU, then as added: the same order whichever process read them.
             self._h2d.add(c.end_wall_s, _H2D.pack(c.gpu, _KINDS.index(kind), c.end_wall_s,
                                                   c.duration_s, c.bytes), (c.gpu,))
 

@@ -28,6 +28,10 @@ one-process one, value for value:
   they are. States come out in one canonical order (data time, then GPU) in both paths.
 - A problem line read by several workers (a bad non-GPU line) is counted once: problems carry
   their line numbers and the parent merges them by line.
+- Not equal (known, docs/benchmarks.md "A recording with a copy trace"): a worker's check for
+  GPUs gone silent runs when its own records move data time on, not the other workers'
+  samples; where the GPUs' data broke apart unevenly (holes in some GPUs, not a whole tick)
+  it may place NO_DATA, and so breakdown periods, differently from one process.
 
 Log events (recorded, and the `--log` files') and the prover's `/status` snapshots are fed to
 *every* worker, at the same places among its records as one process feeds them: the evidence

@@ -333,15 +333,7 @@ def test_a_compare_side_with_log_files_is_split_and_reads_as_in_one_process(
     path, log = sim_with_log
     monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
     monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)
-    splits: list[bool] = []
-    real = detect_parallel
-
-    def spy(*args: Any, **kwargs: Any) -> Detected | None:
-        found = real(*args, **kwargs)
-        splits.append(found is not None)
-        return found
-
-    monkeypatch.setattr(report, "detect_parallel", spy)
+    splits = _spy_on_splits(monkeypatch)
     monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
     split = read_side("AFTER", path, Config(), [str(log)])
     assert splits == [True]

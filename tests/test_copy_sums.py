@@ -76,11 +76,19 @@ def test_the_copy_table_summed_as_copies_come_equals_the_one_of_the_whole_list(
                                  "pageable_share_of_gap_time": 0.5}]
 
 
-def test_each_gaps_pageable_time_from_the_sweep_is_the_union_over_all_its_gpus_copies() -> None:
+@pytest.mark.parametrize("grid", [None, 0.5])
+def test_each_gaps_pageable_time_from_the_sweep_is_the_union_over_all_its_gpus_copies(
+        grid: float | None) -> None:
+    """Bit for bit `union_s` over every copy of the gap's GPU; `grid`: times on a coarse
+    grid, so that copies and gaps touch, repeat, last nothing or end before they start."""
     rng = random.Random(11)
-    spans = sorted(((rng.randrange(3), a, a + rng.uniform(0, 3)) for a in
+
+    def t(x: float) -> float:
+        return x if grid is None else round(x / grid) * grid
+
+    spans = sorted(((rng.randrange(3), t(a), t(a + rng.uniform(-0.5, 3))) for a in
                     (rng.uniform(0, 500) for _ in range(4000))), key=lambda s: s[1])
-    gaps = sorted(((rng.randrange(3), lo, lo + rng.uniform(0, 5)) for lo in
+    gaps = sorted(((rng.randrange(3), t(lo), t(lo + rng.uniform(0, 5))) for lo in
                    (rng.uniform(0, 520) for _ in range(600))), key=lambda g: g[1])
     sweep = PageableSweep(iter(spans))
     for gpu, lo, hi in gaps:
@@ -95,6 +103,15 @@ def test_the_sweep_lets_go_of_a_gapless_gpus_copies_once_no_gap_can_reach_them()
     for k in range(1, 200):
         sweep.time_in(0, k * 10.0, k * 10.0 + 1.0)
         assert sweep._held <= 2 * copy_sums.PRUNE_AT + 110  # a gap's reach, and its slack
+
+
+def test_copies_as_long_as_the_recording_are_held_as_one_stretch() -> None:
+    """A hostile trace of copies that each last an hour: a gap reads one stretch, not every
+    copy (it looked through all of them at each gap)."""
+    spans = ((0, k * 0.001, k * 0.001 + 3600.0) for k in range(100_000))
+    sweep = PageableSweep(spans)
+    assert sweep.time_in(0, 50.0, 51.0) == 1.0
+    assert sweep._held == 1
 
 
 def test_gaps_out_of_start_order_are_refused_not_answered_wrongly() -> None:

@@ -20,18 +20,18 @@ the list gave (sums in input order; the median of the sorted rates).
 from __future__ import annotations
 
 import struct
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any, Final, get_args
 
 from gapwatch.base.sorted_spool import SortedSpool
-from gapwatch.core.evidence import union_s
 from gapwatch.core.models import CopyRecord, MemoryKind
 
 #: Items a spool holds in memory before it writes a run (~100 bytes each held).
 RUN_ITEMS: Final = 50_000
 
-#: Copies the sweep holds before it looks through every GPU's for those no gap can reach.
+#: Stretches the sweep holds before it looks through every GPU's for those no gap can reach.
 PRUNE_AT: Final = 1024
 
 _SPAN = struct.Struct("<qd")  # GPU, end (the start is the key)
@@ -256,13 +256,18 @@ class CopySums:
 
 class PageableSweep:
     """Each gap's pageable copy time (`union_s` of its GPU's pageable copies over the gap),
-    asked in gap start order: the copies come in start order and are held only while they may
-    still overlap a gap to come (they end after the latest gap start asked)."""
+    asked in gap start order. The copies come in start order; each GPU's are held merged into
+    the disjoint stretches during which some copy ran (what `union_s` would make of them), and
+    only while a stretch may still overlap a gap to come (it ends after the latest gap start
+    asked): a gap reads the few stretches it overlaps, whatever the number of copies (hours-long
+    copies in a hostile file are one stretch). The figure is `union_s`'s, bit for bit: the same
+    runs, summed in the same order."""
 
     def __init__(self, spans: Iterator[tuple[int, float, float]]) -> None:
         self._spans = spans
         self._next = next(spans, None)
-        self._live: dict[int, list[tuple[float, float]]] = {}
+        #: Per GPU: [start, end] stretches, disjoint and in order (so their ends are too).
+        self._live: dict[int, deque[list[float]]] = {}
         self._floor = float("-inf")
         self._held = 0
         self._prune_at = PRUNE_AT
@@ -276,30 +281,50 @@ class PageableSweep:
         if lo < self._floor:
             raise ValueError(f"gaps out of start order: {lo} after {self._floor}")
         self._floor = lo
-        nxt = self._next
-        while nxt is not None and nxt[1] < hi:
-            self._live.setdefault(nxt[0], []).append((nxt[1], nxt[2]))
-            self._held += 1
-            nxt = next(self._spans, None)
-        self._next = nxt
+        self._pull(hi)
         if self._held >= self._prune_at:
             self._prune(lo)
         mine = self._live.get(gpu)
         if not mine:
             return 0.0
-        # A copy that ended by this gap's start overlaps no later gap: let it go.
-        kept = [s for s in mine if s[1] > lo]
-        self._held -= len(mine) - len(kept)
-        self._live[gpu] = kept
-        return union_s(kept, lo, hi)
+        # A stretch that ended by this gap's start overlaps no later gap: let it go.
+        while mine and mine[0][1] <= lo:
+            mine.popleft()
+            self._held -= 1
+        total = 0.0
+        for start, end in mine:
+            if start >= hi:
+                break
+            a, b = max(start, lo), min(end, hi)
+            if b > a:
+                total += b - a
+        return total
+
+    def _pull(self, hi: float) -> None:
+        """Every copy that starts before `hi`, into its GPU's stretches."""
+        nxt = self._next
+        while nxt is not None and nxt[1] < hi:
+            gpu, start, end = nxt
+            if end > start:  # one that did not run adds nothing (`union_s` skips it)
+                mine = self._live.get(gpu)
+                if mine is None:
+                    mine = self._live[gpu] = deque()
+                if mine and start <= mine[-1][1]:
+                    if end > mine[-1][1]:
+                        mine[-1][1] = end
+                else:
+                    mine.append([start, end])
+                    self._held += 1
+            nxt = next(self._spans, None)
+        self._next = nxt
 
     def _prune(self, lo: float) -> None:
-        """Other GPUs' copies that ended by `lo` (a GPU without gaps for a while keeps
+        """Other GPUs' stretches that ended by `lo` (a GPU without gaps for a while keeps
         gathering them), dropped; the next full prune when twice as many are held."""
         held = 0
-        for gpu, spans in self._live.items():
-            kept = [s for s in spans if s[1] > lo]
-            self._live[gpu] = kept
-            held += len(kept)
+        for mine in self._live.values():
+            while mine and mine[0][1] <= lo:
+                mine.popleft()
+            held += len(mine)
         self._held = held
         self._prune_at = max(PRUNE_AT, 2 * held)

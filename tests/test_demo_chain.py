@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from gapwatch.cli import main
+from gapwatch.commands.demo import demo_config
 from gapwatch.config import Config, build_config
 from gapwatch.cuzk.advice import advise
 from gapwatch.cuzk.prover import view_of
@@ -19,10 +20,11 @@ from gapwatch.offline.report import ReportData, build_report
 SECTION_KEY = re.compile(r"^\[[a-z_]+\] [a-z_]+$")
 
 
-def _record(scenario: str, tmp: Path, seconds: int = 60) -> ReportData:
-    out = tmp / f"{scenario}.jsonl"
+def _record(scenario: str, tmp: Path, seconds: int = 60, extra: list[str] | None = None
+            ) -> ReportData:
+    out = tmp / f"{scenario}-{len(list(tmp.glob('*.jsonl')))}.jsonl"
     assert main(["record", "--source", f"sim:{scenario}", "--speed", "0", "--duration",
-                 str(seconds), "--quiet", "--out", str(out)]) == 0
+                 str(seconds), "--quiet", "--out", str(out), *(extra or [])]) == 0
     return build_report(out, Config())
 
 
@@ -76,7 +78,7 @@ async def test_the_demo_dashboards_flag_names_the_setting_and_its_payoff(tmp_pat
     from gapwatch.ui.app import GapwatchApp
     from gapwatch.ui.widgets.gpu_header import GpuHeader
 
-    config = build_config({"snapshot": {"dir": str(tmp_path), "auto": False}})
+    config = demo_config(build_config({"snapshot": {"dir": str(tmp_path), "auto": False}}))
     rt = build_runtime(config, "sim:pageable", speed=0, duration_s=60)
     app = GapwatchApp(rt)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -89,4 +91,21 @@ async def test_the_demo_dashboards_flag_names_the_setting_and_its_payoff(tmp_pat
     rt.stop()
     assert "GPU0 BREAKDOWN" in head and "gaps (slow copies)" in head
     assert re.search(r"change \[memory\] safety_margin \(payoff ~\d\.\dx\)", head), head
-    assert "pageable" in head
+    # The simulated copy trace names the memory of the copies, measured, not inferred.
+    assert re.search(r"\d+ with copies from pageable memory \(copy trace\)", head), head
+    assert re.search(r"GiB copied from pageable host memory at \d", head), head
+
+
+def test_the_demo_records_its_copies_as_the_copy_trace_would_unless_told_not_to(
+        tmp_path: Path) -> None:
+    assert demo_config(Config()).sim.copy_trace == "on"
+    assert demo_config(build_config({"sim": {"copy_trace": "off"}})).sim.copy_trace == "off"
+    plain = _record("pageable", tmp_path, seconds=30)
+    assert plain.copies is None  # `record --source sim` writes none unless asked
+    config = tmp_path / "c.toml"
+    config.write_text('[sim]\ncopy_trace = "on"\ncopies_per_partition = 4\n')
+    traced = _record("pageable", tmp_path, seconds=30, extra=["--config", str(config)])
+    assert traced.copies is not None and traced.copies["count"] % 4 == 0
+    starved = [g for g in traced.gaps if g.kind == "pcie_starved"]
+    assert starved and all(g.copies.traced and g.copies.memory_kind == "pageable"
+                           for g in starved)

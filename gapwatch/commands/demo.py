@@ -5,8 +5,11 @@ the unpinned first wave the pinned pool's checkouts fail (cuzk's `checkout FAILE
 go to pageable memory and host-to-device copies trickle at a few GB/s; the help screen's "What to
 change" names `[memory] safety_margin` with its payoff.
 The simulated prover writes its log to a temporary file that the real tailer follows, so the log
-pane shows what it would show for cuzk. `--source sim:SCENARIO` picks another scenario
-(chained, host-stall, transfer-bound, batched); `--speed` runs faster than real time.
+pane shows what it would show for cuzk, and its copies reach the session as the copy trace
+would deliver them (`[sim] copy_trace`, on here unless the config says "off"): the gaps name
+the memory each copy came from, and the H2D line shows each kind's rate. `--source
+sim:SCENARIO` picks another scenario (chained, host-stall, transfer-bound, batched); `--speed`
+runs faster than real time.
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_arguments(p, "--record")
 
 
+def demo_config(config: Config) -> Config:
+    """The demo's settings: the simulated copy trace on unless the config says "off"."""
+    if config.sim.copy_trace != "auto":
+        return config
+    return config.model_copy(update={"sim": config.sim.model_copy(update={"copy_trace": "on"})})
+
+
 def run(args: argparse.Namespace, config: Config) -> int:
     source = args.source or f"sim:{config.sim.scenario}"
     if not source.startswith("sim"):
@@ -37,6 +47,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         # As fast as possible would be over before the first redraw.
         say("gapwatch demo: --speed 0 is for `record`; use e.g. --speed 4")
         return 2
+    config = demo_config(config)
     try:
         require_terminal("demo")
         log_fd = detach_piped_stdin(list(config.logs.paths))

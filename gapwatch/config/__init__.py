@@ -294,6 +294,12 @@ class SimConfig(Section):
     #: port 0 = any free one (the URL is printed). When no `[cuzk] status_url` is given, gapwatch
     #: polls it. Empty = off.
     status_listen: str = "127.0.0.1:0"
+    #: Record the simulated prover's host-to-device copies as the copy trace would see them
+    #: (`gapwatch.sources.sim.SimCopyFeed`), each partition's a/b/c copy as
+    #: `copies_per_partition` copies: "on", "off", or "auto": on in `gapwatch demo`, off
+    #: otherwise (`record --source sim` writes copies only when asked).
+    copy_trace: Literal["auto", "on", "off"] = "auto"
+    copies_per_partition: int = Field(3, ge=1, le=1000)
 
     @field_validator("status_listen")
     @classmethod

@@ -59,7 +59,7 @@ from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import Sampler
 from gapwatch.engine.session import Session, default_header
 from gapwatch.engine.shared_prover import SharedProver
-from gapwatch.engine.sim_wiring import SimWiring, open_sim, speed_zero_sinks
+from gapwatch.engine.sim_wiring import SimWiring, open_sim, sim_copy_feed, speed_zero_sinks
 from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.output_file import (
@@ -389,6 +389,9 @@ def _build(
     paths = list(config.logs.paths) if log_paths is None else list(log_paths)
     src = _open_source(config, kind, arg, speed, opened)
     rt = _new_runtime(config, src)
+    if src.sim is not None and config.sim.copy_trace == "on":
+        # The simulated prover's copies, as its copy trace would deliver them.
+        rt.session.add_sink(sim_copy_feed(src.sim, config, rt.session))
     if config.copytrace.enabled and kind != "replay":
         # A replay feeds the copies it recorded; live, copies come from the prover's library.
         _open_copytrace(rt, src.gpus, opened)

@@ -122,6 +122,13 @@ def speed_zero_sinks(wiring: SimWiring, config: Config, session: Any) -> list[An
             SimStatusFeed(wiring.sim, config.cuzk.status_period_s, session.on_record)]
 
 
+def sim_copy_feed(wiring: SimWiring, config: Config, session: Any) -> Any:
+    """The sink that hands the session the simulated prover's copies (`[sim] copy_trace`)."""
+    from gapwatch.sources.sim import SimCopyFeed
+
+    return SimCopyFeed(wiring.sim, config.sim.copies_per_partition, session.on_record)
+
+
 #: The simulator's temporary logs: `gapwatch-sim-PID-SCENARIO-XXXXXXXX.log` (and `.log.1`).
 SIM_LOG_PREFIX = "gapwatch-sim-"
 _SIM_LOG = re.compile(rf"{SIM_LOG_PREFIX}(\d+)-.*\.log(\.1)?")

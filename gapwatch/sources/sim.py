@@ -821,9 +821,10 @@ class SimCopyFeed:
     """A session sink that hands `emit` the simulator's copies as the copy trace would see
     them (`CopyRecord`s), each partition's a/b/c copy cut into `per_partition` equal copies
     one after the other on its worker's stream (cuzk makes tens per partition:
-    ../shared/reference/copy-attribution.md), delivered at the first GPU sample after it ended.
-    For speed 0 (virtual time): `evaluation.simulate` attaches it, for benchmarks and tests of
-    recordings with a copy trace."""
+    ../shared/reference/copy-attribution.md), delivered at the first GPU sample after it ended
+    (on the sampler's thread, which advances the model). The runtime attaches it with `[sim]
+    copy_trace` (the demo's default), `evaluation.simulate` with `copies_per_partition`
+    (benchmarks and tests of recordings with a copy trace)."""
 
     #: The simulated prover's pid, and its streams' base (CUDA stream ids are small integers).
     PID = 4242

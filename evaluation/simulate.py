@@ -88,7 +88,7 @@ def simulate(
     if status_period_s is not None:
         session.add_sink(SimStatusFeed(sim, status_period_s, session.on_record))
     if copies_per_partition is not None:
-        session.add_sink(SimCopyFeed(sim, copies_per_partition, session.on_record))
+        session.add_sink(SimCopyFeed(sim, copies_per_partition, session.on_copies))
     sampler = Sampler(sim, SimHostSource(sim), session, clock, int(period_ms * 1e6),
                       duration_ns=int(duration_s * 1e9))
     sampler.run()

@@ -233,3 +233,36 @@ def test_a_gpus_recent_pinned_copies_are_its_own_window_not_crowded_out_by_anoth
         ev.add_copy(pinned(1, 100.0 + k * 0.01, 100_000_000))
     assert ev.pinned_rate(0, 150.0) == pytest.approx(50e9)
     assert ev.pinned_rate(1, 150.0) == pytest.approx(1e9)
+
+
+def test_a_live_session_republishes_a_closed_gap_once_per_datagram_of_copies() -> None:
+    """A partition's copies come in one datagram, after the samples that closed its gap: the
+    session hands them to the detector together (they re-published the gap once a copy)."""
+    from evaluation.simulate import ListSink
+    from gapwatch.engine.session import Session
+    from gapwatch.engine.store import SeriesStore
+
+    res = simulate("pageable", seed=2, duration_s=120.0, gpus=1, copies_per_partition=30)
+    gpus = list(res.header.gpus)
+    sink = ListSink()
+    session = Session(res.header, SeriesStore(gpus, period_s=0.1, history_s=10.0),
+                      detector=GapDetector(DetectorConfig(), gpus, period_s=0.1),
+                      sinks=[sink])
+    held: list[CopyRecord] = []
+    versions_per_batch = []
+    for r in res.records:
+        if isinstance(r, CopyRecord):
+            held.append(r)
+            continue
+        if held:
+            before = len(sink.records)
+            session.on_copies(held)
+            gaps = [g for g in sink.records[before:] if isinstance(g, Gap)]
+            versions_per_batch.append(len(gaps))
+            assert len({g.gap_id for g in gaps}) == len(gaps)
+            held = []
+        session.on_record(r)
+    session.close()
+    assert max(versions_per_batch) >= 1  # copies did reach closed gaps
+    copies = [r for r in sink.records if isinstance(r, CopyRecord)]
+    assert len(copies) == sum(isinstance(r, CopyRecord) for r in res.records)

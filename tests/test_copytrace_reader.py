@@ -464,3 +464,13 @@ def test_another_update_of_the_same_cupti_release_is_read(tmp_path: Path) -> Non
     r.feed(copies_datagram([copy(0)], pid=9, seq=1))
     assert len(got.copies()) == 1
     assert not [n for n in got.notices if n.level != "info"]
+
+
+def test_a_datagrams_copies_reach_the_session_together(tmp_path: Path) -> None:
+    """So that a closed gap they reach is re-published once (`Session.on_copies`)."""
+    batches: list[list[CopyRecord]] = []
+    r = CopyTraceReader(str(tmp_path / "ct.sock"), GPUS, Collect().records.append, None,
+                        clock=FakeClock(start_wall_s=T0_NS / 1e9 + 100), on_copies=batches.append)
+    r.feed(copies_datagram([copy(0), copy(1), copy(2)], pid=42))
+    r.feed(copies_datagram([copy(3)], pid=42, seq=1))
+    assert [len(b) for b in batches] == [3, 1]

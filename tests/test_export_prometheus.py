@@ -14,6 +14,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from gapwatch.core.models import (
+    CopyRecord,
     Gap,
     GpuInfo,
     GpuSample,
@@ -41,6 +42,9 @@ class ScriptedDetector:
     def feed(self, record: Record) -> list[Gap | StateChange]:
         if isinstance(record, GpuSample):
             return self.script.pop(record.t_mono_ns, [])
+        return []
+
+    def feed_copies(self, copies: list[CopyRecord]) -> list[Gap | StateChange]:
         return []
 
     def finish(self) -> list[Gap | StateChange]:

@@ -121,6 +121,9 @@ class BrokenDetector:
     def feed(self, record: Record) -> list[Gap | StateChange]:
         raise ValueError("detector bug")
 
+    def feed_copies(self, copies: list[CopyRecord]) -> list[Gap | StateChange]:
+        raise ValueError("detector bug")
+
     def finish(self) -> list[Gap | StateChange]:
         return self._real.finish()
 

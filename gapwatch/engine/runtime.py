@@ -464,7 +464,7 @@ def _open_copytrace(rt: Runtime, gpus: list[GpuInfo], opened: ExitStack) -> None
     ct = rt.config.copytrace
     session = rt.session
     reader = CopyTraceReader(ct.socket or None, gpus, session.on_record, session.on_notice,
-                             socket_mode=ct.socket_mode)
+                             socket_mode=ct.socket_mode, on_copies=session.on_copies)
     reader.open()  # SourceUnavailable: the command says why and exits 2
     opened.callback(reader.stop)
     rt.copytrace = reader

@@ -37,6 +37,7 @@ from gapwatch import __version__
 from gapwatch.core.ledger import Change
 from gapwatch.core.models import (
     DERIVED_TYPES,
+    CopyRecord,
     Gap,
     GpuInfo,
     GpuSample,
@@ -61,6 +62,11 @@ class Detector(Protocol):
 
     def feed(self, record: Record) -> list[Gap | StateChange]:
         """Take any record; return the gap versions and state changes it caused."""
+        ...
+
+    def feed_copies(self, copies: list[CopyRecord]) -> list[Gap | StateChange]:
+        """Copies that came together, as `feed` one by one, but a closed gap they reach is
+        re-published once."""
         ...
 
     def finish(self) -> list[Gap | StateChange]:
@@ -213,6 +219,30 @@ class Session:
                 last = self._window_at_ns.get(record.gpu)
                 if last is None or record.t_mono_ns - last >= WINDOW_REFRESH_NS:
                     self._refresh_window(record.gpu, record.t_mono_ns)
+
+    def on_copies(self, copies: list[CopyRecord]) -> None:
+        """A copy-trace datagram's copies: each to the store, the sinks and the watcher as
+        `on_record` takes it, then to the detector together (`GapDetector.feed_copies`), so a
+        closed gap they reach is re-published once, not once a copy (a partition's tens of
+        copies arrive together, after the samples that closed its gap)."""
+        with self._lock:
+            if self._closed or not copies:
+                return
+            for c in copies:
+                self.store.append(c)
+                self._to_sinks(c)
+                if self.watch is not None:
+                    self._watch(c)
+            detector = self.detector
+            if detector is None:
+                return
+            try:
+                derived = detector.feed_copies(copies)
+            except Exception as exc:  # noqa: BLE001 - said and counted; the feeder goes on
+                self._failed("the detector", copies[-1], exc)
+                return
+            if derived:
+                self._derived(derived)
 
     def on_gpu_samples(self, samples: list[GpuSample]) -> None:
         """One sampler tick's GPU readings."""

@@ -126,7 +126,7 @@ def sim_copy_feed(wiring: SimWiring, config: Config, session: Any) -> Any:
     """The sink that hands the session the simulated prover's copies (`[sim] copy_trace`)."""
     from gapwatch.sources.sim import SimCopyFeed
 
-    return SimCopyFeed(wiring.sim, config.sim.copies_per_partition, session.on_record)
+    return SimCopyFeed(wiring.sim, config.sim.copies_per_partition, session.on_copies)
 
 
 #: The simulator's temporary logs: `gapwatch-sim-PID-SCENARIO-XXXXXXXX.log` (and `.log.1`).

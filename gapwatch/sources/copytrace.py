@@ -145,12 +145,15 @@ class CopyTraceReader:
         clock: Clock | None = None,
         socket_mode: int = 0o600,
         rcvbuf_bytes: int = 1 << 20,
+        on_copies: Callable[[list[CopyRecord]], None] | None = None,
     ) -> None:
         #: True when `path` is the default (its folder is made and checked before listening).
         self.default_path = not path
         self.path = path or default_socket_path()
         self.clock: Clock = clock or SystemClock()
         self._on_record = on_record
+        #: A datagram's copies together (`Session.on_copies`), else one by one to `on_record`.
+        self._on_copies = on_copies
         self._on_notice = on_notice
         self._socket_mode = socket_mode
         self._rcvbuf = rcvbuf_bytes
@@ -323,9 +326,11 @@ class CopyTraceReader:
                                    "CUPTI release than the one loaded")
             return
         wall = self.clock.wall_s()
-        for c in dg.copies:
-            rec = self._copy(c, sender, now, wall)
-            if rec is not None:
+        records = [rec for c in dg.copies if (rec := self._copy(c, sender, now, wall)) is not None]
+        if self._on_copies is not None:
+            self._on_copies(records)
+        else:
+            for rec in records:
                 self._on_record(rec)
 
     def _check_release(self, pid: int, sender: _Sender, hello: wire.WireHello) -> None:

@@ -819,8 +819,9 @@ class SimStatusFeed:
 
 class SimCopyFeed:
     """A session sink that hands `emit` the simulator's copies as the copy trace would see
-    them (`CopyRecord`s), each partition's a/b/c copy cut into `per_partition` equal copies
-    one after the other on its worker's stream (cuzk makes tens per partition:
+    them (`CopyRecord`s, the copies ended since the last GPU sample in one list, as a flush
+    of the trace delivers them), each partition's a/b/c copy cut into `per_partition` equal
+    copies one after the other on its worker's stream (cuzk makes tens per partition:
     ../shared/reference/copy-attribution.md), delivered at the first GPU sample after it ended
     (on the sampler's thread, which advances the model). The runtime attaches it with `[sim]
     copy_trace` (the demo's default), `evaluation.simulate` with `copies_per_partition`
@@ -831,7 +832,7 @@ class SimCopyFeed:
     STREAM_BASE = 13
 
     def __init__(self, sim: SimProver, per_partition: int,
-                 emit: Callable[[CopyRecord], None]) -> None:
+                 emit: Callable[[list[CopyRecord]], None]) -> None:
         if per_partition < 1:
             raise ValueError(f"per_partition must be >= 1, got {per_partition}")
         self.sim = sim
@@ -848,16 +849,19 @@ class SimCopyFeed:
         if not done or not isinstance(record, GpuSample):
             return
         self.sim.finished_copies = []
+        # Together, as a flush of the trace delivers them (`Session.on_copies`).
+        out: list[CopyRecord] = []
         for c in done:
-            self._emit(c)
+            self._cut(c, out)
+        self.emit(out)
 
-    def _emit(self, c: SimCopy) -> None:
+    def _cut(self, c: SimCopy, out: list[CopyRecord]) -> None:
         n = self.per_partition
         step_s = (c.end_wall_s - c.start_wall_s) / n
         kind: MemoryKind = "pinned" if c.pinned else "pageable"
         for i in range(n):
             self._correlation += 1
-            self.emit(CopyRecord(
+            out.append(CopyRecord(
                 start_wall_s=c.start_wall_s + i * step_s,
                 end_wall_s=c.end_wall_s if i == n - 1 else c.start_wall_s + (i + 1) * step_s,
                 bytes=c.bytes // n, direction="h2d", src_kind=kind, dst_kind="device",

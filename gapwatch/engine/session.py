@@ -206,15 +206,8 @@ class Session:
             elif self.watch is not None and type(record) is not GpuSample:
                 self._watch(kept)
             detector = self.detector
-            if detector is None:
+            if detector is None or not self._detect(detector.feed, kept, record):
                 return
-            try:
-                derived = detector.feed(kept)
-            except Exception as exc:  # noqa: BLE001 - said and counted; the feeder goes on
-                self._failed("the detector", record, exc)
-                return
-            if derived:
-                self._derived(derived)
             if type(record) is GpuSample:
                 last = self._window_at_ns.get(record.gpu)
                 if last is None or record.t_mono_ns - last >= WINDOW_REFRESH_NS:
@@ -234,15 +227,22 @@ class Session:
                 if self.watch is not None:
                     self._watch(c)
             detector = self.detector
-            if detector is None:
-                return
-            try:
-                derived = detector.feed_copies(copies)
-            except Exception as exc:  # noqa: BLE001 - said and counted; the feeder goes on
-                self._failed("the detector", copies[-1], exc)
-                return
-            if derived:
-                self._derived(derived)
+            if detector is not None:
+                self._detect(detector.feed_copies, copies, copies[-1])
+
+    def _detect(self, feed: Callable[[Any], list[Gap | StateChange]], what: Any,
+                record: Record) -> bool:
+        """Feed `what` to the detector (`feed`) and take what it derived; a detector that
+        raises is said and counted (`record`: what it choked on) and the feeder goes on.
+        False when it raised."""
+        try:
+            derived = feed(what)
+        except Exception as exc:  # noqa: BLE001 - said and counted; the feeder goes on
+            self._failed("the detector", record, exc)
+            return False
+        if derived:
+            self._derived(derived)
+        return True
 
     def on_gpu_samples(self, samples: list[GpuSample]) -> None:
         """One sampler tick's GPU readings."""

@@ -266,3 +266,27 @@ def test_a_live_session_republishes_a_closed_gap_once_per_datagram_of_copies() -
     assert max(versions_per_batch) >= 1  # copies did reach closed gaps
     copies = [r for r in sink.records if isinstance(r, CopyRecord)]
     assert len(copies) == sum(isinstance(r, CopyRecord) for r in res.records)
+
+
+def test_a_replay_of_a_traced_recording_gives_the_gaps_the_report_gives(tmp_path: Path) -> None:
+    """Replay feeds a run of copies together as the report does (and as a live datagram is),
+    so the evidence of each gap is the report's; one by one, the pinned rate of a gap
+    re-published mid-run differed."""
+    from gapwatch.config import build_config
+    from gapwatch.engine.runtime import build_runtime
+
+    res = simulate("host-stall", seed=5, duration_s=150.0, gpus=2, copies_per_partition=5)
+    path = tmp_path / "traced.jsonl"
+    write_recording(path, res.header, res.records)
+    rt = build_runtime(build_config({}), f"replay:{path}", speed=0)
+    rt.start()
+    try:
+        assert rt.wait(60)
+    finally:
+        rt.stop()
+    replayed = {g.gap_id: g for g in rt.store.snapshot().gaps if not g.is_open}
+    reported = {g.gap_id: g for g in build_report(path, Config(), [], workers=1).gaps}
+    assert len(reported) > 50 and replayed.keys() == reported.keys()
+    assert any(g.copies.pinned_recent_bytes_per_s for g in reported.values())
+    for gap_id, g in reported.items():
+        assert (replayed[gap_id].hint, replayed[gap_id].copies) == (g.hint, g.copies), gap_id

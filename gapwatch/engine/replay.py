@@ -43,7 +43,15 @@ from collections.abc import Callable, Sequence
 
 from gapwatch.base.background import Background
 from gapwatch.core import fmt
-from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, StateChange
+from gapwatch.core.models import (
+    CopyRecord,
+    Gap,
+    GpuSample,
+    HostSample,
+    LogEvent,
+    Notice,
+    StateChange,
+)
 from gapwatch.engine.session import Session
 from gapwatch.logs.files import merge_by_time
 from gapwatch.sources.recording import Recording
@@ -260,12 +268,22 @@ class ReplayDriver(Background):
         real0 = time.monotonic()  # ... starting at this real time
         high_ns = 0  # the latest data time so far
         max_step_ns = int(MAX_PACED_STEP_S * 1e9)
+        # A run of copies goes to the session together, as a datagram of the trace does live
+        # (`Session.on_copies`: a closed gap they reach is re-published once).
+        held: list[CopyRecord] = []
         for record in merge_by_time(self.recording.records, self.log_events):
             if self.stop_event.is_set():
                 return False
             timed = record if isinstance(record, GpuSample | HostSample) else None
             if self._skip_until_wall_s is not None and self._skipped(record, timed):
                 continue
+            if type(record) is CopyRecord:
+                held.append(record)
+                self.records_fed += 1
+                continue
+            if held:
+                self.session.on_copies(held)
+                held = []
             sample = timed is not None
             if sample and self.paused:
                 if not self._wait_paused():
@@ -301,6 +319,8 @@ class ReplayDriver(Background):
             self.records_fed += 1
             if self.records_fed % CHECK_EVERY_RECORDS == 0:
                 self._say_detector_findings()
+        if held:
+            self.session.on_copies(held)
         return True
 
     def _skipped(self, record: object, timed: GpuSample | HostSample | None) -> bool:

@@ -78,9 +78,9 @@ class Side:
     log_files: list[str]
     gpus: list[GpuInfo]
     totals: list[GpuTotals]
-    #: Each closed gap, each partition's GPU end and each H2D copy, in the order the side's
-    #: report gave them: on disk beyond a few tens of thousands (`TupleSpool`), as lists in
-    #: tests.
+    #: Each closed gap and each partition's GPU end in the order the side's report gave them,
+    #: each H2D copy by its end (`CopySums.h2d`): on disk beyond a few tens of thousands
+    #: (`TupleSpool`, `CopySums`), as lists in tests.
     gaps: Iterable[SlimGap]
     partition_ends: Iterable[tuple[int | None, float]] | None
     copies: Iterable[SlimCopy]

@@ -13,8 +13,9 @@ held as records (~250 bytes each) they grew a report by gigabytes, and each gap'
 time looked through every pageable copy of its GPU (the gaps times the copies). Now the sums
 are kept per group (GPU, direction, memory kind), each copy's rate goes to a sorted spool on
 disk for the group's exact median, and the pageable copies go to another, in start order,
-for a sweep that holds only those that can still overlap a gap to come. Figures equal what
-the list gave (sums in input order; the median of the sorted rates).
+for a sweep that holds them merged into stretches, only while a gap to come can still reach
+them. Figures equal what the list gave (sums in input order; the median of the sorted rates;
+each gap's pageable time `union_s`'s, bit for bit).
 """
 
 from __future__ import annotations

@@ -188,7 +188,6 @@ def test_a_tuple_spool_gives_back_what_was_added_in_order_from_disk_every_pass(
     assert list(spool) == gaps and list(spool) == gaps and spool == gaps and len(spool) == 500
     ends = TupleSpool[tuple[int | None, float]](tuple[int | None, float], [(None, 1.5), (2, 3.0)])
     assert list(ends) == [(None, 1.5), (2, 3.0)]
-    spool.close()
 
 
 def test_the_simulated_copy_trace_cuts_each_partitions_copy_into_copies_of_its_memory() -> None:

@@ -3,10 +3,10 @@ as often as asked.
 
 Who calls it: `gapwatch.offline.compare`, whose sides keep each gap, partition end and
 host-to-device copy of a recording as a slim tuple until both sides are read (a day of 8 GPUs
-is ~330,000 gaps and ~460,000 partitions a side: ~80 MB a side held as tuples, ~0.6 GB a week).
+is ~330,000 gaps and ~460,000 partitions a side: 88 MB a side held as tuples, ~0.6 GB a week).
 Encoded with msgpack (floats bit for bit) and decoded back to their type, so what is read back
 equals what was added; a `SortedSpool` of one key underneath (its order is the order added),
-whose runs are unlinked temporary files.
+whose runs are unlinked temporary files, freed when the spool is collected.
 """
 
 from __future__ import annotations
@@ -52,7 +52,3 @@ class TupleSpool(Generic[T]):
         if not isinstance(other, TupleSpool | list):
             return NotImplemented
         return len(self) == len(other) and list(self) == list(other)
-
-    def close(self) -> None:
-        """Free the disk now (else when this is collected)."""
-        self._spool.close()

@@ -118,7 +118,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str]) -> 
         n = plan_workers(path, logs)
         with logs_parsed(path, config, logs) as parsed:
             found, seen = detect_either(path, config, logs, n, parsed, SettingsSeen,
-                                        copies=CopySums(keep_h2d=True))
+                                        keep_h2d=True)
         rep = summarise(path, found, logs, config.detector.window_s)
         copies, statuses = _SlimCopies(found.copies), found.prover_status_count
         posts = _slim_posts(found.prover_events)

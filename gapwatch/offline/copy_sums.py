@@ -114,10 +114,6 @@ class CopySums:
         self._h2d = SortedSpool(run_items=RUN_ITEMS, ties=1, run_file=run_file) \
             if keep_h2d else None
 
-    @property
-    def keeps_h2d(self) -> bool:
-        return self._h2d is not None
-
     def __bool__(self) -> bool:
         return self.count > 0
 
@@ -247,12 +243,6 @@ class CopySums:
                 if at == hi:
                     out[index] = rate if lo == hi else (low[index] + rate) / 2
         return out
-
-    def close(self) -> None:
-        """Free the spools' disk now (else when this is collected)."""
-        for spool in (self._rates, self._pageable, self._h2d):
-            if spool is not None:
-                spool.close()
 
 
 class PageableSweep:

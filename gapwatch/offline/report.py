@@ -18,7 +18,8 @@ each closed gap go to a spool on disk once it is final (`gapwatch.offline.gap_sp
 sum over the gaps (per-GPU prover causes, breakdown periods, the copy table, the advice) is
 one pass over that spool (`_GapSums`), and `report --json` writes the gaps from it one at a
 time. What stays in memory grows with what the
-report lists whole: the partition table, state changes, copies, each advice's gap ids.
+report lists whole: state changes, each advice's gap ids (the partition table and the copy
+trace's copies go to spools too: `gapwatch.cuzk.partition_table`, `gapwatch.offline.copy_sums`).
 
 The JSON document is described in docs/detection.md ("Report JSON"); `REPORT_SCHEMA_VERSION`
 changes whenever a field is renamed or removed (adding fields keeps the version).
@@ -204,22 +205,22 @@ L = TypeVar("L", bound=RunListener)
 
 def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
                   parsed: LogInput | None, new_listener: Callable[[], L],
-                  copies: CopySums | None = None) -> tuple[Detected, L]:
+                  keep_h2d: bool = False) -> tuple[Detected, L]:
     """Detect over `path` split across `n` processes where it splits, else in one (the same
     result), the `--log` files already `parsed` (None: none given); a listener made by
     `new_listener` is fed every log event and `/status` snapshot, in the order one process
-    feeds them (a split run's in this process); `copies`: what sums the copy trace's copies.
-    Used by `build_report` and `compare`'s sides."""
+    feeds them (a split run's in this process); `keep_h2d`: the copy trace's sums keep each
+    host-to-device copy (`CopySums`, for `compare`). Used by `build_report` and `compare`'s
+    sides."""
     if n > 1:
         listener = new_listener()
-        found = detect_parallel(path, config, n, parsed, listener=listener, copies=copies)
+        found = detect_parallel(path, config, n, parsed, listener=listener, keep_h2d=keep_h2d)
         if found is not None:
             _count_logs(found, parsed)
             return found, listener
     listener = new_listener()  # what a split run that gave up saw is not kept
-    if copies is not None and n > 1:
-        copies = CopySums(keep_h2d=copies.keeps_h2d)  # nor its copies
-    return detect(path, config, logs, listener=listener, parsed=parsed, copies=copies), listener
+    return detect(path, config, logs, listener=listener, parsed=parsed,
+                  keep_h2d=keep_h2d), listener
 
 
 @contextmanager
@@ -299,10 +300,10 @@ def _count_logs(found: Detected, parsed: LogInput | None) -> None:
 
 def detect(path: str | Path, config: Config, log_paths: list[str],
            listener: RunListener | None = None,
-           parsed: LogInput | None = None, copies: CopySums | None = None) -> Detected:
+           parsed: LogInput | None = None, keep_h2d: bool = False) -> Detected:
     """Read the whole input (and the `--log` files, or `parsed`: them, already parsed; the
-    caller closes it) and detect over it in one process (`listener`, `copies`: see
-    `detect_records`)."""
+    caller closes it) and detect over it in one process (`listener`: see `detect_records`;
+    `keep_h2d`: see `detect_either`)."""
     own = parsed is None
     logs = parse_log_input(path, config, log_paths) if parsed is None else parsed
     rec = read_any(path)
@@ -310,7 +311,8 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
     try:
         found = detect_records(rec.header, rec.records, config.detector, logs.spool,
                                max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
-                               listener=listener, watch=watch, copies=copies,
+                               listener=listener, watch=watch,
+                               copies=CopySums(keep_h2d=keep_h2d),
                                span=copy.deepcopy(logs.span))
     finally:
         if own:

@@ -279,8 +279,6 @@ class _Job:
     copy_files: list[IO[bytes]] = field(default_factory=list)
     #: Whether the copies' sums keep each host-to-device copy (`compare`).
     keep_h2d: bool = False
-    #: This process's copies' sums (worker 0's job only), from the caller.
-    copies: CopySums | None = None
 
 
 def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None] | None
@@ -295,8 +293,9 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
                    keep_problem_lines=True, wake_at=wake)
     mine = me == 0
     watch = CuzkWatch(deadlines_of(config.cuzk)) if mine and config.logs.cuzk else None
-    copies = job.copies if mine else \
-        CopySums(job.keep_h2d, run_file=job.copy_files[me - 1] if job.copy_files else None)
+    # The other workers' copies' runs go to their file, for this process to take.
+    run_file = job.copy_files[me - 1] if job.copy_files and not mine else None
+    copies = CopySums(job.keep_h2d, run_file=run_file)
     try:
         found = detect_records(
             rec.header, _only_mine(rec, owners, me, n, stop, len(job.copy_files) == n - 1),
@@ -361,15 +360,15 @@ def _child(job: _Job, me: int, conn: Connection) -> None:
 
 
 def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | None = None,
-                    listener: RunListener | None = None, copies: CopySums | None = None
+                    listener: RunListener | None = None, keep_h2d: bool = False
                     ) -> Detected | None:
     """Run `n` workers (this process is worker 0) and merge them into one `Detected`.
 
     `logs`: the `--log` files, parsed (every worker reads them); `listener`: fed every log
-    event and `/status` snapshot, in this process (`detect_records`); `copies`: what sums the
-    copy trace's copies (a new `CopySums` when None; the workers keep the host-to-device ones
-    when it does). Returns None when the input must be read in one process (see the module
-    docstring). Raises what `header_of` raises for an unusable file.
+    event and `/status` snapshot, in this process (`detect_records`); `keep_h2d`: the copy
+    trace's sums keep each host-to-device copy (`CopySums`). Returns None when the input must
+    be read in one process (see the module docstring). Raises what `header_of` raises for an
+    unusable file.
     """
     path = str(path)
     header = header_of(path)
@@ -378,11 +377,10 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
     if logs is not None and not fork:
         return None
     ctx = get_context("fork") if fork else get_context("spawn")  # literals: typed contexts
-    copies = copies if copies is not None else CopySums()
     job = _Job(path, config, n, ctx.Event(), logs,
                copy_files=[tempfile.TemporaryFile(prefix="gapwatch-copies-")  # noqa: SIM115
                            for _ in range(1, n)] if fork else [],
-               keep_h2d=copies.keeps_h2d)
+               keep_h2d=keep_h2d)
     children = []
     for me in range(1, n):
         recv, send = ctx.Pipe(duplex=False)
@@ -394,7 +392,7 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
     drained = False
     try:
         try:
-            parts = [_work(replace_job(job, listener, copies), 0,
+            parts = [_work(replace_job(job, listener), 0,
                            ends.all if logs is not None else None)]
         except BaseException:
             job.stop.set()
@@ -426,19 +424,18 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
                 # through fork and would keep the worker alive, and join() would wait forever.
                 proc.kill()
             proc.join()
-    for w, part in enumerate(parts[1:], 1):
-        if part.copies is not None:
-            copies.take(part.copies, job.copy_files[w - 1])
     # Each worker counted its own GPUs' gaps as one process counts them (`GapLedger.tally`,
     # by GPU and kind): no key is in two workers' tallies.
     found = _merge(header, parts, gaps, {k: t for p in parts for k, t in p.gap_tally.items()})
-    found.copies = copies
+    for w, part in enumerate(parts[1:], 1):
+        if part.copies is not None:
+            found.copies.take(part.copies, job.copy_files[w - 1])
     return found
 
 
-def replace_job(job: _Job, listener: RunListener | None, copies: CopySums) -> _Job:
-    """Worker 0's job: the same, with the caller's listener and copies' sums."""
-    return dataclasses.replace(job, listener=listener, copies=copies)
+def replace_job(job: _Job, listener: RunListener | None) -> _Job:
+    """Worker 0's job: the same, with the caller's listener."""
+    return dataclasses.replace(job, listener=listener)
 
 
 class _Ends:
@@ -537,6 +534,8 @@ def _merge(header: Any, parts: list[_Part], gaps: GapSpool,
         pipeline=side.pipeline if side is not None else PipelineView(),
         log_notes=side.log_notes if side is not None else [],
         prover_events=side.prover_events if side is not None else [],
+        # This process's copies (and the copies of no watched GPU); the others' are taken in.
+        copies=side.copies if side is not None else CopySums(),
         counters=counters,
         problems=[msg for _line, _counter, msg in seen][:MAX_PROBLEMS],
         blind_spots=parts[0].blind_spots if parts else [], byes=parts[0].byes if parts else [],

@@ -241,3 +241,36 @@ def test_headless_replay_prints_the_warnings(
     assert main(["replay", "--headless", "--speed", "0", str(path)]) == 0
     err = capsys.readouterr().err
     assert "warning: " in err and "bad record" in err and "NO_DATA x1" in err
+
+
+def test_a_hole_in_all_the_data_is_no_gpus_silence_whichever_input_comes_first_after_it() -> None:
+    # The recorder stalled 3 s (or lines were cut): every input stops together. The first line
+    # after the hole may be the host's sample or a GPU's: neither shows that a GPU was silent
+    # while the others went on, so no GPU is NO_DATA; each GPU sees its own hole.
+    for host_first in (True, False):
+        det = GapDetector(DetectorConfig(), [], period_s=0.1)
+        states = []
+        for i in range(1, 120):
+            t = i / 10
+            if 5.0 < t < 8.0:
+                continue
+            tick: list[GpuSample | HostSample] = [_sample(0, t), _sample(1, t), _host(t)]
+            if host_first:
+                tick = tick[2:] + tick[:2]
+            for r in tick:
+                states += det.feed(r)
+        assert [s.state for s in states] == ["CHAINED", "CHAINED"], host_first  # type: ignore[union-attr]
+        assert det.counters["silent"] == 0 and det.counters["holes"] == 2
+
+
+@pytest.mark.parametrize("case", ["h200-e2e/chained", "h200-e2e/host-stall-status",
+                                  "h200-e2e/transfer-bound", "h200-copytrace/chained"])
+def test_a_sampler_stall_on_the_h200_is_a_hole_not_a_gpu_gone_silent(case: str) -> None:
+    """Each of these real recordings has one stall of the sampler (397-539 ms between two host
+    samples, the GPU's next reading covering the stall): the GPU was not lost while the host
+    went on, so it is not NO_DATA "the other inputs go on"; its own spacing is a hole."""
+    found = build_report(Path(__file__).parent / "data" / case / "rec.jsonl.gz", Config(),
+                         workers=1)
+    assert not [s for s in found.states if "the other inputs go on" in s.reason]
+    assert "detector_silent" not in found.counters
+    assert found.counters["detector_holes"] >= 1

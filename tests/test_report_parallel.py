@@ -482,3 +482,40 @@ def test_a_folder_of_segments_with_log_files_is_split_and_reports_the_same(
         parsed.close()
     one = _same(folder, 2, [str(log)])
     assert sum(len(g.log_events) for g in one.gaps) > 1000
+
+
+def test_a_recording_whose_gpus_broke_apart_unevenly_is_split_and_reports_the_same(
+    sim_recording: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Holes that cut some GPUs' samples and not others' (lines lost mid-tick, a GPU silent
+    for a while, a stall whose first line after is the host's): each GPU is judged silent
+    against the host's samples, which every worker reads, so the workers place NO_DATA and the
+    breakdown periods where one process does."""
+    header, *body = sim_recording.read_bytes().splitlines(keepends=True)
+    out = [header]
+    for i, line in enumerate(body):
+        if 300 <= i % 1500 < 300 + i % 7:  # 0-6 lines cut: a few GPUs' samples of a tick
+            continue
+        if 4000 <= i < 4300 and line.startswith(gpu_line_prefix(1)):  # GPU 1 silent ~7 s
+            continue
+        out.append(line)
+    path = tmp_path / "uneven.jsonl"
+    path.write_bytes(b"".join(out))
+    splits = _spy_on_splits(monkeypatch)
+    report = _same(path, 3)
+    assert splits == [True]
+    silent = [s for s in report.states if "the other inputs go on" in s.reason]
+    assert [s.gpu for s in silent] == [1]
+
+
+def test_a_recording_without_host_samples_is_read_in_one_process(
+    sim_recording: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the host's samples the GPUs' own samples time their silence, and a worker sees
+    only its GPUs': such a recording is read in one process (the same document)."""
+    header, *body = sim_recording.read_bytes().splitlines(keepends=True)
+    path = tmp_path / "hostless.jsonl"
+    path.write_bytes(header + b"".join(x for x in body if not x.startswith(b'{"type":"host"')))
+    splits = _spy_on_splits(monkeypatch)
+    _same(path, 2)
+    assert splits == [False]

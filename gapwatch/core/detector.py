@@ -86,6 +86,11 @@ UPDATE_EVERY_NS: Final = 500_000_000
 CLOCK_JUMP_S: Final = 1.0
 #: How often (data time) the GPUs are checked for having gone silent while data goes on.
 SILENCE_CHECK_NS: Final = 250_000_000
+#: The detector's counters (`GapDetector.counters`), in the order a report lists them.
+COUNTER_NAMES: Final = ("out_of_order", "stale_gpm", "no_data", "holes", "retracted",
+                        "clock_jumps", "silent")
+#: A check time no sample reaches.
+_NEVER_NS: Final = 1 << 63
 
 
 class GapDetector:
@@ -129,15 +134,22 @@ class GapDetector:
         #: Called with each gap id as it is assigned (ids count up in data order). The parallel
         #: report (`gapwatch.offline.report_parallel`) uses it to renumber its workers' gaps.
         self.on_gap_id: Callable[[int], None] | None = None
-        #: Latest data time seen on any input (ns, as recorded), and when to look for silent GPUs.
+        #: Latest data time of the host's samples and the GPU clock's checks (ns, as recorded;
+        #: `finish`).
         self._data_ns: int | None = None
-        self._next_silence_check_ns = 0
+        #: The clock that looks for silent GPUs (`_judge_silence`): the host's samples, which
+        #: every GPU's data is judged against alike, from the first one on; until then (or in
+        #: an input without them) the GPUs' own samples. When each next looks (data time):
+        self._host_check_ns = 0
+        self._gpu_check_ns = 0
+        #: The latest host sample's data time (ns), None before the first.
+        self._host_last_ns: int | None = None
+        #: Silence checks the GPUs' samples ran while some GPU had data: the parallel report
+        #: (whose workers see only their GPUs' samples) reads such an input in one process.
+        self.gpu_clock_checks = 0
         #: Inputs skipped or noticed, by reason (out_of_order, stale_gpm, no_data, holes,
         #: clock_jumps, silent: a GPU with no samples while the other inputs went on).
-        self.counters: dict[str, int] = {
-            "out_of_order": 0, "stale_gpm": 0, "no_data": 0, "holes": 0, "retracted": 0,
-            "clock_jumps": 0, "silent": 0,
-        }  # fmt: skip
+        self.counters: dict[str, int] = dict.fromkeys(COUNTER_NAMES, 0)
 
     # -- inputs -------------------------------------------------------------------------------
 
@@ -207,7 +219,16 @@ class GapDetector:
         self._prune_due = True
         self._ev.add_host(sample)
         out: list[Gap | StateChange] = []
-        self._data_time(sample.t_mono_ns, None, out)
+        # The host's own previous sample: a host sample after a hole in the host's readings
+        # (the recorder stalled, lines were cut) shows no GPU silent (`_judge_silence`).
+        now = sample.t_mono_ns
+        since, self._host_last_ns = self._host_last_ns, now
+        if self._data_ns is None or now > self._data_ns:
+            self._data_ns = now
+        self._gpu_check_ns = _NEVER_NS  # the host's samples are the clock from now on
+        if now >= self._host_check_ns:
+            self._host_check_ns = now + SILENCE_CHECK_NS
+            self._judge_silence(now, None, since, out)
         return out
 
     def feed_log(self, event: LogEvent) -> list[Gap | StateChange]:
@@ -258,8 +279,8 @@ class GapDetector:
             self.counters["out_of_order"] += 1
             return []
         out = self._take_pending()
-        if s.t_mono_ns >= self._next_silence_check_ns:
-            self._data_time(s.t_mono_ns, tr, out)
+        if s.t_mono_ns >= self._gpu_check_ns:
+            self._gpu_clock(s.t_mono_ns, tr, out)
         n_out = len(out)
         wall = s.t_wall_s - lag / _NS
         self._now_s[s.gpu] = wall
@@ -443,34 +464,50 @@ class GapDetector:
         self.counters["clock_jumps"] += 1
         return step_s
 
-    def _data_time(self, now_ns: int, feeding: Track | None, out: list[Gap | StateChange]) -> None:
-        """Data time moved on to `now_ns` (a sample of another GPU, or of the host): every other
-        GPU with no sample for more than `nodata_after_periods` of its spacing is NO_DATA from
-        its last sample on, said with a reason (its open gap, idle before the silence, is
-        retracted). Checked every `SILENCE_CHECK_NS` of data time; `feeding`, the GPU whose
-        sample this is, is not silent (a long spacing of its own is a hole)."""
+    def _gpu_clock(self, now_ns: int, feeding: Track, out: list[Gap | StateChange]) -> None:
+        """No host sample yet: a GPU's sample is the clock that looks for silent GPUs, every
+        `SILENCE_CHECK_NS` of data time."""
+        self._gpu_check_ns = now_ns + SILENCE_CHECK_NS
         if self._data_ns is None or now_ns > self._data_ns:
             self._data_ns = now_ns
-        if now_ns < self._next_silence_check_ns:
-            return
-        self._next_silence_check_ns = now_ns + SILENCE_CHECK_NS
+        if feeding.last_t is not None or len(self._tracks) > 1:
+            self.gpu_clock_checks += 1
+        self._judge_silence(now_ns, feeding, None, out)
+
+    def _judge_silence(self, now_ns: int, feeding: Track | None, host_since_ns: int | None,
+                       out: list[Gap | StateChange]) -> None:
+        """Data time moved on to `now_ns` (a sample of the host, or of a GPU while there are
+        none of the host): every GPU with no sample for more than `nodata_after_periods` of its
+        spacing is NO_DATA from its last sample on, said with a reason (its open gap, idle
+        before the silence, is retracted).
+
+        Only an input that was not silent itself shows that the others went on without a GPU:
+        after a hole in all the data (the recorder stalled, lines were cut) each GPU sees its
+        own hole. So a host sample whose own previous one (`host_since_ns`) is further back
+        than a GPU's allowed silence judges no GPU; `feeding`, the GPU whose sample this is,
+        is not judged, and when it was silent too nobody is.
+
+        Judged by the host's samples, a GPU's verdict depends on its own samples and the
+        host's alone, whichever other GPUs' lines are in the input or in what order: the
+        parallel report's workers (each with some GPUs' samples and every host sample) judge
+        as one process does."""
         if feeding is not None and feeding.last_t is not None and (
             now_ns - (feeding.last_t + feeding.lag_ns) > self._nodata * feeding.expected_ns
         ):
             return  # this GPU was silent too: a hole in all the data, each GPU sees its own
+        host_gap_ns = -1 if host_since_ns is None else now_ns - host_since_ns
         for tr in self._tracks.values():
             last = tr.last_t
             if tr is feeding or last is None or tr.state == "NO_DATA":
                 continue
-            silent_ns = now_ns - (last + tr.lag_ns)
-            if silent_ns > self._nodata * tr.expected_ns:
+            allowed_ns = self._nodata * tr.expected_ns
+            if now_ns - (last + tr.lag_ns) > allowed_ns and not host_gap_ns > allowed_ns:
                 self.counters["silent"] += 1
                 self._end_segment(tr, out)
                 self._set_state(
                     tr, "NO_DATA", last, tr.last_wall, out,
                     "no sample from this GPU since; the other inputs go on",
                 )
-
 
     def _hole(
         self, tr: Track, s: GpuSample, t: int, last: int | None, spacing: int, jump_s: float,
@@ -537,8 +574,7 @@ class GapDetector:
         if self._data_ns is not None:
             ends.append(self._data_ns)
         if ends:
-            self._next_silence_check_ns = 0
-            self._data_time(max(ends), None, out)
+            self._judge_silence(max(ends), None, None, out)
         for tr in self._tracks.values():
             if tr.phase == _IDLE and tr.gap_id is not None:
                 self._end_segment(tr, out)

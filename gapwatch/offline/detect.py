@@ -113,6 +113,9 @@ class Detected:
     #: The most closed gaps the loop held in memory at once (the others were final, spooled):
     #: bounded by the window the detector can revise, not by the recording's length.
     most_gaps_held: int = 0
+    #: Silence checks timed by GPU samples (`GapDetector.gpu_clock_checks`: an input without
+    #: host samples, or before the first): a split report reads such an input in one process.
+    gpu_clock_checks: int = 0
 
 
 class RunListener(Protocol):
@@ -359,6 +362,7 @@ def detect_records(
         blind_spots=blind_spots, byes=byes,
         log_notes=span.notes(end_s), **health_side.fields(),
         prover_events=prover_events, most_gaps_held=published.most_held,
+        gpu_clock_checks=det.gpu_clock_checks,
     )  # fmt: skip
 
 

@@ -28,10 +28,12 @@ one-process one, value for value:
   they are. States come out in one canonical order (data time, then GPU) in both paths.
 - A problem line read by several workers (a bad non-GPU line) is counted once: problems carry
   their line numbers and the parent merges them by line.
-- Not equal (known, docs/benchmarks.md "A recording with a copy trace"): a worker's check for
-  GPUs gone silent runs when its own records move data time on, not the other workers'
-  samples; where the GPUs' data broke apart unevenly (holes in some GPUs, not a whole tick)
-  it may place NO_DATA, and so breakdown periods, differently from one process.
+- A GPU gone silent while the other inputs go on is judged by the host's samples, which every
+  worker reads (`GapDetector._judge_silence`): its verdict depends on its own samples and the
+  host's, not on the other GPUs' lines, so a worker places NO_DATA (and breakdown periods) as
+  one process does however unevenly the GPUs' data broke apart. An input without host samples
+  times silence by the GPUs' own samples (`Detected.gpu_clock_checks`): it is read in one
+  process.
 
 Log events (recorded, and the `--log` files') and the prover's `/status` snapshots are fed to
 *every* worker, at the same places among its records as one process feeds them: the evidence
@@ -100,6 +102,7 @@ from gapwatch.config import Config
 from gapwatch.core.blind import Bye
 from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.codec import gpu_line_prefix, gpu_line_prefix_type_last
+from gapwatch.core.detector import COUNTER_NAMES
 from gapwatch.core.health import HealthStats
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
@@ -308,6 +311,10 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
     except _OneProcess as exc:
         stop.set()
         return _Part(abort=str(exc))
+    if found.gpu_clock_checks:
+        # GPUs judged silent by GPU samples' times: one process judges by every GPU's.
+        stop.set()
+        return _Part(abort="GPU silence timed by GPU samples (no host samples)")
     return _Part(
         gap_id_lines=found.gap_id_lines,
         gap_tally=found.gap_tally,
@@ -520,10 +527,10 @@ def _merge(header: Any, parts: list[_Part], gaps: GapSpool,
     counters: dict[str, int] = {}
     for _line, counter, _msg in seen:
         counters[counter] = counters.get(counter, 0) + 1
-    det_counts: dict[str, int] = {}
-    for p in parts:
-        for name, v in p.detector_counters.items():
-            det_counts[name] = det_counts.get(name, 0) + v
+    # The detector's counters summed, in the order one detector lists them (a worker lists
+    # only those it counted).
+    det_counts = {name: sum(p.detector_counters.get(name, 0) for p in parts)
+                  for name in COUNTER_NAMES}
     counters.update({f"detector_{k}": v for k, v in det_counts.items() if v})
     side = parts[0].side if parts else None
     return Detected(

@@ -18,8 +18,10 @@ each closed gap go to a spool on disk once it is final (`gapwatch.offline.gap_sp
 sum over the gaps (per-GPU prover causes, breakdown periods, the copy table, the advice) is
 one pass over that spool (`_GapSums`), and `report --json` writes the gaps from it one at a
 time. What stays in memory grows with what the
-report lists whole: state changes, each advice's gap ids (the partition table and the copy
-trace's copies go to spools too: `gapwatch.cuzk.partition_table`, `gapwatch.offline.copy_sums`).
+report lists whole: state changes, each advice's gap ids and idle seconds (16 bytes a gap as
+machine numbers, `gapwatch.cuzk.advice.StallGaps`: ~5 MB for a day of 8 GPUs); the partition
+table and the copy trace's copies go to spools too (`gapwatch.cuzk.partition_table`,
+`gapwatch.offline.copy_sums`).
 
 The JSON document is described in docs/detection.md ("Report JSON"); `REPORT_SCHEMA_VERSION`
 changes whenever a field is renamed or removed (adding fields keeps the version).

@@ -274,3 +274,20 @@ def test_a_sampler_stall_on_the_h200_is_a_hole_not_a_gpu_gone_silent(case: str) 
     assert not [s for s in found.states if "the other inputs go on" in s.reason]
     assert "detector_silent" not in found.counters
     assert found.counters["detector_holes"] >= 1
+
+
+def test_a_gpu_that_stops_while_the_hosts_readings_fail_too_is_still_no_data() -> None:
+    # The host's samples are the clock for silence while they come; a second after the last
+    # one, the GPUs' own samples take over, so a GPU lost then is still seen.
+    det = GapDetector(DetectorConfig(), [], period_s=0.1)
+    states = []
+    for i in range(1, 150):
+        t = i / 10
+        states += det.feed(_sample(0, t))
+        if t <= 8.0:
+            states += det.feed(_sample(1, t))
+        if t <= 5.0:
+            states += det.feed(_host(t))
+    no_data = [s for s in states if s.state == "NO_DATA"]  # type: ignore[union-attr]
+    assert [(s.gpu, s.t_mono_ns) for s in no_data] == [(1, int(8.0 * 1e9))]  # type: ignore[union-attr]
+    assert det.gpu_clock_checks > 0  # a split report reads this in one process

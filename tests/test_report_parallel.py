@@ -488,7 +488,7 @@ def test_a_recording_whose_gpus_broke_apart_unevenly_is_split_and_reports_the_sa
     sim_recording: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Holes that cut some GPUs' samples and not others' (lines lost mid-tick, a GPU silent
-    for a while, a stall whose first line after is the host's): each GPU is judged silent
+    for a while, a stall of everything that ends mid-tick): each GPU is judged silent
     against the host's samples, which every worker reads, so the workers place NO_DATA and the
     breakdown periods where one process does."""
     header, *body = sim_recording.read_bytes().splitlines(keepends=True)
@@ -497,6 +497,8 @@ def test_a_recording_whose_gpus_broke_apart_unevenly_is_split_and_reports_the_sa
         if 300 <= i % 1500 < 300 + i % 7:  # 0-6 lines cut: a few GPUs' samples of a tick
             continue
         if 4000 <= i < 4300 and line.startswith(gpu_line_prefix(1)):  # GPU 1 silent ~7 s
+            continue
+        if 6000 <= i < 6400:  # every input stalled a few seconds (the host's clock lost too)
             continue
         out.append(line)
     path = tmp_path / "uneven.jsonl"

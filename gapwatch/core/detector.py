@@ -89,8 +89,9 @@ SILENCE_CHECK_NS: Final = 250_000_000
 #: The detector's counters (`GapDetector.counters`), in the order a report lists them.
 COUNTER_NAMES: Final = ("out_of_order", "stale_gpm", "no_data", "holes", "retracted",
                         "clock_jumps", "silent")
-#: A check time no sample reaches.
-_NEVER_NS: Final = 1 << 63
+#: With no host sample for this long (data time), the GPUs' own samples look for silent GPUs
+#: again (the host's readings failing tick after tick must not hide a GPU that stops).
+HOST_CLOCK_LOST_NS: Final = 1_000_000_000
 
 
 class GapDetector:
@@ -138,14 +139,16 @@ class GapDetector:
         #: `finish`).
         self._data_ns: int | None = None
         #: The clock that looks for silent GPUs (`_judge_silence`): the host's samples, which
-        #: every GPU's data is judged against alike, from the first one on; until then (or in
-        #: an input without them) the GPUs' own samples. When each next looks (data time):
+        #: every GPU's data is judged against alike, while they come; before the first, in an
+        #: input without them, or `HOST_CLOCK_LOST_NS` after the last, the GPUs' own samples.
+        #: When each next looks (data time):
         self._host_check_ns = 0
         self._gpu_check_ns = 0
         #: The latest host sample's data time (ns), None before the first.
         self._host_last_ns: int | None = None
-        #: Silence checks the GPUs' samples ran while some GPU had data: the parallel report
-        #: (whose workers see only their GPUs' samples) reads such an input in one process.
+        #: Silence checks the GPUs' samples ran that could judge a GPU (not the first sample's,
+        #: not one after a hole in all the data): the parallel report (whose workers see only
+        #: their GPUs' samples) reads such an input in one process.
         self.gpu_clock_checks = 0
         #: Inputs skipped or noticed, by reason (out_of_order, stale_gpm, no_data, holes,
         #: clock_jumps, silent: a GPU with no samples while the other inputs went on).
@@ -225,7 +228,8 @@ class GapDetector:
         since, self._host_last_ns = self._host_last_ns, now
         if self._data_ns is None or now > self._data_ns:
             self._data_ns = now
-        self._gpu_check_ns = _NEVER_NS  # the host's samples are the clock from now on
+        # The host's samples are the clock while they come.
+        self._gpu_check_ns = now + HOST_CLOCK_LOST_NS
         if now >= self._host_check_ns:
             self._host_check_ns = now + SILENCE_CHECK_NS
             self._judge_silence(now, None, since, out)
@@ -465,17 +469,17 @@ class GapDetector:
         return step_s
 
     def _gpu_clock(self, now_ns: int, feeding: Track, out: list[Gap | StateChange]) -> None:
-        """No host sample yet: a GPU's sample is the clock that looks for silent GPUs, every
-        `SILENCE_CHECK_NS` of data time."""
+        """No host sample (yet, or for `HOST_CLOCK_LOST_NS`): a GPU's sample is the clock that
+        looks for silent GPUs, every `SILENCE_CHECK_NS` of data time."""
         self._gpu_check_ns = now_ns + SILENCE_CHECK_NS
         if self._data_ns is None or now_ns > self._data_ns:
             self._data_ns = now_ns
-        if feeding.last_t is not None or len(self._tracks) > 1:
+        judged = self._judge_silence(now_ns, feeding, None, out)
+        if judged and (feeding.last_t is not None or len(self._tracks) > 1):
             self.gpu_clock_checks += 1
-        self._judge_silence(now_ns, feeding, None, out)
 
     def _judge_silence(self, now_ns: int, feeding: Track | None, host_since_ns: int | None,
-                       out: list[Gap | StateChange]) -> None:
+                       out: list[Gap | StateChange]) -> bool:
         """Data time moved on to `now_ns` (a sample of the host, or of a GPU while there are
         none of the host): every GPU with no sample for more than `nodata_after_periods` of its
         spacing is NO_DATA from its last sample on, said with a reason (its open gap, idle
@@ -490,11 +494,11 @@ class GapDetector:
         Judged by the host's samples, a GPU's verdict depends on its own samples and the
         host's alone, whichever other GPUs' lines are in the input or in what order: the
         parallel report's workers (each with some GPUs' samples and every host sample) judge
-        as one process does."""
+        as one process does. False when `feeding` was silent too (nobody judged)."""
         if feeding is not None and feeding.last_t is not None and (
             now_ns - (feeding.last_t + feeding.lag_ns) > self._nodata * feeding.expected_ns
         ):
-            return  # this GPU was silent too: a hole in all the data, each GPU sees its own
+            return False  # this GPU was silent too: a hole in all the data, each sees its own
         host_gap_ns = -1 if host_since_ns is None else now_ns - host_since_ns
         for tr in self._tracks.values():
             last = tr.last_t
@@ -508,6 +512,7 @@ class GapDetector:
                     tr, "NO_DATA", last, tr.last_wall, out,
                     "no sample from this GPU since; the other inputs go on",
                 )
+        return True
 
     def _hole(
         self, tr: Track, s: GpuSample, t: int, last: int | None, spacing: int, jump_s: float,

@@ -32,8 +32,8 @@ one-process one, value for value:
   worker reads (`GapDetector._judge_silence`): its verdict depends on its own samples and the
   host's, not on the other GPUs' lines, so a worker places NO_DATA (and breakdown periods) as
   one process does however unevenly the GPUs' data broke apart. An input without host samples
-  times silence by the GPUs' own samples (`Detected.gpu_clock_checks`): it is read in one
-  process.
+  (or with none for a second while GPUs went on) times silence by the GPUs' own samples
+  (`Detected.gpu_clock_checks`): it is read in one process.
 
 Log events (recorded, and the `--log` files') and the prover's `/status` snapshots are fed to
 *every* worker, at the same places among its records as one process feeds them: the evidence

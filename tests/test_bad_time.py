@@ -291,3 +291,15 @@ def test_a_gpu_that_stops_while_the_hosts_readings_fail_too_is_still_no_data() -
     no_data = [s for s in states if s.state == "NO_DATA"]  # type: ignore[union-attr]
     assert [(s.gpu, s.t_mono_ns) for s in no_data] == [(1, int(8.0 * 1e9))]  # type: ignore[union-attr]
     assert det.gpu_clock_checks > 0  # a split report reads this in one process
+
+
+def test_host_samples_a_period_of_two_seconds_apart_are_the_clock_all_along() -> None:
+    # At a 2 s sampling period the host's samples are 2 s apart: the GPUs' samples must not
+    # take the clock back between them (a split report would then read it in one process).
+    det = GapDetector(DetectorConfig(), [], period_s=2.0)
+    for i in range(1, 60):
+        t = 2.0 * i
+        det.feed(_sample(0, t))
+        det.feed(_sample(1, t))
+        det.feed(_host(t))
+    assert det.gpu_clock_checks == 0

@@ -89,8 +89,9 @@ SILENCE_CHECK_NS: Final = 250_000_000
 #: The detector's counters (`GapDetector.counters`), in the order a report lists them.
 COUNTER_NAMES: Final = ("out_of_order", "stale_gpm", "no_data", "holes", "retracted",
                         "clock_jumps", "silent")
-#: With no host sample for this long (data time), the GPUs' own samples look for silent GPUs
-#: again (the host's readings failing tick after tick must not hide a GPU that stops).
+#: With no host sample for this long (data time; at least 4 sampling periods), the GPUs' own
+#: samples look for silent GPUs again (the host's readings failing tick after tick must not
+#: hide a GPU that stops).
 HOST_CLOCK_LOST_NS: Final = 1_000_000_000
 
 
@@ -124,6 +125,7 @@ class GapDetector:
         self._n_buckets = max(1, math.ceil(config.window_s))
         self._nodata = config.nodata_after_periods
         self._period_floor_ns = int(period_s * _NS) if period_s else 0
+        self._host_lost_ns = max(HOST_CLOCK_LOST_NS, 4 * self._period_floor_ns)
         self._ev = EvidenceBuffer(config.evidence_before_s, prover=prover)
         self._next_id = 1
         self._pending: list[Gap | StateChange] = []
@@ -229,7 +231,7 @@ class GapDetector:
         if self._data_ns is None or now > self._data_ns:
             self._data_ns = now
         # The host's samples are the clock while they come.
-        self._gpu_check_ns = now + HOST_CLOCK_LOST_NS
+        self._gpu_check_ns = now + self._host_lost_ns
         if now >= self._host_check_ns:
             self._host_check_ns = now + SILENCE_CHECK_NS
             self._judge_silence(now, None, since, out)

@@ -223,3 +223,23 @@ def test_sizing_a_gzip_of_one_huge_line_holds_no_more_than_a_chunk(tmp_path: Pat
         tracemalloc.stop()
     assert size > 1 << 26
     assert peak < 24 * MIB, peak
+
+
+def test_a_recorded_copy_that_ends_before_it_starts_or_lasts_days_is_a_bad_record(
+    tmp_path: Path,
+) -> None:
+    """Live, the copy trace refuses such copies (`bounds.copy_times_problem`); a recording took
+    them: one copy eleven days long made every gap of its GPU 100 % pageable and its hint say
+    "18.4 GiB copied from pageable host memory at 0 MB/s"."""
+    sim = simulate("pageable", seed=3, duration_s=40.0, gpus=2, copies_per_partition=5)
+    copy = msgspec.to_builtins(next(r for r in sim.records if r.type == "copy"))
+    bad = [{**copy, "end_wall_s": copy["start_wall_s"] - 5.0},
+           {**copy, "start_wall_s": copy["start_wall_s"] - 1e6}]
+    path = _recording(tmp_path, [msgspec.json.encode(c) + b"\n" for c in bad], at=300)
+    clean = build_report(_recording(tmp_path, [], name="clean.jsonl"), Config(), workers=1)
+    one = build_report(path, Config(), workers=1)
+    split = build_report(path, Config(), workers=2)
+    assert one.counters["bad_records"] == split.counters["bad_records"] == 2
+    assert [p.split(": bad record ")[1] for p in one.problems] == [
+        "(not a copy: it ends before it starts)", "(not a copy: it lasts over 3600 s)"]
+    assert one.gaps == split.gaps == clean.gaps

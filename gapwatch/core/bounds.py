@@ -109,16 +109,26 @@ def copy_bytes_ok(n: int) -> bool:
     return 0 <= n <= MAX_COPY_BYTES
 
 
+def copy_span_problem(duration_s: float) -> str | None:
+    """Why a copy lasting `duration_s` cannot be one (it ends before it starts, or lasts over
+    `MAX_COPY_S`); None when it can. Live copies (`copy_times_problem`) and recorded ones
+    (`models.CopyRecord`) alike."""
+    if duration_s < 0:
+        return "it ends before it starts"
+    if duration_s > MAX_COPY_S:
+        return f"it lasts over {MAX_COPY_S:g} s"
+    return None
+
+
 def copy_times_problem(start_ns: int, end_ns: int, now_wall_s: float) -> str | None:
     """Why a live copy from `start_ns` to `end_ns` (Unix nanoseconds, as the library sends them:
     integers, since 10 ns is below a float's resolution at today's times), arriving at
     `now_wall_s`, cannot be one; None when it can."""
     if not (0 < start_ns and wall_s_ok(end_ns / 1e9)):
         return "not a usable time"
-    if end_ns < start_ns:
-        return "it ends before it starts"
-    if end_ns - start_ns > MAX_COPY_S * 1e9:
-        return f"it lasts over {MAX_COPY_S:g} s"
+    span = copy_span_problem((end_ns - start_ns) / 1e9)
+    if span is not None:
+        return span
     late_s = now_wall_s - end_ns / 1e9
     if late_s > MAX_COPY_LATE_S:
         return f"it ended {late_s:.0f} s before it arrived"

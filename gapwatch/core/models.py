@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal, get_args
 
 from msgspec import Struct, field, structs
 
-from gapwatch.core.bounds import I64, CopyBytes, GpuIndex, MonoNs, WallS
+from gapwatch.core.bounds import I64, CopyBytes, GpuIndex, MonoNs, WallS, copy_span_problem
 from gapwatch.core.evidence_types import (
     CopiesEvidence,
     EventEvidence,
@@ -357,6 +357,14 @@ class CopyRecord(Struct, frozen=True, gc=False, tag_field="type", tag="copy"):
     #: Monotonic time gapwatch received the copy (None when replayed from a file).
     t_arrival_mono_ns: I64 | None = None
     type: ClassVar[Literal["copy"]] = "copy"
+
+    def __post_init__(self) -> None:
+        # A copy that ends before it starts, or lasts days, is a bad record of a recording
+        # (msgspec reports the ValueError as a validation error), as it is a bad datagram
+        # live: one such copy made a gap's pageable rate "0 MB/s" and covered every gap.
+        problem = copy_span_problem(self.end_wall_s - self.start_wall_s)
+        if problem is not None:
+            raise ValueError(f"not a copy: {problem}")
 
     @property
     def host_kind(self) -> MemoryKind:

@@ -243,3 +243,20 @@ def test_a_recorded_copy_that_ends_before_it_starts_or_lasts_days_is_a_bad_recor
     assert [p.split(": bad record ")[1] for p in one.problems] == [
         "(not a copy: it ends before it starts)", "(not a copy: it lasts over 3600 s)"]
     assert one.gaps == split.gaps == clean.gaps
+
+
+def test_readings_no_hardware_gives_are_bad_records_not_309_digit_figures(tmp_path: Path) -> None:
+    """A host sample saying 1.7e308 % of memory used was printed in 309 digits in a gap's hint;
+    a GPU sample moving 1e300 B/s made its GPU's header link "belied" and summed to infinity."""
+    sim = simulate("pageable", seed=2, duration_s=60.0, gpus=2)
+    gpu = msgspec.to_builtins(next(r for r in sim.records if r.type == "gpu"))
+    host = msgspec.to_builtins(next(r for r in sim.records if r.type == "host"))
+    absurd = [{**gpu, "pcie_rx_bytes_per_s": 1e300}, {**host, "mem_used_pct": 1.7e308},
+              {**host, "psi_mem_some_share": 3.0}, {**host, "major_faults_per_s": -1.0}]
+    path = _recording(tmp_path, [msgspec.json.encode(d) + b"\n" for d in absurd], at=300)
+    found = build_report(path, Config(), workers=1)
+    assert found.counters["bad_records"] == 4
+    assert [p.rsplit("at `$.", 1)[1] for p in found.problems] == [
+        "pcie_rx_bytes_per_s`)", "mem_used_pct`)", "psi_mem_some_share`)",
+        "major_faults_per_s`)"]
+    assert not any("belied" in w for w in found.warnings)

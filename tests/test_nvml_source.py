@@ -184,6 +184,23 @@ def test_64bit_counters_never_need_the_lower_bound(monkeypatch: pytest.MonkeyPat
     assert not any(s.pcie_lower_bound for s in samples(fake.run(source, 300 * MS, 3)))
 
 
+def test_a_64bit_counter_that_goes_back_is_no_reading_not_1e20_bytes_a_second(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A GPU reset starts its counters again: unwrapped modulo 2^64 the drop read as ~1e20 B/s,
+    # which the live detector summed and a recording could not read back.
+    dev = counter_device(gen=5, counter_value_type=3, activity=[(0, 0.0, 3e9, 1e9)],
+                         counter_offset=10**12)
+    fake, source = make(monkeypatch, dev)
+    source.open()
+    fake.tick(source, 0)
+    fake.tick(source, 100 * MS)
+    dev.counter_offset = 0
+    reset = fake.tick(source, 200 * MS).gpu[0]
+    assert reset.pcie_rx_bytes_per_s is None and reset.pcie_tx_bytes_per_s is None
+    after = fake.tick(source, 300 * MS).gpu[0]
+    assert after.pcie_rx_bytes_per_s == pytest.approx(3e9, rel=1e-6)
+
+
 # ---------------------------------------------------------------- legacy
 
 

@@ -78,6 +78,20 @@ MonoNs = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
 GpuIndex = Annotated[int, msgspec.Meta(ge=0, le=MAX_GPU_INDEX)]
 WallS = Annotated[float, msgspec.Meta(ge=0, le=MAX_WALL_S)]
 CopyBytes = Annotated[int, msgspec.Meta(ge=0, le=MAX_COPY_BYTES)]
+#: A byte rate read from a file (PCIe, host memory bandwidth): no link or memory system of one
+#: box moves 10 TB/s. A rate of 1e300 B/s made a GPU's link "belie" its header and summed to
+#: infinity. Negative GPU rates stay allowed: the detector reads them as no reading.
+MAX_BYTES_PER_S = 1e13
+ByteRate = Annotated[float, msgspec.Meta(le=MAX_BYTES_PER_S)]
+HostByteRate = Annotated[float, msgspec.Meta(ge=0, le=MAX_BYTES_PER_S)]
+#: Host readings that are shares of something: a percentage, a share of an interval, a rate of
+#: events (major faults: a million a second is already a box in trouble). The host source
+#: clamps what it computes to these, so that what it writes reads back
+#: (`gapwatch.sources.host`); "host memory 1.7e308 % used" was printed in 309 digits.
+Pct = Annotated[float, msgspec.Meta(ge=0, le=100)]
+Share = Annotated[float, msgspec.Meta(ge=0, le=1)]
+MAX_EVENTS_PER_S = 1e12
+EventRate = Annotated[float, msgspec.Meta(ge=0, le=MAX_EVENTS_PER_S)]
 
 
 def fits_i64(n: int) -> bool:
@@ -102,6 +116,13 @@ def usable_period_ms(period_ms: float) -> float | None:
     if MIN_PERIOD_MS <= period_ms <= MAX_PERIOD_MS:
         return period_ms
     return None
+
+
+def under(value: float | None, top: float) -> float | None:
+    """A reading a source computed, or None when it is above `top` (what no hardware reaches: a
+    64-bit counter that went back, unwrapped, is ~1e20 bytes): what the sources write must
+    read back within the recording's types (`ByteRate`, `EventRate`)."""
+    return None if value is not None and value > top else value
 
 
 def copy_bytes_ok(n: int) -> bool:

@@ -24,7 +24,19 @@ from typing import Any, ClassVar, Literal, get_args
 
 from msgspec import Struct, field, structs
 
-from gapwatch.core.bounds import I64, CopyBytes, GpuIndex, MonoNs, WallS, copy_span_problem
+from gapwatch.core.bounds import (
+    I64,
+    ByteRate,
+    CopyBytes,
+    EventRate,
+    GpuIndex,
+    HostByteRate,
+    MonoNs,
+    Pct,
+    Share,
+    WallS,
+    copy_span_problem,
+)
 from gapwatch.core.evidence_types import (
     CopiesEvidence,
     EventEvidence,
@@ -67,8 +79,8 @@ class GpuSample(Struct, frozen=True, gc=False, tag_field="type", tag="gpu"):
     interval_ns: I64 | None
     sm_active_pct: float | None
     gpu_util_pct: float | None
-    pcie_rx_bytes_per_s: float | None
-    pcie_tx_bytes_per_s: float | None
+    pcie_rx_bytes_per_s: ByteRate | None
+    pcie_tx_bytes_per_s: ByteRate | None
     sm_source: SignalSource | None = None
     pcie_source: SignalSource | None = None
     #: True when a byte-counter interval was too long to rule out a 32-bit wrap: the rate is then
@@ -86,18 +98,18 @@ class HostSample(Struct, frozen=True, gc=False, tag_field="type", tag="host"):
     t_mono_ns: MonoNs
     t_wall_s: WallS
     interval_ns: I64 | None
-    mem_used_pct: float | None
+    mem_used_pct: Pct | None
     mem_available_bytes: I64 | None
     swap_used_bytes: I64 | None
-    cpu_busy_pct: float | None
-    psi_mem_some_avg10: float | None
-    psi_mem_full_avg10: float | None
+    cpu_busy_pct: Pct | None
+    psi_mem_some_avg10: Pct | None
+    psi_mem_full_avg10: Pct | None
     #: Share (0..1) of the last interval in which some / all tasks stalled on memory, from the PSI
     #: `total` counters (microseconds): finer than avg10, which lags by seconds.
-    psi_mem_some_share: float | None
-    psi_mem_full_share: float | None
-    major_faults_per_s: float | None
-    mem_bandwidth_bytes_per_s: float | None = None
+    psi_mem_some_share: Share | None
+    psi_mem_full_share: Share | None
+    major_faults_per_s: EventRate | None
+    mem_bandwidth_bytes_per_s: HostByteRate | None = None
     type: ClassVar[Literal["host"]] = "host"
 
 

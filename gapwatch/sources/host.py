@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 
 from gapwatch.config import HostConfig
+from gapwatch.core.bounds import MAX_BYTES_PER_S, MAX_EVENTS_PER_S, under
 from gapwatch.core.models import HostSample
 
 
@@ -96,12 +97,13 @@ class ProcHostSource:
             mem_available_bytes=available,
             swap_used_bytes=swap_used,
             cpu_busy_pct=cpu_busy_pct,
-            psi_mem_some_avg10=some_avg10,
-            psi_mem_full_avg10=full_avg10,
+            psi_mem_some_avg10=_pct(some_avg10),
+            psi_mem_full_avg10=_pct(full_avg10),
             psi_mem_some_share=_share(prev.psi_some_us, some_us, interval_s * 1e6),
             psi_mem_full_share=_share(prev.psi_full_us, full_us, interval_s * 1e6),
-            major_faults_per_s=_rate(prev.major_faults, major, interval_s),
-            mem_bandwidth_bytes_per_s=_rate(prev.mbm_bytes, mbm, interval_s),
+            major_faults_per_s=under(_rate(prev.major_faults, major, interval_s), MAX_EVENTS_PER_S),
+            mem_bandwidth_bytes_per_s=under(_rate(prev.mbm_bytes, mbm, interval_s),
+                                            MAX_BYTES_PER_S),
         )
 
     def _mbm_total(self) -> int | None:
@@ -151,7 +153,9 @@ def _meminfo(text: bytes | None) -> tuple[float | None, int | None, int | None]:
     total, available = kib.get(b"MemTotal"), kib.get(b"MemAvailable")
     used_pct = None
     if total and available is not None:
-        used_pct = 100.0 * (total - available) / total
+        # Clamped as the recording's type reads it back (`bounds.Pct`): a container's /proc can
+        # say more available than total.
+        used_pct = min(100.0, max(0.0, 100.0 * (total - available) / total))
     swap_used = None
     if b"SwapTotal" in kib and b"SwapFree" in kib:
         swap_used = (kib[b"SwapTotal"] - kib[b"SwapFree"]) * 1024
@@ -205,6 +209,11 @@ def _rate(prev: int | None, now: int | None, interval_s: float) -> float | None:
     if prev is None or now is None or interval_s <= 0 or now < prev:
         return None
     return (now - prev) / interval_s
+
+
+def _pct(value: float | None) -> float | None:
+    """A kernel-given percentage, clamped to 0..100 as the recording's type reads it back."""
+    return None if value is None else min(100.0, max(0.0, value))
 
 
 def _share(prev_us: int | None, now_us: int | None, interval_us: float) -> float | None:

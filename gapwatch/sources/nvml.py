@@ -51,6 +51,7 @@ from typing import Any, Literal
 from gapwatch.base.background import Background
 from gapwatch.config import SamplerConfig
 from gapwatch.core.blind import blind_words
+from gapwatch.core.bounds import MAX_BYTES_PER_S, under
 from gapwatch.core.health import MemoryGrowth, event_level, event_words
 from gapwatch.core.hints import link_text, link_trained_down_words
 from gapwatch.core.models import (
@@ -878,8 +879,9 @@ class NvmlSource:
             interval_ns=interval_ns,
             sm_active_pct=sm,
             gpu_util_pct=util,
-            pcie_rx_bytes_per_s=rx,
-            pcie_tx_bytes_per_s=tx,
+            # A counter that went back (a GPU reset) unwraps to ~1e20 B/s: no reading.
+            pcie_rx_bytes_per_s=under(rx, MAX_BYTES_PER_S),
+            pcie_tx_bytes_per_s=under(tx, MAX_BYTES_PER_S),
             sm_source="gpm" if gpm else "util",
             pcie_source="gpm" if gpm else gpu.mode,
             pcie_lower_bound=lower_bound,

@@ -260,3 +260,25 @@ def test_readings_no_hardware_gives_are_bad_records_not_309_digit_figures(tmp_pa
         "pcie_rx_bytes_per_s`)", "mem_used_pct`)", "psi_mem_some_share`)",
         "major_faults_per_s`)"]
     assert not any("belied" in w for w in found.warnings)
+
+
+def test_a_gpus_health_and_link_no_gpu_reads_are_bad_records(tmp_path: Path) -> None:
+    """A link "trained down to Gen99 x-3 = 1e300 GB/s, max Gen4611686018427387904 x0" went into
+    every gap's hint of its GPU, and a 1e300 degC GPU into the health table; a process holding
+    -5 GiB, a blind spot of 1e300 s."""
+    health = {"type": "health", "gpu": 0, "t_mono_ns": 1_010_000_000_000,
+              "t_wall_s": 1_796_000_010.0, "temperature_c": 1e300, "power_w": 450.0}
+    link = {"type": "link", "gpu": 1, "t_mono_ns": 1_010_000_000_000,
+            "t_wall_s": 1_796_000_010.0, "gen": 99, "width": -3, "max_gen": 2**62,
+            "max_width": 0, "bytes_per_s": 1e300, "max_bytes_per_s": 63e9}
+    procmem = {"type": "procmem", "t_mono_ns": 1_010_000_000_000, "t_wall_s": 1_796_000_010.0,
+               "gpu": 0, "pid": 4242, "name": "cuzk", "rss_shmem_bytes": -5 << 30,
+               "rss_anon_bytes": 1 << 30}
+    blind = {"type": "blind", "t_mono_ns": 1_010_000_000_000, "t_wall_s": 1_796_000_010.0,
+             "duration_s": 1e300}
+    path = _recording(tmp_path, [msgspec.json.encode(d) + b"\n"
+                                 for d in (health, link, procmem, blind)], at=300)
+    found = build_report(path, Config(), workers=1)
+    assert found.counters["bad_records"] == 4
+    assert not any("Gen99" in (g.hint or "") for g in found.gaps)
+    assert not found.health  # the only health reading was the absurd one

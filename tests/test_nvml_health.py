@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, TypeVar
 
+import msgspec
 import pytest
 from fake_pynvml import NVML_ERROR_NOT_SUPPORTED, FakeDevice, FakeNvml, install
 from proc_fakes import PROVER_STATUS, fake_proc
@@ -55,6 +56,20 @@ def test_health_is_read_once_a_second_per_gpu_with_every_field(monkeypatch: pyte
     assert (h.ecc_corrected_total, h.ecc_uncorrected_total) == (0, 0)
     # Nine cheap calls per GPU per second, never per tick.
     assert fake.devices[0].calls["nvmlDeviceGetTemperature"] == 4
+
+
+def test_nvml_not_available_sentinels_are_none_not_readings_a_recording_cannot_hold(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # NVML answers "not available" with all-ones values in some fields: 2^64-1 ECC errors or
+    # 4.29 MW could not be read back from the recording they were written to.
+    dev = FakeDevice(power_mw=0xFFFFFFFF, temperature=0xFFFFFFFF, memory_clock=0xFFFFFFFF,
+                     ecc={0: 0xFFFFFFFFFFFFFFFF, 1: 3})
+    fake, source = make(monkeypatch, tmp_path, dev)
+    h = others(fake.run(source, 100 * MS, 1), GpuHealth)[0]
+    assert (h.power_w, h.temperature_c, h.memory_clock_mhz) == (None, None, None)
+    assert (h.ecc_corrected_total, h.ecc_uncorrected_total) == (None, 3)
+    assert (h.power_limit_w, h.sm_clock_mhz) == (700.0, 1980)
+    assert msgspec.json.decode(msgspec.json.encode(h), type=GpuHealth) == h
 
 
 def test_the_pcie_replay_counter_is_read_rarely(monkeypatch: pytest.MonkeyPatch,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import msgspec
 
@@ -92,6 +92,33 @@ Pct = Annotated[float, msgspec.Meta(ge=0, le=100)]
 Share = Annotated[float, msgspec.Meta(ge=0, le=1)]
 MAX_EVENTS_PER_S = 1e12
 EventRate = Annotated[float, msgspec.Meta(ge=0, le=MAX_EVENTS_PER_S)]
+#: A GPU's health and link readings (NVML), as far as any GPU can read: a recording's "Gen99
+#: x-3 = 1e300 GB/s" link or a 1e300 degC GPU was printed in hundreds of digits. The NVML source
+#: gives None for a value outside them (`within`), so that what it writes reads back.
+MIN_TEMPERATURE_C, MAX_TEMPERATURE_C = -100.0, 250.0
+MAX_WATTS = 100_000.0
+MAX_MHZ = 1_000_000
+MAX_MEMORY_BYTES = 1 << 56
+MAX_PCIE_GEN, MAX_PCIE_WIDTH = 16, 64
+Celsius = Annotated[float, msgspec.Meta(ge=MIN_TEMPERATURE_C, le=MAX_TEMPERATURE_C)]
+Watts = Annotated[float, msgspec.Meta(ge=0, le=MAX_WATTS)]
+Mhz = Annotated[int, msgspec.Meta(ge=0, le=MAX_MHZ)]
+MemoryBytes = Annotated[int, msgspec.Meta(ge=0, le=MAX_MEMORY_BYTES)]
+#: A count or bitmask that cannot be negative (ECC errors, PCIe replays, clock reasons).
+Count = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+#: A stretch a source measured (a blind spot: NVML blocked for seconds, minutes at worst).
+MAX_STRETCH_S = 1e6
+StretchS = Annotated[float, msgspec.Meta(ge=0, le=MAX_STRETCH_S)]
+PcieGen = Annotated[int, msgspec.Meta(ge=1, le=MAX_PCIE_GEN)]
+PcieWidth = Annotated[int, msgspec.Meta(ge=1, le=MAX_PCIE_WIDTH)]
+
+_N = TypeVar("_N", int, float)
+
+
+def within(value: _N | None, lo: _N, hi: _N) -> _N | None:
+    """A reading a source got, or None when it is outside `lo..hi` (NVML's "not available"
+    sentinels, 0xFFFFFFFF and the like, are no readings)."""
+    return value if value is not None and lo <= value <= hi else None
 
 
 def fits_i64(n: int) -> bool:

@@ -27,14 +27,22 @@ from msgspec import Struct, field, structs
 from gapwatch.core.bounds import (
     I64,
     ByteRate,
+    Celsius,
     CopyBytes,
+    Count,
     EventRate,
     GpuIndex,
     HostByteRate,
+    MemoryBytes,
+    Mhz,
     MonoNs,
+    PcieGen,
+    PcieWidth,
     Pct,
     Share,
+    StretchS,
     WallS,
+    Watts,
     copy_span_problem,
 )
 from gapwatch.core.evidence_types import (
@@ -411,14 +419,14 @@ class ProcessMemory(Struct, frozen=True, gc=False, tag_field="type", tag="procme
     gpu: GpuIndex
     pid: I64
     name: str
-    rss_shmem_bytes: I64 | None
-    rss_anon_bytes: I64 | None
+    rss_shmem_bytes: MemoryBytes | None
+    rss_anon_bytes: MemoryBytes | None
     #: VmLck (mlock'ed) and VmPin (pinned by drivers that account for it): recorded beside.
-    vm_locked_bytes: I64 | None = None
-    vm_pinned_bytes: I64 | None = None
+    vm_locked_bytes: MemoryBytes | None = None
+    vm_pinned_bytes: MemoryBytes | None = None
     #: GPU memory NVML says the process holds on this GPU (`usedGpuMemory`); None where NVML
     #: does not say (MIG without privileges, WDDM) or in recordings made before it was read.
-    gpu_memory_bytes: I64 | None = None
+    gpu_memory_bytes: MemoryBytes | None = None
     type: ClassVar[Literal["procmem"]] = "procmem"
 
 
@@ -430,12 +438,12 @@ class LinkState(Struct, frozen=True, gc=False, tag_field="type", tag="link"):
     gpu: GpuIndex
     t_mono_ns: MonoNs
     t_wall_s: WallS
-    gen: I64 | None
-    width: I64 | None
-    max_gen: I64 | None
-    max_width: I64 | None
-    bytes_per_s: float | None
-    max_bytes_per_s: float | None
+    gen: PcieGen | None
+    width: PcieWidth | None
+    max_gen: PcieGen | None
+    max_width: PcieWidth | None
+    bytes_per_s: HostByteRate | None
+    max_bytes_per_s: HostByteRate | None
     type: ClassVar[Literal["link"]] = "link"
 
     @property
@@ -485,7 +493,7 @@ class BlindSpot(Struct, frozen=True, gc=False, tag_field="type", tag="blind"):
 
     t_mono_ns: MonoNs
     t_wall_s: WallS
-    duration_s: float
+    duration_s: StretchS
     source: str = "nvml"
     #: The GPUs whose readings waited.
     gpus: list[GpuIndex] = field(default_factory=list)
@@ -503,21 +511,21 @@ class GpuHealth(Struct, frozen=True, gc=False, tag_field="type", tag="health"):
     gpu: GpuIndex
     t_mono_ns: MonoNs
     t_wall_s: WallS
-    memory_used_bytes: I64 | None = None
-    memory_total_bytes: I64 | None = None
-    temperature_c: float | None = None
-    power_w: float | None = None
-    power_limit_w: float | None = None
-    sm_clock_mhz: I64 | None = None
-    memory_clock_mhz: I64 | None = None
+    memory_used_bytes: MemoryBytes | None = None
+    memory_total_bytes: MemoryBytes | None = None
+    temperature_c: Celsius | None = None
+    power_w: Watts | None = None
+    power_limit_w: Watts | None = None
+    sm_clock_mhz: Mhz | None = None
+    memory_clock_mhz: Mhz | None = None
     #: NVML's clocks event (throttle) reasons, a bitmask (`nvmlClocksEventReason*`).
-    clocks_event_mask: I64 | None = None
+    clocks_event_mask: Count | None = None
     #: Volatile ECC error counts since the driver loaded (corrected / uncorrected).
-    ecc_corrected_total: I64 | None = None
-    ecc_uncorrected_total: I64 | None = None
+    ecc_corrected_total: Count | None = None
+    ecc_uncorrected_total: Count | None = None
     #: The PCIe replay counter (cumulative; read rarely: 171 us per call on the H200), None in
     #: the readings that did not read it.
-    pcie_replay_total: I64 | None = None
+    pcie_replay_total: Count | None = None
     type: ClassVar[Literal["health"]] = "health"
 
 

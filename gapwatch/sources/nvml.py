@@ -51,7 +51,19 @@ from typing import Any, Literal
 from gapwatch.base.background import Background
 from gapwatch.config import SamplerConfig
 from gapwatch.core.blind import blind_words
-from gapwatch.core.bounds import MAX_BYTES_PER_S, under
+from gapwatch.core.bounds import (
+    INT64_MAX,
+    MAX_BYTES_PER_S,
+    MAX_MEMORY_BYTES,
+    MAX_MHZ,
+    MAX_PCIE_GEN,
+    MAX_PCIE_WIDTH,
+    MAX_TEMPERATURE_C,
+    MAX_WATTS,
+    MIN_TEMPERATURE_C,
+    under,
+    within,
+)
 from gapwatch.core.health import MemoryGrowth, event_level, event_words
 from gapwatch.core.hints import link_text, link_trained_down_words
 from gapwatch.core.models import (
@@ -329,8 +341,8 @@ class NvmlSource:
         uuid = self._call(gpu, "UUID", nv.nvmlDeviceGetUUID, handle)
         gen = self._call(gpu, "max PCIe generation", nv.nvmlDeviceGetMaxPcieLinkGeneration, handle)
         width = self._call(gpu, "max PCIe width", nv.nvmlDeviceGetMaxPcieLinkWidth, handle)
-        gen = None if gen is _FAILED else int(gen)
-        width = None if width is _FAILED else int(width)
+        gen = None if gen is _FAILED else within(_int(gen), 1, MAX_PCIE_GEN)
+        width = None if width is _FAILED else within(_int(width), 1, MAX_PCIE_WIDTH)
         gpu.max_gen, gpu.max_width = gen, width
         gpu.link_bytes_per_s = link_bytes_per_s(gen, width)
         # Without the link, the wrap test assumes the fastest link these boxes have.
@@ -527,14 +539,19 @@ class NvmlSource:
                                 h)
         health = GpuHealth(
             gpu=gpu.index, t_mono_ns=t_ns, t_wall_s=wall_s,
-            memory_used_bytes=_int(getattr(mem, "used", None)),
-            memory_total_bytes=_int(getattr(mem, "total", None)),
-            temperature_c=None if temp is None else float(temp),
-            power_w=None if power is None else float(power) / 1000.0,
-            power_limit_w=None if limit is None else float(limit) / 1000.0,
-            sm_clock_mhz=_int(sm), memory_clock_mhz=_int(memclk), clocks_event_mask=_int(mask),
-            ecc_corrected_total=_int(corr), ecc_uncorrected_total=_int(uncorr),
-            pcie_replay_total=_int(replays),
+            # NVML's "not available" sentinels (0xFFFFFFFF...) and anything no GPU reads are
+            # None: what is written must read back (`bounds.within`).
+            memory_used_bytes=within(_int(getattr(mem, "used", None)), 0, MAX_MEMORY_BYTES),
+            memory_total_bytes=within(_int(getattr(mem, "total", None)), 0, MAX_MEMORY_BYTES),
+            temperature_c=within(_float(temp), MIN_TEMPERATURE_C, MAX_TEMPERATURE_C),
+            power_w=within(_float(power, 1000.0), 0.0, MAX_WATTS),
+            power_limit_w=within(_float(limit, 1000.0), 0.0, MAX_WATTS),
+            sm_clock_mhz=within(_int(sm), 0, MAX_MHZ),
+            memory_clock_mhz=within(_int(memclk), 0, MAX_MHZ),
+            clocks_event_mask=within(_int(mask), 0, INT64_MAX),
+            ecc_corrected_total=within(_int(corr), 0, INT64_MAX),
+            ecc_uncorrected_total=within(_int(uncorr), 0, INT64_MAX),
+            pcie_replay_total=within(_int(replays), 0, INT64_MAX),
         )  # fmt: skip
         tick.other.append(health)
         self._grown(tick, gpu, health)
@@ -639,8 +656,8 @@ class NvmlSource:
             if procs is not _FAILED:
                 listed[gpu.index] = {int(p.pid) for p in procs}
                 for p in procs:
-                    self._gpu_memory[(gpu.index, int(p.pid))] = _int(
-                        getattr(p, "usedGpuMemory", None))
+                    self._gpu_memory[(gpu.index, int(p.pid))] = within(
+                        _int(getattr(p, "usedGpuMemory", None)), 0, MAX_MEMORY_BYTES)
         self._listed = {**self._listed, **listed}
         return listed
 
@@ -715,7 +732,10 @@ class NvmlSource:
         width = self._call(gpu, _CURR_WIDTH, nv.nvmlDeviceGetCurrPcieLinkWidth, gpu.handle)
         if gen is _FAILED or width is _FAILED:
             return
-        now = (int(gen), int(width))
+        gen, width = within(_int(gen), 1, MAX_PCIE_GEN), within(_int(width), 1, MAX_PCIE_WIDTH)
+        if gen is None or width is None:
+            return  # a link NVML cannot say (width 0: not trained) is no reading
+        now = (gen, width)
         was = gpu.link_seen
         if now == was:
             return
@@ -999,6 +1019,12 @@ def _free_event_set(nv: Any, event_set: Any) -> None:
         nv.nvmlEventSetFree(event_set)
     except nv.NVMLError:
         pass  # a lost GPU or a shut-down library: nothing left to free
+
+
+def _float(value: Any, per: float = 1.0) -> float | None:
+    """An NVML number as a float (divided by `per`: milliwatts to watts), or None."""
+    n = _int(value)
+    return None if n is None else n / per
 
 
 def _int(value: Any) -> int | None:

@@ -30,6 +30,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
+from gapwatch.core.bounds import MAX_MEMORY_BYTES, within
+
 ProcProblem = Literal["vanished", "denied", "no_rss_fields", "unreadable"]
 
 #: The status lines read, and the ProcStatus field each fills (values are in kB).
@@ -82,7 +84,8 @@ def parse_status(text: bytes) -> ProcStatus:
         parts = rest.split()
         if parts and parts[0].isdigit():
             scale = 1024 if parts[1:2] == [b"kB"] else 1
-            values[field] = int(parts[0]) * scale
+            # Bounded as the recording's type reads it back (`bounds.MemoryBytes`).
+            values[field] = within(int(parts[0]) * scale, 0, MAX_MEMORY_BYTES)
     return ProcStatus(name=name, **values)
 
 

@@ -282,3 +282,17 @@ def test_a_gpus_health_and_link_no_gpu_reads_are_bad_records(tmp_path: Path) -> 
     assert found.counters["bad_records"] == 4
     assert not any("Gen99" in (g.hint or "") for g in found.gaps)
     assert not found.health  # the only health reading was the absurd one
+
+
+def test_a_prover_snapshot_no_prover_serves_is_a_bad_record(tmp_path: Path) -> None:
+    """cuzk's `/status` is read live by Rust's own types (unsigned counts, durations); a
+    recording's snapshot was not: -5 syntheses running, -3 GiB of budget and a busy time of
+    -1e300 s went to the advice's evidence."""
+    sim = simulate("pageable", seed=2, duration_s=60.0, gpus=2, status_period_s=5.0)
+    status = msgspec.to_builtins(next(r for r in sim.records if r.type == "prover"))
+    bad = [{**status, "synthesis_active": -5}, {**status, "memory_used_bytes": -3 << 30},
+           {**status, "latency_ms": -1.0},
+           {**status, "workers": [{"worker_id": 0, "gpu": 0, "state": "busy", "busy_s": -1e300}]}]
+    path = _recording(tmp_path, [msgspec.json.encode(d) + b"\n" for d in bad], at=300)
+    found = build_report(path, Config(), workers=1)
+    assert found.counters["bad_records"] == 4

@@ -106,6 +106,11 @@ Mhz = Annotated[int, msgspec.Meta(ge=0, le=MAX_MHZ)]
 MemoryBytes = Annotated[int, msgspec.Meta(ge=0, le=MAX_MEMORY_BYTES)]
 #: A count or bitmask that cannot be negative (ECC errors, PCIe replays, clock reasons).
 Count = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+#: A duration a program reported or gapwatch measured (a prover's uptime, a worker's busy
+#: time, `/status`'s latency): never negative, below a million years (`1e999` is not one).
+MAX_DURATION_S = 3e13
+DurationS = Annotated[float, msgspec.Meta(ge=0, le=MAX_DURATION_S)]
+DurationMs = Annotated[float, msgspec.Meta(ge=0, le=MAX_DURATION_S * 1000)]
 #: A stretch a source measured (a blind spot: NVML blocked for seconds, minutes at worst).
 MAX_STRETCH_S = 1e6
 StretchS = Annotated[float, msgspec.Meta(ge=0, le=MAX_STRETCH_S)]

@@ -30,6 +30,8 @@ from gapwatch.core.bounds import (
     Celsius,
     CopyBytes,
     Count,
+    DurationMs,
+    DurationS,
     EventRate,
     GpuIndex,
     HostByteRate,
@@ -258,7 +260,7 @@ class ProverWorker(Struct, frozen=True, gc=False):
     job_id: str | None = None
     partition: I64 | None = None
     #: Seconds the worker has been proving (None when idle).
-    busy_s: float | None = None
+    busy_s: DurationS | None = None
 
 
 class ProverPartition(Struct, frozen=True, gc=False):
@@ -267,8 +269,8 @@ class ProverPartition(Struct, frozen=True, gc=False):
     job_id: str
     index: I64
     state: str
-    synth_ms: I64 | None = None
-    gpu_ms: I64 | None = None
+    synth_ms: Count | None = None
+    gpu_ms: Count | None = None
 
 
 class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"):
@@ -288,29 +290,29 @@ class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"
     prover: str
     t_mono_ns: MonoNs
     t_wall_s: WallS
-    latency_ms: float
-    uptime_s: float | None
+    latency_ms: DurationMs
+    uptime_s: DurationS | None
     #: Partitions of the jobs in flight by state (every state of `PARTITION_STATES`, 0 included).
-    partition_counts: dict[str, I64]
+    partition_counts: dict[str, Count]
     workers: list[ProverWorker]
-    synthesis_active: I64 | None
-    synthesis_max: I64 | None
-    queue_depth: I64 | None
+    synthesis_active: Count | None
+    synthesis_max: Count | None
+    queue_depth: Count | None
     #: Jobs in flight (`len(pipelines)`); None when the answer had no readable list.
-    jobs: I64 | None
-    completed_total: I64 | None = None
-    failed_total: I64 | None = None
+    jobs: Count | None
+    completed_total: Count | None = None
+    failed_total: Count | None = None
     partitions: list[ProverPartition] = field(default_factory=list)
     #: The prover's memory budget (`memory`): bytes in all, reserved, still free. None: not
     #: reported.
-    memory_total_bytes: I64 | None = None
-    memory_used_bytes: I64 | None = None
-    memory_available_bytes: I64 | None = None
+    memory_total_bytes: Count | None = None
+    memory_used_bytes: Count | None = None
+    memory_available_bytes: Count | None = None
     #: SRS entries loaded (`allocations.srs[].circuit_id`) and their bytes. None: not reported;
     #: an empty list can also mean the prover's SRS manager was busy (e.g. cuzk's, during a
     #: load).
     srs_circuits: list[str] | None = None
-    srs_bytes: I64 | None = None
+    srs_bytes: Count | None = None
     #: Each job's `proof_kind` (`porep-c2`, `snap-update`): the budget one partition needs.
     job_kinds: dict[str, str] = field(default_factory=dict)
     type: ClassVar[Literal["prover"]] = "prover"
@@ -325,8 +327,8 @@ class ProverUnchanged(Struct, frozen=True, gc=False, tag_field="type", tag="prov
     prover: str
     t_mono_ns: MonoNs
     t_wall_s: WallS
-    latency_ms: float
-    uptime_s: float | None
+    latency_ms: DurationMs
+    uptime_s: DurationS | None
 
     def expand(self, previous: ProverStatus) -> ProverStatus:
         return structs.replace(previous, t_mono_ns=self.t_mono_ns, t_wall_s=self.t_wall_s,

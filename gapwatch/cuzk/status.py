@@ -20,7 +20,7 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_typ
 
 import msgspec
 
-from gapwatch.core.bounds import INT64_MAX, MAX_GPU_INDEX
+from gapwatch.core.bounds import MAX_GPU_INDEX, Count, DurationS
 from gapwatch.core.models import (
     PARTITION_STATES,
     WORKER_STATES,
@@ -48,10 +48,9 @@ class StatusError(Exception):
 
 # -- the document, as status.rs's serde structs serialise it ---------------------------------
 # Rust's unsigned integers (u32, u64, usize) and durations cannot be negative; a value outside
-# them is not a reading. Seconds are f64 (`as_secs_f64`): a duration, never negative, and
-# below a million years (`1e999` is not one).
-Count = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
-Secs = Annotated[float, msgspec.Meta(ge=0, le=3e13)]
+# them is not a reading (`bounds.Count`). Seconds are f64 (`as_secs_f64`): a duration
+# (`bounds.DurationS`). The snapshot gapwatch records is read back by the same types
+# (`models.ProverStatus`).
 Ordinal = Annotated[int, msgspec.Meta(ge=0, le=MAX_GPU_INDEX)]
 
 
@@ -80,7 +79,7 @@ class PipelineSnapshot(msgspec.Struct, frozen=True):
     # A WindowPoSt job id holds spaces and brackets (`wdpost-1-2-[1 2 3]`): it is only a string.
     job_id: str | None = None
     proof_kind: str | None = None
-    started_secs_ago: Secs | None = None
+    started_secs_ago: DurationS | None = None
     total_partitions: Count | None = None
     partitions_done: Count | None = None
     partitions: list[PartitionSnapshot | None] | None = None
@@ -92,13 +91,13 @@ class GpuWorkerSnapshot(msgspec.Struct, frozen=True):
     state: str | None = None
     current_job: str | None = None
     current_partition: Count | None = None
-    busy_secs: Secs | None = None
+    busy_secs: DurationS | None = None
 
 
 class AllocationEntry(msgspec.Struct, frozen=True):
     circuit_id: str | None = None
     bytes: Count | None = None
-    last_used_secs_ago: Secs | None = None
+    last_used_secs_ago: DurationS | None = None
     evictable: bool | None = None
 
 
@@ -116,7 +115,7 @@ class CountersSnapshot(msgspec.Struct, frozen=True):
 class StatusDocument(msgspec.Struct, frozen=True):
     """The parts of cuzk's `/status` JSON that gapwatch reads (status.rs `StatusSnapshot`)."""
 
-    uptime_secs: Secs | None = None
+    uptime_secs: DurationS | None = None
     memory: MemoryStatus | None = None
     synthesis: SynthesisStatus | None = None
     pipelines: list[PipelineSnapshot | None] | None = None

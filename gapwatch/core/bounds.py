@@ -179,7 +179,12 @@ def copy_times_problem(start_ns: int, end_ns: int, now_wall_s: float) -> str | N
     `now_wall_s`, cannot be one; None when it can."""
     if not (0 < start_ns and wall_s_ok(end_ns / 1e9)):
         return "not a usable time"
-    span = copy_span_problem((end_ns - start_ns) / 1e9)
+    if end_ns < start_ns:  # in nanoseconds: a copy 10 ns backwards is 0 s long as floats
+        return "it ends before it starts"
+    # Then the span as `models.CopyRecord` checks it (seconds as floats, subtracted): the same
+    # arithmetic, so a copy let through here can never be refused there (the two differ only
+    # where the times straddle a power of two of seconds, such as 2038-01-19).
+    span = copy_span_problem(end_ns / 1e9 - start_ns / 1e9)
     if span is not None:
         return span
     late_s = now_wall_s - end_ns / 1e9

@@ -296,3 +296,21 @@ def test_a_prover_snapshot_no_prover_serves_is_a_bad_record(tmp_path: Path) -> N
     path = _recording(tmp_path, [msgspec.json.encode(d) + b"\n" for d in bad], at=300)
     found = build_report(path, Config(), workers=1)
     assert found.counters["bad_records"] == 4
+
+
+def test_a_trace_csv_of_readings_no_hardware_gives_has_bad_rows(tmp_path: Path) -> None:
+    """The same bounds for a trace CSV as for a recording: a 1e300 B/s row was summed by the
+    detector, a 1e308 % host row printed in the hints."""
+    rows = "".join(
+        f"{1_796_000_000 + i / 10:.1f},0,{0 if 20 < i < 40 else 90},0,"
+        f"{1e300 if i == 30 else 4e9},1e6,{1e308 if i == 50 else 40},{0.5 if i != 60 else -2}\n"
+        for i in range(100))
+    path = tmp_path / "trace.csv"
+    path.write_text("timestamp_s,gpu,sm_active_pct,gpu_util_pct,pcie_rx_bytes_per_s,"
+                    "pcie_tx_bytes_per_s,host_mem_used_pct,host_psi_mem_some_avg10\n" + rows)
+    found = build_report(path, Config())
+    assert found.counters["bad_records"] == 3
+    assert [p.split("bad row (")[1].split(":")[0] for p in found.problems] == [
+        "pcie_rx_bytes_per_s", "host_mem_used_pct", "host_psi_mem_some_avg10"]
+    assert found.gaps and all(g.pcie_rx_bytes_per_s is not None
+                              and g.pcie_rx_bytes_per_s < 1e13 for g in found.gaps)

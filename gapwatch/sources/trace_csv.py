@@ -34,10 +34,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
+import msgspec
+
 from gapwatch import __version__
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
     MAX_GPU_INDEX,
+    ByteRate,
+    EventRate,
+    HostByteRate,
+    Pct,
+    Share,
     decimal,
     decimal_int,
     fits_i64,
@@ -60,6 +67,16 @@ from gapwatch.sources.recording import Recording, RecordingError
 def _number(text: str) -> float | None:
     out = decimal(text)  # ASCII only: "１" is not GPU 1, "1_000" is not a thousand
     return out if math.isfinite(out) else None  # NaN / inf: not a reading
+
+
+def _within(kind: Any) -> Callable[[str], float | None]:
+    """A reader of a number that must be within a record type's bounds (`bounds.ByteRate`,
+    `Pct`...): the same bounds a JSON recording is read by, so a trace of 1e300 B/s is a bad
+    row, not a rate the detector sums to infinity."""
+    def read(text: str) -> float | None:
+        value = _number(text)
+        return None if value is None else float(msgspec.convert(value, kind))
+    return read
 
 
 def _integer(text: str) -> int | None:
@@ -137,22 +154,25 @@ COLUMNS: tuple[Column, ...] = (
     Column("sm_active_pct", "gpu", lambda r: r.sample.sm_active_pct, _float, _number, True),
     Column("gpu_util_pct", "gpu", lambda r: r.sample.gpu_util_pct, _float, _number, True),
     Column("pcie_rx_bytes_per_s", "gpu", lambda r: r.sample.pcie_rx_bytes_per_s, _float,
-           _number, True),
+           _within(ByteRate), True),
     Column("pcie_tx_bytes_per_s", "gpu", lambda r: r.sample.pcie_tx_bytes_per_s, _float,
-           _number, True),
-    Column("host_mem_used_pct", "host", lambda h: h.mem_used_pct, _float, _number, True),
-    Column("host_psi_mem_some_avg10", "host", lambda h: h.psi_mem_some_avg10, _float, _number,
-           True),
+           _within(ByteRate), True),
+    Column("host_mem_used_pct", "host", lambda h: h.mem_used_pct, _float, _within(Pct), True),
+    Column("host_psi_mem_some_avg10", "host", lambda h: h.psi_mem_some_avg10, _float,
+           _within(Pct), True),
     Column("t_mono_ns", "time", lambda r: _time_of(r).t_mono_ns, str, _integer),
     Column("interval_ns", "time", lambda r: _time_of(r).interval_ns, _int, _integer),
     Column("sm_source", "gpu", lambda r: r.sample.sm_source, _text, _source),
     Column("pcie_source", "gpu", lambda r: r.sample.pcie_source, _text, _source),
     Column("pcie_lower_bound", "gpu", lambda r: r.sample.pcie_lower_bound, _bit, _flag),
-    Column("link_bytes_per_s", "gpu", lambda r: r.link_bytes_per_s, _float, _number),
-    Column("host_psi_mem_some_share", "host", lambda h: h.psi_mem_some_share, _float, _number),
-    Column("host_major_faults_per_s", "host", lambda h: h.major_faults_per_s, _float, _number),
+    Column("link_bytes_per_s", "gpu", lambda r: r.link_bytes_per_s, _float,
+           _within(HostByteRate)),
+    Column("host_psi_mem_some_share", "host", lambda h: h.psi_mem_some_share, _float,
+           _within(Share)),
+    Column("host_major_faults_per_s", "host", lambda h: h.major_faults_per_s, _float,
+           _within(EventRate)),
     Column("host_mem_bandwidth_bytes_per_s", "host", lambda h: h.mem_bandwidth_bytes_per_s,
-           _float, _number),
+           _float, _within(HostByteRate)),
 )
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
 _BY_NAME = {c.name: c for c in COLUMNS}

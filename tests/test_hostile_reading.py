@@ -252,13 +252,14 @@ def test_readings_no_hardware_gives_are_bad_records_not_309_digit_figures(tmp_pa
     gpu = msgspec.to_builtins(next(r for r in sim.records if r.type == "gpu"))
     host = msgspec.to_builtins(next(r for r in sim.records if r.type == "host"))
     absurd = [{**gpu, "pcie_rx_bytes_per_s": 1e300}, {**host, "mem_used_pct": 1.7e308},
-              {**host, "psi_mem_some_share": 3.0}, {**host, "major_faults_per_s": -1.0}]
+              {**host, "psi_mem_some_share": 3.0}, {**host, "major_faults_per_s": -1.0},
+              {**gpu, "sm_active_pct": 1e300}]
     path = _recording(tmp_path, [msgspec.json.encode(d) + b"\n" for d in absurd], at=300)
     found = build_report(path, Config(), workers=1)
-    assert found.counters["bad_records"] == 4
+    assert found.counters["bad_records"] == 5
     assert [p.rsplit("at `$.", 1)[1] for p in found.problems] == [
         "pcie_rx_bytes_per_s`)", "mem_used_pct`)", "psi_mem_some_share`)",
-        "major_faults_per_s`)"]
+        "major_faults_per_s`)", "sm_active_pct`)"]
     assert not any("belied" in w for w in found.warnings)
 
 

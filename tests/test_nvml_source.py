@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from fake_pynvml import MIB, FakeDevice, FakeNvml, install
 
@@ -57,6 +58,15 @@ def test_gpm_gives_sm_activity_and_pcie_in_bytes_per_s(monkeypatch: pytest.Monke
         assert s.pcie_tx_bytes_per_s == pytest.approx(2e9)
         assert s.interval_ns == 100 * MS
         assert (s.sm_source, s.pcie_source, s.gpu_util_pct) == ("gpm", "gpm", 50.0)
+
+
+def test_a_gpm_ratio_above_100_percent_is_written_as_100_so_it_reads_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    fake, source = make(monkeypatch, FakeDevice(activity=[(0, 100.4, 50e9, 2e9)]))
+    source.open()
+    s = samples(fake.run(source, 100 * MS, 3))[-1]
+    assert s.sm_active_pct == 100.0
+    assert msgspec.json.decode(msgspec.json.encode(s), type=GpuSample) == s
 
 
 def test_gpm_at_50ms_extends_the_interval_instead_of_reporting_fake_idle(monkeypatch: pytest.MonkeyPatch) -> None:

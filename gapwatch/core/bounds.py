@@ -89,6 +89,9 @@ HostByteRate = Annotated[float, msgspec.Meta(ge=0, le=MAX_BYTES_PER_S)]
 #: clamps what it computes to these, so that what it writes reads back
 #: (`gapwatch.sources.host`); "host memory 1.7e308 % used" was printed in 309 digits.
 Pct = Annotated[float, msgspec.Meta(ge=0, le=100)]
+#: A GPU's SM activity or utilization: at most 100 %; a negative one stays "no reading" (the
+#: detector's rule, `core.readings`).
+GpuPct = Annotated[float, msgspec.Meta(le=100)]
 Share = Annotated[float, msgspec.Meta(ge=0, le=1)]
 MAX_EVENTS_PER_S = 1e12
 EventRate = Annotated[float, msgspec.Meta(ge=0, le=MAX_EVENTS_PER_S)]

@@ -34,6 +34,7 @@ from gapwatch.core.bounds import (
     DurationS,
     EventRate,
     GpuIndex,
+    GpuPct,
     HostByteRate,
     MemoryBytes,
     Mhz,
@@ -87,8 +88,8 @@ class GpuSample(Struct, frozen=True, gc=False, tag_field="type", tag="gpu"):
     t_mono_ns: MonoNs
     t_wall_s: WallS
     interval_ns: I64 | None
-    sm_active_pct: float | None
-    gpu_util_pct: float | None
+    sm_active_pct: GpuPct | None
+    gpu_util_pct: GpuPct | None
     pcie_rx_bytes_per_s: ByteRate | None
     pcie_tx_bytes_per_s: ByteRate | None
     sm_source: SignalSource | None = None

@@ -897,8 +897,9 @@ class NvmlSource:
             t_mono_ns=t_ns,
             t_wall_s=wall_s,
             interval_ns=interval_ns,
-            sm_active_pct=sm,
-            gpu_util_pct=util,
+            # At most 100 %, as a recording reads it back (GPM's ratio may round above it).
+            sm_active_pct=None if sm is None else min(sm, 100.0),
+            gpu_util_pct=None if util is None else min(util, 100.0),
             # A counter that went back (a GPU reset) unwraps to ~1e20 B/s: no reading.
             pcie_rx_bytes_per_s=under(rx, MAX_BYTES_PER_S),
             pcie_tx_bytes_per_s=under(tx, MAX_BYTES_PER_S),

@@ -97,7 +97,7 @@ def test_a_link_speed_the_samples_exceed_is_a_lie(
 ) -> None:
     lying = _recording(tmp_path, "lie.jsonl", link=1e9)  # samples move ~17 GB/s
     rec = read_any(lying)
-    assert "is belied (a sample moved 1." in rec.problems[0]
+    assert "is belied (two samples moved 1." in rec.problems[0]
     doc, clean = _report(lying, capsys), _report(_recording(tmp_path, "ok.jsonl"), capsys)
     assert _same_gaps(doc, clean)
 
@@ -119,3 +119,18 @@ def test_a_lying_link_without_generation_and_width_falls_back_to_the_default_lin
 def test_an_honest_header_is_left_as_it_is(tmp_path: Path) -> None:
     rec = read_any(_recording(tmp_path, "ok.jsonl"))
     assert rec.counters == {} and rec.header.period_ms == 100.0
+
+
+def test_one_glitch_sample_does_not_belie_a_true_link(tmp_path: Path) -> None:
+    """One sample moving 5 TB/s among the first (a counter that went back, a hand-edited line)
+    declared the header's true 63 GB/s link a lie and put the detector's default in its place;
+    a lie shows in more than one sample."""
+    path = _recording(tmp_path, "glitch.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    k = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"gpu","gpu":0'))
+    doc = msgspec.json.decode(lines[k])
+    lines[k] = msgspec.json.encode({**doc, "pcie_rx_bytes_per_s": 5e12}) + b"\n"
+    path.write_bytes(b"".join(lines))
+    rec = read_any(path)
+    assert not any("belied" in p for p in rec.problems)
+    assert rec.header.gpus[0].link_bytes_per_s == pytest.approx(63.0e9, rel=0.01)

@@ -460,16 +460,23 @@ CHECK_SPACINGS: Final = 64
 #: sampler never samples faster; a late tick and the next on-time one average out).
 PERIOD_LIE_ABOVE: Final = 4.0
 PERIOD_LIE_BELOW: Final = 0.5
-#: A stated link is a lie when a sample moved more than this many times its capacity.
+#: A stated link is a lie when two samples moved more than this many times its capacity (one
+#: may be a glitch: a counter that went back, a hand-edited line).
 LINK_LIE_ABOVE: Final = 2.0
 
 
 @dataclass
 class _DataView:
-    """What the first GPU samples of a file say: their spacings and each GPU's highest rate."""
+    """What the first GPU samples of a file say: their spacings and each GPU's two highest
+    rates (highest first)."""
 
     spacings_ns: list[int] = field(default_factory=list)
-    max_rate: dict[int, float] = field(default_factory=dict)
+    top_rates: dict[int, tuple[float, float]] = field(default_factory=dict)
+
+    def second_rate(self, gpu: int) -> float | None:
+        """The rate at least two of the GPU's samples reached (None: fewer than two)."""
+        top = self.top_rates.get(gpu)
+        return top[1] if top is not None and top[1] >= 0 else None
 
     def period_ms(self) -> float | None:
         """The median spacing in ms (0.1 ms steps), None when too few samples tell."""
@@ -515,7 +522,9 @@ def _data_view_of(p: Path, _dev: int, _ino: int, _size: int, _mtime_ns: int) -> 
                 view.spacings_ns.append(r.t_mono_ns - before)
             last[r.gpu] = r.t_mono_ns
             rate = max(r.pcie_rx_bytes_per_s or 0.0, r.pcie_tx_bytes_per_s or 0.0)
-            view.max_rate[r.gpu] = max(rate, view.max_rate.get(r.gpu, 0.0))
+            first, second = view.top_rates.get(r.gpu, (-1.0, -1.0))
+            view.top_rates[r.gpu] = ((rate, first) if rate >= first
+                                     else (first, max(rate, second)))
     except (EOFError, zlib.error, OSError):
         pass  # the reader proper says it
     finally:
@@ -539,7 +548,7 @@ def _checked_against_data(header: SessionHeader, p: Path) -> tuple[SessionHeader
             f"{spacing:g} ms"
         )
         header = structs.replace(header, period_ms=spacing)
-    gpus = [_checked_link(g, view.max_rate.get(g.index), p, problems) for g in header.gpus]
+    gpus = [_checked_link(g, view.second_rate(g.index), p, problems) for g in header.gpus]
     if gpus != header.gpus:
         header = structs.replace(header, gpus=gpus)
     return header, problems
@@ -560,7 +569,7 @@ def _checked_link(g: GpuInfo, seen: float | None, p: Path, problems: list[str]) 
     own = link_bytes_per_s(g.link_gen, g.link_width)
     instead = own if true(own) else None
     why = ("not a link's capacity" if not MIN_LINK_BYTES_PER_S <= link <= MAX_LINK_BYTES_PER_S
-           else f"a sample moved {seen:.3g} B/s")
+           else f"two samples moved {seen:.3g} B/s or more")
     using = (f"{instead:.3g} B/s (its generation and width)" if instead is not None
              else "the detector's default link")
     problems.append(f"{p}: header GPU {g.index} link_bytes_per_s {link:g} is belied ({why}); "

@@ -514,10 +514,21 @@ def test_a_recording_without_host_samples_is_read_in_one_process(
     sim_recording: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without the host's samples the GPUs' own samples time their silence, and a worker sees
-    only its GPUs': such a recording is read in one process (the same document)."""
+    only its GPUs': such a recording is read in one process (the same document), the split
+    given up within its first lines, not after a whole pass."""
     header, *body = sim_recording.read_bytes().splitlines(keepends=True)
     path = tmp_path / "hostless.jsonl"
-    path.write_bytes(header + b"".join(x for x in body if not x.startswith(b'{"type":"host"')))
+    kept = [x for x in body if not x.startswith(b'{"type":"host"')]
+    path.write_bytes(header + b"".join(kept))
+    given_up_at: list[int] = []
+    real = report_parallel._gpu_clock
+
+    def spy(rec: Any) -> None:
+        given_up_at.append(rec.line_no)
+        real(rec)
+
+    monkeypatch.setattr(report_parallel, "_gpu_clock", spy)
     splits = _spy_on_splits(monkeypatch)
     _same(path, 2)
     assert splits == [False]
+    assert given_up_at and max(given_up_at) < 100 < len(kept)

@@ -124,8 +124,10 @@ _N = TypeVar("_N", int, float)
 
 
 def within(value: _N | None, lo: _N, hi: _N) -> _N | None:
-    """A reading a source got, or None when it is outside `lo..hi` (NVML's "not available"
-    sentinels, 0xFFFFFFFF and the like, are no readings)."""
+    """A reading a source got, or None when it is outside `lo..hi` (or NaN): what no hardware
+    reads is no reading (NVML's all-ones "not available" sentinels; a 64-bit counter that went
+    back, unwrapped, ~1e20 bytes), and what the sources write reads back within the
+    recording's types."""
     return value if value is not None and lo <= value <= hi else None
 
 
@@ -151,13 +153,6 @@ def usable_period_ms(period_ms: float) -> float | None:
     if MIN_PERIOD_MS <= period_ms <= MAX_PERIOD_MS:
         return period_ms
     return None
-
-
-def under(value: float | None, top: float) -> float | None:
-    """A reading a source computed, or None when it is above `top` (what no hardware reaches: a
-    64-bit counter that went back, unwrapped, is ~1e20 bytes): what the sources write must
-    read back within the recording's types (`ByteRate`, `EventRate`)."""
-    return None if value is not None and value > top else value
 
 
 def copy_bytes_ok(n: int) -> bool:

@@ -148,10 +148,11 @@ class GapDetector:
         self._gpu_check_ns = 0
         #: The latest host sample's data time (ns), None before the first.
         self._host_last_ns: int | None = None
-        #: Silence checks the GPUs' samples ran that could judge a GPU (not the first sample's,
-        #: not one after a hole in all the data): the parallel report (whose workers see only
-        #: their GPUs' samples) reads such an input in one process.
-        self.gpu_clock_checks = 0
+        #: Called at each silence check the GPUs' samples run that could judge a GPU (not the
+        #: first sample's, not one after a hole in all the data): the parallel report (whose
+        #: workers see only their GPUs' samples) reads such an input in one process, and gives
+        #: up the split at once (the callback may raise).
+        self.on_gpu_clock: Callable[[], None] | None = None
         #: Inputs skipped or noticed, by reason (out_of_order, stale_gpm, no_data, holes,
         #: clock_jumps, silent: a GPU with no samples while the other inputs went on).
         self.counters: dict[str, int] = dict.fromkeys(COUNTER_NAMES, 0)
@@ -477,8 +478,9 @@ class GapDetector:
         if self._data_ns is None or now_ns > self._data_ns:
             self._data_ns = now_ns
         judged = self._judge_silence(now_ns, feeding, None, out)
-        if judged and (feeding.last_t is not None or len(self._tracks) > 1):
-            self.gpu_clock_checks += 1
+        if judged and self.on_gpu_clock is not None and (
+                feeding.last_t is not None or len(self._tracks) > 1):
+            self.on_gpu_clock()
 
     def _judge_silence(self, now_ns: int, feeding: Track | None, host_since_ns: int | None,
                        out: list[Gap | StateChange]) -> bool:

@@ -113,9 +113,6 @@ class Detected:
     #: The most closed gaps the loop held in memory at once (the others were final, spooled):
     #: bounded by the window the detector can revise, not by the recording's length.
     most_gaps_held: int = 0
-    #: Silence checks timed by GPU samples (`GapDetector.gpu_clock_checks`: an input without
-    #: host samples, or before the first): a split report reads such an input in one process.
-    gpu_clock_checks: int = 0
 
 
 class RunListener(Protocol):
@@ -233,6 +230,7 @@ def detect_records(
     timeline: bool = True,
     wake_at: WakeAt | None = None,
     end_of_data: Callable[[float | None], float | None] | None = None,
+    on_gpu_clock: Callable[[], None] | None = None,
 ) -> Detected:
     """Feed every record (and `extra_logs`, in time order, merged by time) to one offline
     `GapDetector`.
@@ -259,6 +257,7 @@ def detect_records(
         end_of_data: given the end of this loop's data (the latest GPU sample's wall time),
             the end of all the data (a split report's workers each see some GPUs'): what the
             events left after the last sample are judged against.
+        on_gpu_clock: `GapDetector.on_gpu_clock` (a split report's worker gives up there).
     """
     # cuzk is the prover gapwatch knows: its facts stay empty where its log and /status are not
     # in the input, and the gaps are explained without them.
@@ -277,6 +276,7 @@ def detect_records(
     prover_events = side.prover_events
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
+    det.on_gpu_clock = on_gpu_clock
 
     # Hot loop (~7 M records): GPU samples, the bulk, go straight to feed_gpu and host samples
     # to feed_host (what `feed` would call), after the merge test; every other record through
@@ -362,7 +362,6 @@ def detect_records(
         blind_spots=blind_spots, byes=byes,
         log_notes=span.notes(end_s), **health_side.fields(),
         prover_events=prover_events, most_gaps_held=published.most_held,
-        gpu_clock_checks=det.gpu_clock_checks,
     )  # fmt: skip
 
 

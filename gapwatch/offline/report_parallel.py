@@ -33,7 +33,8 @@ one-process one, value for value:
   host's, not on the other GPUs' lines, so a worker places NO_DATA (and breakdown periods) as
   one process does however unevenly the GPUs' data broke apart. An input without host samples
   (or with none for a second while GPUs went on) times silence by the GPUs' own samples
-  (`Detected.gpu_clock_checks`): it is read in one process.
+  (`GapDetector.on_gpu_clock`): a worker gives up there, at once, and the report is read in
+  one process.
 
 Log events (recorded, and the `--log` files') and the prover's `/status` snapshots are fed to
 *every* worker, at the same places among its records as one process feeds them: the evidence
@@ -239,6 +240,12 @@ def _owners(gpus: list[int], n: int, lighter_first: bool = False) -> dict[int, i
     return owners
 
 
+def _gpu_clock(rec: Recording) -> None:
+    """GPU samples time the GPUs' silence here (no host samples): one process judges by every
+    GPU's, a worker sees only its own. Given up at once, not after a whole pass."""
+    raise _OneProcess(f"line {rec.line_no}: GPU silence timed by GPU samples (no host samples)")
+
+
 def _only_mine(
     rec: Recording, owners: dict[int, int], me: int, n: int, stop: Any, can_hand_over: bool
 ) -> Iterator[Record]:
@@ -307,14 +314,11 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
             max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
             listener=job.listener if mine else None, watch=watch,
             span=copy.deepcopy(logs.span) if logs is not None else None, timeline=mine,
-            wake_at=wake, end_of_data=end_of_data, copies=copies)
+            wake_at=wake, end_of_data=end_of_data, copies=copies,
+            on_gpu_clock=lambda: _gpu_clock(rec))
     except _OneProcess as exc:
         stop.set()
         return _Part(abort=str(exc))
-    if found.gpu_clock_checks:
-        # GPUs judged silent by GPU samples' times: one process judges by every GPU's.
-        stop.set()
-        return _Part(abort="GPU silence timed by GPU samples (no host samples)")
     return _Part(
         gap_id_lines=found.gap_id_lines,
         gap_tally=found.gap_tally,

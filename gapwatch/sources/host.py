@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 
 from gapwatch.config import HostConfig
-from gapwatch.core.bounds import MAX_BYTES_PER_S, MAX_EVENTS_PER_S, under
+from gapwatch.core.bounds import MAX_BYTES_PER_S, MAX_EVENTS_PER_S, within
 from gapwatch.core.models import HostSample
 
 
@@ -88,7 +88,7 @@ class ProcHostSource:
         if busy is not None and total is not None and prev_busy is not None \
                 and prev_total is not None and total > prev_total:
             d_busy = busy - prev_busy
-            cpu_busy_pct = min(100.0, max(0.0, 100.0 * d_busy / (total - prev_total)))
+            cpu_busy_pct = _pct(100.0 * d_busy / (total - prev_total))
         return HostSample(
             t_mono_ns=t_mono_ns,
             t_wall_s=t_wall_s,
@@ -101,9 +101,10 @@ class ProcHostSource:
             psi_mem_full_avg10=_pct(full_avg10),
             psi_mem_some_share=_share(prev.psi_some_us, some_us, interval_s * 1e6),
             psi_mem_full_share=_share(prev.psi_full_us, full_us, interval_s * 1e6),
-            major_faults_per_s=under(_rate(prev.major_faults, major, interval_s), MAX_EVENTS_PER_S),
-            mem_bandwidth_bytes_per_s=under(_rate(prev.mbm_bytes, mbm, interval_s),
-                                            MAX_BYTES_PER_S),
+            major_faults_per_s=within(_rate(prev.major_faults, major, interval_s), 0.0,
+                                      MAX_EVENTS_PER_S),
+            mem_bandwidth_bytes_per_s=within(_rate(prev.mbm_bytes, mbm, interval_s), 0.0,
+                                             MAX_BYTES_PER_S),
         )
 
     def _mbm_total(self) -> int | None:
@@ -153,9 +154,8 @@ def _meminfo(text: bytes | None) -> tuple[float | None, int | None, int | None]:
     total, available = kib.get(b"MemTotal"), kib.get(b"MemAvailable")
     used_pct = None
     if total and available is not None:
-        # Clamped as the recording's type reads it back (`bounds.Pct`): a container's /proc can
-        # say more available than total.
-        used_pct = min(100.0, max(0.0, 100.0 * (total - available) / total))
+        # A container's /proc can say more available than total.
+        used_pct = _pct(100.0 * (total - available) / total)
     swap_used = None
     if b"SwapTotal" in kib and b"SwapFree" in kib:
         swap_used = (kib[b"SwapTotal"] - kib[b"SwapFree"]) * 1024
@@ -212,7 +212,7 @@ def _rate(prev: int | None, now: int | None, interval_s: float) -> float | None:
 
 
 def _pct(value: float | None) -> float | None:
-    """A kernel-given percentage, clamped to 0..100 as the recording's type reads it back."""
+    """A percentage, clamped to 0..100 as the recording's type reads it back (`bounds.Pct`)."""
     return None if value is None else min(100.0, max(0.0, value))
 
 

@@ -61,7 +61,6 @@ from gapwatch.core.bounds import (
     MAX_TEMPERATURE_C,
     MAX_WATTS,
     MIN_TEMPERATURE_C,
-    under,
     within,
 )
 from gapwatch.core.health import MemoryGrowth, event_level, event_words
@@ -901,8 +900,8 @@ class NvmlSource:
             sm_active_pct=None if sm is None else min(sm, 100.0),
             gpu_util_pct=None if util is None else min(util, 100.0),
             # A counter that went back (a GPU reset) unwraps to ~1e20 B/s: no reading.
-            pcie_rx_bytes_per_s=under(rx, MAX_BYTES_PER_S),
-            pcie_tx_bytes_per_s=under(tx, MAX_BYTES_PER_S),
+            pcie_rx_bytes_per_s=within(rx, 0.0, MAX_BYTES_PER_S),
+            pcie_tx_bytes_per_s=within(tx, 0.0, MAX_BYTES_PER_S),
             sm_source="gpm" if gpm else "util",
             pcie_source="gpm" if gpm else gpu.mode,
             pcie_lower_bound=lower_bound,

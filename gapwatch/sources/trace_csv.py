@@ -70,7 +70,7 @@ def _number(text: str) -> float | None:
     return out if math.isfinite(out) else None  # NaN / inf: not a reading
 
 
-def _within(kind: Any) -> Callable[[str], float | None]:
+def _bounded_by(kind: Any) -> Callable[[str], float | None]:
     """A reader of a number that must be within a record type's bounds (`bounds.ByteRate`,
     `Pct`...): the same bounds a JSON recording is read by, so a trace of 1e300 B/s is a bad
     row, not a rate the detector sums to infinity."""
@@ -152,30 +152,30 @@ def _time_of(r: Any) -> Any:
 COLUMNS: tuple[Column, ...] = (
     Column("timestamp_s", "time", lambda r: _time_of(r).t_wall_s, repr, _number, True),
     Column("gpu", "gpu", lambda r: r.sample.gpu, str, _number, True),
-    Column("sm_active_pct", "gpu", lambda r: r.sample.sm_active_pct, _float, _within(GpuPct),
+    Column("sm_active_pct", "gpu", lambda r: r.sample.sm_active_pct, _float, _bounded_by(GpuPct),
            True),
-    Column("gpu_util_pct", "gpu", lambda r: r.sample.gpu_util_pct, _float, _within(GpuPct),
+    Column("gpu_util_pct", "gpu", lambda r: r.sample.gpu_util_pct, _float, _bounded_by(GpuPct),
            True),
     Column("pcie_rx_bytes_per_s", "gpu", lambda r: r.sample.pcie_rx_bytes_per_s, _float,
-           _within(ByteRate), True),
+           _bounded_by(ByteRate), True),
     Column("pcie_tx_bytes_per_s", "gpu", lambda r: r.sample.pcie_tx_bytes_per_s, _float,
-           _within(ByteRate), True),
-    Column("host_mem_used_pct", "host", lambda h: h.mem_used_pct, _float, _within(Pct), True),
+           _bounded_by(ByteRate), True),
+    Column("host_mem_used_pct", "host", lambda h: h.mem_used_pct, _float, _bounded_by(Pct), True),
     Column("host_psi_mem_some_avg10", "host", lambda h: h.psi_mem_some_avg10, _float,
-           _within(Pct), True),
+           _bounded_by(Pct), True),
     Column("t_mono_ns", "time", lambda r: _time_of(r).t_mono_ns, str, _integer),
     Column("interval_ns", "time", lambda r: _time_of(r).interval_ns, _int, _integer),
     Column("sm_source", "gpu", lambda r: r.sample.sm_source, _text, _source),
     Column("pcie_source", "gpu", lambda r: r.sample.pcie_source, _text, _source),
     Column("pcie_lower_bound", "gpu", lambda r: r.sample.pcie_lower_bound, _bit, _flag),
     Column("link_bytes_per_s", "gpu", lambda r: r.link_bytes_per_s, _float,
-           _within(HostByteRate)),
+           _bounded_by(HostByteRate)),
     Column("host_psi_mem_some_share", "host", lambda h: h.psi_mem_some_share, _float,
-           _within(Share)),
+           _bounded_by(Share)),
     Column("host_major_faults_per_s", "host", lambda h: h.major_faults_per_s, _float,
-           _within(EventRate)),
+           _bounded_by(EventRate)),
     Column("host_mem_bandwidth_bytes_per_s", "host", lambda h: h.mem_bandwidth_bytes_per_s,
-           _float, _within(HostByteRate)),
+           _float, _bounded_by(HostByteRate)),
 )
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
 _BY_NAME = {c.name: c for c in COLUMNS}

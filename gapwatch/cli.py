@@ -237,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arglist = sys.argv[1:] if argv is None else list(argv)
     if not arglist:
         # argparse alone would only say "the following arguments are required: COMMAND".
-        say(short_usage())
+        say(*short_usage().split("\n"))
         return 2
     parser = build_parser(chosen_command(arglist))
     args = parse_command_line(parser, arglist)
@@ -255,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         module = importlib.import_module(f"gapwatch.commands.{args.command}")
         return int(module.run(args, config))
     except ConfigError as exc:
-        say(f"gapwatch: {exc}")
+        say(*f"gapwatch: {exc}".split("\n"))  # one line per key that does not validate
         return 2
     except KeyboardInterrupt:  # a caller of main() that kept Python's SIGINT handler
         return 130

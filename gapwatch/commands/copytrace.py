@@ -43,7 +43,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     try:
         result = build(args.out, cuda_include=args.cuda_include, cc=args.cc)
     except BuildError as exc:
-        say(f"gapwatch copytrace: {exc}")
+        say(*f"gapwatch copytrace: {exc}".split("\n"))  # a compile error: the compiler's lines
         return 2
     socket_path = config.copytrace.socket or default_socket_path()
     if not config.copytrace.socket:

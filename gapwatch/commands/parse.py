@@ -250,12 +250,12 @@ def _to_timeline(events: list[LogEvent], timeline: TimelineBuilder, said: _Said)
 def _write(events: list[LogEvent], args: argparse.Namespace, out: TextIO) -> None:
     """Print `events`; a failure to write is the output's (`OutputFailed`), never blamed on
     the log being read (a full disk was said as "LOG: cannot read"). JSON keeps C1 and bidi
-    controls escaped (`fmt.json_visible`): the terminal shows them, never obeys them."""
+    controls escaped (`encode_json`, as every JSON output): the terminal shows them, never
+    obeys them."""
     for e in events:
         if args.unparsed and e.kind != "unparsed":
             continue
-        text = (fmt.json_visible(encode_json(e).decode()) if args.json
-                else format_event(e)) + "\n"
+        text = (encode_json(e).decode() if args.json else format_event(e)) + "\n"
         try:
             out.write(text)
         except BrokenPipeError:

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from gapwatch.core.bounds import fits_i64
-from gapwatch.core.fmt import link_fraction
+from gapwatch.core.fmt import json_visible, link_fraction
 from gapwatch.core.models import Gap, ProverUnchanged, Record, SessionHeader
 
 #: What decoding raises for a line that is not a record (bad JSON, a bad type, a value out of
@@ -78,7 +78,13 @@ def encode_json(doc: Any, *, indent: int = 0) -> bytes:
     """Any output document (plain values and records) as JSON; `indent` > 0 pretty-prints it
     for people (report --json, snapshots)."""
     out = _encode(doc)
-    return msgspec.json.format(out, indent=indent) if indent else out
+    if indent:
+        out = msgspec.json.format(out, indent=indent)
+    # Any of these documents can reach a terminal (`report --json`, `compare --json`, `export
+    # --out -`, `cat` of a snapshot's gaps.json), and JSON lets C1 controls (U+009B is a
+    # one-byte CSI) and bidi overrides through raw: `report --json` of a log holding them sent
+    # them to the terminal. Written as \uXXXX escapes: the same document, the same text.
+    return out if out.isascii() and b"\x7f" not in out else json_visible(out.decode()).encode()
 
 
 def to_plain(obj: Any) -> Any:

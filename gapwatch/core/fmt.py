@@ -29,6 +29,10 @@ _SGR = re.compile(r"\x1b\[[0-9;:]*m")
 #: what is shown.
 _UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
                      "\u202a-\u202e\u2066-\u2069]")
+#: The part of `_UNSAFE` that JSON lets through raw inside a string: all but the C0 controls,
+#: which JSON escapes itself. Never the newlines and spaces an indented document is laid out with.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+                          "\u2066-\u2069]")
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -56,10 +60,11 @@ def json_visible(encoded: str) -> str:
     """JSON text made safe for a terminal, the same JSON: the characters `visible` writes out
     that JSON lets through raw (C1 controls, DEL, the bidi overrides and isolates, the line
     separators; JSON already escapes C0) become `\\uXXXX` escapes. Outside strings JSON is
-    ASCII, so replacing them anywhere keeps the document, and what it decodes to, unchanged."""
-    if encoded.isascii():  # the common case, checked in C
+    ASCII and has no DEL, so replacing them anywhere keeps the document, and what it decodes
+    to, unchanged; an indented document's layout (newlines) is left alone."""
+    if encoded.isascii() and "\x7f" not in encoded:  # the common case, checked in C
         return encoded
-    return _UNSAFE.sub(_json_escape, encoded)
+    return _JSON_UNSAFE.sub(_json_escape, encoded)
 
 
 def _json_escape(m: re.Match[str]) -> str:

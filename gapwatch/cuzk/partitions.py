@@ -37,6 +37,7 @@ from typing import Final, TypeVar
 from msgspec.structs import replace
 
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
+from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import int_field
 from gapwatch.cuzk.log_lines import (
     INIT_WORKERS_MESSAGE,
@@ -117,8 +118,11 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
     so that memory grows with the partitions, not with the lines."""
     kind = e.kind
     # One string per job id, however many lines name it: the timeline keeps a job id in each
-    # partition's record and keys (a day of 8 GPUs has ~450,000 partitions).
-    job = intern(e.job_id) if e.job_id is not None else None
+    # partition's record and keys (a day of 8 GPUs has ~450,000 partitions). Cut as the
+    # detector's copy is (`sizes.TEXT_CHARS`): callers give the event whole, and a 16 KiB job
+    # id (as much as the rules read of a line) made every partition row of the report and
+    # `parse --timeline` 16 KiB wide.
+    job = intern(cut_text(e.job_id, TEXT_CHARS)) if e.job_id is not None else None
     if (kind == PARTITION_KIND or kind in ("cuzk_timing", "cuzk_ntt_h")
             or (kind == "timeline" and e.name in _TIMELINE_NAMES)
             or (kind == "tracing" and (e.name in (PROVE_START_MESSAGE, RUN_START)

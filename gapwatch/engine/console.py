@@ -39,8 +39,12 @@ class Console:
         # Looked up at each write: tests (and embedders) swap sys.stderr.
         return self._stream if self._stream is not None else sys.stderr
 
-    def say(self, line: str) -> bool:
-        """Write `line` and a newline, flushed; False when it could not be written."""
+    def say(self, *lines: str) -> bool:
+        """Write each of `lines` and a newline, flushed; False when it could not be written.
+        Each is one line: a newline inside one is written out (`\\x0a`) like any control, never
+        obeyed. A notice quoting a recording, a log or a copy-trace NOTE that held "\\n" used
+        to start a line of its own on stderr (a forged `gapwatch record: stopped; ...`); a
+        message gapwatch itself writes over several lines gives them one by one."""
         with self._lock:
             if self.gone:
                 self.dropped_lines += 1
@@ -50,7 +54,7 @@ class Console:
                 self._lose()
                 return False
             try:
-                stream.write("\n".join(map(fmt.visible, line.split("\n"))) + "\n")
+                stream.write("".join(fmt.visible(line) + "\n" for line in lines))
                 stream.flush()
             except BlockingIOError:  # a non-blocking stderr that is full: this line only
                 self.dropped_lines += 1
@@ -76,9 +80,9 @@ class Console:
 STDERR = Console()
 
 
-def say(line: str) -> bool:
-    """Write one line to stderr through `STDERR` (see the module docstring)."""
-    return STDERR.say(line)
+def say(*lines: str) -> bool:
+    """Write lines to stderr through `STDERR`, one line each (see the module docstring)."""
+    return STDERR.say(*lines)
 
 
 class OutputFailed(Exception):

@@ -57,6 +57,7 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
+from gapwatch.core.sizes import bounded_event
 
 HOST_PID = 1
 PROVER_PID = 2
@@ -134,7 +135,10 @@ class TraceBuilder:
                     self._counter(start, HOST_PID, name, value)
             self._seen(record.t_wall_s)
         elif isinstance(record, LogEvent):
-            self._log(record)
+            # Cut as the detector's copy is (`sizes.bounded_event`): a trace is a display, and
+            # a 1 MiB line (in a warning's instant) or a 16 KiB job id (in every slice's name,
+            # id and args) went into it whole.
+            self._log(bounded_event(record))
         elif isinstance(record, Gap):
             self._ledger.add(record)
         elif isinstance(record, StateChange):

@@ -40,6 +40,7 @@ from prometheus_client.core import (
 from gapwatch import __version__
 from gapwatch.base.watch import thread_label
 from gapwatch.config import split_listen
+from gapwatch.core import fmt
 from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.health import CLOCKS_EVENT_REASONS
 from gapwatch.core.ledger import Tally
@@ -54,6 +55,7 @@ from gapwatch.core.models import (
     ProcessMemory,
     SessionHeader,
 )
+from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.causes import PROVER_CAUSES
 from gapwatch.cuzk.prover import view_of
@@ -128,6 +130,10 @@ class GapwatchCollector:
         return []
 
     def collect(self) -> Iterator[Metric]:
+        for metric in self._families():
+            yield _inert_labels(metric)
+
+    def _families(self) -> Iterator[Metric]:
         snap = self._session.store.snapshot()
         counts = self._sink.copy_counts()
         header = self._session.header
@@ -391,6 +397,25 @@ class GapwatchCollector:
                                      "How late sampler ticks ran behind their deadline.")
         hist.add_metric([], buckets, sum_value=c.lateness_sum_s)
         return hist
+
+
+def label_text(value: str) -> str:
+    """A label value as /metrics shows it: controls written out (`fmt.visible`), cut to
+    `sizes.TEXT_CHARS`. The exposition escapes only backslash, quote and LF: a GPU, process or
+    prover name from a recording or `/status` holding CR (a new line to any reader that splits
+    on it, Python's text mode among them: a forged series) or OSC 52 (obeyed by the terminal of
+    whoever runs `curl /metrics`) went out raw, and a 1 MB name went out whole on every scrape."""
+    return cut_text(fmt.visible(value), TEXT_CHARS)
+
+
+def _inert_labels(metric: Metric) -> Metric:
+    """`metric` with every label value through `label_text`: one rule for every family, since
+    any of them may carry outside text (the common case, all printable and short, is left)."""
+    for i, sample in enumerate(metric.samples):
+        if not all(v.isprintable() and len(v) <= TEXT_CHARS for v in sample.labels.values()):
+            metric.samples[i] = sample._replace(
+                labels={k: label_text(v) for k, v in sample.labels.items()})
+    return metric
 
 
 def _blind_spots(spots: tuple[BlindSpot, ...], total: tuple[int, float]) -> Iterator[Metric]:

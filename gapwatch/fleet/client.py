@@ -1,4 +1,4 @@
-"""Prometheus's HTTP query API, asked with bounds: a timeout, a cap on what is read, typed
+"""Prometheus's HTTP query API, asked with bounds: a deadline, a cap on what is read, typed
 decoding of the answer. Every failure is a `PromError` whose message is for the footer.
 
 Who calls it: `gapwatch.fleet.rows` (instant queries, every refresh) and `gapwatch.fleet.detail`
@@ -6,18 +6,26 @@ Who calls it: `gapwatch.fleet.rows` (instant queries, every refresh) and `gapwat
 `max_bytes` is refused unread, JSON of another shape is refused by its schema (msgspec), label
 values are kept as text (the screen shows them through `fmt.visible`), numbers that are not
 finite become None.
+
+One home for the HTTP exchange, `_post`: one deadline for the whole of it (connect, request,
+status line, headers, body), kept by a watchdog that shuts the socket when it passes, since a
+socket timeout bounds each read only and a server dripping a byte at a time never trips it;
+redirects are named, never followed (the API does not redirect, and following one turned the
+POST into a bodyless GET to wherever the server said, with a fresh timeout per hop); whatever
+http.client raises about a reply that is not HTTP is a `PromError`; a body shorter than its
+Content-Length is said to be cut short.
 """
 
 from __future__ import annotations
 
+import http.client
 import math
 import socket
+import ssl
+import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 
@@ -30,12 +38,32 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_SERIES = 100_000
 
 
+#: The labels fleet reads (rows and detail); a series keeps only these. Prometheus sends every
+#: label of a series, and a hostile or misconfigured one thousands of them: kept whole, 13 MB
+#: of them cost 1.3 GB across a refresh's answers.
+READ_LABELS = ("instance", "gpu", "state", "kind", "cause", "cause_words", "setting")
+#: What one label value may keep: a box name or a cause's words fit many times over.
+MAX_LABEL_CHARS = 256
+
+
 class PromError(Exception):
     """A query failed; the message says how in a few words (timeout, HTTP 503, bad JSON...)."""
 
 
+class _Labels(msgspec.Struct):
+    """The labels of READ_LABELS; msgspec skips the others without building them."""
+
+    instance: str | None = None
+    gpu: str | None = None
+    state: str | None = None
+    kind: str | None = None
+    cause: str | None = None
+    cause_words: str | None = None
+    setting: str | None = None
+
+
 class _Sample(msgspec.Struct):
-    metric: dict[str, str]
+    metric: _Labels
     value: tuple[float, str] | None = None
     values: list[tuple[float, str]] | None = None
 
@@ -79,9 +107,25 @@ class PromClient:
     def __init__(self, base_url: str, timeout_s: float = 5.0,
                  max_bytes: int = MAX_BODY_BYTES) -> None:
         parsed = urllib.parse.urlsplit(base_url if "//" in base_url else f"http://{base_url}")
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"--prometheus {base_url!r}: give an http(s) URL, e.g. "
                              "http://127.0.0.1:9090")
+        try:
+            port = parsed.port  # a port that is not a number, or past 65535, raises here
+        except ValueError:
+            raise ValueError(f"--prometheus {base_url!r}: the port is not a number from 1 "
+                             "to 65535") from None
+        if parsed.username is not None or parsed.password is not None:
+            # Said here rather than sent on as part of the host name (a DNS lookup of
+            # "user:secret@prom"), and never shown on the screen's title.
+            raise ValueError("--prometheus: a user or password in the URL is not supported")
+        if not (parsed.netloc + parsed.path).isprintable() or " " in base_url:
+            raise ValueError(f"--prometheus {base_url!r}: spaces and control characters are "
+                             "not allowed in the URL (write a space as %20)")
+        self._https = parsed.scheme == "https"
+        self._host = parsed.hostname
+        self._port = port
+        self._path = parsed.path.rstrip("/")
         self.base_url = urllib.parse.urlunsplit(
             (parsed.scheme, parsed.netloc, parsed.path.rstrip("/"), "", ""))
         self.timeout_s = timeout_s
@@ -102,7 +146,7 @@ class PromClient:
 
     def _ask(self, path: str, form: dict[str, str], timeout_s: float | None) -> list[Series]:
         timeout = self.timeout_s if timeout_s is None else max(0.05, timeout_s)
-        body = self._post(f"{self.base_url}/api/v1/{path}", form, timeout)
+        body = self._post(f"{self._path}/api/v1/{path}", form, timeout)
         try:
             answer = _DECODER.decode(body)
         except (msgspec.DecodeError, RecursionError) as exc:
@@ -115,33 +159,119 @@ class PromClient:
             raise PromError(f"answer has {len(result)} series (at most {MAX_SERIES})")
         return [_series(s) for s in result]
 
-    def _post(self, url: str, form: dict[str, str], timeout: float) -> bytes:
+    def _post(self, path: str, form: dict[str, str], timeout_s: float) -> bytes:
+        """POST `form` to `path`; the body of a 200 answer, read within `timeout_s` in all."""
         data = urllib.parse.urlencode(form).encode()
-        request = urllib.request.Request(url, data=data, method="POST", headers={
-            "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"})
+        conn: http.client.HTTPConnection
+        if self._https:
+            conn = http.client.HTTPSConnection(self._host, self._port, timeout=timeout_s,
+                                               context=ssl.create_default_context())
+        else:
+            conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout_s)
+        watchdog = _Watchdog(timeout_s)
         started = time.monotonic()
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310
-                body = _read_capped(resp, self.max_bytes)
-        except urllib.error.HTTPError as exc:
-            # Prometheus answers 400/422/503 with a JSON error: say its words when it has them.
-            detail = _error_words(exc)
-            raise PromError(f"HTTP {exc.code}{': ' + detail if detail else ''}") from None
+            return self._exchange(conn, path, data, watchdog)
+        except PromError:
+            raise  # said already (an error status keeps its words past the deadline)
         except TimeoutError:
-            raise PromError(f"no answer within {timeout:g} s") from None
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, (TimeoutError, socket.timeout)):
-                raise PromError(f"no answer within {timeout:g} s") from None
-            raise PromError(f"cannot reach Prometheus: {str(reason)[:120]}") from None
-        except (OSError, ValueError) as exc:  # reset mid-body, bad status line, ...
+            raise PromError(f"no answer within {timeout_s:g} s") from None
+        except (http.client.HTTPException, OSError, ValueError) as exc:
+            if watchdog.fired:  # whatever the shut socket made the read say
+                raise PromError(f"no answer within {timeout_s:g} s") from None
+            if isinstance(exc, http.client.HTTPException):
+                # BadStatusLine, LineTooLong, too many headers, a bad chunk: not an OSError,
+                # these escaped and `fleet --once` died with a traceback.
+                raise PromError(f"not an HTTP answer ({type(exc).__name__}: "
+                                f"{str(exc)[:80]!r})") from None
+            if isinstance(exc, ssl.SSLError):
+                raise PromError(f"TLS failed: {str(exc)[:120]}") from None
+            if isinstance(exc, ConnectionRefusedError | socket.gaierror):
+                raise PromError(f"cannot reach Prometheus: {str(exc)[:120]}") from None
             raise PromError(f"connection failed: {str(exc)[:120]}") from None
         finally:
+            watchdog.cancel()
+            conn.close()
             self.last_wait_s = time.monotonic() - started
+
+    def _exchange(self, conn: http.client.HTTPConnection, path: str, data: bytes,
+                  watchdog: _Watchdog) -> bytes:
+        conn.connect()  # bounded by the socket timeout (DNS excepted: getaddrinfo has none)
+        # Handed over now: http.client sets `conn.sock` to None once a reply says it will
+        # close, while the reply still reads through that socket.
+        watchdog.watch(conn.sock)
+        conn.request("POST", path or "/", body=data, headers={
+            "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json",
+            "Connection": "close"})
+        with conn.getresponse() as resp:  # closed on every way out: the socket with it
+            return self._body(resp, watchdog)
+
+    def _body(self, resp: http.client.HTTPResponse, watchdog: _Watchdog) -> bytes:
+        if 300 <= resp.status < 400:
+            where = resp.getheader("Location") or "nowhere"
+            raise PromError(f"HTTP {resp.status}: redirected to {where[:120]!r}, not followed "
+                            "(give --prometheus the URL that answers)")
+        if resp.status != 200:
+            # Prometheus answers 400/422/503 with a JSON error: say its words when it has them.
+            detail = _error_words(resp)
+            raise PromError(f"HTTP {resp.status}{': ' + detail if detail else ''}")
+        body = _read_capped(resp, self.max_bytes)
+        if watchdog.fired:  # the shut socket ended the body early: not the answer
+            raise PromError(f"no answer within {watchdog.timeout_s:g} s")
+        declared = (resp.getheader("Content-Length") or "").strip()
+        if declared.isdigit() and len(body) < int(declared):
+            raise PromError(f"the answer was cut short: {len(body)} of {int(declared)} bytes")
         return body
 
 
-def _read_capped(resp: Any, cap: int) -> bytes:
+class _Watchdog:
+    """Shuts the watched socket when `timeout_s` has passed, unless cancelled first: the
+    blocked read (of headers or body, plain or TLS) then returns at once. `fired` says it did.
+    Until a socket is watched, connecting is bounded by the socket timeout alone."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._done = False
+        self.fired = False
+        self._timer = threading.Timer(timeout_s, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.fired = True
+            sock = self._sock
+        self._shut(sock)
+
+    def watch(self, sock: socket.socket | None) -> None:
+        """From now on the deadline shuts `sock` (at once when it has passed already)."""
+        with self._lock:
+            self._sock = sock
+            fired = self.fired
+        if fired:
+            self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket | None) -> None:
+        if sock is not None:
+            try:
+                # The plain socket's shutdown, also under TLS: SSLSocket.shutdown would drop
+                # the TLS state under the thread reading through it.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed: the query ended as the deadline passed
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+
+
+def _read_capped(resp: http.client.HTTPResponse, cap: int) -> bytes:
     """At most `cap` bytes of the body; more is an error (the rest is never read)."""
     read = resp.read
     chunks: list[bytes] = []
@@ -156,9 +286,9 @@ def _read_capped(resp: Any, cap: int) -> bytes:
             raise PromError(f"answer larger than {cap // (1024 * 1024)} MiB: not read")
 
 
-def _error_words(exc: urllib.error.HTTPError) -> str:
+def _error_words(resp: http.client.HTTPResponse) -> str:
     try:
-        body = exc.read(4096)
+        body = resp.read(4096)
         answer = msgspec.json.decode(body, type=_Answer)
     except Exception:  # noqa: BLE001 - any body at all: the status code says enough
         return ""
@@ -168,4 +298,6 @@ def _error_words(exc: urllib.error.HTTPError) -> str:
 def _series(s: _Sample) -> Series:
     value = _number(s.value[1]) if s.value is not None else None
     points = tuple((t, _number(v)) for t, v in (s.values or ()))
-    return Series(dict(s.metric), value, points)
+    labels = {name: text[:MAX_LABEL_CHARS] for name in READ_LABELS
+              if (text := getattr(s.metric, name)) is not None}
+    return Series(labels, value, points)

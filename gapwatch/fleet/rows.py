@@ -164,14 +164,47 @@ def _gpu_order(gpu: str) -> tuple[int, str]:
     return (int(gpu), "") if gpu.isdigit() else (1 << 30, gpu)
 
 
+#: The most idle kinds a box-level idle answer spreads over a box's GPUs (gapwatch has four);
+#: the rest are added up under "other", so that a box's rows times its kinds stays small.
+MAX_BOX_KINDS = 16
+
+
 def _fill(q: Query, series: list[Series], rows: dict[tuple[str, str], FleetRow],
           by_box: dict[str, list[FleetRow]]) -> None:
+    # A box-level series (per="box", or one without a gpu label) sets its field on every GPU
+    # row of its box. Set one by one, N such series on a box of N GPUs were N*N assignments
+    # (20,000 of each: 94 s on the refresh thread): they are merged per box first (the last
+    # one counts, as it did; idle seconds add up by kind) and each row is set once.
+    per_box: dict[str, list[Series]] = {}
     for s in series:
         inst, gpu = _key(s)
-        targets = by_box.get(inst, []) if q.per == "box" or gpu == "-" else \
-            [r for r in (rows.get((inst, gpu)),) if r is not None]
-        for row in targets:
+        if q.per == "box" or gpu == "-":
+            per_box.setdefault(inst, []).append(s)
+        elif (row := rows.get((inst, gpu))) is not None:
             _set(row, q.field, s)
+    for inst, group in per_box.items():
+        merged = _merged(q.field, group)
+        for row in by_box.get(inst, []):
+            for s in merged:
+                _set(row, q.field, s)
+
+
+def _merged(name: str, group: list[Series]) -> list[Series]:
+    """What a box's box-level series of field `name` come to, as `_set` would leave a row after
+    setting them one by one (the last wins; `age_s` skips unknown values; idle adds up)."""
+    if name == "idle_s_5m":
+        by_kind: dict[str, float] = {}
+        for s in group:
+            if s.value is not None and s.value > 0:
+                kind = s.labels.get("kind", "?")
+                if kind not in by_kind and len(by_kind) >= MAX_BOX_KINDS:
+                    kind = "other"
+                by_kind[kind] = by_kind.get(kind, 0.0) + s.value
+        return [Series({"kind": k}, v) for k, v in by_kind.items()]
+    if name == "age_s":
+        known = [s for s in group if s.value is not None]
+        return known[-1:]
+    return group[-1:]
 
 
 def _set(row: FleetRow, name: str, s: Series) -> None:

@@ -1,0 +1,265 @@
+"""`gapwatch fleet` as a network client against hostile HTTP servers (raw sockets, so that they
+can answer what no well-behaved server would): a drip-fed answer, a broken status line or
+headers, a body cut short, redirects, a quadratic fan-out of box-level series. Every one is a
+`PromError` with a one-line message within the query's deadline, never a raise or a hang.
+
+The deadlines here are tenths of a second: no test waits more than about one."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pytest
+from fleet_fakes import Reply, box, fake_prometheus, promql
+
+from gapwatch.cli import main
+from gapwatch.fleet.client import MAX_LABEL_CHARS, PromClient, PromError
+from gapwatch.fleet.rows import FleetOptions, refresh
+
+GOOD = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}).encode()
+
+Behave = Callable[[socket.socket], None]
+
+
+def _read_request(conn: socket.socket) -> None:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        body += chunk
+
+
+@contextmanager
+def hostile(behave: Behave) -> Iterator[str]:
+    """A server on loopback that reads each request, then does `behave` with the socket."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def one(conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.settimeout(5)
+                _read_request(conn)
+                behave(conn)
+            except OSError:
+                pass  # the client gave up: what these tests want
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=one, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        listener.close()
+
+
+def _head(extra: bytes = b"", status: bytes = b"200 OK") -> bytes:
+    return b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\n" + extra + \
+        b"Connection: close\r\n\r\n"
+
+
+def _ask(url: str, timeout_s: float = 0.3) -> tuple[str, float]:
+    started = time.monotonic()
+    with pytest.raises(PromError) as caught:
+        PromClient(url, timeout_s=timeout_s).instant("up")
+    return str(caught.value), time.monotonic() - started
+
+
+def test_a_prometheus_that_drips_one_byte_at_a_time_costs_one_query_deadline() -> None:
+    # A byte every 50 ms: each read is well within any per-read timeout, the whole answer is
+    # not. Before, the client waited for all of it (13.6 s for a 1 s timeout).
+    def drip(conn: socket.socket) -> None:
+        conn.sendall(_head(b"Content-Length: %d\r\n" % len(GOOD)))
+        for byte in GOOD:
+            conn.sendall(bytes([byte]))
+            time.sleep(0.05)
+
+    with hostile(drip) as url:
+        why, took_s = _ask(url)
+    assert "no answer within 0.3 s" in why and took_s < 1.0
+
+
+def test_headers_dripped_without_end_cost_one_query_deadline() -> None:
+    def drip_headers(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\n")
+        for _ in range(40):
+            conn.sendall(b"X: a\r\n")
+            time.sleep(0.05)
+
+    with hostile(drip_headers) as url:
+        why, took_s = _ask(url)
+    assert "no answer within" in why and took_s < 1.0
+
+
+def test_an_endless_trickle_of_chunks_costs_one_query_deadline() -> None:
+    def trickle(conn: socket.socket) -> None:
+        conn.sendall(_head(b"Transfer-Encoding: chunked\r\n"))
+        for _ in range(40):
+            conn.sendall(b"1\r\n \r\n")
+            time.sleep(0.05)
+
+    with hostile(trickle) as url:
+        why, took_s = _ask(url)
+    assert "no answer within" in why and took_s < 1.0
+
+
+@pytest.mark.parametrize("reply", [
+    b"garbage\r\n\r\n",  # not HTTP at all (BadStatusLine)
+    bytes.fromhex("15030100020228"),  # a TLS alert: an https server asked over http
+    b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70_000 + b"\r\n\r\n",  # a header line over 64 KiB
+    b"HTTP/1.1 200 OK\r\n" + b"X: a\r\n" * 200 + b"\r\n",  # more than 100 headers
+    _head(b"Transfer-Encoding: chunked\r\n") + b"zz\r\nhello\r\n",  # a chunk size not hex
+])
+def test_an_answer_that_is_not_http_is_a_prom_error_not_a_raise(reply: bytes) -> None:
+    # http.client raises these as HTTPException, which is not an OSError: they escaped the
+    # client, and `fleet --once` died with a traceback.
+    with hostile(lambda conn: conn.sendall(reply)) as url:
+        why, _ = _ask(url)
+    assert why.startswith("not an HTTP answer") and "\n" not in why
+
+
+def test_a_connection_closed_mid_answer_is_said_as_cut_short() -> None:
+    # Content-Length says 1,000 bytes; a whole (valid) document of fewer comes, then the close.
+    # Before, the client took the short body as the answer.
+    with hostile(lambda conn: conn.sendall(_head(b"Content-Length: 1000\r\n") + GOOD)) as url:
+        why, _ = _ask(url)
+    assert why == f"the answer was cut short: {len(GOOD)} of 1000 bytes"
+
+
+@pytest.mark.parametrize("location", [
+    b"file:///etc/passwd", b"ftp://127.0.0.1:1/x", b"http://elsewhere.invalid:9090/",
+    b"/api/v1/query",  # a loop: back to itself
+])
+def test_a_redirect_is_named_and_never_followed(location: bytes) -> None:
+    # Prometheus's API never redirects; urllib followed one to another host or to ftp://
+    # (a POST turned into a bodyless GET, a fresh timeout per hop, five hops for a loop).
+    asked: list[int] = []
+
+    def redirect(conn: socket.socket) -> None:
+        asked.append(1)
+        conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: " + location +
+                     b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+
+    with hostile(redirect) as url:
+        why, _ = _ask(url)
+    assert why.startswith("HTTP 302: redirected to ") and "not followed" in why
+    assert len(asked) == 1
+
+
+def test_an_error_status_with_an_endless_body_is_said_by_its_status() -> None:
+    def endless_500(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 500 Oops\r\nContent-Length: 1000000000\r\n\r\n")
+        while True:
+            conn.sendall(b"x" * 65536)
+
+    with hostile(endless_500) as url:
+        why, took_s = _ask(url)
+    assert why == "HTTP 500" and took_s < 1.0
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:abc", "http://127.0.0.1:99999", "http://user:secret@127.0.0.1:9",
+    "http://127.0.0.1:9/a b", "http://127.0.0.1:9/\x1b[2J", "http://ex\x00ample:9",
+])
+def test_a_prometheus_url_with_odd_characters_is_refused_at_the_flag(url: str) -> None:
+    # They raised http.client.InvalidURL at the first query (a traceback), or were sent on
+    # ("user:secret@host" looked up as a host name; port 99999 wrapped to 34463).
+    with pytest.raises(ValueError, match="--prometheus"):
+        PromClient(url)
+
+
+def test_box_level_series_are_spread_over_a_boxs_gpus_once_not_once_per_series() -> None:
+    # 3,000 GPU rows on one box and 3,000 `up` series for it (distinct labels, one instance):
+    # each series was set on every row, 9 M assignments (20,000 of each took 94 s).
+    n = 3000
+    state: list[object] = [{"metric": {"instance": "a", "gpu": str(i), "state": "GAPS"},
+                            "value": [0, "1"]} for i in range(n)]
+    up: list[object] = [{"metric": {"instance": "a", "x": str(i)}, "value": [0, "1"]}
+                        for i in range(n)]
+
+    def vector_of(result: list[object]) -> Reply:
+        return Reply(body=json.dumps({"status": "success",
+                                      "data": {"resultType": "vector", "result": result}}
+                                     ).encode())
+
+    with fake_prometheus() as fake:
+        fake.replies[promql("state")] = vector_of(state)
+        fake.replies[promql("up")] = vector_of(up)
+        fake.replies[promql("busy_ratio")] = vector_of([{"metric": {"instance": "a"},
+                                                         "value": [0, "0.5"]}] * n)
+        started = time.process_time()
+        rows = refresh(PromClient(fake.url), FleetOptions()).rows
+        took_s = time.process_time() - started
+    assert len(rows) == n and all(r.up == 1.0 and r.busy_ratio == 0.5 for r in rows)
+    assert took_s < 1.0
+
+
+def test_a_series_with_thousands_of_labels_and_a_megabyte_name_keeps_only_what_fleet_reads(
+        ) -> None:
+    # 100 series of 2,000 labels each (2.4 MB) answering all 13 queries: every label was kept,
+    # 13 answers at once (13 MB of them cost 1.3 GB). A series now keeps the labels fleet reads,
+    # each cut to MAX_LABEL_CHARS: a 1 MB box name no longer reaches the table or a title.
+    labels: dict[str, str] = {f"l{i}": "" for i in range(2000)}
+    result: list[object] = [
+        {"metric": labels | {"instance": "b" * 1_000_000 if i == 0 else f"b{i}", "gpu": "0",
+                             "state": "GAPS"}, "value": [0, "1"]} for i in range(100)]
+    with fake_prometheus() as fake:
+        fake.default = Reply(body=json.dumps({"status": "success", "data": {
+            "resultType": "vector", "result": result}}).encode())
+        series = PromClient(fake.url).instant("up")
+        tracemalloc.start()
+        try:
+            rows = refresh(PromClient(fake.url), FleetOptions()).rows
+            peak_bytes = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert set(series[0].labels) == {"instance", "gpu", "state"}
+    assert len(series[0].labels["instance"]) == MAX_LABEL_CHARS
+    assert len(rows) == 100 and max(len(r.instance) for r in rows) == MAX_LABEL_CHARS
+    assert peak_bytes < 40 * 1024 * 1024
+
+
+def test_once_json_writes_c1_controls_and_bidi_overrides_from_labels_escaped(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # JSON escapes ESC but not a C1 CSI (U+009B) or a right-to-left override: `--once --json`
+    # passed them raw to the terminal.
+    with fake_prometheus() as fake:
+        box(fake, "evil\u009b2J\u202e:9400", 1)
+        assert main(["fleet", "--prometheus", fake.url, "--once", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "\u009b" not in out and "\u202e" not in out and "\\u009b2J\\u202e" in out
+    assert json.loads(out)["rows"][0]["instance"] == "evil\u009b2J\u202e:9400"
+
+
+def test_an_error_status_whose_body_drips_is_said_by_its_status_within_the_deadline() -> None:
+    def drip_401(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 100000\r\n\r\n")
+        for _ in range(40):
+            conn.sendall(b"x")
+            time.sleep(0.05)
+
+    with hostile(drip_401) as url:
+        why, took_s = _ask(url)
+    assert why == "HTTP 401" and took_s < 1.0

@@ -15,7 +15,6 @@ import sys
 
 from gapwatch.commands import argtypes
 from gapwatch.config import Config
-from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
 from gapwatch.core.units import parse_duration
 from gapwatch.engine.console import say
@@ -73,13 +72,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
     for name, why in result.errors.items():
         say(f"gapwatch fleet: query {name}: {why}")
     if args.json:
-        # Label values are Prometheus's text: JSON escapes C0 controls but lets C1 ones (a CSI
-        # U+009B) and bidi overrides through raw, so they are written out as \uXXXX as `parse
-        # --json` does (the same JSON). Line by line: JSON strings hold no raw newline, and
-        # json_visible would write out the indentation's.
-        doc = encode_json(result.as_json(client.base_url), indent=2).decode()
-        lines = map(fmt.json_visible, doc.split("\n"))
-        sys.stdout.buffer.write("\n".join(lines).encode() + b"\n")
+        # Label values are Prometheus's text: `encode_json` writes their C1 controls and bidi
+        # overrides as \uXXXX (as every JSON output), so none reaches the terminal raw.
+        sys.stdout.buffer.write(encode_json(result.as_json(client.base_url), indent=2) + b"\n")
     else:
         sys.stdout.write("\n".join(table_lines(result)) + "\n")
     sys.stdout.flush()

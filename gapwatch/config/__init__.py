@@ -20,15 +20,14 @@ import difflib
 import os
 import re
 import reprlib
-import select
 import stat
-import time
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
+from gapwatch.base.input_files import fifo_heard, file_kind
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_GPU_INDEX, MAX_PERIOD_MS, MIN_PERIOD_MS
 from gapwatch.core.config import DetectorConfig, Section
 from gapwatch.core.units import parse_duration, parse_size
@@ -453,7 +452,7 @@ def _read_config_text(file: Path) -> str:
         elif stat.S_ISFIFO(st.st_mode):
             raw = _read_fifo(fd, file)
         else:
-            raise ConfigError(f"{file}: not a config: {_kind(st.st_mode)}, not a file")
+            raise ConfigError(f"{file}: not a config: {file_kind(st.st_mode)}, not a file")
     finally:
         os.close(fd)
     if len(raw) > MAX_CONFIG_BYTES:  # a file that grew since fstat, or a FIFO that says more
@@ -481,20 +480,12 @@ def _read_regular(fd: int) -> bytes:
 
 
 def _read_fifo(fd: int, file: Path) -> bytes:
-    # A FIFO read non-blocking says b"" both at its writer's end and while no writer ever
-    # came; poll tells them apart (POLLHUP once a writer has come and gone).
-    poller = select.poll()
-    poller.register(fd, select.POLLIN | select.POLLHUP)
     chunks: list[bytes] = []
     got = 0
-    heard_s = time.monotonic()
     while got <= MAX_CONFIG_BYTES:
-        if not poller.poll(250):
-            if time.monotonic() - heard_s > CONFIG_FIFO_SILENCE_S:
-                raise ConfigError(f"{file}: a FIFO that said nothing for "
-                                  f"{CONFIG_FIFO_SILENCE_S:g} s; give a config file")
-            continue
-        heard_s = time.monotonic()
+        if not fifo_heard(fd, CONFIG_FIFO_SILENCE_S):
+            raise ConfigError(f"{file}: a FIFO that said nothing for "
+                              f"{CONFIG_FIFO_SILENCE_S:g} s; give a config file")
         try:
             chunk = os.read(fd, MAX_CONFIG_BYTES + 1 - got)
         except BlockingIOError:
@@ -504,18 +495,6 @@ def _read_fifo(fd: int, file: Path) -> bytes:
         chunks.append(chunk)
         got += len(chunk)
     return b"".join(chunks)
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
 
 
 def with_overrides(config: Config, overrides: dict[str, dict[str, Any]]) -> Config:

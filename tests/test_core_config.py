@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -101,3 +104,110 @@ def test_cli_exits_2_on_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture
     f.write_text("[detector]\nidle_sm = 3\n")
     assert main(["record", "--out", str(tmp_path / "r.jsonl"), "--config", str(f)]) == 2
     assert "idle_sm_pct" in capsys.readouterr().err
+
+
+# Hostile config files (docs/bad-input.md, Configuration): each is one line and exit 2, read
+# within bounds, never a hang, a traceback or a file read whole into memory.
+
+
+def test_a_config_that_is_a_fifo_nobody_writes_to_is_refused_after_its_silence_not_a_hang(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gapwatch.config as config_module
+    monkeypatch.setattr(config_module, "CONFIG_FIFO_SILENCE_S", 0.3)
+    fifo = tmp_path / "c.toml"
+    os.mkfifo(fifo)
+    started_s = time.monotonic()
+    with pytest.raises(ConfigError, match="FIFO that said nothing"):
+        load_config(fifo)
+    assert time.monotonic() - started_s < 5
+
+
+def test_a_config_fifo_with_a_writer_is_read_as_process_substitution_gives_it(
+        tmp_path: Path) -> None:
+    fifo = tmp_path / "c.toml"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "w") as f:
+            f.write("[detector]\nmin_gap_ms = 200\n")
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        assert load_config(fifo).detector.min_gap_ms == 200
+    finally:
+        writer.join(5)
+
+
+def test_a_config_that_is_dev_zero_a_directory_or_a_gib_is_refused_without_reading_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    big = tmp_path / "big.toml"
+    with open(big, "wb") as f:
+        f.truncate(1 << 30)  # sparse: a GiB that costs nothing to make, and 2 GB to read whole
+    for path, why in (("/dev/zero", "a character device"), (str(tmp_path), "a directory"),
+                      (str(big), "1073741824 bytes")):
+        with pytest.raises(ConfigError, match=why):
+            load_config(path)
+        assert main(["report", "r.jsonl", "--config", path]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_config_nested_too_deep_is_one_line_not_a_recursion_error(tmp_path: Path) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="nested too deep"):
+        load_config(f)
+    # Nested shallow enough to parse, its value is quoted cut, not printed 400 levels deep.
+    f.write_text("[sampler]\ngpus = " + "[" * 400 + "]" * 400 + "\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(f)
+    assert len(str(info.value)) < 300
+
+
+def test_a_dotted_key_of_thousands_of_parts_is_refused_before_tomllib_spends_minutes_on_it(
+        tmp_path: Path) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text("a" + ".a" * 30_000 + " = 1\n")  # 60 KiB; tomllib alone took 18 s over it
+    started_s = time.monotonic()
+    with pytest.raises(ConfigError, match="dotted key of more than 16 parts"):
+        load_config(f)
+    assert time.monotonic() - started_s < 2
+
+
+def test_thousands_of_unknown_keys_are_said_in_twenty_lines_and_a_count(tmp_path: Path) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text("".join(f"k{i} = 1\n" for i in range(3000)))
+    with pytest.raises(ConfigError) as info:
+        load_config(f)
+    lines = str(info.value).splitlines()
+    assert len(lines) == 21 and lines[-1].endswith("2980 more problems")
+
+
+@pytest.mark.parametrize("setting", [
+    "sampler.procmem_every_s = nan", "sampler.link_every_s = inf", "sampler.health_every_s = nan",
+    "detector.window_s = inf", "detector.evidence_before_s = inf", "sim.duration_s = inf",
+    "detector.default_link_bytes_per_s = inf", "ui.windows_s = [nan]", "ui.windows_s = [-1.0]",
+])
+def test_nan_and_inf_in_any_float_setting_are_refused(tmp_path: Path, setting: str) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text(setting + "\n")
+    with pytest.raises(ConfigError, match=setting.split(" ")[0]):
+        load_config(f)
+
+
+def test_a_detector_window_of_1e300_is_refused_not_an_overflow_in_the_detector(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text("[detector]\nwindow_s = 1e300\n")
+    assert main(["report", "r.jsonl", "--config", str(f)]) == 2
+    assert "detector.window_s: Input should be less than or equal to 3600" in \
+        capsys.readouterr().err
+
+
+def test_gpu_indices_no_recording_holds_are_refused(tmp_path: Path) -> None:
+    f = tmp_path / "c.toml"
+    for gpus in ("[-1]", "[100000000000000000000000000000]"):
+        f.write_text(f"[sampler]\ngpus = {gpus}\n")
+        with pytest.raises(ConfigError, match="sampler.gpus.0"):
+            load_config(f)

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import gc
 import gzip
+import os
+import threading
+import time
 import tracemalloc
 import zlib
 from pathlib import Path
@@ -315,3 +318,67 @@ def test_a_trace_csv_of_readings_no_hardware_gives_has_bad_rows(tmp_path: Path) 
         "pcie_rx_bytes_per_s", "host_mem_used_pct", "host_psi_mem_some_avg10"]
     assert found.gaps and all(g.pcie_rx_bytes_per_s is not None
                               and g.pcie_rx_bytes_per_s < 1e13 for g in found.gaps)
+
+
+# Recordings given as what no recording is (docs/bad-input.md, Recordings and trace CSVs).
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_recording_that_is_dev_zero_is_refused_in_one_line_not_read_for_ever(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str],
+) -> None:
+    """`/dev/zero` was read for ever (one endless line of NULs, passed over unheld)."""
+    extra = ["--out", str(tmp_path / "out.x")] if command[0] == "export" else []
+    assert main([command[0], "/dev/zero", *command[1:], *extra]) == 2
+    err = capsys.readouterr().err
+    assert err == f"gapwatch {command[0]}: /dev/zero: not a recording: a character device\n"
+
+
+def test_a_recording_fifo_nobody_writes_to_is_given_up_not_a_hang(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`open()` of a FIFO without a writer blocked every reader for ever."""
+    monkeypatch.setattr(recording, "FIFO_FIRST_BYTES_S", 0.3)
+    fifo = tmp_path / "r.jsonl"
+    os.mkfifo(fifo)
+    started_s = time.monotonic()
+    assert main(["export", str(fifo), "--format", "csv", "--out", str(tmp_path / "o.csv")]) == 2
+    assert time.monotonic() - started_s < 10
+    assert "a FIFO that said nothing for 0.3 s" in capsys.readouterr().err
+
+
+def test_a_recording_fifo_with_a_writer_is_exported_whole(tmp_path: Path) -> None:
+    path = _recording(tmp_path, [])
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(path.read_bytes()))
+    writer.start()
+    try:
+        assert main(["export", str(fifo), "--format", "csv", "--out", str(tmp_path / "f.csv")]) \
+            == 0
+    finally:
+        writer.join(10)
+    assert main(["export", str(path), "--format", "csv", "--out", str(tmp_path / "p.csv")]) == 0
+    assert (tmp_path / "f.csv").read_bytes() == (tmp_path / "p.csv").read_bytes()
+
+
+@pytest.mark.parametrize("command", [["report"], ["compare", "OTHER"]])
+def test_report_of_a_fifo_says_to_save_it_first_instead_of_not_a_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str],
+) -> None:
+    """`report <(zcat gw.jsonl.gz)`: the sizing and the header checks read the FIFO's head
+    away, and the report said "not a gapwatch recording (the header line is not JSON)"."""
+    path = _recording(tmp_path, [])
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    args = [str(path) if a == "OTHER" else a for a in command]
+    # Never opened for reading, so a writer would block: none is started.
+    assert main([command[0], str(fifo), *args[1:]]) == 2
+    assert "a FIFO; a report reads its recording more than once: save it to a file first" in \
+        capsys.readouterr().err
+
+
+def test_sizing_a_fifo_reads_nothing_from_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    assert json_bytes(fifo) == 0  # it used to open it, blocking without a writer

@@ -19,13 +19,16 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import reprlib
+import stat
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
-from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_PERIOD_MS, MIN_PERIOD_MS
+from gapwatch.base.input_files import fifo_heard, file_kind
+from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_GPU_INDEX, MAX_PERIOD_MS, MIN_PERIOD_MS
 from gapwatch.core.config import DetectorConfig, Section
 from gapwatch.core.units import parse_duration, parse_size
 from gapwatch.cuzk.config import CuzkConfig
@@ -52,6 +55,26 @@ def check_rotate_age(text: str) -> str:
     return text
 
 
+#: The largest config file read (bytes). The commented example is ~10 KiB; a file beyond this
+#: is not a config (`--config /dev/zero`, a 1 GB log given by mistake), and TOML's dotted keys
+#: cost quadratic time to parse (`a.a.a...` 64 KiB long: seconds; 1 MiB long: most of an hour),
+#: so the bound is also what keeps a hostile file from hanging the command.
+MAX_CONFIG_BYTES = 64 << 10
+#: How long a FIFO given as the config (`--config <(generate-config)`) may stay silent before
+#: it is given up: a FIFO nobody writes to would otherwise hang the command for ever.
+CONFIG_FIFO_SILENCE_S = 10.0
+#: The most parts a dotted TOML key may have (`a.b.c`: 3). gapwatch's deepest key has 3
+#: (`logs.rules` tables hold plain keys); tomllib parses a key of N parts in O(N^2) time: a
+#: 64 KiB line `a.a.a...` took 18 s, so such a key is refused before parsing.
+MAX_KEY_PARTS = 16
+#: A key part (bare or quoted) starting where no bare-key character precedes it (so that the
+#: scan starts once per word, not once per character of it), then more parts after dots.
+_LONG_DOTTED_KEY = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:[A-Za-z0-9_-]+|\"[^\"\n]*\"|'[^'\n]*')"
+    r"(?:[ \t]*\.[ \t]*(?:[A-Za-z0-9_-]+|\"[^\"\n]*\"|'[^'\n]*'))"
+    + "{" + str(MAX_KEY_PARTS) + ",}")
+
+
 class ConfigError(Exception):
     """A configuration file or value is wrong; the message is meant for the user as is."""
 
@@ -61,8 +84,8 @@ class SamplerConfig(Section):
 
     #: Sampling period (`bounds.DEFAULT_PERIOD_MS`: GPM's refresh).
     period_ms: float = Field(DEFAULT_PERIOD_MS, ge=MIN_PERIOD_MS, le=MAX_PERIOD_MS)
-    #: GPU indices to watch; empty = all.
-    gpus: list[int] = Field(default_factory=list)
+    #: GPU indices to watch; empty = all. Indices as recordings hold them (`bounds.GpuIndex`).
+    gpus: list[Annotated[int, Field(ge=0, le=MAX_GPU_INDEX)]] = Field(default_factory=list)
     #: Allow GPM (Hopper and newer). Off forces the byte counters / legacy path.
     use_gpm: bool = True
     #: Allow the PCIe byte counters (fields 197/198) when GPM is unavailable.
@@ -230,7 +253,8 @@ class UiConfig(Section):
 
     #: Chart window at start; `w` cycles through `windows_s`.
     window_s: float = Field(60.0, gt=0)
-    windows_s: list[float] = Field(default_factory=lambda: [30.0, 60.0, 120.0, 600.0])
+    windows_s: list[Annotated[float, Field(gt=0)]] = Field(
+        default_factory=lambda: [30.0, 60.0, 120.0, 600.0])
     #: The most often a second the always-on view repaints words (a gap opening or closing,
     #: a state), shown as soon as they change; and the `d` detail chart's redraw checks. The
     #: numbers (figures, charts, log) are repainted once a second whatever it says.
@@ -348,18 +372,31 @@ def _valid_keys(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]
     return list(fields) if fields else []
 
 
+#: Problems said per config file; the rest counted. A file of thousands of unknown keys would
+#: otherwise print thousands of lines.
+MAX_CONFIG_PROBLEMS = 20
+#: How much of a bad value or key a problem quotes: a 60 KiB string, or an array nested
+#: hundreds deep (whose plain repr recurses), is shown cut.
+_QUOTE = reprlib.Repr()
+_QUOTE.maxstring = _QUOTE.maxother = 80
+_QUOTE.maxlevel = 3
+
+
 def _describe(exc: ValidationError, origin: str) -> str:
     lines = []
-    for err in exc.errors():
+    errors = exc.errors()
+    for err in errors[:MAX_CONFIG_PROBLEMS]:
         loc = tuple(err["loc"])
-        key = ".".join(str(p) for p in loc)
+        key = _QUOTE.repr(".".join(str(p) for p in loc))[1:-1]
         if err["type"] == "extra_forbidden":
             valid = _valid_keys(Config, loc)
             near = difflib.get_close_matches(str(loc[-1]), valid, n=1)
             hint = f" (did you mean '{near[0]}'?)" if near else f" (valid keys: {', '.join(valid)})"
             lines.append(f"{origin}: {key}: unknown key{hint}")
         else:
-            lines.append(f"{origin}: {key}: {err['msg']} (got {err.get('input')!r})")
+            lines.append(f"{origin}: {key}: {err['msg']} (got {_QUOTE.repr(err.get('input'))})")
+    if len(errors) > MAX_CONFIG_PROBLEMS:
+        lines.append(f"{origin}: {len(errors) - MAX_CONFIG_PROBLEMS} more problems")
     return "\n".join(lines)
 
 
@@ -384,12 +421,80 @@ def load_config(path: str | Path | None = None) -> Config:
             raise ConfigError(f"{file}: config file not found")
         return Config()
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: cannot read config: {exc}") from None
+        data = tomllib.loads(_read_config_text(file))
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read config: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: cannot read config: not UTF-8 text ({exc.reason} at byte "
+                          f"{exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ConfigError(
+            f"{file}: not a config: its arrays or tables are nested too deep") from None
     return build_config(data, origin=str(file))
+
+
+def _read_config_text(file: Path) -> str:
+    """The text of the config file `file`, read within bounds: a regular file of at most
+    `MAX_CONFIG_BYTES`, or a FIFO (`--config <(...)`) that says that much with no silence over
+    `CONFIG_FIFO_SILENCE_S`. Anything else (a directory, `/dev/zero`, a socket) is refused
+    without reading it. Raises ConfigError, OSError, UnicodeDecodeError."""
+    # Non-blocking: opening a FIFO nobody writes to would block here, deaf to the deadline.
+    fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            if st.st_size > MAX_CONFIG_BYTES:
+                raise ConfigError(f"{file}: not a config: {st.st_size} bytes, over the "
+                                  f"{MAX_CONFIG_BYTES >> 10} KiB a config file may hold")
+            raw = _read_regular(fd)
+        elif stat.S_ISFIFO(st.st_mode):
+            raw = _read_fifo(fd, file)
+        else:
+            raise ConfigError(f"{file}: not a config: {file_kind(st.st_mode)}, not a file")
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_CONFIG_BYTES:  # a file that grew since fstat, or a FIFO that says more
+        raise ConfigError(f"{file}: not a config: over the {MAX_CONFIG_BYTES >> 10} KiB a "
+                          "config file may hold")
+    text = raw.decode("utf-8")
+    # Checked on the text as a whole, strings included: a string value holding 16 dotted words
+    # in a row is refused too, which no setting of gapwatch's needs.
+    if _LONG_DOTTED_KEY.search(text):
+        raise ConfigError(f"{file}: not a config: a dotted key of more than {MAX_KEY_PARTS} "
+                          "parts (gapwatch's keys have at most 3)")
+    return text
+
+
+def _read_regular(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    got = 0
+    while got <= MAX_CONFIG_BYTES:
+        chunk = os.read(fd, MAX_CONFIG_BYTES + 1 - got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def _read_fifo(fd: int, file: Path) -> bytes:
+    chunks: list[bytes] = []
+    got = 0
+    while got <= MAX_CONFIG_BYTES:
+        if not fifo_heard(fd, CONFIG_FIFO_SILENCE_S):
+            raise ConfigError(f"{file}: a FIFO that said nothing for "
+                              f"{CONFIG_FIFO_SILENCE_S:g} s; give a config file")
+        try:
+            chunk = os.read(fd, MAX_CONFIG_BYTES + 1 - got)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
 
 
 def with_overrides(config: Config, overrides: dict[str, dict[str, Any]]) -> Config:

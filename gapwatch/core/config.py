@@ -13,9 +13,12 @@ from gapwatch.core.models import GEN5_X16_BYTES_PER_S
 
 
 class Section(BaseModel):
-    """A section of the config file: frozen, and an unknown key is an error."""
+    """A section of the config file: frozen, an unknown key is an error, and so is a number
+    that is no number (TOML's `nan`, `inf`, `-inf`, in every float setting and list): NaN
+    passes every comparison a setting is checked with (`procmem_every_s = nan` was taken, and
+    `window_s = inf` crashed the detector with an OverflowError)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class DetectorConfig(Section):
@@ -34,8 +37,9 @@ class DetectorConfig(Section):
     quiet_below_link_frac: float = Field(0.01, ge=0, le=1)
     #: Link capacity assumed when NVML cannot tell (bytes/s per direction); Gen5 x16.
     default_link_bytes_per_s: float = Field(GEN5_X16_BYTES_PER_S, gt=0)
-    #: Window for the chaining state and the busy fraction.
-    window_s: float = Field(30.0, gt=0)
+    #: Window for the chaining state and the busy fraction. At most an hour: the detector
+    #: keeps a bucket per second of it for every GPU (`window_s = 1e9` was a billion each).
+    window_s: float = Field(30.0, gt=0, le=3600)
     #: BREAKDOWN when at least this many pcie_starved gaps fall in the window ...
     breakdown_min_starved_gaps: int = Field(2, ge=1)
     #: ... or when pcie_starved gaps cover at least this fraction of the window.
@@ -52,7 +56,8 @@ class DetectorConfig(Section):
     #: A silence longer than this many sampling periods is "no data", never idle.
     nodata_after_periods: float = Field(3.0, ge=1.5)
     #: Prover events this long before a gap's start are attached to it as evidence.
-    evidence_before_s: float = Field(2.0, ge=0)
+    #: At most an hour: live, the prover's events are held this long for gaps yet to open.
+    evidence_before_s: float = Field(2.0, ge=0, le=3600)
 
     def link_or_default(self, link_bytes_per_s: float | None) -> float:
         """The link capacity rates are judged against: the GPU's own (from its max generation

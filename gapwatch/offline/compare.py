@@ -51,7 +51,13 @@ from gapwatch.offline.compare_windows import (
     series,
 )
 from gapwatch.offline.copy_sums import CopySums
-from gapwatch.offline.report import collector_off, detect_either, logs_parsed, summarise
+from gapwatch.offline.report import (
+    collector_off,
+    detect_either,
+    logs_parsed,
+    refuse_a_stream,
+    summarise,
+)
 from gapwatch.offline.report_parallel import plan_workers
 
 COMPARE_SCHEMA_VERSION = 1
@@ -114,6 +120,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str]) -> 
         gapwatch.sources.recording.RecordingError: not a usable recording.
         OSError: a `--log` file cannot be read.
     """
+    refuse_a_stream(Path(path))  # each side is read more than once, as a report reads it
     with collector_off():
         n = plan_workers(path, logs)
         with logs_parsed(path, config, logs) as parsed:

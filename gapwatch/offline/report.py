@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import stat
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -79,6 +80,7 @@ from gapwatch.offline.log_split import spool_split
 from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import header_of, read_any
+from gapwatch.sources.recording import RecordingError
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -193,6 +195,7 @@ def build_report(
         OSError: a `--log` file cannot be read.
     """
     logs = list(log_paths or [])
+    refuse_a_stream(Path(path))
     n = plan_workers(path, logs) if workers is None else workers
     with ExitStack() as own:
         if parsed is None:  # parsed here, closed here
@@ -200,6 +203,19 @@ def build_report(
         with collector_off():
             found, paths = detect_either(path, config, logs, n, parsed, PathsSeen)
             return summarise(path, found, logs, config.detector.window_s, paths.result())
+
+
+def refuse_a_stream(path: Path) -> None:
+    """A report reads its recording more than once (the header, its checks against the data,
+    the detection pass): a FIFO (`report <(zcat gw.jsonl.gz)`) gave its head to the first read
+    and the report said "not a gapwatch recording" of a good one. Raises RecordingError."""
+    try:
+        fifo = stat.S_ISFIFO(path.stat().st_mode)
+    except OSError:
+        return  # a missing file or a glob: the reader says what it is
+    if fifo:
+        raise RecordingError(f"{path}: a FIFO; a report reads its recording more than once: "
+                             "save it to a file first (e.g. zcat gw.jsonl.gz > gw.jsonl)")
 
 
 L = TypeVar("L", bound=RunListener)

@@ -26,6 +26,7 @@ import json
 import math
 import os
 import re
+import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from typing import Any, Final, Protocol, cast
 
 from msgspec import structs
 
+from gapwatch.base.input_files import fifo_heard, file_kind
 from gapwatch.config import Config
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
@@ -176,11 +178,33 @@ class LineStream(Protocol):
     def close(self) -> None: ...
 
 
+#: How long a FIFO given as a recording (`replay <(zcat gw.jsonl.gz)`) may wait for its
+#: writer's first bytes: one nobody writes to blocked `open()` for ever.
+FIFO_FIRST_BYTES_S: Final = 10.0
+
+
 def _open_bytes(path: Path) -> LineStream:
+    """The recording file at `path`, open for its lines: a regular file, or a FIFO whose writer
+    speaks within `FIFO_FIRST_BYTES_S`. Anything else (`/dev/zero`, read for ever; a socket) is
+    refused before a byte is read. Raises RecordingError."""
     try:
-        raw = open(path, "rb")  # noqa: SIM115 - handed to the caller
+        # Non-blocking: opening a FIFO nobody writes to would block here, deaf to any bound.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise RecordingError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode):
+            if not fifo_heard(fd, FIFO_FIRST_BYTES_S):
+                raise RecordingError(f"{path}: a FIFO that said nothing for "
+                                     f"{FIFO_FIRST_BYTES_S:g} s; nothing to read")
+        elif not stat.S_ISREG(mode):
+            raise RecordingError(f"{path}: not a recording: {file_kind(mode)}")
+        os.set_blocking(fd, True)  # the writer is there: its pauses are waited out
+        raw = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
     magic = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
     # The limit named here (read when a file is opened), as the problems name it: one value.
     if magic == b"\x1f\x8b":
@@ -197,7 +221,10 @@ def json_bytes(path: str | Path) -> int:
     its size times the compression ratio of its first MiB (the recorder compresses every member
     alike; a file that small is inflated whole, exactly). Raises OSError."""
     p = Path(path)
-    size = p.stat().st_size
+    st = p.stat()
+    size = st.st_size
+    if not stat.S_ISREG(st.st_mode):
+        return 0  # a FIFO (`<(zcat ...)`): its head read here would be lost to the reader
     with open(p, "rb") as f:
         head = f.read(RATIO_SAMPLE_BYTES)
     if head[:2] != b"\x1f\x8b" or not head:

@@ -1,0 +1,46 @@
+"""Files given from outside that gapwatch reads whole (a config, a recording): what kind each
+is, and waiting, within a bound, for a FIFO's writer.
+
+Who calls it: `gapwatch.config` (`--config`) and `gapwatch.sources.recording` (every recording
+file is opened there). A path from outside may name anything: `/dev/zero` (read for ever), a
+FIFO nobody writes to (`open()` blocks for ever, and a non-blocking read says "end" at once), a
+socket. These are refused, or waited for within a bound, before a byte is read.
+"""
+
+from __future__ import annotations
+
+import select
+import stat
+import time
+
+
+def file_kind(mode: int) -> str:
+    """`st_mode` in words, for a one-line refusal ("a character device")."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def fifo_heard(fd: int, within_s: float) -> bool:
+    """Whether the FIFO open non-blocking on `fd` has bytes to read, or had a writer who left
+    (its end), within `within_s` seconds. A non-blocking read says b"" both at the writer's end
+    and while no writer ever came; poll tells them apart (POLLHUP only once one came and went).
+    Waits in slices of 250 ms, so that a stop signal's handler runs in time."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    deadline_s = time.monotonic() + within_s
+    while True:
+        if poller.poll(250):
+            return True
+        if time.monotonic() >= deadline_s:
+            return False

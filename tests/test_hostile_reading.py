@@ -347,10 +347,24 @@ def test_a_recording_fifo_nobody_writes_to_is_given_up_not_a_hang(
     assert "a FIFO that said nothing for 0.3 s" in capsys.readouterr().err
 
 
-def test_a_recording_fifo_with_a_writer_is_exported_whole(tmp_path: Path) -> None:
+def test_a_recording_fifo_with_a_writer_is_opened_once_and_exported_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`export <(zcat gw.jsonl.gz)`: the FIFO is read once. The header's check against the data
+    opened it a second time: a second reader that could take lines from the export's while the
+    writer wrote, and that waited 10 s for a writer who had gone once all was written."""
     path = _recording(tmp_path, [])
     fifo = tmp_path / "fifo.jsonl"
     os.mkfifo(fifo)
+    opened: list[Path] = []
+    real_open = recording._open_bytes
+
+    def counted(p: Path) -> recording.LineStream:
+        opened.append(p)
+        return real_open(p)
+
+    monkeypatch.setattr(recording, "_open_bytes", counted)
+    monkeypatch.setattr(recording, "FIFO_FIRST_BYTES_S", 1.0)  # a failure here fails fast
     writer = threading.Thread(target=lambda: fifo.write_bytes(path.read_bytes()))
     writer.start()
     try:
@@ -358,6 +372,7 @@ def test_a_recording_fifo_with_a_writer_is_exported_whole(tmp_path: Path) -> Non
             == 0
     finally:
         writer.join(10)
+    assert opened == [fifo]
     assert main(["export", str(path), "--format", "csv", "--out", str(tmp_path / "p.csv")]) == 0
     assert (tmp_path / "f.csv").read_bytes() == (tmp_path / "p.csv").read_bytes()
 

@@ -520,6 +520,11 @@ def _data_view(p: Path) -> _DataView:
         st = os.stat(p)
     except OSError:
         return _DataView()
+    if not stat.S_ISREG(st.st_mode):
+        # A FIFO (`export <(zcat gw.jsonl.gz)`) is read once: a second reader of it would take
+        # lines from the reader proper while its writer writes, and waited for a writer that
+        # had gone (10 s) once it had written all. Its header is taken as it says.
+        return _DataView()
     return _data_view_of(p, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 

@@ -134,6 +134,44 @@ def test_the_demo_log_file_is_rotated_so_it_never_grows_without_end(tmp_path: Pa
     assert not lines.path.exists() and not lines.old_path.exists()
 
 
+def test_the_demo_log_never_appends_through_a_link_planted_while_it_rotates(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """After the rename the log's name is free for an instant, in a shared /tmp: a link planted
+    there made a demo run by root append its lines to the file the link named."""
+    from gapwatch.engine import sim_wiring
+
+    victim = tmp_path / "victim"
+    victim.write_text("not gapwatch's\n")
+    lines = sim_wiring.LineFile(tmp_path / "sim.log", max_bytes=1000)
+    real_replace = os.replace
+
+    def replace_then_plant(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        real_replace(src, dst)
+        os.symlink(victim, lines.path)  # another user, in the window
+
+    monkeypatch.setattr(os, "replace", replace_then_plant)
+    for i in range(100):
+        lines.write("stderr", f"TIMELINE,{i},GPU_START,j,worker=0,partition=1")
+    lines.close()
+    assert victim.read_text() == "not gapwatch's\n"
+    assert lines.path.is_symlink()  # left as it is: not gapwatch's to delete
+    assert not lines.old_path.exists()  # gapwatch's own rotated file: removed
+    assert "the simulated prover's log stops" in capsys.readouterr().err
+
+
+def test_the_demo_log_never_rotates_onto_a_file_planted_at_its_old_name(tmp_path: Path) -> None:
+    from gapwatch.engine import sim_wiring
+
+    lines = sim_wiring.LineFile(tmp_path / "sim.log", max_bytes=1000)
+    lines.old_path.write_text("planted\n")
+    for i in range(100):
+        lines.write("stderr", f"TIMELINE,{i},GPU_START,j,worker=0,partition=1")
+    lines.close()
+    assert lines.old_path.read_text() == "planted\n"
+    assert not lines.path.exists()
+
+
 def _recording_without_logs(tmp_path: Path) -> Path:
     """The H200 pageable run's recording with its log events taken out (as a `record` without
     `--log` would have written it); its prover logs are beside it."""

@@ -30,6 +30,7 @@ from typing import Any
 from gapwatch.base.clock import Clock, ScaledClock, SystemClock, VirtualClock
 from gapwatch.config import Config, split_listen
 from gapwatch.core.models import GpuInfo, Record, SessionHeader
+from gapwatch.engine.console import say
 from gapwatch.sources import GpuSource, HostSource, SourceUnavailable
 
 
@@ -176,6 +177,12 @@ class LineFile:
     generation kept, so that a demo left running for weeks does not fill the disk; the tailer
     drains the renamed file, as after a logrotate) and removed on close, and at interpreter exit
     if close never came (an exception, Ctrl-C before the runtime stopped).
+
+    It lives in a shared folder (/tmp), where another user may plant a name. After a rotation
+    the name is free for an instant: the new file is created exclusively, never through a link
+    planted there (a demo run by root appended to whatever file the link named); anything
+    planted stops the demo's log, said once. Only the files it made are removed (by inode: in a
+    sticky /tmp nobody else can rename them away).
     """
 
     def __init__(self, path: Path, max_bytes: int = 16 << 20) -> None:
@@ -183,6 +190,8 @@ class LineFile:
         self.old_path = path.with_name(path.name + ".1")
         self.max_bytes = max_bytes
         self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        #: (device, inode) of the file at `path` and of the one rotated to `old_path`.
+        self._made: dict[Path, tuple[int, int]] = {path: _file_id(self._f.fileno())}
         self._written = 0
         self._lock = threading.Lock()
         atexit.register(self._remove)
@@ -194,10 +203,36 @@ class LineFile:
             self._f.write(text + "\n")
             self._written += len(text) + 1
             if self._written >= self.max_bytes:
-                self._f.close()
-                os.replace(self.path, self.old_path)
-                self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-                self._written = 0
+                self._rotate()
+
+    def _rotate(self) -> None:
+        self._f.close()  # lines are dropped from now on, unless a new file is made below
+        self._written = 0
+        if not self._ours_or_free(self.old_path):
+            say(f"gapwatch: the simulated prover's log stops: {self.old_path} is not its own; "
+                "it is left as it is")
+            return
+        os.replace(self.path, self.old_path)
+        self._made[self.old_path] = self._made.pop(self.path)
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            say(f"gapwatch: the simulated prover's log stops: {self.path} was taken after its "
+                f"rotation ({exc.strerror or exc}); it is left as it is")
+            return
+        self._f = os.fdopen(fd, "a", encoding="utf-8")
+        self._made[self.path] = _file_id(fd)
+
+    def _ours_or_free(self, p: Path) -> bool:
+        """Nothing at `p`, or the file this made there (by inode, never through a link)."""
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self._made.get(p)
 
     def flush(self) -> None:
         with self._lock:
@@ -211,13 +246,20 @@ class LineFile:
         atexit.unregister(self._remove)
 
     def _remove(self) -> None:
-        for p in (self.path, self.old_path):
+        for p in list(self._made):
             try:
-                p.unlink()
+                if self._ours_or_free(p):
+                    p.unlink()
             except FileNotFoundError:
                 pass
             except OSError:
-                pass  # someone else's now (a read-only /tmp?): nothing more to do
+                pass  # a read-only /tmp?: nothing more to do
+            self._made.pop(p, None)
+
+
+def _file_id(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
 
 
 class FlushingSource:

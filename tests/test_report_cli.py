@@ -88,7 +88,16 @@ def test_unreadable_inputs_exit_2_with_a_message(
     assert main(["report", str(tmp_path / "missing.jsonl")]) == 2
     assert "no such file" in capsys.readouterr().err
     assert main(["report", str(DATA / "pinned.csv"), "--log", str(tmp_path / "nope.log")]) == 2
-    assert "cannot read log" in capsys.readouterr().err
+    assert f"cannot read {tmp_path / 'nope.log'}: No such file" in capsys.readouterr().err
+
+
+def test_a_recording_that_fails_while_read_is_not_blamed_on_a_log(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # /proc/self/mem opens, then every read fails (EIO): there was no log to blame.
+    assert main(["report", "/proc/self/mem"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read" in err and "log" not in err
 
 
 def test_the_report_says_what_the_prover_package_could_not_learn(

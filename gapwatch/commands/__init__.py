@@ -41,3 +41,11 @@ def add_on_event_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--on-event-timeout", type=argtypes.positive_seconds, default=10.0,
                    metavar="S",
                    help="kill CMD after S seconds (default 10)")
+
+
+def cannot_read(exc: OSError) -> str:
+    """An input that failed while read (`report`, `compare`), in words: the file when the error
+    names it, else only what failed. Not "cannot read log": a recording that fails mid-read
+    (`/proc/self/mem`, a disk error) was blamed on the log."""
+    what = exc.strerror or str(exc)
+    return f"cannot read {exc.filename}: {what}" if exc.filename else f"cannot read: {what}"

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from gapwatch.base.sorted_spool import SpoolError
-from gapwatch.commands import argtypes
+from gapwatch.commands import argtypes, cannot_read
 from gapwatch.config import Config
 from gapwatch.core.codec import encode_json
 from gapwatch.engine.console import say
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         say(f"gapwatch compare: no room for its temporary files: {exc.filename}: {exc.strerror}")
         return 2
     except OSError as exc:
-        say(f"gapwatch compare: cannot read log: {exc}")
+        say(f"gapwatch compare: {cannot_read(exc)}")
         return 2
     c = compare(before, after, args.window)
     if args.json:

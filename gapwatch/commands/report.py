@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from gapwatch.base.sorted_spool import SpoolError
+from gapwatch.commands import cannot_read
 from gapwatch.config import Config
 from gapwatch.engine.console import say
 from gapwatch.offline.report import build_report, write_json
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         say(f"gapwatch report: no room for its temporary files: {exc.filename}: {exc.strerror}")
         return 2
     except OSError as exc:
-        say(f"gapwatch report: cannot read log: {exc}")
+        say(f"gapwatch report: {cannot_read(exc)}")
         return 2
     if args.json:
         # Through the text layer, so that a redirected sys.stdout (tests, embedding) works too.

@@ -103,6 +103,24 @@ def test_a_failing_command_is_counted_and_said_and_the_next_still_runs(tmp_path:
     assert said[0].endswith("exited 3 for breakdown_entered") and "warning" in said[0]
 
 
+def test_a_fact_with_a_nul_an_osc_52_or_a_megabyte_still_runs_the_command_with_it_inert(
+        tmp_path: Path) -> None:
+    """A NUL from a log or `/status` (no environment string can hold one: Popen's ValueError)
+    or a 1 MB panic message (over Linux's 128 KiB for one environment string: E2BIG) kept the
+    command from running at all; an OSC 52 went raw to whatever terminal the script echoes to."""
+    cmd, out = _recorder(tmp_path)
+    hook = EventHook(cmd, min_interval_s=0)
+    hook.start()
+    hook.offer(Event("restart", None, "", 1.0, line="job \x00 \x1b]52;c;aGk=\x07 done",
+                     detail="panicked at src/lib.rs\n" + "x" * 1_000_000))
+    hook.stop()
+    assert hook.counts.ok == 1 and hook.counts.failed == 0
+    (seen,) = _lines(out)
+    assert seen["GAPWATCH_LINE"] == "job \\x00 \\x1b]52;c;aGk=\\x07 done"
+    detail = str(seen["GAPWATCH_DETAIL"])
+    assert detail.startswith("panicked at src/lib.rs\nxxx") and len(detail) < 20_000
+
+
 def test_a_command_that_cannot_start_is_counted_and_said(tmp_path: Path) -> None:
     said: list[str] = []
     hook = EventHook([str(tmp_path / "no-such-program")], notify=lambda lv, m: said.append(m))

@@ -37,7 +37,9 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from gapwatch.config import Config
+from gapwatch.core import fmt
 from gapwatch.core.models import Gap, Notice, ProverEvent, Record, SessionHeader, StateChange
+from gapwatch.core.sizes import cut_text
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.why_now import why_now
 from gapwatch.engine.runtime import Runtime
@@ -67,7 +69,11 @@ class Event:
     detail: str = ""
 
     def env(self) -> dict[str, str]:
-        """The GAPWATCH_* variables (empty text where a fact is not known)."""
+        """The GAPWATCH_* variables (empty text where a fact is not known), each an
+        `env_text`."""
+        return {name: env_text(value) for name, value in self._facts().items()}
+
+    def _facts(self) -> dict[str, str]:
         return {
             "GAPWATCH_EVENT": self.kind,
             "GAPWATCH_GPU": "" if self.gpu is None else str(self.gpu),
@@ -81,6 +87,23 @@ class Event:
             "GAPWATCH_DETAIL": self.detail,
             "GAPWATCH_TIME": f"{self.t_wall_s:.3f}",
         }
+
+
+#: The most characters of one GAPWATCH_* variable: a log line's or panic's text fits (the parser
+#: reads 16 KiB of a line); Linux refuses one environment string over 128 KiB (E2BIG), and
+#: the command then did not run at all.
+ENV_CHARS = 16384
+
+
+def env_text(value: str) -> str:
+    """A fact as an environment variable can hold it and a terminal can show it: a NUL (which
+    no environment string can hold: Popen's ValueError, and the command did not run) and
+    other controls written out as `fmt.visible` writes them, newlines kept (a panic's message
+    is several lines), cut to `ENV_CHARS`. The facts come from outside (log lines, `/status`,
+    a recording) and a hook script often echoes them to a terminal."""
+    if value.isprintable():
+        return cut_text(value, ENV_CHARS)
+    return cut_text("\n".join(map(fmt.visible, value.split("\n"))), ENV_CHARS)
 
 
 @dataclass(slots=True)

@@ -19,8 +19,9 @@ import pytest
 from fleet_fakes import Reply, box, fake_prometheus, promql
 
 from gapwatch.cli import main
-from gapwatch.fleet.client import MAX_LABEL_CHARS, PromClient, PromError
-from gapwatch.fleet.rows import FleetOptions, refresh
+from gapwatch.fleet import rows as fleet_rows
+from gapwatch.fleet.client import MAX_LABEL_CHARS, PromClient, PromError, Series
+from gapwatch.fleet.rows import FleetOptions, FleetRow, refresh
 
 GOOD = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}).encode()
 
@@ -97,8 +98,8 @@ def test_a_prometheus_that_drips_one_byte_at_a_time_costs_one_query_deadline() -
             time.sleep(0.05)
 
     with hostile(drip) as url:
-        why, took_s = _ask(url)
-    assert "no answer within 0.3 s" in why and took_s < 1.0
+        why, _ = _ask(url)
+    assert "no answer within 0.3 s" in why  # before: the whole answer, ~2 s later
 
 
 def test_headers_dripped_without_end_cost_one_query_deadline() -> None:
@@ -109,8 +110,8 @@ def test_headers_dripped_without_end_cost_one_query_deadline() -> None:
             time.sleep(0.05)
 
     with hostile(drip_headers) as url:
-        why, took_s = _ask(url)
-    assert "no answer within" in why and took_s < 1.0
+        why, _ = _ask(url)
+    assert "no answer within" in why
 
 
 def test_an_endless_trickle_of_chunks_costs_one_query_deadline() -> None:
@@ -121,8 +122,8 @@ def test_an_endless_trickle_of_chunks_costs_one_query_deadline() -> None:
             time.sleep(0.05)
 
     with hostile(trickle) as url:
-        why, took_s = _ask(url)
-    assert "no answer within" in why and took_s < 1.0
+        why, _ = _ask(url)
+    assert "no answer within" in why
 
 
 @pytest.mark.parametrize("reply", [
@@ -175,8 +176,8 @@ def test_an_error_status_with_an_endless_body_is_said_by_its_status() -> None:
             conn.sendall(b"x" * 65536)
 
     with hostile(endless_500) as url:
-        why, took_s = _ask(url)
-    assert why == "HTTP 500" and took_s < 1.0
+        why, _ = _ask(url)
+    assert why == "HTTP 500"
 
 
 @pytest.mark.parametrize("url", [
@@ -190,10 +191,19 @@ def test_a_prometheus_url_with_odd_characters_is_refused_at_the_flag(url: str) -
         PromClient(url)
 
 
-def test_box_level_series_are_spread_over_a_boxs_gpus_once_not_once_per_series() -> None:
-    # 3,000 GPU rows on one box and 3,000 `up` series for it (distinct labels, one instance):
-    # each series was set on every row, 9 M assignments (20,000 of each took 94 s).
-    n = 3000
+def test_box_level_series_are_spread_over_a_boxs_gpus_once_not_once_per_series(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # 300 GPU rows on one box and 300 `up` series for it (distinct labels, one instance): each
+    # series was set on every row, n * n assignments (20,000 of each took 94 s).
+    n = 300
+    sets: list[str] = []
+    real_set = fleet_rows._set
+
+    def counted(row: FleetRow, name: str, s: Series) -> None:
+        sets.append(name)
+        real_set(row, name, s)
+
+    monkeypatch.setattr(fleet_rows, "_set", counted)
     state: list[object] = [{"metric": {"instance": "a", "gpu": str(i), "state": "GAPS"},
                             "value": [0, "1"]} for i in range(n)]
     up: list[object] = [{"metric": {"instance": "a", "x": str(i)}, "value": [0, "1"]}
@@ -209,11 +219,10 @@ def test_box_level_series_are_spread_over_a_boxs_gpus_once_not_once_per_series()
         fake.replies[promql("up")] = vector_of(up)
         fake.replies[promql("busy_ratio")] = vector_of([{"metric": {"instance": "a"},
                                                          "value": [0, "0.5"]}] * n)
-        started = time.process_time()
         rows = refresh(PromClient(fake.url), FleetOptions()).rows
-        took_s = time.process_time() - started
     assert len(rows) == n and all(r.up == 1.0 and r.busy_ratio == 0.5 for r in rows)
-    assert took_s < 1.0
+    # Each row set once per field: n state rows + up + busy_ratio (before: n * n of each).
+    assert len(sets) <= 4 * n
 
 
 def test_a_series_with_thousands_of_labels_and_a_megabyte_name_keeps_only_what_fleet_reads(
@@ -254,12 +263,45 @@ def test_once_json_writes_c1_controls_and_bidi_overrides_from_labels_escaped(
 
 
 def test_an_error_status_whose_body_drips_is_said_by_its_status_within_the_deadline() -> None:
+    dripped: list[int] = []
+
     def drip_401(conn: socket.socket) -> None:
         conn.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 100000\r\n\r\n")
-        for _ in range(40):
+        for _ in range(40):  # 2 s of drip against a 0.3 s deadline
             conn.sendall(b"x")
+            dripped.append(1)
             time.sleep(0.05)
 
     with hostile(drip_401) as url:
-        why, took_s = _ask(url)
-    assert why == "HTTP 401" and took_s < 1.0
+        why, _ = _ask(url)
+        time.sleep(0.5)  # the server finds the client gone at its next bytes
+    # The client hung up while the body still dripped (before, it read on to the drip's end).
+    assert why == "HTTP 401" and len(dripped) < 40
+
+
+def test_a_tls_handshake_dripped_a_byte_at_a_time_costs_one_query_deadline() -> None:
+    """An https URL whose server drips its handshake. Held before the watchdog too: Python's
+    TLS handshake takes the socket's timeout as a deadline for the whole handshake, not per
+    read (the watchdog is handed the socket only after it)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def drip_hello() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)  # the ClientHello
+            try:
+                # A handshake record of 16 KiB announced, then its bytes dripped: 3 s of them.
+                conn.sendall(b"\x16\x03\x03\x40\x00")
+                for _ in range(60):
+                    conn.sendall(b"\x00")
+                    time.sleep(0.05)
+            except OSError:
+                pass  # the client gave up: what this test wants
+
+    server = threading.Thread(target=drip_hello, daemon=True)
+    server.start()
+    try:
+        why, _ = _ask(f"https://127.0.0.1:{listener.getsockname()[1]}")
+    finally:
+        listener.close()
+    assert "no answer within 0.3 s" in why

@@ -70,6 +70,37 @@ def test_a_timeline_offset_that_fits_but_lands_after_2262_is_a_bad_timestamp() -
     assert parser.counters["bad_timestamp"] == 1
 
 
+#: Past Python's 4,300 digits `int()` raises ValueError (its guard against quadratic conversion).
+HUGE = "9" * 5000
+
+
+def test_a_field_of_more_digits_than_int_reads_stays_text_and_the_line_keeps_its_other_fields(
+        ) -> None:
+    (e,) = parse("2026-11-30T09:06:26.553439Z  INFO cuzk_core::engine: starting pipeline: "
+                 f"synthesis task + GPU workers (budget-gated) synth_worker_count={HUGE} "
+                 f"partition=Some(-{'0' * 5000}7) max_partitions_in_budget=36")
+    assert e.kind == "tracing"  # type: ignore[attr-defined]
+    assert e.fields["synth_worker_count"] == HUGE  # type: ignore[attr-defined]
+    assert e.fields["max_partitions_in_budget"] == 36  # type: ignore[attr-defined]
+    assert e.fields["partition"] == -7  # type: ignore[attr-defined]
+
+
+def test_a_timeline_line_with_thousands_of_digits_is_an_event_not_an_internal_error() -> None:
+    parser = LogParser()
+    (e,) = parser.parse_line(f"TIMELINE,{HUGE},GPU_START,j,worker={HUGE},partition=2", "s", 2, 7.0)
+    assert (e.kind, e.name, e.t_wall_s, e.time_source) == ("timeline", "GPU_START", 7.0, "arrival")
+    assert e.partition == 2 and e.worker is None and e.fields["worker"] == HUGE
+    assert parser.counters["internal_errors"] == 0
+    msgspec.json.encode(e)
+
+
+def test_a_timestamp_with_thousands_of_fraction_digits_still_times_its_line() -> None:
+    (e,) = parse(f"2026-11-30T09:06:26.5{'1' * 5000}Z  INFO cuzk_core::engine: starting cuzk "
+                 "engine pipeline_enabled=true")
+    assert e.kind == "tracing" and e.time_source == "line"  # type: ignore[attr-defined]
+    assert e.t_wall_s == pytest.approx(1_796_029_586.511111)  # type: ignore[attr-defined]
+
+
 def test_gpu_numbers_that_are_not_gpu_indices_stay_in_the_fields() -> None:
     (e,) = parse("CUZK_TIMING: d_a_cache allocated 4096 MiB on gpu 4096")
     assert e.gpu is None and e.fields["gpu"] == 4096  # type: ignore[attr-defined]

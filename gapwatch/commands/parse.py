@@ -146,7 +146,8 @@ def format_timeline(run: RunTimeline) -> str:
         return "-" if v is None else f"{100 * v:.1f} %"
 
     # The whole job id, never cut (a WindowPoSt's id is long and holds spaces).
-    jw = max([22, *(len(fmt.visible(p.job_id or "-")) for p in run.partitions)])
+    # In terminal cells (`fmt.cells`): wide characters and combining marks in a job id.
+    jw = max([22, *(fmt.cells(fmt.visible(p.job_id or "-")) for p in run.partitions)])
     runs = len(run.runs) > 1
     rows = [("run " if runs else "") + f"{'job_id':<{jw}} {'part':>12} worker synth_ms  "
             "gpu_ms held_ms wait_ms h2d_ntt_ms pinned source"]
@@ -155,7 +156,7 @@ def format_timeline(run: RunTimeline) -> str:
         note = " first wave" if p.first_wave else ""
         rows.append(
             (f"{p.run:>3} " if runs else "")
-            + f"{fmt.visible(p.job_id or '-'):<{jw}} {part:>12} {ms(p.worker):>6} "
+            + f"{fmt.fit(fmt.visible(p.job_id or '-'), jw)} {part:>12} {ms(p.worker):>6} "
             f"{ms(p.synth_ms):>8} {ms(p.timeline_gpu_ms):>7} {ms(p.mutex_held_ms):>7} "
             f"{ms(p.mutex_wait_ms):>7} {ms(p.h2d_in_ntt_ms):>10} {p.pinned_words:>6} "
             f"{p.source}{note}"

@@ -15,6 +15,7 @@ the one rule for showing text from outside (log lines, hints that quote them, pr
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import UTC, datetime
 from typing import Final
 
@@ -69,6 +70,63 @@ def json_visible(encoded: str) -> str:
 
 def _json_escape(m: re.Match[str]) -> str:
     return f"\\u{ord(m.group()):04x}"
+
+
+#: What Markdown (GitHub's flavour included) acts on inside a line: escapes, code spans,
+#: emphasis and strike-through, links and images, raw HTML and autolinks (`<details>`, `<a
+#: href>`: GitHub keeps them), entity references (`&#8238;` is a right-to-left override once
+#: rendered), table cells, headings, math. Each is written with a backslash before it, which
+#: every CommonMark renderer shows as the character itself.
+_MD_ACTIVE = re.compile(r"[\\`*_\[\]<>|&~#$]")
+
+
+def markdown(text: str, width: int | None = None) -> str:
+    """Outside text (a path, a setting's value, a job id) for a Markdown line or table cell:
+    `visible` first (one line, no control characters: a newline is `\\x0a`), cut to `width`
+    cells, then every Markdown-active character backslash-escaped, so that it neither breaks
+    the table nor becomes HTML, a link or markup when the document is pasted into a ticket.
+    The one rule for Markdown outputs (`gapwatch compare --markdown`)."""
+    shown = visible(text)
+    if width is not None:
+        shown = fit(shown, width, pad=False)
+    return _MD_ACTIVE.sub(r"\\\g<0>", shown)
+
+
+def _char_cells(c: str) -> int:
+    """Terminal cells of one character: 0 for combining marks and format characters (a
+    zero-width joiner), 2 for East Asian wide and full-width ones, else 1."""
+    if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+
+
+def cells(text: str) -> int:
+    """The width of `text` on a terminal, in cells (`len` counts a wide character as one and a
+    combining mark as one: a column of job ids holding them went out of line)."""
+    if text.isascii():  # the common case, checked in C
+        return len(text)
+    return sum(_char_cells(c) for c in text)
+
+
+def fit(text: str, width: int, right: bool = False, keep_end: bool = False,
+        pad: bool = True) -> str:
+    """`text` in a column `width` cells wide: cut with "…" where it is wider (its end kept
+    when `keep_end`: a path), padded with spaces (on the left when `right`) unless not `pad`.
+    Call it on text already through `visible`: the escapes it writes out take cells too."""
+    n = cells(text)
+    if n > width:
+        room, kept, used = width - 1, [], 0
+        for c in (reversed(text) if keep_end else text):
+            w = _char_cells(c)
+            if used + w > room:
+                break
+            kept.append(c)
+            used += w
+        body = "".join(reversed(kept)) if keep_end else "".join(kept)
+        text, n = ("…" + body if keep_end else body + "…"), used + 1
+    if not pad or n >= width:
+        return text
+    return " " * (width - n) + text if right else text + " " * (width - n)
 
 
 def gbps(bytes_per_s: float | None) -> str:

@@ -105,7 +105,18 @@ def _float_or_text(raw: str) -> FieldValue:
     return raw
 
 
+#: Significant digits of the longest integer that fits 64 bits (9223372036854775807).
+_I64_DIGITS = 19
+
+
 def _bounded_int(raw: str) -> int | str:
-    """A long run of digits: the integer if it fits 64 bits, else the text as written."""
-    n = int(raw)
+    """A long run of digits (a sign allowed): the integer if it fits 64 bits, else the text
+    as written. Decided by its length first: `int()` refuses more than 4,300 digits
+    (ValueError, Python's guard against its quadratic conversion): a field of a million digits
+    made the whole line unparsed (`internal_errors`), its other fields lost with it."""
+    digits = raw.removeprefix("-").lstrip("0")  # leading zeros count for int()'s limit too
+    if len(digits) > _I64_DIGITS:
+        return raw
+    n = int(digits or "0")
+    n = -n if raw.startswith("-") else n
     return n if fits_i64(n) else raw

@@ -16,6 +16,11 @@ from gapwatch.offline.compare_windows import ALL, POST_LATENCY
 
 WIDTH = 100
 PATH_CHARS = 60
+#: A setting's value in the text table's BEFORE and AFTER columns (cut there: a log's field is
+#: outside text; `--json` has it whole).
+VALUE_CELLS = 18
+#: Outside text in a Markdown cell or line, in cells: a table stays a table to read.
+MD_CELLS = 120
 
 
 def _num(v: float | None) -> str:
@@ -73,7 +78,13 @@ def _gpu_label(gpu: int) -> str:
 
 
 def _path(p: str) -> str:
-    return p if len(p) <= PATH_CHARS else "…" + p[-(PATH_CHARS - 1):]
+    return fmt.fit(fmt.visible(p), PATH_CHARS, keep_end=True, pad=False)
+
+
+def _said(prefix: str, text: str) -> str:
+    """Outside text after `prefix` on a line of its own (a data problem, deprecated keys, an
+    env value): one line, cut to the text's width."""
+    return prefix + fmt.fit(fmt.visible(text), WIDTH - fmt.cells(prefix), pad=False)
 
 
 def _when(t: float | None) -> str:
@@ -122,7 +133,7 @@ def head_lines(c: Comparison) -> list[str]:
     out.append("  " + _load_line(c))
     out += [f"  note: {n}" for n in c.notes]
     for s in (c.before, c.after):
-        out += [f"  {s.label} data: {p}" for p in s.problems[:3]]
+        out += [_said(f"  {s.label} data: ", p) for p in s.problems[:3]]
     return out
 
 
@@ -133,12 +144,15 @@ def settings_lines(c: Comparison) -> list[str]:
     for k in keys:
         bv, av = b.values.get(k, "-"), a.values.get(k, "-")
         mark = "*" if bv != av else " "
-        out.append(f" {mark}{k:<38} {bv:>18} {av:>18}")
+        out.append(f" {mark}{fmt.fit(fmt.visible(k), 38)} "
+                   f"{fmt.fit(fmt.visible(bv), VALUE_CELLS, right=True)} "
+                   f"{fmt.fit(fmt.visible(av), VALUE_CELLS, right=True)}")
     for label, s in (("BEFORE", b), ("AFTER", a)):
         if s.deprecated:
-            out.append(f"  {label}: deprecated keys, ignored by cuzk: {', '.join(s.deprecated)}")
+            out.append(_said(f"  {label}: deprecated keys, ignored by cuzk: ",
+                             ", ".join(s.deprecated)))
         for k, v in s.env.items():
-            out.append(f"  {label}: {k}={v}")
+            out.append(_said(f"  {label}: ", f"{k}={v}"))
         if s.batches:
             out.append(f"  {label}: {s.batches} batched (monolithic, unpinned) PoRep/SnapDeals "
                        "job(s)")
@@ -208,14 +222,16 @@ def _wrap(text: str, width: int = WIDTH) -> list[str]:
     return [*lines, cur] if cur else lines
 
 
-def _md(text: str) -> str:
-    return fmt.visible(text).replace("|", "\\|")
+def _md(text: str, width: int | None = MD_CELLS) -> str:
+    """A cell (cut to `MD_CELLS`) or, with no width, a line whose outside text the text
+    lines already cut (`_path`, `_said`): `fmt.markdown`, the one rule for Markdown."""
+    return fmt.markdown(text, width)
 
 
 def format_markdown(c: Comparison) -> str:
     """The same as a Markdown document: head as a list, settings and figures as tables."""
     out = ["### gapwatch compare", ""]
-    out += [f"- {_md(line.strip())}" for line in head_lines(c)[1:]]
+    out += [f"- {_md(line.strip(), None)}" for line in head_lines(c)[1:]]
     out += ["", "| setting | BEFORE | AFTER |", "| --- | --- | --- |"]
     b, a = c.before.settings, c.after.settings
     for k in sorted(set(b.values) | set(a.values)):
@@ -227,9 +243,9 @@ def format_markdown(c: Comparison) -> str:
     for f in c.figures:
         out.append(f"| {_gpu_label(f.gpu)} | {_md(f.name)} | "
                    f"{_md(cell(f, f.before, f.before_windows))} | "
-                   f"{_md(cell(f, f.after, f.after_windows))} | {change(f)} | "
+                   f"{_md(cell(f, f.after, f.after_windows))} | {_md(change(f))} | "
                    f"**{f.test.verdict}** |")
-    out += [""] + [f"- {_md(line.strip())}" for line in payoff_lines(c)[1:]]
-    out += ["", f"_{_md(METHOD)}_", ""]
+    out += [""] + [f"- {_md(line.strip(), None)}" for line in payoff_lines(c)[1:]]
+    out += ["", f"_{_md(METHOD, None)}_", ""]
     return "\n".join(out)
 

@@ -46,7 +46,8 @@ def proof_lines(events: list[ProverEvent]) -> list[str]:
     proofs = _proofs(events)
     if not proofs:
         return []
-    jw = max(len(e.job_id or "-") for e in proofs)
+    # In terminal cells (`fmt.cells`): wide characters and combining marks in a job id.
+    jw = max(fmt.cells(fmt.visible(e.job_id or "-")) for e in proofs)
     out = ["  PoSt proofs (seconds; the whole job id, never cut)",
            f"    {'at (UTC)':<12} {'kind':<12} {'job':<{jw}} {'total':>7} {'queue':>6} "
            f"{'synth':>6} {'GPU wait':>8} {'GPU':>6} {'finalize':>8} {'deadline':>8} verdict"]
@@ -55,7 +56,8 @@ def proof_lines(events: list[ProverEvent]) -> list[str]:
         assert p is not None
         verdict = p.verdict + ("" if p.done else " (running)")
         out.append(f"    {fmt.clock(e.t_wall_s, millis=True):<12} {p.proof_kind:<12} "
-                   f"{e.job_id or '-':<{jw}} {_s(p.total_s):>7} {_s(p.queue_s):>6} "
+                   f"{fmt.fit(fmt.visible(e.job_id or '-'), jw)} {_s(p.total_s):>7} "
+                   f"{_s(p.queue_s):>6} "
                    f"{_s(p.synth_s):>6} {_s(p.gpu_wait_s):>8} {_s(p.gpu_s):>6} "
                    f"{_s(p.finalize_s):>8} {_s(p.deadline_s):>8} {verdict}")
         if p.verdict != "ok" and p.waited_behind and p.gpu_wait_s:

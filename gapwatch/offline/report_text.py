@@ -98,7 +98,9 @@ def _health_lines(r: ReportData) -> list[str]:
 def _head_lines(r: ReportData) -> list[str]:
     """What was read, and the data's own problems first (they change what the rest means)."""
     h = r.header
-    out = [f"gapwatch report: {r.path} ({h.source}, {h.period_ms:g} ms period)"]
+    # The source is the recording's word for itself (a header is outside text): cut.
+    source = fmt.fit(fmt.visible(h.source), SOURCE_CELLS, pad=False)
+    out = [f"gapwatch report: {r.path} ({source}, {h.period_ms:g} ms period)"]
     if r.log_files:
         out.append(f"logs: {', '.join(r.log_files)}")
     if r.warnings:
@@ -202,6 +204,8 @@ _PARTITION_SOURCES = {
 
 #: Characters of a job id shown in the partition table (its end: ids differ there).
 JOB_CHARS = 20
+#: Cells of the recording's source named in the head.
+SOURCE_CELLS = 80
 
 
 def _partition_lines(run: Any, all_rows: bool = False) -> list[str]:
@@ -214,7 +218,9 @@ def _partition_lines(run: Any, all_rows: bool = False) -> list[str]:
              f"GPU occupied {_pct(run.occupied_fraction).strip()}, "
              f"merged GPU_START..END {_pct(run.merged_efficiency).strip()}"]
     # The whole job id, never cut: a WindowPoSt's id is long (and holds spaces).
-    jw = max([JOB_CHARS, *(len(p.job_id or "-") for p in rows)])
+    # Widths in terminal cells, not characters: a job id with wide characters or combining
+    # marks (`fmt.cells`) put every column after it out of line.
+    jw = max([JOB_CHARS, *(fmt.cells(fmt.visible(p.job_id or "-")) for p in rows)])
     runs = len(run.runs) > 1
     lines.append("  " + ("run " if runs else "") + f"{'job':<{jw}} {'part':>12} {'worker':>6} "
                  f"{'GPU start':<12} {'synth ms':>8} {'gpu ms':>7} {'held ms':>8} "
@@ -228,7 +234,8 @@ def _partition_lines(run: Any, all_rows: bool = False) -> list[str]:
         part = v(p.partition) if not p.monolithic else (p.kind or "monolithic")
         note = " (first wave)" if p.first_wave else ""
         lines.append("  " + (f"{p.run:>3} " if runs else "")
-                     + f"{p.job_id or '-':<{jw}} {part:>12} {v(p.worker):>6} {start:<12} "
+                     + f"{fmt.fit(fmt.visible(p.job_id or '-'), jw)} {part:>12} "
+                     f"{v(p.worker):>6} {start:<12} "
                      f"{v(p.synth_ms):>8} {v(p.timeline_gpu_ms):>7} {v(p.mutex_held_ms):>8} "
                      f"{v(p.mutex_wait_ms):>8} {v(p.h2d_in_ntt_ms):>13} {p.pinned_words}{note}")
     if len(rows) < len(parts):

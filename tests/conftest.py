@@ -54,6 +54,33 @@ def pytest_configure(config: pytest.Config) -> None:
         warm(config, Path(__file__).parent)
 
 
+#: What tests must never leave in the checkout: a dashboard run in a pty works there, and its
+#: automatic snapshot (default folder ".") landed there when a demo reached BREAKDOWN before
+#: its test stopped it.
+_LEFT_IN_CHECKOUT = "gapwatch-snapshot-*"
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_left_key] = set(_ROOT.glob(_LEFT_IN_CHECKOUT))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run fails when a test left a snapshot folder in the checkout (said, not removed:
+    it may be the developer's own)."""
+    if hasattr(session.config, "workerinput"):
+        return  # the controller looks, once
+    before = session.config.stash.get(_left_key, set())
+    left = sorted(set(_ROOT.glob(_LEFT_IN_CHECKOUT)) - before)
+    if left:
+        names = ", ".join(p.name for p in left)
+        print(f"\nFAILED: tests left {names} in the checkout ({_ROOT})", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_left_key = pytest.StashKey[set[Path]]()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     """At the end of a run pytest collects garbage five times over to catch exceptions raised in

@@ -56,9 +56,12 @@ def wait_for(what: str, ok: Callable[[], bool], timeout_s: float = WAIT_S) -> No
 
 def quick_config(folder: Path) -> Path:
     """A config whose recorder writes every 0.2 s and retries a failing disk after 1 s (the
-    defaults, 1 s and up to 30 s, only make these tests wait longer for the same events)."""
+    defaults, 1 s and up to 30 s, only make these tests wait longer for the same events), and
+    whose snapshots go into `folder`: the dashboard in a pty runs in the checkout, and a demo
+    that reached BREAKDOWN before its test stopped it left its automatic snapshot there."""
     cfg = folder / "quick.toml"
-    cfg.write_text("[record]\nflush_interval_s = 0.2\nretry_max_s = 1.0\n")
+    cfg.write_text("[record]\nflush_interval_s = 0.2\nretry_max_s = 1.0\n"
+                   f"[snapshot]\ndir = {str(folder / 'snapshots')!r}\n")
     return cfg
 
 

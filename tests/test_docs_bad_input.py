@@ -28,7 +28,7 @@ def test_every_test_the_bad_input_table_names_exists() -> None:
     refs = _references()
     assert len(refs) > 80
     missing = [f"{f}::{t}" for f, t in refs
-               if not re.search(rf"^def {t}\(", (ROOT / "tests" / f).read_text()
+               if not re.search(rf"^(?:async )?def {t}\(", (ROOT / "tests" / f).read_text()
                                 if (ROOT / "tests" / f).exists() else "", re.M)]
     assert not missing, missing
 

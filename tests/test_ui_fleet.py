@@ -4,6 +4,7 @@ box's recent minutes, saying what Prometheus can and cannot give."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -79,3 +80,42 @@ async def test_enter_on_a_row_shows_that_box_recent_minutes() -> None:
             assert isinstance(app.screen, DetailScreen) and app.return_code is None
             await pilot.press("escape")
             assert not isinstance(app.screen, DetailScreen)
+
+
+#: An OSC 52 clipboard write, a one-byte CSI, a right-to-left override, and markup.
+_HOSTILE = "\x1b]52;c;ZXZpbA==\x07\x9b2J\u202e[/][@click=app.quit]Q[/]"
+_RAW = ("\x1b", "\x9b", "\u202e")
+
+
+async def test_a_state_label_of_escapes_reaches_no_terminal_through_the_fleet_table() -> None:
+    """The `state` label went into its cell raw (the other labels were made visible): a state
+    of `\\x1b]0;x` sent an escape to the terminal of whoever watched the fleet."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, f"\x1b]0;{_HOSTILE}")
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(120, 24)) as pilot:
+            table: DataTable[Text] = app.query_one(DataTable)
+            await _until(pilot, lambda: table.row_count > 0)
+            state = str(table.get_row_at(0)[2])
+            assert state.startswith("\\x1b]0;\\x1b]52;c;") and not any(c in state for c in _RAW)
+            assert app.return_code is None
+
+
+async def test_a_prometheus_error_of_escapes_reaches_no_terminal_through_a_boxs_detail() -> None:
+    """Prometheus's own error words (its JSON `error`) were put on the detail screen raw."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "BREAKDOWN")
+        fake.range_replies["sum by (gpu, kind)"] = Reply(400, json.dumps(
+            {"status": "error", "errorType": "bad_data", "error": _HOSTILE}).encode())
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(120, 24)) as pilot:
+            table: DataTable[Text] = app.query_one(DataTable)
+            await _until(pilot, lambda: table.row_count > 0)
+            await pilot.press("enter")
+            await pilot.pause(0.1)
+            body = app.screen.query_one("#detail-body", Static)
+            await _until(pilot, lambda: "could not answer" in str(body.content))
+            text = str(body.content)
+            assert "Prometheus could not answer: HTTP 400: " in text
+            assert "\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202e[/][@click=app.quit]Q[/]" in text
+            assert not any(c in text for c in _RAW) and app.return_code is None

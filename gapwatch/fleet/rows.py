@@ -249,5 +249,6 @@ def cells(r: FleetRow) -> tuple[str, ...]:
     age = "-" if r.age_s is None else f"{r.age_s:.0f}s" if r.age_s < 600 else \
         f"{r.age_s / 60:.0f}m"
     cause = r.cause_words if r.cause_words and r.cause_words != "none" else (r.cause or "-")
-    return (fmt.visible(r.instance), fmt.visible(r.gpu), state, busy, idle, age,
+    # Every label is Prometheus's text, the state's too (an unknown one is shown as it came).
+    return (fmt.visible(r.instance), fmt.visible(r.gpu), fmt.visible(state), busy, idle, age,
             fmt.visible(r.setting or "-"), chain, post, r.health(), fmt.visible(cause))

@@ -68,7 +68,8 @@ class DetailScreen(Screen[None]):
             minutes = box_detail(self._client, self._opts, self._instance)
             lines = [m.line() for m in minutes] or ["no gap closed in the last 30 minutes"]
         except PromError as exc:
-            lines = [f"Prometheus could not answer: {exc}"]
+            # Its words may quote Prometheus's own (its JSON `error`): shown, never obeyed.
+            lines = [f"Prometheus could not answer: {fmt.visible(str(exc))}"]
         text = "\n".join([WHAT_IS_SHOWN, "", *lines])
         self.app.call_from_thread(self.query_one("#detail-body", Static).update, text)
 

@@ -15,6 +15,9 @@ compares them), kept while its text and styles are the same (a row that only mov
 lines and gap rows do when a new one arrives, keeps its strip), and only the rows that differ
 are marked dirty (`refresh(Region)`), so Textual re-styles and sends those alone.
 
+Every row is made visible as it comes in (`visible_row`): what a terminal would act on in
+outside text a row quotes (a prover's, a process's, a GPU's name) is written out, never sent.
+
 While text is selected with the mouse the rows are drawn the renderable way (the selection's
 highlight); `render()` still returns the rows as one `Group` for copying and for `height: auto`.
 """
@@ -27,12 +30,14 @@ from rich.cells import cell_len
 from rich.console import Console, Group
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 from textual.geometry import Region
 from textual.selection import Selection
 from textual.strip import Strip
 from textual.visual import RichVisual, Visual
 from textual.widget import Widget
+
+from gapwatch.core import fmt
 
 #: What a row is, for the strip cache and the change test: its characters, spans and style.
 RowKey = tuple[str, tuple[object, ...], object]
@@ -56,6 +61,31 @@ def cut_rows(rows: list[Text], width: int, console: Console) -> list[Text]:
 
 
 _JOIN = Text("\n")
+
+
+def visible_row(row: Text) -> Text:
+    """`row` with every character a terminal would act on written out (`fmt.visible`: ESC as
+    `\\x1b`, a C1 CSI as `\\x9b`, a right-to-left override as `\\u202e`), its styles on the
+    same characters; the row itself when there is none (nearly always, checked in C).
+
+    Why here: every row of the dashboard's text widgets comes through `TextLines`, and a row
+    can quote outside text anywhere (a prover's name, a process's, a blind spot's, a hint
+    that names them); widgets that forgot `fmt.visible` sent an OSC 52 clipboard write or
+    `\\x1b[?1049l` to the terminal raw. Markup needs nothing: a `Text` is never parsed."""
+    plain = row.plain
+    if plain.isprintable() or fmt.visible(plain) == plain:
+        return row
+    # Cut at every span's ends, so each piece is covered whole or not at all by each span:
+    # the piece written out keeps its spans over its new length.
+    cuts = sorted({at for span in row.spans for at in (span.start, span.end)
+                   if 0 < at < len(plain)})
+    out = Text(style=row.style, justify=row.justify, overflow=row.overflow,
+               no_wrap=row.no_wrap, end=row.end, tab_size=row.tab_size)
+    for piece in row.divide(cuts):
+        shown = fmt.visible(piece.plain)
+        out.append_text(Text(shown, spans=[Span(0, len(shown), span.style)
+                                           for span in piece.spans if span.end > span.start]))
+    return out
 
 
 def line_strip(line: Text, width: int, base: Style, console: Console) -> Strip:
@@ -174,6 +204,7 @@ class TextLines(Widget):
 
     def set_rows(self, rows: list[Text]) -> None:
         """Show `rows`: the lines that differ from those drawn are repainted, the rest not."""
+        rows = [visible_row(row) for row in rows]  # outside text shown, never obeyed
         self._rows = rows
         if not self._still_drawn() or self._text_selected:
             # Not drawn at this size and style yet (or text is selected): drawn whole when
@@ -224,7 +255,7 @@ class TextLines(Widget):
         self._width = size.width
         self._base = self.visual_style.rich_style
         self._text_selected = self.text_selection is not None
-        self._rows = self.build_rows()
+        self._rows = [visible_row(row) for row in self.build_rows()]
         self._lines = cut_rows(self._rows, size.width, self.app.console)
         self._keys = [row_key(line) for line in self._lines]
         self._strips = [None] * len(self._lines)

@@ -1,0 +1,146 @@
+"""Outside text on the dashboard's screen: a recording replayed in the dashboard, its prover
+name, process names, blind spot and GPU name holding terminal escapes, C1 controls, bidi
+overrides and Rich markup (`[/]`, `[@click=app.quit]`, `[link=...]`). Every character the
+terminal would act on is shown written out (`fmt.visible`), never sent; markup is shown
+literally, never parsed (no crash on `[/]`, no click action, no link, no restyle)."""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+import xml.dom.minidom
+from pathlib import Path
+
+import msgspec
+import pytest
+from rich.console import Console
+from rich.text import Text
+from ui_fakes import screen_text
+
+from evaluation.simulate import simulate
+from gapwatch.config import build_config
+from gapwatch.core.models import (
+    BlindSpot,
+    ExitedProcess,
+    Gap,
+    ProcessMemory,
+    ProverStatus,
+    Record,
+    StateChange,
+)
+from gapwatch.engine.runtime import build_runtime
+from gapwatch.sinks.recorder import write_recording
+from gapwatch.ui.app import GapwatchApp
+from gapwatch.ui.widgets.text_lines import visible_row
+
+#: An OSC 52 clipboard write, the escape that left the dashboard's screen, a one-byte CSI, a
+#: right-to-left override; and markup that, parsed, would crash (`[/]`), run an action on a
+#: click, link a file, or restyle the screen.
+HOSTILE = ("\x1b]52;c;ZXZpbA==\x07\x1b[?1049l\x9b2J\u202e"
+           "[/][@click=app.quit]Q[/][link=file:///etc/passwd]L[/link][reverse]")
+#: What the terminal would act on (`fmt.visible`'s set), newlines between rows aside.
+_ACTED_ON = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                       "\u202a-\u202e\u2066-\u2069]")
+
+
+def hostile_recording(folder: Path) -> Path:
+    """30 s of `sim:pageable` whose outside strings carry `HOSTILE`: the GPU's name, the
+    prover's name (its `/status` host:port), three processes on the GPU (their names reach
+    the gaps' hints), and a blind spot naming a process that exited."""
+    run = simulate("pageable", duration_s=30.0, status_period_s=1.0)
+    gpus = [msgspec.structs.replace(g, name=f"\x1b]0;{HOSTILE}") for g in run.header.gpus]
+    header = msgspec.structs.replace(run.header, gpus=gpus)
+    records: list[Record] = []
+    for r in run.records:
+        if isinstance(r, Gap | StateChange):
+            continue  # derived again by the replay
+        if isinstance(r, ProverStatus):
+            r = msgspec.structs.replace(r, prover=f"prov{HOSTILE}")
+        records.append(r)
+        if isinstance(r, ProverStatus) and not any(isinstance(x, ProcessMemory)
+                                                   for x in records):
+            records += [ProcessMemory(r.t_mono_ns, r.t_wall_s, gpu=0, pid=100 + i,
+                                      name=f"p{HOSTILE}", rss_shmem_bytes=1 << 30,
+                                      rss_anon_bytes=1 << 20) for i in range(3)]
+    last = records[-20]
+    records.append(BlindSpot(last.t_mono_ns, last.t_wall_s,  # type: ignore[union-attr]
+                             duration_s=2.5, source=f"nvml{HOSTILE}", gpus=[0],
+                             exited=[ExitedProcess(7, f"gone{HOSTILE}", 1 << 34)]))
+    records.sort(key=lambda x: getattr(x, "t_wall_s", 0.0))
+    path = folder / "hostile.jsonl.gz"
+    write_recording(path, header, records)
+    return path
+
+
+def acted_on(app: GapwatchApp) -> list[str]:
+    """The screen's text segments that hold a character a terminal would act on, or carry a
+    click action or a link (what parsed markup would have made)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
+                      color_system="truecolor", legacy_windows=False, safe_box=False)
+    screen = app.screen._compositor.render_update(full=True)
+    assert screen is not None
+    found: list[str] = []
+    for seg in console.render(screen):
+        if seg.control:
+            continue
+        style = seg.style
+        if _ACTED_ON.search(seg.text) or (style is not None and (
+                style.link or any("click" in str(k) for k in (style.meta or {})))):
+            found.append(seg.text)
+    return found
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return hostile_recording(tmp_path_factory.mktemp("hostile"))
+
+
+async def test_escapes_and_markup_in_a_recordings_names_reach_no_terminal_through_the_dashboard(
+        recording: Path) -> None:
+    """The prover's line (its name), the footer's blind spot (the exited process), the GPU
+    header's hint (the processes' names) and GPU name passed their text raw to the terminal:
+    an OSC 52 clipboard write, `\\x1b[?1049l` and U+202E reached it, and the snapshot's SVG
+    was not well-formed XML."""
+    config = build_config({"snapshot": {"dir": str(recording.parent / "snapshots")}})
+    rt = build_runtime(config, f"replay:{recording}", speed=0)
+    rt.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not rt.done.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        app = GapwatchApp(rt, status_every_s=0.2)
+        async with app.run_test(size=(200, 50)) as pilot:
+            await pilot.pause(0.5)
+            screens = {"main": acted_on(app)}
+            main_text = screen_text(app)
+            await pilot.press("d")  # the detail view: the whole hint in the header
+            await pilot.pause(0.3)
+            screens["detail"] = acted_on(app)
+            await pilot.press("s")  # a snapshot: the screen as an SVG
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert app.is_running  # no markup was run (`app.quit`), none crashed the app
+        assert screens == {"main": [], "detail": []}
+        xml.dom.minidom.parse(str(app.snapshots[0] / "dashboard.svg"))  # well-formed
+        # Shown, written out, and the markup literally.
+        # (rich's `Text` drops BEL itself.)
+        assert ("prover prov\\x1b]52;c;ZXZpbA==\\x1b[?1049l\\x9b2J\\u202e[/][@click=app.quit]Q[/]"
+                "[link=file:///etc/passwd]L[/link][reverse] · GPU0") in main_text
+        assert "▶GPU0   \\x1b]0;\\x1b]52;c " in main_text
+        assert "nvml\\x1b]52" in main_text and "(gone\\x1b]52" in main_text
+    finally:
+        rt.stop()
+
+
+def test_a_row_made_visible_keeps_its_styles_on_the_same_characters() -> None:
+    row = Text("ok ")
+    row.append(f"bad\x1b[?1049l{HOSTILE[:6]}", "bold red")
+    row.append(" tail", "dim")
+    shown = visible_row(row)
+    assert shown.plain == "ok bad\\x1b[?1049l\\x1b]52;c" + " tail"
+    assert [(shown.plain[s.start:s.end], str(s.style)) for s in shown.spans] == [
+        ("bad\\x1b[?1049l\\x1b]52;c", "bold red"), (" tail", "dim")]
+    plain = Text("nothing to write out [bold]")
+    assert visible_row(plain) is plain

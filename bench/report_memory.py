@@ -8,6 +8,7 @@ Usage:
     python3 bench/report_memory.py --hours 168 --segments --kinds report   # a week, in segments
     python3 bench/report_memory.py --hours 168 --segments --no-log --kinds report
     python3 bench/report_memory.py --hours 1 --copies 30   # with a copy trace, 30 a partition
+    python3 bench/report_memory.py --hours 24 --log-inside --kinds report   # record --log's way
 
 The recordings are the simulator's `pageable` scenario (the worst case: a gap every ~2 s on every
 GPU), simulated one hour at a time (seed = hour, its wall times an hour on, data time shifted
@@ -20,7 +21,11 @@ to follow: bench/compare_bench.py's way, so a day never has to be in memory) and
 `set_id`), and the command is given the folder. With `--copies N` the recording also holds the
 copy trace's records, as a prover traced by `gapwatch copytrace` leaves them: each partition's
 a/b/c copy cut into N (`gapwatch.sources.sim.SimCopyFeed`; cuzk makes tens a partition), ~20 N
-copies an hour per GPU of this scenario (`gapwatch-mem-Hh-Ggpu-cN.jsonl`).
+copies an hour per GPU of this scenario (`gapwatch-mem-Hh-Ggpu-cN.jsonl`). With `--log-inside`
+the log's events are in the recording, as `record --log` writes them, and no `--log` is given:
+`gapwatch-mem-Hh-Ggpu-logged.jsonl`, made from the recording and its log (the log parsed into
+its sorted spool on disk, each event slotted in before the first GPU sample at or after it,
+`logs.files.merge_by_time`'s rule).
 
 Every figure is one fresh `python -m gapwatch ...` under `/usr/bin/time -f '%M %e %U %S'`: peak
 RSS (max resident set: of the largest one process, the command's own or a worker's), the peak of
@@ -138,6 +143,44 @@ def _generate_segments(hours: int, gpus: int, folder: Path, log_path: Path,
     os.replace(part_log, log_path)
 
 
+def _log_inside(rec: Path, log: Path) -> Path:
+    """The recording `rec` with the events of `log` in it, as `record --log` leaves them; made
+    once (cached beside it), in bounded memory."""
+    out = rec.with_name(rec.name.removesuffix(".jsonl") + "-logged.jsonl")
+    if out.exists():
+        return out
+    print(f"writing {out} ...", file=sys.stderr)
+    from gapwatch.config import Config
+    from gapwatch.core.models import Record
+    from gapwatch.offline.report import spool_logs
+    from gapwatch.sinks.recorder import write_recording
+    from gapwatch.sources.files import read_any
+
+    recording = read_any(rec)
+    spool, _ = spool_logs([str(log)], Config())
+
+    def merged() -> Iterator[Record]:
+        events = iter(spool)
+        event = next(events, None)
+        for r in recording.records:
+            if r.type == "gpu":
+                while event is not None and event.t_wall_s <= r.t_wall_s:
+                    yield event
+                    event = next(events, None)
+            yield r
+        while event is not None:
+            yield event
+            event = next(events, None)
+
+    tmp = out.with_name("part-" + out.name)
+    try:
+        write_recording(tmp, recording.header, merged())
+    finally:
+        spool.close()
+    os.replace(tmp, out)
+    return out
+
+
 def _recording(hours: int, gpus: int, segments: bool = False, copies: int = 0
                ) -> tuple[Path, Path]:
     rec_path, log_path = _paths(hours, gpus, segments, copies)
@@ -240,6 +283,9 @@ def main() -> int:
     ap.add_argument("--segments", action="store_true",
                     help="the recording as an hour per segment, the folder given to the command")
     ap.add_argument("--no-log", action="store_true", help="without the prover's log")
+    ap.add_argument("--log-inside", action="store_true",
+                    help="the log's events in the recording (as `record --log` writes them), "
+                         "no --log given")
     ap.add_argument("--copies", type=int, default=0, metavar="N",
                     help="with a copy trace: each partition's a/b/c copy cut into N copies")
     ap.add_argument("--out", type=Path, default=None, help="also write the figures as JSON")
@@ -248,13 +294,17 @@ def main() -> int:
         generate(args.generate[0], args.generate[1], segments=args.segments,
                  copies=args.copies)
         return 0
+    if args.log_inside and (args.segments or args.no_log):
+        ap.error("--log-inside is a single file with its log: not with --segments or --no-log")
     checkouts = [("this", ROOT)] + ([("before", args.before.resolve())] if args.before else [])
     rows = []
     print(f"{'input':<22} {'MB':>7} {'checkout':<8} {'kind':<9} {'peak RSS MiB':>12} "
           f"{'summed MiB':>10} {'wall s':>7} {'CPU s':>7} {'rc':>3}")
     for hours in args.hours:
         rec, log_file = _recording(hours, args.gpus, args.segments, args.copies)
-        log = None if args.no_log else log_file
+        log = None if args.no_log or args.log_inside else log_file
+        if args.log_inside:
+            rec = _log_inside(rec, log_file)
         size_mb = _size_mb(rec) + (_size_mb(log) if log is not None else 0.0)
         for kind in args.kinds:
             for name, checkout in checkouts:
@@ -262,7 +312,9 @@ def main() -> int:
                 rows.append({"hours": hours, "gpus": args.gpus, "copies": args.copies,
                              "input_mb": size_mb,
                              "checkout": name, **m})
-                what = (f"{hours} h x {args.gpus} GPUs" + ("" if log is not None else " no log")
+                what = (f"{hours} h x {args.gpus} GPUs"
+                        + (" log inside" if args.log_inside else "" if log is not None
+                           else " no log")
                         + (f" c{args.copies}" if args.copies else ""))
                 print(f"{what:<22} {size_mb:>7.0f} {name:<8} "
                       f"{kind:<9} {m['peak_rss_mib']:>12.0f} {m['summed_rss_mib']:>10.0f} "

@@ -4,11 +4,12 @@ fresh detector then finds the gaps the first pass found."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from faults import until
+from faults import WAIT_S, until
 from replay_fakes import pageable_recording
 
 from gapwatch.config import build_config
@@ -118,17 +119,19 @@ async def test_the_banner_goes_when_the_dashboard_seeks_back_from_the_end(
     try:
         app = GapwatchApp(rt)
         async with app.run_test(size=(80, 24)) as pilot:
-            for _ in range(200):
-                await pilot.pause(0.05)
-                if "REPLAY ENDED" in screen_text(app):
-                    break
-            assert "REPLAY ENDED" in screen_text(app)
+            async def shown(ended: bool) -> bool:
+                # Polled up to the suite's wait (`faults.WAIT_S`), not a fixed 10 s: on a
+                # loaded box the seek back re-reads the recording slower than that.
+                deadline = time.monotonic() + WAIT_S
+                while ("REPLAY ENDED" in screen_text(app)) != ended:
+                    if time.monotonic() > deadline:
+                        return False
+                    await pilot.pause(0.05)
+                return True
+
+            assert await shown(ended=True)
             await pilot.press("p", "home")  # paused: it stays at the start
-            for _ in range(200):
-                await pilot.pause(0.05)
-                if "REPLAY ENDED" not in screen_text(app):
-                    break
-            assert "REPLAY ENDED" not in screen_text(app)
+            assert await shown(ended=False)
             assert not replay.at_end
     finally:
         rt.stop()

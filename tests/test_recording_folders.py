@@ -154,3 +154,22 @@ def test_a_set_id_that_is_not_a_string_is_a_bad_header_value_not_a_refused_file(
     rec = read_any(path)
     assert rec.header.set_id is None and rec.counters["bad_header"] == 1
     assert list(rec.records) == list(sim.records)
+
+
+def test_a_folder_with_a_link_loop_and_a_link_to_its_parent_named_like_recordings_says_them(
+        tmp_path: Path) -> None:
+    # A subfolder loop (a link to the folder itself, to its parent), a link to itself, a
+    # folder named like a recording: they were dropped without a word (`is_file()`).
+    sim = simulate("chained", seed=1, duration_s=5)
+    _record(tmp_path / "gw.jsonl", sim.header, list(sim.records))
+    (tmp_path / "self.jsonl").symlink_to(".")
+    (tmp_path / "up.jsonl").symlink_to("..")
+    (tmp_path / "loop.jsonl").symlink_to("loop.jsonl")
+    (tmp_path / "dir.jsonl").mkdir()
+    rec = read_any(tmp_path)
+    assert list(rec.records) == list(sim.records)
+    said = [p for p in rec.problems if "named like recordings but not files" in p]
+    assert len(said) == 1 and rec.counters["not_a_file"] == 1
+    assert "4 entries" in said[0]
+    assert "dir.jsonl (a directory)" in said[0] and "self.jsonl (a directory)" in said[0]
+    assert "loop.jsonl (cannot look at it: Too many levels of symbolic links)" in said[0]

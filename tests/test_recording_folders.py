@@ -173,3 +173,17 @@ def test_a_folder_with_a_link_loop_and_a_link_to_its_parent_named_like_recording
     assert "4 entries" in said[0]
     assert "dir.jsonl (a directory)" in said[0] and "self.jsonl (a directory)" in said[0]
     assert "loop.jsonl (cannot look at it: Too many levels of symbolic links)" in said[0]
+
+
+def test_replay_of_a_folder_of_many_empty_files_says_how_many_not_only_the_first_twenty(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The reader keeps 20 messages; replay said those (5, then "15 more like this") and never
+    # the count: 100,000 skipped files read as 20.
+    sim = simulate("chained", seed=1, duration_s=5)
+    _record(tmp_path / "gw.jsonl", sim.header, list(sim.records))
+    for i in range(300):
+        (tmp_path / f"empty{i:04d}.jsonl").touch()
+    assert main(["replay", "--headless", "--speed", "0", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "input problems in all: not_a_recording 300 (the first 20 said)" in err
+    assert len(err.splitlines()) < 20  # one line for the count, not one per file

@@ -187,3 +187,32 @@ def test_replay_of_a_folder_of_many_empty_files_says_how_many_not_only_the_first
     err = capsys.readouterr().err
     assert "input problems in all: not_a_recording 300 (the first 20 said)" in err
     assert len(err.splitlines()) < 20  # one line for the count, not one per file
+
+
+@pytest.mark.parametrize("name", ["gw.jsonl", "gw.jsonl.gz"])
+def test_a_recording_still_being_written_is_read_to_where_it_stands_and_said(
+        tmp_path: Path, name: str) -> None:
+    # `record --speed 5` writing while `report` reads: a plain file read to its last flush
+    # with nothing said (its end looked like the recording's end); a gzip one said "file
+    # ends early", as if damaged.
+    import fcntl
+    import gzip
+    import zlib
+
+    sim = simulate("chained", seed=1, duration_s=5)
+    path = tmp_path / name
+    write_recording(path, sim.header, sim.records)
+    if name.endswith(".gz"):  # as a live writer leaves it: the last member without its end
+        data = gzip.decompress(path.read_bytes())
+        z = zlib.compressobj(6, zlib.DEFLATED, 31)
+        path.write_bytes(z.compress(data) + z.flush(zlib.Z_SYNC_FLUSH))
+    with path.open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # the writer's lock, as the recorder holds it
+        rec = read_any(path)
+        records = list(rec.records)
+    assert records == list(sim.records)
+    assert rec.counters.get("still_written") == 1 and "truncated" not in rec.counters
+    assert any("still being written by another process" in p for p in rec.problems)
+    rec = read_any(path)  # the writer gone: nothing said for a plain file
+    list(rec.records)
+    assert "still_written" not in rec.counters

@@ -154,3 +154,65 @@ def test_a_set_id_that_is_not_a_string_is_a_bad_header_value_not_a_refused_file(
     rec = read_any(path)
     assert rec.header.set_id is None and rec.counters["bad_header"] == 1
     assert list(rec.records) == list(sim.records)
+
+
+def test_a_folder_with_a_link_loop_and_a_link_to_its_parent_named_like_recordings_says_them(
+        tmp_path: Path) -> None:
+    # A subfolder loop (a link to the folder itself, to its parent), a link to itself, a
+    # folder named like a recording: they were dropped without a word (`is_file()`).
+    sim = simulate("chained", seed=1, duration_s=5)
+    _record(tmp_path / "gw.jsonl", sim.header, list(sim.records))
+    (tmp_path / "self.jsonl").symlink_to(".")
+    (tmp_path / "up.jsonl").symlink_to("..")
+    (tmp_path / "loop.jsonl").symlink_to("loop.jsonl")
+    (tmp_path / "dir.jsonl").mkdir()
+    rec = read_any(tmp_path)
+    assert list(rec.records) == list(sim.records)
+    said = [p for p in rec.problems if "named like recordings but not files" in p]
+    assert len(said) == 1 and rec.counters["not_a_file"] == 1
+    assert "4 entries" in said[0]
+    assert "dir.jsonl (a directory)" in said[0] and "self.jsonl (a directory)" in said[0]
+    assert "loop.jsonl (cannot look at it: Too many levels of symbolic links)" in said[0]
+
+
+def test_replay_of_a_folder_of_many_empty_files_says_how_many_not_only_the_first_twenty(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The reader keeps 20 messages; replay said those (5, then "15 more like this") and never
+    # the count: 100,000 skipped files read as 20.
+    sim = simulate("chained", seed=1, duration_s=5)
+    _record(tmp_path / "gw.jsonl", sim.header, list(sim.records))
+    for i in range(300):
+        (tmp_path / f"empty{i:04d}.jsonl").touch()
+    assert main(["replay", "--headless", "--speed", "0", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "input problems in all: not_a_recording 300 (the first 20 said)" in err
+    assert len(err.splitlines()) < 20  # one line for the count, not one per file
+
+
+@pytest.mark.parametrize("name", ["gw.jsonl", "gw.jsonl.gz"])
+def test_a_recording_still_being_written_is_read_to_where_it_stands_and_said(
+        tmp_path: Path, name: str) -> None:
+    # `record --speed 5` writing while `report` reads: a plain file read to its last flush
+    # with nothing said (its end looked like the recording's end); a gzip one said "file
+    # ends early", as if damaged.
+    import fcntl
+    import gzip
+    import zlib
+
+    sim = simulate("chained", seed=1, duration_s=5)
+    path = tmp_path / name
+    write_recording(path, sim.header, sim.records)
+    if name.endswith(".gz"):  # as a live writer leaves it: the last member without its end
+        data = gzip.decompress(path.read_bytes())
+        z = zlib.compressobj(6, zlib.DEFLATED, 31)
+        path.write_bytes(z.compress(data) + z.flush(zlib.Z_SYNC_FLUSH))
+    with path.open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # the writer's lock, as the recorder holds it
+        rec = read_any(path)
+        records = list(rec.records)
+    assert records == list(sim.records)
+    assert rec.counters.get("still_written") == 1 and "truncated" not in rec.counters
+    assert any("still being written by another process" in p for p in rec.problems)
+    rec = read_any(path)  # the writer gone: nothing said for a plain file
+    list(rec.records)
+    assert "still_written" not in rec.counters

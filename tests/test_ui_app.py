@@ -244,3 +244,25 @@ async def test_a_redraw_tick_between_repaints_takes_no_snapshot_unless_words_cha
         await pilot.pause()
         assert len(taken) == 2  # a new gap is said at once
         assert app.view is not None and app.view.snap.gaps[-1].gap_id == 99
+
+
+@pytest.mark.parametrize("a_file", [False, True], ids=["written", "failed"])
+async def test_a_snapshot_dir_with_control_characters_reaches_no_terminal_through_the_footer(
+        tmp_path: Path, a_file: bool) -> None:
+    """`[snapshot] dir` holding an OSC 52, a C1 CSI and a bidi override: the footer said the
+    path raw ("snapshot: PATH", "snapshot FAILED: ... PATH"), only the toast wrote it out."""
+    from gapwatch.ui.widgets.status_footer import StatusFooter
+
+    where = tmp_path / "snaps\x1b]52;c;ZXZpbA==\x07\x9b2J\u202e"
+    if a_file:
+        where.write_text("a file, not a folder")
+    rt, app = filled_app(where)
+    async with app.run_test(size=(300, 48)) as pilot:
+        await pilot.press("s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        footer = "".join(row.plain for row in app.query_one(StatusFooter).build_rows())
+        assert ("snapshot FAILED" in footer) == a_file and len(app.snapshots) == (not a_file)
+        assert "snaps\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202e" in footer
+        assert not any(c in footer for c in ("\x1b", "\x07", "\x9b", "\u202e"))
+        assert app.is_running

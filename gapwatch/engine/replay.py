@@ -343,6 +343,13 @@ class ReplayDriver(Background):
             self.session.store.count(f"replay_{key}", n)
         for problem in self.recording.problems:
             self._notice(problem)
+        # The reader keeps the first MAX_PROBLEMS messages only: past them the counts are all
+        # there is (a folder of 100,000 non-recordings was said as the 20 shown).
+        counters = self.recording.counters
+        if sum(counters.values()) > len(self.recording.problems):
+            counts = ", ".join(f"{k} {v}" for k, v in sorted(counters.items()))
+            self._notice(f"replay: input problems in all: {counts} (the first "
+                         f"{len(self.recording.problems)} said)")
 
     def _time_jump(self, step_ns: int) -> None:
         self.time_jumps += 1

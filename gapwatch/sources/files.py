@@ -50,5 +50,5 @@ def json_bytes_of(path: str | Path) -> int:
     summed). Raises OSError."""
     p = Path(path)
     if is_set(p):
-        return sum(json_bytes(f) for f in set_files(p)[0])
+        return sum(json_bytes(f) for f in set_files(p).files)
     return json_bytes(p)

@@ -67,6 +67,7 @@ from gapwatch.core.models import (
     link_bytes_per_s,
 )
 from gapwatch.core.sizes import cut_text
+from gapwatch.sinks.output_file import locked_by_another
 from gapwatch.sources.gzip_lines import (
     GZIP_WBITS,
     MAX_LINE_BYTES,
@@ -305,11 +306,26 @@ def _records(
             recording.line_no = line_no
             yield r
     except (EOFError, zlib.error, OSError) as exc:
-        recording.problem(
-            "truncated", f"{recording.path}: file ends early ({exc}); kept what read", END_LINE
-        )
+        if locked_by_another(recording.path):
+            # A gzip recording being written ends in a member not yet ended: not damage.
+            _still_written(recording, line_no, "its last gzip member is not ended yet")
+        else:
+            recording.problem(
+                "truncated", f"{recording.path}: file ends early ({exc}); kept what read",
+                END_LINE)
+    else:
+        # A plain recording being written reads to its last flush with nothing wrong in it:
+        # said, so that a reader knows the end it sees is not the recording's end.
+        if locked_by_another(recording.path):
+            _still_written(recording, line_no, "more is written after")
     finally:
         stream.close()
+
+
+def _still_written(recording: Recording, line_no: int, why: str) -> None:
+    recording.problem(
+        "still_written", f"{recording.path}: still being written by another process (its "
+        f"writer's lock is held); read up to line {line_no}, as it stood: {why}", END_LINE)
 
 
 def _unended(too_long: bool, line: bytes, recording: Recording, line_no: int) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import glob
 import re
+import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +39,7 @@ from typing import Any, NamedTuple
 import msgspec
 from msgspec import structs
 
+from gapwatch.base.input_files import file_kind
 from gapwatch.core.fmt import visible
 from gapwatch.core.models import GpuInfo, Record, SessionHeader
 from gapwatch.core.sizes import cut_text
@@ -66,7 +68,20 @@ def is_set(path: Path) -> bool:
     return path.is_dir() or (not path.exists() and any(c in str(path) for c in "*?["))
 
 
-def set_files(path: Path) -> tuple[list[Path], list[str]]:
+class SetEntries(NamedTuple):
+    """What a folder or a glob names, sorted by name."""
+
+    #: Regular files to read (named `*.jsonl` / `*.jsonl.gz` in a folder).
+    files: list[Path]
+    #: In a folder, the names of the other entries (not read).
+    others: list[str]
+    #: Entries named like recordings that are not regular files, each with what it is
+    #: ("self.jsonl (a directory)", "loop.jsonl (cannot look at it: Too many levels of
+    #: symbolic links)"): not opened (a FIFO would wait for its writer), said.
+    not_files: list[str]
+
+
+def set_files(path: Path) -> SetEntries:
     """The recordings a folder holds (files named `*.jsonl` or `*.jsonl.gz`), or a glob names
     (files only), by name; and, in a folder, the names of the other entries (not read)."""
     if path.is_dir():
@@ -75,7 +90,22 @@ def set_files(path: Path) -> tuple[list[Path], list[str]]:
         others = [p.name for p in entries if not p.name.endswith(RECORDING_SUFFIXES)]
     else:
         found, others = [Path(p) for p in sorted(glob.glob(str(path)))], []
-    return [p for p in found if p.is_file()], others
+    files: list[Path] = []
+    not_files: list[str] = []
+    for p in found:
+        # Followed, as opening follows it: a link to a recording is read; a link to itself,
+        # to a folder (a loop back up the tree), to a FIFO or to nothing is said, never
+        # dropped without a word (they were) and never opened.
+        try:
+            mode = p.stat().st_mode
+        except OSError as exc:
+            not_files.append(f"{p.name} (cannot look at it: {exc.strerror or exc})")
+            continue
+        if stat.S_ISREG(mode):
+            files.append(p)
+        else:
+            not_files.append(f"{p.name} ({file_kind(mode)})")
+    return SetEntries(files, others, not_files)
 
 
 def _segment_number(path: Path) -> int:
@@ -158,7 +188,7 @@ def read_set(path: Path, **reading: Any) -> Recording:
     sets: dict[tuple[str, str, tuple[str, ...]], list[_File]] = {}
     skipped: list[str] = []
     header_problems: list[str] = []
-    files, others = set_files(path)
+    files, others, not_files = set_files(path)
     for file in files:
         try:
             header, stream, problems = open_recording(file)
@@ -172,17 +202,19 @@ def read_set(path: Path, **reading: Any) -> Recording:
         header_problems += [p for p in problems if p not in header_problems]
         sets.setdefault(_set_key(header), []).append(_File(file, header, first_ns))
     if not sets:
-        why = f" ({skipped[0]})" if skipped else ""
+        firsts = skipped[:1] or [f"{n}: not a file" for n in not_files[:1]]
+        why = f" ({visible(firsts[0])})" if firsts else ""
         raise RecordingError(f"{path}: no gapwatch recording in it{why}")
     if len(sets) > 1:
         listed = "; ".join(_describe(path, fs) for fs in sets.values())
         raise RecordingError(f"{path} holds {len(sets)} recordings, not one: {listed}; give "
                              "one of them (a file, or a glob naming its files)")
-    return _joined(path, next(iter(sets.values())), skipped, header_problems, others, reading)
+    return _joined(path, next(iter(sets.values())), skipped, header_problems, others,
+                   not_files, reading)
 
 
 def _joined(path: Path, files: list[_File], skipped: list[str], header_problems: list[str],
-            others: list[str], reading: dict[str, Any]) -> Recording:
+            others: list[str], not_files: list[str], reading: dict[str, Any]) -> Recording:
     runs: dict[tuple[str, float, int], list[_File]] = {}
     for f in files:
         h = f.header
@@ -206,6 +238,13 @@ def _joined(path: Path, files: list[_File], skipped: list[str], header_problems:
             f" and {len(others) - 5} more" if len(others) > 5 else "")
         rec.problem("not_read", f"{path}: {len(others)} entr{'ies' if len(others) > 1 else 'y'}"
                     f" not named *.jsonl or *.jsonl.gz, not read: {shown}", 1)
+    if not_files:
+        # One line for any number of them (a folder of 100,000 links is one line, counted).
+        shown = ", ".join(visible(cut_text(o, 120)) for o in not_files[:5]) + (
+            f" and {len(not_files) - 5} more" if len(not_files) > 5 else "")
+        rec.problem("not_a_file", f"{path}: {len(not_files)} entr"
+                    f"{'ies' if len(not_files) > 1 else 'y'} named like recordings but not "
+                    f"files, not read: {shown}", 1)
     # Within a run, files in the order of the times inside them (a renamed segment keeps its
     # place), their numbers only where a file holds no sample.
     plan = [(f.path, _offset_ns(first, f.header)) for fs in ordered

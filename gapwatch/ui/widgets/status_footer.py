@@ -19,6 +19,7 @@ import os
 
 from rich.text import Text
 
+from gapwatch.core.fmt import visible
 from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.summary import links_down_text
 from gapwatch.ui.fit import fit_indices
@@ -151,6 +152,11 @@ class StatusFooter(TextLines):
             kind = "status-footer--error" if self._message_error else "status-footer--ok"
             items.append((1, self._message, kind))
         items += [(2 + i, p, "") for i, p in enumerate(self._parts) if p not in self._alerts]
+        # One rule for the whole line: a message or an alert may quote outside text (a
+        # `[snapshot] dir`, a log's or a recording's path, an OS error's words), shown written
+        # out, never sent to the terminal raw (`visible` leaves safe text as it is); before
+        # fitting, so the widths are those shown.
+        items = [(p, visible(t), c) for p, t, c in items]
         first = Text(no_wrap=True, overflow="ellipsis")
         for n, i in enumerate(fit_indices([(p, t) for p, t, _ in items], width, " · ")):
             if n:

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from gapwatch.base.writer_lock import locked_by_another
+
 #: What to do when FILE already exists: refuse (the default), replace it, or rotate to a new name.
 ExistsPolicy = Literal["refuse", "replace", "rotate"]
 #: Name endings kept together when a rotation number is inserted.
@@ -81,23 +83,6 @@ def rotated_name(path: Path, n: int) -> Path:
     """`gw.jsonl.gz` -> `gw.<n>.jsonl.gz` (the number goes before the recording suffixes)."""
     stem, suffix = split_suffix(path.name)
     return path.with_name(f"{stem}.{n}{suffix}")
-
-
-def locked_by_another(path: Path) -> bool:
-    """True when some process holds the writer's lock on `path`."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # releases our probe lock too
-    return False
 
 
 def check_target(path: Path, example: str = "gapwatch.jsonl.gz",

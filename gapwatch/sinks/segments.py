@@ -26,9 +26,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from gapwatch.base.writer_lock import locked_by_another
 from gapwatch.core.fmt import visible
 from gapwatch.core.sizes import cut_text
-from gapwatch.sinks.output_file import OutputRefused, check_target, locked_by_another, split_suffix
+from gapwatch.sinks.output_file import OutputRefused, check_target, split_suffix
 from gapwatch.sinks.set_mark import inherited_set_id, new_set_id, read_mark
 
 #: Digits of a segment's number: `gw.jsonl.gz` -> `gw.000001.jsonl.gz` (they sort by name,

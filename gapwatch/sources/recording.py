@@ -38,6 +38,7 @@ from typing import Any, Final, Protocol, cast
 from msgspec import structs
 
 from gapwatch.base.input_files import fifo_heard, file_kind
+from gapwatch.base.writer_lock import locked_by_another
 from gapwatch.config import Config
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
@@ -67,7 +68,6 @@ from gapwatch.core.models import (
     link_bytes_per_s,
 )
 from gapwatch.core.sizes import cut_text
-from gapwatch.sinks.output_file import locked_by_another
 from gapwatch.sources.gzip_lines import (
     GZIP_WBITS,
     MAX_LINE_BYTES,

@@ -108,6 +108,14 @@ def set_files(path: Path) -> SetEntries:
     return SetEntries(files, others, not_files)
 
 
+def _entries_said(path: Path, names: list[str], what: str) -> str:
+    """One line for any number of a folder's entries left unread (a folder of 100,000 is one
+    line, counted): the first five named, cut and written out."""
+    shown = ", ".join(visible(cut_text(n, 120)) for n in names[:5]) + (
+        f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f"{path}: {len(names)} entr{'ies' if len(names) > 1 else 'y'} {what}, not read: {shown}"
+
+
 def _segment_number(path: Path) -> int:
     m = _SEGMENT_NUMBER.search(path.name)
     return int(m.group(1)) if m else 0
@@ -234,17 +242,11 @@ def _joined(path: Path, files: list[_File], skipped: list[str], header_problems:
     for message in skipped:
         rec.problem("not_a_recording", f"{message}; skipped", 1)
     if others:
-        shown = ", ".join(visible(cut_text(o, 80)) for o in others[:5]) + (
-            f" and {len(others) - 5} more" if len(others) > 5 else "")
-        rec.problem("not_read", f"{path}: {len(others)} entr{'ies' if len(others) > 1 else 'y'}"
-                    f" not named *.jsonl or *.jsonl.gz, not read: {shown}", 1)
+        rec.problem("not_read", _entries_said(path, others, "not named *.jsonl or *.jsonl.gz"),
+                    1)
     if not_files:
-        # One line for any number of them (a folder of 100,000 links is one line, counted).
-        shown = ", ".join(visible(cut_text(o, 120)) for o in not_files[:5]) + (
-            f" and {len(not_files) - 5} more" if len(not_files) > 5 else "")
-        rec.problem("not_a_file", f"{path}: {len(not_files)} entr"
-                    f"{'ies' if len(not_files) > 1 else 'y'} named like recordings but not "
-                    f"files, not read: {shown}", 1)
+        rec.problem("not_a_file", _entries_said(path, not_files,
+                                                "named like recordings but not files"), 1)
     # Within a run, files in the order of the times inside them (a renamed segment keeps its
     # place), their numbers only where a file holds no sample.
     plan = [(f.path, _offset_ns(first, f.header)) for fs in ordered

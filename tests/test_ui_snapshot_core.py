@@ -96,6 +96,63 @@ def test_a_failure_half_way_leaves_no_folder_and_no_temporary(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_link_put_at_the_temporary_folders_name_is_never_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The snapshot folder may be another user's (a shared /tmp): that user moved the
+    temporary folder away once made and put a link to a folder of theirs choosing at its name;
+    gapwatch run as root wrote the snapshot's files through it."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    real_mkdir = os.mkdir
+
+    def then_swapped(path: str | os.PathLike[str], mode: int = 0o777) -> None:
+        real_mkdir(path, mode)
+        if ".tmp-" in os.fspath(path):
+            os.rename(path, tmp_path / "moved-away")
+            os.symlink(victim, path)
+
+    monkeypatch.setattr(os, "mkdir", then_swapped)
+    with pytest.raises(SnapshotError):
+        write_snapshot(tmp_path, filled_store().snapshot(), header(), make_config(),
+                       t_wall_s=WALL0_S)
+    assert list(victim.iterdir()) == []
+
+
+def test_a_temporary_folder_swapped_for_a_link_while_written_is_not_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Swapped after it was opened: the files still go into the folder gapwatch made (held
+    open, written through the handle), and a snapshot whose folder was moved is not one."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    from gapwatch.sinks.recorder import write_recording as real_write
+
+    def swap_then_write(path: Path, *args: object) -> int:
+        (tmp_dir,) = [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+        os.rename(tmp_dir, tmp_path / "moved-away")
+        os.symlink(victim, tmp_dir)
+        return real_write(path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(snapshot_mod, "write_recording", swap_then_write)
+    with pytest.raises(SnapshotError, match="moved or replaced"):
+        write_snapshot(tmp_path, filled_store().snapshot(), header(), make_config(),
+                       t_wall_s=WALL0_S)
+    assert list(victim.iterdir()) == []
+    assert (tmp_path / "moved-away" / "summary.md").exists()  # written where it was made
+    assert not any(p.name.startswith("gapwatch-snapshot") for p in tmp_path.iterdir())
+
+
+def test_a_snapshot_folder_has_the_mode_a_plain_folder_would_have(tmp_path: Path) -> None:
+    """Made 0700 while it is written (nobody else can put files in it), then given the mode
+    the umask gives any folder."""
+    path = write_snapshot(tmp_path, filled_store().snapshot(), header(), make_config(),
+                          t_wall_s=WALL0_S)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert path.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
+
+
 def test_a_target_that_is_a_file_raises_instead_of_crashing(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")

@@ -18,6 +18,7 @@ step: a reader (or a full disk halfway through) never leaves a half snapshot und
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import re
@@ -351,21 +352,77 @@ def write_snapshot(
             break
         final = base / f"{name}-{n}"
     tmp = base / f".{final.name}.tmp-{os.getpid()}-{next(_tmp_counter)}"
+    folder = -1
     try:
         base.mkdir(parents=True, exist_ok=True)
-        tmp.mkdir()
+        folder = _made_folder(tmp)
+        held = _through(folder, tmp)
         records = history_records(snap, config.snapshot.history_s)
-        write_recording(tmp / RECORDING_NAME, header, records)
+        write_recording(held / RECORDING_NAME, header, records)
         gaps = [gap_json(g) for g in _gaps_in(records)]
-        (tmp / GAPS_NAME).write_bytes(encode_json(gaps, indent=2))
+        (held / GAPS_NAME).write_bytes(encode_json(gaps, indent=2))
         summary = render_summary(snap, header, config, records, t_wall_s=t_wall_s,
                                  reason=reason, status_lines=status_lines)
-        (tmp / SUMMARY_NAME).write_text(summary, encoding="utf-8")
+        (held / SUMMARY_NAME).write_text(summary, encoding="utf-8")
         if svg is not None:
-            (tmp / SVG_NAME).write_text(svg, encoding="utf-8")
+            (held / SVG_NAME).write_text(svg, encoding="utf-8")
+        os.chmod(folder, 0o777 & ~_umask())  # as a folder made plainly would be
+        _still_at(tmp, folder)
         os.rename(tmp, final)
     except (OSError, ValueError) as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if folder >= 0 and _is_at(tmp, folder):
+            shutil.rmtree(tmp, ignore_errors=True)  # only the folder this made
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise SnapshotError(f"snapshot not written to {base}: {detail}") from exc
+    finally:
+        if folder >= 0:
+            os.close(folder)
     return final
+
+
+def _made_folder(tmp: Path) -> int:
+    """Make the temporary folder `tmp` and hold it open: the snapshot's files are written
+    through the handle, never through the name. The folder where snapshots go may be another
+    user's (a shared /tmp, `[snapshot] dir`): between the folder's making and the writes that
+    user could put a link at its name, and gapwatch run as root wrote its files wherever the
+    link pointed. Made for this user alone (0700) until it is complete; a folder at the name
+    that is a link, or not this user's, is refused."""
+    os.mkdir(tmp, 0o700)
+    folder = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if os.fstat(folder).st_uid != os.geteuid():
+        os.close(folder)
+        raise OSError(errno.EPERM, f"{tmp.name} was replaced by a folder not gapwatch's")
+    return folder
+
+
+def _through(folder: int, tmp: Path) -> Path:
+    """A path to the held folder that no rename of its name can redirect (/proc's handle);
+    the name itself where there is no /proc."""
+    held = Path(f"/proc/self/fd/{folder}")
+    return held if held.is_dir() else tmp
+
+
+def _is_at(tmp: Path, folder: int) -> bool:
+    """Whether the name `tmp` is still the folder held (not a link or folder put there)."""
+    try:
+        st, held = os.lstat(tmp), os.fstat(folder)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _still_at(tmp: Path, folder: int) -> None:
+    if not _is_at(tmp, folder):
+        raise OSError(errno.EPERM, f"{tmp.name} was moved or replaced while it was written")
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (os.umask sets it, racing other
+    threads); 022 where /proc does not say."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022

@@ -7,6 +7,7 @@ breakdowns; payoff; counters; problems) and on the state changes in order.
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 from pathlib import Path
 from typing import Any
@@ -256,6 +257,23 @@ def test_a_gzip_recording_is_split_by_the_json_it_holds_not_its_size_on_disk(
     monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", sim_recording.stat().st_size // 2)
     assert plan_workers(gz, []) == plan_workers(sim_recording, []) == 2
     _same(gz, 2)
+
+
+def test_a_recording_still_being_written_is_read_in_one_process(
+    sim_recording: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each worker would read a file that `record` is still writing to wherever it stood when
+    that worker got there: one process reads it once, to where it stands."""
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 0)
+    folder = tmp_path / "set"
+    folder.mkdir()
+    live = folder / "gw.000001.jsonl"
+    live.write_bytes(sim_recording.read_bytes())
+    assert plan_workers(live, []) == plan_workers(folder, []) == 2
+    with open(live, "rb") as writer:
+        fcntl.flock(writer, fcntl.LOCK_EX)  # as the recorder holds its file while it writes
+        assert plan_workers(live, []) == plan_workers(folder, []) == 1
 
 
 def test_only_large_multi_gpu_recordings_are_split(sim_recording: Path) -> None:

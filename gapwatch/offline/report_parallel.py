@@ -99,6 +99,7 @@ from typing import IO, Any
 
 from msgspec.structs import replace
 
+from gapwatch.base.writer_lock import locked_by_another
 from gapwatch.config import Config
 from gapwatch.core.blind import Bye
 from gapwatch.core.chaining import ChainingFigure
@@ -129,6 +130,7 @@ from gapwatch.offline.detect import (
 from gapwatch.offline.gap_spool import GapSpool, encode_gap, gap_key, renumbered
 from gapwatch.sources.files import header_of, json_bytes_of, read_any
 from gapwatch.sources.recording import MAX_PROBLEMS, Recording, WakeAt
+from gapwatch.sources.recording_set import is_set, set_files
 
 #: Smaller recordings are read in one process: starting workers costs ~0.1-0.5 s, and each
 #: worker costs ~0.68 of one process in CPU (it reads every line and every host sample): on a
@@ -162,12 +164,20 @@ def plan_workers(path: str | Path, log_paths: list[str]) -> int:
     if (log_paths and not can_share_logs()) or p.suffix.lower() == ".csv":
         return 1
     try:
-        if json_bytes_of(p) < MIN_PARALLEL_BYTES:
+        if json_bytes_of(p) < MIN_PARALLEL_BYTES or _being_written(p):
             return 1
         header = header_of(p)
     except Exception:  # noqa: BLE001 - the one-process path reports the problem properly
         return 1
     return max(1, min(usable_cpus(), len(header.gpus)))
+
+
+def _being_written(p: Path) -> bool:
+    """Whether a `record` is still writing the file (or a file of the set): read in one
+    process, to where it stands once, as the report then says (`still_written`); each worker
+    would read it to wherever it stood when that worker got there."""
+    files = set_files(p).files if is_set(p) else [p]
+    return any(locked_by_another(f) for f in files)
 
 
 def can_share_logs() -> bool:

@@ -97,11 +97,17 @@ def test_the_demo_log_file_is_removed_when_the_process_exits_without_stopping() 
     assert not path.exists()
 
 
-def test_the_demo_log_of_a_process_killed_with_9_is_removed_by_the_next_one() -> None:
+def test_the_demo_log_of_a_process_killed_with_9_is_removed_by_the_next_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import signal
     import subprocess
     import sys
+    import tempfile
 
+    # In a temporary folder of this test's own: a simulator that another test starts in
+    # another worker sweeps /tmp, and took the killed process's log before this test looked.
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     code = ("import os, signal\n"
             "from gapwatch.config import Config\n"
             "from gapwatch.engine.runtime import build_runtime\n"
@@ -112,7 +118,7 @@ def test_the_demo_log_of_a_process_killed_with_9_is_removed_by_the_next_one() ->
                           check=False)
     assert done.returncode == -signal.SIGKILL
     path = Path(done.stdout.strip())
-    assert path.exists()  # what kill -9 leaves behind
+    assert path.parent == tmp_path and path.exists()  # what kill -9 leaves behind
     rt = build_runtime(Config(), "sim:chained", speed=20, duration_s=2)
     try:
         assert not path.exists()  # the next simulator takes it away

@@ -173,3 +173,20 @@ def test_a_command_imports_no_other_commands_module() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=False)
     assert out.stdout.split("\n")[:2] == ["['gapwatch.commands.report']", "False True"], out.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["fleet", "--prometheus", "http://127.0.0.1:1", "--once", "--timeout", "1e26"],
+    ["fleet", "--prometheus", "http://127.0.0.1:1", "--once", "--refresh", "1e26"],
+    ["compare", "B", "A", "--window", "99999999999999999999999999"],
+    ["record", "--source", "sim", "--speed", "0", "--out", "OUT", "--duration", "1e20"],
+    ["record", "--source", "sim", "--out", "OUT", "--on-event-timeout", "1e20"],
+])
+def test_seconds_beyond_ten_years_are_refused_not_an_overflow_in_a_timeout(
+        argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `fleet --timeout 1e26` reached socket.settimeout: an OverflowError traceback.
+    out = tmp_path / "r.jsonl"
+    assert _exit_code([str(out) if a == "OUT" else a for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert "at most 10 years" in err and "Traceback" not in err
+    assert not out.exists()

@@ -11,6 +11,11 @@ from __future__ import annotations
 import argparse
 import math
 
+#: The longest a number of seconds may be (10 years). Beyond it no flag means anything, and
+#: Python's own timeouts overflow: `fleet --timeout 1e26` reached `socket.settimeout` and died
+#: in an `OverflowError` ("timestamp out of range for platform time_t").
+MAX_SECONDS = 10 * 365.25 * 86400
+
 
 def _finite(text: str) -> float:
     try:
@@ -23,10 +28,13 @@ def _finite(text: str) -> float:
 
 
 def positive_seconds(text: str) -> float:
-    """A finite number of seconds > 0 (`--duration`)."""
+    """A finite number of seconds > 0 and at most `MAX_SECONDS` (`--duration`, `--timeout`)."""
     value = _finite(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"must be at most 10 years ({MAX_SECONDS:.0f} s), got {text!r}")
     return value
 
 
@@ -76,3 +84,4 @@ def count(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
     return value
+

@@ -4,6 +4,7 @@ argparse (exit 2 with a message, never a hang, a traceback or an empty file)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -233,3 +234,17 @@ def test_an_xdg_config_home_of_5000_characters_is_one_line_not_enametoolong(
     assert main(["report", str(DATA / "pageable.csv")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "$XDG_CONFIG_HOME" in err and "longer than" in err
+
+
+@pytest.mark.parametrize("argv", [["report", str(DATA / "pageable.csv")],
+                                  ["compare", str(DATA / "pageable.csv"),
+                                   str(DATA / "pinned.csv")]], ids=["report", "compare"])
+def test_pythonioencoding_ascii_escapes_what_it_cannot_encode_instead_of_a_traceback(
+        argv: list[str]) -> None:
+    # report's `≥` and compare's `×` were a UnicodeEncodeError traceback mid-output.
+    done = subprocess.run([sys.executable, "-m", "gapwatch", *argv], capture_output=True,
+                          env={**os.environ, "PYTHONIOENCODING": "ascii",
+                               "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert b"Traceback" not in done.stderr and b"\\u" in done.stdout

@@ -9,6 +9,7 @@ def run() -> int:
     from gapwatch.base.quit_early import StopRequested, quit_on_stop_signals
 
     quit_on_stop_signals()
+    _unencodable_text_escaped()
     try:
         from gapwatch.cli import main
 
@@ -24,6 +25,18 @@ def run() -> int:
             raise
         _say_stopped(within)
         return 0
+
+
+def _unencodable_text_escaped() -> None:
+    """A character the terminal's encoding cannot take is written `\\u2265`, not raised:
+    with `PYTHONIOENCODING=ascii` (or a Latin-1 locale), `report`'s `≥` and `compare`'s `×`
+    were a UnicodeEncodeError traceback after half the output was written."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)  # None when fd 1/2 was closed
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
 
 
 def _stop_within(exc: BaseException) -> BaseException | None:

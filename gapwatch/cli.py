@@ -59,10 +59,12 @@ COMMON_FLAGS: dict[str, tuple[str, ...]] = {
 
 def _common(p: argparse.ArgumentParser, flags: tuple[str, ...]) -> None:
     g = p.add_argument_group("common options")
-    g.add_argument("--config", default=None, metavar="FILE", help="TOML config file")
+    g.add_argument("--config", type=argtypes.path, default=None, metavar="FILE",
+                   help="TOML config file")
     if "source" in flags:
         g.add_argument(
             "--source",
+            type=argtypes.source,
             default=None,
             help="nvml | sim | sim:SCENARIO | replay:FILE (default: nvml; demo: sim:pageable)",
         )
@@ -75,6 +77,7 @@ def _common(p: argparse.ArgumentParser, flags: tuple[str, ...]) -> None:
     if "log" in flags:
         g.add_argument(
             "--log",
+            type=argtypes.path,
             action="append",
             default=[],
             metavar="PATH",

@@ -4,6 +4,7 @@ argparse (exit 2 with a message, never a hang, a traceback or an empty file)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -173,3 +174,77 @@ def test_a_command_imports_no_other_commands_module() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=False)
     assert out.stdout.split("\n")[:2] == ["['gapwatch.commands.report']", "False True"], out.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["fleet", "--prometheus", "http://127.0.0.1:1", "--once", "--timeout", "1e26"],
+    ["fleet", "--prometheus", "http://127.0.0.1:1", "--once", "--refresh", "1e26"],
+    ["compare", "B", "A", "--window", "99999999999999999999999999"],
+    ["record", "--source", "sim", "--speed", "0", "--out", "OUT", "--duration", "1e20"],
+    ["record", "--source", "sim", "--out", "OUT", "--on-event-timeout", "1e20"],
+])
+def test_seconds_beyond_ten_years_are_refused_not_an_overflow_in_a_timeout(
+        argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `fleet --timeout 1e26` reached socket.settimeout: an OverflowError traceback.
+    out = tmp_path / "r.jsonl"
+    assert _exit_code([str(out) if a == "OUT" else a for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert "at most 10 years" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+_LONG_NAME = "n" * 300  # one name beyond NAME_MAX (255)
+_LONG_PATH = "/" + "x" * 5000  # beyond PATH_MAX (4096)
+
+
+@pytest.mark.parametrize("bad", [_LONG_NAME, _LONG_PATH, ""], ids=["name300", "path5000", "empty"])
+@pytest.mark.parametrize("argv", [
+    ["report", str(DATA / "pageable.csv"), "--config", "BAD"],
+    ["report", "BAD"],
+    ["report", str(DATA / "pageable.csv"), "--log", "BAD"],
+    ["replay", "BAD", "--headless"],
+    ["export", str(DATA / "pageable.csv"), "--out", "BAD"],
+    ["export", "BAD", "--out", "OUT"],
+    ["compare", "BAD", str(DATA / "pageable.csv")],
+    ["compare", str(DATA / "pageable.csv"), str(DATA / "pageable.csv"), "--after-log", "BAD"],
+    ["parse", str(DATA / "pageable.log"), "--timeline", "--recording", "BAD"],
+    ["parse", "BAD"],
+    ["record", "--source", "sim", "--speed", "0", "--duration", "1", "--out", "BAD"],
+    ["record", "--source", "replay:BAD", "--speed", "0", "--out", "OUT"],
+    ["copytrace", "build", "--out", "OUT", "--cuda-include", "BAD"],
+    ["demo", "--record", "BAD"],
+], ids=lambda a: " ".join(a[:1] + [x for x in a if x.startswith("-")][:2]))
+def test_a_path_of_a_300_character_name_or_5000_characters_is_refused_not_enametoolong(
+        argv: list[str], bad: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # pathlib's exists()/is_dir() raise ENAMETOOLONG instead of answering (Python 3.11):
+    # `--config`, `replay FILE`, `export --out`, `parse --recording`, `--cuda-include` and
+    # `--source replay:FILE` of such a path were tracebacks; `export ''` a ValueError.
+    out = tmp_path / "out"
+    code = _exit_code([str(out) if a == "OUT" else a.replace("BAD", bad) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "longer than the system takes" in err or "an empty path" in err
+    assert len(err) < 2000  # the 5000-character path is not echoed back
+    assert not out.exists()
+
+
+def test_an_xdg_config_home_of_5000_characters_is_one_line_not_enametoolong(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", _LONG_PATH)
+    assert main(["report", str(DATA / "pageable.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "$XDG_CONFIG_HOME" in err and "longer than" in err
+
+
+@pytest.mark.parametrize("argv", [["report", str(DATA / "pageable.csv")],
+                                  ["compare", str(DATA / "pageable.csv"),
+                                   str(DATA / "pinned.csv")]], ids=["report", "compare"])
+def test_pythonioencoding_ascii_escapes_what_it_cannot_encode_instead_of_a_traceback(
+        argv: list[str]) -> None:
+    # report's `≥` and compare's `×` were a UnicodeEncodeError traceback mid-output.
+    done = subprocess.run([sys.executable, "-m", "gapwatch", *argv], capture_output=True,
+                          env={**os.environ, "PYTHONIOENCODING": "ascii",
+                               "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert b"Traceback" not in done.stderr and b"\\u" in done.stdout

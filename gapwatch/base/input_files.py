@@ -9,6 +9,7 @@ socket. These are refused, or waited for within a bound, before a byte is read.
 
 from __future__ import annotations
 
+import os
 import select
 import stat
 import time
@@ -20,6 +21,14 @@ _KINDS: tuple[tuple[Callable[[int], bool], str], ...] = (
     (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+#: Linux's limits on a path (PATH_MAX, counting the NUL) and on one name in it (NAME_MAX: 255
+#: bytes on ext4, xfs, btrfs, tmpfs). A path beyond them can never be opened, and pathlib's
+#: `exists()`/`is_dir()` raise ENAMETOOLONG for it instead of answering (Python 3.11): a
+#: 300-character `--config`, `replay FILE`, `export --out` or
+#: `$XDG_CONFIG_HOME` was a traceback.
+PATH_MAX = 4096
+NAME_MAX = 255
 
 
 def file_kind(mode: int) -> str:
@@ -40,3 +49,20 @@ def fifo_heard(fd: int, within_s: float) -> bool:
             return True
         if time.monotonic() >= deadline_s:
             return False
+
+
+def path_problem(text: str) -> str | None:
+    """Why `text` can name no file on this system (empty, too long, a name in it too long),
+    or None. The one rule for path flags (`argtypes.path`) and paths from elsewhere
+    (`--source replay:FILE`, `$XDG_CONFIG_HOME`): a path that fails it can never be opened."""
+    if not text:
+        return "an empty path names no file"
+    raw = os.fsencode(text)
+    if len(raw) >= PATH_MAX:
+        return f"a path of {len(raw)} bytes is longer than the system takes ({PATH_MAX - 1})"
+    longest = max(len(part) for part in raw.split(b"/"))
+    if longest > NAME_MAX:
+        return (f"a name of {longest} bytes in the path is longer than the system takes "
+                f"({NAME_MAX})")
+    return None
+

@@ -21,13 +21,15 @@ from gapwatch.sources.recording import RecordingError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("before", metavar="BEFORE",
+    parser.add_argument("before", type=argtypes.path, metavar="BEFORE",
                         help="the run before the change: a recording, a folder or a glob of "
                              "segments (as `report` takes them)")
-    parser.add_argument("after", metavar="AFTER", help="the run after the change, the same way")
-    parser.add_argument("--before-log", action="append", default=[], metavar="PATH",
-                        help="a prover log of BEFORE's run (repeatable)")
-    parser.add_argument("--after-log", action="append", default=[], metavar="PATH",
+    parser.add_argument("after", type=argtypes.path, metavar="AFTER",
+                        help="the run after the change, the same way")
+    parser.add_argument("--before-log", type=argtypes.path, action="append", default=[],
+                        metavar="PATH", help="a prover log of BEFORE's run (repeatable)")
+    parser.add_argument("--after-log", type=argtypes.path, action="append", default=[],
+                        metavar="PATH",
                         help="a prover log of AFTER's run (repeatable)")
     parser.add_argument("--window", type=argtypes.positive_seconds, default=None,
                         metavar="SECONDS",

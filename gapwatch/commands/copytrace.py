@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from gapwatch.commands import argtypes
 from gapwatch.config import Config
 from gapwatch.copytrace.build import BuildError, build, install_instructions
 from gapwatch.copytrace.socket_path import default_socket_path, make_private_folder
@@ -28,10 +29,10 @@ def add_copytrace_flag(p: argparse.ArgumentParser) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["build"], help="build: compile, check and install")
-    p.add_argument("--cuda-include", default=None, metavar="DIR",
+    p.add_argument("--cuda-include", type=argtypes.path, default=None, metavar="DIR",
                    help="folder with cupti.h and cuda.h (default: $CUDA_HOME/include, "
                         "/usr/local/cuda/include, then the nvidia-cuda-* wheels)")
-    p.add_argument("--out", default=None, metavar="DIR",
+    p.add_argument("--out", type=argtypes.path, default=None, metavar="DIR",
                    help="where to install libgapwatch_copytrace.so "
                         "(default: $XDG_DATA_HOME/gapwatch or ~/.local/share/gapwatch)")
     p.add_argument("--cc", default=None, help="C compiler (default: $CC, cc, gcc, clang)")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 
+from gapwatch.commands import argtypes
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.config import Config
 from gapwatch.engine.console import say
@@ -24,7 +25,7 @@ from gapwatch.engine.terminal import detach_piped_stdin, require_terminal
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--record", default=None, metavar="FILE",
+    p.add_argument("--record", type=argtypes.path, default=None, metavar="FILE",
                    help="also record the demo to FILE, replayable with `gapwatch replay`")
     add_output_arguments(p, "--record")
 

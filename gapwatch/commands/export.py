@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from gapwatch.base.quit_early import stop_signals_deferred
+from gapwatch.commands import argtypes
 from gapwatch.config import Config
 from gapwatch.core.models import DERIVED_TYPES
 from gapwatch.engine.console import say
@@ -28,10 +29,11 @@ from gapwatch.sinks.output_file import OutputRefused, Replacement, check_replace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="recording (.jsonl, .jsonl.gz) or trace CSV")
+    parser.add_argument("file", type=argtypes.path, metavar="FILE",
+                        help="recording (.jsonl, .jsonl.gz) or trace CSV")
     parser.add_argument("--format", choices=("perfetto", "csv"), default="perfetto",
                         help="perfetto: Chrome Trace Event JSON; csv: shared-trace layout")
-    parser.add_argument("--out", metavar="PATH", default=None,
+    parser.add_argument("--out", type=argtypes.path, metavar="PATH", default=None,
                         help="output file ('-' = stdout; default: FILE with .trace.json / "
                              ".export.csv)")
 

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TextIO
 
+from gapwatch.commands import argtypes
 from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
@@ -39,13 +40,14 @@ from gapwatch.offline.prover_events import prover_event_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("logs", nargs="*", metavar="LOG", help="log files to parse ('-' = stdin)")
+    parser.add_argument("logs", type=argtypes.path, nargs="*", metavar="LOG",
+                        help="log files to parse ('-' = stdin)")
     parser.add_argument("--json", action="store_true", help="one JSON object per event and line")
     parser.add_argument("--unparsed", action="store_true",
                         help="print only the lines no rule understood")
     parser.add_argument("--timeline", action="store_true",
                         help="print the derived per-partition timeline (cuzk) instead of events")
-    parser.add_argument("--recording", default=None, metavar="FILE",
+    parser.add_argument("--recording", type=argtypes.path, default=None, metavar="FILE",
                         help="with --timeline: also use this recording's log events and prover "
                              "/status snapshots")
 

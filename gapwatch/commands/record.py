@@ -37,7 +37,7 @@ from gapwatch.engine.summary import gap_counts_text, links_down_text, procmem_co
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default=None, metavar="FILE",
+    p.add_argument("--out", type=argtypes.path, default=None, metavar="FILE",
                    help="recording to write (.jsonl, or .jsonl.gz for gzip)")
     add_output_arguments(p, "--out")
     p.add_argument("--duration", type=argtypes.positive_seconds, default=None, metavar="S",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
+from gapwatch.commands import argtypes
 from gapwatch.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.console import say
@@ -26,7 +27,8 @@ from gapwatch.engine.terminal import require_terminal
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="recording (.jsonl / .jsonl.gz) or trace CSV")
+    p.add_argument("file", type=argtypes.path, metavar="FILE",
+                   help="recording (.jsonl / .jsonl.gz) or trace CSV")
     p.add_argument("--headless", action="store_true",
                    help="no dashboard: replay until the file ends, as fast as it can unless "
                         "--speed is given, then print a summary")

@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from gapwatch.base.sorted_spool import SpoolError
-from gapwatch.commands import cannot_read
+from gapwatch.commands import argtypes, cannot_read
 from gapwatch.config import Config
 from gapwatch.engine.console import say
 from gapwatch.offline.report import build_report, write_json
@@ -23,7 +23,8 @@ from gapwatch.sources.recording import RecordingError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "file", metavar="FILE", help="a recording (.jsonl, .jsonl.gz) or a trace CSV"
+        "file", type=argtypes.path, metavar="FILE",
+        help="a recording (.jsonl, .jsonl.gz) or a trace CSV"
     )
     parser.add_argument("--json", action="store_true", help="print the JSON document instead")
     parser.add_argument("--all", "--all-gaps", dest="all_rows", action="store_true",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from gapwatch.commands import add_cuzk_status_argument, add_on_event_arguments
+from gapwatch.commands import add_cuzk_status_argument, add_on_event_arguments, argtypes
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.config import Config
@@ -20,7 +20,7 @@ from gapwatch.engine.terminal import detach_piped_stdin, require_terminal
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--record", default=None, metavar="FILE",
+    p.add_argument("--record", type=argtypes.path, default=None, metavar="FILE",
                    help="also record to FILE (.jsonl, or .jsonl.gz), replayable with `replay`")
     add_output_arguments(p, "--record")
     add_cuzk_status_argument(p)

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
-from gapwatch.base.input_files import fifo_heard, file_kind
+from gapwatch.base.input_files import fifo_heard, file_kind, path_problem
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_GPU_INDEX, MAX_PERIOD_MS, MIN_PERIOD_MS
 from gapwatch.core.config import DetectorConfig, Section
 from gapwatch.core.units import parse_duration, parse_size
@@ -416,6 +416,12 @@ def load_config(path: str | Path | None = None) -> Config:
     """
     explicit = path is not None
     file = Path(path) if path is not None else default_config_path()
+    # `$XDG_CONFIG_HOME` of 5000 characters: `exists()` raised ENAMETOOLONG (a traceback in
+    # every command); `--config` is checked by argparse by the same rule.
+    problem = path_problem(str(file))
+    if problem is not None:
+        where = "--config" if explicit else "the default config ($XDG_CONFIG_HOME or $HOME)"
+        raise ConfigError(f"{where}: {problem}")
     if not file.exists():
         if explicit:
             raise ConfigError(f"{file}: config file not found")

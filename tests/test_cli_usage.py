@@ -248,3 +248,20 @@ def test_pythonioencoding_ascii_escapes_what_it_cannot_encode_instead_of_a_trace
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-500:]
     assert b"Traceback" not in done.stderr and b"\\u" in done.stdout
+
+
+def test_a_folder_with_no_name_as_the_input_or_the_segments_base_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`export / --out x.json` named its default output beside `/` (a ValueError traceback,
+    even with --out given); `record --rotate-size --out /` named its segments so; `--out DIR`
+    with a rotation wrote DIR.000001.jsonl beside the folder."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "/", "--out", str(tmp_path / "x.json")]) == 2
+    assert "no gapwatch recording in it" in capsys.readouterr().err
+    for out in ("/", str(tmp_path)):
+        assert main(["record", "--source", "sim:pageable", "--speed", "0", "--duration", "1",
+                     "--rotate-size", "1MiB", "--out", out]) == 2
+        err = capsys.readouterr().err
+        assert "is a directory; give a file name inside it" in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == [] and not Path(f"{tmp_path}.000001.jsonl").exists()

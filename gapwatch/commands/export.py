@@ -39,10 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _default_out(path: Path, fmt: str) -> Path:
-    stem = path.name
+    # A folder given as `/` or `.` has no name to put the output beside: `with_name` raised
+    # (`export / --out x.json` was a ValueError traceback, even with --out given).
+    stem = path.name or "gapwatch"
     for suffix in (".gz", ".jsonl", ".csv"):
         stem = stem.removesuffix(suffix)
-    return path.with_name(stem + (".trace.json" if fmt == "perfetto" else ".export.csv"))
+    return path.parent / (stem + (".trace.json" if fmt == "perfetto" else ".export.csv"))
 
 
 def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes]) -> str:

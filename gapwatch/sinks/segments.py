@@ -190,6 +190,11 @@ def check_segments(path: str | Path, rotate_bytes: int | None, rotate_age_s: flo
             writing any segment of the name (it holds the lock on it).
     """
     base = Path(path)
+    if not base.name or base.is_dir():
+        # A folder names no set (`--out / --rotate-size 1MiB` was a ValueError traceback from
+        # naming its segments): refused as a folder is without rotation, naming a file in it.
+        check_target(base)
+        raise OutputRefused(f"{base}: give a file name for the segments")
     existing = segments_of(base)
     # After the last file of this user's (a link or another user's file planted at 999999
     # must not stop the recording), skipping names that are taken.

@@ -118,3 +118,32 @@ def test_a_fifo_log_is_read_as_a_stream(tmp_path: Path) -> None:
         assert list(LogFile(str(fifo), 1 << 20).lines()) == ["a line\r", "another"]
     finally:
         os.waitpid(pid, 0)
+
+
+def test_a_fifo_log_nobody_writes_to_is_given_up_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`report --log FIFO` and `parse FIFO` with no writer blocked `open()` for ever (the
+    split's look at the file first, then the read)."""
+    from gapwatch.logs import files
+
+    monkeypatch.setattr(files, "FIFO_FIRST_BYTES_S", 0.2)
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    recording = Path(__file__).parent / "data" / "pageable.csv"
+    assert main(["report", str(recording), "--log", str(fifo)]) == 2
+    assert f"cannot read {fifo}: a FIFO that said nothing for 0.2 s" in capsys.readouterr().err
+    main(["parse", str(fifo)])
+    assert "a FIFO that said nothing for 0.2 s" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/full"])
+def test_an_endless_device_as_an_offline_log_is_refused_not_read_for_ever(
+    device: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Endless NULs (dropped, counted) were read for ever by `report --log`, `parse`."""
+    recording = Path(__file__).parent / "data" / "pageable.csv"
+    assert main(["report", str(recording), "--log", device]) == 2
+    assert "a character device, not a file to read whole" in capsys.readouterr().err
+    main(["parse", device])
+    assert "a character device, not a file to read whole" in capsys.readouterr().err

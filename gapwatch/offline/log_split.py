@@ -87,7 +87,9 @@ def _splittable(paths: list[str]) -> int:
     if len(paths) != 1 or usable_cpus() < 2 or not can_share_logs():
         return 0
     try:
-        fd = os.open(paths[0], os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        # Non-blocking: a FIFO nobody writes to would block this look for ever (it is read
+        # in one process, where `logs.files.open_log` waits for its writer within a bound).
+        fd = os.open(paths[0], os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or st.st_size < MIN_SPLIT_BYTES:

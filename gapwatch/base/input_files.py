@@ -22,6 +22,11 @@ _KINDS: tuple[tuple[Callable[[int], bool], str], ...] = (
     (stat.S_ISSOCK, "a socket"),
 )
 
+#: How long a FIFO given as a whole file (a recording: `replay <(zcat gw.jsonl.gz)`; an
+#: offline log) may wait for its writer's first bytes: one nobody writes to blocked `open()`
+#: for ever. The readers name it in their own modules (`sources.recording`, `logs.files`).
+FIFO_FIRST_BYTES_S = 10.0
+
 #: Linux's limits on a path (PATH_MAX, counting the NUL) and on one name in it (NAME_MAX: 255
 #: bytes on ext4, xfs, btrfs, tmpfs). A path beyond them can never be opened, and pathlib's
 #: `exists()`/`is_dir()` raise ENAMETOOLONG for it instead of answering (Python 3.11): a

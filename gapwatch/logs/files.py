@@ -23,7 +23,7 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final
 
-from gapwatch.base.input_files import fifo_heard, file_kind
+from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, fifo_heard, file_kind
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, Record
 from gapwatch.logs.tail import LineSplitter
@@ -109,11 +109,6 @@ class LogFile:
             return got[:n_bytes]
         finally:
             os.close(fd)
-
-
-#: How long a FIFO given as an offline log may wait for its writer's first bytes (as a
-#: recording's: `sources.recording.FIFO_FIRST_BYTES_S`).
-FIFO_FIRST_BYTES_S: Final = 10.0
 
 
 def open_log(path: str) -> int:

@@ -37,7 +37,7 @@ from typing import Any, Final, Protocol, cast
 
 from msgspec import structs
 
-from gapwatch.base.input_files import fifo_heard, file_kind
+from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, fifo_heard, file_kind
 from gapwatch.base.writer_lock import locked_by_another
 from gapwatch.config import Config
 from gapwatch.core.bounds import (
@@ -179,9 +179,6 @@ class LineStream(Protocol):
     def close(self) -> None: ...
 
 
-#: How long a FIFO given as a recording (`replay <(zcat gw.jsonl.gz)`) may wait for its
-#: writer's first bytes: one nobody writes to blocked `open()` for ever.
-FIFO_FIRST_BYTES_S: Final = 10.0
 
 
 def _open_bytes(path: Path) -> LineStream:

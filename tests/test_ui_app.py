@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from ui_fakes import (
     H200,
     H200_B,
@@ -45,6 +47,12 @@ def feed_chaining_then_starved(rt: FakeRuntime, until_s: float) -> None:
                                               2.8e9 if idle else 30e9)])
 
 
+async def _snapshot(app: GapwatchApp, pilot: Pilot[Any]) -> None:
+    """Press `s` and wait until the snapshot's worker is done and the screen says so."""
+    await pilot.press("s")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
 async def test_the_breakdown_flag_appears_when_the_detector_raises_it(tmp_path: Path) -> None:
     config = make_config(tmp_path)
     detector = GapDetector(config.detector, [H200], period_s=0.1)
@@ -73,9 +81,7 @@ async def test_the_breakdown_flag_appears_when_the_detector_raises_it(tmp_path: 
 async def test_s_writes_a_complete_snapshot_folder_and_shows_its_path(tmp_path: Path) -> None:
     rt, app = filled_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.press("s")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _snapshot(app, pilot)
         assert len(app.snapshots) == 1
         folder = app.snapshots[0]
         assert f"snapshot: {folder}" in screen_text(app).replace("\n", "")
@@ -99,9 +105,7 @@ async def test_a_snapshot_failure_is_shown_and_monitoring_goes_on(tmp_path: Path
     blocker.write_text("not a directory")
     rt, app = filled_app(blocker)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.press("s")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _snapshot(app, pilot)
         assert "snapshot FAILED" in screen_text(app)
         rt.store.upsert_gap(gap(99, 0, 59.0, None, kind="host_stall"))
         app.redraw()
@@ -180,9 +184,7 @@ async def test_an_empty_store_waits_without_crashing(tmp_path: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert "waiting for the first samples" in screen_text(app)
-        await pilot.press("s")  # a snapshot of nothing is still a valid folder
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _snapshot(app, pilot)  # a snapshot of nothing is still a valid folder
         assert len(app.snapshots) == 1
 
 
@@ -258,9 +260,7 @@ async def test_a_snapshot_dir_with_control_characters_reaches_no_terminal_throug
         where.write_text("a file, not a folder")
     rt, app = filled_app(where)
     async with app.run_test(size=(300, 48)) as pilot:
-        await pilot.press("s")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _snapshot(app, pilot)
         footer = "".join(row.plain for row in app.query_one(StatusFooter).build_rows())
         assert ("snapshot FAILED" in footer) == a_file and len(app.snapshots) == (not a_file)
         assert "snaps\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202e" in footer

@@ -31,6 +31,13 @@ async def _until(pilot: Pilot[Any], cond: Callable[[], bool]) -> None:
         await pilot.pause(0.05)
 
 
+async def _open_first_box(app: FleetApp, pilot: Pilot[Any]) -> None:
+    """Wait for the table's first row, then open that box's detail (Enter)."""
+    table: DataTable[Text] = app.query_one(DataTable)
+    await _until(pilot, lambda: table.row_count > 0)
+    await pilot.press("enter")
+    await pilot.pause(0.1)
+
 async def test_three_hundred_rows_scroll_at_80x24_and_a_failing_prometheus_keeps_the_table(
         ) -> None:
     with fake_prometheus() as fake:
@@ -63,10 +70,7 @@ async def test_enter_on_a_row_shows_that_box_recent_minutes() -> None:
             ({"gpu": "0", "kind": "pcie_starved"}, [(1_796_000_000.0, 12.5)]))
         app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
         async with app.run_test(size=(80, 24)) as pilot:
-            table: DataTable[Text] = app.query_one(DataTable)
-            await _until(pilot, lambda: table.row_count > 0)
-            await pilot.press("enter")
-            await pilot.pause(0.1)
+            await _open_first_box(app, pilot)
             assert isinstance(app.screen, DetailScreen)
             body = app.screen.query_one("#detail-body", Static)
             await _until(pilot, lambda: "pcie_starved" in str(body.content))
@@ -109,10 +113,7 @@ async def test_a_prometheus_error_of_escapes_reaches_no_terminal_through_a_boxs_
             {"status": "error", "errorType": "bad_data", "error": _HOSTILE}).encode())
         app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
         async with app.run_test(size=(120, 24)) as pilot:
-            table: DataTable[Text] = app.query_one(DataTable)
-            await _until(pilot, lambda: table.row_count > 0)
-            await pilot.press("enter")
-            await pilot.pause(0.1)
+            await _open_first_box(app, pilot)
             body = app.screen.query_one("#detail-body", Static)
             await _until(pilot, lambda: "could not answer" in str(body.content))
             text = str(body.content)

@@ -102,26 +102,26 @@ def test_a_prometheus_that_drips_one_byte_at_a_time_costs_one_query_deadline() -
     assert "no answer within 0.3 s" in why  # before: the whole answer, ~2 s later
 
 
-def test_headers_dripped_without_end_cost_one_query_deadline() -> None:
-    def drip_headers(conn: socket.socket) -> None:
-        conn.sendall(b"HTTP/1.1 200 OK\r\n")
-        for _ in range(40):
-            conn.sendall(b"X: a\r\n")
+def _dripping(head: bytes, piece: bytes, times: int = 40) -> Behave:
+    """A server that sends `head`, then `piece` every 50 ms, `times` times (2 s by default:
+    each read well within any per-read timeout, the whole far past a 0.3 s deadline)."""
+    def drip(conn: socket.socket) -> None:
+        conn.sendall(head)
+        for _ in range(times):
+            conn.sendall(piece)
             time.sleep(0.05)
 
-    with hostile(drip_headers) as url:
+    return drip
+
+
+def test_headers_dripped_without_end_cost_one_query_deadline() -> None:
+    with hostile(_dripping(b"HTTP/1.1 200 OK\r\n", b"X: a\r\n")) as url:
         why, _ = _ask(url)
     assert "no answer within" in why
 
 
 def test_an_endless_trickle_of_chunks_costs_one_query_deadline() -> None:
-    def trickle(conn: socket.socket) -> None:
-        conn.sendall(_head(b"Transfer-Encoding: chunked\r\n"))
-        for _ in range(40):
-            conn.sendall(b"1\r\n \r\n")
-            time.sleep(0.05)
-
-    with hostile(trickle) as url:
+    with hostile(_dripping(_head(b"Transfer-Encoding: chunked\r\n"), b"1\r\n \r\n")) as url:
         why, _ = _ask(url)
     assert "no answer within" in why
 

@@ -15,7 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gapwatch.core.models import LogEvent
-from gapwatch.logs.parse import _EVENT_FIELDS
+from gapwatch.logs.parse import _EVENT_FIELDS, LogParser
 from gapwatch.logs.parse.tracing import _SPAN, parse_kv, parse_kv_searching
 
 #: Texts shaped like fields (`key=value`, a space or two between) whose keys and values are
@@ -86,3 +86,17 @@ def test_the_possessive_span_pattern_matches_what_the_plain_one_matches(text: st
 def test_the_rules_build_their_events_in_the_order_of_log_events_fields() -> None:
     # The parser's hot paths pass a LogEvent's fields by position, in `_EVENT_FIELDS`' order.
     assert _EVENT_FIELDS == LogEvent.__struct_fields__
+
+
+def test_a_span_parsed_before_gives_its_fields_afresh_to_each_line() -> None:
+    parser = LogParser(offline=True)
+    line = ('2026-11-30T00:54:57.000000Z  INFO synthesize_partition{job_id="porep-1004-9" '
+            'partition=4}: cuzk_core::pipeline: partition synthesis complete synth_ms={ms}')
+    first = parser.parse_line(line.replace("{ms}", "1904"))[0].fields
+    again = parser.parse_line(line.replace("{ms}", "2253"))[0].fields
+    assert first == {"job_id": "porep-1004-9", "partition": 4, "synth_ms": 1904,
+                     "spans": "synthesize_partition", "target": "cuzk_core::pipeline"}
+    assert again == {**first, "synth_ms": 2253}
+    plain = parser.parse_line(line.replace(" synth_ms={ms}", ""))[0].fields
+    assert "synth_ms" not in plain  # no line's own fields stayed with the span
+

@@ -14,6 +14,7 @@ the one rule for showing text from outside (log lines, hints that quote them, pr
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from datetime import UTC, datetime
@@ -200,10 +201,23 @@ def duration(seconds: float | None) -> str:
     return f"{seconds / 60:.1f}m"
 
 
+#: The first Unix time `datetime` cannot give (the year 10000).
+_LAST_DATETIME_S: Final = 253_402_300_800.0
+
+
 def clock(t_wall_s: float, millis: bool = False) -> str:
     """UTC HH:MM:SS(.mmm) of a Unix time: a prover's tracing lines (e.g. cuzk's) print UTC
-    (`...Z`), so the dashboard's times line up with the log the user has open next to it."""
-    base = datetime.fromtimestamp(t_wall_s, UTC).strftime("%H:%M:%S")
+    (`...Z`), so the dashboard's times line up with the log the user has open next to it.
+
+    Every gap's explanation writes a few (a day's report: ~1 M): the time of day is worked out
+    from the seconds where `datetime` would say the same (a fraction that its rounding to
+    microseconds cannot carry into the next second, a time in its range), else by it."""
+    whole = math.floor(t_wall_s) if 0.0 <= t_wall_s < _LAST_DATETIME_S else None
+    if whole is not None and t_wall_s - whole < 0.999:
+        minutes, sec = divmod(whole % 86400, 60)
+        base = f"{minutes // 60:02d}:{minutes % 60:02d}:{sec:02d}"
+    else:
+        base = datetime.fromtimestamp(t_wall_s, UTC).strftime("%H:%M:%S")
     if millis:
         return f"{base}.{int((t_wall_s % 1) * 1000):03d}"
     return base

@@ -302,6 +302,8 @@ class PipelineFacts(_Limits):
         self.pipeline_enabled: bool | None = None
         self.pool = PoolState()
         self.pool_seen = False
+        #: `pool_evidence`'s words and the pool state they were said of (see there).
+        self._pool_words: tuple[tuple[object, ...], list[str]] | None = None
         self._pool_freed = 0
         self.pacer_target: int | None = None
         self.pacer: dict[str, FieldValue] | None = None
@@ -552,6 +554,20 @@ class PipelineFacts(_Limits):
         pool = self.pool
         if not (pool.checkout_failed or pool.alloc_failed):
             return []
+        # Said for every pcie_starved gap (most gaps of a starved box) while the pool changes
+        # far less often: the words are kept with what they were made of. `last_failure` is
+        # replaced, never changed in place, and each failure also counts up.
+        state = (pool.checkout_failed, pool.alloc_failed, pool.last_failure_s,
+                 id(pool.last_failure), pool.total_gib, pool.free, pool.buffers)
+        kept = self._pool_words
+        if kept is not None and kept[0] == state:
+            return list(kept[1])
+        out = self._pool_words_now(pool)
+        self._pool_words = (state, out)
+        return list(out)
+
+    @staticmethod
+    def _pool_words_now(pool: PoolState) -> list[str]:
         out = []
         last = " ".join(f"{k}={v}" for k, v in pool.last_failure.items())
         when = f" at {_hms(pool.last_failure_s)}" if pool.last_failure_s is not None else ""

@@ -122,3 +122,24 @@ def test_the_upstream_log_tells_the_pipeline_facts() -> None:
     assert view.pool is not None and view.pool.checkout_failed == 1 and view.pool.alloc_failed
     assert view.pacer is not None and isinstance(view.pacer["ema_waiting"], float)
     assert view.budget_waits >= 1 and view.srs_evictions
+
+
+def test_every_message_the_pipeline_reads_passes_its_first_look() -> None:
+    """`PipelineFacts._tracing` gives up on a message that is not in `_TRACING_MESSAGES` nor
+    starts as a pinned-pool line: a message it compares against further down must be in
+    one of the two, or its branch would never run."""
+    import ast
+    import inspect
+    import textwrap
+
+    from gapwatch.cuzk import pipeline
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(PipelineFacts._tracing)))
+    compared = {node.id for cmp in ast.walk(tree) if isinstance(cmp, ast.Compare)
+                for side in (cmp.left, *cmp.comparators) for node in ast.walk(side)
+                if isinstance(node, ast.Name) and node.id.isupper() and node.id[0] != "_"}
+    assert compared, "no message constant found in PipelineFacts._tracing"
+    for name in compared:
+        message = getattr(pipeline, name)
+        assert message in pipeline._TRACING_MESSAGES or message.startswith(
+            pipeline._POOL_PREFIXES), name

@@ -79,6 +79,12 @@ POOL_CHECKOUT_FAILED = "pinned pool checkout FAILED"
 HOST_ALLOC_FAILED = "cudaHostAlloc failed"
 NO_CAPACITY_HINT = "no capacity hint cached"
 ENGINE_STARTING = "starting cuzk engine"
+#: The beginnings of the pinned pool's lines (`PipelineFacts._pool`).
+_POOL_PREFIXES = ("pinned pool", HOST_ALLOC_FAILED, NO_CAPACITY_HINT)
+#: Every other message `PipelineFacts._tracing` reads.
+_TRACING_MESSAGES = frozenset((
+    POOL_INITIALIZED, STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, ENGINE_STARTING,
+    PACER_ENABLED, PACER_STATUS, BUDGET_WAIT, BUDGET_OVER, SRS_LOADING, SRS_LOADED, SRS_EVICTED))
 #: The kind of a panic message's event (the parser reads its lines as one: gapwatch.cuzk.panics).
 PANIC_KIND = "panic"
 #: The WARN that is a failure (prover.rs:261); every ERROR line is one too.
@@ -410,8 +416,9 @@ class PipelineFacts(_Limits):
 
     def _tracing(self, ev: LogEvent) -> None:
         msg, f, t = ev.name, ev.fields, ev.t_wall_s
-        if msg.startswith("pinned pool") or msg.startswith(HOST_ALLOC_FAILED) \
-                or msg.startswith(NO_CAPACITY_HINT) or msg == POOL_INITIALIZED:
+        if msg not in _TRACING_MESSAGES and not msg.startswith(_POOL_PREFIXES):
+            return  # most lines (a partition's synthesis, its GPU timing): one look, not 15
+        if msg.startswith(_POOL_PREFIXES) or msg == POOL_INITIALIZED:
             self._pool(msg, f, t)
         elif msg == STARTING_PIPELINE:
             self.synth_workers = _int(f.get("synth_worker_count"))

@@ -26,7 +26,8 @@ def env_with(checkout: str | Path, env: dict[str, str] | None = None) -> dict[st
     PYTHONPATH. The checkout's `gapwatch` package is compiled to bytecode first (see above)."""
     package = Path(checkout).resolve() / "gapwatch"
     if package not in _COMPILED and package.is_dir():
-        compileall.compile_dir(package, quiet=1)
+        # Silent: where it cannot write (a read-only checkout), each process compiles as before.
+        compileall.compile_dir(package, quiet=2)
         _COMPILED.add(package)
     out = dict(os.environ if env is None else env)
     out["PYTHONPATH"] = os.pathsep.join(p for p in (str(checkout), out.get("PYTHONPATH", "")) if p)

@@ -24,6 +24,12 @@ def filled_store() -> SeriesStore:
     return store
 
 
+def snapshot_into(folder: Path) -> Path:
+    """A snapshot of `filled_store` written into `folder` with the default config."""
+    return write_snapshot(folder, filled_store().snapshot(), header(), make_config(),
+                          t_wall_s=WALL0_S)
+
+
 def test_a_snapshot_folder_holds_svg_recording_gaps_and_summary(tmp_path: Path) -> None:
     config = make_config(tmp_path)
     path = write_snapshot(tmp_path, filled_store().snapshot(), header(), config,
@@ -77,8 +83,7 @@ def test_a_read_only_directory_raises_a_clear_error(tmp_path: Path) -> None:
     target.chmod(0o500)
     try:
         with pytest.raises(SnapshotError, match="snapshot not written"):
-            write_snapshot(target, filled_store().snapshot(), header(), make_config(),
-                           t_wall_s=WALL0_S)
+            snapshot_into(target)
     finally:
         target.chmod(0o700)
 
@@ -91,8 +96,7 @@ def test_a_failure_half_way_leaves_no_folder_and_no_temporary(
 
     monkeypatch.setattr(snapshot_mod, "write_recording", disk_full)
     with pytest.raises(SnapshotError, match="No space left on device"):
-        write_snapshot(tmp_path, filled_store().snapshot(), header(), make_config(),
-                       t_wall_s=WALL0_S)
+        snapshot_into(tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -114,8 +118,7 @@ def test_a_link_put_at_the_temporary_folders_name_is_never_written_through(
 
     monkeypatch.setattr(os, "mkdir", then_swapped)
     with pytest.raises(SnapshotError):
-        write_snapshot(tmp_path, filled_store().snapshot(), header(), make_config(),
-                       t_wall_s=WALL0_S)
+        snapshot_into(tmp_path)
     assert list(victim.iterdir()) == []
 
 
@@ -136,8 +139,7 @@ def test_a_temporary_folder_swapped_for_a_link_while_written_is_not_published(
 
     monkeypatch.setattr(snapshot_mod, "write_recording", swap_then_write)
     with pytest.raises(SnapshotError, match="moved or replaced"):
-        write_snapshot(tmp_path, filled_store().snapshot(), header(), make_config(),
-                       t_wall_s=WALL0_S)
+        snapshot_into(tmp_path)
     assert list(victim.iterdir()) == []
     assert (tmp_path / "moved-away" / "summary.md").exists()  # written where it was made
     assert not any(p.name.startswith("gapwatch-snapshot") for p in tmp_path.iterdir())
@@ -146,8 +148,7 @@ def test_a_temporary_folder_swapped_for_a_link_while_written_is_not_published(
 def test_a_snapshot_folder_has_the_mode_a_plain_folder_would_have(tmp_path: Path) -> None:
     """Made 0700 while it is written (nobody else can put files in it), then given the mode
     the umask gives any folder."""
-    path = write_snapshot(tmp_path, filled_store().snapshot(), header(), make_config(),
-                          t_wall_s=WALL0_S)
+    path = snapshot_into(tmp_path)
     plain = tmp_path / "plain"
     plain.mkdir()
     assert path.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
@@ -157,8 +158,7 @@ def test_a_target_that_is_a_file_raises_instead_of_crashing(tmp_path: Path) -> N
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
     with pytest.raises(SnapshotError):
-        write_snapshot(blocker, filled_store().snapshot(), header(), make_config(),
-                       t_wall_s=WALL0_S)
+        snapshot_into(blocker)
 
 
 def test_the_summary_shows_the_live_busy_share_and_count_and_the_real_span(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
-"""Files given from outside that gapwatch reads whole (a config, a recording): what kind each
-is, and waiting, within a bound, for a FIFO's writer.
+"""Files given from outside that gapwatch reads whole (a config, a recording, an offline log):
+what kind each is, and waiting, within a bound, for a FIFO's writer.
 
-Who calls it: `gapwatch.config` (`--config`) and `gapwatch.sources.recording` (every recording
-file is opened there). A path from outside may name anything: `/dev/zero` (read for ever), a
+Who calls it: `gapwatch.config` (`--config`), and through `open_whole`
+`gapwatch.sources.recording` (every recording file is opened there) and `gapwatch.logs.files`
+(an offline `--log`). A path from outside may name anything: `/dev/zero` (read for ever), a
 FIFO nobody writes to (`open()` blocks for ever, and a non-blocking read says "end" at once), a
 socket. These are refused, or waited for within a bound, before a byte is read.
 """
@@ -54,6 +55,47 @@ def fifo_heard(fd: int, within_s: float) -> bool:
             return True
         if time.monotonic() >= deadline_s:
             return False
+
+
+class NotWhole(Exception):
+    """`open_whole` refused a path before reading a byte: its `mode` (`st_mode`), a FIFO among
+    them when its writer said nothing within the wait (`silent`)."""
+
+    def __init__(self, mode: int, silent: bool = False) -> None:
+        super().__init__(file_kind(mode))
+        self.mode = mode
+        self.silent = silent
+
+    @property
+    def kind(self) -> str:
+        """What the path is, in words (`file_kind`)."""
+        return file_kind(self.mode)
+
+
+def open_whole(path: str | os.PathLike[str], wait_s: float) -> int:
+    """`path` open for reading whole (a blocking descriptor, the caller's to close): a regular
+    file, or a FIFO whose writer speaks within `wait_s` (then read to its writer's end: its
+    pauses are waited out). Opened non-blocking first: opening a FIFO nobody writes to blocks,
+    deaf to any bound. The one rule for files read whole (a recording, an offline log).
+
+    Raises:
+        OSError: it cannot be opened.
+        NotWhole: a FIFO that said nothing, or no file to read whole (a device: `/dev/zero`
+            is read for ever; a directory, a socket).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode):
+            if not fifo_heard(fd, wait_s):
+                raise NotWhole(mode, silent=True)
+        elif not stat.S_ISREG(mode):
+            raise NotWhole(mode)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def path_problem(text: str) -> str | None:

@@ -23,7 +23,7 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final
 
-from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, fifo_heard, file_kind
+from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, open_whole
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, Record
 from gapwatch.logs.tail import LineSplitter
@@ -112,26 +112,21 @@ class LogFile:
 
 
 def open_log(path: str) -> int:
-    """`path` open for reading whole: a regular file, or a FIFO whose writer speaks within
-    `FIFO_FIRST_BYTES_S` (then read to its writer's end). A FIFO nobody writes to blocked
-    `open()` for ever (`report --log FIFO`, `parse FIFO`); a character device is no file to
-    read whole (`/dev/zero` and `/dev/full` are endless NULs, read for ever; `/dev/kmsg` is a
-    log to follow live, `record --log`). Raises OSError (its filename the path)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    """`path` open for reading whole (`input_files.open_whole`): a regular file, or a FIFO
+    whose writer speaks within `FIFO_FIRST_BYTES_S`. A FIFO nobody writes to blocked `open()`
+    for ever (`report --log FIFO`, `parse FIFO`); a character device is no file to read whole
+    (`/dev/zero` and `/dev/full` are endless NULs, read for ever; `/dev/kmsg` is a log to
+    follow live, `record --log`). Raises OSError (its filename the path)."""
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISFIFO(mode):
-            if not fifo_heard(fd, FIFO_FIRST_BYTES_S):
-                raise OSError(errno.ETIMEDOUT, f"a FIFO that said nothing for "
-                              f"{FIFO_FIRST_BYTES_S:g} s", path)
-        elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
-            raise OSError(errno.EINVAL, f"{file_kind(mode)}, not a file to read whole "
-                          "(follow a device live: record --log)", path)
-        os.set_blocking(fd, True)  # a FIFO's writer is there: its pauses are waited out
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+        return open_whole(path, FIFO_FIRST_BYTES_S)
+    except NotWhole as exc:
+        if exc.silent:
+            raise OSError(errno.ETIMEDOUT, f"a FIFO that said nothing for "
+                          f"{FIFO_FIRST_BYTES_S:g} s", path) from None
+        live = " (follow a device live: record --log)" if stat.S_ISCHR(exc.mode) or \
+            stat.S_ISBLK(exc.mode) else ""
+        raise OSError(errno.EINVAL, f"{exc.kind}, not a file to read whole{live}",
+                      path) from None
 
 
 def _next_data(fd: int, pos: int) -> int | None:

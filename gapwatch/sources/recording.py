@@ -37,7 +37,7 @@ from typing import Any, Final, Protocol, cast
 
 from msgspec import structs
 
-from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, fifo_heard, file_kind
+from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, open_whole
 from gapwatch.base.writer_lock import locked_by_another
 from gapwatch.config import Config
 from gapwatch.core.bounds import (
@@ -179,30 +179,20 @@ class LineStream(Protocol):
     def close(self) -> None: ...
 
 
-
-
 def _open_bytes(path: Path) -> LineStream:
-    """The recording file at `path`, open for its lines: a regular file, or a FIFO whose writer
-    speaks within `FIFO_FIRST_BYTES_S`. Anything else (`/dev/zero`, read for ever; a socket) is
-    refused before a byte is read. Raises RecordingError."""
+    """The recording file at `path`, open for its lines (`input_files.open_whole`): a regular
+    file, or a FIFO whose writer speaks within `FIFO_FIRST_BYTES_S`. Anything else
+    (`/dev/zero`, read for ever; a socket) is refused before a byte is read. Raises
+    RecordingError."""
     try:
-        # Non-blocking: opening a FIFO nobody writes to would block here, deaf to any bound.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        raw = os.fdopen(open_whole(path, FIFO_FIRST_BYTES_S), "rb")
+    except NotWhole as exc:
+        if exc.silent:
+            raise RecordingError(f"{path}: a FIFO that said nothing for "
+                                 f"{FIFO_FIRST_BYTES_S:g} s; nothing to read") from None
+        raise RecordingError(f"{path}: not a recording: {exc.kind}") from None
     except OSError as exc:
         raise RecordingError(f"{path}: cannot open: {exc.strerror or exc}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISFIFO(mode):
-            if not fifo_heard(fd, FIFO_FIRST_BYTES_S):
-                raise RecordingError(f"{path}: a FIFO that said nothing for "
-                                     f"{FIFO_FIRST_BYTES_S:g} s; nothing to read")
-        elif not stat.S_ISREG(mode):
-            raise RecordingError(f"{path}: not a recording: {file_kind(mode)}")
-        os.set_blocking(fd, True)  # the writer is there: its pauses are waited out
-        raw = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
     magic = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
     # The limit named here (read when a file is opened), as the problems name it: one value.
     if magic == b"\x1f\x8b":

@@ -37,3 +37,18 @@ def made_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path],
             make(folder)
             done.touch()
     return folder
+
+
+def write_sim_with_log(folder: Path, *, seed: int, duration_s: float, gpus: int
+                       ) -> tuple[Path, Path]:
+    """The simulator's pageable worst case (a gap every ~2 s on every GPU) written to
+    `folder/sim.jsonl`, and the prover's log beside it (`cuzk.log`: TIMELINE lines, partitions,
+    the engine's anchor line), as `gapwatch record` and cuzk would leave them."""
+    from evaluation.simulate import simulate
+    from gapwatch.sinks.recorder import write_recording
+
+    res = simulate("pageable", seed=seed, duration_s=duration_s, gpus=gpus)
+    path, log = folder / "sim.jsonl", folder / "cuzk.log"
+    write_recording(path, res.header, res.records)
+    log.write_text("".join(f"{text}\n" for _stream, text in res.log_lines))
+    return path, log

@@ -11,8 +11,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from shared_files import write_sim_with_log
 
-from evaluation.simulate import simulate
 from gapwatch.config import Config
 from gapwatch.logs import parse
 from gapwatch.logs.parse import LogParser
@@ -20,18 +20,14 @@ from gapwatch.offline import log_split
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.report import build_report, spool_logs, to_json
-from gapwatch.sinks.recorder import write_recording
 
 
 @pytest.fixture(scope="module")
 def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """4 simulated GPUs (a gap every ~2 s on each) for 4 min, and the prover's log."""
-    res = simulate("pageable", seed=7, duration_s=240.0, gpus=4)  # a ~1 MB log
-    folder = tmp_path_factory.mktemp("logsplit")
-    path, log = folder / "sim.jsonl", folder / "cuzk.log"
-    write_recording(path, res.header, res.records)
-    log.write_text("".join(f"{text}\n" for _stream, text in res.log_lines))
-    return path, log
+    # A ~1 MB log.
+    return write_sim_with_log(tmp_path_factory.mktemp("logsplit"), seed=7, duration_s=240.0,
+                              gpus=4)
 
 
 @pytest.fixture
@@ -130,3 +126,31 @@ def test_a_seam_is_a_line_start(tmp_path: Path) -> None:
     f.write_bytes(b"ab\ncd\n\nef")
     assert [log_split.line_start(str(f), at) for at in range(0, 11)] == \
         [0, 3, 3, 3, 6, 6, 6, 7, 9, 9, 9]
+
+
+def test_the_progress_line_follows_this_process_s_part_and_the_spool_is_the_same(
+    sim_with_log: tuple[Path, Path], splits: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child parses its part at the same time: this process's share of its own part is
+    the share of the whole said (`LogBytes` against the seam)."""
+    from gapwatch.logs import files
+    from gapwatch.offline.progress import Progress
+
+    monkeypatch.setattr(files, "READ_BYTES", 64 << 10)
+    lines: list[str] = []
+    ticks = iter(range(10**6))
+    progress = Progress(lines.append, "gapwatch report", clock=lambda: float(next(ticks)),
+                        after_s=0.0, every_s=0.0)
+    config = Config()
+    log = str(sim_with_log[1])
+    split = log_split.spool_split([log], config, None, LogSpan(1.0), progress)
+    assert split is not None and splits == [1]
+    two, _ = split
+    one, _ = spool_logs([log], config, None)
+    try:
+        assert list(two) == list(one)
+    finally:
+        one.close()
+        two.close()
+    percents = [int(line.split("log ")[1].split(" %")[0]) for line in lines]
+    assert len(percents) >= 4 and percents == sorted(percents) and percents[-1] == 100

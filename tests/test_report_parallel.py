@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 from msgspec.structs import replace
+from shared_files import write_sim_with_log
 
 from evaluation.simulate import simulate
 from gapwatch.config import Config
@@ -195,12 +196,7 @@ def test_log_files_of_a_small_recording_are_read_in_one_process_unless_told(
 def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """4 simulated GPUs (pageable: a gap every ~2 s on each) for 90 s, and the prover's
     log beside them (cuzk's TIMELINE lines, partitions, the engine's anchor line)."""
-    res = simulate("pageable", seed=5, duration_s=90.0, gpus=4)
-    folder = tmp_path_factory.mktemp("parlog")
-    path, log = folder / "sim.jsonl", folder / "cuzk.log"
-    write_recording(path, res.header, res.records)
-    log.write_text("".join(f"{text}\n" for _stream, text in res.log_lines))
-    return path, log
+    return write_sim_with_log(tmp_path_factory.mktemp("parlog"), seed=5, duration_s=90.0, gpus=4)
 
 
 @pytest.mark.parametrize("workers", [2, 3])

@@ -14,9 +14,10 @@ from gapwatch.base.sorted_spool import SpoolError
 from gapwatch.commands import argtypes, cannot_read
 from gapwatch.config import Config
 from gapwatch.core.codec import encode_json
-from gapwatch.engine.console import say
+from gapwatch.engine.console import STDERR, say
 from gapwatch.offline.compare import compare, read_side, to_json
 from gapwatch.offline.compare_format import format_markdown, format_text
+from gapwatch.offline.progress import Progress
 from gapwatch.sources.recording import RecordingError
 
 
@@ -42,9 +43,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
+    # Two days with their logs take minutes: where stderr is a terminal, a line says how far.
+    def progress(side: str) -> Progress | None:
+        return Progress(STDERR.show, f"gapwatch compare ({side})") if STDERR.is_terminal() \
+            else None
+
     try:
-        before = read_side("BEFORE", args.before, config, list(args.before_log))
-        after = read_side("AFTER", args.after, config, list(args.after_log))
+        before = read_side("BEFORE", args.before, config, list(args.before_log),
+                           progress("BEFORE"))
+        after = read_side("AFTER", args.after, config, list(args.after_log), progress("AFTER"))
     except RecordingError as exc:
         say(f"gapwatch compare: {exc}")
         return 2
@@ -54,6 +61,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     except OSError as exc:
         say(f"gapwatch compare: {cannot_read(exc)}")
         return 2
+    finally:
+        STDERR.erase()  # before the comparison (or Ctrl-C's line): no progress left on screen
     c = compare(before, after, args.window)
     if args.json:
         sys.stdout.write(encode_json(to_json(c), indent=2).decode())

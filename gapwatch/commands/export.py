@@ -24,7 +24,8 @@ from gapwatch.base.quit_early import stop_signals_deferred
 from gapwatch.commands import argtypes
 from gapwatch.config import Config
 from gapwatch.core.models import DERIVED_TYPES
-from gapwatch.engine.console import say
+from gapwatch.engine.console import STDERR, say
+from gapwatch.offline.progress import Progress
 from gapwatch.sinks.output_file import OutputRefused, Replacement, check_replaceable
 
 
@@ -47,29 +48,41 @@ def _default_out(path: Path, fmt: str) -> Path:
     return path.parent / (stem + (".trace.json" if fmt == "perfetto" else ".export.csv"))
 
 
-def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes]) -> str:
+def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
+              progress: Progress | None) -> str:
     from gapwatch.offline.perfetto import TraceBuilder
+    from gapwatch.offline.progress import DataTime, progress_of
     from gapwatch.offline.report import build_report, logs_parsed
-    from gapwatch.sources.files import read_any
+    from gapwatch.sources.files import data_span, read_any
 
     # The logs parsed once: the report detects with their events, and the trace shows the
     # same events (read back from their spool on disk in time order, one at a time).
-    with logs_parsed(path, config, logs) as parsed:
+    with logs_parsed(path, config, logs, progress) as parsed:
         # The report's own pass decides gaps and states; a second read streams the samples.
-        report = build_report(path, config, logs, parsed=parsed)
+        report = build_report(path, config, logs, parsed=parsed, progress=progress)
         recording = read_any(path)
         builder = TraceBuilder(recording.header)
+        records = recording.records if progress is None else progress_of(
+            recording.records, DataTime(progress, data_span(path, recording.header.started_wall_s),
+                                        "reading the samples for the trace"))
         # Recorded gaps and states are superseded by the report's (same samples, this version).
-        builder.extend(r for r in recording.records if r.type not in DERIVED_TYPES)
+        builder.extend(r for r in records if r.type not in DERIVED_TYPES)
         if parsed is not None:
+            _step(progress, "adding the log to the trace")
             builder.extend(parsed.spool)
     builder.final_gaps(report.gaps)  # drawn as the trace is written, read from the spool
     builder.extend(report.states)
     builder.extend(report.prover_events)  # PoSt, restarts, errors: derived again, as gaps
+    _step(progress, "writing the trace")
     n = builder.write(out)
     unmatched = f", {builder.unmatched} unmatched phase lines" if builder.unmatched else ""
     return (f"{n} trace events, {len(report.gaps)} gaps{unmatched}; open it in "
             "https://ui.perfetto.dev or chrome://tracing")
+
+
+def _step(progress: Progress | None, step: str) -> None:
+    if progress is not None:
+        progress.step(step)
 
 
 def _csv(path: Path, out: IO[str]) -> str:
@@ -109,12 +122,14 @@ def run(args: argparse.Namespace, config: Config) -> int:
     # O_NOFOLLOW), renamed over it at the end: a failed export never leaves a half-written
     # trace behind, and a link at DEST is replaced, never written through.
     tmp: Replacement | None = None
+    # A day's trace takes minutes: where stderr is a terminal, a line says how far.
+    progress = Progress(STDERR.show, "gapwatch export") if STDERR.is_terminal() else None
     try:
         with stop_signals_deferred():  # created and in `tmp` at once: never left behind
             tmp = Replacement(dest) if dest is not None else None
         fb = tmp.file if tmp is not None else sys.stdout.buffer
         if args.format == "perfetto":
-            summary = _perfetto(src, config, list(args.log), fb)
+            summary = _perfetto(src, config, list(args.log), fb, progress)
             fb.flush()
         else:
             ft = io.TextIOWrapper(fb, encoding="utf-8", newline="")
@@ -135,6 +150,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     except BaseException:  # a stop signal (gapwatch.base.quit_early): no hidden .part left
         _discard(tmp)
         raise
+    finally:
+        STDERR.erase()  # no progress left on the screen
     say(f"gapwatch export: wrote {dest or 'stdout'}: {summary}")
     return 0
 

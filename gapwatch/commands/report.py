@@ -3,7 +3,8 @@
 Who calls it: `gapwatch.cli`. The analysis lives in `gapwatch.offline.report`, and so do its two
 formats: the JSON document (`to_json`, stable, for scripts; documented in docs/detection.md) and
 the text for people (`gapwatch.offline.report_text.format_text`); this module parses the
-arguments and prints one of them. Exit codes: 0 done, 2 the file or a log cannot be read, or
+arguments and prints one of them; while it works, a progress line on stderr where that is a
+terminal (`gapwatch.offline.progress`). Exit codes: 0 done, 2 the file or a log cannot be read, or
 its temporary files (the report's spools, `gapwatch.base.sorted_spool`) cannot be written.
 """
 
@@ -15,7 +16,8 @@ import sys
 from gapwatch.base.sorted_spool import SpoolError
 from gapwatch.commands import argtypes, cannot_read
 from gapwatch.config import Config
-from gapwatch.engine.console import say
+from gapwatch.engine.console import STDERR, say
+from gapwatch.offline.progress import Progress
 from gapwatch.offline.report import build_report, write_json
 from gapwatch.offline.report_text import MAX_TABLE_ROWS, format_text
 from gapwatch.sources.recording import RecordingError
@@ -33,8 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
+    # A day with its log takes minutes: where stderr is a terminal, a line says how far.
+    progress = Progress(STDERR.show, "gapwatch report") if STDERR.is_terminal() else None
     try:
-        report = build_report(args.file, config, list(args.log or []))
+        report = build_report(args.file, config, list(args.log or []), progress=progress)
     except RecordingError as exc:
         say(f"gapwatch report: {exc}")
         return 2
@@ -44,6 +48,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     except OSError as exc:
         say(f"gapwatch report: {cannot_read(exc)}")
         return 2
+    finally:
+        STDERR.erase()  # before the report (or Ctrl-C's line): no progress left on screen
     if args.json:
         # Through the text layer, so that a redirected sys.stdout (tests, embedding) works too.
         write_json(report, sys.stdout.write)  # gap by gap: never the whole document at once

@@ -34,6 +34,8 @@ class Console:
         self.gone = False
         #: Lines that could not be written.
         self.dropped_lines = 0
+        #: Whether a transient line (`show`) is on the screen, to be cleared before the next.
+        self._shown = False
 
     def _target(self) -> TextIO | None:
         # Looked up at each write: tests (and embedders) swap sys.stderr.
@@ -54,7 +56,7 @@ class Console:
                 self._lose()
                 return False
             try:
-                stream.write("".join(fmt.visible(line) + "\n" for line in lines))
+                stream.write(self._unshow() + "".join(fmt.visible(line) + "\n" for line in lines))
                 stream.flush()
             except BlockingIOError:  # a non-blocking stderr that is full: this line only
                 self.dropped_lines += 1
@@ -63,6 +65,54 @@ class Console:
                 self._lose()
                 return False
             return True
+
+    def is_terminal(self) -> bool:
+        """Whether the stream is a terminal (where a transient line can be shown)."""
+        stream = self._target()
+        try:
+            return bool(stream is not None and not self.gone and stream.isatty())
+        except (OSError, ValueError):  # a closed stream
+            return False
+
+    def show(self, text: str) -> None:
+        """`text` as a transient line (a long command's progress: `gapwatch.offline.progress`),
+        written over the one before it, cut to the terminal's width and never ended: the next
+        `say` or `erase` clears it first. Only for a terminal (the caller asks `is_terminal`):
+        elsewhere its carriage returns would pile up in a file."""
+        with self._lock:
+            stream = self._target()
+            if self.gone or stream is None:
+                return
+            width = _width(stream)
+            try:
+                stream.write("\r" + fmt.visible(text)[: width - 1] + "\x1b[K")
+                stream.flush()
+                self._shown = True
+            except BlockingIOError:  # full: the next progress line will say it
+                pass
+            except (OSError, ValueError):
+                self._lose()
+
+    def erase(self) -> None:
+        """Clear the transient line, if one is shown (the command's output comes next)."""
+        with self._lock:
+            stream = self._target()
+            if not self._shown or self.gone or stream is None:
+                return
+            try:
+                stream.write(self._unshow())
+                stream.flush()
+            except BlockingIOError:
+                pass
+            except (OSError, ValueError):
+                self._lose()
+
+    def _unshow(self) -> str:
+        """What clears the transient line (nothing when none is shown)."""
+        if not self._shown:
+            return ""
+        self._shown = False
+        return "\r\x1b[K"
 
     def _lose(self) -> None:
         self.gone = True
@@ -74,6 +124,16 @@ class Console:
                 sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
             except OSError:
                 pass
+
+
+def _width(stream: TextIO) -> int:
+    """The terminal's width in columns (80 when it cannot say: a pseudo-terminal nobody sized,
+    as `script` makes one, says 0)."""
+    try:
+        columns = os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return 80
+    return columns if columns > 0 else 80
 
 
 #: The process's stderr.

@@ -20,7 +20,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final
 
 from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, open_whole
@@ -41,10 +41,14 @@ class LogFile:
     `lines()` gives its lines; `nul_bytes` and `cut_lines` count what was dropped (holes passed
     over count as NUL bytes: that is what they read as)."""
 
-    def __init__(self, path: str, max_line_bytes: int) -> None:
+    def __init__(self, path: str, max_line_bytes: int,
+                 on_read: Callable[[str, int], object] | None = None) -> None:
+        """`on_read(path, offset)`: told after each read how far into the file it is (a
+        report's progress line)."""
         self.path = path
         self.splitter = LineSplitter(max_line_bytes)
         self.hole_bytes = 0
+        self.on_read = on_read
 
     @property
     def nul_bytes(self) -> int:
@@ -72,6 +76,8 @@ class LogFile:
             if not data:
                 return
             pos += len(data)
+            if self.on_read is not None:
+                self.on_read(self.path, pos)
             yield data
 
     def lines(self, fd: int | None = None, start: int = 0, end: int | None = None
@@ -159,15 +165,16 @@ def parse_log_files(
 
 def log_file_events(
     paths: Iterable[str], config: Config, timeline_epoch_s: float | None,
-    counters: dict[str, int],
+    counters: dict[str, int], on_read: Callable[[str, int], object] | None = None,
 ) -> Iterator[LogEvent]:
     """The events of whole prover log files as parsed, file after file (not sorted: sorting is
     the caller's, `parse_log_files` in memory, `gapwatch.offline.report.spool_logs` on disk);
-    `counters` gets the parser's counters once the last file is read. Raises OSError."""
+    `counters` gets the parser's counters once the last file is read; `on_read`: see
+    `LogFile`. Raises OSError."""
     parser = offline_parser(config, timeline_epoch_s)
     nul_bytes = cut_lines = 0
     for path in paths:
-        log = LogFile(path, config.logs.max_line_bytes)
+        log = LogFile(path, config.logs.max_line_bytes, on_read)
         yield from file_events(parser, log)
         nul_bytes += log.nul_bytes
         cut_lines += log.cut_lines

@@ -51,6 +51,7 @@ from gapwatch.offline.compare_windows import (
     series,
 )
 from gapwatch.offline.copy_sums import CopySums
+from gapwatch.offline.progress import Progress
 from gapwatch.offline.report import (
     collector_off,
     detect_either,
@@ -113,8 +114,10 @@ class Side:
         return max(lasts) - start if lasts and start is not None else 0.0
 
 
-def read_side(label: str, path: str | Path, config: Config, logs: list[str]) -> Side:
-    """Detect one side as `report` does and keep only what the comparison reads.
+def read_side(label: str, path: str | Path, config: Config, logs: list[str],
+              progress: Progress | None = None) -> Side:
+    """Detect one side as `report` does and keep only what the comparison reads (`progress`:
+    told how far, as `build_report` tells it).
 
     Raises:
         gapwatch.sources.recording.RecordingError: not a usable recording.
@@ -123,9 +126,9 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str]) -> 
     refuse_a_stream(Path(path))  # each side is read more than once, as a report reads it
     with collector_off():
         n = plan_workers(path, logs)
-        with logs_parsed(path, config, logs) as parsed:
+        with logs_parsed(path, config, logs, progress) as parsed:
             found, seen = detect_either(path, config, logs, n, parsed, SettingsSeen,
-                                        keep_h2d=True)
+                                        keep_h2d=True, progress=progress)
         rep = summarise(path, found, logs, config.detector.window_s)
         copies, statuses = _SlimCopies(found.copies), found.prover_status_count
         posts = _slim_posts(found.prover_events)

@@ -38,6 +38,7 @@ from gapwatch.config import Config
 from gapwatch.logs.files import LogFile, file_events, log_counters, offline_parser
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
+from gapwatch.offline.progress import LogBytes, Progress
 from gapwatch.offline.report_parallel import can_share_logs, usable_cpus
 
 #: Smaller files are parsed in one process (starting the child and bringing its parser to the
@@ -104,9 +105,11 @@ def _splittable(paths: list[str]) -> int:
 
 
 def spool_split(paths: list[str], config: Config, timeline_epoch_s: float | None,
-                span: LogSpan) -> tuple[EventSpool, dict[str, int]] | None:
+                span: LogSpan, progress: Progress | None = None
+                ) -> tuple[EventSpool, dict[str, int]] | None:
     """`gapwatch.offline.report.spool_logs` of `paths` in two processes, or None where they
-    are parsed in one (see the module docstring). `span` sees every event, as there."""
+    are parsed in one (see the module docstring). `span` sees every event, as there;
+    `progress` is told how far this process's part is (the child's runs beside it)."""
     size = _splittable(paths)
     if not size:
         return None
@@ -128,7 +131,7 @@ def spool_split(paths: list[str], config: Config, timeline_epoch_s: float | None
     try:
         try:
             counters = _parse_both(path, config, timeline_epoch_s, seam, spool, span, shared,
-                                   recv)
+                                   recv, progress)
         finally:
             recv.close()
             if child.is_alive():
@@ -142,12 +145,14 @@ def spool_split(paths: list[str], config: Config, timeline_epoch_s: float | None
 
 
 def _parse_both(path: str, config: Config, timeline_epoch_s: float | None, seam: int,
-                spool: EventSpool, span: LogSpan, shared: IO[bytes], recv: Connection
-                ) -> dict[str, int]:
+                spool: EventSpool, span: LogSpan, shared: IO[bytes], recv: Connection,
+                progress: Progress | None = None) -> dict[str, int]:
     """This process's part, then the child's taken or parsed again (see the module
     docstring); the counters."""
     parser = offline_parser(config, timeline_epoch_s)
-    first = LogFile(path, config.logs.max_line_bytes)
+    # The child parses its part as fast, at the same time: this part's share is the whole's.
+    first = LogFile(path, config.logs.max_line_bytes,
+                    LogBytes(progress, [path], seam).at if progress is not None else None)
     for ev in file_events(parser, first, 0, seam, flush=False):
         span.observe(ev)
         spool.add(ev)
@@ -160,7 +165,8 @@ def _parse_both(path: str, config: Config, timeline_epoch_s: float | None, seam:
             return log_counters(merged, first.nul_bytes + half.nul_bytes,
                                 first.cut_lines + half.cut_lines)
     shared.close()
-    rest = LogFile(path, config.logs.max_line_bytes)
+    rest = LogFile(path, config.logs.max_line_bytes,
+                   LogBytes(progress, [path]).at if progress is not None else None)
     for ev in file_events(parser, rest, seam):
         span.observe(ev)
         spool.add(ev)

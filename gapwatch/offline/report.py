@@ -77,9 +77,10 @@ from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_reco
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.log_split import spool_split
+from gapwatch.offline.progress import DataTime, LogBytes, Progress, progress_of
 from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
-from gapwatch.sources.files import header_of, read_any
+from gapwatch.sources.files import data_span, header_of, read_any
 from gapwatch.sources.recording import RecordingError
 
 REPORT_SCHEMA_VERSION = 1
@@ -161,14 +162,18 @@ def parse_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | N
 
 def spool_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None,
                observe: Callable[[LogEvent], None] | None = None,
+               progress: Progress | None = None,
                ) -> tuple[EventSpool, dict[str, int]]:
     """`parse_logs`, the events held on disk: read back sorted by time (equal times in the
     order parsed, as `parse_logs` sorts them), one at a time; `observe` sees each as it is
-    parsed (`LogSpan.observe`). The caller closes the spool. Raises OSError."""
+    parsed (`LogSpan.observe`); `progress` is told how far the files are read. The caller
+    closes the spool. Raises OSError."""
     counters: dict[str, int] = {}
     spool = EventSpool()
+    paths = list(paths)
+    on_read = LogBytes(progress, paths).at if progress is not None else None
     try:
-        for ev in log_file_events(paths, config, timeline_epoch_s, counters):
+        for ev in log_file_events(paths, config, timeline_epoch_s, counters, on_read):
             if observe is not None:
                 observe(ev)
             spool.add(ev)
@@ -181,6 +186,7 @@ def spool_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | N
 def build_report(
     path: str | Path, config: Config, log_paths: list[str] | None = None,
     workers: int | None = None, *, parsed: LogInput | None = None,
+    progress: Progress | None = None,
 ) -> ReportData:
     """Read `path` (recording or trace CSV), run the detector, add up gaps, states and payoff.
 
@@ -189,6 +195,7 @@ def build_report(
     `gapwatch.offline.report_parallel.plan_workers`); 1 forces one process. The result is the
     same. The `--log` files are parsed once, whichever runs; `parsed`: already parsed
     (`logs_parsed`, for a caller that reads them again beside the report: the caller closes it).
+    `progress`: told which step the report is at and how far (`gapwatch.offline.progress`).
 
     Raises:
         gapwatch.sources.recording.RecordingError: the file is not a usable recording.
@@ -199,9 +206,12 @@ def build_report(
     n = plan_workers(path, logs) if workers is None else workers
     with ExitStack() as own:
         if parsed is None:  # parsed here, closed here
-            parsed = own.enter_context(logs_parsed(path, config, logs))
+            parsed = own.enter_context(logs_parsed(path, config, logs, progress))
         with collector_off():
-            found, paths = detect_either(path, config, logs, n, parsed, PathsSeen)
+            found, paths = detect_either(path, config, logs, n, parsed, PathsSeen,
+                                         progress=progress)
+            if progress is not None:
+                progress.step("summing up")
             return summarise(path, found, logs, config.detector.window_s, paths.result())
 
 
@@ -223,22 +233,24 @@ L = TypeVar("L", bound=RunListener)
 
 def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
                   parsed: LogInput | None, new_listener: Callable[[], L],
-                  keep_h2d: bool = False) -> tuple[Detected, L]:
+                  keep_h2d: bool = False, progress: Progress | None = None
+                  ) -> tuple[Detected, L]:
     """Detect over `path` split across `n` processes where it splits, else in one (the same
     result), the `--log` files already `parsed` (None: none given); a listener made by
     `new_listener` is fed every log event and `/status` snapshot, in the order one process
     feeds them (a split run's in this process); `keep_h2d`: the copy trace's sums keep each
-    host-to-device copy (`CopySums`, for `compare`). Used by `build_report` and `compare`'s
-    sides."""
+    host-to-device copy (`CopySums`, for `compare`); `progress`: told how far the detection is
+    (by the data's time). Used by `build_report` and `compare`'s sides."""
     if n > 1:
         listener = new_listener()
-        found = detect_parallel(path, config, n, parsed, listener=listener, keep_h2d=keep_h2d)
+        found = detect_parallel(path, config, n, parsed, listener=listener, keep_h2d=keep_h2d,
+                                progress=progress)
         if found is not None:
             _count_logs(found, parsed)
             return found, listener
     listener = new_listener()  # what a split run that gave up saw is not kept
     return detect(path, config, logs, listener=listener, parsed=parsed,
-                  keep_h2d=keep_h2d), listener
+                  keep_h2d=keep_h2d, progress=progress), listener
 
 
 @contextmanager
@@ -258,15 +270,15 @@ def collector_off() -> Iterator[None]:
 
 
 @contextmanager
-def logs_parsed(path: str | Path, config: Config, log_paths: list[str]
-                ) -> Iterator[LogInput | None]:
+def logs_parsed(path: str | Path, config: Config, log_paths: list[str],
+                progress: Progress | None = None) -> Iterator[LogInput | None]:
     """The `--log` files of the recording at `path` parsed once (`parse_log_input`; None
     without any), closed at the end: for a caller that reads their events beside the report
     (the Perfetto export: `build_report(..., parsed=)`, then the spool again) or detects
     without `build_report` (`compare`'s sides: `detect_either`). Raises what
     `parse_log_input` raises."""
     with collector_off():
-        parsed = parse_log_input(path, config, log_paths) if log_paths else None
+        parsed = parse_log_input(path, config, log_paths, progress) if log_paths else None
     try:
         yield parsed
     finally:
@@ -298,15 +310,17 @@ def recorded_timeline_epoch(path: str | Path) -> float | None:
             close()
 
 
-def parse_log_input(path: str | Path, config: Config, log_paths: list[str]) -> LogInput:
+def parse_log_input(path: str | Path, config: Config, log_paths: list[str],
+                    progress: Progress | None = None) -> LogInput:
     """The `--log` files of the recording at `path`, parsed once into their spool (which the
-    caller closes). Raises OSError (a log), RecordingError (the recording's header)."""
+    caller closes; `progress`: told how far). Raises OSError (a log), RecordingError (the
+    recording's header)."""
     # Logs without their TIMELINE anchor line are placed by the recorded /status uptime.
     epoch = recorded_timeline_epoch(path) if log_paths else None
     span = LogSpan(header_of(path).started_wall_s)
     # A large file in two processes (`gapwatch.offline.log_split`), the same spool.
-    split = spool_split(log_paths, config, epoch, span)
-    extra, counters = split or spool_logs(log_paths, config, epoch, span.observe)
+    split = spool_split(log_paths, config, epoch, span, progress)
+    extra, counters = split or spool_logs(log_paths, config, epoch, span.observe, progress)
     return LogInput(extra, span, counters)
 
 
@@ -318,16 +332,19 @@ def _count_logs(found: Detected, parsed: LogInput | None) -> None:
 
 def detect(path: str | Path, config: Config, log_paths: list[str],
            listener: RunListener | None = None,
-           parsed: LogInput | None = None, keep_h2d: bool = False) -> Detected:
+           parsed: LogInput | None = None, keep_h2d: bool = False,
+           progress: Progress | None = None) -> Detected:
     """Read the whole input (and the `--log` files, or `parsed`: them, already parsed; the
     caller closes it) and detect over it in one process (`listener`: see `detect_records`;
-    `keep_h2d`: see `detect_either`)."""
+    `keep_h2d`, `progress`: see `detect_either`)."""
     own = parsed is None
-    logs = parse_log_input(path, config, log_paths) if parsed is None else parsed
+    logs = parse_log_input(path, config, log_paths, progress) if parsed is None else parsed
     rec = read_any(path)
+    records = rec.records if progress is None else progress_of(
+        rec.records, DataTime(progress, data_span(path, rec.header.started_wall_s)))
     watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
     try:
-        found = detect_records(rec.header, rec.records, config.detector, logs.spool,
+        found = detect_records(rec.header, records, config.detector, logs.spool,
                                max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
                                listener=listener, watch=watch,
                                copies=CopySums(keep_h2d=keep_h2d),

@@ -2,7 +2,8 @@
 of segments, read as one session) or a trace CSV.
 
 Who calls it: the runtime (`--source replay:FILE`), `gapwatch.offline` (report, export, the
-parallel report's plan and workers: `header_of`, `json_bytes_of`), tests.
+parallel report's plan and workers: `header_of`, `json_bytes_of`; a report's progress:
+`data_span`), tests.
 """
 
 from __future__ import annotations
@@ -11,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from gapwatch.core.models import SessionHeader
-from gapwatch.sources.recording import Recording, RecordingError, json_bytes, read_recording
+from gapwatch.sources.recording import (
+    Recording,
+    RecordingError,
+    json_bytes,
+    last_wall_s,
+    read_recording,
+)
 from gapwatch.sources.recording_set import is_set, read_set, set_files
 from gapwatch.sources.trace_csv import read_trace_csv
 
@@ -52,3 +59,19 @@ def json_bytes_of(path: str | Path) -> int:
     if is_set(p):
         return sum(json_bytes(f) for f in set_files(p).files)
     return json_bytes(p)
+
+
+def data_span(path: str | Path, started_wall_s: float) -> tuple[float, float] | None:
+    """The wall times a recording's data runs between, for a progress line: from
+    `started_wall_s` (its header's) to the latest last time of its plain files (a set's too),
+    or None where no end is known (gzip, a trace CSV, a stream) or it is not after the start.
+    Never raises."""
+    p = Path(path)
+    try:
+        files = set_files(p).files if is_set(p) else [p]
+    except OSError:
+        return None
+    ends = [t for t in map(last_wall_s, files) if t is not None]
+    if not ends or not max(ends) > started_wall_s:
+        return None
+    return started_wall_s, max(ends)

@@ -125,6 +125,36 @@ def _wall_of(line: bytes) -> float | None:
         return None
 
 
+#: The end of a recording read for its last time (`last_wall_s`): a few of its longest lines.
+TAIL_BYTES: Final = 1 << 16
+
+
+def last_wall_s(path: str | Path) -> float | None:
+    """The wall time of the last whole line of a plain recording file that names one (a
+    progress line's end: `gapwatch.offline.progress`), read from its last `TAIL_BYTES`
+    without decoding them; None for a gzip file, a stream, or a tail that names no usable
+    time. Never raises."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or os.pread(fd, 2, 0) == b"\x1f\x8b":
+            return None
+        start = max(0, st.st_size - TAIL_BYTES)
+        tail = os.pread(fd, st.st_size - start, start)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    for line in reversed(tail.splitlines(keepends=True)[1 if start else 0:]):
+        t = _wall_of(line)
+        if t is not None and wall_s_ok(t):
+            return t
+    return None
+
+
 class RecordingError(Exception):
     """The file cannot be used as a recording at all (the message is for the user)."""
 

@@ -243,6 +243,8 @@ def test_a_report_with_progress_says_each_step_and_reports_the_same_bytes(
 ) -> None:
     monkeypatch.setattr(progress_mod, "EVERY_RECORDS", 256)
     monkeypatch.setattr(report_parallel, "_STOP_CHECK_LINES", 256)
+    # Forked workers share the spool: a test runner's idle threads would keep it in one process.
+    monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)
     path, log = sim_with_log
     p, lines = _progress(1.0, after_s=0.0, every_s=0.0)
     shown = build_report(path, Config(), [str(log)], workers=workers, progress=p)

@@ -46,6 +46,21 @@ def test_user_rule_from_config_file(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert (row["kind"], row["name"], row["worker"]) == ("user:mine", "msm", 3)
 
 
+def test_a_rule_that_backtracks_is_named_in_the_summary_and_the_other_lines_are_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[logs.rules]]\nname = "runaway"\nregex = \'^(a|aa)+$\'\n')
+    log = tmp_path / "p.log"
+    log.write_text("a" * 3000 + "!\n" + "aaaa\n")  # a hostile line, then one it decides
+    assert main(["parse", "--config", str(cfg), "--json", str(log)]) == 0
+    out, err = capsys.readouterr()
+    kinds = [msgspec.json.decode(x)["kind"] for x in out.splitlines()]
+    assert kinds == ["unparsed", "user:runaway"]  # the hostile line kept, as text
+    assert "1 unparsed" in err
+    assert "1 line(s) a rule could not decide in 50 ms (it backtracks" in err
+
+
 def test_timeline_table_reports_the_run_figures(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["parse", "--timeline", str(DATA / "pageable.log")]) == 0
     out = capsys.readouterr().out

@@ -82,3 +82,51 @@ def test_a_rule_that_cannot_compile_is_a_config_error_naming_the_rule() -> None:
     message = str(info.value)
     assert "broken-one" in message and "logs.rules.1.regex" in message
     assert "does not compile" in message
+
+
+#: A rule with nested repeats, as a user may write one: a line of `a`s that ends otherwise
+#: takes it time exponential in the line's length (Python's `re` took minutes on 40 of them).
+BACKTRACKS = {"name": "runaway", "regex": r"^(a|aa)+$"}
+
+
+def test_a_rule_that_backtracks_without_end_gives_up_the_line_and_the_next_rule_still_reads_it(
+) -> None:
+    p = parser_with(BACKTRACKS, {"name": "tail", "regex": r"(?P<phase>tail)!$"}, cuzk=False)
+    (e,) = p.parse_line("a" * 5000 + " tail!", "x", 5, 9.0)
+    assert (e.kind, e.name) == ("user:tail", "tail")
+    assert p.counters["rule_timeout"] == 1
+    (e,) = p.parse_line("aaaa", "x", 6, 9.5)  # the rule still works on lines it can decide
+    assert e.kind == "user:runaway"
+
+
+def test_other_threads_run_while_a_rule_searches_a_hostile_line() -> None:
+    """The sampler is another thread: `re` held the GIL for a whole search, so a hostile line
+    stopped it; the rules' searches let it go. With a switch interval longer than the search,
+    the other thread can run during it only if the search lets the GIL go."""
+    import sys
+    import threading
+
+    p = parser_with(BACKTRACKS, cuzk=False)
+    ticks = [0]
+    searching, done = threading.Event(), threading.Event()
+
+    def tick() -> None:
+        searching.wait()
+        while not done.is_set():
+            ticks[0] += 1
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.5)  # 10 x the search's limit: no preemption while it runs
+    other = threading.Thread(target=tick)
+    try:
+        other.start()
+        searching.set()  # the other thread now waits for the GIL
+        before = ticks[0]
+        (e,) = p.parse_line("a" * 5000 + "!", "x", 5, 9.0)  # the whole time limit
+        during = ticks[0] - before
+    finally:
+        done.set()
+        other.join()
+        sys.setswitchinterval(interval)
+    assert e.kind == "unparsed" and p.counters["rule_timeout"] == 1
+    assert before == 0 and during > 0

@@ -36,6 +36,7 @@ from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder, timeline_even
 from gapwatch.engine.console import OutputFailed, say
 from gapwatch.logs.files import LogFile
 from gapwatch.logs.parse import LogParser
+from gapwatch.logs.parse.user_rules import RULE_TIMEOUT_S
 from gapwatch.offline.prover_events import prover_event_lines
 
 
@@ -323,5 +324,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     kinds = ", ".join(f"{k[5:]} {v}" for k, v in sorted(c.items()) if k.startswith("kind:"))
     say(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "
         f"{c['unparsed']} unparsed, {c['blank']} blank, {cut} cut at "
-        f"{config.logs.max_line_bytes} bytes" + (f", {nul} NUL bytes dropped" if nul else ""))
+        f"{config.logs.max_line_bytes} bytes" + (f", {nul} NUL bytes dropped" if nul else "")
+        + (f", {c['rule_timeout']} line(s) a rule could not decide in "
+           f"{RULE_TIMEOUT_S * 1000:.0f} ms (it backtracks: docs/logs.md, User rules)"
+           if c["rule_timeout"] else ""))
     return status

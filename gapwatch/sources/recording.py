@@ -135,6 +135,10 @@ def last_wall_s(path: str | Path) -> float | None:
     without decoding them; None for a gzip file, a stream, or a tail that names no usable
     time. Never raises."""
     try:
+        # Only a regular file is opened: opening a FIFO would wake a writer waiting for its
+        # reader, for nothing.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None

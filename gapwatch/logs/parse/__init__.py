@@ -135,8 +135,8 @@ class LogParser:
         self._last_timed_s: float | None = None
         self.cuzk_enabled = cfg.cuzk
         self.keep_unparsed = keep_unparsed
-        self._rules = UserRules(cfg.rules)
         self.counters = Counts()
+        self._rules = UserRules(cfg.rules, self.counters)
         #: Wall time of TIMELINE offset 0: the `starting cuzk engine` line ("log"), or, until
         #: that line is read, the prover's `/status` uptime (`anchor_from_status`: "status").
         self.anchor_wall_s: float | None = None

@@ -7,13 +7,23 @@ ISO-8601/RFC3339 or Unix seconds), `phase` (the event name), `worker`, `partitio
 `job_id`. Every other named group becomes a field, converted like a tracing value (`12` -> 12).
 The regexes were compiled once by the config validator already (a bad one is a config error that
 names the rule); here they are compiled again for use.
+
+A rule's regex is the user's code run on outside text: one with nested repeats (`(a+)+$`)
+takes time exponential in a line that almost matches. So the rules run with the `regex`
+module (`re`'s syntax, its extensions too): each search is given `RULE_TIMEOUT_S`, and a line
+a rule cannot decide by then is not that rule's (counted `rule_timeout`; the next rule still
+looks at it); and it releases the GIL while it matches a `str`, so the sampler and the other
+threads run meanwhile (`re` held it for the whole search: a hostile line stopped the process).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    import regex
 
 from gapwatch.config import UserRule
 from gapwatch.core.bounds import MAX_GPU_INDEX, decimal, fits_i64, wall_s_ok
@@ -22,6 +32,10 @@ from gapwatch.core.values import convert_value
 from gapwatch.logs.parse.prefixes import iso_to_epoch
 
 _SPECIAL = frozenset(("timestamp", "phase", "worker", "partition", "gpu", "job_id"))
+
+#: The longest one rule may search one line (at most `PARSE_CHARS` of it): a rule that cannot
+#: backtrack without end decides a 16 KiB line in well under a millisecond.
+RULE_TIMEOUT_S: Final = 0.05
 
 
 @dataclass(slots=True)
@@ -81,10 +95,17 @@ def parse_timestamp(value: str, fmt: str) -> float | None:
 
 
 class UserRules:
-    """The configured rules in order; `match` returns the first that matches (re.search)."""
+    """The configured rules in order; `match` returns the first that matches (a search)."""
 
-    def __init__(self, rules: list[UserRule]) -> None:
-        self._rules = [(rule, re.compile(rule.regex)) for rule in rules]
+    def __init__(self, rules: list[UserRule], counters: dict[str, int] | None = None) -> None:
+        """`counters`: where the searches that ran out of time are counted (`rule_timeout`:
+        the parser's counters)."""
+        self._rules: list[tuple[UserRule, regex.Pattern[str]]] = []
+        if rules:
+            import regex  # only with rules: ~25 ms to import, for every command otherwise
+
+            self._rules = [(rule, regex.compile(rule.regex)) for rule in rules]
+        self._counters: dict[str, int] = counters if counters is not None else {}
 
     def __bool__(self) -> bool:
         return bool(self._rules)
@@ -95,8 +116,12 @@ class UserRules:
 
     def match(self, text: str) -> UserMatch | None:
         """The first rule whose regex finds something in `text`, as a `UserMatch`."""
-        for rule, regex in self._rules:
-            m = regex.search(text)
+        for rule, pattern in self._rules:
+            try:
+                m = pattern.search(text, timeout=RULE_TIMEOUT_S)
+            except TimeoutError:
+                self._counters["rule_timeout"] = self._counters.get("rule_timeout", 0) + 1
+                continue
             if m is not None:
                 return _user_match(rule, m.groupdict())
         return None

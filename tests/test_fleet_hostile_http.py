@@ -305,3 +305,66 @@ def test_a_tls_handshake_dripped_a_byte_at_a_time_costs_one_query_deadline() -> 
     finally:
         listener.close()
     assert "no answer within 0.3 s" in why
+
+
+def test_a_resolver_that_never_answers_costs_one_query_deadline_and_one_lookup(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`getaddrinfo` has no timeout: a resolver that does not answer held every query for its
+    own retries (10-30 s). Now the query gives up at its deadline, says it was the lookup, and
+    the next query waits for the same lookup rather than starting one more."""
+    asked: list[str] = []
+    release = threading.Event()
+
+    def unanswered(host: str, *args: object, **kwargs: object) -> list[object]:
+        asked.append(host)
+        release.wait(30)
+        raise socket.gaierror("the resolver gave up")
+
+    monkeypatch.setattr(socket, "getaddrinfo", unanswered)
+    client = PromClient("http://prom.example:9090", timeout_s=0.3)
+    try:
+        for _ in range(2):
+            with pytest.raises(PromError, match=r"^no answer within 0\.3 s \(looking up "
+                                                r"'prom\.example' took longer\)$"):
+                client.instant("up")
+    finally:
+        release.set()
+    assert asked == ["prom.example"]
+
+
+def test_a_looked_up_address_is_used_for_a_while_then_looked_up_again(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gapwatch.fleet import client as fleet_client
+
+    asked: list[str] = []
+    real = socket.getaddrinfo
+
+    def counted(host: str, *args: object, **kwargs: object) -> object:
+        asked.append(host)
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", counted)
+
+    def answer(conn: socket.socket) -> None:
+        conn.sendall(_head(b"Content-Length: %d\r\n" % len(GOOD)) + GOOD)
+
+    with hostile(answer) as url:
+        client = PromClient(url.replace("127.0.0.1", "localhost"), timeout_s=2.0)
+        assert client.instant("up") == [] and client.instant("up") == []
+        assert asked == ["localhost"]  # a refresh's queries share one lookup
+        monkeypatch.setattr(fleet_client, "RESOLVED_FOR_S", 0.0)
+        assert client.instant("up") == []
+        assert asked == ["localhost", "localhost"]
+
+
+def test_a_name_that_does_not_resolve_is_said_as_unreachable(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def none(host: str, *args: object, **kwargs: object) -> list[object]:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", none)
+    why, _ = _ask("http://no-such-prom.invalid:9090")
+    assert why.startswith("cannot reach Prometheus:") and "not known" in why

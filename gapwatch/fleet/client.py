@@ -13,11 +13,14 @@ socket timeout bounds each read only and a server dripping a byte at a time neve
 redirects are named, never followed (the API does not redirect, and following one turned the
 POST into a bodyless GET to wherever the server said, with a fresh timeout per hop); whatever
 http.client raises about a reply that is not HTTP is a `PromError`; a body shorter than its
-Content-Length is said to be cut short.
+Content-Length is said to be cut short. The host name is looked up within the same deadline
+(`_Resolver`: `getaddrinfo` has no timeout of its own, and a resolver that does not answer held
+a refresh for its own retries, 10-30 s), the answer kept for `RESOLVED_FOR_S`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import math
 import socket
@@ -44,6 +47,9 @@ MAX_SERIES = 100_000
 READ_LABELS = ("instance", "gpu", "state", "kind", "cause", "cause_words", "setting")
 #: What one label value may keep: a box name or a cause's words fit many times over.
 MAX_LABEL_CHARS = 256
+#: How long a looked-up address of Prometheus is used before it is looked up again (a refresh
+#: asks several queries; the system resolver's own cache, where there is one, is not Python's).
+RESOLVED_FOR_S = 30.0
 
 
 class PromError(Exception):
@@ -125,6 +131,7 @@ class PromClient:
         self._https = parsed.scheme == "https"
         self._host = parsed.hostname
         self._port = port
+        self._resolver = _Resolver(parsed.hostname, port or (443 if self._https else 80))
         self._path = parsed.path.rstrip("/")
         self.base_url = urllib.parse.urlunsplit(
             (parsed.scheme, parsed.netloc, parsed.path.rstrip("/"), "", ""))
@@ -163,14 +170,16 @@ class PromClient:
         """POST `form` to `path`; the body of a 200 answer, read within `timeout_s` in all."""
         data = urllib.parse.urlencode(form).encode()
         conn: http.client.HTTPConnection
-        if self._https:
+        tls = ssl.create_default_context() if self._https else None
+        if tls is not None:
             conn = http.client.HTTPSConnection(self._host, self._port, timeout=timeout_s,
-                                               context=ssl.create_default_context())
+                                               context=tls)
         else:
             conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout_s)
         watchdog = _Watchdog(timeout_s)
         started = time.monotonic()
         try:
+            conn.sock = self._connect(started + timeout_s, timeout_s, tls)
             return self._exchange(conn, path, data, watchdog)
         except PromError:
             raise  # said already (an error status keeps its words past the deadline)
@@ -194,9 +203,41 @@ class PromClient:
             conn.close()
             self.last_wait_s = time.monotonic() - started
 
+    def _connect(self, deadline: float, timeout_s: float, tls: ssl.SSLContext | None
+                 ) -> socket.socket:
+        """A socket connected to the host: its addresses (looked up by `deadline`) tried in
+        turn, each within the time left; under TLS, wrapped for the host's name. What
+        `HTTPConnection.connect` does, with the lookup bounded too."""
+        try:
+            addresses = self._resolver.addresses(deadline)
+        except TimeoutError:
+            raise PromError(f"no answer within {timeout_s:g} s (looking up "
+                            f"{self._host[:80]!r} took longer)") from None
+        failure: OSError = OSError(f"no address for {self._host[:80]!r}")
+        for family, kind, proto, _name, address in addresses:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.settimeout(left)
+                sock.connect(address)
+                with contextlib.suppress(OSError):  # as http.client: best effort
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if tls is not None:
+                    # The handshake takes the socket's timeout as its whole deadline: the time
+                    # left, not a fresh `timeout_s`.
+                    sock.settimeout(max(0.001, deadline - time.monotonic()))
+                    sock = tls.wrap_socket(sock, server_hostname=self._host)
+                sock.settimeout(timeout_s)
+                return sock
+            except OSError as exc:
+                sock.close()
+                failure = exc
+        raise failure
+
     def _exchange(self, conn: http.client.HTTPConnection, path: str, data: bytes,
                   watchdog: _Watchdog) -> bytes:
-        conn.connect()  # bounded by the socket timeout (DNS excepted: getaddrinfo has none)
         # Handed over now: http.client sets `conn.sock` to None once a reply says it will
         # close, while the reply still reads through that socket.
         watchdog.watch(conn.sock)
@@ -224,10 +265,70 @@ class PromClient:
         return body
 
 
+class _Resolver:
+    """The addresses of one host, looked up in a thread of its own so that a caller waits
+    only until its deadline (`getaddrinfo` blocks for as long as the system's resolver
+    retries, and cannot be interrupted). One lookup at a time: a caller that comes while one
+    is still out waits for that one (a resolver that never answers costs one thread, not one a
+    query); an answer is kept `RESOLVED_FOR_S`."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self._host, self._port = host, port
+        self._lock = threading.Lock()
+        self._pending: _Lookup | None = None
+        self._kept: list[_AddrInfo] = []
+        self._kept_at = 0.0
+
+    def addresses(self, deadline: float) -> list[_AddrInfo]:
+        """The host's addresses; `TimeoutError` when the lookup has not answered by
+        `deadline`; `socket.gaierror` (an OSError) when it answered that there are none."""
+        with self._lock:
+            if self._kept and time.monotonic() - self._kept_at < RESOLVED_FOR_S:
+                return self._kept
+            lookup = self._pending
+            if lookup is None or lookup.done.is_set():
+                lookup = self._pending = _Lookup(self._host, self._port)
+        if not lookup.done.wait(max(0.0, deadline - time.monotonic())):
+            raise TimeoutError
+        if lookup.error is not None:
+            raise lookup.error
+        with self._lock:
+            self._kept, self._kept_at = lookup.found, time.monotonic()
+        return lookup.found
+
+
+#: One address `getaddrinfo` gives: family, type, protocol, canonical name, address.
+_AddrInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, tuple[object, ...]]
+
+
+class _Lookup:
+    """One `getaddrinfo`, run in a daemon thread (one that never returns keeps no exit
+    waiting); `done` is set once it answered."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.done = threading.Event()
+        self.found: list[_AddrInfo] = []
+        self.error: OSError | None = None
+        threading.Thread(target=self._run, args=(host, port), daemon=True,
+                         name="gapwatch-fleet-dns").start()
+
+    def _run(self, host: str, port: int) -> None:
+        try:
+            self.found = [(f, k, p, n, tuple(a)) for f, k, p, n, a in
+                          socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
+        except OSError as exc:
+            self.error = exc
+        except UnicodeError as exc:  # a name IDNA cannot encode
+            self.error = socket.gaierror(f"{host!r}: {exc}")
+        finally:
+            self.done.set()
+
+
 class _Watchdog:
     """Shuts the watched socket when `timeout_s` has passed, unless cancelled first: the
     blocked read (of headers or body, plain or TLS) then returns at once. `fired` says it did.
-    Until a socket is watched, connecting is bounded by the socket timeout alone."""
+    Until a socket is watched, connecting is bounded by `PromClient._connect` (the lookup and
+    each try within the time left)."""
 
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s

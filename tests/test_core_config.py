@@ -207,3 +207,20 @@ def test_gpu_indices_no_recording_holds_are_refused(tmp_path: Path) -> None:
         f.write_text(f"[sampler]\ngpus = {gpus}\n")
         with pytest.raises(ConfigError, match="sampler.gpus.0"):
             load_config(f)
+
+
+@pytest.mark.parametrize("content", [None, "x = [", "[sampler]\nperiod_ms = -5\n"])
+def test_a_newline_in_the_config_path_stays_inside_its_one_line_message(
+    tmp_path: Path, content: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The cli says a config error line by line (a line per key that does not validate): a
+    newline in the file's name split it, and its second line read as gapwatch's own."""
+    from gapwatch.cli import main
+
+    path = tmp_path / "bad\ngapwatch: all good.toml"
+    if content is not None:
+        path.write_text(content)
+    assert main(["parse", "--config", str(path), str(tmp_path / "none.log")]) == 2
+    err = capsys.readouterr().err
+    assert "bad\\x0agapwatch: all good.toml" in err
+    assert not any(line.startswith("gapwatch: all good") for line in err.splitlines())

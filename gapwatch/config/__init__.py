@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
 from gapwatch.base.input_files import fifo_heard, file_kind, path_problem
+from gapwatch.core import fmt
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_GPU_INDEX, MAX_PERIOD_MS, MIN_PERIOD_MS
 from gapwatch.core.config import DetectorConfig, Section
 from gapwatch.core.units import parse_duration, parse_size
@@ -427,21 +428,27 @@ def load_config(path: str | Path | None = None) -> Config:
         raise ConfigError(f"{where}: {problem}")
     if not file.exists():
         if explicit:
-            raise ConfigError(f"{file}: config file not found")
+            raise ConfigError(f"{_said(file)}: config file not found")
         return Config()
     try:
         data = tomllib.loads(_read_config_text(file))
     except OSError as exc:
-        raise ConfigError(f"{file}: cannot read config: {exc.strerror or exc}") from None
+        raise ConfigError(f"{_said(file)}: cannot read config: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{file}: cannot read config: not UTF-8 text ({exc.reason} at byte "
-                          f"{exc.start})") from None
+        raise ConfigError(f"{_said(file)}: cannot read config: not UTF-8 text ({exc.reason} "
+                          f"at byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+        raise ConfigError(f"{_said(file)}: not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses per nested array or inline table
         raise ConfigError(
-            f"{file}: not a config: its arrays or tables are nested too deep") from None
-    return build_config(data, origin=str(file))
+            f"{_said(file)}: not a config: its arrays or tables are nested too deep") from None
+    return build_config(data, origin=_said(file))
+
+
+def _said(file: Path) -> str:
+    """The config file's name as its messages say it: one line whatever it holds (a newline in
+    the path split the message into two lines, the second one looking like gapwatch's own)."""
+    return fmt.visible(str(file))
 
 
 def _read_config_text(file: Path) -> str:
@@ -455,23 +462,23 @@ def _read_config_text(file: Path) -> str:
         st = os.fstat(fd)
         if stat.S_ISREG(st.st_mode):
             if st.st_size > MAX_CONFIG_BYTES:
-                raise ConfigError(f"{file}: not a config: {st.st_size} bytes, over the "
+                raise ConfigError(f"{_said(file)}: not a config: {st.st_size} bytes, over the "
                                   f"{MAX_CONFIG_BYTES >> 10} KiB a config file may hold")
             raw = _read_regular(fd)
         elif stat.S_ISFIFO(st.st_mode):
             raw = _read_fifo(fd, file)
         else:
-            raise ConfigError(f"{file}: not a config: {file_kind(st.st_mode)}, not a file")
+            raise ConfigError(f"{_said(file)}: not a config: {file_kind(st.st_mode)}, not a file")
     finally:
         os.close(fd)
     if len(raw) > MAX_CONFIG_BYTES:  # a file that grew since fstat, or a FIFO that says more
-        raise ConfigError(f"{file}: not a config: over the {MAX_CONFIG_BYTES >> 10} KiB a "
+        raise ConfigError(f"{_said(file)}: not a config: over the {MAX_CONFIG_BYTES >> 10} KiB a "
                           "config file may hold")
     text = raw.decode("utf-8")
     # Checked on the text as a whole, strings included: a string value holding 16 dotted words
     # in a row is refused too, which no setting of gapwatch's needs.
     if _LONG_DOTTED_KEY.search(text):
-        raise ConfigError(f"{file}: not a config: a dotted key of more than {MAX_KEY_PARTS} "
+        raise ConfigError(f"{_said(file)}: not a config: a dotted key of more than {MAX_KEY_PARTS} "
                           "parts (gapwatch's keys have at most 3)")
     return text
 
@@ -493,7 +500,7 @@ def _read_fifo(fd: int, file: Path) -> bytes:
     got = 0
     while got <= MAX_CONFIG_BYTES:
         if not fifo_heard(fd, CONFIG_FIFO_SILENCE_S):
-            raise ConfigError(f"{file}: a FIFO that said nothing for "
+            raise ConfigError(f"{_said(file)}: a FIFO that said nothing for "
                               f"{CONFIG_FIFO_SILENCE_S:g} s; give a config file")
         try:
             chunk = os.read(fd, MAX_CONFIG_BYTES + 1 - got)

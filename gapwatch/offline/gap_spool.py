@@ -118,10 +118,31 @@ def renumbered(payload: bytes, gap_id: int) -> bytes:
 
 
 class GapSpool(_StructSpool[Gap], Sequence[Gap]):
-    """Final versions of closed gaps, given back in start order (start, GPU, id)."""
+    """Final versions of closed gaps, given back in start order (start, GPU, id).
 
-    def __init__(self, run_items: int | None = None) -> None:
-        super().__init__(Gap, run_items or GAP_RUN_ITEMS, ties=2)
+    A split report's workers' gaps are put together without being written again: each
+    worker's runs are adopted (`adopt`, from a file the parent shares with it), and the ids,
+    the workers' own, are given out in the one sequence as the gaps are read (`number`). The
+    order is the same either way: gaps of two workers never share a GPU, and a worker's ids
+    keep their order in the one sequence."""
+
+    def __init__(self, run_items: int | None = None, *,
+                 run_file: IO[bytes] | None = None) -> None:
+        """`run_file`: every run is appended to it (a file another process adopts them from)."""
+        super().__init__(Gap, run_items or GAP_RUN_ITEMS, ties=2, run_file=run_file)
+        self._ids: Callable[[int, int], int] | None = None
+
+    def number(self, ids: Callable[[int, int], int]) -> None:
+        """From now on each gap is read with the id `ids(gpu, its id as held)`."""
+        self._ids = ids
+
+    def __iter__(self) -> Iterator[Gap]:
+        ids = self._ids
+        if ids is None:
+            yield from super().__iter__()
+            return
+        for g in super().__iter__():
+            yield replace(g, gap_id=ids(g.gpu, g.gap_id))
 
     def add(self, gap: Gap) -> None:
         self._spool.add(gap.start_s, self._encode(gap), (gap.gpu, gap.gap_id))
@@ -131,11 +152,16 @@ class GapSpool(_StructSpool[Gap], Sequence[Gap]):
         self._spool.add(key.start_s, payload, (key.gpu, key.gap_id))
 
     def encoded(self) -> Iterator[bytes]:
-        """The gaps in order as they are held, encoded (`decode_gap` reads one): for another
-        process, without decoding them here."""
+        """The gaps in order, encoded (`decode_gap` reads one): for another process, without
+        decoding them here (a numbered spool's ids replaced in their bytes: `renumbered`)."""
+        ids = self._ids
         for batch in self._spool.batches():
             for _key, payload in batch:
-                yield payload
+                if ids is None:
+                    yield payload
+                else:
+                    key = gap_key(payload)
+                    yield renumbered(payload, ids(key.gpu, key.gap_id))
 
     def extend(self, gaps: Iterable[Gap]) -> None:
         for g in gaps:

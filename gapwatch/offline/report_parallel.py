@@ -22,8 +22,13 @@ one-process one, value for value:
   decoded by every worker, and each keeps only the samples of its own GPUs; a GPU missing from
   the header belongs to worker `gpu % n`.
 - Gap ids count up across all GPUs in data order: workers report the line at which each of
-  their ids was assigned (`GapDetector.on_gap_id`) and the parent renumbers (in the gaps'
-  encoded bytes: `gap_spool.renumbered`). Each worker counts its own GPUs' gaps by GPU and
+  their ids was assigned (`GapDetector.on_gap_id`) and the parent gives each gap its id in
+  that one sequence. A forked worker's gap spool writes its runs to a file the parent made
+  for it (`_Job.gap_files`): the parent adopts them into its own spool, which gives each gap
+  out with its new id as it is read (`GapSpool.number`; the order needs no change: no two
+  workers share a GPU, and a worker's ids keep their order). A spawned worker sends its gaps
+  over its pipe instead, renumbered by the parent into a new spool (in their encoded bytes:
+  `gap_spool.renumbered`). Each worker counts its own GPUs' gaps by GPU and
   kind as one process counts them (`Detected.gap_tally`), so the tallies are put together as
   they are. States come out in one canonical order (data time, then GPU) in both paths.
 - A problem line read by several workers (a bad non-GPU line) is counted once: problems carry
@@ -201,9 +206,13 @@ class _Part:
     #: The worker's closed gaps by (GPU, kind), as its detection counted them.
     gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
     #: Final versions of the worker's closed gaps, with its own ids, in start order: worker
-    #: 0's (this process) as its spool; the others' follow their part over the pipe encoded
+    #: 0's (this process) as its spool; the others' runs in their `_Job.gap_files` file
+    #: (`gap_runs`), or, spawned, following their part over the pipe encoded
     #: (`GapSpool.encoded`), `GAP_CHUNK` at a time.
     gaps: Iterable[Gap] = field(default_factory=list)
+    #: A forked worker's gaps: where their runs are in its file. And how many gaps it sends.
+    gap_runs: list[tuple[int, int]] | None = None
+    gap_count: int = 0
     state_rows: list[tuple[Any, ...]] = field(default_factory=list)
     totals: list[GpuTotals] = field(default_factory=list)
     detector_counters: dict[str, int] = field(default_factory=dict)
@@ -302,6 +311,9 @@ class _Job:
     #: when the workers are spawned (a file is not handed to them): a copy then sends the
     #: report to one process.
     copy_files: list[IO[bytes]] = field(default_factory=list)
+    #: Likewise for each other worker's gaps (its `GapSpool`'s runs, adopted by this process:
+    #: never sent over the pipe, never written twice); none when spawned (they are sent).
+    gap_files: list[IO[bytes]] = field(default_factory=list)
     #: Whether the copies' sums keep each host-to-device copy (`compare`).
     keep_h2d: bool = False
     #: Worker 0's progress line (this process's; never handed to another worker).
@@ -323,6 +335,8 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
     # The other workers' copies' runs go to their file, for this process to take.
     run_file = job.copy_files[me - 1] if job.copy_files and not mine else None
     copies = CopySums(job.keep_h2d, run_file=run_file)
+    # Likewise its gaps' runs (`GapSpool.adopt`).
+    gap_file = job.gap_files[me - 1] if job.gap_files and not mine else None
     try:
         found = detect_records(
             rec.header, _only_mine(rec, owners, me, n, stop, len(job.copy_files) == n - 1,
@@ -333,6 +347,7 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
             listener=job.listener if mine else None, watch=watch,
             span=copy.deepcopy(logs.span) if logs is not None else None, timeline=mine,
             wake_at=wake, end_of_data=end_of_data, copies=copies,
+            gap_spool=GapSpool(run_file=gap_file) if gap_file is not None else None,
             on_gpu_clock=lambda: _gpu_clock(rec))
     except _OneProcess as exc:
         stop.set()
@@ -372,8 +387,13 @@ def _child(job: _Job, me: int, conn: Connection) -> None:
         part = _Part(abort=f"worker {me} failed:\n{traceback.format_exc()}")
         job.stop.set()
     gaps, part.gaps = part.gaps, []
+    part.gap_count = len(gaps) if isinstance(gaps, GapSpool) else 0
+    if job.gap_files and isinstance(gaps, GapSpool):
+        # Its runs are in the file the parent shares (`_Job.gap_files`): where, and no more.
+        part.gap_runs = gaps.spill()
+        gaps = []
     conn.send(part)
-    # The gaps in chunks, read from the worker's spool as they are held there (encoded: not
+    # Else the gaps in chunks, read from the worker's spool as they are held there (encoded: not
     # decoded here, nor pickled field by field): neither this process nor the parent ever
     # holds them all.
     chunk: list[bytes] = []
@@ -410,6 +430,8 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
     job = _Job(path, config, n, ctx.Event(), logs,
                copy_files=[tempfile.TemporaryFile(prefix="gapwatch-copies-")  # noqa: SIM115
                            for _ in range(1, n)] if fork else [],
+               gap_files=[tempfile.TemporaryFile(prefix="gapwatch-gaps-")  # noqa: SIM115
+                          for _ in range(1, n)] if fork else [],
                keep_h2d=keep_h2d)
     children = []
     for me in range(1, n):
@@ -433,16 +455,15 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
         if any(p.abort is not None for p in parts) or (logs is not None and _bad_lines(parts)):
             return None
         new_ids = _gap_ids(parts)
-        numbered = _Numbered(progress, sum(len(ids) - 1 for ids in new_ids))
-        gaps = GapSpool()
         own, parts[0].gaps = parts[0].gaps, []
-        _renumber(gaps, _encoded(own), new_ids[0], numbered)
-        if isinstance(own, GapSpool):
-            own.close()
-        del own
-        for w, (_proc, recv) in enumerate(children, 1):
-            while (chunk := recv.recv()) is not None:
-                _renumber(gaps, chunk, new_ids[w], numbered)
+        if isinstance(own, GapSpool) and all(p.gap_runs is not None for p in parts[1:]):
+            gaps = _adopted(own, parts, job, new_ids, header, logs is not None)
+            for _proc, recv in children:
+                recv.recv()  # the end of its gaps (None): they are in its file
+        else:
+            total = len(own) if isinstance(own, GapSpool) else 0
+            gaps = _numbered(own, new_ids, children, _Numbered(
+                progress, total + sum(p.gap_count for p in parts[1:])))
         drained = True
     except EOFError:  # a child died while sending its gaps
         return None
@@ -464,6 +485,32 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
         if part.copies is not None:
             found.copies.take(part.copies, job.copy_files[w - 1])
     return found
+
+
+def _adopted(own: GapSpool, parts: list[_Part], job: _Job, new_ids: list[list[int]],
+             header: Any, logs: bool) -> GapSpool:
+    """This process's gap spool with the other workers' runs adopted, their ids given out in
+    the one sequence as they are read (`GapSpool.number`): nothing written again."""
+    for w, part in enumerate(parts[1:], 1):
+        own.adopt(job.gap_files[w - 1], part.gap_runs or [], part.gap_count)
+    owners = _owners([g.index for g in header.gpus], job.n, lighter_first=logs)
+    n = job.n
+    own.number(lambda gpu, local: new_ids[owners.get(gpu, gpu % n)][local])
+    return own
+
+
+def _numbered(own: Iterable[Gap], new_ids: list[list[int]],
+              children: list[tuple[Any, Connection]], numbered: _Numbered) -> GapSpool:
+    """Every worker's gaps in one new spool, renumbered as they come (this process's, then
+    each spawned worker's over its pipe, to its end)."""
+    gaps = GapSpool()
+    _renumber(gaps, _encoded(own), new_ids[0], numbered)
+    if isinstance(own, GapSpool):
+        own.close()
+    for w, (_proc, recv) in enumerate(children, 1):
+        while (chunk := recv.recv()) is not None:
+            _renumber(gaps, chunk, new_ids[w], numbered)
+    return gaps
 
 
 def replace_job(job: _Job, listener: RunListener | None, progress: Progress | None = None

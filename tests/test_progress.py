@@ -160,7 +160,10 @@ def test_progress_of_passes_every_record_and_looks_every_so_often(
     assert seen == [9.0, 29.0]  # the 20th has no usable time: no look then
 
 
-def test_a_shown_line_is_rewritten_in_place_and_cleared_before_any_other_line() -> None:
+def test_a_shown_line_is_rewritten_in_place_and_cleared_before_any_other_line(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TERM", "xterm-256color")  # a CI's TERM may say dumb
     out = Terminal()
     console = Console(out)
     assert console.is_terminal()
@@ -184,8 +187,14 @@ def test_a_shown_line_is_cut_to_the_terminal_s_width_and_erased() -> None:
     assert erased == "\r\x1b[K"
 
 
-def test_a_file_is_not_a_terminal() -> None:
+def test_a_file_or_a_dumb_terminal_gets_no_transient_line(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert not Console(io.StringIO()).is_terminal()
+    monkeypatch.setenv("TERM", "dumb")
+    assert not Console(Terminal()).is_terminal()
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert Console(Terminal()).is_terminal()
 
 
 def _write(path: Path, lines: list[str]) -> Path:
@@ -266,6 +275,7 @@ def _on_a_terminal_then_in_a_file(
     """`run()` with the command's stderr a terminal, then a file (its progress lines shown at
     once, the detection looked at every 256 records): what each run gave, and its stderr."""
     monkeypatch.setattr(progress_mod, "EVERY_RECORDS", 256)
+    monkeypatch.setenv("TERM", "xterm-256color")  # a CI's TERM may say dumb
     monkeypatch.setattr(command, "Progress", functools.partial(Progress, after_s=0.0,
                                                                 every_s=0.0))
     runs = []

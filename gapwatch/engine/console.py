@@ -67,8 +67,12 @@ class Console:
             return True
 
     def is_terminal(self) -> bool:
-        """Whether the stream is a terminal (where a transient line can be shown)."""
+        """Whether the stream is a terminal that can show a transient line: not a file or a
+        pipe, nor a terminal that says it is dumb (TERM=dumb: Emacs's shell buffers print the
+        erase sequence as text)."""
         stream = self._target()
+        if os.environ.get("TERM") == "dumb":
+            return False
         try:
             return bool(stream is not None and not self.gone and stream.isatty())
         except (OSError, ValueError):  # a closed stream

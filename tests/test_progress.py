@@ -16,6 +16,7 @@ import msgspec
 import pytest
 from shared_files import write_sim_with_log
 
+from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.commands import report as report_command
 from gapwatch.config import Config
@@ -24,6 +25,7 @@ from gapwatch.offline import progress as progress_mod
 from gapwatch.offline import report_parallel
 from gapwatch.offline.progress import DataTime, LogBytes, Progress, minutes, progress_of
 from gapwatch.offline.report import build_report, to_json
+from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources.files import data_span
 from gapwatch.sources.recording import last_wall_s
 
@@ -221,12 +223,44 @@ def test_a_tail_without_a_usable_time_gives_none(tmp_path: Path, tail: str) -> N
     assert last_wall_s(_write(tmp_path / "a.jsonl", [HEADER, tail])) is None
 
 
-def test_a_gzip_or_a_stream_has_no_last_time(tmp_path: Path) -> None:
-    gz = tmp_path / "a.jsonl.gz"
-    gz.write_bytes(gzip.compress(b'{"type":"gpu","t_wall_s":1796000000.5}\n'))
+def test_a_gzip_recording_s_last_time_is_read_from_its_last_member(tmp_path: Path) -> None:
+    """The recorder writes gzip members that inflate on their own: the last one is found from
+    the end (a day's .gz, the README's way to record, had no percentage before)."""
+    res = simulate("pageable", seed=4, duration_s=30.0, gpus=2)
+    plain, gz = tmp_path / "r.jsonl", tmp_path / "r.jsonl.gz"
+    write_recording(plain, res.header, res.records)
+    write_recording(gz, res.header, res.records)
+    assert gz.read_bytes().count(b"\x1f\x8b\x08") > 1  # several members
+    assert last_wall_s(gz) == last_wall_s(plain) is not None
+    cut = tmp_path / "cut.jsonl.gz"  # killed mid-write: the last member ends early
+    cut.write_bytes(gz.read_bytes()[:-40])
+    t = last_wall_s(cut)
+    assert t is not None and t <= last_wall_s(plain)  # type: ignore[operator]
+
+
+#: Hostile ends of a gzip recording, made when the test runs (a gzip header holds the time it
+#: was made: the test ids must not).
+HOSTILE_GZIP_ENDS: dict[str, Callable[[], bytes]] = {
+    "member starts that never inflate": lambda: b"\x1f\x8b\x08" * 50_000,
+    "a megabyte of noise": lambda: (b"\x1f\x8b" + bytes(range(256)) * 4000
+                                    + b"\x1f\x8b\x08\x00" + b"\xff" * 100),
+    "times no one can use": lambda: gzip.compress(b'{"t_wall_s":1e300}\n{"t_wall_s":NaN}\n'),
+    "a bomb of 64 MiB of one byte": lambda: gzip.compress(b"\x00" * (64 << 20)),
+}
+
+
+@pytest.mark.parametrize("end", list(HOSTILE_GZIP_ENDS))
+def test_a_hostile_gzip_end_gives_no_time_and_costs_a_bounded_read(
+    tmp_path: Path, end: str
+) -> None:
+    path = tmp_path / "h.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"type":"header"}\n') + HOSTILE_GZIP_ENDS[end]())
+    assert last_wall_s(path) is None
+
+
+def test_a_stream_has_no_last_time(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo.jsonl"
     os.mkfifo(fifo)
-    assert last_wall_s(gz) is None
     assert last_wall_s(fifo) is None  # never opened for a read that would wait
     assert last_wall_s(tmp_path / "missing.jsonl") is None
 

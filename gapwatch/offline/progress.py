@@ -133,7 +133,7 @@ class LogBytes:
 class DataTime:
     """How far a pass over the recording is (the detection's, by default), by the time of the
     data read: `at(t_wall_s)` against the recording's first and last times
-    (`gapwatch.sources.files.data_span`: None where the end is not known, e.g. a gzip file:
+    (`gapwatch.sources.files.data_span`: None where the end is not known, e.g. a trace CSV:
     the time alone is said then)."""
 
     STEP: Final = "finding gaps"

@@ -63,9 +63,9 @@ def json_bytes_of(path: str | Path) -> int:
 
 def data_span(path: str | Path, started_wall_s: float) -> tuple[float, float] | None:
     """The wall times a recording's data runs between, for a progress line: from
-    `started_wall_s` (its header's) to the latest last time of its plain files (a set's too),
-    or None where no end is known (gzip, a trace CSV, a stream) or it is not after the start.
-    Never raises."""
+    `started_wall_s` (its header's) to the latest last time of its files (a set's too, plain
+    or gzip: `last_wall_s`), or None where no end is known (a trace CSV, a stream, an end that
+    names no time) or it is not after the start. Never raises."""
     p = Path(path)
     try:
         files = set_files(p).files if is_set(p) else [p]

@@ -127,13 +127,20 @@ def _wall_of(line: bytes) -> float | None:
 
 #: The end of a recording read for its last time (`last_wall_s`): a few of its longest lines.
 TAIL_BYTES: Final = 1 << 16
+#: A gzip recording's end read for its last member (the recorder's members hold ~1 MiB of
+#: JSON each, ~100-300 KiB compressed), the member starts tried there, and what one may give.
+GZIP_TAIL_BYTES: Final = 1 << 20
+GZIP_TAIL_TRIES: Final = 64
+GZIP_TAIL_OUT_BYTES: Final = 8 << 20
+_GZIP_MEMBER: Final = b"\x1f\x8b\x08"
 
 
 def last_wall_s(path: str | Path) -> float | None:
-    """The wall time of the last whole line of a plain recording file that names one (a
-    progress line's end: `gapwatch.offline.progress`), read from its last `TAIL_BYTES`
-    without decoding them; None for a gzip file, a stream, or a tail that names no usable
-    time. Never raises."""
+    """The wall time of the last whole line of a recording file that names one (a progress
+    line's end: `gapwatch.offline.progress`), read from its end: a plain file's last
+    `TAIL_BYTES`, a gzip file's last member (the recorder writes members that inflate on their
+    own: the last one that does, within `GZIP_TAIL_BYTES` of the end), never decoded as
+    records; None for a stream, or an end that names no usable time. Never raises."""
     try:
         # Only a regular file is opened: opening a FIFO would wake a writer waiting for its
         # reader, for nothing.
@@ -144,15 +151,41 @@ def last_wall_s(path: str | Path) -> float | None:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or os.pread(fd, 2, 0) == b"\x1f\x8b":
+        if not stat.S_ISREG(st.st_mode):
             return None
-        start = max(0, st.st_size - TAIL_BYTES)
+        gzipped = os.pread(fd, 2, 0) == b"\x1f\x8b"
+        start = max(0, st.st_size - (GZIP_TAIL_BYTES if gzipped else TAIL_BYTES))
         tail = os.pread(fd, st.st_size - start, start)
     except OSError:
         return None
     finally:
         os.close(fd)
-    for line in reversed(tail.splitlines(keepends=True)[1 if start else 0:]):
+    if gzipped:
+        return _last_member_wall_s(tail)
+    return _last_wall_in(tail.splitlines(keepends=True)[1 if start else 0:])
+
+
+def _last_member_wall_s(tail: bytes) -> float | None:
+    """The last time in the last gzip member of `tail` that inflates (a member's start is
+    looked for from the end; what only looks like one does not inflate, or names no time)."""
+    at = len(tail)
+    for _ in range(GZIP_TAIL_TRIES):
+        at = tail.rfind(_GZIP_MEMBER, 0, at)
+        if at < 0:
+            return None
+        try:
+            text = zlib.decompressobj(GZIP_WBITS).decompress(tail[at:], GZIP_TAIL_OUT_BYTES)
+        except zlib.error:
+            continue
+        t = _last_wall_in(text.splitlines(keepends=True))
+        if t is not None:
+            return t
+    return None
+
+
+def _last_wall_in(lines: list[bytes]) -> float | None:
+    """The usable wall time of the last of `lines` that names one."""
+    for line in reversed(lines):
         t = _wall_of(line)
         if t is not None and wall_s_ok(t):
             return t

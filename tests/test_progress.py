@@ -246,6 +246,7 @@ HOSTILE_GZIP_ENDS: dict[str, Callable[[], bytes]] = {
                                     + b"\x1f\x8b\x08\x00" + b"\xff" * 100),
     "times no one can use": lambda: gzip.compress(b'{"t_wall_s":1e300}\n{"t_wall_s":NaN}\n'),
     "a bomb of 64 MiB of one byte": lambda: gzip.compress(b"\x00" * (64 << 20)),
+    "sixty small bombs": lambda: gzip.compress(b"\x00" * (4 << 20)) * 60,
 }
 
 
@@ -377,3 +378,31 @@ def test_compare_on_a_terminal_says_which_side_it_reads_and_compares_the_same(
     assert "\rgapwatch compare (BEFORE): parsing the log" in tty
     assert "\rgapwatch compare (AFTER): finding gaps" in tty
     assert tty.endswith("\r\x1b[K") and file == ""
+
+
+def test_a_tail_of_small_bombs_inflates_no_more_than_one_budget_in_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import zlib
+
+    from gapwatch.sources import recording
+
+    inflated: list[int] = []
+    real = zlib.decompressobj
+
+    class Counted:
+        def __init__(self, wbits: int) -> None:
+            self._z = real(wbits)
+
+        def decompress(self, data: bytes, max_length: int = 0) -> bytes:
+            out = self._z.decompress(data, max_length)
+            inflated.append(len(out))
+            return out
+
+    monkeypatch.setattr(zlib, "decompressobj", Counted)
+    path = tmp_path / "bombs.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"type":"header"}\n')
+                     + gzip.compress(b"\x00" * (4 << 20)) * 60)
+    assert last_wall_s(path) is None
+    # Without the budget each of the 60 would inflate its 4 MiB: 240 MiB for one progress line.
+    assert sum(inflated) <= recording.GZIP_TAIL_OUT_BYTES and len(inflated) < 60

@@ -128,7 +128,8 @@ def _wall_of(line: bytes) -> float | None:
 #: The end of a recording read for its last time (`last_wall_s`): a few of its longest lines.
 TAIL_BYTES: Final = 1 << 16
 #: A gzip recording's end read for its last member (the recorder's members hold ~1 MiB of
-#: JSON each, ~100-300 KiB compressed), the member starts tried there, and what one may give.
+#: JSON each, ~100-300 KiB compressed), the member starts tried there, and what they may give
+#: in all (a tail of small bombs costs no more than one).
 GZIP_TAIL_BYTES: Final = 1 << 20
 GZIP_TAIL_TRIES: Final = 64
 GZIP_TAIL_OUT_BYTES: Final = 8 << 20
@@ -168,15 +169,16 @@ def last_wall_s(path: str | Path) -> float | None:
 def _last_member_wall_s(tail: bytes) -> float | None:
     """The last time in the last gzip member of `tail` that inflates (a member's start is
     looked for from the end; what only looks like one does not inflate, or names no time)."""
-    at = len(tail)
+    at, left = len(tail), GZIP_TAIL_OUT_BYTES
     for _ in range(GZIP_TAIL_TRIES):
         at = tail.rfind(_GZIP_MEMBER, 0, at)
-        if at < 0:
+        if at < 0 or left <= 0:
             return None
         try:
-            text = zlib.decompressobj(GZIP_WBITS).decompress(tail[at:], GZIP_TAIL_OUT_BYTES)
+            text = zlib.decompressobj(GZIP_WBITS).decompress(tail[at:], left)
         except zlib.error:
             continue
+        left -= len(text)
         t = _last_wall_in(text.splitlines(keepends=True))
         if t is not None:
             return t

@@ -57,6 +57,21 @@ def test_markdown_compare_of_hostile_settings_keeps_its_tables_and_renders_no_ht
     assert "x|y\\x0a# H1 `code`" in html
 
 
+def test_markdown_compare_pasted_into_github_mentions_no_one_and_references_no_issue() -> None:
+    """GitHub turns `@name` into a notification and `#123` into a line in issue 123 after it
+    renders, whatever backslash precedes them (github/markup#1168): a setting's value of
+    `@org/everyone see #1` pasted a ping to a whole team into the ticket."""
+    markdown_it = pytest.importorskip("markdown_it")
+    value = "@org/everyone see #1, owner@example.com, org/repo#42"
+    md = format_markdown(_hostile_comparison(value))
+    assert not re.search(r"@\w|#\d", md)  # none left whole
+    html = markdown_it.MarkdownIt("gfm-like").render(md)
+    # A comment renders as nothing; a bare domain may be linked where it stands (GFM's
+    # autolinks, as the hostile test above allows: it shows where it goes).
+    shown = re.sub(r"<!-- -->|</?a\b[^>]*>", "", html)
+    assert "@org/everyone see #1, owner@example.com, org/repo#42" in shown
+
+
 def test_text_compare_with_a_16_kib_value_and_wide_characters_stays_within_100_columns() -> None:
     """A setting's value was printed whole (`{v:>18}`: a 16 KiB line) and counted in
     characters, not terminal cells."""

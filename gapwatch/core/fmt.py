@@ -81,16 +81,25 @@ def _json_escape(m: re.Match[str]) -> str:
 _MD_ACTIVE = re.compile(r"[\\`*_\[\]<>|&~#$]")
 
 
+#: What GitHub acts on after rendering, whatever backslash precedes it (github/markup#1168):
+#: `@name` is a mention (a notification to that user or team), `#123` a reference (a line in
+#: that issue's timeline). An empty HTML comment after the sign renders as nothing and breaks
+#: both; the text reads the same. Matched after escaping: `#` is `\#` by then.
+_MD_REFERENCE = re.compile(r"(@|\\#)(?=\w)")
+
+
 def markdown(text: str, width: int | None = None) -> str:
     """Outside text (a path, a setting's value, a job id) for a Markdown line or table cell:
     `visible` first (one line, no control characters: a newline is `\\x0a`), cut to `width`
     cells, then every Markdown-active character backslash-escaped, so that it neither breaks
-    the table nor becomes HTML, a link or markup when the document is pasted into a ticket.
-    The one rule for Markdown outputs (`gapwatch compare --markdown`)."""
+    the table nor becomes HTML, a link or markup when the document is pasted into a ticket,
+    and a mention or an issue reference broken by an empty comment (`@<!-- -->team`), so that
+    pasting it notifies nobody. The one rule for Markdown outputs (`gapwatch compare
+    --markdown`)."""
     shown = visible(text)
     if width is not None:
         shown = fit(shown, width, pad=False)
-    return _MD_ACTIVE.sub(r"\\\g<0>", shown)
+    return _MD_REFERENCE.sub(r"\1<!-- -->", _MD_ACTIVE.sub(r"\\\g<0>", shown))
 
 
 def _char_cells(c: str) -> int:

@@ -51,7 +51,7 @@ def _default_out(path: Path, fmt: str) -> Path:
 def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
               progress: Progress | None) -> str:
     from gapwatch.offline.perfetto import TraceBuilder
-    from gapwatch.offline.progress import DataTime, progress_of
+    from gapwatch.offline.progress import DataTime, progress_of, tell
     from gapwatch.offline.report import build_report, logs_parsed
     from gapwatch.sources.files import data_span, read_any
 
@@ -68,21 +68,16 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
         # Recorded gaps and states are superseded by the report's (same samples, this version).
         builder.extend(r for r in records if r.type not in DERIVED_TYPES)
         if parsed is not None:
-            _step(progress, "adding the log to the trace")
+            tell(progress, "adding the log to the trace")
             builder.extend(parsed.spool)
     builder.final_gaps(report.gaps)  # drawn as the trace is written, read from the spool
     builder.extend(report.states)
     builder.extend(report.prover_events)  # PoSt, restarts, errors: derived again, as gaps
-    _step(progress, "writing the trace")
+    tell(progress, "writing the trace")
     n = builder.write(out)
     unmatched = f", {builder.unmatched} unmatched phase lines" if builder.unmatched else ""
     return (f"{n} trace events, {len(report.gaps)} gaps{unmatched}; open it in "
             "https://ui.perfetto.dev or chrome://tracing")
-
-
-def _step(progress: Progress | None, step: str) -> None:
-    if progress is not None:
-        progress.step(step)
 
 
 def _csv(path: Path, out: IO[str]) -> str:

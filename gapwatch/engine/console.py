@@ -80,7 +80,8 @@ class Console:
 
     def show(self, text: str) -> None:
         """`text` as a transient line (a long command's progress: `gapwatch.offline.progress`),
-        written over the one before it, cut to the terminal's width and never ended: the next
+        written over the one before it, cut to the terminal's width (`fmt.fit`: in cells, with
+        a "…") and never ended: the next
         `say` or `erase` clears it first. Only for a terminal (the caller asks `is_terminal`):
         elsewhere its carriage returns would pile up in a file."""
         with self._lock:
@@ -89,7 +90,7 @@ class Console:
                 return
             width = _width(stream)
             try:
-                stream.write("\r" + fmt.visible(text)[: width - 1] + "\x1b[K")
+                stream.write("\r" + fmt.fit(fmt.visible(text), width - 1, pad=False) + "\x1b[K")
                 stream.flush()
                 self._shown = True
             except BlockingIOError:  # full: the next progress line will say it

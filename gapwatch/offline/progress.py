@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 from gapwatch.core import fmt
+from gapwatch.core.bounds import wall_s_ok
 
 #: Records read between two looks at the detection's progress (a day of 8 GPUs: ~120 looks).
 EVERY_RECORDS: Final = 1 << 16
@@ -65,8 +66,6 @@ class Progress:
         self._step_start = self._start
         #: How far the step was when first told (its time left is scaled from there on).
         self._step_from = 0.0
-        #: Lines shown so far (what a test reads; 0: the command was quick).
-        self.shown = 0
 
     def step(self, step: str, fraction: float | None = None, detail: str = "") -> None:
         """The work is at `step`, `fraction` of it done (None: unknown), `detail` beside it."""
@@ -78,7 +77,6 @@ class Progress:
         if now < self._quiet_until or (now < self._next and not changed):
             return
         self._next = now + self._every
-        self.shown += 1
         self._show(self.line(step, fraction, detail, now))
 
     def line(self, step: str, fraction: float | None, detail: str, now: float) -> str:
@@ -95,6 +93,12 @@ class Progress:
         if f is not None and done >= MIN_FRACTION and step_s >= MIN_STEP_S:
             text += f", ~{minutes(math.ceil(step_s * (1.0 - f) / done))} left"
         return text
+
+
+def tell(progress: Progress | None, step: str) -> None:
+    """`progress.step(step)` where there is a progress line (a step of no known length)."""
+    if progress is not None:
+        progress.step(step)
 
 
 def _usable(fraction: float | None) -> float | None:
@@ -147,8 +151,15 @@ class DataTime:
     def at(self, t_wall_s: float) -> None:
         span = self._span
         fraction = (t_wall_s - span[0]) / (span[1] - span[0]) if span is not None else None
-        detail = f"data at {fmt.clock(t_wall_s)}" if 0.0 <= t_wall_s < 1e11 else ""
+        detail = f"data at {fmt.clock(t_wall_s)}" if wall_s_ok(t_wall_s) else ""
         self._progress.step(self._step, fraction, detail)
+
+    def saw(self, record: object) -> None:
+        """`at` the time of `record`, when it has one (a log event, a sample: not every
+        record a reader gives is timed)."""
+        t = getattr(record, "t_wall_s", None)
+        if isinstance(t, float):
+            self.at(t)
 
 
 R = TypeVar("R")
@@ -164,9 +175,7 @@ def progress_of(records: Iterable[R], where: DataTime) -> Iterator[R]:
         left -= 1
         if not left:
             left = EVERY_RECORDS
-            t = getattr(r, "t_wall_s", None)
-            if isinstance(t, float):
-                where.at(t)
+            where.saw(r)
 
 
 def _size(path: str) -> int | None:

@@ -77,7 +77,7 @@ from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_reco
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.log_split import spool_split
-from gapwatch.offline.progress import DataTime, LogBytes, Progress, progress_of
+from gapwatch.offline.progress import DataTime, LogBytes, Progress, progress_of, tell
 from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import data_span, header_of, read_any
@@ -210,8 +210,7 @@ def build_report(
         with collector_off():
             found, paths = detect_either(path, config, logs, n, parsed, PathsSeen,
                                          progress=progress)
-            if progress is not None:
-                progress.step("summing up")
+            tell(progress, "summing up")
             return summarise(path, found, logs, config.detector.window_s, paths.result())
 
 

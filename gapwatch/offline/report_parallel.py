@@ -100,7 +100,7 @@ from multiprocessing import get_context
 from multiprocessing.connection import Connection
 from operator import attrgetter
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any
 
 from msgspec.structs import replace
 
@@ -133,7 +133,7 @@ from gapwatch.offline.detect import (
     sort_states,
 )
 from gapwatch.offline.gap_spool import GapSpool, encode_gap, gap_key, renumbered
-from gapwatch.offline.progress import DataTime, Progress
+from gapwatch.offline.progress import DataTime, Progress, tell
 from gapwatch.sources.files import data_span, header_of, json_bytes_of, read_any
 from gapwatch.sources.recording import MAX_PROBLEMS, Recording, WakeAt
 from gapwatch.sources.recording_set import is_set, set_files
@@ -291,8 +291,8 @@ def _only_mine(
             next_check += _STOP_CHECK_LINES
             if stop.is_set() or len(problems) > MAX_PROBLEM_LINES:
                 raise _OneProcess("stopped")
-            if where is not None and isinstance(t := getattr(r, "t_wall_s", None), float):
-                where.at(t)
+            if where is not None:
+                where.saw(r)
         yield r
 
 
@@ -449,8 +449,7 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
         except BaseException:
             job.stop.set()
             raise
-        if progress is not None:
-            progress.step("waiting for the other workers")
+        tell(progress, "waiting for the other workers")
         parts += [ends.part(w) for w in range(len(children))]
         if any(p.abort is not None for p in parts) or (logs is not None and _bad_lines(parts)):
             return None
@@ -461,9 +460,8 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
             for _proc, recv in children:
                 recv.recv()  # the end of its gaps (None): they are in its file
         else:
-            total = len(own) if isinstance(own, GapSpool) else 0
-            gaps = _numbered(own, new_ids, children, _Numbered(
-                progress, total + sum(p.gap_count for p in parts[1:])))
+            gaps = _numbered(own, new_ids, children, progress,
+                             sum(p.gap_count for p in parts[1:]))
         drained = True
     except EOFError:  # a child died while sending its gaps
         return None
@@ -500,16 +498,21 @@ def _adopted(own: GapSpool, parts: list[_Part], job: _Job, new_ids: list[list[in
 
 
 def _numbered(own: Iterable[Gap], new_ids: list[list[int]],
-              children: list[tuple[Any, Connection]], numbered: _Numbered) -> GapSpool:
+              children: list[tuple[Any, Connection]], progress: Progress | None,
+              sent: int) -> GapSpool:
     """Every worker's gaps in one new spool, renumbered as they come (this process's, then
-    each spawned worker's over its pipe, to its end)."""
+    each spawned worker's over its pipe, to its end: `sent` of them, said on the progress
+    line as they are numbered, a chunk at a time)."""
     gaps = GapSpool()
-    _renumber(gaps, _encoded(own), new_ids[0], numbered)
+    _renumber(gaps, _encoded(own), new_ids[0])
     if isinstance(own, GapSpool):
         own.close()
+    total = len(gaps) + sent
     for w, (_proc, recv) in enumerate(children, 1):
         while (chunk := recv.recv()) is not None:
-            _renumber(gaps, chunk, new_ids[w], numbered)
+            _renumber(gaps, chunk, new_ids[w])
+            if progress is not None:
+                progress.step("numbering the gaps", len(gaps) / total if total else None)
     return gaps
 
 
@@ -577,39 +580,13 @@ def _encoded(gaps: Iterable[Gap]) -> Iterator[bytes]:
     return gaps.encoded() if isinstance(gaps, GapSpool) else map(encode_gap, gaps)
 
 
-class _Numbered:
-    """How many of the workers' gaps are numbered, for the progress line (a day of 8 GPUs:
-    ~330,000 gaps, ~10 s on a 2-core box)."""
-
-    STEP: Final = "numbering the gaps"
-    EVERY: Final = 4096
-
-    def __init__(self, progress: Progress | None, total: int) -> None:
-        self._progress = progress
-        self._total = total
-        self._done = 0
-
-    def add(self, n: int) -> None:
-        self._done += n
-        if self._progress is not None:
-            self._progress.step(self.STEP, self._done / self._total if self._total else None)
-
-
-def _renumber(spool: GapSpool, payloads: Iterable[bytes], ids: list[int],
-              numbered: _Numbered) -> None:
+def _renumber(spool: GapSpool, payloads: Iterable[bytes], ids: list[int]) -> None:
     """A worker's gaps (encoded), into `spool` with their ids in the one sequence (`ids`: see
-    `_gap_ids`): read by their key and renumbered in their bytes, never decoded whole;
-    `numbered` counts them."""
-    left = numbered.EVERY
+    `_gap_ids`): read by their key and renumbered in their bytes, never decoded whole."""
     for payload in payloads:
         key = gap_key(payload)
         new_id = ids[key.gap_id]
         spool.add_encoded(replace(key, gap_id=new_id), renumbered(payload, new_id))
-        left -= 1
-        if not left:
-            numbered.add(numbered.EVERY)
-            left = numbered.EVERY
-    numbered.add(numbered.EVERY - left)
 
 
 def _gap_ids(parts: list[_Part]) -> list[list[int]]:

@@ -84,8 +84,9 @@ def parse_kv_searching(s: str, pos: int, fields: dict[str, FieldValue]
 
 #: Span bodies already parsed, and their fields: a span is written on every line inside it
 #: (a partition's `synthesize_partition{job_id=.. partition=..}` on ~6 lines), so most bodies
-#: were parsed before (~83 % of a busy log's). Bounded: emptied when full, and a long body is
-#: not kept.
+#: were parsed before (~83 % of a busy log's). Bounded as the parser's other tables (field
+#: values: `gapwatch.core.values._VALUES`; timestamps): emptied when full, a long body not kept;
+#: inlined, as they are, on the parser's hot path.
 _SPAN_FIELDS: dict[str, dict[str, FieldValue]] = {}
 _SPAN_FIELDS_MAX: Final = 4096
 _SPAN_BODY_KEPT_CHARS: Final = 256

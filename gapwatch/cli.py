@@ -243,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(*short_usage().split("\n"))
         return 2
     parser = build_parser(chosen_command(arglist))
-    args = parse_command_line(parser, arglist)
+    args = parse_command_line(parser, argtypes.joined_moments(arglist))
     problem = check_flags_fit_source(args)
     if problem is not None:
         say(f"gapwatch {args.command}: {problem}")

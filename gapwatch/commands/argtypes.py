@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 
 from gapwatch.base.input_files import path_problem
+from gapwatch.sources import time_window
+from gapwatch.sources.time_window import Moment, TimeWindow
 
 #: The longest a number of seconds may be (10 years). Beyond it no flag means anything, and
 #: Python's own timeouts overflow: `fleet --timeout 1e26` reached `socket.settimeout` and died
@@ -106,3 +109,50 @@ def source(text: str) -> str:
     if problem is not None:
         raise argparse.ArgumentTypeError(f"replay:FILE: {problem}")
     return text
+
+
+def moment(text: str) -> Moment:
+    """A moment of a recording (`--since`, `--until`): a date and time, a time of day, or a
+    duration after its start (`+2h`) or before its end (`-1h`) (`time_window.moment`)."""
+    try:
+        return time_window.moment(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+#: A moment counted back from the end (`-1h`), which argparse would take for an option.
+_BACK = re.compile(r"-\d[\d.]*[a-zA-Z]*")
+
+
+def joined_moments(argv: list[str]) -> list[str]:
+    """`--since -1h` as `--since=-1h`: argparse takes a word that starts with `-` (and is not a
+    plain negative number) for an option, and said `--since: expected one argument`."""
+    out: list[str] = []
+    for word in argv:
+        if out and out[-1] in ("--since", "--until") and _BACK.fullmatch(word):
+            out[-1] = f"{out[-1]}={word}"
+        else:
+            out.append(word)
+    return out
+
+
+def add_window(parser: argparse.ArgumentParser) -> None:
+    """`--since` and `--until`: a part of the recording (report, export)."""
+    parser.add_argument(
+        "--since", type=moment, metavar="TIME",
+        help="only from TIME: 2026-11-30T14:05 or 14:05 (UTC, as gapwatch prints times), +2h "
+             "(after the recording's start) or -1h (before its end)")
+    parser.add_argument("--until", type=moment, metavar="TIME",
+                        help="only before TIME (written as for --since)")
+
+
+def window_of(args: argparse.Namespace, path: str) -> TimeWindow | None:
+    """The window `--since`/`--until` name in the recording at `path` (None: neither given).
+    Raises RecordingError (the recording's header), `time_window.WindowError` (a window that
+    names nothing: the message says why)."""
+    if args.since is None and args.until is None:
+        return None
+    from gapwatch.sources.files import data_end, header_of
+
+    start_s = header_of(path).started_wall_s
+    return time_window.resolve(args.since, args.until, start_s, data_end(path))

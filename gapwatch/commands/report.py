@@ -21,6 +21,7 @@ from gapwatch.offline.progress import Progress
 from gapwatch.offline.report import build_report, write_json
 from gapwatch.offline.report_text import MAX_TABLE_ROWS, format_text
 from gapwatch.sources.recording import RecordingError
+from gapwatch.sources.time_window import WindowError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a recording (.jsonl, .jsonl.gz) or a trace CSV"
     )
     parser.add_argument("--json", action="store_true", help="print the JSON document instead")
+    argtypes.add_window(parser)
     parser.add_argument("--all", "--all-gaps", dest="all_rows", action="store_true",
                         help="every row of the gap and partition tables (default: the first "
                              f"{MAX_TABLE_ROWS} of each)")
@@ -38,7 +40,12 @@ def run(args: argparse.Namespace, config: Config) -> int:
     # A day with its log takes minutes: where stderr is a terminal, a line says how far.
     progress = Progress(STDERR.show, "gapwatch report") if STDERR.is_terminal() else None
     try:
-        report = build_report(args.file, config, list(args.log or []), progress=progress)
+        window = argtypes.window_of(args, args.file)
+        report = build_report(args.file, config, list(args.log or []), progress=progress,
+                              window=window)
+    except WindowError as exc:
+        say(f"gapwatch report: {exc}")
+        return 2
     except RecordingError as exc:
         say(f"gapwatch report: {exc}")
         return 2

@@ -49,6 +49,9 @@ class LogSpan:
 
     start_s: float
     files: dict[str, _File] = field(default_factory=dict)
+    #: A windowed report (`--since`/`--until`): `start_s` is the window's start, and the notes
+    #: speak of the window, not of the recording.
+    windowed: bool = False
 
     def observe(self, ev: LogEvent) -> None:
         """See one `--log` event (all of them, in time order, before `kept`): each file's first
@@ -105,6 +108,10 @@ class LogSpan:
         for path, f in self.files.items():
             if not (f.before or f.after):
                 continue
+            if not f.belongs and self.windowed:
+                out.append(f"--log {path}: no line within the window (its lines "
+                           f"{_day(f.first_s)} to {_day(f.last_s)}); none of its events is used")
+                continue
             if not f.belongs:
                 far = (self.start_s - f.last_s if f.last_s < self.start_s
                        else f.first_s - (end_s or f.first_s))
@@ -119,6 +126,8 @@ class LogSpan:
                              f"{_far(self.start_s - f.first_s)} earlier)")
             if f.after:
                 parts.append(f"{f.after} after it (to {_day(f.last_s)})")
+            if self.windowed:
+                continue  # a window leaves the rest of the log out on purpose
             out.append(f"--log {path}: {' and '.join(parts)} the recording's span: not used "
                        "for causes, advice or partitions (its startup lines kept)")
         return out

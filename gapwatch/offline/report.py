@@ -77,11 +77,13 @@ from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_reco
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.log_split import spool_split
+from gapwatch.offline.log_window import spool_window
 from gapwatch.offline.progress import DataTime, LogBytes, Progress, progress_of, tell
 from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.sources.files import data_span, header_of, read_any
 from gapwatch.sources.recording import RecordingError
+from gapwatch.sources.time_window import TimeWindow
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -151,6 +153,8 @@ class ReportData:
     #: What the prover package could not learn from the input (`Prover.lacks`): why gaps may
     #: have no prover cause and stalls no setting.
     prover_lacks: list[str] = field(default_factory=list)
+    #: The part of the recording read (`--since`/`--until`), or None: the whole of it.
+    window: TimeWindow | None = None
 
 
 def parse_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None
@@ -186,7 +190,7 @@ def spool_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | N
 def build_report(
     path: str | Path, config: Config, log_paths: list[str] | None = None,
     workers: int | None = None, *, parsed: LogInput | None = None,
-    progress: Progress | None = None,
+    progress: Progress | None = None, window: TimeWindow | None = None,
 ) -> ReportData:
     """Read `path` (recording or trace CSV), run the detector, add up gaps, states and payoff.
 
@@ -196,6 +200,8 @@ def build_report(
     same. The `--log` files are parsed once, whichever runs; `parsed`: already parsed
     (`logs_parsed`, for a caller that reads them again beside the report: the caller closes it).
     `progress`: told which step the report is at and how far (`gapwatch.offline.progress`).
+    `window`: only the records inside it, the report of the recording as if cut there
+    (`gapwatch.sources.time_window`; `parsed` must have been parsed for it).
 
     Raises:
         gapwatch.sources.recording.RecordingError: the file is not a usable recording.
@@ -206,12 +212,14 @@ def build_report(
     n = plan_workers(path, logs) if workers is None else workers
     with ExitStack() as own:
         if parsed is None:  # parsed here, closed here
-            parsed = own.enter_context(logs_parsed(path, config, logs, progress))
+            parsed = own.enter_context(logs_parsed(path, config, logs, progress, window))
         with collector_off():
             found, paths = detect_either(path, config, logs, n, parsed, PathsSeen,
-                                         progress=progress)
+                                         progress=progress, window=window)
             tell(progress, "summing up")
-            return summarise(path, found, logs, config.detector.window_s, paths.result())
+            report = summarise(path, found, logs, config.detector.window_s, paths.result())
+            report.window = window
+            return report
 
 
 def refuse_a_stream(path: Path) -> None:
@@ -232,24 +240,25 @@ L = TypeVar("L", bound=RunListener)
 
 def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
                   parsed: LogInput | None, new_listener: Callable[[], L],
-                  keep_h2d: bool = False, progress: Progress | None = None
-                  ) -> tuple[Detected, L]:
+                  keep_h2d: bool = False, progress: Progress | None = None,
+                  window: TimeWindow | None = None) -> tuple[Detected, L]:
     """Detect over `path` split across `n` processes where it splits, else in one (the same
     result), the `--log` files already `parsed` (None: none given); a listener made by
     `new_listener` is fed every log event and `/status` snapshot, in the order one process
     feeds them (a split run's in this process); `keep_h2d`: the copy trace's sums keep each
     host-to-device copy (`CopySums`, for `compare`); `progress`: told how far the detection is
-    (by the data's time). Used by `build_report` and `compare`'s sides."""
+    (by the data's time); `window`: only the records inside it. Used by `build_report` and
+    `compare`'s sides."""
     if n > 1:
         listener = new_listener()
         found = detect_parallel(path, config, n, parsed, listener=listener, keep_h2d=keep_h2d,
-                                progress=progress)
+                                progress=progress, window=window)
         if found is not None:
             _count_logs(found, parsed)
             return found, listener
     listener = new_listener()  # what a split run that gave up saw is not kept
     return detect(path, config, logs, listener=listener, parsed=parsed,
-                  keep_h2d=keep_h2d, progress=progress), listener
+                  keep_h2d=keep_h2d, progress=progress, window=window), listener
 
 
 @contextmanager
@@ -270,14 +279,16 @@ def collector_off() -> Iterator[None]:
 
 @contextmanager
 def logs_parsed(path: str | Path, config: Config, log_paths: list[str],
-                progress: Progress | None = None) -> Iterator[LogInput | None]:
+                progress: Progress | None = None, window: TimeWindow | None = None
+                ) -> Iterator[LogInput | None]:
     """The `--log` files of the recording at `path` parsed once (`parse_log_input`; None
     without any), closed at the end: for a caller that reads their events beside the report
     (the Perfetto export: `build_report(..., parsed=)`, then the spool again) or detects
     without `build_report` (`compare`'s sides: `detect_either`). Raises what
     `parse_log_input` raises."""
     with collector_off():
-        parsed = parse_log_input(path, config, log_paths, progress) if log_paths else None
+        parsed = (parse_log_input(path, config, log_paths, progress, window) if log_paths
+                  else None)
     try:
         yield parsed
     finally:
@@ -310,15 +321,25 @@ def recorded_timeline_epoch(path: str | Path) -> float | None:
 
 
 def parse_log_input(path: str | Path, config: Config, log_paths: list[str],
-                    progress: Progress | None = None) -> LogInput:
+                    progress: Progress | None = None, window: TimeWindow | None = None
+                    ) -> LogInput:
     """The `--log` files of the recording at `path`, parsed once into their spool (which the
-    caller closes; `progress`: told how far). Raises OSError (a log), RecordingError (the
-    recording's header)."""
+    caller closes; `progress`: told how far; `window`: the events judged against it, not the
+    whole recording: `LogSpan`). Raises OSError (a log), RecordingError (the recording's
+    header)."""
     # Logs without their TIMELINE anchor line are placed by the recorded /status uptime.
     epoch = recorded_timeline_epoch(path) if log_paths else None
-    span = LogSpan(header_of(path).started_wall_s)
+    start_s = header_of(path).started_wall_s
+    since_s = window.since_s if window is not None else None
+    span = LogSpan(start_s if since_s is None else max(start_s, since_s),
+                   windowed=window is not None)
     # A large file in two processes (`gapwatch.offline.log_split`), the same spool.
-    split = spool_split(log_paths, config, epoch, span, progress)
+    # A window's part of a large file (`gapwatch.offline.log_window`: only the lines around
+    # it), else a large file in two processes (`gapwatch.offline.log_split`) or the files in
+    # one (the same spool).
+    part = (spool_window(log_paths, config, epoch, span, window) if window is not None
+            else None)
+    split = part or spool_split(log_paths, config, epoch, span, progress)
     extra, counters = split or spool_logs(log_paths, config, epoch, span.observe, progress)
     return LogInput(extra, span, counters)
 
@@ -332,15 +353,16 @@ def _count_logs(found: Detected, parsed: LogInput | None) -> None:
 def detect(path: str | Path, config: Config, log_paths: list[str],
            listener: RunListener | None = None,
            parsed: LogInput | None = None, keep_h2d: bool = False,
-           progress: Progress | None = None) -> Detected:
+           progress: Progress | None = None, window: TimeWindow | None = None) -> Detected:
     """Read the whole input (and the `--log` files, or `parsed`: them, already parsed; the
     caller closes it) and detect over it in one process (`listener`: see `detect_records`;
-    `keep_h2d`, `progress`: see `detect_either`)."""
+    `keep_h2d`, `progress`, `window`: see `detect_either`)."""
     own = parsed is None
-    logs = parse_log_input(path, config, log_paths, progress) if parsed is None else parsed
-    rec = read_any(path)
+    logs = (parse_log_input(path, config, log_paths, progress, window) if parsed is None
+            else parsed)
+    rec = read_any(path, window=window)
     records = rec.records if progress is None else progress_of(
-        rec.records, DataTime(progress, data_span(path, rec.header.started_wall_s)))
+        rec.records, DataTime(progress, data_span(path, rec.header.started_wall_s, window)))
     watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
     try:
         found = detect_records(rec.header, records, config.detector, logs.spool,
@@ -623,6 +645,10 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
         "host": r.header.host,
         "period_ms": r.header.period_ms,
         "log_files": r.log_files,
+        # The part read (`--since`/`--until`): wall times, null for an open side; null when
+        # the whole recording was read.
+        "window": None if r.window is None else {
+            "since_s": r.window.since_s, "until_s": r.window.until_s},
         "gpus": gpus,
         "gaps": [gap_json(g) for g in r.gaps] if gaps else [],
         "breakdowns": [

@@ -137,6 +137,7 @@ from gapwatch.offline.progress import DataTime, Progress, tell
 from gapwatch.sources.files import data_span, header_of, json_bytes_of, read_any
 from gapwatch.sources.recording import MAX_PROBLEMS, Recording, WakeAt
 from gapwatch.sources.recording_set import is_set, set_files
+from gapwatch.sources.time_window import TimeWindow
 
 #: Smaller recordings are read in one process: starting workers costs ~0.1-0.5 s, and each
 #: worker costs ~0.68 of one process in CPU (it reads every line and every host sample): on a
@@ -318,6 +319,8 @@ class _Job:
     keep_h2d: bool = False
     #: Worker 0's progress line (this process's; never handed to another worker).
     progress: Progress | None = None
+    #: The part of the recording read (`--since`/`--until`), or None: all of it.
+    window: TimeWindow | None = None
 
 
 def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None] | None
@@ -329,7 +332,7 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
     wake = WakeAt() if logs is not None else None
     rec = read_any(path, skip_prefixes=tuple(map(gpu_line_prefix, others)),
                    skip_type_last=tuple(map(gpu_line_prefix_type_last, others)),
-                   keep_problem_lines=True, wake_at=wake)
+                   keep_problem_lines=True, wake_at=wake, window=job.window)
     mine = me == 0
     watch = CuzkWatch(deadlines_of(config.cuzk)) if mine and config.logs.cuzk else None
     # The other workers' copies' runs go to their file, for this process to take.
@@ -340,7 +343,7 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
     try:
         found = detect_records(
             rec.header, _only_mine(rec, owners, me, n, stop, len(job.copy_files) == n - 1,
-                                   _where(job.progress, path, rec)),
+                                   _where(job.progress, path, rec, job.window)),
             config.detector,
             logs.spool if logs is not None else (), line_of=lambda: rec.line_no,
             max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
@@ -410,13 +413,15 @@ def _child(job: _Job, me: int, conn: Connection) -> None:
 
 def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | None = None,
                     listener: RunListener | None = None, keep_h2d: bool = False,
-                    progress: Progress | None = None) -> Detected | None:
+                    progress: Progress | None = None, window: TimeWindow | None = None
+                    ) -> Detected | None:
     """Run `n` workers (this process is worker 0) and merge them into one `Detected`.
 
     `logs`: the `--log` files, parsed (every worker reads them); `listener`: fed every log
     event and `/status` snapshot, in this process (`detect_records`); `keep_h2d`: the copy
     trace's sums keep each host-to-device copy (`CopySums`); `progress`: told how far this
-    process's worker is (the others read as fast). Returns None when the input must
+    process's worker is (the others read as fast); `window`: every worker reads only the
+    records inside it (`gapwatch.sources.time_window`). Returns None when the input must
     be read in one process (see the module docstring). Raises what `header_of` raises for an
     unusable file.
     """
@@ -432,7 +437,7 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
                            for _ in range(1, n)] if fork else [],
                gap_files=[tempfile.TemporaryFile(prefix="gapwatch-gaps-")  # noqa: SIM115
                           for _ in range(1, n)] if fork else [],
-               keep_h2d=keep_h2d)
+               keep_h2d=keep_h2d, window=window)
     children = []
     for me in range(1, n):
         recv, send = ctx.Pipe(duplex=False)
@@ -522,11 +527,12 @@ def replace_job(job: _Job, listener: RunListener | None, progress: Progress | No
     return dataclasses.replace(job, listener=listener, progress=progress)
 
 
-def _where(progress: Progress | None, path: str, rec: Recording) -> DataTime | None:
+def _where(progress: Progress | None, path: str, rec: Recording, window: TimeWindow | None
+           ) -> DataTime | None:
     """Worker 0's progress by the data's time (None: no progress line)."""
     if progress is None:
         return None
-    return DataTime(progress, data_span(path, rec.header.started_wall_s))
+    return DataTime(progress, data_span(path, rec.header.started_wall_s, window))
 
 
 class _Ends:

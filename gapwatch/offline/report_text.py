@@ -101,6 +101,8 @@ def _head_lines(r: ReportData) -> list[str]:
     # The source is the recording's word for itself (a header is outside text): cut.
     source = fmt.fit(fmt.visible(h.source), SOURCE_CELLS, pad=False)
     out = [f"gapwatch report: {r.path} ({source}, {h.period_ms:g} ms period)"]
+    if r.window is not None:
+        out.append(f"only the {r.window.describe()}: as if the recording were cut there")
     if r.log_files:
         out.append(f"logs: {', '.join(r.log_files)}")
     if r.warnings:

@@ -20,6 +20,7 @@ from gapwatch.sources.recording import (
     read_recording,
 )
 from gapwatch.sources.recording_set import is_set, read_set, set_files
+from gapwatch.sources.time_window import TimeWindow, within
 from gapwatch.sources.trace_csv import read_trace_csv
 
 
@@ -27,18 +28,24 @@ def read_any(path: str | Path, **reading: Any) -> Recording:
     """Open a recording (.jsonl / .jsonl.gz), a set of them (a folder, or a glob such as
     `'/data/gw.*.jsonl.gz'`: one session), or a trace CSV (.csv), chosen by name. `reading`:
     `read_recording`'s keywords, for a recording or each file of a set (the parallel report's
-    workers; a trace CSV takes none).
+    workers; a trace CSV takes only `window`; a `window` of None: the whole recording).
 
     Raises:
         RecordingError: no such file, or not a usable recording / trace CSV.
     """
     p = Path(path)
+    if reading.get("window", ...) is None:
+        del reading["window"]  # the whole recording
     if is_set(p):
         return read_set(p, **reading)
     if not p.exists():
         raise RecordingError(f"{p}: no such file")
     if p.suffix.lower() == ".csv":
-        return read_trace_csv(p)
+        rec = read_trace_csv(p)
+        window = reading.get("window")
+        if window is not None:
+            rec.records = within(rec.records, window)
+        return rec
     return read_recording(p, **reading)
 
 
@@ -61,17 +68,30 @@ def json_bytes_of(path: str | Path) -> int:
     return json_bytes(p)
 
 
-def data_span(path: str | Path, started_wall_s: float) -> tuple[float, float] | None:
+def data_span(path: str | Path, started_wall_s: float, window: TimeWindow | None = None
+              ) -> tuple[float, float] | None:
     """The wall times a recording's data runs between, for a progress line: from
     `started_wall_s` (its header's) to the latest last time of its files (a set's too, plain
     or gzip: `last_wall_s`), or None where no end is known (a trace CSV, a stream, an end that
-    names no time) or it is not after the start. Never raises."""
+    names no time) or it is not after the start; within `window` where one is read. Never
+    raises."""
+    end = data_end(path)
+    if end is None:
+        return None
+    start = started_wall_s
+    if window is not None:
+        start = max(start, window.since_s if window.since_s is not None else start)
+        end = min(end, window.until_s if window.until_s is not None else end)
+    return (start, end) if end > start else None
+
+
+def data_end(path: str | Path) -> float | None:
+    """The latest wall time the files of a recording (a set's too) end at, read from their
+    ends (`last_wall_s`), or None where none is known. Never raises."""
     p = Path(path)
     try:
         files = set_files(p).files if is_set(p) else [p]
     except OSError:
         return None
     ends = [t for t in map(last_wall_s, files) if t is not None]
-    if not ends or not max(ends) > started_wall_s:
-        return None
-    return started_wall_s, max(ends)
+    return max(ends) if ends else None

@@ -102,6 +102,7 @@ class _Lines:
 
     def __init__(self, raw: IO[bytes], limit: int = MAX_LINE_BYTES) -> None:
         self._raw = raw
+        self._limit = limit
         self._pieces_left = split_lines(self._chunks(), limit)
         self._lines: Iterator[bytes] = chain.from_iterable(self._pieces_left)
 
@@ -126,6 +127,17 @@ class _Lines:
 
 class PlainLines(_Lines):
     """A plain file's lines."""
+
+    def raw(self) -> IO[bytes]:
+        """The file itself (a windowed read looks for where to start in it: `seek`)."""
+        return self._raw
+
+    def seek(self, offset: int) -> None:
+        """Read on from byte `offset` (the start of a line), whatever was read before."""
+        self._pieces_left.close()
+        self._raw.seek(offset)
+        self._pieces_left = split_lines(self._chunks(), self._limit)
+        self._lines = chain.from_iterable(self._pieces_left)
 
     def _chunks(self) -> Iterator[bytes]:
         read = self._raw.read

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from statistics import median
-from typing import Any, Final, Protocol, cast
+from typing import IO, Any, Final, Protocol, cast
 
 from msgspec import structs
 
@@ -62,6 +62,7 @@ from gapwatch.core.models import (
     SCHEMA_VERSION,
     GpuInfo,
     GpuSample,
+    HostSample,
     ProverStatus,
     Record,
     SessionHeader,
@@ -77,6 +78,7 @@ from gapwatch.sources.gzip_lines import (
     PlainLines,
 )
 from gapwatch.sources.isolated_times import without_isolated_times
+from gapwatch.sources.time_window import TimeWindow, seek_plain, wall_of_text, within
 
 MAX_PROBLEMS: Final = 20
 #: Characters of one problem message kept.
@@ -108,21 +110,6 @@ class WakeAt:
 
 #: How a GPU sample's line names its wall time (the codec's key, in both key orders).
 _WALL_KEY: Final = b'"t_wall_s":'
-
-
-def _wall_of(line: bytes) -> float | None:
-    """The wall time a whole GPU sample line holds, or None (not found, not a number): such a
-    line is a bad record for the worker that decodes it, and a split report with logs is then
-    read in one process (`gapwatch.offline.report_parallel`)."""
-    at = line.find(_WALL_KEY)
-    if at < 0 or line[-1:] != b"\n":
-        return None
-    at += len(_WALL_KEY)
-    end = line.find(b",", at)
-    try:
-        return float(line[at:end if end >= 0 else -2])
-    except ValueError:
-        return None
 
 
 #: The end of a recording read for its last time (`last_wall_s`): a few of its longest lines.
@@ -188,7 +175,7 @@ def _last_member_wall_s(tail: bytes) -> float | None:
 def _last_wall_in(lines: list[bytes]) -> float | None:
     """The usable wall time of the last of `lines` that names one."""
     for line in reversed(lines):
-        t = _wall_of(line)
+        t = wall_of_text(line)
         if t is not None and wall_s_ok(t):
             return t
     return None
@@ -334,7 +321,7 @@ def _records(
             if skip and (line.startswith(skip) or (
                     line.startswith(skip_type_last) and line.endswith(TYPE_LAST_GPU_SUFFIX))):
                 if wake_at is not None:
-                    wall = _wall_of(line)
+                    wall = wall_of_text(line)
                     if wall is not None and wall >= wake_at.t_wall_s:
                         recording.line_no = line_no
                         # Among the records for its one reader, which tests for it first
@@ -721,6 +708,7 @@ def read_recording(
     path: str | Path, *, skip_prefixes: tuple[bytes, ...] = (),
     skip_type_last: tuple[bytes, ...] = (), keep_problem_lines: bool = False,
     wake_at: WakeAt | None = None, problem_lines: ProblemLines | None = None,
+    window: TimeWindow | None = None,
 ) -> Recording:
     """Open a JSON Lines recording. Raises RecordingError when its header is unusable.
 
@@ -733,8 +721,13 @@ def read_recording(
             logs; typed as records for its one caller, `report_parallel`, which reads them).
         problem_lines: keep them in this list instead, each line plus this base (a set's
             file: `gapwatch.sources.recording_set`).
+        window: only the records inside it (`gapwatch.sources.time_window`): a plain file
+            read from where the window starts, every line keeping its number.
     """
     header, stream, problems = open_recording(path)
+    first_line_no = 1
+    if window is not None and window.since_s is not None and isinstance(stream, PlainLines):
+        first_line_no = _seek_to(stream, window.since_s)
     kept, base = problem_lines if problem_lines is not None else (
         [] if keep_problem_lines else None, 0)
     rec = Recording(path=Path(path), header=header, records=iter(()), problem_lines=kept,
@@ -742,5 +735,33 @@ def read_recording(
     for message in problems:
         rec.problem("bad_header", message, 1)
     rec.records = without_isolated_times(
-        _records(stream, rec, 1, skip_prefixes, skip_type_last, wake_at), rec)
+        _records(stream, rec, first_line_no, skip_prefixes, skip_type_last, wake_at), rec)
+    if window is not None:
+        rec.records = within(rec.records, window, (GpuSample, HostSample, PassedOver))
     return rec
+
+
+def _seek_to(stream: PlainLines, since_s: float) -> int:
+    """Start `stream` (just past its header) where its lines reach `since_s`
+    (`time_window.seek_plain`); the number of the line before the first one read then."""
+    raw = stream.raw()
+    if not raw.seekable():
+        return 1  # a FIFO: read from where it is
+    try:
+        offset, lines = seek_plain(raw, 0, since_s)
+    except OSError:
+        offset = 0
+    # The header is line 1: read on from its end when the window starts near the beginning.
+    if offset == 0 or lines < 1:
+        stream.seek(_header_end(raw))
+        return 1
+    stream.seek(offset)
+    return lines
+
+
+def _header_end(raw: IO[bytes]) -> int:
+    """The offset of line 2 (the header, line 1, was read whole: it is no longer than a
+    line may be)."""
+    raw.seek(0)
+    raw.readline(MAX_LINE_BYTES + 1)
+    return raw.tell()

@@ -48,9 +48,11 @@ from gapwatch.sources.recording import (
     LineStream,
     Recording,
     RecordingError,
+    last_wall_s,
     open_recording,
     read_recording,
 )
+from gapwatch.sources.time_window import LATE_S, TimeWindow, within
 
 #: Names taken for recordings in a folder.
 RECORDING_SUFFIXES = (".jsonl", ".jsonl.gz")
@@ -255,7 +257,29 @@ def _joined(path: Path, files: list[_File], skipped: list[str], header_problems:
     rec.files = [p for p, _ in plan]
     rec.runs = len(ordered)
     rec.records = _records(rec, plan, reading)
+    window = reading.get("window")
+    if window is not None:
+        # Each file stops at the window's end; the set stops there too (no later file opened).
+        rec.records = within(rec.records, window)
     return rec
+
+
+def _before(file: Path, window: TimeWindow) -> bool:
+    """Whether every line of `file` is before `window` (its last time, read from its end:
+    `last_wall_s`; unknown: read it)."""
+    if window.since_s is None:
+        return False
+    last = last_wall_s(file)
+    return last is not None and last < window.since_s - LATE_S
+
+
+def _after(file: Path, window: TimeWindow) -> bool:
+    """Whether `file` runs past the end of `window` (read to `LATE_S` past it: the files after
+    it in the set's order hold nothing of it)."""
+    if window.until_s is None:
+        return False
+    last = last_wall_s(file)
+    return last is not None and last >= window.until_s + LATE_S
 
 
 def _offset_ns(first: SessionHeader, later: SessionHeader) -> int:
@@ -270,7 +294,10 @@ def _offset_ns(first: SessionHeader, later: SessionHeader) -> int:
 def _records(rec: Recording, plan: list[tuple[Path, int]], reading: dict[str, Any]
              ) -> Iterator[Record]:
     lines_before = 0
+    window: TimeWindow | None = reading.get("window")
     for index, (file, offset) in enumerate(plan, 1):
+        if window is not None and _before(file, window):
+            continue  # a segment wholly before the window: not opened
         # Kept problems go straight into the set's list, file k's lines based at k << 63
         # (the set's own problems are at line 1): they sort in reading order, a file's end
         # (`END_LINE`) included, and no two files' lines meet.
@@ -288,3 +315,5 @@ def _records(rec: Recording, plan: list[tuple[Path, int]], reading: dict[str, An
                 rec.counters[counter] = rec.counters.get(counter, 0) + n
             room = MAX_PROBLEMS - len(rec.problems)
             rec.problems += part.problems[:max(0, room)]
+        if window is not None and _after(file, window):
+            return  # the window ended in this segment: the later ones are not opened

@@ -1,0 +1,163 @@
+"""A windowed report's `--log` file, read only around the window.
+
+Who calls it: `gapwatch.offline.report.parse_log_input` (`--since`/`--until`, before the whole
+parse it would otherwise do). A day's log (920 MB, ~8 M lines for 8 GPUs) takes about a minute
+to parse on two cores; the events an hour's window uses are a twenty-fourth of it.
+
+What is read of one plain file (anything else, several files or a FIFO, is parsed whole: the
+same events, slower), with one parser, in order:
+- the file's first `STARTUP_BYTES` (the daemon's start: TIMELINE's anchor, its workers' GPUs,
+  its settings), and as much from the last start of the daemon before the window (its
+  `starting cuzk engine` line, found by a byte search, not parsed): a restart sets them anew;
+- the `WARM_BYTES` before the window (~25 min of a busy 8-GPU log: the partitions picked up
+  lately and each worker's job, as `gapwatch.offline.log_split`'s second process warms its
+  parser) and the window, to `LATE_S` past its end and the report's margin.
+The offsets are found by a binary search over the bytes, by the times the prover's own lines
+show (parsed by a parser of their own: TIMELINE and C++ lines name no wall time). The events
+are judged as a whole parse's are (`LogSpan`: those before the window dropped, the startup lines
+kept). They are a whole parse's events of the lines read where the parser's state at the
+window is set by those two parts, which is how a daemon's log is made; the lines not read are
+counted in bytes (`log_window_skipped_bytes`), and a report without a window parses them all.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import stat
+from typing import Final
+
+from gapwatch.config import Config
+from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
+from gapwatch.logs.files import LogFile, file_events, log_counters, offline_parser
+from gapwatch.offline.gap_spool import EventSpool
+from gapwatch.offline.log_span import MARGIN_S, LogSpan
+from gapwatch.offline.log_split import STARTUP_BYTES, WARM_BYTES, line_start
+from gapwatch.sources.time_window import LATE_S, TimeWindow
+
+#: Smaller files are parsed whole (a few seconds at most).
+MIN_WINDOW_BYTES: Final = 32 << 20
+#: Lines read at a probe of the binary search for ones that show their wall time, and how
+#: many such times it takes the median of (one line that lies cannot move the search).
+PROBE_LINES: Final = 400
+PROBE_TIMES: Final = 9
+#: The search stops when the range is this small (a line start within it is close enough:
+#: the margins above are minutes).
+CLOSE_BYTES: Final = 1 << 20
+
+
+def spool_window(paths: list[str], config: Config, timeline_epoch_s: float | None,
+                 span: LogSpan, window: TimeWindow) -> tuple[EventSpool, dict[str, int]] | None:
+    """The events of the `--log` file around `window`, spooled (see the module docstring),
+    and the parser's counters; None where it is parsed whole. Raises OSError."""
+    size = _windowable(paths)
+    if not size:
+        return None
+    path = paths[0]
+    since = window.since_s - MARGIN_S - LATE_S if window.since_s is not None else None
+    until = window.until_s + MARGIN_S + LATE_S if window.until_s is not None else None
+    seam = _offset_of(path, config, since, size, after=False) if since is not None else 0
+    end = _offset_of(path, config, until, size, after=True) if until is not None else size
+    regions = _regions(path, seam, end)
+    parser = offline_parser(config, timeline_epoch_s)
+    spool = EventSpool()
+    nul_bytes = cut_lines = read = 0
+    try:
+        for start, stop in regions:
+            log = LogFile(path, config.logs.max_line_bytes)
+            # Each part ends its own panic (one open at a part's end must not take the next
+            # part's lines).
+            for ev in file_events(parser, log, start, stop):
+                span.observe(ev)
+                spool.add(ev)
+            nul_bytes += log.nul_bytes
+            cut_lines += log.cut_lines
+            read += stop - start
+    except BaseException:
+        spool.close()
+        raise
+    counters = log_counters(parser.counters, nul_bytes, cut_lines)
+    if size - read:
+        counters["window_skipped_bytes"] = size - read
+    return spool, counters
+
+
+def _windowable(paths: list[str]) -> int:
+    """The size of the one plain file in `paths` worth reading in part, else 0."""
+    if len(paths) != 1:
+        return 0
+    try:
+        st = os.stat(paths[0])
+    except OSError:
+        return 0  # the whole parse says what is wrong with it
+    return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size >= MIN_WINDOW_BYTES else 0
+
+
+def _regions(path: str, seam: int, end: int) -> list[tuple[int, int]]:
+    """The byte ranges to parse, in order: the start, the last restart's start, the warm-up
+    and the window (each from a line's start; overlapping ones joined)."""
+    starts = [0]
+    restart = _last_restart(path, seam)
+    if restart is not None and restart > 0:
+        starts.append(restart)
+    wanted = [(s, line_start(path, min(s + STARTUP_BYTES, seam))) for s in starts]
+    wanted.append((line_start(path, max(0, seam - WARM_BYTES)), end))
+    out: list[tuple[int, int]] = []
+    for start, stop in wanted:
+        if stop <= start:
+            continue
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], stop))
+        else:
+            out.append((start, stop))
+    return out
+
+
+def _last_restart(path: str, before: int) -> int | None:
+    """The start of the line of the last `starting cuzk engine` before byte `before` (a byte
+    search: C's speed over the whole file), or None."""
+    if before <= 0:
+        return None
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        at = mm.rfind(ANCHOR_MESSAGE.encode(), 0, before)
+        if at < 0:
+            return None
+        return mm.rfind(b"\n", 0, at) + 1
+
+
+def _offset_of(path: str, config: Config, t_wall_s: float, size: int, after: bool) -> int:
+    """The start of a line near where the file's lines reach `t_wall_s`: before them, or
+    (`after`) past them, as far as the lines' own times tell (a probe that shows none counts
+    as later: the start read only moves earlier, the end may come early only where the
+    lines show no time at all)."""
+    lo, hi = 0, size
+    while hi - lo > CLOSE_BYTES:
+        mid = (lo + hi) // 2
+        t = _time_at(path, config, mid)
+        if t is None or t >= t_wall_s:
+            hi = mid
+        else:
+            lo = mid
+    return line_start(path, hi if after else lo)
+
+
+def _time_at(path: str, config: Config, at: int) -> float | None:
+    """The median of the first `PROBE_TIMES` wall times the lines from byte `at` show of
+    themselves (within `PROBE_LINES` lines), or None."""
+    parser = offline_parser(config, None)  # a parser of its own: its state is thrown away
+    log = LogFile(path, config.logs.max_line_bytes)
+    times: list[float] = []
+    lines = log.lines(start=line_start(path, at))
+    try:
+        for n, line in enumerate(lines):
+            for ev in parser.parse_line(line, stream=path):
+                if ev.time_source in ("line", "prefix") and ev.t_wall_s > 0:
+                    times.append(ev.t_wall_s)
+            if len(times) >= PROBE_TIMES or n >= PROBE_LINES:
+                break
+    finally:
+        close = getattr(lines, "close", None)  # the generator holds the file open
+        if close is not None:
+            close()
+    times.sort()
+    return times[len(times) // 2] if times else None

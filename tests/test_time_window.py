@@ -1,0 +1,253 @@
+"""`report --since/--until`: a part of a long recording, reported as if the recording had been
+cut there (`gapwatch.sources.time_window`, `gapwatch.offline.log_window`), without reading the
+rest: a plain file seeked, segments outside not opened, the log read around the window."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from shared_files import write_sim_with_log
+
+from gapwatch.cli import main
+from gapwatch.commands.argtypes import joined_moments
+from gapwatch.config import Config
+from gapwatch.logs import parse
+from gapwatch.offline import log_span, log_window, report_parallel
+from gapwatch.offline.report import ReportData, build_report, to_json
+from gapwatch.sources import recording, recording_set, time_window
+from gapwatch.sources.files import header_of
+from gapwatch.sources.time_window import TimeWindow, WindowError, moment, resolve, seek_plain
+
+START = 1_796_000_000.0  # 2026-11-30 00:53:20 UTC
+
+
+@pytest.fixture(scope="module")
+def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """4 simulated GPUs for 4 min (a gap every ~2 s on each), and the prover's log."""
+    return write_sim_with_log(tmp_path_factory.mktemp("window"), seed=11, duration_s=240.0,
+                              gpus=4)
+
+
+@pytest.fixture
+def small_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seek's steps and margins scaled to a 4-minute recording (a day's are MBs and
+    minutes), so that the tests' files are seeked, not read whole."""
+    monkeypatch.setattr(time_window, "COUNT_BYTES", 4096)
+    monkeypatch.setattr(time_window, "LATE_S", 5.0)
+    monkeypatch.setattr(recording_set, "LATE_S", 5.0)
+    monkeypatch.setattr(log_span, "MARGIN_S", 10.0)
+    monkeypatch.setattr(log_window, "MARGIN_S", 10.0)
+    monkeypatch.setattr(log_window, "LATE_S", 5.0)
+
+
+def _doc(r: ReportData) -> dict[str, Any]:
+    """The report's document without what names the input (the file, the window)."""
+    doc: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(to_json(r)))
+    del doc["file"], doc["window"]
+    return doc
+
+
+def _cut(src: Path, dest: Path, since_s: float, until_s: float) -> Path:
+    """`src` as a recording that ran from `since_s` to `until_s`: its header (started then) and
+    the records of those times."""
+    header, *body = src.read_bytes().splitlines(keepends=True)
+    head = msgspec.json.decode(header)
+    head["started_wall_s"] = since_s
+    kept = [line for line in body
+            if since_s <= msgspec.json.decode(line)["t_wall_s"] < until_s]
+    dest.write_bytes(msgspec.json.encode(head) + b"\n" + b"".join(kept))
+    return dest
+
+
+def _window(path: Path, since: str, until: str) -> TimeWindow:
+    h = header_of(path)
+    w = resolve(moment(since), moment(until), h.started_wall_s, None)
+    assert w is not None
+    return w
+
+
+def test_a_window_is_the_report_of_the_recording_cut_there(
+    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None
+) -> None:
+    path, log = sim_with_log
+    w = _window(path, "+60s", "+180s")
+    assert w.since_s is not None and w.until_s is not None
+    cut = _cut(path, tmp_path / "cut.jsonl", w.since_s, w.until_s)
+    windowed = build_report(path, Config(), [str(log)], workers=1, window=w)
+    whole_cut = build_report(cut, Config(), [str(log)], workers=1)
+    # The cut recording's report says the log runs before it; a window leaves it out on
+    # purpose, and says nothing of it.
+    mine, theirs = _doc(windowed), _doc(whole_cut)
+    assert mine.pop("problems") == []
+    assert [p.split(" line(s) before it")[0].rsplit(" ", 1)[1].isdigit()
+            for p in theirs.pop("problems")] == [True]
+    assert mine == theirs
+    assert len(windowed.gaps) > 100
+    assert all(w.since_s <= g.start_s < w.until_s for g in windowed.gaps)
+    assert to_json(windowed)["window"] == {"since_s": w.since_s, "until_s": w.until_s}
+
+
+def test_the_seek_skips_the_lines_before_and_keeps_every_line_number(
+    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None
+) -> None:
+    """A bad line after the window's start is named by its line in the file, though the
+    reader started far into it."""
+    path, _log = sim_with_log
+    lines = path.read_bytes().splitlines(keepends=True)
+    at = len(lines) * 3 // 4
+    lines.insert(at, b'{"type":"host","t_wall_s":"soon"}\n')
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_bytes(b"".join(lines))
+    w = _window(damaged, "+150s", "+230s")
+    with damaged.open("rb") as f:
+        offset, skipped = seek_plain(f, 0, w.since_s or 0.0)
+    assert offset > len(b"".join(lines)) // 3  # sought, not read from the start
+    assert skipped == b"".join(lines)[:offset].count(b"\n")
+    r = build_report(damaged, Config(), workers=1, window=w)
+    assert r.counters["bad_records"] == 1
+    assert r.problems[0].startswith(f"{damaged}:{at + 1}: bad record")
+
+
+def test_a_line_that_lies_about_its_time_does_not_move_the_seek(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(time_window, "COUNT_BYTES", 4096)
+    lines = [b'{"type":"header"}\n']
+    lines += [b'{"type":"gpu","t_wall_s":%d,"x":"%s"}\n' % (i, b"y" * 40) for i in range(20000)]
+    for k in range(1, 20):  # planted through the file: each claims the far future
+        lines[k * 1000] = b'{"type":"log","t_wall_s":9999999999.0}\n'
+    f = io.BytesIO(b"".join(lines))
+    offset, _ = seek_plain(f, 0, 15000.0 + time_window.LATE_S)
+    first = f.getvalue()[offset:].split(b"\n", 1)[0]
+    t = time_window.wall_of_text(first + b"\n")
+    assert t is not None and 15000 - 1000 < t <= 15000
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_split_window_reads_as_one_process(
+    sim_with_log: tuple[Path, Path], small_steps: None, workers: int,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, log = sim_with_log
+    monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: workers)
+    monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)
+    w = _window(path, "+100s", "+200s")
+    one = build_report(path, Config(), [str(log)], workers=1, window=w)
+    many = build_report(path, Config(), [str(log)], workers=workers, window=w)
+    assert msgspec.json.encode(to_json(many)) == msgspec.json.encode(to_json(one))
+    assert len(one.gaps) > 50
+
+
+def test_a_gzip_recording_and_a_folder_of_segments_give_the_plain_file_s_window(
+    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _log = sim_with_log
+    gz = tmp_path / "sim.jsonl.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    folder = tmp_path / "set"
+    folder.mkdir()
+    header, *body = path.read_bytes().splitlines(keepends=True)
+    head = msgspec.json.encode({**msgspec.json.decode(header), "set_id": "s1"}) + b"\n"
+    size = len(body) // 6 + 1
+    for k in range(6):
+        (folder / f"gw.{k + 1:06d}.jsonl").write_bytes(head + b"".join(body[k * size:(k + 1) * size]))
+    opened: list[str] = []
+    read = recording.read_recording
+
+    def counted(file: Path, **kw: Any) -> Any:
+        opened.append(file.name)
+        return read(file, **kw)
+
+    monkeypatch.setattr(recording_set, "read_recording", counted)
+    w = _window(path, "+100s", "+140s")
+    plain = _doc(build_report(path, Config(), workers=1, window=w))
+    assert _doc(build_report(gz, Config(), workers=1, window=w)) == plain
+    assert _doc(build_report(folder, Config(), workers=1, window=w)) == plain
+    # 40 s of 4 minutes in six segments: those wholly before or after it are not opened.
+    assert 1 <= len(opened) <= 3 and "gw.000001.jsonl" not in opened
+    assert "gw.000006.jsonl" not in opened
+
+
+def test_the_log_read_around_the_window_gives_the_whole_parse_s_report(
+    sim_with_log: tuple[Path, Path], small_steps: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, log = sim_with_log
+    w = _window(path, "+150s", "+200s")
+    whole = build_report(path, Config(), [str(log)], workers=1, window=w)
+    assert "log_window_skipped_bytes" not in whole.counters
+    monkeypatch.setattr(log_window, "MIN_WINDOW_BYTES", 1)
+    monkeypatch.setattr(log_window, "STARTUP_BYTES", 16 << 10)
+    monkeypatch.setattr(log_window, "WARM_BYTES", 256 << 10)
+    # The partitions' GPUs a parser keeps: the warm-up sees as many as the whole parse.
+    monkeypatch.setattr(parse, "_PART_GPU_KEPT", 100)
+    monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
+    part = build_report(path, Config(), [str(log)], workers=1, window=w)
+    skipped = part.counters.pop("log_window_skipped_bytes")
+    assert skipped > log.stat().st_size // 4
+    for r in (part, whole):  # the parser's own counts cover the lines it read
+        for name in [k for k in r.counters if k.startswith("log_")]:
+            del r.counters[name]
+    assert _doc(part) == _doc(whole)
+    assert sum(len(g.log_events) for g in part.gaps) > 100
+
+
+def test_moments_as_an_operator_writes_them() -> None:
+    assert moment("2026-11-30T01:00:00Z").seconds == START + 400
+    assert moment("2026-11-30 01:00").seconds == START + 400  # no zone: UTC
+    assert moment("2026-11-30T03:00+02:00").seconds == START + 400
+    # Started at 00:53:20: a time of day is the first at or after it.
+    assert resolve(moment("00:10"), None, START, None) == TimeWindow(
+        START - 2600 + 86400, None, "--since 00:10")  # the next day's
+    assert resolve(None, moment("23:50:30"), START, None) == TimeWindow(
+        None, START + 82630, "--until 23:50:30")  # the same day's
+    back = resolve(moment("-1h"), None, START, START + 86400)
+    assert back == TimeWindow(START + 82800, None, "--since -1h")
+    assert resolve(moment("+2h"), None, START, None) == TimeWindow(START + 7200, None,
+                                                                   "--since +2h")
+    assert resolve(None, None, START, None) is None
+    for bad in ("yesterday", "25:00", "+soon", "2026-13-01"):
+        with pytest.raises(ValueError):
+            moment(bad)
+
+
+def test_windows_that_name_nothing_are_refused_in_one_line() -> None:
+    with pytest.raises(WindowError, match="ends before it starts"):
+        resolve(moment("+2h"), moment("+1h"), START, START + 86400)
+    with pytest.raises(WindowError, match="holds none of the recording"):
+        resolve(moment("+2d"), None, START, START + 86400)
+    with pytest.raises(WindowError, match="recording's end, which cannot be read"):
+        resolve(moment("-1h"), None, START, None)
+
+
+def test_a_moment_back_from_the_end_is_not_taken_for_an_option() -> None:
+    assert joined_moments(["report", "f", "--since", "-1h", "--until", "-10m", "--json"]) == [
+        "report", "f", "--since=-1h", "--until=-10m", "--json"]
+    assert joined_moments(["report", "--log", "-", "f"]) == ["report", "--log", "-", "f"]
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = main(list(argv))
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_report_since_until_on_the_command_line(sim_with_log: tuple[Path, Path]) -> None:
+    path, _log = sim_with_log
+    rc, out, _ = _run("report", str(path), "--since", "-90s", "--until", "-30s")
+    assert rc == 0
+    assert "only the window 2026-" in out and "(--since -90s --until -30s)" in out
+    rc, out, err = _run("report", str(path), "--since", "+1h")
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and "holds none of the recording" in err
+    with pytest.raises(SystemExit) as refused:  # argparse's own refusal, naming the flag
+        _run("report", str(path), "--since", "noon")
+    assert refused.value.code == 2

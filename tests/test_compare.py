@@ -23,6 +23,7 @@ from gapwatch.offline.compare import Comparison, Figure, Side, compare, read_sid
 from gapwatch.offline.compare_format import format_markdown, format_text
 from gapwatch.offline.compare_stats import judge, mann_whitney_p
 from gapwatch.offline.compare_windows import SlimGap, choose_window_s
+from gapwatch.sources.time_window import TimeWindow
 
 DATA = Path(__file__).parent / "data" / "h200-e2e"
 PAGEABLE = DATA / "pageable" / "rec.jsonl.gz"
@@ -63,12 +64,17 @@ def test_a_recording_compared_with_itself_shows_no_measurable_change() -> None:
     assert not c.setting_changes
 
 
+def _mid_s(src: Path) -> float:
+    body = gzip.open(src, "rt").read().splitlines()[1:]
+    times = [float(json.loads(x)["t_wall_s"]) for x in body if '"type":"gpu"' in x]
+    return (min(times) + max(times)) / 2
+
+
 def _halves(src: Path, tmp: Path) -> tuple[Path, Path]:
     """The recording cut at the middle of its GPU samples: the header line in both halves."""
     lines = gzip.open(src, "rt").read().splitlines()
     head, body = lines[0], lines[1:]
-    times = [json.loads(x)["t_wall_s"] for x in body if '"type":"gpu"' in x]
-    mid = (min(times) + max(times)) / 2
+    mid = _mid_s(src)
     first, second = tmp / "first.jsonl", tmp / "second.jsonl"
     keep_first, keep_second = [head], [head]
     for x in body:
@@ -204,3 +210,41 @@ def test_post_latency_from_the_provers_watcher_is_compared_when_there_is_any() -
     assert post.before == pytest.approx(24.975) and post.after == pytest.approx(6.975)
     assert post.test.verdict == "better" and post.better == "lower"
     assert post.before_windows.n == 40
+
+
+def _rows(c: Comparison) -> list[tuple[object, ...]]:
+    return [(f.name, f.gpu, f.before, f.after, f.test.verdict) for f in c.figures]
+
+
+def test_at_a_moment_compares_one_recording_as_its_two_halves_cut_there(
+    tmp_path: Path
+) -> None:
+    """`compare REC --at TIME`: the change's moment in one continuous recording; each side is
+    read as `report --since/--until` reads a window, and the figures are those of the
+    recording cut in two at that moment."""
+    src = DATA / "chained" / "rec.jsonl.gz"
+    first, second = _halves(src, tmp_path)
+    mid = _mid_s(src)
+    cfg = Config()
+    at = compare(read_side("BEFORE", src, cfg, [], window=TimeWindow(None, mid, "--at x")),
+                 read_side("AFTER", src, cfg, [], window=TimeWindow(mid, None, "--at x")))
+    assert _rows(at) == _rows(_compare(first, second))
+    assert at.figures
+
+
+def test_at_on_the_command_line_and_its_refusals(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    rec = str(DATA / "chained" / "rec.jsonl.gz")
+    assert main(["compare", rec, "--at", "+15s", "--span", "10s", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    before, after = doc["sides"]["BEFORE"]["window"], doc["sides"]["AFTER"]["window"]
+    assert before["until_s"] == after["since_s"]
+    assert after["until_s"] - after["since_s"] == before["until_s"] - before["since_s"] == 10
+    assert main(["compare", rec, "--at", "+15s"]) == 0
+    assert "only the window" in capsys.readouterr().out
+    for argv, words in (([rec], "AFTER is needed"),
+                        ([rec, rec, "--span", "1h"], "--span needs --at"),
+                        ([rec, "--at", "+2d"], "AFTER: the window")):
+        assert main(["compare", *argv]) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1

@@ -251,3 +251,37 @@ def test_report_since_until_on_the_command_line(sim_with_log: tuple[Path, Path])
     with pytest.raises(SystemExit) as refused:  # argparse's own refusal, naming the flag
         _run("report", str(path), "--since", "noon")
     assert refused.value.code == 2
+
+
+def test_export_of_a_window_holds_only_its_samples_and_log_lines(
+    sim_with_log: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A day's Perfetto trace is too large for the UI; an hour of it is not."""
+    import csv
+    import json
+
+    path, log = sim_with_log
+    start = header_of(path).started_wall_s
+    csv_out, trace_out = tmp_path / "w.csv", tmp_path / "w.trace.json"
+    assert _run("export", str(path), "--format", "csv", "--out", str(csv_out),
+                "--since", "+100s", "--until", "+130s")[0] == 0
+    whole_out = tmp_path / "whole.csv"
+    assert _run("export", str(path), "--format", "csv", "--out", str(whole_out))[0] == 0
+
+    def rows(p: Path) -> list[dict[str, str]]:
+        with p.open() as f:
+            return list(csv.DictReader(f))
+
+    inside = [r for r in rows(whole_out) if start + 100 <= float(r["timestamp_s"]) < start + 130]
+    assert rows(csv_out) == inside and len(inside) > 1000
+    assert _run("export", str(path), "--log", str(log), "--out", str(trace_out),
+                "--since", "+100s", "--until", "+130s")[0] == 0
+    events = json.loads(trace_out.read_text())["traceEvents"]
+    origin = json.loads(trace_out.read_text())["otherData"]["origin_unix_s"]
+    # The log's warnings, synthesis and GPU phases are drawn (the log was read around the
+    # window), none from outside it.
+    assert {"warning", "synthesis", "gpu"} <= {e.get("cat") for e in events}
+    times = [origin + e["ts"] / 1e6 for e in events if "ts" in e and e.get("ph") != "M"]
+    assert start + 100 - 1 <= min(times) and max(times) < start + 130 + 1
+    rc, _, err = _run("export", str(path), "--out", str(tmp_path / "x.json"), "--since", "+1h")
+    assert rc == 2 and "holds none" in err and not (tmp_path / "x.json").exists()

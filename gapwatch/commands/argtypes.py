@@ -124,12 +124,25 @@ def moment(text: str) -> Moment:
 _BACK = re.compile(r"-\d[\d.]*[a-zA-Z]*")
 
 
+def duration(text: str) -> float:
+    """A duration > 0 as the config writes them (`--span 1h`: `units.parse_duration`)."""
+    from gapwatch.core.units import parse_duration
+
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
+    return value
+
+
 def joined_moments(argv: list[str]) -> list[str]:
     """`--since -1h` as `--since=-1h`: argparse takes a word that starts with `-` (and is not a
     plain negative number) for an option, and said `--since: expected one argument`."""
     out: list[str] = []
     for word in argv:
-        if out and out[-1] in ("--since", "--until") and _BACK.fullmatch(word):
+        if out and out[-1] in ("--since", "--until", "--at") and _BACK.fullmatch(word):
             out[-1] = f"{out[-1]}={word}"
         else:
             out.append(word)

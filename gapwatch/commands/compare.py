@@ -1,4 +1,5 @@
-"""`gapwatch compare BEFORE AFTER [--before-log P] [--after-log P] [--json | --markdown]`.
+"""`gapwatch compare BEFORE [AFTER] [--at TIME [--span DURATION]] [--before-log P] [--after-log P]
+[--json | --markdown]`.
 
 Who calls it: `gapwatch.cli`. Thin: the figures and verdicts are `gapwatch.offline.compare`'s,
 the words `gapwatch.offline.compare_format`'s (docs/compare.md). Exit codes: 0 done, 2 a side or
@@ -18,15 +19,18 @@ from gapwatch.engine.console import STDERR, say
 from gapwatch.offline.compare import compare, read_side, to_json
 from gapwatch.offline.compare_format import format_markdown, format_text
 from gapwatch.offline.progress import Progress
+from gapwatch.sources.files import data_end, header_of
 from gapwatch.sources.recording import RecordingError
+from gapwatch.sources.time_window import TimeWindow, WindowError, split_at
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("before", type=argtypes.path, metavar="BEFORE",
                         help="the run before the change: a recording, a folder or a glob of "
                              "segments (as `report` takes them)")
-    parser.add_argument("after", type=argtypes.path, metavar="AFTER",
-                        help="the run after the change, the same way")
+    parser.add_argument("after", type=argtypes.path, metavar="AFTER", nargs="?",
+                        help="the run after the change, the same way (with --at: by default "
+                             "BEFORE itself, one recording across the change)")
     parser.add_argument("--before-log", type=argtypes.path, action="append", default=[],
                         metavar="PATH", help="a prover log of BEFORE's run (repeatable)")
     parser.add_argument("--after-log", type=argtypes.path, action="append", default=[],
@@ -36,6 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="the window each figure's spread and test use (default: the "
                              "largest of 60, 30, 20, 10, 5, 3, 2, 1 s giving the shorter side 8)")
+    parser.add_argument("--at", type=argtypes.moment, metavar="TIME",
+                        help="the change's moment: BEFORE is read up to it, AFTER from it "
+                             "(written as report's --since: 14:05, 2026-11-30T14:05, +2h, -1h)")
+    parser.add_argument("--span", type=argtypes.duration, metavar="DURATION",
+                        help="with --at: only this long on each side of it (e.g. 1h)")
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the JSON document instead")
     out.add_argument("--markdown", action="store_true",
@@ -48,10 +57,22 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return Progress(STDERR.show, f"gapwatch compare ({side})") if STDERR.is_terminal() \
             else None
 
+    problem = _usage_problem(args)
+    if problem is not None:
+        say(f"gapwatch compare: {problem}")
+        return 2
+    after_path = args.after if args.after is not None else args.before
+    # One recording across the change: its logs are both sides' unless AFTER's are given.
+    after_logs = list(args.after_log) or (list(args.before_log) if args.after is None else [])
     try:
+        before_window, after_window = _windows(args, after_path)
         before = read_side("BEFORE", args.before, config, list(args.before_log),
-                           progress("BEFORE"))
-        after = read_side("AFTER", args.after, config, list(args.after_log), progress("AFTER"))
+                           progress("BEFORE"), before_window)
+        after = read_side("AFTER", after_path, config, after_logs, progress("AFTER"),
+                          after_window)
+    except WindowError as exc:
+        say(f"gapwatch compare: {exc}")
+        return 2
     except RecordingError as exc:
         say(f"gapwatch compare: {exc}")
         return 2
@@ -72,3 +93,26 @@ def run(args: argparse.Namespace, config: Config) -> int:
     else:
         sys.stdout.write(format_text(c))
     return 0
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the sides asked for (one line), or None."""
+    if args.after is None and args.at is None:
+        return ("AFTER is needed (or --at TIME: one recording, before and after the change's "
+                "moment)")
+    if args.span is not None and args.at is None:
+        return "--span needs --at (the moment the spans are taken on each side of)"
+    return None
+
+
+def _windows(args: argparse.Namespace, after_path: str
+             ) -> tuple[TimeWindow | None, TimeWindow | None]:
+    """The parts of BEFORE and AFTER read (`--at`, `--span`; None: the whole of each).
+    Raises RecordingError, WindowError."""
+    if args.at is None:
+        return None, None
+    start_s, end_s = header_of(args.before).started_wall_s, data_end(args.before)
+    other = after_path != args.before
+    return split_at(args.at, args.span, start_s, end_s,
+                    header_of(after_path).started_wall_s if other else None,
+                    data_end(after_path) if other else None)

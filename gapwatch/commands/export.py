@@ -27,6 +27,7 @@ from gapwatch.core.models import DERIVED_TYPES
 from gapwatch.engine.console import STDERR, say
 from gapwatch.offline.progress import Progress
 from gapwatch.sinks.output_file import OutputRefused, Replacement, check_replaceable
+from gapwatch.sources.time_window import TimeWindow, WindowError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=argtypes.path, metavar="PATH", default=None,
                         help="output file ('-' = stdout; default: FILE with .trace.json / "
                              ".export.csv)")
+    argtypes.add_window(parser)
 
 
 def _default_out(path: Path, fmt: str) -> Path:
@@ -49,7 +51,7 @@ def _default_out(path: Path, fmt: str) -> Path:
 
 
 def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
-              progress: Progress | None) -> str:
+              progress: Progress | None, window: TimeWindow | None) -> str:
     from gapwatch.offline.perfetto import TraceBuilder
     from gapwatch.offline.progress import DataTime, progress_of, tell
     from gapwatch.offline.report import build_report, logs_parsed
@@ -57,19 +59,24 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
 
     # The logs parsed once: the report detects with their events, and the trace shows the
     # same events (read back from their spool on disk in time order, one at a time).
-    with logs_parsed(path, config, logs, progress) as parsed:
+    with logs_parsed(path, config, logs, progress, window) as parsed:
         # The report's own pass decides gaps and states; a second read streams the samples.
-        report = build_report(path, config, logs, parsed=parsed, progress=progress)
-        recording = read_any(path)
+        report = build_report(path, config, logs, parsed=parsed, progress=progress,
+                              window=window)
+        recording = read_any(path, window=window)
         builder = TraceBuilder(recording.header)
         records = recording.records if progress is None else progress_of(
-            recording.records, DataTime(progress, data_span(path, recording.header.started_wall_s),
-                                        "reading the samples for the trace"))
+            recording.records, DataTime(progress, data_span(
+                path, recording.header.started_wall_s, window),
+                "reading the samples for the trace"))
         # Recorded gaps and states are superseded by the report's (same samples, this version).
         builder.extend(r for r in records if r.type not in DERIVED_TYPES)
         if parsed is not None:
             tell(progress, "adding the log to the trace")
-            builder.extend(parsed.spool)
+            # A window's trace shows the log lines of the window (not the daemon's start
+            # read for its settings).
+            builder.extend(parsed.spool if window is None else
+                           (e for e in parsed.spool if window.holds(e.t_wall_s)))
     builder.final_gaps(report.gaps)  # drawn as the trace is written, read from the spool
     builder.extend(report.states)
     builder.extend(report.prover_events)  # PoSt, restarts, errors: derived again, as gaps
@@ -80,11 +87,11 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
             "https://ui.perfetto.dev or chrome://tracing")
 
 
-def _csv(path: Path, out: IO[str]) -> str:
+def _csv(path: Path, out: IO[str], window: TimeWindow | None) -> str:
     from gapwatch.offline.csv_export import CsvExporter
     from gapwatch.sources.files import read_any
 
-    recording = read_any(path)
+    recording = read_any(path, window=window)
     exporter = CsvExporter(out, tolerance_s=recording.header.period_ms / 1000.0,
                            gpus=list(recording.header.gpus))
     for record in recording.records:
@@ -98,6 +105,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
     from gapwatch.sources.recording import RecordingError
 
     src = Path(args.file)
+    try:
+        window = argtypes.window_of(args, args.file)  # before any output is made
+    except (RecordingError, WindowError) as exc:
+        say(f"gapwatch export: {exc}")
+        return 2
     dest = (
         None if args.out == "-" else Path(args.out) if args.out else _default_out(src, args.format)
     )
@@ -124,11 +136,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
             tmp = Replacement(dest) if dest is not None else None
         fb = tmp.file if tmp is not None else sys.stdout.buffer
         if args.format == "perfetto":
-            summary = _perfetto(src, config, list(args.log), fb, progress)
+            summary = _perfetto(src, config, list(args.log), fb, progress, window)
             fb.flush()
         else:
             ft = io.TextIOWrapper(fb, encoding="utf-8", newline="")
-            summary = _csv(src, ft)
+            summary = _csv(src, ft, window)
             ft.flush()
             ft.detach()  # the temporary (or stdout) stays open for commit()
         if tmp is not None:

@@ -60,6 +60,7 @@ from gapwatch.offline.report import (
     summarise,
 )
 from gapwatch.offline.report_parallel import plan_workers
+from gapwatch.sources.time_window import TimeWindow
 
 COMPARE_SCHEMA_VERSION = 1
 #: Figures whose change follows the load (how much work the prover was given), not a setting.
@@ -101,6 +102,8 @@ class Side:
     problems: list[str] = field(default_factory=list)
     #: Each finished PoSt (WinningPoSt, WindowPoSt) the prover's watcher timed.
     posts: list[SlimPost] = field(default_factory=list)
+    #: The part of the recording read (`compare --at`), or None: all of it.
+    window: TimeWindow | None = None
 
     @property
     def start_s(self) -> float | None:
@@ -115,9 +118,10 @@ class Side:
 
 
 def read_side(label: str, path: str | Path, config: Config, logs: list[str],
-              progress: Progress | None = None) -> Side:
+              progress: Progress | None = None, window: TimeWindow | None = None) -> Side:
     """Detect one side as `report` does and keep only what the comparison reads (`progress`:
-    told how far, as `build_report` tells it).
+    told how far, as `build_report` tells it; `window`: only that part of the recording, as
+    `report --since/--until` reads it).
 
     Raises:
         gapwatch.sources.recording.RecordingError: not a usable recording.
@@ -126,9 +130,9 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
     refuse_a_stream(Path(path))  # each side is read more than once, as a report reads it
     with collector_off():
         n = plan_workers(path, logs)
-        with logs_parsed(path, config, logs, progress) as parsed:
+        with logs_parsed(path, config, logs, progress, window) as parsed:
             found, seen = detect_either(path, config, logs, n, parsed, SettingsSeen,
-                                        keep_h2d=True, progress=progress)
+                                        keep_h2d=True, progress=progress, window=window)
         rep = summarise(path, found, logs, config.detector.window_s)
         copies, statuses = _SlimCopies(found.copies), found.prover_status_count
         posts = _slim_posts(found.prover_events)
@@ -148,6 +152,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
             busy_fraction=rep.payoff["overall"]["busy_fraction"],
             partitions_per_hour=rep.payoff.get("partitions_per_hour"),
             statuses=statuses, problems=[*rep.warnings, *rep.problems], posts=posts,
+            window=window,
         )  # fmt: skip
 
 
@@ -428,7 +433,10 @@ def to_json(c: Comparison) -> dict[str, Any]:
 
 
 def _side_json(s: Side, window_s: float) -> dict[str, Any]:
-    return {"path": s.path, "log_files": s.log_files, "gpus": [t.gpu for t in s.totals],
+    return {"path": s.path, "log_files": s.log_files,
+            "window": None if s.window is None else {"since_s": s.window.since_s,
+                                                     "until_s": s.window.until_s},
+            "gpus": [t.gpu for t in s.totals],
             "start_s": s.start_s, "span_s": s.span_s, "windows": int(s.span_s // window_s),
             "busy_fraction": s.busy_fraction, "partitions_per_hour": s.partitions_per_hour,
             "status_snapshots": s.statuses, "problems": s.problems}

@@ -105,9 +105,11 @@ def label(name: str) -> str:
 
 
 def _side_lines(s: Side) -> list[str]:
-    return [f"  {s.label:<6} {_path(s.path)}",
-            f"         {len(s.totals)} GPU(s), {fmt.duration(s.span_s)} of work from "
-            f"{_when(s.start_s)}"]
+    out = [f"  {s.label:<6} {_path(s.path)}"]
+    if s.window is not None:
+        out.append(f"         only the {s.window.describe()}")
+    return [*out, f"         {len(s.totals)} GPU(s), {fmt.duration(s.span_s)} of work from "
+                  f"{_when(s.start_s)}"]
 
 
 def _load_line(c: Comparison) -> str:

@@ -1,10 +1,10 @@
-"""A time window of a recording (`report`/`export --since/--until`): what the user wrote, the
-wall times it names, and reading only the records inside it.
+"""A time window of a recording (`report`/`export --since/--until`, `compare --at`): what the
+user wrote, the wall times it names, and reading only the records inside it.
 
-Who calls it: `gapwatch.commands` (the flags: `moment`), `gapwatch.offline.report` and
-`gapwatch.offline.export` (`resolve`, then the window handed to the reader and the `--log`
-span), `gapwatch.sources.recording` (`seek_plain`, `within`) and `gapwatch.sources.recording_set`
-(`overlaps`).
+Who calls it: `gapwatch.commands` (`report`/`export --since/--until`: `moment`, `resolve`;
+`compare --at`: `split_at`), `gapwatch.offline` (the window handed to the reader and the
+`--log` span), `gapwatch.sources.recording` (`seek_plain`, `within`) and
+`gapwatch.sources.recording_set` (`within`, `LATE_S`: segments outside are not opened).
 
 Why: a day of 8 GPUs with its log takes minutes to report, and an operator asked about 14:05 wants
 that hour, not the day. A windowed report is the report of the recording as if it had been cut at
@@ -123,14 +123,49 @@ def resolve(since: Moment | None, until: Moment | None, start_s: float,
     if since_s is not None and until_s is not None and not until_s > since_s:
         raise WindowError(f"the window ends before it starts ({_day(until_s)} is not after "
                          f"{_day(since_s)} UTC)")
-    if (since_s is not None and end_s is not None and since_s > end_s) or (
-            until_s is not None and until_s <= start_s):
-        span = f"{_day(start_s)} to {_day(end_s) if end_s is not None else 'its end'} UTC"
-        raise WindowError(f"the window holds none of the recording, which runs {span}")
     said = " ".join(part for part in (
         f"--since {since.text}" if since else "", f"--until {until.text}" if until else "")
         if part)
-    return TimeWindow(since_s, until_s, said)
+    window = TimeWindow(since_s, until_s, said)
+    if _holds_none(window, start_s, end_s):
+        raise WindowError(f"the window holds none of the recording, which runs "
+                          f"{_span(start_s, end_s)}")
+    return window
+
+
+def split_at(at: Moment, span_s: float | None, start_s: float, end_s: float | None,
+             after_start_s: float | None = None, after_end_s: float | None = None
+             ) -> tuple[TimeWindow, TimeWindow]:
+    """`compare --at`: the windows before and after the moment `at` (each `span_s` long, or
+    to the recording's start and end), `at` resolved against the BEFORE recording (`start_s`,
+    `end_s`) and, when it is another, against the AFTER one (`after_start_s`, `after_end_s`).
+    Raises WindowError: a side that holds none of its recording."""
+    said = f"--at {at.text}" + (f" --span {fmt.duration(span_s)}" if span_s else "")
+    at_s = _wall(at, start_s, end_s)
+    before = TimeWindow(at_s - span_s if span_s else None, at_s, said)
+    _check_holds(before, start_s, end_s, "BEFORE")
+    if after_start_s is not None:
+        at_s = _wall(at, after_start_s, after_end_s)
+        start_s, end_s = after_start_s, after_end_s
+    after = TimeWindow(at_s, at_s + span_s if span_s else None, said)
+    _check_holds(after, start_s, end_s, "AFTER")
+    return before, after
+
+
+def _check_holds(w: TimeWindow, start_s: float, end_s: float | None, side: str) -> None:
+    if _holds_none(w, start_s, end_s):
+        raise WindowError(f"{side}: the {w.describe()} holds none of its recording, which "
+                          f"runs {_span(start_s, end_s)}")
+
+
+def _holds_none(w: TimeWindow, start_s: float, end_s: float | None) -> bool:
+    """Whether `w` misses the recording from `start_s` to `end_s` (None: not known) whole."""
+    return (w.since_s is not None and end_s is not None and w.since_s > end_s) or (
+        w.until_s is not None and w.until_s <= start_s)
+
+
+def _span(start_s: float, end_s: float | None) -> str:
+    return f"{_day(start_s)} to {_day(end_s) if end_s is not None else 'its end'} UTC"
 
 
 def _wall(m: Moment, start_s: float, end_s: float | None) -> float:

@@ -225,6 +225,10 @@ def test_windows_that_name_nothing_are_refused_in_one_line() -> None:
         resolve(moment("+2d"), None, START, START + 86400)
     with pytest.raises(WindowError, match="recording's end, which cannot be read"):
         resolve(moment("-1h"), None, START, None)
+    # A header's start that names no date: said, not a traceback.
+    with pytest.raises(WindowError, match="is no date"):
+        resolve(moment("14:00"), None, 1e300, None)
+    assert "1e+300 s" in TimeWindow(1e300, None, "--since +1s").describe()
 
 
 def test_a_moment_back_from_the_end_is_not_taken_for_an_option() -> None:
@@ -285,3 +289,21 @@ def test_export_of_a_window_holds_only_its_samples_and_log_lines(
     assert start + 100 - 1 <= min(times) and max(times) < start + 130 + 1
     rc, _, err = _run("export", str(path), "--out", str(tmp_path / "x.json"), "--since", "+1h")
     assert rc == 2 and "holds none" in err and not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize("scan", [7, 16, 1 << 20])
+def test_the_daemons_last_start_is_found_across_the_chunks_it_is_read_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan: int
+) -> None:
+    monkeypatch.setattr(log_window, "SCAN_BYTES", scan)
+    start = "2026-11-30T00:00:00Z  INFO cuzk_core::engine: starting cuzk engine x=1\n"
+    lines = ["a line\n"] * 5 + [start] + ["other\n"] * 3 + [start] + ["after\n"] * 4
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(lines))
+    second = len("".join(lines[:9]))
+    first = len("".join(lines[:5]))
+    size = log.stat().st_size
+    assert log_window._last_restart(str(log), size) == second
+    assert log_window._last_restart(str(log), second + 30) == first  # not whole before it
+    assert log_window._last_restart(str(log), first + 10) is None
+    assert log_window._last_restart(str(log), 0) is None

@@ -22,10 +22,9 @@ counted in bytes (`log_window_skipped_bytes`), and a report without a window par
 
 from __future__ import annotations
 
-import mmap
 import os
 import stat
-from typing import Final
+from typing import BinaryIO, Final
 
 from gapwatch.config import Config
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
@@ -41,6 +40,8 @@ MIN_WINDOW_BYTES: Final = 32 << 20
 #: many such times it takes the median of (one line that lies cannot move the search).
 PROBE_LINES: Final = 400
 PROBE_TIMES: Final = 9
+#: Bytes read at a time while looking back for the daemon's last start.
+SCAN_BYTES: Final = 4 << 20
 #: The search stops when the range is this small (a line start within it is close enough:
 #: the margins above are minutes).
 CLOSE_BYTES: Final = 1 << 20
@@ -115,14 +116,36 @@ def _regions(path: str, seam: int, end: int) -> list[tuple[int, int]]:
 
 def _last_restart(path: str, before: int) -> int | None:
     """The start of the line of the last `starting cuzk engine` before byte `before` (a byte
-    search: C's speed over the whole file), or None."""
-    if before <= 0:
-        return None
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        at = mm.rfind(ANCHOR_MESSAGE.encode(), 0, before)
-        if at < 0:
-            return None
-        return mm.rfind(b"\n", 0, at) + 1
+    search, `SCAN_BYTES` at a time from `before` back: C's speed over the whole file, and no
+    mmap, which a log truncated meanwhile (copytruncate) would answer with SIGBUS), or
+    None."""
+    marker = ANCHOR_MESSAGE.encode()
+    with open(path, "rb") as f:
+        end = before
+        while end > 0:
+            start = max(0, end - SCAN_BYTES)
+            f.seek(start)
+            # Overlapping the next chunk by the marker's length less one: one that straddles
+            # two chunks is found whole in this one.
+            chunk = f.read(end - start + len(marker) - 1)[:before - start]
+            at = chunk.rfind(marker)
+            if at >= 0:
+                return _line_start_back(f, start + at)
+            end = start
+    return None
+
+
+def _line_start_back(f: BinaryIO, at: int) -> int:
+    """The start of the line that holds byte `at`."""
+    pos = at
+    while pos > 0:
+        start = max(0, pos - SCAN_BYTES)
+        f.seek(start)
+        nl = f.read(pos - start).rfind(b"\n")
+        if nl >= 0:
+            return start + nl + 1
+        pos = start
+    return 0
 
 
 def _offset_of(path: str, config: Config, t_wall_s: float, size: int, after: bool) -> int:

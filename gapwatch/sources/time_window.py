@@ -176,12 +176,16 @@ def _wall(m: Moment, start_s: float, end_s: float | None) -> float:
     if m.kind == "end":
         if end_s is None:
             raise WindowError(f"{m.text!r} counts back from the recording's end, which cannot be "
-                             "read (a stream or a trace CSV): give a date and time instead")
+                             "read from the file's end (a trace CSV, a gzip file gapwatch did "
+                             "not write): give a date and time instead")
         return end_s - m.seconds
     # A time of day: the first at or after the start (a recording begun at 23:50 and a
     # `--since 00:10` mean the next day's).
-    midnight = datetime.fromtimestamp(start_s, UTC).replace(hour=0, minute=0, second=0,
-                                                            microsecond=0)
+    try:
+        midnight = datetime.fromtimestamp(start_s, UTC).replace(hour=0, minute=0, second=0,
+                                                                microsecond=0)
+    except (OverflowError, OSError, ValueError):
+        raise WindowError(f"{m.text!r}: the recording's start ({start_s!r}) is no date") from None
     at = midnight + timedelta(seconds=m.seconds)
     if at.timestamp() < start_s:
         at += timedelta(days=1)
@@ -290,8 +294,16 @@ def _newlines(raw: IO[bytes], start: int, end: int) -> int:
 
 
 def _day(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return _strftime(t, "%Y-%m-%d %H:%M:%S")
 
 
 def _date(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d")
+    return _strftime(t, "%Y-%m-%d")
+
+
+def _strftime(t: float, form: str) -> str:
+    """`t` as a UTC date, or the number where it names none (a header's hostile start)."""
+    try:
+        return datetime.fromtimestamp(t, UTC).strftime(form)
+    except (OverflowError, OSError, ValueError):
+        return f"{t!r} s"

@@ -303,7 +303,88 @@ def test_the_daemons_last_start_is_found_across_the_chunks_it_is_read_in(
     second = len("".join(lines[:9]))
     first = len("".join(lines[:5]))
     size = log.stat().st_size
-    assert log_window._last_restart(str(log), size) == second
-    assert log_window._last_restart(str(log), second + 30) == first  # not whole before it
-    assert log_window._last_restart(str(log), first + 10) is None
-    assert log_window._last_restart(str(log), 0) is None
+    assert log_window.last_restart(str(log), size) == second
+    assert log_window.last_restart(str(log), second + 30) == first  # not whole before it
+    assert log_window.last_restart(str(log), first + 10) is None
+    assert log_window.last_restart(str(log), 0) is None
+
+
+@pytest.fixture(scope="module")
+def sim_log_inside(sim_with_log: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+                   ) -> Path:
+    """The simulated recording with its log's events inside, as `record --log` writes them."""
+    from gapwatch.logs.files import merge_by_time, parse_log_files
+    from gapwatch.sinks.recorder import write_recording
+    from gapwatch.sources.files import read_any
+
+    path, log = sim_with_log
+    events, _ = parse_log_files([str(log)], Config())
+    rec = read_any(path)
+    out = tmp_path_factory.mktemp("inside") / "logged.jsonl"
+    write_recording(out, rec.header, merge_by_time(rec.records, events))
+    return out
+
+
+def test_a_window_of_a_recording_with_its_log_inside_keeps_the_daemons_startup_lines(
+    sim_log_inside: Path, small_steps: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The settings cuzk logs once as it starts are before any window after it: read back
+    from the recording (a byte search for its start), fed first, as a `--log` file's are."""
+    from gapwatch.offline.compare import read_side
+
+    monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
+    w = _window(sim_log_inside, "+120s", "+200s")
+    assert w.since_s is not None
+    startup = log_window.recorded_startup(sim_log_inside, w.since_s)
+    # cuzk says its memory budget and pinned pool just before its start line: kept too.
+    assert [e.name for e in startup][:3] == ["memory budget initialized",
+                                            "CUDA pinned memory pool initialized",
+                                            "starting cuzk engine"]
+    assert all(log_span.is_startup(e) and e.t_wall_s < w.since_s for e in startup)
+    whole = read_side("W", sim_log_inside, Config(), [])
+    part = read_side("P", sim_log_inside, Config(), [], window=w)
+    assert part.settings.values == whole.settings.values
+    assert part.settings.values.get("[pipeline] enabled") == "true"
+
+
+def test_a_split_window_of_a_recording_with_its_log_inside_reads_as_one_process(
+    sim_log_inside: Path, small_steps: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
+    monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
+    w = _window(sim_log_inside, "+120s", "+200s")
+    one = build_report(sim_log_inside, Config(), workers=1, window=w)
+    two = build_report(sim_log_inside, Config(), workers=2, window=w)
+    assert msgspec.json.encode(to_json(two)) == msgspec.json.encode(to_json(one))
+    assert sum(len(g.log_events) for g in one.gaps) > 100
+
+
+def test_a_restart_before_the_window_is_read_from_the_lines_cuzk_logs_before_its_start(
+    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon restarted halfway with another memory budget (logged just before its
+    `starting cuzk engine`): a window after it reads that budget, as the whole parse does."""
+    from gapwatch.offline.compare import read_side
+
+    path, log = sim_with_log
+    lines = log.read_text().splitlines(keepends=True)
+    stamped = [i for i, x in enumerate(lines) if x[:4] == "2026"]
+    k = stamped[len(stamped) // 2]
+    stamp = lines[k][:27]
+    restart = [stamp + x[27:] for x in lines[:3]]  # budget, pinned pool, engine start
+    restart[0] = restart[0].replace("total_budget_gib=512", "total_budget_gib=256")
+    assert "total_budget_gib=256" in restart[0] and "starting cuzk engine" in restart[2]
+    restarted = tmp_path / "cuzk.log"
+    restarted.write_text("".join(lines[:k] + restart + lines[k:]))
+    w = _window(path, "+200s", "+230s")
+    whole = read_side("W", path, Config(), [str(restarted)], window=w)
+    monkeypatch.setattr(log_window, "MIN_WINDOW_BYTES", 1)
+    monkeypatch.setattr(log_window, "STARTUP_BYTES", 16 << 10)
+    monkeypatch.setattr(log_window, "WARM_BYTES", 64 << 10)
+    monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
+    monkeypatch.setattr(log_window, "BACK_BYTES", 4 << 10)
+    part = read_side("P", path, Config(), [str(restarted)], window=w)
+    assert whole.settings.values["[memory] total_budget (GiB)"] == "256"
+    assert part.settings.values == whole.settings.values

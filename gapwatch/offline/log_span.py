@@ -30,7 +30,9 @@ _STARTUP = frozenset(STARTUP_FIELDS) | {"CUDA pinned memory pool initialized",
                                         "pipeline GPU worker started"}
 
 
-def _startup(ev: LogEvent) -> bool:
+def is_startup(ev: LogEvent) -> bool:
+    """A line cuzk logs once as it starts (its settings, its workers, deprecation warnings):
+    it describes the run after it, however long before a window it was."""
     return ev.kind == "tracing" and (ev.name in _STARTUP or DEPRECATED in ev.name)
 
 
@@ -86,7 +88,7 @@ class LogSpan:
         for item in items:
             ev = item[0]
             f = self.files[ev.stream]
-            if ev.t_wall_s >= cut or (f.belongs and _startup(ev)):
+            if ev.t_wall_s >= cut or (f.belongs and is_startup(ev)):
                 yield item
             else:
                 f.before += 1

@@ -1,14 +1,17 @@
-"""A windowed report's `--log` file, read only around the window.
+"""A windowed report's prover log, read only around the window: a `--log` file's lines
+(`spool_window`), and the daemon's startup lines a recording holds (`recorded_startup`).
 
 Who calls it: `gapwatch.offline.report.parse_log_input` (`--since`/`--until`, before the whole
-parse it would otherwise do). A day's log (920 MB, ~8 M lines for 8 GPUs) takes about a minute
-to parse on two cores; the events an hour's window uses are a twenty-fourth of it.
+parse it would otherwise do) and `detect_either` (the recorded startup lines, fed first). A
+day's log (920 MB, ~8 M lines for 8 GPUs) takes about a minute to parse on two cores; the
+events an hour's window uses are a twenty-fourth of it.
 
 What is read of one plain file (anything else, several files or a FIFO, is parsed whole: the
 same events, slower), with one parser, in order:
 - the file's first `STARTUP_BYTES` (the daemon's start: TIMELINE's anchor, its workers' GPUs,
   its settings), and as much from the last start of the daemon before the window (its
-  `starting cuzk engine` line, found by a byte search, not parsed): a restart sets them anew;
+  `starting cuzk engine` line, found by a byte search, not parsed; from `BACK_BYTES` before
+  it: cuzk logs its memory budget and pinned pool first): a restart sets them anew;
 - the `WARM_BYTES` before the window (~25 min of a busy 8-GPU log: the partitions picked up
   lately and each worker's job, as `gapwatch.offline.log_split`'s second process warms its
   parser) and the window, to `LATE_S` past its end and the report's margin.
@@ -24,15 +27,22 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 from typing import BinaryIO, Final
 
+import msgspec
+
 from gapwatch.config import Config
+from gapwatch.core.codec import decode_record
+from gapwatch.core.models import LogEvent
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
 from gapwatch.logs.files import LogFile, file_events, log_counters, offline_parser
 from gapwatch.offline.gap_spool import EventSpool
-from gapwatch.offline.log_span import MARGIN_S, LogSpan
+from gapwatch.offline.log_span import MARGIN_S, LogSpan, is_startup
 from gapwatch.offline.log_split import STARTUP_BYTES, WARM_BYTES, line_start
-from gapwatch.sources.time_window import LATE_S, TimeWindow
+from gapwatch.sources.files import read_any
+from gapwatch.sources.gzip_lines import MAX_LINE_BYTES
+from gapwatch.sources.time_window import LATE_S, TimeWindow, offset_before
 
 #: Smaller files are parsed whole (a few seconds at most).
 MIN_WINDOW_BYTES: Final = 32 << 20
@@ -40,6 +50,11 @@ MIN_WINDOW_BYTES: Final = 32 << 20
 #: many such times it takes the median of (one line that lies cannot move the search).
 PROBE_LINES: Final = 400
 PROBE_TIMES: Final = 9
+#: cuzk logs a few of its start's lines before `starting cuzk engine` (its memory budget, its
+#: pinned pool): a start is read from this far before that line, and its lines are those from
+#: `LEAD_S` before it on.
+BACK_BYTES: Final = 64 << 10
+LEAD_S: Final = 60.0
 #: Bytes read at a time while looking back for the daemon's last start.
 SCAN_BYTES: Final = 4 << 20
 #: The search stops when the range is this small (a line start within it is close enough:
@@ -98,9 +113,9 @@ def _regions(path: str, seam: int, end: int) -> list[tuple[int, int]]:
     """The byte ranges to parse, in order: the start, the last restart's start, the warm-up
     and the window (each from a line's start; overlapping ones joined)."""
     starts = [0]
-    restart = _last_restart(path, seam)
+    restart = last_restart(path, seam)
     if restart is not None and restart > 0:
-        starts.append(restart)
+        starts.append(line_start(path, max(0, restart - BACK_BYTES)))
     wanted = [(s, line_start(path, min(s + STARTUP_BYTES, seam))) for s in starts]
     wanted.append((line_start(path, max(0, seam - WARM_BYTES)), end))
     out: list[tuple[int, int]] = []
@@ -114,7 +129,7 @@ def _regions(path: str, seam: int, end: int) -> list[tuple[int, int]]:
     return out
 
 
-def _last_restart(path: str, before: int) -> int | None:
+def last_restart(path: str, before: int) -> int | None:
     """The start of the line of the last `starting cuzk engine` before byte `before` (a byte
     search, `SCAN_BYTES` at a time from `before` back: C's speed over the whole file, and no
     mmap, which a log truncated meanwhile (copytruncate) would answer with SIGBUS), or
@@ -184,3 +199,58 @@ def _time_at(path: str, config: Config, at: int) -> float | None:
             close()
     times.sort()
     return times[len(times) // 2] if times else None
+
+
+def recorded_startup(path: str | Path, since_s: float) -> list[LogEvent]:
+    """The daemon's startup lines a recording holds (`record --log`) from its last start
+    before `since_s`, as they were recorded (a window's report feeds them first, as it keeps a
+    `--log` file's: `LogSpan`); [] where there are none. Found by a byte search back from the
+    window's start (`last_restart`), file by file back through a set; gzip files are not
+    searched (they cannot be read backwards). Raises RecordingError (the recording)."""
+    rec = read_any(path)
+    close = getattr(rec.records, "close", None)  # a generator holding the file open
+    if close is not None:
+        close()
+    for file in reversed(rec.files):
+        with open(file, "rb") as f:
+            if f.read(2) == b"\x1f\x8b":
+                continue
+            # Past the line the window's lines start at by the search's own step: the lines
+            # around it are read and judged by their times.
+            before = min(os.fstat(f.fileno()).st_size,
+                         offset_before(f, 0, since_s) + 2 * CLOSE_BYTES)
+        while (at := last_restart(str(file), before)) is not None:
+            events = _startup_at(file, at, since_s)
+            if events:
+                return events
+            before = at  # a start at or after the window: the one before it
+    return []
+
+
+def _startup_at(file: Path, at: int, since_s: float) -> list[LogEvent]:
+    """The startup lines recorded around byte `at` (the line of the daemon's start): from
+    `BACK_BYTES` before it to `STARTUP_BYTES` after, `LEAD_S` before the start's own time or
+    later, before `since_s`; [] unless that start is before `since_s`."""
+    out: list[LogEvent] = []
+    anchor: LogEvent | None = None
+    with open(file, "rb") as f:
+        f.seek(max(0, at - BACK_BYTES))
+        if at > BACK_BYTES:
+            f.readline(MAX_LINE_BYTES)  # the rest of a line cut by the step back
+        read = 0
+        while read < BACK_BYTES + STARTUP_BYTES:
+            line = f.readline(MAX_LINE_BYTES)
+            if not line:
+                break
+            read += len(line)
+            try:
+                r = decode_record(line)
+            except (msgspec.DecodeError, RecursionError):
+                continue  # a bad line: the window's reader counts those it reads
+            if type(r) is LogEvent and r.t_wall_s < since_s and is_startup(r):
+                out.append(r)
+                if anchor is None and r.name == ANCHOR_MESSAGE:
+                    anchor = r
+    if anchor is None:
+        return []
+    return [e for e in out if e.t_wall_s >= anchor.t_wall_s - LEAD_S]

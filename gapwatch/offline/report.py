@@ -36,6 +36,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -55,6 +56,7 @@ from gapwatch.core.models import (
     HardwareEvent,
     LogEvent,
     ProverEvent,
+    Record,
     SessionHeader,
     StateChange,
 )
@@ -77,7 +79,7 @@ from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_reco
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.log_split import spool_split
-from gapwatch.offline.log_window import spool_window
+from gapwatch.offline.log_window import recorded_startup, spool_window
 from gapwatch.offline.progress import DataTime, LogBytes, Progress, progress_of, tell
 from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
@@ -247,18 +249,22 @@ def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
     `new_listener` is fed every log event and `/status` snapshot, in the order one process
     feeds them (a split run's in this process); `keep_h2d`: the copy trace's sums keep each
     host-to-device copy (`CopySums`, for `compare`); `progress`: told how far the detection is
-    (by the data's time); `window`: only the records inside it. Used by `build_report` and
-    `compare`'s sides."""
+    (by the data's time); `window`: only the records inside it, after the daemon's startup
+    lines the recording holds from before it (`log_window.recorded_startup`). Used by
+    `build_report` and `compare`'s sides."""
+    startup = (recorded_startup(path, window.since_s)
+               if window is not None and window.since_s is not None and config.logs.cuzk
+               else [])
     if n > 1:
         listener = new_listener()
         found = detect_parallel(path, config, n, parsed, listener=listener, keep_h2d=keep_h2d,
-                                progress=progress, window=window)
+                                progress=progress, window=window, startup=startup)
         if found is not None:
             _count_logs(found, parsed)
             return found, listener
     listener = new_listener()  # what a split run that gave up saw is not kept
-    return detect(path, config, logs, listener=listener, parsed=parsed,
-                  keep_h2d=keep_h2d, progress=progress, window=window), listener
+    return detect(path, config, logs, listener=listener, parsed=parsed, keep_h2d=keep_h2d,
+                  progress=progress, window=window, startup=startup), listener
 
 
 @contextmanager
@@ -353,16 +359,20 @@ def _count_logs(found: Detected, parsed: LogInput | None) -> None:
 def detect(path: str | Path, config: Config, log_paths: list[str],
            listener: RunListener | None = None,
            parsed: LogInput | None = None, keep_h2d: bool = False,
-           progress: Progress | None = None, window: TimeWindow | None = None) -> Detected:
+           progress: Progress | None = None, window: TimeWindow | None = None,
+           startup: Sequence[LogEvent] = ()) -> Detected:
     """Read the whole input (and the `--log` files, or `parsed`: them, already parsed; the
     caller closes it) and detect over it in one process (`listener`: see `detect_records`;
-    `keep_h2d`, `progress`, `window`: see `detect_either`)."""
+    `keep_h2d`, `progress`, `window`: see `detect_either`; `startup`: recorded log events fed
+    before the records)."""
     own = parsed is None
     logs = (parse_log_input(path, config, log_paths, progress, window) if parsed is None
             else parsed)
     rec = read_any(path, window=window)
-    records = rec.records if progress is None else progress_of(
+    records: Iterable[Record] = rec.records if progress is None else progress_of(
         rec.records, DataTime(progress, data_span(path, rec.header.started_wall_s, window)))
+    if startup:
+        records = chain(startup, records)
     watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
     try:
         found = detect_records(rec.header, records, config.detector, logs.spool,

@@ -94,8 +94,9 @@ import os
 import tempfile
 import threading
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from multiprocessing import get_context
 from multiprocessing.connection import Connection
 from operator import attrgetter
@@ -118,6 +119,7 @@ from gapwatch.core.models import (
     Gap,
     GpuSample,
     HardwareEvent,
+    LogEvent,
     Record,
     StateChange,
 )
@@ -319,8 +321,10 @@ class _Job:
     keep_h2d: bool = False
     #: Worker 0's progress line (this process's; never handed to another worker).
     progress: Progress | None = None
-    #: The part of the recording read (`--since`/`--until`), or None: all of it.
+    #: The part of the recording read (`--since`/`--until`), or None: all of it; and the
+    #: daemon's startup lines recorded before it, fed to every worker first.
     window: TimeWindow | None = None
+    startup: list[LogEvent] = field(default_factory=list)
 
 
 def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None] | None
@@ -341,9 +345,10 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
     # Likewise its gaps' runs (`GapSpool.adopt`).
     gap_file = job.gap_files[me - 1] if job.gap_files and not mine else None
     try:
+        mine_only = _only_mine(rec, owners, me, n, stop, len(job.copy_files) == n - 1,
+                               _where(job.progress, path, rec, job.window))
         found = detect_records(
-            rec.header, _only_mine(rec, owners, me, n, stop, len(job.copy_files) == n - 1,
-                                   _where(job.progress, path, rec, job.window)),
+            rec.header, chain(job.startup, mine_only) if job.startup else mine_only,
             config.detector,
             logs.spool if logs is not None else (), line_of=lambda: rec.line_no,
             max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
@@ -413,15 +418,16 @@ def _child(job: _Job, me: int, conn: Connection) -> None:
 
 def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | None = None,
                     listener: RunListener | None = None, keep_h2d: bool = False,
-                    progress: Progress | None = None, window: TimeWindow | None = None
-                    ) -> Detected | None:
+                    progress: Progress | None = None, window: TimeWindow | None = None,
+                    startup: Sequence[LogEvent] = ()) -> Detected | None:
     """Run `n` workers (this process is worker 0) and merge them into one `Detected`.
 
     `logs`: the `--log` files, parsed (every worker reads them); `listener`: fed every log
     event and `/status` snapshot, in this process (`detect_records`); `keep_h2d`: the copy
     trace's sums keep each host-to-device copy (`CopySums`); `progress`: told how far this
     process's worker is (the others read as fast); `window`: every worker reads only the
-    records inside it (`gapwatch.sources.time_window`). Returns None when the input must
+    records inside it (`gapwatch.sources.time_window`), after the recorded log events
+    `startup`. Returns None when the input must
     be read in one process (see the module docstring). Raises what `header_of` raises for an
     unusable file.
     """
@@ -437,7 +443,7 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
                            for _ in range(1, n)] if fork else [],
                gap_files=[tempfile.TemporaryFile(prefix="gapwatch-gaps-")  # noqa: SIM115
                           for _ in range(1, n)] if fork else [],
-               keep_h2d=keep_h2d, window=window)
+               keep_h2d=keep_h2d, window=window, startup=list(startup))
     children = []
     for me in range(1, n):
         recv, send = ctx.Pipe(duplex=False)

@@ -215,10 +215,17 @@ def within(records: Iterator[Record], window: TimeWindow,
 
 def seek_plain(raw: IO[bytes], start: int, since_s: float) -> tuple[int, int]:
     """Where a plain recording's lines from `start` (just after its header) reach `LATE_S`
-    before `since_s`: the offset of a line (binary search over the bytes: at each probe, the
-    first line after it that shows a wall time) and how many lines lie between `start` and it
-    (counted, so that the lines after keep their numbers). Returns (start, 0) when the window
-    starts near the beginning. The file's position afterwards is unspecified."""
+    before `since_s` (`offset_before`), and how many lines lie between `start` and it (counted,
+    so that the lines after keep their numbers). Returns (start, 0) when the window starts near
+    the beginning. The file's position afterwards is unspecified."""
+    offset = offset_before(raw, start, since_s)
+    return (start, 0) if offset == start else (offset, _newlines(raw, start, offset))
+
+
+def offset_before(raw: IO[bytes], start: int, since_s: float) -> int:
+    """The offset of a line from which a plain recording's lines (from `start`) are within
+    `LATE_S` before `since_s` or later (a binary search over the bytes: at each probe, the
+    median time of the lines after it), or `start` when the window starts near it."""
     target = since_s - LATE_S
     raw.seek(0, 2)
     lo, hi = start, raw.tell()
@@ -230,11 +237,8 @@ def seek_plain(raw: IO[bytes], start: int, since_s: float) -> tuple[int, int]:
             hi = mid
         else:
             lo = mid
-    if lo == start:
-        return start, 0
     # The start of the next whole line: the lines before it are before the target.
-    offset = _next_line(raw, lo)
-    return offset, _newlines(raw, start, offset)
+    return start if lo == start else _next_line(raw, lo)
 
 
 def _next_line(raw: IO[bytes], at: int) -> int:

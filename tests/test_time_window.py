@@ -388,3 +388,26 @@ def test_a_restart_before_the_window_is_read_from_the_lines_cuzk_logs_before_its
     part = read_side("P", path, Config(), [str(restarted)], window=w)
     assert whole.settings.values["[memory] total_budget (GiB)"] == "256"
     assert part.settings.values == whole.settings.values
+
+
+def test_the_log_read_around_the_window_says_how_far_it_is(
+    sim_with_log: tuple[Path, Path], small_steps: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import itertools
+    import re
+
+    from gapwatch.offline.progress import Progress
+
+    path, log = sim_with_log
+    monkeypatch.setattr(log_window, "MIN_WINDOW_BYTES", 1)
+    monkeypatch.setattr(log_window, "WARM_BYTES", 64 << 10)
+    monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
+    ticks = itertools.count(0, 0.6)
+    lines: list[str] = []
+    progress = Progress(lines.append, "gapwatch report", clock=lambda: float(next(ticks)))
+    build_report(path, Config(), [str(log)], workers=1, window=_window(path, "+150s", "+200s"),
+                 progress=progress)
+    parsing = [x for x in lines if "parsing the log" in x]
+    assert parsing and all("MB around the window" in x for x in parsing)
+    shares = [int(m.group(1)) for x in parsing if (m := re.search(r"(\d+) %", x))]
+    assert shares == sorted(shares) and 0 < shares[-1] <= 100

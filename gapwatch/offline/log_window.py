@@ -40,6 +40,7 @@ from gapwatch.logs.files import LogFile, file_events, log_counters, offline_pars
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import MARGIN_S, LogSpan, is_startup
 from gapwatch.offline.log_split import STARTUP_BYTES, WARM_BYTES, line_start
+from gapwatch.offline.progress import LogBytes, Progress
 from gapwatch.sources.files import read_any
 from gapwatch.sources.gzip_lines import MAX_LINE_BYTES
 from gapwatch.sources.time_window import LATE_S, TimeWindow, offset_before
@@ -63,9 +64,11 @@ CLOSE_BYTES: Final = 1 << 20
 
 
 def spool_window(paths: list[str], config: Config, timeline_epoch_s: float | None,
-                 span: LogSpan, window: TimeWindow) -> tuple[EventSpool, dict[str, int]] | None:
+                 span: LogSpan, window: TimeWindow, progress: Progress | None = None
+                 ) -> tuple[EventSpool, dict[str, int]] | None:
     """The events of the `--log` file around `window`, spooled (see the module docstring),
-    and the parser's counters; None where it is parsed whole. Raises OSError."""
+    and the parser's counters; None where it is parsed whole. `progress`: told how far, by the
+    bytes of the parts read. Raises OSError."""
     size = _windowable(paths)
     if not size:
         return None
@@ -75,12 +78,15 @@ def spool_window(paths: list[str], config: Config, timeline_epoch_s: float | Non
     seam = _offset_of(path, config, since, size, after=False) if since is not None else 0
     end = _offset_of(path, config, until, size, after=True) if until is not None else size
     regions = _regions(path, seam, end)
+    told = _PartsRead(progress, regions) if progress is not None else None
     parser = offline_parser(config, timeline_epoch_s)
     spool = EventSpool()
     nul_bytes = cut_lines = read = 0
     try:
         for start, stop in regions:
-            log = LogFile(path, config.logs.max_line_bytes)
+            if told is not None:
+                told.start = start
+            log = LogFile(path, config.logs.max_line_bytes, told.at if told else None)
             # Each part ends its own panic (one open at a part's end must not take the next
             # part's lines).
             for ev in file_events(parser, log, start, stop):
@@ -89,6 +95,8 @@ def spool_window(paths: list[str], config: Config, timeline_epoch_s: float | Non
             nul_bytes += log.nul_bytes
             cut_lines += log.cut_lines
             read += stop - start
+            if told is not None:
+                told.before = read
     except BaseException:
         spool.close()
         raise
@@ -96,6 +104,22 @@ def spool_window(paths: list[str], config: Config, timeline_epoch_s: float | Non
     if size - read:
         counters["window_skipped_bytes"] = size - read
     return spool, counters
+
+
+class _PartsRead:
+    """How far the parts are read, by their bytes together (`LogBytes`' step and words)."""
+
+    def __init__(self, progress: Progress, regions: list[tuple[int, int]]) -> None:
+        self._progress = progress
+        self._total = sum(stop - start for start, stop in regions)
+        #: The bytes of the parts already read, and where the one being read starts.
+        self.before = 0
+        self.start = 0
+
+    def at(self, _path: str, offset: int) -> None:
+        done = self.before + max(0, offset - self.start)
+        self._progress.step(LogBytes.STEP, done / self._total if self._total else None,
+                            f"{done / 1e6:.0f} MB around the window")
 
 
 def _windowable(paths: list[str]) -> int:

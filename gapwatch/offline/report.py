@@ -339,11 +339,10 @@ def parse_log_input(path: str | Path, config: Config, log_paths: list[str],
     since_s = window.since_s if window is not None else None
     span = LogSpan(start_s if since_s is None else max(start_s, since_s),
                    windowed=window is not None)
-    # A large file in two processes (`gapwatch.offline.log_split`), the same spool.
     # A window's part of a large file (`gapwatch.offline.log_window`: only the lines around
     # it), else a large file in two processes (`gapwatch.offline.log_split`) or the files in
     # one (the same spool).
-    part = (spool_window(log_paths, config, epoch, span, window) if window is not None
+    part = (spool_window(log_paths, config, epoch, span, window, progress) if window is not None
             else None)
     split = part or spool_split(log_paths, config, epoch, span, progress)
     extra, counters = split or spool_logs(log_paths, config, epoch, span.observe, progress)

@@ -411,3 +411,15 @@ def test_the_log_read_around_the_window_says_how_far_it_is(
     assert parsing and all("MB around the window" in x for x in parsing)
     shares = [int(m.group(1)) for x in parsing if (m := re.search(r"(\d+) %", x))]
     assert shares == sorted(shares) and 0 < shares[-1] <= 100
+
+
+def test_a_recording_without_its_log_inside_is_not_searched_back_through(
+    sim_with_log: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _log = sim_with_log
+
+    def searched(*_: object) -> None:
+        raise AssertionError("searched back through a recording that holds no log line")
+
+    monkeypatch.setattr(log_window, "last_restart", searched)
+    assert log_window.recorded_startup(path, START + 200) == []

@@ -56,6 +56,10 @@ PROBE_TIMES: Final = 9
 #: `LEAD_S` before it on.
 BACK_BYTES: Final = 64 << 10
 LEAD_S: Final = 60.0
+#: The bytes each side of a window's start looked at for log events recorded inside (about 4
+#: minutes of 8 GPUs), and how the codec starts a log event's line.
+LOG_PROBE_BYTES: Final = 16 << 20
+_LOG_LINE: Final = b'{"type":"log"'
 #: Bytes read at a time while looking back for the daemon's last start.
 SCAN_BYTES: Final = 4 << 20
 #: The search stops when the range is this small (a line start within it is close enough:
@@ -235,6 +239,7 @@ def recorded_startup(path: str | Path, since_s: float) -> list[LogEvent]:
     close = getattr(rec.records, "close", None)  # a generator holding the file open
     if close is not None:
         close()
+    searched = False
     for file in reversed(rec.files):
         with open(file, "rb") as f:
             if f.read(2) == b"\x1f\x8b":
@@ -243,12 +248,23 @@ def recorded_startup(path: str | Path, since_s: float) -> list[LogEvent]:
             # around it are read and judged by their times.
             before = min(os.fstat(f.fileno()).st_size,
                          offset_before(f, 0, since_s) + 2 * CLOSE_BYTES)
+            if not searched and not _holds_log_lines(f, before):
+                return []  # no `record --log` recording: nothing to look back for
+            searched = True
         while (at := last_restart(str(file), before)) is not None:
             events = _startup_at(file, at, since_s)
             if events:
                 return events
             before = at  # a start at or after the window: the one before it
     return []
+
+
+def _holds_log_lines(f: BinaryIO, around: int) -> bool:
+    """Whether the recording holds log events where the window starts (`LOG_PROBE_BYTES` each
+    side of it): a `record --log` recording holds them all along (cuzk logs as it works); one
+    without them is not searched back through (1.3 s for a day of 8 GPUs)."""
+    f.seek(max(0, around - LOG_PROBE_BYTES))
+    return _LOG_LINE in f.read(2 * LOG_PROBE_BYTES)
 
 
 def _startup_at(file: Path, at: int, since_s: float) -> list[LogEvent]:

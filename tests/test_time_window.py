@@ -423,3 +423,38 @@ def test_a_recording_without_its_log_inside_is_not_searched_back_through(
 
     monkeypatch.setattr(log_window, "last_restart", searched)
     assert log_window.recorded_startup(path, START + 200) == []
+
+
+def test_the_windows_log_part_parsed_in_two_processes_gives_the_one_process_report(
+    sim_with_log: tuple[Path, Path], small_steps: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gapwatch.offline import log_split
+    from gapwatch.offline.gap_spool import EventSpool
+
+    path, log = sim_with_log
+    monkeypatch.setattr(log_window, "MIN_WINDOW_BYTES", 1)
+    monkeypatch.setattr(log_window, "STARTUP_BYTES", 16 << 10)
+    # The child's warm-up long enough to see as many partitions as the parser keeps (as
+    # `log_split`'s own test scales them).
+    monkeypatch.setattr(log_window, "WARM_BYTES", 256 << 10)
+    monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
+    monkeypatch.setattr(parse, "_PART_GPU_KEPT", 100)
+    monkeypatch.setattr(log_split, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(log_split, "can_share_logs", lambda: True)
+    adopted: list[int] = []
+    adopt = EventSpool.adopt
+
+    def counted(self: EventSpool, *args: Any) -> None:
+        adopted.append(1)
+        adopt(self, *args)
+
+    monkeypatch.setattr(EventSpool, "adopt", counted)
+    w = _window(path, "+100s", "+220s")
+    monkeypatch.setattr(log_window, "SPLIT_BYTES", 1 << 62)
+    one = build_report(path, Config(), [str(log)], workers=1, window=w)
+    assert adopted == []
+    monkeypatch.setattr(log_window, "SPLIT_BYTES", 1)
+    two = build_report(path, Config(), [str(log)], workers=1, window=w)
+    assert adopted == [1]  # the child's half was taken
+    assert msgspec.json.encode(to_json(two)) == msgspec.json.encode(to_json(one))
+    assert two.counters["log_window_skipped_bytes"] > 0

@@ -1,7 +1,8 @@
 """A large `--log` file parsed in two processes, into the spool one process would have made.
 
 Who calls it: `gapwatch.offline.report.parse_log_input` (the report's `--log` files, parsed once
-before the detection starts, `spool_split` first). Parsing is serial by nature: each line's
+before the detection starts, `spool_split` first) and `gapwatch.offline.log_window` (a window's
+part of the file, cut in two by a `Plan` of its own: `spool_planned`). Parsing is serial by nature: each line's
 events depend on the parser's state (TIMELINE's anchor, which GPU a worker drives, which GPU
 picked a partition up, a panic being read), and the detection cannot start before the last line
 is read (the events are fed sorted by time). A day of 8 GPUs (920 MB, ~8 M lines) took ~80-110 s
@@ -29,6 +30,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing import get_context
 from multiprocessing.connection import Connection
@@ -68,6 +70,34 @@ class _Half:
     cut_lines: int
 
 
+#: A part of the file: its first and last byte (line starts; None: the file's end), and
+#: whether the panic being read at its end is ended there (parts that are not contiguous).
+Part = tuple[int, int | None, bool]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one file is parsed in two processes: this process parses `head` in order; the
+    child parses `warm` (its events thrown away: only its parser's state counts), then the
+    part from `seam` to `end` (None: the file's end), whose events it hands over."""
+
+    head: Sequence[Part]
+    seam: int
+    end: int | None
+    warm: Sequence[Part]
+
+
+def _whole_plan(path: str, size: int) -> Plan | None:
+    """The whole file cut at its middle (see the module docstring), or None: too small."""
+    seam = line_start(path, (size + STARTUP_BYTES + WARM_BYTES) // 2)
+    if seam >= size:
+        return None
+    startup_end = line_start(path, min(STARTUP_BYTES, seam))
+    warm_from = max(startup_end, line_start(path, seam - WARM_BYTES))
+    return Plan([(0, seam, False)], seam, None,
+                [(0, startup_end, False), (warm_from, seam, False)])
+
+
 def line_start(path: str, at: int) -> int:
     """The offset of the first line that starts at or after `at` (the file's size if none)."""
     if at <= 0:
@@ -83,8 +113,9 @@ def line_start(path: str, at: int) -> int:
     return os.path.getsize(path)
 
 
-def _splittable(paths: list[str]) -> int:
-    """The size of the one plain file without holes in `paths` worth splitting, else 0."""
+def splittable(paths: list[str]) -> int:
+    """The size of the one plain file without holes in `paths`, where two processes can
+    parse it (several CPUs, a process without threads), else 0."""
     if len(paths) != 1 or usable_cpus() < 2 or not can_share_logs():
         return 0
     try:
@@ -93,7 +124,7 @@ def _splittable(paths: list[str]) -> int:
         fd = os.open(paths[0], os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_size < MIN_SPLIT_BYTES:
+            if not stat.S_ISREG(st.st_mode):
                 return 0
             if os.lseek(fd, 0, os.SEEK_HOLE) < st.st_size:
                 return 0
@@ -110,28 +141,36 @@ def spool_split(paths: list[str], config: Config, timeline_epoch_s: float | None
     """`gapwatch.offline.report.spool_logs` of `paths` in two processes, or None where they
     are parsed in one (see the module docstring). `span` sees every event, as there;
     `progress` is told how far this process's part is (the child's runs beside it)."""
-    size = _splittable(paths)
-    if not size:
+    size = splittable(paths)
+    plan = _whole_plan(paths[0], size) if size >= MIN_SPLIT_BYTES else None
+    if plan is None:
         return None
-    path = paths[0]
-    seam = line_start(path, (size + STARTUP_BYTES + WARM_BYTES) // 2)
-    if seam >= size:
-        return None
+    on_read = LogBytes(progress, [paths[0]], plan.seam).at if progress is not None else None
+    return spool_planned(paths[0], plan, config, timeline_epoch_s, span, on_read)
+
+
+def spool_planned(path: str, plan: Plan, config: Config, timeline_epoch_s: float | None,
+                  span: LogSpan, on_read: Callable[[str, int], object] | None = None
+                  ) -> tuple[EventSpool, dict[str, int]] | None:
+    """The events of `path`'s parts by `plan`, in two processes, into one spool (as one
+    process parses the same parts in order: see the module docstring); None where the child
+    cannot be started. `on_read`: told as this process reads its parts (`LogFile`). The
+    caller has checked the file and the machine (`splittable`)."""
     try:
         shared = tempfile.TemporaryFile(prefix="gapwatch-spool-")  # noqa: SIM115
     except OSError:
         return None
     ctx = get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(path, config, timeline_epoch_s, seam, shared, send),
+    child = ctx.Process(target=_child, args=(path, config, timeline_epoch_s, plan, shared, send),
                         daemon=True)
     child.start()
     send.close()
     spool = EventSpool()
     try:
         try:
-            counters = _parse_both(path, config, timeline_epoch_s, seam, spool, span, shared,
-                                   recv, progress)
+            counters = _parse_both(path, config, timeline_epoch_s, plan, spool, span, shared,
+                                   recv, on_read)
         finally:
             recv.close()
             if child.is_alive():
@@ -144,18 +183,18 @@ def spool_split(paths: list[str], config: Config, timeline_epoch_s: float | None
     return spool, counters
 
 
-def _parse_both(path: str, config: Config, timeline_epoch_s: float | None, seam: int,
+def _parse_both(path: str, config: Config, timeline_epoch_s: float | None, plan: Plan,
                 spool: EventSpool, span: LogSpan, shared: IO[bytes], recv: Connection,
-                progress: Progress | None = None) -> dict[str, int]:
-    """This process's part, then the child's taken or parsed again (see the module
+                on_read: Callable[[str, int], object] | None = None) -> dict[str, int]:
+    """This process's parts, then the child's taken or parsed again (see the module
     docstring); the counters."""
     parser = offline_parser(config, timeline_epoch_s)
     # The child parses its part as fast, at the same time: this part's share is the whole's.
-    first = LogFile(path, config.logs.max_line_bytes,
-                    LogBytes(progress, [path], seam).at if progress is not None else None)
-    for ev in file_events(parser, first, 0, seam, flush=False):
-        span.observe(ev)
-        spool.add(ev)
+    first = LogFile(path, config.logs.max_line_bytes, on_read)
+    for start, end, flush in plan.head:
+        for ev in file_events(parser, first, start, end, flush=flush):
+            span.observe(ev)
+            spool.add(ev)
     half = _receive(recv)
     if half is not None and half.state is not None and half.state == parser.resume_state():
         merged = _merged_counters(parser.counters, half)
@@ -165,9 +204,8 @@ def _parse_both(path: str, config: Config, timeline_epoch_s: float | None, seam:
             return log_counters(merged, first.nul_bytes + half.nul_bytes,
                                 first.cut_lines + half.cut_lines)
     shared.close()
-    rest = LogFile(path, config.logs.max_line_bytes,
-                   LogBytes(progress, [path]).at if progress is not None else None)
-    for ev in file_events(parser, rest, seam):
+    rest = LogFile(path, config.logs.max_line_bytes, on_read)
+    for ev in file_events(parser, rest, plan.seam, plan.end):
         span.observe(ev)
         spool.add(ev)
     return log_counters(parser.counters, first.nul_bytes + rest.nul_bytes,
@@ -201,12 +239,12 @@ def _merged_counters(mine: dict[str, int], half: _Half) -> dict[str, int] | None
     return out
 
 
-def _child(path: str, config: Config, timeline_epoch_s: float | None, seam: int,
+def _child(path: str, config: Config, timeline_epoch_s: float | None, plan: Plan,
            shared: IO[bytes], send: Connection) -> None:
-    """The file from `seam` on, into sorted runs appended to `shared` (see the module
-    docstring)."""
+    """The file from `plan.seam` to `plan.end`, into sorted runs appended to `shared` (see the
+    module docstring)."""
     try:
-        half = _parse_rest(path, config, timeline_epoch_s, seam, shared)
+        half = _parse_rest(path, config, timeline_epoch_s, plan, shared)
     except BaseException:  # noqa: BLE001 - the parent parses the rest itself, and says what
         half = None  # is wrong (an unreadable file, a full disk) as one process would
     try:
@@ -215,22 +253,20 @@ def _child(path: str, config: Config, timeline_epoch_s: float | None, seam: int,
         send.close()
 
 
-def _parse_rest(path: str, config: Config, timeline_epoch_s: float | None, seam: int,
+def _parse_rest(path: str, config: Config, timeline_epoch_s: float | None, plan: Plan,
                 shared: IO[bytes]) -> _Half:
     parser = offline_parser(config, timeline_epoch_s)
     limit = config.logs.max_line_bytes
-    startup_end = line_start(path, min(STARTUP_BYTES, seam))
-    warm_from = max(startup_end, line_start(path, seam - WARM_BYTES))
-    for start, end in ((0, startup_end), (warm_from, seam)):
-        if end > start:  # the events are thrown away: the parser's state is what counts
-            for _ in file_events(parser, LogFile(path, limit), start, end, flush=False):
+    for start, end, flush in plan.warm:
+        if end is None or end > start:  # the events are thrown away: the state counts
+            for _ in file_events(parser, LogFile(path, limit), start, end, flush=flush):
                 pass
     state = parser.resume_state()
     at_seam = dict(parser.counters)
     spool = EventSpool(first_seq=CHILD_FIRST_SEQ, run_file=shared)
     span = LogSpan(0.0)
     log = LogFile(path, limit)
-    for ev in file_events(parser, log, seam):
+    for ev in file_events(parser, log, plan.seam, plan.end):
         span.observe(ev)
         spool.add(ev)
     runs = spool.spill()

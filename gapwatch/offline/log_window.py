@@ -39,7 +39,14 @@ from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
 from gapwatch.logs.files import LogFile, file_events, log_counters, offline_parser
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import MARGIN_S, LogSpan, is_startup
-from gapwatch.offline.log_split import STARTUP_BYTES, WARM_BYTES, line_start
+from gapwatch.offline.log_split import (
+    STARTUP_BYTES,
+    WARM_BYTES,
+    Plan,
+    line_start,
+    splittable,
+    spool_planned,
+)
 from gapwatch.offline.progress import LogBytes, Progress
 from gapwatch.sources.files import read_any
 from gapwatch.sources.gzip_lines import MAX_LINE_BYTES
@@ -47,6 +54,8 @@ from gapwatch.sources.time_window import LATE_S, TimeWindow, offset_before
 
 #: Smaller files are parsed whole (a few seconds at most).
 MIN_WINDOW_BYTES: Final = 32 << 20
+#: A window's part of the file this long or longer is parsed in two processes (`_in_two`).
+SPLIT_BYTES: Final = 32 << 20
 #: Lines read at a probe of the binary search for ones that show their wall time, and how
 #: many such times it takes the median of (one line that lies cannot move the search).
 PROBE_LINES: Final = 400
@@ -82,46 +91,77 @@ def spool_window(paths: list[str], config: Config, timeline_epoch_s: float | Non
     seam = _offset_of(path, config, since, size, after=False) if since is not None else 0
     end = _offset_of(path, config, until, size, after=True) if until is not None else size
     regions = _regions(path, seam, end)
-    told = _PartsRead(progress, regions) if progress is not None else None
+    read = sum(stop - start for start, stop in regions)
+    two = _in_two(path, regions, config, timeline_epoch_s, span, progress)
+    spooled = two or _in_one(path, regions, config, timeline_epoch_s, span, progress)
+    if size - read:
+        spooled[1]["window_skipped_bytes"] = size - read
+    return spooled
+
+
+def _in_one(path: str, regions: list[tuple[int, int]], config: Config,
+            timeline_epoch_s: float | None, span: LogSpan, progress: Progress | None
+            ) -> tuple[EventSpool, dict[str, int]]:
+    """The parts parsed in order in this process, each ending its own panic (one open at a
+    part's end must not take the next part's lines)."""
+    on_read = _PartsRead(progress, regions).at if progress is not None else None
     parser = offline_parser(config, timeline_epoch_s)
     spool = EventSpool()
-    nul_bytes = cut_lines = read = 0
+    nul_bytes = cut_lines = 0
     try:
         for start, stop in regions:
-            if told is not None:
-                told.start = start
-            log = LogFile(path, config.logs.max_line_bytes, told.at if told else None)
-            # Each part ends its own panic (one open at a part's end must not take the next
-            # part's lines).
+            log = LogFile(path, config.logs.max_line_bytes, on_read)
             for ev in file_events(parser, log, start, stop):
                 span.observe(ev)
                 spool.add(ev)
             nul_bytes += log.nul_bytes
             cut_lines += log.cut_lines
-            read += stop - start
-            if told is not None:
-                told.before = read
     except BaseException:
         spool.close()
         raise
-    counters = log_counters(parser.counters, nul_bytes, cut_lines)
-    if size - read:
-        counters["window_skipped_bytes"] = size - read
-    return spool, counters
+    return spool, log_counters(parser.counters, nul_bytes, cut_lines)
+
+
+def _in_two(path: str, regions: list[tuple[int, int]], config: Config,
+            timeline_epoch_s: float | None, span: LogSpan, progress: Progress | None
+            ) -> tuple[EventSpool, dict[str, int]] | None:
+    """The parts as `_in_one` parses them, the last one (the window, `SPLIT_BYTES` or more)
+    cut in two and its second half parsed by a forked child (`log_split.spool_planned`: the
+    same events, taken where the two parsers' states agree at the cut); None where it is not
+    worth it or cannot be."""
+    first, last = regions[:-1], regions[-1]
+    if last[1] - last[0] < SPLIT_BYTES or not splittable([path]):
+        return None
+    # This process parses the first half, the child its warm-up and the second: as even.
+    mid = line_start(path, (last[0] + last[1] + WARM_BYTES) // 2)
+    if not last[0] < mid < last[1]:
+        return None
+    # The child's warm-up is what this module reads before a window starting at the cut: the
+    # daemon's start, its last restart before the cut (a restart inside the window's part
+    # sets TIMELINE's anchor anew) and the `WARM_BYTES` before it.
+    warm = _regions(path, mid, mid)
+    plan = Plan(head=[(a, b, True) for a, b in first] + [(last[0], mid, False)], seam=mid,
+                end=last[1], warm=[(a, b, i < len(warm) - 1) for i, (a, b) in enumerate(warm)])
+    on_read = _PartsRead(progress, _head_parts(plan)).at if progress is not None else None
+    return spool_planned(path, plan, config, timeline_epoch_s, span, on_read)
+
+
+def _head_parts(plan: Plan) -> list[tuple[int, int]]:
+    """This process's parts of `plan`, as byte ranges."""
+    return [(a, b if b is not None else a) for a, b, _flush in plan.head]
 
 
 class _PartsRead:
-    """How far the parts are read, by their bytes together (`LogBytes`' step and words)."""
+    """How far the parts are read, by their bytes together (`LogBytes`' step and words): the
+    parts before the offset read, the one it is in as far as it."""
 
     def __init__(self, progress: Progress, regions: list[tuple[int, int]]) -> None:
         self._progress = progress
+        self._regions = regions
         self._total = sum(stop - start for start, stop in regions)
-        #: The bytes of the parts already read, and where the one being read starts.
-        self.before = 0
-        self.start = 0
 
     def at(self, _path: str, offset: int) -> None:
-        done = self.before + max(0, offset - self.start)
+        done = sum(min(stop, max(offset, start)) - start for start, stop in self._regions)
         self._progress.step(LogBytes.STEP, done / self._total if self._total else None,
                             f"{done / 1e6:.0f} MB around the window")
 

@@ -12,12 +12,12 @@ from typing import Any
 import msgspec
 import pytest
 from shared_files import write_sim_with_log
+from split_parse import two_processes
 
 from gapwatch.config import Config
 from gapwatch.logs import parse
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline import log_split
-from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.report import build_report, spool_logs, to_json
 
@@ -38,17 +38,7 @@ def splits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     monkeypatch.setattr(log_split, "WARM_BYTES", 256 << 10)
     # The partitions' GPUs a parser keeps: the child's warm-up sees as many as this process.
     monkeypatch.setattr(parse, "_PART_GPU_KEPT", 100)
-    monkeypatch.setattr(log_split, "usable_cpus", lambda: 2)
-    monkeypatch.setattr(log_split, "can_share_logs", lambda: True)
-    adopted: list[int] = []
-    adopt = EventSpool.adopt
-
-    def counted(self: EventSpool, *args: object) -> None:
-        adopted.append(1)
-        adopt(self, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(EventSpool, "adopt", counted)
-    return adopted
+    return two_processes(monkeypatch)
 
 
 def _both(log: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 from shared_files import write_sim_with_log
+from split_parse import two_processes
 
 from gapwatch.cli import main
 from gapwatch.commands.argtypes import joined_moments
@@ -44,6 +45,17 @@ def small_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(log_span, "MARGIN_S", 10.0)
     monkeypatch.setattr(log_window, "MARGIN_S", 10.0)
     monkeypatch.setattr(log_window, "LATE_S", 5.0)
+
+
+def _log_read_in_parts(monkeypatch: pytest.MonkeyPatch, warm_bytes: int) -> None:
+    """`log_window`'s sizes scaled to the tests' 1.4 MB log, so that it is read in parts: its
+    start, the `warm_bytes` before the window and the window (the parser keeping as many
+    partitions as a warm-up that long sees, as `log_split`'s own tests scale them)."""
+    monkeypatch.setattr(log_window, "MIN_WINDOW_BYTES", 1)
+    monkeypatch.setattr(log_window, "STARTUP_BYTES", 16 << 10)
+    monkeypatch.setattr(log_window, "WARM_BYTES", warm_bytes)
+    monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
+    monkeypatch.setattr(parse, "_PART_GPU_KEPT", 100)
 
 
 def _doc(r: ReportData) -> dict[str, Any]:
@@ -183,12 +195,7 @@ def test_the_log_read_around_the_window_gives_the_whole_parse_s_report(
     w = _window(path, "+150s", "+200s")
     whole = build_report(path, Config(), [str(log)], workers=1, window=w)
     assert "log_window_skipped_bytes" not in whole.counters
-    monkeypatch.setattr(log_window, "MIN_WINDOW_BYTES", 1)
-    monkeypatch.setattr(log_window, "STARTUP_BYTES", 16 << 10)
-    monkeypatch.setattr(log_window, "WARM_BYTES", 256 << 10)
-    # The partitions' GPUs a parser keeps: the warm-up sees as many as the whole parse.
-    monkeypatch.setattr(parse, "_PART_GPU_KEPT", 100)
-    monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
+    _log_read_in_parts(monkeypatch, 256 << 10)
     part = build_report(path, Config(), [str(log)], workers=1, window=w)
     skipped = part.counters.pop("log_window_skipped_bytes")
     assert skipped > log.stat().st_size // 4
@@ -380,10 +387,7 @@ def test_a_restart_before_the_window_is_read_from_the_lines_cuzk_logs_before_its
     restarted.write_text("".join(lines[:k] + restart + lines[k:]))
     w = _window(path, "+200s", "+230s")
     whole = read_side("W", path, Config(), [str(restarted)], window=w)
-    monkeypatch.setattr(log_window, "MIN_WINDOW_BYTES", 1)
-    monkeypatch.setattr(log_window, "STARTUP_BYTES", 16 << 10)
-    monkeypatch.setattr(log_window, "WARM_BYTES", 64 << 10)
-    monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
+    _log_read_in_parts(monkeypatch, 64 << 10)
     monkeypatch.setattr(log_window, "BACK_BYTES", 4 << 10)
     part = read_side("P", path, Config(), [str(restarted)], window=w)
     assert whole.settings.values["[memory] total_budget (GiB)"] == "256"
@@ -399,9 +403,7 @@ def test_the_log_read_around_the_window_says_how_far_it_is(
     from gapwatch.offline.progress import Progress
 
     path, log = sim_with_log
-    monkeypatch.setattr(log_window, "MIN_WINDOW_BYTES", 1)
-    monkeypatch.setattr(log_window, "WARM_BYTES", 64 << 10)
-    monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
+    _log_read_in_parts(monkeypatch, 64 << 10)
     ticks = itertools.count(0, 0.6)
     lines: list[str] = []
     progress = Progress(lines.append, "gapwatch report", clock=lambda: float(next(ticks)))
@@ -428,27 +430,9 @@ def test_a_recording_without_its_log_inside_is_not_searched_back_through(
 def test_the_windows_log_part_parsed_in_two_processes_gives_the_one_process_report(
     sim_with_log: tuple[Path, Path], small_steps: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gapwatch.offline import log_split
-    from gapwatch.offline.gap_spool import EventSpool
-
     path, log = sim_with_log
-    monkeypatch.setattr(log_window, "MIN_WINDOW_BYTES", 1)
-    monkeypatch.setattr(log_window, "STARTUP_BYTES", 16 << 10)
-    # The child's warm-up long enough to see as many partitions as the parser keeps (as
-    # `log_split`'s own test scales them).
-    monkeypatch.setattr(log_window, "WARM_BYTES", 256 << 10)
-    monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
-    monkeypatch.setattr(parse, "_PART_GPU_KEPT", 100)
-    monkeypatch.setattr(log_split, "usable_cpus", lambda: 2)
-    monkeypatch.setattr(log_split, "can_share_logs", lambda: True)
-    adopted: list[int] = []
-    adopt = EventSpool.adopt
-
-    def counted(self: EventSpool, *args: Any) -> None:
-        adopted.append(1)
-        adopt(self, *args)
-
-    monkeypatch.setattr(EventSpool, "adopt", counted)
+    _log_read_in_parts(monkeypatch, 256 << 10)
+    adopted = two_processes(monkeypatch)
     w = _window(path, "+100s", "+220s")
     monkeypatch.setattr(log_window, "SPLIT_BYTES", 1 << 62)
     one = build_report(path, Config(), [str(log)], workers=1, window=w)

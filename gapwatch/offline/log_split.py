@@ -1,12 +1,12 @@
 """A large `--log` file parsed in two processes, into the spool one process would have made.
 
 Who calls it: `gapwatch.offline.report.parse_log_input` (the report's `--log` files, parsed once
-before the detection starts, `spool_split` first) and `gapwatch.offline.log_window` (a window's
-part of the file, cut in two by a `Plan` of its own: `spool_planned`). Parsing is serial by nature: each line's
-events depend on the parser's state (TIMELINE's anchor, which GPU a worker drives, which GPU
-picked a partition up, a panic being read), and the detection cannot start before the last line
-is read (the events are fed sorted by time). A day of 8 GPUs (920 MB, ~8 M lines) took ~80-110 s
-in one process, with the second core idle.
+before the detection starts, `spool_split` first) and `gapwatch.offline.log_window` (a window's part
+of the file, cut in two by a `Plan` of its own: `spool_planned`). Parsing is serial by nature: each
+line's events depend on the parser's state (TIMELINE's anchor, which GPU a worker drives, which GPU
+picked a partition up, a panic being read), and the detection cannot start before the last line is
+read (the events are fed sorted by time). A day of 8 GPUs (920 MB, ~8 M lines) took ~80-110 s in one
+process, with the second core idle.
 
 How it stays exact: this process parses the file's first part, to the start of a line `seam`; a
 forked child parses the rest with a parser of its own, brought to the seam's state first by

@@ -442,3 +442,20 @@ def test_the_windows_log_part_parsed_in_two_processes_gives_the_one_process_repo
     assert adopted == [1]  # the child's half was taken
     assert msgspec.json.encode(to_json(two)) == msgspec.json.encode(to_json(one))
     assert two.counters["log_window_skipped_bytes"] > 0
+
+
+def test_a_restart_inside_the_warm_up_is_read_with_it_not_instead_of_its_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(log_window, "STARTUP_BYTES", 100)
+    monkeypatch.setattr(log_window, "WARM_BYTES", 1000)
+    monkeypatch.setattr(log_window, "BACK_BYTES", 50)
+    line = "x" * 19 + "\n"
+    text = line * 200 + "starting cuzk engine\n" + line * 100
+    log = tmp_path / "cuzk.log"
+    log.write_text(text)
+    restart = text.index("starting cuzk engine")  # 4000
+    seam = restart + 21 + 20 * 20  # a line start 421 bytes after it: inside the warm-up
+    # The warm-up from the line at or after seam - 1000 (3440), the restart's step back
+    # (3960) inside it: one part from 3440, not one from 3960 that drops 3440-3960.
+    assert log_window._regions(str(log), seam, len(text)) == [(0, 100), (3440, len(text))]

@@ -129,6 +129,8 @@ def _in_two(path: str, regions: list[tuple[int, int]], config: Config,
     cut in two and its second half parsed by a forked child (`log_split.spool_planned`: the
     same events, taken where the two parsers' states agree at the cut); None where it is not
     worth it or cannot be."""
+    if not regions:
+        return None
     first, last = regions[:-1], regions[-1]
     if last[1] - last[0] < SPLIT_BYTES or not splittable([path]):
         return None
@@ -187,7 +189,7 @@ def _regions(path: str, seam: int, end: int) -> list[tuple[int, int]]:
     wanted = [(s, line_start(path, min(s + STARTUP_BYTES, seam))) for s in starts]
     wanted.append((line_start(path, max(0, seam - WARM_BYTES)), end))
     out: list[tuple[int, int]] = []
-    for start, stop in wanted:
+    for start, stop in sorted(wanted):  # a restart inside the warm-up is read with it
         if stop <= start:
             continue
         if out and start <= out[-1][1]:

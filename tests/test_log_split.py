@@ -144,3 +144,24 @@ def test_the_progress_line_follows_this_process_s_part_and_the_spool_is_the_same
         two.close()
     percents = [int(line.split("log ")[1].split(" %")[0]) for line in lines]
     assert len(percents) >= 4 and percents == sorted(percents) and percents[-1] == 100
+
+
+def test_a_restart_before_the_seam_outside_the_warm_up_is_read_by_the_child_too(
+    sim_with_log: tuple[Path, Path], splits: list[int], tmp_path: Path
+) -> None:
+    """The daemon restarted (a new TIMELINE anchor, another memory budget) well before the
+    seam: the child reads that restart as it warms up (`warm_parts`), so its state agrees
+    at the seam and its half is taken; it used to be parsed again here."""
+    lines = sim_with_log[1].read_text().splitlines(keepends=True)
+    stamped = [i for i, x in enumerate(lines) if x[:4] == "2026"]
+    k = stamped[len(stamped) * 3 // 10]
+    restart = [lines[k][:27] + x[27:] for x in lines[:3]]  # budget, pinned pool, engine start
+    assert "starting cuzk engine" in restart[2]
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(lines[:k] + restart + lines[k:]))
+    at = len("".join(lines[:k]))
+    size = log.stat().st_size
+    plan = log_split._whole_plan(str(log), size)
+    assert plan is not None and at < plan.seam - log_split.WARM_BYTES  # outside the warm-up
+    _both(log)
+    assert splits == [1]

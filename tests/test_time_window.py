@@ -19,7 +19,7 @@ from gapwatch.cli import main
 from gapwatch.commands.argtypes import joined_moments
 from gapwatch.config import Config
 from gapwatch.logs import parse
-from gapwatch.offline import log_span, log_window, report_parallel
+from gapwatch.offline import log_span, log_split, log_window, report_parallel
 from gapwatch.offline.report import ReportData, build_report, to_json
 from gapwatch.sources import recording, recording_set, time_window
 from gapwatch.sources.files import header_of
@@ -52,8 +52,8 @@ def _log_read_in_parts(monkeypatch: pytest.MonkeyPatch, warm_bytes: int) -> None
     start, the `warm_bytes` before the window and the window (the parser keeping as many
     partitions as a warm-up that long sees, as `log_split`'s own tests scale them)."""
     monkeypatch.setattr(log_window, "MIN_WINDOW_BYTES", 1)
-    monkeypatch.setattr(log_window, "STARTUP_BYTES", 16 << 10)
-    monkeypatch.setattr(log_window, "WARM_BYTES", warm_bytes)
+    monkeypatch.setattr(log_split, "STARTUP_BYTES", 16 << 10)
+    monkeypatch.setattr(log_split, "WARM_BYTES", warm_bytes)
     monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
     monkeypatch.setattr(parse, "_PART_GPU_KEPT", 100)
 
@@ -302,7 +302,7 @@ def test_export_of_a_window_holds_only_its_samples_and_log_lines(
 def test_the_daemons_last_start_is_found_across_the_chunks_it_is_read_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan: int
 ) -> None:
-    monkeypatch.setattr(log_window, "SCAN_BYTES", scan)
+    monkeypatch.setattr(log_split, "SCAN_BYTES", scan)
     start = "2026-11-30T00:00:00Z  INFO cuzk_core::engine: starting cuzk engine x=1\n"
     lines = ["a line\n"] * 5 + [start] + ["other\n"] * 3 + [start] + ["after\n"] * 4
     log = tmp_path / "cuzk.log"
@@ -310,10 +310,10 @@ def test_the_daemons_last_start_is_found_across_the_chunks_it_is_read_in(
     second = len("".join(lines[:9]))
     first = len("".join(lines[:5]))
     size = log.stat().st_size
-    assert log_window.last_restart(str(log), size) == second
-    assert log_window.last_restart(str(log), second + 30) == first  # not whole before it
-    assert log_window.last_restart(str(log), first + 10) is None
-    assert log_window.last_restart(str(log), 0) is None
+    assert log_split.last_restart(str(log), size) == second
+    assert log_split.last_restart(str(log), second + 30) == first  # not whole before it
+    assert log_split.last_restart(str(log), first + 10) is None
+    assert log_split.last_restart(str(log), 0) is None
 
 
 @pytest.fixture(scope="module")
@@ -388,7 +388,7 @@ def test_a_restart_before_the_window_is_read_from_the_lines_cuzk_logs_before_its
     w = _window(path, "+200s", "+230s")
     whole = read_side("W", path, Config(), [str(restarted)], window=w)
     _log_read_in_parts(monkeypatch, 64 << 10)
-    monkeypatch.setattr(log_window, "BACK_BYTES", 4 << 10)
+    monkeypatch.setattr(log_split, "BACK_BYTES", 4 << 10)
     part = read_side("P", path, Config(), [str(restarted)], window=w)
     assert whole.settings.values["[memory] total_budget (GiB)"] == "256"
     assert part.settings.values == whole.settings.values
@@ -447,9 +447,9 @@ def test_the_windows_log_part_parsed_in_two_processes_gives_the_one_process_repo
 def test_a_restart_inside_the_warm_up_is_read_with_it_not_instead_of_its_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(log_window, "STARTUP_BYTES", 100)
-    monkeypatch.setattr(log_window, "WARM_BYTES", 1000)
-    monkeypatch.setattr(log_window, "BACK_BYTES", 50)
+    monkeypatch.setattr(log_split, "STARTUP_BYTES", 100)
+    monkeypatch.setattr(log_split, "WARM_BYTES", 1000)
+    monkeypatch.setattr(log_split, "BACK_BYTES", 50)
     line = "x" * 19 + "\n"
     text = line * 200 + "starting cuzk engine\n" + line * 100
     log = tmp_path / "cuzk.log"

@@ -9,20 +9,21 @@ read (the events are fed sorted by time). A day of 8 GPUs (920 MB, ~8 M lines) t
 process, with the second core idle.
 
 How it stays exact: this process parses the file's first part, to the start of a line `seam`; a
-forked child parses the rest with a parser of its own, brought to the seam's state first by
-parsing the file's start (`STARTUP_BYTES`: the daemon's start, where it says its anchor and
-its workers' GPUs) and the `WARM_BYTES` before the seam (the partitions picked up lately, the
-workers' jobs), their events thrown away. Where the two parsers' states are equal at the seam
-(`LogParser.resume_state`: everything that shapes the events of the lines to come), the
-child's events are those one parser would have made of the same lines, so they are taken:
-encoded into sorted runs of the one spool (`EventSpool.adopt`, in a temporary file both
-share), ordered after this process's events of equal time (`first_seq`), as one parse adds
-them; the parser's counters are this process's plus what the child counted past the seam, in
-the order one parse meets them. Where the states differ (a daemon restarted in the skipped
-part, a panic open at the seam, ...), the child's work is thrown away and this process parses
-the rest itself: slower, never different. Only one plain file is split (no holes: the reader
-passes them over, counted); anything else is parsed in one process (`spool_split` returns
-None), as is a machine with one usable CPU or a process with threads (fork is not safe then).
+forked child parses the rest with a parser of its own, brought to the seam's state first by parsing
+the file's start (`STARTUP_BYTES`: the daemon's start, where it says its anchor and its workers'
+GPUs), as much from the daemon's last restart before the seam (`warm_parts`: a restart sets them
+anew) and the `WARM_BYTES` before the seam (the partitions picked up lately, the workers' jobs),
+their events thrown away. Where the two parsers' states are equal at the seam
+(`LogParser.resume_state`: everything that shapes the events of the lines to come), the child's
+events are those one parser would have made of the same lines, so they are taken: encoded into
+sorted runs of the one spool (`EventSpool.adopt`, in a temporary file both share), ordered after
+this process's events of equal time (`first_seq`), as one parse adds them; the parser's counters are
+this process's plus what the child counted past the seam, in the order one parse meets them. Where
+the states differ (a panic open at the seam, more partitions in flight than the warm-up sees, ...),
+the child's work is thrown away and this process parses the rest itself: slower, never different.
+Only one plain file is split (no holes: the reader passes them over, counted); anything else is
+parsed in one process (`spool_split` returns None), as is a machine with one usable CPU or a process
+with threads (fork is not safe then).
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing import get_context
 from multiprocessing.connection import Connection
-from typing import IO, Any, Final
+from typing import IO, Any, BinaryIO, Final
 
 from gapwatch.config import Config
+from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
 from gapwatch.logs.files import LogFile, file_events, log_counters, offline_parser
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
@@ -51,6 +53,11 @@ STARTUP_BYTES: Final = 1 << 20
 #: What the child parses before the seam: the partitions picked up lately (the parser keeps
 #: the GPU of the latest 4096) and each worker's job; ~25 min of a busy 8-GPU log.
 WARM_BYTES: Final = 16 << 20
+#: cuzk logs a few of its start's lines before `starting cuzk engine` (its memory budget, its
+#: pinned pool): a restart is read from this far before that line.
+BACK_BYTES: Final = 64 << 10
+#: Bytes read at a time while looking back for the daemon's last start.
+SCAN_BYTES: Final = 4 << 20
 #: The child's sequence numbers start here: its items come after this process's of equal time.
 CHILD_FIRST_SEQ: Final = 1 << 48
 
@@ -92,10 +99,67 @@ def _whole_plan(path: str, size: int) -> Plan | None:
     seam = line_start(path, (size + STARTUP_BYTES + WARM_BYTES) // 2)
     if seam >= size:
         return None
-    startup_end = line_start(path, min(STARTUP_BYTES, seam))
-    warm_from = max(startup_end, line_start(path, seam - WARM_BYTES))
     return Plan([(0, seam, False)], seam, None,
-                [(0, startup_end, False), (warm_from, seam, False)])
+                [(a, b, False) for a, b in warm_parts(path, seam)])
+
+
+def warm_parts(path: str, seam: int) -> list[tuple[int, int]]:
+    """What a parser must read to be in the state one parse is in at `seam` (a line start),
+    in order: the file's first `STARTUP_BYTES` (the daemon's start: TIMELINE's anchor, its
+    workers' GPUs), as much from `BACK_BYTES` before its last `starting cuzk engine` before
+    the seam (a restart sets them anew; found by a byte search, not parsed) and the
+    `WARM_BYTES` before the seam (the partitions and jobs in flight); overlapping parts
+    joined. [] for a seam at the file's start."""
+    starts = [0]
+    restart = last_restart(path, seam)
+    if restart is not None and restart > 0:
+        starts.append(line_start(path, max(0, restart - BACK_BYTES)))
+    wanted = [(s, line_start(path, min(s + STARTUP_BYTES, seam))) for s in starts]
+    wanted.append((line_start(path, max(0, seam - WARM_BYTES)), seam))
+    out: list[tuple[int, int]] = []
+    for start, stop in sorted(wanted):  # a restart inside the warm-up is read with it
+        if stop <= start:
+            continue
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], stop))
+        else:
+            out.append((start, stop))
+    return out
+
+
+def last_restart(path: str, before: int) -> int | None:
+    """The start of the line of the last `starting cuzk engine` before byte `before` (a byte
+    search, `SCAN_BYTES` at a time from `before` back: C's speed over the whole file, and no
+    mmap, which a log truncated meanwhile (copytruncate) would answer with SIGBUS), or
+    None."""
+    marker = ANCHOR_MESSAGE.encode()
+    with open(path, "rb") as f:
+        end = before
+        while end > 0:
+            start = max(0, end - SCAN_BYTES)
+            f.seek(start)
+            # Overlapping the next chunk by the marker's length less one: one that straddles
+            # two chunks is found whole in this one.
+            chunk = f.read(end - start + len(marker) - 1)[:before - start]
+            at = chunk.rfind(marker)
+            if at >= 0:
+                return _line_start_back(f, start + at)
+            end = start
+    return None
+
+
+def _line_start_back(f: BinaryIO, at: int) -> int:
+    """The start of the line that holds byte `at`."""
+    pos = at
+    while pos > 0:
+        start = max(0, pos - SCAN_BYTES)
+        f.seek(start)
+        nl = f.read(pos - start).rfind(b"\n")
+        if nl >= 0:
+            return start + nl + 1
+        pos = start
+    return 0
+
 
 
 def line_start(path: str, at: int) -> int:

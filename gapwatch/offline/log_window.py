@@ -37,16 +37,10 @@ from gapwatch.core.codec import decode_record
 from gapwatch.core.models import LogEvent
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
 from gapwatch.logs.files import LogFile, file_events, log_counters, offline_parser
+from gapwatch.offline import log_split
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import MARGIN_S, LogSpan, is_startup
-from gapwatch.offline.log_split import (
-    STARTUP_BYTES,
-    WARM_BYTES,
-    Plan,
-    line_start,
-    splittable,
-    spool_planned,
-)
+from gapwatch.offline.log_split import Plan, last_restart, line_start, splittable, spool_planned
 from gapwatch.offline.progress import LogBytes, Progress
 from gapwatch.sources.files import read_any
 from gapwatch.sources.gzip_lines import MAX_LINE_BYTES
@@ -60,17 +54,13 @@ SPLIT_BYTES: Final = 32 << 20
 #: many such times it takes the median of (one line that lies cannot move the search).
 PROBE_LINES: Final = 400
 PROBE_TIMES: Final = 9
-#: cuzk logs a few of its start's lines before `starting cuzk engine` (its memory budget, its
-#: pinned pool): a start is read from this far before that line, and its lines are those from
-#: `LEAD_S` before it on.
-BACK_BYTES: Final = 64 << 10
+#: A recorded start's lines are those from `LEAD_S` before its `starting cuzk engine` on (cuzk
+#: logs its memory budget and pinned pool first: `log_split.BACK_BYTES`).
 LEAD_S: Final = 60.0
 #: The bytes each side of a window's start looked at for log events recorded inside (about 4
 #: minutes of 8 GPUs), and how the codec starts a log event's line.
 LOG_PROBE_BYTES: Final = 16 << 20
 _LOG_LINE: Final = b'{"type":"log"'
-#: Bytes read at a time while looking back for the daemon's last start.
-SCAN_BYTES: Final = 4 << 20
 #: The search stops when the range is this small (a line start within it is close enough:
 #: the margins above are minutes).
 CLOSE_BYTES: Final = 1 << 20
@@ -135,7 +125,7 @@ def _in_two(path: str, regions: list[tuple[int, int]], config: Config,
     if last[1] - last[0] < SPLIT_BYTES or not splittable([path]):
         return None
     # This process parses the first half, the child its warm-up and the second: as even.
-    mid = line_start(path, (last[0] + last[1] + WARM_BYTES) // 2)
+    mid = line_start(path, (last[0] + last[1] + log_split.WARM_BYTES) // 2)
     if not last[0] < mid < last[1]:
         return None
     # The child's warm-up is what this module reads before a window starting at the cut: the
@@ -180,57 +170,14 @@ def _windowable(paths: list[str]) -> int:
 
 
 def _regions(path: str, seam: int, end: int) -> list[tuple[int, int]]:
-    """The byte ranges to parse, in order: the start, the last restart's start, the warm-up
-    and the window (each from a line's start; overlapping ones joined)."""
-    starts = [0]
-    restart = last_restart(path, seam)
-    if restart is not None and restart > 0:
-        starts.append(line_start(path, max(0, restart - BACK_BYTES)))
-    wanted = [(s, line_start(path, min(s + STARTUP_BYTES, seam))) for s in starts]
-    wanted.append((line_start(path, max(0, seam - WARM_BYTES)), end))
-    out: list[tuple[int, int]] = []
-    for start, stop in sorted(wanted):  # a restart inside the warm-up is read with it
-        if stop <= start:
-            continue
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], stop))
-        else:
-            out.append((start, stop))
-    return out
-
-
-def last_restart(path: str, before: int) -> int | None:
-    """The start of the line of the last `starting cuzk engine` before byte `before` (a byte
-    search, `SCAN_BYTES` at a time from `before` back: C's speed over the whole file, and no
-    mmap, which a log truncated meanwhile (copytruncate) would answer with SIGBUS), or
-    None."""
-    marker = ANCHOR_MESSAGE.encode()
-    with open(path, "rb") as f:
-        end = before
-        while end > 0:
-            start = max(0, end - SCAN_BYTES)
-            f.seek(start)
-            # Overlapping the next chunk by the marker's length less one: one that straddles
-            # two chunks is found whole in this one.
-            chunk = f.read(end - start + len(marker) - 1)[:before - start]
-            at = chunk.rfind(marker)
-            if at >= 0:
-                return _line_start_back(f, start + at)
-            end = start
-    return None
-
-
-def _line_start_back(f: BinaryIO, at: int) -> int:
-    """The start of the line that holds byte `at`."""
-    pos = at
-    while pos > 0:
-        start = max(0, pos - SCAN_BYTES)
-        f.seek(start)
-        nl = f.read(pos - start).rfind(b"\n")
-        if nl >= 0:
-            return start + nl + 1
-        pos = start
-    return 0
+    """The byte ranges to parse, in order: what a parser needs before `seam`
+    (`log_split.warm_parts`: the daemon's start, its last restart, the warm-up), the last of
+    them read on to `end`."""
+    parts = log_split.warm_parts(path, seam)
+    if not parts:
+        return [(0, end)] if end > 0 else []
+    *first, (start, _seam) = parts
+    return [*first, (start, max(end, _seam))]
 
 
 def _offset_of(path: str, config: Config, t_wall_s: float, size: int, after: bool) -> int:
@@ -311,16 +258,17 @@ def _holds_log_lines(f: BinaryIO, around: int) -> bool:
 
 def _startup_at(file: Path, at: int, since_s: float) -> list[LogEvent]:
     """The startup lines recorded around byte `at` (the line of the daemon's start): from
-    `BACK_BYTES` before it to `STARTUP_BYTES` after, `LEAD_S` before the start's own time or
-    later, before `since_s`; [] unless that start is before `since_s`."""
+    `log_split.BACK_BYTES` before it to `STARTUP_BYTES` after, `LEAD_S` before the start's own
+    time or later, before `since_s`; [] unless that start is before `since_s`."""
     out: list[LogEvent] = []
     anchor: LogEvent | None = None
     with open(file, "rb") as f:
-        f.seek(max(0, at - BACK_BYTES))
-        if at > BACK_BYTES:
+        back = log_split.BACK_BYTES
+        f.seek(max(0, at - back))
+        if at > back:
             f.readline(MAX_LINE_BYTES)  # the rest of a line cut by the step back
         read = 0
-        while read < BACK_BYTES + STARTUP_BYTES:
+        while read < back + log_split.STARTUP_BYTES:
             line = f.readline(MAX_LINE_BYTES)
             if not line:
                 break

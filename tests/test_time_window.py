@@ -459,3 +459,26 @@ def test_a_restart_inside_the_warm_up_is_read_with_it_not_instead_of_its_start(
     # The warm-up from the line at or after seam - 1000 (3440), the restart's step back
     # (3960) inside it: one part from 3440, not one from 3960 that drops 3440-3960.
     assert log_window._regions(str(log), seam, len(text)) == [(0, 100), (3440, len(text))]
+
+
+def test_a_long_recordings_report_on_a_terminal_says_a_part_can_be_read(
+    sim_with_log: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gapwatch.commands import report as report_command
+    from gapwatch.engine.console import Console
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    path, _log = sim_with_log
+    monkeypatch.setenv("TERM", "xterm-256color")  # a CI's TERM may say dumb
+    monkeypatch.setattr(report_command, "TIP_SPAN_S", 200.0)  # the 4-minute recording is long
+    said = []
+    for stream, argv in ((Terminal(), []), (io.StringIO(), []), (Terminal(), ["--since=-1m"])):
+        monkeypatch.setattr(report_command, "STDERR", Console(stream))
+        assert main(["report", str(path), *argv]) == 0
+        capsys.readouterr()
+        said.append("--since/--until read a part" in stream.getvalue())
+    assert said == [True, False, False]  # a terminal; never a file; not when a part is read

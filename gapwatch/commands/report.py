@@ -20,6 +20,7 @@ from gapwatch.engine.console import STDERR, say
 from gapwatch.offline.progress import Progress
 from gapwatch.offline.report import build_report, write_json
 from gapwatch.offline.report_text import MAX_TABLE_ROWS, format_text
+from gapwatch.sources.files import data_span, header_of
 from gapwatch.sources.recording import RecordingError
 from gapwatch.sources.time_window import WindowError
 
@@ -36,11 +37,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{MAX_TABLE_ROWS} of each)")
 
 
+#: A recording at least this long gets, on a terminal, a line saying that a part of it can be
+#: read instead (a day of 8 GPUs with its log takes minutes; an hour of it, seconds).
+TIP_SPAN_S = 3 * 3600.0
+
+
 def run(args: argparse.Namespace, config: Config) -> int:
     # A day with its log takes minutes: where stderr is a terminal, a line says how far.
     progress = Progress(STDERR.show, "gapwatch report") if STDERR.is_terminal() else None
     try:
         window = argtypes.window_of(args, args.file)
+        if progress is not None and window is None:
+            _tip(args.file)
         report = build_report(args.file, config, list(args.log or []), progress=progress,
                               window=window)
     except WindowError as exc:
@@ -66,3 +74,12 @@ def run(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def _tip(path: str) -> None:
+    """Before a long recording's report, on a terminal: that `--since`/`--until` reads a part
+    (the operator asking about 14:05 need not wait for the day). Raises RecordingError."""
+    span = data_span(path, header_of(path).started_wall_s)
+    if span is not None and span[1] - span[0] >= TIP_SPAN_S:
+        # On the console the progress line uses (it is a terminal: the caller asked).
+        STDERR.say(f"gapwatch report: {(span[1] - span[0]) / 3600:.1f} h of data: this takes a "
+                   "while; --since/--until read a part of it (--since 14:00 --until 15:00, "
+                   "--since -1h)")

@@ -108,10 +108,6 @@ class WakeAt:
         self.t_wall_s = t_wall_s
 
 
-#: How a GPU sample's line names its wall time (the codec's key, in both key orders).
-_WALL_KEY: Final = b'"t_wall_s":'
-
-
 #: The end of a recording read for its last time (`last_wall_s`): a few of its longest lines.
 TAIL_BYTES: Final = 1 << 16
 #: A gzip recording's end read for its last member (the recorder's members hold ~1 MiB of
@@ -749,8 +745,8 @@ def _seek_to(stream: PlainLines, since_s: float) -> int:
         return 1  # a FIFO: read from where it is
     try:
         offset, lines = seek_plain(raw, 0, since_s)
-    except OSError:
-        offset = 0
+    except OSError:  # read from the start then: the window's filter keeps what it must
+        offset, lines = 0, 0
     # The header is line 1: read on from its end when the window starts near the beginning.
     if offset == 0 or lines < 1:
         stream.seek(_header_end(raw))

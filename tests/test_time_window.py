@@ -77,6 +77,14 @@ def _cut(src: Path, dest: Path, since_s: float, until_s: float) -> Path:
     return dest
 
 
+def _window_and_cut(path: Path, folder: Path, since: str, until: str
+                    ) -> tuple[TimeWindow, Path]:
+    """The window `since`..`until` names in `path`, and `path` cut there (`_cut`)."""
+    w = _window(path, since, until)
+    assert w.since_s is not None and w.until_s is not None
+    return w, _cut(path, folder / "cut.jsonl", w.since_s, w.until_s)
+
+
 def _window(path: Path, since: str, until: str) -> TimeWindow:
     h = header_of(path)
     w = resolve(moment(since), moment(until), h.started_wall_s, None)
@@ -88,9 +96,8 @@ def test_a_window_is_the_report_of_the_recording_cut_there(
     sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None
 ) -> None:
     path, log = sim_with_log
-    w = _window(path, "+60s", "+180s")
+    w, cut = _window_and_cut(path, tmp_path, "+60s", "+180s")
     assert w.since_s is not None and w.until_s is not None
-    cut = _cut(path, tmp_path / "cut.jsonl", w.since_s, w.until_s)
     windowed = build_report(path, Config(), [str(log)], workers=1, window=w)
     whole_cut = build_report(cut, Config(), [str(log)], workers=1)
     # The cut recording's report says the log runs before it; a window leaves it out on
@@ -482,3 +489,33 @@ def test_a_long_recordings_report_on_a_terminal_says_a_part_can_be_read(
         capsys.readouterr()
         said.append("--since/--until read a part" in stream.getvalue())
     assert said == [True, False, False]  # a terminal; never a file; not when a part is read
+
+
+def test_a_replay_of_a_window_replays_the_recording_cut_there(
+    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None
+) -> None:
+    path, _log = sim_with_log
+    _w, cut = _window_and_cut(path, tmp_path, "+100s", "+200s")
+    rc, _, windowed = _run("replay", str(path), "--headless", "--since", "+100s", "--until",
+                           "+200s")
+    assert rc == 0
+    rc, _, whole_cut = _run("replay", str(cut), "--headless")
+    assert rc == 0
+    assert windowed == whole_cut and "gaps: pcie_starved=" in windowed
+    rc, _, err = _run("replay", str(path), "--headless", "--since", "+1h")
+    assert rc == 2 and "holds none of the recording" in err
+
+
+def test_a_windowed_replay_feeds_the_log_near_the_window_and_the_daemons_start() -> None:
+    from gapwatch.core.models import LogEvent
+
+    def ev(t: float, name: str) -> LogEvent:
+        return LogEvent(t_wall_s=t, time_source="line", kind="tracing", name=name, raw=name)
+
+    events = [ev(START, "starting cuzk engine"), ev(START + 10, "GPU_TIMING x"),
+              ev(START + 900, "GPU_TIMING y"), ev(START + 1500, "GPU_TIMING z"),
+              ev(START + 3000, "GPU_TIMING w")]
+    w = TimeWindow(START + 1000, START + 2000, "")
+    kept = [e.name for e in log_span.near(events, w)]
+    # The start's settings line, and those within the margin of the window (5 minutes).
+    assert kept == ["starting cuzk engine", "GPU_TIMING y", "GPU_TIMING z"]

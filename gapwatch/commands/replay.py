@@ -24,6 +24,8 @@ from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime
 from gapwatch.engine.stop_signals import StopSignals
 from gapwatch.engine.summary import gap_counts_text
 from gapwatch.engine.terminal import require_terminal
+from gapwatch.sources.recording import RecordingError
+from gapwatch.sources.time_window import WindowError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,15 +34,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--headless", action="store_true",
                    help="no dashboard: replay until the file ends, as fast as it can unless "
                         "--speed is given, then print a summary")
+    argtypes.add_window(p)
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
     try:
         if not args.headless:
             require_terminal("replay")
+        window = argtypes.window_of(args, args.file)  # (only that part read: see `report`)
         rt = build_runtime(config, f"replay:{args.file}", speed=replay_speed(args),
-                           log_paths=list(args.log or []))
+                           log_paths=list(args.log or []), window=window)
     except STARTUP_ERRORS as exc:
+        say(f"gapwatch replay: {exc}")
+        return 2
+    except (RecordingError, WindowError) as exc:  # the window's recording, or its times
         say(f"gapwatch replay: {exc}")
         return 2
     if args.headless:

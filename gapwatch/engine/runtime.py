@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,7 @@ from gapwatch.sources.copytrace import CopyTraceReader
 from gapwatch.sources.cuzk_status import StatusPoller
 from gapwatch.sources.files import read_any
 from gapwatch.sources.recording import Recording, RecordingError
+from gapwatch.sources.time_window import TimeWindow
 
 
 def parse_source(source: str) -> tuple[str, str]:
@@ -290,6 +292,7 @@ def build_runtime(
     log_paths: list[str] | None = None,
     duration_s: float | None = None,
     stdin_fd: int = 0,
+    window: TimeWindow | None = None,
 ) -> Runtime:
     """Build (but do not start) a runtime: the composition root of a session.
 
@@ -300,7 +303,9 @@ def build_runtime(
     closes what came before it, in reverse order, so every file and port is left as it was;
     on success the runtime takes the stack over and closes it in `stop()`. Raises one of
     STARTUP_ERRORS (SourceUnavailable, OutputRefused). `stdin_fd` is where `--log -` reads
-    from (the dashboard moves a piped stdin there, see `gapwatch.engine.terminal`)."""
+    from (the dashboard moves a piped stdin there, see `gapwatch.engine.terminal`). `window`:
+    a replay's part of its recording (`replay --since/--until`: `gapwatch.sources.time_window`;
+    its `--log` events those near it, and the daemon's startup lines)."""
     kind, arg = parse_source(source)  # an unknown kind fails before anything is bound
     if speed is not None and speed < 0:
         raise SourceUnavailable("--speed must be >= 0")
@@ -322,7 +327,7 @@ def build_runtime(
                 raise SourceUnavailable(str(exc)) from None
             opened.callback(exporter.stop)
         rt = _build(config, kind, arg, speed, plan, log_paths, duration_s, stdin_fd,
-                    status_urls, opened)
+                    status_urls, opened, window)
         if exporter is not None:
             rt.exporter = exporter
             exporter.server.watch = rt.threads  # it starts its thread now
@@ -381,13 +386,13 @@ class _OpenSource:
 def _build(
     config: Config, kind: str, arg: str, speed: float, plan: OutputPlan | SegmentPlan | None,
     log_paths: list[str] | None, duration_s: float | None, stdin_fd: int,
-    status_urls: list[str], opened: ExitStack,
+    status_urls: list[str], opened: ExitStack, window: TimeWindow | None = None,
 ) -> Runtime:
     """Open the source, build the session, its sinks and side sources; register on `opened`
     everything that must be closed. The order matters: the recording is created only once
     every source is open (a source that fails leaves the file as it was)."""
     paths = list(config.logs.paths) if log_paths is None else list(log_paths)
-    src = _open_source(config, kind, arg, speed, opened)
+    src = _open_source(config, kind, arg, speed, opened, window)
     rt = _new_runtime(config, src)
     if src.sim is not None and config.sim.copy_trace == "on":
         # The simulated prover's copies, as its copy trace would deliver them.
@@ -403,16 +408,16 @@ def _build(
         # recording itself and waits for the disk, instead of outrunning a writer thread and
         # dropping log lines (a simulated day of 8 GPUs at full speed dropped 108,008).
         rt.record_inline = speed == 0
-    _add_driver(rt, src, speed, duration_s, paths)
+    _add_driver(rt, src, speed, duration_s, paths, window)
     _add_pollers(rt, src, status_urls)
     _add_followers(rt, src, paths if kind != "replay" else [], stdin_fd)
     return rt
 
 
 def _open_source(config: Config, kind: str, arg: str, speed: float,
-                 opened: ExitStack) -> _OpenSource:
+                 opened: ExitStack, window: TimeWindow | None = None) -> _OpenSource:
     """Open what `--source` names: NVML (and the host's /proc), the simulated prover, or a
-    recording (read whole: its header gives the GPUs and the period)."""
+    recording (read whole, or its `window`: its header gives the GPUs and the period)."""
     if kind == "nvml":
         from gapwatch.sources.host import HostSource as ProcHostSource
         from gapwatch.sources.nvml import NvmlSource
@@ -430,7 +435,7 @@ def _open_source(config: Config, kind: str, arg: str, speed: float,
         return _OpenSource(sim.label, sim.gpus, config.sampler.period_ms, sim.clock,
                            gpu_source=sim.gpu_source, host_source=sim.host_source, sim=sim)
     try:
-        recording = read_any(arg)
+        recording = read_any(arg, window=window)
     except RecordingError as exc:
         raise SourceUnavailable(str(exc)) from None
     return _OpenSource(f"replay:{arg}", list(recording.header.gpus),
@@ -471,7 +476,7 @@ def _open_copytrace(rt: Runtime, gpus: list[GpuInfo], opened: ExitStack) -> None
 
 
 def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float | None,
-                paths: list[str]) -> None:
+                paths: list[str], window: TimeWindow | None = None) -> None:
     """What moves the session on: the sampler over a live source (for `duration_s`, or the
     sim's `[sim] duration_s`), or the replay driver over a recording (with `--log` files read
     whole and merged by time)."""
@@ -483,20 +488,32 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
                              int(src.period_ms * 1e6), duration_ns=dur_ns)
         return
     assert src.recording is not None
-    rt.replay = ReplayDriver(src.recording, rt.session, speed,
-                             _replay_log_events(paths, config, rt.session),
-                             restart=_replay_restart(rt, src.label.removeprefix("replay:")))
+    path = src.label.removeprefix("replay:")
+    events = _replay_log_events(paths, config, rt.session, window)
+    if window is not None and window.since_s is not None and config.logs.cuzk:
+        # The daemon's startup lines the recording holds from before the window (`record
+        # --log`): its settings, as a windowed report feeds them first.
+        from gapwatch.offline.log_window import recorded_startup  # local, as above
+
+        try:
+            startup = recorded_startup(path, window.since_s)
+        except RecordingError as exc:
+            raise SourceUnavailable(str(exc)) from None
+        events = sorted([*startup, *events], key=attrgetter("t_wall_s"))
+    rt.replay = ReplayDriver(src.recording, rt.session, speed, events,
+                             restart=_replay_restart(rt, path, window))
     rt.read_logs = {path: "read whole" for path in paths}
 
 
-def _replay_restart(rt: Runtime, path: str) -> Callable[[], Recording]:
+def _replay_restart(rt: Runtime, path: str, window: TimeWindow | None = None
+                    ) -> Callable[[], Recording]:
     """For a replay seeking back: the file opened again, the session emptied with a new
     detector (as `_new_runtime` builds it)."""
     from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
     from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 
     def restart() -> Recording:
-        recording = read_any(path)
+        recording = read_any(path, window=window)
         config = rt.config
         prover = SharedProver(CuzkProver(config.cuzk.max_parallel_synthesis))
         detector = GapDetector(config.detector, list(rt.header.gpus),
@@ -552,9 +569,12 @@ def _add_followers(rt: Runtime, src: _OpenSource, paths: list[str], stdin_fd: in
                                       src.clock))
 
 
-def _replay_log_events(paths: list[str], config: Config, session: Session) -> list[LogEvent]:
+def _replay_log_events(paths: list[str], config: Config, session: Session,
+                       window: TimeWindow | None = None) -> list[LogEvent]:
     """`replay FILE --log LOG`: the log files read whole and parsed (as `report --log` does),
-    to be merged into the replay by time. A log that cannot be read stops the replay at start."""
+    to be merged into the replay by time; with a `window`, the events `LogSpan` keeps for it
+    (those near it and the daemon's startup lines). A log that cannot be read stops the replay
+    at start."""
     if not paths:
         return []
     if "-" in paths:
@@ -568,4 +588,8 @@ def _replay_log_events(paths: list[str], config: Config, session: Session) -> li
     for key, n in counters.items():
         if n:
             session.store.count(f"log_{key}", n)
+    if window is not None:
+        from gapwatch.offline.log_span import near  # local: keeps the live commands light
+
+        events = near(events, window)
     return events

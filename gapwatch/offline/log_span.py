@@ -1,7 +1,8 @@
 """A `--log` that does not belong to the recording: its lines outside the recording's span.
 
 Who calls it: `gapwatch.offline.detect.detect_records` (with the `--log` files' events as it merges
-them, and for those left after the last sample); `gapwatch.offline.report` shows it the events as
+them, and for those left after the last sample), `gapwatch.engine.runtime` (a windowed replay's
+events: `near`); `gapwatch.offline.report` shows it the events as
 they are parsed (`observe`), before the detector reads them back from disk. A log from another day
 (two days before the recording) once switched the report's advice to a pinned-pool setting citing a
 line of that other day; now the lines outside the recording's span, give or take `MARGIN_S`, are not
@@ -21,6 +22,7 @@ from typing import TypeVar
 from gapwatch.core import fmt
 from gapwatch.core.models import LogEvent
 from gapwatch.cuzk.settings import DEPRECATED, STARTUP_FIELDS
+from gapwatch.sources.time_window import TimeWindow
 
 T = TypeVar("T")
 
@@ -147,3 +149,12 @@ def _far(seconds: float) -> str:
 def _day(t: float) -> str:
     """Date and time: a log from another day must say its day."""
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def near(events: list[LogEvent], window: TimeWindow) -> list[LogEvent]:
+    """The `--log` events a replay of `window` feeds (`replay --since/--until`): those within
+    `MARGIN_S` of it, and the daemon's startup lines before it (its settings: `kept` keeps
+    them for a report alike)."""
+    lo = window.since_s - MARGIN_S if window.since_s is not None else float("-inf")
+    hi = window.until_s + MARGIN_S if window.until_s is not None else float("inf")
+    return [e for e in events if lo <= e.t_wall_s <= hi or (e.t_wall_s < lo and is_startup(e))]

@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from typing import TYPE_CHECKING
 
 from gapwatch.base.input_files import path_problem
-from gapwatch.sources import time_window
-from gapwatch.sources.time_window import Moment, TimeWindow
+
+if TYPE_CHECKING:  # read when a flag is: `gapwatch --help` stays light (no msgspec models)
+    from gapwatch.sources.time_window import Moment, TimeWindow
 
 #: The longest a number of seconds may be (10 years). Beyond it no flag means anything, and
 #: Python's own timeouts overflow: `fleet --timeout 1e26` reached `socket.settimeout` and died
@@ -114,6 +116,8 @@ def source(text: str) -> str:
 def moment(text: str) -> Moment:
     """A moment of a recording (`--since`, `--until`): a date and time, a time of day, or a
     duration after its start (`+2h`) or before its end (`-1h`) (`time_window.moment`)."""
+    from gapwatch.sources import time_window
+
     try:
         return time_window.moment(text)
     except ValueError as exc:
@@ -150,7 +154,7 @@ def joined_moments(argv: list[str]) -> list[str]:
 
 
 def add_window(parser: argparse.ArgumentParser) -> None:
-    """`--since` and `--until`: a part of the recording (report, export)."""
+    """`--since` and `--until`: a part of the recording (report, export, replay)."""
     parser.add_argument(
         "--since", type=moment, metavar="TIME",
         help="only from TIME: 2026-11-30T14:05 or 14:05 (UTC, as gapwatch prints times), +2h "
@@ -165,6 +169,7 @@ def window_of(args: argparse.Namespace, path: str) -> TimeWindow | None:
     names nothing: the message says why)."""
     if args.since is None and args.until is None:
         return None
+    from gapwatch.sources import time_window
     from gapwatch.sources.files import data_end, header_of
 
     start_s = header_of(path).started_wall_s

@@ -170,7 +170,13 @@ def window_of(args: argparse.Namespace, path: str) -> TimeWindow | None:
     if args.since is None and args.until is None:
         return None
     from gapwatch.sources import time_window
+
+    return time_window.resolve(args.since, args.until, *recording_span(path))
+
+
+def recording_span(path: str) -> tuple[float, float | None]:
+    """What a moment of the recording at `path` is resolved against: its start (its header's)
+    and the end of its data (None: not readable from its end). Raises RecordingError."""
     from gapwatch.sources.files import data_end, header_of
 
-    start_s = header_of(path).started_wall_s
-    return time_window.resolve(args.since, args.until, start_s, data_end(path))
+    return header_of(path).started_wall_s, data_end(path)

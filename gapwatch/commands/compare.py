@@ -19,7 +19,6 @@ from gapwatch.engine.console import STDERR, say
 from gapwatch.offline.compare import compare, read_side, to_json
 from gapwatch.offline.compare_format import format_markdown, format_text
 from gapwatch.offline.progress import Progress
-from gapwatch.sources.files import data_end, header_of
 from gapwatch.sources.recording import RecordingError
 from gapwatch.sources.time_window import TimeWindow, WindowError, split_at
 
@@ -111,8 +110,7 @@ def _windows(args: argparse.Namespace, after_path: str
     Raises RecordingError, WindowError."""
     if args.at is None:
         return None, None
-    start_s, end_s = header_of(args.before).started_wall_s, data_end(args.before)
-    other = after_path != args.before
-    return split_at(args.at, args.span, start_s, end_s,
-                    header_of(after_path).started_wall_s if other else None,
-                    data_end(after_path) if other else None)
+    start_s, end_s = argtypes.recording_span(args.before)
+    after_start_s, after_end_s = (argtypes.recording_span(after_path)
+                                  if after_path != args.before else (None, None))
+    return split_at(args.at, args.span, start_s, end_s, after_start_s, after_end_s)

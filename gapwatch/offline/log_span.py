@@ -152,9 +152,11 @@ def _day(t: float) -> str:
 
 
 def near(events: list[LogEvent], window: TimeWindow) -> list[LogEvent]:
-    """The `--log` events a replay of `window` feeds (`replay --since/--until`): those within
-    `MARGIN_S` of it, and the daemon's startup lines before it (its settings: `kept` keeps
-    them for a report alike)."""
-    lo = window.since_s - MARGIN_S if window.since_s is not None else float("-inf")
-    hi = window.until_s + MARGIN_S if window.until_s is not None else float("inf")
-    return [e for e in events if lo <= e.t_wall_s <= hi or (e.t_wall_s < lo and is_startup(e))]
+    """The `--log` events (sorted by time) a replay of `window` feeds (`replay
+    --since/--until`): those a windowed report's span keeps (`kept`, `after_end`: within
+    `MARGIN_S` of it, and the daemon's startup lines before it)."""
+    span = LogSpan(window.since_s if window.since_s is not None else 0.0, windowed=True)
+    for ev in events:
+        span.observe(ev)
+    return [ev for ev, _ in span.kept((ev, ev) for ev in events)
+            if span.after_end(ev, window.until_s)]

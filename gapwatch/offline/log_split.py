@@ -44,6 +44,7 @@ from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.progress import LogBytes, Progress
 from gapwatch.offline.report_parallel import can_share_logs, usable_cpus
+from gapwatch.sources.time_window import next_line_start
 
 #: Smaller files are parsed in one process (starting the child and bringing its parser to the
 #: seam cost more than the half they save: ~1 s of a 38 MB hour).
@@ -161,20 +162,12 @@ def _line_start_back(f: BinaryIO, at: int) -> int:
     return 0
 
 
-
 def line_start(path: str, at: int) -> int:
     """The offset of the first line that starts at or after `at` (the file's size if none)."""
     if at <= 0:
         return 0
     with open(path, "rb") as f:
-        f.seek(at - 1)
-        pos = at - 1
-        while chunk := f.read(1 << 16):
-            nl = chunk.find(b"\n")
-            if nl >= 0:
-                return pos + nl + 1
-            pos += len(chunk)
-    return os.path.getsize(path)
+        return next_line_start(f, at - 1)
 
 
 def splittable(paths: list[str]) -> int:

@@ -44,7 +44,13 @@ from gapwatch.offline.log_split import Plan, last_restart, line_start, splittabl
 from gapwatch.offline.progress import LogBytes, Progress
 from gapwatch.sources.files import read_any
 from gapwatch.sources.gzip_lines import MAX_LINE_BYTES
-from gapwatch.sources.time_window import LATE_S, TimeWindow, offset_before
+from gapwatch.sources.time_window import (
+    LATE_S,
+    TimeWindow,
+    median_time,
+    offset_before,
+    search_bytes,
+)
 
 #: Smaller files are parsed whole (a few seconds at most).
 MIN_WINDOW_BYTES: Final = 32 << 20
@@ -134,13 +140,9 @@ def _in_two(path: str, regions: list[tuple[int, int]], config: Config,
     warm = _regions(path, mid, mid)
     plan = Plan(head=[(a, b, True) for a, b in first] + [(last[0], mid, False)], seam=mid,
                 end=last[1], warm=[(a, b, i < len(warm) - 1) for i, (a, b) in enumerate(warm)])
-    on_read = _PartsRead(progress, _head_parts(plan)).at if progress is not None else None
+    mine = [*first, (last[0], mid)]  # this process's parts, as the progress line counts them
+    on_read = _PartsRead(progress, mine).at if progress is not None else None
     return spool_planned(path, plan, config, timeline_epoch_s, span, on_read)
-
-
-def _head_parts(plan: Plan) -> list[tuple[int, int]]:
-    """This process's parts of `plan`, as byte ranges."""
-    return [(a, b if b is not None else a) for a, b, _flush in plan.head]
 
 
 class _PartsRead:
@@ -185,14 +187,7 @@ def _offset_of(path: str, config: Config, t_wall_s: float, size: int, after: boo
     (`after`) past them, as far as the lines' own times tell (a probe that shows none counts
     as later: the start read only moves earlier, the end may come early only where the
     lines show no time at all)."""
-    lo, hi = 0, size
-    while hi - lo > CLOSE_BYTES:
-        mid = (lo + hi) // 2
-        t = _time_at(path, config, mid)
-        if t is None or t >= t_wall_s:
-            hi = mid
-        else:
-            lo = mid
+    lo, hi = search_bytes(0, size, lambda at: _time_at(path, config, at), t_wall_s, CLOSE_BYTES)
     return line_start(path, hi if after else lo)
 
 
@@ -214,8 +209,7 @@ def _time_at(path: str, config: Config, at: int) -> float | None:
         close = getattr(lines, "close", None)  # the generator holds the file open
         if close is not None:
             close()
-    times.sort()
-    return times[len(times) // 2] if times else None
+    return median_time(times)
 
 
 def recorded_startup(path: str | Path, since_s: float) -> list[LogEvent]:

@@ -34,8 +34,6 @@ def read_any(path: str | Path, **reading: Any) -> Recording:
         RecordingError: no such file, or not a usable recording / trace CSV.
     """
     p = Path(path)
-    if reading.get("window", ...) is None:
-        del reading["window"]  # the whole recording
     if is_set(p):
         return read_set(p, **reading)
     if not p.exists():

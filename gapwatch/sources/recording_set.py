@@ -52,7 +52,7 @@ from gapwatch.sources.recording import (
     open_recording,
     read_recording,
 )
-from gapwatch.sources.time_window import LATE_S, TimeWindow, within
+from gapwatch.sources.time_window import LATE_S, TimeWindow
 
 #: Names taken for recordings in a folder.
 RECORDING_SUFFIXES = (".jsonl", ".jsonl.gz")
@@ -256,11 +256,9 @@ def _joined(path: Path, files: list[_File], skipped: list[str], header_problems:
                                                _segment_number(f.path), f.path.name))]
     rec.files = [p for p, _ in plan]
     rec.runs = len(ordered)
+    # With a window each file is read within it (`read_recording`), and `_records` opens no
+    # segment wholly outside it.
     rec.records = _records(rec, plan, reading)
-    window = reading.get("window")
-    if window is not None:
-        # Each file stops at the window's end; the set stops there too (no later file opened).
-        rec.records = within(rec.records, window)
     return rec
 
 

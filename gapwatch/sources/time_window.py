@@ -3,8 +3,9 @@ user wrote, the wall times it names, and reading only the records inside it.
 
 Who calls it: `gapwatch.commands` (`report`/`export --since/--until`: `moment`, `resolve`;
 `compare --at`: `split_at`), `gapwatch.offline` (the window handed to the reader and the
-`--log` span), `gapwatch.sources.recording` (`seek_plain`, `within`) and
-`gapwatch.sources.recording_set` (`within`, `LATE_S`: segments outside are not opened).
+`--log` span; `search_bytes` and `median_time` for the log's own search), and
+`gapwatch.sources.recording` (`seek_plain`, `within`) and `gapwatch.sources.recording_set`
+(`LATE_S`: segments outside are not opened).
 
 Why: a day of 8 GPUs with its log takes minutes to report, and an operator asked about 14:05 wants
 that hour, not the day. A windowed report is the report of the recording as if it had been cut at
@@ -27,7 +28,7 @@ The times are wall times (Unix seconds, as recorded). A moment is written as
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import IO, NamedTuple
 
@@ -226,24 +227,39 @@ def offset_before(raw: IO[bytes], start: int, since_s: float) -> int:
     """The offset of a line from which a plain recording's lines (from `start`) are within
     `LATE_S` before `since_s` or later (a binary search over the bytes: at each probe, the
     median time of the lines after it), or `start` when the window starts near it."""
-    target = since_s - LATE_S
     raw.seek(0, 2)
-    lo, hi = start, raw.tell()
-    # The first line of every probe starts after `lo`; the answer is the start of a line.
-    while hi - lo > COUNT_BYTES:
+    lo, _hi = search_bytes(start, raw.tell(), lambda at: _time_after(raw, at),
+                           since_s - LATE_S, COUNT_BYTES)
+    # The start of the next whole line: the lines before it are before the target.
+    return start if lo == start else next_line_start(raw, lo)
+
+
+def search_bytes(lo: int, hi: int, time_at: Callable[[int], float | None], target_s: float,
+                 close_bytes: int) -> tuple[int, int]:
+    """A binary search over a file's bytes `lo`..`hi` for where its lines reach `target_s`,
+    by `time_at(offset)` (the time the lines after an offset are at, None: they show none,
+    taken as later); down to `close_bytes`: (the last offset found before it, the first at or
+    after it). The recording's seek and a log's window (`gapwatch.offline.log_window`)."""
+    while hi - lo > close_bytes:
         mid = (lo + hi) // 2
-        t = _time_after(raw, mid)
-        if t is None or t >= target:
+        t = time_at(mid)
+        if t is None or t >= target_s:
             hi = mid
         else:
             lo = mid
-    # The start of the next whole line: the lines before it are before the target.
-    return start if lo == start else _next_line(raw, lo)
+    return lo, hi
 
 
-def _next_line(raw: IO[bytes], at: int) -> int:
+def median_time(times: list[float]) -> float | None:
+    """The median of a probe's times (one line that lies about its time cannot move it), or
+    None for none."""
+    return sorted(times)[len(times) // 2] if times else None
+
+
+def next_line_start(raw: IO[bytes], at: int) -> int:
     """The offset of the first line that starts after byte `at` (the file's end if none), read
-    `COUNT_BYTES` at a time: a line of any length is never held whole."""
+    `COUNT_BYTES` at a time: a line of any length is never held whole (also a log's cut:
+    `gapwatch.offline.log_split.line_start`)."""
     raw.seek(at)
     pos = at
     while chunk := raw.read(COUNT_BYTES):
@@ -269,7 +285,7 @@ def _time_after(raw: IO[bytes], at: int) -> float | None:
             times.append(t)
             if len(times) == PROBE_TIMES:
                 break
-    return sorted(times)[len(times) // 2] if times else None
+    return median_time(times)
 
 
 def wall_of_text(line: bytes) -> float | None:

@@ -94,3 +94,15 @@ def test_every_line_the_load_generator_wrote_is_understood(case: Path) -> None:
         for line in (case / name).read_text().splitlines():
             parser.parse_line(line, name, 0, 1.0)
     assert parser.counters["unparsed"] == 0
+
+
+def test_the_report_names_the_log_as_a_source_of_the_provers_cause(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The H200 pageable run's causes are the log's pinned-pool fallbacks, with no /status
+    polled: the GPU line must not credit /status alone (it said "(cuzk /status)")."""
+    from gapwatch.cli import main
+
+    assert main(["report", str(DATA / "pageable" / "rec.jsonl.gz")]) == 0
+    text = capsys.readouterr().out
+    assert "where the prover said it waited (its /status or log): 15 pinned pool" in text
+    assert "no cuzk /status snapshot" in text

@@ -128,7 +128,9 @@ def _gpu_lines(r: ReportData) -> list[str]:
         if causes:
             said = ", ".join(f"{v['count']:.0f} {k.replace('_', ' ')}"
                              for k, v in sorted(causes.items(), key=lambda kv: -kv[1]["count"]))
-            out.append(f"         where the prover said it waited (cuzk /status): {said}")
+            # The cause is from /status snapshots, or from the log where only it can say
+            # (`LOG_ONLY_CAUSES`: a pinned-pool fallback, SRS loading): name both.
+            out.append(f"         where the prover said it waited (its /status or log): {said}")
     return out
 
 

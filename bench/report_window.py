@@ -9,13 +9,18 @@ The recording and log are bench/report_memory.py's day of 8 GPUs (`/tmp/gapwatch
 made by it when missing: `python3 bench/report_memory.py --generate 24 8`) and its hour (for the
 hour's own report beside the day's hour). Each figure is one fresh `python -m gapwatch ...`
 under `/usr/bin/time` (wall and CPU seconds, start-up included, peak RSS of the largest
-process), output to /dev/null; the fixed loop (`for i in range(10**7): s += i`, at module
+process), output to /dev/null; the day's recording gzipped (`/tmp/gapwatch-mem-24h-8gpu.jsonl.gz`,
+made once, in members as the recorder writes them: a gzip file is inflated, not seeked, up to
+a window);
+the fixed loop (`for i in range(10**7): s += i`, at module
 level in a fresh interpreter) before and after says how fast the box was.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,6 +48,21 @@ def _ensure(base: Path, hours: int) -> None:
                         str(hours), "8"], check=True)
 
 
+def _gzipped(plain: Path) -> Path:
+    """`plain` gzipped beside it, made once, as the recorder writes one: the header a gzip member
+    of its own, then members of whole lines, ~1 MiB of them each, at level 6 (a window's end
+    is read from the last member)."""
+    gz = plain.with_name(plain.name + ".gz")
+    if not gz.exists():
+        part = gz.with_name(gz.name + ".part")
+        with plain.open("rb") as src, part.open("wb") as dest:
+            dest.write(gzip.compress(src.readline(), 6))
+            while lines := src.readlines(1 << 20):
+                dest.write(gzip.compress(b"".join(lines), 6))
+        shutil.move(part, gz)
+    return gz
+
+
 def _timed(args: list[str]) -> str:
     with tempfile.NamedTemporaryFile("r") as err:
         subprocess.run(["/usr/bin/time", "-f", "%e s wall, %U+%S CPU-s, %M KB peak", "-o",
@@ -59,11 +79,14 @@ def main() -> int:
     _ensure(DAY, 24)
     _ensure(HOUR, 1)
     rec, log = str(DAY.with_suffix(".jsonl")), str(DAY.with_suffix(".log"))
+    gz = str(_gzipped(DAY.with_suffix(".jsonl")))
     out = Path(tempfile.gettempdir()) / "gapwatch-window-bench.trace.json"
     runs = [
         ["report", rec, "--since", "14:00", "--until", "15:00"],
         ["report", rec, "--log", log, "--since", "14:00", "--until", "15:00"],
         ["report", rec, "--since=-10m"],
+        ["report", gz, "--since", "14:00", "--until", "15:00"],
+        ["report", gz, "--since=-10m"],
         ["report", rec, "--log", log, "--since=-10m"],
         ["report", str(HOUR.with_suffix(".jsonl")), "--log", str(HOUR.with_suffix(".log"))],
         ["compare", rec, "--at", "14:00", "--span", "30m", "--before-log", log],

@@ -21,7 +21,7 @@ from gapwatch.config import Config
 from gapwatch.logs import parse
 from gapwatch.offline import log_span, log_split, log_window, report_parallel
 from gapwatch.offline.report import ReportData, build_report, to_json
-from gapwatch.sources import recording, recording_set, time_window
+from gapwatch.sources import gzip_lines, recording, recording_set, time_window
 from gapwatch.sources.files import header_of
 from gapwatch.sources.time_window import TimeWindow, WindowError, moment, resolve, seek_plain
 
@@ -193,6 +193,93 @@ def test_a_gzip_recording_and_a_folder_of_segments_give_the_plain_file_s_window(
     # 40 s of 4 minutes in six segments: those wholly before or after it are not opened.
     assert 1 <= len(opened) <= 3 and "gw.000001.jsonl" not in opened
     assert "gw.000006.jsonl" not in opened
+
+
+@pytest.fixture
+def small_pieces(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """gzip inflated in pieces of a few KB of lines (a day's are ~1 MB), so that the tests'
+    files are passed over piece by piece; what each `pass_pieces` returned, listed."""
+    monkeypatch.setattr(gzip_lines, "CHUNK_BYTES", 512)
+    passed: list[int] = []
+    real = gzip_lines.GzipLines.pass_pieces
+
+    def counted(self: gzip_lines.GzipLines, before: gzip_lines.PieceJudge) -> int:
+        passed.append(real(self, before))
+        return passed[-1]
+
+    monkeypatch.setattr(gzip_lines.GzipLines, "pass_pieces", counted)
+    return passed
+
+
+def test_a_gzip_window_passes_over_the_pieces_before_it_and_keeps_every_line_number(
+    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None, small_pieces: list[int]
+) -> None:
+    """The gzip reader inflates what lies before the window without splitting it into lines:
+    the same report as the plain file's window, a bad line named by its line in the file."""
+    path, _log = sim_with_log
+    lines = path.read_bytes().splitlines(keepends=True)
+    at = len(lines) * 3 // 4
+    lines.insert(at, b'{"type":"host","t_wall_s":"soon"}\n')
+    plain = tmp_path / "damaged.jsonl"
+    plain.write_bytes(b"".join(lines))
+    gz = tmp_path / "damaged.jsonl.gz"
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    w = _window(plain, "+150s", "+230s")
+    from_gz = build_report(gz, Config(), workers=1, window=w)
+    assert len(small_pieces) == 1 and small_pieces[0] > len(lines) // 3  # passed over
+    assert small_pieces[0] < at  # not past the bad line, which lies inside the window
+    from_plain = build_report(plain, Config(), workers=1, window=w)
+    assert from_gz.problems == [p.replace(str(plain), str(gz)) for p in from_plain.problems]
+    assert from_gz.problems[0].startswith(f"{gz}:{at + 1}: bad record")
+    assert _doc(from_gz) | {"problems": []} == _doc(from_plain) | {"problems": []}
+
+
+def test_lines_that_lie_about_their_time_do_not_make_a_gzip_window_pass_over_its_start(
+    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None, small_pieces: list[int]
+) -> None:
+    """One line in ten claims the distant past, at the end of some pieces too: a piece is
+    judged by the median of its last lines, which they cannot move."""
+    path, _log = sim_with_log
+    header, *body = path.read_bytes().splitlines(keepends=True)
+    for k in range(5, len(body), 10):
+        wall = time_window.wall_of_text(body[k])
+        body[k] = body[k].replace(b'"t_wall_s":%r' % wall, b'"t_wall_s":1.0')
+    gz = tmp_path / "lies.jsonl.gz"
+    gz.write_bytes(gzip.compress(header + b"".join(body)))
+    since_s = START + 150.0
+    rec = recording.read_recording(gz, window=TimeWindow(since_s, None, "--since +150s"))
+    first = next(rec.records)
+    assert small_pieces[0] > len(body) // 3  # passed over
+    assert since_s <= getattr(first, "t_wall_s", 0.0) < since_s + 1.0
+    truths = [time_window.wall_of_text(line) for line in body]
+    assert rec.line_no == 1 + next(i + 1 for i, t in enumerate(truths)
+                                   if t is not None and t >= since_s)
+
+
+def test_a_piece_is_judged_by_the_median_of_its_last_lines_not_by_its_last_line() -> None:
+    """A piece whose lines are in the window, its last line claiming the distant past, is not
+    passed over; nor one whose last lines show no time at all."""
+    before = time_window.pieces_before(15000.0 + time_window.LATE_S)
+    lines = [b'{"type":"gpu","t_wall_s":%d.0}\n' % t for t in range(14990, 15030)]
+    liar = b'{"type":"log","t_wall_s":1.0}\n'
+    for piece in (b"".join(lines[:-1]) + liar, b"".join(lines), b"".join(lines[-10:]) + liar * 5):
+        assert not before(piece, len(piece))
+    early = b"".join(b'{"type":"gpu","t_wall_s":%d.0}\n' % t for t in range(100, 140))
+    assert before(early, len(early))
+    assert before(early + b'{"type":"gpu","t_wa', len(early))  # a line begun: not judged
+    assert not before(b'{"type":"note"}\n' * 80, 16 * 80)
+
+
+def test_a_gzip_file_cut_before_the_window_says_it_ends_early(
+    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None, small_pieces: list[int]
+) -> None:
+    path, _log = sim_with_log
+    whole = gzip.compress(path.read_bytes())
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(whole[:len(whole) // 2])  # a kill -9 halfway
+    r = build_report(cut, Config(), workers=1, window=_window(path, "+200s", "+230s"))
+    assert r.counters["truncated"] == 1 and not r.gaps
+    assert small_pieces and "file ends early" in r.problems[-1]
 
 
 def test_the_log_read_around_the_window_gives_the_whole_parse_s_report(

@@ -17,6 +17,11 @@ a file cut inside a member (kill -9, a full disk) gives every whole line inflate
 cut, then raises `EOFError` as `GzipFile` does (the reader counts it "truncated"); the half line
 is dropped. Data that is not gzip after a member raises `gzip.BadGzipFile`; corrupt data
 `zlib.error`. A plain file (`PlainLines`) is read `CHUNK_BYTES` at a time.
+
+A gzip file cannot be seeked, but a windowed read (`gapwatch.sources.time_window`) need not split
+or decode what lies before its window: `GzipLines.pass_pieces` inflates from the file's start and
+drops whole inflated pieces that a judge says lie before it, counting their newlines (so that
+every line after keeps its number), at the cost of inflating alone.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from itertools import chain
 from typing import IO, Final
 
@@ -145,8 +150,61 @@ class PlainLines(_Lines):
             yield data
 
 
+#: Judges a piece of inflated lines (`GzipLines.pass_pieces`): whether the whole lines of
+#: `data[:end]` may be passed over unread.
+PieceJudge = Callable[[bytes, int], bool]
+
+
 class GzipLines(_Lines):
     """A gzip file's lines."""
+
+    def pass_pieces(self, before: PieceJudge) -> int:
+        """Read on, from the file's start, past the inflated pieces whose whole lines `before`
+        says may be passed over (the first line, the header, read already, never again), and
+        return how many lines were passed over, the header's included: the number of the line
+        before the next one read. The pieces passed over are inflated, never split into lines.
+        The first piece `before` refuses is read as usual from its first whole line on; so is a
+        line longer than the longest record (`MAX_LINE_BYTES`: `split_lines` drops it). A file
+        that cannot be read again from its start (a FIFO) is left as it is: 1. Damage met
+        while passing over is met again by the next read (as the reader would have met it)."""
+        if not self._raw.seekable():
+            return 1
+        self._raw.seek(0)
+        self._pieces_left.close()
+        chunks = self._chunks()
+        lines, in_header = 0, True
+        #: The line not yet ended where the pieces passed over stop, in pieces (a long one
+        #: is never joined here), and its length.
+        carry: list[bytes] = []
+        carry_bytes = 0
+        rest: Iterator[bytes]
+        try:
+            for out in chunks:
+                if in_header:
+                    nl = out.find(b"\n")
+                    if nl < 0:
+                        continue  # still inside the header (read whole before): dropped
+                    out, lines, in_header = out[nl + 1:], 1, False
+                end = out.rfind(b"\n") + 1
+                if end == 0 and carry_bytes + len(out) <= self._limit:
+                    carry.append(out)  # inside a line longer than a piece: wait for its end
+                    carry_bytes += len(out)
+                    continue
+                # Judged by its own lines: the first may have begun in the carry, and shows
+                # its true time all the same, or none.
+                if end == 0 or not before(out, end):
+                    rest = chain(carry, (out,), chunks)
+                    break
+                lines += out.count(b"\n")
+                tail = out[end:]
+                carry, carry_bytes = [tail], len(tail)
+            else:
+                rest = iter(carry)  # the end came within what was passed over
+        except (EOFError, zlib.error, OSError) as exc:
+            rest = _raising(exc)
+        self._pieces_left = split_lines(rest, self._limit)
+        self._lines = chain.from_iterable(self._pieces_left)
+        return max(lines, 1)
 
     def _chunks(self) -> Iterator[bytes]:
         """The inflated bytes, in pieces of at most `OUT_BYTES`."""
@@ -180,3 +238,9 @@ class GzipLines(_Lines):
                 yield out
         if started:
             raise EOFError(CUT_WORDS)
+
+
+def _raising(exc: BaseException) -> Iterator[bytes]:
+    """Pieces that raise `exc` at the first read (damage met while passing over pieces)."""
+    raise exc
+    yield b""  # a generator: the raise comes at the first read, not here

@@ -78,7 +78,13 @@ from gapwatch.sources.gzip_lines import (
     PlainLines,
 )
 from gapwatch.sources.isolated_times import without_isolated_times
-from gapwatch.sources.time_window import TimeWindow, seek_plain, wall_of_text, within
+from gapwatch.sources.time_window import (
+    TimeWindow,
+    pieces_before,
+    seek_plain,
+    wall_of_text,
+    within,
+)
 
 MAX_PROBLEMS: Final = 20
 #: Characters of one problem message kept.
@@ -722,8 +728,8 @@ def read_recording(
     """
     header, stream, problems = open_recording(path)
     first_line_no = 1
-    if window is not None and window.since_s is not None and isinstance(stream, PlainLines):
-        first_line_no = _seek_to(stream, window.since_s)
+    if window is not None and window.since_s is not None:
+        first_line_no = _start_at(stream, window.since_s)
     kept, base = problem_lines if problem_lines is not None else (
         [] if keep_problem_lines else None, 0)
     rec = Recording(path=Path(path), header=header, records=iter(()), problem_lines=kept,
@@ -735,6 +741,20 @@ def read_recording(
     if window is not None:
         rec.records = within(rec.records, window, (GpuSample, HostSample, PassedOver))
     return rec
+
+
+def _start_at(stream: LineStream, since_s: float) -> int:
+    """Start `stream` (just past its header) near where its lines reach `since_s`: a plain
+    file seeked, a gzip file's pieces before passed over as they are inflated; the number of
+    the line before the first one read then."""
+    if isinstance(stream, PlainLines):
+        return _seek_to(stream, since_s)
+    if isinstance(stream, GzipLines):
+        try:
+            return stream.pass_pieces(pieces_before(since_s))
+        except OSError:  # it could not go back to its start: read on from where it is
+            return 1
+    return 1
 
 
 def _seek_to(stream: PlainLines, since_s: float) -> int:

@@ -4,8 +4,8 @@ user wrote, the wall times it names, and reading only the records inside it.
 Who calls it: `gapwatch.commands` (`report`/`export --since/--until`: `moment`, `resolve`;
 `compare --at`: `split_at`), `gapwatch.offline` (the window handed to the reader and the
 `--log` span; `search_bytes` and `median_time` for the log's own search), and
-`gapwatch.sources.recording` (`seek_plain`, `within`) and `gapwatch.sources.recording_set`
-(`LATE_S`: segments outside are not opened).
+`gapwatch.sources.recording` (`seek_plain`, `pieces_before`, `within`) and
+`gapwatch.sources.recording_set` (`LATE_S`: segments outside are not opened).
 
 Why: a day of 8 GPUs with its log takes minutes to report, and an operator asked about 14:05 wants
 that hour, not the day. A windowed report is the report of the recording as if it had been cut at
@@ -13,8 +13,10 @@ those times: the records with `since <= t_wall_s < until`. A plain file is not r
 window: the reader seeks (a binary search over the file's bytes, by the wall times its lines
 show as text), counting the newlines it skips so that every problem still names its true line;
 a segment outside the window is not opened; the reading stops once the lines are `LATE_S` past
-the window's end. A gzip file is inflated from its start (it cannot be seeked), its records
-before the window decoded and dropped.
+the window's end. A gzip file cannot be seeked: it is inflated from its start, but what lies
+before the window is passed over a piece (~1 MB of lines) at a time as it is inflated, never split
+into lines or decoded (`pieces_before`, for `gzip_lines.GzipLines.pass_pieces`), its newlines
+counted.
 
 The times are wall times (Unix seconds, as recorded). A moment is written as
 - an ISO 8601 date and time (`2026-11-30T14:05`, `2026-11-30 14:05:30+02:00`; without a zone:
@@ -221,6 +223,33 @@ def seek_plain(raw: IO[bytes], start: int, since_s: float) -> tuple[int, int]:
     the beginning. The file's position afterwards is unspecified."""
     offset = offset_before(raw, start, since_s)
     return (start, 0) if offset == start else (offset, _newlines(raw, start, offset))
+
+
+def pieces_before(since_s: float) -> Callable[[bytes, int], bool]:
+    """The judge of a gzip recording's inflated pieces for a window from `since_s`
+    (`gzip_lines.GzipLines.pass_pieces`): a piece's whole lines (`data[:end]`) may be passed
+    over when the median time of its last lines that show one (`PROBE_TIMES` within
+    `PROBE_LINES`) is more than `LATE_S` before `since_s`: the seek's rule (`offset_before`),
+    so one lying line cannot end the passing early or make it pass the window."""
+    target_s = since_s - LATE_S
+
+    def before(data: bytes, end: int) -> bool:
+        times: list[float] = []
+        at = end
+        for _ in range(PROBE_LINES):
+            if at <= 0:
+                break
+            start = data.rfind(b"\n", 0, at - 1) + 1
+            t = wall_of_text(data[start:at])
+            if t is not None and t == t:  # a NaN orders nothing
+                times.append(t)
+                if len(times) == PROBE_TIMES:
+                    break
+            at = start
+        median = median_time(times)
+        return median is not None and median < target_s
+
+    return before
 
 
 def offset_before(raw: IO[bytes], start: int, since_s: float) -> int:

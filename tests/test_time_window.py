@@ -19,7 +19,7 @@ from gapwatch.cli import main
 from gapwatch.commands.argtypes import joined_moments
 from gapwatch.config import Config
 from gapwatch.logs import parse
-from gapwatch.offline import log_span, log_split, log_window, report_parallel
+from gapwatch.offline import log_span, log_split, log_window, report_parallel, startup_lines
 from gapwatch.offline.report import ReportData, build_report, to_json
 from gapwatch.sources import gzip_lines, recording, recording_set, time_window
 from gapwatch.sources.files import header_of
@@ -112,17 +112,22 @@ def test_a_window_is_the_report_of_the_recording_cut_there(
     assert to_json(windowed)["window"] == {"since_s": w.since_s, "until_s": w.until_s}
 
 
+def _damaged(path: Path, folder: Path) -> tuple[Path, list[bytes], int]:
+    """`path` with a bad line three quarters in: the file, its lines, the bad line's index."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    at = len(lines) * 3 // 4
+    lines.insert(at, b'{"type":"host","t_wall_s":"soon"}\n')
+    damaged = folder / "damaged.jsonl"
+    damaged.write_bytes(b"".join(lines))
+    return damaged, lines, at
+
+
 def test_the_seek_skips_the_lines_before_and_keeps_every_line_number(
     sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None
 ) -> None:
     """A bad line after the window's start is named by its line in the file, though the
     reader started far into it."""
-    path, _log = sim_with_log
-    lines = path.read_bytes().splitlines(keepends=True)
-    at = len(lines) * 3 // 4
-    lines.insert(at, b'{"type":"host","t_wall_s":"soon"}\n')
-    damaged = tmp_path / "damaged.jsonl"
-    damaged.write_bytes(b"".join(lines))
+    damaged, lines, at = _damaged(sim_with_log[0], tmp_path)
     w = _window(damaged, "+150s", "+230s")
     with damaged.open("rb") as f:
         offset, skipped = seek_plain(f, 0, w.since_s or 0.0)
@@ -216,12 +221,7 @@ def test_a_gzip_window_passes_over_the_pieces_before_it_and_keeps_every_line_num
 ) -> None:
     """The gzip reader inflates what lies before the window without splitting it into lines:
     the same report as the plain file's window, a bad line named by its line in the file."""
-    path, _log = sim_with_log
-    lines = path.read_bytes().splitlines(keepends=True)
-    at = len(lines) * 3 // 4
-    lines.insert(at, b'{"type":"host","t_wall_s":"soon"}\n')
-    plain = tmp_path / "damaged.jsonl"
-    plain.write_bytes(b"".join(lines))
+    plain, lines, at = _damaged(sim_with_log[0], tmp_path)
     gz = tmp_path / "damaged.jsonl.gz"
     gz.write_bytes(gzip.compress(plain.read_bytes()))
     w = _window(plain, "+150s", "+230s")
@@ -433,10 +433,10 @@ def test_a_window_of_a_recording_with_its_log_inside_keeps_the_daemons_startup_l
     from the recording (a byte search for its start), fed first, as a `--log` file's are."""
     from gapwatch.offline.compare import read_side
 
-    monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
+    monkeypatch.setattr(startup_lines, "PAST_BYTES", 16 << 10)
     w = _window(sim_log_inside, "+120s", "+200s")
     assert w.since_s is not None
-    startup = log_window.recorded_startup(sim_log_inside, w.since_s)
+    startup = startup_lines.recorded_startup(sim_log_inside, w.since_s)
     # cuzk says its memory budget and pinned pool just before its start line: kept too.
     assert [e.name for e in startup][:3] == ["memory budget initialized",
                                             "CUDA pinned memory pool initialized",
@@ -448,10 +448,60 @@ def test_a_window_of_a_recording_with_its_log_inside_keeps_the_daemons_startup_l
     assert part.settings.values.get("[pipeline] enabled") == "true"
 
 
+def test_a_gzip_recording_with_its_log_inside_gives_the_plain_files_startup_lines(
+    sim_log_inside: Path, tmp_path: Path, small_steps: None, small_pieces: list[int],
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gzip file cannot be read backwards: it is inflated from its start to the window, its
+    pieces searched for the daemon's start (the lines around it cut across pieces here)."""
+    monkeypatch.setattr(startup_lines, "PAST_BYTES", 16 << 10)
+    gz = tmp_path / "logged.jsonl.gz"
+    gz.write_bytes(gzip.compress(sim_log_inside.read_bytes()))
+    w = _window(sim_log_inside, "+120s", "+200s")
+    assert w.since_s is not None
+    plain = startup_lines.recorded_startup(sim_log_inside, w.since_s)
+    assert len(plain) >= 5 and startup_lines.recorded_startup(gz, w.since_s) == plain
+    from_gz = build_report(gz, Config(), workers=1, window=w)
+    from_plain = build_report(sim_log_inside, Config(), workers=1, window=w)
+    assert _doc(from_gz) == _doc(from_plain)
+
+
+def test_a_gzip_recording_without_log_events_is_not_inflated_to_the_window(
+    sim_with_log: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _log = sim_with_log
+    gz = tmp_path / "sim.jsonl.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    monkeypatch.setattr(startup_lines, "LOG_PROBE_BYTES", 64 << 10)
+    monkeypatch.setattr(gzip_lines, "CHUNK_BYTES", 512)
+    pieces: list[int] = []
+    real = gzip_lines.inflated
+
+    def counted(raw: Any) -> Any:
+        for piece in real(raw):
+            pieces.append(len(piece))
+            yield piece
+
+    monkeypatch.setattr(startup_lines, "inflated", counted)
+    assert startup_lines.recorded_startup(gz, START + 200) == []
+    assert sum(pieces) < (64 << 10) + max(pieces) < path.stat().st_size // 4
+
+
+def test_the_last_start_before_the_window_is_the_one_kept_not_a_later_one() -> None:
+    def start(t: float) -> bytes:
+        return (b'{"type":"log","t_wall_s":%r,"time_source":"log","kind":"tracing",'
+                b'"name":"starting cuzk engine","raw":"x"}\n' % t)
+
+    region = b'{"type":"gpu","t_wall_s":1.0}\n' + start(5.0) + start(7.0) + start(12.0)
+    at = startup_lines._last_start_before(region, since_s=10.0)
+    assert at is not None and region[at:].startswith(start(7.0))
+    assert startup_lines._last_start_before(region, since_s=5.0) is None
+
+
 def test_a_split_window_of_a_recording_with_its_log_inside_reads_as_one_process(
     sim_log_inside: Path, small_steps: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(log_window, "CLOSE_BYTES", 8 << 10)
+    monkeypatch.setattr(startup_lines, "PAST_BYTES", 16 << 10)
     monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
     monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
     w = _window(sim_log_inside, "+120s", "+200s")
@@ -517,8 +567,8 @@ def test_a_recording_without_its_log_inside_is_not_searched_back_through(
     def searched(*_: object) -> None:
         raise AssertionError("searched back through a recording that holds no log line")
 
-    monkeypatch.setattr(log_window, "last_restart", searched)
-    assert log_window.recorded_startup(path, START + 200) == []
+    monkeypatch.setattr(startup_lines, "last_restart", searched)
+    assert startup_lines.recorded_startup(path, START + 200) == []
 
 
 def test_the_windows_log_part_parsed_in_two_processes_gives_the_one_process_report(

@@ -493,7 +493,7 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
     if window is not None and window.since_s is not None and config.logs.cuzk:
         # The daemon's startup lines the recording holds from before the window (`record
         # --log`): its settings, as a windowed report feeds them first.
-        from gapwatch.offline.log_window import recorded_startup  # local, as above
+        from gapwatch.offline.startup_lines import recorded_startup  # local, as above
 
         try:
             startup = recorded_startup(path, window.since_s)

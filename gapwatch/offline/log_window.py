@@ -1,8 +1,9 @@
 """A windowed report's prover log, read only around the window: a `--log` file's lines
-(`spool_window`), and the daemon's startup lines a recording holds (`recorded_startup`).
+(`spool_window`; the daemon's startup lines a recording holds are
+`gapwatch.offline.startup_lines`').
 
 Who calls it: `gapwatch.offline.report.parse_log_input` (`--since`/`--until`, before the whole
-parse it would otherwise do) and `detect_either` (the recorded startup lines, fed first). A
+parse it would otherwise do). A
 day's log (920 MB, ~8 M lines for 8 GPUs) takes about a minute to parse on two cores; the
 events an hour's window uses are a twenty-fourth of it.
 
@@ -27,28 +28,19 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
-from typing import BinaryIO, Final
-
-import msgspec
+from typing import Final
 
 from gapwatch.config import Config
-from gapwatch.core.codec import decode_record
-from gapwatch.core.models import LogEvent
-from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
 from gapwatch.logs.files import LogFile, file_events, log_counters, offline_parser
 from gapwatch.offline import log_split
 from gapwatch.offline.gap_spool import EventSpool
-from gapwatch.offline.log_span import MARGIN_S, LogSpan, is_startup
-from gapwatch.offline.log_split import Plan, last_restart, line_start, splittable, spool_planned
+from gapwatch.offline.log_span import MARGIN_S, LogSpan
+from gapwatch.offline.log_split import Plan, line_start, splittable, spool_planned
 from gapwatch.offline.progress import LogBytes, Progress
-from gapwatch.sources.files import read_any
-from gapwatch.sources.gzip_lines import MAX_LINE_BYTES
 from gapwatch.sources.time_window import (
     LATE_S,
     TimeWindow,
     median_time,
-    offset_before,
     search_bytes,
 )
 
@@ -60,13 +52,6 @@ SPLIT_BYTES: Final = 32 << 20
 #: many such times it takes the median of (one line that lies cannot move the search).
 PROBE_LINES: Final = 400
 PROBE_TIMES: Final = 9
-#: A recorded start's lines are those from `LEAD_S` before its `starting cuzk engine` on (cuzk
-#: logs its memory budget and pinned pool first: `log_split.BACK_BYTES`).
-LEAD_S: Final = 60.0
-#: The bytes each side of a window's start looked at for log events recorded inside (about 4
-#: minutes of 8 GPUs), and how the codec starts a log event's line.
-LOG_PROBE_BYTES: Final = 16 << 20
-_LOG_LINE: Final = b'{"type":"log"'
 #: The search stops when the range is this small (a line start within it is close enough:
 #: the margins above are minutes).
 CLOSE_BYTES: Final = 1 << 20
@@ -210,71 +195,3 @@ def _time_at(path: str, config: Config, at: int) -> float | None:
         if close is not None:
             close()
     return median_time(times)
-
-
-def recorded_startup(path: str | Path, since_s: float) -> list[LogEvent]:
-    """The daemon's startup lines a recording holds (`record --log`) from its last start
-    before `since_s`, as they were recorded (a window's report feeds them first, as it keeps a
-    `--log` file's: `LogSpan`); [] where there are none. Found by a byte search back from the
-    window's start (`last_restart`), file by file back through a set; gzip files are not
-    searched (they cannot be read backwards). Raises RecordingError (the recording)."""
-    rec = read_any(path)
-    close = getattr(rec.records, "close", None)  # a generator holding the file open
-    if close is not None:
-        close()
-    searched = False
-    for file in reversed(rec.files):
-        with open(file, "rb") as f:
-            if f.read(2) == b"\x1f\x8b":
-                continue
-            # Past the line the window's lines start at by the search's own step: the lines
-            # around it are read and judged by their times.
-            before = min(os.fstat(f.fileno()).st_size,
-                         offset_before(f, 0, since_s) + 2 * CLOSE_BYTES)
-            if not searched and not _holds_log_lines(f, before):
-                return []  # no `record --log` recording: nothing to look back for
-            searched = True
-        while (at := last_restart(str(file), before)) is not None:
-            events = _startup_at(file, at, since_s)
-            if events:
-                return events
-            before = at  # a start at or after the window: the one before it
-    return []
-
-
-def _holds_log_lines(f: BinaryIO, around: int) -> bool:
-    """Whether the recording holds log events where the window starts (`LOG_PROBE_BYTES` each
-    side of it): a `record --log` recording holds them all along (cuzk logs as it works); one
-    without them is not searched back through (1.3 s for a day of 8 GPUs)."""
-    f.seek(max(0, around - LOG_PROBE_BYTES))
-    return _LOG_LINE in f.read(2 * LOG_PROBE_BYTES)
-
-
-def _startup_at(file: Path, at: int, since_s: float) -> list[LogEvent]:
-    """The startup lines recorded around byte `at` (the line of the daemon's start): from
-    `log_split.BACK_BYTES` before it to `STARTUP_BYTES` after, `LEAD_S` before the start's own
-    time or later, before `since_s`; [] unless that start is before `since_s`."""
-    out: list[LogEvent] = []
-    anchor: LogEvent | None = None
-    with open(file, "rb") as f:
-        back = log_split.BACK_BYTES
-        f.seek(max(0, at - back))
-        if at > back:
-            f.readline(MAX_LINE_BYTES)  # the rest of a line cut by the step back
-        read = 0
-        while read < back + log_split.STARTUP_BYTES:
-            line = f.readline(MAX_LINE_BYTES)
-            if not line:
-                break
-            read += len(line)
-            try:
-                r = decode_record(line)
-            except (msgspec.DecodeError, RecursionError):
-                continue  # a bad line: the window's reader counts those it reads
-            if type(r) is LogEvent and r.t_wall_s < since_s and is_startup(r):
-                out.append(r)
-                if anchor is None and r.name == ANCHOR_MESSAGE:
-                    anchor = r
-    if anchor is None:
-        return []
-    return [e for e in out if e.t_wall_s >= anchor.t_wall_s - LEAD_S]

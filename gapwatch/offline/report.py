@@ -79,10 +79,11 @@ from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_reco
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.log_split import spool_split
-from gapwatch.offline.log_window import recorded_startup, spool_window
+from gapwatch.offline.log_window import spool_window
 from gapwatch.offline.progress import DataTime, LogBytes, Progress, progress_of, tell
 from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
+from gapwatch.offline.startup_lines import recorded_startup
 from gapwatch.sources.files import data_span, header_of, read_any
 from gapwatch.sources.recording import RecordingError
 from gapwatch.sources.time_window import TimeWindow
@@ -250,7 +251,7 @@ def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
     feeds them (a split run's in this process); `keep_h2d`: the copy trace's sums keep each
     host-to-device copy (`CopySums`, for `compare`); `progress`: told how far the detection is
     (by the data's time); `window`: only the records inside it, after the daemon's startup
-    lines the recording holds from before it (`log_window.recorded_startup`). Used by
+    lines the recording holds from before it (`startup_lines.recorded_startup`). Used by
     `build_report` and `compare`'s sides."""
     startup = (recorded_startup(path, window.since_s)
                if window is not None and window.since_s is not None and config.logs.cuzk

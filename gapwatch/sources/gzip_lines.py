@@ -207,40 +207,46 @@ class GzipLines(_Lines):
         return max(lines, 1)
 
     def _chunks(self) -> Iterator[bytes]:
-        """The inflated bytes, in pieces of at most `OUT_BYTES`."""
-        z = zlib.decompressobj(GZIP_WBITS)
-        started = False  # inside a member: its end must come before the file's
-        read = self._raw.read
-        data = b""
-        full = False  # the last call stopped at OUT_BYTES: it may hold more output
-        while True:
-            if not data and not full:
-                data = read(CHUNK_BYTES)
-                if not data:
-                    break
-            if not started:
-                data = data.lstrip(b"\x00")  # padding between members
-                if not data:
-                    continue
-                if len(data) >= 2 and data[:2] != b"\x1f\x8b":
-                    raise gzip.BadGzipFile(f"Not a gzipped file ({data[:2]!r})")
-                started = True
-            out = z.decompress(data, OUT_BYTES)
-            full = len(out) == OUT_BYTES
-            if z.eof:
-                full = False
-                data = z.unused_data
-                z = zlib.decompressobj(GZIP_WBITS)
-                started = False
-            else:
-                data = z.unconsumed_tail
-            if out:
-                yield out
-        if started:
-            raise EOFError(CUT_WORDS)
-
+        return inflated(self._raw)
 
 def _raising(exc: BaseException) -> Iterator[bytes]:
     """Pieces that raise `exc` at the first read (damage met while passing over pieces)."""
     raise exc
     yield b""  # a generator: the raise comes at the first read, not here
+
+
+def inflated(raw: IO[bytes]) -> Iterator[bytes]:
+    """The inflated bytes of the gzip file `raw` from where it is, in pieces of at most
+    `OUT_BYTES` (every member in turn, zero padding between them passed over; see the module
+    docstring for the end and for damage)."""
+    z = zlib.decompressobj(GZIP_WBITS)
+    started = False  # inside a member: its end must come before the file's
+    read = raw.read
+    data = b""
+    full = False  # the last call stopped at OUT_BYTES: it may hold more output
+    while True:
+        if not data and not full:
+            data = read(CHUNK_BYTES)
+            if not data:
+                break
+        if not started:
+            data = data.lstrip(b"\x00")  # padding between members
+            if not data:
+                continue
+            if len(data) >= 2 and data[:2] != b"\x1f\x8b":
+                raise gzip.BadGzipFile(f"Not a gzipped file ({data[:2]!r})")
+            started = True
+        out = z.decompress(data, OUT_BYTES)
+        full = len(out) == OUT_BYTES
+        if z.eof:
+            full = False
+            data = z.unused_data
+            z = zlib.decompressobj(GZIP_WBITS)
+            started = False
+        else:
+            data = z.unconsumed_tail
+        if out:
+            yield out
+    if started:
+        raise EOFError(CUT_WORDS)
+

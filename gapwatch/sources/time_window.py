@@ -228,28 +228,35 @@ def seek_plain(raw: IO[bytes], start: int, since_s: float) -> tuple[int, int]:
 def pieces_before(since_s: float) -> Callable[[bytes, int], bool]:
     """The judge of a gzip recording's inflated pieces for a window from `since_s`
     (`gzip_lines.GzipLines.pass_pieces`): a piece's whole lines (`data[:end]`) may be passed
-    over when the median time of its last lines that show one (`PROBE_TIMES` within
-    `PROBE_LINES`) is more than `LATE_S` before `since_s`: the seek's rule (`offset_before`),
-    so one lying line cannot end the passing early or make it pass the window."""
+    over when their time (`lines_time`) is more than `LATE_S` before `since_s`: the seek's
+    rule (`offset_before`), so one lying line cannot end the passing early or make it pass the
+    window; lines that show no time are not passed over."""
     target_s = since_s - LATE_S
 
     def before(data: bytes, end: int) -> bool:
-        times: list[float] = []
-        at = end
-        for _ in range(PROBE_LINES):
-            if at <= 0:
-                break
-            start = data.rfind(b"\n", 0, at - 1) + 1
-            t = wall_of_text(data[start:at])
-            if t is not None and t == t:  # a NaN orders nothing
-                times.append(t)
-                if len(times) == PROBE_TIMES:
-                    break
-            at = start
-        median = median_time(times)
-        return median is not None and median < target_s
+        t = lines_time(data, end)
+        return t is not None and t < target_s
 
     return before
+
+
+def lines_time(data: bytes, end: int) -> float | None:
+    """The time the whole lines of `data[:end]` end at: the median of the times their last
+    lines show (`PROBE_TIMES` within `PROBE_LINES`; one line that lies cannot move it), or
+    None."""
+    times: list[float] = []
+    at = end
+    for _ in range(PROBE_LINES):
+        if at <= 0:
+            break
+        start = data.rfind(b"\n", 0, at - 1) + 1
+        t = wall_of_text(data[start:at])
+        if t is not None and t == t:  # a NaN orders nothing
+            times.append(t)
+            if len(times) == PROBE_TIMES:
+                break
+        at = start
+    return median_time(times)
 
 
 def offset_before(raw: IO[bytes], start: int, since_s: float) -> int:

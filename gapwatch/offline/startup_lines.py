@@ -1,0 +1,206 @@
+"""The daemon's startup lines a recording holds (`record --log`), read back for a window that
+starts after them.
+
+Who calls it: `gapwatch.offline.report.detect_either` and the windowed replay
+(`gapwatch.engine.runtime`): a window's report feeds them first, as it keeps a `--log` file's
+startup lines (`gapwatch.offline.log_span.LogSpan`).
+
+Why: cuzk says its settings once, as it starts (its memory budget and pinned pool, its GPU
+workers, the synthesis dispatcher's batch size, ...), and a window hours later holds none of
+them; the advice reads them. Where they are looked for, file by file back through a set from
+the last one, until one holds a start before the window:
+- a plain file: a byte search back from the window's start for the last `starting cuzk engine`
+  (`log_split.last_restart`, at C's speed), then the lines from `log_split.BACK_BYTES` before
+  it (cuzk logs its memory budget and pinned pool first) to `log_split.STARTUP_BYTES` after;
+- a gzip file cannot be read backwards: it is inflated from its start up to the window (the
+  window's own reading does the same, `gzip_lines.GzipLines.pass_pieces`), each piece searched
+  for the marker as bytes, never split into lines, and the same bytes around the last start
+  before the window kept; what follows a start is a few MB at most, so a day costs its inflating.
+Only a recording that holds log events is searched (a plain file `LOG_PROBE_BYTES` each side of
+the window's start, a gzip file its first `LOG_PROBE_BYTES`: cuzk logs as it works, and
+`record --log` records it all along); one without is not searched back through (1.3 s for a day
+of 8 GPUs). The lines kept are the log events from `LEAD_S` before the start's own line on,
+before the window, that `log_span.is_startup` names.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO, Final
+
+import msgspec
+
+from gapwatch.core.codec import decode_record
+from gapwatch.core.models import LogEvent
+from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
+from gapwatch.offline import log_split
+from gapwatch.offline.log_span import is_startup
+from gapwatch.offline.log_split import last_restart
+from gapwatch.sources.files import read_any
+from gapwatch.sources.gzip_lines import MAX_LINE_BYTES, inflated
+from gapwatch.sources.time_window import lines_time, offset_before, wall_of_text
+
+#: A recorded start's lines are those from `LEAD_S` before its `starting cuzk engine` on (cuzk
+#: logs its memory budget and pinned pool first: `log_split.BACK_BYTES`).
+LEAD_S: Final = 60.0
+#: The bytes looked at for log events recorded inside (about 4 minutes of 8 GPUs), and how the
+#: codec starts a log event's line.
+LOG_PROBE_BYTES: Final = 16 << 20
+_LOG_LINE: Final = b'{"type":"log"'
+#: A plain file's search back starts this far past the line the window's lines start at (the
+#: seek finds that line within a MB: the lines around it are judged by their times).
+PAST_BYTES: Final = 2 << 20
+_MARKER: Final = ANCHOR_MESSAGE.encode()
+
+
+def recorded_startup(path: str | Path, since_s: float) -> list[LogEvent]:
+    """The daemon's startup lines the recording at `path` holds from its last start before
+    `since_s`, as they were recorded; [] where there are none (see the module docstring).
+    Raises RecordingError (the recording)."""
+    rec = read_any(path)
+    close = getattr(rec.records, "close", None)  # a generator holding the file open
+    if close is not None:
+        close()
+    probed = False
+    for file in reversed(rec.files):
+        with open(file, "rb") as f:
+            gzipped = f.read(2) == b"\x1f\x8b"
+            if not gzipped:
+                before = min(os.fstat(f.fileno()).st_size,
+                             offset_before(f, 0, since_s) + PAST_BYTES)
+                if not probed and not _holds_log_lines(f, before):
+                    return []  # no `record --log` recording: nothing to look back for
+                probed = True
+        if gzipped:
+            block = _gzip_block(file, since_s)
+            if block is None:
+                return []  # no log event in its start: no `record --log` recording
+            events = _startup_of(block.split(b"\n"), since_s)
+            if events:
+                return events
+            continue
+        while (at := last_restart(str(file), before)) is not None:
+            events = _startup_of(_lines_around(file, at), since_s)
+            if events:
+                return events
+            before = at  # a start at or after the window: the one before it
+    return []
+
+
+def _holds_log_lines(f: BinaryIO, around: int) -> bool:
+    """Whether a plain recording holds log events where the window starts (`LOG_PROBE_BYTES`
+    each side of it)."""
+    f.seek(max(0, around - LOG_PROBE_BYTES))
+    return _LOG_LINE in f.read(2 * LOG_PROBE_BYTES)
+
+
+def _lines_around(file: Path, at: int) -> Iterator[bytes]:
+    """A plain file's lines from `log_split.BACK_BYTES` before byte `at` (the line of the
+    daemon's start) to `log_split.STARTUP_BYTES` after it."""
+    back = log_split.BACK_BYTES
+    with open(file, "rb") as f:
+        f.seek(max(0, at - back))
+        if at > back:
+            f.readline(MAX_LINE_BYTES)  # the rest of a line cut by the step back
+        read = 0
+        while read < back + log_split.STARTUP_BYTES:
+            line = f.readline(MAX_LINE_BYTES)
+            if not line:
+                break
+            read += len(line)
+            yield line
+
+
+def _gzip_block(file: Path, since_s: float) -> bytes | None:
+    """The whole lines of a gzip recording from `log_split.BACK_BYTES` before its last line of
+    the daemon's start before `since_s` to `log_split.STARTUP_BYTES` after ("" without one),
+    inflated from the file's start up to the window's; None where its first `LOG_PROBE_BYTES`
+    hold no log event. Damage ends the search with what was found before it (the window's
+    reader says what is wrong with the file)."""
+    back, after = log_split.BACK_BYTES, log_split.STARTUP_BYTES
+    block: list[bytes] = []
+    cut = True  # the block's first line is cut (it is whole only at the file's start)
+    need = 0  # bytes still to take after a start found
+    prev = b""  # the last `back` bytes of whole lines before the region read
+    carry = b""  # a line begun at the end of the last piece
+    probed, reached = 0, False
+    try:
+        with open(file, "rb") as f:
+            for piece in inflated(f):
+                end = piece.rfind(b"\n") + 1
+                if end == 0:  # inside a long line: held to its end, within a line's bound
+                    carry = carry + piece if len(carry) < MAX_LINE_BYTES else b""
+                    continue
+                region = carry + piece[:end] if carry else piece[:end]
+                carry = piece[end:]
+                if probed >= 0:
+                    if _LOG_LINE in region:
+                        probed = -1  # seen: not looked for again
+                    else:
+                        probed += len(region)
+                        if probed >= LOG_PROBE_BYTES:
+                            return None
+                if need > 0:
+                    block.append(region[:need])
+                    need -= min(need, len(region))
+                at = None if reached else _last_start_before(region, since_s)
+                if at is not None:
+                    joined = prev + region
+                    at += len(prev)
+                    cut = at > back or bool(prev)
+                    block = [joined[max(0, at - back):at + after]]
+                    need = max(0, at + after - len(joined))
+                # The window's start is reached where the lines show it (a region of lines
+                # without a time, the header's, says nothing).
+                t = lines_time(region, len(region))
+                reached = reached or (t is not None and t >= since_s)
+                if reached and need <= 0:
+                    break
+                prev = region[-back:]
+    except (EOFError, zlib.error, OSError):
+        pass
+    return _whole_lines(b"".join(block), cut)
+
+
+def _last_start_before(region: bytes, since_s: float) -> int | None:
+    """The offset of the line of the last daemon start in `region` (whole lines) whose time is
+    before `since_s`, or None."""
+    at = region.rfind(_MARKER)
+    while at >= 0:
+        start = region.rfind(b"\n", 0, at) + 1
+        t = wall_of_text(region[start:region.find(b"\n", at) + 1])
+        if t is not None and t < since_s:
+            return start
+        at = region.rfind(_MARKER, 0, start)
+    return None
+
+
+def _whole_lines(data: bytes, cut: bool) -> bytes:
+    """`data`'s whole lines: from its first line (or the second where the first is `cut`) to
+    its last newline."""
+    first = data.find(b"\n") + 1 if cut else 0
+    return data[first:data.rfind(b"\n") + 1]
+
+
+def _startup_of(lines: Iterable[bytes], since_s: float) -> list[LogEvent]:
+    """The startup log events among `lines` (recorded lines), before `since_s`, from `LEAD_S`
+    before the daemon's start on; [] without a start among them."""
+    out: list[LogEvent] = []
+    anchor: LogEvent | None = None
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            r = decode_record(line)
+        except (msgspec.DecodeError, RecursionError):
+            continue  # a bad line: the window's reader counts those it reads
+        if type(r) is LogEvent and r.t_wall_s < since_s and is_startup(r):
+            out.append(r)
+            if anchor is None and r.name == ANCHOR_MESSAGE:
+                anchor = r
+    if anchor is None:
+        return []
+    return [e for e in out if e.t_wall_s >= anchor.t_wall_s - LEAD_S]

@@ -487,6 +487,25 @@ def test_a_gzip_recording_without_log_events_is_not_inflated_to_the_window(
     assert sum(pieces) < (64 << 10) + max(pieces) < path.stat().st_size // 4
 
 
+def test_a_line_longer_than_any_record_in_a_gzip_recording_is_no_start_and_no_stop(
+    sim_log_inside: Path, tmp_path: Path, small_steps: None, small_pieces: list[int],
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A planted line longer than any record, naming the daemon's start and an early time,
+    before the real start: passed over, not held whole, not taken for a start."""
+    monkeypatch.setattr(startup_lines, "MAX_LINE_BYTES", 4096)
+    header, *body = sim_log_inside.read_bytes().splitlines(keepends=True)
+    planted = (b'{"type":"log","t_wall_s":1.0,"name":"starting cuzk engine","raw":"'
+               + b"x" * 20_000 + b'"}\n')
+    gz = tmp_path / "planted.jsonl.gz"
+    gz.write_bytes(gzip.compress(header + planted + b"".join(body)))
+    w = _window(sim_log_inside, "+120s", "+200s")
+    assert w.since_s is not None
+    found = startup_lines.recorded_startup(gz, w.since_s)
+    assert found == startup_lines.recorded_startup(sim_log_inside, w.since_s)
+    assert found and found[0].t_wall_s >= START
+
+
 def test_the_last_start_before_the_window_is_the_one_kept_not_a_later_one() -> None:
     def start(t: float) -> bytes:
         return (b'{"type":"log","t_wall_s":%r,"time_source":"log","kind":"tracing",'

@@ -125,17 +125,23 @@ def _gzip_block(file: Path, since_s: float) -> bytes | None:
     cut = True  # the block's first line is cut (it is whole only at the file's start)
     need = 0  # bytes still to take after a start found
     prev = b""  # the last `back` bytes of whole lines before the region read
-    carry = b""  # a line begun at the end of the last piece
+    carry: list[bytes] = []  # a line begun at the end of the last piece, in pieces
+    carry_bytes = 0
     probed, reached = 0, False
     try:
         with open(file, "rb") as f:
             for piece in inflated(f):
                 end = piece.rfind(b"\n") + 1
                 if end == 0:  # inside a long line: held to its end, within a line's bound
-                    carry = carry + piece if len(carry) < MAX_LINE_BYTES else b""
+                    if carry_bytes + len(piece) <= MAX_LINE_BYTES:
+                        carry.append(piece)
+                        carry_bytes += len(piece)
+                    else:  # longer than any record: not one; the region starts cut
+                        carry, carry_bytes = [], 0
                     continue
-                region = carry + piece[:end] if carry else piece[:end]
-                carry = piece[end:]
+                region = b"".join((*carry, piece[:end])) if carry else piece[:end]
+                carry = [piece[end:]]
+                carry_bytes = len(carry[0])
                 if probed >= 0:
                     if _LOG_LINE in region:
                         probed = -1  # seen: not looked for again

@@ -36,7 +36,9 @@ from gapwatch.offline.detect import Detected
 from gapwatch.offline.report import ReportData, build_report, parse_log_input, to_json
 from gapwatch.offline.report_parallel import MIN_PARALLEL_BYTES, detect_parallel, plan_workers
 from gapwatch.sinks.recorder import write_recording
+from gapwatch.sources.files import header_of
 from gapwatch.sources.recording import json_bytes, read_recording
+from gapwatch.sources.time_window import TimeWindow
 from gapwatch.sources.trace_csv import read_trace_csv
 
 DATA = Path(__file__).parent / "data"
@@ -479,6 +481,35 @@ def test_a_folder_of_segments_is_split_across_processes_and_reports_the_same(
         "gw.000001.jsonl", "gw.000001.jsonl", "gw.000003.jsonl"]
     assert "incomplete last line" in one.problems[1]
     assert len(one.gaps) > 100
+
+
+@pytest.fixture(scope="module")
+def four_minutes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """4 simulated GPUs for 4 minutes (tests/test_time_window.py's): cut into segments, the
+    90 s recordings above happen to give the same ids however a worker counts lines."""
+    path, _log = write_sim_with_log(tmp_path_factory.mktemp("four-min"), seed=11,
+                                    duration_s=240.0, gpus=4)
+    return path
+
+
+@pytest.mark.parametrize("parts", [5, 7, 11])
+def test_segments_cut_anywhere_number_their_gaps_as_one_process_whole_and_windowed(
+    four_minutes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parts: int
+) -> None:
+    """A segment whose last line is one worker's sample: every worker counts the file's lines
+    alike, so the gap ids, given in the order of the lines that assigned them, are one
+    process's (a worker counted a file to its own last record, and ids after it came out
+    swapped), for the whole set and for a window that starts in a later segment."""
+    path = four_minutes
+    folder = _segments(path, tmp_path / "set", parts)
+    monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
+    start = header_of(path).started_wall_s
+    for window in (None, TimeWindow(start + 100.0, start + 200.0, "--since +100s --until +200s")):
+        one = build_report(folder, Config(), workers=1, window=window)
+        two = build_report(folder, Config(), workers=2, window=window)
+        assert msgspec.json.encode(to_json(two)) == msgspec.json.encode(to_json(one))
+        assert len(one.gaps) > 50
 
 
 def test_a_folder_of_segments_with_log_files_is_split_and_reports_the_same(

@@ -198,6 +198,9 @@ class Recording:
     problems: list[str] = field(default_factory=list)
     #: Line number of the record last yielded (the header is line 1).
     line_no: int = 1
+    #: The number of the last line read, once the reader has ended (its last record may lie
+    #: before it: a line it passed over, a bad one): how many lines the file had, read whole.
+    lines_read: int = 1
     #: Every problem as (line, counter, message), when the reader was asked to keep them
     #: (`read_recording(keep_problem_lines=True)`): the parallel report merges the readings of
     #: its workers by line, so that a bad line read by two of them is counted once.
@@ -364,6 +367,7 @@ def _records(
         if locked_by_another(recording.path):
             _still_written(recording, line_no, "more is written after")
     finally:
+        recording.lines_read = line_no
         stream.close()
 
 

@@ -308,7 +308,11 @@ def _records(rec: Recording, plan: list[tuple[Path, int]], reading: dict[str, An
                     r = structs.replace(r, t_mono_ns=max(0, r.t_mono_ns + offset))
                 yield r
         finally:
-            lines_before += part.line_no
+            # The lines the file had, however many of them were this reader's records (a
+            # worker of a split report passes other workers' samples over): every worker
+            # numbers the next file's lines alike. A file left within the window's end is
+            # still open here: its last record's line.
+            lines_before += max(part.line_no, part.lines_read)
             for counter, n in part.counters.items():
                 rec.counters[counter] = rec.counters.get(counter, 0) + n
             room = MAX_PROBLEMS - len(rec.problems)

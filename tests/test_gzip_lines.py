@@ -9,7 +9,7 @@ import zlib
 
 import pytest
 
-from gapwatch.sources import gzip_lines
+from gapwatch.base import gzip_stream
 from gapwatch.sources.gzip_lines import GzipLines
 
 
@@ -44,7 +44,7 @@ BODY = b"".join(b'{"type":"gpu","gpu":%d,"t_mono_ns":%d}\n' % (i % 8, i) for i i
 
 def test_the_lines_of_many_members_are_the_standard_librarys(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gzip_lines, "CHUNK_BYTES", 512)  # members and lines across chunks
+    monkeypatch.setattr(gzip_stream, "CHUNK_BYTES", 512)  # members and lines across chunks
     data = _members(BODY[:10_000], BODY[10_000:10_001], BODY[10_001:])
     ours, theirs = _both(data)
     assert ours == theirs == (BODY.splitlines(keepends=True), None)
@@ -74,8 +74,8 @@ def test_data_that_is_not_gzip_after_a_member_ends_the_file_as_an_os_error() -> 
 
 def test_a_long_line_and_a_highly_compressed_stretch_are_inflated_in_steps(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gzip_lines, "CHUNK_BYTES", 64)
-    monkeypatch.setattr(gzip_lines, "OUT_BYTES", 1000)
+    monkeypatch.setattr(gzip_stream, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(gzip_stream, "OUT_BYTES", 1000)
     body = b"x" * 200_000 + b"\n" + b"\n" * 5000 + b"end\n"
     ours, theirs = _both(_members(body))
     assert ours == theirs == (body.splitlines(keepends=True), None)

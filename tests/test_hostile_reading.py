@@ -18,6 +18,7 @@ import msgspec
 import pytest
 
 from evaluation.simulate import simulate
+from gapwatch.base.gzip_stream import OUT_BYTES
 from gapwatch.cli import main
 from gapwatch.config import Config
 from gapwatch.offline.report import build_report
@@ -25,7 +26,7 @@ from gapwatch.offline.report_parallel import detect_parallel
 from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources import recording
 from gapwatch.sources.files import read_any
-from gapwatch.sources.gzip_lines import MAX_LINE_BYTES, OUT_BYTES
+from gapwatch.sources.gzip_lines import MAX_LINE_BYTES
 from gapwatch.sources.recording import json_bytes
 
 HOSTILE = Path(__file__).parent / "data" / "hostile"
@@ -177,7 +178,7 @@ def small_line_limit(monkeypatch: pytest.MonkeyPatch) -> int:
     """The readers' line limit at 8 MiB instead of 64, so that a line just past it is cheap
     to inflate (each reader below would otherwise inflate 65 MiB, 1-2 s of CPU apiece); the
     limit's own bound on memory is tested above at its real size. Not less: a line is held to
-    the limit once it outgrows the piece inflated at a time (`gzip_lines.OUT_BYTES`)."""
+    the limit once it outgrows the piece inflated at a time (`gzip_stream.OUT_BYTES`)."""
     monkeypatch.setattr(recording, "MAX_LINE_BYTES", OUT_BYTES)
     return OUT_BYTES
 

@@ -4,12 +4,14 @@ slices (a NUL hole passed over unread)."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import signal
 import tracemalloc
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from gapwatch.cli import main
 from gapwatch.config import Config
@@ -147,3 +149,67 @@ def test_an_endless_device_as_an_offline_log_is_refused_not_read_for_ever(
     assert "a character device, not a file to read whole" in capsys.readouterr().err
     main(["parse", device])
     assert "a character device, not a file to read whole" in capsys.readouterr().err
+
+
+def _cuzk_log() -> bytes:
+    """cuzk's own lines (tests/data/cuzk-upstream: its format strings at the pinned commit)."""
+    return (Path(__file__).parent / "data" / "cuzk-upstream" / "cuzk.log").read_bytes()
+
+
+def test_a_gzipped_log_is_read_inflated_as_the_plain_one(tmp_path: Path) -> None:
+    """logrotate compresses the rotated logs (`cuzk.log.2.gz`): read as text, one was a screen
+    of unparsed junk and no event, with nothing said."""
+    plain = tmp_path / "cuzk.log"
+    plain.write_bytes(_cuzk_log())
+    rotated = tmp_path / "cuzk.log.2.gz"
+    rotated.write_bytes(gzip.compress(_cuzk_log()[:5000]) + gzip.compress(_cuzk_log()[5000:]))
+    events, counters = parse_log_files([str(rotated)], Config())
+    expected, expected_counters = parse_log_files([str(plain)], Config())
+    assert len(events) > 20 and counters == expected_counters
+    assert [replace(e, stream="") for e in events] == [replace(e, stream="") for e in expected]
+
+
+def test_a_gzipped_log_cut_short_gives_its_lines_to_the_cut_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    whole = gzip.compress(_cuzk_log())
+    cut = tmp_path / "cuzk.log.1.gz"
+    cut.write_bytes(whole[:len(whole) * 2 // 3])  # a copy, or a compression, still running
+    events, counters = parse_log_files([str(cut)], Config())
+    assert counters["ends_early"] == 1 and len(events) > 20
+    plain = tmp_path / "cuzk.log"
+    plain.write_bytes(_cuzk_log())
+    every, _ = parse_log_files([str(plain)], Config())
+    assert len(events) < len(every)
+    assert {e.raw for e in events} <= {e.raw for e in every}
+    assert main(["parse", str(cut)]) == 0
+    err = capsys.readouterr().err
+    assert "binary" not in err and f"{cut}: its gzip data ends early" in err
+
+
+def test_a_gzipped_log_is_parsed_in_one_process_and_read_whole_for_a_window(
+    tmp_path: Path) -> None:
+    from gapwatch.offline import log_split, log_window
+
+    rotated = tmp_path / "cuzk.log.1.gz"
+    rotated.write_bytes(gzip.compress(_cuzk_log()))
+    assert log_split.splittable([str(rotated)]) == 0
+    assert log_window._windowable([str(rotated)]) == 0
+
+
+def test_a_report_with_a_gzipped_log_cut_short_warns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evaluation.simulate import simulate
+    from gapwatch.sinks.recorder import write_recording
+
+    sim = simulate("pageable", seed=2, duration_s=30.0)
+    rec = tmp_path / "r.jsonl"
+    write_recording(rec, sim.header, [r for r in sim.records if r.type != "log"])
+    whole = gzip.compress("".join(f"{t}\n" for _, t in sim.log_lines).encode())
+    log = tmp_path / "cuzk.log.1.gz"
+    log.write_bytes(whole[:len(whole) // 2])
+    assert main(["report", str(rec), "--log", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "1 --log gzip file(s) end early" in out and "log_ends_early 1" in out
+    assert "Partitions (from the log)" in out  # its lines up to the cut were read

@@ -15,6 +15,7 @@ import pytest
 from shared_files import write_sim_with_log
 from split_parse import two_processes
 
+from gapwatch.base import gzip_stream
 from gapwatch.cli import main
 from gapwatch.commands.argtypes import joined_moments
 from gapwatch.config import Config
@@ -204,7 +205,7 @@ def test_a_gzip_recording_and_a_folder_of_segments_give_the_plain_file_s_window(
 def small_pieces(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """gzip inflated in pieces of a few KB of lines (a day's are ~1 MB), so that the tests'
     files are passed over piece by piece; what each `pass_pieces` returned, listed."""
-    monkeypatch.setattr(gzip_lines, "CHUNK_BYTES", 512)
+    monkeypatch.setattr(gzip_stream, "CHUNK_BYTES", 512)
     passed: list[int] = []
     real = gzip_lines.GzipLines.pass_pieces
 
@@ -473,9 +474,9 @@ def test_a_gzip_recording_without_log_events_is_not_inflated_to_the_window(
     gz = tmp_path / "sim.jsonl.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
     monkeypatch.setattr(startup_lines, "LOG_PROBE_BYTES", 64 << 10)
-    monkeypatch.setattr(gzip_lines, "CHUNK_BYTES", 512)
+    monkeypatch.setattr(gzip_stream, "CHUNK_BYTES", 512)
     pieces: list[int] = []
-    real = gzip_lines.inflated
+    real = gzip_stream.inflated
 
     def counted(raw: Any) -> Any:
         for piece in real(raw):

@@ -310,6 +310,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
             status = max(status, _parse_file(path, log, parser, args, out, timeline, said))
             cut += log.cut_lines
             nul += log.nul_bytes
+            if log.ends_early:
+                say(f"gapwatch parse: {path}: its gzip data ends early (a copy or a compression "
+                    "still running?): read up to there")
     except BrokenPipeError:  # `gapwatch parse x.log | head`: stop quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         return 0

@@ -13,6 +13,12 @@ runs ahead: read as text they hid the log's first line, cuzk's TIMELINE anchor),
 `logs.max_line_bytes` cut there and counted. A file is read `READ_BYTES` at a time, and a hole
 (a sparse file's unwritten stretch: the filesystem says where data starts again) is passed over
 unread: a 1 GiB NUL hole cost 2.1 GB read as text.
+
+A gzip file (logrotate compresses the rotated logs: `cuzk.log.2.gz`) is read inflated
+(`gapwatch.base.gzip_stream`), told by its first bytes, not its name; it was read as text, a
+screen of unparsed junk and no event. A gzip file cut short (a copy or a compression still
+running) gives its lines up to the cut, counted `ends_early`. It is read whole, from its start,
+in one process (`gzipped`: the split parse and a window's part seek by bytes).
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final
 
+from gapwatch.base.gzip_stream import GZIP_MAGIC, inflated
 from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, open_whole
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, Record
@@ -49,6 +57,8 @@ class LogFile:
         self.splitter = LineSplitter(max_line_bytes)
         self.hole_bytes = 0
         self.on_read = on_read
+        #: 1 once a gzip file was found cut short (its lines up to the cut were read).
+        self.ends_early = 0
 
     @property
     def nul_bytes(self) -> int:
@@ -97,9 +107,26 @@ class LogFile:
             os.close(own)
 
     def _lines(self, fd: int, end: int | None = None) -> Iterator[str]:
-        for data in self.chunks(fd, end):
-            yield from self.splitter.feed(data)
+        data = self.inflated(fd) if end is None and _gzip_at(fd) else self.chunks(fd, end)
+        for piece in data:
+            yield from self.splitter.feed(piece)
         yield from self.splitter.flush()
+
+    def inflated(self, fd: int) -> Iterator[bytes]:
+        """The inflated bytes of the gzip file `fd` (at its start), a piece at a time; a cut or
+        damaged one ends where it can no longer be read, `ends_early` set."""
+        raw = os.fdopen(os.dup(fd), "rb")
+        try:
+            for data in inflated(raw):
+                if self.on_read is not None:
+                    self.on_read(self.path, raw.tell())
+                yield data
+        except (EOFError, zlib.error, OSError) as exc:
+            if isinstance(exc, OSError) and exc.errno is not None:
+                raise  # the file could not be read (EIO, ...), not bad gzip data
+            self.ends_early = 1
+        finally:
+            raw.close()
 
     def head(self, n_bytes: int, scan_bytes: int = 64 * READ_BYTES) -> bytes:
         """The first `n_bytes` of the file that are not NUL (looked for in its first
@@ -107,7 +134,8 @@ class LogFile:
         fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         try:
             got, scanned = b"", 0
-            for data in LogFile(self.path, 1).chunks(fd):
+            reader = LogFile(self.path, 1)
+            for data in reader.inflated(fd) if _gzip_at(fd) else reader.chunks(fd):
                 got += data.replace(b"\0", b"")
                 scanned += len(data)
                 if len(got) >= n_bytes or scanned >= scan_bytes:
@@ -115,6 +143,30 @@ class LogFile:
             return got[:n_bytes]
         finally:
             os.close(fd)
+
+
+def gzipped(path: str) -> bool:
+    """Whether `path` is a regular file that starts as gzip does (read inflated, whole and in
+    one process: `LogFile`). Never raises, never blocks (a FIFO is not looked into)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        return _gzip_at(fd)
+    finally:
+        os.close(fd)
+
+
+def _gzip_at(fd: int) -> bool:
+    """Whether `fd`, a regular file at its start, holds gzip (its first two bytes, read without
+    moving it); a stream or a file read from elsewhere is taken as text."""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.lseek(fd, 0, os.SEEK_CUR) != 0:
+            return False
+        return os.pread(fd, 2, 0) == GZIP_MAGIC
+    except OSError:
+        return False
 
 
 def open_log(path: str) -> int:
@@ -172,13 +224,14 @@ def log_file_events(
     `counters` gets the parser's counters once the last file is read; `on_read`: see
     `LogFile`. Raises OSError."""
     parser = offline_parser(config, timeline_epoch_s)
-    nul_bytes = cut_lines = 0
+    nul_bytes = cut_lines = ends_early = 0
     for path in paths:
         log = LogFile(path, config.logs.max_line_bytes, on_read)
         yield from file_events(parser, log)
         nul_bytes += log.nul_bytes
         cut_lines += log.cut_lines
-    counters.update(log_counters(parser.counters, nul_bytes, cut_lines))
+        ends_early += log.ends_early
+    counters.update(log_counters(parser.counters, nul_bytes, cut_lines, ends_early))
 
 
 def offline_parser(config: Config, timeline_epoch_s: float | None) -> LogParser:
@@ -206,14 +259,18 @@ def file_events(parser: LogParser, log: LogFile, start: int = 0, end: int | None
                 yield e
 
 
-def log_counters(parsed: dict[str, int], nul_bytes: int, cut_lines: int) -> dict[str, int]:
+def log_counters(parsed: dict[str, int], nul_bytes: int, cut_lines: int,
+                 ends_early: int = 0) -> dict[str, int]:
     """The counters of whole files: the parser's, then the bytes and lines the reader
-    dropped (as the tailer counts them), when there were any."""
+    dropped (as the tailer counts them), and the gzip files found cut short, when there were
+    any."""
     out = dict(parsed)
     if nul_bytes:
         out["nul_bytes"] = nul_bytes
     if cut_lines:
         out["cut_lines"] = cut_lines
+    if ends_early:
+        out["ends_early"] = ends_early
     return out
 
 

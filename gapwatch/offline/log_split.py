@@ -39,7 +39,7 @@ from typing import IO, Any, BinaryIO, Final
 
 from gapwatch.config import Config
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
-from gapwatch.logs.files import LogFile, file_events, log_counters, offline_parser
+from gapwatch.logs.files import LogFile, file_events, gzipped, log_counters, offline_parser
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.progress import LogBytes, Progress
@@ -172,8 +172,9 @@ def line_start(path: str, at: int) -> int:
 
 def splittable(paths: list[str]) -> int:
     """The size of the one plain file without holes in `paths`, where two processes can
-    parse it (several CPUs, a process without threads), else 0."""
-    if len(paths) != 1 or usable_cpus() < 2 or not can_share_logs():
+    parse it (several CPUs, a process without threads), else 0 (a gzip file is inflated from
+    its start: it has no seam to cut at)."""
+    if len(paths) != 1 or usable_cpus() < 2 or not can_share_logs() or gzipped(paths[0]):
         return 0
     try:
         # Non-blocking: a FIFO nobody writes to would block this look for ever (it is read

@@ -31,7 +31,7 @@ import stat
 from typing import Final
 
 from gapwatch.config import Config
-from gapwatch.logs.files import LogFile, file_events, log_counters, offline_parser
+from gapwatch.logs.files import LogFile, file_events, gzipped, log_counters, offline_parser
 from gapwatch.offline import log_split
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import MARGIN_S, LogSpan
@@ -146,8 +146,9 @@ class _PartsRead:
 
 
 def _windowable(paths: list[str]) -> int:
-    """The size of the one plain file in `paths` worth reading in part, else 0."""
-    if len(paths) != 1:
+    """The size of the one plain file in `paths` worth reading in part, else 0 (a gzip file
+    is read whole: it cannot be read from an offset)."""
+    if len(paths) != 1 or gzipped(paths[0]):
         return 0
     try:
         st = os.stat(paths[0])

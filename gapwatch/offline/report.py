@@ -408,7 +408,8 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         payoff=payoff(totals, tally, partitions), partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
         copies=found.copies.table(sums.copy_gaps) if found.copies else None,
-        warnings=[*found.log_notes, *data_warnings(found.detector_counters, totals)],
+        warnings=[*found.log_notes, *log_warnings(found.counters),
+                  *data_warnings(found.detector_counters, totals)],
         blind_spots=list(found.blind_spots), byes=list(found.byes),
         advice=advise_stalls(sums.stalls, found.pipeline,
                              lambda these: gap_payoff(totals, these),
@@ -461,6 +462,14 @@ def gap_payoff(totals: list[GpuTotals], gaps: StallGaps) -> dict[str, float | No
     busy = sum(t.busy_s for t in totals)
     active = sum(t.active_s for t in totals)
     return if_closed(busy, active, gaps.idle_s)
+
+
+def log_warnings(counters: dict[str, int]) -> list[str]:
+    """What the `--log` files' reading found that changes what the report means: a gzip file
+    cut short (`logs.files.LogFile`) gives no events past its cut."""
+    cut = counters.get("log_ends_early", 0)
+    return [f"{cut} --log gzip file(s) end early (a copy or a compression still running?): "
+            "their events stop where they are cut"] if cut else []
 
 
 def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals]) -> list[str]:

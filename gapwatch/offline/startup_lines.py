@@ -33,6 +33,7 @@ from typing import BinaryIO, Final
 
 import msgspec
 
+from gapwatch.base.gzip_stream import inflated
 from gapwatch.core.codec import decode_record
 from gapwatch.core.models import LogEvent
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
@@ -40,7 +41,7 @@ from gapwatch.offline import log_split
 from gapwatch.offline.log_span import is_startup
 from gapwatch.offline.log_split import last_restart
 from gapwatch.sources.files import read_any
-from gapwatch.sources.gzip_lines import MAX_LINE_BYTES, inflated
+from gapwatch.sources.gzip_lines import MAX_LINE_BYTES
 from gapwatch.sources.time_window import lines_time, offset_before, wall_of_text
 
 #: A recorded start's lines are those from `LEAD_S` before its `starting cuzk engine` on (cuzk

@@ -10,13 +10,10 @@ that grows past `MAX_LINE_BYTES` is dropped as it is read, up to its newline; in
 reader hands out `TOO_LONG` (one object, told by identity), which the recording reader counts
 as a bad record.
 
-Gzip (`GzipLines`): zlib inflates `CHUNK_BYTES` of input at a time, at most `OUT_BYTES` of
-output per call. The same bytes as `GzipFile`, the same end: a file is any number of gzip
-members (the recorder starts one per write batch), zero padding between them is passed over, and
-a file cut inside a member (kill -9, a full disk) gives every whole line inflated before the
-cut, then raises `EOFError` as `GzipFile` does (the reader counts it "truncated"); the half line
-is dropped. Data that is not gzip after a member raises `gzip.BadGzipFile`; corrupt data
-`zlib.error`. A plain file (`PlainLines`) is read `CHUNK_BYTES` at a time.
+Gzip (`GzipLines`): inflated by `gapwatch.base.gzip_stream.inflated` (the same bytes and the
+same end as `GzipFile`): a file cut inside a member (kill -9, a full disk) gives every whole line
+inflated before the cut, then raises `EOFError` (the reader counts it "truncated"); the half
+line is dropped. A plain file (`PlainLines`) is read `PLAIN_CHUNK_BYTES` at a time.
 
 A gzip file cannot be seeked, but a windowed read (`gapwatch.sources.time_window`) need not split
 or decode what lies before its window: `GzipLines.pass_pieces` inflates from the file's start and
@@ -26,23 +23,16 @@ every line after keeps its number), at the cost of inflating alone.
 
 from __future__ import annotations
 
-import gzip
 import io
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator
 from itertools import chain
 from typing import IO, Final
 
-#: Compressed bytes inflated at a time (their output is ~14x as much for a recording: ~0.9 MB
-#: of lines held at a time; 16 to 256 KiB inflate equally fast).
-CHUNK_BYTES = 1 << 16
+from gapwatch.base.gzip_stream import inflated
+
 #: Bytes of a plain file read at a time.
 PLAIN_CHUNK_BYTES = 1 << 20
-#: Most bytes inflated from one call (a highly compressed stretch is inflated in steps).
-OUT_BYTES = 1 << 23
-GZIP_WBITS = 31  # zlib's gzip container: header and trailer (CRC, size) checked
-#: `GzipFile`'s words for a file cut inside a member.
-CUT_WORDS = "Compressed file ended before the end-of-stream marker was reached"
 
 #: The longest line read as a record. The longest gapwatch writes is a log event: a log line of
 #: at most `logs.max_line_bytes` (4 MiB at most, 1 MiB by default) with the fields taken from
@@ -213,40 +203,3 @@ def _raising(exc: BaseException) -> Iterator[bytes]:
     """Pieces that raise `exc` at the first read (damage met while passing over pieces)."""
     raise exc
     yield b""  # a generator: the raise comes at the first read, not here
-
-
-def inflated(raw: IO[bytes]) -> Iterator[bytes]:
-    """The inflated bytes of the gzip file `raw` from where it is, in pieces of at most
-    `OUT_BYTES` (every member in turn, zero padding between them passed over; see the module
-    docstring for the end and for damage)."""
-    z = zlib.decompressobj(GZIP_WBITS)
-    started = False  # inside a member: its end must come before the file's
-    read = raw.read
-    data = b""
-    full = False  # the last call stopped at OUT_BYTES: it may hold more output
-    while True:
-        if not data and not full:
-            data = read(CHUNK_BYTES)
-            if not data:
-                break
-        if not started:
-            data = data.lstrip(b"\x00")  # padding between members
-            if not data:
-                continue
-            if len(data) >= 2 and data[:2] != b"\x1f\x8b":
-                raise gzip.BadGzipFile(f"Not a gzipped file ({data[:2]!r})")
-            started = True
-        out = z.decompress(data, OUT_BYTES)
-        full = len(out) == OUT_BYTES
-        if z.eof:
-            full = False
-            data = z.unused_data
-            z = zlib.decompressobj(GZIP_WBITS)
-            started = False
-        else:
-            data = z.unconsumed_tail
-        if out:
-            yield out
-    if started:
-        raise EOFError(CUT_WORDS)
-

@@ -37,6 +37,7 @@ from typing import IO, Any, Final, Protocol, cast
 
 from msgspec import structs
 
+from gapwatch.base.gzip_stream import GZIP_WBITS, OUT_BYTES
 from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, open_whole
 from gapwatch.base.writer_lock import locked_by_another
 from gapwatch.config import Config
@@ -70,9 +71,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.sizes import cut_text
 from gapwatch.sources.gzip_lines import (
-    GZIP_WBITS,
     MAX_LINE_BYTES,
-    OUT_BYTES,
     TOO_LONG,
     GzipLines,
     PlainLines,

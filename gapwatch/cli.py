@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -147,6 +148,12 @@ def parse_command_line(parser: argparse.ArgumentParser, arglist: list[str]) -> a
                 else None
             if near is not None:
                 hints.append(f"{extra}: did you mean {near}?")
+        if "--log" in arglist and "--log" in known and any(
+                not e.startswith("-") and os.path.exists(e) for e in extras):
+            # `--log /var/log/cuzk/cuzk.log*`: the shell gives --log one file and the command
+            # the rest.
+            hints.append("--log takes one path: repeat it, or quote a glob for the rotated "
+                         "files (--log '/var/log/cuzk/cuzk.log*')")
         command.error(f"unrecognized arguments: {' '.join(extras)}"
                       + (f" ({'; '.join(hints)})" if hints else ""))
     return args

@@ -5,6 +5,7 @@ slices (a NUL hole passed over unread)."""
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import signal
 import tracemalloc
@@ -213,3 +214,101 @@ def test_a_report_with_a_gzipped_log_cut_short_warns(
     out = capsys.readouterr().out
     assert "1 --log gzip file(s) end early" in out and "log_ends_early 1" in out
     assert "Partitions (from the log)" in out  # its lines up to the cut were read
+
+
+def _rotated(folder: Path) -> tuple[Path, list[Path]]:
+    """A simulated prover's log (4 GPUs, 4 minutes; its recording `folder/sim.jsonl` beside it)
+    whole, and cut in three as logrotate leaves it, listed as the shell lists `cuzk.log*`:
+    newest first, the oldest gzipped."""
+    from shared_files import write_sim_with_log
+
+    _rec, log = write_sim_with_log(folder, seed=11, duration_s=240.0, gpus=4)
+    lines = log.read_bytes().splitlines(keepends=True)
+    third = len(lines) // 3
+    rotated = folder / "rotated"
+    rotated.mkdir()
+    newest, older, oldest = (rotated / "cuzk.log", rotated / "cuzk.log.1",
+                             rotated / "cuzk.log.2.gz")
+    oldest.write_bytes(gzip.compress(b"".join(lines[:third])))
+    older.write_bytes(b"".join(lines[third:2 * third]))
+    newest.write_bytes(b"".join(lines[2 * third:]))
+    return log, [newest, older, oldest]
+
+
+def test_rotated_logs_given_newest_first_are_read_in_the_order_they_were_written(
+    tmp_path: Path,
+) -> None:
+    """One parser reads the files one after another, its state (TIMELINE's anchor, the
+    partitions in flight) from the lines before: read newest first, partitions were lost and
+    others misplaced."""
+    whole, rotated = _rotated(tmp_path)
+    events, counters = parse_log_files([str(p) for p in rotated], Config())
+    expected, expected_counters = parse_log_files([str(whole)], Config())
+    assert counters == expected_counters
+    assert [replace(e, stream="") for e in events] == [replace(e, stream="") for e in expected]
+
+
+def test_files_without_a_wall_time_of_their_own_keep_the_order_given(tmp_path: Path) -> None:
+    """cuzk's stderr alone (TIMELINE and C++ lines, placed by the stdout's anchor) shows no
+    time: the order given stands."""
+    from gapwatch.logs.files import in_time_order
+
+    stdout = tmp_path / "stdout.log"
+    stdout.write_text("2026-11-30T00:53:20.000000Z  INFO cuzk_core::engine: starting cuzk "
+                      "engine pipeline_enabled=true\n")
+    stderr = tmp_path / "stderr.log"
+    stderr.write_text("TIMELINE,50,SYNTH_START,porep-1000-0,partition=0\n")
+    given = [str(stderr), str(stdout)]
+    assert in_time_order(given, Config()) == given
+    assert in_time_order([str(stdout), str(stderr)], Config()) == [str(stdout), str(stderr)]
+
+
+def test_parse_reads_rotated_logs_in_the_order_they_were_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    whole, rotated = _rotated(tmp_path)
+    assert main(["parse", "--timeline", *map(str, rotated)]) == 0
+    from_rotated = capsys.readouterr().out
+    assert main(["parse", "--timeline", str(whole)]) == 0
+    assert from_rotated == capsys.readouterr().out
+
+
+def test_a_quoted_glob_after_log_gives_the_rotated_files_in_the_order_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    whole, rotated = _rotated(tmp_path)
+    rec = next(p for p in tmp_path.iterdir() if p.suffix == ".jsonl")
+    pattern = str(rotated[0].parent / "cuzk.log*")
+    assert main(["report", str(rec), "--json", "--log", pattern]) == 0
+    from_glob = json.loads(capsys.readouterr().out)
+    assert main(["report", str(rec), "--json", "--log", str(whole)]) == 0
+    from_whole = json.loads(capsys.readouterr().out)
+    assert from_glob["log_files"] == sorted(map(str, rotated))
+    for doc in (from_glob, from_whole):
+        del doc["log_files"]
+    assert from_glob == from_whole
+
+
+def test_log_paths_a_glob_expands_a_path_stays(tmp_path: Path) -> None:
+    from gapwatch.commands.argtypes import log_files
+
+    (tmp_path / "a.log").write_text("x\n")
+    (tmp_path / "a.log.1").write_text("x\n")
+    odd = tmp_path / "odd[1].log"  # a real name with glob characters: taken as it is
+    odd.write_text("x\n")
+    assert log_files([str(tmp_path / "a.log*")]) == [str(tmp_path / "a.log"),
+                                                     str(tmp_path / "a.log.1")]
+    assert log_files([str(odd), "-"]) == [str(odd), "-"]
+    assert log_files([str(tmp_path / "none*")]) == [str(tmp_path / "none*")]  # said when read
+
+
+def test_a_shell_expanded_glob_after_log_is_refused_with_the_way_to_give_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _whole, rotated = _rotated(tmp_path)
+    rec = next(p for p in tmp_path.iterdir() if p.suffix == ".jsonl")
+    with pytest.raises(SystemExit) as stop:
+        main(["report", str(rec), "--log", *map(str, rotated)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--log takes one path: repeat it, or quote a glob" in err

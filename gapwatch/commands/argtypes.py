@@ -9,7 +9,9 @@ otherwise run forever and `--duration 0` write an empty recording.
 from __future__ import annotations
 
 import argparse
+import glob
 import math
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -101,6 +103,22 @@ def path(text: str) -> str:
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)
     return text
+
+
+def log_files(given: list[str] | None) -> list[str]:
+    """The offline `--log` paths (`report`, `export`, `replay`, `compare`, `parse`), a quoted
+    glob (`--log '/var/log/cuzk/cuzk.log*'`: the rotated files) expanded to the files it
+    matches, by name (the reader orders them by their times: `logs.files.in_time_order`). A
+    path that exists is taken as it is, glob characters and all; a glob that matches nothing
+    too (the reader says it cannot be read)."""
+    out: list[str] = []
+    for text in given or []:
+        matched = [] if os.path.lexists(text) or not glob.has_magic(text) else sorted(
+            glob.glob(text))
+        if not matched:
+            out.append(text)
+        out += [m for m in matched if m not in out]
+    return out
 
 
 def source(text: str) -> str:

@@ -62,10 +62,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     after_path = args.after if args.after is not None else args.before
     # One recording across the change: its logs are both sides' unless AFTER's are given.
-    after_logs = list(args.after_log) or (list(args.before_log) if args.after is None else [])
+    before_logs = argtypes.log_files(args.before_log)
+    after_logs = argtypes.log_files(args.after_log) or (before_logs if args.after is None else [])
     try:
         before_window, after_window = _windows(args, after_path)
-        before = read_side("BEFORE", args.before, config, list(args.before_log),
+        before = read_side("BEFORE", args.before, config, before_logs,
                            progress("BEFORE"), before_window)
         after = read_side("AFTER", after_path, config, after_logs, progress("AFTER"),
                           after_window)

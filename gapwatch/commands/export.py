@@ -136,7 +136,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
             tmp = Replacement(dest) if dest is not None else None
         fb = tmp.file if tmp is not None else sys.stdout.buffer
         if args.format == "perfetto":
-            summary = _perfetto(src, config, list(args.log), fb, progress, window)
+            summary = _perfetto(src, config, argtypes.log_files(args.log), fb, progress, window)
             fb.flush()
         else:
             ft = io.TextIOWrapper(fb, encoding="utf-8", newline="")

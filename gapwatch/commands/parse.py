@@ -34,7 +34,7 @@ from gapwatch.core.sizes import bounded_event
 from gapwatch.cuzk.partition_table import LONG_IDLE_S
 from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder, timeline_event
 from gapwatch.engine.console import OutputFailed, say
-from gapwatch.logs.files import LogFile
+from gapwatch.logs.files import LogFile, in_time_order
 from gapwatch.logs.parse import LogParser
 from gapwatch.logs.parse.user_rules import RULE_TIMEOUT_S
 from gapwatch.offline.prover_events import prover_event_lines
@@ -289,7 +289,7 @@ def _recorded(path: str, timeline: TimelineBuilder) -> bool:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    paths = list(args.logs) + [p for p in args.log if p not in args.logs]
+    paths = argtypes.log_files([*args.logs, *(p for p in args.log if p not in args.logs)])
     recording = getattr(args, "recording", None)
     if recording and not args.timeline:
         say("gapwatch parse: --recording goes with --timeline")
@@ -298,6 +298,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
         say("gapwatch parse: give at least one LOG file ('-' = stdin)")
         return 2
     parser = LogParser(config.logs, offline=True)
+    # Rotated files in the order they were written, however given (`cuzk.log*` lists the
+    # newest first): one parser reads them, its state from the lines before.
+    paths = in_time_order(paths, config)
     parser.anchor_wall_s = _first_anchor(paths, config)
     out: TextIO = sys.stdout
     timeline = TimelineBuilder()

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
             require_terminal("replay")
         window = argtypes.window_of(args, args.file)  # (only that part read: see `report`)
         rt = build_runtime(config, f"replay:{args.file}", speed=replay_speed(args),
-                           log_paths=list(args.log or []), window=window)
+                           log_paths=argtypes.log_files(args.log), window=window)
     except STARTUP_ERRORS as exc:
         say(f"gapwatch replay: {exc}")
         return 2

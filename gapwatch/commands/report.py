@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         window = argtypes.window_of(args, args.file)
         if progress is not None and window is None:
             _tip(args.file)
-        report = build_report(args.file, config, list(args.log or []), progress=progress,
+        report = build_report(args.file, config, argtypes.log_files(args.log), progress=progress,
                               window=window)
     except WindowError as exc:
         say(f"gapwatch report: {exc}")

@@ -19,6 +19,14 @@ A gzip file (logrotate compresses the rotated logs: `cuzk.log.2.gz`) is read inf
 screen of unparsed junk and no event. A gzip file cut short (a copy or a compression still
 running) gives its lines up to the cut, counted `ends_early`. It is read whole, from its start,
 in one process (`gzipped`: the split parse and a window's part seek by bytes).
+
+Several files are read in the order of the times their first lines show (`in_time_order`), not
+the order given: one parser reads them one after another, and its state (TIMELINE's anchor, the
+partitions in flight, which GPU a worker drives) must come from the lines before. logrotate's
+files given as the shell lists them, `cuzk.log cuzk.log.1 cuzk.log.2.gz`, are newest first: read
+so, a third of a day's partitions were lost and others misplaced. Files whose first lines show
+no wall time (cuzk's stderr alone: TIMELINE and C++ lines) keep the order given, as do all
+files when any of them does, or is not a regular file.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import errno
 import os
 import stat
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final
 
 from gapwatch.base.gzip_stream import GZIP_MAGIC, inflated
@@ -91,7 +99,7 @@ class LogFile:
             yield data
 
     def lines(self, fd: int | None = None, start: int = 0, end: int | None = None
-              ) -> Iterator[str]:
+              ) -> Generator[str, None, None]:
         """The file's lines (opened here, or read from `fd`, which the caller closes); opened
         here, those of bytes `start` to `end` (each a line's start: `line_start`). Raises
         OSError."""
@@ -225,13 +233,50 @@ def log_file_events(
     `LogFile`. Raises OSError."""
     parser = offline_parser(config, timeline_epoch_s)
     nul_bytes = cut_lines = ends_early = 0
-    for path in paths:
+    for path in in_time_order(list(paths), config):
         log = LogFile(path, config.logs.max_line_bytes, on_read)
         yield from file_events(parser, log)
         nul_bytes += log.nul_bytes
         cut_lines += log.cut_lines
         ends_early += log.ends_early
     counters.update(log_counters(parser.counters, nul_bytes, cut_lines, ends_early))
+
+
+#: Lines of a file's start looked at for the first wall time it shows (`in_time_order`).
+FIRST_TIME_LINES: Final = 256
+
+
+def in_time_order(paths: list[str], config: Config) -> list[str]:
+    """`paths` in the order of the first wall time each file's lines show (see the module
+    docstring), equal times in the order given; `paths` as given where any file shows none in
+    its first `FIRST_TIME_LINES` lines or is not a regular file. Never raises: a file that
+    cannot be read is the reader's to say."""
+    if len(paths) < 2:
+        return paths
+    firsts = [_first_wall_s(p, config) for p in paths]
+    known = [t for t in firsts if t is not None]
+    if len(known) < len(firsts):
+        return paths
+    return [p for _, _, p in sorted(zip(known, range(len(paths)), paths, strict=True))]
+
+
+def _first_wall_s(path: str, config: Config) -> float | None:
+    """The first wall time a regular file's first lines show by themselves (not placed by an
+    anchor), read by the offline parser's rules (user rules included)."""
+    if path == "-" or not os.path.isfile(path):
+        return None
+    parser = offline_parser(config, None)
+    lines = LogFile(path, config.logs.max_line_bytes).lines()
+    try:
+        for _, line in zip(range(FIRST_TIME_LINES), lines, strict=False):
+            for e in parser.parse_line(line, stream=path):
+                if e.time_source in ("line", "prefix") and e.t_wall_s > 0:
+                    return e.t_wall_s
+    except OSError:
+        return None
+    finally:
+        lines.close()  # the file, at once
+    return None
 
 
 def offline_parser(config: Config, timeline_epoch_s: float | None) -> LogParser:

@@ -80,3 +80,34 @@ def test_strip_ansi_handles_non_colour_escapes() -> None:
                                   "2026-11-30T09:06:26.Z", "2026-11-30T09:06:26+99:00", "short"])
 def test_bad_iso_times_are_none(text: str) -> None:
     assert iso_to_epoch(text) is None
+
+
+def test_a_kubernetes_cri_log_line_is_peeled_to_the_provers_line() -> None:
+    """`/var/log/pods/NS_POD_UID/cuzk/0.log`: the runtime's time, the stream and F (a full
+    line) or P (a part of a longer one) before the prover's line."""
+    rest, t = strip_prefix("2026-11-30T09:06:26.553439123Z stderr F TIMELINE,1,X,j,",
+                           ARRIVAL) or ("", 0.0)
+    assert rest == "TIMELINE,1,X,j," and t == pytest.approx(iso_to_epoch("2026-11-30T09:06:26.553439Z"))
+    rest, _ = strip_prefix("2026-11-30T09:06:26Z stdout P CUZK_TIMING: a_ms=1", ARRIVAL) or ("", 0)
+    assert rest == "CUZK_TIMING: a_ms=1"
+
+
+def test_a_docker_json_file_record_is_decoded_to_the_provers_line() -> None:
+    """`/var/lib/docker/containers/ID/ID-json.log`: the line JSON-escaped, colours and all."""
+    record = ('{"log":"\\u001b[32m2026-11-30T09:06:26.553439Z \\u001b[0m INFO cuzk_core::engine: '
+              'starting cuzk engine pipeline_enabled=true\\n","stream":"stdout",'
+              '"time":"2026-11-30T09:06:26.600000000Z"}')
+    rest, t = strip_prefix(record, ARRIVAL) or ("", 0.0)
+    assert rest == ("2026-11-30T09:06:26.553439Z  INFO cuzk_core::engine: starting cuzk engine "
+                    "pipeline_enabled=true")
+    assert t == pytest.approx(iso_to_epoch("2026-11-30T09:06:26.6Z"))
+    (event,) = LogParser().parse_line(record, "docker", 1, ARRIVAL)
+    assert event.name == "starting cuzk engine" and event.time_source == "line"
+    assert event.t_wall_s == pytest.approx(iso_to_epoch("2026-11-30T09:06:26.553439Z"))
+
+
+def test_json_lines_of_other_shapes_are_not_taken_for_dockers() -> None:
+    assert strip_prefix('{"log":"x","time":"2026-11-30T09:06:26Z"}', ARRIVAL) is None
+    assert strip_prefix('{"level":"info","msg":"hello"}', ARRIVAL) is None
+    assert strip_prefix('{"log":"\\ud800","stream":"stdout","time":"not a time at all"}',
+                        ARRIVAL) is None

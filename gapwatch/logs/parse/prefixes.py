@@ -9,6 +9,11 @@ A prover line may reach gapwatch wrapped by a tool that adds a receive time:
 - moreutils `ts` (default and `%.S`): `Nov 30 09:06:26 LINE` / `Nov 30 09:06:26.553439 LINE`
 - `ts '%Y-%m-%d %H:%M:%.S'` or ISO:   `2026-11-30 09:06:26.553439 LINE`
 - `ts '%.s'` (Unix seconds):         `1796029586.553439 LINE`
+- a container's log file as its runtime keeps it: Kubernetes' CRI format
+  (`/var/log/pods/.../0.log`: `2026-11-30T09:06:26.553439123Z stderr F LINE`; a `P` line is a
+  part of a longer one, read as it is) and Docker's `json-file` driver
+  (`{"log":"LINE\n","stream":"stderr","time":"2026-11-30T09:06:26.553439123Z"}`: the line
+  decoded from its JSON, the time the runtime's).
 `strip_prefix` peels one such prefix and returns its time. Prefixes without a zone are local time;
 the month-day forms carry no year, so the year is taken from the arrival time (and a date that
 would lie more than a day in the future is put in the previous year: a log read across New Year).
@@ -17,6 +22,7 @@ would lie more than a day in the future is put in the previous year: a log read 
 from __future__ import annotations
 
 import calendar
+import json
 import re
 import time
 from datetime import datetime, timedelta, timezone
@@ -34,6 +40,11 @@ _EPOCH_PREFIX = re.compile(r"(1\d{9}(?:\.\d+)?) +")
 # journald's "host ident[pid]: " after the time. The [pid] is required so that a `ts`-prefixed
 # message that happens to read "word word: ..." keeps its words.
 _JOURNAL_ORIGIN = re.compile(r"\S+ [^\s\[\]:]+\[\d+\]: ")
+# CRI's "stream tag " after the time (F: a full line, P: a part of a longer one).
+_CRI_ORIGIN = re.compile(r"(?:stdout|stderr) [FP] ")
+# Docker's json-file record, its fields in the order the daemon writes them.
+_DOCKER_JSON = re.compile(r'\{"log":"((?:[^"\\]|\\.)*)","stream":"(?:stdout|stderr)",'
+                          r'"time":"([^"]{19,40})"\}$')
 
 _SECOND_CACHE: dict[str, float] = {}
 _CACHE_MAX = 4096
@@ -140,6 +151,8 @@ def strip_prefix(text: str, arrival_wall_s: float) -> tuple[str, float] | None:
     also starts the line).
     """
     c = text[:1]
+    if c == "{":
+        return _docker_json(text)
     if "0" <= c <= "9":
         m = _ISO_PREFIX.match(text)
         if m is not None:
@@ -160,7 +173,24 @@ def strip_prefix(text: str, arrival_wall_s: float) -> tuple[str, float] | None:
     if stamp is None:
         return None
     rest = text[m.end():]
-    origin = _JOURNAL_ORIGIN.match(rest)
+    origin = _JOURNAL_ORIGIN.match(rest) or _CRI_ORIGIN.match(rest)
     if origin is not None:
         rest = rest[origin.end():]
     return rest, stamp
+
+
+def _docker_json(text: str) -> tuple[str, float] | None:
+    """A Docker json-file record's line and time, or None for any other text (a JSON line of
+    another shape is the prover's own, left to the rules)."""
+    m = _DOCKER_JSON.match(text)
+    if m is None:
+        return None
+    stamp = iso_to_epoch(m.group(2))
+    if stamp is None:
+        return None
+    try:
+        line = json.loads(f'"{m.group(1)}"')
+    except ValueError:
+        return None
+    # The colours cuzk writes are escaped in the JSON (`\u001b`): stripped once decoded.
+    return strip_ansi(line.removesuffix("\n").removesuffix("\r")), stamp

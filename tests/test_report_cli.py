@@ -138,3 +138,28 @@ def test_a_recorded_log_line_is_not_lacking_and_the_split_report_lacks_the_same(
     one = build_report(samples, Config(), workers=1).prover_lacks
     assert any(why.startswith("no cuzk log line") for why in one)
     assert build_report(samples, Config(), workers=2).prover_lacks == one
+
+
+def test_a_long_reports_gap_table_shows_the_longest_gaps_in_time_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its first 50 rows were a day's first minute: the 50 longest say where to look."""
+    from gapwatch.offline.report_text import MAX_TABLE_ROWS
+
+    res = simulate("pageable", seed=4, duration_s=240.0, gpus=2)
+    path = tmp_path / "sim.jsonl"
+    write_recording(path, res.header, res.records)
+    report = build_report(path, Config(), workers=1)
+    gaps = list(report.gaps)
+    assert len(gaps) > 2 * MAX_TABLE_ROWS
+    assert main(["report", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert f"Gaps ≥ min gap: {len(gaps)} (the {MAX_TABLE_ROWS} longest, in time order;" in text
+    table = text.split("Gaps ≥ min gap")[1].split("\n\n")[0].splitlines()[2:]
+    shown = [float(row.split()[2]) for row in table]
+    starts = [row.split()[1] for row in table]
+    longest = sorted((g.duration_s for g in gaps), reverse=True)[:MAX_TABLE_ROWS]
+    assert sorted(shown, reverse=True) == [round(d, 2) for d in longest]
+    assert starts == sorted(starts)  # in time order (one day: the clock sorts)
+    assert main(["report", str(path), "--all"]) == 0
+    assert f"Gaps ≥ min gap: {len(gaps)}\n" in capsys.readouterr().out

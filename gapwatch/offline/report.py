@@ -36,6 +36,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from heapq import heappush, heapreplace
 from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
@@ -89,6 +90,8 @@ from gapwatch.sources.recording import RecordingError
 from gapwatch.sources.time_window import TimeWindow
 
 REPORT_SCHEMA_VERSION = 1
+#: Rows of the text's tables (gaps, partitions) without `--all`.
+TABLE_ROWS = 50
 
 
 @dataclass
@@ -158,6 +161,9 @@ class ReportData:
     prover_lacks: list[str] = field(default_factory=list)
     #: The part of the recording read (`--since`/`--until`), or None: the whole of it.
     window: TimeWindow | None = None
+    #: The `TABLE_ROWS` longest closed gaps, in start order (the text's gap table, where there
+    #: are more: a day's first rows are its first minute; `_GapSums`).
+    longest_gaps: list[Gap] = field(default_factory=list)
 
 
 def parse_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None
@@ -421,6 +427,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         prover_events=list(found.prover_events),
         prover_causes=sums.causes,
         prover_lacks=list(found.prover_lacks),
+        longest_gaps=sums.longest(),
     )  # fmt: skip
 
 
@@ -436,14 +443,27 @@ class _GapSums:
         self.starved: dict[int, list[tuple[int, float]]] = {}
         #: Per GPU with gaps: (gap seconds, pageable copy seconds within them).
         self.copy_gaps: dict[int, tuple[float, float]] = {}
+        #: The `TABLE_ROWS` longest gaps so far, a min-heap of (duration, -order, gap): the
+        #: order breaks ties (the earlier gap stays) and keeps gaps from being compared.
+        self._longest: list[tuple[float, int, Gap]] = []
         sweep = PageableSweep(copies.pageable_spans()) if copies else None
         self.stalls = by_stall(self._each(gaps, sweep), pipeline)
         for mine in self.starved.values():
             mine.sort(key=lambda e: e[0])
 
+    def longest(self) -> list[Gap]:
+        """The longest gaps (`TABLE_ROWS` of them), in start order."""
+        return [g for _d, _o, g in sorted(self._longest, key=lambda e: -e[1])]
+
     def _each(self, gaps: Iterable[Gap], sweep: PageableSweep | None) -> Iterable[Gap]:
         """The gaps, passed on to the advice's digest once summed here."""
-        for g in gaps:
+        longest = self._longest
+        for order, g in enumerate(gaps):
+            entry = (g.duration_s, -order, g)
+            if len(longest) < TABLE_ROWS:
+                heappush(longest, entry)
+            elif entry[:2] > longest[0][:2]:
+                heapreplace(longest, entry)
             _add_cause(self.causes, g)
             if g.kind == "pcie_starved" and g.end_mono_ns is not None:
                 self.starved.setdefault(g.gpu, []).append((g.end_mono_ns, g.duration_s))

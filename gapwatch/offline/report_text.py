@@ -7,8 +7,7 @@ figures; this module only words and lays them out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import islice
+from collections.abc import Iterable
 from typing import Any
 
 from gapwatch.core import fmt
@@ -21,13 +20,14 @@ from gapwatch.cuzk.advice import advice_lines
 from gapwatch.offline.prover_events import prover_event_lines
 from gapwatch.offline.report import (
     PAYOFF_METHOD,
+    TABLE_ROWS,
     ReportData,
     busy_fraction,
     gaps_by_prover_cause,
 )
 
-#: Rows of the gap table in text output (the JSON always has every gap).
-MAX_TABLE_ROWS = 50
+#: Rows of the gap and partition tables in text output (the JSON always has every row).
+MAX_TABLE_ROWS = TABLE_ROWS
 
 
 def _pct(v: float | None) -> str:
@@ -45,7 +45,7 @@ def format_text(r: ReportData, all_rows: bool = False,
     detector = detector or DetectorConfig()
     out = _head_lines(r)
     out += ["", *_gpu_lines(r)]
-    out += ["", *_gap_lines(r.gaps, all_rows)]
+    out += ["", *_gap_lines(r, all_rows)]
     out += ["", *_breakdown_lines(r, detector)]
     if r.chaining:
         out += ["", *_chaining_lines(r)]
@@ -134,14 +134,18 @@ def _gpu_lines(r: ReportData) -> list[str]:
     return out
 
 
-def _gap_lines(gaps: Sequence[Gap], all_rows: bool) -> list[str]:
-    """The gap table: the first `MAX_TABLE_ROWS`, saying so when there are more (read from the
-    report's spool: only the rows shown)."""
-    n = len(gaps)
-    shown = n if all_rows else min(n, MAX_TABLE_ROWS)
-    rows = islice(gaps, shown)
+def _gap_lines(r: ReportData, all_rows: bool) -> list[str]:
+    """The gap table: every gap, or where there are more than `MAX_TABLE_ROWS` the longest
+    of them in start order (a day's first rows were its first minute), saying so."""
+    n = len(r.gaps)
+    rows: Iterable[Gap] = r.gaps
+    shown = n
+    if not all_rows and n > MAX_TABLE_ROWS:
+        rows = r.longest_gaps
+        shown = len(r.longest_gaps)
     out = [f"Gaps ≥ min gap: {n}" + ("" if shown == n else
-                                     f" (first {shown}; --all or --json for all)")]
+                                     f" (the {shown} longest, in time order; --all or --json "
+                                     "for all)")]
     if shown:
         out.append(f"  {'GPU':>3} {'start (UTC)':<12} {'dur s':>6} {'kind':<14} {'H2D':>9} "
                    f"{'D2H':>9}  hint")

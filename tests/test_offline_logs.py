@@ -300,6 +300,10 @@ def test_log_paths_a_glob_expands_a_path_stays(tmp_path: Path) -> None:
                                                      str(tmp_path / "a.log.1")]
     assert log_files([str(odd), "-"]) == [str(odd), "-"]
     assert log_files([str(tmp_path / "none*")]) == [str(tmp_path / "none*")]  # said when read
+    # Named twice, or by a path and a glob: read once (its events were counted twice).
+    a = str(tmp_path / "a.log")
+    assert log_files([a, str(tmp_path / "." / "a.log"), str(tmp_path / "a.log*")]) == [
+        a, str(tmp_path / "a.log.1")]
 
 
 def test_a_shell_expanded_glob_after_log_is_refused_with_the_way_to_give_it(

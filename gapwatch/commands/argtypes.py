@@ -110,14 +110,18 @@ def log_files(given: list[str] | None) -> list[str]:
     glob (`--log '/var/log/cuzk/cuzk.log*'`: the rotated files) expanded to the files it
     matches, by name (the reader orders them by their times: `logs.files.in_time_order`). A
     path that exists is taken as it is, glob characters and all; a glob that matches nothing
-    too (the reader says it cannot be read)."""
+    too (the reader says it cannot be read). A file named twice (or by a path and a glob) is
+    read once: its events counted twice were two prover runs."""
     out: list[str] = []
+    seen: set[str] = set()
     for text in given or []:
         matched = [] if os.path.lexists(text) or not glob.has_magic(text) else sorted(
             glob.glob(text))
-        if not matched:
-            out.append(text)
-        out += [m for m in matched if m not in out]
+        for name in matched or [text]:
+            same = name if name == "-" else os.path.realpath(name)
+            if same not in seen:
+                seen.add(same)
+                out.append(name)
     return out
 
 

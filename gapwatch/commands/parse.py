@@ -289,7 +289,7 @@ def _recorded(path: str, timeline: TimelineBuilder) -> bool:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    paths = argtypes.log_files([*args.logs, *(p for p in args.log if p not in args.logs)])
+    paths = argtypes.log_files([*args.logs, *args.log])
     recording = getattr(args, "recording", None)
     if recording and not args.timeline:
         say("gapwatch parse: --recording goes with --timeline")

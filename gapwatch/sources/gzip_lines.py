@@ -199,6 +199,7 @@ class GzipLines(_Lines):
     def _chunks(self) -> Iterator[bytes]:
         return inflated(self._raw)
 
+
 def _raising(exc: BaseException) -> Iterator[bytes]:
     """Pieces that raise `exc` at the first read (damage met while passing over pieces)."""
     raise exc

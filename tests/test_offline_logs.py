@@ -316,3 +316,17 @@ def test_a_shell_expanded_glob_after_log_is_refused_with_the_way_to_give_it(
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "--log takes one path: repeat it, or quote a glob" in err
+
+
+def test_a_gzipped_log_given_to_follow_live_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A rotated log no one writes: followed, it was read as junk; `record` refuses it before
+    its recording is created."""
+    rotated = tmp_path / "cuzk.log.1.gz"
+    rotated.write_bytes(gzip.compress(_cuzk_log()))
+    out = tmp_path / "gw.jsonl"
+    assert main(["record", "--source", "sim", "--duration", "1", "--out", str(out),
+                 "--log", str(rotated)]) == 2
+    assert "a gzip file, a rotated log no one writes" in capsys.readouterr().err
+    assert not out.exists()

@@ -392,6 +392,8 @@ def _build(
     everything that must be closed. The order matters: the recording is created only once
     every source is open (a source that fails leaves the file as it was)."""
     paths = list(config.logs.paths) if log_paths is None else list(log_paths)
+    if kind != "replay":
+        _refuse_gzip_logs(paths)  # before the recording is created
     src = _open_source(config, kind, arg, speed, opened, window)
     rt = _new_runtime(config, src)
     if src.sim is not None and config.sim.copy_trace == "on":
@@ -553,6 +555,18 @@ def _add_pollers(rt: Runtime, src: _OpenSource, status_urls: list[str]) -> None:
             on_status=on_status, on_notice=session.on_notice, clock=src.clock,
             prover=poll_label,
         ))
+
+
+def _refuse_gzip_logs(paths: list[str]) -> None:
+    """A gzip file given to follow live: a rotated log, never written again, which the follower
+    would read as junk (`report`/`replay --log` read it whole). Raises SourceUnavailable."""
+    from gapwatch.logs.files import gzipped  # local: the follower's own import is too
+
+    for path in paths:
+        if gzipped(path):
+            raise SourceUnavailable(f"--log {path}: a gzip file, a rotated log no one writes: "
+                                    "read it whole with report or replay --log, and follow the "
+                                    "live one")
 
 
 def _add_followers(rt: Runtime, src: _OpenSource, paths: list[str], stdin_fd: int) -> None:

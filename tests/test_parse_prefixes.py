@@ -106,6 +106,13 @@ def test_a_docker_json_file_record_is_decoded_to_the_provers_line() -> None:
     assert event.t_wall_s == pytest.approx(iso_to_epoch("2026-11-30T09:06:26.553439Z"))
 
 
+def test_a_docker_record_with_the_containers_labels_is_decoded_too() -> None:
+    record = ('{"log":"CUZK_TIMING: a_ms=1\\n","stream":"stderr","attrs":{"app":"cuzk",'
+              '"tag":"a}b"},"time":"2026-11-30T09:06:26Z"}')
+    assert strip_prefix(record, ARRIVAL) == ("CUZK_TIMING: a_ms=1",
+                                             iso_to_epoch("2026-11-30T09:06:26Z"))
+
+
 def test_json_lines_of_other_shapes_are_not_taken_for_dockers() -> None:
     assert strip_prefix('{"log":"x","time":"2026-11-30T09:06:26Z"}', ARRIVAL) is None
     assert strip_prefix('{"level":"info","msg":"hello"}', ARRIVAL) is None

@@ -42,8 +42,10 @@ _EPOCH_PREFIX = re.compile(r"(1\d{9}(?:\.\d+)?) +")
 _JOURNAL_ORIGIN = re.compile(r"\S+ [^\s\[\]:]+\[\d+\]: ")
 # CRI's "stream tag " after the time (F: a full line, P: a part of a longer one).
 _CRI_ORIGIN = re.compile(r"(?:stdout|stderr) [FP] ")
-# Docker's json-file record, its fields in the order the daemon writes them.
+# Docker's json-file record, its fields in the order the daemon writes them (`attrs` where the
+# container's `--log-opt labels/env` asked for them).
 _DOCKER_JSON = re.compile(r'\{"log":"((?:[^"\\]|\\.)*)","stream":"(?:stdout|stderr)",'
+                          r'(?:"attrs":\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\},)?'
                           r'"time":"([^"]{19,40})"\}$')
 
 _SECOND_CACHE: dict[str, float] = {}

@@ -124,6 +124,23 @@ def test_log_bytes_counts_every_file_before_the_one_being_read(tmp_path: Path) -
         "gapwatch report: parsing the log 88 % (0 MB)"]
 
 
+def test_log_bytes_count_up_in_the_order_the_files_are_read(tmp_path: Path) -> None:
+    """Rotated files are read oldest first (`in_time_order`), whatever order they were given:
+    the files read before the one being read count, not those listed before it."""
+    new, old = tmp_path / "cuzk.log", tmp_path / "cuzk.log.1"
+    new.write_bytes(b"x" * 100)
+    old.write_bytes(b"x" * 300)
+    p, lines = _progress(1.0, after_s=0.0)
+    where = LogBytes(p, [str(new), str(old)])
+    where.at(str(old), 150)
+    where.at(str(old), 300)
+    where.at(str(new), 50)
+    assert [line.split(" ·")[0] for line in lines] == [
+        "gapwatch report: parsing the log 38 % (0 MB)",
+        "gapwatch report: parsing the log 75 % (0 MB)",
+        "gapwatch report: parsing the log 88 % (0 MB)"]
+
+
 def test_log_bytes_of_a_stream_say_no_fraction(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

@@ -36,6 +36,7 @@ import os
 import stat
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Final
 
 from gapwatch.base.gzip_stream import GZIP_MAGIC, inflated
@@ -261,22 +262,36 @@ def in_time_order(paths: list[str], config: Config) -> list[str]:
 
 
 def _first_wall_s(path: str, config: Config) -> float | None:
-    """The first wall time a regular file's first lines show by themselves (not placed by an
-    anchor), read by the offline parser's rules (user rules included)."""
+    """The first wall time a regular file's first lines show by themselves."""
     if path == "-" or not os.path.isfile(path):
         return None
-    parser = offline_parser(config, None)
-    lines = LogFile(path, config.logs.max_line_bytes).lines()
     try:
-        for _, line in zip(range(FIRST_TIME_LINES), lines, strict=False):
-            for e in parser.parse_line(line, stream=path):
-                if e.time_source in ("line", "prefix") and e.t_wall_s > 0:
-                    return e.t_wall_s
+        times = own_wall_times(path, config, lines=FIRST_TIME_LINES, most=1)
     except OSError:
         return None
+    return times[0] if times else None
+
+
+def own_wall_times(path: str, config: Config, *, start: int = 0, lines: int,
+                   most: int) -> list[float]:
+    """The wall times the first `lines` lines of a file from byte `start` (a line's start)
+    show by themselves, not placed by an anchor (a line's own, or a journald/`ts` prefix's),
+    read by the offline parser's rules (user rules included) with a parser of its own, its
+    state thrown away; read until `most` are found (a line's several events all given). The
+    order of rotated files (`in_time_order`) and a window's search of a log
+    (`gapwatch.offline.log_window`). Raises OSError."""
+    parser = offline_parser(config, None)
+    read = LogFile(path, config.logs.max_line_bytes).lines(start=start)
+    times: list[float] = []
+    try:
+        for line in islice(read, lines):
+            times += [e.t_wall_s for e in parser.parse_line(line, stream=path)
+                      if e.time_source in ("line", "prefix") and e.t_wall_s > 0]
+            if len(times) >= most:
+                break
     finally:
-        lines.close()  # the file, at once
-    return None
+        read.close()  # the file, at once
+    return times
 
 
 def offline_parser(config: Config, timeline_epoch_s: float | None) -> LogParser:

@@ -31,7 +31,14 @@ import stat
 from typing import Final
 
 from gapwatch.config import Config
-from gapwatch.logs.files import LogFile, file_events, gzipped, log_counters, offline_parser
+from gapwatch.logs.files import (
+    LogFile,
+    file_events,
+    gzipped,
+    log_counters,
+    offline_parser,
+    own_wall_times,
+)
 from gapwatch.offline import log_split
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import MARGIN_S, LogSpan
@@ -180,19 +187,5 @@ def _offset_of(path: str, config: Config, t_wall_s: float, size: int, after: boo
 def _time_at(path: str, config: Config, at: int) -> float | None:
     """The median of the first `PROBE_TIMES` wall times the lines from byte `at` show of
     themselves (within `PROBE_LINES` lines), or None."""
-    parser = offline_parser(config, None)  # a parser of its own: its state is thrown away
-    log = LogFile(path, config.logs.max_line_bytes)
-    times: list[float] = []
-    lines = log.lines(start=line_start(path, at))
-    try:
-        for n, line in enumerate(lines):
-            for ev in parser.parse_line(line, stream=path):
-                if ev.time_source in ("line", "prefix") and ev.t_wall_s > 0:
-                    times.append(ev.t_wall_s)
-            if len(times) >= PROBE_TIMES or n >= PROBE_LINES:
-                break
-    finally:
-        close = getattr(lines, "close", None)  # the generator holds the file open
-        if close is not None:
-            close()
-    return median_time(times)
+    return median_time(own_wall_times(path, config, start=line_start(path, at),
+                                      lines=PROBE_LINES, most=PROBE_TIMES))

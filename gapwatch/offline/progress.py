@@ -111,7 +111,8 @@ def _usable(fraction: float | None) -> float | None:
 class LogBytes:
     """How far the parse of `--log` files is, by bytes: `at(path, offset)` as a file is read
     (its offset in that file), shown against the bytes of all the files (regular files' sizes;
-    a stream's is unknown: no fraction then)."""
+    a stream's is unknown: no fraction then). The files count in the order they are read,
+    whatever order they were given in (`logs.files.in_time_order`)."""
 
     STEP: Final = "parsing the log"
 
@@ -119,17 +120,21 @@ class LogBytes:
         """`end`: only the first file's first `end` bytes are parsed here (a split parse's
         part, `gapwatch.offline.log_split`)."""
         self._progress = progress
-        self._before: dict[str, int] = {}
-        total: int | None = 0
-        for path in paths:
-            self._before.setdefault(path, total or 0)
-            size = _size(path)
-            total = None if total is None or size is None else total + size
-        self._total = end if end is not None else total
+        self._sizes = {path: _size(path) for path in paths}
+        sizes = list(self._sizes.values())
+        self._total = end if end is not None else (
+            None if None in sizes else sum(s for s in sizes if s is not None))
+        #: The file being read and the bytes of the files read before it.
+        self._reading: str | None = None
+        self._before = 0
 
     def at(self, path: str, offset: int) -> None:
+        if path != self._reading:
+            if self._reading is not None:
+                self._before += self._sizes.get(self._reading) or 0
+            self._reading = path
         total = self._total
-        done = self._before.get(path, 0) + offset
+        done = self._before + offset
         self._progress.step(self.STEP, done / total if total else None,
                             f"{done / 1e6:.0f} MB")
 

@@ -74,7 +74,7 @@ from gapwatch.cuzk.partitions import TimelineBuilder
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
-from gapwatch.logs.files import in_time_order, log_file_events, parse_log_files
+from gapwatch.logs.files import log_file_events, parse_log_files
 from gapwatch.offline.copy_sums import CopySums, PageableSweep
 from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
 from gapwatch.offline.gap_spool import EventSpool
@@ -183,8 +183,7 @@ def spool_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | N
     closes the spool. Raises OSError."""
     counters: dict[str, int] = {}
     spool = EventSpool()
-    # In the order they are read (`log_file_events`), so that the progress counts up.
-    paths = in_time_order(list(paths), config)
+    paths = list(paths)
     on_read = LogBytes(progress, paths).at if progress is not None else None
     try:
         for ev in log_file_events(paths, config, timeline_epoch_s, counters, on_read):

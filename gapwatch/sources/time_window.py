@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import IO, NamedTuple
 
 from gapwatch.core import fmt
@@ -244,19 +245,14 @@ def lines_time(data: bytes, end: int) -> float | None:
     """The time the whole lines of `data[:end]` end at: the median of the times their last
     lines show (`PROBE_TIMES` within `PROBE_LINES`; one line that lies cannot move it), or
     None."""
-    times: list[float] = []
-    at = end
-    for _ in range(PROBE_LINES):
-        if at <= 0:
-            break
-        start = data.rfind(b"\n", 0, at - 1) + 1
-        t = wall_of_text(data[start:at])
-        if t is not None and t == t:  # a NaN orders nothing
-            times.append(t)
-            if len(times) == PROBE_TIMES:
-                break
-        at = start
-    return median_time(times)
+    def last_first() -> Iterator[bytes]:
+        at = end
+        while at > 0:
+            start = data.rfind(b"\n", 0, at - 1) + 1
+            yield data[start:at]
+            at = start
+
+    return _probe(last_first())
 
 
 def offset_before(raw: IO[bytes], start: int, since_s: float) -> int:
@@ -311,11 +307,14 @@ def _time_after(raw: IO[bytes], at: int) -> float | None:
     `PROBE_TIMES` times they show (within `PROBE_LINES` lines), or None."""
     raw.seek(at)
     raw.readline(COUNT_BYTES)  # the rest of the line `at` is in (a longer one: cut, unread)
+    return _probe(iter(lambda: raw.readline(COUNT_BYTES), b""))
+
+
+def _probe(lines: Iterator[bytes]) -> float | None:
+    """The median of the first `PROBE_TIMES` times the first `PROBE_LINES` of `lines` show,
+    or None: the seek's and the gzip passing's one rule (one line that lies cannot move it)."""
     times: list[float] = []
-    for _ in range(PROBE_LINES):
-        line = raw.readline(COUNT_BYTES)
-        if not line:
-            break
+    for line in islice(lines, PROBE_LINES):
         t = wall_of_text(line)
         if t is not None and t == t:  # a NaN orders nothing
             times.append(t)

@@ -189,11 +189,19 @@ def test_a_gzipped_log_cut_short_gives_its_lines_to_the_cut_and_says_so(
 
 
 def test_a_gzipped_log_is_parsed_in_one_process_and_read_whole_for_a_window(
-    tmp_path: Path) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both cut a file by its bytes: a gzip file has no offset to start at. (Sizes and CPUs
+    as a large file's on a box that splits: the plain file is cut, the gzip one is not.)"""
     from gapwatch.offline import log_split, log_window
 
+    monkeypatch.setattr(log_split, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(log_split, "can_share_logs", lambda: True)
+    monkeypatch.setattr(log_window, "MIN_WINDOW_BYTES", 1)
+    plain = tmp_path / "cuzk.log"
+    plain.write_bytes(_cuzk_log())
     rotated = tmp_path / "cuzk.log.1.gz"
     rotated.write_bytes(gzip.compress(_cuzk_log()))
+    assert log_split.splittable([str(plain)]) > 0 and log_window._windowable([str(plain)]) > 0
     assert log_split.splittable([str(rotated)]) == 0
     assert log_window._windowable([str(rotated)]) == 0
 

@@ -111,34 +111,31 @@ def test_minutes_reads_as_a_clock() -> None:
         "0:00", "0:05", "1:05", "59:59", "1:02:03"]
 
 
-def test_log_bytes_counts_every_file_before_the_one_being_read(tmp_path: Path) -> None:
-    a, b = tmp_path / "a.log", tmp_path / "b.log"
-    a.write_bytes(b"x" * 300)
-    b.write_bytes(b"x" * 100)
+def _log_bytes_said(tmp_path: Path, sizes: dict[str, int], reads: list[tuple[str, int]]
+                    ) -> list[str]:
+    """What `LogBytes` says of files of `sizes` (given in that order) read as `reads`
+    (file, offset) go."""
+    for name, size in sizes.items():
+        (tmp_path / name).write_bytes(b"x" * size)
     p, lines = _progress(1.0, after_s=0.0)
-    where = LogBytes(p, [str(a), str(b)])
-    where.at(str(a), 300)
-    where.at(str(b), 50)
-    assert [line.split(" ·")[0] for line in lines] == [
-        "gapwatch report: parsing the log 75 % (0 MB)",
-        "gapwatch report: parsing the log 88 % (0 MB)"]
+    where = LogBytes(p, [str(tmp_path / name) for name in sizes])
+    for name, offset in reads:
+        where.at(str(tmp_path / name), offset)
+    return [line.split(" ·")[0].removeprefix("gapwatch report: parsing the log ")
+            for line in lines]
+
+
+def test_log_bytes_counts_every_file_before_the_one_being_read(tmp_path: Path) -> None:
+    said = _log_bytes_said(tmp_path, {"a.log": 300, "b.log": 100}, [("a.log", 300), ("b.log", 50)])
+    assert said == ["75 % (0 MB)", "88 % (0 MB)"]
 
 
 def test_log_bytes_count_up_in_the_order_the_files_are_read(tmp_path: Path) -> None:
     """Rotated files are read oldest first (`in_time_order`), whatever order they were given:
     the files read before the one being read count, not those listed before it."""
-    new, old = tmp_path / "cuzk.log", tmp_path / "cuzk.log.1"
-    new.write_bytes(b"x" * 100)
-    old.write_bytes(b"x" * 300)
-    p, lines = _progress(1.0, after_s=0.0)
-    where = LogBytes(p, [str(new), str(old)])
-    where.at(str(old), 150)
-    where.at(str(old), 300)
-    where.at(str(new), 50)
-    assert [line.split(" ·")[0] for line in lines] == [
-        "gapwatch report: parsing the log 38 % (0 MB)",
-        "gapwatch report: parsing the log 75 % (0 MB)",
-        "gapwatch report: parsing the log 88 % (0 MB)"]
+    said = _log_bytes_said(tmp_path, {"cuzk.log": 100, "cuzk.log.1": 300},
+                           [("cuzk.log.1", 150), ("cuzk.log.1", 300), ("cuzk.log", 50)])
+    assert said == ["38 % (0 MB)", "75 % (0 MB)", "88 % (0 MB)"]
 
 
 def test_log_bytes_of_a_stream_say_no_fraction(tmp_path: Path) -> None:

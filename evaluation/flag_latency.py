@@ -57,7 +57,7 @@ def flag_latency(recording: Path, witness: bool) -> Flag:
             return None
         return first.t_wall_s - starved[i].start_s
 
-    copies = report.copies["count"] if report.copies else 0
+    copies = report.copies.count if report.copies else 0
     case = f"{recording.parent.parent.name}/{recording.parent.name}"
     return Flag(case, witness, len(entered), after(0), after(1),
                 first.reason if first is not None else "", copies)

@@ -12,8 +12,9 @@ import pytest
 from gapwatch.config import Config
 from gapwatch.core.evidence_types import EventEvidence, HostEvidence, ProverState
 from gapwatch.core.models import Gap
+from gapwatch.core.payoff import IfClosed, if_closed
 from gapwatch.core.units import GIB
-from gapwatch.cuzk.advice import advice_json, advice_lines, advise, if_closed, stall_of
+from gapwatch.cuzk.advice import advice_json, advice_lines, advise, stall_of
 from gapwatch.cuzk.pipeline import PipelineView, PoolState
 from gapwatch.cuzk.prover import view_of
 from gapwatch.offline.report import build_report, to_json
@@ -132,11 +133,11 @@ def test_copies_not_overlapped_want_two_gpu_workers_only_when_there_is_one() -> 
 
 
 def test_the_payoff_is_the_reports_for_those_gaps() -> None:
-    assert if_closed(50.0, 100.0, 50.0) == {"idle_s": 50.0, "busy_fraction": 1.0,
-                                             "throughput_gain": 2.0}
+    assert if_closed(50.0, 100.0, 50.0) == IfClosed(idle_s=50.0, busy_fraction=1.0,
+                                                    throughput_gain=2.0)
     gaps = [_gap(cause="waits_on_budget", duration_s=2.0)]
     (a,) = advise(gaps, PipelineView(), lambda gs: if_closed(8.0, 10.0, 2.0)).advice
-    assert a.payoff == {"idle_s": 2.0, "busy_fraction": 1.0, "throughput_gain": 1.25}
+    assert a.payoff == IfClosed(idle_s=2.0, busy_fraction=1.0, throughput_gain=1.25)
     text = "\n".join(advice_lines(advise(gaps, PipelineView(),
                                          lambda gs: if_closed(8.0, 10.0, 2.0))))
     assert "payoff if closed: busy → 100 %, about 1.25× throughput" in text

@@ -16,6 +16,7 @@ import pytest
 
 from gapwatch.cli import main
 from gapwatch.config import Config
+from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport
 from gapwatch.cuzk.settings import ProverSettings
@@ -102,7 +103,7 @@ def _side(label: str, gaps: list[SlimGap], span_s: float = 3600.0) -> Side:
                         confidence="high", final_state="CHAINED")]
     return Side(label=label, path=label, log_files=[], gpus=[], totals=totals, gaps=gaps,
                 partition_ends=None, copies=[], settings=ProverSettings(),
-                advice=AdviceReport(), payoff_all={}, busy_fraction=None,
+                advice=AdviceReport(), payoff_all=IfClosed(0.0, None, None), busy_fraction=None,
                 partitions_per_hour=None, statuses=10)
 
 

@@ -17,6 +17,7 @@ from evaluation.simulate import simulate
 from gapwatch.base import sorted_spool
 from gapwatch.base.tuple_spool import TupleSpool
 from gapwatch.config import Config
+from gapwatch.core.codec import encode_json
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.evidence import RECENT_COPIES, EvidenceBuffer, union_s
@@ -69,11 +70,20 @@ def test_the_copy_table_summed_as_copies_come_equals_the_one_of_the_whole_list(
     sums = CopySums()
     for c in copies:
         sums.add(c)
-    table = sums.table({0: (1.0, 0.5)})
+    table = sums.table({0: (1.0, 0.5)}).json()  # as the report's JSON gives it
     assert table["rows"] == _copy_table_of_a_list(copies)
     assert (table["count"], table["bytes"]) == (3000, sum(c.bytes for c in copies))
     assert table["per_gpu"] == [{"gpu": 0, "gap_s": 1.0, "pageable_copy_s": 0.5,
                                  "pageable_share_of_gap_time": 0.5}]
+
+
+def test_a_copy_table_without_gaps_gives_its_seconds_as_numbers_of_seconds() -> None:
+    """No gap on any GPU: the overall gap time is 0.0 seconds in the JSON (as with gaps),
+    not the integer 0 an empty sum gives, and its pageable share is not known."""
+    doc = CopySums().table({}).json()
+    assert encode_json(doc) == encode_json({
+        "count": 0, "bytes": 0, "rows": [], "gap_s": 0.0, "pageable_copy_s": 0.0,
+        "pageable_share_of_gap_time": None, "per_gpu": []})
 
 
 @pytest.mark.parametrize("grid", [None, 0.5])

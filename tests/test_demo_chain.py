@@ -36,7 +36,7 @@ def test_the_pageable_demo_shows_the_whole_chain_within_60_s(tmp_path: Path) -> 
     settings = [a for a in r.advice.advice if SECTION_KEY.match(a.setting)]
     assert settings and settings[0].setting == "[memory] safety_margin"
     assert any("checkout(s) FAILED" in e for e in settings[0].evidence)
-    assert settings[0].payoff and (settings[0].payoff["throughput_gain"] or 0) > 1.2
+    assert settings[0].payoff and (settings[0].payoff.throughput_gain or 0) > 1.2
 
 
 def test_the_first_wave_is_unpinned_then_the_checkouts_fail(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_the_demo_records_its_copies_as_the_copy_trace_would_unless_told_not_to(
     config = tmp_path / "c.toml"
     config.write_text('[sim]\ncopy_trace = "on"\ncopies_per_partition = 4\n')
     traced = _record("pageable", tmp_path, seconds=30, extra=["--config", str(config)])
-    assert traced.copies is not None and traced.copies["count"] % 4 == 0
+    assert traced.copies is not None and traced.copies.count % 4 == 0
     starved = [g for g in traced.gaps if g.kind == "pcie_starved"]
     assert starved and all(g.copies.traced and g.copies.memory_kind == "pageable"
                            for g in starved)

@@ -393,9 +393,9 @@ def test_a_traced_recording_is_split_by_gpu_and_reports_the_same_bytes(
     splits = _spy_on_splits(monkeypatch)
     one = _same(path, 2)
     assert splits == [True]
-    rows = one.copies["rows"] if one.copies is not None else []
-    assert {r["gpu"] for r in rows} == {None, 0, 1, 2, 3}
-    assert all(r["memory_kind"] == "pageable" for r in rows)
+    rows = one.copies.rows if one.copies is not None else []
+    assert {r.gpu for r in rows} == {None, 0, 1, 2, 3}
+    assert all(r.memory_kind == "pageable" for r in rows)
     assert all(g.copies.traced for g in one.gaps)
     down = {g.gpu for g in one.gaps if g.link_current_bytes_per_s is not None}
     assert down == {1}

@@ -32,6 +32,7 @@ from typing import Any
 from gapwatch.core import fmt
 from gapwatch.core.evidence_types import ProverState, known
 from gapwatch.core.models import Gap
+from gapwatch.core.payoff import IfClosed
 from gapwatch.cuzk.pipeline import (
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     POREP_PARTITION_FULL_BYTES,
@@ -80,8 +81,9 @@ class Advice:
     #: True when gapwatch could not tell whether this is the setting (`guess_why` says what).
     guess: bool = False
     guess_why: str = ""
-    #: The report's payoff for these gaps (`if_closed`), when the caller knows the span.
-    payoff: dict[str, float | None] | None = None
+    #: The payoff of closing these gaps (`gapwatch.core.payoff.if_closed`), when the caller
+    #: knows the span.
+    payoff: IfClosed | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,20 +218,6 @@ def by_stall(gaps: Iterable[Gap], pipeline: PipelineView) -> dict[str, StallGaps
     return by
 
 
-def if_closed(busy_s: float | None, active_s: float, closed_s: float) -> dict[str, float | None]:
-    """The payoff of closing `closed_s` of idle time in a working span of `active_s` (work taken
-    as fixed: the span shrinks by the idle time): busy fraction and throughput gain. `busy_s`
-    None: the busy time is not known (only the gain is)."""
-    left = active_s - closed_s
-    if active_s <= 0 or left <= 0:
-        return {"idle_s": closed_s, "busy_fraction": None, "throughput_gain": None}
-    return {
-        "idle_s": closed_s,
-        "busy_fraction": None if busy_s is None else min(1.0, busy_s / left),
-        "throughput_gain": active_s / left,
-    }
-
-
 def _warnings(g: Gap) -> set[str]:
     return {e.warning for e in g.log_events if e.warning}
 
@@ -336,7 +324,7 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView
 
 
 def advise(gaps: Iterable[Gap], pipeline: PipelineView,
-           payoff: Callable[[Sequence[Gap]], dict[str, float | None] | None] | None = None,
+           payoff: Callable[[Sequence[Gap]], IfClosed | None] | None = None,
            rules: Callable[[str, StallGaps], Found | str | None] | None = None,
            notes: Iterable[str] = ()) -> AdviceReport:
     """Advice for `gaps` (closed gaps, in start order; retracted and open ones are left out by
@@ -358,7 +346,7 @@ def _digest(stall: str, gaps: Iterable[Gap]) -> StallGaps:
 
 
 def advise_stalls(by: dict[str, StallGaps], pipeline: PipelineView,
-                  payoff: Callable[[StallGaps], dict[str, float | None] | None] | None = None,
+                  payoff: Callable[[StallGaps], IfClosed | None] | None = None,
                   rules: Callable[[str, StallGaps], Found | str | None] | None = None,
                   notes: Iterable[str] = ()) -> AdviceReport:
     """Advice for the gaps of each stall (`by_stall`).
@@ -569,11 +557,11 @@ def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
         for e in first.evidence:
             out.append(f"{indent}    evidence: {e}")
         pay = first.payoff
-        if pay is not None and pay.get("throughput_gain"):
-            busy = pay.get("busy_fraction")
+        if pay is not None and pay.throughput_gain:
+            busy = pay.busy_fraction
             to = f"busy → {busy * 100:.0f} %, " if busy is not None else ""
             out.append(f"{indent}    payoff if closed: {to}about "
-                       f"{pay['throughput_gain']:.2f}× throughput")
+                       f"{pay.throughput_gain:.2f}× throughput")
     for n in report.no_setting:
         out.append(f"{indent}{n.gaps} gap(s), {n.idle_s:.1f} s idle: "
                    f"{STALL_WORDS.get(n.stall, n.stall)}: no setting: {n.why}")
@@ -587,7 +575,8 @@ def advice_json(report: AdviceReport) -> dict[str, Any]:
             "stall": a.stall, "stall_words": STALL_WORDS.get(a.stall, a.stall),
             "setting": a.setting, "change": a.change, "why": a.why, "source": a.source,
             "evidence": a.evidence, "gaps": a.gaps, "idle_s": a.idle_s, "gap_ids": a.gap_ids,
-            "guess": a.guess, "guess_why": a.guess_why or None, "payoff": a.payoff,
+            "guess": a.guess, "guess_why": a.guess_why or None,
+            "payoff": None if a.payoff is None else a.payoff.json(),
         } for a in report.advice],
         "no_setting": [{"stall": n.stall, "stall_words": STALL_WORDS.get(n.stall, n.stall),
                         "why": n.why, "gaps": n.gaps, "idle_s": n.idle_s}

@@ -8,9 +8,10 @@ Who calls it: the Prometheus exporter (`gapwatch.sinks.verdict_metrics`: the
 The rule, in one home: the gaps that closed inside the GPU's chaining window (the detector's
 last `window_s` of data, `core.verdict.WindowNow`), given to `cuzk.advice.advise`; the stall
 that idled the GPU longest there is the cause, its first setting the one to change, and the
-payoff is closing those gaps over the window (`advice.if_closed`: the throughput gain, work
-taken as fixed). Every value is one of a fixed set (stall names, cuzk's setting names), so it
-is safe as a Prometheus label; a stall no setting closes has setting "none".
+payoff is closing those gaps over the window (`gapwatch.core.payoff.if_closed`: the
+throughput gain, work taken as fixed). Every value is one of a fixed set (stall names, cuzk's
+setting names), so it is safe as a Prometheus label; a stall no setting closes has setting
+"none".
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gapwatch.core.models import Gap
+from gapwatch.core.payoff import if_closed
 from gapwatch.core.store_snapshot import StoreSnapshot
-from gapwatch.cuzk.advice import STALL_WORDS, advise, if_closed
+from gapwatch.cuzk.advice import STALL_WORDS, advise
 from gapwatch.cuzk.prover import view_of
 
 #: The cause and setting when the window holds no closed gap (nothing to explain).
@@ -79,6 +81,6 @@ def why_now(snap: StoreSnapshot, gpu: int) -> WhyNow:
         (a.idle_s, a.stall, a.setting, a.change) for a in report.advice[:1]]
     by_idle += [(n.idle_s, n.stall, NO_CAUSE, "") for n in report.no_setting[:1]]
     idle_s, stall, setting, change = max(by_idle, key=lambda t: t[0])
-    gain = if_closed(None, span_s, idle_s)["throughput_gain"]
+    gain = if_closed(None, span_s, idle_s).throughput_gain
     return WhyNow(gpu, state, stall, STALL_WORDS.get(stall, stall), setting, change, gain,
                   idle_s)

@@ -33,6 +33,7 @@ from gapwatch.base.tuple_spool import TupleSpool
 from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.models import Gap, GpuInfo, ProverEvent
+from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
 from gapwatch.cuzk.settings import ProverSettings, SettingChange, SettingsSeen, changes
@@ -95,7 +96,7 @@ class Side:
     settings: ProverSettings
     advice: AdviceReport
     #: The report's payoff of closing every gap (`if_closed` over all GPUs).
-    payoff_all: dict[str, float | None]
+    payoff_all: IfClosed
     busy_fraction: float | None
     partitions_per_hour: float | None
     statuses: int
@@ -148,9 +149,9 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
             label=label, path=str(path), log_files=list(logs), gpus=list(rep.header.gpus),
             totals=rep.totals, gaps=gaps, partition_ends=ends, copies=copies,
             settings=seen.result(), advice=rep.advice,
-            payoff_all=rep.payoff["overall"]["if_closed"]["all"],
-            busy_fraction=rep.payoff["overall"]["busy_fraction"],
-            partitions_per_hour=rep.payoff.get("partitions_per_hour"),
+            payoff_all=rep.payoff.overall.all,
+            busy_fraction=rep.payoff.overall.busy_fraction,
+            partitions_per_hour=rep.payoff.partitions_per_hour,
             statuses=statuses, problems=[*rep.warnings, *rep.problems], posts=posts,
             window=window,
         )  # fmt: skip
@@ -384,8 +385,8 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
     b, a = c.before, c.after
     changed = {ch.setting for ch in c.setting_changes}
     advice = [{"setting": x.setting, "stall": x.stall, "gaps": x.gaps, "idle_s": x.idle_s,
-               "busy_fraction": (x.payoff or {}).get("busy_fraction"),
-               "throughput_gain": (x.payoff or {}).get("throughput_gain"),
+               "busy_fraction": None if x.payoff is None else x.payoff.busy_fraction,
+               "throughput_gain": None if x.payoff is None else x.payoff.throughput_gain,
                "changed": x.setting in changed} for x in b.advice.advice]
     top = c.figures[0].gpu if c.figures else ALL
     whole = {f.name: (f.before, f.after) for f in c.figures if f.gpu == top}
@@ -396,13 +397,13 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
         ratio, basis = pa / pb, "partitions/h"
     elif bb and ba is not None:
         ratio, basis = ba / bb, "busy share"
-    predicted = b.payoff_all.get("throughput_gain")
+    predicted = b.payoff_all.throughput_gain
     share = None
     if ratio is not None and predicted is not None and predicted > 1:
         share = (ratio - 1) / (predicted - 1)
     return {
         "advice": advice,
-        "all_gaps": {"busy_fraction": b.payoff_all.get("busy_fraction"),
+        "all_gaps": {"busy_fraction": b.payoff_all.busy_fraction,
                      "throughput_gain": predicted},
         "achieved": {"busy_before": b.busy_fraction, "busy_after": a.busy_fraction,
                      "throughput_ratio": ratio, "basis": basis,

@@ -60,14 +60,54 @@ class CopyRow:
         return {
             "gpu": self.gpu, "direction": self.direction, "memory_kind": self.memory_kind,
             "count": self.count, "bytes": self.bytes, "copy_s": self.copy_s,
-            "bytes_per_s": self.bytes / self.copy_s if self.copy_s > 0 else None,
+            "bytes_per_s": self.bytes_per_s,
             "rate_min_bytes_per_s": self.rate_min_bytes_per_s,
             "rate_median_bytes_per_s": self.rate_median_bytes_per_s,
             "rate_max_bytes_per_s": self.rate_max_bytes_per_s,
         }  # fmt: skip
 
+    @property
+    def bytes_per_s(self) -> float | None:
+        """The group's rate over its copies' summed time."""
+        return self.bytes / self.copy_s if self.copy_s > 0 else None
+
     def order(self) -> tuple[int, str, str]:
         return (-1 if self.gpu is None else self.gpu, self.direction, self.memory_kind)
+
+
+@dataclass(frozen=True, slots=True)
+class GapCopyShare:
+    """How much of a GPU's gap time (or all GPUs', `gpu` None) pageable copies ran."""
+
+    gpu: int | None
+    gap_s: float
+    pageable_copy_s: float
+
+    @property
+    def pageable_share_of_gap_time(self) -> float | None:
+        return self.pageable_copy_s / self.gap_s if self.gap_s > 0 else None
+
+    def json(self) -> dict[str, Any]:
+        """The figures without the GPU (the table's overall ones are its own members)."""
+        return {"gap_s": self.gap_s, "pageable_copy_s": self.pageable_copy_s,
+                "pageable_share_of_gap_time": self.pageable_share_of_gap_time}
+
+
+@dataclass(frozen=True, slots=True)
+class CopyTable:
+    """The report's copy table (its JSON's "copies", docs/copytrace.md): copies by GPU,
+    direction and host memory kind, and how much of the gap time pageable copies ran."""
+
+    count: int
+    bytes: int
+    rows: list[CopyRow]
+    overall: GapCopyShare
+    per_gpu: list[GapCopyShare]
+
+    def json(self) -> dict[str, Any]:
+        return {"count": self.count, "bytes": self.bytes, "rows": [r.json() for r in self.rows],
+                **self.overall.json(),
+                "per_gpu": [{"gpu": p.gpu, **p.json()} for p in self.per_gpu]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,26 +210,15 @@ class CopySums:
                 gpu, kind, end, duration, size = unpack(payload)
                 yield gpu, _KINDS[kind], end, size, duration
 
-    def table(self, gaps: dict[int, tuple[float, float]]) -> dict[str, Any]:
+    def table(self, gaps: dict[int, tuple[float, float]]) -> CopyTable:
         """Copies by GPU, direction and host memory kind (count, bytes, rates), and how much of
         the gap time pageable copies ran (per GPU and overall; `gaps`: each GPU's gap seconds
         and pageable copy seconds within them): the "copies" object of the report."""
-        rows = [r.json() for r in sorted(self._taken + self.rows(), key=CopyRow.order)]
-        per_gpu = []
-        all_gap_s = all_pageable_s = 0.0
-        for gpu in sorted(gaps):
-            gap_s, pageable_s = gaps[gpu]
-            per_gpu.append({"gpu": gpu, "gap_s": gap_s, "pageable_copy_s": pageable_s,
-                            "pageable_share_of_gap_time": pageable_s / gap_s if gap_s > 0
-                            else None})
-            all_gap_s += gap_s
-            all_pageable_s += pageable_s
-        return {
-            "count": self.count, "bytes": self.bytes, "rows": rows,
-            "gap_s": all_gap_s, "pageable_copy_s": all_pageable_s,
-            "pageable_share_of_gap_time": all_pageable_s / all_gap_s if all_gap_s > 0 else None,
-            "per_gpu": per_gpu,
-        }
+        rows = sorted(self._taken + self.rows(), key=CopyRow.order)
+        per_gpu = [GapCopyShare(gpu, *gaps[gpu]) for gpu in sorted(gaps)]
+        overall = GapCopyShare(None, sum((p.gap_s for p in per_gpu), 0.0),
+                               sum((p.pageable_copy_s for p in per_gpu), 0.0))
+        return CopyTable(self.count, self.bytes, rows, overall, per_gpu)
 
     def rows(self) -> list[CopyRow]:
         """This process's groups, finished (their medians read from the rates' spool)."""

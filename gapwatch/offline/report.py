@@ -64,23 +64,22 @@ from gapwatch.core.models import (
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import (
     AdviceReport,
-    StallGaps,
     advice_json,
     advise_stalls,
     by_stall,
-    if_closed,
 )
-from gapwatch.cuzk.partitions import TimelineBuilder
+from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline, TimelineBuilder
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.files import log_file_events, parse_log_files
-from gapwatch.offline.copy_sums import CopySums, PageableSweep
+from gapwatch.offline.copy_sums import CopySums, CopyTable, PageableSweep
 from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.log_split import spool_split
 from gapwatch.offline.log_window import spool_window
+from gapwatch.offline.payoff import Payoff, busy_fraction, gap_payoff, report_payoff
 from gapwatch.offline.progress import DataTime, LogBytes, Progress, progress_of, tell
 from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
@@ -123,10 +122,10 @@ class ReportData:
     gaps: Sequence[Gap]
     breakdowns: list[Breakdown]
     states: list[StateChange]
-    payoff: dict[str, Any]
-    partitions: Any | None = None  # gapwatch.cuzk.partitions.RunTimeline
+    payoff: Payoff
+    partitions: RunTimeline | None = None
     #: The copy trace's table (`CopySums.table`); None when the recording has no copy.
-    copies: dict[str, Any] | None = None
+    copies: CopyTable | None = None
     log_files: list[str] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -411,7 +410,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         path=str(path), header=found.header, totals=totals, gaps=found.gaps,
         breakdowns=_breakdowns(found.states, totals, sums.starved, window_s),
         states=found.states,
-        payoff=payoff(totals, tally, partitions), partitions=partitions,
+        payoff=report_payoff(totals, tally, partitions), partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
         copies=found.copies.table(sums.copy_gaps) if found.copies else None,
         warnings=[*found.log_notes, *log_warnings(found.counters),
@@ -476,14 +475,6 @@ class _GapSums:
             yield g
 
 
-def gap_payoff(totals: list[GpuTotals], gaps: StallGaps) -> dict[str, float | None]:
-    """The payoff of closing these gaps, over every GPU's working span (the report's
-    `payoff` for one set of gaps: the figure each advice carries)."""
-    busy = sum(t.busy_s for t in totals)
-    active = sum(t.active_s for t in totals)
-    return if_closed(busy, active, gaps.idle_s)
-
-
 def log_warnings(counters: dict[str, int]) -> list[str]:
     """What the `--log` files' reading found that changes what the report means: a gzip file
     cut short (`logs.files.LogFile`) gives no events past its cut."""
@@ -519,7 +510,7 @@ def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals]) ->
     return out
 
 
-def _partitions(timeline: TimelineBuilder | None) -> Any | None:
+def _partitions(timeline: TimelineBuilder | None) -> RunTimeline | None:
     """The partition table: the timeline the detection loop fed (None: no log event it reads,
     no `/status` snapshot); None without partitions."""
     if timeline is None:
@@ -576,57 +567,6 @@ def _starved_in(starved: list[tuple[int, float]], start_ns: int, end_ns: int,
     return inside, most
 
 
-PAYOFF_METHOD = (
-    "Work is taken as fixed: closing the gaps of a kind removes their idle time from the working "
-    "span (first to last busy reading), so busy fraction becomes busy / (span - gap time) and "
-    "throughput scales by span / (span - gap time). Upper bound: assumes compute itself does "
-    "not slow down and that nothing else (synthesis, a second bottleneck) becomes the limit; "
-    "idle stretches shorter than min_gap_ms stay."
-)
-
-
-def payoff(totals: list[GpuTotals], tally: dict[tuple[int, str], Tally],
-           partitions: Any | None) -> dict[str, Any]:
-    """Busy fraction and throughput gain if the gaps of each kind (and all gaps) were closed;
-    the idle seconds of each (GPU, kind) are the ledger's (`GapLedger.tally`)."""
-    per_gpu = []
-    all_busy = all_active = 0.0
-    all_by_kind: dict[str, float] = dict.fromkeys(GAP_KINDS, 0.0)
-    idle_by_gpu: dict[int, dict[str, float]] = {}
-    for (gpu, kind), kept in tally.items():
-        per = idle_by_gpu.get(gpu)
-        if per is None:
-            per = idle_by_gpu[gpu] = dict.fromkeys(GAP_KINDS, 0.0)
-        per[kind] += kept.seconds
-    for t in totals:
-        by_kind = idle_by_gpu.get(t.gpu) or dict.fromkeys(GAP_KINDS, 0.0)
-        all_busy += t.busy_s
-        all_active += t.active_s
-        for k, v in by_kind.items():
-            all_by_kind[k] += v
-        per_gpu.append({
-            "gpu": t.gpu,
-            "busy_fraction": busy_fraction(t),
-            "if_closed": {
-                **{k: if_closed(t.busy_s, t.active_s, v) for k, v in by_kind.items() if v > 0},
-                "all": if_closed(t.busy_s, t.active_s, sum(by_kind.values())),
-            },
-        })  # fmt: skip
-    overall = {
-        "busy_fraction": all_busy / all_active if all_active > 0 else None,
-        "if_closed": {
-            **{k: if_closed(all_busy, all_active, v) for k, v in all_by_kind.items() if v > 0},
-            "all": if_closed(all_busy, all_active, sum(all_by_kind.values())),
-        },
-    }
-    pph = None
-    if partitions is not None and getattr(partitions, "wall_s", None):
-        n = len(partitions.partitions)
-        pph = n / partitions.wall_s * 3600 if partitions.wall_s > 0 else None
-    return {"method": PAYOFF_METHOD, "partitions_per_hour": pph, "overall": overall,
-            "per_gpu": per_gpu}
-
-
 def gaps_by_prover_cause(r: ReportData, gpu: int) -> dict[str, dict[str, float]] | None:
     """Count and idle seconds of a GPU's gaps by the prover's finer cause (`"none"`: snapshots
     seen but no rule applied); None when no gap had any prover snapshot (no `/status` polled)."""
@@ -641,12 +581,6 @@ def _add_cause(causes: dict[int, dict[str, dict[str, float]]], g: Gap) -> None:
                                                     {"count": 0, "idle_s": 0.0})
     entry["count"] += 1
     entry["idle_s"] += g.duration_s
-
-
-def busy_fraction(t: GpuTotals) -> float | None:
-    """Busy share of the working span (first to last busy reading): idle before the work started
-    and after it ended is not counted against the GPU."""
-    return t.busy_s / t.active_s if t.active_s > 0 else None
 
 
 def _kind_entry(tally: Tally | None) -> dict[str, float]:
@@ -697,7 +631,7 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
              "max_in_window": b.max_in_window}
             for b in r.breakdowns
         ],
-        "payoff": r.payoff,
+        "payoff": r.payoff.json(),
         **advice_json(r.advice),
         "prover_lacks": r.prover_lacks,
         "blind_spots": [
@@ -713,7 +647,7 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
         ],
         "partitions": _partitions_json(r.partitions, items=gaps),
         "prover_events": prover_events_json(r.prover_events),
-        "copies": r.copies,
+        "copies": None if r.copies is None else r.copies.json(),
         "chaining": {
             str(gpu): {"share": f.share, "copy_s": f.copy_s, "basis": f.basis,
                        "worst_minute": (None if gpu not in r.chaining_worst else
@@ -741,7 +675,7 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
     }
 
 
-def _partitions_json(run: Any | None, items: bool = True) -> dict[str, Any] | None:
+def _partitions_json(run: RunTimeline | None, items: bool = True) -> dict[str, Any] | None:
     if run is None:
         return None
     return {
@@ -756,7 +690,7 @@ def _partitions_json(run: Any | None, items: bool = True) -> dict[str, Any] | No
     }
 
 
-def _partition_json(p: Any) -> dict[str, Any]:
+def _partition_json(p: PartitionTiming) -> dict[str, Any]:
     """One row of the partition table (`gapwatch.cuzk.partitions.PartitionTiming`)."""
     return {
         "job_id": p.job_id, "partition": p.partition, "run": p.run, "kind": p.kind,

@@ -8,23 +8,20 @@ figures; this module only words and lays them out.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from gapwatch.core import fmt
 from gapwatch.core.blind import blind_words
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.health import event_words
 from gapwatch.core.models import GAP_KINDS, Gap
+from gapwatch.core.payoff import PAYOFF_METHOD
 from gapwatch.core.verdict import breakdown_words
 from gapwatch.cuzk.advice import advice_lines
+from gapwatch.cuzk.partitions import RunTimeline
+from gapwatch.offline.copy_sums import CopyTable
+from gapwatch.offline.payoff import ALL, Payoff, busy_fraction
 from gapwatch.offline.prover_events import prover_event_lines
-from gapwatch.offline.report import (
-    PAYOFF_METHOD,
-    TABLE_ROWS,
-    ReportData,
-    busy_fraction,
-    gaps_by_prover_cause,
-)
+from gapwatch.offline.report import TABLE_ROWS, ReportData, gaps_by_prover_cause
 
 #: Rows of the gap and partition tables in text output (the JSON always has every row).
 MAX_TABLE_ROWS = TABLE_ROWS
@@ -184,22 +181,23 @@ def _input_lines(r: ReportData) -> list[str]:
     return out
 
 
-def _copy_lines(copies: dict[str, Any]) -> list[str]:
+def _copy_lines(copies: CopyTable) -> list[str]:
     """The copy trace's table: copies by GPU, direction and host memory kind, with their rates."""
-    lines = [f"Copies (copy trace): {copies['count']}, {fmt.size(copies['bytes'])}",
+    lines = [f"Copies (copy trace): {copies.count}, {fmt.size(copies.bytes)}",
              f"  {'GPU':>3} {'dir':<4} {'memory':<9} {'copies':>6} {'bytes':>10} "
              f"{'rate':>9}  per copy min / median / max"]
-    for row in copies["rows"]:
-        gpu = "?" if row["gpu"] is None else str(row["gpu"])
+    for row in copies.rows:
+        gpu = "?" if row.gpu is None else str(row.gpu)
         lines.append(
-            f"  {gpu:>3} {row['direction'].upper():<4} {row['memory_kind']:<9} "
-            f"{row['count']:>6} {fmt.size(row['bytes']):>10} {fmt.rate(row['bytes_per_s']):>9}  "
-            f"{fmt.rate(row['rate_min_bytes_per_s'])} / "
-            f"{fmt.rate(row['rate_median_bytes_per_s'])} / {fmt.rate(row['rate_max_bytes_per_s'])}")
-    share = copies.get("pageable_share_of_gap_time")
+            f"  {gpu:>3} {row.direction.upper():<4} {row.memory_kind:<9} "
+            f"{row.count:>6} {fmt.size(row.bytes):>10} {fmt.rate(row.bytes_per_s):>9}  "
+            f"{fmt.rate(row.rate_min_bytes_per_s)} / "
+            f"{fmt.rate(row.rate_median_bytes_per_s)} / {fmt.rate(row.rate_max_bytes_per_s)}")
+    whole = copies.overall
+    share = whole.pageable_share_of_gap_time
     if share is not None:
         lines.append(f"  pageable copies ran during {share * 100:.0f} % of the gap time "
-                     f"({copies['pageable_copy_s']:.1f} s of {copies['gap_s']:.1f} s)")
+                     f"({whole.pageable_copy_s:.1f} s of {whole.gap_s:.1f} s)")
     return lines
 
 
@@ -216,7 +214,7 @@ JOB_CHARS = 20
 SOURCE_CELLS = 80
 
 
-def _partition_lines(run: Any, all_rows: bool = False) -> list[str]:
+def _partition_lines(run: RunTimeline, all_rows: bool = False) -> list[str]:
     """The partition table: job and partition on every row (partition numbers repeat per job),
     the first `MAX_TABLE_ROWS` unless `all_rows`, saying what it left out."""
     parts = run.partitions
@@ -252,18 +250,18 @@ def _partition_lines(run: Any, all_rows: bool = False) -> list[str]:
     return lines
 
 
-def _payoff_lines(payoff: dict[str, Any]) -> list[str]:
+def _payoff_lines(payoff: Payoff) -> list[str]:
     lines = ["Payoff (if the gaps were closed)"]
-    overall = payoff["overall"]
-    pph = payoff.get("partitions_per_hour")
-    for kind, v in overall["if_closed"].items():
-        if v["busy_fraction"] is None or v["idle_s"] <= 0:
+    overall = payoff.overall
+    pph = payoff.partitions_per_hour
+    for kind, v in overall.if_closed_by_kind.items():
+        gain = v.throughput_gain
+        if v.busy_fraction is None or gain is None or v.idle_s <= 0:
             continue
-        gain = v["throughput_gain"]
         rate = f", {pph:.0f} → {pph * gain:.0f} partitions per hour" if pph else ""
-        label = "all gaps" if kind == "all" else f"{kind} gaps"
-        lines.append(f"  closing {label}: busy {_pct(overall['busy_fraction']).strip()} → "
-                     f"{_pct(v['busy_fraction']).strip()}, about {gain:.2f}× throughput{rate}")
+        label = "all gaps" if kind == ALL else f"{kind} gaps"
+        lines.append(f"  closing {label}: busy {_pct(overall.busy_fraction).strip()} → "
+                     f"{_pct(v.busy_fraction).strip()}, about {gain:.2f}× throughput{rate}")
     if len(lines) == 1:
         lines.append("  nothing to gain: no gaps")
     lines.append(f"  ({PAYOFF_METHOD})")

@@ -34,9 +34,10 @@ from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.health import event_words, health_cells
 from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
+from gapwatch.core.payoff import IfClosed, if_closed
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import window_words
-from gapwatch.cuzk.advice import advice_lines, advise, if_closed
+from gapwatch.cuzk.advice import advice_lines, advise
 from gapwatch.cuzk.prover import view_of
 from gapwatch.sinks.recorder import write_recording
 
@@ -179,7 +180,7 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
             last[r.gpu] = r.t_wall_s
     span = sum(last[g] - first[g] for g in last)
 
-    def payoff(these: Sequence[Gap]) -> dict[str, float | None]:
+    def payoff(these: Sequence[Gap]) -> IfClosed:
         return if_closed(None, span, sum(g.duration_s for g in these))
 
     closed = [g for g in gaps if g.end_s is not None and not g.retracted]

@@ -26,8 +26,9 @@ from textual.widgets import Static
 from gapwatch.core import fmt
 from gapwatch.core.evidence_types import CopiesEvidence, known
 from gapwatch.core.models import Gap, GpuSample, LogEvent
+from gapwatch.core.payoff import IfClosed, if_closed
 from gapwatch.core.store_snapshot import StoreSnapshot
-from gapwatch.cuzk.advice import advice_lines, advise, if_closed
+from gapwatch.cuzk.advice import advice_lines, advise
 from gapwatch.cuzk.prover import view_of
 from gapwatch.ui.kinds import gap_words
 
@@ -81,7 +82,7 @@ def advice_section(gap: Gap, snap: StoreSnapshot) -> list[str]:
         return ["", "what to change", "  (once the gap has closed)"]
     span = _span_s(snap.gpu_samples.get(gap.gpu, ()))
 
-    def payoff(these: Sequence[Gap]) -> dict[str, float | None]:
+    def payoff(these: Sequence[Gap]) -> IfClosed:
         return if_closed(None, span, sum(g.duration_s for g in these))
 
     return ["", f"what to change (payoff over the last {span:.0f} s of this GPU)",

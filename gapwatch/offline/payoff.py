@@ -1,0 +1,117 @@
+"""The report's payoff: busy fraction and throughput gain if the gaps of each kind (and all of
+them) were closed, over all GPUs and per GPU, with partitions per hour where the prover's log
+gave a partition table. The arithmetic is `gapwatch.core.payoff.if_closed`'s.
+
+Who calls it: `gapwatch.offline.report.summarise` (the report's `payoff`, and each advice's
+through `gap_payoff`), its text and JSON (`gapwatch.offline.report_text`, `report.to_json`),
+`gapwatch.offline.compare` (each side's busy share, payoff of all gaps, partitions per hour).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gapwatch.core.ledger import Tally
+from gapwatch.core.models import GAP_KINDS
+from gapwatch.core.payoff import PAYOFF_METHOD, IfClosed, if_closed
+from gapwatch.core.track import GpuTotals
+from gapwatch.cuzk.advice import StallGaps
+from gapwatch.cuzk.partitions import RunTimeline
+
+#: The key of closing every gap, after the kinds' own in `if_closed_by_kind`.
+ALL = "all"
+
+
+@dataclass(frozen=True, slots=True)
+class Closing:
+    """The busy fraction now and what closing each kind's gaps would give: the kinds with idle
+    time, in `GAP_KINDS` order, then `ALL` (always there)."""
+
+    busy_fraction: float | None
+    if_closed_by_kind: dict[str, IfClosed]
+
+    @property
+    def all(self) -> IfClosed:
+        return self.if_closed_by_kind[ALL]
+
+    def json(self) -> dict[str, Any]:
+        return {"busy_fraction": self.busy_fraction,
+                "if_closed": {k: v.json() for k, v in self.if_closed_by_kind.items()}}
+
+
+@dataclass(frozen=True, slots=True)
+class GpuPayoff:
+    gpu: int
+    closing: Closing
+
+
+@dataclass(frozen=True, slots=True)
+class Payoff:
+    """The report's payoff (docs/detection.md, "Report JSON": `payoff`)."""
+
+    overall: Closing
+    per_gpu: list[GpuPayoff]
+    #: Partitions the prover finished per hour of the partition table's wall span; None
+    #: without a table (no log) or with an empty span.
+    partitions_per_hour: float | None
+
+    def json(self) -> dict[str, Any]:
+        return {"method": PAYOFF_METHOD, "partitions_per_hour": self.partitions_per_hour,
+                "overall": self.overall.json(),
+                "per_gpu": [{"gpu": p.gpu, **p.closing.json()} for p in self.per_gpu]}
+
+
+def busy_fraction(t: GpuTotals) -> float | None:
+    """Busy share of the working span (first to last busy reading): idle before the work started
+    and after it ended is not counted against the GPU."""
+    return t.busy_s / t.active_s if t.active_s > 0 else None
+
+
+def report_payoff(totals: list[GpuTotals], tally: dict[tuple[int, str], Tally],
+                  partitions: RunTimeline | None) -> Payoff:
+    """The payoff of each GPU and of all of them; the idle seconds of each (GPU, kind) are the
+    ledger's (`GapLedger.tally`)."""
+    idle_by_gpu: dict[int, dict[str, float]] = {}
+    for (gpu, kind), kept in tally.items():
+        per = idle_by_gpu.get(gpu)
+        if per is None:
+            per = idle_by_gpu[gpu] = dict.fromkeys(GAP_KINDS, 0.0)
+        per[kind] += kept.seconds
+    per_gpu = []
+    all_busy = all_active = 0.0
+    all_by_kind: dict[str, float] = dict.fromkeys(GAP_KINDS, 0.0)
+    for t in totals:
+        by_kind = idle_by_gpu.get(t.gpu) or dict.fromkeys(GAP_KINDS, 0.0)
+        all_busy += t.busy_s
+        all_active += t.active_s
+        for k, v in by_kind.items():
+            all_by_kind[k] += v
+        per_gpu.append(GpuPayoff(t.gpu, _closing(busy_fraction(t), t.busy_s, t.active_s,
+                                                 by_kind)))
+    overall = _closing(all_busy / all_active if all_active > 0 else None, all_busy, all_active,
+                       all_by_kind)
+    return Payoff(overall, per_gpu, _partitions_per_hour(partitions))
+
+
+def gap_payoff(totals: list[GpuTotals], gaps: StallGaps) -> IfClosed:
+    """The payoff of closing these gaps, over every GPU's working span (the figure each advice
+    carries)."""
+    busy = sum(t.busy_s for t in totals)
+    active = sum(t.active_s for t in totals)
+    return if_closed(busy, active, gaps.idle_s)
+
+
+def _closing(busy_fraction: float | None, busy_s: float, active_s: float,
+             idle_by_kind: dict[str, float]) -> Closing:
+    """Closing each kind with idle time, then all of them."""
+    by_kind = {k: if_closed(busy_s, active_s, v) for k, v in idle_by_kind.items() if v > 0}
+    by_kind[ALL] = if_closed(busy_s, active_s, sum(idle_by_kind.values()))
+    return Closing(busy_fraction, by_kind)
+
+
+def _partitions_per_hour(partitions: RunTimeline | None) -> float | None:
+    wall_s = None if partitions is None else partitions.wall_s
+    if partitions is None or wall_s is None or wall_s <= 0:
+        return None
+    return len(partitions.partitions) / wall_s * 3600

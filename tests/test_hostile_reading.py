@@ -394,6 +394,23 @@ def test_report_of_a_fifo_says_to_save_it_first_instead_of_not_a_recording(
         capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["replay", "--headless"], ["report"],
+                                     ["export", "--format", "csv", "--out", "OUT"]])
+def test_a_window_of_a_fifo_says_to_save_it_first_instead_of_not_a_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str],
+) -> None:
+    """`replay --since` of `<(zcat gw.jsonl.gz)`: the window is found from the header and the
+    end before the records are read; the FIFO's head went to the first and the replay said
+    "not a gapwatch recording (the header line is not JSON)" of a good one."""
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    args = [str(tmp_path / "out.csv") if a == "OUT" else a for a in command]
+    # Never opened for reading, so a writer would block: none is started.
+    assert main([args[0], str(fifo), *args[1:], "--since", "+1s"]) == 2
+    assert "a FIFO; --since/--until read its start and end before its records: save it to " \
+        "a file first" in capsys.readouterr().err
+
+
 def test_sizing_a_fifo_reads_nothing_from_it(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo.jsonl"
     os.mkfifo(fifo)

@@ -256,6 +256,54 @@ def test_rotated_logs_given_newest_first_are_read_in_the_order_they_were_written
     assert [replace(e, stream="") for e in events] == [replace(e, stream="") for e in expected]
 
 
+def test_the_empty_live_file_logrotate_leaves_beside_rotated_ones_keeps_them_in_order(
+    tmp_path: Path,
+) -> None:
+    """logrotate's `create` leaves an empty file at the live name: it shows no time, and one
+    such file left every file in the order given (a day's runs newest first, a restart that
+    "cost the GPU -7197.5 s")."""
+    _whole, rotated = _rotated(tmp_path)
+    rotated[0].write_bytes(b"")  # the live file, just rotated
+    events, counters = parse_log_files([str(p) for p in rotated], Config())
+    oldest_first = [str(rotated[2]), str(rotated[1])]
+    expected, expected_counters = parse_log_files(oldest_first, Config())
+    assert counters == expected_counters
+    assert [replace(e, stream="") for e in events] == [replace(e, stream="") for e in expected]
+
+
+def test_a_docker_line_escaping_a_lone_surrogate_is_read_with_a_replacement_character(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JSON can escape half a UTF-16 pair (`\\ud800`), which no text file holds: every writer
+    after the parser raised UnicodeEncodeError (`parse --json`, `report --log`, `export`)."""
+    log = tmp_path / "docker.log"
+    log.write_text('{"log":"2026-11-30T00:53:21Z  INFO cuzk_core::engine: hello x=\\ud800\\n",'
+                   '"stream":"stderr","time":"2026-11-30T00:53:21Z"}\n')
+    assert main(["parse", "--json", str(log)]) == 0
+    (event,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert event["name"] == "hello" and event["fields"]["x"] == "\ufffd"
+
+
+def test_a_text_log_whose_first_bytes_are_the_gzip_magic_is_read_as_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two bytes were taken for gzip: `\\x1f\\x8b junk` then a prover's log was read as
+    nothing, "its gzip data ends early". gzip's header is its magic, deflate and flags."""
+    from gapwatch.logs.files import gzipped
+
+    plain = tmp_path / "plain.log"
+    plain.write_bytes(_cuzk_log())
+    magic = tmp_path / "magic.log"
+    magic.write_bytes(b"\x1f\x8b junk\n" + _cuzk_log())
+    real = tmp_path / "real.log.gz"
+    real.write_bytes(gzip.compress(_cuzk_log()))
+    assert not gzipped(str(magic)) and gzipped(str(real))
+    events, counters = parse_log_files([str(magic)], Config())
+    expected, _ = parse_log_files([str(plain)], Config())
+    assert not counters.get("ends_early") and len(expected) > 20
+    assert [e.raw for e in events] == [e.raw for e in expected]
+
+
 def test_files_without_a_wall_time_of_their_own_keep_the_order_given(tmp_path: Path) -> None:
     """cuzk's stderr alone (TIMELINE and C++ lines, placed by the stdout's anchor) shows no
     time: the order given stands."""

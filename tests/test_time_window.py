@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import io
+from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -301,6 +302,31 @@ def test_the_log_read_around_the_window_gives_the_whole_parse_s_report(
     assert sum(len(g.log_events) for g in part.gaps) > 100
 
 
+def test_a_log_whose_lines_show_no_time_is_read_through_the_window_not_cut_before_it(
+    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cuzk's stderr alone (TIMELINE and CUZK_ lines: no wall time of their own) after its
+    start: the search for the window's end took a probe without a time as later, the end
+    fell to the file's first MB and the window had no partition ("no line within the
+    window"). Read on instead, it gives the whole parse's report."""
+    path, log = sim_with_log
+    lines = log.read_text().splitlines(keepends=True)
+    started = next(i for i, line in enumerate(lines) if "starting cuzk engine" in line)
+    stderr = tmp_path / "stderr.log"
+    stderr.write_text("".join(lines[:started + 1] + [
+        line for line in lines[started + 1:] if not line[:1].isdigit()]))
+    w = _window(path, "+150s", "+200s")
+    whole = build_report(path, Config(), [str(stderr)], workers=1, window=w)
+    _log_read_in_parts(monkeypatch, 64 << 10)
+    part = build_report(path, Config(), [str(stderr)], workers=1, window=w)
+    assert part.partitions is not None and len(part.partitions.partitions) > 20
+    for r in (part, whole):  # the parser's own counts cover the lines it read
+        for name in [k for k in r.counters if k.startswith("log_")]:
+            del r.counters[name]
+    assert _doc(part) == _doc(whole)
+
+
 def test_moments_as_an_operator_writes_them() -> None:
     assert moment("2026-11-30T01:00:00Z").seconds == START + 400
     assert moment("2026-11-30 01:00").seconds == START + 400  # no zone: UTC
@@ -447,6 +473,50 @@ def test_a_window_of_a_recording_with_its_log_inside_keeps_the_daemons_startup_l
     part = read_side("P", sim_log_inside, Config(), [], window=w)
     assert part.settings.values == whole.settings.values
     assert part.settings.values.get("[pipeline] enabled") == "true"
+
+
+def test_lines_that_only_mention_the_daemons_start_cost_one_line_each_not_a_mb(
+    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The byte search back for the daemon's start finds its words in any line (`not starting
+    cuzk engine yet`): each such line had a MB of lines decoded around it (3,000 of them:
+    50 s). Only the real start's lines are read around."""
+    from gapwatch.logs.files import merge_by_time, parse_log_files
+    from gapwatch.sinks.recorder import write_recording
+    from gapwatch.sources.files import read_any
+
+    path, log = sim_with_log
+    lines = log.read_text().splitlines(keepends=True)
+    started = next(i for i, line in enumerate(lines) if "starting cuzk engine" in line)
+    noisy = tmp_path / "noisy.log"
+    with noisy.open("w") as out:
+        for i, line in enumerate(lines):
+            out.write(line)
+            if i > started and line[:1].isdigit() and i % 10 == 0:
+                out.write(line.split(" ", 1)[0]
+                          + "  WARN cuzk_core::engine: not starting cuzk engine yet\n")
+    events, _ = parse_log_files([str(noisy)], Config())
+    rec = read_any(path)
+    logged = tmp_path / "logged.jsonl"
+    write_recording(logged, rec.header, merge_by_time(rec.records, events))
+    monkeypatch.setattr(startup_lines, "PAST_BYTES", 16 << 10)
+    read_around: list[int] = []
+    lines_around = startup_lines._lines_around
+
+    def counted(file: Path, at: int) -> Iterator[bytes]:
+        read_around.append(at)
+        return lines_around(file, at)
+
+    monkeypatch.setattr(startup_lines, "_lines_around", counted)
+    w = _window(logged, "+200s", "+230s")
+    assert w.since_s is not None
+    startup = startup_lines.recorded_startup(logged, w.since_s)
+    assert sum("not starting" in e.name for e in events) > 50
+    assert [e.name for e in startup][:3] == ["memory budget initialized",
+                                            "CUDA pinned memory pool initialized",
+                                            "starting cuzk engine"]
+    assert len(read_around) == 1
 
 
 def test_a_gzip_recording_with_its_log_inside_gives_the_plain_files_startup_lines(

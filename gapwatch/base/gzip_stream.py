@@ -27,8 +27,19 @@ OUT_BYTES = 1 << 23
 GZIP_WBITS: Final = 31  # zlib's gzip container: header and trailer (CRC, size) checked
 #: How every gzip member starts.
 GZIP_MAGIC: Final = b"\x1f\x8b"
+#: Bytes of a file's start `is_gzip` reads: the magic, the method and the flags.
+GZIP_HEAD_BYTES: Final = 4
 #: `GzipFile`'s words for a file cut inside a member.
 CUT_WORDS: Final = "Compressed file ended before the end-of-stream marker was reached"
+
+
+def is_gzip(head: bytes) -> bool:
+    """Whether a file starting with `head` (its first `GZIP_HEAD_BYTES` or more) is gzip: the
+    magic, deflate (the one method gzip has) and no reserved flag set (RFC 1952). A text
+    file whose first two bytes happen to be the magic (`\x1f\x8b junk`) was taken for gzip,
+    said to "end early" and read as nothing."""
+    return (len(head) >= GZIP_HEAD_BYTES and head[:2] == GZIP_MAGIC and head[2] == 8
+            and not head[3] & 0xE0)
 
 
 def inflated(raw: IO[bytes]) -> Iterator[bytes]:

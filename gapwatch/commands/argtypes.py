@@ -13,6 +13,7 @@ import glob
 import math
 import os
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gapwatch.base.input_files import path_problem
@@ -192,7 +193,11 @@ def window_of(args: argparse.Namespace, path: str) -> TimeWindow | None:
     if args.since is None and args.until is None:
         return None
     from gapwatch.sources import time_window
+    from gapwatch.sources.files import refuse_a_stream
 
+    # The window is found from the recording's header and end before its records are read:
+    # a FIFO gave its head to the first and `replay --since` said "not a recording".
+    refuse_a_stream(Path(path), "--since/--until read its start and end before its records")
     return time_window.resolve(args.since, args.until, *recording_span(path))
 
 

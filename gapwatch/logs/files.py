@@ -39,7 +39,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Final
 
-from gapwatch.base.gzip_stream import GZIP_MAGIC, inflated
+from gapwatch.base.gzip_stream import GZIP_HEAD_BYTES, inflated, is_gzip
 from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, open_whole
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, Record
@@ -168,12 +168,12 @@ def gzipped(path: str) -> bool:
 
 
 def _gzip_at(fd: int) -> bool:
-    """Whether `fd`, a regular file at its start, holds gzip (its first two bytes, read without
-    moving it); a stream or a file read from elsewhere is taken as text."""
+    """Whether `fd`, a regular file at its start, holds gzip (`is_gzip` of its first bytes,
+    read without moving it); a stream or a file read from elsewhere is taken as text."""
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode) or os.lseek(fd, 0, os.SEEK_CUR) != 0:
             return False
-        return os.pread(fd, 2, 0) == GZIP_MAGIC
+        return is_gzip(os.pread(fd, GZIP_HEAD_BYTES, 0))
     except OSError:
         return False
 
@@ -249,16 +249,19 @@ FIRST_TIME_LINES: Final = 256
 
 def in_time_order(paths: list[str], config: Config) -> list[str]:
     """`paths` in the order of the first wall time each file's lines show (see the module
-    docstring), equal times in the order given; `paths` as given where any file shows none in
-    its first `FIRST_TIME_LINES` lines or is not a regular file. Never raises: a file that
-    cannot be read is the reader's to say."""
+    docstring), equal times in the order given. A file that shows none in its first
+    `FIRST_TIME_LINES` lines, or is not a regular file, keeps its place in the order given
+    (cuzk's stderr beside its stdout; the empty file logrotate leaves at the live name: one
+    such file used to leave every file as given, a day's runs newest first), the others are
+    ordered around it. Never raises: a file that cannot be read is the reader's to say."""
     if len(paths) < 2:
         return paths
     firsts = [_first_wall_s(p, config) for p in paths]
-    known = [t for t in firsts if t is not None]
-    if len(known) < len(firsts):
-        return paths
-    return [p for _, _, p in sorted(zip(known, range(len(paths)), paths, strict=True))]
+    timed = [i for i, t in enumerate(firsts) if t is not None]
+    out = list(paths)
+    for place, i in zip(timed, sorted(timed, key=lambda i: (firsts[i], i)), strict=True):
+        out[place] = paths[i]
+    return out
 
 
 def _first_wall_s(path: str, config: Config) -> float | None:

@@ -54,13 +54,14 @@ from gapwatch.offline.compare_windows import (
 from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.progress import Progress
 from gapwatch.offline.report import (
+    READ_MORE_THAN_ONCE,
     collector_off,
     detect_either,
     logs_parsed,
-    refuse_a_stream,
     summarise,
 )
 from gapwatch.offline.report_parallel import plan_workers
+from gapwatch.sources.files import refuse_a_stream
 from gapwatch.sources.time_window import TimeWindow
 
 COMPARE_SCHEMA_VERSION = 1
@@ -128,7 +129,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
         gapwatch.sources.recording.RecordingError: not a usable recording.
         OSError: a `--log` file cannot be read.
     """
-    refuse_a_stream(Path(path))  # each side is read more than once, as a report reads it
+    refuse_a_stream(Path(path), READ_MORE_THAN_ONCE)  # each side is, as a report reads it
     with collector_off():
         n = plan_workers(path, logs)
         with logs_parsed(path, config, logs, progress, window) as parsed:

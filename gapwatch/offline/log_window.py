@@ -26,6 +26,7 @@ counted in bytes (`log_window_skipped_bytes`), and a report without a window par
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from typing import Final
@@ -177,10 +178,15 @@ def _regions(path: str, seam: int, end: int) -> list[tuple[int, int]]:
 
 def _offset_of(path: str, config: Config, t_wall_s: float, size: int, after: bool) -> int:
     """The start of a line near where the file's lines reach `t_wall_s`: before them, or
-    (`after`) past them, as far as the lines' own times tell (a probe that shows none counts
-    as later: the start read only moves earlier, the end may come early only where the
-    lines show no time at all)."""
-    lo, hi = search_bytes(0, size, lambda at: _time_at(path, config, at), t_wall_s, CLOSE_BYTES)
+    (`after`) past them, as far as the lines' own times tell. A probe that shows none moves
+    either search outwards: it counts as later for the start (read from earlier) and as
+    earlier for the end (read on). Counted later for the end as well, a log whose lines show
+    no time (cuzk's stderr alone) was read to its first MB and the window's lines missed."""
+    def time_at(at: int) -> float | None:
+        t = _time_at(path, config, at)
+        return -math.inf if t is None and after else t
+
+    lo, hi = search_bytes(0, size, time_at, t_wall_s, CLOSE_BYTES)
     return line_start(path, hi if after else lo)
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import copy
 import gc
-import stat
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -84,11 +83,13 @@ from gapwatch.offline.progress import DataTime, LogBytes, Progress, progress_of,
 from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.offline.startup_lines import recorded_startup
-from gapwatch.sources.files import data_span, header_of, read_any
-from gapwatch.sources.recording import RecordingError
+from gapwatch.sources.files import data_span, header_of, read_any, refuse_a_stream
 from gapwatch.sources.time_window import TimeWindow
 
 REPORT_SCHEMA_VERSION = 1
+#: Why a report refuses a FIFO (`refuse_a_stream`): the header, its checks against the data
+#: and the detection pass each read the recording.
+READ_MORE_THAN_ONCE = "a report reads its recording more than once"
 #: Rows of the text's tables (gaps, partitions) without `--all`.
 TABLE_ROWS = 50
 
@@ -216,7 +217,7 @@ def build_report(
         OSError: a `--log` file cannot be read.
     """
     logs = list(log_paths or [])
-    refuse_a_stream(Path(path))
+    refuse_a_stream(Path(path), READ_MORE_THAN_ONCE)
     n = plan_workers(path, logs) if workers is None else workers
     with ExitStack() as own:
         if parsed is None:  # parsed here, closed here
@@ -228,19 +229,6 @@ def build_report(
             report = summarise(path, found, logs, config.detector.window_s, paths.result())
             report.window = window
             return report
-
-
-def refuse_a_stream(path: Path) -> None:
-    """A report reads its recording more than once (the header, its checks against the data,
-    the detection pass): a FIFO (`report <(zcat gw.jsonl.gz)`) gave its head to the first read
-    and the report said "not a gapwatch recording" of a good one. Raises RecordingError."""
-    try:
-        fifo = stat.S_ISFIFO(path.stat().st_mode)
-    except OSError:
-        return  # a missing file or a glob: the reader says what it is
-    if fifo:
-        raise RecordingError(f"{path}: a FIFO; a report reads its recording more than once: "
-                             "save it to a file first (e.g. zcat gw.jsonl.gz > gw.jsonl)")
 
 
 L = TypeVar("L", bound=RunListener)

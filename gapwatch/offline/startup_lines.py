@@ -33,7 +33,7 @@ from typing import BinaryIO, Final
 
 import msgspec
 
-from gapwatch.base.gzip_stream import inflated
+from gapwatch.base.gzip_stream import GZIP_HEAD_BYTES, inflated, is_gzip
 from gapwatch.core.codec import decode_record
 from gapwatch.core.models import LogEvent
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
@@ -68,7 +68,7 @@ def recorded_startup(path: str | Path, since_s: float) -> list[LogEvent]:
     probed = False
     for file in reversed(rec.files):
         with open(file, "rb") as f:
-            gzipped = f.read(2) == b"\x1f\x8b"
+            gzipped = is_gzip(f.read(GZIP_HEAD_BYTES))
             if not gzipped:
                 before = min(os.fstat(f.fileno()).st_size,
                              offset_before(f, 0, since_s) + PAST_BYTES)
@@ -84,11 +84,27 @@ def recorded_startup(path: str | Path, since_s: float) -> list[LogEvent]:
                 return events
             continue
         while (at := last_restart(str(file), before)) is not None:
-            events = _startup_of(_lines_around(file, at), since_s)
-            if events:
-                return events
-            before = at  # a start at or after the window: the one before it
+            if _starts_before(file, at, since_s):
+                events = _startup_of(_lines_around(file, at), since_s)
+                if events:
+                    return events
+            before = at  # a start at or after the window, or no start: the one before it
     return []
+
+
+def _starts_before(file: Path, at: int, since_s: float) -> bool:
+    """Whether the line at byte `at` of a plain recording is a recorded start of the daemon
+    before `since_s`. The byte search finds the marker in any line (`not starting cuzk engine
+    yet`): each such line cost a MB of lines decoded around it (3,000 of them: 50 s), this
+    one line now."""
+    with open(file, "rb") as f:
+        f.seek(at)
+        line = f.readline(MAX_LINE_BYTES)
+    try:
+        r = decode_record(line)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return type(r) is LogEvent and r.name == ANCHOR_MESSAGE and r.t_wall_s < since_s
 
 
 def _holds_log_lines(f: BinaryIO, around: int) -> bool:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import msgspec
 
+from gapwatch.base.gzip_stream import is_gzip
+
 #: The most of a file read to find its header line (a header with its config is a few KB).
 HEADER_MAX_BYTES = 64 << 10
 
@@ -42,7 +44,7 @@ def _first_line(fd: int) -> bytes | None:
     """The first line of the open file (gzip inflated), reading at most `HEADER_MAX_BYTES`;
     None when there is none within that."""
     raw = os.pread(fd, HEADER_MAX_BYTES, 0)
-    if raw[:2] == b"\x1f\x8b":
+    if is_gzip(raw):
         try:
             raw = zlib.decompressobj(31).decompress(raw, HEADER_MAX_BYTES)
         except zlib.error:

@@ -8,6 +8,7 @@ parallel report's plan and workers: `header_of`, `json_bytes_of`; a report's pro
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +94,16 @@ def data_end(path: str | Path) -> float | None:
         return None
     ends = [t for t in map(last_wall_s, files) if t is not None]
     return max(ends) if ends else None
+
+
+def refuse_a_stream(path: Path, why: str) -> None:
+    """Refuse a FIFO for a reading that needs the recording more than once (`why` says
+    which): a FIFO (`report <(zcat gw.jsonl.gz)`) gave its head to the first read and the
+    second said "not a gapwatch recording" of a good one. Raises RecordingError."""
+    try:
+        fifo = stat.S_ISFIFO(path.stat().st_mode)
+    except OSError:
+        return  # a missing file or a glob: the reader says what it is
+    if fifo:
+        raise RecordingError(f"{path}: a FIFO; {why}: save it to a file first (e.g. zcat "
+                             "gw.jsonl.gz > gw.jsonl)")

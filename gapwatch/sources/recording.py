@@ -37,7 +37,7 @@ from typing import IO, Any, Final, Protocol, cast
 
 from msgspec import structs
 
-from gapwatch.base.gzip_stream import GZIP_WBITS, OUT_BYTES
+from gapwatch.base.gzip_stream import GZIP_HEAD_BYTES, GZIP_WBITS, OUT_BYTES, is_gzip
 from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, open_whole
 from gapwatch.base.writer_lock import locked_by_another
 from gapwatch.config import Config
@@ -142,7 +142,7 @@ def last_wall_s(path: str | Path) -> float | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None
-        gzipped = os.pread(fd, 2, 0) == b"\x1f\x8b"
+        gzipped = is_gzip(os.pread(fd, GZIP_HEAD_BYTES, 0))
         start = max(0, st.st_size - (GZIP_TAIL_BYTES if gzipped else TAIL_BYTES))
         tail = os.pread(fd, st.st_size - start, start)
     except OSError:
@@ -253,9 +253,9 @@ def _open_bytes(path: Path) -> LineStream:
         raise RecordingError(f"{path}: not a recording: {exc.kind}") from None
     except OSError as exc:
         raise RecordingError(f"{path}: cannot open: {exc.strerror or exc}") from None
-    magic = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
+    head = raw.peek(GZIP_HEAD_BYTES)[:GZIP_HEAD_BYTES] if hasattr(raw, "peek") else b""
     # The limit named here (read when a file is opened), as the problems name it: one value.
-    if magic == b"\x1f\x8b":
+    if is_gzip(head):
         return GzipLines(raw, MAX_LINE_BYTES)
     return PlainLines(raw, MAX_LINE_BYTES)
 
@@ -275,7 +275,7 @@ def json_bytes(path: str | Path) -> int:
         return 0  # a FIFO (`<(zcat ...)`): its head read here would be lost to the reader
     with open(p, "rb") as f:
         head = f.read(RATIO_SAMPLE_BYTES)
-    if head[:2] != b"\x1f\x8b" or not head:
+    if not is_gzip(head):
         return size
     inflated, data = 0, head
     try:

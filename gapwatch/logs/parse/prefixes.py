@@ -47,6 +47,8 @@ _CRI_ORIGIN = re.compile(r"(?:stdout|stderr) [FP] ")
 _DOCKER_JSON = re.compile(r'\{"log":"((?:[^"\\]|\\.)*)","stream":"(?:stdout|stderr)",'
                           r'(?:"attrs":\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\},)?'
                           r'"time":"([^"]{19,40})"\}$')
+#: A UTF-16 surrogate on its own, which a JSON escape can make and no UTF-8 text holds.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _SECOND_CACHE: dict[str, float] = {}
 _CACHE_MAX = 4096
@@ -194,5 +196,10 @@ def _docker_json(text: str) -> tuple[str, float] | None:
         line = json.loads(f'"{m.group(1)}"')
     except ValueError:
         return None
+    if "\\u" in m.group(1):
+        # JSON may escape a lone surrogate (`\ud800`), which no text file holds: it made every
+        # writer after the parser raise (UnicodeEncodeError). Replaced, as the tailer replaces
+        # bytes that are not UTF-8.
+        line = _SURROGATE.sub("\ufffd", line)
     # The colours cuzk writes are escaped in the JSON (`\u001b`): stripped once decoded.
     return strip_ansi(line.removesuffix("\n").removesuffix("\r")), stamp

@@ -134,3 +134,30 @@ def test_one_glitch_sample_does_not_belie_a_true_link(tmp_path: Path) -> None:
     rec = read_any(path)
     assert not any("belied" in p for p in rec.problems)
     assert rec.header.gpus[0].link_bytes_per_s == pytest.approx(63.0e9, rel=0.01)
+
+
+@pytest.mark.parametrize("later_s", [86400.0, 9.2e9 - 1_796_000_000.0])
+def test_a_header_start_after_its_samples_is_said_and_the_prover_log_still_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], later_s: float,
+) -> None:
+    """A start a day late (or in 2261) over untouched samples: the prover's log was "not this
+    recording's log ... ends 24.0 hours before", none of its events used, every prover cause
+    and setting lost, and nothing said of the header."""
+    sim = simulate("pageable", seed=3, duration_s=60.0, gpus=2)
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(f"{text}\n" for _stream, text in sim.log_lines))
+    clean = _recording(tmp_path, "ok.jsonl")
+    lying = _recording(tmp_path, "lie.jsonl",
+                       {"started_wall_s": sim.header.started_wall_s + later_s})
+    rec = read_any(lying)
+    assert rec.header.started_wall_s == pytest.approx(read_any(clean).header.started_wall_s,
+                                                      abs=1.0)
+    assert "header started_wall_s" in rec.problems[0] and rec.counters == {"bad_header": 1}
+    docs = []
+    for path in (lying, clean):
+        assert main(["report", "--json", str(path), "--log", str(log)]) == 0
+        docs.append(msgspec.json.decode(capsys.readouterr().out))
+    doc, honest = docs
+    assert not any("not this recording's log" in p for p in doc["problems"])
+    assert _same_gaps(doc, honest) and doc["advice"] == honest["advice"]
+    assert any(g["prover_cause"] for g in doc["gaps"])

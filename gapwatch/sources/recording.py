@@ -554,6 +554,12 @@ PERIOD_LIE_BELOW: Final = 0.5
 #: A stated link is a lie when two samples moved more than this many times its capacity (one
 #: may be a glitch: a counter that went back, a hand-edited line).
 LINK_LIE_ABOVE: Final = 2.0
+#: A stated start is a lie when the first GPU samples (the median of the first
+#: `START_SAMPLES`: one absurd time cannot move it) came this long before it: the header is
+#: written before any sample. (Hours before them is true: every segment of a set repeats its
+#: run's start.)
+START_LIE_AFTER_S: Final = 60.0
+START_SAMPLES: Final = 9
 
 
 @dataclass
@@ -563,6 +569,17 @@ class _DataView:
 
     spacings_ns: list[int] = field(default_factory=list)
     top_rates: dict[int, tuple[float, float]] = field(default_factory=dict)
+    #: The wall times of the first `START_SAMPLES` GPU samples.
+    first_walls_s: list[float] = field(default_factory=list)
+
+    def first_wall_s(self) -> float | None:
+        """When the GPU samples start: the earliest of the first ones near their median (one
+        absurd time cannot move it), None without any."""
+        if not self.first_walls_s:
+            return None
+        walls = sorted(self.first_walls_s)
+        mid = walls[len(walls) // 2]
+        return min(w for w in walls if abs(w - mid) <= START_LIE_AFTER_S)
 
     def second_rate(self, gpu: int) -> float | None:
         """The rate at least two of the GPU's samples reached (None: fewer than two)."""
@@ -613,6 +630,8 @@ def _data_view_of(p: Path, _dev: int, _ino: int, _size: int, _mtime_ns: int) -> 
                 continue
             if type(r) is not GpuSample:
                 continue
+            if len(view.first_walls_s) < START_SAMPLES:
+                view.first_walls_s.append(r.t_wall_s)
             before = last.get(r.gpu)
             if before is not None and r.t_mono_ns > before:
                 view.spacings_ns.append(r.t_mono_ns - before)
@@ -632,7 +651,8 @@ def _checked_against_data(header: SessionHeader, p: Path) -> tuple[SessionHeader
     """The header with what its data belies replaced by the data's own value, and each lie said
     (`bad_header`): a period the samples' spacing does not bear out (1 ms stated, 100 ms apart:
     every sample a hole, 0 gaps), a link capacity that is not one (negative: every gap
-    `transfer_bound`) or that the samples exceed."""
+    `transfer_bound`) or that the samples exceed, a start after the samples (a day late: the
+    prover's log was "not this recording's log" and every prover cause lost)."""
     view = _data_view(p)
     problems: list[str] = []
     spacing = view.period_ms()
@@ -644,6 +664,14 @@ def _checked_against_data(header: SessionHeader, p: Path) -> tuple[SessionHeader
             f"{spacing:g} ms"
         )
         header = structs.replace(header, period_ms=spacing)
+    first_s = view.first_wall_s()
+    if first_s is not None and header.started_wall_s > first_s + START_LIE_AFTER_S:
+        problems.append(
+            f"{p}: header started_wall_s {header.started_wall_s:.3f} is belied by the data: its "
+            f"GPU samples start {header.started_wall_s - first_s:.0f} s before it, at "
+            f"{first_s:.3f}; using that"
+        )
+        header = structs.replace(header, started_wall_s=first_s)
     gpus = [_checked_link(g, view.second_rate(g.index), p, problems) for g in header.gpus]
     if gpus != header.gpus:
         header = structs.replace(header, gpus=gpus)

@@ -40,6 +40,7 @@ def read_any(path: str | Path, **reading: Any) -> Recording:
     if not p.exists():
         raise RecordingError(f"{p}: no such file")
     if p.suffix.lower() == ".csv":
+        refuse_a_stream(p, "a trace CSV is read twice (its GPUs and span, then its rows)")
         rec = read_trace_csv(p)
         window = reading.get("window")
         if window is not None:

@@ -240,24 +240,32 @@ class LineStream(Protocol):
 
 
 def _open_bytes(path: Path) -> LineStream:
-    """The recording file at `path`, open for its lines (`input_files.open_whole`): a regular
-    file, or a FIFO whose writer speaks within `FIFO_FIRST_BYTES_S`. Anything else
-    (`/dev/zero`, read for ever; a socket) is refused before a byte is read. Raises
+    """The recording file at `path`, open for its lines (`open_lines`). Raises
     RecordingError."""
+    # The limit named here (read when a file is opened), as the problems name it: one value.
+    return open_lines(path, MAX_LINE_BYTES, "a recording")
+
+
+def open_lines(path: Path, limit_bytes: int, what: str) -> LineStream:
+    """The file at `path` (plain or gzip, told by its first bytes), open for its lines, none
+    held longer than `limit_bytes` (`gzip_lines`: a longer one is `TOO_LONG`), through
+    `input_files.open_whole`: a regular file, or a FIFO whose writer speaks within
+    `FIFO_FIRST_BYTES_S`. Anything else (`/dev/zero`, read for ever; a socket) is refused
+    before a byte is read, said as not `what`. Every recording and trace CSV is opened here.
+    Raises RecordingError."""
     try:
         raw = os.fdopen(open_whole(path, FIFO_FIRST_BYTES_S), "rb")
     except NotWhole as exc:
         if exc.silent:
             raise RecordingError(f"{path}: a FIFO that said nothing for "
                                  f"{FIFO_FIRST_BYTES_S:g} s; nothing to read") from None
-        raise RecordingError(f"{path}: not a recording: {exc.kind}") from None
+        raise RecordingError(f"{path}: not {what}: {exc.kind}") from None
     except OSError as exc:
         raise RecordingError(f"{path}: cannot open: {exc.strerror or exc}") from None
     head = raw.peek(GZIP_HEAD_BYTES)[:GZIP_HEAD_BYTES] if hasattr(raw, "peek") else b""
-    # The limit named here (read when a file is opened), as the problems name it: one value.
     if is_gzip(head):
-        return GzipLines(raw, MAX_LINE_BYTES)
-    return PlainLines(raw, MAX_LINE_BYTES)
+        return GzipLines(raw, limit_bytes)
+    return PlainLines(raw, limit_bytes)
 
 
 #: Compressed bytes read to learn a gzip recording's compression ratio (`json_bytes`).

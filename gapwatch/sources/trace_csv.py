@@ -21,18 +21,22 @@ Bad input (docs/bad-input.md): a row whose `timestamp_s` is not a usable Unix ti
 NaN, 1e300), whose `gpu` is not a GPU index (1e30, -1, 2.5), with a number that does not parse,
 a `t_mono_ns` beyond 64 bits or a source gapwatch does not know is skipped, counted in
 `bad_records` and said with its line number; a UTF-8 byte order mark (spreadsheets write one) is
-ignored; spaces around column names are ignored.
+ignored; spaces around column names are ignored. The file is read a line at a time (plain or
+gzip, `recording.open_lines`), twice (its GPUs and span for the header, then its rows), never
+held whole: a line longer than `MAX_ROW_BYTES` is a bad row passed over without being held, and
+each line is parsed as one CSV record, so that a stray quote or a field over the csv module's
+limit is one bad row, never a traceback nor every row after it swallowed into one.
 """
 
 from __future__ import annotations
 
 import csv
-import io
 import math
-from collections.abc import Callable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Final, get_args
 
 import msgspec
 
@@ -62,7 +66,15 @@ from gapwatch.core.models import (
     SignalSource,
 )
 from gapwatch.core.readings import is_stale_gpm
-from gapwatch.sources.recording import Recording, RecordingError
+from gapwatch.sources.gzip_lines import TOO_LONG
+from gapwatch.sources.recording import LineStream, Recording, RecordingError, open_lines
+
+#: The longest line read as a row. A row gapwatch writes is under 400 bytes (17 columns, each
+#: a number written by `repr`, a source name or a flag); the shared traces' are shorter. 1 MiB
+#: holds a header or row with thousands of columns gapwatch does not know, and is above the
+#: csv module's field limit (128 KiB), so that a long field is said as one; a longer line is
+#: no row, and is passed over as it is read (`gzip_lines.split_lines`), never held whole.
+MAX_ROW_BYTES: Final = 1 << 20
 
 
 def _number(text: str) -> float | None:
@@ -225,26 +237,85 @@ def _row(row: dict[str, str | None]) -> dict[str, Any]:
     return cells
 
 
-def _rows(text: str, columns: list[str]) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
-    """(line number, row or what is wrong with it) for every data row of `text`."""
-    reader = csv.DictReader(io.StringIO(text), fieldnames=columns)
-    next(reader, None)  # the header line, read with its names stripped above
-    line_no = 1
-    for row in reader:
-        line_no += 1
+class _SpansLines(Exception):
+    """Raised when the csv module asks for a record's next line: a quote left open."""
+
+
+def _alone(text: str) -> Iterator[str]:
+    """`text` as the only line the csv module may read for a record: asking for another means
+    a quote was left open, which must not swallow the rows after it (one stray `"` made the
+    rest of a file one field, or a `field larger than field limit` traceback)."""
+    yield text
+    raise _SpansLines
+
+
+def _cells(line: bytes) -> list[str]:
+    """The cells of one line of the file, parsed as one CSV record ([] for a blank line, which
+    the csv module skips). Raises ValueError saying why it is no row."""
+    if line is TOO_LONG:
+        raise ValueError(f"a line longer than {MAX_ROW_BYTES >> 20} MiB, more than any trace "
+                         "row; passed over unread")
+    text = line.decode("utf-8", errors="replace")
+    try:
+        return next(csv.reader(_alone(text)), [])
+    except _SpansLines:
+        raise ValueError("a quote left open: a row never spans lines") from None
+    except csv.Error as exc:
+        raise ValueError(f"not one CSV row: {exc}") from None
+
+
+def _rows(lines: Iterable[bytes], columns: list[str]
+          ) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
+    """(line number, row or what is wrong with it) for every data line of `lines` (the file's
+    lines after its header: line 2 on). Raises what reading the file raises (a gzip cut short).
+    """
+    for line_no, line in enumerate(lines, 2):
         try:
-            yield line_no, _row(row)
+            cells = _cells(line)
+            if not cells:
+                continue
+            # Not strict, as the csv module's DictReader: a short row's missing cells are
+            # empty, cells past the header's columns are ignored.
+            named: dict[str, str | None] = dict(zip(columns, cells, strict=False))
+            parsed: dict[str, Any] | ValueError = _row(named)
         except (ValueError, TypeError) as exc:
-            yield line_no, ValueError(str(exc))
+            # A new exception, without the traceback: none outlives its handler (`_records`
+            # of `recording` says why).
+            parsed = ValueError(str(exc))
+        yield line_no, parsed
 
 
-def _csv_records(text: str, columns: list[str], rec: Recording) -> Iterator[Record]:
+def _open(p: Path) -> LineStream:
+    """`p` open for its lines, each at most `MAX_ROW_BYTES`. Raises RecordingError."""
+    return open_lines(p, MAX_ROW_BYTES, "a trace CSV")
+
+
+def _csv_records(p: Path, columns: list[str], rec: Recording) -> Iterator[Record]:
+    """The records of the rows of `p` (opened again: the header was read from a first pass),
+    a gzip file cut short counted `truncated` after every row before the cut."""
+    try:
+        stream = _open(p)
+    except RecordingError as exc:  # gone, or replaced, since the first pass
+        rec.problem("truncated", f"{exc}; its rows could not be read again")
+        return
+    try:
+        stream.readline()  # the header
+        yield from _records_of(_rows(stream, columns), columns, rec)
+    except (EOFError, zlib.error, OSError) as exc:
+        rec.problem("truncated", f"{p}: file ends early ({exc}); kept what read")
+    finally:
+        stream.close()
+
+
+def _records_of(rows: Iterable[tuple[int, dict[str, Any] | ValueError]], columns: list[str],
+                rec: Recording) -> Iterator[Record]:
+    """The records of parsed rows, bad ones counted and said."""
     # An exported recording (it has `interval_ns`): every row is a record as recorded, host
     # samples in rows of their own. Else a trace: host readings ride on the GPU rows.
     exact = "interval_ns" in columns
     last_t_ns: dict[int, int] = {}
     last_host_t_ns: int | None = None
-    for line_no, parsed in _rows(text, columns):
+    for line_no, parsed in rows:
         if isinstance(parsed, ValueError):
             rec.problem("bad_records", f"{rec.path}:{line_no}: bad row ({parsed}); skipped")
             continue
@@ -315,54 +386,87 @@ def _sample(cells: dict[str, Any], gpu: int, t_ns: int, prev: int | None,
 
 
 def read_trace_csv(path: str | Path) -> Recording:
-    """Read a trace CSV. The header lists the GPUs seen in the file (a first pass)."""
+    """Read a trace CSV. The header lists the GPUs seen in the file (a first pass; the records
+    are read in a second, so a FIFO cannot be read: `files.read_any` refuses one)."""
     p = Path(path)
+    stream = _open(p)
     try:
-        # utf-8-sig: a byte order mark (spreadsheets write one) is not part of the first name.
-        text = p.read_text(encoding="utf-8-sig", errors="replace")
-    except OSError as exc:
-        raise RecordingError(f"{p}: cannot open: {exc.strerror or exc}") from None
-    first = text.splitlines()[0] if text else ""
-    columns = [c.strip() for c in first.split(",")]
-    if "timestamp_s" not in columns or "gpu" not in columns:
-        raise RecordingError(f"{p}: not a trace CSV (needs columns timestamp_s and gpu)")
-    unknown = [c for c in columns if c not in _BY_NAME]
-    #: Per GPU, its first row that names a source (the link and the sources of an exported
-    #: recording), else its first row.
-    gpus: dict[int, dict[str, Any]] = {}
-    t0: float | None = None
-    t1: float | None = None
-    rows = 0
-    for _line_no, parsed in _rows(text, columns):
-        if isinstance(parsed, ValueError):
-            continue  # said with its line number when the records are read
-        if parsed["gpu"] is None:
-            continue  # a host row (read with the records)
-        rows += 1
-        seen = gpus.setdefault(parsed["gpu"], parsed)
-        if seen["sm_source"] is None and parsed["sm_source"] is not None:
-            gpus[parsed["gpu"]] = parsed
-        t_s = parsed["timestamp_s"]
-        t0 = t_s if t0 is None else min(t0, t_s)
-        t1 = t_s if t1 is None else max(t1, t_s)
-    estimate = ((t1 - t0) / max(1, rows) * 1000 * max(1, len(gpus))
-                if t0 is not None and t1 is not None else 0.0)
-    # Too few rows, or all at one time: no period to learn (the detector learns the spacing).
-    period_ms = usable_period_ms(round(estimate, 1)) or DEFAULT_PERIOD_MS
+        columns = _columns(p, stream)
+        scan = _Scan()
+        try:
+            for _line_no, parsed in _rows(stream, columns):
+                scan.add(parsed)
+        except (EOFError, zlib.error, OSError):
+            pass  # a gzip cut short: said when the records are read
+    finally:
+        stream.close()
     header = SessionHeader(
         gapwatch_version=__version__,
         host="(trace)",
         source=f"replay:{p}",
-        started_wall_s=t0 or 0.0,
-        started_mono_ns=int((t0 or 0.0) * 1e9),
-        period_ms=period_ms,
-        gpus=[_gpu_info(i, gpus[i], exact="interval_ns" in columns) for i in sorted(gpus)],
+        started_wall_s=scan.t0 or 0.0,
+        started_mono_ns=int((scan.t0 or 0.0) * 1e9),
+        period_ms=scan.period_ms(),
+        gpus=[_gpu_info(i, scan.gpus[i], exact="interval_ns" in columns)
+              for i in sorted(scan.gpus)],
     )
     rec = Recording(path=p, header=header, records=iter(()))
+    unknown = [c for c in columns if c not in _BY_NAME]
     if unknown:
         rec.problem("unknown_columns", f"{p}: ignoring unknown columns {', '.join(unknown)}")
-    rec.records = _csv_records(text, columns, rec)
+    rec.records = _csv_records(p, columns, rec)
     return rec
+
+
+def _columns(p: Path, stream: LineStream) -> list[str]:
+    """The column names of the header line (the first), names stripped. Raises
+    RecordingError when it is not a trace CSV's."""
+    try:
+        first_line = stream.readline()
+    except (EOFError, zlib.error, OSError) as exc:
+        raise RecordingError(f"{p}: not a readable trace CSV ({exc})") from None
+    if first_line is TOO_LONG:
+        raise RecordingError(f"{p}: not a trace CSV (its first line is longer than "
+                             f"{MAX_ROW_BYTES >> 20} MiB)")
+    # utf-8-sig: a byte order mark (spreadsheets write one) is not part of the first name.
+    text = first_line.decode("utf-8-sig", errors="replace")
+    first = text.splitlines()[0] if text else ""
+    columns = [c.strip() for c in first.split(",")]
+    if "timestamp_s" not in columns or "gpu" not in columns:
+        raise RecordingError(f"{p}: not a trace CSV (needs columns timestamp_s and gpu)")
+    return columns
+
+
+class _Scan:
+    """What the first pass learns for the header: per GPU, its first row that names a source
+    (the link and the sources of an exported recording), else its first row; the span of the
+    GPU rows' times and how many there are."""
+
+    def __init__(self) -> None:
+        self.gpus: dict[int, dict[str, Any]] = {}
+        self.t0: float | None = None
+        self.t1: float | None = None
+        self.rows = 0
+
+    def add(self, parsed: dict[str, Any] | ValueError) -> None:
+        """Take one parsed row (a bad one is said with its line number when the records are
+        read; a host row is read with the records)."""
+        if isinstance(parsed, ValueError) or parsed["gpu"] is None:
+            return
+        self.rows += 1
+        seen = self.gpus.setdefault(parsed["gpu"], parsed)
+        if seen["sm_source"] is None and parsed["sm_source"] is not None:
+            self.gpus[parsed["gpu"]] = parsed
+        t_s = parsed["timestamp_s"]
+        self.t0 = t_s if self.t0 is None else min(self.t0, t_s)
+        self.t1 = t_s if self.t1 is None else max(self.t1, t_s)
+
+    def period_ms(self) -> float:
+        """The sampling period the rows' spacing gives, or the default one where there are too
+        few rows, or all at one time (the detector learns the spacing)."""
+        estimate = ((self.t1 - self.t0) / max(1, self.rows) * 1000 * max(1, len(self.gpus))
+                    if self.t0 is not None and self.t1 is not None else 0.0)
+        return usable_period_ms(round(estimate, 1)) or DEFAULT_PERIOD_MS
 
 
 def _gpu_info(index: int, first: dict[str, Any], exact: bool) -> GpuInfo:

@@ -5,26 +5,34 @@ from __future__ import annotations
 
 def run() -> int:
     """The program: stop signals are a clean exit from the first moment (imports included),
-    then `gapwatch.cli.main`."""
-    from gapwatch.base.quit_early import StopRequested, quit_on_stop_signals
+    then `gapwatch.cli.main`; once it is over, they are ignored while Python exits
+    (`quit_early.exiting`: its shutdown gave them their default action back, and a second
+    Ctrl-C killed the process)."""
+    from gapwatch.base.quit_early import StopRequested, exiting, quit_on_stop_signals
 
     quit_on_stop_signals()
-    _unencodable_text_escaped()
     try:
-        from gapwatch.cli import main
+        _unencodable_text_escaped()
+        try:
+            from gapwatch.cli import main
 
-        return main()
-    except StopRequested as stop:
-        _say_stopped(stop)
-        return 0
-    except Exception as exc:
-        # Python 3.11 wraps what a descriptor's `__set_name__` raises in a RuntimeError: a stop
-        # signal that lands while a dataclass is made (a lazy import, mid-command) comes so.
-        within = _stop_within(exc)
-        if within is None:
-            raise
-        _say_stopped(within)
-        return 0
+            return main()
+        except StopRequested as stop:
+            exiting()
+            _say_stopped(stop)
+            return 0
+        except Exception as exc:
+            # Python 3.11 wraps what a descriptor's `__set_name__` raises in a RuntimeError: a
+            # stop signal that lands while a dataclass is made (a lazy import, mid-command)
+            # comes so.
+            within = _stop_within(exc)
+            if within is None:
+                raise
+            exiting()
+            _say_stopped(within)
+            return 0
+    finally:
+        exiting()
 
 
 def _unencodable_text_escaped() -> None:

@@ -5,8 +5,11 @@ dashboard leaves the terminal as it found it (alternate screen left, mouse track
 
 from __future__ import annotations
 
+import itertools
+import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -93,3 +96,31 @@ def test_a_closed_terminal_then_sighup_still_closes_the_recording(tmp_path: Path
         app.close()
     assert rc == 0
     assert len(records_of(out)) > 10
+
+
+def test_a_storm_of_stop_signals_stops_record_once_with_its_summary(tmp_path: Path) -> None:
+    """SIGINT and SIGTERM in turn every few milliseconds ended `record` by signal (130): the
+    last ones land after the command gives its handlers back, and in Python's shutdown. Now
+    one clean stop: exit 0, the recording whole, the summary said. Signals are sent until the
+    process has ended."""
+    out = tmp_path / "r.jsonl.gz"
+    proc = subprocess.Popen(gapwatch_argv("record", "--config", str(quick_config(tmp_path)),
+                                          "--source", "sim:pageable", "--speed", "10",
+                                          "--out", str(out), "--quiet"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    signals = itertools.cycle([signal.SIGINT, signal.SIGTERM])
+    deadline = time.monotonic() + 120  # a bound on a hang, not a pass mark
+    try:
+        wait_for("the first records on disk", lambda: out.exists() and out.stat().st_size > 2000)
+        while proc.poll() is None and time.monotonic() < deadline:
+            os.kill(proc.pid, next(signals))  # unreaped, it is still there
+            time.sleep(0.002)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+    assert "stopped (SIGINT)" in err and "records in" in err  # the summary, of the first
+    records_of(out)

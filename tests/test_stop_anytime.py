@@ -8,11 +8,13 @@ commands it does not reach."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -301,3 +303,117 @@ def test_a_report_piped_into_head_stops_quietly(small_recording: Path) -> None:
     proc.stdout.close()  # as `| head -1` does
     err = proc.stderr.read().decode()
     assert proc.wait(60) == 0 and "Traceback" not in err, err
+
+
+def _storm(proc: subprocess.Popen[str]) -> str:
+    """SIGINT and SIGTERM in turn, a few milliseconds apart, from now until the process has
+    ended (the late ones land while it stops and while Python shuts down); its stderr."""
+    signals = itertools.cycle([signal.SIGINT, signal.SIGTERM])
+    deadline = time.monotonic() + 120  # a bound on a hang, not a pass mark
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            os.kill(proc.pid, next(signals))  # unreaped, it is still there: no ProcessLookupError
+            time.sleep(0.002)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    return err
+
+
+def _children(pid: int) -> set[int]:
+    """Process `pid`'s children (every thread's /proc children list)."""
+    found: set[int] = set()
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                found.update(int(c) for c in fh.read().split())
+    except OSError:
+        pass
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a process that has not ended (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_a_storm_of_stop_signals_while_stopping_and_exiting_still_exits_0(
+        tmp_path: Path, long_recording: Path, command: str) -> None:
+    """A second Ctrl-C 10-50 ms after the first killed `report` and `export` (-2, the shell's
+    130) after they said `gapwatch: stopped (SIGINT)`, every time: Python's shutdown gives
+    every signal with a Python handler its default action back. Now each further stop signal
+    is absorbed until the process has exited: signals are sent until it has."""
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = {"report": ["report", str(long_recording)],
+            "export": ["export", str(long_recording), "--out", str(out / "t.json")]}[command]
+    proc = subprocess.Popen(gapwatch_argv(*argv), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    wait_for("the stop signals taken", lambda: _handles_all_stop_signals(proc.pid), 30)
+    wait_for("the recording opened", lambda: _has_open(proc.pid, long_recording), 30)
+    err = _storm(proc)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "stopped (SIG" in err, err
+    assert list(out.iterdir()) == []  # no hidden .part either
+
+
+_FORKED_REPORT = """
+import sys
+import gapwatch.__main__ as entry
+from gapwatch.offline import report_parallel
+
+report_parallel.MIN_PARALLEL_BYTES = 1  # a small recording of two GPUs, read by two processes
+sys.argv = ["gapwatch", "report", sys.argv[1]]
+sys.exit(entry.run())
+"""
+
+
+@pytest.fixture(scope="module")
+def two_gpu_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    def make(folder: Path) -> None:
+        cfg = folder / "two.toml"
+        cfg.write_text("[sim]\ngpus = 2\n")
+        subprocess.run(gapwatch_argv("record", "--config", str(cfg), "--source", "sim:chained",
+                                     "--speed", "0", "--duration", "900", "--quiet", "--out",
+                                     str(folder / "rec.jsonl")),
+                       check=True, capture_output=True, timeout=120)
+    return made_once(tmp_path_factory, "stop-two-gpus", make) / "rec.jsonl"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: no report workers")
+def test_a_storm_of_stop_signals_stops_a_report_and_its_forked_workers(
+        two_gpu_recording: Path) -> None:
+    """The report's forked workers stop with it: none is left running after the storm."""
+    proc = subprocess.Popen([sys.executable, "-c", _FORKED_REPORT, str(two_gpu_recording)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+    workers: set[int] = set()
+
+    def forked() -> bool:
+        workers.update(_children(proc.pid))
+        return bool(workers)
+
+    wait_for("a forked report worker", forked, 60)
+    err = _storm(proc)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "stopped (SIG" in err, err
+    assert not [w for w in workers if _running(w)]  # none left behind, reading on
+
+
+def test_an_export_temporary_whose_last_flush_fails_is_still_removed(tmp_path: Path) -> None:
+    """A stop (or a failure) while the disk is full: closing the `.part` flushes its buffered
+    bytes, which fails, and that skipped its removal."""
+    from gapwatch.sinks.output_file import Replacement
+
+    tmp = Replacement(tmp_path / "t.trace.json")
+    tmp.file.write(b"x" * 100)  # buffered, not yet written
+    os.close(tmp.file.fileno())  # the flush on close fails, as on a full disk
+    tmp.discard()
+    assert list(tmp_path.iterdir()) == []

@@ -9,7 +9,15 @@ left behind.
 Here a stop signal (SIGINT, SIGTERM, SIGHUP) raises `StopRequested`, a `SystemExit` of status 0:
 it unwinds the stack like any exit, so every `finally` and `except BaseException` runs (an
 export removes its temporary) and Python prints no traceback for it. Further stop signals are
-ignored for 2 s: the clean-up is not itself interrupted. Raised where Python cannot
+ignored for 2 s: the clean-up is not itself interrupted (a command that stops gracefully says
+so when it gives the signals back: `stop_under_way`). Once the command is over (stopped or
+not), `exiting` ignores them for good: Python's own shutdown puts back the default action of
+every signal that has a Python handler (`_PySignal_Fini`) and then tears the modules down, tens
+of milliseconds after a report; a second Ctrl-C there killed the process (-2, the shell's 130)
+after it had said `gapwatch: stopped (SIGINT)`. SIG_IGN is the one disposition it leaves as
+it is. What cannot be helped: a signal in the first ~35 ms, while the interpreter itself starts
+and before this module runs, meets Python's defaults (SIGTERM and SIGHUP end the process, 143
+and 129; SIGINT a KeyboardInterrupt). Raised where Python cannot
 raise (a weakref callback of the import machinery), it is not printed and the signal comes
 again a moment later (`_unraisable`). Commands that stop
 gracefully instead (`record`, `replay --headless`, the dashboard) install their own handlers
@@ -86,6 +94,25 @@ def quit_on_stop_signals() -> None:
     sys.unraisablehook = _unraisable
     for sig in STOP_SIGNALS:
         signal.signal(sig, _stop)
+
+
+def stop_under_way(sig: signal.Signals) -> None:
+    """Note a stop that another handler took (`engine.stop_signals.StopSignals`, as it gives
+    the signals back here): further stop signals are ignored for `_AGAIN_AFTER_S`, as after a
+    stop of our own, instead of cutting short what the command does after it (`record`'s
+    summary)."""
+    if _Pending.signal is None:
+        _Pending.signal, _Pending.since_mono = sig, time.monotonic()
+
+
+def exiting() -> None:
+    """The command is over: stop signals are ignored (SIG_IGN) until the process ends (see the
+    module docstring: Python's shutdown would otherwise give them their default action back
+    while it still runs). Main thread only; elsewhere it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
 
 
 @contextmanager

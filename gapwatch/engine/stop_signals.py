@@ -5,7 +5,9 @@ around the dashboard (inside its event loop the app handles them itself, see `Ga
 A stop signal sets `event`: the command's wait ends, the runtime stops, the recording is closed
 whole (gzip trailer included), the summary is printed where stderr still exists. Nothing is
 interrupted mid-write (no KeyboardInterrupt from inside a sink), and further signals while
-stopping change nothing: stopping is bounded (every thread is joined with a timeout).
+stopping change nothing: stopping is bounded (every thread is joined with a timeout). Nor do
+they after the handlers are given back (`restore`): the stop is then under way in
+`gapwatch.base.quit_early` too, and the process ignores them from the command's end to its exit.
 
 SIGHUP is a stop signal because closing a tmux pane or an ssh session sends it; Python's default
 would end the process at once, leaving a gzip recording without its trailer.
@@ -18,6 +20,8 @@ import threading
 from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
+
+from gapwatch.base.quit_early import stop_under_way
 
 STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -47,7 +51,11 @@ class StopSignals:
             self._old.setdefault(sig, old)
 
     def restore(self) -> None:
-        """Give the signals back their handlers from before `install`."""
+        """Give the signals back their handlers from before `install`. After a stop signal,
+        `gapwatch.base.quit_early` is told a stop is under way: one more in a storm of them
+        is absorbed there, not a second stop that cuts the summary short."""
+        if self._old and self.received is not None:
+            stop_under_way(self.received)
         for sig, old in self._old.items():
             signal.signal(sig, old)
         self._old.clear()

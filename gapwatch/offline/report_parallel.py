@@ -95,6 +95,7 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from itertools import chain
 from multiprocessing import get_context
@@ -105,6 +106,7 @@ from typing import IO, Any
 
 from msgspec.structs import replace
 
+from gapwatch.base.quit_early import stop_signals_deferred
 from gapwatch.base.writer_lock import locked_by_another
 from gapwatch.config import Config
 from gapwatch.core.blind import Bye
@@ -444,16 +446,18 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
                gap_files=[tempfile.TemporaryFile(prefix="gapwatch-gaps-")  # noqa: SIM115
                           for _ in range(1, n)] if fork else [],
                keep_h2d=keep_h2d, window=window, startup=list(startup))
-    children = []
-    for me in range(1, n):
-        recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(job, me, send), daemon=True)
-        proc.start()
-        send.close()
-        children.append((proc, recv))
-    ends = _Ends([recv for _proc, recv in children])
+    children: list[tuple[Any, Connection]] = []
     drained = False
     try:
+        # Started inside the `try`: a stop signal while the later ones start still kills
+        # and joins the earlier ones (`finally`), none left behind reading on.
+        for me in range(1, n):
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_child, args=(job, me, send), daemon=True)
+            proc.start()
+            children.append((proc, recv))
+            send.close()
+        ends = _Ends([recv for _proc, recv in children])
         try:
             parts = [_work(replace_job(job, listener, progress), 0,
                            ends.all if logs is not None else None)]
@@ -477,16 +481,20 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
     except EOFError:  # a child died while sending its gaps
         return None
     finally:
-        for proc, recv in children:
-            recv.close()
-            if not drained:
-                # Not read to its end (a worker gave up, this one failed, or a part could not
-                # be read): a worker may be blocked writing gaps nobody reads (forked, it holds
-                # the pipe's reading end too, so closing ours does not stop it). SIGKILL, not
-                # SIGTERM: a SIGTERM handler the parent had (record's, a caller's) is inherited
-                # through fork and would keep the worker alive, and join() would wait forever.
-                proc.kill()
-            proc.join()
+        # Killed and joined with the stop signals held back (a SIGKILL'd worker is joined at
+        # once): a later signal of a storm cannot cut this short and leave a worker reading on.
+        with stop_signals_deferred() if not drained else nullcontext():
+            for proc, recv in children:
+                recv.close()
+                if not drained:
+                    # Not read to its end (a worker gave up, this one failed, or a part could
+                    # not be read): a worker may be blocked writing gaps nobody reads (forked,
+                    # it holds the pipe's reading end too, so closing ours does not stop it).
+                    # SIGKILL, not SIGTERM: a SIGTERM handler the parent had (record's, a
+                    # caller's) is inherited through fork and would keep the worker alive, and
+                    # join() would wait forever.
+                    proc.kill()
+                proc.join()
     # Each worker counted its own GPUs' gaps as one process counts them (`GapLedger.tally`,
     # by GPU and kind): no key is in two workers' tallies.
     found = _merge(header, parts, gaps, {k: t for p in parts for k, t in p.gap_tally.items()})

@@ -306,5 +306,12 @@ class Replacement:
         os.replace(self.path, self.dest)
 
     def discard(self) -> None:
-        self.file.close()
-        self.path.unlink(missing_ok=True)
+        """Remove the temporary, whatever its close says: the flush of its last buffered
+        bytes fails on a full disk (the file is closed all the same), and the unlink must
+        still come (it was skipped, leaving the `.part` behind)."""
+        try:
+            self.file.close()
+        except OSError:
+            pass  # its bytes are not wanted
+        finally:
+            self.path.unlink(missing_ok=True)

@@ -17,15 +17,18 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gapwatch import __version__
 from gapwatch.base.open_files import out_of_files, too_few_open_files
 from gapwatch.commands import argtypes
 from gapwatch.config import Config, ConfigError, load_config, with_overrides
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS
-from gapwatch.engine.console import OutputFailed, say, stdout_failed
+from gapwatch.engine.console import OutputFailed, reader_gone, say, stdout_failed
 from gapwatch.engine.memory import return_large_allocations
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 COMMANDS = {
     "demo": "the live dashboard over the simulated prover (scenario 'pageable' by default)",
@@ -99,13 +102,30 @@ def _common(p: argparse.ArgumentParser, flags: tuple[str, ...]) -> None:
         g.add_argument("--prometheus", default=None, metavar="HOST:PORT", help="serve /metrics")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, but its output (`--help`, `--version`) is written as any output:
+    argparse drops an OSError there (`gapwatch --help > /dev/full` exited 0, nothing said), so
+    it is flushed here and raised as `OutputFailed` (one line, exit 2; a closed pipe quietly:
+    `gapwatch.cli.output_failure`). Its error messages go to stderr as before."""
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if not message or file is None or file is not sys.stdout:
+            super()._print_message(message, file)
+            return
+        try:
+            file.write(message)
+            getattr(file, "flush", lambda: None)()
+        except OSError as exc:
+            raise OutputFailed(exc) from None
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line. With `only` (a command's name, or "" for none), only that
     command's module is imported for its own flags; every other command is listed with its help
     and common flags (enough for `gapwatch --help`, `--version` and a mistyped command).
     A command module imports what its `run` needs (`record` the sampling engine, ~45 ms of
     imports), and a `gapwatch report` started from a script should not pay for all of them."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gapwatch",
         description="See, live, why a pipelined GPU workload stops keeping its GPU busy.",
         epilog="No GPU at hand? `gapwatch demo` shows the dashboard over a simulated prover.",
@@ -249,7 +269,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         # argparse alone would only say "the following arguments are required: COMMAND".
         say(*short_usage().split("\n"))
         return 2
-    parser = build_parser(chosen_command(arglist))
+    command = chosen_command(arglist)
+    try:
+        return _main(arglist, command)
+    except (OSError, OutputFailed) as exc:
+        status = output_failure(command, exc)
+        if status is None:
+            raise
+        return status
+
+
+def output_failure(command: str, exc: OSError | OutputFailed) -> int | None:
+    """The one rule for a command's output that cannot be written (standard output, every
+    command, `--help` included): None when `exc` is not such a failure. A reader gone
+    (`gapwatch report x | head`, `export --out - | head -c 100`: EPIPE) has what it wanted:
+    exit 0, nothing said; anything else (a full disk, EIO) is one line and exit 2.
+    Standard output is pointed at /dev/null either way (`stdout_failed`)."""
+    why = (out_of_files(exc) if isinstance(exc, OSError) else None) or stdout_failed(exc)
+    if why is None:
+        return None
+    if reader_gone(exc):
+        return 0
+    say(f"gapwatch {command}: {why}" if command else f"gapwatch: {why}")
+    return 2
+
+
+def _main(arglist: list[str], command: str) -> int:
+    parser = build_parser(command)
     args = parse_command_line(parser, argtypes.joined_moments(arglist))
     problem = check_flags_fit_source(args)
     if problem is not None:
@@ -269,11 +315,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # a caller of main() that kept Python's SIGINT handler
         return 130
-    except (OSError, OutputFailed) as exc:
-        why = (out_of_files(exc) if isinstance(exc, OSError) else None) or stdout_failed(exc)
-        if why is None:
-            raise
-        if isinstance(exc, BrokenPipeError):  # `gapwatch report x | head`: the reader has
-            return 0                          # what it wanted
-        say(f"gapwatch {args.command}: {why}")
-        return 2

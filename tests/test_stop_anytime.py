@@ -407,6 +407,53 @@ def test_a_storm_of_stop_signals_stops_a_report_and_its_forked_workers(
     assert not [w for w in workers if _running(w)]  # none left behind, reading on
 
 
+@pytest.mark.parametrize("command", [
+    ["export", "RECORDING", "--format", "perfetto", "--out", "-"],
+    ["export", "RECORDING", "--format", "csv", "--out", "-"],
+    ["report", "--json", "RECORDING"],
+    ["parse", "--json", "LOG"],
+], ids=["export-perfetto", "export-csv", "report-json", "parse-json"])
+def test_an_output_piped_into_head_c_100_stops_quietly_as_report_does(
+        tmp_path: Path, long_recording: Path, command: list[str]) -> None:
+    """`export --out - | head -c 100` exited 2 with "gapwatch export: stdout: Broken pipe"
+    where `report | head` stops quietly: one rule for every command now
+    (`cli.output_failure`). Each output is far more than a pipe holds."""
+    log = tmp_path / "big.log"
+    log.write_bytes((HOSTILE / "c1-bidi.log").read_bytes() * 3000)
+    argv = [a.replace("RECORDING", str(long_recording)).replace("LOG", str(log))
+            for a in command]
+    proc = subprocess.Popen(gapwatch_argv(*argv), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=ROOT)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(100)
+    proc.stdout.close()  # as `head -c 100` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(120) == 0, err
+    assert "Broken pipe" not in err and "Traceback" not in err and "Exception" not in err, err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("command", [["--help"], ["report", "--help"], ["--version"]],
+                         ids=["help", "report-help", "version"])
+def test_help_to_a_full_standard_output_is_one_line_and_exit_2(command: list[str]) -> None:
+    """`gapwatch --help > /dev/full` exited 0, nothing said: argparse drops the OSError."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(gapwatch_argv(*command), stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=60, cwd=ROOT)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "No space left on device" in lines[0], lines
+
+
+def test_help_piped_into_head_stops_quietly() -> None:
+    proc = subprocess.Popen(gapwatch_argv("report", "--help"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=ROOT)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before a byte was read: the help meets a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == 0 and err == "", err
+
+
 def test_an_export_temporary_whose_last_flush_fails_is_still_removed(tmp_path: Path) -> None:
     """A stop (or a failure) while the disk is full: closing the `.part` flushes its buffered
     bytes, which fails, and that skipped its removal."""

@@ -9,22 +9,22 @@ Who calls it: `gapwatch.cli`. Headless, never imports Textual.
 
 Exit status: 0 written (or stopped by a signal: nothing left behind); 2 the input is not a
 recording or trace CSV, a `--log` file cannot be read, the output would overwrite the input, or
-it cannot be written (one line, as every unwritable output).
+it cannot be written (one line, as every unwritable output; standard output whose reader went
+away, `--out - | head`, is a quiet exit 0, as for every command: `gapwatch.cli.output_failure`).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
-import sys
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO, cast
 
 from gapwatch.base.quit_early import stop_signals_deferred
 from gapwatch.commands import argtypes
 from gapwatch.config import Config
 from gapwatch.core.models import DERIVED_TYPES
-from gapwatch.engine.console import STDERR, say
+from gapwatch.engine.console import STDERR, StdoutBytes, say
 from gapwatch.offline.progress import Progress
 from gapwatch.sinks.output_file import OutputRefused, Replacement, check_replaceable
 from gapwatch.sources.time_window import TimeWindow, WindowError
@@ -134,7 +134,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
     try:
         with stop_signals_deferred():  # created and in `tmp` at once: never left behind
             tmp = Replacement(dest) if dest is not None else None
-        fb = tmp.file if tmp is not None else sys.stdout.buffer
+        # Standard output's failures are `OutputFailed`, said by the one rule of every command
+        # (`gapwatch.cli.output_failure`: `| head -c 100` exits 0 quietly, as `report | head`
+        # does; it said "stdout: Broken pipe", exit 2).
+        fb = tmp.file if tmp is not None else cast(BinaryIO, StdoutBytes())
         if args.format == "perfetto":
             summary = _perfetto(src, config, argtypes.log_files(args.log), fb, progress, window)
             fb.flush()
@@ -151,9 +154,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     except OSError as exc:
         _discard(tmp)
-        where = exc.filename or (dest or "stdout")
+        # An unreadable log or recording, or (to a file) an output that cannot be written.
+        where = exc.filename or dest or src
         say(f"gapwatch export: {where}: {exc.strerror or exc}")
-        return 2  # an unreadable log, or an output that cannot be written
+        return 2
     except BaseException:  # a stop signal (gapwatch.base.quit_early): no hidden .part left
         _discard(tmp)
         raise

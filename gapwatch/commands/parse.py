@@ -210,9 +210,7 @@ def _parse_file(path: str, log: LogFile, parser: LogParser,
             _to_timeline(events, timeline, said)
         else:
             _write(events, args, out)
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
+    except OSError as exc:  # the output's failures are `OutputFailed` (`_write`)
         say(f"gapwatch parse: {path}: cannot read: {exc.strerror or exc}")
         return 1
     return 0
@@ -262,9 +260,7 @@ def _write(events: list[LogEvent], args: argparse.Namespace, out: TextIO) -> Non
         text = (encode_json(e).decode() if args.json else format_event(e)) + "\n"
         try:
             out.write(text)
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
+        except OSError as exc:  # `| head` included: `gapwatch.cli.output_failure`, exit 0
             raise OutputFailed(exc) from None
 
 
@@ -307,18 +303,14 @@ def run(args: argparse.Namespace, config: Config) -> int:
     said = _Said(config)
     status = 0
     cut = nul = 0
-    try:
-        for path in paths:
-            log = LogFile(path, config.logs.max_line_bytes)
-            status = max(status, _parse_file(path, log, parser, args, out, timeline, said))
-            cut += log.cut_lines
-            nul += log.nul_bytes
-            if log.ends_early:
-                say(f"gapwatch parse: {path}: its gzip data ends early (a copy or a compression "
-                    "still running?): read up to there")
-    except BrokenPipeError:  # `gapwatch parse x.log | head`: stop quietly
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
-        return 0
+    for path in paths:
+        log = LogFile(path, config.logs.max_line_bytes)
+        status = max(status, _parse_file(path, log, parser, args, out, timeline, said))
+        cut += log.cut_lines
+        nul += log.nul_bytes
+        if log.ends_early:
+            say(f"gapwatch parse: {path}: its gzip data ends early (a copy or a compression "
+                "still running?): read up to there")
     if args.timeline:
         if recording and not _recorded(recording, timeline):
             return 2

@@ -16,10 +16,11 @@ terminal).
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import threading
-from typing import TextIO
+from typing import Any, TextIO
 
 from gapwatch.core import fmt
 
@@ -158,6 +159,45 @@ class OutputFailed(Exception):
     def __init__(self, exc: OSError) -> None:
         super().__init__(exc.strerror or str(exc))
         self.error = exc
+
+
+class StdoutBytes(io.BufferedIOBase):
+    """Standard output's bytes (`sys.stdout.buffer`) for a command that writes its output
+    there among other files (`export --out -`): a failed write or flush is raised as
+    `OutputFailed`, the output's, never taken for a problem of the input it reads. Closing it
+    (or losing it) leaves standard output open."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._out = sys.stdout.buffer
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        try:
+            return self._out.write(data)
+        except OSError as exc:
+            raise OutputFailed(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._out.flush()
+        except OSError as exc:
+            raise OutputFailed(exc) from None
+
+    def close(self) -> None:
+        # IOBase's close flushes (also when collected): standard output is not ours to close,
+        # and a flush that fails there could only be printed as "Exception ignored".
+        pass
+
+
+def reader_gone(exc: BaseException) -> bool:
+    """Whether `exc` says the reader of standard output went away (EPIPE: `| head -1` read
+    what it wanted and closed the pipe): every command then stops quietly, exit 0."""
+    if isinstance(exc, OutputFailed):
+        exc = exc.error
+    return isinstance(exc, BrokenPipeError)
 
 
 def stdout_failed(exc: BaseException) -> str | None:

@@ -79,6 +79,7 @@ def test_the_demo_log_file_is_removed_when_the_runtime_stops() -> None:
     finally:
         rt.stop()
     assert not path.exists()
+    assert not path.parent.exists()  # its folder too, marker and all
 
 
 def test_the_demo_log_file_is_removed_when_the_process_exits_without_stopping() -> None:
@@ -94,7 +95,7 @@ def test_the_demo_log_file_is_removed_when_the_process_exits_without_stopping() 
                           check=False)
     path = Path(done.stdout.strip())
     assert path.name.startswith("gapwatch-sim-") and "KeyboardInterrupt" in done.stderr
-    assert not path.exists()
+    assert not path.exists() and not path.parent.exists()
 
 
 def test_the_demo_log_of_a_process_killed_with_9_is_removed_by_the_next_one(
@@ -118,13 +119,57 @@ def test_the_demo_log_of_a_process_killed_with_9_is_removed_by_the_next_one(
                           check=False)
     assert done.returncode == -signal.SIGKILL
     path = Path(done.stdout.strip())
-    assert path.parent == tmp_path and path.exists()  # what kill -9 leaves behind
+    assert path.parent.parent == tmp_path and path.exists()  # what kill -9 leaves behind
     rt = build_runtime(Config(), "sim:chained", speed=20, duration_s=2)
     try:
         assert not path.exists()  # the next simulator takes it away
+        assert not path.parent.exists()  # and its folder, marker and all
         assert rt.sim_log_path is not None and rt.sim_log_path.exists()  # not its own
     finally:
         rt.stop()
+
+
+def _a_dead_pid() -> int:
+    """A pid that no process holds now (the planted names below claim one)."""
+    pid = 999999
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            pass
+        pid += 1
+
+
+def test_a_users_files_named_like_a_simulator_log_of_a_dead_pid_are_never_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`echo notes > /tmp/gapwatch-sim-999999-notes.log` (and `...-analysis.log.1`): any
+    `record --source sim` deleted both, checking only the name, the owner and that the pid was
+    dead. Gapwatch deletes only what it provably wrote: a folder it made, with its marker."""
+    import subprocess
+    import sys
+
+    pid = _a_dead_pid()
+    notes = tmp_path / f"gapwatch-sim-{pid}-notes.log"
+    notes.write_text("notes\n")
+    analysis = tmp_path / f"gapwatch-sim-{pid}-analysis.log.1"
+    analysis.write_text("analysis\n")
+    # A folder named as the simulator names its own, by the same user, without the marker.
+    lookalike = tmp_path / f"gapwatch-sim-{pid}-abcd1234"
+    lookalike.mkdir()
+    (lookalike / "gapwatch-sim-chained.log").write_text("mine\n")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "gapwatch", "record", "--source", "sim:chained",
+                           "--speed", "20", "--duration", "1", "--quiet", "--out",
+                           str(tmp_path / "r.jsonl")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert notes.read_text() == "notes\n" and analysis.read_text() == "analysis\n"
+    assert (lookalike / "gapwatch-sim-chained.log").read_text() == "mine\n"
+    # Its own folder came and went.
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [notes.name, analysis.name, lookalike.name, "r.jsonl"])
 
 
 def test_the_demo_log_file_is_rotated_so_it_never_grows_without_end(tmp_path: Path) -> None:
@@ -289,7 +334,7 @@ def test_a_runtime_that_fails_to_build_closes_what_it_had_opened(tmp_path: Path)
         "copytrace": {"enabled": True, "socket": str(tmp_path / "no" / "such" / "dir.sock")},
     })
     # This process's simulator logs only: the other test workers' come and go meanwhile.
-    mine = f"gapwatch-sim-{os.getpid()}-*.log"
+    mine = f"gapwatch-sim-{os.getpid()}-*"
     before = set(Path(tempfile.gettempdir()).glob(mine))
     with pytest.raises(SourceUnavailable, match="--copytrace"):
         build_runtime(config, "sim:pageable", speed=1.0, record_path=str(tmp_path / "r.jsonl"))

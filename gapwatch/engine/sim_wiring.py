@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import stat
 import tempfile
 import threading
 import time
@@ -80,10 +81,13 @@ def open_sim(config: Config, arg: str, speed: float, resources: ExitStack) -> Si
     direct: list[tuple[str, str]] | None = None
     if speed > 0:
         sweep_stale_sim_logs()
-        fd, name = tempfile.mkstemp(prefix=f"{SIM_LOG_PREFIX}{os.getpid()}-{names[0]}-",
-                                    suffix=".log")
-        os.close(fd)
-        log_path = Path(name)
+        try:
+            folder = SimLogFolder(names[0])
+        except OSError as exc:
+            raise SourceUnavailable(f"the simulated prover's log: cannot make its folder in "
+                                    f"{tempfile.gettempdir()}: {exc.strerror or exc}") from None
+        resources.callback(folder.remove)  # after the log's close (an ExitStack runs LIFO)
+        log_path = folder.log_path
         lines = LineFile(log_path)
         resources.callback(lines.close)
         sim = SimProver(names, seed=config.sim.seed, on_line=lines.write, keep_truth=False)
@@ -130,15 +134,60 @@ def sim_copy_feed(wiring: SimWiring, config: Config, session: Any) -> Any:
     return SimCopyFeed(wiring.sim, config.sim.copies_per_partition, session.on_copies)
 
 
-#: The simulator's temporary logs: `gapwatch-sim-PID-SCENARIO-XXXXXXXX.log` (and `.log.1`).
+#: The simulator's temporary log lives in a folder of its own, made for it (`SimLogFolder`):
+#: `gapwatch-sim-PID-XXXXXXXX/` (mkdtemp: a new name, mode 0700), holding `.gapwatch-sim` (the
+#: marker that proves gapwatch made the folder) and `gapwatch-sim-SCENARIO.log` (and `.log.1`).
 SIM_LOG_PREFIX = "gapwatch-sim-"
-_SIM_LOG = re.compile(rf"{SIM_LOG_PREFIX}(\d+)-.*\.log(\.1)?")
+_SIM_FOLDER = re.compile(rf"{SIM_LOG_PREFIX}(\d+)-([a-z0-9_]{{8}})")
+_SIM_LOG_NAME = re.compile(rf"{SIM_LOG_PREFIX}[a-z-]+\.log(\.1)?")
+_MARKER = ".gapwatch-sim"
+
+
+def _marker_text(pid: int, token: str) -> bytes:
+    return (f"gapwatch simulator log folder\npid {pid}\ntoken {token}\n"
+            "removed by gapwatch when this process is gone\n").encode()
+
+
+class SimLogFolder:
+    """The simulated prover's log folder: made new in the temporary folder (mkdtemp: a name
+    nobody held, mode 0700, so nothing can be planted in it), with a marker file naming this
+    process and the folder's random token. A later simulator removes a folder that a process
+    killed with -9 left (`sweep_stale_sim_logs`) only on that proof: a file of the user's whose
+    name looks like a simulator log (`gapwatch-sim-999999-notes.log`), or a folder without the
+    marker, is never gapwatch's to remove."""
+
+    def __init__(self, scenario: str, base: str | None = None) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix=f"{SIM_LOG_PREFIX}{os.getpid()}-", dir=base))
+        token = self.path.name.rsplit("-", 1)[1]
+        fd = os.open(self.path / _MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, _marker_text(os.getpid(), token))
+        finally:
+            os.close(fd)
+        self.log_path = self.path / f"{SIM_LOG_PREFIX}{scenario}.log"
+        # Registered before the log's own hook: atexit runs this after the log is removed.
+        atexit.register(self.remove)
+
+    def remove(self) -> None:
+        """The marker and the folder, once the log's files are gone (`LineFile` removes
+        them first); anything else in it leaves it as it is."""
+        try:
+            if os.listdir(self.path) == [_MARKER]:
+                os.unlink(self.path / _MARKER)
+                os.rmdir(self.path)
+        except OSError:
+            pass  # gone already, or a read-only /tmp: nothing more to do
+        atexit.unregister(self.remove)
 
 
 def sweep_stale_sim_logs(folder: str | None = None) -> list[Path]:
     """Remove the simulator logs of gapwatch processes that are gone (killed with -9, so that
-    neither `close()` nor the exit hook ran: they used to stay in /tmp for good); only this
-    user's, only those whose pid no longer runs. Returns what was removed."""
+    neither `close()` nor the exit hook ran: they used to stay in /tmp for good): only in this
+    user's folders that prove gapwatch made them (`SimLogFolder`'s marker, naming the folder's
+    pid and token), only if that pid no longer runs, only the log files, the marker and the
+    folder. Names alone prove nothing: a user's `gapwatch-sim-999999-notes.log` was removed.
+    Returns what was removed."""
     removed: list[Path] = []
     base = Path(folder or tempfile.gettempdir())
     try:
@@ -146,17 +195,50 @@ def sweep_stale_sim_logs(folder: str | None = None) -> list[Path]:
     except OSError:
         return removed
     for entry in names:
-        m = _SIM_LOG.fullmatch(entry.name)
+        m = _SIM_FOLDER.fullmatch(entry.name)
         if m is None or int(m.group(1)) == os.getpid():
             continue
         try:
-            if entry.stat(follow_symlinks=False).st_uid != os.getuid() or \
+            st = entry.stat(follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or \
                     _pid_runs(int(m.group(1))):
                 continue
-            os.unlink(entry.path)
+            removed += _remove_proven(Path(entry.path), st, int(m.group(1)), m.group(2))
         except OSError:
             continue
-        removed.append(Path(entry.path))
+    return removed
+
+
+def _remove_proven(path: Path, st: os.stat_result, pid: int, token: str) -> list[Path]:
+    """The simulator's files in `path` (seen as `st`), if its marker proves it is a simulator
+    log folder of `pid`: read and removed through the folder opened once, never through a
+    link."""
+    removed: list[Path] = []
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        here = os.fstat(fd)
+        if (here.st_dev, here.st_ino) != (st.st_dev, st.st_ino):
+            return removed  # swapped since it was looked at
+        marker = os.open(_MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         dir_fd=fd)  # a FIFO there must not hang the demo
+        try:
+            proof = os.read(marker, 4096) if stat.S_ISREG(os.fstat(marker).st_mode) else b""
+        finally:
+            os.close(marker)
+        if proof != _marker_text(pid, token):
+            return removed
+        for name in os.listdir(fd):
+            if _SIM_LOG_NAME.fullmatch(name) and stat.S_ISREG(
+                    os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                os.unlink(name, dir_fd=fd)
+                removed.append(path / name)
+        os.unlink(_MARKER, dir_fd=fd)
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(path)  # not when something else is in it
+    except OSError:
+        pass
     return removed
 
 

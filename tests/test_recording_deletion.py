@@ -11,17 +11,20 @@ import functools
 import os
 import re
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
 from conftest import DATA
 from faults import records_of
+from msgspec import structs
 
 from evaluation.simulate import SimResult, simulate
 from gapwatch.cli import main
 from gapwatch.core.models import Notice
-from gapwatch.sinks.recorder import Recorder
-from gapwatch.sinks.segments import check_segments, removable, segments_of
+from gapwatch.sinks.recorder import Recorder, write_recording
+from gapwatch.sinks.segments import check_segments, removable, segment_name, segments_of
+from gapwatch.sources.files import read_any
 
 HOSTILE = DATA / "hostile"
 SIM = ["--source", "sim:pageable", "--speed", "0", "--quiet"]
@@ -226,3 +229,130 @@ def test_a_link_planted_at_the_last_segment_number_does_not_stop_the_next_run(
     plan = check_segments(tmp_path / "gw.jsonl", 1 << 20, None, 1)
     assert plan.first == 2
     assert (tmp_path / "gw.999999.jsonl").is_symlink()
+
+
+def _set_of(path: Path) -> str | None:
+    return read_any(path).header.set_id
+
+
+@pytest.mark.parametrize("where", ["beside", "over_the_newest"])
+def test_a_copy_of_another_recording_planted_among_the_segments_is_never_removed_or_continued(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str) -> None:
+    # A copy of another recording of this host and user, planted at gw.000050.jsonl (or over
+    # the newest segment): the next run took its set for its own (the newest segment's),
+    # removed it as "older" and called the real segments "another recording set; never
+    # removed": 4 segments against --keep 2.
+    out = tmp_path / "gw.jsonl"
+    assert _record(out, 200, keep=2) == 0
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    assert main(["record", *SIM, "--duration", "20", "--out", str(other / "base.jsonl")]) == 0
+    ours = _set_of(segments_of(out)[0][1])
+    planted = tmp_path / "gw.000050.jsonl" if where == "beside" else segments_of(out)[-1][1]
+    shutil.copyfile(other / "base.jsonl", planted)  # into the segment's own inode, as cp does
+    capsys.readouterr()
+    assert _record(out, 200, keep=2) == 0
+    err = capsys.readouterr().err
+    assert planted.read_bytes() == (other / "base.jsonl").read_bytes()
+    mine = [p for _, p in segments_of(out) if p != planted]
+    assert len(mine) == 2 and {_set_of(p) for p in mine} == {ours}
+    said = [ln for ln in err.splitlines() if f"{planted.name} is named like a segment" in ln]
+    assert len(said) == 1 and "left as it is, never removed" in said[0]
+    assert "older removed to keep the budget" in _closing(err)
+
+
+def _planted_set(path: Path, set_id: str) -> None:
+    """A recording of this host and user in set `set_id`, written without the inode stamp
+    (as gapwatch wrote before it, or a conversion): only its set id says whose it is."""
+    sim = _sim_records()
+    write_recording(path, structs.replace(sim.header, set_id=set_id), sim.records[:50])
+
+
+@pytest.mark.parametrize("sets, continued", [(["a", "b"], None), (["a", "a", "b"], "a")])
+def test_segments_of_several_sets_continue_the_one_most_belong_to_and_never_remove_the_rest(
+        tmp_path: Path, sets: list[str], continued: str | None) -> None:
+    # Files without the stamp (made before it) are judged by their set id alone: the run
+    # continues the set most of them belong to, and a tie continues none (a new set): a file
+    # of a set not continued is never removed, and never decides the set.
+    base = tmp_path / "gw.jsonl"
+    for n, name in enumerate(sets, 1):
+        _planted_set(segment_name(base, n), name * 16)
+    others = {p: p.read_bytes() for _, p in segments_of(base) if continued is None
+              or _set_of(p) != continued * 16}
+    notices: list[Notice] = []
+    rec = Recorder(check_segments(base, 64 << 10, None, 1), on_problem=notices.append)
+    rec.on_header(_sim_records().header)
+    for r in _sim_records().records:
+        rec.on_record(r)
+        rec.flush()
+    rec.close()
+    assert all(p.read_bytes() == data for p, data in others.items())
+    run = rec.segments.set_id if rec.segments else None
+    left = {p for _, p in segments_of(base)} - set(others)
+    assert len(left) == 1 and {_set_of(p) for p in left} == {run}  # within --keep 1
+    assert run == continued * 16 if continued else run not in ("a" * 16, "b" * 16)
+    said = [n.message for n in notices if "belong to 2 recording sets" in n.message]
+    assert len(said) == 1
+    assert ("starts a new set" if continued is None else f"continues set {continued * 16}") \
+        in said[0]
+
+
+@pytest.mark.parametrize("put_in_its_place", ["nothing", "a_fifo"])
+def test_a_recording_moved_away_goes_on_at_the_next_name_and_counts_the_moved_records(
+        tmp_path: Path, put_in_its_place: str) -> None:
+    # `mv gw.jsonl a.jsonl; mkfifo gw.jsonl`: it said "no new file can be made ... writing on
+    # into the deleted file" (the FIFO refused as a --rotate base), never tried gw.1.jsonl,
+    # and closed with "0 records in no file ..., 225 records lost" while a.jsonl held them
+    # all. A plain mv went on, but its records were in no count of the closing line.
+    notices: list[Notice] = []
+    path = tmp_path / "gw.jsonl"
+    rec = Recorder(path, on_problem=notices.append)
+    rec.on_header(_sim_records().header)
+    half = len(_sim_records().records) // 2
+    for r in _sim_records().records[:half]:
+        rec.on_record(r)
+    rec.flush()
+    path.rename(tmp_path / "a.jsonl")
+    if put_in_its_place == "a_fifo":
+        os.mkfifo(path)
+    for r in _sim_records().records[half:]:
+        rec.on_record(r)
+    rec.close()
+    after = tmp_path / ("gw.1.jsonl" if put_in_its_place == "a_fifo" else "gw.jsonl")
+    assert records_of(tmp_path / "a.jsonl") == list(_sim_records().records[:half])
+    assert records_of(after) == list(_sim_records().records[half:])
+    said = [n.message for n in notices if "gw.jsonl was moved away" in n.message]
+    assert len(said) == 1 and f"recording again into {after}" in said[0]
+    assert not [n.message for n in notices if "no new file can be made" in n.message]
+    summary = rec.status().summary()
+    assert summary.startswith(f"{len(_sim_records().records) - half} records in {after},")
+    assert f"{half} records written to gw.jsonl (now a.jsonl), moved away" in summary
+    assert "lost" not in summary
+    if put_in_its_place == "a_fifo":
+        assert stat.S_ISFIFO(os.lstat(path).st_mode)  # left as it is
+
+
+def test_a_recording_whose_folder_is_moved_away_writes_on_into_it_and_counts_it_moved(
+        tmp_path: Path) -> None:
+    # No new file can be made where the recording was (its folder renamed): the records go on
+    # into the moved file, said as moved (it said "the deleted file"), and the closing line
+    # counts them there, not "lost" in "no file".
+    folder = tmp_path / "d"
+    folder.mkdir()
+    path = folder / "gw.jsonl"
+    notices: list[Notice] = []
+    rec = Recorder(path, on_problem=notices.append)
+    rec.on_header(_sim_records().header)
+    for r in _sim_records().records[:100]:
+        rec.on_record(r)
+    rec.flush()
+    folder.rename(tmp_path / "d2")
+    for r in _sim_records().records[100:]:
+        rec.on_record(r)
+    rec.close()
+    assert records_of(tmp_path / "d2" / "gw.jsonl") == list(_sim_records().records)
+    said = [n.message for n in notices if "no new file can be made" in n.message]
+    assert len(said) == 1 and "was moved away" in said[0] and "the moved file" in said[0]
+    summary = rec.status().summary()
+    assert f"{len(_sim_records().records)} records written to gw.jsonl (no longer in its " \
+        "folder), moved away" in summary and "lost" not in summary

@@ -5,6 +5,8 @@ item 12's files not named *.jsonl*)."""
 
 from __future__ import annotations
 
+import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from evaluation.simulate import SimResult, simulate
 from gapwatch.cli import main
 from gapwatch.core.models import GpuSample, Record, SessionHeader
 from gapwatch.sinks.recorder import Recorder, write_recording
-from gapwatch.sinks.segments import check_segments, segments_of
+from gapwatch.sinks.segments import check_segments, segment_name, segments_of
 from gapwatch.sources.files import read_any
 from gapwatch.sources.recording import RecordingError
 
@@ -216,3 +218,42 @@ def test_a_recording_still_being_written_is_read_to_where_it_stands_and_said(
     rec = read_any(path)  # the writer gone: nothing said for a plain file
     list(rec.records)
     assert "still_written" not in rec.counters
+
+
+def _advice(said: str) -> dict[str, str]:
+    """The set id of each recording a refusal lists, and what it says reads it alone (as a
+    shell would pass it)."""
+    found = re.findall(r"(?:: |; )(\S+) \(\d+ files?; set (\w+),", said)
+    return {set_id: shlex.split(given)[0] for given, set_id in found}
+
+
+@pytest.mark.parametrize("given", ["folder", "glob"])
+def test_two_sets_of_one_base_name_in_a_folder_are_each_read_alone_by_the_advice_given(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str) -> None:
+    # Two boxes' segments of gw.jsonl copied into one folder: the refusal listed both with
+    # the glob 'DIR/gw.*.jsonl', and that glob was refused with the same line: the advice
+    # looped. Each set listed now comes with what reads it alone, and following it does.
+    sims = [simulate("pageable", seed=1, duration_s=20),
+            simulate("chained", seed=2, duration_s=20)]
+    box2 = tmp_path / "box2"
+    box2.mkdir()
+    here = tmp_path / "all"
+    here.mkdir()
+    _record(here / "gw.jsonl", sims[0].header, list(sims[0].records), rotate_bytes=64 << 10)
+    _record(box2 / "gw.jsonl", sims[1].header, list(sims[1].records), rotate_bytes=64 << 10)
+    for n, path in segments_of(box2 / "gw.jsonl"):
+        shutil.copy(path, segment_name(here / "gw.jsonl", 50 + n))
+    ids = [read_any(p).header.set_id for p in (here / "gw.000001.jsonl",
+                                               here / "gw.000051.jsonl")]
+    arg = str(here) if given == "folder" else str(here / "gw.*.jsonl")
+    assert main(["report", arg]) == 2
+    said = capsys.readouterr().err
+    advice = _advice(said)
+    assert sorted(advice) == sorted(i for i in ids if i) and len(set(advice.values())) == 2
+    for set_id, sim in zip(ids, sims, strict=True):
+        assert set_id is not None
+        assert main(["report", "--json", advice[set_id]]) == 0, capsys.readouterr().err
+        assert _samples(advice[set_id]) == [r for r in sim.records if isinstance(r, GpuSample)]
+        rec = read_any(advice[set_id])
+        list(rec.records)
+        assert rec.counters.get("not_read") == 1  # the other set's files, said in one line

@@ -670,6 +670,12 @@ class SessionHeader(
     #: The recording set this file belongs to (random; every segment of a set carries it, and
     #: a folder joins only files of one set). None in recordings made before set ids.
     set_id: str | None = None
+    #: The inode number of the file the recorder wrote this header into. A copy of the file
+    #: (`cp`, a restore) is another inode: a header whose `file_inode` is not its own file's
+    #: is a copy, which gapwatch never removes to keep a budget and never continues the set
+    #: of (`gapwatch.sinks.segments`). None where the recorder did not write the file itself
+    #: (`write_recording`: snapshots, conversions) and in recordings made before it.
+    file_inode: int | None = None
     type: ClassVar[Literal["header"]] = "header"
 
 

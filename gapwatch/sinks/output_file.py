@@ -24,7 +24,9 @@ The rules, so that an existing recording is never lost:
 - a name taken since it was checked (a file or a link appeared there) is `NameTaken`: the
   recorder then goes on to the next free name, never touching what is there;
 - `OutputFile.whereabouts` says whether the file is still at its name (someone may delete, move
-  or replace it while it is written): the recorder checks it before each write.
+  or replace it while it is written): the recorder checks it before each write, and goes on
+  into a new file (`create_beside`: the same name, else the next free `--rotate` name, passing
+  over whatever was put in its place).
 The segments of a recording set (their names, what may be removed) are in
 `gapwatch.sinks.segments`.
 Every refusal is an `OutputRefused` whose message is for the user (the CLI exits 2).
@@ -161,6 +163,23 @@ def check_output(path: str | Path, exists: ExistsPolicy = "refuse") -> OutputPla
         f"{target} exists ({size} bytes); gapwatch does not overwrite a recording: give "
         f"--force to replace it, or --rotate to keep it and record to {rotated_name(target, 1)}"
         " (the next free name)")
+
+
+def create_beside(path: Path) -> OutputFile:
+    """A new file for a recording whose file went away (deleted, moved, replaced): `path`
+    itself when the name is free, else the next free `--rotate` name (`gw.1.jsonl`, ...).
+    Whatever holds a name (a file, a link, a FIFO put where the recording was) is passed over,
+    never opened or touched: a FIFO in its place used to stop the recording from going on
+    anywhere. Raises OutputRefused when no file can be created."""
+    for n in range(_MAX_ROTATIONS + 1):
+        candidate = rotated_name(path, n) if n else path
+        if os.path.lexists(candidate):
+            continue
+        try:
+            return OutputFile(OutputPlan(candidate, False))
+        except NameTaken:
+            continue  # appeared since it was looked at: not ours
+    raise OutputRefused(f"{path}: {_MAX_ROTATIONS} rotated recordings exist already")
 
 
 @dataclass(frozen=True)

@@ -36,11 +36,14 @@ How the file stays readable whatever happens:
   file holds is skipped (said once). Prover snapshots wait as objects and are encoded when
   written, so that a `ProverUnchanged` marker always points at a snapshot in its own file.
 - Before each write the file is checked to be still at its name: one deleted, moved or
-  replaced by someone else is said, and the recording goes on into a new file (never into the
-  one put in its place). The closing line (`RecordingStatus.summary`) counts records in files
-  that exist, and says apart those in removed segments and in deleted files.
+  replaced by someone else is said, and the recording goes on into a new file (never into
+  whatever was put in its place, a FIFO included: `output_file.create_beside`). The closing
+  line (`RecordingStatus.summary`) counts records in files that exist, and says apart those in
+  removed segments, in deleted files and in files moved away (which still hold them).
 - Every header written carries the recording set's id (`set_id`): a set's, the one `--rotate`
-  continues, or a new one; `write_recording` writes the header it is given.
+  continues, or a new one; and the inode of the file it is written into (`file_inode`), so that
+  a copy of the file is never taken for a segment gapwatch wrote. `write_recording` writes the
+  header it is given.
 - Each failure and the recovery are reported through `on_problem` (a Notice: the runtime passes
   it to the session, so the dashboard, `record`'s stderr and `/metrics` see it; it is called with
   no lock of ours held) and `status()`.
@@ -87,6 +90,7 @@ from gapwatch.sinks.output_file import (
     OutputPlan,
     OutputRefused,
     check_output,
+    create_beside,
 )
 from gapwatch.sinks.segments import (
     LAST_SEGMENT,
@@ -169,6 +173,11 @@ class RecordingStatus:
     #: and the names of those files (the first few).
     records_lost: int = 0
     files_lost: tuple[str, ...] = ()
+    #: Records of this run in files someone else moved away (they still hold them: gapwatch
+    #: wrote on into new ones), and those files (the first few: the name gapwatch wrote, and
+    #: where it is now when that is known).
+    records_moved: int = 0
+    files_moved: tuple[str, ...] = ()
 
     def summary(self) -> str:
         """One phrase for a closing line: records kept (in files that exist), records lost (and
@@ -178,7 +187,7 @@ class RecordingStatus:
         if self.files_kept > 1 and self.first_file is not None:
             where = f"{self.first_file} .. {self.path} ({self.files_kept} files)"
         elif self.files_kept == 0:
-            where = "no file (every file this run wrote is gone)"
+            where = "no file (every file this run wrote is gone from its name)"
         text = f"{kept} records in {where}"
         if self.segment is not None:
             removed = ""
@@ -191,6 +200,10 @@ class RecordingStatus:
         if self.records_lost:
             text += (f", {self.records_lost} records lost with {', '.join(self.files_lost)} "
                      "(deleted by something other than gapwatch while recording)")
+        if self.records_moved:
+            text += (f", {self.records_moved} records written to "
+                     f"{', '.join(self.files_moved)}, moved away while recording (by something "
+                     "other than gapwatch)")
         if self.records_dropped:
             text += f", {self.records_dropped} NOT recorded"
             if self.dropped_why:
@@ -242,10 +255,47 @@ class _FileRecords:
     path: Path
     inode: tuple[int, int]
     records: int = 0
+    #: Where the file is now, once it was moved away from `path` and found in its folder.
+    now: Path | None = None
+
+    def said(self) -> str:
+        """A moved file for the closing line: the name written, and where it is now."""
+        where = f"now {self.now.name}" if self.now is not None else "no longer in its folder"
+        return f"{self.path.name} ({where})"
 
 
 #: How many names of lost files the closing line gives.
 _LOST_NAMES = 3
+
+
+def _first_names(names: list[str]) -> tuple[str, ...]:
+    """The first `_LOST_NAMES` of `names`, and how many more, for the closing line."""
+    more = len(names) - _LOST_NAMES
+    return tuple(names[:_LOST_NAMES]) + ((f"{more} more",) if more > 0 else ())
+
+
+def _at_its_name(entry: _FileRecords) -> bool:
+    """Whether the file this run wrote is still at the name it was written under."""
+    try:
+        st = os.lstat(entry.path)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == entry.inode
+
+
+def _found_in_folder(entry: _FileRecords) -> Path | None:
+    """The name a file this run wrote has now in its folder (found by its inode: a file moved
+    within the folder, `mv gw.jsonl a.jsonl`), None when it is not there."""
+    try:
+        with os.scandir(entry.path.parent) as entries:
+            for e in entries:
+                if e.inode() == entry.inode[1]:
+                    st = e.stat(follow_symlinks=False)
+                    if (st.st_dev, st.st_ino) == entry.inode:
+                        return Path(e.path)
+    except OSError:
+        return None
+    return None
 
 
 def _record_times(record: Record) -> tuple[int | None, float | None]:
@@ -305,6 +355,8 @@ class Recorder:
         self.records_removed = 0
         self.records_lost = 0
         self._files_lost: list[str] = []
+        #: The files this run wrote that someone moved away (they hold their records still).
+        self._moved: list[_FileRecords] = []
         #: The header is written first in every file, before its first record.
         self._needs_header = False
         #: Keys of the notices said once per run (a planted name, a file left in place).
@@ -316,7 +368,8 @@ class Recorder:
         #: Segments this run started, and older ones of the set removed to keep `keep`.
         self.segments_written = 1
         self.segments_removed = 0
-        self._header_line = b""
+        #: The session's header, set by `on_header` (each file gets its own line of it).
+        self._header: SessionHeader | None = None
         #: The last snapshot written in full per prover, in this file (see `ProverUnchanged`);
         #: the writer's, under _io.
         self._last_prover: dict[str, ProverStatus] = {}
@@ -377,11 +430,15 @@ class Recorder:
         """The session's header, written first in every file, with the recording set's id (a
         set of segments: the set's; one file: the header's own, or a new one)."""
         if self.segments is not None:
-            header = structs.replace(header, set_id=set_id_for(self.segments, header.host))
-            self.segments = dataclasses.replace(self.segments, set_id=header.set_id or "")
+            choice = set_id_for(self.segments, header.host)
+            header = structs.replace(header, set_id=choice.set_id)
+            self.segments = dataclasses.replace(self.segments, set_id=choice.set_id)
+            if choice.said is not None:
+                with self._lock:
+                    self._outbox.append(("warning", choice.said))
         elif header.set_id is None and self._mark_set:
             header = structs.replace(header, set_id=self._continued(header.host) or new_set_id())
-        self._header_line = encode_line(header)
+        self._header = header
         with self._io:
             self._needs_header = True
             try:
@@ -402,8 +459,19 @@ class Recorder:
         Raises OSError."""
         if self._needs_header:
             # The header is a gzip member of its own: the file can always be cut back to it.
-            self._write(self._header_line, records=0, finish=True)
+            self._write(self._header_line(), records=0, finish=True)
             self._needs_header = False
+
+    def _header_line(self) -> bytes:
+        """The header for the file being written: a recording's own names the file's inode
+        (`file_inode`), so that a copy of the file is known for one and never taken for a
+        segment gapwatch wrote (`set_mark.is_copy`); `write_recording`'s is as given."""
+        header = self._header
+        if header is None:
+            return b""  # no header given (yet): none written, as before it comes
+        if self._mark_set:
+            header = structs.replace(header, file_inode=self.file.inode[1])
+        return encode_line(header)
 
     def on_record(self, record: Record) -> None:
         if isinstance(record, Gap) and record.is_open:
@@ -477,8 +545,9 @@ class Recorder:
                 self._pending, self._pending_bytes, self._pending_records = [], 0, 0
                 self.closed = True
                 self._state = "closed"
+            moved = self.file.whereabouts().data_kept  # the file still exists (somewhere)
             self.file.close()
-            self._check_kept()
+            self._check_kept(moved)
             if self._end == 0 and self.file.remove_empty():
                 # Not even the header could be written (a disk full from the start): an empty
                 # file is no recording, and `report` would call it "not a gapwatch recording".
@@ -544,9 +613,9 @@ class Recorder:
                 records_kept=sum(e.records for e in self._kept), files_kept=len(self._kept),
                 first_file=str(self._kept[0].path) if self._kept else None,
                 records_removed=self.records_removed, records_lost=self.records_lost,
-                files_lost=tuple(self._files_lost[:_LOST_NAMES]) + (
-                    (f"{len(self._files_lost) - _LOST_NAMES} more",)
-                    if len(self._files_lost) > _LOST_NAMES else ()),
+                files_lost=_first_names(self._files_lost),
+                records_moved=sum(e.records for e in self._moved),
+                files_moved=_first_names([e.said() for e in self._moved]),
             )
 
     # -- writing (under _io) --------------------------------------------------------------------
@@ -672,7 +741,7 @@ class Recorder:
         if where.here:
             return
         old, entry = self.path, self._kept[-1]
-        nxt = self._reopen(old)
+        nxt = self._reopen(old, where.data_kept)
         if nxt is None:
             return  # said; the writes go on into the file we hold, tried again next time
         what = ("moved away (its records are wherever it went)" if where.data_kept else
@@ -680,7 +749,9 @@ class Recorder:
         if where.name_taken:
             what += " and another file put in its place (left as it is)"
         with self._lock:
-            if not where.data_kept:
+            if where.data_kept:
+                self._moved.append(entry)
+            else:
                 self.records_lost += entry.records
                 self._files_lost.append(old.name)
             self._kept.pop()
@@ -688,35 +759,40 @@ class Recorder:
                                  f"than gapwatch; recording again into {nxt[1].path}"))
         self._switch_to(nxt[0], nxt[1])
 
-    def _reopen(self, gone: Path) -> tuple[int, OutputFile] | None:
-        """A new file for a recording whose file went away: the next segment, or the same
-        name (the next free `--rotate` name when someone else's file has it)."""
+    def _reopen(self, gone: Path, moved: bool) -> tuple[int, OutputFile] | None:
+        """A new file for a recording whose file went away (`moved`: it still exists under
+        another name): the next segment, or the same name, else the next free `--rotate` name
+        (whatever was put in its place, a FIFO too, is passed over: `create_beside`)."""
         if self.segments is not None:
             return self._open_segment(self._segment + 1)
         try:
-            try:
-                return 0, OutputFile(OutputPlan(gone, False))
-            except NameTaken:
-                return 0, OutputFile(check_output(gone, "rotate"))
+            return 0, create_beside(gone)
         except OutputRefused as exc:
-            self._say_once(f"reopen:{exc}", "error", f"recording: {gone} is gone and no new "
-                           f"file can be made ({exc}); writing on into the deleted file")
+            how = ("moved away", "moved") if moved else ("deleted", "deleted")
+            self._say_once(f"reopen:{exc}", "error", f"recording: {gone} was {how[0]} and no "
+                           f"new file can be made ({exc}); writing on into the {how[1]} file")
             return None
 
-    def _check_kept(self) -> None:
-        """At the end: this run's files that are gone (deleted since they were last written)
-        are counted lost, so that the closing line names only files that exist."""
+    def _check_kept(self, current_exists: bool) -> None:
+        """At the end: this run's files that are no longer at their names are counted apart,
+        so that the closing line names only files that are: moved (found in their folder by
+        their inode; the file being written, one that still exists, wherever it went) or
+        lost (deleted). The moved files say where they are now."""
         for entry in list(self._kept):
-            try:
-                st = os.lstat(entry.path)
-                if (st.st_dev, st.st_ino) == entry.inode:
-                    continue
-            except OSError:
-                pass
+            if _at_its_name(entry):
+                continue
+            entry.now = _found_in_folder(entry)
+            moved = entry.now is not None or (entry.inode == self.file.inode and current_exists)
             with self._lock:
                 self._kept.remove(entry)
-                self.records_lost += entry.records
-                self._files_lost.append(entry.path.name)
+                if moved:
+                    self._moved.append(entry)
+                else:
+                    self.records_lost += entry.records
+                    self._files_lost.append(entry.path.name)
+        for entry in self._moved:
+            if entry.now is None:
+                entry.now = _found_in_folder(entry)
 
     def _rotate_if_due(self) -> None:
         """Start the next segment once this one holds `rotate_bytes` or is `rotate_age_s` old

@@ -7,14 +7,21 @@ Who calls it: `gapwatch.engine.runtime` calls `check_segments` before anything s
 `segments_of`.
 
 The rule it owns: gapwatch deletes only files it wrote itself. A recording set has an id (a
-random `set_id`, written in the header of every segment; a later run on the same name takes the
-id of the set's newest segment written on this host by this user, so that the budget counts
-earlier runs). A file named like a segment is removed only when all of these hold, checked on
-the open file right before the removal: it is a regular file (not a link, a FIFO or a device),
-owned by the user gapwatch runs as, nobody holds its lock (no gapwatch writes it), and its
-first line is a gapwatch header naming this set. Anything else is said, once, and left: a text
-file, another user's file, a link (whatever it points to), another set's segment, a locked
-segment. Before set ids, any file named like a segment was removed.
+random `set_id`, written in the header of every segment, with the inode of the segment's own
+file: `file_inode`). A later run on the same name continues the set its earlier runs wrote, so
+that the budget counts their segments: the set most of the name's segments belong to, counting
+only this user's regular files of this host that are not copies (`set_mark.is_copy`); when no
+set has more of them than every other, the run starts a new set (`set_id_for`). The newest
+segment is no evidence: a copy of another recording planted at `gw.000050.jsonl` used to be
+taken for the set, and the run removed it and left its own segments for ever.
+
+A file named like a segment is removed only when all of these hold, checked on the open file
+right before the removal: it is a regular file (not a link, a FIFO or a device), owned by the
+user gapwatch runs as, nobody holds its lock (no gapwatch writes it), its first line is a
+gapwatch header naming this set, and it is not a copy (its header names no other file's inode).
+Anything else is said, once, and left: a text file, another user's file, a link (whatever it
+points to), another set's segment, a copy, a locked segment. Before set ids, any file named like
+a segment was removed.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import fcntl
 import os
 import pwd
 import stat
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +38,7 @@ from gapwatch.base.writer_lock import locked_by_another
 from gapwatch.core.fmt import visible
 from gapwatch.core.sizes import cut_text
 from gapwatch.sinks.output_file import OutputRefused, check_target, split_suffix
-from gapwatch.sinks.set_mark import inherited_set_id, new_set_id, read_mark
+from gapwatch.sinks.set_mark import is_copy, new_set_id, own_mark, read_mark
 
 #: Digits of a segment's number: `gw.jsonl.gz` -> `gw.000001.jsonl.gz` (they sort by name,
 #: and `--rotate`'s `gw.1.jsonl.gz` is never taken for one).
@@ -148,6 +156,9 @@ def _why_not_ours(fd: int, st: os.stat_result, set_id: str) -> str | None:
         return "a recording without a set id (written before set ids, or by hand)"
     if mark.set_id != set_id:
         return f"a segment of another recording set ({visible(cut_text(mark.set_id, 16))})"
+    if is_copy(mark, now):
+        return ("a copy of a segment (its header was written into another file), not a file "
+                "gapwatch wrote here")
     return None
 
 
@@ -215,11 +226,46 @@ def check_segments(path: str | Path, rotate_bytes: int | None, rotate_age_s: flo
     return SegmentPlan(base, first, rotate_bytes, rotate_age_s, keep)
 
 
-def set_id_for(plan: SegmentPlan, host: str) -> str:
-    """The set's id: the plan's, else the id of the newest segment of the name written on
-    `host` (the header's) by this user (a later run continues the set, and the budget counts
-    its segments), else a new one."""
+@dataclass(frozen=True)
+class SetChoice:
+    """The set a run writes: `set_id`, and what to say about the choice (`said`: the name's
+    segments belong to several sets), or None."""
+
+    set_id: str
+    said: str | None = None
+
+
+def _sets_of(plan: SegmentPlan, host: str) -> Counter[str]:
+    """How many of the name's earlier segments each set holds: only this user's regular files
+    whose header was written on `host` and that are not copies, the evidence of which set
+    earlier runs wrote (a planted copy, a link, another user's file are none)."""
+    counts: Counter[str] = Counter()
+    for n, path in segments_of(plan.base):
+        found = own_mark(path) if n < plan.first else None
+        if found is not None and found[0].set_id and found[0].host == host \
+                and not is_copy(*found):
+            counts[found[0].set_id] += 1
+    return counts
+
+
+def set_id_for(plan: SegmentPlan, host: str) -> SetChoice:
+    """The set this run writes: the plan's, else the one most of the name's earlier segments
+    belong to (`_sets_of`: a later run continues the set, and the budget counts its
+    segments), else a new one: none found, or no set with more than every other (then
+    neither is continued, and neither is ever removed). Said when several sets are found."""
     if plan.set_id:
-        return plan.set_id
-    existing = [p for n, p in reversed(segments_of(plan.base)) if n < plan.first]
-    return inherited_set_id(existing, host) or new_set_id()
+        return SetChoice(plan.set_id)
+    ranked = _sets_of(plan, host).most_common()
+    if not ranked:
+        return SetChoice(new_set_id())
+    if len(ranked) == 1:
+        return SetChoice(ranked[0][0])
+    listed = ", ".join(f"set {visible(cut_text(s, 16))}: {n}" for s, n in ranked)
+    found = (f"recording: the files named like segments of {plan.base} belong to "
+             f"{len(ranked)} recording sets ({listed})")
+    if ranked[0][1] > ranked[1][1]:
+        return SetChoice(ranked[0][0], f"{found}; this run continues set "
+                         f"{visible(cut_text(ranked[0][0], 16))}, the one most of them belong "
+                         "to; the others' files are left as they are, never removed")
+    return SetChoice(new_set_id(), f"{found}, none more than the others; this run starts a "
+                     "new set, and every one of those files is left as it is, never removed")

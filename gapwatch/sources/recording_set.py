@@ -11,9 +11,13 @@ How the files are put together:
 - only files of one recording set are joined: the same `set_id` (written by the recorder in
   every segment's header; files made before set ids have none and join by the rest), host and
   GPUs. A folder or glob holding several recordings (another host's, two sessions recording
-  side by side, a copy) is refused with one line that lists each, with a glob or the files that
-  name it: never merged (another host's GPU 0 was merged into ours, and two concurrent
-  sessions lost 44 % of their samples as "out of time order");
+  side by side, a copy) is refused with one line that lists each, with what reads it alone
+  (`_alone`: a glob that names no other file, its one file, or the folder or glob with
+  `?set=ID`): never merged (another host's GPU 0 was merged into ours, and two concurrent
+  sessions lost 44 % of their samples as "out of time order"). The advice used to be the same
+  glob for two sets of one base name, which was refused again with the same line;
+- `DIR?set=ID` (or `'GLOB?set=ID'`) reads only the files of recording set ID (as the refusal
+  prints it), the others said in one line (`not_read`);
 - files with the same header (host, source, start) are one run's segments, ordered by the
   times inside them (the median of their first samples), not by their names: a segment renamed
   out of order keeps its place (it lost 63 % of the data); runs follow one another by their
@@ -28,8 +32,11 @@ How the files are put together:
 
 from __future__ import annotations
 
+import fnmatch
 import glob
+import os
 import re
+import shlex
 import stat
 import zlib
 from collections.abc import Iterator
@@ -57,6 +64,8 @@ from gapwatch.sources.time_window import LATE_S, TimeWindow
 #: Names taken for recordings in a folder.
 RECORDING_SUFFIXES = (".jsonl", ".jsonl.gz")
 _SEGMENT_NUMBER = re.compile(r"\.(\d+)\.jsonl(?:\.gz)?$")
+#: What follows a folder or a glob to read only one recording set of it: `DIR?set=ID`.
+SET_SELECTOR = "?set="
 #: Clocks of two runs that agree within this are one clock (the same boot).
 SAME_CLOCK_NS = 1_000_000_000
 #: A file's place in its run: the median time of its first `FIRST_TIMES` samples, looked for
@@ -65,9 +74,24 @@ FIRST_TIMES = 9
 FIRST_LINES = 2000
 
 
+def split_selector(path: Path) -> tuple[Path, str | None]:
+    """`DIR?set=ID` -> (DIR, ID): a folder or glob and the one recording set of it to read;
+    (path, None) for a path without one (or one that names a file of its own)."""
+    head, sep, wanted = str(path).rpartition(SET_SELECTOR)
+    if not sep or not wanted or "/" in wanted or os.path.lexists(path):
+        return path, None
+    return Path(head or "."), wanted
+
+
 def is_set(path: Path) -> bool:
-    """A folder, or a glob pattern that names no file of its own."""
+    """A folder, or a glob pattern that names no file of its own (either with `?set=ID`)."""
+    path = split_selector(path)[0]
     return path.is_dir() or (not path.exists() and any(c in str(path) for c in "*?["))
+
+
+def printed_set_id(set_id: str) -> str:
+    """A set id as gapwatch prints it (and `?set=` takes it): cut and written out."""
+    return visible(cut_text(set_id, 16))
 
 
 class SetEntries(NamedTuple):
@@ -81,11 +105,37 @@ class SetEntries(NamedTuple):
     #: ("self.jsonl (a directory)", "loop.jsonl (cannot look at it: Too many levels of
     #: symbolic links)"): not opened (a FIFO would wait for its writer), said.
     not_files: list[str]
+    #: With `?set=ID`: the names of the recordings of other sets (not read).
+    other_sets: list[str]
 
 
 def set_files(path: Path) -> SetEntries:
     """The recordings a folder holds (files named `*.jsonl` or `*.jsonl.gz`), or a glob names
-    (files only), by name; and, in a folder, the names of the other entries (not read)."""
+    (files only), by name; and, in a folder, the names of the other entries (not read). With
+    `?set=ID`, only the recordings of that set (and files that are not recordings: the reader
+    says them), every size, end and lock then the set's own."""
+    path, wanted = split_selector(path)
+    entries = _entries(path)
+    if wanted is None:
+        return entries
+    files = [f for f in entries.files if _of_set(f, wanted)]
+    return entries._replace(files=files, other_sets=[
+        f.name for f in entries.files if f not in files])
+
+
+def _of_set(file: Path, wanted: str) -> bool:
+    """Whether `file` is a recording of set `wanted` (as printed), or no recording at all (so
+    that the reader says it, as it does without `?set=`)."""
+    try:
+        header, stream, _ = open_recording(file)
+    except RecordingError:
+        return True
+    stream.close()
+    return header.set_id is not None and printed_set_id(header.set_id) == wanted
+
+
+def _entries(path: Path) -> SetEntries:
+    """`set_files` of a folder or a glob, every set's."""
     if path.is_dir():
         entries = sorted(path.iterdir())
         found = [p for p in entries if p.name.endswith(RECORDING_SUFFIXES)]
@@ -107,7 +157,7 @@ def set_files(path: Path) -> SetEntries:
             files.append(p)
         else:
             not_files.append(f"{p.name} ({file_kind(mode)})")
-    return SetEntries(files, others, not_files)
+    return SetEntries(files, others, not_files, [])
 
 
 def _entries_said(path: Path, names: list[str], what: str) -> str:
@@ -165,16 +215,45 @@ def _set_key(header: SessionHeader) -> tuple[str, str, tuple[str, ...]]:
     return header.set_id or "", header.host, gpus
 
 
-def _describe(path: Path, files: list[_File]) -> str:
+def _describe(path: Path, files: list[_File], sets: list[list[_File]]) -> str:
+    """One recording of a refused folder or glob: what reads it alone (`_alone`; its files
+    where nothing does), its set, host and GPUs."""
     names = sorted(f.path.name for f in files)
-    glob_hint = _glob_of(names)
-    shown = (f"'{path / glob_hint}'" if path.is_dir() else glob_hint) if glob_hint else \
-        ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    shown = _alone(path, files, sets) or visible(
+        ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "") +
+        " (nothing reads it alone by name: it shares its set id with another recording)")
     h = files[0].header
-    who = f"set {visible(cut_text(h.set_id, 16))}" if h.set_id else "no set id"
-    return (f"{visible(shown)} ({len(files)} file{'s' if len(files) > 1 else ''}; {who}, host "
+    who = f"set {printed_set_id(h.set_id)}" if h.set_id else "no set id"
+    return (f"{shown} ({len(files)} file{'s' if len(files) > 1 else ''}; {who}, host "
             f"{visible(cut_text(h.host, 40))}, GPUs "
             f"{','.join(str(g.index) for g in h.gpus) or 'none'})")
+
+
+def _alone(path: Path, files: list[_File], sets: list[list[_File]]) -> str | None:
+    """What to give (as typed in a shell) to read one recording of a folder or glob alone:
+    a glob of its files that names no other file of the folder, its one file, or the folder
+    or glob with `?set=ID`; None where none does (another recording has its set id)."""
+    base = split_selector(path)[0]
+    folder = base if base.is_dir() else base.parent
+    names = {f.path.name for f in files}
+    pattern = _glob_of(sorted(names))
+    if pattern is not None and not any(
+            fnmatch.fnmatchcase(n, pattern) for n in _names_in(folder) if n not in names):
+        return shlex.quote(visible(str(folder / pattern)))
+    if len(files) == 1:
+        return shlex.quote(visible(str(files[0].path)))
+    set_id = files[0].header.set_id
+    if set_id is None or [fs[0].header.set_id for fs in sets].count(set_id) > 1:
+        return None
+    return shlex.quote(visible(f"{base}{SET_SELECTOR}{printed_set_id(set_id)}"))
+
+
+def _names_in(folder: Path) -> list[str]:
+    """The names of a folder's entries (none when it cannot be listed)."""
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
 
 
 def _glob_of(names: list[str]) -> str | None:
@@ -198,7 +277,7 @@ def read_set(path: Path, **reading: Any) -> Recording:
     sets: dict[tuple[str, str, tuple[str, ...]], list[_File]] = {}
     skipped: list[str] = []
     header_problems: list[str] = []
-    files, others, not_files = set_files(path)
+    files, others, not_files, other_sets = set_files(path)
     for file in files:
         try:
             header, stream, problems = open_recording(file)
@@ -214,17 +293,20 @@ def read_set(path: Path, **reading: Any) -> Recording:
     if not sets:
         firsts = skipped[:1] or [f"{n}: not a file" for n in not_files[:1]]
         why = f" ({visible(firsts[0])})" if firsts else ""
-        raise RecordingError(f"{path}: no gapwatch recording in it{why}")
+        wanted = split_selector(path)[1]
+        what = f"no recording of set {visible(wanted)}" if wanted else "no gapwatch recording"
+        raise RecordingError(f"{path}: {what} in it{why}")
     if len(sets) > 1:
-        listed = "; ".join(_describe(path, fs) for fs in sets.values())
+        listed = "; ".join(_describe(path, fs, list(sets.values())) for fs in sets.values())
         raise RecordingError(f"{path} holds {len(sets)} recordings, not one: {listed}; give "
-                             "one of them (a file, or a glob naming its files)")
+                             "one of them as shown (each reads that one alone)")
     return _joined(path, next(iter(sets.values())), skipped, header_problems, others,
-                   not_files, reading)
+                   not_files, other_sets, reading)
 
 
 def _joined(path: Path, files: list[_File], skipped: list[str], header_problems: list[str],
-            others: list[str], not_files: list[str], reading: dict[str, Any]) -> Recording:
+            others: list[str], not_files: list[str], other_sets: list[str],
+            reading: dict[str, Any]) -> Recording:
     runs: dict[tuple[str, float, int], list[_File]] = {}
     for f in files:
         h = f.header
@@ -249,6 +331,9 @@ def _joined(path: Path, files: list[_File], skipped: list[str], header_problems:
     if not_files:
         rec.problem("not_a_file", _entries_said(path, not_files,
                                                 "named like recordings but not files"), 1)
+    if other_sets:
+        rec.problem("not_read", _entries_said(path, other_sets,
+                                              "of another recording set (?set= names one)"), 1)
     # Within a run, files in the order of the times inside them (a renamed segment keeps its
     # place), their numbers only where a file holds no sample.
     plan = [(f.path, _offset_ns(first, f.header)) for fs in ordered

@@ -87,13 +87,15 @@ def _owner(uid: int) -> str:
         return f"uid {uid}"
 
 
-def _own_file(path: Path) -> bool:
-    """A regular file (not a link) of the user gapwatch runs as."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+def _last_written(existing: list[tuple[int, Path]]) -> int:
+    """The number of the last of `existing` (by number) that a gapwatch recorder wrote where it
+    is: a regular file of this user whose first line is a header, not a copy (`own_mark`,
+    `is_copy`); 0 for none. Looked for from the last down: the first found ends it."""
+    for n, path in reversed(existing):
+        found = own_mark(path)
+        if found is not None and not is_copy(*found):
+            return n
+    return 0
 
 
 @dataclass
@@ -179,8 +181,8 @@ def remove(verdict: Verdict) -> bool:
 @dataclass(frozen=True)
 class SegmentPlan:
     """A recording written as a set of segments (`[record] rotate_size` / `rotate_age`): named
-    after `base`, the first this run writes numbered `first` (after the last file of this user
-    named like a segment, names that are taken skipped: none is ever overwritten), a new one
+    after `base`, the first this run writes numbered `first` (after the last segment a gapwatch
+    wrote there, `_last_written`; names that are taken skipped: none is ever overwritten), a new one
     after `rotate_bytes` or `rotate_age_s`, the newest `keep` of the set kept (0 = all).
     `set_id`: the set's id, or "" for the one `set_id_for` finds when the header is known."""
 
@@ -207,10 +209,9 @@ def check_segments(path: str | Path, rotate_bytes: int | None, rotate_age_s: flo
         check_target(base)
         raise OutputRefused(f"{base}: give a file name for the segments")
     existing = segments_of(base)
-    # After the last file of this user's (a link or another user's file planted at 999999
-    # must not stop the recording), skipping names that are taken.
-    own = [n for n, p in existing if _own_file(p)]
-    first = own[-1] + 1 if own else 1
+    # After the last segment a gapwatch wrote here (a link, another user's file, a text file
+    # or a copy planted at 999999 must not stop the recording), skipping names that are taken.
+    first = _last_written(existing) + 1
     taken = {n for n, _ in existing}
     while first in taken:
         first += 1

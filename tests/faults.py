@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import os
 import pty
 import re
@@ -255,3 +256,20 @@ def records_of(path: Path) -> list[Record]:
     assert "truncated" not in rec.counters, rec.problems
     assert "partial_line" not in rec.counters, rec.problems
     return records
+
+
+def signal_storm(proc: subprocess.Popen[str]) -> str:
+    """SIGINT and SIGTERM in turn, a few milliseconds apart, from now until the process has
+    ended (the late ones land while it stops and while Python shuts down); its stderr."""
+    signals = itertools.cycle([signal.SIGINT, signal.SIGTERM])
+    deadline = time.monotonic() + 120  # a bound on a hang, not a pass mark
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            os.kill(proc.pid, next(signals))  # unreaped, it is still there: no ProcessLookupError
+            time.sleep(0.002)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    return err

@@ -5,11 +5,8 @@ dashboard leaves the terminal as it found it (alternate screen left, mouse track
 
 from __future__ import annotations
 
-import itertools
-import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,7 @@ from faults import (
     gapwatch_argv,
     quick_config,
     records_of,
+    signal_storm,
     terminal_restored,
     wait_for,
 )
@@ -25,13 +23,18 @@ from faults import (
 STOP = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
 
-@pytest.mark.parametrize("sig", STOP, ids=lambda s: s.name)
-def test_record_stops_cleanly_on_each_stop_signal(tmp_path: Path, sig: signal.Signals) -> None:
-    out = tmp_path / "r.jsonl.gz"
-    proc = subprocess.Popen(gapwatch_argv("record", "--config", str(quick_config(tmp_path)),
+def _recording(tmp_path: Path, out: Path) -> subprocess.Popen[str]:
+    """`record` of the simulated prover to `out`, its stderr piped."""
+    return subprocess.Popen(gapwatch_argv("record", "--config", str(quick_config(tmp_path)),
                                           "--source", "sim:pageable", "--speed", "10",
                                           "--out", str(out), "--quiet"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("sig", STOP, ids=lambda s: s.name)
+def test_record_stops_cleanly_on_each_stop_signal(tmp_path: Path, sig: signal.Signals) -> None:
+    out = tmp_path / "r.jsonl.gz"
+    proc = _recording(tmp_path, out)
     try:
         wait_for("the first records on disk", lambda: out.exists() and out.stat().st_size > 2000)
         proc.send_signal(sig)
@@ -104,22 +107,14 @@ def test_a_storm_of_stop_signals_stops_record_once_with_its_summary(tmp_path: Pa
     one clean stop: exit 0, the recording whole, the summary said. Signals are sent until the
     process has ended."""
     out = tmp_path / "r.jsonl.gz"
-    proc = subprocess.Popen(gapwatch_argv("record", "--config", str(quick_config(tmp_path)),
-                                          "--source", "sim:pageable", "--speed", "10",
-                                          "--out", str(out), "--quiet"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    signals = itertools.cycle([signal.SIGINT, signal.SIGTERM])
-    deadline = time.monotonic() + 120  # a bound on a hang, not a pass mark
+    proc = _recording(tmp_path, out)
     try:
         wait_for("the first records on disk", lambda: out.exists() and out.stat().st_size > 2000)
-        while proc.poll() is None and time.monotonic() < deadline:
-            os.kill(proc.pid, next(signals))  # unreaped, it is still there
-            time.sleep(0.002)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+    except BaseException:
+        proc.kill()
+        proc.wait(10)
+        raise
+    err = signal_storm(proc)
     assert proc.returncode == 0, err
     assert "Traceback" not in err, err
     assert "stopped (SIGINT)" in err and "records in" in err  # the summary, of the first

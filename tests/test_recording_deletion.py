@@ -37,6 +37,26 @@ def _sim_records() -> SimResult:
     return simulate("pageable", seed=1, duration_s=100)
 
 
+def _half_recorded(path: Path) -> tuple[Recorder, list[Notice], int]:
+    """A recorder writing `path`, the first half of `_sim_records` written and flushed: the
+    recorder, the notices it gives, how many records are in the file."""
+    notices: list[Notice] = []
+    rec = Recorder(path, on_problem=notices.append)
+    rec.on_header(_sim_records().header)
+    half = len(_sim_records().records) // 2
+    for r in _sim_records().records[:half]:
+        rec.on_record(r)
+    rec.flush()
+    return rec, notices, half
+
+
+def _record_the_rest(rec: Recorder, half: int) -> None:
+    """The records of `_sim_records` after the first `half`, and the recorder closed."""
+    for r in _sim_records().records[half:]:
+        rec.on_record(r)
+    rec.close()
+
+
 def _record(out: Path, duration: int, keep: int) -> int:
     return main(["record", *SIM, "--duration", str(duration), "--out", str(out),
                  "--rotate-size", "1MiB", "--keep", str(keep)])
@@ -164,18 +184,10 @@ def test_an_out_without_a_recording_suffix_prunes_with_keep_and_the_next_run_sta
 def test_a_recording_deleted_mid_run_is_said_and_created_again(tmp_path: Path) -> None:
     # It was written on into the deleted inode, and the closing line named a file that did not
     # exist, with records that were nowhere.
-    notices: list[Notice] = []
     path = tmp_path / "gw.jsonl"
-    rec = Recorder(path, on_problem=notices.append)
-    rec.on_header(_sim_records().header)
-    half = len(_sim_records().records) // 2
-    for r in _sim_records().records[:half]:
-        rec.on_record(r)
-    rec.flush()
+    rec, notices, half = _half_recorded(path)
     path.unlink()
-    for r in _sim_records().records[half:]:
-        rec.on_record(r)
-    rec.close()
+    _record_the_rest(rec, half)
     assert records_of(path) == list(_sim_records().records[half:])  # its own header first
     said = [n.message for n in notices if "was deleted" in n.message]
     assert len(said) == 1 and f"{half} records of this run lost" in said[0]
@@ -326,20 +338,12 @@ def test_a_recording_moved_away_goes_on_at_the_next_name_and_counts_the_moved_re
     # into the deleted file" (the FIFO refused as a --rotate base), never tried gw.1.jsonl,
     # and closed with "0 records in no file ..., 225 records lost" while a.jsonl held them
     # all. A plain mv went on, but its records were in no count of the closing line.
-    notices: list[Notice] = []
     path = tmp_path / "gw.jsonl"
-    rec = Recorder(path, on_problem=notices.append)
-    rec.on_header(_sim_records().header)
-    half = len(_sim_records().records) // 2
-    for r in _sim_records().records[:half]:
-        rec.on_record(r)
-    rec.flush()
+    rec, notices, half = _half_recorded(path)
     path.rename(tmp_path / "a.jsonl")
     if put_in_its_place == "a_fifo":
         os.mkfifo(path)
-    for r in _sim_records().records[half:]:
-        rec.on_record(r)
-    rec.close()
+    _record_the_rest(rec, half)
     after = tmp_path / ("gw.1.jsonl" if put_in_its_place == "a_fifo" else "gw.jsonl")
     assert records_of(tmp_path / "a.jsonl") == list(_sim_records().records[:half])
     assert records_of(after) == list(_sim_records().records[half:])

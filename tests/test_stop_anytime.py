@@ -8,17 +8,15 @@ commands it does not reach."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from faults import gapwatch_argv, wait_for
+from faults import gapwatch_argv, signal_storm, wait_for
 from shared_files import made_once
 
 from gapwatch.copytrace import build as ctbuild
@@ -305,23 +303,6 @@ def test_a_report_piped_into_head_stops_quietly(small_recording: Path) -> None:
     assert proc.wait(60) == 0 and "Traceback" not in err, err
 
 
-def _storm(proc: subprocess.Popen[str]) -> str:
-    """SIGINT and SIGTERM in turn, a few milliseconds apart, from now until the process has
-    ended (the late ones land while it stops and while Python shuts down); its stderr."""
-    signals = itertools.cycle([signal.SIGINT, signal.SIGTERM])
-    deadline = time.monotonic() + 120  # a bound on a hang, not a pass mark
-    try:
-        while proc.poll() is None and time.monotonic() < deadline:
-            os.kill(proc.pid, next(signals))  # unreaped, it is still there: no ProcessLookupError
-            time.sleep(0.002)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-    return err
-
-
 def _children(pid: int) -> set[int]:
     """Process `pid`'s children (every thread's /proc children list)."""
     found: set[int] = set()
@@ -358,7 +339,7 @@ def test_a_storm_of_stop_signals_while_stopping_and_exiting_still_exits_0(
                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
     wait_for("the stop signals taken", lambda: _handles_all_stop_signals(proc.pid), 30)
     wait_for("the recording opened", lambda: _has_open(proc.pid, long_recording), 30)
-    err = _storm(proc)
+    err = signal_storm(proc)
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "stopped (SIG" in err, err
     assert list(out.iterdir()) == []  # no hidden .part either
@@ -401,7 +382,7 @@ def test_a_storm_of_stop_signals_stops_a_report_and_its_forked_workers(
         return bool(workers)
 
     wait_for("a forked report worker", forked, 60)
-    err = _storm(proc)
+    err = signal_storm(proc)
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "stopped (SIG" in err, err
     assert not [w for w in workers if _running(w)]  # none left behind, reading on

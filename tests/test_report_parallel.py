@@ -37,7 +37,7 @@ from gapwatch.offline.report import ReportData, build_report, parse_log_input, t
 from gapwatch.offline.report_parallel import MIN_PARALLEL_BYTES, detect_parallel, plan_workers
 from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources.files import header_of
-from gapwatch.sources.recording import json_bytes, read_recording
+from gapwatch.sources.recording import Reading, json_bytes, read_recording
 from gapwatch.sources.time_window import TimeWindow
 from gapwatch.sources.trace_csv import read_trace_csv
 
@@ -142,8 +142,8 @@ def test_a_recording_written_before_the_codec_is_split_by_its_own_line_shape(
                                  "busy_fraction": None, "reason": "", "type": "state"}) + b"\n"
     path = tmp_path / "type-last.jsonl"
     path.write_bytes(b"".join([*lines[:5], state, *lines[5:]]))
-    rec = read_recording(path, skip_prefixes=(gpu_line_prefix(1),),
-                         skip_type_last=(gpu_line_prefix_type_last(1),))
+    rec = read_recording(path, Reading(skip_prefixes=(gpu_line_prefix(1),),
+                                       skip_type_last=(gpu_line_prefix_type_last(1),)))
     got = list(rec.records)
     assert not [r for r in got if isinstance(r, GpuSample) and r.gpu == 1]
     assert [r for r in got if isinstance(r, GpuSample) and r.gpu == 0]

@@ -188,9 +188,9 @@ def test_a_gzip_recording_and_a_folder_of_segments_give_the_plain_file_s_window(
     opened: list[str] = []
     read = recording.read_recording
 
-    def counted(file: Path, **kw: Any) -> Any:
+    def counted(file: Path, *args: Any, **kw: Any) -> Any:
         opened.append(file.name)
-        return read(file, **kw)
+        return read(file, *args, **kw)
 
     monkeypatch.setattr(recording_set, "read_recording", counted)
     w = _window(path, "+100s", "+140s")
@@ -249,7 +249,8 @@ def test_lines_that_lie_about_their_time_do_not_make_a_gzip_window_pass_over_its
     gz = tmp_path / "lies.jsonl.gz"
     gz.write_bytes(gzip.compress(header + b"".join(body)))
     since_s = START + 150.0
-    rec = recording.read_recording(gz, window=TimeWindow(since_s, None, "--since +150s"))
+    rec = recording.read_recording(
+        gz, recording.Reading(window=TimeWindow(since_s, None, "--since +150s")))
     first = next(rec.records)
     assert small_pieces[0] > len(body) // 3  # passed over
     assert since_s <= getattr(first, "t_wall_s", 0.0) < since_s + 1.0

@@ -56,6 +56,7 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
     from gapwatch.offline.progress import DataTime, progress_of, tell
     from gapwatch.offline.report import build_report, logs_parsed
     from gapwatch.sources.files import data_span, read_any
+    from gapwatch.sources.recording import Reading
 
     # The logs parsed once: the report detects with their events, and the trace shows the
     # same events (read back from their spool on disk in time order, one at a time).
@@ -63,7 +64,7 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
         # The report's own pass decides gaps and states; a second read streams the samples.
         report = build_report(path, config, logs, parsed=parsed, progress=progress,
                               window=window)
-        recording = read_any(path, window=window)
+        recording = read_any(path, Reading(window=window))
         builder = TraceBuilder(recording.header)
         records = recording.records if progress is None else progress_of(
             recording.records, DataTime(progress, data_span(
@@ -90,8 +91,9 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
 def _csv(path: Path, out: IO[str], window: TimeWindow | None) -> str:
     from gapwatch.offline.csv_export import CsvExporter
     from gapwatch.sources.files import read_any
+    from gapwatch.sources.recording import Reading
 
-    recording = read_any(path, window=window)
+    recording = read_any(path, Reading(window=window))
     exporter = CsvExporter(out, tolerance_s=recording.header.period_ms / 1000.0,
                            gpus=list(recording.header.gpus))
     for record in recording.records:

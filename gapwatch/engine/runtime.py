@@ -75,7 +75,7 @@ from gapwatch.sources import GpuSource, HostSource, SideSource, SourceUnavailabl
 from gapwatch.sources.copytrace import CopyTraceReader
 from gapwatch.sources.cuzk_status import StatusPoller
 from gapwatch.sources.files import read_any
-from gapwatch.sources.recording import Recording, RecordingError
+from gapwatch.sources.recording import Reading, Recording, RecordingError
 from gapwatch.sources.time_window import TimeWindow
 
 
@@ -437,7 +437,7 @@ def _open_source(config: Config, kind: str, arg: str, speed: float,
         return _OpenSource(sim.label, sim.gpus, config.sampler.period_ms, sim.clock,
                            gpu_source=sim.gpu_source, host_source=sim.host_source, sim=sim)
     try:
-        recording = read_any(arg, window=window)
+        recording = read_any(arg, Reading(window=window))
     except RecordingError as exc:
         raise SourceUnavailable(str(exc)) from None
     return _OpenSource(f"replay:{arg}", list(recording.header.gpus),
@@ -515,7 +515,7 @@ def _replay_restart(rt: Runtime, path: str, window: TimeWindow | None = None
     from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 
     def restart() -> Recording:
-        recording = read_any(path, window=window)
+        recording = read_any(path, Reading(window=window))
         config = rt.config
         prover = SharedProver(CuzkProver(config.cuzk.max_parallel_synthesis))
         detector = GapDetector(config.detector, list(rt.header.gpus),

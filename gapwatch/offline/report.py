@@ -84,6 +84,7 @@ from gapwatch.offline.prover_events import prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.offline.startup_lines import recorded_startup
 from gapwatch.sources.files import data_span, header_of, read_any, refuse_a_stream
+from gapwatch.sources.recording import Reading
 from gapwatch.sources.time_window import TimeWindow
 
 REPORT_SCHEMA_VERSION = 1
@@ -361,7 +362,7 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
     own = parsed is None
     logs = (parse_log_input(path, config, log_paths, progress, window) if parsed is None
             else parsed)
-    rec = read_any(path, window=window)
+    rec = read_any(path, Reading(window=window))
     records: Iterable[Record] = rec.records if progress is None else progress_of(
         rec.records, DataTime(progress, data_span(path, rec.header.started_wall_s, window)))
     if startup:

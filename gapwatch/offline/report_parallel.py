@@ -139,7 +139,7 @@ from gapwatch.offline.detect import (
 from gapwatch.offline.gap_spool import GapSpool, encode_gap, gap_key, renumbered
 from gapwatch.offline.progress import DataTime, Progress, tell
 from gapwatch.sources.files import data_span, header_of, json_bytes_of, read_any
-from gapwatch.sources.recording import MAX_PROBLEMS, Recording, WakeAt
+from gapwatch.sources.recording import MAX_PROBLEMS, Reading, Recording, WakeAt
 from gapwatch.sources.recording_set import is_set, set_files
 from gapwatch.sources.time_window import TimeWindow
 
@@ -336,9 +336,9 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
     owners = _owners([g.index for g in header_of(path).gpus], n, lighter_first=logs is not None)
     others = [g for g, w in owners.items() if w != me]
     wake = WakeAt() if logs is not None else None
-    rec = read_any(path, skip_prefixes=tuple(map(gpu_line_prefix, others)),
-                   skip_type_last=tuple(map(gpu_line_prefix_type_last, others)),
-                   keep_problem_lines=True, wake_at=wake, window=job.window)
+    rec = read_any(path, Reading(skip_prefixes=tuple(map(gpu_line_prefix, others)),
+                                 skip_type_last=tuple(map(gpu_line_prefix_type_last, others)),
+                                 keep_problem_lines=True, wake_at=wake, window=job.window))
     mine = me == 0
     watch = CuzkWatch(deadlines_of(config.cuzk)) if mine and config.logs.cuzk else None
     # The other workers' copies' runs go to their file, for this process to take.

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
-from typing import Any
 
 from gapwatch.core.models import SessionHeader
 from gapwatch.sources.recording import (
+    WHOLE,
+    Reading,
     Recording,
     RecordingError,
     json_bytes,
@@ -25,28 +26,27 @@ from gapwatch.sources.time_window import TimeWindow, within
 from gapwatch.sources.trace_csv import read_trace_csv
 
 
-def read_any(path: str | Path, **reading: Any) -> Recording:
+def read_any(path: str | Path, reading: Reading = WHOLE) -> Recording:
     """Open a recording (.jsonl / .jsonl.gz), a set of them (a folder, or a glob such as
-    `'/data/gw.*.jsonl.gz'`: one session), or a trace CSV (.csv), chosen by name. `reading`:
-    `read_recording`'s keywords, for a recording or each file of a set (the parallel report's
-    workers; a trace CSV takes only `window`; a `window` of None: the whole recording).
+    `'/data/gw.*.jsonl.gz'`: one session), or a trace CSV (.csv), chosen by name, read as
+    `reading` says: a recording or each file of a set (the parallel report's workers pass
+    other GPUs' lines over); a trace CSV takes only its `window`.
 
     Raises:
         RecordingError: no such file, or not a usable recording / trace CSV.
     """
     p = Path(path)
     if is_set(p):
-        return read_set(p, **reading)
+        return read_set(p, reading)
     if not p.exists():
         raise RecordingError(f"{p}: no such file")
     if p.suffix.lower() == ".csv":
         refuse_a_stream(p, "a trace CSV is read twice (its GPUs and span, then its rows)")
         rec = read_trace_csv(p)
-        window = reading.get("window")
-        if window is not None:
-            rec.records = within(rec.records, window)
+        if reading.window is not None:
+            rec.records = within(rec.records, reading.window)
         return rec
-    return read_recording(p, **reading)
+    return read_recording(p, reading)
 
 
 def header_of(path: str | Path) -> SessionHeader:

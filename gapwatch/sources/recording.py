@@ -186,6 +186,34 @@ class RecordingError(Exception):
     """The file cannot be used as a recording at all (the message is for the user)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How a recording's lines are read: one value its caller hands to every file it opens (a
+    recording set's files are each read alike; `files.read_any`, `recording_set.read_set`).
+
+    Attributes:
+        skip_prefixes: lines starting with these are passed over undecoded (the parallel
+            report's workers: the other workers' GPUs).
+        skip_type_last: and lines of the shape written before the codec (see `_records`).
+        keep_problem_lines: keep every problem with its line (`Recording.problem_lines`).
+        wake_at: a wall time the caller moves on (`WakeAt`): lines passed over at or after
+            it come out as `PassedOver` among the records (the parallel report with
+            logs; typed as records for its one caller, `report_parallel`, which reads them).
+        window: only the records inside it (`gapwatch.sources.time_window`): a plain file
+            read from where the window starts, every line keeping its number. None: all.
+    """
+
+    skip_prefixes: tuple[bytes, ...] = ()
+    skip_type_last: tuple[bytes, ...] = ()
+    keep_problem_lines: bool = False
+    wake_at: WakeAt | None = None
+    window: TimeWindow | None = None
+
+
+#: Every line, every record: what a plain `read_any(path)` asks for.
+WHOLE: Final = Reading()
+
+
 @dataclass
 class Recording:
     """A recording being read: the header, a lazy record iterator, and what went wrong."""
@@ -201,7 +229,7 @@ class Recording:
     #: before it: a line it passed over, a bad one): how many lines the file had, read whole.
     lines_read: int = 1
     #: Every problem as (line, counter, message), when the reader was asked to keep them
-    #: (`read_recording(keep_problem_lines=True)`): the parallel report merges the readings of
+    #: (`Reading(keep_problem_lines=True)`): the parallel report merges the readings of
     #: its workers by line, so that a bad line read by two of them is counted once.
     problem_lines: list[tuple[int, str, str]] | None = None
     #: Added to the line of every problem kept: a set's files each get a base of their own
@@ -745,32 +773,23 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, LineStream, list[st
     return header, stream, problems
 
 
-def read_recording(
-    path: str | Path, *, skip_prefixes: tuple[bytes, ...] = (),
-    skip_type_last: tuple[bytes, ...] = (), keep_problem_lines: bool = False,
-    wake_at: WakeAt | None = None, problem_lines: ProblemLines | None = None,
-    window: TimeWindow | None = None,
-) -> Recording:
-    """Open a JSON Lines recording. Raises RecordingError when its header is unusable.
+def read_recording(path: str | Path, reading: Reading = WHOLE, *,
+                   problem_lines: ProblemLines | None = None) -> Recording:
+    """Open a JSON Lines recording, read as `reading` says. Raises RecordingError when its
+    header is unusable.
 
     Args:
-        skip_prefixes: lines starting with these are passed over undecoded.
-        skip_type_last: and lines of the shape written before the codec (see `_records`).
-        keep_problem_lines: keep every problem with its line (`Recording.problem_lines`).
-        wake_at: a wall time the caller moves on (`WakeAt`): lines passed over at or after
-            it come out as `PassedOver` among the records (the parallel report with
-            logs; typed as records for its one caller, `report_parallel`, which reads them).
-        problem_lines: keep them in this list instead, each line plus this base (a set's
+        problem_lines: keep problems in this list instead, each line plus this base (a set's
             file: `gapwatch.sources.recording_set`).
-        window: only the records inside it (`gapwatch.sources.time_window`): a plain file
-            read from where the window starts, every line keeping its number.
     """
+    skip_prefixes, skip_type_last = reading.skip_prefixes, reading.skip_type_last
+    wake_at, window = reading.wake_at, reading.window
     header, stream, problems = open_recording(path)
     first_line_no = 1
     if window is not None and window.since_s is not None:
         first_line_no = _start_at(stream, window.since_s)
     kept, base = problem_lines if problem_lines is not None else (
-        [] if keep_problem_lines else None, 0)
+        [] if reading.keep_problem_lines else None, 0)
     rec = Recording(path=Path(path), header=header, records=iter(()), problem_lines=kept,
                     problem_line_base=base, files=[Path(path)])
     for message in problems:

@@ -41,7 +41,7 @@ import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 from msgspec import structs
@@ -53,6 +53,7 @@ from gapwatch.core.sizes import cut_text
 from gapwatch.sources.recording import (
     MAX_PROBLEMS,
     LineStream,
+    Reading,
     Recording,
     RecordingError,
     last_wall_s,
@@ -264,11 +265,10 @@ def _glob_of(names: list[str]) -> str | None:
         _SEGMENT_NUMBER.search(n) for n in names) else None
 
 
-def read_set(path: Path, **reading: Any) -> Recording:
+def read_set(path: Path, reading: Reading) -> Recording:
     """The recordings `path` names (see `set_files`) as one `Recording`: the files of one
-    recording set, ordered by the times inside them. `reading`: how each file is read
-    (`read_recording`'s `skip_prefixes`, `skip_type_last`, `wake_at`, `keep_problem_lines`:
-    the parallel report's workers read a set as they read a file).
+    recording set, ordered by the times inside them, each read as `reading` says (the
+    parallel report's workers read a set as they read a file).
 
     Raises:
         RecordingError: the folder or glob holds no usable recording, or more than one
@@ -306,7 +306,7 @@ def read_set(path: Path, **reading: Any) -> Recording:
 
 def _joined(path: Path, files: list[_File], skipped: list[str], header_problems: list[str],
             others: list[str], not_files: list[str], other_sets: list[str],
-            reading: dict[str, Any]) -> Recording:
+            reading: Reading) -> Recording:
     runs: dict[tuple[str, float, int], list[_File]] = {}
     for f in files:
         h = f.header
@@ -318,9 +318,8 @@ def _joined(path: Path, files: list[_File], skipped: list[str], header_problems:
         for g in fs[0].header.gpus:
             gpus.setdefault(g.index, g)
     header = structs.replace(first, gpus=[gpus[i] for i in sorted(gpus)])
-    keep = reading.pop("keep_problem_lines", False)
     rec = Recording(path=path, header=header, records=iter(()),
-                    problem_lines=[] if keep else None)
+                    problem_lines=[] if reading.keep_problem_lines else None)
     for message in header_problems:
         rec.problem("bad_header", message, 1)
     for message in skipped:
@@ -374,10 +373,10 @@ def _offset_ns(first: SessionHeader, later: SessionHeader) -> int:
     return offset if abs(offset) > SAME_CLOCK_NS else 0
 
 
-def _records(rec: Recording, plan: list[tuple[Path, int]], reading: dict[str, Any]
+def _records(rec: Recording, plan: list[tuple[Path, int]], reading: Reading
              ) -> Iterator[Record]:
     lines_before = 0
-    window: TimeWindow | None = reading.get("window")
+    window = reading.window
     for index, (file, offset) in enumerate(plan, 1):
         if window is not None and _before(file, window):
             continue  # a segment wholly before the window: not opened
@@ -385,7 +384,7 @@ def _records(rec: Recording, plan: list[tuple[Path, int]], reading: dict[str, An
         # (the set's own problems are at line 1): they sort in reading order, a file's end
         # (`END_LINE`) included, and no two files' lines meet.
         kept = (rec.problem_lines, index << 63) if rec.problem_lines is not None else None
-        part = read_recording(file, problem_lines=kept, **reading)
+        part = read_recording(file, reading, problem_lines=kept)
         try:
             for r in part.records:
                 rec.line_no = lines_before + part.line_no

@@ -83,6 +83,7 @@ def _open_idle(port: int, n: int) -> list[socket.socket]:
 
 
 def test_a_scrape_answers_while_hundreds_of_idle_sockets_are_held(runtime: Runtime) -> None:
+    assert runtime.exporter is not None
     url = runtime.exporter.url
     port = int(runtime.exporter.address.rpartition(":")[2])
     before = _samples(_get(url))

@@ -94,6 +94,7 @@ def _session_outputs(path: Path, tmp: Path) -> tuple[set[GapKey], Counter[str]]:
     try:
         assert rt.wait(60)
         rt.session.close()  # end of data: settle the detector (what stop() does first)
+        assert rt.exporter is not None
         scraped = _scrape_gaps_total(rt.exporter.url)
         snap_dir = write_snapshot(tmp, rt.store.snapshot(), rt.header, config, t_wall_s=0.0,
                                   reason="test")

@@ -39,7 +39,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch, thread_label
@@ -78,6 +78,17 @@ from gapwatch.sources.files import read_any
 from gapwatch.sources.recording import Reading, Recording, RecordingError
 from gapwatch.sources.time_window import TimeWindow
 
+if TYPE_CHECKING:  # imported where they are used: a replay or report does not load them
+    from gapwatch.logs.follow import LogFollower
+    from gapwatch.sinks.prometheus import ExporterHandle
+    from gapwatch.sources.cuzk_status_server import CuzkStatusServer
+
+
+class _Watched(Protocol):
+    """A part that runs a thread of its own under the runtime's `ThreadWatch`."""
+
+    watch: ThreadWatch
+
 
 def parse_source(source: str) -> tuple[str, str]:
     """Split `kind[:arg]`; raise SourceUnavailable for an unknown kind."""
@@ -103,14 +114,14 @@ class Runtime:
         self.done = threading.Event()
         self.sampler: Sampler | None = None
         self.replay: ReplayDriver | None = None
-        self.followers: list[Any] = []
+        self.followers: list[LogFollower] = []
         #: Listens for the copy-trace library's datagrams (`--copytrace`); a side source like
         #: the log followers: started, stopped and asked for status with them.
         self.copytrace: CopyTraceReader | None = None
         self.pollers: list[StatusPoller] = []
         #: The simulated prover's status server (`CuzkStatusServer`), when it serves one.
-        self.sim_status_server: Any = None
-        self.exporter: Any = None
+        self.sim_status_server: CuzkStatusServer | None = None
+        self.exporter: ExporterHandle | None = None
         self.recorder: Recorder | None = None
         #: Write the recording from the feeding thread (virtual time: see `_build`).
         self.record_inline = False
@@ -143,9 +154,10 @@ class Runtime:
             time.monotonic_ns(), time.time(), "error",
             f"the {thread_label(name)} thread died ({exc!r}); {what}"))
 
-    def _watched(self) -> list[Any]:
+    def _watched(self) -> list[_Watched]:
         """Everything that starts a thread of its own."""
-        out: list[Any] = [*self.side_sources(), self.sampler, self.replay, self.recorder]
+        out: list[_Watched | None] = [*self.side_sources(), self.sampler, self.replay,
+                                      self.recorder]
         if self.exporter is not None:
             out.append(self.exporter.server)
         return [x for x in out if x is not None]
@@ -266,7 +278,7 @@ def _blind_words(spots: tuple[BlindSpot, ...], total: tuple[int, float], byes: l
 
 
 def _follower(paths: list[str], config: Config, session: Session, from_start: bool,
-              clock: Clock, stdin_fd: int = 0) -> Any:
+              clock: Clock, stdin_fd: int = 0) -> LogFollower:
     """The log follower, on the session's clock: a line without a time of its own is stamped
     when it arrives, and that stamp must be on the same time line as the samples (a demo at
     `--speed 2` runs its samples, and its log's own timestamps, twice as fast as the wall)."""
@@ -317,7 +329,7 @@ def build_runtime(
         raise SourceUnavailable(f"--cuzk-status polls a live prover in real time: {why}")
     plan = _recording_plan(config, record_path, record_exists) if record_path else None
     with ExitStack() as opened:
-        exporter: Any = None
+        exporter: ExporterHandle | None = None
         if config.prometheus.listen:
             from gapwatch.sinks.prometheus import ExporterError, bind_exporter
 

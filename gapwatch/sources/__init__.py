@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from gapwatch.base.watch import ThreadWatch
 from gapwatch.core.models import (
     BlindSpot,
     GpuHealth,
@@ -65,7 +66,10 @@ class GpuSource(Protocol):
 
 
 class SideSource(Protocol):
-    """A source with its own thread beside the sampler (the log follower, the copy trace)."""
+    """A source with its own thread beside the sampler (the log follower, the copy trace),
+    run under the runtime's `ThreadWatch` (`watch`, set before `start`)."""
+
+    watch: ThreadWatch
 
     def start(self) -> None: ...
 

@@ -100,6 +100,8 @@ from dataclasses import dataclass, field
 from itertools import chain
 from multiprocessing import get_context
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from multiprocessing.synchronize import Event as StopEvent
 from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any
@@ -123,6 +125,7 @@ from gapwatch.core.models import (
     HardwareEvent,
     LogEvent,
     Record,
+    SessionHeader,
     StateChange,
 )
 from gapwatch.core.track import GpuTotals
@@ -272,7 +275,7 @@ def _gpu_clock(rec: Recording) -> None:
 
 
 def _only_mine(
-    rec: Recording, owners: dict[int, int], me: int, n: int, stop: Any, can_hand_over: bool,
+    rec: Recording, owners: dict[int, int], me: int, n: int, stop: StopEvent, can_hand_over: bool,
     where: DataTime | None = None,
 ) -> Iterator[Record]:
     """The worker's records: its GPUs' samples and copies and everything else, or
@@ -309,7 +312,7 @@ class _Job:
     path: str
     config: Config
     n: int
-    stop: Any
+    stop: StopEvent
     logs: LogInput | None = None
     listener: RunListener | None = None
     #: A temporary file for each other worker's spooled copies (`CopySums.hand_over`); none
@@ -446,7 +449,7 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
                gap_files=[tempfile.TemporaryFile(prefix="gapwatch-gaps-")  # noqa: SIM115
                           for _ in range(1, n)] if fork else [],
                keep_h2d=keep_h2d, window=window, startup=list(startup))
-    children: list[tuple[Any, Connection]] = []
+    children: list[tuple[BaseProcess, Connection]] = []
     drained = False
     try:
         # Started inside the `try`: a stop signal while the later ones start still kills
@@ -484,7 +487,7 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
         # Killed and joined with the stop signals held back (a SIGKILL'd worker is joined at
         # once): a later signal of a storm cannot cut this short and leave a worker reading on.
         with stop_signals_deferred() if not drained else nullcontext():
-            for proc, recv in children:
+            for child, recv in children:
                 recv.close()
                 if not drained:
                     # Not read to its end (a worker gave up, this one failed, or a part could
@@ -493,8 +496,8 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
                     # SIGKILL, not SIGTERM: a SIGTERM handler the parent had (record's, a
                     # caller's) is inherited through fork and would keep the worker alive, and
                     # join() would wait forever.
-                    proc.kill()
-                proc.join()
+                    child.kill()
+                child.join()
     # Each worker counted its own GPUs' gaps as one process counts them (`GapLedger.tally`,
     # by GPU and kind): no key is in two workers' tallies.
     found = _merge(header, parts, gaps, {k: t for p in parts for k, t in p.gap_tally.items()})
@@ -505,7 +508,7 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
 
 
 def _adopted(own: GapSpool, parts: list[_Part], job: _Job, new_ids: list[list[int]],
-             header: Any, logs: bool) -> GapSpool:
+             header: SessionHeader, logs: bool) -> GapSpool:
     """This process's gap spool with the other workers' runs adopted, their ids given out in
     the one sequence as they are read (`GapSpool.number`): nothing written again."""
     for w, part in enumerate(parts[1:], 1):
@@ -517,7 +520,7 @@ def _adopted(own: GapSpool, parts: list[_Part], job: _Job, new_ids: list[list[in
 
 
 def _numbered(own: Iterable[Gap], new_ids: list[list[int]],
-              children: list[tuple[Any, Connection]], progress: Progress | None,
+              children: list[tuple[BaseProcess, Connection]], progress: Progress | None,
               sent: int) -> GapSpool:
     """Every worker's gaps in one new spool, renumbered as they come (this process's, then
     each spawned worker's over its pipe, to its end: `sent` of them, said on the progress
@@ -620,7 +623,7 @@ def _gap_ids(parts: list[_Part]) -> list[list[int]]:
     return new_ids
 
 
-def _merge(header: Any, parts: list[_Part], gaps: GapSpool,
+def _merge(header: SessionHeader, parts: list[_Part], gaps: GapSpool,
            tally: dict[tuple[int, str], Tally]) -> Detected:
     states = [StateChange(*row) for p in parts for row in p.state_rows]
     sort_states(states)

@@ -257,3 +257,33 @@ def test_two_sets_of_one_base_name_in_a_folder_are_each_read_alone_by_the_advice
         rec = read_any(advice[set_id])
         list(rec.records)
         assert rec.counters.get("not_read") == 1  # the other set's files, said in one line
+
+
+@pytest.mark.parametrize("second", ["hard_link", "symbolic_link", "copy", "restored_folder"])
+def test_a_segment_under_a_second_name_is_read_once(tmp_path: Path, second: str) -> None:
+    # `ln gw.000002.jsonl keep.jsonl`, a link to it, a file manager's copy of it in the
+    # folder, or a glob over the folder and a `cp -a` restore of it: each file was read as
+    # one more segment of the set, every record twice (a quarter of the GPU samples dropped
+    # as "out of time order", the prover's failures counted twice), nothing said.
+    sim = simulate("pageable", seed=1, duration_s=30)
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    _record(folder / "gw.jsonl", sim.header, list(sim.records), rotate_bytes=64 << 10)
+    once = list(read_any(folder).records)
+    seg = segments_of(folder / "gw.jsonl")[1][1]
+    arg, said_as = str(folder), f"keep.jsonl (= {seg.name})"
+    if second == "hard_link":
+        (folder / "keep.jsonl").hardlink_to(seg)
+    elif second == "symbolic_link":
+        (folder / "keep.jsonl").symlink_to(seg.name)
+    elif second == "copy":
+        shutil.copy2(seg, folder / "keep.jsonl")
+    else:
+        shutil.copytree(folder, tmp_path / "restored", copy_function=shutil.copy2)
+        arg, said_as = str(tmp_path / "*" / "gw.*.jsonl"), f"{tmp_path / 'restored' / seg.name}"
+    rec = read_any(arg)
+    assert list(rec.records) == once
+    assert rec.counters.get("out_of_order", 0) == 0
+    said = [p for p in rec.problems if "read under another name" in p]
+    assert len(said) == 1 and said_as in said[0], rec.problems
+    assert rec.counters["read_once"] == 1

@@ -18,6 +18,10 @@ How the files are put together:
   glob for two sets of one base name, which was refused again with the same line;
 - `DIR?set=ID` (or `'GLOB?set=ID'`) reads only the files of recording set ID (as the refusal
   prints it), the others said in one line (`not_read`);
+- each segment is read once: a hard or symbolic link to it, or a copy of it (the same header,
+  naming the same `file_inode`, and the same first record), beside it or in another folder a
+  glob names, is said in one line (`read_once`) and not read (`_read_once`); each was read as
+  one more segment of the set, every record twice;
 - files with the same header (host, source, start) are one run's segments, ordered by the
   times inside them (the median of their first samples), not by their names: a segment renamed
   out of order keeps its place (it lost 63 % of the data); runs follow one another by their
@@ -181,10 +185,21 @@ class _Times(msgspec.Struct):
     t_mono_ns: int | None = None
 
 
-def _first_time(stream: LineStream) -> int | None:
+class _Start(NamedTuple):
+    """Where a file starts: the median time of its first samples (its place in its run), and
+    its first record line (with its header, what tells a copy of a segment from another
+    segment)."""
+
+    first_ns: int | None
+    first_line: bytes
+
+
+def _start_of(stream: LineStream) -> _Start:
     """The median of the first few GPU and host samples' times in a file: where it sits in
-    its run (robust to one absurd time among them), None when its first lines hold none."""
+    its run (robust to one absurd time among them), None when its first lines hold none; and
+    the file's first line after the header (b"" for none)."""
     times: list[int] = []
+    first_line = b""
     for _ in range(FIRST_LINES):
         try:
             line = stream.readline()
@@ -192,6 +207,7 @@ def _first_time(stream: LineStream) -> int | None:
             break
         if not line:
             break
+        first_line = first_line or line
         try:
             rec = msgspec.json.decode(line, type=_Times)
         except (msgspec.DecodeError, RecursionError, ValueError):
@@ -200,13 +216,63 @@ def _first_time(stream: LineStream) -> int | None:
             times.append(rec.t_mono_ns)
             if len(times) == FIRST_TIMES:
                 break
-    return sorted(times)[len(times) // 2] if times else None
+    return _Start(sorted(times)[len(times) // 2] if times else None, first_line)
 
 
 class _File(NamedTuple):
     path: Path
     header: SessionHeader
     first_ns: int | None
+    #: Which segment the file holds (`_segment_of`): two files that hold the same one are
+    #: read once.
+    segment: tuple[object, ...]
+    #: Which of two files that hold one segment is read (`_preferred`): the lowest.
+    rank: tuple[bool, int, bool, bool, str]
+
+
+def _segment_of(path: Path, st: os.stat_result, header: SessionHeader,
+                start: _Start) -> tuple[object, ...]:
+    """What names the segment a file holds. A hard or symbolic link is the same file (its
+    device and inode); a copy (`cp`, a restore beside the original, a file manager's "(copy)")
+    is another file with the same header, naming the inode the recorder wrote it into
+    (`file_inode`), and the same first record. Either was read twice as two segments of the
+    set: every record twice, a quarter of the GPU samples dropped as "out of time order", the
+    prover's failures counted twice. A file without `file_inode` (made before it, or by
+    `write_recording`) or without a record is known by its inode alone."""
+    if header.file_inode is None or not start.first_line:
+        return ("file", st.st_dev, st.st_ino)
+    return ("segment", header.set_id, header.started_wall_s, header.started_mono_ns,
+            header.file_inode, start.first_line)
+
+
+def _preferred(path: Path, st: os.stat_result, header: SessionHeader) -> tuple[
+        bool, int, bool, bool, str]:
+    """The order in which files that hold one segment are preferred: the file the recorder
+    wrote (its header names its inode), then the longest (a copy taken while it was written
+    holds less), then a file over a symbolic link, then a name like a segment's, then by
+    name."""
+    return (header.file_inode != st.st_ino, -st.st_size, path.is_symlink(),
+            _SEGMENT_NUMBER.search(path.name) is None, path.name)
+
+
+def _read_once(files: list[_File]) -> tuple[list[_File], list[str]]:
+    """Each segment once (see `_segment_of`): the files to read, in the order given, and
+    the names of the others, each with the name it is read under."""
+    best: dict[tuple[object, ...], _File] = {}
+    for f in files:
+        if f.segment not in best or f.rank < best[f.segment].rank:
+            best[f.segment] = f
+    kept = [f for f in files if best[f.segment] is f]
+    again = [_same_as(f.path, best[f.segment].path) for f in files if best[f.segment] is not f]
+    return kept, again
+
+
+def _same_as(path: Path, read: Path) -> str:
+    """A file not read, with the one read in its place: by name in one folder, else by
+    path (a glob over several folders)."""
+    if path.parent == read.parent:
+        return f"{path.name} (= {read.name})"
+    return f"{path} (= {read})"
 
 
 def _set_key(header: SessionHeader) -> tuple[str, str, tuple[str, ...]]:
@@ -278,6 +344,7 @@ def read_set(path: Path, reading: Reading) -> Recording:
     skipped: list[str] = []
     header_problems: list[str] = []
     files, others, not_files, other_sets = set_files(path)
+    opened: list[_File] = []
     for file in files:
         try:
             header, stream, problems = open_recording(file)
@@ -285,11 +352,19 @@ def read_set(path: Path, reading: Reading) -> Recording:
             skipped.append(str(exc))
             continue
         try:
-            first_ns = _first_time(stream)
+            start = _start_of(stream)
+            st = file.stat()  # followed, as opening follows it: a link is its target
+        except OSError as exc:
+            skipped.append(f"{file}: cannot look at it ({exc.strerror or exc})")
+            continue
         finally:
             stream.close()
         header_problems += [p for p in problems if p not in header_problems]
-        sets.setdefault(_set_key(header), []).append(_File(file, header, first_ns))
+        opened.append(_File(file, header, start.first_ns, _segment_of(file, st, header, start),
+                            _preferred(file, st, header)))
+    opened, again = _read_once(opened)
+    for f in opened:
+        sets.setdefault(_set_key(f.header), []).append(f)
     if not sets:
         firsts = skipped[:1] or [f"{n}: not a file" for n in not_files[:1]]
         why = f" ({visible(firsts[0])})" if firsts else ""
@@ -300,13 +375,25 @@ def read_set(path: Path, reading: Reading) -> Recording:
         listed = "; ".join(_describe(path, fs, list(sets.values())) for fs in sets.values())
         raise RecordingError(f"{path} holds {len(sets)} recordings, not one: {listed}; give "
                              "one of them as shown (each reads that one alone)")
-    return _joined(path, next(iter(sets.values())), skipped, header_problems, others,
-                   not_files, other_sets, reading)
+    return _joined(path, next(iter(sets.values())), skipped, header_problems,
+                   _Unread(others, not_files, other_sets, again), reading)
+
+
+class _Unread(NamedTuple):
+    """What a folder or glob names that is not read, said each in one line."""
+
+    #: Entries of a folder not named *.jsonl / *.jsonl.gz.
+    others: list[str]
+    #: Entries named like recordings that are not files.
+    not_files: list[str]
+    #: Recordings of other sets than `?set=` names.
+    other_sets: list[str]
+    #: Files that hold a segment read under another name (`_read_once`).
+    again: list[str]
 
 
 def _joined(path: Path, files: list[_File], skipped: list[str], header_problems: list[str],
-            others: list[str], not_files: list[str], other_sets: list[str],
-            reading: Reading) -> Recording:
+            unread: _Unread, reading: Reading) -> Recording:
     runs: dict[tuple[str, float, int], list[_File]] = {}
     for f in files:
         h = f.header
@@ -324,15 +411,19 @@ def _joined(path: Path, files: list[_File], skipped: list[str], header_problems:
         rec.problem("bad_header", message, 1)
     for message in skipped:
         rec.problem("not_a_recording", f"{message}; skipped", 1)
-    if others:
-        rec.problem("not_read", _entries_said(path, others, "not named *.jsonl or *.jsonl.gz"),
-                    1)
-    if not_files:
-        rec.problem("not_a_file", _entries_said(path, not_files,
+    if unread.others:
+        rec.problem("not_read", _entries_said(path, unread.others,
+                                              "not named *.jsonl or *.jsonl.gz"), 1)
+    if unread.not_files:
+        rec.problem("not_a_file", _entries_said(path, unread.not_files,
                                                 "named like recordings but not files"), 1)
-    if other_sets:
-        rec.problem("not_read", _entries_said(path, other_sets,
+    if unread.other_sets:
+        rec.problem("not_read", _entries_said(path, unread.other_sets,
                                               "of another recording set (?set= names one)"), 1)
+    if unread.again:
+        rec.problem("read_once", _entries_said(
+            path, unread.again, "holding a segment read under another name (a hard or "
+            "symbolic link, or a copy)"), 1)
     # Within a run, files in the order of the times inside them (a renamed segment keeps its
     # place), their numbers only where a file holds no sample.
     plan = [(f.path, _offset_ns(first, f.header)) for fs in ordered

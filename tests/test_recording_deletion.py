@@ -382,3 +382,48 @@ def test_a_recording_whose_folder_is_moved_away_writes_on_into_it_and_counts_it_
     summary = rec.status().summary()
     assert f"{len(_sim_records().records)} records written to gw.jsonl (no longer in its " \
         "folder), moved away" in summary and "lost" not in summary
+
+
+def test_a_hard_link_planted_at_the_next_segment_number_is_one_file_never_counted_twice(
+        tmp_path: Path) -> None:
+    # `ln gw.000006.jsonl gw.000009.jsonl` while gw.000008.jsonl is written (--keep 3): the
+    # file counted twice against the budget, so the newer gw.000007 and gw.000008 were removed
+    # and segment 6's records kept under the name gw.000009; its second name was said to be
+    # "being written by another process" (the lock was the pruning run's own); and the
+    # closing line counted segment 6's records, still in gw.000009, as removed.
+    notices: list[Notice] = []
+    base = tmp_path / "gw.jsonl"
+    rec = Recorder(check_segments(base, 64 << 10, None, 3), on_problem=notices.append)
+    rec.on_header(_sim_records().header)
+    linked: list[Path] = []
+    for r in _sim_records().records:
+        rec.on_record(r)
+        rec.flush()
+        numbers = [n for n, _ in segments_of(base)]
+        if not linked and numbers[-1] == 8:
+            linked = [segment_name(base, numbers[0]), segment_name(base, 9)]
+            linked[1].hardlink_to(linked[0])
+    rec.close()
+    assert all(p.exists() for p in linked) and linked[0].samefile(linked[1])
+    written = [n for n in range(1, (rec.status().segment or 0) + 1)
+               if segment_name(base, n) not in linked]
+    assert [n for n, p in segments_of(base) if p not in linked] == written[-3:]
+    said = [n.message for n in notices if "named like a segment" in n.message]
+    assert said and all("one file with" in m and "being written" not in m for m in said)
+    in_files = sum(len(records_of(p)) for _, p in segments_of(base) if p != linked[1])
+    assert rec.status().summary().startswith(f"{in_files} records in ")
+
+
+def test_a_file_of_another_set_hard_linked_among_the_segments_is_one_vote(
+        tmp_path: Path) -> None:
+    # Two names of one file of set b against two files of set a: a tie, so the run started a
+    # new set and left set a's files for ever (never again removed by --keep).
+    base = tmp_path / "gw.jsonl"
+    _planted_set(segment_name(base, 1), "a" * 16)
+    _planted_set(segment_name(base, 2), "a" * 16)
+    _planted_set(segment_name(base, 3), "b" * 16)
+    segment_name(base, 4).hardlink_to(segment_name(base, 3))
+    rec = Recorder(check_segments(base, 64 << 10, None, 0))
+    rec.on_header(_sim_records().header)
+    rec.close()
+    assert rec.segments is not None and rec.segments.set_id == "a" * 16

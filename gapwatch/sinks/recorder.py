@@ -96,10 +96,9 @@ from gapwatch.sinks.segments import (
     LAST_SEGMENT,
     SegmentPlan,
     Verdict,
-    removable,
+    prune_verdicts,
     remove,
     segment_name,
-    segments_of,
     set_id_for,
 )
 from gapwatch.sinks.set_mark import inherited_set_id, new_set_id
@@ -868,13 +867,11 @@ class Recorder:
         if not plan.keep:
             return
         ours = []
-        for n, path in segments_of(plan.base):
-            if n >= self._segment:
-                continue
-            verdict = removable(path, plan.set_id)
+        for verdict in prune_verdicts(plan.base, self._segment, plan.set_id):
             if verdict.why_not is None:
                 ours.append(verdict)
             else:
+                path = verdict.path
                 self._say_once(f"left:{path}", "warning", f"recording: {path} is named like a "
                                f"segment of this recording but is {verdict.why_not}; left as "
                                "it is, never removed")

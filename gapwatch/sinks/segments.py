@@ -20,8 +20,10 @@ right before the removal: it is a regular file (not a link, a FIFO or a device),
 user gapwatch runs as, nobody holds its lock (no gapwatch writes it), its first line is a
 gapwatch header naming this set, and it is not a copy (its header names no other file's inode).
 Anything else is said, once, and left: a text file, another user's file, a link (whatever it
-points to), another set's segment, a copy, a locked segment. Before set ids, any file named like
-a segment was removed.
+points to), another set's segment, a copy, a locked segment, and a file with a second name
+among the segments (a hard link, `ln gw.000006.jsonl gw.000009.jsonl`: `prune_verdicts`), which
+counted twice against the budget, so that a newer segment was removed in its place. Before set
+ids, any file named like a segment was removed.
 """
 
 from __future__ import annotations
@@ -113,6 +115,42 @@ class Verdict:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+def one_file_names(entries: list[tuple[int, Path]]) -> dict[Path, Path]:
+    """Each of `entries` (a set's names) that names the same file as another of them (a hard
+    link: `ln gw.000006.jsonl gw.000009.jsonl`), with the first such other name; `lstat`
+    only, links never followed. Such a file counted once per name: against `keep` (a newer
+    segment was removed in its place, the older data kept under its second name) and as
+    evidence of its set."""
+    first: dict[tuple[int, int], Path] = {}
+    twice: dict[Path, Path] = {}
+    for _, path in entries:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in first:
+            twice[path] = first[key]
+            twice.setdefault(first[key], path)
+        else:
+            first[key] = path
+    return twice
+
+
+def prune_verdicts(base: Path, below: int, set_id: str) -> list[Verdict]:
+    """`removable`'s verdict on every file named like a segment of `base` numbered below
+    `below`, oldest first. A file with two names among them is neither name's to remove
+    (`one_file_names`): gapwatch cannot tell which name it wrote, and removing one frees no
+    space; it is left, and counts against no budget."""
+    entries = segments_of(base)
+    twice = one_file_names(entries)  # the segment being written among them
+    return [Verdict(path, f"one file with {twice[path].name} (a hard link: gapwatch cannot "
+                    "tell which name it wrote, and removing one frees no space)")
+            if path in twice else removable(path, set_id) for n, path in entries if n < below]
 
 
 def removable(path: Path, set_id: str) -> Verdict:
@@ -241,11 +279,16 @@ def _sets_of(plan: SegmentPlan, host: str) -> Counter[str]:
     whose header was written on `host` and that are not copies, the evidence of which set
     earlier runs wrote (a planted copy, a link, another user's file are none)."""
     counts: Counter[str] = Counter()
+    seen: set[tuple[int, int]] = set()
     for n, path in segments_of(plan.base):
         found = own_mark(path) if n < plan.first else None
-        if found is not None and found[0].set_id and found[0].host == host \
-                and not is_copy(*found):
-            counts[found[0].set_id] += 1
+        if found is None:
+            continue
+        mark, st = found
+        if mark.set_id and mark.host == host and not is_copy(mark, st) \
+                and (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))  # one file, one vote, however many its names
+            counts[mark.set_id] += 1
     return counts
 
 

@@ -427,3 +427,40 @@ def test_a_file_of_another_set_hard_linked_among_the_segments_is_one_vote(
     rec.on_header(_sim_records().header)
     rec.close()
     assert rec.segments is not None and rec.segments.set_id == "a" * 16
+
+
+@pytest.mark.parametrize("keep, after", [(0, "nothing"), (4, "nothing"), (0, "a_file_of_mine")])
+def test_a_segment_removed_by_hand_is_counted_lost_when_its_inode_number_is_taken_again(
+        tmp_path: Path, keep: int, after: str) -> None:
+    # `rm gw.000002.jsonl` while gw.000004.jsonl is written: ext4 gives its inode number to
+    # the next file made in the folder. The closing line found the deleted segment "by its
+    # inode" and said "204 records written to gw.000002.jsonl (now gw.000005.jsonl), moved
+    # away" (the run's own next segment, counted twice), or "(now notes.txt)"; with --keep
+    # those records were "removed to keep the budget" with gw.000005.jsonl. They were lost.
+    base = tmp_path / "gw.jsonl"
+    rec = Recorder(check_segments(base, 64 << 10, None, keep))
+    rec.on_header(_sim_records().header)
+    deleted_inode: int | None = None
+    lost = 0
+    for r in _sim_records().records:
+        rec.on_record(r)
+        rec.flush()
+        if deleted_inode is None and segments_of(base)[-1][0] == 4:
+            gone = segment_name(base, 2)
+            lost, deleted_inode = len(records_of(gone)), gone.stat().st_ino
+            gone.unlink()
+            if after == "a_file_of_mine":
+                (tmp_path / "notes.txt").write_text("mine\n")
+    rec.close()
+    assert deleted_inode is not None
+    if not any(p.stat().st_ino == deleted_inode for p in tmp_path.iterdir()):
+        pytest.skip("this file system gave the deleted segment's inode number to no new file")
+    summary = rec.status().summary()
+    in_files = sum(len(records_of(p)) for _, p in segments_of(base))
+    assert summary.startswith(f"{in_files} records in ")
+    assert f"{lost} records lost with gw.000002.jsonl" in summary
+    assert "moved away" not in summary
+    status = rec.status()
+    assert status.records_kept is not None
+    assert status.records_kept + status.records_removed + status.records_lost \
+        == status.records_written

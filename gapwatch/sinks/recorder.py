@@ -101,7 +101,7 @@ from gapwatch.sinks.segments import (
     segment_name,
     set_id_for,
 )
-from gapwatch.sinks.set_mark import inherited_set_id, new_set_id
+from gapwatch.sinks.set_mark import inherited_set_id, new_set_id, own_mark
 
 #: Uncompressed JSON per gzip member: large enough that compression loses nothing measurable,
 #: small enough that a file cut back to a member boundary loses little.
@@ -282,16 +282,24 @@ def _at_its_name(entry: _FileRecords) -> bool:
     return (st.st_dev, st.st_ino) == entry.inode
 
 
-def _found_in_folder(entry: _FileRecords) -> Path | None:
+def _found_in_folder(entry: _FileRecords, passed_over: set[Path]) -> Path | None:
     """The name a file this run wrote has now in its folder (found by its inode: a file moved
-    within the folder, `mv gw.jsonl a.jsonl`), None when it is not there."""
+    within the folder, `mv gw.jsonl a.jsonl`), None when it is not there.
+
+    An inode number is reused once its file is deleted (ext4 gives it to the next file made
+    in the folder): a segment deleted by hand was "moved away (now gw.000005.jsonl)", the
+    run's own next segment, and its records counted twice. So a name in `passed_over` (this
+    run's other files, at their names) is never it, and the file found must be a recording
+    whose header names that inode (`file_inode`: the recorder wrote it into that file)."""
     try:
         with os.scandir(entry.path.parent) as entries:
             for e in entries:
-                if e.inode() == entry.inode[1]:
-                    st = e.stat(follow_symlinks=False)
-                    if (st.st_dev, st.st_ino) == entry.inode:
-                        return Path(e.path)
+                if e.inode() != entry.inode[1] or Path(e.path) in passed_over:
+                    continue
+                found = own_mark(Path(e.path))
+                if found is not None and (found[1].st_dev, found[1].st_ino) == entry.inode \
+                        and found[0].file_inode in (None, entry.inode[1]):
+                    return Path(e.path)
     except OSError:
         return None
     return None
@@ -777,11 +785,12 @@ class Recorder:
         so that the closing line names only files that are: moved (found in their folder by
         their inode; the file being written, one that still exists, wherever it went) or
         lost (deleted). The moved files say where they are now."""
-        for entry in list(self._kept):
-            if _at_its_name(entry):
-                continue
-            entry.now = _found_in_folder(entry)
-            moved = entry.now is not None or (entry.inode == self.file.inode and current_exists)
+        at_name = [e for e in self._kept if _at_its_name(e)]
+        here = {e.path for e in at_name}
+        for entry in [e for e in self._kept if not any(e is a for a in at_name)]:
+            entry.now = _found_in_folder(entry, here)
+            moved = entry.now is not None or (current_exists and entry.path == self.path
+                                              and entry.inode == self.file.inode)
             with self._lock:
                 self._kept.remove(entry)
                 if moved:
@@ -791,7 +800,7 @@ class Recorder:
                     self._files_lost.append(entry.path.name)
         for entry in self._moved:
             if entry.now is None:
-                entry.now = _found_in_folder(entry)
+                entry.now = _found_in_folder(entry, here)
 
     def _rotate_if_due(self) -> None:
         """Start the next segment once this one holds `rotate_bytes` or is `rotate_age_s` old
@@ -887,14 +896,23 @@ class Recorder:
 
     def _forget(self, removed: list[Verdict], keep: int) -> None:
         """Count removed segments, and this run's records in them."""
-        inodes = {v.inode for v in removed}
+        gone = [e for e in map(self._written_as, removed) if e is not None]
         with self._lock:
             self.segments_removed += len(removed)
-            for entry in [e for e in self._kept if e.inode in inodes]:
+            for entry in gone:
                 self.records_removed += entry.records
                 self._kept.remove(entry)
             self._outbox.append(("info", f"recording: {', '.join(v.path.name for v in removed)}"
                                  f" removed, to keep the newest {keep} segments ({self.path})"))
+
+    def _written_as(self, verdict: Verdict) -> _FileRecords | None:
+        """The file of this run a removed segment was, if any: the one written under its name
+        with its inode, else one of its inode no longer at its own name (moved to it). By the
+        inode alone, a segment deleted by hand (whose inode number the next segment took) was
+        counted "removed to keep the budget" with it, never lost."""
+        same = [e for e in self._kept if e.inode == verdict.inode]
+        return next((e for e in same if e.path == verdict.path), None) or next(
+            (e for e in same if not _at_its_name(e)), None)
 
     def _end_whole(self) -> bool:
         """The final write failed: end the gzip member with its trailer (~10 bytes: an empty

@@ -287,3 +287,29 @@ def test_a_segment_under_a_second_name_is_read_once(tmp_path: Path, second: str)
     said = [p for p in rec.problems if "read under another name" in p]
     assert len(said) == 1 and said_as in said[0], rec.problems
     assert rec.counters["read_once"] == 1
+
+
+def test_the_glob_advised_for_a_folder_named_with_glob_characters_reads_that_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Two recordings in /data/box[1]: the refusal advised '/data/box[1]/gw1.*.jsonl', a glob
+    # whose folder part names /data/box1: it read the one file there (a copy of a segment)
+    # and not one of the folder's own, with nothing said.
+    sims = [simulate("pageable", seed=1, duration_s=20),
+            simulate("chained", seed=2, duration_s=20)]
+    here = tmp_path / "box[1]"
+    here.mkdir()
+    for k, sim in enumerate(sims, 1):
+        _record(here / f"gw{k}.jsonl", sim.header, list(sim.records), rotate_bytes=64 << 10)
+    (tmp_path / "box1").mkdir()
+    shutil.copy(here / "gw1.000001.jsonl", tmp_path / "box1" / "gw1.000001.jsonl")
+    assert main(["report", str(here)]) == 2
+    advice = _advice(capsys.readouterr().err)
+    assert len(advice) == 2
+    for given in advice.values():
+        rec = read_any(given)
+        assert rec.files and all(f.parent == here for f in rec.files), (given, rec.files)
+    sim_of = {read_any(here / "gw1.000001.jsonl").header.set_id: sims[0],
+              read_any(here / "gw2.000001.jsonl").header.set_id: sims[1]}
+    for set_id, given in advice.items():
+        assert _samples(given) == [r for r in sim_of[set_id].records
+                                   if isinstance(r, GpuSample)]

@@ -306,13 +306,21 @@ def _alone(path: Path, files: list[_File], sets: list[list[_File]]) -> str | Non
     pattern = _glob_of(sorted(names))
     if pattern is not None and not any(
             fnmatch.fnmatchcase(n, pattern) for n in _names_in(folder) if n not in names):
-        return shlex.quote(visible(str(folder / pattern)))
+        return shlex.quote(visible(_glob_in(folder, pattern)))
     if len(files) == 1:
         return shlex.quote(visible(str(files[0].path)))
     set_id = files[0].header.set_id
     if set_id is None or [fs[0].header.set_id for fs in sets].count(set_id) > 1:
         return None
     return shlex.quote(visible(f"{base}{SET_SELECTOR}{printed_set_id(set_id)}"))
+
+
+def _glob_in(folder: Path, pattern: str) -> str:
+    """The glob of `pattern`'s names in `folder`, the folder's name taken literally: a folder
+    named `box[1]` or `w?` is a pattern of its own (`'/data/box[1]/gw.*.jsonl'` read
+    /data/box1's files, `w?` every folder of two letters), so its characters are escaped
+    (`'/data/box[[]1]/gw.*.jsonl'`)."""
+    return os.path.join(glob.escape(str(folder)), pattern)
 
 
 def _names_in(folder: Path) -> list[str]:

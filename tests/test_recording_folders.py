@@ -313,3 +313,32 @@ def test_the_glob_advised_for_a_folder_named_with_glob_characters_reads_that_fol
     for set_id, given in advice.items():
         assert _samples(given) == [r for r in sim_of[set_id].records
                                    if isinstance(r, GpuSample)]
+
+
+@pytest.mark.parametrize("given, said", [
+    ("FILE?set=ID", None),
+    ("FILE?set=ffffffffffffffff", "no recording of set ffffffffffffffff in it"),
+    ("DIR?set=", "?set= names no recording set: give the set id after it"),
+    ("DIR?set=ID?set=ID", "?set= is given twice"),
+])
+def test_a_set_selector_on_a_file_without_an_id_or_twice_is_read_or_said_for_what_it_is(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str,
+        said: str | None) -> None:
+    # `FILE?set=ID` was "no such file" of a file that exists; `DIR?set=` "no gapwatch
+    # recording in it" and `DIR?set=ID?set=ID` "no recording of set ID in it", of a folder
+    # that held that very set (both were read as globs that named nothing).
+    sim = simulate("chained", seed=1, duration_s=5)
+    file = tmp_path / "gw.jsonl"
+    _record(file, sim.header, list(sim.records))
+    set_id = read_any(file).header.set_id
+    assert set_id is not None
+    arg = given.replace("FILE", str(file)).replace("DIR", str(tmp_path)).replace("ID", set_id)
+    if said is None:
+        assert list(read_any(arg).records) == list(read_any(file).records)
+        return
+    with pytest.raises(RecordingError) as exc:
+        read_any(arg)
+    assert said in str(exc.value)
+    assert main(["report", arg]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1

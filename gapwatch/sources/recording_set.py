@@ -16,8 +16,9 @@ How the files are put together:
   `?set=ID`): never merged (another host's GPU 0 was merged into ours, and two concurrent
   sessions lost 44 % of their samples as "out of time order"). The advice used to be the same
   glob for two sets of one base name, which was refused again with the same line;
-- `DIR?set=ID` (or `'GLOB?set=ID'`) reads only the files of recording set ID (as the refusal
-  prints it), the others said in one line (`not_read`);
+- `DIR?set=ID` (or `'GLOB?set=ID'`, or `FILE?set=ID`) reads only the files of recording set
+  ID (as the refusal prints it), the others said in one line (`not_read`); a `?set=` with no
+  id, or given twice, is refused in one line (`selector_problem`);
 - each segment is read once: a hard or symbolic link to it, or a copy of it (the same header,
   naming the same `file_inode`, and the same first record), beside it or in another folder a
   glob names, is said in one line (`read_once`) and not read (`_read_once`); each was read as
@@ -80,18 +81,37 @@ FIRST_LINES = 2000
 
 
 def split_selector(path: Path) -> tuple[Path, str | None]:
-    """`DIR?set=ID` -> (DIR, ID): a folder or glob and the one recording set of it to read;
-    (path, None) for a path without one (or one that names a file of its own)."""
+    """`DIR?set=ID` -> (DIR, ID): a folder, glob or file and the one recording set of it to
+    read; (path, None) for a path without one (or one that names a file of its own)."""
     head, sep, wanted = str(path).rpartition(SET_SELECTOR)
     if not sep or not wanted or "/" in wanted or os.path.lexists(path):
         return path, None
     return Path(head or "."), wanted
 
 
+def selector_problem(path: Path) -> str | None:
+    """What is wrong with the `?set=` a path ends with, in words (None: nothing, or none).
+    `DIR?set=` with no id, and `DIR?set=A?set=B`, were read as globs that named nothing:
+    "no gapwatch recording in it", "no recording of set B in it", of a folder that held it."""
+    text = str(path)
+    if SET_SELECTOR not in text or os.path.lexists(path):
+        return None
+    head, _, wanted = text.rpartition(SET_SELECTOR)
+    if not wanted:
+        return ("?set= names no recording set: give the set id after it (DIR?set=ID, as a "
+                "folder of several recordings lists them)")
+    if "/" not in wanted and SET_SELECTOR in head and not os.path.lexists(head):
+        return "?set= is given twice: give one set id"
+    return None
+
+
 def is_set(path: Path) -> bool:
-    """A folder, or a glob pattern that names no file of its own (either with `?set=ID`)."""
-    path = split_selector(path)[0]
-    return path.is_dir() or (not path.exists() and any(c in str(path) for c in "*?["))
+    """A folder, or a glob pattern that names no file of its own; or any of them, a file
+    too, with `?set=ID` (`FILE?set=ID` was "no such file" of a file that exists)."""
+    base, wanted = split_selector(path)
+    if wanted is not None or selector_problem(path) is not None:
+        return True
+    return base.is_dir() or (not base.exists() and any(c in str(base) for c in "*?["))
 
 
 def printed_set_id(set_id: str) -> str:
@@ -140,11 +160,13 @@ def _of_set(file: Path, wanted: str) -> bool:
 
 
 def _entries(path: Path) -> SetEntries:
-    """`set_files` of a folder or a glob, every set's."""
+    """`set_files` of a folder, a file (`FILE?set=ID`) or a glob, every set's."""
     if path.is_dir():
         entries = sorted(path.iterdir())
         found = [p for p in entries if p.name.endswith(RECORDING_SUFFIXES)]
         others = [p.name for p in entries if not p.name.endswith(RECORDING_SUFFIXES)]
+    elif os.path.lexists(path):
+        found, others = [path], []  # a file's name is itself, whatever characters it holds
     else:
         found, others = [Path(p) for p in sorted(glob.glob(str(path)))], []
     files: list[Path] = []
@@ -348,6 +370,9 @@ def read_set(path: Path, reading: Reading) -> Recording:
         RecordingError: the folder or glob holds no usable recording, or more than one
             recording set (one line that lists each).
     """
+    problem = selector_problem(path)
+    if problem is not None:
+        raise RecordingError(f"{path}: {problem}")
     sets: dict[tuple[str, str, tuple[str, ...]], list[_File]] = {}
     skipped: list[str] = []
     header_problems: list[str] = []

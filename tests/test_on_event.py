@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from faults import PtyApp, wait_for
 
+from gapwatch.base.quit_early import StopRequested
 from gapwatch.cli import main
 from gapwatch.core.models import ChainState, Notice, StateChange
 from gapwatch.engine.events import Event, EventHook, parse_command
@@ -148,6 +151,54 @@ def test_a_hanging_command_is_killed_with_what_it_started_after_the_timeout(
     assert "killed" in said[0]
     for pid in map(int, pids.read_text().split()):
         wait_for(f"process {pid} to be gone", lambda: not _alive(pid), 5)  # noqa: B023
+
+
+def test_a_stop_signal_while_stop_waits_for_a_command_kills_it_instead_of_orphaning_it(
+        tmp_path: Path) -> None:
+    """`watch` waits for the hook after the dashboard gave its signal handlers back: a second
+    Ctrl-C there raised `StopRequested` out of `stop()`'s wait, gapwatch exited and the command
+    (in a session of its own, out of reach of the terminal's Ctrl-C) ran on, an orphan."""
+    pids = tmp_path / "pids"
+    script = (f"import os, subprocess, time\nchild = subprocess.Popen(['sleep', '60'])\n"
+              f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+              "time.sleep(60)\n")
+    hook = EventHook([sys.executable, "-c", script], timeout_s=60.0)
+    hook.start()
+    hook.offer(Event("post_late", None, "", 1.0, detail="PoSt 42 s late"))
+    wait_for("the command to start", lambda: pids.exists() and " " in pids.read_text(), 20)
+
+    def stop(signum: int, frame: object) -> None:
+        raise StopRequested(signal.SIGINT)
+
+    old = signal.signal(signal.SIGUSR1, stop)
+    main_thread = threading.get_ident()
+
+    def second_ctrl_c() -> None:
+        wait_for("stop() to wait", lambda: _waiting_in_stop(main_thread), 20)
+        signal.pthread_kill(main_thread, signal.SIGUSR1)
+
+    sender = threading.Thread(target=second_ctrl_c, daemon=True)
+    sender.start()
+    try:
+        with pytest.raises(StopRequested):
+            hook.stop()
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+    for pid in map(int, pids.read_text().split()):
+        wait_for(f"process {pid} to be gone", lambda: not _alive(pid), 10)  # noqa: B023
+
+
+def _waiting_in_stop(thread_id: int) -> bool:
+    """Whether that thread is blocked in a wait (a lock's acquire) called from
+    `EventHook.stop`."""
+    frame = sys._current_frames().get(thread_id)
+    if frame is None or frame.f_code.co_name not in ("wait", "_wait_for_tstate_lock"):
+        return False
+    while frame is not None:
+        if frame.f_code.co_name == "stop" and isinstance(frame.f_locals.get("self"), EventHook):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _alive(pid: int) -> bool:

@@ -184,6 +184,10 @@ class EventHook:
         self._thread = threading.Thread(target=self._run, name="on-event", daemon=True)
         self._lock = threading.Lock()
         self._abandon = threading.Event()
+        #: Set when the thread's loop is over (see `stop`).
+        self._done = threading.Event()
+        #: Held while a command starts and while `_give_up` kills: none starts unseen.
+        self._start_lock = threading.Lock()
         #: The command running now (killed if `stop` gives up on it).
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -248,22 +252,43 @@ class EventHook:
 
     def stop(self) -> None:
         """Run the events still waiting, then stop; what is not done within the timeout plus
-        5 s is given up (the command running then is killed, the rest dropped, counted)."""
+        5 s is given up (the command running then is killed, the rest dropped, counted).
+
+        However this wait ends (a second stop signal raising `StopRequested` in it, as in
+        `watch` after the dashboard gave its handlers back), a command still running is killed
+        with its group on the way out (`_give_up`): it runs in a session of its own, so no
+        Ctrl-C reaches it, and once gapwatch had exited it ran on, an orphan. The wait is on
+        `_done`, never `Thread.join`: a join interrupted by a signal marks the thread stopped
+        while it still runs (Python 3.11's `_wait_for_tstate_lock`), and it was then left."""
+        if self._thread.ident is None:
+            return  # never started
         try:
-            self._queue.put(None, timeout=1.0)
-        except queue.Full:
-            self._abandon.set()
-        if not self._thread.is_alive():
-            return
-        self._thread.join(self.timeout_s + 5.0)
-        if self._thread.is_alive():
+            try:
+                self._queue.put(None, timeout=1.0)
+            except queue.Full:
+                self._abandon.set()
+            self._done.wait(self.timeout_s + 5.0)
+        finally:
+            if not self._done.is_set():
+                self._give_up()
+
+    def _give_up(self) -> None:
+        """No command starts from now on; the one running is killed with what it started.
+        Under `_start_lock`, so a command cannot be started between the two."""
+        with self._start_lock:
             self._abandon.set()
             proc = self._proc
             if proc is not None:
                 _kill_group(proc)
-            self._thread.join(5.0)
+        self._done.wait(5.0)
 
     def _run(self) -> None:
+        try:
+            self._run_events()
+        finally:
+            self._done.set()
+
+    def _run_events(self) -> None:
         while True:
             event = self._queue.get()
             if event is None:
@@ -279,19 +304,23 @@ class EventHook:
             self._run_one(event)
 
     def _run_one(self, event: Event) -> None:
-        self.counts.ran += 1
-        self.counts.by_kind[event.kind] = self.counts.by_kind.get(event.kind, 0) + 1
         env = {**os.environ, **event.env()}
         try:
-            proc = subprocess.Popen(self.argv, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    start_new_session=True, close_fds=True)
+            with self._start_lock:  # started and known to `_give_up` at once
+                if self._abandon.is_set():
+                    self.counts.dropped += 1
+                    return
+                self.counts.ran += 1
+                self.counts.by_kind[event.kind] = self.counts.by_kind.get(event.kind, 0) + 1
+                proc = subprocess.Popen(self.argv, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        start_new_session=True, close_fds=True)
+                self._proc = proc
         except (OSError, ValueError) as exc:
             self.counts.failed += 1
             self._failure(f"--on-event {self.argv[0]!r} could not start for {event.kind}: "
                           f"{exc.strerror if isinstance(exc, OSError) else exc}")
             return
-        self._proc = proc
         try:
             code = proc.wait(self.timeout_s)
         except subprocess.TimeoutExpired:

@@ -172,6 +172,38 @@ def test_a_users_files_named_like_a_simulator_log_of_a_dead_pid_are_never_remove
         [notes.name, analysis.name, lookalike.name, "r.jsonl"])
 
 
+def test_a_live_simulator_of_another_pid_namespace_keeps_its_log_folder(tmp_path: Path) -> None:
+    """A gapwatch in a container sharing /tmp (`-v /tmp:/tmp`) names its folder by a pid of its
+    own namespace, one that runs nowhere here: the next simulator on the host removed its live
+    log (reproduced with `unshare --pid --fork --mount-proc`). Here that gapwatch is a process
+    whose `os.getpid()` says a pid nobody holds."""
+    import subprocess
+    import sys
+
+    from gapwatch.engine.sim_wiring import sweep_stale_sim_logs
+
+    code = ("import os, sys\n"
+            f"os.getpid = lambda: {_a_dead_pid()}\n"
+            "from gapwatch.engine.sim_wiring import SimLogFolder\n"
+            f"folder = SimLogFolder('chained', {str(tmp_path)!r})\n"
+            "folder.log_path.write_text('TIMELINE,0,GPU_START,j\\n')\n"
+            "print(folder.log_path, flush=True)\n"
+            "sys.stdin.read()\n")  # lives until its stdin closes
+    other = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout is not None
+        log = Path(other.stdout.readline().strip())
+        assert sweep_stale_sim_logs(str(tmp_path)) == []
+        assert log.read_text() == "TIMELINE,0,GPU_START,j\n"
+    finally:
+        other.kill()
+        other.wait()
+    # Killed with -9: the same folder is now the next simulator's to remove.
+    assert sweep_stale_sim_logs(str(tmp_path)) == [log]
+    assert not log.parent.exists()
+
+
 def test_the_demo_log_file_is_rotated_so_it_never_grows_without_end(tmp_path: Path) -> None:
     from gapwatch.engine.sim_wiring import LineFile as _LineFile
 

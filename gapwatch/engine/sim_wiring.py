@@ -17,6 +17,7 @@ so a runtime that fails to build, or stops, closes it (and removes the temporary
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import re
 import stat
@@ -151,8 +152,9 @@ def _marker_text(pid: int, token: str) -> bytes:
 class SimLogFolder:
     """The simulated prover's log folder: made new in the temporary folder (mkdtemp: a name
     nobody held, mode 0700, so nothing can be planted in it), with a marker file naming this
-    process and the folder's random token. A later simulator removes a folder that a process
-    killed with -9 left (`sweep_stale_sim_logs`) only on that proof: a file of the user's whose
+    process and the folder's random token, held locked while this process lives. A later
+    simulator removes a folder that a process killed with -9 left (`sweep_stale_sim_logs`) only
+    on that proof, and only once nothing holds the marker locked: a file of the user's whose
     name looks like a simulator log (`gapwatch-sim-999999-notes.log`), or a folder without the
     marker, is never gapwatch's to remove."""
 
@@ -162,9 +164,13 @@ class SimLogFolder:
         fd = os.open(self.path / _MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                      | os.O_CLOEXEC, 0o600)
         try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # held while this process lives: `_in_use`
             os.write(fd, _marker_text(os.getpid(), token))
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        #: The marker, open and locked until `remove` (the kernel lets go at any death).
+        self._marker_fd: int | None = fd
         self.log_path = self.path / f"{SIM_LOG_PREFIX}{scenario}.log"
         # Registered before the log's own hook: atexit runs this after the log is removed.
         atexit.register(self.remove)
@@ -178,6 +184,9 @@ class SimLogFolder:
                 os.rmdir(self.path)
         except OSError:
             pass  # gone already, or a read-only /tmp: nothing more to do
+        if self._marker_fd is not None:
+            os.close(self._marker_fd)
+            self._marker_fd = None
         atexit.unregister(self.remove)
 
 
@@ -185,7 +194,8 @@ def sweep_stale_sim_logs(folder: str | None = None) -> list[Path]:
     """Remove the simulator logs of gapwatch processes that are gone (killed with -9, so that
     neither `close()` nor the exit hook ran: they used to stay in /tmp for good): only in this
     user's folders that prove gapwatch made them (`SimLogFolder`'s marker, naming the folder's
-    pid and token), only if that pid no longer runs, only the log files, the marker and the
+    pid and token), only if that pid no longer runs and nothing holds the marker locked (a
+    live gapwatch of another PID namespace: `_in_use`), only the log files, the marker and the
     folder. Names alone prove nothing: a user's `gapwatch-sim-999999-notes.log` was removed.
     Returns what was removed."""
     removed: list[Path] = []
@@ -223,16 +233,16 @@ def _remove_proven(path: Path, st: os.stat_result, pid: int, token: str) -> list
                          dir_fd=fd)  # a FIFO there must not hang the demo
         try:
             proof = os.read(marker, 4096) if stat.S_ISREG(os.fstat(marker).st_mode) else b""
+            if proof != _marker_text(pid, token) or _in_use(marker):
+                return removed
+            for name in os.listdir(fd):
+                if _SIM_LOG_NAME.fullmatch(name) and stat.S_ISREG(
+                        os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                    os.unlink(name, dir_fd=fd)
+                    removed.append(path / name)
+            os.unlink(_MARKER, dir_fd=fd)
         finally:
-            os.close(marker)
-        if proof != _marker_text(pid, token):
-            return removed
-        for name in os.listdir(fd):
-            if _SIM_LOG_NAME.fullmatch(name) and stat.S_ISREG(
-                    os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
-                os.unlink(name, dir_fd=fd)
-                removed.append(path / name)
-        os.unlink(_MARKER, dir_fd=fd)
+            os.close(marker)  # the lock `_in_use` took, held while removing, goes with it
     finally:
         os.close(fd)
     try:
@@ -240,6 +250,19 @@ def _remove_proven(path: Path, st: os.stat_result, pid: int, token: str) -> list
     except OSError:
         pass
     return removed
+
+
+def _in_use(marker_fd: int) -> bool:
+    """Whether the simulator that made the marker still runs: it holds the marker locked
+    (`flock`) while it lives, and the kernel lets go when it dies, kill -9 included. The pid
+    alone cannot tell: a gapwatch in a container sharing /tmp (`-v /tmp:/tmp`) names its folder
+    by a pid of its own namespace, one that runs nowhere here, and its live log was removed.
+    Otherwise this takes the lock, so two sweeps never remove one folder together."""
+    try:
+        fcntl.flock(marker_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    return False
 
 
 def _pid_runs(pid: int) -> bool:

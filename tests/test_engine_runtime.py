@@ -204,6 +204,32 @@ def test_a_live_simulator_of_another_pid_namespace_keeps_its_log_folder(tmp_path
     assert not log.parent.exists()
 
 
+def test_a_file_the_user_put_in_a_killed_simulators_folder_is_never_swept(
+        tmp_path: Path) -> None:
+    """The sweep removed every name like a simulator log in a proven folder: a user's
+    `gapwatch-sim-my-notes.log` put beside a demo's log went with it. Only the log the marker
+    names (and its `.1`) is gapwatch's."""
+    import subprocess
+    import sys
+
+    from gapwatch.engine.sim_wiring import sweep_stale_sim_logs
+
+    code = ("import os, signal\n"
+            "from gapwatch.engine.sim_wiring import SimLogFolder\n"
+            f"folder = SimLogFolder('chained', {str(tmp_path)!r})\n"
+            "folder.log_path.write_text('TIMELINE,0,GPU_START,j\\n')\n"
+            "print(folder.log_path, flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    log = Path(done.stdout.strip())
+    notes = log.parent / "gapwatch-sim-my-notes.log"
+    notes.write_text("mine\n")
+    assert sweep_stale_sim_logs(str(tmp_path)) == [log]
+    assert notes.read_text() == "mine\n"
+    assert sorted(p.name for p in log.parent.iterdir()) == [notes.name]  # the folder stays
+
+
 def test_the_demo_log_file_is_rotated_so_it_never_grows_without_end(tmp_path: Path) -> None:
     from gapwatch.engine.sim_wiring import LineFile as _LineFile
 

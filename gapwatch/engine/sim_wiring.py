@@ -140,22 +140,41 @@ def sim_copy_feed(wiring: SimWiring, config: Config, session: Any) -> Any:
 #: marker that proves gapwatch made the folder) and `gapwatch-sim-SCENARIO.log` (and `.log.1`).
 SIM_LOG_PREFIX = "gapwatch-sim-"
 _SIM_FOLDER = re.compile(rf"{SIM_LOG_PREFIX}(\d+)-([a-z0-9_]{{8}})")
-_SIM_LOG_NAME = re.compile(rf"{SIM_LOG_PREFIX}[a-z-]+\.log(\.1)?")
+#: The log name a marker may name (a scenario's: `gapwatch-sim-SCENARIO.log`).
+_SIM_LOG_NAME = re.compile(rf"{SIM_LOG_PREFIX}[a-z0-9_-]+\.log")
 _MARKER = ".gapwatch-sim"
 
 
-def _marker_text(pid: int, token: str) -> bytes:
-    return (f"gapwatch simulator log folder\npid {pid}\ntoken {token}\n"
+_MARKER_LOG = re.compile(rb"^log (.*)$", re.MULTILINE)
+
+
+def _marker_text(pid: int, token: str, log_name: str) -> bytes:
+    """The marker's words: the folder's pid and token, and the one log name it writes (with
+    `.1`, its rotation): all that a sweep may remove besides the marker."""
+    return (f"gapwatch simulator log folder\npid {pid}\ntoken {token}\nlog {log_name}\n"
             "removed by gapwatch when this process is gone\n").encode()
+
+
+def _proven_log_name(proof: bytes, pid: int, token: str) -> str | None:
+    """The log name a marker's words name, if they are the words a simulator of `pid` and
+    `token` wrote; else None (not gapwatch's folder, or one of an older gapwatch)."""
+    m = _MARKER_LOG.search(proof)
+    if m is None:
+        return None
+    name = m.group(1).decode("ascii", "replace")
+    if not _SIM_LOG_NAME.fullmatch(name):
+        return None
+    return name if proof == _marker_text(pid, token, name) else None
 
 
 class SimLogFolder:
     """The simulated prover's log folder: made new in the temporary folder (mkdtemp: a name
     nobody held, mode 0700, so nothing can be planted in it), with a marker file naming this
-    process and the folder's random token, held locked while this process lives. A later
-    simulator removes a folder that a process killed with -9 left (`sweep_stale_sim_logs`) only
-    on that proof, and only once nothing holds the marker locked: a file of the user's whose
-    name looks like a simulator log (`gapwatch-sim-999999-notes.log`), or a folder without the
+    process, the folder's random token and the log's name, held locked while this process
+    lives. A later simulator removes a folder that a process killed with -9 left
+    (`sweep_stale_sim_logs`) only on that proof, and only once nothing holds the marker
+    locked: a file of the user's whose name looks like a simulator log
+    (`gapwatch-sim-999999-notes.log`), in the folder or beside it, or a folder without the
     marker, is never gapwatch's to remove."""
 
     def __init__(self, scenario: str, base: str | None = None) -> None:
@@ -163,15 +182,15 @@ class SimLogFolder:
         token = self.path.name.rsplit("-", 1)[1]
         fd = os.open(self.path / _MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                      | os.O_CLOEXEC, 0o600)
+        self.log_path = self.path / f"{SIM_LOG_PREFIX}{scenario}.log"
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # held while this process lives: `_in_use`
-            os.write(fd, _marker_text(os.getpid(), token))
+            os.write(fd, _marker_text(os.getpid(), token, self.log_path.name))
         except BaseException:
             os.close(fd)
             raise
         #: The marker, open and locked until `remove` (the kernel lets go at any death).
         self._marker_fd: int | None = fd
-        self.log_path = self.path / f"{SIM_LOG_PREFIX}{scenario}.log"
         # Registered before the log's own hook: atexit runs this after the log is removed.
         atexit.register(self.remove)
 
@@ -195,8 +214,9 @@ def sweep_stale_sim_logs(folder: str | None = None) -> list[Path]:
     neither `close()` nor the exit hook ran: they used to stay in /tmp for good): only in this
     user's folders that prove gapwatch made them (`SimLogFolder`'s marker, naming the folder's
     pid and token), only if that pid no longer runs and nothing holds the marker locked (a
-    live gapwatch of another PID namespace: `_in_use`), only the log files, the marker and the
-    folder. Names alone prove nothing: a user's `gapwatch-sim-999999-notes.log` was removed.
+    live gapwatch of another PID namespace: `_in_use`), only the log the marker names (and its
+    `.1`), the marker and the folder: a file the user put in it stays, and the folder with it.
+    Names alone prove nothing: a user's `gapwatch-sim-999999-notes.log` was removed.
     Returns what was removed."""
     removed: list[Path] = []
     base = Path(folder or tempfile.gettempdir())
@@ -233,11 +253,11 @@ def _remove_proven(path: Path, st: os.stat_result, pid: int, token: str) -> list
                          dir_fd=fd)  # a FIFO there must not hang the demo
         try:
             proof = os.read(marker, 4096) if stat.S_ISREG(os.fstat(marker).st_mode) else b""
-            if proof != _marker_text(pid, token) or _in_use(marker):
+            log_name = _proven_log_name(proof, pid, token)
+            if log_name is None or _in_use(marker):
                 return removed
-            for name in os.listdir(fd):
-                if _SIM_LOG_NAME.fullmatch(name) and stat.S_ISREG(
-                        os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+            for name in (log_name, f"{log_name}.1"):  # only the names it wrote
+                if _regular_file_in(fd, name):
                     os.unlink(name, dir_fd=fd)
                     removed.append(path / name)
             os.unlink(_MARKER, dir_fd=fd)
@@ -250,6 +270,14 @@ def _remove_proven(path: Path, st: os.stat_result, pid: int, token: str) -> list
     except OSError:
         pass
     return removed
+
+
+def _regular_file_in(dir_fd: int, name: str) -> bool:
+    """Whether `name` in that folder is a regular file (never through a link)."""
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def _in_use(marker_fd: int) -> bool:

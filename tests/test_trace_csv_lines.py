@@ -176,3 +176,49 @@ def test_a_trace_csv_that_is_dev_zero_is_one_line_not_read_for_ever(
     assert main(["report", str(zero)]) == 2
     err = capsys.readouterr().err
     assert "not a trace CSV: a character device" in err and len(err.splitlines()) == 1
+
+
+def _line_ends(clean: Path, name: str, ends: tuple[bytes, ...], gz: bool = False) -> Path:
+    """`clean` with its lines ended by `ends` in turn (line 1 by `ends[0]`, ...)."""
+    lines = clean.read_bytes().splitlines()
+    data = b"".join(line + ends[i % len(ends)] for i, line in enumerate(lines))
+    path = clean.parent / name
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+@pytest.mark.parametrize(("name", "ends", "gz"), [
+    ("mac.csv", (b"\r",), False),  # a classic Mac's, "CSV (Macintosh)"
+    ("mac-gzip.csv", (b"\r",), True),  # a `.csv` gzip-compressed
+    ("mixed.csv", (b"\r\n", b"\n", b"\r"), False),  # files of both kinds joined by `cat`
+    ("dos.csv", (b"\r\n",), False),
+])
+def test_a_trace_csv_whose_lines_end_in_a_bare_cr_gives_every_row(
+        clean: Path, name: str, ends: tuple[bytes, ...], gz: bool) -> None:
+    """Split on LF alone, a file of bare-CR line ends was one line: no GPU, no row, nothing
+    said (and over 1 MiB "not a trace CSV"); a mixed one lost every row ended by a CR, said
+    as "new-line character seen in unquoted field"."""
+    plain = read_any(clean)
+    other = read_any(_line_ends(clean, name, ends, gz))
+    assert list(other.records) == list(plain.records)
+    assert other.header.gpus == plain.header.gpus
+    assert other.counters == plain.counters == {} and other.problems == []
+
+
+def test_a_cr_inside_quotes_ends_its_line_as_a_lf_there_does(clean: Path) -> None:
+    """A row never spans lines (a stray quote must not swallow the rows after it): a CR in a
+    quoted cell ends the line, the row is a bad row said with its line, the others read."""
+    path = _with_line(clean, "quoted-cr.csv", 6, change=b'1,"a\rb",')
+    count, counters, problems = _records_and_counters(path)
+    assert count == sum(1 for _ in read_any(clean).records) - 1
+    assert counters == {"bad_records": 2}
+    assert "quoted-cr.csv:6: bad row (a quote left open" in problems[0]
+
+
+def test_a_crlf_split_across_two_chunks_is_one_line_end() -> None:
+    """The file is read a MiB at a time: a CR that ends one chunk is a line end with the
+    next chunk's LF, not two (a blank line, every line number after it one off)."""
+    from gapwatch.sources.gzip_lines import bare_cr_as_lf
+
+    chunks = [b"a,b\r", b"\nc,d\r", b"e,f\r", b"", b"\r\n", b"g\r"]
+    assert b"".join(bare_cr_as_lf(chunks)) == b"a,b\r\nc,d\ne,f\n\r\ng\n"

@@ -24,6 +24,7 @@ every line after keeps its number), at the cost of inflating alone.
 from __future__ import annotations
 
 import io
+import re
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator
 from itertools import chain
@@ -92,13 +93,39 @@ def split_lines(chunks: Iterable[bytes], limit: int = MAX_LINE_BYTES
         yield [b"".join(tail)]
 
 
-class _Lines:
-    """A file's lines (newlines kept), for `for line in ...` and `readline()`."""
+def bare_cr_as_lf(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """`chunks` with each CR not followed by LF made a LF: a text file whose lines end in a
+    bare CR (a classic Mac's, some spreadsheets' "CSV (Macintosh)") split as lines, one byte for
+    one byte (line numbers and offsets unchanged). Split on LF alone, such a file was one line:
+    every row lost, nothing said (or, past the line limit, "not a trace CSV"). A CRLF is left
+    whole; a CR that ends a chunk waits for the next chunk's first byte."""
+    held = b""
+    for chunk in chunks:
+        if held:
+            chunk, held = held + chunk, b""
+        if chunk.endswith(b"\r"):
+            chunk, held = chunk[:-1], b"\r"
+        if chunk.count(b"\r") != chunk.count(b"\r\n"):
+            chunk = _BARE_CR.sub(b"\n", chunk)
+        if chunk:
+            yield chunk
+    if held:
+        yield b"\n"
 
-    def __init__(self, raw: IO[bytes], limit: int = MAX_LINE_BYTES) -> None:
+
+_BARE_CR = re.compile(rb"\r(?!\n)")
+
+
+class _Lines:
+    """A file's lines (newlines kept), for `for line in ...` and `readline()`; with
+    `bare_cr_ends_lines`, a CR alone ends a line too (`bare_cr_as_lf`)."""
+
+    def __init__(self, raw: IO[bytes], limit: int = MAX_LINE_BYTES,
+                 bare_cr_ends_lines: bool = False) -> None:
         self._raw = raw
         self._limit = limit
-        self._pieces_left = split_lines(self._chunks(), limit)
+        self._bare_cr_ends_lines = bare_cr_ends_lines
+        self._pieces_left = split_lines(self._text_chunks(), limit)
         self._lines: Iterator[bytes] = chain.from_iterable(self._pieces_left)
 
     def __iter__(self) -> Iterator[bytes]:
@@ -116,6 +143,10 @@ class _Lines:
         self._lines = iter(())
         self._raw.close()
 
+    def _text_chunks(self) -> Iterator[bytes]:
+        """The file's bytes as its lines are split: `_chunks`, bare CRs made LFs if asked."""
+        return bare_cr_as_lf(self._chunks()) if self._bare_cr_ends_lines else self._chunks()
+
     def _chunks(self) -> Iterator[bytes]:
         raise NotImplementedError
 
@@ -131,7 +162,7 @@ class PlainLines(_Lines):
         """Read on from byte `offset` (the start of a line), whatever was read before."""
         self._pieces_left.close()
         self._raw.seek(offset)
-        self._pieces_left = split_lines(self._chunks(), self._limit)
+        self._pieces_left = split_lines(self._text_chunks(), self._limit)
         self._lines = chain.from_iterable(self._pieces_left)
 
     def _chunks(self) -> Iterator[bytes]:
@@ -161,7 +192,7 @@ class GzipLines(_Lines):
             return 1
         self._raw.seek(0)
         self._pieces_left.close()
-        chunks = self._chunks()
+        chunks = self._text_chunks()
         lines, in_header = 0, True
         #: The line not yet ended where the pieces passed over stop, in pieces (a long one
         #: is never joined here), and its length.

@@ -274,9 +274,11 @@ def _open_bytes(path: Path) -> LineStream:
     return open_lines(path, MAX_LINE_BYTES, "a recording")
 
 
-def open_lines(path: Path, limit_bytes: int, what: str) -> LineStream:
+def open_lines(path: Path, limit_bytes: int, what: str,
+               bare_cr_ends_lines: bool = False) -> LineStream:
     """The file at `path` (plain or gzip, told by its first bytes), open for its lines, none
-    held longer than `limit_bytes` (`gzip_lines`: a longer one is `TOO_LONG`), through
+    held longer than `limit_bytes` (`gzip_lines`: a longer one is `TOO_LONG`; with
+    `bare_cr_ends_lines`, a CR alone ends a line as a LF does: a text file's), through
     `input_files.open_whole`: a regular file, or a FIFO whose writer speaks within
     `FIFO_FIRST_BYTES_S`. Anything else (`/dev/zero`, read for ever; a socket) is refused
     before a byte is read, said as not `what`. Every recording and trace CSV is opened here.
@@ -292,8 +294,8 @@ def open_lines(path: Path, limit_bytes: int, what: str) -> LineStream:
         raise RecordingError(f"{path}: cannot open: {exc.strerror or exc}") from None
     head = raw.peek(GZIP_HEAD_BYTES)[:GZIP_HEAD_BYTES] if hasattr(raw, "peek") else b""
     if is_gzip(head):
-        return GzipLines(raw, limit_bytes)
-    return PlainLines(raw, limit_bytes)
+        return GzipLines(raw, limit_bytes, bare_cr_ends_lines)
+    return PlainLines(raw, limit_bytes, bare_cr_ends_lines)
 
 
 #: Compressed bytes read to learn a gzip recording's compression ratio (`json_bytes`).

@@ -286,8 +286,11 @@ def _rows(lines: Iterable[bytes], columns: list[str]
 
 
 def _open(p: Path) -> LineStream:
-    """`p` open for its lines, each at most `MAX_ROW_BYTES`. Raises RecordingError."""
-    return open_lines(p, MAX_ROW_BYTES, "a trace CSV")
+    """`p` open for its lines, each at most `MAX_ROW_BYTES`, ended by LF, CRLF or a bare CR
+    (an old Mac's, a spreadsheet's "CSV (Macintosh)", or lines of both kinds in one file after
+    a `cat`), as the csv module's own reading splits them. A row never spans lines: a CR inside
+    quotes ends the line as a LF there does (a bad row, said). Raises RecordingError."""
+    return open_lines(p, MAX_ROW_BYTES, "a trace CSV", bare_cr_ends_lines=True)
 
 
 def _csv_records(p: Path, columns: list[str], rec: Recording) -> Iterator[Record]:

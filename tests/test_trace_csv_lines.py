@@ -222,3 +222,17 @@ def test_a_crlf_split_across_two_chunks_is_one_line_end() -> None:
 
     chunks = [b"a,b\r", b"\nc,d\r", b"e,f\r", b"", b"\r\n", b"g\r"]
     assert b"".join(bare_cr_as_lf(chunks)) == b"a,b\r\nc,d\ne,f\n\r\ng\n"
+
+
+@pytest.mark.parametrize("command", [["report"], ["export", "--format", "csv", "--out", "OUT"],
+                                     ["compare", "OTHER"]])
+def test_a_trace_csv_fifo_is_given_advice_for_a_csv_not_a_recording(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    """The advice said `zcat gw.jsonl.gz > gw.jsonl` of a `.csv` FIFO: a recording's, not the
+    file given."""
+    fifo = tmp_path / "t.csv"
+    os.mkfifo(fifo)
+    assert _run(command, fifo, tmp_path, fifo) == 2
+    err = capsys.readouterr().err
+    assert f"save it to a file first (e.g. cat {fifo} > trace.csv)" in err, err
+    assert "jsonl" not in err and len(err.splitlines()) == 1

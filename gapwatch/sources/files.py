@@ -106,5 +106,15 @@ def refuse_a_stream(path: Path, why: str) -> None:
     except OSError:
         return  # a missing file or a glob: the reader says what it is
     if fifo:
-        raise RecordingError(f"{path}: a FIFO; {why}: save it to a file first (e.g. zcat "
-                             "gw.jsonl.gz > gw.jsonl)")
+        raise RecordingError(f"{path}: a FIFO; {why}: save it to a file first "
+                             f"({_saving_example(path)})")
+
+
+def _saving_example(path: Path) -> str:
+    """How to save the FIFO at `path`, for the file it is: a trace CSV's name is read from
+    (`cat t.csv > trace.csv`; a recording's `zcat gw.jsonl.gz` advice was given for a CSV),
+    else a recording's, the usual stream (`<(zcat gw.jsonl.gz)` is `/dev/fd/63`: no name
+    to go by)."""
+    if path.suffix.lower() == ".csv":
+        return f"e.g. cat {path} > trace.csv"
+    return "e.g. zcat gw.jsonl.gz > gw.jsonl"

@@ -100,6 +100,27 @@ def test_a_recording_that_fails_while_read_is_not_blamed_on_a_log(
     assert "cannot read" in err and "log" not in err
 
 
+@pytest.mark.parametrize("command", [
+    ["report", "/proc/self/mem"],
+    ["report", str(DATA / "pinned.csv"), "--log", "/proc/self/mem"],
+    ["compare", str(DATA / "pinned.csv"), "/proc/self/mem"],
+    ["export", "/proc/self/mem", "--format", "csv", "--out", "OUT"],
+    ["export", str(DATA / "pinned.csv"), "--log", "/proc/self/mem", "--out", "OUT"],
+    ["replay", "--headless", "--speed", "0", str(DATA / "pinned.csv"), "--log",
+     "/proc/self/mem"],
+])
+def test_a_file_whose_reads_fail_is_named_by_every_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    """A read's error names no file (an `open()`'s does): `report` said only "cannot read:
+    Input/output error", `export` blamed its --out file, `replay --log` "cannot read log
+    None". The file that failed is named."""
+    out = tmp_path / "out.json"
+    assert main([str(out) if a == "OUT" else a for a in command]) == 2
+    err = capsys.readouterr().err
+    assert "/proc/self/mem: Input/output error" in err, err
+    assert str(out) not in err and "None" not in err and len(err.splitlines()) == 1
+
+
 def test_the_report_says_what_the_prover_package_could_not_learn(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -10,11 +10,13 @@ socket. These are refused, or waited for within a bound, before a byte is read.
 
 from __future__ import annotations
 
+import io
 import os
 import select
 import stat
 import time
 from collections.abc import Callable
+from typing import Any
 
 #: A file's kind as a refusal names it, by its `st_mode` test.
 _KINDS: tuple[tuple[Callable[[int], bool], str], ...] = (
@@ -96,6 +98,37 @@ def open_whole(path: str | os.PathLike[str], wait_s: float) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def named(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """`exc` naming `path` where it names no file. A read's error (`read()`: EIO of a failing
+    disk, of `/proc/self/mem`) names none, unlike an `open()`'s: `report --log` said only
+    "cannot read: Input/output error", `export` blamed its --out file, `replay --log` said
+    "cannot read log None". The one rule for the readers of files read whole."""
+    if exc.filename is None:
+        exc.filename = os.fspath(path)
+    return exc
+
+
+class NamedReads(io.FileIO):
+    """A file open for reading (the descriptor `open_whole` gave) whose failed reads name it
+    (`named`): what a `BufferedReader` over it raises says which file failed."""
+
+    def __init__(self, fd: int, path: str | os.PathLike[str]) -> None:
+        super().__init__(fd, "rb")
+        self._path = path
+
+    def readinto(self, buffer: Any) -> int | None:
+        try:
+            return super().readinto(buffer)
+        except OSError as exc:
+            raise named(exc, self._path) from None
+
+    def readall(self) -> bytes:
+        try:
+            return super().readall()
+        except OSError as exc:
+            raise named(exc, self._path) from None
 
 
 def path_problem(text: str) -> str | None:

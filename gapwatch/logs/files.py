@@ -40,7 +40,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Final
 
 from gapwatch.base.gzip_stream import GZIP_HEAD_BYTES, inflated, is_gzip
-from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, open_whole
+from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, named, open_whole
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, Record
 from gapwatch.logs.tail import LineSplitter
@@ -117,8 +117,11 @@ class LogFile:
 
     def _lines(self, fd: int, end: int | None = None) -> Iterator[str]:
         data = self.inflated(fd) if end is None and _gzip_at(fd) else self.chunks(fd, end)
-        for piece in data:
-            yield from self.splitter.feed(piece)
+        try:
+            for piece in data:
+                yield from self.splitter.feed(piece)
+        except OSError as exc:
+            raise named(exc, self.path) from None  # a read's error names no file
         yield from self.splitter.flush()
 
     def inflated(self, fd: int) -> Iterator[bytes]:

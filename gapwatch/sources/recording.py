@@ -22,6 +22,7 @@ Only a file that cannot be opened, or whose first line is not a header, is an er
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -38,7 +39,7 @@ from typing import IO, Any, Final, Protocol, cast
 from msgspec import structs
 
 from gapwatch.base.gzip_stream import GZIP_HEAD_BYTES, GZIP_WBITS, OUT_BYTES, is_gzip
-from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, open_whole
+from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NamedReads, NotWhole, open_whole
 from gapwatch.base.writer_lock import locked_by_another
 from gapwatch.config import Config
 from gapwatch.core.bounds import (
@@ -284,7 +285,7 @@ def open_lines(path: Path, limit_bytes: int, what: str,
     before a byte is read, said as not `what`. Every recording and trace CSV is opened here.
     Raises RecordingError."""
     try:
-        raw = os.fdopen(open_whole(path, FIFO_FIRST_BYTES_S), "rb")
+        raw = io.BufferedReader(NamedReads(open_whole(path, FIFO_FIRST_BYTES_S), path))
     except NotWhole as exc:
         if exc.silent:
             raise RecordingError(f"{path}: a FIFO that said nothing for "

@@ -221,7 +221,29 @@ def test_a_crlf_split_across_two_chunks_is_one_line_end() -> None:
     from gapwatch.sources.gzip_lines import bare_cr_as_lf
 
     chunks = [b"a,b\r", b"\nc,d\r", b"e,f\r", b"", b"\r\n", b"g\r"]
-    assert b"".join(bare_cr_as_lf(chunks)) == b"a,b\r\nc,d\ne,f\n\r\ng\n"
+    assert b"".join(bare_cr_as_lf(chunks)) == b"a,b\r\nc,d\ne,f\r\r\ng\n"
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_trace_csv_of_cr_cr_lf_line_ends_numbers_its_bad_rows_as_grep_does(
+        clean: Path, gz: bool) -> None:
+    """Lines ended `\r\r\n` (a CRLF file written again in a text mode that makes each LF a
+    CRLF: Python's csv module on Windows without newline=''): the first CR was taken for a
+    line end of its own, a blank line after every row, so a bad row on line 5 was said at
+    ":9:" (as `grep -n`, `sed -n 5p` and gapwatch before bare CRs ended lines have it: 5)."""
+    lines = _with_line(clean, "bad.csv", 5, change=b"zzz,").read_bytes().splitlines()
+    data = b"".join(line + b"\r\r\n" for line in lines)
+    path = clean.parent / "crcrlf.csv"
+    path.write_bytes(gzip.compress(data) if gz else data)
+    count, counters, problems = _records_and_counters(path)
+    assert count == sum(1 for _ in read_any(clean).records) - 1
+    assert counters == {"bad_records": 1}
+    assert "crcrlf.csv:5: bad row" in problems[0], problems
+    from gapwatch.sources.gzip_lines import bare_cr_as_lf
+
+    # Across chunks: CRs that end one chunk go with the LF that starts the next.
+    chunks = [b"a,b\r", b"\r", b"\nc,d\r\r", b"e\r"]
+    assert b"".join(bare_cr_as_lf(chunks)) == b"a,b\r\r\nc,d\n\ne\n"
 
 
 @pytest.mark.parametrize("command", [["report"], ["export", "--format", "csv", "--out", "OUT"],

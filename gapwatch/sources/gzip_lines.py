@@ -94,26 +94,50 @@ def split_lines(chunks: Iterable[bytes], limit: int = MAX_LINE_BYTES
 
 
 def bare_cr_as_lf(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """`chunks` with each CR not followed by LF made a LF: a text file whose lines end in a
+    """`chunks` with each CR that ends a line alone made a LF: a text file whose lines end in a
     bare CR (a classic Mac's, some spreadsheets' "CSV (Macintosh)") split as lines, one byte for
     one byte (line numbers and offsets unchanged). Split on LF alone, such a file was one line:
     every row lost, nothing said (or, past the line limit, "not a trace CSV"). A CRLF is left
-    whole; a CR that ends a chunk waits for the next chunk's first byte."""
+    whole, and so are CRs right before it (`_LONE_CR`); the CRs that end a chunk wait for the
+    next chunk's first byte (`_held_crs`)."""
     held = b""
     for chunk in chunks:
         if held:
             chunk, held = held + chunk, b""
-        if chunk.endswith(b"\r"):
-            chunk, held = chunk[:-1], b"\r"
+        chunk, held = _held_crs(chunk)
         if chunk.count(b"\r") != chunk.count(b"\r\n"):
-            chunk = _BARE_CR.sub(b"\n", chunk)
+            chunk = _LONE_CR.sub(_as_lfs, chunk)
         if chunk:
             yield chunk
     if held:
-        yield b"\n"
+        yield b"\n" * len(held)
 
 
-_BARE_CR = re.compile(rb"\r(?!\n)")
+#: CRs that end lines alone: a run of them not followed by a LF (each a line end). A line
+#: ended `\r\r\n` (a CRLF file written again through a text mode that made each LF a CRLF,
+#: Python's csv module on Windows without newline='') is one line, as `grep -n`, `sed -n` and
+#: the reader before bare CRs ended lines count it: split at its first CR, every row after
+#: the first was numbered twice its line in a bad row's message (":9:" for line 5). Matched
+#: at a run's first CR, whole (possessive): linear in a run of any length.
+_LONE_CR = re.compile(rb"(?<!\r)\r++(?!\n)")
+#: The most CRs that end a chunk held back for the next chunk (`_held_crs`).
+_HELD_CRS_MAX = 64
+
+
+def _as_lfs(run: re.Match[bytes]) -> bytes:
+    """A run of CRs that end lines alone, each made a LF."""
+    return b"\n" * len(run.group())
+
+
+def _held_crs(chunk: bytes) -> tuple[bytes, bytes]:
+    """`chunk` without the CRs it ends with, and those CRs: whether each ends a line alone
+    (`_LONE_CR`) is told by the bytes after them, in the next chunk. At most `_HELD_CRS_MAX`
+    are held (a file of nothing but CRs is not held whole); CRs before them end lines alone."""
+    kept = chunk.rstrip(b"\r")
+    crs = len(chunk) - len(kept)
+    if crs > _HELD_CRS_MAX:
+        kept, crs = kept + b"\n" * (crs - _HELD_CRS_MAX), _HELD_CRS_MAX
+    return kept, b"\r" * crs
 
 
 class _Lines:

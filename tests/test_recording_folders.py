@@ -342,3 +342,17 @@ def test_a_set_selector_on_a_file_without_an_id_or_twice_is_read_or_said_for_wha
     assert main(["report", arg]) == 2
     err = capsys.readouterr().err
     assert said in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_set_selector_after_a_folder_that_is_not_there_says_no_such_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `/data/typo?set=ID` was "no recording of set ID in it", of a folder that is not there
+    # (without ?set=, and before ?set= was taken after a file: "no such file").
+    arg = f"{tmp_path / 'typo'}?set=0123456789abcdef"
+    with pytest.raises(RecordingError) as exc:
+        read_any(arg)
+    assert "no such file or folder before ?set=" in str(exc.value)
+    assert "no recording of set" not in str(exc.value)
+    assert main(["export", arg, "--format", "csv", "--out", str(tmp_path / "o.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "no such file or folder" in err and len(err.strip().splitlines()) == 1

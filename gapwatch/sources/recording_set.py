@@ -18,7 +18,8 @@ How the files are put together:
   glob for two sets of one base name, which was refused again with the same line;
 - `DIR?set=ID` (or `'GLOB?set=ID'`, or `FILE?set=ID`) reads only the files of recording set
   ID (as the refusal prints it), the others said in one line (`not_read`); a `?set=` with no
-  id, or given twice, is refused in one line (`selector_problem`);
+  id, or given twice, or after a path that names nothing, is refused in one line
+  (`selector_problem`);
 - each segment is read once: a hard or symbolic link to it, or a copy of it (the same header,
   naming the same `file_inode`, and the same first record), beside it or in another folder a
   glob names, is said in one line (`read_once`) and not read (`_read_once`); each was read as
@@ -102,7 +103,16 @@ def selector_problem(path: Path) -> str | None:
                 "folder of several recordings lists them)")
     if "/" not in wanted and SET_SELECTOR in head and not os.path.lexists(head):
         return "?set= is given twice: give one set id"
-    return None
+    return _names_nothing(Path(head or "."))
+
+
+def _names_nothing(base: Path) -> str | None:
+    """"no such file or folder" for what a `?set=` follows when it is neither (nor a glob):
+    `/data/typo?set=ID` was "no recording of set ID in it", of a folder that is not there
+    (without `?set=`, and before `?set=` was taken after a file, "no such file")."""
+    if os.path.lexists(base) or any(c in str(base) for c in "*?["):
+        return None
+    return "no such file or folder before ?set="
 
 
 def is_set(path: Path) -> bool:

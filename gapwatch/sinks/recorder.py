@@ -282,6 +282,16 @@ def _at_its_name(entry: _FileRecords) -> bool:
     return (st.st_dev, st.st_ino) == entry.inode
 
 
+def _at_names(kept: list[_FileRecords]) -> tuple[set[Path], list[_FileRecords]]:
+    """The names of `kept` files still at them, and the files that are not, each file looked
+    at once. Picking the others out by comparing each file with every one at its name cost
+    steps growing as the square of the segments at close: 11 s for 20,000 (two weeks of
+    `--rotate-age 1m` with nothing pruned)."""
+    at = [_at_its_name(e) for e in kept]
+    return ({e.path for e, here in zip(kept, at, strict=True) if here},
+            [e for e, here in zip(kept, at, strict=True) if not here])
+
+
 def _found_in_folder(entry: _FileRecords, passed_over: set[Path]) -> Path | None:
     """The name a file this run wrote has now in its folder (found by its inode: a file moved
     within the folder, `mv gw.jsonl a.jsonl`), None when it is not there.
@@ -785,9 +795,8 @@ class Recorder:
         so that the closing line names only files that are: moved (found in their folder by
         their inode; the file being written, one that still exists, wherever it went) or
         lost (deleted). The moved files say where they are now."""
-        at_name = [e for e in self._kept if _at_its_name(e)]
-        here = {e.path for e in at_name}
-        for entry in [e for e in self._kept if not any(e is a for a in at_name)]:
+        here, gone = _at_names(self._kept)
+        for entry in gone:
             entry.now = _found_in_folder(entry, here)
             moved = entry.now is not None or (current_exists and entry.path == self.path
                                               and entry.inode == self.file.inode)

@@ -19,7 +19,7 @@ from faults import PtyApp, wait_for
 from gapwatch.base.quit_early import StopRequested
 from gapwatch.cli import main
 from gapwatch.core.models import ChainState, Notice, StateChange
-from gapwatch.engine.events import Event, EventHook, parse_command
+from gapwatch.engine.events import MAX_QUEUED, Event, EventHook, parse_command
 
 RECORDER = """import json, os, sys
 with open(sys.argv[1], "a") as f:
@@ -210,6 +210,42 @@ def _alive(pid: int) -> bool:
     return status.exists() and status.read_text().split()[2] != "Z"
 
 
+def test_events_waiting_in_a_full_queue_at_stop_still_run_and_stop_returns_with_them(
+        tmp_path: Path) -> None:
+    """`stop` put its end-of-queue marker with a 1 s wait for room: with the queue full (a
+    slow command, events waiting behind it) it gave up, dropped every waiting event, and the
+    thread, never told to end, kept `stop` waiting the timeout plus 10 s."""
+    gate, ran = tmp_path / "gate", tmp_path / "ran"
+    script = (f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.01)\n"
+              f"open({str(ran)!r}, 'a').write('x')\n")
+    hook = EventHook([sys.executable, "-c", script], timeout_s=30.0, min_interval_s=0)
+    hook.start()
+    offered = 0
+    while hook.offer(Event("gpu_error", offered, "", 1.0)):
+        offered += 1
+        if offered == 1:
+            wait_for("the first command to run", lambda: hook.counts.ran == 1, 20)
+    assert offered == 1 + MAX_QUEUED  # one running, the queue full behind it
+    stopping = threading.Thread(target=hook.stop, daemon=True)
+    stopping.start()
+    wait_for("stop() to wait for the queue to run", lambda: _waiting_on(stopping, hook), 20)
+    gate.touch()
+    stopping.join(60)
+    assert not stopping.is_alive()
+    assert (hook.counts.ran, ran.read_text()) == (offered, "x" * offered)
+    assert hook.counts.dropped == 1  # the offer the full queue refused, no more
+
+
+def _waiting_on(thread: threading.Thread, hook: EventHook) -> bool:
+    """Whether `thread` is blocked in `hook`'s wait for its thread to end (`stop`)."""
+    frame = sys._current_frames().get(thread.ident or 0)
+    while frame is not None:
+        if frame.f_code.co_name == "wait" and frame.f_locals.get("self") is hook._done:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def test_events_of_one_kind_and_gpu_are_rate_limited_and_the_queue_is_bounded(
         tmp_path: Path) -> None:
     hook = EventHook([sys.executable, "-c", "pass"], min_interval_s=60)  # not started
@@ -221,6 +257,8 @@ def test_events_of_one_kind_and_gpu_are_rate_limited_and_the_queue_is_bounded(
     for i in range(20):
         flood.offer(Event("gpu_error", i, "", 1.0))
     assert flood.counts.dropped == 20 - 8
+    flood.stop()  # never started: the events it held are dropped, and counted so
+    assert flood.counts.dropped == 20
 
 
 def test_the_command_is_split_into_words_and_bad_quoting_refused() -> None:

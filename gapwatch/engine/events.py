@@ -184,6 +184,8 @@ class EventHook:
         self._thread = threading.Thread(target=self._run, name="on-event", daemon=True)
         self._lock = threading.Lock()
         self._abandon = threading.Event()
+        #: Set by `stop`: the thread ends once the queue is empty (`_next`).
+        self._ending = threading.Event()
         #: Set when the thread's loop is over (see `stop`).
         self._done = threading.Event()
         #: Held while a command starts and while `_give_up` kills: none starts unseen.
@@ -260,13 +262,20 @@ class EventHook:
         Ctrl-C reaches it, and once gapwatch had exited it ran on, an orphan. The wait is on
         `_done`, never `Thread.join`: a join interrupted by a signal marks the thread stopped
         while it still runs (Python 3.11's `_wait_for_tstate_lock`), and it was then left."""
-        if self._thread.ident is None:
-            return  # never started
+        if self._thread.ident is None:  # never started: what was offered is dropped, counted
+            while not self._queue.empty():
+                self.counts.dropped += self._queue.get_nowait() is not None
+            return
         try:
+            self._ending.set()
             try:
-                self._queue.put(None, timeout=1.0)
+                # Wakes a thread waiting on an empty queue; a full one's thread is running a
+                # command, and ends when it finds the queue empty (`_next`). A sentinel that
+                # had to wait for room gave up after 1 s and dropped every waiting event, and
+                # the thread, never told, kept `stop` for the timeout plus 10 s.
+                self._queue.put_nowait(None)
             except queue.Full:
-                self._abandon.set()
+                pass
             self._done.wait(self.timeout_s + 5.0)
         finally:
             if not self._done.is_set():
@@ -288,9 +297,16 @@ class EventHook:
         finally:
             self._done.set()
 
+    def _next(self) -> Event | None:
+        """The next event to run; None once `stop` asked and none is waiting (checked before
+        blocking: `stop` puts its wake-up None only where the queue has room)."""
+        if self._ending.is_set() and self._queue.empty():
+            return None
+        return self._queue.get()
+
     def _run_events(self) -> None:
         while True:
-            event = self._queue.get()
+            event = self._next()
             if event is None:
                 return
             if self._abandon.is_set():

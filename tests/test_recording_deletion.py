@@ -500,3 +500,44 @@ def test_closing_a_run_of_many_segments_looks_at_each_segment_once(tmp_path: Pat
         sys.settrace(None)
     assert lines < 50 * segments, (lines, segments)
     assert rec.status().summary().startswith(f"{len(sim.records[:1200])} records in ")
+
+
+def test_closing_after_half_the_segments_were_removed_by_hand_lists_the_folder_once(
+        tmp_path: Path) -> None:
+    # An operator freeing space by hand (`rm` of old segments) while recording: the close
+    # looked for each removed file in a fresh listing of the folder (steps growing as the
+    # removed files times the folder's), and took each out of the kept list by a search.
+    # Counted in lines the recorder runs while closing (not in time).
+    import sys
+    from types import FrameType
+    from typing import Any
+
+    sim = _sim_records()
+    rec = Recorder(check_segments(tmp_path / "gw.jsonl", 1, None, 0))
+    rec.on_header(sim.header)
+    for r in list(sim.records)[:1200]:
+        rec.on_record(r)
+        rec.flush()
+    names = segments_of(tmp_path / "gw.jsonl")
+    removed = [path for _, path in names[:-1:2]]  # every other one, never the one written
+    records_in_removed = sum(len(path.read_bytes().splitlines()) - 1 for path in removed)
+    for path in removed:
+        path.unlink()
+    lines = 0
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal lines
+        lines += event == "line"
+        return local
+
+    def calls(frame: FrameType, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename.endswith("recorder.py") else None
+
+    sys.settrace(calls)
+    try:
+        rec.close()
+    finally:
+        sys.settrace(None)
+    assert len(removed) > 500
+    assert lines < 50 * len(names), (lines, len(names))  # 1,099,936 for 1,202 before
+    assert rec.status().records_lost == records_in_removed > 0

@@ -292,7 +292,30 @@ def _at_names(kept: list[_FileRecords]) -> tuple[set[Path], list[_FileRecords]]:
             [e for e, here in zip(kept, at, strict=True) if not here])
 
 
-def _found_in_folder(entry: _FileRecords, passed_over: set[Path]) -> Path | None:
+class _FolderInodes:
+    """The names in a folder by inode number, each folder listed once however many files are
+    looked for in it: listing it again for each file deleted or moved cost steps growing as
+    the product of the two (an operator's `rm` of thousands of old segments while recording)."""
+
+    def __init__(self) -> None:
+        self._folders: dict[Path, dict[int, list[Path]]] = {}
+
+    def named(self, folder: Path, inode: int) -> list[Path]:
+        """The names in `folder` whose inode number is `inode` (none if it cannot be listed)."""
+        names = self._folders.get(folder)
+        if names is None:
+            names = self._folders[folder] = {}
+            try:
+                with os.scandir(folder) as entries:
+                    for e in entries:
+                        names.setdefault(e.inode(), []).append(Path(e.path))
+            except OSError:
+                pass
+        return names.get(inode, [])
+
+
+def _found_in_folder(entry: _FileRecords, passed_over: set[Path],
+                     folders: _FolderInodes) -> Path | None:
     """The name a file this run wrote has now in its folder (found by its inode: a file moved
     within the folder, `mv gw.jsonl a.jsonl`), None when it is not there.
 
@@ -301,17 +324,13 @@ def _found_in_folder(entry: _FileRecords, passed_over: set[Path]) -> Path | None
     run's own next segment, and its records counted twice. So a name in `passed_over` (this
     run's other files, at their names) is never it, and the file found must be a recording
     whose header names that inode (`file_inode`: the recorder wrote it into that file)."""
-    try:
-        with os.scandir(entry.path.parent) as entries:
-            for e in entries:
-                if e.inode() != entry.inode[1] or Path(e.path) in passed_over:
-                    continue
-                found = own_mark(Path(e.path))
-                if found is not None and (found[1].st_dev, found[1].st_ino) == entry.inode \
-                        and found[0].file_inode in (None, entry.inode[1]):
-                    return Path(e.path)
-    except OSError:
-        return None
+    for path in folders.named(entry.path.parent, entry.inode[1]):
+        if path in passed_over:
+            continue
+        found = own_mark(path)
+        if found is not None and (found[1].st_dev, found[1].st_ino) == entry.inode \
+                and found[0].file_inode in (None, entry.inode[1]):
+            return path
     return None
 
 
@@ -796,20 +815,22 @@ class Recorder:
         their inode; the file being written, one that still exists, wherever it went) or
         lost (deleted). The moved files say where they are now."""
         here, gone = _at_names(self._kept)
+        folders = _FolderInodes()
         for entry in gone:
-            entry.now = _found_in_folder(entry, here)
-            moved = entry.now is not None or (current_exists and entry.path == self.path
-                                              and entry.inode == self.file.inode)
-            with self._lock:
-                self._kept.remove(entry)
-                if moved:
+            entry.now = _found_in_folder(entry, here, folders)
+        leaving = {id(e) for e in gone}
+        with self._lock:  # the kept list in one pass: a `remove` each was a search each
+            self._kept[:] = [e for e in self._kept if id(e) not in leaving]
+            for entry in gone:
+                if entry.now is not None or (current_exists and entry.path == self.path
+                                             and entry.inode == self.file.inode):
                     self._moved.append(entry)
                 else:
                     self.records_lost += entry.records
                     self._files_lost.append(entry.path.name)
         for entry in self._moved:
             if entry.now is None:
-                entry.now = _found_in_folder(entry, here)
+                entry.now = _found_in_folder(entry, here, folders)
 
     def _rotate_if_due(self) -> None:
         """Start the next segment once this one holds `rotate_bytes` or is `rotate_age_s` old

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -471,35 +472,12 @@ def test_closing_a_run_of_many_segments_looks_at_each_segment_once(tmp_path: Pat
     # segment with every one found there (c6d5bf0): steps growing as the square of the
     # segments, 11 s at close for 20,000 (two weeks of --rotate-age 1m, nothing pruned).
     # Counted in lines the recorder runs while closing (not in time): a few per segment.
-    import sys
-    from types import FrameType
-    from typing import Any
-
-    sim = _sim_records()
-    rec = Recorder(check_segments(tmp_path / "gw.jsonl", 1, None, 0))
-    rec.on_header(sim.header)
-    for r in list(sim.records)[:1200]:
-        rec.on_record(r)
-        rec.flush()
+    rec = _a_segment_per_record(tmp_path / "gw.jsonl", RECORDS)
     segments = len(segments_of(tmp_path / "gw.jsonl"))
     assert segments > 1000
-    lines = 0
-
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal lines
-        lines += event == "line"
-        return local
-
-    def calls(frame: FrameType, event: str, arg: Any) -> Any:
-        return local if frame.f_code.co_filename.endswith("recorder.py") else None
-
-    sys.settrace(calls)
-    try:
-        rec.close()
-    finally:
-        sys.settrace(None)
+    lines = _lines_run_by_the_recorder(rec.close)
     assert lines < 50 * segments, (lines, segments)
-    assert rec.status().summary().startswith(f"{len(sim.records[:1200])} records in ")
+    assert rec.status().summary().startswith(f"{RECORDS} records in ")
 
 
 def test_closing_after_half_the_segments_were_removed_by_hand_lists_the_folder_once(
@@ -508,21 +486,25 @@ def test_closing_after_half_the_segments_were_removed_by_hand_lists_the_folder_o
     # looked for each removed file in a fresh listing of the folder (steps growing as the
     # removed files times the folder's), and took each out of the kept list by a search.
     # Counted in lines the recorder runs while closing (not in time).
-    import sys
-    from types import FrameType
-    from typing import Any
-
-    sim = _sim_records()
-    rec = Recorder(check_segments(tmp_path / "gw.jsonl", 1, None, 0))
-    rec.on_header(sim.header)
-    for r in list(sim.records)[:1200]:
-        rec.on_record(r)
-        rec.flush()
+    rec = _a_segment_per_record(tmp_path / "gw.jsonl", RECORDS)
     names = segments_of(tmp_path / "gw.jsonl")
     removed = [path for _, path in names[:-1:2]]  # every other one, never the one written
     records_in_removed = sum(len(path.read_bytes().splitlines()) - 1 for path in removed)
     for path in removed:
         path.unlink()
+    lines = _lines_run_by_the_recorder(rec.close)
+    assert len(removed) > 500
+    assert lines < 50 * len(names), (lines, len(names))  # 1,099,936 for 1,202 before
+    assert rec.status().records_lost == records_in_removed > 0
+
+
+def _lines_run_by_the_recorder(action: Callable[[], object]) -> int:
+    """How many lines of gapwatch/sinks/recorder.py `action` runs: a count of steps that does
+    not depend on the machine's speed, for the tests of work that grew with the segments."""
+    import sys
+    from types import FrameType
+    from typing import Any
+
     lines = 0
 
     def local(frame: FrameType, event: str, arg: Any) -> Any:
@@ -535,9 +517,23 @@ def test_closing_after_half_the_segments_were_removed_by_hand_lists_the_folder_o
 
     sys.settrace(calls)
     try:
-        rec.close()
+        action()
     finally:
         sys.settrace(None)
-    assert len(removed) > 500
-    assert lines < 50 * len(names), (lines, len(names))  # 1,099,936 for 1,202 before
-    assert rec.status().records_lost == records_in_removed > 0
+    return lines
+
+
+#: How many records, each in a segment of its own, the tests of a long run's close write.
+RECORDS = 1200
+
+
+def _a_segment_per_record(out: Path, records: int) -> Recorder:
+    """A recorder still open that wrote the simulator's first `records` records, each flushed
+    into a segment of its own (a 1-byte segment limit): a run of ~`records` segments."""
+    sim = _sim_records()
+    rec = Recorder(check_segments(out, 1, None, 0))
+    rec.on_header(sim.header)
+    for r in list(sim.records)[:records]:
+        rec.on_record(r)
+        rec.flush()
+    return rec

@@ -273,3 +273,13 @@ def signal_storm(proc: subprocess.Popen[str]) -> str:
             proc.kill()
             proc.wait(10)
     return err
+
+
+def process_running(pid: int) -> bool:
+    """Whether `pid` is a process that has not ended (a zombie has). Its state is read after
+    the last `)` of /proc/PID/stat: a command name may hold spaces and parentheses."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

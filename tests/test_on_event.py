@@ -11,10 +11,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 import pytest
-from faults import PtyApp, wait_for
+from faults import PtyApp, process_running, wait_for
 
 from gapwatch.base.quit_early import StopRequested
 from gapwatch.cli import main
@@ -150,7 +152,7 @@ def test_a_hanging_command_is_killed_with_what_it_started_after_the_timeout(
     hook.stop()
     assert "killed" in said[0]
     for pid in map(int, pids.read_text().split()):
-        wait_for(f"process {pid} to be gone", lambda: not _alive(pid), 5)  # noqa: B023
+        wait_for(f"process {pid} to be gone", lambda: not process_running(pid), 5)  # noqa: B023
 
 
 def test_a_stop_signal_while_stop_waits_for_a_command_kills_it_instead_of_orphaning_it(
@@ -185,29 +187,27 @@ def test_a_stop_signal_while_stop_waits_for_a_command_kills_it_instead_of_orphan
     finally:
         signal.signal(signal.SIGUSR1, old)
     for pid in map(int, pids.read_text().split()):
-        wait_for(f"process {pid} to be gone", lambda: not _alive(pid), 10)  # noqa: B023
+        wait_for(f"process {pid} to be gone", lambda: not process_running(pid), 10)  # noqa: B023
 
 
 def _waiting_in_stop(thread_id: int) -> bool:
     """Whether that thread is blocked in a wait (a lock's acquire) called from
     `EventHook.stop`."""
+    return _blocked(thread_id, lambda frame: frame.f_code.co_name == "stop" and isinstance(
+        frame.f_locals.get("self"), EventHook))
+
+
+def _blocked(thread_id: int, within: Callable[[FrameType], bool]) -> bool:
+    """Whether that thread is blocked in a wait (a lock's acquire) with a frame on its stack
+    that `within` picks."""
     frame = sys._current_frames().get(thread_id)
     if frame is None or frame.f_code.co_name not in ("wait", "_wait_for_tstate_lock"):
         return False
     while frame is not None:
-        if frame.f_code.co_name == "stop" and isinstance(frame.f_locals.get("self"), EventHook):
+        if within(frame):
             return True
         frame = frame.f_back
     return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/stat")
-    return status.exists() and status.read_text().split()[2] != "Z"
 
 
 def test_events_waiting_in_a_full_queue_at_stop_still_run_and_stop_returns_with_them(
@@ -238,12 +238,8 @@ def test_events_waiting_in_a_full_queue_at_stop_still_run_and_stop_returns_with_
 
 def _waiting_on(thread: threading.Thread, hook: EventHook) -> bool:
     """Whether `thread` is blocked in `hook`'s wait for its thread to end (`stop`)."""
-    frame = sys._current_frames().get(thread.ident or 0)
-    while frame is not None:
-        if frame.f_code.co_name == "wait" and frame.f_locals.get("self") is hook._done:
-            return True
-        frame = frame.f_back
-    return False
+    return _blocked(thread.ident or 0, lambda frame: frame.f_code.co_name == "wait"
+                    and frame.f_locals.get("self") is hook._done)
 
 
 def test_events_of_one_kind_and_gpu_are_rate_limited_and_the_queue_is_bounded(

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from faults import gapwatch_argv, signal_storm, wait_for
+from faults import gapwatch_argv, process_running, signal_storm, wait_for
 from shared_files import made_once
 
 from gapwatch.copytrace import build as ctbuild
@@ -315,13 +315,6 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-def _running(pid: int) -> bool:
-    """Whether `pid` is a process that has not ended (a zombie has)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.parametrize("command", ["report", "export"])
@@ -385,7 +378,7 @@ def test_a_storm_of_stop_signals_stops_a_report_and_its_forked_workers(
     err = signal_storm(proc)
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "stopped (SIG" in err, err
-    assert not [w for w in workers if _running(w)]  # none left behind, reading on
+    assert not [w for w in workers if process_running(w)]  # none left behind, reading on
 
 
 @pytest.mark.parametrize("command", [

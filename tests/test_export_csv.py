@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from gapwatch.offline.csv_export import CsvExporter
 from gapwatch.offline.report import build_report
 from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources.files import read_any
-from gapwatch.sources.trace_csv import COLUMN_NAMES
+from gapwatch.sources.trace_csv import COLUMN_NAMES, CsvRow
 
 DATA = Path(__file__).parent / "data"
 
@@ -32,6 +33,12 @@ def _host(t: float, mem: float | None, psi: float | None = None) -> HostSample:
                       mem_available_bytes=None, swap_used_bytes=None, cpu_busy_pct=None,
                       psi_mem_some_avg10=psi, psi_mem_full_avg10=None, psi_mem_some_share=None,
                       psi_mem_full_share=None, major_faults_per_s=None)
+
+
+def test_a_read_row_has_a_field_for_every_declared_column_and_no_other() -> None:
+    # A column declared without its field (or a field left behind) would make every row a bad
+    # one: the row is built from the cells by column name.
+    assert tuple(f.name for f in dataclasses.fields(CsvRow)) == COLUMN_NAMES
 
 
 def _rows(text: str) -> list[dict[str, str]]:

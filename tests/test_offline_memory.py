@@ -45,8 +45,8 @@ def test_a_spool_gives_back_items_by_time_ties_in_the_order_added() -> None:
         spool.close()
 
 
-def test_a_spool_holds_no_more_than_a_run_in_memory_and_leaves_no_files() -> None:
-    folder = tempfile.mkdtemp(prefix="spool-test-")
+def test_a_spool_holds_no_more_than_a_run_in_memory_and_leaves_no_files(tmp_path: Path) -> None:
+    folder = str(tmp_path)
     spool = SortedSpool(run_items=100, folder=folder)
     for i in range(1050):
         spool.add(float(-i), b"x")

@@ -212,9 +212,34 @@ def host_row(host: HostSample) -> list[str]:
     return [c.write(c.get(host)) if c.side in ("time", "host") else "" for c in COLUMNS]
 
 
-def _row(row: dict[str, str | None]) -> dict[str, Any]:
-    """One CSV row's cells by column name (missing or empty: None), or ValueError saying what
-    is wrong with it (the caller skips and counts). `gpu` is None for a host row."""
+@dataclass(frozen=True, slots=True)
+class CsvRow:
+    """One CSV row's values, a field per column of `COLUMNS` (missing or empty: None), read by
+    that column's reader. `gpu` is None for a host row; `timestamp_s` is always a usable Unix
+    time (`_row` refuses a row without one)."""
+
+    timestamp_s: float
+    gpu: int | None
+    sm_active_pct: float | None
+    gpu_util_pct: float | None
+    pcie_rx_bytes_per_s: float | None
+    pcie_tx_bytes_per_s: float | None
+    host_mem_used_pct: float | None
+    host_psi_mem_some_avg10: float | None
+    t_mono_ns: int | None
+    interval_ns: int | None
+    sm_source: SignalSource | None
+    pcie_source: SignalSource | None
+    pcie_lower_bound: bool | None
+    link_bytes_per_s: float | None
+    host_psi_mem_some_share: float | None
+    host_major_faults_per_s: float | None
+    host_mem_bandwidth_bytes_per_s: float | None
+
+
+def _row(row: dict[str, str | None]) -> CsvRow:
+    """One CSV row's values by column (`CsvRow`), or ValueError saying what is wrong with it
+    (the caller skips and counts)."""
     cells: dict[str, Any] = {}
     for name, column in _BY_NAME.items():
         text = row.get(name)
@@ -228,13 +253,13 @@ def _row(row: dict[str, str | None]) -> dict[str, Any]:
         raise ValueError("timestamp_s and gpu are required")
     if not wall_s_ok(t_s):
         raise ValueError(f"timestamp_s {t_s:g} is not a usable Unix time")
-    if gpu_f is None:
-        return cells
-    gpu = gpu_index(gpu_f)
-    if gpu is None:
-        raise ValueError(f"gpu {gpu_f:g} is not a GPU index (0..{MAX_GPU_INDEX})")
-    cells["gpu"] = gpu
-    return cells
+    if gpu_f is not None:
+        gpu = gpu_index(gpu_f)
+        if gpu is None:
+            raise ValueError(f"gpu {gpu_f:g} is not a GPU index (0..{MAX_GPU_INDEX})")
+        cells["gpu"] = gpu
+    # The one place the cells become typed: every other step reads the row's fields.
+    return CsvRow(**cells)
 
 
 class _SpansLines(Exception):
@@ -265,7 +290,7 @@ def _cells(line: bytes) -> list[str]:
 
 
 def _rows(lines: Iterable[bytes], columns: list[str]
-          ) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
+          ) -> Iterator[tuple[int, CsvRow | ValueError]]:
     """(line number, row or what is wrong with it) for every data line of `lines` (the file's
     lines after its header: line 2 on). Raises what reading the file raises (a gzip cut short).
     """
@@ -277,7 +302,7 @@ def _rows(lines: Iterable[bytes], columns: list[str]
             # Not strict, as the csv module's DictReader: a short row's missing cells are
             # empty, cells past the header's columns are ignored.
             named: dict[str, str | None] = dict(zip(columns, cells, strict=False))
-            parsed: dict[str, Any] | ValueError = _row(named)
+            parsed: CsvRow | ValueError = _row(named)
         except (ValueError, TypeError) as exc:
             # A new exception, without the traceback: none outlives its handler (`_records`
             # of `recording` says why).
@@ -310,7 +335,7 @@ def _csv_records(p: Path, columns: list[str], rec: Recording) -> Iterator[Record
         stream.close()
 
 
-def _records_of(rows: Iterable[tuple[int, dict[str, Any] | ValueError]], columns: list[str],
+def _records_of(rows: Iterable[tuple[int, CsvRow | ValueError]], columns: list[str],
                 rec: Recording) -> Iterator[Record]:
     """The records of parsed rows, bad ones counted and said."""
     # An exported recording (it has `interval_ns`): every row is a record as recorded, host
@@ -322,8 +347,8 @@ def _records_of(rows: Iterable[tuple[int, dict[str, Any] | ValueError]], columns
         if isinstance(parsed, ValueError):
             rec.problem("bad_records", f"{rec.path}:{line_no}: bad row ({parsed}); skipped")
             continue
-        t_s, gpu = parsed["timestamp_s"], parsed["gpu"]
-        t_ns = parsed["t_mono_ns"]
+        t_s, gpu = parsed.timestamp_s, parsed.gpu
+        t_ns = parsed.t_mono_ns
         if t_ns is None:
             t_ns = int(round(t_s * 1e9))
         if gpu is None:
@@ -332,20 +357,19 @@ def _records_of(rows: Iterable[tuple[int, dict[str, Any] | ValueError]], columns
                             f"{rec.path}:{line_no}: bad row (timestamp_s and gpu are required); "
                             "skipped")
                 continue
-            yield _host(parsed, t_ns, parsed["interval_ns"])
+            yield _host(parsed, t_ns, parsed.interval_ns)
             continue
         prev = last_t_ns.get(gpu)
         if prev is not None and t_ns <= prev:
             rec.problem("out_of_order", f"{rec.path}:{line_no}: time goes backwards; row skipped")
             continue
         host: HostSample | None = None
-        if not exact and (parsed["host_mem_used_pct"] is not None
-                          or parsed["host_psi_mem_some_avg10"] is not None) and (
+        if not exact and (parsed.host_mem_used_pct is not None
+                          or parsed.host_psi_mem_some_avg10 is not None) and (
                 last_host_t_ns is None or t_ns > last_host_t_ns):
             host = _host(parsed, t_ns, None if last_host_t_ns is None else t_ns - last_host_t_ns)
             last_host_t_ns = t_ns
-        sm, rx, tx = parsed["sm_active_pct"], parsed["pcie_rx_bytes_per_s"], \
-            parsed["pcie_tx_bytes_per_s"]
+        sm, rx, tx = parsed.sm_active_pct, parsed.pcie_rx_bytes_per_s, parsed.pcie_tx_bytes_per_s
         if not exact and is_stale_gpm(sm, rx, tx, None if prev is None else t_ns - prev):
             rec.counters["stale_gpm_rows"] = rec.counters.get("stale_gpm_rows", 0) + 1
             if prev is None:
@@ -359,32 +383,31 @@ def _records_of(rows: Iterable[tuple[int, dict[str, Any] | ValueError]], columns
             yield host
 
 
-def _host(cells: dict[str, Any], t_ns: int, interval_ns: int | None) -> HostSample:
+def _host(row: CsvRow, t_ns: int, interval_ns: int | None) -> HostSample:
     return HostSample(
-        t_mono_ns=t_ns, t_wall_s=cells["timestamp_s"], interval_ns=interval_ns,
-        mem_used_pct=cells["host_mem_used_pct"], mem_available_bytes=None, swap_used_bytes=None,
-        cpu_busy_pct=None, psi_mem_some_avg10=cells["host_psi_mem_some_avg10"],
-        psi_mem_full_avg10=None, psi_mem_some_share=cells["host_psi_mem_some_share"],
-        psi_mem_full_share=None, major_faults_per_s=cells["host_major_faults_per_s"],
-        mem_bandwidth_bytes_per_s=cells["host_mem_bandwidth_bytes_per_s"],
+        t_mono_ns=t_ns, t_wall_s=row.timestamp_s, interval_ns=interval_ns,
+        mem_used_pct=row.host_mem_used_pct, mem_available_bytes=None, swap_used_bytes=None,
+        cpu_busy_pct=None, psi_mem_some_avg10=row.host_psi_mem_some_avg10,
+        psi_mem_full_avg10=None, psi_mem_some_share=row.host_psi_mem_some_share,
+        psi_mem_full_share=None, major_faults_per_s=row.host_major_faults_per_s,
+        mem_bandwidth_bytes_per_s=row.host_mem_bandwidth_bytes_per_s,
     )  # fmt: skip
 
 
-def _sample(cells: dict[str, Any], gpu: int, t_ns: int, prev: int | None,
-            exact: bool) -> GpuSample:
+def _sample(row: CsvRow, gpu: int, t_ns: int, prev: int | None, exact: bool) -> GpuSample:
     """The row as a GPU sample: sources and interval as written where the CSV has them (an
     exported recording), else a GPM trace's with the interval since the GPU's last row."""
-    sm, rx, tx = cells["sm_active_pct"], cells["pcie_rx_bytes_per_s"], \
-        cells["pcie_tx_bytes_per_s"]
-    sm_source: Any = cells["sm_source"] if exact else ("trace" if sm is not None else None)
-    pcie_source: Any = cells["pcie_source"] if exact else (
+    sm, rx, tx = row.sm_active_pct, row.pcie_rx_bytes_per_s, row.pcie_tx_bytes_per_s
+    sm_source: SignalSource | None = row.sm_source if exact else (
+        "trace" if sm is not None else None)
+    pcie_source: SignalSource | None = row.pcie_source if exact else (
         "trace" if rx is not None or tx is not None else None)
-    interval = cells["interval_ns"] if exact else (None if prev is None else t_ns - prev)
+    interval = row.interval_ns if exact else (None if prev is None else t_ns - prev)
     return GpuSample(
-        gpu=gpu, t_mono_ns=t_ns, t_wall_s=cells["timestamp_s"], interval_ns=interval,
-        sm_active_pct=sm, gpu_util_pct=cells["gpu_util_pct"], pcie_rx_bytes_per_s=rx,
+        gpu=gpu, t_mono_ns=t_ns, t_wall_s=row.timestamp_s, interval_ns=interval,
+        sm_active_pct=sm, gpu_util_pct=row.gpu_util_pct, pcie_rx_bytes_per_s=rx,
         pcie_tx_bytes_per_s=tx, sm_source=sm_source, pcie_source=pcie_source,
-        pcie_lower_bound=bool(cells["pcie_lower_bound"]),
+        pcie_lower_bound=bool(row.pcie_lower_bound),
     )  # fmt: skip
 
 
@@ -446,21 +469,21 @@ class _Scan:
     GPU rows' times and how many there are."""
 
     def __init__(self) -> None:
-        self.gpus: dict[int, dict[str, Any]] = {}
+        self.gpus: dict[int, CsvRow] = {}
         self.t0: float | None = None
         self.t1: float | None = None
         self.rows = 0
 
-    def add(self, parsed: dict[str, Any] | ValueError) -> None:
+    def add(self, parsed: CsvRow | ValueError) -> None:
         """Take one parsed row (a bad one is said with its line number when the records are
         read; a host row is read with the records)."""
-        if isinstance(parsed, ValueError) or parsed["gpu"] is None:
+        if isinstance(parsed, ValueError) or parsed.gpu is None:
             return
         self.rows += 1
-        seen = self.gpus.setdefault(parsed["gpu"], parsed)
-        if seen["sm_source"] is None and parsed["sm_source"] is not None:
-            self.gpus[parsed["gpu"]] = parsed
-        t_s = parsed["timestamp_s"]
+        seen = self.gpus.setdefault(parsed.gpu, parsed)
+        if seen.sm_source is None and parsed.sm_source is not None:
+            self.gpus[parsed.gpu] = parsed
+        t_s = parsed.timestamp_s
         self.t0 = t_s if self.t0 is None else min(self.t0, t_s)
         self.t1 = t_s if self.t1 is None else max(self.t1, t_s)
 
@@ -472,10 +495,10 @@ class _Scan:
         return usable_period_ms(round(estimate, 1)) or DEFAULT_PERIOD_MS
 
 
-def _gpu_info(index: int, first: dict[str, Any], exact: bool) -> GpuInfo:
+def _gpu_info(index: int, first: CsvRow, exact: bool) -> GpuInfo:
     """A GPU of the CSV: a GPM trace's, or, from an exported recording, its link and sources
     as its first row wrote them."""
     if not exact:
         return GpuInfo(index=index, name="(trace)", sm_source="trace", pcie_source="trace")
-    return GpuInfo(index=index, name="(trace)", link_bytes_per_s=first["link_bytes_per_s"],
-                   sm_source=first["sm_source"], pcie_source=first["pcie_source"])
+    return GpuInfo(index=index, name="(trace)", link_bytes_per_s=first.link_bytes_per_s,
+                   sm_source=first.sm_source, pcie_source=first.pcie_source)

@@ -320,19 +320,27 @@ def test_the_glob_advised_for_a_folder_named_with_glob_characters_reads_that_fol
     ("FILE?set=ffffffffffffffff", "no recording of set ffffffffffffffff in it"),
     ("DIR?set=", "?set= names no recording set: give the set id after it"),
     ("DIR?set=ID?set=ID", "?set= is given twice"),
+    ("DIR?set=ID/x", "?set= takes a set id, which has no '/'"),
+    ("FILE?set=ID/x", "?set= takes a set id, which has no '/'"),
+    ("CSV?set=ID", "a trace CSV has no recording sets: give it without ?set="),
 ])
 def test_a_set_selector_on_a_file_without_an_id_or_twice_is_read_or_said_for_what_it_is(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str,
         said: str | None) -> None:
     # `FILE?set=ID` was "no such file" of a file that exists; `DIR?set=` "no gapwatch
     # recording in it" and `DIR?set=ID?set=ID` "no recording of set ID in it", of a folder
-    # that held that very set (both were read as globs that named nothing).
+    # that held that very set (both were read as globs that named nothing); `DIR?set=ID/x` was
+    # "no gapwatch recording in it" (a path under a folder `DIR?set=ID`, which is not there);
+    # `CSV?set=ID` "no recording of set ID in it (...: not a gapwatch recording)".
     sim = simulate("chained", seed=1, duration_s=5)
     file = tmp_path / "gw.jsonl"
     _record(file, sim.header, list(sim.records))
     set_id = read_any(file).header.set_id
     assert set_id is not None
-    arg = given.replace("FILE", str(file)).replace("DIR", str(tmp_path)).replace("ID", set_id)
+    csv = tmp_path / "t.csv"
+    csv.write_text("timestamp_s,gpu,sm_active_pct\n1700000000.0,0,50.0\n")
+    arg = given.replace("FILE", str(file)).replace("DIR", str(tmp_path)).replace(
+        "CSV", str(csv)).replace("ID", set_id)
     if said is None:
         assert list(read_any(arg).records) == list(read_any(file).records)
         return

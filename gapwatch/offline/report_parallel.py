@@ -145,6 +145,7 @@ from gapwatch.sources.files import data_span, header_of, json_bytes_of, read_any
 from gapwatch.sources.recording import MAX_PROBLEMS, Reading, Recording, WakeAt
 from gapwatch.sources.recording_set import is_set, set_files
 from gapwatch.sources.time_window import TimeWindow
+from gapwatch.sources.trace_csv import is_trace_csv
 
 #: Smaller recordings are read in one process: starting workers costs ~0.1-0.5 s, and each
 #: worker costs ~0.68 of one process in CPU (it reads every line and every host sample): on a
@@ -175,7 +176,7 @@ def plan_workers(path: str | Path, log_paths: list[str]) -> int:
     can be forked: `can_share_logs`). Large means its JSON (`recording.json_bytes`: a gzip
     file counts for what it holds, not what it takes on disk)."""
     p = Path(path)
-    if (log_paths and not can_share_logs()) or p.suffix.lower() == ".csv":
+    if (log_paths and not can_share_logs()) or is_trace_csv(p):
         return 1
     try:
         if json_bytes_of(p) < MIN_PARALLEL_BYTES or _being_written(p):

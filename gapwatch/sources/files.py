@@ -23,7 +23,7 @@ from gapwatch.sources.recording import (
 )
 from gapwatch.sources.recording_set import is_set, read_set, set_files
 from gapwatch.sources.time_window import TimeWindow, within
-from gapwatch.sources.trace_csv import read_trace_csv
+from gapwatch.sources.trace_csv import is_trace_csv, read_trace_csv
 
 
 def read_any(path: str | Path, reading: Reading = WHOLE) -> Recording:
@@ -40,7 +40,7 @@ def read_any(path: str | Path, reading: Reading = WHOLE) -> Recording:
         return read_set(p, reading)
     if not p.exists():
         raise RecordingError(f"{p}: no such file")
-    if p.suffix.lower() == ".csv":
+    if is_trace_csv(p):
         refuse_a_stream(p, "a trace CSV is read twice (its GPUs and span, then its rows)")
         rec = read_trace_csv(p)
         if reading.window is not None:
@@ -115,6 +115,6 @@ def _saving_example(path: Path) -> str:
     (`cat t.csv > trace.csv`; a recording's `zcat gw.jsonl.gz` advice was given for a CSV),
     else a recording's, the usual stream (`<(zcat gw.jsonl.gz)` is `/dev/fd/63`: no name
     to go by)."""
-    if path.suffix.lower() == ".csv":
+    if is_trace_csv(path):
         return f"e.g. cat {path} > trace.csv"
     return "e.g. zcat gw.jsonl.gz > gw.jsonl"

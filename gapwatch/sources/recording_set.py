@@ -67,6 +67,7 @@ from gapwatch.sources.recording import (
     read_recording,
 )
 from gapwatch.sources.time_window import LATE_S, TimeWindow
+from gapwatch.sources.trace_csv import is_trace_csv
 
 #: Names taken for recordings in a folder.
 RECORDING_SUFFIXES = (".jsonl", ".jsonl.gz")
@@ -101,8 +102,19 @@ def selector_problem(path: Path) -> str | None:
     if not wanted:
         return ("?set= names no recording set: give the set id after it (DIR?set=ID, as a "
                 "folder of several recordings lists them)")
-    if "/" not in wanted and SET_SELECTOR in head and not os.path.lexists(head):
+    if "/" in wanted:
+        # A set id is hex digits: `DIR?set=a/b` was read as a path under a folder `DIR?set=a`
+        # and said "no gapwatch recording in it" of a folder that held one. Under a folder
+        # that is there, it is a path (said as one when it names nothing).
+        if os.path.isdir(os.path.dirname(text)):
+            return None
+        return ("?set= takes a set id, which has no '/' (DIR?set=ID, as a folder of several "
+                "recordings lists them)")
+    if SET_SELECTOR in head and not os.path.lexists(head):
         return "?set= is given twice: give one set id"
+    if os.path.isfile(head) and is_trace_csv(Path(head)):
+        # Was "no recording of set ID in it (...: not a gapwatch recording)".
+        return "a trace CSV has no recording sets: give it without ?set="
     return _names_nothing(Path(head or "."))
 
 

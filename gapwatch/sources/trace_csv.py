@@ -77,6 +77,11 @@ from gapwatch.sources.recording import LineStream, Recording, RecordingError, op
 MAX_ROW_BYTES: Final = 1 << 20
 
 
+def is_trace_csv(path: Path) -> bool:
+    """Whether `path` is read as a trace CSV (by its name: `.csv`, any case)."""
+    return path.suffix.lower() == ".csv"
+
+
 def _number(text: str) -> float | None:
     out = decimal(text)  # ASCII only: "１" is not GPU 1, "1_000" is not a thousand
     return out if math.isfinite(out) else None  # NaN / inf: not a reading

@@ -19,7 +19,7 @@ from gapwatch.cli import main
 from gapwatch.core.models import GpuSample, Record, SessionHeader
 from gapwatch.sinks.recorder import Recorder, write_recording
 from gapwatch.sinks.segments import check_segments, segment_name, segments_of
-from gapwatch.sources.files import read_any
+from gapwatch.sources.files import json_bytes_of, read_any
 from gapwatch.sources.recording import RecordingError
 
 HOSTILE = DATA / "hostile"
@@ -270,6 +270,7 @@ def test_a_segment_under_a_second_name_is_read_once(tmp_path: Path, second: str)
     folder.mkdir()
     _record(folder / "gw.jsonl", sim.header, list(sim.records), rotate_bytes=64 << 10)
     once = list(read_any(folder).records)
+    bytes_once = json_bytes_of(folder)
     seg = segments_of(folder / "gw.jsonl")[1][1]
     arg, said_as = str(folder), f"keep.jsonl (= {seg.name})"
     if second == "hard_link":
@@ -287,6 +288,9 @@ def test_a_segment_under_a_second_name_is_read_once(tmp_path: Path, second: str)
     said = [p for p in rec.problems if "read under another name" in p]
     assert len(said) == 1 and said_as in said[0], rec.problems
     assert rec.counters["read_once"] == 1
+    if second in ("hard_link", "symbolic_link"):
+        # How much the report reads (it decides whether to split the work): the file once.
+        assert json_bytes_of(arg) == bytes_once
 
 
 def test_the_glob_advised_for_a_folder_named_with_glob_characters_reads_that_folder(

@@ -61,11 +61,19 @@ def header_of(path: str | Path) -> SessionHeader:
 
 def json_bytes_of(path: str | Path) -> int:
     """About how many bytes of JSON `path` holds (`recording.json_bytes`; a set's files
-    summed). Raises OSError."""
+    summed, a file under several names, hard or symbolic links, once: the reader reads it
+    once). Raises OSError."""
     p = Path(path)
-    if is_set(p):
-        return sum(json_bytes(f) for f in set_files(p).files)
-    return json_bytes(p)
+    if not is_set(p):
+        return json_bytes(p)
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for f in set_files(p).files:
+        st = f.stat()
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            total += json_bytes(f)
+    return total
 
 
 def data_span(path: str | Path, started_wall_s: float, window: TimeWindow | None = None

@@ -5,6 +5,7 @@ item 12's files not named *.jsonl*)."""
 
 from __future__ import annotations
 
+import gzip
 import re
 import shlex
 import shutil
@@ -291,6 +292,27 @@ def test_a_segment_under_a_second_name_is_read_once(tmp_path: Path, second: str)
     if second in ("hard_link", "symbolic_link"):
         # How much the report reads (it decides whether to split the work): the file once.
         assert json_bytes_of(arg) == bytes_once
+
+
+def test_of_a_plain_copy_cut_short_and_a_whole_gzip_copy_of_a_segment_the_gzip_is_read(
+        tmp_path: Path) -> None:
+    # Neither is the recorder's own file (a restored folder): the longer on disk was read, so a
+    # `gzip -k` of the whole segment lost to a plain copy taken while it was written.
+    sim = simulate("pageable", seed=1, duration_s=30)
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    _record(folder / "gw.jsonl", sim.header, list(sim.records), rotate_bytes=64 << 10)
+    whole = list(read_any(folder).records)
+    seg = segments_of(folder / "gw.jsonl")[1][1]
+    text = seg.read_bytes()
+    (folder / f"{seg.name}.gz").write_bytes(gzip.compress(text))
+    cut = text[: text.index(b"\n", len(text) // 2) + 1]
+    (folder / "copy.jsonl").write_bytes(cut)
+    seg.unlink()
+    rec = read_any(folder)
+    assert list(rec.records) == whole
+    said = [p for p in rec.problems if "read under another name" in p]
+    assert len(said) == 1 and f"copy.jsonl (= {seg.name}.gz)" in said[0], rec.problems
 
 
 def test_the_glob_advised_for_a_folder_named_with_glob_characters_reads_that_folder(

@@ -62,6 +62,7 @@ from gapwatch.sources.recording import (
     Reading,
     Recording,
     RecordingError,
+    json_bytes,
     last_wall_s,
     open_recording,
     read_recording,
@@ -271,7 +272,7 @@ class _File(NamedTuple):
     #: read once.
     segment: tuple[object, ...]
     #: Which of two files that hold one segment is read (`_preferred`): the lowest.
-    rank: tuple[bool, int, bool, bool, str]
+    rank: tuple[bool, bool, bool, str]
 
 
 def _segment_of(path: Path, st: os.stat_result, header: SessionHeader,
@@ -290,25 +291,39 @@ def _segment_of(path: Path, st: os.stat_result, header: SessionHeader,
 
 
 def _preferred(path: Path, st: os.stat_result, header: SessionHeader) -> tuple[
-        bool, int, bool, bool, str]:
-    """The order in which files that hold one segment are preferred: the file the recorder
-    wrote (its header names its inode), then the longest (a copy taken while it was written
-    holds less), then a file over a symbolic link, then a name like a segment's, then by
-    name."""
-    return (header.file_inode != st.st_ino, -st.st_size, path.is_symlink(),
+        bool, bool, bool, str]:
+    """The order in which files that hold one segment are preferred, after the one that holds
+    the most (`_read_once`): the file the recorder wrote (its header names its inode), then a
+    file over a symbolic link, then a name like a segment's, then by name."""
+    return (header.file_inode != st.st_ino, path.is_symlink(),
             _SEGMENT_NUMBER.search(path.name) is None, path.name)
 
 
 def _read_once(files: list[_File]) -> tuple[list[_File], list[str]]:
     """Each segment once (see `_segment_of`): the files to read, in the order given, and
-    the names of the others, each with the name it is read under."""
-    best: dict[tuple[object, ...], _File] = {}
+    the names of the others, each with the name it is read under. Of the files of one
+    segment, the recorder's own is read, else the one that holds the most JSON (a copy taken
+    while the segment was written holds less; a gzip copy is weighed inflated: by its size on
+    disk a complete `gzip -k` of a segment lost to a plain copy cut short), then `_preferred`.
+    """
+    by_segment: dict[tuple[object, ...], list[_File]] = {}
     for f in files:
-        if f.segment not in best or f.rank < best[f.segment].rank:
-            best[f.segment] = f
+        by_segment.setdefault(f.segment, []).append(f)
+    best = {seg: fs[0] if len(fs) == 1 else min(fs, key=_held_first)
+            for seg, fs in by_segment.items()}
     kept = [f for f in files if best[f.segment] is f]
     again = [_same_as(f.path, best[f.segment].path) for f in files if best[f.segment] is not f]
     return kept, again
+
+
+def _held_first(f: _File) -> tuple[bool, int, bool, bool, str]:
+    """`_read_once`'s order: the recorder's own file, then the most JSON, then `_preferred`.
+    Sized only where a segment has several files (a gzip's first MiB is inflated)."""
+    try:
+        held = json_bytes(f.path)
+    except OSError:
+        held = 0  # gone since it was opened: the reader says so if it is chosen
+    return (f.rank[0], -held, *f.rank[1:])
 
 
 def _same_as(path: Path, read: Path) -> str:

@@ -249,3 +249,46 @@ def test_at_on_the_command_line_and_its_refusals(tmp_path: Path,
         assert main(["compare", *argv]) == 2
         err = capsys.readouterr().err
         assert words in err and err.count("\n") == 1
+
+
+
+def _sim_recording(tmp: Path, scenario: str, seconds: int, seed: int) -> Path:
+    out = tmp / f"{scenario}-{seed}.jsonl"
+    assert main(["record", "--source", f"sim:{scenario}", "--speed", "0", "--seed", str(seed),
+                 "--duration", str(seconds), "--quiet", "--out", str(out)]) == 0
+    return out
+
+
+def _without_gpu_readings(src: Path, tmp: Path, from_s: float, to_s: float) -> Path:
+    """The recording with its GPU samples from `from_s` to `to_s` after the first one left out
+    (a sampler that stalled): its log lines, host samples and /status kept."""
+    lines = src.read_text().splitlines()
+    t0 = min(float(json.loads(x)["t_wall_s"]) for x in lines[1:] if '"type":"gpu"' in x)
+    keep = [lines[0]]
+    for x in lines[1:]:
+        rec = json.loads(x)
+        if rec.get("type") == "gpu" and from_s <= float(rec["t_wall_s"]) - t0 < to_s:
+            continue
+        keep.append(x)
+    out = tmp / "hole.jsonl"
+    out.write_text("\n".join(keep) + "\n")
+    return out
+
+
+def test_a_stretch_without_gpu_readings_is_neither_busy_windows_nor_a_higher_rate(
+        tmp_path: Path) -> None:
+    """Missing data is unknown, never busy: a sampler that stalled for 40 s of a 120 s
+    simulated run (the prover's log going on) must not give 100 % busy windows over the hole,
+    nor count the partitions that ended in it over the shorter span that has readings (that
+    read as 1.5x the throughput of the very same run, "90 % of the predicted gain")."""
+    run = _sim_recording(tmp_path, "pageable", 120, 1)
+    hole = _without_gpu_readings(run, tmp_path, 40.0, 80.0)
+    c = _compare(run, hole)
+    busy, parts = _figure(c, "busy share"), _figure(c, "partitions/h")
+    assert busy.after_windows.n < busy.before_windows.n  # the hole's windows give no value
+    assert busy.after_windows.p90 is not None and busy.after_windows.p90 < 0.95
+    assert parts.before and parts.after
+    assert 0.8 < parts.after / parts.before < 1.25
+    ach = to_json(c)["payoff"]["achieved"]
+    assert ach["throughput_ratio"] is not None and ach["throughput_ratio"] < 1.25
+    assert any("AFTER has no reading for" in n for n in c.notes)

@@ -292,3 +292,24 @@ def test_a_stretch_without_gpu_readings_is_neither_busy_windows_nor_a_higher_rat
     ach = to_json(c)["payoff"]["achieved"]
     assert ach["throughput_ratio"] is not None and ach["throughput_ratio"] < 1.25
     assert any("AFTER has no reading for" in n for n in c.notes)
+
+
+def test_a_side_with_no_whole_window_is_too_short_not_one_side_only_nor_an_achieved_gain(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--at -0s`: AFTER is the recording's last reading (0.1 s, no window). Its figures exist
+    but cannot be tested: "too few windows", not "one side only"; and the payoff does not claim
+    a throughput ratio from it (it read "busy 60% -> 100%, 1.67x by busy share, 106 % of the
+    predicted gain")."""
+    run = _sim_recording(tmp_path, "pageable", 120, 2)
+    assert main(["compare", str(run), "--at", "-0s", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    busy = next(f for f in doc["figures"] if f["figure"] == "busy share")
+    assert busy["after_windows"]["n"] == 0 and busy["after"] is not None
+    assert busy["verdict"] == "too few windows"
+    ach = doc["payoff"]["achieved"]
+    assert ach["throughput_ratio"] is None and ach["share_of_predicted_gain"] is None
+    assert ach["not_measured"] == "too few windows of busy share"
+    assert main(["compare", str(run), "--at", "-0s"]) == 0
+    text = capsys.readouterr().out
+    assert "throughput not measured: too few windows of busy share" in text
+    assert max(len(line) for line in text.splitlines()) <= 100

@@ -255,8 +255,14 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
         for name in _figure_names(b_win, a_win, b_all, a_all):
             better, share = _direction(name)
             bw, aw = b_win.get(name, []), a_win.get(name, [])
+            test = judge(bw, aw, better, share)
+            if (not bw or not aw) and b_all.get(name) is not None \
+                    and a_all.get(name) is not None:
+                # Both sides have the figure, one has no usable window of it (a side shorter
+                # than half a window, or all of it a hole): too short, not "one side only".
+                test = Test(None, None, "too few windows")
             figures.append(Figure(gpu, name, better, share, b_all.get(name), a_all.get(name),
-                                  spread(bw), spread(aw), judge(bw, aw, better, share)))
+                                  spread(bw), spread(aw), test))
     load_known = before.statuses > 0 and after.statuses > 0
     load_differs = any(f.name == NO_WORK and f.test.verdict == "load" for f in figures)
     if load_differs:
@@ -434,6 +440,8 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
                "changed": x.setting in changed} for x in b.advice.advice]
     top = c.figures[0].gpu if c.figures else ALL
     whole = {f.name: (f.before, f.after) for f in c.figures if f.gpu == top}
+    too_short = {f.name for f in c.figures
+                 if f.gpu == top and f.test.verdict == "too few windows"}
     ratio, basis = None, None
     pb, pa = whole.get("partitions/h", (None, None))
     bb, ba = whole.get("busy share", (b.busy_fraction, a.busy_fraction))
@@ -441,6 +449,12 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
         ratio, basis = pa / pb, "partitions/h"
     elif bb and ba is not None:
         ratio, basis = ba / bb, "busy share"
+    not_measured = None
+    if basis is not None and basis in too_short:
+        # A side too short to tell a change (its verdict says so) is no measure of the gain
+        # either: a ratio from a few seconds would read as "achieved" with no test behind it.
+        not_measured = f"too few windows of {basis}"
+        ratio, basis = None, None
     predicted = b.payoff_all.throughput_gain
     share = None
     if ratio is not None and predicted is not None and predicted > 1:
@@ -452,6 +466,7 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
         "achieved": {"busy_before": b.busy_fraction, "busy_after": a.busy_fraction,
                      "throughput_ratio": ratio, "basis": basis,
                      "share_of_predicted_gain": share,
+                     "not_measured": not_measured,
                      "load_differs": c.load_differs},
     }
 

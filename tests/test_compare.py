@@ -313,3 +313,19 @@ def test_a_side_with_no_whole_window_is_too_short_not_one_side_only_nor_an_achie
     text = capsys.readouterr().out
     assert "throughput not measured: too few windows of busy share" in text
     assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_prover_causes_from_a_log_on_one_side_only_are_not_judged(tmp_path: Path) -> None:
+    """The same pageable run with and without its log lines: with the log, the prover's cause
+    is `pinned_pool`; from /status alone, `inside_workers`. Compared, that read "cause
+    pinned_pool: gone, better" and "cause inside_workers: new, worse" for one setting."""
+    run = _sim_recording(tmp_path, "pageable", 120, 3)
+    no_log = tmp_path / "no-log.jsonl"
+    no_log.write_text("".join(line for line in run.read_text().splitlines(keepends=True)
+                              if '"type":"log"' not in line))
+    c = _compare(run, no_log)
+    causes = {f.name: f.test.verdict for f in c.figures
+              if f.name.startswith("idle s/h, prover: ")}
+    assert causes and set(causes.values()) == {"not comparable"}
+    assert any("only BEFORE has the prover's log" in n for n in c.notes)
+    assert max(len(line) for line in format_text(c).splitlines()) <= 100

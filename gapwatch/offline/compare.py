@@ -263,6 +263,8 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
                 test = Test(None, None, "too few windows")
             figures.append(Figure(gpu, name, better, share, b_all.get(name), a_all.get(name),
                                   spread(bw), spread(aw), test))
+    if _log_on_one_side(before, after) is not None:
+        figures = [_cause_unlike(f) for f in figures]
     load_known = before.statuses > 0 and after.statuses > 0
     load_differs = any(f.name == NO_WORK and f.test.verdict == "load" for f in figures)
     if load_differs:
@@ -296,6 +298,22 @@ def _zeros_for_absent(mine: dict[int, dict[str, list[float]]],
                 figs[name] = [0.0] * n
                 if gpu in whole and whole[gpu]:
                     whole[gpu][name] = 0.0
+
+
+def _log_on_one_side(before: Side, after: Side) -> Side | None:
+    """The side that read the prover's log when the other read none, else None."""
+    b, a = before.settings.log_lines > 0, after.settings.log_lines > 0
+    return None if b == a else before if b else after
+
+
+def _cause_unlike(f: Figure) -> Figure:
+    """A prover cause read from the log on one side and from `/status` alone on the other is
+    not the same measure (the log names `pinned_pool` where `/status` says `inside_workers`):
+    said, never judged. `no_work` is `/status`'s on both sides."""
+    if f.name.startswith("idle s/h, prover: ") and f.name != NO_WORK:
+        return Figure(f.gpu, f.name, f.better, f.share, f.before, f.after, f.before_windows,
+                      f.after_windows, Test(f.test.p_value, f.test.delta_mean, "not comparable"))
+    return f
 
 
 def _load_said(f: Figure) -> Figure:
@@ -399,6 +417,10 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
     if b > 0 and a > 0 and max(a, b) / min(a, b) > LENGTH_RATIO_SAID:
         out.append(f"different lengths: BEFORE {fmt.duration(b)} of work, AFTER "
                    f"{fmt.duration(a)}: rates compare, totals do not")
+    with_log = _log_on_one_side(before, after)
+    if with_log is not None:
+        out.append(f"only {with_log.label} has the prover's log: prover causes not compared "
+                   "(the other has /status only)")
     for s in (before, after):
         silent = _silent_in_span(s)
         if silent:

@@ -249,3 +249,83 @@ def test_at_on_the_command_line_and_its_refusals(tmp_path: Path,
         assert main(["compare", *argv]) == 2
         err = capsys.readouterr().err
         assert words in err and err.count("\n") == 1
+
+
+
+def _sim_recording(tmp: Path, scenario: str, seconds: int, seed: int) -> Path:
+    out = tmp / f"{scenario}-{seed}.jsonl"
+    assert main(["record", "--source", f"sim:{scenario}", "--speed", "0", "--seed", str(seed),
+                 "--duration", str(seconds), "--quiet", "--out", str(out)]) == 0
+    return out
+
+
+def _without_gpu_readings(src: Path, tmp: Path, from_s: float, to_s: float) -> Path:
+    """The recording with its GPU samples from `from_s` to `to_s` after the first one left out
+    (a sampler that stalled): its log lines, host samples and /status kept."""
+    lines = src.read_text().splitlines()
+    t0 = min(float(json.loads(x)["t_wall_s"]) for x in lines[1:] if '"type":"gpu"' in x)
+    keep = [lines[0]]
+    for x in lines[1:]:
+        rec = json.loads(x)
+        if rec.get("type") == "gpu" and from_s <= float(rec["t_wall_s"]) - t0 < to_s:
+            continue
+        keep.append(x)
+    out = tmp / "hole.jsonl"
+    out.write_text("\n".join(keep) + "\n")
+    return out
+
+
+def test_a_stretch_without_gpu_readings_is_neither_busy_windows_nor_a_higher_rate(
+        tmp_path: Path) -> None:
+    """Missing data is unknown, never busy: a sampler that stalled for 40 s of a 120 s
+    simulated run (the prover's log going on) must not give 100 % busy windows over the hole,
+    nor count the partitions that ended in it over the shorter span that has readings (that
+    read as 1.5x the throughput of the very same run, "90 % of the predicted gain")."""
+    run = _sim_recording(tmp_path, "pageable", 120, 1)
+    hole = _without_gpu_readings(run, tmp_path, 40.0, 80.0)
+    c = _compare(run, hole)
+    busy, parts = _figure(c, "busy share"), _figure(c, "partitions/h")
+    assert busy.after_windows.n < busy.before_windows.n  # the hole's windows give no value
+    assert busy.after_windows.p90 is not None and busy.after_windows.p90 < 0.95
+    assert parts.before and parts.after
+    assert 0.8 < parts.after / parts.before < 1.25
+    ach = to_json(c)["payoff"]["achieved"]
+    assert ach["throughput_ratio"] is not None and ach["throughput_ratio"] < 1.25
+    assert any("AFTER has no reading for" in n for n in c.notes)
+
+
+def test_a_side_with_no_whole_window_is_too_short_not_one_side_only_nor_an_achieved_gain(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--at -0s`: AFTER is the recording's last reading (0.1 s, no window). Its figures exist
+    but cannot be tested: "too few windows", not "one side only"; and the payoff does not claim
+    a throughput ratio from it (it read "busy 60% -> 100%, 1.67x by busy share, 106 % of the
+    predicted gain")."""
+    run = _sim_recording(tmp_path, "pageable", 120, 2)
+    assert main(["compare", str(run), "--at", "-0s", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    busy = next(f for f in doc["figures"] if f["figure"] == "busy share")
+    assert busy["after_windows"]["n"] == 0 and busy["after"] is not None
+    assert busy["verdict"] == "too few windows"
+    ach = doc["payoff"]["achieved"]
+    assert ach["throughput_ratio"] is None and ach["share_of_predicted_gain"] is None
+    assert ach["not_measured"] == "too few windows of busy share"
+    assert main(["compare", str(run), "--at", "-0s"]) == 0
+    text = capsys.readouterr().out
+    assert "throughput not measured: too few windows of busy share" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_prover_causes_from_a_log_on_one_side_only_are_not_judged(tmp_path: Path) -> None:
+    """The same pageable run with and without its log lines: with the log, the prover's cause
+    is `pinned_pool`; from /status alone, `inside_workers`. Compared, that read "cause
+    pinned_pool: gone, better" and "cause inside_workers: new, worse" for one setting."""
+    run = _sim_recording(tmp_path, "pageable", 120, 3)
+    no_log = tmp_path / "no-log.jsonl"
+    no_log.write_text("".join(line for line in run.read_text().splitlines(keepends=True)
+                              if '"type":"log"' not in line))
+    c = _compare(run, no_log)
+    causes = {f.name: f.test.verdict for f in c.figures
+              if f.name.startswith("idle s/h, prover: ")}
+    assert causes and set(causes.values()) == {"not comparable"}
+    assert any("only BEFORE has the prover's log" in n for n in c.notes)
+    assert max(len(line) for line in format_text(c).splitlines()) <= 100

@@ -69,6 +69,9 @@ class ProverSettings:
     #: Batches seen (`synthesis complete, sending to GPU batch_size>1` or a monolithic
     #: PoRep/SnapDeals `SYNTH_START kind=`): how many.
     batches: int = 0
+    #: The prover's log lines (tracing) read: 0 when the side has no prover log, so that what
+    #: only the log tells (a gap's cause beyond `/status`'s) is known to be missing there.
+    log_lines: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +163,7 @@ class SettingsSeen:
                 f"1 (inferred: {self.gpu_starts} GPU_START, no '{SPLIT_PROVE_TELL}' line)")
         return ProverSettings({**self.values, **self.status_values},
                               {**self.seen_in, **self.status_seen_in}, tuple(self.deprecated),
-                              env, self.batches)
+                              env, self.batches, self.tracing_lines)
 
 
 def split_prove_disabled(gpu_starts: int, split_prove_lines: int, tracing_lines: int) -> bool:

@@ -32,7 +32,7 @@ from typing import Any
 from gapwatch.base.tuple_spool import TupleSpool
 from gapwatch.config import Config
 from gapwatch.core import fmt
-from gapwatch.core.models import Gap, GpuInfo, ProverEvent
+from gapwatch.core.models import Gap, GpuInfo, ProverEvent, StateChange
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
@@ -44,10 +44,12 @@ from gapwatch.offline.compare_windows import (
     POST_LATENCY,
     GpuWindows,
     Grid,
+    NoData,
     SlimCopy,
     SlimGap,
     SlimPost,
     accumulate,
+    all_silent,
     choose_window_s,
     series,
 )
@@ -106,6 +108,9 @@ class Side:
     posts: list[SlimPost] = field(default_factory=list)
     #: The part of the recording read (`compare --at`), or None: all of it.
     window: TimeWindow | None = None
+    #: Each GPU's stretches with no reading (the detector's NO_DATA state): unknown, not idle
+    #: and not busy (`compare_windows`).
+    no_data: list[NoData] = field(default_factory=list)
 
     @property
     def start_s(self) -> float | None:
@@ -138,6 +143,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
         rep = summarise(path, found, logs, config.detector.window_s)
         copies, statuses = _SlimCopies(found.copies), found.prover_status_count
         posts = _slim_posts(found.prover_events)
+        no_data = no_data_stretches(found.states)
         del found
         ends = None
         if rep.partitions is not None:
@@ -154,8 +160,23 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
             busy_fraction=rep.payoff.overall.busy_fraction,
             partitions_per_hour=rep.payoff.partitions_per_hour,
             statuses=statuses, problems=[*rep.warnings, *rep.problems], posts=posts,
-            window=window,
+            window=window, no_data=no_data,
         )  # fmt: skip
+
+
+def no_data_stretches(states: Sequence[StateChange]) -> list[NoData]:
+    """Each GPU's stretches with no reading: from a NO_DATA state (at the GPU's last reading) to
+    the GPU's next state (its readings back), or on to the end."""
+    out: list[NoData] = []
+    since: dict[int, float] = {}
+    for st in sorted(states, key=lambda x: x.t_wall_s):
+        start = since.pop(st.gpu, None)
+        if start is not None:
+            out.append(NoData(st.gpu, start, st.t_wall_s))
+        if st.state == "NO_DATA":
+            since[st.gpu] = st.t_wall_s
+    out += [NoData(gpu, start, float("inf")) for gpu, start in since.items()]
+    return out
 
 
 def _slim_gap(g: Gap) -> SlimGap:
@@ -234,8 +255,16 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
         for name in _figure_names(b_win, a_win, b_all, a_all):
             better, share = _direction(name)
             bw, aw = b_win.get(name, []), a_win.get(name, [])
+            test = judge(bw, aw, better, share)
+            if (not bw or not aw) and b_all.get(name) is not None \
+                    and a_all.get(name) is not None:
+                # Both sides have the figure, one has no usable window of it (a side shorter
+                # than half a window, or all of it a hole): too short, not "one side only".
+                test = Test(None, None, "too few windows")
             figures.append(Figure(gpu, name, better, share, b_all.get(name), a_all.get(name),
-                                  spread(bw), spread(aw), judge(bw, aw, better, share)))
+                                  spread(bw), spread(aw), test))
+    if _log_on_one_side(before, after) is not None:
+        figures = [_cause_unlike(f) for f in figures]
     load_known = before.statuses > 0 and after.statuses > 0
     load_differs = any(f.name == NO_WORK and f.test.verdict == "load" for f in figures)
     if load_differs:
@@ -269,6 +298,22 @@ def _zeros_for_absent(mine: dict[int, dict[str, list[float]]],
                 figs[name] = [0.0] * n
                 if gpu in whole and whole[gpu]:
                     whole[gpu][name] = 0.0
+
+
+def _log_on_one_side(before: Side, after: Side) -> Side | None:
+    """The side that read the prover's log when the other read none, else None."""
+    b, a = before.settings.log_lines > 0, after.settings.log_lines > 0
+    return None if b == a else before if b else after
+
+
+def _cause_unlike(f: Figure) -> Figure:
+    """A prover cause read from the log on one side and from `/status` alone on the other is
+    not the same measure (the log names `pinned_pool` where `/status` says `inside_workers`):
+    said, never judged. `no_work` is `/status`'s on both sides."""
+    if f.name.startswith("idle s/h, prover: ") and f.name != NO_WORK:
+        return Figure(f.gpu, f.name, f.better, f.share, f.before, f.after, f.before_windows,
+                      f.after_windows, Test(f.test.p_value, f.test.delta_mean, "not comparable"))
+    return f
 
 
 def _load_said(f: Figure) -> Figure:
@@ -315,11 +360,15 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
     n = max(1, -int(-side.span_s // window_s))
     grid = Grid(start, window_s, n)
     acc = accumulate(grid, side.totals, side.gaps, side.partition_ends, side.copies,
-                     side.posts)
+                     side.posts, side.no_data)
     wins = {gpu: series(w, window_s, gpu == ALL) for gpu, w in acc.items()}
     spans = {t.gpu: (t.busy_s, t.active_s) for t in side.totals}
     spans[ALL] = (sum(t.busy_s for t in side.totals), sum(t.active_s for t in side.totals))
-    wholes = {gpu: _whole(w, *spans[gpu], side.span_s if gpu == ALL else spans[gpu][1])
+    # All GPUs' partitions per wall hour in which some GPU was read (a hole is not an hour).
+    end = start + side.span_s
+    silent = sum(max(0.0, min(b, end) - max(a, start))
+                 for a, b in all_silent(side.no_data, [t.gpu for t in side.totals]))
+    wholes = {gpu: _whole(w, *spans[gpu], side.span_s - silent if gpu == ALL else spans[gpu][1])
               for gpu, w in acc.items() if gpu in spans}
     return wins, wholes
 
@@ -368,12 +417,34 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
     if b > 0 and a > 0 and max(a, b) / min(a, b) > LENGTH_RATIO_SAID:
         out.append(f"different lengths: BEFORE {fmt.duration(b)} of work, AFTER "
                    f"{fmt.duration(a)}: rates compare, totals do not")
+    with_log = _log_on_one_side(before, after)
+    if with_log is not None:
+        out.append(f"only {with_log.label} has the prover's log: prover causes not compared "
+                   "(the other has /status only)")
+    for s in (before, after):
+        silent = _silent_in_span(s)
+        if silent:
+            out.append(f"{s.label} has no reading for {silent}: left out, neither busy nor idle")
     for s in (before, after):
         whole = int(s.span_s // window_s)
         if whole < 5:
             out.append(f"{s.label} holds {whole} whole window(s) of {window_s:g} s: too short "
                        "to tell a change (pass --window smaller)")
     return out
+
+
+def _silent_in_span(side: Side) -> str:
+    """Each GPU's time with no reading inside its working span, in words ("" when none)."""
+    out = []
+    for t in side.totals:
+        if t.first_busy_s is None or t.last_busy_s is None:
+            continue
+        first, last = t.first_busy_s, t.last_busy_s
+        s = sum(max(0.0, min(last, h.end_s) - max(first, h.start_s))
+                for h in side.no_data if h.gpu == t.gpu)
+        if s > 0:
+            out.append(f"{fmt.duration(s)} of GPU {t.gpu}'s working span")
+    return ", ".join(out)
 
 
 def _list(xs: list[int]) -> str:
@@ -391,6 +462,8 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
                "changed": x.setting in changed} for x in b.advice.advice]
     top = c.figures[0].gpu if c.figures else ALL
     whole = {f.name: (f.before, f.after) for f in c.figures if f.gpu == top}
+    too_short = {f.name for f in c.figures
+                 if f.gpu == top and f.test.verdict == "too few windows"}
     ratio, basis = None, None
     pb, pa = whole.get("partitions/h", (None, None))
     bb, ba = whole.get("busy share", (b.busy_fraction, a.busy_fraction))
@@ -398,6 +471,12 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
         ratio, basis = pa / pb, "partitions/h"
     elif bb and ba is not None:
         ratio, basis = ba / bb, "busy share"
+    not_measured = None
+    if basis is not None and basis in too_short:
+        # A side too short to tell a change (its verdict says so) is no measure of the gain
+        # either: a ratio from a few seconds would read as "achieved" with no test behind it.
+        not_measured = f"too few windows of {basis}"
+        ratio, basis = None, None
     predicted = b.payoff_all.throughput_gain
     share = None
     if ratio is not None and predicted is not None and predicted > 1:
@@ -409,6 +488,7 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
         "achieved": {"busy_before": b.busy_fraction, "busy_after": a.busy_fraction,
                      "throughput_ratio": ratio, "basis": basis,
                      "share_of_predicted_gain": share,
+                     "not_measured": not_measured,
                      "load_differs": c.load_differs},
     }
 

@@ -25,7 +25,7 @@ RELATIVE_FLOOR = 0.05
 MIN_TEST_WINDOWS = 5
 
 Verdict = Literal["better", "no measurable change", "worse", "too few windows",
-                  "different load", "load", "one side only", "no data"]
+                  "different load", "load", "one side only", "no data", "not comparable"]
 Better = Literal["higher", "lower", "none"]
 
 

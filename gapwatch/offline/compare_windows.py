@@ -4,8 +4,12 @@ Who calls it: `gapwatch.offline.compare` (once per side, with the window both si
 over what the detection found: the gaps, the GPUs' working spans, the partitions and the copies.
 
 A window counts for a GPU only over the part of it inside that GPU's working span (first to last
-busy reading, as the report's busy share); a window less than half inside gives no value for that
-GPU (None), so the idle before the work started is never taken for a gap. Values per window:
+busy reading, as the report's busy share) where the GPU was read: a stretch with no reading (the
+detector's NO_DATA state: the sampler stalled, the recording has a hole) is unknown, never busy and
+never idle, and the partitions that ended in it are not counted for that GPU (the report's working
+span leaves it out too). A window less than half covered gives no value for that GPU (None), so the
+idle before the work started is never taken for a gap, nor a hole for a busy window. Values per
+window:
 - busy share: 1 - (idle inside gaps) / (the window's part in the span). Only gaps >= min gap
   count, so it reads a little above the report's busy share (which counts every idle reading):
   the test compares like with like on both sides;
@@ -43,6 +47,35 @@ class SlimPost(NamedTuple):
     kind: str
     end_s: float
     total_s: float
+
+
+class NoData(NamedTuple):
+    """A stretch of one GPU with no reading (from its NO_DATA state to its next state)."""
+
+    gpu: int
+    start_s: float
+    end_s: float
+
+
+def overlap_s(stretches: Iterable[NoData], gpu: int, a: float, b: float) -> float:
+    """Seconds of [a, b] inside `gpu`'s stretches with no reading."""
+    return sum(max(0.0, min(b, s.end_s) - max(a, s.start_s)) for s in stretches if s.gpu == gpu)
+
+
+def _inside(stretches: Sequence[NoData], gpu: int, t: float) -> bool:
+    return any(s.gpu == gpu and s.start_s <= t < s.end_s for s in stretches)
+
+
+def all_silent(stretches: Sequence[NoData], gpus: Sequence[int]) -> list[tuple[float, float]]:
+    """The stretches in which none of `gpus` had a reading (their stretches' intersection)."""
+    if not gpus:
+        return []
+    common = sorted((s.start_s, s.end_s) for s in stretches if s.gpu == gpus[0])
+    for g in gpus[1:]:
+        mine = sorted((s.start_s, s.end_s) for s in stretches if s.gpu == g)
+        common = [(max(a, c), min(b, d)) for a, b in common for c, d in mine
+                  if max(a, c) < min(b, d)]
+    return common
 
 
 class SlimCopy(NamedTuple):
@@ -110,6 +143,8 @@ class GpuWindows:
     #: PoSt latency by proof kind: the sum of the windows' proofs' seconds, and their count.
     post_s: dict[str, list[float]] = field(default_factory=dict)
     posts: dict[str, list[int]] = field(default_factory=dict)
+    #: `ALL` only: each window's wall seconds in which some GPU was read (None: all of it).
+    read_wall_s: list[float] | None = None
 
     @classmethod
     def empty(cls, n: int) -> GpuWindows:
@@ -122,20 +157,33 @@ def _usable(covered: float, window_s: float) -> bool:
 
 def accumulate(grid: Grid, totals: list[GpuTotals], gaps: Iterable[SlimGap],
                partition_ends: Iterable[tuple[int | None, float]] | None,
-               copies: Iterable[SlimCopy], posts: Sequence[SlimPost] = ()
-               ) -> dict[int, GpuWindows]:
-    """Every GPU's window accumulators (and `ALL`'s, their sum)."""
+               copies: Iterable[SlimCopy], posts: Sequence[SlimPost] = (),
+               no_data: Sequence[NoData] = ()) -> dict[int, GpuWindows]:
+    """Every GPU's window accumulators (and `ALL`'s, their sum); `no_data`: the stretches
+    without readings, taken out of each GPU's coverage (see the module docstring)."""
     out: dict[int, GpuWindows] = {}
     for t in totals:
         acc = out[t.gpu] = GpuWindows.empty(grid.n)
         if t.first_busy_s is not None and t.last_busy_s is not None:
             for i, s in grid.spread_over(t.first_busy_s, t.last_busy_s):
                 acc.covered_s[i] += s
+    for hole in no_data:
+        acc_hole = out.get(hole.gpu)
+        if acc_hole is None:
+            continue
+        for i, s in grid.spread_over(hole.start_s, hole.end_s):
+            acc_hole.covered_s[i] = max(0.0, acc_hole.covered_s[i] - s)
     _gaps(grid, out, gaps)
-    unplaced = _partitions(grid, out, partition_ends) if partition_ends is not None else None
+    unplaced = (_partitions(grid, out, partition_ends, no_data) if partition_ends is not None
+                else None)
     _copies(grid, out, copies)
     unplaced_posts = _posts(grid, out, posts)
     total = out[ALL] = _sum(out, grid.n)
+    if no_data:
+        total.read_wall_s = [grid.window_s] * grid.n
+        for a, b in all_silent(no_data, [t.gpu for t in totals]):
+            for i, sec in grid.spread_over(a, b):
+                total.read_wall_s[i] -= sec
     _add_posts(total, unplaced_posts)
     if unplaced is not None:
         base = total.partitions or [0] * grid.n
@@ -199,9 +247,12 @@ def _add_posts(total: GpuWindows, more: GpuWindows) -> None:
 
 
 def _partitions(grid: Grid, out: dict[int, GpuWindows],
-                ends: Iterable[tuple[int | None, float]]) -> list[int]:
+                ends: Iterable[tuple[int | None, float]],
+                no_data: Sequence[NoData] = ()) -> list[int]:
     """Partitions by the window their GPU work ended in, per GPU; one with no GPU said goes to
-    the only GPU when there is one, else it counts for all GPUs only (returned)."""
+    the only GPU when there is one, else it counts for all GPUs only (returned). One that ended
+    while its GPU had no reading is not counted: that time is out of the GPU's span, and a
+    partition counted over a time left out would read as a higher rate."""
     only = next(iter(out)) if len(out) == 1 else ALL
     for acc in out.values():
         acc.partitions = [0] * grid.n
@@ -210,7 +261,11 @@ def _partitions(grid: Grid, out: dict[int, GpuWindows],
         i = grid.index(end)
         if i is None:
             continue
-        w = out.get(only if gpu is None else gpu)
+        placed = only if gpu is None else gpu
+        if no_data and all(_inside(no_data, g, end)
+                           for g in (out if placed == ALL else (placed,))):
+            continue
+        w = out.get(placed)
         if w is not None and w.partitions is not None:
             w.partitions[i] += 1
         else:
@@ -262,9 +317,12 @@ def series(w: GpuWindows, window_s: float, all_gpus: bool) -> dict[str, list[flo
     for cause, vs in sorted(w.idle_by_cause.items()):
         out[f"idle s/h, prover: {cause}"] = [vs[i] / w.covered_s[i] * 3600 for i in usable]
     if w.partitions is not None:
-        hours = window_s / 3600
-        out["partitions/h"] = [w.partitions[i] / (hours if all_gpus else w.covered_s[i] / 3600)
-                               for i in usable]
+        def hours(i: int) -> float:
+            if not all_gpus:
+                return w.covered_s[i] / 3600
+            # Per wall hour read: a stretch no GPU was read in is not an hour of no partitions.
+            return (window_s if w.read_wall_s is None else w.read_wall_s[i]) / 3600
+        out["partitions/h"] = [w.partitions[i] / hours(i) for i in usable if hours(i) > 0]
     for kind, bs in sorted(w.h2d_bytes.items()):
         secs = w.h2d_s[kind]
         out[f"H2D rate: {kind}"] = [bs[i] / secs[i] for i in usable if secs[i] > 0]

@@ -10,6 +10,13 @@ when the test gives p < `ALPHA` *and* the means differ by more than a floor that
 act on (`SHARE_FLOOR` for shares, `RELATIVE_FLOOR` of the larger mean for rates and counts):
 with a day of windows, a test alone finds "significant" changes far too small to matter.
 Fewer than `MIN_TEST_WINDOWS` windows on either side: too short to tell, said so.
+
+Windows next to each other are not independent (a slow stretch of the prover spans several):
+the U test assumes they are, and with 5 s windows it called two runs of the very same settings
+"worse" at p = 3e-5 where 60 s windows said no change. So the test's variance is widened by the
+windows' own correlation from one to the next (`serial_inflation`: the lag-1 autocorrelation
+pooled over both sides, each side centred on its own mean; the AR(1) factor (1 + r) / (1 - r),
+as if each side had that many times fewer windows), and the windows are given in time order.
 """
 
 from __future__ import annotations
@@ -23,6 +30,9 @@ ALPHA = 0.01
 SHARE_FLOOR = 0.01
 RELATIVE_FLOOR = 0.05
 MIN_TEST_WINDOWS = 5
+#: The largest lag-1 autocorrelation taken (a factor of 39 at most): beyond it a side is one
+#: long stretch, and its few windows are said by `MIN_TEST_WINDOWS`'s rule, not by this one.
+MAX_SERIAL_R = 0.95
 
 Verdict = Literal["better", "no measurable change", "worse", "too few windows",
                   "different load", "load", "one side only", "no data", "not comparable"]
@@ -63,9 +73,30 @@ def _quantile(xs: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def mann_whitney_p(a: list[float], b: list[float]) -> float:
+def serial_inflation(*sides: list[float]) -> float:
+    """How much wider the test's variance is made for windows that follow one another in time
+    (each side's values in time order): (1 + r) / (1 - r), r the lag-1 autocorrelation pooled
+    over the sides (each centred on its own mean, so a change between the sides is not taken
+    for correlation), at least 0 (windows that alternate are not made to count more) and at
+    most `MAX_SERIAL_R`. 1.0 where no side has two values that differ."""
+    lagged = spread_sq = 0.0
+    for xs in sides:
+        if len(xs) < 2:
+            continue
+        m = fmean(xs)
+        d = [x - m for x in xs]
+        lagged += sum(d[i] * d[i + 1] for i in range(len(d) - 1))
+        spread_sq += sum(v * v for v in d)
+    if spread_sq <= 0:
+        return 1.0
+    r = min(MAX_SERIAL_R, max(0.0, lagged / spread_sq))
+    return (1 + r) / (1 - r)
+
+
+def mann_whitney_p(a: list[float], b: list[float], inflation: float = 1.0) -> float:
     """Two-sided p-value of the Mann-Whitney U test (normal approximation, tie-corrected,
-    continuity-corrected). 1.0 when every value ties (nothing to tell apart)."""
+    continuity-corrected), its variance multiplied by `inflation` (`serial_inflation`). 1.0
+    when every value ties (nothing to tell apart)."""
     n1, n2 = len(a), len(b)
     n = n1 + n2
     pooled = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
@@ -83,7 +114,7 @@ def mann_whitney_p(a: list[float], b: list[float]) -> float:
         i = j + 1
     u = rank_a - n1 * (n1 + 1) / 2
     mu = n1 * n2 / 2
-    var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
+    var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1))) * inflation
     if var <= 0:
         return 1.0
     z = (abs(u - mu) - 0.5) / sqrt(var)
@@ -91,14 +122,15 @@ def mann_whitney_p(a: list[float], b: list[float]) -> float:
 
 
 def judge(before: list[float], after: list[float], better: Better, share: bool) -> Test:
-    """The verdict on one figure from each side's window values (see the module docstring).
-    `better`: which way is an improvement ("none": a load figure, said, never judged)."""
+    """The verdict on one figure from each side's window values, in time order (see the
+    module docstring). `better`: which way is an improvement ("none": a load figure, said,
+    never judged)."""
     if not before or not after:
         return Test(None, None, "one side only" if before or after else "no data")
     delta = fmean(after) - fmean(before)
     if len(before) < MIN_TEST_WINDOWS or len(after) < MIN_TEST_WINDOWS:
         return Test(None, delta, "too few windows")
-    p = mann_whitney_p(before, after)
+    p = mann_whitney_p(before, after, serial_inflation(before, after))
     floor = SHARE_FLOOR if share else RELATIVE_FLOOR * max(abs(fmean(before)), abs(fmean(after)))
     if p >= ALPHA or abs(delta) <= floor:
         return Test(p, delta, "no measurable change")

@@ -24,7 +24,13 @@ from gapwatch.cuzk.settings import ProverSettings
 from gapwatch.offline.compare import Comparison, Figure, Side, compare, read_side, to_json
 from gapwatch.offline.compare_format import format_markdown, format_text
 from gapwatch.offline.compare_stats import judge, mann_whitney_p, serial_inflation
-from gapwatch.offline.compare_windows import SlimGap, choose_window_s
+from gapwatch.offline.compare_windows import (
+    NoData,
+    Silences,
+    SlimGap,
+    all_silent,
+    choose_window_s,
+)
 from gapwatch.sources.time_window import TimeWindow
 
 DATA = Path(__file__).parent / "data" / "h200-e2e"
@@ -169,6 +175,34 @@ def test_windows_that_follow_one_another_do_not_make_the_same_settings_a_change(
     found = sum(judge(_ar1(rng, 120, 0.5, 0.6), _ar1(rng, 120, 0.5, 0.68), "higher",
                       share=True).verdict == "better" for _ in range(100))
     assert found >= 95, found
+
+
+def test_stretches_no_gpu_was_read_in_are_their_intersection_and_a_time_is_placed_in_them(
+        ) -> None:
+    # Walked once each (they were every stretch against every other, and every partition end
+    # against every stretch): the same answers as looking through them all.
+    rng = random.Random(3)
+    holes = []
+    for gpu in range(3):
+        t = 0.0
+        for _ in range(200):
+            t += rng.uniform(0.0, 20.0)
+            length = rng.uniform(0.0, 15.0)
+            holes.append(NoData(gpu, t, t + length))
+            t += length
+    rng.shuffle(holes)
+
+    def silent_everywhere(t: float) -> bool:
+        return all(any(h.gpu == g and h.start_s <= t < h.end_s for h in holes) for g in range(3))
+
+    common = all_silent(holes, [0, 1, 2])
+    assert common == sorted(common) and all(a < b for a, b in common)
+    silences = Silences(holes)
+    for _ in range(2000):
+        t = rng.uniform(0.0, 4000.0)
+        assert any(a <= t < b for a, b in common) == silent_everywhere(t), t
+        assert silences.inside(1, t) == any(h.gpu == 1 and h.start_s <= t < h.end_s
+                                            for h in holes), t
 
 
 def test_different_gpu_counts_and_lengths_are_said() -> None:

@@ -23,6 +23,7 @@ All in one pass over the gaps, partitions and copies (each spread over the windo
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -57,24 +58,57 @@ class NoData(NamedTuple):
     end_s: float
 
 
-def overlap_s(stretches: Iterable[NoData], gpu: int, a: float, b: float) -> float:
-    """Seconds of [a, b] inside `gpu`'s stretches with no reading."""
-    return sum(max(0.0, min(b, s.end_s) - max(a, s.start_s)) for s in stretches if s.gpu == gpu)
+def _merged(stretches: Iterable[NoData]) -> dict[int, list[tuple[float, float]]]:
+    """Each GPU's stretches, sorted, overlapping ones joined (a GPU's own never overlap; a
+    hostile recording's states could make them)."""
+    by_gpu: dict[int, list[tuple[float, float]]] = {}
+    for s in sorted(stretches, key=lambda s: (s.gpu, s.start_s)):
+        mine = by_gpu.setdefault(s.gpu, [])
+        if mine and s.start_s <= mine[-1][1]:
+            mine[-1] = (mine[-1][0], max(mine[-1][1], s.end_s))
+        else:
+            mine.append((s.start_s, s.end_s))
+    return by_gpu
 
 
-def _inside(stretches: Sequence[NoData], gpu: int, t: float) -> bool:
-    return any(s.gpu == gpu and s.start_s <= t < s.end_s for s in stretches)
+class Silences:
+    """Each GPU's stretches with no reading, for asking whether a time falls in one: a
+    bisection, not a look through every stretch (a partition end each: a day of a sampler that
+    stalls often was hundreds of thousands of ends times thousands of stretches)."""
+
+    def __init__(self, stretches: Iterable[NoData]) -> None:
+        self._by_gpu = _merged(stretches)
+        self._starts = {g: [a for a, _b in v] for g, v in self._by_gpu.items()}
+
+    def inside(self, gpu: int, t: float) -> bool:
+        starts = self._starts.get(gpu)
+        if not starts:
+            return False
+        i = bisect_right(starts, t) - 1
+        return i >= 0 and t < self._by_gpu[gpu][i][1]
 
 
-def all_silent(stretches: Sequence[NoData], gpus: Sequence[int]) -> list[tuple[float, float]]:
-    """The stretches in which none of `gpus` had a reading (their stretches' intersection)."""
+def all_silent(stretches: Iterable[NoData], gpus: Sequence[int]) -> list[tuple[float, float]]:
+    """The stretches in which none of `gpus` had a reading (their stretches' intersection), in
+    time order: each GPU's sorted stretches walked once against the common ones so far."""
     if not gpus:
         return []
-    common = sorted((s.start_s, s.end_s) for s in stretches if s.gpu == gpus[0])
+    by_gpu = _merged(stretches)
+    common = by_gpu.get(gpus[0], [])
     for g in gpus[1:]:
-        mine = sorted((s.start_s, s.end_s) for s in stretches if s.gpu == g)
-        common = [(max(a, c), min(b, d)) for a, b in common for c, d in mine
-                  if max(a, c) < min(b, d)]
+        mine = by_gpu.get(g, [])
+        out: list[tuple[float, float]] = []
+        i = j = 0
+        while i < len(common) and j < len(mine):
+            lo, hi = max(common[i][0], mine[j][0]), min(common[i][1], mine[j][1])
+            if lo < hi:
+                out.append((lo, hi))
+            # The one that ends first can meet nothing later.
+            if common[i][1] < mine[j][1]:
+                i += 1
+            else:
+                j += 1
+        common = out
     return common
 
 
@@ -254,6 +288,7 @@ def _partitions(grid: Grid, out: dict[int, GpuWindows],
     while its GPU had no reading is not counted: that time is out of the GPU's span, and a
     partition counted over a time left out would read as a higher rate."""
     only = next(iter(out)) if len(out) == 1 else ALL
+    silences = Silences(no_data) if no_data else None
     for acc in out.values():
         acc.partitions = [0] * grid.n
     unplaced = [0] * grid.n
@@ -262,8 +297,8 @@ def _partitions(grid: Grid, out: dict[int, GpuWindows],
         if i is None:
             continue
         placed = only if gpu is None else gpu
-        if no_data and all(_inside(no_data, g, end)
-                           for g in (out if placed == ALL else (placed,))):
+        if silences is not None and all(silences.inside(g, end)
+                                        for g in (out if placed == ALL else (placed,))):
             continue
         w = out.get(placed)
         if w is not None and w.partitions is not None:

@@ -562,6 +562,10 @@ PROVER_EVENT_KINDS: tuple[ProverEventKind, ...] = get_args(ProverEventKind)
 #: A watched proof against its deadline: within it, past `at_risk_share` of it, or past it.
 ProofVerdict = Literal["ok", "at_risk", "late"]
 PROOF_VERDICTS: tuple[ProofVerdict, ...] = get_args(ProofVerdict)
+#: Why a proof was said without its end (`ProofTiming.given_up`): "restart" (the prover started
+#: again while it was in flight: it will not complete), "too_many" (more proofs in flight at
+#: once than a watcher follows: the oldest is given up, its end never said).
+ProofGivenUp = Literal["restart", "too_many"]
 
 
 class ProofTiming(Struct, frozen=True, gc=False):
@@ -585,6 +589,9 @@ class ProofTiming(Struct, frozen=True, gc=False):
     setting: str | None = None
     #: Its GPU work's end to its result processed (the prover's completion line), when read.
     finalize_s: float | None = None
+    #: Set when it was said for the last time without its end (`ProofGivenUp`): this is its
+    #: final word, and a later proof under the same job id (a retry) is another proof.
+    given_up: ProofGivenUp | None = None
 
 
 class StretchPart(Struct, frozen=True, gc=False):

@@ -547,8 +547,10 @@ class HardwareEvent(Struct, frozen=True, gc=False, tag_field="type", tag="hw_eve
     t_mono_ns: MonoNs
     t_wall_s: WallS
     kind: HardwareEventKind
-    code: I64 | None = None
-    count: I64 = 1
+    #: Never negative (NVML's event data and counters are unsigned): a recording's negative
+    #: count was summed into /metrics' GPU error counter, taking errors off it.
+    code: Count | None = None
+    count: Count = 1
     type: ClassVar[Literal["hw_event"]] = "hw_event"
 #: What a prover event says happened (any prover; the words are in `message`):
 #: "proof": a proof whose latency is watched (e.g. cuzk's WinningPoSt, WindowPoSt) completed, or

@@ -384,3 +384,22 @@ def test_csv_numbers_are_ascii_decimals_not_full_width_digits_or_underscores(
     assert [g.index for g in rec.header.gpus] == [0]
     assert len([r for r in records if r.type == "gpu"]) == 351
     assert any("'\uff11' is not a number" in p for p in rec.problems)
+
+
+def test_a_recorded_gpu_error_with_a_negative_count_or_code_is_a_bad_record(
+    tmp_path: Path,
+) -> None:
+    """`count: -5` was read as "-5 uncorrected ECC errors" in the report and summed into the
+    store's GPU error counts (`gapwatch_gpu_hardware_events_total` on a replay with
+    `--prometheus`: a counter going down); an XID code of -2^63 was shown as such. NVML's
+    are unsigned."""
+    lines = tuple(
+        b'{"gpu":0,"t_mono_ns":1000,"t_wall_s":1796000001.0,"kind":"%s",%s"type":"hw_event"}\n'
+        % (kind, extra) for kind, extra in (
+            (b"ecc_uncorrected", b'"count":-5,'), (b"xid", b'"code":-9223372036854775808,'),
+            (b"pcie_replay", b'"count":-1,')))
+    rec = read_any(_recording(tmp_path, lines))
+    records = list(rec.records)
+    assert rec.counters["bad_records"] == 3
+    # None reaches the store's counts, the report's GPU errors or /metrics.
+    assert not [r for r in records if r.type == "hw_event"]

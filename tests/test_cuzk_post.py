@@ -231,3 +231,108 @@ def test_a_result_held_behind_the_job_tracker_lock_is_its_finalize_phase() -> No
     assert p.total_s == pytest.approx(6.87, abs=0.01) and p.verdict == "late"
     assert p.setting is not None and "job tracker lock" in p.setting
     assert "finalize 3.0 s" in late.message
+
+
+# -- hostile or unlucky logs (adversarial pass) ---------------------------------------------
+
+_START = ("2026-05-12T16:00:00.000000Z  INFO cuzk_daemon: cuzk-daemon starting\n"
+          "2026-05-12T16:00:00.030000Z  INFO cuzk_core::engine: starting cuzk engine "
+          "pipeline_enabled=true\n")
+
+
+def test_thousands_of_post_ids_that_never_end_are_each_said_once_in_bounded_memory() -> None:
+    """More PoSt in flight than are followed (256): the oldest is said once as given up (its
+    phases so far), never dropped unseen; 1,000 ids were 256 proofs in the report."""
+    from gapwatch.cuzk.post import MAX_IN_FLIGHT
+
+    lines = [f"TIMELINE,{100 + i},SYNTH_START,winpost-1000-{i:08x},kind=winning-post"
+             for i in range(1000)]
+    parser, watch = LogParser(offline=True), CuzkWatch()
+    events: list[ProverEvent] = []
+    for i, line in enumerate((_START + "\n".join(lines)).splitlines()):
+        for e in parser.parse_line(line, "x", i, 0.0):
+            events += watch.feed(e)
+            assert len(watch.post._jobs) <= MAX_IN_FLIGHT
+    events += watch.finish()
+    proofs = [e for e in events if e.kind == "proof"]
+    assert {e.job_id for e in proofs} == {f"winpost-1000-{i:08x}" for i in range(1000)}
+    gone = [e for e in proofs if e.proof is not None and e.proof.given_up == "too_many"]
+    assert len(gone) == 1000 - MAX_IN_FLIGHT == watch.post.given_up
+    assert all(e.level == "warning" and "given up" in e.message for e in gone)
+    from gapwatch.offline.prover_events import summary_line
+    assert summary_line(events).startswith(
+        f"Prover events: 1000 PoSt proof(s) (0 late, 0 at risk, {len(gone)} said without")
+
+
+def test_a_post_lost_in_a_restart_then_retried_under_its_id_is_two_rows_in_the_report() -> None:
+    """Curio retries a PoSt under the same request id after a restart: the lost one (an
+    error) and the retry are two proofs. The report kept one row per job id: the lost proof
+    vanished from the text (0 errors, 1 proof on time)."""
+    from gapwatch.offline.prover_events import prover_event_lines
+
+    job = "winpost-1000-dddd"
+    text = _START + f"""2026-05-12T16:00:10.000000Z  INFO cuzk_core::scheduler: job enqueued job_id={job} proof_kind=winning-post priority=Critical queue_position=0
+TIMELINE,10100,SYNTH_START,{job},kind=winning-post
+TIMELINE,11000,SYNTH_END,{job},synth_ms=900
+TIMELINE,11000,GPU_QUEUE,{job},monolithic
+2026-05-12T16:00:20.000000Z  INFO cuzk_daemon: cuzk-daemon starting
+2026-05-12T16:00:20.030000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true
+2026-05-12T16:00:21.000000Z  INFO cuzk_core::scheduler: job enqueued job_id={job} proof_kind=winning-post priority=Critical queue_position=0
+TIMELINE,1100,SYNTH_START,{job},kind=winning-post
+TIMELINE,2000,SYNTH_END,{job},synth_ms=900
+TIMELINE,2000,GPU_QUEUE,{job},monolithic
+TIMELINE,2010,GPU_PICKUP,{job},worker=1
+TIMELINE,2010,GPU_START,{job},worker=1
+TIMELINE,3000,GPU_END,{job},worker=1,gpu_ms=990
+2026-05-12T16:00:23.040000Z  INFO cuzk_core::engine: proof completed successfully (pipeline) proof_len=192 total_ms=2040 queue_ms=100 synth_ms=900 gpu_ms=990
+"""
+    events = watched_text(text)
+    lost, done = [e for e in events if e.kind == "proof"]
+    assert lost.proof is not None and lost.proof.given_up == "restart" and lost.level == "error"
+    assert done.proof is not None and done.proof.done and done.proof.verdict == "ok"
+    # Timed at the restart, its phases up to then: never a total shorter than its phases
+    # (timed at its synthesis start it was "total 0.1 s, synthesis 0.9 s").
+    p = lost.proof
+    assert lost.t_wall_s == pytest.approx(1778601620.0)
+    assert p.total_s == pytest.approx(10.0, abs=0.01)
+    total = p.total_s
+    assert total is not None
+    assert all(x is None or x <= total for x in (p.queue_s, p.synth_s, p.gpu_wait_s))
+    lines = prover_event_lines(events)
+    assert "2 PoSt proof(s) (0 late, 0 at risk, 1 said without their end)" in lines[0]
+    assert sum(job in line for line in lines if "winning-post" in line) == 2
+    assert any("lost in restart" in line for line in lines)
+
+
+def test_a_proof_said_late_while_running_then_done_is_still_one_row() -> None:
+    from gapwatch.offline.prover_events import _proofs
+
+    events = watched("post-late.log")
+    assert len([e for e in events if e.kind == "proof"]) == 2
+    [row] = _proofs(events)
+    assert row.proof is not None and row.proof.done
+
+
+def test_a_negative_total_ms_places_no_arrival() -> None:
+    """`total_ms=-5000` on the completion line placed the arrival after synthesis start,
+    clamped there: a queue of 0.0 s where none was read. Missing is None, never 0."""
+    text = (DATA / "post-behind-partitions.log").read_text()
+    lines = [x for x in text.splitlines() if "job enqueued" not in x]
+    lines = [x.replace("total_ms=3870", "total_ms=-5000") for x in lines]
+    [ev] = watched_text("\n".join(lines))
+    assert ev.proof is not None and ev.proof.queue_s is None
+    assert "its 'job enqueued' line was not read" in ev.message
+
+
+def test_a_post_lost_in_a_restart_runs_the_on_event_command_as_lost() -> None:
+    """The alert rule GapwatchPoStLate fires on it (kind proof, level error); the hook said
+    nothing when its figures were still within the deadline."""
+    from gapwatch.engine.events import event_of
+
+    text = (DATA / "post-behind-partitions.log").read_text()
+    cut = text.index("TIMELINE", text.index("GPU_QUEUE,winpost"))
+    events = watched_text(text[:cut] + _START.replace("16:00:00", "15:00:20"))
+    [lost] = [e for e in events if e.kind == "proof"]
+    assert lost.proof is not None and lost.proof.verdict == "ok"
+    event = event_of(lost)
+    assert event is not None and event.kind == "post_late" and event.state == "lost"

@@ -201,3 +201,32 @@ def test_a_gap_right_after_a_panic_carries_it_in_its_hint_through_the_detector()
     closed = [g for g in gaps if g.end_s is not None]
     assert closed and "after a prover error at" in closed[-1].hint
     assert "out of memory" in closed[-1].hint
+
+
+def test_a_restart_across_a_clock_stepped_back_has_no_negative_cost() -> None:
+    """The new run's lines an hour before the old run's last GPU work (a clock stepped back at
+    boot): its cost was "-3548.0 s" and took that off /metrics' restart-cost counter. Its
+    length is not known now, and said so; the restart itself still is."""
+    from gapwatch.sinks.prover_event_metrics import ProverEventCounts
+
+    text = """2026-05-12T17:00:00.000000Z  INFO cuzk_daemon: cuzk-daemon starting
+2026-05-12T17:00:00.030000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true
+TIMELINE,39970,GPU_START,porep-1000-77,worker=0,partition=0
+TIMELINE,42970,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=3000
+2026-05-12T16:00:54.000000Z  INFO cuzk_daemon: cuzk-daemon starting
+2026-05-12T16:00:54.030000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true
+TIMELINE,12970,SYNTH_START,porep-1000-78,partition=0
+TIMELINE,40969,GPU_QUEUE,porep-1000-78,partition=0
+TIMELINE,40970,GPU_START,porep-1000-78,worker=0,partition=0
+"""
+    parser = LogParser(offline=True)
+    events = watched([e for i, line in enumerate(text.splitlines())
+                      for e in parser.parse_line(line, "x", i, 0.0)])
+    [restart] = [e for e in events if e.kind == "restart"]
+    [cost] = [e for e in events if e.kind == "restart_cost"]
+    assert cost.length_s is None and cost.parts == []
+    assert "not known: the data's time went back" in cost.message
+    counts = ProverEventCounts()
+    for e in events:
+        counts.count(e)
+    assert counts.restart_cost_s == 0.0

@@ -547,8 +547,10 @@ class HardwareEvent(Struct, frozen=True, gc=False, tag_field="type", tag="hw_eve
     t_mono_ns: MonoNs
     t_wall_s: WallS
     kind: HardwareEventKind
-    code: I64 | None = None
-    count: I64 = 1
+    #: Never negative (NVML's event data and counters are unsigned): a recording's negative
+    #: count was summed into /metrics' GPU error counter, taking errors off it.
+    code: Count | None = None
+    count: Count = 1
     type: ClassVar[Literal["hw_event"]] = "hw_event"
 #: What a prover event says happened (any prover; the words are in `message`):
 #: "proof": a proof whose latency is watched (e.g. cuzk's WinningPoSt, WindowPoSt) completed, or
@@ -562,6 +564,10 @@ PROVER_EVENT_KINDS: tuple[ProverEventKind, ...] = get_args(ProverEventKind)
 #: A watched proof against its deadline: within it, past `at_risk_share` of it, or past it.
 ProofVerdict = Literal["ok", "at_risk", "late"]
 PROOF_VERDICTS: tuple[ProofVerdict, ...] = get_args(ProofVerdict)
+#: Why a proof was said without its end (`ProofTiming.given_up`): "restart" (the prover started
+#: again while it was in flight: it will not complete), "too_many" (more proofs in flight at
+#: once than a watcher follows: the oldest is given up, its end never said).
+ProofGivenUp = Literal["restart", "too_many"]
 
 
 class ProofTiming(Struct, frozen=True, gc=False):
@@ -585,6 +591,9 @@ class ProofTiming(Struct, frozen=True, gc=False):
     setting: str | None = None
     #: Its GPU work's end to its result processed (the prover's completion line), when read.
     finalize_s: float | None = None
+    #: Set when it was said for the last time without its end (`ProofGivenUp`): this is its
+    #: final word, and a later proof under the same job id (a retry) is another proof.
+    given_up: ProofGivenUp | None = None
 
 
 class StretchPart(Struct, frozen=True, gc=False):

@@ -31,6 +31,7 @@ from gapwatch.core import fmt
 from gapwatch.core.models import (
     LogEvent,
     NoticeLevel,
+    ProofGivenUp,
     ProofTiming,
     ProofVerdict,
     ProverEvent,
@@ -110,6 +111,13 @@ class _Post:
     def begin_s(self) -> float | None:
         return self.arrived_s if self.arrived_s is not None else self.synth_start_s
 
+    def latest_s(self) -> float:
+        """Its latest line's time (a proof lost in a restart is timed no earlier: timed at its
+        synthesis start, its total was shorter than its phases)."""
+        return max((t for t in (self.arrived_s, self.synth_start_s, self.synth_end_s,
+                                self.gpu_queue_s, self.pickup_s, self.gpu_start_s)
+                    if t is not None), default=float("-inf"))
+
 
 def _span(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else max(0.0, b - a)
@@ -141,16 +149,26 @@ class PostTracker:
         #: completion lines not paired yet (time, total_ms).
         self._awaiting: list[_Post] = []
         self._completions: deque[tuple[float, int | None]] = deque(maxlen=16)
+        #: PoSt given up because more than MAX_IN_FLIGHT were in flight (said as they go).
+        self.given_up = 0
+        #: What `_start` said while making room, returned by the `feed` that called it.
+        self._said: list[ProverEvent] = []
 
     # -- feeding ------------------------------------------------------------------------------
 
     def feed(self, ev: LogEvent) -> list[ProverEvent]:
+        out = self._feed(ev)
+        if self._said:  # PoSt given up to make room for this one: said before it
+            out, self._said = self._said + out, []
+        return out
+
+    def _feed(self, ev: LogEvent) -> list[ProverEvent]:
         if ev.kind == "timeline":
             return self._timeline(ev)
         if ev.kind == "tracing" and ev.name == ENQUEUED and ev.job_id is not None:
             kind = post_kind(_str(ev.fields.get("proof_kind")), ev.job_id)
             if kind is not None:  # followed from its arrival: late even before synthesis
-                self._start(ev.job_id, kind).arrived_s = ev.t_wall_s
+                self._start(ev.job_id, kind, ev.t_wall_s).arrived_s = ev.t_wall_s
                 return []
             self._enqueued[ev.job_id] = ev.t_wall_s
             self._enqueued.move_to_end(ev.job_id)
@@ -169,9 +187,10 @@ class PostTracker:
         """A job said lost otherwise (`gpu_queue`): not followed any more."""
         self._jobs.pop(job_id, None)
 
-    def restart(self) -> list[ProverEvent]:
-        """The prover started again: its jobs in flight are gone (said as lost, once)."""
-        out = [self._lost_in_restart(job) for job in self._jobs.values()]
+    def restart(self, at_s: float) -> list[ProverEvent]:
+        """The prover started again at `at_s`: its jobs in flight are gone (said as lost, once,
+        their phases up to then)."""
+        out = [self._gone(job, "restart", max(at_s, job.latest_s())) for job in self._jobs.values()]
         self._jobs.clear()
         self.holding.clear()
         return out
@@ -188,16 +207,20 @@ class PostTracker:
             kind = post_kind(_str(ev.fields.get("kind")), job_id)
             if kind is None:
                 return []
-            job = self._start(job_id, kind)
+            job = self._start(job_id, kind, ev.t_wall_s)
         return self._step(job, ev, name)
 
-    def _start(self, job_id: str, kind: str) -> _Post:
+    def _start(self, job_id: str, kind: str, now_s: float) -> _Post:
         job = self._jobs.get(job_id)
         if job is not None:
             return job
         job = self._jobs[job_id] = _Post(job_id, kind, arrived_s=self._enqueued.pop(job_id, None))
         while len(self._jobs) > MAX_IN_FLIGHT:
-            self._jobs.popitem(last=False)
+            # Memory stays bounded, but the oldest is said once (its phases so far), never
+            # dropped unseen: 100,000 PoSt ids that never end were 256 rows, the rest lost.
+            _, old = self._jobs.popitem(last=False)
+            self.given_up += 1
+            self._said.append(self._gone(old, "too_many", now_s))
         return job
 
     def _track_workers(self, ev: LogEvent, name: str, job_id: str) -> None:
@@ -258,7 +281,9 @@ class PostTracker:
         """Its completion line at `t`: done then; its arrival, when not read, from cuzk's
         `total_ms` (submission to completion), never after its synthesis started."""
         job.done_s = max(t, job.end_s) if job.end_s is not None else t
-        if total_ms is not None and job.arrived_s is None:
+        # A negative total_ms is no duration (it placed the arrival after synthesis start,
+        # clamped there: a queue of 0.0 s where none was read); it places nothing.
+        if total_ms is not None and total_ms >= 0 and job.arrived_s is None:
             arrived = t - total_ms / 1000.0
             first = job.synth_start_s if job.synth_start_s is not None else arrived
             job.arrived_s = min(arrived, first)
@@ -323,14 +348,21 @@ class PostTracker:
                            message=proof_words(job.job, timing, job.arrived_s is None),
                            job_id=job.job, gpu=job.gpu, proof=timing)
 
-    def _lost_in_restart(self, job: _Post) -> ProverEvent:
-        t = job.synth_start_s or job.arrived_s or 0.0
-        timing = self.timing(job, t, done=False)
+    def _gone(self, job: _Post, why: ProofGivenUp, t: float) -> ProverEvent:
+        """Its last word, without its end: lost in a restart (an error: it will not complete),
+        or given up to keep memory bounded (a warning at least: its end is not known)."""
+        timing = msgspec.structs.replace(self.timing(job, t, done=False), given_up=why)
         name = POST_KINDS.get(job.kind, job.kind)
-        return ProverEvent(
-            t_wall_s=t, kind="proof", level="error", job_id=job.job, gpu=job.gpu, proof=timing,
-            message=f"{name} {job.job} was in flight when the prover restarted: it will not "
-                    "complete (Curio waits for it until its ProveTimeout)")
+        if why == "restart":
+            level: NoticeLevel = "error"
+            words = ("was in flight when the prover restarted: it will not complete (Curio "
+                     "waits for it until its ProveTimeout)")
+        else:
+            level = "error" if timing.verdict == "late" else "warning"
+            words = (f"{_s(timing.total_s)} so far, given up: more than {MAX_IN_FLIGHT} PoSt "
+                     "jobs in flight at once (its end will not be said)")
+        return ProverEvent(t_wall_s=t, kind="proof", level=level, job_id=job.job, gpu=job.gpu,
+                           proof=timing, message=fmt.visible(f"{name} {job.job} {words}"))
 
 
 def _str(value: object) -> str | None:

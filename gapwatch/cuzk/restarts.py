@@ -206,6 +206,8 @@ class RestartWatch:
 
     def _cost(self, run: _Run, first_gpu_s: float) -> ProverEvent:
         start = run.last_gpu_end_s if run.last_gpu_end_s is not None else run.t_s
+        if start > run.t_s or first_gpu_s < run.t_s:
+            return self._cost_unknown(run, first_gpu_s)
         parts = [StretchPart("down", start, run.t_s)] if start < run.t_s else []
         if run.engine_s is not None and run.engine_s > run.t_s:
             parts.append(StretchPart("startup", run.t_s, run.engine_s))
@@ -224,3 +226,18 @@ class RestartWatch:
                    f"run to its first of the new): {said}{wave}")
         return ProverEvent(t_wall_s=first_gpu_s, kind="restart_cost", level="warning",
                            message=message, start_s=start, end_s=first_gpu_s, parts=parts)
+
+    @staticmethod
+    def _cost_unknown(run: _Run, first_gpu_s: float) -> ProverEvent:
+        """The data's time went back across the restart (a clock stepped back at boot, logs of
+        two boxes or runs merged): the old run's last GPU work is after the restart, or the new
+        run's first before it. Its length is not known, so none is given (it was said as
+        "cost the GPU -3548.0 s", and took that much off the restart-cost counter)."""
+        last = run.last_gpu_end_s
+        message = fmt.visible(
+            f"the restart's GPU cost is not known: the data's time went back across it (the old "
+            f"run's last GPU work at {fmt.clock(last) if last is not None else '?'}, the "
+            f"restart at {fmt.clock(run.t_s)}, the new run's first GPU work at "
+            f"{fmt.clock(first_gpu_s)})")
+        return ProverEvent(t_wall_s=first_gpu_s, kind="restart_cost", level="warning",
+                           message=message)

@@ -90,4 +90,5 @@ class CuzkWatch:
         if not any(e.kind == "restart" for e in events):
             return events
         self.queue.restart()
-        return events + self.post.restart()
+        at = max(e.t_wall_s for e in events if e.kind == "restart")
+        return events + self.post.restart(at)

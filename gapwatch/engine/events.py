@@ -146,8 +146,12 @@ def event_of(ev: ProverEvent) -> Event | None:
     picked up (`gpu_error`). At-risk proofs, restart costs and proofs on time stay in the
     recording, the report and /metrics."""
     proof = ev.proof
-    if ev.kind == "proof" and proof is not None and proof.verdict == "late":
-        return Event("post_late", ev.gpu, proof.verdict, ev.t_wall_s, cause=proof.proof_kind,
+    # A PoSt lost in a restart will never complete: as late as a proof gets (the alert rule
+    # GapwatchPoStLate counts it too), whatever its figures said so far; its state says "lost".
+    lost = proof is not None and proof.given_up == "restart"
+    if ev.kind == "proof" and proof is not None and (proof.verdict == "late" or lost):
+        return Event("post_late", ev.gpu, "lost" if lost else proof.verdict, ev.t_wall_s,
+                     cause=proof.proof_kind,
                      setting=proof.setting or "", line=ev.message, detail=ev.message)
     if ev.kind == "restart":
         return Event("restart", ev.gpu, "restart", ev.t_wall_s, line=ev.message,

@@ -22,23 +22,43 @@ def _s(v: float | None) -> str:
     return "-" if v is None else f"{v:.1f}"
 
 
+def _final(e: ProverEvent) -> bool:
+    """A proof's last word: done, or said without its end (lost in a restart, given up)."""
+    return e.proof is not None and (e.proof.done or e.proof.given_up is not None)
+
+
 def _proofs(events: list[ProverEvent]) -> list[ProverEvent]:
     """One row per proof: its last word (a proof said late while running, then done, is the
-    done one), in the order each was last said."""
-    last: dict[str | None, ProverEvent] = {}
+    done one), in the order each was last said. A job id said again after its proof's last
+    word is another proof (Curio retries a PoSt lost in a restart under the same id): a row of
+    its own, never the lost one overwritten."""
+    rows: list[ProverEvent | None] = []
+    running: dict[str | None, int] = {}
     for e in events:
-        if e.kind == "proof" and e.proof is not None:
-            last.pop(e.job_id, None)
-            last[e.job_id] = e
-    return list(last.values())
+        if e.kind != "proof" or e.proof is None:
+            continue
+        i = running.pop(e.job_id, None)
+        if i is not None:
+            rows[i] = None  # the same proof, said again: its later word replaces it
+        if not _final(e):
+            running[e.job_id] = len(rows)
+        rows.append(e)
+    return [e for e in rows if e is not None]
+
+
+#: How the table says a proof said without its end (`ProofTiming.given_up`).
+_GIVEN_UP = {"restart": "lost in restart", "too_many": "given up: too many in flight"}
 
 
 def summary_line(events: list[ProverEvent]) -> str:
     proofs = _proofs(events)
     late = sum(1 for e in proofs if e.proof is not None and e.proof.verdict == "late")
     risk = sum(1 for e in proofs if e.proof is not None and e.proof.verdict == "at_risk")
+    gone = sum(1 for e in proofs if e.proof is not None and e.proof.given_up is not None)
     n = {k: sum(1 for e in events if e.kind == k) for k in ("restart", "error", "lost_job")}
-    return (f"Prover events: {len(proofs)} PoSt proof(s) ({late} late, {risk} at risk), "
+    # Said only when some were: the line reads as before for every log that has none.
+    without = f", {gone} said without their end" if gone else ""
+    return (f"Prover events: {len(proofs)} PoSt proof(s) ({late} late, {risk} at risk{without}), "
             f"{n['restart']} restart(s), {n['error']} error(s), {n['lost_job']} lost GPU job(s)")
 
 
@@ -54,7 +74,8 @@ def proof_lines(events: list[ProverEvent]) -> list[str]:
     for e in proofs[:MAX_ROWS]:
         p = e.proof
         assert p is not None
-        verdict = p.verdict + ("" if p.done else " (running)")
+        verdict = (p.verdict if p.done else f"{p.verdict} (running)" if p.given_up is None
+                   else f"{_GIVEN_UP[p.given_up]}, {p.verdict} so far")
         out.append(f"    {fmt.clock(e.t_wall_s, millis=True):<12} {p.proof_kind:<12} "
                    f"{fmt.fit(fmt.visible(e.job_id or '-'), jw)} {_s(p.total_s):>7} "
                    f"{_s(p.queue_s):>6} "

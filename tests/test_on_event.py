@@ -20,7 +20,7 @@ from faults import PtyApp, process_running, wait_for
 
 from gapwatch.base.quit_early import StopRequested
 from gapwatch.cli import main
-from gapwatch.core.models import ChainState, Notice, StateChange
+from gapwatch.core.models import ChainState, Notice, ProofTiming, ProverEvent, StateChange
 from gapwatch.engine.events import MAX_QUEUED, Event, EventHook, parse_command
 
 RECORDER = """import json, os, sys
@@ -293,6 +293,35 @@ def test_watch_runs_the_command_beside_the_dashboard(tmp_path: Path) -> None:
     # At 20x the GPU may leave BREAKDOWN and enter it again before `q`: every run went well.
     assert app.text_seen("gapwatch watch: --on-event ran"), bytes(app.output[-600:])
     assert app.text_seen(" ok, 0 failed, 0 killed after the timeout")
+
+
+def _post(t: float, job: str, verdict: str, done: bool, given_up: str | None = None
+          ) -> ProverEvent:
+    return ProverEvent(t_wall_s=t, kind="proof", level="error", job_id=job,
+                       message=f"WinningPoSt {job}",
+                       proof=ProofTiming("winning-post", total_s=t, deadline_s=30.0,
+                                         verdict=verdict, done=done,  # type: ignore[arg-type]
+                                         given_up=given_up))  # type: ignore[arg-type]
+
+
+def test_a_post_retried_under_its_id_after_a_restart_runs_the_command_again_when_late() -> None:
+    # Curio retries a PoSt lost in a restart under the same job id: the retry going late was
+    # never said, its id already "offered" by the lost one.
+    hook = EventHook(["true"], min_interval_s=0)
+    offered: list[Event] = []
+
+    def offer(event: Event) -> bool:
+        offered.append(event)
+        return True
+    hook.offer = offer  # type: ignore[method-assign]
+    for record in (_post(35.0, "wp-1", "late", done=False),        # late while it runs
+                   _post(40.0, "wp-1", "late", False, "restart"),  # then lost: the same proof
+                   _post(90.0, "wp-1", "late", done=False),        # the retry, late
+                   _post(95.0, "wp-1", "late", done=True),         # and done: the same retry
+                   _post(99.0, "wp-2", "late", done=True)):        # another, late when done
+        hook.on_record(record)
+    assert [(e.state, e.t_wall_s) for e in offered] == [("late", 35.0), ("late", 90.0),
+                                                       ("late", 99.0)]
 
 
 def test_record_runs_the_command_on_a_late_post_a_restart_and_a_prover_error(

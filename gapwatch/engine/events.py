@@ -219,16 +219,25 @@ class EventHook:
         if type(record) is not ProverEvent:
             return
         event = event_of(record)
-        if event is None:
-            return
-        if event.kind == "post_late" and record.job_id is not None:
+        proof = record.proof
+        # A proof's last word (done, or lost in a restart): a later proof under its job id is
+        # another proof (Curio retries a PoSt lost in a restart under the same id), whose
+        # lateness runs the command again; before, the id kept it silent.
+        final = proof is not None and (proof.done or proof.given_up is not None)
+        if event is not None and event.kind == "post_late" and record.job_id is not None:
             # A proof is said late while it runs and again when it ends: one command a proof.
             if record.job_id in self._late_jobs:
+                if final:
+                    del self._late_jobs[record.job_id]
                 return
-            self._late_jobs[record.job_id] = None
-            if len(self._late_jobs) > LATE_JOBS_KEPT:
-                del self._late_jobs[next(iter(self._late_jobs))]
-        self.offer(event)
+            if not final:
+                self._late_jobs[record.job_id] = None
+                if len(self._late_jobs) > LATE_JOBS_KEPT:
+                    del self._late_jobs[next(iter(self._late_jobs))]
+        elif final and record.job_id is not None:
+            self._late_jobs.pop(record.job_id, None)
+        if event is not None:
+            self.offer(event)
 
     def close(self) -> None:
         pass  # `stop` ends the thread, after the session has stopped feeding

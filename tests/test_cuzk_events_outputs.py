@@ -4,8 +4,10 @@ JSON); a replay derives them again instead of reading them back."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
+import pytest
 from prometheus_client.core import Metric
 
 from gapwatch.core.config import DetectorConfig
@@ -14,6 +16,7 @@ from gapwatch.core.models import (
     GpuInfo,
     LogEvent,
     Notice,
+    ProofTiming,
     ProverEvent,
     SessionHeader,
     StateChange,
@@ -22,6 +25,7 @@ from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
 from gapwatch.logs.parse import LogParser
+from gapwatch.offline import prover_events
 from gapwatch.offline.detect import detect_records
 from gapwatch.offline.report import summarise, to_json
 from gapwatch.offline.report_text import format_text
@@ -156,3 +160,57 @@ def test_the_perfetto_trace_shows_proofs_and_restart_costs_as_slices() -> None:
     assert "restart_cost" in slices and "lost_job" in slices
     instants = [e["name"] for e in events if e.get("ph") == "i"]
     assert "error: lost_job winpost-1000-11111111" in instants
+
+
+def _panic_storm(n: int) -> list[LogEvent]:
+    """`n` CUDA panics (supraseal-c2's, each timed by the line before it), one a second."""
+    lines = []
+    for i in range(n):
+        lines += [f"2026-05-12T18:{i // 60 % 60:02d}:{i % 60:02d}.000000Z  INFO cuzk_core::engine: "
+                  "memory budget initialized total_budget_gib=750",
+                  "thread '<unnamed>' panicked at /x/supraseal-c2/src/lib.rs:316:9:",
+                  f'cudaGetLastError()@/x/gs.cu:220 failed: "out of memory {i}"',
+                  "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"]
+    parser = LogParser(offline=True)
+    out = [e for i, line in enumerate(lines) for e in parser.parse_line(line, "p.log", i, 0.0)]
+    return out + parser.flush()
+
+
+def test_a_panic_storm_keeps_the_first_errors_and_counts_every_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every event was held to the end of an offline run (~0.6 KB each: 100,000 panics 90 MB,
+    # a prover failing every partition for a week gigabytes); `parse --timeline` stopped
+    # feeding the watcher at 100,000 with nothing said.
+    monkeypatch.setattr(prover_events, "MAX_KEPT", 50)
+    found = detect_records(HEADER, [], DetectorConfig(), _panic_storm(300), watch=CuzkWatch())
+    assert found.prover_events.counts["error"] == 300
+    assert len([e for e in found.prover_events if e.kind == "error"]) == 50
+    report = summarise("rec.jsonl", found, ["p.log"])
+    doc = to_json(report)["prover_events"]
+    assert len(doc["error"]) == 50 and doc["not_kept"] == {"error": 250}
+    text = format_text(report)
+    assert "0 restart(s), 300 error(s)" in text
+    assert "... 260 more (--json lists the first 50 of each kind; all are counted)" in text
+
+
+def test_the_post_rows_counted_as_they_come_are_the_rows_of_the_whole_list() -> None:
+    # The summary counts every proof without holding them: the same rows as `_proofs` makes
+    # of the whole list (a word replacing its proof's running one, a retry a row of its own).
+    rng = random.Random(5)
+    for _ in range(200):
+        events = []
+        for t in range(rng.randrange(1, 40)):
+            done = rng.random() < 0.3
+            given_up = None if done or rng.random() < 0.8 else rng.choice(["restart", "too_many"])
+            verdict = rng.choice(["ok", "at_risk", "late"])
+            events.append(ProverEvent(
+                t_wall_s=float(t), kind="proof", level="info", message="",
+                job_id=f"wp-{rng.randrange(4)}",
+                proof=ProofTiming("winning-post", verdict=verdict,  # type: ignore[arg-type]
+                                  done=done, given_up=given_up)))  # type: ignore[arg-type]
+        rows = prover_events._proofs(events)
+        tally = prover_events.ProverEvents(events).proofs()
+        assert (tally.rows, tally.late, tally.at_risk, tally.given_up) == (
+            len(rows), sum(e.proof is not None and e.proof.verdict == "late" for e in rows),
+            sum(e.proof is not None and e.proof.verdict == "at_risk" for e in rows),
+            sum(e.proof is not None and e.proof.given_up is not None for e in rows))

@@ -29,7 +29,7 @@ from gapwatch.commands import argtypes
 from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
-from gapwatch.core.models import LogEvent, ProverEvent, ProverStatus
+from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.core.sizes import bounded_event
 from gapwatch.cuzk.partition_table import LONG_IDLE_S
 from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder, timeline_event
@@ -37,7 +37,7 @@ from gapwatch.engine.console import OutputFailed, say
 from gapwatch.logs.files import LogFile, in_time_order
 from gapwatch.logs.parse import LogParser
 from gapwatch.logs.parse.user_rules import RULE_TIMEOUT_S
-from gapwatch.offline.prover_events import prover_event_lines
+from gapwatch.offline.prover_events import ProverEvents, prover_event_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -224,21 +224,19 @@ class _Said:
         from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 
         self.watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
-        self.events: list[ProverEvent] = []
+        # Every one counted, the first of each kind kept: a log of a year of failures must
+        # not fill memory (the watcher stopped being fed at 100,000, the rest unsaid).
+        self.events = ProverEvents()
 
     def add(self, e: LogEvent) -> None:
-        if self.watch is not None and len(self.events) < _MAX_SAID:
+        if self.watch is not None:
             # Cut as a session and the report cut it: the same events say the same words.
             self.events += self.watch.feed(bounded_event(e))
 
-    def finish(self) -> list[ProverEvent]:
+    def finish(self) -> ProverEvents:
         if self.watch is not None:
             self.events += self.watch.finish()
         return self.events
-
-
-#: Prover events kept for `--timeline` (a log of a year of failures must not fill memory).
-_MAX_SAID = 100_000
 
 
 def _to_timeline(events: list[LogEvent], timeline: TimelineBuilder, said: _Said) -> None:

@@ -55,6 +55,7 @@ from gapwatch.offline.compare_windows import (
 )
 from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.progress import Progress
+from gapwatch.offline.prover_events import MAX_KEPT
 from gapwatch.offline.report import (
     READ_MORE_THAN_ONCE,
     collector_off,
@@ -143,6 +144,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
         rep = summarise(path, found, logs, config.detector.window_s)
         copies, statuses = _SlimCopies(found.copies), found.prover_status_count
         posts = _slim_posts(found.prover_events)
+        unkept = found.prover_events.not_kept.get("proof", 0)
         no_data = no_data_stretches(found.states)
         del found
         ends = None
@@ -159,7 +161,8 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
             payoff_all=rep.payoff.overall.all,
             busy_fraction=rep.payoff.overall.busy_fraction,
             partitions_per_hour=rep.payoff.partitions_per_hour,
-            statuses=statuses, problems=[*rep.warnings, *rep.problems], posts=posts,
+            statuses=statuses, posts=posts,
+            problems=[*rep.warnings, *rep.problems, *_posts_not_kept(unkept)],
             window=window, no_data=no_data,
         )  # fmt: skip
 
@@ -181,6 +184,12 @@ def no_data_stretches(states: Sequence[StateChange]) -> list[NoData]:
 
 def _slim_gap(g: Gap) -> SlimGap:
     return SlimGap(g.gpu, g.kind, g.prover_cause, g.start_s, g.duration_s)
+
+
+def _posts_not_kept(n: int) -> list[str]:
+    """Said when PoSt latency is read from the proofs kept, not all (`MAX_KEPT`)."""
+    return [f"PoSt latency from the first {MAX_KEPT:,} proof events: {n:,} more were counted, "
+            "not kept"] if n else []
 
 
 def _slim_posts(events: Sequence[ProverEvent]) -> list[SlimPost]:

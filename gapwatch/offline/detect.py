@@ -50,6 +50,7 @@ from gapwatch.cuzk.prover import CuzkProver, view_of
 from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.gap_spool import Bounded, EventSpool, GapSpool
 from gapwatch.offline.log_span import LogSpan
+from gapwatch.offline.prover_events import ProverEvents
 from gapwatch.sources.recording import PassedOver, WakeAt
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
@@ -108,8 +109,9 @@ class Detected:
     #: The chaining figure per GPU over the whole run, and its worst minute (start, share).
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
-    #: What the prover's watcher said (PoSt proofs, restarts, errors, lost GPU jobs), in order.
-    prover_events: list[ProverEvent] = field(default_factory=list)
+    #: What the prover's watcher said (PoSt proofs, restarts, errors, lost GPU jobs), in order:
+    #: every one counted, the first `MAX_KEPT` of each kind kept.
+    prover_events: ProverEvents = field(default_factory=ProverEvents)
     #: The most closed gaps the loop held in memory at once (the others were final, spooled):
     #: bounded by the window the detector can revise, not by the recording's length.
     most_gaps_held: int = 0
@@ -188,7 +190,7 @@ class _Side:
         self.watch = watch
         self.listener = listener
         self.timeline: TimelineBuilder | None = None
-        self.prover_events: list[ProverEvent] = []
+        self.prover_events = ProverEvents()
         self.statuses = 0
         #: Whether to build the timeline (a split report's other workers do not).
         self.builds_timeline = timeline

@@ -7,15 +7,20 @@ Who calls it: `gapwatch.commands.report` (text) and `gapwatch.offline.report.to_
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, overload
 
 import msgspec
 
 from gapwatch.core import fmt
-from gapwatch.core.models import ProverEvent
+from gapwatch.core.models import ProofTiming, ProverEvent
 
-#: Rows of each list shown in text (--json has them all).
+#: Rows of each list shown in text (--json has every one kept).
 MAX_ROWS = 40
+#: Events of each kind an offline run keeps (and lists, in --json too); every one is counted,
+#: and the summary's figures are over all. A log of a prover failing every partition for a
+#: day (or 100,000 panics) held each (~0.6 KB): 90 MB for 100,000, growing with the log.
+MAX_KEPT = 10_000
 
 
 def _s(v: float | None) -> str:
@@ -46,24 +51,134 @@ def _proofs(events: list[ProverEvent]) -> list[ProverEvent]:
     return [e for e in rows if e is not None]
 
 
+class _ProofTally:
+    """`_proofs`' rows counted as the events come, in memory bounded by the proofs still
+    running (a watcher follows a bounded number: `cuzk.post.MAX_IN_FLIGHT`): a row is counted
+    at its last word, or at the end for one still running."""
+
+    def __init__(self) -> None:
+        self.rows = self.late = self.at_risk = self.given_up = 0
+        self._running: dict[str | None, ProofTiming] = {}
+
+    def add(self, e: ProverEvent) -> None:
+        p = e.proof
+        if p is None:
+            return
+        if _final(e):
+            self._running.pop(e.job_id, None)
+            self._count(p)
+        else:
+            self._running[e.job_id] = p  # its later word replaces it
+
+    def _count(self, p: ProofTiming) -> None:
+        self.rows += 1
+        self.late += p.verdict == "late"
+        self.at_risk += p.verdict == "at_risk"
+        self.given_up += p.given_up is not None
+
+    def figures(self) -> _ProofTally:
+        """The counts with the proofs still running counted (a copy: adding goes on)."""
+        out = _ProofTally()
+        out.rows, out.late, out.at_risk, out.given_up = (
+            self.rows, self.late, self.at_risk, self.given_up)
+        for p in self._running.values():
+            out._count(p)
+        return out
+
+
+class ProverEvents(Sequence[ProverEvent]):
+    """The prover's events of an offline run, in order, in bounded memory: every one counted
+    (by kind, and the PoSt rows' verdicts: the summary's figures are over all), the first
+    `MAX_KEPT` of each kind kept; as a sequence, the kept ones. Who fills it: the offline
+    detection loop (`gapwatch.offline.detect`) and `parse --timeline`."""
+
+    def __init__(self, events: Iterable[ProverEvent] = ()) -> None:
+        self._kept: list[ProverEvent] = []
+        #: Every event by kind, and those of each kind not kept.
+        self.counts: dict[str, int] = {}
+        self.not_kept: dict[str, int] = {}
+        self._proofs = _ProofTally()
+        self.extend(events)
+
+    def add(self, e: ProverEvent) -> None:
+        seen = self.counts.get(e.kind, 0)
+        self.counts[e.kind] = seen + 1
+        if e.kind == "proof":
+            self._proofs.add(e)
+        if seen < MAX_KEPT:
+            self._kept.append(e)
+        else:
+            self.not_kept[e.kind] = self.not_kept.get(e.kind, 0) + 1
+
+    def extend(self, events: Iterable[ProverEvent]) -> None:
+        for e in events:
+            self.add(e)
+
+    def __iadd__(self, events: Iterable[ProverEvent]) -> ProverEvents:
+        self.extend(events)
+        return self
+
+    def proofs(self) -> _ProofTally:
+        """The PoSt rows' counts over every proof event."""
+        return self._proofs.figures()
+
+    def __iter__(self) -> Iterator[ProverEvent]:
+        return iter(self._kept)
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    @overload
+    def __getitem__(self, i: int) -> ProverEvent: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[ProverEvent]: ...
+
+    def __getitem__(self, i: int | slice) -> ProverEvent | list[ProverEvent]:
+        return self._kept[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ProverEvents):
+            return self._kept == other._kept and self.counts == other.counts
+        if isinstance(other, list):
+            return not self.not_kept and self._kept == other
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"ProverEvents({len(self._kept)} kept, {self.counts})"
+
+
+def prover_events_of(events: Sequence[ProverEvent]) -> ProverEvents:
+    """`events` as `ProverEvents` (a list: every one counted, as an offline run counts them)."""
+    return events if isinstance(events, ProverEvents) else ProverEvents(events)
+
+
 #: How the table says a proof said without its end (`ProofTiming.given_up`).
 _GIVEN_UP = {"restart": "lost in restart", "too_many": "given up: too many in flight"}
 
 
-def summary_line(events: list[ProverEvent]) -> str:
-    proofs = _proofs(events)
-    late = sum(1 for e in proofs if e.proof is not None and e.proof.verdict == "late")
-    risk = sum(1 for e in proofs if e.proof is not None and e.proof.verdict == "at_risk")
-    gone = sum(1 for e in proofs if e.proof is not None and e.proof.given_up is not None)
-    n = {k: sum(1 for e in events if e.kind == k) for k in ("restart", "error", "lost_job")}
+def summary_line(events: Sequence[ProverEvent]) -> str:
+    log = prover_events_of(events)
+    t = log.proofs()
+    n = {k: log.counts.get(k, 0) for k in ("restart", "error", "lost_job")}
     # Said only when some were: the line reads as before for every log that has none.
-    without = f", {gone} said without their end" if gone else ""
-    return (f"Prover events: {len(proofs)} PoSt proof(s) ({late} late, {risk} at risk{without}), "
-            f"{n['restart']} restart(s), {n['error']} error(s), {n['lost_job']} lost GPU job(s)")
+    without = f", {t.given_up} said without their end" if t.given_up else ""
+    return (f"Prover events: {t.rows} PoSt proof(s) ({t.late} late, {t.at_risk} at "
+            f"risk{without}), {n['restart']} restart(s), {n['error']} error(s), "
+            f"{n['lost_job']} lost GPU job(s)")
 
 
-def proof_lines(events: list[ProverEvent]) -> list[str]:
-    proofs = _proofs(events)
+def _more(listed: int, total: int, kind_not_kept: int) -> str:
+    """The line after a list cut at `MAX_ROWS` rows ("" when nothing was left out)."""
+    if total <= listed:
+        return ""
+    where = (f"--json lists the first {MAX_KEPT:,} of each kind; all are counted"
+             if kind_not_kept else "--json for all")
+    return f"    ... {total - listed} more ({where})"
+
+
+def proof_lines(events: Sequence[ProverEvent]) -> list[str]:
+    log = prover_events_of(events)
+    proofs = _proofs(list(log))
     if not proofs:
         return []
     # In terminal cells (`fmt.cells`): wide characters and combining marks in a job id.
@@ -85,12 +200,13 @@ def proof_lines(events: list[ProverEvent]) -> list[str]:
             out.append(f"      waited for a GPU worker behind: {', '.join(p.waited_behind)}")
         if p.setting:
             out.append(f"      setting: {p.setting}")
-    if len(proofs) > MAX_ROWS:
-        out.append(f"    ... {len(proofs) - MAX_ROWS} more (--json for all)")
-    return out
+    more = _more(min(len(proofs), MAX_ROWS), log.proofs().rows, log.not_kept.get("proof", 0))
+    return out + [more] if more else out
 
 
-def _message_lines(title: str, events: list[ProverEvent]) -> list[str]:
+def _message_lines(title: str, events: list[ProverEvent], total: int, not_kept: int
+                   ) -> list[str]:
+    """A list of events (those kept) under `title`; `total`: how many there were in all."""
     if not events:
         return []
     out = [f"  {title}"]
@@ -100,30 +216,38 @@ def _message_lines(title: str, events: list[ProverEvent]) -> list[str]:
             parts = ", ".join(f"{p.name} {fmt.clock(p.start_s)}-{fmt.clock(p.end_s)} "
                               f"({p.end_s - p.start_s:.1f} s)" for p in e.parts)
             out.append(f"      parts (they may overlap): {parts}")
-    if len(events) > MAX_ROWS:
-        out.append(f"    ... {len(events) - MAX_ROWS} more (--json for all)")
-    return out
+    more = _more(min(len(events), MAX_ROWS), total, not_kept)
+    return out + [more] if more else out
 
 
-def prover_event_lines(events: list[ProverEvent]) -> list[str]:
+def _listed(log: ProverEvents, title: str, kinds: tuple[str, ...]) -> list[str]:
+    return _message_lines(title, [e for e in log if e.kind in kinds][:MAX_ROWS],
+                          sum(log.counts.get(k, 0) for k in kinds),
+                          sum(log.not_kept.get(k, 0) for k in kinds))
+
+
+def prover_event_lines(events: Sequence[ProverEvent]) -> list[str]:
     """The report's text section ([] when the prover said nothing of the kind)."""
-    if not events:
+    log = prover_events_of(events)
+    if not log:
         return []
-    restarts = [e for e in events if e.kind in ("restart", "restart_cost")]
-    lines = [summary_line(events)]
-    lines += proof_lines(events)
-    lines += _message_lines("Restarts (and the GPU time each cost, as one stretch)", restarts)
-    lines += _message_lines("Errors", [e for e in events if e.kind == "error"])
-    lines += _message_lines("Lost GPU jobs", [e for e in events if e.kind == "lost_job"])
+    lines = [summary_line(log)]
+    lines += proof_lines(log)
+    lines += _listed(log, "Restarts (and the GPU time each cost, as one stretch)",
+                     ("restart", "restart_cost"))
+    lines += _listed(log, "Errors", ("error",))
+    lines += _listed(log, "Lost GPU jobs", ("lost_job",))
     return [fmt.visible(line) for line in lines]
 
 
-def prover_events_json(events: list[ProverEvent]) -> dict[str, Any]:
-    """Every event, by kind, as the recording writes them (plus each stretch's length)."""
-    out: dict[str, Any] = {"summary": summary_line(events)}
+def prover_events_json(events: Sequence[ProverEvent]) -> dict[str, Any]:
+    """Every event kept, by kind, as the recording writes them (plus each stretch's length);
+    `not_kept`: how many of each kind were counted but not kept (only when some were)."""
+    log = prover_events_of(events)
+    out: dict[str, Any] = {"summary": summary_line(log)}
     for kind in ("proof", "restart", "restart_cost", "error", "lost_job"):
         rows = []
-        for e in events:
+        for e in log:
             if e.kind != kind:
                 continue
             row = msgspec.to_builtins(e)
@@ -132,4 +256,6 @@ def prover_events_json(events: list[ProverEvent]) -> dict[str, Any]:
                 row["length_s"] = e.length_s
             rows.append(row)
         out[kind] = rows
+    if log.not_kept:
+        out["not_kept"] = dict(log.not_kept)
     return out

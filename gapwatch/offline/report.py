@@ -55,7 +55,6 @@ from gapwatch.core.models import (
     GpuInfo,
     HardwareEvent,
     LogEvent,
-    ProverEvent,
     Record,
     SessionHeader,
     StateChange,
@@ -80,7 +79,7 @@ from gapwatch.offline.log_split import spool_split
 from gapwatch.offline.log_window import spool_window
 from gapwatch.offline.payoff import Payoff, busy_fraction, gap_payoff, report_payoff
 from gapwatch.offline.progress import DataTime, LogBytes, Progress, progress_of, tell
-from gapwatch.offline.prover_events import prover_events_json
+from gapwatch.offline.prover_events import ProverEvents, prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.offline.startup_lines import recorded_startup
 from gapwatch.sources.files import data_span, header_of, read_any, refuse_a_stream
@@ -152,8 +151,9 @@ class ReportData:
     #: count every output says: `GapLedger.tally`).
     gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
     #: What the prover did besides gaps: PoSt proofs, restarts and their cost, errors, lost
-    #: GPU jobs (`gapwatch.core.models.ProverEvent`), in order.
-    prover_events: list[ProverEvent] = field(default_factory=list)
+    #: GPU jobs (`gapwatch.core.models.ProverEvent`), in order: every one counted, the first
+    #: `MAX_KEPT` of each kind kept.
+    prover_events: ProverEvents = field(default_factory=ProverEvents)
     #: Each GPU's closed gaps by the prover's finer cause (`gaps_by_prover_cause`); a GPU
     #: without any left out.
     prover_causes: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
@@ -412,7 +412,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         health=found.health, hw_events=found.hw_events, hw_event_count=found.hw_event_count,
         chaining=found.chaining, chaining_worst=found.chaining_worst,
         gap_tally=tally,
-        prover_events=list(found.prover_events),
+        prover_events=found.prover_events,
         prover_causes=sums.causes,
         prover_lacks=list(found.prover_lacks),
         longest_gaps=sums.longest(),

@@ -141,6 +141,7 @@ from gapwatch.offline.detect import (
 )
 from gapwatch.offline.gap_spool import GapSpool, encode_gap, gap_key, renumbered
 from gapwatch.offline.progress import DataTime, Progress, tell
+from gapwatch.offline.prover_events import ProverEvents
 from gapwatch.sources.files import data_span, header_of, json_bytes_of, read_any
 from gapwatch.sources.recording import MAX_PROBLEMS, Reading, Recording, WakeAt
 from gapwatch.sources.recording_set import is_set, set_files
@@ -648,7 +649,7 @@ def _merge(header: SessionHeader, parts: list[_Part], gaps: GapSpool,
         prover_status_count=side.prover_status_count if side is not None else 0,
         pipeline=side.pipeline if side is not None else PipelineView(),
         log_notes=side.log_notes if side is not None else [],
-        prover_events=side.prover_events if side is not None else [],
+        prover_events=side.prover_events if side is not None else ProverEvents(),
         # This process's copies (and the copies of no watched GPU); the others' are taken in.
         copies=side.copies if side is not None else CopySums(),
         counters=counters,

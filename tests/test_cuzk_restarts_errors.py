@@ -76,6 +76,18 @@ def test_uptime_going_back_is_a_restart_and_the_start_line_beside_it_the_same_on
     assert w.restarts == 1
 
 
+def test_a_crash_loop_faster_than_the_merge_window_is_each_restart_said() -> None:
+    # Start lines within 8 s were one restart: a daemon that dies at start-up and is started
+    # again every 3 s (RestartSec=3) was one restart a window, 360,000 runs of a storm 449.
+    w = RestartWatch()
+    for k in range(5):
+        t = 1000.0 + 3.0 * k
+        w.feed_log(LogEvent(t, "line", "tracing", "cuzk-daemon starting", ""))
+        # Its engine's line, beside it, is the same start (one sign of each kind a run).
+        w.feed_log(LogEvent(t + 0.5, "line", "tracing", "starting cuzk engine", ""))
+    assert w.restarts == 4  # the first start of the log is not a restart
+
+
 def test_a_new_prover_pid_on_the_gpu_is_a_restart_unless_one_was_already_seen() -> None:
     w = RestartWatch()
     assert w.feed_process(ProcessMemory(1, 100.0, 0, 4242, "cuzk", 1, 1)) == []

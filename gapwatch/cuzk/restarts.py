@@ -7,7 +7,8 @@ Three signs, any one enough (cuzk-upstream-paths.md 4.4): the start lines `cuzk-
 starting` (cuzk-daemon/src/main.rs:63) and `starting cuzk engine` (engine.rs:1244, the TIMELINE
 epoch); `/status` `uptime_secs` going back (status.rs: it counts from the tracker's creation);
 a new pid of the same process name on a GPU (NVML's process list, as `ProcessMemory` readings).
-Signs within `SAME_RESTART_S` of one another are one restart. Only SIGINT is handled
+Signs within `SAME_RESTART_S` of one another are one restart, but for the same sign twice (a
+second start line is a second run: a crash loop can be faster). Only SIGINT is handled
 (`received SIGINT, shutting down`, main.rs:237, 264); systemd's default SIGTERM kills cuzk
 without a line, and the restart says which it was.
 
@@ -83,6 +84,8 @@ class RestartWatch:
         self._sigint = False
         self._run: _Run | None = None
         self._last_restart_s: float | None = None
+        #: The signs taken as the latest start or restart.
+        self._signs: set[str] = set()
         self._uptime: dict[str, float] = {}
         #: GPU -> pid -> when it was last read.
         self._pids: dict[int, dict[int, float]] = {}
@@ -146,11 +149,16 @@ class RestartWatch:
 
     def _sign(self, t_s: float, sign: str) -> list[ProverEvent]:
         last = self._last_restart_s
-        if last is not None and abs(t_s - last) <= SAME_RESTART_S:
-            if self._run is not None and sign not in self._run.signs:
+        # Signs close together are one restart, unless the same sign comes again: a daemon
+        # writes each start line once, so a second is another run (a crash loop faster than
+        # `SAME_RESTART_S`: 360,000 runs of a storm were said as 449 restarts).
+        if last is not None and abs(t_s - last) <= SAME_RESTART_S and sign not in self._signs:
+            self._signs.add(sign)
+            if self._run is not None:
                 self._run.signs.append(sign)
             return []
         self._last_restart_s = t_s
+        self._signs = {sign}
         if not self._seen_run and sign.startswith("its start line"):
             return []  # the first start of the log: a start, not a restart
         self.restarts += 1

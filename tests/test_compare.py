@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -212,9 +213,14 @@ def test_different_gpu_counts_and_lengths_are_said() -> None:
                       active_s=3600.0, first_busy_s=0.0, last_busy_s=3600.0,
                       last_wall_s=3600.0, confidence="high", final_state="CHAINED")
     after.totals.append(extra)
-    notes = " ".join(compare(before, after).notes)
+    c = compare(before, after)
+    notes = " ".join(c.notes)
     assert "different GPUs: BEFORE 1 (0), AFTER 2 (0, 1)" in notes
     assert "different lengths" in notes
+    # Each note wrapped within the text's 100 columns (the GPUs' one was 122 wide).
+    text = format_text(c)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "\n        'all GPUs' per GPU-hour" in text
 
 
 def test_the_command_prints_text_within_100_columns_json_and_markdown(
@@ -228,6 +234,11 @@ def test_the_command_prints_text_within_100_columns_json_and_markdown(
     assert doc["schema_version"] == 1 and doc["window_s"] == 3.0
     busy = next(f for f in doc["figures"] if f["figure"] == "busy share")
     assert busy["verdict"] == "better" and busy["before_windows"]["n"] >= 8
+    # The windows the head counts are the JSON's too (it gave whole windows only: 10 and 9).
+    said = re.search(r"windows of \S+ s: BEFORE (\d+), AFTER (\d+)", text)
+    assert said is not None
+    assert [doc["sides"][k]["usable_windows"] for k in ("BEFORE", "AFTER")] == [
+        int(said.group(1)), int(said.group(2))]
     assert doc["payoff"]["achieved"]["basis"] == "partitions/h"
     assert main(["compare", str(PAGEABLE), str(PINNED), "--markdown"]) == 0
     md = capsys.readouterr().out

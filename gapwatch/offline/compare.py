@@ -76,7 +76,8 @@ POST_KINDS = ("winning-post", "window-post")
 LENGTH_RATIO_SAID = 1.25
 METHOD = (
     "per-window values (the window and how many on each side said above) compared by the "
-    "Mann-Whitney U test, two-sided, tie- and continuity-corrected normal approximation: a "
+    "Mann-Whitney U test, two-sided, tie- and continuity-corrected normal approximation, its "
+    "variance widened by how much each window follows the one before (lag-1 autocorrelation): a "
     "change is said when p < 0.01 and the means differ by more than 1 percentage point (shares) "
     "or 5 % (rates, counts); busy share per window counts idle inside gaps >= min gap only"
 )
@@ -508,7 +509,8 @@ def to_json(c: Comparison) -> dict[str, Any]:
         "schema_version": COMPARE_SCHEMA_VERSION,
         "method": METHOD,
         "window_s": c.window_s,
-        "sides": {s.label: _side_json(s, c.window_s) for s in (c.before, c.after)},
+        "sides": {s.label: _side_json(s, c.window_s, n)
+                  for s, n in zip((c.before, c.after), usable_windows(c), strict=True)},
         "notes": c.notes,
         "load": {"known": c.load_known, "differs": c.load_differs},
         "settings": {
@@ -523,12 +525,21 @@ def to_json(c: Comparison) -> dict[str, Any]:
     }
 
 
-def _side_json(s: Side, window_s: float) -> dict[str, Any]:
+def usable_windows(c: Comparison) -> tuple[int, int]:
+    """How many windows each side's figures are judged over (BEFORE, AFTER): the busy share's
+    of the first GPU listed (a window counts where it is at least half inside the working span,
+    the last one too), as the text's head says it."""
+    busy = next((f for f in c.figures if f.name == "busy share"), None)
+    return (busy.before_windows.n, busy.after_windows.n) if busy else (0, 0)
+
+
+def _side_json(s: Side, window_s: float, usable: int) -> dict[str, Any]:
     return {"path": s.path, "log_files": s.log_files,
             "window": None if s.window is None else {"since_s": s.window.since_s,
                                                      "until_s": s.window.until_s},
             "gpus": [t.gpu for t in s.totals],
             "start_s": s.start_s, "span_s": s.span_s, "windows": int(s.span_s // window_s),
+            "usable_windows": usable,
             "busy_fraction": s.busy_fraction, "partitions_per_hour": s.partitions_per_hour,
             "status_snapshots": s.statuses, "problems": s.problems}
 

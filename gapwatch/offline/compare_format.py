@@ -10,7 +10,14 @@ from __future__ import annotations
 import time
 
 from gapwatch.core import fmt
-from gapwatch.offline.compare import METHOD, Comparison, Figure, Side, predicted_vs_achieved
+from gapwatch.offline.compare import (
+    METHOD,
+    Comparison,
+    Figure,
+    Side,
+    predicted_vs_achieved,
+    usable_windows,
+)
 from gapwatch.offline.compare_stats import Spread
 from gapwatch.offline.compare_windows import ALL, POST_LATENCY
 
@@ -127,13 +134,12 @@ def head_lines(c: Comparison) -> list[str]:
     for s in (c.before, c.after):
         if s.log_files:
             out.append(f"  {s.label} logs: {', '.join(_path(p) for p in s.log_files)}")
-    busy = next((f for f in c.figures if f.name == "busy share"), None)
-    nb = busy.before_windows.n if busy else 0
-    na = busy.after_windows.n if busy else 0
+    nb, na = usable_windows(c)
     out.append(f"  windows of {c.window_s:g} s: BEFORE {nb}, AFTER {na}; each figure: the whole "
                "run [windows' p10-p90]")
     out.append("  " + _load_line(c))
-    out += [f"  note: {n}" for n in c.notes]
+    # Wrapped: a note names GPUs, paths and lengths (one was 122 columns wide).
+    out += [line for n in c.notes for line in _wrap(n, first="  note: ", rest="        ")]
     for s in (c.before, c.after):
         out += [_said(f"  {s.label} data: ", p) for p in s.problems[:3]]
     return out
@@ -215,15 +221,18 @@ def format_text(c: Comparison) -> str:
     return "\n".join(fmt.visible(line) for line in out) + "\n"
 
 
-def _wrap(text: str, width: int = WIDTH) -> list[str]:
-    lines, cur = [], ""
+def _wrap(text: str, width: int = WIDTH, first: str = "", rest: str = "  ") -> list[str]:
+    """`text` in lines of at most `width` characters (a word longer than that alone on its
+    line), the first after `first`, the others after `rest`."""
+    lines: list[str] = []
+    cur, words = first, 0  # the line so far, and how many words it holds
     for word in text.split():
-        if cur and len(cur) + 1 + len(word) > width:
+        if words and len(cur) + 1 + len(word) > width:
             lines.append(cur)
-            cur = "  " + word
+            cur, words = rest + word, 1
         else:
-            cur = f"{cur} {word}" if cur else word
-    return [*lines, cur] if cur else lines
+            cur, words = (f"{cur} {word}" if words else cur + word), words + 1
+    return [*lines, cur] if words else lines
 
 
 def _md(text: str, width: int | None = MD_CELLS) -> str:

@@ -29,7 +29,7 @@ def events() -> list[ProverEvent]:
     logs = sorted(logs + parser.flush(), key=lambda e: e.t_wall_s)
     found = detect_records(sim.header, sim.records, DetectorConfig(), logs, watch=CuzkWatch())
     assert any(isinstance(r, ProverStatus) for r in sim.records)
-    return found.prover_events
+    return list(found.prover_events)
 
 
 def test_a_winningpost_arriving_while_both_workers_hold_partitions(

@@ -86,6 +86,13 @@ def test_a_crash_loop_faster_than_the_merge_window_is_each_restart_said() -> Non
         # Its engine's line, beside it, is the same start (one sign of each kind a run).
         w.feed_log(LogEvent(t + 0.5, "line", "tracing", "starting cuzk engine", ""))
     assert w.restarts == 4  # the first start of the log is not a restart
+    # The same line read twice (a recording's log events and the --log file they came from)
+    # is one start.
+    again = RestartWatch()
+    for _ in range(2):
+        again.feed_log(LogEvent(1000.0, "line", "tracing", "cuzk-daemon starting", ""))
+        again.feed_log(LogEvent(1000.5, "line", "tracing", "starting cuzk engine", ""))
+    assert again.restarts == 0
 
 
 def test_a_new_prover_pid_on_the_gpu_is_a_restart_unless_one_was_already_seen() -> None:

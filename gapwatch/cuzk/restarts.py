@@ -7,10 +7,10 @@ Three signs, any one enough (cuzk-upstream-paths.md 4.4): the start lines `cuzk-
 starting` (cuzk-daemon/src/main.rs:63) and `starting cuzk engine` (engine.rs:1244, the TIMELINE
 epoch); `/status` `uptime_secs` going back (status.rs: it counts from the tracker's creation);
 a new pid of the same process name on a GPU (NVML's process list, as `ProcessMemory` readings).
-Signs within `SAME_RESTART_S` of one another are one restart, but for the same sign twice (a
-second start line is a second run: a crash loop can be faster). Only SIGINT is handled
-(`received SIGINT, shutting down`, main.rs:237, 264); systemd's default SIGTERM kills cuzk
-without a line, and the restart says which it was.
+Signs within `SAME_RESTART_S` of one another are one restart, but for the same sign again at
+another time (a second start line is a second run: a crash loop can be faster). Only SIGINT is
+handled (`received SIGINT, shutting down`, main.rs:237, 264); systemd's default SIGTERM kills
+cuzk without a line, and the restart says which it was.
 
 What a restart costs (code): the GPU idles from its last work of the old run (its last
 TIMELINE `GPU_END`) to its first `GPU_START` of the new one; the parts of that stretch are the
@@ -45,6 +45,8 @@ SRS_LOADED = "SRS loaded successfully"
 #: `/status` answer and its pid on the GPU come within seconds; a restart loop is ~10 s apart,
 #: systemd's RestartSec in upstream's unit, cuzk-proving-daemon.md:122-140).
 SAME_RESTART_S = 8.0
+#: The same sign this close in time is one line read twice, not a second run.
+SAME_LINE_S = 0.001
 #: `/status` uptime going back by less than this is jitter of the poll, not a restart.
 UPTIME_SLACK_S = 2.0
 #: Process names followed on the GPUs (upstream installs `cuzk`; from target/ it is
@@ -84,8 +86,8 @@ class RestartWatch:
         self._sigint = False
         self._run: _Run | None = None
         self._last_restart_s: float | None = None
-        #: The signs taken as the latest start or restart.
-        self._signs: set[str] = set()
+        #: The signs taken as the latest start or restart, with their times.
+        self._signs: dict[str, float] = {}
         self._uptime: dict[str, float] = {}
         #: GPU -> pid -> when it was last read.
         self._pids: dict[int, dict[int, float]] = {}
@@ -149,16 +151,21 @@ class RestartWatch:
 
     def _sign(self, t_s: float, sign: str) -> list[ProverEvent]:
         last = self._last_restart_s
-        # Signs close together are one restart, unless the same sign comes again: a daemon
-        # writes each start line once, so a second is another run (a crash loop faster than
-        # `SAME_RESTART_S`: 360,000 runs of a storm were said as 449 restarts).
-        if last is not None and abs(t_s - last) <= SAME_RESTART_S and sign not in self._signs:
-            self._signs.add(sign)
-            if self._run is not None:
-                self._run.signs.append(sign)
+        # Signs close together are one restart, unless the same sign comes again later: a
+        # daemon writes each start line once, so a second is another run (a crash loop faster
+        # than `SAME_RESTART_S`: 360,000 runs of a storm were said as 449 restarts). The same
+        # sign at the same time is the same line read twice (a recording's log events and the
+        # `--log` file they were recorded from).
+        before = self._signs.get(sign)
+        again = before is not None and abs(t_s - before) > SAME_LINE_S
+        if last is not None and abs(t_s - last) <= SAME_RESTART_S and not again:
+            if before is None:
+                self._signs[sign] = t_s
+                if self._run is not None:
+                    self._run.signs.append(sign)
             return []
         self._last_restart_s = t_s
-        self._signs = {sign}
+        self._signs = {sign: t_s}
         if not self._seen_run and sign.startswith("its start line"):
             return []  # the first start of the log: a start, not a restart
         self.restarts += 1

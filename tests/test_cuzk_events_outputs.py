@@ -5,11 +5,14 @@ JSON); a replay derives them again instead of reading them back."""
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from prometheus_client.core import Metric
 
+from evaluation.simulate import simulate
+from gapwatch.cli import main
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import (
     Gap,
@@ -31,6 +34,7 @@ from gapwatch.offline.report import summarise, to_json
 from gapwatch.offline.report_text import format_text
 from gapwatch.sinks.metrics import MetricsSink
 from gapwatch.sinks.prover_event_metrics import families
+from gapwatch.sinks.recorder import write_recording
 
 DATA = Path(__file__).parent / "data" / "cuzk-upstream"
 HEADER = SessionHeader(gapwatch_version="t", host="box", source="sim", started_wall_s=0.0,
@@ -214,3 +218,24 @@ def test_the_post_rows_counted_as_they_come_are_the_rows_of_the_whole_list() -> 
             len(rows), sum(e.proof is not None and e.proof.verdict == "late" for e in rows),
             sum(e.proof is not None and e.proof.verdict == "at_risk" for e in rows),
             sum(e.proof is not None and e.proof.given_up is not None for e in rows))
+
+
+def test_the_perfetto_export_says_how_many_prover_events_it_did_not_draw(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(prover_events, "MAX_KEPT", 5)
+    sim = simulate("chained", seed=1, duration_s=30)
+    rec = tmp_path / "gw.jsonl"
+    write_recording(rec, sim.header, sim.records)
+    t0 = sim.header.started_wall_s + 1.0
+    lines = []
+    for i in range(20):  # a panic every second, inside the recording
+        stamp = datetime.fromtimestamp(t0 + i, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        lines += [f"{stamp}  INFO cuzk_core::engine: memory budget initialized total_budget_gib=750",
+                  "thread '<unnamed>' panicked at /x/supraseal-c2/src/lib.rs:316:9:",
+                  f'cudaGetLastError()@/x/gs.cu:220 failed: "out of memory {i}"']
+    log = tmp_path / "p.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert main(["export", str(rec), "--log", str(log), "--out", str(tmp_path / "t.json")]) == 0
+    assert "15 more prover events counted but not drawn (the first 5 of each kind are)" in \
+        capsys.readouterr().err

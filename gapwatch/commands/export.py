@@ -54,6 +54,7 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
               progress: Progress | None, window: TimeWindow | None) -> str:
     from gapwatch.offline.perfetto import TraceBuilder
     from gapwatch.offline.progress import DataTime, progress_of, tell
+    from gapwatch.offline.prover_events import MAX_KEPT
     from gapwatch.offline.report import build_report, logs_parsed
     from gapwatch.sources.files import data_span, read_any
     from gapwatch.sources.recording import Reading
@@ -84,7 +85,11 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
     tell(progress, "writing the trace")
     n = builder.write(out)
     unmatched = f", {builder.unmatched} unmatched phase lines" if builder.unmatched else ""
-    return (f"{n} trace events, {len(report.gaps)} gaps{unmatched}; open it in "
+    unkept = sum(report.prover_events.not_kept.values())
+    # The report keeps the first of each kind of prover event (`prover_events.MAX_KEPT`).
+    unkept_said = (f", {unkept} more prover events counted but not drawn (the first "
+                   f"{MAX_KEPT:,} of each kind are)" if unkept else "")
+    return (f"{n} trace events, {len(report.gaps)} gaps{unmatched}{unkept_said}; open it in "
             "https://ui.perfetto.dev or chrome://tracing")
 
 

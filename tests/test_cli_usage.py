@@ -265,3 +265,16 @@ def test_a_folder_with_no_name_as_the_input_or_the_segments_base_is_one_line(
         err = capsys.readouterr().err
         assert "is a directory; give a file name inside it" in err and err.count("\n") == 1
     assert list(tmp_path.iterdir()) == [] and not Path(f"{tmp_path}.000001.jsonl").exists()
+
+
+@pytest.mark.parametrize("command", ["record", "watch"])
+def test_on_event_help_names_every_event_it_runs_the_command_for(
+        command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--help` said only "when a GPU enters or leaves BREAKDOWN", while the hook also runs on a
+    late PoSt, a prover restart and a prover error (docs/fleet.md, README)."""
+    assert _exit_code([command, "--help"]) == 0
+    words = " ".join(capsys.readouterr().out.split())
+    assert "--on-event CMD run CMD" in words
+    for said in ("enters or leaves BREAKDOWN", "a PoSt goes late", "the prover restarts",
+                 "a prover error"):
+        assert said in words, said

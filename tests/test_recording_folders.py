@@ -192,6 +192,15 @@ def test_replay_of_a_folder_of_many_empty_files_says_how_many_not_only_the_first
     assert len(err.splitlines()) < 20  # one line for the count, not one per file
 
 
+def test_replay_of_counts_without_messages_says_the_counts_alone(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # A trace's stale GPM rows are counted, each not said: "(the first 0 said)" read oddly.
+    trace = Path(__file__).parent / "data" / "h200-pinned-50ms-slice.csv"
+    assert main(["replay", "--headless", "--speed", "0", str(trace)]) == 0
+    [line] = [ln for ln in capsys.readouterr().err.splitlines() if "problems in all" in ln]
+    assert line.endswith("input problems in all: stale_gpm_rows 60")
+
+
 @pytest.mark.parametrize("name", ["gw.jsonl", "gw.jsonl.gz"])
 def test_a_recording_still_being_written_is_read_to_where_it_stands_and_said(
         tmp_path: Path, name: str) -> None:

@@ -348,8 +348,11 @@ class ReplayDriver(Background):
         counters = self.recording.counters
         if sum(counters.values()) > len(self.recording.problems):
             counts = ", ".join(f"{k} {v}" for k, v in sorted(counters.items()))
-            self._notice(f"replay: input problems in all: {counts} (the first "
-                         f"{len(self.recording.problems)} said)")
+            said = len(self.recording.problems)
+            # A count without messages of its own (a trace's stale GPM rows, merged into the
+            # next row) was "(the first 0 said)".
+            self._notice(f"replay: input problems in all: {counts}"
+                         + (f" (the first {said} said)" if said else ""))
 
     def _time_jump(self, step_ns: int) -> None:
         self.time_jumps += 1

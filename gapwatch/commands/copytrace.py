@@ -31,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["build"], help="build: compile, check and install")
     p.add_argument("--cuda-include", type=argtypes.path, default=None, metavar="DIR",
                    help="folder with cupti.h and cuda.h (default: $CUDA_HOME/include, "
+                        "$CUDA_PATH/include, "
                         "/usr/local/cuda/include, then the nvidia-cuda-* wheels)")
     p.add_argument("--out", type=argtypes.path, default=None, metavar="DIR",
                    help="where to install libgapwatch_copytrace.so "

@@ -5,7 +5,8 @@ wheels' headers), `bench/copytrace_h200.py` (against the CUDA toolkit). Pure Pyt
 system C compiler: no CUDA, no GPU and no libcupti are needed to build, only the headers.
 
 Headers (`cupti.h`, and `cuda.h` with `crt/host_defines.h`, which it includes) are looked for, in
-order: `--cuda-include DIR`, `$CUDA_HOME/include` (and its `extras/CUPTI/include`),
+order: `--cuda-include DIR`, `$CUDA_HOME/include` then `$CUDA_PATH/include` (and their
+`extras/CUPTI/include`),
 `/usr/local/cuda/include` (idem), then the installed `nvidia-cuda-cupti`, `nvidia-cuda-runtime`
 and `nvidia-cuda-crt` wheels (`nvidia/cu13/include` in site-packages). The libcupti found beside
 them (toolkit `extras/CUPTI/lib64`, `lib64`, or the wheel's `nvidia/cu13/lib`) is compiled in as the

@@ -121,6 +121,19 @@ def _every(period_s: float, dur_s: float, kind: str, cause: str | None,
     return [SlimGap(0, kind, cause, offset_s + i * period_s + 1.0, dur_s) for i in range(n)]
 
 
+def test_a_side_whose_halves_differ_is_said_not_steady_and_a_steady_one_is_not() -> None:
+    # BEFORE: an hour whose first half has no gap (a start-up, a light load) and whose second
+    # half idles 20 %: its verdicts against AFTER mix both, and nothing said so.
+    ramp = [g for g in _every(10.0, 2.0, "pcie_starved", "pinned_pool") if g.start_s > 1800.0]
+    before = _side("BEFORE", ramp)
+    after = _side("AFTER", _every(10.0, 1.0, "pcie_starved", "pinned_pool"))
+    notes = compare(before, after, window_s=60.0).notes
+    [said] = [n for n in notes if "not steady" in n]
+    assert said.startswith("BEFORE is not steady: busy share 100 % in its first half, 80 % in "
+                           "its second")
+    assert not [n for n in notes if n.startswith("AFTER is not steady")]
+
+
 def test_an_after_run_idle_for_want_of_work_is_said_as_different_load_not_judged() -> None:
     # BEFORE: pcie_starved gaps. AFTER: those gone, but the prover idles for want of work far
     # more: fewer starved gaps is real, the busy share and the idle total follow the load.

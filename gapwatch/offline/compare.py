@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 from gapwatch.base.tuple_spool import TupleSpool
@@ -279,8 +280,40 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
     load_differs = any(f.name == NO_WORK and f.test.verdict == "load" for f in figures)
     if load_differs:
         figures = [_load_said(f) for f in figures]
+    notes = _notes(before, after, w) + [
+        note for s in (before, after)
+        if (note := _drift_note(s.label, wins[s.label].get(keys[0], {}) if keys else {}))]
     return Comparison(before, after, w, figures, changes(before.settings, after.settings),
-                      _notes(before, after, w), load_differs, load_known)
+                      notes, load_differs, load_known)
+
+
+#: The figures a side is checked for a drift within it (`_drift_note`).
+DRIFT_FIGURES = ("busy share", "partitions/h")
+
+
+def _drift_note(label: str, windows: dict[str, list[float]]) -> str | None:
+    """Said when a side's own first and second halves differ by the one test (`judge`): a
+    start-up (the prover's first wave), a load that ramps or a change inside the side, which
+    a verdict between the sides mixes in (a side of mostly first wave read as "worse" against
+    half an hour of the same settings)."""
+    said = []
+    for name in DRIFT_FIGURES:
+        vs = windows.get(name, [])
+        half = len(vs) // 2
+        better, share = _direction(name)
+        test = judge(vs[:half], vs[half:], better, share)
+        if test.verdict in ("better", "worse"):
+            a, b = fmean(vs[:half]), fmean(vs[half:])
+            said.append(f"{name} {_plain(a, share)} in its first half, {_plain(b, share)} "
+                        "in its second")
+    if not said:
+        return None
+    return (f"{label} is not steady: {'; '.join(said)} (a start-up, a load that ramps, a "
+            "change inside it): its verdicts mix both")
+
+
+def _plain(v: float, share: bool) -> str:
+    return f"{v * 100:.0f} %" if share else f"{v:.0f}"
 
 
 def _other(side: Side, before: Side, after: Side,

@@ -213,7 +213,8 @@ def test_the_post_rows_counted_as_they_come_are_the_rows_of_the_whole_list() -> 
                 proof=ProofTiming("winning-post", verdict=verdict,  # type: ignore[arg-type]
                                   done=done, given_up=given_up)))  # type: ignore[arg-type]
         rows = prover_events._proofs(events)
-        tally = prover_events.ProverEvents(events).proofs()
+        kept = prover_events.ProverEvents(events)
+        tally = kept.proofs()
         assert (tally.rows, tally.late, tally.at_risk, tally.given_up) == (
             len(rows), sum(e.proof is not None and e.proof.verdict == "late" for e in rows),
             sum(e.proof is not None and e.proof.verdict == "at_risk" for e in rows),
@@ -239,3 +240,20 @@ def test_the_perfetto_export_says_how_many_prover_events_it_did_not_draw(
     assert main(["export", str(rec), "--log", str(log), "--out", str(tmp_path / "t.json")]) == 0
     assert "15 more prover events counted but not drawn (the first 5 of each kind are)" in \
         capsys.readouterr().err
+
+
+def test_a_proof_kept_while_running_keeps_its_last_word_past_the_bound(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its running word was among the first kept, its end past the bound: the row read "running"
+    # of a proof that had ended.
+    monkeypatch.setattr(prover_events, "MAX_KEPT", 3)
+
+    def proof(t: float, job: str, done: bool) -> ProverEvent:
+        return ProverEvent(t_wall_s=t, kind="proof", level="info", message="", job_id=job,
+                           proof=ProofTiming("winning-post", done=done))
+    log = prover_events.ProverEvents([proof(1.0, "a", False), proof(2.0, "b", True),
+                                      proof(3.0, "c", True), proof(4.0, "d", True),
+                                      proof(5.0, "a", True), proof(6.0, "e", True)])
+    assert [(e.job_id, e.proof is not None and e.proof.done) for e in log] == [
+        ("a", False), ("b", True), ("c", True), ("a", True)]
+    assert log.not_kept == {"proof": 2} and log.proofs().rows == 5

@@ -98,15 +98,25 @@ class ProverEvents(Sequence[ProverEvent]):
         self.counts: dict[str, int] = {}
         self.not_kept: dict[str, int] = {}
         self._proofs = _ProofTally()
+        #: Job ids whose latest word kept is a running proof's.
+        self._kept_running: set[str | None] = set()
         self.extend(events)
 
     def add(self, e: ProverEvent) -> None:
         seen = self.counts.get(e.kind, 0)
         self.counts[e.kind] = seen + 1
-        if e.kind == "proof":
+        proof = e.kind == "proof" and e.proof is not None
+        if proof:
             self._proofs.add(e)
-        if seen < MAX_KEPT:
+        # A later word of a proof kept while running is kept past the bound too (a few: the
+        # proofs in flight), so that no row kept reads "running" of a proof that ended.
+        if seen < MAX_KEPT or (proof and e.job_id in self._kept_running):
             self._kept.append(e)
+            if proof:
+                if _final(e):
+                    self._kept_running.discard(e.job_id)
+                else:
+                    self._kept_running.add(e.job_id)
         else:
             self.not_kept[e.kind] = self.not_kept.get(e.kind, 0) + 1
 

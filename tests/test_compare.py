@@ -26,9 +26,11 @@ from gapwatch.offline.compare import Comparison, Figure, Side, compare, read_sid
 from gapwatch.offline.compare_format import format_markdown, format_text
 from gapwatch.offline.compare_stats import judge, mann_whitney_p, serial_inflation
 from gapwatch.offline.compare_windows import (
+    Grid,
     NoData,
     Silences,
     SlimGap,
+    accumulate,
     all_silent,
     choose_window_s,
 )
@@ -217,6 +219,29 @@ def test_stretches_no_gpu_was_read_in_are_their_intersection_and_a_time_is_place
         assert any(a <= t < b for a, b in common) == silent_everywhere(t), t
         assert silences.inside(1, t) == any(h.gpu == 1 and h.start_s <= t < h.end_s
                                             for h in holes), t
+
+
+def test_a_stretch_without_readings_to_the_end_of_the_data_is_no_traceback() -> None:
+    # Every GPU silent from the middle on (NVML hung, the host and the log going on): its
+    # stretch runs to infinity, and `inf // window` was a NaN in the windows' arithmetic.
+    before = _side("BEFORE", _every(10.0, 2.0, "pcie_starved", "pinned_pool"))
+    before.no_data = [NoData(0, 1800.0, float("inf"))]
+    before.partition_ends = [(0, 60.0 * k + 30.0) for k in range(60)]
+    after = _side("AFTER", _every(10.0, 2.0, "pcie_starved", "pinned_pool"))
+    after.partition_ends = [(0, 60.0 * k + 30.0) for k in range(60)]
+    c = compare(before, after, window_s=60.0)
+    busy = next(f for f in c.figures if f.name == "busy share")
+    assert (busy.before_windows.n, busy.after_windows.n) == (30, 60)
+    # A stretch that starts after the working span's end takes nothing off its last window
+    # (it took the stretch's own seconds off: the window [3000, 3060) kept 10 of its 30 s).
+    totals = _side("X", [], span_s=3030.0).totals
+    acc = accumulate(Grid(0.0, 60.0, 51), totals, [], None, [], (),
+                     [NoData(0, 3040.0, float("inf"))])
+    assert acc[0].covered_s[50] == pytest.approx(30.0)
+    # Per window, the partitions of the windows read: 60 an hour on both sides.
+    rate = next(f for f in c.figures if f.name == "partitions/h")
+    assert rate.test.verdict == "no measurable change"
+    assert rate.before_windows.median == rate.after_windows.median == pytest.approx(60.0)
 
 
 def test_different_gpu_counts_and_lengths_are_said() -> None:

@@ -150,8 +150,11 @@ class Grid:
         return i if 0 <= i < self.n else None
 
     def spread_over(self, a: float, b: float) -> Iterable[tuple[int, float]]:
-        """(window, seconds of [a, b] inside it) for every window [a, b] touches."""
-        if b <= a:
+        """(window, seconds of [a, b] inside it) for every window [a, b] touches. Either end
+        may be past the grid's (a stretch with no reading that runs on to the end is one to
+        infinity: `inf // window` is NaN, which was a traceback)."""
+        a, b = max(a, self.start_s), min(b, self.start_s + self.n * self.window_s)
+        if not b > a:
             return
         first = max(0, int((a - self.start_s) // self.window_s))
         last = min(self.n - 1, int((b - self.start_s) // self.window_s))
@@ -196,16 +199,22 @@ def accumulate(grid: Grid, totals: list[GpuTotals], gaps: Iterable[SlimGap],
     """Every GPU's window accumulators (and `ALL`'s, their sum); `no_data`: the stretches
     without readings, taken out of each GPU's coverage (see the module docstring)."""
     out: dict[int, GpuWindows] = {}
+    spans: dict[int, tuple[float, float]] = {}
     for t in totals:
         acc = out[t.gpu] = GpuWindows.empty(grid.n)
         if t.first_busy_s is not None and t.last_busy_s is not None:
+            spans[t.gpu] = (t.first_busy_s, t.last_busy_s)
             for i, s in grid.spread_over(t.first_busy_s, t.last_busy_s):
                 acc.covered_s[i] += s
     for hole in no_data:
-        acc_hole = out.get(hole.gpu)
-        if acc_hole is None:
+        acc_hole, span = out.get(hole.gpu), spans.get(hole.gpu)
+        if acc_hole is None or span is None:
             continue
-        for i, s in grid.spread_over(hole.start_s, hole.end_s):
+        # Only the hole's part inside the working span was covered: a hole running past the
+        # span's end (the recording stopped while the sampler was stalled) took time off the
+        # span's last window that the span never had.
+        start, end = max(hole.start_s, span[0]), min(hole.end_s, span[1])
+        for i, s in grid.spread_over(start, end) if start < end else ():
             acc_hole.covered_s[i] = max(0.0, acc_hole.covered_s[i] - s)
     _gaps(grid, out, gaps)
     unplaced = (_partitions(grid, out, partition_ends, no_data) if partition_ends is not None

@@ -89,10 +89,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
         deadline = (time.monotonic() + args.duration
                     if args.duration is not None and rt.replay is not None else None)
         try:
-            while not stop.event.is_set() and not rt.done.is_set():
+            while not stop.requested() and not rt.done.is_set():
                 if deadline is not None and time.monotonic() >= deadline:
                     break
-                stop.event.wait(0.2)
+                stop.wait(0.2)
         finally:
             rt.stop()
             if hook is not None:

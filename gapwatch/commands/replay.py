@@ -21,7 +21,7 @@ from gapwatch.config import Config
 from gapwatch.core.models import Gap, Notice, StateChange
 from gapwatch.engine.console import say
 from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime
-from gapwatch.engine.stop_signals import StopSignals
+from gapwatch.engine.stop_signals import POLL_S, StopSignals
 from gapwatch.engine.summary import gap_counts_text
 from gapwatch.engine.terminal import require_terminal
 from gapwatch.sources.recording import RecordingError
@@ -88,7 +88,7 @@ def _headless(rt: Runtime) -> int:
     with StopSignals() as stop:
         rt.start()
         try:
-            while not stop.event.is_set() and not rt.done.wait(0.2):
+            while not stop.requested() and not rt.done.wait(POLL_S):
                 pass
         finally:
             rt.stop()

@@ -245,7 +245,7 @@ class GapwatchApp(App[int]):
         loop = asyncio.get_running_loop()
         for sig in STOP_SIGNALS:
             loop.add_signal_handler(sig, self._stop_by_signal, sig)
-        if stop.event.is_set():  # one came while the app was starting
+        if stop.requested():  # one came while the app was starting
             self.exit()
 
     def _stop_by_signal(self, sig: signal.Signals) -> None:

@@ -317,7 +317,8 @@ def detect_records(
             # (`Session.on_record`: its text cut to the store's bounds).
             kept = bounded_event(r)
             if watch is not None:
-                prover_events += watch.feed(kept)
+                if said := watch.feed(kept):  # most events say nothing: no call then
+                    prover_events += said
             out = det.feed_log(kept)  # what `feed` calls for a log event
         else:
             if type(r) is ProverEvent:
@@ -331,7 +332,8 @@ def detect_records(
                     take(out)
                 continue
             if watch is not None:
-                prover_events += watch.feed(r)
+                if said := watch.feed(r):
+                    prover_events += said
             health_side.add(r)
             if type(r) is ProverStatus:
                 side.status(r)
@@ -391,7 +393,8 @@ def _feed_extra(det: GapDetector, side: _Side, head: Bounded | None,
         out += det.feed_log(kept)  # what `feed` calls for a log event
         side.log(event)
         if watch is not None:
-            side.prover_events.extend(watch.feed(kept))
+            if said := watch.feed(kept):
+                side.prover_events += said
         head = next(rest, None)
     return head, out
 

@@ -26,6 +26,7 @@ from gapwatch.offline.compare import Comparison, Figure, Side, compare, read_sid
 from gapwatch.offline.compare_format import format_markdown, format_text
 from gapwatch.offline.compare_stats import judge, mann_whitney_p, serial_inflation
 from gapwatch.offline.compare_windows import (
+    ALL,
     Grid,
     NoData,
     Silences,
@@ -33,6 +34,7 @@ from gapwatch.offline.compare_windows import (
     accumulate,
     all_silent,
     choose_window_s,
+    series,
 )
 from gapwatch.sources.time_window import TimeWindow
 
@@ -242,6 +244,24 @@ def test_a_stretch_without_readings_to_the_end_of_the_data_is_no_traceback() -> 
     rate = next(f for f in c.figures if f.name == "partitions/h")
     assert rate.test.verdict == "no measurable change"
     assert rate.before_windows.median == rate.after_windows.median == pytest.approx(60.0)
+
+
+def test_a_hole_in_one_gpus_readings_takes_its_partitions_off_that_gpu_not_off_all_gpus() -> None:
+    # The log says they were proved: a sampler stall on GPU 0 made the all-GPUs rate drop to
+    # half in the windows of the hole (1200 -> 600 an hour), which reads as "worse".
+    totals = [GpuTotals(gpu=g, link_bytes_per_s=6.3e10, data_s=600.0, busy_s=600.0,
+                        active_s=600.0, first_busy_s=0.0, last_busy_s=600.0, last_wall_s=600.0,
+                        confidence="high", final_state="CHAINED") for g in (0, 1)]
+    ends = [(g, 6.0 * k + 3.0) for k in range(100) for g in (0, 1)]
+    grid = Grid(0.0, 60.0, 10)
+    acc = accumulate(grid, totals, [], ends, [], (), [NoData(0, 120.0, 240.0)])
+    rate = series(acc[ALL], 60.0, all_gpus=True)["partitions/h"]
+    assert rate == [pytest.approx(1200.0)] * 10
+    assert acc[0].partitions == [10, 10, 0, 0, 10, 10, 10, 10, 10, 10]
+    # With every GPU silent, no GPU was read: those windows' partitions count nowhere.
+    acc = accumulate(grid, totals, [], ends, [], (),
+                     [NoData(0, 120.0, 240.0), NoData(1, 120.0, 240.0)])
+    assert acc[ALL].partitions == [20, 20, 0, 0, 20, 20, 20, 20, 20, 20]
 
 
 def test_different_gpu_counts_and_lengths_are_said() -> None:

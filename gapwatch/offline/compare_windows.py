@@ -294,8 +294,11 @@ def _partitions(grid: Grid, out: dict[int, GpuWindows],
                 no_data: Sequence[NoData] = ()) -> list[int]:
     """Partitions by the window their GPU work ended in, per GPU; one with no GPU said goes to
     the only GPU when there is one, else it counts for all GPUs only (returned). One that ended
-    while its GPU had no reading is not counted: that time is out of the GPU's span, and a
-    partition counted over a time left out would read as a higher rate."""
+    while its GPU had no reading is not counted for that GPU (that time is out of its span, and
+    a partition counted over a time left out would read as a higher rate) but for all GPUs,
+    whose rate is per hour in which some GPU was read (`read_wall_s`); one that ended while no
+    GPU was read counts nowhere. (Dropped from all GPUs too, one GPU's sampler stall took that
+    GPU's partitions, which the log says were proved, off the total: a lower rate.)"""
     only = next(iter(out)) if len(out) == 1 else ALL
     silences = Silences(no_data) if no_data else None
     for acc in out.values():
@@ -306,8 +309,9 @@ def _partitions(grid: Grid, out: dict[int, GpuWindows],
         if i is None:
             continue
         placed = only if gpu is None else gpu
-        if silences is not None and all(silences.inside(g, end)
-                                        for g in (out if placed == ALL else (placed,))):
+        if silences is not None and placed != ALL and silences.inside(placed, end):
+            placed = ALL  # not this GPU's, still all GPUs'
+        if silences is not None and placed == ALL and all(silences.inside(g, end) for g in out):
             continue
         w = out.get(placed)
         if w is not None and w.partitions is not None:

@@ -264,6 +264,31 @@ def test_thousands_of_post_ids_that_never_end_are_each_said_once_in_bounded_memo
         f"Prover events: 1000 PoSt proof(s) (0 late, 0 at risk, {len(gone)} said without")
 
 
+def test_the_rest_of_a_post_given_up_for_room_is_passed_over_not_a_second_proof() -> None:
+    """257 PoSt in flight, then the first one's later lines: they started a fresh proof (two
+    rows for one PoSt, "? of its deadline", 258 proofs said for 257) that pushed the next
+    oldest out in its turn."""
+    first = "winpost-1000-00000000"
+    lines = [f"TIMELINE,{100 + i},SYNTH_START,winpost-1000-{i:08x},kind=winning-post"
+             for i in range(257)]
+    lines += [f"TIMELINE,400,SYNTH_END,{first},synth_ms=300",
+              f"TIMELINE,401,GPU_START,{first},worker=0",
+              f"TIMELINE,402,GPU_END,{first},worker=0,gpu_ms=1"]
+    parser, watch = LogParser(offline=True), CuzkWatch()
+    events: list[ProverEvent] = []
+    for i, line in enumerate((_START + "\n".join(lines)).splitlines()):
+        for e in parser.parse_line(line, "x", i, 0.0):
+            events += watch.feed(e)
+    events += watch.finish()
+    firsts = [e for e in events if e.kind == "proof" and e.job_id == first]
+    assert len(firsts) == 1 and firsts[0].proof is not None
+    assert firsts[0].proof.given_up == "too_many"
+    assert watch.post.given_up == 1  # the next oldest was not pushed out by a ghost
+    from gapwatch.offline.prover_events import summary_line
+    assert summary_line(events).startswith("Prover events: 257 PoSt proof(s) (0 late, 0 at "
+                                           "risk, 1 said without their end)")
+
+
 def test_a_post_lost_in_a_restart_then_retried_under_its_id_is_two_rows_in_the_report() -> None:
     """Curio retries a PoSt under the same request id after a restart: the lost one (an
     error) and the retry are two proofs. The report kept one row per job id: the lost proof

@@ -56,6 +56,8 @@ PAIR_S = 10.0
 #: How many PoSt jobs are followed at once, and how many enqueue lines are remembered (a job
 #: that never reaches synthesis must not hold memory for ever).
 MAX_IN_FLIGHT = 256
+#: Ids of proofs given up for room remembered (their later lines passed over).
+MAX_GIVEN_UP_IDS = 4 * MAX_IN_FLIGHT
 MAX_ENQUEUED = 1024
 #: Ended PoSt waiting for their completion line (a few at most; more is a log without them).
 MAX_AWAITING = 64
@@ -153,6 +155,9 @@ class PostTracker:
         self.given_up = 0
         #: What `_start` said while making room, returned by the `feed` that called it.
         self._said: list[ProverEvent] = []
+        #: Job ids given up for room (the latest `MAX_GIVEN_UP_IDS`): their later lines are
+        #: passed over.
+        self._given_up_ids: OrderedDict[str, None] = OrderedDict()
 
     # -- feeding ------------------------------------------------------------------------------
 
@@ -192,6 +197,7 @@ class PostTracker:
         their phases up to then)."""
         out = [self._gone(job, "restart", max(at_s, job.latest_s())) for job in self._jobs.values()]
         self._jobs.clear()
+        self._given_up_ids.clear()
         self.holding.clear()
         return out
 
@@ -203,6 +209,11 @@ class PostTracker:
         job = self._jobs.get(job_id)
         if job is None:
             if ev.partition is not None:
+                return []
+            if job_id in self._given_up_ids and name != "SYNTH_START":
+                # The rest of a proof given up for room: its last word was said. Taken as a
+                # new proof, it was a second row (one PoSt counted twice, "? of its deadline")
+                # and pushed the next-oldest out in its turn.
                 return []
             kind = post_kind(_str(ev.fields.get("kind")), job_id)
             if kind is None:
@@ -221,6 +232,10 @@ class PostTracker:
             _, old = self._jobs.popitem(last=False)
             self.given_up += 1
             self._said.append(self._gone(old, "too_many", now_s))
+            self._given_up_ids[old.job] = None
+            if len(self._given_up_ids) > MAX_GIVEN_UP_IDS:
+                self._given_up_ids.popitem(last=False)
+        self._given_up_ids.pop(job_id, None)  # started again: a new proof (a SYNTH_START)
         return job
 
     def _track_workers(self, ev: LogEvent, name: str, job_id: str) -> None:

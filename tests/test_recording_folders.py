@@ -6,6 +6,7 @@ item 12's files not named *.jsonl*)."""
 from __future__ import annotations
 
 import gzip
+import random
 import re
 import shlex
 import shutil
@@ -21,7 +22,7 @@ from gapwatch.core.models import GpuSample, Record, SessionHeader
 from gapwatch.sinks.recorder import Recorder, write_recording
 from gapwatch.sinks.segments import check_segments, segment_name, segments_of
 from gapwatch.sources.files import json_bytes_of, read_any
-from gapwatch.sources.recording import RecordingError
+from gapwatch.sources.recording import RecordingError, json_bytes
 
 HOSTILE = DATA / "hostile"
 
@@ -322,6 +323,20 @@ def test_of_a_plain_copy_cut_short_and_a_whole_gzip_copy_of_a_segment_the_gzip_i
     assert list(rec.records) == whole
     said = [p for p in rec.problems if "read under another name" in p]
     assert len(said) == 1 and f"copy.jsonl (= {seg.name}.gz)" in said[0], rec.problems
+
+
+def test_a_gzip_copy_is_weighed_by_what_it_inflates_to_not_by_its_first_mib(
+        tmp_path: Path) -> None:
+    # Weighing copies of one segment: a gzip's size times its first MiB's ratio is an estimate
+    # (a first MiB that compresses worse than the rest reads low, and a plain copy cut short
+    # could win); exact=True inflates the whole file, member after member.
+    rng = random.Random(1)
+    noisy = bytes(rng.randrange(256) for _ in range(1 << 20))  # compresses to ~its size
+    plain = b"x" * (8 << 20)  # compresses ~1000-fold
+    path = tmp_path / "two-members.jsonl.gz"
+    path.write_bytes(gzip.compress(noisy) + gzip.compress(plain))
+    assert json_bytes(path, exact=True) == len(noisy) + len(plain)
+    assert json_bytes(path) < len(noisy) + len(plain) // 2  # the estimate from the first MiB
 
 
 def test_the_glob_advised_for_a_folder_named_with_glob_characters_reads_that_folder(

@@ -62,7 +62,8 @@ def header_of(path: str | Path) -> SessionHeader:
 def json_bytes_of(path: str | Path) -> int:
     """About how many bytes of JSON `path` holds (`recording.json_bytes`; a set's files
     summed, a file under several names, hard or symbolic links, once: the reader reads it
-    once). Raises OSError."""
+    once; a copy of a segment, another file, is summed with it, though read once: this only
+    sizes the work). Raises OSError."""
     p = Path(path)
     if not is_set(p):
         return json_bytes(p)

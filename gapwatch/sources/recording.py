@@ -303,10 +303,12 @@ def open_lines(path: Path, limit_bytes: int, what: str,
 RATIO_SAMPLE_BYTES: Final = 1 << 20
 
 
-def json_bytes(path: str | Path) -> int:
+def json_bytes(path: str | Path, exact: bool = False) -> int:
     """About how many bytes of JSON the recording at `path` holds: its size, or for a gzip file
     its size times the compression ratio of its first MiB (the recorder compresses every member
-    alike; a file that small is inflated whole, exactly). Raises OSError."""
+    alike; a file that small is inflated whole, exactly). `exact`: a gzip file is inflated
+    whole, a chunk at a time (to weigh copies of one segment against each other: an estimate
+    from its first MiB could lose to a plain copy cut short). Raises OSError."""
     p = Path(path)
     st = p.stat()
     size = st.st_size
@@ -314,6 +316,8 @@ def json_bytes(path: str | Path) -> int:
         return 0  # a FIFO (`<(zcat ...)`): its head read here would be lost to the reader
     with open(p, "rb") as f:
         head = f.read(RATIO_SAMPLE_BYTES)
+        if exact and is_gzip(head):
+            return _inflated_bytes(head, f)
     if not is_gzip(head):
         return size
     inflated, data = 0, head
@@ -329,6 +333,25 @@ def json_bytes(path: str | Path) -> int:
     except zlib.error:
         return size  # not gzip after all: the reader will say so
     return inflated if size <= len(head) else size * inflated // len(head)
+
+
+def _inflated_bytes(head: bytes, rest: IO[bytes]) -> int:
+    """The bytes a gzip file inflates to, member after member (`head`, then `rest` read in
+    chunks), each output chunk counted and let go; a file that is not gzip after all, or cut
+    short, counts what inflated before the fault."""
+    inflated, data = 0, head
+    z = zlib.decompressobj(GZIP_WBITS)
+    try:
+        while data:
+            while data:
+                inflated += len(z.decompress(data, OUT_BYTES))
+                data = z.unconsumed_tail
+                if z.eof:
+                    data, z = z.unused_data, zlib.decompressobj(GZIP_WBITS)
+            data = rest.read(RATIO_SAMPLE_BYTES)
+    except zlib.error:
+        pass
+    return inflated
 
 
 #: Line number given to a problem found after the last line (a truncated file).

@@ -318,9 +318,10 @@ def _read_once(files: list[_File]) -> tuple[list[_File], list[str]]:
 
 def _held_first(f: _File) -> tuple[bool, int, bool, bool, str]:
     """`_read_once`'s order: the recorder's own file, then the most JSON, then `_preferred`.
-    Sized only where a segment has several files (a gzip's first MiB is inflated)."""
+    Sized only where a segment has several files (a gzip copy inflated whole, a chunk at a time:
+    rare, and an estimate could pick a copy cut short)."""
     try:
-        held = json_bytes(f.path)
+        held = json_bytes(f.path, exact=True)
     except OSError:
         held = 0  # gone since it was opened: the reader says so if it is chosen
     return (f.rank[0], -held, *f.rank[1:])

@@ -257,3 +257,18 @@ def test_a_proof_kept_while_running_keeps_its_last_word_past_the_bound(
     assert [(e.job_id, e.proof is not None and e.proof.done) for e in log] == [
         ("a", False), ("b", True), ("c", True), ("a", True)]
     assert log.not_kept == {"proof": 2} and log.proofs().rows == 5
+
+
+def test_proofs_never_said_again_are_counted_in_bounded_memory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A PoSt whose GPU job was lost is never said again: its running word stayed in the tally
+    # to the end, one entry a lost proof, without bound.
+    monkeypatch.setattr(prover_events, "MAX_RUNNING", 100)
+    log = prover_events.ProverEvents(
+        ProverEvent(t_wall_s=float(i), kind="proof", level="warning", message="",
+                    job_id=f"wp-{i}", proof=ProofTiming("winning-post", verdict="at_risk",
+                                                        done=False))
+        for i in range(1000))
+    assert len(log._proofs._running) == 100
+    tally = log.proofs()
+    assert (tally.rows, tally.at_risk) == (1000, 1000)

@@ -7,6 +7,7 @@ Who calls it: `gapwatch.commands.report` (text) and `gapwatch.offline.report.to_
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
@@ -21,6 +22,8 @@ MAX_ROWS = 40
 #: and the summary's figures are over all. A log of a prover failing every partition for a
 #: day (or 100,000 panics) held each (~0.6 KB): 90 MB for 100,000, growing with the log.
 MAX_KEPT = 10_000
+#: PoSt proofs still running that the summary's tally holds (see `_ProofTally`).
+MAX_RUNNING = 4 * 1024
 
 
 def _s(v: float | None) -> str:
@@ -53,12 +56,14 @@ def _proofs(events: list[ProverEvent]) -> list[ProverEvent]:
 
 class _ProofTally:
     """`_proofs`' rows counted as the events come, in memory bounded by the proofs still
-    running (a watcher follows a bounded number: `cuzk.post.MAX_IN_FLIGHT`): a row is counted
-    at its last word, or at the end for one still running."""
+    running (a watcher follows a bounded number: `cuzk.post.MAX_IN_FLIGHT`; a proof whose
+    job was lost is never said again, so past `MAX_RUNNING` the oldest running one is counted
+    as its latest word says and let go): a row is counted at its last word, or at the end for
+    one still running."""
 
     def __init__(self) -> None:
         self.rows = self.late = self.at_risk = self.given_up = 0
-        self._running: dict[str | None, ProofTiming] = {}
+        self._running: OrderedDict[str | None, ProofTiming] = OrderedDict()
 
     def add(self, e: ProverEvent) -> None:
         p = e.proof
@@ -67,8 +72,11 @@ class _ProofTally:
         if _final(e):
             self._running.pop(e.job_id, None)
             self._count(p)
-        else:
-            self._running[e.job_id] = p  # its later word replaces it
+            return
+        self._running[e.job_id] = p  # its later word replaces it
+        self._running.move_to_end(e.job_id)
+        if len(self._running) > MAX_RUNNING:
+            self._count(self._running.popitem(last=False)[1])
 
     def _count(self, p: ProofTiming) -> None:
         self.rows += 1

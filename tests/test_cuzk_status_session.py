@@ -308,8 +308,10 @@ def test_record_against_a_server_answering_like_real_cuzk_names_the_synthesis_wa
     cfg.write_text("[logs]\ncuzk = false\n[cuzk]\nstatus_period_s = 0.1\n")
     out = tmp_path / "rec.jsonl.gz"
     with CuzkStatusServer(lambda: WAITS_ON_SYNTHESIS) as server:
+        # 40 s of the simulator (4 s of wall time at --speed 10: the /status server is polled
+        # in wall time): ~8 gaps; at 20 s, ~4, and a loaded box's late ticks left 2 once.
         assert main(["record", "--config", str(cfg), "--source", "sim:host-stall",
-                     "--speed", "10", "--duration", "20", "--quiet", "--out", str(out),
+                     "--speed", "10", "--duration", "40", "--quiet", "--out", str(out),
                      "--cuzk-status", server.url]) == 0
     gaps = [g for g in to_json(build_report(out, Config()))["gaps"]
             if g["kind"] == "host_stall"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 import msgspec
 
@@ -22,7 +22,7 @@ MAX_ROWS = 40
 #: and the summary's figures are over all. A log of a prover failing every partition for a
 #: day (or 100,000 panics) held each (~0.6 KB): 90 MB for 100,000, growing with the log.
 MAX_KEPT = 10_000
-#: PoSt proofs still running that the summary's tally holds (see `_ProofTally`).
+#: PoSt proofs still running that the summary's counts hold (see `_ProofRows`).
 MAX_RUNNING = 4 * 1024
 
 
@@ -35,63 +35,74 @@ def _final(e: ProverEvent) -> bool:
     return e.proof is not None and (e.proof.done or e.proof.given_up is not None)
 
 
-def _proofs(events: list[ProverEvent]) -> list[ProverEvent]:
-    """One row per proof: its last word (a proof said late while running, then done, is the
-    done one), in the order each was last said. A job id said again after its proof's last
-    word is another proof (Curio retries a PoSt lost in a restart under the same id): a row of
-    its own, never the lost one overwritten."""
-    rows: list[ProverEvent | None] = []
-    running: dict[str | None, int] = {}
-    for e in events:
-        if e.kind != "proof" or e.proof is None:
-            continue
-        i = running.pop(e.job_id, None)
-        if i is not None:
-            rows[i] = None  # the same proof, said again: its later word replaces it
-        if not _final(e):
-            running[e.job_id] = len(rows)
-        rows.append(e)
-    return [e for e in rows if e is not None]
+class ProofCounts(NamedTuple):
+    """The PoSt rows of a run (`_ProofRows`): how many, and how many late, at risk, said
+    without their end."""
+
+    rows: int = 0
+    late: int = 0
+    at_risk: int = 0
+    given_up: int = 0
+
+    def plus(self, p: ProofTiming) -> ProofCounts:
+        return ProofCounts(self.rows + 1, self.late + (p.verdict == "late"),
+                           self.at_risk + (p.verdict == "at_risk"),
+                           self.given_up + (p.given_up is not None))
 
 
-class _ProofTally:
-    """`_proofs`' rows counted as the events come, in memory bounded by the proofs still
-    running (a watcher follows a bounded number: `cuzk.post.MAX_IN_FLIGHT`; a proof whose
-    job was lost is never said again, so past `MAX_RUNNING` the oldest running one is counted
-    as its latest word says and let go): a row is counted at its last word, or at the end for
-    one still running."""
+class _ProofRows:
+    """One row per proof, the one rule for the summary's counts and the table's rows: a
+    proof's last word (a proof said late while running, then done, is the done one), in the
+    order each was last said. A job id said again after its proof's last word is another proof
+    (Curio retries a PoSt lost in a restart under the same id): a row of its own, never the
+    lost one overwritten. Every row is counted as the events come; the rows themselves are kept
+    only with `keep` (the table's, of the events an offline run keeps). Memory besides: the
+    proofs still running, at most `MAX_RUNNING` (a watcher follows a bounded number,
+    `cuzk.post.MAX_IN_FLIGHT`, but a proof whose GPU job was lost is never said again: past the
+    bound the oldest running one is counted as its latest word says and let go)."""
 
-    def __init__(self) -> None:
-        self.rows = self.late = self.at_risk = self.given_up = 0
-        self._running: OrderedDict[str | None, ProofTiming] = OrderedDict()
+    def __init__(self, keep: bool = False) -> None:
+        self._done = ProofCounts()
+        #: Each running proof's latest word, and its place in `_rows` (-1: none kept).
+        self._running: OrderedDict[str | None, tuple[ProofTiming, int]] = OrderedDict()
+        self._rows: list[ProverEvent | None] | None = [] if keep else None
 
     def add(self, e: ProverEvent) -> None:
         p = e.proof
-        if p is None:
+        if e.kind != "proof" or p is None:
             return
+        before = self._running.pop(e.job_id, None)
+        at = -1
+        if self._rows is not None:
+            if before is not None:
+                self._rows[before[1]] = None  # the same proof, said again: this word replaces it
+            at = len(self._rows)
+            self._rows.append(e)
         if _final(e):
-            self._running.pop(e.job_id, None)
-            self._count(p)
+            self._done = self._done.plus(p)
             return
-        self._running[e.job_id] = p  # its later word replaces it
-        self._running.move_to_end(e.job_id)
+        self._running[e.job_id] = (p, at)
         if len(self._running) > MAX_RUNNING:
-            self._count(self._running.popitem(last=False)[1])
+            self._done = self._done.plus(self._running.popitem(last=False)[1][0])
 
-    def _count(self, p: ProofTiming) -> None:
-        self.rows += 1
-        self.late += p.verdict == "late"
-        self.at_risk += p.verdict == "at_risk"
-        self.given_up += p.given_up is not None
-
-    def figures(self) -> _ProofTally:
-        """The counts with the proofs still running counted (a copy: adding goes on)."""
-        out = _ProofTally()
-        out.rows, out.late, out.at_risk, out.given_up = (
-            self.rows, self.late, self.at_risk, self.given_up)
-        for p in self._running.values():
-            out._count(p)
+    def counts(self) -> ProofCounts:
+        """Every row so far, those still running counted as their latest word says."""
+        out = self._done
+        for p, _at in self._running.values():
+            out = out.plus(p)
         return out
+
+    def listed(self) -> list[ProverEvent]:
+        """The rows kept (with `keep`), in order."""
+        return [e for e in self._rows or () if e is not None]
+
+
+def _proofs(events: Iterable[ProverEvent]) -> list[ProverEvent]:
+    """The rows of `events` (`_ProofRows`)."""
+    rows = _ProofRows(keep=True)
+    for e in events:
+        rows.add(e)
+    return rows.listed()
 
 
 class ProverEvents(Sequence[ProverEvent]):
@@ -105,7 +116,7 @@ class ProverEvents(Sequence[ProverEvent]):
         #: Every event by kind, and those of each kind not kept.
         self.counts: dict[str, int] = {}
         self.not_kept: dict[str, int] = {}
-        self._proofs = _ProofTally()
+        self._proofs = _ProofRows()
         #: Job ids whose latest word kept is a running proof's.
         self._kept_running: set[str | None] = set()
         self.extend(events)
@@ -114,8 +125,7 @@ class ProverEvents(Sequence[ProverEvent]):
         seen = self.counts.get(e.kind, 0)
         self.counts[e.kind] = seen + 1
         proof = e.kind == "proof" and e.proof is not None
-        if proof:
-            self._proofs.add(e)
+        self._proofs.add(e)
         # A later word of a proof kept while running is kept past the bound too (a few: the
         # proofs in flight), so that no row kept reads "running" of a proof that ended.
         if seen < MAX_KEPT or (proof and e.job_id in self._kept_running):
@@ -136,9 +146,9 @@ class ProverEvents(Sequence[ProverEvent]):
         self.extend(events)
         return self
 
-    def proofs(self) -> _ProofTally:
+    def proofs(self) -> ProofCounts:
         """The PoSt rows' counts over every proof event."""
-        return self._proofs.figures()
+        return self._proofs.counts()
 
     def __iter__(self) -> Iterator[ProverEvent]:
         return iter(self._kept)
@@ -153,13 +163,6 @@ class ProverEvents(Sequence[ProverEvent]):
 
     def __getitem__(self, i: int | slice) -> ProverEvent | list[ProverEvent]:
         return self._kept[i]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, ProverEvents):
-            return self._kept == other._kept and self.counts == other.counts
-        if isinstance(other, list):
-            return not self.not_kept and self._kept == other
-        return NotImplemented
 
     def __repr__(self) -> str:
         return f"ProverEvents({len(self._kept)} kept, {self.counts})"
@@ -196,7 +199,7 @@ def _more(listed: int, total: int, kind_not_kept: int) -> str:
 
 def proof_lines(events: Sequence[ProverEvent]) -> list[str]:
     log = prover_events_of(events)
-    proofs = _proofs(list(log))
+    proofs = _proofs(log)
     if not proofs:
         return []
     # In terminal cells (`fmt.cells`): wide characters and combining marks in a job id.
@@ -239,7 +242,7 @@ def _message_lines(title: str, events: list[ProverEvent], total: int, not_kept: 
 
 
 def _listed(log: ProverEvents, title: str, kinds: tuple[str, ...]) -> list[str]:
-    return _message_lines(title, [e for e in log if e.kind in kinds][:MAX_ROWS],
+    return _message_lines(title, [e for e in log if e.kind in kinds],
                           sum(log.counts.get(k, 0) for k in kinds),
                           sum(log.not_kept.get(k, 0) for k in kinds))
 

@@ -38,7 +38,7 @@ from typing import IO, Any, Final, Protocol, cast
 
 from msgspec import structs
 
-from gapwatch.base.gzip_stream import GZIP_HEAD_BYTES, GZIP_WBITS, OUT_BYTES, is_gzip
+from gapwatch.base.gzip_stream import GZIP_HEAD_BYTES, GZIP_WBITS, OUT_BYTES, inflated, is_gzip
 from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NamedReads, NotWhole, open_whole
 from gapwatch.base.writer_lock import locked_by_another
 from gapwatch.config import Config
@@ -317,7 +317,8 @@ def json_bytes(path: str | Path, exact: bool = False) -> int:
     with open(p, "rb") as f:
         head = f.read(RATIO_SAMPLE_BYTES)
         if exact and is_gzip(head):
-            return _inflated_bytes(head, f)
+            f.seek(0)
+            return _inflated_size(f)
     if not is_gzip(head):
         return size
     inflated, data = 0, head
@@ -335,23 +336,16 @@ def json_bytes(path: str | Path, exact: bool = False) -> int:
     return inflated if size <= len(head) else size * inflated // len(head)
 
 
-def _inflated_bytes(head: bytes, rest: IO[bytes]) -> int:
-    """The bytes a gzip file inflates to, member after member (`head`, then `rest` read in
-    chunks), each output chunk counted and let go; a file that is not gzip after all, or cut
-    short, counts what inflated before the fault."""
-    inflated, data = 0, head
-    z = zlib.decompressobj(GZIP_WBITS)
+def _inflated_size(raw: IO[bytes]) -> int:
+    """The bytes the gzip file `raw` inflates to (`gzip_stream.inflated`, each piece counted
+    and let go); one cut short or damaged counts what inflated before the fault."""
+    n = 0
     try:
-        while data:
-            while data:
-                inflated += len(z.decompress(data, OUT_BYTES))
-                data = z.unconsumed_tail
-                if z.eof:
-                    data, z = z.unused_data, zlib.decompressobj(GZIP_WBITS)
-            data = rest.read(RATIO_SAMPLE_BYTES)
-    except zlib.error:
+        for piece in inflated(raw):
+            n += len(piece)
+    except (EOFError, OSError, zlib.error):
         pass
-    return inflated
+    return n
 
 
 #: Line number given to a problem found after the last line (a truncated file).

@@ -25,7 +25,7 @@ taken as fixed) are set against what AFTER achieved.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -38,7 +38,7 @@ from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
 from gapwatch.cuzk.settings import ProverSettings, SettingChange, SettingsSeen, changes
-from gapwatch.offline.compare_stats import Better, Spread, Test, judge, spread
+from gapwatch.offline.compare_stats import Better, Spread, Test, Verdict, judge, spread
 from gapwatch.offline.compare_windows import (
     ALL,
     PAGEABLE_SHARE,
@@ -52,6 +52,7 @@ from gapwatch.offline.compare_windows import (
     accumulate,
     all_silent,
     choose_window_s,
+    seconds_within,
     series,
 )
 from gapwatch.offline.copy_sums import CopySums
@@ -234,6 +235,10 @@ class Figure:
     after_windows: Spread
     test: Test
 
+    def said(self, verdict: Verdict) -> Figure:
+        """The same figure with `verdict` in place of its test's (said, not judged)."""
+        return replace(self, test=replace(self.test, verdict=verdict))
+
 
 @dataclass
 class Comparison:
@@ -354,17 +359,14 @@ def _cause_unlike(f: Figure) -> Figure:
     not the same measure (the log names `pinned_pool` where `/status` says `inside_workers`):
     said, never judged. `no_work` is `/status`'s on both sides."""
     if f.name.startswith("idle s/h, prover: ") and f.name != NO_WORK:
-        return Figure(f.gpu, f.name, f.better, f.share, f.before, f.after, f.before_windows,
-                      f.after_windows, Test(f.test.p_value, f.test.delta_mean, "not comparable"))
+        return f.said("not comparable")
     return f
 
 
 def _load_said(f: Figure) -> Figure:
     if f.name in LOAD_SENSITIVE or f.name.startswith("idle s/h: "):
         if f.test.verdict in ("better", "worse"):
-            return Figure(f.gpu, f.name, f.better, f.share, f.before, f.after,
-                          f.before_windows, f.after_windows,
-                          Test(f.test.p_value, f.test.delta_mean, "different load"))
+            return f.said("different load")
     return f
 
 
@@ -409,8 +411,7 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
     spans[ALL] = (sum(t.busy_s for t in side.totals), sum(t.active_s for t in side.totals))
     # All GPUs' partitions per wall hour in which some GPU was read (a hole is not an hour).
     end = start + side.span_s
-    silent = sum(max(0.0, min(b, end) - max(a, start))
-                 for a, b in all_silent(side.no_data, [t.gpu for t in side.totals]))
+    silent = seconds_within(all_silent(side.no_data, [t.gpu for t in side.totals]), start, end)
     wholes = {gpu: _whole(w, *spans[gpu], side.span_s - silent if gpu == ALL else spans[gpu][1])
               for gpu, w in acc.items() if gpu in spans}
     return wins, wholes
@@ -483,8 +484,8 @@ def _silent_in_span(side: Side) -> str:
         if t.first_busy_s is None or t.last_busy_s is None:
             continue
         first, last = t.first_busy_s, t.last_busy_s
-        s = sum(max(0.0, min(last, h.end_s) - max(first, h.start_s))
-                for h in side.no_data if h.gpu == t.gpu)
+        s = seconds_within(((h.start_s, h.end_s) for h in side.no_data if h.gpu == t.gpu),
+                           first, last)
         if s > 0:
             out.append(f"{fmt.duration(s)} of GPU {t.gpu}'s working span")
     return ", ".join(out)

@@ -71,6 +71,12 @@ def _merged(stretches: Iterable[NoData]) -> dict[int, list[tuple[float, float]]]
     return by_gpu
 
 
+def seconds_within(stretches: Iterable[tuple[float, float]], a: float, b: float) -> float:
+    """Seconds of [a, b] the stretches (start, end) cover, each counted where it overlaps
+    (stretches of one GPU, or their intersection, never overlap one another)."""
+    return sum(max(0.0, min(b, end) - max(a, start)) for start, end in stretches)
+
+
 class Silences:
     """Each GPU's stretches with no reading, for asking whether a time falls in one: a
     bisection, not a look through every stretch (a partition end each: a day of a sampler that

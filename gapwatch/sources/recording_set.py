@@ -271,8 +271,9 @@ class _File(NamedTuple):
     #: Which segment the file holds (`_segment_of`): two files that hold the same one are
     #: read once.
     segment: tuple[object, ...]
-    #: Which of two files that hold one segment is read (`_preferred`): the lowest.
-    rank: tuple[bool, bool, bool, str]
+    #: Whether the recorder wrote this very file (its header names its inode): of two files
+    #: that hold one segment, it is read (`_held_first`).
+    own: bool
 
 
 def _segment_of(path: Path, st: os.stat_result, header: SessionHeader,
@@ -290,21 +291,12 @@ def _segment_of(path: Path, st: os.stat_result, header: SessionHeader,
             header.file_inode, start.first_line)
 
 
-def _preferred(path: Path, st: os.stat_result, header: SessionHeader) -> tuple[
-        bool, bool, bool, str]:
-    """The order in which files that hold one segment are preferred, after the one that holds
-    the most (`_read_once`): the file the recorder wrote (its header names its inode), then a
-    file over a symbolic link, then a name like a segment's, then by name."""
-    return (header.file_inode != st.st_ino, path.is_symlink(),
-            _SEGMENT_NUMBER.search(path.name) is None, path.name)
-
-
 def _read_once(files: list[_File]) -> tuple[list[_File], list[str]]:
     """Each segment once (see `_segment_of`): the files to read, in the order given, and
     the names of the others, each with the name it is read under. Of the files of one
     segment, the recorder's own is read, else the one that holds the most JSON (a copy taken
     while the segment was written holds less; a gzip copy is weighed inflated: by its size on
-    disk a complete `gzip -k` of a segment lost to a plain copy cut short), then `_preferred`.
+    disk a complete `gzip -k` of a segment lost to a plain copy cut short): `_held_first`.
     """
     by_segment: dict[tuple[object, ...], list[_File]] = {}
     for f in files:
@@ -317,14 +309,16 @@ def _read_once(files: list[_File]) -> tuple[list[_File], list[str]]:
 
 
 def _held_first(f: _File) -> tuple[bool, int, bool, bool, str]:
-    """`_read_once`'s order: the recorder's own file, then the most JSON, then `_preferred`.
-    Sized only where a segment has several files (a gzip copy inflated whole, a chunk at a time:
-    rare, and an estimate could pick a copy cut short)."""
+    """`_read_once`'s order among the files of one segment: the recorder's own file, then the
+    one holding the most JSON (a gzip copy inflated whole, a chunk at a time: an estimate could
+    pick a copy cut short), then a file over a symbolic link, then a name like a segment's, then
+    by name. Worked out only where a segment has several files (rare)."""
     try:
         held = json_bytes(f.path, exact=True)
     except OSError:
         held = 0  # gone since it was opened: the reader says so if it is chosen
-    return (f.rank[0], -held, *f.rank[1:])
+    return (not f.own, -held, f.path.is_symlink(), _SEGMENT_NUMBER.search(f.path.name) is None,
+            f.path.name)
 
 
 def _same_as(path: Path, read: Path) -> str:
@@ -432,7 +426,7 @@ def read_set(path: Path, reading: Reading) -> Recording:
             stream.close()
         header_problems += [p for p in problems if p not in header_problems]
         opened.append(_File(file, header, start.first_ns, _segment_of(file, st, header, start),
-                            _preferred(file, st, header)))
+                            header.file_inode == st.st_ino))
     opened, again = _read_once(opened)
     for f in opened:
         sets.setdefault(_set_key(f.header), []).append(f)

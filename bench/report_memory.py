@@ -1,5 +1,6 @@
 """Offline reports against the length of the recording: peak memory and time of `report`,
-`report --json` and the Perfetto export of 1 h, 3 h and 24 h x 8 GPUs with the prover's log.
+`report --json`, the Perfetto export and `replay --headless` of 1 h, 3 h and 24 h x 8 GPUs with
+the prover's log.
 
 Usage:
     python3 bench/report_memory.py                      # 1, 3 and 24 h x 8 GPUs
@@ -8,6 +9,7 @@ Usage:
     python3 bench/report_memory.py --hours 168 --segments --kinds report   # a week, in segments
     python3 bench/report_memory.py --hours 168 --segments --no-log --kinds report
     python3 bench/report_memory.py --hours 1 --copies 30   # with a copy trace, 30 a partition
+    python3 bench/report_memory.py --hours 1 3 --kinds replay   # the replay's reading of --log
     python3 bench/report_memory.py --hours 24 --log-inside --kinds report   # record --log's way
 
 The recordings are the simulator's `pageable` scenario (the worst case: a gap every ~2 s on every
@@ -57,6 +59,9 @@ KINDS = {
     "report": ["report"],
     "json": ["report", "--json"],
     "perfetto": ["export", "--format", "perfetto"],
+    # The dashboard's reading of a recording, headless and as fast as it reads: the same
+    # detector over the same records and `--log` events, one process, no report.
+    "replay": ["replay", "--headless", "--speed", "0"],
 }
 
 
@@ -275,7 +280,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hours", type=int, nargs="+", default=[1, 3, 24])
     ap.add_argument("--gpus", type=int, default=8)
-    ap.add_argument("--kinds", nargs="+", choices=list(KINDS), default=list(KINDS))
+    ap.add_argument("--kinds", nargs="+", choices=list(KINDS),
+                    default=["report", "json", "perfetto"])
     ap.add_argument("--before", type=Path, default=None,
                     help="another checkout, measured the same way beside this one")
     ap.add_argument("--generate", type=int, nargs=2, metavar=("HOURS", "GPUS"),

@@ -735,7 +735,11 @@ def test_a_replay_of_a_window_replays_the_recording_cut_there(
 
 
 def test_a_windowed_replay_feeds_the_log_near_the_window_and_the_daemons_start() -> None:
-    from gapwatch.core.models import LogEvent
+    from gapwatch.core.models import GpuSample, LogEvent
+    from gapwatch.logs.files import merge_by_time
+    from gapwatch.offline.detect import LogInput
+    from gapwatch.offline.gap_spool import EventSpool
+    from gapwatch.offline.replay_logs import ReplayLogs
 
     def ev(t: float, name: str) -> LogEvent:
         return LogEvent(t_wall_s=t, time_source="line", kind="tracing", name=name, raw=name)
@@ -743,7 +747,20 @@ def test_a_windowed_replay_feeds_the_log_near_the_window_and_the_daemons_start()
     events = [ev(START, "starting cuzk engine"), ev(START + 10, "GPU_TIMING x"),
               ev(START + 900, "GPU_TIMING y"), ev(START + 1500, "GPU_TIMING z"),
               ev(START + 3000, "GPU_TIMING w")]
-    w = TimeWindow(START + 1000, START + 2000, "")
-    kept = [e.name for e in log_span.near(events, w)]
-    # The start's settings line, and those within the margin of the window (5 minutes).
-    assert kept == ["starting cuzk engine", "GPU_TIMING y", "GPU_TIMING z"]
+    spool, span = EventSpool(), log_span.LogSpan(START + 1000, windowed=True)
+    for e in events:
+        spool.add(e)
+        span.observe(e)
+    logs = ReplayLogs(LogInput(spool, span, {}))
+    # The window's samples: from its start to its end, 1000 s on.
+    samples = [GpuSample(0, int(t * 1e9), t, None, 50.0, None, None, None)
+               for t in (START + 1000, START + 2000)]
+    try:
+        for _pass in range(2):  # a seek back plays the file, and the log, again
+            one_pass = logs.events()
+            fed = [r.name for r in merge_by_time(samples, one_pass, one_pass.after_end)
+                   if isinstance(r, LogEvent)]
+            # The start's settings line, and those within the margin of the window (5 minutes).
+            assert fed == ["starting cuzk engine", "GPU_TIMING y", "GPU_TIMING z"]
+    finally:
+        logs.close()

@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gapwatch.base.background import Background
 from gapwatch.core import fmt
@@ -48,13 +49,15 @@ from gapwatch.core.models import (
     Gap,
     GpuSample,
     HostSample,
-    LogEvent,
     Notice,
     StateChange,
 )
 from gapwatch.engine.session import Session
 from gapwatch.logs.files import merge_by_time
 from gapwatch.sources.recording import Recording
+
+if TYPE_CHECKING:
+    from gapwatch.offline.replay_logs import ReplayLogs
 
 #: Largest step forward of data time the replay waits out (at speed 1).
 MAX_PACED_STEP_S = 10.0
@@ -78,27 +81,29 @@ class ReplayDriver(Background):
     restartable = False
 
     def __init__(self, recording: Recording, session: Session, speed: float,
-                 log_events: Sequence[LogEvent] = (),
+                 logs: ReplayLogs | None = None,
                  restart: Callable[[], Recording] | None = None) -> None:
         """
         Args:
             recording: what to replay.
             session: where every record goes.
             speed: x the recorded pace; 0 = as fast as possible.
-            log_events: events parsed from prover log files (`replay --log`), sorted by time:
-                merged into the records by their time, as `report --log` does.
+            logs: the prover's log files (`replay --log`), parsed onto disk: each pass of the
+                file merges a pass over their events into the records by time, as `report
+                --log` does (`gapwatch.offline.replay_logs`).
             restart: reopens the file and empties the session for a seek backwards (None: the
                 replay cannot go back).
         """
         super().__init__()
         self.recording = recording
-        self.log_events = log_events
+        self.logs = logs
         self.session = session
         self.speed = speed
         self.records_fed = 0
         #: Steps of data time not waited out (see `MAX_PACED_STEP_S`).
         self.time_jumps = 0
         self._said: dict[str, int] = {}
+        self._notes_said: set[str] = set()
         self._restart = restart
         #: Controls (set from the UI thread, read by the loop).
         self.paused = False
@@ -271,7 +276,10 @@ class ReplayDriver(Background):
         # A run of copies goes to the session together, as a datagram of the trace does live
         # (`Session.on_copies`: a closed gap they reach is re-published once).
         held: list[CopyRecord] = []
-        for record in merge_by_time(self.recording.records, self.log_events):
+        logs = self.logs.events() if self.logs is not None else None
+        merged = (merge_by_time(self.recording.records, logs, logs.after_end) if logs is not None
+                  else self.recording.records)
+        for record in merged:
             if self.stop_event.is_set():
                 return False
             timed = record if isinstance(record, GpuSample | HostSample) else None
@@ -321,6 +329,9 @@ class ReplayDriver(Background):
                 self._say_detector_findings()
         if held:
             self.session.on_copies(held)
+        if logs is not None:
+            for note in logs.notes():
+                self._say_once(note)
         return True
 
     def _skipped(self, record: object, timed: GpuSample | HostSample | None) -> bool:
@@ -377,6 +388,12 @@ class ReplayDriver(Background):
             if n and (not self._said.get(key) or (final and n != self._said[key])):
                 self._said[key] = n
                 self._notice(f"replay: {n} {words}" + ("" if final else " so far"))
+
+    def _say_once(self, message: str) -> None:
+        """A notice said the first time only: a seek back plays the file again."""
+        if message not in self._notes_said:
+            self._notes_said.add(message)
+            self._notice(message)
 
     def _notice(self, message: str) -> None:
         self.session.on_notice(Notice(time.monotonic_ns(), time.time(), "warning", message))

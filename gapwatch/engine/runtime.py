@@ -37,7 +37,6 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
-from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -80,6 +79,7 @@ from gapwatch.sources.time_window import TimeWindow
 
 if TYPE_CHECKING:  # imported where they are used: a replay or report does not load them
     from gapwatch.logs.follow import LogFollower
+    from gapwatch.offline.replay_logs import ReplayLogs
     from gapwatch.sinks.prometheus import ExporterHandle
     from gapwatch.sources.cuzk_status_server import CuzkStatusServer
 
@@ -422,7 +422,7 @@ def _build(
         # recording itself and waits for the disk, instead of outrunning a writer thread and
         # dropping log lines (a simulated day of 8 GPUs at full speed dropped 108,008).
         rt.record_inline = speed == 0
-    _add_driver(rt, src, speed, duration_s, paths, window)
+    _add_driver(rt, src, speed, duration_s, paths, opened, window)
     _add_pollers(rt, src, status_urls)
     _add_followers(rt, src, paths if kind != "replay" else [], stdin_fd)
     return rt
@@ -490,10 +490,10 @@ def _open_copytrace(rt: Runtime, gpus: list[GpuInfo], opened: ExitStack) -> None
 
 
 def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float | None,
-                paths: list[str], window: TimeWindow | None = None) -> None:
+                paths: list[str], opened: ExitStack, window: TimeWindow | None = None) -> None:
     """What moves the session on: the sampler over a live source (for `duration_s`, or the
     sim's `[sim] duration_s`), or the replay driver over a recording (with `--log` files read
-    whole and merged by time)."""
+    whole and merged by time: their spool registered on `opened`)."""
     config = rt.config
     if src.gpu_source is not None:
         sim_duration = duration_s if duration_s is not None else (config.sim.duration_s or None)
@@ -503,18 +503,8 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
         return
     assert src.recording is not None
     path = src.label.removeprefix("replay:")
-    events = _replay_log_events(paths, config, rt.session, window)
-    if window is not None and window.since_s is not None and config.logs.cuzk:
-        # The daemon's startup lines the recording holds from before the window (`record
-        # --log`): its settings, as a windowed report feeds them first.
-        from gapwatch.offline.startup_lines import recorded_startup  # local, as above
-
-        try:
-            startup = recorded_startup(path, window.since_s)
-        except RecordingError as exc:
-            raise SourceUnavailable(str(exc)) from None
-        events = sorted([*startup, *events], key=attrgetter("t_wall_s"))
-    rt.replay = ReplayDriver(src.recording, rt.session, speed, events,
+    logs = _replay_logs(path, paths, config, rt.session, window, opened)
+    rt.replay = ReplayDriver(src.recording, rt.session, speed, logs,
                              restart=_replay_restart(rt, path, window))
     rt.read_logs = {path: "read whole" for path in paths}
 
@@ -595,27 +585,36 @@ def _add_followers(rt: Runtime, src: _OpenSource, paths: list[str], stdin_fd: in
                                       src.clock))
 
 
-def _replay_log_events(paths: list[str], config: Config, session: Session,
-                       window: TimeWindow | None = None) -> list[LogEvent]:
-    """`replay FILE --log LOG`: the log files read whole and parsed (as `report --log` does),
-    to be merged into the replay by time; with a `window`, the events `LogSpan` keeps for it
-    (those near it and the daemon's startup lines). A log that cannot be read stops the replay
-    at start."""
+def _replay_logs(path: str, paths: list[str], config: Config, session: Session,
+                 window: TimeWindow | None, opened: ExitStack) -> ReplayLogs | None:
+    """`replay FILE --log LOG`: the log files read whole and parsed onto disk as `report --log`
+    parses them (`gapwatch.offline.replay_logs`), the spool registered on `opened`; with a
+    `window`, after the daemon's startup lines the recording holds from before it. A log that
+    cannot be read stops the replay at start. None without `--log` files."""
     if not paths:
-        return []
+        return None
     if "-" in paths:
         raise SourceUnavailable("replay --log takes files (a replay reads them whole), not '-'")
-    from gapwatch.logs.files import parse_log_files
+    from gapwatch.offline.replay_logs import open_replay_logs  # local: keeps live commands light
 
+    startup: list[LogEvent] = []
+    if window is not None and window.since_s is not None and config.logs.cuzk:
+        # The daemon's startup lines the recording holds from before the window (`record
+        # --log`): its settings, as a windowed report feeds them first.
+        from gapwatch.offline.startup_lines import recorded_startup  # local, as above
+
+        try:
+            startup = recorded_startup(path, window.since_s)
+        except RecordingError as exc:
+            raise SourceUnavailable(str(exc)) from None
     try:
-        events, counters = parse_log_files(paths, config)
+        logs = open_replay_logs(path, paths, config, window, startup)
     except OSError as exc:
         raise SourceUnavailable(f"cannot read log {exc.filename}: {exc.strerror}") from None
-    for key, n in counters.items():
+    except RecordingError as exc:
+        raise SourceUnavailable(str(exc)) from None
+    opened.callback(logs.close)
+    for key, n in logs.counters.items():
         if n:
             session.store.count(f"log_{key}", n)
-    if window is not None:
-        from gapwatch.offline.log_span import near  # local: keeps the live commands light
-
-        events = near(events, window)
-    return events
+    return logs

@@ -35,7 +35,7 @@ import errno
 import os
 import stat
 import zlib
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Final
 
@@ -340,18 +340,26 @@ def log_counters(parsed: dict[str, int], nul_bytes: int, cut_lines: int,
     return out
 
 
-def merge_by_time(records: Iterable[Record], events: Sequence[LogEvent]) -> Iterator[Record]:
-    """`records` (a recording, in its own order) with `events` (sorted by time) slotted in by
-    the rule of `gapwatch.offline.detect.detect_records` (which inlines it in its hot loop): each
-    event goes just before the first GPU sample at or after its time; the rest come last."""
-    i, n = 0, len(events)
+def merge_by_time(records: Iterable[Record], events: Iterable[LogEvent],
+                  after_end: Callable[[LogEvent, float | None], bool] | None = None,
+                  ) -> Iterator[Record]:
+    """`records` (a recording, in its own order) with `events` (sorted by time, read one at a
+    time) slotted in by the rule of `gapwatch.offline.detect.detect_records` (which inlines it
+    in its hot loop): each event goes just before the first GPU sample at or after its time;
+    the rest come last, those `after_end` takes (given the latest GPU sample's time: the
+    report's margin after the data's end)."""
+    it = iter(events)
+    head = next(it, None)
+    end_s: float | None = None
     for record in records:
         if record.type == "gpu":
             t = record.t_wall_s
-            while i < n and events[i].t_wall_s <= t:
-                yield events[i]
-                i += 1
+            end_s = t if end_s is None or t > end_s else end_s
+            while head is not None and head.t_wall_s <= t:
+                yield head
+                head = next(it, None)
         yield record
-    while i < n:
-        yield events[i]
-        i += 1
+    while head is not None:
+        if after_end is None or after_end(head, end_s):
+            yield head
+        head = next(it, None)

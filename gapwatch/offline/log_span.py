@@ -1,8 +1,8 @@
 """A `--log` that does not belong to the recording: its lines outside the recording's span.
 
 Who calls it: `gapwatch.offline.detect.detect_records` (with the `--log` files' events as it merges
-them, and for those left after the last sample), `gapwatch.engine.runtime` (a windowed replay's
-events: `near`); `gapwatch.offline.report` shows it the events as
+them, and for those left after the last sample), `gapwatch.offline.replay_logs` (a replay's, the
+same way); `gapwatch.offline.report` shows it the events as
 they are parsed (`observe`), before the detector reads them back from disk. A log from another day
 (two days before the recording) once switched the report's advice to a pinned-pool setting citing a
 line of that other day; now the lines outside the recording's span, give or take `MARGIN_S`, are not
@@ -22,7 +22,6 @@ from typing import TypeVar
 from gapwatch.core import fmt
 from gapwatch.core.models import LogEvent
 from gapwatch.cuzk.settings import DEPRECATED, STARTUP_FIELDS
-from gapwatch.sources.time_window import TimeWindow
 
 T = TypeVar("T")
 
@@ -150,13 +149,3 @@ def _day(t: float) -> str:
     """Date and time: a log from another day must say its day."""
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
-
-def near(events: list[LogEvent], window: TimeWindow) -> list[LogEvent]:
-    """The `--log` events (sorted by time) a replay of `window` feeds (`replay
-    --since/--until`): those a windowed report's span keeps (`kept`, `after_end`: within
-    `MARGIN_S` of it, and the daemon's startup lines before it)."""
-    span = LogSpan(window.since_s if window.since_s is not None else 0.0, windowed=True)
-    for ev in events:
-        span.observe(ev)
-    return [ev for ev, _ in span.kept((ev, ev) for ev in events)
-            if span.after_end(ev, window.until_s)]

@@ -1,0 +1,105 @@
+"""The `--log` files of a replay (`gapwatch replay FILE --log LOG`): parsed once onto disk, read
+back at each pass of the replay, the events `report --log` feeds and no others.
+
+Who calls it: `gapwatch.engine.runtime` parses them as it builds the replay (`open_replay_logs`)
+and closes them with it; `gapwatch.engine.replay.ReplayDriver` reads one `LogPass` each time it
+plays the file from its start (the first time, and after each seek back).
+
+Why on disk: a replay parsed the files into a list and held it to the end, ~1 KB an event: a day
+of 8 GPUs' log (~6 M events) did not fit a proving box's spare memory, while `report --log` of the
+same day runs in a few hundred MB. The files are now parsed as the report parses them
+(`gapwatch.offline.report.parse_log_input`: TIMELINE placed by the recording's `/status` uptime
+where the log lacks its anchor line, a large file in two processes, only a window's part of it)
+into the sorted spool, and a pass reads it back one event at a time. What a pass gives is what the
+report's detector is given: the events `LogSpan` keeps (a log of another day is not fed: its
+causes and advice would be another run's; the daemon's startup lines before the recording are),
+those after the last sample only within `log_span.MARGIN_S` of it, and for a window the daemon's
+startup lines the recording holds from before it (`startup_lines.recorded_startup`), first among
+equal times. The span's notes (`LogSpan.notes`) are the pass's to say at its end.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+from collections.abc import Iterator, Sequence
+from operator import attrgetter
+from typing import TYPE_CHECKING
+
+from gapwatch.config import Config
+from gapwatch.core.models import LogEvent
+from gapwatch.offline.log_span import LogSpan
+from gapwatch.sources.time_window import TimeWindow
+
+if TYPE_CHECKING:
+    from gapwatch.offline.detect import LogInput
+
+__all__ = ["LogPass", "ReplayLogs", "open_replay_logs"]
+
+
+class LogPass:
+    """One pass over the replay's log events, in time order: iterate it for the events the
+    replay slots in among the records, then `after_end` judges each left after the last sample,
+    and `notes` says what the span left out. Its own copy of the span counts what it drops."""
+
+    def __init__(self, parsed: LogInput, startup: Sequence[LogEvent]) -> None:
+        self._parsed = parsed
+        self._span: LogSpan = copy.deepcopy(parsed.span)
+        self._startup = startup
+        self._end_s: float | None = None
+
+    def __iter__(self) -> Iterator[LogEvent]:
+        kept = (ev for ev, _bounded in self._span.kept(self._parsed.spool.bounded()))
+        if not self._startup:
+            return kept
+        # Stable: a recorded startup line goes before a log event of the same time, as the
+        # report's sort of the two leaves them.
+        return heapq.merge(self._startup, kept, key=attrgetter("t_wall_s"))
+
+    def after_end(self, ev: LogEvent, end_s: float | None) -> bool:
+        """Whether an event left after the last sample (at `end_s`) is fed, as the report
+        feeds those within the span's margin of its end (the others counted for `notes`)."""
+        self._end_s = end_s
+        return self._span.after_end(ev, end_s)
+
+    def notes(self) -> list[str]:
+        """One line per `--log` file with lines outside the recording (or window), as the
+        report says them."""
+        return self._span.notes(self._end_s)
+
+
+class ReplayLogs:
+    """The replay's `--log` files, parsed (see the module docstring); `close` removes the
+    spool."""
+
+    def __init__(self, parsed: LogInput, startup: Sequence[LogEvent] = ()) -> None:
+        self._parsed = parsed
+        self._startup = list(startup)
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """The parser's counters (and the reader's: NUL bytes, cut lines)."""
+        return self._parsed.counters
+
+    def events(self) -> LogPass:
+        return LogPass(self._parsed, self._startup)
+
+    def close(self) -> None:
+        self._parsed.close()
+
+
+def open_replay_logs(path: str, paths: list[str], config: Config,
+                     window: TimeWindow | None = None,
+                     startup: Sequence[LogEvent] = ()) -> ReplayLogs:
+    """The `--log` `paths` of the recording at `path` parsed for its replay (`window`: the part
+    replayed; `startup`: the daemon's startup lines the recording holds from before it).
+
+    Raises:
+        OSError: a log cannot be read.
+        gapwatch.sources.recording.RecordingError: the recording's header cannot be read.
+    """
+    from gapwatch.offline.report import collector_off, parse_log_input  # local: large modules
+
+    with collector_off():  # millions of events parsed, none of them in a cycle
+        parsed = parse_log_input(path, config, paths, window=window)
+    return ReplayLogs(parsed, startup)

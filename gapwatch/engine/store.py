@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from gapwatch.core.blind import Bye, byes_in
+from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.chaining import ChainingMeter
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.ledger import Change, GapLedger
@@ -286,7 +287,11 @@ class SeriesStore:
         since_ns = status.t_mono_ns - int(self._history_s * 1e9)
         with self._lock:
             self._prover.append(status, size, lambda old: old.t_mono_ns < since_ns)
-            self._provers[status.prover] = status
+            # The latest per prover, for the MAX_PROVERS heard most recently: a recording may
+            # name any number of provers (live, each is a `--cuzk-status` URL).
+            if keep_latest(self._provers, status.prover, status, MAX_PROVERS):
+                forgotten = self._counters.get("provers_forgotten", 0)
+                self._counters["provers_forgotten"] = forgotten + 1
             if self._feeds_prover:
                 self._pipeline.feed_status(status)
             self._version += 1

@@ -1,0 +1,98 @@
+"""A recording's own names and lists reaching the live parts (`replay`, `record --source replay:`,
+`/metrics`, the dashboard's store): a recording is outside input, and may name any number of
+provers, partition states or processes. What the live parts hold of them stays bounded.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+
+import msgspec
+from prometheus_client.parser import text_string_to_metric_families
+from ui_fakes import header
+
+from gapwatch.core.bounds import MAX_PROVERS
+from gapwatch.core.models import (
+    PARTITION_STATES,
+    WORKER_STATES,
+    ProverStatus,
+    ProverWorker,
+)
+from gapwatch.cuzk.restarts import RestartWatch
+from gapwatch.engine.session import Session
+from gapwatch.engine.store import SeriesStore
+from gapwatch.sinks.prometheus import start_exporter
+
+WALL0_S = 1_796_000_000.0
+
+
+class _NoDetector:
+    def feed(self, record: object) -> list[object]:
+        return []
+
+    def feed_copies(self, copies: object) -> list[object]:
+        return []
+
+    def finish(self) -> list[object]:
+        return []
+
+    def window_now(self, gpu: int) -> None:
+        return None
+
+
+def _status(prover: str, i: int) -> ProverStatus:
+    return ProverStatus(prover=prover, t_mono_ns=i * 1_000_000, t_wall_s=WALL0_S + i / 1000,
+                        latency_ms=1.0, uptime_s=float(i), partition_counts={f"made-up-{i}": 1},
+                        workers=[ProverWorker(worker_id=0, gpu=0, state=f"w{i}")],
+                        synthesis_active=None, synthesis_max=None, queue_depth=None, jobs=1)
+
+
+def _scrape(session: Session) -> dict[str, list[dict[str, str]]]:
+    handle = start_exporter("127.0.0.1:0", session)
+    try:
+        with urllib.request.urlopen(handle.url, timeout=5) as resp:
+            body = resp.read().decode()
+    finally:
+        handle.stop()
+    return {f.name: [s.labels for s in f.samples]
+            for f in text_string_to_metric_families(body)}
+
+
+def test_a_recording_naming_thousands_of_provers_keeps_the_latest_few_on_metrics() -> None:
+    """Each prover name a replayed recording held kept its latest snapshot in the store for
+    good: 20,000 names were 115,000 series on /metrics (7.6 MB a scrape, growing) and as many
+    pipeline lines on the dashboard; the restart watcher kept an uptime per name."""
+    head = header()
+    store = SeriesStore(list(head.gpus), 0.1)
+    session = Session(head, store, _NoDetector())  # type: ignore[arg-type]
+    restarts = RestartWatch()
+    for i in range(2000):
+        st = _status(f"evil-{i}", i)
+        session.on_record(st)
+        restarts.feed_status(st)
+    snap = store.snapshot()
+    assert len(snap.provers) == MAX_PROVERS
+    assert sorted(snap.provers) == sorted(f"evil-{i}" for i in range(2000 - MAX_PROVERS, 2000))
+    assert snap.counters["provers_forgotten"] == 2000 - MAX_PROVERS
+    assert len(restarts._uptime) == MAX_PROVERS
+    families = _scrape(session)
+    provers = {labels["prover"] for samples in families.values() for labels in samples
+               if "prover" in labels}
+    assert len(provers) == MAX_PROVERS
+
+
+def test_made_up_partition_and_worker_states_in_a_recorded_snapshot_are_one_other_series() -> None:
+    """The poller reads an unknown state as "other"; a recording's snapshot may hold any text,
+    and each made-up state was a series of its own."""
+    head = header()
+    session = Session(head, SeriesStore(list(head.gpus), 0.1), _NoDetector())  # type: ignore[arg-type]
+    st = _status("p", 1)
+    st = msgspec.structs.replace(st, partition_counts={
+        "gpu": 2, **{f"made-up-{i}": 1 for i in range(500)}},
+        workers=[ProverWorker(worker_id=i, gpu=0, state=f"w{i}") for i in range(200)])
+    session.on_record(st)
+    families = _scrape(session)
+    parts = {s["state"]: s for s in families["gapwatch_cuzk_partitions"]}
+    assert set(parts) <= {*PARTITION_STATES, "other"} and "other" in parts
+    workers = {s["state"] for s in families["gapwatch_cuzk_workers"]}
+    assert workers == {*WORKER_STATES, "other"}

@@ -9,15 +9,19 @@ import urllib.request
 
 import msgspec
 from prometheus_client.parser import text_string_to_metric_families
+from test_detect_unit import T0_WALL, detector, final_gaps, sample
 from ui_fakes import header
 
 from gapwatch.core.bounds import MAX_PROVERS
 from gapwatch.core.models import (
     PARTITION_STATES,
     WORKER_STATES,
+    GpuInfo,
+    ProcessMemory,
     ProverStatus,
     ProverWorker,
 )
+from gapwatch.core.proc_rounds import MAX_PROCS_PER_ROUND
 from gapwatch.cuzk.restarts import RestartWatch
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
@@ -96,3 +100,36 @@ def test_made_up_partition_and_worker_states_in_a_recorded_snapshot_are_one_othe
     assert set(parts) <= {*PARTITION_STATES, "other"} and "other" in parts
     workers = {s["state"] for s in families["gapwatch_cuzk_workers"]}
     assert workers == {*WORKER_STATES, "other"}
+
+
+def _proc(pid: int, t_s: float = 1.0, gpu: int = 0) -> ProcessMemory:
+    return ProcessMemory(int(t_s * 1e9), T0_WALL + t_s, gpu, pid, "cuzk", 1 << 30, 1 << 20)
+
+
+def test_a_round_of_thousands_of_processes_is_bounded_in_the_store_and_in_each_gaps_evidence(
+) -> None:
+    """Every reading of a round was kept, and the store looked through the whole round for each
+    new one: 40,000 made-up pids at one time cost `replay --headless` 57 s (2.5 s now), and each
+    gap's evidence listed them all."""
+    n = 3 * MAX_PROCS_PER_ROUND
+    store = SeriesStore([GpuInfo(index=0)], 0.1)
+    for pid in range(n):
+        store.set_procmem(_proc(pid))
+    store.set_procmem(_proc(0))  # a process read twice in a round is one process
+    snap = store.snapshot()
+    assert len(snap.procmem[0]) == MAX_PROCS_PER_ROUND
+    assert snap.counters["procmem_cut"] == n - MAX_PROCS_PER_ROUND
+    store.set_procmem(_proc(7, t_s=2.0))  # a newer round replaces the older
+    assert [r.pid for r in store.snapshot().procmem[0]] == [7]
+
+    det = detector()
+    for pid in range(n):
+        det.feed(_proc(pid, t_s=0.5))
+    samples = [sample(1.0 + i / 10, 95.0 if i < 20 or i >= 30 else 0.0,
+                      rx=2e6 if i < 20 or i >= 30 else 2.5e9) for i in range(50)]
+    out = [(0.0, e) for s in samples for e in det.feed(s)] + [(0.0, e) for e in det.finish()]
+    gaps = final_gaps(out)
+    assert gaps, "the pattern makes a gap"
+    for g in gaps:
+        procs = g.copies.processes
+        assert isinstance(procs, list) and len(procs) == MAX_PROCS_PER_ROUND

@@ -10,7 +10,7 @@ import urllib.request
 import msgspec
 from prometheus_client.parser import text_string_to_metric_families
 from test_detect_unit import T0_WALL, detector, final_gaps, sample
-from ui_fakes import header
+from ui_fakes import header, log_event
 
 from gapwatch.core.bounds import MAX_PROVERS
 from gapwatch.core.models import (
@@ -25,6 +25,7 @@ from gapwatch.core.proc_rounds import MAX_PROCS_PER_ROUND
 from gapwatch.cuzk.restarts import RestartWatch
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
+from gapwatch.sinks.metrics import MAX_LOG_KINDS
 from gapwatch.sinks.prometheus import start_exporter
 
 WALL0_S = 1_796_000_000.0
@@ -100,6 +101,28 @@ def test_made_up_partition_and_worker_states_in_a_recorded_snapshot_are_one_othe
     assert set(parts) <= {*PARTITION_STATES, "other"} and "other" in parts
     workers = {s["state"] for s in families["gapwatch_cuzk_workers"]}
     assert workers == {*WORKER_STATES, "other"}
+
+
+def test_a_recording_of_thousands_of_made_up_log_event_kinds_adds_no_series_per_kind() -> None:
+    """A log event's kind is a rule's name live, but a recording's events carry any text, and
+    `replay --prometheus` counted each as a series of its own, for good: 50,000 made-up kinds
+    were 50,000 series."""
+    head = header()
+    session = Session(head, SeriesStore(list(head.gpus), 0.1), _NoDetector())  # type: ignore[arg-type]
+    handle = start_exporter("127.0.0.1:0", session)
+    try:
+        session.on_record(log_event(0.5, "INFO real line"))
+        for i in range(1000):
+            session.on_record(msgspec.structs.replace(log_event(1.0, "x"), kind=f"k{i}"))
+        with urllib.request.urlopen(handle.url, timeout=5) as resp:
+            body = resp.read().decode()
+    finally:
+        handle.stop()
+    counts = {s.labels["kind"]: s.value for f in text_string_to_metric_families(body)
+              if f.name == "gapwatch_prover_log_events" for s in f.samples}
+    assert len(counts) == MAX_LOG_KINDS + 1 and counts["tracing"] == 1
+    assert sum(counts.values()) == 1001  # every event counted, the made-up kinds beyond under other
+    assert counts["other"] == 1000 - (MAX_LOG_KINDS - 1)
 
 
 def _proc(pid: int, t_s: float = 1.0, gpu: int = 0) -> ProcessMemory:

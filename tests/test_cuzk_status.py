@@ -91,6 +91,20 @@ def test_a_body_that_is_not_json_or_not_an_object_is_refused_by_reason() -> None
             raise AssertionError(f"{body!r} was accepted")
 
 
+def test_an_answer_nested_a_hundred_thousand_deep_is_bad_json_not_an_internal_error() -> None:
+    """msgspec's depth guard raises RecursionError: the poller counted such an answer as its own
+    bug (`internal`, "gapwatch could not read it: RecursionError(...)")."""
+    deep = b"[" * 100_000 + b"]" * 100_000
+    for body in (deep, b'{"pipelines": ' + deep + b"}",
+                 b'{"pipelines": [{"partitions": ' + deep + b"}]}"):
+        try:
+            _parse(body)
+        except StatusError as exc:
+            assert exc.reason == "bad_json" and "nested too deep" in str(exc)
+        else:
+            raise AssertionError("a 100,000-deep answer was accepted")
+
+
 def _raw_get(port: int, request: bytes) -> tuple[bytes, bool]:
     """Send `request` on a fresh connection; (the whole answer, connection closed by server)."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:

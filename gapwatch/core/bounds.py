@@ -120,6 +120,28 @@ StretchS = Annotated[float, msgspec.Meta(ge=0, le=MAX_STRETCH_S)]
 PcieGen = Annotated[int, msgspec.Meta(ge=1, le=MAX_PCIE_GEN)]
 PcieWidth = Annotated[int, msgspec.Meta(ge=1, le=MAX_PCIE_WIDTH)]
 
+#: Provers one session follows by name at once (each `--cuzk-status` URL is one, the simulator
+#: "sim"): a recording names its own, and one naming 20,000 provers kept a snapshot of each in
+#: the store, 115,000 series on `/metrics` and a pipeline line each on the dashboard.
+MAX_PROVERS = 16
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def keep_latest(by_key: dict[_K, _V], key: _K, value: _V, most: int) -> bool:
+    """Put `value` at `key` as the latest one heard (moved to the end of `by_key`) and forget
+    the least recently heard keys beyond `most`. True when one was forgotten (for a count):
+    per-name state whose names come from outside stays bounded."""
+    by_key.pop(key, None)
+    by_key[key] = value
+    forgot = False
+    while len(by_key) > most:
+        del by_key[next(iter(by_key))]
+        forgot = True
+    return forgot
+
+
 _N = TypeVar("_N", int, float)
 
 

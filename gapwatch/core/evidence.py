@@ -51,6 +51,7 @@ from gapwatch.core.models import (
     ProcessMemory,
     ProverStatus,
 )
+from gapwatch.core.proc_rounds import ProcRounds
 from gapwatch.core.prover import NoProver, Prover, ProverGap
 from gapwatch.core.readings import reading
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
@@ -327,7 +328,7 @@ class EvidenceBuffer:
         #: End of the latest traced copy per GPU (the copy trace is live there).
         self.last_copy_s: dict[int, float] = {}
         #: Latest /proc reading of the processes on each GPU (one round per GPU).
-        self.procmem: dict[int, list[ProcessMemory]] = {}
+        self.procmem = ProcRounds()
         #: The latest link reading per GPU that found it trained down (removed when it is not).
         self.links_down: dict[int, LinkState] = {}
         #: Recent GPU errors per GPU (NVML: XID, ECC, PCIe replays), oldest first.
@@ -486,13 +487,9 @@ class EvidenceBuffer:
         return out
 
     def add_procmem(self, reading: ProcessMemory) -> None:
-        """The latest round of /proc readings per GPU (a newer round replaces the older)."""
-        cur = self.procmem.get(reading.gpu)
-        if cur and cur[0].t_mono_ns != reading.t_mono_ns:
-            cur = None
-        if not cur:
-            cur = self.procmem[reading.gpu] = []
-        cur.append(reading)
+        """The latest round of /proc readings per GPU (a newer round replaces the older; at
+        most `MAX_PROCS_PER_ROUND` processes, each once: every gap cites them)."""
+        self.procmem.add(reading)
 
     def add_hw(self, ev: HardwareEvent) -> None:
         """A GPU error (corrected ECC errors are not one a gap could follow from)."""
@@ -533,7 +530,7 @@ class EvidenceBuffer:
         `[start - before_s, end]`, or, without a live trace, what is inferred and why."""
         gpu = acc.gpu
         procs = [ProcessEvidence(p.pid, p.name, p.rss_shmem_bytes, p.rss_anon_bytes)
-                 for p in self.procmem.get(gpu, [])]
+                 for p in self.procmem.of(gpu)]
         if not self.trace_live(gpu, gap_end_s) and not acc.copies:
             inferred, source = inferred_memory_kind(kind, events)
             return CopiesEvidence(traced=False, memory_kind=inferred, memory_kind_source=source,

@@ -36,6 +36,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
+from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.units import GIB
 
@@ -518,9 +519,10 @@ class PipelineFacts(_Limits):
             since = self._srs_empty_since.pop(prover, None)
             if since is not None:
                 self.srs_empty.append((prover, since, t))
-            self._srs_listed[prover] = True
+            # Per prover name, bounded: a recording may name any number of provers.
+            keep_latest(self._srs_listed, prover, True, MAX_PROVERS)
         elif self._srs_listed.get(prover) and prover not in self._srs_empty_since:
-            self._srs_empty_since[prover] = t
+            keep_latest(self._srs_empty_since, prover, t, MAX_PROVERS)
 
     def srs_busy_words(self, start_s: float, end_s: float) -> str | None:
         """The words for an SRS list gone empty over [start_s, end_s] (`feed_status`), or None."""

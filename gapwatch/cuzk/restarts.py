@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
+from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.models import (
     LogEvent,
     ProcessMemory,
@@ -118,7 +119,7 @@ class RestartWatch:
         if up is None:
             return []
         before = self._uptime.get(st.prover)
-        self._uptime[st.prover] = up
+        keep_latest(self._uptime, st.prover, up, MAX_PROVERS)  # names from a recording: bounded
         if before is None or up >= before - UPTIME_SLACK_S:
             return []
         return self._sign(st.t_wall_s - up, f"{st.prover} /status uptime_secs went back from "

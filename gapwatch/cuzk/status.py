@@ -198,7 +198,14 @@ def decode_status(body: bytes, counters: dict[str, int] | None = None) -> Status
         pass  # JSON, but some part does not fit: read it part by part below
     except msgspec.DecodeError as exc:
         raise StatusError("bad_json", f"not JSON ({exc})") from None
-    raw = _decode_any(body)
+    except RecursionError:
+        # msgspec's own depth guard (arrays nested ~100,000 deep fit in 1 MiB): the answer's
+        # fault, not gapwatch's (it was counted `internal`, "gapwatch could not read it").
+        raise StatusError("bad_json", "JSON nested too deep") from None
+    try:
+        raw = _decode_any(body)
+    except RecursionError:
+        raise StatusError("bad_json", "JSON nested too deep") from None
     if not isinstance(raw, dict):
         raise StatusError("bad_schema", f"not a status object (a JSON {type(raw).__name__})")
     cut = [0]

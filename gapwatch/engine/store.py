@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from gapwatch.core.blind import Bye, byes_in
+from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.chaining import ChainingMeter
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.ledger import Change, GapLedger
@@ -42,6 +43,7 @@ from gapwatch.core.models import (
     Record,
     StateChange,
 )
+from gapwatch.core.proc_rounds import ProcRounds
 from gapwatch.core.prover import Prover
 from gapwatch.core.sizes import event_bytes, status_bytes
 from gapwatch.core.store_snapshot import StoreSnapshot
@@ -122,7 +124,7 @@ class SeriesStore:
         self._blind: deque[BlindSpot] = deque(maxlen=64)
         self._blind_total: tuple[int, float] = (0, 0.0)
         self._copies: deque[CopyRecord] = deque(maxlen=max_copies)
-        self._procmem: dict[int, dict[int, ProcessMemory]] = {}
+        self._procmem = ProcRounds()
         self._links: dict[int, LinkState] = {}
         # At most 10 polls a second (the period's floor) over the history, and only the history
         # (a 1 s poll would otherwise keep 100 minutes), and about `max_prover_bytes`.
@@ -286,7 +288,11 @@ class SeriesStore:
         since_ns = status.t_mono_ns - int(self._history_s * 1e9)
         with self._lock:
             self._prover.append(status, size, lambda old: old.t_mono_ns < since_ns)
-            self._provers[status.prover] = status
+            # The latest per prover, for the MAX_PROVERS heard most recently: a recording may
+            # name any number of provers (live, each is a `--cuzk-status` URL).
+            if keep_latest(self._provers, status.prover, status, MAX_PROVERS):
+                forgotten = self._counters.get("provers_forgotten", 0)
+                self._counters["provers_forgotten"] = forgotten + 1
             if self._feeds_prover:
                 self._pipeline.feed_status(status)
             self._version += 1
@@ -335,13 +341,16 @@ class SeriesStore:
 
     def set_procmem(self, reading: ProcessMemory) -> None:
         """Keep the latest reading per (GPU, pid); a GPU's readings of one round share a time,
-        so processes not listed in the newest round are dropped."""
+        so processes not listed in the newest round are dropped; a process beyond the round's
+        bound is counted (`procmem_cut`)."""
         with self._lock:
-            per = self._procmem.setdefault(reading.gpu, {})
-            for pid in [pid for pid, r in per.items() if r.t_mono_ns < reading.t_mono_ns]:
-                del per[pid]
-            per[reading.pid] = reading
-            self._version += 1
+            # One rule with the gaps' evidence (`ProcRounds`): constant time a reading, at most
+            # MAX_PROCS_PER_ROUND a round (a recording may hold any number).
+            cut = self._procmem.cut
+            if self._procmem.add(reading):
+                self._version += 1
+            elif self._procmem.cut > cut:
+                self._counters["procmem_cut"] = self._counters.get("procmem_cut", 0) + 1
 
     def set_link(self, link: LinkState) -> None:
         with self._lock:
@@ -379,7 +388,7 @@ class SeriesStore:
                 gap_tally=self._ledger.tally(),
                 cause_tally=self._ledger.cause_tally(),
                 copies=tuple(self._copies),
-                procmem={g: tuple(per.values()) for g, per in self._procmem.items()},
+                procmem=self._procmem.all(),
                 links=dict(self._links),
                 pipeline=self._pipeline.facts(),
                 prover_lacks=tuple(self._pipeline.lacks()),

@@ -89,6 +89,25 @@ def _pipeline_families(view: PipelineView) -> Iterator[Metric]:
     yield waits
 
 
+def _known(state: str, states: tuple[str, ...]) -> str:
+    """A state label: one of `states` or "other". The poller writes only these, but a
+    recording's snapshot may hold any text (one of 20,000 made-up states was a series each)."""
+    return state if state in states else "other"
+
+
+def _partition_counts(st: ProverStatus) -> dict[str, int]:
+    """The snapshot's partition counts by state label (unknown ones add to "other", as
+    `_known` says of a worker's), the known states first."""
+    out: dict[str, int] = {}
+    for known in PARTITION_STATES:
+        if known in st.partition_counts:
+            out[known] = st.partition_counts[known]
+    for state, n in st.partition_counts.items():
+        if state not in PARTITION_STATES:
+            out["other"] = out.get("other", 0) + n
+    return out
+
+
 def prover_families(latest: dict[str, ProverStatus],
                     pollers: list[PollerStatus] | None,
                     pipeline: PipelineView | None = None) -> Iterator[Metric]:
@@ -118,12 +137,11 @@ def prover_families(latest: dict[str, ProverStatus],
     for name, st in sorted(latest.items()):
         if name in down:
             continue
-        for state in (*PARTITION_STATES, *sorted(set(st.partition_counts) - set(PARTITION_STATES))):
-            if state in st.partition_counts:
-                parts.add_metric([name, state], st.partition_counts[state])
+        for state, n in _partition_counts(st).items():
+            parts.add_metric([name, state], n)
         by: dict[tuple[str, str], int] = {}
         for w in st.workers:
-            key = ("" if w.gpu is None else str(w.gpu), w.state)
+            key = ("" if w.gpu is None else str(w.gpu), _known(w.state, WORKER_STATES))
             by[key] = by.get(key, 0) + 1
         for gpu in sorted({k[0] for k in by}):
             for state in (*WORKER_STATES, *sorted({k[1] for k in by} - set(WORKER_STATES))):

@@ -180,3 +180,26 @@ def test_the_worst_minute_is_the_same_as_summing_every_window_and_linear_in_the_
     assert len(g.buckets) > 60
     slow = meter._worst_by_sums(g, 6, "pcie", 1.0)
     assert slow is not None and meter.worst_window(0) == slow
+
+
+def test_a_wall_clock_stepped_years_ahead_costs_the_worst_minute_no_window_per_ten_seconds(
+        ) -> None:
+    """Buckets are by wall time: a recording whose clock stepped 10 years ahead inside it had
+    its worst minute looked for in every 10 s window between (31 million, 10 s of `report`
+    and of each side of `compare`; to the year 2262, minutes). A window that holds no bucket
+    has no copy time, never the worst: only windows that hold one are summed."""
+    import time
+
+    meter = ChainingMeter([H200], DetectorConfig(), window_s=None)
+    ahead = 10 * 365 * 86400.0
+    for i in range(1200):  # 2 minutes chaining at 93 %, then 2 minutes at 41 %, 10 years on
+        t = i / 10
+        meter.add_sample(_sample(t, 93.0, 8e9))
+        meter.add_sample(_sample(t + ahead, 41.0, 8e9))
+    began = time.perf_counter()
+    worst = meter.worst_window(0)
+    assert time.perf_counter() - began < 1.0
+    assert worst is not None and worst[1] == pytest.approx(0.41, abs=0.02)
+    assert worst[0] >= 1000.0 + ahead - 10.0
+    g = meter._gpus[0]
+    assert meter._worst_by_sums(g, 6, "pcie", 1.0) == worst

@@ -463,3 +463,85 @@ def test_prover_causes_from_a_log_on_one_side_only_are_not_judged(tmp_path: Path
     assert causes and set(causes.values()) == {"not comparable"}
     assert any("only BEFORE has the prover's log" in n for n in c.notes)
     assert max(len(line) for line in format_text(c).splitlines()) <= 100
+
+
+def _stepped_back(src: Path, tmp: Path, step_s: float) -> Path:
+    """The recording with the wall clock stepped back `step_s` half-way through its records
+    (an NTP step: every record's `t_wall_s` after it moved, data time `t_mono_ns` going on)."""
+    with gzip.open(src, "rt") as f:
+        lines = f.read().splitlines()
+    half = len(lines) // 2
+    out_lines = lines[:half]
+    for x in lines[half:]:
+        rec = json.loads(x)
+        if "t_wall_s" in rec:
+            rec["t_wall_s"] -= step_s
+        out_lines.append(json.dumps(rec))
+    out = tmp / "stepped.jsonl"
+    out.write_text("\n".join(out_lines) + "\n")
+    return out
+
+
+def test_a_side_whose_wall_clock_stepped_back_is_no_negative_span_and_keeps_its_gaps(
+        tmp_path: Path) -> None:
+    """An NTP step of an hour back inside BEFORE: its working span read -3570 s of work, -3571
+    whole windows, 0.0 gaps an hour (its gaps lay before its first window) and partitions per
+    hour of 6 in place of 2054. Its windows cannot be placed: its figures are whole-run, as
+    the report gives them, the verdicts "too few windows", and the head says why."""
+    src = Path("tests/data/h200-e2e/pageable/rec.jsonl.gz")
+    after = Path("tests/data/h200-e2e/chained/rec.jsonl.gz")
+    plain = _compare(src, after)
+    stepped = _compare(_stepped_back(src, tmp_path, 3600.0), after)
+    assert stepped.before.span_s == pytest.approx(plain.before.span_s, rel=0.05)
+    for name in ("busy share", "gaps/h", "idle s/h"):
+        assert _figure(stepped, name).before == pytest.approx(_figure(plain, name).before,
+                                                              rel=0.05), name
+    assert _figure(stepped, "partitions/h").before == pytest.approx(
+        _figure(plain, "partitions/h").before, rel=0.1)
+    assert {f.test.verdict for f in stepped.figures} == {"too few windows"}
+    [said] = [n for n in stepped.notes if "stepped back" in n]
+    assert said.startswith("BEFORE's wall clock stepped back 60.0m inside it")
+    assert not [n for n in stepped.notes if "whole window(s)" in n and n.startswith("BEFORE")]
+    text = format_text(stepped)
+    assert "-" not in text.split("\n")[2].split("GPU(s),")[1].split("of work")[0]
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_a_side_whose_clock_stepped_years_ahead_is_not_cut_into_millions_of_windows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A side whose wall time runs 10 years (a clock stepped ahead inside it, a hole to the
+    detector) against a 2-minute one: cut into the 10 s windows the short side chose, it was
+    31 million windows, gigabytes and minutes (`--window 0.00001` over two 2-minute runs:
+    11.5 GB). A side is cut into at most `MAX_WINDOW_CELLS` windows x accumulators; past it,
+    its figures are whole-run, its verdicts "too few windows", said in the head."""
+    from gapwatch.offline import compare as compare_mod
+    from gapwatch.offline import compare_windows
+
+    biggest = 0
+    empty = compare_windows.GpuWindows.empty
+
+    def counted(n: int) -> compare_windows.GpuWindows:
+        nonlocal biggest
+        biggest = max(biggest, n)
+        assert n <= compare_mod.MAX_WINDOW_CELLS, n  # before: 31 million, never returned
+        return empty(n)
+
+    monkeypatch.setattr(compare_windows.GpuWindows, "empty", staticmethod(counted))
+    ten_years = 10 * 365 * 86400.0
+    gaps = _every(10.0, 2.0, "pcie_starved", "pinned_pool", span_s=120.0)
+    before = _side("BEFORE", gaps + [SlimGap(0, "pcie_starved", "pinned_pool",
+                                             ten_years - 5.0, 2.0)], span_s=ten_years)
+    before.no_data = [NoData(0, 120.0, ten_years - 10.0)]
+    after = _side("AFTER", gaps, span_s=120.0)
+    c = compare(before, after)
+    assert c.window_s == 10.0 and 0 < biggest <= compare_mod.MAX_WINDOW_CELLS
+    busy = _figure(c, "busy share")
+    assert busy.test.verdict == "too few windows" and busy.after_windows.n == 12
+    assert _figure(c, "gaps/h").before == pytest.approx(13 * 3600 / ten_years)
+    assert any(n.startswith("BEFORE's 5256000.0m of wall time is 31,536,000 windows of 10 s")
+               for n in c.notes), c.notes
+    # The same bound for a --window far too small for two short sides.
+    c = compare(_side("BEFORE", gaps, span_s=120.0), after, window_s=0.00001)
+    assert {f.test.verdict for f in c.figures} == {"too few windows"}
+    assert sum("windows of 1e-05 s" in n for n in c.notes) == 2
+    assert max(len(line) for line in format_text(c).splitlines()) <= 100

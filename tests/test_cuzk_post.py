@@ -361,3 +361,35 @@ def test_a_post_lost_in_a_restart_runs_the_on_event_command_as_lost() -> None:
     assert lost.proof is not None and lost.proof.verdict == "ok"
     event = event_of(lost)
     assert event is not None and event.kind == "post_late" and event.state == "lost"
+
+
+def test_a_log_of_thousands_of_workers_picking_up_work_makes_no_post_list_them_all() -> None:
+    """GPU_PICKUP lines of 20,000 worker ids that never end (junk `worker=` fields): the
+    watcher held each, and a PoSt queued then listed every one it waited behind (a 20,000-item
+    list and an 800 KB message; for 100,000, 4 MB, copied into each PoSt in flight). The
+    watcher keeps the latest `MAX_HELD` workers; a PoSt names `MAX_BEHIND` of them and how
+    many more."""
+    from gapwatch.cuzk.post import MAX_BEHIND, MAX_HELD, PostTracker
+
+    n, job = 20_000, "winpost-1000-dddd"
+    text = _START + "\n".join(
+        [f"TIMELINE,{1000 + i // 100},GPU_PICKUP,porep-1-{i},worker={i},partition=0"
+         for i in range(n)]
+        + [f"TIMELINE,5000,SYNTH_START,{job},kind=winning-post",
+           f"TIMELINE,5100,SYNTH_END,{job},synth_ms=100",
+           f"TIMELINE,5100,GPU_QUEUE,{job},monolithic",
+           f"TIMELINE,5200,GPU_PICKUP,{job},worker=0",
+           f"TIMELINE,5200,GPU_START,{job},worker=0",
+           f"TIMELINE,5300,GPU_END,{job},worker=0,gpu_ms=100"]) + "\n"
+    [ev] = [e for e in watched_text(text) if e.kind == "proof"]
+    assert ev.proof is not None
+    behind = ev.proof.waited_behind
+    assert len(behind) == MAX_BEHIND + 1
+    assert behind[-1] == f"{MAX_HELD - MAX_BEHIND} more workers"
+    assert behind[0] == f"worker {n - MAX_HELD}: porep-1-{n - MAX_HELD} partition 0"
+    assert len(ev.message) < 2000
+    parser, tracker = LogParser(offline=True), PostTracker()
+    for i, line in enumerate(text.splitlines()):
+        for e in parser.parse_line(line, "x", i, 0.0):
+            tracker.feed(e)
+    assert len(tracker.holding) <= MAX_HELD

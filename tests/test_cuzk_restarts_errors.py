@@ -249,3 +249,34 @@ TIMELINE,40970,GPU_START,porep-1000-78,worker=0,partition=0
     for e in events:
         counts.count(e)
     assert counts.restart_cost_s == 0.0
+
+
+def test_a_storm_of_new_prover_pids_and_srs_lines_in_one_restart_stays_small_and_linear() -> None:
+    """Every sign of one restart was kept in a list looked through for each new one, and each
+    SRS load of the new run was kept and said in its cost: a recording of 20,000 new cuzk pids
+    within the restart's seconds took 4.6 s (quadratic: 40,000 took 24 s), and 20,000 SRS loads
+    made a restart cost of 20,000 parts and a message of half a megabyte. A run keeps
+    `MAX_SIGNS` signs and `MAX_SRS` SRS loads; the cost says how many more there were."""
+    import time
+
+    from gapwatch.cuzk.restarts import MAX_SIGNS, MAX_SRS
+
+    w = RestartWatch()
+    n = 20_000
+    began = time.perf_counter()
+    for i in range(n):  # each 0.1 ms after the one before: all within the restart's seconds
+        w.feed_process(ProcessMemory(i, 1000.0 + i * 1e-4, 0, 1000 + i, "cuzk", 1, 1))
+    assert time.perf_counter() - began < 1.0
+    assert w.restarts == 1
+    run = w._run
+    assert run is not None and len(run.signs) <= MAX_SIGNS and len(w._signs) <= MAX_SIGNS
+    for i in range(n):
+        t = 1003.0 + i * 1e-4
+        w.feed_log(LogEvent(t, "line", "tracing", f"loading SRS from disk {i}", ""))
+        w.feed_log(LogEvent(t, "line", "tracing", "SRS loaded successfully", ""))
+        w.feed_log(LogEvent(t, "line", "tracing", "SRS loaded successfully", ""))
+    assert time.perf_counter() - began < 2.0
+    [cost] = w.feed_log(LogEvent(1010.0, "timeline", "timeline", "GPU_START", "",
+                                 job_id="porep-1-2"))
+    assert len(cost.parts) <= MAX_SRS + 4
+    assert f"and {n - MAX_SRS} more SRS loads" in cost.message and len(cost.message) < 2000

@@ -29,6 +29,7 @@ offline detection loop (`gapwatch.offline.detect`, for the report). Prover-neutr
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -256,7 +257,7 @@ class ChainingMeter:
         values = [(b.copy_s, b.busy_s) if basis == "copies" else (b.pcie_s, b.pcie_busy_s)
                   for b in g.buckets.values()]
         j = 0
-        for k in range(keys[0], max(keys[0], keys[-1] - n + 1) + 1):
+        for k in _window_starts(keys, n):
             while keys[j] < k:
                 j += 1
             total = busy = 0.0
@@ -273,8 +274,26 @@ class ChainingMeter:
         """`worst_window` over the plain window sums (buckets not in time order)."""
         worst: tuple[float, float] | None = None
         keys = sorted(g.buckets)
-        for k in range(keys[0], max(keys[0], keys[-1] - n + 1) + 1):
+        for k in _window_starts(keys, n):
             total, busy = self._sum(g, k, k + n, basis)
             if total >= min_copy_s and (worst is None or busy / total < worst[1]):
                 worst = (k * BUCKET_S, busy / total)
         return worst
+
+
+def _window_starts(keys: list[int], n: int) -> Iterator[int]:
+    """The first buckets of the windows of `n` buckets `worst_window` looks at (from the first
+    bucket to the last window's start) that hold a bucket of `keys` (sorted). A window with
+    none has no copy time, never the worst: the buckets are by wall time, and a clock stepped
+    10 years ahead inside a recording made 31 million such windows (10 s of `report`; to the
+    year 2262, minutes)."""
+    last = max(keys[0], keys[-1] - n + 1)
+    k, j = keys[0], 0
+    while k <= last:
+        while keys[j] < k:  # keys[-1] >= last >= k: j stays inside
+            j += 1
+        if keys[j] >= k + n:  # none in [k, k + n): on to the first window holding keys[j]
+            k = keys[j] - n + 1
+            continue
+        yield k
+        k += 1

@@ -61,6 +61,12 @@ MAX_GIVEN_UP_IDS = 4 * MAX_IN_FLIGHT
 MAX_ENQUEUED = 1024
 #: Ended PoSt waiting for their completion line (a few at most; more is a log without them).
 MAX_AWAITING = 64
+#: Workers whose work in hand is followed (the latest picked up), and how many a PoSt names
+#: as what it waited behind (the rest counted). A box has a few per GPU; junk `worker=` ids
+#: that never end were each held, and a PoSt queued listed every one (100,000: a 4 MB
+#: message and list, copied into each PoSt in flight).
+MAX_HELD = 1024
+MAX_BEHIND = 16
 _LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "late": "error"}
 
 
@@ -145,7 +151,8 @@ class PostTracker:
         self._jobs: OrderedDict[str, _Post] = OrderedDict()
         self._enqueued: OrderedDict[str, float] = OrderedDict()
         #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END.
-        self.holding: dict[int, str] = {}
+        #: The latest `MAX_HELD` picked up.
+        self.holding: OrderedDict[int, str] = OrderedDict()
         self.completed = 0
         #: PoSt ended (GPU_END) without a known arrival, waiting for their completion line; and
         #: completion lines not paired yet (time, total_ms).
@@ -245,6 +252,9 @@ class PostTracker:
         if name == "GPU_PICKUP":
             part = f" partition {ev.partition}" if ev.partition is not None else ""
             self.holding[w] = f"{job_id}{part}"
+            self.holding.move_to_end(w)
+            if len(self.holding) > MAX_HELD:
+                self.holding.popitem(last=False)
         elif name == "GPU_END":
             self.holding.pop(w, None)
 
@@ -256,8 +266,7 @@ class PostTracker:
             job.synth_end_s = t
         elif name == "GPU_QUEUE":
             job.gpu_queue_s = t
-            job.waited_behind = [f"worker {w}: {held}" for w, held in sorted(self.holding.items())
-                                 if not held.startswith(job.job)]
+            job.waited_behind = _behind(self.holding, job.job)
         elif name == "GPU_PICKUP":
             job.pickup_s, job.worker, job.gpu = t, ev.worker, ev.gpu
         elif name == "GPU_START":
@@ -378,6 +387,16 @@ class PostTracker:
                      "jobs in flight at once (its end will not be said)")
         return ProverEvent(t_wall_s=t, kind="proof", level=level, job_id=job.job, gpu=job.gpu,
                            proof=timing, message=fmt.visible(f"{name} {job.job} {words}"))
+
+
+def _behind(holding: OrderedDict[int, str], job_id: str) -> list[str]:
+    """What a PoSt queued for the GPU waited behind: each worker's work in hand (by worker),
+    at most `MAX_BEHIND` of them, then how many more (see there)."""
+    others = [(w, held) for w, held in sorted(holding.items()) if not held.startswith(job_id)]
+    out = [f"worker {w}: {held}" for w, held in others[:MAX_BEHIND]]
+    if len(others) > MAX_BEHIND:
+        out.append(f"{len(others) - MAX_BEHIND} more workers")
+    return out
 
 
 def _str(value: object) -> str | None:

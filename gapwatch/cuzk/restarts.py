@@ -54,6 +54,14 @@ UPTIME_SLACK_S = 2.0
 #: `cuzk-daemon`), and how many pids are remembered per GPU.
 PROCESS_NAMES = ("cuzk", "cuzk-daemon")
 MAX_PIDS = 64
+#: Signs of one restart remembered (a start has a few: two start lines, a /status, a pid a
+#: GPU). A storm of new pids within its seconds were each kept and looked through for the
+#: next: 40,000 took 24 s. Past it, a sign is one more of the same restart, not remembered.
+MAX_SIGNS = 16
+#: SRS loads of one run said as parts of its cost (cuzk loads a few, one a circuit); more
+#: are counted and said as a number (20,000 made a cost of 20,000 parts, a message of half a
+#: megabyte; a lone "SRS loaded" line looked through all of them).
+MAX_SRS = 16
 
 
 @dataclass(slots=True)
@@ -68,6 +76,8 @@ class _Run:
     sigint: bool
     engine_s: float | None = None
     srs: list[tuple[float, float | None]] = field(default_factory=list)
+    #: SRS loads past `MAX_SRS`, counted only.
+    srs_more: int = 0
     pool_first_s: float | None = None
     pool_last_s: float | None = None
     first_synth_s: float | None = None
@@ -143,7 +153,8 @@ class RestartWatch:
         sign = f"a new {r.name} pid {r.pid} on GPU {r.gpu}"
         restart = self._last_restart_s
         if restart is not None and restart >= last_seen - SAME_RESTART_S:
-            if self._run is not None and sign not in self._run.signs:
+            if self._run is not None and len(self._run.signs) < MAX_SIGNS \
+                    and sign not in self._run.signs:
                 self._run.signs.append(sign)
             return []
         return self._sign(r.t_wall_s, sign)
@@ -161,9 +172,7 @@ class RestartWatch:
         again = before is not None and abs(t_s - before) > SAME_LINE_S
         if last is not None and abs(t_s - last) <= SAME_RESTART_S and not again:
             if before is None:
-                self._signs[sign] = t_s
-                if self._run is not None:
-                    self._run.signs.append(sign)
+                self._remember(sign, t_s)
             return []
         self._last_restart_s = t_s
         self._signs = {sign: t_s}
@@ -181,6 +190,14 @@ class RestartWatch:
             f"cuzk restarted {how}{last_line}, seen by {sign}; its pipeline state starts "
             "again: empty pinned pool, SRS loaded on demand, a first wave synthesised unpinned")
         return [ProverEvent(t_wall_s=t_s, kind="restart", level="warning", message=message)]
+
+    def _remember(self, sign: str, t_s: float) -> None:
+        """A sign of the latest restart, remembered while fewer than `MAX_SIGNS` are (see
+        there): memory and the time of each sign stay bounded."""
+        if len(self._signs) < MAX_SIGNS and sign not in self._signs:
+            self._signs[sign] = t_s
+            if self._run is not None and len(self._run.signs) < MAX_SIGNS:
+                self._run.signs.append(sign)
 
     # -- its cost -----------------------------------------------------------------------------
 
@@ -210,8 +227,12 @@ class RestartWatch:
     @staticmethod
     def _tracing_part(run: _Run, t: float, name: str) -> None:
         if name.startswith(SRS_LOADING):
-            run.srs.append((t, None))
+            if len(run.srs) < MAX_SRS:
+                run.srs.append((t, None))
+            else:
+                run.srs_more += 1
         elif name.startswith(SRS_LOADED):
+            # The latest load still open (the list is at most `MAX_SRS` long).
             for i in range(len(run.srs) - 1, -1, -1):
                 if run.srs[i][1] is None:
                     run.srs[i] = (run.srs[i][0], t)
@@ -234,6 +255,8 @@ class RestartWatch:
             parts.append(StretchPart("first wave synthesis", run.first_synth_s,
                                      run.first_queue_s))
         said = ", ".join(f"{p.name} {p.end_s - p.start_s:.1f} s" for p in parts) or "no parts read"
+        if run.srs_more:
+            said += f", and {run.srs_more} more SRS loads"
         wave = (f"; the first wave after it: {run.first_wave} synthesis(es) started before any "
                 "capacity hint existed (unpinned by design, pipeline.rs:176-230)"
                 if run.first_wave else "")

@@ -33,6 +33,7 @@ from typing import Any
 from gapwatch.base.tuple_spool import TupleSpool
 from gapwatch.config import Config
 from gapwatch.core import fmt
+from gapwatch.core.detector import CLOCK_JUMP_S
 from gapwatch.core.models import Gap, GpuInfo, ProverEvent, StateChange
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
@@ -76,6 +77,12 @@ NO_WORK = "idle s/h, prover: no_work"
 POST_KINDS = ("winning-post", "window-post")
 #: Lengths differing by more than this factor are said.
 LENGTH_RATIO_SAID = 1.25
+#: The most window cells (windows x accumulators: each GPU's and all GPUs') a side is cut
+#: into, about half a KiB each: a side whose wall time runs 10 years (a clock stepped ahead
+#: inside it) in the 10 s windows the other side chose was 31 million windows, gigabytes and
+#: minutes; `--window 0.00001` over two 2-minute runs took 11.5 GB. Past it the side's
+#: figures are whole-run only (`unwindowed`). A day of 8 GPUs fits in 4 s windows.
+MAX_WINDOW_CELLS = 250_000
 METHOD = (
     "per-window values (the window and how many on each side said above) compared by the "
     "Mann-Whitney U test, two-sided, tie- and continuity-corrected normal approximation, its "
@@ -115,6 +122,9 @@ class Side:
     #: Each GPU's stretches with no reading (the detector's NO_DATA state): unknown, not idle
     #: and not busy (`compare_windows`).
     no_data: list[NoData] = field(default_factory=list)
+    #: The largest step back of the wall clock inside the side, in seconds (0.0: none;
+    #: `clock_stepped_back_s`): its times cannot be cut into windows.
+    stepped_back_s: float = 0.0
 
     @property
     def start_s(self) -> float | None:
@@ -123,9 +133,14 @@ class Side:
 
     @property
     def span_s(self) -> float:
+        if self.stepped_back_s > 0:
+            # Wall times tell no length across the step (the last busy reading came an hour
+            # "before" the first: -3570 s of work): the longest working span in data time,
+            # the report's.
+            return max((t.active_s for t in self.totals), default=0.0)
         lasts = [t.last_busy_s for t in self.totals if t.last_busy_s is not None]
         start = self.start_s
-        return max(lasts) - start if lasts and start is not None else 0.0
+        return max(0.0, max(lasts) - start) if lasts and start is not None else 0.0
 
 
 def read_side(label: str, path: str | Path, config: Config, logs: list[str],
@@ -149,6 +164,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
         posts = _slim_posts(found.prover_events)
         unkept = found.prover_events.not_kept.get("proof", 0)
         no_data = no_data_stretches(found.states)
+        stepped_back = clock_stepped_back_s(found.states)
         del found
         ends = None
         if rep.partitions is not None:
@@ -166,7 +182,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
             partitions_per_hour=rep.payoff.partitions_per_hour,
             statuses=statuses, posts=posts,
             problems=[*rep.warnings, *rep.problems, *_posts_not_kept(unkept)],
-            window=window, no_data=no_data,
+            window=window, no_data=no_data, stepped_back_s=stepped_back,
         )  # fmt: skip
 
 
@@ -183,6 +199,21 @@ def no_data_stretches(states: Sequence[StateChange]) -> list[NoData]:
             since[st.gpu] = st.t_wall_s
     out += [NoData(gpu, start, float("inf")) for gpu, start in since.items()]
     return out
+
+
+def clock_stepped_back_s(states: Sequence[StateChange]) -> float:
+    """The largest step back of the wall clock inside a side (0.0: none): a GPU's states in
+    data order whose wall times go back by more than the detector's `CLOCK_JUMP_S` (at a
+    jump the detector says NO_DATA at the last reading, then the next state at the new wall
+    time)."""
+    last: dict[int, float] = {}
+    worst = 0.0
+    for st in sorted(states, key=lambda x: x.t_mono_ns):
+        prev = last.get(st.gpu)
+        if prev is not None and prev - st.t_wall_s > CLOCK_JUMP_S:
+            worst = max(worst, prev - st.t_wall_s)
+        last[st.gpu] = st.t_wall_s
+    return worst
 
 
 def _slim_gap(g: Gap) -> SlimGap:
@@ -394,26 +425,92 @@ def _figure_names(*maps: dict[str, Any]) -> list[str]:
     return out + sorted(n for n in names if n not in out)
 
 
+def unwindowed(side: Side, window_s: float) -> str | None:
+    """Why `side` is not cut into windows of `window_s`, in words, or None: its wall clock
+    stepped back inside it (its times overlap), or its wall time is more windows than
+    `MAX_WINDOW_CELLS` allows. Such a side's figures are whole-run only, each verdict "too
+    few windows" (`compare`)."""
+    if side.stepped_back_s > 0:
+        return (f"{side.label}'s wall clock stepped back {fmt.duration(side.stepped_back_s)} "
+                "inside it (an NTP step): its times cannot be cut into windows, its figures "
+                "are whole-run only (compare the part after the step: --at)")
+    start = side.start_s
+    if start is None:
+        return None
+    n = _windows_in(side, window_s)
+    accumulators = len(side.totals) + 1
+    if n * accumulators <= MAX_WINDOW_CELLS:
+        return None
+    fits = side.span_s * accumulators / MAX_WINDOW_CELLS
+    return (f"{side.label}'s {fmt.duration(side.span_s)} of wall time is {n:,} windows of "
+            f"{window_s:g} s, more than a side is cut into for {len(side.totals)} GPU(s): its "
+            f"figures are whole-run only (a clock stepped ahead? --window {fits:.3g} or more, "
+            "or --at with --span)")
+
+
+def _windows_in(side: Side, window_s: float) -> int:
+    """The windows of `window_s` that cover the side's span, the last one partial."""
+    return max(1, -int(-side.span_s // window_s))
+
+
+def _extent(side: Side) -> tuple[float, float]:
+    """The earliest and latest time of anything the windows read of `side`."""
+    lo, hi = float("inf"), float("-inf")
+
+    def take(t: float) -> None:
+        nonlocal lo, hi
+        lo, hi = min(lo, t), max(hi, t)
+
+    for t in side.totals:
+        for x in (t.first_busy_s, t.last_busy_s):
+            if x is not None:
+                take(x)
+    for g in side.gaps:
+        take(g.start_s)
+        take(g.start_s + g.duration_s)
+    for _gpu, end in side.partition_ends or ():
+        take(end)
+    for c in side.copies:
+        take(c.end_s)
+    for p in side.posts:
+        take(p.end_s)
+    return (lo, hi) if lo <= hi else (0.0, 0.0)
+
+
 def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[float]]],
                                                   dict[int, dict[str, float | None]]]:
     """Each GPU's (and `ALL`'s) figures per usable window, and over the whole side (the same
     accumulators summed over every window, the last partial one too; busy share: the
-    report's; per hour of the GPU's working span, partitions of `ALL` per hour of the side's)."""
+    report's; per hour of the GPU's working span, partitions of `ALL` per hour of the side's).
+    A side `unwindowed` gives no window values: its accumulators are one window over all it
+    holds, for the whole-run figures."""
     start = side.start_s
     if start is None:
         return {}, {}
-    n = max(1, -int(-side.span_s // window_s))
-    grid = Grid(start, window_s, n)
+    n = _windows_in(side, window_s)
+    cut = unwindowed(side, window_s) is None
+    if cut:
+        grid = Grid(start, window_s, n)
+    elif side.stepped_back_s > 0:
+        lo, hi = _extent(side)
+        grid = Grid(lo, hi - lo + 1.0, 1)  # half-open: its latest time inside too
+    else:
+        grid = Grid(start, n * window_s, 1)  # the windows' own extent, as one
     acc = accumulate(grid, side.totals, side.gaps, side.partition_ends, side.copies,
                      side.posts, side.no_data)
-    wins = {gpu: series(w, window_s, gpu == ALL) for gpu, w in acc.items()}
     spans = {t.gpu: (t.busy_s, t.active_s) for t in side.totals}
     spans[ALL] = (sum(t.busy_s for t in side.totals), sum(t.active_s for t in side.totals))
-    # All GPUs' partitions per wall hour in which some GPU was read (a hole is not an hour).
+    # All GPUs' partitions per wall hour in which some GPU was read (a hole is not an hour;
+    # across a step back the wall stretches say nothing, the span is in data time).
     end = start + side.span_s
-    silent = seconds_within(all_silent(side.no_data, [t.gpu for t in side.totals]), start, end)
+    silent = 0.0 if side.stepped_back_s > 0 else seconds_within(
+        all_silent(side.no_data, [t.gpu for t in side.totals]), start, end)
     wholes = {gpu: _whole(w, *spans[gpu], side.span_s - silent if gpu == ALL else spans[gpu][1])
               for gpu, w in acc.items() if gpu in spans}
+    if cut:
+        wins = {gpu: series(w, window_s, gpu == ALL) for gpu, w in acc.items()}
+    else:  # every figure it has, without a window value (the other side's absent kinds: 0)
+        wins = {gpu: {name: [] for name in wholes.get(gpu, {})} for gpu in acc}
     return wins, wholes
 
 
@@ -466,10 +563,14 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
         out.append(f"only {with_log.label} has the prover's log: prover causes not compared "
                    "(the other has /status only)")
     for s in (before, after):
-        silent = _silent_in_span(s)
+        silent = _silent_in_span(s) if not s.stepped_back_s else ""
         if silent:
             out.append(f"{s.label} has no reading for {silent}: left out, neither busy nor idle")
     for s in (before, after):
+        why = unwindowed(s, window_s)
+        if why is not None:
+            out.append(why)
+            continue
         whole = int(s.span_s // window_s)
         if whole < 5:
             out.append(f"{s.label} holds {whole} whole window(s) of {window_s:g} s: too short "

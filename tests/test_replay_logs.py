@@ -103,3 +103,23 @@ def test_a_replay_with_another_days_log_feeds_none_of_it_and_says_so_as_the_repo
     notes = [w for w in report.warnings if w.startswith("--log ")]
     assert notes and all(note in said for note in notes)
     assert "not this recording's log" in notes[0]
+
+
+def test_a_replay_with_no_room_for_its_logs_spool_says_so_not_that_the_log_is_unreadable(
+    sim: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A full or missing temporary folder is said as the report says it, one line, exit 2 (it
+    would read "cannot read log /tmp/...", blaming a log that reads fine)."""
+    import tempfile
+
+    from gapwatch.cli import main
+
+    monkeypatch.setattr(gap_spool, "EVENT_RUN_ITEMS", 1)  # the first events go to disk
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    rec, log = sim
+    assert main(["replay", str(rec), "--headless", "--speed", "0", "--log", str(log)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"no room for its temporary files: {tmp_path / 'gone'} (temporary files" in err
+    assert "cannot read log" not in err

@@ -595,6 +595,7 @@ def _replay_logs(path: str, paths: list[str], config: Config, session: Session,
         return None
     if "-" in paths:
         raise SourceUnavailable("replay --log takes files (a replay reads them whole), not '-'")
+    from gapwatch.base.sorted_spool import SpoolError  # local, as below
     from gapwatch.offline.replay_logs import open_replay_logs  # local: keeps live commands light
 
     startup: list[LogEvent] = []
@@ -609,6 +610,9 @@ def _replay_logs(path: str, paths: list[str], config: Config, session: Session,
             raise SourceUnavailable(str(exc)) from None
     try:
         logs = open_replay_logs(path, paths, config, window, startup)
+    except SpoolError as exc:  # before OSError: it is one, but of the temporary folder
+        raise SourceUnavailable(f"no room for its temporary files: {exc.filename}: "
+                                f"{exc.strerror}") from None
     except OSError as exc:
         raise SourceUnavailable(f"cannot read log {exc.filename}: {exc.strerror}") from None
     except RecordingError as exc:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import io
 import json
-import urllib.request
 from pathlib import Path
 
 import pytest
+from session_fakes import NoDetector, metrics_body
 from ui_fakes import header, log_event
 
 from gapwatch.cli import main
@@ -20,7 +20,6 @@ from gapwatch.engine.console import Console
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
 from gapwatch.offline.perfetto import TraceBuilder
-from gapwatch.sinks.prometheus import start_exporter
 
 HOSTILE = Path(__file__).parent / "data" / "hostile"
 #: A one-byte CSI (C1), a right-to-left override, an isolate: what JSON lets through raw.
@@ -98,27 +97,9 @@ def test_a_gpu_or_process_name_with_cr_and_osc_52_adds_no_line_to_metrics() -> N
                          started_wall_s=1000.0, started_mono_ns=0, period_ms=100.0,
                          gpus=[GpuInfo(index=0, name=name, link_bytes_per_s=63.0e9)])
 
-    class _NoDetector:
-        def feed(self, record: object) -> list[object]:
-            return []
-
-        def feed_copies(self, copies: object) -> list[object]:
-            return []
-
-        def finish(self) -> list[object]:
-            return []
-
-        def window_now(self, gpu: int) -> None:
-            return None
-
-    session = Session(head, SeriesStore(head.gpus, 0.1), _NoDetector())  # type: ignore[arg-type]
+    session = Session(head, SeriesStore(head.gpus, 0.1), NoDetector())  # type: ignore[arg-type]
     session.on_record(ProcessMemory(1, 1000.0, 0, 4242, "x" * 1_000_000, 1 << 30, 1 << 30))
-    handle = start_exporter("127.0.0.1:0", session)
-    try:
-        with urllib.request.urlopen(handle.url, timeout=5) as resp:
-            body = resp.read().decode()
-    finally:
-        handle.stop()
+    body = metrics_body(session)
     assert "\r" not in body and not _raw_controls(body)
     assert "H200\\\\x0dgapwatch_gaps_total" in body  # written out, inside the label
     assert not any(line.endswith(" 1e9") for line in body.splitlines())  # no forged series

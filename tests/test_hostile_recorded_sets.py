@@ -9,6 +9,7 @@ import urllib.request
 
 import msgspec
 from prometheus_client.parser import text_string_to_metric_families
+from session_fakes import NoDetector, metrics_body
 from test_detect_unit import T0_WALL, detector, final_gaps, sample
 from ui_fakes import header, log_event
 
@@ -31,20 +32,6 @@ from gapwatch.sinks.prometheus import start_exporter
 WALL0_S = 1_796_000_000.0
 
 
-class _NoDetector:
-    def feed(self, record: object) -> list[object]:
-        return []
-
-    def feed_copies(self, copies: object) -> list[object]:
-        return []
-
-    def finish(self) -> list[object]:
-        return []
-
-    def window_now(self, gpu: int) -> None:
-        return None
-
-
 def _status(prover: str, i: int) -> ProverStatus:
     return ProverStatus(prover=prover, t_mono_ns=i * 1_000_000, t_wall_s=WALL0_S + i / 1000,
                         latency_ms=1.0, uptime_s=float(i), partition_counts={f"made-up-{i}": 1},
@@ -53,14 +40,8 @@ def _status(prover: str, i: int) -> ProverStatus:
 
 
 def _scrape(session: Session) -> dict[str, list[dict[str, str]]]:
-    handle = start_exporter("127.0.0.1:0", session)
-    try:
-        with urllib.request.urlopen(handle.url, timeout=5) as resp:
-            body = resp.read().decode()
-    finally:
-        handle.stop()
     return {f.name: [s.labels for s in f.samples]
-            for f in text_string_to_metric_families(body)}
+            for f in text_string_to_metric_families(metrics_body(session))}
 
 
 def test_a_recording_naming_thousands_of_provers_keeps_the_latest_few_on_metrics() -> None:
@@ -69,7 +50,7 @@ def test_a_recording_naming_thousands_of_provers_keeps_the_latest_few_on_metrics
     pipeline lines on the dashboard; the restart watcher kept an uptime per name."""
     head = header()
     store = SeriesStore(list(head.gpus), 0.1)
-    session = Session(head, store, _NoDetector())  # type: ignore[arg-type]
+    session = Session(head, store, NoDetector())  # type: ignore[arg-type]
     restarts = RestartWatch()
     for i in range(2000):
         st = _status(f"evil-{i}", i)
@@ -90,7 +71,7 @@ def test_made_up_partition_and_worker_states_in_a_recorded_snapshot_are_one_othe
     """The poller reads an unknown state as "other"; a recording's snapshot may hold any text,
     and each made-up state was a series of its own."""
     head = header()
-    session = Session(head, SeriesStore(list(head.gpus), 0.1), _NoDetector())  # type: ignore[arg-type]
+    session = Session(head, SeriesStore(list(head.gpus), 0.1), NoDetector())  # type: ignore[arg-type]
     st = _status("p", 1)
     st = msgspec.structs.replace(st, partition_counts={
         "gpu": 2, **{f"made-up-{i}": 1 for i in range(500)}},
@@ -108,7 +89,7 @@ def test_a_recording_of_thousands_of_made_up_log_event_kinds_adds_no_series_per_
     `replay --prometheus` counted each as a series of its own, for good: 50,000 made-up kinds
     were 50,000 series."""
     head = header()
-    session = Session(head, SeriesStore(list(head.gpus), 0.1), _NoDetector())  # type: ignore[arg-type]
+    session = Session(head, SeriesStore(list(head.gpus), 0.1), NoDetector())  # type: ignore[arg-type]
     handle = start_exporter("127.0.0.1:0", session)
     try:
         session.on_record(log_event(0.5, "INFO real line"))

@@ -30,6 +30,7 @@ def metrics_body(session: Session) -> str:
     handle = start_exporter("127.0.0.1:0", session)
     try:
         with urllib.request.urlopen(handle.url, timeout=5) as resp:
-            return resp.read().decode()
+            body: bytes = resp.read()
     finally:
         handle.stop()
+    return body.decode()

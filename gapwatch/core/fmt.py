@@ -210,6 +210,16 @@ def duration(seconds: float | None) -> str:
     return f"{seconds / 60:.1f}m"
 
 
+def far(seconds: float) -> str:
+    """How far apart, in the unit a person would say it: days, hours, else `duration`'s (a
+    log of another day; a clock stepped years ahead: "3650.0 days", not "5256000.0m")."""
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:.1f} days"
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:.1f} hours"
+    return duration(seconds)
+
+
 #: The first Unix time `datetime` cannot give (the year 10000).
 _LAST_DATETIME_S: Final = 253_402_300_800.0
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -188,10 +189,11 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
 
 def no_data_stretches(states: Sequence[StateChange]) -> list[NoData]:
     """Each GPU's stretches with no reading: from a NO_DATA state (at the GPU's last reading) to
-    the GPU's next state (its readings back), or on to the end."""
+    the GPU's next state (its readings back), or on to the end; the states taken in data order
+    (a wall clock stepped back would pair a NO_DATA state with a state before it)."""
     out: list[NoData] = []
     since: dict[int, float] = {}
-    for st in sorted(states, key=lambda x: x.t_wall_s):
+    for st in sorted(states, key=lambda x: x.t_mono_ns):
         start = since.pop(st.gpu, None)
         if start is not None:
             out.append(NoData(st.gpu, start, st.t_wall_s))
@@ -431,7 +433,7 @@ def unwindowed(side: Side, window_s: float) -> str | None:
     `MAX_WINDOW_CELLS` allows. Such a side's figures are whole-run only, each verdict "too
     few windows" (`compare`)."""
     if side.stepped_back_s > 0:
-        return (f"{side.label}'s wall clock stepped back {fmt.duration(side.stepped_back_s)} "
+        return (f"{side.label}'s wall clock stepped back {fmt.far(side.stepped_back_s)} "
                 "inside it (an NTP step): its times cannot be cut into windows, its figures "
                 "are whole-run only (compare the part after the step: --at)")
     start = side.start_s
@@ -441,11 +443,19 @@ def unwindowed(side: Side, window_s: float) -> str | None:
     accumulators = len(side.totals) + 1
     if n * accumulators <= MAX_WINDOW_CELLS:
         return None
-    fits = side.span_s * accumulators / MAX_WINDOW_CELLS
-    return (f"{side.label}'s {fmt.duration(side.span_s)} of wall time is {n:,} windows of "
+    fits = _up_to_3_digits(side.span_s / (MAX_WINDOW_CELLS // accumulators))
+    return (f"{side.label}'s {fmt.far(side.span_s)} of wall time is {n:,} windows of "
             f"{window_s:g} s, more than a side is cut into for {len(side.totals)} GPU(s): its "
-            f"figures are whole-run only (a clock stepped ahead? --window {fits:.3g} or more, "
+            f"figures are whole-run only (a clock stepped ahead? --window {fits:g} or more, "
             "or --at with --span)")
+
+
+def _up_to_3_digits(x: float) -> float:
+    """A number of 3 significant digits above `x`: a window that is said to fit must fit
+    (3.1103 said as 3.11 was itself refused), also where `x` has 3 digits or fewer and the
+    division it came from rounded down."""
+    d = Decimal(repr(x * (1 + 1e-9)))
+    return float(d.quantize(Decimal(1).scaleb(d.adjusted() - 2), rounding=ROUND_CEILING))
 
 
 def _windows_in(side: Side, window_s: float) -> int:
@@ -496,8 +506,11 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
         grid = Grid(lo, hi - lo + 1.0, 1)  # half-open: its latest time inside too
     else:
         grid = Grid(start, n * window_s, 1)  # the windows' own extent, as one
+    # Across a step back, wall times cannot say where a GPU had no reading (a stretch read
+    # from a NO_DATA state to the next state may cover real data): none is left out.
+    no_data = side.no_data if side.stepped_back_s <= 0 else []
     acc = accumulate(grid, side.totals, side.gaps, side.partition_ends, side.copies,
-                     side.posts, side.no_data)
+                     side.posts, no_data)
     spans = {t.gpu: (t.busy_s, t.active_s) for t in side.totals}
     spans[ALL] = (sum(t.busy_s for t in side.totals), sum(t.active_s for t in side.totals))
     # All GPUs' partitions per wall hour in which some GPU was read (a hole is not an hour;
@@ -556,8 +569,8 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
                    "have, 'all GPUs' per GPU-hour")
     b, a = before.span_s, after.span_s
     if b > 0 and a > 0 and max(a, b) / min(a, b) > LENGTH_RATIO_SAID:
-        out.append(f"different lengths: BEFORE {fmt.duration(b)} of work, AFTER "
-                   f"{fmt.duration(a)}: rates compare, totals do not")
+        out.append(f"different lengths: BEFORE {fmt.far(b)} of work, AFTER "
+                   f"{fmt.far(a)}: rates compare, totals do not")
     with_log = _log_on_one_side(before, after)
     if with_log is not None:
         out.append(f"only {with_log.label} has the prover's log: prover causes not compared "

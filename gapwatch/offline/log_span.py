@@ -120,13 +120,13 @@ class LogSpan:
                        else f.first_s - (end_s or f.first_s))
                 side = "before" if f.last_s < self.start_s else "after"
                 out.append(f"--log {path}: not this recording's log: its lines "
-                           f"({_day(f.first_s)} to {_day(f.last_s)}) end {_far(far)} "
+                           f"({_day(f.first_s)} to {_day(f.last_s)}) end {fmt.far(far)} "
                            f"{side} the recording; none of its events is used")
                 continue
             parts = []
             if f.before:
                 parts.append(f"{f.before} line(s) before it (from {_day(f.first_s)}, "
-                             f"{_far(self.start_s - f.first_s)} earlier)")
+                             f"{fmt.far(self.start_s - f.first_s)} earlier)")
             if f.after:
                 parts.append(f"{f.after} after it (to {_day(f.last_s)})")
             if self.windowed:
@@ -134,15 +134,6 @@ class LogSpan:
             out.append(f"--log {path}: {' and '.join(parts)} the recording's span: not used "
                        "for causes, advice or partitions (its startup lines kept)")
         return out
-
-
-def _far(seconds: float) -> str:
-    """How far apart, in the unit a person would say it."""
-    if seconds >= 2 * 86400:
-        return f"{seconds / 86400:.1f} days"
-    if seconds >= 2 * 3600:
-        return f"{seconds / 3600:.1f} hours"
-    return fmt.duration(seconds)
 
 
 def _day(t: float) -> str:

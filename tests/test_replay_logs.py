@@ -4,17 +4,22 @@ bounded memory, the events `report --log` feeds and no others (gapwatch.offline.
 from __future__ import annotations
 
 import gc
+import os
+import threading
 import tracemalloc
 from pathlib import Path
 
 import pytest
+from faults import until
 from shared_files import write_sim_with_log
 
-from gapwatch.config import Config
+from gapwatch.cli import main
+from gapwatch.config import Config, build_config
 from gapwatch.core.models import LogEvent
 from gapwatch.engine.runtime import build_runtime
-from gapwatch.logs.files import parse_log_files
+from gapwatch.logs.files import merge_by_time, parse_log_files
 from gapwatch.offline import gap_spool
+from gapwatch.offline.replay_logs import LogPass
 from gapwatch.offline.report import build_report
 
 
@@ -33,18 +38,27 @@ def _log_repeated(sim: tuple[Path, Path], folder: Path, times: int) -> Path:
     return out
 
 
-def _held_after_build(rec: Path, log: Path) -> int:
-    """Bytes still allocated once a replay with `log` is built (before it plays)."""
+def _held_and_peak(rec: Path, log: Path) -> tuple[int, int]:
+    """Bytes a replay with `log` still holds once built, and its peak while its records are
+    merged with one pass over the log's events, as the driver merges them (not fed to a
+    session, whose store keeps a bounded history of its own)."""
     gc.collect()
     tracemalloc.start()
     try:
-        before = tracemalloc.get_traced_memory()[0]
+        base = tracemalloc.get_traced_memory()[0]
         rt = build_runtime(Config(), f"replay:{rec}", speed=0, log_paths=[str(log)])
-        held = tracemalloc.get_traced_memory()[0] - before
+        held = tracemalloc.get_traced_memory()[0] - base
+        tracemalloc.reset_peak()
+        assert rt.replay is not None and rt.replay.logs is not None
+        one_pass = rt.replay.logs.events()
+        fed = sum(1 for r in merge_by_time(rt.replay.recording.records, one_pass,
+                                           one_pass.after_end) if isinstance(r, LogEvent))
+        peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
     rt.stop()
-    return held
+    assert fed > 1000
+    return held, peak
 
 
 def test_a_replay_holds_no_more_of_a_long_log_than_of_a_short_one(
@@ -52,32 +66,85 @@ def test_a_replay_holds_no_more_of_a_long_log_than_of_a_short_one(
 ) -> None:
     """A replay held its `--log` events in a list to the end (a day of 8 GPUs: ~6 GB); they now
     wait on disk, a run's block read at a time."""
-    monkeypatch.setattr(gap_spool, "EVENT_RUN_ITEMS", 500)
-    short, long = _log_repeated(sim, tmp_path, 2), _log_repeated(sim, tmp_path, 8)
-    n_short = len(parse_log_files([str(short)], Config())[0])
-    assert n_short > 2000  # several runs of the spool, even for the short one
-    held_short, held_long = _held_after_build(sim[0], short), _held_after_build(sim[0], long)
-    # Four times the events (~1 KB each: ~6 MB more if held) cost no more than noise.
+    monkeypatch.setattr(gap_spool, "EVENT_RUN_ITEMS", 250)
+    short, long = _log_repeated(sim, tmp_path, 1), _log_repeated(sim, tmp_path, 4)
+    held_short, peak_short = _held_and_peak(sim[0], short)
+    held_long, peak_long = _held_and_peak(sim[0], long)
+    # Four times the events (~1 KB each: ~5 MB more if held) cost no more than noise: the runs
+    # on disk cost their file objects (~1 KB each), a pass a block of a run or two.
     assert held_long - held_short < 1_000_000, (held_short, held_long)
+    assert peak_long - peak_short < 2_000_000, (peak_short, peak_long)
 
 
-def test_a_replay_feeds_every_event_of_its_log_at_each_pass(
-    sim: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch,
+def _another_days_log(log: Path, folder: Path) -> Path:
+    """The tracing lines of `log` (each timed by itself) two days earlier."""
+    other_day = folder / "yesterday.log"
+    other_day.write_text("".join(line.replace("2026-11-30T", "2026-11-28T", 1)
+                                 for line in log.read_text().splitlines(keepends=True)
+                                 if line[:4].isdigit()))
+    return other_day
+
+
+def test_each_play_of_a_dashboard_replay_feeds_the_log_again_and_says_its_notes_again(
+    sim: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Each play of the file (the first, and one after a seek back) reads the spool again from
-    its start: the same events as the log parsed whole, in its order."""
+    """A seek back plays the file again from its start: the log's events are read again from
+    the spool's start (the same events as the log parsed whole), and the notes the store
+    forgot with the seek are said again (they were said once for the replay's life)."""
     monkeypatch.setattr(gap_spool, "EVENT_RUN_ITEMS", 100)
     rec, log = sim
-    rt = build_runtime(Config(), f"replay:{rec}", speed=0, log_paths=[str(log)])
+    other = _another_days_log(log, tmp_path)
+    rt = build_runtime(build_config({"snapshot": {"dir": str(tmp_path)}}), f"replay:{rec}",
+                       speed=0, log_paths=[str(log), str(other)])
+    replay = rt.replay
+    assert replay is not None and replay.logs is not None
+    replay.interactive = True  # the dashboard's: it waits at the end for a seek back
+    plays: list[int] = []
+    events = replay.logs.events
+
+    def counted() -> LogPass:
+        plays.append(1)
+        return events()
+
+    monkeypatch.setattr(replay.logs, "events", counted)
+    whole = parse_log_files([str(log)], Config())[0]
+    rt.start()
     try:
-        assert rt.replay is not None and rt.replay.logs is not None
-        whole = parse_log_files([str(log)], Config())[0]
-        for _play in range(2):
-            one_pass = list(rt.replay.logs.events())
-            assert [(e.t_wall_s, e.raw) for e in one_pass] == \
+        for play in (1, 2):
+            assert until(lambda: len(plays) == play and replay.at_end)  # noqa: B023
+            snap = rt.store.snapshot()
+            assert [(e.t_wall_s, e.raw) for e in snap.log_events] == \
                 [(e.t_wall_s, e.raw) for e in whole]
+            assert [n for n in snap.notices if "not this recording's log" in n.message]
+            start = replay.start_wall_s
+            assert start is not None
+            if play == 1:
+                assert replay.seek_to(start) is None
     finally:
         rt.stop()
+
+
+def test_a_replay_of_a_fifo_with_a_log_reads_the_fifo_once(
+    sim: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`replay <(zcat gw.jsonl.gz) --log LOG`: the log's parse read the recording again for
+    its `/status` uptime, and the FIFO's second reader waited 10 s for nothing ("a FIFO that
+    said nothing"); a FIFO is read once, by the replay, its log's TIMELINE placed by the log's
+    own anchor line."""
+    rec, log = sim
+    fifo = tmp_path / "rec.fifo"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "wb") as f:
+            f.write(rec.read_bytes())
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    assert main(["replay", str(fifo), "--headless", "--speed", "0", "--log", str(log)]) == 0
+    writer.join(5)
+    out = capsys.readouterr()
+    assert "gaps: pcie_starved=" in out.out + out.err and "FIFO" not in out.err
 
 
 def test_a_replay_with_another_days_log_feeds_none_of_it_and_says_so_as_the_report_does(
@@ -87,11 +154,7 @@ def test_a_replay_with_another_days_log_feeds_none_of_it_and_says_so_as_the_repo
     dropped it since `log_span`); the replay now says the report's words and feeds none of
     it."""
     rec, log = sim
-    other_day = tmp_path / "yesterday.log"
-    lines = [line.replace("2026-11-30T", "2026-11-28T", 1)
-             for line in log.read_text().splitlines(keepends=True)
-             if line[:4].isdigit()]  # the tracing lines, each timed by itself
-    other_day.write_text("".join(lines))
+    other_day = _another_days_log(log, tmp_path)
     rt = build_runtime(Config(), f"replay:{rec}", speed=0, log_paths=[str(other_day)])
     rt.start()
     assert rt.wait(60)
@@ -112,8 +175,6 @@ def test_a_replay_with_no_room_for_its_logs_spool_says_so_not_that_the_log_is_un
     """A full or missing temporary folder is said as the report says it, one line, exit 2 (it
     would read "cannot read log /tmp/...", blaming a log that reads fine)."""
     import tempfile
-
-    from gapwatch.cli import main
 
     monkeypatch.setattr(gap_spool, "EVENT_RUN_ITEMS", 1)  # the first events go to disk
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))

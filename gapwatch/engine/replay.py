@@ -233,6 +233,7 @@ class ReplayDriver(Background):
                 assert self._restart is not None
                 self.at_end = False
                 self.recording = self._restart()
+                self._notes_said.clear()  # the store's notices went with the restart
                 self.position_wall_s = None
                 self.records_fed = 0
                 self.refed_from_wall_s = None
@@ -277,6 +278,11 @@ class ReplayDriver(Background):
         # (`Session.on_copies`: a closed gap they reach is re-published once).
         held: list[CopyRecord] = []
         logs = self.logs.events() if self.logs is not None else None
+        if self.logs is not None:
+            # At each play: a seek back empties the store, its counters with it.
+            for key, n in self.logs.counters.items():
+                if n:
+                    self.session.store.count(f"log_{key}", n)
         merged = (merge_by_time(self.recording.records, logs, logs.after_end) if logs is not None
                   else self.recording.records)
         for record in merged:
@@ -390,7 +396,8 @@ class ReplayDriver(Background):
                 self._notice(f"replay: {n} {words}" + ("" if final else " so far"))
 
     def _say_once(self, message: str) -> None:
-        """A notice said the first time only: a seek back plays the file again."""
+        """A notice said once a play of the file (the store forgets its notices at a seek
+        back, and the play after it says them again)."""
         if message not in self._notes_said:
             self._notes_said.add(message)
             self._notice(message)

@@ -503,7 +503,8 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
         return
     assert src.recording is not None
     path = src.label.removeprefix("replay:")
-    logs = _replay_logs(path, paths, config, rt.session, window, opened)
+    logs = _replay_logs(path, src.recording.header.started_wall_s, paths, config, rt.session,
+                        window, opened)
     rt.replay = ReplayDriver(src.recording, rt.session, speed, logs,
                              restart=_replay_restart(rt, path, window))
     rt.read_logs = {path: "read whole" for path in paths}
@@ -585,18 +586,21 @@ def _add_followers(rt: Runtime, src: _OpenSource, paths: list[str], stdin_fd: in
                                       src.clock))
 
 
-def _replay_logs(path: str, paths: list[str], config: Config, session: Session,
-                 window: TimeWindow | None, opened: ExitStack) -> ReplayLogs | None:
+def _replay_logs(path: str, started_wall_s: float, paths: list[str], config: Config,
+                 session: Session, window: TimeWindow | None, opened: ExitStack
+                 ) -> ReplayLogs | None:
     """`replay FILE --log LOG`: the log files read whole and parsed onto disk as `report --log`
-    parses them (`gapwatch.offline.replay_logs`), the spool registered on `opened`; with a
-    `window`, after the daemon's startup lines the recording holds from before it. A log that
-    cannot be read stops the replay at start. None without `--log` files."""
+    parses them (`gapwatch.offline.replay_logs`; FILE's header starts at `started_wall_s`), the
+    spool registered on `opened`; with a `window`, after the daemon's startup lines the
+    recording holds from before it. A log that cannot be read stops the replay at start. None
+    without `--log` files."""
     if not paths:
         return None
     if "-" in paths:
         raise SourceUnavailable("replay --log takes files (a replay reads them whole), not '-'")
-    from gapwatch.base.sorted_spool import SpoolError  # local, as below
-    from gapwatch.offline.replay_logs import open_replay_logs  # local: keeps live commands light
+    # Local: keeps the live commands light.
+    from gapwatch.base.sorted_spool import SpoolError
+    from gapwatch.offline.replay_logs import NotTheLog, open_replay_logs
 
     startup: list[LogEvent] = []
     if window is not None and window.since_s is not None and config.logs.cuzk:
@@ -609,16 +613,15 @@ def _replay_logs(path: str, paths: list[str], config: Config, session: Session,
         except RecordingError as exc:
             raise SourceUnavailable(str(exc)) from None
     try:
-        logs = open_replay_logs(path, paths, config, window, startup)
+        logs = open_replay_logs(path, paths, config, started_wall_s, window, startup)
     except SpoolError as exc:  # before OSError: it is one, but of the temporary folder
         raise SourceUnavailable(f"no room for its temporary files: {exc.filename}: "
                                 f"{exc.strerror}") from None
+    except NotTheLog as exc:  # before OSError too: the recording, read again for its uptime
+        raise SourceUnavailable(f"cannot read {exc.filename}: {exc.strerror}") from None
     except OSError as exc:
         raise SourceUnavailable(f"cannot read log {exc.filename}: {exc.strerror}") from None
     except RecordingError as exc:
         raise SourceUnavailable(str(exc)) from None
     opened.callback(logs.close)
-    for key, n in logs.counters.items():
-        if n:
-            session.store.count(f"log_{key}", n)
     return logs

@@ -1,10 +1,11 @@
 """Whole prover log files, read offline as the live tailer reads them: parsed into events in
 time order, and merged into a recording's records by time.
 
-Who calls it: `gapwatch report --log` and `export --log` (`gapwatch.offline.report`),
-`gapwatch replay --log` (`gapwatch.engine.runtime`), so a recording replayed with its prover's
-log files shows the same events, tied to the same gaps, as the report of it; and `gapwatch
-parse` (`LogFile`: the lines and the look at a file's first bytes).
+Who calls it: `gapwatch report --log`, `export --log` and `replay --log` (`gapwatch.offline.report`
+and `gapwatch.offline.replay_logs` parse the files; the replay merges their events into its
+records with `merge_by_time`), so a recording replayed with its prover's log files shows the
+same events, tied to the same gaps, as the report of it; and `gapwatch parse` (`LogFile`: the
+lines and the look at a file's first bytes).
 
 Bytes -> lines is the live tailer's rule, in one place (`gapwatch.logs.tail.LineSplitter`): NUL
 bytes dropped and counted (copytruncate leaves NUL padding where a writer without `O_APPEND`

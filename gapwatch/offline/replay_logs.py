@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import copy
 import heapq
+import os
+import stat
 from collections.abc import Iterator, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -34,7 +36,7 @@ from gapwatch.sources.time_window import TimeWindow
 if TYPE_CHECKING:
     from gapwatch.offline.detect import LogInput
 
-__all__ = ["LogPass", "ReplayLogs", "open_replay_logs"]
+__all__ = ["LogPass", "NotTheLog", "ReplayLogs", "open_replay_logs"]
 
 
 class LogPass:
@@ -74,7 +76,8 @@ class ReplayLogs:
 
     def __init__(self, parsed: LogInput, startup: Sequence[LogEvent] = ()) -> None:
         self._parsed = parsed
-        self._startup = list(startup)
+        # In time order for the merge with the spool's (a recording holds them as written).
+        self._startup = sorted(startup, key=attrgetter("t_wall_s"))
 
     @property
     def counters(self) -> dict[str, int]:
@@ -82,24 +85,48 @@ class ReplayLogs:
         return self._parsed.counters
 
     def events(self) -> LogPass:
+        """A new pass over the events, from the first (one a play of the file)."""
         return LogPass(self._parsed, self._startup)
 
     def close(self) -> None:
         self._parsed.close()
 
 
-def open_replay_logs(path: str, paths: list[str], config: Config,
+def open_replay_logs(path: str, paths: list[str], config: Config, started_wall_s: float,
                      window: TimeWindow | None = None,
                      startup: Sequence[LogEvent] = ()) -> ReplayLogs:
-    """The `--log` `paths` of the recording at `path` parsed for its replay (`window`: the part
-    replayed; `startup`: the daemon's startup lines the recording holds from before it).
+    """The `--log` `paths` of the recording at `path` (its header's `started_wall_s`) parsed
+    for its replay (`window`: the part replayed; `startup`: the daemon's startup lines the
+    recording holds from before it). TIMELINE lines without their anchor line are placed by
+    the recording's `/status` uptime, read from its start, as the report places them; not for
+    a FIFO, which the replay is reading already (its anchor lines only).
 
     Raises:
-        OSError: a log cannot be read.
-        gapwatch.sources.recording.RecordingError: the recording's header cannot be read.
+        OSError: a log cannot be read (`NotTheLog`: the recording, read for its uptime).
     """
-    from gapwatch.offline.report import collector_off, parse_log_input  # local: large modules
+    from gapwatch.offline.report import (  # local: the report's modules are large
+        collector_off,
+        parse_logs_for,
+        recorded_timeline_epoch,
+    )
 
+    epoch = None
+    if paths and not _is_fifo(path):
+        try:
+            epoch = recorded_timeline_epoch(path)
+        except OSError as exc:
+            raise NotTheLog(exc.errno, exc.strerror, exc.filename) from None
     with collector_off():  # millions of events parsed, none of them in a cycle
-        parsed = parse_log_input(path, config, paths, window=window)
+        parsed = parse_logs_for(started_wall_s, epoch, config, paths, window=window)
     return ReplayLogs(parsed, startup)
+
+
+class NotTheLog(OSError):
+    """The recording could not be read again for its `/status` uptime (not a `--log` file)."""
+
+
+def _is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False  # a folder's glob, a set: the reader says what it is

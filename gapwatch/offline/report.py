@@ -330,7 +330,16 @@ def parse_log_input(path: str | Path, config: Config, log_paths: list[str],
     header)."""
     # Logs without their TIMELINE anchor line are placed by the recorded /status uptime.
     epoch = recorded_timeline_epoch(path) if log_paths else None
-    start_s = header_of(path).started_wall_s
+    return parse_logs_for(header_of(path).started_wall_s, epoch, config, log_paths, progress,
+                          window)
+
+
+def parse_logs_for(start_s: float, epoch: float | None, config: Config, log_paths: list[str],
+                   progress: Progress | None = None, window: TimeWindow | None = None
+                   ) -> LogInput:
+    """`parse_log_input` of a recording already read: its start (`started_wall_s`) and
+    TIMELINE's epoch from its `/status` uptime (None: the logs' own anchor lines only). Raises
+    OSError (a log)."""
     since_s = window.since_s if window is not None else None
     span = LogSpan(start_s if since_s is None else max(start_s, since_s),
                    windowed=window is not None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import urllib.request
 
 import msgspec
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from session_fakes import NoDetector, metrics_body
 from test_detect_unit import T0_WALL, detector, final_gaps, sample
@@ -137,3 +138,26 @@ def test_a_round_of_thousands_of_processes_is_bounded_in_the_store_and_in_each_g
     for g in gaps:
         procs = g.copies.processes
         assert isinstance(procs, list) and len(procs) == MAX_PROCS_PER_ROUND
+
+
+def test_more_status_urls_than_provers_followed_are_refused_at_start() -> None:
+    """Provers are followed by name up to `MAX_PROVERS`: with one URL more, each poll pushed the
+    least recent prover out, and a restart seen by its uptime going back was never said."""
+    from gapwatch.config import build_config
+    from gapwatch.engine.runtime import build_runtime
+    from gapwatch.sources import SourceUnavailable
+
+    urls = [f"http://10.0.0.{i}:9820/status" for i in range(MAX_PROVERS + 1)]
+    config = build_config({"cuzk": {"status_url": urls}})
+    with pytest.raises(SourceUnavailable, match=f"follows at most {MAX_PROVERS}"):
+        build_runtime(config, "sim:chained", speed=1)
+
+
+def test_one_reading_with_an_absurd_time_does_not_keep_every_real_round_out() -> None:
+    """A round was replaced only by a later one: a single recorded reading at 2^63 ns held the
+    processes panel and every gap's evidence to it for the rest of the replay."""
+    store = SeriesStore([GpuInfo(index=0)], 0.1)
+    store.set_procmem(ProcessMemory(2**63 - 1, T0_WALL, 0, 666, "junk", 0, 0))
+    for t_s in (1.0, 2.0, 3.0):
+        store.set_procmem(_proc(4242, t_s=t_s))
+    assert [(r.pid, r.name) for r in store.snapshot().procmem[0]] == [(4242, "cuzk")]

@@ -121,9 +121,10 @@ PcieGen = Annotated[int, msgspec.Meta(ge=1, le=MAX_PCIE_GEN)]
 PcieWidth = Annotated[int, msgspec.Meta(ge=1, le=MAX_PCIE_WIDTH)]
 
 #: Provers one session follows by name at once (each `--cuzk-status` URL is one, the simulator
-#: "sim"): a recording names its own, and one naming 20,000 provers kept a snapshot of each in
-#: the store, 115,000 series on `/metrics` and a pipeline line each on the dashboard.
-MAX_PROVERS = 16
+#: "sim"; more URLs are refused at start): a recording names its own, and one naming 20,000
+#: provers kept a snapshot of each in the store, 115,000 series on `/metrics` and a pipeline
+#: line each on the dashboard.
+MAX_PROVERS = 64
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")

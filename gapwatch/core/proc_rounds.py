@@ -24,24 +24,23 @@ MAX_PROCS_PER_ROUND = 256
 class ProcRounds:
     """The latest round per GPU, keyed by pid, at most `MAX_PROCS_PER_ROUND` a round."""
 
-    __slots__ = ("_t", "_rounds", "cut")
+    __slots__ = ("_t_mono_ns", "_rounds", "cut")
 
     def __init__(self) -> None:
-        self._t: dict[int, int] = {}
+        self._t_mono_ns: dict[int, int] = {}
         self._rounds: dict[int, dict[int, ProcessMemory]] = {}
         #: Readings not kept: beyond the bound of their round.
         self.cut = 0
 
     def add(self, reading: ProcessMemory) -> bool:
-        """Take a reading; False when it is not kept (a round older than the one held, or a
-        process beyond the round's bound: counted in `cut`)."""
+        """Take a reading; False when it is not kept (a process beyond the round's bound:
+        counted in `cut`). A reading of another time starts a new round, earlier or later: one
+        reader reads them in time order, and a round held because its time was later (one
+        junk reading of a recording at 2^63 ns) would have kept every real round out."""
         gpu, t = reading.gpu, reading.t_mono_ns
-        held = self._t.get(gpu)
-        if held is None or t > held:
-            self._t[gpu] = t
+        if self._t_mono_ns.get(gpu) != t:
+            self._t_mono_ns[gpu] = t
             per = self._rounds[gpu] = {}
-        elif t < held:
-            return False  # an older round, read out of order: not the latest
         else:
             per = self._rounds[gpu]
         if reading.pid not in per and len(per) >= MAX_PROCS_PER_ROUND:

@@ -44,6 +44,7 @@ from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch, thread_label
 from gapwatch.config import Config
 from gapwatch.core.blind import Bye, blind_summary, blind_words
+from gapwatch.core.bounds import MAX_PROVERS
 from gapwatch.core.models import (
     BlindSpot,
     GpuInfo,
@@ -327,6 +328,11 @@ def build_runtime(
         why = "a replay has its recorded snapshots" if kind == "replay" else \
             "--speed 0 runs in virtual time (the simulator's own snapshots are used)"
         raise SourceUnavailable(f"--cuzk-status polls a live prover in real time: {why}")
+    if len(set(status_urls)) > MAX_PROVERS:
+        # The store, /metrics and the restart watch follow that many provers by name (a
+        # recording may name any number): more URLs would push each other out at every poll.
+        raise SourceUnavailable(f"--cuzk-status: {len(set(status_urls))} provers; one gapwatch "
+                                f"follows at most {MAX_PROVERS} (run one per group of boxes)")
     plan = _recording_plan(config, record_path, record_exists) if record_path else None
     with ExitStack() as opened:
         exporter: ExporterHandle | None = None

@@ -4,6 +4,8 @@ a detector that finds nothing, so that only the records themselves count, and on
 from __future__ import annotations
 
 import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from gapwatch.engine.session import Session
 from gapwatch.sinks.prometheus import start_exporter
@@ -25,12 +27,25 @@ class NoDetector:
         return None
 
 
-def metrics_body(session: Session) -> str:
-    """One scrape of `/metrics` served for `session` (an exporter started and stopped for it)."""
+@contextmanager
+def serving(session: Session) -> Iterator[Callable[[], str]]:
+    """`/metrics` served for `session` from now on (its counting sink registered: records fed
+    after this are counted), as a function that scrapes it once; stopped at the end."""
     handle = start_exporter("127.0.0.1:0", session)
-    try:
+
+    def scrape() -> str:
         with urllib.request.urlopen(handle.url, timeout=5) as resp:
             body: bytes = resp.read()
+        return body.decode()
+
+    try:
+        yield scrape
     finally:
         handle.stop()
-    return body.decode()
+
+
+def metrics_body(session: Session) -> str:
+    """One scrape of `/metrics` served for `session` (what the session holds, not what a sink
+    would have counted: `serving` for that)."""
+    with serving(session) as scrape:
+        return scrape()

@@ -5,12 +5,10 @@ provers, partition states or processes. What the live parts hold of them stays b
 
 from __future__ import annotations
 
-import urllib.request
-
 import msgspec
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from session_fakes import NoDetector, metrics_body
+from session_fakes import NoDetector, metrics_body, serving
 from test_detect_unit import T0_WALL, detector, final_gaps, sample
 from ui_fakes import header, log_event
 
@@ -28,7 +26,6 @@ from gapwatch.cuzk.restarts import RestartWatch
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.metrics import MAX_LOG_KINDS
-from gapwatch.sinks.prometheus import start_exporter
 
 WALL0_S = 1_796_000_000.0
 
@@ -85,23 +82,23 @@ def test_made_up_partition_and_worker_states_in_a_recorded_snapshot_are_one_othe
     assert workers == {*WORKER_STATES, "other"}
 
 
+def _log_event_counts(body: str) -> dict[str, float]:
+    """`gapwatch_prover_log_events_total` by kind, as a scrape of `/metrics` gives it."""
+    return {s.labels["kind"]: s.value for f in text_string_to_metric_families(body)
+            if f.name == "gapwatch_prover_log_events" for s in f.samples}
+
+
 def test_a_recording_of_thousands_of_made_up_log_event_kinds_adds_no_series_per_kind() -> None:
     """A log event's kind is a rule's name live, but a recording's events carry any text, and
     `replay --prometheus` counted each as a series of its own, for good: 50,000 made-up kinds
     were 50,000 series."""
     head = header()
     session = Session(head, SeriesStore(list(head.gpus), 0.1), NoDetector())  # type: ignore[arg-type]
-    handle = start_exporter("127.0.0.1:0", session)
-    try:
+    with serving(session) as scrape:
         session.on_record(log_event(0.5, "INFO real line"))
         for i in range(1000):
             session.on_record(msgspec.structs.replace(log_event(1.0, "x"), kind=f"k{i}"))
-        with urllib.request.urlopen(handle.url, timeout=5) as resp:
-            body = resp.read().decode()
-    finally:
-        handle.stop()
-    counts = {s.labels["kind"]: s.value for f in text_string_to_metric_families(body)
-              if f.name == "gapwatch_prover_log_events" for s in f.samples}
+        counts = _log_event_counts(scrape())
     assert len(counts) == MAX_LOG_KINDS + 1 and counts["tracing"] == 1
     assert sum(counts.values()) == 1001  # every event counted, the made-up kinds beyond under other
     assert counts["other"] == 1000 - (MAX_LOG_KINDS - 1)
@@ -161,3 +158,18 @@ def test_one_reading_with_an_absurd_time_does_not_keep_every_real_round_out() ->
     for t_s in (1.0, 2.0, 3.0):
         store.set_procmem(_proc(4242, t_s=t_s))
     assert [(r.pid, r.name) for r in store.snapshot().procmem[0]] == [(4242, "cuzk")]
+
+
+def test_made_up_kinds_coming_first_do_not_push_the_built_in_kinds_under_other() -> None:
+    """The first 64 kinds seen kept their own series, whichever they were: 64 made-up kinds
+    before the first real line put `tracing` and `timeline` under `other`."""
+    head = header()
+    session = Session(head, SeriesStore(list(head.gpus), 0.1), NoDetector())  # type: ignore[arg-type]
+    with serving(session) as scrape:
+        for i in range(MAX_LOG_KINDS):
+            session.on_record(msgspec.structs.replace(log_event(1.0, "x"), kind=f"k{i}"))
+        for kind in ("tracing", "timeline", "cuzk_partition"):
+            session.on_record(msgspec.structs.replace(log_event(2.0, "y"), kind=kind))
+        counts = _log_event_counts(scrape())
+    assert counts["tracing"] == counts["timeline"] == counts["cuzk_partition"] == 1
+    assert "other" not in counts

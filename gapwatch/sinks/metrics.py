@@ -23,6 +23,7 @@ from gapwatch.core.models import (
     Record,
     SessionHeader,
 )
+from gapwatch.logs.parse import BUILT_IN_KINDS
 from gapwatch.sinks.prover_event_metrics import ProverEventCounts
 
 #: Tick lateness buckets (seconds): from "on time" to "several 100 ms periods behind".
@@ -78,9 +79,12 @@ class MetricsSink:
                     kinds = self.counts.log_events
                     # A kind is a rule's name live (a few, and the config's user rules), but a
                     # replayed recording's events carry any text: one series each (50,000 made
-                    # up, growing for good). Beyond MAX_LOG_KINDS they count under "other".
-                    kind = (record.kind if record.kind in kinds or len(kinds) < MAX_LOG_KINDS
-                            else OTHER_KIND)
+                    # up, growing for good). Beyond MAX_LOG_KINDS they count under "other",
+                    # but for the built-in rules' own, however many made-up ones came first.
+                    kind = record.kind
+                    if kind not in kinds and len(kinds) >= MAX_LOG_KINDS \
+                            and kind not in BUILT_IN_KINDS:
+                        kind = OTHER_KIND
                     kinds[kind] = kinds.get(kind, 0) + 1
             elif isinstance(record, Notice):
                 self.counts.notices[record.level] = self.counts.notices.get(record.level, 0) + 1

@@ -49,10 +49,14 @@ from gapwatch.logs.parse.prefixes import strip_ansi, strip_prefix
 from gapwatch.logs.parse.tracing import TracingLine, parse_tracing
 from gapwatch.logs.parse.user_rules import UserRules
 
-__all__ = ["LogParser", "PARSE_CHARS", "PARTITION_NAME"]
+__all__ = ["BUILT_IN_KINDS", "LogParser", "PARSE_CHARS", "PARTITION_NAME"]
 
 _V = TypeVar("_V")
 PARTITION_NAME = "gpu_lock"
+#: The kinds of event the built-in rules make (the user rules' are `user:NAME`, an unparsed
+#: line's `unparsed`): `/metrics` counts each by name whatever else a recording names.
+BUILT_IN_KINDS = frozenset(("tracing", "timeline", "chan_send", "cuzk_timing", "cuzk_ntt_h",
+                            PARTITION_KIND, panics.KIND))
 #: Partitions whose GPU is remembered (job, partition) -> GPU: a few jobs in flight at most.
 _PART_GPU_KEPT = 4096
 

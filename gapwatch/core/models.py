@@ -585,8 +585,10 @@ class ProofTiming(Struct, frozen=True, gc=False):
     deadline_s: float | None = None
     verdict: ProofVerdict = "ok"
     done: bool = True
-    #: What held the GPU workers while it waited for one ("worker 1: porep-... partition 3").
+    #: What held the GPU workers while it waited for one ("worker 1: porep-... partition 3"),
+    #: the first few; how many more were not listed.
     waited_behind: list[str] = field(default_factory=list)
+    waited_behind_more: int = 0
     #: The setting that would have freed it, with its source, when one exists.
     setting: str | None = None
     #: Its GPU work's end to its result processed (the prover's completion line), when read.
@@ -594,6 +596,11 @@ class ProofTiming(Struct, frozen=True, gc=False):
     #: Set when it was said for the last time without its end (`ProofGivenUp`): this is its
     #: final word, and a later proof under the same job id (a retry) is another proof.
     given_up: ProofGivenUp | None = None
+
+    def behind_words(self) -> str:
+        """"worker 1: porep-... partition 3, worker 2: ..." and how many more ("" for none)."""
+        more = f" and {self.waited_behind_more} more" if self.waited_behind_more else ""
+        return ", ".join(self.waited_behind) + more
 
 
 class StretchPart(Struct, frozen=True, gc=False):

@@ -112,6 +112,7 @@ class _Post:
     gpu: int | None = None
     worker: int | None = None
     waited_behind: list[str] = field(default_factory=list)
+    waited_behind_more: int = 0
     #: An SRS load of a PoSt circuit between arrival and synthesis (on-demand, or evicted).
     srs_load_s: float | None = None
     said_late: bool = False
@@ -266,7 +267,7 @@ class PostTracker:
             job.synth_end_s = t
         elif name == "GPU_QUEUE":
             job.gpu_queue_s = t
-            job.waited_behind = _behind(self.holding, job.job)
+            job.waited_behind, job.waited_behind_more = _behind(self.holding, job.job)
         elif name == "GPU_PICKUP":
             job.pickup_s, job.worker, job.gpu = t, ev.worker, ev.gpu
         elif name == "GPU_START":
@@ -363,6 +364,7 @@ class PostTracker:
             gpu_wait_s=_phase(job.gpu_queue_s, job.pickup_s, now),
             gpu_s=_phase(job.gpu_start_s, job.end_s, now), total_s=total, deadline_s=deadline,
             verdict=verdict, done=done, waited_behind=list(job.waited_behind),
+            waited_behind_more=job.waited_behind_more,
             finalize_s=_span(job.end_s, job.done_s))
         return _with_setting(timing, job)
 
@@ -389,14 +391,12 @@ class PostTracker:
                            proof=timing, message=fmt.visible(f"{name} {job.job} {words}"))
 
 
-def _behind(holding: OrderedDict[int, str], job_id: str) -> list[str]:
+def _behind(holding: OrderedDict[int, str], job_id: str) -> tuple[list[str], int]:
     """What a PoSt queued for the GPU waited behind: each worker's work in hand (by worker),
-    at most `MAX_BEHIND` of them, then how many more (see there)."""
+    at most `MAX_BEHIND` of them, and how many more (see there)."""
     others = [(w, held) for w, held in sorted(holding.items()) if not held.startswith(job_id)]
-    out = [f"worker {w}: {held}" for w, held in others[:MAX_BEHIND]]
-    if len(others) > MAX_BEHIND:
-        out.append(f"{len(others) - MAX_BEHIND} more workers")
-    return out
+    return ([f"worker {w}: {held}" for w, held in others[:MAX_BEHIND]],
+            max(0, len(others) - MAX_BEHIND))
 
 
 def _str(value: object) -> str | None:
@@ -448,7 +448,7 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool) -> str:
     state = "" if t.done else " still running"
     limit = f" of its {t.deadline_s:g} s deadline" if t.deadline_s is not None else ""
     since = " (from synthesis start: its 'job enqueued' line was not read)" if no_arrival else ""
-    behind = f" behind {', '.join(t.waited_behind)}" if t.waited_behind and t.gpu_wait_s else ""
+    behind = f" behind {t.behind_words()}" if t.waited_behind and t.gpu_wait_s else ""
     words = (f"{name} {job_id}{state}: {_s(t.total_s)}{limit}{since} (queue {_s(t.queue_s)}, "
              f"synthesis {_s(t.synth_s)}, GPU wait {_s(t.gpu_wait_s)}{behind}, "
              f"GPU {_s(t.gpu_s)}"

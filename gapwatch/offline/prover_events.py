@@ -218,7 +218,7 @@ def proof_lines(events: Sequence[ProverEvent]) -> list[str]:
                    f"{_s(p.synth_s):>6} {_s(p.gpu_wait_s):>8} {_s(p.gpu_s):>6} "
                    f"{_s(p.finalize_s):>8} {_s(p.deadline_s):>8} {verdict}")
         if p.verdict != "ok" and p.waited_behind and p.gpu_wait_s:
-            out.append(f"      waited for a GPU worker behind: {', '.join(p.waited_behind)}")
+            out.append(f"      waited for a GPU worker behind: {p.behind_words()}")
         if p.setting:
             out.append(f"      setting: {p.setting}")
     more = _more(min(len(proofs), MAX_ROWS), log.proofs().rows, log.not_kept.get("proof", 0))

@@ -368,3 +368,19 @@ def test_a_name_that_does_not_resolve_is_said_as_unreachable(
     monkeypatch.setattr(socket, "getaddrinfo", none)
     why, _ = _ask("http://no-such-prom.invalid:9090")
     assert why.startswith("cannot reach Prometheus:") and "not known" in why
+
+
+def test_a_gpu_label_of_superscript_digits_is_sorted_not_a_traceback(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # "²".isdigit() holds but int("²") raises: one box's `gpu` label of "²" was a ValueError
+    # out of the rows' sort, `fleet --once` a traceback and the screen "refresh failed".
+    with fake_prometheus() as fake:
+        box(fake, "good:9400", 2, "BREAKDOWN")
+        box(fake, "odd:9400", 1, "GAPS")
+        body = json.loads(fake.replies[promql("state")].body)
+        body["data"]["result"][-1]["metric"]["gpu"] = "\u00b2"
+        fake.replies[promql("state")] = Reply(body=json.dumps(body).encode())
+        assert main(["fleet", "--prometheus", fake.url, "--once"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[:2] for line in lines[1:]] == [
+        ["good:9400", "0"], ["good:9400", "1"], ["odd:9400", "\u00b2"]]

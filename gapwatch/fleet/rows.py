@@ -161,7 +161,10 @@ def build_rows(answers: dict[str, list[Series]], stale_after_s: float) -> list[F
 
 
 def _gpu_order(gpu: str) -> tuple[int, str]:
-    return (int(gpu), "") if gpu.isdigit() else (1 << 30, gpu)
+    # ASCII digits only: `str.isdigit` also holds for "²" and other digits `int` refuses, and a
+    # `gpu` label of "²" from one box raised ValueError out of the sort: `fleet --once` died
+    # with a traceback and the screen never showed any row ("refresh failed").
+    return (int(gpu), "") if gpu.isascii() and gpu.isdigit() else (1 << 30, gpu)
 
 
 #: The most idle kinds a box-level idle answer spreads over a box's GPUs (gapwatch has four);

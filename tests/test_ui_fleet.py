@@ -5,6 +5,7 @@ box's recent minutes, saying what Prometheus can and cannot give."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -67,7 +68,8 @@ async def test_enter_on_a_row_shows_that_box_recent_minutes() -> None:
     with fake_prometheus() as fake:
         box(fake, "b:9400", 1, "BREAKDOWN")
         fake.range_replies["sum by (gpu, kind)"] = matrix(
-            ({"gpu": "0", "kind": "pcie_starved"}, [(1_796_000_000.0, 12.5)]))
+            # A minute of the last 30, as Prometheus stamps its points (the range asked).
+            ({"gpu": "0", "kind": "pcie_starved"}, [(time.time() - 120, 12.5)]))
         app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
         async with app.run_test(size=(80, 24)) as pilot:
             await _open_first_box(app, pilot)
@@ -120,3 +122,21 @@ async def test_a_prometheus_error_of_escapes_reaches_no_terminal_through_a_boxs_
             assert "Prometheus could not answer: HTTP 400: " in text
             assert "\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202e[/][@click=app.quit]Q[/]" in text
             assert not any(c in text for c in _RAW) and app.return_code is None
+
+
+async def test_a_range_answer_stamped_out_of_time_ranges_does_not_end_the_fleet_screen() -> None:
+    """A detail point stamped 1e308 (or -1e20) reached `time.localtime`: OverflowError out of
+    the detail's worker, which ended the whole fleet screen with a traceback (exit 1)."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "BREAKDOWN")
+        fake.range_replies["sum by (gpu, kind)"] = matrix(
+            ({"gpu": "0", "kind": "pcie_starved"}, [(1e308, 5.0), (-1e20, 6.0)]),
+            ({"gpu": "1", "kind": "host_stall"}, [(time.time() - 120, 7.5)]))
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(120, 24)) as pilot:
+            await _open_first_box(app, pilot)
+            body = app.screen.query_one("#detail-body", Static)
+            await _until(pilot, lambda: "asking" not in str(body.content))
+            assert isinstance(app.screen, DetailScreen) and app.return_code is None
+            text = str(body.content)
+            assert "GPU1 idle 7.5s (host_stall 7.5s)" in text and "GPU0" not in text

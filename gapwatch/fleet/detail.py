@@ -59,7 +59,10 @@ def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: i
     for s in idle:
         gpu, kind = s.labels.get("gpu", "-"), s.labels.get("kind", "?")
         for t, v in s.points:
-            if v is not None and v > 0.05:
+            # Only the minutes asked for: a point stamped elsewhere (1e308, -1e20) is not one
+            # of them, and `time.localtime` raised OverflowError on it in `Minute.line`, out of
+            # the detail's worker, which ended the whole fleet screen with a traceback.
+            if v is not None and v > 0.05 and start - 60 <= t <= end + 60:
                 m = out.setdefault((t, gpu), Minute(t, gpu))
                 m.idle_s[kind] = v
     try:

@@ -70,6 +70,10 @@ class DetailScreen(Screen[None]):
         except PromError as exc:
             # Its words may quote Prometheus's own (its JSON `error`): shown, never obeyed.
             lines = [f"Prometheus could not answer: {fmt.visible(str(exc))}"]
+        except Exception as exc:  # noqa: BLE001 - as `FleetApp._ask`: a worker that raises
+            # ends the whole app (Textual's default), so a detail that cannot be shown is said
+            # here and the fleet stays on screen.
+            lines = [f"the detail failed: {type(exc).__name__}: {fmt.visible(str(exc))}"]
         text = "\n".join([WHAT_IS_SHOWN, "", *lines])
         self.app.call_from_thread(self.query_one("#detail-body", Static).update, text)
 

@@ -140,3 +140,19 @@ async def test_a_range_answer_stamped_out_of_time_ranges_does_not_end_the_fleet_
             assert isinstance(app.screen, DetailScreen) and app.return_code is None
             text = str(body.content)
             assert "GPU1 idle 7.5s (host_stall 7.5s)" in text and "GPU0" not in text
+
+
+async def test_a_kind_label_of_escapes_reaches_no_terminal_through_a_boxs_detail() -> None:
+    """The `kind` label of the detail's idle answer was put on the detail screen raw."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "BREAKDOWN")
+        fake.range_replies["sum by (gpu, kind)"] = matrix(
+            ({"gpu": "0", "kind": _HOSTILE}, [(time.time() - 120, 12.5)]))
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(120, 24)) as pilot:
+            await _open_first_box(app, pilot)
+            body = app.screen.query_one("#detail-body", Static)
+            await _until(pilot, lambda: "GPU0" in str(body.content))
+            text = str(body.content)
+            assert "(\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202e[/][@click=app.quit]Q[/] 12.5s)" in text
+            assert not any(c in text for c in _RAW) and app.return_code is None

@@ -36,7 +36,9 @@ class Minute:
 
     def line(self) -> str:
         stamp = time.strftime("%H:%M", time.localtime(self.t_wall_s))
-        kinds = ", ".join(f"{k} {v:.1f}s" for k, v in
+        # The kind is a label from Prometheus like the others: made visible (it reached the
+        # detail screen raw, an OSC or a bidi override in it with it).
+        kinds = ", ".join(f"{fmt.visible(k)} {v:.1f}s" for k, v in
                           sorted(self.idle_s.items(), key=lambda kv: -kv[1]))
         why = fmt.visible(self.cause_words) if self.cause_words not in ("", "none") else \
             "no cause in the window"

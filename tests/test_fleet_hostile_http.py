@@ -384,3 +384,22 @@ def test_a_gpu_label_of_superscript_digits_is_sorted_not_a_traceback(
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:2] for line in lines[1:]] == [
         ["good:9400", "0"], ["good:9400", "1"], ["odd:9400", "\u00b2"]]
+
+
+def test_a_state_query_refused_alone_is_rows_not_read_not_every_box_no_data(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # The lookback's state query is the heaviest; Prometheus's sample limit refused it while
+    # `up` answered: every box became one "-" row, NO_DATA (a BREAKDOWN box among them), and
+    # `--once` exited 0. A Prometheus that answers nothing was "(no gapwatch target)".
+    with fake_prometheus() as fake:
+        box(fake, "starved:9400", 2, "BREAKDOWN")
+        box(fake, "fine:9400", 2, "CHAINED")
+        fake.replies[promql("state")] = Reply(422, json.dumps({
+            "status": "error", "errorType": "execution",
+            "error": "query processing would load too many samples into memory"}).encode())
+        result = refresh(PromClient(fake.url), FleetOptions())
+        assert result.rows_failed
+        assert main(["fleet", "--prometheus", fake.url, "--once"]) == 1
+    out = capsys.readouterr()
+    assert "NO_DATA" not in out.out and "no gapwatch target" not in out.out
+    assert "rows not read" in out.out and "query state: HTTP 422: query processing" in out.err

@@ -86,6 +86,8 @@ def table_lines(result: Refresh) -> list[str]:
     out = [" ".join(f"{h:<{w}}" for h, w in COLUMNS).rstrip()]
     out += [" ".join(f"{c[:w]:<{w}}" for c, (_, w) in zip(cells(r), COLUMNS, strict=True))
             .rstrip() for r in result.rows]
-    if not result.rows:
+    if result.rows_failed:  # not "no target": Prometheus did not say (the why is on stderr)
+        out.append("(rows not read: Prometheus did not answer the state query)")
+    elif not result.rows:
         out.append("(no gapwatch target in Prometheus)")
     return out

@@ -93,7 +93,11 @@ class Refresh:
 
     @property
     def rows_failed(self) -> bool:
-        return "state" in self.errors and "up" in self.errors
+        # The state query is the rows: without it, `up` alone made one "-" row per box, each
+        # NO_DATA, whatever state it was in (a BREAKDOWN box among them), and `--once` exited 0
+        # (a state query over the lookback is the heaviest: Prometheus's sample limit or a
+        # timeout can refuse it while `up` still answers).
+        return "state" in self.errors
 
     def as_json(self, prometheus: str) -> dict[str, Any]:
         return {"prometheus": prometheus, "t_wall_s": self.t_wall_s, "took_s": self.took_s,
@@ -128,7 +132,9 @@ def refresh(client: PromClient, opts: FleetOptions,
         except PromError as exc:
             errors[q.field] = str(exc)
         waited += client.last_wait_s
-    rows = build_rows(answers, opts.stale_after_s)
+    # No state answer, no rows (`Refresh.rows_failed`): boxes from `up` alone would each be
+    # a NO_DATA row, a state nobody reported.
+    rows = build_rows(answers, opts.stale_after_s) if "state" in answers else []
     return Refresh(rows, errors, clock(), time.monotonic() - started, waited)
 
 

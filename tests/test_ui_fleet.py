@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from fleet_fakes import Reply, box, fake_prometheus, matrix
 from rich.text import Text
 from textual.pilot import Pilot
@@ -17,6 +18,7 @@ from textual.widgets import DataTable, Static
 from gapwatch.fleet.client import PromClient
 from gapwatch.fleet.detail import WHAT_IS_SHOWN
 from gapwatch.fleet.rows import FleetOptions
+from gapwatch.ui import fleet as fleet_ui
 from gapwatch.ui.fleet import DetailScreen, FleetApp
 
 
@@ -156,3 +158,21 @@ async def test_a_kind_label_of_escapes_reaches_no_terminal_through_a_boxs_detail
             text = str(body.content)
             assert "(\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202e[/][@click=app.quit]Q[/] 12.5s)" in text
             assert not any(c in text for c in _RAW) and app.return_code is None
+
+
+async def test_a_hundred_thousand_rows_fill_the_screen_up_to_its_cap_worst_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prometheus may answer 100,000 series a query: the table took all of them, 15 s of the UI
+    thread at each refresh. It holds the worst MAX_SCREEN_ROWS (here 40 of 300, to stay quick)
+    and the footer says how many more there are."""
+    monkeypatch.setattr(fleet_ui, "MAX_SCREEN_ROWS", 40, raising=False)
+    with fake_prometheus() as fake:
+        for i in range(75):
+            box(fake, f"box{i:03d}:9400", 4, "BREAKDOWN" if i == 70 else "CHAINED")
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            table: DataTable[Text] = app.query_one(DataTable)
+            await _until(pilot, lambda: table.row_count > 0)
+            assert table.row_count == 40
+            assert [str(c) for c in table.get_row_at(0)][:3] == ["box070:9400", "0", "BREAKDOWN"]
+            assert "300 rows at" in _footer(app) and "showing the worst 40" in _footer(app)

@@ -24,6 +24,12 @@ from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import WHAT_IS_SHOWN, box_detail
 from gapwatch.fleet.rows import COLUMNS, FleetOptions, Refresh, cells, refresh
 
+#: The most rows the table holds, the worst first (a farm of 250 8-GPU boxes). Prometheus may
+#: answer 100,000 series a query (`client.MAX_SERIES`): filling the table with that many took
+#: 15 s of the UI thread at every refresh (a minute at the first), so that keys went unanswered
+#: and q did not quit. The rest are counted in the footer; `--once --json` has them all.
+MAX_SCREEN_ROWS = 2000
+
 
 def footer_text(result: Refresh | None, error: str, url: str) -> str:
     """The footer: when the table was read and how long it took, or what went wrong (the
@@ -33,6 +39,8 @@ def footer_text(result: Refresh | None, error: str, url: str) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(result.t_wall_s))
     head = (f"{len(result.rows)} rows at {stamp} ({result.took_s:.2f} s, Prometheus "
             f"{result.prometheus_s:.2f} s)")
+    if len(result.rows) > MAX_SCREEN_ROWS:
+        head += f"; showing the worst {MAX_SCREEN_ROWS} (--once --json has all)"
     if result.rows_failed:
         return f"{head}; rows NOT read, showing the last table: {_errors(result)}"
     if result.errors:
@@ -145,7 +153,7 @@ class FleetApp(App[int]):
             else None
         table.clear()
         self._keys = []
-        for row in result.rows:
+        for row in result.rows[:MAX_SCREEN_ROWS]:  # worst first: the cut keeps the starved
             key = f"{row.instance}\x00{row.gpu}"
             # Text, not str: a str cell is read as markup (`[memory] safety_margin` lost its
             # section, and a label from Prometheus could style the screen).

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
-from fleet_fakes import Reply, box, fake_prometheus, promql
+from fleet_fakes import Reply, box, fake_prometheus, promql, vector
 
 from gapwatch.cli import main
 from gapwatch.fleet import rows as fleet_rows
@@ -403,3 +403,22 @@ def test_a_state_query_refused_alone_is_rows_not_read_not_every_box_no_data(
     out = capsys.readouterr()
     assert "NO_DATA" not in out.out and "no gapwatch target" not in out.out
     assert "rows not read" in out.out and "query state: HTTP 422: query processing" in out.err
+
+
+def test_once_text_never_cuts_a_box_name_or_a_count_silently(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # `--once` cut each cell to the screen's width: two boxes whose names differ past the 21st
+    # character printed the same, and 12345 late PoSts as "1234".
+    with fake_prometheus() as fake:
+        for port in (9400, 9401):
+            box(fake, f"gpu-prover-0001.ams.example.net:{port}", 1, "GAPS")
+        fake.replies[promql("post_last_latency_s")] = vector(
+            ({"instance": "gpu-prover-0001.ams.example.net:9400"}, 125))
+        fake.replies[promql("post_late")] = vector(
+            ({"instance": "gpu-prover-0001.ams.example.net:9400"}, 12345))
+        box(fake, "x" * 200, 1, "CHAINED")
+        assert main(["fleet", "--prometheus", fake.url, "--once"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("gpu-prover-0001.ams.example.net:9400 ") and "125s/12345" in lines[1]
+    assert lines[2].startswith("gpu-prover-0001.ams.example.net:9401 ")
+    assert lines[3].startswith("x" * 63 + "… ")  # cut, and said to be

@@ -422,3 +422,16 @@ def test_once_text_never_cuts_a_box_name_or_a_count_silently(
     assert lines[1].startswith("gpu-prover-0001.ams.example.net:9400 ") and "125s/12345" in lines[1]
     assert lines[2].startswith("gpu-prover-0001.ams.example.net:9401 ")
     assert lines[3].startswith("x" * 63 + "… ")  # cut, and said to be
+
+
+def test_the_same_gpu_answered_twice_keeps_its_worst_state() -> None:
+    # Two jobs scraping one box (or a box claiming another's name): the last series in
+    # Prometheus's order won, and a BREAKDOWN answered before its CHAINED twin was never shown.
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "BREAKDOWN")
+        box(fake, "b:9400", 1, "CHAINED")
+        box(fake, "c:9400", 1, "CHAINED")
+        box(fake, "c:9400", 1, "GAPS")
+        rows = refresh(PromClient(fake.url), FleetOptions()).rows
+    assert [(r.instance, r.gpu, r.state) for r in rows] == [
+        ("b:9400", "0", "BREAKDOWN"), ("c:9400", "0", "GAPS")]

@@ -147,7 +147,12 @@ def build_rows(answers: dict[str, list[Series]], stale_after_s: float) -> list[F
     rows: dict[tuple[str, str], FleetRow] = {}
     for s in answers.get("state", []):
         key = _key(s)
-        rows[key] = FleetRow(*key, state=s.labels.get("state", "NO_DATA"))
+        row = FleetRow(*key, state=s.labels.get("state", "NO_DATA"))
+        # The same box and GPU twice (two jobs scraping one box, a box claiming another's
+        # name): the worst state is kept. The last one in Prometheus's order won, so that a
+        # BREAKDOWN answered before a CHAINED twin was never seen.
+        if (had := rows.get(key)) is None or row.severity() > had.severity():
+            rows[key] = row
     boxes = {inst for inst, _ in rows}
     for s in answers.get("up", []) + answers.get("age_s", []):
         inst = s.labels.get("instance", "?")

@@ -435,3 +435,30 @@ def test_the_same_gpu_answered_twice_keeps_its_worst_state() -> None:
         rows = refresh(PromClient(fake.url), FleetOptions()).rows
     assert [(r.instance, r.gpu, r.state) for r in rows] == [
         ("b:9400", "0", "BREAKDOWN"), ("c:9400", "0", "GAPS")]
+
+
+def test_a_stop_while_prometheus_is_silent_cuts_the_query_in_flight_not_at_its_deadline(
+        ) -> None:
+    # The screen's refresh runs on a thread Python waits for at exit: a stop signal or `q`
+    # while Prometheus said nothing left the process running to the refresh's deadline
+    # (`--timeout`; 18 s of a 20 s one), its terminal already given back. `abort` cuts it.
+    with hostile(lambda conn: time.sleep(10)) as url:
+        client = PromClient(url, timeout_s=60.0)
+        why: list[str] = []
+        arrived = threading.Event()
+
+        def ask() -> None:
+            try:
+                client.instant("up")
+            except PromError as exc:
+                why.append(str(exc))
+
+        asker = threading.Thread(target=ask, daemon=True)
+        asker.start()
+        while client._in_flight is None and asker.is_alive():  # noqa: SLF001 - sent, waiting
+            arrived.wait(0.01)
+        client.abort()
+        asker.join(10)
+        assert why == ["stopped"]
+        with pytest.raises(PromError, match="stopped"):  # and no later query starts
+            client.instant("up")

@@ -15,7 +15,7 @@ from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
-from gapwatch.fleet.client import PromClient
+from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import WHAT_IS_SHOWN
 from gapwatch.fleet.rows import FleetOptions
 from gapwatch.ui import fleet as fleet_ui
@@ -176,3 +176,19 @@ async def test_a_hundred_thousand_rows_fill_the_screen_up_to_its_cap_worst_first
             assert table.row_count == 40
             assert [str(c) for c in table.get_row_at(0)][:3] == ["box070:9400", "0", "BREAKDOWN"]
             assert "300 rows at" in _footer(app) and "showing the worst 40" in _footer(app)
+
+
+async def test_the_screen_ending_cuts_a_refresh_still_waiting_on_prometheus() -> None:
+    """`run` returns once the refresh's worker thread has: a stop signal or q while Prometheus
+    was slow kept the process to the refresh's deadline (`--timeout`), the terminal already
+    given back. Ending the screen aborts the client (tests/test_fleet_hostile_http.py pins the
+    cut itself)."""
+    with fake_prometheus() as fake:
+        fake.default = Reply(body=b"", delay_s=0.5)
+        client = PromClient(fake.url)
+        app = FleetApp(client, FleetOptions(budget_s=60), refresh_s=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _until(pilot, lambda: len(fake.asked) > 0)
+            await pilot.press("q")
+        with pytest.raises(PromError, match="stopped"):
+            client.instant("up")

@@ -124,6 +124,12 @@ class FleetApp(App[int]):
         self.action_refresh_now()
         self.set_interval(self.refresh_s, self.action_refresh_now)
 
+    def on_unmount(self) -> None:
+        # However the screen ends (q, a stop signal): a refresh still waiting on Prometheus is
+        # cut now. `run` returns only once its worker thread has, which was at the refresh's
+        # deadline (`--timeout`: 18 s of a 20 s one after a SIGTERM, the terminal given back).
+        self.client.abort()
+
     def action_refresh_now(self) -> None:
         if self._busy:
             return

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
-from fleet_fakes import Reply, box, fake_prometheus, promql
+from fleet_fakes import Reply, box, fake_prometheus, promql, vector
 
 from gapwatch.cli import main
 from gapwatch.fleet import rows as fleet_rows
@@ -368,3 +368,97 @@ def test_a_name_that_does_not_resolve_is_said_as_unreachable(
     monkeypatch.setattr(socket, "getaddrinfo", none)
     why, _ = _ask("http://no-such-prom.invalid:9090")
     assert why.startswith("cannot reach Prometheus:") and "not known" in why
+
+
+def test_a_gpu_label_of_superscript_digits_is_sorted_not_a_traceback(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # "²".isdigit() holds but int("²") raises: one box's `gpu` label of "²" was a ValueError
+    # out of the rows' sort, `fleet --once` a traceback and the screen "refresh failed".
+    with fake_prometheus() as fake:
+        box(fake, "good:9400", 2, "BREAKDOWN")
+        box(fake, "odd:9400", 1, "GAPS")
+        body = json.loads(fake.replies[promql("state")].body)
+        body["data"]["result"][-1]["metric"]["gpu"] = "\u00b2"
+        fake.replies[promql("state")] = Reply(body=json.dumps(body).encode())
+        assert main(["fleet", "--prometheus", fake.url, "--once"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[:2] for line in lines[1:]] == [
+        ["good:9400", "0"], ["good:9400", "1"], ["odd:9400", "\u00b2"]]
+
+
+def test_a_state_query_refused_alone_is_rows_not_read_not_every_box_no_data(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # The lookback's state query is the heaviest; Prometheus's sample limit refused it while
+    # `up` answered: every box became one "-" row, NO_DATA (a BREAKDOWN box among them), and
+    # `--once` exited 0. A Prometheus that answers nothing was "(no gapwatch target)".
+    with fake_prometheus() as fake:
+        box(fake, "starved:9400", 2, "BREAKDOWN")
+        box(fake, "fine:9400", 2, "CHAINED")
+        fake.replies[promql("state")] = Reply(422, json.dumps({
+            "status": "error", "errorType": "execution",
+            "error": "query processing would load too many samples into memory"}).encode())
+        result = refresh(PromClient(fake.url), FleetOptions())
+        assert result.rows_failed
+        assert main(["fleet", "--prometheus", fake.url, "--once"]) == 1
+    out = capsys.readouterr()
+    assert "NO_DATA" not in out.out and "no gapwatch target" not in out.out
+    assert "rows not read" in out.out and "query state: HTTP 422: query processing" in out.err
+
+
+def test_once_text_never_cuts_a_box_name_or_a_count_silently(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # `--once` cut each cell to the screen's width: two boxes whose names differ past the 21st
+    # character printed the same, and 12345 late PoSts as "1234".
+    with fake_prometheus() as fake:
+        for port in (9400, 9401):
+            box(fake, f"gpu-prover-0001.ams.example.net:{port}", 1, "GAPS")
+        fake.replies[promql("post_last_latency_s")] = vector(
+            ({"instance": "gpu-prover-0001.ams.example.net:9400"}, 125))
+        fake.replies[promql("post_late")] = vector(
+            ({"instance": "gpu-prover-0001.ams.example.net:9400"}, 12345))
+        box(fake, "x" * 200, 1, "CHAINED")
+        assert main(["fleet", "--prometheus", fake.url, "--once"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("gpu-prover-0001.ams.example.net:9400 ") and "125s/12345" in lines[1]
+    assert lines[2].startswith("gpu-prover-0001.ams.example.net:9401 ")
+    assert lines[3].startswith("x" * 63 + "… ")  # cut, and said to be
+
+
+def test_the_same_gpu_answered_twice_keeps_its_worst_state() -> None:
+    # Two jobs scraping one box (or a box claiming another's name): the last series in
+    # Prometheus's order won, and a BREAKDOWN answered before its CHAINED twin was never shown.
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "BREAKDOWN")
+        box(fake, "b:9400", 1, "CHAINED")
+        box(fake, "c:9400", 1, "CHAINED")
+        box(fake, "c:9400", 1, "GAPS")
+        rows = refresh(PromClient(fake.url), FleetOptions()).rows
+    assert [(r.instance, r.gpu, r.state) for r in rows] == [
+        ("b:9400", "0", "BREAKDOWN"), ("c:9400", "0", "GAPS")]
+
+
+def test_a_stop_while_prometheus_is_silent_cuts_the_query_in_flight_not_at_its_deadline(
+        ) -> None:
+    # The screen's refresh runs on a thread Python waits for at exit: a stop signal or `q`
+    # while Prometheus said nothing left the process running to the refresh's deadline
+    # (`--timeout`; 18 s of a 20 s one), its terminal already given back. `abort` cuts it.
+    with hostile(lambda conn: time.sleep(10)) as url:
+        client = PromClient(url, timeout_s=60.0)
+        why: list[str] = []
+        arrived = threading.Event()
+
+        def ask() -> None:
+            try:
+                client.instant("up")
+            except PromError as exc:
+                why.append(str(exc))
+
+        asker = threading.Thread(target=ask, daemon=True)
+        asker.start()
+        while client._in_flight is None and asker.is_alive():  # noqa: SLF001 - sent, waiting
+            arrived.wait(0.01)
+        client.abort()
+        asker.join(10)
+        assert why == ["stopped"]
+        with pytest.raises(PromError, match="stopped"):  # and no later query starts
+            client.instant("up")

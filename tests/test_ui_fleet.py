@@ -5,17 +5,20 @@ box's recent minutes, saying what Prometheus can and cannot give."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from fleet_fakes import Reply, box, fake_prometheus, matrix
 from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
-from gapwatch.fleet.client import PromClient
+from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import WHAT_IS_SHOWN
 from gapwatch.fleet.rows import FleetOptions
+from gapwatch.ui import fleet as fleet_ui
 from gapwatch.ui.fleet import DetailScreen, FleetApp
 
 
@@ -67,7 +70,8 @@ async def test_enter_on_a_row_shows_that_box_recent_minutes() -> None:
     with fake_prometheus() as fake:
         box(fake, "b:9400", 1, "BREAKDOWN")
         fake.range_replies["sum by (gpu, kind)"] = matrix(
-            ({"gpu": "0", "kind": "pcie_starved"}, [(1_796_000_000.0, 12.5)]))
+            # A minute of the last 30, as Prometheus stamps its points (the range asked).
+            ({"gpu": "0", "kind": "pcie_starved"}, [(time.time() - 120, 12.5)]))
         app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
         async with app.run_test(size=(80, 24)) as pilot:
             await _open_first_box(app, pilot)
@@ -120,3 +124,71 @@ async def test_a_prometheus_error_of_escapes_reaches_no_terminal_through_a_boxs_
             assert "Prometheus could not answer: HTTP 400: " in text
             assert "\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202e[/][@click=app.quit]Q[/]" in text
             assert not any(c in text for c in _RAW) and app.return_code is None
+
+
+async def test_a_range_answer_stamped_out_of_time_ranges_does_not_end_the_fleet_screen() -> None:
+    """A detail point stamped 1e308 (or -1e20) reached `time.localtime`: OverflowError out of
+    the detail's worker, which ended the whole fleet screen with a traceback (exit 1)."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "BREAKDOWN")
+        fake.range_replies["sum by (gpu, kind)"] = matrix(
+            ({"gpu": "0", "kind": "pcie_starved"}, [(1e308, 5.0), (-1e20, 6.0)]),
+            ({"gpu": "1", "kind": "host_stall"}, [(time.time() - 120, 7.5)]))
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(120, 24)) as pilot:
+            await _open_first_box(app, pilot)
+            body = app.screen.query_one("#detail-body", Static)
+            await _until(pilot, lambda: "asking" not in str(body.content))
+            assert isinstance(app.screen, DetailScreen) and app.return_code is None
+            text = str(body.content)
+            assert "GPU1 idle 7.5s (host_stall 7.5s)" in text and "GPU0" not in text
+
+
+async def test_a_kind_label_of_escapes_reaches_no_terminal_through_a_boxs_detail() -> None:
+    """The `kind` label of the detail's idle answer was put on the detail screen raw."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "BREAKDOWN")
+        fake.range_replies["sum by (gpu, kind)"] = matrix(
+            ({"gpu": "0", "kind": _HOSTILE}, [(time.time() - 120, 12.5)]))
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(120, 24)) as pilot:
+            await _open_first_box(app, pilot)
+            body = app.screen.query_one("#detail-body", Static)
+            await _until(pilot, lambda: "GPU0" in str(body.content))
+            text = str(body.content)
+            assert "(\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202e[/][@click=app.quit]Q[/] 12.5s)" in text
+            assert not any(c in text for c in _RAW) and app.return_code is None
+
+
+async def test_a_hundred_thousand_rows_fill_the_screen_up_to_its_cap_worst_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prometheus may answer 100,000 series a query: the table took all of them, 15 s of the UI
+    thread at each refresh. It holds the worst MAX_SCREEN_ROWS (here 40 of 300, to stay quick)
+    and the footer says how many more there are."""
+    monkeypatch.setattr(fleet_ui, "MAX_SCREEN_ROWS", 40, raising=False)
+    with fake_prometheus() as fake:
+        for i in range(75):
+            box(fake, f"box{i:03d}:9400", 4, "BREAKDOWN" if i == 70 else "CHAINED")
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            table: DataTable[Text] = app.query_one(DataTable)
+            await _until(pilot, lambda: table.row_count > 0)
+            assert table.row_count == 40
+            assert [str(c) for c in table.get_row_at(0)][:3] == ["box070:9400", "0", "BREAKDOWN"]
+            assert "300 rows at" in _footer(app) and "showing the worst 40" in _footer(app)
+
+
+async def test_the_screen_ending_cuts_a_refresh_still_waiting_on_prometheus() -> None:
+    """`run` returns once the refresh's worker thread has: a stop signal or q while Prometheus
+    was slow kept the process to the refresh's deadline (`--timeout`), the terminal already
+    given back. Ending the screen aborts the client (tests/test_fleet_hostile_http.py pins the
+    cut itself)."""
+    with fake_prometheus() as fake:
+        fake.default = Reply(body=b"", delay_s=0.5)
+        client = PromClient(fake.url)
+        app = FleetApp(client, FleetOptions(budget_s=60), refresh_s=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _until(pilot, lambda: len(fake.asked) > 0)
+            await pilot.press("q")
+        with pytest.raises(PromError, match="stopped"):
+            client.instant("up")

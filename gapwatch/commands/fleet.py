@@ -81,11 +81,27 @@ def run(args: argparse.Namespace, config: Config) -> int:
     return 1 if result.rows_failed else 0
 
 
+#: The widest a `--once` text column grows to fit its cells; a longer cell ends in "…".
+MAX_TEXT_CELL = 64
+
+
 def table_lines(result: Refresh) -> list[str]:
-    """The rows as plain text lines (`--once` without `--json`), the screen's columns."""
-    out = [" ".join(f"{h:<{w}}" for h, w in COLUMNS).rstrip()]
-    out += [" ".join(f"{c[:w]:<{w}}" for c, (_, w) in zip(cells(r), COLUMNS, strict=True))
-            .rstrip() for r in result.rows]
-    if not result.rows:
+    """The rows as plain text lines (`--once` without `--json`), the screen's columns, each
+    as wide as its widest cell (up to MAX_TEXT_CELL). Cut to the screen's widths, cells were
+    cut silently: two boxes whose names differ past 21 characters (`...example.net:9400` and
+    `:9401`) printed the same, and a PoSt count of 12345 late as 1234."""
+    all_cells = [cells(r) for r in result.rows]
+    widths = [max([w, *(min(len(c[i]), MAX_TEXT_CELL) for c in all_cells)])
+              for i, (_, w) in enumerate(COLUMNS)]
+
+    def fit(text: str, width: int) -> str:
+        return f"{text:<{width}}" if len(text) <= width else text[:width - 1] + "…"
+
+    out = [" ".join(fit(h, w) for (h, _), w in zip(COLUMNS, widths, strict=True)).rstrip()]
+    out += [" ".join(fit(c, w) for c, w in zip(row, widths, strict=True)).rstrip()
+            for row in all_cells]
+    if result.rows_failed:  # not "no target": Prometheus did not say (the why is on stderr)
+        out.append("(rows not read: Prometheus did not answer the state query)")
+    elif not result.rows:
         out.append("(no gapwatch target in Prometheus)")
     return out

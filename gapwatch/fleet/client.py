@@ -139,6 +139,19 @@ class PromClient:
         self.max_bytes = max_bytes
         #: Seconds the last query spent waiting for Prometheus (request sent to body read).
         self.last_wait_s = 0.0
+        #: Set by `abort`: no query starts, and the one in flight is cut (see `abort`).
+        self._aborted = False
+        self._in_flight: _Watchdog | None = None
+
+    def abort(self) -> None:
+        """End the query in flight now (its socket shut, as its deadline would) and refuse any
+        later one: the screen's refresh runs on a thread Python waits for at exit, so a stop
+        signal or `q` while Prometheus was slow left the process running until the refresh's
+        deadline (`--timeout`), its terminal already given back. Safe from any thread."""
+        self._aborted = True
+        watchdog = self._in_flight
+        if watchdog is not None:
+            watchdog.fire()
 
     def instant(self, expr: str, timeout_s: float | None = None) -> list[Series]:
         """`/api/v1/query` at now: one value per series."""
@@ -176,7 +189,12 @@ class PromClient:
                                                context=tls)
         else:
             conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout_s)
+        if self._aborted:
+            raise PromError("stopped")
         watchdog = _Watchdog(timeout_s)
+        self._in_flight = watchdog
+        if self._aborted:  # `abort` came between the check and the hand-over: it missed this one
+            watchdog.fire()
         started = time.monotonic()
         try:
             conn.sock = self._connect(started + timeout_s, timeout_s, tls)
@@ -184,10 +202,12 @@ class PromClient:
         except PromError:
             raise  # said already (an error status keeps its words past the deadline)
         except TimeoutError:
-            raise PromError(f"no answer within {timeout_s:g} s") from None
+            raise PromError("stopped" if self._aborted else
+                            f"no answer within {timeout_s:g} s") from None
         except (http.client.HTTPException, OSError, ValueError) as exc:
             if watchdog.fired:  # whatever the shut socket made the read say
-                raise PromError(f"no answer within {timeout_s:g} s") from None
+                raise PromError("stopped" if self._aborted else
+                                f"no answer within {timeout_s:g} s") from None
             if isinstance(exc, http.client.HTTPException):
                 # BadStatusLine, LineTooLong, too many headers, a bad chunk: not an OSError,
                 # these escaped and `fleet --once` died with a traceback.
@@ -199,6 +219,7 @@ class PromClient:
                 raise PromError(f"cannot reach Prometheus: {str(exc)[:120]}") from None
             raise PromError(f"connection failed: {str(exc)[:120]}") from None
         finally:
+            self._in_flight = None
             watchdog.cancel()
             conn.close()
             self.last_wait_s = time.monotonic() - started
@@ -339,6 +360,10 @@ class _Watchdog:
         self._timer = threading.Timer(timeout_s, self._fire)
         self._timer.daemon = True
         self._timer.start()
+
+    def fire(self) -> None:
+        """Act as if the deadline had passed now (`PromClient.abort`)."""
+        self._fire()
 
     def _fire(self) -> None:
         with self._lock:

@@ -36,7 +36,9 @@ class Minute:
 
     def line(self) -> str:
         stamp = time.strftime("%H:%M", time.localtime(self.t_wall_s))
-        kinds = ", ".join(f"{k} {v:.1f}s" for k, v in
+        # The kind is a label from Prometheus like the others: made visible (it reached the
+        # detail screen raw, an OSC or a bidi override in it with it).
+        kinds = ", ".join(f"{fmt.visible(k)} {v:.1f}s" for k, v in
                           sorted(self.idle_s.items(), key=lambda kv: -kv[1]))
         why = fmt.visible(self.cause_words) if self.cause_words not in ("", "none") else \
             "no cause in the window"
@@ -59,7 +61,10 @@ def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: i
     for s in idle:
         gpu, kind = s.labels.get("gpu", "-"), s.labels.get("kind", "?")
         for t, v in s.points:
-            if v is not None and v > 0.05:
+            # Only the minutes asked for: a point stamped elsewhere (1e308, -1e20) is not one
+            # of them, and `time.localtime` raised OverflowError on it in `Minute.line`, out of
+            # the detail's worker, which ended the whole fleet screen with a traceback.
+            if v is not None and v > 0.05 and start - 60 <= t <= end + 60:
                 m = out.setdefault((t, gpu), Minute(t, gpu))
                 m.idle_s[kind] = v
     try:

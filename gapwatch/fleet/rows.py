@@ -93,7 +93,11 @@ class Refresh:
 
     @property
     def rows_failed(self) -> bool:
-        return "state" in self.errors and "up" in self.errors
+        # The state query is the rows: without it, `up` alone made one "-" row per box, each
+        # NO_DATA, whatever state it was in (a BREAKDOWN box among them), and `--once` exited 0
+        # (a state query over the lookback is the heaviest: Prometheus's sample limit or a
+        # timeout can refuse it while `up` still answers).
+        return "state" in self.errors
 
     def as_json(self, prometheus: str) -> dict[str, Any]:
         return {"prometheus": prometheus, "t_wall_s": self.t_wall_s, "took_s": self.took_s,
@@ -128,7 +132,9 @@ def refresh(client: PromClient, opts: FleetOptions,
         except PromError as exc:
             errors[q.field] = str(exc)
         waited += client.last_wait_s
-    rows = build_rows(answers, opts.stale_after_s)
+    # No state answer, no rows (`Refresh.rows_failed`): boxes from `up` alone would each be
+    # a NO_DATA row, a state nobody reported.
+    rows = build_rows(answers, opts.stale_after_s) if "state" in answers else []
     return Refresh(rows, errors, clock(), time.monotonic() - started, waited)
 
 
@@ -141,7 +147,12 @@ def build_rows(answers: dict[str, list[Series]], stale_after_s: float) -> list[F
     rows: dict[tuple[str, str], FleetRow] = {}
     for s in answers.get("state", []):
         key = _key(s)
-        rows[key] = FleetRow(*key, state=s.labels.get("state", "NO_DATA"))
+        row = FleetRow(*key, state=s.labels.get("state", "NO_DATA"))
+        # The same box and GPU twice (two jobs scraping one box, a box claiming another's
+        # name): the worst state is kept. The last one in Prometheus's order won, so that a
+        # BREAKDOWN answered before a CHAINED twin was never seen.
+        if (had := rows.get(key)) is None or row.severity() > had.severity():
+            rows[key] = row
     boxes = {inst for inst, _ in rows}
     for s in answers.get("up", []) + answers.get("age_s", []):
         inst = s.labels.get("instance", "?")
@@ -161,7 +172,10 @@ def build_rows(answers: dict[str, list[Series]], stale_after_s: float) -> list[F
 
 
 def _gpu_order(gpu: str) -> tuple[int, str]:
-    return (int(gpu), "") if gpu.isdigit() else (1 << 30, gpu)
+    # ASCII digits only: `str.isdigit` also holds for "²" and other digits `int` refuses, and a
+    # `gpu` label of "²" from one box raised ValueError out of the sort: `fleet --once` died
+    # with a traceback and the screen never showed any row ("refresh failed").
+    return (int(gpu), "") if gpu.isascii() and gpu.isdigit() else (1 << 30, gpu)
 
 
 #: The most idle kinds a box-level idle answer spreads over a box's GPUs (gapwatch has four);

@@ -24,6 +24,12 @@ from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import WHAT_IS_SHOWN, box_detail
 from gapwatch.fleet.rows import COLUMNS, FleetOptions, Refresh, cells, refresh
 
+#: The most rows the table holds, the worst first (a farm of 250 8-GPU boxes). Prometheus may
+#: answer 100,000 series a query (`client.MAX_SERIES`): filling the table with that many took
+#: 15 s of the UI thread at every refresh (a minute at the first), so that keys went unanswered
+#: and q did not quit. The rest are counted in the footer; `--once --json` has them all.
+MAX_SCREEN_ROWS = 2000
+
 
 def footer_text(result: Refresh | None, error: str, url: str) -> str:
     """The footer: when the table was read and how long it took, or what went wrong (the
@@ -33,6 +39,8 @@ def footer_text(result: Refresh | None, error: str, url: str) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(result.t_wall_s))
     head = (f"{len(result.rows)} rows at {stamp} ({result.took_s:.2f} s, Prometheus "
             f"{result.prometheus_s:.2f} s)")
+    if len(result.rows) > MAX_SCREEN_ROWS:
+        head += f"; showing the worst {MAX_SCREEN_ROWS} (--once --json has all)"
     if result.rows_failed:
         return f"{head}; rows NOT read, showing the last table: {_errors(result)}"
     if result.errors:
@@ -70,6 +78,10 @@ class DetailScreen(Screen[None]):
         except PromError as exc:
             # Its words may quote Prometheus's own (its JSON `error`): shown, never obeyed.
             lines = [f"Prometheus could not answer: {fmt.visible(str(exc))}"]
+        except Exception as exc:  # noqa: BLE001 - as `FleetApp._ask`: a worker that raises
+            # ends the whole app (Textual's default), so a detail that cannot be shown is said
+            # here and the fleet stays on screen.
+            lines = [f"the detail failed: {type(exc).__name__}: {fmt.visible(str(exc))}"]
         text = "\n".join([WHAT_IS_SHOWN, "", *lines])
         self.app.call_from_thread(self.query_one("#detail-body", Static).update, text)
 
@@ -112,6 +124,12 @@ class FleetApp(App[int]):
         self.action_refresh_now()
         self.set_interval(self.refresh_s, self.action_refresh_now)
 
+    def on_unmount(self) -> None:
+        # However the screen ends (q, a stop signal): a refresh still waiting on Prometheus is
+        # cut now. `run` returns only once its worker thread has, which was at the refresh's
+        # deadline (`--timeout`: 18 s of a 20 s one after a SIGTERM, the terminal given back).
+        self.client.abort()
+
     def action_refresh_now(self) -> None:
         if self._busy:
             return
@@ -141,7 +159,7 @@ class FleetApp(App[int]):
             else None
         table.clear()
         self._keys = []
-        for row in result.rows:
+        for row in result.rows[:MAX_SCREEN_ROWS]:  # worst first: the cut keeps the starved
             key = f"{row.instance}\x00{row.gpu}"
             # Text, not str: a str cell is read as markup (`[memory] safety_margin` lost its
             # section, and a label from Prometheus could style the screen).

@@ -15,6 +15,7 @@ import sys
 
 from gapwatch.commands import argtypes
 from gapwatch.config import Config
+from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
 from gapwatch.core.units import parse_duration
 from gapwatch.engine.console import say
@@ -91,14 +92,11 @@ def table_lines(result: Refresh) -> list[str]:
     cut silently: two boxes whose names differ past 21 characters (`...example.net:9400` and
     `:9401`) printed the same, and a PoSt count of 12345 late as 1234."""
     all_cells = [cells(r) for r in result.rows]
-    widths = [max([w, *(min(len(c[i]), MAX_TEXT_CELL) for c in all_cells)])
+    # In terminal cells (`fmt.cells`, `fmt.fit`): a wide character takes two.
+    widths = [max([w, *(min(fmt.cells(c[i]), MAX_TEXT_CELL) for c in all_cells)])
               for i, (_, w) in enumerate(COLUMNS)]
-
-    def fit(text: str, width: int) -> str:
-        return f"{text:<{width}}" if len(text) <= width else text[:width - 1] + "…"
-
-    out = [" ".join(fit(h, w) for (h, _), w in zip(COLUMNS, widths, strict=True)).rstrip()]
-    out += [" ".join(fit(c, w) for c, w in zip(row, widths, strict=True)).rstrip()
+    out = [" ".join(fmt.fit(h, w) for (h, _), w in zip(COLUMNS, widths, strict=True)).rstrip()]
+    out += [" ".join(fmt.fit(c, w) for c, w in zip(row, widths, strict=True)).rstrip()
             for row in all_cells]
     if result.rows_failed:  # not "no target": Prometheus did not say (the why is on stderr)
         out.append("(rows not read: Prometheus did not answer the state query)")

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from fleet_fakes import Reply, box, fake_prometheus, matrix
+from fleet_fakes import FakeProm, Reply, box, fake_prometheus, matrix
 from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
@@ -41,29 +42,38 @@ async def _open_first_box(app: FleetApp, pilot: Pilot[Any]) -> None:
     await pilot.press("enter")
     await pilot.pause(0.1)
 
-async def test_three_hundred_rows_scroll_at_80x24_and_a_failing_prometheus_keeps_the_table(
-        ) -> None:
+@asynccontextmanager
+async def _seventy_five_boxes(breakdown: int) -> AsyncIterator[
+        tuple[FakeProm, FleetApp, Pilot[Any], DataTable[Text]]]:
+    """75 boxes of 4 GPUs (300 rows), all CHAINED but box `breakdown`, and the screen over them
+    at 80x24 once its table holds rows (refreshed once: the tests ask for more)."""
     with fake_prometheus() as fake:
         for i in range(75):
-            box(fake, f"box{i:03d}:9400", 4, "BREAKDOWN" if i == 40 else "CHAINED")
+            box(fake, f"box{i:03d}:9400", 4, "BREAKDOWN" if i == breakdown else "CHAINED")
         app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
         async with app.run_test(size=(80, 24)) as pilot:
             table: DataTable[Text] = app.query_one(DataTable)
             await _until(pilot, lambda: table.row_count > 0)
-            assert table.row_count == 300
-            first = [str(c) for c in table.get_row_at(0)]
-            assert first[:3] == ["box040:9400", "0", "BREAKDOWN"]
-            assert first[6] == "[memory] safety_margin"  # text, not markup
-            assert "300 rows at" in _footer(app)
-            await pilot.press("pagedown", "ctrl+end")
-            assert table.cursor_row == 299 and table.scroll_y > 0
+            yield fake, app, pilot, table
 
-            fake.replies.clear()
-            fake.default = Reply(503, b"")
-            await pilot.press("r")
-            await _until(pilot, lambda: "NOT read" in _footer(app) or "HTTP 503" in _footer(app))
-            assert "HTTP 503" in _footer(app) and "showing the last table" in _footer(app)
-            assert table.row_count == 300
+
+async def test_three_hundred_rows_scroll_at_80x24_and_a_failing_prometheus_keeps_the_table(
+        ) -> None:
+    async with _seventy_five_boxes(breakdown=40) as (fake, app, pilot, table):
+        assert table.row_count == 300
+        first = [str(c) for c in table.get_row_at(0)]
+        assert first[:3] == ["box040:9400", "0", "BREAKDOWN"]
+        assert first[6] == "[memory] safety_margin"  # text, not markup
+        assert "300 rows at" in _footer(app)
+        await pilot.press("pagedown", "ctrl+end")
+        assert table.cursor_row == 299 and table.scroll_y > 0
+
+        fake.replies.clear()
+        fake.default = Reply(503, b"")
+        await pilot.press("r")
+        await _until(pilot, lambda: "NOT read" in _footer(app) or "HTTP 503" in _footer(app))
+        assert "HTTP 503" in _footer(app) and "showing the last table" in _footer(app)
+        assert table.row_count == 300
 
 
 async def test_enter_on_a_row_shows_that_box_recent_minutes() -> None:
@@ -109,55 +119,50 @@ async def test_a_state_label_of_escapes_reaches_no_terminal_through_the_fleet_ta
             assert app.return_code is None
 
 
-async def test_a_prometheus_error_of_escapes_reaches_no_terminal_through_a_boxs_detail() -> None:
-    """Prometheus's own error words (its JSON `error`) were put on the detail screen raw."""
+async def _box_detail(idle_reply: Reply, shown: Callable[[str], bool]
+                      ) -> tuple[str, bool, int | None]:
+    """One BREAKDOWN box whose detail's idle query gets `idle_reply`, its detail opened: the
+    detail's text once `shown` says it is there, whether the detail is still the screen then,
+    and the app's return code (None: still running)."""
     with fake_prometheus() as fake:
         box(fake, "b:9400", 1, "BREAKDOWN")
-        fake.range_replies["sum by (gpu, kind)"] = Reply(400, json.dumps(
-            {"status": "error", "errorType": "bad_data", "error": _HOSTILE}).encode())
+        fake.range_replies["sum by (gpu, kind)"] = idle_reply
         app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
         async with app.run_test(size=(120, 24)) as pilot:
             await _open_first_box(app, pilot)
             body = app.screen.query_one("#detail-body", Static)
-            await _until(pilot, lambda: "could not answer" in str(body.content))
-            text = str(body.content)
-            assert "Prometheus could not answer: HTTP 400: " in text
-            assert "\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202e[/][@click=app.quit]Q[/]" in text
-            assert not any(c in text for c in _RAW) and app.return_code is None
+            await _until(pilot, lambda: shown(str(body.content)))
+            return str(body.content), isinstance(app.screen, DetailScreen), app.return_code
+
+
+async def test_a_prometheus_error_of_escapes_reaches_no_terminal_through_a_boxs_detail() -> None:
+    """Prometheus's own error words (its JSON `error`) were put on the detail screen raw."""
+    text, _detail, code = await _box_detail(Reply(400, json.dumps(
+        {"status": "error", "errorType": "bad_data", "error": _HOSTILE}).encode()),
+        lambda text: "could not answer" in text)
+    assert "Prometheus could not answer: HTTP 400: " in text
+    assert "\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202e[/][@click=app.quit]Q[/]" in text
+    assert not any(c in text for c in _RAW) and code is None
 
 
 async def test_a_range_answer_stamped_out_of_time_ranges_does_not_end_the_fleet_screen() -> None:
     """A detail point stamped 1e308 (or -1e20) reached `time.localtime`: OverflowError out of
     the detail's worker, which ended the whole fleet screen with a traceback (exit 1)."""
-    with fake_prometheus() as fake:
-        box(fake, "b:9400", 1, "BREAKDOWN")
-        fake.range_replies["sum by (gpu, kind)"] = matrix(
-            ({"gpu": "0", "kind": "pcie_starved"}, [(1e308, 5.0), (-1e20, 6.0)]),
-            ({"gpu": "1", "kind": "host_stall"}, [(time.time() - 120, 7.5)]))
-        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
-        async with app.run_test(size=(120, 24)) as pilot:
-            await _open_first_box(app, pilot)
-            body = app.screen.query_one("#detail-body", Static)
-            await _until(pilot, lambda: "asking" not in str(body.content))
-            assert isinstance(app.screen, DetailScreen) and app.return_code is None
-            text = str(body.content)
-            assert "GPU1 idle 7.5s (host_stall 7.5s)" in text and "GPU0" not in text
+    text, detail, code = await _box_detail(matrix(
+        ({"gpu": "0", "kind": "pcie_starved"}, [(1e308, 5.0), (-1e20, 6.0)]),
+        ({"gpu": "1", "kind": "host_stall"}, [(time.time() - 120, 7.5)])),
+        lambda text: "asking" not in text)
+    assert detail and code is None
+    assert "GPU1 idle 7.5s (host_stall 7.5s)" in text and "GPU0" not in text
 
 
 async def test_a_kind_label_of_escapes_reaches_no_terminal_through_a_boxs_detail() -> None:
     """The `kind` label of the detail's idle answer was put on the detail screen raw."""
-    with fake_prometheus() as fake:
-        box(fake, "b:9400", 1, "BREAKDOWN")
-        fake.range_replies["sum by (gpu, kind)"] = matrix(
-            ({"gpu": "0", "kind": _HOSTILE}, [(time.time() - 120, 12.5)]))
-        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
-        async with app.run_test(size=(120, 24)) as pilot:
-            await _open_first_box(app, pilot)
-            body = app.screen.query_one("#detail-body", Static)
-            await _until(pilot, lambda: "GPU0" in str(body.content))
-            text = str(body.content)
-            assert "(\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202e[/][@click=app.quit]Q[/] 12.5s)" in text
-            assert not any(c in text for c in _RAW) and app.return_code is None
+    text, _detail, code = await _box_detail(matrix(
+        ({"gpu": "0", "kind": _HOSTILE}, [(time.time() - 120, 12.5)])),
+        lambda text: "GPU0" in text)
+    assert "(\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202e[/][@click=app.quit]Q[/] 12.5s)" in text
+    assert not any(c in text for c in _RAW) and code is None
 
 
 async def test_a_hundred_thousand_rows_fill_the_screen_up_to_its_cap_worst_first(
@@ -166,16 +171,10 @@ async def test_a_hundred_thousand_rows_fill_the_screen_up_to_its_cap_worst_first
     thread at each refresh. It holds the worst MAX_SCREEN_ROWS (here 40 of 300, to stay quick)
     and the footer says how many more there are."""
     monkeypatch.setattr(fleet_ui, "MAX_SCREEN_ROWS", 40, raising=False)
-    with fake_prometheus() as fake:
-        for i in range(75):
-            box(fake, f"box{i:03d}:9400", 4, "BREAKDOWN" if i == 70 else "CHAINED")
-        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
-        async with app.run_test(size=(80, 24)) as pilot:
-            table: DataTable[Text] = app.query_one(DataTable)
-            await _until(pilot, lambda: table.row_count > 0)
-            assert table.row_count == 40
-            assert [str(c) for c in table.get_row_at(0)][:3] == ["box070:9400", "0", "BREAKDOWN"]
-            assert "300 rows at" in _footer(app) and "showing the worst 40" in _footer(app)
+    async with _seventy_five_boxes(breakdown=70) as (_fake, app, _pilot, table):
+        assert table.row_count == 40
+        assert [str(c) for c in table.get_row_at(0)][:3] == ["box070:9400", "0", "BREAKDOWN"]
+        assert "300 rows at" in _footer(app) and "showing the worst 40" in _footer(app)
 
 
 async def test_the_screen_ending_cuts_a_refresh_still_waiting_on_prometheus() -> None:

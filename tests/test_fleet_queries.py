@@ -42,6 +42,23 @@ def test_a_box_gone_from_the_targets_is_stale_not_dropped() -> None:
     assert len(rows) == 1 and rows[0].stale and rows[0].up is None
 
 
+def test_a_gpu_a_live_box_no_longer_exports_is_stale_not_its_last_state_fresh() -> None:
+    """A GPU gone from a live box's /metrics (lost at a restart of its gapwatch) kept its last
+    state within the lookback, looking as fresh as its box: `~CHAINED` for a GPU that is not
+    there. The box's other GPUs stay fresh; a failed question judges none."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 2, "CHAINED")
+        fake.replies[promql("exported")] = vector(({"instance": "b:9400", "gpu": "0"}, 5))
+        rows = {r.gpu: r for r in refresh(PromClient(fake.url), FleetOptions()).rows}
+        assert not rows["0"].stale and rows["0"].exported is True
+        assert rows["1"].stale and rows["1"].exported is False and rows["1"].up == 1.0
+        assert cells(rows["1"])[2] == "~CHAINED"
+        fake.replies[promql("exported")] = Reply(503, b"")
+        result = refresh(PromClient(fake.url), FleetOptions())
+    assert "exported" in result.errors
+    assert not any(r.stale for r in result.rows) and {r.exported for r in result.rows} == {None}
+
+
 def test_exports_a_box_lacks_show_as_a_dash_and_box_level_values_reach_every_gpu() -> None:
     with fake_prometheus() as fake:
         box(fake, "b:9400", 2)

@@ -42,6 +42,10 @@ _SLOWING = "|".join(name for name, _, slows in CLOCKS_EVENT_REASONS.values() if 
 QUERIES: tuple[Query, ...] = (
     # The rows: every (box, GPU) with a chaining state in the lookback, with its last state.
     Query("state", "last_over_time(gapwatch_gpu_chain_state{{{sel}}}[{lb}]) == 1"),
+    # Which of them the box exports now (no lookback: a series the box stopped exporting gets
+    # a staleness marker at the next scrape): a GPU gone from a live box's /metrics (lost at a
+    # restart of its gapwatch) kept its last state, fresh-looking, for the whole lookback.
+    Query("exported", "count by (instance, gpu) (gapwatch_gpu_chain_state{{{sel}}})"),
     Query("busy_ratio", "last_over_time(gapwatch_gpu_busy_ratio{{{sel}}}[{lb}])"),
     Query("verdict", "last_over_time(gapwatch_gpu_verdict_info{{{sel}}}[{lb}])"),
     Query("payoff_gain", "last_over_time(gapwatch_gpu_verdict_payoff_ratio{{{sel}}}[{lb}])"),

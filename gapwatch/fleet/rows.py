@@ -8,7 +8,9 @@ showing the previous table and says why (the screen's footer).
 
 A box is stale when Prometheus cannot scrape it now (`up` 0), no longer has it as a target
 (`up` absent), or last scraped it more than `stale_after_s` ago: its rows keep their last
-values, marked stale, and sort just below the boxes in BREAKDOWN.
+values, marked stale, and sort just below the boxes in BREAKDOWN. So is a GPU the box no longer
+exports (`exported` False: a GPU lost at a restart of the box's gapwatch), however fresh the
+box.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ class FleetRow:
     gpu: str
     state: str = "NO_DATA"
     stale: bool = False
+    #: Whether the box exports this GPU's state now (False: only its past is remembered; None:
+    #: not known, the question failed or the row is the box's own).
+    exported: bool | None = None
     up: float | None = None
     age_s: float | None = None
     busy_ratio: float | None = None
@@ -165,8 +170,12 @@ def build_rows(answers: dict[str, list[Series]], stale_after_s: float) -> list[F
     for q in QUERIES:
         if q.field != "state":
             _fill(q, answers.get(q.field, []), rows, by_box)
+    asked = "exported" in answers  # else not known: the query failed
     for row in rows.values():
-        row.stale = row.up != 1.0 or row.age_s is None or row.age_s > stale_after_s
+        if asked and row.gpu != "-" and row.exported is None:
+            row.exported = False
+        row.stale = (row.up != 1.0 or row.age_s is None or row.age_s > stale_after_s
+                     or row.exported is False)
     return sorted(rows.values(), key=lambda r: (-r.severity(), -r.idle_total_s(), r.instance,
                                                 _gpu_order(r.gpu)))
 
@@ -232,6 +241,8 @@ def _set(row: FleetRow, name: str, s: Series) -> None:
             row.idle_s_5m[kind] = row.idle_s_5m.get(kind, 0.0) + s.value
     elif name == "age_s" and s.value is not None:
         row.age_s = max(0.0, s.value)
+    elif name == "exported":
+        row.exported = True
     else:
         setattr(row, name, s.value)
 

@@ -184,3 +184,27 @@ def test_a_replay_with_no_room_for_its_logs_spool_says_so_not_that_the_log_is_un
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"no room for its temporary files: {tmp_path / 'gone'} (temporary files" in err
     assert "cannot read log" not in err
+
+
+def test_the_logs_spool_is_not_closed_under_a_replay_thread_still_reading_it(
+    sim: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The runtime closed the spool after the replay's stop had waited its 2 s, whether its
+    thread had ended or not: a record that took longer left it reading a closed file (or, the
+    descriptor reused, another file's bytes). It is closed once nothing reads it."""
+    rec, log = sim
+    rt = build_runtime(Config(), f"replay:{rec}", speed=0, log_paths=[str(log)])
+    replay = rt.replay
+    assert replay is not None and replay.logs is not None
+    release = threading.Event()
+    reading = threading.Thread(target=release.wait, daemon=True)  # a record taking long
+    monkeypatch.setattr(replay, "_thread", reading)
+    monkeypatch.setattr(replay, "stop", lambda timeout_s=2.0: None)  # its wait, over
+    reading.start()
+    try:
+        rt.stop()
+        assert sum(1 for _ in replay.logs.events()) > 1000  # still open: still readable
+    finally:
+        release.set()
+        reading.join(5)
+    replay.logs.close()

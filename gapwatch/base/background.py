@@ -45,6 +45,11 @@ class Background:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout_s)
 
+    def running(self) -> bool:
+        """Is the loop's thread still running (started, and not yet returned, even when asked
+        to stop: `stop` waits a while only)?"""
+        return self._thread is not None and self._thread.is_alive()
+
     def run(self) -> None:
         """Run the loop in the calling thread until it returns or is stopped (exceptions go to
         the caller)."""

@@ -509,10 +509,11 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
         return
     assert src.recording is not None
     path = src.label.removeprefix("replay:")
-    logs = _replay_logs(path, src.recording.header.started_wall_s, paths, config, rt.session,
-                        window, opened)
+    logs = _replay_logs(path, src.recording.header.started_wall_s, paths, config, window)
     rt.replay = ReplayDriver(src.recording, rt.session, speed, logs,
                              restart=_replay_restart(rt, path, window))
+    if logs is not None:
+        opened.callback(_close_once_unread, rt.replay, logs)
     rt.read_logs = {path: "read whole" for path in paths}
 
 
@@ -592,14 +593,22 @@ def _add_followers(rt: Runtime, src: _OpenSource, paths: list[str], stdin_fd: in
                                       src.clock))
 
 
+def _close_once_unread(replay: ReplayDriver, logs: ReplayLogs) -> None:
+    """The replay's log spool closed as the runtime closes, unless the replay's thread is still
+    reading it (its stop waits 2 s, and one record may take longer): closed under it, a read
+    would fail on a closed file or read another file's bytes at a reused descriptor. Its files
+    are unlinked already: left to the process's exit, they cost a few descriptors."""
+    if not replay.running():
+        logs.close()
+
+
 def _replay_logs(path: str, started_wall_s: float, paths: list[str], config: Config,
-                 session: Session, window: TimeWindow | None, opened: ExitStack
-                 ) -> ReplayLogs | None:
+                 window: TimeWindow | None) -> ReplayLogs | None:
     """`replay FILE --log LOG`: the log files read whole and parsed onto disk as `report --log`
-    parses them (`gapwatch.offline.replay_logs`; FILE's header starts at `started_wall_s`), the
-    spool registered on `opened`; with a `window`, after the daemon's startup lines the
-    recording holds from before it. A log that cannot be read stops the replay at start. None
-    without `--log` files."""
+    parses them (`gapwatch.offline.replay_logs`; FILE's header starts at `started_wall_s`; the
+    caller closes them); with a `window`, after the daemon's startup lines the recording holds
+    from before it. A log that cannot be read stops the replay at start. None without `--log`
+    files."""
     if not paths:
         return None
     if "-" in paths:
@@ -629,5 +638,4 @@ def _replay_logs(path: str, started_wall_s: float, paths: list[str], config: Con
         raise SourceUnavailable(f"cannot read log {exc.filename}: {exc.strerror}") from None
     except RecordingError as exc:
         raise SourceUnavailable(str(exc)) from None
-    opened.callback(logs.close)
     return logs

@@ -15,7 +15,7 @@ from shared_files import write_sim_with_log
 
 from gapwatch.cli import main
 from gapwatch.config import Config, build_config
-from gapwatch.core.models import LogEvent
+from gapwatch.core.models import GpuSample, LogEvent, Notice
 from gapwatch.engine.runtime import build_runtime
 from gapwatch.logs.files import merge_by_time, parse_log_files
 from gapwatch.offline import gap_spool
@@ -166,6 +166,43 @@ def test_a_replay_with_another_days_log_feeds_none_of_it_and_says_so_as_the_repo
     notes = [w for w in report.warnings if w.startswith("--log ")]
     assert notes and all(note in said for note in notes)
     assert "not this recording's log" in notes[0]
+
+
+class _Order:
+    """A sink keeping the kind of each record in the order the session hands them on."""
+
+    def __init__(self) -> None:
+        self.kinds: list[str] = []
+
+    def on_header(self, header: object) -> None:
+        pass
+
+    def on_record(self, record: object) -> None:
+        if isinstance(record, Notice) and "not this recording's log" in record.message:
+            self.kinds.append("note")
+        elif isinstance(record, GpuSample):
+            self.kinds.append("sample")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_log_of_another_day_is_said_as_the_replay_starts_not_at_its_end(
+    sim: tuple[Path, Path], tmp_path: Path,
+) -> None:
+    """Said when the pass ended, the note came an hour late for an hour played at the
+    recorded pace (or never, after a seek back first): a file that ends before the recording
+    is known before any event is read."""
+    rec, log = sim
+    rt = build_runtime(Config(), f"replay:{rec}", speed=0,
+                       log_paths=[str(log), str(_another_days_log(log, tmp_path))])
+    order = _Order()
+    rt.session.add_sink(order)
+    rt.start()
+    assert rt.wait(60)
+    rt.stop()
+    assert order.kinds[0] == "note" and order.kinds.count("note") == 1
+    assert "sample" in order.kinds
 
 
 def test_a_replay_with_no_room_for_its_logs_spool_says_so_not_that_the_log_is_unreadable(

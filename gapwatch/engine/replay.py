@@ -278,11 +278,13 @@ class ReplayDriver(Background):
         # (`Session.on_copies`: a closed gap they reach is re-published once).
         held: list[CopyRecord] = []
         logs = self.logs.events() if self.logs is not None else None
-        if self.logs is not None:
-            # At each play: a seek back empties the store, its counters with it.
+        if self.logs is not None and logs is not None:
+            # At each play: a seek back empties the store, its counters and notices with it.
             for key, n in self.logs.counters.items():
                 if n:
                     self.session.store.count(f"log_{key}", n)
+            for note in logs.notes_now():  # a log of another day, said as the replay starts
+                self._say_once(note)
         merged = (merge_by_time(self.recording.records, logs, logs.after_end) if logs is not None
                   else self.recording.records)
         for record in merged:

@@ -105,23 +105,23 @@ class LogSpan:
                 f.belongs = False
         return False
 
+    def notes_before_reading(self) -> list[str]:
+        """The `notes` line of each file that ends before the span starts, known before any
+        event is read (all its files `observe`d): a replay says it as it starts, not at the end
+        of an hour played at the recorded pace."""
+        if self.start_s <= 0:
+            return []
+        cut = self.start_s - MARGIN_S
+        return [self._unused(path, f, None) for path, f in self.files.items() if f.last_s < cut]
+
     def notes(self, end_s: float | None) -> list[str]:
         """One line per file with lines outside the span: how many, and how far apart."""
         out = []
         for path, f in self.files.items():
             if not (f.before or f.after):
                 continue
-            if not f.belongs and self.windowed:
-                out.append(f"--log {path}: no line within the window (its lines "
-                           f"{_day(f.first_s)} to {_day(f.last_s)}); none of its events is used")
-                continue
             if not f.belongs:
-                far = (self.start_s - f.last_s if f.last_s < self.start_s
-                       else f.first_s - (end_s or f.first_s))
-                side = "before" if f.last_s < self.start_s else "after"
-                out.append(f"--log {path}: not this recording's log: its lines "
-                           f"({_day(f.first_s)} to {_day(f.last_s)}) end {fmt.far(far)} "
-                           f"{side} the recording; none of its events is used")
+                out.append(self._unused(path, f, end_s))
                 continue
             parts = []
             if f.before:
@@ -135,6 +135,18 @@ class LogSpan:
                        "for causes, advice or partitions (its startup lines kept)")
         return out
 
+    def _unused(self, path: str, f: _File, end_s: float | None) -> str:
+        """The line for a file none of whose events is used (outside the window, or another
+        run's log)."""
+        if self.windowed:
+            return (f"--log {path}: no line within the window (its lines {_day(f.first_s)} to "
+                    f"{_day(f.last_s)}); none of its events is used")
+        far = (self.start_s - f.last_s if f.last_s < self.start_s
+               else f.first_s - (end_s or f.first_s))
+        side = "before" if f.last_s < self.start_s else "after"
+        return (f"--log {path}: not this recording's log: its lines ({_day(f.first_s)} to "
+                f"{_day(f.last_s)}) end {fmt.far(far)} {side} the recording; none of its events "
+                "is used")
 
 def _day(t: float) -> str:
     """Date and time: a log from another day must say its day."""

@@ -64,6 +64,11 @@ class LogPass:
         self._end_s = end_s
         return self._span.after_end(ev, end_s)
 
+    def notes_now(self) -> list[str]:
+        """The notes known before any event is read: the files that end before the recording
+        (or window) starts (`LogSpan.notes_before_reading`)."""
+        return self._span.notes_before_reading()
+
     def notes(self) -> list[str]:
         """One line per `--log` file with lines outside the recording (or window), as the
         report says them."""

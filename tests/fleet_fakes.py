@@ -1,5 +1,6 @@
 """A stand-in Prometheus for the fleet tests: answers `/api/v1/query` and `/query_range` from a
-table (PromQL text -> what to send), on loopback, on its own thread.
+table (PromQL text -> what to send), and `/api/v1/targets` (GET, as Prometheus takes it) from its
+list of targets, on loopback, on its own thread.
 
 What it sends can be anything a real or broken server might: a success with series, an HTTP
 error with Prometheus's error JSON, a body that is not JSON, a huge body, or no answer for a
@@ -47,6 +48,24 @@ def matrix(*series: tuple[dict[str, str], list[tuple[float, float]]]) -> Reply:
 EMPTY = vector()
 
 
+def target(instance: str, health: str = "up", last_error: str = "",
+           last_scrape: str = "2026-12-04T18:27:44.617259848Z", job: str = "gapwatch"
+           ) -> dict[str, Any]:
+    """One of the targets API's `activeTargets`, as Prometheus 2.42 writes it."""
+    url = f"http://{instance}/metrics"
+    return {"discoveredLabels": {"__address__": instance, "job": job},
+            "labels": {"instance": instance, "job": job}, "scrapePool": job, "scrapeUrl": url,
+            "globalUrl": url, "lastError": last_error, "lastScrape": last_scrape,
+            "lastScrapeDuration": 0.0004, "health": health, "scrapeInterval": "15s",
+            "scrapeTimeout": "10s"}
+
+
+def refused(instance: str) -> str:
+    """Prometheus's `lastError` for a box whose port is closed."""
+    return (f'Get "http://{instance}/metrics": dial tcp {instance}: connect: '
+            "connection refused")
+
+
 def promql(field: str, opts: FleetOptions | None = None) -> str:
     """The PromQL the fleet sends for `field` (with default options)."""
     o = opts or FleetOptions()
@@ -60,6 +79,10 @@ class FakeProm:
         self.range_replies: dict[str, Reply] = {}
         self.default = EMPTY
         self.asked: list[str] = []
+        #: The targets API's `activeTargets` (`box` adds each box's), unless `targets_reply`
+        #: says what to send instead.
+        self.targets: list[dict[str, Any]] = []
+        self.targets_reply: Reply | None = None
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -75,8 +98,22 @@ class FakeProm:
                 if self.path.endswith("/query_range"):
                     reply = next((r for p, r in fake.range_replies.items()
                                   if query.startswith(p)), EMPTY)
+                elif self.path.endswith("/targets"):  # as Prometheus: GET only
+                    reply = Reply(405, b"Method Not Allowed")
                 else:
                     reply = fake.replies.get(query, fake.default)
+                self.answer(reply)
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                fake.asked.append(f"GET {self.path}")
+                if self.path.endswith("/api/v1/targets?state=active"):
+                    self.answer(fake.targets_reply or Reply(body=json.dumps(
+                        {"status": "success", "data": {"activeTargets": fake.targets,
+                                                       "droppedTargets": []}}).encode()))
+                else:
+                    self.answer(Reply(404, b"404 page not found\n"))
+
+            def answer(self, reply: Reply) -> None:
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 try:
@@ -132,3 +169,6 @@ def box(fake: FakeProm, instance: str, gpus: int, state: str = "CHAINED", up: fl
                          "setting": "[memory] safety_margin"}, 1))
     add("up", ({"job": "gapwatch", "instance": instance}, up))
     add("age_s", ({"instance": instance}, age_s))
+    # Its target, as Prometheus's targets API says: a box it cannot scrape refuses connections.
+    fake.targets.append(target(instance) if up == 1.0 else
+                        target(instance, "down", refused(instance)))

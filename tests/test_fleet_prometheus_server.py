@@ -3,7 +3,8 @@
 Three `gapwatch record` processes (the simulator's chained, pageable and host-stall scenarios,
 fast) serve /metrics; a Prometheus (Debian package `prometheus`) scrapes them every 250 ms; then
 `gapwatch fleet --once --json` must list all three with the state and cause each scenario has,
-and after one box is killed, must still list it, stale. Without a `prometheus` binary the test
+and after one box is killed, must still list it, stale, saying why (Prometheus's targets API:
+"scrape failed: connection refused"). Without a `prometheus` binary the test
 is skipped and says so in the warnings summary.
 """
 
@@ -179,12 +180,18 @@ def test_fleet_lists_three_boxes_with_their_states_and_causes_and_keeps_a_dead_o
 
     boxes["chained"].stop()
     dead = boxes["chained"].instance
-    wait_for("the killed box to turn stale",
+    # Stale, and saying why: the scrape the kill cut short says "connection reset by peer",
+    # the ones after it (every 250 ms) "connection refused".
+    wait_for("the killed box to turn stale, its scrape refused",
              lambda: (r := _by_instance(refresh(client, opts).rows).get(dead)) is not None
-             and r.stale, 20)
+             and r.stale and r.down_why == "scrape failed: connection refused", 20)
     assert main(["fleet", "--prometheus", prometheus, "--once", "--json"]) == 0  # in-process
     after = {r["instance"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert set(after) == set(rows)  # nobody dropped
     assert after[dead]["stale"] is True and after[dead]["up"] == 0.0
     assert after[dead]["state"] == "CHAINED"  # its last known state, kept
+    # Why, in Prometheus's words (its targets API): the killed box's port is closed.
+    assert after[dead]["down_why"] == "scrape failed: connection refused"
+    assert after[dead]["down_scrape_url"] == f"http://{dead}/metrics"
     assert after[boxes["pageable"].instance]["stale"] is False
+    assert after[boxes["pageable"].instance]["down_why"] is None

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from fleet_fakes import FakeProm, Reply, box, fake_prometheus, matrix
+from fleet_fakes import FakeProm, Reply, box, fake_prometheus, matrix, refused
 from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
@@ -103,6 +103,36 @@ async def test_enter_on_a_row_shows_that_box_recent_minutes() -> None:
 #: An OSC 52 clipboard write, a one-byte CSI, a right-to-left override, and markup.
 _HOSTILE = "\x1b]52;c;ZXZpbA==\x07\x9b2J\u202e[/][@click=app.quit]Q[/]"
 _RAW = ("\x1b", "\x9b", "\u202e")
+
+
+async def test_a_dead_box_says_prometheus_reason_in_the_table_and_its_detail() -> None:
+    """Its CAUSE cell and its detail's first line say why Prometheus cannot scrape it (its
+    targets API); a box that is up says no reason, in the table or its detail."""
+    with fake_prometheus() as fake:
+        box(fake, "dead:9400", 1, "CHAINED", up=0.0, age_s=400.0)
+        box(fake, "up:9400", 1, "GAPS")
+        fake.targets[0]["lastError"] = refused("dead:9400") + _HOSTILE
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _open_first_box(app, pilot)
+            said = str(app.screen.query_one("#detail-scrape", Static).content)
+            await pilot.press("escape")
+            table: DataTable[Text] = app.query_one(DataTable)
+            dead, up = ([str(c) for c in table.get_row_at(i)] for i in (0, 1))
+            table.move_cursor(row=1)
+            await pilot.press("enter")
+            await pilot.pause(0.1)
+            up_opened, up_scrape = isinstance(app.screen, DetailScreen), \
+                len(app.screen.query("#detail-scrape"))
+    assert dead[:3] == ["dead:9400", "0", "~CHAINED"]
+    assert dead[10] == "scrape failed: connection refused\\x1b]52;c;ZXZpbA==\\x07\\x9b2J" \
+        "\\u202e[/][@click=app.quit]Q[/]"
+    assert up[10] == "a/b/c copied from pageable memory"
+    assert said.startswith("Prometheus cannot scrape this box: scrape failed: connection "
+                           "refused\\x1b]52;c;")
+    assert "; last tried 2026-12-0" in said and said.endswith("; scraping "
+                                                             "http://dead:9400/metrics")
+    assert not any(c in dead[10] + said for c in _RAW) and up_opened and up_scrape == 0
 
 
 async def test_a_state_label_of_escapes_reaches_no_terminal_through_the_fleet_table() -> None:

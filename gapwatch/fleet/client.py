@@ -1,13 +1,14 @@
 """Prometheus's HTTP query API, asked with bounds: a deadline, a cap on what is read, typed
 decoding of the answer. Every failure is a `PromError` whose message is for the footer.
 
-Who calls it: `gapwatch.fleet.rows` (instant queries, every refresh) and `gapwatch.fleet.detail`
-(range queries, when a box is opened). Everything Prometheus sends is outside input: a body over
+Who calls it: `gapwatch.fleet.rows` (instant queries, every refresh), `gapwatch.fleet.targets`
+(the targets API, `/api/v1/targets`, when a box is stale) and `gapwatch.fleet.detail` (range
+queries, when a box is opened). Everything Prometheus sends is outside input: a body over
 `max_bytes` is refused unread, JSON of another shape is refused by its schema (msgspec), label
-values are kept as text (the screen shows them through `fmt.visible`), numbers that are not
-finite become None.
+values and a target's words are kept as text, cut (the screen shows them through
+`fmt.visible`), numbers that are not finite become None.
 
-One home for the HTTP exchange, `_post`: one deadline for the whole of it (connect, request,
+One home for the HTTP exchange, `_send`: one deadline for the whole of it (connect, request,
 status line, headers, body), kept by a watchdog that shuts the socket when it passes, since a
 socket timeout bounds each read only and a server dripping a byte at a time never trips it;
 redirects are named, never followed (the API does not redirect, and following one turned the
@@ -21,6 +22,7 @@ a refresh for its own retries, 10-30 s), the answer kept for `RESOLVED_FOR_S`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import math
 import socket
@@ -29,6 +31,8 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -47,6 +51,9 @@ MAX_SERIES = 100_000
 READ_LABELS = ("instance", "gpu", "state", "kind", "cause", "cause_words", "setting")
 #: What one label value may keep: a box name or a cause's words fit many times over.
 MAX_LABEL_CHARS = 256
+#: What a target's words (its `lastError`, `health`, `scrapeUrl`) may keep: Go's longest scrape
+#: error (a URL, an address, the innermost cause) is ~150 characters; a longer one ends in "…".
+MAX_TARGET_TEXT_CHARS = 256
 #: How long a looked-up address of Prometheus is used before it is looked up again (a refresh
 #: asks several queries; the system resolver's own cache, where there is one, is not Python's).
 RESOLVED_FOR_S = 30.0
@@ -68,6 +75,10 @@ class _Labels(msgspec.Struct):
     setting: str | None = None
 
 
+#: The shape of an answer's `data`: query results, or the targets.
+_D = TypeVar("_D")
+
+
 class _Sample(msgspec.Struct):
     metric: _Labels
     value: tuple[float, str] | None = None
@@ -79,14 +90,34 @@ class _Data(msgspec.Struct):
     result: list[_Sample]
 
 
-class _Answer(msgspec.Struct):
+class _Answer(msgspec.Struct, Generic[_D]):
+    """Any answer of the API: its `data` (of the endpoint's own shape) or Prometheus's error."""
+
     status: str
-    data: _Data | None = None
+    data: _D | None = None
     error: str | None = None
     errorType: str | None = None  # noqa: N815 - Prometheus's own field name
 
 
-_DECODER = msgspec.json.Decoder(_Answer)
+_DECODER = msgspec.json.Decoder(_Answer[_Data])
+
+
+class _Target(msgspec.Struct):
+    """One of `/api/v1/targets`' `activeTargets`; its other fields (`discoveredLabels`, the
+    biggest) are skipped unbuilt. `labels` is kept raw: only the ones asked for are decoded."""
+
+    labels: msgspec.Raw
+    health: str = "unknown"
+    lastError: str = ""  # noqa: N815 - Prometheus's own field name
+    lastScrape: str = ""  # noqa: N815 - Prometheus's own field name
+    scrapeUrl: str = ""  # noqa: N815 - Prometheus's own field name
+
+
+class _TargetsData(msgspec.Struct):
+    activeTargets: list[_Target]  # noqa: N815 - Prometheus's own field name
+
+
+_TARGETS_DECODER = msgspec.json.Decoder(_Answer[_TargetsData])
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +135,20 @@ def _number(text: str) -> float | None:
     except (TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One target Prometheus scrapes, as its targets API says: the labels asked for (cut as a
+    series' are), its `health` ("up", "down", "unknown"), its `lastError` ("" when the last
+    scrape went well), when it last tried (None: never, or a time that is not one) and the URL
+    it scrapes. Every text is Prometheus's, cut to MAX_TARGET_TEXT_CHARS."""
+
+    labels: dict[str, str]
+    health: str
+    last_error: str
+    last_scrape_t_wall_s: float | None
+    scrape_url: str
 
 
 class PromClient:
@@ -164,24 +209,47 @@ class PromClient:
                                          "end": f"{end_s:.3f}", "step": f"{step_s:g}"},
                          timeout_s)
 
-    def _ask(self, path: str, form: dict[str, str], timeout_s: float | None) -> list[Series]:
-        timeout = self.timeout_s if timeout_s is None else max(0.05, timeout_s)
-        body = self._post(f"{self._path}/api/v1/{path}", form, timeout)
-        try:
-            answer = _DECODER.decode(body)
-        except (msgspec.DecodeError, RecursionError) as exc:
-            raise PromError(f"answer is not Prometheus JSON ({str(exc)[:80]})") from None
+    def targets(self, label_names: tuple[str, ...], timeout_s: float | None = None
+                ) -> list[Target]:
+        """`/api/v1/targets?state=active`: every target Prometheus scrapes now, each with only
+        the labels of `label_names` (a target has dozens; a hostile answer thousands). The API
+        filters by no label: the caller picks its targets. At most MAX_SERIES of them."""
+        # GET: the targets API takes no POST (405 Method Not Allowed).
+        body = self._send("GET", "targets", {"state": "active"}, timeout_s)
+        answer = _decoded(_TARGETS_DECODER, body)
         if answer.status != "success" or answer.data is None:
-            raise PromError(f"Prometheus said {answer.errorType or answer.status}: "
-                            f"{(answer.error or '')[:120]}")
+            raise _refusal(answer)
+        found = answer.data.activeTargets
+        if len(found) > MAX_SERIES:
+            raise PromError(f"answer has {len(found)} targets (at most {MAX_SERIES})")
+        labels_decoder = _labels_decoder(label_names)
+        return [_target(t, label_names, labels_decoder) for t in found]
+
+    def _ask(self, path: str, form: dict[str, str], timeout_s: float | None) -> list[Series]:
+        answer = _decoded(_DECODER, self._send("POST", path, form, timeout_s))
+        if answer.status != "success" or answer.data is None:
+            raise _refusal(answer)
         result = answer.data.result
         if len(result) > MAX_SERIES:
             raise PromError(f"answer has {len(result)} series (at most {MAX_SERIES})")
         return [_series(s) for s in result]
 
-    def _post(self, path: str, form: dict[str, str], timeout_s: float) -> bytes:
-        """POST `form` to `path`; the body of a 200 answer, read within `timeout_s` in all."""
-        data = urllib.parse.urlencode(form).encode()
+    def _send(self, method: str, api: str, form: dict[str, str], timeout_s: float | None
+              ) -> bytes:
+        """`form` to `/api/v1/<api>` (the body of a POST, the query of a GET); the body of a
+        200 answer, read within `timeout_s` (the client's own when None) in all."""
+        timeout = self.timeout_s if timeout_s is None else max(0.05, timeout_s)
+        encoded = urllib.parse.urlencode(form)
+        path = f"{self._path}/api/v1/{api}"
+        if method == "GET":
+            path, data = f"{path}?{encoded}", None
+        else:
+            data = encoded.encode()
+        return self._exchange_within(method, path, data, timeout)
+
+    def _exchange_within(self, method: str, path: str, data: bytes | None, timeout_s: float
+                         ) -> bytes:
+        """One request, its whole exchange within `timeout_s`; every failure a PromError."""
         conn: http.client.HTTPConnection
         tls = ssl.create_default_context() if self._https else None
         if tls is not None:
@@ -198,7 +266,7 @@ class PromClient:
         started = time.monotonic()
         try:
             conn.sock = self._connect(started + timeout_s, timeout_s, tls)
-            return self._exchange(conn, path, data, watchdog)
+            return self._exchange(conn, method, path, data, watchdog)
         except PromError:
             raise  # said already (an error status keeps its words past the deadline)
         except TimeoutError:
@@ -257,14 +325,15 @@ class PromClient:
                 failure = exc
         raise failure
 
-    def _exchange(self, conn: http.client.HTTPConnection, path: str, data: bytes,
-                  watchdog: _Watchdog) -> bytes:
+    def _exchange(self, conn: http.client.HTTPConnection, method: str, path: str,
+                  data: bytes | None, watchdog: _Watchdog) -> bytes:
         # Handed over now: http.client sets `conn.sock` to None once a reply says it will
         # close, while the reply still reads through that socket.
         watchdog.watch(conn.sock)
-        conn.request("POST", path or "/", body=data, headers={
-            "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json",
-            "Connection": "close"})
+        headers = {"Accept": "application/json", "Connection": "close"}
+        if data is not None:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        conn.request(method, path or "/", body=data, headers=headers)
         with conn.getresponse() as resp:  # closed on every way out: the socket with it
             return self._body(resp, watchdog)
 
@@ -415,10 +484,57 @@ def _read_capped(resp: http.client.HTTPResponse, cap: int) -> bytes:
 def _error_words(resp: http.client.HTTPResponse) -> str:
     try:
         body = resp.read(4096)
-        answer = msgspec.json.decode(body, type=_Answer)
+        answer = msgspec.json.decode(body, type=_Answer[Any])
     except Exception:  # noqa: BLE001 - any body at all: the status code says enough
         return ""
     return (answer.error or "")[:120]
+
+
+def _refusal(answer: _Answer[Any]) -> PromError:
+    """Prometheus's own "status": "error" answer (or one without data), in its words."""
+    return PromError(f"Prometheus said {answer.errorType or answer.status}: "
+                     f"{(answer.error or '')[:120]}")
+
+
+def _decoded(decoder: msgspec.json.Decoder[Any], body: bytes) -> Any:
+    """`body` decoded against its schema; any other shape is a PromError, not a guess."""
+    try:
+        return decoder.decode(body)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise PromError(f"answer is not Prometheus JSON ({str(exc)[:80]})") from None
+
+
+@functools.lru_cache(maxsize=8)
+def _labels_decoder(names: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
+    """A decoder of a target's `labels` that builds only `names` (a struct of one field per
+    name, renamed: a label may be called `class` or `def`) and skips the others unbuilt."""
+    fields = [(f"l{i}", str | None, None) for i in range(len(names))]
+    kind = msgspec.defstruct("_TargetLabels", fields,
+                             rename={f"l{i}": name for i, name in enumerate(names)})
+    return msgspec.json.Decoder(kind)
+
+
+def _cut(text: str, limit: int = MAX_TARGET_TEXT_CHARS) -> str:
+    # Said cut ("…"), not cut silently: a scrape error's end is its innermost cause.
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _target(t: _Target, names: tuple[str, ...], decoder: msgspec.json.Decoder[Any]) -> Target:
+    labels = _decoded(decoder, t.labels)
+    kept = {name: text[:MAX_LABEL_CHARS] for i, name in enumerate(names)
+            if (text := getattr(labels, f"l{i}")) is not None}
+    return Target(kept, _cut(t.health), _cut(t.lastError), _wall_s(t.lastScrape),
+                  _cut(t.scrapeUrl))
+
+
+def _wall_s(rfc3339: str) -> float | None:
+    """Prometheus's time (RFC 3339, nanoseconds) as Unix seconds; None for Go's zero time (a
+    target never scraped: year 1) and for anything that is not a time."""
+    try:
+        t = datetime.fromisoformat(rfc3339[:64]).timestamp()
+    except (ValueError, OverflowError, OSError):
+        return None
+    return t if t > 0 else None
 
 
 def _series(s: _Sample) -> Series:

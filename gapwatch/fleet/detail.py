@@ -4,7 +4,8 @@ Who calls it: `gapwatch.ui.fleet` (on a worker thread). Prometheus holds counter
 gaps: what it can give is, per minute of the last `minutes`, the idle seconds of the gaps that
 closed then on each GPU, by kind, beside the verdict gapwatch gave at that minute (its cause in
 words and the setting to change). That is what is shown, and the screen says so; each gap's own
-hint is on the box (its dashboard, snapshots, `gapwatch report`).
+hint is on the box (its dashboard, snapshots, `gapwatch report`). A box Prometheus cannot scrape
+says why first (`scrape_line`: its targets API's words, from the row).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from gapwatch.core import fmt
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT
-from gapwatch.fleet.rows import FleetOptions
+from gapwatch.fleet.rows import FleetOptions, FleetRow
 
 #: What the detail says it shows (its first line).
 WHAT_IS_SHOWN = ("Per minute, newest first: idle seconds of the gaps that closed on each GPU, "
@@ -46,6 +47,21 @@ class Minute:
             else ""
         return (f"{stamp} GPU{fmt.visible(self.gpu)} idle {sum(self.idle_s.values()):.1f}s "
                 f"({kinds}): {why}{setting}")
+
+
+def scrape_line(rows: list[FleetRow], instance: str) -> str | None:
+    """Why Prometheus cannot scrape box `instance`, when and where it last tried, from its rows
+    (`FleetRow.down_why`); None when it can, or when Prometheus did not say. Made visible."""
+    row = next((r for r in rows if r.instance == instance and r.down_why is not None), None)
+    if row is None or row.down_why is None:
+        return None
+    said = [f"Prometheus cannot scrape this box: {fmt.visible(row.down_why)}"]
+    if row.down_last_scrape_t_wall_s is not None:
+        stamp = time.localtime(row.down_last_scrape_t_wall_s)  # a year of 1..9999 (`_wall_s`)
+        said.append(f"last tried {time.strftime('%Y-%m-%d %H:%M:%S', stamp)}")
+    if row.down_scrape_url is not None:
+        said.append(f"scraping {fmt.visible(row.down_scrape_url)}")
+    return "; ".join(said)
 
 
 def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: int = 30,

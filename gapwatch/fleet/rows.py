@@ -11,6 +11,11 @@ A box is stale when Prometheus cannot scrape it now (`up` 0), no longer has it a
 values, marked stale, and sort just below the boxes in BREAKDOWN. So is a GPU the box no longer
 exports (`exported` False: a GPU lost at a restart of the box's gapwatch), however fresh the
 box.
+
+Why a box is stale is Prometheus's to say (`gapwatch.fleet.targets`): when a refresh has a
+stale row, its targets API is asked once, last, within what is left of the budget, and each
+stale row of a box whose scrape fails carries the reason (`down_why`, shown in the CAUSE cell).
+That question failing costs the reasons only (None, and `errors["down_why"]`), never the rows.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from gapwatch.core import fmt
 from gapwatch.core.models import STATE_SEVERITY
 from gapwatch.fleet.client import PromClient, PromError, Series
 from gapwatch.fleet.queries import QUERIES, Query, render
+from gapwatch.fleet.targets import failure_of, parse_selector, scrape_failures
 
 #: Rank of a stale row among the states (BREAKDOWN 4, GAPS 3...): after BREAKDOWN, before GAPS.
 STALE_SEVERITY = 3.5
@@ -55,6 +61,14 @@ class FleetRow:
     throttled: float | None = None
     xid_errors: float | None = None
     restarts: float | None = None
+    #: Why Prometheus has no fresh scrape of the box, in its words ("scrape failed: connection
+    #: refused", "not a target of Prometheus now"); None: the row is fresh, the box's target
+    #: is up, or the targets API did not say. Prometheus's text: shown through `fmt.visible`.
+    down_why: str | None = None
+    #: When Prometheus last tried to scrape the box (its targets API's `lastScrape`), and the
+    #: URL it scrapes: set with `down_why` only, None when not known.
+    down_last_scrape_t_wall_s: float | None = None
+    down_scrape_url: str | None = None
 
     def severity(self) -> float:
         if self.stale and self.state != "BREAKDOWN":
@@ -122,15 +136,16 @@ class FleetOptions:
 
 def refresh(client: PromClient, opts: FleetOptions,
             clock: Callable[[], float] = time.time) -> Refresh:
-    """Ask every query (within `opts.budget_s` in all) and build the rows."""
+    """Ask every query (within `opts.budget_s` in all) and build the rows; when a row is
+    stale, ask the targets API why (within the same budget)."""
     started = time.monotonic()
     answers: dict[str, list[Series]] = {}
     errors: dict[str, str] = {}
     waited = 0.0
     for q in QUERIES:
-        left = opts.budget_s - (time.monotonic() - started)
+        left = _budget_left_s(opts, started)
         if left <= 0:
-            errors[q.field] = f"skipped: the refresh's {opts.budget_s:g} s were spent"
+            errors[q.field] = _spent(opts)
             continue
         try:
             answers[q.field] = client.instant(render(q, opts.selector, opts.lookback), left)
@@ -140,7 +155,45 @@ def refresh(client: PromClient, opts: FleetOptions,
     # No state answer, no rows (`Refresh.rows_failed`): boxes from `up` alone would each be
     # a NO_DATA row, a state nobody reported.
     rows = build_rows(answers, opts.stale_after_s) if "state" in answers else []
+    if any(r.stale for r in rows):  # the fresh rows need no reason: not asked for them
+        waited += _explain_stale(client, opts, rows, errors, started)
     return Refresh(rows, errors, clock(), time.monotonic() - started, waited)
+
+
+def _budget_left_s(opts: FleetOptions, started: float) -> float:
+    return opts.budget_s - (time.monotonic() - started)
+
+
+def _spent(opts: FleetOptions) -> str:
+    return f"skipped: the refresh's {opts.budget_s:g} s were spent"
+
+
+def _explain_stale(client: PromClient, opts: FleetOptions, rows: list[FleetRow],
+                   errors: dict[str, str], started: float) -> float:
+    """Set `down_why` (and when, and where) on the stale rows from Prometheus's targets API;
+    what failed goes to `errors["down_why"]` and leaves every reason None. Returns the seconds
+    waited on Prometheus."""
+    left = _budget_left_s(opts, started)
+    if left <= 0:
+        errors["down_why"] = _spent(opts)
+        return 0.0
+    try:
+        selector = parse_selector(opts.selector)
+    except ValueError as exc:  # not asked: which targets it means would be a guess
+        errors["down_why"] = str(exc)
+        return 0.0
+    try:
+        by_box = scrape_failures(client, selector, left)
+    except PromError as exc:
+        errors["down_why"] = str(exc)
+        return client.last_wait_s
+    for row in rows:
+        failure = failure_of(by_box, row.instance) if row.stale else None
+        if failure is not None:
+            row.down_why = failure.why
+            row.down_last_scrape_t_wall_s = failure.last_scrape_t_wall_s
+            row.down_scrape_url = failure.scrape_url
+    return client.last_wait_s
 
 
 def _key(s: Series) -> tuple[str, str]:
@@ -274,6 +327,8 @@ def cells(r: FleetRow) -> tuple[str, ...]:
     age = "-" if r.age_s is None else f"{r.age_s:.0f}s" if r.age_s < 600 else \
         f"{r.age_s / 60:.0f}m"
     cause = r.cause_words if r.cause_words and r.cause_words != "none" else (r.cause or "-")
+    # A box Prometheus cannot scrape: why, before the cause it last reported (that is old).
+    cause = r.down_why or cause
     # Every label is Prometheus's text, the state's too (an unknown one is shown as it came).
     return (fmt.visible(r.instance), fmt.visible(r.gpu), fmt.visible(state), busy, idle, age,
             fmt.visible(r.setting or "-"), chain, post, r.health(), fmt.visible(cause))

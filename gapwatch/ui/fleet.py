@@ -4,8 +4,10 @@ Who calls it: `gapwatch.commands.fleet` (`gapwatch fleet --prometheus URL` witho
 The queries and rows are `gapwatch.fleet` (headless); this module only shows them. A refresh
 runs on a worker thread every `refresh_s`; while one is in flight no other starts. A refresh
 whose rows could not be read keeps the previous table and says why in the footer, as does a
-refresh where only some queries failed (their columns show "-"). Enter on a row opens the
-box's recent minutes (`gapwatch.fleet.detail`); Escape comes back; q quits.
+refresh where only some queries failed (their columns show "-"). A box Prometheus cannot scrape
+says why in its CAUSE cell (`rows.cells`). Enter on a row opens the box's recent minutes
+(`gapwatch.fleet.detail`), under why Prometheus cannot scrape it when it cannot; Escape comes
+back; q quits.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from textual.widgets import DataTable, Static
 
 from gapwatch.core import fmt
 from gapwatch.fleet.client import PromClient, PromError
-from gapwatch.fleet.detail import WHAT_IS_SHOWN, box_detail
+from gapwatch.fleet.detail import WHAT_IS_SHOWN, box_detail, scrape_line
 from gapwatch.fleet.rows import COLUMNS, FleetOptions, Refresh, cells, refresh
 
 #: The most rows the table holds, the worst first (a farm of 250 8-GPU boxes). Prometheus may
@@ -53,18 +55,23 @@ def _errors(result: Refresh) -> str:
 
 
 class DetailScreen(Screen[None]):
-    """One box's recent minutes (what Prometheus holds, said on the first line)."""
+    """One box's recent minutes (what Prometheus holds, said on the first line), under why
+    Prometheus cannot scrape the box (`scrape`, already made visible) when it cannot."""
 
     BINDINGS = [Binding("escape", "app.pop_screen", "back"), Binding("q", "app.pop_screen",
                                                                      "back")]
 
-    def __init__(self, client: PromClient, opts: FleetOptions, instance: str) -> None:
+    def __init__(self, client: PromClient, opts: FleetOptions, instance: str,
+                 scrape: str | None = None) -> None:
         super().__init__()
         self._client, self._opts, self._instance = client, opts, instance
+        self._scrape = scrape
 
     def compose(self) -> ComposeResult:
         yield Static(f"{fmt.visible(self._instance)}: recent gaps (Escape: back)",
                      id="detail-title", markup=False)
+        if self._scrape is not None:  # from the table's refresh: shown at once, not asked
+            yield Static(self._scrape, id="detail-scrape", markup=False)
         with VerticalScroll():
             yield Static("asking Prometheus ...", id="detail-body", markup=False)
 
@@ -172,7 +179,9 @@ class FleetApp(App[int]):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         key = event.row_key.value
         if key:
-            self.push_screen(DetailScreen(self.client, self.opts, key.split("\x00", 1)[0]))
+            instance = key.split("\x00", 1)[0]
+            scrape = scrape_line(self.last.rows, instance) if self.last is not None else None
+            self.push_screen(DetailScreen(self.client, self.opts, instance, scrape))
 
 
 def run_fleet_screen(client: PromClient, opts: FleetOptions, refresh_s: float) -> int:

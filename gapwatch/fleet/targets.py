@@ -1,0 +1,144 @@
+"""Why Prometheus cannot scrape a box, in its own words: its targets API (`/api/v1/targets`).
+
+Who calls it: `gapwatch.fleet.rows` (a refresh with a stale box). A box that stopped reporting
+is shown stale from the queries alone; this says why: the target's `health` and `lastError`
+("connection refused", "context deadline exceeded", "server returned HTTP status 500"), when
+Prometheus last tried, the URL it scrapes, or that the box is no longer one of its targets.
+
+The API filters by no label: Prometheus sends every active target, and the ones `--selector`
+picks are kept here (`Selector`): each matcher (`=`, `!=`, `=~`, `!~`, a regex anchored at both
+ends as PromQL's) is applied to the target's labels, which are the labels its series carry (a
+missing label is ""). A selector this cannot read (PromQL's quoted label names) is said, and
+no reason is given, rather than a guess at which targets it means.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gapwatch.fleet.client import PromClient, Target
+
+#: One matcher of `--selector`: a label name, the operator, the value in "", '' or ``.
+_MATCHER = re.compile(r"""\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*
+                          ("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)\s*(,|$)""", re.X)
+#: PromQL's escapes in a quoted value (the others are kept as they are written).
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+#: What Go's scrape errors repeat of what the row says already: the URL asked (`Get "URL": `,
+#: the target's `scrapeUrl`) and the socket's addresses and call (`dial tcp ADDR: connect: `,
+#: `read tcp A->B: read: `). Cut away, a reason fits its column: "connection refused", not the
+#: URL the column cut it after.
+_SAID_ALREADY = re.compile(r'^(?:Get "[^"]*": )?(?:(?:dial|read|write) tcp\S* (?:\S+: )?)?'
+                           r"(?:(?:connect|read|write): )?")
+#: The reason of a box whose target Prometheus no longer has (a box taken out of its config).
+NOT_A_TARGET = "not a target of Prometheus now"
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    """One label matcher: `label op value` (a regex's pattern compiled, anchored)."""
+
+    label: str
+    op: str
+    value: str
+    pattern: re.Pattern[str] | None = None
+
+    def holds(self, labels: dict[str, str]) -> bool:
+        got = labels.get(self.label, "")  # PromQL: a missing label matches ""
+        if self.pattern is not None:
+            return (self.pattern.fullmatch(got) is not None) == (self.op == "=~")
+        return (got == self.value) == (self.op == "=")
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """`--selector` as matchers: which targets are gapwatch's."""
+
+    matchers: tuple[Matcher, ...]
+
+    def label_names(self) -> tuple[str, ...]:
+        """The labels a target must be decoded with: the box's name and what is matched."""
+        return tuple(dict.fromkeys(("instance", *(m.label for m in self.matchers))))
+
+    def picks(self, labels: dict[str, str]) -> bool:
+        return all(m.holds(labels) for m in self.matchers)
+
+
+def parse_selector(text: str) -> Selector:
+    """`job="gapwatch",cluster=~"prov.*"` as a `Selector`; ValueError when it is not a list of
+    such matchers (PromQL reads more: a quoted label name)."""
+    matchers: list[Matcher] = []
+    pos = 0
+    while pos < len(text.rstrip()):
+        m = _MATCHER.match(text, pos)
+        if m is None or m.end() == pos:
+            raise ValueError(f"--selector not read as label matchers at {text[pos:pos + 40]!r}")
+        label, op, quoted = m.group(1), m.group(2), m.group(3)
+        matchers.append(_matcher(label, op, _unquoted(quoted)))
+        pos = m.end()
+    return Selector(tuple(matchers))
+
+
+def _matcher(label: str, op: str, value: str) -> Matcher:
+    if op in ("=", "!="):
+        return Matcher(label, op, value)
+    try:
+        return Matcher(label, op, value, re.compile(value))
+    except re.error as exc:
+        raise ValueError(f"--selector {label}{op}: not a regex this reads ({exc})") from None
+
+
+def _unquoted(quoted: str) -> str:
+    if quoted[0] == "`":  # a raw string: no escapes
+        return quoted[1:-1]
+    return re.sub(r"\\(.)", lambda e: _ESCAPES.get(e.group(1), e.group(1)), quoted[1:-1])
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapeFailure:
+    """Why Prometheus has no fresh scrape of a box: the reason in a few words ("scrape failed:
+    connection refused"), when it last tried (None: not known) and the URL it scrapes (None: no
+    such target)."""
+
+    why: str
+    last_scrape_t_wall_s: float | None = None
+    scrape_url: str | None = None
+
+
+def scrape_failures(client: PromClient, selector: Selector, timeout_s: float
+                    ) -> dict[str, ScrapeFailure | None]:
+    """Per box (`instance`) of the targets `selector` picks: why its scrape fails, None when it
+    is up. A box not in the answer is no longer a target (`failure_of_absent`). Raises
+    PromError when the API cannot answer (absent, refused, hostile)."""
+    by_box: dict[str, ScrapeFailure | None] = {}
+    for target in client.targets(selector.label_names(), timeout_s):
+        if not selector.picks(target.labels):
+            continue
+        box = target.labels.get("instance", "?")
+        # Two targets of one box (two jobs the selector picks): a failing one is the reason.
+        if by_box.get(box) is None:
+            by_box[box] = _failure(target)
+    return by_box
+
+
+def failure_of(by_box: dict[str, ScrapeFailure | None], box: str) -> ScrapeFailure | None:
+    """The reason for `box` from `scrape_failures`: a target's, or that it is none."""
+    if box not in by_box:
+        return ScrapeFailure(NOT_A_TARGET)
+    return by_box[box]
+
+
+def _failure(t: Target) -> ScrapeFailure | None:
+    if t.health == "up":
+        return None
+    return ScrapeFailure(_words(t), t.last_scrape_t_wall_s, t.scrape_url or None)
+
+
+def _words(t: Target) -> str:
+    error = _SAID_ALREADY.sub("", t.last_error, count=1)
+    if t.health == "down":
+        return f"scrape failed: {error}" if error else "scrape failed (no error given)"
+    if t.health == "unknown" and not error:
+        return "not scraped yet"
+    # A health Prometheus does not send: said as it came (made visible where it is shown).
+    return f"target health {t.health}" + (f": {error}" if error else "")

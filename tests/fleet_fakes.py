@@ -162,7 +162,8 @@ def box(fake: FakeProm, instance: str, gpus: int, state: str = "CHAINED", up: fl
     for g in range(gpus):
         labels = {"job": "gapwatch", "instance": instance, "gpu": str(g)}
         add("state", ({**labels, "state": state}, 1))
-        add("exported", ({"instance": instance, "gpu": str(g)}, 5))  # a series a state
+        if up == 1.0:  # a box not scraped: its series stale, none exported now
+            add("exported", ({"instance": instance, "gpu": str(g)}, 5))  # a series a state
         add("busy_ratio", (labels, 0.5))
         add("verdict", ({**labels, "state": state, "cause": "pageable_copies",
                          "cause_words": "a/b/c copied from pageable memory",

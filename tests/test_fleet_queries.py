@@ -194,3 +194,26 @@ def test_fleet_once_never_loads_textual() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr
+
+
+def test_a_failed_up_query_judges_no_row_stale_by_it() -> None:
+    """`up` unanswered made every row stale (`up` None read as down), a row the other
+    questions showed live among them: a question that failed judges nothing."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "CHAINED")
+        box(fake, "dead:9400", 1, "CHAINED", up=0.0, age_s=400.0)
+        fake.replies[promql("up")] = Reply(503, b"")
+        result = refresh(PromClient(fake.url), FleetOptions())
+    rows = {r.instance: r for r in result.rows}
+    assert "up" in result.errors
+    assert not rows["b:9400"].stale and rows["b:9400"].exported is True
+    assert rows["dead:9400"].stale  # by its age, which was answered
+
+
+def test_a_dead_boxs_gpus_are_not_said_no_longer_exported() -> None:
+    """A box not scraped has all its series stale: its GPUs were each `"exported": false`, as
+    a GPU lost at a restart is; only a box scraped now says that of a GPU."""
+    with fake_prometheus() as fake:
+        box(fake, "dead:9400", 2, "CHAINED", up=0.0, age_s=400.0)
+        rows = refresh(PromClient(fake.url), FleetOptions()).rows
+    assert all(r.stale and r.exported is None for r in rows)

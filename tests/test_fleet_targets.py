@@ -267,3 +267,70 @@ def test_hostile_reason_text_is_made_visible_and_cut(capsys: pytest.CaptureFixtu
         assert not any(ch in shown for ch in _RAW), shown[:200]
     assert _cause(b).startswith("scrape failed: \\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202eeee")
     assert json.loads(doc)["rows"][0]["down_why"].startswith(f"scrape failed: {_HOSTILE}")
+
+
+def test_a_box_scraped_by_two_jobs_one_failing_is_fresh_and_says_no_reason() -> None:
+    """A canary job's 404 on a box the main job scrapes every 5 s: the box's `up` was whichever
+    series Prometheus listed last, so the box read stale, with the canary's error as its reason.
+    Scraped by one target is scraped."""
+    with fake_prometheus() as fake:
+        box(fake, "a:9400", 1, "CHAINED")
+        canary = {"job": "gapwatch-canary", "instance": "a:9400"}
+        up = json.loads(fake.replies[promql("up")].body)
+        up["data"]["result"].append({"metric": canary, "value": [0, "0"]})  # listed last
+        fake.replies[promql("up")] = Reply(body=json.dumps(up).encode())
+        fake.targets.append(target("a:9400", "down", "server returned HTTP status 404 Not Found",
+                                   job="gapwatch-canary"))
+        _result, rows = _refresh(fake)
+        assert not rows["a:9400"].stale and rows["a:9400"].up == 1.0
+        # Stale by its age: still no reason from a canary while its main job scrapes it.
+        fake.replies[promql("age_s")] = Reply(body=json.dumps(
+            {"status": "success", "data": {"resultType": "vector", "result": [
+                {"metric": {"instance": "a:9400"}, "value": [0, "400"]}]}}).encode())
+        _result, rows = _refresh(fake)
+    assert rows["a:9400"].stale and rows["a:9400"].down_why is None
+
+
+def test_a_selector_read_otherwise_here_gives_no_reason_rather_than_not_a_target() -> None:
+    """A selector naming a label the series carry but the targets do not (added by
+    `metric_relabel_configs`) picked no target here, and every stale box read "not a target
+    of Prometheus now" while Prometheus scraped it. A box `up` names as a target gets no
+    reason, and the mismatch is said."""
+    with fake_prometheus() as fake:
+        _dead_and_up(fake)
+        opts = _answered_under(fake, 'job="gapwatch",cluster="ams"')
+        result, rows = _refresh(fake, opts)
+    assert rows["dead:9400"].stale and rows["dead:9400"].down_why is None
+    assert "picks no target of 1 box(es) Prometheus scrapes" in result.errors["down_why"]
+
+
+@pytest.mark.parametrize("selector", ['job=~"[[:alpha:]]+"', r'job=~"\\p{L}+"'])
+def test_a_regex_python_reads_otherwise_than_prometheus_is_refused_not_guessed(
+        selector: str) -> None:
+    """RE2 reads `[[:alpha:]]` as a POSIX class, Python's re as a set and a `]` (a warning,
+    then a different match): such a selector is refused for the reasons, said in `errors`."""
+    with pytest.raises(ValueError, match="not a regex"):
+        parse_selector(selector)
+
+
+def test_a_selectors_go_escapes_are_read_as_prometheus_reads_them() -> None:
+    r"""PromQL strings take Go's escapes: `\x67apwatch` is "gapwatch" there, and was
+    "x67apwatch" here (no target matched, no reason said)."""
+    selector = parse_selector(r'job="\x67apwatch",a="\u0041\101\t"')
+    assert selector.picks({"job": "gapwatch", "a": "AA\t"})
+
+
+def test_the_targets_answer_is_kept_a_while_not_asked_at_every_refresh(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A box stale for the whole lookback made every refresh (5 s) download every active
+    target, up to 16 MiB: one answer now serves the refreshes of TARGETS_FOR_S."""
+    with fake_prometheus() as fake:
+        _dead_and_up(fake)
+        client = PromClient(fake.url)
+        for _ in range(3):
+            assert refresh(client, FleetOptions()).rows[0].down_why is not None
+        asked = [q for q in fake.asked if q.startswith("GET ") and "/targets" in q]
+        monkeypatch.setattr(fleet_client, "TARGETS_FOR_S", 0.0)
+        refresh(client, FleetOptions())
+        asked_after = [q for q in fake.asked if q.startswith("GET ") and "/targets" in q]
+    assert len(asked) == 1 and len(asked_after) == 2

@@ -173,3 +173,21 @@ def test_made_up_kinds_coming_first_do_not_push_the_built_in_kinds_under_other()
         counts = _log_event_counts(scrape())
     assert counts["tracing"] == counts["timeline"] == counts["cuzk_partition"] == 1
     assert "other" not in counts
+
+
+def test_every_kind_the_built_in_rules_make_is_named_in_built_in_kinds() -> None:
+    """`/metrics` keeps `BUILT_IN_KINDS` by name, whatever a recording makes up: a kind a rule
+    makes and the list lacks would go under `other` behind 64 made-up ones."""
+    from pathlib import Path
+
+    from gapwatch.logs.parse import BUILT_IN_KINDS, LogParser
+
+    data = Path(__file__).parent / "data"
+    parser, kinds = LogParser(offline=True), set()
+    for path in sorted(data.rglob("*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            kinds |= {e.kind for e in parser.parse_line(line, str(path))}
+    kinds |= {e.kind for e in parser.flush()}
+    made = {k for k in kinds if k != "unparsed" and not k.startswith("user:")}
+    assert {"tracing", "timeline", "cuzk_timing", "cuzk_ntt_h"} <= made
+    assert made <= BUILT_IN_KINDS

@@ -588,7 +588,7 @@ class ProofTiming(Struct, frozen=True, gc=False):
     #: What held the GPU workers while it waited for one ("worker 1: porep-... partition 3"),
     #: the first few; how many more were not listed.
     waited_behind: list[str] = field(default_factory=list)
-    waited_behind_more: int = 0
+    waited_behind_more: Count = 0
     #: The setting that would have freed it, with its source, when one exists.
     setting: str | None = None
     #: Its GPU work's end to its result processed (the prover's completion line), when read.

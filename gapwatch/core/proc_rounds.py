@@ -4,13 +4,14 @@ Who calls it: the store (`gapwatch.engine.store.SeriesStore.set_procmem`: the pr
 `/metrics`) and the evidence buffer (`gapwatch.core.evidence`: the processes a gap's `copies`
 evidence lists). Pure.
 
-All readings of one GPU in one round share a `t_mono_ns` (`models.ProcessMemory`); a newer
-round replaces the older. Why a class of its own: a recording may hold any number of readings
-of one round (40,000 made-up pids at one time): the store looked through its whole round for
-each reading (57 s of `replay --headless` for those 40,000, quadratic), the evidence kept every
-one, and each gap's evidence carried them all. A round holds at most `MAX_PROCS_PER_ROUND`
-processes (NVML lists those using the GPU: a few, or one per MPS client), each reading taken in
-constant time; a pid read twice in a round keeps its latest reading.
+All readings of one GPU in one round share a `t_mono_ns` (`models.ProcessMemory`); a round of
+another time, earlier or later, replaces the one held. Why a class of its own: a recording may
+hold any number of readings of one round (40,000 made-up pids at one time): the store looked
+through its whole round for each reading (57 s of `replay --headless` for those 40,000,
+quadratic), the evidence kept every one, and each gap's evidence carried them all. A round
+holds at most `MAX_PROCS_PER_ROUND` processes (NVML lists those using the GPU: a few, or one
+per MPS client), each reading taken in constant time; a pid read twice in a round keeps its
+latest reading.
 """
 
 from __future__ import annotations

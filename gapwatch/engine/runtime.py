@@ -510,10 +510,10 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
     assert src.recording is not None
     path = src.label.removeprefix("replay:")
     logs = _replay_logs(path, src.recording.header.started_wall_s, paths, config, window)
+    if logs is not None:  # at once: a failure from here on closes it too
+        opened.callback(_close_once_unread, rt, logs)
     rt.replay = ReplayDriver(src.recording, rt.session, speed, logs,
                              restart=_replay_restart(rt, path, window))
-    if logs is not None:
-        opened.callback(_close_once_unread, rt.replay, logs)
     rt.read_logs = {path: "read whole" for path in paths}
 
 
@@ -593,12 +593,13 @@ def _add_followers(rt: Runtime, src: _OpenSource, paths: list[str], stdin_fd: in
                                       src.clock))
 
 
-def _close_once_unread(replay: ReplayDriver, logs: ReplayLogs) -> None:
+def _close_once_unread(rt: Runtime, logs: ReplayLogs) -> None:
     """The replay's log spool closed as the runtime closes, unless the replay's thread is still
-    reading it (its stop waits 2 s, and one record may take longer): closed under it, a read
-    would fail on a closed file or read another file's bytes at a reused descriptor. Its files
-    are unlinked already: left to the process's exit, they cost a few descriptors."""
-    if not replay.running():
+    reading it (its stop waits 2 s, and one record may take longer): closed under it, a pass
+    read nothing more, or another file's bytes at a reused descriptor. Then it is never closed
+    here: its files are unlinked already, and the process's exit frees them (a few
+    descriptors)."""
+    if rt.replay is None or not rt.replay.running():
         logs.close()
 
 

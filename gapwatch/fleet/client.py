@@ -57,6 +57,10 @@ MAX_TARGET_TEXT_CHARS = 256
 #: How long a looked-up address of Prometheus is used before it is looked up again (a refresh
 #: asks several queries; the system resolver's own cache, where there is one, is not Python's).
 RESOLVED_FOR_S = 30.0
+#: How long a targets answer is used before the API is asked again: a box stale for the whole
+#: `--lookback` kept a refresh every 5 s downloading every active target (up to 16 MiB, ~0.4 s
+#: of decoding on 2 cores); a reason is then at most this old (three refreshes).
+TARGETS_FOR_S = 15.0
 
 
 class PromError(Exception):
@@ -184,6 +188,8 @@ class PromClient:
         self.max_bytes = max_bytes
         #: Seconds the last query spent waiting for Prometheus (request sent to body read).
         self.last_wait_s = 0.0
+        #: The last targets answer: when it was read (monotonic), for which labels, the targets.
+        self._targets: tuple[float, tuple[str, ...], list[Target]] | None = None
         #: Set by `abort`: no query starts, and the one in flight is cut (see `abort`).
         self._aborted = False
         self._in_flight: _Watchdog | None = None
@@ -213,7 +219,13 @@ class PromClient:
                 ) -> list[Target]:
         """`/api/v1/targets?state=active`: every target Prometheus scrapes now, each with only
         the labels of `label_names` (a target has dozens; a hostile answer thousands). The API
-        filters by no label: the caller picks its targets. At most MAX_SERIES of them."""
+        filters by no label: the caller picks its targets. At most MAX_SERIES of them. An answer
+        read less than TARGETS_FOR_S ago is given again (`last_wait_s` 0)."""
+        held = self._targets
+        if held is not None and held[1] == label_names \
+                and time.monotonic() - held[0] < TARGETS_FOR_S:
+            self.last_wait_s = 0.0
+            return held[2]
         # GET: the targets API takes no POST (405 Method Not Allowed).
         body = self._send("GET", "targets", {"state": "active"}, timeout_s)
         answer = _decoded(_TARGETS_DECODER, body)
@@ -223,7 +235,9 @@ class PromClient:
         if len(found) > MAX_SERIES:
             raise PromError(f"answer has {len(found)} targets (at most {MAX_SERIES})")
         labels_decoder = _labels_decoder(label_names)
-        return [_target(t, label_names, labels_decoder) for t in found]
+        targets = [_target(t, label_names, labels_decoder) for t in found]
+        self._targets = (time.monotonic(), label_names, targets)
+        return targets
 
     def _ask(self, path: str, form: dict[str, str], timeout_s: float | None) -> list[Series]:
         answer = _decoded(_DECODER, self._send("POST", path, form, timeout_s))

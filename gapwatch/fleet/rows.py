@@ -187,12 +187,24 @@ def _explain_stale(client: PromClient, opts: FleetOptions, rows: list[FleetRow],
     except PromError as exc:
         errors["down_why"] = str(exc)
         return client.last_wait_s
+    unmatched: set[str] = set()
     for row in rows:
-        failure = failure_of(by_box, row.instance) if row.stale else None
+        if not row.stale:
+            continue
+        if row.instance not in by_box and row.up is not None:
+            # Prometheus's `up` has it as a target, the selector read here picks none of its:
+            # not "not a target", which would be false (regexes: Python's re here, RE2 there).
+            unmatched.add(row.instance)
+            continue
+        failure = failure_of(by_box, row.instance)
         if failure is not None:
             row.down_why = failure.why
             row.down_last_scrape_t_wall_s = failure.last_scrape_t_wall_s
             row.down_scrape_url = failure.scrape_url
+    if unmatched:
+        errors["down_why"] = (f"--selector, read here, picks no target of {len(unmatched)} "
+                              "box(es) Prometheus scrapes: no reason said for them (its "
+                              "regexes are RE2's in Prometheus, Python's here)")
     return client.last_wait_s
 
 
@@ -223,14 +235,29 @@ def build_rows(answers: dict[str, list[Series]], stale_after_s: float) -> list[F
     for q in QUERIES:
         if q.field != "state":
             _fill(q, answers.get(q.field, []), rows, by_box)
-    asked = "exported" in answers  # else not known: the query failed
     for row in rows.values():
-        if asked and row.gpu != "-" and row.exported is None:
-            row.exported = False
-        row.stale = (row.up != 1.0 or row.age_s is None or row.age_s > stale_after_s
-                     or row.exported is False)
+        row.stale = _stale(row, answers, stale_after_s)
     return sorted(rows.values(), key=lambda r: (-r.severity(), -r.idle_total_s(), r.instance,
                                                 _gpu_order(r.gpu)))
+
+
+def _stale(row: FleetRow, answers: dict[str, list[Series]], stale_after_s: float) -> bool:
+    """Is the row's state not fresh, by the questions Prometheus answered: its box not scraped
+    now (`up`), its last good scrape too old (`age_s`), or, its box scraped, its GPU no longer
+    exported (`exported`, then set False on the row). A question that failed judges nothing
+    (a failed `up` made every row stale, a row `exported` showed live among them)."""
+    judged = []
+    if "up" in answers:
+        judged.append(row.up != 1.0)
+    if "age_s" in answers:
+        judged.append(row.age_s is None or row.age_s > stale_after_s)
+    if "exported" in answers and row.gpu != "-" and row.up == 1.0 and row.exported is None:
+        # Only of a box scraped now: a dead box's series all go stale (its GPUs are not
+        # "no longer exported", its box is down).
+        row.exported = False
+    if row.exported is not None:
+        judged.append(not row.exported)
+    return any(judged)
 
 
 def _gpu_order(gpu: str) -> tuple[int, str]:
@@ -280,6 +307,11 @@ def _merged(name: str, group: list[Series]) -> list[Series]:
     if name == "age_s":
         known = [s for s in group if s.value is not None]
         return known[-1:]
+    if name == "up":
+        # Two jobs scraping one box: scraped by one is scraped (the last in Prometheus's order
+        # won, and a canary job's 404 made a box scraped every 5 s stale).
+        known = [s for s in group if s.value is not None]
+        return sorted(known, key=lambda s: s.value or 0.0)[-1:]
     return group[-1:]
 
 

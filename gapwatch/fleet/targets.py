@@ -7,14 +7,17 @@ Prometheus last tried, the URL it scrapes, or that the box is no longer one of i
 
 The API filters by no label: Prometheus sends every active target, and the ones `--selector`
 picks are kept here (`Selector`): each matcher (`=`, `!=`, `=~`, `!~`, a regex anchored at both
-ends as PromQL's) is applied to the target's labels, which are the labels its series carry (a
-missing label is ""). A selector this cannot read (PromQL's quoted label names) is said, and
-no reason is given, rather than a guess at which targets it means.
+ends as PromQL's) is applied to the target's labels (a missing label is ""; one added by
+`metric_relabel_configs` is on the series only, and the caller says when a box `up` names picks
+no target here). A selector this cannot read (PromQL's quoted label names, a regex Python reads
+otherwise than RE2) is said, and no reason is given, rather than a guess at which targets it
+means.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 
 from gapwatch.fleet.client import PromClient, Target
@@ -22,8 +25,9 @@ from gapwatch.fleet.client import PromClient, Target
 #: One matcher of `--selector`: a label name, the operator, the value in "", '' or ``.
 _MATCHER = re.compile(r"""\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*
                           ("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)\s*(,|$)""", re.X)
-#: PromQL's escapes in a quoted value (the others are kept as they are written).
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+#: PromQL's escapes in a quoted value (Go's): one character, or a code in hex or octal.
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|.)", re.S)
+_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 #: What Go's scrape errors repeat of what the row says already: the URL asked (`Get "URL": `,
 #: the target's `scrapeUrl`) and the socket's addresses and call (`dial tcp ADDR: connect: `,
 #: `read tcp A->B: read: `). Cut away, a reason fits its column: "connection refused", not the
@@ -83,15 +87,30 @@ def _matcher(label: str, op: str, value: str) -> Matcher:
     if op in ("=", "!="):
         return Matcher(label, op, value)
     try:
-        return Matcher(label, op, value, re.compile(value))
-    except re.error as exc:
-        raise ValueError(f"--selector {label}{op}: not a regex this reads ({exc})") from None
+        with warnings.catch_warnings():
+            # Python warns where it reads a pattern otherwise than RE2 (Prometheus's) would:
+            # `[[:alpha:]]`, a POSIX class there, a set and a `]` here.
+            warnings.simplefilter("error")
+            return Matcher(label, op, value, re.compile(value))
+    except (re.error, Warning) as exc:
+        raise ValueError(f"--selector {label}{op}: not a regex this reads as Prometheus does "
+                         f"({exc})") from None
 
 
 def _unquoted(quoted: str) -> str:
     if quoted[0] == "`":  # a raw string: no escapes
         return quoted[1:-1]
-    return re.sub(r"\\(.)", lambda e: _ESCAPES.get(e.group(1), e.group(1)), quoted[1:-1])
+    return _ESCAPE.sub(_unescaped, quoted[1:-1])
+
+
+def _unescaped(m: re.Match[str]) -> str:
+    """One escape of a PromQL string as Go reads it (`\\x67` is "g"; read as "x67", a
+    selector matched no target here that Prometheus's matched)."""
+    e = m.group(1)
+    if len(e) == 1:
+        return _ESCAPES.get(e, e)
+    code = int(e[1:], 16) if e[0] in "xuU" else int(e, 8)
+    return chr(code) if code <= 0x10FFFF else "\ufffd"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +134,11 @@ def scrape_failures(client: PromClient, selector: Selector, timeout_s: float
         if not selector.picks(target.labels):
             continue
         box = target.labels.get("instance", "?")
-        # Two targets of one box (two jobs the selector picks): a failing one is the reason.
-        if by_box.get(box) is None:
-            by_box[box] = _failure(target)
+        # Two targets of one box (two jobs the selector picks): one scraped is the box scraped
+        # (as its `up`, `rows._merged`); else the first failing one's reason.
+        failure = _failure(target)
+        if box not in by_box or (failure is None and by_box[box] is not None):
+            by_box[box] = failure
     return by_box
 
 

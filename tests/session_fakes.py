@@ -1,5 +1,6 @@
 """A session's stand-ins for tests of what the store, the sinks and `/metrics` make of records:
-a detector that finds nothing, so that only the records themselves count, and one scrape."""
+a detector that finds nothing, so that only the records themselves count; a sink that keeps what
+it is handed; one scrape."""
 
 from __future__ import annotations
 
@@ -9,6 +10,22 @@ from contextlib import contextmanager
 
 from gapwatch.engine.session import Session
 from gapwatch.sinks.prometheus import start_exporter
+
+
+class KeptRecords:
+    """A sink keeping every record the session hands on, in the order it does."""
+
+    def __init__(self) -> None:
+        self.records: list[object] = []
+
+    def on_header(self, header: object) -> None:
+        pass
+
+    def on_record(self, record: object) -> None:
+        self.records.append(record)
+
+    def close(self) -> None:
+        pass
 
 
 class NoDetector:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.core import Metric
+from session_fakes import KeptRecords
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
@@ -57,23 +58,9 @@ def events_of(*names: str) -> list[LogEvent]:
 ALL = ("post-behind-partitions.log", "restart.log", "panic.log", "lost-job.log", "post-late.log")
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.records: list[object] = []
-
-    def on_header(self, header: SessionHeader) -> None:
-        pass
-
-    def on_record(self, record: object) -> None:
-        self.records.append(record)
-
-    def close(self) -> None:
-        pass
-
-
-def session_over(*names: str) -> tuple[Session, list[Gap | StateChange | Notice], Recorder,
+def session_over(*names: str) -> tuple[Session, list[Gap | StateChange | Notice], KeptRecords,
                                        MetricsSink]:
-    metrics, recorder = MetricsSink(), Recorder()
+    metrics, recorder = MetricsSink(), KeptRecords()
     session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), sinks=[recorder, metrics],
                       watch=CuzkWatch())
     heard: list[Gap | StateChange | Notice] = []

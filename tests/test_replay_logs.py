@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from faults import until
+from session_fakes import KeptRecords
 from shared_files import write_sim_with_log
 
 from gapwatch.cli import main
@@ -168,25 +169,6 @@ def test_a_replay_with_another_days_log_feeds_none_of_it_and_says_so_as_the_repo
     assert "not this recording's log" in notes[0]
 
 
-class _Order:
-    """A sink keeping the kind of each record in the order the session hands them on."""
-
-    def __init__(self) -> None:
-        self.kinds: list[str] = []
-
-    def on_header(self, header: object) -> None:
-        pass
-
-    def on_record(self, record: object) -> None:
-        if isinstance(record, Notice) and "not this recording's log" in record.message:
-            self.kinds.append("note")
-        elif isinstance(record, GpuSample):
-            self.kinds.append("sample")
-
-    def close(self) -> None:
-        pass
-
-
 def test_a_log_of_another_day_is_said_as_the_replay_starts_not_at_its_end(
     sim: tuple[Path, Path], tmp_path: Path,
 ) -> None:
@@ -196,13 +178,15 @@ def test_a_log_of_another_day_is_said_as_the_replay_starts_not_at_its_end(
     rec, log = sim
     rt = build_runtime(Config(), f"replay:{rec}", speed=0,
                        log_paths=[str(log), str(_another_days_log(log, tmp_path))])
-    order = _Order()
-    rt.session.add_sink(order)
+    kept = KeptRecords()
+    rt.session.add_sink(kept)
     rt.start()
     assert rt.wait(60)
     rt.stop()
-    assert order.kinds[0] == "note" and order.kinds.count("note") == 1
-    assert "sample" in order.kinds
+    notes = [i for i, r in enumerate(kept.records)
+             if isinstance(r, Notice) and "not this recording's log" in r.message]
+    first_sample = next(i for i, r in enumerate(kept.records) if isinstance(r, GpuSample))
+    assert len(notes) == 1 and notes[0] < first_sample
 
 
 def test_a_replay_with_no_room_for_its_logs_spool_says_so_not_that_the_log_is_unreadable(

@@ -221,3 +221,17 @@ async def test_the_screen_ending_cuts_a_refresh_still_waiting_on_prometheus() ->
             await pilot.press("q")
         with pytest.raises(PromError, match="stopped"):
             client.instant("up")
+
+
+async def test_two_long_box_names_that_differ_at_their_ends_read_apart_on_the_screen() -> None:
+    """Cropped at the BOX column's 21 cells, `gpu-prover-0001.ams.example.net:9400` and `:9401`
+    read the same, with nothing to say they were cut; the name now keeps both ends."""
+    with fake_prometheus() as fake:
+        for port in (9400, 9401):
+            box(fake, f"gpu-prover-0001.ams.example.net:{port}", 1, "CHAINED")
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(120, 24)) as pilot:
+            table: DataTable[Text] = app.query_one(DataTable)
+            await _until(pilot, lambda: table.row_count == 2)
+            names = {str(table.get_row_at(i)[0]) for i in range(2)}
+    assert names == {"gpu-prover…e.net:9400", "gpu-prover…e.net:9401"}

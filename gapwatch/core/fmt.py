@@ -119,24 +119,40 @@ def cells(text: str) -> int:
 
 
 def fit(text: str, width: int, right: bool = False, keep_end: bool = False,
-        pad: bool = True) -> str:
+        pad: bool = True, keep_both: bool = False) -> str:
     """`text` in a column `width` cells wide: cut with "…" where it is wider (its end kept
-    when `keep_end`: a path), padded with spaces (on the left when `right`) unless not `pad`.
-    Call it on text already through `visible`: the escapes it writes out take cells too."""
+    when `keep_end`: a path; its start and its end when `keep_both`: a host and port, whose
+    differences lie at either end), padded with spaces (on the left when `right`) unless not
+    `pad`. Call it on text already through `visible`: the escapes it writes out take cells
+    too."""
     n = cells(text)
     if n > width:
-        room, kept, used = width - 1, [], 0
-        for c in (reversed(text) if keep_end else text):
-            w = _char_cells(c)
-            if used + w > room:
-                break
-            kept.append(c)
-            used += w
-        body = "".join(reversed(kept)) if keep_end else "".join(kept)
-        text, n = ("…" + body if keep_end else body + "…"), used + 1
+        room = width - 1
+        if keep_both:
+            head, head_cells = _leading(text, (room + 1) // 2)
+            tail, tail_cells = _leading(text[::-1], room - head_cells)
+            text, n = head + "…" + tail[::-1], head_cells + tail_cells + 1
+        elif keep_end:
+            body, used = _leading(text[::-1], room)
+            text, n = "…" + body[::-1], used + 1
+        else:
+            body, used = _leading(text, room)
+            text, n = body + "…", used + 1
     if not pad or n >= width:
         return text
     return " " * (width - n) + text if right else text + " " * (width - n)
+
+
+def _leading(text: str, room: int) -> tuple[str, int]:
+    """The longest start of `text` within `room` cells, and the cells it takes."""
+    kept, used = [], 0
+    for c in text:
+        w = _char_cells(c)
+        if used + w > room:
+            break
+        kept.append(c)
+        used += w
+    return "".join(kept), used
 
 
 def gbps(bytes_per_s: float | None) -> str:

@@ -33,6 +33,14 @@ from gapwatch.fleet.rows import COLUMNS, FleetOptions, Refresh, cells, refresh
 MAX_SCREEN_ROWS = 2000
 
 
+def _cell_fit(text: str, width: int, heading: str) -> str:
+    """A table cell as shown: a box's name fit to its column at both ends (`fmt.fit`), since
+    the table crops at the end, and `gpu-prover-0001.ams.example.net:9400` and `:9401` read
+    the same at 21 cells, nothing said of the cut; the other cells whole (the table crops
+    them; the detail and `--once` show them)."""
+    return fmt.fit(text, width, pad=False, keep_both=True) if heading == "BOX" else text
+
+
 def footer_text(result: Refresh | None, error: str, url: str) -> str:
     """The footer: when the table was read and how long it took, or what went wrong (the
     table above is then the last good one)."""
@@ -170,7 +178,9 @@ class FleetApp(App[int]):
             key = f"{row.instance}\x00{row.gpu}"
             # Text, not str: a str cell is read as markup (`[memory] safety_margin` lost its
             # section, and a label from Prometheus could style the screen).
-            table.add_row(*(Text(c, no_wrap=True) for c in cells(row)), key=key)
+            table.add_row(*(Text(_cell_fit(c, width, heading), no_wrap=True)
+                            for c, (heading, width) in zip(cells(row), COLUMNS, strict=True)),
+                          key=key)
             self._keys.append(key)
         if selected in self._keys:
             table.move_cursor(row=self._keys.index(selected))

@@ -25,17 +25,15 @@ MAX_PROCS_PER_ROUND = 256
 class ProcRounds:
     """The latest round per GPU, keyed by pid, at most `MAX_PROCS_PER_ROUND` a round."""
 
-    __slots__ = ("_t_mono_ns", "_rounds", "cut")
+    __slots__ = ("_t_mono_ns", "_rounds")
 
     def __init__(self) -> None:
         self._t_mono_ns: dict[int, int] = {}
         self._rounds: dict[int, dict[int, ProcessMemory]] = {}
-        #: Readings not kept: beyond the bound of their round.
-        self.cut = 0
 
     def add(self, reading: ProcessMemory) -> bool:
-        """Take a reading; False when it is not kept (a process beyond the round's bound:
-        counted in `cut`). A reading of another time starts a new round, earlier or later: one
+        """Take a reading; False when it is not kept (a process beyond the round's bound: the
+        caller counts it). A reading of another time starts a new round, earlier or later: one
         reader reads them in time order, and a round held because its time was later (one
         junk reading of a recording at 2^63 ns) would have kept every real round out."""
         gpu, t = reading.gpu, reading.t_mono_ns
@@ -45,7 +43,6 @@ class ProcRounds:
         else:
             per = self._rounds[gpu]
         if reading.pid not in per and len(per) >= MAX_PROCS_PER_ROUND:
-            self.cut += 1
             return False
         per[reading.pid] = reading
         return True

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from gapwatch.core import fmt
+from gapwatch.core.bounds import keep_latest
 from gapwatch.core.models import (
     LogEvent,
     NoticeLevel,
@@ -151,9 +152,9 @@ class PostTracker:
         self.deadlines = deadlines or Deadlines()
         self._jobs: OrderedDict[str, _Post] = OrderedDict()
         self._enqueued: OrderedDict[str, float] = OrderedDict()
-        #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END.
-        #: The latest `MAX_HELD` picked up.
-        self.holding: OrderedDict[int, str] = OrderedDict()
+        #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END: the
+        #: latest `MAX_HELD` picked up, oldest first.
+        self.holding: dict[int, str] = {}
         self.completed = 0
         #: PoSt ended (GPU_END) without a known arrival, waiting for their completion line; and
         #: completion lines not paired yet (time, total_ms).
@@ -252,10 +253,7 @@ class PostTracker:
             return
         if name == "GPU_PICKUP":
             part = f" partition {ev.partition}" if ev.partition is not None else ""
-            self.holding[w] = f"{job_id}{part}"
-            self.holding.move_to_end(w)
-            if len(self.holding) > MAX_HELD:
-                self.holding.popitem(last=False)
+            keep_latest(self.holding, w, f"{job_id}{part}", MAX_HELD)
         elif name == "GPU_END":
             self.holding.pop(w, None)
 
@@ -391,7 +389,7 @@ class PostTracker:
                            proof=timing, message=fmt.visible(f"{name} {job.job} {words}"))
 
 
-def _behind(holding: OrderedDict[int, str], job_id: str) -> tuple[list[str], int]:
+def _behind(holding: dict[int, str], job_id: str) -> tuple[list[str], int]:
     """What a PoSt queued for the GPU waited behind: each worker's work in hand (by worker),
     at most `MAX_BEHIND` of them, and how many more (see there)."""
     others = [(w, held) for w, held in sorted(holding.items()) if not held.startswith(job_id)]

@@ -193,18 +193,17 @@ def decode_status(body: bytes, counters: dict[str, int] | None = None) -> Status
     """cuzk's `/status` body -> `StatusDocument`. Raises StatusError (`bad_json`,
     `bad_schema`). `counters["dropped_fields"]` counts fields that did not fit."""
     try:
-        return _decode_strict(body)
-    except msgspec.ValidationError:
-        pass  # JSON, but some part does not fit: read it part by part below
+        try:
+            return _decode_strict(body)
+        except msgspec.ValidationError:
+            pass  # JSON, but some part does not fit: read it part by part below
+        raw = _decode_any(body)
     except msgspec.DecodeError as exc:
         raise StatusError("bad_json", f"not JSON ({exc})") from None
     except RecursionError:
-        # msgspec's own depth guard (arrays nested ~100,000 deep fit in 1 MiB): the answer's
-        # fault, not gapwatch's (it was counted `internal`, "gapwatch could not read it").
-        raise StatusError("bad_json", "JSON nested too deep") from None
-    try:
-        raw = _decode_any(body)
-    except RecursionError:
+        # msgspec's own depth guard, in either reading (arrays nested ~100,000 deep fit in 1
+        # MiB): the answer's fault, not gapwatch's (it was counted `internal`, "gapwatch could
+        # not read it").
         raise StatusError("bad_json", "JSON nested too deep") from None
     if not isinstance(raw, dict):
         raise StatusError("bad_schema", f"not a status object (a JSON {type(raw).__name__})")

@@ -277,8 +277,9 @@ class ReplayDriver(Background):
         # A run of copies goes to the session together, as a datagram of the trace does live
         # (`Session.on_copies`: a closed gap they reach is re-published once).
         held: list[CopyRecord] = []
-        logs = self.logs.events() if self.logs is not None else None
-        if self.logs is not None and logs is not None:
+        logs = None
+        if self.logs is not None:
+            logs = self.logs.events()
             # At each play: a seek back empties the store, its counters and notices with it.
             for key, n in self.logs.counters.items():
                 if n:

@@ -346,10 +346,9 @@ class SeriesStore:
         with self._lock:
             # One rule with the gaps' evidence (`ProcRounds`): constant time a reading, at most
             # MAX_PROCS_PER_ROUND a round (a recording may hold any number).
-            cut = self._procmem.cut
             if self._procmem.add(reading):
                 self._version += 1
-            elif self._procmem.cut > cut:
+            else:
                 self._counters["procmem_cut"] = self._counters.get("procmem_cut", 0) + 1
 
     def set_link(self, link: LinkState) -> None:

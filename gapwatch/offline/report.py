@@ -70,7 +70,7 @@ from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline, TimelineBuild
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
-from gapwatch.logs.files import log_file_events, parse_log_files
+from gapwatch.logs.files import log_file_events
 from gapwatch.offline.copy_sums import CopySums, CopyTable, PageableSweep
 from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
 from gapwatch.offline.gap_spool import EventSpool
@@ -167,21 +167,15 @@ class ReportData:
     longest_gaps: list[Gap] = field(default_factory=list)
 
 
-def parse_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None
-               ) -> tuple[list[LogEvent], dict[str, int]]:
-    """Parse whole prover log files into events sorted by time (`logs.files.parse_log_files`).
-    Unreadable files raise OSError."""
-    return parse_log_files(paths, config, timeline_epoch_s)
-
-
 def spool_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None,
                observe: Callable[[LogEvent], None] | None = None,
                progress: Progress | None = None,
                ) -> tuple[EventSpool, dict[str, int]]:
-    """`parse_logs`, the events held on disk: read back sorted by time (equal times in the
-    order parsed, as `parse_logs` sorts them), one at a time; `observe` sees each as it is
-    parsed (`LogSpan.observe`); `progress` is told how far the files are read. The caller
-    closes the spool. Raises OSError."""
+    """The `--log` files parsed (`logs.files.log_file_events`), the events held on disk: read
+    back sorted by time (equal times in the order parsed, as `logs.files.parse_log_files`
+    sorts them), one at a time; `observe` sees each as it is parsed (`LogSpan.observe`);
+    `progress` is told how far the files are read. The caller closes the spool. Raises
+    OSError."""
     counters: dict[str, int] = {}
     spool = EventSpool()
     paths = list(paths)

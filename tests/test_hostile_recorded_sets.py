@@ -5,6 +5,8 @@ provers, partition states or processes. What the live parts hold of them stays b
 
 from __future__ import annotations
 
+import urllib.request
+
 import msgspec
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -12,6 +14,7 @@ from session_fakes import NoDetector, metrics_body, serving
 from test_detect_unit import T0_WALL, detector, final_gaps, sample
 from ui_fakes import header, log_event
 
+from gapwatch.config import LogsConfig, UserRule
 from gapwatch.core.bounds import MAX_PROVERS
 from gapwatch.core.models import (
     PARTITION_STATES,
@@ -25,7 +28,9 @@ from gapwatch.core.proc_rounds import MAX_PROCS_PER_ROUND
 from gapwatch.cuzk.restarts import RestartWatch
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
+from gapwatch.logs.parse import named_kinds, user_kind
 from gapwatch.sinks.metrics import MAX_LOG_KINDS
+from gapwatch.sinks.prometheus import bind_exporter
 
 WALL0_S = 1_796_000_000.0
 
@@ -191,3 +196,26 @@ def test_every_kind_the_built_in_rules_make_is_named_in_built_in_kinds() -> None
     made = {k for k in kinds if k != "unparsed" and not k.startswith("user:")}
     assert {"tracing", "timeline", "cuzk_timing", "cuzk_ntt_h"} <= made
     assert made <= BUILT_IN_KINDS
+
+
+def test_the_configs_own_rule_kinds_are_counted_by_name_after_thousands_of_made_up_ones() -> None:
+    """The built-in rules' kinds were kept by name past the bound, but a user rule's
+    (`user:NAME`, from the operator's own config) fell under "other" once a replayed recording
+    had brought MAX_LOG_KINDS made-up kinds first: the series the operator's alert reads
+    stopped moving."""
+    head = header()
+    session = Session(head, SeriesStore(list(head.gpus), 0.1), NoDetector())  # type: ignore[arg-type]
+    logs = LogsConfig(rules=[UserRule(name="lotus", regex=r"(?P<x>x)")])
+    handle = bind_exporter("127.0.0.1:0")
+    handle.serve(session, None, named_kinds(logs))
+    try:
+        for i in range(1000):
+            session.on_record(msgspec.structs.replace(log_event(1.0, "x"), kind=f"k{i}"))
+        session.on_record(msgspec.structs.replace(log_event(2.0, "x"), kind=user_kind("lotus")))
+        session.on_record(msgspec.structs.replace(log_event(3.0, "x"), kind="user:made-up"))
+        with urllib.request.urlopen(handle.url, timeout=5) as resp:
+            counts = _log_event_counts(resp.read().decode())
+    finally:
+        handle.stop()
+    assert counts["user:lotus"] == 1
+    assert "user:made-up" not in counts and counts["other"] == 1000 - MAX_LOG_KINDS + 1

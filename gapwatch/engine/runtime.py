@@ -337,6 +337,7 @@ def build_runtime(
     with ExitStack() as opened:
         exporter: ExporterHandle | None = None
         if config.prometheus.listen:
+            from gapwatch.logs.parse import named_kinds
             from gapwatch.sinks.prometheus import ExporterError, bind_exporter
 
             try:
@@ -349,7 +350,7 @@ def build_runtime(
         if exporter is not None:
             rt.exporter = exporter
             exporter.server.watch = rt.threads  # it starts its thread now
-            exporter.serve(rt.session, rt.status)
+            exporter.serve(rt.session, rt.status, named_kinds(config.logs))
         rt.resources = opened.pop_all()
     return rt
 

@@ -58,8 +58,11 @@ class SinkCounts:
 class MetricsSink:
     """A session Sink that counts samples, events, notices and tick lateness for the collector."""
 
-    def __init__(self) -> None:
+    def __init__(self, named_kinds: frozenset[str] = BUILT_IN_KINDS) -> None:
+        """`named_kinds`: the log event kinds counted by name whatever else comes
+        (`gapwatch.logs.parse.named_kinds` of the session's config)."""
         self.lock = threading.Lock()
+        self._named_kinds = named_kinds
         self.counts = SinkCounts()
         self._last_tick_ns: int | None = None
 
@@ -80,10 +83,10 @@ class MetricsSink:
                     # A kind is a rule's name live (a few, and the config's user rules), but a
                     # replayed recording's events carry any text: one series each (50,000 made
                     # up, growing for good). Beyond MAX_LOG_KINDS they count under "other",
-                    # but for the built-in rules' own, however many made-up ones came first.
+                    # but for the config's rules' own, however many made-up ones came first.
                     kind = record.kind
                     if kind not in kinds and len(kinds) >= MAX_LOG_KINDS \
-                            and kind not in BUILT_IN_KINDS:
+                            and kind not in self._named_kinds:
                         kind = OTHER_KIND
                     kinds[kind] = kinds.get(kind, 0) + 1
             elif isinstance(record, Notice):

@@ -59,6 +59,7 @@ from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.causes import PROVER_CAUSES
 from gapwatch.cuzk.prover import view_of
+from gapwatch.logs.parse import BUILT_IN_KINDS
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
 from gapwatch.sinks.prover_event_metrics import families as prover_event_families
@@ -565,11 +566,13 @@ class ExporterHandle:
         self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self.url = f"http://{self.address}/metrics"
 
-    def serve(self, session: ExportedSession, status_fn: Callable[[], Any] | None = None) -> None:
+    def serve(self, session: ExportedSession, status_fn: Callable[[], Any] | None = None,
+              named_kinds: frozenset[str] = BUILT_IN_KINDS) -> None:
         """Register a `MetricsSink` on the session (counting starts now: call it before feeding
         records) and start answering scrapes. `status_fn` returns the runtime's
-        `RuntimeStatus`; its logs, log counters and recording feed their metrics."""
-        sink = MetricsSink()
+        `RuntimeStatus`; its logs, log counters and recording feed their metrics.
+        `named_kinds`: the log event kinds always counted by name (the config's rules')."""
+        sink = MetricsSink(named_kinds)
         registry = CollectorRegistry(auto_describe=False)
         registry.register(GapwatchCollector(session, sink, status_fn))
         session.add_sink(sink)

@@ -49,7 +49,8 @@ from gapwatch.logs.parse.prefixes import strip_ansi, strip_prefix
 from gapwatch.logs.parse.tracing import TracingLine, parse_tracing
 from gapwatch.logs.parse.user_rules import UserRules
 
-__all__ = ["BUILT_IN_KINDS", "LogParser", "PARSE_CHARS", "PARTITION_NAME"]
+__all__ = ["BUILT_IN_KINDS", "LogParser", "PARSE_CHARS", "PARTITION_NAME", "named_kinds",
+           "user_kind"]
 
 _V = TypeVar("_V")
 PARTITION_NAME = "gpu_lock"
@@ -57,6 +58,19 @@ PARTITION_NAME = "gpu_lock"
 #: line's `unparsed`): `/metrics` counts each by name whatever else a recording names.
 BUILT_IN_KINDS = frozenset(("tracing", "timeline", "chan_send", "cuzk_timing", "cuzk_ntt_h",
                             PARTITION_KIND, panics.KIND))
+
+
+def user_kind(rule_name: str) -> str:
+    """The kind of the events a user rule (`[[logs.rules]]`) makes."""
+    return "user:" + rule_name
+
+
+def named_kinds(config: LogsConfig) -> frozenset[str]:
+    """Every kind this config's rules can make: the built-in rules' and its user rules'
+    (`/metrics` counts each of them by name, however many made-up kinds a replay brings)."""
+    return BUILT_IN_KINDS | {user_kind(r.name) for r in config.rules}
+
+
 #: Partitions whose GPU is remembered (job, partition) -> GPU: a few jobs in flight at most.
 _PART_GPU_KEPT = 4096
 
@@ -484,7 +498,7 @@ class LogParser:
                     t, source = self._time(prefix_s, wall)
                 if m.bad_timestamp:
                     self.counters["bad_timestamp"] += 1
-                kind = "user:" + m.rule
+                kind = user_kind(m.rule)
                 self._count(kind)
                 return [LogEvent(
                     t_wall_s=t, time_source=source, kind=kind, name=m.name,

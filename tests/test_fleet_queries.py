@@ -210,6 +210,33 @@ def test_a_failed_up_query_judges_no_row_stale_by_it() -> None:
     assert rows["dead:9400"].stale  # by its age, which was answered
 
 
+def test_a_box_whose_freshness_prometheus_did_not_answer_is_never_shown_fresh() -> None:
+    """A box dead for 50 minutes still has rows (the state query reaches back a lookback):
+    with `up`, the scrape's age and the exports all unanswered, nothing judged it, and it
+    showed its last CHAINED as fresh (`"stale": false`, `--once` exit 0). Not known is said
+    so, and ranked with the stale."""
+    with fake_prometheus() as fake:
+        box(fake, "ok:9400", 1, "GAPS")
+        box(fake, "dead:9400", 1, "CHAINED", up=0.0, age_s=3000.0)
+        for field in ("up", "age_s", "exported"):
+            fake.replies[promql(field)] = Reply(503, b"")
+        result = refresh(PromClient(fake.url), FleetOptions())
+    assert {"up", "age_s", "exported"} <= set(result.errors)
+    rows = {r.instance: r for r in result.rows}
+    assert rows["dead:9400"].stale is None and cells(rows["dead:9400"])[2] == "?CHAINED"
+    assert rows["dead:9400"].as_json()["stale"] is None
+    # Ranked with the stale, above the GAPS it may hide behind its old state.
+    assert [r.instance for r in result.rows] == ["dead:9400", "ok:9400"]
+
+
+def test_the_boxes_freshness_is_asked_before_the_optional_questions() -> None:
+    """A slow Prometheus spent the refresh's budget on the columns first and skipped `up` and
+    the scrape's age, the two questions without which no row's freshness is known."""
+    order = [q.field for q in QUERIES]
+    assert order[:3] == ["state", "up", "age_s"]
+    assert all(not q.optional for q in QUERIES[:order.index("age_s") + 1])
+
+
 def test_a_dead_boxs_gpus_are_not_said_no_longer_exported() -> None:
     """A box not scraped has all its series stale: its GPUs were each `"exported": false`, as
     a GPU lost at a restart is; only a box scraped now says that of a GPU."""

@@ -42,6 +42,12 @@ _SLOWING = "|".join(name for name, _, slows in CLOCKS_EVENT_REASONS.values() if 
 QUERIES: tuple[Query, ...] = (
     # The rows: every (box, GPU) with a chaining state in the lookback, with its last state.
     Query("state", "last_over_time(gapwatch_gpu_chain_state{{{sel}}}[{lb}]) == 1"),
+    # The box: scraped now (1), failing (0), or gone from the targets (absent); and when it
+    # last answered a scrape. Asked right after the rows: without them no row's freshness is
+    # known (`rows._stale`), and a slow Prometheus spends the budget on the first questions.
+    Query("up", "up{{{sel}}}", per="box"),
+    Query("age_s", "time() - max by (instance) (max_over_time((timestamp(up{{{sel}}}) and "
+          f"up{{{{{{sel}}}}}} == 1)[{FRESH_WINDOW}:{FRESH_STEP}]))", per="box"),
     # Which of them the box exports now (no lookback: a series the box stopped exporting gets
     # a staleness marker at the next scrape): a GPU gone from a live box's /metrics (lost at a
     # restart of its gapwatch) kept its last state, fresh-looking, for the whole lookback.
@@ -51,11 +57,6 @@ QUERIES: tuple[Query, ...] = (
     Query("payoff_gain", "last_over_time(gapwatch_gpu_verdict_payoff_ratio{{{sel}}}[{lb}])"),
     Query("idle_s_5m",
           "sum by (instance, gpu, kind) (increase(gapwatch_gap_seconds_total{{{sel}}}[5m]))"),
-    # The box: scraped now (1), failing (0), or gone from the targets (absent); and when it
-    # last answered a scrape.
-    Query("up", "up{{{sel}}}", per="box"),
-    Query("age_s", "time() - max by (instance) (max_over_time((timestamp(up{{{sel}}}) and "
-          f"up{{{{{{sel}}}}}} == 1)[{FRESH_WINDOW}:{FRESH_STEP}]))", per="box"),
     # Exported by later gapwatch versions (the chaining figure, PoSt, GPU and prover health).
     Query("chaining_ratio", "last_over_time(gapwatch_chaining_ratio{{{sel}}}[{lb}])",
           optional=True),

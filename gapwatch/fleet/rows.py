@@ -10,7 +10,10 @@ A box is stale when Prometheus cannot scrape it now (`up` 0), no longer has it a
 (`up` absent), or last scraped it more than `stale_after_s` ago: its rows keep their last
 values, marked stale, and sort just below the boxes in BREAKDOWN. So is a GPU the box no longer
 exports (`exported` False: a GPU lost at a restart of the box's gapwatch), however fresh the
-box.
+box. When Prometheus answers neither `up` nor the scrape's age, a row's freshness is not known
+(`stale` None), marked so and ranked with the stale: never shown fresh. Those two questions
+are asked right after the rows', before the optional ones, so that a slow Prometheus spends
+the budget on them first.
 
 Why a box is stale is Prometheus's to say (`gapwatch.fleet.targets`): when a refresh has a
 stale row, its targets API is asked once, last, within what is left of the budget, and each
@@ -43,7 +46,9 @@ class FleetRow:
     instance: str
     gpu: str
     state: str = "NO_DATA"
-    stale: bool = False
+    #: Not fresh (True), fresh (False), or not known (None: Prometheus answered neither whether
+    #: the box is scraped now nor when it last was, so its state may be an hour old).
+    stale: bool | None = False
     #: Whether the box exports this GPU's state now (False: only its past is remembered; None:
     #: not known, the question failed or the row is the box's own).
     exported: bool | None = None
@@ -71,7 +76,8 @@ class FleetRow:
     down_scrape_url: str | None = None
 
     def severity(self) -> float:
-        if self.stale and self.state != "BREAKDOWN":
+        # Freshness not known ranks as stale: its last state may be a dead box's.
+        if self.stale is not False and self.state != "BREAKDOWN":
             return STALE_SEVERITY
         # The state is text from Prometheus, not a ChainState: an unknown one ranks as NO_DATA.
         for state, rank in STATE_SEVERITY.items():
@@ -241,11 +247,15 @@ def build_rows(answers: dict[str, list[Series]], stale_after_s: float) -> list[F
                                                 _gpu_order(r.gpu)))
 
 
-def _stale(row: FleetRow, answers: dict[str, list[Series]], stale_after_s: float) -> bool:
+def _stale(row: FleetRow, answers: dict[str, list[Series]], stale_after_s: float
+           ) -> bool | None:
     """Is the row's state not fresh, by the questions Prometheus answered: its box not scraped
     now (`up`), its last good scrape too old (`age_s`), or, its box scraped, its GPU no longer
     exported (`exported`, then set False on the row). A question that failed judges nothing
-    (a failed `up` made every row stale, a row `exported` showed live among them)."""
+    (a failed `up` made every row stale, a row `exported` showed live among them); with
+    neither `up` nor `age_s` answered and nothing stale, freshness is not known (None): the
+    state query reaches back a whole lookback, and a box dead for 50 minutes showed its last
+    state as fresh."""
     judged = []
     if "up" in answers:
         judged.append(row.up != 1.0)
@@ -257,7 +267,9 @@ def _stale(row: FleetRow, answers: dict[str, list[Series]], stale_after_s: float
         row.exported = False
     if row.exported is not None:
         judged.append(not row.exported)
-    return any(judged)
+    if any(judged):
+        return True
+    return False if "up" in answers or "age_s" in answers else None
 
 
 def _gpu_order(gpu: str) -> tuple[int, str]:
@@ -344,7 +356,7 @@ _KIND_LETTER = {"pcie_starved": "S", "transfer_bound": "T", "host_stall": "H", "
 
 def cells(r: FleetRow) -> tuple[str, ...]:
     """One row as text cells (outside text made visible, numbers rounded; "-": not known)."""
-    state = f"~{r.state}" if r.stale else r.state
+    state = f"~{r.state}" if r.stale else f"?{r.state}" if r.stale is None else r.state
     busy = fmt.frac_pct(r.busy_ratio) if r.busy_ratio is not None else "-"
     chain = fmt.frac_pct(r.chaining_ratio) if r.chaining_ratio is not None else "-"
     idle = "-"

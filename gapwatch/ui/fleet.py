@@ -127,8 +127,8 @@ class FleetApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield Static(f"gapwatch fleet: {fmt.visible(self.client.base_url)} "
-                     f"{fmt.visible(self.opts.selector)} (~ = stale)", id="fleet-title",
-                     markup=False)
+                     f"{fmt.visible(self.opts.selector)} (~ = stale, ? = not known if fresh)",
+                     id="fleet-title", markup=False)
         yield self.table
         yield self.footer
 

@@ -455,10 +455,96 @@ def test_a_stop_while_prometheus_is_silent_cuts_the_query_in_flight_not_at_its_d
 
         asker = threading.Thread(target=ask, daemon=True)
         asker.start()
-        while client._in_flight is None and asker.is_alive():  # noqa: SLF001 - sent, waiting
+        while not client._in_flight and asker.is_alive():  # noqa: SLF001 - sent, waiting
             arrived.wait(0.01)
         client.abort()
         asker.join(10)
         assert why == ["stopped"]
         with pytest.raises(PromError, match="stopped"):  # and no later query starts
             client.instant("up")
+
+
+def _asked_in(client: PromClient, n: int) -> tuple[list[threading.Thread], list[str]]:
+    """`n` queries of `client`, each on a thread of its own, started; what each raised."""
+    why: list[str] = []
+
+    def ask() -> None:
+        try:
+            client.instant("up")
+        except PromError as exc:
+            why.append(str(exc))
+
+    askers = [threading.Thread(target=ask, daemon=True) for _ in range(n)]
+    for t in askers:
+        t.start()
+    return askers, why
+
+
+def _all_done(askers: list[threading.Thread]) -> bool:
+    for t in askers:
+        t.join(10)
+    return not any(t.is_alive() for t in askers)
+
+
+def test_a_stop_cuts_every_query_in_flight_the_refreshs_and_a_box_details(
+        ) -> None:
+    """The screen's refresh and a box's detail query one client from two threads: the client
+    held one query in flight, the second overwrote the first, and a stop cut only one. The
+    other ran to its `--timeout` with the terminal given back (8.9 s after `q`)."""
+    arrived = threading.Event()
+    with hostile(lambda conn: time.sleep(10)) as url:
+        client = PromClient(url, timeout_s=60.0)
+        askers, why = _asked_in(client, 2)
+        while len(client._in_flight) < 2 and all(t.is_alive() for t in askers):  # noqa: SLF001
+            arrived.wait(0.01)
+        client.abort()
+        assert _all_done(askers) and why == ["stopped", "stopped"]
+
+
+def test_a_stop_cuts_a_query_still_connecting() -> None:
+    """A Prometheus behind a firewall that drops the SYN (here: a listener whose backlog is
+    full): the watchdog had no socket until the connection was made, and a stop waited for
+    the whole `--timeout`."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(8):  # the backlog filled: a further SYN is dropped, the connect hangs
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(("127.0.0.1", port))
+        fillers.append(filler)
+    try:
+        client = PromClient(f"http://127.0.0.1:{port}", timeout_s=60.0)
+        arrived = threading.Event()
+        askers, why = _asked_in(client, 1)
+        while not client._in_flight and askers[0].is_alive():  # noqa: SLF001 - connecting
+            arrived.wait(0.01)
+        client.abort()
+        assert _all_done(askers) and why == ["stopped"]
+    finally:
+        for sock in (*fillers, listener):
+            sock.close()
+
+
+def test_a_stop_cuts_a_query_waiting_on_a_host_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resolver that does not answer: the query waited on the lookup to its deadline,
+    whatever stop came."""
+    answer = threading.Event()
+
+    def slow_lookup(*args: object, **kwargs: object) -> list[object]:
+        answer.wait(30)
+        raise socket.gaierror("not answered")
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_lookup)
+    client = PromClient("http://prom.invalid:9090", timeout_s=60.0)
+    arrived = threading.Event()
+    askers, why = _asked_in(client, 1)
+    while not client._in_flight and askers[0].is_alive():  # noqa: SLF001 - looking up
+        arrived.wait(0.01)
+    client.abort()
+    try:
+        assert _all_done(askers) and why == ["stopped"]
+    finally:
+        answer.set()

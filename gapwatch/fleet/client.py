@@ -22,9 +22,12 @@ a refresh for its own retries, 10-30 s), the answer kept for `RESOLVED_FOR_S`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import http.client
 import math
+import os
+import select
 import socket
 import ssl
 import threading
@@ -190,18 +193,23 @@ class PromClient:
         self.last_wait_s = 0.0
         #: The last targets answer: when it was read (monotonic), for which labels, the targets.
         self._targets: tuple[float, tuple[str, ...], list[Target]] | None = None
-        #: Set by `abort`: no query starts, and the one in flight is cut (see `abort`).
-        self._aborted = False
-        self._in_flight: _Watchdog | None = None
+        #: Set by `abort`: no query starts, and those in flight are cut (see `abort`).
+        self._aborted = threading.Event()
+        #: The queries in flight, each by its watchdog: the screen's refresh and a box's
+        #: detail ask from two threads at once.
+        self._in_flight: set[_Watchdog] = set()
+        self._in_flight_lock = threading.Lock()
 
     def abort(self) -> None:
-        """End the query in flight now (its socket shut, as its deadline would) and refuse any
-        later one: the screen's refresh runs on a thread Python waits for at exit, so a stop
-        signal or `q` while Prometheus was slow left the process running until the refresh's
-        deadline (`--timeout`), its terminal already given back. Safe from any thread."""
-        self._aborted = True
-        watchdog = self._in_flight
-        if watchdog is not None:
+        """End every query in flight now (its socket shut, as its deadline would; a lookup or
+        a connect too) and refuse any later one: the screen's refresh runs on a thread Python
+        waits for at exit, so a stop signal or `q` while Prometheus was slow left the process
+        running until the refresh's deadline (`--timeout`), its terminal already given back.
+        Safe from any thread."""
+        with self._in_flight_lock:
+            self._aborted.set()
+            flying = list(self._in_flight)
+        for watchdog in flying:
             watchdog.fire()
 
     def instant(self, expr: str, timeout_s: float | None = None) -> list[Series]:
@@ -271,24 +279,23 @@ class PromClient:
                                                context=tls)
         else:
             conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout_s)
-        if self._aborted:
-            raise PromError("stopped")
-        watchdog = _Watchdog(timeout_s)
-        self._in_flight = watchdog
-        if self._aborted:  # `abort` came between the check and the hand-over: it missed this one
-            watchdog.fire()
+        with self._in_flight_lock:  # `abort` sees this query, or this sees `abort`
+            if self._aborted.is_set():
+                raise PromError("stopped")
+            watchdog = _Watchdog(timeout_s)
+            self._in_flight.add(watchdog)
         started = time.monotonic()
         try:
-            conn.sock = self._connect(started + timeout_s, timeout_s, tls)
+            conn.sock = self._connect(started + timeout_s, timeout_s, tls, watchdog)
             return self._exchange(conn, method, path, data, watchdog)
         except PromError:
             raise  # said already (an error status keeps its words past the deadline)
         except TimeoutError:
-            raise PromError("stopped" if self._aborted else
+            raise PromError("stopped" if self._aborted.is_set() else
                             f"no answer within {timeout_s:g} s") from None
         except (http.client.HTTPException, OSError, ValueError) as exc:
             if watchdog.fired:  # whatever the shut socket made the read say
-                raise PromError("stopped" if self._aborted else
+                raise PromError("stopped" if self._aborted.is_set() else
                                 f"no answer within {timeout_s:g} s") from None
             if isinstance(exc, http.client.HTTPException):
                 # BadStatusLine, LineTooLong, too many headers, a bad chunk: not an OSError,
@@ -301,37 +308,45 @@ class PromClient:
                 raise PromError(f"cannot reach Prometheus: {str(exc)[:120]}") from None
             raise PromError(f"connection failed: {str(exc)[:120]}") from None
         finally:
-            self._in_flight = None
+            with self._in_flight_lock:
+                self._in_flight.discard(watchdog)
             watchdog.cancel()
             conn.close()
             self.last_wait_s = time.monotonic() - started
 
-    def _connect(self, deadline: float, timeout_s: float, tls: ssl.SSLContext | None
-                 ) -> socket.socket:
+    def _connect(self, deadline: float, timeout_s: float, tls: ssl.SSLContext | None,
+                 watchdog: _Watchdog) -> socket.socket:
         """A socket connected to the host: its addresses (looked up by `deadline`) tried in
         turn, each within the time left; under TLS, wrapped for the host's name. What
-        `HTTPConnection.connect` does, with the lookup bounded too."""
+        `HTTPConnection.connect` does, with the lookup bounded too, and both cut by `abort`
+        (the lookup's wait ends, the connecting socket is `watchdog`'s: a firewall that drops
+        the SYN, or a slow DNS, held a quit for the whole `--timeout`)."""
         try:
-            addresses = self._resolver.addresses(deadline)
+            addresses = self._resolver.addresses(deadline, self._aborted)
         except TimeoutError:
+            if self._aborted.is_set():
+                raise
             raise PromError(f"no answer within {timeout_s:g} s (looking up "
                             f"{self._host[:80]!r} took longer)") from None
         failure: OSError = OSError(f"no address for {self._host[:80]!r}")
         for family, kind, proto, _name, address in addresses:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or watchdog.fired:
                 raise TimeoutError
             sock = socket.socket(family, kind, proto)
             try:
-                sock.settimeout(left)
-                sock.connect(address)
+                _connect_within(sock, address, deadline, watchdog)
                 with contextlib.suppress(OSError):  # as http.client: best effort
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 if tls is not None:
                     # The handshake takes the socket's timeout as its whole deadline: the time
-                    # left, not a fresh `timeout_s`.
+                    # left, not a fresh `timeout_s`. Watched from its start (the wrapped
+                    # socket is a new one: the plain one is detached from its descriptor).
                     sock.settimeout(max(0.001, deadline - time.monotonic()))
-                    sock = tls.wrap_socket(sock, server_hostname=self._host)
+                    sock = tls.wrap_socket(sock, server_hostname=self._host,
+                                           do_handshake_on_connect=False)
+                    watchdog.watch(sock)
+                    sock.do_handshake()
                 sock.settimeout(timeout_s)
                 return sock
             except OSError as exc:
@@ -369,6 +384,34 @@ class PromClient:
         return body
 
 
+#: How often a query waiting on the host's lookup or a connect looks whether it was aborted.
+_ABORT_LOOK_S = 0.05
+
+
+def _connect_within(sock: socket.socket, address: tuple[object, ...], deadline: float,
+                    watchdog: _Watchdog) -> None:
+    """Connect `sock` by `deadline`, unless `watchdog` fires first (`TimeoutError` either
+    way; a refusal is the OSError `connect` raises). Not blocking in `connect`: a shutdown
+    from another thread does not reach a socket not yet connecting, so an abort that came
+    just before the call was missed, and the connect held the quit to the deadline."""
+    sock.setblocking(False)
+    err = sock.connect_ex(address)
+    if err and err not in (errno.EINPROGRESS, errno.EWOULDBLOCK):
+        raise OSError(err, os.strerror(err))
+    if err:
+        poller = select.poll()
+        poller.register(sock, select.POLLOUT)
+        while not poller.poll(1000 * min(_ABORT_LOOK_S, max(0.0, deadline - time.monotonic()))):
+            if watchdog.fired or time.monotonic() >= deadline:
+                raise TimeoutError
+        err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            raise OSError(err, os.strerror(err))
+    if watchdog.fired:
+        raise TimeoutError
+    watchdog.watch(sock)
+
+
 class _Resolver:
     """The addresses of one host, looked up in a thread of its own so that a caller waits
     only until its deadline (`getaddrinfo` blocks for as long as the system's resolver
@@ -383,17 +426,21 @@ class _Resolver:
         self._kept: list[_AddrInfo] = []
         self._kept_at = 0.0
 
-    def addresses(self, deadline: float) -> list[_AddrInfo]:
+    def addresses(self, deadline: float, aborted: threading.Event) -> list[_AddrInfo]:
         """The host's addresses; `TimeoutError` when the lookup has not answered by
-        `deadline`; `socket.gaierror` (an OSError) when it answered that there are none."""
+        `deadline`, or `aborted` is set first; `socket.gaierror` (an OSError) when it
+        answered that there are none."""
         with self._lock:
             if self._kept and time.monotonic() - self._kept_at < RESOLVED_FOR_S:
                 return self._kept
             lookup = self._pending
             if lookup is None or lookup.done.is_set():
                 lookup = self._pending = _Lookup(self._host, self._port)
-        if not lookup.done.wait(max(0.0, deadline - time.monotonic())):
-            raise TimeoutError
+        # Looked at in slices, for `aborted` too (one Event cannot wait on two); a lookup
+        # still out when the caller gives up goes on in its daemon thread.
+        while not lookup.done.wait(min(_ABORT_LOOK_S, max(0.0, deadline - time.monotonic()))):
+            if aborted.is_set() or time.monotonic() >= deadline:
+                raise TimeoutError
         if lookup.error is not None:
             raise lookup.error
         with self._lock:

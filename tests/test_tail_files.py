@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from gapwatch.base.clock import FakeClock
+from gapwatch.config import LogsConfig
+from gapwatch.logs.follow import LogFollower
 from gapwatch.logs.tail import LineSplitter, Tailer
 
 
@@ -169,6 +171,30 @@ def test_a_log_of_nothing_but_nuls_costs_less_than_as_many_bytes_of_lines() -> N
     assert splitter.feed(bytes(1000) + b"kept\0 line\n") == ["kept line"]
     assert splitter.nul_bytes == 1001
     assert _feed_cpu_s(bytes(size)) < _feed_cpu_s(lines)
+
+
+def test_nul_bytes_followed_live_are_said_once_a_file_and_counted_by_the_follower(
+        tmp_path: Path) -> None:
+    """`record --log /dev/zero` (a link swapped to it, a NUL hole not skipped) ran with nothing
+    said: 0 lines, its NULs counted only in the tailer's per-file status, which nothing showed.
+    The first are said once a file (a warning: `record`'s stderr, the dashboard), the count
+    reaches the runtime's log counters (`/metrics` `gapwatch_log_counter{name="nul_bytes"}`)."""
+    log = tmp_path / "cuzk.log"
+    log.write_bytes(b"")
+    got = Collect()
+    t = Tailer([str(log), "/dev/zero"], got.line, on_notice=got.notice, clock=FakeClock())
+    t.poll_once()
+    append(log, b"\0" * 100 + b"after\n")
+    t.poll_once()
+    append(log, b"\0" * 5 + b"again\n")
+    t.poll_once()
+    said = [n for n in got.notices if "NUL bytes dropped" in n]
+    assert got.lines == ["after", "again"] and len(said) == 2
+    assert any(n.startswith(f"log {log}: 100 NUL bytes") and "copytruncate" in n for n in said)
+    assert any(n.startswith("log /dev/zero:") and "/dev/zero?" in n for n in said)
+    follower = LogFollower([str(log)], LogsConfig(from_start=True), lambda ev: None)
+    follower.tailer.poll_once()
+    assert follower.status().nul_bytes == 105
 
 
 def test_deleted_file_is_waited_for_and_followed_again(tmp_path: Path) -> None:

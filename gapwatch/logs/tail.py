@@ -127,6 +127,14 @@ class LineSplitter:
         return [line]
 
 
+def nul_words(path: str, nul_bytes: int, stream: bool) -> str:
+    """The warning for the first NUL bytes dropped from a followed log (said once a file)."""
+    why = ("a device or writer of zeros: is it /dev/zero?" if stream else
+           "a writer without O_APPEND after a copytruncate leaves a hole of them")
+    return (f"log {path}: {nul_bytes} NUL bytes dropped, no line made of them ({why}); "
+            "further ones only counted (nul_bytes)")
+
+
 #: State of a followed file before the first look, and after a first look found no file.
 WAITING = "waiting for file"
 MISSING = "missing: no such file (waiting for it)"
@@ -167,6 +175,7 @@ class _FileFollower:
         #: writer refills past `_pos` within one poll shows as different bytes there.
         self._tail = b""
         self._said_directory = False
+        self._said_nuls = False
         # Only a file that exists when following starts is read from its end.
         self._first_open_at_end = not from_start
 
@@ -261,7 +270,15 @@ class _FileFollower:
             self._open(notice, at_end=True)
 
     def poll(self, notice: NoticeCallback) -> list[str]:
-        """Read what is new; handle appearance, rotation, truncation, deletion."""
+        """Read what is new; handle appearance, rotation, truncation, deletion. The first NUL
+        bytes dropped are said (once: counted after that, `nul_bytes`)."""
+        lines = self._poll(notice)
+        if self.splitter.nul_bytes and not self._said_nuls:
+            self._said_nuls = True
+            notice("warning", nul_words(self.path, self.splitter.nul_bytes, self._stream))
+        return lines
+
+    def _poll(self, notice: NoticeCallback) -> list[str]:
         if self._fd is None:
             at_end = self._first_open_at_end
             self._first_open_at_end = False
@@ -461,7 +478,10 @@ class Tailer:
             self.on_notice("info", "log stdin: end of input")
             return False
         self._stdin.bytes += len(data)
+        said = self._stdin_splitter.nul_bytes
         lines = self._stdin_splitter.feed(data)
+        if not said and self._stdin_splitter.nul_bytes:
+            self.on_notice("warning", nul_words("stdin", self._stdin_splitter.nul_bytes, True))
         if lines:
             self._deliver("-", self._stdin, lines)
         return True

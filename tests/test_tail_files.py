@@ -197,6 +197,43 @@ def test_nul_bytes_followed_live_are_said_once_a_file_and_counted_by_the_followe
     assert follower.status().nul_bytes == 105
 
 
+def test_a_followed_name_turned_into_a_link_loop_is_said_and_the_file_as_opened_read_on(
+        tmp_path: Path) -> None:
+    """A link loop put at the followed name (ELOOP; EACCES when the folder's permission is
+    revoked, ENOTDIR): the name could not be looked at, which was only counted: the state
+    said "following", nothing was said, and a rotation could never be seen again. Said once
+    (a warning, an alert in the footer: its state is not "following"), the file as opened read
+    on; said again when the name can be looked at."""
+    log = tmp_path / "cuzk.log"
+    log.write_bytes(b"")
+    got = Collect()
+    t = tailer(log, got)
+    t.poll_once()
+    with open(log, "ab") as writer:
+        writer.write(b"one\n")
+        writer.flush()
+        aside = tmp_path / "aside.log"
+        log.rename(aside)
+        log.symlink_to(log)  # ELOOP
+        t.poll_once()
+        writer.write(b"two\n")
+        writer.flush()
+        t.poll_once()
+        t.poll_once()
+        assert got.lines == ["one", "two"]
+        said = [n for n in got.notices if "cannot be looked at" in n]
+        assert len(said) == 1 and "Too many levels of symbolic links" in said[0]
+        assert not t.status()[0].state.startswith("following")
+        log.unlink()
+        aside.rename(log)  # the same file back at its name
+        writer.write(b"three\n")
+        writer.flush()
+        t.poll_once()
+    assert got.lines == ["one", "two", "three"]
+    assert got.notices[-1].endswith("its name can be looked at again")
+    assert t.status()[0].state == "following" and t.status()[0].rotations == 0
+
+
 def test_deleted_file_is_waited_for_and_followed_again(tmp_path: Path) -> None:
     log = tmp_path / "cuzk.log"
     log.write_bytes(b"")

@@ -138,6 +138,8 @@ def nul_words(path: str, nul_bytes: int, stream: bool) -> str:
 #: State of a followed file before the first look, and after a first look found no file.
 WAITING = "waiting for file"
 MISSING = "missing: no such file (waiting for it)"
+#: State of a followed file whose name cannot be looked at (the file as opened is read on).
+NAME_UNREADABLE = "name unreadable, the file as opened read on"
 
 
 @dataclass(slots=True)
@@ -298,9 +300,21 @@ class _FileFollower:
             self.status.state = "deleted, waiting for file"
             notice("warning", f"log {self.path}: deleted; waiting for it to come back")
             return lines
-        except OSError:
+        except OSError as exc:
+            # ELOOP (a link loop put at the name), EACCES (the folder's permission revoked),
+            # ENOTDIR: the file as opened still reads; the name, and so a rotation, cannot be
+            # seen. Said once (it was only counted: "following", nothing said).
             self.status.errors += 1
+            state = f"{NAME_UNREADABLE}: {exc.strerror}"
+            if self.status.state != state:
+                self.status.state = state
+                notice("warning", f"log {self.path}: its name cannot be looked at "
+                                  f"({exc.strerror}); reading on from the file as opened, a "
+                                  "rotation seen once the name can be looked at again")
             return self._read()
+        if self.status.state.startswith(NAME_UNREADABLE):
+            self.status.state = "following"
+            notice("info", f"log {self.path}: its name can be looked at again")
         if (st.st_dev, st.st_ino) != self._ident:
             # Rotated by rename or delete + re-create: what was written to the old file since
             # the last poll is still readable through our descriptor.

@@ -394,3 +394,25 @@ def test_a_log_of_thousands_of_workers_picking_up_work_makes_no_post_list_them_a
         for e in parser.parse_line(line, "x", i, 0.0):
             tracker.feed(e)
     assert len(tracker.holding) <= MAX_HELD
+
+
+def test_a_post_whose_synthesis_end_line_comes_out_of_order_is_never_ok_with_phases_past_its_total(
+) -> None:
+    """A SYNTH_END out of order (a replayed or lying TIMELINE line): its synthesis read 39.2 s
+    while the total, arrival to completion, read 3.9 s, and the proof was "ok" against its
+    30 s deadline, after it was said late while running (a hostile log's synthesis of 206
+    days had a total of 0.0 s, "ok"). A
+    total is never shorter than one of its phases: late, as its own figures say."""
+    text = (DATA / "post-behind-partitions.log").read_text()
+    assert "TIMELINE,12970,SYNTH_END" in text
+    events = watched_text(text.replace("TIMELINE,12970,SYNTH_END", "TIMELINE,50000,SYNTH_END"))
+    # Said late while running (the line at 50 s is past its deadline), then done: no longer
+    # "late" then "ok" for one proof.
+    [ev] = [e for e in events if e.proof is not None and e.proof.done]
+    p = ev.proof
+    assert p is not None and p.synth_s == pytest.approx(39.23, abs=0.01)
+    assert p.total_s is not None and p.synth_s is not None and p.total_s >= p.synth_s
+    assert p.verdict == "late" and ev.level == "error"
+    [ok] = watched_text(text)  # the log as cuzk wrote it: unchanged
+    assert ok.proof is not None and ok.proof.total_s == pytest.approx(3.87, abs=0.01)
+    assert ok.proof.verdict == "ok"

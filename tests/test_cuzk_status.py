@@ -10,6 +10,7 @@ import socket
 import threading
 from pathlib import Path
 
+import msgspec
 from cuzk_fakes import WAITS_ON_SYNTHESIS, cuzk_doc, ok_answer, truncated_answer
 
 from evaluation.simulate import ListSink
@@ -18,6 +19,7 @@ from gapwatch.core.models import GpuInfo, GpuSample, Notice, ProverStatus
 from gapwatch.cuzk.status import (
     MAX_PARTITIONS_PER_POLL,
     MAX_PIPELINES_PER_POLL,
+    MAX_TEXT_CHARS,
     StatusError,
     parse_status,
 )
@@ -362,3 +364,33 @@ def test_a_poll_cut_to_its_bound_is_said_once() -> None:
     said = [n.message for n in notices if "per poll" in n.message]
     assert len(said) == 1 and "cut_items" in said[0]
     assert poller.counters["cut_items"] == 2 * (3000 - MAX_PARTITIONS_PER_POLL)
+
+
+def test_a_job_id_of_hundreds_of_kilobytes_over_a_thousand_partitions_is_no_gigabyte_record(
+) -> None:
+    """A 900 KB job id is written into each of its partitions: over 1,024 partitions (a
+    1 MiB answer) a poll was a ~920 MB record, encoded under the GIL every second. Every text
+    of the document is cut as a log line's job id is, counted `text_cut`, said once."""
+    job, kind, circuit = "J" * 200_000, "k" * 50_000, "c" * 50_000
+    body = json.dumps({
+        "pipelines": [{"job_id": job, "proof_kind": kind,
+                       "partitions": [{"index": i, "state": "queued"} for i in range(1024)]}],
+        "gpu_workers": [{"worker_id": 0, "gpu_ordinal": 0, "state": "busy",
+                         "current_job": job}],
+        "allocations": {"srs": [{"circuit_id": circuit, "bytes": 1}]}}).encode()
+    counters: dict[str, int] = {}
+    st = _parse(body, counters)
+    assert len(st.partitions) == 1024 and st.partitions[0].index == 0
+    assert len(msgspec.json.encode(st)) < 2 * len(body)
+    assert st.partitions[0].job_id.startswith("J" * MAX_TEXT_CHARS + "… [cut ")
+    assert st.workers[0].job_id == st.partitions[0].job_id  # still names the same job
+    assert list(st.job_kinds) == [st.partitions[0].job_id]
+    assert st.srs_circuits is not None and len(st.srs_circuits[0]) < 2 * MAX_TEXT_CHARS
+    assert counters["text_cut"] == 4
+    notices: list[Notice] = []
+    with CuzkStatusServer(respond=lambda line: http_response(200, "OK", body)) as server:
+        poller = StatusPoller(server.url, 1.0, 5.0, lambda st: None, notices.append,
+                              clock=FakeClock())
+        assert poller.poll_once() is not None and poller.poll_once() is not None
+    said = [n.message for n in notices if "text_cut" in n.message]
+    assert len(said) == 1 and poller.counters["text_cut"] == 8

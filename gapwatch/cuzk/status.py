@@ -28,6 +28,7 @@ from gapwatch.core.models import (
     ProverStatus,
     ProverWorker,
 )
+from gapwatch.core.sizes import TEXT_CHARS, cut_text
 
 #: What one poll reads of a snapshot, at most (the rest is counted, `cut_items`, and said once
 #: by the poller). A real snapshot holds a few dozen partitions and one worker per GPU; a
@@ -36,6 +37,11 @@ MAX_PIPELINES_PER_POLL = 256
 MAX_PARTITIONS_PER_POLL = 1024
 MAX_WORKERS_PER_POLL = 256
 MAX_SRS_PER_POLL = 256
+#: Characters kept of each text the document gives (a job id, a proof kind, an SRS circuit id),
+#: as of a log line's job id (`sizes.TEXT_CHARS`; the rest counted `text_cut`). A job id is
+#: written into each of its partitions: a 900 KB one over 1,024 partitions of a 1 MiB answer
+#: was a 920 MB record each poll.
+MAX_TEXT_CHARS = TEXT_CHARS
 
 
 class StatusError(Exception):
@@ -218,12 +224,21 @@ def decode_status(body: bytes, counters: dict[str, int] | None = None) -> Status
     return doc
 
 
+def _text(value: str | None, cut: list[int]) -> str | None:
+    """`value` cut to `MAX_TEXT_CHARS` (`cut[0]` counts each text cut); None stays None."""
+    if value is None or len(value) <= MAX_TEXT_CHARS:
+        return value
+    cut[0] += 1
+    return cut_text(value, MAX_TEXT_CHARS)
+
+
 def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
                  latency_ms: float, counters: dict[str, int] | None = None) -> ProverStatus:
     """cuzk's `/status` body -> one `ProverStatus`. Raises StatusError (`bad_json`,
-    `bad_schema`). `counters["dropped_fields"]` counts fields that did not fit."""
+    `bad_schema`). `counters["dropped_fields"]` counts fields that did not fit, `cut_items`
+    what is past the per-poll bounds, `text_cut` texts cut to `MAX_TEXT_CHARS`."""
     doc = decode_status(body, counters)
-    cut = [0]
+    cut, texts = [0], [0]
     # Counts only when the document lists its pipelines at all (an empty list is 0 of each).
     counts: dict[str, int] = (dict.fromkeys(PARTITION_STATES, 0) if doc.pipelines is not None
                               else {})
@@ -233,9 +248,9 @@ def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
                        MAX_PIPELINES_PER_POLL, cut)
     budget = MAX_PARTITIONS_PER_POLL
     for pipe in pipelines:
-        job = pipe.job_id or "?"
+        job = _text(pipe.job_id, texts) or "?"
         if pipe.proof_kind is not None:
-            kinds[job] = pipe.proof_kind
+            kinds[job] = _text(pipe.proof_kind, texts) or "?"
         for part in _first(pipe.partitions or [], budget, cut):
             if part is None:
                 continue
@@ -250,7 +265,7 @@ def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
         ProverWorker(
             worker_id=w.worker_id, gpu=w.gpu_ordinal,
             state=w.state if w.state in WORKER_STATES else "other",
-            job_id=w.current_job, partition=w.current_partition, busy_s=w.busy_secs,
+            job_id=_text(w.current_job, texts), partition=w.current_partition, busy_s=w.busy_secs,
         )
         for w in _first(doc.gpu_workers or [], MAX_WORKERS_PER_POLL, cut)
         if w is not None and w.worker_id is not None
@@ -260,6 +275,9 @@ def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
     srs_entries = [e for e in _first(srs or [], MAX_SRS_PER_POLL, cut) if e is not None]
     if counters is not None and cut[0]:
         counters["cut_items"] = counters.get("cut_items", 0) + cut[0]
+    circuits = None if srs is None else [_text(e.circuit_id, texts) or "?" for e in srs_entries]
+    if counters is not None and texts[0]:
+        counters["text_cut"] = counters.get("text_cut", 0) + texts[0]
     return ProverStatus(
         prover=prover, t_mono_ns=t_mono_ns, t_wall_s=t_wall_s, latency_ms=latency_ms,
         uptime_s=doc.uptime_secs, partition_counts=counts, workers=workers,
@@ -273,7 +291,7 @@ def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
         memory_total_bytes=mem.total_bytes if mem else None,
         memory_used_bytes=mem.used_bytes if mem else None,
         memory_available_bytes=mem.available_bytes if mem else None,
-        srs_circuits=None if srs is None else [e.circuit_id or "?" for e in srs_entries],
+        srs_circuits=circuits,
         srs_bytes=None if srs is None else sum(e.bytes or 0 for e in srs_entries),
         job_kinds=kinds,
     )

@@ -223,7 +223,7 @@ class Runtime:
             st = follower.status()
             for f in st.files:
                 logs[f.path] = f.state
-            for key in ("lines", "parsed", "unparsed", "cut_lines"):
+            for key in ("lines", "parsed", "unparsed", "cut_lines", "nul_bytes"):
                 counters[key] = counters.get(key, 0) + int(getattr(st, key, 0))
         return RuntimeStatus(
             source=self.source,

@@ -31,6 +31,8 @@ class LogFollowerStatus:
     parsed: int = 0
     unparsed: int = 0
     cut_lines: int = 0
+    #: NUL bytes dropped from the followed files (said once a file by the tailer).
+    nul_bytes: int = 0
     #: Attributed GPU-lock regions (derived `cuzk_partition` events).
     attributed: int = 0
 
@@ -85,6 +87,7 @@ class LogFollower:
                        for s in files],
                 lines=c["lines"], parsed=c["parsed"], unparsed=c["unparsed"],
                 cut_lines=sum(s.cut_lines for s in files),
+                nul_bytes=sum(s.nul_bytes for s in files),
                 attributed=self.parser.attributor.attributed,
             )
 

@@ -42,6 +42,7 @@ from gapwatch.core.models import (
 from gapwatch.cuzk.status import (
     MAX_PARTITIONS_PER_POLL,
     MAX_PIPELINES_PER_POLL,
+    MAX_TEXT_CHARS,
     MAX_WORKERS_PER_POLL,
     StatusError,
     parse_status,
@@ -245,6 +246,10 @@ class StatusPoller(Background):
                          f"per poll ({MAX_PIPELINES_PER_POLL} jobs, {MAX_PARTITIONS_PER_POLL} "
                          f"partitions, {MAX_WORKERS_PER_POLL} workers); the first are read, "
                          "the rest counted (cut_items), said once")
+        if dropped.get("text_cut") and not self.counters.get("text_cut"):
+            self._notice(t_mono, t_wall, "warning",
+                         f"cuzk status {self.url}: a job id or other text over "
+                         f"{MAX_TEXT_CHARS} characters; kept cut, counted (text_cut), said once")
         with self._lock:
             for key, n in dropped.items():
                 self.counters[key] = self.counters.get(key, 0) + n

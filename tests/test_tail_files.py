@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -146,31 +145,15 @@ def test_nul_padding_after_truncation_is_skipped(tmp_path: Path) -> None:
     assert t.status()[0].nul_bytes == 100
 
 
-def _feed_cpu_s(data: bytes) -> float:
-    """The least CPU time (of 3) a splitter takes to be fed `data` 64 KiB at a time."""
-    best = float("inf")
-    for _ in range(3):
-        splitter = LineSplitter()
-        t0 = time.process_time()
-        for i in range(0, len(data), 1 << 16):
-            splitter.feed(data[i:i + (1 << 16)])
-        best = min(best, time.process_time() - t0)
-    return best
-
-
-def test_a_log_of_nothing_but_nuls_costs_less_than_as_many_bytes_of_lines() -> None:
+def test_a_log_of_nothing_but_nuls_makes_no_line_and_counts_every_nul() -> None:
     """`--log /dev/zero` (or a link swapped to it, a NUL hole read where the filesystem cannot
-    skip it): dropping NULs with `bytes.replace` held the GIL ~1 ms per 64 KiB chunk, 130 ms
-    per 8 MiB poll, twice what as many bytes of log lines cost: `record`'s sampler ran
-    p50 39 ms, p99 121 ms late (0.3 ms without the log). Dropped by `translate`, NULs cost a
-    fraction of lines (CPU time against CPU time, no threshold of its own)."""
-    size = 4 << 20
-    lines = (b"2026-11-30T09:06:34.357521Z  INFO cuzk_core::pipeline: partition synthesis "
-             b"complete partition=0 synth_ms=2891\n" * (size // 100 + 1))[:size]
+    skip it): every NUL dropped and counted, the line around them kept. (What dropping them
+    costs the sampler, 132 ms p99 late with `bytes.replace` against 4 ms now, is measured, not
+    tested: docs/benchmarks.md, "NULs on a followed log".)"""
     splitter = LineSplitter()
+    assert splitter.feed(bytes(1 << 20)) == []
     assert splitter.feed(bytes(1000) + b"kept\0 line\n") == ["kept line"]
-    assert splitter.nul_bytes == 1001
-    assert _feed_cpu_s(bytes(size)) < _feed_cpu_s(lines)
+    assert splitter.nul_bytes == (1 << 20) + 1001
 
 
 def test_nul_bytes_followed_live_are_said_once_a_file_and_counted_by_the_follower(

@@ -406,7 +406,8 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
         copies=found.copies.table(sums.copy_gaps) if found.copies else None,
         warnings=[*found.log_notes, *log_warnings(found.counters),
-                  *data_warnings(found.detector_counters, totals)],
+                  *data_warnings(found.detector_counters, totals,
+                                 [g.index for g in found.header.gpus])],
         blind_spots=list(found.blind_spots), byes=list(found.byes),
         advice=advise_stalls(sums.stalls, found.pipeline,
                              lambda these: gap_payoff(totals, these),
@@ -475,11 +476,13 @@ def log_warnings(counters: dict[str, int]) -> list[str]:
             "their events stop where they are cut"] if cut else []
 
 
-def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals]) -> list[str]:
+def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals],
+                  named: Iterable[int] = ()) -> list[str]:
     """The data's own problems that change what the report means, in plain words: samples out
     of time order (dropped: a report of a shuffled file would otherwise just say "0 gaps"),
-    clock jumps, GPUs whose data stopped while the others went on."""
-    out = []
+    clock jumps, GPUs whose data stopped while the others went on, GPUs the header names
+    (`named`) without a sample of them (left out of every table without a word before)."""
+    out = _unsampled(named, totals)
     dropped = detector_counters.get("out_of_order", 0)
     if dropped:
         seen = dropped + sum(t.samples for t in totals)
@@ -500,6 +503,15 @@ def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals]) ->
                        f"{early:.1f} s before the end of the data, while the other inputs went "
                        "on; NO_DATA from then")
     return out
+
+
+def _unsampled(named: Iterable[int], totals: list[GpuTotals]) -> list[str]:
+    """One line per GPU the recording's header names of which no sample was read (NVML lost
+    it at the start, every sample of it a bad record, none in the window)."""
+    sampled = {t.gpu for t in totals}
+    return [f"GPU {i}: named in the recording's header, but no sample of it was read: "
+            "neither busy nor idle, left out of every figure"
+            for i in sorted(set(named) - sampled)]
 
 
 def _partitions(timeline: TimelineBuilder | None) -> RunTimeline | None:

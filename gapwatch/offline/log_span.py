@@ -54,11 +54,12 @@ REPEAT_KEYS = 100_000
 
 
 @dataclass
-class _Repeats:
+class Repeats:
     """Lines one `--log` file holds again from another (a copy of part of it given beside
     it): each is read twice, its events counted twice. Told by a sample of the timed lines
     (their time and text), never by times alone: cuzk's stdout and stderr overlap in time
-    and repeat nothing."""
+    and repeat nothing. Watched only with two `--log` files or more (`parse_logs_for`): the
+    one log of a day costs nothing for it."""
 
     seen: dict[int, str] = field(default_factory=dict)
     #: (the file repeating, the file first holding) -> sampled repeats, first and last time.
@@ -96,12 +97,14 @@ class LogSpan:
     #: A windowed report (`--since`/`--until`): `start_s` is the window's start, and the notes
     #: speak of the window, not of the recording.
     windowed: bool = False
-    repeats: _Repeats = field(default_factory=_Repeats)
+    #: Lines a file repeats from another; None: not watched (one `--log` file).
+    repeats: Repeats | None = None
 
     def observe(self, ev: LogEvent) -> None:
         """See one `--log` event (all of them, in time order, before `kept`): each file's first
-        and last time, and lines a file repeats from another (`_Repeats`)."""
-        self.repeats.see(ev)
+        and last time, and lines a file repeats from another (`Repeats`)."""
+        if self.repeats is not None:
+            self.repeats.see(ev)
         f = self.files.get(ev.stream)
         if f is None:
             self.files[ev.stream] = _File(ev.t_wall_s, ev.t_wall_s)
@@ -160,7 +163,7 @@ class LogSpan:
     def notes(self, end_s: float | None) -> list[str]:
         """One line per file with lines outside the span: how many, and how far apart; one
         per file repeating another's lines."""
-        out = self.repeats.notes()
+        out = self.repeats.notes() if self.repeats is not None else []
         for path, f in self.files.items():
             if not (f.before or f.after):
                 continue

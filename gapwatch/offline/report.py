@@ -74,7 +74,7 @@ from gapwatch.logs.files import log_file_events
 from gapwatch.offline.copy_sums import CopySums, CopyTable, PageableSweep
 from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
 from gapwatch.offline.gap_spool import EventSpool
-from gapwatch.offline.log_span import LogSpan
+from gapwatch.offline.log_span import LogSpan, Repeats
 from gapwatch.offline.log_split import spool_split
 from gapwatch.offline.log_window import spool_window
 from gapwatch.offline.payoff import Payoff, busy_fraction, gap_payoff, report_payoff
@@ -336,7 +336,8 @@ def parse_logs_for(start_s: float, epoch: float | None, config: Config, log_path
     OSError (a log)."""
     since_s = window.since_s if window is not None else None
     span = LogSpan(start_s if since_s is None else max(start_s, since_s),
-                   windowed=window is not None)
+                   windowed=window is not None,
+                   repeats=Repeats() if len(log_paths) > 1 else None)
     # A window's part of a large file (`gapwatch.offline.log_window`: only the lines around
     # it), else a large file in two processes (`gapwatch.offline.log_split`) or the files in
     # one (the same spool).

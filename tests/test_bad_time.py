@@ -136,6 +136,25 @@ def test_a_gpu_whose_data_stops_early_is_no_data_and_the_report_says_so(
     assert ends[1] == pytest.approx(gpu1["last_data_s"]) and ends[0] > ends[1] + 30
 
 
+def test_a_gpu_the_header_names_without_a_single_sample_is_said_not_left_out_silently(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sim: tuple[object, list[Record]],
+) -> None:
+    """NVML lost GPU 1 at the start (or every sample of it was a bad record): the report
+    listed GPU 0 alone, as if the box had one GPU, and said nothing of GPU 1."""
+    def no_gpu1(records: list[Record]) -> list[Record]:
+        return [r for r in records if not (isinstance(r, GpuSample) and r.gpu == 1)]
+    path = _write(tmp_path, "no-gpu1.jsonl", sim, no_gpu1)
+    doc = report_json(capsys, path)
+    assert [g["index"] for g in doc["gpus"]] == [0]
+    assert ("GPU 1: named in the recording's header, but no sample of it was read: neither "
+            "busy nor idle, left out of every figure") in doc["problems"]
+    assert main(["report", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "WARNING" in text and "GPU 1: named in the recording's header" in text
+    clean = report_json(capsys, _write(tmp_path, "clean.jsonl", sim, lambda r: r))
+    assert not [p for p in clean["problems"] if "named in the recording's header" in p]
+
+
 def test_split_and_one_process_reports_agree_on_a_silent_gpu_and_a_jump(
     tmp_path: Path, sim: tuple[object, list[Record]],
 ) -> None:

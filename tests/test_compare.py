@@ -465,6 +465,30 @@ def test_prover_causes_from_a_log_on_one_side_only_are_not_judged(tmp_path: Path
     assert max(len(line) for line in format_text(c).splitlines()) <= 100
 
 
+def test_a_side_with_neither_log_nor_status_is_not_said_to_have_status(tmp_path: Path) -> None:
+    """A side recorded without the prover's log and without `--cuzk-status` (a plain NVML
+    recording) against one with the log: the note said "(the other has /status only)" while
+    the head said "no /status on both sides"."""
+    run = _sim_recording(tmp_path, "pageable", 30, 3)
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(line for line in run.read_text().splitlines(keepends=True)
+                            if '"type":"log"' not in line and '"type":"prover"' not in line))
+    notes = _compare(run, bare).notes
+    [said] = [n for n in notes if "only BEFORE has the prover's log" in n]
+    assert "/status only" not in said
+    assert "AFTER has no /status either: no prover cause at all" in said
+    [said] = [n for n in _compare(run, _sim_no_log(run, tmp_path)).notes
+              if "only BEFORE has the prover's log" in n]
+    assert "AFTER has /status only" in said
+
+
+def _sim_no_log(run: Path, tmp: Path) -> Path:
+    out = tmp / "no-log.jsonl"
+    out.write_text("".join(line for line in run.read_text().splitlines(keepends=True)
+                           if '"type":"log"' not in line))
+    return out
+
+
 def _stepped_back(src: Path, tmp: Path, step_s: float) -> Path:
     """The recording with the wall clock stepped back `step_s` half-way through its records
     (an NTP step: every record's `t_wall_s` after it moved, data time `t_mono_ns` going on)."""

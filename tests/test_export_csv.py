@@ -206,3 +206,21 @@ def test_an_out_that_is_a_directory_is_one_line_exit_2_and_nothing_is_left(
         (main(["export", str(DATA / "pageable.csv"), "--format", fmt, "--out", str(out)]),
          capsys.readouterr().err)[1]
     assert sorted(p.name for p in tmp_path.iterdir()) == before and not list(out.iterdir())
+
+
+def test_the_csv_exports_closing_line_counts_the_host_rows_it_wrote_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`export --format csv` said "wrote ...: 1000 rows" of a file of 2000 rows: the host
+    samples' own rows were not counted."""
+    res = simulate("pageable", seed=1, duration_s=5.0)
+    rec = tmp_path / "r.jsonl"
+    write_recording(rec, res.header, res.records)
+    out = tmp_path / "r.csv"
+    assert main(["export", str(rec), "--format", "csv", "--out", str(out)]) == 0
+    said = capsys.readouterr().err
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    gpu = sum(1 for r in rows if r["gpu"])
+    host = len(rows) - gpu
+    assert gpu and host
+    assert f"{gpu} GPU rows and {host} host rows" in said

@@ -386,3 +386,31 @@ def test_a_gzipped_log_given_to_follow_live_is_refused_before_anything_is_writte
                  "--log", str(rotated)]) == 2
     assert "a gzip file, a rotated log no one writes" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_two_logs_one_repeating_the_others_lines_are_said_counted_twice_not_silently(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--log` a copy of the log taken earlier beside the log itself (the two overlap by a
+    fifth): each repeated line was read twice, the report's failure counts went from 3264 to
+    3902, nothing said. The same log cut into cuzk's stdout and stderr (overlapping in time,
+    repeating nothing) says nothing."""
+    from shared_files import write_sim_with_log
+
+    rec, log = write_sim_with_log(tmp_path, seed=5, duration_s=60.0, gpus=1)
+    lines = log.read_bytes().splitlines(keepends=True)
+    cut = len(lines) * 6 // 10
+    early, late = tmp_path / "early-copy.log", tmp_path / "cuzk.log"
+    early.write_bytes(b"".join(lines[:cut]))
+    late.write_bytes(b"".join(lines[len(lines) - cut:]))
+    assert main(["report", "--json", str(rec), "--log", str(early), "--log", str(late)]) == 0
+    problems = json.loads(capsys.readouterr().out)["problems"]
+    [said] = [p for p in problems if "repeats lines of" in p]
+    assert said.startswith(f"--log {late} repeats lines of --log {early} (")
+    assert "counted twice" in said
+    stderr, stdout = tmp_path / "stderr.log", tmp_path / "stdout.log"
+    stderr.write_bytes(b"".join(x for x in lines if x.startswith(b"TIMELINE")))
+    stdout.write_bytes(b"".join(x for x in lines if not x.startswith(b"TIMELINE")))
+    assert main(["report", "--json", str(rec), "--log", str(stderr), "--log", str(stdout)]) == 0
+    assert not [p for p in json.loads(capsys.readouterr().out)["problems"]
+                if "repeats lines of" in p]

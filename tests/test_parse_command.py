@@ -104,3 +104,29 @@ def test_missing_file_is_an_error_but_the_others_are_parsed(capsys: pytest.Captu
 
 def test_no_file_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["parse"]) == 2
+
+
+def test_parse_timeline_of_timeline_lines_without_their_anchor_gives_no_wall_time_of_its_own_reading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cuzk's stderr alone (TIMELINE lines, no `starting cuzk engine` line): the lines were
+    timed when parse read them, and the table said "wall time ... 0.494 s" and "GPU efficiency
+    100.0 %" of a ten-minute run: the parse's own time."""
+    lines = [f"TIMELINE,{t0},GPU_START,porep-1-0,worker={p},partition={p}\n"
+             f"TIMELINE,{t0 + 1500},GPU_END,porep-1-0,worker={p},partition={p},gpu_ms=1500\n"
+             for p, t0 in enumerate((1000, 301_000, 601_000))]
+    log = tmp_path / "stderr.log"
+    log.write_text("".join(lines))
+    assert main(["parse", "--timeline", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "wall time (first GPU_START .. last GPU_END): -" in out
+    assert "GPU efficiency (merged intervals): -" in out
+    assert "6 TIMELINE line(s) without their anchor" in out
+    assert out.count("porep-1-0") == 3 and "1500" in out  # the rows and their durations kept
+    anchored = tmp_path / "cuzk.log"
+    anchored.write_text("2026-11-30T00:53:20.000000Z  INFO cuzk_core::engine: starting cuzk "
+                        "engine pipeline_enabled=true\n" + "".join(lines))
+    assert main(["parse", "--timeline", str(anchored)]) == 0
+    out = capsys.readouterr().out
+    assert "wall time (first GPU_START .. last GPU_END): 601.500 s" in out
+    assert "without their anchor" not in out

@@ -105,7 +105,8 @@ def _csv(path: Path, out: IO[str], window: TimeWindow | None) -> str:
         exporter.add(record)
     exporter.close()
     note = f" (reader counters: {recording.counters})" if recording.counters else ""
-    return f"{exporter.rows} rows{note}"
+    # Host samples have rows of their own: "1000 rows" was said of a file of 2000.
+    return f"{exporter.rows} GPU rows and {exporter.host_rows} host rows{note}"
 
 
 def run(args: argparse.Namespace, config: Config) -> int:

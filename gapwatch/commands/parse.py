@@ -22,6 +22,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TextIO
 
@@ -227,6 +228,8 @@ class _Said:
         # Every one counted, the first of each kind kept: a log of a year of failures must
         # not fill memory (the watcher stopped being fed at 100,000, the rest unsaid).
         self.events = ProverEvents()
+        #: TIMELINE lines the table read without their anchor (timed on arrival).
+        self.unanchored = 0
 
     def add(self, e: LogEvent) -> None:
         if self.watch is not None:
@@ -244,7 +247,25 @@ def _to_timeline(events: list[LogEvent], timeline: TimelineBuilder, said: _Said)
         slim = timeline_event(e)  # what the report's builder gets of the same events
         if slim is not None:
             timeline.add(slim)
+            if e.kind == "timeline" and e.time_source == "arrival":
+                said.unanchored += 1
         said.add(e)
+
+
+def _run_figures(run: RunTimeline, unanchored: int) -> tuple[RunTimeline, list[str]]:
+    """The run's figures, those that rest on the TIMELINE lines' wall times left unknown when
+    some had no anchor (no `starting cuzk engine` line in the files given): they were timed
+    when parse read them, and a log's wall time read "0.494 s" (the parse's own) for a run of
+    ten minutes. Each row's durations come from the lines' own offsets: kept."""
+    if not unanchored:
+        return run, []
+    unknown = replace(run, wall_start_s=None, wall_end_s=None, merged_efficiency=None,
+                      kernel_utilisation=None, occupied_fraction=None)
+    return unknown, [f"{unanchored} TIMELINE line(s) without their anchor (no `starting cuzk "
+                     "engine` line in the files given: give the log that holds it): their "
+                     "wall times are not known, so neither are the run's wall time, GPU "
+                     "efficiency, kernel utilisation and GPU occupied; each row's durations "
+                     "are"]
 
 
 def _write(events: list[LogEvent], args: argparse.Namespace, out: TextIO) -> None:
@@ -312,7 +333,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if args.timeline:
         if recording and not _recorded(recording, timeline):
             return 2
-        out.write(format_timeline(timeline.finish()) + "\n")
+        run, notes = _run_figures(timeline.finish(), said.unanchored)
+        out.write("\n".join([format_timeline(run), *map(fmt.visible, notes)]) + "\n")
         lines = prover_event_lines(said.finish())
         if lines:
             out.write("\n" + "\n".join(lines) + "\n")

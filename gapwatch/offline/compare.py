@@ -387,6 +387,14 @@ def _log_on_one_side(before: Side, after: Side) -> Side | None:
     return None if b == a else before if b else after
 
 
+def _causes_without_log(side: Side) -> str:
+    """Where the side without the prover's log has its prover causes from, in words: its
+    `/status` snapshots, or nowhere (it said "/status only" of a side that had none)."""
+    if side.statuses > 0:
+        return f"{side.label} has /status only"
+    return f"{side.label} has no /status either: no prover cause at all"
+
+
 def _cause_unlike(f: Figure) -> Figure:
     """A prover cause read from the log on one side and from `/status` alone on the other is
     not the same measure (the log names `pinned_pool` where `/status` says `inside_workers`):
@@ -573,8 +581,9 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
                    f"{fmt.far(a)}: rates compare, totals do not")
     with_log = _log_on_one_side(before, after)
     if with_log is not None:
+        other = after if with_log is before else before
         out.append(f"only {with_log.label} has the prover's log: prover causes not compared "
-                   "(the other has /status only)")
+                   f"({_causes_without_log(other)})")
     for s in (before, after):
         silent = _silent_in_span(s) if not s.stepped_back_s else ""
         if silent:

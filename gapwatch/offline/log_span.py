@@ -14,6 +14,7 @@ warnings), which describe the run being recorded.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -46,6 +47,47 @@ class _File:
     belongs: bool = True
 
 
+#: One timed line in `REPEAT_SAMPLE` is remembered to tell a `--log` that repeats another's lines,
+#: at most `REPEAT_KEYS` of them (a few MB): a day's log is not held.
+REPEAT_SAMPLE = 8
+REPEAT_KEYS = 100_000
+
+
+@dataclass
+class Repeats:
+    """Lines one `--log` file holds again from another (a copy of part of it given beside
+    it): each is read twice, its events counted twice. Told by a sample of the timed lines
+    (their time and text), never by times alone: cuzk's stdout and stderr overlap in time
+    and repeat nothing. Watched only with two `--log` files or more (`parse_logs_for`): the
+    one log of a day costs nothing for it."""
+
+    seen: dict[int, str] = field(default_factory=dict)
+    #: (the file repeating, the file first holding) -> sampled repeats, first and last time.
+    found: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+
+    def see(self, ev: LogEvent) -> None:
+        if ev.time_source not in ("line", "prefix") or not ev.raw:
+            return
+        # The same in every process and run (`hash` of a str is not): the same report twice.
+        key = zlib.crc32(f"{ev.t_wall_s!r} {ev.raw}".encode("utf-8", "replace"))
+        if key % REPEAT_SAMPLE:
+            return
+        first = self.seen.get(key)
+        if first is None:
+            if len(self.seen) < REPEAT_KEYS:
+                self.seen[key] = ev.stream
+        elif first != ev.stream:
+            got = self.found.setdefault((ev.stream, first), [0, ev.t_wall_s, ev.t_wall_s])
+            got[0] += 1
+            got[2] = ev.t_wall_s
+
+    def notes(self) -> list[str]:
+        return [f"--log {again} repeats lines of --log {first} ({_day(t0)} to {_day(t1)}; "
+                f"about {n * REPEAT_SAMPLE} of them): a copy of it given beside it? Each is read "
+                "twice, its events counted twice (failures, partitions); give each line once"
+                for (again, first), (n, t0, t1) in self.found.items()]
+
+
 @dataclass
 class LogSpan:
     """Which `--log` events fall inside the recording (see the module docstring)."""
@@ -55,10 +97,14 @@ class LogSpan:
     #: A windowed report (`--since`/`--until`): `start_s` is the window's start, and the notes
     #: speak of the window, not of the recording.
     windowed: bool = False
+    #: Lines a file repeats from another; None: not watched (one `--log` file).
+    repeats: Repeats | None = None
 
     def observe(self, ev: LogEvent) -> None:
         """See one `--log` event (all of them, in time order, before `kept`): each file's first
-        and last time."""
+        and last time, and lines a file repeats from another (`Repeats`)."""
+        if self.repeats is not None:
+            self.repeats.see(ev)
         f = self.files.get(ev.stream)
         if f is None:
             self.files[ev.stream] = _File(ev.t_wall_s, ev.t_wall_s)
@@ -115,8 +161,9 @@ class LogSpan:
         return [self._unused(path, f, None) for path, f in self.files.items() if f.last_s < cut]
 
     def notes(self, end_s: float | None) -> list[str]:
-        """One line per file with lines outside the span: how many, and how far apart."""
-        out = []
+        """One line per file with lines outside the span: how many, and how far apart; one
+        per file repeating another's lines."""
+        out = self.repeats.notes() if self.repeats is not None else []
         for path, f in self.files.items():
             if not (f.before or f.after):
                 continue

@@ -74,7 +74,7 @@ from gapwatch.logs.files import log_file_events
 from gapwatch.offline.copy_sums import CopySums, CopyTable, PageableSweep
 from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
 from gapwatch.offline.gap_spool import EventSpool
-from gapwatch.offline.log_span import LogSpan
+from gapwatch.offline.log_span import LogSpan, Repeats
 from gapwatch.offline.log_split import spool_split
 from gapwatch.offline.log_window import spool_window
 from gapwatch.offline.payoff import Payoff, busy_fraction, gap_payoff, report_payoff
@@ -336,7 +336,8 @@ def parse_logs_for(start_s: float, epoch: float | None, config: Config, log_path
     OSError (a log)."""
     since_s = window.since_s if window is not None else None
     span = LogSpan(start_s if since_s is None else max(start_s, since_s),
-                   windowed=window is not None)
+                   windowed=window is not None,
+                   repeats=Repeats() if len(log_paths) > 1 else None)
     # A window's part of a large file (`gapwatch.offline.log_window`: only the lines around
     # it), else a large file in two processes (`gapwatch.offline.log_split`) or the files in
     # one (the same spool).
@@ -406,7 +407,8 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
         copies=found.copies.table(sums.copy_gaps) if found.copies else None,
         warnings=[*found.log_notes, *log_warnings(found.counters),
-                  *data_warnings(found.detector_counters, totals)],
+                  *data_warnings(found.detector_counters, totals,
+                                 [g.index for g in found.header.gpus])],
         blind_spots=list(found.blind_spots), byes=list(found.byes),
         advice=advise_stalls(sums.stalls, found.pipeline,
                              lambda these: gap_payoff(totals, these),
@@ -475,11 +477,13 @@ def log_warnings(counters: dict[str, int]) -> list[str]:
             "their events stop where they are cut"] if cut else []
 
 
-def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals]) -> list[str]:
+def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals],
+                  named: Iterable[int] = ()) -> list[str]:
     """The data's own problems that change what the report means, in plain words: samples out
     of time order (dropped: a report of a shuffled file would otherwise just say "0 gaps"),
-    clock jumps, GPUs whose data stopped while the others went on."""
-    out = []
+    clock jumps, GPUs whose data stopped while the others went on, GPUs the header names
+    (`named`) without a sample of them (left out of every table without a word before)."""
+    out = _unsampled(named, totals)
     dropped = detector_counters.get("out_of_order", 0)
     if dropped:
         seen = dropped + sum(t.samples for t in totals)
@@ -500,6 +504,15 @@ def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals]) ->
                        f"{early:.1f} s before the end of the data, while the other inputs went "
                        "on; NO_DATA from then")
     return out
+
+
+def _unsampled(named: Iterable[int], totals: list[GpuTotals]) -> list[str]:
+    """One line per GPU the recording's header names of which no sample was read (NVML lost
+    it at the start, every sample of it a bad record, none in the window)."""
+    sampled = {t.gpu for t in totals}
+    return [f"GPU {i}: named in the recording's header, but no sample of it was read: "
+            "neither busy nor idle, left out of every figure"
+            for i in sorted(set(named) - sampled)]
 
 
 def _partitions(timeline: TimelineBuilder | None) -> RunTimeline | None:

@@ -588,3 +588,20 @@ def test_a_side_whose_clock_stepped_years_ahead_is_not_cut_into_millions_of_wind
     assert {f.test.verdict for f in c.figures} == {"too few windows"}
     assert sum("windows of 1e-05 s" in n for n in c.notes) == 2
     assert max(len(line) for line in format_text(c).splitlines()) <= 100
+
+
+@pytest.mark.parametrize("window_s", [1e-310, 5e-324])
+def test_a_window_too_small_for_a_float_count_is_whole_run_not_a_traceback(
+        window_s: float) -> None:
+    """`compare --window 1e-310`: the span over the window is infinite as a float, and `int`
+    of it an OverflowError traceback (text and `--json`). Counted exactly, the sides are
+    whole-run, said so with the count's order of magnitude; the JSON's count is null."""
+    gaps = _every(10.0, 2.0, "pcie_starved", "pinned_pool", span_s=120.0)
+    c = compare(_side("BEFORE", gaps, span_s=120.0), _side("AFTER", gaps, span_s=120.0),
+                window_s)
+    said = [n for n in c.notes if "more than a side is cut into" in n]
+    assert len(said) == 2 and "~10^" in said[0]
+    assert _figure(c, "busy share").test.verdict == "too few windows"
+    assert "~10^" in format_text(c)
+    doc = to_json(c)
+    assert doc["sides"]["BEFORE"]["windows"] is None and doc["sides"]["AFTER"]["windows"] is None

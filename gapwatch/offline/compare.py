@@ -24,9 +24,11 @@ taken as fixed) are set against what AFTER achieved.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_CEILING, Decimal
+from fractions import Fraction
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -452,7 +454,7 @@ def unwindowed(side: Side, window_s: float) -> str | None:
     if n * accumulators <= MAX_WINDOW_CELLS:
         return None
     fits = _up_to_3_digits(side.span_s / (MAX_WINDOW_CELLS // accumulators))
-    return (f"{side.label}'s {fmt.far(side.span_s)} of wall time is {n:,} windows of "
+    return (f"{side.label}'s {fmt.far(side.span_s)} of wall time is {_count_words(n)} windows of "
             f"{window_s:g} s, more than a side is cut into for {len(side.totals)} GPU(s): its "
             f"figures are whole-run only (a clock stepped ahead? --window {fits:g} or more, "
             "or --at with --span)")
@@ -467,8 +469,19 @@ def _up_to_3_digits(x: float) -> float:
 
 
 def _windows_in(side: Side, window_s: float) -> int:
-    """The windows of `window_s` that cover the side's span, the last one partial."""
-    return max(1, -int(-side.span_s // window_s))
+    """The windows of `window_s` that cover the side's span, the last one partial. Past what
+    a float holds, counted as fractions: `--window 1e-310` made the quotient infinite, and
+    `int` of it a traceback."""
+    q = -(-side.span_s // window_s)
+    if math.isfinite(q):
+        return max(1, int(q))
+    return max(1, math.ceil(Fraction(side.span_s) / Fraction(window_s)))
+
+
+def _count_words(n: int) -> str:
+    """`n` with thousands separators, or its order of magnitude past 15 digits (a count of a
+    window of 1e-300 s is 300 digits long)."""
+    return f"{n:,}" if n < 10**15 else f"~10^{len(str(n)) - 1}"
 
 
 def _extent(side: Side) -> tuple[float, float]:
@@ -513,7 +526,9 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
         lo, hi = _extent(side)
         grid = Grid(lo, hi - lo + 1.0, 1)  # half-open: its latest time inside too
     else:
-        grid = Grid(start, n * window_s, 1)  # the windows' own extent, as one
+        # The windows' own extent, as one (past 2^53 windows, worked out as a fraction: the
+        # product of a 300-digit count and the window overflowed a float).
+        grid = Grid(start, n * window_s if n < 2**53 else float(n * Fraction(window_s)), 1)
     # Across a step back, wall times cannot say where a GPU had no reading (a stretch read
     # from a NO_DATA state to the next state may cover real data): none is left out.
     no_data = side.no_data if side.stepped_back_s <= 0 else []
@@ -695,10 +710,18 @@ def _side_json(s: Side, window_s: float, usable: int) -> dict[str, Any]:
             "window": None if s.window is None else {"since_s": s.window.since_s,
                                                      "until_s": s.window.until_s},
             "gpus": [t.gpu for t in s.totals],
-            "start_s": s.start_s, "span_s": s.span_s, "windows": int(s.span_s // window_s),
+            "start_s": s.start_s, "span_s": s.span_s, "windows": _whole_windows(s, window_s),
             "usable_windows": usable,
             "busy_fraction": s.busy_fraction, "partitions_per_hour": s.partitions_per_hour,
             "status_snapshots": s.statuses, "problems": s.problems}
+
+
+def _whole_windows(side: Side, window_s: float) -> int | None:
+    """The whole windows of `window_s` in the side's span; None past what a JSON integer
+    holds (2^63: a `--window` of 1e-310 s, whose float count was infinite, a traceback)."""
+    q = side.span_s // window_s
+    n = int(q) if math.isfinite(q) else Fraction(side.span_s) // Fraction(window_s)
+    return n if n < 2**63 else None
 
 
 def _settings_json(s: ProverSettings) -> dict[str, Any]:

@@ -334,3 +334,31 @@ def test_the_targets_answer_is_kept_a_while_not_asked_at_every_refresh(
         refresh(client, FleetOptions())
         asked_after = [q for q in fake.asked if q.startswith("GET ") and "/targets" in q]
     assert len(asked) == 1 and len(asked_after) == 2
+
+
+def test_a_selector_regex_that_backtracks_without_end_on_a_targets_label_holds_no_refresh(
+        ) -> None:
+    """Prometheus matches `--selector`'s regexes with RE2, in linear time; Python's `re`
+    backtracks, and `instance=~"(\\w+-?)+:9400"` took 3 s over one 38-character name (each
+    character doubling it) on the refresh thread, which neither the budget nor a stop could
+    cut. A regex runs under a time limit, on the targets the plain matchers leave in: a target
+    it cannot decide is picked by neither answer and said; the others get their reasons."""
+    hostile_box = "a" * 200 + "!"
+    with fake_prometheus() as fake:
+        _dead_and_up(fake)
+        box(fake, hostile_box, 1, up=0.0)
+        opts = _answered_under(fake, 'job="gapwatch",instance=~"(a|aa)+|dead:9400"')
+        fake.targets = [*fake.targets, target(hostile_box, "down", "connection refused"),
+                        target("a" * 200 + "?", "down", "", job="other")]
+        result, rows = _refresh(fake, opts)
+    assert rows["dead:9400"].down_why == "scrape failed: connection refused"
+    assert rows[hostile_box].stale and rows[hostile_box].down_why is None  # not decided
+    assert "could not tell in time" in result.errors["down_why"]
+    assert "of 1 box(es)" in result.errors["down_why"]
+
+
+def test_plain_matchers_decide_before_a_regex_runs() -> None:
+    """A target another job scrapes is left out by `job="gapwatch"` before the regex is
+    asked of its labels at all (the regex would not have decided it in time)."""
+    sel = parse_selector('instance=~"(a|aa)+",job="gapwatch"')
+    assert not sel.picks({"job": "other", "instance": "a" * 4000 + "!"}, deadline=0.0)

@@ -189,13 +189,18 @@ def _explain_stale(client: PromClient, opts: FleetOptions, rows: list[FleetRow],
         errors["down_why"] = str(exc)
         return 0.0
     try:
-        by_box = scrape_failures(client, selector, left)
+        found = scrape_failures(client, selector, left)
     except PromError as exc:
         errors["down_why"] = str(exc)
         return client.last_wait_s
+    by_box = found.by_box
     unmatched: set[str] = set()
+    undecided: set[str] = set()
     for row in rows:
         if not row.stale:
+            continue
+        if row.instance in found.undecided and row.instance not in by_box:
+            undecided.add(row.instance)  # not "not a target": which it is was not decided
             continue
         if row.instance not in by_box and row.up is not None:
             # Prometheus's `up` has it as a target, the selector read here picks none of its:
@@ -207,10 +212,18 @@ def _explain_stale(client: PromClient, opts: FleetOptions, rows: list[FleetRow],
             row.down_why = failure.why
             row.down_last_scrape_t_wall_s = failure.last_scrape_t_wall_s
             row.down_scrape_url = failure.scrape_url
+    said = []
     if unmatched:
-        errors["down_why"] = (f"--selector, read here, picks no target of {len(unmatched)} "
-                              "box(es) Prometheus scrapes: no reason said for them (its "
-                              "regexes are RE2's in Prometheus, Python's here)")
+        said.append(f"--selector, read here, picks no target of {len(unmatched)} box(es) "
+                    "Prometheus scrapes: no reason said for them (its regexes are RE2's in "
+                    "Prometheus, Python's here)")
+    if undecided:
+        said.append(f"--selector's regex could not tell in time whether it picks the targets "
+                    f"of {len(undecided)} box(es): no reason said for them (Prometheus's RE2 "
+                    "matches in linear time, Python's engine backtracks: a nested repeat "
+                    "such as (\\w+-?)+)")
+    if said:
+        errors["down_why"] = "; ".join(said)
     return client.last_wait_s
 
 

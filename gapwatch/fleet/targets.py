@@ -11,16 +11,32 @@ ends as PromQL's) is applied to the target's labels (a missing label is ""; one 
 `metric_relabel_configs` is on the series only, and the caller says when a box `up` names picks
 no target here). A selector this cannot read (PromQL's quoted label names, a regex Python reads
 otherwise than RE2) is said, and no reason is given, rather than a guess at which targets it
-means.
+means. Prometheus matches with RE2, in linear time; Python's engines backtrack, and
+`instance=~"(\\w+-?)+:9400"` took seconds over one 38-character name, doubling with each
+character, on text any scraped target sets. So the plain matchers decide first, and a regex runs
+with the `regex` module under a time limit (`MATCH_TIMEOUT_S` a label, the question's budget
+in all): a target it cannot decide in time is picked by neither answer, counted
+(`Failures.undecided`) and said by the caller.
 """
 
 from __future__ import annotations
 
 import re
+import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
 
 from gapwatch.fleet.client import PromClient, Target
+
+if TYPE_CHECKING:
+    import regex
+
+#: The longest one regex matcher may take over one label value: a linear regex decides a
+#: 256-character label in microseconds.
+MATCH_TIMEOUT_S: Final = 0.05
+#: The least time the targets are matched in, when the question's budget is spent already.
+MIN_MATCHING_S: Final = 0.1
 
 #: One matcher of `--selector`: a label name, the operator, the value in "", '' or ``.
 _MATCHER = re.compile(r"""\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*
@@ -38,6 +54,10 @@ _SAID_ALREADY = re.compile(r'^(?:Get "[^"]*": )?(?:(?:dial|read|write) tcp\S* (?
 NOT_A_TARGET = "not a target of Prometheus now"
 
 
+class Undecided(Exception):
+    """A regex matcher ran out of time on a target's label (see the module docstring)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Matcher:
     """One label matcher: `label op value` (a regex's pattern compiled, anchored)."""
@@ -45,13 +65,22 @@ class Matcher:
     label: str
     op: str
     value: str
-    pattern: re.Pattern[str] | None = None
+    pattern: regex.Pattern[str] | None = None
 
-    def holds(self, labels: dict[str, str]) -> bool:
+    def holds(self, labels: dict[str, str], deadline: float) -> bool:
+        """Whether the target's labels satisfy this matcher; `Undecided` when a regex cannot
+        tell by `deadline` (monotonic) or within `MATCH_TIMEOUT_S`."""
         got = labels.get(self.label, "")  # PromQL: a missing label matches ""
-        if self.pattern is not None:
-            return (self.pattern.fullmatch(got) is not None) == (self.op == "=~")
-        return (got == self.value) == (self.op == "=")
+        if self.pattern is None:
+            return (got == self.value) == (self.op == "=")
+        left = min(MATCH_TIMEOUT_S, deadline - time.monotonic())
+        if left <= 0:
+            raise Undecided
+        try:
+            found = self.pattern.fullmatch(got, timeout=left)
+        except TimeoutError:
+            raise Undecided from None
+        return (found is not None) == (self.op == "=~")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +93,13 @@ class Selector:
         """The labels a target must be decoded with: the box's name and what is matched."""
         return tuple(dict.fromkeys(("instance", *(m.label for m in self.matchers))))
 
-    def picks(self, labels: dict[str, str]) -> bool:
-        return all(m.holds(labels) for m in self.matchers)
+    def picks(self, labels: dict[str, str], deadline: float = float("inf")) -> bool:
+        """Whether every matcher holds, the plain ones asked first (a regex runs only on a
+        target they leave in); `Undecided` when a regex cannot tell in time."""
+        plain = [m for m in self.matchers if m.pattern is None]
+        regexes = [m for m in self.matchers if m.pattern is not None]
+        return all(m.holds(labels, deadline) for m in plain) and \
+            all(m.holds(labels, deadline) for m in regexes)
 
 
 def parse_selector(text: str) -> Selector:
@@ -91,10 +125,14 @@ def _matcher(label: str, op: str, value: str) -> Matcher:
             # Python warns where it reads a pattern otherwise than RE2 (Prometheus's) would:
             # `[[:alpha:]]`, a POSIX class there, a set and a `]` here.
             warnings.simplefilter("error")
-            return Matcher(label, op, value, re.compile(value))
+            re.compile(value)
     except (re.error, Warning) as exc:
         raise ValueError(f"--selector {label}{op}: not a regex this reads as Prometheus does "
                          f"({exc})") from None
+    import regex  # only for a selector with a regex: ~25 ms to import
+
+    # The same syntax as `re` (its VERSION0), with a time limit on each match.
+    return Matcher(label, op, value, regex.compile(value))
 
 
 def _unquoted(quoted: str) -> str:
@@ -124,14 +162,32 @@ class ScrapeFailure:
     scrape_url: str | None = None
 
 
-def scrape_failures(client: PromClient, selector: Selector, timeout_s: float
-                    ) -> dict[str, ScrapeFailure | None]:
+@dataclass(slots=True)
+class Failures:
+    """What `scrape_failures` found: per box (`instance`) of the targets the selector picks,
+    why its scrape fails (None: it is up); and the boxes of targets a regex matcher could not
+    decide in time (picked by neither answer)."""
+
+    by_box: dict[str, ScrapeFailure | None] = field(default_factory=dict)
+    undecided: set[str] = field(default_factory=set)
+
+
+def scrape_failures(client: PromClient, selector: Selector, timeout_s: float) -> Failures:
     """Per box (`instance`) of the targets `selector` picks: why its scrape fails, None when it
-    is up. A box not in the answer is no longer a target (`failure_of_absent`). Raises
-    PromError when the API cannot answer (absent, refused, hostile)."""
-    by_box: dict[str, ScrapeFailure | None] = {}
-    for target in client.targets(selector.label_names(), timeout_s):
-        if not selector.picks(target.labels):
+    is up. A box not in the answer is no longer a target (`failure_of`). The targets are
+    matched within what is left of `timeout_s` (at least `MIN_MATCHING_S`). Raises PromError
+    when the API cannot answer (absent, refused, hostile)."""
+    started = time.monotonic()
+    found = Failures()
+    by_box = found.by_box
+    targets = client.targets(selector.label_names(), timeout_s)
+    deadline = max(started + timeout_s, time.monotonic() + MIN_MATCHING_S)
+    for target in targets:
+        try:
+            if not selector.picks(target.labels, deadline):
+                continue
+        except Undecided:
+            found.undecided.add(target.labels.get("instance", "?"))
             continue
         box = target.labels.get("instance", "?")
         # Two targets of one box (two jobs the selector picks): one scraped is the box scraped
@@ -139,7 +195,7 @@ def scrape_failures(client: PromClient, selector: Selector, timeout_s: float
         failure = _failure(target)
         if box not in by_box or (failure is None and by_box[box] is not None):
             by_box[box] = failure
-    return by_box
+    return found
 
 
 def failure_of(by_box: dict[str, ScrapeFailure | None], box: str) -> ScrapeFailure | None:

@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from pathlib import Path
 
 import msgspec
+import pytest
 from cuzk_fakes import WAITS_ON_SYNTHESIS, cuzk_doc, ok_answer, truncated_answer
 
 from evaluation.simulate import ListSink
@@ -394,3 +396,111 @@ def test_a_job_id_of_hundreds_of_kilobytes_over_a_thousand_partitions_is_no_giga
         assert poller.poll_once() is not None and poller.poll_once() is not None
     said = [n.message for n in notices if "text_cut" in n.message]
     assert len(said) == 1 and poller.counters["text_cut"] == 8
+
+
+def _unanswered_lookups(monkeypatch: pytest.MonkeyPatch, release: threading.Event,
+                        asked: list[str]) -> None:
+    """`socket.getaddrinfo` as a resolver that does not answer: it blocks until `release`
+    (the system's own retries take tens of seconds), then gives up."""
+
+    def unanswered(host: str, *args: object, **kwargs: object) -> list[object]:
+        asked.append(host)
+        release.wait(5)
+        raise socket.gaierror("the resolver gave up")
+
+    monkeypatch.setattr(socket, "getaddrinfo", unanswered)
+
+
+def test_a_host_lookup_that_never_answers_costs_one_poll_deadline_and_the_next_poll_comes(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`getaddrinfo` has no timeout: a resolver that did not answer held one poll for as long
+    as it retried (tens of seconds), and no poll came meanwhile, the pipeline view going stale
+    without a word. Now the poll ends at its deadline, counted `lookup_timeout` and said, and
+    the next poll waits on the same lookup rather than starting one more."""
+    asked: list[str] = []
+    release = threading.Event()
+    _unanswered_lookups(monkeypatch, release, asked)
+    notices: list[Notice] = []
+    poller = StatusPoller("http://cuzk.example:9821/status", 1.0, 0.3, lambda s: None,
+                          notices.append, clock=FakeClock())
+    try:
+        t0 = time.monotonic()
+        assert poller.poll_once() is None
+        first_s = time.monotonic() - t0
+        assert poller.poll_once() is None
+        both_s = time.monotonic() - t0
+    finally:
+        release.set()
+    assert first_s < 1.0 and both_s < 2.0
+    st = poller.status()
+    assert (st.state, st.polls, st.errors) == ("lookup_timeout", 2, {"lookup_timeout": 2})
+    assert asked == ["cuzk.example"]
+    assert len(notices) == 1 and "looking up 'cuzk.example'" in notices[0].message
+
+
+def test_polling_on_its_thread_goes_on_through_a_lookup_that_never_answers(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    release = threading.Event()
+    _unanswered_lookups(monkeypatch, release, asked)
+    poller = StatusPoller("http://cuzk.example:9821/status", 0.1, 0.2, lambda s: None)
+    poller.start()
+    try:
+        for _ in range(60):
+            if poller.status().errors.get("lookup_timeout", 0) >= 3:
+                break
+            threading.Event().wait(0.05)
+        polls = poller.status().errors.get("lookup_timeout", 0)
+    finally:
+        poller.stop()
+        release.set()
+    assert polls >= 3
+
+
+def test_a_stop_is_not_held_by_a_host_lookup_in_flight(monkeypatch: pytest.MonkeyPatch
+                                                      ) -> None:
+    """The lookup's wait also looks at the poller's stop: with `status_timeout_s` up to 10 s,
+    a stop waited past its own 2 s for a lookup (the thread left running), then the poll that
+    ended was counted as a failure."""
+    asked: list[str] = []
+    release = threading.Event()
+    _unanswered_lookups(monkeypatch, release, asked)
+    poller = StatusPoller("http://cuzk.example:9821/status", 1.0, 10.0, lambda s: None)
+    poller.start()
+    try:
+        for _ in range(100):
+            if asked:
+                break
+            threading.Event().wait(0.02)
+        assert asked, "the poller never looked the host up"
+        t0 = time.monotonic()
+        poller.stop()
+        stop_s = time.monotonic() - t0
+        running = poller.running()
+    finally:
+        release.set()
+    assert stop_s < 1.0 and not running
+    assert poller.status().polls == 0  # a poll cut by the stop is no failure of the server
+
+
+def test_a_stop_is_not_held_by_a_server_that_has_not_answered() -> None:
+    """The same for a server that accepted and says nothing: the stop ends the wait for its
+    answer rather than the poll's deadline."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    poller = StatusPoller(f"http://127.0.0.1:{listener.getsockname()[1]}/status", 1.0, 10.0,
+                          lambda s: None)
+    poller.start()
+    try:
+        listener.settimeout(5)
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(4096)
+            t0 = time.monotonic()
+            poller.stop()
+            stop_s = time.monotonic() - t0
+            running = poller.running()
+    finally:
+        listener.close()
+    assert stop_s < 1.0 and not running and poller.status().polls == 0

@@ -185,7 +185,7 @@ def test_fleet_lists_three_boxes_with_their_states_and_causes_and_keeps_a_dead_o
     # one client keeps a targets answer for TARGETS_FOR_S).
     wait_for("the killed box to turn stale, its scrape refused",
              lambda: (r := _by_instance(refresh(PromClient(prometheus), opts).rows).get(dead))
-             is not None and r.stale and r.down_why == "scrape failed: connection refused", 20)
+             is not None and r.stale is True and r.down_why == "scrape failed: connection refused", 20)
     assert main(["fleet", "--prometheus", prometheus, "--once", "--json"]) == 0  # in-process
     after = {r["instance"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert set(after) == set(rows)  # nobody dropped

@@ -6,6 +6,7 @@ cannot go back and says why."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -145,3 +146,49 @@ async def test_replay_keys_on_a_live_source_say_what_they_are_for(tmp_path: Path
         await pilot.press("right")
         await pilot.pause()
         assert "seeking is for replays" in screen_text(app)
+
+
+def test_a_seek_back_after_the_file_was_removed_or_replaced_says_why_and_the_replay_goes_on(
+        recording: Path, tmp_path: Path) -> None:
+    """A seek back reads the file again: removed, cut or replaced by another run's recording
+    since the replay opened it, the reopen raised out of the replay's loop, and its thread
+    died (THREAD DIED, exit 1, no seek any more). Now the seek is refused in a notice, the
+    replay goes on from where it was, and once the file is back a seek back plays it again."""
+    import msgspec
+
+    from gapwatch.sinks.recorder import write_recording
+    from gapwatch.sources.files import read_any
+
+    path = tmp_path / "r.jsonl.gz"
+    shutil.copy(recording, path)
+    rt, replay = _started(path)
+    try:
+        start = replay.start_wall_s
+        assert start is not None
+        assert replay.seek_to(start + 40) is None
+        assert _until(lambda: (replay.position_wall_s or 0) >= start + 40)
+        path.unlink()
+        assert replay.seek_to(start + 10) is None
+
+        def said() -> list[str]:
+            return [n.message for n in rt.store.snapshot().notices
+                    if "cannot go back" in n.message]
+
+        assert _until(lambda: len(said()) == 1)
+        assert "no such file" in said()[0] and "stays where it is" in said()[0]
+        held = replay.position_wall_s or 0
+        assert held >= start + 40 and _until(lambda: (replay.position_wall_s or 0) > held)
+        # Another run's recording in its place: not fed after this one's records.
+        other = read_any(recording)
+        write_recording(path, msgspec.structs.replace(
+            other.header, started_wall_s=other.header.started_wall_s + 3600), other.records)
+        assert replay.seek_to(start + 10) is None
+        assert _until(lambda: len(said()) == 2)
+        assert "no longer the recording this replay opened" in said()[1]
+        assert (replay.position_wall_s or 0) >= start + 40
+        shutil.copy(recording, path)  # the file back: going back works again
+        assert replay.seek_to(start + 10) is None
+        assert _until(lambda: start + 10 <= (replay.position_wall_s or 0) < start + 15)
+        assert not replay.died and replay.running()
+    finally:
+        rt.stop()

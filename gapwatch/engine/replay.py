@@ -54,7 +54,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.engine.session import Session
 from gapwatch.logs.files import merge_by_time
-from gapwatch.sources.recording import Recording
+from gapwatch.sources.recording import Recording, RecordingError
 
 if TYPE_CHECKING:
     from gapwatch.offline.replay_logs import ReplayLogs
@@ -70,7 +70,12 @@ SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0, 30.0, 100.0)
 
 
 class _Restart(Exception):
-    """Internal: a seek backwards; the loop starts again from the file's first record."""
+    """Internal: a seek backwards; the loop starts again from the first record of `recording`
+    (the file opened again, the session emptied)."""
+
+    def __init__(self, recording: Recording) -> None:
+        super().__init__()
+        self.recording = recording
 
 
 class ReplayDriver(Background):
@@ -92,7 +97,8 @@ class ReplayDriver(Background):
                 file merges a pass over their events into the records by time, as `report
                 --log` does (`gapwatch.offline.replay_logs`).
             restart: reopens the file and empties the session for a seek backwards (None: the
-                replay cannot go back).
+                replay cannot go back); raises RecordingError (or OSError), the session
+                untouched, when the file cannot be read again or is another recording now.
         """
         super().__init__()
         self.recording = recording
@@ -214,7 +220,8 @@ class ReplayDriver(Background):
             return False
         pos = self.position_wall_s
         if pos is not None and target < pos - 1e-3:
-            raise _Restart
+            self._go_back()  # raises _Restart, or says why not and drops the seek
+            return False
         if record_wall_s is not None and record_wall_s >= target:
             self._seek_wall_s = None
             return False
@@ -229,10 +236,9 @@ class ReplayDriver(Background):
                     break
                 self._at_end()  # raises _Restart for a seek back; returns when stopped
                 return
-            except _Restart:
-                assert self._restart is not None
+            except _Restart as restart:
                 self.at_end = False
-                self.recording = self._restart()
+                self.recording = restart.recording
                 self._notes_said.clear()  # the store's notices went with the restart
                 self.position_wall_s = None
                 self.records_fed = 0
@@ -256,8 +262,24 @@ class ReplayDriver(Background):
             self._changed.clear()
             target, pos = self._seek_wall_s, self.position_wall_s
             if target is not None and pos is not None and target < pos - 1e-3:
-                raise _Restart
+                self._go_back()  # raises _Restart, or says why not and drops the seek
+                continue
             self._seek_wall_s = None  # on from the end: nothing left to do
+
+    def _go_back(self) -> None:
+        """Open the file again for a seek back and raise `_Restart`. When it cannot be read
+        again (removed, cut, or replaced by another recording since the replay opened it), say
+        why, drop the seek and stay where the replay is: the reopen raised out of the loop,
+        and the replay's thread died (exit 1, no seek any more) with the view of a file that
+        was fine when read."""
+        assert self._restart is not None
+        try:
+            recording = self._restart()
+        except (RecordingError, OSError) as exc:
+            self._seek_wall_s = None
+            self._notice(f"replay: cannot go back: {exc}; the replay stays where it is")
+            return
+        raise _Restart(recording)
 
     def _wait_paused(self) -> bool:
         """While paused (and no seek asks to move): False when stopped meanwhile."""

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Protocol
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch, thread_label
 from gapwatch.config import Config
+from gapwatch.core import fmt
 from gapwatch.core.blind import Bye, blind_summary, blind_words
 from gapwatch.core.bounds import MAX_PROVERS
 from gapwatch.core.models import (
@@ -514,19 +515,31 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
     if logs is not None:  # at once: a failure from here on closes it too
         opened.callback(_close_once_unread, rt, logs)
     rt.replay = ReplayDriver(src.recording, rt.session, speed, logs,
-                             restart=_replay_restart(rt, path, window))
+                             restart=_replay_restart(rt, path, window,
+                                                     src.recording.header))
     rt.read_logs = {path: "read whole" for path in paths}
 
 
-def _replay_restart(rt: Runtime, path: str, window: TimeWindow | None = None
-                    ) -> Callable[[], Recording]:
+def _replay_restart(rt: Runtime, path: str, window: TimeWindow | None = None,
+                    first: SessionHeader | None = None) -> Callable[[], Recording]:
     """For a replay seeking back: the file opened again, the session emptied with a new
-    detector (as `_new_runtime` builds it)."""
+    detector (as `_new_runtime` builds it). A file that is no longer the recording of the
+    header `first` (replaced or rewritten by another run since: its host or start differ) is a
+    RecordingError, the session untouched: its records fed after the first file's would be
+    two runs in one view."""
     from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
     from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 
     def restart() -> Recording:
         recording = read_any(path, Reading(window=window))
+        if first is not None and _run_of(recording.header) != _run_of(first):
+            close = getattr(recording.records, "close", None)  # a generator holding the file
+            if close is not None:
+                close()
+            raise RecordingError(f"{path} is no longer the recording this replay opened "
+                                 f"(replaced or rewritten since: it starts at "
+                                 f"{fmt.clock(recording.header.started_wall_s)} on "
+                                 f"{recording.header.host[:80]!r})")
         config = rt.config
         prover = SharedProver(CuzkProver(config.cuzk.max_parallel_synthesis))
         detector = GapDetector(config.detector, list(rt.header.gpus),
@@ -536,6 +549,15 @@ def _replay_restart(rt: Runtime, path: str, window: TimeWindow | None = None
         return recording
 
     return restart
+
+
+def _run_of(header: SessionHeader) -> tuple[object, ...]:
+    """What tells one recording from another in a header: its recording set (a set read again
+    may begin with another of its runs, its oldest segments removed to keep a budget), else
+    its host and start (wall and monotonic)."""
+    if header.set_id is not None:
+        return (header.set_id,)
+    return header.host, header.started_wall_s, header.started_mono_ns
 
 
 def _add_pollers(rt: Runtime, src: _OpenSource, status_urls: list[str]) -> None:

@@ -14,20 +14,18 @@ socket timeout bounds each read only and a server dripping a byte at a time neve
 redirects are named, never followed (the API does not redirect, and following one turned the
 POST into a bodyless GET to wherever the server said, with a fresh timeout per hop); whatever
 http.client raises about a reply that is not HTTP is a `PromError`; a body shorter than its
-Content-Length is said to be cut short. The host name is looked up within the same deadline
-(`_Resolver`: `getaddrinfo` has no timeout of its own, and a resolver that does not answer held
-a refresh for its own retries, 10-30 s), the answer kept for `RESOLVED_FOR_S`.
+Content-Length is said to be cut short. The host name is looked up, and each address
+connected, within the same deadline (`gapwatch.base.host_connect`, shared with the cuzk
+`/status` poller: `getaddrinfo` has no timeout of its own, and a resolver that does not answer
+held a refresh for its own retries, 10-30 s), the answer kept for `RESOLVED_FOR_S`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import http.client
 import math
-import os
-import select
 import socket
 import ssl
 import threading
@@ -38,6 +36,8 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 import msgspec
+
+from gapwatch.base.host_connect import Resolver, connect_within
 
 #: What one answer may weigh: 200 GPUs' worth of series is ~100 KiB; 16 MiB leaves room for a
 #: farm of thousands and still bounds memory when Prometheus (or what answers in its place)
@@ -59,6 +59,7 @@ MAX_LABEL_CHARS = 256
 MAX_TARGET_TEXT_CHARS = 256
 #: How long a looked-up address of Prometheus is used before it is looked up again (a refresh
 #: asks several queries; the system resolver's own cache, where there is one, is not Python's).
+#: Read at each query (`host_connect.Resolver.addresses`).
 RESOLVED_FOR_S = 30.0
 #: How long a targets answer is used before the API is asked again: a box stale for the whole
 #: `--lookback` kept a refresh every 5 s downloading every active target (up to 16 MiB, ~0.4 s
@@ -183,7 +184,8 @@ class PromClient:
         self._https = parsed.scheme == "https"
         self._host = parsed.hostname
         self._port = port
-        self._resolver = _Resolver(parsed.hostname, port or (443 if self._https else 80))
+        self._resolver = Resolver(parsed.hostname, port or (443 if self._https else 80),
+                                  thread_name="gapwatch-fleet-dns")
         self._path = parsed.path.rstrip("/")
         self.base_url = urllib.parse.urlunsplit(
             (parsed.scheme, parsed.netloc, parsed.path.rstrip("/"), "", ""))
@@ -322,7 +324,8 @@ class PromClient:
         (the lookup's wait ends, the connecting socket is `watchdog`'s: a firewall that drops
         the SYN, or a slow DNS, held a quit for the whole `--timeout`)."""
         try:
-            addresses = self._resolver.addresses(deadline, self._aborted)
+            addresses = self._resolver.addresses(deadline, self._aborted.is_set,
+                                                 RESOLVED_FOR_S)
         except TimeoutError:
             if self._aborted.is_set():
                 raise
@@ -335,7 +338,8 @@ class PromClient:
                 raise TimeoutError
             sock = socket.socket(family, kind, proto)
             try:
-                _connect_within(sock, address, deadline, watchdog)
+                connect_within(sock, address, deadline, lambda: watchdog.fired)
+                watchdog.watch(sock)  # shut at once if it fired meanwhile
                 with contextlib.suppress(OSError):  # as http.client: best effort
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 if tls is not None:
@@ -382,97 +386,6 @@ class PromClient:
         if declared.isdigit() and len(body) < int(declared):
             raise PromError(f"the answer was cut short: {len(body)} of {int(declared)} bytes")
         return body
-
-
-#: How often a query waiting on the host's lookup or a connect looks whether it was aborted.
-_ABORT_LOOK_S = 0.05
-
-
-def _connect_within(sock: socket.socket, address: tuple[object, ...], deadline: float,
-                    watchdog: _Watchdog) -> None:
-    """Connect `sock` by `deadline`, unless `watchdog` fires first (`TimeoutError` either
-    way; a refusal is the OSError `connect` raises). Not blocking in `connect`: a shutdown
-    from another thread does not reach a socket not yet connecting, so an abort that came
-    just before the call was missed, and the connect held the quit to the deadline."""
-    sock.setblocking(False)
-    err = sock.connect_ex(address)
-    if err and err not in (errno.EINPROGRESS, errno.EWOULDBLOCK):
-        raise OSError(err, os.strerror(err))
-    if err:
-        poller = select.poll()
-        poller.register(sock, select.POLLOUT)
-        while not poller.poll(1000 * min(_ABORT_LOOK_S, max(0.0, deadline - time.monotonic()))):
-            if watchdog.fired or time.monotonic() >= deadline:
-                raise TimeoutError
-        err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-        if err:
-            raise OSError(err, os.strerror(err))
-    if watchdog.fired:
-        raise TimeoutError
-    watchdog.watch(sock)
-
-
-class _Resolver:
-    """The addresses of one host, looked up in a thread of its own so that a caller waits
-    only until its deadline (`getaddrinfo` blocks for as long as the system's resolver
-    retries, and cannot be interrupted). One lookup at a time: a caller that comes while one
-    is still out waits for that one (a resolver that never answers costs one thread, not one a
-    query); an answer is kept `RESOLVED_FOR_S`."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self._host, self._port = host, port
-        self._lock = threading.Lock()
-        self._pending: _Lookup | None = None
-        self._kept: list[_AddrInfo] = []
-        self._kept_at = 0.0
-
-    def addresses(self, deadline: float, aborted: threading.Event) -> list[_AddrInfo]:
-        """The host's addresses; `TimeoutError` when the lookup has not answered by
-        `deadline`, or `aborted` is set first; `socket.gaierror` (an OSError) when it
-        answered that there are none."""
-        with self._lock:
-            if self._kept and time.monotonic() - self._kept_at < RESOLVED_FOR_S:
-                return self._kept
-            lookup = self._pending
-            if lookup is None or lookup.done.is_set():
-                lookup = self._pending = _Lookup(self._host, self._port)
-        # Looked at in slices, for `aborted` too (one Event cannot wait on two); a lookup
-        # still out when the caller gives up goes on in its daemon thread.
-        while not lookup.done.wait(min(_ABORT_LOOK_S, max(0.0, deadline - time.monotonic()))):
-            if aborted.is_set() or time.monotonic() >= deadline:
-                raise TimeoutError
-        if lookup.error is not None:
-            raise lookup.error
-        with self._lock:
-            self._kept, self._kept_at = lookup.found, time.monotonic()
-        return lookup.found
-
-
-#: One address `getaddrinfo` gives: family, type, protocol, canonical name, address.
-_AddrInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, tuple[object, ...]]
-
-
-class _Lookup:
-    """One `getaddrinfo`, run in a daemon thread (one that never returns keeps no exit
-    waiting); `done` is set once it answered."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.done = threading.Event()
-        self.found: list[_AddrInfo] = []
-        self.error: OSError | None = None
-        threading.Thread(target=self._run, args=(host, port), daemon=True,
-                         name="gapwatch-fleet-dns").start()
-
-    def _run(self, host: str, port: int) -> None:
-        try:
-            self.found = [(f, k, p, n, tuple(a)) for f, k, p, n, a in
-                          socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
-        except OSError as exc:
-            self.error = exc
-        except UnicodeError as exc:  # a name IDNA cannot encode
-            self.error = socket.gaierror(f"{host!r}: {exc}")
-        finally:
-            self.done.set()
 
 
 class _Watchdog:

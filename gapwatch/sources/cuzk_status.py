@@ -9,8 +9,10 @@ What the server is (`docs/cuzk-status.md`, from curio's `extern/cuzk/cuzk-daemon
 a hand-written HTTP/1.1 server on raw TCP, one request per connection, `Connection: close`.
 Building the snapshot takes the status tracker's write lock, the same lock the GPU workers take
 on their hot path, so the poller asks about once a second by default (`[cuzk] status_period_s`,
-floor 0.1 s) with a short deadline: one deadline per request, for the connection and the whole
-answer, so a server that drips a byte at a time cannot hold a poll (`fetch_status`).
+floor 0.1 s) with a short deadline: one deadline per request, for the host's lookup, the
+connection and the whole answer, so a server that drips a byte at a time cannot hold a poll
+(`fetch_status`), nor can a resolver that does not answer (`gapwatch.base.host_connect`: the
+lookup in a thread of its own, `lookup_timeout`). A stop cuts a poll in flight short.
 
 The poller runs on its own thread and never touches the session while a request is in flight:
 a slow, refusing or broken server costs the poller its own time, never the 100 ms sampler's.
@@ -34,6 +36,7 @@ from urllib.parse import urlsplit
 
 from gapwatch.base.background import Background
 from gapwatch.base.clock import Clock, SystemClock
+from gapwatch.base.host_connect import CUT_LOOK_S, RESOLVED_FOR_S, Resolver, connect_within
 from gapwatch.core.models import (
     Notice,
     NoticeLevel,
@@ -50,9 +53,11 @@ from gapwatch.cuzk.status import (
 
 #: Why a poll failed (`http_<code>` is added for any status other than 200).
 ERROR_REASONS: tuple[str, ...] = (
-    "refused", "timeout", "connection", "truncated", "too_large", "bad_json", "bad_schema",
-    "internal",
+    "refused", "timeout", "lookup_timeout", "connection", "truncated", "too_large", "bad_json",
+    "bad_schema", "internal",
 )
+#: The name of the thread a host's lookup runs in (`host_connect.Resolver`).
+_LOOKUP_THREAD = "gapwatch-cuzk-status-dns"
 #: A larger answer is refused (`too_large`): cuzk's snapshot drops jobs done > 30 s ago, so a
 #: real one is a few KiB (5 KiB on the 8-GPU H200 trace), a few hundred KiB at most. Reading is
 #: the poller's, but decoding holds the GIL (msgspec does not release it): 8 MiB, the cap
@@ -65,6 +70,15 @@ MAX_HEADER_BYTES = 64 << 10
 def prover_name(url: str) -> str:
     """The short name of a status URL in records, metrics and the dashboard: `host:port`."""
     return urlsplit(url).netloc or url
+
+
+def _port(url: str) -> int:
+    """The URL's port; 80 when it names none (or one that is not a port: the URL's check at
+    start says so, `cuzk.config`)."""
+    try:
+        return urlsplit(url).port or 80
+    except ValueError:
+        return 80
 
 
 class _Answer(io.BytesIO):
@@ -85,10 +99,41 @@ def _content_length(head: bytes) -> int | None:
     return None
 
 
-def _receive(sock: socket.socket, deadline: float, max_bytes: int, timeout_s: float
-             ) -> bytes:
+def _connect(resolver: Resolver, host: str, deadline: float, timeout_s: float,
+             stopped: Callable[[], bool]) -> socket.socket:
+    """A socket connected to the host by `deadline`: its addresses (looked up within it)
+    tried in turn. `socket.create_connection` looked up without any timeout (a resolver that
+    did not answer held the poll, and every poll after it, for its own retries) and gave each
+    address the whole timeout again. A lookup that ran out of time is `lookup_timeout`."""
+    try:
+        addresses = resolver.addresses(deadline, stopped, RESOLVED_FOR_S)
+    except TimeoutError:
+        if stopped():
+            raise
+        raise StatusError("lookup_timeout", f"looking up {host[:80]!r} took longer than "
+                                            f"{timeout_s:g} s (the system's resolver does "
+                                            "not answer)") from None
+    failure: OSError = OSError(f"no address for {host[:80]!r}")
+    for family, kind, proto, _name, address in addresses:
+        sock = socket.socket(family, kind, proto)
+        try:
+            connect_within(sock, address, deadline, stopped)
+            return sock
+        except TimeoutError:
+            sock.close()
+            raise  # the deadline (or the stop) is for all the addresses
+        except OSError as exc:
+            sock.close()
+            failure = exc
+    raise failure
+
+
+def _receive(sock: socket.socket, deadline: float, max_bytes: int, timeout_s: float,
+             stopped: Callable[[], bool]) -> bytes:
     """Everything the server sends, until it closes or the `Content-Length` is in, before
-    `deadline` (monotonic seconds): one deadline for the whole answer, however it drips."""
+    `deadline` (monotonic seconds): one deadline for the whole answer, however it drips.
+    Waited on in slices of `CUT_LOOK_S`, for `stopped()` too: a stop waited out the poll's
+    deadline (`status_timeout_s`, up to 10 s) past its own 2 s."""
     buf = bytearray()
     head_end: int | None = None
     length: int | None = None
@@ -97,10 +142,12 @@ def _receive(sock: socket.socket, deadline: float, max_bytes: int, timeout_s: fl
         if left <= 0:
             raise StatusError("timeout", f"no whole answer within {timeout_s:g} s "
                                          f"({len(buf)} bytes by then)")
-        sock.settimeout(left)
+        sock.settimeout(min(left, CUT_LOOK_S))
         try:
             chunk = sock.recv(65536)
         except TimeoutError:
+            if stopped():
+                raise StatusError("stopped", "the poller was stopped") from None
             continue  # the deadline check above says it
         if not chunk:
             return bytes(buf)  # closed: cuzk always closes after its answer
@@ -121,10 +168,14 @@ def _receive(sock: socket.socket, deadline: float, max_bytes: int, timeout_s: fl
             return bytes(buf)
 
 
-def fetch_status(url: str, timeout_s: float, max_bytes: int = MAX_BODY_BYTES) -> bytes:
+def fetch_status(url: str, timeout_s: float, max_bytes: int = MAX_BODY_BYTES,
+                 resolver: Resolver | None = None,
+                 stopped: Callable[[], bool] = lambda: False) -> bytes:
     """One `GET` of a status URL (a new connection, `Connection: close`, as cuzk serves it);
-    the body of a 200 answer. `timeout_s` bounds the whole request: connecting, sending and
-    the whole answer (a server that drips a byte at a time is a `timeout`). Raises
+    the body of a 200 answer. `timeout_s` bounds the whole request: looking the host up
+    (`resolver`, the poller's own: its answers are kept a while), connecting, sending and the
+    whole answer (a server that drips a byte at a time is a `timeout`). `stopped()` cuts the
+    lookup, the connect and the wait for the answer short (reason `stopped`). Raises
     StatusError."""
     deadline = time.monotonic() + timeout_s
     parts = urlsplit(url)
@@ -132,18 +183,22 @@ def fetch_status(url: str, timeout_s: float, max_bytes: int = MAX_BODY_BYTES) ->
     if parts.query:
         path += "?" + parts.query
     host = parts.hostname or "127.0.0.1"
+    port = parts.port or 80
     netloc = f"[{host}]" if ":" in host else host
-    request = (f"GET {path} HTTP/1.1\r\nHost: {netloc}:{parts.port or 80}\r\n"
+    request = (f"GET {path} HTTP/1.1\r\nHost: {netloc}:{port}\r\n"
                "Connection: close\r\nAccept: application/json\r\n\r\n").encode("latin-1")
     try:
-        with socket.create_connection((host, parts.port or 80), timeout=timeout_s) as sock:
+        with _connect(resolver or Resolver(host, port, _LOOKUP_THREAD), host, deadline,
+                      timeout_s, stopped) as sock:
             sock.settimeout(max(0.001, deadline - time.monotonic()))
             sock.sendall(request)
-            data = _receive(sock, deadline, max_bytes, timeout_s)
+            data = _receive(sock, deadline, max_bytes, timeout_s, stopped)
     except ConnectionRefusedError:
         raise StatusError("refused", "connection refused (is cuzk's [daemon] status_listen "
                                      "set to this address?)") from None
     except TimeoutError:
+        if stopped():
+            raise StatusError("stopped", "the poller was stopped") from None
         raise StatusError("timeout", f"no answer within {timeout_s:g} s") from None
     except OSError as exc:
         raise StatusError("connection", f"{type(exc).__name__}: {exc}") from None
@@ -210,6 +265,9 @@ class StatusPoller(Background):
         self._last_latency_ms: float | None = None
         self._last_ok_wall_s: float | None = None
         self._failing_since: int | None = None  # errors in a row, once a failure was said
+        parts = urlsplit(url)
+        #: The host's addresses, looked up within each poll's deadline and kept a while.
+        self._resolver = Resolver(parts.hostname or "127.0.0.1", _port(url), _LOOKUP_THREAD)
 
     def _loop(self) -> None:
         start = self.clock.monotonic_ns()
@@ -229,12 +287,14 @@ class StatusPoller(Background):
         t_mono, t_wall = self.clock.monotonic_ns(), self.clock.wall_s()
         t0 = time.perf_counter()
         try:
-            body = fetch_status(self.url, self.timeout_s)
+            body = fetch_status(self.url, self.timeout_s, resolver=self._resolver,
+                                stopped=self.stop_event.is_set)
             latency_ms = (time.perf_counter() - t0) * 1000.0
             dropped: dict[str, int] = {}
             status = parse_status(body, self.prover, t_mono, t_wall, latency_ms, dropped)
         except StatusError as exc:
-            self._failed(exc, t_mono, t_wall)
+            if exc.reason != "stopped":  # cut by `stop`: no failure of the server's
+                self._failed(exc, t_mono, t_wall)
             return None
         except Exception as exc:  # noqa: BLE001 - a poller bug must not stop polling
             self._failed(StatusError("internal", f"gapwatch could not read it: {exc!r}"),

@@ -220,3 +220,66 @@ def test_summary_md_and_the_help_screen_say_what_to_change(tmp_path: Path) -> No
     text = HelpScreen(advice=lines).text()
     assert "what to change (cuzk's settings, for the gaps so far)" in text
     assert "[memory] safety_margin" in text
+
+
+def test_negative_counts_in_cuzks_startup_lines_are_dropped_counted_and_never_advised_on(
+        ) -> None:
+    """`synth_worker_count=-5`, `gpu_workers_per_device=-2` (cuzk holds them in unsigned
+    integers: no count) were taken as given: the capacity was "-5 workers" (advice: "raise it
+    above -5"), the advice said "already -2 GPU workers per GPU", compare showed them as the
+    settings. Each is dropped (None, never 0) and counted; the advice says which was not
+    used; a good field on the same line is kept."""
+    from gapwatch.cuzk.pipeline import Capacity, PipelineFacts
+    from gapwatch.cuzk.settings import SettingsSeen
+    from gapwatch.logs.parse import LogParser
+
+    head = "2026-05-12T14:00:00.041000Z  INFO cuzk_core::engine: "
+    text = "\n".join(head + x for x in (
+        "memory budget initialized total_budget_gib=750",
+        "initializing GPU workers num_gpus=1 gpu_workers_per_device=-2 total_workers=2 gpus=[0]",
+        "starting pipeline: synthesis task + GPU workers (budget-gated) synth_worker_count=-5 "
+        "max_partitions_in_budget=36 effective_lookahead=-1",
+        "GPU queue target dispatch pacer enabled gpu_queue_target=-3",
+        "SRS loaded successfully circuit_id=porep-32g elapsed_ms=-5000"))
+    parser, facts, seen = LogParser(offline=True), PipelineFacts(), SettingsSeen()
+    for i, line in enumerate(text.splitlines()):
+        for e in parser.parse_line(line, "x", i, 0.0):
+            facts.feed(e)
+            seen.feed_log(e)
+    assert (facts.synth_workers, facts.gpu_workers_per_device, facts.pacer_target) == (
+        None, None, None)
+    assert facts.budget_total_bytes == 750 * GIB
+    # The capacity comes from cuzk's formula over the budget, never from "-5".
+    assert facts.capacity(None) == Capacity(18, "budget")
+    [load] = facts.srs_loads
+    assert load.elapsed_ms is None and load.start_s == load.end_s  # never placed after its end
+    assert facts.dropped_fields == 4
+    view = facts.view()
+    assert set(view.dropped) == {"gpu_workers_per_device=-2", "synth_worker_count=-5",
+                                 "gpu_queue_target=-3", "elapsed_ms=-5000"}
+    report = advise([_gap(kind="transfer_bound")], view)
+    [a] = report.advice
+    assert a.setting == "[gpus] gpu_workers_per_device" and a.guess
+    assert a.guess_why is not None and "gpu_workers_per_device=-2 is no count" in a.guess_why
+    assert not any("-2" in n.why for n in report.no_setting)
+    synth = advise([_gap(cause="waits_on_synthesis")], PipelineView(dropped=view.dropped))
+    assert synth.advice[0].guess_why is not None
+    assert "synth_worker_count=-5 is no count" in synth.advice[0].guess_why
+    settings = seen.result()
+    assert "synth_worker_count" not in settings.values
+    assert "[gpus] gpu_workers_per_device" not in settings.values
+    assert "effective_lookahead" not in settings.values
+    assert settings.values["max_partitions_in_budget"] == "36"
+    assert settings.values["[memory] total_budget (GiB)"] == "750"
+    assert settings.dropped_fields == 3 and "synth_worker_count=-5" in settings.dropped
+    from types import SimpleNamespace
+
+    from gapwatch.cuzk.settings import ProverSettings
+    from gapwatch.offline.compare_format import settings_lines
+
+    lines = settings_lines(SimpleNamespace(  # type: ignore[arg-type]
+        before=SimpleNamespace(settings=settings), after=SimpleNamespace(
+            settings=ProverSettings()), setting_changes=[]))
+    said = [x for x in lines if "no count" in x]
+    assert said and said[0].startswith("  BEFORE: 3 startup field(s) no count, not used: ")
+    assert "synth_worker_count=-5" in said[0]

@@ -101,6 +101,24 @@ def test_a_prover_event_reads_back_as_it_was_written() -> None:
     assert decode_record(line) == event
 
 
+def test_a_proof_verdict_unknown_reads_back_and_recordings_before_it_still_read() -> None:
+    """"unknown" (a proof gapwatch could not time) was added to `ProofVerdict`: a proof event
+    written before it reads as it did; one written with it reads back; a verdict this version
+    does not know (a later one's) is a bad record (counted and skipped), never a crash."""
+    before = (b'{"type":"prover_event","t_wall_s":1.5,"kind":"proof","level":"info",'
+              b'"message":"WinningPoSt w","job_id":"winpost-1-2","gpu":0,"proof":{"proof_kind":'
+              b'"winning-post","total_s":3.9,"deadline_s":30.0,"verdict":"ok","done":true}}\n')
+    old = decode_record(before)
+    assert isinstance(old, ProverEvent) and old.proof is not None
+    assert old.proof.verdict == "ok" and old.proof.total_s == 3.9
+    unknown = msgspec.structs.replace(
+        old, level="warning", proof=msgspec.structs.replace(old.proof, total_s=None,
+                                                            verdict="unknown"))
+    assert decode_record(encode_line(unknown)) == unknown
+    with pytest.raises(DecodeError, match="verdict"):
+        decode_record(before.replace(b'"verdict":"ok"', b'"verdict":"maybe"'))
+
+
 def test_the_type_attribute_of_each_record_is_the_tag_it_is_written_with() -> None:
     for cls in RECORD_TYPES:
         assert cls.type == cls.__struct_config__.tag, cls

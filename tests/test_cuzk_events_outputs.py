@@ -212,7 +212,7 @@ def test_the_post_rows_counted_as_they_come_are_the_rows_of_the_whole_list() -> 
         for t in range(rng.randrange(1, 40)):
             done = rng.random() < 0.3
             given_up = None if done or rng.random() < 0.8 else rng.choice(["restart", "too_many"])
-            verdict = rng.choice(["ok", "at_risk", "late"])
+            verdict = rng.choice(["ok", "at_risk", "late", "unknown"])
             events.append(ProverEvent(
                 t_wall_s=float(t), kind="proof", level="info", message="",
                 job_id=f"wp-{rng.randrange(4)}",
@@ -221,10 +221,11 @@ def test_the_post_rows_counted_as_they_come_are_the_rows_of_the_whole_list() -> 
         rows = _rows_by_hand(events)
         assert prover_events._proofs(events) == rows
         tally = prover_events.ProverEvents(events).proofs()
-        assert (tally.rows, tally.late, tally.at_risk, tally.given_up) == (
+        assert (tally.rows, tally.late, tally.at_risk, tally.given_up, tally.unknown) == (
             len(rows), sum(e.proof is not None and e.proof.verdict == "late" for e in rows),
             sum(e.proof is not None and e.proof.verdict == "at_risk" for e in rows),
-            sum(e.proof is not None and e.proof.given_up is not None for e in rows))
+            sum(e.proof is not None and e.proof.given_up is not None for e in rows),
+            sum(e.proof is not None and e.proof.verdict == "unknown" for e in rows))
 
 
 def test_the_perfetto_export_says_how_many_prover_events_it_did_not_draw(
@@ -278,3 +279,42 @@ def test_proofs_never_said_again_are_counted_in_bounded_memory(
     assert len(log._proofs._running) == 100
     tally = log.proofs()
     assert (tally.rows, tally.at_risk) == (1000, 1000)
+
+
+def test_a_post_that_could_not_be_timed_is_counted_unknown_in_every_output_never_ok() -> None:
+    """A stray `GPU_END` of a WinningPoSt id, its begin never read: it was "ok" in /metrics
+    (`gapwatch_proofs_total{verdict="ok"}`), the report's "0 late" summary, its table and
+    --json, and said nothing on the dashboard or stderr (an info event). It is "unknown"
+    everywhere, a warning; `--on-event` is not run for it (it is not known to be late)."""
+    from gapwatch.engine.events import event_of
+
+    text = ("2026-05-12T16:00:00.000000Z  INFO cuzk_daemon: cuzk-daemon starting\n"
+            "TIMELINE,14640,GPU_END,winpost-1000-0a1b2c3d,worker=0,gpu_ms=1300\n")
+    parser = LogParser(offline=True)
+    logs = [e for i, line in enumerate(text.splitlines())
+            for e in parser.parse_line(line, "x.log", i, 0.0)] + parser.flush()
+    metrics, recorder = MetricsSink(), KeptRecords()
+    session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), sinks=[recorder, metrics],
+                      watch=CuzkWatch())
+    heard: list[Gap | StateChange | Notice] = []
+    session.subscribe(heard.append)
+    for e in logs:
+        session.on_log_event(e)
+    session.finish()
+    [notice] = [n for n in heard if isinstance(n, Notice)]
+    assert notice.level == "warning" and "not known" in notice.message
+    proofs = samples(list(families(metrics.copy_counts().prover)), "gapwatch_proofs_total")
+    assert proofs[(("proof_kind", "winning-post"), ("verdict", "unknown"))] == 1
+    assert proofs[(("proof_kind", "winning-post"), ("verdict", "ok"))] == 0
+    assert proofs[(("proof_kind", "window-post"), ("verdict", "unknown"))] == 0  # from 0
+    [recorded] = [r for r in recorder.records if isinstance(r, ProverEvent)]
+    assert event_of(recorded) is None
+    found = detect_records(HEADER, [], DetectorConfig(), logs, watch=CuzkWatch())
+    report = summarise("rec.jsonl", found, ["x.log"])
+    doc = to_json(report)["prover_events"]
+    assert [p["proof"]["verdict"] for p in doc["proof"]] == ["unknown"]
+    assert "1 not timed" in doc["summary"]
+    out = format_text(report)
+    assert "PoSt proof(s) (0 late, 0 at risk, 1 not timed (on time or late not known))" in out
+    [row] = [x for x in out.splitlines() if x.startswith("    ") and "winpost-1000" in x]
+    assert row.rstrip().endswith(" unknown")

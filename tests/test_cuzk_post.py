@@ -416,3 +416,33 @@ def test_a_post_whose_synthesis_end_line_comes_out_of_order_is_never_ok_with_pha
     [ok] = watched_text(text)  # the log as cuzk wrote it: unchanged
     assert ok.proof is not None and ok.proof.total_s == pytest.approx(3.87, abs=0.01)
     assert ok.proof.verdict == "ok"
+
+
+def test_a_post_that_could_not_be_timed_is_unknown_never_ok() -> None:
+    """A stray or duplicated `GPU_END` of a `winpost-...` id with no begin (neither its
+    `job enqueued` nor its SYNTH_START read, no completion line to place it): every figure
+    None, and it was "ok", counted among the "0 late". A late WinningPoSt loses a block:
+    gapwatch says it does not know, a warning, with no setting claimed for it."""
+    job = "winpost-1000-0a1b2c3d"
+    [ev] = [e for e in watched_text(
+        _START + f"TIMELINE,14640,GPU_END,{job},worker=0,gpu_ms=1300\n") if e.kind == "proof"]
+    p = ev.proof
+    assert p is not None and p.done and p.total_s is None and p.deadline_s == 30.0
+    assert p.verdict == "unknown" and ev.level == "warning" and p.setting is None
+    notice = notice_of(ev, 0)
+    assert notice is not None and notice.level == "warning"
+    assert "not known" in notice.message and "from synthesis start" not in notice.message
+    # The same line read twice (a duplicated GPU_END after the proof's own): the proof is
+    # timed as before, the stray one unknown.
+    text = (DATA / "post-behind-partitions.log").read_text()
+    end = next(x for x in text.splitlines() if f"GPU_END,{job}" in x)
+    first, stray = watched_text(text + end + "\n")
+    assert first.proof is not None and first.proof.verdict == "ok"
+    assert first.proof.total_s == pytest.approx(3.87, abs=0.01)
+    assert stray.proof is not None and stray.proof.verdict == "unknown"
+    # Its GPU phases read, its begin not: no setting claimed for a wait it may not have had.
+    lines = [x for x in text.splitlines() if "job enqueued" not in x and "proof completed"
+             not in x and not x.startswith(("TIMELINE,10770,SYNTH_START", "TIMELINE,12970,SYNTH"))]
+    [ev] = watched_text("\n".join(lines))
+    assert ev.proof is not None and ev.proof.gpu_wait_s == pytest.approx(0.37, abs=0.01)
+    assert ev.proof.verdict == "unknown" and ev.proof.setting is None

@@ -561,8 +561,11 @@ class HardwareEvent(Struct, frozen=True, gc=False, tag_field="type", tag="hw_eve
 #: ones were.
 ProverEventKind = Literal["proof", "restart", "restart_cost", "error", "lost_job"]
 PROVER_EVENT_KINDS: tuple[ProverEventKind, ...] = get_args(ProverEventKind)
-#: A watched proof against its deadline: within it, past `at_risk_share` of it, or past it.
-ProofVerdict = Literal["ok", "at_risk", "late"]
+#: A watched proof against its deadline: within it, past `at_risk_share` of it, or past it;
+#: "unknown": its total could not be known (its begin was not read: a stray `GPU_END`), so
+#: whether it met its deadline is not known either (never "ok": it was counted on time).
+#: Recordings written before "unknown" read as they did (a member added to the Literal).
+ProofVerdict = Literal["ok", "at_risk", "late", "unknown"]
 PROOF_VERDICTS: tuple[ProofVerdict, ...] = get_args(ProofVerdict)
 #: Why a proof was said without its end (`ProofTiming.given_up`): "restart" (the prover started
 #: again while it was in flight: it will not complete), "too_many" (more proofs in flight at

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from enum import Enum
-from typing import Final
+from typing import Final, TypeGuard
 
 from gapwatch.core.bounds import fits_i64
 from gapwatch.core.models import FieldValue
@@ -26,6 +26,19 @@ def int_field(value: FieldValue) -> int | None:
     `isinstance`). The one rule for "this field is a number of ..." (the parser and the prover
     packages' timelines)."""
     return value if type(value) is int else None
+
+
+def count_field(value: FieldValue) -> int | None:
+    """An int field that counts or sizes something (workers, buffers, GiB, ms: what a Rust
+    prover holds in an unsigned integer), or None: a negative one is no count, and taken as
+    given it was advised on ("raise it above -5"). Fields that may be negative (a signed
+    offset) are read with `int_field`; callers count what they drop (`is_bad_count`)."""
+    return value if type(value) is int and value >= 0 else None
+
+
+def is_bad_count(value: FieldValue) -> TypeGuard[int]:
+    """An int where a count was wanted that `count_field` drops (a negative one)."""
+    return type(value) is int and value < 0
 
 
 #: Field texts already converted (short ones), at most `_VALUES_MAX`: a prover's lines repeat

@@ -245,6 +245,13 @@ def stall_of(g: Gap, pipeline: PipelineView) -> str:
     return "unknown"
 
 
+def _dropped(pipeline: PipelineView, *keys: str) -> str:
+    """"; its synth_worker_count=-5 is no count: not used" for the fields of `keys` the log
+    gave that were no count (`PipelineView.dropped`), else ""."""
+    bad = [d for d in pipeline.dropped if d.split("=", 1)[0] in keys]
+    return f"; its {', '.join(bad)} is no count: not used" if bad else ""
+
+
 def _evidence(gaps: StallGaps, limit: int = 5) -> list[str]:
     """The facts behind these gaps: the latest gap's (each gap's evidence says the same of
     its own moment), at most `limit`, and how many gaps had the same cause said."""
@@ -280,8 +287,9 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView
                   "extern/cuzk/cuzk-core/src/config.rs, engine.rs"), threads], True,
                 "gapwatch could not tell how many synthesis workers cuzk runs (no "
                 "'starting pipeline ... synth_worker_count' line in the log read, no memory "
-                "budget in /status): if they were all busy, more workers close these gaps; if "
-                "not, only faster synthesis does")
+                f"budget in /status{_dropped(pipeline, 'synth_worker_count', 'total_budget_gib')}"
+                "): if they were all busy, more workers close these gaps; if not, only faster "
+                "synthesis does")
     if gaps.full * 2 < gaps.judged:
         # Workers free, nothing synthesised ahead: the partitions in flight are all being
         # synthesised; more workers would idle, faster synthesis closes the gaps.
@@ -470,7 +478,8 @@ def _for_copies_not_overlapped(gaps: StallGaps, pipeline: PipelineView) -> _Foun
                   "(cuzk.example.toml; the default is 2, config.rs)",
                   "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs")], True,
                 "the log read did not say how many GPU workers cuzk runs per GPU (its "
-                "'initializing GPU workers' line)", [])
+                "'initializing GPU workers' line"
+                f"{_dropped(pipeline, 'gpu_workers_per_device')})", [])
     return (f"already {per} GPU workers per GPU: the copies run at line rate and each "
             "outlasts the other worker's kernels; no cuzk setting shrinks a/b/c")
 

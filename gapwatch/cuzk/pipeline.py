@@ -39,6 +39,7 @@ from gapwatch.core import fmt
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.units import GIB
+from gapwatch.core.values import count_field, is_bad_count
 
 #: memory.rs: per-partition budget (PoRep 32G, one circuit), `POREP_PARTITION_FULL_BYTES`.
 POREP_PARTITION_FULL_BYTES = 14 * GIB
@@ -183,10 +184,6 @@ def _num(value: FieldValue) -> float | None:
     return n if math.isfinite(n) else None
 
 
-def _int(value: FieldValue) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def numeric_text_fields(fields: dict[str, FieldValue], keys: tuple[str, ...]) -> None:
     """Turn the quoted numbers of `keys` (`ema_waiting="7.9"`) into numbers, in place."""
     for key in keys:
@@ -251,6 +248,9 @@ class PipelineView(_Limits):
     #: those evicted so far (`SRS evicted`).
     srs_loading: tuple[str, ...] = ()
     srs_evictions: tuple[str, ...] = ()
+    #: Count fields the log gave that were no count, as it gave them (`synth_worker_count=-5`):
+    #: dropped, so the figure above is None (`PipelineFacts.dropped`).
+    dropped: tuple[str, ...] = ()
     #: Partitions queued for the GPU and not picked up yet, and the latest queue wait (s).
     queued: int = 0
     last_queue_wait_s: float | None = None
@@ -336,6 +336,10 @@ class PipelineFacts(_Limits):
         self.errors: deque[tuple[float, str]] = deque(maxlen=HISTORY)
         #: `starting cuzk engine` lines read (each starts a run: in-flight state is reset).
         self.runs = 0
+        #: Count fields that were not counts (`synth_worker_count=-5`): dropped (None, never
+        #: 0) and counted; the latest such value of each field while no good one replaced it.
+        self.dropped_fields = 0
+        self.dropped: dict[str, int] = {}
 
     # -- feeding -------------------------------------------------------------------------------
 
@@ -422,18 +426,18 @@ class PipelineFacts(_Limits):
         if msg.startswith(_POOL_PREFIXES) or msg == POOL_INITIALIZED:
             self._pool(msg, f, t)
         elif msg == STARTING_PIPELINE:
-            self.synth_workers = _int(f.get("synth_worker_count"))
+            self.synth_workers = self._count(f, "synth_worker_count")
         elif msg == INIT_WORKERS:
-            self.gpu_workers_per_device = _int(f.get("gpu_workers_per_device"))
+            self.gpu_workers_per_device = self._count(f, "gpu_workers_per_device")
         elif msg == BUDGET_INITIALIZED:
-            gib = _int(f.get("total_budget_gib"))
+            gib = self._count(f, "total_budget_gib")
             self.budget_total_bytes = gib * GIB if gib is not None else None
         elif msg == ENGINE_STARTING:
             self._new_run()
             enabled = f.get("pipeline_enabled")
             self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
         elif msg == PACER_ENABLED:
-            self.pacer_target = _int(f.get("gpu_queue_target"))
+            self.pacer_target = self._count(f, "gpu_queue_target")
         elif msg == PACER_STATUS:
             self.pacer = {k: v for k, v in f.items() if k not in ("target", "spans")}
             self.pacer_t_s = t
@@ -444,7 +448,7 @@ class PipelineFacts(_Limits):
             self.srs_loads.append(SrsLoad(str(f.get("circuit_id", "?")), t))
         elif msg == SRS_LOADED:
             circuit = str(f.get("circuit_id", "?"))
-            ms = _int(f.get("elapsed_ms"))
+            ms = self._count(f, "elapsed_ms")
             for load in reversed(self.srs_loads):
                 if load.circuit == circuit and load.end_s is None:
                     load.end_s, load.elapsed_ms = t, ms
@@ -453,6 +457,18 @@ class PipelineFacts(_Limits):
                 self.srs_loads.append(SrsLoad(circuit, t - (ms or 0) / 1000, t, ms))
         elif msg == SRS_EVICTED:
             self.srs_evictions.append((t, str(f.get("circuit_id", "?"))))
+
+    def _count(self, f: dict[str, FieldValue], key: str) -> int | None:
+        """A count or size of cuzk's lines (a Rust unsigned integer): a negative one is no
+        count, dropped (None) and counted (`dropped_fields`, `dropped`)."""
+        value = f.get(key)
+        n = count_field(value)
+        if n is not None:
+            self.dropped.pop(key, None)
+        elif is_bad_count(value):
+            self.dropped_fields += 1
+            self.dropped[key] = value
+        return n
 
     def _pool(self, msg: str, f: dict[str, FieldValue], t: float) -> None:
         pool = self.pool
@@ -463,11 +479,11 @@ class PipelineFacts(_Limits):
             self._pool_freed = 0
         elif msg == POOL_ALLOCATED:
             pool.total_gib = _num(f.get("total_gib"))
-            total = _int(f.get("total_buffers"))
+            total = self._count(f, "total_buffers")
             if total is not None:
                 pool.buffers = max(0, total - self._pool_freed)
         elif msg == POOL_REUSE:
-            pool.free = _int(f.get("free_remaining"))
+            pool.free = self._count(f, "free_remaining")
         elif msg == POOL_CHECKIN:
             if pool.free is not None:
                 pool.free += 1
@@ -492,7 +508,7 @@ class PipelineFacts(_Limits):
             pool.last_failure = {k: f[k] for k in ("pool_free", "pool_total_gib",
                                                    "num_constraints") if k in f}
             pool.last_failure_s = t
-            free = _int(f.get("pool_free"))
+            free = self._count(f, "pool_free")
             if free is not None:
                 pool.free = free
         elif HOST_ALLOC_FAILED in msg:
@@ -556,6 +572,7 @@ class PipelineFacts(_Limits):
             budget_waits=len(self.budget_waits),
             monolithic_in_flight=tuple(f"{m.kind} {m.job}" for m in self.mono.values()),
             max_parallel_synthesis=self.max_parallel_synthesis,
+            dropped=tuple(f"{k}={v}" for k, v in self.dropped.items()),
         )
 
     def pool_evidence(self) -> list[str]:

@@ -17,7 +17,8 @@ at SYNTH_START and says so), synthesis, GPU wait (GPU_QUEUE to GPU_PICKUP, with 
 worker then), GPU (GPU_START to GPU_END), total. The deadline per kind is `[cuzk]
 winning_post_deadline_s` / `window_post_deadline_s` (docs/post.md gives their sources); a proof
 past `post_at_risk_share` of it is at risk, past it late, and a proof still running past its
-deadline is said late at once (`check`), not only when it ends.
+deadline is said late at once (`check`), not only when it ends. A proof whose begin was not read
+(a stray `GPU_END`: no total) is "unknown", a warning, never "ok".
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ MAX_AWAITING = 64
 #: message and list, copied into each PoSt in flight).
 MAX_HELD = 1024
 MAX_BEHIND = 16
-_LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "late": "error"}
+#: A proof gapwatch could not time is a warning: never "info" beside the ones on time.
+_LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "late": "error",
+                                           "unknown": "warning"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,8 +367,11 @@ class PostTracker:
                   _phase(job.gpu_queue_s, job.pickup_s, now),
                   _phase(job.gpu_start_s, job.end_s, now), _span(job.end_s, job.done_s))
         total = _total(_span(job.begin_s(), last if done else now_s), phases)
-        verdict: ProofVerdict = "ok"
+        # No total (its begin was not read: a stray or duplicated GPU_END, every figure None):
+        # not known, never "ok" (it was counted among the proofs on time).
+        verdict: ProofVerdict = "unknown"
         if deadline is not None and total is not None:
+            verdict = "ok"
             if total > deadline:
                 verdict = "late"
             elif total > self.deadlines.at_risk_share * deadline:
@@ -423,7 +429,7 @@ def _dominant(t: ProofTiming) -> str | None:
 def _with_setting(t: ProofTiming, job: _Post) -> ProofTiming:
     """The setting that would have freed the proof, for the phase that took longest, when one
     exists (sources in cuzk-upstream-paths.md 4.5)."""
-    if t.verdict == "ok":
+    if t.verdict in ("ok", "unknown"):  # unknown: not known to have waited too long
         return t
     phase = _dominant(t)
     setting: str | None = None
@@ -457,7 +463,8 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool) -> str:
     name = POST_KINDS.get(t.proof_kind, t.proof_kind)
     state = "" if t.done else " still running"
     limit = f" of its {t.deadline_s:g} s deadline" if t.deadline_s is not None else ""
-    since = " (from synthesis start: its 'job enqueued' line was not read)" if no_arrival else ""
+    since = (" (from synthesis start: its 'job enqueued' line was not read)"
+             if no_arrival and t.total_s is not None else "")
     behind = f" behind {t.behind_words()}" if t.waited_behind and t.gpu_wait_s else ""
     words = (f"{name} {job_id}{state}: {_s(t.total_s)}{limit}{since} (queue {_s(t.queue_s)}, "
              f"synthesis {_s(t.synth_s)}, GPU wait {_s(t.gpu_wait_s)}{behind}, "
@@ -467,6 +474,9 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool) -> str:
         words += "; LATE"
     elif t.verdict == "at_risk":
         words += "; at risk"
+    elif t.verdict == "unknown":
+        words += ("; on time or late is not known: neither its arrival ('job enqueued') nor its "
+                  "synthesis start was read")
     if t.setting:
         words += f"; setting: {t.setting}"
     return fmt.visible(words)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.units import GIB
+from gapwatch.core.values import is_bad_count
 
 #: Tracing message -> ((field, setting as cuzk's TOML or the log names it), ...).
 STARTUP_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -37,6 +38,10 @@ STARTUP_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "set CUZK_GPU_THREADS for C++ groth16_pool": (("gpu_threads", "[gpus] gpu_threads"),),
     "status HTTP server listening": (("addr", "[daemon] status_listen"),),
 }
+
+#: The startup fields that are no count or size (every other one is a Rust unsigned integer: a
+#: negative value is no setting, dropped and counted, never shown as one).
+NOT_COUNTS = frozenset(("pipeline_enabled", "addr"))
 
 #: Where each startup line is written upstream (curio e0294b0f), for the docs and the output.
 SOURCES: dict[str, str] = {
@@ -72,6 +77,10 @@ class ProverSettings:
     #: The prover's log lines (tracing) read: 0 when the side has no prover log, so that what
     #: only the log tells (a gap's cause beyond `/status`'s) is known to be missing there.
     log_lines: int = 0
+    #: Startup fields that were no count (`synth_worker_count=-5`), as the log gave them (the
+    #: latest of each setting): not shown as its value; and how many such fields were read.
+    dropped: tuple[str, ...] = ()
+    dropped_fields: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +112,8 @@ class SettingsSeen:
         self.gpu_starts = 0
         self.tracing_lines = 0
         self.batches = 0
+        self.dropped: dict[str, str] = {}
+        self.dropped_fields = 0
 
     def feed_log(self, ev: LogEvent) -> None:
         if ev.kind == "timeline":
@@ -116,7 +127,14 @@ class SettingsSeen:
         if wanted is not None:
             for key, setting in wanted:
                 v = ev.fields.get(key)
-                if v is not None:
+                if key not in NOT_COUNTS and is_bad_count(v):
+                    # No count (`synth_worker_count=-5`): dropped, never shown as the setting.
+                    self.dropped_fields += 1
+                    self.dropped[setting] = f"{key}={v}"
+                    self.values.pop(setting, None)
+                    self.seen_in.pop(setting, None)
+                elif v is not None:
+                    self.dropped.pop(setting, None)
                     self.values[setting] = _text(v)
                     self.seen_in[setting] = f"log: {name}"
         elif name.endswith(DEPRECATED) or DEPRECATED + " " in name:
@@ -163,7 +181,8 @@ class SettingsSeen:
                 f"1 (inferred: {self.gpu_starts} GPU_START, no '{SPLIT_PROVE_TELL}' line)")
         return ProverSettings({**self.values, **self.status_values},
                               {**self.seen_in, **self.status_seen_in}, tuple(self.deprecated),
-                              env, self.batches, self.tracing_lines)
+                              env, self.batches, self.tracing_lines,
+                              tuple(self.dropped.values()), self.dropped_fields)
 
 
 def split_prove_disabled(gpu_starts: int, split_prove_lines: int, tracing_lines: int) -> bool:

@@ -726,7 +726,8 @@ def _whole_windows(side: Side, window_s: float) -> int | None:
 
 def _settings_json(s: ProverSettings) -> dict[str, Any]:
     return {"values": s.values, "seen_in": s.seen_in, "deprecated": list(s.deprecated),
-            "env": s.env, "batches": s.batches}
+            "env": s.env, "batches": s.batches, "dropped": list(s.dropped),
+            "dropped_fields": s.dropped_fields}
 
 
 def _spread_json(s: Spread) -> dict[str, Any]:

@@ -161,6 +161,9 @@ def settings_lines(c: Comparison) -> list[str]:
                              ", ".join(s.deprecated)))
         for k, v in s.env.items():
             out.append(_said(f"  {label}: ", f"{k}={v}"))
+        if s.dropped:
+            out.append(_said(f"  {label}: {s.dropped_fields} startup field(s) no count, not "
+                             "used: ", ", ".join(s.dropped)))
         if s.batches:
             out.append(f"  {label}: {s.batches} batched (monolithic, unpinned) PoRep/SnapDeals "
                        "job(s)")

@@ -37,17 +37,19 @@ def _final(e: ProverEvent) -> bool:
 
 class ProofCounts(NamedTuple):
     """The PoSt rows of a run (`_ProofRows`): how many, and how many late, at risk, said
-    without their end."""
+    without their end, not timed (verdict "unknown": never among those on time)."""
 
     rows: int = 0
     late: int = 0
     at_risk: int = 0
     given_up: int = 0
+    unknown: int = 0
 
     def plus(self, p: ProofTiming) -> ProofCounts:
         return ProofCounts(self.rows + 1, self.late + (p.verdict == "late"),
                            self.at_risk + (p.verdict == "at_risk"),
-                           self.given_up + (p.given_up is not None))
+                           self.given_up + (p.given_up is not None),
+                           self.unknown + (p.verdict == "unknown"))
 
 
 class _ProofRows:
@@ -183,8 +185,9 @@ def summary_line(events: Sequence[ProverEvent]) -> str:
     n = {k: log.counts.get(k, 0) for k in ("restart", "error", "lost_job")}
     # Said only when some were: the line reads as before for every log that has none.
     without = f", {t.given_up} said without their end" if t.given_up else ""
+    unknown = f", {t.unknown} not timed (on time or late not known)" if t.unknown else ""
     return (f"Prover events: {t.rows} PoSt proof(s) ({t.late} late, {t.at_risk} at "
-            f"risk{without}), {n['restart']} restart(s), {n['error']} error(s), "
+            f"risk{unknown}{without}), {n['restart']} restart(s), {n['error']} error(s), "
             f"{n['lost_job']} lost GPU job(s)")
 
 

@@ -9,8 +9,9 @@ first scrape; the alert rules in deploy/prometheus/gapwatch.rules.yml read them)
 - `gapwatch_prover_events_total{kind,level}`: restarts (`kind="restart"`), what they cost
   (`restart_cost`), errors (failure lines, panics), lost GPU jobs (`lost_job`), and watched
   proofs (`proof`: `level="error"` is a late one, said once when it passed its deadline still
-  running and once more when it ended; `warning` at risk; `info` on time);
-- `gapwatch_proofs_total{proof_kind,verdict}`: completed watched proofs (PoSt) by verdict;
+  running and once more when it ended; `warning` at risk or not timed; `info` on time);
+- `gapwatch_proofs_total{proof_kind,verdict}`: completed watched proofs (PoSt) by verdict
+  (`ok`, `at_risk`, `late`, and `unknown`: one whose begin was not read, so not timed);
 - `gapwatch_proof_seconds{proof_kind}` (histogram): a completed proof, arrival to end;
 - `gapwatch_proof_phase_seconds{proof_kind,phase}` (histogram): its queue, synthesis, GPU wait,
   GPU and finalize time (a phase its lines did not say is not observed);

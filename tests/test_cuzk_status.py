@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from pathlib import Path
 
 import msgspec
@@ -425,28 +424,34 @@ def test_a_host_lookup_that_never_answers_costs_one_poll_deadline_and_the_next_p
     poller = StatusPoller("http://cuzk.example:9821/status", 1.0, 0.3, lambda s: None,
                           notices.append, clock=FakeClock())
     try:
-        t0 = time.monotonic()
+        # Each poll ends at its deadline while the lookup is still out: a poll held by the
+        # lookup would end when the resolver gives up, a `connection` failure, not this.
         assert poller.poll_once() is None
-        first_s = time.monotonic() - t0
         assert poller.poll_once() is None
-        both_s = time.monotonic() - t0
     finally:
         release.set()
-    assert first_s < 1.0 and both_s < 2.0
     st = poller.status()
     assert (st.state, st.polls, st.errors) == ("lookup_timeout", 2, {"lookup_timeout": 2})
     assert asked == ["cuzk.example"]
     assert len(notices) == 1 and "looking up 'cuzk.example'" in notices[0].message
 
 
-def test_polling_on_its_thread_goes_on_through_a_lookup_that_never_answers(
-    monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _polling_unanswered(monkeypatch: pytest.MonkeyPatch, period_s: float, timeout_s: float
+                        ) -> tuple[StatusPoller, threading.Event, list[str]]:
+    """A poller started on its thread against a host whose lookup is not answered until the
+    event returned is set; the hosts looked up."""
     asked: list[str] = []
     release = threading.Event()
     _unanswered_lookups(monkeypatch, release, asked)
-    poller = StatusPoller("http://cuzk.example:9821/status", 0.1, 0.2, lambda s: None)
+    poller = StatusPoller("http://cuzk.example:9821/status", period_s, timeout_s, lambda s: None)
     poller.start()
+    return poller, release, asked
+
+
+def test_polling_on_its_thread_goes_on_through_a_lookup_that_never_answers(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    poller, release, _asked = _polling_unanswered(monkeypatch, 0.1, 0.2)
     try:
         for _ in range(60):
             if poller.status().errors.get("lookup_timeout", 0) >= 3:
@@ -464,24 +469,18 @@ def test_a_stop_is_not_held_by_a_host_lookup_in_flight(monkeypatch: pytest.Monke
     """The lookup's wait also looks at the poller's stop: with `status_timeout_s` up to 10 s,
     a stop waited past its own 2 s for a lookup (the thread left running), then the poll that
     ended was counted as a failure."""
-    asked: list[str] = []
-    release = threading.Event()
-    _unanswered_lookups(monkeypatch, release, asked)
-    poller = StatusPoller("http://cuzk.example:9821/status", 1.0, 10.0, lambda s: None)
-    poller.start()
+    poller, release, asked = _polling_unanswered(monkeypatch, 1.0, 10.0)
     try:
         for _ in range(100):
             if asked:
                 break
             threading.Event().wait(0.02)
         assert asked, "the poller never looked the host up"
-        t0 = time.monotonic()
-        poller.stop()
-        stop_s = time.monotonic() - t0
+        poller.stop()  # gives up waiting after 2 s: a thread held by the lookup still runs
         running = poller.running()
     finally:
         release.set()
-    assert stop_s < 1.0 and not running
+    assert not running
     assert poller.status().polls == 0  # a poll cut by the stop is no failure of the server
 
 
@@ -497,10 +496,8 @@ def test_a_stop_is_not_held_by_a_server_that_has_not_answered() -> None:
         conn, _ = listener.accept()
         with conn:
             conn.recv(4096)
-            t0 = time.monotonic()
-            poller.stop()
-            stop_s = time.monotonic() - t0
+            poller.stop()  # gives up waiting after 2 s: a thread held to the deadline still runs
             running = poller.running()
     finally:
         listener.close()
-    assert stop_s < 1.0 and not running and poller.status().polls == 0
+    assert not running and poller.status().polls == 0

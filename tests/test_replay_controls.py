@@ -40,14 +40,20 @@ def _started(path: Path, speed: float = 0.5, **kw: object) -> tuple[Runtime, Rep
     return rt, replay
 
 
+def _at_40_s(replay: ReplayDriver) -> float:
+    """Seek `replay` 40 s into its file and wait until it is there; the file's start."""
+    start = replay.start_wall_s
+    assert start is not None
+    assert replay.seek_to(start + 40) is None
+    assert _until(lambda: (replay.position_wall_s or 0) >= start + 40)
+    return start
+
+
 def test_seeking_on_feeds_at_once_and_back_starts_over_with_an_empty_store(
         recording: Path) -> None:
     rt, replay = _started(recording)
     try:
-        start = replay.start_wall_s
-        assert start is not None
-        assert replay.seek_to(start + 40) is None
-        assert _until(lambda: (replay.position_wall_s or 0) >= start + 40)
+        start = _at_40_s(replay)
         gaps_at_40 = {g.gap_id for g in rt.store.snapshot().gaps}
         assert gaps_at_40  # the pageable breakdown began within 40 s
         assert replay.seek_to(start + 10) is None  # back: the file again, fed up to 10 s
@@ -163,10 +169,7 @@ def test_a_seek_back_after_the_file_was_removed_or_replaced_says_why_and_the_rep
     shutil.copy(recording, path)
     rt, replay = _started(path)
     try:
-        start = replay.start_wall_s
-        assert start is not None
-        assert replay.seek_to(start + 40) is None
-        assert _until(lambda: (replay.position_wall_s or 0) >= start + 40)
+        start = _at_40_s(replay)
         path.unlink()
         assert replay.seek_to(start + 10) is None
 

@@ -13,9 +13,10 @@ from gapwatch.core.models import LogEvent, ProverEvent
 from gapwatch.core.prover_watch import notice_of
 from gapwatch.cuzk.config import CuzkConfig
 from gapwatch.cuzk.partitions import derive_timeline
-from gapwatch.cuzk.post import Deadlines
+from gapwatch.cuzk.post import Deadlines, PostTracker
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.parse import LogParser
+from gapwatch.offline.prover_events import proof_lines
 
 DATA = Path(__file__).parent / "data" / "cuzk-upstream"
 
@@ -446,3 +447,36 @@ def test_a_post_that_could_not_be_timed_is_unknown_never_ok() -> None:
     [ev] = watched_text("\n".join(lines))
     assert ev.proof is not None and ev.proof.gpu_wait_s == pytest.approx(0.37, abs=0.01)
     assert ev.proof.verdict == "unknown" and ev.proof.setting is None
+
+
+def _timeline(t_s: float, name: str, job: str, **kw: int) -> LogEvent:
+    return LogEvent(t_wall_s=t_s, time_source="line", kind="timeline", name=name, raw=name,
+                    job_id=job, **kw)  # type: ignore[arg-type]
+
+
+def test_a_post_whose_start_was_not_read_is_late_when_what_was_read_of_it_passes_the_deadline(
+) -> None:
+    """A WinningPoSt followed from mid-proof (its `job enqueued` and SYNTH_START before the
+    log's part read): 44 s on the GPU against its 30 s deadline, and it was "unknown",
+    counted among the proofs not late, no hook run. Late by what was read of it alone; still
+    in flight, it is said late once that much has passed since its first line read."""
+    job = "winpost-1000-1a2b3c4d"
+    tracker = PostTracker()
+    out: list[ProverEvent] = []
+    for ev in (_timeline(100.0, "GPU_QUEUE", job), _timeline(101.0, "GPU_PICKUP", job, worker=0,
+                                                             gpu=0),
+               _timeline(101.0, "GPU_START", job, worker=0, gpu=0)):
+        out += tracker.feed(ev)
+    assert tracker.check(129.0) == []  # 29 s since its first line: not known late yet
+    [running] = tracker.check(131.0)
+    assert running.proof is not None and running.proof.verdict == "late"
+    assert not running.proof.done and running.proof.total_at_least_s == pytest.approx(31.0)
+    out += tracker.feed(_timeline(145.0, "GPU_END", job, worker=0, gpu=0))
+    out += tracker.finish(160.0)
+    [done] = [e for e in out if e.proof is not None and e.proof.done]
+    assert done.proof is not None and done.proof.verdict == "late" and done.level == "error"
+    assert done.proof.total_s is None and done.proof.total_at_least_s == pytest.approx(45.0)
+    assert "more than 45.0 s of its 30 s deadline" in done.message
+    assert "counted from its first line read" in done.message
+    [row] = [x for x in proof_lines([done]) if job in x]
+    assert " >45.0 " in row and row.endswith(" late")

@@ -585,6 +585,10 @@ class ProofTiming(Struct, frozen=True, gc=False):
     gpu_s: float | None = None
     #: Arrival (else synthesis start) to done (else to now, for a proof still running).
     total_s: float | None = None
+    #: With neither its arrival nor its synthesis start read (`total_s` None): the least its
+    #: total can be, its first line read to its last or its longest phase. A proof late by it
+    #: alone is late; else its verdict is "unknown".
+    total_at_least_s: float | None = None
     deadline_s: float | None = None
     verdict: ProofVerdict = "ok"
     done: bool = True

@@ -124,6 +124,12 @@ class _Post:
     def begin_s(self) -> float | None:
         return self.arrived_s if self.arrived_s is not None else self.synth_start_s
 
+    def earliest_s(self) -> float | None:
+        """Its first line's time, whichever was read (None: none timed)."""
+        return min((t for t in (self.arrived_s, self.synth_start_s, self.synth_end_s,
+                                self.gpu_queue_s, self.pickup_s, self.gpu_start_s, self.end_s,
+                                self.done_s) if t is not None), default=None)
+
     def latest_s(self) -> float:
         """Its latest line's time (a proof lost in a restart is timed no earlier: timed at its
         synthesis start, its total was shorter than its phases)."""
@@ -151,6 +157,16 @@ def _total(span_s: float | None, phases: tuple[float | None, ...]) -> float | No
     if span_s is None:
         return None
     return max([span_s, *(p for p in phases if p is not None)])
+
+
+def _least_total(first_s: float | None, last_s: float | None,
+                 phases: tuple[float | None, ...]) -> float | None:
+    """The least a proof's total can be when its begin was not read: its first line read to
+    its last, or its longest phase (None: nothing timed). A WinningPoSt whose log was followed
+    from mid-proof, 44 s on the GPU against a 30 s deadline, was "unknown", counted among
+    the proofs not late."""
+    known = [p for p in (_span(first_s, last_s), *phases) if p is not None]
+    return max(known) if known else None
 
 
 def _phase(a: float | None, b: float | None, now_s: float | None) -> float | None:
@@ -331,7 +347,11 @@ class PostTracker:
         out = self._unpaired(now_s)
         for job in self._jobs.values():
             deadline = self.deadlines.of(job.kind)
+            # Its begin, else its first line read: in flight longer than its deadline since
+            # then is late whenever it began (a log followed from mid-proof).
             begin = job.begin_s()
+            if begin is None:
+                begin = job.earliest_s()
             if job.said_late or deadline is None or begin is None or now_s - begin <= deadline:
                 continue
             job.said_late = True
@@ -366,9 +386,12 @@ class PostTracker:
                   _phase(job.synth_start_s, job.synth_end_s, now),
                   _phase(job.gpu_queue_s, job.pickup_s, now),
                   _phase(job.gpu_start_s, job.end_s, now), _span(job.end_s, job.done_s))
-        total = _total(_span(job.begin_s(), last if done else now_s), phases)
-        # No total (its begin was not read: a stray or duplicated GPU_END, every figure None):
-        # not known, never "ok" (it was counted among the proofs on time).
+        end = last if done else now_s
+        total = _total(_span(job.begin_s(), end), phases)
+        at_least = _least_total(job.earliest_s(), end, phases) if total is None else None
+        # No total (its begin was not read: a stray or duplicated GPU_END, a log followed from
+        # mid-proof): not known, never "ok" (it was counted among the proofs on time), unless
+        # what was read of it alone passes the deadline.
         verdict: ProofVerdict = "unknown"
         if deadline is not None and total is not None:
             verdict = "ok"
@@ -376,10 +399,13 @@ class PostTracker:
                 verdict = "late"
             elif total > self.deadlines.at_risk_share * deadline:
                 verdict = "at_risk"
+        elif deadline is not None and at_least is not None and at_least > deadline:
+            verdict = "late"
         queue, synth, gpu_wait, gpu, finalize = phases
         timing = ProofTiming(
             proof_kind=job.kind, queue_s=queue, synth_s=synth, gpu_wait_s=gpu_wait, gpu_s=gpu,
-            total_s=total, deadline_s=deadline, verdict=verdict, done=done,
+            total_s=total, total_at_least_s=at_least, deadline_s=deadline, verdict=verdict,
+            done=done,
             waited_behind=list(job.waited_behind), waited_behind_more=job.waited_behind_more,
             finalize_s=finalize)
         return _with_setting(timing, job)
@@ -466,7 +492,11 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool) -> str:
     since = (" (from synthesis start: its 'job enqueued' line was not read)"
              if no_arrival and t.total_s is not None else "")
     behind = f" behind {t.behind_words()}" if t.waited_behind and t.gpu_wait_s else ""
-    words = (f"{name} {job_id}{state}: {_s(t.total_s)}{limit}{since} (queue {_s(t.queue_s)}, "
+    total = (f"more than {_s(t.total_at_least_s)}" if t.total_s is None
+             and t.total_at_least_s is not None else _s(t.total_s))
+    if t.total_s is None and t.verdict == "late":
+        since = " (its arrival and synthesis start not read: counted from its first line read)"
+    words = (f"{name} {job_id}{state}: {total}{limit}{since} (queue {_s(t.queue_s)}, "
              f"synthesis {_s(t.synth_s)}, GPU wait {_s(t.gpu_wait_s)}{behind}, "
              f"GPU {_s(t.gpu_s)}"
              + (f", finalize {_s(t.finalize_s)}" if t.finalize_s is not None else "") + ")")

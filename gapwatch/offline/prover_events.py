@@ -30,6 +30,13 @@ def _s(v: float | None) -> str:
     return "-" if v is None else f"{v:.1f}"
 
 
+def _total(p: ProofTiming) -> str:
+    """Its total, or ">N" when only its least is known (its begin not read)."""
+    if p.total_s is None and p.total_at_least_s is not None:
+        return f">{p.total_at_least_s:.1f}"
+    return _s(p.total_s)
+
+
 def _final(e: ProverEvent) -> bool:
     """A proof's last word: done, or said without its end (lost in a restart, given up)."""
     return e.proof is not None and (e.proof.done or e.proof.given_up is not None)
@@ -216,7 +223,7 @@ def proof_lines(events: Sequence[ProverEvent]) -> list[str]:
         verdict = (p.verdict if p.done else f"{p.verdict} (running)" if p.given_up is None
                    else f"{_GIVEN_UP[p.given_up]}, {p.verdict} so far")
         out.append(f"    {fmt.clock(e.t_wall_s, millis=True):<12} {p.proof_kind:<12} "
-                   f"{fmt.fit(fmt.visible(e.job_id or '-'), jw)} {_s(p.total_s):>7} "
+                   f"{fmt.fit(fmt.visible(e.job_id or '-'), jw)} {_total(p):>7} "
                    f"{_s(p.queue_s):>6} "
                    f"{_s(p.synth_s):>6} {_s(p.gpu_wait_s):>8} {_s(p.gpu_s):>6} "
                    f"{_s(p.finalize_s):>8} {_s(p.deadline_s):>8} {verdict}")

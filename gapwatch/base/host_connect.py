@@ -53,6 +53,7 @@ class Resolver:
         `deadline` (monotonic seconds), or `stopped()` says so first; `socket.gaierror` (an
         OSError) when it answered that there are none."""
         with self._lock:
+            self._keep_finished()
             if self._kept and time.monotonic() - self._kept_at < kept_for_s:
                 return self._kept
             lookup = self._pending
@@ -66,8 +67,18 @@ class Resolver:
         if lookup.error is not None:
             raise lookup.error
         with self._lock:
-            self._kept, self._kept_at = lookup.found, time.monotonic()
+            self._keep_finished()
         return lookup.found
+
+    def _keep_finished(self) -> None:
+        """A lookup that answered is kept, timed from its answer, whoever was waiting (under
+        the lock): one that answered after its caller's deadline was thrown away, and with a
+        resolver a little slower than the deadline every poll started a lookup that ran past
+        it, for ever."""
+        done = self._pending
+        if done is not None and done.done.is_set() and done.error is None and done.found \
+                and done.answered_at > self._kept_at:
+            self._kept, self._kept_at = done.found, done.answered_at
 
 
 class _Lookup:
@@ -78,6 +89,8 @@ class _Lookup:
         self.done = threading.Event()
         self.found: list[AddrInfo] = []
         self.error: OSError | None = None
+        #: When it answered (monotonic seconds; set before `done`).
+        self.answered_at = 0.0
         threading.Thread(target=self._run, args=(host, port), daemon=True,
                          name=thread_name).start()
 
@@ -90,6 +103,7 @@ class _Lookup:
         except UnicodeError as exc:  # a name IDNA cannot encode
             self.error = socket.gaierror(f"{host!r}: {exc}")
         finally:
+            self.answered_at = time.monotonic()
             self.done.set()
 
 

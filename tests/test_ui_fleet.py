@@ -125,8 +125,8 @@ async def test_a_dead_box_says_prometheus_reason_in_the_table_and_its_detail() -
             up_opened, up_scrape = isinstance(app.screen, DetailScreen), \
                 len(app.screen.query("#detail-scrape"))
     assert dead[:3] == ["dead:9400", "0", "~CHAINED"]
-    assert dead[10] == "scrape failed: connection refused\\x1b]52;c;ZXZpbA==\\x07\\x9b2J" \
-        "\\u202e[/][@click=app.quit]Q[/]"
+    # Cut to the column's 60 cells, said by its "…" (the detail has the whole of it).
+    assert dead[10] == "scrape failed: connection refused\\x1b]52;c;ZXZpbA==\\x07\\x9b…"
     assert up[10] == "a/b/c copied from pageable memory"
     assert said.startswith("Prometheus cannot scrape this box: scrape failed: connection "
                            "refused\\x1b]52;c;")
@@ -145,7 +145,7 @@ async def test_a_state_label_of_escapes_reaches_no_terminal_through_the_fleet_ta
             table: DataTable[Text] = app.query_one(DataTable)
             await _until(pilot, lambda: table.row_count > 0)
             state = str(table.get_row_at(0)[2])
-            assert state.startswith("\\x1b]0;\\x1b]52;c;") and not any(c in state for c in _RAW)
+            assert state.startswith("\\x1b]0;\\x") and not any(c in state for c in _RAW)
             assert app.return_code is None
 
 

@@ -34,11 +34,11 @@ MAX_SCREEN_ROWS = 2000
 
 
 def _cell_fit(text: str, width: int, heading: str) -> str:
-    """A table cell as shown: a box's name fit to its column at both ends (`fmt.fit`), since
-    the table crops at the end, and `gpu-prover-0001.ams.example.net:9400` and `:9401` read
-    the same at 21 cells, nothing said of the cut; the other cells whole (the table crops
-    them; the detail and `--once` show them)."""
-    return fmt.fit(text, width, pad=False, keep_both=True) if heading == "BOX" else text
+    """A table cell as shown, fit to its column with a "…" where it is cut (`fmt.fit`): the
+    table crops at the column's end saying nothing, so a cause cut at 60 cells read as the
+    whole of it. A box's name keeps both ends: `gpu-prover-0001.ams.example.net:9400` and
+    `:9401` read the same at 21 cells. The detail and `--once` show every cell whole."""
+    return fmt.fit(text, width, pad=False, keep_both=heading == "BOX")
 
 
 def footer_text(result: Refresh | None, error: str, url: str) -> str:

@@ -313,6 +313,11 @@ class CopyTraceConfig(Section):
     socket_mode: int = Field(0o600, ge=0, le=0o777)
 
 
+#: The most GPUs the simulator runs, whether counted (`sim.gpus`) or named one scenario each
+#: (`sim:pageable,chained,...`).
+MAX_SIM_GPUS = 16
+
+
 class SimConfig(Section):
     """The simulated prover (`--source sim[:SCENARIO]`)."""
 
@@ -322,7 +327,7 @@ class SimConfig(Section):
     scenario: str = "pageable"
     seed: int = 1
     #: Number of simulated GPUs (each with two workers).
-    gpus: int = Field(1, ge=1, le=16)
+    gpus: int = Field(1, ge=1, le=MAX_SIM_GPUS)
     #: Stop after this many simulated seconds (0 = run until stopped).
     duration_s: float = Field(0.0, ge=0)
     #: Where the simulated prover serves its own cuzk-style `GET /status` (speed > 0), HOST:PORT;

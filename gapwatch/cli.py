@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gapwatch import __version__
-from gapwatch.base.open_files import out_of_files, too_few_open_files
+from gapwatch.base.open_files import out_of_files, too_few_for_logs, too_few_open_files
 from gapwatch.commands import argtypes
 from gapwatch.config import Config, ConfigError, load_config, with_overrides
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS
@@ -308,6 +308,10 @@ def _main(arglist: list[str], command: str) -> int:
     return_large_allocations()  # huge log lines must not grow the heap for good
     try:
         config = resolve_config(args)
+        few = too_few_for_logs(args.command, len(config.logs.paths))
+        if few is not None:
+            say(f"gapwatch {args.command}: {few}")
+            return 2
         module = importlib.import_module(f"gapwatch.commands.{args.command}")
         return int(module.run(args, config))
     except ConfigError as exc:

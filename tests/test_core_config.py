@@ -201,6 +201,22 @@ def test_a_detector_window_of_1e300_is_refused_not_an_overflow_in_the_detector(
         capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("section", "key"), [("snapshot", "history_s = 1e300"),
+                                             ("ui", "windows_s = [30, 1e300]"),
+                                             ("ui", "window_s = 1e9")])
+def test_a_chart_window_or_snapshot_history_of_1e300_is_refused_not_an_overflow_sizing_the_store(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], section: str, key: str) -> None:
+    """The store keeps samples for the longest of them: `1e300` was an OverflowError traceback
+    in `record` (a deque's maxlen), `1e9` a store that never let a sample go."""
+    f = tmp_path / "c.toml"
+    f.write_text(f"[{section}]\n{key}\n")
+    out = tmp_path / "r.jsonl"
+    assert main(["record", "--config", str(f), "--source", "sim:chained", "--speed", "0",
+                 "--duration", "1", "--out", str(out)]) == 2
+    assert "Input should be less than or equal to 3600" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_gpu_indices_no_recording_holds_are_refused(tmp_path: Path) -> None:
     f = tmp_path / "c.toml"
     for gpus in ("[-1]", "[100000000000000000000000000000]"):

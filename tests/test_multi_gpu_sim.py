@@ -11,7 +11,8 @@ import pytest
 from ui_fakes import FakeRuntime, make_config, screen_text
 
 from evaluation.simulate import SimResult, simulate
-from gapwatch.config import Config
+from gapwatch.cli import main
+from gapwatch.config import MAX_SIM_GPUS, Config
 from gapwatch.core.detector import GapDetector
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.report import build_report
@@ -35,6 +36,19 @@ def test_one_scenario_per_gpu_is_parsed_and_checked() -> None:
         parse_scenarios("pageable,chained", 3)
     with pytest.raises(ValueError, match="unknown scenario 'melted'"):
         parse_scenarios("pageable,melted")
+
+
+def test_more_scenarios_than_the_simulator_runs_are_refused_not_a_recording_it_cannot_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`sim:` named 300 scenarios: 300 GPUs ran (past `sim.gpus`' 16) and the recording held
+    GPUs 256 on, which no recording reader takes (`bad_header 44, bad_records 924`)."""
+    assert len(parse_scenarios(",".join(["chained"] * MAX_SIM_GPUS))) == MAX_SIM_GPUS
+    out = tmp_path / "r.jsonl"
+    rc = main(["record", "--source", "sim:" + ",".join(["chained"] * 300), "--speed", "0",
+               "--duration", "1", "--quiet", "--out", str(out)])
+    assert rc == 2
+    assert "300 scenarios: the simulator runs at most 16 GPUs" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_gaps_and_breakdown_are_on_the_broken_gpu_only(mixed: tuple[Path, SimResult]) -> None:

@@ -21,7 +21,14 @@ from faults import PtyApp, process_running, wait_for
 from gapwatch.base.quit_early import StopRequested
 from gapwatch.cli import main
 from gapwatch.core.models import ChainState, Notice, ProofTiming, ProverEvent, StateChange
-from gapwatch.engine.events import MAX_QUEUED, Event, EventHook, parse_command
+from gapwatch.engine.events import (
+    MAX_QUEUED,
+    Event,
+    EventHook,
+    checked_command,
+    parse_command,
+    program_problem,
+)
 
 RECORDER = """import json, os, sys
 with open(sys.argv[1], "a") as f:
@@ -345,3 +352,33 @@ def test_record_runs_the_command_on_a_late_post_a_restart_and_a_prover_error(
     assert "eviction_min_idle" in str(late["GAPWATCH_SETTING"])  # waited for its SRS to load
     assert "restart" in str(events["restart"]["GAPWATCH_DETAIL"]).lower()
     assert events["gpu_error"]["GAPWATCH_CAUSE"] in ("error", "lost_job")
+
+
+@pytest.mark.parametrize("command", ["record", "watch"])
+@pytest.mark.parametrize(("program", "said"), [
+    ("{tmp}/no-such-hook", "No such file or directory"),
+    ("{tmp}", "is a directory, not a command"),
+    ("{tmp}/hook.sh", "is not executable (chmod +x it, or name its interpreter"),
+    ("gapwatch-no-such-hook-anywhere", "no such command on PATH"),
+])
+def test_a_hook_that_cannot_be_run_is_refused_at_start_before_anything_is_made(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, program: str,
+        said: str) -> None:
+    """Found out at the first event, a mistyped hook was said only when a GPU entered
+    BREAKDOWN (the page it was for lost), and a directory only as `Permission denied`."""
+    (tmp_path / "hook.sh").write_text("#!/bin/sh\necho hi\n")  # no execute bit
+    out = tmp_path / "r.jsonl"
+    args = (["--speed", "0", "--duration", "1", "--out", str(out)] if command == "record"
+            else ["--record", str(out)])
+    rc = main([command, "--source", "sim:chained", *args,
+               "--on-event", program.format(tmp=tmp_path) + " --flag"])
+    err = capsys.readouterr().err
+    assert rc == 2 and said in err and f"gapwatch {command}: --on-event:" in err, err
+    assert not out.exists()
+
+
+def test_a_hook_found_on_path_or_given_with_its_interpreter_is_taken(tmp_path: Path) -> None:
+    script = tmp_path / "hook.sh"
+    script.write_text("#!/bin/sh\n")
+    assert program_problem("sh") is None and program_problem(sys.executable) is None
+    assert checked_command(f"sh {script}") == ["sh", str(script)]

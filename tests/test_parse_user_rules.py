@@ -6,6 +6,7 @@ import pytest
 
 from gapwatch.config import ConfigError, build_config
 from gapwatch.logs.parse import LogParser
+from gapwatch.logs.parse.user_rules import LINE_BUDGET_S, RULE_TIMEOUT_S
 
 OTHER_PROVER = {
     "name": "myprover",
@@ -96,6 +97,21 @@ def test_a_rule_that_backtracks_without_end_gives_up_the_line_and_the_next_rule_
     assert (e.kind, e.name) == ("user:tail", "tail")
     assert p.counters["rule_timeout"] == 1
     (e,) = p.parse_line("aaaa", "x", 6, 9.5)  # the rule still works on lines it can decide
+    assert e.kind == "user:runaway"
+
+
+def test_a_thousand_rules_that_backtrack_give_a_line_up_within_one_budget_not_a_limit_each(
+) -> None:
+    """The 50 ms were each rule's: a config of many rules that backtrack multiplied them (a
+    64 KiB config holds ~1,300 rules: 70 s of one line). All the rules of a line have
+    `LINE_BUDGET_S`; the rules after it do not read the line, which is counted once."""
+    p = parser_with(*[BACKTRACKS] * 1000, {"name": "tail", "regex": r"(?P<phase>tail)!$"},
+                    cuzk=False)
+    (e,) = p.parse_line("a" * 5000 + " tail!", "x", 5, 9.0)
+    assert e.kind == "unparsed"
+    assert p.counters["rule_budget"] == 1
+    assert p.counters["rule_timeout"] <= LINE_BUDGET_S / RULE_TIMEOUT_S + 1
+    (e,) = p.parse_line("aaaa", "x", 6, 9.5)  # lines the rules decide are read as ever
     assert e.kind == "user:runaway"
 
 

@@ -8,6 +8,7 @@ commands it does not reach."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -204,6 +205,39 @@ def test_ten_open_files_at_start_up_is_one_line_or_enough_never_a_traceback(
         assert not (tmp_path / "r.jsonl").exists()
     else:  # an offline one needs few files, and runs
         assert done.returncode == 0, done.stderr
+
+
+def test_more_logs_to_follow_than_open_files_allow_is_refused_at_start_not_out_of_files_later(
+        tmp_path: Path) -> None:
+    """Each followed log is held open: 3,000 `[logs] paths` took every descriptor at `ulimit
+    -n 1024`, and `record` stopped a second in with "out of open files ... raise the limit
+    (ulimit -n 1024)", the limit it had. Here 40 logs at `ulimit -n 64`."""
+    logs = [tmp_path / f"cuzk-{i}.log" for i in range(40)]
+    for log in logs:
+        log.write_text("hello\n")
+    (tmp_path / "c.toml").write_text(
+        "[logs]\npaths = [" + ", ".join(f'"{log}"' for log in logs) + "]\n")
+    code = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (64, "
+            "resource.getrlimit(resource.RLIMIT_NOFILE)[1])); sys.argv = ['gapwatch', *sys.argv[1:]]; "
+            "runpy.run_module('gapwatch', run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", code, "record", "--config",
+                           str(tmp_path / "c.toml"), "--source", "sim:chained", "--duration",
+                           "3", "--out", str(tmp_path / "r.jsonl")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert ("40 log files to follow need about 100 open files, and only 64 are allowed "
+            "(ulimit -n 64): raise it (ulimit -n 1024)") in done.stderr
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_out_of_files_suggests_a_limit_above_the_one_met(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    from gapwatch.base import open_files
+
+    monkeypatch.setattr(open_files, "open_files_limit", lambda: 1024)
+    said = open_files.out_of_files(OSError(errno.EMFILE, "Too many open files"))
+    assert said == ("out of open files (ulimit -n 1024): raise the limit (ulimit -n 2048) and "
+                    "run it again")
 
 
 def test_parse_json_writes_c1_and_bidi_controls_escaped() -> None:

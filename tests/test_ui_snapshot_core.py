@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgspec
+import msgspec.structs
 import pytest
 from ui_fakes import HINT, WALL0_S, fill_breakdown, header, make_config, t_ns
 
+from gapwatch.base import no_replace
 from gapwatch.core.evidence_types import EventEvidence
 from gapwatch.core.models import GpuSample, LogEvent
 from gapwatch.core.verdict import WindowNow
@@ -74,6 +78,75 @@ def test_two_snapshots_in_the_same_second_get_distinct_folders(tmp_path: Path) -
     a = write_snapshot(tmp_path, snap, header(), make_config(tmp_path), t_wall_s=WALL0_S)
     b = write_snapshot(tmp_path, snap, header(), make_config(tmp_path), t_wall_s=WALL0_S)
     assert a != b and a.is_dir() and b.is_dir()
+
+
+
+def _meanwhile(monkeypatch: pytest.MonkeyPatch, act: Callable[[], object]) -> None:
+    """Run `act` once while the next snapshot is being written (after its name was chosen, as
+    another thread or process would)."""
+    real = snapshot_mod.render_summary
+
+    def acting(*args: Any, **kwargs: Any) -> str:
+        monkeypatch.setattr(snapshot_mod, "render_summary", real)
+        act()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(snapshot_mod, "render_summary", acting)
+
+
+@pytest.mark.parametrize("renameat2", [True, False], ids=["renameat2", "fallback"])
+def test_a_snapshot_of_the_same_second_written_meanwhile_is_kept_beside_not_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, renameat2: bool
+) -> None:
+    """The dashboard's automatic snapshot and `--on-event`'s of one BREAKDOWN, or two
+    gapwatches sharing a folder: the second's rename met the first's folder (ENOTEMPTY) and
+    the snapshot was lost."""
+    if not renameat2:
+        monkeypatch.setattr(no_replace, "_renameat2", lambda: None)
+    other: list[Path] = []
+    _meanwhile(monkeypatch, lambda: other.append(snapshot_into(tmp_path)))
+    mine = snapshot_into(tmp_path)
+    assert other[0].name == "gapwatch-snapshot-prover-1-20261130T090621Z"
+    assert mine.name == other[0].name + "-2"
+    assert (mine / "summary.md").exists() and (other[0] / "summary.md").exists()
+
+
+def test_an_empty_folder_made_at_the_name_meanwhile_is_never_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plain rename(2) of a folder replaces an empty folder at its target: gapwatch removed
+    a folder it did not make."""
+    planted = tmp_path / "gapwatch-snapshot-prover-1-20261130T090621Z"
+    _meanwhile(monkeypatch, planted.mkdir)
+    mine = snapshot_into(tmp_path)
+    assert planted.is_dir() and list(planted.iterdir()) == []
+    assert mine.name == planted.name + "-2" and (mine / "summary.md").exists()
+
+
+@pytest.mark.parametrize("renameat2", [True, False], ids=["renameat2", "fallback"])
+def test_a_dangling_link_at_the_name_is_left_and_the_snapshot_written_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, renameat2: bool
+) -> None:
+    """`exists()` follows links: a dangling one at the name was taken for a free name, and the
+    rename onto it failed (`Not a directory`): no snapshot at all."""
+    if not renameat2:
+        monkeypatch.setattr(no_replace, "_renameat2", lambda: None)
+    planted = tmp_path / "gapwatch-snapshot-prover-1-20261130T090621Z"
+    planted.symlink_to(tmp_path / "nowhere")
+    mine = snapshot_into(tmp_path)
+    assert planted.is_symlink() and os.readlink(planted) == str(tmp_path / "nowhere")
+    assert mine.name == planted.name + "-2" and (mine / "summary.md").exists()
+
+
+def test_a_recordings_300_character_host_gives_a_snapshot_not_an_oserror(tmp_path: Path) -> None:
+    """A replayed recording's host is anybody's text: its name made the folder's name over
+    255 bytes, and `File name too long` escaped as an OSError past the callers (they catch
+    `SnapshotError`: the dashboard's worker died with it)."""
+    long_host = msgspec.structs.replace(header(), host="h" * 300)
+    path = write_snapshot(tmp_path, filled_store().snapshot(), long_host, make_config(),
+                          t_wall_s=WALL0_S)
+    assert path.name == f"gapwatch-snapshot-{'h' * snapshot_mod.HOST_CHARS}-20261130T090621Z"
+    assert read_any(path / "recording.jsonl.gz").header.host == "h" * 300
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")

@@ -36,10 +36,41 @@ def too_few_open_files(command: str) -> str | None:
             f"at least {MIN_LIVE_OPEN_FILES}: raise it (ulimit -n 1024) and run it again")
 
 
+#: The commands that follow their logs live, each file held open (`replay` reads its logs
+#: whole, one after the other).
+FOLLOWING_COMMANDS = ("record", "watch", "demo")
+#: Open files one followed log may hold at once: the file, and its rotated predecessor while
+#: it is drained.
+FILES_PER_LOG = 2
+
+
+def too_few_for_logs(command: str, n_logs: int) -> str | None:
+    """Why `command` cannot follow `n_logs` log files with this process's open-file limit, or
+    None. Each followed file is held open: 3,000 of them (`[logs] paths` of a 64 KiB config)
+    took every descriptor at `ulimit -n 1024`, the recording, sockets and pollers found none,
+    and `record` stopped after a second ("out of open files")."""
+    limit = open_files_limit()
+    needed = MIN_LIVE_OPEN_FILES + FILES_PER_LOG * n_logs
+    if command not in FOLLOWING_COMMANDS or limit is None or limit >= needed:
+        return None
+    return (f"{n_logs} log files to follow need about {needed} open files, and only {limit} "
+            f"are allowed (ulimit -n {limit}): raise it (ulimit -n {_enough(needed)}) or "
+            "follow fewer")
+
+
+def _enough(needed: int) -> int:
+    """A limit to suggest for `needed` open files: 1024 (the usual default), else twice."""
+    return max(1024, 2 * needed)
+
+
 def out_of_files(exc: OSError) -> str | None:
-    """The one line for an `OSError` that is the open-file limit, or None for any other."""
+    """The one line for an `OSError` that is the open-file limit, or None for any other.
+    The limit suggested is above the one met (it said "raise the limit (ulimit -n 1024)" of a
+    process already at 1024)."""
     if exc.errno not in (errno.EMFILE, errno.ENFILE):
         return None
     limit = open_files_limit()
-    shown = f"ulimit -n {limit}" if limit is not None else "the system's limit"
-    return (f"out of open files ({shown}): raise the limit (ulimit -n 1024) and run it again")
+    if limit is None:
+        return "out of open files (the system's limit): raise it and run it again"
+    return (f"out of open files (ulimit -n {limit}): raise the limit "
+            f"(ulimit -n {_enough(limit)}) and run it again")

@@ -44,6 +44,22 @@ def add_on_event_arguments(p: argparse.ArgumentParser) -> None:
                    help="kill CMD after S seconds (default 10)")
 
 
+def on_event_refused(args: argparse.Namespace, command: str) -> bool:
+    """Whether `--on-event CMD` is refused (said in one line): words that cannot be split, or
+    a program that cannot be run. Checked before the runtime is built, so nothing (a recording,
+    a listening socket) is made for a command that stops at once."""
+    if not args.on_event:
+        return False
+    from gapwatch.engine.events import checked_command
+
+    try:
+        checked_command(args.on_event)
+    except ValueError as exc:
+        say(f"gapwatch {command}: {exc}")
+        return True
+    return False
+
+
 def cannot_read(exc: OSError) -> str:
     """An input that failed while read (`report`, `compare`), in words: the file when the error
     names it, else only what failed. Not "cannot read log": a recording that fails mid-read

@@ -37,7 +37,7 @@ from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder, timeline_even
 from gapwatch.engine.console import OutputFailed, say
 from gapwatch.logs.files import LogFile, in_time_order
 from gapwatch.logs.parse import LogParser
-from gapwatch.logs.parse.user_rules import RULE_TIMEOUT_S
+from gapwatch.logs.parse.user_rules import LINE_BUDGET_S, RULE_TIMEOUT_S
 from gapwatch.offline.prover_events import ProverEvents, prover_event_lines
 
 
@@ -343,7 +343,20 @@ def run(args: argparse.Namespace, config: Config) -> int:
     say(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "
         f"{c['unparsed']} unparsed, {c['blank']} blank, {cut} cut at "
         f"{config.logs.max_line_bytes} bytes" + (f", {nul} NUL bytes dropped" if nul else "")
-        + (f", {c['rule_timeout']} line(s) a rule could not decide in "
-           f"{RULE_TIMEOUT_S * 1000:.0f} ms (it backtracks: docs/logs.md, User rules)"
-           if c["rule_timeout"] else ""))
+        + _rule_time_words(c))
     return status
+
+
+def _rule_time_words(counters: dict[str, int]) -> str:
+    """What the user rules' time limits gave up, for the closing summary ("" when nothing).
+    `rule_timeout` counts searches (one rule on one line), not lines: 1,300 rules giving up
+    one line were said as "1300 line(s)" of a one-line log."""
+    timeouts, budget = counters.get("rule_timeout", 0), counters.get("rule_budget", 0)
+    words = ""
+    if timeouts:
+        words += (f", {timeouts} time(s) a rule could not decide a line in "
+                  f"{RULE_TIMEOUT_S * 1000:.0f} ms (it backtracks: docs/logs.md, User rules)")
+    if budget:
+        words += (f", {budget} line(s) left unread by the later rules, the "
+                  f"{LINE_BUDGET_S * 1000:.0f} ms all the rules have for a line spent")
+    return words

@@ -21,6 +21,7 @@ from gapwatch.commands import (
     add_cuzk_status_argument,
     add_on_event_arguments,
     argtypes,
+    on_event_refused,
     say_sim_status,
 )
 from gapwatch.commands.copytrace import add_copytrace_flag
@@ -51,6 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, config: Config) -> int:
     if not args.out and not config.prometheus.listen:
         say("gapwatch record: give --out FILE, --prometheus HOST:PORT, or both")
+        return 2
+    if on_event_refused(args, "record"):
         return 2
     # Signals first: a SIGTERM while NVML starts must still end in a clean stop.
     with StopSignals() as stop:

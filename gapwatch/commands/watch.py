@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import argparse
 
-from gapwatch.commands import add_cuzk_status_argument, add_on_event_arguments, argtypes
+from gapwatch.commands import (
+    add_cuzk_status_argument,
+    add_on_event_arguments,
+    argtypes,
+    on_event_refused,
+)
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
 from gapwatch.config import Config
@@ -29,6 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
+    if on_event_refused(args, "watch"):
+        return 2
     try:
         require_terminal("watch")
         log_fd = detach_piped_stdin(list(config.logs.paths))

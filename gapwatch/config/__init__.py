@@ -252,12 +252,19 @@ class RecordConfig(Section):
         return self.rotate_size_bytes is not None or self.rotate_age_s is not None
 
 
+#: The longest chart window and snapshot history: the store keeps every sample for the longest
+#: of them (`engine.runtime`), so live they cost memory per second of them, as the detector's
+#: window does (at most an hour too). `1e300` was an OverflowError traceback sizing the store;
+#: `1e9` a store that never let a sample go.
+MAX_HISTORY_S = 3600.0
+
+
 class UiConfig(Section):
     """The dashboard."""
 
     #: Chart window at start; `w` cycles through `windows_s`.
-    window_s: float = Field(60.0, gt=0)
-    windows_s: list[Annotated[float, Field(gt=0)]] = Field(
+    window_s: float = Field(60.0, gt=0, le=MAX_HISTORY_S)
+    windows_s: list[Annotated[float, Field(gt=0, le=MAX_HISTORY_S)]] = Field(
         default_factory=lambda: [30.0, 60.0, 120.0, 600.0])
     #: The most often a second the always-on view repaints words (a gap opening or closing,
     #: a state), shown as soon as they change; and the `d` detail chart's redraw checks. The
@@ -281,7 +288,7 @@ class SnapshotConfig(Section):
     #: At most one automatic snapshot per this many seconds.
     auto_min_interval_s: float = Field(300.0, ge=0)
     #: How much history a snapshot keeps.
-    history_s: float = Field(300.0, gt=0)
+    history_s: float = Field(300.0, gt=0, le=MAX_HISTORY_S)
 
 
 class PrometheusConfig(Section):
@@ -306,6 +313,11 @@ class CopyTraceConfig(Section):
     socket_mode: int = Field(0o600, ge=0, le=0o777)
 
 
+#: The most GPUs the simulator runs, whether counted (`sim.gpus`) or named one scenario each
+#: (`sim:pageable,chained,...`).
+MAX_SIM_GPUS = 16
+
+
 class SimConfig(Section):
     """The simulated prover (`--source sim[:SCENARIO]`)."""
 
@@ -315,7 +327,7 @@ class SimConfig(Section):
     scenario: str = "pageable"
     seed: int = 1
     #: Number of simulated GPUs (each with two workers).
-    gpus: int = Field(1, ge=1, le=16)
+    gpus: int = Field(1, ge=1, le=MAX_SIM_GPUS)
     #: Stop after this many simulated seconds (0 = run until stopped).
     duration_s: float = Field(0.0, ge=0)
     #: Where the simulated prover serves its own cuzk-style `GET /status` (speed > 0), HOST:PORT;

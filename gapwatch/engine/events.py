@@ -28,7 +28,9 @@ from __future__ import annotations
 import os
 import queue
 import shlex
+import shutil
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -399,6 +401,44 @@ def parse_command(text: str) -> list[str]:
     return argv
 
 
+def program_problem(program: str) -> str | None:
+    """Why `program` (the command's first word) cannot be run now, or None when it can.
+
+    Checked when gapwatch starts: found out at the first event instead, a mistyped hook was
+    said only when a GPU entered BREAKDOWN, the moment the page was wanted, and a directory
+    said only `Permission denied`. A name without a slash is looked up on PATH, as exec does."""
+    if "/" not in program:
+        if shutil.which(program) is None:
+            return f"{program!r}: no such command on PATH (or not executable there)"
+        return None
+    try:
+        mode = os.stat(program).st_mode
+    except OSError as exc:
+        return f"{program!r}: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return f"{program!r} is a directory, not a command"
+    if not stat.S_ISREG(mode):
+        return f"{program!r} is not a regular file"
+    if not os.access(program, os.X_OK):
+        return (f"{program!r} is not executable (chmod +x it, or name its interpreter: "
+                f"--on-event 'sh {program}')")
+    return None
+
+
+def checked_command(text: str) -> list[str]:
+    """`--on-event CMD` split into words (`parse_command`), its program runnable now.
+
+    Raises:
+        ValueError: unbalanced quotes, nothing to run, or a program that cannot be run (the
+            message says why: not found, a directory, not executable).
+    """
+    argv = parse_command(text)
+    problem = program_problem(argv[0])
+    if problem is not None:
+        raise ValueError(f"--on-event: {problem}")
+    return argv
+
+
 def start_event_hook(command: str, rt: Runtime, config: Config,
                      timeout_s: float = 10.0) -> EventHook:
     """Build the hook for `--on-event COMMAND` over the runtime's session, subscribe it and start
@@ -409,9 +449,10 @@ def start_event_hook(command: str, rt: Runtime, config: Config,
     `[snapshot] auto` is on, at most one per `[snapshot] auto_min_interval_s`.
 
     Raises:
-        ValueError: the command cannot be split into words, or is empty.
+        ValueError: the command cannot be split into words, is empty, or its program cannot
+            be run (`checked_command`).
     """
-    argv = parse_command(command)
+    argv = checked_command(command)
     last_snapshot: list[float] = []
 
     def notify(level: str, message: str) -> None:

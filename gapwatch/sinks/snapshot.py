@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from gapwatch.base.no_replace import rename_no_replace
 from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json, gap_json
@@ -53,8 +54,18 @@ class SnapshotError(Exception):
     """The snapshot could not be written; the message is for the user (monitoring goes on)."""
 
 
+#: The most characters of the host in a snapshot's name: a name is at most 255 bytes, and a
+#: recording's host is anybody's text (a 300-character one made the name too long: an OSError
+#: out of `write_snapshot`, past its callers, which catch `SnapshotError`).
+HOST_CHARS = 64
+#: Names tried for one snapshot (`NAME`, `NAME-2`, ...) before giving up.
+MAX_NAMES = 1000
+
+
 def snapshot_name(host: str, t_wall_s: float) -> str:
-    safe_host = re.sub(r"[^A-Za-z0-9._-]", "_", host) or "host"
+    """`gapwatch-snapshot-HOST-STAMP`: the host made of name-safe characters, cut to
+    `HOST_CHARS`."""
+    safe_host = re.sub(r"[^A-Za-z0-9._-]", "_", host)[:HOST_CHARS] or "host"
     return f"gapwatch-snapshot-{safe_host}-{fmt.utc_stamp(t_wall_s)}"
 
 
@@ -347,12 +358,7 @@ def write_snapshot(
     """
     base = Path(directory)
     name = snapshot_name(header.host, t_wall_s)
-    final = base / name
-    for n in itertools.count(2):
-        if not final.exists():
-            break
-        final = base / f"{name}-{n}"
-    tmp = base / f".{final.name}.tmp-{os.getpid()}-{next(_tmp_counter)}"
+    tmp = base / f".{name}.tmp-{os.getpid()}-{next(_tmp_counter)}"
     folder = -1
     try:
         base.mkdir(parents=True, exist_ok=True)
@@ -369,7 +375,7 @@ def write_snapshot(
             (held / SVG_NAME).write_text(svg, encoding="utf-8")
         os.chmod(folder, 0o777 & ~_umask())  # as a folder made plainly would be
         _still_at(tmp, folder)
-        os.rename(tmp, final)
+        final = _publish(tmp, base, name)
     except (OSError, ValueError) as exc:
         if folder >= 0 and _is_at(tmp, folder):
             shutil.rmtree(tmp, ignore_errors=True)  # only the folder this made
@@ -379,6 +385,24 @@ def write_snapshot(
         if folder >= 0:
             os.close(folder)
     return final
+
+
+def _publish(tmp: Path, base: Path, name: str) -> Path:
+    """Give the finished folder `tmp` its name: `name`, else `name-2`, `name-3`... where
+    something is there, never replacing it (`rename_no_replace`). A check before a plain rename
+    raced another snapshot of the same second (its rename failed, ENOTEMPTY: one snapshot
+    lost), replaced an empty folder made at the name meanwhile, and failed on a dangling link
+    at the name (ENOTDIR: no snapshot at all)."""
+    for n in range(1, MAX_NAMES + 1):
+        final = base / (name if n == 1 else f"{name}-{n}")
+        try:
+            rename_no_replace(tmp, final)
+        except OSError as exc:
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+                continue
+            raise
+        return final
+    raise OSError(errno.EEXIST, f"{name} and {MAX_NAMES - 1} names after it are taken")
 
 
 def _made_folder(tmp: Path) -> int:

@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Literal
 
+from gapwatch.config import MAX_SIM_GPUS
 from gapwatch.core.models import (
     GEN5_X16_BYTES_PER_S,
     CopyRecord,
@@ -127,9 +128,14 @@ _BUF_GIB = round(_NUM_CONSTRAINTS * 32 / GIB, 6)
 
 def parse_scenarios(scenario: str | Sequence[str], gpus: int = 1) -> list[ScenarioName]:
     """Scenario names per GPU from `pageable`, `pageable,chained` or a list; `gpus` copies a
-    single name. Raises ValueError naming an unknown scenario or a count that disagrees."""
+    single name. Raises ValueError naming an unknown scenario, a count that disagrees, or more
+    than `MAX_SIM_GPUS` of them (300 named ran 300 GPUs, past the 256 a recording holds: the
+    recording written could not be read back, its GPUs from 256 on bad records)."""
     given = [n.strip() for n in scenario.split(",")] if isinstance(scenario, str) \
         else list(scenario)
+    if len(given) > MAX_SIM_GPUS:
+        raise ValueError(f"{len(given)} scenarios: the simulator runs at most {MAX_SIM_GPUS} "
+                         "GPUs, one scenario each")
     names = [_scenario_name(name) for name in given]
     if len(names) == 1:
         return [names[0]] * max(1, gpus)

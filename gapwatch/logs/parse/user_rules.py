@@ -12,12 +12,14 @@ A rule's regex is the user's code run on outside text: one with nested repeats (
 takes time exponential in a line that almost matches. So the rules run with the `regex`
 module (`re`'s syntax, its extensions too): each search is given `RULE_TIMEOUT_S`, and a line
 a rule cannot decide by then is not that rule's (counted `rule_timeout`; the next rule still
-looks at it); and it releases the GIL while it matches a `str`, so the sampler and the other
-threads run meanwhile (`re` held it for the whole search: a hostile line stopped the process).
+looks at it, within `LINE_BUDGET_S` for all the rules of one line); and it releases the GIL
+while it matches a `str`, so the sampler and the other threads run meanwhile (`re` held it for
+the whole search: a hostile line stopped the process).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
@@ -36,6 +38,11 @@ _SPECIAL = frozenset(("timestamp", "phase", "worker", "partition", "gpu", "job_i
 #: The longest one rule may search one line (at most `PARSE_CHARS` of it): a rule that cannot
 #: backtrack without end decides a 16 KiB line in well under a millisecond.
 RULE_TIMEOUT_S: Final = 0.05
+#: The longest all the rules together may search one line. Each rule's own limit alone let a
+#: config of many rules multiply it: a 64 KiB config holds ~1,300 rules, and 1,300 rules that
+#: backtrack took 70 s of one line (the log's other lines waited behind it). Once it is spent,
+#: the rules not yet tried do not read the line (counted `rule_budget`, one a line).
+LINE_BUDGET_S: Final = 4 * RULE_TIMEOUT_S
 
 
 @dataclass(slots=True)
@@ -98,8 +105,8 @@ class UserRules:
     """The configured rules in order; `match` returns the first that matches (a search)."""
 
     def __init__(self, rules: list[UserRule], counters: dict[str, int] | None = None) -> None:
-        """`counters`: where the searches that ran out of time are counted (`rule_timeout`:
-        the parser's counters)."""
+        """`counters`: where the searches that ran out of time (`rule_timeout`) and the lines
+        that ran out of `LINE_BUDGET_S` (`rule_budget`) are counted: the parser's counters."""
         self._rules: list[tuple[UserRule, regex.Pattern[str]]] = []
         if rules:
             import regex  # only with rules: ~25 ms to import, for every command otherwise
@@ -115,16 +122,25 @@ class UserRules:
         return [rule for rule, _regex in self._rules]
 
     def match(self, text: str) -> UserMatch | None:
-        """The first rule whose regex finds something in `text`, as a `UserMatch`."""
+        """The first rule whose regex finds something in `text`, as a `UserMatch`: each rule
+        within `RULE_TIMEOUT_S`, all of them within `LINE_BUDGET_S`."""
+        deadline = time.monotonic() + LINE_BUDGET_S
         for rule, pattern in self._rules:
+            left_s = deadline - time.monotonic()
+            if left_s <= 0:
+                self._count("rule_budget")
+                return None
             try:
-                m = pattern.search(text, timeout=RULE_TIMEOUT_S)
+                m = pattern.search(text, timeout=min(RULE_TIMEOUT_S, left_s))
             except TimeoutError:
-                self._counters["rule_timeout"] = self._counters.get("rule_timeout", 0) + 1
+                self._count("rule_timeout")
                 continue
             if m is not None:
                 return _user_match(rule, m.groupdict())
         return None
+
+    def _count(self, name: str) -> None:
+        self._counters[name] = self._counters.get(name, 0) + 1
 
 
 def _user_match(rule: UserRule, groups: dict[str, str | None]) -> UserMatch:

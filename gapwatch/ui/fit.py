@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gapwatch.core import fmt
+
 
 def fit_indices(phrases: Sequence[tuple[int, str]], width: int, sep: str = "  ") -> list[int]:
     """Indices of the phrases that fit on one line of `width` cells, in display order.
@@ -26,7 +28,7 @@ def fit_indices(phrases: Sequence[tuple[int, str]], width: int, sep: str = "  ")
     kept: list[int] = []
     used = 0
     for i in order:
-        extra = len(phrases[i][1]) + (len(sep) if kept else 0)
+        extra = fmt.cells(phrases[i][1]) + (len(sep) if kept else 0)
         if not kept or used + extra <= width:
             kept.append(i)
             used += extra

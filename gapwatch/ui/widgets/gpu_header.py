@@ -476,6 +476,8 @@ MORE_HINT = "d: whole hint"
 MORE_IN_SNAPSHOT = "s: a snapshot has it whole"
 #: Between two fields of a full GPU line.
 FIELD_SEP = "  "
+#: Cells of a GPU's name in its full line (`H200 SXM5…`).
+NAME_WIDTH = 10
 
 
 def chart_columns(screen_width: int) -> int:
@@ -500,8 +502,11 @@ def full_fields(view: View, gpu: int, width: int) -> list[tuple[str, str]]:
         else f"SM   {fmt.pct(sm):>4}"
     # (priority, text, style class) in display order: lower priorities stay when narrow.
     fields: list[tuple[int, str, str]] = [
-        (0, f"{'▶' if selected else ' '}GPU{gpu:<2}", "gpu-header--selected" if selected else ""),
-        (5, f"{info.name.removeprefix('NVIDIA ')[:10]:<10}", ""),
+        (0, f"{'▶' if selected else ' '}GPU{gpu:<{max(2, index_digits(view.gpu_indices()))}}",
+         "gpu-header--selected" if selected else ""),
+        # Outside text (a recording's header): written out, then cut and padded by terminal
+        # cells, so a wide, zero-width or escaped character never moves the badge after it.
+        (5, fmt.fit(fmt.visible(info.name.removeprefix("NVIDIA ")), NAME_WIDTH), ""),
         (0, f" {name:<9} ", _STATE_CLASS[name]),
         (1, f"busy {fmt.frac_pct(view.snap.busy_share(gpu)):>4}", ""),
         (3, level, ""),

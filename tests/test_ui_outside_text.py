@@ -169,3 +169,48 @@ async def test_gpu_names_of_wide_zero_width_and_escaped_characters_keep_the_stat
     assert {cell_len(row[:row.index("BREAKDOWN")]) for row in rows} == {21}
     assert found == []
     assert "\\u202eNVI…" in text and "a\\x0abRED " in text  # written out, then cut
+
+
+async def test_a_log_path_a_snapshot_folder_and_a_recorded_warning_reach_no_terminal_through_the_help_or_a_gaps_detail(  # noqa: E501
+        tmp_path: Path) -> None:
+    """The help screen (`?`) listed the followed logs and the snapshots written raw, and a gap's
+    detail (Enter) the warning tag of a recorded log line and the prover's cause raw: an OSC
+    52, `\\x1b[?1049l` and U+202E reached the terminal (the footer and the log pane wrote the
+    same text out)."""
+    from msgspec.structs import replace
+    from ui_fakes import log_event
+
+    from gapwatch.core.evidence_types import EventEvidence
+
+    evil = "\x1b]52;c;ZXZpbA==\x07\x1b[?1049l\u202e"
+    rt = FakeRuntime(build_config({"snapshot": {"dir": str(tmp_path / f"s{evil}")}}))
+    fill_breakdown(rt.store)
+    rt.logs = {f"/var/log/cuzk{evil}.log": "following"}
+    newest = rt.store.snapshot().gaps[-1]
+    rt.store.upsert_gap(replace(newest, prover_cause=f"pinned{evil}", log_events=[
+        EventEvidence(t_s=newest.start_s, name="x", partition=7, warning=f"w{evil}")]))
+    rt.store.append_log(replace(log_event(57.0, "INFO line"), warning=f"warn{evil}"))
+    app = GapwatchApp(rt)
+    found: dict[str, list[str]] = {}
+    async with app.run_test(size=(120, 50)) as pilot:
+        await pilot.pause()
+        await pilot.press("s")  # a snapshot in the folder named with escapes
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.snapshots
+        await pilot.press("question_mark")
+        pages = []
+        for page in range(8):
+            await pilot.pause()
+            found[f"help {page}"] = acted_on(app)
+            pages.append(screen_text(app))
+            await pilot.press("pagedown")
+        help_text = "".join(pages)
+        await pilot.press("escape")
+        await pilot.press("enter")  # the newest gap, whole
+        await pilot.pause()
+        found["gap"] = acted_on(app)
+        gap_text = screen_text(app)
+    assert all(v == [] for v in found.values()), found
+    assert "log cuzk\\x1b]52;c;ZXZpbA==\\x07" in help_text and "\\u202e/gapwatch-snapshot-" in help_text
+    assert "pinned\\x1b]52" in gap_text and "[warn\\x1b]52" in gap_text

@@ -330,6 +330,8 @@ class GapwatchApp(App[int]):
         snap = store.snapshot()
         t_end = newest_time_ns(snap)
         if t_end is None:
+            if self._ended:
+                self.query_one(GpuHeader).no_data_ended(self.runtime.header.source)
             return
         self._drawn_version = snap.version
         self._push(self._make_view(snap, t_end), force=force)

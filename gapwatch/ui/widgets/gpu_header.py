@@ -142,6 +142,14 @@ class GpuHeader(TextLines):
         #: None: the main view).
         self.detail_lines: int | None = None
 
+    def no_data_ended(self, source: str) -> None:
+        """The source ended before its first reading (a recording of its header alone, a
+        replay window with no sample): said, where "waiting for the first samples…" stayed on
+        screen for good, as if more were coming."""
+        what = "the replay ended" if source.startswith("replay") else "the source ended"
+        self.set_rows([Text(f"no readings: {what} before its first sample (nothing to show; "
+                            "q quits)")])
+
     def show(self, view: View) -> None:
         width = self.size.width or self.app.size.width
         lines = self.build(view, width, self.app.size.height, self.detail_lines)

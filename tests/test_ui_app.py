@@ -266,3 +266,21 @@ async def test_a_snapshot_dir_with_control_characters_reaches_no_terminal_throug
         assert "snaps\\x1b]52;c;ZXZpbA==\\x07\\x9b2J\\u202e" in footer
         assert not any(c in footer for c in ("\x1b", "\x07", "\x9b", "\u202e"))
         assert app.is_running
+
+
+async def test_a_source_that_ended_without_a_sample_says_so_instead_of_waiting(
+        tmp_path: Path) -> None:
+    """A recording of its header alone, replayed: the header said "waiting for the first
+    samples…" for good, as if more were coming, after the replay had ended."""
+    rt = FakeRuntime(make_config(tmp_path))
+    rt.done = True
+    app = GapwatchApp(rt, wall_clock=fixed_wall, status_every_s=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        text = screen_text(app)
+        for key in ("d", "t", "g", "w", "p", "enter", "escape", "up", "pageup", "p"):
+            await pilot.press(key)  # every key with no data: nothing raises
+        await pilot.pause()
+        assert app.is_running
+    assert "waiting for the first samples" not in text
+    assert "no readings: the source ended before its first sample" in text

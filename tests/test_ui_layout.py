@@ -111,3 +111,33 @@ def test_the_headers_rx_is_the_charts_last_column_not_the_latest_reading(
     assert chart_last is not None and rx == chart_last * LINK == 40e9
     shown = " ".join(t for t, _ in full_fields(view, 0, 80))
     assert "RX 40.0 GB/s  63%" in shown
+
+
+async def _screen_after_resize(rt: FakeRuntime, first: tuple[int, int],
+                               final: tuple[int, int], keys: tuple[str, ...] = ()) -> str:
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
+    async with app.run_test(size=first) as pilot:
+        await pilot.pause()
+        for key in keys:
+            await pilot.press(key)
+        await pilot.pause()
+        await pilot.resize_terminal(*final)
+        # The detail chart is redrawn at most once per `ui.detail_redraw_s` (1 s), by design.
+        await pilot.pause(1.2 if "d" in keys else 0.0)
+        await pilot.pause()
+        return screen_text(app)
+
+
+async def test_a_pane_resized_once_the_data_stopped_is_laid_out_for_its_new_size(
+        tmp_path: Path) -> None:
+    """A replay that has ended (or a paused view, or a source gone quiet): nothing changes in
+    the store, so no redraw came, and a pane resized from 200x50 to 80x24 kept the header, the
+    host line and the gap table laid out for 200 columns, cut at 80 in mid-figure (`TX   4`,
+    `in the last 3`), its RX read on the wider chart's grid, for as long as it stayed."""
+    for keys in ((), ("p",), ("d",)):
+        rt = FakeRuntime(make_config(tmp_path))
+        fill_breakdown(rt.store, gpus=(0, 1))
+        rt.done = True
+        resized = await _screen_after_resize(rt, (200, 50), (80, 24), keys)
+        fresh = await _screen_after_resize(rt, (80, 24), (80, 24), keys)
+        assert resized == fresh, keys

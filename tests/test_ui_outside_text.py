@@ -14,9 +14,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
-from ui_fakes import screen_text
+from ui_fakes import FakeRuntime, fill_breakdown, screen_text
 
 from evaluation.simulate import simulate
 from gapwatch.config import build_config
@@ -24,6 +25,7 @@ from gapwatch.core.models import (
     BlindSpot,
     ExitedProcess,
     Gap,
+    GpuInfo,
     ProcessMemory,
     ProverStatus,
     Record,
@@ -128,7 +130,7 @@ async def test_escapes_and_markup_in_a_recordings_names_reach_no_terminal_throug
         # (rich's `Text` drops BEL itself.)
         assert ("prover prov\\x1b]52;c;ZXZpbA==\\x1b[?1049l\\x9b2J\\u202e[/][@click=app.quit]Q[/]"
                 "[link=file:///etc/passwd]L[/link][reverse] · GPU0") in main_text
-        assert "▶GPU0   \\x1b]0;\\x1b]52;c " in main_text
+        assert "▶GPU0   \\x1b]0;\\x…   BREAKDOWN" in main_text  # written out, then cut
         assert "nvml\\x1b]52" in main_text and "(gone\\x1b]52" in main_text
     finally:
         rt.stop()
@@ -144,3 +146,71 @@ def test_a_row_made_visible_keeps_its_styles_on_the_same_characters() -> None:
         ("bad\\x1b[?1049l\\x1b]52;c", "bold red"), (" tail", "dim")]
     plain = Text("nothing to write out [bold]")
     assert visible_row(plain) is plain
+
+
+async def test_gpu_names_of_wide_zero_width_and_escaped_characters_keep_the_state_badge_column(
+        tmp_path: Path) -> None:
+    """The name was cut and padded by characters, before being written out: a name of wide
+    (CJK) characters took 20 cells of its 10, combining marks and zero-width ones 5 or 9, a
+    bidi override or a newline 15 once written out, and the state badge moved with each (from
+    column 16 to 31) where it should hold its column whatever the GPU."""
+    names = ["NVIDIA H200", "英伟达图形处理器" * 20, "e\u0301" * 300,
+             "NVIDIA\u200bH200" + "\u200b" * 50, "\u202eNVIDIA H200", "a\nb\x1b[31mRED"]
+    gpus = [GpuInfo(index=i, name=name, link_bytes_per_s=63e9) for i, name in enumerate(names)]
+    rt = FakeRuntime(build_config({"snapshot": {"dir": str(tmp_path)}}), gpus=gpus)
+    fill_breakdown(rt.store, gpus=tuple(range(len(names))))
+    app = GapwatchApp(rt)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        found = acted_on(app)
+    rows = [line for line in text.splitlines() if "BREAKDOWN   busy" in line]
+    assert len(rows) == len(names)
+    assert {cell_len(row[:row.index("BREAKDOWN")]) for row in rows} == {21}
+    assert found == []
+    assert "\\u202eNVI…" in text and "a\\x0abRED " in text  # written out, then cut
+
+
+async def test_a_log_path_a_snapshot_folder_and_a_recorded_warning_reach_no_terminal_through_the_help_or_a_gaps_detail(  # noqa: E501
+        tmp_path: Path) -> None:
+    """The help screen (`?`) listed the followed logs and the snapshots written raw, and a gap's
+    detail (Enter) the warning tag of a recorded log line and the prover's cause raw: an OSC
+    52, `\\x1b[?1049l` and U+202E reached the terminal (the footer and the log pane wrote the
+    same text out)."""
+    from msgspec.structs import replace
+    from ui_fakes import log_event
+
+    from gapwatch.core.evidence_types import EventEvidence
+
+    evil = "\x1b]52;c;ZXZpbA==\x07\x1b[?1049l\u202e"
+    rt = FakeRuntime(build_config({"snapshot": {"dir": str(tmp_path / f"s{evil}")}}))
+    fill_breakdown(rt.store)
+    rt.logs = {f"/var/log/cuzk{evil}.log": "following"}
+    newest = rt.store.snapshot().gaps[-1]
+    rt.store.upsert_gap(replace(newest, prover_cause=f"pinned{evil}", log_events=[
+        EventEvidence(t_s=newest.start_s, name="x", partition=7, warning=f"w{evil}")]))
+    rt.store.append_log(replace(log_event(57.0, "INFO line"), warning=f"warn{evil}"))
+    app = GapwatchApp(rt)
+    found: dict[str, list[str]] = {}
+    async with app.run_test(size=(120, 50)) as pilot:
+        await pilot.pause()
+        await pilot.press("s")  # a snapshot in the folder named with escapes
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.snapshots
+        await pilot.press("question_mark")
+        pages = []
+        for page in range(8):
+            await pilot.pause()
+            found[f"help {page}"] = acted_on(app)
+            pages.append(screen_text(app))
+            await pilot.press("pagedown")
+        help_text = "".join(pages)
+        await pilot.press("escape")
+        await pilot.press("enter")  # the newest gap, whole
+        await pilot.pause()
+        found["gap"] = acted_on(app)
+        gap_text = screen_text(app)
+    assert all(v == [] for v in found.values()), found
+    assert "log cuzk\\x1b]52;c;ZXZpbA==\\x07" in help_text and "\\u202e/gapwatch-snapshot-" in help_text
+    assert "pinned\\x1b]52" in gap_text and "[warn\\x1b]52" in gap_text

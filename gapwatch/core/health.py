@@ -94,16 +94,19 @@ def health_cells(h: GpuHealth | None) -> list[str]:
     return cells
 
 
-#: Width of one GPU's compact health cell (`health_cell`): four fit 80 columns with a space
-#: between, so 8 GPUs take two lines.
+#: Width of one GPU's compact health cell (`health_cell`) with one-digit GPU indices: four fit
+#: 80 columns with a space between, so 8 GPUs take two lines. A digit more takes a column more.
 HEALTH_CELL_WIDTH: Final = 19
 
 
-def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None) -> str:
-    """One GPU's health in `HEALTH_CELL_WIDTH` columns, `0  60G 52° 64%!c 92`: GPU memory used
-    (GiB), temperature (°C), power as a share of its limit, `!` when something slows the clocks
-    (the header names it for the selected GPU), the chaining figure (`c`, %); `?` for a missing
-    reading. The help and docs/dashboard.md give the legend."""
+def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None,
+                digits: int = 1) -> str:
+    """One GPU's health in `HEALTH_CELL_WIDTH + digits - 1` columns, `0  60G 52° 64%!c 92`: the
+    GPU's index whole in `digits` columns and a space (cut to two digits, GPU 100 read as GPU 0
+    and GPU 12 with 141 GiB used as `12141G`), GPU memory used (GiB), temperature (°C), power
+    as a share of its limit, `!` when something slows the clocks (the header names it for the
+    selected GPU), the chaining figure (`c`, %); `?` for a missing reading. The help and
+    docs/dashboard.md give the legend."""
     mem = temp = power = chain = "?"
     flag = " "
     if h is not None:
@@ -117,7 +120,7 @@ def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None) -> str
             flag = "!"
     if chain_share is not None:
         chain = f"{chain_share * 100:.0f}"
-    return f"{gpu % 100:<2}{mem:>3}G{temp:>3}°{power:>3}%{flag}c{chain:>3}"
+    return f"{gpu:<{digits}} {mem:>3}G{temp:>3}°{power:>3}%{flag}c{chain:>3}"
 
 
 @dataclass(slots=True)

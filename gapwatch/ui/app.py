@@ -26,11 +26,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.filter import LineFilter, Monochrome
+from textual.screen import Screen
 from textual.timer import Timer
 
 from gapwatch.config import Config
@@ -198,6 +200,18 @@ class GapwatchApp(App[int]):
         filters = super().get_line_filters()
         return [*filters, self._mono_filter] if self._mono_filter is not None else filters
 
+    def get_default_screen(self) -> Screen[None]:
+        return DashboardScreen(self._relayout, id="_default")
+
+    def _relayout(self) -> None:
+        """The pane changed size (the screen has laid its widgets out for it): the words are
+        laid out again. A redraw comes only when the store changed, and once the data stopped
+        (a replay at its end, a paused view, a source gone quiet) none came: the header, the
+        host line and the gap table kept the old width's layout, cut in mid-figure, for as
+        long as the pane stayed that size."""
+        if not self._widgets_gone():
+            self._repush()
+
     def compose(self) -> ComposeResult:
         yield GpuHeader(id="header")
         yield Overview(id="overview")
@@ -316,6 +330,8 @@ class GapwatchApp(App[int]):
         snap = store.snapshot()
         t_end = newest_time_ns(snap)
         if t_end is None:
+            if self._ended:
+                self.query_one(GpuHeader).no_data_ended(self.runtime.header.source)
             return
         self._drawn_version = snap.version
         self._push(self._make_view(snap, t_end), force=force)
@@ -669,6 +685,18 @@ class GapwatchApp(App[int]):
         advice = advice_lines(advise(closed, view_of(snap.pipeline))) if closed else []
         self.push_screen(HelpScreen(status_parts(self.runtime.status()),
                                     [str(p.resolve()) for p in self.snapshots], advice))
+
+
+class DashboardScreen(Screen[None]):
+    """The dashboard's screen: it tells the app when the pane changed size, once its widgets
+    have their new sizes (the app's own Resize comes before the screen's layout)."""
+
+    def __init__(self, resized: Callable[[], None], *, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id)
+        self._resized = resized
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._resized)
 
 
 def _words_key(view: View) -> tuple[object, ...]:

@@ -1,6 +1,7 @@
 """Fitting words into a narrow pane without cutting a phrase in the middle.
 
-Who calls it: the header (GPU cells, the verdict), the chart title, the host line and the footer.
+Who calls it: the header (GPU cells, the verdict), the chart title, the host line, the footer
+and the gap table (its GPU column).
 Pure (no Textual), unit-tested. At 80 columns something has to give; these helpers decide what,
 by the rule "whole phrases or nothing": a phrase that does not fit is left out (the less important
 ones first), never shown as half a phrase ending in an ellipsis.
@@ -9,6 +10,8 @@ ones first), never shown as half a phrase ending in an ellipsis.
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from gapwatch.core import fmt
 
 
 def fit_indices(phrases: Sequence[tuple[int, str]], width: int, sep: str = "  ") -> list[int]:
@@ -25,7 +28,7 @@ def fit_indices(phrases: Sequence[tuple[int, str]], width: int, sep: str = "  ")
     kept: list[int] = []
     used = 0
     for i in order:
-        extra = len(phrases[i][1]) + (len(sep) if kept else 0)
+        extra = fmt.cells(phrases[i][1]) + (len(sep) if kept else 0)
         if not kept or used + extra <= width:
             kept.append(i)
             used += extra
@@ -54,3 +57,11 @@ def pack_phrases(phrases: Sequence[str], width: int, sep: str = " · ") -> list[
             lines.append([i])
             used = len(phrase)
     return lines
+
+
+def index_digits(gpus: Sequence[int]) -> int:
+    """Digits of the widest GPU index: every cell and column gives its index that many columns
+    and a space, so GPU 12 never runs into its state (`12BREAKDOWN`), its memory (`12141G`) or
+    a gap's duration (`GPU120.79s`), and GPU 100 is never written as GPU 0 (the cells cut it to
+    two digits: two GPUs read the same)."""
+    return len(str(max(gpus))) if gpus else 1

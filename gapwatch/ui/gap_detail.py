@@ -164,11 +164,15 @@ def log_lines(gap: Gap, events: Sequence[LogEvent]) -> list[str]:
 
 
 def gap_detail_lines(gap: Gap, snap: StoreSnapshot) -> list[str]:
-    """Every line of the gap's detail (module docstring)."""
-    return [*head_lines(gap), "", "hint", f"  {fmt.visible(gap.hint) or '-'}",
-            *evidence_lines(gap, snap.prover_lacks), *advice_section(gap, snap),
-            *copy_lines(gap.copies),
-            *partition_lines(gap), *host_lines(gap), *log_lines(gap, snap.log_events)]
+    """Every line of the gap's detail (module docstring), each written out (`fmt.visible`)
+    here, in one place: the lines quote outside text (a recorded log line's warning tag, the
+    prover's cause, process names) that a field-by-field rule missed twice, an OSC 52 and a
+    right-to-left override sent raw to the terminal."""
+    lines = [*head_lines(gap), "", "hint", f"  {gap.hint or '-'}",
+             *evidence_lines(gap, snap.prover_lacks), *advice_section(gap, snap),
+             *copy_lines(gap.copies),
+             *partition_lines(gap), *host_lines(gap), *log_lines(gap, snap.log_events)]
+    return [fmt.visible(line) for line in lines]
 
 
 class GapDetailScreen(ModalScreen[None]):

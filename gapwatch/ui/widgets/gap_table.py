@@ -21,6 +21,7 @@ from rich.text import Text
 
 from gapwatch.core import fmt
 from gapwatch.core.models import Gap
+from gapwatch.ui.fit import index_digits
 from gapwatch.ui.kinds import KINDS, gap_words
 from gapwatch.ui.messages import GapChosen
 from gapwatch.ui.view import View
@@ -28,6 +29,9 @@ from gapwatch.ui.widgets.text_lines import TextLines
 
 #: Width of the kind column: the operator's words ("slow copies (pageable)").
 KIND_WIDTH = 22
+#: Width of the GPU column with one-digit GPU indices (`▶GPU5` and a space); a digit more
+#: takes a column more (`fit.index_digits`), so `GPU12` never runs into its duration.
+GPU_COLUMN = 6
 
 
 class GapTable(TextLines):
@@ -44,6 +48,8 @@ class GapTable(TextLines):
         super().__init__(id=id)
         self._gaps: tuple[Gap, ...] = ()
         self._selected: int | None = None
+        #: Width of the GPU column, for the widest GPU index of the session.
+        self._gpu_width = GPU_COLUMN
         #: The selected gap's id (None: none selected, the newest rows are shown).
         self.selected_id: int | None = None
         #: Index (newest first) of the first row shown.
@@ -122,9 +128,11 @@ class GapTable(TextLines):
 
     def show(self, view: View) -> None:
         gaps = view.snap.gaps  # the ledger's view: retracted gaps are not in it
-        if gaps != self._gaps or view.gpu != self._selected:
+        gpu_width = GPU_COLUMN + index_digits(view.gpu_indices()) - 1
+        if gaps != self._gaps or view.gpu != self._selected or gpu_width != self._gpu_width:
             self._gaps = gaps
             self._selected = view.gpu
+            self._gpu_width = gpu_width
             # An open gap's growing duration changes its own row alone: only it is repainted.
             self.set_rows(self.build_rows())
 
@@ -145,7 +153,7 @@ class GapTable(TextLines):
         last = ("hint" if i is None else
                 f"{i + 1}/{len(self._gaps)} enter: whole gap · esc: newest")
         head.append(
-            f"{'time':<8} {'GPU':<6}{'dur':>6} {'kind':<{KIND_WIDTH}} "
+            f"{'time':<8} {'GPU':<{self._gpu_width}}{'dur':>6} {'kind':<{KIND_WIDTH}} "
             + ("workers  " if wk else "")
             + f"{'RX GB/s':>7}  {last}",
             style("gap-table--header"),
@@ -155,7 +163,7 @@ class GapTable(TextLines):
             line = Text(no_wrap=True, overflow="ellipsis")
             dur = fmt.duration(gap.duration_s) + ("+" if gap.is_open else " ")
             gpu = f"{'▶' if gap.gpu == self._selected else ' '}GPU{gap.gpu}"
-            line.append(f"{fmt.clock(gap.start_s):<8} {gpu:<6}{dur:>6} ")
+            line.append(f"{fmt.clock(gap.start_s):<8} {gpu:<{self._gpu_width}}{dur:>6} ")
             line.append(f"{gap_words(gap.copies, gap.kind)[:KIND_WIDTH]:<{KIND_WIDTH}}",
                         style(f"gap-table--{gap.kind}"))
             if wk:

@@ -39,7 +39,7 @@ from gapwatch.core.models import Gap
 from gapwatch.core.verdict import verdict_words
 from gapwatch.cuzk.why_now import NO_CAUSE, WhyNow, why_now
 from gapwatch.engine.summary import gap_counts_text
-from gapwatch.ui.fit import fit_indices, fit_phrases
+from gapwatch.ui.fit import fit_indices, fit_phrases, index_digits
 from gapwatch.ui.kinds import kind_words
 from gapwatch.ui.series import last_column_rates
 from gapwatch.ui.view import View
@@ -54,11 +54,13 @@ _STATE_CLASS = {
     "NO_DATA": "gpu-header--nodata",
 }
 
-#: Width of one compact GPU cell, and the space between two.
+#: Width of one compact GPU cell with one-digit GPU indices, and the space between two.
 CELL_WIDTH = 26
-#: Width of a GPU's chaining cell when there are no health readings (`0 chaining  87%`).
+#: Width of a GPU's chaining cell when there are no health readings (`0 chaining  87%`), with
+#: one-digit GPU indices.
 CHAIN_CELL_WIDTH = 15
 CELL_GAP = 1
+
 
 
 def latest_gap(gaps: tuple[Gap, ...], gpu: int) -> Gap | None:
@@ -94,8 +96,10 @@ def verdict_lines(screen_height: int, width: int, gpu_rows: int,
     return max(least, min(want, header_lines(screen_height) - gpu_rows))
 
 
-def layout_rows(n_gpus: int, width: int, gpu_rows: int) -> tuple[str, int]:
-    """How to lay out `n_gpus` in at most `gpu_rows` lines of `width` cells.
+def layout_rows(n_gpus: int, width: int, gpu_rows: int,
+                cell_width: int = CELL_WIDTH) -> tuple[str, int]:
+    """How to lay out `n_gpus` in at most `gpu_rows` lines of `width` cells (compact cells
+    `cell_width` wide: wider for GPU indices of more digits).
 
     Returns:
         ("full", 1) one line per GPU; ("cells", k) k compact cells per line, all GPUs;
@@ -103,7 +107,7 @@ def layout_rows(n_gpus: int, width: int, gpu_rows: int) -> tuple[str, int]:
     """
     if n_gpus <= gpu_rows:
         return "full", 1
-    per_line = max(1, (width + CELL_GAP) // (CELL_WIDTH + CELL_GAP))
+    per_line = max(1, (width + CELL_GAP) // (cell_width + CELL_GAP))
     if n_gpus <= per_line * gpu_rows:
         return "cells", per_line
     return "page", per_line
@@ -138,6 +142,14 @@ class GpuHeader(TextLines):
         #: None: the main view).
         self.detail_lines: int | None = None
 
+    def no_data_ended(self, source: str) -> None:
+        """The source ended before its first reading (a recording of its header alone, a
+        replay window with no sample): said, where "waiting for the first samples…" stayed on
+        screen for good, as if more were coming."""
+        what = "the replay ended" if source.startswith("replay") else "the source ended"
+        self.set_rows([Text(f"no readings: {what} before its first sample (nothing to show; "
+                            "q quits)")])
+
     def show(self, view: View) -> None:
         width = self.size.width or self.app.size.width
         lines = self.build(view, width, self.app.size.height, self.detail_lines)
@@ -158,9 +170,11 @@ class GpuHeader(TextLines):
         alone. In the detail view, up to `detail_lines` in all: as many as the verdict needs."""
         width = max(20, width)
         gpus = view.gpu_indices()
-        rows = self._gpu_rows(view, gpus, width, max(1, header_lines(height) - 2))
+        rows, shown = self._gpu_rows(view, gpus, width, max(1, header_lines(height) - 2))
         if detail_lines is None:  # the detail view gives its rows to the hint and the plot
-            rows += self._health_rows(view, gpus, width)
+            # The health of the GPUs on the page above (all of them when they all fit): the
+            # health of 200 GPUs took 40 lines at 80x24, every row of the pane.
+            rows += self._health_rows(view, shown, width, index_digits(gpus))
         area = verdict_lines(height, width, len(rows), detail_lines)
         banners = self._banners(view, width)[:max(0, area - 1)]
         also = self._also_line(view, width)
@@ -174,10 +188,14 @@ class GpuHeader(TextLines):
             return lines  # the detail view: what the verdict needs, up to its lines
         return lines + [Text("") for _ in range(len(rows) + area - len(lines))]
 
-    def _gpu_rows(self, view: View, gpus: list[int], width: int, budget: int) -> list[Text]:
-        mode, per_line = layout_rows(len(gpus), width, budget)
+    def _gpu_rows(self, view: View, gpus: list[int], width: int,
+                  budget: int) -> tuple[list[Text], list[int]]:
+        """The GPU lines within `budget` lines, and the GPUs they show (a page of them when
+        they do not all fit)."""
+        digits = index_digits(gpus)
+        mode, per_line = layout_rows(len(gpus), width, budget, CELL_WIDTH + digits - 1)
         if mode == "full":
-            return [self._full_line(view, gpu, width) for gpu in gpus]
+            return [self._full_line(view, gpu, width) for gpu in gpus], gpus
         if mode == "cells":
             shown, hidden = gpus, []
             cell_rows = budget
@@ -194,28 +212,30 @@ class GpuHeader(TextLines):
             for j, gpu in enumerate(shown[i:i + per_line]):
                 if j:
                     line.append(" " * CELL_GAP)
-                self._cell(view, gpu, line)
+                self._cell(view, gpu, line, digits)
             lines.append(line)
             if len(lines) >= cell_rows:
                 break
         if hidden:
             lines.append(self._hidden_line(view, gpus, shown, hidden, width))
-        return lines
+        return lines, shown
 
-    def _health_rows(self, view: View, gpus: list[int], width: int) -> list[Text]:
-        """GPU health and the chaining figure: one line in words for one GPU; else compact
-        cells (`core.health.health_cell`), four to a line at 80 columns (8 GPUs: two lines).
-        None until the first health reading or copy time (a source without health, e.g. the
-        simulator, shows the chaining figure alone)."""
+    def _health_rows(self, view: View, gpus: list[int], width: int,
+                     digits: int) -> list[Text]:
+        """GPU health and the chaining figure of `gpus` (those the GPU lines show): one line
+        in words for one GPU; else compact cells (`core.health.health_cell`, the index in
+        `digits` columns), four to a line at 80 columns (8 GPUs: two lines). None until the
+        first health reading or copy time (a source without health, e.g. the simulator, shows
+        the chaining figure alone)."""
         snap = view.snap
         if not snap.health and not snap.chaining:
             return []
         style = self.component_style
-        if len(gpus) == 1:
+        if len(view.gpu_indices()) == 1:
             return [self._health_words(view, gpus[0], width)]
         if not snap.health:  # no health readings (the simulator): the chaining figure alone
-            return self._chain_rows(view, gpus, width)
-        per_line = max(1, (width + 1) // (HEALTH_CELL_WIDTH + 1))
+            return self._chain_rows(view, gpus, width, digits)
+        per_line = max(1, (width + 1) // (HEALTH_CELL_WIDTH + digits))
         lines = []
         for i in range(0, len(gpus), per_line):
             line = Text(no_wrap=True)
@@ -225,16 +245,18 @@ class GpuHeader(TextLines):
                 h = snap.health.get(gpu)
                 chain = snap.chaining.get(gpu)
                 throttled = h is not None and bool(throttle_words(h.clocks_event_mask))
-                cell = health_cell(gpu, h, chain.share if chain is not None else None)
+                cell = health_cell(gpu, h, chain.share if chain is not None else None, digits)
                 line.append(cell, style("gpu-header--throttle") if throttled
                             else style("gpu-header--health"))
             lines.append(line)
         return lines
 
-    def _chain_rows(self, view: View, gpus: list[int], width: int) -> list[Text]:
-        """`0 chaining 87%` per GPU, as many to a line as fit."""
+    def _chain_rows(self, view: View, gpus: list[int], width: int, digits: int) -> list[Text]:
+        """`0 chaining 87%` per GPU (the index in `digits` columns), as many to a line as
+        fit."""
         style = self.component_style
-        per_line = max(1, (width + 1) // (CHAIN_CELL_WIDTH + 1))
+        cell_width = CHAIN_CELL_WIDTH + digits - 1
+        per_line = max(1, (width + 1) // (cell_width + 1))
         lines = []
         for i in range(0, len(gpus), per_line):
             line = Text(no_wrap=True)
@@ -242,7 +264,7 @@ class GpuHeader(TextLines):
                 f = view.snap.chaining.get(gpu)
                 share = "?" if f is None else f"{f.share * 100:.0f}%"
                 line.append(" " if j else "")
-                line.append(f"{gpu % 100:<2}chaining {share:>4}".ljust(CHAIN_CELL_WIDTH),
+                line.append(f"{gpu:<{digits}} chaining {share:>4}".ljust(cell_width),
                             style("gpu-header--health"))
             lines.append(line)
         return lines
@@ -279,14 +301,14 @@ class GpuHeader(TextLines):
             out.append(text, style(cls) if cls else "")
         return out
 
-    def _cell(self, view: View, gpu: int, line: Text) -> None:
-        """`▶0 BREAKDOWN  64% RX  4.1G` (CELL_WIDTH cells; RX in GB/s, the charts' last
-        column)."""
+    def _cell(self, view: View, gpu: int, line: Text, digits: int) -> None:
+        """`▶0 BREAKDOWN  64% RX  4.1G` (CELL_WIDTH cells with one-digit indices, the index in
+        `digits` columns and a space; RX in GB/s, the charts' last column)."""
         style = self.component_style
         name = view.state_name(gpu)
         rx, _ = last_column_rates(view, gpu, chart_columns(self.app.size.width))
         selected = gpu == view.gpu
-        line.append(f"{'▶' if selected else ' '}{gpu:<2}",
+        line.append(f"{'▶' if selected else ' '}{gpu:<{digits}} ",
                     style("gpu-header--selected") if selected else "")
         line.append(f"{name:<9}", style(_STATE_CLASS[name]))
         line.append(f" {fmt.frac_pct(view.snap.busy_share(gpu)):>4} RX{fmt.gbps(rx):>5}"
@@ -462,6 +484,8 @@ MORE_HINT = "d: whole hint"
 MORE_IN_SNAPSHOT = "s: a snapshot has it whole"
 #: Between two fields of a full GPU line.
 FIELD_SEP = "  "
+#: Cells of a GPU's name in its full line (`H200 SXM5…`).
+NAME_WIDTH = 10
 
 
 def chart_columns(screen_width: int) -> int:
@@ -486,8 +510,11 @@ def full_fields(view: View, gpu: int, width: int) -> list[tuple[str, str]]:
         else f"SM   {fmt.pct(sm):>4}"
     # (priority, text, style class) in display order: lower priorities stay when narrow.
     fields: list[tuple[int, str, str]] = [
-        (0, f"{'▶' if selected else ' '}GPU{gpu:<2}", "gpu-header--selected" if selected else ""),
-        (5, f"{info.name.removeprefix('NVIDIA ')[:10]:<10}", ""),
+        (0, f"{'▶' if selected else ' '}GPU{gpu:<{max(2, index_digits(view.gpu_indices()))}}",
+         "gpu-header--selected" if selected else ""),
+        # Outside text (a recording's header): written out, then cut and padded by terminal
+        # cells, so a wide, zero-width or escaped character never moves the badge after it.
+        (5, fmt.fit(fmt.visible(info.name.removeprefix("NVIDIA ")), NAME_WIDTH), ""),
         (0, f" {name:<9} ", _STATE_CLASS[name]),
         (1, f"busy {fmt.frac_pct(view.snap.busy_share(gpu)):>4}", ""),
         (3, level, ""),

@@ -22,6 +22,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from gapwatch.core.fmt import visible
+
 HELP = """\
 gapwatch: why the GPU stops being busy   (↑↓ PgDn scroll, esc closes)
 
@@ -114,7 +116,9 @@ class HelpScreen(ModalScreen[None]):
             extra += ["", "what to change (cuzk's settings, for the gaps so far)", *self._advice]
         if self._snapshots:
             extra += ["", "snapshots written"] + [f"  {path}" for path in self._snapshots]
-        return HELP + "\n".join(extra)
+        # The status quotes outside text (a followed log's name, a snapshot folder, the
+        # prover's settings in the advice): each line written out, never sent raw.
+        return HELP + "\n".join(visible(line) for line in extra)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-scroll"):

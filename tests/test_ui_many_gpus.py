@@ -1,0 +1,113 @@
+"""A box (or a hand-made recording) with many GPUs, and GPU indices of two and three digits: the
+header's health and chaining lines follow the page of GPUs it shows, so the charts, the gap table
+and the log keep their rows; every index is written whole with a space after it, in the header's
+cells, the health cells and the gap table, so no two GPUs read the same and no index runs into
+the figure after it. Driven through Textual's pilot, reading the screen."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ui_fakes import (
+    WALL0_S,
+    FakeRuntime,
+    add_health,
+    gap,
+    gpu_sample,
+    h200,
+    make_config,
+    screen_text,
+    t_ns,
+)
+
+from gapwatch.core.health import health_cell
+from gapwatch.core.models import GpuHealth, StateChange
+from gapwatch.ui.app import GapwatchApp
+
+#: One compact GPU cell, whole: the index, a space, the state, busy, RX in GB/s.
+CELL = re.compile(r"[▶ ]\d+ +CHAINED +\d+% RX +[\d.]+G")
+
+
+def many(tmp_path: Path, n: int, health: bool = False) -> FakeRuntime:
+    """`n` GPUs, 20 s of each moving data under busy SMs (so each has a chaining figure), GPU
+    `n - 1` with a gap; health readings of every GPU when `health`."""
+    rt = FakeRuntime(make_config(tmp_path), gpus=[h200(g) for g in range(n)])
+    for i in range(201):
+        rt.store.append_gpu([gpu_sample(g, i / 10, 60.0, 8e9, 1e9) for g in range(n)])
+    for g in range(n):
+        rt.store.set_state(StateChange(gpu=g, t_mono_ns=t_ns(5), t_wall_s=WALL0_S + 5,
+                                       state="CHAINED", busy_fraction=0.9, reason="busy"))
+    rt.store.upsert_gap(gap(1, n - 1, 15.0, 15.6))
+    if health:
+        add_health(rt.store, gpus=tuple(range(n)), seconds=20.0)
+    return rt
+
+
+async def test_two_hundred_gpus_at_80x24_leave_the_charts_the_gaps_and_the_log_their_rows(
+        tmp_path: Path) -> None:
+    """The chaining line of every GPU was drawn under the page of six: 40 lines for 200 GPUs,
+    the whole pane, the charts, the gap table and the log pushed off it."""
+    rt = many(tmp_path, 200)
+    assert rt.store.snapshot().chaining  # every GPU has its figure
+    app = GapwatchApp(rt)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+    lines = text.splitlines()
+    assert "of 200, +" in text and "g to cycle" in text
+    assert sum("chaining" in line for line in lines) == 1  # the page's GPUs, one line
+    assert any(line.startswith("busy %") for line in lines)
+    assert any(line.startswith("time ") for line in lines)  # the gap table's heads
+    assert any(line.startswith("prover log") for line in lines)
+    assert lines[-1].startswith("? help  q quit")
+
+
+async def test_gpu_indices_of_three_digits_are_written_whole_and_never_as_another_gpu(
+        tmp_path: Path) -> None:
+    """Cells cut an index to two digits (`gpu % 100`): GPU 100's chaining read `0 chaining`,
+    GPU 0's words; `{gpu:<2}` ran GPU 10 into its state (`10BREAKDOWN`) and made a cell of GPU
+    108 wider than its column, the line cut in its last cell; the gap table ran GPU 199 into the
+    gap's duration (`GPU1990.79s`)."""
+    rt = many(tmp_path, 200)
+    app = GapwatchApp(rt)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        for _ in range(100):
+            await pilot.press("g")
+        await pilot.pause()
+        text = screen_text(app)
+    assert app.gpu == 100
+    assert "▶100 CHAINED" in text
+    assert "100 chaining" in text and "\n0 chaining" not in text
+    assert " GPU199 0.60s" in text
+    page = [line for line in text.splitlines() if "CHAINED" in line and "RX" in line]
+    cells = [c for line in page for c in CELL.findall(line)]
+    # Every cell whole, in its columns: as many as the lines hold states.
+    assert len(cells) == sum(line.count("CHAINED") for line in page) > 0
+
+
+def test_a_health_cell_writes_a_two_digit_index_apart_from_its_memory() -> None:
+    """GPU 12 with 141 GiB used read `12141G`: the index cut to two columns, no space."""
+    h = GpuHealth(gpu=12, t_mono_ns=0, t_wall_s=WALL0_S, memory_used_bytes=141 << 30,
+                  memory_total_bytes=141 << 30, temperature_c=52.0, power_w=455.0,
+                  power_limit_w=700.0)
+    assert health_cell(12, h, 0.9, digits=2).startswith("12 141G")
+    assert health_cell(100, h, 0.9, digits=3).startswith("100 141G")
+    assert health_cell(0, h, 0.9) == "0 141G 52° 65% c 90"
+
+
+async def test_sixteen_gpus_with_health_show_the_health_of_the_page_shown(
+        tmp_path: Path) -> None:
+    rt = many(tmp_path, 16, health=True)
+    app = GapwatchApp(rt)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        for _ in range(11):
+            await pilot.press("g")
+        await pilot.pause()
+        text = screen_text(app)
+    shown = [line for line in text.splitlines() if "°" in line]
+    assert shown and all(line.split()[0] in {"8", "9", "10", "11"} for line in shown)
+    assert "11 " in " ".join(shown) and any(line.startswith("busy %")
+                                            for line in text.splitlines())

@@ -449,6 +449,20 @@ def test_a_post_that_could_not_be_timed_is_unknown_never_ok() -> None:
     assert ev.proof.verdict == "unknown" and ev.proof.setting is None
 
 
+def test_a_stray_gpu_end_bounds_nothing_and_is_never_said_more_than_0_s() -> None:
+    """One line read of a PoSt (a stray `GPU_END`: its first line read is its last) gave the
+    least its total can be as 0.0 s: the dashboard's alert and toast said `more than 0.0 s of
+    its 30 s deadline`, the report `>0.0`, a figure of 0 where nothing is known. No bound."""
+    job = "winpost-1000-0a1b2c3d"
+    [ev] = [e for e in watched_text(
+        _START + f"TIMELINE,14640,GPU_END,{job},worker=0,gpu_ms=1300\n") if e.kind == "proof"]
+    assert ev.proof is not None and ev.proof.verdict == "unknown"
+    assert ev.proof.total_s is None and ev.proof.total_at_least_s is None
+    assert "0.0 s" not in ev.message and f"{job}: ? of its 30 s deadline" in ev.message
+    [row] = [x for x in proof_lines([ev]) if job in x]
+    assert ">0.0" not in row
+
+
 def _timeline(t_s: float, name: str, job: str, **kw: int) -> LogEvent:
     return LogEvent(t_wall_s=t_s, time_source="line", kind="timeline", name=name, raw=name,
                     job_id=job, **kw)  # type: ignore[arg-type]

@@ -164,9 +164,11 @@ def _least_total(first_s: float | None, last_s: float | None,
     """The least a proof's total can be when its begin was not read: its first line read to
     its last, or its longest phase (None: nothing timed). A WinningPoSt whose log was followed
     from mid-proof, 44 s on the GPU against a 30 s deadline, was "unknown", counted among
-    the proofs not late."""
-    known = [p for p in (_span(first_s, last_s), *phases) if p is not None]
-    return max(known) if known else None
+    the proofs not late. A bound of 0 s (one line read: a stray `GPU_END`) bounds nothing and
+    is None: it was said `more than 0.0 s` on the dashboard and `>0.0` in the report, a figure
+    of 0 where none is known."""
+    least = max((p for p in (_span(first_s, last_s), *phases) if p is not None), default=None)
+    return least if least else None
 
 
 def _phase(a: float | None, b: float | None, now_s: float | None) -> float | None:

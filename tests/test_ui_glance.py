@@ -307,3 +307,36 @@ async def test_a_gpu_without_a_verdict_reads_no_data_and_outranks_a_chained_one(
     assert any(line.startswith("GPU0 CHAINED since 09:06:31: busy, no gaps") for line in lines)
     also = [line for line in lines if line.startswith("also: ")]
     assert also and "GPU1 NO_DATA" in also[0] and "GPU2 NO_DATA" in also[0]
+
+
+async def test_a_posts_verdict_leads_the_footers_alert_at_80_columns(tmp_path: Path) -> None:
+    """The footer's alert is one line cut at the pane's edge and a proof's words end with its
+    verdict: at 80 columns a WinningPoSt late by its lower bound read `... more than 36.0 s o…`,
+    one not timed at all `... ? of its 30 s deadl…`, both in the alert colour, and a
+    WindowPoSt's job id left nothing of its verdict. The verdict comes first: late by a lower
+    bound reads LATE, a proof not timed reads NOT TIMED, never as on time."""
+    from gapwatch.core.models import ProofTiming, ProverEvent
+    from gapwatch.cuzk.post import proof_words
+    from gapwatch.engine.runtime import _prover_alert
+
+    cases = [
+        ("winpost-1000-cafef00d", ProofTiming("winning-post", gpu_s=36.0, total_at_least_s=36.0,
+                                              deadline_s=30.0, verdict="late"), "error",
+         "prover proof LATE at "),
+        ("wdpost-1000-3-[12 34 56 78 90 12 34 56 78 90 12 34]",
+         ProofTiming("window-post", deadline_s=1800.0, verdict="unknown"), "warning",
+         "prover proof NOT TIMED (on time or late not known) at "),
+    ]
+    for job, timing, level, lead in cases:
+        rt = FakeRuntime(make_config(tmp_path))
+        fill_breakdown(rt.store)
+        rt.store.append(ProverEvent(
+            t_wall_s=WALL0_S + 50.0, kind="proof", level=level,  # type: ignore[arg-type]
+            message=proof_words(job, timing, True), job_id=job, proof=timing))
+        rt.prover_alert = _prover_alert(rt.store)
+        app = GapwatchApp(rt, wall_clock=fixed_wall)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            footer = screen_text(app).splitlines()[-2]
+        assert footer.startswith(lead), footer
+        assert " ok" not in footer and "0.0 s" not in footer

@@ -54,7 +54,7 @@ from gapwatch.core.models import (
     ProverStatus,
     SessionHeader,
 )
-from gapwatch.core.prover_watch import event_line
+from gapwatch.core.prover_watch import alert_line
 from gapwatch.cuzk.pipeline import timeline_epoch
 from gapwatch.cuzk.prover import CuzkProver
 from gapwatch.engine.replay import ReplayDriver
@@ -259,7 +259,7 @@ PROVER_ALERT_S = 300.0
 
 def _prover_alert(store: SeriesStore) -> str | None:
     ev = store.prover_alert(PROVER_ALERT_S)
-    return event_line(ev) if ev is not None else None
+    return alert_line(ev) if ev is not None else None
 
 
 #: Data seconds after a blind spot ended during which the footer alerts about it.

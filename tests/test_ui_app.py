@@ -284,3 +284,30 @@ async def test_a_source_that_ended_without_a_sample_says_so_instead_of_waiting(
         assert app.is_running
     assert "waiting for the first samples" not in text
     assert "no readings: the source ended before its first sample" in text
+
+
+async def test_a_storm_of_prover_notices_keeps_at_most_three_toasts_on_screen(
+    tmp_path: Path,
+) -> None:
+    """A restart and panic storm: the session says 5 notices of each kind every 10 s and their
+    summaries, each a toast of up to 13 rows for 8 s, stacked on the right half of the pane
+    (at 80x24 they covered it for the storm's length). At most 3 on screen, the newest shown."""
+    from textual.widgets._toast import Toast
+
+    from gapwatch.core.models import Notice
+    from gapwatch.ui.messages import NoticeRaised
+
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await pilot.pause()
+        for i in range(200):
+            kind = ("prover restart", "prover error", "prover restart cost")[i % 3]
+            app.post_message(NoticeRaised(Notice(
+                t_ns(50), WALL0_S + 50, "error" if i % 3 == 1 else "warning",
+                f"{kind} at 09:07:11: storm line {i} " + "x" * 300)))
+        await pilot.pause(0.3)
+        toasts = list(app.screen.query(Toast))
+        assert 1 <= len(toasts) <= 3
+        assert any("storm line 199" in str(t.render()) for t in toasts)

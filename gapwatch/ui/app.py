@@ -32,6 +32,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.filter import LineFilter, Monochrome
+from textual.notifications import Notify
 from textual.screen import Screen
 from textual.timer import Timer
 
@@ -78,6 +79,9 @@ SLOW_PANEL_EVERY_S = 1.0
 #: `#footer`, `#lower`); the detail chart's are `detail_chart.MIN_ROWS`.
 FOOTER_LINES = 2
 LOWER_MIN_LINES = 6
+#: Toasts on screen at once at most (`_on_notify`), and how long each stays.
+MAX_TOASTS = 3
+TOAST_S = 8.0
 
 class DashboardRuntime(Protocol):
     """What the dashboard needs from a runtime (`gapwatch.engine.runtime.Runtime` has it)."""
@@ -452,8 +456,22 @@ class GapwatchApp(App[int]):
         # A notice may quote outside text (a NOTE from the copy-trace library, a log path):
         # shown, never obeyed, and never read as markup.
         self.notify(fmt.visible(notice.message),
-                    severity="error" if notice.level == "error" else "warning", timeout=8,
-                    markup=False)
+                    severity="error" if notice.level == "error" else "warning",
+                    timeout=TOAST_S, markup=False)
+
+    def _on_notify(self, event: Notify) -> None:
+        """At most `MAX_TOASTS` toasts on screen, the newest: a storm of prover restarts and
+        panics raised 5 notices of each kind (and their summaries) every 10 s, each a toast of
+        up to 13 rows for 8 s, stacked on the right half of the pane: at 80x24 they covered it
+        for as long as the storm lasted. The oldest go; the footer's alert keeps the latest,
+        the help screen's status and the recording keep every notice. (Textual adds a toast
+        when its Notify message is handled: here, so a burst is trimmed as it lands.)"""
+        super()._on_notify(event)
+        shown = list(self._notifications)
+        for old in shown[:-MAX_TOASTS]:
+            self._unnotify(old, refresh=False)
+        if len(shown) > MAX_TOASTS:
+            self._refresh_notifications()
 
     def on_snapshot_finished(self, message: SnapshotFinished) -> None:
         self._snapshot_busy = False

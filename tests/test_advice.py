@@ -132,6 +132,22 @@ def test_copies_not_overlapped_want_two_gpu_workers_only_when_there_is_one() -> 
     assert not two.advice and "already 2 GPU workers" in two.no_setting[0].why
 
 
+def test_transfer_bound_gaps_with_status_inside_workers_still_want_two_gpu_workers() -> None:
+    """With /status polled, a transfer_bound gap's prover cause is `inside_workers` (its
+    workers are proving: copying at line rate). That is the copy not overlapped, as without
+    /status: one GPU worker per GPU still gets `gpu_workers_per_device = 2` (polling /status
+    lost it: "inside the GPU workers (CPU prep, the GPU mutex): no setting")."""
+    gaps = [_gap(kind="transfer_bound", cause="inside_workers")]
+    assert stall_of(gaps[0], PipelineView()) == "copies_not_overlapped"
+    assert _settings(gaps, PipelineView(gpu_workers_per_device=1)) == [
+        ("[gpus] gpu_workers_per_device", False)]
+    two = advise(gaps, PipelineView(gpu_workers_per_device=2))
+    assert "already 2 GPU workers" in two.no_setting[0].why
+    # A host stall inside the workers is still that.
+    assert stall_of(_gap(kind="host_stall", cause="inside_workers"),
+                    PipelineView()) == "inside_workers"
+
+
 def test_the_payoff_is_the_reports_for_those_gaps() -> None:
     assert if_closed(50.0, 100.0, 50.0) == IfClosed(idle_s=50.0, busy_fraction=1.0,
                                                     throughput_gain=2.0)

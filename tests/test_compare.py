@@ -77,6 +77,24 @@ def test_a_recording_compared_with_itself_shows_no_measurable_change() -> None:
     assert not c.setting_changes
 
 
+def test_no_measurable_change_in_throughput_claims_no_share_of_the_predicted_gain() -> None:
+    """Two runs of one setting (here one recording twice; the H200 host-stall pair reads the
+    same) judge every figure "no measurable change": the payoff line must not then say how much
+    of the predicted gain was achieved (it read "1.00x by partitions/h (-0 % of the predicted
+    gain)", and "0.89x ... (-32 % of the predicted gain)" for two pageable runs of different
+    length): the ratio is shown with the verdict behind it."""
+    c = _compare(PAGEABLE, PAGEABLE)
+    ach = to_json(c)["payoff"]["achieved"]
+    assert ach["throughput_ratio"] == pytest.approx(1.0)
+    assert ach["verdict"] == "no measurable change"
+    assert ach["share_of_predicted_gain"] is None
+    line = next(x for x in format_text(c).splitlines() if x.startswith("  achieved:"))
+    assert "no measurable change" in line and "predicted gain" not in line
+    # A measured change keeps its share, with its verdict.
+    better = to_json(_compare(PAGEABLE, PINNED))["payoff"]["achieved"]
+    assert better["verdict"] == "better" and 0.5 < better["share_of_predicted_gain"] < 1.5
+
+
 def _mid_s(src: Path) -> float:
     body = gzip.open(src, "rt").read().splitlines()[1:]
     times = [float(json.loads(x)["t_wall_s"]) for x in body if '"type":"gpu"' in x]

@@ -143,3 +143,25 @@ def test_every_message_the_pipeline_reads_passes_its_first_look() -> None:
         message = getattr(pipeline, name)
         assert message in pipeline._TRACING_MESSAGES or message.startswith(
             pipeline._POOL_PREFIXES), name
+
+
+def test_a_failed_checkout_and_the_cudahostalloc_failure_behind_it_are_one_failure() -> None:
+    """pinned_pool.rs writes `cudaHostAlloc failed` (twice) and pipeline.rs then `pinned pool
+    checkout FAILED` for one buffer it could not pin: the gap's hint counts that as one
+    failure, as the advice's evidence does (it said "84 failure(s) so far" where the log held
+    42, beside evidence saying 42 checkouts FAILED)."""
+    lines = {n: (DATA / "cuzk.log").read_text().splitlines()[n - 1] for n in (134, 138, 146)}
+    facts, parser = PipelineFacts(), LogParser()
+    for second in ("00", "01", "02"):
+        for line in lines.values():
+            for ev in parser.parse_line(line.replace("14:00:00.", f"14:00:{second}."),
+                                        "daemon"):
+                facts.feed(ev)
+    pool = facts.view().pool
+    assert pool is not None and pool.checkout_failed == pool.alloc_failed == 3
+    t = facts.pool.last_failure_s
+    assert t is not None
+    view = facts.log_view(0, t - 0.5, t + 0.5, "pcie_starved")
+    assert view.cause == "pinned_pool"
+    assert view.detail == "3 failure(s) so far"
+    assert any("3 checkout(s) FAILED" in e for e in view.evidence)

@@ -225,7 +225,10 @@ def _warnings(g: Gap) -> set[str]:
 def stall_of(g: Gap, pipeline: PipelineView) -> str:
     """The stall a gap shows (see the module docstring)."""
     if g.prover_cause is not None and g.prover_cause in STALL_WORDS:
-        if not (g.prover_cause == "inside_workers" and g.kind == "pcie_starved"):
+        # /status's "inside the workers" during a copy gap is the copy: the gap's kind says
+        # which (a transfer_bound gap's workers are copying at line rate, not in CPU work).
+        if not (g.prover_cause == "inside_workers"
+                and g.kind in ("pcie_starved", "transfer_bound")):
             return g.prover_cause
     pool = pipeline.pool
     if g.kind == "pcie_starved":

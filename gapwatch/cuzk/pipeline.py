@@ -673,7 +673,9 @@ class PipelineFacts(_Limits):
             pool = self.pool
             failed_s = pool.last_failure_s
             if failed_s is not None and end_s - POOL_FAILURE_REACH_S <= failed_s <= hi:
-                fails = pool.checkout_failed + pool.alloc_failed
+                # A failed checkout is the cudaHostAlloc failure behind it (pipeline.rs falls
+                # back when pinned_pool.rs could not pin): one failure, not two.
+                fails = max(pool.checkout_failed, pool.alloc_failed)
                 return LogView("pinned_pool", self.pool_evidence(), f"{fails} failure(s) so far")
             return LogView(None, [])
         if kind != "host_stall":

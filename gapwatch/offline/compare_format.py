@@ -208,6 +208,8 @@ def payoff_lines(c: Comparison) -> list[str]:
             f"{fmt.frac_pct(ach['busy_after'])}")
     if ach["throughput_ratio"] is not None:
         line += f", {ach['throughput_ratio']:.2f}× by {ach['basis']}"
+        if ach["verdict"] not in (None, "better", "worse"):
+            line += f": {ach['verdict']}"
     if ach["not_measured"] is not None:
         line += f"; throughput not measured: {ach['not_measured']}"
     if ach["share_of_predicted_gain"] is not None:

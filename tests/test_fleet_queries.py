@@ -244,3 +244,29 @@ def test_a_dead_boxs_gpus_are_not_said_no_longer_exported() -> None:
         box(fake, "dead:9400", 2, "CHAINED", up=0.0, age_s=400.0)
         rows = refresh(PromClient(fake.url), FleetOptions()).rows
     assert all(r.stale and r.exported is None for r in rows)
+
+
+def test_a_boxs_verdict_now_is_shown_and_a_dead_boxs_newest_not_the_last_listed() -> None:
+    """The verdict query reached back a lookback: every cause a box reported in the hour came,
+    and the row kept whichever Prometheus listed last ("cuzk loads the SRS" on a box whose
+    /metrics said cause="none" now). A box's verdict now is asked without a lookback; a dead
+    box's (none now) is the newest label set of the lookback, each with when it was last
+    reported."""
+    def labels(box: str) -> dict[str, str]:
+        return {"job": "gapwatch", "instance": box, "gpu": "0"}
+
+    srs = {"cause": "srs_load", "cause_words": "cuzk loads the SRS", "setting": "none"}
+    none = {"cause": "none", "cause_words": "none", "setting": "none"}
+    with fake_prometheus() as fake:
+        box(fake, "live:9400", 1, "CHAINED")
+        box(fake, "dead:9400", 1, "CHAINED", up=0.0, age_s=400.0)
+        fake.replies[promql("verdict")] = vector(({**labels("live:9400"), **none}, 1))
+        fake.replies[promql("verdict_last")] = vector(
+            ({**labels("live:9400"), **srs}, 1_796_002_000),
+            ({**labels("dead:9400"), **none}, 1_796_002_000),
+            ({**labels("dead:9400"), **srs}, 1_796_000_000))
+        rows = {r.instance: r for r in refresh(PromClient(fake.url), FleetOptions()).rows}
+    live, dead = rows["live:9400"], rows["dead:9400"]
+    assert (live.cause, live.verdict_now, live.verdict_t_wall_s) == ("none", True, None)
+    assert (dead.cause, dead.verdict_now, dead.verdict_t_wall_s) == ("none", False,
+                                                                     1_796_002_000)

@@ -53,8 +53,18 @@ QUERIES: tuple[Query, ...] = (
     # restart of its gapwatch) kept its last state, fresh-looking, for the whole lookback.
     Query("exported", "count by (instance, gpu) (gapwatch_gpu_chain_state{{{sel}}})"),
     Query("busy_ratio", "last_over_time(gapwatch_gpu_busy_ratio{{{sel}}}[{lb}])"),
-    Query("verdict", "last_over_time(gapwatch_gpu_verdict_info{{{sel}}}[{lb}])"),
-    Query("payoff_gain", "last_over_time(gapwatch_gpu_verdict_payoff_ratio{{{sel}}}[{lb}])"),
+    # The verdict (cause, words, setting) the box exports now: `last_over_time` over the
+    # lookback gave every label set of the hour, and the row kept whichever Prometheus listed
+    # last ("cuzk loads the SRS" on a box whose /metrics said cause="none").
+    Query("verdict", "gapwatch_gpu_verdict_info{{{sel}}}"),
+    # A box that exports none now (dead: its series went stale): each label set of the
+    # lookback with when it was last reported, the newest kept (`rows._set`). Its steps are
+    # a minute apart: a set reported in the last minute may not be in it yet.
+    Query("verdict_last",
+          "max_over_time(timestamp(gapwatch_gpu_verdict_info{{{sel}}})[{lb}:1m])"),
+    # The payoff of the verdict now: a gauge the box no longer exports (its gaps closed) kept
+    # its old value for the lookback (2.63x on a box 100 % busy). None for a dead box.
+    Query("payoff_gain", "gapwatch_gpu_verdict_payoff_ratio{{{sel}}}"),
     Query("idle_s_5m",
           "sum by (instance, gpu, kind) (increase(gapwatch_gap_seconds_total{{{sel}}}[5m]))"),
     # Exported by later gapwatch versions (the chaining figure, PoSt, GPU and prover health).

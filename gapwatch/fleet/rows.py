@@ -61,6 +61,12 @@ class FleetRow:
     cause_words: str | None = None
     setting: str | None = None
     payoff_gain: float | None = None
+    #: Whether `cause` and `setting` are the box's verdict now (True), the last it reported
+    #: within the lookback (False: it exports none now, a dead box), or not known (None).
+    verdict_now: bool | None = None
+    #: When the box last reported the verdict shown, where it is not its verdict now (wall
+    #: seconds, to the minute); None otherwise.
+    verdict_t_wall_s: float | None = None
     post_last_latency_s: float | None = None
     post_late: float | None = None
     throttled: float | None = None
@@ -340,11 +346,25 @@ def _merged(name: str, group: list[Series]) -> list[Series]:
     return group[-1:]
 
 
+def _set_verdict(row: FleetRow, s: Series) -> None:
+    row.cause = s.labels.get("cause")
+    row.cause_words = s.labels.get("cause_words")
+    row.setting = s.labels.get("setting")
+
+
 def _set(row: FleetRow, name: str, s: Series) -> None:
     if name == "verdict":
-        row.cause = s.labels.get("cause")
-        row.cause_words = s.labels.get("cause_words")
-        row.setting = s.labels.get("setting")
+        _set_verdict(row, s)
+        row.verdict_now = True
+    elif name == "verdict_last":
+        # Every label set of the lookback comes, each with its last report's time: the newest
+        # is the last verdict (the last one listed was, an hour-old cause among them). Only
+        # for a row without a verdict now (`verdict` is asked first).
+        if row.verdict_now or (row.verdict_t_wall_s is not None
+                               and (s.value is None or s.value < row.verdict_t_wall_s)):
+            return
+        _set_verdict(row, s)
+        row.verdict_now, row.verdict_t_wall_s = False, s.value
     elif name == "idle_s_5m":
         if s.value is not None and s.value > 0:
             kind = s.labels.get("kind", "?")

@@ -203,3 +203,22 @@ def test_budget_flags_out_of_range_are_refused_by_argparse(
         main(["record", *SIM, "--duration", "1", "--out", str(tmp_path / "g.jsonl"), flag,
               value])
     assert exc.value.code == 2
+
+
+def test_a_marker_written_with_spaces_by_another_json_writer_still_reads_back(
+        tmp_path: Path) -> None:
+    """A recording edited by hand and saved by a JSON writer that puts a space after each
+    colon: every unchanged-snapshot marker was a bad record (matched by the recorder's exact
+    bytes), and each snapshot it stood for was lost."""
+    import json
+
+    path = tmp_path / "r.jsonl"
+    sim = simulate("chained", seed=1, duration_s=1)
+    snaps = [_status(0), _status(1), _status(2)]
+    write_recording(path, sim.header, snaps)
+    lines = path.read_bytes().splitlines()
+    spaced = [json.dumps(json.loads(ln)).encode() for ln in lines]  # ", " and ": "
+    assert spaced[2].startswith(b'{"type": "prover_same"')
+    path.write_bytes(b"\n".join(spaced) + b"\n")
+    rec = read_any(path)
+    assert list(rec.records) == snaps and not rec.counters.get("bad_records")

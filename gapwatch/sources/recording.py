@@ -451,7 +451,7 @@ def _undecoded(line: bytes, why: str, provers: dict[str, ProverStatus]) -> Recor
     unsaid). Returns messages, never raised exceptions (see `_records`)."""
     if not line.strip():
         return ""
-    if line.startswith(PROVER_SAME_PREFIX):
+    if _is_unchanged_marker(line):
         return _unchanged(line, provers)
     repaired = decode_repaired(line)
     return why if repaired is None else repaired
@@ -459,6 +459,14 @@ def _undecoded(line: bytes, why: str, provers: dict[str, ProverStatus]) -> Recor
 
 #: How the recorder's marker for an unchanged prover snapshot begins (`ProverUnchanged`).
 PROVER_SAME_PREFIX: Final = b'{"type":"prover_same",'
+
+
+def _is_unchanged_marker(line: bytes) -> bool:
+    """A `ProverUnchanged` marker: as the recorder writes it (its prefix), or as another JSON
+    writer would (a recording edited by hand and saved with spaces after the colons: every
+    such marker was a bad record, and each snapshot it stood for was lost). Asked of the
+    lines the codec refused only."""
+    return line.startswith(PROVER_SAME_PREFIX) or b'"prover_same"' in line[:256]
 
 
 def _unchanged(line: bytes, provers: dict[str, ProverStatus]) -> ProverStatus | str:

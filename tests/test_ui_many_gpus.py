@@ -63,20 +63,25 @@ async def test_two_hundred_gpus_at_80x24_leave_the_charts_the_gaps_and_the_log_t
     assert lines[-1].startswith("? help  q quit")
 
 
+async def _after_g(rt: FakeRuntime, presses: int, size: tuple[int, int]) -> tuple[GapwatchApp, str]:
+    """The dashboard over `rt` at `size`, `g` (the next GPU) pressed `presses` times: the app
+    and its screen's text."""
+    app = GapwatchApp(rt)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        for _ in range(presses):
+            await pilot.press("g")
+        await pilot.pause()
+        return app, screen_text(app)
+
+
 async def test_gpu_indices_of_three_digits_are_written_whole_and_never_as_another_gpu(
         tmp_path: Path) -> None:
     """Cells cut an index to two digits (`gpu % 100`): GPU 100's chaining read `0 chaining`,
     GPU 0's words; `{gpu:<2}` ran GPU 10 into its state (`10BREAKDOWN`) and made a cell of GPU
     108 wider than its column, the line cut in its last cell; the gap table ran GPU 199 into the
     gap's duration (`GPU1990.79s`)."""
-    rt = many(tmp_path, 200)
-    app = GapwatchApp(rt)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
-        for _ in range(100):
-            await pilot.press("g")
-        await pilot.pause()
-        text = screen_text(app)
+    app, text = await _after_g(many(tmp_path, 200), 100, (120, 40))
     assert app.gpu == 100
     assert "▶100 CHAINED" in text
     assert "100 chaining" in text and "\n0 chaining" not in text
@@ -99,14 +104,7 @@ def test_a_health_cell_writes_a_two_digit_index_apart_from_its_memory() -> None:
 
 async def test_sixteen_gpus_with_health_show_the_health_of_the_page_shown(
         tmp_path: Path) -> None:
-    rt = many(tmp_path, 16, health=True)
-    app = GapwatchApp(rt)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        for _ in range(11):
-            await pilot.press("g")
-        await pilot.pause()
-        text = screen_text(app)
+    _app, text = await _after_g(many(tmp_path, 16, health=True), 11, (80, 24))
     shown = [line for line in text.splitlines() if "°" in line]
     assert shown and all(line.split()[0] in {"8", "9", "10", "11"} for line in shown)
     assert "11 " in " ".join(shown) and any(line.startswith("busy %")

@@ -494,3 +494,20 @@ def test_a_post_whose_start_was_not_read_is_late_when_what_was_read_of_it_passes
     assert "counted from its first line read" in done.message
     [row] = [x for x in proof_lines([done]) if job in x]
     assert " >45.0 " in row and row.endswith(" late")
+
+
+def test_a_post_given_up_for_room_says_the_least_its_total_can_be_not_a_question_mark(
+) -> None:
+    """More PoSt in flight than are followed: the oldest, followed from mid-proof (its begin
+    not read), was said "? so far, given up" although 100 s had passed since its first line
+    against a 30 s deadline; it now says the least its total can be, and is late."""
+    from gapwatch.cuzk.post import MAX_IN_FLIGHT
+
+    tracker = PostTracker()
+    out: list[ProverEvent] = []
+    for i in range(MAX_IN_FLIGHT + 1):
+        out += tracker.feed(_timeline(100.0 + i * 100.0 / MAX_IN_FLIGHT, "GPU_QUEUE",
+                                      f"winpost-{i}-0a1b2c3d"))
+    [gone] = [e for e in out if e.proof is not None and e.proof.given_up == "too_many"]
+    assert gone.job_id == "winpost-0-0a1b2c3d" and gone.level == "error"
+    assert "more than 100.0 s so far, given up" in gone.message

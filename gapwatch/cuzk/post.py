@@ -429,7 +429,7 @@ class PostTracker:
                      "waits for it until its ProveTimeout)")
         else:
             level = "error" if timing.verdict == "late" else "warning"
-            words = (f"{_s(timing.total_s)} so far, given up: more than {MAX_IN_FLIGHT} PoSt "
+            words = (f"{_total_words(timing)} so far, given up: more than {MAX_IN_FLIGHT} PoSt "
                      "jobs in flight at once (its end will not be said)")
         return ProverEvent(t_wall_s=t, kind="proof", level=level, job_id=job.job, gpu=job.gpu,
                            proof=timing, message=fmt.visible(f"{name} {job.job} {words}"))
@@ -485,6 +485,14 @@ def _s(v: float | None) -> str:
     return "?" if v is None else f"{v:.1f} s"
 
 
+def _total_words(t: ProofTiming) -> str:
+    """Its total ("36.0 s"), or the least it can be ("more than 36.0 s") when its begin was
+    not read, or "?" (a proof given up said "? so far" of a total known to pass 36 s)."""
+    if t.total_s is None and t.total_at_least_s is not None:
+        return f"more than {_s(t.total_at_least_s)}"
+    return _s(t.total_s)
+
+
 def proof_words(job_id: str, t: ProofTiming, no_arrival: bool) -> str:
     """`WinningPoSt winpost-1000-1a2b3c4d: 3.9 s of 30 s (queue ?, synthesis 2.2 s, GPU wait
     0.4 s behind worker 0: porep-... partition 3, GPU 1.3 s); late: ...`"""
@@ -494,8 +502,7 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool) -> str:
     since = (" (from synthesis start: its 'job enqueued' line was not read)"
              if no_arrival and t.total_s is not None else "")
     behind = f" behind {t.behind_words()}" if t.waited_behind and t.gpu_wait_s else ""
-    total = (f"more than {_s(t.total_at_least_s)}" if t.total_s is None
-             and t.total_at_least_s is not None else _s(t.total_s))
+    total = _total_words(t)
     if t.total_s is None and t.verdict == "late":
         since = " (its arrival and synthesis start not read: counted from its first line read)"
     words = (f"{name} {job_id}{state}: {total}{limit}{since} (queue {_s(t.queue_s)}, "

@@ -623,3 +623,13 @@ def test_a_window_too_small_for_a_float_count_is_whole_run_not_a_traceback(
     assert "~10^" in format_text(c)
     doc = to_json(c)
     assert doc["sides"]["BEFORE"]["windows"] is None and doc["sides"]["AFTER"]["windows"] is None
+
+
+def test_a_side_without_a_span_of_data_is_said_so_not_told_to_pass_a_smaller_window() -> None:
+    """A side of one sample (or none) was "0 whole window(s) of 60 s: too short to tell a
+    change (pass --window smaller)": no window of any size helps it."""
+    gaps = _every(10.0, 2.0, "pcie_starved", "pinned_pool", span_s=600.0)
+    c = compare(_side("BEFORE", gaps, span_s=600.0), _side("AFTER", [], span_s=0.0))
+    said = [n for n in c.notes if n.startswith("AFTER")]
+    assert said and all("--window smaller" not in n for n in said)
+    assert any("no span of data" in n for n in said)

@@ -608,6 +608,12 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
         if why is not None:
             out.append(why)
             continue
+        if s.start_s is None or not s.span_s > 0:
+            # No window of any size helps a side without a span ("pass --window smaller" was
+            # said of one with no sample at all).
+            out.append(f"{s.label} has no span of data (no sample, or a single one): nothing "
+                       "to cut into windows, nothing to tell a change by")
+            continue
         whole = int(s.span_s // window_s)
         if whole < 5:
             out.append(f"{s.label} holds {whole} whole window(s) of {window_s:g} s: too short "

@@ -169,3 +169,15 @@ def test_a_partitions_synthesis_time_and_unpinned_warning_reach_its_row_before_o
         (1, "post", None): (900, False, "no"),
         (2, "job", 0): (600, False, "yes"),
     }
+
+
+def test_a_negative_duration_in_cuzks_timing_lines_is_no_duration() -> None:
+    """`mutex_held_ms=-935` (a garbled or hostile line) was taken as given: the partition
+    table's sums and shares went negative. A duration below 0 is None, as a count is."""
+    text = (DATA / "pageable.log").read_text().replace("mutex_held_ms=935", "mutex_held_ms=-935")
+    parser = LogParser()
+    events: list[LogEvent] = []
+    for i, line in enumerate(text.splitlines()):
+        events += parser.parse_line(line, "pageable.log", i, 0.0)
+    first = derive_timeline(events).partitions[0]
+    assert first.partition == 0 and first.mutex_held_ms is None

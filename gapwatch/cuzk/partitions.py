@@ -38,7 +38,7 @@ from msgspec.structs import replace
 
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
-from gapwatch.core.values import int_field
+from gapwatch.core.values import count_field, int_field
 from gapwatch.cuzk.log_lines import (
     INIT_WORKERS_MESSAGE,
     PARTITION_KIND,
@@ -165,9 +165,11 @@ _LockRow = tuple[str | None, int | None, int | None, int | None, int | None, int
 
 def _lock_row(e: LogEvent) -> _LockRow:
     f = e.fields
-    return (e.job_id, e.partition, e.worker, int_field(f.get("mutex_held_ms")),
-            int_field(f.get("mutex_wait_ms")), int_field(f.get("gpu_total_ms")),
-            int_field(f.get("ntt_kernels_ms")), int_field(f.get("barrier_wait_ms")),
+    # Durations: a negative one is no duration (a hostile or garbled line: -935 ms held the
+    # mutex, taken as given, made the partition table's sums and shares negative).
+    return (e.job_id, e.partition, e.worker, count_field(f.get("mutex_held_ms")),
+            count_field(f.get("mutex_wait_ms")), count_field(f.get("gpu_total_ms")),
+            count_field(f.get("ntt_kernels_ms")), count_field(f.get("barrier_wait_ms")),
             f.get("gpu_busy_start_s"), f.get("gpu_busy_end_s"))
 
 
@@ -255,7 +257,7 @@ class TimelineBuilder:
             _keep(self._worker_job, (self._run, e.worker), e.job_id)
         mono_kind = (None if e.partition is not None
                      else self._mono_kind.get((self._run, e.job_id), "monolithic"))
-        gpu_ms = None if start else int_field(e.fields.get("gpu_ms"))
+        gpu_ms = None if start else count_field(e.fields.get("gpu_ms"))
         self._ops.add(self._run, e.job_id, _part(e.partition, e.worker), e.t_wall_s, GPU_EDGE,
                       start, e.t_wall_s, e.worker, e.gpu, gpu_ms, mono_kind)
 
@@ -282,7 +284,7 @@ class TimelineBuilder:
             self._gpu_edge(e)
         elif kind == "timeline" and name == "SYNTH_END":
             self._wave_over = True
-            ms = int_field(e.fields.get("synth_ms"))
+            ms = count_field(e.fields.get("synth_ms"))
             if ms is not None:
                 self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_MS, ms)
         elif e.warning == "unpinned":

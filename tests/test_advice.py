@@ -299,3 +299,19 @@ def test_negative_counts_in_cuzks_startup_lines_are_dropped_counted_and_never_ad
     said = [x for x in lines if "no count" in x]
     assert said and said[0].startswith("  BEFORE: 3 startup field(s) no count, not used: ")
     assert "synth_worker_count=-5" in said[0]
+
+
+def test_a_negative_pool_size_in_cuzks_lines_is_no_size() -> None:
+    """`pinned pool: allocated new buffer ... total_gib=-20` was taken as given: the pool held
+    less than nothing. A negative size is dropped and counted, as a negative count is."""
+    from gapwatch.cuzk.pipeline import PipelineFacts
+    from gapwatch.logs.parse import LogParser
+
+    head = "2026-05-12T14:00:00.041000Z  INFO cuzk_core::pinned_pool: "
+    parser, facts = LogParser(offline=True), PipelineFacts()
+    for i, line in enumerate((head + "pinned pool: allocated new buffer size_gib=3.9 "
+                              "total_buffers=1 total_gib=-20",)):
+        for e in parser.parse_line(line, "x", i, 0.0):
+            facts.feed(e)
+    assert facts.pool.total_gib is None and facts.pool.buffers == 1
+    assert facts.dropped_fields == 1 and facts.dropped == {"total_gib": -20.0}

@@ -339,7 +339,7 @@ class PipelineFacts(_Limits):
         #: Count fields that were not counts (`synth_worker_count=-5`): dropped (None, never
         #: 0) and counted; the latest such value of each field while no good one replaced it.
         self.dropped_fields = 0
-        self.dropped: dict[str, int] = {}
+        self.dropped: dict[str, int | float] = {}
 
     # -- feeding -------------------------------------------------------------------------------
 
@@ -470,6 +470,19 @@ class PipelineFacts(_Limits):
             self.dropped[key] = value
         return n
 
+    def _gib(self, f: dict[str, FieldValue], key: str) -> float | None:
+        """A size in GiB of cuzk's lines (an `f64` of bytes it counts): a negative one is no
+        size, dropped and counted as a negative count is (`total_gib=-20` took the pool's
+        size below zero)."""
+        n = _num(f.get(key))
+        if n is not None and n < 0:
+            self.dropped_fields += 1
+            self.dropped[key] = n
+            return None
+        if n is not None:
+            self.dropped.pop(key, None)
+        return n
+
     def _pool(self, msg: str, f: dict[str, FieldValue], t: float) -> None:
         pool = self.pool
         self.pool_seen = True
@@ -478,7 +491,7 @@ class PipelineFacts(_Limits):
             pool.total_gib, pool.buffers, pool.free = 0.0, 0, 0
             self._pool_freed = 0
         elif msg == POOL_ALLOCATED:
-            pool.total_gib = _num(f.get("total_gib"))
+            pool.total_gib = self._gib(f, "total_gib")
             total = self._count(f, "total_buffers")
             if total is not None:
                 pool.buffers = max(0, total - self._pool_freed)
@@ -488,7 +501,7 @@ class PipelineFacts(_Limits):
             if pool.free is not None:
                 pool.free += 1
         elif msg == POOL_FREED:
-            gib = _num(f.get("freed_gib"))
+            gib = self._gib(f, "freed_gib")
             if pool.total_gib is not None and gib is not None:
                 pool.total_gib = max(0.0, pool.total_gib - gib)
             if pool.free is not None:

@@ -326,6 +326,42 @@ def test_the_command_prints_text_within_100_columns_json_and_markdown(
     assert "| GPU 0 | busy share |" in md and "**better**" in md
 
 
+def test_report_and_compare_read_one_runs_partitions_per_hour_alike(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """One rule, one home (`gapwatch.offline.throughput`): the report counted every partition
+    of the log's table (those still on the GPU at the end too) over the table's wall span, and
+    compare the finished ones over the GPUs' working span: one pageable run read 2,469/h in
+    `report` and 2,444/h in `compare`, and `compare --json` carried both. Now the same run
+    reads the same figure in `report`, `report --json`, `compare`, `compare --json` and the
+    payoff's "achieved" line."""
+    per_run: dict[Path, float] = {}
+    for run in (PAGEABLE, PINNED):
+        assert main(["report", str(run), "--json"]) == 0
+        pph = json.loads(capsys.readouterr().out)["payoff"]["partitions_per_hour"]
+        assert pph is not None and pph > 0
+        assert main(["report", str(run)]) == 0
+        said = re.search(r"about [\d.]+× throughput, (\d+) → ", capsys.readouterr().out)
+        # The text says the rate in the payoff's lines: PINNED has no gap to close.
+        assert (said is not None) == (run == PAGEABLE)
+        assert said is None or int(said.group(1)) == round(pph)
+        per_run[run] = pph
+    assert main(["compare", str(PAGEABLE), str(PINNED), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [doc["sides"][k]["partitions_per_hour"] for k in ("BEFORE", "AFTER")] == \
+        pytest.approx([per_run[PAGEABLE], per_run[PINNED]], rel=1e-9)
+    rate = next(f for f in doc["figures"] if f["figure"] == "partitions/h")
+    assert [rate["before"], rate["after"]] == pytest.approx(
+        [per_run[PAGEABLE], per_run[PINNED]], rel=1e-9)
+    achieved = doc["payoff"]["achieved"]
+    assert achieved["basis"] == "partitions/h"
+    assert achieved["throughput_ratio"] == pytest.approx(per_run[PINNED] / per_run[PAGEABLE])
+    assert main(["compare", str(PAGEABLE), str(PINNED)]) == 0
+    row = re.search(r"partitions/h +(\d+) \[[^]]*\] +(\d+) ", capsys.readouterr().out)
+    assert row is not None
+    assert [int(row.group(1)), int(row.group(2))] == [round(per_run[PAGEABLE]),
+                                                      round(per_run[PINNED])]
+
+
 def test_a_side_that_cannot_be_read_exits_2(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", str(tmp_path / "missing.jsonl"), str(PINNED)]) == 2

@@ -36,8 +36,7 @@ from typing import Any
 from gapwatch.base.tuple_spool import TupleSpool
 from gapwatch.config import Config
 from gapwatch.core import fmt
-from gapwatch.core.detector import CLOCK_JUMP_S
-from gapwatch.core.models import Gap, GpuInfo, ProverEvent, StateChange
+from gapwatch.core.models import Gap, GpuInfo, ProverEvent
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
@@ -54,7 +53,6 @@ from gapwatch.offline.compare_windows import (
     SlimGap,
     SlimPost,
     accumulate,
-    all_silent,
     choose_window_s,
     seconds_within,
     series,
@@ -70,6 +68,11 @@ from gapwatch.offline.report import (
     summarise,
 )
 from gapwatch.offline.report_parallel import plan_workers
+from gapwatch.offline.throughput import (
+    clock_stepped_back_s,
+    no_data_stretches,
+    partitions_per_hour,
+)
 from gapwatch.sources.files import refuse_a_stream
 from gapwatch.sources.time_window import TimeWindow
 
@@ -187,37 +190,6 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
             problems=[*rep.warnings, *rep.problems, *_posts_not_kept(unkept)],
             window=window, no_data=no_data, stepped_back_s=stepped_back,
         )  # fmt: skip
-
-
-def no_data_stretches(states: Sequence[StateChange]) -> list[NoData]:
-    """Each GPU's stretches with no reading: from a NO_DATA state (at the GPU's last reading) to
-    the GPU's next state (its readings back), or on to the end; the states taken in data order
-    (a wall clock stepped back would pair a NO_DATA state with a state before it)."""
-    out: list[NoData] = []
-    since: dict[int, float] = {}
-    for st in sorted(states, key=lambda x: x.t_mono_ns):
-        start = since.pop(st.gpu, None)
-        if start is not None:
-            out.append(NoData(st.gpu, start, st.t_wall_s))
-        if st.state == "NO_DATA":
-            since[st.gpu] = st.t_wall_s
-    out += [NoData(gpu, start, float("inf")) for gpu, start in since.items()]
-    return out
-
-
-def clock_stepped_back_s(states: Sequence[StateChange]) -> float:
-    """The largest step back of the wall clock inside a side (0.0: none): a GPU's states in
-    data order whose wall times go back by more than the detector's `CLOCK_JUMP_S` (at a
-    jump the detector says NO_DATA at the last reading, then the next state at the new wall
-    time)."""
-    last: dict[int, float] = {}
-    worst = 0.0
-    for st in sorted(states, key=lambda x: x.t_mono_ns):
-        prev = last.get(st.gpu)
-        if prev is not None and prev - st.t_wall_s > CLOCK_JUMP_S:
-            worst = max(worst, prev - st.t_wall_s)
-        last[st.gpu] = st.t_wall_s
-    return worst
 
 
 def _slim_gap(g: Gap) -> SlimGap:
@@ -536,13 +508,15 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
                      side.posts, no_data)
     spans = {t.gpu: (t.busy_s, t.active_s) for t in side.totals}
     spans[ALL] = (sum(t.busy_s for t in side.totals), sum(t.active_s for t in side.totals))
-    # All GPUs' partitions per wall hour in which some GPU was read (a hole is not an hour;
-    # across a step back the wall stretches say nothing, the span is in data time).
-    end = start + side.span_s
-    silent = 0.0 if side.stepped_back_s > 0 else seconds_within(
-        all_silent(side.no_data, [t.gpu for t in side.totals]), start, end)
-    wholes = {gpu: _whole(w, *spans[gpu], side.span_s - silent if gpu == ALL else spans[gpu][1])
-              for gpu, w in acc.items() if gpu in spans}
+    wholes = {gpu: _whole(w, *spans[gpu]) for gpu, w in acc.items() if gpu in spans}
+    for gpu, figures in wholes.items():
+        # The whole run's partitions per hour is the report's (`throughput`: one rule, one
+        # home), not the windows' sum (the last window runs past the span, as far as `--window`
+        # says).
+        pph = partitions_per_hour(side.partition_ends, side.totals, no_data,
+                                  side.stepped_back_s, None if gpu == ALL else gpu)
+        if figures and pph is not None:
+            figures["partitions/h"] = pph
     if cut:
         wins = {gpu: series(w, window_s, gpu == ALL) for gpu, w in acc.items()}
     else:  # every figure it has, without a window value (the other side's absent kinds: 0)
@@ -550,8 +524,7 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
     return wins, wholes
 
 
-def _whole(w: GpuWindows, busy_s: float, active_s: float,
-           wall_s: float) -> dict[str, float | None]:
+def _whole(w: GpuWindows, busy_s: float, active_s: float) -> dict[str, float | None]:
     if active_s <= 0:
         return {}
     per_h = 3600 / active_s
@@ -564,8 +537,6 @@ def _whole(w: GpuWindows, busy_s: float, active_s: float,
         out[f"idle s/h: {kind}"] = sum(vs) * per_h
     for cause, vs in w.idle_by_cause.items():
         out[f"idle s/h, prover: {cause}"] = sum(vs) * per_h
-    if w.partitions is not None and wall_s > 0:
-        out["partitions/h"] = sum(w.partitions) * 3600 / wall_s
     for kind, bs in w.h2d_bytes.items():
         secs = sum(w.h2d_s[kind])
         out[f"H2D rate: {kind}"] = sum(bs) / secs if secs > 0 else None

@@ -1,6 +1,7 @@
 """The report's payoff: busy fraction and throughput gain if the gaps of each kind (and all of
 them) were closed, over all GPUs and per GPU, with partitions per hour where the prover's log
-gave a partition table. The arithmetic is `gapwatch.core.payoff.if_closed`'s.
+gave a partition table (`gapwatch.offline.throughput`'s rule, compare's too). The arithmetic is
+`gapwatch.core.payoff.if_closed`'s.
 
 Who calls it: `gapwatch.offline.report.summarise` (the report's `payoff`, and each advice's
 through `gap_payoff`), its text and JSON (`gapwatch.offline.report_text`, `report.to_json`),
@@ -18,6 +19,8 @@ from gapwatch.core.payoff import PAYOFF_METHOD, IfClosed, if_closed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import StallGaps
 from gapwatch.cuzk.partitions import RunTimeline
+from gapwatch.offline.compare_windows import NoData
+from gapwatch.offline.throughput import partitions_per_hour
 
 #: The key of closing every gap, after the kinds' own in `if_closed_by_kind`.
 ALL = "all"
@@ -52,8 +55,9 @@ class Payoff:
 
     overall: Closing
     per_gpu: list[GpuPayoff]
-    #: Partitions the prover finished per hour of the partition table's wall span; None
-    #: without a table (no log) or with an empty span.
+    #: Partitions whose GPU work ended inside the GPUs' working span, per hour of it in which
+    #: some GPU was read (`gapwatch.offline.throughput`: compare's figure too); None without a
+    #: table (no log) or with an empty span.
     partitions_per_hour: float | None
 
     def json(self) -> dict[str, Any]:
@@ -69,9 +73,11 @@ def busy_fraction(t: GpuTotals) -> float | None:
 
 
 def report_payoff(totals: list[GpuTotals], tally: dict[tuple[int, str], Tally],
-                  partitions: RunTimeline | None) -> Payoff:
+                  partitions: RunTimeline | None, no_data: list[NoData] | None = None,
+                  stepped_back_s: float = 0.0) -> Payoff:
     """The payoff of each GPU and of all of them; the idle seconds of each (GPU, kind) are the
-    ledger's (`GapLedger.tally`)."""
+    ledger's (`GapLedger.tally`); `no_data`, `stepped_back_s`: the run's stretches with no
+    reading and its wall clock's step back (`throughput`), for partitions per hour."""
     idle_by_gpu: dict[int, dict[str, float]] = {}
     for (gpu, kind), kept in tally.items():
         per = idle_by_gpu.get(gpu)
@@ -91,7 +97,9 @@ def report_payoff(totals: list[GpuTotals], tally: dict[tuple[int, str], Tally],
                                                  by_kind)))
     overall = _closing(all_busy / all_active if all_active > 0 else None, all_busy, all_active,
                        all_by_kind)
-    return Payoff(overall, per_gpu, _partitions_per_hour(partitions))
+    ends = None if partitions is None else ((p.gpu, p.gpu_end_s) for p in partitions.partitions)
+    return Payoff(overall, per_gpu,
+                  partitions_per_hour(ends, totals, no_data or [], stepped_back_s))
 
 
 def gap_payoff(totals: list[GpuTotals], gaps: StallGaps) -> IfClosed:
@@ -109,9 +117,3 @@ def _closing(busy_fraction: float | None, busy_s: float, active_s: float,
     by_kind[ALL] = if_closed(busy_s, active_s, sum(idle_by_kind.values()))
     return Closing(busy_fraction, by_kind)
 
-
-def _partitions_per_hour(partitions: RunTimeline | None) -> float | None:
-    wall_s = None if partitions is None else partitions.wall_s
-    if partitions is None or wall_s is None or wall_s <= 0:
-        return None
-    return len(partitions.partitions) / wall_s * 3600

@@ -82,6 +82,7 @@ from gapwatch.offline.progress import DataTime, LogBytes, Progress, progress_of,
 from gapwatch.offline.prover_events import ProverEvents, prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.offline.startup_lines import recorded_startup
+from gapwatch.offline.throughput import clock_stepped_back_s, no_data_stretches
 from gapwatch.sources.files import data_span, header_of, read_any, refuse_a_stream
 from gapwatch.sources.recording import Reading
 from gapwatch.sources.time_window import TimeWindow
@@ -403,7 +404,9 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         path=str(path), header=found.header, totals=totals, gaps=found.gaps,
         breakdowns=_breakdowns(found.states, totals, sums.starved, window_s),
         states=found.states,
-        payoff=report_payoff(totals, tally, partitions), partitions=partitions,
+        payoff=report_payoff(totals, tally, partitions, no_data_stretches(found.states),
+                             clock_stepped_back_s(found.states)),
+        partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
         copies=found.copies.table(sums.copy_gaps) if found.copies else None,
         warnings=[*found.log_notes, *log_warnings(found.counters),

@@ -511,3 +511,28 @@ def test_a_post_given_up_for_room_says_the_least_its_total_can_be_not_a_question
     [gone] = [e for e in out if e.proof is not None and e.proof.given_up == "too_many"]
     assert gone.job_id == "winpost-0-0a1b2c3d" and gone.level == "error"
     assert "more than 100.0 s so far, given up" in gone.message
+
+
+def test_a_post_followed_from_mid_proof_is_said_at_the_end_of_data_and_at_risk_when_its_least_is(
+) -> None:
+    """Read from its GPU_START on: still running at the end of data, it vanished (no row, no
+    count) while `check` would have said it late; and 20 s read of a 30 s WinningPoSt (past the
+    at-risk line, 15 s) was "not known"."""
+    job = "winpost-1000-1a2b3c4d"
+    tracker = PostTracker()
+    tracker.feed(_timeline(100.0, "GPU_START", job, worker=0, gpu=0))
+    assert tracker.check(110.0) == []
+    [running] = tracker.finish(110.0)
+    assert running.proof is not None and not running.proof.done
+    assert running.proof.verdict == "unknown" and running.proof.total_at_least_s == 10.0
+    tracker = PostTracker()
+    out: list[ProverEvent] = []
+    for ev in (_timeline(100.0, "GPU_QUEUE", job), _timeline(100.0, "GPU_START", job, worker=0,
+                                                             gpu=0),
+               _timeline(120.0, "GPU_END", job, worker=0, gpu=0)):
+        out += tracker.feed(ev)
+    out += tracker.finish(200.0)
+    [done] = [e for e in out if e.proof is not None and e.proof.done]
+    assert done.proof is not None and done.proof.verdict == "at_risk" and done.level == "warning"
+    assert "more than 20.0 s of its 30 s deadline" in done.message
+    assert "not known" not in done.message

@@ -124,6 +124,12 @@ class _Post:
     def begin_s(self) -> float | None:
         return self.arrived_s if self.arrived_s is not None else self.synth_start_s
 
+    def since_s(self) -> float | None:
+        """Its begin, else its first line read (a log followed from mid-proof): what its time
+        in flight is counted from, by `check` and `finish` alike."""
+        begin = self.begin_s()
+        return begin if begin is not None else self.earliest_s()
+
     def earliest_s(self) -> float | None:
         """Its first line's time, whichever was read (None: none timed)."""
         return min((t for t in (self.arrived_s, self.synth_start_s, self.synth_end_s,
@@ -351,9 +357,7 @@ class PostTracker:
             deadline = self.deadlines.of(job.kind)
             # Its begin, else its first line read: in flight longer than its deadline since
             # then is late whenever it began (a log followed from mid-proof).
-            begin = job.begin_s()
-            if begin is None:
-                begin = job.earliest_s()
+            begin = job.since_s()
             if job.said_late or deadline is None or begin is None or now_s - begin <= deadline:
                 continue
             job.said_late = True
@@ -368,12 +372,14 @@ class PostTracker:
         return [self._event(j, j.end_s if j.end_s is not None else 0.0, done=True) for j in gone]
 
     def finish(self, now_s: float | None) -> list[ProverEvent]:
-        """End of data: ended proofs are said, those still running as such (late or not)."""
+        """End of data: ended proofs are said, those still running as such (late, at risk, on
+        time, or not known: one followed from mid-proof was dropped here, while `check` said
+        it late past its deadline)."""
         out = self._unpaired(None)
         if now_s is None:
             return out
         out += [self._event(job, now_s, done=False) for job in self._jobs.values()
-                if not job.said_late and job.begin_s() is not None]
+                if not job.said_late and job.since_s() is not None]
         self._jobs.clear()
         return out
 
@@ -401,8 +407,13 @@ class PostTracker:
                 verdict = "late"
             elif total > self.deadlines.at_risk_share * deadline:
                 verdict = "at_risk"
-        elif deadline is not None and at_least is not None and at_least > deadline:
-            verdict = "late"
+        elif deadline is not None and at_least is not None:
+            # What was read of it alone: past the deadline it is late, past the at-risk line at
+            # risk (20 s read of a 30 s WinningPoSt was "not known").
+            if at_least > deadline:
+                verdict = "late"
+            elif at_least > self.deadlines.at_risk_share * deadline:
+                verdict = "at_risk"
         queue, synth, gpu_wait, gpu, finalize = phases
         timing = ProofTiming(
             proof_kind=job.kind, queue_s=queue, synth_s=synth, gpu_wait_s=gpu_wait, gpu_s=gpu,
@@ -503,7 +514,7 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool) -> str:
              if no_arrival and t.total_s is not None else "")
     behind = f" behind {t.behind_words()}" if t.waited_behind and t.gpu_wait_s else ""
     total = _total_words(t)
-    if t.total_s is None and t.verdict == "late":
+    if t.total_s is None and t.verdict in ("late", "at_risk"):
         since = " (its arrival and synthesis start not read: counted from its first line read)"
     words = (f"{name} {job_id}{state}: {total}{limit}{since} (queue {_s(t.queue_s)}, "
              f"synthesis {_s(t.synth_s)}, GPU wait {_s(t.gpu_wait_s)}{behind}, "

@@ -270,3 +270,12 @@ def test_a_boxs_verdict_now_is_shown_and_a_dead_boxs_newest_not_the_last_listed(
     assert (live.cause, live.verdict_now, live.verdict_t_wall_s) == ("none", True, None)
     assert (dead.cause, dead.verdict_now, dead.verdict_t_wall_s) == ("none", False,
                                                                      1_796_002_000)
+    # The verdict now unanswered: the newest of the lookback, not said to be the last one.
+    with fake_prometheus() as fake:
+        box(fake, "live:9400", 1, "CHAINED")
+        fake.replies[promql("verdict")] = Reply(503, b"")
+        fake.replies[promql("verdict_last")] = vector(
+            ({**labels("live:9400"), **srs}, 1_796_000_000),
+            ({**labels("live:9400"), **none}, 1_796_002_000))
+        [row] = refresh(PromClient(fake.url), FleetOptions()).rows
+    assert (row.cause, row.verdict_now) == ("none", None)

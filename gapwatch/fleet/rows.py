@@ -260,8 +260,13 @@ def build_rows(answers: dict[str, list[Series]], stale_after_s: float) -> list[F
     for q in QUERIES:
         if q.field != "state":
             _fill(q, answers.get(q.field, []), rows, by_box)
+    verdict_asked = "verdict" in answers
     for row in rows.values():
         row.stale = _stale(row, answers, stale_after_s)
+        if not verdict_asked:
+            # The verdict now unanswered: the newest of the lookback is shown, but whether it
+            # is the box's now is not known (it read "the last it reported" of a live box).
+            row.verdict_now = None
     return sorted(rows.values(), key=lambda r: (-r.severity(), -r.idle_total_s(), r.instance,
                                                 _gpu_order(r.gpu)))
 

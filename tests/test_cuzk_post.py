@@ -468,6 +468,14 @@ def _timeline(t_s: float, name: str, job: str, **kw: int) -> LogEvent:
                     job_id=job, **kw)  # type: ignore[arg-type]
 
 
+def _fed(tracker: PostTracker, *events: LogEvent) -> list[ProverEvent]:
+    """What `tracker` said of `events`, fed in order."""
+    out: list[ProverEvent] = []
+    for ev in events:
+        out += tracker.feed(ev)
+    return out
+
+
 def test_a_post_whose_start_was_not_read_is_late_when_what_was_read_of_it_passes_the_deadline(
 ) -> None:
     """A WinningPoSt followed from mid-proof (its `job enqueued` and SYNTH_START before the
@@ -476,11 +484,9 @@ def test_a_post_whose_start_was_not_read_is_late_when_what_was_read_of_it_passes
     in flight, it is said late once that much has passed since its first line read."""
     job = "winpost-1000-1a2b3c4d"
     tracker = PostTracker()
-    out: list[ProverEvent] = []
-    for ev in (_timeline(100.0, "GPU_QUEUE", job), _timeline(101.0, "GPU_PICKUP", job, worker=0,
-                                                             gpu=0),
-               _timeline(101.0, "GPU_START", job, worker=0, gpu=0)):
-        out += tracker.feed(ev)
+    out = _fed(tracker, _timeline(100.0, "GPU_QUEUE", job),
+               _timeline(101.0, "GPU_PICKUP", job, worker=0, gpu=0),
+               _timeline(101.0, "GPU_START", job, worker=0, gpu=0))
     assert tracker.check(129.0) == []  # 29 s since its first line: not known late yet
     [running] = tracker.check(131.0)
     assert running.proof is not None and running.proof.verdict == "late"
@@ -526,11 +532,9 @@ def test_a_post_followed_from_mid_proof_is_said_at_the_end_of_data_and_at_risk_w
     assert running.proof is not None and not running.proof.done
     assert running.proof.verdict == "unknown" and running.proof.total_at_least_s == 10.0
     tracker = PostTracker()
-    out: list[ProverEvent] = []
-    for ev in (_timeline(100.0, "GPU_QUEUE", job), _timeline(100.0, "GPU_START", job, worker=0,
-                                                             gpu=0),
-               _timeline(120.0, "GPU_END", job, worker=0, gpu=0)):
-        out += tracker.feed(ev)
+    out = _fed(tracker, _timeline(100.0, "GPU_QUEUE", job),
+               _timeline(100.0, "GPU_START", job, worker=0, gpu=0),
+               _timeline(120.0, "GPU_END", job, worker=0, gpu=0))
     out += tracker.finish(200.0)
     [done] = [e for e in out if e.proof is not None and e.proof.done]
     assert done.proof is not None and done.proof.verdict == "at_risk" and done.level == "warning"

@@ -250,6 +250,25 @@ def test_a_directory_is_said_once_and_a_file_that_takes_its_place_is_followed(
     log.write_bytes(b"now a file\n")
     t.poll_once()
     assert got.lines == ["now a file"] and t.status()[0].state == "following"
+    # Its coming is said, as its awaiting was ("waiting in case a file takes its place").
+    assert any(n.endswith("a regular file took the directory's place; following it")
+               for n in got.notices)
+
+
+def test_a_fifo_that_takes_a_directorys_place_is_said_and_followed(tmp_path: Path) -> None:
+    """A folder at the log path, then a FIFO in its place: followed without a word (the
+    folder was said, with "waiting in case a file takes its place")."""
+    log = tmp_path / "dir.log"
+    log.mkdir()
+    got = Collect()
+    t = tailer(log, got)
+    t.poll_once()
+    log.rmdir()
+    os.mkfifo(log)
+    t.poll_once()
+    assert t.status()[0].state == "following (stream)"
+    assert any(n.endswith("a FIFO took the directory's place; following it")
+               for n in got.notices)
 
 
 def test_copytruncate_refilled_past_the_old_offset_within_one_poll_loses_nothing(

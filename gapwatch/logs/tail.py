@@ -44,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gapwatch.base.clock import Clock, SystemClock
+from gapwatch.base.input_files import file_kind
 from gapwatch.base.watch import UNWATCHED, ThreadWatch
 from gapwatch.config import LogsConfig
 from gapwatch.core.models import NoticeLevel
@@ -216,6 +217,11 @@ class _FileFollower:
                                   "file in it (waiting in case a file takes its place)")
             self.status.state = "is a directory"
             return
+        if self._said_directory:
+            # Said as awaited ("waiting in case a file takes its place"): its coming is said
+            # too (a FIFO or file that took a folder's place was followed without a word).
+            notice("info", f"log {self.path}: {file_kind(st.st_mode)} took the directory's "
+                           "place; following it")
         self._said_directory = False
         self._fd = fd
         self._ident = (st.st_dev, st.st_ino)

@@ -234,14 +234,20 @@ def test_deleted_file_is_waited_for_and_followed_again(tmp_path: Path) -> None:
     assert got.lines == ["before delete", "recreated"]
 
 
-def test_a_directory_is_said_once_and_a_file_that_takes_its_place_is_followed(
-    tmp_path: Path,
-) -> None:
+def _following_a_folder(tmp_path: Path) -> tuple[Path, Collect, Tailer]:
+    """A tailer of a path where a folder is, polled once: the path, what it said, the tailer."""
     log = tmp_path / "dir.log"
     log.mkdir()
     got = Collect()
     t = tailer(log, got)
     t.poll_once()
+    return log, got, t
+
+
+def test_a_directory_is_said_once_and_a_file_that_takes_its_place_is_followed(
+    tmp_path: Path,
+) -> None:
+    log, got, t = _following_a_folder(tmp_path)
     t.poll_once()
     assert got.lines == []
     assert t.status()[0].state == "is a directory"
@@ -258,11 +264,7 @@ def test_a_directory_is_said_once_and_a_file_that_takes_its_place_is_followed(
 def test_a_fifo_that_takes_a_directorys_place_is_said_and_followed(tmp_path: Path) -> None:
     """A folder at the log path, then a FIFO in its place: followed without a word (the
     folder was said, with "waiting in case a file takes its place")."""
-    log = tmp_path / "dir.log"
-    log.mkdir()
-    got = Collect()
-    t = tailer(log, got)
-    t.poll_once()
+    log, got, t = _following_a_folder(tmp_path)
     log.rmdir()
     os.mkfifo(log)
     t.poll_once()

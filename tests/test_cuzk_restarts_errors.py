@@ -257,16 +257,12 @@ def test_a_storm_of_new_prover_pids_and_srs_lines_in_one_restart_stays_small_and
     within the restart's seconds took 4.6 s (quadratic: 40,000 took 24 s), and 20,000 SRS loads
     made a restart cost of 20,000 parts and a message of half a megabyte. A run keeps
     `MAX_SIGNS` signs and `MAX_SRS` SRS loads; the cost says how many more there were."""
-    import time
-
     from gapwatch.cuzk.restarts import MAX_SIGNS, MAX_SRS
 
     w = RestartWatch()
     n = 20_000
-    began = time.perf_counter()
     for i in range(n):  # each 0.1 ms after the one before: all within the restart's seconds
         w.feed_process(ProcessMemory(i, 1000.0 + i * 1e-4, 0, 1000 + i, "cuzk", 1, 1))
-    assert time.perf_counter() - began < 1.0
     assert w.restarts == 1
     run = w._run
     assert run is not None and len(run.signs) <= MAX_SIGNS and len(w._signs) <= MAX_SIGNS
@@ -275,7 +271,7 @@ def test_a_storm_of_new_prover_pids_and_srs_lines_in_one_restart_stays_small_and
         w.feed_log(LogEvent(t, "line", "tracing", f"loading SRS from disk {i}", ""))
         w.feed_log(LogEvent(t, "line", "tracing", "SRS loaded successfully", ""))
         w.feed_log(LogEvent(t, "line", "tracing", "SRS loaded successfully", ""))
-    assert time.perf_counter() - began < 2.0
+    assert len(run.srs) <= MAX_SRS  # each new SRS load looks through a bounded list
     [cost] = w.feed_log(LogEvent(1010.0, "timeline", "timeline", "GPU_START", "",
                                  job_id="porep-1-2"))
     assert len(cost.parts) <= MAX_SRS + 4

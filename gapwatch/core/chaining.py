@@ -256,10 +256,7 @@ class ChainingMeter:
         # over every bucket of the run for every window (a day was 600 M additions a GPU).
         values = [(b.copy_s, b.busy_s) if basis == "copies" else (b.pcie_s, b.pcie_busy_s)
                   for b in g.buckets.values()]
-        j = 0
-        for k in _window_starts(keys, n):
-            while keys[j] < k:
-                j += 1
+        for k, j in _window_starts(keys, n):
             total = busy = 0.0
             i = j
             while i < len(keys) and keys[i] < k + n:
@@ -274,16 +271,17 @@ class ChainingMeter:
         """`worst_window` over the plain window sums (buckets not in time order)."""
         worst: tuple[float, float] | None = None
         keys = sorted(g.buckets)
-        for k in _window_starts(keys, n):
+        for k, _ in _window_starts(keys, n):
             total, busy = self._sum(g, k, k + n, basis)
             if total >= min_copy_s and (worst is None or busy / total < worst[1]):
                 worst = (k * BUCKET_S, busy / total)
         return worst
 
 
-def _window_starts(keys: list[int], n: int) -> Iterator[int]:
+def _window_starts(keys: list[int], n: int) -> Iterator[tuple[int, int]]:
     """The first buckets of the windows of `n` buckets `worst_window` looks at (from the first
-    bucket to the last window's start) that hold a bucket of `keys` (sorted). A window with
+    bucket to the last window's start) that hold a bucket of `keys` (sorted), each with the
+    index in `keys` of the first bucket it holds. A window with
     none has no copy time, never the worst: the buckets are by wall time, and a clock stepped
     10 years ahead inside a recording made 31 million such windows (10 s of `report`; to the
     year 2262, minutes)."""
@@ -295,5 +293,5 @@ def _window_starts(keys: list[int], n: int) -> Iterator[int]:
         if keys[j] >= k + n:  # none in [k, k + n): on to the first window holding keys[j]
             k = keys[j] - n + 1
             continue
-        yield k
+        yield k, j
         k += 1

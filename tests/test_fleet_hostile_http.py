@@ -466,7 +466,10 @@ def _silent_until_stopped(n: int) -> list[str]:
     abort that only flagged the query pass for one that cut it)."""
     release = threading.Event()
     arrived = threading.Event()
-    with hostile(lambda conn: release.wait(60)) as url:
+    def silent(conn: socket.socket) -> None:
+        release.wait(60)
+
+    with hostile(silent) as url:
         client = PromClient(url, timeout_s=60.0)
         askers, why = _asked_in(client, n)
         try:

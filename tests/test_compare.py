@@ -669,3 +669,36 @@ def test_a_side_without_a_span_of_data_is_said_so_not_told_to_pass_a_smaller_win
     said = [n for n in c.notes if n.startswith("AFTER")]
     assert said and all("--window smaller" not in n for n in said)
     assert any("no span of data" in n for n in said)
+
+
+def test_partitions_per_hour_counts_finished_partitions_over_the_hours_a_gpu_was_read() -> None:
+    """The one throughput rule (`offline.throughput`), directly: two GPUs each finishing one
+    partition every 6 s for 10 minutes (1,200 an hour together), GPU 0 unread for 2 of them:
+    its partitions there count for all GPUs, not for GPU 0; an end with no GPU said counts
+    for all GPUs, one past the working span for none. Ends none of which is known (a log
+    without its TIMELINE anchor) are no figure: it was 0.0, and `compare` called it a change."""
+    from gapwatch.offline.throughput import partitions_per_hour
+
+    totals = [GpuTotals(gpu=g, link_bytes_per_s=6.3e10, data_s=600.0, busy_s=600.0,
+                        active_s=600.0, first_busy_s=0.0, last_busy_s=600.0, last_wall_s=600.0,
+                        confidence="high", final_state="CHAINED") for g in (0, 1)]
+    ends: list[tuple[int | None, float | None]] = [
+        (g, 6.0 * k + 3.0) for k in range(100) for g in (0, 1)]
+    hole = [NoData(0, 120.0, 240.0)]
+    assert partitions_per_hour(ends, totals, hole) == pytest.approx(1200.0)
+    assert partitions_per_hour(ends, totals, hole, gpu=0) == pytest.approx(600.0)
+    assert partitions_per_hour([*ends, (None, 300.0), (0, 900.0)], totals, hole) == \
+        pytest.approx(1206.0)
+    assert partitions_per_hour([(0, None), (1, None)], totals, hole) is None
+    assert partitions_per_hour(None, totals, hole) is None
+
+
+def test_a_side_whose_log_gives_no_partition_end_has_no_throughput_to_call_a_change() -> None:
+    """A log without its TIMELINE anchor has partitions but no GPU end: its partitions per
+    hour read 0.0 (every window 0) and `compare` said "better" of the other side, one
+    recording against itself."""
+    before, after = _side("BEFORE", [], span_s=600.0), _side("AFTER", [], span_s=600.0)
+    before.partition_ends = []
+    after.partition_ends = [(0, 6.0 * k + 3.0) for k in range(100)]
+    [rate] = [f for f in compare(before, after).figures if f.name == "partitions/h"]
+    assert (rate.before, rate.after, rate.test.verdict) == (None, 600.0, "one side only")

@@ -504,17 +504,19 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
     # Across a step back, wall times cannot say where a GPU had no reading (a stretch read
     # from a NO_DATA state to the next state may cover real data): none is left out.
     no_data = side.no_data if side.stepped_back_s <= 0 else []
-    acc = accumulate(grid, side.totals, side.gaps, side.partition_ends, side.copies,
-                     side.posts, no_data)
+    # The whole run's partitions per hour is the report's (`throughput`: one rule, one home),
+    # not the windows' sum (the last window runs past the span, as far as `--window` says).
+    # None (no partition whose GPU end is known: a log without its TIMELINE anchor): no
+    # window's partitions either (each was 0, and the test called it a change).
+    pph_all = partitions_per_hour(side.partition_ends, side.totals, no_data, side.stepped_back_s)
+    ends = side.partition_ends if pph_all is not None else None
+    acc = accumulate(grid, side.totals, side.gaps, ends, side.copies, side.posts, no_data)
     spans = {t.gpu: (t.busy_s, t.active_s) for t in side.totals}
     spans[ALL] = (sum(t.busy_s for t in side.totals), sum(t.active_s for t in side.totals))
     wholes = {gpu: _whole(w, *spans[gpu]) for gpu, w in acc.items() if gpu in spans}
     for gpu, figures in wholes.items():
-        # The whole run's partitions per hour is the report's (`throughput`: one rule, one
-        # home), not the windows' sum (the last window runs past the span, as far as `--window`
-        # says).
-        pph = partitions_per_hour(side.partition_ends, side.totals, no_data,
-                                  side.stepped_back_s, None if gpu == ALL else gpu)
+        pph = pph_all if gpu == ALL else partitions_per_hour(
+            ends, side.totals, no_data, side.stepped_back_s, gpu)
         if figures and pph is not None:
             figures["partitions/h"] = pph
     if cut:

@@ -25,12 +25,13 @@ working span, per hour of that span in which some GPU was read.
   partitions (one with no GPU said is the only GPU's).
 - Across a wall clock stepped back, wall times place nothing: every finished partition over the
   longest working span in data time (`GpuTotals.active_s`).
-None (never 0) when there is no partition table or no span to divide by.
+None (never 0) when there is no partition table, no partition whose GPU end is known, or no
+span to divide by.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from gapwatch.core.detector import CLOCK_JUMP_S
 from gapwatch.core.models import StateChange
@@ -59,8 +60,8 @@ def partitions_per_hour(ends: Iterable[tuple[int | None, float | None]] | None,
 
     if stepped_back_s > 0:
         hours_s = max((t.active_s for t in mine), default=0.0)
-        n = sum(1 for g, end in ends if end is not None and counted(g))
-        return n * 3600 / hours_s if hours_s > 0 else None
+        n, known = _count(ends, lambda g, _t: counted(g))
+        return n * 3600 / hours_s if hours_s > 0 and known else None
     firsts = [t.first_busy_s for t in mine if t.first_busy_s is not None]
     lasts = [t.last_busy_s for t in mine if t.last_busy_s is not None]
     if not firsts or not lasts:
@@ -71,10 +72,23 @@ def partitions_per_hour(ends: Iterable[tuple[int | None, float | None]] | None,
     if not hours_s > 0:
         return None
     unread = Silences([NoData(_NONE_READ, a, b) for a, b in silent])
-    n = sum(1 for g, t in ends
-            if t is not None and start <= t <= end_s and counted(g)
-            and not unread.inside(_NONE_READ, t))
-    return n * 3600 / hours_s
+    n, known = _count(ends, lambda g, t: start <= t <= end_s and counted(g)
+                      and not unread.inside(_NONE_READ, t))
+    return n * 3600 / hours_s if known else None
+
+
+def _count(ends: Iterable[tuple[int | None, float | None]],
+           takes: Callable[[int | None, float], bool]) -> tuple[int, bool]:
+    """The partitions `takes` (their GPU, the end of their GPU work), and whether any GPU end
+    was known at all: none known (a log without its TIMELINE anchor) is no figure, never 0.0
+    partitions an hour (`compare` called that a change against a side with them). One pass:
+    `ends` may be a spool read from disk."""
+    n, known = 0, False
+    for g, t in ends:
+        if t is not None:
+            known = True
+            n += takes(g, t)
+    return n, known
 
 
 def no_data_stretches(states: Sequence[StateChange]) -> list[NoData]:

@@ -397,23 +397,19 @@ class PostTracker:
         end = last if done else now_s
         total = _total(_span(job.begin_s(), end), phases)
         at_least = _least_total(job.earliest_s(), end, phases) if total is None else None
-        # No total (its begin was not read: a stray or duplicated GPU_END, a log followed from
-        # mid-proof): not known, never "ok" (it was counted among the proofs on time), unless
-        # what was read of it alone passes the deadline.
+        # Judged by its total, else by the least it can be (its begin not read: a log followed
+        # from mid-proof; 20 s read of a 30 s WinningPoSt is at risk): within the deadline,
+        # only a total is "ok"; without either, not known, never "ok" (it was counted among
+        # the proofs on time).
+        figure = total if total is not None else at_least
         verdict: ProofVerdict = "unknown"
-        if deadline is not None and total is not None:
-            verdict = "ok"
-            if total > deadline:
+        if deadline is not None and figure is not None:
+            if figure > deadline:
                 verdict = "late"
-            elif total > self.deadlines.at_risk_share * deadline:
+            elif figure > self.deadlines.at_risk_share * deadline:
                 verdict = "at_risk"
-        elif deadline is not None and at_least is not None:
-            # What was read of it alone: past the deadline it is late, past the at-risk line at
-            # risk (20 s read of a 30 s WinningPoSt was "not known").
-            if at_least > deadline:
-                verdict = "late"
-            elif at_least > self.deadlines.at_risk_share * deadline:
-                verdict = "at_risk"
+            elif total is not None:
+                verdict = "ok"
         queue, synth, gpu_wait, gpu, finalize = phases
         timing = ProofTiming(
             proof_kind=job.kind, queue_s=queue, synth_s=synth, gpu_wait_s=gpu_wait, gpu_s=gpu,
@@ -510,12 +506,13 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool) -> str:
     name = POST_KINDS.get(t.proof_kind, t.proof_kind)
     state = "" if t.done else " still running"
     limit = f" of its {t.deadline_s:g} s deadline" if t.deadline_s is not None else ""
-    since = (" (from synthesis start: its 'job enqueued' line was not read)"
-             if no_arrival and t.total_s is not None else "")
+    since = ""
+    if t.total_s is not None and no_arrival:
+        since = " (from synthesis start: its 'job enqueued' line was not read)"
+    elif t.total_s is None and t.verdict in ("late", "at_risk"):
+        since = " (its arrival and synthesis start not read: counted from its first line read)"
     behind = f" behind {t.behind_words()}" if t.waited_behind and t.gpu_wait_s else ""
     total = _total_words(t)
-    if t.total_s is None and t.verdict in ("late", "at_risk"):
-        since = " (its arrival and synthesis start not read: counted from its first line read)"
     words = (f"{name} {job_id}{state}: {total}{limit}{since} (queue {_s(t.queue_s)}, "
              f"synthesis {_s(t.synth_s)}, GPU wait {_s(t.gpu_wait_s)}{behind}, "
              f"GPU {_s(t.gpu_s)}"

@@ -416,13 +416,16 @@ def test_two_logs_one_repeating_the_others_lines_are_said_counted_twice_not_sile
                 if "repeats lines of" in p]
 
 
-def test_two_different_lines_whose_32_bit_checksums_agree_are_not_a_repeat() -> None:
+def test_two_different_lines_whose_32_bit_checksums_agree_are_not_a_repeat(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A line was known by a 32-bit crc of its time and text: two ordinary logs of a million
     lines each (cuzk's stdout and stderr), sharing none, matched by chance, and the report
     said one repeated the other, its events counted twice. One such pair, crc32 1359424544
-    both (found by search), is two lines."""
+    both (found by search), is two lines. Every line sampled here, so both are remembered."""
+    from gapwatch.offline import log_span
     from gapwatch.offline.log_span import Repeats
 
+    monkeypatch.setattr(log_span, "REPEAT_SAMPLE", 1)
     repeats = Repeats()
     for t_s, raw, stream in (
             (1700035769.85, "2023-11-14T22:13:17.397Z  INFO cuzk_core::engine: out job=715397 "
@@ -431,4 +434,4 @@ def test_two_different_lines_whose_32_bit_checksums_agree_are_not_a_repeat() -> 
              "partition=0 worker=0", "stderr.log")):
         repeats.see(LogEvent(t_wall_s=t_s, time_source="line", kind="tracing", name="x",
                              raw=raw, stream=stream))
-    assert repeats.notes() == []
+    assert len(repeats.seen) == 2 and repeats.notes() == []

@@ -346,6 +346,8 @@ def parse_logs_for(start_s: float, epoch: float | None, config: Config, log_path
             else None)
     split = part or spool_split(log_paths, config, epoch, span, progress)
     extra, counters = split or spool_logs(log_paths, config, epoch, span.observe, progress)
+    if span.repeats is not None:
+        span.repeats.seen.clear()  # all read: what was found stays, the sample is not needed
     return LogInput(extra, span, counters)
 
 

@@ -200,7 +200,7 @@ async def test_a_hundred_thousand_rows_fill_the_screen_up_to_its_cap_worst_first
     """Prometheus may answer 100,000 series a query: the table took all of them, 15 s of the UI
     thread at each refresh. It holds the worst MAX_SCREEN_ROWS (here 40 of 300, to stay quick)
     and the footer says how many more there are."""
-    monkeypatch.setattr(fleet_ui, "MAX_SCREEN_ROWS", 40, raising=False)
+    monkeypatch.setattr(fleet_ui, "MAX_SCREEN_ROWS", 40)
     async with _seventy_five_boxes(breakdown=70) as (_fake, app, _pilot, table):
         assert table.row_count == 40
         assert [str(c) for c in table.get_row_at(0)][:3] == ["box070:9400", "0", "BREAKDOWN"]

@@ -37,7 +37,8 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from gapwatch.base.host_connect import Resolver, connect_within
+# Read at each query (a monkeypatched value too): how long a looked-up address is used.
+from gapwatch.base.host_connect import RESOLVED_FOR_S, Resolver, connect_within
 
 #: What one answer may weigh: 200 GPUs' worth of series is ~100 KiB; 16 MiB leaves room for a
 #: farm of thousands and still bounds memory when Prometheus (or what answers in its place)
@@ -57,10 +58,6 @@ MAX_LABEL_CHARS = 256
 #: What a target's words (its `lastError`, `health`, `scrapeUrl`) may keep: Go's longest scrape
 #: error (a URL, an address, the innermost cause) is ~150 characters; a longer one ends in "…".
 MAX_TARGET_TEXT_CHARS = 256
-#: How long a looked-up address of Prometheus is used before it is looked up again (a refresh
-#: asks several queries; the system resolver's own cache, where there is one, is not Python's).
-#: Read at each query (`host_connect.Resolver.addresses`).
-RESOLVED_FOR_S = 30.0
 #: How long a targets answer is used before the API is asked again: a box stale for the whole
 #: `--lookback` kept a refresh every 5 s downloading every active target (up to 16 MiB, ~0.4 s
 #: of decoding on 2 cores); a reason is then at most this old (three refreshes).
@@ -400,15 +397,12 @@ class _Watchdog:
         self._lock = threading.Lock()
         self._done = False
         self.fired = False
-        self._timer = threading.Timer(timeout_s, self._fire)
+        self._timer = threading.Timer(timeout_s, self.fire)
         self._timer.daemon = True
         self._timer.start()
 
     def fire(self) -> None:
-        """Act as if the deadline had passed now (`PromClient.abort`)."""
-        self._fire()
-
-    def _fire(self) -> None:
+        """Shut the watched socket as the deadline does (the timer; `PromClient.abort` now)."""
         with self._lock:
             if self._done:
                 return

@@ -262,6 +262,10 @@ def build_rows(answers: dict[str, list[Series]], stale_after_s: float) -> list[F
             _fill(q, answers.get(q.field, []), rows, by_box)
     verdict_asked = "verdict" in answers
     for row in rows.values():
+        if "exported" in answers and row.gpu != "-" and row.up == 1.0 and row.exported is None:
+            # Only of a box scraped now: a dead box's series all go stale (its GPUs are not
+            # "no longer exported", its box is down).
+            row.exported = False
         row.stale = _stale(row, answers, stale_after_s)
         if not verdict_asked:
             # The verdict now unanswered: the newest of the lookback is shown, but whether it
@@ -275,7 +279,7 @@ def _stale(row: FleetRow, answers: dict[str, list[Series]], stale_after_s: float
            ) -> bool | None:
     """Is the row's state not fresh, by the questions Prometheus answered: its box not scraped
     now (`up`), its last good scrape too old (`age_s`), or, its box scraped, its GPU no longer
-    exported (`exported`, then set False on the row). A question that failed judges nothing
+    exported (`row.exported` False, set by `build_rows`). A question that failed judges nothing
     (a failed `up` made every row stale, a row `exported` showed live among them); with
     neither `up` nor `age_s` answered and nothing stale, freshness is not known (None): the
     state query reaches back a whole lookback, and a box dead for 50 minutes showed its last
@@ -285,10 +289,6 @@ def _stale(row: FleetRow, answers: dict[str, list[Series]], stale_after_s: float
         judged.append(row.up != 1.0)
     if "age_s" in answers:
         judged.append(row.age_s is None or row.age_s > stale_after_s)
-    if "exported" in answers and row.gpu != "-" and row.up == 1.0 and row.exported is None:
-        # Only of a box scraped now: a dead box's series all go stale (its GPUs are not
-        # "no longer exported", its box is down).
-        row.exported = False
     if row.exported is not None:
         judged.append(not row.exported)
     if any(judged):
@@ -329,8 +329,9 @@ def _fill(q: Query, series: list[Series], rows: dict[tuple[str, str], FleetRow],
 
 
 def _merged(name: str, group: list[Series]) -> list[Series]:
-    """What a box's box-level series of field `name` come to, as `_set` would leave a row after
-    setting them one by one (the last wins; `age_s` skips unknown values; idle adds up)."""
+    """What a box's box-level series of field `name` come to: the last one (as `_set` would
+    leave a row after setting them one by one), but `age_s` skips unknown values, `up` keeps
+    its highest (a box scraped by one job is scraped) and idle adds up by kind."""
     if name == "idle_s_5m":
         by_kind: dict[str, float] = {}
         for s in group:
@@ -347,7 +348,7 @@ def _merged(name: str, group: list[Series]) -> list[Series]:
         # Two jobs scraping one box: scraped by one is scraped (the last in Prometheus's order
         # won, and a canary job's 404 made a box scraped every 5 s stale).
         known = [s for s in group if s.value is not None]
-        return sorted(known, key=lambda s: s.value or 0.0)[-1:]
+        return [max(known, key=lambda s: s.value or 0.0)] if known else []
     return group[-1:]
 
 

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from gapwatch.base.background import Background
 from gapwatch.base.clock import Clock, SystemClock
-from gapwatch.base.host_connect import CUT_LOOK_S, RESOLVED_FOR_S, Resolver, connect_within
+from gapwatch.base.host_connect import CUT_LOOK_S, Resolver, connect_within
 from gapwatch.core.models import (
     Notice,
     NoticeLevel,
@@ -72,13 +72,15 @@ def prover_name(url: str) -> str:
     return urlsplit(url).netloc or url
 
 
-def _port(url: str) -> int:
-    """The URL's port; 80 when it names none (or one that is not a port: the URL's check at
-    start says so, `cuzk.config`)."""
+def _host_port(url: str) -> tuple[str, int]:
+    """The URL's host (127.0.0.1 when it names none) and port (80 when it names none, or one
+    that is not a port: the URL's check at start says so, `cuzk.config`)."""
+    parts = urlsplit(url)
     try:
-        return urlsplit(url).port or 80
+        port = parts.port or 80
     except ValueError:
-        return 80
+        port = 80
+    return parts.hostname or "127.0.0.1", port
 
 
 class _Answer(io.BytesIO):
@@ -106,7 +108,7 @@ def _connect(resolver: Resolver, host: str, deadline: float, timeout_s: float,
     did not answer held the poll, and every poll after it, for its own retries) and gave each
     address the whole timeout again. A lookup that ran out of time is `lookup_timeout`."""
     try:
-        addresses = resolver.addresses(deadline, stopped, RESOLVED_FOR_S)
+        addresses = resolver.addresses(deadline, stopped)
     except TimeoutError:
         if stopped():
             raise
@@ -182,8 +184,7 @@ def fetch_status(url: str, timeout_s: float, max_bytes: int = MAX_BODY_BYTES,
     path = parts.path or "/status"
     if parts.query:
         path += "?" + parts.query
-    host = parts.hostname or "127.0.0.1"
-    port = parts.port or 80
+    host, port = _host_port(url)
     netloc = f"[{host}]" if ":" in host else host
     request = (f"GET {path} HTTP/1.1\r\nHost: {netloc}:{port}\r\n"
                "Connection: close\r\nAccept: application/json\r\n\r\n").encode("latin-1")
@@ -265,9 +266,8 @@ class StatusPoller(Background):
         self._last_latency_ms: float | None = None
         self._last_ok_wall_s: float | None = None
         self._failing_since: int | None = None  # errors in a row, once a failure was said
-        parts = urlsplit(url)
         #: The host's addresses, looked up within each poll's deadline and kept a while.
-        self._resolver = Resolver(parts.hostname or "127.0.0.1", _port(url), _LOOKUP_THREAD)
+        self._resolver = Resolver(*_host_port(url), _LOOKUP_THREAD)
 
     def _loop(self) -> None:
         start = self.clock.monotonic_ns()

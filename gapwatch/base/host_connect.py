@@ -10,7 +10,8 @@ Here the lookup runs in a daemon thread, one at a time per host (a resolver that
 costs one thread, not one a query), its answer kept a while; the caller waits only until its
 deadline or its stop. `socket.create_connection` has the same flaw for connecting (a timeout per
 address, and a shutdown from another thread misses a socket not yet connecting):
-`connect_within` connects without blocking, looking at the deadline and the stop as it waits.
+`connect_within` connects without blocking, looking at the deadline and the stop as it waits;
+`connect_any` tries a host's addresses in turn within the one deadline.
 """
 
 from __future__ import annotations
@@ -129,3 +130,24 @@ def connect_within(sock: socket.socket, address: tuple[object, ...], deadline: f
             raise OSError(err, os.strerror(err))
     if stopped():
         raise TimeoutError
+
+
+def connect_any(addresses: list[AddrInfo], deadline: float, stopped: Callable[[], bool],
+                what: str) -> socket.socket:
+    """A socket connected to the first of `addresses` that takes it, each tried with what is
+    left of the one `deadline` (`connect_within`): `TimeoutError` once the deadline passes or
+    `stopped()` says so (for all the addresses, not the one); else the last refusal, or an
+    OSError saying `what` has no address."""
+    failure: OSError = OSError(f"no address for {what[:80]!r}")
+    for family, kind, proto, _name, address in addresses:
+        sock = socket.socket(family, kind, proto)
+        try:
+            connect_within(sock, address, deadline, stopped)
+            return sock
+        except TimeoutError:
+            sock.close()
+            raise
+        except OSError as exc:
+            sock.close()
+            failure = exc
+    raise failure

@@ -38,7 +38,7 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 # Read at each query (a monkeypatched value too): how long a looked-up address is used.
-from gapwatch.base.host_connect import RESOLVED_FOR_S, Resolver, connect_within
+from gapwatch.base.host_connect import RESOLVED_FOR_S, Resolver, connect_any
 
 #: What one answer may weigh: 200 GPUs' worth of series is ~100 KiB; 16 MiB leaves room for a
 #: farm of thousands and still bounds memory when Prometheus (or what answers in its place)
@@ -328,32 +328,26 @@ class PromClient:
                 raise
             raise PromError(f"no answer within {timeout_s:g} s (looking up "
                             f"{self._host[:80]!r} took longer)") from None
-        failure: OSError = OSError(f"no address for {self._host[:80]!r}")
-        for family, kind, proto, _name, address in addresses:
-            left = deadline - time.monotonic()
-            if left <= 0 or watchdog.fired:
-                raise TimeoutError
-            sock = socket.socket(family, kind, proto)
-            try:
-                connect_within(sock, address, deadline, lambda: watchdog.fired)
-                watchdog.watch(sock)  # shut at once if it fired meanwhile
-                with contextlib.suppress(OSError):  # as http.client: best effort
-                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                if tls is not None:
-                    # The handshake takes the socket's timeout as its whole deadline: the time
-                    # left, not a fresh `timeout_s`. Watched from its start (the wrapped
-                    # socket is a new one: the plain one is detached from its descriptor).
-                    sock.settimeout(max(0.001, deadline - time.monotonic()))
-                    sock = tls.wrap_socket(sock, server_hostname=self._host,
-                                           do_handshake_on_connect=False)
-                    watchdog.watch(sock)
-                    sock.do_handshake()
-                sock.settimeout(timeout_s)
-                return sock
-            except OSError as exc:
-                sock.close()
-                failure = exc
-        raise failure
+        sock = connect_any(addresses, deadline, lambda: watchdog.fired, self._host)
+        try:
+            watchdog.watch(sock)  # shut at once if it fired meanwhile
+            with contextlib.suppress(OSError):  # as http.client: best effort
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if tls is not None:
+                # The handshake takes the socket's timeout as its whole deadline: the time
+                # left, not a fresh `timeout_s`. Watched from its start (the wrapped socket
+                # is a new one: the plain one is detached from its descriptor). A failed
+                # handshake tries no other address, as `HTTPSConnection.connect`.
+                sock.settimeout(max(0.001, deadline - time.monotonic()))
+                sock = tls.wrap_socket(sock, server_hostname=self._host,
+                                       do_handshake_on_connect=False)
+                watchdog.watch(sock)
+                sock.do_handshake()
+            sock.settimeout(timeout_s)
+            return sock
+        except OSError:
+            sock.close()
+            raise
 
     def _exchange(self, conn: http.client.HTTPConnection, method: str, path: str,
                   data: bytes | None, watchdog: _Watchdog) -> bytes:

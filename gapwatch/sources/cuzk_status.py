@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from gapwatch.base.background import Background
 from gapwatch.base.clock import Clock, SystemClock
-from gapwatch.base.host_connect import CUT_LOOK_S, Resolver, connect_within
+from gapwatch.base.host_connect import CUT_LOOK_S, Resolver, connect_any
 from gapwatch.core.models import (
     Notice,
     NoticeLevel,
@@ -115,19 +115,7 @@ def _connect(resolver: Resolver, host: str, deadline: float, timeout_s: float,
         raise StatusError("lookup_timeout", f"looking up {host[:80]!r} took longer than "
                                             f"{timeout_s:g} s (the system's resolver does "
                                             "not answer)") from None
-    failure: OSError = OSError(f"no address for {host[:80]!r}")
-    for family, kind, proto, _name, address in addresses:
-        sock = socket.socket(family, kind, proto)
-        try:
-            connect_within(sock, address, deadline, stopped)
-            return sock
-        except TimeoutError:
-            sock.close()
-            raise  # the deadline (or the stop) is for all the addresses
-        except OSError as exc:
-            sock.close()
-            failure = exc
-    raise failure
+    return connect_any(addresses, deadline, stopped, host)
 
 
 def _receive(sock: socket.socket, deadline: float, max_bytes: int, timeout_s: float,

@@ -358,6 +358,7 @@ def test_record_runs_the_command_on_a_late_post_a_restart_and_a_prover_error(
 @pytest.mark.parametrize(("program", "said"), [
     ("{tmp}/no-such-hook", "No such file or directory"),
     ("{tmp}", "is a directory, not a command"),
+    ("/dev/null", "is a character device, not a command"),
     ("{tmp}/hook.sh", "is not executable (chmod +x it, or name its interpreter"),
     ("gapwatch-no-such-hook-anywhere", "no such command on PATH"),
 ])

@@ -102,11 +102,11 @@ HEALTH_CELL_WIDTH: Final = 19
 def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None,
                 digits: int = 1) -> str:
     """One GPU's health in `HEALTH_CELL_WIDTH + digits - 1` columns, `0  60G 52° 64%!c 92`: the
-    GPU's index whole in `digits` columns and a space (cut to two digits, GPU 100 read as GPU 0
-    and GPU 12 with 141 GiB used as `12141G`), GPU memory used (GiB), temperature (°C), power
-    as a share of its limit, `!` when something slows the clocks (the header names it for the
-    selected GPU), the chaining figure (`c`, %); `?` for a missing reading. The help and
-    docs/dashboard.md give the legend."""
+    GPU's index whole in `digits` columns and a space (an index cut to two digits read GPU 100
+    as GPU 0, and one without the space GPU 12 with 141 GiB used as `12141G`), GPU memory used
+    (GiB), temperature (°C), power as a share of its limit, `!` when something slows the
+    clocks (the header names it for the selected GPU), the chaining figure (`c`, %); `?` for a
+    missing reading. The help and docs/dashboard.md give the legend."""
     mem = temp = power = chain = "?"
     flag = " "
     if h is not None:

@@ -153,9 +153,7 @@ class RestartWatch:
         sign = f"a new {r.name} pid {r.pid} on GPU {r.gpu}"
         restart = self._last_restart_s
         if restart is not None and restart >= last_seen - SAME_RESTART_S:
-            if self._run is not None and len(self._run.signs) < MAX_SIGNS \
-                    and sign not in self._run.signs:
-                self._run.signs.append(sign)
+            self._note_run_sign(sign)
             return []
         return self._sign(r.t_wall_s, sign)
 
@@ -192,12 +190,18 @@ class RestartWatch:
         return [ProverEvent(t_wall_s=t_s, kind="restart", level="warning", message=message)]
 
     def _remember(self, sign: str, t_s: float) -> None:
-        """A sign of the latest restart, remembered while fewer than `MAX_SIGNS` are (see
-        there): memory and the time of each sign stay bounded."""
-        if len(self._signs) < MAX_SIGNS and sign not in self._signs:
+        """A new sign of the latest restart (its caller knows it is new), remembered while
+        fewer than `MAX_SIGNS` are (see there): memory and the time of each sign stay
+        bounded."""
+        if len(self._signs) < MAX_SIGNS:
             self._signs[sign] = t_s
-            if self._run is not None and len(self._run.signs) < MAX_SIGNS:
-                self._run.signs.append(sign)
+            self._note_run_sign(sign)
+
+    def _note_run_sign(self, sign: str) -> None:
+        """`sign` among the latest run's signs (said in its cost), at most `MAX_SIGNS`."""
+        run = self._run
+        if run is not None and len(run.signs) < MAX_SIGNS and sign not in run.signs:
+            run.signs.append(sign)
 
     # -- its cost -----------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from gapwatch.base.input_files import file_kind
 from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.models import Gap, Notice, ProverEvent, Record, SessionHeader, StateChange
@@ -415,10 +416,8 @@ def program_problem(program: str) -> str | None:
         mode = os.stat(program).st_mode
     except OSError as exc:
         return f"{program!r}: {exc.strerror or exc}"
-    if stat.S_ISDIR(mode):
-        return f"{program!r} is a directory, not a command"
     if not stat.S_ISREG(mode):
-        return f"{program!r} is not a regular file"
+        return f"{program!r} is {file_kind(mode)}, not a command"
     if not os.access(program, os.X_OK):
         return (f"{program!r} is not executable (chmod +x it, or name its interpreter: "
                 f"--on-event 'sh {program}')")

@@ -465,13 +465,12 @@ class GapwatchApp(App[int]):
         up to 13 rows for 8 s, stacked on the right half of the pane: at 80x24 they covered it
         for as long as the storm lasted. The oldest go; the footer's alert keeps the latest,
         the help screen's status and the recording keep every notice. (Textual adds a toast
-        when its Notify message is handled: here, so a burst is trimmed as it lands.)"""
-        super()._on_notify(event)
+        when its Notify message is handled: here, so a burst is trimmed as it lands, the
+        oldest let go before the new one is added and the toasts drawn once.)"""
         shown = list(self._notifications)
-        for old in shown[:-MAX_TOASTS]:
+        for old in shown[:max(0, len(shown) - MAX_TOASTS + 1)]:
             self._unnotify(old, refresh=False)
-        if len(shown) > MAX_TOASTS:
-            self._refresh_notifications()
+        super()._on_notify(event)
 
     def on_snapshot_finished(self, message: SnapshotFinished) -> None:
         self._snapshot_busy = False

@@ -67,7 +67,7 @@ def evidence_lines(gap: Gap, lacks: Sequence[str]) -> list[str]:
     out = ["", "evidence"]
     if gap.prover_cause:
         out.append(f"  the prover says it waited: {gap.prover_cause.replace('_', ' ')}")
-    out += [f"  {fmt.visible(e)}" for e in gap.prover_evidence]
+    out += [f"  {e}" for e in gap.prover_evidence]
     if len(out) == 2:
         out.append("  none from the prover: " + (
             "gapwatch lacks" if lacks else "it named no wait around this gap"))
@@ -102,7 +102,7 @@ def copy_lines(copies: CopiesEvidence) -> list[str]:
     if not copies.kinds() and not known(copies.traced):
         out.append("  no copy trace: kind inferred, not measured")
     for p in copies.process_list():
-        out.append(f"  process {p.pid} ({fmt.visible(p.name or '?')}): pinned "
+        out.append(f"  process {p.pid} ({p.name or '?'}): pinned "
                    f"{fmt.size(p.pinned_bytes or 0)}, heap {fmt.size(p.heap_bytes or 0)}")
     return out
 
@@ -120,7 +120,7 @@ def partition_lines(gap: Gap) -> list[str]:
             if what and what not in names:
                 names.append(what)
     for part, names in sorted(seen.items()):
-        out.append(f"  partition {part}: {', '.join(fmt.visible(n) for n in names[:4])}")
+        out.append(f"  partition {part}: {', '.join(names[:4])}")
     if gap.prover_states:
         last = gap.prover_states[-1]
         out.append(f"  workers at the prover's last snapshot: {last.workers or '?'} "

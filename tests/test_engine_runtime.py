@@ -298,7 +298,7 @@ E2E = Path(__file__).parent / "data" / "h200-e2e" / "pageable"
 
 
 def report_events(logs: list[str]) -> list[object]:
-    from gapwatch.logs.files import parse_log_files
+    from parsed_logs import parse_log_files
 
     return list(parse_log_files(logs, Config())[0])
 

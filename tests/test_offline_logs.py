@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 from msgspec.structs import replace
+from parsed_logs import parse_log_files
 
 from gapwatch.cli import main
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent
-from gapwatch.logs.files import LogFile, parse_log_files
+from gapwatch.logs.files import LogFile
 from gapwatch.logs.parse import LogParser
 from gapwatch.logs.tail import LineSplitter
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from faults import until
+from parsed_logs import parse_log_files
 from session_fakes import KeptRecords
 from shared_files import write_sim_with_log
 
@@ -18,7 +19,7 @@ from gapwatch.cli import main
 from gapwatch.config import Config, build_config
 from gapwatch.core.models import GpuSample, LogEvent, Notice
 from gapwatch.engine.runtime import build_runtime
-from gapwatch.logs.files import merge_by_time, parse_log_files
+from gapwatch.logs.files import merge_by_time
 from gapwatch.offline import gap_spool
 from gapwatch.offline.replay_logs import LogPass
 from gapwatch.offline.report import build_report

@@ -442,7 +442,9 @@ def test_the_daemons_last_start_is_found_across_the_chunks_it_is_read_in(
 def sim_log_inside(sim_with_log: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
                    ) -> Path:
     """The simulated recording with its log's events inside, as `record --log` writes them."""
-    from gapwatch.logs.files import merge_by_time, parse_log_files
+    from parsed_logs import parse_log_files
+
+    from gapwatch.logs.files import merge_by_time
     from gapwatch.sinks.recorder import write_recording
     from gapwatch.sources.files import read_any
 
@@ -483,7 +485,9 @@ def test_lines_that_only_mention_the_daemons_start_cost_one_line_each_not_a_mb(
     """The byte search back for the daemon's start finds its words in any line (`not starting
     cuzk engine yet`): each such line had a MB of lines decoded around it (3,000 of them:
     50 s). Only the real start's lines are read around."""
-    from gapwatch.logs.files import merge_by_time, parse_log_files
+    from parsed_logs import parse_log_files
+
+    from gapwatch.logs.files import merge_by_time
     from gapwatch.sinks.recorder import write_recording
     from gapwatch.sources.files import read_any
 

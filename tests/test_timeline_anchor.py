@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from cuzk_fakes import WAITS_ON_SYNTHESIS
+from parsed_logs import parse_log_files
 
 from gapwatch.config import build_config
 from gapwatch.core.models import GpuInfo, GpuSample, LogEvent, ProverStatus
@@ -19,7 +20,6 @@ from gapwatch.cuzk.pipeline import timeline_epoch
 from gapwatch.cuzk.status import parse_status
 from gapwatch.engine.runtime import build_runtime
 from gapwatch.engine.session import default_header
-from gapwatch.logs.files import parse_log_files
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.report import recorded_timeline_epoch
 from gapwatch.sinks.recorder import write_recording

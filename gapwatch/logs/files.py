@@ -210,30 +210,12 @@ def _next_data(fd: int, pos: int) -> int | None:
         return pos  # EINVAL: no SEEK_DATA on this filesystem; read on
 
 
-def parse_log_files(
-    paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None,
-) -> tuple[list[LogEvent], dict[str, int]]:
-    """Parse whole prover log files into events sorted by time, and the parser's counters
-    (with `nul_bytes` and `cut_lines`, as the tailer counts them, when there were any).
-    `timeline_epoch_s`: TIMELINE's offset 0 from the recording's `/status` snapshots, for logs
-    whose anchor line is not in them (`gapwatch.cuzk.pipeline.timeline_epoch`).
-
-    Raises:
-        OSError: a file cannot be read (the caller says which and stops: a log given on the
-            command line that cannot be read is a usage error, not something to skip).
-    """
-    counters: dict[str, int] = {}
-    events = list(log_file_events(paths, config, timeline_epoch_s, counters))
-    events.sort(key=lambda e: e.t_wall_s)
-    return events, counters
-
-
 def log_file_events(
     paths: Iterable[str], config: Config, timeline_epoch_s: float | None,
     counters: dict[str, int], on_read: Callable[[str, int], object] | None = None,
 ) -> Iterator[LogEvent]:
     """The events of whole prover log files as parsed, file after file (not sorted: sorting is
-    the caller's, `parse_log_files` in memory, `gapwatch.offline.report.spool_logs` on disk);
+    the caller's: `gapwatch.offline.report.spool_logs`, on disk);
     `counters` gets the parser's counters once the last file is read; `on_read`: see
     `LogFile`. Raises OSError."""
     parser = offline_parser(config, timeline_epoch_s)

@@ -12,7 +12,9 @@ end; each H2D copy's GPU, memory kind, end, bytes and time), so that the second 
 with the first's report gone. Then both sides are cut into the same fixed windows
 (`compare_windows`; the window is the largest of 60, 30, 20, 10, 5, 3, 2, 1 s giving the shorter
 side 8 whole windows, or `--window`), and each figure's windows are tested
-(`compare_stats.judge`: Mann-Whitney U, p < 0.01, and a change above a floor).
+(`compare_stats.judge`: Mann-Whitney U, p < 0.01, and a change above a floor). The whole-run
+partitions per hour, of all GPUs and of each, is the report's rule (`gapwatch.offline.
+throughput`), not the windows' sum.
 
 Load is not a gain: idle for want of work (the prover's `/status` cause `no_work`) is a figure of
 its own, never judged; when it differs measurably between the sides, the figures it moves (busy
@@ -484,7 +486,8 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
                                                   dict[int, dict[str, float | None]]]:
     """Each GPU's (and `ALL`'s) figures per usable window, and over the whole side (the same
     accumulators summed over every window, the last partial one too; busy share: the
-    report's; per hour of the GPU's working span, partitions of `ALL` per hour of the side's).
+    report's; per hour of the GPU's working span; partitions per hour: `throughput`'s, of all
+    GPUs and of each).
     A side `unwindowed` gives no window values: its accumulators are one window over all it
     holds, for the whole-run figures."""
     start = side.start_s

@@ -457,16 +457,17 @@ def _undecoded(line: bytes, why: str, provers: dict[str, ProverStatus]) -> Recor
     return why if repaired is None else repaired
 
 
-#: How the recorder's marker for an unchanged prover snapshot begins (`ProverUnchanged`).
-PROVER_SAME_PREFIX: Final = b'{"type":"prover_same",'
+#: The type name of the recorder's marker for an unchanged prover snapshot
+#: (`ProverUnchanged`), as its line holds it near its start.
+PROVER_SAME_TYPE: Final = b'"prover_same"'
 
 
 def _is_unchanged_marker(line: bytes) -> bool:
-    """A `ProverUnchanged` marker: as the recorder writes it (its prefix), or as another JSON
-    writer would (a recording edited by hand and saved with spaces after the colons: every
-    such marker was a bad record, and each snapshot it stood for was lost). Asked of the
-    lines the codec refused only."""
-    return line.startswith(PROVER_SAME_PREFIX) or b'"prover_same"' in line[:256]
+    """A `ProverUnchanged` marker, as the recorder writes it or as another JSON writer would
+    (a recording edited by hand and saved with spaces after the colons: known by the
+    recorder's exact prefix, every such marker was a bad record, each snapshot it stood for
+    lost). Asked of the lines the codec refused only."""
+    return PROVER_SAME_TYPE in line[:256]
 
 
 def _unchanged(line: bytes, provers: dict[str, ProverStatus]) -> ProverStatus | str:

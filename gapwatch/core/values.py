@@ -32,8 +32,9 @@ def count_field(value: FieldValue) -> int | None:
     """An int field that counts or sizes something (workers, buffers, GiB, ms: what a Rust
     prover holds in an unsigned integer), or None: a negative one is no count, and taken as
     given it was advised on ("raise it above -5"). Fields that may be negative (a signed
-    offset) are read with `int_field`. The pipeline's facts and the settings count what they
-    drop (`is_bad_count`); the partition table's durations are left None ("-") uncounted."""
+    offset) are read with `int_field`. The pipeline's facts keep what they drop and the
+    advice names it, the settings count it (`is_bad_count`); the partition table's durations
+    are left None ("-"), unsaid."""
     return value if type(value) is int and value >= 0 else None
 
 

@@ -336,9 +336,9 @@ class PipelineFacts(_Limits):
         self.errors: deque[tuple[float, str]] = deque(maxlen=HISTORY)
         #: `starting cuzk engine` lines read (each starts a run: in-flight state is reset).
         self.runs = 0
-        #: Count fields that were not counts (`synth_worker_count=-5`): dropped (None, never
-        #: 0) and counted; the latest such value of each field while no good one replaced it.
-        self.dropped_fields = 0
+        #: Count and size fields that were none (`synth_worker_count=-5`): dropped (None,
+        #: never 0), the latest such value of each while no good one replaced it (the view's
+        #: `dropped`, which the advice names).
         self.dropped: dict[str, int | float] = {}
 
     # -- feeding -------------------------------------------------------------------------------
@@ -460,28 +460,28 @@ class PipelineFacts(_Limits):
 
     def _count(self, f: dict[str, FieldValue], key: str) -> int | None:
         """A count or size of cuzk's lines (a Rust unsigned integer): a negative one is no
-        count, dropped (None) and counted (`dropped_fields`, `dropped`)."""
+        count, dropped (None) and kept in `dropped`."""
         value = f.get(key)
         n = count_field(value)
-        if n is not None:
-            self.dropped.pop(key, None)
-        elif is_bad_count(value):
-            self.dropped_fields += 1
-            self.dropped[key] = value
+        self._judged(key, n, value if is_bad_count(value) else None)
         return n
 
     def _gib(self, f: dict[str, FieldValue], key: str) -> float | None:
         """A size in GiB of cuzk's lines (an `f64` of bytes it counts): a negative one is no
-        size, dropped and counted as a negative count is (`total_gib=-20` took the pool's
-        size below zero)."""
+        size, dropped as a negative count is (`total_gib=-20` took the pool's size below
+        zero)."""
         n = _num(f.get(key))
-        if n is not None and n < 0:
-            self.dropped_fields += 1
-            self.dropped[key] = n
-            return None
-        if n is not None:
+        good = n if n is not None and n >= 0 else None
+        self._judged(key, good, n if good is None else None)
+        return good
+
+    def _judged(self, key: str, good: float | None, bad: float | None) -> None:
+        """`dropped` after a field was read: a good value lets go of a bad one before it, a
+        bad one is kept (its latest)."""
+        if good is not None:
             self.dropped.pop(key, None)
-        return n
+        elif bad is not None:
+            self.dropped[key] = bad
 
     def _pool(self, msg: str, f: dict[str, FieldValue], t: float) -> None:
         pool = self.pool

@@ -44,20 +44,20 @@ def add_on_event_arguments(p: argparse.ArgumentParser) -> None:
                    help="kill CMD after S seconds (default 10)")
 
 
-def on_event_refused(args: argparse.Namespace, command: str) -> bool:
-    """Whether `--on-event CMD` is refused (said in one line): words that cannot be split, or
-    a program that cannot be run. Checked before the runtime is built, so nothing (a recording,
-    a listening socket) is made for a command that stops at once."""
+def on_event_argv(args: argparse.Namespace) -> list[str] | None:
+    """`--on-event CMD` as the words to run (None without the flag). Checked before the
+    runtime is built, so nothing (a recording, a listening socket) is made for a command that
+    stops at once; the hook is then started with these words, not checked again.
+
+    Raises:
+        ValueError: words that cannot be split, or a program that cannot be run (the caller
+            says it in one line, exit 2).
+    """
     if not args.on_event:
-        return False
+        return None
     from gapwatch.engine.events import checked_command
 
-    try:
-        checked_command(args.on_event)
-    except ValueError as exc:
-        say(f"gapwatch {command}: {exc}")
-        return True
-    return False
+    return checked_command(args.on_event)
 
 
 def cannot_read(exc: OSError) -> str:

@@ -21,7 +21,7 @@ from gapwatch.commands import (
     add_cuzk_status_argument,
     add_on_event_arguments,
     argtypes,
-    on_event_refused,
+    on_event_argv,
     say_sim_status,
 )
 from gapwatch.commands.copytrace import add_copytrace_flag
@@ -53,7 +53,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if not args.out and not config.prometheus.listen:
         say("gapwatch record: give --out FILE, --prometheus HOST:PORT, or both")
         return 2
-    if on_event_refused(args, "record"):
+    try:
+        argv = on_event_argv(args)
+    except ValueError as exc:
+        say(f"gapwatch record: {exc}")
         return 2
     # Signals first: a SIGTERM while NVML starts must still end in a clean stop.
     with StopSignals() as stop:
@@ -64,11 +67,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         except STARTUP_ERRORS as exc:
             say(f"gapwatch record: {exc}")
             return 2
-        try:
-            hook = event_hook_for(args.on_event, rt, config, args.on_event_timeout)
-        except ValueError as exc:
-            say(f"gapwatch record: {exc}")
-            return 2
+        hook = event_hook_for(argv, rt, config, args.on_event_timeout)
         states: dict[int, str] = {}
 
         def listen(ev: Gap | StateChange | Notice) -> None:

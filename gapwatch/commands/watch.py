@@ -13,7 +13,7 @@ from gapwatch.commands import (
     add_cuzk_status_argument,
     add_on_event_arguments,
     argtypes,
-    on_event_refused,
+    on_event_argv,
 )
 from gapwatch.commands.copytrace import add_copytrace_flag
 from gapwatch.commands.recording_args import add_output_arguments, exists_policy
@@ -34,7 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    if on_event_refused(args, "watch"):
+    try:
+        argv = on_event_argv(args)
+    except ValueError as exc:
+        say(f"gapwatch watch: {exc}")
         return 2
     try:
         require_terminal("watch")
@@ -45,11 +48,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     except STARTUP_ERRORS as exc:
         say(f"gapwatch watch: {exc}")
         return 2
-    try:
-        hook = event_hook_for(args.on_event, rt, config, args.on_event_timeout)
-    except ValueError as exc:
-        say(f"gapwatch watch: {exc}")
-        return 2
+    hook = event_hook_for(argv, rt, config, args.on_event_timeout)
     from gapwatch.ui import start_and_show
 
     try:

@@ -438,20 +438,16 @@ def checked_command(text: str) -> list[str]:
     return argv
 
 
-def start_event_hook(command: str, rt: Runtime, config: Config,
+def start_event_hook(argv: list[str], rt: Runtime, config: Config,
                      timeout_s: float = 10.0) -> EventHook:
-    """Build the hook for `--on-event COMMAND` over the runtime's session, subscribe it and start
-    its thread (call before `rt.start()`; `hook.stop()` after `rt.stop()`).
+    """Build the hook for `--on-event` (its words, `checked_command`'s) over the runtime's
+    session, subscribe it and start its thread (call before `rt.start()`; `hook.stop()` after
+    `rt.stop()`).
 
     Facts come from the store at the time the command runs; on `breakdown_entered` a snapshot
     folder is written first (without the screenshot), as the dashboard writes one, when
     `[snapshot] auto` is on, at most one per `[snapshot] auto_min_interval_s`.
-
-    Raises:
-        ValueError: the command cannot be split into words, is empty, or its program cannot
-            be run (`checked_command`).
     """
-    argv = checked_command(command)
     last_snapshot: list[float] = []
 
     def notify(level: str, message: str) -> None:
@@ -483,18 +479,8 @@ def start_event_hook(command: str, rt: Runtime, config: Config,
     return hook
 
 
-def event_hook_for(on_event: str | None, rt: Runtime, config: Config,
+def event_hook_for(argv: list[str] | None, rt: Runtime, config: Config,
                    timeout_s: float) -> EventHook | None:
-    """`--on-event` as `watch` and `record` take it: the hook started over the runtime, or None
-    without the flag.
-
-    Raises:
-        ValueError: the command cannot be split into words (the runtime is stopped first).
-    """
-    if not on_event:
-        return None
-    try:
-        return start_event_hook(on_event, rt, config, timeout_s)
-    except ValueError:
-        rt.stop()
-        raise
+    """`--on-event` as `watch` and `record` take it (`commands.on_event_argv`): the hook
+    started over the runtime, or None without the flag."""
+    return None if argv is None else start_event_hook(argv, rt, config, timeout_s)

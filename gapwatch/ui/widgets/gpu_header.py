@@ -62,7 +62,6 @@ CHAIN_CELL_WIDTH = 15
 CELL_GAP = 1
 
 
-
 def latest_gap(gaps: tuple[Gap, ...], gpu: int) -> Gap | None:
     """The newest gap of `gpu` (the ledger's view holds no retracted gaps)."""
     for gap in reversed(gaps):

@@ -173,9 +173,9 @@ def spool_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | N
                progress: Progress | None = None,
                ) -> tuple[EventSpool, dict[str, int]]:
     """The `--log` files parsed (`logs.files.log_file_events`), the events held on disk: read
-    back sorted by time (equal times in the order parsed), one at a time; `observe` sees each as it is parsed (`LogSpan.observe`);
-    `progress` is told how far the files are read. The caller closes the spool. Raises
-    OSError."""
+    back sorted by time (equal times in the order parsed), one at a time; `observe` sees each
+    as it is parsed (`LogSpan.observe`); `progress` is told how far the files are read. The
+    caller closes the spool. Raises OSError."""
     counters: dict[str, int] = {}
     spool = EventSpool()
     paths = list(paths)

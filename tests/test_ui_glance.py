@@ -340,3 +340,45 @@ async def test_a_posts_verdict_leads_the_footers_alert_at_80_columns(tmp_path: P
             footer = screen_text(app).splitlines()[-2]
         assert footer.startswith(lead), footer
         assert " ok" not in footer and "0.0 s" not in footer
+
+
+def test_a_late_post_keeps_the_footers_alert_over_a_later_restart_warning(tmp_path: Path
+                                                                          ) -> None:
+    """A late WinningPoSt (an error) and then, within the alert's 5 minutes, a restart (a
+    warning): the footer had only room for the latest, so the operator who looked up saw a
+    restart and not the lost block. The worst stays (an error before a warning, then the
+    latest), and the others are counted on the line; past the 5 minutes none is said."""
+    from gapwatch.core.models import ProofTiming, ProverEvent
+    from gapwatch.engine.runtime import PROVER_ALERT_S, _prover_alert
+
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)  # GPU data up to WALL0_S + 60
+    late = ProofTiming("winning-post", total_s=35.1, deadline_s=30.0, verdict="late")
+    rt.store.append(ProverEvent(t_wall_s=WALL0_S + 10.0, kind="proof", level="error",
+                                message="WinningPoSt winpost-1000-1a2b3c02: 35.1 s", proof=late,
+                                job_id="winpost-1000-1a2b3c02"))
+    rt.store.append(ProverEvent(t_wall_s=WALL0_S + 40.0, kind="restart", level="warning",
+                                message="prover restarted"))
+    rt.store.append(ProverEvent(t_wall_s=WALL0_S + 45.0, kind="restart_cost", level="warning",
+                                message="restart cost 5.0 s"))
+    alert = _prover_alert(rt.store)
+    assert alert is not None
+    assert alert.startswith("prover proof LATE at ") and "winpost-1000-1a2b3c02" in alert
+    assert alert.endswith("(+2 more)")
+
+    # Two errors: the latest of them; a warning alone: itself, nothing more counted.
+    rt.store.append(ProverEvent(t_wall_s=WALL0_S + 50.0, kind="error", level="error",
+                                message="CUDA error 700"))
+    assert (_prover_alert(rt.store) or "").startswith("prover error")
+    only_warning = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(only_warning.store)
+    only_warning.store.append(ProverEvent(t_wall_s=WALL0_S + 40.0, kind="restart",
+                                          level="warning", message="prover restarted"))
+    assert "more)" not in (_prover_alert(only_warning.store) or "more)")
+
+    # Past the alert's window of data, the late proof is no longer said.
+    old = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(old.store)
+    old.store.append(ProverEvent(t_wall_s=WALL0_S + 59.0 - PROVER_ALERT_S - 1.0, kind="proof",
+                                 level="error", message="WinningPoSt late", proof=late))
+    assert _prover_alert(old.store) is None

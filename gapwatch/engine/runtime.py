@@ -258,8 +258,14 @@ PROVER_ALERT_S = 300.0
 
 
 def _prover_alert(store: SeriesStore) -> str | None:
-    ev = store.prover_alert(PROVER_ALERT_S)
-    return alert_line(ev) if ev is not None else None
+    """The footer's prover alert: the worst recent event's line, and how many others (their
+    words are in the toasts, `record`'s stderr and the report)."""
+    found = store.prover_alert(PROVER_ALERT_S)
+    if found is None:
+        return None
+    ev, others = found
+    line = alert_line(ev)
+    return f"{line} (+{others} more)" if others else line
 
 
 #: Data seconds after a blind spot ended during which the footer alerts about it.

@@ -230,19 +230,29 @@ class SeriesStore:
             self._hw_counts[key] = self._hw_counts.get(key, 0) + event.count
             self._version += 1
 
-    def prover_alert(self, within_s: float) -> ProverEvent | None:
-        """The latest prover warning or error (a late PoSt, a restart, an error, a lost job)
-        while it is recent: within `within_s` of data time before the newest GPU reading (the
-        footer asks every second: cheap)."""
+    def prover_alert(self, within_s: float) -> tuple[ProverEvent, int] | None:
+        """The worst recent prover warning or error (a late PoSt, a restart, an error, a lost
+        job) and how many other warnings and errors are as recent: within `within_s` of data
+        time before the newest GPU reading (the footer asks every second: cheap).
+
+        Worst is an error before a warning, then the latest: a restart's warning a minute
+        after a late WinningPoSt must not push the late proof off the pane's one alert line
+        while it is still recent (the operator looking up then would see only the warning)."""
         with self._lock:
             newest = max((d[-1].t_wall_s for d in self._gpu.values() if d), default=None)
+            worst: ProverEvent | None = None
+            recent = 0
             for ev in reversed(self._prover_events):
                 if ev.level == "info":
                     continue
-                if newest is None or newest - ev.t_wall_s <= within_s:
-                    return ev
-                return None
-            return None
+                if newest is not None and newest - ev.t_wall_s > within_s:
+                    # Not `break`: the deque is in the order the watcher made its events,
+                    # from inputs read at their own pace, not ordered by time (500 at most).
+                    continue
+                recent += 1
+                if worst is None or (ev.level == "error" and worst.level != "error"):
+                    worst = ev
+            return (worst, recent - 1) if worst is not None else None
 
     def blind(self) -> tuple[tuple[BlindSpot, ...], tuple[int, float], list[Bye], float | None]:
         """What the footer says of blind spots, cheaply (it asks every second): the latest

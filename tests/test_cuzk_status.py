@@ -520,3 +520,21 @@ def test_a_status_url_whose_path_is_not_ascii_reaches_the_server_percent_encoded
     assert status_url("127.0.0.1:1/a%20b") == "http://127.0.0.1:1/a%20b"  # kept as given
     with pytest.raises(ValueError, match="ASCII"):
         status_url("пример.рф:9821")
+
+
+def test_a_reason_phrase_or_status_line_of_sixty_kilobytes_is_said_cut() -> None:
+    """The server's own words in a failure (an HTTP reason phrase, a status line that is not
+    HTTP) went whole into the notice: 60 KB a message, to stderr, the toast and the recording,
+    once for each of up to 900 `http_<code>` reasons (the document's texts are cut to
+    `MAX_TEXT_CHARS`; these were not)."""
+    words = "\x1b]52;c;aGVsbG8=\x07" + "R" * 60_000
+    script = [f"HTTP/1.1 503 {words}\r\nContent-Length: 0\r\n\r\n".encode(),
+              f"XTTP/1.1 {words}\r\nContent-Length: 0\r\n\r\n".encode()]
+    notices: list[Notice] = []
+    with CuzkStatusServer(respond=lambda _line: script.pop(0)) as server:
+        poller = StatusPoller(server.url, 1.0, 2.0, lambda _s: None, notices.append,
+                              clock=FakeClock())
+        assert poller.poll_once() is None and poller.poll_once() is None
+    assert poller.status().errors == {"http_503": 1, "connection": 1}
+    assert len(notices) == 2
+    assert all(len(n.message) < 400 and "RRRR…" in n.message for n in notices)

@@ -13,7 +13,6 @@ from pydantic import Field, field_validator
 
 from gapwatch.core.config import Section
 
-
 #: What a path or query keeps as it is (RFC 3986's reserved characters, and `%` so that an
 #: escape given stays one); the rest is percent-encoded UTF-8.
 _URL_SAFE = "/%:@!$&'()*+,;="

@@ -17,6 +17,7 @@ from cuzk_fakes import WAITS_ON_SYNTHESIS, cuzk_doc, ok_answer, truncated_answer
 from evaluation.simulate import ListSink
 from gapwatch.base.clock import FakeClock
 from gapwatch.core.models import GpuInfo, GpuSample, Notice, ProverStatus
+from gapwatch.cuzk.config import status_url
 from gapwatch.cuzk.status import (
     MAX_PARTITIONS_PER_POLL,
     MAX_PIPELINES_PER_POLL,
@@ -501,3 +502,39 @@ def test_a_stop_is_not_held_by_a_server_that_has_not_answered() -> None:
     finally:
         listener.close()
     assert not running and poller.status().polls == 0
+
+
+def test_a_status_url_whose_path_is_not_ascii_reaches_the_server_percent_encoded() -> None:
+    """`--cuzk-status '127.0.0.1:9821/статус'` (or a path with a space): the request was
+    encoded as latin-1 and never sent (every poll an `internal` failure, `gapwatch could not
+    read it: UnicodeEncodeError`), or sent with a space splitting its request line. The path
+    goes as a browser sends it, percent-encoded UTF-8; a host that is not ASCII is refused at
+    start."""
+    with CuzkStatusServer(lambda: WAITS_ON_SYNTHESIS) as server:
+        url = status_url(f"127.0.0.1:{server.port}/статус dir?a=é")
+        poller = StatusPoller(url, 1.0, 2.0, lambda _s: None, clock=FakeClock())
+        assert poller.poll_once() is None  # the stand-in serves /status alone
+        assert server.request_lines == [
+            "GET /%D1%81%D1%82%D0%B0%D1%82%D1%83%D1%81%20dir?a=%C3%A9 HTTP/1.1"]
+    assert poller.status().errors == {"http_404": 1}
+    assert status_url("127.0.0.1:1/a%20b") == "http://127.0.0.1:1/a%20b"  # kept as given
+    with pytest.raises(ValueError, match="ASCII"):
+        status_url("пример.рф:9821")
+
+
+def test_a_reason_phrase_or_status_line_of_sixty_kilobytes_is_said_cut() -> None:
+    """The server's own words in a failure (an HTTP reason phrase, a status line that is not
+    HTTP) went whole into the notice: 60 KB a message, to stderr, the toast and the recording,
+    once for each of up to 900 `http_<code>` reasons (the document's texts are cut to
+    `MAX_TEXT_CHARS`; these were not)."""
+    words = "\x1b]52;c;aGVsbG8=\x07" + "R" * 60_000
+    script = [f"HTTP/1.1 503 {words}\r\nContent-Length: 0\r\n\r\n".encode(),
+              f"XTTP/1.1 {words}\r\nContent-Length: 0\r\n\r\n".encode()]
+    notices: list[Notice] = []
+    with CuzkStatusServer(respond=lambda _line: script.pop(0)) as server:
+        poller = StatusPoller(server.url, 1.0, 2.0, lambda _s: None, notices.append,
+                              clock=FakeClock())
+        assert poller.poll_once() is None and poller.poll_once() is None
+    assert poller.status().errors == {"http_503": 1, "connection": 1}
+    assert len(notices) == 2
+    assert all(len(n.message) < 400 and "RRRR…" in n.message for n in notices)

@@ -279,3 +279,14 @@ def test_a_boxs_verdict_now_is_shown_and_a_dead_boxs_newest_not_the_last_listed(
             ({**labels("live:9400"), **none}, 1_796_002_000))
         [row] = refresh(PromClient(fake.url), FleetOptions()).rows
     assert (row.cause, row.verdict_now) == ("none", None)
+
+
+def test_a_selector_of_bytes_that_are_not_utf8_is_refused_at_the_flag_not_a_traceback(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # `--selector $'job="\xff"'`: Python reads the byte as a lone surrogate (U+DCFF); the
+    # query's form could not be encoded (UnicodeEncodeError out of urlencode: `fleet --once`
+    # died with a traceback, the screen at its first refresh).
+    assert main(["fleet", "--prometheus", "http://127.0.0.1:1", "--once",
+                 "--selector", 'job="\udcff"']) == 2
+    err = capsys.readouterr().err
+    assert "--selector" in err and "UTF-8" in err and "Traceback" not in err

@@ -436,3 +436,35 @@ def test_two_different_lines_whose_32_bit_checksums_agree_are_not_a_repeat(
         repeats.see(LogEvent(t_wall_s=t_s, time_source="line", kind="tracing", name="x",
                              raw=raw, stream=stream))
     assert len(repeats.seen) == 2 and repeats.notes() == []
+
+
+def test_a_copy_of_a_later_logs_lines_is_found_after_a_long_first_log_fills_the_sample(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--log cuzk.log.1 --log cuzk.log --log noon-copy.log`: the files are seen one after
+    the other, and the sample kept the first `REPEAT_KEYS` keys, then took no more: a day's
+    log (8 million lines, 8 GPUs) filled it within its first ~2.3 h, so the copy of today's
+    morning repeated lines never remembered, each read twice, nothing said. The sample is
+    thinned instead (one key in twice as many kept, the same keys in every file): it covers
+    every file, in the same room."""
+    from gapwatch.offline import log_span
+    from gapwatch.offline.log_span import Repeats
+
+    monkeypatch.setattr(log_span, "REPEAT_KEYS", 1_000)
+    repeats = Repeats()
+
+    def line(i: int, stream: str) -> LogEvent:
+        return LogEvent(t_wall_s=1_700_000_000 + i / 10, time_source="line", kind="tracing",
+                        name="x", raw=f"INFO cuzk_core::engine: job={i}", stream=stream)
+
+    for i in range(40_000):  # yesterday's log: 40 times what the sample holds
+        repeats.see(line(i, "cuzk.log.1"))
+    for i in range(40_000, 44_000):
+        repeats.see(line(i, "cuzk.log"))
+    for i in range(40_000, 42_000):  # a copy of today's first half
+        repeats.see(line(i, "noon-copy.log"))
+    assert len(repeats.seen) <= 1_000
+    [said] = repeats.notes()
+    assert said.startswith("--log noon-copy.log repeats lines of --log cuzk.log (")
+    # About 2,000 lines repeated: the estimate within a factor of two.
+    about = int(said.split("about ")[1].split(" ")[0])
+    assert 1_000 <= about <= 4_000

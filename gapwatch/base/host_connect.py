@@ -136,11 +136,18 @@ def connect_any(addresses: list[AddrInfo], deadline: float, stopped: Callable[[]
                 what: str) -> socket.socket:
     """A socket connected to the first of `addresses` that takes it, each tried with what is
     left of the one `deadline` (`connect_within`): `TimeoutError` once the deadline passes or
-    `stopped()` says so (for all the addresses, not the one); else the last refusal, or an
-    OSError saying `what` has no address."""
+    `stopped()` says so (for all the addresses, not the one); else the last refusal (or
+    failure to make a socket of that family), or an OSError saying `what` has no address."""
     failure: OSError = OSError(f"no address for {what[:80]!r}")
     for family, kind, proto, _name, address in addresses:
-        sock = socket.socket(family, kind, proto)
+        try:
+            # Made inside the try, as `socket.create_connection` does: a family this kernel
+            # cannot make (IPv6 disabled at boot: EAFNOSUPPORT for `localhost`'s ::1, listed
+            # first) is one address that failed, not the host unreachable.
+            sock = socket.socket(family, kind, proto)
+        except OSError as exc:
+            failure = exc
+            continue
         try:
             connect_within(sock, address, deadline, stopped)
             return sock

@@ -50,8 +50,21 @@ def options(args: argparse.Namespace) -> FleetOptions:
     if any(c in args.selector for c in "{}\n"):
         raise ValueError(f"--selector {args.selector!r}: label matchers only, e.g. "
                          'job="gapwatch",cluster="proving"')
+    if not _utf8(args.selector):
+        # Bytes of another encoding on the command line come as lone surrogates: the query's
+        # form could not be encoded (a UnicodeEncodeError traceback at the first query).
+        raise ValueError(f"--selector {args.selector!r}: not UTF-8 text (PromQL is UTF-8)")
     return FleetOptions(selector=args.selector, lookback=args.lookback,
                         stale_after_s=args.stale_after, budget_s=args.timeout)
+
+
+def _utf8(text: str) -> bool:
+    """Whether `text` can be sent as UTF-8 (no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def run(args: argparse.Namespace, config: Config) -> int:

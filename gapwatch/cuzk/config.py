@@ -7,11 +7,15 @@ pollers, `CuzkProver`'s `max_parallel_synthesis`) and `gapwatch.cli` (`--cuzk-st
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from pydantic import Field, field_validator
 
 from gapwatch.core.config import Section
+
+#: What a path or query keeps as it is (RFC 3986's reserved characters, and `%` so that an
+#: escape given stays one); the rest is percent-encoded UTF-8.
+_URL_SAFE = "/%:@!$&'()*+,;="
 
 
 def status_url(text: str) -> str:
@@ -32,8 +36,13 @@ def status_url(text: str) -> str:
         raise ValueError(f"{text!r}: only http:// (cuzk's status server speaks plain HTTP)")
     if not parts.hostname or port is None:
         raise ValueError(f"{text!r}: give HOST:PORT, e.g. http://127.0.0.1:9821/status")
-    path = parts.path or "/status"
-    query = f"?{parts.query}" if parts.query else ""
+    if not (parts.netloc.isascii() and parts.netloc.isprintable()):
+        raise ValueError(f"{text!r}: give the host as ASCII (its xn-- name)")
+    # Sent as a browser sends it: the request is ASCII, so a path of other characters
+    # (`/статус`) was never sent (every poll an `internal` UnicodeEncodeError), and a space
+    # split the request line; an escape given (`%20`) is kept as it is.
+    path = quote(parts.path or "/status", safe=_URL_SAFE)
+    query = f"?{quote(parts.query, safe=_URL_SAFE + '?')}" if parts.query else ""
     return f"http://{parts.netloc}{path}{query}"
 
 

@@ -48,7 +48,8 @@ class _File:
 
 
 #: One timed line in `REPEAT_SAMPLE` is remembered to tell a `--log` that repeats another's lines,
-#: at most `REPEAT_KEYS` of them (a few MB): a day's log is not held.
+#: at most `REPEAT_KEYS` of them (a few MB): a day's log is not held. Past that the sample is
+#: thinned (`Repeats.sample` doubles), never closed.
 REPEAT_SAMPLE = 8
 REPEAT_KEYS = 100_000
 
@@ -62,8 +63,11 @@ class Repeats:
     one log of a day costs nothing for it."""
 
     seen: dict[int, str] = field(default_factory=dict)
-    #: (the file repeating, the file first holding) -> sampled repeats, first and last time.
+    #: (the file repeating, the file first holding) -> repeats (each sampled one counts for
+    #: the lines its sample stands for), first and last time.
     found: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    #: One key in `sample` is remembered: `REPEAT_SAMPLE`, doubled each time `seen` is full.
+    sample: int = field(default_factory=lambda: REPEAT_SAMPLE)  # read when made (tests set it)
 
     def see(self, ev: LogEvent) -> None:
         if ev.time_source not in ("line", "prefix") or not ev.raw:
@@ -73,20 +77,32 @@ class Repeats:
         # by chance ~17 times (sampled 1 in 8), and the note said lines were counted twice.
         key = int.from_bytes(blake2b(f"{ev.t_wall_s!r} {ev.raw}".encode("utf-8", "replace"),
                                      digest_size=8).digest())
-        if key % REPEAT_SAMPLE:
+        if key % self.sample:
             return
         first = self.seen.get(key)
         if first is None:
-            if len(self.seen) < REPEAT_KEYS:
-                self.seen[key] = ev.stream
+            self.seen[key] = ev.stream
+            if len(self.seen) > REPEAT_KEYS:
+                self._thin()
         elif first != ev.stream:
             got = self.found.setdefault((ev.stream, first), [0, ev.t_wall_s, ev.t_wall_s])
-            got[0] += 1
+            got[0] += self.sample
             got[2] = ev.t_wall_s
+
+    def _thin(self) -> None:
+        """Keep one key in twice as many. The files are seen one after the other, and a sample
+        that took no key once full (a day's log of 8 million lines filled it in ~2.3 h) never
+        saw a later file's lines: a copy of today's log after yesterday's was read twice,
+        nothing said. Thinned by the key itself, a line's copies are kept or dropped alike,
+        and the sample covers every file in the same room (amortised: each thinning halves
+        what the next one has to walk before it comes)."""
+        while len(self.seen) > REPEAT_KEYS:
+            self.sample *= 2
+            self.seen = {k: s for k, s in self.seen.items() if k % self.sample == 0}
 
     def notes(self) -> list[str]:
         return [f"--log {again} repeats lines of --log {first} ({_day(t0)} to {_day(t1)}; "
-                f"about {n * REPEAT_SAMPLE} of them): a copy of it given beside it? Each is read "
+                f"about {n:.0f} of them): a copy of it given beside it? Each is read "
                 "twice, its events counted twice (failures, partitions); give each line once"
                 for (again, first), (n, t0, t1) in self.found.items()]
 

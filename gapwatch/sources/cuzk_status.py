@@ -65,6 +65,8 @@ _LOOKUP_THREAD = "gapwatch-cuzk-status-dns"
 MAX_BODY_BYTES = 1 << 20
 #: Headers longer than this are not an HTTP answer cuzk would send (its are ~150 bytes).
 MAX_HEADER_BYTES = 64 << 10
+#: What a failure's message keeps of the server's own words (cuzk's reasons are a few words).
+SAID_CHARS = 120
 
 
 def prover_name(url: str) -> str:
@@ -88,6 +90,13 @@ class _Answer(io.BytesIO):
 
     def makefile(self, *args: object, **kwargs: object) -> io.BytesIO:
         return self
+
+
+def _words(text: str) -> str:
+    """The server's own words in a failure (a reason phrase, a status line that is not HTTP),
+    cut to `SAID_CHARS`: whole, a 60 KB reason went into the notice, to stderr, the toast and
+    the recording, once for each of up to 900 `http_<code>` reasons."""
+    return text if len(text) <= SAID_CHARS else text[:SAID_CHARS] + "…"
 
 
 def _content_length(head: bytes) -> int | None:
@@ -204,9 +213,10 @@ def fetch_status(url: str, timeout_s: float, max_bytes: int = MAX_BODY_BYTES,
         raise StatusError("truncated", f"answer cut short ({len(exc.partial)} bytes, "
                                        f"{exc.expected} more expected)") from None
     except http.client.HTTPException as exc:
-        raise StatusError("connection", f"{type(exc).__name__}: {exc}") from None
+        raise StatusError("connection", f"{type(exc).__name__}: {_words(str(exc))}") from None
     if resp.status != 200:
-        raise StatusError(f"http_{resp.status}", f"HTTP {resp.status} {resp.reason}".rstrip())
+        raise StatusError(f"http_{resp.status}",
+                          f"HTTP {resp.status} {_words(resp.reason)}".rstrip())
     return body
 
 

@@ -287,7 +287,9 @@ def test_negative_counts_in_cuzks_startup_lines_are_dropped_counted_and_never_ad
     assert "effective_lookahead" not in settings.values
     assert settings.values["max_partitions_in_budget"] == "36"
     assert settings.values["[memory] total_budget (GiB)"] == "750"
-    assert settings.dropped_fields == 3 and "synth_worker_count=-5" in settings.dropped
+    # gpu_queue_target=-3 too: [pipeline] max_gpu_queue_depth is read from it (engine.rs:1456).
+    assert settings.dropped_fields == 4 and "synth_worker_count=-5" in settings.dropped
+    assert "[pipeline] max_gpu_queue_depth" not in settings.values
     from types import SimpleNamespace
 
     from gapwatch.cuzk.settings import ProverSettings
@@ -297,7 +299,7 @@ def test_negative_counts_in_cuzks_startup_lines_are_dropped_counted_and_never_ad
         before=SimpleNamespace(settings=settings), after=SimpleNamespace(
             settings=ProverSettings()), setting_changes=[]))
     said = [x for x in lines if "no count" in x]
-    assert said and said[0].startswith("  BEFORE: 3 startup field(s) no count, not used: ")
+    assert said and said[0].startswith("  BEFORE: 4 startup field(s) no count, not used: ")
     assert "synth_worker_count=-5" in said[0]
 
 

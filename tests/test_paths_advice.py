@@ -207,3 +207,17 @@ def test_settings_read_from_startup_lines_and_their_changes() -> None:
     assert changed["[scheduler] max_batch_size"] == ("2", "1")
     assert changed["srs.preload (deprecated, ignored)"] == ("set", None)
     assert "[gpus] gpu_workers_per_device" not in changed
+
+
+def test_synthesis_threads_and_the_pacer_target_are_read_from_their_startup_lines() -> None:
+    # Both are settings the advice names ([synthesis] threads, [pipeline] max_gpu_queue_depth);
+    # unread, compare could never show the operator's change of them (main.rs:111,
+    # engine.rs:1456).
+    seen, parser = SettingsSeen(), LogParser()
+    for text in (line("rayon global thread pool configured", 0.1, rayon_threads=48),
+                 line("GPU queue target dispatch pacer enabled", 0.2, gpu_queue_target=8)):
+        for ev in parser.parse_line(text, "stdout"):
+            seen.feed_log(ev)
+    values = seen.result().values
+    assert values["[synthesis] threads (rayon_threads)"] == "48"
+    assert values["[pipeline] max_gpu_queue_depth"] == "8"

@@ -36,6 +36,12 @@ STARTUP_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("slot_size", "[pipeline] slot_size"),
         ("synthesis_concurrency", "synthesis_concurrency")),
     "set CUZK_GPU_THREADS for C++ groth16_pool": (("gpu_threads", "[gpus] gpu_threads"),),
+    # `[synthesis] threads` resolved: 0 is logged as the CPU count (main.rs:95-115).
+    "rayon global thread pool configured": (
+        ("rayon_threads", "[synthesis] threads (rayon_threads)"),),
+    # Logged only when the pacer is on (max_gpu_queue_depth > 0, engine.rs:1455-1457).
+    "GPU queue target dispatch pacer enabled": (
+        ("gpu_queue_target", "[pipeline] max_gpu_queue_depth"),),
     "status HTTP server listening": (("addr", "[daemon] status_listen"),),
 }
 
@@ -52,6 +58,8 @@ SOURCES: dict[str, str] = {
         "extern/cuzk/cuzk-core/src/engine.rs:1839",
     "synthesis dispatcher started (budget-gated)": "extern/cuzk/cuzk-core/src/engine.rs:1892",
     "set CUZK_GPU_THREADS for C++ groth16_pool": "extern/cuzk/cuzk-daemon/src/main.rs:85",
+    "rayon global thread pool configured": "extern/cuzk/cuzk-daemon/src/main.rs:111",
+    "GPU queue target dispatch pacer enabled": "extern/cuzk/cuzk-core/src/engine.rs:1456",
     "status HTTP server listening": "extern/cuzk/cuzk-daemon/src/main.rs",
 }
 
@@ -208,3 +216,54 @@ def changes(before: ProverSettings, after: ProverSettings) -> list[SettingChange
                                  "set" if key in before.deprecated else None,
                                  "set" if key in after.deprecated else None))
     return out
+
+
+#: An advised setting (`gapwatch.cuzk.advice.Advice.setting`) -> the settings a run shows it by
+#: (`ProverSettings.values` or `env` keys), where that is not the setting itself: cuzk logs few
+#: settings under their TOML names, and an advice's change is seen only in what it moves.
+SHOWN_BY: dict[str, tuple[str, ...]] = {
+    "[memory] total_budget": ("[memory] total_budget (GiB)",),
+    # With total_budget = "auto" the budget is MemTotal - safety_margin (config.rs:100-104).
+    "[memory] safety_margin": ("[memory] total_budget (GiB)",),
+    # synth_worker_count = max(2, min(budget / 14 GiB, max_parallel_synthesis)), logged at
+    # start (engine.rs:1433-1437, 1839): the cap itself is never logged.
+    "[pipeline] max_parallel_synthesis": ("synth_worker_count",),
+    "[synthesis] threads": ("[synthesis] threads (rayon_threads)",),
+    "env CUZK_VALIDATE_PARTITIONS": ("CUZK_VALIDATE_PARTITIONS",),
+    "env CUZK_DISABLE_SPLIT_PROVE": ("CUZK_DISABLE_SPLIT_PROVE",),
+}
+#: The env knobs `ProverSettings.env` holds: seen (or inferred) on a side, else not seen.
+ENV_KNOBS = ("CUZK_VALIDATE_PARTITIONS", "CUZK_DISABLE_SPLIT_PROVE")
+
+
+@dataclass(frozen=True, slots=True)
+class AdvisedChange:
+    """Whether an advised setting changed between two runs, as what shows it says."""
+
+    setting: str
+    #: True or False when something that shows the setting is read on both sides; None: no
+    #: side pair shows it (cuzk never logs it, or one side has no log), so it is not known.
+    changed: bool | None
+    #: What showed it, with each side's value (None: that side does not show it).
+    shown_by: tuple[SettingChange, ...]
+
+
+def _shown(s: ProverSettings, key: str) -> str | None:
+    """`key`'s value on a side; an env knob's "not seen" where the side has the prover's log
+    (its lines would have said it), None where it has none."""
+    if key in ENV_KNOBS:
+        if key in s.env:
+            return "1"
+        return "not seen" if s.log_lines else None
+    return s.values.get(key)
+
+
+def advised_change(setting: str, before: ProverSettings,
+                   after: ProverSettings) -> AdvisedChange:
+    """Whether `setting` (as an advice names it) changed between `before` and `after`, read
+    from the settings that show it (`SHOWN_BY`, else the setting itself)."""
+    shown = tuple(SettingChange(k, _shown(before, k), _shown(after, k))
+                  for k in SHOWN_BY.get(setting, (setting,)))
+    both = [s for s in shown if s.before is not None and s.after is not None]
+    return AdvisedChange(setting, any(s.before != s.after for s in both) if both else None,
+                         shown)

@@ -42,7 +42,13 @@ from gapwatch.core.models import Gap, GpuInfo, ProverEvent
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
-from gapwatch.cuzk.settings import ProverSettings, SettingChange, SettingsSeen, changes
+from gapwatch.cuzk.settings import (
+    ProverSettings,
+    SettingChange,
+    SettingsSeen,
+    advised_change,
+    changes,
+)
 from gapwatch.offline.compare_stats import Better, Spread, Test, Verdict, judge, spread
 from gapwatch.offline.compare_windows import (
     ALL,
@@ -619,11 +625,19 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
     """BEFORE's advice with its predicted payoff, and what AFTER achieved (busy share, and the
     throughput ratio from partitions per hour when both sides have them, else from busy)."""
     b, a = c.before, c.after
-    changed = {ch.setting for ch in c.setting_changes}
-    advice = [{"setting": x.setting, "stall": x.stall, "gaps": x.gaps, "idle_s": x.idle_s,
-               "busy_fraction": None if x.payoff is None else x.payoff.busy_fraction,
-               "throughput_gain": None if x.payoff is None else x.payoff.throughput_gain,
-               "changed": x.setting in changed} for x in b.advice.advice]
+    advice = []
+    for x in b.advice.advice:
+        # By what shows the setting (`advised_change`), not by its name among the changed
+        # ones: cuzk logs `[pipeline] max_parallel_synthesis` only as synth_worker_count, the
+        # budget in GiB, env knobs by their lines, so a name match never marked them.
+        moved = advised_change(x.setting, b.settings, a.settings)
+        advice.append({
+            "setting": x.setting, "stall": x.stall, "gaps": x.gaps, "idle_s": x.idle_s,
+            "busy_fraction": None if x.payoff is None else x.payoff.busy_fraction,
+            "throughput_gain": None if x.payoff is None else x.payoff.throughput_gain,
+            "changed": moved.changed,
+            "shown_by": [{"setting": s.setting, "before": s.before, "after": s.after}
+                         for s in moved.shown_by]})
     top = c.figures[0].gpu if c.figures else ALL
     whole = {f.name: (f.before, f.after) for f in c.figures if f.gpu == top}
     verdicts = {f.name: f.test.verdict for f in c.figures if f.gpu == top}

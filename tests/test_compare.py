@@ -135,10 +135,10 @@ def test_two_halves_of_one_steady_run_show_no_measurable_change(run: str, tmp_pa
     assert "better" not in judged.values() and "worse" not in judged.values()
 
 
-def _side(label: str, gaps: list[SlimGap], span_s: float = 3600.0) -> Side:
+def _side(label: str, gaps: list[SlimGap], span_s: float = 3600.0, t0_s: float = 0.0) -> Side:
     totals = [GpuTotals(gpu=0, link_bytes_per_s=6.3e10, data_s=span_s,
                         busy_s=span_s - sum(g.duration_s for g in gaps), active_s=span_s,
-                        first_busy_s=0.0, last_busy_s=span_s, last_wall_s=span_s,
+                        first_busy_s=t0_s, last_busy_s=t0_s + span_s, last_wall_s=t0_s + span_s,
                         confidence="high", final_state="CHAINED")]
     return Side(label=label, path=label, log_files=[], gpus=[], totals=totals, gaps=gaps,
                 partition_ends=None, copies=[], settings=ProverSettings(),
@@ -766,3 +766,35 @@ def test_an_advised_setting_is_said_changed_by_what_shows_it_and_unknown_where_n
     assert "    changed? not known: not shown by both runs ([memory] eviction_min_idle)" in text
     assert all(len(line) <= 100 for line in text.splitlines())
     assert to_json(c)["payoff"]["advice"][0]["shown_by"] == cap["shown_by"]
+
+
+_START = ("2026-05-12T14:{}.000000Z  INFO cuzk_core::engine: starting cuzk engine "
+          "pipeline_enabled=true")
+_WORKERS = ("2026-05-12T14:{}.001000Z  INFO cuzk_core::engine: initializing GPU workers num_gpus=1 "
+            "gpu_workers_per_device={} total_workers=2 gpus=[0]")
+#: 2026-05-12T14:00:00Z, the wall time of the lines above at minute 00.
+_T0 = 1_778_594_400.0
+
+
+def test_a_restart_inside_a_side_is_said_with_the_settings_that_changed_at_it() -> None:
+    # BEFORE's log holds cuzk's start before its first busy reading and a restart 30 minutes in,
+    # where the operator's change was made: its settings column showed only the last (2, as
+    # AFTER), "no setting differs", and nothing said that BEFORE is two runs.
+    before = _side("BEFORE", _every(20.0, 2.0, "pcie_starved", "pinned_pool", offset_s=_T0 + 60),
+                   t0_s=_T0 + 60)
+    before.settings = _settings_of(_START.format("00:00"), _WORKERS.format("00:00", 1),
+                                   _START.format("30:00"), _WORKERS.format("30:00", 2),
+                                   # The same start read twice (a recording and its --log): one.
+                                   _START.format("30:00"))
+    # AFTER as `--at 14:30` reads it: the startup lines from before the window replayed, then
+    # the new start; its first busy reading after both: no restart inside it.
+    after = _side("AFTER", _every(20.0, 2.0, "pcie_starved", "pinned_pool", offset_s=_T0 + 1860),
+                  t0_s=_T0 + 1860)
+    after.settings = before.settings
+    c = compare(before, after)
+    [said] = [n for n in c.notes if "restart(s) of cuzk" in n]
+    assert said.startswith("BEFORE holds 1 restart(s) of cuzk after its first busy reading")
+    assert "changed at them: [gpus] gpu_workers_per_device 1 → 2" in said
+    assert said.endswith("--at 2026-05-12T14:30:00")
+    assert not [n for n in c.notes if n.startswith("AFTER holds")]
+    assert all(len(line) <= 100 for line in format_text(c).splitlines())

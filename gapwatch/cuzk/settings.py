@@ -89,6 +89,47 @@ class ProverSettings:
     #: latest of each setting): not shown as its value; and how many such fields were read.
     dropped: tuple[str, ...] = ()
     dropped_fields: int = 0
+    #: The wall times of cuzk's starts the side's log shows (`starting cuzk engine`,
+    #: engine.rs:1244; the startup lines replayed from before a window too), in order, and each
+    #: startup setting's values with the time each was logged, a value kept where it differs
+    #: from the one before: `values` holds only the last, and a side with a restart inside it
+    #: is two runs (`runs_after`).
+    start_times: tuple[float, ...] = ()
+    history: dict[str, tuple[tuple[float, str], ...]] = field(default_factory=dict)
+
+
+#: The most starts, and values of one setting, a side keeps (`ProverSettings.start_times`,
+#: `history`): a crash loop restarts thousands of times.
+MAX_STARTS_KEPT = 64
+MAX_VALUES_KEPT = 8
+START = "starting cuzk engine"
+
+
+@dataclass(frozen=True, slots=True)
+class Restarts:
+    """cuzk's starts after a moment (a side's first busy reading: the GPU worked before them,
+    so the side holds more than one run), and the settings that differed between the runs."""
+
+    times: tuple[float, ...]
+    #: Each setting that differed: its value in effect at the moment (where the log said one),
+    #: then after each restart, consecutive repeats dropped.
+    changed: dict[str, tuple[str, ...]]
+
+
+def runs_after(s: ProverSettings, t0_s: float) -> Restarts:
+    """The starts of cuzk later than `t0_s`, and the settings that changed across them."""
+    times = tuple(t for t in s.start_times if t > t0_s)
+    changed: dict[str, tuple[str, ...]] = {}
+    if not times:
+        return Restarts(times, changed)
+    for setting, seen in s.history.items():
+        # The value in effect at t0 (the last one logged by then), then each one logged after.
+        before = [v for t, v in seen if t <= t0_s][-1:]
+        values = before + [v for t, v in seen if t > t0_s]
+        kept = [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
+        if len(kept) > 1:
+            changed[setting] = tuple(kept)
+    return Restarts(times, changed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +163,10 @@ class SettingsSeen:
         self.batches = 0
         self.dropped: dict[str, str] = {}
         self.dropped_fields = 0
+        #: Start times (to the ms: one start read twice, from the recording and a --log of the
+        #: same file, is one) and each startup setting's values with their times.
+        self.starts: set[float] = set()
+        self.history: dict[str, list[tuple[float, str]]] = {}
 
     def feed_log(self, ev: LogEvent) -> None:
         if ev.kind == "timeline":
@@ -131,6 +176,8 @@ class SettingsSeen:
             return
         self.tracing_lines += 1
         name = ev.name
+        if name == START and len(self.starts) < MAX_STARTS_KEPT:
+            self.starts.add(round(ev.t_wall_s, 3))
         wanted = STARTUP_FIELDS.get(name)
         if wanted is not None:
             for key, setting in wanted:
@@ -145,6 +192,7 @@ class SettingsSeen:
                     self.dropped.pop(setting, None)
                     self.values[setting] = _text(v)
                     self.seen_in[setting] = f"log: {name}"
+                    self._remember(setting, ev.t_wall_s, _text(v))
         elif name.endswith(DEPRECATED) or DEPRECATED + " " in name:
             key = name.split(DEPRECATED, 1)[0].strip()
             if key and len(self.deprecated) < 32:
@@ -157,6 +205,13 @@ class SettingsSeen:
             size = ev.fields.get("batch_size")
             if isinstance(size, int) and size > 1:
                 self.batches += 1
+
+    def _remember(self, setting: str, t_wall_s: float, text: str) -> None:
+        """`text` as `setting`'s value logged at `t_wall_s`, kept when it differs from the one
+        before."""
+        values = self.history.setdefault(setting, [])
+        if (not values or values[-1][1] != text) and len(values) < MAX_VALUES_KEPT:
+            values.append((t_wall_s, text))
 
     def _timeline(self, ev: LogEvent) -> None:
         if ev.name == "GPU_START":
@@ -190,7 +245,9 @@ class SettingsSeen:
         return ProverSettings({**self.values, **self.status_values},
                               {**self.seen_in, **self.status_seen_in}, tuple(self.deprecated),
                               env, self.batches, self.tracing_lines,
-                              tuple(self.dropped.values()), self.dropped_fields)
+                              tuple(self.dropped.values()), self.dropped_fields,
+                              tuple(sorted(self.starts)),
+                              {k: tuple(v) for k, v in self.history.items()})
 
 
 def split_prove_disabled(gpu_starts: int, split_prove_lines: int, tracing_lines: int) -> bool:

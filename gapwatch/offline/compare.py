@@ -27,6 +27,7 @@ taken as fixed) are set against what AFTER achieved.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_CEILING, Decimal
@@ -48,6 +49,7 @@ from gapwatch.cuzk.settings import (
     SettingsSeen,
     advised_change,
     changes,
+    runs_after,
 )
 from gapwatch.offline.compare_stats import Better, Spread, Test, Verdict, judge, spread
 from gapwatch.offline.compare_windows import (
@@ -581,6 +583,7 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
         other = after if with_log is before else before
         out.append(f"only {with_log.label} has the prover's log: prover causes not compared "
                    f"({_causes_without_log(other)})")
+    out += [note for s in (before, after) if (note := _restart_note(s)) is not None]
     for s in (before, after):
         silent = _silent_in_span(s) if not s.stepped_back_s else ""
         if silent:
@@ -601,6 +604,28 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
             out.append(f"{s.label} holds {whole} whole window(s) of {window_s:g} s: too short "
                        "to tell a change (pass --window smaller)")
     return out
+
+
+def _restart_note(side: Side) -> str | None:
+    """Said when cuzk started again after the side's first busy reading: the side is two runs
+    or more (each start begins with an unpinned first wave and reloads its SRS,
+    cuzk-upstream-paths.md 4.4), and its settings column shows only the last start's values;
+    where a setting changed at a restart, the change the comparison is about may sit inside
+    the side. A start before the first busy reading (the side's own start, or the startup
+    lines replayed from before an `--at` window) is no restart inside it."""
+    first = side.start_s
+    if first is None:
+        return None
+    runs = runs_after(side.settings, first)
+    if not runs.times:
+        return None
+    changed = "; ".join(f"{k} {' → '.join(v)}" for k, v in sorted(runs.changed.items()))
+    last = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(runs.times[-1]))
+    return (f"{side.label} holds {len(runs.times)} restart(s) of cuzk after its first busy "
+            "reading (each begins with an unpinned first wave and reloads its SRS), so its "
+            "figures mix the runs"
+            + (f"; changed at them: {changed} (its settings show the last)" if changed else "")
+            + f"; compare across the last: --at {last}")
 
 
 def _silent_in_span(side: Side) -> str:

@@ -112,6 +112,10 @@ def test_pageable_copies_by_a_failed_pool_name_the_budget_margin_as_a_guess() ->
     assert [(a.setting, a.guess) for a in report.advice] == [
         ("[memory] safety_margin", True), ("[pipeline] max_parallel_synthesis", True)]
     assert "not in the memory budget (pinned_pool.rs)" in report.advice[0].why
+    # cuzk reads safety_margin only with total_budget = "auto" (config.rs:100-104): "raise it
+    # (or lower total_budget)" sent an operator with an explicit budget to a no-op.
+    margin = report.advice[0].change
+    assert 'if total_budget is "auto"' in margin and "explicit total_budget, lower that" in margin
     # No memlock setting: nothing upstream ties cudaHostAlloc to it.
     assert not any("MEMLOCK" in a.setting.upper() for a in report.advice)
 
@@ -228,7 +232,7 @@ def test_summary_md_and_the_help_screen_say_what_to_change(tmp_path: Path) -> No
                           t_wall_s=WALL0_S + 61)
     summary = (path / "summary.md").read_text()
     section = summary.split("## What to change", 1)[1]
-    assert "[memory] safety_margin: raise it (or lower total_budget)" in section
+    assert '[memory] safety_margin: raise it if total_budget is "auto"' in section
     assert "a guess: upstream does not say why cudaHostAlloc fails" in section
     assert "payoff if closed: about" in section
     closed = [g for g in snap.gaps if g.end_s is not None]
@@ -287,7 +291,9 @@ def test_negative_counts_in_cuzks_startup_lines_are_dropped_counted_and_never_ad
     assert "effective_lookahead" not in settings.values
     assert settings.values["max_partitions_in_budget"] == "36"
     assert settings.values["[memory] total_budget (GiB)"] == "750"
-    assert settings.dropped_fields == 3 and "synth_worker_count=-5" in settings.dropped
+    # gpu_queue_target=-3 too: [pipeline] max_gpu_queue_depth is read from it (engine.rs:1456).
+    assert settings.dropped_fields == 4 and "synth_worker_count=-5" in settings.dropped
+    assert "[pipeline] max_gpu_queue_depth" not in settings.values
     from types import SimpleNamespace
 
     from gapwatch.cuzk.settings import ProverSettings
@@ -297,7 +303,7 @@ def test_negative_counts_in_cuzks_startup_lines_are_dropped_counted_and_never_ad
         before=SimpleNamespace(settings=settings), after=SimpleNamespace(
             settings=ProverSettings()), setting_changes=[]))
     said = [x for x in lines if "no count" in x]
-    assert said and said[0].startswith("  BEFORE: 3 startup field(s) no count, not used: ")
+    assert said and said[0].startswith("  BEFORE: 4 startup field(s) no count, not used: ")
     assert "synth_worker_count=-5" in said[0]
 
 

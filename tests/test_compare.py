@@ -20,9 +20,18 @@ from gapwatch.cli import main
 from gapwatch.config import Config
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
-from gapwatch.cuzk.advice import AdviceReport
-from gapwatch.cuzk.settings import ProverSettings
-from gapwatch.offline.compare import Comparison, Figure, Side, compare, read_side, to_json
+from gapwatch.cuzk.advice import Advice, AdviceReport
+from gapwatch.cuzk.settings import ProverSettings, SettingsSeen
+from gapwatch.logs.parse import LogParser
+from gapwatch.offline.compare import (
+    Comparison,
+    Figure,
+    Side,
+    compare,
+    predicted_vs_achieved,
+    read_side,
+    to_json,
+)
 from gapwatch.offline.compare_format import format_markdown, format_text
 from gapwatch.offline.compare_stats import judge, mann_whitney_p, serial_inflation
 from gapwatch.offline.compare_windows import (
@@ -126,10 +135,10 @@ def test_two_halves_of_one_steady_run_show_no_measurable_change(run: str, tmp_pa
     assert "better" not in judged.values() and "worse" not in judged.values()
 
 
-def _side(label: str, gaps: list[SlimGap], span_s: float = 3600.0) -> Side:
+def _side(label: str, gaps: list[SlimGap], span_s: float = 3600.0, t0_s: float = 0.0) -> Side:
     totals = [GpuTotals(gpu=0, link_bytes_per_s=6.3e10, data_s=span_s,
                         busy_s=span_s - sum(g.duration_s for g in gaps), active_s=span_s,
-                        first_busy_s=0.0, last_busy_s=span_s, last_wall_s=span_s,
+                        first_busy_s=t0_s, last_busy_s=t0_s + span_s, last_wall_s=t0_s + span_s,
                         confidence="high", final_state="CHAINED")]
     return Side(label=label, path=label, log_files=[], gpus=[], totals=totals, gaps=gaps,
                 partition_ends=None, copies=[], settings=ProverSettings(),
@@ -702,3 +711,90 @@ def test_a_side_whose_log_gives_no_partition_end_has_no_throughput_to_call_a_cha
     after.partition_ends = [(0, 6.0 * k + 3.0) for k in range(100)]
     [rate] = [f for f in compare(before, after).figures if f.name == "partitions/h"]
     assert (rate.before, rate.after, rate.test.verdict) == (None, 600.0, "one side only")
+
+
+#: cuzk's startup lines as tests/data/cuzk-upstream/cuzk.log has them (engine.rs:1198, 1839, 533).
+_BUDGET = ("2026-05-12T14:00:00.041000Z  INFO cuzk_core::engine: memory budget initialized "
+           "total_budget_gib={}")
+_PIPELINE = ("2026-05-12T14:00:00.061000Z  INFO cuzk_core::engine: starting pipeline: synthesis "
+             "task + GPU workers (budget-gated) configured_lookahead=1 max_partitions_in_budget=36 "
+             "effective_lookahead=32 synth_worker_count={} num_gpus=2")
+_VALIDATE = ("2026-05-12T14:00:00.010000Z  INFO cuzk_core::engine: CUZK_VALIDATE_PARTITIONS=1: "
+             "validating per-partition verifier against known-good proof job_id=porep-1-2")
+
+
+def _settings_of(*lines: str) -> ProverSettings:
+    seen, parser = SettingsSeen(), LogParser()
+    for text in lines:
+        for ev in parser.parse_line(text, "stdout"):
+            seen.feed_log(ev)
+    return seen.result()
+
+
+def _advice(stall: str, setting: str) -> Advice:
+    return Advice(stall, setting, "change it", "why", "source", [], 1, 1.0, [1])
+
+
+def test_an_advised_setting_is_said_changed_by_what_shows_it_and_unknown_where_nothing_does(
+        ) -> None:
+    # The advice names cuzk's TOML keys; cuzk logs the worker count, the budget in GiB and its
+    # env knobs' lines. By name alone no advised setting but a few was ever marked changed:
+    # the operator who lowered max_parallel_synthesis (synth_worker_count 20 -> 4) was told
+    # nothing, and a setting no run shows read as "not changed" (false, not unknown).
+    advice = AdviceReport(advice=[
+        _advice("pinned_pool", "[pipeline] max_parallel_synthesis"),
+        _advice("pinned_pool", "[memory] safety_margin"),
+        _advice("dispatch_stall", "env CUZK_VALIDATE_PARTITIONS"),
+        _advice("srs_loading", "[memory] eviction_min_idle")])
+    before = _side("BEFORE", _every(20.0, 2.0, "pcie_starved", "pinned_pool"))
+    before.settings = _settings_of(_BUDGET.format(512), _PIPELINE.format(20), _VALIDATE)
+    before.advice = advice
+    after = _side("AFTER", _every(20.0, 1.0, "pcie_starved", "pinned_pool"))
+    after.settings = _settings_of(_BUDGET.format(512), _PIPELINE.format(4))
+    c = compare(before, after)
+    said = {a["setting"]: a for a in predicted_vs_achieved(c)["advice"]}
+    cap = said["[pipeline] max_parallel_synthesis"]
+    assert cap["changed"] is True
+    assert cap["shown_by"] == [{"setting": "synth_worker_count", "before": "20", "after": "4"}]
+    assert said["[memory] safety_margin"]["changed"] is False
+    assert said["env CUZK_VALIDATE_PARTITIONS"]["changed"] is True
+    assert said["[memory] eviction_min_idle"]["changed"] is None
+    text = format_text(c)
+    assert "    changed: synth_worker_count 20 → 4" in text
+    assert "    unchanged: [memory] total_budget (GiB) 512 on both" in text
+    assert "    changed: CUZK_VALIDATE_PARTITIONS 1 → not seen" in text
+    assert "    changed? not known: not shown by both runs ([memory] eviction_min_idle)" in text
+    assert all(len(line) <= 100 for line in text.splitlines())
+    assert to_json(c)["payoff"]["advice"][0]["shown_by"] == cap["shown_by"]
+
+
+_START = ("2026-05-12T14:{}.000000Z  INFO cuzk_core::engine: starting cuzk engine "
+          "pipeline_enabled=true")
+_WORKERS = ("2026-05-12T14:{}.001000Z  INFO cuzk_core::engine: initializing GPU workers num_gpus=1 "
+            "gpu_workers_per_device={} total_workers=2 gpus=[0]")
+#: 2026-05-12T14:00:00Z, the wall time of the lines above at minute 00.
+_T0 = 1_778_594_400.0
+
+
+def test_a_restart_inside_a_side_is_said_with_the_settings_that_changed_at_it() -> None:
+    # BEFORE's log holds cuzk's start before its first busy reading and a restart 30 minutes in,
+    # where the operator's change was made: its settings column showed only the last (2, as
+    # AFTER), "no setting differs", and nothing said that BEFORE is two runs.
+    before = _side("BEFORE", _every(20.0, 2.0, "pcie_starved", "pinned_pool", offset_s=_T0 + 60),
+                   t0_s=_T0 + 60)
+    before.settings = _settings_of(_START.format("00:00"), _WORKERS.format("00:00", 1),
+                                   _START.format("30:00"), _WORKERS.format("30:00", 2),
+                                   # The same start read twice (a recording and its --log): one.
+                                   _START.format("30:00"))
+    # AFTER as `--at 14:30` reads it: the startup lines from before the window replayed, then
+    # the new start; its first busy reading after both: no restart inside it.
+    after = _side("AFTER", _every(20.0, 2.0, "pcie_starved", "pinned_pool", offset_s=_T0 + 1860),
+                  t0_s=_T0 + 1860)
+    after.settings = before.settings
+    c = compare(before, after)
+    [said] = [n for n in c.notes if "restart(s) of cuzk" in n]
+    assert said.startswith("BEFORE holds 1 restart(s) of cuzk after its first busy reading")
+    assert "changed at them: [gpus] gpu_workers_per_device 1 → 2" in said
+    assert said.endswith("--at 2026-05-12T14:30:00")
+    assert not [n for n in c.notes if n.startswith("AFTER holds")]
+    assert all(len(line) <= 100 for line in format_text(c).splitlines())

@@ -187,6 +187,31 @@ def test_no_work_names_curios_max_pending() -> None:
     assert "default 10" in a.change
 
 
+def test_no_work_with_batching_on_names_max_batch_size_before_curios_max_pending() -> None:
+    # max_batch_size > 1: a lone PoRep request waits in the batch collector (no job in /status,
+    # so the gap reads no_work) until max_batch_wait_ms passes (engine.rs:1984-2011, 2053).
+    # Before, the only advice was Curio's MaxPending: raising it sends more work to a cuzk that
+    # holds what it has.
+    flush = line("processing batch", 0.2, batch_size=1).replace(
+        " INFO cuzk_core", " INFO synth_timeout_flush{batch_size=1}: cuzk_core")
+    facts = facts_of([ENGINE, line("synthesis dispatcher started (budget-gated)", 0.1,
+                                   max_batch_size=2, max_batch_wait_ms=10000), flush])
+    assert facts.timeout_flushes == 1
+    batch, pending = advise([_gap(cause="no_work")], PipelineView(),
+                            rules=lambda s, g: path_rule(s, g, facts)).advice
+    assert batch.setting == "[scheduler] max_batch_size" and batch.change.startswith("1")
+    assert "max_batch_wait_ms" in batch.change and "engine.rs:1984-2011, 2053" in batch.source
+    assert pending.setting == "Curio [Cuzk] MaxPending" and batch.guess
+    assert any("max_batch_size=2 max_batch_wait_ms=10000" in e for e in batch.evidence)
+    assert any("1 batch(es) dispatched only when the wait ran out" in e for e in batch.evidence)
+    # Batching off (the default): Curio's limit alone, as before.
+    off = facts_of([ENGINE, line("synthesis dispatcher started (budget-gated)", 0.1,
+                                 max_batch_size=1)])
+    (only,) = advise([_gap(cause="no_work")], PipelineView(),
+                     rules=lambda s, g: path_rule(s, g, off)).advice
+    assert only.setting == "Curio [Cuzk] MaxPending"
+
+
 def test_settings_read_from_startup_lines_and_their_changes() -> None:
     def settings(size: int, deprecated: bool) -> SettingsSeen:
         seen, parser = SettingsSeen(), LogParser()
@@ -207,3 +232,17 @@ def test_settings_read_from_startup_lines_and_their_changes() -> None:
     assert changed["[scheduler] max_batch_size"] == ("2", "1")
     assert changed["srs.preload (deprecated, ignored)"] == ("set", None)
     assert "[gpus] gpu_workers_per_device" not in changed
+
+
+def test_synthesis_threads_and_the_pacer_target_are_read_from_their_startup_lines() -> None:
+    # Both are settings the advice names ([synthesis] threads, [pipeline] max_gpu_queue_depth);
+    # unread, compare could never show the operator's change of them (main.rs:111,
+    # engine.rs:1456).
+    seen, parser = SettingsSeen(), LogParser()
+    for text in (line("rayon global thread pool configured", 0.1, rayon_threads=48),
+                 line("GPU queue target dispatch pacer enabled", 0.2, gpu_queue_target=8)):
+        for ev in parser.parse_line(text, "stdout"):
+            seen.feed_log(ev)
+    values = seen.result().values
+    assert values["[synthesis] threads (rayon_threads)"] == "48"
+    assert values["[pipeline] max_gpu_queue_depth"] == "8"

@@ -445,12 +445,17 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     if pool is not None and not gaps.with_evidence:
         facts.append(f"{pool.checkout_failed} checkout(s) FAILED, {pool.alloc_failed} "
                      "cudaHostAlloc failure(s) in the log")
-    return ([("[memory] safety_margin", "raise it (or lower total_budget)",
+    # safety_margin is read only with total_budget = "auto" (config.rs:100-104): with an
+    # explicit budget, raising it changes nothing, so the change says which to turn.
+    return ([("[memory] safety_margin",
+              "raise it if total_budget is \"auto\" (the only case cuzk reads it); with an "
+              "explicit total_budget, lower that instead",
               "the pinned pool grows on demand with cudaHostAlloc and is not in the memory "
               "budget (pinned_pool.rs), so RAM outside the budget is what it pins from; a "
               "failed checkout means pinning a new buffer failed (pipeline.rs falls back to "
               "pageable a/b/c, copied at 1-4 GB/s)",
-              "extern/cuzk/cuzk-core/src/pinned_pool.rs, pipeline.rs, cuzk.example.toml"),
+              "extern/cuzk/cuzk-core/src/pinned_pool.rs, pipeline.rs, config.rs:100-104, "
+              "cuzk.example.toml"),
              ("[pipeline] max_parallel_synthesis", "lower it",
               "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
               "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",

@@ -20,7 +20,10 @@ Dispatch stalls: `fail_check_ms`/`mark_busy_ms` of `GPU_TIMING hot_path` are cuz
 mutex (engine.rs:3031, 3047), held by the finalizer during the PoRep self-check (engine.rs:521),
 by `CUZK_VALIDATE_PARTITIONS=1` work (engine.rs:532, 861) and by gRPC GetStatus/GetMetrics
 (engine.rs:3595, 3615); only `status_ms` is the lock `/status` takes (status.rs:397,
-engine.rs:3018-3021). `no_work`: the knob is Curio's `[Cuzk] MaxPending`.
+engine.rs:3018-3021). `no_work`: the knob is Curio's `[Cuzk] MaxPending`, and, where the log
+says `max_batch_size > 1`, `[scheduler] max_batch_size = 1` first: a lone PoRep/SnapDeals request
+waits in the batch collector up to `max_batch_wait_ms` with no job in /status (engine.rs:1984-2011,
+2053; batch_collector.rs:119-157).
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ HINT_CACHED = "cached synthesis capacity hint"
 HOT_PATH = "GPU_TIMING hot_path pre-prove overhead"
 SELF_CHECK = "verifying PoRep proof (self-check)"
 DISPATCHER = "synthesis dispatcher started (budget-gated)"
+PROCESSING_BATCH = "processing batch"
+TIMEOUT_FLUSH = "synth_timeout_flush"
 HOT_PATH_FIELDS = ("status_ms", "fail_check_ms", "mark_busy_ms")
 
 #: (setting, change, why, source): one setting of an advice, as `gapwatch.cuzk.advice` takes it.
@@ -58,6 +63,10 @@ class PathFacts:
     log_seen: bool = False
     pipeline_enabled: bool | None = None
     max_batch_size: int | None = None
+    max_batch_wait_ms: int | None = None
+    #: Requests dispatched only when max_batch_wait_ms ran out (`processing batch` in the span
+    #: `synth_timeout_flush`, engine.rs:2012, 2150): each waited that long for its batch.
+    timeout_flushes: int = 0
     batches: int = 0
     post_jobs: int = 0
     starts: int = 0
@@ -79,6 +88,8 @@ class PathsSeen:
         self.tracing = 0
         self.pipeline_enabled: bool | None = None
         self.max_batch_size: int | None = None
+        self.max_batch_wait_ms: int | None = None
+        self.timeout_flushes = 0
         self.batches = 0
         self.post_jobs = 0
         self.starts = 0
@@ -118,6 +129,10 @@ class PathsSeen:
         elif name == DISPATCHER:
             size = f.get("max_batch_size")
             self.max_batch_size = size if isinstance(size, int) else None
+            wait = f.get("max_batch_wait_ms")
+            self.max_batch_wait_ms = wait if isinstance(wait, int) and wait >= 0 else None
+        elif name == PROCESSING_BATCH and TIMEOUT_FLUSH in str(f.get("spans", "")):
+            self.timeout_flushes += 1
         elif name == NO_CAPACITY_HINT:
             self.unhinted += 1
             if self.wave_start is None:
@@ -144,7 +159,8 @@ class PathsSeen:
     def result(self) -> PathFacts:
         return PathFacts(
             log_seen=self.tracing > 0, pipeline_enabled=self.pipeline_enabled,
-            max_batch_size=self.max_batch_size, batches=self.batches, post_jobs=self.post_jobs,
+            max_batch_size=self.max_batch_size, max_batch_wait_ms=self.max_batch_wait_ms,
+            timeout_flushes=self.timeout_flushes, batches=self.batches, post_jobs=self.post_jobs,
             starts=self.starts, unhinted=self.unhinted, first_wave_start_s=self.wave_start,
             first_wave_end_s=self.wave_end, validate_lines=self.validate,
             self_checks=self.self_checks,
@@ -177,6 +193,14 @@ MAX_PENDING_SETTING: Setting = (
     "SnapDeals and PoSt tasks",
     "curio deps/config/types.go:135-138, harmony/taskhelp/max.go:74-76, "
     "documentation/en/experimental-features/cuzk-proving-daemon.md:148-163")
+BATCH_WAIT_SETTING: Setting = (
+    "[scheduler] max_batch_size", "1 (the default), or lower [scheduler] max_batch_wait_ms "
+    "(0 = flush at once)",
+    "with max_batch_size > 1 a PoRep or SnapDeals request is held in cuzk's batch collector "
+    "until max_batch_size of its kind arrive or max_batch_wait_ms (default 10 000) passes; "
+    "no job is registered meanwhile, so the GPU idles with /status empty",
+    "extern/cuzk/cuzk-core/src/engine.rs:1984-2011, 2053; batch_collector.rs:119-157, 165-168; "
+    "config.rs:202-212")
 STATUS_PERIOD_SETTING: Setting = (
     "[cuzk] status_period_s (gapwatch's config)", "raise it (poll /status less often)",
     "GET /status takes the StatusTracker write lock that GPU workers take at pickup (status_ms)",
@@ -196,9 +220,29 @@ def path_rule(stall: str, gaps: StallGaps, facts: PathFacts) -> Found | str | No
     if stall == "inside_workers" and facts.split_prove_disabled:
         return [SPLIT_PROVE_SETTING], False, "", [_split_prove_evidence()]
     if stall == "no_work":
+        return _no_work(facts)
+    return None
+
+
+def _no_work(facts: PathFacts) -> Found:
+    """Idle with nothing in /status: Curio sent nothing, or, with batching on, cuzk holds the
+    request in its batch collector (engine.rs:2053; batch_collector.rs:119-157 returns no batch
+    until it is full) until max_batch_wait_ms passes (engine.rs:1984-2011), registering no job
+    /status could show meanwhile."""
+    size = facts.max_batch_size
+    if size is None or size <= 1:
         return ([MAX_PENDING_SETTING], True,
                 "gapwatch sees cuzk idle, not whether Curio had proofs waiting", [])
-    return None
+    wait = facts.max_batch_wait_ms
+    said = f"max_batch_size={size}" + (f" max_batch_wait_ms={wait}" if wait is not None else "")
+    evidence = [f"'synthesis dispatcher started' says {said} (engine.rs:1892): each PoRep or "
+                "SnapDeals request waits for more of its kind before synthesis starts"]
+    if facts.timeout_flushes:
+        evidence.append(f"{facts.timeout_flushes} batch(es) dispatched only when the wait ran "
+                        "out ('processing batch' in span synth_timeout_flush, engine.rs:2012)")
+    return ([BATCH_WAIT_SETTING, MAX_PENDING_SETTING], True,
+            "/status lists no request the batch collector holds, so gapwatch cannot tell a "
+            "request waiting there for its batch to fill from no request at all", evidence)
 
 
 def _monolithic(gaps: StallGaps, facts: PathFacts) -> Found | str | None:

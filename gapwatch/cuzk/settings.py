@@ -36,6 +36,12 @@ STARTUP_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("slot_size", "[pipeline] slot_size"),
         ("synthesis_concurrency", "synthesis_concurrency")),
     "set CUZK_GPU_THREADS for C++ groth16_pool": (("gpu_threads", "[gpus] gpu_threads"),),
+    # `[synthesis] threads` resolved: 0 is logged as the CPU count (main.rs:95-115).
+    "rayon global thread pool configured": (
+        ("rayon_threads", "[synthesis] threads (rayon_threads)"),),
+    # Logged only when the pacer is on (max_gpu_queue_depth > 0, engine.rs:1455-1457).
+    "GPU queue target dispatch pacer enabled": (
+        ("gpu_queue_target", "[pipeline] max_gpu_queue_depth"),),
     "status HTTP server listening": (("addr", "[daemon] status_listen"),),
 }
 
@@ -52,6 +58,8 @@ SOURCES: dict[str, str] = {
         "extern/cuzk/cuzk-core/src/engine.rs:1839",
     "synthesis dispatcher started (budget-gated)": "extern/cuzk/cuzk-core/src/engine.rs:1892",
     "set CUZK_GPU_THREADS for C++ groth16_pool": "extern/cuzk/cuzk-daemon/src/main.rs:85",
+    "rayon global thread pool configured": "extern/cuzk/cuzk-daemon/src/main.rs:111",
+    "GPU queue target dispatch pacer enabled": "extern/cuzk/cuzk-core/src/engine.rs:1456",
     "status HTTP server listening": "extern/cuzk/cuzk-daemon/src/main.rs",
 }
 
@@ -81,6 +89,47 @@ class ProverSettings:
     #: latest of each setting): not shown as its value; and how many such fields were read.
     dropped: tuple[str, ...] = ()
     dropped_fields: int = 0
+    #: The wall times of cuzk's starts the side's log shows (`starting cuzk engine`,
+    #: engine.rs:1244; the startup lines replayed from before a window too), in order, and each
+    #: startup setting's values with the time each was logged, a value kept where it differs
+    #: from the one before: `values` holds only the last, and a side with a restart inside it
+    #: is two runs (`runs_after`).
+    start_times: tuple[float, ...] = ()
+    history: dict[str, tuple[tuple[float, str], ...]] = field(default_factory=dict)
+
+
+#: The most starts, and values of one setting, a side keeps (`ProverSettings.start_times`,
+#: `history`): a crash loop restarts thousands of times.
+MAX_STARTS_KEPT = 64
+MAX_VALUES_KEPT = 8
+START = "starting cuzk engine"
+
+
+@dataclass(frozen=True, slots=True)
+class Restarts:
+    """cuzk's starts after a moment (a side's first busy reading: the GPU worked before them,
+    so the side holds more than one run), and the settings that differed between the runs."""
+
+    times: tuple[float, ...]
+    #: Each setting that differed: its value in effect at the moment (where the log said one),
+    #: then after each restart, consecutive repeats dropped.
+    changed: dict[str, tuple[str, ...]]
+
+
+def runs_after(s: ProverSettings, t0_s: float) -> Restarts:
+    """The starts of cuzk later than `t0_s`, and the settings that changed across them."""
+    times = tuple(t for t in s.start_times if t > t0_s)
+    changed: dict[str, tuple[str, ...]] = {}
+    if not times:
+        return Restarts(times, changed)
+    for setting, seen in s.history.items():
+        # The value in effect at t0 (the last one logged by then), then each one logged after.
+        before = [v for t, v in seen if t <= t0_s][-1:]
+        values = before + [v for t, v in seen if t > t0_s]
+        kept = [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
+        if len(kept) > 1:
+            changed[setting] = tuple(kept)
+    return Restarts(times, changed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +163,10 @@ class SettingsSeen:
         self.batches = 0
         self.dropped: dict[str, str] = {}
         self.dropped_fields = 0
+        #: Start times (to the ms: one start read twice, from the recording and a --log of the
+        #: same file, is one) and each startup setting's values with their times.
+        self.starts: set[float] = set()
+        self.history: dict[str, list[tuple[float, str]]] = {}
 
     def feed_log(self, ev: LogEvent) -> None:
         if ev.kind == "timeline":
@@ -123,6 +176,8 @@ class SettingsSeen:
             return
         self.tracing_lines += 1
         name = ev.name
+        if name == START and len(self.starts) < MAX_STARTS_KEPT:
+            self.starts.add(round(ev.t_wall_s, 3))
         wanted = STARTUP_FIELDS.get(name)
         if wanted is not None:
             for key, setting in wanted:
@@ -137,6 +192,7 @@ class SettingsSeen:
                     self.dropped.pop(setting, None)
                     self.values[setting] = _text(v)
                     self.seen_in[setting] = f"log: {name}"
+                    self._remember(setting, ev.t_wall_s, _text(v))
         elif name.endswith(DEPRECATED) or DEPRECATED + " " in name:
             key = name.split(DEPRECATED, 1)[0].strip()
             if key and len(self.deprecated) < 32:
@@ -149,6 +205,13 @@ class SettingsSeen:
             size = ev.fields.get("batch_size")
             if isinstance(size, int) and size > 1:
                 self.batches += 1
+
+    def _remember(self, setting: str, t_wall_s: float, text: str) -> None:
+        """`text` as `setting`'s value logged at `t_wall_s`, kept when it differs from the one
+        before."""
+        values = self.history.setdefault(setting, [])
+        if (not values or values[-1][1] != text) and len(values) < MAX_VALUES_KEPT:
+            values.append((t_wall_s, text))
 
     def _timeline(self, ev: LogEvent) -> None:
         if ev.name == "GPU_START":
@@ -182,7 +245,9 @@ class SettingsSeen:
         return ProverSettings({**self.values, **self.status_values},
                               {**self.seen_in, **self.status_seen_in}, tuple(self.deprecated),
                               env, self.batches, self.tracing_lines,
-                              tuple(self.dropped.values()), self.dropped_fields)
+                              tuple(self.dropped.values()), self.dropped_fields,
+                              tuple(sorted(self.starts)),
+                              {k: tuple(v) for k, v in self.history.items()})
 
 
 def split_prove_disabled(gpu_starts: int, split_prove_lines: int, tracing_lines: int) -> bool:
@@ -208,3 +273,54 @@ def changes(before: ProverSettings, after: ProverSettings) -> list[SettingChange
                                  "set" if key in before.deprecated else None,
                                  "set" if key in after.deprecated else None))
     return out
+
+
+#: An advised setting (`gapwatch.cuzk.advice.Advice.setting`) -> the settings a run shows it by
+#: (`ProverSettings.values` or `env` keys), where that is not the setting itself: cuzk logs few
+#: settings under their TOML names, and an advice's change is seen only in what it moves.
+SHOWN_BY: dict[str, tuple[str, ...]] = {
+    "[memory] total_budget": ("[memory] total_budget (GiB)",),
+    # With total_budget = "auto" the budget is MemTotal - safety_margin (config.rs:100-104).
+    "[memory] safety_margin": ("[memory] total_budget (GiB)",),
+    # synth_worker_count = max(2, min(budget / 14 GiB, max_parallel_synthesis)), logged at
+    # start (engine.rs:1433-1437, 1839): the cap itself is never logged.
+    "[pipeline] max_parallel_synthesis": ("synth_worker_count",),
+    "[synthesis] threads": ("[synthesis] threads (rayon_threads)",),
+    "env CUZK_VALIDATE_PARTITIONS": ("CUZK_VALIDATE_PARTITIONS",),
+    "env CUZK_DISABLE_SPLIT_PROVE": ("CUZK_DISABLE_SPLIT_PROVE",),
+}
+#: The env knobs `ProverSettings.env` holds: seen (or inferred) on a side, else not seen.
+ENV_KNOBS = ("CUZK_VALIDATE_PARTITIONS", "CUZK_DISABLE_SPLIT_PROVE")
+
+
+@dataclass(frozen=True, slots=True)
+class AdvisedChange:
+    """Whether an advised setting changed between two runs, as what shows it says."""
+
+    setting: str
+    #: True or False when something that shows the setting is read on both sides; None: no
+    #: side pair shows it (cuzk never logs it, or one side has no log), so it is not known.
+    changed: bool | None
+    #: What showed it, with each side's value (None: that side does not show it).
+    shown_by: tuple[SettingChange, ...]
+
+
+def _shown(s: ProverSettings, key: str) -> str | None:
+    """`key`'s value on a side; an env knob's "not seen" where the side has the prover's log
+    (its lines would have said it), None where it has none."""
+    if key in ENV_KNOBS:
+        if key in s.env:
+            return "1"
+        return "not seen" if s.log_lines else None
+    return s.values.get(key)
+
+
+def advised_change(setting: str, before: ProverSettings,
+                   after: ProverSettings) -> AdvisedChange:
+    """Whether `setting` (as an advice names it) changed between `before` and `after`, read
+    from the settings that show it (`SHOWN_BY`, else the setting itself)."""
+    shown = tuple(SettingChange(k, _shown(before, k), _shown(after, k))
+                  for k in SHOWN_BY.get(setting, (setting,)))
+    both = [s for s in shown if s.before is not None and s.after is not None]
+    return AdvisedChange(setting, any(s.before != s.after for s in both) if both else None,
+                         shown)

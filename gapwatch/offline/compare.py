@@ -27,6 +27,7 @@ taken as fixed) are set against what AFTER achieved.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_CEILING, Decimal
@@ -42,7 +43,14 @@ from gapwatch.core.models import Gap, GpuInfo, ProverEvent
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
-from gapwatch.cuzk.settings import ProverSettings, SettingChange, SettingsSeen, changes
+from gapwatch.cuzk.settings import (
+    ProverSettings,
+    SettingChange,
+    SettingsSeen,
+    advised_change,
+    changes,
+    runs_after,
+)
 from gapwatch.offline.compare_stats import Better, Spread, Test, Verdict, judge, spread
 from gapwatch.offline.compare_windows import (
     ALL,
@@ -575,6 +583,7 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
         other = after if with_log is before else before
         out.append(f"only {with_log.label} has the prover's log: prover causes not compared "
                    f"({_causes_without_log(other)})")
+    out += [note for s in (before, after) if (note := _restart_note(s)) is not None]
     for s in (before, after):
         silent = _silent_in_span(s) if not s.stepped_back_s else ""
         if silent:
@@ -595,6 +604,28 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
             out.append(f"{s.label} holds {whole} whole window(s) of {window_s:g} s: too short "
                        "to tell a change (pass --window smaller)")
     return out
+
+
+def _restart_note(side: Side) -> str | None:
+    """Said when cuzk started again after the side's first busy reading: the side is two runs
+    or more (each start begins with an unpinned first wave and reloads its SRS,
+    cuzk-upstream-paths.md 4.4), and its settings column shows only the last start's values;
+    where a setting changed at a restart, the change the comparison is about may sit inside
+    the side. A start before the first busy reading (the side's own start, or the startup
+    lines replayed from before an `--at` window) is no restart inside it."""
+    first = side.start_s
+    if first is None:
+        return None
+    runs = runs_after(side.settings, first)
+    if not runs.times:
+        return None
+    changed = "; ".join(f"{k} {' → '.join(v)}" for k, v in sorted(runs.changed.items()))
+    last = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(runs.times[-1]))
+    return (f"{side.label} holds {len(runs.times)} restart(s) of cuzk after its first busy "
+            "reading (each begins with an unpinned first wave and reloads its SRS), so its "
+            "figures mix the runs"
+            + (f"; changed at them: {changed} (its settings show the last)" if changed else "")
+            + f"; compare across the last: --at {last}")
 
 
 def _silent_in_span(side: Side) -> str:
@@ -619,11 +650,19 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
     """BEFORE's advice with its predicted payoff, and what AFTER achieved (busy share, and the
     throughput ratio from partitions per hour when both sides have them, else from busy)."""
     b, a = c.before, c.after
-    changed = {ch.setting for ch in c.setting_changes}
-    advice = [{"setting": x.setting, "stall": x.stall, "gaps": x.gaps, "idle_s": x.idle_s,
-               "busy_fraction": None if x.payoff is None else x.payoff.busy_fraction,
-               "throughput_gain": None if x.payoff is None else x.payoff.throughput_gain,
-               "changed": x.setting in changed} for x in b.advice.advice]
+    advice = []
+    for x in b.advice.advice:
+        # By what shows the setting (`advised_change`), not by its name among the changed
+        # ones: cuzk logs `[pipeline] max_parallel_synthesis` only as synth_worker_count, the
+        # budget in GiB, env knobs by their lines, so a name match never marked them.
+        moved = advised_change(x.setting, b.settings, a.settings)
+        advice.append({
+            "setting": x.setting, "stall": x.stall, "gaps": x.gaps, "idle_s": x.idle_s,
+            "busy_fraction": None if x.payoff is None else x.payoff.busy_fraction,
+            "throughput_gain": None if x.payoff is None else x.payoff.throughput_gain,
+            "changed": moved.changed,
+            "shown_by": [{"setting": s.setting, "before": s.before, "after": s.after}
+                         for s in moved.shown_by]})
     top = c.figures[0].gpu if c.figures else ALL
     whole = {f.name: (f.before, f.after) for f in c.figures if f.gpu == top}
     verdicts = {f.name: f.test.verdict for f in c.figures if f.gpu == top}

@@ -193,10 +193,10 @@ def payoff_lines(c: Comparison) -> list[str]:
     out = ["Payoff: what BEFORE's advice predicted, what AFTER achieved"]
     for a in p["advice"]:
         gain = a["throughput_gain"]
-        mark = " (changed)" if a["changed"] else ""
-        out.append(f"  {a['setting']}{mark}: {a['gaps']} {a['stall'].replace('_', ' ')} gap(s),"
+        out.append(f"  {a['setting']}: {a['gaps']} {a['stall'].replace('_', ' ')} gap(s),"
                    f" busy → {fmt.frac_pct(a['busy_fraction'])}, "
                    + (f"{gain:.2f}× throughput" if gain else "gain unknown"))
+        out.append(_changed_line(a["changed"], a["shown_by"]))
     if not p["advice"]:
         out.append("  BEFORE's report advised no setting")
     allg = p["all_gaps"]
@@ -218,6 +218,22 @@ def payoff_lines(c: Comparison) -> list[str]:
         line += "; load differs, so not a measure of the change"
     out.append(line)
     return out
+
+
+def _changed_line(changed: bool | None, shown_by: list[dict[str, str | None]]) -> str:
+    """Whether an advised setting changed, and what showed it (`changed: synth_worker_count
+    20 → 4`), on a line of its own under the advice; unknown is said as such, never as
+    unchanged."""
+    both = [s for s in shown_by if s["before"] is not None and s["after"] is not None]
+    if changed is None:
+        names = ", ".join(str(s["setting"]) for s in shown_by)
+        return _said("    ", f"changed? not known: not shown by both runs ({names})")
+    if changed:
+        return _said("    ", "changed: " + ", ".join(
+            f"{s['setting']} {s['before']} → {s['after']}" for s in both
+            if s["before"] != s["after"]))
+    return _said("    ", "unchanged: " + ", ".join(f"{s['setting']} {s['before']}"
+                                              for s in both) + " on both")
 
 
 def format_text(c: Comparison) -> str:
@@ -263,7 +279,9 @@ def format_markdown(c: Comparison) -> str:
                    f"{_md(cell(f, f.before, f.before_windows))} | "
                    f"{_md(cell(f, f.after, f.after_windows))} | {_md(change(f))} | "
                    f"**{f.test.verdict}** |")
-    out += [""] + [f"- {_md(line.strip(), None)}" for line in payoff_lines(c)[1:]]
+    # An advice's "changed:" line (indented under it in the text) as a nested item.
+    out += [""] + [f"{'  ' if line.startswith('    ') else ''}- {_md(line.strip(), None)}"
+                   for line in payoff_lines(c)[1:]]
     out += ["", f"_{_md(METHOD, None)}_", ""]
     return "\n".join(out)
 

@@ -433,15 +433,8 @@ def test_a_post_that_could_not_be_timed_is_unknown_never_ok() -> None:
     notice = notice_of(ev, 0)
     assert notice is not None and notice.level == "warning"
     assert "not known" in notice.message and "from synthesis start" not in notice.message
-    # The same line read twice (a duplicated GPU_END after the proof's own): the proof is
-    # timed as before, the stray one unknown.
-    text = (DATA / "post-behind-partitions.log").read_text()
-    end = next(x for x in text.splitlines() if f"GPU_END,{job}" in x)
-    first, stray = watched_text(text + end + "\n")
-    assert first.proof is not None and first.proof.verdict == "ok"
-    assert first.proof.total_s == pytest.approx(3.87, abs=0.01)
-    assert stray.proof is not None and stray.proof.verdict == "unknown"
     # Its GPU phases read, its begin not: no setting claimed for a wait it may not have had.
+    text = (DATA / "post-behind-partitions.log").read_text()
     lines = [x for x in text.splitlines() if "job enqueued" not in x and "proof completed"
              not in x and not x.startswith(("TIMELINE,10770,SYNTH_START", "TIMELINE,12970,SYNTH"))]
     [ev] = watched_text("\n".join(lines))
@@ -540,3 +533,35 @@ def test_a_post_followed_from_mid_proof_is_said_at_the_end_of_data_and_at_risk_w
     assert done.proof is not None and done.proof.verdict == "at_risk" and done.level == "warning"
     assert "more than 20.0 s of its 30 s deadline" in done.message
     assert "not known" not in done.message
+
+
+def test_a_post_gpu_end_read_twice_is_one_proof_never_a_second_late_or_untimed_one() -> None:
+    """The same lines read twice (a recording's log events and the `--log` file they came
+    from, a log given twice, a file read again from its start): a PoSt's `GPU_END` read again
+    was a second proof. Alone it was a row "not timed" (`GapwatchPoStNotTimed` fired); with
+    its completion line read twice as well, a second LATE proof of 35.9 s made of a finalize
+    phase, with a setting claimed for it. One line read twice is one line."""
+    text = (DATA / "post-late.log").read_text()
+    lines = text.splitlines()
+    end = next(x for x in lines if x.startswith("TIMELINE") and "GPU_END" in x)
+    each_twice = "\n".join(x for line in lines for x in (line, line))
+    for case in (text + end + "\n", each_twice, text + text):
+        said = [e.proof for e in watched_text(case) if e.proof is not None]
+        assert all(p.verdict == "late" for p in said)  # late while running, then done
+        [p] = [p for p in said if p.done]
+        assert p.total_s == pytest.approx(35.91, abs=0.01)
+        assert p.queue_s == pytest.approx(33.0, abs=0.01)
+    # The recording's copy placed by `/status` and the file's by its start line: wall times a
+    # little apart, the same TIMELINE offset: still the same line.
+    tracker = PostTracker()
+    job = "winpost-1000-9f8e7d6c"
+    first = _timeline(100.0, "GPU_END", job, worker=0)
+    first.fields["offset_ms"] = 55880
+    again = _timeline(100.4, "GPU_END", job, worker=0)
+    again.fields["offset_ms"] = 55880
+    events = _fed(tracker, _timeline(90.0, "SYNTH_START", job), first, again)
+    assert tracker.read_again == 1
+    assert len([e for e in events + tracker.finish(200.0) if e.kind == "proof"]) == 1
+    # A stray GPU_END of another proof is still one not timed, never passed over.
+    [stray] = watched_text(_START + f"TIMELINE,14640,GPU_END,{job},worker=0,gpu_ms=1300\n")
+    assert stray.proof is not None and stray.proof.verdict == "unknown"

@@ -11,14 +11,18 @@ import pytest
 from evaluation.simulate import simulate
 from gapwatch.config import Config
 from gapwatch.core.models import Gap, GpuHealth, HardwareEvent, Record, StateChange
+from gapwatch.engine.store import SeriesStore
 from gapwatch.offline.report import build_report, to_json
 from gapwatch.offline.report_text import format_text
 from gapwatch.sinks.recorder import write_recording
+from gapwatch.sources.files import read_any
 
 GIB = 1 << 30
 
 
-def _recording(tmp_path: Path) -> Path:
+def _recording(tmp_path: Path, more: tuple[tuple[str, int], ...] = ()) -> Path:
+    """A recording with health readings, an XID on GPU 1 and `more` GPU errors on GPU 0
+    (kind, count)."""
     run = simulate("pageable", duration_s=40.0, gpus=2)
     t0 = run.header.started_wall_s
     extra: list[Record] = []
@@ -31,6 +35,10 @@ def _recording(tmp_path: Path) -> Path:
                 power_limit_w=700.0, clocks_event_mask=0x4 if s >= 30 and gpu == 0 else 0x0))
     extra.append(HardwareEvent(gpu=1, t_mono_ns=run.header.started_mono_ns + 20 * 10**9,
                                t_wall_s=t0 + 20, kind="xid", code=79))
+    for i, (kind, count) in enumerate(more):
+        extra.append(HardwareEvent(gpu=0, t_mono_ns=run.header.started_mono_ns + (21 + i) * 10**9,
+                                   t_wall_s=t0 + 21 + i, kind=kind,  # type: ignore[arg-type]
+                                   count=count))
     kept = [r for r in [*run.records, *extra] if not isinstance(r, Gap | StateChange)]
     records = sorted(kept, key=lambda r: r.t_wall_s)
     path = tmp_path / "rec.jsonl.gz"
@@ -65,4 +73,30 @@ def test_a_recording_without_health_says_nothing_of_it(tmp_path: Path) -> None:
     report = build_report(path, Config(), workers=1)
     text = format_text(report)
     assert "GPU health" not in text
-    assert to_json(report)["gpu_errors"] == {"count": 0, "items": []}
+    assert to_json(report)["gpu_errors"] == {"count": 0, "errors_by_kind": {}, "items": []}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_reports_gpu_error_count_is_the_errors_metrics_counts_not_the_events(
+        tmp_path: Path, workers: int) -> None:
+    """40 uncorrected ECC errors read in one health reading are one event and 40 errors: the
+    report said `GPU errors: 1` (its JSON `count` 1) where /metrics'
+    `gapwatch_gpu_hardware_events_total{kind="ecc_uncorrected"}` read 40."""
+    path = _recording(tmp_path, (("ecc_uncorrected", 40), ("pcie_replay", 100)))
+    report = build_report(path, Config(), workers=workers)
+    text = format_text(report)
+    assert "GPU errors: 141 (ecc_uncorrected 40, pcie_replay 100, xid 1) in 3 events" in text
+    assert "GPU 0: 40 uncorrected ECC errors" in text
+    doc = to_json(report)["gpu_errors"]
+    assert doc["count"] == 3  # events, as listed in items
+    assert doc["errors_by_kind"] == {"xid": 1, "ecc_uncorrected": 40, "pcie_replay": 100}
+    # What the live store counts for /metrics over the same records.
+    rec = read_any(path)
+    store = SeriesStore(list(rec.header.gpus), period_s=0.1)
+    for r in rec.records:
+        if isinstance(r, HardwareEvent):
+            store.add_hw_event(r)
+    by_kind: dict[str, int] = {}
+    for (_, kind), n in store.snapshot().hw_counts.items():
+        by_kind[kind] = by_kind.get(kind, 0) + n
+    assert by_kind == doc["errors_by_kind"]

@@ -69,6 +69,9 @@ MAX_AWAITING = 64
 #: message and list, copied into each PoSt in flight).
 MAX_HELD = 1024
 MAX_BEHIND = 16
+#: PoSt `GPU_END` lines remembered (job id, TIMELINE offset), the latest: the same line read
+#: again is not a second proof (see `PostTracker._read_again`).
+MAX_ENDED = 1024
 #: A proof gapwatch could not time is a warning: never "info" beside the ones on time.
 _LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "late": "error",
                                            "unknown": "warning"}
@@ -204,6 +207,10 @@ class PostTracker:
         #: Job ids given up for room (the latest `MAX_GIVEN_UP_IDS`): their later lines are
         #: passed over.
         self._given_up_ids: OrderedDict[str, None] = OrderedDict()
+        #: The `GPU_END` lines that ended a PoSt (`_end_key`), the latest `MAX_ENDED`; and how
+        #: many such lines were read again (passed over).
+        self._ended: OrderedDict[tuple[str, str, float], None] = OrderedDict()
+        self.read_again = 0
 
     # -- feeding ------------------------------------------------------------------------------
 
@@ -244,6 +251,7 @@ class PostTracker:
         out = [self._gone(job, "restart", max(at_s, job.latest_s())) for job in self._jobs.values()]
         self._jobs.clear()
         self._given_up_ids.clear()
+        self._ended.clear()  # a new run: its TIMELINE offsets start again
         self.holding.clear()
         return out
 
@@ -252,6 +260,8 @@ class PostTracker:
         if job_id is None:
             return []
         self._track_workers(ev, name, job_id)
+        if name == "GPU_END" and self._read_again(ev, job_id):
+            return []
         job = self._jobs.get(job_id)
         if job is None:
             if ev.partition is not None:
@@ -266,6 +276,19 @@ class PostTracker:
                 return []
             job = self._start(job_id, kind, ev.t_wall_s)
         return self._step(job, ev, name)
+
+    def _read_again(self, ev: LogEvent, job_id: str) -> bool:
+        """Whether this `GPU_END` is one that already ended a PoSt, read again (a recording's
+        log events and the `--log` file they came from, a log given twice, a file read again
+        from its start): the same line, not a second proof. Taken as one, it was a second
+        row "not timed" (`GapwatchPoStNotTimed` fired), and with its completion line read
+        twice as well a second LATE proof, 35.9 s of a finalize phase, with a setting for
+        it. Its job's lines read again before it (a whole log twice) are dropped with it."""
+        if _end_key(ev, job_id) not in self._ended:
+            return False
+        self.read_again += 1
+        self._jobs.pop(job_id, None)
+        return True
 
     def _start(self, job_id: str, kind: str, now_s: float) -> _Post:
         job = self._jobs.get(job_id)
@@ -311,6 +334,7 @@ class PostTracker:
         elif name == "GPU_END":
             job.end_s = t
             self._jobs.pop(job.job, None)
+            keep_latest(self._ended, _end_key(ev, job.job), None, MAX_ENDED)
             self.completed += 1
             return self._pair(job)
         return []
@@ -448,6 +472,16 @@ def _behind(holding: dict[int, str], job_id: str) -> tuple[list[str], int]:
     others = [(w, held) for w, held in sorted(holding.items()) if not held.startswith(job_id)]
     return ([f"worker {w}: {held}" for w, held in others[:MAX_BEHIND]],
             max(0, len(others) - MAX_BEHIND))
+
+
+def _end_key(ev: LogEvent, job_id: str) -> tuple[str, str, float]:
+    """What makes a `GPU_END` line this line: its job and its TIMELINE offset (ms since the
+    engine started: the same whichever anchor placed it in wall time, so a recording's copy
+    placed by `/status` and the file's placed by its start line agree), else its time."""
+    offset = int_field(ev.fields.get("offset_ms"))
+    if offset is not None:
+        return (job_id, "offset_ms", float(offset))
+    return (job_id, "t_wall_s", ev.t_wall_s)
 
 
 def _str(value: object) -> str | None:

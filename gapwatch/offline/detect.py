@@ -102,10 +102,11 @@ class Detected:
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     #: GPU health over the run per GPU, and the GPU errors (at most `MAX_REPORT_EVENTS`; all
-    #: counted in `hw_event_count`).
+    #: counted in `hw_event_count`, and the errors they stand for by kind in `hw_errors`).
     health: dict[int, HealthStats] = field(default_factory=dict)
     hw_events: list[HardwareEvent] = field(default_factory=list)
     hw_event_count: int = 0
+    hw_errors: dict[str, int] = field(default_factory=dict)
     #: The chaining figure per GPU over the whole run, and its worst minute (start, share).
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
@@ -421,6 +422,9 @@ class _HealthSide:
         self.health: dict[int, HealthStats] = {}
         self.hw_events: list[HardwareEvent] = []
         self.hw_count = 0
+        #: Errors by kind: an event's `count` each (5 uncorrected ECC errors in one reading
+        #: are one event, 5 errors), as `/metrics`' `gapwatch_gpu_hardware_events_total` sums.
+        self.hw_errors: dict[str, int] = {}
 
     def add(self, r: Record) -> None:
         if isinstance(r, CopyRecord):
@@ -432,6 +436,7 @@ class _HealthSide:
             stats.add(r)
         elif isinstance(r, HardwareEvent):
             self.hw_count += 1
+            self.hw_errors[r.kind] = self.hw_errors.get(r.kind, 0) + r.count
             if len(self.hw_events) < MAX_REPORT_EVENTS:
                 self.hw_events.append(r)
 
@@ -441,7 +446,8 @@ class _HealthSide:
         worst = {g: w for g in figures
                  if (w := self.chaining.worst_window(g, WINDOW_S)) is not None}
         return {"health": self.health, "hw_events": self.hw_events,
-                "hw_event_count": self.hw_count, "chaining": figures, "chaining_worst": worst}
+                "hw_event_count": self.hw_count, "hw_errors": dict(self.hw_errors),
+                "chaining": figures, "chaining_worst": worst}
 
 
 def sort_states(states: list[StateChange]) -> None:

@@ -141,11 +141,13 @@ class ReportData:
     #: What to change (cuzk's settings for the stalls the gaps show; docs/advice.md).
     advice: AdviceReport = field(default_factory=AdviceReport)
     #: GPU health over the run, GPU errors (XID, ECC, PCIe replays; the first
-    #: `MAX_REPORT_EVENTS`, `hw_event_count` of them in all), the chaining figure per GPU and
-    #: its worst minute (`gapwatch.core.health`, `gapwatch.core.chaining`).
+    #: `MAX_REPORT_EVENTS`, `hw_event_count` of them in all, the errors they stand for by kind
+    #: in `hw_errors`), the chaining figure per GPU and its worst minute
+    #: (`gapwatch.core.health`, `gapwatch.core.chaining`).
     health: dict[int, HealthStats] = field(default_factory=dict)
     hw_events: list[HardwareEvent] = field(default_factory=list)
     hw_event_count: int = 0
+    hw_errors: dict[str, int] = field(default_factory=dict)
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
     #: Closed gaps by (GPU, kind): count and idle seconds, as the ledger counted them (the one
@@ -419,6 +421,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
                              rules=lambda stall, these: path_rule(stall, these, facts),
                              notes=path_notes(facts)),
         health=found.health, hw_events=found.hw_events, hw_event_count=found.hw_event_count,
+        hw_errors=found.hw_errors,
         chaining=found.chaining, chaining_worst=found.chaining_worst,
         gap_tally=tally,
         prover_events=found.prover_events,
@@ -674,6 +677,8 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
         },
         "gpu_errors": {
             "count": r.hw_event_count,
+            # The errors the events stand for, by kind: what /metrics counts.
+            "errors_by_kind": r.hw_errors,
             "items": [{"gpu": e.gpu, "t_wall_s": e.t_wall_s, "kind": e.kind, "code": e.code,
                        "count": e.count, "words": event_words(e)} for e in r.hw_events],
         },

@@ -235,6 +235,7 @@ class _Part:
     health: dict[int, HealthStats] = field(default_factory=dict)
     hw_events: list[HardwareEvent] = field(default_factory=list)
     hw_event_count: int = 0
+    hw_errors: dict[str, int] = field(default_factory=dict)
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
     #: What the worker's prover could not learn (`Prover.lacks`).
@@ -381,6 +382,7 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
         health=found.health,
         hw_events=found.hw_events,
         hw_event_count=found.hw_event_count,
+        hw_errors=found.hw_errors,
         chaining=found.chaining,
         chaining_worst=found.chaining_worst,
         # A worker with copies has its file (spawned ones meet none: see `_only_mine`).
@@ -657,6 +659,7 @@ def _merge(header: SessionHeader, parts: list[_Part], gaps: GapSpool,
         blind_spots=parts[0].blind_spots if parts else [], byes=parts[0].byes if parts else [],
         health=parts[0].health if parts else {}, hw_events=parts[0].hw_events if parts else [],
         hw_event_count=parts[0].hw_event_count if parts else 0,
+        hw_errors=parts[0].hw_errors if parts else {},
         chaining={g: f for p in parts for g, f in p.chaining.items()},
         chaining_worst={g: w for p in parts for g, w in p.chaining_worst.items()},
         # Every worker was fed every log event and snapshot: this process's prover knows all.

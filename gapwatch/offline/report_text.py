@@ -83,9 +83,15 @@ def _health_lines(r: ReportData) -> list[str]:
     out = ["GPU health (highest readings) and GPU errors"]
     out += [f"  {h.words()}" for _, h in sorted(r.health.items())]
     if r.hw_event_count:
-        out.append(f"  GPU errors: {r.hw_event_count}"
+        # The errors, by kind as /metrics' gapwatch_gpu_hardware_events_total counts them: one
+        # reading's 40 uncorrected ECC errors are one event; "GPU errors: 1" beside a counter
+        # of 40 understated them.
+        errors = sum(r.hw_errors.values())
+        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(r.hw_errors.items()))
+        events = "" if errors == r.hw_event_count else f" in {r.hw_event_count} events"
+        out.append(f"  GPU errors: {errors} ({kinds}){events}"
                    + ("" if r.hw_event_count == len(r.hw_events)
-                      else f" (the first {len(r.hw_events)} below)"))
+                      else f" (the first {len(r.hw_events)} events below)"))
         out += [f"    {_clock(e.t_wall_s)}  {event_words(e)}" for e in r.hw_events]
     else:
         out.append("  GPU errors: none (XID, ECC, PCIe replays)")

@@ -565,3 +565,78 @@ def test_a_post_gpu_end_read_twice_is_one_proof_never_a_second_late_or_untimed_o
     # A stray GPU_END of another proof is still one not timed, never passed over.
     [stray] = watched_text(_START + f"TIMELINE,14640,GPU_END,{job},worker=0,gpu_ms=1300\n")
     assert stray.proof is not None and stray.proof.verdict == "unknown"
+
+
+def _parsed_at_once(text: str) -> list[ProverEvent]:
+    """What `gapwatch parse --timeline` says of a log: a file read at once, every line's arrival
+    the same instant, which says nothing of when it was written."""
+    parser, watch = LogParser(offline=True), CuzkWatch(arrival_timed=False)
+    out: list[ProverEvent] = []
+    for i, line in enumerate(text.splitlines()):
+        for e in parser.parse_line(line, "cuzk.log", i, 1_800_000_000.0):
+            out += watch.feed(e)
+    return out + watch.finish()
+
+
+def test_a_post_read_without_its_timeline_anchor_is_timed_by_the_offsets_never_by_read_times(
+) -> None:
+    """`parse --timeline` of a log whose `starting cuzk engine` line is not in it (rotated
+    away, or a piece of the log): its TIMELINE lines were timed when they were read, all at
+    one instant. A WinningPoSt of only TIMELINE lines was "ok, total 0.0 s" (every phase 0);
+    with its `job enqueued` line (its own time, in May) the queue ran to the read time, 206
+    days, LATE with a setting claimed. Its TIMELINE lines are one clock (their offsets): the
+    phases between them come from there, and what joins them to a line of its own time (the
+    queue, the finalize, so the total) is not known: the least its total can be, never "ok"."""
+    only_timeline = (DATA / "post-in-flight.log").read_text()
+    [ev] = [e for e in _parsed_at_once(only_timeline) if e.proof is not None]
+    p = ev.proof
+    assert p is not None and p.done
+    assert p.synth_s == pytest.approx(2.1, abs=0.01) and p.gpu_s == pytest.approx(0.8, abs=0.01)
+    assert p.queue_s is None and p.finalize_s is None and p.total_s is None
+    assert p.total_at_least_s == pytest.approx(2.9, abs=0.01)
+    assert p.verdict == "unknown" and ev.level == "warning"
+    assert "its queue is not" in ev.message and "TIMELINE lines' offsets" in ev.message
+    assert ev.t_wall_s == 1_800_000_000.0  # no line says when: where it was read, not 1970
+
+    # Its `job enqueued` read, with its own time: 32 s in flight by the lines of their own
+    # time before its TIMELINE lines came (said late then, rightly: it took 35.9 s); done,
+    # it is more than that, late, its queue not known; never 206 days.
+    lines = (DATA / "post-late.log").read_text().splitlines()
+    unanchored = "\n".join(x for x in lines if "starting cuzk engine" not in x)
+    said = [e for e in _parsed_at_once(unanchored) if e.proof is not None]
+    assert [e.proof.done for e in said if e.proof is not None] == [False, True]
+    for e in said:
+        assert e.proof is not None and e.proof.verdict == "late"
+        figure = e.proof.total_s if e.proof.total_s is not None else e.proof.total_at_least_s
+        assert figure == pytest.approx(32.0, abs=0.01)
+        assert e.t_wall_s < 1_800_000_000.0  # at the lines of their own time, in May
+    done = said[-1].proof
+    assert done is not None and done.queue_s is None and done.total_s is None
+    assert done.synth_s == pytest.approx(2.1, abs=0.01) and done.gpu_s == pytest.approx(0.8, abs=0.01)
+
+    # Past its deadline by the offsets alone it is late, whatever was not known.
+    slow = only_timeline.replace("TIMELINE,4000900,GPU_END", "TIMELINE,4040900,GPU_END")
+    [late] = [e for e in _parsed_at_once(slow) if e.proof is not None and e.proof.done]
+    assert late.proof is not None and late.proof.verdict == "late"
+    assert late.proof.total_at_least_s == pytest.approx(42.9, abs=0.01)
+
+    # With its anchor the same log is timed as ever: 35.9 s, late, its queue of 33 s.
+    [anchored] = [e.proof for e in _parsed_at_once("\n".join(lines))
+                  if e.proof is not None and e.proof.done]
+    assert anchored is not None and anchored.total_s == pytest.approx(35.91, abs=0.01)
+    assert anchored.queue_s == pytest.approx(33.0, abs=0.01) and anchored.verdict == "late"
+
+
+def test_gapwatch_parse_times_a_post_without_its_anchor_by_its_offsets(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command itself: a WinningPoSt of TIMELINE lines without their anchor is not timed
+    (">2.9"), never "ok" at 0.0 s."""
+    from gapwatch.cli import main
+
+    log = tmp_path / "cuzk.log"
+    log.write_text((DATA / "post-in-flight.log").read_text())
+    assert main(["parse", "--timeline", str(log)]) == 0
+    out = capsys.readouterr().out
+    [row] = [x for x in out.splitlines() if "winpost-1000-1a2b3c4d" in x and "winning-post" in x
+             and x.split()[-1] in ("ok", "unknown", "late", "at_risk")]
+    assert row.split()[-1] == "unknown" and ">2.9" in row

@@ -224,7 +224,9 @@ class _Said:
     def __init__(self, config: Config) -> None:
         from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 
-        self.watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
+        # A file read at once: a line's arrival time says nothing of when it was written.
+        self.watch = (CuzkWatch(deadlines_of(config.cuzk), arrival_timed=False)
+                      if config.logs.cuzk else None)
         # Every one counted, the first of each kind kept: a log of a year of failures must
         # not fill memory (the watcher stopped being fed at 100,000, the rest unsaid).
         self.events = ProverEvents()

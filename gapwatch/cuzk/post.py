@@ -123,6 +123,16 @@ class _Post:
     #: An SRS load of a PoSt circuit between arrival and synthesis (on-demand, or evicted).
     srs_load_s: float | None = None
     said_late: bool = False
+    #: Timed on cuzk's engine clock (TIMELINE offsets, seconds): its TIMELINE lines came
+    #: without their anchor where their arrival means nothing (`PostTracker.arrival_timed`
+    #: False: a file read at once). Its phase times above are then offsets, never mixed with
+    #: a line's own wall time (a `job enqueued` of May against a SYNTH_START read today was a
+    #: queue of 206 days), and `wall_s` places it: the latest wall time known at its last line.
+    engine_clock: bool = False
+    wall_s: float | None = None
+    #: How long it had been in flight on the wall clock when its offsets took over (from its
+    #: `job enqueued` to the latest line of its own time): the least its total can be there.
+    wall_least_s: float | None = None
 
     def begin_s(self) -> float | None:
         return self.arrived_s if self.arrived_s is not None else self.synth_start_s
@@ -188,8 +198,17 @@ def _phase(a: float | None, b: float | None, now_s: float | None) -> float | Non
 class PostTracker:
     """Follows every PoSt job through cuzk's lines; `feed` returns the proofs completed."""
 
-    def __init__(self, deadlines: Deadlines | None = None) -> None:
+    def __init__(self, deadlines: Deadlines | None = None, *, arrival_timed: bool = True
+                 ) -> None:
         self.deadlines = deadlines or Deadlines()
+        #: Whether a line's arrival time is when it was written (followed live, within a poll
+        #: period), or means nothing (`gapwatch parse` reads a file at once: docs/logs.md).
+        #: Without it a PoSt whose TIMELINE lines lack their anchor is timed by their offsets.
+        self.arrival_timed = arrival_timed
+        #: The latest TIMELINE offset (s) read without its anchor: "now" on the engine clock;
+        #: and the latest time of a line that says when it was written: "now" on the wall.
+        self._engine_now_s: float | None = None
+        self._wall_now_s: float | None = None
         self._jobs: OrderedDict[str, _Post] = OrderedDict()
         self._enqueued: OrderedDict[str, float] = OrderedDict()
         #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END: the
@@ -215,6 +234,10 @@ class PostTracker:
     # -- feeding ------------------------------------------------------------------------------
 
     def feed(self, ev: LogEvent) -> list[ProverEvent]:
+        if self.arrival_timed or ev.time_source != "arrival":
+            t = ev.t_wall_s
+            if self._wall_now_s is None or t > self._wall_now_s:
+                self._wall_now_s = t
         out = self._feed(ev)
         if self._said:  # PoSt given up to make room for this one: said before it
             out, self._said = self._said + out, []
@@ -226,7 +249,9 @@ class PostTracker:
         if ev.kind == "tracing" and ev.name == ENQUEUED and ev.job_id is not None:
             kind = post_kind(_str(ev.fields.get("proof_kind")), ev.job_id)
             if kind is not None:  # followed from its arrival: late even before synthesis
-                self._start(ev.job_id, kind, ev.t_wall_s).arrived_s = ev.t_wall_s
+                job = self._start(ev.job_id, kind, ev.t_wall_s)
+                if not job.engine_clock:
+                    job.arrived_s = ev.t_wall_s
                 return []
             self._enqueued[ev.job_id] = ev.t_wall_s
             self._enqueued.move_to_end(ev.job_id)
@@ -248,10 +273,12 @@ class PostTracker:
     def restart(self, at_s: float) -> list[ProverEvent]:
         """The prover started again at `at_s`: its jobs in flight are gone (said as lost, once,
         their phases up to then)."""
-        out = [self._gone(job, "restart", max(at_s, job.latest_s())) for job in self._jobs.values()]
+        out = [self._gone(job, "restart", max(self._on_clock(job, at_s), job.latest_s()))
+               for job in self._jobs.values()]
         self._jobs.clear()
         self._given_up_ids.clear()
         self._ended.clear()  # a new run: its TIMELINE offsets start again
+        self._engine_now_s = None
         self.holding.clear()
         return out
 
@@ -259,6 +286,7 @@ class PostTracker:
         job_id, name = ev.job_id, ev.name
         if job_id is None:
             return []
+        engine_s = self._engine_time(ev)
         self._track_workers(ev, name, job_id)
         if name == "GPU_END" and self._read_again(ev, job_id):
             return []
@@ -275,7 +303,40 @@ class PostTracker:
             if kind is None:
                 return []
             job = self._start(job_id, kind, ev.t_wall_s)
-        return self._step(job, ev, name)
+        if engine_s is not None and not job.engine_clock:
+            job.engine_clock = True
+            if job.arrived_s is not None and self._wall_now_s is not None:
+                job.wall_least_s = max(0.0, self._wall_now_s - job.arrived_s) or None
+            job.arrived_s = None  # its `job enqueued` time is on the wall clock, not this one
+        # Placed as an untimed line of a file is ("around", docs/logs.md): at the latest line
+        # that says when it was written, else where it was read.
+        job.wall_s = (self._wall_now_s if engine_s is not None and self._wall_now_s is not None
+                      else ev.t_wall_s)
+        if not job.engine_clock:
+            return self._step(job, ev, name, ev.t_wall_s)
+        if engine_s is None:
+            return []  # an anchored line, or an offset past 64 bits: not on its clock
+        return self._step(job, ev, name, engine_s)
+
+    def _engine_time(self, ev: LogEvent) -> float | None:
+        """A TIMELINE line's time on the engine clock (its offset, s) when its arrival means
+        nothing and no anchor placed it (`arrival_timed`), else None (its wall time holds)."""
+        if self.arrival_timed or ev.time_source != "arrival":
+            return None
+        offset = int_field(ev.fields.get("offset_ms"))
+        if offset is None:
+            return None
+        engine_s = offset / 1000.0
+        if self._engine_now_s is None or engine_s > self._engine_now_s:
+            self._engine_now_s = engine_s
+        return engine_s
+
+    def _on_clock(self, job: _Post, wall_s: float) -> float:
+        """`wall_s` ("now", from the data's wall time) on `job`'s clock: the engine's latest
+        offset for a proof timed by its offsets."""
+        if job.engine_clock and self._engine_now_s is not None:
+            return self._engine_now_s
+        return wall_s
 
     def _read_again(self, ev: LogEvent, job_id: str) -> bool:
         """Whether this `GPU_END` is one that already ended a PoSt, read again (a recording's
@@ -300,7 +361,7 @@ class PostTracker:
             # dropped unseen: 100,000 PoSt ids that never end were 256 rows, the rest lost.
             _, old = self._jobs.popitem(last=False)
             self.given_up += 1
-            self._said.append(self._gone(old, "too_many", now_s))
+            self._said.append(self._gone(old, "too_many", self._on_clock(old, now_s)))
             self._given_up_ids[old.job] = None
             if len(self._given_up_ids) > MAX_GIVEN_UP_IDS:
                 self._given_up_ids.popitem(last=False)
@@ -317,8 +378,7 @@ class PostTracker:
         elif name == "GPU_END":
             self.holding.pop(w, None)
 
-    def _step(self, job: _Post, ev: LogEvent, name: str) -> list[ProverEvent]:
-        t = ev.t_wall_s
+    def _step(self, job: _Post, ev: LogEvent, name: str, t: float) -> list[ProverEvent]:
         if name == "SYNTH_START":
             job.synth_start_s = t
         elif name == "SYNTH_END":
@@ -343,6 +403,10 @@ class PostTracker:
         """A PoSt's GPU work ended: its completion line (read already, or soon) says when its
         result was processed (the finalize phase), and its arrival when that was not read."""
         end = job.end_s if job.end_s is not None else 0.0
+        if job.engine_clock:
+            # Its completion line is timed on the wall clock, its GPU_END by an offset: no
+            # pairing across clocks; said now, its finalize not known.
+            return [self._event(job, end, done=True)]
         for i, (t, total_ms) in enumerate(self._completions):
             if _follows(end, t):
                 del self._completions[i]
@@ -382,10 +446,11 @@ class PostTracker:
             # Its begin, else its first line read: in flight longer than its deadline since
             # then is late whenever it began (a log followed from mid-proof).
             begin = job.since_s()
-            if job.said_late or deadline is None or begin is None or now_s - begin <= deadline:
+            now = self._on_clock(job, now_s)
+            if job.said_late or deadline is None or begin is None or now - begin <= deadline:
                 continue
             job.said_late = True
-            out.append(self._event(job, now_s, done=False))
+            out.append(self._event(job, now, done=False))
         return out
 
     def _unpaired(self, now_s: float | None) -> list[ProverEvent]:
@@ -402,7 +467,8 @@ class PostTracker:
         out = self._unpaired(None)
         if now_s is None:
             return out
-        out += [self._event(job, now_s, done=False) for job in self._jobs.values()
+        out += [self._event(job, self._on_clock(job, now_s), done=False)
+                for job in self._jobs.values()
                 if not job.said_late and job.since_s() is not None]
         self._jobs.clear()
         return out
@@ -419,8 +485,12 @@ class PostTracker:
                   _phase(job.gpu_queue_s, job.pickup_s, now),
                   _phase(job.gpu_start_s, job.end_s, now), _span(job.end_s, job.done_s))
         end = last if done else now_s
-        total = _total(_span(job.begin_s(), end), phases)
+        # Timed by its offsets, its queue is not known (its `job enqueued` line's time is on
+        # another clock), so neither is its total: only the least it can be.
+        total = None if job.engine_clock else _total(_span(job.begin_s(), end), phases)
         at_least = _least_total(job.earliest_s(), end, phases) if total is None else None
+        if job.wall_least_s is not None:  # what the wall clock saw before the offsets took over
+            at_least = max(at_least or 0.0, job.wall_least_s)
         # Judged by its total, else by the least it can be (its begin not read: a log followed
         # from mid-proof; 20 s read of a 30 s WinningPoSt is at risk): within the deadline,
         # only a total is "ok"; without either, not known, never "ok" (it was counted among
@@ -444,9 +514,12 @@ class PostTracker:
         return _with_setting(timing, job)
 
     def _event(self, job: _Post, t: float, done: bool) -> ProverEvent:
+        """Its words at `t` (on its clock), placed in wall time (`_placed`)."""
         timing = self.timing(job, t, done)
-        return ProverEvent(t_wall_s=t, kind="proof", level=_LEVEL[timing.verdict],
-                           message=proof_words(job.job, timing, job.arrived_s is None),
+        return ProverEvent(t_wall_s=_placed(job, t), kind="proof",
+                           level=_LEVEL[timing.verdict],
+                           message=proof_words(job.job, timing, job.arrived_s is None,
+                                               job.engine_clock),
                            job_id=job.job, gpu=job.gpu, proof=timing)
 
     def _gone(self, job: _Post, why: ProofGivenUp, t: float) -> ProverEvent:
@@ -462,8 +535,17 @@ class PostTracker:
             level = "error" if timing.verdict == "late" else "warning"
             words = (f"{_total_words(timing)} so far, given up: more than {MAX_IN_FLIGHT} PoSt "
                      "jobs in flight at once (its end will not be said)")
-        return ProverEvent(t_wall_s=t, kind="proof", level=level, job_id=job.job, gpu=job.gpu,
-                           proof=timing, message=fmt.visible(f"{name} {job.job} {words}"))
+        return ProverEvent(t_wall_s=_placed(job, t), kind="proof", level=level, job_id=job.job,
+                           gpu=job.gpu, proof=timing,
+                           message=fmt.visible(f"{name} {job.job} {words}"))
+
+
+def _placed(job: _Post, t: float) -> float:
+    """Where a proof's event sits in wall time: at `t`, or, timed by the engine's offsets (`t`
+    is an offset there), at the latest wall time known at its last line (`_Post.wall_s`)."""
+    if job.engine_clock and job.wall_s is not None:
+        return job.wall_s
+    return t
 
 
 def _behind(holding: dict[int, str], job_id: str) -> tuple[list[str], int]:
@@ -534,14 +616,19 @@ def _total_words(t: ProofTiming) -> str:
     return _s(t.total_s)
 
 
-def proof_words(job_id: str, t: ProofTiming, no_arrival: bool) -> str:
+def proof_words(job_id: str, t: ProofTiming, no_arrival: bool, by_offsets: bool = False
+                ) -> str:
     """`WinningPoSt winpost-1000-1a2b3c4d: 3.9 s of 30 s (queue ?, synthesis 2.2 s, GPU wait
-    0.4 s behind worker 0: porep-... partition 3, GPU 1.3 s); late: ...`"""
+    0.4 s behind worker 0: porep-... partition 3, GPU 1.3 s); late: ...` (`by_offsets`: timed
+    by its TIMELINE offsets, read without their anchor)."""
     name = POST_KINDS.get(t.proof_kind, t.proof_kind)
     state = "" if t.done else " still running"
     limit = f" of its {t.deadline_s:g} s deadline" if t.deadline_s is not None else ""
     since = ""
-    if t.total_s is not None and no_arrival:
+    if by_offsets:
+        since = (" (by its TIMELINE lines' offsets, read without their anchor: its queue and "
+                 "finalize not known)")
+    elif t.total_s is not None and no_arrival:
         since = " (from synthesis start: its 'job enqueued' line was not read)"
     elif t.total_s is None and t.verdict in ("late", "at_risk"):
         since = " (its arrival and synthesis start not read: counted from its first line read)"
@@ -555,6 +642,9 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool) -> str:
         words += "; LATE"
     elif t.verdict == "at_risk":
         words += "; at risk"
+    elif t.verdict == "unknown" and by_offsets:
+        words += ("; on time or late is not known: its queue is not (give the log with its "
+                  "`starting cuzk engine` line)")
     elif t.verdict == "unknown":
         words += ("; on time or late is not known: neither its arrival ('job enqueued') nor its "
                   "synthesis start was read")

@@ -38,8 +38,13 @@ def deadlines_of(config: CuzkConfig) -> Deadlines:
 
 
 class CuzkWatch:
-    def __init__(self, deadlines: Deadlines | None = None) -> None:
-        self.post = PostTracker(deadlines)
+    def __init__(self, deadlines: Deadlines | None = None, *, arrival_timed: bool = True
+                 ) -> None:
+        """`arrival_timed`: False where a line's arrival time means nothing (`gapwatch parse`
+        reads a file at once): a PoSt's TIMELINE lines without their anchor are then timed by
+        their offsets (`PostTracker`)."""
+        self.post = PostTracker(deadlines, arrival_timed=arrival_timed)
+        self._arrival_timed = arrival_timed
         self.queue = GpuQueueWatch()
         self.restarts = RestartWatch()
         self._now_s: float | None = None
@@ -60,6 +65,8 @@ class CuzkWatch:
         else:
             return []
         t = record.t_wall_s
+        if not self._arrival_timed and getattr(record, "time_source", None) == "arrival":
+            return out  # read, not written, then: no "now" (it made May's PoSt 206 days late)
         if self._now_s is None or t > self._now_s:
             self._now_s = t
             if t - self._checked_s >= CHECK_EVERY_S:

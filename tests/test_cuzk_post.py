@@ -640,3 +640,41 @@ def test_gapwatch_parse_times_a_post_without_its_anchor_by_its_offsets(
     [row] = [x for x in out.splitlines() if "winpost-1000-1a2b3c4d" in x and "winning-post" in x
              and x.split()[-1] in ("ok", "unknown", "late", "at_risk")]
     assert row.split()[-1] == "unknown" and ">2.9" in row
+
+
+def test_a_post_in_flight_is_listed_with_its_phase_and_how_much_of_its_deadline_it_used(
+) -> None:
+    """While a WinningPoSt runs, the operator sees it count up against its 30 s (the dashboard
+    said nothing of it until it was late or done). Its phase is the latest read; past half its
+    deadline it is at risk; its GPU work ended, it is in its finalize until its completion
+    line; done, it is no longer listed. The most of its deadline used comes first."""
+    from gapwatch.core.prover_watch import running_words
+
+    tracker = PostTracker()
+    win, wd = "winpost-1000-1a2b3c02", "wdpost-1000-3-[1 2 3]"
+    _fed(tracker, LogEvent(t_wall_s=100.0, time_source="line", kind="tracing",
+                           name="job enqueued", raw="", job_id=win,
+                           fields={"proof_kind": "winning-post"}),
+         _timeline(103.0, "SYNTH_START", win), _timeline(104.0, "SYNTH_START", wd))
+    tracker._jobs[wd].kind = "window-post"  # (as its SYNTH_START's kind= says)
+    [first, second] = tracker.running(112.0)
+    assert first.job_id == win and first.name == "WinningPoSt" and first.phase == "synthesis"
+    assert first.timing.total_s == pytest.approx(12.0) and first.timing.verdict == "ok"
+    assert first.timing.queue_s == pytest.approx(3.0)
+    assert running_words(first) == ("WinningPoSt winpost-1000-1a2b3c02 running 12.0 s of 30 s "
+                                    "(synthesis)")
+    assert second.job_id == wd and second.used_share == pytest.approx(8.0 / 1800)
+
+    _fed(tracker, _timeline(113.0, "SYNTH_END", win), _timeline(113.0, "GPU_QUEUE", win))
+    [first, _] = tracker.running(117.0)
+    assert first.phase == "GPU wait" and first.timing.verdict == "at_risk"
+    assert running_words(first).endswith("(GPU wait), AT RISK")
+
+    _fed(tracker, _timeline(118.0, "GPU_PICKUP", win, worker=0),
+         _timeline(118.0, "GPU_START", win, worker=0), _timeline(119.0, "GPU_END", win, worker=0))
+    [first, _] = tracker.running(120.0)
+    assert first.job_id == win and first.phase == "finalize"
+    _fed(tracker, LogEvent(t_wall_s=120.5, time_source="line", kind="tracing",
+                           name="proof completed successfully (pipeline)", raw="",
+                           fields={"total_ms": 20500}))
+    assert [r.job_id for r in tracker.running(121.0)] == [wd]

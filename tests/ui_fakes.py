@@ -243,6 +243,7 @@ class FakeRuntime:
             recording=self.recording,
             replay=self.replay_words,
             prover_alert=self.prover_alert,
+            running_proofs=self.session.running_proofs(),
         )
 
 

@@ -10,10 +10,34 @@ an event into the notice the dashboard's alert line and `record`'s stderr say.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from gapwatch.core import fmt
-from gapwatch.core.models import Notice, ProverEvent, Record
+from gapwatch.core.models import Notice, ProofTiming, ProverEvent, Record
+
+
+@dataclass(frozen=True, slots=True)
+class RunningProof:
+    """A watched proof still in flight at the data's latest time: what the dashboard says of
+    it while it runs (its last word is a `ProverEvent`). Never recorded: asked for."""
+
+    job_id: str
+    #: Its kind as people name it ("WinningPoSt"): the prover's watcher knows the words.
+    name: str
+    #: Its phases so far, the running one counting up to now, and its verdict so far.
+    timing: ProofTiming
+    #: The phase it is in ("queue", "synthesis", "GPU wait", "GPU", "finalize"); None: not known.
+    phase: str | None = None
+
+    @property
+    def used_share(self) -> float | None:
+        """How much of its deadline it has used so far (its total, else the least it can be)."""
+        t = self.timing
+        figure = t.total_s if t.total_s is not None else t.total_at_least_s
+        if figure is None or not t.deadline_s:
+            return None
+        return figure / t.deadline_s
 
 
 class ProverWatch(Protocol):
@@ -24,6 +48,27 @@ class ProverWatch(Protocol):
     def finish(self) -> list[ProverEvent]:
         """End of data: what is still open (a proof still running is said as such)."""
         ...
+
+    def running(self) -> list[RunningProof]:
+        """The proofs in flight at the data's latest time, the most of their deadline used
+        first (asked about once a second by the dashboard)."""
+        ...
+
+
+def running_words(proof: RunningProof) -> str:
+    """`WinningPoSt winpost-1000-1a2b3c02 running 12.3 s of 30 s (synthesis)`; `more than`
+    where its begin was not read; its verdict when it is at risk or late."""
+    t = proof.timing
+    if t.total_s is not None:
+        took = f"{t.total_s:.1f} s"
+    elif t.total_at_least_s is not None:
+        took = f"more than {t.total_at_least_s:.1f} s"
+    else:
+        took = "? s"
+    limit = f" of {t.deadline_s:g} s" if t.deadline_s is not None else ""
+    phase = f" ({proof.phase})" if proof.phase else ""
+    verdict = {"late": ", LATE", "at_risk": ", AT RISK"}.get(t.verdict, "")
+    return fmt.visible(f"{proof.name} {proof.job_id} running {took}{limit}{phase}{verdict}")
 
 
 def notice_of(event: ProverEvent, t_mono_ns: int) -> Notice | None:

@@ -38,6 +38,7 @@ from gapwatch.core.models import (
     ProofVerdict,
     ProverEvent,
 )
+from gapwatch.core.prover_watch import RunningProof
 from gapwatch.core.values import int_field
 
 #: TIMELINE's `kind=` for PoSt (types.rs ProofKind Display) -> the name people use.
@@ -453,6 +454,17 @@ class PostTracker:
             out.append(self._event(job, now, done=False))
         return out
 
+    def running(self, now_s: float) -> list[RunningProof]:
+        """The PoSt in flight at data time `now_s` (those whose GPU work ended and whose
+        completion line has not come are in their finalize), the most of their deadline used
+        first: what the dashboard says of them while they run."""
+        out = [RunningProof(job.job, POST_KINDS.get(job.kind, job.kind),
+                            self.timing(job, self._on_clock(job, now_s), done=False),
+                            _phase_of(job))
+               for job in (*self._jobs.values(), *self._awaiting) if job.since_s() is not None]
+        out.sort(key=lambda r: -(r.used_share or 0.0))
+        return out
+
     def _unpaired(self, now_s: float | None) -> list[ProverEvent]:
         gone = [j for j in self._awaiting if now_s is None or j.end_s is None
                 or now_s - j.end_s > PAIR_S]
@@ -546,6 +558,21 @@ def _placed(job: _Post, t: float) -> float:
     if job.engine_clock and job.wall_s is not None:
         return job.wall_s
     return t
+
+
+def _phase_of(job: _Post) -> str | None:
+    """The phase a proof in flight is in, by its latest line read."""
+    if job.end_s is not None:
+        return "finalize"
+    if job.gpu_start_s is not None:
+        return "GPU"
+    if job.gpu_queue_s is not None or job.pickup_s is not None or job.synth_end_s is not None:
+        return "GPU wait"
+    if job.synth_start_s is not None:
+        return "synthesis"
+    if job.arrived_s is not None:
+        return "queue"
+    return None
 
 
 def _behind(holding: dict[int, str], job_id: str) -> tuple[list[str], int]:

@@ -19,6 +19,7 @@ from gapwatch.core.models import (
     ProverStatus,
     Record,
 )
+from gapwatch.core.prover_watch import RunningProof
 from gapwatch.cuzk.config import CuzkConfig
 from gapwatch.cuzk.errors import error_event
 from gapwatch.cuzk.gpu_queue import GpuQueueWatch
@@ -76,6 +77,10 @@ class CuzkWatch:
 
     def finish(self) -> list[ProverEvent]:
         return self.post.finish(self._now_s)
+
+    def running(self) -> list[RunningProof]:
+        """The PoSt in flight at the data's latest time (`PostTracker.running`)."""
+        return self.post.running(self._now_s) if self._now_s is not None else []
 
     def _log(self, ev: LogEvent) -> list[ProverEvent]:
         restarts = self.restarts.feed_log(ev)

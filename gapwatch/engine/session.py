@@ -49,7 +49,7 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
-from gapwatch.core.prover_watch import ProverWatch, notice_of
+from gapwatch.core.prover_watch import ProverWatch, RunningProof, notice_of
 from gapwatch.core.ratelimit import RateLimit, message_kind
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.verdict import WindowNow
@@ -359,6 +359,18 @@ class Session:
             self.store.append(notice)
             self._to_sinks(notice)
             self._tell(notice)
+
+    def running_proofs(self) -> list[RunningProof]:
+        """The proofs the prover's watcher sees in flight now (the dashboard's footer asks
+        about once a second); none without a watcher, or when it fails to say (counted)."""
+        if self.watch is None:
+            return []
+        with self._lock:
+            try:
+                return self.watch.running()
+            except Exception:  # noqa: BLE001 - a footer phrase is not worth a feeder's life
+                self.store.count("running_proofs_failed")
+                return []
 
     def finish(self) -> None:
         """End of data (a replay or a timed run is over): settle the detector now, so that what

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from gapwatch.base.watch import ThreadHealth, thread_label
 from gapwatch.core.models import LinkState
+from gapwatch.core.prover_watch import RunningProof
 from gapwatch.engine.sampler import LatenessStats
 from gapwatch.sinks.recorder import RecordingStatus
 from gapwatch.sources.copytrace import CopyTraceStatus
@@ -54,6 +55,9 @@ class RuntimeStatus:
     #: The latest prover warning or error while recent (a late PoSt, a restart, an error, a
     #: lost GPU job), in words: the footer's alert. None when there is none.
     prover_alert: str | None = None
+    #: The proofs the prover's watcher sees in flight (a PoSt against its deadline), the most
+    #: of its deadline used first.
+    running_proofs: list[RunningProof] = field(default_factory=list)
     #: Every thread the runtime started, with its deaths (the footer's alert, /metrics).
     threads: list[ThreadHealth] = field(default_factory=list)
 

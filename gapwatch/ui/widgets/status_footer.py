@@ -20,6 +20,7 @@ import os
 from rich.text import Text
 
 from gapwatch.core.fmt import visible
+from gapwatch.core.prover_watch import running_words
 from gapwatch.engine.status import RuntimeStatus
 from gapwatch.engine.summary import links_down_text
 from gapwatch.ui.fit import fit_indices
@@ -29,6 +30,9 @@ _SOURCE_NAME = {"gpm": "GPM", "counters": "counters", "legacy": "legacy", "util"
                 "sim": "sim", "trace": "trace", "none": "none"}
 
 KEYS = "? help  q quit  s snapshot  p pause  g GPU  w window  d detail  t procs"
+
+#: Proofs in flight said by name on the footer (the rest counted).
+MAX_RUNNING_SAID = 3
 
 #: Log states that are not a problem (the file is being read, was read whole by `replay --log`,
 #: or stdin ended as it should).
@@ -44,6 +48,13 @@ def status_parts(status: RuntimeStatus) -> list[str]:
     parts = [f"source {status.source}"]
     if status.replay:  # where the replay is, first: ←/→ [ ] Home End move it
         parts.insert(0, status.replay)
+    # Proofs in flight on time so far, before the machinery (at risk or late: `status_alerts`).
+    calm = [r for r in status.running_proofs if r.timing.verdict not in ("at_risk", "late")]
+    said = [running_words(r) for r in calm[:MAX_RUNNING_SAID]]
+    if len(calm) > MAX_RUNNING_SAID:
+        said.append(f"+{len(calm) - MAX_RUNNING_SAID} more proofs running")
+    at = 1 if status.replay else 0
+    parts[at:at] = said
     if status.sim_status_url:
         # Where to point `--cuzk-status` to try it: on the dashboard, not on stderr behind it.
         parts.append(f"sim /status at {status.sim_status_url}")
@@ -102,6 +113,10 @@ def status_alerts(status: RuntimeStatus) -> list[str]:
     if status.blind_recent:
         # A blank in the charts with its reason: gapwatch did not hang, NVML did not answer.
         alerts.append(status.blind_recent)
+    # A PoSt running past its at-risk share (the late one's alert is its event's): an
+    # operator has until its deadline to look.
+    alerts += [running_words(r) for r in status.running_proofs
+               if r.timing.verdict in ("at_risk", "late")][:MAX_RUNNING_SAID]
     if status.prover_alert:
         # A late PoSt, a restart, an error, a lost GPU job: stays while recent.
         alerts.append(status.prover_alert)

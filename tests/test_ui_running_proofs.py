@@ -1,0 +1,88 @@
+"""A PoSt in flight on the dashboard: counting up against its deadline on the footer while it
+runs, an alert once past its at-risk share (before, nothing was said of it until it was late
+or done: the operator learnt of a WinningPoSt at 31 s, after its block was lost)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ui_fakes import WALL0_S, FakeRuntime, fill_breakdown, make_config, screen_text
+
+from gapwatch.core.models import LogEvent
+from gapwatch.cuzk.watch import CuzkWatch
+from gapwatch.engine.status import RuntimeStatus
+from gapwatch.ui.app import GapwatchApp
+from gapwatch.ui.widgets.status_footer import MAX_RUNNING_SAID, status_alerts, status_parts
+
+WIN = "winpost-1000-1a2b3c02"
+
+
+def _line(t_s: float, name: str, job: str | None = None, **fields: object) -> LogEvent:
+    return LogEvent(t_wall_s=t_s, time_source="line", kind="tracing", name=name, raw=name,
+                    job_id=job, fields=fields)  # type: ignore[arg-type]
+
+
+def _timeline(t_s: float, name: str, job: str, **fields: object) -> LogEvent:
+    return LogEvent(t_wall_s=t_s, time_source="line", kind="timeline", name=name, raw=name,
+                    job_id=job, fields=fields)  # type: ignore[arg-type]
+
+
+def _running(rt: FakeRuntime, until_s: float) -> None:
+    """A WinningPoSt enqueued at +40 s, in synthesis from +41 s, the log going on to `until_s`."""
+    rt.session.watch = CuzkWatch()
+    for ev in (_line(WALL0_S + 40.0, "job enqueued", WIN, proof_kind="winning-post"),
+               _timeline(WALL0_S + 41.0, "SYNTH_START", WIN, kind="winning-post"),
+               _line(WALL0_S + until_s, "pinned pool buffer checked out")):
+        rt.session.on_log_event(ev)
+
+
+def fixed_wall() -> float:
+    return WALL0_S + 60.0
+
+
+async def test_a_winningpost_in_flight_counts_up_on_the_footer_against_its_deadline(
+        tmp_path: Path) -> None:
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    _running(rt, until_s=52.0)
+    [proof] = rt.session.running_proofs()
+    assert proof.phase == "synthesis" and proof.timing.verdict == "ok"
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-2]
+    assert footer.startswith(f"WinningPoSt {WIN} running 12.0 s of 30 s (synthesis)"), footer
+
+
+def test_past_its_at_risk_share_it_is_an_alert_and_done_it_is_gone(tmp_path: Path) -> None:
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    _running(rt, until_s=58.0)  # 18 s of 30: past half
+    status = rt.status()
+    assert [a for a in status_alerts(status) if WIN in a] == [
+        f"WinningPoSt {WIN} running 18.0 s of 30 s (synthesis), AT RISK"]
+    assert not [p for p in status_parts(status) if WIN in p]  # said once, as the alert
+    for ev in (_timeline(WALL0_S + 58.5, "SYNTH_END", WIN, synth_ms=17500),
+               _timeline(WALL0_S + 58.5, "GPU_QUEUE", WIN, monolithic=True),
+               _timeline(WALL0_S + 58.6, "GPU_PICKUP", WIN, worker=0),
+               _timeline(WALL0_S + 58.6, "GPU_START", WIN, worker=0),
+               _timeline(WALL0_S + 59.0, "GPU_END", WIN, worker=0, gpu_ms=400),
+               _line(WALL0_S + 59.1, "proof completed successfully (pipeline)",
+                     total_ms=19100)):
+        rt.session.on_log_event(ev)
+    assert rt.session.running_proofs() == []
+
+
+def test_many_proofs_in_flight_are_said_by_name_up_to_a_few_then_counted(tmp_path: Path
+                                                                          ) -> None:
+    rt = FakeRuntime(make_config(tmp_path))
+    rt.session.watch = CuzkWatch()
+    for i in range(MAX_RUNNING_SAID + 4):
+        rt.session.on_log_event(_timeline(WALL0_S + i, "SYNTH_START", f"wdpost-1000-{i}-[1]",
+                                          kind="window-post"))
+    parts = status_parts(rt.status())
+    named = [p for p in parts if p.startswith("WindowPoSt ")]
+    assert len(named) == MAX_RUNNING_SAID and "wdpost-1000-0-[1]" in named[0]  # oldest first
+    assert "+4 more proofs running" in parts
+    assert status_parts(RuntimeStatus(source="x", period_ms=100.0, lateness=None,
+                                      gpu_sources={}))[0] == "source x"

@@ -72,6 +72,24 @@ def test_exports_a_box_lacks_show_as_a_dash_and_box_level_values_reach_every_gpu
         assert c["post"] == "32s/-" and c["health"] == "R"
 
 
+def test_the_post_cell_says_posts_not_timed_beside_the_late_ones() -> None:
+    """`35s/1 ?2`: one PoSt late and two more not timed in the lookback. It said `35s/1`, and
+    `-/0` of a box none of whose PoSts could be timed: as if they were all on time."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1)
+        fake.replies[promql("post_last_latency_s")] = vector(({"instance": "b:9400"}, 35.2))
+        box(fake, "c:9400", 1)
+        fake.replies[promql("post_late")] = vector(({"instance": "b:9400"}, 1.02),
+                                                   ({"instance": "c:9400"}, 0.0))
+        fake.replies[promql("post_untimed")] = vector(({"instance": "b:9400"}, 2.04),
+                                                      ({"instance": "c:9400"}, 0.0))
+        result = refresh(PromClient(fake.url), FleetOptions())
+    rows = {r.instance: r for r in result.rows}
+    assert cells(rows["b:9400"])[8] == "35s/1 ?2"
+    assert rows["b:9400"].as_json()["post_untimed"] == 2.04
+    assert cells(rows["c:9400"])[8] == "-/0"  # none not timed: not said
+
+
 def test_a_failing_query_empties_its_column_only_and_is_named() -> None:
     with fake_prometheus() as fake:
         box(fake, "b:9400", 1)

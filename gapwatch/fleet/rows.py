@@ -68,7 +68,10 @@ class FleetRow:
     #: seconds, to the minute); None otherwise.
     verdict_t_wall_s: float | None = None
     post_last_latency_s: float | None = None
+    #: PoSts of any kind that ended late, and that could not be timed (on time or late not
+    #: known), in the lookback (`increase`: Prometheus extrapolates, so not always whole).
     post_late: float | None = None
+    post_untimed: float | None = None
     throttled: float | None = None
     xid_errors: float | None = None
     restarts: float | None = None
@@ -393,6 +396,19 @@ COLUMNS: tuple[tuple[str, int], ...] = (
 _KIND_LETTER = {"pcie_starved": "S", "transfer_bound": "T", "host_stall": "H", "unknown": "?"}
 
 
+def _post_cell(r: FleetRow) -> str:
+    """`35s/1`: the last WinningPoSt's latency / PoSts late in the lookback; ` ?2` after it:
+    two more could not be timed (each may have been late: "0 late" is not "all on time")."""
+    if r.post_last_latency_s is None and r.post_late is None and r.post_untimed is None:
+        return "-"
+    lat = f"{r.post_last_latency_s:.0f}s" if r.post_last_latency_s is not None else "-"
+    late = f"{r.post_late:.0f}" if r.post_late is not None else "-"
+    # Rounded as the late count is: `increase` is 0 exactly when nothing was counted.
+    untimed = f" ?{r.post_untimed:.0f}" if r.post_untimed is not None and \
+        round(r.post_untimed) > 0 else ""
+    return f"{lat}/{late}{untimed}"
+
+
 def cells(r: FleetRow) -> tuple[str, ...]:
     """One row as text cells (outside text made visible, numbers rounded; "-": not known)."""
     state = f"~{r.state}" if r.stale else f"?{r.state}" if r.stale is None else r.state
@@ -402,11 +418,7 @@ def cells(r: FleetRow) -> tuple[str, ...]:
     if r.idle_s_5m:
         top = max(r.idle_s_5m, key=lambda k: r.idle_s_5m[k])
         idle = f"{r.idle_total_s():.0f}s {_KIND_LETTER.get(top, '?')}"
-    post = "-"
-    if r.post_last_latency_s is not None or r.post_late is not None:
-        lat = f"{r.post_last_latency_s:.0f}s" if r.post_last_latency_s is not None else "-"
-        late = f"{r.post_late:.0f}" if r.post_late is not None else "-"
-        post = f"{lat}/{late}"
+    post = _post_cell(r)
     age = "-" if r.age_s is None else f"{r.age_s:.0f}s" if r.age_s < 600 else \
         f"{r.age_s / 60:.0f}m"
     cause = r.cause_words if r.cause_words and r.cause_words != "none" else (r.cause or "-")

@@ -12,6 +12,7 @@ import pytest
 from fleet_fakes import EMPTY, Reply, box, fake_prometheus, matrix, promql, vector
 
 from gapwatch.cli import main
+from gapwatch.commands.fleet import table_lines
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import box_detail
 from gapwatch.fleet.queries import QUERIES
@@ -66,10 +67,26 @@ def test_exports_a_box_lacks_show_as_a_dash_and_box_level_values_reach_every_gpu
         fake.replies[promql("post_last_latency_s")] = vector(({"instance": "b:9400"}, 31.5))
         rows = refresh(PromClient(fake.url), FleetOptions()).rows
     for row in rows:
-        c = dict(zip(("box", "gpu", "state", "busy", "idle", "age", "setting", "chain",
-                      "post", "health", "cause"), cells(row), strict=True))
+        c = dict(zip(("box", "gpu", "state", "busy", "idle", "age", "setting", "gain",
+                      "chain", "post", "health", "cause"), cells(row), strict=True))
         assert c["chain"] == "-" and c["idle"] == "-"
         assert c["post"] == "32s/-" and c["health"] == "R"
+
+
+def test_the_setting_to_change_is_shown_with_what_it_would_gain() -> None:
+    """The payoff of the verdict now beside its setting (`[memory] safety_margin 1.7x`): it was
+    in `--json` only, and the screen and `--once` named a setting on every starved box without
+    saying which change pays most."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 2, "BREAKDOWN")
+        fake.replies[promql("payoff_gain")] = vector(
+            ({"job": "gapwatch", "instance": "b:9400", "gpu": "0"}, 1.652))
+        result = refresh(PromClient(fake.url), FleetOptions())
+    shown = {r.gpu: cells(r) for r in result.rows}
+    assert shown["0"][6:8] == ("[memory] safety_margin", "1.7x")
+    assert shown["1"][7] == "-"  # no payoff exported: not known, not 1.0x
+    heading = table_lines(result)[0].split()
+    assert heading[heading.index("SETTING") + 1] == "GAIN"
 
 
 def test_the_post_cell_says_posts_not_timed_beside_the_late_ones() -> None:
@@ -85,9 +102,9 @@ def test_the_post_cell_says_posts_not_timed_beside_the_late_ones() -> None:
                                                       ({"instance": "c:9400"}, 0.0))
         result = refresh(PromClient(fake.url), FleetOptions())
     rows = {r.instance: r for r in result.rows}
-    assert cells(rows["b:9400"])[8] == "35s/1 ?2"
+    assert cells(rows["b:9400"])[9] == "35s/1 ?2"
     assert rows["b:9400"].as_json()["post_untimed"] == 2.04
-    assert cells(rows["c:9400"])[8] == "-/0"  # none not timed: not said
+    assert cells(rows["c:9400"])[9] == "-/0"  # none not timed: not said
 
 
 def test_a_failing_query_empties_its_column_only_and_is_named() -> None:

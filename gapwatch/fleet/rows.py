@@ -387,10 +387,11 @@ def _set(row: FleetRow, name: str, s: Series) -> None:
 
 
 #: The table's columns (heading, width) as `cells` fills them: the screen and `--once` share them.
-#: What 80 columns must show comes first (box, state, busy, idle, age, the setting to change).
+#: What 80 columns must show comes first (box, state, busy, idle, age, the setting to change),
+#: and beside the setting what changing it would gain (which box to fix first).
 COLUMNS: tuple[tuple[str, int], ...] = (
     ("BOX", 21), ("GPU", 3), ("STATE", 10), ("BUSY", 4), ("IDLE5m", 6), ("AGE", 4),
-    ("SETTING", 34), ("CHAIN", 5), ("PoSt", 9), ("HLTH", 4), ("CAUSE", 60),
+    ("SETTING", 34), ("GAIN", 5), ("CHAIN", 5), ("PoSt", 9), ("HLTH", 4), ("CAUSE", 60),
 )
 #: Short words for the idle column's top kind (the dashboard's letters).
 _KIND_LETTER = {"pcie_starved": "S", "transfer_bound": "T", "host_stall": "H", "unknown": "?"}
@@ -425,5 +426,8 @@ def cells(r: FleetRow) -> tuple[str, ...]:
     # A box Prometheus cannot scrape: why, before the cause it last reported (that is old).
     cause = r.down_why or cause
     # Every label is Prometheus's text, the state's too (an unknown one is shown as it came).
+    # The payoff of the verdict now (None for a dead box's last one: its gaps are not known
+    # now). It was in `--json` only: the screen named the setting but not what it would gain.
+    gain = f"{r.payoff_gain:.1f}x" if r.payoff_gain is not None else "-"
     return (fmt.visible(r.instance), fmt.visible(r.gpu), fmt.visible(state), busy, idle, age,
-            fmt.visible(r.setting or "-"), chain, post, r.health(), fmt.visible(cause))
+            fmt.visible(r.setting or "-"), gain, chain, post, r.health(), fmt.visible(cause))

@@ -177,7 +177,7 @@ def test_a_box_detail_lists_its_minutes_with_the_verdict_then() -> None:
     with fake_prometheus() as fake:
         fake.range_replies["sum by (gpu, kind)"] = matrix(
             ({"gpu": "0", "kind": "pcie_starved"}, [(600.0, 12.5), (660.0, 0.0)]))
-        fake.range_replies["gapwatch_gpu_verdict_info"] = matrix(
+        fake.range_replies["last_over_time(gapwatch_gpu_verdict_info"] = matrix(
             ({"gpu": "0", "cause_words": "a/b/c copied from pageable memory",
               "setting": "[memory] safety_margin"}, [(600.0, 1.0)]))
         minutes = box_detail(PromClient(fake.url), FleetOptions(), 'b"x:9400', now_s=700.0)
@@ -185,6 +185,29 @@ def test_a_box_detail_lists_its_minutes_with_the_verdict_then() -> None:
     line = minutes[0].line()
     assert "GPU0 idle 12.5s (pcie_starved 12.5s): a/b/c copied from pageable memory; " \
            "change [memory] safety_margin" in line
+
+
+def test_a_box_detail_minute_names_the_cause_it_had_not_the_none_beside_it() -> None:
+    """A minute whose gaps came of an SRS reload, then no cause: Prometheus answers both
+    verdicts of the minute, and the line says the cause. The last label set answered was
+    shown, "no cause in the window" beside 19 s of idle as often as not."""
+    srs = {"gpu": "0", "cause": "srs_loading", "cause_words": "cuzk loads the SRS",
+           "setting": "none"}
+    synth = {"gpu": "0", "cause": "waits_on_synthesis",
+             "cause_words": "the GPU waits on synthesis",
+             "setting": "[pipeline] max_parallel_synthesis"}
+    none = {"gpu": "0", "cause": "none", "cause_words": "none", "setting": "none"}
+    with fake_prometheus() as fake:
+        fake.range_replies["sum by (gpu, kind)"] = matrix(
+            ({"gpu": "0", "kind": "host_stall"}, [(600.0, 19.0)]))
+        verdicts = matrix((srs, [(600.0, 1.0)]), (synth, [(600.0, 1.0)]),
+                          (none, [(600.0, 1.0)]))
+        for prefix in ("gapwatch_gpu_verdict_info", "last_over_time(gapwatch_gpu_verdict_info"):
+            fake.range_replies[prefix] = verdicts
+        minutes = box_detail(PromClient(fake.url), FleetOptions(), "b:9400", now_s=700.0)
+    assert [m.line().partition(": ")[2] for m in minutes] == [
+        "cuzk loads the SRS | the GPU waits on synthesis; change "
+        "[pipeline] max_parallel_synthesis"]
 
 
 def test_once_json_prints_the_rows_and_exits_1_when_prometheus_cannot_answer(

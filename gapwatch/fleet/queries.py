@@ -104,8 +104,11 @@ QUERIES: tuple[Query, ...] = (
 #: The range query of a box's detail: idle seconds per minute by GPU and kind.
 DETAIL_IDLE = ("sum by (gpu, kind) (increase(gapwatch_gap_seconds_total{{{sel},"
                "instance=\"{instance}\"}}[1m]))")
-#: ... and the verdict (cause, setting) over the same time.
-DETAIL_VERDICT = "gapwatch_gpu_verdict_info{{{sel},instance=\"{instance}\"}}"
+#: ... and every verdict (cause, setting) the box gave in the same minutes: the verdict at the
+#: minute's last instant alone said "no cause in the window" beside 38 s of idle, its cause (a
+#: restart's SRS reload) gone from the 30 s verdict window by the minute's end.
+DETAIL_VERDICT = ("last_over_time(gapwatch_gpu_verdict_info{{{sel},instance=\"{instance}\"}}"
+                  "[1m])")
 
 
 def metric_names() -> set[str]:

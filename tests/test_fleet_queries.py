@@ -12,6 +12,7 @@ import pytest
 from fleet_fakes import EMPTY, Reply, box, fake_prometheus, matrix, promql, vector
 
 from gapwatch.cli import main
+from gapwatch.commands.fleet import table_lines
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import box_detail
 from gapwatch.fleet.queries import QUERIES
@@ -66,10 +67,44 @@ def test_exports_a_box_lacks_show_as_a_dash_and_box_level_values_reach_every_gpu
         fake.replies[promql("post_last_latency_s")] = vector(({"instance": "b:9400"}, 31.5))
         rows = refresh(PromClient(fake.url), FleetOptions()).rows
     for row in rows:
-        c = dict(zip(("box", "gpu", "state", "busy", "idle", "age", "setting", "chain",
-                      "post", "health", "cause"), cells(row), strict=True))
+        c = dict(zip(("box", "gpu", "state", "busy", "idle", "age", "setting", "gain",
+                      "chain", "post", "health", "cause"), cells(row), strict=True))
         assert c["chain"] == "-" and c["idle"] == "-"
         assert c["post"] == "32s/-" and c["health"] == "R"
+
+
+def test_the_setting_to_change_is_shown_with_what_it_would_gain() -> None:
+    """The payoff of the verdict now beside its setting (`[memory] safety_margin 1.7x`): it was
+    in `--json` only, and the screen and `--once` named a setting on every starved box without
+    saying which change pays most."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 2, "BREAKDOWN")
+        fake.replies[promql("payoff_gain")] = vector(
+            ({"job": "gapwatch", "instance": "b:9400", "gpu": "0"}, 1.652))
+        result = refresh(PromClient(fake.url), FleetOptions())
+    shown = {r.gpu: cells(r) for r in result.rows}
+    assert shown["0"][6:8] == ("[memory] safety_margin", "1.7x")
+    assert shown["1"][7] == "-"  # no payoff exported: not known, not 1.0x
+    heading = table_lines(result)[0].split()
+    assert heading[heading.index("SETTING") + 1] == "GAIN"
+
+
+def test_the_post_cell_says_posts_not_timed_beside_the_late_ones() -> None:
+    """`35s/1 ?2`: one PoSt late and two more not timed in the lookback. It said `35s/1`, and
+    `-/0` of a box none of whose PoSts could be timed: as if they were all on time."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1)
+        fake.replies[promql("post_last_latency_s")] = vector(({"instance": "b:9400"}, 35.2))
+        box(fake, "c:9400", 1)
+        fake.replies[promql("post_late")] = vector(({"instance": "b:9400"}, 1.02),
+                                                   ({"instance": "c:9400"}, 0.0))
+        fake.replies[promql("post_untimed")] = vector(({"instance": "b:9400"}, 2.04),
+                                                      ({"instance": "c:9400"}, 0.0))
+        result = refresh(PromClient(fake.url), FleetOptions())
+    rows = {r.instance: r for r in result.rows}
+    assert cells(rows["b:9400"])[9] == "35s/1 ?2"
+    assert rows["b:9400"].as_json()["post_untimed"] == 2.04
+    assert cells(rows["c:9400"])[9] == "-/0"  # none not timed: not said
 
 
 def test_a_failing_query_empties_its_column_only_and_is_named() -> None:
@@ -142,7 +177,7 @@ def test_a_box_detail_lists_its_minutes_with_the_verdict_then() -> None:
     with fake_prometheus() as fake:
         fake.range_replies["sum by (gpu, kind)"] = matrix(
             ({"gpu": "0", "kind": "pcie_starved"}, [(600.0, 12.5), (660.0, 0.0)]))
-        fake.range_replies["gapwatch_gpu_verdict_info"] = matrix(
+        fake.range_replies["last_over_time(gapwatch_gpu_verdict_info"] = matrix(
             ({"gpu": "0", "cause_words": "a/b/c copied from pageable memory",
               "setting": "[memory] safety_margin"}, [(600.0, 1.0)]))
         minutes = box_detail(PromClient(fake.url), FleetOptions(), 'b"x:9400', now_s=700.0)
@@ -150,6 +185,29 @@ def test_a_box_detail_lists_its_minutes_with_the_verdict_then() -> None:
     line = minutes[0].line()
     assert "GPU0 idle 12.5s (pcie_starved 12.5s): a/b/c copied from pageable memory; " \
            "change [memory] safety_margin" in line
+
+
+def test_a_box_detail_minute_names_the_cause_it_had_not_the_none_beside_it() -> None:
+    """A minute whose gaps came of an SRS reload, then no cause: Prometheus answers both
+    verdicts of the minute, and the line says the cause. The last label set answered was
+    shown, "no cause in the window" beside 19 s of idle as often as not."""
+    srs = {"gpu": "0", "cause": "srs_loading", "cause_words": "cuzk loads the SRS",
+           "setting": "none"}
+    synth = {"gpu": "0", "cause": "waits_on_synthesis",
+             "cause_words": "the GPU waits on synthesis",
+             "setting": "[pipeline] max_parallel_synthesis"}
+    none = {"gpu": "0", "cause": "none", "cause_words": "none", "setting": "none"}
+    with fake_prometheus() as fake:
+        fake.range_replies["sum by (gpu, kind)"] = matrix(
+            ({"gpu": "0", "kind": "host_stall"}, [(600.0, 19.0)]))
+        verdicts = matrix((srs, [(600.0, 1.0)]), (synth, [(600.0, 1.0)]),
+                          (none, [(600.0, 1.0)]))
+        for prefix in ("gapwatch_gpu_verdict_info", "last_over_time(gapwatch_gpu_verdict_info"):
+            fake.range_replies[prefix] = verdicts
+        minutes = box_detail(PromClient(fake.url), FleetOptions(), "b:9400", now_s=700.0)
+    assert [m.line().partition(": ")[2] for m in minutes] == [
+        "cuzk loads the SRS | the GPU waits on synthesis; change "
+        "[pipeline] max_parallel_synthesis"]
 
 
 def test_once_json_prints_the_rows_and_exits_1_when_prometheus_cannot_answer(

@@ -126,13 +126,13 @@ async def test_a_dead_box_says_prometheus_reason_in_the_table_and_its_detail() -
                 len(app.screen.query("#detail-scrape"))
     assert dead[:3] == ["dead:9400", "0", "~CHAINED"]
     # Cut to the column's 60 cells, said by its "…" (the detail has the whole of it).
-    assert dead[10] == "scrape failed: connection refused\\x1b]52;c;ZXZpbA==\\x07\\x9b…"
-    assert up[10] == "a/b/c copied from pageable memory"
+    assert dead[-1] == "scrape failed: connection refused\\x1b]52;c;ZXZpbA==\\x07\\x9b…"
+    assert up[-1] == "a/b/c copied from pageable memory"
     assert said.startswith("Prometheus cannot scrape this box: scrape failed: connection "
                            "refused\\x1b]52;c;")
     assert "; last tried 2026-12-0" in said and said.endswith("; scraping "
                                                              "http://dead:9400/metrics")
-    assert not any(c in dead[10] + said for c in _RAW) and up_opened and up_scrape == 0
+    assert not any(c in dead[-1] + said for c in _RAW) and up_opened and up_scrape == 0
 
 
 async def test_a_state_label_of_escapes_reaches_no_terminal_through_the_fleet_table() -> None:

@@ -2,8 +2,8 @@
 
 Who calls it: `gapwatch.ui.fleet` (on a worker thread). Prometheus holds counters, not single
 gaps: what it can give is, per minute of the last `minutes`, the idle seconds of the gaps that
-closed then on each GPU, by kind, beside the verdict gapwatch gave at that minute (its cause in
-words and the setting to change). That is what is shown, and the screen says so; each gap's own
+closed then on each GPU, by kind, beside every verdict gapwatch gave in that minute (its cause
+in words and the setting to change). That is what is shown, and the screen says so; each gap's own
 hint is on the box (its dashboard, snapshots, `gapwatch report`). A box Prometheus cannot scrape
 says why first (`scrape_line`: its targets API's words, from the row).
 """
@@ -20,20 +20,33 @@ from gapwatch.fleet.rows import FleetOptions, FleetRow
 
 #: What the detail says it shows (its first line).
 WHAT_IS_SHOWN = ("Per minute, newest first: idle seconds of the gaps that closed on each GPU, "
-                 "by kind, and the verdict gapwatch gave then (cause; setting). Prometheus "
-                 "holds counts, not single gaps: each gap's own hint is on the box (dashboard, "
-                 "snapshots, gapwatch report).")
+                 "by kind, and every cause gapwatch gave in that minute (cause; setting). "
+                 "Prometheus holds counts, not single gaps: each gap's own hint is on the box "
+                 "(dashboard, snapshots, gapwatch report).")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A cause the box gave in a minute, in words, and its setting ("none": no setting)."""
+
+    cause_words: str
+    setting: str
+
+    def words(self) -> str:
+        setting = f"; change {fmt.visible(self.setting)}" \
+            if self.setting not in ("", "none") else ""
+        return f"{fmt.visible(self.cause_words)}{setting}"
 
 
 @dataclass(slots=True)
 class Minute:
-    """One GPU's minute: idle seconds by kind, and the verdict then."""
+    """One GPU's minute: idle seconds by kind, and every cause the box gave in it (in the
+    order Prometheus answered; a verdict of no cause is not one)."""
 
     t_wall_s: float
     gpu: str
     idle_s: dict[str, float] = field(default_factory=dict)
-    cause_words: str = ""
-    setting: str = ""
+    verdicts: list[Verdict] = field(default_factory=list)
 
     def line(self) -> str:
         stamp = time.strftime("%H:%M", time.localtime(self.t_wall_s))
@@ -41,12 +54,9 @@ class Minute:
         # detail screen raw, an OSC or a bidi override in it with it).
         kinds = ", ".join(f"{fmt.visible(k)} {v:.1f}s" for k, v in
                           sorted(self.idle_s.items(), key=lambda kv: -kv[1]))
-        why = fmt.visible(self.cause_words) if self.cause_words not in ("", "none") else \
-            "no cause in the window"
-        setting = f"; change {fmt.visible(self.setting)}" if self.setting not in ("", "none") \
-            else ""
+        why = " | ".join(v.words() for v in self.verdicts) or "no cause in the window"
         return (f"{stamp} GPU{fmt.visible(self.gpu)} idle {sum(self.idle_s.values()):.1f}s "
-                f"({kinds}): {why}{setting}")
+                f"({kinds}): {why}")
 
 
 def scrape_line(rows: list[FleetRow], instance: str) -> str | None:
@@ -90,9 +100,13 @@ def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: i
         verdicts = []
     for s in verdicts:
         gpu = s.labels.get("gpu", "-")
+        verdict = Verdict(s.labels.get("cause_words", ""), s.labels.get("setting", ""))
+        if verdict.cause_words in ("", "none"):
+            # The minute's "no cause" beside a cause it also had: the cause is what idled it
+            # (the last label set answered was shown, "none" as often as not).
+            continue
         for t, _v in s.points:
             found = out.get((t, gpu))
-            if found is not None:
-                found.cause_words = s.labels.get("cause_words", "")
-                found.setting = s.labels.get("setting", "")
+            if found is not None and verdict not in found.verdicts:
+                found.verdicts.append(verdict)
     return sorted(out.values(), key=lambda m: (-m.t_wall_s, m.gpu))

@@ -70,13 +70,21 @@ QUERIES: tuple[Query, ...] = (
     # Exported by later gapwatch versions (the chaining figure, PoSt, GPU and prover health).
     Query("chaining_ratio", "last_over_time(gapwatch_chaining_ratio{{{sel}}}[{lb}])",
           optional=True),
-    # PoSt: the latest WinningPoSt's latency (the proof a block reward rides on), and the late
-    # proofs of every kind the box has counted.
+    # PoSt: the latest WinningPoSt's latency (the proof a block reward rides on), and the
+    # proofs of every kind that ended late, and that could not be timed (on time or late not
+    # known), in the lookback: `increase`, as restarts and XIDs. The box's own count since its
+    # gapwatch started (`last_over_time`) went back to 0 when that gapwatch restarted (4 late
+    # WinningPoSts minutes before read "0 late"), and kept one late a week ago for good.
     Query("post_last_latency_s",
           "last_over_time(gapwatch_proof_last_seconds{{{sel},proof_kind=\"winning-post\"}}"
           "[{lb}])", per="box", optional=True),
     Query("post_late",
-          "sum by (instance) (last_over_time(gapwatch_proofs_total{{{sel},verdict=\"late\"}}"
+          "sum by (instance) (increase(gapwatch_proofs_total{{{sel},verdict=\"late\"}}"
+          "[{lb}]))", per="box", optional=True),
+    # Not timed: its begin was not read (a log followed from mid-proof, lines lost). Counted
+    # apart from the late ones: "0 late" said nothing of a box whose PoSts were never timed.
+    Query("post_untimed",
+          "sum by (instance) (increase(gapwatch_proofs_total{{{sel},verdict=\"unknown\"}}"
           "[{lb}]))", per="box", optional=True),
     # Throttled: any clocks-event reason that slows work down (`core.health`'s table: idle and
     # clock settings are not throttling) held in the last reading.
@@ -96,8 +104,11 @@ QUERIES: tuple[Query, ...] = (
 #: The range query of a box's detail: idle seconds per minute by GPU and kind.
 DETAIL_IDLE = ("sum by (gpu, kind) (increase(gapwatch_gap_seconds_total{{{sel},"
                "instance=\"{instance}\"}}[1m]))")
-#: ... and the verdict (cause, setting) over the same time.
-DETAIL_VERDICT = "gapwatch_gpu_verdict_info{{{sel},instance=\"{instance}\"}}"
+#: ... and every verdict (cause, setting) the box gave in the same minutes: the verdict at the
+#: minute's last instant alone said "no cause in the window" beside 38 s of idle, its cause (a
+#: restart's SRS reload) gone from the 30 s verdict window by the minute's end.
+DETAIL_VERDICT = ("last_over_time(gapwatch_gpu_verdict_info{{{sel},instance=\"{instance}\"}}"
+                  "[1m])")
 
 
 def metric_names() -> set[str]:

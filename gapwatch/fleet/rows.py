@@ -68,7 +68,10 @@ class FleetRow:
     #: seconds, to the minute); None otherwise.
     verdict_t_wall_s: float | None = None
     post_last_latency_s: float | None = None
+    #: PoSts of any kind that ended late, and that could not be timed (on time or late not
+    #: known), in the lookback (`increase`: Prometheus extrapolates, so not always whole).
     post_late: float | None = None
+    post_untimed: float | None = None
     throttled: float | None = None
     xid_errors: float | None = None
     restarts: float | None = None
@@ -384,13 +387,27 @@ def _set(row: FleetRow, name: str, s: Series) -> None:
 
 
 #: The table's columns (heading, width) as `cells` fills them: the screen and `--once` share them.
-#: What 80 columns must show comes first (box, state, busy, idle, age, the setting to change).
+#: What 80 columns must show comes first (box, state, busy, idle, age, the setting to change),
+#: and beside the setting what changing it would gain (which box to fix first).
 COLUMNS: tuple[tuple[str, int], ...] = (
     ("BOX", 21), ("GPU", 3), ("STATE", 10), ("BUSY", 4), ("IDLE5m", 6), ("AGE", 4),
-    ("SETTING", 34), ("CHAIN", 5), ("PoSt", 9), ("HLTH", 4), ("CAUSE", 60),
+    ("SETTING", 34), ("GAIN", 5), ("CHAIN", 5), ("PoSt", 9), ("HLTH", 4), ("CAUSE", 60),
 )
 #: Short words for the idle column's top kind (the dashboard's letters).
 _KIND_LETTER = {"pcie_starved": "S", "transfer_bound": "T", "host_stall": "H", "unknown": "?"}
+
+
+def _post_cell(r: FleetRow) -> str:
+    """`35s/1`: the last WinningPoSt's latency / PoSts late in the lookback; ` ?2` after it:
+    two more could not be timed (each may have been late: "0 late" is not "all on time")."""
+    if r.post_last_latency_s is None and r.post_late is None and r.post_untimed is None:
+        return "-"
+    lat = f"{r.post_last_latency_s:.0f}s" if r.post_last_latency_s is not None else "-"
+    late = f"{r.post_late:.0f}" if r.post_late is not None else "-"
+    # Rounded as the late count is: `increase` is 0 exactly when nothing was counted.
+    untimed = f" ?{r.post_untimed:.0f}" if r.post_untimed is not None and \
+        round(r.post_untimed) > 0 else ""
+    return f"{lat}/{late}{untimed}"
 
 
 def cells(r: FleetRow) -> tuple[str, ...]:
@@ -402,16 +419,15 @@ def cells(r: FleetRow) -> tuple[str, ...]:
     if r.idle_s_5m:
         top = max(r.idle_s_5m, key=lambda k: r.idle_s_5m[k])
         idle = f"{r.idle_total_s():.0f}s {_KIND_LETTER.get(top, '?')}"
-    post = "-"
-    if r.post_last_latency_s is not None or r.post_late is not None:
-        lat = f"{r.post_last_latency_s:.0f}s" if r.post_last_latency_s is not None else "-"
-        late = f"{r.post_late:.0f}" if r.post_late is not None else "-"
-        post = f"{lat}/{late}"
+    post = _post_cell(r)
     age = "-" if r.age_s is None else f"{r.age_s:.0f}s" if r.age_s < 600 else \
         f"{r.age_s / 60:.0f}m"
     cause = r.cause_words if r.cause_words and r.cause_words != "none" else (r.cause or "-")
     # A box Prometheus cannot scrape: why, before the cause it last reported (that is old).
     cause = r.down_why or cause
     # Every label is Prometheus's text, the state's too (an unknown one is shown as it came).
+    # The payoff of the verdict now (None for a dead box's last one: its gaps are not known
+    # now). It was in `--json` only: the screen named the setting but not what it would gain.
+    gain = f"{r.payoff_gain:.1f}x" if r.payoff_gain is not None else "-"
     return (fmt.visible(r.instance), fmt.visible(r.gpu), fmt.visible(state), busy, idle, age,
-            fmt.visible(r.setting or "-"), chain, post, r.health(), fmt.visible(cause))
+            fmt.visible(r.setting or "-"), gain, chain, post, r.health(), fmt.visible(cause))

@@ -1,0 +1,88 @@
+"""The fleet's PromQL as Prometheus evaluates it: promtool's unit tests (`promql_expr_test`)
+run a query of `gapwatch.fleet.queries.QUERIES`, rendered as `gapwatch fleet` sends it, over
+series a box's /metrics would have written, and check what Prometheus answers. The stand-in
+Prometheus of the other fleet tests answers by the query's text and cannot tell a counter's
+reset from its value; the real-Prometheus test (test_fleet_prometheus_server.py) takes a
+minute per story. Without promtool the test is skipped and says so in the warnings summary."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import pytest
+from fleet_fakes import promql
+
+from gapwatch.fleet.queries import DETAIL_VERDICT
+
+PROMTOOL = shutil.which("promtool")
+SKIP_REASON = ("SKIPPED LOUDLY: promtool not found; the fleet's PromQL was NOT evaluated "
+               "(install it: apt-get install -y prometheus)")
+if PROMTOOL is None:
+    warnings.warn(SKIP_REASON, stacklevel=1)
+pytestmark = pytest.mark.skipif(PROMTOOL is None, reason=SKIP_REASON)
+
+BOX = 'job="gapwatch",instance="b:9400"'
+#: What the PoSt and restart queries answer for box b:9400 (summed by instance).
+BY_BOX = '{instance="b:9400"}'
+
+
+def _expect(tmp_path: Path, expr: str, series: dict[str, str], at: str,
+            samples: list[tuple[str, float]], interval: str = "1m") -> None:
+    """Prometheus answers `samples` (labels, value) to `expr` evaluated at `at` over `series`
+    (series -> promtool's values, one each `interval`)."""
+    inputs = "".join(f"      - series: '{name}'\n        values: '{values}'\n"
+                     for name, values in series.items())
+    expected = "".join(f"          - labels: '{labels}'\n            value: {value}\n"
+                       for labels, value in samples)
+    (tmp_path / "t.yml").write_text(
+        f"rule_files: []\nevaluation_interval: 1m\ntests:\n  - interval: {interval}\n"
+        f"    input_series:\n{inputs}"
+        f"    promql_expr_test:\n      - expr: '{expr}'\n        eval_time: {at}\n"
+        f"        exp_samples:\n{expected}")
+    assert PROMTOOL is not None
+    done = subprocess.run([PROMTOOL, "test", "rules", "t.yml"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_late_posts_are_those_of_the_lookback_and_survive_a_restart_of_the_boxs_gapwatch(
+        tmp_path: Path) -> None:
+    """Four WinningPoSts late, then the box's gapwatch restarted (its counter from 0 again):
+    four late in the lookback. Read as the box's count now (`last_over_time`) it was 0."""
+    _expect(tmp_path, promql("post_late"), {
+        f'gapwatch_proofs_total{{{BOX},proof_kind="winning-post",verdict="late"}}':
+            "0 1 2 4 0 0",
+        f'gapwatch_proofs_total{{{BOX},proof_kind="winning-post",verdict="ok"}}':
+            "0 3 6 9 0 2",
+    }, "5m", [(BY_BOX, 4)])
+
+
+def test_posts_not_timed_are_counted_apart_from_the_late_ones(tmp_path: Path) -> None:
+    """A PoSt whose begin was not read is neither late nor on time: counted as not timed
+    (the column said "0 late" of a box none of whose PoSts were timed)."""
+    _expect(tmp_path, promql("post_untimed"), {
+        f'gapwatch_proofs_total{{{BOX},proof_kind="winning-post",verdict="unknown"}}':
+            "0 0 1 1 2 2",
+        f'gapwatch_proofs_total{{{BOX},proof_kind="window-post",verdict="unknown"}}':
+            "0 0 0 1 1 1",
+        f'gapwatch_proofs_total{{{BOX},proof_kind="winning-post",verdict="late"}}':
+            "0 0 0 0 0 0",
+    }, "5m", [(BY_BOX, 3)])
+
+
+def test_a_box_details_minute_holds_every_verdict_the_box_gave_in_it(tmp_path: Path) -> None:
+    """The SRS reloaded after a restart for the minute's first 30 s, then no cause: both
+    verdicts of the minute are answered at its end. The verdict at that instant alone said
+    "no cause in the window" beside the reload's idle seconds."""
+    srs = f'{BOX},gpu="0",state="GAPS",cause="srs_loading",cause_words="cuzk loads the SRS",' \
+        'setting="none"'
+    none = f'{BOX},gpu="0",state="CHAINED",cause="none",cause_words="none",setting="none"'
+    expr = DETAIL_VERDICT.format(sel='job="gapwatch"', instance="b:9400")
+    _expect(tmp_path, expr, {
+        f"gapwatch_gpu_verdict_info{{{srs}}}": "1 1 1 stale",
+        f"gapwatch_gpu_verdict_info{{{none}}}": "_ _ _ 1 1",
+    }, "60s", [(f"gapwatch_gpu_verdict_info{{{srs}}}", 1),
+               (f"gapwatch_gpu_verdict_info{{{none}}}", 1)], interval="15s")

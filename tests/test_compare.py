@@ -757,15 +757,28 @@ def test_an_advised_setting_is_said_changed_by_what_shows_it_and_unknown_where_n
     assert cap["changed"] is True
     assert cap["shown_by"] == [{"setting": "synth_worker_count", "before": "20", "after": "4"}]
     assert said["[memory] safety_margin"]["changed"] is False
-    assert said["env CUZK_VALIDATE_PARTITIONS"]["changed"] is True
+    # Its line comes only when cuzk validates a PoRep: "not seen" is unset, or unused there.
+    assert said["env CUZK_VALIDATE_PARTITIONS"]["changed"] is None
     assert said["[memory] eviction_min_idle"]["changed"] is None
     text = format_text(c)
     assert "    changed: synth_worker_count 20 → 4" in text
     assert "    unchanged: [memory] total_budget (GiB) 512 on both" in text
-    assert "    changed: CUZK_VALIDATE_PARTITIONS 1 → not seen" in text
+    assert ("    changed? not known: CUZK_VALIDATE_PARTITIONS on one side only: its line shows "
+            "only when used") in text
     assert "    changed? not known: not shown by both runs ([memory] eviction_min_idle)" in text
     assert all(len(line) <= 100 for line in text.splitlines())
     assert to_json(c)["payoff"]["advice"][0]["shown_by"] == cap["shown_by"]
+
+    # Only the budget changed (512 -> 100 GiB), and synth_worker_count with it (18 -> 7): the
+    # cap was said changed though the operator never touched it.
+    after.settings = _settings_of(_BUDGET.format(100), _PIPELINE.format(7))
+    before.settings = _settings_of(_BUDGET.format(512), _PIPELINE.format(18))
+    said = {a["setting"]: a for a in predicted_vs_achieved(compare(before, after))["advice"]}
+    assert said["[pipeline] max_parallel_synthesis"]["changed"] is None
+    assert said["[pipeline] max_parallel_synthesis"]["changed_not_known_why"] == (
+        "synth_worker_count moves with [memory] total_budget (GiB) too, which changed "
+        "(512 → 100)")
+    assert said["[memory] safety_margin"]["changed"] is True  # the budget is what shows it
 
 
 _START = ("2026-05-12T14:{}.000000Z  INFO cuzk_core::engine: starting cuzk engine "
@@ -798,3 +811,19 @@ def test_a_restart_inside_a_side_is_said_with_the_settings_that_changed_at_it() 
     assert said.endswith("--at 2026-05-12T14:30:00")
     assert not [n for n in c.notes if n.startswith("AFTER holds")]
     assert all(len(line) <= 100 for line in format_text(c).splitlines())
+
+
+def test_a_crash_loop_inside_a_side_points_at_its_last_start_not_the_64th() -> None:
+    # 200 starts 10 s apart after the first busy reading: the first 64 were kept, and the note
+    # said "64 restart(s)" and `--at` the 64th (14:10:40) where the loop went on to 14:33:20.
+    before = _side("BEFORE", _every(20.0, 2.0, "pcie_starved", "pinned_pool", offset_s=_T0 + 1),
+                   t0_s=_T0 + 1)
+    starts = [_START.format(f"{(10 + 10 * i) // 60:02d}:{(10 + 10 * i) % 60:02d}")
+              for i in range(200)]
+    before.settings = _settings_of(*starts)
+    after = _side("AFTER", _every(20.0, 2.0, "pcie_starved", "pinned_pool", offset_s=_T0 + 1),
+                  t0_s=_T0 + 1)
+    c = compare(before, after)
+    [said] = [n for n in c.notes if "restart(s) of cuzk" in n]
+    assert said.startswith("BEFORE holds more than 64 restart(s)")
+    assert said.endswith("--at 2026-05-12T14:33:20")

@@ -551,6 +551,13 @@ def test_a_post_gpu_end_read_twice_is_one_proof_never_a_second_late_or_untimed_o
         [p] = [p for p in said if p.done]
         assert p.total_s == pytest.approx(35.91, abs=0.01)
         assert p.queue_s == pytest.approx(33.0, abs=0.01)
+    # A log of two runs read twice: its first run's start line, read again, is a restart
+    # there, which must not make its PoSt's GPU_END a new line (it was a second LATE proof).
+    two_runs = text + ("2026-05-12T16:05:00.000000Z  INFO cuzk_core::engine: starting cuzk "
+                       "engine pipeline_enabled=true\n")
+    done = [e for e in watched_text(two_runs + two_runs) if e.proof is not None and e.proof.done]
+    assert len(done) == 1 and done[0].proof is not None
+    assert done[0].proof.total_s == pytest.approx(35.91, abs=0.01)
     # The recording's copy placed by `/status` and the file's by its start line: wall times a
     # little apart, the same TIMELINE offset: still the same line.
     tracker = PostTracker()

@@ -86,3 +86,17 @@ def test_many_proofs_in_flight_are_said_by_name_up_to_a_few_then_counted(tmp_pat
     assert "+4 more proofs running" in parts
     assert status_parts(RuntimeStatus(source="x", period_ms=100.0, lateness=None,
                                       gpu_sources={}))[0] == "source x"
+
+
+def test_a_post_still_running_past_its_deadline_is_one_alert_not_two(tmp_path: Path) -> None:
+    """Past its deadline the proof's own event says it (`still running ... LATE`): the
+    running line said it again on the footer's one alert line, pushing the others off."""
+    from gapwatch.engine.runtime import _prover_alert
+
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    _running(rt, until_s=75.0)  # 35 s of 30
+    rt.prover_alert = _prover_alert(rt.store)
+    alerts = [a for a in status_alerts(rt.status()) if WIN in a]
+    assert len(alerts) == 1 and alerts[0].startswith("prover proof LATE at ")
+    assert not [p for p in status_parts(rt.status()) if WIN in p]

@@ -604,6 +604,11 @@ class ProofTiming(Struct, frozen=True, gc=False):
     #: final word, and a later proof under the same job id (a retry) is another proof.
     given_up: ProofGivenUp | None = None
 
+    @property
+    def judged_s(self) -> float | None:
+        """What it is judged by: its total, else the least its total can be."""
+        return self.total_s if self.total_s is not None else self.total_at_least_s
+
     def behind_words(self) -> str:
         """"worker 1: porep-... partition 3, worker 2: ..." and how many more ("" for none)."""
         more = f" and {self.waited_behind_more} more" if self.waited_behind_more else ""

@@ -34,7 +34,7 @@ class RunningProof:
     def used_share(self) -> float | None:
         """How much of its deadline it has used so far (its total, else the least it can be)."""
         t = self.timing
-        figure = t.total_s if t.total_s is not None else t.total_at_least_s
+        figure = t.judged_s
         if figure is None or not t.deadline_s:
             return None
         return figure / t.deadline_s

@@ -235,7 +235,7 @@ class PostTracker:
     # -- feeding ------------------------------------------------------------------------------
 
     def feed(self, ev: LogEvent) -> list[ProverEvent]:
-        if self.arrival_timed or ev.time_source != "arrival":
+        if says_when_written(ev, self.arrival_timed):
             t = ev.t_wall_s
             if self._wall_now_s is None or t > self._wall_now_s:
                 self._wall_now_s = t
@@ -278,7 +278,9 @@ class PostTracker:
                for job in self._jobs.values()]
         self._jobs.clear()
         self._given_up_ids.clear()
-        self._ended.clear()  # a new run: its TIMELINE offsets start again
+        # `_ended` is kept: a log read twice reads its first run's start again, which is a
+        # restart here, and its PoSt's GPU_END after it is still that line (bounded by
+        # MAX_ENDED; a new run's job at the same offset under the same id is not a case).
         self._engine_now_s = None
         self.holding.clear()
         return out
@@ -322,7 +324,7 @@ class PostTracker:
     def _engine_time(self, ev: LogEvent) -> float | None:
         """A TIMELINE line's time on the engine clock (its offset, s) when its arrival means
         nothing and no anchor placed it (`arrival_timed`), else None (its wall time holds)."""
-        if self.arrival_timed or ev.time_source != "arrival":
+        if says_when_written(ev, self.arrival_timed):
             return None
         offset = int_field(ev.fields.get("offset_ms"))
         if offset is None:
@@ -558,6 +560,12 @@ def _placed(job: _Post, t: float) -> float:
     if job.engine_clock and job.wall_s is not None:
         return job.wall_s
     return t
+
+
+def says_when_written(record: object, arrival_timed: bool) -> bool:
+    """Whether a record's time says when it was written: any but a log line timed by its
+    arrival where arrival means nothing (`arrival_timed` False: a file read at once)."""
+    return arrival_timed or getattr(record, "time_source", None) != "arrival"
 
 
 def _phase_of(job: _Post) -> str | None:

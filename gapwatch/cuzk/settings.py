@@ -96,6 +96,9 @@ class ProverSettings:
     #: is two runs (`runs_after`).
     start_times: tuple[float, ...] = ()
     history: dict[str, tuple[tuple[float, str], ...]] = field(default_factory=dict)
+    #: Starts read but not kept: `start_times` holds the latest `MAX_STARTS_KEPT` (a crash
+    #: loop's last start is the one to compare across).
+    starts_dropped: int = 0
 
 
 #: The most starts, and values of one setting, a side keeps (`ProverSettings.start_times`,
@@ -114,6 +117,8 @@ class Restarts:
     #: Each setting that differed: its value in effect at the moment (where the log said one),
     #: then after each restart, consecutive repeats dropped.
     changed: dict[str, tuple[str, ...]]
+    #: More starts than `times` may follow the moment: older ones were not kept.
+    more: bool = False
 
 
 def runs_after(s: ProverSettings, t0_s: float) -> Restarts:
@@ -122,6 +127,8 @@ def runs_after(s: ProverSettings, t0_s: float) -> Restarts:
     changed: dict[str, tuple[str, ...]] = {}
     if not times:
         return Restarts(times, changed)
+    # The dropped starts are the oldest: some may follow t0 when every kept one does.
+    more = s.starts_dropped > 0 and len(times) == len(s.start_times)
     for setting, seen in s.history.items():
         # The value in effect at t0 (the last one logged by then), then each one logged after.
         before = [v for t, v in seen if t <= t0_s][-1:]
@@ -129,7 +136,7 @@ def runs_after(s: ProverSettings, t0_s: float) -> Restarts:
         kept = [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
         if len(kept) > 1:
             changed[setting] = tuple(kept)
-    return Restarts(times, changed)
+    return Restarts(times, changed, more)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +173,7 @@ class SettingsSeen:
         #: Start times (to the ms: one start read twice, from the recording and a --log of the
         #: same file, is one) and each startup setting's values with their times.
         self.starts: set[float] = set()
+        self.starts_dropped = 0
         self.history: dict[str, list[tuple[float, str]]] = {}
 
     def feed_log(self, ev: LogEvent) -> None:
@@ -176,8 +184,8 @@ class SettingsSeen:
             return
         self.tracing_lines += 1
         name = ev.name
-        if name == START and len(self.starts) < MAX_STARTS_KEPT:
-            self.starts.add(round(ev.t_wall_s, 3))
+        if name == START:
+            self._started(round(ev.t_wall_s, 3))
         wanted = STARTUP_FIELDS.get(name)
         if wanted is not None:
             for key, setting in wanted:
@@ -205,6 +213,16 @@ class SettingsSeen:
             size = ev.fields.get("batch_size")
             if isinstance(size, int) and size > 1:
                 self.batches += 1
+
+    def _started(self, t_s: float) -> None:
+        """A start of cuzk at `t_s`: the latest `MAX_STARTS_KEPT` kept (the first 64 of a crash
+        loop of 200 pointed `compare` at the 64th start to compare across, not the last)."""
+        if t_s in self.starts:
+            return  # one start read twice (the recording's events and their --log file)
+        self.starts.add(t_s)
+        if len(self.starts) > MAX_STARTS_KEPT:
+            self.starts.remove(min(self.starts))
+            self.starts_dropped += 1
 
     def _remember(self, setting: str, t_wall_s: float, text: str) -> None:
         """`text` as `setting`'s value logged at `t_wall_s`, kept when it differs from the one
@@ -247,7 +265,8 @@ class SettingsSeen:
                               env, self.batches, self.tracing_lines,
                               tuple(self.dropped.values()), self.dropped_fields,
                               tuple(sorted(self.starts)),
-                              {k: tuple(v) for k, v in self.history.items()})
+                              {k: tuple(v) for k, v in self.history.items()},
+                              self.starts_dropped)
 
 
 def split_prove_disabled(gpu_starts: int, split_prove_lines: int, tracing_lines: int) -> bool:
@@ -291,6 +310,11 @@ SHOWN_BY: dict[str, tuple[str, ...]] = {
 }
 #: The env knobs `ProverSettings.env` holds: seen (or inferred) on a side, else not seen.
 ENV_KNOBS = ("CUZK_VALIDATE_PARTITIONS", "CUZK_DISABLE_SPLIT_PROVE")
+#: What else moves what shows an advised setting: synth_worker_count is the budget's too
+#: (engine.rs:1433-1437), so with both moved the cap's change is not known.
+MOVED_ALSO_BY: dict[str, tuple[str, ...]] = {
+    "[pipeline] max_parallel_synthesis": ("[memory] total_budget (GiB)",),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,11 +322,12 @@ class AdvisedChange:
     """Whether an advised setting changed between two runs, as what shows it says."""
 
     setting: str
-    #: True or False when something that shows the setting is read on both sides; None: no
-    #: side pair shows it (cuzk never logs it, or one side has no log), so it is not known.
+    #: True or False when something that shows the setting is read on both sides; None: not
+    #: known (`why_not_known` says why).
     changed: bool | None
     #: What showed it, with each side's value (None: that side does not show it).
     shown_by: tuple[SettingChange, ...]
+    why_not_known: str | None = None
 
 
 def _shown(s: ProverSettings, key: str) -> str | None:
@@ -322,5 +347,23 @@ def advised_change(setting: str, before: ProverSettings,
     shown = tuple(SettingChange(k, _shown(before, k), _shown(after, k))
                   for k in SHOWN_BY.get(setting, (setting,)))
     both = [s for s in shown if s.before is not None and s.after is not None]
-    return AdvisedChange(setting, any(s.before != s.after for s in both) if both else None,
-                         shown)
+    if not both:
+        names = ", ".join(s.setting for s in shown)
+        return AdvisedChange(setting, None, shown, f"not shown by both runs ({names})")
+    moved = [s for s in both if s.before != s.after]
+    if not moved:
+        return AdvisedChange(setting, False, shown)
+    for s in moved:
+        if s.setting in ENV_KNOBS and "not seen" in (s.before, s.after):
+            # An env knob's line comes only when cuzk acts on it (a PoRep validated, a GPU
+            # proof): "not seen" is unset, or set and not used in that run.
+            return AdvisedChange(setting, None, shown,
+                                 f"{s.setting} on one side only: its line shows only when "
+                                 "used")
+    for other in MOVED_ALSO_BY.get(setting, ()):
+        was, now = before.values.get(other), after.values.get(other)
+        if was is not None and now is not None and was != now:
+            return AdvisedChange(setting, None, shown,
+                                 f"{', '.join(s.setting for s in moved)} moves with {other} "
+                                 f"too, which changed ({was} → {now})")
+    return AdvisedChange(setting, True, shown)

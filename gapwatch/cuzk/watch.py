@@ -24,7 +24,7 @@ from gapwatch.cuzk.config import CuzkConfig
 from gapwatch.cuzk.errors import error_event
 from gapwatch.cuzk.gpu_queue import GpuQueueWatch
 from gapwatch.cuzk.pipeline import PANIC_KIND
-from gapwatch.cuzk.post import Deadlines, PostTracker
+from gapwatch.cuzk.post import Deadlines, PostTracker, says_when_written
 from gapwatch.cuzk.restarts import RestartWatch
 
 #: Deadlines are checked at most this often in data time (a PoSt deadline is 30 s or more).
@@ -45,7 +45,6 @@ class CuzkWatch:
         reads a file at once): a PoSt's TIMELINE lines without their anchor are then timed by
         their offsets (`PostTracker`)."""
         self.post = PostTracker(deadlines, arrival_timed=arrival_timed)
-        self._arrival_timed = arrival_timed
         self.queue = GpuQueueWatch()
         self.restarts = RestartWatch()
         self._now_s: float | None = None
@@ -66,7 +65,7 @@ class CuzkWatch:
         else:
             return []
         t = record.t_wall_s
-        if not self._arrival_timed and getattr(record, "time_source", None) == "arrival":
+        if not says_when_written(record, self.post.arrival_timed):
             return out  # read, not written, then: no "now" (it made May's PoSt 206 days late)
         if self._now_s is None or t > self._now_s:
             self._now_s = t

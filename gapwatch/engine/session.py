@@ -363,9 +363,9 @@ class Session:
     def running_proofs(self) -> list[RunningProof]:
         """The proofs the prover's watcher sees in flight now (the dashboard's footer asks
         about once a second); none without a watcher, or when it fails to say (counted)."""
-        if self.watch is None:
-            return []
         with self._lock:
+            if self.watch is None:
+                return []
             try:
                 return self.watch.running()
             except Exception:  # noqa: BLE001 - a footer phrase is not worth a feeder's life

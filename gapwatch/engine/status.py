@@ -52,8 +52,9 @@ class RuntimeStatus:
     blind_recent: str | None = None
     #: Where a replay is (`ReplayDriver.position_words`); None for a live source.
     replay: str | None = None
-    #: The latest prover warning or error while recent (a late PoSt, a restart, an error, a
-    #: lost GPU job), in words: the footer's alert. None when there is none.
+    #: The worst prover warning or error while recent (a late PoSt, a restart, an error, a
+    #: lost GPU job; `SeriesStore.prover_alert`), in words: the footer's alert. None when there
+    #: is none.
     prover_alert: str | None = None
     #: The proofs the prover's watcher sees in flight (a PoSt against its deadline), the most
     #: of its deadline used first.

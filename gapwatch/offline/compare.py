@@ -621,7 +621,8 @@ def _restart_note(side: Side) -> str | None:
         return None
     changed = "; ".join(f"{k} {' → '.join(v)}" for k, v in sorted(runs.changed.items()))
     last = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(runs.times[-1]))
-    return (f"{side.label} holds {len(runs.times)} restart(s) of cuzk after its first busy "
+    count = f"more than {len(runs.times)}" if runs.more else str(len(runs.times))
+    return (f"{side.label} holds {count} restart(s) of cuzk after its first busy "
             "reading (each begins with an unpinned first wave and reloads its SRS), so its "
             "figures mix the runs"
             + (f"; changed at them: {changed} (its settings show the last)" if changed else "")
@@ -660,7 +661,7 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
             "setting": x.setting, "stall": x.stall, "gaps": x.gaps, "idle_s": x.idle_s,
             "busy_fraction": None if x.payoff is None else x.payoff.busy_fraction,
             "throughput_gain": None if x.payoff is None else x.payoff.throughput_gain,
-            "changed": moved.changed,
+            "changed": moved.changed, "changed_not_known_why": moved.why_not_known,
             "shown_by": [{"setting": s.setting, "before": s.before, "after": s.after}
                          for s in moved.shown_by]})
     top = c.figures[0].gpu if c.figures else ALL

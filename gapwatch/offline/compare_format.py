@@ -196,7 +196,7 @@ def payoff_lines(c: Comparison) -> list[str]:
         out.append(f"  {a['setting']}: {a['gaps']} {a['stall'].replace('_', ' ')} gap(s),"
                    f" busy → {fmt.frac_pct(a['busy_fraction'])}, "
                    + (f"{gain:.2f}× throughput" if gain else "gain unknown"))
-        out.append(_changed_line(a["changed"], a["shown_by"]))
+        out.append(_changed_line(a["changed"], a["shown_by"], a["changed_not_known_why"]))
     if not p["advice"]:
         out.append("  BEFORE's report advised no setting")
     allg = p["all_gaps"]
@@ -220,14 +220,14 @@ def payoff_lines(c: Comparison) -> list[str]:
     return out
 
 
-def _changed_line(changed: bool | None, shown_by: list[dict[str, str | None]]) -> str:
+def _changed_line(changed: bool | None, shown_by: list[dict[str, str | None]],
+                  why_not_known: str | None) -> str:
     """Whether an advised setting changed, and what showed it (`changed: synth_worker_count
-    20 → 4`), on a line of its own under the advice; unknown is said as such, never as
-    unchanged."""
+    20 → 4`), on a line of its own under the advice; unknown is said as such, with why, never
+    as unchanged."""
     both = [s for s in shown_by if s["before"] is not None and s["after"] is not None]
     if changed is None:
-        names = ", ".join(str(s["setting"]) for s in shown_by)
-        return _said("    ", f"changed? not known: not shown by both runs ({names})")
+        return _said("    ", f"changed? not known: {why_not_known or 'not shown by both runs'}")
     if changed:
         return _said("    ", "changed: " + ", ".join(
             f"{s['setting']} {s['before']} → {s['after']}" for s in both

@@ -48,7 +48,8 @@ def status_parts(status: RuntimeStatus) -> list[str]:
     parts = [f"source {status.source}"]
     if status.replay:  # where the replay is, first: ←/→ [ ] Home End move it
         parts.insert(0, status.replay)
-    # Proofs in flight on time so far, before the machinery (at risk or late: `status_alerts`).
+    # Proofs in flight on time so far, before the machinery (at risk: `status_alerts`; late:
+    # their event's alert).
     calm = [r for r in status.running_proofs if r.timing.verdict not in ("at_risk", "late")]
     said = [running_words(r) for r in calm[:MAX_RUNNING_SAID]]
     if len(calm) > MAX_RUNNING_SAID:
@@ -104,8 +105,9 @@ def status_parts(status: RuntimeStatus) -> list[str]:
 
 def status_alerts(status: RuntimeStatus) -> list[str]:
     """What the user must not miss, in words: a thread of gapwatch's that died, a recording that
-    is not being written, the prover's latest warning (a late PoSt, a restart, an error), logs
-    that are not being read, the source ended."""
+    is not being written, a PoSt in flight past its at-risk share, the prover's worst recent
+    warning or error (a late PoSt, a restart, an error), logs that are not being read, the
+    source ended."""
     alerts: list[str] = []
     dead = status.dead_threads_text()
     if dead:
@@ -113,10 +115,11 @@ def status_alerts(status: RuntimeStatus) -> list[str]:
     if status.blind_recent:
         # A blank in the charts with its reason: gapwatch did not hang, NVML did not answer.
         alerts.append(status.blind_recent)
-    # A PoSt running past its at-risk share (the late one's alert is its event's): an
-    # operator has until its deadline to look.
+    # A PoSt running past its at-risk share: an operator has until its deadline to look. One
+    # still running past its deadline is said by its own event (`prover_alert`: "still
+    # running ... LATE"), not twice on the one line.
     alerts += [running_words(r) for r in status.running_proofs
-               if r.timing.verdict in ("at_risk", "late")][:MAX_RUNNING_SAID]
+               if r.timing.verdict == "at_risk"][:MAX_RUNNING_SAID]
     if status.prover_alert:
         # A late PoSt, a restart, an error, a lost GPU job: stays while recent.
         alerts.append(status.prover_alert)

@@ -827,3 +827,40 @@ def test_a_crash_loop_inside_a_side_points_at_its_last_start_not_the_64th() -> N
     [said] = [n for n in c.notes if "restart(s) of cuzk" in n]
     assert said.startswith("BEFORE holds more than 64 restart(s)")
     assert said.endswith("--at 2026-05-12T14:33:20")
+
+
+def test_the_advised_memory_setting_tried_on_the_simulator_pays_off_and_is_named_changed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The operator's loop on the simulator (docs/compare.md, "Try it on the simulator"):
+    `sim:pageable`'s advice is `[memory] safety_margin` (its box: 517 GiB, total_budget
+    "auto", margin 5); recorded again with the margin raised to 305 GiB (a 212 GiB budget,
+    305 GiB outside it, where the pinned pool's 303 GiB now fit), compare says busy and
+    partitions/h better, and under that advice's payoff that the setting it shows changed."""
+    before, after = tmp_path / "before.jsonl", tmp_path / "after.jsonl"
+    common = ["record", "--source", "sim:pageable", "--duration", "120", "--speed", "0",
+              "--quiet"]
+    assert main([*common, "--out", str(before)]) == 0
+    assert main([*common, "--safety-margin", "305", "--out", str(after)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(before), str(after)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\*\[memory\] total_budget \(GiB\) +512 +212\n", out)
+    assert re.search(r"busy share .* better\n", out)
+    assert re.search(r"partitions/h .* better\n", out)
+    payoff = out.split("Payoff:")[1]
+    advice, changed = payoff.splitlines()[1:3]
+    assert advice.strip().startswith("[memory] safety_margin: ")
+    assert changed.strip() == "changed: [memory] total_budget (GiB) 512 → 212"
+
+
+def test_the_simulators_memory_settings_come_from_the_config_file_too(
+        tmp_path: Path) -> None:
+    """`[sim] total_budget_gib = 200` (the advice's other wording: an explicit budget,
+    lowered) is the budget the simulated cuzk logs, and that compare reads."""
+    config = tmp_path / "gapwatch.toml"
+    config.write_text("[sim]\ntotal_budget_gib = 200\n")
+    out = tmp_path / "r.jsonl"
+    assert main(["record", "--config", str(config), "--source", "sim:pageable", "--duration",
+                 "2", "--speed", "0", "--quiet", "--out", str(out)]) == 0
+    side = read_side("AFTER", out, Config(), [])
+    assert side.settings.values["[memory] total_budget (GiB)"] == "200"

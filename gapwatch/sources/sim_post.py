@@ -24,6 +24,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol
 
+from gapwatch.core.units import GIB
+
 
 class _Worker(Protocol):
     wid: int
@@ -51,6 +53,7 @@ class SimProver(Protocol):
 
     down: bool
     synth_active_counter: int
+    budget_bytes: int
     _now: float
     _epoch: float
     _gpus: list[Any]
@@ -135,7 +138,8 @@ class PostScript:
             sim._at(sim._now + srs_s, Kept(partial(
                 sim._trace, sim._now + srs_s, "SRS loaded successfully "
                 f"circuit_id=winning-post-32g elapsed_ms={int((srs_s - 0.5) * 1000)} "
-                "budget_used_gib=48 budget_available_gib=464", "", "cuzk_core::srs_manager")))
+                f"budget_used_gib=48 budget_available_gib={sim.budget_bytes // GIB - 48}", "",
+                "cuzk_core::srs_manager")))
         sim._at(sim._now + srs_s, Kept(partial(self._synth, job, synth_s, gpu_s)))
 
     def _synth(self, job: str, synth_s: float, gpu_s: float) -> None:
@@ -242,7 +246,8 @@ class PostScript:
         sim = self.sim
         sim._trace(sim._now, "SRS loaded successfully circuit_id=porep-32g "
                    f"elapsed_ms={int(RESTART_SRS_LOAD_S * 1000)} budget_used_gib=47 "
-                   "budget_available_gib=465", target="cuzk_core::srs_manager")
+                   f"budget_available_gib={sim.budget_bytes // GIB - 47}",
+                   target="cuzk_core::srs_manager")
         sim.down = False
         for g in sim._gpus:
             sim._fill_synthesis(g)

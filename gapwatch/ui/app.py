@@ -82,6 +82,9 @@ LOWER_MIN_LINES = 6
 #: Toasts on screen at once at most (`_on_notify`), and how long each stays.
 MAX_TOASTS = 3
 TOAST_S = 8.0
+#: The most cells of text a toast shows (`toast_text`): ~13 rows of a toast at 80 columns
+#: (Textual's toast is 38 cells wide there, its height as tall as its text).
+TOAST_MAX_CELLS = 500
 
 class DashboardRuntime(Protocol):
     """What the dashboard needs from a runtime (`gapwatch.engine.runtime.Runtime` has it)."""
@@ -455,7 +458,7 @@ class GapwatchApp(App[int]):
         notice = message.notice
         # A notice may quote outside text (a NOTE from the copy-trace library, a log path):
         # shown, never obeyed, and never read as markup.
-        self.notify(fmt.visible(notice.message),
+        self.notify(toast_text(notice.message),
                     severity="error" if notice.level == "error" else "warning",
                     timeout=TOAST_S, markup=False)
 
@@ -480,7 +483,7 @@ class GapwatchApp(App[int]):
             footer.show_message(snapshot_message(message.path, self.size.width))
         else:
             footer.show_message(f"snapshot FAILED: {message.error}", error=True)
-            self.notify(fmt.visible(str(message.error)), title="snapshot failed",
+            self.notify(toast_text(str(message.error)), title="snapshot failed",
                         severity="error", timeout=10, markup=False)
 
     # -- snapshots ----------------------------------------------------------------------------
@@ -722,6 +725,20 @@ def _words_key(view: View) -> tuple[object, ...]:
     gaps = tuple((g.gap_id, g.is_open, g.retracted, g.kind) for g in view.snap.gaps[-8:])
     return (states, gaps, len(view.snap.gaps), view.gpu, view.window_s, view.paused,
             view.note, view.ended)
+
+
+def toast_text(message: str) -> str:
+    """A notice as a toast shows it: written out (`fmt.visible`: it may quote outside text),
+    cut to `TOAST_MAX_CELLS` with "…". A notice's words are as long as its maker made them,
+    and a recording's are anyone's: a toast of a 900 KB notice was wrapped whole on the UI
+    thread (4.6 s without a key answered) and stood thousands of rows tall. The whole notice
+    is in the store and the recording. Cut by characters first, so nothing here reads the
+    whole of it."""
+    room = TOAST_MAX_CELLS + 1  # a character more than fits, so `fit` says where it cut
+    shown = fmt.visible(message[:room])
+    if len(message) > room:
+        shown += "…"
+    return fmt.fit(shown, TOAST_MAX_CELLS, pad=False)
 
 
 def snapshot_message(path: Path, width: int) -> str:

@@ -183,6 +183,10 @@ class GapwatchApp(App[int]):
         #: by `ui.redraw_hz` is waiting on a timer.
         self._words_mono = float("-inf")
         self._words_held = False
+        #: A BREAKDOWN was just drawn and its burst is not over (`_breakdown_redraw`), and
+        #: whether one came meanwhile and was not drawn.
+        self._breakdowns_held = False
+        self._breakdowns_missed = False
         #: The detail chart (asked at every redraw whether it is shown), and the timer that
         #: redraws while it is (paused while it is not).
         self._detail: DetailChart | None = None
@@ -440,11 +444,7 @@ class GapwatchApp(App[int]):
             return
         if self.paused:
             self._pause_note = f"GPU{state.gpu} entered BREAKDOWN"
-            self._repush()
-        else:
-            self.redraw(force=True)  # within this redraw, not the next tick
-        if self.config.ui.bell:
-            self.bell()
+        self._breakdown_redraw()
         snap_cfg = self.config.snapshot
         now = time.monotonic()
         last = self._last_auto_snapshot_mono
@@ -453,6 +453,32 @@ class GapwatchApp(App[int]):
             # After the refresh, so the SVG shows the BREAKDOWN line.
             self.call_after_refresh(self.take_snapshot,
                                     f"automatically: GPU{state.gpu} entered BREAKDOWN", True)
+
+    def _breakdown_redraw(self) -> None:
+        """A GPU entered BREAKDOWN: shown at once (within this redraw, not the next tick), and
+        the bell; once for a burst. Every BREAKDOWN was a whole redraw of its own (a snapshot
+        of the store, every widget pushed) and a bell: a replay of 256 GPUs breaking down
+        together, or `End` over an hour of states flapping, queued hundreds of them and the UI
+        thread answered no key for seconds. The first of a burst is drawn now; those that
+        come while the app still has messages queued are drawn once after them
+        (`_breakdowns_drawn`)."""
+        if self._breakdowns_held:
+            self._breakdowns_missed = True
+            return
+        self._breakdowns_held = True
+        self._breakdowns_missed = False
+        self._repush()
+        if self.config.ui.bell:
+            self.bell()
+        # Runs once the messages queued now (the rest of the burst) have been handled.
+        self.call_later(self._breakdowns_drawn)
+
+    def _breakdowns_drawn(self) -> None:
+        """The burst's messages are handled: one redraw for those held back, if any."""
+        self._breakdowns_held = False
+        if self._breakdowns_missed:
+            self._breakdowns_missed = False
+            self._repush()
 
     def on_notice_raised(self, message: NoticeRaised) -> None:
         notice = message.notice

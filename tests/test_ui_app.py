@@ -311,3 +311,31 @@ async def test_a_storm_of_prover_notices_keeps_at_most_three_toasts_on_screen(
         toasts = list(app.screen.query(Toast))
         assert 1 <= len(toasts) <= 3
         assert any("storm line 199" in str(t.render()) for t in toasts)
+
+
+async def test_a_notice_of_a_megabyte_is_a_toast_of_a_few_rows_not_a_stall(
+    tmp_path: Path,
+) -> None:
+    """A recording's notice is as long as its writer made it: a toast of a 900 KB notice was
+    wrapped whole on the UI thread (4.6 s in which no key was answered) and stood thousands of
+    rows tall over the dashboard. The toast says its first 500 cells (`TOAST_MAX_CELLS`), and
+    "…"; the whole notice stays in the store and the recording."""
+    from textual.widgets._toast import Toast
+
+    from gapwatch.core.models import Notice
+    from gapwatch.ui.messages import NoticeRaised
+
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await pilot.pause()
+        app.post_message(NoticeRaised(Notice(
+            t_ns(50), WALL0_S + 50, "warning", "prover said: " + "word \u202e" * 150_000)))
+        await pilot.pause(0.3)
+        toasts = list(app.screen.query(Toast))
+        assert len(toasts) == 1
+        shown = toasts[0]._notification.message
+        assert shown.startswith("prover said: word \\u202e") and shown.endswith("…")
+        assert len(shown) <= 500
+        assert toasts[0].outer_size.height <= 20

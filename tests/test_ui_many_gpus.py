@@ -109,3 +109,55 @@ async def test_sixteen_gpus_with_health_show_the_health_of_the_page_shown(
     assert shown and all(line.split()[0] in {"8", "9", "10", "11"} for line in shown)
     assert "11 " in " ".join(shown) and any(line.startswith("busy %")
                                             for line in text.splitlines())
+
+
+async def test_a_burst_of_gpus_entering_breakdown_is_drawn_once_not_once_each(
+        tmp_path: Path) -> None:
+    """Each GPU entering BREAKDOWN was a whole redraw of its own (a snapshot of the store and
+    every widget pushed) and a bell: a replay of 256 GPUs breaking down together left the UI
+    thread without a key answered for 4.5 s (`End` over an hour of states flapping, for
+    longer). A burst is drawn at its first and once after its last, live or paused, with one
+    bell; every GPU's BREAKDOWN is on the screen after it."""
+    from gapwatch.ui.messages import StateChanged
+
+    n = 64
+    rt = many(tmp_path, n)
+    rt.config = make_config(tmp_path, bell=True)
+    app = GapwatchApp(rt)
+    pushes = 0
+    bells = 0
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause()
+        push, bell = app._push, app.bell
+
+        def counted_push(*args: object, **kwargs: object) -> None:
+            nonlocal pushes
+            pushes += 1
+            push(*args, **kwargs)  # type: ignore[arg-type]
+
+        def counted_bell() -> None:
+            nonlocal bells
+            bells += 1
+            bell()
+
+        app._push = counted_push  # type: ignore[method-assign]
+        app.bell = counted_bell  # type: ignore[method-assign]
+        for paused in (False, True):
+            if paused:
+                await pilot.press("p")
+                await pilot.pause()
+            pushes = bells = 0
+            for g in range(n):
+                state = StateChange(gpu=g, t_mono_ns=t_ns(20), t_wall_s=WALL0_S + 20,
+                                    state="BREAKDOWN", busy_fraction=0.5, reason="gaps")
+                rt.store.set_state(state)
+                app.post_message(StateChanged(state))
+            await pilot.pause()
+            await pilot.pause()
+            assert pushes <= 3, paused
+            assert bells == 1, paused
+        await pilot.press("p")
+        await pilot.pause()
+        text = screen_text(app)
+    assert len(re.findall(r"[▶ ]\d+ +BREAKDOWN", text)) >= 16
+    assert "CHAINED" not in text

@@ -214,3 +214,61 @@ async def test_a_log_path_a_snapshot_folder_and_a_recorded_warning_reach_no_term
     assert all(v == [] for v in found.values()), found
     assert "log cuzk\\x1b]52;c;ZXZpbA==\\x07" in help_text and "\\u202e/gapwatch-snapshot-" in help_text
     assert "pinned\\x1b]52" in gap_text and "[warn\\x1b]52" in gap_text
+
+
+def raw_tabs(app: GapwatchApp) -> list[str]:
+    """The screen's text segments that would send a tab to the terminal (`acted_on` leaves tabs
+    aside: `fmt.visible` keeps them for the line-stream outputs)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
+                      color_system="truecolor", legacy_windows=False, safe_box=False)
+    screen = app.screen._compositor.render_update(full=True)
+    assert screen is not None
+    return [seg.text for seg in console.render(screen) if not seg.control and "\t" in seg.text]
+
+
+async def test_tabs_in_log_lines_and_a_gpu_name_reach_no_terminal_raw_and_keep_the_columns(
+        tmp_path: Path) -> None:
+    """A log line's tabs (a Java stack trace's `\\tat ...`) and a GPU name's went to the
+    terminal raw from the rows' own strips (rich measures a tab as 0 cells): the terminal
+    jumped to the next tab stop without drawing the cells it passed, so the previous screen
+    showed through them (`java.lang.Errorlog atTH)` in tmux) and the line's end went past the
+    pane's edge; the name's tabs moved the state badge. Now each is drawn as spaces: the
+    log's up to the next stop, as rich's renderable path draws them, a fitted name's one
+    each, the badge in its column."""
+    from ui_fakes import log_event
+
+    gpus = [GpuInfo(index=0, name="NVIDIA H200", link_bytes_per_s=63e9),
+            GpuInfo(index=1, name="H\t\t\t200", link_bytes_per_s=63e9)]
+    rt = FakeRuntime(build_config({"snapshot": {"dir": str(tmp_path)}}), gpus=gpus)
+    fill_breakdown(rt.store, gpus=(0, 1))
+    line = "java.lang.Error\tat\tcom.example.Foo.bar\t\tEND"
+    rt.store.append_log(log_event(59.0, line))
+    app = GapwatchApp(rt)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        found = raw_tabs(app)
+    assert found == []
+    # The tab stops counted from the row's start, its time and a space before the line.
+    assert ("09:07:20.000 " + line).expandtabs(8) in text
+    rows = [line for line in text.splitlines() if "BREAKDOWN   busy" in line]
+    assert len(rows) == 2
+    assert {cell_len(row[:row.index("BREAKDOWN")]) for row in rows} == {21}
+
+
+def test_process_names_of_wide_zero_width_and_tab_characters_keep_the_panels_columns() -> None:
+    """The process panel cut a name to 16 characters and padded it by characters: a name of
+    CJK characters took 32 cells, combining or zero-width marks 8 or fewer, a tab up to 8, and
+    every column after it (GPU memory, pinned, heap, copies) moved with it, row by row."""
+    from gapwatch.ui.widgets.process_panel import process_rows
+
+    names = ["cuzk-daemon", "証明器" * 10, "e\u0301" * 20, "a\u200b" * 30, "\u202eevil",
+             "tab\there", "x" * 100, ""]
+    procs = tuple(ProcessMemory(1, 1.0, gpu=0, pid=100 + i, name=name, rss_shmem_bytes=1 << 30,
+                                rss_anon_bytes=1 << 30, gpu_memory_bytes=(20 - i) << 30)
+                  for i, name in enumerate(names))
+    rows = process_rows(procs, (), 0, copytrace=False)
+    assert len(rows) == len(names)
+    assert {cell_len(row[:row.index("GiB")]) for row in rows} == {32}
+    assert all("\t" not in row for row in rows)

@@ -124,7 +124,11 @@ def fit(text: str, width: int, right: bool = False, keep_end: bool = False,
     when `keep_end`: a path; its start and its end when `keep_both`: a host and port, whose
     differences lie at either end), padded with spaces (on the left when `right`) unless not
     `pad`. Call it on text already through `visible`: the escapes it writes out take cells
-    too."""
+    too. A tab (which `visible` keeps) is one space here: its width depends on the column it
+    starts in, which a fitted cell cannot know (a GPU name of tabs moved the header's badge,
+    and drawn raw on the dashboard it let the previous screen show through)."""
+    if "\t" in text:
+        text = text.replace("\t", " ")
     n = cells(text)
     if n > width:
         room = width - 1

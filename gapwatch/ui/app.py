@@ -82,6 +82,9 @@ LOWER_MIN_LINES = 6
 #: Toasts on screen at once at most (`_on_notify`), and how long each stays.
 MAX_TOASTS = 3
 TOAST_S = 8.0
+#: The most cells of text a toast shows (`toast_text`): ~13 rows of a toast at 80 columns
+#: (Textual's toast is 38 cells wide there, its height as tall as its text).
+TOAST_MAX_CELLS = 500
 
 class DashboardRuntime(Protocol):
     """What the dashboard needs from a runtime (`gapwatch.engine.runtime.Runtime` has it)."""
@@ -180,6 +183,10 @@ class GapwatchApp(App[int]):
         #: by `ui.redraw_hz` is waiting on a timer.
         self._words_mono = float("-inf")
         self._words_held = False
+        #: A BREAKDOWN was just drawn and its burst is not over (`_breakdown_redraw`), and
+        #: whether one came meanwhile and was not drawn.
+        self._breakdowns_held = False
+        self._breakdowns_missed = False
         #: The detail chart (asked at every redraw whether it is shown), and the timer that
         #: redraws while it is (paused while it is not).
         self._detail: DetailChart | None = None
@@ -437,11 +444,7 @@ class GapwatchApp(App[int]):
             return
         if self.paused:
             self._pause_note = f"GPU{state.gpu} entered BREAKDOWN"
-            self._repush()
-        else:
-            self.redraw(force=True)  # within this redraw, not the next tick
-        if self.config.ui.bell:
-            self.bell()
+        self._breakdown_redraw()
         snap_cfg = self.config.snapshot
         now = time.monotonic()
         last = self._last_auto_snapshot_mono
@@ -451,11 +454,37 @@ class GapwatchApp(App[int]):
             self.call_after_refresh(self.take_snapshot,
                                     f"automatically: GPU{state.gpu} entered BREAKDOWN", True)
 
+    def _breakdown_redraw(self) -> None:
+        """A GPU entered BREAKDOWN: shown at once (within this redraw, not the next tick), and
+        the bell; once for a burst. Every BREAKDOWN was a whole redraw of its own (a snapshot
+        of the store, every widget pushed) and a bell: a replay of 256 GPUs breaking down
+        together, or `End` over an hour of states flapping, queued hundreds of them and the UI
+        thread answered no key for seconds. The first of a burst is drawn now; those that
+        come while the app still has messages queued are drawn once after them
+        (`_breakdowns_drawn`)."""
+        if self._breakdowns_held:
+            self._breakdowns_missed = True
+            return
+        self._breakdowns_held = True
+        self._breakdowns_missed = False
+        self._repush()
+        if self.config.ui.bell:
+            self.bell()
+        # Runs once the messages queued now (the rest of the burst) have been handled.
+        self.call_later(self._breakdowns_drawn)
+
+    def _breakdowns_drawn(self) -> None:
+        """The burst's messages are handled: one redraw for those held back, if any."""
+        self._breakdowns_held = False
+        if self._breakdowns_missed:
+            self._breakdowns_missed = False
+            self._repush()
+
     def on_notice_raised(self, message: NoticeRaised) -> None:
         notice = message.notice
         # A notice may quote outside text (a NOTE from the copy-trace library, a log path):
         # shown, never obeyed, and never read as markup.
-        self.notify(fmt.visible(notice.message),
+        self.notify(toast_text(notice.message),
                     severity="error" if notice.level == "error" else "warning",
                     timeout=TOAST_S, markup=False)
 
@@ -480,7 +509,7 @@ class GapwatchApp(App[int]):
             footer.show_message(snapshot_message(message.path, self.size.width))
         else:
             footer.show_message(f"snapshot FAILED: {message.error}", error=True)
-            self.notify(fmt.visible(str(message.error)), title="snapshot failed",
+            self.notify(toast_text(str(message.error)), title="snapshot failed",
                         severity="error", timeout=10, markup=False)
 
     # -- snapshots ----------------------------------------------------------------------------
@@ -722,6 +751,20 @@ def _words_key(view: View) -> tuple[object, ...]:
     gaps = tuple((g.gap_id, g.is_open, g.retracted, g.kind) for g in view.snap.gaps[-8:])
     return (states, gaps, len(view.snap.gaps), view.gpu, view.window_s, view.paused,
             view.note, view.ended)
+
+
+def toast_text(message: str) -> str:
+    """A notice as a toast shows it: written out (`fmt.visible`: it may quote outside text),
+    cut to `TOAST_MAX_CELLS` with "…". A notice's words are as long as its maker made them,
+    and a recording's are anyone's: a toast of a 900 KB notice was wrapped whole on the UI
+    thread (4.6 s without a key answered) and stood thousands of rows tall. The whole notice
+    is in the store and the recording. Cut by characters first, so nothing here reads the
+    whole of it."""
+    room = TOAST_MAX_CELLS + 1  # a character more than fits, so `fit` says where it cut
+    shown = fmt.visible(message[:room])
+    if len(message) > room:
+        shown += "…"
+    return fmt.fit(shown, TOAST_MAX_CELLS, pad=False)
 
 
 def snapshot_message(path: Path, width: int) -> str:

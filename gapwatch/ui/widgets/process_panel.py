@@ -33,6 +33,10 @@ def copy_kinds(copies: tuple[CopyRecord, ...], gpu: int) -> dict[int, Counter[st
     return out
 
 
+#: The name column's width, in terminal cells.
+NAME_CELLS = 16
+
+
 def _size(n: int | None) -> str:
     return "?" if n is None else fmt.size(n)
 
@@ -48,8 +52,10 @@ def process_rows(procs: tuple[ProcessMemory, ...], copies: tuple[CopyRecord, ...
             copy = ", ".join(f"{k} {n}" for k, n in mine.most_common()) if mine else "none"
         else:
             copy = "-"
-        name = fmt.visible(p.name or "?")[:16]
-        rows.append(f"{p.pid:>8} {name:<16} {_size(p.gpu_memory_bytes):>9} "
+        # Cut and padded by terminal cells, not characters: a name of wide (CJK) characters,
+        # combining or zero-width marks, or tabs moved every column after it.
+        name = fmt.fit(fmt.visible(p.name or "?"), NAME_CELLS)
+        rows.append(f"{p.pid:>8} {name} {_size(p.gpu_memory_bytes):>9} "
                     f"{_size(p.rss_shmem_bytes):>9} {_size(p.rss_anon_bytes):>9}  {copy}")
     return rows
 

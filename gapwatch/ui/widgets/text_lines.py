@@ -73,7 +73,12 @@ def visible_row(row: Text) -> Text:
     that names them); widgets that forgot `fmt.visible` sent an OSC 52 clipboard write or
     `\\x1b[?1049l` to the terminal raw. Markup needs nothing: a `Text` is never parsed."""
     plain = row.plain
-    if plain.isprintable() or fmt.visible(plain) == plain:
+    if plain.isprintable():
+        return row
+    if "\t" in plain:
+        row = expanded_tabs(row)
+        plain = row.plain
+    if fmt.visible(plain) == plain:
         return row
     # Cut at every span's ends, so each piece is covered whole or not at all by each span:
     # the piece written out keeps its spans over its new length.
@@ -86,6 +91,19 @@ def visible_row(row: Text) -> Text:
         out.append_text(Text(shown, spans=[Span(0, len(shown), span.style)
                                            for span in piece.spans if span.end > span.start]))
     return out
+
+
+def expanded_tabs(row: Text) -> Text:
+    """A copy of `row` with its tabs turned into the spaces up to the next stop, as rich's
+    renderable path draws them (`Text.wrap`). `fmt.visible` keeps a tab (a report's and
+    `parse`'s lines keep their columns), but a row here is drawn from its own strips
+    (`line_strip`), which took it raw: rich measures a tab as 0 cells, and the terminal moved
+    its cursor to the next stop without drawing the cells it passed, so a log line of Java's
+    `\tat ...` showed the previous screen's characters through them and its end was pushed
+    past the pane's edge."""
+    row = row.copy()
+    row.expand_tabs()
+    return row
 
 
 def line_strip(line: Text, width: int, base: Style, console: Console) -> Strip:

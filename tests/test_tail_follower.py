@@ -119,3 +119,45 @@ def test_record_says_on_stderr_that_a_log_is_a_directory(
                  "--quiet", "--out", str(tmp_path / "r.jsonl"), "--log", str(logdir)]) == 0
     err = capsys.readouterr().err
     assert f"log {logdir}: is a directory, not a log file" in err
+
+
+def test_from_start_a_logs_backlog_is_timed_as_read_not_written_and_its_post_by_its_offsets(
+        tmp_path: Path) -> None:
+    """`--from-start` over a log whose `starting cuzk engine` line rotated away: its lines were
+    read at once, and their arrival was taken for when they were written. A WinningPoSt of
+    May, its `job enqueued` line timed by itself, its TIMELINE lines by that arrival, was LATE
+    by a queue of months, an alert and `--on-event` for every PoSt of the backlog. The lines
+    the file held are "backlog": the proof is timed by its offsets (late, as it was: 32 s in
+    flight by its own lines); a line written after is "arrival" again."""
+    from gapwatch.cuzk.watch import CuzkWatch
+
+    data = Path(__file__).parent / "data" / "cuzk-upstream" / "post-late.log"
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(x + "\n" for x in data.read_text().splitlines()
+                           if "starting cuzk engine" not in x))
+    events: list[LogEvent] = []
+    lock = threading.Lock()
+
+    def on_event(e: LogEvent) -> None:
+        with lock:
+            events.append(e)
+
+    follower = LogFollower([str(log)], LogsConfig(poll_ms=5, from_start=True), on_event)
+    follower.start()
+    try:
+        assert until(lambda: any(e.name == "GPU_END" for e in events))
+        with open(log, "a") as out:
+            out.write("TIMELINE,60000,SYNTH_START,porep-1000-7,partition=0\n")
+        assert until(lambda: any(e.job_id == "porep-1000-7" for e in events))
+    finally:
+        follower.stop()
+    timeline = [e for e in events if e.kind == "timeline"]
+    assert {e.time_source for e in timeline[:-1]} == {"backlog"}
+    assert timeline[-1].time_source == "arrival"  # written after following began
+    watch = CuzkWatch()
+    said = [p for e in events for p in watch.feed(e)] + watch.finish()
+    done = [e.proof for e in said if e.proof is not None and e.proof.done]
+    assert len(done) == 1 and done[0] is not None
+    assert done[0].verdict == "late" and done[0].queue_s is None
+    assert done[0].total_at_least_s == pytest.approx(32.0, abs=0.01)  # never months
+    assert all((e.proof.queue_s or 0.0) < 60 for e in said if e.proof is not None)

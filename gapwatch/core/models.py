@@ -127,8 +127,12 @@ class HostSample(Struct, frozen=True, gc=False, tag_field="type", tag="host"):
 #: How a log event's time was found: from the line itself, from a journald/`ts` prefix, from a
 #: TIMELINE offset anchored to the prover's start line (e.g. cuzk's `starting cuzk engine`), or
 #: the time gapwatch read the line. "around": an untimestamped line of a file read offline (a
-#: panic's), placed at the timed line before it (else after it).
-TimeSource = Literal["line", "prefix", "timeline", "arrival", "around"]
+#: panic's), placed at the timed line before it (else after it). "backlog": the time gapwatch
+#: read a line its file held when following began from its start (`--from-start`): read, not
+#: written, then (a PoSt's TIMELINE lines so timed are timed by their offsets).
+TimeSource = Literal["line", "prefix", "timeline", "arrival", "around", "backlog"]
+#: Times that say when gapwatch read a line, not when it was written.
+READ_TIMES: tuple[TimeSource, ...] = ("arrival", "backlog")
 
 FieldValue = str | int | float | bool | None
 #: A field value as read from a recording: integers bounded to 64 bits (the parser keeps larger

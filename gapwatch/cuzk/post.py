@@ -291,6 +291,11 @@ class PostTracker:
             return []
         engine_s = self._engine_time(ev)
         self._track_workers(ev, name, job_id)
+        on_engine = self._jobs.get(job_id)
+        if engine_s is None and on_engine is not None and on_engine.engine_clock:
+            # A proof timed by its offsets stays on that clock: its lines read after the
+            # backlog (followed live) carry their offsets too.
+            engine_s = self._offset_time(ev)
         if name == "GPU_END" and self._read_again(ev, job_id):
             return []
         job = self._jobs.get(job_id)
@@ -326,6 +331,11 @@ class PostTracker:
         nothing and no anchor placed it (`arrival_timed`), else None (its wall time holds)."""
         if says_when_written(ev, self.arrival_timed):
             return None
+        return self._offset_time(ev)
+
+    def _offset_time(self, ev: LogEvent) -> float | None:
+        """A TIMELINE line's offset in seconds (None: none that fits), which moves the engine
+        clock's "now" on."""
         offset = int_field(ev.fields.get("offset_ms"))
         if offset is None:
             return None
@@ -563,9 +573,11 @@ def _placed(job: _Post, t: float) -> float:
 
 
 def says_when_written(record: object, arrival_timed: bool) -> bool:
-    """Whether a record's time says when it was written: any but a log line timed by its
-    arrival where arrival means nothing (`arrival_timed` False: a file read at once)."""
-    return arrival_timed or getattr(record, "time_source", None) != "arrival"
+    """Whether a record's time says when it was written: any but a log line timed when it was
+    read from its file's backlog (`--from-start`: "backlog"), or by its arrival where arrival
+    means nothing (`arrival_timed` False: `gapwatch parse` reads a file at once)."""
+    source = getattr(record, "time_source", None)
+    return source != "backlog" and (arrival_timed or source != "arrival")
 
 
 def _phase_of(job: _Post) -> str | None:

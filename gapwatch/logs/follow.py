@@ -50,7 +50,8 @@ class LogFollower:
         self._on_notice = on_notice
         self._lock = threading.Lock()
         self.tailer = Tailer(
-            list(paths), self._on_line, from_start=logs_config.from_start,
+            list(paths), self._on_line, on_backlog=self._on_backlog_line,
+            from_start=logs_config.from_start,
             poll_ms=logs_config.poll_ms, idle_poll_ms=logs_config.idle_poll_ms,
             max_line_bytes=logs_config.max_line_bytes,
             on_notice=self._notice, clock=self.clock, stdin_fd=stdin_fd,
@@ -96,9 +97,14 @@ class LogFollower:
         with self._lock:
             self.parser.anchor_from_status(epoch_wall_s)
 
-    def _on_line(self, source: str, text: str, mono_ns: int, wall_s: float) -> None:
+    def _on_backlog_line(self, source: str, text: str, mono_ns: int, wall_s: float) -> None:
+        """A line its file held when following began from its start (`--from-start`)."""
+        self._on_line(source, text, mono_ns, wall_s, backlog=True)
+
+    def _on_line(self, source: str, text: str, mono_ns: int, wall_s: float,
+                 backlog: bool = False) -> None:
         with self._lock:
-            events = self.parser.parse_line(text, source, mono_ns, wall_s)
+            events = self.parser.parse_line(text, source, mono_ns, wall_s, backlog)
         for event in events:
             try:
                 self._on_event(event)

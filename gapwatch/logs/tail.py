@@ -181,6 +181,13 @@ class _FileFollower:
         self._said_nuls = False
         # Only a file that exists when following starts is read from its end.
         self._first_open_at_end = not from_start
+        #: Read from its start (`from_start`), a file that existed when following started
+        #: holds lines written before: its size then. Reading below it, the lines' arrival
+        #: says when they were read, not written (`read_backlog`, said for the lines of each
+        #: read); None once read past it, or when there was none.
+        self._backlog_end: int | None = None
+        self._first_open = True
+        self.read_backlog = False
 
     def close(self) -> None:
         if self._fd is not None:
@@ -243,6 +250,8 @@ class _FileFollower:
         assert self._fd is not None
         lines: list[str] = []
         total = 0
+        end = self._backlog_end
+        self.read_backlog = end is not None and self._pos < end
         while total < _MAX_READ_PER_POLL:
             try:
                 data = os.read(self._fd, _READ_CHUNK)
@@ -267,6 +276,8 @@ class _FileFollower:
                 self._tail = tail
             lines.extend(self.splitter.feed(data))
         self.status.bytes += total
+        if end is not None and self._pos >= end:
+            self._backlog_end = None  # read past the lines written before following began
         return lines
 
     def prime(self, notice: NoticeCallback) -> None:
@@ -294,6 +305,10 @@ class _FileFollower:
             self._open(notice, at_end)
             if self._fd is None:
                 return []
+            if self._first_open and not at_end and not was_missing and not self._stream:
+                size = os.fstat(self._fd).st_size
+                self._backlog_end = size or None
+            self._first_open = False
             if was_missing:
                 notice("info", f"log {self.path}: has appeared; following it from its start")
             elif not at_end and not self._stream:
@@ -324,6 +339,7 @@ class _FileFollower:
         if (st.st_dev, st.st_ino) != self._ident:
             # Rotated by rename or delete + re-create: what was written to the old file since
             # the last poll is still readable through our descriptor.
+            self._backlog_end = None  # the new file's lines are new
             lines = self._read() + self.splitter.flush()
             self.close()
             self.status.rotations += 1
@@ -353,6 +369,7 @@ class _FileFollower:
             except OSError:
                 return []
         self.status.truncations += 1
+        self._backlog_end = None  # what is written again is new
         notice("info", f"log {self.path}: truncated; reading again from its start")
         # A line cut by the truncation is complete as far as this file goes.
         lines = self.splitter.flush()
@@ -371,6 +388,7 @@ class Tailer:
     """Follows `paths` ("-" = stdin) and calls `on_line` for every complete line."""
 
     def __init__(self, paths: list[str], on_line: LineCallback, *,
+                 on_backlog: LineCallback | None = None,
                  from_start: bool = _DEFAULTS.from_start,
                  poll_ms: float = _DEFAULTS.poll_ms,
                  idle_poll_ms: float = _DEFAULTS.idle_poll_ms,
@@ -378,6 +396,9 @@ class Tailer:
                  on_notice: NoticeCallback | None = None, clock: Clock | None = None,
                  stdin_fd: int = 0) -> None:
         self.on_line = on_line
+        #: Takes the lines a file held when following started from its start (`from_start`):
+        #: their arrival says when they were read, not written. None: `on_line` takes them.
+        self.on_backlog = on_backlog
         self.on_notice: NoticeCallback = on_notice or (lambda level, message: None)
         self.clock: Clock = clock or SystemClock()
         self.poll_s = poll_ms / 1000.0
@@ -447,16 +468,19 @@ class Tailer:
                 self.on_notice("error", f"log {f.path}: {exc}")
                 continue
             if lines:
-                self._deliver(f.path, f.status, lines)
+                backlog = f.read_backlog and self.on_backlog is not None
+                self._deliver(f.path, f.status, lines, backlog)
                 count += len(lines)
         return count
 
-    def _deliver(self, source: str, status: SourceStatus, lines: list[str]) -> None:
+    def _deliver(self, source: str, status: SourceStatus, lines: list[str],
+                 backlog: bool = False) -> None:
         mono = self.clock.monotonic_ns()
         wall = self.clock.wall_s()
         status.lines += len(lines)
+        take = self.on_backlog if backlog and self.on_backlog is not None else self.on_line
         for line in lines:
-            self.on_line(source, line, mono, wall)
+            take(source, line, mono, wall)
 
     def _run_files(self) -> None:
         wake = self._wake

@@ -39,7 +39,7 @@ from msgspec.structs import replace
 
 from gapwatch.config import LogsConfig
 from gapwatch.core.bounds import MAX_GPU_INDEX, wall_s_ok
-from gapwatch.core.models import FieldValue, LogEvent, TimeSource
+from gapwatch.core.models import READ_TIMES, FieldValue, LogEvent, TimeSource
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import int_field
 from gapwatch.cuzk import log_lines, panics
@@ -148,6 +148,10 @@ class LogParser:
         #: Reading a file, not following a log: a panic's untimestamped lines are placed by the
         #: timed lines around them ("around"), not by when they were read ("arrival").
         self.offline = offline
+        #: What a line timed by its arrival says of it: "arrival" (followed live: within a
+        #: poll period of its writing), or "backlog" for the line being parsed when it is one a
+        #: file held when following began (`parse_line(backlog=True)`): read, not written, then.
+        self._arrival_source: TimeSource = "arrival"
         self._panic: panics.PanicBlock | None = None
         #: The time of the latest event timed by its own line, a prefix or TIMELINE.
         self._last_timed_s: float | None = None
@@ -167,9 +171,12 @@ class LogParser:
 
     # ------------------------------------------------------------------ public API
     def parse_line(self, text: str, stream: str = "", arrival_mono_ns: int | None = None,
-                   arrival_wall_s: float = 0.0) -> list[LogEvent]:
-        """Parse one line (without its newline). Returns 0..2 events; never raises."""
+                   arrival_wall_s: float = 0.0, backlog: bool = False) -> list[LogEvent]:
+        """Parse one line (without its newline). Returns 0..2 events; never raises.
+        `backlog`: the line was in its file when following began from its start (a time taken
+        from its arrival is then "backlog", not "arrival")."""
         self.counters["lines"] += 1
+        self._arrival_source = "backlog" if backlog else "arrival"
         block = self._panic
         try:
             events = self._parse(text, stream, arrival_mono_ns, arrival_wall_s)
@@ -181,7 +188,7 @@ class LogParser:
                 self._arrival_times(events, arrival_wall_s)
                 break
         if events:
-            timed = [e.t_wall_s for e in events if e.time_source != "arrival"]
+            timed = [e.t_wall_s for e in events if e.time_source not in READ_TIMES]
             if block is not None and block is self._panic and (
                     block.stream == stream or block.closed
                     or arrival_wall_s - block.last_arrival_wall_s >= panics.QUIET_S):
@@ -204,10 +211,11 @@ class LogParser:
         source: TimeSource
         if block.prefix_s is not None:
             t, source = block.prefix_s, "prefix"
-        elif self.offline and (block.before_s is not None or after_s is not None):
+        elif (self.offline or self._arrival_source == "backlog") and (
+                block.before_s is not None or after_s is not None):
             t, source = (block.before_s if block.before_s is not None else after_s or 0.0), "around"
         else:
-            t, source = block.arrival_wall_s, "arrival"
+            t, source = block.arrival_wall_s, self._arrival_source
         self._count(panics.KIND)
         return LogEvent(
             t_wall_s=t, time_source=source, kind=panics.KIND, name=block.name(), raw=block.raw,
@@ -220,7 +228,8 @@ class LogParser:
         for i, e in enumerate(events):
             if not wall_s_ok(e.t_wall_s):
                 self.counters["bad_timestamp"] += 1
-                events[i] = replace(e, t_wall_s=arrival_wall_s, time_source="arrival")
+                events[i] = replace(e, t_wall_s=arrival_wall_s,
+                                    time_source=self._arrival_source)
 
     def anchor_from_status(self, epoch_wall_s: float | None) -> None:
         """Place TIMELINE offsets by the prover's `/status` (`gapwatch.cuzk.pipeline.
@@ -333,7 +342,7 @@ class LogParser:
     def _time(self, prefix_s: float | None, wall: float) -> tuple[float, TimeSource]:
         if prefix_s is not None:
             return prefix_s, "prefix"
-        return wall, "arrival"
+        return wall, self._arrival_source
 
     def _count(self, kind: str) -> None:
         c = self.counters
@@ -355,7 +364,7 @@ class LogParser:
         elif self.anchor_wall_s is not None and line.offset_ms is not None:
             t, source = self.anchor_wall_s + line.offset_ms / 1000.0, "timeline"
         else:
-            t, source = wall, "arrival"
+            t, source = wall, self._arrival_source
         worker = int_field(line.fields.get("worker"))
         partition = int_field(line.fields.get("partition"))
         if worker is not None and line.job_id is not None and line.event == "GPU_START":

@@ -32,7 +32,7 @@ from operator import attrgetter
 from rich.text import Text
 
 from gapwatch.core import fmt
-from gapwatch.core.models import LogEvent
+from gapwatch.core.models import READ_TIMES, LogEvent
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.text_lines import TextLines
 
@@ -44,7 +44,7 @@ def event_line(event: LogEvent) -> Text:
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(fmt.clock(event.t_wall_s, millis=True))
     # `~`: no time of its own in the line; this is when gapwatch read it.
-    line.append("~" if event.time_source == "arrival" else " ")
+    line.append("~" if event.time_source in READ_TIMES else " ")
     if event.warning:
         line.append(f"[{event.warning}] ")
     # Text.append of a str never interprets markup; the raw line stays as the prover wrote it,

@@ -435,3 +435,36 @@ def test_a_path_that_cannot_be_opened_is_said_and_retried(tmp_path: Path) -> Non
     st = t.status()[0]
     assert st.state == "unreadable: Not a directory" and st.errors == 1
     assert sum("cannot open" in n for n in got.notices) == 1
+
+
+def test_from_start_only_the_lines_held_when_following_began_are_backlog(tmp_path: Path) -> None:
+    """`--from-start`: the lines the file held are read at once, their arrival no time of their
+    writing (`on_backlog`); what is written after, and a file re-created or rotated in, or one
+    that appears later, holds new lines (`on_line`)."""
+    log, later = tmp_path / "cuzk.log", tmp_path / "later.log"
+    log.write_bytes(b"old 1\nold 2\n")
+    backlog, live = Collect(), Collect()
+    t = Tailer([str(log), str(later)], live.line, on_backlog=backlog.line,
+               on_notice=live.notice, clock=FakeClock(), from_start=True)
+    t.poll_once()
+    append(log, b"new 1\n")
+    append(later, b"later 1\n")
+    t.poll_once()
+    os.unlink(log)
+    t.poll_once()
+    log.write_bytes(b"re-created 1\n")
+    t.poll_once()
+    assert backlog.lines == ["old 1", "old 2"]
+    assert live.lines == ["new 1", "later 1", "re-created 1"]
+
+    # Followed from its end (the default), nothing is backlog, a re-created file neither.
+    quiet, seen = Collect(), Collect()
+    log.write_bytes(b"old\n")
+    t = Tailer([str(log)], seen.line, on_backlog=quiet.line, clock=FakeClock())
+    t.start()
+    t.stop()
+    os.unlink(log)
+    t.poll_once()
+    log.write_bytes(b"fresh\n")
+    t.poll_once()
+    assert quiet.lines == [] and seen.lines == ["fresh"]

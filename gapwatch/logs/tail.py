@@ -231,6 +231,7 @@ class _FileFollower:
                            "place; following it")
         self._said_directory = False
         self._fd = fd
+        self._first_open = False  # a file opened later (re-created, rotated) holds new lines
         self._ident = (st.st_dev, st.st_ino)
         self._stream = not stat.S_ISREG(st.st_mode)
         if self._stream:
@@ -302,13 +303,13 @@ class _FileFollower:
             at_end = self._first_open_at_end
             self._first_open_at_end = False
             was_missing = self.status.state == MISSING
+            first = self._first_open
             self._open(notice, at_end)
             if self._fd is None:
                 return []
-            if self._first_open and not at_end and not was_missing and not self._stream:
-                size = os.fstat(self._fd).st_size
-                self._backlog_end = size or None
-            self._first_open = False
+            if first and not at_end and not was_missing and not self._stream:
+                # Read from its start, the file as it was when following began.
+                self._backlog_end = os.fstat(self._fd).st_size or None
             if was_missing:
                 notice("info", f"log {self.path}: has appeared; following it from its start")
             elif not at_end and not self._stream:

@@ -46,11 +46,9 @@ COMMANDS = {
 
 #: The common flags each subcommand takes: only those it uses, so that none is accepted and
 #: silently ignored (`report --speed 2` is an error, not a no-op).
-SOURCE_FLAGS = ("source", "gpus", "period-ms", "log", "from-start", "speed", "seed", "sim-memory",
-                "prometheus")
+SOURCE_FLAGS = ("source", "gpus", "period-ms", "log", "from-start", "speed", "seed", "prometheus")
 COMMON_FLAGS: dict[str, tuple[str, ...]] = {
-    "demo": ("source", "period-ms", "log", "from-start", "speed", "seed", "sim-memory",
-             "prometheus"),
+    "demo": ("source", "period-ms", "log", "from-start", "speed", "seed", "prometheus"),
     "watch": SOURCE_FLAGS,
     "record": SOURCE_FLAGS,
     "replay": ("log", "speed", "prometheus"),
@@ -100,16 +98,6 @@ def _common(p: argparse.ArgumentParser, flags: tuple[str, ...]) -> None:
         )
     if "seed" in flags:
         g.add_argument("--seed", type=int, default=None, help="simulator seed")
-    if "sim-memory" in flags:
-        # The simulated cuzk's [memory] settings and its box's RAM ([sim] keys): an advised
-        # memory setting can be tried on the simulator (docs/compare.md).
-        g.add_argument("--total-budget", type=argtypes.budget, default=None, metavar="GIB|auto",
-                       help="simulated cuzk's [memory] total_budget ([sim] total_budget_gib)")
-        g.add_argument("--safety-margin", type=argtypes.gib, default=None, metavar="GIB",
-                       help="simulated cuzk's [memory] safety_margin, read with total_budget "
-                            "auto ([sim] safety_margin_gib)")
-        g.add_argument("--mem-total", type=argtypes.count, default=None, metavar="GIB",
-                       help="the simulated box's RAM, MemTotal ([sim] mem_total_gib)")
     if "prometheus" in flags:
         g.add_argument("--prometheus", default=None, metavar="HOST:PORT", help="serve /metrics")
 
@@ -235,16 +223,7 @@ def check_flags_fit_source(args: argparse.Namespace) -> str | None:
         return "--speed paces --source sim or replay:FILE; real GPUs run in real time"
     if _flag(args, "seed") is not None and kind != "sim":
         return f"--seed seeds the simulator (--source sim), not --source {kind}"
-    for flag, name in _SIM_MEMORY_FLAGS:
-        if _flag(args, name) is not None and kind != "sim":
-            return (f"{flag} sets the simulated prover's memory (--source sim), not --source "
-                    f"{kind}: set it in cuzk's own config")
     return None
-
-
-#: The simulator's memory flags: (flag, its argparse name and `[sim]` key's stem).
-_SIM_MEMORY_FLAGS = (("--total-budget", "total_budget"), ("--safety-margin", "safety_margin"),
-                     ("--mem-total", "mem_total"))
 
 
 def resolve_config(args: argparse.Namespace) -> Config:
@@ -264,9 +243,6 @@ def resolve_config(args: argparse.Namespace) -> Config:
         over.setdefault("logs", {})["from_start"] = True
     if _flag(args, "seed") is not None:
         over.setdefault("sim", {})["seed"] = args.seed
-    for _, name in _SIM_MEMORY_FLAGS:
-        if _flag(args, name) is not None:
-            over.setdefault("sim", {})[f"{name}_gib"] = getattr(args, name)
     if _flag(args, "prometheus"):
         over.setdefault("prometheus", {})["listen"] = args.prometheus
     cuzk_status = getattr(args, "cuzk_status", None)

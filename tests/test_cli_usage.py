@@ -55,13 +55,6 @@ def test_subcommands_refuse_common_flags_they_would_ignore(
     (["record", "--speed", "2", "--out", "OUT"], "--speed"),
     (["record", "--source", f"replay:{DATA / 'pageable.csv'}", "--seed", "2", "--out", "OUT"],
      "--seed"),
-    (["record", "--safety-margin", "40", "--out", "OUT"], "--safety-margin"),
-    (["watch", "--source", f"replay:{DATA / 'pageable.csv'}", "--total-budget", "400"],
-     "--total-budget"),
-    (["record", "--source", "sim:chained", "--total-budget", "auto", "--out", "OUT"],
-     'total_budget "auto" needs the box\'s RAM'),
-    (["record", "--source", "sim", "--mem-total", "100", "--safety-margin", "100",
-      "--out", "OUT"], "a memory budget of 0 GiB"),
 ])
 def test_flags_the_source_cannot_honour_are_an_error(
         argv: list[str], says: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

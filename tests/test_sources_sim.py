@@ -6,9 +6,7 @@ import pytest
 
 from evaluation.simulate import simulate
 from gapwatch.core.models import GpuSample, HostSample
-from gapwatch.core.units import GIB
-from gapwatch.cuzk.status import parse_status
-from gapwatch.sources.sim import SCENARIOS, MemorySettings, SimMemoryError, SimProver, truth_gaps
+from gapwatch.sources.sim import SCENARIOS, truth_gaps
 
 
 def _gpu(records: list) -> list[GpuSample]:  # type: ignore[type-arg]
@@ -121,81 +119,3 @@ def test_the_synthesis_workers_are_cuzks_formula_and_one_pool_for_every_gpu() ->
             running += {"SYNTH_START": 1, "SYNTH_END": -1}.get(stage, 0)
             most = max(most, running)
     assert most == 36
-
-
-def _run(sim: SimProver, seconds: float) -> None:
-    """Drive `sim` for `seconds` of simulated time, read every 100 ms as the sampler would."""
-    t0 = 1_796_000_000.0
-    for k in range(int(seconds * 10)):
-        sim.read(k * 100_000_000, t0 + k * 0.1)
-
-
-def _pool_lines(lines: list[str]) -> tuple[int, int]:
-    """(pinned checkouts, failed checkouts) in the simulated cuzk's lines."""
-    return (sum("pinned prover created" in t for t in lines),
-            sum("pinned pool checkout FAILED" in t for t in lines))
-
-
-def test_memory_settings_given_as_the_scenarios_own_change_no_line() -> None:
-    """`pageable`'s box is the model's own case: 517 GiB, total_budget "auto", margin 5 (a
-    512 GiB budget, 5 GiB outside it). Given explicitly, those settings put the pool under the
-    model, which fails it exactly as the scenario always has: not one line differs."""
-    plain: list[str] = []
-    given: list[str] = []
-    _run(SimProver("pageable", seed=4, on_line=lambda _, t: plain.append(t)), 40)
-    _run(SimProver("pageable", seed=4, on_line=lambda _, t: given.append(t),
-                   memory=MemorySettings(517, "auto", 5)), 40)
-    assert given == plain
-    assert _pool_lines(given)[1] > 20
-
-
-def test_a_safety_margin_too_small_to_help_still_fails_the_pool() -> None:
-    """safety_margin 10 with "auto": the budget is 507 GiB (the startup line and /status say
-    it), but the 10 GiB outside it cannot hold one partition's pinned a/b/c (3 x 3.88 GiB):
-    every checkout after the first wave fails, and the pool never pins a byte."""
-    lines: list[str] = []
-    sim = SimProver("pageable", seed=1, on_line=lambda _, t: lines.append(t),
-                    memory=MemorySettings(safety_margin_gib=10))
-    _run(sim, 60)
-    assert any("memory budget initialized total_budget_gib=507" in t for t in lines)
-    pinned, failed = _pool_lines(lines)
-    assert pinned == 0 and failed > 30
-    assert sim.pool_buffers == 0
-    assert all(t.endswith("pool_free=0 pool_total_gib=0") for t in lines
-               if "checkout FAILED" in t)
-    st = parse_status(sim.status_bytes(), "sim", 1, 0.0, 0.0)
-    assert st.memory_total_bytes == 507 * GIB
-
-
-def test_the_pool_pins_what_the_ram_outside_the_budget_holds_and_no_more() -> None:
-    """total_budget 400 on the 517 GiB box: 117 GiB outside the budget, room for 30 buffers
-    (10 partitions): the pool grows to that and stops; checkouts past it fall back, and say
-    the pool they found (free buffers, its GiB). Budget 200 (317 GiB outside): every
-    partition the simulator holds in flight pins, and the synthesis workers follow the
-    budget (200 GiB / 14 GiB = 14, cuzk's formula)."""
-    lines: list[str] = []
-    sim = SimProver("pageable", seed=1, on_line=lambda _, t: lines.append(t),
-                    memory=MemorySettings(total_budget_gib=400))
-    _run(sim, 60)
-    pinned, failed = _pool_lines(lines)
-    assert pinned > 10 and failed > 10
-    assert sim.pool_buffers == 30
-    assert any("pool_total_gib=116.478" in t for t in lines if "checkout FAILED" in t)
-    lines.clear()
-    roomy = SimProver("pageable", seed=1, on_line=lambda _, t: lines.append(t),
-                      memory=MemorySettings(total_budget_gib=200))
-    _run(roomy, 60)
-    pinned, failed = _pool_lines(lines)
-    assert pinned > 40 and failed == 0
-    assert roomy.synth_worker_count() == 14
-    assert any("memory budget initialized total_budget_gib=200" in t for t in lines)
-
-
-def test_memory_settings_with_no_budget_are_refused() -> None:
-    with pytest.raises(SimMemoryError, match='"auto" needs the box'):
-        SimProver("chained", memory=MemorySettings(total_budget_gib="auto"))
-    with pytest.raises(SimMemoryError, match="budget of -3 GiB"):
-        SimProver("pageable", memory=MemorySettings(safety_margin_gib=520))
-    # A pinned scenario's box has RAM to spare: a budget alone changes the budget only.
-    sim = SimProver("chained", memory=MemorySettings(total_budget_gib=300))
-    assert sim.budget_bytes == 300 * GIB and sim.memory.outside_budget_gib() is None

@@ -96,28 +96,6 @@ def count(text: str) -> int:
     return value
 
 
-def gib(text: str) -> int:
-    """A whole number of GiB >= 0 (`--safety-margin`)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected whole GiB, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {text!r}")
-    return value
-
-
-def budget(text: str) -> int | str:
-    """cuzk's `[memory] total_budget` for the simulator (`--total-budget`): "auto", or whole
-    GiB >= 1."""
-    if text == "auto":
-        return text
-    value = gib(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 GiB or auto, got {text!r}")
-    return value
-
-
 def path(text: str) -> str:
     """A path the system can name (`--config`, `--out`, `FILE`, `--log`); kept as written.
     Refused here, in one line naming the flag, rather than as ENAMETOOLONG deep inside

@@ -316,9 +316,6 @@ class CopyTraceConfig(Section):
 #: The most GPUs the simulator runs, whether counted (`sim.gpus`) or named one scenario each
 #: (`sim:pageable,chained,...`).
 MAX_SIM_GPUS = 16
-#: The largest RAM, budget or margin the simulated box takes, in GiB (1 PiB: past any host).
-MAX_SIM_MEMORY_GIB = 1 << 20
-SimGib = Annotated[int, Field(ge=1, le=MAX_SIM_MEMORY_GIB)]
 
 
 class SimConfig(Section):
@@ -343,16 +340,6 @@ class SimConfig(Section):
     #: otherwise (`record --source sim` writes copies only when asked).
     copy_trace: Literal["auto", "on", "off"] = "auto"
     copies_per_partition: int = Field(3, ge=1, le=1000)
-    #: The simulated box's RAM and the simulated cuzk's `[memory]` settings, GiB
-    #: (`gapwatch.sources.sim`, its docstring has the model): MemTotal; `[memory] total_budget`
-    #: ("auto": MemTotal - safety_margin); `[memory] safety_margin` (read only with "auto").
-    #: Unset (None): each scenario's own box and settings, every GPU's pinned pool as its
-    #: scenario says (`pageable`: MemTotal 517, "auto", 5, so a 512 GiB budget and 5 GiB
-    #: outside it, where no partition's pinned a/b/c fit). Any one set: one box for every GPU,
-    #: its pool pinning only what the RAM outside the budget holds.
-    mem_total_gib: SimGib | None = None
-    total_budget_gib: SimGib | Literal["auto"] | None = None
-    safety_margin_gib: Annotated[int, Field(ge=0, le=MAX_SIM_MEMORY_GIB)] | None = None
 
     @field_validator("status_listen")
     @classmethod

@@ -69,14 +69,7 @@ class SimWiring:
 def open_sim(config: Config, arg: str, speed: float, resources: ExitStack) -> SimWiring:
     """Build the simulated prover for `--source sim:ARG`; register what it opens on
     `resources`. Raises SourceUnavailable for an unknown scenario or a status port in use."""
-    from gapwatch.sources.sim import (
-        SCENARIO_PARAMS,
-        MemorySettings,
-        SimHostSource,
-        SimMemoryError,
-        SimProver,
-        parse_scenarios,
-    )
+    from gapwatch.sources.sim import SimHostSource, SimProver, parse_scenarios
 
     scenario = arg or config.sim.scenario
     try:
@@ -84,14 +77,6 @@ def open_sim(config: Config, arg: str, speed: float, resources: ExitStack) -> Si
         names = parse_scenarios(scenario, config.sim.gpus)
     except ValueError as exc:
         raise SourceUnavailable(str(exc)) from None
-    # The box's RAM and cuzk's [memory] settings, None where the scenario's stand; checked
-    # before any folder or file is made for the simulated prover.
-    memory = MemorySettings(config.sim.mem_total_gib, config.sim.total_budget_gib,
-                            config.sim.safety_margin_gib)
-    try:
-        memory.on(SCENARIO_PARAMS[names[0]].memory)
-    except SimMemoryError as exc:
-        raise SourceUnavailable(f"[sim] {exc}") from None
     clock = clock_for(speed)
     log_path: Path | None = None
     direct: list[tuple[str, str]] | None = None
@@ -106,14 +91,13 @@ def open_sim(config: Config, arg: str, speed: float, resources: ExitStack) -> Si
         log_path = folder.log_path
         lines = LineFile(log_path)
         resources.callback(lines.close)
-        sim = SimProver(names, seed=config.sim.seed, on_line=lines.write, keep_truth=False,
-                        memory=memory)
+        sim = SimProver(names, seed=config.sim.seed, on_line=lines.write, keep_truth=False)
         gpu_source: GpuSource = FlushingSource(sim, lines)
     else:
         direct = []
         sink = direct
         sim = SimProver(names, seed=config.sim.seed, on_line=lambda s, t: sink.append((s, t)),
-                        keep_truth=False, memory=memory)
+                        keep_truth=False)
         gpu_source = sim
     host_source = SimHostSource(sim)
     gpus = gpu_source.open()

@@ -20,7 +20,7 @@ The pipeline's own view (`status_document()`) is the JSON cuzk's `GET /status` s
 upstream's semantics (curio e0294b0f `status.rs`, `engine.rs`; docs/cuzk-status.md): each job's
 10 partitions pending -> synthesizing -> synth_done (queued for the GPU) -> gpu (a worker picked
 it up: copy, mutex wait, compute) -> done, or failed; each worker idle or proving; the memory
-budget (the box's, below; 14 GiB reserved per partition in flight, the SRS beside);
+budget (`SIM_BUDGET_BYTES`, 14 GiB reserved per partition in flight, the SRS beside);
 `synthesis.max_concurrent` the budget over 9 GiB (NOT the synthesis workers: those the log's
 `starting pipeline ... synth_worker_count` line says); `synthesis.active` incremented at each
 synthesis start and decremented on success only, so it drifts upward after a failed synthesis
@@ -29,34 +29,6 @@ The simulator runs no monolithic (PoSt) work, which cuzk would not list either. 
 runtime serves it over HTTP (`gapwatch.sources.cuzk_status_server`); at speed 0 `SimStatusFeed`
 hands snapshots straight to the session. Reads and the status document take one lock, as cuzk's
 tracker lock: the sampler thread advances the model while the server thread reads it.
-
-The box's memory and the pinned pool (`SimMemory`, `[sim] mem_total_gib`, `total_budget_gib`,
-`safety_margin_gib`; `--mem-total`, `--total-budget`, `--safety-margin`), so that memory advice
-can be tried here. Facts, from ../shared/reference:
-- cuzk's budget is `[memory] total_budget` in GiB or, with "auto", MemTotal - `safety_margin`
-  (default 5 GiB) (cuzk-log-formats.md section 3.3; config.rs:100-104). Its log says it
-  (`memory budget initialized total_budget_gib`, engine.rs:1198), `/status` too
-  (`memory.total_bytes`), and the synthesis workers follow it (engine.rs:1433-1437).
-- The pinned pool is NOT in the budget (pinned_pool.rs:127-129, 194-198: "No budget check"):
-  it pins from the RAM outside it. It grows on demand with cudaHostAlloc, one buffer at a
-  time, and only the evictor shrinks it (pinned_pool.rs:57-69, 227-250).
-- A partition checks out 3 buffers (a, b, c; ~3.88 GiB each for PoRep 32G) at synthesis and
-  checks them in inside prove_start, after the kernels (cuzk-log-formats.md section 3.4).
-- When cudaHostAlloc fails the checkout falls back to pageable memory with two WARN lines
-  and a `checkout FAILED` line (pinned_pool.rs:202-205, pipeline.rs:301-308).
-The model built on them (a model: upstream does not say why cudaHostAlloc fails): the pool
-pins while it fits in the RAM outside the budget, MemTotal - budget, as if the budget's
-holders used all of theirs. A checkout reuses the pool's free buffers and pins the rest; if
-the pool would outgrow that RAM, the partition gets none of its three (the lines above) and
-copies from pageable memory. The evictor is not run: the pool only grows. Nor does the
-simulator hold partitions back on the budget (only its synthesis workers follow it), so the
-pool must hold every partition the simulator keeps in flight: up to 26 in `pageable` (20
-synthesis threads, a look-ahead of 4, 2 workers), 303 GiB. With no memory setting given, each
-GPU's pool does as its scenario says (a pinned scenario: RAM to spare; `pageable`: its box,
-MemTotal 517 GiB, "auto" and 5, leaves 5 GiB outside its 512 GiB budget, less than one
-partition's 11.6 GiB: every checkout fails, as the model says too). With any one given, one
-box and one pool for every GPU, the settings not given the first GPU's scenario's. The host
-samples (`read_host`) keep their 512 GiB.
 """
 
 from __future__ import annotations
@@ -100,91 +72,6 @@ IDLE_PCIE_BYTES_PER_S = 1.5 * 2**20  # an idle H200 link reads ~0.7-2.7 MiB/s ea
 LineSink = Callable[[str, str], None]
 
 
-#: The simulated prover's memory budget (`[memory] total_budget`) unless its settings say
-#: another, and its PoRep SRS (held inside the budget, as `/status` `allocations.srs` shows).
-SIM_BUDGET_GIB = 512
-SIM_BUDGET_BYTES = SIM_BUDGET_GIB * GIB
-SIM_SRS_BYTES = 47 * GIB
-#: cuzk's `[memory] safety_margin` default (cuzk-log-formats.md section 3.3; config.rs:100-104).
-DEFAULT_SAFETY_MARGIN_GIB = 5
-
-#: The capacity hint's figures (pipeline.rs:355, 32G PoRep) and one a/b/c buffer (3 per
-#: partition), as the simulated cuzk logs them.
-_NUM_CONSTRAINTS = 130_278_869
-_BUF_GIB = round(_NUM_CONSTRAINTS * 32 / GIB, 6)
-#: The pinned pool's buffers one partition checks out: a, b and c (pinned_pool.rs;
-#: cuzk-log-formats.md section 3.4: "3 per in-flight partition").
-_BUFS_PER_PARTITION = 3
-
-
-class SimMemoryError(ValueError):
-    """Memory settings the simulated box cannot take (a budget of nothing, "auto" with no
-    MemTotal)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SimMemory:
-    """The simulated box's RAM and the simulated cuzk's `[memory]` settings, in GiB."""
-
-    #: The box's MemTotal; None: not given, RAM enough for any pinned pool.
-    mem_total_gib: int | None
-    #: `[memory] total_budget`; None: "auto" (MemTotal - safety_margin).
-    total_budget_gib: int | None
-    #: `[memory] safety_margin`, read only with "auto" (config.rs:100-104).
-    safety_margin_gib: int = DEFAULT_SAFETY_MARGIN_GIB
-
-    def budget_gib(self) -> int:
-        """The budget cuzk works out: the explicit `total_budget`, else MemTotal - margin.
-        Raises SimMemoryError when there is none to work out, or it is not positive."""
-        if self.total_budget_gib is not None:
-            budget = self.total_budget_gib
-        elif self.mem_total_gib is None:
-            raise SimMemoryError('total_budget "auto" needs the box\'s RAM: set [sim] '
-                                 "mem_total_gib (--mem-total), or a total_budget in GiB")
-        else:
-            budget = self.mem_total_gib - self.safety_margin_gib
-        if budget < 1:
-            raise SimMemoryError(f"a memory budget of {budget} GiB (MemTotal "
-                                 f"{self.mem_total_gib} - safety_margin "
-                                 f"{self.safety_margin_gib}): cuzk could run nothing")
-        return budget
-
-    def outside_budget_gib(self) -> int | None:
-        """The RAM outside the budget, where the pinned pool pins (it is not in the budget,
-        pinned_pool.rs:127-129, 194-198); None when MemTotal is not given (no limit)."""
-        if self.mem_total_gib is None:
-            return None
-        return max(0, self.mem_total_gib - self.budget_gib())
-
-
-@dataclass(frozen=True, slots=True)
-class MemorySettings:
-    """The `[sim]` keys `mem_total_gib`, `total_budget_gib`, `safety_margin_gib` as given
-    (None: not given, the scenario's stands; `total_budget_gib` "auto": MemTotal - margin)."""
-
-    mem_total_gib: int | None = None
-    total_budget_gib: int | Literal["auto"] | None = None
-    safety_margin_gib: int | None = None
-
-    def given(self) -> bool:
-        """Any setting given: the pinned pool is then modelled for every GPU."""
-        return any(v is not None for v in (self.mem_total_gib, self.total_budget_gib,
-                                           self.safety_margin_gib))
-
-    def on(self, scenario: SimMemory) -> SimMemory:
-        """`scenario`'s box and settings with the given ones in their place. Raises
-        SimMemoryError when the result has no budget (see `SimMemory.budget_gib`)."""
-        budget = self.total_budget_gib
-        memory = SimMemory(
-            scenario.mem_total_gib if self.mem_total_gib is None else self.mem_total_gib,
-            scenario.total_budget_gib if budget is None else None if budget == "auto"
-            else budget,
-            scenario.safety_margin_gib if self.safety_margin_gib is None
-            else self.safety_margin_gib)
-        memory.budget_gib()
-        return memory
-
-
 @dataclass(frozen=True, slots=True)
 class Scenario:
     """Parameters of one simulated prover setup."""
@@ -209,8 +96,6 @@ class Scenario:
     #: The first wave after start unpinned (upstream always has one: no capacity hint until the
     #: first synthesis finishes). Off only where it would hide the scenario's own story.
     first_wave: bool = True
-    #: The box's RAM and cuzk's `[memory]` settings (`SimMemory`); `[sim]` keys override them.
-    memory: SimMemory = SimMemory(None, SIM_BUDGET_GIB)
 
 
 SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
@@ -219,11 +104,7 @@ SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
     # The seeds' story: pageable a/b/c; fine with 3 synthesis threads (copy ~0.55 s < 0.9 s
     # compute), then threads ramp to 20, host memory bandwidth saturates, H2D falls to ~2.5 GB/s,
     # copies take ~1.8 s and the GPU idles ~0.9 s per partition with PCIe trickling.
-    # The pool fails because of the box: 517 GiB of RAM, total_budget "auto" with the default
-    # 5 GiB margin, so a 512 GiB budget and 5 GiB outside it, less than one partition's
-    # pinned a/b/c (3 x 3.88 GiB).
-    "pageable": Scenario("pageable", False, 4.5e9, 0.9, 2.0, 3, 20, 8.0, 20.0,
-                         memory=SimMemory(SIM_BUDGET_GIB + DEFAULT_SAFETY_MARGIN_GIB, None)),
+    "pageable": Scenario("pageable", False, 4.5e9, 0.9, 2.0, 3, 20, 8.0, 20.0),
     # Synthesis cannot keep up: the queue runs dry and the GPU waits with PCIe quiet.
     "host-stall": Scenario("host-stall", True, 4.5e9, 0.9, 3.5, 2, 2, 0.0, 0.0),
     # Copies at line rate, but each moves so much that it outlasts the other worker's kernels.
@@ -238,6 +119,12 @@ SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
     # worker's batch kernels (1.8 s), so the GPU idles ~0.9 s per batch with PCIe trickling.
     "batched": Scenario("batched", False, 22e9, 1.8, 4.0, 4, 4, 0.0, 0.0, max_batch_size=2),
 }
+
+#: The capacity hint's figures (pipeline.rs:355, 32G PoRep) and one a/b/c buffer (3 per
+#: partition), as the simulated cuzk logs them.
+_NUM_CONSTRAINTS = 130_278_869
+_BUF_GIB = round(_NUM_CONSTRAINTS * 32 / GIB, 6)
+
 
 def parse_scenarios(scenario: str | Sequence[str], gpus: int = 1) -> list[ScenarioName]:
     """Scenario names per GPU from `pageable`, `pageable,chained` or a list; `gpus` copies a
@@ -330,6 +217,10 @@ class _Job:
 #: Partitions per job (cuzk PoRep 32G), and how long a finished job stays in the status.
 _PARTS_PER_JOB = 10
 _JOB_KEEP_S = 30.0
+#: The simulated prover's memory budget (`[memory] total_budget`) and its PoRep SRS.
+SIM_BUDGET_BYTES = 512 * GIB
+SIM_SRS_BYTES = 47 * GIB
+
 
 @dataclass
 class _Gpu:
@@ -356,29 +247,13 @@ class SimProver:
         on_line: LineSink | None = None,
         keep_truth: bool = True,
         synth_fail_every: int = 0,
-        memory: MemorySettings | None = None,
     ) -> None:
         """`scenario`: one for every GPU, or one per GPU (a box where one GPU's pipeline breaks
         down and another's chains: `sim:pageable,chained`); `gpus` is then their number.
-        `synth_fail_every`: every Nth partition synthesis fails (0: none), as cuzk's can.
-        `memory`: the box's RAM and cuzk's `[memory]` settings given (`[sim]` keys; those not
-        given are GPU 0's scenario's, `SimMemory`); any one given puts every GPU's pool under
-        the model (the module's docstring). Raises ValueError for an unknown scenario,
-        SimMemoryError (a ValueError) for settings that give no budget."""
+        `synth_fail_every`: every Nth partition synthesis fails (0: none), as cuzk's can."""
         names = parse_scenarios(scenario, gpus)
         #: GPU 0's scenario (the one the demo names).
         self.scenario = SCENARIO_PARAMS[names[0]]
-        #: The box and cuzk's memory settings; the budget they give (bytes).
-        given = memory or MemorySettings()
-        self.memory = given.on(self.scenario.memory)
-        self.budget_bytes = self.memory.budget_gib() * GIB
-        #: The pool is modelled (pins what the RAM outside the budget holds) once a setting is
-        #: given; with none, each GPU's pool does as its scenario says, as it always has.
-        self.pool_modelled = given.given()
-        #: The modelled pool: buffers it has pinned (it grows on demand and only cuzk's evictor
-        #: shrinks it, which the simulator does not run) and those checked out now.
-        self.pool_buffers = 0
-        self.pool_checked_out = 0
         self.seed = seed
         self.on_line = on_line
         #: Ground truth for scoring (tests, benches). A live demo runs for weeks and scores
@@ -391,7 +266,7 @@ class SimProver:
             for g, name in enumerate(names)
         ]
         #: cuzk's synthesis workers for these scenarios (fixed: `synth_worker_count`).
-        self._synth_workers = synth_worker_count(self.budget_bytes, sum(
+        self._synth_workers = synth_worker_count(SIM_BUDGET_BYTES, sum(
             max(g.scenario.threads_start, g.scenario.threads_end) for g in self._gpus))
         self._rng = random.Random(seed)
         self._events: list[tuple[float, int, Callable[[], None]]] = []
@@ -525,7 +400,7 @@ class SimProver:
         every GPU as cuzk's: its formula (engine.rs, `gapwatch.cuzk.pipeline.synth_worker_count`)
         with `max_parallel_synthesis` the most threads the GPUs' scenarios ever use together,
         so never fewer than 2 nor more than the budget holds (36 of 512 GiB: five `pageable`
-        GPUs ask for 100). Worked out once: the scenarios and the budget are fixed."""
+        GPUs ask for 100). Worked out once: the scenarios are fixed."""
         return self._synth_workers
 
     def _start(self, t_mono_ns: int, t_wall_s: float) -> None:
@@ -542,12 +417,12 @@ class SimProver:
     def startup_lines(self) -> None:
         """The startup lines cuzk writes, in its order (engine.rs Engine::new, then start())."""
         n, t = len(self._gpus), self._now
-        self._trace(t, f"memory budget initialized total_budget_gib={self.budget_bytes // GIB}")
+        self._trace(t, f"memory budget initialized total_budget_gib={SIM_BUDGET_BYTES // GIB}")
         self._trace(t, "CUDA pinned memory pool initialized")
         self._trace(t, "starting cuzk engine pipeline_enabled=true")
         self._trace(t, f"initializing GPU workers num_gpus={n} gpu_workers_per_device=2 "
                          f"total_workers={2 * n} gpus=[{', '.join(str(i) for i in range(n))}]")
-        in_budget = self.budget_bytes // POREP_PARTITION_FULL_BYTES
+        in_budget = SIM_BUDGET_BYTES // POREP_PARTITION_FULL_BYTES
         self._trace(t, f"starting pipeline: synthesis task + GPU workers (budget-gated) "
                          f"configured_lookahead=1 max_partitions_in_budget={in_budget} "
                          f"effective_lookahead={max(1, min(in_budget, 32))} "
@@ -559,10 +434,8 @@ class SimProver:
         batch = max(g.scenario.max_batch_size for g in self._gpus)
         self._trace(t, f"synthesis dispatcher started (budget-gated) max_batch_size={batch} "
                        "max_batch_wait_ms=10000 slot_size=0 synthesis_concurrency=1")
-        # A (re)start has no capacity hint: its first wave is unpinned (pipeline.rs:176-230),
-        # and a new, empty pinned pool (engine.rs:1218-1219).
+        # A (re)start has no capacity hint: its first wave is unpinned (pipeline.rs:176-230).
         self.hint_cached = False
-        self.pool_buffers = self.pool_checked_out = 0
 
     def add_compute(self, g: _Gpu, start: float, end: float) -> None:
         """Kernels on `g` over [start, end] (simulated seconds): SMs busy then."""
@@ -635,41 +508,18 @@ class SimProver:
         self._trace(self._now, f"attempting pinned memory synthesis circuit_id=porep-32g "
                                f"num_constraints={_NUM_CONSTRAINTS} scalar_size=32 "
                                f"buf_gib={_BUF_GIB}", span=span, target=pipe)
-        if self._pool_pins(g):
+        if g.scenario.pinned:
             self._trace(self._now, "pinned prover created for partition synthesis", span=span,
                         target=pipe)
             return True
-        free = self.pool_buffers - self.pool_checked_out
         self._trace(self._now, f"cudaHostAlloc failed size_gib={_BUF_GIB} cuda_err=2",
                     span=span, target=pool, level=" WARN")
         self._trace(self._now, f"pinned pool: cudaHostAlloc failed size_gib={_BUF_GIB}",
                     span=span, target=pool, level=" WARN")
         self._trace(self._now, f"pinned pool checkout FAILED — falling back to unpinned "
-                               f"num_constraints={_NUM_CONSTRAINTS} pool_free={free} "
-                               f"pool_total_gib={self.pool_buffers * _BUF_GIB:g}",
-                    span=span, target=pipe, level=" WARN")
+                               f"num_constraints={_NUM_CONSTRAINTS} pool_free=0 "
+                               "pool_total_gib=0", span=span, target=pipe, level=" WARN")
         return False
-
-    def _pool_pins(self, g: _Gpu) -> bool:
-        """Whether a partition's checkout of its a/b/c gets pinned buffers. Unmodelled (no
-        memory setting given): as `g`'s scenario says. Modelled: the pool reuses its free
-        buffers and pins the rest with cudaHostAlloc, which succeeds while the pool fits in
-        the RAM outside the budget (the module's docstring); all three or none."""
-        if not self.pool_modelled:
-            return g.scenario.pinned
-        outside = self.memory.outside_budget_gib()
-        new = max(0, _BUFS_PER_PARTITION - (self.pool_buffers - self.pool_checked_out))
-        if outside is not None and (self.pool_buffers + new) * _BUF_GIB > outside:
-            return False
-        self.pool_buffers += new
-        self.pool_checked_out += _BUFS_PER_PARTITION
-        return True
-
-    def _pool_checkin(self, pinned: bool) -> None:
-        """A partition's pinned a/b/c back in the modelled pool: inside prove_start, after
-        the kernels (cuzk-log-formats.md section 3.4), or when its synthesis failed."""
-        if pinned and self.pool_modelled:
-            self.pool_checked_out -= _BUFS_PER_PARTITION
 
     def _start_batch(self, g: _Gpu, unit: int) -> None:
         """A batch of `max_batch_size` PoRep requests, one monolithic job (engine.rs:2053,
@@ -714,7 +564,6 @@ class SimProver:
             self.syntheses_failed += 1
             rec.state = "failed"
             self._jobs[job].failed = True
-            self._pool_checkin(pinned)
             self._trace(self._now, f"partition synthesis failed error=simulated synthesis error "
                                    f"job_id={job} partition={p}", level="ERROR")
             self._fill_synthesis(g)
@@ -779,8 +628,6 @@ class SimProver:
             self._raw(f"CUZK_TIMING: pre_lock_cpu_ms={int(h2d_ms)} mutex_wait_ms={int(wait_ms)}")
 
         def done() -> None:
-            # The kernels ran: a/b/c go back to the pool (also when the prove panics).
-            self._pool_checkin(pinned)
             if self.post_script is not None and self.post_script.take_panic(g, w, job, part):
                 return
             cms = int(compute * 1000)
@@ -857,7 +704,7 @@ class SimProver:
         } for g in self._gpus for w in g.workers]
         in_flight = sum(1 for e in self._jobs.values() for p in e.parts
                         if p.state in ("synthesizing", "synth_done", "gpu"))
-        total = self.budget_bytes
+        total = SIM_BUDGET_BYTES
         # cuzk reserves 14 GiB per PoRep partition in flight, and the SRS permanently.
         used = min(total, in_flight * POREP_PARTITION_FULL_BYTES + SIM_SRS_BYTES)
         return {

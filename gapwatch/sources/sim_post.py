@@ -24,8 +24,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol
 
-from gapwatch.core.units import GIB
-
 
 class _Worker(Protocol):
     wid: int
@@ -53,7 +51,6 @@ class SimProver(Protocol):
 
     down: bool
     synth_active_counter: int
-    budget_bytes: int
     _now: float
     _epoch: float
     _gpus: list[Any]
@@ -138,8 +135,7 @@ class PostScript:
             sim._at(sim._now + srs_s, Kept(partial(
                 sim._trace, sim._now + srs_s, "SRS loaded successfully "
                 f"circuit_id=winning-post-32g elapsed_ms={int((srs_s - 0.5) * 1000)} "
-                f"budget_used_gib=48 budget_available_gib={sim.budget_bytes // GIB - 48}", "",
-                "cuzk_core::srs_manager")))
+                "budget_used_gib=48 budget_available_gib=464", "", "cuzk_core::srs_manager")))
         sim._at(sim._now + srs_s, Kept(partial(self._synth, job, synth_s, gpu_s)))
 
     def _synth(self, job: str, synth_s: float, gpu_s: float) -> None:
@@ -246,8 +242,7 @@ class PostScript:
         sim = self.sim
         sim._trace(sim._now, "SRS loaded successfully circuit_id=porep-32g "
                    f"elapsed_ms={int(RESTART_SRS_LOAD_S * 1000)} budget_used_gib=47 "
-                   f"budget_available_gib={sim.budget_bytes // GIB - 47}",
-                   target="cuzk_core::srs_manager")
+                   "budget_available_gib=465", target="cuzk_core::srs_manager")
         sim.down = False
         for g in sim._gpus:
             sim._fill_synthesis(g)

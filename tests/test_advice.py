@@ -111,7 +111,8 @@ def test_pageable_copies_by_a_failed_pool_name_the_budget_margin_as_a_guess() ->
     report = advise(gaps, PipelineView(pool=pool))
     assert [(a.setting, a.guess) for a in report.advice] == [
         ("[memory] safety_margin", True), ("[pipeline] max_parallel_synthesis", True)]
-    assert "not in the memory budget (pinned_pool.rs)" in report.advice[0].why
+    assert "not budget-checked" in report.advice[0].why
+    assert "idle ones stay pinned outside any accounting" in report.advice[0].why
     # cuzk reads safety_margin only with total_budget = "auto" (config.rs:100-104): "raise it
     # (or lower total_budget)" sent an operator with an explicit budget to a no-op.
     margin = report.advice[0].change

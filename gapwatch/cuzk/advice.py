@@ -450,12 +450,15 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     return ([("[memory] safety_margin",
               "raise it if total_budget is \"auto\" (the only case cuzk reads it); with an "
               "explicit total_budget, lower that instead",
-              "the pinned pool grows on demand with cudaHostAlloc and is not in the memory "
-              "budget (pinned_pool.rs), so RAM outside the budget is what it pins from; a "
-              "failed checkout means pinning a new buffer failed (pipeline.rs falls back to "
-              "pageable a/b/c, copied at 1-4 GB/s)",
-              "extern/cuzk/cuzk-core/src/pinned_pool.rs, pipeline.rs, config.rs:100-104, "
-              "cuzk.example.toml"),
+              "the pinned pool grows on demand with cudaHostAlloc and is not budget-checked: "
+              "a buffer in use stands for a/b/c heap inside its partition's reservation, but "
+              "idle ones stay pinned outside any accounting (pinned bytes are never in "
+              "used_bytes) until the evictor frees them, and it frees and re-pins them on "
+              "short acquires (pinned_pool.rs:127-129, 194-198; memory.rs:214-225); a failed "
+              "checkout means pinning a new buffer failed (pipeline.rs falls back to pageable "
+              "a/b/c, copied at 1-4 GB/s)",
+              "extern/cuzk/cuzk-core/src/pinned_pool.rs, memory.rs, pipeline.rs, "
+              "config.rs:100-104, cuzk.example.toml"),
              ("[pipeline] max_parallel_synthesis", "lower it",
               "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
               "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",

@@ -468,3 +468,45 @@ def test_from_start_only_the_lines_held_when_following_began_are_backlog(tmp_pat
     log.write_bytes(b"fresh\n")
     t.poll_once()
     assert quiet.lines == [] and seen.lines == ["fresh"]
+
+
+def _numbered(first: int, n: int) -> bytes:
+    return b"".join(b"line %06d\n" % i for i in range(first, first + n))
+
+
+def test_the_backlogs_last_read_stops_at_its_end_and_a_rotation_loses_no_old_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A poll reads at most so much (8 MiB; 1,000 bytes here). (1) The read that reached the
+    end of the backlog went on into lines written after following began, and delivered them
+    as backlog. (2) A file rotated while more than one read of it was left: one read of the
+    old file was all it got (a 20 MiB file rotated after the first poll lost 41,942 lines),
+    and the old file's backlog lines came as new ones with the new file's."""
+    import gapwatch.logs.tail as tail
+
+    monkeypatch.setattr(tail, "_MAX_READ_PER_POLL", 1000)
+    monkeypatch.setattr(tail, "_READ_CHUNK", 100)
+    log = tmp_path / "cuzk.log"
+    log.write_bytes(_numbered(0, 150))  # 1,800 bytes: two reads
+    backlog, live = Collect(), Collect()
+    t = Tailer([str(log)], live.line, on_backlog=backlog.line, clock=FakeClock(),
+               from_start=True)
+    t.poll_once()
+    append(log, b"LIVE 1\n")
+    for _ in range(3):
+        t.poll_once()
+    assert backlog.lines == [f"line {i:06d}" for i in range(150)]
+    assert live.lines == ["LIVE 1"]
+
+    log.unlink()
+    log.write_bytes(_numbered(0, 300))  # 3,600 bytes: four reads
+    backlog, live = Collect(), Collect()
+    t = Tailer([str(log)], live.line, on_backlog=backlog.line, clock=FakeClock(),
+               from_start=True)
+    t.poll_once()
+    os.rename(log, tmp_path / "cuzk.log.1")
+    log.write_bytes(b"NEW 1\n")
+    for _ in range(6):
+        t.poll_once()
+    assert backlog.lines == [f"line {i:06d}" for i in range(300)]  # every one, in order
+    assert live.lines == ["NEW 1"]
+    assert t.status()[0].rotations == 1

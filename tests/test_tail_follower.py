@@ -161,3 +161,35 @@ def test_from_start_a_logs_backlog_is_timed_as_read_not_written_and_its_post_by_
     assert done[0].verdict == "late" and done[0].queue_s is None
     assert done[0].total_at_least_s == pytest.approx(32.0, abs=0.01)  # never months
     assert all((e.proof.queue_s or 0.0) < 60 for e in said if e.proof is not None)
+
+
+def test_a_panic_at_the_end_of_the_backlog_is_placed_by_its_lines_not_the_live_line_after(
+        tmp_path: Path) -> None:
+    """A crash is a log's last word: its panic's lines end the backlog, and the line that
+    closes the block comes live (the restarted daemon's). The panic took that line's
+    `arrival` and was said at the reading's time, months after it; it is placed as the
+    backlog's lines are, at the timed line before it (`around`)."""
+    data = Path(__file__).parent / "data" / "cuzk-upstream" / "panic.log"
+    lines = data.read_text().splitlines()
+    cut = next(i for i, x in enumerate(lines) if x.startswith("note: run with"))
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(x + "\n" for x in lines[:cut + 1]))
+    events: list[LogEvent] = []
+    lock = threading.Lock()
+
+    def on_event(e: LogEvent) -> None:
+        with lock:
+            events.append(e)
+
+    follower = LogFollower([str(log)], LogsConfig(poll_ms=5, from_start=True), on_event)
+    follower.start()
+    try:
+        assert until(lambda: any(e.name == "GPU_START" and e.partition == 1 for e in events))
+        with open(log, "a") as out:
+            out.write("2026-12-04T10:00:00.000000Z  INFO cuzk_daemon: cuzk-daemon starting\n")
+        assert until(lambda: any(e.kind == "panic" for e in events))
+    finally:
+        follower.stop()
+    [panic] = [e for e in events if e.kind == "panic"]
+    assert panic.time_source == "around"
+    assert panic.t_wall_s < 1_778_700_000  # 2026-05-12, where its lines were, not December

@@ -23,6 +23,7 @@ from ui_fakes import (
 
 from gapwatch.core.health import health_cell
 from gapwatch.core.models import GpuHealth, StateChange
+from gapwatch.engine.store import SeriesStore
 from gapwatch.ui.app import GapwatchApp
 
 #: One compact GPU cell, whole: the index, a space, the state, busy, RX in GB/s.
@@ -111,6 +112,11 @@ async def test_sixteen_gpus_with_health_show_the_health_of_the_page_shown(
                                             for line in text.splitlines())
 
 
+def _set_states(store: SeriesStore, states: list[StateChange]) -> None:
+    for state in states:
+        store.set_state(state)
+
+
 async def test_a_burst_of_gpus_entering_breakdown_is_drawn_once_not_once_each(
         tmp_path: Path) -> None:
     """Each GPU entering BREAKDOWN was a whole redraw of its own (a snapshot of the store and
@@ -147,15 +153,24 @@ async def test_a_burst_of_gpus_entering_breakdown_is_drawn_once_not_once_each(
                 await pilot.press("p")
                 await pilot.pause()
             pushes = bells = 0
-            for g in range(n):
-                state = StateChange(gpu=g, t_mono_ns=t_ns(20), t_wall_s=WALL0_S + 20,
-                                    state="BREAKDOWN", busy_fraction=0.5, reason="gaps")
+            states = [StateChange(gpu=g, t_mono_ns=t_ns(20), t_wall_s=WALL0_S + 20,
+                                  state="BREAKDOWN", busy_fraction=0.5, reason="gaps")
+                      for g in range(n)]
+            # The first half in the store before the burst is drawn; the second comes while
+            # it is (set at its first draw): only the draw after the burst shows them.
+            for state in states[:n // 2]:
                 rt.store.set_state(state)
+            for state in states:
                 app.post_message(StateChanged(state))
+            app.call_later(_set_states, rt.store, states[n // 2:])
             await pilot.pause()
             await pilot.pause()
             assert pushes <= 3, paused
             assert bells == 1, paused
+            if not paused:  # the last view drawn holds every GPU's BREAKDOWN
+                assert app.view is not None
+                drawn = app.view.snap.states
+                assert all(drawn[g].state == "BREAKDOWN" for g in range(n)), paused
         await pilot.press("p")
         await pilot.pause()
         text = screen_text(app)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gapwatch.core.models import FieldValue
+from gapwatch.core.models import FieldValue, TimeSource
 from gapwatch.cuzk.pipeline import PANIC_KIND
 
 #: `thread 'NAME' panicked at LOCATION:` (Rust >= 1.73) or `... panicked at 'MSG', LOCATION`.
@@ -59,6 +59,10 @@ class PanicBlock:
     chars: int = 0
     #: The note line (or the limits) ended it: the next unknown line is not its own.
     closed: bool = False
+    #: What its first line's arrival says of it: "arrival" (followed live) or "backlog" (in
+    #: its file when following began from its start): its time comes from its own lines, not
+    #: from the line that closes it (a live line after a crash closed a backlog panic).
+    arrival_source: TimeSource = "arrival"
 
     def add(self, text: str) -> None:
         if self.closed:

@@ -253,9 +253,13 @@ class _FileFollower:
         total = 0
         end = self._backlog_end
         self.read_backlog = end is not None and self._pos < end
-        while total < _MAX_READ_PER_POLL:
+        # A read in the backlog stops at its end: the lines after it were written after
+        # following began (read in the same batch, they were taken for the backlog's).
+        limit = min(_MAX_READ_PER_POLL, end - self._pos) if self.read_backlog and end else \
+            _MAX_READ_PER_POLL
+        while total < limit:
             try:
-                data = os.read(self._fd, _READ_CHUNK)
+                data = os.read(self._fd, min(_READ_CHUNK, limit - total))
             except BlockingIOError:
                 break  # a stream with nothing to read now
             except OSError as exc:
@@ -339,9 +343,15 @@ class _FileFollower:
             notice("info", f"log {self.path}: its name can be looked at again")
         if (st.st_dev, st.st_ino) != self._ident:
             # Rotated by rename or delete + re-create: what was written to the old file since
-            # the last poll is still readable through our descriptor.
+            # the last poll is still readable through our descriptor, read to its end first,
+            # a poll's read at a time (one read was all it got: a file rotated while 20 MiB
+            # were left unread lost 12 MiB of lines).
+            lines = self._read()
+            if self._unread_in_old():
+                return lines
+            lines += self.splitter.flush()
+            old_backlog = self.read_backlog
             self._backlog_end = None  # the new file's lines are new
-            lines = self._read() + self.splitter.flush()
             self.close()
             self.status.rotations += 1
             notice("info", f"log {self.path}: rotated; following the new file from its start")
@@ -349,10 +359,20 @@ class _FileFollower:
             if self._fd is not None:
                 if not self._stream:
                     self.status.state = "following (rotated)"
-                lines.extend(self._read())
+                if not old_backlog:  # one poll's lines are one kind: backlog or not
+                    lines.extend(self._read())
             return lines
         lines = self._check_truncated(st, notice) if not self._stream else []
         return lines + self._read()
+
+    def _unread_in_old(self) -> bool:
+        """Whether the file as opened (a regular one, rotated away) holds more than was read."""
+        if self._fd is None or self._stream:
+            return False
+        try:
+            return os.fstat(self._fd).st_size > self._pos
+        except OSError:
+            return False
 
     def _check_truncated(self, st: os.stat_result, notice: NoticeCallback) -> list[str]:
         """Copytruncate: the same file, cut to 0 and written again. Seen as a size below the

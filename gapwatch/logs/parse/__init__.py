@@ -211,11 +211,11 @@ class LogParser:
         source: TimeSource
         if block.prefix_s is not None:
             t, source = block.prefix_s, "prefix"
-        elif (self.offline or self._arrival_source == "backlog") and (
+        elif (self.offline or block.arrival_source == "backlog") and (
                 block.before_s is not None or after_s is not None):
             t, source = (block.before_s if block.before_s is not None else after_s or 0.0), "around"
         else:
-            t, source = block.arrival_wall_s, self._arrival_source
+            t, source = block.arrival_wall_s, block.arrival_source
         self._count(panics.KIND)
         return LogEvent(
             t_wall_s=t, time_source=source, kind=panics.KIND, name=block.name(), raw=block.raw,
@@ -328,6 +328,7 @@ class LogParser:
                 out = self.flush()
                 start.prefix_s, start.before_s = prefix_s, self._last_timed_s
                 start.last_arrival_wall_s = wall
+                start.arrival_source = self._arrival_source
                 self._panic = start
                 self.counters["panic_lines"] += 1
                 return out

@@ -193,3 +193,33 @@ def test_a_panic_at_the_end_of_the_backlog_is_placed_by_its_lines_not_the_live_l
     [panic] = [e for e in events if e.kind == "panic"]
     assert panic.time_source == "around"
     assert panic.t_wall_s < 1_778_700_000  # 2026-05-12, where its lines were, not December
+
+
+def test_stdin_redirected_from_a_file_is_backlog_and_a_pipe_is_not(tmp_path: Path) -> None:
+    """`--log - < cuzk.log`: every line was written before it was read, at once (its PoSt was
+    LATE by a queue of months, as `--from-start` was); a pipe may be a live writer."""
+    log = tmp_path / "cuzk.log"
+    log.write_bytes(b"TIMELINE,5,GPU_START,j,worker=0,partition=2\n")
+    fd = os.open(log, os.O_RDONLY)
+    from_file: list[LogEvent] = []
+    follower = LogFollower(["-"], LogsConfig(poll_ms=5), from_file.append, stdin_fd=fd)
+    follower.start()
+    try:
+        assert until(lambda: follower.status().files[0].state == "closed (end of input)")
+    finally:
+        follower.stop()
+        os.close(fd)
+    assert [e.time_source for e in from_file] == ["backlog"]
+
+    read_fd, write_fd = os.pipe()
+    piped: list[LogEvent] = []
+    follower = LogFollower(["-"], LogsConfig(poll_ms=5), piped.append, stdin_fd=read_fd)
+    follower.start()
+    try:
+        os.write(write_fd, b"TIMELINE,5,GPU_START,j,worker=0,partition=2\n")
+        os.close(write_fd)
+        assert until(lambda: follower.status().files[0].state == "closed (end of input)")
+    finally:
+        follower.stop()
+        os.close(read_fd)
+    assert [e.time_source for e in piped] == ["arrival"]

@@ -405,6 +405,14 @@ class _FileFollower:
         return lines
 
 
+def _is_regular(fd: int) -> bool:
+    """Whether `fd` is a regular file (a shell's `< file`), not a pipe, terminal or socket."""
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 class Tailer:
     """Follows `paths` ("-" = stdin) and calls `on_line` for every complete line."""
 
@@ -430,6 +438,9 @@ class Tailer:
         self._stdin: SourceStatus | None = SourceStatus("-", "following") if "-" in paths else None
         self._stdin_fd = stdin_fd
         self._stdin_splitter = LineSplitter(max_line_bytes)
+        #: stdin redirected from a file (`--log - < cuzk.log`): every line of it was written
+        #: before it was read, at once; a pipe cannot be told from a live writer.
+        self._stdin_is_file = self._stdin is not None and _is_regular(stdin_fd)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         #: Hears a thread of ours die (and restarts it: the files' state lives in the objects).
@@ -538,7 +549,7 @@ class Tailer:
         if not data:
             lines = self._stdin_splitter.flush()
             if lines:
-                self._deliver("-", self._stdin, lines)
+                self._deliver("-", self._stdin, lines, self._stdin_is_file)
             self._stdin.state = "closed (end of input)"
             self.on_notice("info", "log stdin: end of input")
             return False
@@ -548,7 +559,7 @@ class Tailer:
         if not said and self._stdin_splitter.nul_bytes:
             self.on_notice("warning", nul_words("stdin", self._stdin_splitter.nul_bytes, True))
         if lines:
-            self._deliver("-", self._stdin, lines)
+            self._deliver("-", self._stdin, lines, self._stdin_is_file)
         return True
 
     def _run_stdin(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -72,18 +73,28 @@ def test_a_failing_consumer_is_reported_and_tailing_goes_on(tmp_path: Path) -> N
     assert sum("consumer bug" in n.message for n in notices) == 2
 
 
-def test_stdin_follower_stops_at_end_of_input() -> None:
-    read_fd, write_fd = os.pipe()
+_ONE_LINE = b"TIMELINE,5,GPU_START,j,worker=0,partition=2\n"
+
+
+def _stdin_events(read_fd: int, write_fd: int | None = None) -> list[LogEvent]:
+    """What a follower of stdin (`--log -`) gives of `read_fd` to its end (`write_fd`: a pipe's
+    end, written `_ONE_LINE` and closed first); `read_fd` is closed."""
     events: list[LogEvent] = []
     follower = LogFollower(["-"], LogsConfig(poll_ms=5), events.append, stdin_fd=read_fd)
     follower.start()
     try:
-        os.write(write_fd, b"TIMELINE,5,GPU_START,j,worker=0,partition=2\n")
-        os.close(write_fd)
+        if write_fd is not None:
+            os.write(write_fd, _ONE_LINE)
+            os.close(write_fd)
         assert until(lambda: follower.status().files[0].state == "closed (end of input)")
     finally:
         follower.stop()
         os.close(read_fd)
+    return events
+
+
+def test_stdin_follower_stops_at_end_of_input() -> None:
+    events = _stdin_events(*os.pipe())
     assert [(e.kind, e.partition, e.stream) for e in events] == [("timeline", 2, "-")]
 
 
@@ -121,6 +132,30 @@ def test_record_says_on_stderr_that_a_log_is_a_directory(
     assert f"log {logdir}: is a directory, not a log file" in err
 
 
+def _from_start_then(log: Path, backlog_read: Callable[[LogEvent], bool], line: str,
+                     line_read: Callable[[LogEvent], bool]) -> list[LogEvent]:
+    """The events of following `log` from its start (`--from-start`): once one says its
+    backlog was read (`backlog_read`), `line` is written to it, and followed until an event
+    says it was read (`line_read`)."""
+    events: list[LogEvent] = []
+    lock = threading.Lock()
+
+    def on_event(e: LogEvent) -> None:
+        with lock:
+            events.append(e)
+
+    follower = LogFollower([str(log)], LogsConfig(poll_ms=5, from_start=True), on_event)
+    follower.start()
+    try:
+        assert until(lambda: any(backlog_read(e) for e in events))
+        with open(log, "a") as out:
+            out.write(line + "\n")
+        assert until(lambda: any(line_read(e) for e in events))
+    finally:
+        follower.stop()
+    return events
+
+
 def test_from_start_a_logs_backlog_is_timed_as_read_not_written_and_its_post_by_its_offsets(
         tmp_path: Path) -> None:
     """`--from-start` over a log whose `starting cuzk engine` line rotated away: its lines were
@@ -135,22 +170,9 @@ def test_from_start_a_logs_backlog_is_timed_as_read_not_written_and_its_post_by_
     log = tmp_path / "cuzk.log"
     log.write_text("".join(x + "\n" for x in data.read_text().splitlines()
                            if "starting cuzk engine" not in x))
-    events: list[LogEvent] = []
-    lock = threading.Lock()
-
-    def on_event(e: LogEvent) -> None:
-        with lock:
-            events.append(e)
-
-    follower = LogFollower([str(log)], LogsConfig(poll_ms=5, from_start=True), on_event)
-    follower.start()
-    try:
-        assert until(lambda: any(e.name == "GPU_END" for e in events))
-        with open(log, "a") as out:
-            out.write("TIMELINE,60000,SYNTH_START,porep-1000-7,partition=0\n")
-        assert until(lambda: any(e.job_id == "porep-1000-7" for e in events))
-    finally:
-        follower.stop()
+    events = _from_start_then(
+        log, lambda e: e.name == "GPU_END",
+        "TIMELINE,60000,SYNTH_START,porep-1000-7,partition=0", lambda e: e.job_id == "porep-1000-7")
     timeline = [e for e in events if e.kind == "timeline"]
     assert {e.time_source for e in timeline[:-1]} == {"backlog"}
     assert timeline[-1].time_source == "arrival"  # written after following began
@@ -174,22 +196,10 @@ def test_a_panic_at_the_end_of_the_backlog_is_placed_by_its_lines_not_the_live_l
     cut = next(i for i, x in enumerate(lines) if x.startswith("note: run with"))
     log = tmp_path / "cuzk.log"
     log.write_text("".join(x + "\n" for x in lines[:cut + 1]))
-    events: list[LogEvent] = []
-    lock = threading.Lock()
-
-    def on_event(e: LogEvent) -> None:
-        with lock:
-            events.append(e)
-
-    follower = LogFollower([str(log)], LogsConfig(poll_ms=5, from_start=True), on_event)
-    follower.start()
-    try:
-        assert until(lambda: any(e.name == "GPU_START" and e.partition == 1 for e in events))
-        with open(log, "a") as out:
-            out.write("2026-12-04T10:00:00.000000Z  INFO cuzk_daemon: cuzk-daemon starting\n")
-        assert until(lambda: any(e.kind == "panic" for e in events))
-    finally:
-        follower.stop()
+    events = _from_start_then(
+        log, lambda e: e.name == "GPU_START" and e.partition == 1,
+        "2026-12-04T10:00:00.000000Z  INFO cuzk_daemon: cuzk-daemon starting",
+        lambda e: e.kind == "panic")
     [panic] = [e for e in events if e.kind == "panic"]
     assert panic.time_source == "around"
     assert panic.t_wall_s < 1_778_700_000  # 2026-05-12, where its lines were, not December
@@ -199,27 +209,6 @@ def test_stdin_redirected_from_a_file_is_backlog_and_a_pipe_is_not(tmp_path: Pat
     """`--log - < cuzk.log`: every line was written before it was read, at once (its PoSt was
     LATE by a queue of months, as `--from-start` was); a pipe may be a live writer."""
     log = tmp_path / "cuzk.log"
-    log.write_bytes(b"TIMELINE,5,GPU_START,j,worker=0,partition=2\n")
-    fd = os.open(log, os.O_RDONLY)
-    from_file: list[LogEvent] = []
-    follower = LogFollower(["-"], LogsConfig(poll_ms=5), from_file.append, stdin_fd=fd)
-    follower.start()
-    try:
-        assert until(lambda: follower.status().files[0].state == "closed (end of input)")
-    finally:
-        follower.stop()
-        os.close(fd)
-    assert [e.time_source for e in from_file] == ["backlog"]
-
-    read_fd, write_fd = os.pipe()
-    piped: list[LogEvent] = []
-    follower = LogFollower(["-"], LogsConfig(poll_ms=5), piped.append, stdin_fd=read_fd)
-    follower.start()
-    try:
-        os.write(write_fd, b"TIMELINE,5,GPU_START,j,worker=0,partition=2\n")
-        os.close(write_fd)
-        assert until(lambda: follower.status().files[0].state == "closed (end of input)")
-    finally:
-        follower.stop()
-        os.close(read_fd)
-    assert [e.time_source for e in piped] == ["arrival"]
+    log.write_bytes(_ONE_LINE)
+    assert [e.time_source for e in _stdin_events(os.open(log, os.O_RDONLY))] == ["backlog"]
+    assert [e.time_source for e in _stdin_events(*os.pipe())] == ["arrival"]

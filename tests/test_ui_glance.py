@@ -364,7 +364,7 @@ def test_a_late_post_keeps_the_footers_alert_over_a_later_restart_warning(tmp_pa
     alert = _prover_alert(rt.store)
     assert alert is not None
     assert alert.startswith("prover proof LATE at ") and "winpost-1000-1a2b3c02" in alert
-    assert alert.endswith("(+2 more)")
+    assert " (+2 more): WinningPoSt " in alert[:60]  # within an 80-column cut
 
     # Two errors: the latest of them; a warning alone: itself, nothing more counted.
     rt.store.append(ProverEvent(t_wall_s=WALL0_S + 50.0, kind="error", level="error",

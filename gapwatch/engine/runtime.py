@@ -266,7 +266,12 @@ def _prover_alert(store: SeriesStore) -> str | None:
         return None
     ev, others = found
     line = alert_line(ev)
-    return f"{line} (+{others} more)" if others else line
+    if not others:
+        return line
+    # Before the event's words (`prover proof LATE at 09:49:00 (+2 more): ...`): the footer's
+    # one line is cut at the pane's edge, and the count must survive an 80-column cut.
+    head, sep, words = line.partition(": ")
+    return f"{head} (+{others} more){sep}{words}"
 
 
 #: Data seconds after a blind spot ended during which the footer alerts about it.

@@ -631,3 +631,37 @@ def _write_small(tmp_path: Path) -> Path:
     path = tmp_path / "small.jsonl"
     write_recording(path, res.header, res.records)
     return path
+
+
+def test_a_stop_signal_between_a_workers_fork_and_its_registration_leaves_no_worker_running(
+    sim_recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop signal landing right after a worker was forked, before the report knew it: the
+    clean-up killed and joined the workers it knew, none, and the worker read on after the
+    report had stopped (the signal storm test caught it twice in full runs). Start and
+    registration are one step now: the signal is taken after it, and the worker is stopped."""
+    import multiprocessing.context
+    import signal
+    import threading
+
+    from faults import process_running
+
+    real_start = multiprocessing.context.ForkProcess.start
+    started: list[int] = []
+
+    def start_then_stop(self: multiprocessing.context.ForkProcess) -> None:
+        real_start(self)
+        assert self.pid is not None
+        started.append(self.pid)
+        # Lands before `start` returns to the report; sent to this thread, as the kernel
+        # sends a process's signal to its one thread (pytest-xdist's workers have others).
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    monkeypatch.setattr(multiprocessing.context.ForkProcess, "start", start_then_stop)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            detect_parallel(sim_recording, Config(), 2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert started and not [pid for pid in started if process_running(pid)]

@@ -91,6 +91,7 @@ import copy
 import dataclasses
 import gc
 import os
+import signal
 import tempfile
 import threading
 import traceback
@@ -108,7 +109,7 @@ from typing import IO, Any
 
 from msgspec.structs import replace
 
-from gapwatch.base.quit_early import stop_signals_deferred
+from gapwatch.base.quit_early import STOP_SIGNALS, stop_signals_deferred
 from gapwatch.base.writer_lock import locked_by_another
 from gapwatch.config import Config
 from gapwatch.core.blind import Bye
@@ -392,6 +393,9 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
 
 
 def _child(job: _Job, me: int, conn: Connection) -> None:
+    # Started with the stop signals held back (`detect_parallel`: a fork, or an exec, keeps
+    # the mask): they reach this worker again as they reach any.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     gc.disable()  # as `report.build_report` does (a spawned child does not inherit it)
 
     def tell_end(end_s: float | None) -> float | None:
@@ -461,8 +465,13 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
         for me in range(1, n):
             recv, send = ctx.Pipe(duplex=False)
             proc = ctx.Process(target=_child, args=(job, me, send), daemon=True)
-            proc.start()
-            children.append((proc, recv))
+            # Started and registered in one step: a stop signal between the fork and the
+            # append left a worker the `finally` did not know, reading on after this process
+            # had exited (its SIGTERM handler, inherited, absorbs multiprocessing's own
+            # terminate at exit). The child unblocks the signals first thing (`_child`).
+            with stop_signals_deferred():
+                proc.start()
+                children.append((proc, recv))
             send.close()
         ends = _Ends([recv for _proc, recv in children])
         try:

@@ -167,3 +167,36 @@ def test_a_restart_before_the_seam_outside_the_warm_up_is_read_by_the_child_too(
     assert plan is not None and at < plan.seam - log_split.WARM_BYTES  # outside the warm-up
     _both(log)
     assert splits == [1]
+
+
+def test_a_stop_signal_between_the_childs_fork_and_the_clean_up_leaves_no_child_parsing(
+    sim_with_log: tuple[Path, Path], splits: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop signal right after the log's second parser was forked, before the clean-up's
+    `try` held it: the child parsed on after this process had stopped. It is started inside
+    the clean-up's reach with the stop signals held back: the signal is taken after, and the
+    child is killed and joined."""
+    import multiprocessing.context
+    import signal
+    import threading
+
+    from faults import process_running
+
+    real_start = multiprocessing.context.ForkProcess.start
+    started: list[int] = []
+
+    def start_then_stop(self: multiprocessing.context.ForkProcess) -> None:
+        real_start(self)
+        assert self.pid is not None
+        started.append(self.pid)
+        # To this thread, as the kernel sends a process's signal to its one thread.
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    monkeypatch.setattr(multiprocessing.context.ForkProcess, "start", start_then_stop)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            log_split.spool_split([str(sim_with_log[1])], Config(), None, LogSpan(1.0))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert started and not [pid for pid in started if process_running(pid)]

@@ -29,6 +29,7 @@ with threads (fork is not safe then).
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import tempfile
 from collections.abc import Callable, Sequence
@@ -37,6 +38,7 @@ from multiprocessing import get_context
 from multiprocessing.connection import Connection
 from typing import IO, Any, BinaryIO, Final
 
+from gapwatch.base.quit_early import STOP_SIGNALS, stop_signals_deferred
 from gapwatch.config import Config
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
 from gapwatch.logs.files import LogFile, file_events, gzipped, log_counters, offline_parser
@@ -222,18 +224,24 @@ def spool_planned(path: str, plan: Plan, config: Config, timeline_epoch_s: float
     recv, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_child, args=(path, config, timeline_epoch_s, plan, shared, send),
                         daemon=True)
-    child.start()
-    send.close()
     spool = EventSpool()
     try:
         try:
+            # Started inside the clean-up's reach, with the stop signals held back: a signal
+            # between the fork and the `try` left a child parsing on after this process had
+            # exited (as `report_parallel`'s workers were). The child unblocks them (`_child`).
+            with stop_signals_deferred():
+                child.start()
+            send.close()
             counters = _parse_both(path, config, timeline_epoch_s, plan, spool, span, shared,
                                    recv, on_read)
         finally:
+            send.close()
             recv.close()
-            if child.is_alive():
-                child.kill()
-            child.join()
+            if child.pid is not None:  # started
+                if child.is_alive():
+                    child.kill()
+                child.join()
     except BaseException:
         spool.close()
         shared.close()
@@ -301,6 +309,8 @@ def _child(path: str, config: Config, timeline_epoch_s: float | None, plan: Plan
            shared: IO[bytes], send: Connection) -> None:
     """The file from `plan.seam` to `plan.end`, into sorted runs appended to `shared` (see the
     module docstring)."""
+    # Forked with the stop signals held back (`spool_planned`): they reach it again.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     try:
         half = _parse_rest(path, config, timeline_epoch_s, plan, shared)
     except BaseException:  # noqa: BLE001 - the parent parses the rest itself, and says what

@@ -640,16 +640,18 @@ def test_a_stop_signal_between_a_workers_fork_and_its_registration_leaves_no_wor
     clean-up killed and joined the workers it knew, none, and the worker read on after the
     report had stopped (the signal storm test caught it twice in full runs). Start and
     registration are one step now: the signal is taken after it, and the worker is stopped."""
-    import multiprocessing.context
+    import multiprocessing.process
     import signal
     import threading
 
     from faults import process_running
 
-    real_start = multiprocessing.context.ForkProcess.start
+    # The start of every kind of process (forked, or spawned where this process has threads,
+    # as a pytest-xdist worker does).
+    real_start = multiprocessing.process.BaseProcess.start
     started: list[int] = []
 
-    def start_then_stop(self: multiprocessing.context.ForkProcess) -> None:
+    def start_then_stop(self: multiprocessing.process.BaseProcess) -> None:
         real_start(self)
         assert self.pid is not None
         started.append(self.pid)
@@ -657,7 +659,7 @@ def test_a_stop_signal_between_a_workers_fork_and_its_registration_leaves_no_wor
         # sends a process's signal to its one thread (pytest-xdist's workers have others).
         signal.pthread_kill(threading.get_ident(), signal.SIGINT)
 
-    monkeypatch.setattr(multiprocessing.context.ForkProcess, "start", start_then_stop)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start_then_stop)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):

@@ -283,3 +283,30 @@ def process_running(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def interrupted_right_after_each_start(monkeypatch: pytest.MonkeyPatch,
+                                       run: Callable[[], object]) -> list[int]:
+    """Run `run` with every process it starts (forked, or spawned where this process has
+    threads, as a pytest-xdist worker has) sending SIGINT to this thread as `start` returns,
+    before the caller can register it; `run` must end in KeyboardInterrupt. The started pids.
+    (Sent to this thread, as the kernel sends a one-thread process's signal to its thread.)"""
+    import multiprocessing.process
+
+    real_start = multiprocessing.process.BaseProcess.start
+    started: list[int] = []
+
+    def start_then_stop(self: multiprocessing.process.BaseProcess) -> None:
+        real_start(self)
+        assert self.pid is not None
+        started.append(self.pid)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start_then_stop)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return started

@@ -176,29 +176,9 @@ def test_a_stop_signal_between_the_childs_fork_and_the_clean_up_leaves_no_child_
     `try` held it: the child parsed on after this process had stopped. It is started inside
     the clean-up's reach with the stop signals held back: the signal is taken after, and the
     child is killed and joined."""
-    import multiprocessing.process
-    import signal
-    import threading
+    from faults import interrupted_right_after_each_start, process_running
 
-    from faults import process_running
-
-    # The start of every kind of process (forked, or spawned where this process has threads,
-    # as a pytest-xdist worker does).
-    real_start = multiprocessing.process.BaseProcess.start
-    started: list[int] = []
-
-    def start_then_stop(self: multiprocessing.process.BaseProcess) -> None:
-        real_start(self)
-        assert self.pid is not None
-        started.append(self.pid)
-        # To this thread, as the kernel sends a process's signal to its one thread.
-        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-
-    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start_then_stop)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            log_split.spool_split([str(sim_with_log[1])], Config(), None, LogSpan(1.0))
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    log = str(sim_with_log[1])
+    started = interrupted_right_after_each_start(
+        monkeypatch, lambda: log_split.spool_split([log], Config(), None, LogSpan(1.0)))
     assert started and not [pid for pid in started if process_running(pid)]

@@ -640,30 +640,8 @@ def test_a_stop_signal_between_a_workers_fork_and_its_registration_leaves_no_wor
     clean-up killed and joined the workers it knew, none, and the worker read on after the
     report had stopped (the signal storm test caught it twice in full runs). Start and
     registration are one step now: the signal is taken after it, and the worker is stopped."""
-    import multiprocessing.process
-    import signal
-    import threading
+    from faults import interrupted_right_after_each_start, process_running
 
-    from faults import process_running
-
-    # The start of every kind of process (forked, or spawned where this process has threads,
-    # as a pytest-xdist worker does).
-    real_start = multiprocessing.process.BaseProcess.start
-    started: list[int] = []
-
-    def start_then_stop(self: multiprocessing.process.BaseProcess) -> None:
-        real_start(self)
-        assert self.pid is not None
-        started.append(self.pid)
-        # Lands before `start` returns to the report; sent to this thread, as the kernel
-        # sends a process's signal to its one thread (pytest-xdist's workers have others).
-        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-
-    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start_then_stop)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            detect_parallel(sim_recording, Config(), 2)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    started = interrupted_right_after_each_start(
+        monkeypatch, lambda: detect_parallel(sim_recording, Config(), 2))
     assert started and not [pid for pid in started if process_running(pid)]

@@ -45,7 +45,7 @@ async def test_a_winningpost_in_flight_counts_up_on_the_footer_against_its_deadl
     rt = FakeRuntime(make_config(tmp_path))
     fill_breakdown(rt.store)
     _running(rt, until_s=52.0)
-    [proof] = rt.session.running_proofs()
+    [proof] = rt.store.running_proofs()
     assert proof.phase == "synthesis" and proof.timing.verdict == "ok"
     app = GapwatchApp(rt, wall_clock=fixed_wall)
     async with app.run_test(size=(120, 30)) as pilot:
@@ -70,7 +70,7 @@ def test_past_its_at_risk_share_it_is_an_alert_and_done_it_is_gone(tmp_path: Pat
                _line(WALL0_S + 59.1, "proof completed successfully (pipeline)",
                      total_ms=19100)):
         rt.session.on_log_event(ev)
-    assert rt.session.running_proofs() == []
+    assert rt.store.running_proofs() == ()
 
 
 def test_many_proofs_in_flight_are_said_by_name_up_to_a_few_then_counted(tmp_path: Path

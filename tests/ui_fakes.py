@@ -243,7 +243,7 @@ class FakeRuntime:
             recording=self.recording,
             replay=self.replay_words,
             prover_alert=self.prover_alert,
-            running_proofs=self.session.running_proofs(),
+            running_proofs=list(self.store.running_proofs()),
         )
 
 

@@ -243,7 +243,7 @@ class Runtime:
                             if self.sim_status_server is not None else None),
             **self._blind_status(),
             prover_alert=_prover_alert(self.store),
-            running_proofs=self.session.running_proofs(),
+            running_proofs=list(self.store.running_proofs()),
             copytrace=self.copytrace.status() if self.copytrace is not None else None,
             threads=self.threads.health(),
             links=self.store.links(),

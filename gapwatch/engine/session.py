@@ -90,6 +90,8 @@ class Sink(Protocol):
 #: refreshed from the detector; also at once when a gap opens, closes or is retracted and when
 #: the state changes, so the verdict's count is never behind the gap table.
 WINDOW_REFRESH_NS = 1_000_000_000
+#: Data seconds between the proofs in flight the watcher puts in the store (`_publish_running`).
+RUNNING_EVERY_S = 1.0
 #: Notices said before the first listener that are kept for the listeners to come.
 EARLY_NOTICES = 100
 #: Notices of one kind said per interval (of the notices' own times); the rest are counted.
@@ -126,6 +128,8 @@ class Session:
         self._lock = threading.RLock()
         self._closed = False
         self._finished = False
+        #: Data time of the last proofs in flight put in the store (`_publish_running`).
+        self._running_at_s = float("-inf")
         #: Data time (ns) of each GPU's last window refresh in the store.
         self._window_at_ns: dict[int, int] = {}
         self._notices = RateLimit(int(NOTICE_INTERVAL_S * 1e9), NOTICE_BURST)
@@ -156,6 +160,7 @@ class Session:
             self._notices = RateLimit(int(NOTICE_INTERVAL_S * 1e9), NOTICE_BURST)
             self._finished = False
             self._last_times = (self.header.started_mono_ns, self.header.started_wall_s)
+            self._running_at_s = float("-inf")
 
     def add_sink(self, sink: Sink) -> None:
         with self._lock:
@@ -281,6 +286,26 @@ class Session:
             return
         for ev in events:
             self._prover_event(ev)
+        t: float | None = getattr(record, "t_wall_s", None)
+        due = t is not None and not abs(t - self._running_at_s) < RUNNING_EVERY_S
+        if due and t is not None:
+            self._running_at_s = t
+        if events or due:
+            self._publish_running()
+
+    def _publish_running(self) -> None:
+        """Under the lock: the proofs the watcher sees in flight, into the store, where the
+        dashboard's footer reads them (asked of the watcher from the UI thread, every status
+        waited for this lock behind the feeder's record in hand). Their figures move only as
+        the watcher is fed (its "now" is its records' time): at its events, else at most once
+        a second of data. None when it fails to say (counted)."""
+        assert self.watch is not None
+        try:
+            running: tuple[RunningProof, ...] = tuple(self.watch.running())
+        except Exception:  # noqa: BLE001 - a footer phrase is not worth a feeder's life
+            self.store.count("running_proofs_failed")
+            running = ()
+        self.store.set_running_proofs(running)
 
     def _prover_event(self, ev: ProverEvent) -> None:
         """A prover event goes where a gap goes (the store, the sinks: the recording and
@@ -360,18 +385,6 @@ class Session:
             self._to_sinks(notice)
             self._tell(notice)
 
-    def running_proofs(self) -> list[RunningProof]:
-        """The proofs the prover's watcher sees in flight now (the dashboard's footer asks
-        about once a second); none without a watcher, or when it fails to say (counted)."""
-        with self._lock:
-            if self.watch is None:
-                return []
-            try:
-                return self.watch.running()
-            except Exception:  # noqa: BLE001 - a footer phrase is not worth a feeder's life
-                self.store.count("running_proofs_failed")
-                return []
-
     def finish(self) -> None:
         """End of data (a replay or a timed run is over): settle the detector now, so that what
         the dashboard shows is what `report` will count (a gap still open at the end is
@@ -385,6 +398,7 @@ class Session:
                 try:
                     for ev in self.watch.finish():
                         self._prover_event(ev)
+                    self._publish_running()  # none are: finish said each
                 except Exception as exc:  # noqa: BLE001 - said; the rest still settles
                     self._failed("the prover watch", Notice(*self._last_times, "info",
                                                             "end of data"), exc)

@@ -45,6 +45,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.proc_rounds import ProcRounds
 from gapwatch.core.prover import Prover
+from gapwatch.core.prover_watch import RunningProof
 from gapwatch.core.sizes import event_bytes, status_bytes
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import WindowNow
@@ -118,6 +119,7 @@ class SeriesStore:
         self._notices: deque[Notice] = deque(maxlen=max_notices)
         #: The prover's events (PoSt proofs, restarts, errors, lost jobs): the latest ones.
         self._prover_events: deque[ProverEvent] = deque(maxlen=max_notices)
+        self._running: tuple[RunningProof, ...] = ()
         self._counters: dict[str, int] = {}
         self._windows: dict[int, WindowNow] = {}
         #: Blind spots (NVML blocked): the latest ones, and (count, seconds) of all of them.
@@ -253,6 +255,16 @@ class SeriesStore:
                 if worst is None or (ev.level == "error" and worst.level != "error"):
                     worst = ev
             return (worst, recent - 1) if worst is not None else None
+
+    def set_running_proofs(self, running: tuple[RunningProof, ...]) -> None:
+        """The proofs the prover's watcher sees in flight (`Session._publish_running`)."""
+        with self._lock:
+            self._running = running
+
+    def running_proofs(self) -> tuple[RunningProof, ...]:
+        """The proofs in flight, the most of their deadline used first (the footer asks)."""
+        with self._lock:
+            return self._running
 
     def blind(self) -> tuple[tuple[BlindSpot, ...], tuple[int, float], list[Bye], float | None]:
         """What the footer says of blind spots, cheaply (it asks every second): the latest

@@ -55,16 +55,19 @@ class ProverWatch(Protocol):
         ...
 
 
+def total_words(t: ProofTiming) -> str:
+    """A proof's total ("36.0 s"), or the least it can be ("more than 36.0 s") when its begin
+    was not read, or "?" (a proof given up said "? so far" of a total known to pass 36 s)."""
+    if t.total_s is None and t.total_at_least_s is not None:
+        return f"more than {t.total_at_least_s:.1f} s"
+    return "?" if t.total_s is None else f"{t.total_s:.1f} s"
+
+
 def running_words(proof: RunningProof) -> str:
     """`WinningPoSt winpost-1000-1a2b3c02 running 12.3 s of 30 s (synthesis)`; `more than`
     where its begin was not read; its verdict when it is at risk or late."""
     t = proof.timing
-    if t.total_s is not None:
-        took = f"{t.total_s:.1f} s"
-    elif t.total_at_least_s is not None:
-        took = f"more than {t.total_at_least_s:.1f} s"
-    else:
-        took = "? s"
+    took = total_words(t)
     limit = f" of {t.deadline_s:g} s" if t.deadline_s is not None else ""
     phase = f" ({proof.phase})" if proof.phase else ""
     verdict = {"late": ", LATE", "at_risk": ", AT RISK"}.get(t.verdict, "")

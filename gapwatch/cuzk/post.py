@@ -38,7 +38,7 @@ from gapwatch.core.models import (
     ProofVerdict,
     ProverEvent,
 )
-from gapwatch.core.prover_watch import RunningProof
+from gapwatch.core.prover_watch import RunningProof, total_words
 from gapwatch.core.values import int_field
 
 #: TIMELINE's `kind=` for PoSt (types.rs ProofKind Display) -> the name people use.
@@ -557,7 +557,7 @@ class PostTracker:
                      "waits for it until its ProveTimeout)")
         else:
             level = "error" if timing.verdict == "late" else "warning"
-            words = (f"{_total_words(timing)} so far, given up: more than {MAX_IN_FLIGHT} PoSt "
+            words = (f"{total_words(timing)} so far, given up: more than {MAX_IN_FLIGHT} PoSt "
                      "jobs in flight at once (its end will not be said)")
         return ProverEvent(t_wall_s=_placed(job, t), kind="proof", level=level, job_id=job.job,
                            gpu=job.gpu, proof=timing,
@@ -655,14 +655,6 @@ def _s(v: float | None) -> str:
     return "?" if v is None else f"{v:.1f} s"
 
 
-def _total_words(t: ProofTiming) -> str:
-    """Its total ("36.0 s"), or the least it can be ("more than 36.0 s") when its begin was
-    not read, or "?" (a proof given up said "? so far" of a total known to pass 36 s)."""
-    if t.total_s is None and t.total_at_least_s is not None:
-        return f"more than {_s(t.total_at_least_s)}"
-    return _s(t.total_s)
-
-
 def proof_words(job_id: str, t: ProofTiming, no_arrival: bool, by_offsets: bool = False
                 ) -> str:
     """`WinningPoSt winpost-1000-1a2b3c4d: 3.9 s of 30 s (queue ?, synthesis 2.2 s, GPU wait
@@ -680,7 +672,7 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool, by_offsets: bool 
     elif t.total_s is None and t.verdict in ("late", "at_risk"):
         since = " (its arrival and synthesis start not read: counted from its first line read)"
     behind = f" behind {t.behind_words()}" if t.waited_behind and t.gpu_wait_s else ""
-    total = _total_words(t)
+    total = total_words(t)
     words = (f"{name} {job_id}{state}: {total}{limit}{since} (queue {_s(t.queue_s)}, "
              f"synthesis {_s(t.synth_s)}, GPU wait {_s(t.gpu_wait_s)}{behind}, "
              f"GPU {_s(t.gpu_s)}"

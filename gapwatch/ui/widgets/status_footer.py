@@ -118,8 +118,8 @@ def status_alerts(status: RuntimeStatus) -> list[str]:
     # A PoSt running past its at-risk share: an operator has until its deadline to look. One
     # still running past its deadline is said by its own event (`prover_alert`: "still
     # running ... LATE"), not twice on the one line.
-    alerts += [running_words(r) for r in status.running_proofs
-               if r.timing.verdict == "at_risk"][:MAX_RUNNING_SAID]
+    at_risk = [r for r in status.running_proofs if r.timing.verdict == "at_risk"]
+    alerts += [running_words(r) for r in at_risk[:MAX_RUNNING_SAID]]
     if status.prover_alert:
         # A late PoSt, a restart, an error, a lost GPU job: stays while recent.
         alerts.append(status.prover_alert)

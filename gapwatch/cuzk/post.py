@@ -336,7 +336,7 @@ class PostTracker:
     def _offset_time(self, ev: LogEvent) -> float | None:
         """A TIMELINE line's offset in seconds (None: none that fits), which moves the engine
         clock's "now" on."""
-        offset = int_field(ev.fields.get("offset_ms"))
+        offset = _offset_ms(ev)
         if offset is None:
             return None
         engine_s = offset / 1000.0
@@ -603,11 +603,16 @@ def _behind(holding: dict[int, str], job_id: str) -> tuple[list[str], int]:
             max(0, len(others) - MAX_BEHIND))
 
 
+def _offset_ms(ev: LogEvent) -> int | None:
+    """A TIMELINE line's offset (ms since the engine started), None when it has none that fits."""
+    return int_field(ev.fields.get("offset_ms"))
+
+
 def _end_key(ev: LogEvent, job_id: str) -> tuple[str, str, float]:
     """What makes a `GPU_END` line this line: its job and its TIMELINE offset (ms since the
     engine started: the same whichever anchor placed it in wall time, so a recording's copy
     placed by `/status` and the file's placed by its start line agree), else its time."""
-    offset = int_field(ev.fields.get("offset_ms"))
+    offset = _offset_ms(ev)
     if offset is not None:
         return (job_id, "offset_ms", float(offset))
     return (job_id, "t_wall_s", ev.t_wall_s)

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from gapwatch.commands.parse import format_timeline
 from gapwatch.core.models import FieldValue, LogEvent
 from gapwatch.cuzk.log_lines import PARTITION_KIND
 from gapwatch.cuzk.partition_table import Intervals
 from gapwatch.cuzk.partitions import RUN_START, derive_timeline
 from gapwatch.logs.parse import LogParser
+from gapwatch.offline.report_text import _partition_lines
 
 DATA = Path(__file__).parent / "data"
 
@@ -181,3 +183,26 @@ def test_a_negative_duration_in_cuzks_timing_lines_is_no_duration() -> None:
         events += parser.parse_line(line, "pageable.log", i, 0.0)
     first = derive_timeline(events).partitions[0]
     assert first.partition == 0 and first.mutex_held_ms is None
+
+
+def test_negative_durations_are_counted_and_said_under_the_table() -> None:
+    """A negative `*_ms` left its cell "-" with nothing said; each is now counted, and the
+    report's table and `parse --timeline` say how many were read as none."""
+    text = (DATA / "pageable.log").read_text()
+    bad = (text.replace("mutex_held_ms=935", "mutex_held_ms=-935", 1)
+           .replace("partition=0,synth_ms=", "partition=0,synth_ms=-", 1))
+    parser = LogParser()
+    events: list[LogEvent] = []
+    for i, line in enumerate(bad.splitlines()):
+        events += parser.parse_line(line, "pageable.log", i, 0.0)
+    run = derive_timeline(events)
+    assert run.negative_durations == 2
+    note = run.negative_note()
+    assert note is not None and note.startswith("2 negative duration(s)")
+    assert note in format_timeline(run)
+    assert any(note in line for line in _partition_lines(run))
+    clean = LogParser()
+    good = [ev for i, line in enumerate(text.splitlines())
+            for ev in clean.parse_line(line, "pageable.log", i, 0.0)]
+    assert derive_timeline(good).negative_durations == 0
+    assert derive_timeline(good).negative_note() is None

@@ -38,7 +38,7 @@ from msgspec.structs import replace
 
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
-from gapwatch.core.values import count_field, int_field
+from gapwatch.core.values import count_field, int_field, is_bad_count
 from gapwatch.cuzk.log_lines import (
     INIT_WORKERS_MESSAGE,
     PARTITION_KIND,
@@ -96,12 +96,24 @@ class RunTimeline:
     #: longest (None: no hole).
     long_idle_gaps: int = 0
     longest_idle_gap_s: float | None = None
+    #: Durations in cuzk's timing lines that were negative (a garbled or hostile line), each
+    #: read as no duration ("-"): counted so that the table says why its cells are empty.
+    negative_durations: int = 0
 
     @property
     def wall_s(self) -> float | None:
         if self.wall_start_s is None or self.wall_end_s is None:
             return None
         return self.wall_end_s - self.wall_start_s
+
+    def negative_note(self) -> str | None:
+        """What the table says of `negative_durations` (the report's and `parse --timeline`'s
+        one sentence), or None: there were none."""
+        n = self.negative_durations
+        if not n:
+            return None
+        return (f"{n} negative duration(s) in cuzk's timing lines (synth_ms, gpu_ms or a lock "
+                "region's *_ms; a garbled or hostile line): each read as no duration, '-'")
 
 
 #: The TIMELINE events `derive_timeline` reads.
@@ -163,14 +175,23 @@ _LockRow = tuple[str | None, int | None, int | None, int | None, int | None, int
                  int | None, int | None, FieldValue, FieldValue]
 
 
+#: A lock region's durations (ms), in `_LockRow`'s order.
+_LOCK_DURATIONS: Final = ("mutex_held_ms", "mutex_wait_ms", "gpu_total_ms", "ntt_kernels_ms",
+                          "barrier_wait_ms")
+
+
 def _lock_row(e: LogEvent) -> _LockRow:
     f = e.fields
     # Durations: a negative one is no duration (a hostile or garbled line: -935 ms held the
     # mutex, taken as given, made the partition table's sums and shares negative).
-    return (e.job_id, e.partition, e.worker, count_field(f.get("mutex_held_ms")),
-            count_field(f.get("mutex_wait_ms")), count_field(f.get("gpu_total_ms")),
-            count_field(f.get("ntt_kernels_ms")), count_field(f.get("barrier_wait_ms")),
+    held, wait, total, ntt, barrier = (count_field(f.get(k)) for k in _LOCK_DURATIONS)
+    return (e.job_id, e.partition, e.worker, held, wait, total, ntt, barrier,
             f.get("gpu_busy_start_s"), f.get("gpu_busy_end_s"))
+
+
+def _negatives(fields: dict[str, FieldValue], keys: Iterable[str]) -> int:
+    """How many of `keys` hold a negative duration (what `count_field` reads as none)."""
+    return sum(is_bad_count(fields.get(k)) for k in keys)
 
 
 #: Workers' jobs and monolithic jobs' kinds kept at most (the latest): a few dozen are in
@@ -215,6 +236,10 @@ class TimelineBuilder:
         self._attributor: LockAttributor | None = LockAttributor()
         #: The first GPU the events named: a second switches that attribution off.
         self._gpu: int | None = None
+        #: Negative durations read as none (`RunTimeline.negative_durations`); those of the
+        #: lock regions redone here apart: they count only where the parser's do not win.
+        self._negative = 0
+        self._negative_own = 0
 
     def _new_run(self) -> None:
         """`starting cuzk engine`: a later one, after work, starts the next run's rows."""
@@ -258,6 +283,8 @@ class TimelineBuilder:
         mono_kind = (None if e.partition is not None
                      else self._mono_kind.get((self._run, e.job_id), "monolithic"))
         gpu_ms = None if start else count_field(e.fields.get("gpu_ms"))
+        if not start:
+            self._negative += _negatives(e.fields, ("gpu_ms",))
         self._ops.add(self._run, e.job_id, _part(e.partition, e.worker), e.t_wall_s, GPU_EDGE,
                       start, e.t_wall_s, e.worker, e.gpu, gpu_ms, mono_kind)
 
@@ -285,6 +312,7 @@ class TimelineBuilder:
         elif kind == "timeline" and name == "SYNTH_END":
             self._wave_over = True
             ms = count_field(e.fields.get("synth_ms"))
+            self._negative += _negatives(e.fields, ("synth_ms",))
             if ms is not None:
                 self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_MS, ms)
         elif e.warning == "unpinned":
@@ -292,6 +320,7 @@ class TimelineBuilder:
         if kind == PARTITION_KIND:
             self._parser_locks = True
             self._attributor = None  # the parser's attribution wins
+            self._negative += _negatives(e.fields, _LOCK_DURATIONS)
             self._lock(_lock_row(e), e.t_wall_s, own=False)
             return
         attributor = self._attributor
@@ -304,6 +333,7 @@ class TimelineBuilder:
             lock = attributor.feed_prove_start(e.worker, e.partition, e.t_wall_s, e.time_source,
                                                None, e.fields.get("prove_start_ms"))
         if lock is not None:
+            self._negative_own += _negatives(lock.fields, _LOCK_DURATIONS)
             self._lock(_lock_row(LogEvent(
                 t_wall_s=lock.end_wall_s, time_source=e.time_source, kind=PARTITION_KIND,
                 name="gpu_lock", raw="", worker=lock.worker, partition=lock.partition,
@@ -328,7 +358,10 @@ class TimelineBuilder:
         for row, when in self._ops.rows(self._parser_locks, self._run):
             add_row(rows, _order(row), _values(row), when)
             summary.add(row)
-        return summary.timeline(PartitionRows(rows, summary.count))
+        run = summary.timeline(PartitionRows(rows, summary.count))
+        run.negative_durations = self._negative + (0 if self._parser_locks
+                                                   else self._negative_own)
+        return run
 
 
 class _Summary:

@@ -229,6 +229,9 @@ def _partition_lines(run: RunTimeline, all_rows: bool = False) -> list[str]:
     lines = [f"Partitions ({origin}): {len(parts)}, {run.unpinned} synthesised unpinned; "
              f"GPU occupied {_pct(run.occupied_fraction).strip()}, "
              f"merged GPU_START..END {_pct(run.merged_efficiency).strip()}"]
+    negative = run.negative_note()
+    if negative is not None:
+        lines.append(f"  {negative}")
     # The whole job id, never cut: a WindowPoSt's id is long (and holds spaces).
     # Widths in terminal cells, not characters: a job id with wide characters or combining
     # marks (`fmt.cells`) put every column after it out of line.

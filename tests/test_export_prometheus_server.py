@@ -192,19 +192,33 @@ def test_prometheus_scrapes_the_breakdown_and_the_gap_counters(prom: PromServer,
 
 
 @pytest.mark.slow
+def _with_busy_tail(trace: Path, out: Path, seconds: float) -> Path:
+    """`trace` with `seconds` of a busy GPU after its last row: its last gap closes, then the
+    replay goes on long enough for many scrapes to see it (it ended ~0.6 s after the last gap
+    closed, and a scrape missed under load was a test failure, not gapwatch's)."""
+    lines = trace.read_text().splitlines()
+    last = float(lines[-1].split(",", 1)[0])
+    tail = [f"{last + 0.05 * i:.3f},0,95.0,100,20000000000,1000000,0.7,0.0"
+            for i in range(1, int(seconds / 0.05) + 1)]
+    out.write_text("\n".join([*lines, *tail]) + "\n")
+    return out
+
+
 def test_prometheus_scrapes_gapwatch_record_replaying_the_trace(prom: PromServer,
-                                                                ports: Ports) -> None:
+                                                                ports: Ports,
+                                                                tmp_path: Path) -> None:
     """The command line as users run it: `gapwatch record --source replay:FILE --speed 6
     --prometheus HOST:PORT`, scraped while it replays, then queried over its history. At 6x the
-    35 s trace takes ~6 s; its breakdown lasts ~2 s and its last gap closes ~0.6 s before the
-    end: 6 or more scrapes at 100 ms each."""
-    expected = build_report(TRACE, Config()).gaps
+    35 s trace takes ~6 s and its breakdown lasts ~2 s; 15 s of a busy GPU after it leave
+    ~2.5 s (25 scrapes at 100 ms each) after its last gap closes."""
+    trace = _with_busy_tail(TRACE, tmp_path / "pageable-busy-tail.csv", 15.0)
+    expected = build_report(trace, Config()).gaps
     starved = sum(1 for g in expected if g.kind == "pcie_starved")
     inst = f'instance="127.0.0.1:{ports.cli}"'
     # Wait until Prometheus is scraping that target (down for now), so nothing is missed.
     prom.wait_for(f"up{{{inst}}}", lambda r: len(r) == 1)
     done = subprocess.run(
-        [sys.executable, "-m", "gapwatch", "record", "--source", f"replay:{TRACE}", "--speed", "6",
+        [sys.executable, "-m", "gapwatch", "record", "--source", f"replay:{trace}", "--speed", "6",
          "--quiet", "--prometheus", f"127.0.0.1:{ports.cli}"],
         capture_output=True, text=True, timeout=120, check=False,
     )

@@ -145,3 +145,17 @@ def test_a_taken_prometheus_port_fails_before_the_recording_is_touched(
     assert "cannot listen" in capsys.readouterr().err
     assert path.read_bytes() == before  # --force did not truncate it
     assert not fresh.exists()
+
+
+def test_the_simulators_status_hint_names_no_other_scenario_and_says_it_is_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The hint named `gapwatch record --source sim:chained --cuzk-status URL` whatever ran: a
+    second simulator of another scenario beside this one's /status. It now says that this
+    run reads it, how to look at it, and how a real cuzk's is read."""
+    assert main(["record", "--source", "sim:pageable", "--duration", "1", "--quiet",
+                 "--out", str(tmp_path / "gw.jsonl")]) == 0
+    hint = next(line for line in capsys.readouterr().err.splitlines()
+                if "serves its status" in line)
+    assert "sim:chained" not in hint
+    assert "(read by this record;" in hint and "`curl http://127.0.0.1:" in hint
+    assert "--cuzk-status" in hint and "status_listen" in hint

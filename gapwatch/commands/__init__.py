@@ -23,13 +23,21 @@ def add_cuzk_status_argument(p: argparse.ArgumentParser) -> None:
                         "[cuzk] of the config")
 
 
-def say_sim_status(rt: Any, command: str) -> None:
-    """Tell the user where the simulated prover serves its status (to try `--cuzk-status`)."""
+def sim_status_hint(url: str, command: str, polled: bool) -> str:
+    """Where the simulated prover serves its status, and what to do with it. It named
+    `gapwatch record --source sim:chained --cuzk-status URL` whatever ran: a second simulator
+    beside this one's /status, of another scenario, never what this run shows."""
+    read = f"read by this {command}" if polled else "not read: --cuzk-status was given"
+    return (f"gapwatch {command}: the simulated prover serves its status at {url} ({read}; "
+            f"`curl {url}` shows it; a real cuzk's is read with `--cuzk-status "
+            "http://HOST:PORT/status`, its [daemon] status_listen)")
+
+
+def say_sim_status(rt: Any, command: str, polled: bool) -> None:
+    """Tell the user where the simulated prover serves its status (`sim_status_hint`)."""
     server = getattr(rt, "sim_status_server", None)
     if server is not None:
-        say(f"gapwatch {command}: the simulated prover serves its status at {server.url} "
-            f"(try `gapwatch record --source sim:chained --cuzk-status {server.url} "
-            "--out x.jsonl`)")
+        say(sim_status_hint(str(server.url), command, polled))
 
 
 def add_on_event_arguments(p: argparse.ArgumentParser) -> None:

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
 
         rt.session.subscribe(listen)
         say(f"gapwatch record: {_started(rt)}")
-        say_sim_status(rt, "record")
+        say_sim_status(rt, "record", polled=not args.cuzk_status)
         rt.start()
         # A replay has no source clock to stop it: --duration is wall seconds there.
         deadline = (time.monotonic() + args.duration

@@ -286,6 +286,24 @@ async def test_a_source_that_ended_without_a_sample_says_so_instead_of_waiting(
     assert "no readings: the source ended before its first sample" in text
 
 
+async def test_paused_before_the_first_sample_the_end_of_the_source_is_still_said(
+        tmp_path: Path) -> None:
+    """`p` pressed while waiting for data, then the source ends with none: the header kept
+    "waiting for the first samples…" beside the footer's "source ended" until unpaused."""
+    rt = FakeRuntime(make_config(tmp_path))
+    app = GapwatchApp(rt, wall_clock=fixed_wall, status_every_s=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("p")
+        assert app.paused and "waiting for the first samples" in screen_text(app)
+        rt.done = True
+        await pilot.pause(0.4)
+        text = screen_text(app)
+        assert app.paused
+    assert "waiting for the first samples" not in text
+    assert "no readings: the source ended before its first sample" in text
+
+
 async def test_a_storm_of_prover_notices_keeps_at_most_three_toasts_on_screen(
     tmp_path: Path,
 ) -> None:

@@ -342,10 +342,16 @@ class GapwatchApp(App[int]):
         t_end = newest_time_ns(snap)
         if t_end is None:
             if self._ended:
-                self.query_one(GpuHeader).no_data_ended(self.runtime.header.source)
+                self._no_data_ended()
             return
         self._drawn_version = snap.version
         self._push(self._make_view(snap, t_end), force=force)
+
+    def _no_data_ended(self) -> None:
+        """The source ended before its first sample, if the store still has none: said in
+        the header (`GpuHeader.no_data_ended`)."""
+        if newest_time_ns(self.runtime.store.snapshot()) is None:
+            self.query_one(GpuHeader).no_data_ended(self.runtime.header.source)
 
     def _view_wanted(self, words_version: int) -> bool:
         """Whether a redraw would show anything: the numbers are repainted once a second,
@@ -426,6 +432,11 @@ class GapwatchApp(App[int]):
             self._ended = status.done
             if not self.paused:
                 self.redraw(force=True)
+            elif self.view is None and self._ended:
+                # Paused before any sample: nothing is frozen, so the end is still said
+                # (the header kept "waiting for the first samples…" beside the footer's
+                # "source ended" until the user unpaused).
+                self._no_data_ended()
         replay = self._replay()
         if self.paused and replay is not None and self.view is not None \
                 and replay.position_wall_s != self._frozen_at:

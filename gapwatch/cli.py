@@ -17,7 +17,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from gapwatch import __version__
 from gapwatch.base.clock import MAX_SCALED_SPEED
@@ -118,6 +118,15 @@ class _Parser(argparse.ArgumentParser):
             getattr(file, "flush", lambda: None)()
         except OSError as exc:
             raise OutputFailed(exc) from None
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's usage error, its message said as every stderr line is (`say`: one line,
+        controls written out). argparse quotes some words as given (`unrecognized arguments:
+        ...`, `ambiguous option: ...`): an OSC 52 in one reached the terminal, and a newline
+        started a line of its own."""
+        self.print_usage(sys.stderr)
+        say(f"{self.prog}: error: {message}")
+        sys.exit(2)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -304,3 +304,19 @@ def test_the_scaled_clock_refuses_a_speed_whose_times_it_cannot_hold() -> None:
     assert ScaledClock(MAX_SCALED_SPEED).speed == MAX_SCALED_SPEED
     with pytest.raises(ValueError, match="at most"):
         ScaledClock(MAX_SCALED_SPEED * 10)
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "r.jsonl", "--x\x1b]52;c;aGk=\x07\nforged: line"],
+    ["report", "r.jsonl", "extra\x1b]52;c;aGk=\x07\nforged: line"],
+], ids=["unknown-flag", "extra-argument"])
+def test_an_argument_holding_escapes_or_a_newline_reaches_no_terminal_through_a_usage_error(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse's `unrecognized arguments: ...` quotes the words as given (`invalid choice`
+    quotes them by repr): an OSC 52 clipboard write reached the terminal, and a newline started
+    a line of its own (`forged: line`), where every other line gapwatch writes is one line."""
+    assert _exit_code(argv) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err
+    assert not any(line.startswith("forged") for line in err.splitlines())
+    assert "\\x1b]52;c;aGk=\\x07\\x0aforged: line" in err

@@ -253,3 +253,12 @@ def test_a_period_too_short_for_any_timer_is_refused_not_a_busy_loop(
     f.write_text(setting + "\n")
     with pytest.raises(ConfigError, match=setting.split(" ")[0] + ".*greater than or equal"):
         load_config(f)
+
+
+def test_a_config_saved_with_a_utf8_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Windows' Notepad (before 2019) and some editors save UTF-8 with a byte order mark: the
+    file was refused as `not valid TOML: Invalid statement (at line 1, column 1)`, saying
+    nothing of the three bytes no editor shows. A trace CSV's mark is passed over the same way."""
+    f = tmp_path / "c.toml"
+    f.write_bytes(b"\xef\xbb\xbf[sampler]\nperiod_ms = 50.0\n")
+    assert load_config(f).sampler.period_ms == 50.0

@@ -489,7 +489,9 @@ def _read_config_text(file: Path) -> str:
     if len(raw) > MAX_CONFIG_BYTES:  # a file that grew since fstat, or a FIFO that says more
         raise ConfigError(f"{_said(file)}: not a config: over the {MAX_CONFIG_BYTES >> 10} KiB a "
                           "config file may hold")
-    text = raw.decode("utf-8")
+    # A byte order mark (Notepad's UTF-8) is passed over: tomllib refused it as an "Invalid
+    # statement (at line 1, column 1)" that no editor shows.
+    text = raw.decode("utf-8-sig")
     # Checked on the text as a whole, strings included: a string value holding 16 dotted words
     # in a row is refused too, which no setting of gapwatch's needs.
     if _LONG_DOTTED_KEY.search(text):

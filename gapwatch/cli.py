@@ -17,9 +17,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from gapwatch import __version__
+from gapwatch.base.clock import MAX_SCALED_SPEED
 from gapwatch.base.open_files import out_of_files, too_few_for_logs, too_few_open_files
 from gapwatch.commands import argtypes
 from gapwatch.config import Config, ConfigError, load_config, with_overrides
@@ -94,7 +95,7 @@ def _common(p: argparse.ArgumentParser, flags: tuple[str, ...]) -> None:
             "--speed",
             type=argtypes.speed,
             default=None,
-            help="sim/replay speed: 1 = real time, 0 = as fast as possible",
+            help="sim/replay speed: 1 = real time, 0 = as fast as possible (sim: at most 1000)",
         )
     if "seed" in flags:
         g.add_argument("--seed", type=int, default=None, help="simulator seed")
@@ -117,6 +118,15 @@ class _Parser(argparse.ArgumentParser):
             getattr(file, "flush", lambda: None)()
         except OSError as exc:
             raise OutputFailed(exc) from None
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's usage error, its message said as every stderr line is (`say`: one line,
+        controls written out). argparse quotes some words as given (`unrecognized arguments:
+        ...`, `ambiguous option: ...`): an OSC 52 in one reached the terminal, and a newline
+        started a line of its own."""
+        self.print_usage(sys.stderr)
+        say(f"{self.prog}: error: {message}")
+        sys.exit(2)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -209,12 +219,20 @@ def _flag(args: argparse.Namespace, name: str) -> Any:
 def check_flags_fit_source(args: argparse.Namespace) -> str | None:
     """A message when a flag was given that the chosen source cannot honour, else None.
 
-    `--gpus` selects real GPUs (NVML); `--speed` paces a simulation or a replay; `--seed` seeds
-    the simulator. Given to a source that would ignore them, they are an error, never a no-op.
+    `--gpus` selects real GPUs (NVML); `--speed` paces a simulation (at most
+    `MAX_SCALED_SPEED`) or a replay; `--seed` seeds the simulator. Given to a source that would
+    ignore them, they are an error, never a no-op.
     """
-    if args.command not in ("watch", "record"):
+    if args.command not in ("watch", "record", "demo"):
         return None
-    kind = (_flag(args, "source") or "nvml").partition(":")[0]
+    kind = (_flag(args, "source") or ("sim" if args.command == "demo" else "nvml")
+            ).partition(":")[0]
+    speed = _flag(args, "speed")
+    if speed is not None and kind == "sim" and speed > MAX_SCALED_SPEED:
+        # The simulator's clock is real time times the speed (a replay paces with the
+        # recording's own times, any speed).
+        return (f"--speed {speed:g}: the simulator runs at most {MAX_SCALED_SPEED:g} times real "
+                "time (its times must fit a recording); --speed 0 runs it as fast as it can")
     if _flag(args, "gpus") and kind != "nvml":
         hint = ("set `[sim] gpus = N` in the config for more simulated GPUs" if kind == "sim"
                 else "a replay plays every GPU of the recording")

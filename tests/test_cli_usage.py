@@ -278,3 +278,45 @@ def test_on_event_help_names_every_event_it_runs_the_command_for(
     for said in ("enters or leaves BREAKDOWN", "a PoSt goes late", "the prover restarts",
                  "a prover error"):
         assert said in words, said
+
+
+@pytest.mark.parametrize("command", ["record", "demo"])
+def test_a_simulator_speed_its_clock_cannot_hold_is_refused_not_an_unreadable_recording(
+        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`record --source sim --speed 1e300`: the simulated clock ran 1e300 ns a real ns, every
+    record of the recording it wrote stood beyond 64 bits (`report`: all bad records) and its
+    closing line gave a tick lateness of 130 digits; `--speed 1e9 --duration 1` never ended.
+    A replay paces with the recording's own times and takes any speed."""
+    out = tmp_path / "sim.jsonl"
+    argv = [command, "--speed", "1e300", "--record" if command == "demo" else "--out", str(out)]
+    if command == "record":
+        argv += ["--source", "sim", "--duration", "1"]
+    assert _exit_code(argv) == 2
+    err = capsys.readouterr().err
+    assert "--speed" in err and "1000" in err and "--speed 0" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_the_scaled_clock_refuses_a_speed_whose_times_it_cannot_hold() -> None:
+    from gapwatch.base.clock import MAX_SCALED_SPEED, ScaledClock
+
+    assert ScaledClock(MAX_SCALED_SPEED).speed == MAX_SCALED_SPEED
+    with pytest.raises(ValueError, match="at most"):
+        ScaledClock(MAX_SCALED_SPEED * 10)
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "r.jsonl", "--x\x1b]52;c;aGk=\x07\nforged: line"],
+    ["report", "r.jsonl", "extra\x1b]52;c;aGk=\x07\nforged: line"],
+], ids=["unknown-flag", "extra-argument"])
+def test_an_argument_holding_escapes_or_a_newline_reaches_no_terminal_through_a_usage_error(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse's `unrecognized arguments: ...` quotes the words as given (`invalid choice`
+    quotes them by repr): an OSC 52 clipboard write reached the terminal, and a newline started
+    a line of its own (`forged: line`), where every other line gapwatch writes is one line."""
+    assert _exit_code(argv) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err
+    assert not any(line.startswith("forged") for line in err.splitlines())
+    assert "\\x1b]52;c;aGk=\\x07\\x0aforged: line" in err

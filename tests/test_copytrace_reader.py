@@ -474,3 +474,40 @@ def test_a_datagrams_copies_reach_the_session_together(tmp_path: Path) -> None:
     r.feed(copies_datagram([copy(0), copy(1), copy(2)], pid=42))
     r.feed(copies_datagram([copy(3)], pid=42, seq=1))
     assert [len(b) for b in batches] == [3, 1]
+
+
+def test_a_link_swapped_in_for_the_socket_as_it_is_bound_is_never_chmodded_through(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--copytrace PATH` in a folder the prover's user owns (root's gapwatch, the prover's
+    socket where the prover runs): that user can put a link at PATH the instant after the bind.
+    The socket's mode was then set by its name (`os.chmod(path, socket_mode)`), through the
+    link: with `socket_mode = 0o666` (so that the prover may send) the link's target, any file
+    root owns, became writable by everyone."""
+    victim = tmp_path / "victim"
+    victim.write_text("root's file")
+    victim.chmod(0o600)
+    path = tmp_path / "ct.sock"
+
+    class Swapped(socket.socket):  # made before the module's name is patched: the real class
+        def bind(self, address: str) -> None:  # type: ignore[override]
+            super().bind(address)
+            os.unlink(address)  # the other user wins the race: a link where the socket was
+            os.symlink(victim, address)
+
+    monkeypatch.setattr("gapwatch.sources.copytrace.socket.socket", Swapped)
+    r = CopyTraceReader(str(path), GPUS, lambda rec: None, socket_mode=0o666)
+    with pytest.raises(SourceUnavailable, match="replaced"):
+        r.open()
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o600
+    assert victim.read_text() == "root's file"
+    assert path.is_symlink()  # whatever the other user put there is left as it is
+
+
+def test_the_socket_is_made_with_the_mode_asked_for(tmp_path: Path) -> None:
+    for mode in (0o600, 0o666, 0o660):
+        r = CopyTraceReader(str(tmp_path / f"ct{mode:o}.sock"), GPUS, lambda rec: None,
+                            socket_mode=mode)
+        r.open()
+        st = os.lstat(r.path)
+        assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == mode
+        r.stop()

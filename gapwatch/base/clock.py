@@ -86,16 +86,28 @@ class VirtualClock(FakeClock):
     """Simulated time that runs as fast as the CPU allows (`--speed 0`)."""
 
 
+#: The fastest a `ScaledClock` runs (times real time). Its times are real time times the speed,
+#: and records hold them as 64-bit nanoseconds before 2262: at 1e300 every record of a simulated
+#: recording stood beyond 64 bits (all of them bad records to every reader), and at 1e9 a
+#: second of simulated time passed between two looks at the clock, so `--duration` never came.
+#: At 1000 the times hold for 80 days of real time; faster than the simulator can keep up with
+#: anyway (its ticks are skipped from ~100), and `--speed 0` (`VirtualClock`) is as fast as it can.
+MAX_SCALED_SPEED = 1000.0
+
+
 class ScaledClock:
-    """Time that runs `speed` times faster than real time (`--speed X` for sim and replay).
+    """Time that runs `speed` times faster than real time (`--speed X` for the simulator).
 
     Wall time starts at `start_wall_s` and advances `speed` seconds per real second, so a
-    simulated or replayed session keeps its own timestamps consistent at any speed.
+    simulated session keeps its own timestamps consistent at any speed up to `MAX_SCALED_SPEED`.
     """
 
     def __init__(self, speed: float, start_wall_s: float | None = None):
         if speed <= 0:
             raise ValueError("ScaledClock needs speed > 0; use VirtualClock for speed 0")
+        if not speed <= MAX_SCALED_SPEED:
+            raise ValueError(f"ScaledClock runs at most {MAX_SCALED_SPEED:g} times real time, "
+                             f"not {speed:g}")
         self.speed = speed
         self._real0_ns = time.monotonic_ns()
         self._wall0_s = time.time() if start_wall_s is None else start_wall_s

@@ -172,10 +172,11 @@ class LogsConfig(Section):
     #: How often, at most, a followed file is looked at for growth, rotation and truncation:
     #: at once when its folder changes (Linux inotify) but no more often than this; every
     #: `poll_ms` where changes cannot be heard (FIFOs, no inotify).
-    poll_ms: float = Field(50.0, gt=0, le=5000)
+    #: At least 1 ms (`1e-300` polled a FIFO without a pause: half a core, the GIL with it).
+    poll_ms: float = Field(50.0, ge=1, le=5000)
     #: How often a followed file is looked at when nothing was heard to change (what inotify
     #: misses: writes from another host to a network filesystem).
-    idle_poll_ms: float = Field(1000.0, gt=0, le=60000)
+    idle_poll_ms: float = Field(1000.0, ge=1, le=60000)
     #: Longer lines are cut here (and counted).
     #: At most 4 MiB: a recorded log event holds the line and fields taken from it, each byte
     #: escaped as `\u00XX` at worst (x6), and the recording reader takes no line over 64 MiB
@@ -214,7 +215,9 @@ class RecordConfig(Section):
     """Recording to JSON Lines."""
 
     #: Flush the recording at least this often (kill -9 loses at most this much).
-    flush_interval_s: float = Field(1.0, gt=0, le=10)
+    #: At least 10 ms: a shorter period is no wait at all (`1e-300` flushed without a pause,
+    #: a whole core), and a file flushed more often than the sampler ticks gains nothing.
+    flush_interval_s: float = Field(1.0, ge=0.01, le=10)
     #: Longest wait between two write attempts while the disk refuses them (full, I/O error).
     retry_max_s: float = Field(30.0, ge=1, le=3600)
     #: Records kept in memory while the disk refuses them; beyond that they are dropped, counted.
@@ -486,7 +489,9 @@ def _read_config_text(file: Path) -> str:
     if len(raw) > MAX_CONFIG_BYTES:  # a file that grew since fstat, or a FIFO that says more
         raise ConfigError(f"{_said(file)}: not a config: over the {MAX_CONFIG_BYTES >> 10} KiB a "
                           "config file may hold")
-    text = raw.decode("utf-8")
+    # A byte order mark (Notepad's UTF-8) is passed over: tomllib refused it as an "Invalid
+    # statement (at line 1, column 1)" that no editor shows.
+    text = raw.decode("utf-8-sig")
     # Checked on the text as a whole, strings included: a string value holding 16 dotted words
     # in a row is refused too, which no setting of gapwatch's needs.
     if _LONG_DOTTED_KEY.search(text):

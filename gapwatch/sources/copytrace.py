@@ -218,18 +218,29 @@ class CopyTraceReader:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._rcvbuf)
-            old_umask = os.umask(0o177)
+            # The socket is made with its mode by the umask, never set by its name afterwards:
+            # in a folder another user may write to (the prover's own, where root's gapwatch
+            # listens for it), a link put at the name right after the bind made
+            # `chmod(path, 0o666)` open the link's target, any file root owns, to everyone.
+            old_umask = os.umask(0o777 & ~self._socket_mode)
             try:
                 sock.bind(path)
             finally:
                 os.umask(old_umask)
-            os.chmod(path, self._socket_mode)
             sock.settimeout(0.2)
-            st2 = os.stat(path)
+            st2 = os.lstat(path)
         except OSError as exc:
             sock.close()
             raise SourceUnavailable(f"--copytrace {path}: cannot listen ({exc.strerror or exc})"
                                     ) from None
+        if not stat.S_ISSOCK(st2.st_mode) or st2.st_uid != os.geteuid():
+            # Replaced between the bind and this look: whatever is there now is not ours to
+            # remove, and a socket moved away is no path a prover sends to.
+            sock.close()
+            raise SourceUnavailable(
+                f"--copytrace {path}: replaced by another file as it was made (by user "
+                f"{user_name(st2.st_uid)}); not touching it (give a path in a folder only you "
+                "can write to)")
         self._sock = sock
         self._inode = (st2.st_dev, st2.st_ino)
         self._state = "listening"

@@ -21,7 +21,13 @@ from fake_pynvml import (
 from proc_fakes import PROVER_STATUS, fake_proc
 
 from gapwatch.config import SamplerConfig
-from gapwatch.core.health import event_level, event_words, health_cells, throttle_words
+from gapwatch.core.health import (
+    HealthStats,
+    event_level,
+    event_words,
+    health_cells,
+    throttle_words,
+)
 from gapwatch.core.models import GpuHealth, HardwareEvent, ProcessMemory
 from gapwatch.sources import Tick
 from gapwatch.sources.nvml import NvmlSource
@@ -99,6 +105,25 @@ def test_an_unsupported_reading_is_none_said_once_and_not_called_again(
     assert dev.calls["nvmlDeviceGetTemperature"] == 1
     said = [n.message for t in ticks for n in t.notices if "temperature" in n.message]
     assert said == ["GPU 0: temperature not available (Not Supported): shown as missing"]
+
+
+def test_a_gpu_whose_every_health_reading_nvml_refuses_is_said_so_not_no_readings(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    refused = {name: NVML_ERROR_NOT_SUPPORTED for name in (
+        "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetTemperature", "nvmlDeviceGetPowerUsage",
+        "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetClockInfo",
+        "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetTotalEccErrors",
+        "nvmlDeviceGetPcieReplayCounter")}
+    fake, source = make(monkeypatch, tmp_path, FakeDevice(fail=refused))
+    ticks = fake.run(source, 100 * MS, 31)
+    stats = HealthStats(0)
+    for h in others(ticks, GpuHealth):
+        assert h == GpuHealth(0, h.t_mono_ns, h.t_wall_s)  # every field None, never 0
+        stats.add(h)
+    assert sum(len(t.gpu) for t in ticks) > 20  # the GPU's samples go on
+    assert stats.words() == ("GPU 0: no value in 4 readings (NVML gave none: not supported "
+                             "here?)")
+    assert HealthStats(1).words() == "GPU 1: no readings"
 
 
 def test_ecc_counts_and_replays_that_grow_are_events_with_their_count(

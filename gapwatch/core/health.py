@@ -230,7 +230,11 @@ class HealthStats:
             total = ("" if self.memory_total_bytes is None
                      else f" of {self.memory_total_bytes / (1 << 30):.0f}")
             parts.append(f"{self.max_memory_used_bytes / (1 << 30):.1f}{total} GiB")
-        text = f"GPU {self.gpu}: " + (", ".join(parts) or "no readings")
+        # Readings whose every field NVML refused (NOT_SUPPORTED on a VM, say) are readings:
+        # "no readings" read as if the health round never ran.
+        empty = (f"no value in {self.readings} readings (NVML gave none: not supported here?)"
+                 if self.readings else "no readings")
+        text = f"GPU {self.gpu}: " + (", ".join(parts) or empty)
         if self.throttled:
             held = ", ".join(f"{w} in {n} of {self.readings} readings"
                              for w, n in self.throttled.items())

@@ -16,8 +16,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from gapwatch.core.models import (
     CopyRecord,
     Gap,
+    GpuHealth,
     GpuInfo,
     GpuSample,
+    HardwareEvent,
     HostSample,
     LinkState,
     LogEvent,
@@ -171,6 +173,30 @@ def test_missing_readings_are_absent_never_zero(live: tuple[Session, ScriptedDet
     assert m["gapwatch_host_memory_used_ratio"][()] == pytest.approx(0.40)
     assert m["gapwatch_host_memory_pressure_some_avg10_ratio"][()] == pytest.approx(0.125)
     assert "gapwatch_host_memory_available_bytes" not in m
+
+
+def test_a_lost_gpus_last_readings_are_absent_and_its_loss_is_counted(
+        live: tuple[Session, ScriptedDetector, ExporterHandle]) -> None:
+    # A GPU that fell off the bus: its last sample and health stayed in the store, and
+    # /metrics went on saying 80 % busy at 52 degrees and 450 W for as long as gapwatch ran.
+    session, _, handle = live
+    session.on_gpu_samples([_sample(0, 100_000_000), _sample(1, 100_000_000)])
+    for gpu in (0, 1):
+        session.on_record(GpuHealth(gpu, 100_000_000, 1000.1, temperature_c=52.0,
+                                    power_w=450.0, clocks_event_mask=0x20))
+        session.on_record(ProcessMemory(100_000_000, 1000.1, gpu, 4242, "cuzk", 1 << 30,
+                                        2 << 30, gpu_memory_bytes=3 << 30))
+    session.on_record(HardwareEvent(1, 200_000_000, 1000.2, "gpu_lost", code=15))
+    m = scrape(handle)
+    for name in ("gapwatch_gpu_sm_active_ratio", "gapwatch_gpu_pcie_rx_bytes_per_second",
+                 "gapwatch_gpu_temperature_celsius", "gapwatch_gpu_power_watts",
+                 "gapwatch_process_gpu_memory_bytes"):
+        assert {dict(k)["gpu"] for k in m[name]} == {"0"}, name
+    assert {dict(k)["gpu"] for k in m["gapwatch_gpu_clocks_event_reason"]} == {"0"}
+    # How stale it is, and that it is lost, stay.
+    assert m["gapwatch_gpu_last_sample_timestamp_seconds"][(("gpu", "1"),)] == 1000.1
+    assert m["gapwatch_gpu_hardware_events_total"][(("gpu", "1"), ("kind", "gpu_lost"))] == 1
+    assert m["gapwatch_gpu_hardware_events_total"][(("gpu", "0"), ("kind", "gpu_lost"))] == 0
 
 
 def test_gap_seconds_count_once_when_the_gap_closes(live: tuple[Session, ScriptedDetector,

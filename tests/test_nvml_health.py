@@ -11,11 +11,23 @@ from typing import Any, TypeVar
 
 import msgspec
 import pytest
-from fake_pynvml import NVML_ERROR_NOT_SUPPORTED, FakeDevice, FakeNvml, install
+from fake_pynvml import (
+    NVML_ERROR_GPU_IS_LOST,
+    NVML_ERROR_NOT_SUPPORTED,
+    FakeDevice,
+    FakeNvml,
+    install,
+)
 from proc_fakes import PROVER_STATUS, fake_proc
 
 from gapwatch.config import SamplerConfig
-from gapwatch.core.health import health_cells, throttle_words
+from gapwatch.core.health import (
+    HealthStats,
+    event_level,
+    event_words,
+    health_cells,
+    throttle_words,
+)
 from gapwatch.core.models import GpuHealth, HardwareEvent, ProcessMemory
 from gapwatch.sources import Tick
 from gapwatch.sources.nvml import NvmlSource
@@ -95,6 +107,25 @@ def test_an_unsupported_reading_is_none_said_once_and_not_called_again(
     assert said == ["GPU 0: temperature not available (Not Supported): shown as missing"]
 
 
+def test_a_gpu_whose_every_health_reading_nvml_refuses_is_said_so_not_no_readings(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    refused = {name: NVML_ERROR_NOT_SUPPORTED for name in (
+        "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetTemperature", "nvmlDeviceGetPowerUsage",
+        "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetClockInfo",
+        "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetTotalEccErrors",
+        "nvmlDeviceGetPcieReplayCounter")}
+    fake, source = make(monkeypatch, tmp_path, FakeDevice(fail=refused))
+    ticks = fake.run(source, 100 * MS, 31)
+    stats = HealthStats(0)
+    for h in others(ticks, GpuHealth):
+        assert h == GpuHealth(0, h.t_mono_ns, h.t_wall_s)  # every field None, never 0
+        stats.add(h)
+    assert sum(len(t.gpu) for t in ticks) > 20  # the GPU's samples go on
+    assert stats.words() == ("GPU 0: no value in 4 readings (NVML gave none: not supported "
+                             "here?)")
+    assert HealthStats(1).words() == "GPU 1: no readings"
+
+
 def test_ecc_counts_and_replays_that_grow_are_events_with_their_count(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     dev = FakeDevice()
@@ -108,6 +139,27 @@ def test_ecc_counts_and_replays_that_grow_are_events_with_their_count(
     words = [n for t in ticks for n in t.notices if "ECC" in n.message or "replay" in n.message]
     assert [n.level for n in words] == ["error", "warning"]
     assert "2 uncorrected ECC errors" in words[0].message
+
+
+def test_a_gpu_that_falls_off_the_bus_is_a_gpu_lost_event_once_and_the_others_go_on(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # It was a notice only: nothing in the recording, the report's GPU errors, /metrics' GPU
+    # errors, the alert rule or --on-event said that a GPU had gone.
+    gone = FakeDevice(uuid="GPU-1")
+    fake, source = make(monkeypatch, tmp_path, FakeDevice(), gone)
+    ticks = fake.run(source, 100 * MS, 11)
+    gone.fail = {name: NVML_ERROR_GPU_IS_LOST for name in (
+        "nvmlGpmSampleGet", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetComputeRunningProcesses")}
+    ticks += fake.run(source, 100 * MS, 30, start_ns=11 * 100 * MS)
+    events = others(ticks, HardwareEvent)
+    assert [(e.gpu, e.kind, e.code) for e in events] == [(1, "gpu_lost", NVML_ERROR_GPU_IS_LOST)]
+    assert event_words(events[0]) == ("GPU 1: lost (NVML: GPU is lost; fell off the bus or "
+                                      "needs a reset): no more readings from it")
+    assert event_level(events[0]) == "error"
+    said = [n.message for t in ticks for n in t.notices if "lost" in n.message]
+    assert len(said) == 1  # the notice with NVML's words, not a second one for the event
+    late = [h.gpu for h in others(ticks[12:], GpuHealth)]
+    assert late and set(late) == {0}
 
 
 def test_a_throttled_gpu_says_why_in_words_and_idle_is_not_throttling() -> None:

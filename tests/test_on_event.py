@@ -20,7 +20,14 @@ from faults import PtyApp, process_running, wait_for
 
 from gapwatch.base.quit_early import StopRequested
 from gapwatch.cli import main
-from gapwatch.core.models import ChainState, Notice, ProofTiming, ProverEvent, StateChange
+from gapwatch.core.models import (
+    ChainState,
+    HardwareEvent,
+    Notice,
+    ProofTiming,
+    ProverEvent,
+    StateChange,
+)
 from gapwatch.engine.events import (
     MAX_QUEUED,
     Event,
@@ -85,6 +92,33 @@ def test_record_runs_the_command_on_breakdown_with_the_facts_in_its_environment(
     # Words, not a shell: the quotes grouped, the ';' and 'touch' were arguments.
     assert event["argv"] == ["two words", ";", "touch", str(tmp_path / "pwned")]
     assert not (tmp_path / "pwned").exists()
+
+
+def test_a_gpu_hardware_error_runs_the_command_and_a_gpu_warning_does_not(
+        tmp_path: Path) -> None:
+    # An XID, uncorrected ECC errors and a GPU lost page through GapwatchGpuHardwareError, but
+    # ran no --on-event command: a box with no monitoring stack never heard of them. The XID 79
+    # and the loss of the same GPU a second later are two things to hear of, not one
+    # rate-limited away behind the other.
+    argv, out = _recorder(tmp_path)
+    hook = EventHook(argv)
+    hook.start()
+    for ev in (HardwareEvent(0, 1, 100.0, "ecc_corrected", count=4),
+               HardwareEvent(0, 1, 100.0, "pcie_replay", count=40),
+               HardwareEvent(1, 1, 101.0, "xid", code=79),
+               HardwareEvent(1, 2, 102.0, "gpu_lost", code=15),
+               HardwareEvent(0, 3, 103.0, "ecc_uncorrected", count=2)):
+        hook.on_record(ev)
+    hook.stop()
+    events = _lines(out)
+    assert [(e["GAPWATCH_EVENT"], e["GAPWATCH_GPU"], e["GAPWATCH_STATE"]) for e in events] == [
+        ("gpu_hardware_error", "1", "xid"), ("gpu_hardware_error", "1", "gpu_lost"),
+        ("gpu_hardware_error", "0", "ecc_uncorrected")]
+    assert events[0]["GAPWATCH_LINE"] == ("GPU 1: XID 79 (critical GPU error reported by the "
+                                          "driver)")
+    assert events[0]["GAPWATCH_SETTING"] == "none"
+    assert str(events[1]["GAPWATCH_DETAIL"]).startswith("GPU 1: lost (NVML: GPU is lost")
+    assert hook.counts.rate_limited == 0
 
 
 def test_breakdown_entered_and_left_are_events_other_states_are_not(tmp_path: Path) -> None:

@@ -382,3 +382,31 @@ def test_a_late_post_keeps_the_footers_alert_over_a_later_restart_warning(tmp_pa
     old.store.append(ProverEvent(t_wall_s=WALL0_S + 59.0 - PROVER_ALERT_S - 1.0, kind="proof",
                                  level="error", message="WinningPoSt late", proof=late))
     assert _prover_alert(old.store) is None
+
+
+async def test_a_gpu_error_stays_on_the_footers_alert_line_while_recent(tmp_path: Path) -> None:
+    """An XID was a toast for 8 s and then nowhere on the pane (docs/health.md promised the
+    alert line): an operator who looked up a minute later saw a healthy-looking GPU. The
+    latest GPU error leads the footer for 5 minutes of data, the others counted; a GPU
+    warning (corrected ECC, PCIe replays) is not an alert, and an old error is not said."""
+    from gapwatch.core.models import HardwareEvent
+    from gapwatch.engine.runtime import PROVER_ALERT_S, gpu_error_alert
+
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)  # GPU data up to WALL0_S + 60
+    rt.store.append(HardwareEvent(0, t_ns(30.0), WALL0_S + 30.0, "ecc_corrected", count=5))
+    assert gpu_error_alert(rt.store) is None
+    rt.store.append(HardwareEvent(0, t_ns(40.0), WALL0_S + 40.0, "ecc_uncorrected", count=2))
+    rt.store.append(HardwareEvent(0, t_ns(50.0), WALL0_S + 50.0, "xid", code=79))
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-2]
+    assert footer.startswith("GPU ERROR at "), footer
+    assert "(+1 more): GPU 0: XID 79" in footer
+
+    old = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(old.store)
+    old.store.append(HardwareEvent(0, 0, WALL0_S + 59.0 - PROVER_ALERT_S - 1.0, "gpu_lost",
+                                   code=15))
+    assert gpu_error_alert(old.store) is None

@@ -22,6 +22,7 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.verdict import WindowNow
+from gapwatch.engine.runtime import gpu_error_alert
 from gapwatch.engine.sampler import LatenessStats
 from gapwatch.engine.session import Session
 from gapwatch.engine.status import RuntimeStatus
@@ -243,6 +244,7 @@ class FakeRuntime:
             recording=self.recording,
             replay=self.replay_words,
             prover_alert=self.prover_alert,
+            gpu_error_alert=gpu_error_alert(self.store),
             running_proofs=list(self.store.running_proofs()),
         )
 

@@ -53,8 +53,22 @@ def throttle_words(mask: int | None) -> str:
     return ", ".join(words for _, words in reasons(mask, slowing_only=True))
 
 
+#: The hardware events that are errors (the work on the GPU may have failed or be wrong):
+#: the alert rule `GapwatchGpuHardwareError`, `--on-event`'s `gpu_hardware_error`, the footer.
+GPU_ERROR_KINDS: Final[frozenset[str]] = frozenset({"xid", "ecc_uncorrected", "gpu_lost"})
+
+#: NVML's return codes that lose a GPU (nvml.h), in words: what a `gpu_lost` event's `code` says.
+LOST_CODE_WORDS: Final[dict[int, str]] = {15: "GPU is lost", 16: "GPU requires reset",
+                                          999: "unknown error"}
+
+
 def event_words(ev: HardwareEvent) -> str:
     """One line for an event: the timeline, the report, the dashboard's notices."""
+    if ev.kind == "gpu_lost":
+        why = LOST_CODE_WORDS.get(ev.code, f"NVML error {ev.code}") if ev.code is not None \
+            else "no answer"
+        return (f"GPU {ev.gpu}: lost (NVML: {why}; fell off the bus or needs a reset): "
+                "no more readings from it")
     if ev.kind == "xid":
         return f"GPU {ev.gpu}: XID {ev.code} (critical GPU error reported by the driver)"
     if ev.kind == "ecc_uncorrected":
@@ -67,8 +81,9 @@ def event_words(ev: HardwareEvent) -> str:
 
 
 def event_level(ev: HardwareEvent) -> str:
-    """How much an event matters: "error" for XIDs and uncorrected ECC, else "warning"."""
-    return "error" if ev.kind in ("xid", "ecc_uncorrected") else "warning"
+    """How much an event matters: "error" for XIDs, uncorrected ECC and a lost GPU, else
+    "warning"."""
+    return "error" if ev.kind in GPU_ERROR_KINDS else "warning"
 
 
 def _gib(n: int) -> str:
@@ -215,7 +230,11 @@ class HealthStats:
             total = ("" if self.memory_total_bytes is None
                      else f" of {self.memory_total_bytes / (1 << 30):.0f}")
             parts.append(f"{self.max_memory_used_bytes / (1 << 30):.1f}{total} GiB")
-        text = f"GPU {self.gpu}: " + (", ".join(parts) or "no readings")
+        # Readings whose every field NVML refused (NOT_SUPPORTED on a VM, say) are readings:
+        # "no readings" read as if the health round never ran.
+        empty = (f"no value in {self.readings} readings (NVML gave none: not supported here?)"
+                 if self.readings else "no readings")
+        text = f"GPU {self.gpu}: " + (", ".join(parts) or empty)
         if self.throttled:
             held = ", ".join(f"{w} in {n} of {self.readings} readings"
                              for w, n in self.throttled.items())

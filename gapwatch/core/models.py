@@ -537,14 +537,18 @@ class GpuHealth(Struct, frozen=True, gc=False, tag_field="type", tag="health"):
 
 
 #: What went wrong on the GPU itself: an XID critical error (NVML event), ECC errors (NVML
-#: event or a count that grew), PCIe replays (the counter grew between two readings).
-HardwareEventKind = Literal["xid", "ecc_corrected", "ecc_uncorrected", "pcie_replay"]
+#: event or a count that grew), PCIe replays (the counter grew between two readings), the GPU
+#: lost (NVML answered GPU_IS_LOST, RESET_REQUIRED or UNKNOWN: it fell off the bus or needs a
+#: reset; gapwatch reads it no more). Recordings written before "gpu_lost" read as they did (a
+#: member added to the Literal).
+HardwareEventKind = Literal["xid", "ecc_corrected", "ecc_uncorrected", "pcie_replay", "gpu_lost"]
 HARDWARE_EVENT_KINDS: tuple[HardwareEventKind, ...] = get_args(HardwareEventKind)
 
 
 class HardwareEvent(Struct, frozen=True, gc=False, tag_field="type", tag="hw_event"):
     """A GPU error seen by NVML (prover-neutral: any CUDA workload). `code` is the XID number
-    for an XID, else None; `count` how many errors (ECC, replays) the event stands for.
+    for an XID, NVML's return code for a lost GPU (15 GPU_IS_LOST, 16 RESET_REQUIRED, 999
+    UNKNOWN), else None; `count` how many errors (ECC, replays) the event stands for.
     Timed when gapwatch heard it (an XID's wait returns at once; a count when it was read)."""
 
     gpu: GpuIndex

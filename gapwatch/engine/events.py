@@ -6,10 +6,11 @@ given. The session's listener (`EventHook.listen`, on the feeding thread) only t
 change into an `Event` and offers it (never blocks); the command runs on the hook's own thread.
 
 Events (`EventKind`): `breakdown_entered` and `breakdown_left` (a GPU's chaining state, from the
-session's listener), and `post_late`, `restart`, `gpu_error` (the prover watcher's events:
-`event_of` maps a late proof, a restart, and an error or lost GPU job; the hook is a session
-sink for them, `EventHook.on_record`). Other sources may offer their own through
-`EventHook.offer` with the same `Event` (their detail in `detail`).
+session's listener), `post_late`, `restart`, `gpu_error` (the prover watcher's events:
+`event_of` maps a late proof, a restart, and an error or lost GPU job), and
+`gpu_hardware_error` (NVML's: an XID, uncorrected ECC errors, a GPU lost; `hardware_event_of`);
+the hook is a session sink for the records, `EventHook.on_record`. Other sources may offer
+their own through `EventHook.offer` with the same `Event` (their detail in `detail`).
 
 The command is split with `shlex` and executed directly, never through a shell: facts travel
 in environment variables (`Event.env`: GAPWATCH_EVENT, GAPWATCH_GPU, GAPWATCH_STATE,
@@ -41,14 +42,24 @@ from typing import Literal
 from gapwatch.base.input_files import file_kind
 from gapwatch.config import Config
 from gapwatch.core import fmt
-from gapwatch.core.models import Gap, Notice, ProverEvent, Record, SessionHeader, StateChange
+from gapwatch.core.health import GPU_ERROR_KINDS, event_words
+from gapwatch.core.models import (
+    Gap,
+    HardwareEvent,
+    Notice,
+    ProverEvent,
+    Record,
+    SessionHeader,
+    StateChange,
+)
 from gapwatch.core.sizes import cut_text
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.why_now import why_now
 from gapwatch.engine.runtime import Runtime
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
 
-EventKind = Literal["breakdown_entered", "breakdown_left", "post_late", "restart", "gpu_error"]
+EventKind = Literal["breakdown_entered", "breakdown_left", "post_late", "restart", "gpu_error",
+                    "gpu_hardware_error"]
 #: Events waiting for the command at most (a command slower than events arrive drops the rest).
 MAX_QUEUED = 8
 #: Late proofs remembered so that each is one event (far more than are ever in flight).
@@ -91,6 +102,15 @@ class Event:
             "GAPWATCH_TIME": f"{self.t_wall_s:.3f}",
         }
 
+    @property
+    def rate_key(self) -> tuple[str, int | None]:
+        """What the rate limit counts runs by: the kind and GPU; for a GPU's hardware error
+        its kind too (an XID 79 and the GPU lost a second later are two things to hear of,
+        and the second was rate-limited away behind the first)."""
+        if self.kind == "gpu_hardware_error":
+            return f"{self.kind}:{self.state}", self.gpu
+        return self.kind, self.gpu
+
 
 #: The most characters of one GAPWATCH_* variable: a log line's or panic's text fits (the parser
 #: reads 16 KiB of a line); Linux refuses one environment string over 128 KiB (E2BIG), and
@@ -132,8 +152,9 @@ class HookCounts:
 
 
 def with_facts(event: Event, snap: StoreSnapshot) -> Event:
-    """The event with the GPU's verdict now (`cuzk.why_now`: cause, setting, payoff)."""
-    if event.gpu is None:
+    """The event with the GPU's verdict now (`cuzk.why_now`: cause, setting, payoff). A GPU's
+    hardware error keeps its own facts: no setting of the prover's closes an XID."""
+    if event.gpu is None or event.kind == "gpu_hardware_error":
         return event
     why = why_now(snap, event.gpu)
     # An event that brings its own facts (a late proof's setting) keeps them.
@@ -141,6 +162,19 @@ def with_facts(event: Event, snap: StoreSnapshot) -> Event:
                    cause_words=event.cause_words or why.cause_words,
                    setting=event.setting or why.setting, payoff_gain=why.payoff_gain,
                    line=event.line or why.line())
+
+
+def hardware_event_of(ev: HardwareEvent) -> Event | None:
+    """NVML's GPU error as an `--on-event` event (`gpu_hardware_error`, its kind as the state:
+    `xid`, `ecc_uncorrected`, `gpu_lost`), or None for what is a warning only (corrected ECC
+    errors, PCIe replays: in the recording, the report and /metrics). The same kinds as the
+    alert rule `GapwatchGpuHardwareError` (`health.GPU_ERROR_KINDS`): a box with no
+    monitoring stack hears of what would page one that has it."""
+    if ev.kind not in GPU_ERROR_KINDS:
+        return None
+    words = event_words(ev)
+    return Event("gpu_hardware_error", ev.gpu, ev.kind, ev.t_wall_s, cause=ev.kind,
+                 cause_words=words, setting="none", line=words, detail=words)
 
 
 def event_of(ev: ProverEvent) -> Event | None:
@@ -219,6 +253,11 @@ class EventHook:
         pass
 
     def on_record(self, record: Record) -> None:
+        if type(record) is HardwareEvent:
+            hardware = hardware_event_of(record)
+            if hardware is not None:
+                self.offer(hardware)
+            return
         if type(record) is not ProverEvent:
             return
         event = event_of(record)
@@ -249,7 +288,7 @@ class EventHook:
         """Queue `event` unless its kind and GPU ran less than `min_interval_s` ago or the queue
         is full (both counted). Thread-safe; returns whether it was queued."""
         now = time.monotonic()
-        key = (event.kind, event.gpu)
+        key = event.rate_key
         with self._lock:
             last = self._last.get(key)
             if last is not None and now - last < self.min_interval_s:

@@ -46,6 +46,7 @@ from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.blind import Bye, blind_summary, blind_words
 from gapwatch.core.bounds import MAX_PROVERS
+from gapwatch.core.health import event_words
 from gapwatch.core.models import (
     BlindSpot,
     GpuInfo,
@@ -243,6 +244,7 @@ class Runtime:
                             if self.sim_status_server is not None else None),
             **self._blind_status(),
             prover_alert=_prover_alert(self.store),
+            gpu_error_alert=gpu_error_alert(self.store),
             running_proofs=list(self.store.running_proofs()),
             copytrace=self.copytrace.status() if self.copytrace is not None else None,
             threads=self.threads.health(),
@@ -272,6 +274,18 @@ def _prover_alert(store: SeriesStore) -> str | None:
     # one line is cut at the pane's edge, and the count must survive an 80-column cut.
     head, sep, words = line.partition(": ")
     return f"{head} (+{others} more){sep}{words}"
+
+
+def gpu_error_alert(store: SeriesStore) -> str | None:
+    """The footer's GPU error alert: the latest recent XID, uncorrected ECC errors or GPU
+    lost, within `PROVER_ALERT_S` of data time (`GPU ERROR at 09:49:00 (+1 more): GPU 0: XID
+    79 ...`). A toast alone was gone after 8 s: an XID at night was never seen on the pane."""
+    found = store.gpu_error_alert(PROVER_ALERT_S)
+    if found is None:
+        return None
+    ev, others = found
+    more = f" (+{others} more)" if others else ""
+    return f"GPU ERROR at {fmt.clock(ev.t_wall_s)}{more}: {event_words(ev)}"
 
 
 #: Data seconds after a blind spot ended during which the footer alerts about it.

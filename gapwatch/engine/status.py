@@ -56,6 +56,9 @@ class RuntimeStatus:
     #: lost GPU job; `SeriesStore.prover_alert`), in words: the footer's alert. None when there
     #: is none.
     prover_alert: str | None = None
+    #: The latest GPU error while recent (an XID, uncorrected ECC errors, a GPU lost;
+    #: `runtime.gpu_error_alert`), in words: the footer's alert. None when there is none.
+    gpu_error_alert: str | None = None
     #: The proofs the prover's watcher sees in flight (a PoSt against its deadline), the most
     #: of its deadline used first.
     running_proofs: list[RunningProof] = field(default_factory=list)

@@ -24,6 +24,7 @@ from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.chaining import ChainingMeter
 from gapwatch.core.config import DetectorConfig
+from gapwatch.core.health import GPU_ERROR_KINDS
 from gapwatch.core.ledger import Change, GapLedger
 from gapwatch.core.models import (
     BlindSpot,
@@ -231,6 +232,19 @@ class SeriesStore:
             key = (event.gpu, event.kind)
             self._hw_counts[key] = self._hw_counts.get(key, 0) + event.count
             self._version += 1
+
+    def gpu_error_alert(self, within_s: float) -> tuple[HardwareEvent, int] | None:
+        """The latest recent GPU error (an XID, uncorrected ECC errors, a GPU lost:
+        `health.GPU_ERROR_KINDS`) and how many others are as recent: within `within_s` of data
+        time before the newest GPU reading, as `prover_alert`. Warnings (corrected ECC, PCIe
+        replays) are not alerts: the report and /metrics count them."""
+        with self._lock:
+            newest = max((d[-1].t_wall_s for d in self._gpu.values() if d), default=None)
+            recent = [ev for ev in self._hw_events if ev.kind in GPU_ERROR_KINDS
+                      and (newest is None or newest - ev.t_wall_s <= within_s)]
+            if not recent:
+                return None
+            return max(recent, key=lambda ev: ev.t_wall_s), len(recent) - 1
 
     def prover_alert(self, within_s: float) -> tuple[ProverEvent, int] | None:
         """The worst recent prover warning or error (a late PoSt, a restart, an error, a lost

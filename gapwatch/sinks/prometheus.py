@@ -139,8 +139,12 @@ class GapwatchCollector:
         counts = self._sink.copy_counts()
         header = self._session.header
         status, logs, log_counters, pollers = self._runtime_status()
-        yield from self._gpu_gauges(snap.gpus, snap.gpu_samples)
-        yield from self._state_gauges(snap)
+        # A lost GPU (fell off the bus: NVML reads it no more) has no current reading: its
+        # last ones, left in the store, would go on saying 52 degrees and 450 W of a GPU that
+        # is gone. Absent, as any reading gapwatch does not have (docs/export.md).
+        lost = {gpu for (gpu, kind), n in snap.hw_counts.items() if kind == "gpu_lost" and n}
+        yield from self._gpu_gauges(snap.gpus, snap.gpu_samples, lost)
+        yield from self._state_gauges(snap, lost)
         yield from verdict_families(snap)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
         gpus = [g.index for g in snap.gpus]
@@ -159,11 +163,12 @@ class GapwatchCollector:
         yield from _recording(getattr(status, "recording", None))
         yield from _threads(getattr(status, "threads", None) or [])
         yield from self._copytrace(counts, getattr(status, "copytrace", None))
-        yield from self._slow_readings(snap.links, snap.procmem)
+        yield from self._slow_readings(snap.links, {
+            gpu: procs for gpu, procs in snap.procmem.items() if gpu not in lost})
         yield from _blind_spots(snap.blind_spots, snap.blind_total)
-        yield from _health(snap.health)
+        yield from _health({gpu: h for gpu, h in snap.health.items() if gpu not in lost})
         yield from _hw_events(gpus, snap.hw_counts)
-        yield from _chaining(snap.chaining)
+        yield from _chaining({gpu: f for gpu, f in snap.chaining.items() if gpu not in lost})
         yield from prover_families(snap.provers, pollers, view_of(snap.pipeline))
         yield from prover_event_families(counts.prover)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
@@ -265,8 +270,11 @@ class GapwatchCollector:
         yield from (files, lines, errors)
 
     def _gpu_gauges(
-        self, gpus: Iterable[Any], samples: dict[int, tuple[GpuSample, ...]]
+        self, gpus: Iterable[Any], samples: dict[int, tuple[GpuSample, ...]],
+        lost: set[int] | frozenset[int] = frozenset(),
     ) -> Iterator[Metric]:
+        """The latest sample's gauges of each GPU; a lost GPU's only its last sample's time
+        (how stale it is) and what does not change (its link, its name)."""
         sm = _gauge("gpu_sm_active_ratio", "Fraction of SMs busy in the latest sample (0..1).",
                     ["gpu"])
         util = _gauge("gpu_utilization_ratio",
@@ -289,11 +297,12 @@ class GapwatchCollector:
             s = latest[0]
             if g.link_bytes_per_s is not None:
                 link.add_metric(label, g.link_bytes_per_s)
-            if s is not None:
+            if s is not None and g.index not in lost:
                 for fam, value in ((sm, _ratio(s.sm_active_pct)), (util, _ratio(s.gpu_util_pct)),
                                    (rx, s.pcie_rx_bytes_per_s), (tx, s.pcie_tx_bytes_per_s)):
                     if value is not None:
                         fam.add_metric(label, value)
+            if s is not None:
                 last.add_metric(label, s.t_wall_s)
             sm_source = (s.sm_source if s is not None else None) or g.sm_source
             pcie_source = (s.pcie_source if s is not None else None) or g.pcie_source
@@ -302,7 +311,8 @@ class GapwatchCollector:
                                     "pcie_source": pcie_source or "none"})
         yield from (sm, util, rx, tx, link, last, info)
 
-    def _state_gauges(self, snap: StoreSnapshot) -> Iterator[Metric]:
+    def _state_gauges(self, snap: StoreSnapshot,
+                      lost: set[int] | frozenset[int] = frozenset()) -> Iterator[Metric]:
         chain = _gauge("gpu_chain_state",
                        "1 for the GPU's current chaining state, 0 for the others "
                        "(NO_DATA until the detector has judged).", ["gpu", "state"])
@@ -325,7 +335,7 @@ class GapwatchCollector:
                 chain.add_metric([str(gpu), state], 1.0 if state == current else 0.0)
             breakdown.add_metric([str(gpu)], 1.0 if current == "BREAKDOWN" else 0.0)
             frac = snap.busy_share(gpu)
-            if frac is not None:
+            if frac is not None and gpu not in lost:
                 busy.add_metric([str(gpu)], frac)
             for kind in GAP_KINDS:
                 open_gap.add_metric([str(gpu), kind], open_by.get((gpu, kind), 0.0))

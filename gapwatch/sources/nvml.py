@@ -236,6 +236,9 @@ class NvmlSource:
         self._said: set[tuple[object, ...]] = set()
         #: Notices raised outside a tick (open) wait here for the first tick's timestamp.
         self._pending: list[tuple[Literal["info", "warning", "error"], str, int | None]] = []
+        #: GPUs lost before the first tick (at open): (GPU, NVML code), their `gpu_lost`
+        #: events made with the first tick's time.
+        self._pending_lost: list[tuple[int, int | None]] = []
         self._legacy_every_ns = int(config.legacy_pcie_every_s * 1e9)
         self._legacy_spent = False
         #: A tick whose calls take this long is a blind spot (NVML did not answer).
@@ -447,6 +450,10 @@ class NvmlSource:
                 Notice(t_mono_ns, t_wall_s, level, msg, gpu) for level, msg, gpu in self._pending
             )
             self._pending.clear()
+        for index, code in self._pending_lost:
+            tick.other.append(HardwareEvent(gpu=index, t_mono_ns=t_mono_ns, t_wall_s=t_wall_s,
+                                            kind="gpu_lost", code=code))
+        self._pending_lost.clear()
         self._legacy_spent = False
         listed_before = self._listed
         entry_ns = self._now_ns()
@@ -923,24 +930,36 @@ class NvmlSource:
         try:
             return fn(*args)
         except self._nv.NVMLError as exc:
-            if getattr(exc, "value", None) in _LOST_CODES:
-                self._lose(gpu, str(exc))
+            code = getattr(exc, "value", None)
+            if code in _LOST_CODES:
+                self._lose(gpu, str(exc), code)
             return _FAILED
 
     def _on_code(self, gpu: _Gpu, what: str, code: int, text: str | None = None) -> None:
         if text is None:
             text = _error_text(self._nv, code)
         if code in _LOST_CODES:
-            self._lose(gpu, f"{what}: {text}")
+            self._lose(gpu, f"{what}: {text}", code)
         if code in _UNSUPPORTED_CODES:
             gpu.unsupported.add(what)
             self._say(gpu, what, code, "info", f"{what} not available ({text}): shown as missing")
         else:
             self._say(gpu, what, code, "warning", f"{what} failed ({text}): missing this tick")
 
-    def _lose(self, gpu: _Gpu, why: str) -> None:
-        gpu.lost = True
-        self._say(gpu, "lost", 0, "error", f"lost ({why}): no more samples from it")
+    def _lose(self, gpu: _Gpu, why: str, code: int | None = None) -> None:
+        """The GPU is gone (fell off the bus, needs a reset): never read again this session.
+        Said in words, and a `gpu_lost` event (recording, report, /metrics, the alert rule,
+        `--on-event`): a GPU error as grave as an XID, not only a notice that scrolls by."""
+        if not gpu.lost:
+            gpu.lost = True
+            self._say(gpu, "lost", 0, "error", f"lost ({why}): no more samples from it")
+            if self._tick is None:
+                self._pending_lost.append((gpu.index, code))
+            else:
+                # Its record only: the notice above already said it, with NVML's words.
+                self._tick.other.append(HardwareEvent(
+                    gpu=gpu.index, t_mono_ns=self._t_mono_ns, t_wall_s=self._t_wall_s,
+                    kind="gpu_lost", code=code))
         raise _GpuLost
 
     def _say(

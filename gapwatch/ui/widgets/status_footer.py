@@ -105,7 +105,8 @@ def status_parts(status: RuntimeStatus) -> list[str]:
 
 def status_alerts(status: RuntimeStatus) -> list[str]:
     """What the user must not miss, in words: a thread of gapwatch's that died, a recording that
-    is not being written, a PoSt in flight past its at-risk share, the prover's worst recent
+    is not being written, a PoSt in flight past its at-risk share, a recent GPU error (XID,
+    uncorrected ECC, GPU lost), the prover's worst recent
     warning or error (a late PoSt, a restart, an error), logs that are not being read, the
     source ended."""
     alerts: list[str] = []
@@ -120,6 +121,9 @@ def status_alerts(status: RuntimeStatus) -> list[str]:
     # running ... LATE"), not twice on the one line.
     at_risk = [r for r in status.running_proofs if r.timing.verdict == "at_risk"]
     alerts += [running_words(r) for r in at_risk[:MAX_RUNNING_SAID]]
+    if status.gpu_error_alert:
+        # An XID, uncorrected ECC errors, a GPU lost: the work on it may be lost or wrong.
+        alerts.append(status.gpu_error_alert)
     if status.prover_alert:
         # A late PoSt, a restart, an error, a lost GPU job: stays while recent.
         alerts.append(status.prover_alert)

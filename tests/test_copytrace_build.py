@@ -299,3 +299,62 @@ def test_a_cupti_of_the_release_it_was_built_for_is_traced(
     assert "only the record layouts" not in done.stderr
     assert "stub-cupti: cuptiSubscribe" in done.stderr
     assert "tracing host<->device copies" in done.stderr
+
+
+def _logging_compiler(tmp_path: Path) -> tuple[str, Path]:
+    """A compiler that writes its arguments, one a line, to the file returned, then runs the
+    real one."""
+    real = ctbuild.find_compiler()
+    assert real is not None
+    log = tmp_path / "cc-argv.txt"
+    wrapper = tmp_path / "cc-wrapper"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {log}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper), log
+
+
+@pytest.mark.parametrize("open_one", ["the folder", "a folder above it"])
+def test_a_folder_others_may_write_to_is_refused_before_anything_is_compiled(
+        tmp_path: Path, open_one: str) -> None:
+    """The prover loads the library (as root, often): in a folder another user may write to,
+    that user could put their own code in its place. Refused in one line naming the folder,
+    nothing compiled or written."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    out = shared / "lib" if open_one == "a folder above it" else shared
+    out.mkdir(exist_ok=True)
+    shared.chmod(0o777)  # writable by others, not sticky
+    cc, log = _logging_compiler(tmp_path)
+    with pytest.raises(ctbuild.BuildError) as refused:
+        ctbuild.build(out, cuda_include=wheel_include(), cc=cc)
+    said = str(refused.value)
+    assert f"{shared} can be written by others (mode 0777)" in said and "--out" in said
+    assert not log.exists() and not any(out.iterdir())
+
+
+def test_a_sticky_folder_like_tmp_is_a_place_to_install(tmp_path: Path) -> None:
+    """Others may add names to a sticky folder (/tmp, 1777) but never replace this user's
+    files: the library installs there."""
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    got = ctbuild.build(sticky, cuda_include=wheel_include())
+    assert got.library == sticky / ctbuild.LIBRARY_NAME and got.library.is_file()
+    assert got.library.stat().st_mode & 0o777 == 0o755
+
+
+def test_the_compiler_writes_and_the_check_loads_in_a_private_folder_not_the_output_folder(
+        tmp_path: Path) -> None:
+    """The compiler wrote `-o OUT/.gapwatch_copytrace-XXXX.so` by name and the check loaded
+    that name: a link or another library put there between the two was written through or
+    loaded. Both now happen in a private temporary folder; the output folder gets the checked
+    bytes under a new name, renamed into place."""
+    cc, log = _logging_compiler(tmp_path)
+    out = tmp_path / "lib"
+    got = ctbuild.build(out, cuda_include=wheel_include(), cc=cc)
+    argv = log.read_text().splitlines()
+    written = Path(argv[argv.index("-o") + 1])
+    assert written.parent != out and out not in written.parents
+    assert not written.exists()  # the private folder is gone with it
+    assert got.library.read_bytes() and sorted(p.name for p in out.iterdir()) == [
+        ctbuild.LIBRARY_NAME]

@@ -15,8 +15,14 @@ default to load at run time, so the prover needs no LD_LIBRARY_PATH.
 After compiling, the library is loaded here (its constructor does nothing; only the CUDA driver
 calls `InitializeInjection`) and asked for the layout it was compiled with; the build fails if the
 CUPTI record offsets or the wire format differ from what this gapwatch reads
-(`gapwatch.copytrace.wire.LAYOUT`). The file is written to a temporary name and renamed, so a
-prover that has the old library mapped is not disturbed.
+(`gapwatch.copytrace.wire.LAYOUT`). It is compiled and checked in a private temporary folder
+(mode 0700, never in the output folder), then written to a temporary name in the output folder
+through its descriptor and renamed, so a prover that has the old library mapped is not
+disturbed. The output folder, and each folder above it, must be one only this user or root can
+change (`_open_to_others`): the prover loads the library (as root, often), so a folder another
+user may write to would let that user put their code in its place; and the compiler and the
+check once wrote and loaded the library by its name in that folder, where a link or another
+file could be put between the two.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -33,6 +40,7 @@ from pathlib import Path
 
 from gapwatch.base.quit_early import stop_signals_deferred
 from gapwatch.copytrace import wire
+from gapwatch.copytrace.socket_path import user_name
 
 LIBRARY_NAME = "libgapwatch_copytrace.so"
 SOURCE_NAME = "gapwatch_copytrace.c"
@@ -186,22 +194,69 @@ def read_layout(library: Path) -> dict[str, int]:
     return wire.parse_layout(buf.value.decode())
 
 
-def _temporary_in(out: Path) -> Path:
-    """A new empty file of a random name in folder `out` (made if missing), where the library
-    is compiled before it is renamed into place.
+def _open_to_others(folder: Path) -> str | None:
+    """Why a library in `folder` could be changed by another user (in words, naming the folder
+    and who), or None: `folder` and each folder above it belong to this user or root, and none
+    lets its group or others write, but a sticky one (/tmp: others may add names there, never
+    replace this user's files). A folder that does not exist yet is judged by the one above
+    it, where it will be made."""
+    me = os.geteuid()
+    at = Path(os.path.abspath(folder))
+    for f in (at, *at.parents):
+        try:
+            st = os.stat(f)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return f"{f} cannot be read ({exc.strerror or exc})"
+        if st.st_uid not in (me, 0):
+            return f"{f} belongs to user {user_name(st.st_uid)}"
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return f"{f} can be written by others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _can_take_a_file(out: Path) -> None:
+    """Make `out` if missing and try a file in it, before anything is compiled.
 
     Raises:
-        BuildError: `out` cannot take it (read-only, a file, /proc, no room): one line, no
-            traceback.
+        BuildError: it cannot take one (read-only, a file, /proc, no room): one line, no
+            traceback, and no compile for nothing.
     """
     try:
         out.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=".gapwatch_copytrace-", suffix=".so", dir=out)
+        with stop_signals_deferred():  # made and known at once: removed below
+            fd, name = tempfile.mkstemp(prefix=".gapwatch_copytrace-", suffix=".so", dir=out)
         os.close(fd)
+        os.unlink(name)
     except OSError as exc:
         raise BuildError(f"cannot write the library into {out}: {exc.strerror or exc}"
                          ) from None
-    return Path(name)
+
+
+def _install(built: Path, out: Path, target: Path) -> None:
+    """Copy the checked library `built` to `target` in `out` (made if missing): its bytes
+    through the descriptor of a new file of a random name, then renamed into place.
+
+    Raises:
+        BuildError: `out` cannot take it (read-only, a file, /proc, no room, a folder in the
+            library's place): one line, no traceback.
+    """
+    tmp: str | None = None
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with stop_signals_deferred():  # made and in `tmp` at once: the finally removes it
+            fd, tmp = tempfile.mkstemp(prefix=".gapwatch_copytrace-", suffix=".so", dir=out)
+        with os.fdopen(fd, "wb") as f:
+            f.write(built.read_bytes())
+            os.fchmod(f.fileno(), 0o755)
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as exc:
+        raise BuildError(f"cannot install {target}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def build(
@@ -224,10 +279,18 @@ def build(
     cupti = find_cupti_library(include_dirs)
     out = Path(out_dir) if out_dir is not None else default_out_dir()
     target = out / LIBRARY_NAME
-    tmp: Path | None = None
+    open_to = _open_to_others(out)
+    if open_to is not None:
+        raise BuildError(f"not installing into {out}: {open_to}, and the prover loads this "
+                         "library: give --out a folder only you (or root) can change")
+    _can_take_a_file(out)
     try:
-        with stop_signals_deferred():  # made and in `tmp` at once: the finally removes it
-            tmp = _temporary_in(out)
+        private_dir = tempfile.TemporaryDirectory(prefix="gapwatch-copytrace-")
+    except OSError as exc:
+        raise BuildError(f"cannot make a private folder to compile in ({tempfile.gettempdir()}"
+                         f"): {exc.strerror or exc}") from None
+    with private_dir as private:
+        tmp = Path(private) / LIBRARY_NAME
         cmd = [compiler, *CFLAGS, *extra_cflags, *(f"-I{d}" for d in include_dirs)]
         if cupti:
             cmd.append(f'-DGWCT_CUPTI_DEFAULT="{cupti}"')
@@ -240,14 +303,7 @@ def build(
         if bad:
             raise BuildError("the compiled library's layout is not what this gapwatch reads "
                              f"(headers of another CUDA major?): {'; '.join(bad)}")
-        try:
-            tmp.chmod(0o755)
-            os.replace(tmp, target)
-        except OSError as exc:  # a directory or a read-only file in the library's place
-            raise BuildError(f"cannot install {target}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
+        _install(tmp, out, target)
     return BuildResult(library=target, include_dirs=include_dirs, cupti_library=cupti,
                        compiler=compiler, layout=layout)
 

@@ -176,3 +176,37 @@ async def test_a_burst_of_gpus_entering_breakdown_is_drawn_once_not_once_each(
         text = screen_text(app)
     assert len(re.findall(r"[▶ ]\d+ +BREAKDOWN", text)) >= 16
     assert "CHAINED" not in text
+
+
+async def test_a_lost_gpus_cell_says_lost_not_its_last_temperature_and_power(
+        tmp_path: Path) -> None:
+    """A GPU that fell off the bus kept its last memory, temperature and power in the header's
+    cell, as if read now (/metrics already left them out). Its cell says LOST; one GPU alone
+    says it in words."""
+    from gapwatch.core.models import HardwareEvent
+
+    rt = many(tmp_path, 8, health=True)
+    rt.store.append(HardwareEvent(3, t_ns(20.0), WALL0_S + 20.0, "gpu_lost", code=15))
+    _app, text = await _after_g(rt, 0, (80, 24))
+    cells = [line for line in text.splitlines() if "°" in line or "LOST" in line]
+    assert any(re.search(r"(^| )3 LOST", line) for line in cells), cells
+    assert not any(re.search(r"(^| )3 +\d+G", line) for line in cells)
+    assert any(re.search(r"(^| )2 +\d+G", line) for line in cells)  # the others as they were
+
+    one = FakeRuntime(make_config(tmp_path), gpus=[h200(0)])
+    for i in range(21):
+        one.store.append_gpu([gpu_sample(0, i / 10, 60.0, 8e9, 1e9)])
+    add_health(one.store, gpus=(0,), seconds=2.0)
+    one.store.append(HardwareEvent(0, t_ns(2.0), WALL0_S + 2.0, "gpu_lost", code=15))
+    _app, text = await _after_g(one, 0, (100, 24))
+    assert "LOST: NVML reads this GPU no more" in text and "°C" not in text
+
+
+def test_a_power_limit_of_zero_is_no_limit_in_the_header_words() -> None:
+    """A 0 W limit (no limit read) showed `450/0W`; the compact cell already took it as none."""
+    from gapwatch.core.health import health_cells
+
+    h = GpuHealth(gpu=0, t_mono_ns=0, t_wall_s=WALL0_S, power_w=450.0, power_limit_w=0.0)
+    assert "450W" in health_cells(h) and not any("/0W" in c for c in health_cells(h))
+    assert "450/700W" in health_cells(GpuHealth(gpu=0, t_mono_ns=0, t_wall_s=WALL0_S,
+                                                power_w=450.0, power_limit_w=700.0))

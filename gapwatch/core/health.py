@@ -101,7 +101,8 @@ def health_cells(h: GpuHealth | None) -> list[str]:
         mem = "mem ?"
     temp = "?°C" if h.temperature_c is None else f"{h.temperature_c:.0f}°C"
     power = "?" if h.power_w is None else f"{h.power_w:.0f}"
-    power += "W" if h.power_limit_w is None else f"/{h.power_limit_w:.0f}W"
+    # A limit of 0 W is no limit read (it showed `0/0W`), as the compact cell takes it.
+    power += f"/{h.power_limit_w:.0f}W" if h.power_limit_w else "W"
     cells = [mem, temp, power]
     throttle = throttle_words(h.clocks_event_mask)
     if throttle:

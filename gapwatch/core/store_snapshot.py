@@ -90,6 +90,13 @@ class StoreSnapshot:
     #: The prover's latest events (PoSt proofs, restarts, errors, lost GPU jobs), oldest first.
     prover_events: tuple[ProverEvent, ...] = ()
 
+    def lost_gpus(self) -> frozenset[int]:
+        """GPUs NVML lost this session (a `gpu_lost` event: fell off the bus, needs a reset):
+        never read again, so their last readings are no current ones (/metrics leaves them
+        out, the dashboard says "lost" in their place)."""
+        return frozenset(gpu for (gpu, kind), n in self.hw_counts.items()
+                         if kind == "gpu_lost" and n)
+
     def state_name(self, gpu: int) -> ChainState:
         """The GPU's chaining state in one word: NO_DATA until the detector has judged it. The
         dashboard, snapshots and /metrics all call this."""

@@ -142,7 +142,7 @@ class GapwatchCollector:
         # A lost GPU (fell off the bus: NVML reads it no more) has no current reading: its
         # last ones, left in the store, would go on saying 52 degrees and 450 W of a GPU that
         # is gone. Absent, as any reading gapwatch does not have (docs/export.md).
-        lost = {gpu for (gpu, kind), n in snap.hw_counts.items() if kind == "gpu_lost" and n}
+        lost = snap.lost_gpus()
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples, lost)
         yield from self._state_gauges(snap, lost)
         yield from verdict_families(snap)

@@ -235,12 +235,17 @@ class GpuHeader(TextLines):
         if not snap.health:  # no health readings (the simulator): the chaining figure alone
             return self._chain_rows(view, gpus, width, digits)
         per_line = max(1, (width + 1) // (HEALTH_CELL_WIDTH + digits))
+        lost = snap.lost_gpus()
         lines = []
         for i in range(0, len(gpus), per_line):
             line = Text(no_wrap=True)
             for j, gpu in enumerate(gpus[i:i + per_line]):
                 if j:
                     line.append(" ")
+                if gpu in lost:  # its last readings are of a GPU that is gone
+                    line.append(f"{gpu:<{digits}} LOST".ljust(HEALTH_CELL_WIDTH + digits - 1),
+                                style("gpu-header--throttle"))
+                    continue
                 h = snap.health.get(gpu)
                 chain = snap.chaining.get(gpu)
                 throttled = h is not None and bool(throttle_words(h.clocks_event_mask))
@@ -271,9 +276,15 @@ class GpuHeader(TextLines):
     def _health_words(self, view: View, gpu: int, width: int) -> Text:
         """`health 60G/141G · 52°C · 450/700W · power cap · chaining 92 % (copy trace)`."""
         style = self.component_style
+        line = Text(no_wrap=True, overflow="ellipsis")
+        if gpu in view.snap.lost_gpus():
+            # Its last temperature and power went on showing, as if read now.
+            line.append("LOST: NVML reads this GPU no more (fell off the bus or needs a reset)",
+                        style("gpu-header--throttle"))
+            line.truncate(width, overflow="ellipsis")
+            return line
         h = view.snap.health.get(gpu)
         chain = view.snap.chaining.get(gpu)
-        line = Text(no_wrap=True, overflow="ellipsis")
         cells = health_cells(h) if h is not None else []
         if cells:
             line.append("health ", style("gpu-header--health"))

@@ -685,3 +685,78 @@ def test_a_post_in_flight_is_listed_with_its_phase_and_how_much_of_its_deadline_
                            name="proof completed successfully (pipeline)", raw="",
                            fields={"total_ms": 20500}))
     assert [r.job_id for r in tracker.running(121.0)] == [wd]
+
+
+def _followed(backlog: list[str], live: list[tuple[float, str]]
+              ) -> tuple[CuzkWatch, list[ProverEvent]]:
+    """What `record --from-start` says: `backlog` (the lines the file held, read at once at
+    monotonic 1000 s), then `live` (each line at 1000 s + its delay, wall and monotonic alike)."""
+    parser, watch = LogParser(), CuzkWatch()
+    out: list[ProverEvent] = []
+    wall0, mono0_ns = 1_800_000_000.0, 1_000_000_000_000
+    for line in backlog:
+        for e in parser.parse_line(line, "cuzk.log", mono0_ns, wall0, backlog=True):
+            out += watch.feed(e)
+    for delay_s, line in live:
+        for e in parser.parse_line(line, "cuzk.log", mono0_ns + int(delay_s * 1e9),
+                                   wall0 + delay_s):
+            out += watch.feed(e)
+    return watch, out
+
+
+def _tracing(wall_s: float, message: str) -> str:
+    from datetime import UTC, datetime
+    stamp = datetime.fromtimestamp(wall_s, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{stamp}  INFO cuzk_core::engine: {message}"
+
+
+def test_a_post_begun_in_the_backlog_and_stuck_live_counts_up_and_is_said_late() -> None:
+    """A WinningPoSt whose first lines were in the file when `--from-start` began (its anchor
+    rotated away: timed by its offsets) and that then waits for a GPU while gapwatch reads on:
+    no offset of it moves, and it read "running more than 2.0 s of 30 s (GPU wait)" on the
+    footer for minutes, never said late. A line is written before it is read, so the engine's
+    offset at any later arrival is at least its offset plus the time since: it counts up."""
+    backlog = ["TIMELINE,500000,SYNTH_START,winpost-1000-aa,kind=winning-post",
+               "TIMELINE,502000,SYNTH_END,winpost-1000-aa,synth_ms=2000",
+               "TIMELINE,502000,GPU_QUEUE,winpost-1000-aa,monolithic"]
+    # Other work's lines (with their own time) come live for two minutes.
+    live = [(float(s), _tracing(1_800_000_000.0 + s, "partition GPU prove complete "
+                                "job_id=porep-1-2 partition=3 gpu_ms=3356"))
+            for s in range(0, 121, 10)]
+    watch, said = _followed(backlog, live[:3])  # 20 s on
+    [running] = watch.running()
+    assert running.timing.total_at_least_s == pytest.approx(22.0, abs=0.01)
+    assert running.timing.verdict == "at_risk" and not said
+    watch, said = _followed(backlog, live)
+    [running] = watch.running()
+    assert running.timing.total_at_least_s == pytest.approx(122.0, abs=0.01)
+    [late] = [e for e in said if e.proof is not None]
+    assert late.proof is not None and late.proof.verdict == "late" and late.level == "error"
+    assert not late.proof.done and late.proof.gpu_wait_s is not None
+    assert late.proof.gpu_wait_s > 28.0  # counting up in its phase, not frozen at 0
+
+
+def test_offsets_that_begin_again_are_a_new_engines_clock_not_now_for_its_proofs() -> None:
+    """cuzk's stderr alone (its start lines are on stdout) across a restart: the old run's
+    offsets (930 s) were "now" for the new run's WinningPoSt, which was said LATE, "more than
+    930.0 s", while it ran 3.8 s (an error, `--on-event` run). Offsets far behind are a new
+    engine's clock; the proof is timed on its own run's."""
+    backlog = ["TIMELINE,900000,SYNTH_START,porep-1-1,partition=0",
+               "TIMELINE,930000,SYNTH_END,porep-1-1,partition=0,synth_ms=30000",
+               "TIMELINE,1000,SYNTH_START,winpost-1000-bb,kind=winning-post",
+               "TIMELINE,3000,SYNTH_END,winpost-1000-bb,synth_ms=2000",
+               "TIMELINE,3000,GPU_QUEUE,winpost-1000-bb,monolithic"]
+    live = [(1.0, "TIMELINE,4000,GPU_PICKUP,winpost-1000-bb,worker=0"),
+            (1.0, "TIMELINE,4000,GPU_START,winpost-1000-bb,worker=0")]
+    watch, said = _followed(backlog, live)
+    [running] = watch.running()
+    assert running.timing.verdict != "late" and running.timing.total_at_least_s is not None
+    assert running.timing.total_at_least_s < 5.0
+    assert not [e for e in said if e.level == "error"]
+    assert watch.post.offsets_began_again == 1
+    watch, said = _followed(backlog, [*live, (2.0, "TIMELINE,4800,GPU_END,winpost-1000-bb,"
+                                                   "worker=0,gpu_ms=800")])
+    said += watch.finish()
+    [done] = [e.proof for e in said if e.proof is not None]
+    assert done is not None and done.done and done.verdict == "unknown"
+    assert done.total_at_least_s == pytest.approx(3.8, abs=0.01)

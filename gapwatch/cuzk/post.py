@@ -73,6 +73,10 @@ MAX_BEHIND = 16
 #: PoSt `GPU_END` lines remembered (job id, TIMELINE offset), the latest: the same line read
 #: again is not a second proof (see `PostTracker._read_again`).
 MAX_ENDED = 1024
+#: A TIMELINE offset this far behind the engine clock's "now" (s) is a new engine's: cuzk's
+#: offsets are one `Instant`'s elapsed time, which never goes back within a run (a line's
+#: offset is taken before it waits for stderr's lock: milliseconds out of order, not this).
+OFFSETS_BACK_S = 10.0
 #: A proof gapwatch could not time is a warning: never "info" beside the ones on time.
 _LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "late": "error",
                                            "unknown": "warning"}
@@ -105,6 +109,44 @@ def post_kind(kind: str | None, job_id: str | None) -> str | None:
 
 
 @dataclass(slots=True)
+class _EngineClock:
+    """One cuzk engine run's clock, its TIMELINE offsets (s since it started): what "now" is
+    for the proofs timed by them (`_Post.engine_clock`)."""
+
+    #: Its latest offset read.
+    latest_s: float | None = None
+    #: Its lead over gapwatch's monotonic clock, the least it can be: the largest (offset -
+    #: arrival) of its lines read with an arrival. A line is written before it is read, so at
+    #: any later arrival `m` the engine's offset is at least `m` + this. Good only on the
+    #: monotonic clock it was read on (`PostTracker._mono_run`: a reboot starts it again).
+    lead_s: float | None = None
+    lead_mono_run: int = 0
+
+    def read(self, offset_s: float, mono_s: float | None, mono_run: int) -> None:
+        if self.latest_s is None or offset_s > self.latest_s:
+            self.latest_s = offset_s
+        if mono_s is None:
+            return
+        if self.lead_mono_run != mono_run:
+            self.lead_s, self.lead_mono_run = None, mono_run
+        if self.lead_s is None or offset_s - mono_s > self.lead_s:
+            self.lead_s = offset_s - mono_s
+
+    def now(self, mono_now_s: float | None, mono_run: int) -> float | None:
+        """Its "now": its latest offset, or, later than that, what the latest arrival says it
+        is at least. By its offsets alone a WinningPoSt begun in a `--from-start` backlog and
+        stuck live in GPU wait read "running more than 2.0 s of 30 s" for minutes and was never
+        said late: no offset of it moved while it waited. Arrivals exist only where lines are
+        followed (not in `parse`, a file read at once)."""
+        now = self.latest_s
+        if (self.lead_s is not None and mono_now_s is not None
+                and self.lead_mono_run == mono_run):
+            least = mono_now_s + self.lead_s
+            now = least if now is None else max(now, least)
+        return now
+
+
+@dataclass(slots=True)
 class _Post:
     job: str
     kind: str
@@ -134,6 +176,8 @@ class _Post:
     #: How long it had been in flight on the wall clock when its offsets took over (from its
     #: `job enqueued` to the latest line of its own time): the least its total can be there.
     wall_least_s: float | None = None
+    #: The engine run's clock it is timed on (with `engine_clock`).
+    clock: _EngineClock | None = None
 
     def begin_s(self) -> float | None:
         return self.arrived_s if self.arrived_s is not None else self.synth_start_s
@@ -206,9 +250,15 @@ class PostTracker:
         #: period), or means nothing (`gapwatch parse` reads a file at once: docs/logs.md).
         #: Without it a PoSt whose TIMELINE lines lack their anchor is timed by their offsets.
         self.arrival_timed = arrival_timed
-        #: The latest TIMELINE offset (s) read without its anchor: "now" on the engine clock;
-        #: and the latest time of a line that says when it was written: "now" on the wall.
-        self._engine_now_s: float | None = None
+        #: The engine run's clock, "now" for a proof timed by its offsets (a new one when its
+        #: offsets begin again: a proof keeps its run's); the latest arrival of a line read
+        #: (gapwatch's monotonic clock, s), which moves the clocks on (`_EngineClock.now`); and
+        #: the latest time of a line that says when it was written: "now" on the wall.
+        self._clock = _EngineClock()
+        self._mono_now_s: float | None = None
+        #: Counts the times that monotonic clock went back (a recording across a reboot holds
+        #: the arrivals of two boots): a lead read on another is not used.
+        self._mono_run = 0
         self._wall_now_s: float | None = None
         self._jobs: OrderedDict[str, _Post] = OrderedDict()
         self._enqueued: OrderedDict[str, float] = OrderedDict()
@@ -231,6 +281,9 @@ class PostTracker:
         #: many such lines were read again (passed over).
         self._ended: OrderedDict[tuple[str, str, float], None] = OrderedDict()
         self.read_again = 0
+        #: How many times TIMELINE offsets began again without a start line read (a restart
+        #: seen only by its offsets: a log of stderr alone, its start lines on stdout).
+        self.offsets_began_again = 0
 
     # -- feeding ------------------------------------------------------------------------------
 
@@ -239,6 +292,18 @@ class PostTracker:
             t = ev.t_wall_s
             if self._wall_now_s is None or t > self._wall_now_s:
                 self._wall_now_s = t
+        # An arrival says when the engine was at least at a line's offset only where lines are
+        # followed: `gapwatch parse` reads a file at once (its arrivals are a reading's).
+        mono_s = (ev.t_arrival_mono_ns / 1e9
+                  if self.arrival_timed and ev.t_arrival_mono_ns is not None else None)
+        if mono_s is not None:
+            if self._mono_now_s is not None and mono_s < self._mono_now_s - OFFSETS_BACK_S:
+                self._mono_run += 1  # another boot's clock (stdout's and stderr's lines
+                self._mono_now_s = None  # come a little out of arrival order: not this)
+            if self._mono_now_s is None or mono_s > self._mono_now_s:
+                self._mono_now_s = mono_s
+        if ev.kind == "timeline":
+            self._engine_clock_of(ev, mono_s)
         out = self._feed(ev)
         if self._said:  # PoSt given up to make room for this one: said before it
             out, self._said = self._said + out, []
@@ -281,7 +346,7 @@ class PostTracker:
         # `_ended` is kept: a log read twice reads its first run's start again, which is a
         # restart here, and its PoSt's GPU_END after it is still that line (bounded by
         # MAX_ENDED; a new run's job at the same offset under the same id is not a case).
-        self._engine_now_s = None
+        self._clock = _EngineClock()
         self.holding.clear()
         return out
 
@@ -313,6 +378,7 @@ class PostTracker:
             job = self._start(job_id, kind, ev.t_wall_s)
         if engine_s is not None and not job.engine_clock:
             job.engine_clock = True
+            job.clock = self._clock
             if job.arrived_s is not None and self._wall_now_s is not None:
                 job.wall_least_s = max(0.0, self._wall_now_s - job.arrived_s) or None
             job.arrived_s = None  # its `job enqueued` time is on the wall clock, not this one
@@ -326,6 +392,25 @@ class PostTracker:
             return []  # an anchored line, or an offset past 64 bits: not on its clock
         return self._step(job, ev, name, engine_s)
 
+    def _engine_clock_of(self, ev: LogEvent, mono_s: float | None) -> None:
+        """What a TIMELINE line says of the engine clock: an offset well behind its "now" is a
+        new engine run's, on a clock of its own (`OFFSETS_BACK_S`); with its arrival, the least
+        lead it gives. On one clock, the old run's offsets were "now" for the new run's proofs:
+        across a restart whose start line was not read (cuzk's stderr alone: its start lines
+        are on stdout) a WinningPoSt of 3.8 s was said LATE, "more than 930.0 s", while it ran
+        (an error, `--on-event` run). The old run's proofs keep their clock (they count up by
+        arrival, as a proof of a run that died does: its caller still waits)."""
+        offset = _offset_ms(ev)
+        if offset is None:
+            return
+        offset_s = offset / 1000.0
+        now = self._clock.now(mono_s, self._mono_run)
+        if now is not None and offset_s < now - OFFSETS_BACK_S:
+            self.offsets_began_again += 1
+            self._clock = _EngineClock()
+            self.holding.clear()
+        self._clock.read(offset_s, mono_s, self._mono_run)
+
     def _engine_time(self, ev: LogEvent) -> float | None:
         """A TIMELINE line's time on the engine clock (its offset, s) when its arrival means
         nothing and no anchor placed it (`arrival_timed`), else None (its wall time holds)."""
@@ -333,22 +418,19 @@ class PostTracker:
             return None
         return self._offset_time(ev)
 
-    def _offset_time(self, ev: LogEvent) -> float | None:
-        """A TIMELINE line's offset in seconds (None: none that fits), which moves the engine
-        clock's "now" on."""
+    @staticmethod
+    def _offset_time(ev: LogEvent) -> float | None:
+        """A TIMELINE line's offset in seconds (None: none that fits)."""
         offset = _offset_ms(ev)
-        if offset is None:
-            return None
-        engine_s = offset / 1000.0
-        if self._engine_now_s is None or engine_s > self._engine_now_s:
-            self._engine_now_s = engine_s
-        return engine_s
+        return None if offset is None else offset / 1000.0
 
     def _on_clock(self, job: _Post, wall_s: float) -> float:
-        """`wall_s` ("now", from the data's wall time) on `job`'s clock: the engine's latest
-        offset for a proof timed by its offsets."""
-        if job.engine_clock and self._engine_now_s is not None:
-            return self._engine_now_s
+        """`wall_s` ("now", from the data's wall time) on `job`'s clock: its engine run's "now"
+        for a proof timed by its offsets."""
+        if job.clock is not None:
+            engine_now = job.clock.now(self._mono_now_s, self._mono_run)
+            if engine_now is not None:
+                return engine_now
         return wall_s
 
     def _read_again(self, ev: LogEvent, job_id: str) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ui_fakes import WALL0_S, FakeRuntime, fill_breakdown, make_config, screen_text
+from ui_fakes import WALL0_S, FakeRuntime, fill_breakdown, gpu_sample, make_config, screen_text
 
 from gapwatch.core.models import LogEvent
 from gapwatch.cuzk.watch import CuzkWatch
@@ -100,3 +100,23 @@ def test_a_post_still_running_past_its_deadline_is_one_alert_not_two(tmp_path: P
     alerts = [a for a in status_alerts(rt.status()) if WIN in a]
     assert len(alerts) == 1 and alerts[0].startswith("prover proof LATE at ")
     assert not [p for p in status_parts(rt.status()) if WIN in p]
+
+
+def test_a_post_still_running_late_stays_an_alert_after_its_event_is_no_longer_recent(
+        tmp_path: Path) -> None:
+    """A WindowPoSt (or a WinningPoSt stuck) still running minutes past its deadline: its
+    `still running ... LATE` event left the footer's alert 5 minutes of data after it, and
+    the running line of a late proof is left to that event, so the footer said nothing more
+    of a proof still in flight and late. While it runs late, its running line is the alert."""
+    from gapwatch.engine.runtime import _prover_alert
+
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    _running(rt, until_s=75.0)  # 35 s of 30: said late at +71 s
+    for s in range(61, 500):  # the data goes on, the proof never ends
+        rt.store.append_gpu([gpu_sample(0, float(s), 97.0, 6e9)])
+    rt.session.on_log_event(_line(WALL0_S + 499.0, "pinned pool buffer checked out"))
+    rt.prover_alert = _prover_alert(rt.store)
+    assert rt.prover_alert is None  # its event is 7 minutes old
+    alerts = [a for a in status_alerts(rt.status()) if WIN in a]
+    assert alerts == [f"WinningPoSt {WIN} running 459.0 s of 30 s (synthesis), LATE"]

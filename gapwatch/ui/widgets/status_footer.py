@@ -117,10 +117,14 @@ def status_alerts(status: RuntimeStatus) -> list[str]:
         # A blank in the charts with its reason: gapwatch did not hang, NVML did not answer.
         alerts.append(status.blind_recent)
     # A PoSt running past its at-risk share: an operator has until its deadline to look. One
-    # still running past its deadline is said by its own event (`prover_alert`: "still
-    # running ... LATE"), not twice on the one line.
-    at_risk = [r for r in status.running_proofs if r.timing.verdict == "at_risk"]
-    alerts += [running_words(r) for r in at_risk[:MAX_RUNNING_SAID]]
+    # still running past its deadline is said by its own event while that is the prover's
+    # alert (`prover_alert`: "still running ... LATE"), not twice on the one line; else by
+    # its running line: the event is the alert for 5 minutes of data, and a WindowPoSt, or a
+    # WinningPoSt stuck, still running late after that was said nowhere on the footer.
+    alert = status.prover_alert or ""
+    urgent = [r for r in status.running_proofs if r.timing.verdict == "at_risk"
+              or (r.timing.verdict == "late" and f"{r.name} {r.job_id} " not in alert)]
+    alerts += [running_words(r) for r in urgent[:MAX_RUNNING_SAID]]
     if status.gpu_error_alert:
         # An XID, uncorrected ECC errors, a GPU lost: the work on it may be lost or wrong.
         alerts.append(status.gpu_error_alert)

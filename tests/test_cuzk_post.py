@@ -710,13 +710,14 @@ def _tracing(wall_s: float, message: str) -> str:
     return f"{stamp}  INFO cuzk_core::engine: {message}"
 
 
-def test_a_post_begun_in_the_backlog_and_stuck_live_counts_up_and_is_said_late() -> None:
+def test_a_post_begun_in_the_backlog_and_stuck_live_counts_up_and_is_said_late_then() -> None:
     """A WinningPoSt whose first lines were in the file when `--from-start` began (its anchor
     rotated away: timed by its offsets) and that then waits for a GPU while gapwatch reads on:
     no offset of it moves, and it read "running more than 2.0 s of 30 s (GPU wait)" on the
     footer for minutes, never said late. A line is written before it is read, so the engine's
     offset at any later arrival is at least its offset plus the time since: it counts up."""
-    backlog = ["TIMELINE,500000,SYNTH_START,winpost-1000-aa,kind=winning-post",
+    backlog = [_tracing(1_800_000_000.0 - 3600, "an hour before gapwatch began"),
+               "TIMELINE,500000,SYNTH_START,winpost-1000-aa,kind=winning-post",
                "TIMELINE,502000,SYNTH_END,winpost-1000-aa,synth_ms=2000",
                "TIMELINE,502000,GPU_QUEUE,winpost-1000-aa,monolithic"]
     # Other work's lines (with their own time) come live for two minutes.
@@ -734,6 +735,9 @@ def test_a_post_begun_in_the_backlog_and_stuck_live_counts_up_and_is_said_late()
     assert late.proof is not None and late.proof.verdict == "late" and late.level == "error"
     assert not late.proof.done and late.proof.gpu_wait_s is not None
     assert late.proof.gpu_wait_s > 28.0  # counting up in its phase, not frozen at 0
+    # Said when the data passed its deadline, not at the backlog's last timed line an hour
+    # before (outside the footer's 5 minutes, an hour early on stderr and in the report).
+    assert late.t_wall_s == pytest.approx(1_800_000_000.0 + 30.0)
 
 
 def test_offsets_that_begin_again_are_a_new_engines_clock_not_now_for_its_proofs() -> None:

@@ -339,7 +339,8 @@ class PostTracker:
     def restart(self, at_s: float) -> list[ProverEvent]:
         """The prover started again at `at_s`: its jobs in flight are gone (said as lost, once,
         their phases up to then)."""
-        out = [self._gone(job, "restart", max(self._on_clock(job, at_s), job.latest_s()))
+        out = [self._gone(job, "restart", max(self._on_clock(job, at_s), job.latest_s()),
+                          said_s=at_s)
                for job in self._jobs.values()]
         self._jobs.clear()
         self._given_up_ids.clear()
@@ -545,7 +546,7 @@ class PostTracker:
             if job.said_late or deadline is None or begin is None or now - begin <= deadline:
                 continue
             job.said_late = True
-            out.append(self._event(job, now, done=False))
+            out.append(self._event(job, now, done=False, said_s=now_s))
         return out
 
     def running(self, now_s: float) -> list[RunningProof]:
@@ -573,7 +574,7 @@ class PostTracker:
         out = self._unpaired(None)
         if now_s is None:
             return out
-        out += [self._event(job, self._on_clock(job, now_s), done=False)
+        out += [self._event(job, self._on_clock(job, now_s), done=False, said_s=now_s)
                 for job in self._jobs.values()
                 if not job.said_late and job.since_s() is not None]
         self._jobs.clear()
@@ -619,16 +620,19 @@ class PostTracker:
             finalize_s=finalize)
         return _with_setting(timing, job)
 
-    def _event(self, job: _Post, t: float, done: bool) -> ProverEvent:
-        """Its words at `t` (on its clock), placed in wall time (`_placed`)."""
+    def _event(self, job: _Post, t: float, done: bool, said_s: float | None = None
+               ) -> ProverEvent:
+        """Its words at `t` (on its clock), placed in wall time (`_placed`; `said_s`: the
+        data's wall time they are said at, when not at a line of its own)."""
         timing = self.timing(job, t, done)
-        return ProverEvent(t_wall_s=_placed(job, t), kind="proof",
+        return ProverEvent(t_wall_s=_placed(job, t, said_s), kind="proof",
                            level=_LEVEL[timing.verdict],
                            message=proof_words(job.job, timing, job.arrived_s is None,
                                                job.engine_clock),
                            job_id=job.job, gpu=job.gpu, proof=timing)
 
-    def _gone(self, job: _Post, why: ProofGivenUp, t: float) -> ProverEvent:
+    def _gone(self, job: _Post, why: ProofGivenUp, t: float, said_s: float | None = None
+              ) -> ProverEvent:
         """Its last word, without its end: lost in a restart (an error: it will not complete),
         or given up to keep memory bounded (a warning at least: its end is not known)."""
         timing = msgspec.structs.replace(self.timing(job, t, done=False), given_up=why)
@@ -641,16 +645,21 @@ class PostTracker:
             level = "error" if timing.verdict == "late" else "warning"
             words = (f"{total_words(timing)} so far, given up: more than {MAX_IN_FLIGHT} PoSt "
                      "jobs in flight at once (its end will not be said)")
-        return ProverEvent(t_wall_s=_placed(job, t), kind="proof", level=level, job_id=job.job,
+        return ProverEvent(t_wall_s=_placed(job, t, said_s), kind="proof", level=level,
+                           job_id=job.job,
                            gpu=job.gpu, proof=timing,
                            message=fmt.visible(f"{name} {job.job} {words}"))
 
 
-def _placed(job: _Post, t: float) -> float:
+def _placed(job: _Post, t: float, said_s: float | None = None) -> float:
     """Where a proof's event sits in wall time: at `t`, or, timed by the engine's offsets (`t`
-    is an offset there), at the latest wall time known at its last line (`_Post.wall_s`)."""
+    is an offset there), at the latest wall time known at its last line (`_Post.wall_s`), or
+    at `said_s` when later: said late while running, at the end of data or lost in a restart,
+    it is said then (a backlog's WinningPoSt said late live an hour after the backlog's last
+    timed line was placed at that line, outside the footer's 5 minutes and an hour early in
+    `record`'s stderr and the report's table)."""
     if job.engine_clock and job.wall_s is not None:
-        return job.wall_s
+        return job.wall_s if said_s is None else max(job.wall_s, said_s)
     return t
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from ui_fakes import WALL0_S, FakeRuntime, fill_breakdown, gpu_sample, make_config, screen_text
 
 from gapwatch.core.models import LogEvent
+from gapwatch.core.prover_watch import RunningProof
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.engine.status import RuntimeStatus
 from gapwatch.ui.app import GapwatchApp
@@ -120,3 +121,33 @@ def test_a_post_still_running_late_stays_an_alert_after_its_event_is_no_longer_r
     assert rt.prover_alert is None  # its event is 7 minutes old
     alerts = [a for a in status_alerts(rt.status()) if WIN in a]
     assert alerts == [f"WinningPoSt {WIN} running 459.0 s of 30 s (synthesis), LATE"]
+
+
+def test_a_storm_of_post_events_puts_the_proofs_in_flight_in_the_store_a_few_times_not_each(
+        tmp_path: Path) -> None:
+    """1,000 PoSt ids that never end, past the 256 followed at once: each gives up the oldest
+    (an event), and the feeder put every proof in flight in the store at each event (3 ms for
+    256: 4 ms a line, 400 s for 100,000). Puts at events are one per 256 records in a storm;
+    a second of data later the store holds the latest."""
+    from gapwatch.cuzk.post import MAX_IN_FLIGHT
+
+    rt = FakeRuntime(make_config(tmp_path))
+    watch = rt.session.watch = CuzkWatch()
+    asked = 0
+    running = watch.running
+
+    def counted() -> list[RunningProof]:
+        nonlocal asked
+        asked += 1
+        return running()
+
+    watch.running = counted  # type: ignore[method-assign]
+    n = 1000
+    for i in range(n):
+        rt.session.on_log_event(_timeline(WALL0_S + 40.0, "SYNTH_START", f"winpost-1-{i:08x}",
+                                          kind="winning-post"))
+    assert asked <= 5  # one per 256 records (it was 745: one per event)
+    rt.session.on_log_event(_line(WALL0_S + 41.0, "pinned pool buffer checked out"))
+    held = rt.store.running_proofs()
+    assert len(held) == MAX_IN_FLIGHT and {r.job_id for r in held} == {
+        f"winpost-1-{i:08x}" for i in range(n - MAX_IN_FLIGHT, n)}

@@ -92,6 +92,9 @@ class Sink(Protocol):
 WINDOW_REFRESH_NS = 1_000_000_000
 #: Data seconds between the proofs in flight the watcher puts in the store (`_publish_running`).
 RUNNING_EVERY_S = 1.0
+#: Records the watcher takes between two of those puts made at its events (beside the one a
+#: second of data): more events meanwhile wait for the next.
+RUNNING_BURST_RECORDS = 256
 #: Notices said before the first listener that are kept for the listeners to come.
 EARLY_NOTICES = 100
 #: Notices of one kind said per interval (of the notices' own times); the rest are counted.
@@ -130,6 +133,10 @@ class Session:
         self._finished = False
         #: Data time of the last proofs in flight put in the store (`_publish_running`).
         self._running_at_s = float("-inf")
+        #: Records the watcher took since the last put made at its events, and whether an
+        #: event of its came since the last put.
+        self._running_records = RUNNING_BURST_RECORDS
+        self._running_stale = False
         #: Data time (ns) of each GPU's last window refresh in the store.
         self._window_at_ns: dict[int, int] = {}
         self._notices = RateLimit(int(NOTICE_INTERVAL_S * 1e9), NOTICE_BURST)
@@ -161,6 +168,8 @@ class Session:
             self._finished = False
             self._last_times = (self.header.started_mono_ns, self.header.started_wall_s)
             self._running_at_s = float("-inf")
+            self._running_records = RUNNING_BURST_RECORDS
+            self._running_stale = False
 
     def add_sink(self, sink: Sink) -> None:
         with self._lock:
@@ -290,7 +299,16 @@ class Session:
         due = t is not None and not abs(t - self._running_at_s) < RUNNING_EVERY_S
         if due and t is not None:
             self._running_at_s = t
-        if events or due:
+        self._running_records += 1
+        self._running_stale = self._running_stale or bool(events)
+        # At an event at once (a proof that ended leaves the footer then), but not at each
+        # event of a storm: a put costs every proof in flight's words (256: 3 ms), and 100,000
+        # PoSt ids each giving up the oldest of 256 held the feeder 4 ms a line (400 s). In a
+        # storm, once every `RUNNING_BURST_RECORDS` records, and a second of data at most.
+        if due:
+            self._publish_running()
+        elif self._running_stale and self._running_records >= RUNNING_BURST_RECORDS:
+            self._running_records = 0
             self._publish_running()
 
     def _publish_running(self) -> None:
@@ -300,6 +318,7 @@ class Session:
         the watcher is fed (its "now" is its records' time): at its events, else at most once
         a second of data. None when it fails to say (counted)."""
         assert self.watch is not None
+        self._running_stale = False
         try:
             running: tuple[RunningProof, ...] = tuple(self.watch.running())
         except Exception:  # noqa: BLE001 - a footer phrase is not worth a feeder's life

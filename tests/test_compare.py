@@ -827,3 +827,38 @@ def test_a_crash_loop_inside_a_side_points_at_its_last_start_not_the_64th() -> N
     [said] = [n for n in c.notes if "restart(s) of cuzk" in n]
     assert said.startswith("BEFORE holds more than 64 restart(s)")
     assert said.endswith("--at 2026-05-12T14:33:20")
+
+
+def test_sides_on_other_gpus_or_links_say_so_and_claim_no_share_of_the_predicted_gain(
+        tmp_path: Path) -> None:
+    """An H200 box's pageable run against an H100 box's pinned one, its link trained Gen4:
+    the GPUs were compared by index only, so nothing was said, and the ratio read "1.82× by
+    partitions/h (85 % of the predicted gain)", the hardware's difference taken for the
+    setting's. The head says how the GPUs differ and on which machines; no share is claimed;
+    every line within 100 columns."""
+    with gzip.open(PINNED, "rt") as f:
+        lines = f.read().splitlines()
+    header = json.loads(lines[0])
+    header["host"] = "other-box"
+    for g in header["gpus"]:
+        g.update(name="NVIDIA H100 80GB HBM3", link_gen=4, link_bytes_per_s=31.5e9)
+    other = tmp_path / "h100.jsonl.gz"
+    with gzip.open(other, "wt") as f:
+        f.write("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    c = _compare(PAGEABLE, other)
+    notes = " ".join(c.notes)
+    assert ("different hardware: GPU 0 NVIDIA H200 → NVIDIA H100 80GB HBM3; GPU 0 PCIe Gen5 "
+            "x16 → PCIe Gen4 x16") in notes
+    assert "different machines: BEFORE on vm, AFTER on other-box" in notes
+    ach = to_json(c)["payoff"]["achieved"]
+    assert ach["verdict"] == "better" and ach["share_of_predicted_gain"] is None
+    assert ach["hardware_differs"] is True
+    text = format_text(c)
+    flat = " ".join(text.split())
+    assert "% of the predicted gain" not in flat
+    assert "other GPUs or links, so not a measure of the change" in flat
+    assert max(len(line) for line in text.splitlines()) <= 100
+    # The same machine and GPUs: nothing said, the share claimed as before.
+    same = _compare(PAGEABLE, PINNED)
+    assert not [n for n in same.notes if n.startswith(("different hardware", "different mach"))]
+    assert to_json(same)["payoff"]["achieved"]["share_of_predicted_gain"] is not None

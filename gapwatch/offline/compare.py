@@ -141,6 +141,8 @@ class Side:
     #: The largest step back of the wall clock inside the side, in seconds (0.0: none;
     #: `clock_stepped_back_s`): its times cannot be cut into windows.
     stepped_back_s: float = 0.0
+    #: The machine its recording was made on (its header's `host`; "" not known).
+    host: str = ""
 
     @property
     def start_s(self) -> float | None:
@@ -191,6 +193,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
                                              if g.end_s is not None))
         return Side(
             label=label, path=str(path), log_files=list(logs), gpus=list(rep.header.gpus),
+            host=rep.header.host,
             totals=rep.totals, gaps=gaps, partition_ends=ends, copies=copies,
             settings=seen.result(), advice=rep.advice,
             payoff_all=rep.payoff.overall.all,
@@ -267,6 +270,9 @@ class Comparison:
     notes: list[str]
     load_differs: bool
     load_known: bool
+    #: The GPUs both sides have differ in model or PCIe link (`hardware_differences`): what
+    #: AFTER achieved is not a measure of the change.
+    hardware_differs: bool = False
 
 
 def compare(before: Side, after: Side, window_s: float | None = None) -> Comparison:
@@ -306,7 +312,8 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
         note for s in (before, after)
         if (note := _drift_note(s.label, wins[s.label].get(keys[0], {}) if keys else {}))]
     return Comparison(before, after, w, figures, changes(before.settings, after.settings),
-                      notes, load_differs, load_known)
+                      notes, load_differs, load_known,
+                      hardware_differs=bool(hardware_differences(before, after)))
 
 
 #: The figures a side is checked for a drift within it (`_drift_note`).
@@ -565,9 +572,41 @@ def _whole(w: GpuWindows, busy_s: float, active_s: float) -> dict[str, float | N
     return out
 
 
+def _link(g: GpuInfo) -> str | None:
+    return (None if g.link_gen is None or g.link_width is None
+            else f"PCIe Gen{g.link_gen} x{g.link_width}")
+
+
+def hardware_differences(before: Side, after: Side) -> list[str]:
+    """How the GPUs both sides have differ (by index): their model, their PCIe link (what the
+    header read of each; one not known on a side is not a difference). Two recordings of an
+    H200 box and an H100 box with a Gen4 link read "better, 85 % of the predicted gain" with
+    nothing said: the hardware's difference was taken for the setting's."""
+    b = {g.index: g for g in before.gpus}
+    a = {g.index: g for g in after.gpus}
+    out: list[str] = []
+    for i in sorted(b.keys() & a.keys()):
+        gb, ga = b[i], a[i]
+        if "unknown" not in (gb.name, ga.name) and gb.name != ga.name:
+            out.append(f"GPU {i} {gb.name} → {ga.name}")
+        lb, la = _link(gb), _link(ga)
+        if lb is not None and la is not None and lb != la:
+            out.append(f"GPU {i} {lb} → {la}")
+    return out
+
+
 def _notes(before: Side, after: Side, window_s: float) -> list[str]:
     """What makes the sides less than like for like, in plain words."""
     out: list[str] = []
+    hardware = hardware_differences(before, after)
+    if hardware:
+        shown = "; ".join(hardware[:4]) + (f" (+{len(hardware) - 4} more)"
+                                           if len(hardware) > 4 else "")
+        out.append(f"different hardware: {shown}: the figures compare the GPUs as well as the "
+                   "settings; what AFTER achieved is not a measure of the change")
+    if before.host and after.host and before.host != after.host:
+        out.append(f"different machines: BEFORE on {before.host}, AFTER on {after.host}: "
+                   "their RAM, CPUs and load differ besides the settings")
     b_gpus = sorted(t.gpu for t in before.totals)
     a_gpus = sorted(t.gpu for t in after.totals)
     if b_gpus != a_gpus:
@@ -687,8 +726,9 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
     # A ratio its own figure's test does not tell from the runs' spread is no gain, nor a
     # loss: no share of the predicted gain is claimed for it ("-32 % of the predicted gain"
     # beside "no measurable change" on every figure).
+    # Nor on other GPUs or links: the ratio is the hardware's as much as the setting's.
     if ratio is not None and predicted is not None and predicted > 1 \
-            and verdict in ("better", "worse"):
+            and verdict in ("better", "worse") and not c.hardware_differs:
         share = (ratio - 1) / (predicted - 1)
     return {
         "advice": advice,
@@ -698,7 +738,8 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
                      "throughput_ratio": ratio, "basis": basis, "verdict": verdict,
                      "share_of_predicted_gain": share,
                      "not_measured": not_measured,
-                     "load_differs": c.load_differs},
+                     "load_differs": c.load_differs,
+                     "hardware_differs": c.hardware_differs},
     }
 
 

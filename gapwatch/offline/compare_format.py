@@ -216,6 +216,8 @@ def payoff_lines(c: Comparison) -> list[str]:
         line += f" ({ach['share_of_predicted_gain'] * 100:.0f} % of the predicted gain)"
     if ach["load_differs"]:
         line += "; load differs, so not a measure of the change"
+    if ach["hardware_differs"]:
+        line += "; other GPUs or links, so not a measure of the change"
     out.append(line)
     return out
 
@@ -238,7 +240,12 @@ def _changed_line(changed: bool | None, shown_by: list[dict[str, str | None]],
 
 def format_text(c: Comparison) -> str:
     out = head_lines(c) + [""] + settings_lines(c) + figure_lines(c) + [""]
-    out += payoff_lines(c) + ["", *_wrap("Method: " + METHOD)]
+    # Within the 100 columns, whatever they say (the achieved line with a verdict, load or
+    # hardware said ran to 104 and more), each wrapped under its own indent.
+    for line in payoff_lines(c):
+        lead = line[:len(line) - len(line.lstrip())]
+        out += _wrap(line, first=lead, rest=lead + "  ")
+    out += ["", *_wrap("Method: " + METHOD)]
     return "\n".join(fmt.visible(line) for line in out) + "\n"
 
 

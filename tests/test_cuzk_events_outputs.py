@@ -318,3 +318,35 @@ def test_a_post_that_could_not_be_timed_is_counted_unknown_in_every_output_never
     assert "PoSt proof(s) (0 late, 0 at risk, 1 not timed (on time or late not known))" in out
     [row] = [x for x in out.splitlines() if x.startswith("    ") and "winpost-1000" in x]
     assert row.rstrip().endswith(" unknown")
+
+
+def test_a_post_late_while_running_then_lost_in_a_restart_is_counted_late_once() -> None:
+    """A WinningPoSt stuck past its deadline, then lost when the prover restarted: the alert
+    GapwatchPoStLate fired, `--on-event` ran, yet `gapwatch_proofs_total{verdict="late"}`
+    counts only proofs that ended, and the fleet's PoSt column, reading it, said "0 late"
+    for that box. `gapwatch_proofs_late_total` counts each proof that went late once: this one
+    (said late running, then lost), and post-late.log's (said late running, then ended late)."""
+    lines = (DATA / "post-late.log").read_text().splitlines()
+    cut = next(i for i, x in enumerate(lines) if "SYNTH_START" in x)
+    stuck = [*lines[:cut + 1],  # its synthesis begun at 16:00:52, the log goes on a minute
+             "2026-05-12T16:01:50.000000Z  INFO cuzk_core::engine: pinned pool checkout",
+             "2026-05-12T16:02:00.000000Z  INFO cuzk_daemon: cuzk-daemon starting"]
+    metrics = MetricsSink()
+    session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), sinks=[metrics], watch=CuzkWatch())
+    parser = LogParser(offline=True)
+    for i, line in enumerate(stuck):
+        for e in parser.parse_line(line, "cuzk.log", i, 0.0):
+            session.on_log_event(e)
+    session.finish()
+    fams = list(families(metrics.copy_counts().prover))
+    assert samples(fams, "gapwatch_prover_events_total")[
+        (("kind", "proof"), ("level", "error"))] == 2  # late running, then lost
+    assert samples(fams, "gapwatch_proofs_total")[
+        (("proof_kind", "winning-post"), ("verdict", "late"))] == 0  # it never ended
+    late = samples(fams, "gapwatch_proofs_late_total")
+    assert late[(("proof_kind", "winning-post"),)] == 1
+    assert late[(("proof_kind", "window-post"),)] == 0
+    # Late while running, then ended late: one proof, once.
+    _, _, _, metrics = session_over("post-late.log")
+    fams = list(families(metrics.copy_counts().prover))
+    assert samples(fams, "gapwatch_proofs_late_total")[(("proof_kind", "winning-post"),)] == 1

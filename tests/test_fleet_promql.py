@@ -86,3 +86,16 @@ def test_a_box_details_minute_holds_every_verdict_the_box_gave_in_it(tmp_path: P
         f"gapwatch_gpu_verdict_info{{{none}}}": "_ _ _ 1 1",
     }, "60s", [(f"gapwatch_gpu_verdict_info{{{srs}}}", 1),
                (f"gapwatch_gpu_verdict_info{{{none}}}", 1)], interval="15s")
+
+
+def test_late_posts_are_each_proof_that_went_late_where_the_box_exports_them(
+        tmp_path: Path) -> None:
+    """A WinningPoSt past its deadline then lost in a prover restart never ends: the box's
+    `gapwatch_proofs_total{verdict="late"}` stays 0 and the column said "0 late" while the
+    alert GapwatchPoStLate fired. `gapwatch_proofs_late_total` counts it; a box whose gapwatch
+    does not export it is read as before (the test above)."""
+    _expect(tmp_path, promql("post_late"), {
+        f'gapwatch_proofs_late_total{{{BOX},proof_kind="winning-post"}}': "0 0 1 1 1 1",
+        f'gapwatch_proofs_total{{{BOX},proof_kind="winning-post",verdict="late"}}':
+            "0 0 0 0 0 0",
+    }, "5m", [(BY_BOX, 1)])

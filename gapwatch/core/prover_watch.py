@@ -55,6 +55,49 @@ class ProverWatch(Protocol):
         ...
 
 
+#: Late proofs remembered by `LateOnce` (far more than are ever in flight).
+LATE_JOBS_KEPT = 256
+
+
+def went_late(event: ProverEvent) -> bool:
+    """Whether `event` says a proof went late: past its deadline (still running, ended, given
+    up for room), or lost in a restart (it will never complete: as late as a proof gets, what
+    the alert rule `GapwatchPoStLate` and `--on-event` count, whatever its figures said)."""
+    p = event.proof
+    return event.kind == "proof" and p is not None and (
+        p.verdict == "late" or p.given_up == "restart")
+
+
+class LateOnce:
+    """Which of a proof's late words is its first: a proof is said late while it runs and
+    again when it ends (its last word: done, or given up), one proof all the same. A later
+    proof under its job id (Curio retries a PoSt lost in a restart under the same id) is
+    another. Bounded: the latest `LATE_JOBS_KEPT` job ids said late and still running."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, None] = {}
+
+    def first(self, event: ProverEvent, late: bool) -> bool:
+        """Take every prover event (`late`: it says a proof went late, `went_late` or the
+        caller's own rule); True when it is that proof's first late word."""
+        p = event.proof
+        final = p is not None and (p.done or p.given_up is not None)
+        job = event.job_id
+        if late and job is not None:
+            if job in self._jobs:
+                if final:
+                    del self._jobs[job]
+                return False
+            if not final:
+                self._jobs[job] = None
+                if len(self._jobs) > LATE_JOBS_KEPT:
+                    del self._jobs[next(iter(self._jobs))]
+            return True
+        if final and job is not None:
+            self._jobs.pop(job, None)
+        return late
+
+
 def total_words(t: ProofTiming) -> str:
     """A proof's total ("36.0 s"), or the least it can be ("more than 36.0 s") when its begin
     was not read, or "?" (a proof given up said "? so far" of a total known to pass 36 s)."""

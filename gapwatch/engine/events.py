@@ -52,6 +52,7 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
+from gapwatch.core.prover_watch import LateOnce, went_late
 from gapwatch.core.sizes import cut_text
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.why_now import why_now
@@ -62,8 +63,6 @@ EventKind = Literal["breakdown_entered", "breakdown_left", "post_late", "restart
                     "gpu_hardware_error"]
 #: Events waiting for the command at most (a command slower than events arrive drops the rest).
 MAX_QUEUED = 8
-#: Late proofs remembered so that each is one event (far more than are ever in flight).
-LATE_JOBS_KEPT = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +185,7 @@ def event_of(ev: ProverEvent) -> Event | None:
     # A PoSt lost in a restart will never complete: as late as a proof gets (the alert rule
     # GapwatchPoStLate counts it too), whatever its figures said so far; its state says "lost".
     lost = proof is not None and proof.given_up == "restart"
-    if ev.kind == "proof" and proof is not None and (proof.verdict == "late" or lost):
+    if proof is not None and went_late(ev):
         return Event("post_late", ev.gpu, "lost" if lost else proof.verdict, ev.t_wall_s,
                      cause=proof.proof_kind,
                      setting=proof.setting or "", line=ev.message, detail=ev.message)
@@ -220,8 +219,8 @@ class EventHook:
         self._queue: queue.Queue[Event | None] = queue.Queue(MAX_QUEUED)
         self._last: dict[tuple[str, int | None], float] = {}
         self._states: dict[int, str] = {}
-        #: Job ids of the proofs already offered as late (oldest first, at most LATE_JOBS_KEPT).
-        self._late_jobs: dict[str, None] = {}
+        #: Which late word is a proof's first: one command a proof (`LateOnce`).
+        self._late = LateOnce()
         self._thread = threading.Thread(target=self._run, name="on-event", daemon=True)
         self._lock = threading.Lock()
         self._abandon = threading.Event()
@@ -261,23 +260,12 @@ class EventHook:
         if type(record) is not ProverEvent:
             return
         event = event_of(record)
-        proof = record.proof
-        # A proof's last word (done, or lost in a restart): a later proof under its job id is
-        # another proof (Curio retries a PoSt lost in a restart under the same id), whose
-        # lateness runs the command again; before, the id kept it silent.
-        final = proof is not None and (proof.done or proof.given_up is not None)
-        if event is not None and event.kind == "post_late" and record.job_id is not None:
-            # A proof is said late while it runs and again when it ends: one command a proof.
-            if record.job_id in self._late_jobs:
-                if final:
-                    del self._late_jobs[record.job_id]
-                return
-            if not final:
-                self._late_jobs[record.job_id] = None
-                if len(self._late_jobs) > LATE_JOBS_KEPT:
-                    del self._late_jobs[next(iter(self._late_jobs))]
-        elif final and record.job_id is not None:
-            self._late_jobs.pop(record.job_id, None)
+        # A proof is said late while it runs and again when it ends: one command a proof; a
+        # later proof under its job id (Curio retries a PoSt lost in a restart under the same
+        # id) is another, whose lateness runs the command again.
+        late = event is not None and event.kind == "post_late"
+        if not self._late.first(record, late) and late:
+            return
         if event is not None:
             self.offer(event)
 

@@ -78,7 +78,12 @@ QUERIES: tuple[Query, ...] = (
     Query("post_last_latency_s",
           "last_over_time(gapwatch_proof_last_seconds{{{sel},proof_kind=\"winning-post\"}}"
           "[{lb}])", per="box", optional=True),
+    # Late: each proof that went late once, still running past its deadline, ended late or
+    # lost in a restart (`gapwatch_proofs_late_total`, as the alert GapwatchPoStLate counts
+    # them); a gapwatch that does not export it, its proofs that ended late. Those alone read
+    # "0 late" for a WinningPoSt stuck past its deadline then lost in a restart.
     Query("post_late",
+          "sum by (instance) (increase(gapwatch_proofs_late_total{{{sel}}}[{lb}])) or "
           "sum by (instance) (increase(gapwatch_proofs_total{{{sel},verdict=\"late\"}}"
           "[{lb}]))", per="box", optional=True),
     # Not timed: its begin was not read (a log followed from mid-proof, lines lost). Counted

@@ -17,6 +17,10 @@ first scrape; the alert rules in deploy/prometheus/gapwatch.rules.yml read them)
   GPU and finalize time (a phase its lines did not say is not observed);
 - `gapwatch_proof_last_seconds{proof_kind}`: the latest completed proof's latency (the fleet
   view's PoSt column);
+- `gapwatch_proofs_late_total{proof_kind}`: watched proofs that went late, each once: past its
+  deadline still running, ended late, or lost in a prover restart (the fleet view's PoSt
+  column: `gapwatch_proofs_total{verdict="late"}` counts only those that ended, and a
+  WinningPoSt stuck past its deadline then lost in a restart read "0 late" there);
 - `gapwatch_prover_restart_cost_seconds_total`: GPU time restarts cost (each one stretch).
 """
 
@@ -33,6 +37,7 @@ from prometheus_client.core import (
 )
 
 from gapwatch.core.models import PROOF_VERDICTS, PROVER_EVENT_KINDS, ProverEvent
+from gapwatch.core.prover_watch import LateOnce, went_late
 
 #: Proof latency buckets (s): WinningPoSt's 30 s epoch and WindowPoSt's 30 min both fall on one.
 PROOF_BUCKETS_S: tuple[float, ...] = (
@@ -72,6 +77,9 @@ class ProverEventCounts:
     restart_cost_s: float = 0.0
     #: The latest completed proof's latency (arrival to end), per proof kind.
     last_s: dict[str, float] = field(default_factory=dict)
+    #: Proofs that went late, each once (`went_late`, `LateOnce`), per proof kind.
+    late: dict[str, int] = field(default_factory=dict)
+    _late_once: LateOnce = field(default_factory=LateOnce)
 
     def count(self, ev: ProverEvent) -> None:
         key = (ev.kind, ev.level)
@@ -79,6 +87,8 @@ class ProverEventCounts:
         if ev.kind == "restart_cost" and ev.length_s is not None:
             self.restart_cost_s += ev.length_s
         p = ev.proof
+        if self._late_once.first(ev, went_late(ev)) and p is not None:
+            self.late[p.proof_kind] = self.late.get(p.proof_kind, 0) + 1
         if ev.kind != "proof" or p is None or not p.done:
             return
         pk = (p.proof_kind, p.verdict)
@@ -96,7 +106,7 @@ class ProverEventCounts:
             dict(self.events), dict(self.proofs),
             {k: h.copy() for k, h in self.latency.items()},
             {k: h.copy() for k, h in self.phases.items()}, self.restart_cost_s,
-            dict(self.last_s))
+            dict(self.last_s), dict(self.late))
 
 
 def _buckets(h: _Histogram) -> list[tuple[str, float]]:
@@ -119,6 +129,11 @@ def families(c: ProverEventCounts) -> Iterator[Metric]:
     for pk in proof_kinds:
         for verdict in PROOF_VERDICTS:
             proofs.add_metric([pk, verdict], c.proofs.get((pk, verdict), 0))
+    went = CounterMetricFamily("gapwatch_proofs_late", "Watched proofs (PoSt) that went late, "
+                               "each once: past its deadline still running, ended late, or "
+                               "lost in a prover restart.", labels=["proof_kind"])
+    for pk in sorted(set(proof_kinds) | set(c.late)):
+        went.add_metric([pk], c.late.get(pk, 0))
     latency = HistogramMetricFamily("gapwatch_proof_seconds", "A completed watched proof's "
                                     "latency, arrival to end.", labels=["proof_kind"])
     phases = HistogramMetricFamily("gapwatch_proof_phase_seconds", "A completed watched "
@@ -138,4 +153,4 @@ def families(c: ProverEventCounts) -> Iterator[Metric]:
     cost = CounterMetricFamily("gapwatch_prover_restart_cost_seconds", "GPU time restarts "
                                "cost: the old run's last GPU work to the new run's first.")
     cost.add_metric([], c.restart_cost_s)
-    yield from (events, proofs, latency, phases, last, cost)
+    yield from (events, proofs, went, latency, phases, last, cost)

@@ -271,12 +271,13 @@ def test_a_folder_with_no_name_as_the_input_or_the_segments_base_is_one_line(
 def test_on_event_help_names_every_event_it_runs_the_command_for(
         command: str, capsys: pytest.CaptureFixture[str]) -> None:
     """`--help` said only "when a GPU enters or leaves BREAKDOWN", while the hook also runs on a
-    late PoSt, a prover restart and a prover error (docs/fleet.md, README)."""
+    late PoSt, a prover restart and a prover error (docs/fleet.md, README); then it left out the
+    GPU's own errors (`gpu_hardware_error`: an XID, uncorrected ECC errors, the GPU lost)."""
     assert _exit_code([command, "--help"]) == 0
     words = " ".join(capsys.readouterr().out.split())
     assert "--on-event CMD run CMD" in words
     for said in ("enters or leaves BREAKDOWN", "a PoSt goes late", "the prover restarts",
-                 "a prover error"):
+                 "a prover error", "a GPU error NVML reports", "XID", "the GPU lost"):
         assert said in words, said
 
 

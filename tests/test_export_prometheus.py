@@ -199,6 +199,19 @@ def test_a_lost_gpus_last_readings_are_absent_and_its_loss_is_counted(
     assert m["gapwatch_gpu_hardware_events_total"][(("gpu", "0"), ("kind", "gpu_lost"))] == 0
 
 
+def test_the_hardware_events_help_names_a_lost_gpu_among_its_kinds(
+        live: tuple[Session, ScriptedDetector, ExporterHandle]) -> None:
+    # `gpu_lost` is a kind of the family (and the alert pages on it), while its HELP, what
+    # `curl /metrics` shows beside it, said only "XID critical errors, ECC errors, PCIe replays".
+    _, _, handle = live
+    with urllib.request.urlopen(handle.url, timeout=5) as resp:
+        text = resp.read().decode()
+    help_text = {f.name: f.documentation for f in text_string_to_metric_families(text)}
+    words = help_text["gapwatch_gpu_hardware_events"]
+    for said in ("XID", "ECC", "PCIe replay", "GPU lost"):
+        assert said in words, said
+
+
 def test_gap_seconds_count_once_when_the_gap_closes(live: tuple[Session, ScriptedDetector,
                                                                 ExporterHandle]) -> None:
     session, detector, handle = live

@@ -44,9 +44,10 @@ def add_on_event_arguments(p: argparse.ArgumentParser) -> None:
     """`--on-event CMD` and `--on-event-timeout S` (watch, record): gapwatch.engine.events."""
     p.add_argument("--on-event", default=None, metavar="CMD",
                    help="run CMD (split like a shell's words, never run by one) when a GPU "
-                        "enters or leaves BREAKDOWN, a PoSt goes late, the prover restarts or "
-                        "on a prover error; the facts are in GAPWATCH_* environment variables "
-                        "(docs/fleet.md)")
+                        "enters or leaves BREAKDOWN, a PoSt goes late, the prover restarts, "
+                        "on a prover error or on a GPU error NVML reports (an XID, uncorrected "
+                        "ECC errors, the GPU lost); the facts are in GAPWATCH_* environment "
+                        "variables (docs/fleet.md)")
     p.add_argument("--on-event-timeout", type=argtypes.positive_seconds, default=10.0,
                    metavar="S",
                    help="kill CMD after S seconds (default 10)")

@@ -496,10 +496,12 @@ def _health(health: dict[int, GpuHealth]) -> Iterator[Metric]:
 
 
 def _hw_events(gpus: list[int], counts: dict[tuple[int, str], int]) -> Iterator[Metric]:
-    """GPU errors gapwatch saw (XID events, ECC counts that grew, PCIe replays), by kind:
-    every GPU and kind present from the start, so that `increase()` sees the first one."""
+    """GPU errors gapwatch saw (XID events, ECC counts that grew, PCIe replays, a GPU lost),
+    by kind: every GPU and kind present from the start, so that `increase()` sees the first
+    one."""
     events = CounterMetricFamily("gapwatch_gpu_hardware_events", "GPU errors seen by NVML: "
-                                 "XID critical errors, ECC errors, PCIe replays.",
+                                 "XID critical errors, ECC errors, PCIe replays, the GPU lost "
+                                 "(GPU_IS_LOST: fell off the bus or needs a reset).",
                                  labels=["gpu", "kind"])
     for gpu in sorted(set(gpus) | {g for g, _ in counts}):
         for kind in HARDWARE_EVENT_KINDS:

@@ -118,6 +118,19 @@ def test_missing_file_is_an_error_but_the_others_are_parsed(capsys: pytest.Captu
     assert "/nonexistent/x.log: cannot read" in err and "160 lines" in err
 
 
+@pytest.mark.parametrize("flag", ["--json", "--unparsed"])
+def test_an_events_flag_with_timeline_is_refused_not_ignored(
+        flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`parse --timeline --json LOG` printed the text table, `--json` dropped without a word (a
+    script then read text where it asked for JSON); `--unparsed` the same. Both choose how the
+    events are printed, and `--timeline` prints no events."""
+    assert main(["parse", "--timeline", flag, str(DATA / "pageable.log")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"{flag} prints the events" in captured.err and "report --json" in captured.err
+    assert len(captured.err.strip().splitlines()) == 1
+
+
 def test_no_file_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["parse"]) == 2
 

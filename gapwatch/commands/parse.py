@@ -314,6 +314,13 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if recording and not args.timeline:
         say("gapwatch parse: --recording goes with --timeline")
         return 2
+    # `--json` and `--unparsed` say how events are printed; `--timeline` prints none: taking
+    # them on silently printed the text table to a script that asked for JSON.
+    for flag, given in (("--json", args.json), ("--unparsed", args.unparsed)):
+        if given and args.timeline:
+            say(f"gapwatch parse: {flag} prints the events, --timeline the partition table "
+                "instead: give one of them (the table as JSON: report --json's partitions)")
+            return 2
     if not paths and not recording:
         say("gapwatch parse: give at least one LOG file ('-' = stdin)")
         return 2

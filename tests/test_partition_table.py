@@ -83,12 +83,15 @@ def scaled_down(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("scaled_down")
 def test_a_long_logs_table_holds_the_partitions_in_flight_not_the_runs() -> None:
-    # 6 times the partitions must not take much more memory (rows held to the end took ~470
-    # bytes each: ~5x here).
+    # 5,000 partitions more must not hold their rows: rows held to the end cost ~280 bytes
+    # each at the peak here (1.66 MB against 255 KB), the table in flight ~30. The bound is
+    # on the bytes per partition more, not a ratio: a table of the process's own that grows
+    # now and then (its resize ~150 KB, paid by whichever measurement comes to it: 134-315 KB
+    # for the 6,000 by the tests run before) put a ratio of 2 at the mercy of the test order.
     small, small_run = _builder_peak_bytes(1_000)
     large, large_run = _builder_peak_bytes(6_000)
     assert len(small_run.partitions) == 1_000 and len(large_run.partitions) == 6_000
-    assert large < 2 * small, (small, large)
+    assert (large - small) / 5_000 < 100, (small, large)
     rows = list(large_run.partitions)
     assert [r.gpu_start_s for r in rows] == sorted(r.gpu_start_s or 0.0 for r in rows)
     assert all(r.unpinned and r.synth_ms == 2000 and r.timeline_gpu_ms == 3000 for r in rows)

@@ -70,11 +70,12 @@ QUERIES: tuple[Query, ...] = (
     # Exported by later gapwatch versions (the chaining figure, PoSt, GPU and prover health).
     Query("chaining_ratio", "last_over_time(gapwatch_chaining_ratio{{{sel}}}[{lb}])",
           optional=True),
-    # PoSt: the latest WinningPoSt's latency (the proof a block reward rides on), and the
-    # proofs of every kind that ended late, and that could not be timed (on time or late not
-    # known), in the lookback: `increase`, as restarts and XIDs. The box's own count since its
-    # gapwatch started (`last_over_time`) went back to 0 when that gapwatch restarted (4 late
-    # WinningPoSts minutes before read "0 late"), and kept one late a week ago for good.
+    # PoSt: the latest completed WinningPoSt's latency (the proof a block reward rides on),
+    # and the proofs of every kind that went late, and that could not be timed (on time or
+    # late not known), in the lookback: `increase`, as restarts and XIDs. The box's own count
+    # since its gapwatch started (`last_over_time`) went back to 0 when that gapwatch
+    # restarted (4 late WinningPoSts minutes before read "0 late"), and kept one late a week
+    # ago for good.
     Query("post_last_latency_s",
           "last_over_time(gapwatch_proof_last_seconds{{{sel},proof_kind=\"winning-post\"}}"
           "[{lb}])", per="box", optional=True),

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fleet_fakes import promql
 
-from gapwatch.fleet.queries import DETAIL_VERDICT
+from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT, QUERIES, more_matchers, render
 
 PROMTOOL = shutil.which("promtool")
 SKIP_REASON = ("SKIPPED LOUDLY: promtool not found; the fleet's PromQL was NOT evaluated "
@@ -80,7 +80,7 @@ def test_a_box_details_minute_holds_every_verdict_the_box_gave_in_it(tmp_path: P
     srs = f'{BOX},gpu="0",state="GAPS",cause="srs_loading",cause_words="cuzk loads the SRS",' \
         'setting="none"'
     none = f'{BOX},gpu="0",state="CHAINED",cause="none",cause_words="none",setting="none"'
-    expr = DETAIL_VERDICT.format(sel='job="gapwatch"', instance="b:9400")
+    expr = DETAIL_VERDICT.format(sel_=more_matchers('job="gapwatch"'), instance="b:9400")
     _expect(tmp_path, expr, {
         f"gapwatch_gpu_verdict_info{{{srs}}}": "1 1 1 stale",
         f"gapwatch_gpu_verdict_info{{{none}}}": "_ _ _ 1 1",
@@ -99,3 +99,21 @@ def test_late_posts_are_each_proof_that_went_late_where_the_box_exports_them(
         f'gapwatch_proofs_total{{{BOX},proof_kind="winning-post",verdict="late"}}':
             "0 0 0 0 0 0",
     }, "5m", [(BY_BOX, 1)])
+
+
+@pytest.mark.parametrize("selector", ["", " ", 'job="gapwatch",', 'job="gapwatch",cluster=~"p.*"'])
+def test_every_query_is_promql_whatever_selector_the_operator_gives(
+        tmp_path: Path, selector: str) -> None:
+    """`--selector ''` (every target: a job not named "gapwatch") was spliced as
+    `{,kind="restart"}`: six of the queries answered HTTP 400, and the PoSt and HLTH columns
+    read "-" for every box, a box with 6 late WinningPoSts and a restart among them. Each query
+    and the detail's two, as sent, are checked by Prometheus's own parser (promtool)."""
+    exprs = [render(q, selector, "1h") for q in QUERIES]
+    exprs += [d.format(sel_=more_matchers(selector), instance="b:9400")
+              for d in (DETAIL_IDLE, DETAIL_VERDICT)]
+    rules = "".join(f"      - record: q{i}\n        expr: '{e}'\n" for i, e in enumerate(exprs))
+    (tmp_path / "r.yml").write_text(f"groups:\n  - name: fleet\n    rules:\n{rules}")
+    assert PROMTOOL is not None
+    done = subprocess.run([PROMTOOL, "check", "rules", "r.yml"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr

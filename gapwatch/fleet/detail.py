@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
 from gapwatch.fleet.client import PromClient, PromError
-from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT
+from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT, more_matchers
 from gapwatch.fleet.rows import FleetOptions, FleetRow
 
 #: What the detail says it shows (its first line).
@@ -81,7 +81,8 @@ def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: i
     end = time.time() if now_s is None else now_s
     start = end - minutes * 60
     quoted = instance.replace("\\", "\\\\").replace('"', '\\"')
-    idle = client.range(DETAIL_IDLE.format(sel=opts.selector, instance=quoted), start, end, 60,
+    sel_ = more_matchers(opts.selector)
+    idle = client.range(DETAIL_IDLE.format(sel_=sel_, instance=quoted), start, end, 60,
                         opts.budget_s)
     out: dict[tuple[float, str], Minute] = {}
     for s in idle:
@@ -94,7 +95,7 @@ def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: i
                 m = out.setdefault((t, gpu), Minute(t, gpu))
                 m.idle_s[kind] = v
     try:
-        verdicts = client.range(DETAIL_VERDICT.format(sel=opts.selector, instance=quoted),
+        verdicts = client.range(DETAIL_VERDICT.format(sel_=sel_, instance=quoted),
                                 start, end, 60, opts.budget_s)
     except PromError:
         verdicts = []

@@ -38,7 +38,8 @@ def _expect(tmp_path: Path, expr: str, series: dict[str, str], at: str,
     expected = "".join(f"          - labels: '{labels}'\n            value: {value}\n"
                        for labels, value in samples)
     (tmp_path / "t.yml").write_text(
-        f"rule_files: []\nevaluation_interval: 1m\ntests:\n  - interval: {interval}\n"
+        # promtool evaluates at a multiple of `evaluation_interval` (4m3s was read at 4m).
+        f"rule_files: []\nevaluation_interval: {interval}\ntests:\n  - interval: {interval}\n"
         f"    input_series:\n{inputs}"
         f"    promql_expr_test:\n      - expr: '{expr}'\n        eval_time: {at}\n"
         f"        exp_samples:\n{expected}")
@@ -117,3 +118,15 @@ def test_every_query_is_promql_whatever_selector_the_operator_gives(
     done = subprocess.run([PROMTOOL, "check", "rules", "r.yml"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_box_scraped_every_second_is_as_old_as_its_latest_scrape_not_a_5_s_step(
+        tmp_path: Path) -> None:
+    """The last good scrape was read at 5 s steps only: a box scraped every second read 0 to
+    5 s old, and with `--stale-after 3` it was stale at one refresh, fresh at the next. Its
+    latest scrape, when good, is its age exactly; a box whose scrapes fail now is as old as
+    its last good one (here 143 s: up until 100 s, failing since)."""
+    _expect(tmp_path, promql("age_s"), {f"up{{{BOX}}}": "1x300"}, "4m3s", [(BY_BOX, 0)],
+            interval="1s")
+    _expect(tmp_path, promql("age_s"), {f"up{{{BOX}}}": "1x100 0x200"}, "4m3s",
+            [(BY_BOX, 143)], interval="1s")

@@ -20,9 +20,12 @@ from typing import Literal
 
 from gapwatch.core.health import CLOCKS_EVENT_REASONS
 
-#: How old a box's last good scrape may be (resolution of that figure: `FRESH_STEP`).
+#: How old a box's last good scrape may be (resolution of that figure once its scrapes fail:
+#: `FRESH_STEP`; while its latest scrape succeeded, it is exact).
 FRESH_WINDOW = "15m"
 FRESH_STEP = "5s"
+#: A box's latest scrape, when it succeeded: its own time, exact.
+_GOOD_NOW = "(timestamp(up{{{sel}}}) and up{{{sel}}} == 1)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +50,11 @@ QUERIES: tuple[Query, ...] = (
     # last answered a scrape. Asked right after the rows: without them no row's freshness is
     # known (`rows._stale`), and a slow Prometheus spends the budget on the first questions.
     Query("up", "up{{{sel}}}", per="box"),
-    Query("age_s", "time() - max by (instance) (max_over_time((timestamp(up{{{sel}}}) and "
-          f"up{{{{{{sel}}}}}} == 1)[{FRESH_WINDOW}:{FRESH_STEP}]))", per="box"),
+    # The latest good scrape: the latest scrape itself when it succeeded, else the last good
+    # one in the subquery's steps (to within a step). The steps alone read a box scraped every
+    # second 0 to 5 s old: with `--stale-after 3` it flapped stale and fresh at each refresh.
+    Query("age_s", f"time() - max by (instance) ({_GOOD_NOW} or "
+          f"max_over_time({_GOOD_NOW}[{FRESH_WINDOW}:{FRESH_STEP}]))", per="box"),
     # Which of them the box exports now (no lookback: a series the box stopped exporting gets
     # a staleness marker at the next scrape): a GPU gone from a live box's /metrics (lost at a
     # restart of its gapwatch) kept its last state, fresh-looking, for the whole lookback.

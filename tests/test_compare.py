@@ -862,3 +862,19 @@ def test_sides_on_other_gpus_or_links_say_so_and_claim_no_share_of_the_predicted
     same = _compare(PAGEABLE, PINNED)
     assert not [n for n in same.notes if n.startswith(("different hardware", "different mach"))]
     assert to_json(same)["payoff"]["achieved"]["share_of_predicted_gain"] is not None
+
+
+def test_two_simulator_scenarios_are_the_same_hardware_and_the_gain_is_measured(
+        tmp_path: Path) -> None:
+    """A `sim:pageable` run against a `sim:chained` one (docs/compare.md's example): the two
+    simulate one H200 on one link, the scenario being the prover's settings. The simulator put
+    the scenario in the GPU's name, so compare said "different hardware: GPU 0 Simulated H200
+    (pageable) → Simulated H200 (chained)" and claimed no share of the predicted gain: the
+    very comparison the simulator is there to show read as not a measure of the change."""
+    before = _sim_recording(tmp_path, "pageable", 60, 1)
+    after = _sim_recording(tmp_path, "chained", 60, 1)
+    c = _compare(before, after)
+    assert not [n for n in c.notes if n.startswith("different hardware")]
+    ach = to_json(c)["payoff"]["achieved"]
+    assert ach["hardware_differs"] is False
+    assert ach["verdict"] == "better" and ach["share_of_predicted_gain"] is not None

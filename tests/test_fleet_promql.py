@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fleet_fakes import promql
 
-from gapwatch.fleet.queries import DETAIL_VERDICT
+from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT, QUERIES, more_matchers, render
 
 PROMTOOL = shutil.which("promtool")
 SKIP_REASON = ("SKIPPED LOUDLY: promtool not found; the fleet's PromQL was NOT evaluated "
@@ -38,7 +38,8 @@ def _expect(tmp_path: Path, expr: str, series: dict[str, str], at: str,
     expected = "".join(f"          - labels: '{labels}'\n            value: {value}\n"
                        for labels, value in samples)
     (tmp_path / "t.yml").write_text(
-        f"rule_files: []\nevaluation_interval: 1m\ntests:\n  - interval: {interval}\n"
+        # promtool evaluates at a multiple of `evaluation_interval` (4m3s was read at 4m).
+        f"rule_files: []\nevaluation_interval: {interval}\ntests:\n  - interval: {interval}\n"
         f"    input_series:\n{inputs}"
         f"    promql_expr_test:\n      - expr: '{expr}'\n        eval_time: {at}\n"
         f"        exp_samples:\n{expected}")
@@ -80,7 +81,7 @@ def test_a_box_details_minute_holds_every_verdict_the_box_gave_in_it(tmp_path: P
     srs = f'{BOX},gpu="0",state="GAPS",cause="srs_loading",cause_words="cuzk loads the SRS",' \
         'setting="none"'
     none = f'{BOX},gpu="0",state="CHAINED",cause="none",cause_words="none",setting="none"'
-    expr = DETAIL_VERDICT.format(sel='job="gapwatch"', instance="b:9400")
+    expr = DETAIL_VERDICT.format(sel_=more_matchers('job="gapwatch"'), instance="b:9400")
     _expect(tmp_path, expr, {
         f"gapwatch_gpu_verdict_info{{{srs}}}": "1 1 1 stale",
         f"gapwatch_gpu_verdict_info{{{none}}}": "_ _ _ 1 1",
@@ -99,3 +100,33 @@ def test_late_posts_are_each_proof_that_went_late_where_the_box_exports_them(
         f'gapwatch_proofs_total{{{BOX},proof_kind="winning-post",verdict="late"}}':
             "0 0 0 0 0 0",
     }, "5m", [(BY_BOX, 1)])
+
+
+@pytest.mark.parametrize("selector", ["", " ", 'job="gapwatch",', 'job="gapwatch",cluster=~"p.*"'])
+def test_every_query_is_promql_whatever_selector_the_operator_gives(
+        tmp_path: Path, selector: str) -> None:
+    """`--selector ''` (every target: a job not named "gapwatch") was spliced as
+    `{,kind="restart"}`: six of the queries answered HTTP 400, and the PoSt and HLTH columns
+    read "-" for every box, a box with 6 late WinningPoSts and a restart among them. Each query
+    and the detail's two, as sent, are checked by Prometheus's own parser (promtool)."""
+    exprs = [render(q, selector, "1h") for q in QUERIES]
+    exprs += [d.format(sel_=more_matchers(selector), instance="b:9400")
+              for d in (DETAIL_IDLE, DETAIL_VERDICT)]
+    rules = "".join(f"      - record: q{i}\n        expr: '{e}'\n" for i, e in enumerate(exprs))
+    (tmp_path / "r.yml").write_text(f"groups:\n  - name: fleet\n    rules:\n{rules}")
+    assert PROMTOOL is not None
+    done = subprocess.run([PROMTOOL, "check", "rules", "r.yml"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_box_scraped_every_second_is_as_old_as_its_latest_scrape_not_a_5_s_step(
+        tmp_path: Path) -> None:
+    """The last good scrape was read at 5 s steps only: a box scraped every second read 0 to
+    5 s old, and with `--stale-after 3` it was stale at one refresh, fresh at the next. Its
+    latest scrape, when good, is its age exactly; a box whose scrapes fail now is as old as
+    its last good one (here 143 s: up until 100 s, failing since)."""
+    _expect(tmp_path, promql("age_s"), {f"up{{{BOX}}}": "1x300"}, "4m3s", [(BY_BOX, 0)],
+            interval="1s")
+    _expect(tmp_path, promql("age_s"), {f"up{{{BOX}}}": "1x100 0x200"}, "4m3s",
+            [(BY_BOX, 143)], interval="1s")

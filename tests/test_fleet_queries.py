@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 from fleet_fakes import EMPTY, Reply, box, fake_prometheus, matrix, promql, vector
@@ -185,6 +186,21 @@ def test_a_box_detail_lists_its_minutes_with_the_verdict_then() -> None:
     line = minutes[0].line()
     assert "GPU0 idle 12.5s (pcie_starved 12.5s): a/b/c copied from pageable memory; " \
            "change [memory] safety_margin" in line
+
+
+def test_a_box_detail_minute_is_said_by_the_60_s_it_holds_not_the_minute_after() -> None:
+    """Prometheus's point at t is `increase(...[1m])`: the 60 s before t, and the range ends
+    now, at no whole minute. The line said "HH:MM" of t: gaps that closed at 00:54:20 and
+    00:54:57 were listed under "00:55" (the point of 00:55:22), a minute late beside the box's
+    own log. It says both ends now."""
+    with fake_prometheus() as fake:
+        fake.range_replies["sum by (gpu, kind)"] = matrix(
+            ({"gpu": "0", "kind": "host_stall"}, [(622.0, 37.3)]))
+        minutes = box_detail(PromClient(fake.url), FleetOptions(), "b:9400", now_s=622.0)
+    since = time.strftime("%H:%M:%S", time.localtime(562.0))
+    until = time.strftime("%H:%M:%S", time.localtime(622.0))
+    assert [m.line() for m in minutes] == [
+        f"{since}-{until} GPU0 idle 37.3s (host_stall 37.3s): no cause in the window"]
 
 
 def test_a_box_detail_minute_names_the_cause_it_had_not_the_none_beside_it() -> None:

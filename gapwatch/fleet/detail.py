@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
 from gapwatch.fleet.client import PromClient, PromError
-from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT
+from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT, more_matchers
 from gapwatch.fleet.rows import FleetOptions, FleetRow
 
 #: What the detail says it shows (its first line).
@@ -43,13 +43,19 @@ class Minute:
     """One GPU's minute: idle seconds by kind, and every cause the box gave in it (in the
     order Prometheus answered; a verdict of no cause is not one)."""
 
+    #: The minute's end: Prometheus's point, `increase(...[1m])` over the 60 s before it.
     t_wall_s: float
     gpu: str
     idle_s: dict[str, float] = field(default_factory=dict)
     verdicts: list[Verdict] = field(default_factory=list)
 
     def line(self) -> str:
-        stamp = time.strftime("%H:%M", time.localtime(self.t_wall_s))
+        # Both ends of the minute: the range ends now, at no whole minute of the clock, and
+        # each point holds the 60 s before it. Its "HH:MM" alone put the gaps that closed at
+        # 00:54:20 and 00:54:57 in a line "00:55" (the point of 00:55:22): every gap a minute
+        # late beside the box's own log.
+        since = time.strftime("%H:%M:%S", time.localtime(self.t_wall_s - 60))
+        stamp = f"{since}-{time.strftime('%H:%M:%S', time.localtime(self.t_wall_s))}"
         # The kind is a label from Prometheus like the others: made visible (it reached the
         # detail screen raw, an OSC or a bidi override in it with it).
         kinds = ", ".join(f"{fmt.visible(k)} {v:.1f}s" for k, v in
@@ -81,7 +87,8 @@ def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: i
     end = time.time() if now_s is None else now_s
     start = end - minutes * 60
     quoted = instance.replace("\\", "\\\\").replace('"', '\\"')
-    idle = client.range(DETAIL_IDLE.format(sel=opts.selector, instance=quoted), start, end, 60,
+    sel_ = more_matchers(opts.selector)
+    idle = client.range(DETAIL_IDLE.format(sel_=sel_, instance=quoted), start, end, 60,
                         opts.budget_s)
     out: dict[tuple[float, str], Minute] = {}
     for s in idle:
@@ -94,7 +101,7 @@ def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: i
                 m = out.setdefault((t, gpu), Minute(t, gpu))
                 m.idle_s[kind] = v
     try:
-        verdicts = client.range(DETAIL_VERDICT.format(sel=opts.selector, instance=quoted),
+        verdicts = client.range(DETAIL_VERDICT.format(sel_=sel_, instance=quoted),
                                 start, end, 60, opts.budget_s)
     except PromError:
         verdicts = []

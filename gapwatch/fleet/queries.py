@@ -6,9 +6,10 @@ series only some gapwatch versions export (the chaining figure, PoSt, GPU health
 Prometheus has none, the column says "-"; renaming one is an edit of this table only.
 
 Each PromQL text has two holes: `{sel}`, the label matchers that pick gapwatch's targets
-(`--selector`, default `job="gapwatch"`), and `{lb}`, how far back a box that stopped reporting
-is still remembered (`--lookback`): `last_over_time` reaches past Prometheus's staleness
-markers, so a dead box keeps its last state and is shown stale, not dropped.
+(`--selector`, default `job="gapwatch"`; `{sel_}` where more matchers follow it:
+`more_matchers`), and `{lb}`, how far back a box that stopped reporting is still remembered
+(`--lookback`): `last_over_time` reaches past Prometheus's staleness markers, so a dead box
+keeps its last state and is shown stale, not dropped.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from typing import Literal
 
 from gapwatch.core.health import CLOCKS_EVENT_REASONS
 
-#: How old a box's last good scrape may be (resolution of that figure: `FRESH_STEP`).
+#: How old a box's last good scrape may be (resolution of that figure once its scrapes fail:
+#: `FRESH_STEP`; while its latest scrape succeeded, it is exact).
 FRESH_WINDOW = "15m"
 FRESH_STEP = "5s"
+#: A box's latest scrape, when it succeeded: its own time, exact.
+_GOOD_NOW = "(timestamp(up{{{sel}}}) and up{{{sel}}} == 1)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +50,11 @@ QUERIES: tuple[Query, ...] = (
     # last answered a scrape. Asked right after the rows: without them no row's freshness is
     # known (`rows._stale`), and a slow Prometheus spends the budget on the first questions.
     Query("up", "up{{{sel}}}", per="box"),
-    Query("age_s", "time() - max by (instance) (max_over_time((timestamp(up{{{sel}}}) and "
-          f"up{{{{{{sel}}}}}} == 1)[{FRESH_WINDOW}:{FRESH_STEP}]))", per="box"),
+    # The latest good scrape: the latest scrape itself when it succeeded, else the last good
+    # one in the subquery's steps (to within a step). The steps alone read a box scraped every
+    # second 0 to 5 s old: with `--stale-after 3` it flapped stale and fresh at each refresh.
+    Query("age_s", f"time() - max by (instance) ({_GOOD_NOW} or "
+          f"max_over_time({_GOOD_NOW}[{FRESH_WINDOW}:{FRESH_STEP}]))", per="box"),
     # Which of them the box exports now (no lookback: a series the box stopped exporting gets
     # a staleness marker at the next scrape): a GPU gone from a live box's /metrics (lost at a
     # restart of its gapwatch) kept its last state, fresh-looking, for the whole lookback.
@@ -70,13 +77,14 @@ QUERIES: tuple[Query, ...] = (
     # Exported by later gapwatch versions (the chaining figure, PoSt, GPU and prover health).
     Query("chaining_ratio", "last_over_time(gapwatch_chaining_ratio{{{sel}}}[{lb}])",
           optional=True),
-    # PoSt: the latest WinningPoSt's latency (the proof a block reward rides on), and the
-    # proofs of every kind that ended late, and that could not be timed (on time or late not
-    # known), in the lookback: `increase`, as restarts and XIDs. The box's own count since its
-    # gapwatch started (`last_over_time`) went back to 0 when that gapwatch restarted (4 late
-    # WinningPoSts minutes before read "0 late"), and kept one late a week ago for good.
+    # PoSt: the latest completed WinningPoSt's latency (the proof a block reward rides on),
+    # and the proofs of every kind that went late, and that could not be timed (on time or
+    # late not known), in the lookback: `increase`, as restarts and XIDs. The box's own count
+    # since its gapwatch started (`last_over_time`) went back to 0 when that gapwatch
+    # restarted (4 late WinningPoSts minutes before read "0 late"), and kept one late a week
+    # ago for good.
     Query("post_last_latency_s",
-          "last_over_time(gapwatch_proof_last_seconds{{{sel},proof_kind=\"winning-post\"}}"
+          "last_over_time(gapwatch_proof_last_seconds{{{sel_}proof_kind=\"winning-post\"}}"
           "[{lb}])", per="box", optional=True),
     # Late: each proof that went late once, still running past its deadline, ended late or
     # lost in a restart (`gapwatch_proofs_late_total`, as the alert GapwatchPoStLate counts
@@ -84,35 +92,35 @@ QUERIES: tuple[Query, ...] = (
     # "0 late" for a WinningPoSt stuck past its deadline then lost in a restart.
     Query("post_late",
           "sum by (instance) (increase(gapwatch_proofs_late_total{{{sel}}}[{lb}])) or "
-          "sum by (instance) (increase(gapwatch_proofs_total{{{sel},verdict=\"late\"}}"
+          "sum by (instance) (increase(gapwatch_proofs_total{{{sel_}verdict=\"late\"}}"
           "[{lb}]))", per="box", optional=True),
     # Not timed: its begin was not read (a log followed from mid-proof, lines lost). Counted
     # apart from the late ones: "0 late" said nothing of a box whose PoSts were never timed.
     Query("post_untimed",
-          "sum by (instance) (increase(gapwatch_proofs_total{{{sel},verdict=\"unknown\"}}"
+          "sum by (instance) (increase(gapwatch_proofs_total{{{sel_}verdict=\"unknown\"}}"
           "[{lb}]))", per="box", optional=True),
     # Throttled: any clocks-event reason that slows work down (`core.health`'s table: idle and
     # clock settings are not throttling) held in the last reading.
     Query("throttled",
-          "max by (instance, gpu) (last_over_time(gapwatch_gpu_clocks_event_reason{{{sel},"
+          "max by (instance, gpu) (last_over_time(gapwatch_gpu_clocks_event_reason{{{sel_}"
           f"reason=~\"{_SLOWING}\"}}}}[{{lb}}]))",
           optional=True),
     Query("xid_errors",
-          "sum by (instance, gpu) (increase(gapwatch_gpu_hardware_events_total{{{sel},"
+          "sum by (instance, gpu) (increase(gapwatch_gpu_hardware_events_total{{{sel_}"
           "kind=\"xid\"}}[{lb}]))",
           optional=True),
     Query("restarts",
-          "sum by (instance) (increase(gapwatch_prover_events_total{{{sel},kind=\"restart\"}}"
+          "sum by (instance) (increase(gapwatch_prover_events_total{{{sel_}kind=\"restart\"}}"
           "[{lb}]))", per="box", optional=True),
 )
 
 #: The range query of a box's detail: idle seconds per minute by GPU and kind.
-DETAIL_IDLE = ("sum by (gpu, kind) (increase(gapwatch_gap_seconds_total{{{sel},"
+DETAIL_IDLE = ("sum by (gpu, kind) (increase(gapwatch_gap_seconds_total{{{sel_}"
                "instance=\"{instance}\"}}[1m]))")
 #: ... and every verdict (cause, setting) the box gave in the same minutes: the verdict at the
 #: minute's last instant alone said "no cause in the window" beside 38 s of idle, its cause (a
 #: restart's SRS reload) gone from the 30 s verdict window by the minute's end.
-DETAIL_VERDICT = ("last_over_time(gapwatch_gpu_verdict_info{{{sel},instance=\"{instance}\"}}"
+DETAIL_VERDICT = ("last_over_time(gapwatch_gpu_verdict_info{{{sel_}instance=\"{instance}\"}}"
                   "[1m])")
 
 
@@ -130,6 +138,17 @@ def required_names() -> set[str]:
             for n in re.findall(r"\b(gapwatch_[a-z0-9_]+)", q.promql)}
 
 
+def more_matchers(sel: str) -> str:
+    """The selector as the head of a longer list of matchers (the `{sel_}` hole: `{sel_}kind=
+    "restart"`): with its comma, or nothing when it has no matcher. An empty `--selector` (every
+    target) was spliced as `{,kind="restart"}`, which is no PromQL: six queries answered HTTP
+    400 and the PoSt and HLTH columns read "-" for every box. PromQL takes a trailing comma,
+    so one the operator wrote is kept as it is."""
+    s = sel.strip()
+    return s if not s or s.endswith(",") else f"{s},"
+
+
 def render(q: Query, sel: str, lookback: str) -> str:
-    """The query's PromQL with its holes filled."""
-    return q.promql.format(sel=sel, lb=lookback)
+    """The query's PromQL with its holes filled: `{sel}` the selector alone, `{sel_}` the
+    selector before more matchers (`more_matchers`), `{lb}` the lookback."""
+    return q.promql.format(sel=sel, sel_=more_matchers(sel), lb=lookback)

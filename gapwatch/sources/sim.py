@@ -306,7 +306,11 @@ class SimProver:
         return [
             GpuInfo(
                 index=g.index,
-                name=f"Simulated H200 ({g.scenario.name})",
+                # The model, as NVML names a GPU: every scenario simulates the same H200 on
+                # the same link; the scenario is the prover's settings and load (the header's
+                # `source` says it). With it in the name, `compare` of a pageable run against
+                # a chained one said "different hardware" and claimed no share of the gain.
+                name="Simulated H200",
                 link_gen=5,
                 link_width=16,
                 link_bytes_per_s=LINK_BYTES_PER_S,

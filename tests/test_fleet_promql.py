@@ -29,6 +29,14 @@ BOX = 'job="gapwatch",instance="b:9400"'
 BY_BOX = '{instance="b:9400"}'
 
 
+def _promtool(folder: Path, *args: str) -> None:
+    """Run promtool with `args` in `folder`; it must succeed (its output in the failure)."""
+    assert PROMTOOL is not None
+    done = subprocess.run([PROMTOOL, *args], cwd=folder, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def _expect(tmp_path: Path, expr: str, series: dict[str, str], at: str,
             samples: list[tuple[str, float]], interval: str = "1m") -> None:
     """Prometheus answers `samples` (labels, value) to `expr` evaluated at `at` over `series`
@@ -43,10 +51,7 @@ def _expect(tmp_path: Path, expr: str, series: dict[str, str], at: str,
         f"    input_series:\n{inputs}"
         f"    promql_expr_test:\n      - expr: '{expr}'\n        eval_time: {at}\n"
         f"        exp_samples:\n{expected}")
-    assert PROMTOOL is not None
-    done = subprocess.run([PROMTOOL, "test", "rules", "t.yml"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+    _promtool(tmp_path, "test", "rules", "t.yml")
 
 
 def test_late_posts_are_those_of_the_lookback_and_survive_a_restart_of_the_boxs_gapwatch(
@@ -114,10 +119,7 @@ def test_every_query_is_promql_whatever_selector_the_operator_gives(
               for d in (DETAIL_IDLE, DETAIL_VERDICT)]
     rules = "".join(f"      - record: q{i}\n        expr: '{e}'\n" for i, e in enumerate(exprs))
     (tmp_path / "r.yml").write_text(f"groups:\n  - name: fleet\n    rules:\n{rules}")
-    assert PROMTOOL is not None
-    done = subprocess.run([PROMTOOL, "check", "rules", "r.yml"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+    _promtool(tmp_path, "check", "rules", "r.yml")
 
 
 def test_a_box_scraped_every_second_is_as_old_as_its_latest_scrape_not_a_5_s_step(

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from shared_files import write_sim_with_log
+from shared_files import made_once, sim_with_log_once
 from split_parse import two_processes
 
 from gapwatch.base import gzip_stream
@@ -33,8 +33,7 @@ START = 1_796_000_000.0  # 2026-11-30 00:53:20 UTC
 @pytest.fixture(scope="module")
 def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """4 simulated GPUs for 4 min (a gap every ~2 s on each), and the prover's log."""
-    return write_sim_with_log(tmp_path_factory.mktemp("window"), seed=11, duration_s=240.0,
-                              gpus=4)
+    return sim_with_log_once(tmp_path_factory, seed=11, duration_s=240.0, gpus=4)
 
 
 @pytest.fixture
@@ -449,11 +448,14 @@ def sim_log_inside(sim_with_log: tuple[Path, Path], tmp_path_factory: pytest.Tem
     from gapwatch.sources.files import read_any
 
     path, log = sim_with_log
-    events, _ = parse_log_files([str(log)], Config())
-    rec = read_any(path)
-    out = tmp_path_factory.mktemp("inside") / "logged.jsonl"
-    write_recording(out, rec.header, merge_by_time(rec.records, events))
-    return out
+
+    def make(folder: Path) -> None:
+        events, _ = parse_log_files([str(log)], Config())
+        rec = read_any(path)
+        write_recording(folder / "logged.jsonl", rec.header, merge_by_time(rec.records, events))
+
+    # Made once per run, not in each worker that draws a test of this module: read only.
+    return made_once(tmp_path_factory, "window-log-inside", make) / "logged.jsonl"
 
 
 def test_a_window_of_a_recording_with_its_log_inside_keeps_the_daemons_startup_lines(

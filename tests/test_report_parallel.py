@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 from msgspec.structs import replace
-from shared_files import write_sim_with_log
+from shared_files import made_once, sim_with_log_once
 
 from evaluation.simulate import simulate
 from gapwatch.config import Config
@@ -56,10 +56,12 @@ def _same(path: Path, workers: int, logs: list[str] | None = None) -> ReportData
 def sim_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """4 simulated GPUs in the pageable worst case (a gap every ~2 s on every GPU), 92.5 s:
     three GPUs end inside a gap, whose end-of-data state names the retracted gap's id."""
-    res = simulate("pageable", seed=3, duration_s=92.5, gpus=4)
-    path = tmp_path_factory.mktemp("par") / "sim.jsonl"
-    write_recording(path, res.header, res.records)
-    return path
+    def make(folder: Path) -> None:
+        res = simulate("pageable", seed=3, duration_s=92.5, gpus=4)
+        write_recording(folder / "sim.jsonl", res.header, res.records)
+
+    # Made once per run, not in each worker that draws a test of this module: read only.
+    return made_once(tmp_path_factory, "report-parallel-sim", make) / "sim.jsonl"
 
 
 @pytest.mark.parametrize("workers", [2, 3])
@@ -198,7 +200,7 @@ def test_log_files_of_a_small_recording_are_read_in_one_process_unless_told(
 def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """4 simulated GPUs (pageable: a gap every ~2 s on each) for 90 s, and the prover's
     log beside them (cuzk's TIMELINE lines, partitions, the engine's anchor line)."""
-    return write_sim_with_log(tmp_path_factory.mktemp("parlog"), seed=5, duration_s=90.0, gpus=4)
+    return sim_with_log_once(tmp_path_factory, seed=5, duration_s=90.0, gpus=4)
 
 
 @pytest.mark.parametrize("workers", [2, 3])
@@ -487,8 +489,7 @@ def test_a_folder_of_segments_is_split_across_processes_and_reports_the_same(
 def four_minutes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """4 simulated GPUs for 4 minutes (tests/test_time_window.py's): cut into segments, the
     90 s recordings above happen to give the same ids however a worker counts lines."""
-    path, _log = write_sim_with_log(tmp_path_factory.mktemp("four-min"), seed=11,
-                                    duration_s=240.0, gpus=4)
+    path, _log = sim_with_log_once(tmp_path_factory, seed=11, duration_s=240.0, gpus=4)
     return path
 
 

@@ -52,3 +52,15 @@ def write_sim_with_log(folder: Path, *, seed: int, duration_s: float, gpus: int
     write_recording(path, res.header, res.records)
     log.write_text("".join(f"{text}\n" for _stream, text in res.log_lines))
     return path, log
+
+
+def sim_with_log_once(factory: pytest.TempPathFactory, *, seed: int, duration_s: float,
+                      gpus: int) -> tuple[Path, Path]:
+    """`write_sim_with_log`'s recording and log, made once per test run for these arguments
+    and shared by every test module and worker that asks for them (a 4-minute one is ~0.4 s
+    of CPU; as a module fixture it was made again in each of the run's workers, and by each
+    module that wants the same one). Read only: a test that changes one works on a copy."""
+    name = f"sim-with-log-{seed}-{duration_s:g}s-{gpus}gpus"
+    folder = made_once(factory, name, lambda d: write_sim_with_log(
+        d, seed=seed, duration_s=duration_s, gpus=gpus))
+    return folder / "sim.jsonl", folder / "cuzk.log"

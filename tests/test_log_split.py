@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from shared_files import write_sim_with_log
+from shared_files import sim_with_log_once
 from split_parse import two_processes
 
 from gapwatch.config import Config
@@ -26,8 +26,7 @@ from gapwatch.offline.report import build_report, spool_logs, to_json
 def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """4 simulated GPUs (a gap every ~2 s on each) for 4 min, and the prover's log."""
     # A ~1 MB log.
-    return write_sim_with_log(tmp_path_factory.mktemp("logsplit"), seed=7, duration_s=240.0,
-                              gpus=4)
+    return sim_with_log_once(tmp_path_factory, seed=7, duration_s=240.0, gpus=4)
 
 
 @pytest.fixture

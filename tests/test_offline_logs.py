@@ -225,13 +225,14 @@ def test_a_report_with_a_gzipped_log_cut_short_warns(
     assert "Partitions (from the log)" in out  # its lines up to the cut were read
 
 
-def _rotated(folder: Path) -> tuple[Path, list[Path]]:
-    """A simulated prover's log (4 GPUs, 4 minutes; its recording `folder/sim.jsonl` beside it)
-    whole, and cut in three as logrotate leaves it, listed as the shell lists `cuzk.log*`:
-    newest first, the oldest gzipped."""
-    from shared_files import write_sim_with_log
+def _rotated(folder: Path, factory: pytest.TempPathFactory
+             ) -> tuple[Path, Path, list[Path]]:
+    """A simulated prover's recording (4 GPUs, 4 minutes) and its log whole (both made once
+    per run, shared: read only), and the log cut in three in `folder` as logrotate leaves it,
+    listed as the shell lists `cuzk.log*`: newest first, the oldest gzipped."""
+    from shared_files import sim_with_log_once
 
-    _rec, log = write_sim_with_log(folder, seed=11, duration_s=240.0, gpus=4)
+    rec, log = sim_with_log_once(factory, seed=11, duration_s=240.0, gpus=4)
     lines = log.read_bytes().splitlines(keepends=True)
     third = len(lines) // 3
     rotated = folder / "rotated"
@@ -241,16 +242,16 @@ def _rotated(folder: Path) -> tuple[Path, list[Path]]:
     oldest.write_bytes(gzip.compress(b"".join(lines[:third])))
     older.write_bytes(b"".join(lines[third:2 * third]))
     newest.write_bytes(b"".join(lines[2 * third:]))
-    return log, [newest, older, oldest]
+    return rec, log, [newest, older, oldest]
 
 
 def test_rotated_logs_given_newest_first_are_read_in_the_order_they_were_written(
-    tmp_path: Path,
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """One parser reads the files one after another, its state (TIMELINE's anchor, the
     partitions in flight) from the lines before: read newest first, partitions were lost and
     others misplaced."""
-    whole, rotated = _rotated(tmp_path)
+    _rec, whole, rotated = _rotated(tmp_path, tmp_path_factory)
     events, counters = parse_log_files([str(p) for p in rotated], Config())
     expected, expected_counters = parse_log_files([str(whole)], Config())
     assert counters == expected_counters
@@ -258,12 +259,12 @@ def test_rotated_logs_given_newest_first_are_read_in_the_order_they_were_written
 
 
 def test_the_empty_live_file_logrotate_leaves_beside_rotated_ones_keeps_them_in_order(
-    tmp_path: Path,
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """logrotate's `create` leaves an empty file at the live name: it shows no time, and one
     such file left every file in the order given (a day's runs newest first, a restart that
     "cost the GPU -7197.5 s")."""
-    _whole, rotated = _rotated(tmp_path)
+    _rec, _whole, rotated = _rotated(tmp_path, tmp_path_factory)
     rotated[0].write_bytes(b"")  # the live file, just rotated
     events, counters = parse_log_files([str(p) for p in rotated], Config())
     oldest_first = [str(rotated[2]), str(rotated[1])]
@@ -321,9 +322,9 @@ def test_files_without_a_wall_time_of_their_own_keep_the_order_given(tmp_path: P
 
 
 def test_parse_reads_rotated_logs_in_the_order_they_were_written(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    whole, rotated = _rotated(tmp_path)
+    _rec, whole, rotated = _rotated(tmp_path, tmp_path_factory)
     assert main(["parse", "--timeline", *map(str, rotated)]) == 0
     from_rotated = capsys.readouterr().out
     assert main(["parse", "--timeline", str(whole)]) == 0
@@ -331,10 +332,9 @@ def test_parse_reads_rotated_logs_in_the_order_they_were_written(
 
 
 def test_a_quoted_glob_after_log_gives_the_rotated_files_in_the_order_written(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    whole, rotated = _rotated(tmp_path)
-    rec = next(p for p in tmp_path.iterdir() if p.suffix == ".jsonl")
+    rec, whole, rotated = _rotated(tmp_path, tmp_path_factory)
     pattern = str(rotated[0].parent / "cuzk.log*")
     assert main(["report", str(rec), "--json", "--log", pattern]) == 0
     from_glob = json.loads(capsys.readouterr().out)
@@ -364,10 +364,9 @@ def test_log_paths_a_glob_expands_a_path_stays(tmp_path: Path) -> None:
 
 
 def test_a_shell_expanded_glob_after_log_is_refused_with_the_way_to_give_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _whole, rotated = _rotated(tmp_path)
-    rec = next(p for p in tmp_path.iterdir() if p.suffix == ".jsonl")
+    rec, _whole, rotated = _rotated(tmp_path, tmp_path_factory)
     with pytest.raises(SystemExit) as stop:
         main(["report", str(rec), "--log", *map(str, rotated)])
     assert stop.value.code == 2

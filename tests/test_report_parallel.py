@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 from msgspec.structs import replace
-from shared_files import write_sim_with_log
+from shared_files import made_once, sim_with_log_once
 
 from evaluation.simulate import simulate
 from gapwatch.config import Config
@@ -44,11 +44,16 @@ from gapwatch.sources.trace_csv import read_trace_csv
 DATA = Path(__file__).parent / "data"
 
 
-def _same(path: Path, workers: int, logs: list[str] | None = None) -> ReportData:
+def _same(path: Path, workers: int | tuple[int, ...], logs: list[str] | None = None
+          ) -> ReportData:
+    """The one-process report of `path`, checked equal to the report split across each
+    number of `workers` (read once for all of them: it is the same one-process read)."""
     one = build_report(path, Config(), logs, workers=1)
-    many = build_report(path, Config(), logs, workers=workers)
-    assert msgspec.json.encode(to_json(many)) == msgspec.json.encode(to_json(one))
-    assert many.states == one.states
+    encoded = msgspec.json.encode(to_json(one))
+    for n in (workers,) if isinstance(workers, int) else workers:
+        many = build_report(path, Config(), logs, workers=n)
+        assert msgspec.json.encode(to_json(many)) == encoded, n
+        assert many.states == one.states, n
     return one
 
 
@@ -56,17 +61,16 @@ def _same(path: Path, workers: int, logs: list[str] | None = None) -> ReportData
 def sim_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """4 simulated GPUs in the pageable worst case (a gap every ~2 s on every GPU), 92.5 s:
     three GPUs end inside a gap, whose end-of-data state names the retracted gap's id."""
-    res = simulate("pageable", seed=3, duration_s=92.5, gpus=4)
-    path = tmp_path_factory.mktemp("par") / "sim.jsonl"
-    write_recording(path, res.header, res.records)
-    return path
+    def make(folder: Path) -> None:
+        res = simulate("pageable", seed=3, duration_s=92.5, gpus=4)
+        write_recording(folder / "sim.jsonl", res.header, res.records)
+
+    # Made once per run, not in each worker that draws a test of this module: read only.
+    return made_once(tmp_path_factory, "report-parallel-sim", make) / "sim.jsonl"
 
 
-@pytest.mark.parametrize("workers", [2, 3])
-def test_sim_recording_reports_the_same_gaps_ids_and_states(
-    sim_recording: Path, workers: int
-) -> None:
-    report = _same(sim_recording, workers)
+def test_sim_recording_reports_the_same_gaps_ids_and_states(sim_recording: Path) -> None:
+    report = _same(sim_recording, (2, 3))
     assert len(report.gaps) > 100
     assert {g.gpu for g in report.gaps} == {0, 1, 2, 3}
     # Ids count up over all GPUs in data order (the parallel path renumbers its workers').
@@ -198,28 +202,32 @@ def test_log_files_of_a_small_recording_are_read_in_one_process_unless_told(
 def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """4 simulated GPUs (pageable: a gap every ~2 s on each) for 90 s, and the prover's
     log beside them (cuzk's TIMELINE lines, partitions, the engine's anchor line)."""
-    return write_sim_with_log(tmp_path_factory.mktemp("parlog"), seed=5, duration_s=90.0, gpus=4)
+    return sim_with_log_once(tmp_path_factory, seed=5, duration_s=90.0, gpus=4)
 
 
-@pytest.mark.parametrize("workers", [2, 3])
 def test_a_split_report_with_log_files_is_the_same_bytes(
-    sim_with_log: tuple[Path, Path], workers: int, monkeypatch: pytest.MonkeyPatch
+    sim_with_log: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, log = sim_with_log
     monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
-    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: workers)
     # Forked workers share the spool; a test runner's idle threads (xdist's) would otherwise
     # keep the report in one process (`can_share_logs`).
     monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)
-    assert plan_workers(path, [str(log)]) == workers  # logs no longer keep it in one process
-    parsed = parse_log_input(path, Config(), [str(log)])
-    try:
-        assert detect_parallel(path, Config(), workers, parsed) is not None  # it did split
-    finally:
-        parsed.close()
+    # The one-process report, read once for both counts of workers (it was read again by
+    # each parametrized case) under the CPU count the first case read it under.
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
     one = build_report(path, Config(), [str(log)], workers=1)
-    many = build_report(path, Config(), [str(log)])  # as `report` picks
-    assert msgspec.json.encode(to_json(many)) == msgspec.json.encode(to_json(one))
+    for workers in (2, 3):
+        monkeypatch.setattr(report_parallel, "usable_cpus", lambda n=workers: n)
+        # Logs no longer keep it in one process.
+        assert plan_workers(path, [str(log)]) == workers
+        parsed = parse_log_input(path, Config(), [str(log)])
+        try:
+            assert detect_parallel(path, Config(), workers, parsed) is not None  # it did split
+        finally:
+            parsed.close()
+        many = build_report(path, Config(), [str(log)])  # as `report` picks
+        assert msgspec.json.encode(to_json(many)) == msgspec.json.encode(to_json(one)), workers
     assert sum(len(g.log_events) for g in one.gaps) > 1000
     assert one.partitions is not None and one.partitions.partitions
 
@@ -461,19 +469,19 @@ def _segments(src: Path, folder: Path, parts: int, damaged: tuple[int, ...] = ()
     return folder
 
 
-@pytest.mark.parametrize("workers", [2, 3])
 def test_a_folder_of_segments_is_split_across_processes_and_reports_the_same(
-    sim_recording: Path, tmp_path: Path, workers: int, monkeypatch: pytest.MonkeyPatch
+    sim_recording: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A recording kept in segments (`record --rotate-size`, a week of them) is split by GPU
     as one file is: the same document, the bad lines of its files counted once each and in
     the order one process reads them."""
     folder = _segments(sim_recording, tmp_path / "set", 3, damaged=(0, 2))
     monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
-    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: workers)
-    assert plan_workers(folder, []) == workers
-    assert detect_parallel(folder, Config(), workers) is not None  # it did split
-    one = _same(folder, workers)  # problems included, in order
+    for workers in (2, 3):
+        monkeypatch.setattr(report_parallel, "usable_cpus", lambda n=workers: n)
+        assert plan_workers(folder, []) == workers
+        assert detect_parallel(folder, Config(), workers) is not None  # it did split
+    one = _same(folder, (2, 3))  # problems included, in order
     assert one.counters["bad_records"] == 2 and one.counters["partial_line"] == 1
     # In reading order: the first segment's cut end (its line 1546) before the third's bad
     # line (its line 7), in the split report too (`_same`).
@@ -487,8 +495,7 @@ def test_a_folder_of_segments_is_split_across_processes_and_reports_the_same(
 def four_minutes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """4 simulated GPUs for 4 minutes (tests/test_time_window.py's): cut into segments, the
     90 s recordings above happen to give the same ids however a worker counts lines."""
-    path, _log = write_sim_with_log(tmp_path_factory.mktemp("four-min"), seed=11,
-                                    duration_s=240.0, gpus=4)
+    path, _log = sim_with_log_once(tmp_path_factory, seed=11, duration_s=240.0, gpus=4)
     return path
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from shared_files import write_sim_with_log
+from shared_files import made_once, sim_with_log_once
 from split_parse import two_processes
 
 from gapwatch.base import gzip_stream
@@ -33,8 +33,7 @@ START = 1_796_000_000.0  # 2026-11-30 00:53:20 UTC
 @pytest.fixture(scope="module")
 def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """4 simulated GPUs for 4 min (a gap every ~2 s on each), and the prover's log."""
-    return write_sim_with_log(tmp_path_factory.mktemp("window"), seed=11, duration_s=240.0,
-                              gpus=4)
+    return sim_with_log_once(tmp_path_factory, seed=11, duration_s=240.0, gpus=4)
 
 
 @pytest.fixture
@@ -155,19 +154,21 @@ def test_a_line_that_lies_about_its_time_does_not_move_the_seek(
     assert t is not None and 15000 - 1000 < t <= 15000
 
 
-@pytest.mark.parametrize("workers", [2, 3])
 def test_a_split_window_reads_as_one_process(
-    sim_with_log: tuple[Path, Path], small_steps: None, workers: int,
-    monkeypatch: pytest.MonkeyPatch
+    sim_with_log: tuple[Path, Path], small_steps: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, log = sim_with_log
     monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
-    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: workers)
     monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)
     w = _window(path, "+100s", "+200s")
+    # The one-process report, read once for both counts of workers (it was read again by
+    # each parametrized case) under the CPU count the first case read it under.
+    monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
     one = build_report(path, Config(), [str(log)], workers=1, window=w)
-    many = build_report(path, Config(), [str(log)], workers=workers, window=w)
-    assert msgspec.json.encode(to_json(many)) == msgspec.json.encode(to_json(one))
+    for workers in (2, 3):
+        monkeypatch.setattr(report_parallel, "usable_cpus", lambda n=workers: n)
+        many = build_report(path, Config(), [str(log)], workers=workers, window=w)
+        assert msgspec.json.encode(to_json(many)) == msgspec.json.encode(to_json(one)), workers
     assert len(one.gaps) > 50
 
 
@@ -449,11 +450,14 @@ def sim_log_inside(sim_with_log: tuple[Path, Path], tmp_path_factory: pytest.Tem
     from gapwatch.sources.files import read_any
 
     path, log = sim_with_log
-    events, _ = parse_log_files([str(log)], Config())
-    rec = read_any(path)
-    out = tmp_path_factory.mktemp("inside") / "logged.jsonl"
-    write_recording(out, rec.header, merge_by_time(rec.records, events))
-    return out
+
+    def make(folder: Path) -> None:
+        events, _ = parse_log_files([str(log)], Config())
+        rec = read_any(path)
+        write_recording(folder / "logged.jsonl", rec.header, merge_by_time(rec.records, events))
+
+    # Made once per run, not in each worker that draws a test of this module: read only.
+    return made_once(tmp_path_factory, "window-log-inside", make) / "logged.jsonl"
 
 
 def test_a_window_of_a_recording_with_its_log_inside_keeps_the_daemons_startup_lines(

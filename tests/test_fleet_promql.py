@@ -132,3 +132,24 @@ def test_a_box_scraped_every_second_is_as_old_as_its_latest_scrape_not_a_5_s_ste
             interval="1s")
     _expect(tmp_path, promql("age_s"), {f"up{{{BOX}}}": "1x100 0x200"}, "4m3s",
             [(BY_BOX, 143)], interval="1s")
+
+
+def test_a_gpu_lost_or_uncorrected_ecc_is_a_gpu_error_in_the_health_column(
+        tmp_path: Path) -> None:
+    """The column counted XIDs alone: a box whose GPU fell off the bus (or had uncorrected ECC
+    errors) read `ok` while `GapwatchGpuHardwareError` fired. It counts the alert's kinds;
+    corrected ECC errors and PCIe replays are not errors."""
+    from gapwatch.fleet.rows import FleetRow
+
+    _expect(tmp_path, promql("gpu_errors"), {
+        f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="0",kind="gpu_lost"}}': "0 0 1 1 1 1",
+        f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="1",kind="ecc_uncorrected"}}':
+            "0 0 0 3 3 3",
+        f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="2",kind="ecc_corrected"}}':
+            "0 5 9 20 40 80",
+        f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="2",kind="pcie_replay"}}': "0 1 2 3 4 5",
+        # Every GPU and kind is exported from the start, at 0 (`sinks.prometheus._hw_events`).
+        f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="2",kind="xid"}}': "0 0 0 0 0 0",
+    }, "5m", [('{instance="b:9400",gpu="0"}', 1), ('{instance="b:9400",gpu="1"}', 3),
+              ('{instance="b:9400",gpu="2"}', 0)])
+    assert FleetRow(instance="b:9400", gpu="0", gpu_errors=1.0).health() == "X"

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from gapwatch.core.health import CLOCKS_EVENT_REASONS
+from gapwatch.core.health import CLOCKS_EVENT_REASONS, GPU_ERROR_KINDS
 
 #: How old a box's last good scrape may be (resolution of that figure once its scrapes fail:
 #: `FRESH_STEP`; while its latest scrape succeeded, it is exact).
@@ -42,6 +42,10 @@ class Query:
 
 #: The clocks-event reasons that slow work down, as a PromQL regex.
 _SLOWING = "|".join(name for name, _, slows in CLOCKS_EVENT_REASONS.values() if slows)
+#: The GPU's own errors, as `GapwatchGpuHardwareError` and `--on-event` take them (an XID,
+#: uncorrected ECC errors, the GPU lost): the column counted XIDs alone, so a box whose GPU
+#: fell off the bus read `ok` while the alert fired.
+_GPU_ERRORS = "|".join(sorted(GPU_ERROR_KINDS))
 
 QUERIES: tuple[Query, ...] = (
     # The rows: every (box, GPU) with a chaining state in the lookback, with its last state.
@@ -105,9 +109,9 @@ QUERIES: tuple[Query, ...] = (
           "max by (instance, gpu) (last_over_time(gapwatch_gpu_clocks_event_reason{{{sel_}"
           f"reason=~\"{_SLOWING}\"}}}}[{{lb}}]))",
           optional=True),
-    Query("xid_errors",
+    Query("gpu_errors",
           "sum by (instance, gpu) (increase(gapwatch_gpu_hardware_events_total{{{sel_}"
-          "kind=\"xid\"}}[{lb}]))",
+          f"kind=~\"{_GPU_ERRORS}\"}}}}[{{lb}}]))",
           optional=True),
     Query("restarts",
           "sum by (instance) (increase(gapwatch_prover_events_total{{{sel_}kind=\"restart\"}}"

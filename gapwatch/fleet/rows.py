@@ -73,7 +73,8 @@ class FleetRow:
     post_late: float | None = None
     post_untimed: float | None = None
     throttled: float | None = None
-    xid_errors: float | None = None
+    #: The GPUs' own errors in the lookback: XIDs, uncorrected ECC errors, GPUs lost.
+    gpu_errors: float | None = None
     restarts: float | None = None
     #: Why Prometheus has no fresh scrape of the box, in its words ("scrape failed: connection
     #: refused", "not a target of Prometheus now"); None: the row is fresh, the box's target
@@ -98,12 +99,13 @@ class FleetRow:
         return sum(self.idle_s_5m.values())
 
     def health(self) -> str:
-        """`T` throttled, `X` XID errors, `R` prover restarts (in the lookback); `-` when none
-        of them is exported, `ok` when they are and none is set."""
-        known = [v for v in (self.throttled, self.xid_errors, self.restarts) if v is not None]
+        """`T` throttled, `X` GPU errors (XID, uncorrected ECC, GPU lost), `R` prover restarts
+        (in the lookback); `-` when none of them is exported, `ok` when they are and none is
+        set."""
+        known = [v for v in (self.throttled, self.gpu_errors, self.restarts) if v is not None]
         if not known:
             return "-"
-        flags = "".join(letter for letter, v in (("T", self.throttled), ("X", self.xid_errors),
+        flags = "".join(letter for letter, v in (("T", self.throttled), ("X", self.gpu_errors),
                                                  ("R", self.restarts)) if v)
         return flags or "ok"
 

@@ -114,3 +114,15 @@ def test_every_metric_the_fleet_view_queries_is_served() -> None:
 
     served = _served_names()
     assert metric_names() <= served, sorted(metric_names() - served)
+
+
+def test_the_hardware_error_alert_fires_on_the_kinds_gapwatch_calls_gpu_errors() -> None:
+    """The rule's regex is written out in YAML; `core.health.GPU_ERROR_KINDS` is the rule the
+    footer, `--on-event` and the fleet's HLTH column read. A kind added to one and not the
+    other would page on what the pane never raises, or the reverse."""
+    from gapwatch.core.health import GPU_ERROR_KINDS
+
+    rules = (DEPLOY / "prometheus" / "gapwatch.rules.yml").read_text()
+    found = re.search(r"alert: GapwatchGpuHardwareError\n\s+expr: .*kind=~\"([^\"]+)\"", rules)
+    assert found is not None
+    assert set(found.group(1).split("|")) == set(GPU_ERROR_KINDS)

@@ -84,6 +84,15 @@ def test_nvml_not_available_sentinels_are_none_not_readings_a_recording_cannot_h
     assert msgspec.json.decode(msgspec.json.encode(h), type=GpuHealth) == h
 
 
+def test_a_power_limit_of_zero_is_none_read_not_a_limit(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    """A 0 W limit (no GPU runs on it) was kept: the report said "450 W of 0 W" and /metrics
+    exported 0, where the header took it as none. It is None at the source, for all of them."""
+    fake, source = make(monkeypatch, tmp_path, FakeDevice(power_limit_mw=0))
+    h = others(fake.run(source, 100 * MS, 1), GpuHealth)[0]
+    assert (h.power_w, h.power_limit_w) == (450.0, None)
+
+
 def test_the_pcie_replay_counter_is_read_rarely(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
     fake, source = make(monkeypatch, tmp_path, pcie_replay_every_s=60.0)

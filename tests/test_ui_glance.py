@@ -410,3 +410,22 @@ async def test_a_gpu_error_stays_on_the_footers_alert_line_while_recent(tmp_path
     old.store.append(HardwareEvent(0, 0, WALL0_S + 59.0 - PROVER_ALERT_S - 1.0, "gpu_lost",
                                    code=15))
     assert gpu_error_alert(old.store) is None
+
+
+def test_a_gpu_error_is_not_pushed_off_the_alert_line_by_corrected_ecc_warnings(
+        tmp_path: Path) -> None:
+    """Corrected ECC warnings of a failing memory (one a GPU each reading) pushed a lost GPU
+    out of the latest 256 hardware events within ~40 s of 7 GPUs' readings, and the footer's
+    5-minute alert went with it."""
+    from gapwatch.core.models import HardwareEvent
+    from gapwatch.engine.runtime import gpu_error_alert
+
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)  # GPU data up to WALL0_S + 60
+    rt.store.append(HardwareEvent(3, t_ns(10.0), WALL0_S + 10.0, "gpu_lost", code=15))
+    for second in range(40):
+        for gpu in (0, 1, 2, 4, 5, 6, 7):
+            rt.store.append(HardwareEvent(gpu, t_ns(10.0 + second), WALL0_S + 10.0 + second,
+                                          "ecc_corrected", count=1))
+    alert = gpu_error_alert(rt.store)
+    assert alert is not None and "GPU 3: lost" in alert

@@ -100,6 +100,8 @@ EventRate = Annotated[float, msgspec.Meta(ge=0, le=MAX_EVENTS_PER_S)]
 #: gives None for a value outside them (`within`), so that what it writes reads back.
 MIN_TEMPERATURE_C, MAX_TEMPERATURE_C = -100.0, 250.0
 MAX_WATTS = 100_000.0
+#: The least power limit that is one (W): a limit of 0 is none read.
+MIN_POWER_LIMIT_W = 1.0
 MAX_MHZ = 1_000_000
 MAX_MEMORY_BYTES = 1 << 56
 MAX_PCIE_GEN, MAX_PCIE_WIDTH = 16, 64

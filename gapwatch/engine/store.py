@@ -143,6 +143,10 @@ class SeriesStore:
         #: The latest health per GPU; GPU errors: the latest ones and a count by (GPU, kind).
         self._health: dict[int, GpuHealth] = {}
         self._hw_events: deque[HardwareEvent] = deque(maxlen=256)
+        #: The latest GPU errors alone (`health.GPU_ERROR_KINDS`): in `_hw_events` the
+        #: corrected ECC warnings of a failing memory (one a GPU a reading) pushed an XID or a
+        #: lost GPU out within ~40 s, and the footer's 5-minute alert with it.
+        self._gpu_errors: deque[HardwareEvent] = deque(maxlen=64)
         self._hw_counts: dict[tuple[int, str], int] = {}
         #: The chaining figure's sums (`gapwatch.core.chaining`), fed every sample and copy.
         self._chaining = ChainingMeter(list(gpus), detector_config or DetectorConfig())
@@ -229,6 +233,8 @@ class SeriesStore:
         """A GPU error: the latest kept, every one counted by (GPU, kind) (/metrics)."""
         with self._lock:
             self._hw_events.append(event)
+            if event.kind in GPU_ERROR_KINDS:
+                self._gpu_errors.append(event)
             key = (event.gpu, event.kind)
             self._hw_counts[key] = self._hw_counts.get(key, 0) + event.count
             self._version += 1
@@ -240,8 +246,8 @@ class SeriesStore:
         replays) are not alerts: the report and /metrics count them."""
         with self._lock:
             newest = max((d[-1].t_wall_s for d in self._gpu.values() if d), default=None)
-            recent = [ev for ev in self._hw_events if ev.kind in GPU_ERROR_KINDS
-                      and (newest is None or newest - ev.t_wall_s <= within_s)]
+            recent = [ev for ev in self._gpu_errors
+                      if newest is None or newest - ev.t_wall_s <= within_s]
             if not recent:
                 return None
             return max(recent, key=lambda ev: ev.t_wall_s), len(recent) - 1

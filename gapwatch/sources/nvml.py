@@ -60,6 +60,7 @@ from gapwatch.core.bounds import (
     MAX_PCIE_WIDTH,
     MAX_TEMPERATURE_C,
     MAX_WATTS,
+    MIN_POWER_LIMIT_W,
     MIN_TEMPERATURE_C,
     within,
 )
@@ -551,7 +552,9 @@ class NvmlSource:
             memory_total_bytes=within(_int(getattr(mem, "total", None)), 0, MAX_MEMORY_BYTES),
             temperature_c=within(_float(temp), MIN_TEMPERATURE_C, MAX_TEMPERATURE_C),
             power_w=within(_float(power, 1000.0), 0.0, MAX_WATTS),
-            power_limit_w=within(_float(limit, 1000.0), 0.0, MAX_WATTS),
+            # A limit of 0 W is none read (no GPU runs on it): the report said "of 0 W" and
+            # /metrics exported it, where the header already took it as none.
+            power_limit_w=within(_float(limit, 1000.0), MIN_POWER_LIMIT_W, MAX_WATTS),
             sm_clock_mhz=within(_int(sm), 0, MAX_MHZ),
             memory_clock_mhz=within(_int(memclk), 0, MAX_MHZ),
             clocks_event_mask=within(_int(mask), 0, INT64_MAX),

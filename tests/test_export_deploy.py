@@ -116,13 +116,16 @@ def test_every_metric_the_fleet_view_queries_is_served() -> None:
     assert metric_names() <= served, sorted(metric_names() - served)
 
 
-def test_the_hardware_error_alert_fires_on_the_kinds_gapwatch_calls_gpu_errors() -> None:
-    """The rule's regex is written out in YAML; `core.health.GPU_ERROR_KINDS` is the rule the
+def test_the_hardware_error_alerts_fire_on_the_kinds_gapwatch_calls_gpu_errors() -> None:
+    """The rules' kinds are written out in YAML; `core.health.GPU_ERROR_KINDS` is the rule the
     footer, `--on-event` and the fleet's HLTH column read. A kind added to one and not the
-    other would page on what the pane never raises, or the reverse."""
-    from gapwatch.core.health import GPU_ERROR_KINDS
+    other would page on what the pane never raises, or the reverse. A GPU lost is a state
+    (`GapwatchGpuLost`), the others events (`GapwatchGpuHardwareError`)."""
+    from gapwatch.core.health import GPU_ERROR_KINDS, GPU_LOST_KIND
 
     rules = (DEPLOY / "prometheus" / "gapwatch.rules.yml").read_text()
-    found = re.search(r"alert: GapwatchGpuHardwareError\n\s+expr: .*kind=~\"([^\"]+)\"", rules)
-    assert found is not None
-    assert set(found.group(1).split("|")) == set(GPU_ERROR_KINDS)
+    events = re.search(r"alert: GapwatchGpuHardwareError\n\s+expr: .*kind=~\"([^\"]+)\"", rules)
+    lost = re.search(r"alert: GapwatchGpuLost\n\s+expr: .*kind=\"([^\"]+)\"", rules)
+    assert events is not None and lost is not None
+    assert lost.group(1) == GPU_LOST_KIND
+    assert set(events.group(1).split("|")) | {lost.group(1)} == set(GPU_ERROR_KINDS)

@@ -137,12 +137,15 @@ def test_a_box_scraped_every_second_is_as_old_as_its_latest_scrape_not_a_5_s_ste
 def test_a_gpu_lost_or_uncorrected_ecc_is_a_gpu_error_in_the_health_column(
         tmp_path: Path) -> None:
     """The column counted XIDs alone: a box whose GPU fell off the bus (or had uncorrected ECC
-    errors) read `ok` while `GapwatchGpuHardwareError` fired. It counts the alert's kinds;
-    corrected ECC errors and PCIe replays are not errors."""
+    errors) read `ok` while the alerts fired. It counts the alerts' kinds, a GPU lost while it
+    is lost (lost before the box's gapwatch started too); corrected ECC errors and PCIe
+    replays are not errors."""
     from gapwatch.fleet.rows import FleetRow
 
     _expect(tmp_path, promql("gpu_errors"), {
         f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="0",kind="gpu_lost"}}': "0 0 1 1 1 1",
+        # Lost before the box's gapwatch started: 1 from its first scrape (no increase).
+        f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="3",kind="gpu_lost"}}': "1 1 1 1 1 1",
         f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="1",kind="ecc_uncorrected"}}':
             "0 0 0 3 3 3",
         f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="2",kind="ecc_corrected"}}':
@@ -151,5 +154,5 @@ def test_a_gpu_lost_or_uncorrected_ecc_is_a_gpu_error_in_the_health_column(
         # Every GPU and kind is exported from the start, at 0 (`sinks.prometheus._hw_events`).
         f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="2",kind="xid"}}': "0 0 0 0 0 0",
     }, "5m", [('{instance="b:9400",gpu="0"}', 1), ('{instance="b:9400",gpu="1"}', 3),
-              ('{instance="b:9400",gpu="2"}', 0)])
+              ('{instance="b:9400",gpu="2"}', 0), ('{instance="b:9400",gpu="3"}', 1)])
     assert FleetRow(instance="b:9400", gpu="0", gpu_errors=1.0).health() == "X"

@@ -56,6 +56,11 @@ def throttle_words(mask: int | None) -> str:
 #: The hardware events that are errors (the work on the GPU may have failed or be wrong):
 #: the alert rule `GapwatchGpuHardwareError`, `--on-event`'s `gpu_hardware_error`, the footer.
 GPU_ERROR_KINDS: Final[frozenset[str]] = frozenset({"xid", "ecc_uncorrected", "gpu_lost"})
+#: Of those, the one that is a state, not an event: a GPU lost stays lost. Counted by
+#: `increase()` it never paged for a GPU lost at gapwatch's start (its counter is 1 at the
+#: first scrape) and stopped paging 10 minutes after, the GPU still gone: `GapwatchGpuLost`
+#: fires while the count is above 0 (the fleet's X too); the others by their increase.
+GPU_LOST_KIND: Final = "gpu_lost"
 
 #: NVML's return codes that lose a GPU (nvml.h), in words: what a `gpu_lost` event's `code` says.
 LOST_CODE_WORDS: Final[dict[int, str]] = {15: "GPU is lost", 16: "GPU requires reset",

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 from fake_pynvml import (
     NVML_ERROR_GPU_IS_LOST,
+    NVML_ERROR_NO_PERMISSION,
     NVML_ERROR_NOT_SUPPORTED,
     FakeDevice,
     FakeNvml,
@@ -169,6 +170,27 @@ def test_a_gpu_that_falls_off_the_bus_is_a_gpu_lost_event_once_and_the_others_go
     assert len(said) == 1  # the notice with NVML's words, not a second one for the event
     late = [h.gpu for h in others(ticks[12:], GpuHealth)]
     assert late and set(late) == {0}
+
+
+def test_a_gpu_whose_handle_nvml_refuses_without_losing_it_is_said_not_paged_as_lost(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A handle refused for no permission (or too little power) made a critical `gpu_lost`
+    event saying "NVML: no answer", where NVML answered, and paged as a GPU off the bus. It
+    is said as a GPU that cannot be read; one that NVML says is lost still is an event."""
+    refused = FakeDevice(uuid="GPU-1", fail={"nvmlDeviceGetHandleByIndex":
+                                             NVML_ERROR_NO_PERMISSION})
+    fake, source = make(monkeypatch, tmp_path, FakeDevice(), refused)
+    ticks = fake.run(source, 100 * MS, 11)
+    assert others(ticks, HardwareEvent) == []
+    said = [n.message for t in ticks for n in t.notices if "GPU 1" in n.message]
+    assert any("cannot be read (no device handle)" in m for m in said), said
+    assert {h.gpu for h in others(ticks, GpuHealth)} == {0}
+
+    gone = FakeDevice(uuid="GPU-1", fail={"nvmlDeviceGetHandleByIndex": NVML_ERROR_GPU_IS_LOST})
+    (tmp_path / "lost").mkdir()
+    fake, source = make(monkeypatch, tmp_path / "lost", FakeDevice(), gone)
+    ticks = fake.run(source, 100 * MS, 11)
+    assert [(e.gpu, e.kind) for e in others(ticks, HardwareEvent)] == [(1, "gpu_lost")]
 
 
 def test_a_throttled_gpu_says_why_in_words_and_idle_is_not_throttling() -> None:

@@ -338,7 +338,10 @@ class NvmlSource:
         nv = self._nv
         handle = self._call(gpu, "device handle", nv.nvmlDeviceGetHandleByIndex, gpu.index)
         if handle is _FAILED:
-            self._lose(gpu, "no device handle")
+            # A code that loses the GPU was said as lost by `_call`; any other (no permission,
+            # insufficient power...) leaves a GPU that cannot be read, not one that fell off
+            # the bus: said, not paged as `gpu_lost` ("NVML: no answer" where NVML answered).
+            self._lose(gpu, "no device handle", lost=False)
         gpu.handle = handle
         name = self._call(gpu, "name", nv.nvmlDeviceGetName, handle)
         uuid = self._call(gpu, "UUID", nv.nvmlDeviceGetUUID, handle)
@@ -949,20 +952,25 @@ class NvmlSource:
         else:
             self._say(gpu, what, code, "warning", f"{what} failed ({text}): missing this tick")
 
-    def _lose(self, gpu: _Gpu, why: str, code: int | None = None) -> None:
+    def _lose(self, gpu: _Gpu, why: str, code: int | None = None, lost: bool = True) -> None:
         """The GPU is gone (fell off the bus, needs a reset): never read again this session.
         Said in words, and a `gpu_lost` event (recording, report, /metrics, the alert rule,
-        `--on-event`): a GPU error as grave as an XID, not only a notice that scrolls by."""
-        if not gpu.lost:
-            gpu.lost = True
-            self._say(gpu, "lost", 0, "error", f"lost ({why}): no more samples from it")
-            if self._tick is None:
-                self._pending_lost.append((gpu.index, code))
-            else:
-                # Its record only: the notice above already said it, with NVML's words.
-                self._tick.other.append(HardwareEvent(
-                    gpu=gpu.index, t_mono_ns=self._t_mono_ns, t_wall_s=self._t_wall_s,
-                    kind="gpu_lost", code=code))
+        `--on-event`): a GPU error as grave as an XID, not only a notice that scrolls by.
+        `lost=False`: it cannot be read for another reason (no handle at open): said only."""
+        if gpu.lost:
+            raise _GpuLost
+        gpu.lost = True
+        if not lost:
+            self._say(gpu, "lost", 0, "error", f"cannot be read ({why}): no samples from it")
+            raise _GpuLost
+        self._say(gpu, "lost", 0, "error", f"lost ({why}): no more samples from it")
+        if self._tick is None:
+            self._pending_lost.append((gpu.index, code))
+        else:
+            # Its record only: the notice above already said it, with NVML's words.
+            self._tick.other.append(HardwareEvent(
+                gpu=gpu.index, t_mono_ns=self._t_mono_ns, t_wall_s=self._t_wall_s,
+                kind="gpu_lost", code=code))
         raise _GpuLost
 
     def _say(

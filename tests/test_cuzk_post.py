@@ -764,3 +764,21 @@ def test_offsets_that_begin_again_are_a_new_engines_clock_not_now_for_its_proofs
     [done] = [e.proof for e in said if e.proof is not None]
     assert done is not None and done.done and done.verdict == "unknown"
     assert done.total_at_least_s == pytest.approx(3.8, abs=0.01)
+
+
+def test_a_post_of_a_run_whose_offsets_began_again_is_said_lost_once_not_running_for_good(
+) -> None:
+    """Offsets going back are a new engine run: the old run's WinningPoSt in flight stayed in
+    flight, counting up by arrival, and the footer said "running 3620 s of 30 s, LATE" an hour
+    after its run had died. It is said lost in the restart once and no longer runs."""
+    backlog = ["TIMELINE,900000,SYNTH_START,winpost-1000-aa,kind=winning-post",
+               "TIMELINE,901000,SYNTH_END,winpost-1000-aa,synth_ms=1000"]
+    live = [(5.0, "TIMELINE,1000,SYNTH_START,porep-2-1,partition=0")]
+    live += [(5.0 + 60 * m, f"TIMELINE,{1000 + 60_000 * m},SYNTH_END,porep-2-1,partition=0")
+             for m in range(1, 61)]
+    watch, said = _followed(backlog, live)
+    assert watch.running() == []
+    lost = [e for e in said if e.proof is not None and e.job_id == "winpost-1000-aa"]
+    assert len(lost) == 1 and lost[0].proof is not None
+    assert lost[0].proof.given_up == "restart"
+    assert watch.post.offsets_began_again == 1

@@ -399,8 +399,9 @@ class PostTracker:
         lead it gives. On one clock, the old run's offsets were "now" for the new run's proofs:
         across a restart whose start line was not read (cuzk's stderr alone: its start lines
         are on stdout) a WinningPoSt of 3.8 s was said LATE, "more than 930.0 s", while it ran
-        (an error, `--on-event` run). The old run's proofs keep their clock (they count up by
-        arrival, as a proof of a run that died does: its caller still waits)."""
+        (an error, `--on-event` run). The old run's proofs in flight are gone with it, said as
+        lost in a restart once, as `restart` says them (kept, they counted up by arrival for
+        good: "running 3620 s of 30 s, LATE" on the footer an hour after the run had died)."""
         offset = _offset_ms(ev)
         if offset is None:
             return
@@ -408,9 +409,19 @@ class PostTracker:
         now = self._clock.now(mono_s, self._mono_run)
         if now is not None and offset_s < now - OFFSETS_BACK_S:
             self.offsets_began_again += 1
+            self._lose_run(self._clock, ev.t_wall_s)
             self._clock = _EngineClock()
             self.holding.clear()
         self._clock.read(offset_s, mono_s, self._mono_run)
+
+    def _lose_run(self, clock: _EngineClock, at_s: float) -> None:
+        """The proofs timed on `clock`, an engine run that is over, said lost in its restart
+        (before the line that showed it: `_said`) and forgotten."""
+        gone = [job for job in self._jobs.values() if job.clock is clock]
+        for job in gone:
+            self._said.append(self._gone(job, "restart", max(self._on_clock(job, at_s),
+                                                             job.latest_s()), said_s=at_s))
+            del self._jobs[job.job]
 
     def _engine_time(self, ev: LogEvent) -> float | None:
         """A TIMELINE line's time on the engine clock (its offset, s) when its arrival means

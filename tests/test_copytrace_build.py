@@ -358,3 +358,43 @@ def test_the_compiler_writes_and_the_check_loads_in_a_private_folder_not_the_out
     assert not written.exists()  # the private folder is gone with it
     assert got.library.read_bytes() and sorted(p.name for p in out.iterdir()) == [
         ctbuild.LIBRARY_NAME]
+
+
+def test_a_link_to_a_folder_under_one_others_may_write_to_is_refused(tmp_path: Path) -> None:
+    """`--out mine/lib` where `mine/lib` links to `shared/lib` and `shared` is writable by
+    others: the folders of the path as written were judged alone, and passed."""
+    shared = tmp_path / "shared"
+    (shared / "lib").mkdir(parents=True)
+    shared.chmod(0o777)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "lib").symlink_to(shared / "lib")
+    cc, log = _logging_compiler(tmp_path)
+    with pytest.raises(ctbuild.BuildError) as refused:
+        ctbuild.build(tmp_path / "mine" / "lib", cuda_include=wheel_include(), cc=cc)
+    assert f"{shared} can be written by others" in str(refused.value)
+    assert not log.exists() and not any((shared / "lib").iterdir())
+
+
+def test_a_folder_made_at_the_out_name_by_another_between_look_and_mkdir_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A missing `--out` under a sticky folder passed the look (judged by the folder above);
+    a folder another user made at its name in between was taken by `mkdir(exist_ok=True)`.
+    It is judged again once made (here a folder writable by others stands for it)."""
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    out = sticky / "lib"
+    mkdir = Path.mkdir
+
+    def planted_first(self: Path, *args: object, **kwargs: object) -> None:
+        if self == out and not out.exists():
+            mkdir(out)
+            out.chmod(0o777)  # what the other user left there
+        mkdir(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "mkdir", planted_first)
+    cc, log = _logging_compiler(tmp_path)
+    with pytest.raises(ctbuild.BuildError) as refused:
+        ctbuild.build(out, cuda_include=wheel_include(), cc=cc)
+    assert f"{out} can be written by others (mode 0777)" in str(refused.value)
+    assert not log.exists() and not any(out.iterdir())

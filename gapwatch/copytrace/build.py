@@ -196,13 +196,16 @@ def read_layout(library: Path) -> dict[str, int]:
 
 def _open_to_others(folder: Path) -> str | None:
     """Why a library in `folder` could be changed by another user (in words, naming the folder
-    and who), or None: `folder` and each folder above it belong to this user or root, and none
-    lets its group or others write, but a sticky one (/tmp: others may add names there, never
-    replace this user's files). A folder that does not exist yet is judged by the one above
-    it, where it will be made."""
+    and who), or None: each folder of its path as written and of the path its links lead to
+    belongs to this user or root, and none lets its group or others write, but a sticky one
+    (/tmp: others may add names there, never replace this user's files). A folder that does
+    not exist yet is judged by the one above it, where it will be made (and judged again once
+    made: `_made_ours`). Both paths: a link in a folder of ours to a folder under another
+    user's was judged by the link's folders alone."""
     me = os.geteuid()
-    at = Path(os.path.abspath(folder))
-    for f in (at, *at.parents):
+    written = Path(os.path.abspath(folder))
+    real = Path(os.path.realpath(folder))
+    for f in dict.fromkeys((written, *written.parents, real, *real.parents)):
         try:
             st = os.stat(f)
         except FileNotFoundError:
@@ -216,6 +219,30 @@ def _open_to_others(folder: Path) -> str | None:
     return None
 
 
+def _made_ours(out: Path) -> None:
+    """Make `out` if missing, then judge it again (`_open_to_others`): a folder another user
+    made at its name first (under a sticky folder, where anyone may add one) passed the look
+    before it existed, and `mkdir(exist_ok=True)` took it.
+
+    Raises:
+        BuildError: it cannot be made, or it is not ours to install into.
+        OSError: `mkdir`'s, for the caller to say.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    open_to = _open_to_others(out)
+    if open_to is not None:
+        raise BuildError(f"not installing into {out}: {open_to}, and the prover loads this "
+                         "library: give --out a folder only you (or root) can change")
+
+
+def _compile_folder(out: Path) -> str:
+    """Where the private folder to compile in is made: the temporary folder, unless another
+    user could change it (`sudo -E` with a user's own `$TMPDIR`: that user could swap the
+    library the check then loads as root), then `out`, already judged."""
+    tmp = tempfile.gettempdir()
+    return tmp if _open_to_others(Path(tmp)) is None else str(out)
+
+
 def _can_take_a_file(out: Path) -> None:
     """Make `out` if missing and try a file in it, before anything is compiled.
 
@@ -224,7 +251,7 @@ def _can_take_a_file(out: Path) -> None:
             traceback, and no compile for nothing.
     """
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        _made_ours(out)
         with stop_signals_deferred():  # made and known at once: removed below
             fd, name = tempfile.mkstemp(prefix=".gapwatch_copytrace-", suffix=".so", dir=out)
         os.close(fd)
@@ -244,7 +271,7 @@ def _install(built: Path, out: Path, target: Path) -> None:
     """
     tmp: str | None = None
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        _made_ours(out)
         with stop_signals_deferred():  # made and in `tmp` at once: the finally removes it
             fd, tmp = tempfile.mkstemp(prefix=".gapwatch_copytrace-", suffix=".so", dir=out)
         with os.fdopen(fd, "wb") as f:
@@ -285,7 +312,8 @@ def build(
                          "library: give --out a folder only you (or root) can change")
     _can_take_a_file(out)
     try:
-        private_dir = tempfile.TemporaryDirectory(prefix="gapwatch-copytrace-")
+        private_dir = tempfile.TemporaryDirectory(prefix=".gapwatch-copytrace-",
+                                                  dir=_compile_folder(out))
     except OSError as exc:
         raise BuildError(f"cannot make a private folder to compile in ({tempfile.gettempdir()}"
                          f"): {exc.strerror or exc}") from None

@@ -10,6 +10,7 @@ others wait for it and read the same path. Tests must not change what they are g
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -61,6 +62,24 @@ def sim_with_log_once(factory: pytest.TempPathFactory, *, seed: int, duration_s:
     of CPU; as a module fixture it was made again in each of the run's workers, and by each
     module that wants the same one). Read only: a test that changes one works on a copy."""
     name = f"sim-with-log-{seed}-{duration_s:g}s-{gpus}gpus"
-    folder = made_once(factory, name, lambda d: write_sim_with_log(
-        d, seed=seed, duration_s=duration_s, gpus=gpus))
+
+    def make(folder: Path) -> None:
+        write_sim_with_log(folder, seed=seed, duration_s=duration_s, gpus=gpus)
+        for made in (folder / "sim.jsonl", folder / "cuzk.log"):
+            made.chmod(0o444)  # a test that writes to one fails there (but as root)
+        (folder / "sha256").write_text(_digest(folder))
+
+    folder = made_once(factory, name, make)
+    # Read only, and checked: a test that changed them (root writes through 0444) would have
+    # changed every later test's input, in whichever worker and order.
+    assert _digest(folder) == (folder / "sha256").read_text(), (
+        f"a test changed the shared {folder}: work on a copy")
     return folder / "sim.jsonl", folder / "cuzk.log"
+
+
+def _digest(folder: Path) -> str:
+    """The shared recording's and log's bytes, hashed."""
+    h = hashlib.sha256()
+    for made in (folder / "sim.jsonl", folder / "cuzk.log"):
+        h.update(made.read_bytes())
+    return h.hexdigest()

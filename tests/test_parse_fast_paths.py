@@ -100,3 +100,24 @@ def test_a_span_parsed_before_gives_its_fields_afresh_to_each_line() -> None:
     plain = parser.parse_line(line.replace(" synth_ms={ms}", ""))[0].fields
     assert "synth_ms" not in plain  # no line's own fields stayed with the span
 
+
+
+def test_a_tail_parsed_before_gives_its_parts_afresh_to_each_line() -> None:
+    # A line's tail (target, message, own fields) is kept once parsed (`tracing._TAILS`): the
+    # next line with the same tail in another span takes the same parts and a dict of its own.
+    parser = LogParser(offline=True)
+    tail = "cuzk_core::pinned_pool: cudaHostAlloc failed size_gib=3.882613 cuda_err=2"
+    lines = [f'2026-11-30T00:54:57.00000{i}Z  WARN synthesize_partition{{job_id="porep-1-{i}" '
+             f'partition={i}}}: {tail}' for i in range(2)]
+    first, again = (parser.parse_line(line)[0] for line in lines)
+    assert first.name == again.name == "cudaHostAlloc failed"
+    assert first.fields == {"job_id": "porep-1-0", "partition": 0, "size_gib": 3.882613,
+                            "cuda_err": 2, "spans": "synthesize_partition",
+                            "target": "cuzk_core::pinned_pool"}
+    assert again.fields == {**first.fields, "job_id": "porep-1-1", "partition": 1}
+    first.fields["cuda_err"] = 99  # the kept parts are not the event's
+    third = parser.parse_line(lines[0])[0]
+    assert third.fields["cuda_err"] == 2 and third.t_wall_s == first.t_wall_s
+    bare = parser.parse_line(f"2026-11-30T00:54:58.000000Z  WARN {tail}")[0]
+    assert bare.fields == {"size_gib": 3.882613, "cuda_err": 2,
+                           "target": "cuzk_core::pinned_pool"}

@@ -103,9 +103,9 @@ def test_a_report_with_a_log_parsed_in_two_processes_is_the_same_bytes(
 def test_every_attribute_of_the_parser_is_in_its_resume_state_or_not_state() -> None:
     """`LogParser.resume_state` is what makes the split exact: an attribute added to the parser
     must be added there (or here, when it does not shape later events)."""
-    in_state = {"offline", "cuzk_enabled", "keep_unparsed", "_last_timed_s", "anchor_wall_s",
-                "anchor_source", "_worker_gpu", "_worker_job", "_part_gpu", "_rules",
-                "attributor", "_panic"}
+    in_state = {"offline", "cuzk_enabled", "keep_unparsed", "drops_untimed", "_last_timed_s",
+                "anchor_wall_s", "anchor_source", "_worker_gpu", "_worker_job", "_part_gpu",
+                "_rules", "attributor", "_panic"}
     # counts, a cache of the counters' names, and the line being parsed's arrival kind (set
     # by each `parse_line` from its `backlog` argument)
     not_state = {"counters", "_kind_keys", "_arrival_source"}

@@ -285,6 +285,14 @@ def test_an_event_spool_gives_each_event_with_the_detectors_bounded_copy() -> No
         LogEvent(4.0, "line", "tracing", "n", "line", fields={big: 1, "k": big, "n": 2.5}),
         LogEvent(5.0, "line", "tracing", "n", "line", fields={f"f{i}": i for i in range(100)}),
         LogEvent(6.0, "line", "tracing", "n", big[:RAW_CHARS]),
+        # At the limits, and just past them beside a long line (judged without `bounded_event`
+        # where the encoded bytes less the line's are within `TEXT_CHARS`).
+        LogEvent(7.0, "line", "tracing", "n", big[:RAW_CHARS], fields={"k": "é" * TEXT_CHARS}),
+        LogEvent(8.0, "line", "tracing", "n", big[:RAW_CHARS], fields={"k": "y" * TEXT_CHARS}),
+        LogEvent(9.0, "line", "tracing", "n", big[:RAW_CHARS],
+                 fields={"k": "y" * (TEXT_CHARS + 1)}),
+        LogEvent(10.0, "line", "tracing", "n", "l", fields={f"f{i}": i for i in range(64)}),
+        LogEvent(11.0, "line", "tracing", "n", "l", fields={f"f{i}": i for i in range(65)}),
     ]
     for run_items in (2, 1000):
         spool = gap_spool.EventSpool(run_items=run_items)
@@ -294,7 +302,8 @@ def test_an_event_spool_gives_each_event_with_the_detectors_bounded_copy() -> No
             pairs = list(spool.bounded())
             assert [ev for ev, _kept in pairs] == hostile == list(spool)
             assert [kept for _ev, kept in pairs] == [bounded_event(ev) for ev in hostile]
-            assert [kept is ev for ev, kept in pairs] == [True, False, False, False, False, True]
+            assert [kept is ev for ev, kept in pairs] == [True, False, False, False, False, True,
+                                                           True, True, False, True, False]
         finally:
             spool.close()
 

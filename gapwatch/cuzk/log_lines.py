@@ -106,6 +106,23 @@ def parse_cuzk_timing(body: str) -> tuple[str, dict[str, FieldValue]] | None:
     return name or "gpu_tid", fields
 
 
+#: A token (a run of non-space, as `str.split` cuts them) with a key before its first `=`: what
+#: makes `parse_cuzk_timing` and `parse_cuzk_ntt_h` give fields.
+_KEYED_TOKEN = re.compile(r"(?<!\S)[^\s=]\S*=")
+
+
+def cuzk_cpp_parses(body: str, timing: bool) -> bool:
+    """Whether `parse_cuzk_timing(body)` (`timing`) or `parse_cuzk_ntt_h(body)` gives fields (is
+    not None), without converting any: for a line whose event is not kept (the parser's
+    `drops_untimed`), which is still counted as parsed (tests/test_parse_fast_paths.py holds
+    the two to the same answer)."""
+    if _KEYED_TOKEN.search(body) is not None:
+        return True
+    return timing and (
+        (_DA_CACHE_WORDS in body and _DA_CACHE.search(body) is not None)
+        or (_POOL_THRESHOLD_WORDS in body and _POOL_THRESHOLD.search(body) is not None))
+
+
 def parse_cuzk_ntt_h(body: str) -> dict[str, FieldValue] | None:
     """The part after `CUZK_NTT_H: `: `ntt_kernels=3ms` becomes `ntt_kernels_ms=3`."""
     fields: dict[str, FieldValue] = {}

@@ -284,10 +284,11 @@ def own_wall_times(path: str, config: Config, *, start: int = 0, lines: int,
 
 
 def offline_parser(config: Config, timeline_epoch_s: float | None) -> LogParser:
-    """The parser whole files are read with (`log_file_events`)."""
+    """The parser whole files are read with (`log_file_events`); its readers drop every event
+    timed 0 (`file_events`, `own_wall_times`: `LogParser.drops_untimed`)."""
     from gapwatch.logs.parse import LogParser
 
-    parser = LogParser(config.logs, keep_unparsed=False, offline=True)
+    parser = LogParser(config.logs, keep_unparsed=False, offline=True, drops_untimed=True)
     parser.anchor_from_status(timeline_epoch_s)
     return parser
 

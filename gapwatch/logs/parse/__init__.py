@@ -143,8 +143,15 @@ class LogParser:
     """Stateful line parser. `parse_line` never raises on any input text."""
 
     def __init__(self, config: LogsConfig | None = None, *, keep_unparsed: bool = True,
-                 offline: bool = False) -> None:
+                 offline: bool = False, drops_untimed: bool = False) -> None:
         cfg = config or LogsConfig()
+        #: The reader drops every event timed 0 (a file's lines read without an arrival time:
+        #: `gapwatch.logs.files.file_events`). A C++ timing line (`CUZK_TIMING`, `CUZK_NTT_H`:
+        #: no time of its own, ~28 % of a busy log's lines) is then given as such an event
+        #: without its fields (only checked to parse, and counted) where nothing else reads
+        #: them: no prefix timed it and lock attribution is off (several GPUs). Its event still
+        #: ends a panic's block as any parsed line does.
+        self.drops_untimed = drops_untimed
         #: Reading a file, not following a log: a panic's untimestamped lines are placed by the
         #: timed lines around them ("around"), not by when they were read ("arrival").
         self.offline = offline
@@ -251,7 +258,8 @@ class LogParser:
         `tests/test_log_split.py` names every attribute, so that one added is added here."""
         if self._panic is not None:
             return None
-        return (self.offline, self.cuzk_enabled, self.keep_unparsed, self._last_timed_s,
+        return (self.offline, self.cuzk_enabled, self.keep_unparsed, self.drops_untimed,
+                self._last_timed_s,
                 self.anchor_wall_s, self.anchor_source, list(self._worker_gpu.items()),
                 list(self._worker_job.items()), list(self._part_gpu.items()),
                 self._rules.resume_state(), self.attributor.resume_state())
@@ -405,6 +413,9 @@ class LogParser:
 
     def _cuzk_cpp(self, text: str, raw: str, stream: str, mono: int | None, wall: float,
                   prefix_s: float | None) -> list[LogEvent] | None:
+        if (self.drops_untimed and prefix_s is None and wall == 0.0
+                and not self.attributor.enabled):
+            return self._cuzk_cpp_untimed(text, raw, stream, mono)
         if text.startswith("CUZK_TIMING:"):
             parsed = log_lines.parse_cuzk_timing(text[12:])
             if parsed is None:
@@ -428,6 +439,24 @@ class LogParser:
         if lock is not None:
             events.append(self._lock_event(lock, stream, mono))
         return events
+
+    def _cuzk_cpp_untimed(self, text: str, raw: str, stream: str, mono: int | None
+                          ) -> list[LogEvent] | None:
+        """`_cuzk_cpp` of a line whose event the reader drops (`drops_untimed`): the same
+        answer and counts, its event timed 0 (as `_time` times it) without name or fields."""
+        if text.startswith("CUZK_TIMING:"):
+            if not log_lines.cuzk_cpp_parses(text[12:], timing=True):
+                return None
+            kind = "cuzk_timing"
+        elif text.startswith("CUZK_NTT_H:"):
+            if not log_lines.cuzk_cpp_parses(text[11:], timing=False):
+                return None
+            kind = "cuzk_ntt_h"
+        else:
+            return None
+        self._count(kind)
+        return [LogEvent(0.0, self._arrival_source, kind, "", raw, stream,
+                         t_arrival_mono_ns=mono)]
 
     def _tracing(self, text: str, raw: str, stream: str, mono: int | None, wall: float
                  ) -> list[LogEvent] | None:

@@ -150,6 +150,31 @@ def parse_tracing(text: str) -> TracingLine | None:
         return None
     rest = text[j + 1:] if j >= 0 else ""
     spans, rest = _peel_spans(rest) if "{" in rest else ([], rest)
+    kept = _TAILS.get(rest)
+    if kept is not None:
+        target, message, fields = kept
+        return TracingLine(t_wall_s, level, spans, target, message, fields.copy())
+    line = TracingLine(t_wall_s, level, spans, *_tail(rest))
+    if len(rest) <= _TAIL_KEPT_CHARS:
+        if len(_TAILS) >= _TAILS_MAX:
+            _TAILS.clear()
+        _TAILS[rest] = (line.target, line.message, line.fields.copy())
+    return line
+
+
+#: A line's tail (target, message and its own fields: what follows its spans) already parsed,
+#: and its parts: cuzk writes the same tail on many lines (a partition's synthesis, inside its
+#: span, is five fixed lines: `pinned pool: cudaHostAlloc failed size_gib=3.882613`), ~85 % of
+#: a busy log's tracing tails. Bounded as `_SPAN_FIELDS` is: emptied when full, a long tail
+#: not kept.
+_TAILS: dict[str, tuple[str | None, str, dict[str, FieldValue]]] = {}
+_TAILS_MAX: Final = 4096
+_TAIL_KEPT_CHARS: Final = 256
+
+
+def _tail(rest: str) -> tuple[str | None, str, dict[str, FieldValue]]:
+    """What follows a tracing line's spans: its target (None: none), its message and its own
+    fields (a fresh dict)."""
     target: str | None = None
     colon = rest.find(": ")
     if colon > 0 and " " not in rest[:colon]:
@@ -160,10 +185,8 @@ def parse_tracing(text: str) -> TracingLine | None:
         rest = ""
     start = _fields_start(rest)
     if start is None:
-        return TracingLine(t_wall_s, level, spans, target, rest, {})
-    message = rest[:start].rstrip(" ")
-    fields = parse_kv(rest, start)
-    return TracingLine(t_wall_s, level, spans, target, message, fields)
+        return target, rest, {}
+    return target, rest[:start].rstrip(" "), parse_kv(rest, start)
 
 
 def _fields_start(rest: str) -> int | None:

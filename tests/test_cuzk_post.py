@@ -782,3 +782,17 @@ def test_a_post_of_a_run_whose_offsets_began_again_is_said_lost_once_not_running
     assert len(lost) == 1 and lost[0].proof is not None
     assert lost[0].proof.given_up == "restart"
     assert watch.post.offsets_began_again == 1
+
+
+def test_lines_read_in_batches_long_after_they_were_written_are_no_new_engine_run() -> None:
+    """A log seen in batches (on NFS, every 30 s): each batch's first line arrived 30 s after
+    it was written, behind the "now" the arrivals extrapolate, and read as a new engine run,
+    its PoSt in flight said lost. Offsets going back are judged against the offsets read."""
+    backlog = ["TIMELINE,100000,SYNTH_START,winpost-1000-cc,kind=winning-post"]
+    live = [(30.0, "TIMELINE,101000,SYNTH_END,winpost-1000-cc,synth_ms=1000"),
+            (30.0, "TIMELINE,102000,GPU_QUEUE,winpost-1000-cc,monolithic"),
+            (60.0, "TIMELINE,103000,GPU_PICKUP,winpost-1000-cc,worker=0")]
+    watch, said = _followed(backlog, live)
+    assert watch.post.offsets_began_again == 0
+    assert not [e for e in said if e.proof is not None and e.proof.given_up == "restart"]
+    assert [r.job_id for r in watch.running()] == ["winpost-1000-cc"]

@@ -73,7 +73,7 @@ MAX_BEHIND = 16
 #: PoSt `GPU_END` lines remembered (job id, TIMELINE offset), the latest: the same line read
 #: again is not a second proof (see `PostTracker._read_again`).
 MAX_ENDED = 1024
-#: A TIMELINE offset this far behind the engine clock's "now" (s) is a new engine's: cuzk's
+#: A TIMELINE offset this far behind the latest one read (s) is a new engine's: cuzk's
 #: offsets are one `Instant`'s elapsed time, which never goes back within a run (a line's
 #: offset is taken before it waits for stderr's lock: milliseconds out of order, not this).
 OFFSETS_BACK_S = 10.0
@@ -394,7 +394,7 @@ class PostTracker:
         return self._step(job, ev, name, engine_s)
 
     def _engine_clock_of(self, ev: LogEvent, mono_s: float | None) -> None:
-        """What a TIMELINE line says of the engine clock: an offset well behind its "now" is a
+        """What a TIMELINE line says of the engine clock: an offset well behind its latest is a
         new engine run's, on a clock of its own (`OFFSETS_BACK_S`); with its arrival, the least
         lead it gives. On one clock, the old run's offsets were "now" for the new run's proofs:
         across a restart whose start line was not read (cuzk's stderr alone: its start lines
@@ -406,8 +406,11 @@ class PostTracker:
         if offset is None:
             return
         offset_s = offset / 1000.0
-        now = self._clock.now(mono_s, self._mono_run)
-        if now is not None and offset_s < now - OFFSETS_BACK_S:
+        # Behind the latest offset read, not behind "now" as the arrivals extrapolate it: lines
+        # read in batches (a log on NFS seen every 30 s) arrive well after they were written,
+        # and the first of each batch read as a new run, its proofs said lost.
+        latest = self._clock.latest_s
+        if latest is not None and offset_s < latest - OFFSETS_BACK_S:
             self.offsets_began_again += 1
             self._lose_run(self._clock, ev.t_wall_s)
             self._clock = _EngineClock()

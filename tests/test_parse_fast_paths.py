@@ -102,7 +102,6 @@ def test_a_span_parsed_before_gives_its_fields_afresh_to_each_line() -> None:
     assert "synth_ms" not in plain  # no line's own fields stayed with the span
 
 
-
 def test_a_tail_parsed_before_gives_its_parts_afresh_to_each_line() -> None:
     # A line's tail (target, message, own fields) is kept once parsed (`tracing._TAILS`): the
     # next line with the same tail in another span takes the same parts and a dict of its own.
@@ -122,6 +121,12 @@ def test_a_tail_parsed_before_gives_its_parts_afresh_to_each_line() -> None:
     bare = parser.parse_line(f"2026-11-30T00:54:58.000000Z  WARN {tail}")[0]
     assert bare.fields == {"size_gib": 3.882613, "cuda_err": 2,
                            "target": "cuzk_core::pinned_pool"}
+    # Lines without a span take the tail's fields alone, no span's dict between: each its own.
+    bare.fields["cuda_err"] = 99
+    later = [parser.parse_line(f"2026-11-30T00:54:5{9 - i}.000000Z  WARN {tail}")[0]
+             for i in range(2)]
+    assert [e.fields["cuda_err"] for e in later] == [2, 2]
+    assert later[0].fields is not later[1].fields
 
 
 #: C++ timing line bodies made of the pieces their split turns on: whitespace of several kinds

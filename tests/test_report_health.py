@@ -100,3 +100,19 @@ def test_the_reports_gpu_error_count_is_the_errors_metrics_counts_not_the_events
     for (_, kind), n in store.snapshot().hw_counts.items():
         by_kind[kind] = by_kind.get(kind, 0) + n
     assert by_kind == doc["errors_by_kind"]
+
+
+def test_a_recordings_0_w_power_limit_is_no_limit_in_the_report_and_on_metrics() -> None:
+    """A recording written before the NVML source refused a 0 W limit holds 0: the report said
+    "450 of 0 W" and /metrics exported 0 where the header said none. Every reader takes the
+    limit from `GpuHealth.limit_w`."""
+    from gapwatch.core.health import HealthStats
+    from gapwatch.sinks.prometheus import _health
+
+    old = GpuHealth(gpu=0, t_mono_ns=0, t_wall_s=1.0, power_w=450.0, power_limit_w=0.0)
+    stats = HealthStats(gpu=0)
+    stats.add(old)
+    assert stats.power_limit_w is None and " of 0" not in stats.words()
+    served = {fam.name for fam in _health({0: old}) if fam.samples}
+    assert "gapwatch_gpu_power_watts" in served
+    assert "gapwatch_gpu_power_limit_watts" not in served

@@ -106,8 +106,7 @@ def health_cells(h: GpuHealth | None) -> list[str]:
         mem = "mem ?"
     temp = "?°C" if h.temperature_c is None else f"{h.temperature_c:.0f}°C"
     power = "?" if h.power_w is None else f"{h.power_w:.0f}"
-    # A limit of 0 W is no limit read (it showed `0/0W`), as the compact cell takes it.
-    power += f"/{h.power_limit_w:.0f}W" if h.power_limit_w else "W"
+    power += "W" if h.limit_w is None else f"/{h.limit_w:.0f}W"
     cells = [mem, temp, power]
     throttle = throttle_words(h.clocks_event_mask)
     if throttle:
@@ -135,8 +134,8 @@ def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None,
             mem = f"{min(999.0, h.memory_used_bytes / (1 << 30)):.0f}"
         if h.temperature_c is not None:
             temp = f"{min(999.0, h.temperature_c):.0f}"
-        if h.power_w is not None and h.power_limit_w:
-            power = f"{min(999.0, 100 * h.power_w / h.power_limit_w):.0f}"
+        if h.power_w is not None and h.limit_w is not None:
+            power = f"{min(999.0, 100 * h.power_w / h.limit_w):.0f}"
         if throttle_words(h.clocks_event_mask):
             flag = "!"
     if chain_share is not None:
@@ -216,8 +215,8 @@ class HealthStats:
         self.max_temperature_c = _max(self.max_temperature_c, h.temperature_c)
         self.max_power_w = _max(self.max_power_w, h.power_w)
         self.max_memory_used_bytes = _max(self.max_memory_used_bytes, h.memory_used_bytes)
-        if h.power_limit_w is not None:
-            self.power_limit_w = h.power_limit_w
+        if h.limit_w is not None:
+            self.power_limit_w = h.limit_w
         if h.memory_total_bytes is not None:
             self.memory_total_bytes = h.memory_total_bytes
         for _, words in reasons(h.clocks_event_mask, slowing_only=True):

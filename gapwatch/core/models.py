@@ -45,6 +45,7 @@ from gapwatch.core.bounds import (
     Share,
     StretchS,
     WallS,
+    MIN_POWER_LIMIT_W,
     Watts,
     copy_span_problem,
 )
@@ -534,6 +535,15 @@ class GpuHealth(Struct, frozen=True, gc=False, tag_field="type", tag="health"):
     #: the readings that did not read it.
     pcie_replay_total: Count | None = None
     type: ClassVar[Literal["health"]] = "health"
+
+    @property
+    def limit_w(self) -> float | None:
+        """`power_limit_w` where it is a limit, else None: under `MIN_POWER_LIMIT_W` none was
+        read (the NVML source refuses one; a recording written before it did holds 0 W, which
+        the report said as "of 0 W" and /metrics exported). Every reader of the limit reads
+        it here."""
+        limit = self.power_limit_w
+        return limit if limit is not None and limit >= MIN_POWER_LIMIT_W else None
 
 
 #: What went wrong on the GPU itself: an XID critical error (NVML event), ECC errors (NVML

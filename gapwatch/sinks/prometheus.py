@@ -462,7 +462,7 @@ _HEALTH_GAUGES: tuple[tuple[str, str, str, float], ...] = (
     ("memory_total_bytes", "gpu_memory_total_bytes", "GPU memory in all (NVML).", 1.0),
     ("temperature_c", "gpu_temperature_celsius", "GPU core temperature.", 1.0),
     ("power_w", "gpu_power_watts", "GPU power draw.", 1.0),
-    ("power_limit_w", "gpu_power_limit_watts", "GPU power limit as enforced.", 1.0),
+    ("limit_w", "gpu_power_limit_watts", "GPU power limit as enforced.", 1.0),
     ("sm_clock_mhz", "gpu_sm_clock_hertz", "SM clock.", 1e6),
     ("memory_clock_mhz", "gpu_memory_clock_hertz", "Memory clock.", 1e6),
 )

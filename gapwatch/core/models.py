@@ -26,6 +26,7 @@ from msgspec import Struct, field, structs
 
 from gapwatch.core.bounds import (
     I64,
+    MIN_POWER_LIMIT_W,
     ByteRate,
     Celsius,
     CopyBytes,
@@ -45,7 +46,6 @@ from gapwatch.core.bounds import (
     Share,
     StretchS,
     WallS,
-    MIN_POWER_LIMIT_W,
     Watts,
     copy_span_problem,
 )

@@ -398,3 +398,27 @@ def test_a_folder_made_at_the_out_name_by_another_between_look_and_mkdir_is_refu
         ctbuild.build(out, cuda_include=wheel_include(), cc=cc)
     assert f"{out} can be written by others (mode 0777)" in str(refused.value)
     assert not log.exists() and not any(out.iterdir())
+
+
+def test_with_a_tmpdir_others_may_change_it_compiles_under_out_and_prints_an_absolute_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sudo -E` with a user's own `$TMPDIR`: the private compile folder went under a folder
+    that user could change (and swap the library the check then loads as root). It goes
+    under `--out` then, and leaves nothing there but the library. A relative `--out` printed
+    a relative library path, which a systemd unit (run from `/`) finds nowhere."""
+    import tempfile
+
+    open_tmp = tmp_path / "usertmp"
+    open_tmp.mkdir()
+    open_tmp.chmod(0o777)
+    monkeypatch.setenv("TMPDIR", str(open_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read $TMPDIR again
+    cc, log = _logging_compiler(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    got = ctbuild.build("rel/lib", cuda_include=wheel_include(), cc=cc)
+    out = tmp_path / "rel" / "lib"
+    assert got.library == out / ctbuild.LIBRARY_NAME and got.library.is_absolute()
+    argv = log.read_text().splitlines()
+    assert out in Path(argv[argv.index("-o") + 1]).parents  # compiled under --out
+    assert [p.name for p in out.iterdir()] == [ctbuild.LIBRARY_NAME]
+    assert not any(open_tmp.iterdir())

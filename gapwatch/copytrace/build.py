@@ -304,19 +304,21 @@ def build(
                          "(apt-get install gcc) or give --cc")
     include_dirs = find_include_dirs(cuda_include)
     cupti = find_cupti_library(include_dirs)
-    out = Path(out_dir) if out_dir is not None else default_out_dir()
+    # Absolute: the path printed for the prover's unit (`CUDA_INJECTION64_PATH=...`) is read
+    # from systemd's working folder, `/`, where `rel/lib/...` is found nowhere.
+    out = Path(os.path.abspath(out_dir if out_dir is not None else default_out_dir()))
     target = out / LIBRARY_NAME
     open_to = _open_to_others(out)
     if open_to is not None:
         raise BuildError(f"not installing into {out}: {open_to}, and the prover loads this "
                          "library: give --out a folder only you (or root) can change")
     _can_take_a_file(out)
+    compile_in = _compile_folder(out)
     try:
-        private_dir = tempfile.TemporaryDirectory(prefix=".gapwatch-copytrace-",
-                                                  dir=_compile_folder(out))
+        private_dir = tempfile.TemporaryDirectory(prefix=".gapwatch-copytrace-", dir=compile_in)
     except OSError as exc:
-        raise BuildError(f"cannot make a private folder to compile in ({tempfile.gettempdir()}"
-                         f"): {exc.strerror or exc}") from None
+        raise BuildError(f"cannot make a private folder to compile in ({compile_in}): "
+                         f"{exc.strerror or exc}") from None
     with private_dir as private:
         tmp = Path(private) / LIBRARY_NAME
         cmd = [compiler, *CFLAGS, *extra_cflags, *(f"-I{d}" for d in include_dirs)]

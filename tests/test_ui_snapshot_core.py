@@ -278,3 +278,25 @@ def test_the_summary_gives_each_distinct_cause_once_with_a_count(tmp_path: Path)
     assert bullets[0].startswith("- **pcie_starved**, 15 gap(s) (GPU0 15)")
     assert "is_pinned=false: a/b/c in pageable memory?" in bullets[0]
     assert "latest (" in hints and "partitions 14, 15" in hints
+
+
+def test_a_snapshot_lists_the_gpu_error_a_flood_of_corrected_ecc_warnings_came_after(
+        tmp_path: Path) -> None:
+    """Its list of GPU errors read the latest 256 hardware events: 40 s of corrected ECC on 7
+    GPUs pushed the XID out. The errors are all listed, the warnings the latest 20."""
+    from gapwatch.core.models import HardwareEvent
+    from gapwatch.sinks.snapshot import SNAPSHOT_WARNINGS
+
+    store = filled_store()
+    store.append(HardwareEvent(3, t_ns(10.0), WALL0_S + 10.0, "xid", code=79))
+    for second in range(40):
+        for gpu in (0, 1, 2, 4, 5, 6, 7):
+            store.append(HardwareEvent(gpu, t_ns(10.5 + second), WALL0_S + 10.5 + second,
+                                       "ecc_corrected", count=1))
+    path = write_snapshot(tmp_path, store.snapshot(), header(), make_config(),
+                          t_wall_s=WALL0_S + 61)
+    summary = (path / "summary.md").read_text()
+    assert "GPU 3: XID 79" in summary
+    assert summary.count("corrected ECC") <= SNAPSHOT_WARNINGS + 1
+    # The store keeps the latest 256 events (the XID apart): 236 warnings left out.
+    assert f"and {256 - SNAPSHOT_WARNINGS} earlier warnings" in summary

@@ -80,8 +80,9 @@ class StoreSnapshot:
     prover_lacks: tuple[str, ...] = ()
     #: Latest GPU health per GPU (`GpuHealth`, every `sampler.health_every_s`).
     health: dict[int, GpuHealth] = field(default_factory=dict)
-    #: The latest GPU errors (XID, ECC, PCIe replays), oldest first, and how many of each
-    #: (GPU, kind) since the session started.
+    #: The latest GPU errors and warnings (XID, ECC, PCIe replays, a GPU lost), oldest first:
+    #: the latest 256, and the latest 64 errors (`health.GPU_ERROR_KINDS`) however many
+    #: warnings came after them; and how many of each (GPU, kind) since the session started.
     hw_events: tuple[HardwareEvent, ...] = ()
     hw_counts: dict[tuple[int, str], int] = field(default_factory=dict)
     #: The chaining figure per GPU over the last minute (`gapwatch.core.chaining`); absent

@@ -32,9 +32,18 @@ from gapwatch.base.no_replace import rename_no_replace
 from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json, gap_json
-from gapwatch.core.health import event_words, health_cells
+from gapwatch.core.health import GPU_ERROR_KINDS, event_words, health_cells
 from gapwatch.core.hints import hint_cause, link_text
-from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
+from gapwatch.core.models import (
+    Gap,
+    GpuSample,
+    HardwareEvent,
+    HostSample,
+    LogEvent,
+    Notice,
+    Record,
+    SessionHeader,
+)
 from gapwatch.core.payoff import IfClosed, if_closed
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import window_words
@@ -264,8 +273,26 @@ def _health_section(snap: StoreSnapshot) -> list[str]:
                   rows)
     if snap.hw_events:
         out += ["", "GPU errors (NVML):", ""]
-        out += [f"- {fmt.clock(e.t_wall_s)} {event_words(e)}" for e in snap.hw_events]
+        out += _hw_lines(snap.hw_events)
     return out
+
+
+#: Warnings (corrected ECC, PCIe replays) listed at most in a snapshot, the latest: a failing
+#: memory gives one a GPU each reading.
+SNAPSHOT_WARNINGS = 20
+
+
+def _hw_lines(events: tuple[HardwareEvent, ...]) -> list[str]:
+    """Every error the snapshot holds, and the latest `SNAPSHOT_WARNINGS` warnings, in time
+    order, with how many warnings were left out."""
+    warnings = [e for e in events if e.kind not in GPU_ERROR_KINDS]
+    shown = set(map(id, warnings[-SNAPSHOT_WARNINGS:]))
+    lines = [f"- {fmt.clock(e.t_wall_s)} {event_words(e)}" for e in events
+             if e.kind in GPU_ERROR_KINDS or id(e) in shown]
+    if len(warnings) > SNAPSHOT_WARNINGS:
+        lines.append(f"- ... and {len(warnings) - SNAPSHOT_WARNINGS} earlier warnings "
+                     "(corrected ECC, PCIe replays) not listed")
+    return lines
 
 
 def _happened_section(gaps: list[Gap]) -> list[str]:

@@ -77,12 +77,13 @@ class LateOnce:
     def __init__(self) -> None:
         self._jobs: dict[str, None] = {}
 
-    def first(self, event: ProverEvent, late: bool) -> bool:
-        """Take every prover event (`late`: it says a proof went late, `went_late` or the
-        caller's own rule); True when it is that proof's first late word."""
+    def first(self, event: ProverEvent) -> bool:
+        """Take every prover event (a proof's last word forgets it); True when it says a proof
+        went late (`went_late`) and is that proof's first late word."""
         p = event.proof
         final = p is not None and (p.done or p.given_up is not None)
         job = event.job_id
+        late = went_late(event)
         if late and job is not None:
             if job in self._jobs:
                 if final:

@@ -111,7 +111,7 @@ def post_kind(kind: str | None, job_id: str | None) -> str | None:
 @dataclass(slots=True)
 class _EngineClock:
     """One cuzk engine run's clock, its TIMELINE offsets (s since it started): what "now" is
-    for the proofs timed by them (`_Post.engine_clock`)."""
+    for the proofs timed by them (`_Post.clock`)."""
 
     #: Its latest offset read.
     latest_s: float | None = None
@@ -171,13 +171,17 @@ class _Post:
     #: False: a file read at once). Its phase times above are then offsets, never mixed with
     #: a line's own wall time (a `job enqueued` of May against a SYNTH_START read today was a
     #: queue of 206 days), and `wall_s` places it: the latest wall time known at its last line.
-    engine_clock: bool = False
+    #: The engine run's clock it is timed on then (None: timed by its lines' wall times).
+    clock: _EngineClock | None = None
     wall_s: float | None = None
     #: How long it had been in flight on the wall clock when its offsets took over (from its
     #: `job enqueued` to the latest line of its own time): the least its total can be there.
     wall_least_s: float | None = None
-    #: The engine run's clock it is timed on (with `engine_clock`).
-    clock: _EngineClock | None = None
+
+    @property
+    def engine_clock(self) -> bool:
+        """Timed on an engine run's clock (its TIMELINE offsets)."""
+        return self.clock is not None
 
     def begin_s(self) -> float | None:
         return self.arrived_s if self.arrived_s is not None else self.synth_start_s
@@ -339,9 +343,7 @@ class PostTracker:
     def restart(self, at_s: float) -> list[ProverEvent]:
         """The prover started again at `at_s`: its jobs in flight are gone (said as lost, once,
         their phases up to then)."""
-        out = [self._gone(job, "restart", max(self._on_clock(job, at_s), job.latest_s()),
-                          said_s=at_s)
-               for job in self._jobs.values()]
+        out = [self._lost_in_restart(job, at_s) for job in self._jobs.values()]
         self._jobs.clear()
         self._given_up_ids.clear()
         # `_ended` is kept: a log read twice reads its first run's start again, which is a
@@ -378,7 +380,6 @@ class PostTracker:
                 return []
             job = self._start(job_id, kind, ev.t_wall_s)
         if engine_s is not None and not job.engine_clock:
-            job.engine_clock = True
             job.clock = self._clock
             if job.arrived_s is not None and self._wall_now_s is not None:
                 job.wall_least_s = max(0.0, self._wall_now_s - job.arrived_s) or None
@@ -422,9 +423,13 @@ class PostTracker:
         (before the line that showed it: `_said`) and forgotten."""
         gone = [job for job in self._jobs.values() if job.clock is clock]
         for job in gone:
-            self._said.append(self._gone(job, "restart", max(self._on_clock(job, at_s),
-                                                             job.latest_s()), said_s=at_s))
+            self._said.append(self._lost_in_restart(job, at_s))
             del self._jobs[job.job]
+
+    def _lost_in_restart(self, job: _Post, at_s: float) -> ProverEvent:
+        """`job`'s last word: lost in a restart at `at_s` (data time), its phases up to then."""
+        return self._gone(job, "restart", max(self._on_clock(job, at_s), job.latest_s()),
+                          said_s=at_s)
 
     def _engine_time(self, ev: LogEvent) -> float | None:
         """A TIMELINE line's time on the engine clock (its offset, s) when its arrival means

@@ -263,10 +263,8 @@ class EventHook:
         # A proof is said late while it runs and again when it ends: one command a proof; a
         # later proof under its job id (Curio retries a PoSt lost in a restart under the same
         # id) is another, whose lateness runs the command again.
-        late = event is not None and event.kind == "post_late"
-        if not self._late.first(record, late) and late:
-            return
-        if event is not None:
+        first_late = self._late.first(record)
+        if event is not None and (event.kind != "post_late" or first_late):
             self.offer(event)
 
     def close(self) -> None:

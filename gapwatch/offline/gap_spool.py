@@ -27,7 +27,7 @@ from msgspec.structs import replace
 
 from gapwatch.base.sorted_spool import SortedSpool
 from gapwatch.core.models import Gap, LogEvent
-from gapwatch.core.sizes import MAX_FIELDS, RAW_CHARS, TEXT_CHARS, bounded_event
+from gapwatch.core.sizes import bounded_event, surely_bounded
 
 #: Gaps held in memory before a run is written: a gap with its evidence is ~1-4 KB encoded.
 GAP_RUN_ITEMS: Final = 4096
@@ -215,12 +215,7 @@ class EventSpool(_StructSpool[LogEvent]):
 
     def add(self, event: LogEvent) -> None:
         payload = self._encode(event)
-        # Within the bounds for certain without looking at each field (`bounded_event` did, at
-        # ~8 % of the parse): no text of the event is longer in characters than in the encoded
-        # bytes, so when those bytes less the raw line's length are at most `TEXT_CHARS`, so
-        # is its name, its job id and each field's key and value.
-        if not (len(payload) - len(event.raw) <= TEXT_CHARS and len(event.raw) <= RAW_CHARS
-                and len(event.fields) <= MAX_FIELDS):
+        if not surely_bounded(event, len(payload)):
             kept = bounded_event(event)
             if kept is not event:
                 payload = self._encode((event, kept))

@@ -37,7 +37,7 @@ from prometheus_client.core import (
 )
 
 from gapwatch.core.models import PROOF_VERDICTS, PROVER_EVENT_KINDS, ProverEvent
-from gapwatch.core.prover_watch import LateOnce, went_late
+from gapwatch.core.prover_watch import LateOnce
 
 #: Proof latency buckets (s): WinningPoSt's 30 s epoch and WindowPoSt's 30 min both fall on one.
 PROOF_BUCKETS_S: tuple[float, ...] = (
@@ -87,7 +87,7 @@ class ProverEventCounts:
         if ev.kind == "restart_cost" and ev.length_s is not None:
             self.restart_cost_s += ev.length_s
         p = ev.proof
-        if self._late_once.first(ev, went_late(ev)) and p is not None:
+        if self._late_once.first(ev) and p is not None:
             self.late[p.proof_kind] = self.late.get(p.proof_kind, 0) + 1
         if ev.kind != "proof" or p is None or not p.done:
             return

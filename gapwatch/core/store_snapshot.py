@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gapwatch.core.chaining import ChainingFigure
+from gapwatch.core.health import GPU_LOST_KIND
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     BlindSpot,
@@ -80,10 +81,12 @@ class StoreSnapshot:
     prover_lacks: tuple[str, ...] = ()
     #: Latest GPU health per GPU (`GpuHealth`, every `sampler.health_every_s`).
     health: dict[int, GpuHealth] = field(default_factory=dict)
-    #: The latest GPU errors and warnings (XID, ECC, PCIe replays, a GPU lost), oldest first:
-    #: the latest 256, and the latest 64 errors (`health.GPU_ERROR_KINDS`) however many
-    #: warnings came after them; and how many of each (GPU, kind) since the session started.
+    #: The latest GPU errors and warnings (XID, ECC, PCIe replays, a GPU lost), oldest first;
+    #: the latest errors alone (`health.GPU_ERROR_KINDS`; warnings of a failing memory, one a
+    #: GPU a reading, pushed them out of the first); and how many of each (GPU, kind) since the
+    #: session started.
     hw_events: tuple[HardwareEvent, ...] = ()
+    gpu_errors: tuple[HardwareEvent, ...] = ()
     hw_counts: dict[tuple[int, str], int] = field(default_factory=dict)
     #: The chaining figure per GPU over the last minute (`gapwatch.core.chaining`); absent
     #: before any copy time was seen.
@@ -96,7 +99,7 @@ class StoreSnapshot:
         never read again, so their last readings are no current ones (/metrics leaves them
         out, the dashboard says "lost" in their place)."""
         return frozenset(gpu for (gpu, kind), n in self.hw_counts.items()
-                         if kind == "gpu_lost" and n)
+                         if kind == GPU_LOST_KIND and n)
 
     def state_name(self, gpu: int) -> ChainState:
         """The GPU's chaining state in one word: NO_DATA until the detector has judged it. The

@@ -434,11 +434,8 @@ class SeriesStore:
                 pipeline=self._pipeline.facts(),
                 prover_lacks=tuple(self._pipeline.lacks()),
                 health=dict(self._health),
-                # The errors kept apart as well: a flood of warnings pushed them out of the
-                # latest 256 (a snapshot's list of GPU errors lost its XID).
-                hw_events=tuple(sorted({id(e): e for e in (*self._gpu_errors,
-                                                           *self._hw_events)}.values(),
-                                       key=lambda e: e.t_wall_s)),
+                hw_events=tuple(self._hw_events),
+                gpu_errors=tuple(self._gpu_errors),
                 hw_counts=dict(self._hw_counts),
                 chaining=self._chaining.figures(),
                 prover_events=tuple(self._prover_events),

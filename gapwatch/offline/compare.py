@@ -573,8 +573,9 @@ def _whole(w: GpuWindows, busy_s: float, active_s: float) -> dict[str, float | N
 
 
 def _link(g: GpuInfo) -> str | None:
+    """`PCIe Gen5 x16` (`fmt.link_shape`), None where either is not known."""
     return (None if g.link_gen is None or g.link_width is None
-            else f"PCIe Gen{g.link_gen} x{g.link_width}")
+            else f"PCIe {fmt.link_shape(g.link_gen, g.link_width)}")
 
 
 def hardware_differences(before: Side, after: Side) -> list[str]:

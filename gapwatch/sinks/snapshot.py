@@ -34,16 +34,7 @@ from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.health import GPU_ERROR_KINDS, event_words, health_cells
 from gapwatch.core.hints import hint_cause, link_text
-from gapwatch.core.models import (
-    Gap,
-    GpuSample,
-    HardwareEvent,
-    HostSample,
-    LogEvent,
-    Notice,
-    Record,
-    SessionHeader,
-)
+from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
 from gapwatch.core.payoff import IfClosed, if_closed
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import window_words
@@ -271,9 +262,9 @@ def _health_section(snap: StoreSnapshot) -> list[str]:
         rows.append([f"GPU{info.index}", chain, health])
     out += _table(["GPU", "chaining", "health (memory, temperature, power of limit, throttle)"],
                   rows)
-    if snap.hw_events:
+    if snap.hw_events or snap.gpu_errors:
         out += ["", "GPU errors (NVML):", ""]
-        out += _hw_lines(snap.hw_events)
+        out += _hw_lines(snap)
     return out
 
 
@@ -282,9 +273,12 @@ def _health_section(snap: StoreSnapshot) -> list[str]:
 SNAPSHOT_WARNINGS = 20
 
 
-def _hw_lines(events: tuple[HardwareEvent, ...]) -> list[str]:
-    """Every error the snapshot holds, and the latest `SNAPSHOT_WARNINGS` warnings, in time
-    order, with how many warnings were left out."""
+def _hw_lines(snap: StoreSnapshot) -> list[str]:
+    """Every error the snapshot holds (`gpu_errors`, those `hw_events` still has among them),
+    and the latest `SNAPSHOT_WARNINGS` warnings, in time order, with how many warnings were
+    left out."""
+    events = sorted({id(e): e for e in (*snap.gpu_errors, *snap.hw_events)}.values(),
+                    key=lambda e: e.t_wall_s)
     warnings = [e for e in events if e.kind not in GPU_ERROR_KINDS]
     shown = set(map(id, warnings[-SNAPSHOT_WARNINGS:]))
     lines = [f"- {fmt.clock(e.t_wall_s)} {event_words(e)}" for e in events

@@ -342,15 +342,17 @@ class GapwatchApp(App[int]):
         t_end = newest_time_ns(snap)
         if t_end is None:
             if self._ended:
-                self._no_data_ended()
+                self._no_data_ended(snap)
             return
         self._drawn_version = snap.version
         self._push(self._make_view(snap, t_end), force=force)
 
-    def _no_data_ended(self) -> None:
-        """The source ended before its first sample, if the store still has none: said in
-        the header (`GpuHeader.no_data_ended`)."""
-        if newest_time_ns(self.runtime.store.snapshot()) is None:
+    def _no_data_ended(self, snap: StoreSnapshot | None = None) -> None:
+        """The source ended before its first sample, if the store (`snap` of it, else one
+        taken now) still has none: said in the header (`GpuHeader.no_data_ended`)."""
+        if snap is None:
+            snap = self.runtime.store.snapshot()
+        if newest_time_ns(snap) is None:
             self.query_one(GpuHeader).no_data_ended(self.runtime.header.source)
 
     def _view_wanted(self, words_version: int) -> bool:

@@ -229,10 +229,23 @@ def _made_ours(out: Path) -> None:
         OSError: `mkdir`'s, for the caller to say.
     """
     out.mkdir(parents=True, exist_ok=True)
+    _refuse_open(out)
+
+
+def _refuse_open(out: Path) -> None:
+    """Raise `BuildError` in one line when another user could change `out`
+    (`_open_to_others`)."""
     open_to = _open_to_others(out)
     if open_to is not None:
         raise BuildError(f"not installing into {out}: {open_to}, and the prover loads this "
                          "library: give --out a folder only you (or root) can change")
+
+
+def _new_file_in(out: Path) -> tuple[int, str]:
+    """A new file of a random name in `out` (made with O_EXCL: nothing planted is opened),
+    its descriptor and name; the caller removes it, taking them under
+    `stop_signals_deferred` (a signal between the two left it). Raises OSError."""
+    return tempfile.mkstemp(prefix=".gapwatch_copytrace-", suffix=".so", dir=out)
 
 
 def _compile_folder(out: Path) -> str:
@@ -252,10 +265,10 @@ def _can_take_a_file(out: Path) -> None:
     """
     try:
         _made_ours(out)
-        with stop_signals_deferred():  # made and known at once: removed below
-            fd, name = tempfile.mkstemp(prefix=".gapwatch_copytrace-", suffix=".so", dir=out)
-        os.close(fd)
-        os.unlink(name)
+        with stop_signals_deferred():  # made and removed before a signal is taken
+            fd, name = _new_file_in(out)
+            os.close(fd)
+            os.unlink(name)
     except OSError as exc:
         raise BuildError(f"cannot write the library into {out}: {exc.strerror or exc}"
                          ) from None
@@ -273,7 +286,7 @@ def _install(built: Path, out: Path, target: Path) -> None:
     try:
         _made_ours(out)
         with stop_signals_deferred():  # made and in `tmp` at once: the finally removes it
-            fd, tmp = tempfile.mkstemp(prefix=".gapwatch_copytrace-", suffix=".so", dir=out)
+            fd, tmp = _new_file_in(out)
         with os.fdopen(fd, "wb") as f:
             f.write(built.read_bytes())
             os.fchmod(f.fileno(), 0o755)
@@ -308,10 +321,7 @@ def build(
     # from systemd's working folder, `/`, where `rel/lib/...` is found nowhere.
     out = Path(os.path.abspath(out_dir if out_dir is not None else default_out_dir()))
     target = out / LIBRARY_NAME
-    open_to = _open_to_others(out)
-    if open_to is not None:
-        raise BuildError(f"not installing into {out}: {open_to}, and the prover loads this "
-                         "library: give --out a folder only you (or root) can change")
+    _refuse_open(out)
     _can_take_a_file(out)
     compile_in = _compile_folder(out)
     try:

@@ -98,6 +98,7 @@ def test_a_post_still_running_past_its_deadline_is_one_alert_not_two(tmp_path: P
     fill_breakdown(rt.store)
     _running(rt, until_s=75.0)  # 35 s of 30
     rt.prover_alert = _prover_alert(rt.store)
+    rt.prover_alert_job_id = WIN
     alerts = [a for a in status_alerts(rt.status()) if WIN in a]
     assert len(alerts) == 1 and alerts[0].startswith("prover proof LATE at ")
     assert not [p for p in status_parts(rt.status()) if WIN in p]

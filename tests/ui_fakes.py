@@ -231,6 +231,7 @@ class FakeRuntime:
         #: Where a replay is, as the replay driver says it (None: a live source).
         self.replay_words: str | None = None
         self.prover_alert: str | None = None
+        self.prover_alert_job_id: str | None = None
 
     def status(self) -> RuntimeStatus:
         self.status_calls += 1
@@ -244,6 +245,7 @@ class FakeRuntime:
             recording=self.recording,
             replay=self.replay_words,
             prover_alert=self.prover_alert,
+            prover_alert_job_id=self.prover_alert_job_id,
             gpu_error_alert=gpu_error_alert(self.store),
             running_proofs=list(self.store.running_proofs()),
         )

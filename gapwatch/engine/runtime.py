@@ -52,6 +52,7 @@ from gapwatch.core.models import (
     GpuInfo,
     LogEvent,
     Notice,
+    ProverEvent,
     ProverStatus,
     SessionHeader,
 )
@@ -243,7 +244,7 @@ class Runtime:
             sim_status_url=(self.sim_status_server.url
                             if self.sim_status_server is not None else None),
             **self._blind_status(),
-            prover_alert=_prover_alert(self.store),
+            **_prover_alert_fields(self.store),
             gpu_error_alert=gpu_error_alert(self.store),
             running_proofs=list(self.store.running_proofs()),
             copytrace=self.copytrace.status() if self.copytrace is not None else None,
@@ -260,10 +261,22 @@ class Runtime:
 PROVER_ALERT_S = 300.0
 
 
+def _prover_alert_fields(store: SeriesStore) -> dict[str, str | None]:
+    """`RuntimeStatus.prover_alert` and the job it is of (`prover_alert_job_id`), from one
+    look at the store."""
+    found = store.prover_alert(PROVER_ALERT_S)
+    return {"prover_alert": _alert_words(found),
+            "prover_alert_job_id": found[0].job_id if found is not None else None}
+
+
 def _prover_alert(store: SeriesStore) -> str | None:
     """The footer's prover alert: the worst recent event's line, and how many others (their
     words are in the toasts, `record`'s stderr and the report)."""
-    found = store.prover_alert(PROVER_ALERT_S)
+    return _alert_words(store.prover_alert(PROVER_ALERT_S))
+
+
+def _alert_words(found: tuple[ProverEvent, int] | None) -> str | None:
+    """`_prover_alert`'s line of the worst recent event and how many others."""
     if found is None:
         return None
     ev, others = found

@@ -56,6 +56,9 @@ class RuntimeStatus:
     #: lost GPU job; `SeriesStore.prover_alert`), in words: the footer's alert. None when there
     #: is none.
     prover_alert: str | None = None
+    #: The job that alert is of (a proof's, a lost GPU job's; None: none, or the alert is of
+    #: no job): the footer leaves a late proof's running line to that alert.
+    prover_alert_job_id: str | None = None
     #: The latest GPU error while recent (an XID, uncorrected ECC errors, a GPU lost;
     #: `runtime.gpu_error_alert`), in words: the footer's alert. None when there is none.
     gpu_error_alert: str | None = None

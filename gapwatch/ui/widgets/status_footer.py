@@ -121,9 +121,9 @@ def status_alerts(status: RuntimeStatus) -> list[str]:
     # alert (`prover_alert`: "still running ... LATE"), not twice on the one line; else by
     # its running line: the event is the alert for 5 minutes of data, and a WindowPoSt, or a
     # WinningPoSt stuck, still running late after that was said nowhere on the footer.
-    alert = status.prover_alert or ""
+    alert_job = status.prover_alert_job_id if status.prover_alert else None
     urgent = [r for r in status.running_proofs if r.timing.verdict == "at_risk"
-              or (r.timing.verdict == "late" and f"{r.name} {r.job_id} " not in alert)]
+              or (r.timing.verdict == "late" and r.job_id != alert_job)]
     alerts += [running_words(r) for r in urgent[:MAX_RUNNING_SAID]]
     if status.gpu_error_alert:
         # An XID, uncorrected ECC errors, a GPU lost: the work on it may be lost or wrong.

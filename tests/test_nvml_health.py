@@ -21,6 +21,7 @@ from fake_pynvml import (
 )
 from proc_fakes import PROVER_STATUS, fake_proc
 
+from gapwatch.cli import main
 from gapwatch.config import SamplerConfig
 from gapwatch.core.health import (
     HealthStats,
@@ -29,8 +30,9 @@ from gapwatch.core.health import (
     health_cells,
     throttle_words,
 )
-from gapwatch.core.models import GpuHealth, HardwareEvent, ProcessMemory
+from gapwatch.core.models import GpuHealth, HardwareEvent, Notice, ProcessMemory
 from gapwatch.sources import Tick
+from gapwatch.sources.files import read_any
 from gapwatch.sources.nvml import NvmlSource
 
 R = TypeVar("R")
@@ -267,6 +269,7 @@ def test_the_xid_thread_sleeps_in_the_driver_between_events(monkeypatch: pytest.
                                                             tmp_path: Path) -> None:
     fake, source = make(monkeypatch, tmp_path, whole_xid_waits=True, xid_events=True)
     try:
+        fake.tick(source, 0)  # the thread starts with the first tick
         time.sleep(1.2)
         # Each wait blocks its full timeout (500 ms): a handful of wake-ups, not a spin.
         assert 1 <= fake.waits <= 4
@@ -285,3 +288,34 @@ def test_a_driver_without_xid_events_says_so_and_the_rest_works(monkeypatch: pyt
     assert others([tick], GpuHealth)
     source.close()
     assert fake.event_sets_freed == 1
+
+
+def test_an_xid_wait_that_dies_is_said_and_restarted_like_every_other_thread(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The XID thread was started at `open()`, before the runtime gave its threads a watch: a
+    wait that raised printed a bare traceback, and neither the recording, the dashboard nor
+    `/metrics` (`thread_up`) heard of it. It starts at the first tick now, under the watch."""
+    fake = install(monkeypatch, [FakeDevice()])
+    wait = fake.module.nvmlEventSetWait_v2
+    broken: list[bool] = []
+
+    def breaks_once(event_set: Any, timeout_ms: int) -> Any:
+        if not broken:
+            broken.append(True)
+            raise RuntimeError("the driver's wait broke")
+        return wait(event_set, timeout_ms)
+
+    monkeypatch.setattr(fake.module, "nvmlEventSetWait_v2", breaks_once)
+    out = tmp_path / "r.jsonl"
+    # Exit 1, as for any thread of gapwatch's that died, restarted or not.
+    assert main(["record", "--period-ms", "10", "--duration", "1.5", "--quiet",
+                 "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    said = ("the nvml-xid thread died (RuntimeError(\"the driver's wait broke\")); "
+            "restarted in a moment")
+    assert said in err
+    assert "gapwatch's own threads died: nvml-xid died 1x" in err
+    assert [n.level for n in read_any(out).records
+            if isinstance(n, Notice) and said in n.message] == ["error"]

@@ -117,6 +117,8 @@ class Runtime:
         self.store = store
         self.done = threading.Event()
         self.sampler: Sampler | None = None
+        #: The sampler's GPU source when it has a thread of its own (NVML's XID wait).
+        self.source_threads: _Watched | None = None
         self.replay: ReplayDriver | None = None
         self.followers: list[LogFollower] = []
         #: Listens for the copy-trace library's datagrams (`--copytrace`); a side source like
@@ -160,8 +162,8 @@ class Runtime:
 
     def _watched(self) -> list[_Watched]:
         """Everything that starts a thread of its own."""
-        out: list[_Watched | None] = [*self.side_sources(), self.sampler, self.replay,
-                                      self.recorder]
+        out: list[_Watched | None] = [*self.side_sources(), self.sampler,
+                                      self.source_threads, self.replay, self.recorder]
         if self.exporter is not None:
             out.append(self.exporter.server)
         return [x for x in out if x is not None]
@@ -440,6 +442,8 @@ class _OpenSource:
     host_source: HostSource | None = None
     recording: Recording | None = None
     sim: SimWiring | None = None
+    #: The GPU source itself when it runs a thread of its own (NVML's XID wait).
+    threaded: _Watched | None = None
 
 
 def _build(
@@ -486,7 +490,8 @@ def _open_source(config: Config, kind: str, arg: str, speed: float,
         nvml = NvmlSource(config.sampler)
         gpus = nvml.open()
         opened.callback(nvml.close)
-        src = _OpenSource(kind, gpus, config.sampler.period_ms, SystemClock(), gpu_source=nvml)
+        src = _OpenSource(kind, gpus, config.sampler.period_ms, SystemClock(), gpu_source=nvml,
+                          threaded=nvml)
         if config.host.enabled:
             src.host_source = ProcHostSource(config.host)
             opened.callback(src.host_source.close)
@@ -547,6 +552,7 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
         dur_ns = int(sim_duration * 1e9) if sim_duration else None
         rt.sampler = Sampler(src.gpu_source, src.host_source, rt.session, src.clock,
                              int(src.period_ms * 1e6), duration_ns=dur_ns)
+        rt.source_threads = src.threaded
         return
     assert src.recording is not None
     path = src.label.removeprefix("replay:")

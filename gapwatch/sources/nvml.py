@@ -30,7 +30,10 @@ GPU health (docs/health.md), also in `Tick.other`:
 - every `pcie_replay_every_s` (60 s; 171 us a call): the PCIe replay counter, an event when it
   grew;
 - XID critical errors: `_XidWatch`, a thread blocked in `nvmlEventSetWait_v2` (NVML is
-  thread-safe; the wait sleeps in the driver), hands each event to the next tick.
+  thread-safe; the wait sleeps in the driver), hands each event to the next tick. The GPUs are
+  registered at `open()` (the driver queues an XID from then on); the thread starts at the first
+  `read()`, under `watch` (the runtime's `ThreadWatch`, set after `open()`): a wait that dies is
+  said and restarted like every other thread, and `/metrics` has it in `thread_up`.
 The process round (`procmem_every_s`, 1 s) also carries each process's GPU memory, and a
 process whose GPU memory keeps growing for an hour is a warning (`gapwatch.core.health`).
 Total energy (3.3 ms a call) is not read.
@@ -49,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gapwatch.base.background import Background
+from gapwatch.base.watch import UNWATCHED, ThreadWatch
 from gapwatch.config import SamplerConfig
 from gapwatch.core.blind import blind_words
 from gapwatch.core.bounds import (
@@ -232,6 +236,8 @@ class NvmlSource:
         self._gpu_memory: dict[tuple[int, int], int | None] = {}
         self._growth = MemoryGrowth()
         self._xid: _XidWatch | None = None
+        #: Hears the XID thread die (the runtime gives its own before the first tick).
+        self.watch: ThreadWatch = UNWATCHED
         self._nv: Any = None
         self._gpus: list[_Gpu] = []
         self._said: set[tuple[object, ...]] = set()
@@ -331,8 +337,7 @@ class NvmlSource:
         if not handles:
             _free_event_set(nv, event_set)
             return
-        self._xid = _XidWatch(nv, event_set, handles)
-        self._xid.start()
+        self._xid = _XidWatch(nv, event_set, handles)  # started by the first read()
 
     def _open_gpu(self, gpu: _Gpu) -> GpuInfo:
         nv = self._nv
@@ -482,6 +487,9 @@ class NvmlSource:
         # The slow readings come after every GPU's sample, so they never delay their times.
         self._health_round(tick, t_mono_ns, t_wall_s, entry_ns)
         if self._xid is not None:
+            if not self._xid.started:
+                self._xid.watch = self.watch
+                self._xid.start()
             for ev in self._xid.drain():
                 self._event(tick, ev)
         if self._procmem_every_ns:
@@ -1003,6 +1011,10 @@ class _XidWatch(Background):
         self.nv, self.event_set, self._handles = nv, event_set, handles
         self._events: deque[HardwareEvent] = deque(maxlen=1024)
         self.errors = 0
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
 
     def is_alive(self) -> bool:
         t = self._thread

@@ -191,6 +191,9 @@ class FakeDevice:
     clocks_event_reasons: int = 0
     ecc: dict[int, int] = field(default_factory=lambda: {0: 0, 1: 0})
     pcie_replays: int = 0
+    #: nvmlDeviceGetRemappedRows: (rows remapped for correctable errors, for uncorrectable
+    #: ones, a remap pending, a remap failed), unsigned ints as pynvml gives them.
+    remapped_rows: tuple[int, int, int, int] = (0, 0, 0, 0)
     calls: Counter[str] = field(default_factory=Counter)
 
     def moving(self, t_ns: int) -> bool:
@@ -433,6 +436,9 @@ class FakeNvml:
 
         def nvmlDeviceGetPcieReplayCounter(h: FakeDevice) -> int:
             return fake._dev(h, "nvmlDeviceGetPcieReplayCounter").pcie_replays
+
+        def nvmlDeviceGetRemappedRows(h: FakeDevice) -> tuple[int, int, int, int]:
+            return fake._dev(h, "nvmlDeviceGetRemappedRows").remapped_rows
 
         def nvmlEventSetCreate() -> Any:
             fake.event_sets_created += 1

@@ -119,13 +119,17 @@ def test_every_metric_the_fleet_view_queries_is_served() -> None:
 def test_the_hardware_error_alerts_fire_on_the_kinds_gapwatch_calls_gpu_errors() -> None:
     """The rules' kinds are written out in YAML; `core.health.GPU_ERROR_KINDS` is the rule the
     footer, `--on-event` and the fleet's HLTH column read. A kind added to one and not the
-    other would page on what the pane never raises, or the reverse. A GPU lost is a state
-    (`GapwatchGpuLost`), the others events (`GapwatchGpuHardwareError`)."""
-    from gapwatch.core.health import GPU_ERROR_KINDS, GPU_LOST_KIND
+    other would page on what the pane never raises, or the reverse. A GPU lost and a failed
+    row remap are states (`GapwatchGpuLost`, `GapwatchGpuRowRemapFailed`: read by their count,
+    not its increase), the others events (`GapwatchGpuHardwareError`)."""
+    from gapwatch.core.health import GPU_ERROR_KINDS, GPU_STATE_KINDS
 
     rules = (DEPLOY / "prometheus" / "gapwatch.rules.yml").read_text()
     events = re.search(r"alert: GapwatchGpuHardwareError\n\s+expr: .*kind=~\"([^\"]+)\"", rules)
-    lost = re.search(r"alert: GapwatchGpuLost\n\s+expr: .*kind=\"([^\"]+)\"", rules)
-    assert events is not None and lost is not None
-    assert lost.group(1) == GPU_LOST_KIND
-    assert set(events.group(1).split("|")) | {lost.group(1)} == set(GPU_ERROR_KINDS)
+    assert events is not None and "increase(" in events.group(0)
+    states = {m.group(1) for m in re.finditer(
+        r"alert: GapwatchGpu(?:Lost|RowRemapFailed|RowRemapPending)\n\s+expr: max by \([^)]*\) \("
+        r"gapwatch_gpu_hardware_events_total\{kind=\"([^\"]+)\"\}\) > 0", rules)}
+    assert states == set(GPU_STATE_KINDS)
+    assert set(events.group(1).split("|")) | (states & GPU_ERROR_KINDS) == set(GPU_ERROR_KINDS)
+    assert not set(events.group(1).split("|")) & GPU_STATE_KINDS

@@ -41,7 +41,7 @@ def test_alert_rules_pass_their_promtool_unit_tests() -> None:
 def test_rules_and_scrape_config_are_valid() -> None:
     rules = _promtool("check", "rules", "gapwatch.rules.yml")
     assert rules.returncode == 0, rules.stdout + rules.stderr
-    assert "15 rules found" in rules.stdout
+    assert "17 rules found" in rules.stdout
     config = _promtool("check", "config", "prometheus.yml")
     assert config.returncode == 0, config.stdout + config.stderr
 

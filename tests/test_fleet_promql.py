@@ -137,9 +137,9 @@ def test_a_box_scraped_every_second_is_as_old_as_its_latest_scrape_not_a_5_s_ste
 def test_a_gpu_lost_or_uncorrected_ecc_is_a_gpu_error_in_the_health_column(
         tmp_path: Path) -> None:
     """The column counted XIDs alone: a box whose GPU fell off the bus (or had uncorrected ECC
-    errors) read `ok` while the alerts fired. It counts the alerts' kinds, a GPU lost while it
-    is lost (lost before the box's gapwatch started too); corrected ECC errors and PCIe
-    replays are not errors."""
+    errors) read `ok` while the alerts fired. It counts the alerts' kinds, a GPU lost or a
+    failed row remap while it lasts (true before the box's gapwatch started too); corrected
+    ECC errors, PCIe replays and a pending row remap are not errors."""
     from gapwatch.fleet.rows import FleetRow
 
     _expect(tmp_path, promql("gpu_errors"), {
@@ -153,6 +153,13 @@ def test_a_gpu_lost_or_uncorrected_ecc_is_a_gpu_error_in_the_health_column(
         f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="2",kind="pcie_replay"}}': "0 1 2 3 4 5",
         # Every GPU and kind is exported from the start, at 0 (`sinks.prometheus._hw_events`).
         f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="2",kind="xid"}}': "0 0 0 0 0 0",
+        # A failed row remap is a state too, true from the first scrape; a pending one is a
+        # warning (the GPU runs on until its next reset), not an error.
+        f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="4",kind="row_remap_failure"}}':
+            "1 1 1 1 1 1",
+        f'gapwatch_gpu_hardware_events_total{{{BOX},gpu="4",kind="row_remap_pending"}}':
+            "1 1 1 1 1 1",
     }, "5m", [('{instance="b:9400",gpu="0"}', 1), ('{instance="b:9400",gpu="1"}', 3),
-              ('{instance="b:9400",gpu="2"}', 0), ('{instance="b:9400",gpu="3"}', 1)])
+              ('{instance="b:9400",gpu="2"}', 0), ('{instance="b:9400",gpu="3"}', 1),
+              ('{instance="b:9400",gpu="4"}', 1)])
     assert FleetRow(instance="b:9400", gpu="0", gpu_errors=1.0).health() == "X"

@@ -153,6 +153,41 @@ def test_ecc_counts_and_replays_that_grow_are_events_with_their_count(
     assert "2 uncorrected ECC errors" in words[0].message
 
 
+def test_a_row_remap_pending_or_failed_is_said_once_a_run_already_so_at_start_too(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Row remapping (Ampere and newer) was not read: a GPU whose memory had a remap pending
+    (retired only at the next reset) or one that failed ran on with nothing said. Each is a
+    state: said when first seen, already true at gapwatch's start too, and not again."""
+    pending, failed = FakeDevice(remapped_rows=(0, 1, 1, 0)), FakeDevice(uuid="GPU-1")
+    fake, source = make(monkeypatch, tmp_path, pending, failed, row_remap_every_s=1.0)
+    ticks = fake.run(source, 100 * MS, 11)
+    failed.remapped_rows = (0, 3, 1, 1)
+    ticks += fake.run(source, 100 * MS, 30, start_ns=11 * 100 * MS)
+    events = [(e.gpu, e.kind) for e in others(ticks, HardwareEvent)]
+    assert events == [(0, "row_remap_pending"), (1, "row_remap_failure"),
+                      (1, "row_remap_pending")]
+    said = {n.message: n.level for t in ticks for n in t.notices if "remap" in n.message}
+    assert said == {
+        "GPU 0: memory row remap pending (a row with errors is retired at the next GPU reset; "
+        "until then its errors can recur: reset at the next pause)": "warning",
+        "GPU 1: memory row remapping failed (a row with errors could not be remapped: reset "
+        "the GPU; if it fails again, the GPU needs replacing)": "error",
+        "GPU 1: memory row remap pending (a row with errors is retired at the next GPU reset; "
+        "until then its errors can recur: reset at the next pause)": "warning"}
+    assert pending.calls["nvmlDeviceGetRemappedRows"] == 5  # once a second here, not a tick
+
+
+def test_a_gpu_without_row_remapping_says_so_once_and_reads_on(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    old = FakeDevice(fail={"nvmlDeviceGetRemappedRows": NVML_ERROR_NOT_SUPPORTED})
+    fake, source = make(monkeypatch, tmp_path, old, row_remap_every_s=1.0)
+    ticks = fake.run(source, 100 * MS, 31)
+    assert old.calls["nvmlDeviceGetRemappedRows"] == 1
+    assert not others(ticks, HardwareEvent) and len(others(ticks, GpuHealth)) == 4
+    assert [n.message for t in ticks for n in t.notices if "remap" in n.message] == [
+        "GPU 0: row remapping not available (Not Supported): shown as missing"]
+
+
 def test_a_gpu_that_falls_off_the_bus_is_a_gpu_lost_event_once_and_the_others_go_on(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # It was a notice only: nothing in the recording, the report's GPU errors, /metrics' GPU

@@ -107,13 +107,16 @@ def test_a_gpu_hardware_error_runs_the_command_and_a_gpu_warning_does_not(
                HardwareEvent(0, 1, 100.0, "pcie_replay", count=40),
                HardwareEvent(1, 1, 101.0, "xid", code=79),
                HardwareEvent(1, 2, 102.0, "gpu_lost", code=15),
-               HardwareEvent(0, 3, 103.0, "ecc_uncorrected", count=2)):
+               HardwareEvent(0, 3, 103.0, "ecc_uncorrected", count=2),
+               HardwareEvent(2, 4, 104.0, "row_remap_pending"),
+               HardwareEvent(3, 4, 104.0, "row_remap_failure")):
         hook.on_record(ev)
     hook.stop()
     events = _lines(out)
     assert [(e["GAPWATCH_EVENT"], e["GAPWATCH_GPU"], e["GAPWATCH_STATE"]) for e in events] == [
         ("gpu_hardware_error", "1", "xid"), ("gpu_hardware_error", "1", "gpu_lost"),
-        ("gpu_hardware_error", "0", "ecc_uncorrected")]
+        ("gpu_hardware_error", "0", "ecc_uncorrected"),
+        ("gpu_hardware_error", "3", "row_remap_failure")]
     assert events[0]["GAPWATCH_LINE"] == ("GPU 1: XID 79 (critical GPU error reported by the "
                                           "driver)")
     assert events[0]["GAPWATCH_SETTING"] == "none"

@@ -110,11 +110,16 @@ class SamplerConfig(Section):
     #: Seconds between readings of the PCIe replay counter (171 us per call on the H200: read
     #: rarely); 0 = never. A count that grew is a `pcie_replay` event.
     pcie_replay_every_s: float = 60.0
+    #: Seconds between readings of the GPU memory's row remapping (Ampere and newer: a remap
+    #: pending until the next GPU reset, or one that failed); 0 = never. Each is a
+    #: `row_remap_pending` or `row_remap_failure` event, once a run per GPU.
+    row_remap_every_s: float = 60.0
     #: Wait for NVML's XID critical error events on a thread of their own (blocked in the
     #: driver between events, so it costs nothing measurable).
     xid_events: bool = True
 
-    @field_validator("procmem_every_s", "link_every_s", "health_every_s", "pcie_replay_every_s")
+    @field_validator("procmem_every_s", "link_every_s", "health_every_s", "pcie_replay_every_s",
+                     "row_remap_every_s")
     @classmethod
     def _slow_reading(cls, value: float) -> float:
         # Not every tick: these are slow readings by design (0 turns them off).

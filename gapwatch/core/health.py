@@ -55,12 +55,18 @@ def throttle_words(mask: int | None) -> str:
 
 #: The hardware events that are errors (the work on the GPU may have failed or be wrong):
 #: the alert rule `GapwatchGpuHardwareError`, `--on-event`'s `gpu_hardware_error`, the footer.
-GPU_ERROR_KINDS: Final[frozenset[str]] = frozenset({"xid", "ecc_uncorrected", "gpu_lost"})
+GPU_ERROR_KINDS: Final[frozenset[str]] = frozenset({"xid", "ecc_uncorrected", "gpu_lost",
+                                                    "row_remap_failure"})
 #: Of those, the one that is a state, not an event: a GPU lost stays lost. Counted by
 #: `increase()` it never paged for a GPU lost at gapwatch's start (its counter is 1 at the
 #: first scrape) and stopped paging 10 minutes after, the GPU still gone: `GapwatchGpuLost`
 #: fires while the count is above 0 (the fleet's X too); the others by their increase.
 GPU_LOST_KIND: Final = "gpu_lost"
+#: The events that are states, said once a run per GPU when first seen and true from then on
+#: (a lost GPU; a row remap pending until the next reset, or one that failed): read by their
+#: count above 0, never by `increase()`, which misses a state already true at gapwatch's start.
+GPU_STATE_KINDS: Final[frozenset[str]] = frozenset({GPU_LOST_KIND, "row_remap_pending",
+                                                    "row_remap_failure"})
 
 #: NVML's return codes that lose a GPU (nvml.h), in words: what a `gpu_lost` event's `code` says.
 LOST_CODE_WORDS: Final[dict[int, str]] = {15: "GPU is lost", 16: "GPU requires reset",
@@ -81,13 +87,19 @@ def event_words(ev: HardwareEvent) -> str:
                 "(memory contents lost: the work on it may be wrong)")
     if ev.kind == "ecc_corrected":
         return f"GPU {ev.gpu}: {ev.count} corrected ECC error{'s' * (ev.count != 1)}"
+    if ev.kind == "row_remap_failure":
+        return (f"GPU {ev.gpu}: memory row remapping failed (a row with errors could not be "
+                "remapped: reset the GPU; if it fails again, the GPU needs replacing)")
+    if ev.kind == "row_remap_pending":
+        return (f"GPU {ev.gpu}: memory row remap pending (a row with errors is retired at the "
+                "next GPU reset; until then its errors can recur: reset at the next pause)")
     return (f"GPU {ev.gpu}: {ev.count} PCIe replay{'s' * (ev.count != 1)} "
             "(link errors retried: copies slow down)")
 
 
 def event_level(ev: HardwareEvent) -> str:
-    """How much an event matters: "error" for XIDs, uncorrected ECC and a lost GPU, else
-    "warning"."""
+    """How much an event matters: "error" for XIDs, uncorrected ECC, a lost GPU and a failed
+    row remap, else "warning"."""
     return "error" if ev.kind in GPU_ERROR_KINDS else "warning"
 
 

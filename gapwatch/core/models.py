@@ -551,7 +551,11 @@ class GpuHealth(Struct, frozen=True, gc=False, tag_field="type", tag="health"):
 #: lost (NVML answered GPU_IS_LOST, RESET_REQUIRED or UNKNOWN: it fell off the bus or needs a
 #: reset; gapwatch reads it no more). Recordings written before "gpu_lost" read as they did (a
 #: member added to the Literal).
-HardwareEventKind = Literal["xid", "ecc_corrected", "ecc_uncorrected", "pcie_replay", "gpu_lost"]
+#: "row_remap_pending": the GPU memory remapped a row that takes effect at the next GPU reset;
+#: "row_remap_failure": a row could not be remapped (NVML's `nvmlDeviceGetRemappedRows`, Ampere
+#: and newer). Both are states, said once a run per GPU when first seen.
+HardwareEventKind = Literal["xid", "ecc_corrected", "ecc_uncorrected", "pcie_replay", "gpu_lost",
+                            "row_remap_pending", "row_remap_failure"]
 HARDWARE_EVENT_KINDS: tuple[HardwareEventKind, ...] = get_args(HardwareEventKind)
 
 

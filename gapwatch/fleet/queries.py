@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from gapwatch.core.health import CLOCKS_EVENT_REASONS, GPU_ERROR_KINDS, GPU_LOST_KIND
+from gapwatch.core.health import CLOCKS_EVENT_REASONS, GPU_ERROR_KINDS, GPU_STATE_KINDS
 
 #: How old a box's last good scrape may be (resolution of that figure once its scrapes fail:
 #: `FRESH_STEP`; while its latest scrape succeeded, it is exact).
@@ -43,10 +43,12 @@ class Query:
 #: The clocks-event reasons that slow work down, as a PromQL regex.
 _SLOWING = "|".join(name for name, _, slows in CLOCKS_EVENT_REASONS.values() if slows)
 #: The GPU's own errors, as the alerts and `--on-event` take them (an XID, uncorrected ECC
-#: errors, the GPU lost): the column counted XIDs alone, so a box whose GPU fell off the bus
-#: read `ok` while the alert fired. The events by their increase over the lookback, a GPU lost
-#: while its count is above 0 (`health.GPU_LOST_KIND`: a state, as `GapwatchGpuLost` reads it).
-_GPU_ERROR_EVENTS = "|".join(sorted(GPU_ERROR_KINDS - {GPU_LOST_KIND}))
+#: errors, the GPU lost, a failed row remap): the column counted XIDs alone, so a box whose GPU
+#: fell off the bus read `ok` while the alert fired. The events by their increase over the
+#: lookback, the states (a GPU lost, a failed row remap: `health.GPU_STATE_KINDS`) while their
+#: count is above 0, as `GapwatchGpuLost` and `GapwatchGpuRowRemapFailed` read them.
+_GPU_ERROR_EVENTS = "|".join(sorted(GPU_ERROR_KINDS - GPU_STATE_KINDS))
+_GPU_ERROR_STATES = "|".join(sorted(GPU_ERROR_KINDS & GPU_STATE_KINDS))
 
 QUERIES: tuple[Query, ...] = (
     # The rows: every (box, GPU) with a chaining state in the lookback, with its last state.
@@ -113,7 +115,8 @@ QUERIES: tuple[Query, ...] = (
     Query("gpu_errors",
           "sum by (instance, gpu) (increase(gapwatch_gpu_hardware_events_total{{{sel_}"
           f"kind=~\"{_GPU_ERROR_EVENTS}\"}}}}[{{lb}}]) or max_over_time("
-          f"gapwatch_gpu_hardware_events_total{{{{{{sel_}}kind=\"{GPU_LOST_KIND}\"}}}}[{{lb}}]))",
+          f"gapwatch_gpu_hardware_events_total{{{{{{sel_}}kind=~\"{_GPU_ERROR_STATES}\"}}}}"
+          "[{lb}]))",
           optional=True),
     Query("restarts",
           "sum by (instance) (increase(gapwatch_prover_events_total{{{sel_}kind=\"restart\"}}"

@@ -27,6 +27,8 @@ GPU health (docs/health.md), also in `Tick.other`:
 - every `health_every_s` (1 s): a `GpuHealth` per GPU (memory, temperature, power and its
   enforced limit, SM/memory clocks, throttle reasons, volatile ECC counts; each call ~2 us on the
   H200), and a `HardwareEvent` when an ECC count grew;
+- every `row_remap_every_s` (60 s): the memory's row remapping (`nvmlDeviceGetRemappedRows`,
+  Ampere and newer), a `row_remap_pending` or `row_remap_failure` event once a run per GPU;
 - every `pcie_replay_every_s` (60 s; 171 us a call): the PCIe replay counter, an event when it
   grew;
 - XID critical errors: `_XidWatch`, a thread blocked in `nvmlEventSetWait_v2` (NVML is
@@ -133,6 +135,7 @@ _PROCESSES = "running processes"
 _CURR_GEN = "current PCIe generation"
 _CURR_WIDTH = "current PCIe width"
 _REPLAY = "PCIe replay counter"
+_REMAP = "row remapping"
 # nvml.h enums the health reading passes (ABI, as the return codes above).
 _TEMPERATURE_GPU = 0
 _CLOCK_SM = 1
@@ -192,6 +195,8 @@ class _Gpu:
     #: event.
     ecc_prev: tuple[int | None, int | None] = (None, None)
     replay_prev: int | None = None
+    #: The row remap states said this run (`row_remap_pending`, `row_remap_failure`).
+    remap_said: set[str] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -232,6 +237,8 @@ class NvmlSource:
         self._health_next_ns: int | None = None
         self._replay_every_ns = int(config.pcie_replay_every_s * 1e9)
         self._replay_next_ns: int | None = None
+        self._remap_every_ns = int(config.row_remap_every_s * 1e9)
+        self._remap_next_ns: int | None = None
         #: GPU memory NVML gave for each (GPU, pid) at the latest listing.
         self._gpu_memory: dict[tuple[int, int], int | None] = {}
         self._growth = MemoryGrowth()
@@ -518,13 +525,20 @@ class NvmlSource:
                                       or t_mono_ns >= self._replay_next_ns):
             self._replay_next_ns = t_mono_ns + self._replay_every_ns
             replay = True
+        remap = False
+        if self._remap_every_ns and (self._remap_next_ns is None
+                                     or t_mono_ns >= self._remap_next_ns):
+            self._remap_next_ns = t_mono_ns + self._remap_every_ns
+            remap = True
         for gpu in self._gpus:
             if gpu.lost:
                 continue
             offset_ns = self._now_ns() - entry_ns
+            t_ns, wall_s = t_mono_ns + offset_ns, t_wall_s + offset_ns / 1e9
             try:
-                self._read_health(tick, gpu, t_mono_ns + offset_ns,
-                                  t_wall_s + offset_ns / 1e9, replay)
+                self._read_health(tick, gpu, t_ns, wall_s, replay)
+                if remap:
+                    self._read_remap(tick, gpu, t_ns, wall_s)
             except _GpuLost:
                 continue
 
@@ -575,6 +589,24 @@ class NvmlSource:
         )  # fmt: skip
         tick.other.append(health)
         self._grown(tick, gpu, health)
+
+    def _read_remap(self, tick: Tick, gpu: _Gpu, t_ns: int, wall_s: float) -> None:
+        """The memory's row remapping: NVML answers (rows remapped for correctable errors, for
+        uncorrectable ones, a remap pending, a remap failed). A pending remap takes effect at
+        the next GPU reset; a failed one means the memory has a row it could not retire. Each
+        is a state: an event the first time it is seen this run, already true at start too
+        (an ECC count is volatile, its growth is the news; these persist until a reset)."""
+        got = self._opt(gpu, _REMAP, getattr(self._nv, "nvmlDeviceGetRemappedRows", None),
+                        gpu.handle)
+        if not isinstance(got, (tuple, list)) or len(got) != 4:
+            return
+        states: tuple[tuple[HardwareEventKind, object], ...] = (
+            ("row_remap_failure", got[3]), ("row_remap_pending", got[2]))
+        for kind, on in states:
+            if _int(on) and kind not in gpu.remap_said:
+                gpu.remap_said.add(kind)
+                self._event(tick, HardwareEvent(gpu=gpu.index, t_mono_ns=t_ns, t_wall_s=wall_s,
+                                                kind=kind))
 
     def _grown(self, tick: Tick, gpu: _Gpu, h: GpuHealth) -> None:
         """ECC counts and the replay counter that grew since the last reading: events."""

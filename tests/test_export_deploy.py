@@ -133,3 +133,18 @@ def test_the_hardware_error_alerts_fire_on_the_kinds_gapwatch_calls_gpu_errors()
     assert states == set(GPU_STATE_KINDS)
     assert set(events.group(1).split("|")) | (states & GPU_ERROR_KINDS) == set(GPU_ERROR_KINDS)
     assert not set(events.group(1).split("|")) & GPU_STATE_KINDS
+
+
+def test_the_dashboards_gpu_errors_panel_shows_every_kind_and_reads_the_states_by_count() -> None:
+    """The panel writes the kinds out in PromQL: a kind gapwatch adds (a row remap) would
+    never show there, and a state read by `increase()` would miss one true since the start."""
+    from gapwatch.core.health import GPU_STATE_KINDS
+    from gapwatch.core.models import HARDWARE_EVENT_KINDS
+
+    dash = json.loads(DASHBOARD.read_text())
+    [expr] = [t["expr"] for p in dash["panels"] if p["title"] == "GPU errors (24h) and states"
+              for t in p["targets"]]
+    events, states = (set(m.split("|")) for m in re.findall(r'kind=~"([^"]+)"', expr))
+    assert "increase(" in expr.split(" or ")[0] and "increase(" not in expr.split(" or ")[1]
+    assert states == set(GPU_STATE_KINDS)
+    assert events | states == set(HARDWARE_EVENT_KINDS) and not events & states

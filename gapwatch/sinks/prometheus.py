@@ -501,7 +501,8 @@ def _hw_events(gpus: list[int], counts: dict[tuple[int, str], int]) -> Iterator[
     one."""
     events = CounterMetricFamily("gapwatch_gpu_hardware_events", "GPU errors seen by NVML: "
                                  "XID critical errors, ECC errors, PCIe replays, the GPU lost "
-                                 "(GPU_IS_LOST: fell off the bus or needs a reset).",
+                                 "(GPU_IS_LOST: fell off the bus or needs a reset), a memory "
+                                 "row remap pending or failed (states: once a run).",
                                  labels=["gpu", "kind"])
     for gpu in sorted(set(gpus) | {g for g, _ in counts}):
         for kind in HARDWARE_EVENT_KINDS:

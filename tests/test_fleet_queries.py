@@ -4,6 +4,7 @@ JSON, a huge body) said, never raised, never taking the other columns with it.""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 from fleet_fakes import EMPTY, Reply, box, fake_prometheus, matrix, promql, vector
 
 from gapwatch.cli import main
-from gapwatch.commands.fleet import table_lines
+from gapwatch.commands.fleet import options, table_lines
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import box_detail
 from gapwatch.fleet.queries import QUERIES
@@ -364,3 +365,19 @@ def test_a_selector_of_bytes_that_are_not_utf8_is_refused_at_the_flag_not_a_trac
                  "--selector", 'job="\udcff"']) == 2
     err = capsys.readouterr().err
     assert "--selector" in err and "UTF-8" in err and "Traceback" not in err
+
+
+def test_an_unquoted_selector_value_is_refused_at_the_flag_with_the_quoted_form(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`--selector job=gapwatch`, as one types it, went to Prometheus as it was: each query of
+    the refresh came back as its own parse error, a dozen lines, exit 1. It is one line now,
+    with the form to give; a value with a comma or `=` inside its quotes is no bare value."""
+    assert main(["fleet", "--prometheus", "http://x:1", "--once", "--selector",
+                 'job=gapwatch,cluster=~"prov.*"']) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(
+        "PromQL quotes a matcher's value ('gapwatch' is not quoted); give --selector "
+        "'job=\"gapwatch\",cluster=~\"prov.*\"'"), err
+    args = argparse.Namespace(lookback="1h", selector='job="a,b=c"', stale_after=60.0,
+                              timeout=5.0)
+    assert options(args).selector == 'job="a,b=c"'

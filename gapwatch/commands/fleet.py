@@ -21,6 +21,7 @@ from gapwatch.core.units import parse_duration
 from gapwatch.engine.console import say
 from gapwatch.fleet.client import PromClient
 from gapwatch.fleet.rows import COLUMNS, FleetOptions, Refresh, cells, refresh
+from gapwatch.fleet.targets import parse_selector
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,12 +51,34 @@ def options(args: argparse.Namespace) -> FleetOptions:
     if any(c in args.selector for c in "{}\n"):
         raise ValueError(f"--selector {args.selector!r}: label matchers only, e.g. "
                          'job="gapwatch",cluster="proving"')
+    bare = _BARE_VALUE.search(args.selector) if not _reads(args.selector) else None
+    if bare is not None:
+        # PromQL quotes every value: unquoted, each of the refresh's queries was refused by
+        # Prometheus in its own parse error (a dozen lines a refresh), exit 1.
+        quoted = _BARE_VALUE.sub(r'\1\2"\3"', args.selector)
+        raise ValueError(f"--selector {args.selector!r}: PromQL quotes a matcher's value "
+                         f"({bare.group(3)!r} is not quoted); give --selector '{quoted}'")
     if not _utf8(args.selector):
         # Bytes of another encoding on the command line come as lone surrogates: the query's
         # form could not be encoded (a UnicodeEncodeError traceback at the first query).
         raise ValueError(f"--selector {args.selector!r}: not UTF-8 text (PromQL is UTF-8)")
     return FleetOptions(selector=args.selector, lookback=args.lookback,
                         stale_after_s=args.stale_after, budget_s=args.timeout)
+
+
+#: A matcher whose value is not quoted (`job=gapwatch`): a word after the operator, where
+#: PromQL wants a quote. Quoted values never match it (a quote follows the operator).
+_BARE_VALUE = re.compile(r"(^|,)(\s*[A-Za-z_][A-Za-z0-9_]*\s*(?:=~|!~|!=|=)\s*)"
+                         r"""([^"'`\s,~=][^,]*?)\s*(?=,|$)""")
+
+
+def _reads(selector: str) -> bool:
+    """Whether `selector` reads as quoted label matchers (`fleet.targets.parse_selector`)."""
+    try:
+        parse_selector(selector)
+    except ValueError:
+        return False
+    return True
 
 
 def _utf8(text: str) -> bool:

@@ -369,6 +369,19 @@ def test_a_gap_after_an_xid_says_so_in_its_hint_and_one_long_after_does_not() ->
     assert "GPU error" not in gap.hint
 
 
+def test_a_row_remap_state_read_at_start_is_no_gpu_error_a_gap_follows_from() -> None:
+    """A remap pending for days is said at gapwatch's first reading: every gap of the two
+    minutes after each start read "after a GPU error at <the start>"."""
+    det = detector()
+    det.feed(HardwareEvent(0, 1_500_000_000, T0_WALL + 1.5, "row_remap_pending"))
+    det.feed(HardwareEvent(0, 1_500_000_000, T0_WALL + 1.5, "row_remap_failure"))
+    out: list[Gap | StateChange] = []
+    for s in stream([(2, 95, 2e6), (1.0, 0, 2.8e9), (1, 95, 2e6)]):
+        out += det.feed_gpu(s)
+    (gap,) = [e for e in out if isinstance(e, Gap) and e.end_s is not None]
+    assert "GPU error" not in gap.hint
+
+
 def _late_line(t_wall_s: float, gpu: int | None) -> LogEvent:
     return LogEvent(t_wall_s=t_wall_s, time_source="line", kind="tracing", name="late line",
                     raw="...", gpu=gpu)

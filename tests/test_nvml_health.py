@@ -175,6 +175,19 @@ def test_a_row_remap_pending_or_failed_is_said_once_a_run_already_so_at_start_to
         "GPU 1: memory row remap pending (a row with errors is retired at the next GPU reset; "
         "until then its errors can recur: reset at the next pause)": "warning"}
     assert pending.calls["nvmlDeviceGetRemappedRows"] == 5  # once a second here, not a tick
+    assert failed.calls["nvmlDeviceGetRemappedRows"] == 3  # both said: not asked again
+
+
+def test_row_remapping_is_read_with_the_health_round_off(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    """It was read inside the health round: `health_every_s = 0` left a failed remap, a
+    critical alert, unread while `row_remap_every_s` said every minute."""
+    dev = FakeDevice(remapped_rows=(0, 1, 1, 1))
+    fake, source = make(monkeypatch, tmp_path, dev, health_every_s=0, row_remap_every_s=1.0)
+    ticks = fake.run(source, 100 * MS, 11)
+    assert not others(ticks, GpuHealth)
+    assert [e.kind for e in others(ticks, HardwareEvent)] == ["row_remap_failure",
+                                                              "row_remap_pending"]
 
 
 def test_a_gpu_without_row_remapping_says_so_once_and_reads_on(

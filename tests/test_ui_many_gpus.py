@@ -202,6 +202,29 @@ async def test_a_lost_gpus_cell_says_lost_not_its_last_temperature_and_power(
     assert "LOST: NVML reads this GPU no more" in text and "°C" not in text
 
 
+async def test_a_failed_row_remap_stays_in_the_header_after_the_footers_five_minutes(
+        tmp_path: Path) -> None:
+    """A failed row remap is a state: the footer's GPU ERROR line let it go after 5 minutes
+    of data while its alert fired on; the header says it for the rest of the session (in
+    words for one GPU, a flagged cell among many)."""
+    from gapwatch.core.models import HardwareEvent
+
+    one = FakeRuntime(make_config(tmp_path), gpus=[h200(0)])
+    one.store.append(HardwareEvent(0, t_ns(0.5), WALL0_S + 0.5, "row_remap_failure"))
+    for i in range(21):
+        one.store.append_gpu([gpu_sample(0, 400 + i / 10, 60.0, 8e9, 1e9)])
+    add_health(one.store, gpus=(0,), seconds=2.0)
+    _app, text = await _after_g(one, 0, (100, 24))
+    assert "ROW REMAP FAILED · health " in text and "GPU ERROR" not in text
+
+    rt = many(tmp_path, 8, health=True)
+    rt.store.append(HardwareEvent(3, t_ns(20.0), WALL0_S + 20.0, "row_remap_failure"))
+    _app, text = await _after_g(rt, 0, (80, 24))
+    cells = [line for line in text.splitlines() if "°" in line]
+    assert any(re.search(r"(^| )3 +\d+G +\d+° *\d+%!c", line) for line in cells), cells
+    assert not any(re.search(r"(^| )2 +\d+G +\d+° *\d+%!c", line) for line in cells)
+
+
 def test_a_power_limit_of_zero_is_no_limit_in_the_header_words() -> None:
     """A 0 W limit (no limit read) showed `450/0W`; the compact cell already took it as none."""
     from gapwatch.core.health import health_cells

@@ -51,13 +51,12 @@ def options(args: argparse.Namespace) -> FleetOptions:
     if any(c in args.selector for c in "{}\n"):
         raise ValueError(f"--selector {args.selector!r}: label matchers only, e.g. "
                          'job="gapwatch",cluster="proving"')
-    bare = _BARE_VALUE.search(args.selector) if not _reads(args.selector) else None
-    if bare is not None:
+    bare, quoted = _bare_values(args.selector) if not _reads(args.selector) else ([], "")
+    if bare:
         # PromQL quotes every value: unquoted, each of the refresh's queries was refused by
         # Prometheus in its own parse error (a dozen lines a refresh), exit 1.
-        quoted = _BARE_VALUE.sub(r'\1\2"\3"', args.selector)
         raise ValueError(f"--selector {args.selector!r}: PromQL quotes a matcher's value "
-                         f"({bare.group(3)!r} is not quoted); give --selector '{quoted}'")
+                         f"({bare[0]!r} is not quoted); give --selector '{quoted}'")
     if not _utf8(args.selector):
         # Bytes of another encoding on the command line come as lone surrogates: the query's
         # form could not be encoded (a UnicodeEncodeError traceback at the first query).
@@ -66,10 +65,29 @@ def options(args: argparse.Namespace) -> FleetOptions:
                         stale_after_s=args.stale_after, budget_s=args.timeout)
 
 
-#: A matcher whose value is not quoted (`job=gapwatch`): a word after the operator, where
-#: PromQL wants a quote. Quoted values never match it (a quote follows the operator).
-_BARE_VALUE = re.compile(r"(^|,)(\s*[A-Za-z_][A-Za-z0-9_]*\s*(?:=~|!~|!=|=)\s*)"
-                         r"""([^"'`\s,~=][^,]*?)\s*(?=,|$)""")
+#: The selector's parts: a quoted string whole (commas and `=` inside it are its own), or a
+#: run of anything else up to a comma.
+_PART = re.compile(r"""(?:"(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|`[^`]*`?|[^,"'`])+|(?=,)""")
+#: A matcher whose value is not quoted (`job=gapwatch`, `job=`): the label, the operator, and
+#: what follows it when that starts with no quote.
+_BARE = re.compile(r"""\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*([^"'`\s][^"'`]*)?""")
+
+
+def _bare_values(selector: str) -> tuple[list[str], str]:
+    """The values of `selector` given without quotes, and the selector with them quoted (the
+    form to give); nothing when every value is quoted or the text is no list of matchers."""
+    bare: list[str] = []
+    parts = []
+    for m in _PART.finditer(selector):
+        part = m.group()
+        found = _BARE.fullmatch(part)
+        if found is not None:
+            value = (found.group(3) or "").strip()
+            bare.append(value)
+            escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+            part = f'{found.group(1)}{found.group(2)}"{escaped}"'
+        parts.append(part)
+    return bare, ",".join(p for p in parts if p) if bare else ""
 
 
 def _reads(selector: str) -> bool:

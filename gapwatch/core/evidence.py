@@ -73,6 +73,10 @@ ORDER_SLACK_S: Final = 5.0
 HW_ERROR_REACH_S: Final = 120.0
 #: GPU errors kept per GPU for that (the latest matter).
 HW_EVENTS_KEPT: Final = 16
+#: Hardware events that are no moment a gap could follow from: corrected ECC errors (the
+#: memory fixed them), and the row remap states (said when first read, which may be days
+#: after they began).
+_NOT_A_MOMENT: Final = frozenset({"ecc_corrected", "row_remap_pending", "row_remap_failure"})
 #: Closed gaps per GPU still listening for late evidence (see the module docstring).
 RECENT_GAPS: Final = 32
 #: Raw lines are cut to this many characters in a gap's evidence.
@@ -492,8 +496,10 @@ class EvidenceBuffer:
         self.procmem.add(reading)
 
     def add_hw(self, ev: HardwareEvent) -> None:
-        """A GPU error (corrected ECC errors are not one a gap could follow from)."""
-        if ev.kind != "ecc_corrected":
+        """A GPU error a gap could follow from: not corrected ECC errors, and not a row remap
+        state, said when first read (at gapwatch's start for one days old: every gap of the
+        first two minutes after each restart read "after a GPU error at <the start>")."""
+        if ev.kind not in _NOT_A_MOMENT:
             self._hw.setdefault(ev.gpu, deque(maxlen=HW_EVENTS_KEPT)).append(ev)
 
     def hardware_words(self, gpu: int, start_s: float, end_s: float) -> str:

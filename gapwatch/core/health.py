@@ -68,6 +68,11 @@ GPU_LOST_KIND: Final = "gpu_lost"
 GPU_STATE_KINDS: Final[frozenset[str]] = frozenset({GPU_LOST_KIND, "row_remap_pending",
                                                     "row_remap_failure"})
 
+#: The lasting states a GPU's header says for as long as the session runs (the footer's GPU
+#: ERROR line holds an error 5 minutes; the alerts fire while the state lasts), worst first.
+STATE_WORDS: Final[dict[str, str]] = {"row_remap_failure": "ROW REMAP FAILED",
+                                      "row_remap_pending": "row remap pending"}
+
 #: NVML's return codes that lose a GPU (nvml.h), in words: what a `gpu_lost` event's `code` says.
 LOST_CODE_WORDS: Final[dict[int, str]] = {15: "GPU is lost", 16: "GPU requires reset",
                                           999: "unknown error"}
@@ -132,15 +137,16 @@ HEALTH_CELL_WIDTH: Final = 19
 
 
 def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None,
-                digits: int = 1) -> str:
+                digits: int = 1, *, flagged: bool = False) -> str:
     """One GPU's health in `HEALTH_CELL_WIDTH + digits - 1` columns, `0  60G 52° 64%!c 92`: the
     GPU's index whole in `digits` columns and a space (an index cut to two digits read GPU 100
     as GPU 0, and one without the space GPU 12 with 141 GiB used as `12141G`), GPU memory used
     (GiB), temperature (°C), power as a share of its limit, `!` when something slows the
-    clocks (the header names it for the selected GPU), the chaining figure (`c`, %); `?` for a
-    missing reading. The help and docs/dashboard.md give the legend."""
+    clocks or the GPU is in a lasting bad state (`flagged`: a row remap failed; the header
+    names either for the selected GPU), the chaining figure (`c`, %); `?` for a missing
+    reading. The help and docs/dashboard.md give the legend."""
     mem = temp = power = chain = "?"
-    flag = " "
+    flag = "!" if flagged else " "
     if h is not None:
         if h.memory_used_bytes is not None:
             mem = f"{min(999.0, h.memory_used_bytes / (1 << 30)):.0f}"

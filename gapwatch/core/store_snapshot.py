@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gapwatch.core.chaining import ChainingFigure
-from gapwatch.core.health import GPU_LOST_KIND
+from gapwatch.core.health import GPU_LOST_KIND, STATE_WORDS
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
     BlindSpot,
@@ -100,6 +100,12 @@ class StoreSnapshot:
         out, the dashboard says "lost" in their place)."""
         return frozenset(gpu for (gpu, kind), n in self.hw_counts.items()
                          if kind == GPU_LOST_KIND and n)
+
+    def lasting_states(self, gpu: int) -> list[str]:
+        """The GPU's lasting states in words, worst first (`health.STATE_WORDS`: a memory row
+        remap failed or pending): said once as events, true for the rest of the session, so
+        the header keeps saying them after the footer's 5 minutes."""
+        return [words for kind, words in STATE_WORDS.items() if self.hw_counts.get((gpu, kind))]
 
     def state_name(self, gpu: int) -> ChainState:
         """The GPU's chaining state in one word: NO_DATA until the detector has judged it. The

@@ -258,7 +258,8 @@ def _health_section(snap: StoreSnapshot) -> list[str]:
     for info in snap.gpus:
         f = snap.chaining.get(info.index)
         chain = f"{f.words()} ({f.basis_words()})" if f is not None else "- (no copies seen)"
-        health = " ".join(health_cells(snap.health.get(info.index)))
+        health = " ".join([*snap.lasting_states(info.index),
+                           *health_cells(snap.health.get(info.index))])
         rows.append([f"GPU{info.index}", chain, health])
     out += _table(["GPU", "chaining", "health (memory, temperature, power of limit, throttle)"],
                   rows)
@@ -285,7 +286,7 @@ def _hw_lines(snap: StoreSnapshot) -> list[str]:
              if e.kind in GPU_ERROR_KINDS or id(e) in shown]
     if len(warnings) > SNAPSHOT_WARNINGS:
         lines.append(f"- ... and {len(warnings) - SNAPSHOT_WARNINGS} earlier warnings "
-                     "(corrected ECC, PCIe replays) not listed")
+                     "(corrected ECC, PCIe replays, a row remap pending) not listed")
     return lines
 
 

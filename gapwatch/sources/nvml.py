@@ -136,6 +136,9 @@ _CURR_GEN = "current PCIe generation"
 _CURR_WIDTH = "current PCIe width"
 _REPLAY = "PCIe replay counter"
 _REMAP = "row remapping"
+#: The states `nvmlDeviceGetRemappedRows` answers (its 4th and 3rd values), each said once.
+_REMAP_STATES: tuple[HardwareEventKind, HardwareEventKind] = ("row_remap_failure",
+                                                              "row_remap_pending")
 # nvml.h enums the health reading passes (ABI, as the return codes above).
 _TEMPERATURE_GPU = 0
 _CLOCK_SM = 1
@@ -493,6 +496,7 @@ class NvmlSource:
                 continue
         # The slow readings come after every GPU's sample, so they never delay their times.
         self._health_round(tick, t_mono_ns, t_wall_s, entry_ns)
+        self._remap_round(tick, t_mono_ns, t_wall_s, entry_ns)
         if self._xid is not None:
             if not self._xid.started:
                 self._xid.watch = self.watch
@@ -525,20 +529,30 @@ class NvmlSource:
                                       or t_mono_ns >= self._replay_next_ns):
             self._replay_next_ns = t_mono_ns + self._replay_every_ns
             replay = True
-        remap = False
-        if self._remap_every_ns and (self._remap_next_ns is None
-                                     or t_mono_ns >= self._remap_next_ns):
-            self._remap_next_ns = t_mono_ns + self._remap_every_ns
-            remap = True
         for gpu in self._gpus:
             if gpu.lost:
                 continue
             offset_ns = self._now_ns() - entry_ns
-            t_ns, wall_s = t_mono_ns + offset_ns, t_wall_s + offset_ns / 1e9
             try:
-                self._read_health(tick, gpu, t_ns, wall_s, replay)
-                if remap:
-                    self._read_remap(tick, gpu, t_ns, wall_s)
+                self._read_health(tick, gpu, t_mono_ns + offset_ns,
+                                  t_wall_s + offset_ns / 1e9, replay)
+            except _GpuLost:
+                continue
+
+    def _remap_round(self, tick: Tick, t_mono_ns: int, t_wall_s: float, entry_ns: int) -> None:
+        """Every `row_remap_every_s`, whatever the health round does (`health_every_s = 0`
+        turned it off too: a failed remap, a critical alert, went unread): the row remapping
+        of each GPU whose states are not both said yet."""
+        due = self._remap_next_ns
+        if not self._remap_every_ns or (due is not None and t_mono_ns < due):
+            return
+        self._remap_next_ns = t_mono_ns + self._remap_every_ns
+        for gpu in self._gpus:
+            if gpu.lost or len(gpu.remap_said) == len(_REMAP_STATES):
+                continue  # both said: nothing left to learn this run
+            offset_ns = self._now_ns() - entry_ns
+            try:
+                self._read_remap(tick, gpu, t_mono_ns + offset_ns, t_wall_s + offset_ns / 1e9)
             except _GpuLost:
                 continue
 
@@ -600,9 +614,7 @@ class NvmlSource:
                         gpu.handle)
         if not isinstance(got, (tuple, list)) or len(got) != 4:
             return
-        states: tuple[tuple[HardwareEventKind, object], ...] = (
-            ("row_remap_failure", got[3]), ("row_remap_pending", got[2]))
-        for kind, on in states:
+        for kind, on in zip(_REMAP_STATES, (got[3], got[2]), strict=True):
             if _int(on) and kind not in gpu.remap_said:
                 gpu.remap_said.add(kind)
                 self._event(tick, HardwareEvent(gpu=gpu.index, t_mono_ns=t_ns, t_wall_s=wall_s,

@@ -248,8 +248,12 @@ class GpuHeader(TextLines):
                     continue
                 h = snap.health.get(gpu)
                 chain = snap.chaining.get(gpu)
-                throttled = h is not None and bool(throttle_words(h.clocks_event_mask))
-                cell = health_cell(gpu, h, chain.share if chain is not None else None, digits)
+                # A lasting state (a row remap failed) flags the cell as throttling does; the
+                # GPU alone, or the snapshot, says it in words.
+                throttled = (h is not None and bool(throttle_words(h.clocks_event_mask))) \
+                    or bool(snap.lasting_states(gpu))
+                cell = health_cell(gpu, h, chain.share if chain is not None else None, digits,
+                                   flagged=throttled)
                 line.append(cell, style("gpu-header--throttle") if throttled
                             else style("gpu-header--health"))
             lines.append(line)
@@ -285,6 +289,8 @@ class GpuHeader(TextLines):
             return line
         h = view.snap.health.get(gpu)
         chain = view.snap.chaining.get(gpu)
+        for words in view.snap.lasting_states(gpu):  # first: they matter more than a reading
+            line.append(f"{words} · ", style("gpu-header--throttle"))
         cells = health_cells(h) if h is not None else []
         if cells:
             line.append("health ", style("gpu-header--health"))

@@ -137,6 +137,27 @@ def test_latest_sample_becomes_ratio_and_byte_gauges(live: tuple[Session, Script
                  ("uuid", ""))] == 1
 
 
+def test_the_datas_quality_and_gapwatchs_own_cost_are_exported(
+        live: tuple[Session, ScriptedDetector, ExporterHandle]) -> None:
+    """A fleet could not tell a box whose readings had holes (NVML blocked, GPM without new
+    data, skipped ticks) from one read every period, nor what gapwatch itself cost: the
+    seconds each GPU's samples covered, fine or merged, and gapwatch's process CPU and memory."""
+    import msgspec
+
+    session, _, handle = live
+    merged = msgspec.structs.replace(_sample(0, 1_500_000_000), interval_ns=500_000_000)
+    session.on_gpu_samples([_sample(0, (i + 1) * 100_000_000) for i in range(10)])
+    session.on_gpu_samples([merged])  # 0.5 s at a 100 ms period: one average over it
+    m = scrape(handle)
+    sampled = m["gapwatch_gpu_sampled_seconds_total"]
+    assert sampled[(("gpu", "0"), ("kind", "fine"))] == pytest.approx(1.0)
+    assert sampled[(("gpu", "0"), ("kind", "merged"))] == pytest.approx(0.5)
+    # Every GPU from the start, at 0: rate() sees the first seconds.
+    assert sampled[(("gpu", "1"), ("kind", "fine"))] == 0.0
+    assert m["gapwatch_process_cpu_seconds_total"][()] > 0
+    assert m["gapwatch_process_resident_memory_bytes"][()] > 1 << 20
+
+
 def test_the_trained_link_and_the_provers_proc_memory_are_gauges_missing_fields_absent(
         live: tuple[Session, ScriptedDetector, ExporterHandle]) -> None:
     session, _, handle = live

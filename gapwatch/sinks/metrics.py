@@ -1,6 +1,7 @@
 """MetricsSink: the session sink that counts, for the Prometheus exporter, what a scrape must
 never miss between two scrapes: samples, prover log events by kind, unparsed lines, notices,
-the sampler's tick lateness (histogram buckets) and the prover's events (PoSt latency,
+the sampler's tick lateness (histogram buckets), the seconds each GPU's samples covered (the
+data's quality) and the prover's events (PoSt latency,
 restarts, errors: `prover_event_metrics`). Gaps are not counted here: the collector reads
 the store's gap ledger (`StoreSnapshot.gap_tally`), the one count every output shares.
 
@@ -36,12 +37,22 @@ LATENESS_BUCKETS_S: tuple[float, ...] = (
 MAX_LOG_KINDS = 64
 OTHER_KIND = "other"
 
+#: How a sample covers its GPU's time: "fine", an interval of at most `FINE_PERIODS` periods
+#: (the resolution gapwatch is set for); "merged", a longer one (GPM had no new data, ticks
+#: were skipped, NVML blocked: an average over it, edges inside it unseen). Time no sample
+#: covers is neither: `1 - rate(fine) - rate(merged)` is the share with no reading at all.
+SAMPLED_KINDS: tuple[str, str] = ("fine", "merged")
+FINE_PERIODS = 2
+
 
 @dataclass(slots=True)
 class SinkCounts:
     """What the sink has counted since the session started (guarded by `MetricsSink.lock`)."""
 
     samples: dict[int, int] = field(default_factory=dict)
+    #: Seconds of each GPU's time its samples covered, by (GPU, "fine" or "merged"): the data's
+    #: quality (`SAMPLED_KINDS`, docs/export.md).
+    sampled_s: dict[tuple[int, str], float] = field(default_factory=dict)
     log_events: dict[str, int] = field(default_factory=dict)
     unparsed_events: int = 0
     notices: dict[str, int] = field(default_factory=dict)
@@ -65,11 +76,16 @@ class MetricsSink:
         self._named_kinds = named_kinds
         self.counts = SinkCounts()
         self._last_tick_ns: int | None = None
+        #: A sample's interval up to this is "fine" (the period's resolution), past it "merged".
+        self._fine_ns: int | None = None
 
     def on_header(self, header: SessionHeader) -> None:
         with self.lock:
+            self._fine_ns = int(header.period_ms * 1e6 * FINE_PERIODS)
             for gpu in header.gpus:
                 self.counts.samples.setdefault(gpu.index, 0)
+                for kind in SAMPLED_KINDS:
+                    self.counts.sampled_s.setdefault((gpu.index, kind), 0.0)
 
     def on_record(self, record: Record) -> None:
         with self.lock:
@@ -107,6 +123,11 @@ class MetricsSink:
     def _on_sample(self, sample: GpuSample) -> None:
         c = self.counts
         c.samples[sample.gpu] = c.samples.get(sample.gpu, 0) + 1
+        interval = sample.interval_ns
+        if interval is not None and interval > 0:
+            fine = self._fine_ns is None or interval <= self._fine_ns
+            key = (sample.gpu, SAMPLED_KINDS[0] if fine else SAMPLED_KINDS[1])
+            c.sampled_s[key] = c.sampled_s.get(key, 0.0) + interval / 1e9
         # One tick produces one sample per GPU with the same lateness: observe it once per tick.
         if sample.lateness_ns is None or sample.t_mono_ns == self._last_tick_ns:
             return
@@ -124,6 +145,7 @@ class MetricsSink:
             c = self.counts
             return SinkCounts(
                 samples=dict(c.samples),
+                sampled_s=dict(c.sampled_s),
                 log_events=dict(c.log_events),
                 unparsed_events=c.unparsed_events,
                 notices=dict(c.notices),

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -377,6 +377,14 @@ class GapwatchCollector:
                                       labels=["gpu"])
         for gpu, n in sorted(c.samples.items()):
             samples.add_metric([str(gpu)], n)
+        sampled = CounterMetricFamily(
+            "gapwatch_gpu_sampled_seconds", "Seconds of the GPU's time its samples covered: "
+            "fine (an interval of at most two periods) or merged (a longer one: GPM had no new "
+            "data, ticks skipped, NVML blocked). rate() of both below 1 is time with no "
+            "reading.", labels=["gpu", "kind"])
+        for (gpu, kind), seconds in sorted(c.sampled_s.items()):
+            sampled.add_metric([str(gpu), kind], seconds)
+        yield sampled
         events = CounterMetricFamily("gapwatch_prover_log_events",
                                      "Prover log lines understood, by rule kind.",
                                      labels=["kind"])
@@ -588,6 +596,10 @@ class ExporterHandle:
         sink = MetricsSink(named_kinds)
         registry = CollectorRegistry(auto_describe=False)
         registry.register(GapwatchCollector(session, sink, status_fn))
+        # gapwatch's own cost, for a fleet to compare and trust: CPU seconds, resident memory,
+        # open files (`gapwatch_process_*`, read from /proc/self at each scrape; nothing where
+        # there is no /proc).
+        ProcessCollector(namespace="gapwatch", registry=registry)
         session.add_sink(sink)
         self.registry, self.sink = registry, sink
         self.server.serve(registry)

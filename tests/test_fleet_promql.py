@@ -163,3 +163,22 @@ def test_a_gpu_lost_or_uncorrected_ecc_is_a_gpu_error_in_the_health_column(
               ('{instance="b:9400",gpu="2"}', 0), ('{instance="b:9400",gpu="3"}', 1),
               ('{instance="b:9400",gpu="4"}', 1)])
     assert FleetRow(instance="b:9400", gpu="0", gpu_errors=1.0).health() == "X"
+
+
+def test_a_gpu_read_in_holes_is_flagged_d_and_one_read_every_period_is_not(
+        tmp_path: Path) -> None:
+    """A box whose NVML blocked or whose ticks were skipped read `ok` like one read every
+    period: its gaps may have gone unseen. GPU 0 read at its period all along (60 s of fine
+    samples a minute), GPU 1 half the time, its other half merged averages."""
+    from gapwatch.fleet.rows import FleetRow
+
+    _expect(tmp_path, promql("read_share_5m"), {
+        f'gapwatch_gpu_sampled_seconds_total{{{BOX},gpu="0",kind="fine"}}': "0+60x10",
+        f'gapwatch_gpu_sampled_seconds_total{{{BOX},gpu="0",kind="merged"}}': "0x10",
+        f'gapwatch_gpu_sampled_seconds_total{{{BOX},gpu="1",kind="fine"}}': "0+30x10",
+        f'gapwatch_gpu_sampled_seconds_total{{{BOX},gpu="1",kind="merged"}}': "0+30x10",
+    }, "8m", [('{instance="b:9400",gpu="0"}', 1), ('{instance="b:9400",gpu="1"}', 0.5)])
+    assert FleetRow(instance="b:9400", gpu="0", read_share_5m=1.0).health() == "ok"
+    assert FleetRow(instance="b:9400", gpu="1", read_share_5m=0.5, throttled=1.0).health() \
+        == "TD"
+    assert FleetRow(instance="b:9400", gpu="1").health() == "-"

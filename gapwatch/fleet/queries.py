@@ -118,6 +118,11 @@ QUERIES: tuple[Query, ...] = (
           f"gapwatch_gpu_hardware_events_total{{{{{{sel_}}kind=~\"{_GPU_ERROR_STATES}\"}}}}"
           "[{lb}]))",
           optional=True),
+    # The share of the last 5 minutes the GPU was read at its period (fine samples): a GPU read
+    # in holes (NVML blocked, skipped ticks) has gaps gapwatch could not see.
+    Query("read_share_5m",
+          "sum by (instance, gpu) (rate(gapwatch_gpu_sampled_seconds_total{{{sel_}"
+          "kind=\"fine\"}}[5m]))", optional=True),
     Query("restarts",
           "sum by (instance) (increase(gapwatch_prover_events_total{{{sel_}kind=\"restart\"}}"
           "[{lb}]))", per="box", optional=True),

@@ -36,6 +36,9 @@ from gapwatch.fleet.targets import failure_of, parse_selector, scrape_failures
 
 #: Rank of a stale row among the states (BREAKDOWN 4, GAPS 3...): after BREAKDOWN, before GAPS.
 STALE_SEVERITY = 3.5
+#: A GPU read at its period less than this share of the last 5 minutes is flagged `D`: a
+#: tenth of its time without a fine reading hides gaps of a second or two.
+READ_SHARE_LOW = 0.9
 
 
 @dataclass(slots=True)
@@ -76,6 +79,9 @@ class FleetRow:
     #: The GPUs' own errors in the lookback: XIDs, uncorrected ECC errors, GPUs lost.
     gpu_errors: float | None = None
     restarts: float | None = None
+    #: The share of the last 5 minutes the GPU was read at its period (fine samples); below
+    #: `READ_SHARE_LOW`, `D` in the health column: its gaps may go unseen.
+    read_share_5m: float | None = None
     #: Why Prometheus has no fresh scrape of the box, in its words ("scrape failed: connection
     #: refused", "not a target of Prometheus now"); None: the row is fresh, the box's target
     #: is up, or the targets API did not say. Prometheus's text: shown through `fmt.visible`.
@@ -99,15 +105,16 @@ class FleetRow:
         return sum(self.idle_s_5m.values())
 
     def health(self) -> str:
-        """`T` throttled, `X` GPU errors (XID, uncorrected ECC, GPU lost), `R` prover restarts
-        (in the lookback); `-` when none of them is exported, `ok` when they are and none is
-        set."""
-        known = [v for v in (self.throttled, self.gpu_errors, self.restarts) if v is not None]
-        if not known:
+        """`T` throttled, `X` GPU errors (XID, uncorrected ECC, GPU lost, a failed row remap),
+        `R` prover restarts (in the lookback), `D` data holes (read at its period less than
+        `READ_SHARE_LOW` of the last 5 minutes); `-` when none of them is exported, `ok` when
+        they are and none is set."""
+        holes = None if self.read_share_5m is None else self.read_share_5m < READ_SHARE_LOW
+        flags = [("T", self.throttled), ("X", self.gpu_errors), ("R", self.restarts),
+                 ("D", holes)]
+        if all(v is None for _, v in flags):
             return "-"
-        flags = "".join(letter for letter, v in (("T", self.throttled), ("X", self.gpu_errors),
-                                                 ("R", self.restarts)) if v)
-        return flags or "ok"
+        return "".join(letter for letter, v in flags if v) or "ok"
 
     def as_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__slots__}

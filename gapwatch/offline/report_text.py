@@ -94,7 +94,7 @@ def _health_lines(r: ReportData) -> list[str]:
                       else f" (the first {len(r.hw_events)} events below)"))
         out += [f"    {_clock(e.t_wall_s)}  {event_words(e)}" for e in r.hw_events]
     else:
-        out.append("  GPU errors: none (XID, ECC, PCIe replays)")
+        out.append("  GPU errors: none (XID, ECC, PCIe replays, row remaps, a GPU lost)")
     return out
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 import tomllib
 from pathlib import Path
 
+import annotated_types
 import pytest
 
 from gapwatch.cli import main
@@ -86,6 +88,50 @@ def test_example_config_documents_every_key_and_loads() -> None:
     present = _keys_in(data)
     assert _keys(Config) - {"logs.rules"} <= present
     assert load_config(example) == Config()
+
+
+def _limits(metadata: list[object]) -> str | None:
+    """A key's bounds as config.example.toml writes them (`1 to 60000`, `above 0, at most 1`,
+    `at least 1`), from its pydantic constraints; None when it has none."""
+    def num(v: object) -> str:
+        return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+    lo: object = None
+    hi: object = None
+    lo_open = False
+    for m in metadata:
+        if isinstance(m, annotated_types.Ge):
+            lo = m.ge
+        elif isinstance(m, annotated_types.Gt):
+            lo, lo_open = m.gt, True
+        elif isinstance(m, annotated_types.Le):
+            hi = m.le
+    if lo is not None and hi is not None:
+        return f"above {num(lo)}, at most {num(hi)}" if lo_open else f"{num(lo)} to {num(hi)}"
+    if lo is not None:
+        return f"above {num(lo)}" if lo_open else f"at least {num(lo)}"
+    return None if hi is None else f"at most {num(hi)}"
+
+
+def test_the_example_config_writes_each_keys_limits_above_it() -> None:
+    """The limits were enforced for every key but written beside a few: an operator learnt
+    `flush_interval_s` takes 0.01 to 10 from the error. Each constrained key has a
+    `# Limits: ...` line right above it, as the model enforces them."""
+    lines = (ROOT / "config.example.toml").read_text().splitlines()
+    section, said = "", {}
+    for before, line in zip(["", *lines], lines, strict=False):
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif (key := re.match(r"(\w+) = ", line)) is not None:
+            said[f"{section}.{key.group(1)}"] = before.removeprefix("# Limits: ").rstrip(".") \
+                if before.startswith("# Limits: ") else None
+    for name, f in Config.model_fields.items():
+        assert f.annotation is not None
+        for key, field in f.annotation.model_fields.items():
+            want = _limits(field.metadata)
+            if want is not None:
+                got = said.get(f"{name}.{key}")
+                assert got is not None and got.split(" (")[0] == want, (name, key, got, want)
 
 
 def _keys_in(data: dict[str, object], prefix: str = "") -> set[str]:

@@ -235,3 +235,23 @@ async def test_two_long_box_names_that_differ_at_their_ends_read_apart_on_the_sc
             await _until(pilot, lambda: table.row_count == 2)
             names = {str(table.get_row_at(i)[0]) for i in range(2)}
     assert names == {"gpu-prover…e.net:9400", "gpu-prover…e.net:9401"}
+
+
+async def test_question_mark_says_what_each_column_and_health_letter_means() -> None:
+    """HLTH's `TD` or `XR` was said nowhere on the screen (docs/fleet.md only): `?` lists every
+    column, the health letters in words; Escape comes back to the table."""
+    from gapwatch.fleet.rows import COLUMN_LEGEND, COLUMNS
+    from gapwatch.ui.fleet import LegendScreen
+
+    assert [h for h, _ in COLUMN_LEGEND] == [h for h, _ in COLUMNS]
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "CHAINED")
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _until(pilot, lambda: "?: the columns" in _footer(app))
+            await pilot.press("question_mark")
+            assert isinstance(app.screen, LegendScreen)
+            text = str(app.screen.query_one("#legend-body", Static).content)
+            assert "D data holes" in text and "X a GPU error" in text and "R prover restarts" in text
+            await pilot.press("escape")
+            assert not isinstance(app.screen, LegendScreen) and app.return_code is None

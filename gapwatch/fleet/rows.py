@@ -402,6 +402,27 @@ COLUMNS: tuple[tuple[str, int], ...] = (
     ("BOX", 21), ("GPU", 3), ("STATE", 10), ("BUSY", 4), ("IDLE5m", 6), ("AGE", 4),
     ("SETTING", 34), ("GAIN", 5), ("CHAIN", 5), ("PoSt", 9), ("HLTH", 4), ("CAUSE", 60),
 )
+#: What each column says, in the columns' order: the fleet screen's `?` (docs/fleet.md has
+#: the queries behind them). One entry per column (a test holds them in step).
+COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
+    ("BOX", "Prometheus's instance (the box's gapwatch /metrics); ~ before the state: stale, "
+            "? not known if fresh"),
+    ("GPU", "the GPU's index on its box"),
+    ("STATE", "chaining state now: BREAKDOWN, GAPS, NO_DATA, IDLE, CHAINED (worst first)"),
+    ("BUSY", "busy share of the detector's window"),
+    ("IDLE5m", "idle seconds in gaps over the last 5 minutes, with the top kind's letter (S "
+               "starved, T transfer, H host, ? unknown)"),
+    ("AGE", "how long ago Prometheus last scraped the box"),
+    ("SETTING", "the cuzk setting that closes the cause (none: no setting does)"),
+    ("GAIN", "throughput gain expected from closing the cause's gaps"),
+    ("CHAIN", "share of host-to-device copy time that ran while the SMs were busy"),
+    ("PoSt", "the last WinningPoSt's latency / PoSts late in the lookback; ?N: N not timed"),
+    ("HLTH", "T clocks held down (thermal, power cap, HW slowdown), X a GPU error (XID, "
+             "uncorrected ECC, the GPU lost, a failed row remap), R prover restarts, D data "
+             "holes (read at its period less than 90 % of the last 5 minutes); ok: none"),
+    ("CAUSE", "the stall that idled the GPU longest in the window, in words, or why "
+              "Prometheus cannot scrape the box"),
+)
 #: Short words for the idle column's top kind (the dashboard's letters).
 _KIND_LETTER = {"pcie_starved": "S", "transfer_bound": "T", "host_stall": "H", "unknown": "?"}
 

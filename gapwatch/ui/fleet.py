@@ -7,7 +7,7 @@ whose rows could not be read keeps the previous table and says why in the footer
 refresh where only some queries failed (their columns show "-"). A box Prometheus cannot scrape
 says why in its CAUSE cell (`rows.cells`). Enter on a row opens the box's recent minutes
 (`gapwatch.fleet.detail`), under why Prometheus cannot scrape it when it cannot; Escape comes
-back; q quits.
+back; `?` says what each column means; q quits.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from textual.widgets import DataTable, Static
 from gapwatch.core import fmt
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import WHAT_IS_SHOWN, box_detail, scrape_line
-from gapwatch.fleet.rows import COLUMNS, FleetOptions, Refresh, cells, refresh
+from gapwatch.fleet.rows import COLUMN_LEGEND, COLUMNS, FleetOptions, Refresh, cells, refresh
 
 #: The most rows the table holds, the worst first (a farm of 250 8-GPU boxes). Prometheus may
 #: answer 100,000 series a query (`client.MAX_SERIES`): filling the table with that many took
@@ -66,11 +66,25 @@ def footer_text(result: Refresh | None, error: str, url: str) -> str:
         return f"{head}; rows NOT read, showing the last table: {_errors(result)}"
     if result.errors:
         return f"{head}; {len(result.errors)} queries failed: {_errors(result)}"
-    return f"{head}; Enter: a box's recent minutes, q: quit"
+    return f"{head}; Enter: a box's recent minutes, ?: the columns, q: quit"
 
 
 def _errors(result: Refresh) -> str:
     return "; ".join(f"{k}: {fmt.visible(v)}" for k, v in list(result.errors.items())[:3])
+
+
+class LegendScreen(Screen[None]):
+    """What each column says (`rows.COLUMN_LEGEND`): HLTH's letters are no words."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "back"),
+                Binding("question_mark", "app.pop_screen", "back"),
+                Binding("q", "app.pop_screen", "back")]
+
+    def compose(self) -> ComposeResult:
+        yield Static("The columns (Escape: back)", id="legend-title", markup=False)
+        with VerticalScroll():
+            yield Static("\n".join(f"{heading:<8} {words}" for heading, words in COLUMN_LEGEND),
+                         id="legend-body", markup=False)
 
 
 class DetailScreen(Screen[None]):
@@ -120,7 +134,8 @@ class FleetApp(App[int]):
     #fleet-footer { height: 2; background: $panel; }
     DataTable { height: 1fr; }
     """
-    BINDINGS = [Binding("q", "quit", "quit"), Binding("r", "refresh_now", "refresh")]
+    BINDINGS = [Binding("q", "quit", "quit"), Binding("r", "refresh_now", "refresh"),
+                Binding("question_mark", "legend", "columns")]
 
     def __init__(self, client: PromClient, opts: FleetOptions, refresh_s: float) -> None:
         super().__init__()
@@ -155,6 +170,10 @@ class FleetApp(App[int]):
         # cut now. `run` returns only once its worker thread has, which was at the refresh's
         # deadline (`--timeout`: 18 s of a 20 s one after a SIGTERM, the terminal given back).
         self.client.abort()
+
+    def action_legend(self) -> None:
+        if not isinstance(self.screen, LegendScreen):
+            self.push_screen(LegendScreen())
 
     def action_refresh_now(self) -> None:
         if self._busy:

@@ -405,10 +405,10 @@ COLUMNS: tuple[tuple[str, int], ...] = (
 #: What each column says, in the columns' order: the fleet screen's `?` (docs/fleet.md has
 #: the queries behind them). One entry per column (a test holds them in step).
 COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
-    ("BOX", "Prometheus's instance (the box's gapwatch /metrics); ~ before the state: stale, "
-            "? not known if fresh"),
+    ("BOX", "Prometheus's instance (the box's gapwatch /metrics)"),
     ("GPU", "the GPU's index on its box"),
-    ("STATE", "chaining state now: BREAKDOWN, GAPS, NO_DATA, IDLE, CHAINED (worst first)"),
+    ("STATE", "chaining state now: BREAKDOWN, GAPS, NO_DATA, IDLE, CHAINED (worst first); "
+              "~ before it: stale, ? not known if fresh"),
     ("BUSY", "busy share of the detector's window"),
     ("IDLE5m", "idle seconds in gaps over the last 5 minutes, with the top kind's letter (S "
                "starved, T transfer, H host, ? unknown)"),

@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from conftest import DATA
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -156,6 +157,33 @@ def test_the_datas_quality_and_gapwatchs_own_cost_are_exported(
     assert sampled[(("gpu", "1"), ("kind", "fine"))] == 0.0
     assert m["gapwatch_process_cpu_seconds_total"][()] > 0
     assert m["gapwatch_process_resident_memory_bytes"][()] > 1 << 20
+
+
+def test_a_gpu_read_at_50_ms_on_the_h200_counts_as_read_all_along() -> None:
+    """Fine was "at most two periods": at 50 ms GPM's ~100 ms readings jitter across that
+    cut, and half the H200's 50 ms recording counted as merged (the fleet's D on every GPU of
+    such a box; at 10-30 ms every sample). Recorded intervals that overlap or lie (2**62 ns)
+    count no time twice, and a GPU the header did not list gets both series."""
+    import msgspec
+
+    from gapwatch.sinks.metrics import MetricsSink
+    from gapwatch.sources.files import read_any
+
+    rec = read_any(str(DATA / "h200-sampler-50ms.jsonl.gz"))
+    sink = MetricsSink()
+    sink.on_header(rec.header)
+    samples = [r for r in rec.records if isinstance(r, GpuSample)]
+    for r in samples:
+        sink.on_record(r)
+    last = samples[-1]
+    sink.on_record(msgspec.structs.replace(last, t_mono_ns=last.t_mono_ns + 100_000_000,
+                                           interval_ns=2**62))
+    sink.on_record(msgspec.structs.replace(last, gpu=9))
+    got = sink.copy_counts().sampled_s
+    fine, merged = got[(0, "fine")], got[(0, "merged")]
+    span_s = (last.t_mono_ns - samples[0].t_mono_ns) / 1e9
+    assert fine / (fine + merged) > 0.99 and fine + merged <= span_s + 0.4
+    assert set(got) >= {(9, "fine"), (9, "merged")}
 
 
 def test_the_trained_link_and_the_provers_proc_memory_are_gauges_missing_fields_absent(

@@ -392,3 +392,10 @@ def test_an_unquoted_selector_value_is_refused_at_the_flag_with_the_quoted_form(
     assert given("job=") == "'job=\"\"'"
     # RE2's own syntax this side cannot read goes to Prometheus as before: no bare value.
     assert given('job=~"a|b",x=~"(?U)a,b=c"') == 'job=~"a|b",x=~"(?U)a,b=c"'
+    # The form to give is quoted for a shell, and given only where it reads.
+    assert given("job='gapwatch',cluster=x") == \
+        """'job='"'"'gapwatch'"'"',cluster="x"'"""
+    assert "give" not in given("job=~a,b") and "('a' is not quoted)" in given("job=~a,b")
+    # A regex nested 1,000 deep was a RecursionError traceback: no bare value, on to Prometheus.
+    nested = 'job=~"' + "(" * 1000 + ")" * 1000 + '"'
+    assert given(nested) == nested

@@ -116,3 +116,27 @@ def test_a_recordings_0_w_power_limit_is_no_limit_in_the_report_and_on_metrics()
     served = {fam.name for fam in _health({0: old}) if fam.samples}
     assert "gapwatch_gpu_power_watts" in served
     assert "gapwatch_gpu_power_limit_watts" not in served
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_state_counts_once_whatever_count_or_copies_a_recording_gives(
+        tmp_path: Path, workers: int) -> None:
+    """A row remap failure recorded with `count: 1000000` read `GPU errors: 1000000`, 50
+    copies of one 50 lines, a pending one with `count: 0` counted 0 (its alert and header
+    quiet). A state is true or not: once per GPU, 1 in the report and the store alike."""
+    more = (("row_remap_failure", 1_000_000), *(("row_remap_failure", 1),) * 49,
+            ("row_remap_pending", 0), ("gpu_lost", 3), ("gpu_lost", 1))
+    report = build_report(_recording(tmp_path, more), Config(), workers=workers)
+    doc = to_json(report)["gpu_errors"]
+    assert doc["errors_by_kind"] == {"xid": 1, "row_remap_failure": 1, "row_remap_pending": 1,
+                                     "gpu_lost": 1}
+    assert doc["count"] == 4  # the XID and each state once
+    rec = read_any(_recording(tmp_path, more))
+    store = SeriesStore(list(rec.header.gpus), period_s=0.1)
+    for r in rec.records:
+        if isinstance(r, HardwareEvent):
+            store.add_hw_event(r)
+    snap = store.snapshot()
+    assert snap.hw_counts[(0, "row_remap_pending")] == 1 and snap.lasting_states(0) == [
+        "ROW REMAP FAILED", "row remap pending"]
+    assert sum(1 for e in snap.hw_events if e.kind == "row_remap_failure") == 1

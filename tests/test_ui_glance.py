@@ -410,6 +410,13 @@ async def test_a_gpu_error_stays_on_the_footers_alert_line_while_recent(tmp_path
     old.store.append(HardwareEvent(0, 0, WALL0_S + 59.0 - PROVER_ALERT_S - 1.0, "gpu_lost",
                                    code=15))
     assert gpu_error_alert(old.store) is None
+    # An error a recording times long after its last reading held the line for good (the
+    # data never reached it): recent is within 5 minutes either way.
+    ahead = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(ahead.store)
+    ahead.store.append(HardwareEvent(0, 0, WALL0_S + 60.0 + PROVER_ALERT_S + 1000.0, "xid",
+                                     code=79))
+    assert gpu_error_alert(ahead.store) is None
 
 
 def test_a_gpu_error_is_not_pushed_off_the_alert_line_by_corrected_ecc_warnings(

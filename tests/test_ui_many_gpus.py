@@ -225,6 +225,29 @@ async def test_a_failed_row_remap_stays_in_the_header_after_the_footers_five_min
     assert not any(re.search(r"(^| )2 +\d+G +\d+° *\d+%!c", line) for line in cells)
 
 
+async def test_a_row_remap_is_said_with_no_health_reading_and_named_for_the_selected_gpu(
+        tmp_path: Path) -> None:
+    """With no health readings (`health_every_s = 0`, a replay without them) the header showed
+    the chaining figures alone: a failed remap was gone after the footer's 5 minutes and a
+    pending one never shown. Among several GPUs the failed one's cell said `!` and selecting it
+    named nothing."""
+    from gapwatch.core.models import HardwareEvent
+
+    rt = many(tmp_path, 4, health=False)
+    rt.store.append(HardwareEvent(1, t_ns(1.0), WALL0_S + 1.0, "row_remap_failure"))
+    rt.store.append(HardwareEvent(2, t_ns(1.0), WALL0_S + 1.0, "row_remap_pending"))
+    _app, text = await _after_g(rt, 1, (80, 24))
+    assert re.search(r"(^| )1 REMAP FAILED", text) and re.search(r"(^| )2 remap pending", text)
+    assert "; ROW REMAP FAILED" in text  # GPU 1 selected: its verdict names the state
+
+    one = FakeRuntime(make_config(tmp_path), gpus=[h200(0)])
+    for i in range(21):
+        one.store.append_gpu([gpu_sample(0, 400 + i / 10, 60.0, 8e9, 1e9)])
+    one.store.append(HardwareEvent(0, t_ns(0.5), WALL0_S + 0.5, "row_remap_pending"))
+    _app, text = await _after_g(one, 0, (100, 24))
+    assert "row remap pending" in text
+
+
 def test_a_power_limit_of_zero_is_no_limit_in_the_header_words() -> None:
     """A 0 W limit (no limit read) showed `450/0W`; the compact cell already took it as none."""
     from gapwatch.core.health import health_cells

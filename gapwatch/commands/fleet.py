@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
 
 from gapwatch.commands import argtypes
@@ -55,8 +56,11 @@ def options(args: argparse.Namespace) -> FleetOptions:
     if bare:
         # PromQL quotes every value: unquoted, each of the refresh's queries was refused by
         # Prometheus in its own parse error (a dozen lines a refresh), exit 1.
+        # The form to give only where it reads (`job=~a,b` quoted as `job=~"a",b` does not),
+        # quoted for a shell (a `'` in it closed the quotes around it).
+        give = f"; give --selector {shlex.quote(quoted)}" if _reads(quoted) else ""
         raise ValueError(f"--selector {args.selector!r}: PromQL quotes a matcher's value "
-                         f"({bare[0]!r} is not quoted); give --selector '{quoted}'")
+                         f"({bare[0]!r} is not quoted){give}")
     if not _utf8(args.selector):
         # Bytes of another encoding on the command line come as lone surrogates: the query's
         # form could not be encoded (a UnicodeEncodeError traceback at the first query).

@@ -69,9 +69,34 @@ GPU_STATE_KINDS: Final[frozenset[str]] = frozenset({GPU_LOST_KIND, "row_remap_pe
                                                     "row_remap_failure"})
 
 #: The lasting states a GPU's header says for as long as the session runs (the footer's GPU
-#: ERROR line holds an error 5 minutes; the alerts fire while the state lasts), worst first.
-STATE_WORDS: Final[dict[str, str]] = {"row_remap_failure": "ROW REMAP FAILED",
-                                      "row_remap_pending": "row remap pending"}
+#: ERROR line holds an error 5 minutes; the alerts fire while the state lasts), worst first:
+#: kind -> (words, the same in at most 13 columns for a compact cell).
+LASTING_STATES: Final[dict[str, tuple[str, str]]] = {
+    "row_remap_failure": ("ROW REMAP FAILED", "REMAP FAILED"),
+    "row_remap_pending": ("row remap pending", "remap pending"),
+}
+STATE_WORDS: Final[dict[str, str]] = {kind: words for kind, (words, _) in LASTING_STATES.items()}
+_SHORT: Final[dict[str, str]] = dict(LASTING_STATES.values())
+
+
+def short_state(words: str) -> str:
+    """A lasting state's words (`STATE_WORDS`) in at most 13 columns, for a compact cell."""
+    return _SHORT.get(words, words)
+
+def counted(ev: HardwareEvent, states_seen: set[tuple[int, str]]) -> int | None:
+    """What `ev` adds to its (GPU, kind) count (the store's for `/metrics` and the header, the
+    report's), or None when it adds nothing and is no news: a state (`GPU_STATE_KINDS`)
+    already seen on its GPU, which `states_seen` remembers. A state counts 1 whatever count it
+    was recorded with: it is true or not (a recorded 0 kept its alert and header quiet, a
+    1,000,000 read as a million errors, 50 copies of one as 50); other events their `count`."""
+    if ev.kind not in GPU_STATE_KINDS:
+        return ev.count
+    key = (ev.gpu, ev.kind)
+    if key in states_seen:
+        return None
+    states_seen.add(key)
+    return 1
+
 
 #: NVML's return codes that lose a GPU (nvml.h), in words: what a `gpu_lost` event's `code` says.
 LOST_CODE_WORDS: Final[dict[int, str]] = {15: "GPU is lost", 16: "GPU requires reset",

@@ -24,7 +24,7 @@ from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.chaining import ChainingMeter
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.health import GPU_ERROR_KINDS
+from gapwatch.core.health import GPU_ERROR_KINDS, counted
 from gapwatch.core.ledger import Change, GapLedger
 from gapwatch.core.models import (
     BlindSpot,
@@ -148,6 +148,8 @@ class SeriesStore:
         #: lost GPU out within ~40 s, and the footer's 5-minute alert with it.
         self._gpu_errors: deque[HardwareEvent] = deque(maxlen=64)
         self._hw_counts: dict[tuple[int, str], int] = {}
+        #: The states (`health.GPU_STATE_KINDS`) seen per GPU: each is news once.
+        self._states_seen: set[tuple[int, str]] = set()
         #: The chaining figure's sums (`gapwatch.core.chaining`), fed every sample and copy.
         self._chaining = ChainingMeter(list(gpus), detector_config or DetectorConfig())
         self._version = 0
@@ -232,11 +234,14 @@ class SeriesStore:
     def add_hw_event(self, event: HardwareEvent) -> None:
         """A GPU error: the latest kept, every one counted by (GPU, kind) (/metrics)."""
         with self._lock:
+            n = counted(event, self._states_seen)
+            if n is None:
+                return
             self._hw_events.append(event)
             if event.kind in GPU_ERROR_KINDS:
                 self._gpu_errors.append(event)
             key = (event.gpu, event.kind)
-            self._hw_counts[key] = self._hw_counts.get(key, 0) + event.count
+            self._hw_counts[key] = self._hw_counts.get(key, 0) + n
             self._version += 1
 
     def gpu_error_alert(self, within_s: float) -> tuple[HardwareEvent, int] | None:
@@ -246,8 +251,10 @@ class SeriesStore:
         replays) are not alerts: the report and /metrics count them."""
         with self._lock:
             newest = max((d[-1].t_wall_s for d in self._gpu.values() if d), default=None)
+            # Within `within_s` either way: an error timed long after the newest reading (a
+            # recording's) held the line for good, the data never reaching it.
             recent = [ev for ev in self._gpu_errors
-                      if newest is None or newest - ev.t_wall_s <= within_s]
+                      if newest is None or abs(newest - ev.t_wall_s) <= within_s]
             if not recent:
                 return None
             return max(recent, key=lambda ev: ev.t_wall_s), len(recent) - 1

@@ -130,7 +130,7 @@ def _matcher(label: str, op: str, value: str) -> Matcher:
             # `[[:alpha:]]`, a POSIX class there, a set and a `]` here.
             warnings.simplefilter("error")
             re.compile(value)
-    except (re.error, Warning) as exc:
+    except (re.error, Warning, RecursionError) as exc:  # a regex nested ~500 deep: recursion
         raise ValueError(f"--selector {label}{op}: not a regex this reads as Prometheus does "
                          f"({exc})") from None
     import regex  # only for a selector with a regex: ~25 ms to import

@@ -37,12 +37,22 @@ LATENESS_BUCKETS_S: tuple[float, ...] = (
 MAX_LOG_KINDS = 64
 OTHER_KIND = "other"
 
-#: How a sample covers its GPU's time: "fine", an interval of at most `FINE_PERIODS` periods
-#: (the resolution gapwatch is set for); "merged", a longer one (GPM had no new data, ticks
-#: were skipped, NVML blocked: an average over it, edges inside it unseen). Time no sample
-#: covers is neither: `1 - rate(fine) - rate(merged)` is the share with no reading at all.
+#: How a sample covers its GPU's time: "fine", an interval as short as the source gives at
+#: this period (`fine_interval_ns`); "merged", a longer one (ticks skipped, NVML blocked: an
+#: average over it, edges inside it unseen). Time no sample covers is neither:
+#: `1 - rate(fine) - rate(merged)` is the share with no reading at all.
 SAMPLED_KINDS: tuple[str, str] = ("fine", "merged")
-FINE_PERIODS = 2
+#: Fine: at most 2.5 periods, and never less than 250 ms: GPM refreshes about every 100 ms,
+#: so at a 50 ms period a real reading covers ~100 ms, jittering both ways across two periods
+#: (the H200's 50 ms recording: half its samples a hair over), and at 10 ms every one is
+#: "longer than two periods" though as fine as GPM gives.
+FINE_PERIODS = 2.5
+FINE_MIN_NS = 250_000_000
+
+
+def fine_interval_ns(period_ms: float) -> int:
+    """The longest interval of a "fine" sample at `period_ms` (`SAMPLED_KINDS`)."""
+    return max(FINE_MIN_NS, int(period_ms * 1e6 * FINE_PERIODS))
 
 
 @dataclass(slots=True)
@@ -78,10 +88,13 @@ class MetricsSink:
         self._last_tick_ns: int | None = None
         #: A sample's interval up to this is "fine" (the period's resolution), past it "merged".
         self._fine_ns: int | None = None
+        #: Each GPU's latest sample time: an interval counts no further back than it (a
+        #: recorded interval of 2**62 ns read as 146 years of "merged" time).
+        self._last_sample_ns: dict[int, int] = {}
 
     def on_header(self, header: SessionHeader) -> None:
         with self.lock:
-            self._fine_ns = int(header.period_ms * 1e6 * FINE_PERIODS)
+            self._fine_ns = fine_interval_ns(header.period_ms)
             for gpu in header.gpus:
                 self.counts.samples.setdefault(gpu.index, 0)
                 for kind in SAMPLED_KINDS:
@@ -120,14 +133,30 @@ class MetricsSink:
     def close(self) -> None:
         """Nothing to release: the counts stay readable until the exporter stops."""
 
+    def _count_sampled(self, sample: GpuSample) -> None:
+        """Add the sample's interval to its GPU's fine or merged seconds: never further back
+        than the GPU's previous sample (nor, for its first, than a fine interval), so that
+        recorded intervals that overlap or lie count no time twice."""
+        c, fine_ns = self.counts, self._fine_ns
+        for kind in SAMPLED_KINDS:  # a GPU the header did not list: both series, from 0
+            c.sampled_s.setdefault((sample.gpu, kind), 0.0)
+        interval = sample.interval_ns
+        before = self._last_sample_ns.get(sample.gpu)
+        self._last_sample_ns[sample.gpu] = sample.t_mono_ns
+        if interval is None or interval <= 0:
+            return
+        fine = fine_ns is None or interval <= fine_ns
+        if before is not None:
+            interval = min(interval, max(0, sample.t_mono_ns - before))
+        elif fine_ns is not None:
+            interval = min(interval, fine_ns)
+        key = (sample.gpu, SAMPLED_KINDS[0] if fine else SAMPLED_KINDS[1])
+        c.sampled_s[key] += interval / 1e9
+
     def _on_sample(self, sample: GpuSample) -> None:
         c = self.counts
         c.samples[sample.gpu] = c.samples.get(sample.gpu, 0) + 1
-        interval = sample.interval_ns
-        if interval is not None and interval > 0:
-            fine = self._fine_ns is None or interval <= self._fine_ns
-            key = (sample.gpu, SAMPLED_KINDS[0] if fine else SAMPLED_KINDS[1])
-            c.sampled_s[key] = c.sampled_s.get(key, 0.0) + interval / 1e9
+        self._count_sampled(sample)
         # One tick produces one sample per GPU with the same lateness: observe it once per tick.
         if sample.lateness_ns is None or sample.t_mono_ns == self._last_tick_ns:
             return

@@ -379,9 +379,9 @@ class GapwatchCollector:
             samples.add_metric([str(gpu)], n)
         sampled = CounterMetricFamily(
             "gapwatch_gpu_sampled_seconds", "Seconds of the GPU's time its samples covered: "
-            "fine (an interval of at most two periods) or merged (a longer one: GPM had no new "
-            "data, ticks skipped, NVML blocked). rate() of both below 1 is time with no "
-            "reading.", labels=["gpu", "kind"])
+            "fine (an interval as short as the source gives: at most 2.5 periods, never under "
+            "250 ms) or merged (a longer one: ticks skipped, NVML blocked). rate() of both "
+            "below 1 is time with no reading.", labels=["gpu", "kind"])
         for (gpu, kind), seconds in sorted(c.sampled_s.items()):
             sampled.add_metric([str(gpu), kind], seconds)
         yield sampled

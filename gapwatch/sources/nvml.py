@@ -497,11 +497,12 @@ class NvmlSource:
         # The slow readings come after every GPU's sample, so they never delay their times.
         self._health_round(tick, t_mono_ns, t_wall_s, entry_ns)
         self._remap_round(tick, t_mono_ns, t_wall_s, entry_ns)
-        if self._xid is not None:
-            if not self._xid.started:
-                self._xid.watch = self.watch
-                self._xid.start()
-            for ev in self._xid.drain():
+        xid = self._xid  # once: a close() from another thread sets it None
+        if xid is not None:
+            if not xid.started:
+                xid.watch = self.watch
+                xid.start()
+            for ev in xid.drain():
                 self._event(tick, ev)
         if self._procmem_every_ns:
             due = self._procmem_next_ns

@@ -33,7 +33,13 @@ from rich.style import Style
 from rich.text import Text
 
 from gapwatch.core import fmt
-from gapwatch.core.health import HEALTH_CELL_WIDTH, health_cell, health_cells, throttle_words
+from gapwatch.core.health import (
+    HEALTH_CELL_WIDTH,
+    health_cell,
+    health_cells,
+    short_state,
+    throttle_words,
+)
 from gapwatch.core.hints import HINT_SEP
 from gapwatch.core.models import Gap
 from gapwatch.core.verdict import verdict_words
@@ -227,7 +233,11 @@ class GpuHeader(TextLines):
         first health reading or copy time (a source without health, e.g. the simulator, shows
         the chaining figure alone)."""
         snap = view.snap
-        if not snap.health and not snap.chaining:
+        # A lasting state (a row remap failed or pending) is said with no health reading too
+        # (`health_every_s = 0`, a replay of a recording without them): nothing else does once
+        # the footer's 5 minutes are over.
+        if not snap.health and not snap.chaining and \
+                not any(snap.lasting_states(gpu) for gpu in gpus):
             return []
         style = self.component_style
         if len(view.gpu_indices()) == 1:
@@ -269,9 +279,14 @@ class GpuHeader(TextLines):
         for i in range(0, len(gpus), per_line):
             line = Text(no_wrap=True)
             for j, gpu in enumerate(gpus[i:i + per_line]):
+                line.append(" " if j else "")
+                states = view.snap.lasting_states(gpu)
+                if states:  # the state in the chaining figure's place: it matters more
+                    line.append(f"{gpu:<{digits}} {short_state(states[0])}".ljust(cell_width),
+                                style("gpu-header--throttle"))
+                    continue
                 f = view.snap.chaining.get(gpu)
                 share = "?" if f is None else f"{f.share * 100:.0f}%"
-                line.append(" " if j else "")
                 line.append(f"{gpu:<{digits}} chaining {share:>4}".ljust(cell_width),
                             style("gpu-header--health"))
             lines.append(line)
@@ -289,9 +304,11 @@ class GpuHeader(TextLines):
             return line
         h = view.snap.health.get(gpu)
         chain = view.snap.chaining.get(gpu)
-        for words in view.snap.lasting_states(gpu):  # first: they matter more than a reading
-            line.append(f"{words} · ", style("gpu-header--throttle"))
         cells = health_cells(h) if h is not None else []
+        states = view.snap.lasting_states(gpu)
+        for n, words in enumerate(states):  # first: they matter more than a reading
+            line.append(f"{words}{' · ' if cells or chain or n < len(states) - 1 else ''}",
+                        style("gpu-header--throttle"))
         if cells:
             line.append("health ", style("gpu-header--health"))
         throttle = throttle_words(h.clocks_event_mask) if h is not None else ""
@@ -440,6 +457,8 @@ class GpuHeader(TextLines):
         throttle = throttle_words(health.clocks_event_mask) if health is not None else ""
         if throttle:
             body += f"; clocks held down: {throttle}"
+        for words in view.snap.lasting_states(gpu):  # the selected GPU's `!` in words
+            body += f"; {words}"
         gap = latest_gap(view.snap.gaps, gpu) if name in ("GAPS", "BREAKDOWN", "IDLE") else None
         phrases = gap.hint.split(HINT_SEP) if gap is not None and gap.hint else []
         # After the data ended (IDLE) the hint is the last gap's, not a live one.

@@ -6,6 +6,7 @@ import os
 import re
 import threading
 import tomllib
+import typing
 from pathlib import Path
 
 import annotated_types
@@ -129,6 +130,11 @@ def test_the_example_config_writes_each_keys_limits_above_it() -> None:
         assert f.annotation is not None
         for key, field in f.annotation.model_fields.items():
             want = _limits(field.metadata)
+            # A list's items' bounds (`list[Annotated[int, Field(ge=0, le=255)]]`): "each ...".
+            for item in typing.get_args(field.annotation)[:1]:
+                for part in typing.get_args(item)[1:]:
+                    if (each := _limits(getattr(part, "metadata", []))) is not None:
+                        want = f"each {each}"
             if want is not None:
                 got = said.get(f"{name}.{key}")
                 assert got is not None and got.split(" (")[0] == want, (name, key, got, want)

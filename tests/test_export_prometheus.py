@@ -155,8 +155,8 @@ def test_the_datas_quality_and_gapwatchs_own_cost_are_exported(
     assert sampled[(("gpu", "0"), ("kind", "merged"))] == pytest.approx(0.5)
     # Every GPU from the start, at 0: rate() sees the first seconds.
     assert sampled[(("gpu", "1"), ("kind", "fine"))] == 0.0
-    assert m["gapwatch_process_cpu_seconds_total"][()] > 0
-    assert m["gapwatch_process_resident_memory_bytes"][()] > 1 << 20
+    assert m["gapwatch_self_process_cpu_seconds_total"][()] > 0
+    assert m["gapwatch_self_process_resident_memory_bytes"][()] > 1 << 20
 
 
 def test_a_gpu_read_at_50_ms_on_the_h200_counts_as_read_all_along() -> None:
@@ -184,6 +184,30 @@ def test_a_gpu_read_at_50_ms_on_the_h200_counts_as_read_all_along() -> None:
     span_s = (last.t_mono_ns - samples[0].t_mono_ns) / 1e9
     assert fine / (fine + merged) > 0.99 and fine + merged <= span_s + 0.4
     assert set(got) >= {(9, "fine"), (9, "merged")}
+
+
+def test_samples_without_an_interval_or_out_of_order_count_no_time_lost_or_twice() -> None:
+    """A sample without an interval (NVML kept the older reading: the next covers both ticks)
+    moved the GPU's last time, and the next was cut to one tick: counters at 50 ms moving
+    every 100 ms read as half the time, D on every GPU. A stray sample from the past let the
+    next interval count time twice."""
+    import msgspec
+
+    from gapwatch.sinks.metrics import MetricsSink
+
+    header = msgspec.structs.replace(_header(), period_ms=50.0)
+    sink = MetricsSink()
+    sink.on_header(header)
+    for i in range(1, 201):  # 10 s: every other tick no new reading, then one of 100 ms
+        t = i * 50_000_000
+        sink.on_record(msgspec.structs.replace(_sample(0, t), interval_ns=None if i % 2
+                                               else 100_000_000))
+    sink.on_record(msgspec.structs.replace(_sample(0, 5_000_000_000), interval_ns=50_000_000))
+    sink.on_record(msgspec.structs.replace(_sample(0, 10_100_000_000),
+                                           interval_ns=1_000_000_000))
+    got = sink.copy_counts().sampled_s
+    assert got[(0, "fine")] == pytest.approx(10.0)  # every 100 ms reading whole
+    assert got[(0, "merged")] == pytest.approx(0.1)  # no further back than 10.0 s
 
 
 def test_the_trained_link_and_the_provers_proc_memory_are_gauges_missing_fields_absent(
@@ -312,10 +336,13 @@ def test_breakdown_is_a_zero_one_gauge_beside_the_state_set(
 def test_tick_lateness_is_observed_once_per_tick(live: tuple[Session, ScriptedDetector,
                                                              ExporterHandle]) -> None:
     session, _, handle = live
-    # One tick, two GPUs: one observation. A replayed sample (no lateness): none.
-    session.on_gpu_samples([_sample(0, 1, lateness_ns=3_000_000),
-                            _sample(1, 1, lateness_ns=3_000_000)])
-    session.on_gpu_samples([_sample(0, 2, lateness_ns=300_000_000), _sample(0, 3)])
+    # One tick, two GPUs: one observation, though NVML stamps each GPU when it read it (GPU 1
+    # 3 ms into the tick: counted as a tick of its own, the histogram counted ticks x GPUs).
+    # A replayed sample (no lateness): none.
+    session.on_gpu_samples([_sample(0, 100_000_000, lateness_ns=3_000_000),
+                            _sample(1, 103_000_000, lateness_ns=3_000_000)])
+    session.on_gpu_samples([_sample(0, 200_000_000, lateness_ns=300_000_000),
+                            _sample(0, 300_000_000)])
     m = scrape(handle)
     assert m["gapwatch_sampler_tick_lateness_seconds_count"][()] == 2
     assert m["gapwatch_sampler_tick_lateness_seconds_bucket"][(("le", "0.005"),)] == 1

@@ -177,7 +177,15 @@ def test_a_gpu_read_in_holes_is_flagged_d_and_one_read_every_period_is_not(
         f'gapwatch_gpu_sampled_seconds_total{{{BOX},gpu="0",kind="merged"}}': "0x10",
         f'gapwatch_gpu_sampled_seconds_total{{{BOX},gpu="1",kind="fine"}}': "0+30x10",
         f'gapwatch_gpu_sampled_seconds_total{{{BOX},gpu="1",kind="merged"}}': "0+30x10",
+        # Started at 0: at 8m it has read 5 minutes whole.
+        f'gapwatch_self_process_start_time_seconds{{{BOX}}}': "0x10",
     }, "8m", [('{instance="b:9400",gpu="0"}', 1), ('{instance="b:9400",gpu="1"}', 0.5)])
+    # A box whose gapwatch started a minute ago read 0.2 (rate over a younger series): D on
+    # every GPU. Not judged before it has 5 minutes.
+    _expect(tmp_path, promql("read_share_5m"), {
+        f'gapwatch_gpu_sampled_seconds_total{{{BOX},gpu="0",kind="fine"}}': "_x7 0 60 120",
+        f'gapwatch_self_process_start_time_seconds{{{BOX}}}': "_x7 420 420 420",
+    }, "8m", [])
     assert FleetRow(instance="b:9400", gpu="0", read_share_5m=1.0).health() == "ok"
     assert FleetRow(instance="b:9400", gpu="1", read_share_5m=0.5, throttled=1.0).health() \
         == "TD"

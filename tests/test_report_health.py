@@ -119,18 +119,21 @@ def test_a_recordings_0_w_power_limit_is_no_limit_in_the_report_and_on_metrics()
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_a_state_counts_once_whatever_count_or_copies_a_recording_gives(
+def test_a_state_event_counts_one_whatever_its_recorded_count_and_once_a_session(
         tmp_path: Path, workers: int) -> None:
-    """A row remap failure recorded with `count: 1000000` read `GPU errors: 1000000`, 50
-    copies of one 50 lines, a pending one with `count: 0` counted 0 (its alert and header
-    quiet). A state is true or not: once per GPU, 1 in the report and the store alike."""
-    more = (("row_remap_failure", 1_000_000), *(("row_remap_failure", 1),) * 49,
-            ("row_remap_pending", 0), ("gpu_lost", 3), ("gpu_lost", 1))
+    """A row remap failure recorded with `count: 1000000` read `GPU errors: 1000000`, a
+    pending one with `count: 0` counted 0 (its alert and header quiet), 50 copies of one in a
+    session 50 alerts' worth. A state is true or not: 1 an event in the report (a set of runs
+    says it once in each: two runs, two), once per GPU in a session's store."""
+    more: tuple[tuple[str, int], ...] = (("row_remap_failure", 1_000_000),
+                                         ("row_remap_failure", 1), ("row_remap_pending", 0),
+                                         ("gpu_lost", 3))
     report = build_report(_recording(tmp_path, more), Config(), workers=workers)
     doc = to_json(report)["gpu_errors"]
-    assert doc["errors_by_kind"] == {"xid": 1, "row_remap_failure": 1, "row_remap_pending": 1,
+    assert doc["errors_by_kind"] == {"xid": 1, "row_remap_failure": 2, "row_remap_pending": 1,
                                      "gpu_lost": 1}
-    assert doc["count"] == 4  # the XID and each state once
+    assert doc["count"] == 5
+    more = (*more, *(("row_remap_failure", 1),) * 48)
     rec = read_any(_recording(tmp_path, more))
     store = SeriesStore(list(rec.header.gpus), period_s=0.1)
     for r in rec.records:

@@ -83,12 +83,19 @@ def short_state(words: str) -> str:
     """A lasting state's words (`STATE_WORDS`) in at most 13 columns, for a compact cell."""
     return _SHORT.get(words, words)
 
+def event_count(ev: HardwareEvent) -> int:
+    """What `ev` adds to its kind's count: its `count`, or 1 for a state (`GPU_STATE_KINDS`)
+    whatever count it was recorded with: a state is true or not (a recorded 0 kept its alert
+    and header quiet, a 1,000,000 read as a million errors). The report counts each state
+    event so, one a run (a set of runs says a GPU's state once in each)."""
+    return 1 if ev.kind in GPU_STATE_KINDS else ev.count
+
+
 def counted(ev: HardwareEvent, states_seen: set[tuple[int, str]]) -> int | None:
-    """What `ev` adds to its (GPU, kind) count (the store's for `/metrics` and the header, the
-    report's), or None when it adds nothing and is no news: a state (`GPU_STATE_KINDS`)
-    already seen on its GPU, which `states_seen` remembers. A state counts 1 whatever count it
-    was recorded with: it is true or not (a recorded 0 kept its alert and header quiet, a
-    1,000,000 read as a million errors, 50 copies of one as 50); other events their `count`."""
+    """What `ev` adds to one session's (GPU, kind) count (the store's, for `/metrics` and the
+    header): `event_count`, or None when it adds nothing and is no news: a state already
+    seen on its GPU in this session, which `states_seen` remembers (50 copies of one in a
+    recording were 50 errors and 50 lines)."""
     if ev.kind not in GPU_STATE_KINDS:
         return ev.count
     key = (ev.gpu, ev.kind)

@@ -119,10 +119,13 @@ QUERIES: tuple[Query, ...] = (
           "[{lb}]))",
           optional=True),
     # The share of the last 5 minutes the GPU was read at its period (fine samples): a GPU read
-    # in holes (NVML blocked, skipped ticks) has gaps gapwatch could not see.
+    # in holes (NVML blocked, skipped ticks) has gaps gapwatch could not see. Not judged for a
+    # box whose gapwatch started less than 5 minutes ago: rate() over a younger series reads
+    # its age's share (0.2 a minute after a start: D on every GPU of it).
     Query("read_share_5m",
           "sum by (instance, gpu) (rate(gapwatch_gpu_sampled_seconds_total{{{sel_}"
-          "kind=\"fine\"}}[5m]))", optional=True),
+          "kind=\"fine\"}}[5m])) unless on (instance) "
+          "(time() - gapwatch_self_process_start_time_seconds{{{sel}}} < 300)", optional=True),
     Query("restarts",
           "sum by (instance) (increase(gapwatch_prover_events_total{{{sel_}kind=\"restart\"}}"
           "[{lb}]))", per="box", optional=True),

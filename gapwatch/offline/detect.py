@@ -23,7 +23,7 @@ from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.chaining import WINDOW_S, ChainingFigure, ChainingMeter
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
-from gapwatch.core.health import MAX_REPORT_EVENTS, HealthStats, counted
+from gapwatch.core.health import MAX_REPORT_EVENTS, HealthStats, event_count
 from gapwatch.core.ledger import Change, GapLedger, Tally
 from gapwatch.core.models import (
     BlindSpot,
@@ -425,8 +425,6 @@ class _HealthSide:
         #: Errors by kind: an event's `count` each (5 uncorrected ECC errors in one reading
         #: are one event, 5 errors), as `/metrics`' `gapwatch_gpu_hardware_events_total` sums.
         self.hw_errors: dict[str, int] = {}
-        #: The states (`health.GPU_STATE_KINDS`) seen per GPU: each listed and counted once.
-        self._states_seen: set[tuple[int, str]] = set()
 
     def add(self, r: Record) -> None:
         if isinstance(r, CopyRecord):
@@ -437,11 +435,10 @@ class _HealthSide:
                 stats = self.health[r.gpu] = HealthStats(r.gpu)
             stats.add(r)
         elif isinstance(r, HardwareEvent):
-            n = counted(r, self._states_seen)
-            if n is None:
-                return
+            # Each state event once (a run's), its recorded count not taken: a set of runs
+            # says a GPU's state again in each, and a folder's reader does not mark the runs.
             self.hw_count += 1
-            self.hw_errors[r.kind] = self.hw_errors.get(r.kind, 0) + n
+            self.hw_errors[r.kind] = self.hw_errors.get(r.kind, 0) + event_count(r)
             if len(self.hw_events) < MAX_REPORT_EVENTS:
                 self.hw_events.append(r)
 

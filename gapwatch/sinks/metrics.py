@@ -91,10 +91,13 @@ class MetricsSink:
         #: Each GPU's latest sample time: an interval counts no further back than it (a
         #: recorded interval of 2**62 ns read as 146 years of "merged" time).
         self._last_sample_ns: dict[int, int] = {}
+        #: Samples this close to the tick last observed are of that tick (`_on_sample`).
+        self._half_period_ns = 1
 
     def on_header(self, header: SessionHeader) -> None:
         with self.lock:
             self._fine_ns = fine_interval_ns(header.period_ms)
+            self._half_period_ns = max(1, int(header.period_ms * 1e6 / 2))
             for gpu in header.gpus:
                 self.counts.samples.setdefault(gpu.index, 0)
                 for kind in SAMPLED_KINDS:
@@ -135,16 +138,19 @@ class MetricsSink:
 
     def _count_sampled(self, sample: GpuSample) -> None:
         """Add the sample's interval to its GPU's fine or merged seconds: never further back
-        than the GPU's previous sample (nor, for its first, than a fine interval), so that
-        recorded intervals that overlap or lie count no time twice."""
+        than the GPU's previous counted sample (nor, for its first, than a fine interval), so
+        that recorded intervals that overlap or lie count no time twice. A sample without an
+        interval (NVML kept the older reading as the start: the next covers both ticks) or
+        out of time order moves nothing."""
         c, fine_ns = self.counts, self._fine_ns
         for kind in SAMPLED_KINDS:  # a GPU the header did not list: both series, from 0
             c.sampled_s.setdefault((sample.gpu, kind), 0.0)
         interval = sample.interval_ns
         before = self._last_sample_ns.get(sample.gpu)
-        self._last_sample_ns[sample.gpu] = sample.t_mono_ns
-        if interval is None or interval <= 0:
+        if interval is None or interval <= 0 or (before is not None
+                                                  and sample.t_mono_ns <= before):
             return
+        self._last_sample_ns[sample.gpu] = sample.t_mono_ns
         fine = fine_ns is None or interval <= fine_ns
         if before is not None:
             interval = min(interval, max(0, sample.t_mono_ns - before))
@@ -158,7 +164,12 @@ class MetricsSink:
         c.samples[sample.gpu] = c.samples.get(sample.gpu, 0) + 1
         self._count_sampled(sample)
         # One tick produces one sample per GPU with the same lateness: observe it once per tick.
-        if sample.lateness_ns is None or sample.t_mono_ns == self._last_tick_ns:
+        # NVML stamps each GPU when it was read (a few ms into the tick), so a tick is told by
+        # time: a sample within half a period of the tick last observed is of that tick (the
+        # histogram counted ticks x GPUs on a box of several).
+        last = self._last_tick_ns
+        if sample.lateness_ns is None or (
+                last is not None and abs(sample.t_mono_ns - last) < self._half_period_ns):
             return
         self._last_tick_ns = sample.t_mono_ns
         late_s = max(0, sample.lateness_ns) / 1e9

@@ -597,9 +597,9 @@ class ExporterHandle:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(GapwatchCollector(session, sink, status_fn))
         # gapwatch's own cost, for a fleet to compare and trust: CPU seconds, resident memory,
-        # open files (`gapwatch_process_*`, read from /proc/self at each scrape; nothing where
-        # there is no /proc).
-        ProcessCollector(namespace="gapwatch", registry=registry)
+        # open files (`gapwatch_self_process_*`, read from /proc/self at each scrape; nothing
+        # where there is no /proc). `self`: `gapwatch_process_*` are the prover's processes.
+        ProcessCollector(namespace="gapwatch_self", registry=registry)
         session.add_sink(sink)
         self.registry, self.sink = registry, sink
         self.server.serve(registry)

@@ -83,6 +83,7 @@ def short_state(words: str) -> str:
     """A lasting state's words (`STATE_WORDS`) in at most 13 columns, for a compact cell."""
     return _SHORT.get(words, words)
 
+
 def event_count(ev: HardwareEvent) -> int:
     """What `ev` adds to its kind's count: its `count`, or 1 for a state (`GPU_STATE_KINDS`)
     whatever count it was recorded with: a state is true or not (a recorded 0 kept its alert
@@ -96,13 +97,12 @@ def counted(ev: HardwareEvent, states_seen: set[tuple[int, str]]) -> int | None:
     header): `event_count`, or None when it adds nothing and is no news: a state already
     seen on its GPU in this session, which `states_seen` remembers (50 copies of one in a
     recording were 50 errors and 50 lines)."""
-    if ev.kind not in GPU_STATE_KINDS:
-        return ev.count
     key = (ev.gpu, ev.kind)
-    if key in states_seen:
-        return None
-    states_seen.add(key)
-    return 1
+    if ev.kind in GPU_STATE_KINDS:
+        if key in states_seen:
+            return None
+        states_seen.add(key)
+    return event_count(ev)
 
 
 #: NVML's return codes that lose a GPU (nvml.h), in words: what a `gpu_lost` event's `code` says.

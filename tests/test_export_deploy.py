@@ -148,3 +148,19 @@ def test_the_dashboards_gpu_errors_panel_shows_every_kind_and_reads_the_states_b
     assert "increase(" in expr.split(" or ")[0] and "increase(" not in expr.split(" or ")[1]
     assert states == set(GPU_STATE_KINDS)
     assert events | states == set(HARDWARE_EVENT_KINDS) and not events & states
+
+
+def test_the_throttle_alert_and_the_fleets_t_read_the_reasons_gapwatch_calls_held_down() -> None:
+    """The fleet's `T` read every slowing reason, the power cap too: a loaded H200 sits at its
+    cap in most readings (40 of 53 under the chained load), so `T` was on every busy box while
+    `GapwatchGpuThrottled` (heat and hardware slowdowns) stayed quiet. One set for both,
+    `core.health.HELD_DOWN_REASONS`, which `compare` reads too."""
+    from gapwatch.core.health import HELD_DOWN_REASONS
+    from gapwatch.fleet.queries import QUERIES
+
+    rules = (DEPLOY / "prometheus" / "gapwatch.rules.yml").read_text()
+    alert = re.search(r"alert: GapwatchGpuThrottled\n\s+expr: .*reason=~\"([^\"]+)\"", rules)
+    assert alert is not None and set(alert.group(1).split("|")) == HELD_DOWN_REASONS
+    [fleet] = [q.promql for q in QUERIES if q.field == "throttled"]
+    found = re.search(r'reason=~\\?"([^"\\]+)', fleet)
+    assert found is not None and set(found.group(1).split("|")) == HELD_DOWN_REASONS

@@ -39,6 +39,16 @@ GROWTH_MIN_S: Final = 3600.0
 GROWTH_SLACK_BYTES: Final = 256 << 20
 
 
+#: The reasons that hold a GPU below the speed it runs at under load: heat and hardware
+#: slowdowns. Not the power cap (a loaded GPU sits at it as designed: 40 of 53 readings on
+#: the H200 under the chained load) nor sync boost. The alert `GapwatchGpuThrottled` and
+#: `compare`'s notes read these (a test holds the rule's regex to them).
+HELD_DOWN_REASONS: Final[frozenset[str]] = frozenset({
+    "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_slowdown", "hw_power_brake_slowdown"})
+_HELD_DOWN_WORDS: Final[frozenset[str]] = frozenset(
+    words for name, words, _ in CLOCKS_EVENT_REASONS.values() if name in HELD_DOWN_REASONS)
+
+
 def reasons(mask: int | None, *, slowing_only: bool = False) -> list[tuple[str, str]]:
     """The reasons set in `mask` as (metric name, words), in bit order; with `slowing_only`,
     only those that slow work down (idle and settings are not throttling)."""
@@ -271,6 +281,15 @@ class HealthStats:
             self.memory_total_bytes = h.memory_total_bytes
         for _, words in reasons(h.clocks_event_mask, slowing_only=True):
             self.throttled[words] = self.throttled.get(words, 0) + 1
+
+    def held_down(self) -> tuple[str, float] | None:
+        """The reason (`HELD_DOWN_REASONS`, in words) that held the clocks down in the most
+        readings, and its share of them; None when none did."""
+        held = [(n, w) for w, n in self.throttled.items() if w in _HELD_DOWN_WORDS]
+        if not held or not self.readings:
+            return None
+        n, words = max(held)
+        return words, n / self.readings
 
     def words(self) -> str:
         """"GPU 0: up to 83°C, 699 of 700 W, 60.1 of 141 GiB; throttled: power cap in 12 of 600

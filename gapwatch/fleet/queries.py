@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from gapwatch.core.health import CLOCKS_EVENT_REASONS, GPU_ERROR_KINDS, GPU_STATE_KINDS
+from gapwatch.core.health import GPU_ERROR_KINDS, GPU_STATE_KINDS, HELD_DOWN_REASONS
 
 #: How old a box's last good scrape may be (resolution of that figure once its scrapes fail:
 #: `FRESH_STEP`; while its latest scrape succeeded, it is exact).
@@ -40,8 +40,11 @@ class Query:
     optional: bool = False
 
 
-#: The clocks-event reasons that slow work down, as a PromQL regex.
-_SLOWING = "|".join(name for name, _, slows in CLOCKS_EVENT_REASONS.values() if slows)
+#: The clocks-event reasons that hold a GPU below its speed under load (heat, hardware
+#: slowdowns: `health.HELD_DOWN_REASONS`, as `GapwatchGpuThrottled` reads them), as a PromQL
+#: regex. Not the power cap: a loaded H200 sits at it in most readings, and `T` was on every
+#: busy box.
+_SLOWING = "|".join(sorted(HELD_DOWN_REASONS))
 #: The GPU's own errors, as the alerts and `--on-event` take them (an XID, uncorrected ECC
 #: errors, the GPU lost, a failed row remap): the column counted XIDs alone, so a box whose GPU
 #: fell off the bus read `ok` while the alert fired. The events by their increase over the
@@ -106,8 +109,8 @@ QUERIES: tuple[Query, ...] = (
     Query("post_untimed",
           "sum by (instance) (increase(gapwatch_proofs_total{{{sel_}verdict=\"unknown\"}}"
           "[{lb}]))", per="box", optional=True),
-    # Throttled: any clocks-event reason that slows work down (`core.health`'s table: idle and
-    # clock settings are not throttling) held in the last reading.
+    # Throttled: a reason that holds the clocks down by heat or a hardware slowdown, held in
+    # the last reading.
     Query("throttled",
           "max by (instance, gpu) (last_over_time(gapwatch_gpu_clocks_event_reason{{{sel_}"
           f"reason=~\"{_SLOWING}\"}}}}[{{lb}}]))",

@@ -417,9 +417,10 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ("GAIN", "throughput gain expected from closing the cause's gaps"),
     ("CHAIN", "share of host-to-device copy time that ran while the SMs were busy"),
     ("PoSt", "the last WinningPoSt's latency / PoSts late in the lookback; ?N: N not timed"),
-    ("HLTH", "T clocks held down (thermal, power cap, HW slowdown), X a GPU error (XID, "
-             "uncorrected ECC, the GPU lost, a failed row remap), R prover restarts, D data "
-             "holes (read at its period less than 90 % of the last 5 minutes); ok: none"),
+    ("HLTH", "T clocks held down by heat or a HW slowdown (not the power cap), X a GPU "
+             "error (XID, uncorrected ECC, the GPU lost, a failed row remap), R prover "
+             "restarts, D data holes (read at its period less than 90 % of the last 5 "
+             "minutes); ok: none"),
     ("CAUSE", "the stall that idled the GPU longest in the window, in words, or why "
               "Prometheus cannot scrape the box"),
 )

@@ -39,6 +39,7 @@ from typing import Any
 from gapwatch.base.tuple_spool import TupleSpool
 from gapwatch.config import Config
 from gapwatch.core import fmt
+from gapwatch.core.health import GPU_ERROR_KINDS
 from gapwatch.core.models import Gap, GpuInfo, ProverEvent
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
@@ -93,6 +94,9 @@ NO_WORK = "idle s/h, prover: no_work"
 POST_KINDS = ("winning-post", "window-post")
 #: Lengths differing by more than this factor are said.
 LENGTH_RATIO_SAID = 1.25
+#: A side's GPU held down by heat or a hardware slowdown in at least this share of its health
+#: readings is said (`_gpu_health_note`): a passing spike is not.
+HELD_DOWN_SAID = 0.05
 #: The most window cells (windows x accumulators: each GPU's and all GPUs') a side is cut
 #: into, about half a KiB each: a side whose wall time runs 10 years (a clock stepped ahead
 #: inside it) in the 10 s windows the other side chose was 31 million windows, gigabytes and
@@ -143,6 +147,11 @@ class Side:
     stepped_back_s: float = 0.0
     #: The machine its recording was made on (its header's `host`; "" not known).
     host: str = ""
+    #: The GPU's own errors by kind (`health.GPU_ERROR_KINDS`: XIDs, uncorrected ECC, a GPU
+    #: lost, a failed row remap), and each GPU's clocks held down by heat or a hardware
+    #: slowdown (`HealthStats.held_down`: the reason, its share of the health readings).
+    gpu_errors: dict[str, int] = field(default_factory=dict)
+    held_down: dict[int, tuple[str, float]] = field(default_factory=dict)
 
     @property
     def start_s(self) -> float | None:
@@ -202,6 +211,9 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
             statuses=statuses, posts=posts,
             problems=[*rep.warnings, *rep.problems, *_posts_not_kept(unkept)],
             window=window, no_data=no_data, stepped_back_s=stepped_back,
+            gpu_errors={k: n for k, n in rep.hw_errors.items() if k in GPU_ERROR_KINDS},
+            held_down={g: held for g, h in rep.health.items()
+                       if (held := h.held_down()) is not None},
         )  # fmt: skip
 
 
@@ -624,6 +636,7 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
         out.append(f"only {with_log.label} has the prover's log: prover causes not compared "
                    f"({_causes_without_log(other)})")
     out += [note for s in (before, after) if (note := _restart_note(s)) is not None]
+    out += [note for s in (before, after) if (note := _gpu_health_note(s)) is not None]
     for s in (before, after):
         silent = _silent_in_span(s) if not s.stepped_back_s else ""
         if silent:
@@ -644,6 +657,25 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
             out.append(f"{s.label} holds {whole} whole window(s) of {window_s:g} s: too short "
                        "to tell a change (pass --window smaller)")
     return out
+
+
+def _gpu_health_note(side: Side) -> str | None:
+    """Said when the side's GPUs erred or ran held down by heat or a hardware slowdown in at
+    least `HELD_DOWN_SAID` of their health readings: a run whose GPU throttled read "worse"
+    after a setting that was not to blame, and one with an XID "better" for a restart."""
+    parts = []
+    if side.gpu_errors:
+        parts.append("GPU errors " + ", ".join(f"{k} {n}" for k, n in
+                                               sorted(side.gpu_errors.items())))
+    held = [f"GPU {g} {words} in {share * 100:.0f} % of its health readings"
+            for g, (words, share) in sorted(side.held_down.items()) if share >= HELD_DOWN_SAID]
+    if held:
+        parts.append("clocks held down: " + "; ".join(held[:4])
+                     + (f" (+{len(held) - 4} more)" if len(held) > 4 else ""))
+    if not parts:
+        return None
+    return (f"{side.label} had {'; '.join(parts)}: its figures show the GPU's state as well "
+            "as the settings (docs/health.md)")
 
 
 def _restart_note(side: Side) -> str | None:

@@ -256,3 +256,16 @@ def test_a_power_limit_of_zero_is_no_limit_in_the_header_words() -> None:
     assert "450W" in health_cells(h) and not any("/0W" in c for c in health_cells(h))
     assert "450/700W" in health_cells(GpuHealth(gpu=0, t_mono_ns=0, t_wall_s=WALL0_S,
                                                 power_w=450.0, power_limit_w=700.0))
+
+
+def test_a_gpu_at_its_power_cap_is_not_flagged_and_one_held_down_by_heat_is() -> None:
+    """`!` flagged the power cap: a loaded H200 sits at it in 40 of 53 readings, so every busy
+    GPU's cell said `!`. Heat and hardware slowdowns are flagged; the cap is said in words."""
+    from gapwatch.core.health import health_cell, health_cells
+
+    def h(mask: int) -> GpuHealth:
+        return GpuHealth(gpu=0, t_mono_ns=0, t_wall_s=WALL0_S, power_w=690.0,
+                         power_limit_w=700.0, clocks_event_mask=mask)
+
+    assert "%!c" not in health_cell(0, h(0x4), 0.9) and "power cap" in health_cells(h(0x4))
+    assert "%!c" in health_cell(0, h(0x20), 0.9) and "%!c" in health_cell(0, h(0x24), 0.9)

@@ -63,6 +63,14 @@ def throttle_words(mask: int | None) -> str:
     return ", ".join(words for _, words in reasons(mask, slowing_only=True))
 
 
+def held_down_words(mask: int | None) -> str:
+    """What holds the clocks down by heat or a hardware slowdown (`HELD_DOWN_REASONS`), in
+    words; "" when nothing does. What the pane flags: the power cap, where a loaded GPU sits
+    in most readings, flagged every busy GPU."""
+    return ", ".join(words for name, words in reasons(mask, slowing_only=True)
+                     if name in HELD_DOWN_REASONS)
+
+
 #: The hardware events that are errors (the work on the GPU may have failed or be wrong):
 #: the alert rule `GapwatchGpuHardwareError`, `--on-event`'s `gpu_hardware_error`, the footer.
 GPU_ERROR_KINDS: Final[frozenset[str]] = frozenset({"xid", "ecc_uncorrected", "gpu_lost",
@@ -183,10 +191,11 @@ def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None,
     """One GPU's health in `HEALTH_CELL_WIDTH + digits - 1` columns, `0  60G 52° 64%!c 92`: the
     GPU's index whole in `digits` columns and a space (an index cut to two digits read GPU 100
     as GPU 0, and one without the space GPU 12 with 141 GiB used as `12141G`), GPU memory used
-    (GiB), temperature (°C), power as a share of its limit, `!` when something slows the
-    clocks or the GPU is in a lasting bad state (`flagged`: a row remap failed; the header
-    names either for the selected GPU), the chaining figure (`c`, %); `?` for a missing
-    reading. The help and docs/dashboard.md give the legend."""
+    (GiB), temperature (°C), power as a share of its limit, `!` when heat or a hardware
+    slowdown holds the clocks down (`held_down_words`: not the power cap) or the GPU is in a
+    lasting bad state (`flagged`: a row remap failed; the header names either for the selected
+    GPU), the chaining figure (`c`, %); `?` for a missing reading. The help and
+    docs/dashboard.md give the legend."""
     mem = temp = power = chain = "?"
     flag = "!" if flagged else " "
     if h is not None:
@@ -196,7 +205,7 @@ def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None,
             temp = f"{min(999.0, h.temperature_c):.0f}"
         if h.power_w is not None and h.limit_w is not None:
             power = f"{min(999.0, 100 * h.power_w / h.limit_w):.0f}"
-        if throttle_words(h.clocks_event_mask):
+        if held_down_words(h.clocks_event_mask):
             flag = "!"
     if chain_share is not None:
         chain = f"{chain_share * 100:.0f}"

@@ -37,6 +37,7 @@ from gapwatch.core.health import (
     HEALTH_CELL_WIDTH,
     health_cell,
     health_cells,
+    held_down_words,
     short_state,
     throttle_words,
 )
@@ -260,7 +261,7 @@ class GpuHeader(TextLines):
                 chain = snap.chaining.get(gpu)
                 # A lasting state (a row remap failed) flags the cell as throttling does; the
                 # GPU alone, or the snapshot, says it in words.
-                throttled = (h is not None and bool(throttle_words(h.clocks_event_mask))) \
+                throttled = (h is not None and bool(held_down_words(h.clocks_event_mask))) \
                     or bool(snap.lasting_states(gpu))
                 cell = health_cell(gpu, h, chain.share if chain is not None else None, digits,
                                    flagged=throttled)
@@ -311,11 +312,14 @@ class GpuHeader(TextLines):
                         style("gpu-header--throttle"))
         if cells:
             line.append("health ", style("gpu-header--health"))
+        # All the slowing reasons are said; only heat and hardware slowdowns in the warning
+        # colour (the power cap is a loaded GPU's normal).
         throttle = throttle_words(h.clocks_event_mask) if h is not None else ""
+        held = bool(held_down_words(h.clocks_event_mask)) if h is not None else False
         for i, cell in enumerate(cells):
             if i:
                 line.append(" · ")
-            line.append(cell, style("gpu-header--throttle") if throttle and cell == throttle
+            line.append(cell, style("gpu-header--throttle") if held and cell == throttle
                         else "")
         if chain is not None:
             line.append(" · " if cells else "")
@@ -454,7 +458,7 @@ class GpuHeader(TextLines):
         if chain is not None and name in ("GAPS", "BREAKDOWN") and chain.fell():
             body += f"; {chain.words(compact=True)}"
         health = view.snap.health.get(gpu)
-        throttle = throttle_words(health.clocks_event_mask) if health is not None else ""
+        throttle = held_down_words(health.clocks_event_mask) if health is not None else ""
         if throttle:
             body += f"; clocks held down: {throttle}"
         for words in view.snap.lasting_states(gpu):  # the selected GPU's `!` in words

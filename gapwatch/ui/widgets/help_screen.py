@@ -52,9 +52,10 @@ replay (gapwatch replay FILE; where it is: first in the status line)
 
 health (header; one GPU: in words, several: a cell per GPU)
   0  60G 52° 64%!c 92   GPU 0: 60 GiB GPU memory used, 52 °C, power
-                        64 % of its limit, ! = clocks held down (power
-                        cap, thermal...) or a memory row remap failed
-                        or pending (named in the verdict), c 92 =
+                        64 % of its limit, ! = clocks held down by heat
+                        or a HW slowdown (not the power cap) or a row
+                        remap failed or pending (named in the verdict),
+                        c 92 =
                         chaining 92 %
   chaining   share of host-to-device copy time in the last minute that
              ran while SMs were busy (copies overlapped with kernels):

@@ -164,3 +164,9 @@ def test_the_throttle_alert_and_the_fleets_t_read_the_reasons_gapwatch_calls_hel
     [fleet] = [q.promql for q in QUERIES if q.field == "throttled"]
     found = re.search(r'reason=~\\?"([^"\\]+)', fleet)
     assert found is not None and set(found.group(1).split("|")) == HELD_DOWN_REASONS
+    # The Grafana panel too: it read every reason but three, the power cap a steady line.
+    dash = json.loads(DASHBOARD.read_text())
+    [panel] = [t["expr"] for p in dash["panels"] if p["title"] == "Clocks held down"
+               for t in p["targets"]]
+    found = re.search(r'reason=~"([^"]+)"', panel)
+    assert found is not None and set(found.group(1).split("|")) == HELD_DOWN_REASONS

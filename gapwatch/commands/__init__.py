@@ -46,7 +46,8 @@ def add_on_event_arguments(p: argparse.ArgumentParser) -> None:
                    help="run CMD (split like a shell's words, never run by one) when a GPU "
                         "enters or leaves BREAKDOWN, a PoSt goes late, the prover restarts, "
                         "on a prover error or on a GPU error NVML reports (an XID, uncorrected "
-                        "ECC errors, the GPU lost); the facts are in GAPWATCH_* environment "
+                        "ECC errors, the GPU lost, a failed memory row remap); the facts are in "
+                        "GAPWATCH_* environment "
                         "variables (docs/fleet.md)")
     p.add_argument("--on-event-timeout", type=argtypes.positive_seconds, default=10.0,
                    metavar="S",

@@ -880,27 +880,40 @@ def test_two_simulator_scenarios_are_the_same_hardware_and_the_gain_is_measured(
     assert ach["verdict"] == "better" and ach["share_of_predicted_gain"] is not None
 
 
-def test_a_side_whose_gpu_erred_or_was_held_down_by_heat_says_so(tmp_path: Path) -> None:
-    """AFTER's GPU throttled by heat in 40 % of its health readings and had an XID: compare
-    read its figures as the setting's alone. Its notes say the GPU's state; a GPU at its power
-    cap (a loaded GPU's normal) is not said."""
+def _with_health(tmp_path: Path, name: str, masks: list[int], xid: bool) -> Path:
+    """The chained H200 recording with one health reading a second of these clocks-event
+    masks on GPU 0 (and an XID 79 at 5 s)."""
     with gzip.open(PINNED, "rt") as f:
         lines = f.read().splitlines()
     records = [json.loads(line) for line in lines[1:]]
     first = next(r for r in records if r.get("type") == "gpu")
-    for s in range(20):
-        records.append({"type": "health", "gpu": 0, "t_mono_ns": first["t_mono_ns"] + s * 10**9,
-                        "t_wall_s": first["t_wall_s"] + s,
-                        "clocks_event_mask": 0x20 if s % 5 < 2 else 0x4})
-    records.append({"type": "hw_event", "gpu": 0, "t_mono_ns": first["t_mono_ns"] + 5 * 10**9,
-                    "t_wall_s": first["t_wall_s"] + 5, "kind": "xid", "code": 79})
+    for s, mask in enumerate(masks):
+        records.append({"type": "health", "gpu": 0, "t_mono_ns": first["t_mono_ns"] + s * 10**8,
+                        "t_wall_s": first["t_wall_s"] + s / 10, "clocks_event_mask": mask})
+    if xid:
+        records.append({"type": "hw_event", "gpu": 0, "t_wall_s": first["t_wall_s"] + 5,
+                        "t_mono_ns": first["t_mono_ns"] + 5 * 10**9, "kind": "xid", "code": 79})
     records.sort(key=lambda r: r.get("t_wall_s", r.get("start_s", 0.0)))
-    hot = tmp_path / "hot.jsonl.gz"
-    with gzip.open(hot, "wt") as f:
+    out = tmp_path / f"{name}.jsonl.gz"
+    with gzip.open(out, "wt") as f:
         f.write("\n".join([lines[0], *map(json.dumps, records)]) + "\n")
+    return out
+
+
+def test_a_side_whose_gpu_erred_or_was_held_down_by_heat_says_so(tmp_path: Path) -> None:
+    """AFTER's GPU throttled by heat in 40 % of its health readings and had an XID: compare
+    read its figures as the setting's alone. Its notes say the GPU's state; a GPU at its power
+    cap (a loaded GPU's normal) is not said, nor heat in under 5 % of the readings; two
+    reasons count a reading once (4 thermal and 4 HW slowdown of 100 are 8 %)."""
+    hot = _with_health(tmp_path, "hot", [0x20 if s % 5 < 2 else 0x4 for s in range(20)], True)
     c = _compare(PAGEABLE, hot)
     [said] = [n for n in c.notes if n.startswith("AFTER had")]
     assert said.startswith("AFTER had GPU errors xid 1; clocks held down: GPU 0 thermal in 40 % "
                            "of its health readings: its figures show the GPU's state"), said
     assert not [n for n in c.notes if n.startswith("BEFORE had")]
     assert said in to_json(c)["notes"]
+    two = _with_health(tmp_path, "two", [0x20] * 4 + [0x8] * 4 + [0x4] * 92, False)
+    [said] = [n for n in _compare(PAGEABLE, two).notes if n.startswith("AFTER had")]
+    assert "GPU 0 thermal, HW slowdown in 8 % of its health readings" in said, said
+    warm = _with_health(tmp_path, "warm", [0x20] * 3 + [0x4] * 97, False)
+    assert not [n for n in _compare(PAGEABLE, warm).notes if n.startswith("AFTER had")]

@@ -269,3 +269,15 @@ def test_a_gpu_at_its_power_cap_is_not_flagged_and_one_held_down_by_heat_is() ->
 
     assert "%!c" not in health_cell(0, h(0x4), 0.9) and "power cap" in health_cells(h(0x4))
     assert "%!c" in health_cell(0, h(0x20), 0.9) and "%!c" in health_cell(0, h(0x24), 0.9)
+
+
+async def test_the_header_flags_only_the_gpu_held_down_by_heat_not_those_at_their_cap(
+        tmp_path: Path) -> None:
+    """Eight busy GPUs at their power cap and GPU 5 held down by heat: only GPU 5's cell says
+    `!` (the header passed its own flag to the cell, the cap's among it)."""
+    rt = many(tmp_path, 8)
+    add_health(rt.store, tuple(range(8)), seconds=20.0,
+               throttled={g: 0x24 if g == 5 else 0x4 for g in range(8)})
+    _app, text = await _after_g(rt, 0, (80, 24))
+    flagged = re.findall(r"(?:^| )(\d) +\d+G +\d+° *\d+%!c", text)
+    assert flagged == ["5"], text

@@ -193,8 +193,8 @@ def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None,
     as GPU 0, and one without the space GPU 12 with 141 GiB used as `12141G`), GPU memory used
     (GiB), temperature (°C), power as a share of its limit, `!` when heat or a hardware
     slowdown holds the clocks down (`held_down_words`: not the power cap) or the GPU is in a
-    lasting bad state (`flagged`: a row remap failed; the header names either for the selected
-    GPU), the chaining figure (`c`, %); `?` for a missing reading. The help and
+    lasting bad state (`flagged`: a row remap failed or pending; the header names either for
+    the selected GPU), the chaining figure (`c`, %); `?` for a missing reading. The help and
     docs/dashboard.md give the legend."""
     mem = temp = power = chain = "?"
     flag = "!" if flagged else " "
@@ -278,9 +278,14 @@ class HealthStats:
     max_memory_used_bytes: int | None = None
     memory_total_bytes: int | None = None
     throttled: dict[str, int] = field(default_factory=dict)
+    #: Readings in which any of `HELD_DOWN_REASONS` held the clocks down (a reading held by
+    #: two reasons once: 4 thermal and 4 HW slowdown are 8 of 100, not 4).
+    held_readings: int = 0
 
     def add(self, h: GpuHealth) -> None:
         self.readings += 1
+        if held_down_words(h.clocks_event_mask):
+            self.held_readings += 1
         self.max_temperature_c = _max(self.max_temperature_c, h.temperature_c)
         self.max_power_w = _max(self.max_power_w, h.power_w)
         self.max_memory_used_bytes = _max(self.max_memory_used_bytes, h.memory_used_bytes)
@@ -292,17 +297,18 @@ class HealthStats:
             self.throttled[words] = self.throttled.get(words, 0) + 1
 
     def held_down(self) -> tuple[str, float] | None:
-        """The reason (`HELD_DOWN_REASONS`, in words) that held the clocks down in the most
-        readings, and its share of them; None when none did."""
-        held = [(n, w) for w, n in self.throttled.items() if w in _HELD_DOWN_WORDS]
+        """What held the clocks down by heat or a hardware slowdown (`HELD_DOWN_REASONS`, in
+        words, the most frequent first) and the share of readings any of them did; None when
+        none did."""
+        held = sorted(((n, w) for w, n in self.throttled.items() if w in _HELD_DOWN_WORDS),
+                      reverse=True)
         if not held or not self.readings:
             return None
-        n, words = max(held)
-        return words, n / self.readings
+        return ", ".join(w for _, w in held), self.held_readings / self.readings
 
     def words(self) -> str:
-        """"GPU 0: up to 83°C, 699 of 700 W, 60.1 of 141 GiB; throttled: power cap in 12 of 600
-        readings"."""
+        """"GPU 0: up to 83°C, 699 of 700 W, 60.1 of 141 GiB; clocks held down: thermal in 3 of
+        600 readings; clocks slowed: power cap in 412 of 600 readings"."""
         parts = []
         if self.max_temperature_c is not None:
             parts.append(f"up to {self.max_temperature_c:.0f}°C")
@@ -318,10 +324,14 @@ class HealthStats:
         empty = (f"no value in {self.readings} readings (NVML gave none: not supported here?)"
                  if self.readings else "no readings")
         text = f"GPU {self.gpu}: " + (", ".join(parts) or empty)
-        if self.throttled:
-            held = ", ".join(f"{w} in {n} of {self.readings} readings"
-                             for w, n in self.throttled.items())
-            text += f"; clocks held down: {held}"
+        # Heat and hardware slowdowns are "held down" (what the pane, the fleet and the alert
+        # flag); the power cap, a loaded GPU's normal, and sync boost only slowed the clocks.
+        for label, held in (("clocks held down", True), ("clocks slowed", False)):
+            said = ", ".join(f"{w} in {n} of {self.readings} readings"
+                             for w, n in self.throttled.items()
+                             if (w in _HELD_DOWN_WORDS) == held)
+            if said:
+                text += f"; {label}: {said}"
         return text
 
 

@@ -261,10 +261,11 @@ class GpuHeader(TextLines):
                 chain = snap.chaining.get(gpu)
                 # A lasting state (a row remap failed) flags the cell as throttling does; the
                 # GPU alone, or the snapshot, says it in words.
+                lasting = bool(snap.lasting_states(gpu))
                 throttled = (h is not None and bool(held_down_words(h.clocks_event_mask))) \
-                    or bool(snap.lasting_states(gpu))
+                    or lasting
                 cell = health_cell(gpu, h, chain.share if chain is not None else None, digits,
-                                   flagged=throttled)
+                                   flagged=lasting)
                 line.append(cell, style("gpu-header--throttle") if throttled
                             else style("gpu-header--health"))
             lines.append(line)

@@ -55,8 +55,7 @@ health (header; one GPU: in words, several: a cell per GPU)
                         64 % of its limit, ! = clocks held down by heat
                         or a HW slowdown (not the power cap) or a row
                         remap failed or pending (named in the verdict),
-                        c 92 =
-                        chaining 92 %
+                        c 92 = chaining 92 %
   chaining   share of host-to-device copy time in the last minute that
              ran while SMs were busy (copies overlapped with kernels):
              from the copy trace, else PCIe and SM activity. Falling

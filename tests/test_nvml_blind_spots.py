@@ -146,7 +146,10 @@ def test_records_closing_line_names_the_hole(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     """`record` over the fake NVML on the real clock: one block of 0.2 s at a 10 ms period (a
-    blind spot is 3 periods), as the prover exits."""
+    blind spot is 3 periods), as the prover exits. On a loaded box a tick can also be 30 ms
+    late of itself (a second, shorter blind spot with no process: the closing line then says
+    "NVML blocked 2 times, ...; the longest: ..."), so the line is read for the hole, not for
+    its being the only one (it failed once in ten full runs of the suite on 2 cores)."""
     fake = install(monkeypatch, [FakeDevice(activity=PROVING, processes=[4242])])
     fake.sleep = time.sleep
     fake.stalls_on_call.append(("nvmlGpmSampleGet", 20, 200 * MS, (4242,)))
@@ -154,6 +157,7 @@ def test_records_closing_line_names_the_hole(
                  "--out", str(tmp_path / "r.jsonl")]) == 0
     err = capsys.readouterr().err
     closing = [line for line in err.splitlines() if line.startswith("gapwatch record: stopped")]
-    assert closing and re.search(r"; NVML blocked 0\.\d s at \d\d:\d\d:\d\d while pid 4242 "
-                                 r"exited: the driver frees its pinned memory", closing[0]), err
+    assert closing and re.search(r"(; |; the longest: )NVML blocked 0\.\d s at \d\d:\d\d:\d\d "
+                                 r"while pid 4242 exited: the driver frees its pinned memory",
+                                 closing[0]), err
     assert any(line.startswith("warning: NVML blocked 0.") for line in err.splitlines())

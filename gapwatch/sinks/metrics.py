@@ -143,8 +143,6 @@ class MetricsSink:
         interval (NVML kept the older reading as the start: the next covers both ticks) or
         out of time order moves nothing."""
         c, fine_ns = self.counts, self._fine_ns
-        for kind in SAMPLED_KINDS:  # a GPU the header did not list: both series, from 0
-            c.sampled_s.setdefault((sample.gpu, kind), 0.0)
         interval = sample.interval_ns
         before = self._last_sample_ns.get(sample.gpu)
         if interval is None or interval <= 0 or (before is not None
@@ -161,7 +159,11 @@ class MetricsSink:
 
     def _on_sample(self, sample: GpuSample) -> None:
         c = self.counts
-        c.samples[sample.gpu] = c.samples.get(sample.gpu, 0) + 1
+        n = c.samples.get(sample.gpu)
+        if n is None:  # a GPU the header did not list: its read time's both series, from 0
+            for kind in SAMPLED_KINDS:
+                c.sampled_s[(sample.gpu, kind)] = 0.0
+        c.samples[sample.gpu] = (n or 0) + 1
         self._count_sampled(sample)
         # One tick produces one sample per GPU with the same lateness: observe it once per tick.
         # NVML stamps each GPU when it was read (a few ms into the tick), so a tick is told by

@@ -203,6 +203,21 @@ class _Gpu:
 
 
 @dataclass(slots=True)
+class _Every:
+    """A slow reading's schedule: due at the first tick, then once `every_ns` has passed
+    (0: never). One rule for the process, health, PCIe replay and row remap rounds."""
+
+    every_ns: int
+    next_ns: int | None = None
+
+    def due(self, t_mono_ns: int) -> bool:
+        if not self.every_ns or (self.next_ns is not None and t_mono_ns < self.next_ns):
+            return False
+        self.next_ns = t_mono_ns + self.every_ns
+        return True
+
+
+@dataclass(slots=True)
 class _ProcSeen:
     """What /proc said of a process NVML listed: its name and its last two pinned sizes
     (t_wall_s, RssShmem bytes), oldest first."""
@@ -232,16 +247,12 @@ class NvmlSource:
         self._now_ns = now_ns
         #: /proc/PID/status of the processes on the GPUs (tests pass a fake tree's root).
         self._procs = ProcStatusReader(proc_root)
-        self._procmem_every_ns = int(config.procmem_every_s * 1e9)
-        self._procmem_next_ns: int | None = None
+        self._procmem = _Every(int(config.procmem_every_s * 1e9))
         self._link_every_ns = int(config.link_every_s * 1e9)
         self._link_reads = 0
-        self._health_every_ns = int(config.health_every_s * 1e9)
-        self._health_next_ns: int | None = None
-        self._replay_every_ns = int(config.pcie_replay_every_s * 1e9)
-        self._replay_next_ns: int | None = None
-        self._remap_every_ns = int(config.row_remap_every_s * 1e9)
-        self._remap_next_ns: int | None = None
+        self._health = _Every(int(config.health_every_s * 1e9))
+        self._replay = _Every(int(config.pcie_replay_every_s * 1e9))
+        self._remap = _Every(int(config.row_remap_every_s * 1e9))
         #: GPU memory NVML gave for each (GPU, pid) at the latest listing.
         self._gpu_memory: dict[tuple[int, int], int | None] = {}
         self._growth = MemoryGrowth()
@@ -504,12 +515,9 @@ class NvmlSource:
                 xid.start()
             for ev in xid.drain():
                 self._event(tick, ev)
-        if self._procmem_every_ns:
-            due = self._procmem_next_ns
-            if due is None or t_mono_ns >= due:
-                self._procmem_next_ns = t_mono_ns + self._procmem_every_ns
-                offset_ns = self._now_ns() - entry_ns
-                self._read_procmem(tick, t_mono_ns + offset_ns, t_wall_s + offset_ns / 1e9)
+        if self._procmem.due(t_mono_ns):
+            offset_ns = self._now_ns() - entry_ns
+            self._read_procmem(tick, t_mono_ns + offset_ns, t_wall_s + offset_ns / 1e9)
         took_ns = self._now_ns() - entry_ns
         if took_ns >= self._stall_ns:
             self._blind_spot(tick, t_mono_ns, t_wall_s, took_ns, listed_before)
@@ -519,17 +527,9 @@ class NvmlSource:
 
     def _health_round(self, tick: Tick, t_mono_ns: int, t_wall_s: float, entry_ns: int) -> None:
         """Every `health_every_s`: a `GpuHealth` per GPU (and the replay counter when due)."""
-        if not self._health_every_ns:
+        if not self._health.due(t_mono_ns):
             return
-        due = self._health_next_ns
-        if due is not None and t_mono_ns < due:
-            return
-        self._health_next_ns = t_mono_ns + self._health_every_ns
-        replay = False
-        if self._replay_every_ns and (self._replay_next_ns is None
-                                      or t_mono_ns >= self._replay_next_ns):
-            self._replay_next_ns = t_mono_ns + self._replay_every_ns
-            replay = True
+        replay = self._replay.due(t_mono_ns)
         for gpu in self._gpus:
             if gpu.lost:
                 continue
@@ -544,10 +544,8 @@ class NvmlSource:
         """Every `row_remap_every_s`, whatever the health round does (`health_every_s = 0`
         turned it off too: a failed remap, a critical alert, went unread): the row remapping
         of each GPU whose states are not both said yet."""
-        due = self._remap_next_ns
-        if not self._remap_every_ns or (due is not None and t_mono_ns < due):
+        if not self._remap.due(t_mono_ns):
             return
-        self._remap_next_ns = t_mono_ns + self._remap_every_ns
         for gpu in self._gpus:
             if gpu.lost or len(gpu.remap_said) == len(_REMAP_STATES):
                 continue  # both said: nothing left to learn this run

@@ -179,10 +179,12 @@ def test_cuzk_failure_lines_and_panics_are_error_events() -> None:
     assert len(errors) == 2 and all(e.level == "error" for e in errors)
     assert "out of memory" in errors[0].message and "lotus#13634" in errors[0].message
     assert errors[1].message.startswith("partition GPU proving task panicked job porep-1000-88")
-    # Every ERROR site and the WARN self-check FAILED of upstream's catalogue is one.
+    # Every ERROR site of upstream's catalogue is one, and two WARNs: the self-check FAILED
+    # and the budget request that can never be granted (memory.rs:188).
     catalogue = events_of("cuzk.log")
     said = [e for e in watched(catalogue) if e.kind == "error"]
-    assert len(said) == sum(1 for e in catalogue if e.level == "ERROR") + 1
+    assert len(said) == sum(1 for e in catalogue if e.level == "ERROR") + 2
+    assert sum("can never be granted" in e.message for e in said) == 1
 
 
 def test_a_gap_after_an_error_says_so_in_its_hint() -> None:

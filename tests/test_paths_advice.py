@@ -12,8 +12,9 @@ from pathlib import Path
 from gapwatch.core.evidence_types import EventEvidence
 from gapwatch.core.models import Gap
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise
+from gapwatch.cuzk.errors import error_event
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
-from gapwatch.cuzk.pipeline import PipelineView, PoolState
+from gapwatch.cuzk.pipeline import PipelineFacts, PipelineView, PoolState
 from gapwatch.cuzk.settings import SettingsSeen, changes
 from gapwatch.logs.parse import LogParser
 
@@ -246,3 +247,62 @@ def test_synthesis_threads_and_the_pacer_target_are_read_from_their_startup_line
     values = seen.result().values
     assert values["[synthesis] threads (rayon_threads)"] == "48"
     assert values["[pipeline] max_gpu_queue_depth"] == "8"
+
+
+def test_the_pipeline_off_explains_every_stall_of_the_monolithic_workers() -> None:
+    # engine.rs:1333-1337: one worker per GPU with the pipeline off, whatever
+    # gpu_workers_per_device says; engine.rs:2247, 2401: only the pipeline registers jobs with
+    # /status, so every gap of a monolithic cuzk reads as "no work".
+    facts = facts_of([line("starting cuzk engine", 0.0, pipeline_enabled="false")])
+    rules = lambda s, g: path_rule(s, g, facts)  # noqa: E731
+    not_overlapped = advise([_gap(kind="transfer_bound")],
+                            PipelineView(gpu_workers_per_device=1), rules=rules)
+    (a,) = not_overlapped.advice
+    assert (a.setting, a.change, a.guess) == ("[pipeline] enabled", "true", False)
+    assert any("changes nothing" in e for e in a.evidence)
+    (b,) = advise([_gap(kind="host_stall")], PipelineView(), rules=rules).advice
+    assert (b.setting, b.guess) == ("[pipeline] enabled", False)
+    assert not advise([_gap(kind="host_stall")], PipelineView(), rules=rules).no_setting
+    no_work = advise([_gap(cause="no_work")], PipelineView(), rules=rules).advice
+    assert [x.setting for x in no_work] == ["[pipeline] enabled", "Curio [Cuzk] MaxPending"]
+    assert no_work[0].guess and "lists no job in /status" in no_work[0].guess_why
+
+
+OVER_BUDGET = "acquire request exceeds total budget — will block until possible"
+
+
+def _pipeline_facts(lines: list[str]) -> PipelineFacts:
+    parser, facts = LogParser(), PipelineFacts()
+    for text in lines:
+        for ev in parser.parse_line(text, "stdout"):
+            facts.feed(ev)
+    return facts
+
+
+def test_a_request_over_the_whole_budget_explains_the_idle_until_cuzk_restarts() -> None:
+    # memory.rs:187-236: a request over the total WARNs once, then loops until used + amount
+    # fits the total, which never holds. gapwatch compared the message without its "— will
+    # block until possible", so the line was never read.
+    t0 = 1_778_594_400.0
+    facts = _pipeline_facts([ENGINE, line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120)])
+    view = facts.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall")
+    assert view.cause == "waits_on_budget"
+    (said,) = view.evidence
+    assert "a 136 GiB budget request exceeds cuzk's 120 GiB total budget" in said
+    assert "waits until cuzk restarts" in said
+    gap = _gap(cause="waits_on_budget", evidence=view.evidence, start_s=t0 + 40.0)
+    report = advise([gap], facts.view())
+    assert [(a.setting, a.change.split(" (")[0]) for a in report.advice] == [
+        ("[memory] total_budget", "raise it above 136 GiB, the request's size"),
+        ("[scheduler] max_batch_size", "1")]  # 136 GiB is a PoRep batch's (memory.rs:41)
+    # The request died with the process: after a restart the idle has other causes.
+    restarted = _pipeline_facts([ENGINE, line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120),
+                                 line("starting cuzk engine", 50.0, pipeline_enabled="true")])
+    assert restarted.log_view(0, t0 + 60.0, t0 + 61.0, "host_stall").cause is None
+
+
+def test_a_request_over_the_whole_budget_is_a_prover_error_event() -> None:
+    (ev,) = LogParser().parse_line(line(OVER_BUDGET, 1.0, amount_gib=30, total_gib=20), "stdout")
+    said = error_event(ev)
+    assert said is not None and said.level == "error"
+    assert "a 30 GiB budget request exceeds cuzk's 20 GiB total budget" in said.message

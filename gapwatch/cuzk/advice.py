@@ -35,7 +35,9 @@ from gapwatch.core.models import Gap
 from gapwatch.core.payoff import IfClosed
 from gapwatch.cuzk.pipeline import (
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    OVER_BUDGET_MARK,
     POREP_PARTITION_FULL_BYTES,
+    OverBudget,
     PipelineView,
 )
 
@@ -160,6 +162,8 @@ class StallGaps:
     pressure: float | None = None
     #: Monolithic job kinds their evidence names (`kinds_in`).
     kinds: set[str] = field(default_factory=set)
+    #: Any gap explained by a budget request over the whole budget (`OVER_BUDGET_MARK`).
+    over_budget: bool = False
     #: Snapshots saying both synthesis counts while waiting on synthesis (`_synthesis`); of
     #: them, those with every worker busy, their most workers and largest memory budget.
     judged: int = 0
@@ -188,6 +192,8 @@ class StallGaps:
         if share is not None and (self.pressure is None or share > self.pressure):
             self.pressure = share
         self.kinds |= kinds_in(g)
+        self.over_budget = self.over_budget or any(
+            OVER_BUDGET_MARK in e for e in g.prover_evidence)
         for st in g.prover_states:
             self._judge(st)
 
@@ -402,7 +408,14 @@ def _for_waits_on_synthesis(gaps: StallGaps, pipeline: PipelineView) -> _Found |
     return settings, guess, why, []
 
 
+#: memory.rs:41 `POREP_BATCH_FULL_BYTES`: what a PoRep batch of 2+ acquires (engine.rs:2644-2647).
+POREP_BATCH_GIB = 136
+
+
 def _for_waits_on_budget(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
+    over = pipeline.over_budget
+    if over is not None and gaps.over_budget:
+        return _for_over_budget(over)
     return ([("[memory] total_budget", "raise it (or, with \"auto\", lower safety_margin) "
               "if the host has the RAM",
               "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 GiB) "
@@ -414,6 +427,24 @@ def _for_waits_on_budget(gaps: StallGaps, pipeline: PipelineView) -> _Found | st
             ["a PCE in /status allocations.pce holds budget unused by this cuzk version "
              "(pipeline.rs:1223-1241) and, touched by every PoRep job, never idles: "
              "eviction_min_idle frees nothing"])
+
+
+def _for_over_budget(over: OverBudget) -> _Found:
+    """A request larger than the whole budget: only a larger budget, or a smaller request,
+    lets it through."""
+    need = (f"raise it above {over.amount_gib:g} GiB, the request's size" if over.amount_gib
+            is not None else "raise it above the request's size")
+    settings = [("[memory] total_budget", f"{need} (or, with \"auto\", lower safety_margin), "
+                 "if the host has the RAM",
+                 "acquire loops until used + amount fits the total, which never holds for a "
+                 "request over the total (memory.rs:187-236): the job waits until cuzk "
+                 "restarts, and with [pipeline] synthesis_concurrency = 1 (the default) every "
+                 "dispatch behind it too (engine.rs:1927-1938)",
+                 "extern/cuzk/cuzk-core/src/memory.rs:187-236, engine.rs:1927-1938, "
+                 "cuzk.example.toml")]
+    if over.amount_gib is not None and over.amount_gib >= POREP_BATCH_GIB:
+        settings.append(BATCH_SETTING)  # a 136 GiB request is a PoRep batch's
+    return settings, False, "", []
 
 
 def _for_pacer_hold(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:

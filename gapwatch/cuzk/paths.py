@@ -15,7 +15,10 @@ no pool-failure line on four paths, and each gets its own answer:
   setting;
 - a batch of 2+ PoRep or SnapDeals requests (`[scheduler] max_batch_size > 1`, engine.rs:2053,
   2672-2680; pipeline.rs:1632 passes no pool): `[scheduler] max_batch_size = 1`;
-- `[pipeline] enabled = false` (engine.rs:3422-3439): `[pipeline] enabled = true`.
+- `[pipeline] enabled = false` (engine.rs:3362-3440): `[pipeline] enabled = true`, for every
+  stall the monolithic workers explain (`PIPELINE_OFF_STALLS`: with the pipeline off /status
+  lists no job, so every gap reads as "no work", and one worker runs per GPU whatever
+  `gpu_workers_per_device` says, engine.rs:1333-1337).
 Dispatch stalls: `fail_check_ms`/`mark_busy_ms` of `GPU_TIMING hot_path` are cuzk's JobTracker
 mutex (engine.rs:3031, 3047), held by the finalizer during the PoRep self-check (engine.rs:521),
 by `CUZK_VALIDATE_PARTITIONS=1` work (engine.rs:532, 861) and by gRPC GetStatus/GetMetrics
@@ -207,8 +210,20 @@ STATUS_PERIOD_SETTING: Setting = (
     "extern/cuzk/cuzk-core/src/status.rs:397, engine.rs:3018-3021")
 
 
+#: Stalls that, with `[pipeline] enabled = false`, are the monolithic workers themselves: each
+#: worker synthesises then proves on one blocking thread, nothing overlaps (engine.rs:3362-3440),
+#: cuzk runs one worker per GPU whatever `gpu_workers_per_device` says (engine.rs:1333-1337), and
+#: registers no job with /status (register_job is only on the pipeline's paths,
+#: engine.rs:2247, 2401), so every gap reads as "no work" there and no other setting acts.
+PIPELINE_OFF_STALLS = frozenset({
+    "no_work", "host_stall", "inside_workers", "copies_not_overlapped", "pageable_copies",
+    "slow_copies"})
+
+
 def path_rule(stall: str, gaps: StallGaps, facts: PathFacts) -> Found | str | None:
     """The answer for `stall` on the path the log shows, or None: the general advice stands."""
+    if facts.pipeline_enabled is False and stall in PIPELINE_OFF_STALLS:
+        return _pipeline_off(stall)
     if stall == "monolithic":
         return _monolithic(gaps, facts)
     if stall in ("pageable_copies", "slow_copies"):
@@ -222,6 +237,25 @@ def path_rule(stall: str, gaps: StallGaps, facts: PathFacts) -> Found | str | No
     if stall == "no_work":
         return _no_work(facts)
     return None
+
+
+def _pipeline_off(stall: str) -> Found:
+    """`[pipeline] enabled = true`, for a stall the pipeline being off explains (see
+    `PIPELINE_OFF_STALLS`)."""
+    evidence = ["the log's 'starting cuzk engine' says pipeline_enabled=false"]
+    if stall == "copies_not_overlapped":
+        evidence.append("with the pipeline off cuzk runs one GPU worker per GPU whatever "
+                        "[gpus] gpu_workers_per_device says (engine.rs:1333-1337): setting "
+                        "it to 2 changes nothing")
+    if stall != "no_work":
+        return [PIPELINE_SETTING], False, "", evidence
+    # /status cannot tell idle from busy with the pipeline off: Curio sending nothing is as
+    # likely as cuzk proving monolithically, so both levers, as a guess.
+    return ([PIPELINE_SETTING, MAX_PENDING_SETTING], True,
+            "with the pipeline off cuzk lists no job in /status (engine.rs:2247, 2401 register "
+            "only the pipeline's), so gapwatch cannot tell a monolithic proof in flight from no "
+            "work at all; its log's 'processing job (monolithic)' lines say when it works",
+            evidence)
 
 
 def _no_work(facts: PathFacts) -> Found:

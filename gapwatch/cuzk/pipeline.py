@@ -68,7 +68,9 @@ PACER_STATUS = "pacer: status"
 #: The pacer formats these with `format!()`, so tracing writes them as quoted strings.
 PACER_TEXT_NUMBERS = ("ema_waiting", "gpu_proc_ms", "gpu_eff_ms", "ema_synth_ms", "integral")
 BUDGET_WAIT = "waiting for budget (acquire blocked)"
-BUDGET_OVER = "acquire request exceeds total budget"
+#: memory.rs:187-192: WARN, then the acquire loops until used + amount <= total, which never
+#: holds for an amount over the total: the job waits until cuzk restarts.
+BUDGET_OVER = "acquire request exceeds total budget — will block until possible"
 SRS_LOADING = "loading SRS from disk"
 SRS_LOADED = "SRS loaded successfully"
 SRS_EVICTED = "SRS evicted"
@@ -89,7 +91,8 @@ _TRACING_MESSAGES = frozenset((
     PACER_ENABLED, PACER_STATUS, BUDGET_WAIT, BUDGET_OVER, SRS_LOADING, SRS_LOADED, SRS_EVICTED))
 #: The kind of a panic message's event (the parser reads its lines as one: gapwatch.cuzk.panics).
 PANIC_KIND = "panic"
-#: The WARN that is a failure (prover.rs:261); every ERROR line is one too.
+#: The WARNs that are failures: a self-check that failed (prover.rs:261) and a budget request
+#: that can never be granted (`BUDGET_OVER`); every ERROR line is one too.
 SELF_CHECK_FAILED = "self-check FAILED"
 #: An error this long before a gap's start can explain it: a failed partition fails its whole
 #: job, its remaining partitions are skipped (engine.rs:1635, 3037) and the GPU idles until
@@ -255,6 +258,8 @@ class PipelineView(_Limits):
     queued: int = 0
     last_queue_wait_s: float | None = None
     budget_waits: int = 0
+    #: The latest budget request larger than the whole budget (None: none read).
+    over_budget: OverBudget | None = None
     monolithic_in_flight: tuple[str, ...] = ()
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS
 
@@ -282,6 +287,42 @@ class SrsLoad:
     start_s: float
     end_s: float | None = None
     elapsed_ms: int | None = None
+
+
+#: The words `OverBudget.words` says it in, which a gap's evidence then carries (the advice
+#: reads them there: `gapwatch.cuzk.advice.StallGaps`).
+OVER_BUDGET_MARK = "can never be granted"
+
+
+@dataclass(frozen=True, slots=True)
+class OverBudget:
+    """A budget request larger than cuzk's whole budget (`BUDGET_OVER`): it never fits, so the
+    job that made it (and, with `[pipeline] synthesis_concurrency = 1`, every dispatch behind
+    it, engine.rs:1927-1938) waits until cuzk restarts."""
+
+    t_s: float
+    #: The line's `amount_gib` and `total_gib` (whole GiB, as memory.rs divides them); None
+    #: where the line did not give a number.
+    amount_gib: float | None
+    total_gib: float | None
+
+    def words(self) -> str:
+        amount = f"{self.amount_gib:g} GiB" if self.amount_gib is not None else "?"
+        total = f"{self.total_gib:g} GiB" if self.total_gib is not None else "?"
+        return (f"a {amount} budget request exceeds cuzk's {total} total budget at "
+                f"{_hms(self.t_s)}: it {OVER_BUDGET_MARK}, so it waits until cuzk restarts "
+                "(memory.rs:187-236)")
+
+
+def over_budget_of(ev: LogEvent) -> OverBudget:
+    f = ev.fields
+    return OverBudget(ev.t_wall_s, _gib(f.get("amount_gib")), _gib(f.get("total_gib")))
+
+
+def _gib(v: object) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 0 or v == float("inf"):
+        return None
+    return float(v)
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +359,10 @@ class PipelineFacts(_Limits):
         self.srs_loads: deque[SrsLoad] = deque(maxlen=HISTORY)
         self.srs_evictions: deque[tuple[float, str]] = deque(maxlen=HISTORY)
         self.budget_waits: deque[tuple[float, dict[str, FieldValue]]] = deque(maxlen=HISTORY)
+        #: This run's latest request over the whole budget: it blocks until a restart (gaps
+        #: then are explained by it); and the latest of any run (what the advice sizes).
+        self.over_budget: OverBudget | None = None
+        self.over_budget_said: OverBudget | None = None
         #: (job, partition) -> time queued, for partitions not picked up yet.
         self.queued: OrderedDict[tuple[str, int], float] = OrderedDict()
         #: (job, partition, queued at, picked up at, gpu or None).
@@ -367,6 +412,7 @@ class PipelineFacts(_Limits):
         self.srs_loads.clear()
         self.srs_loads.extend(kept)
         self._srs_empty_since.clear()
+        self.over_budget = None  # the blocked request died with the old process
         self.runs += 1
 
     def error_words(self, start_s: float, end_s: float) -> str:
@@ -442,6 +488,8 @@ class PipelineFacts(_Limits):
             self.pacer = {k: v for k, v in f.items() if k not in ("target", "spans")}
             self.pacer_t_s = t
         elif msg in (BUDGET_WAIT, BUDGET_OVER):
+            if msg == BUDGET_OVER:
+                self.over_budget = self.over_budget_said = over_budget_of(ev)
             self.budget_waits.append((t, {k: f[k] for k in ("needed_gib", "available_gib",
                                                            "total_gib", "amount_gib") if k in f}))
         elif msg == SRS_LOADING:
@@ -582,7 +630,7 @@ class PipelineFacts(_Limits):
             queued=len(self.queued),
             last_queue_wait_s=(self.queue_waits[-1][3] - self.queue_waits[-1][2]
                                if self.queue_waits else None),
-            budget_waits=len(self.budget_waits),
+            budget_waits=len(self.budget_waits), over_budget=self.over_budget_said,
             monolithic_in_flight=tuple(f"{m.kind} {m.job}" for m in self.mono.values()),
             max_parallel_synthesis=self.max_parallel_synthesis,
             dropped=tuple(f"{k}={v}" for k, v in self.dropped.items()),
@@ -668,6 +716,9 @@ class PipelineFacts(_Limits):
                    else "not loaded by the gap's end") + " (srs_manager.rs)"],
                 f"SRS {load.circuit} loading")
         waits = self.budget_waits_during(lo - 2.0, hi)
+        over = self.over_budget
+        if waits and over is not None and waits[-1][0] == over.t_s:
+            return _over_budget_view(over)
         if waits:
             t, f = waits[-1]
             said = " ".join(f"{k}={v}" for k, v in f.items())
@@ -711,7 +762,14 @@ class PipelineFacts(_Limits):
                 f"finished synthesis (SYNTH_END, GPU_QUEUE) {ready[0] - start_s:.1f} s into "
                 "the gap: the GPU waited on synthesis (from the log)"],
                 "nothing queued for the GPU at the gap's start")
+        if over is not None and over.t_s <= hi:
+            # Nothing nearer explains the idle; a request that can never be granted does.
+            return _over_budget_view(over)
         return LogView(None, [])
+
+
+def _over_budget_view(over: OverBudget) -> LogView:
+    return LogView("waits_on_budget", [over.words()], "a request over the whole budget")
 
 
 def is_failure(ev: LogEvent) -> bool:
@@ -720,7 +778,7 @@ def is_failure(ev: LogEvent) -> bool:
     if ev.kind == PANIC_KIND:
         return True
     return ev.kind == "tracing" and (ev.level == "ERROR" or (
-        ev.level == "WARN" and SELF_CHECK_FAILED in ev.name))
+        ev.level == "WARN" and (SELF_CHECK_FAILED in ev.name or ev.name == BUDGET_OVER)))
 
 
 def failure_words(ev: LogEvent) -> str:
@@ -728,6 +786,8 @@ def failure_words(ev: LogEvent) -> str:
     if ev.kind == PANIC_KIND:
         message = str(ev.fields.get("message", "")).replace("\n", " | ")
         return fmt.visible(f"panic in {ev.fields.get('location', '?')}: {message}")
+    if ev.name == BUDGET_OVER:
+        return over_budget_of(ev).words()
     where = "".join([f" job {ev.job_id}" if ev.job_id else "",
                      f" partition {ev.partition}" if ev.partition is not None else "",
                      f" GPU {ev.gpu}" if ev.gpu is not None else ""])

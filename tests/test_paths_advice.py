@@ -119,13 +119,15 @@ def test_the_first_wave_says_how_long_it_lasted_and_that_it_repeats() -> None:
     assert "first wave" in n.why and "30.0s" in n.why and "repeats after every restart" in n.why
 
 
-def test_a_dispatch_stall_under_validate_partitions_is_told_to_unset_it() -> None:
+def test_the_job_tracker_wait_under_validate_partitions_is_told_to_unset_it() -> None:
+    # engine.rs:3017-3054: the worker shows `proving` (partition_gpu_start) and GPU_PICKUP is
+    # written before it takes the JobTracker, so this wait is inside the workers for /status.
     facts = facts_of([ENGINE,
                          line("CUZK_VALIDATE_PARTITIONS=1: validating per-partition verifier "
                               "against known-good proof", 2.0),
                          line("GPU_TIMING hot_path pre-prove overhead", 3.0, status_ms=0,
                               fail_check_ms=2400, mark_busy_ms=3, total_overhead_ms=2403)])
-    report = advise([_gap(cause="dispatch_stall")], PipelineView(),
+    report = advise([_gap(cause="inside_workers")], PipelineView(),
                     rules=lambda s, g: path_rule(s, g, facts))
     (a,) = report.advice
     assert a.setting == "env CUZK_VALIDATE_PARTITIONS" and "unset" in a.change
@@ -133,17 +135,20 @@ def test_a_dispatch_stall_under_validate_partitions_is_told_to_unset_it() -> Non
     assert any("CUZK_VALIDATE_PARTITIONS=1 is set" in n for n in path_notes(facts))
 
 
-def test_a_dispatch_stall_on_the_job_tracker_names_the_self_check_not_status() -> None:
+def test_the_job_tracker_wait_is_inside_the_workers_and_no_dispatch_stall() -> None:
     facts = facts_of([ENGINE,
                          line("verifying PoRep proof (self-check)", 2.0),
                          line("GPU_TIMING hot_path pre-prove overhead", 3.0, status_ms=0,
                               fail_check_ms=1800, mark_busy_ms=0, total_overhead_ms=1800)])
-    report = advise([_gap(cause="dispatch_stall")], PipelineView(),
-                    rules=lambda s, g: path_rule(s, g, facts))
-    (n,) = report.no_setting
-    assert "JobTracker mutex" in n.why and "self-check (engine.rs:521)" in n.why
+    rules = lambda s, g: path_rule(s, g, facts)  # noqa: E731
+    (n,) = advise([_gap(cause="inside_workers")], PipelineView(), rules=rules).no_setting
+    assert "after pickup" in n.why and "JobTracker mutex" in n.why
+    assert "self-check (engine.rs:521)" in n.why
     assert "only status_ms's lock" in n.why and "1 self-check(s)" in n.why
-    # With status_ms the largest wait, it is /status's lock: poll less.
+    # A worker /status shows idle is not on the JobTracker: the general words, not its.
+    (d,) = advise([_gap(cause="dispatch_stall")], PipelineView(), rules=rules).no_setting
+    assert "JobTracker" not in d.why and "status_ms" in d.why
+    # With status_ms long, it is /status's lock, the one before a worker shows busy: poll less.
     facts2 = facts_of([ENGINE, line("GPU_TIMING hot_path pre-prove overhead", 3.0,
                                        status_ms=900, fail_check_ms=1, mark_busy_ms=0,
                                        total_overhead_ms=901)])

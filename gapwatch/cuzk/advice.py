@@ -554,13 +554,13 @@ _NO_PINNED_POOL_FAILURE = (
 #: Stalls no cuzk setting closes, and why.
 _NO_SETTING: dict[str, str] = {
     "dispatch_stall": (
-        "no cuzk setting: GPU workers wait at pickup on cuzk's JobTracker mutex "
-        "(fail_check_ms, mark_busy_ms, engine.rs:3031, 3047), held through the PoRep "
-        "self-check (engine.rs:521), by CUZK_VALIDATE_PARTITIONS=1 and by gRPC "
-        "GetStatus/GetMetrics; only status_ms is /status's lock"),
+        "no cuzk setting: a worker showed idle while synthesised partitions waited; before a "
+        "worker shows busy only the StatusTracker's lock (status_ms, engine.rs:3018-3021) is "
+        "on cuzk's path, and the log read did not show it long"),
     "inside_workers": (
-        "inside the GPU workers (CPU prep, the GPU mutex): no setting is shown to close it; the "
-        "CUZK_TIMING lines (barrier_wait_ms, mutex_wait_ms) say where"),
+        "inside the GPU workers (CPU prep, the GPU mutex, cuzk's JobTracker mutex after "
+        "pickup): no setting is shown to close it; the GPU_TIMING hot_path line (fail_check_ms, "
+        "mark_busy_ms) and the CUZK_TIMING lines (barrier_wait_ms, mutex_wait_ms) say where"),
     "pageable_copies": _NO_PINNED_POOL_FAILURE,
     "slow_copies": _NO_PINNED_POOL_FAILURE,
     "host_stall": (

@@ -19,11 +19,13 @@ no pool-failure line on four paths, and each gets its own answer:
   stall the monolithic workers explain (`PIPELINE_OFF_STALLS`: with the pipeline off /status
   lists no job, so every gap reads as "no work", and one worker runs per GPU whatever
   `gpu_workers_per_device` says, engine.rs:1333-1337).
-Dispatch stalls: `fail_check_ms`/`mark_busy_ms` of `GPU_TIMING hot_path` are cuzk's JobTracker
-mutex (engine.rs:3031, 3047), held by the finalizer during the PoRep self-check (engine.rs:521),
-by `CUZK_VALIDATE_PARTITIONS=1` work (engine.rs:532, 861) and by gRPC GetStatus/GetMetrics
-(engine.rs:3595, 3615); only `status_ms` is the lock `/status` takes (status.rs:397,
-engine.rs:3018-3021). `no_work`: the knob is Curio's `[Cuzk] MaxPending`, and, where the log
+The locks on the GPU workers' hot path, in upstream's order (engine.rs:3017-3054): `status_ms`,
+the StatusTracker's write lock `/status` also takes (status.rs:397), while /status still shows
+the worker idle: a dispatch stall; then the worker shows `proving`, GPU_PICKUP is written, and it
+takes cuzk's JobTracker mutex twice (`fail_check_ms`, `mark_busy_ms`, engine.rs:3031, 3047), held
+by the finalizer during the PoRep self-check (engine.rs:521), by `CUZK_VALIDATE_PARTITIONS=1`
+work (engine.rs:532, 861) and by gRPC GetStatus/GetMetrics (engine.rs:3595, 3615): the wait
+inside the workers. `no_work`: the knob is Curio's `[Cuzk] MaxPending`, and, where the log
 says `max_batch_size > 1`, `[scheduler] max_batch_size = 1` first: a lone PoRep/SnapDeals request
 waits in the batch collector up to `max_batch_wait_ms` with no job in /status (engine.rs:1984-2011,
 2053; batch_collector.rs:119-157).
@@ -234,6 +236,8 @@ def path_rule(stall: str, gaps: StallGaps, facts: PathFacts) -> Found | str | No
         return _dispatch(facts)
     if stall == "inside_workers" and facts.split_prove_disabled:
         return [SPLIT_PROVE_SETTING], False, "", [_split_prove_evidence()]
+    if stall == "inside_workers":
+        return _job_tracker(facts)
     if stall == "no_work":
         return _no_work(facts)
     return None
@@ -340,23 +344,49 @@ def first_wave_words(facts: PathFacts) -> str:
             "every restart of cuzk")
 
 
-def _dispatch(facts: PathFacts) -> Found | str:
+#: A hot-path wait this long (ms) is a lock worth naming.
+LOCK_WAIT_MS = 10
+
+
+def _hot_said(facts: PathFacts) -> str:
+    return ", ".join(f"{k} up to {v} ms" for k, v in facts.hot_path_max_ms)
+
+
+def _dispatch(facts: PathFacts) -> Found | str | None:
+    """A worker /status shows idle while synthesised partitions wait. On cuzk's hot path only
+    the StatusTracker's write lock (status_ms) comes before the worker is shown `proving`
+    (`partition_gpu_start`, engine.rs:3018-3021, then GPU_PICKUP): the JobTracker waits come
+    after, and show as the wait inside the workers (`_job_tracker`)."""
     hot = dict(facts.hot_path_max_ms)
-    said = ", ".join(f"{k} up to {v} ms" for k, v in hot.items())
+    status_ms = hot.get("status_ms", 0)
+    if status_ms < LOCK_WAIT_MS:
+        return None  # the general words stand
+    return [STATUS_PERIOD_SETTING], True, (
+        "status_ms, /status's lock, is the one hot-path wait before a worker shows busy; "
+        "another /status poller may hold it too"), [f"GPU_TIMING hot_path: {_hot_said(facts)}"]
+
+
+def _job_tracker(facts: PathFacts) -> Found | str | None:
+    """The wait inside the workers, where the log shows cuzk's JobTracker mutex: a worker is
+    `proving` in /status from `partition_gpu_start`, before GPU_PICKUP, and only then takes
+    the JobTracker twice (fail_check_ms, mark_busy_ms, engine.rs:3031, 3047), which the
+    finalizer holds through the PoRep self-check (engine.rs:521) and the per-partition
+    validation of CUZK_VALIDATE_PARTITIONS=1 (engine.rs:532, 861), and gRPC
+    GetStatus/GetMetrics take (engine.rs:3595, 3615)."""
+    hot = dict(facts.hot_path_max_ms)
+    said = _hot_said(facts)
     evidence = [f"GPU_TIMING hot_path: {said}"] if said else []
     if facts.validate_lines:
         return [VALIDATE_SETTING], False, "", [
             f"{facts.validate_lines} 'CUZK_VALIDATE_PARTITIONS=1: validating' line(s)", *evidence]
     tracker = max(hot.get("fail_check_ms", 0), hot.get("mark_busy_ms", 0))
-    if hot.get("status_ms", 0) > max(tracker, 0) and hot.get("status_ms", 0) >= 10:
-        return [STATUS_PERIOD_SETTING], True, (
-            "status_ms, /status's lock, was the largest wait; another /status poller may hold "
-            "it too"), evidence
+    if tracker < LOCK_WAIT_MS:
+        return None  # the general words stand: CPU prep, the GPU mutex
     checks = (f"; {facts.self_checks} self-check(s) in the log" if facts.self_checks else "")
-    return ("no setting: GPU workers wait at pickup on cuzk's JobTracker mutex (fail_check_ms, "
+    return ("no setting: after pickup GPU workers wait on cuzk's JobTracker mutex (fail_check_ms, "
             "mark_busy_ms, engine.rs:3031, 3047), which the finalizer holds through the PoRep "
             "self-check (engine.rs:521) and gRPC GetStatus/GetMetrics take (poll those less); "
-            "/status takes only status_ms's lock" + (f" ({said})" if said else "") + checks)
+            f"/status takes only status_ms's lock ({said}){checks}")
 
 
 def _split_prove_evidence() -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from gapwatch.commands.parse import format_timeline
 from gapwatch.config import Config, load_config
-from gapwatch.core.models import LogEvent, ProverEvent
+from gapwatch.core.models import LogEvent, ProofTiming, ProverEvent
 from gapwatch.core.prover_watch import notice_of
 from gapwatch.cuzk.config import CuzkConfig
 from gapwatch.cuzk.partitions import derive_timeline
@@ -105,7 +105,10 @@ def test_a_proof_past_the_at_risk_share_is_a_warning() -> None:
     assert ev.proof is not None and ev.proof.verdict == "at_risk" and ev.level == "warning"
 
 
-def test_a_winningpost_stuck_behind_an_srs_load_is_said_late_while_still_running() -> None:
+def test_a_winningpost_stuck_behind_a_porep_srs_load_is_said_late_while_still_running() -> None:
+    """post-late.log: a PoRep's SRS loads while the WinningPoSt waits in cuzk's queue. Not its
+    own SRS (a PoSt loads that after its SYNTH_START, engine.rs:2717-2721): the queue's
+    setting, synthesis_concurrency, never eviction_min_idle."""
     events = watched("post-late.log")
     running = [e for e in events if e.proof is not None and not e.proof.done]
     done = [e for e in events if e.proof is not None and e.proof.done]
@@ -118,7 +121,73 @@ def test_a_winningpost_stuck_behind_an_srs_load_is_said_late_while_still_running
     assert running[0].level == "error" and "still running" in running[0].message
     p = done[0].proof
     assert p is not None and p.verdict == "late" and p.queue_s == pytest.approx(33.0, abs=0.01)
-    assert p.setting is not None and "eviction_min_idle" in p.setting
+    assert p.setting is not None and "eviction_min_idle" not in p.setting
+    assert p.setting.startswith("[pipeline] synthesis_concurrency") and "porep-32g" in p.setting
+
+
+def _srs_lines(loading_at: str, loaded_at: str, circuit: str, elapsed_ms: int) -> str:
+    """cuzk's two lines of one SRS load (srs_manager.rs:203, 224), at `HH:MM:SS.ffffff`."""
+    return (f"2026-05-12T{loading_at}Z  INFO cuzk_core::srs_manager: loading SRS from disk "
+            f"circuit_id={circuit} path=/data/zk/params/{circuit}.params file_size_gib=1\n"
+            f"2026-05-12T{loaded_at}Z  INFO cuzk_core::srs_manager: SRS loaded successfully "
+            f"circuit_id={circuit} elapsed_ms={elapsed_ms} budget_used_gib=48 "
+            "budget_available_gib=702\n")
+
+
+def _winningpost(job: str, synth_start_ms: int, synth_end_ms: int, srs: str) -> str:
+    """A WinningPoSt enqueued at 16:00:10 and proved 0.8 s, its synthesis step from
+    `synth_start_ms` to `synth_end_ms` (TIMELINE offsets), with `srs` (SRS lines) between."""
+    gpu_end = synth_end_ms + 810
+    return (_START + "2026-05-12T16:00:10.000000Z  INFO cuzk_core::scheduler: job enqueued "
+            f"job_id={job} proof_kind=winning-post priority=Critical queue_position=0\n"
+            f"TIMELINE,{synth_start_ms},SYNTH_START,{job},kind=winning-post\n" + srs
+            + f"TIMELINE,{synth_end_ms},SYNTH_END,{job},synth_ms=1200\n"
+            f"TIMELINE,{synth_end_ms},GPU_QUEUE,{job},monolithic\n"
+            f"TIMELINE,{synth_end_ms + 10},GPU_PICKUP,{job},worker=0\n"
+            f"TIMELINE,{synth_end_ms + 10},GPU_START,{job},worker=0\n"
+            f"TIMELINE,{gpu_end},GPU_END,{job},worker=0,gpu_ms=800\n")
+
+
+def _done(text: str) -> ProofTiming:
+    [p] = [e.proof for e in watched_text(text) if e.proof is not None and e.proof.done]
+    assert p is not None
+    return p
+
+
+def test_a_winningpost_loading_its_own_evicted_srs_in_its_synthesis_step_is_told_eviction_min_idle(
+) -> None:
+    """cuzk loads a PoSt's SRS inside its synthesis step, after SYNTH_START and before SYNTH_END
+    (engine.rs:2665, 2717-2721, 2745): a WinningPoSt whose SRS was evicted shows a synthesis
+    phase of 33 s, 32 s of it the load. It was said with no setting at all (gapwatch tied a load
+    only to a PoSt that had not reached SYNTH_START)."""
+    job = "winpost-1000-5e1f0001"
+    srs = _srs_lines("16:00:11.200000", "16:00:43.200000", "winning-32g", 32000)
+    p = _done(_winningpost(job, 9980, 43180, srs))  # SYNTH_START 16:00:10.01, END 16:00:43.21
+    assert p.verdict == "late" and p.queue_s == pytest.approx(0.01, abs=0.01)
+    assert p.synth_s == pytest.approx(33.2, abs=0.01)
+    assert p.setting is not None and p.setting.startswith("[memory] eviction_min_idle: raise it")
+    assert "synthesis phase includes loading its SRS (winning-32g, 32.0 s) from disk" in p.setting
+    assert "synthesis_concurrency" not in p.setting
+    # Another circuit's load in the same stretch is not its own: no setting claimed.
+    other = srs.replace("winning-32g", "wpost-32g")
+    assert _done(_winningpost(job, 9980, 43180, other)).setting is None
+
+
+def test_a_porep_srs_load_while_a_winningpost_queues_is_never_eviction_min_idle_advice() -> None:
+    """A PoRep's SRS (porep-32g) loads while a WinningPoSt waits in cuzk's queue; late by its
+    queue phase. Raising eviction_min_idle for the PoSt would not have helped it (its own SRS
+    was in memory): the single dispatcher was busy, `[pipeline] synthesis_concurrency` with its
+    section, its direction and its cost (the (0,0) GPU-queue key collision)."""
+    job = "winpost-1000-5e1f0002"
+    srs = _srs_lines("16:00:10.500000", "16:00:41.500000", "porep-32g", 31000)
+    text = _winningpost(job, 41970, 43970, "")  # SYNTH_START 16:00:42.0: queued 32 s
+    enqueue_end = text.index("TIMELINE,41970")
+    p = _done(text[:enqueue_end] + srs + text[enqueue_end:])
+    assert p.verdict == "late" and p.queue_s == pytest.approx(32.0, abs=0.01)
+    assert p.setting is not None and "eviction_min_idle" not in p.setting
+    assert p.setting.startswith("[pipeline] synthesis_concurrency: raise it above 1 (the default")
+    assert "another job's SRS from disk (porep-32g, 31.0 s)" in p.setting
+    assert "engine.rs:1927-1938" in p.setting and "(0,0)" in p.setting
 
 
 def test_deadlines_come_from_the_config_with_upstream_defaults(tmp_path: Path) -> None:

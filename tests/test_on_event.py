@@ -370,8 +370,9 @@ def test_a_post_retried_under_its_id_after_a_restart_runs_the_command_again_when
 
 def test_record_runs_the_command_on_a_late_post_a_restart_and_a_prover_error(
         tmp_path: Path) -> None:
-    """sim:post's script (docs/post.md): a WinningPoSt stuck behind an SRS load goes late, the
-    prover panics on a CUDA error, then is killed and restarts; each is one event."""
+    """sim:post's script (docs/post.md): a WinningPoSt loading its evicted SRS in its synthesis
+    step goes late, the prover panics on a CUDA error, then is killed and restarts; each is one
+    event."""
     argv, out = _recorder(tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "gapwatch", "record", "--source", "sim:post", "--speed", "0",
@@ -386,7 +387,7 @@ def test_record_runs_the_command_on_a_late_post_a_restart_and_a_prover_error(
     assert sum(e["GAPWATCH_EVENT"] == "post_late" for e in lines) == 1
     late = events["post_late"]
     assert late["GAPWATCH_STATE"] == "late" and late["GAPWATCH_CAUSE"] == "winning-post"
-    assert "eviction_min_idle" in str(late["GAPWATCH_SETTING"])  # waited for its SRS to load
+    assert "eviction_min_idle" in str(late["GAPWATCH_SETTING"])  # its synthesis loaded its SRS
     assert "restart" in str(events["restart"]["GAPWATCH_DETAIL"]).lower()
     assert events["gpu_error"]["GAPWATCH_CAUSE"] in ("error", "lost_job")
 

@@ -41,14 +41,18 @@ def test_a_winningpost_arriving_while_both_workers_hold_partitions(
     assert len(p.waited_behind) == 2 and all("porep-" in w for w in p.waited_behind)
 
 
-def test_a_winningpost_behind_an_srs_load_misses_its_epoch(events: list[ProverEvent]) -> None:
+def test_a_winningpost_loading_its_evicted_srs_misses_its_epoch(events: list[ProverEvent]) -> None:
+    """Its SRS is loaded inside its synthesis step, after SYNTH_START (engine.rs:2717-2721):
+    its synthesis phase is the long one, and the setting is eviction_min_idle."""
     late = [e for e in events if e.kind == "proof" and e.proof is not None
             and e.proof.verdict == "late"]
     assert [e.proof.done for e in late if e.proof is not None] == [False, True]
     assert late[0].job_id == late[1].job_id and late[1].level == "error"
     done = late[1].proof
-    assert done is not None and done.queue_s is not None and done.queue_s > 30
+    assert done is not None and done.synth_s is not None and done.synth_s > 30
+    assert done.queue_s is not None and done.queue_s < 1
     assert done.setting is not None and "eviction_min_idle" in done.setting
+    assert "winning-32g, 31.0 s" in done.setting
 
 
 def test_a_panic_is_one_error_with_its_message_and_cuzks_own_line_another(

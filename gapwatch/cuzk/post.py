@@ -6,19 +6,26 @@ clocks; "now" is the data's own time (`check`).
 What cuzk writes for one PoSt (curio e0294b0f; ../shared/reference/cuzk-upstream-paths.md 4.5):
 `job enqueued job_id proof_kind priority` (scheduler.rs:67, the arrival; priority only orders
 this queue, scheduler.rs:34-45), then TIMELINE `SYNTH_START kind=winning-post|window-post`
-(engine.rs:2665, after the single synthesis dispatcher, the budget and the SRS), `SYNTH_END
-synth_ms` (2745), `GPU_QUEUE monolithic` (2848, key (0,0): first in the GPU queue), `GPU_PICKUP
-worker=W` (3023: a worker came free), `GPU_START` (3131), `GPU_END worker=W,gpu_ms` (3196).
+(engine.rs:2665, after the single synthesis dispatcher and the budget: its working set's, and
+its SRS's *budget* when that SRS is not in memory, 2649-2661), `SYNTH_END synth_ms` (2745: the
+synthesis, then, when its SRS was not in memory, the SRS *load* itself, `ensure_loaded` at
+2717-2721, `loading SRS from disk circuit_id=winning-32g|wpost-32g` .. `SRS loaded successfully
+elapsed_ms`, srs_manager.rs:203, 224; `synth_ms` counts the synthesis alone), `GPU_QUEUE
+monolithic` (2848, key (0,0): first in the GPU queue), `GPU_PICKUP worker=W` (3023: a worker
+came free), `GPU_START` (3131), `GPU_END worker=W,gpu_ms` (3196).
 Job ids are Curio's request ids: `winpost-<miner>-<hex8>`, `wdpost-<miner>-<partition>-<...>`
 (lib/ffi/cuzk_funcs.go:179, 220). `/status` never lists PoSt (only partitioned jobs).
 
 Phases: queue (arrival to SYNTH_START; None without the enqueue line, and the total then starts
-at SYNTH_START and says so), synthesis, GPU wait (GPU_QUEUE to GPU_PICKUP, with what held every
+at SYNTH_START and says so), synthesis (SYNTH_START to SYNTH_END: with its own SRS load from
+disk, when its SRS was not in memory), GPU wait (GPU_QUEUE to GPU_PICKUP, with what held every
 worker then), GPU (GPU_START to GPU_END), total. The deadline per kind is `[cuzk]
 winning_post_deadline_s` / `window_post_deadline_s` (docs/post.md gives their sources); a proof
 past `post_at_risk_share` of it is at risk, past it late, and a proof still running past its
 deadline is said late at once (`check`), not only when it ends. A proof whose begin was not read
-(a stray `GPU_END`: no total) is "unknown", a warning, never "ok".
+(a stray `GPU_END`: no total) is "unknown", a warning, never "ok". A late or at-risk proof names
+the setting for its longest phase (`_with_setting`); an SRS load is its own only when it is of
+its own circuit and begins inside its synthesis phase (`_SrsLoad`).
 """
 
 from __future__ import annotations
@@ -48,7 +55,18 @@ POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "Win
 _ID_PREFIXES: tuple[tuple[str, str], ...] = (("winpost-", "winning-post"),
                                              ("wdpost-", "window-post"))
 ENQUEUED = "job enqueued"
+#: srs_manager.rs:203 (the load begins) and :224 (it ended, `elapsed_ms`).
 SRS_LOADING = "loading SRS from disk"
+SRS_LOADED = "SRS loaded successfully"
+#: Each PoSt kind's own SRS circuit: the `circuit_id=` of its load (engine.rs:2640-2641 picks
+#: the circuit, srs_manager.rs:46-57 Display names it).
+POST_CIRCUITS: dict[str, str] = {"winning-post": "winning-32g", "window-post": "wpost-32g"}
+#: SRS loads remembered (the latest): cuzk loads one at a time (its manager's mutex is held
+#: through a load, engine.rs:2719), a few a run, so these reach back well past any PoSt in flight.
+MAX_SRS_LOADS = 64
+#: Slack between a TIMELINE line placed in wall time (ms offsets from an anchor) and a tracing
+#: line's own µs stamp, as `_follows` allows.
+CLOCK_SLACK_S = 0.05
 #: engine.rs:839, in the finalizer right after a monolithic job's GPU_END (3196): no job id,
 #: but `total_ms` from its submission, which places its arrival when `job enqueued` was not read.
 COMPLETED = "proof completed successfully (pipeline)"
@@ -96,6 +114,29 @@ class Deadlines:
         if kind == "window-post":
             return self.window_post_s
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class _SrsLoad:
+    """One SRS load read from cuzk's log: its circuit, when `loading SRS from disk` was written
+    (wall time), and how long it took (`SRS loaded successfully elapsed_ms`; None until read).
+
+    A PoSt loads its own SRS inside its synthesis step, after SYNTH_START and before SYNTH_END
+    (engine.rs:2717-2721): a load that begins there, of its own circuit, is its own. A load
+    while it waits in the queue is another job's (a PoRep's, engine.rs:2187-2210, another
+    PoSt's), work the single synthesis dispatcher waits for at synthesis_concurrency 1."""
+
+    circuit: str
+    began_s: float
+    elapsed_ms: int | None = None
+
+    def ended_s(self) -> float:
+        """When it ended, as far as known (its begin while its end line is not read)."""
+        return self.began_s + (self.elapsed_ms or 0) / 1000.0
+
+    def took_words(self) -> str:
+        """`, 31.0 s` when its end line said how long it took, else nothing."""
+        return "" if self.elapsed_ms is None else f", {self.elapsed_ms / 1000.0:.1f} s"
 
 
 def post_kind(kind: str | None, job_id: str | None) -> str | None:
@@ -163,8 +204,6 @@ class _Post:
     worker: int | None = None
     waited_behind: list[str] = field(default_factory=list)
     waited_behind_more: int = 0
-    #: An SRS load of a PoSt circuit between arrival and synthesis (on-demand, or evicted).
-    srs_load_s: float | None = None
     said_late: bool = False
     #: Timed on cuzk's engine clock (TIMELINE offsets, seconds): its TIMELINE lines came
     #: without their anchor where their arrival means nothing (`PostTracker.arrival_timed`
@@ -266,6 +305,10 @@ class PostTracker:
         self._wall_now_s: float | None = None
         self._jobs: OrderedDict[str, _Post] = OrderedDict()
         self._enqueued: OrderedDict[str, float] = OrderedDict()
+        #: SRS loads read, the latest `MAX_SRS_LOADS`: matched to a PoSt by time when its words
+        #: are said (`_own_load`, `_queue_load`), not when read: cuzk writes tracing lines to
+        #: stdout and TIMELINE to stderr, two files that may be read apart (docs/logs.md).
+        self._srs_loads: deque[_SrsLoad] = deque(maxlen=MAX_SRS_LOADS)
         #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END: the
         #: latest `MAX_HELD` picked up, oldest first.
         self.holding: dict[int, str] = {}
@@ -330,11 +373,49 @@ class PostTracker:
         elif ev.kind == "tracing" and ev.name == COMPLETED:
             return self._completion(ev.t_wall_s, int_field(ev.fields.get("total_ms")))
         elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADING):
-            # An SRS loaded while a PoSt waits for synthesis (on demand, or evicted before).
-            for job in self._jobs.values():
-                if job.synth_start_s is None:
-                    job.srs_load_s = ev.t_wall_s
+            circuit = _str(ev.fields.get("circuit_id")) or "?"
+            self._srs_loads.append(_SrsLoad(circuit, ev.t_wall_s))
+        elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADED):
+            self._srs_loaded(_str(ev.fields.get("circuit_id")) or "?", ev.t_wall_s,
+                             int_field(ev.fields.get("elapsed_ms")))
         return []
+
+    def _srs_loaded(self, circuit: str, t: float, elapsed_ms: int | None) -> None:
+        """An SRS load ended: its elapsed time goes to the latest open load of its circuit
+        (loads run one at a time, under the manager's mutex), or, its begin not read, a load
+        placed by it. A negative `elapsed_ms` is no duration: not said."""
+        took = elapsed_ms if elapsed_ms is not None and elapsed_ms >= 0 else None
+        for i in range(len(self._srs_loads) - 1, -1, -1):
+            load = self._srs_loads[i]
+            if load.circuit == circuit and load.elapsed_ms is None:
+                self._srs_loads[i] = _SrsLoad(circuit, load.began_s, took)
+                return
+        if took is not None:
+            self._srs_loads.append(_SrsLoad(circuit, t - took / 1000.0, took))
+
+    def _own_load(self, job: _Post, now_s: float) -> _SrsLoad | None:
+        """The job's own SRS load: of its circuit, begun inside its synthesis phase (from
+        SYNTH_START to SYNTH_END, or to `now_s` while it runs), where cuzk loads it
+        (engine.rs:2717-2721). None on the engine clock: its offsets and a tracing line's wall
+        time cannot be compared."""
+        circuit = POST_CIRCUITS.get(job.kind)
+        if job.engine_clock or job.synth_start_s is None or circuit is None:
+            return None
+        lo = job.synth_start_s - CLOCK_SLACK_S
+        hi = (job.synth_end_s if job.synth_end_s is not None else now_s) + CLOCK_SLACK_S
+        return next((load for load in reversed(self._srs_loads)
+                     if load.circuit == circuit and lo <= load.began_s <= hi), None)
+
+    def _queue_load(self, job: _Post, now_s: float) -> _SrsLoad | None:
+        """Another job's SRS load that ran while this one waited in the queue (from its arrival
+        to SYNTH_START, or to `now_s`): never its own, which comes after SYNTH_START. None
+        without its arrival or on the engine clock (see `_own_load`)."""
+        if job.engine_clock or job.arrived_s is None:
+            return None
+        lo = job.arrived_s - CLOCK_SLACK_S
+        hi = (job.synth_start_s if job.synth_start_s is not None else now_s) + CLOCK_SLACK_S
+        return next((load for load in reversed(self._srs_loads)
+                     if load.began_s <= hi and load.ended_s() >= lo), None)
 
     def forget(self, job_id: str) -> None:
         """A job said lost otherwise (`gpu_queue`): not followed any more."""
@@ -637,7 +718,7 @@ class PostTracker:
             done=done,
             waited_behind=list(job.waited_behind), waited_behind_more=job.waited_behind_more,
             finalize_s=finalize)
-        return _with_setting(timing, job)
+        return _with_setting(timing, self._own_load(job, now_s), self._queue_load(job, now_s))
 
     def _event(self, job: _Post, t: float, done: bool, said_s: float | None = None
                ) -> ProverEvent:
@@ -739,20 +820,19 @@ def _dominant(t: ProofTiming) -> str | None:
     return max(known, key=lambda k: known[k]) if known else None
 
 
-def _with_setting(t: ProofTiming, job: _Post) -> ProofTiming:
+def _with_setting(t: ProofTiming, own_load: _SrsLoad | None, queue_load: _SrsLoad | None
+                  ) -> ProofTiming:
     """The setting that would have freed the proof, for the phase that took longest, when one
-    exists (sources in cuzk-upstream-paths.md 4.5)."""
+    exists (sources in cuzk-upstream-paths.md 4.5). `own_load`: its own SRS load, inside its
+    synthesis phase; `queue_load`: another job's, while it queued (`_SrsLoad`)."""
     if t.verdict in ("ok", "unknown"):  # unknown: not known to have waited too long
         return t
     phase = _dominant(t)
     setting: str | None = None
-    if phase == "queue" and job.srs_load_s is not None:
-        setting = ("cuzk's eviction_min_idle: its SRS was loaded on demand while it waited (an "
-                   "idle PoSt SRS is the typical eviction victim, engine.rs:1279-1287)")
+    if phase == "synthesis" and own_load is not None:
+        setting = _eviction_words(own_load)
     elif phase == "queue":
-        setting = ("synthesis_concurrency (cuzk's single synthesis dispatcher awaits each batch "
-                   "inline at 1, the default, engine.rs:1927-1938); on Curio's side [Cuzk] "
-                   "MaxPending bounds the PoRep/Snap work it queued behind")
+        setting = _concurrency_words(queue_load)
     elif phase == "finalize":
         setting = ("none: its result waited for cuzk's job tracker lock, which a finalizer holds "
                    "through a PoRep proof's self-check (engine.rs:3220-3253, prover.rs:217-256); "
@@ -761,9 +841,40 @@ def _with_setting(t: ProofTiming, job: _Post) -> ProofTiming:
         setting = ("none in cuzk: PoSt already goes first in the GPU queue (key (0,0), "
                    "engine.rs:2849-2851) and a partition on a worker runs to its end; a PoSt-only "
                    "cuzk on its own GPU ([gpus] devices) removes the wait")
-    if setting is None:
+    if setting is None:  # synthesis without an SRS load, GPU: none claimed (docs/post.md)
         return t
     return msgspec.structs.replace(t, setting=setting)
+
+
+def _eviction_words(load: _SrsLoad) -> str:
+    """A synthesis phase made long by the PoSt's own SRS load: its SRS had been evicted (or
+    never loaded). cuzk evicts an SRS idle at least `eviction_min_idle` when the budget is
+    short, oldest first (engine.rs:1279-1287, 1299): a PoSt SRS, used once a PoSt, is the one
+    that idles longest."""
+    return ("[memory] eviction_min_idle: raise it (default 5m): its synthesis phase includes "
+            f"loading its SRS ({load.circuit}{load.took_words()}) from disk, which cuzk does "
+            "inside the synthesis step (engine.rs:2717-2721) when the SRS is not in memory; cuzk "
+            "evicts an SRS idle this long when its budget is short, oldest first "
+            "(engine.rs:1279-1287, 1299), and an idle PoSt SRS is the typical victim "
+            "(config.rs:92-94, cuzk.example.toml:46)")
+
+
+def _concurrency_words(busy: _SrsLoad | None) -> str:
+    """A proof that waited in cuzk's queue: the single synthesis dispatcher was busy with
+    another job (`busy`: another job's SRS load meanwhile, which it waits for too)."""
+    during = ""
+    if busy is not None:
+        during = (f"; while it queued, cuzk loaded another job's SRS from disk ({busy.circuit}"
+                  f"{busy.took_words()}), which the dispatcher waits for (it is not this "
+                  "proof's own: that comes after SYNTH_START, engine.rs:2717-2721)")
+    return ("[pipeline] synthesis_concurrency: raise it above 1 (the default, config.rs:355-357, "
+            "cuzk.example.toml:151): at 1 cuzk's single synthesis dispatcher awaits each batch "
+            "inline (engine.rs:1927-1938), so a PoSt's synthesis cannot start while another "
+            f"job's runs{during}. Above 1 it can, at the cost of more synthesis memory, and two "
+            "monolithic jobs in the GPU queue at once get likelier: both are keyed (0,0) and one "
+            "replaces the other, lost silently (engine.rs:53-58, 2851; gapwatch says such a "
+            "lost job). On Curio's side [Cuzk] MaxPending bounds the PoRep/Snap work it queued "
+            "behind")
 
 
 def _s(v: float | None) -> str:

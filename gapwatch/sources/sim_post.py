@@ -3,8 +3,10 @@ besides partitions, on a fixed script that repeats every `CYCLE_S` simulated sec
 
 - `ON_TIME_AT_S`: a WinningPoSt arrives while both GPU workers hold partitions (synthesis
   2.2 s, then it waits for the first worker to come free, 1.3 s on the GPU);
-- `LATE_AT_S`: a WinningPoSt whose SRS was evicted: loaded on demand for 31 s while it waits,
-  so it misses its 30 s epoch (said late while still running, then when it ends);
+- `LATE_AT_S`: a WinningPoSt whose SRS (`winning-32g`) was evicted: loaded from disk for 31 s
+  inside its synthesis step, after its synthesis and before SYNTH_END, as cuzk does
+  (engine.rs:2717-2721), so it misses its 30 s epoch (said late while still running, then when
+  it ends);
 - `PANIC_AT_S`: the next partition to finish on GPU 0 panics in supraseal-c2 with a CUDA
   "out of memory" (Rust's default hook on stderr, untimestamped), cuzk's own ERROR line for
   it, its job failed;
@@ -74,7 +76,8 @@ LATE_AT_S = 35.0
 PANIC_AT_S = 80.0
 KILL_AT_S = 100.0
 DOWN_S = 10.0
-#: The WinningPoSt SRS loaded on demand (the late one) and the PoRep SRS after a restart.
+#: The WinningPoSt SRS loaded on demand inside its synthesis step (the late one) and the PoRep
+#: SRS after a restart.
 POST_SRS_LOAD_S = 31.0
 RESTART_SRS_LOAD_S = 6.0
 PANIC_LINES = (
@@ -128,23 +131,35 @@ class PostScript:
         self.arrived[job] = sim._now
         sim._trace(sim._now, f"job enqueued job_id={job} proof_kind=winning-post "
                              "priority=Critical queue_position=0", target="cuzk_core::scheduler")
-        if srs_s:
-            sim._trace(sim._now + 0.5, "loading SRS from disk circuit_id=winning-post-32g "
-                       "path=/data/zk/params/v28-proof-of-spacetime-fallback.params "
-                       "file_size_gib=1", target="cuzk_core::srs_manager")
-            sim._at(sim._now + srs_s, Kept(partial(
-                sim._trace, sim._now + srs_s, "SRS loaded successfully "
-                f"circuit_id=winning-post-32g elapsed_ms={int((srs_s - 0.5) * 1000)} "
-                "budget_used_gib=48 budget_available_gib=464", "", "cuzk_core::srs_manager")))
-        sim._at(sim._now + srs_s, Kept(partial(self._synth, job, synth_s, gpu_s)))
+        sim._at(sim._now, Kept(partial(self._synth, job, srs_s, synth_s, gpu_s)))
 
-    def _synth(self, job: str, synth_s: float, gpu_s: float) -> None:
+    def _synth(self, job: str, srs_s: float, synth_s: float, gpu_s: float) -> None:
+        """Its synthesis step (engine.rs:2665-2745): SYNTH_START, the synthesis, then its SRS
+        loaded from disk when it is not in memory (`srs_s`), then SYNTH_END."""
         sim = self.sim
         sim._timeline(sim._now, "SYNTH_START", job, "kind=winning-post")
-        sim._at(sim._now + synth_s, Kept(partial(self._queued, job, synth_s, gpu_s)))
+        then = partial(self._queued, job, synth_s, gpu_s)
+        if srs_s:
+            then = partial(self._load_srs, srs_s, then)
+        sim._at(sim._now + synth_s, Kept(then))
+
+    def _load_srs(self, srs_s: float, then: Callable[[], None]) -> None:
+        """Its own SRS loaded from disk for `srs_s` (srs_manager.rs:203, 224), then `then`."""
+        sim = self.sim
+        sim._trace(sim._now, "loading SRS from disk circuit_id=winning-32g "
+                   "path=/data/zk/params/v28-proof-of-spacetime-fallback.params "
+                   "file_size_gib=1", target="cuzk_core::srs_manager")
+
+        def loaded() -> None:
+            sim._trace(sim._now, "SRS loaded successfully circuit_id=winning-32g "
+                       f"elapsed_ms={int(srs_s * 1000)} budget_used_gib=48 "
+                       "budget_available_gib=464", target="cuzk_core::srs_manager")
+            then()
+        sim._at(sim._now + srs_s, Kept(loaded))
 
     def _queued(self, job: str, synth_s: float, gpu_s: float) -> None:
         sim = self.sim
+        # synth_ms is the synthesis alone, without the SRS load (engine.rs:2745).
         sim._timeline(sim._now, "SYNTH_END", job, f"synth_ms={int(synth_s * 1000)}")
         sim._timeline(sim._now, "GPU_QUEUE", job, "monolithic")
         self.post_queue.append((job, gpu_s))

@@ -477,14 +477,17 @@ def post_behind_partitions() -> list[str]:
 
 
 def post_late() -> list[str]:
-    """A WinningPoSt that misses its 30 s epoch: it waited 33 s in cuzk's queue while its SRS
-    was loaded on demand (srs_manager.rs:203, 224), then synthesis and the GPU."""
+    """A WinningPoSt that misses its 30 s epoch: it waited 33 s in cuzk's queue while the
+    PoRep SRS was loaded on demand (srs_manager.rs:203, 224) for a PoRep job (its C1 parse and
+    SRS load, engine.rs:2187-2210), which the single synthesis dispatcher awaits inline at
+    `synthesis_concurrency = 1` (engine.rs:1927-1938), then synthesis and the GPU. Not its own
+    SRS: a PoSt loads that inside its synthesis step, after SYNTH_START (engine.rs:2717-2721)."""
     t0 = T0 + 7200
     lines = [(t0 + i * 0.001, x) for i, x in enumerate(engine_start(t0))]
     epoch = t0 + 0.030
     arrive = t0 + 20.0
-    lines += srs_load(arrive + 1, arrive + 32, "winning-post-32g",
-                      "v28-proof-of-spacetime-fallback.params", 1)
+    lines += srs_load(arrive + 1, arrive + 32, "porep-32g",
+                      "v28-stacked-proof-of-replication.params", 44)
     lines += post_job(epoch, "winpost-1000-9f8e7d6c", "winning-post", arrive, arrive + 33.0,
                       2.1, arrive + 35.11, 0.8, 1)
     return _sorted(lines)
@@ -635,8 +638,9 @@ format strings, field names and serde structs only, no upstream code.
 - Scenario logs (issue 27; `make_data.py --scenarios` writes only them, no checkout needed),
   each line from one upstream format (the functions of the same name say which):
   `post-behind-partitions.log` (a WinningPoSt arriving while both workers hold partitions),
-  `post-late.log` (a WinningPoSt past its 30 s epoch, behind an SRS load), `restart.log` (a
-  run killed without a line and started again: SRS, pool, first wave), `panic.log` (supraseal-c2's
+  `post-late.log` (a WinningPoSt past its 30 s epoch, queued behind a PoRep's SRS load),
+  `restart.log` (a run killed without a line and started again: SRS, pool, first wave),
+  `panic.log` (supraseal-c2's
   CUDA error panic on stderr, Rust's default hook, the message as lotus#13634 quotes it, then
   `partition GPU proving task panicked`, engine.rs:679), `lost-job.log` (two WinningPoSt with the
   GPU queue key (0,0), engine.rs:53-58, 2851: the first never picked up).

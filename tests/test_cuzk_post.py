@@ -161,7 +161,9 @@ def test_a_winningpost_loading_its_own_evicted_srs_in_its_synthesis_step_is_told
     phase of 33 s, 32 s of it the load. It was said with no setting at all (gapwatch tied a load
     only to a PoSt that had not reached SYNTH_START)."""
     job = "winpost-1000-5e1f0001"
-    srs = _srs_lines("16:00:11.200000", "16:00:43.200000", "winning-32g", 32000)
+    evicted = ("2026-05-12T16:00:05.000000Z  INFO cuzk_core::srs_manager: SRS evicted "
+               "circuit_id=winning-32g freed_gib=0.4 budget_available_gib=3\n")  # :282
+    srs = evicted + _srs_lines("16:00:11.200000", "16:00:43.200000", "winning-32g", 32000)
     p = _done(_winningpost(job, 9980, 43180, srs))  # SYNTH_START 16:00:10.01, END 16:00:43.21
     assert p.verdict == "late" and p.queue_s == pytest.approx(0.01, abs=0.01)
     assert p.synth_s == pytest.approx(33.2, abs=0.01)
@@ -171,6 +173,11 @@ def test_a_winningpost_loading_its_own_evicted_srs_in_its_synthesis_step_is_told
     # Another circuit's load in the same stretch is not its own: no setting claimed.
     other = srs.replace("winning-32g", "wpost-32g")
     assert _done(_winningpost(job, 9980, 43180, other)).setting is None
+    # The first load since cuzk started (no eviction read, no load before it) is a cold SRS:
+    # raising eviction_min_idle would not have kept in memory what was never there.
+    cold = _done(_winningpost(job, 9980, 43180, srs.replace(evicted, "")))
+    assert cold.setting is not None and "eviction_min_idle" not in cold.setting
+    assert cold.setting.startswith("none: its synthesis phase includes the first load of its SRS")
 
 
 def test_a_porep_srs_load_while_a_winningpost_queues_is_never_eviction_min_idle_advice() -> None:

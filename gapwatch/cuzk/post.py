@@ -57,6 +57,8 @@ _ID_PREFIXES: tuple[tuple[str, str], ...] = (("winpost-", "winning-post"),
 ENQUEUED = "job enqueued"
 #: srs_manager.rs:203 (the load begins) and :224 (it ended, `elapsed_ms`).
 SRS_LOADING = "loading SRS from disk"
+#: srs_manager.rs:282.
+SRS_EVICTED = "SRS evicted"
 SRS_LOADED = "SRS loaded successfully"
 #: Each PoSt kind's own SRS circuit: the `circuit_id=` of its load (engine.rs:2640-2641 picks
 #: the circuit, srs_manager.rs:46-57 Display names it).
@@ -129,6 +131,9 @@ class _SrsLoad:
     circuit: str
     began_s: float
     elapsed_ms: int | None = None
+    #: No load of its circuit was read before it since cuzk started: the SRS was never in
+    #: memory, not evicted (it is loaded on demand, srs_manager.rs; nothing is preloaded).
+    first_in_run: bool = False
 
     def ended_s(self) -> float:
         """When it ended, as far as known (its begin while its end line is not read)."""
@@ -309,6 +314,8 @@ class PostTracker:
         #: are said (`_own_load`, `_queue_load`), not when read: cuzk writes tracing lines to
         #: stdout and TIMELINE to stderr, two files that may be read apart (docs/logs.md).
         self._srs_loads: deque[_SrsLoad] = deque(maxlen=MAX_SRS_LOADS)
+        #: Circuits whose SRS was loaded in this run of cuzk (a handful: one per circuit type).
+        self._srs_in_run: set[str] = set()
         #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END: the
         #: latest `MAX_HELD` picked up, oldest first.
         self.holding: dict[int, str] = {}
@@ -374,7 +381,12 @@ class PostTracker:
             return self._completion(ev.t_wall_s, int_field(ev.fields.get("total_ms")))
         elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADING):
             circuit = _str(ev.fields.get("circuit_id")) or "?"
-            self._srs_loads.append(_SrsLoad(circuit, ev.t_wall_s))
+            first = circuit not in self._srs_in_run
+            self._srs_in_run.add(circuit)
+            self._srs_loads.append(_SrsLoad(circuit, ev.t_wall_s, first_in_run=first))
+        elif ev.kind == "tracing" and ev.name == SRS_EVICTED:
+            # It was in memory in this run: its next load is a reload, not a cold one.
+            self._srs_in_run.add(_str(ev.fields.get("circuit_id")) or "?")
         elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADED):
             self._srs_loaded(_str(ev.fields.get("circuit_id")) or "?", ev.t_wall_s,
                              int_field(ev.fields.get("elapsed_ms")))
@@ -388,10 +400,12 @@ class PostTracker:
         for i in range(len(self._srs_loads) - 1, -1, -1):
             load = self._srs_loads[i]
             if load.circuit == circuit and load.elapsed_ms is None:
-                self._srs_loads[i] = _SrsLoad(circuit, load.began_s, took)
+                self._srs_loads[i] = _SrsLoad(circuit, load.began_s, took, load.first_in_run)
                 return
         if took is not None:
-            self._srs_loads.append(_SrsLoad(circuit, t - took / 1000.0, took))
+            first = circuit not in self._srs_in_run
+            self._srs_in_run.add(circuit)
+            self._srs_loads.append(_SrsLoad(circuit, t - took / 1000.0, took, first))
 
     def _own_load(self, job: _Post, now_s: float) -> _SrsLoad | None:
         """The job's own SRS load: of its circuit, begun inside its synthesis phase (from
@@ -426,6 +440,7 @@ class PostTracker:
         their phases up to then)."""
         out = [self._lost_in_restart(job, at_s) for job in self._jobs.values()]
         self._jobs.clear()
+        self._srs_in_run.clear()  # a new process holds no SRS: its first loads are cold
         self._given_up_ids.clear()
         # `_ended` is kept: a log read twice reads its first run's start again, which is a
         # restart here, and its PoSt's GPU_END after it is still that line (bounded by
@@ -829,7 +844,9 @@ def _with_setting(t: ProofTiming, own_load: _SrsLoad | None, queue_load: _SrsLoa
         return t
     phase = _dominant(t)
     setting: str | None = None
-    if phase == "synthesis" and own_load is not None:
+    if phase == "synthesis" and own_load is not None and own_load.first_in_run:
+        setting = _first_load_words(own_load)
+    elif phase == "synthesis" and own_load is not None:
         setting = _eviction_words(own_load)
     elif phase == "queue":
         setting = _concurrency_words(queue_load)
@@ -844,6 +861,15 @@ def _with_setting(t: ProofTiming, own_load: _SrsLoad | None, queue_load: _SrsLoa
     if setting is None:  # synthesis without an SRS load, GPU: none claimed (docs/post.md)
         return t
     return msgspec.structs.replace(t, setting=setting)
+
+
+def _first_load_words(load: _SrsLoad) -> str:
+    """A synthesis phase made long by the first load of the PoSt's SRS since cuzk started: it
+    was never in memory, so no eviction setting keeps it there."""
+    return ("none: its synthesis phase includes the first load of its SRS since cuzk started "
+            f"({load.circuit}{load.took_words()}), loaded on demand (srs_manager.rs; nothing is "
+            "preloaded) inside the synthesis step (engine.rs:2717-2721); it repeats after every "
+            "restart of cuzk, so restart it well before a proving window")
 
 
 def _eviction_words(load: _SrsLoad) -> str:

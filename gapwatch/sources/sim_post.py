@@ -146,6 +146,9 @@ class PostScript:
     def _load_srs(self, srs_s: float, then: Callable[[], None]) -> None:
         """Its own SRS loaded from disk for `srs_s` (srs_manager.rs:203, 224), then `then`."""
         sim = self.sim
+        # Evicted while idle (srs_manager.rs:282), so this load is a reload.
+        sim._trace(sim._now, "SRS evicted circuit_id=winning-32g freed_gib=0.4 "
+                   "budget_available_gib=463", target="cuzk_core::srs_manager")
         sim._trace(sim._now, "loading SRS from disk circuit_id=winning-32g "
                    "path=/data/zk/params/v28-proof-of-spacetime-fallback.params "
                    "file_size_gib=1", target="cuzk_core::srs_manager")

@@ -14,7 +14,7 @@ from gapwatch.core.models import Gap
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise, stall_of
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineFacts, PipelineView
-from gapwatch.cuzk.settings import SettingsSeen, changes
+from gapwatch.cuzk.settings import SettingsSeen, advised_change, changes
 from gapwatch.logs.parse import LogParser
 
 UPSTREAM = Path(__file__).parent / "data" / "cuzk-upstream"
@@ -240,6 +240,42 @@ def test_disable_split_prove_is_detected_and_said_with_the_lock_attribution_off(
     with_split = facts_of([ENGINE, *starts, line("GPU_TIMING spawn_blocking prove_start",
                                                     4.0)])
     assert not with_split.split_prove_disabled
+
+
+def test_a_log_at_warn_level_infers_no_disable_split_prove_and_no_unseen_info_line() -> None:
+    # `[logging] level = "warn"` or RUST_LOG=warn (cuzk-daemon main.rs:54-61): WARN and ERROR
+    # lines and TIMELINE (stderr, engine.rs:352) remain, and no INFO line at all, the
+    # split-prove line (engine.rs:3139) and CUZK_VALIDATE_PARTITIONS's (engine.rs:533) among them.
+    warns = [line(n, 0.5) for n in LINES if " is deprecated" in n]
+    warns += [line("assembler not found, discarding partition result", 2.0),
+              line("partition GPU proving failed", 3.0)]
+    starts = [timeline(1000 + i, "GPU_START", "porep-1000-7", f"worker=0,partition={i}")
+              for i in range(4)]
+    facts = facts_of([*warns, *starts])
+    assert facts.log_seen and not facts.split_prove_disabled
+    assert not any("SPLIT_PROVE" in n for n in path_notes(facts))
+    report = advise([_gap(cause="inside_workers")], PipelineView(),
+                    rules=lambda s, g: path_rule(s, g, facts))
+    assert not any("SPLIT_PROVE" in a.setting for a in report.advice)
+    # Pageable copies: no `is_pinned` nor capacity-hint line could show, so gapwatch does not
+    # say the partitions were pinned and the first wave over.
+    slow = advise([_gap(kind="pcie_starved")], PipelineView(),
+                  rules=lambda s, g: path_rule(s, g, facts))
+    assert not any("partitions are pinned" in n.why for n in slow.no_setting)
+    # The settings read from it: no env knob inferred, and CUZK_VALIDATE_PARTITIONS is not
+    # "not seen" there (its INFO line could not show), so its change is not known.
+    parser, warn_side, info_side = LogParser(), SettingsSeen(), SettingsSeen()
+    for side, lines in ((warn_side, [*warns, *starts]),
+                        (info_side, [ENGINE, *starts, line("GPU_TIMING spawn_blocking "
+                                                           "prove_start", 4.0)])):
+        for text in lines:
+            for ev in parser.parse_line(text, "stderr" if text.startswith("TIMELINE")
+                                        else "stdout"):
+                side.feed_log(ev)
+    warn, info = warn_side.result(), info_side.result()
+    assert warn.env == {} and warn.log_lines > 0
+    validate = advised_change("env CUZK_VALIDATE_PARTITIONS", warn, info)
+    assert validate.changed is None and validate.shown_by[0].before is None
 
 
 def test_deprecation_warnings_say_the_operators_setting_is_ignored() -> None:

@@ -44,6 +44,8 @@ from gapwatch.cuzk.settings import (
     DEPRECATED,
     SPLIT_PROVE_TELL,
     VALIDATE_PARTITIONS,
+    engine_info,
+    info_from,
     split_prove_disabled,
 )
 
@@ -52,6 +54,8 @@ SELF_CHECK = "verifying PoRep proof (self-check)"
 DISPATCHER = "synthesis dispatcher started (budget-gated)"
 PROCESSING_BATCH = "processing batch"
 TIMEOUT_FLUSH = "synth_timeout_flush"
+#: The target of the capacity-hint and `is_pinned` lines (pipeline.rs:232, 270, 2397, 2866).
+PIPELINE_TARGET = "cuzk_core::pipeline"
 HOT_PATH_FIELDS = ("status_ms", "fail_check_ms", "mark_busy_ms")
 
 #: (setting, change, why, source): one setting of an advice, as `gapwatch.cuzk.advice` takes it.
@@ -84,6 +88,11 @@ class PathFacts:
     hot_path_max_ms: tuple[tuple[str, int], ...] = ()
     split_prove_disabled: bool = False
     deprecated: tuple[str, ...] = ()
+    #: INFO lines of cuzk's engine and of its pipeline were read. At `[logging] level = "warn"`
+    #: or RUST_LOG=warn (cuzk-daemon main.rs:54-61) none are, WARN, ERROR and TIMELINE remain:
+    #: then a missing INFO line (a knob's, a first wave's, `is_pinned`) says nothing.
+    engine_info: bool = False
+    pipeline_info: bool = False
 
 
 class PathsSeen:
@@ -92,6 +101,8 @@ class PathsSeen:
 
     def __init__(self) -> None:
         self.tracing = 0
+        self.engine_info = 0
+        self.pipeline_info = 0
         self.pipeline_enabled: bool | None = None
         self.max_batch_size: int | None = None
         self.max_batch_wait_ms: int | None = None
@@ -112,6 +123,8 @@ class PathsSeen:
             self._timeline(ev)
         elif ev.kind == "tracing":
             self.tracing += 1
+            self.engine_info += engine_info(ev)
+            self.pipeline_info += info_from(ev, PIPELINE_TARGET)
             self.waves.feed(ev)
             self._tracing(ev)
 
@@ -165,8 +178,9 @@ class PathsSeen:
             self_checks=self.self_checks,
             hot_path_max_ms=tuple((k, self.hot[k]) for k in HOT_PATH_FIELDS if k in self.hot),
             split_prove_disabled=split_prove_disabled(self.gpu_starts, self.split_lines,
-                                                      self.tracing),
-            deprecated=tuple(self.deprecated),
+                                                      self.engine_info),
+            deprecated=tuple(self.deprecated), engine_info=self.engine_info > 0,
+            pipeline_info=self.pipeline_info > 0,
         )  # fmt: skip
 
 
@@ -230,8 +244,11 @@ def _no_work(facts: PathFacts) -> Found:
     /status could show meanwhile."""
     size = facts.max_batch_size
     if size is None or size <= 1:
+        unknown = ("" if size is not None or facts.engine_info else
+                   "; the log has no INFO line of cuzk's engine (its level is above info), so "
+                   "its max_batch_size, which holds requests out of /status, is not known")
         return ([MAX_PENDING_SETTING], True,
-                "gapwatch sees cuzk idle, not whether Curio had proofs waiting", [])
+                "gapwatch sees cuzk idle, not whether Curio had proofs waiting" + unknown, [])
     wait = facts.max_batch_wait_ms
     said = f"max_batch_size={size}" + (f" max_batch_wait_ms={wait}" if wait is not None else "")
     evidence = [f"'synthesis dispatcher started' says {said} (engine.rs:1892): each PoRep or "
@@ -280,6 +297,10 @@ def _pageable(gaps: StallGaps, facts: PathFacts) -> Found | str | None:
         return [BATCH_SETTING], True, (
             "cuzk's log shows batches and no pool failure: batched a/b/c are pageable; "
             "gapwatch did not tie these gaps to one batch"), _batch_evidence(facts, 0, len(gaps))
+    if not facts.pipeline_info:
+        # No INFO line of the pipeline (level "warn"): no first wave, no `is_pinned` could
+        # show, so their absence proves nothing; the general advice stands.
+        return None
     wave = _latest_wave(gaps, facts)
     if wave is not None:
         return first_wave_words(facts, wave)
@@ -320,6 +341,9 @@ def _dispatch(facts: PathFacts) -> Found | str:
             "status_ms, /status's lock, was the largest wait; another /status poller may hold "
             "it too"), evidence
     checks = (f"; {facts.self_checks} self-check(s) in the log" if facts.self_checks else "")
+    if not facts.engine_info:
+        checks += ("; the log has no INFO line of cuzk's engine (its level is above info), so "
+                   "CUZK_VALIDATE_PARTITIONS=1, which holds that mutex, would not show")
     return ("no setting: GPU workers wait at pickup on cuzk's JobTracker mutex (fail_check_ms, "
             "mark_busy_ms, engine.rs:3031, 3047), which the finalizer holds through the PoRep "
             "self-check (engine.rs:521) and gRPC GetStatus/GetMetrics take (poll those less); "

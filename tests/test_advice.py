@@ -15,6 +15,7 @@ from gapwatch.core.models import Gap
 from gapwatch.core.payoff import IfClosed, if_closed
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise, stall_of
+from gapwatch.cuzk.first_wave import FirstWave
 from gapwatch.cuzk.pipeline import PipelineView, PoolState
 from gapwatch.cuzk.prover import view_of
 from gapwatch.offline.report import build_report, to_json
@@ -123,9 +124,15 @@ def test_pageable_copies_by_a_failed_pool_name_the_budget_margin_as_a_guess() ->
 
 def test_first_syntheses_unpinned_by_design_get_no_setting() -> None:
     pool = PoolState(first_syntheses=1)
-    gaps = [_gap(kind="pcie_starved", warnings=("unpinned",))]
-    report = advise(gaps, PipelineView(pool=pool))
+    gaps = [_gap(kind="pcie_starved", warnings=("unpinned",))]  # its unpinned line at t=0
+    # A gap is a first wave's when its unpinned partition falls in a wave's window (any run's,
+    # any circuit type's): a count of first syntheses somewhere in the log no longer says so.
+    wave = FirstWave(None, "porep-32g", start_s=0.0, end_s=30.0, syntheses=1, hinted_s=30.0)
+    report = advise(gaps, PipelineView(pool=pool, first_waves=(wave,)))
     assert not report.advice and report.no_setting[0].stall == "first_synthesis"
+    assert "first wave of porep-32g" in report.no_setting[0].why
+    over = FirstWave(None, "porep-32g", start_s=-100.0, end_s=-70.0, syntheses=1, hinted_s=-70.0)
+    assert stall_of(gaps[0], PipelineView(pool=pool, first_waves=(over,))) == "pageable_copies"
 
 
 def test_copies_not_overlapped_want_two_gpu_workers_only_when_there_is_one() -> None:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from gapwatch.core.evidence_types import EventEvidence
 from gapwatch.core.models import Gap
-from gapwatch.cuzk.advice import advice_json, advice_lines, advise
+from gapwatch.cuzk.advice import advice_json, advice_lines, advise, stall_of
 from gapwatch.cuzk.errors import error_event
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
-from gapwatch.cuzk.pipeline import PipelineFacts, PipelineView, PoolState
-from gapwatch.cuzk.settings import SettingsSeen, changes
+from gapwatch.cuzk.pipeline import PipelineFacts, PipelineView
+from gapwatch.cuzk.settings import SettingsSeen, advised_change, changes
 from gapwatch.logs.parse import LogParser
 
 UPSTREAM = Path(__file__).parent / "data" / "cuzk-upstream"
@@ -40,20 +40,34 @@ def timeline(offset_ms: int, event: str, job: str, detail: str) -> str:
     return f"TIMELINE,{offset_ms},{event},{job},{detail}"
 
 
-def facts_of(lines: list[str]) -> PathFacts:
-    parser, seen = LogParser(), PathsSeen()
+def at(clock: str, text: str) -> str:
+    """`text` (one of upstream's lines) logged at `clock` (HH:MM:SS) of 2026-05-12."""
+    return re.sub(r"^\S+Z", f"2026-05-12T{clock}.000000Z", text)
+
+
+def read(lines: list[str]) -> tuple[PathFacts, PipelineView]:
+    """The paths' facts and the pipeline's view of the same log, as the report feeds both."""
+    parser, seen, pipeline = LogParser(), PathsSeen(), PipelineFacts()
     for text in lines:
         for ev in parser.parse_line(text, "stderr" if text.startswith("TIMELINE") else "stdout"):
             seen.feed_log(ev)
-    return seen.result()
+            pipeline.feed(ev)
+    return seen.result(), pipeline.view()
+
+
+def facts_of(lines: list[str]) -> PathFacts:
+    return read(lines)[0]
 
 
 def _gap(kind: str = "host_stall", cause: str | None = None, evidence: list[str] | None = None,
-         start_s: float = 1_778_594_410.0, warnings: tuple[str, ...] = ()) -> Gap:
+         start_s: float = 1_778_594_410.0, warnings: tuple[str, ...] = (),
+         warned_s: float | None = None) -> Gap:
+    """A gap; its `warnings` are log events at `warned_s` (default: its start)."""
+    at_s = start_s if warned_s is None else warned_s
     return Gap(gap_id=1, gpu=0, kind=kind, start_mono_ns=10**10, start_s=start_s,  # type: ignore[arg-type]
                end_mono_ns=2 * 10**10, end_s=start_s + 1.0, duration_s=1.0,
                pcie_rx_bytes_per_s=2e9, pcie_tx_bytes_per_s=1e6, link_bytes_per_s=63e9,
-               log_events=[EventEvidence(start_s, "", warning=w) for w in warnings],
+               log_events=[EventEvidence(at_s, "", warning=w) for w in warnings],
                prover_cause=cause,
                prover_evidence=evidence or [])
 
@@ -102,21 +116,82 @@ def test_the_pipeline_off_is_told_pipeline_enabled_true() -> None:
     assert "engine.rs:3422-3439" in a.source
 
 
+NO_HINT = "no capacity hint cached — first synthesis will grow organically"
+DOES_NOT_TAKE = "a path upstream's code does not take"
+
+
+def first_wave(clocks: tuple[str, str, str, str], circuit: str = "porep-32g",
+               done: str = "partition synthesis complete") -> list[str]:
+    """One circuit type's first wave (pipeline.rs:270, 232; 2397 or 2866): two unhinted
+    syntheses begin, the hint is cached, both complete unpinned, at these four clocks."""
+    first, second, cached, last = clocks
+    return [at(first, line(NO_HINT, circuit_id=circuit)),
+            at(second, line(NO_HINT, circuit_id=circuit)),
+            at(cached, line("cached synthesis capacity hint", circuit_id=circuit)),
+            at(cached, line(done, is_pinned="false")),
+            at(last, line(done, is_pinned="false"))]
+
+
+def _wall(clock: str) -> float:
+    """2026-05-12 `clock` UTC as Unix seconds (T0, 14:00:00, is 1_778_594_400)."""
+    h, m, s = (int(x) for x in clock.split(":"))
+    return 1_778_594_400.0 + (h - 14) * 3600 + m * 60 + s
+
+
 def test_the_first_wave_says_how_long_it_lasted_and_that_it_repeats() -> None:
     # pipeline.rs:270 (no hint) ... pipeline.rs:355 (the hint cached, the wave over).
-    facts = facts_of([ENGINE,
-                         line("no capacity hint cached — first synthesis will grow organically",
-                              1.0),
-                         line("no capacity hint cached — first synthesis will grow organically",
-                              1.5),
-                         line("cached synthesis capacity hint", 31.0)])
+    # The pipeline view is read from the same lines (it was a hand-made PoolState with a count
+    # of first syntheses: the stall now asks whether the gap falls in a wave's window).
+    facts, view = read([ENGINE, line(NO_HINT, 1.0), line(NO_HINT, 1.5),
+                        line("cached synthesis capacity hint", 31.0)])
     assert facts.unhinted == 2
     gap = _gap(kind="pcie_starved", warnings=("unpinned",), start_s=1_778_594_420.0)
-    report = advise([gap], PipelineView(pool=PoolState(first_syntheses=2)),
-                    rules=lambda s, g: path_rule(s, g, facts))
+    report = advise([gap], view, rules=lambda s, g: path_rule(s, g, facts))
     (n,) = report.no_setting
     assert not report.advice and n.stall == "first_synthesis"
     assert "first wave" in n.why and "30.0s" in n.why and "repeats after every restart" in n.why
+
+
+def test_each_run_of_cuzk_has_its_own_first_wave_and_a_gap_in_the_second_is_called_one() -> None:
+    # The hints are process statics (pipeline.rs:181-193): a restart loses them, so the second
+    # run's syntheses are unhinted and unpinned again until its own hint is cached.
+    lines = [at("14:00:00", ENGINE), *first_wave(("14:00:01", "14:00:02", "14:00:31", "14:00:33")),
+             at("15:00:00", ENGINE), *first_wave(("15:00:01", "15:00:02", "15:00:30", "15:00:34"))]
+    facts, view = read(lines)
+    assert len(facts.first_waves) == 2 and facts.unhinted == 4
+    gap = _gap(kind="pcie_starved", warnings=("unpinned",), start_s=_wall("15:00:20"))
+    for pipeline in (PipelineView(), view):  # the paths alone, then with the pipeline's view
+        (n,) = advise([gap], pipeline, rules=lambda s, g: path_rule(s, g, facts)).no_setting
+        assert DOES_NOT_TAKE not in n.why
+        assert "first wave of porep-32g of the run started at 15:00:00" in n.why
+        assert "29.0s from 15:00:01" in n.why
+    # Its partitions are copied after the hint is cached: a gap whose unpinned partition
+    # completed in the wave (15:00:34) is the wave's too.
+    late = _gap(kind="pcie_starved", warnings=("unpinned",), start_s=_wall("15:00:40"),
+                warned_s=_wall("15:00:34"))
+    assert stall_of(late, view) == "first_synthesis"
+    # Unpinned long after both waves, with no pool failure: not a first wave.
+    after = _gap(kind="pcie_starved", warnings=("unpinned",), start_s=_wall("15:30:00"))
+    assert stall_of(after, view) == "pageable_copies"
+    (n,) = advise([after], view, rules=lambda s, g: path_rule(s, g, facts)).no_setting
+    assert DOES_NOT_TAKE in n.why
+
+
+def test_a_later_circuit_types_first_wave_is_called_one_hours_after_the_first() -> None:
+    # One hint per circuit type (pipeline.rs:197-204): the first SnapDeals proof hours after
+    # the PoRep ones has its own unhinted, unpinned wave in the same run.
+    lines = [at("14:00:00", ENGINE), *first_wave(("14:00:01", "14:00:02", "14:00:31", "14:00:33")),
+             *first_wave(("17:00:01", "17:00:05", "17:00:40", "17:00:44"), circuit="snap-32g",
+                         done="SnapDeals partition synthesis complete")]
+    facts, view = read(lines)
+    assert [w.circuit for w in facts.first_waves] == ["porep-32g", "snap-32g"]
+    gap = _gap(kind="pcie_starved", warnings=("unpinned",), start_s=_wall("17:00:50"),
+               warned_s=_wall("17:00:44"))
+    for pipeline in (PipelineView(), view):
+        report = advise([gap], pipeline, rules=lambda s, g: path_rule(s, g, facts))
+        (n,) = report.no_setting
+        assert not report.advice and DOES_NOT_TAKE not in n.why
+        assert "first wave of snap-32g" in n.why and "39.0s from 17:00:01" in n.why
 
 
 def test_the_job_tracker_wait_under_validate_partitions_is_told_to_unset_it() -> None:
@@ -171,6 +246,42 @@ def test_disable_split_prove_is_detected_and_said_with_the_lock_attribution_off(
     with_split = facts_of([ENGINE, *starts, line("GPU_TIMING spawn_blocking prove_start",
                                                     4.0)])
     assert not with_split.split_prove_disabled
+
+
+def test_a_log_at_warn_level_infers_no_disable_split_prove_and_no_unseen_info_line() -> None:
+    # `[logging] level = "warn"` or RUST_LOG=warn (cuzk-daemon main.rs:54-61): WARN and ERROR
+    # lines and TIMELINE (stderr, engine.rs:352) remain, and no INFO line at all, the
+    # split-prove line (engine.rs:3139) and CUZK_VALIDATE_PARTITIONS's (engine.rs:533) among them.
+    warns = [line(n, 0.5) for n in LINES if " is deprecated" in n]
+    warns += [line("assembler not found, discarding partition result", 2.0),
+              line("partition GPU proving failed", 3.0)]
+    starts = [timeline(1000 + i, "GPU_START", "porep-1000-7", f"worker=0,partition={i}")
+              for i in range(4)]
+    facts = facts_of([*warns, *starts])
+    assert facts.log_seen and not facts.split_prove_disabled
+    assert not any("SPLIT_PROVE" in n for n in path_notes(facts))
+    report = advise([_gap(cause="inside_workers")], PipelineView(),
+                    rules=lambda s, g: path_rule(s, g, facts))
+    assert not any("SPLIT_PROVE" in a.setting for a in report.advice)
+    # Pageable copies: no `is_pinned` nor capacity-hint line could show, so gapwatch does not
+    # say the partitions were pinned and the first wave over.
+    slow = advise([_gap(kind="pcie_starved")], PipelineView(),
+                  rules=lambda s, g: path_rule(s, g, facts))
+    assert not any("partitions are pinned" in n.why for n in slow.no_setting)
+    # The settings read from it: no env knob inferred, and CUZK_VALIDATE_PARTITIONS is not
+    # "not seen" there (its INFO line could not show), so its change is not known.
+    parser, warn_side, info_side = LogParser(), SettingsSeen(), SettingsSeen()
+    for side, lines in ((warn_side, [*warns, *starts]),
+                        (info_side, [ENGINE, *starts, line("GPU_TIMING spawn_blocking "
+                                                           "prove_start", 4.0)])):
+        for text in lines:
+            for ev in parser.parse_line(text, "stderr" if text.startswith("TIMELINE")
+                                        else "stdout"):
+                side.feed_log(ev)
+    warn, info = warn_side.result(), info_side.result()
+    assert warn.env == {} and warn.log_lines > 0
+    validate = advised_change("env CUZK_VALIDATE_PARTITIONS", warn, info)
+    assert validate.changed is None and validate.shown_by[0].before is None
 
 
 def test_deprecation_warnings_say_the_operators_setting_is_ignored() -> None:

@@ -17,7 +17,8 @@ turn.
 Stalls (`stall_of`, one per gap): the gap's prover cause where it has one (`waits_on_synthesis`,
 `waits_on_budget`, `pacer_hold`, `srs_loading`, `dispatch_stall`, `monolithic`, `pinned_pool`,
 `inside_workers`, `no_work`); else from its kind and evidence: `pinned_pool` (pcie_starved, the
-pool failed), `first_synthesis` (pcie_starved, only `is_pinned=false` of first syntheses),
+pool failed), `first_synthesis` (pcie_starved, `is_pinned=false`, in the window of any run's
+first wave of a circuit type: `gapwatch.cuzk.first_wave`),
 `pageable_copies`, `slow_copies`, `copies_not_overlapped` (transfer_bound), `host_stall`
 (no cause known), `unknown`.
 """
@@ -33,6 +34,7 @@ from gapwatch.core import fmt
 from gapwatch.core.evidence_types import ProverState, known
 from gapwatch.core.models import Gap
 from gapwatch.core.payoff import IfClosed
+from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
 from gapwatch.cuzk.pipeline import (
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     OVER_BUDGET_MARK,
@@ -53,7 +55,8 @@ STALL_WORDS: dict[str, str] = {
     "dispatch_stall": "synthesised partitions wait while a GPU worker is idle",
     "monolithic": "PoSt or other monolithic work (a batch, the pipeline off)",
     "pinned_pool": "a/b/c copied from pageable memory: the pinned pool could not pin",
-    "first_synthesis": "a/b/c of the first wave after cuzk started are unpinned",
+    "first_synthesis": "a/b/c of a first wave (a circuit type's first proof in a run of cuzk) "
+                       "are unpinned",
     "pageable_copies": "a/b/c copied from pageable memory",
     "slow_copies": "host-to-device copies trickled",
     "copies_not_overlapped": "copies at line rate, not overlapped with compute",
@@ -242,7 +245,7 @@ def stall_of(g: Gap, pipeline: PipelineView) -> str:
         if (pool is not None and (pool.checkout_failed or pool.alloc_failed)) or warned & {
                 "pinned_pool_fallback", "cuda_host_alloc_failed"}:
             return "pinned_pool"
-        if "unpinned" in warned and pool is not None and pool.first_syntheses:
+        if "unpinned" in warned and wave_of(pipeline.first_waves, gap_moment(g)):
             return "first_synthesis"
         if g.copies.memory_kind == "pageable" or "unpinned" in warned:
             return "pageable_copies"
@@ -500,9 +503,10 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
 
 
 def _for_first_synthesis(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
-    return ("the first wave after cuzk started (every synthesis begun before the first of "
-            "its circuit type finished) has no capacity hint and is unpinned "
-            "(pipeline.rs:176-230, 270); no setting: it repeats after every restart")
+    latest = gaps.latest
+    wave = wave_of(pipeline.first_waves, gap_moment(latest)) if latest is not None else None
+    pool = pipeline.pool
+    return wave_words(wave, pool.first_syntheses if pool is not None else 0)
 
 
 def _for_copies_not_overlapped(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:

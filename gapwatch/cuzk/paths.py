@@ -7,10 +7,11 @@ a time, bounded (counters, maxima, a few times).
 Read from curio e0294b0f (cuzk unchanged since 2026-05-05; /work/shared/reference/
 cuzk-upstream-paths.md sections 2, 3, 4.5, 4.7). a/b/c are synthesised into pageable memory with
 no pool-failure line on four paths, and each gets its own answer:
-- the first wave after every start: every partition synthesis that starts before the first of
-  its circuit type finishes has no capacity hint (`no capacity hint cached`, pipeline.rs:270;
-  the hint is a process-wide OnceLock, pipeline.rs:176-230): no setting, it lasts until the
-  hint is cached and repeats after every restart;
+- a first wave: every partition synthesis that starts before the first of its circuit type
+  finishes has no capacity hint (`no capacity hint cached`, pipeline.rs:270); the hints are
+  process statics, one per circuit type (pipeline.rs:181-204), so each run of cuzk has a first
+  wave of each type it proves, e.g. SnapDeals' hours after PoRep's (`gapwatch.cuzk.first_wave`):
+  no setting;
 - WinningPoSt and WindowPoSt: monolithic and unpinned by design (pipeline.rs:3015, 3210): no
   setting;
 - a batch of 2+ PoRep or SnapDeals requests (`[scheduler] max_batch_size > 1`, engine.rs:2053,
@@ -35,23 +36,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gapwatch.core import fmt
 from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.cuzk.advice import BATCH_KINDS, BATCH_SETTING, POST_KINDS, StallGaps
+from gapwatch.cuzk.first_wave import (
+    FirstWave,
+    FirstWaves,
+    gap_moment,
+    wave_of,
+    wave_words,
+)
 from gapwatch.cuzk.settings import (
     DEPRECATED,
     SPLIT_PROVE_TELL,
     VALIDATE_PARTITIONS,
+    engine_info,
+    info_from,
     split_prove_disabled,
 )
 
-NO_CAPACITY_HINT = "no capacity hint cached — first synthesis will grow organically"
-HINT_CACHED = "cached synthesis capacity hint"
 HOT_PATH = "GPU_TIMING hot_path pre-prove overhead"
 SELF_CHECK = "verifying PoRep proof (self-check)"
 DISPATCHER = "synthesis dispatcher started (budget-gated)"
 PROCESSING_BATCH = "processing batch"
 TIMEOUT_FLUSH = "synth_timeout_flush"
+#: The target of the capacity-hint and `is_pinned` lines (pipeline.rs:232, 270, 2397, 2866).
+PIPELINE_TARGET = "cuzk_core::pipeline"
 HOT_PATH_FIELDS = ("status_ms", "fail_check_ms", "mark_busy_ms")
 
 #: (setting, change, why, source): one setting of an advice, as `gapwatch.cuzk.advice` takes it.
@@ -75,14 +84,20 @@ class PathFacts:
     batches: int = 0
     post_jobs: int = 0
     starts: int = 0
+    #: `no capacity hint cached` lines, and every run's first wave of each circuit type,
+    #: oldest first (bounded: `gapwatch.cuzk.first_wave.MAX_WAVES`).
     unhinted: int = 0
-    first_wave_start_s: float | None = None
-    first_wave_end_s: float | None = None
+    first_waves: tuple[FirstWave, ...] = ()
     validate_lines: int = 0
     self_checks: int = 0
     hot_path_max_ms: tuple[tuple[str, int], ...] = ()
     split_prove_disabled: bool = False
     deprecated: tuple[str, ...] = ()
+    #: INFO lines of cuzk's engine and of its pipeline were read. At `[logging] level = "warn"`
+    #: or RUST_LOG=warn (cuzk-daemon main.rs:54-61) none are, WARN, ERROR and TIMELINE remain:
+    #: then a missing INFO line (a knob's, a first wave's, `is_pinned`) says nothing.
+    engine_info: bool = False
+    pipeline_info: bool = False
 
 
 class PathsSeen:
@@ -91,6 +106,8 @@ class PathsSeen:
 
     def __init__(self) -> None:
         self.tracing = 0
+        self.engine_info = 0
+        self.pipeline_info = 0
         self.pipeline_enabled: bool | None = None
         self.max_batch_size: int | None = None
         self.max_batch_wait_ms: int | None = None
@@ -98,9 +115,7 @@ class PathsSeen:
         self.batches = 0
         self.post_jobs = 0
         self.starts = 0
-        self.unhinted = 0
-        self.wave_start: float | None = None
-        self.wave_end: float | None = None
+        self.waves = FirstWaves()
         self.validate = 0
         self.self_checks = 0
         self.hot: dict[str, int] = {}
@@ -113,6 +128,9 @@ class PathsSeen:
             self._timeline(ev)
         elif ev.kind == "tracing":
             self.tracing += 1
+            self.engine_info += engine_info(ev)
+            self.pipeline_info += info_from(ev, PIPELINE_TARGET)
+            self.waves.feed(ev)
             self._tracing(ev)
 
     def _timeline(self, ev: LogEvent) -> None:
@@ -138,12 +156,6 @@ class PathsSeen:
             self.max_batch_wait_ms = wait if isinstance(wait, int) and wait >= 0 else None
         elif name == PROCESSING_BATCH and TIMEOUT_FLUSH in str(f.get("spans", "")):
             self.timeout_flushes += 1
-        elif name == NO_CAPACITY_HINT:
-            self.unhinted += 1
-            if self.wave_start is None:
-                self.wave_start = ev.t_wall_s
-        elif name == HINT_CACHED and self.wave_end is None:
-            self.wave_end = ev.t_wall_s
         elif name.startswith(VALIDATE_PARTITIONS):
             self.validate += 1
         elif name == SELF_CHECK:
@@ -166,13 +178,14 @@ class PathsSeen:
             log_seen=self.tracing > 0, pipeline_enabled=self.pipeline_enabled,
             max_batch_size=self.max_batch_size, max_batch_wait_ms=self.max_batch_wait_ms,
             timeout_flushes=self.timeout_flushes, batches=self.batches, post_jobs=self.post_jobs,
-            starts=self.starts, unhinted=self.unhinted, first_wave_start_s=self.wave_start,
-            first_wave_end_s=self.wave_end, validate_lines=self.validate,
+            starts=self.starts, unhinted=self.waves.unhinted,
+            first_waves=self.waves.waves(), validate_lines=self.validate,
             self_checks=self.self_checks,
             hot_path_max_ms=tuple((k, self.hot[k]) for k in HOT_PATH_FIELDS if k in self.hot),
             split_prove_disabled=split_prove_disabled(self.gpu_starts, self.split_lines,
-                                                      self.tracing),
-            deprecated=tuple(self.deprecated),
+                                                      self.engine_info),
+            deprecated=tuple(self.deprecated), engine_info=self.engine_info > 0,
+            pipeline_info=self.pipeline_info > 0,
         )  # fmt: skip
 
 
@@ -231,7 +244,7 @@ def path_rule(stall: str, gaps: StallGaps, facts: PathFacts) -> Found | str | No
     if stall in ("pageable_copies", "slow_copies"):
         return _pageable(gaps, facts)
     if stall == "first_synthesis":
-        return first_wave_words(facts)
+        return first_wave_words(facts, _latest_wave(gaps, facts))
     if stall == "dispatch_stall":
         return _dispatch(facts)
     if stall == "inside_workers" and facts.split_prove_disabled:
@@ -269,8 +282,11 @@ def _no_work(facts: PathFacts) -> Found:
     /status could show meanwhile."""
     size = facts.max_batch_size
     if size is None or size <= 1:
+        unknown = ("" if size is not None or facts.engine_info else
+                   "; the log has no INFO line of cuzk's engine (its level is above info), so "
+                   "its max_batch_size, which holds requests out of /status, is not known")
         return ([MAX_PENDING_SETTING], True,
-                "gapwatch sees cuzk idle, not whether Curio had proofs waiting", [])
+                "gapwatch sees cuzk idle, not whether Curio had proofs waiting" + unknown, [])
     wait = facts.max_batch_wait_ms
     said = f"max_batch_size={size}" + (f" max_batch_wait_ms={wait}" if wait is not None else "")
     evidence = [f"'synthesis dispatcher started' says {said} (engine.rs:1892): each PoRep or "
@@ -319,29 +335,35 @@ def _pageable(gaps: StallGaps, facts: PathFacts) -> Found | str | None:
         return [BATCH_SETTING], True, (
             "cuzk's log shows batches and no pool failure: batched a/b/c are pageable; "
             "gapwatch did not tie these gaps to one batch"), _batch_evidence(facts, 0, len(gaps))
-    wave_end = facts.first_wave_end_s
-    if facts.unhinted and wave_end is not None and (
-            gaps.max_start_s is None or gaps.max_start_s <= wave_end):
-        return first_wave_words(facts)
+    if not facts.pipeline_info:
+        # No INFO line of the pipeline (level "warn"): no first wave, no `is_pinned` could
+        # show, so their absence proves nothing; the general advice stands.
+        return None
+    wave = _latest_wave(gaps, facts)
+    if wave is not None:
+        return first_wave_words(facts, wave)
     if gaps.unpinned:
         return ("cuzk's log says these partitions were unpinned (is_pinned=false) with no pool "
-                "failure, no batch, the pipeline on and the first wave over: a path upstream's "
-                "code does not take (pipeline.rs:273-308), so no setting is known")
-    return ("cuzk's log shows no pool failure, no batch, the pipeline on and the first wave "
-            "over: its partitions are pinned; the pageable copies left are the MSM scalars and "
+                "failure, no batch, the pipeline on and outside every run's first wave of each "
+                "circuit type: a path upstream's code does not take (pipeline.rs:273-308), so "
+                "no setting is known")
+    return ("cuzk's log shows no pool failure, no batch, the pipeline on and no first wave "
+            "then: its partitions are pinned; the pageable copies left are the MSM scalars and "
             "bases cuzk keeps in heap memory (groth16_cuda.cu:1005-1031), which no setting pins")
 
 
-def first_wave_words(facts: PathFacts) -> str:
-    """The first wave after a start, in one sentence: how many, how long, that it repeats."""
-    lasted = ""
-    if facts.first_wave_start_s is not None and facts.first_wave_end_s is not None:
-        lasted = (f", {fmt.duration(facts.first_wave_end_s - facts.first_wave_start_s)} from "
-                  f"{fmt.clock(facts.first_wave_start_s)}")
-    return (f"first wave after cuzk started: {facts.unhinted or 'the'} partition synthesis(es) "
-            f"began before the first of their circuit type finished{lasted}, so had no capacity "
-            "hint and were unpinned (pipeline.rs:176-230, 270); no setting: it repeats after "
-            "every restart of cuzk")
+def _latest_wave(gaps: StallGaps, facts: PathFacts) -> FirstWave | None:
+    """The first wave (of any run, any circuit type) the latest of these gaps falls in: the
+    one whose evidence is cited. `stall_of` has already put each gap in a wave or not where
+    the pipeline view held the waves; this reads the same windows from the paths' facts."""
+    latest = gaps.latest
+    return wave_of(facts.first_waves, gap_moment(latest)) if latest is not None else None
+
+
+def first_wave_words(facts: PathFacts, wave: FirstWave | None = None) -> str:
+    """A first wave in one sentence: which run and circuit type (`wave`, where known), how
+    many, how long, that it repeats."""
+    return wave_words(wave, facts.unhinted)
 
 
 #: A hot-path wait this long (ms) is a lock worth naming.
@@ -383,6 +405,9 @@ def _job_tracker(facts: PathFacts) -> Found | str | None:
     if tracker < LOCK_WAIT_MS:
         return None  # the general words stand: CPU prep, the GPU mutex
     checks = (f"; {facts.self_checks} self-check(s) in the log" if facts.self_checks else "")
+    if not facts.engine_info:
+        checks += ("; the log has no INFO line of cuzk's engine (its level is above info), so "
+                   "CUZK_VALIDATE_PARTITIONS=1, which holds that mutex, would not show")
     return ("no setting: after pickup GPU workers wait on cuzk's JobTracker mutex (fail_check_ms, "
             "mark_busy_ms, engine.rs:3031, 3047), which the finalizer holds through the PoRep "
             "self-check (engine.rs:521) and gRPC GetStatus/GetMetrics take (poll those less); "

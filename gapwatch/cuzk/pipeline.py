@@ -25,6 +25,9 @@ since 2026-05-05), file by file (docs/cuzk-status.md lists them):
   (`checkin`), is shrunk only by the evictor (`freed buffer (evictor)`); it is not in the memory
   budget, so a checkout fails only when `cudaHostAlloc` fails (`pipeline.rs`: `pinned pool
   checkout FAILED — falling back to unpinned ... pool_free pool_total_gib`).
+- `pipeline.rs`: the capacity hint, one per circuit type and lost at every restart: the first
+  wave of each type in each run is unpinned (`gapwatch.cuzk.first_wave`, the view's
+  `first_waves`).
 - `srs_manager.rs`: `loading SRS from disk` ... `SRS loaded successfully elapsed_ms`; `SRS
   evicted`; while it loads, its mutex is held and `/status` lists no SRS entry.
 """
@@ -40,6 +43,7 @@ from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.units import GIB
 from gapwatch.core.values import count_field, is_bad_count
+from gapwatch.cuzk.first_wave import FirstWave, FirstWaves
 
 #: memory.rs: per-partition budget (PoRep 32G, one circuit), `POREP_PARTITION_FULL_BYTES`.
 POREP_PARTITION_FULL_BYTES = 14 * GIB
@@ -211,7 +215,9 @@ class PoolState:
     #: The latest failure's figures: `pool_free`, `pool_total_gib`, `cuda_err`, `size_gib`.
     last_failure: dict[str, FieldValue] = field(default_factory=dict)
     last_failure_s: float | None = None
-    #: `no capacity hint cached`: a first synthesis of a circuit type, unpinned by design.
+    #: `no capacity hint cached`: a first-wave synthesis of a circuit type in a run (every
+    #: run's, every type's), unpinned by design; which wave each was in: the view's
+    #: `first_waves`.
     first_syntheses: int = 0
 
 
@@ -262,6 +268,9 @@ class PipelineView(_Limits):
     over_budget: OverBudget | None = None
     monolithic_in_flight: tuple[str, ...] = ()
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS
+    #: Every run's first wave of each circuit type, oldest first (bounded: `MAX_WAVES`): a gap
+    #: in one of their windows is a first wave's (`gapwatch.cuzk.first_wave.wave_of`).
+    first_waves: tuple[FirstWave, ...] = ()
 
 
 @dataclass(slots=True)
@@ -350,6 +359,8 @@ class PipelineFacts(_Limits):
         self.pipeline_enabled: bool | None = None
         self.pool = PoolState()
         self.pool_seen = False
+        #: Each run's first wave of each circuit type (`gapwatch.cuzk.first_wave`).
+        self.first_waves = FirstWaves()
         #: `pool_evidence`'s words and the pool state they were said of (see there).
         self._pool_words: tuple[tuple[object, ...], list[str]] | None = None
         self._pool_freed = 0
@@ -467,6 +478,7 @@ class PipelineFacts(_Limits):
 
     def _tracing(self, ev: LogEvent) -> None:
         msg, f, t = ev.name, ev.fields, ev.t_wall_s
+        self.first_waves.feed(ev)  # its lines are not all in _TRACING_MESSAGES
         if msg not in _TRACING_MESSAGES and not msg.startswith(_POOL_PREFIXES):
             return  # most lines (a partition's synthesis, its GPU timing): one look, not 15
         if msg.startswith(_POOL_PREFIXES) or msg == POOL_INITIALIZED:
@@ -634,6 +646,7 @@ class PipelineFacts(_Limits):
             monolithic_in_flight=tuple(f"{m.kind} {m.job}" for m in self.mono.values()),
             max_parallel_synthesis=self.max_parallel_synthesis,
             dropped=tuple(f"{k}={v}" for k, v in self.dropped.items()),
+            first_waves=self.first_waves.waves(),
         )
 
     def pool_evidence(self) -> list[str]:

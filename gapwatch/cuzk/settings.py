@@ -8,8 +8,12 @@ Every key is one upstream logs or serves (curio e0294b0f, cuzk unchanged since 2
 line and its file:line in `SOURCES`): cuzk has no endpoint that prints its configuration, so a
 setting it never logs cannot be shown, and is not guessed. Env knobs: `CUZK_VALIDATE_PARTITIONS=1`
 logs a line per verified job (engine.rs:533, 862); `CUZK_DISABLE_SPLIT_PROVE=1` logs nothing, and
-is inferred from its one tell: GPU jobs start (TIMELINE `GPU_START`) while tracing lines are read
-and not one `GPU_TIMING spawn_blocking prove_start` appears (engine.rs:3075, 3139).
+is inferred from its one tell: GPU jobs start (TIMELINE `GPU_START`) while INFO lines of
+`cuzk_core::engine` are read and not one `GPU_TIMING spawn_blocking prove_start` appears
+(engine.rs:3075, 3139). Both lines are INFO: the daemon's level is `RUST_LOG`, else `[logging]
+level` (default "info"; cuzk-daemon main.rs:50-61, config.rs:416-427), and at "warn" its
+WARN and ERROR lines and TIMELINE (stderr, engine.rs:352) remain with no INFO line at all, so
+an INFO line's absence says something only where INFO lines of its target were kept.
 """
 
 from __future__ import annotations
@@ -64,6 +68,9 @@ SOURCES: dict[str, str] = {
 }
 
 DEPRECATED = " is deprecated"
+#: The target of the env knobs' lines (engine.rs:533, 862, 3139), as tracing prints it
+#: (cuzk-daemon main.rs:58-61 `.with_target(true)`).
+ENGINE_TARGET = "cuzk_core::engine"
 VALIDATE_PARTITIONS = "CUZK_VALIDATE_PARTITIONS=1: validating per-partition verifier"
 SPLIT_PROVE_TELL = "GPU_TIMING spawn_blocking prove_start"
 #: GPU jobs seen without one split-prove line before `CUZK_DISABLE_SPLIT_PROVE=1` is said.
@@ -99,6 +106,9 @@ class ProverSettings:
     #: Starts read but not kept: `start_times` holds the latest `MAX_STARTS_KEPT` (a crash
     #: loop's last start is the one to compare across).
     starts_dropped: int = 0
+    #: INFO lines of `cuzk_core::engine` read (`engine_info`): 0 at `[logging] level = "warn"`
+    #: or RUST_LOG=warn, where an env knob's INFO line is missing whether it is set or not.
+    engine_info_lines: int = 0
 
 
 #: The most starts, and values of one setting, a side keeps (`ProverSettings.start_times`,
@@ -167,6 +177,7 @@ class SettingsSeen:
         self.split_prove_lines = 0
         self.gpu_starts = 0
         self.tracing_lines = 0
+        self.engine_info_lines = 0
         self.batches = 0
         self.dropped: dict[str, str] = {}
         self.dropped_fields = 0
@@ -183,6 +194,7 @@ class SettingsSeen:
         if ev.kind != "tracing":
             return
         self.tracing_lines += 1
+        self.engine_info_lines += engine_info(ev)
         name = ev.name
         if name == START:
             self._started(round(ev.t_wall_s, 3))
@@ -257,7 +269,8 @@ class SettingsSeen:
         if self.validate_lines:
             env["CUZK_VALIDATE_PARTITIONS"] = (
                 f"1 (seen: {self.validate_lines} 'CUZK_VALIDATE_PARTITIONS=1' line(s))")
-        if split_prove_disabled(self.gpu_starts, self.split_prove_lines, self.tracing_lines):
+        if split_prove_disabled(self.gpu_starts, self.split_prove_lines,
+                                self.engine_info_lines):
             env["CUZK_DISABLE_SPLIT_PROVE"] = (
                 f"1 (inferred: {self.gpu_starts} GPU_START, no '{SPLIT_PROVE_TELL}' line)")
         return ProverSettings({**self.values, **self.status_values},
@@ -266,13 +279,28 @@ class SettingsSeen:
                               tuple(self.dropped.values()), self.dropped_fields,
                               tuple(sorted(self.starts)),
                               {k: tuple(v) for k, v in self.history.items()},
-                              self.starts_dropped)
+                              self.starts_dropped, self.engine_info_lines)
 
 
-def split_prove_disabled(gpu_starts: int, split_prove_lines: int, tracing_lines: int) -> bool:
-    """`CUZK_DISABLE_SPLIT_PROVE=1`'s only tell: GPU jobs start, tracing lines are read (the
-    stdout log is there), and not one split-prove line came (engine.rs:3075, 3139)."""
-    return gpu_starts >= SPLIT_PROVE_MIN_JOBS and tracing_lines > 0 and split_prove_lines == 0
+def info_from(ev: LogEvent, target: str) -> bool:
+    """An INFO line of `target` (a line with no target is taken as one): where such lines are
+    read, the filter (main.rs:54-61) keeps that target's INFO lines, so one missing says
+    something."""
+    return ev.level == "INFO" and ev.fields.get("target", target) == target
+
+
+def engine_info(ev: LogEvent) -> bool:
+    """An INFO line of cuzk's engine: the level and target of the env knobs' lines."""
+    return info_from(ev, ENGINE_TARGET)
+
+
+def split_prove_disabled(gpu_starts: int, split_prove_lines: int,
+                         engine_info_lines: int) -> bool:
+    """`CUZK_DISABLE_SPLIT_PROVE=1`'s only tell: GPU jobs start, INFO lines of the engine are
+    read (the split-prove line is one, engine.rs:3139: WARN and ERROR lines alone come at
+    level "warn", main.rs:54-61), and not one split-prove line came (engine.rs:3075)."""
+    return (gpu_starts >= SPLIT_PROVE_MIN_JOBS and engine_info_lines > 0
+            and split_prove_lines == 0)
 
 
 def changes(before: ProverSettings, after: ProverSettings) -> list[SettingChange]:
@@ -331,12 +359,13 @@ class AdvisedChange:
 
 
 def _shown(s: ProverSettings, key: str) -> str | None:
-    """`key`'s value on a side; an env knob's "not seen" where the side has the prover's log
-    (its lines would have said it), None where it has none."""
+    """`key`'s value on a side; an env knob's "not seen" where the side's log has the engine's
+    INFO lines (its lines, INFO too, would have said it), None where it has none (no log, or
+    one at level "warn")."""
     if key in ENV_KNOBS:
         if key in s.env:
             return "1"
-        return "not seen" if s.log_lines else None
+        return "not seen" if s.engine_info_lines else None
     return s.values.get(key)
 
 

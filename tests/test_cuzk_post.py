@@ -872,3 +872,30 @@ def test_lines_read_in_batches_long_after_they_were_written_are_no_new_engine_ru
     assert watch.post.offsets_began_again == 0
     assert not [e for e in said if e.proof is not None and e.proof.given_up == "restart"]
     assert [r.job_id for r in watch.running()] == ["winpost-1000-cc"]
+
+
+def _srs_loads_read(lines: list[str]) -> PostTracker:
+    tracker, parser = PostTracker(), LogParser()
+    for text in lines:
+        for ev in parser.parse_line(text, "stdout"):
+            tracker.feed(ev)
+    return tracker
+
+
+def test_a_load_is_the_runs_first_only_when_the_runs_start_was_read() -> None:
+    """A log followed from its end (live, anchored by /status) has not read the loads before
+    it: its first load read may be a reload, so it is never said cold (which would hide
+    eviction_min_idle and tell the operator to restart cuzk)."""
+    load = ("2026-05-12T16:00:11.200000Z  INFO cuzk_core::srs_manager: loading SRS from disk "
+            "circuit_id=winning-32g path=/data/zk/params/w.params file_size_gib=1")
+    start = ("2026-05-12T16:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine "
+             "pipeline_enabled=true")
+    assert not _srs_loads_read([load])._srs_loads[-1].first_in_run
+    assert _srs_loads_read([start, load])._srs_loads[-1].first_in_run
+
+
+def test_srs_lines_naming_thousands_of_circuits_keep_only_cuzks_own() -> None:
+    # A hostile log naming 10,000 circuits grew the set of the run's loaded circuits by each.
+    lines = [f"2026-05-12T16:00:11.200000Z  INFO cuzk_core::srs_manager: SRS evicted "
+             f"circuit_id=x{i}-32g freed_gib=1 budget_available_gib=3" for i in range(10_000)]
+    assert len(_srs_loads_read(lines)._srs_in_run) == 0

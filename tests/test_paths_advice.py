@@ -111,7 +111,8 @@ def test_post_is_monolithic_by_design_and_gets_no_setting() -> None:
 def test_the_pipeline_off_is_told_pipeline_enabled_true() -> None:
     facts = facts_of([line("starting cuzk engine", 0.0, pipeline_enabled="false")])
     gap = _gap(kind="pcie_starved", warnings=("unpinned",))
-    (a,) = advise([gap], PipelineView(), rules=lambda s, g: path_rule(s, g, facts)).advice
+    (a,) = advise([gap], PipelineView(pipeline_enabled=False),
+                  rules=lambda s, g: path_rule(s, g, facts)).advice
     assert (a.setting, a.change) == ("[pipeline] enabled", "true")
     assert "engine.rs:3422-3439" in a.source
 
@@ -370,18 +371,19 @@ def test_the_pipeline_off_explains_every_stall_of_the_monolithic_workers() -> No
     # gpu_workers_per_device says; engine.rs:2247, 2401: only the pipeline registers jobs with
     # /status, so every gap of a monolithic cuzk reads as "no work".
     facts = facts_of([line("starting cuzk engine", 0.0, pipeline_enabled="false")])
-    rules = lambda s, g: path_rule(s, g, facts)  # noqa: E731
-    not_overlapped = advise([_gap(kind="transfer_bound")],
-                            PipelineView(gpu_workers_per_device=1), rules=rules)
-    (a,) = not_overlapped.advice
-    assert (a.setting, a.change, a.guess) == ("[pipeline] enabled", "true", False)
-    assert any("changes nothing" in e for e in a.evidence)
-    (b,) = advise([_gap(kind="host_stall")], PipelineView(), rules=rules).advice
-    assert (b.setting, b.guess) == ("[pipeline] enabled", False)
-    assert not advise([_gap(kind="host_stall")], PipelineView(), rules=rules).no_setting
-    no_work = advise([_gap(cause="no_work")], PipelineView(), rules=rules).advice
-    assert [x.setting for x in no_work] == ["[pipeline] enabled", "Curio [Cuzk] MaxPending"]
-    assert no_work[0].guess and "lists no job in /status" in no_work[0].guess_why
+    off = PipelineView(pipeline_enabled=False, gpu_workers_per_device=1)
+    # The report asks the paths first; the dashboard, snapshot and help screen do not: the
+    # same answer either way.
+    for rules in (lambda s, g: path_rule(s, g, facts), None):
+        (a,) = advise([_gap(kind="transfer_bound")], off, rules=rules).advice
+        assert (a.setting, a.change, a.guess) == ("[pipeline] enabled", "true", False)
+        assert any("changes nothing" in e for e in a.evidence)
+        report = advise([_gap(kind="host_stall")], off, rules=rules)
+        assert [(b.setting, b.guess) for b in report.advice] == [("[pipeline] enabled", False)]
+        assert not report.no_setting
+        no_work = advise([_gap(cause="no_work")], off, rules=rules).advice
+        assert [x.setting for x in no_work] == ["[pipeline] enabled", "Curio [Cuzk] MaxPending"]
+        assert no_work[0].guess and "lists no job in /status" in no_work[0].guess_why
 
 
 OVER_BUDGET = "acquire request exceeds total budget — will block until possible"

@@ -395,8 +395,50 @@ def advise_stalls(by: dict[str, StallGaps], pipeline: PipelineView,
 _Found = Found
 
 
+PIPELINE_SETTING = (
+    "[pipeline] enabled", "true",
+    "with the pipeline off every proof is monolithic through filecoin-proofs' heap-backed "
+    "prover: no pinned a/b/c, no synthesis overlapping GPU proving",
+    "extern/cuzk/cuzk-core/src/engine.rs:3422-3439, extern/cuzk/cuzk.example.toml")
+MAX_PENDING_SETTING = (
+    "Curio [Cuzk] MaxPending", "raise it (default 10), if Curio had proofs waiting",
+    "Curio sends at most MaxPending requests to cuzk at once, one limit shared by PoRep, "
+    "SnapDeals and PoSt tasks",
+    "curio deps/config/types.go:135-138, harmony/taskhelp/max.go:74-76, "
+    "documentation/en/experimental-features/cuzk-proving-daemon.md:148-163")
+#: Stalls that, with `[pipeline] enabled = false`, are the monolithic workers themselves: each
+#: worker synthesises then proves on one blocking thread, nothing overlaps (engine.rs:3362-3440),
+#: cuzk runs one worker per GPU whatever `gpu_workers_per_device` says (engine.rs:1333-1337), and
+#: registers no job with /status (register_job is only on the pipeline's paths,
+#: engine.rs:2247, 2401), so every gap reads as "no work" there and no other setting acts.
+PIPELINE_OFF_STALLS = frozenset({
+    "no_work", "host_stall", "inside_workers", "copies_not_overlapped", "pageable_copies",
+    "slow_copies"})
+
+
+def _pipeline_off(stall: str) -> Found:
+    """`[pipeline] enabled = true`, for a stall the pipeline being off explains (see
+    `PIPELINE_OFF_STALLS`)."""
+    evidence = ["the log's 'starting cuzk engine' says pipeline_enabled=false"]
+    if stall == "copies_not_overlapped":
+        evidence.append("with the pipeline off cuzk runs one GPU worker per GPU whatever "
+                        "[gpus] gpu_workers_per_device says (engine.rs:1333-1337): setting "
+                        "it to 2 changes nothing")
+    if stall != "no_work":
+        return [PIPELINE_SETTING], False, "", evidence
+    # /status cannot tell idle from busy with the pipeline off: Curio sending nothing is as
+    # likely as cuzk proving monolithically, so both levers, as a guess.
+    return ([PIPELINE_SETTING, MAX_PENDING_SETTING], True,
+            "with the pipeline off cuzk lists no job in /status (engine.rs:2247, 2401 register "
+            "only the pipeline's), so gapwatch cannot tell a monolithic proof in flight from no "
+            "work at all; its log's 'processing job (monolithic)' lines say when it works",
+            evidence)
+
+
 def _settings_for(stall: str, gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     """The settings for one stall, or why none applies (a string)."""
+    if pipeline.pipeline_enabled is False and stall in PIPELINE_OFF_STALLS:
+        return _pipeline_off(stall)
     why = _NO_SETTING.get(stall)
     if why is not None:
         return why

@@ -138,8 +138,8 @@ class FirstWaves:
     def _cached(self, ev: LogEvent) -> None:
         """Logged after every synthesis (pipeline.rs:355): only the first of a type counts."""
         _circuit, hint = self._circuit(ev)
-        if hint in self._hinted:
-            return
+        if hint in self._hinted or len(self._hinted) >= MAX_OPEN:
+            return  # (past MAX_OPEN keys the log is not cuzk's: bounded, not followed)
         self._hinted.add(hint)
         wave = self._open.get(hint)
         if wave is not None:

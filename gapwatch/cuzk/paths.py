@@ -37,7 +37,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gapwatch.core.models import LogEvent, ProverStatus
-from gapwatch.cuzk.advice import BATCH_KINDS, BATCH_SETTING, POST_KINDS, StallGaps
+from gapwatch.cuzk.advice import (
+    BATCH_KINDS,
+    BATCH_SETTING,
+    MAX_PENDING_SETTING,
+    PIPELINE_OFF_STALLS,
+    PIPELINE_SETTING,
+    POST_KINDS,
+    StallGaps,
+)
 from gapwatch.cuzk.first_wave import (
     FirstWave,
     FirstWaves,
@@ -189,11 +197,6 @@ class PathsSeen:
         )  # fmt: skip
 
 
-PIPELINE_SETTING: Setting = (
-    "[pipeline] enabled", "true",
-    "with the pipeline off every proof is monolithic through filecoin-proofs' heap-backed "
-    "prover: no pinned a/b/c, no synthesis overlapping GPU proving",
-    "extern/cuzk/cuzk-core/src/engine.rs:3422-3439, extern/cuzk/cuzk.example.toml")
 VALIDATE_SETTING: Setting = (
     "env CUZK_VALIDATE_PARTITIONS", "unset it (a debug knob)",
     "=1 runs 10 per-partition verifications after each PoRep self-check while the finalizer "
@@ -205,12 +208,6 @@ SPLIT_PROVE_SETTING: Setting = (
     "=1 proves synchronously: the worker is held through b_g2_msm and the epilogue, so the "
     "prove/finish overlap is gone and the GPU idles during the CPU tail",
     "extern/cuzk/cuzk-core/src/engine.rs:3075, 3139")
-MAX_PENDING_SETTING: Setting = (
-    "Curio [Cuzk] MaxPending", "raise it (default 10), if Curio had proofs waiting",
-    "Curio sends at most MaxPending requests to cuzk at once, one limit shared by PoRep, "
-    "SnapDeals and PoSt tasks",
-    "curio deps/config/types.go:135-138, harmony/taskhelp/max.go:74-76, "
-    "documentation/en/experimental-features/cuzk-proving-daemon.md:148-163")
 BATCH_WAIT_SETTING: Setting = (
     "[scheduler] max_batch_size", "1 (the default), or lower [scheduler] max_batch_wait_ms "
     "(0 = flush at once)",
@@ -225,20 +222,10 @@ STATUS_PERIOD_SETTING: Setting = (
     "extern/cuzk/cuzk-core/src/status.rs:397, engine.rs:3018-3021")
 
 
-#: Stalls that, with `[pipeline] enabled = false`, are the monolithic workers themselves: each
-#: worker synthesises then proves on one blocking thread, nothing overlaps (engine.rs:3362-3440),
-#: cuzk runs one worker per GPU whatever `gpu_workers_per_device` says (engine.rs:1333-1337), and
-#: registers no job with /status (register_job is only on the pipeline's paths,
-#: engine.rs:2247, 2401), so every gap reads as "no work" there and no other setting acts.
-PIPELINE_OFF_STALLS = frozenset({
-    "no_work", "host_stall", "inside_workers", "copies_not_overlapped", "pageable_copies",
-    "slow_copies"})
-
-
 def path_rule(stall: str, gaps: StallGaps, facts: PathFacts) -> Found | str | None:
     """The answer for `stall` on the path the log shows, or None: the general advice stands."""
     if facts.pipeline_enabled is False and stall in PIPELINE_OFF_STALLS:
-        return _pipeline_off(stall)
+        return None  # the general advice reads the pipeline off (advice._settings_for)
     if stall == "monolithic":
         return _monolithic(gaps, facts)
     if stall in ("pageable_copies", "slow_copies"):
@@ -254,25 +241,6 @@ def path_rule(stall: str, gaps: StallGaps, facts: PathFacts) -> Found | str | No
     if stall == "no_work":
         return _no_work(facts)
     return None
-
-
-def _pipeline_off(stall: str) -> Found:
-    """`[pipeline] enabled = true`, for a stall the pipeline being off explains (see
-    `PIPELINE_OFF_STALLS`)."""
-    evidence = ["the log's 'starting cuzk engine' says pipeline_enabled=false"]
-    if stall == "copies_not_overlapped":
-        evidence.append("with the pipeline off cuzk runs one GPU worker per GPU whatever "
-                        "[gpus] gpu_workers_per_device says (engine.rs:1333-1337): setting "
-                        "it to 2 changes nothing")
-    if stall != "no_work":
-        return [PIPELINE_SETTING], False, "", evidence
-    # /status cannot tell idle from busy with the pipeline off: Curio sending nothing is as
-    # likely as cuzk proving monolithically, so both levers, as a guess.
-    return ([PIPELINE_SETTING, MAX_PENDING_SETTING], True,
-            "with the pipeline off cuzk lists no job in /status (engine.rs:2247, 2401 register "
-            "only the pipeline's), so gapwatch cannot tell a monolithic proof in flight from no "
-            "work at all; its log's 'processing job (monolithic)' lines say when it works",
-            evidence)
 
 
 def _no_work(facts: PathFacts) -> Found:

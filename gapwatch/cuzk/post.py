@@ -59,6 +59,12 @@ ENQUEUED = "job enqueued"
 SRS_LOADING = "loading SRS from disk"
 #: srs_manager.rs:282.
 SRS_EVICTED = "SRS evicted"
+#: The circuits cuzk loads an SRS for, as srs_manager.rs:46-57 prints them: `_srs_in_run` keeps
+#: no other (a hostile log naming millions would grow it).
+SRS_CIRCUITS = frozenset(("porep-32g", "porep-64g", "wpost-32g", "winning-32g", "snap-32g",
+                          "snap-64g"))
+#: cuzk's start line (engine.rs): only after it is a load known to be the run's first.
+ENGINE_STARTING = "starting cuzk engine"
 SRS_LOADED = "SRS loaded successfully"
 #: Each PoSt kind's own SRS circuit: the `circuit_id=` of its load (engine.rs:2640-2641 picks
 #: the circuit, srs_manager.rs:46-57 Display names it).
@@ -314,8 +320,10 @@ class PostTracker:
         #: are said (`_own_load`, `_queue_load`), not when read: cuzk writes tracing lines to
         #: stdout and TIMELINE to stderr, two files that may be read apart (docs/logs.md).
         self._srs_loads: deque[_SrsLoad] = deque(maxlen=MAX_SRS_LOADS)
-        #: Circuits whose SRS was loaded in this run of cuzk (a handful: one per circuit type).
+        #: Circuits whose SRS was loaded in this run of cuzk (at most `SRS_CIRCUITS`), and
+        #: whether the run's start line was read (else no load is known to be its first).
         self._srs_in_run: set[str] = set()
+        self._start_read = False
         #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END: the
         #: latest `MAX_HELD` picked up, oldest first.
         self.holding: dict[int, str] = {}
@@ -381,16 +389,27 @@ class PostTracker:
             return self._completion(ev.t_wall_s, int_field(ev.fields.get("total_ms")))
         elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADING):
             circuit = _str(ev.fields.get("circuit_id")) or "?"
-            first = circuit not in self._srs_in_run
-            self._srs_in_run.add(circuit)
+            first = self._first_load(circuit)
             self._srs_loads.append(_SrsLoad(circuit, ev.t_wall_s, first_in_run=first))
         elif ev.kind == "tracing" and ev.name == SRS_EVICTED:
             # It was in memory in this run: its next load is a reload, not a cold one.
-            self._srs_in_run.add(_str(ev.fields.get("circuit_id")) or "?")
+            self._first_load(_str(ev.fields.get("circuit_id")) or "?")
+        elif ev.kind == "tracing" and ev.name == ENGINE_STARTING:
+            self._start_read = True  # this run's loads are all read from here on
         elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADED):
             self._srs_loaded(_str(ev.fields.get("circuit_id")) or "?", ev.t_wall_s,
                              int_field(ev.fields.get("elapsed_ms")))
         return []
+
+    def _first_load(self, circuit: str) -> bool:
+        """Whether a load of `circuit` now is its first since cuzk started, as far as read: only
+        when the run's start line was read (a log followed from its end, anchored by /status,
+        may have missed the loads before), and only for a circuit cuzk has; it is then kept."""
+        if circuit not in SRS_CIRCUITS:
+            return False
+        first = self._start_read and circuit not in self._srs_in_run
+        self._srs_in_run.add(circuit)
+        return first
 
     def _srs_loaded(self, circuit: str, t: float, elapsed_ms: int | None) -> None:
         """An SRS load ended: its elapsed time goes to the latest open load of its circuit
@@ -403,9 +422,8 @@ class PostTracker:
                 self._srs_loads[i] = _SrsLoad(circuit, load.began_s, took, load.first_in_run)
                 return
         if took is not None:
-            first = circuit not in self._srs_in_run
-            self._srs_in_run.add(circuit)
-            self._srs_loads.append(_SrsLoad(circuit, t - took / 1000.0, took, first))
+            self._srs_loads.append(_SrsLoad(circuit, t - took / 1000.0, took,
+                                            self._first_load(circuit)))
 
     def _own_load(self, job: _Post, now_s: float) -> _SrsLoad | None:
         """The job's own SRS load: of its circuit, begun inside its synthesis phase (from

@@ -1,5 +1,6 @@
-"""Whole prover log files parsed into one time-sorted list, for tests that compare against it
-(gapwatch itself spools them: `gapwatch.offline.report.spool_logs`)."""
+"""Prover log lines parsed for tests: whole files into one time-sorted list, for tests that
+compare against it (gapwatch itself spools them: `gapwatch.offline.report.spool_logs`), and a
+few lines in order, as one parser reads them (`events_of_lines`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Iterable
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent
 from gapwatch.logs.files import log_file_events
+from gapwatch.logs.parse import LogParser
 
 
 def parse_log_files(paths: Iterable[str], config: Config,
@@ -19,3 +21,11 @@ def parse_log_files(paths: Iterable[str], config: Config,
     events = sorted(log_file_events(paths, config, timeline_epoch_s, counters),
                     key=lambda e: e.t_wall_s)
     return events, counters
+
+
+def events_of_lines(lines: Iterable[str]) -> list[LogEvent]:
+    """The events of cuzk's `lines` in order, read by one parser: TIMELINE lines from stderr
+    (engine.rs:352), every other line from stdout, as the daemon writes them."""
+    parser = LogParser()
+    return [ev for text in lines
+            for ev in parser.parse_line(text, "stderr" if text.startswith("TIMELINE") else "stdout")]

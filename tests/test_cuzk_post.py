@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from parsed_logs import events_of_lines
 
 from gapwatch.commands.parse import format_timeline
 from gapwatch.config import Config, load_config
@@ -875,10 +876,9 @@ def test_lines_read_in_batches_long_after_they_were_written_are_no_new_engine_ru
 
 
 def _srs_loads_read(lines: list[str]) -> PostTracker:
-    tracker, parser = PostTracker(), LogParser()
-    for text in lines:
-        for ev in parser.parse_line(text, "stdout"):
-            tracker.feed(ev)
+    tracker = PostTracker()
+    for ev in events_of_lines(lines):
+        tracker.feed(ev)
     return tracker
 
 

@@ -9,6 +9,8 @@ import json
 import re
 from pathlib import Path
 
+from parsed_logs import events_of_lines
+
 from gapwatch.core.evidence_types import EventEvidence
 from gapwatch.core.models import Gap
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise, stall_of
@@ -47,11 +49,10 @@ def at(clock: str, text: str) -> str:
 
 def read(lines: list[str]) -> tuple[PathFacts, PipelineView]:
     """The paths' facts and the pipeline's view of the same log, as the report feeds both."""
-    parser, seen, pipeline = LogParser(), PathsSeen(), PipelineFacts()
-    for text in lines:
-        for ev in parser.parse_line(text, "stderr" if text.startswith("TIMELINE") else "stdout"):
-            seen.feed_log(ev)
-            pipeline.feed(ev)
+    seen, pipeline = PathsSeen(), PipelineFacts()
+    for ev in events_of_lines(lines):
+        seen.feed_log(ev)
+        pipeline.feed(ev)
     return seen.result(), pipeline.view()
 
 
@@ -390,10 +391,9 @@ OVER_BUDGET = "acquire request exceeds total budget — will block until possibl
 
 
 def _pipeline_facts(lines: list[str]) -> PipelineFacts:
-    parser, facts = LogParser(), PipelineFacts()
-    for text in lines:
-        for ev in parser.parse_line(text, "stdout"):
-            facts.feed(ev)
+    facts = PipelineFacts()
+    for ev in events_of_lines(lines):
+        facts.feed(ev)
     return facts
 
 

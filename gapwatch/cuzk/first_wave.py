@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 from gapwatch.core import fmt
 from gapwatch.core.models import Gap, LogEvent
+from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE as RUN_START
 
-RUN_START = "starting cuzk engine"
 NO_CAPACITY_HINT = "no capacity hint cached"
 HINT_CACHED = "cached synthesis capacity hint"
 #: A partition synthesis's completion line -> the hint it used (pipeline.rs:2397-2402,

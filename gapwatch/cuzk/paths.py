@@ -231,7 +231,7 @@ def path_rule(stall: str, gaps: StallGaps, facts: PathFacts) -> Found | str | No
     if stall in ("pageable_copies", "slow_copies"):
         return _pageable(gaps, facts)
     if stall == "first_synthesis":
-        return first_wave_words(facts, _latest_wave(gaps, facts))
+        return wave_words(_latest_wave(gaps, facts), facts.unhinted)
     if stall == "dispatch_stall":
         return _dispatch(facts)
     if stall == "inside_workers" and facts.split_prove_disabled:
@@ -309,7 +309,7 @@ def _pageable(gaps: StallGaps, facts: PathFacts) -> Found | str | None:
         return None
     wave = _latest_wave(gaps, facts)
     if wave is not None:
-        return first_wave_words(facts, wave)
+        return wave_words(wave, facts.unhinted)
     if gaps.unpinned:
         return ("cuzk's log says these partitions were unpinned (is_pinned=false) with no pool "
                 "failure, no batch, the pipeline on and outside every run's first wave of each "
@@ -326,12 +326,6 @@ def _latest_wave(gaps: StallGaps, facts: PathFacts) -> FirstWave | None:
     the pipeline view held the waves; this reads the same windows from the paths' facts."""
     latest = gaps.latest
     return wave_of(facts.first_waves, gap_moment(latest)) if latest is not None else None
-
-
-def first_wave_words(facts: PathFacts, wave: FirstWave | None = None) -> str:
-    """A first wave in one sentence: which run and circuit type (`wave`, where known), how
-    many, how long, that it repeats."""
-    return wave_words(wave, facts.unhinted)
 
 
 #: A hot-path wait this long (ms) is a lock worth naming.

@@ -47,6 +47,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.prover_watch import RunningProof, total_words
 from gapwatch.core.values import int_field
+from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
 
 #: TIMELINE's `kind=` for PoSt (types.rs ProofKind Display) -> the name people use.
 POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "WindowPoSt"}
@@ -63,8 +64,6 @@ SRS_EVICTED = "SRS evicted"
 #: no other (a hostile log naming millions would grow it).
 SRS_CIRCUITS = frozenset(("porep-32g", "porep-64g", "wpost-32g", "winning-32g", "snap-32g",
                           "snap-64g"))
-#: cuzk's start line (engine.rs): only after it is a load known to be the run's first.
-ENGINE_STARTING = "starting cuzk engine"
 SRS_LOADED = "SRS loaded successfully"
 #: Each PoSt kind's own SRS circuit: the `circuit_id=` of its load (engine.rs:2640-2641 picks
 #: the circuit, srs_manager.rs:46-57 Display names it).
@@ -394,7 +393,8 @@ class PostTracker:
         elif ev.kind == "tracing" and ev.name == SRS_EVICTED:
             # It was in memory in this run: its next load is a reload, not a cold one.
             self._first_load(_str(ev.fields.get("circuit_id")) or "?")
-        elif ev.kind == "tracing" and ev.name == ENGINE_STARTING:
+        elif ev.kind == "tracing" and ev.name == ANCHOR_MESSAGE:
+            # cuzk's start line: only after it is a load known to be the run's first.
             self._start_read = True  # this run's loads are all read from here on
         elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADED):
             self._srs_loaded(_str(ev.fields.get("circuit_id")) or "?", ev.t_wall_s,

@@ -1,20 +1,24 @@
-"""Restarts (start lines, /status uptime, a new pid on the GPU) and what they cost; cuzk's
-failure lines and panics as error events; a gap after an error says so; pipeline facts reset."""
+"""Restarts (start lines, /status uptime, a new pid on the GPU) and what they cost; a gap that
+spans a restart is the restart's; cuzk's failure lines and panics as error events; a gap after
+an error says so; pipeline facts reset."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from parsed_logs import events_of_lines
 
 from gapwatch.commands.parse import format_timeline
 from gapwatch.core.evidence_types import NO_COPIES, NO_HOST
 from gapwatch.core.explain import Evidence, GapFacts, hint_of
-from gapwatch.core.models import LogEvent, ProcessMemory, ProverEvent, ProverStatus
+from gapwatch.core.models import Gap, LogEvent, ProcessMemory, ProverEvent, ProverStatus
 from gapwatch.core.prover import ProverView
+from gapwatch.cuzk.advice import advise
 from gapwatch.cuzk.partitions import derive_timeline
 from gapwatch.cuzk.pipeline import PipelineFacts
-from gapwatch.cuzk.prover import CuzkProver
+from gapwatch.cuzk.prover import CuzkProver, view_of
 from gapwatch.cuzk.restarts import RestartWatch
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.parse import LogParser
@@ -140,6 +144,96 @@ def test_pipeline_facts_reset_what_was_in_flight_when_the_prover_starts_again() 
     view = facts.view()
     assert view.monolithic_in_flight == () and view.queued == 0
     assert facts.runs == 2
+
+
+# -- a gap that spans a restart ---------------------------------------------------------------
+
+def _gaps_over(records: Sequence[LogEvent | ProverStatus], busy_s: list[tuple[float, float]]
+               ) -> tuple[list[Gap], CuzkProver]:
+    """The closed gaps of a GPU busy over `busy_s` (seconds after the first record), with
+    cuzk's log events and `/status` snapshots fed to the detector as they come, and its
+    prover."""
+    from gapwatch.core.config import DetectorConfig
+    from gapwatch.core.detector import GapDetector
+    from gapwatch.core.models import GpuInfo, GpuSample
+
+    prover = CuzkProver()
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=63e9)], period_s=0.1,
+                      live=False, prover=prover)
+    fed = sorted(records, key=lambda r: r.t_wall_s)
+    t0 = fed[0].t_wall_s
+    end_s = max(b for _, b in busy_s) + 2.0
+    gaps: dict[int, Gap] = {}
+    for i in range(int(end_s / 0.1)):
+        t = t0 + i * 0.1
+        while fed and fed[0].t_wall_s <= t:
+            det.feed(fed.pop(0))
+        busy = any(t0 + a <= t < t0 + b for a, b in busy_s)
+        sample = GpuSample(0, int(t * 1e9), t, 100_000_000, 95.0 if busy else 0.0,
+                           99.0 if busy else 0.0, 30e9 if busy else 1e6, 1e6)
+        gaps.update((g.gap_id, g) for g in det.feed(sample) if isinstance(g, Gap))
+    gaps.update((g.gap_id, g) for g in det.finish() if isinstance(g, Gap))
+    return [g for g in gaps.values() if g.end_s is not None and not g.retracted], prover
+
+
+#: restart.log's GPU work (s after its first line): the old run's two partitions, then the new
+#: run's first, 51 s after the old run's last work (killed, back 10 s later, its SRS reloaded
+#: from disk for 12 s, its first wave synthesised unpinned).
+RESTART_BUSY_S = [(40.0, 44.0), (95.0, 98.0)]
+
+
+def test_a_gap_spanning_a_restart_of_cuzk_is_caused_by_the_restart_not_the_srs_reload() -> None:
+    """The gap from the old run's last GPU work to the new run's first took the SRS reload
+    inside it as its cause, and its advice was the SRS's "nothing to change unless it repeats",
+    though it repeats after every restart. The restart is its cause: how the old run ended,
+    the restart's cost (the same words as its prover event) with the SRS reload a part of it,
+    and the restart's advice."""
+    events = events_of_lines((DATA / "restart.log").read_text().splitlines())
+    [gap], prover = _gaps_over(events, RESTART_BUSY_S)
+    assert gap.duration_s == pytest.approx(51.0, abs=0.2)
+    assert gap.prover_cause == "restart"
+    assert "prover log: cuzk restarted" in gap.hint
+    assert "killed, no shutdown line; the restart cost the GPU 51.0 s, its SRS reload 12.0 s " \
+           "of it" in gap.hint
+    assert "loading the SRS" not in gap.hint
+    said = {e.kind: e.message for e in watched(events)}
+    assert gap.prover_evidence == [said["restart"], said["restart_cost"]]
+    assert "SRS reloaded 12.0 s" in said["restart_cost"]
+    report = advise([gap], view_of(prover.facts()))
+    assert report.advice == []
+    [note] = report.no_setting
+    assert note.stall == "restart" and note.gaps == 1
+    assert "unless it repeats" not in note.why and "it repeats at every restart" in note.why
+    assert "killed: systemd's default SIGTERM is not handled" in note.why
+
+
+def test_a_gap_after_a_restarts_first_gpu_work_or_at_a_first_start_is_not_the_restarts() -> None:
+    """Only the stretch from a restart to its new run's first GPU work is the restart's: the
+    first start of a log is no restart (its SRS load is the gap's cause, a first load), and a
+    gap after the new run's first GPU work is not the restart's."""
+    lines = (DATA / "restart.log").read_text().splitlines()
+    second = lines.index(next(x for x in lines[1:] if "cuzk-daemon starting" in x))
+    first_start = events_of_lines(lines[second:])
+    [gap], _ = _gaps_over(first_start, [(0.0, 0.3), (41.0, 44.0)])
+    assert gap.prover_cause == "srs_loading"
+    events = events_of_lines(lines)
+    gaps, _ = _gaps_over(events, [*RESTART_BUSY_S, (98.5, 100.0)])
+    assert [g.prover_cause for g in sorted(gaps, key=lambda g: g.start_s)] == ["restart", None]
+
+
+def test_a_restart_seen_by_status_uptime_alone_is_the_cause_of_the_gap_that_spans_it() -> None:
+    """No log: `/status` uptime going back is the restart (restarts.py); its cost, read from the
+    log, is not known, nor how the old run ended, and the hint says the prover's status said
+    it."""
+    t0 = 1_796_000_000.0
+    polls = [status(t0 + t, 500.0 + t) for t in (0.0, 1.0, 3.0)] + [
+        status(t0 + t, t - 25.0) for t in (27.0, 29.0)]
+    [gap], _ = _gaps_over(polls, [(0.0, 5.0), (30.0, 32.0)])
+    assert gap.prover_cause == "restart"
+    assert "prover status: cuzk restarted" in gap.hint
+    assert "killed" not in gap.hint  # no line of the log read is no news of a shutdown line
+    assert "uptime_secs went back" in gap.prover_evidence[0]
+    assert "the restart's cost is read from the log" in gap.prover_evidence[1]
 
 
 # -- errors and panics ------------------------------------------------------------------------

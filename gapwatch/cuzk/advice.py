@@ -14,13 +14,13 @@ support: the first synthesis of a circuit is unpinned by design, PoSt is monolit
 dispatch stall has no knob, pinned copies at line rate with two workers already have nothing to
 turn.
 
-Stalls (`stall_of`, one per gap): the gap's prover cause where it has one (`waits_on_synthesis`,
-`waits_on_budget`, `pacer_hold`, `srs_loading`, `dispatch_stall`, `monolithic`, `pinned_pool`,
-`inside_workers`, `no_work`); else from its kind and evidence: `pinned_pool` (pcie_starved, the
-pool failed), `first_synthesis` (pcie_starved, `is_pinned=false`, in the window of any run's
-first wave of a circuit type: `gapwatch.cuzk.first_wave`),
-`pageable_copies`, `slow_copies`, `copies_not_overlapped` (transfer_bound), `host_stall`
-(no cause known), `unknown`.
+Stalls (`stall_of`, one per gap): the gap's prover cause where it has one (`restart`,
+`waits_on_synthesis`, `waits_on_budget`, `pacer_hold`, `srs_loading`, `dispatch_stall`,
+`monolithic`, `pinned_pool`, `inside_workers`, `no_work`); else from its kind and evidence:
+`pinned_pool` (pcie_starved, the pool failed), `first_synthesis` (pcie_starved,
+`is_pinned=false`, in the window of any run's first wave of a circuit type:
+`gapwatch.cuzk.first_wave`), `pageable_copies`, `slow_copies`, `copies_not_overlapped`
+(transfer_bound), `host_stall` (no cause known), `unknown`.
 """
 
 from __future__ import annotations
@@ -42,12 +42,14 @@ from gapwatch.cuzk.pipeline import (
     OverBudget,
     PipelineView,
 )
+from gapwatch.cuzk.restarts import AFTER_SIGINT, KILLED, STARTS_AGAIN
 
 #: Host pressure above which more syntheses may slow each one (config.rs warns of it).
 PSI_PRESSURE_SHARE = 0.10
 
 #: What each stall is, in words (the headline of its advice or no-setting note).
 STALL_WORDS: dict[str, str] = {
+    "restart": "cuzk restarted: the GPU waited for its new run",
     "waits_on_synthesis": "the GPU waits on synthesis",
     "waits_on_budget": "the next synthesis waits on cuzk's memory budget",
     "pacer_hold": "the dispatch pacer holds synthesis back",
@@ -612,6 +614,15 @@ _NO_SETTING: dict[str, str] = {
     "host_stall": (
         "no cause known: poll cuzk's /status (--cuzk-status) and follow its log, and gapwatch "
         "names the stall and its setting"),
+    # The restart's words (gapwatch.cuzk.restarts), not the SRS load's "nothing to change
+    # unless it repeats": after each restart it does repeat, and so does the rest.
+    "restart": (
+        f"at each restart of cuzk {STARTS_AGAIN}: the GPU idles from the old run's last work "
+        "to the new run's first, the SRS reload part of that cost (each gap's evidence gives "
+        "the cost and its parts), and it repeats at every restart. Restart cuzk only when "
+        "needed, well before a proving window, and find why it stopped: each restart says "
+        f"whether it came {AFTER_SIGINT} or {KILLED}, and a gap's hint names a prover error "
+        "just before it"),
 }
 #: The stalls a setting can close: the rule that picks it.
 _RULES: dict[str, Callable[[StallGaps, PipelineView], _Found | str]] = {

@@ -29,11 +29,14 @@ The rules, for one GPU, per snapshot, first match:
 The log can say more (`gapwatch.cuzk.pipeline.PipelineFacts.log_view`: an SRS load, PoSt or other
 monolithic work `/status` never lists, a budget wait line, a queue wait, a synthesis that ended
 during the gap): where the snapshots give no cause or `no_work`, the log's cause stands
-(`srs_loading`, `monolithic`, ...). A gap's cause is the most frequent cause among the snapshots
-taken during it (ties in the order of `PROVER_CAUSES`); a gap with no snapshot of its own
-(shorter than the poll period) takes the cause of the latest snapshot before it, within the
-evidence window, and says so. Synthesis and the GPU queue are shared by all GPUs of a prover;
-workers are per GPU (`gpu_ordinal`).
+(`srs_loading`, `monolithic`, ...). A `restart` (the gap spans one of cuzk, from the restart to
+its new run's first GPU work: `gapwatch.cuzk.restarts`, from its start lines or `/status`
+uptime going back) stands whatever the snapshots say: they saw a daemon going down and a new
+one reloading its SRS and synthesising its first wave, all of it the restart's cost.
+A gap's cause is the most frequent cause among the snapshots taken during it (ties in the
+order of `PROVER_CAUSES`); a gap with no snapshot of its own (shorter than the poll period) takes
+the cause of the latest snapshot before it, within the evidence window, and says so. Synthesis
+and the GPU queue are shared by all GPUs of a prover; workers are per GPU (`gpu_ordinal`).
 """
 
 from __future__ import annotations
@@ -51,11 +54,11 @@ from gapwatch.cuzk.pipeline import (
 
 #: The finer causes, in tie-break order (see the module docstring).
 PROVER_CAUSES: tuple[str, ...] = (
-    "inside_workers", "dispatch_stall", "waits_on_budget", "pacer_hold", "srs_loading",
-    "waits_on_synthesis", "monolithic", "pinned_pool", "no_work",
+    "restart", "inside_workers", "dispatch_stall", "waits_on_budget", "pacer_hold",
+    "srs_loading", "waits_on_synthesis", "monolithic", "pinned_pool", "no_work",
 )
-#: Causes only the log can give (the snapshots cannot see them).
-LOG_ONLY_CAUSES: tuple[str, ...] = ("srs_loading", "monolithic", "pinned_pool")
+#: Causes only the log can give (no one snapshot can see them; a restart is seen across two).
+LOG_ONLY_CAUSES: tuple[str, ...] = ("restart", "srs_loading", "monolithic", "pinned_pool")
 #: One letter per worker state on the dashboard's gap rows and pipeline line.
 WORKER_LETTER = {"proving": "P", "idle": "I"}
 
@@ -229,10 +232,11 @@ def with_log_cause(snapshots_cause: str | None, log_cause: str | None) -> str | 
     """The snapshots' cause, unless they gave none or `no_work` and the log names one: an SRS
     load and PoSt work are invisible in `/status`, and the log's budget waits, queue waits and
     synthesis ends say more than a gap without snapshots. A pinned pool that failed refines
-    `inside_workers` (the workers' copies ran from pageable memory: that is why)."""
+    `inside_workers` (the workers' copies ran from pageable memory: that is why). A restart
+    the gap spans is its cause whatever the snapshots say (see the module docstring)."""
     if log_cause is None:
         return snapshots_cause
-    if snapshots_cause in (None, "no_work"):
+    if snapshots_cause in (None, "no_work") or log_cause == "restart":
         return log_cause
     if log_cause == "pinned_pool" and snapshots_cause == "inside_workers":
         return log_cause

@@ -30,6 +30,10 @@ since 2026-05-05), file by file (docs/cuzk-status.md lists them):
   `first_waves`).
 - `srs_manager.rs`: `loading SRS from disk` ... `SRS loaded successfully elapsed_ms`; `SRS
   evicted`; while it loads, its mutex is held and `/status` lists no SRS entry.
+
+Restarts are `gapwatch.cuzk.restarts.RestartWatch`'s to find (its start lines, `/status` uptime
+going back): `PipelineFacts` feeds one its log events and snapshots, and a gap that spans a
+restart is the restart's (`log_view`'s first rule), whatever else ran in it.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.units import GIB
 from gapwatch.core.values import count_field, is_bad_count
 from gapwatch.cuzk.first_wave import FirstWave, FirstWaves
+from gapwatch.cuzk.restarts import Restart, RestartWatch
 
 #: memory.rs: per-partition budget (PoRep 32G, one circuit), `POREP_PARTITION_FULL_BYTES`.
 POREP_PARTITION_FULL_BYTES = 14 * GIB
@@ -342,6 +347,8 @@ class LogView:
     evidence: list[str]
     #: The short figure a hint adds to the cause's words.
     detail: str = ""
+    #: Only `/status` said it (a restart seen by its uptime going back), not a log line.
+    from_status: bool = False
 
 
 class PipelineFacts(_Limits):
@@ -392,6 +399,8 @@ class PipelineFacts(_Limits):
         self.errors: deque[tuple[float, str]] = deque(maxlen=HISTORY)
         #: `starting cuzk engine` lines read (each starts a run: in-flight state is reset).
         self.runs = 0
+        #: The restarts (`gapwatch.cuzk.restarts`): the gaps that span one are its.
+        self.restarts = RestartWatch()
         #: Count and size fields that were none (`synth_worker_count=-5`): dropped (None,
         #: never 0), the latest such value of each while no good one replaced it (the view's
         #: `dropped`, which the advice names).
@@ -404,9 +413,11 @@ class PipelineFacts(_Limits):
         kind = ev.kind
         if kind == "timeline":
             self.seen = True
+            self.restarts.feed_log(ev)
             self._timeline(ev)
         elif kind == "tracing":
             self.seen = True
+            self.restarts.feed_log(ev)
             self._tracing(ev)
         if (kind == "tracing" and ev.level in ("ERROR", "WARN")) or kind == PANIC_KIND:
             if is_failure(ev):
@@ -600,6 +611,7 @@ class PipelineFacts(_Limits):
         the SRS manager's mutex is held (engine.rs `detailed_status` skips its entries then:
         a load, srs_manager.rs `ensure_loaded`, or an eviction)."""
         self.status_seen = True
+        self.restarts.feed_status(status)
         srs = status.srs_circuits
         if srs is None:
             return
@@ -719,6 +731,10 @@ class PipelineFacts(_Limits):
         """What the log says about a gap of `gpu` over [start_s, end_s] (of detector `kind`):
         the cause it alone gives, first rule that holds, and the facts behind it."""
         lo, hi = start_s - EDGE_SLACK_S, end_s + EDGE_SLACK_S
+        spanned = self.restarts.during(start_s, end_s, EDGE_SLACK_S)
+        if spanned:
+            # Its SRS reload, pool and first wave are the restart's cost, said in it.
+            return _restart_view(spanned)
         load = self.srs_load_during(start_s, end_s)
         if load is not None:
             ms = load.elapsed_ms
@@ -779,6 +795,16 @@ class PipelineFacts(_Limits):
             # Nothing nearer explains the idle; a request that can never be granted does.
             return _over_budget_view(over)
         return LogView(None, [])
+
+
+def _restart_view(spanned: list[Restart]) -> LogView:
+    """A gap that spans restarts (newest first): the latest one's words and cost."""
+    latest = spanned[0]
+    evidence = latest.evidence()
+    if len(spanned) > 1:
+        evidence.insert(0, f"{len(spanned)} restarts of cuzk during the gap, the latest at "
+                           f"{_hms(latest.t_s)}")
+    return LogView("restart", evidence, latest.detail(), from_status=not latest.in_log)
 
 
 def _over_budget_view(over: OverBudget) -> LogView:

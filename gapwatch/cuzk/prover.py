@@ -47,6 +47,8 @@ PROVER_CAUSE_WORDS: dict[str, tuple[str, str]] = {
                         "partitions pending, a synthesis worker free"),
     "pacer_hold": ("the dispatch pacer holds synthesis back",
                    "partitions pending, synthesis workers and budget free"),
+    "restart": ("cuzk restarted: the GPU waited from its old run's last work to its new "
+                "run's first", ""),
     "srs_loading": ("cuzk is loading the SRS (proving parameters)", ""),
     "monolithic": ("PoSt or other monolithic work, which /status does not list", ""),
     "pinned_pool": ("a/b/c copied from pageable memory",
@@ -153,6 +155,7 @@ class CuzkGap:
             if cause is not None:
                 evidence = [f"/status: {e}" for e in evidence]
             cause, during, detail = decided, True, log.detail
+            from_log = not log.from_status
         if log.cause is not None and log.cause == cause:
             evidence = evidence + log.evidence
             detail = detail or log.detail

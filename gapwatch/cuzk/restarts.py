@@ -20,10 +20,17 @@ again (its `allocated new buffer` lines before that first GPU_START) and the fir
 synthesis (first SYNTH_START to first GPU_QUEUE: partitions started before any capacity hint
 existed, unpinned, pipeline.rs:176-230). Said as one stretch, with its length and parts, when
 the first GPU_START of the new run arrives.
+
+A GPU gap that spans a restart is the restart's (`RestartWatch.during`, asked by
+`gapwatch.cuzk.pipeline.PipelineFacts.log_view` for each gap): from the restart to its new run's
+first GPU work the GPU waits on cuzk starting again, so the SRS reload, the pool pinned again
+and the first wave in that stretch are the restart's cost, not causes of their own. The latest
+`MAX_KEPT` restarts are kept for it, each with how the old run ended and, once known, its cost.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
@@ -42,6 +49,8 @@ SIGINT = "received SIGINT, shutting down"
 POOL_ALLOCATED = "pinned pool: allocated new buffer"
 SRS_LOADING = "loading SRS from disk"
 SRS_LOADED = "SRS loaded successfully"
+#: The restart cost's part that is the SRS loaded again.
+SRS_RELOADED = "SRS reloaded"
 #: Signs of a restart this close together are one restart (a daemon's start lines, its first
 #: `/status` answer and its pid on the GPU come within seconds; a restart loop is ~10 s apart,
 #: systemd's RestartSec in upstream's unit, cuzk-proving-daemon.md:122-140).
@@ -62,6 +71,69 @@ MAX_SIGNS = 16
 #: are counted and said as a number (20,000 made a cost of 20,000 parts, a message of half a
 #: megabyte; a lone "SRS loaded" line looked through all of them).
 MAX_SRS = 16
+#: Restarts kept for the gaps that span them (`RestartWatch.during`): the latest; a crash
+#: loop's oldest go (a gap is matched against them newest first).
+MAX_KEPT = 64
+#: What a restart starts again: said with each restart, and in the advice for the gaps that
+#: span one (`gapwatch.cuzk.advice`).
+STARTS_AGAIN = ("its pipeline state starts again: empty pinned pool, SRS loaded on demand, a "
+                "first wave synthesised unpinned")
+#: How the old run ended, as the restart says it: it wrote `SIGINT`'s line, or nothing.
+AFTER_SIGINT = "after 'received SIGINT, shutting down'"
+KILLED = ("with no shutdown line before it (killed: systemd's default SIGTERM is not handled, "
+          "main.rs:233-266)")
+#: A restart's first sign, when it is one of its start lines (the log said it).
+START_LINE_SIGN = "its start line"
+
+
+@dataclass(slots=True)
+class Restart:
+    """One restart as the gaps that span it cite it (`RestartWatch.during`)."""
+
+    t_s: float
+    #: The restart event's words: how the old run ended, its last line, what saw the restart.
+    words: str
+    sigint: bool
+    #: The old run's last line read (None: no line of it read, so how it ended is not known).
+    last_line_s: float | None
+    #: Its signs (shared with its run while that is followed: signs seen later join).
+    signs: list[str]
+    #: The new run's first GPU work (None: not read, yet or at all), and the restart cost's
+    #: event (its words; its length None when not known).
+    first_gpu_s: float | None = None
+    cost: ProverEvent | None = None
+
+    @property
+    def in_log(self) -> bool:
+        """A start line said it (else only `/status` or a new pid on the GPU did)."""
+        return any(s.startswith(START_LINE_SIGN) for s in self.signs)
+
+    def until_s(self) -> float:
+        """The end of the stretch it holds the GPU for: its new run's first GPU work, else
+        the restart itself (a gap then is its only when it spans the restart)."""
+        first = self.first_gpu_s
+        return self.t_s if first is None else max(self.t_s, first)
+
+    def detail(self) -> str:
+        """Its one figure for a gap's hint: how the old run ended and what the restart cost
+        (the SRS reload named as part of it)."""
+        how = ("" if self.last_line_s is None else  # its log not read: no line is no news
+               "after SIGINT" if self.sigint else "killed, no shutdown line")
+        cost = self.cost
+        length = cost.length_s if cost is not None else None
+        if cost is None or length is None:
+            return how
+        srs_s = sum(p.end_s - p.start_s for p in cost.parts if p.name == SRS_RELOADED)
+        srs = f", its SRS reload {srs_s:.1f} s of it" if srs_s else ""
+        return "; ".join(x for x in (how, f"the restart cost the GPU {length:.1f} s{srs}") if x)
+
+    def evidence(self) -> list[str]:
+        """The facts a gap that spans it cites: the restart, then its cost (or why not)."""
+        cost = self.cost
+        if cost is not None:
+            return [self.words, cost.message]
+        return [self.words, "the new run's first GPU work not read (yet): the restart's cost is "
+                            "read from the log, from the old run's last GPU work to it"]
 
 
 @dataclass(slots=True)
@@ -84,6 +156,8 @@ class _Run:
     first_queue_s: float | None = None
     first_wave: int = 0
     first_synth_end_s: float | None = None
+    #: Its restart as the gaps cite it (`RestartWatch.kept`): its cost is written there.
+    kept: Restart | None = None
 
 
 class RestartWatch:
@@ -102,13 +176,15 @@ class RestartWatch:
         self._uptime: dict[str, float] = {}
         #: GPU -> pid -> when it was last read.
         self._pids: dict[int, dict[int, float]] = {}
+        #: The latest restarts, oldest first, for the gaps that span them (`during`).
+        self.kept: deque[Restart] = deque(maxlen=MAX_KEPT)
 
     # -- signs --------------------------------------------------------------------------------
 
     def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
         out: list[ProverEvent] = []
         if ev.kind == "tracing" and ev.name in (DAEMON_STARTING, ENGINE_STARTING):
-            out += self._sign(ev.t_wall_s, f"its start line '{ev.name}'")
+            out += self._sign(ev.t_wall_s, f"{START_LINE_SIGN} '{ev.name}'")
             run = self._run
             if run is not None and ev.name == ENGINE_STARTING:
                 run.engine_s = ev.t_wall_s
@@ -174,20 +250,33 @@ class RestartWatch:
             return []
         self._last_restart_s = t_s
         self._signs = {sign: t_s}
-        if not self._seen_run and sign.startswith("its start line"):
+        if not self._seen_run and sign.startswith(START_LINE_SIGN):
             return []  # the first start of the log: a start, not a restart
         self.restarts += 1
-        self._run = _Run(t_s, [sign], self._last_gpu_end_s, self._last_line_s, self._sigint)
+        run = self._run = _Run(t_s, [sign], self._last_gpu_end_s, self._last_line_s,
+                               self._sigint)
         self._sigint = False
-        how = ("after 'received SIGINT, shutting down'" if self._run.sigint else
-               "with no shutdown line before it (killed: systemd's default SIGTERM is not "
-               "handled, main.rs:233-266)")
+        how = AFTER_SIGINT if run.sigint else KILLED
         last_line = (f"; the previous run's last line at {fmt.clock(self._last_line_s)}"
                      if self._last_line_s is not None else "")
-        message = fmt.visible(
-            f"cuzk restarted {how}{last_line}, seen by {sign}; its pipeline state starts "
-            "again: empty pinned pool, SRS loaded on demand, a first wave synthesised unpinned")
+        message = fmt.visible(f"cuzk restarted {how}{last_line}, seen by {sign}; {STARTS_AGAIN}")
+        run.kept = Restart(t_s, message, run.sigint, run.last_line_s, run.signs)
+        self.kept.append(run.kept)
         return [ProverEvent(t_wall_s=t_s, kind="restart", level="warning", message=message)]
+
+    def during(self, start_s: float, end_s: float, slack_s: float = 0.0) -> list[Restart]:
+        """The restarts a gap over [start_s, end_s] spans, newest first: each whose stretch,
+        from the restart to its new run's first GPU work (`Restart.until_s`), meets the gap
+        (`slack_s` either side). Kept in the order seen, each stretch ending before the next
+        restart: the first one wholly before the gap ends the search."""
+        out: list[Restart] = []
+        for r in reversed(self.kept):
+            if r.t_s > end_s + slack_s:
+                continue
+            if r.until_s() < start_s - slack_s:
+                break
+            out.append(r)
+        return out
 
     def _remember(self, sign: str, t_s: float) -> None:
         """A new sign of the latest restart (its caller knows it is new), remembered while
@@ -225,7 +314,10 @@ class RestartWatch:
                 run.first_queue_s = t
             elif name == "GPU_START":
                 self._run = None
-                return [self._cost(run, t)]
+                cost = self._cost(run, t)
+                if run.kept is not None:
+                    run.kept.first_gpu_s, run.kept.cost = t, cost
+                return [cost]
         return []
 
     @staticmethod
@@ -252,7 +344,7 @@ class RestartWatch:
         parts = [StretchPart("down", start, run.t_s)] if start < run.t_s else []
         if run.engine_s is not None and run.engine_s > run.t_s:
             parts.append(StretchPart("startup", run.t_s, run.engine_s))
-        parts += [StretchPart("SRS reloaded", a, b) for a, b in run.srs if b is not None]
+        parts += [StretchPart(SRS_RELOADED, a, b) for a, b in run.srs if b is not None]
         if run.pool_first_s is not None and run.pool_last_s is not None:
             parts.append(StretchPart("pool pinned again", run.pool_first_s, run.pool_last_s))
         if run.first_synth_s is not None and run.first_queue_s is not None:

@@ -29,7 +29,7 @@ def test_the_longest_stall_in_the_window_is_the_cause_with_its_setting_and_payof
                  _gap(2, 75.0, 6.0, copies=CopiesEvidence(memory_kind="pageable")),
                  _gap(3, 85.0, 4.0, copies=CopiesEvidence(memory_kind="pageable")),
                  _gap(4, 92.0, 1.0, kind="transfer_bound"),
-                 _gap(5, 95.0, 3.0, end=False))  # open: not yet counted
+                 _gap(5, 95.0, 3.0, end=False))  # open: counted so far (slow copies, 3 s)
     why = why_now(snap, 0)
     assert (why.state, why.cause, why.setting) == ("BREAKDOWN", "pageable_copies", NO_CAUSE)
     assert why.idle_s == 10.0

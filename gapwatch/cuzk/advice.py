@@ -1,8 +1,16 @@
 """What to change: for each kind of stall the gaps show, the cuzk setting that closes it.
 
 Who calls it: `gapwatch.offline.report` (the "What to change" section and `advice` in
-`--json`), `gapwatch.sinks.snapshot` (summary.md) and the dashboard's help screen (`?`), each
-over the gaps it has and what the prover's log said (`gapwatch.cuzk.pipeline.PipelineView`). Pure.
+`--json`), `gapwatch.sinks.snapshot` (summary.md), the dashboard's help screen (`?`) and gap
+detail (Enter), and the verdict (`gapwatch.cuzk.why_now`), each over the gaps it has and what the
+prover's log said (`gapwatch.cuzk.pipeline.PipelineView`). Pure.
+
+Live, the gap open now is advised on with the closed ones: an operator asks exactly while the GPU
+idles, and a BREAKDOWN is often entered on the gap still open (one starved gap whose copies the
+copy trace saw come from pageable memory is enough). It is taken as the detector last published
+it (`Gap.duration_s` so far, its kind, cause and evidence of that moment), never stretched to a
+later time here, and said as still open (`StallGaps.open`, `open_gap_words`). A retracted gap
+(idle after the last busy period, not a gap) is never advised on, whoever passes it.
 
 Every setting named here is one of cuzk's own, with the upstream file that documents it
 (curio e0294b0f: `extern/cuzk/cuzk.example.toml`, `cuzk-core/src/config.rs`, `engine.rs`,
@@ -91,6 +99,8 @@ class Advice:
     #: The payoff of closing these gaps (`gapwatch.core.payoff.if_closed`), when the caller
     #: knows the span.
     payoff: IfClosed | None = None
+    #: Of `gaps`, those still open (live): `idle_s` holds their idle time so far.
+    open_gaps: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +111,8 @@ class NoSetting:
     why: str
     gaps: int
     idle_s: float
+    #: Of `gaps`, those still open (live): `idle_s` holds their idle time so far.
+    open_gaps: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +168,8 @@ class StallGaps:
     ids: array[int] = field(default_factory=lambda: array("q"))
     #: The last gap taken (its evidence is cited).
     latest: Gap | None = None
+    #: Of them, those still open (live only: their idle time is so far).
+    open: int = 0
     #: Gaps with the prover's cause; with a batch job in their evidence; any with evidence.
     with_cause: int = 0
     batched: int = 0
@@ -187,6 +201,7 @@ class StallGaps:
         self.durations.append(g.duration_s)
         self.ids.append(g.gap_id)
         self.latest = g
+        self.open += g.is_open
         self.with_cause += g.prover_cause is not None
         self.batched += _batched(g)
         self.with_evidence = self.with_evidence or bool(g.prover_evidence)
@@ -274,9 +289,17 @@ def _evidence(gaps: StallGaps, limit: int = 5) -> list[str]:
         return []
     said = [e for e in latest.prover_evidence][:limit]
     causes = gaps.with_cause
+    still = f", {open_gap_words(latest)}" if latest.is_open else ""
     head = [f"the latest of {len(gaps)} gap(s), at {fmt.clock(latest.start_s, millis=True)}"
-            + (f"; {causes} of them with the prover's cause" if causes else "")]
+            + still + (f"; {causes} of them with the prover's cause" if causes else "")]
     return head + said
+
+
+def open_gap_words(g: Gap) -> str:
+    """`still open: idle 4.20s so far, measured to 10:30:07.412`: an open gap as far as the
+    detector has measured it (its latest published version), said as not over."""
+    return (f"still open: idle {fmt.duration(g.duration_s)} so far, measured to "
+            f"{fmt.clock(g.start_s + g.duration_s, millis=True)}")
 
 
 def _synthesis(gaps: StallGaps, pipeline: PipelineView
@@ -349,11 +372,14 @@ def advise(gaps: Iterable[Gap], pipeline: PipelineView,
            payoff: Callable[[Sequence[Gap]], IfClosed | None] | None = None,
            rules: Callable[[str, StallGaps], Found | str | None] | None = None,
            notes: Iterable[str] = ()) -> AdviceReport:
-    """Advice for `gaps` (closed gaps, in start order; retracted and open ones are left out by
-    the caller), held as a list: `payoff` is given each stall's gaps (see `advise_stalls`,
-    which a caller that cannot hold its gaps calls with `by_stall`)."""
+    """Advice for `gaps` (in start order: the closed ones and, live, the open ones as far as the
+    detector has measured them; retracted ones are dropped here), held as a list: `payoff` is
+    given each stall's gaps (see `advise_stalls`, which a caller that cannot hold its gaps
+    calls with `by_stall`)."""
     groups: dict[str, list[Gap]] = {}
     for g in gaps:
+        if g.retracted:
+            continue  # idle after the last busy period: not a gap
         groups.setdefault(stall_of(g, pipeline), []).append(g)
     by = {stall: _digest(stall, these) for stall, these in groups.items()}
     pay = None if payoff is None else (lambda these: payoff(groups[these.stall]))
@@ -384,13 +410,14 @@ def advise_stalls(by: dict[str, StallGaps], pipeline: PipelineView,
         if found is None:
             found = _settings_for(stall, these, pipeline)
         if isinstance(found, str):
-            out.no_setting.append(NoSetting(stall, found, len(these), idle))
+            out.no_setting.append(NoSetting(stall, found, len(these), idle, these.open))
             continue
         settings, guess, guess_why, extra = found
         evidence = _evidence(these) + extra
         for setting, change, why, source in settings:
             out.advice.append(Advice(stall, setting, change, why, source, evidence, len(these),
-                                     idle, these.ids.tolist(), guess, guess_why, pay))
+                                     idle, these.ids.tolist(), guess, guess_why, pay,
+                                     these.open))
     return out
 
 
@@ -655,7 +682,7 @@ def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
         by_stall.setdefault(a.stall, []).append(a)
     for stall, items in by_stall.items():
         first = items[0]
-        out.append(f"{indent}{first.gaps} gap(s), {first.idle_s:.1f} s idle: "
+        out.append(f"{indent}{_count_words(first.gaps, first.idle_s, first.open_gaps)}: "
                    f"{STALL_WORDS.get(stall, stall)}")
         for a in items:
             out.append(f"{indent}  - {a.setting}: {a.change} ({a.source})")
@@ -671,9 +698,17 @@ def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
             out.append(f"{indent}    payoff if closed: {to}about "
                        f"{pay.throughput_gain:.2f}× throughput")
     for n in report.no_setting:
-        out.append(f"{indent}{n.gaps} gap(s), {n.idle_s:.1f} s idle: "
+        out.append(f"{indent}{_count_words(n.gaps, n.idle_s, n.open_gaps)}: "
                    f"{STALL_WORDS.get(n.stall, n.stall)}: no setting: {n.why}")
     return out
+
+
+def _count_words(gaps: int, idle_s: float, open_gaps: int) -> str:
+    """`3 gap(s), 4.2 s idle`, or with open ones `3 gap(s) (1 still open), 4.2 s idle so
+    far`: an open gap's idle time is not final."""
+    if not open_gaps:
+        return f"{gaps} gap(s), {idle_s:.1f} s idle"
+    return f"{gaps} gap(s) ({open_gaps} still open), {idle_s:.1f} s idle so far"
 
 
 def advice_json(report: AdviceReport) -> dict[str, Any]:

@@ -6,12 +6,13 @@ Who calls it: the Prometheus exporter (`gapwatch.sinks.verdict_metrics`: the
 `StoreSnapshot`.
 
 The rule, in one home: the gaps that closed inside the GPU's chaining window (the detector's
-last `window_s` of data, `core.verdict.WindowNow`), given to `cuzk.advice.advise`; the stall
-that idled the GPU longest there is the cause, its first setting the one to change, and the
-payoff is closing those gaps over the window (`gapwatch.core.payoff.if_closed`: the
-throughput gain, work taken as fixed). Every value is one of a fixed set (stall names, cuzk's
-setting names), so it is safe as a Prometheus label; a stall no setting closes has setting
-"none".
+last `window_s` of data, `core.verdict.WindowNow`) and the GPU's gap still open (as the
+detector last published it: its idle time so far; the window counts it too, and a BREAKDOWN
+is often entered on it), given to `cuzk.advice.advise`; the stall that idled the GPU longest
+there is the cause, its first setting the one to change, and the payoff is closing those gaps
+over the window (`gapwatch.core.payoff.if_closed`: the throughput gain, work taken as fixed).
+Every value is one of a fixed set (stall names, cuzk's setting names), so it is safe as a
+Prometheus label; a stall no setting closes has setting "none".
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.advice import STALL_WORDS, advise
 from gapwatch.cuzk.prover import view_of
 
-#: The cause and setting when the window holds no closed gap (nothing to explain).
+#: The cause and setting when the window holds no gap (nothing to explain).
 NO_CAUSE = "none"
 
 
@@ -58,15 +59,15 @@ class WhyNow:
 
 
 def window_gaps(snap: StoreSnapshot, gpu: int) -> tuple[list[Gap], float]:
-    """The closed gaps of `gpu` that ended inside its chaining window, and the window's span in
-    seconds of data (0 before the detector's first window)."""
+    """The gaps of `gpu` in its chaining window: those that ended inside it and the one still
+    open (retracted ones never); and the window's span in seconds of data (0 before the
+    detector's first window)."""
     window = snap.windows.get(gpu)
     if window is None:
         return [], 0.0
     start = window.start_wall_s
     gaps = [g for g in snap.gaps
-            if g.gpu == gpu and not g.is_open and not g.retracted
-            and g.end_s is not None and g.end_s >= start]
+            if g.gpu == gpu and not g.retracted and (g.end_s is None or g.end_s >= start)]
     return gaps, window.window_s
 
 

@@ -38,7 +38,7 @@ from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, R
 from gapwatch.core.payoff import IfClosed, if_closed
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import window_words
-from gapwatch.cuzk.advice import advice_lines, advise
+from gapwatch.cuzk.advice import advice_lines, advise, open_gap_words
 from gapwatch.cuzk.prover import view_of
 from gapwatch.sinks.recorder import write_recording
 
@@ -182,7 +182,13 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
                     ) -> list[str]:
     """What to change (`gapwatch.cuzk.advice`), with the payoff over the span recorded here:
     the snapshot's GPU time, first to last sample of each GPU (busy time is not summed here,
-    so only the throughput gain is given)."""
+    so only the throughput gain is given).
+
+    Over every gap of the span the snapshot holds, the ones still open included: a snapshot is
+    taken while gaps happen (by hand, or the moment a GPU enters BREAKDOWN, often on the gap
+    still open), and one that left the open gap out said "nothing to change: no gap" then. An
+    open gap is as the detector last published it (its idle time so far, its kind and cause
+    of that moment), each named first as still open; retracted gaps are never in `gaps`."""
     first: dict[int, float] = {}
     last: dict[int, float] = {}
     for r in records:
@@ -194,11 +200,16 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
     def payoff(these: Sequence[Gap]) -> IfClosed:
         return if_closed(None, span, sum(g.duration_s for g in these))
 
-    closed = [g for g in gaps if g.end_s is not None and not g.retracted]
-    report = advise(closed, view_of(snap.pipeline), payoff)
+    report = advise(gaps, view_of(snap.pipeline), payoff)
+    still_open = [f"- gap {g.gap_id} on GPU{g.gpu} ({g.kind}), from "
+                  f"{fmt.clock(g.start_s, millis=True)}, {open_gap_words(g)}"
+                  for g in gaps if g.is_open and not g.retracted]
+    open_lines = ["Still open when the snapshot was taken (advised on below with the gaps that "
+                  "closed, their idle time so far):", "", *still_open, ""] if still_open else []
     return ["", "## What to change", "",
             "cuzk's own settings for the stalls these gaps show, each with its evidence, the "
             "upstream file it comes from, and whether it is a guess (docs/advice.md).", "",
+            *open_lines,
             *[line[2:] if line.startswith("  ") else line for line in advice_lines(report)],
             *_lacks_lines(snap.prover_lacks)]
 

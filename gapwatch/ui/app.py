@@ -739,11 +739,9 @@ class GapwatchApp(App[int]):
         detail.styles.min_height = DETAIL_MIN_LINES if fits else note
 
     def action_help(self) -> None:
-        snap = self.runtime.store.snapshot()
-        closed = [g for g in snap.gaps if g.end_s is not None and not g.retracted]
-        advice = advice_lines(advise(closed, view_of(snap.pipeline))) if closed else []
         self.push_screen(HelpScreen(status_parts(self.runtime.status()),
-                                    [str(p.resolve()) for p in self.snapshots], advice))
+                                    [str(p.resolve()) for p in self.snapshots],
+                                    help_advice(self.runtime.store.snapshot())))
 
 
 class DashboardScreen(Screen[None]):
@@ -756,6 +754,15 @@ class DashboardScreen(Screen[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         self.call_after_refresh(self._resized)
+
+
+def help_advice(snap: StoreSnapshot) -> list[str]:
+    """What to change for the gaps so far, as the help screen (`?`) ends with it: the gap open
+    now included (its idle time so far, said as still open: `?` is pressed while the GPU
+    idles), retracted ones never (`advise` drops them); none before the first gap."""
+    if not snap.gaps:
+        return []
+    return advice_lines(advise(snap.gaps, view_of(snap.pipeline)))
 
 
 def _words_key(view: View) -> tuple[object, ...]:

@@ -77,9 +77,8 @@ def evidence_lines(gap: Gap, lacks: Sequence[str]) -> list[str]:
 
 def advice_section(gap: Gap, snap: StoreSnapshot) -> list[str]:
     """What to change for this gap, with the payoff of closing it over the GPU's span in
-    memory (the dashboard's history)."""
-    if gap.is_open:
-        return ["", "what to change", "  (once the gap has closed)"]
+    memory (the dashboard's history). An open gap gets its advice too, on its idle time so far
+    (`cuzk.advice` says it is still open): it is the one an operator opens while it happens."""
     span = _span_s(snap.gpu_samples.get(gap.gpu, ()))
 
     def payoff(these: Sequence[Gap]) -> IfClosed:

@@ -121,6 +121,28 @@ def test_a_restart_after_sigint_says_so() -> None:
     assert "after 'received SIGINT" in ev.message
 
 
+def test_a_restart_is_called_killed_only_where_the_old_runs_info_lines_were_read() -> None:
+    """cuzk writes its shutdown line at INFO (main.rs:237): its absence means killed only
+    where INFO lines of the old run were read. A log kept at `warn` (TIMELINE lines and
+    warnings only), or no log at all, says nothing of how the run ended."""
+    def restart_after(lines: list[LogEvent]) -> str:
+        w = RestartWatch()
+        for ev in lines:
+            w.feed_log(ev)
+        w.feed_status(status(10.0, 500.0))
+        [ev] = w.feed_status(status(30.0, 5.0))
+        return ev.message
+
+    timeline = LogEvent(2.0, "line", "timeline", "GPU_END", "")
+    warning = LogEvent(3.0, "line", "tracing", "pinned pool checkout FAILED", "", level="WARN")
+    info = LogEvent(4.0, "line", "tracing", "partition synthesis complete", "", level="INFO")
+    assert "killed" in restart_after([timeline, warning, info])
+    at_warn = restart_after([timeline, warning])
+    assert "killed" not in at_warn and "kept no INFO lines" in at_warn
+    no_log = restart_after([])
+    assert "killed" not in no_log and "none of its log lines were read" in no_log
+
+
 def test_the_partition_table_keeps_every_run_and_names_the_first_wave() -> None:
     run = derive_timeline(events_of("restart.log"))
     rows = [(p.run, p.job_id, p.partition) for p in run.partitions]
@@ -233,6 +255,8 @@ def test_a_restart_seen_by_status_uptime_alone_is_the_cause_of_the_gap_that_span
     assert "prover status: cuzk restarted" in gap.hint
     assert "killed" not in gap.hint  # no line of the log read is no news of a shutdown line
     assert "uptime_secs went back" in gap.prover_evidence[0]
+    assert "killed" not in gap.prover_evidence[0]
+    assert "how the previous run ended is not known" in gap.prover_evidence[0]
     assert "the restart's cost is read from the log" in gap.prover_evidence[1]
 
 

@@ -82,6 +82,25 @@ STARTS_AGAIN = ("its pipeline state starts again: empty pinned pool, SRS loaded 
 AFTER_SIGINT = "after 'received SIGINT, shutting down'"
 KILLED = ("with no shutdown line before it (killed: systemd's default SIGTERM is not handled, "
           "main.rs:233-266)")
+#: Where no line of the old run was read (a restart seen by `/status` uptime or a new pid
+#: alone), or none at INFO, the level of cuzk's shutdown line (main.rs:237: a log kept at
+#: `warn` never has it), a missing shutdown line says nothing: how the run ended is not known.
+NOT_READ = "(how the previous run ended is not known: none of its log lines were read)"
+NO_INFO = ("(how the previous run ended is not known: its log kept no INFO lines, the level "
+           "of cuzk's shutdown line, main.rs:237)")
+
+
+def how_it_ended(sigint: bool, last_line_s: float | None, info_seen: bool) -> tuple[str, str]:
+    """How the previous run ended, in the restart's words and in a gap hint's few: after
+    SIGINT's line, killed (its INFO lines read, the shutdown line not among them), or not
+    known (and the hint says nothing: no line is no news)."""
+    if sigint:
+        return AFTER_SIGINT, "after SIGINT"
+    if last_line_s is None:
+        return NOT_READ, ""
+    if not info_seen:
+        return NO_INFO, ""
+    return KILLED, "killed, no shutdown line"
 #: A restart's first sign, when it is one of its start lines (the log said it).
 START_LINE_SIGN = "its start line"
 
@@ -93,9 +112,8 @@ class Restart:
     t_s: float
     #: The restart event's words: how the old run ended, its last line, what saw the restart.
     words: str
-    sigint: bool
-    #: The old run's last line read (None: no line of it read, so how it ended is not known).
-    last_line_s: float | None
+    #: How the old run ended, in a hint's few words ("" where it is not known: `how_it_ended`).
+    ended: str
     #: Its signs (shared with its run while that is followed: signs seen later join).
     signs: list[str]
     #: The new run's first GPU work (None: not read, yet or at all), and the restart cost's
@@ -117,8 +135,7 @@ class Restart:
     def detail(self) -> str:
         """Its one figure for a gap's hint: how the old run ended and what the restart cost
         (the SRS reload named as part of it)."""
-        how = ("" if self.last_line_s is None else  # its log not read: no line is no news
-               "after SIGINT" if self.sigint else "killed, no shutdown line")
+        how = self.ended
         cost = self.cost
         length = cost.length_s if cost is not None else None
         if cost is None or length is None:
@@ -146,6 +163,8 @@ class _Run:
     last_gpu_end_s: float | None
     last_line_s: float | None
     sigint: bool
+    #: An INFO line of the previous run was read (its shutdown line's level).
+    info_seen: bool
     engine_s: float | None = None
     srs: list[tuple[float, float | None]] = field(default_factory=list)
     #: SRS loads past `MAX_SRS`, counted only.
@@ -169,6 +188,8 @@ class RestartWatch:
         self._last_gpu_end_s: float | None = None
         self._last_line_s: float | None = None
         self._sigint = False
+        #: An INFO line read since the latest start: a missing shutdown line says something.
+        self._info_seen = False
         self._run: _Run | None = None
         self._last_restart_s: float | None = None
         #: The signs taken as the latest start or restart, with their times.
@@ -183,14 +204,17 @@ class RestartWatch:
 
     def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
         out: list[ProverEvent] = []
-        if ev.kind == "tracing" and ev.name in (DAEMON_STARTING, ENGINE_STARTING):
-            out += self._sign(ev.t_wall_s, f"{START_LINE_SIGN} '{ev.name}'")
-            run = self._run
-            if run is not None and ev.name == ENGINE_STARTING:
-                run.engine_s = ev.t_wall_s
-            self._seen_run = True
-        elif ev.kind == "tracing" and ev.name == SIGINT:
-            self._sigint = True
+        if ev.kind == "tracing":
+            if ev.name in (DAEMON_STARTING, ENGINE_STARTING):
+                out += self._sign(ev.t_wall_s, f"{START_LINE_SIGN} '{ev.name}'")
+                run = self._run
+                if run is not None and ev.name == ENGINE_STARTING:
+                    run.engine_s = ev.t_wall_s
+                self._seen_run = True
+            elif ev.name == SIGINT:
+                self._sigint = True
+            if not self._info_seen and ev.level == "INFO":
+                self._info_seen = True
         out += self._cost_parts(ev)
         if ev.kind == "timeline":
             # Work was done: a start line from now on starts another run. (The lines a start
@@ -254,13 +278,14 @@ class RestartWatch:
             return []  # the first start of the log: a start, not a restart
         self.restarts += 1
         run = self._run = _Run(t_s, [sign], self._last_gpu_end_s, self._last_line_s,
-                               self._sigint)
+                               self._sigint, self._info_seen)
         self._sigint = False
-        how = AFTER_SIGINT if run.sigint else KILLED
+        self._info_seen = False
+        how, ended = how_it_ended(run.sigint, run.last_line_s, run.info_seen)
         last_line = (f"; the previous run's last line at {fmt.clock(self._last_line_s)}"
                      if self._last_line_s is not None else "")
         message = fmt.visible(f"cuzk restarted {how}{last_line}, seen by {sign}; {STARTS_AGAIN}")
-        run.kept = Restart(t_s, message, run.sigint, run.last_line_s, run.signs)
+        run.kept = Restart(t_s, message, ended, run.signs)
         self.kept.append(run.kept)
         return [ProverEvent(t_wall_s=t_s, kind="restart", level="warning", message=message)]
 

@@ -350,3 +350,38 @@ def test_a_post_late_while_running_then_lost_in_a_restart_is_counted_late_once()
     _, _, _, metrics = session_over("post-late.log")
     fams = list(families(metrics.copy_counts().prover))
     assert samples(fams, "gapwatch_proofs_late_total")[(("proof_kind", "winning-post"),)] == 1
+
+
+def test_a_post_proved_with_the_pipeline_off_reaches_the_metrics_and_the_report() -> None:
+    """post-pipeline-off.log: a WinningPoSt proved by cuzk's monolithic worker, late behind a
+    whole PoRep C2, and an on-time WindowPoSt. Counted by verdict, its latency and its two
+    phases (queue, prove) observed, no synthesis or GPU phase said for it (not known)."""
+    _, heard, _, metrics = session_over("post-pipeline-off.log")
+    assert any(isinstance(n, Notice) and n.level == "error" and "winpost-1000-5e6f7a8b"
+               in n.message for n in heard)
+    fams = list(families(metrics.copy_counts().prover))
+    proofs = samples(fams, "gapwatch_proofs_total")
+    assert proofs[(("proof_kind", "winning-post"), ("verdict", "late"))] == 1
+    assert proofs[(("proof_kind", "window-post"), ("verdict", "ok"))] == 1
+    late = samples(fams, "gapwatch_proofs_late_total")
+    assert late[(("proof_kind", "winning-post"),)] == 1
+    last = samples(fams, "gapwatch_proof_last_seconds")
+    assert last[(("proof_kind", "winning-post"),)] == pytest.approx(33.4, abs=0.01)
+    sums = samples(fams, "gapwatch_proof_phase_seconds_sum")
+    counts = samples(fams, "gapwatch_proof_phase_seconds_count")
+    win = ("proof_kind", "winning-post")
+    assert sums[(("phase", "prove"), win)] == pytest.approx(3.4, abs=0.01)
+    assert sums[(("phase", "queue"), win)] == pytest.approx(30.0, abs=0.01)
+    assert counts[(("phase", "gpu"), win)] == counts[(("phase", "synthesis"), win)] == 0
+
+    found = detect_records(HEADER, [], DetectorConfig(), events_of("post-pipeline-off.log"),
+                           watch=CuzkWatch())
+    report = summarise("rec.jsonl", found, ["x.log"])
+    text = format_text(report)
+    assert "Prover events: 2 PoSt proof(s) (1 late, 0 at risk)" in text
+    [row] = [x for x in text.splitlines() if "winpost-1000-5e6f7a8b" in x]
+    assert row.split()[-4:] == ["3.4", "-", "30.0", "late"]  # prove, finalize, deadline
+    [doc] = [p["proof"] for p in to_json(report)["prover_events"]["proof"]
+             if p["job_id"] == "winpost-1000-5e6f7a8b" and p["proof"]["done"]]
+    assert doc["one_step"] is True and doc["prove_s"] == pytest.approx(3.4, abs=0.01)
+    assert doc["synth_s"] is None and doc["gpu_s"] is None

@@ -899,3 +899,140 @@ def test_srs_lines_naming_thousands_of_circuits_keep_only_cuzks_own() -> None:
     lines = [f"2026-05-12T16:00:11.200000Z  INFO cuzk_core::srs_manager: SRS evicted "
              f"circuit_id=x{i}-32g freed_gib=1 budget_available_gib=3" for i in range(10_000)]
     assert len(_srs_loads_read(lines)._srs_in_run) == 0
+
+
+# -- `[pipeline] enabled = false`: cuzk's monolithic workers (engine.rs:3362-3505) ----------------
+
+#: post-pipeline-off.log (`make_data.py --scenarios`, `post_pipeline_off`): one GPU, one
+#: monolithic worker; a PoRep C2 proved whole from 10 s to 50 s, a WinningPoSt arriving at 20 s
+#: (dequeued at 50 s, proved in 3.4 s), then a WindowPoSt on the idle worker (95 s).
+PIPELINE_OFF = "post-pipeline-off.log"
+WIN_OFF = "winpost-1000-5e6f7a8b"
+WD_OFF = "wdpost-1000-0-[12 34 56 78 90 12 34 56]"
+
+
+def _done_of(events: list[ProverEvent], job: str) -> ProofTiming:
+    [p] = [e.proof for e in events if e.job_id == job and e.proof is not None and e.proof.done]
+    return p
+
+
+def test_a_winning_post_proved_with_the_pipeline_off_is_timed_and_judged_late() -> None:
+    """With the pipeline off cuzk writes no TIMELINE line: its worker's `processing job
+    (monolithic)` (engine.rs:3397) and `proof completed successfully (monolithic)` (3455-3462),
+    inside its span `monolithic_worker{worker_id gpu job_id proof_kind}` (3394), say when a
+    proof was taken and done. gapwatch read neither: the WinningPoSt that waited 30 s behind a
+    whole PoRep C2 stayed "running" for good, said late with a synthesis_concurrency setting
+    that does nothing there, and never timed."""
+    events = [e for e in watched(PIPELINE_OFF) if e.job_id == WIN_OFF]
+    running = [e for e in events if e.proof is not None and not e.proof.done]
+    [done] = [e for e in events if e.proof is not None and e.proof.done]
+    p = done.proof
+    assert p is not None and p.one_step and p.proof_kind == "winning-post"
+    assert p.total_s == pytest.approx(33.4, abs=0.01)
+    assert p.queue_s == pytest.approx(30.0, abs=0.01)
+    assert p.prove_s == pytest.approx(3.4, abs=0.01)
+    # Synthesis and GPU are one call there: not known, never 0.
+    assert p.synth_s is None and p.gpu_wait_s is None and p.gpu_s is None
+    assert p.finalize_s is None
+    assert p.verdict == "late" and done.level == "error" and done.gpu == 0
+    assert p.waited_behind == ["worker 0: porep-1000-7 (porep-c2)"]
+    assert p.setting is not None and p.setting.startswith("[pipeline] enabled = true")
+    assert ("(queue 30.0 s behind worker 0: porep-1000-7 (porep-c2), prove 3.4 s: synthesis "
+            "and GPU in one call, cuzk's pipeline off); LATE") in done.message
+    notice = notice_of(done, 0)
+    assert notice is not None and notice.level == "error" and WIN_OFF in notice.message
+    # Said late while it still ran, once the data passed its 30 s, then when it ended.
+    [late] = running
+    assert late.level == "error" and "still running" in late.message
+
+
+def test_a_window_post_proved_with_the_pipeline_off_on_an_idle_worker_is_on_time() -> None:
+    p = _done_of(watched(PIPELINE_OFF), WD_OFF)
+    assert p.one_step and p.proof_kind == "window-post" and p.verdict == "ok"
+    assert p.total_s == pytest.approx(95.0, abs=0.01)
+    assert p.queue_s == pytest.approx(0.0, abs=0.01)
+    assert p.prove_s == pytest.approx(95.0, abs=0.01)
+    assert p.waited_behind == []  # the worker was free when it arrived
+
+
+def test_a_post_done_with_the_pipeline_off_is_never_said_late_or_running_after_it_ended(
+) -> None:
+    """Nothing ended a PoSt proved monolithically: the WindowPoSt done in 95 s was said LATE,
+    "still running", once its 30 min had passed in the data, and listed running for good."""
+    text = (DATA / PIPELINE_OFF).read_text()
+    later = ("2026-05-12T21:00:00.000000Z  INFO cuzk_core::scheduler: job enqueued "
+             "job_id=porep-1000-8 proof_kind=porep-c2 priority=Normal queue_position=0")
+    parser, watch = LogParser(offline=True), CuzkWatch()
+    said: list[ProverEvent] = []
+    for i, line in enumerate([*text.splitlines(), later]):
+        for e in parser.parse_line(line, "x", i, 0.0):
+            said += watch.feed(e)
+    assert watch.running() == []
+    said += watch.finish()
+    wd = [e for e in said if e.job_id == WD_OFF]
+    assert len(wd) == 1 and wd[0].proof is not None and wd[0].proof.verdict == "ok"
+    assert [e.proof.done for e in said if e.proof is not None].count(False) == 1  # WIN_OFF's
+
+
+def test_a_one_step_post_whose_arrival_and_start_were_not_read_is_placed_by_cuzks_figures(
+) -> None:
+    """Its `job enqueued` and `processing job` lines not read (a log followed from mid-proof):
+    its completion line's `total_ms` (from submission) places its arrival and `queue_ms` (the
+    rest of it before the prover's own total) its prove start."""
+    lines = [x for x in (DATA / PIPELINE_OFF).read_text().splitlines()
+             if not (WIN_OFF in x and ("job enqueued" in x or "processing job" in x))]
+    p = _done_of(watched_text("\n".join(lines)), WIN_OFF)
+    assert p.one_step and p.verdict == "late"
+    assert p.total_s == pytest.approx(33.4, abs=0.01)
+    assert p.queue_s == pytest.approx(30.0, abs=0.01)
+    assert p.prove_s == pytest.approx(3.4, abs=0.01)
+
+
+def test_a_post_waiting_for_a_monolithic_worker_is_listed_in_its_queue_then_its_prove() -> None:
+    """The dashboard's footer: a run whose start line says `pipeline_enabled=false` proves a
+    PoSt in one step from its arrival; it is in its queue until a worker takes it."""
+    from gapwatch.core.prover_watch import running_words
+
+    lines = (DATA / PIPELINE_OFF).read_text().splitlines()
+    enqueued = next(i for i, x in enumerate(lines) if WIN_OFF in x and "job enqueued" in x)
+    taken = next(i for i, x in enumerate(lines) if WIN_OFF in x and "processing job" in x)
+    parser, watch = LogParser(offline=True), CuzkWatch()
+
+    def read(upto: int, start: int = 0) -> None:
+        for i in range(start, upto + 1):
+            for e in parser.parse_line(lines[i], "x", i, 0.0):
+                watch.feed(e)
+
+    read(enqueued)
+    [r] = watch.running()
+    assert r.job_id == WIN_OFF and r.phase == "queue" and r.timing.one_step
+    assert running_words(r) == "WinningPoSt winpost-1000-5e6f7a8b running 0.0 s of 30 s (queue)"
+    assert r.timing.waited_behind == ["worker 0: porep-1000-7 (porep-c2)"]
+    read(taken, enqueued + 1)
+    [r] = watch.running()
+    assert r.phase == "prove" and r.timing.queue_s == pytest.approx(30.0, abs=0.01)
+    assert r.timing.waited_behind == ["worker 0: porep-1000-7 (porep-c2)"]
+
+
+def test_a_one_step_posts_lines_read_twice_are_one_proof() -> None:
+    text = (DATA / PIPELINE_OFF).read_text()
+    each_twice = "\n".join(x for line in text.splitlines() for x in (line, line))
+    for case in (each_twice, text + text):
+        said = watched_text(case)
+        assert _done_of(said, WIN_OFF).total_s == pytest.approx(33.4, abs=0.01)
+        assert _done_of(said, WD_OFF).verdict == "ok"
+
+
+def test_gapwatch_parse_times_a_post_proved_with_the_pipeline_off(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gapwatch.cli import main
+
+    log = tmp_path / "cuzk.log"
+    log.write_text((DATA / PIPELINE_OFF).read_text())
+    assert main(["parse", "--timeline", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "prove: synthesis and GPU in one call" in out
+    [row] = [x for x in out.splitlines() if WIN_OFF in x and "winning-post" in x]
+    # total, queue, synth, GPU wait, GPU, prove, finalize, deadline, verdict
+    assert row.split()[3:] == ["33.4", "30.0", "-", "-", "-", "3.4", "-", "30.0", "late"]
+    assert "waited for a GPU worker behind: worker 0: porep-1000-7 (porep-c2)" in out

@@ -625,6 +625,18 @@ class ProofTiming(Struct, frozen=True, gc=False):
     #: Set when it was said for the last time without its end (`ProofGivenUp`): this is its
     #: final word, and a later proof under the same job id (a retry) is another proof.
     given_up: ProofGivenUp | None = None
+    #: Proved in one step: a worker took it from the queue and ran synthesis and GPU in one
+    #: call, saying only their sum (cuzk with its pipeline off). Its phases are then its queue
+    #: (its wait for a worker) and `prove_s`; `synth_s`, `gpu_wait_s` and `gpu_s` are not known
+    #: (None, never 0).
+    one_step: bool = False
+    #: Taken by a worker to done, proved in one step (`one_step`; None before it was taken).
+    prove_s: float | None = None
+
+    @property
+    def worker_wait_s(self) -> float | None:
+        """Its wait for a GPU worker: its GPU wait, or, proved in one step, its queue."""
+        return self.queue_s if self.one_step else self.gpu_wait_s
 
     @property
     def judged_s(self) -> float | None:

@@ -31,6 +31,18 @@ ANCHOR_MESSAGE = "starting cuzk engine"
 WORKER_STARTED_MESSAGE = "pipeline GPU worker started"
 #: `initializing GPU workers num_gpus=N ...` (engine.rs:1339): how many GPUs the daemon drives.
 INIT_WORKERS_MESSAGE = "initializing GPU workers"
+#: `[pipeline] enabled = false` (engine.rs:3362-3505): each GPU's one worker (1333-1337) takes a
+#: request from the scheduler and proves the whole proof in one call (3422-3440), writing inside
+#: its span `monolithic_worker{worker_id gpu job_id proof_kind}` (3394) and no TIMELINE line.
+MONOLITHIC_WORKER_STARTED_MESSAGE = "monolithic GPU worker started"  # engine.rs:3378
+MONOLITHIC_SPAN = "monolithic_worker"
+#: Taken from the queue, its proving begins (engine.rs:3397).
+MONOLITHIC_PROCESSING_MESSAGE = "processing job (monolithic)"
+#: Done (engine.rs:3455-3462): `total_ms` from submission, `queue_ms` (that total less the
+#: prover's own), `deser_ms`, `prove_ms` (the proving call: synthesis and GPU together).
+MONOLITHIC_COMPLETED_MESSAGE = "proof completed successfully (monolithic)"
+#: Its ERROR lines when it fails (engine.rs:3471, 3475); the worker is free again after them.
+MONOLITHIC_FAILED_MESSAGES = ("proof failed", "proof task panicked")
 
 # Two one-off CUZK_TIMING lines are prose, not key=value.
 _POOL_THRESHOLD_WORDS = "set pool release threshold to MAX on gpu "

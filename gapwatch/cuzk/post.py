@@ -26,6 +26,19 @@ deadline is said late at once (`check`), not only when it ends. A proof whose be
 (a stray `GPU_END`: no total) is "unknown", a warning, never "ok". A late or at-risk proof names
 the setting for its longest phase (`_with_setting`); an SRS load is its own only when it is of
 its own circuit and begins inside its synthesis phase (`_SrsLoad`).
+
+With `[pipeline] enabled = false` (the run's `starting cuzk engine pipeline_enabled=false`,
+engine.rs:1244, or any monolithic worker's line) cuzk writes no TIMELINE line: each GPU's one
+worker (engine.rs:1333-1337) takes a request from the scheduler (`job enqueued`, then `job
+dequeued for proving`, scheduler.rs:67, 85) and proves it whole in one call (engine.rs:
+3422-3440), inside its span `monolithic_worker{worker_id gpu job_id proof_kind}` (3394):
+`processing job (monolithic)` (3397) when it takes it, `proof completed successfully
+(monolithic) total_ms queue_ms deser_ms prove_ms` (3455-3462) when done. Such a PoSt is proved
+in one step (`ProofTiming.one_step`): queue (arrival to `processing job`: its wait for a worker,
+with what each worker held when it arrived) and prove (to the completion line: synthesis and GPU
+together, not split in any line, so `synth_s`, `gpu_wait_s` and `gpu_s` stay None); the
+completion line's `total_ms` and `queue_ms` place its arrival and its prove start when their
+lines were not read. It is judged against its deadline as any other.
 """
 
 from __future__ import annotations
@@ -47,7 +60,14 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.prover_watch import RunningProof, total_words
 from gapwatch.core.values import int_field
-from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
+from gapwatch.cuzk.log_lines import (
+    ANCHOR_MESSAGE,
+    MONOLITHIC_COMPLETED_MESSAGE,
+    MONOLITHIC_FAILED_MESSAGES,
+    MONOLITHIC_PROCESSING_MESSAGE,
+    MONOLITHIC_SPAN,
+    MONOLITHIC_WORKER_STARTED_MESSAGE,
+)
 
 #: TIMELINE's `kind=` for PoSt (types.rs ProofKind Display) -> the name people use.
 POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "WindowPoSt"}
@@ -226,6 +246,13 @@ class _Post:
     #: How long it had been in flight on the wall clock when its offsets took over (from its
     #: `job enqueued` to the latest line of its own time): the least its total can be there.
     wall_least_s: float | None = None
+    #: Proved in one step by a monolithic worker (the pipeline off): its phases are its queue
+    #: (to `prove_start_s`, its `processing job (monolithic)`) and its prove (to `done_s`).
+    one_step: bool = False
+    prove_start_s: float | None = None
+    #: What each worker held when it arrived (`_behind`): what it waited behind, proved in one
+    #: step (a pipelined proof's is taken at its GPU_QUEUE instead).
+    arrival_behind: tuple[list[str], int] | None = None
 
     @property
     def engine_clock(self) -> bool:
@@ -245,14 +272,15 @@ class _Post:
         """Its first line's time, whichever was read (None: none timed)."""
         return min((t for t in (self.arrived_s, self.synth_start_s, self.synth_end_s,
                                 self.gpu_queue_s, self.pickup_s, self.gpu_start_s, self.end_s,
-                                self.done_s) if t is not None), default=None)
+                                self.prove_start_s, self.done_s) if t is not None),
+                   default=None)
 
     def latest_s(self) -> float:
         """Its latest line's time (a proof lost in a restart is timed no earlier: timed at its
         synthesis start, its total was shorter than its phases)."""
         return max((t for t in (self.arrived_s, self.synth_start_s, self.synth_end_s,
-                                self.gpu_queue_s, self.pickup_s, self.gpu_start_s)
-                    if t is not None), default=float("-inf"))
+                                self.gpu_queue_s, self.pickup_s, self.gpu_start_s,
+                                self.prove_start_s) if t is not None), default=float("-inf"))
 
 
 def _span(a: float | None, b: float | None) -> float | None:
@@ -323,6 +351,9 @@ class PostTracker:
         #: whether the run's start line was read (else no load is known to be its first).
         self._srs_in_run: set[str] = set()
         self._start_read = False
+        #: Whether this run of cuzk proves on monolithic workers (`[pipeline] enabled =
+        #: false`), as its start line or a monolithic worker's line said (None: not said).
+        self._pipeline_off: bool | None = None
         #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END: the
         #: latest `MAX_HELD` picked up, oldest first.
         self.holding: dict[int, str] = {}
@@ -373,12 +404,17 @@ class PostTracker:
     def _feed(self, ev: LogEvent) -> list[ProverEvent]:
         if ev.kind == "timeline":
             return self._timeline(ev)
+        if ev.kind == "tracing" and ev.fields.get("spans") == MONOLITHIC_SPAN:
+            return self._monolithic(ev)
         if ev.kind == "tracing" and ev.name == ENQUEUED and ev.job_id is not None:
             kind = post_kind(_str(ev.fields.get("proof_kind")), ev.job_id)
             if kind is not None:  # followed from its arrival: late even before synthesis
                 job = self._start(ev.job_id, kind, ev.t_wall_s)
                 if not job.engine_clock:
                     job.arrived_s = ev.t_wall_s
+                if self._pipeline_off is not False:  # a monolithic worker may take it
+                    job.arrival_behind = _behind(self.holding, job.job)
+                    _behind_at_arrival(job)
                 return []
             self._enqueued[ev.job_id] = ev.t_wall_s
             self._enqueued.move_to_end(ev.job_id)
@@ -396,10 +432,83 @@ class PostTracker:
         elif ev.kind == "tracing" and ev.name == ANCHOR_MESSAGE:
             # cuzk's start line: only after it is a load known to be the run's first.
             self._start_read = True  # this run's loads are all read from here on
+            enabled = ev.fields.get("pipeline_enabled")
+            self._pipeline_off = (not enabled) if isinstance(enabled, bool) else None
+        elif ev.kind == "tracing" and ev.name == MONOLITHIC_WORKER_STARTED_MESSAGE:
+            self._pipeline_off = True
         elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADED):
             self._srs_loaded(_str(ev.fields.get("circuit_id")) or "?", ev.t_wall_s,
                              int_field(ev.fields.get("elapsed_ms")))
         return []
+
+    def _monolithic(self, ev: LogEvent) -> list[ProverEvent]:
+        """A line in a monolithic worker's span (the pipeline off): what the worker holds now,
+        and, of a PoSt, when the worker took it (`processing job (monolithic)`) or its end (its
+        completion line). A failed one (`proof failed`, an error event of its own) frees the
+        worker and is left in flight, as a pipelined PoSt that fails is: said late once past
+        its deadline."""
+        self._pipeline_off = True
+        name, job_id, w = ev.name, ev.job_id, ev.worker
+        if job_id is None:
+            return []
+        proof_kind = _str(ev.fields.get("proof_kind"))
+        if name == MONOLITHIC_PROCESSING_MESSAGE:
+            if w is not None:
+                held = f"{job_id} ({proof_kind})" if proof_kind is not None else job_id
+                keep_latest(self.holding, w, held, MAX_HELD)
+        elif name == MONOLITHIC_COMPLETED_MESSAGE or name in MONOLITHIC_FAILED_MESSAGES:
+            if w is not None:
+                self.holding.pop(w, None)
+            if name != MONOLITHIC_COMPLETED_MESSAGE:
+                return []
+        else:
+            return []
+        kind = post_kind(proof_kind, job_id)
+        if kind is None:
+            return []
+        done = name == MONOLITHIC_COMPLETED_MESSAGE
+        key = (job_id, "t_wall_s", ev.t_wall_s)
+        if done and key in self._ended:  # that line read again (see `_read_again`)
+            self.read_again += 1
+            self._jobs.pop(job_id, None)
+            return []
+        job = self._jobs.get(job_id)
+        if job is None:
+            if job_id in self._given_up_ids:  # the rest of a proof given up for room
+                return []
+            job = self._start(job_id, kind, ev.t_wall_s)
+        job.one_step = True
+        _behind_at_arrival(job)
+        if not done:
+            job.prove_start_s = ev.t_wall_s
+            job.worker = w
+            job.gpu = ev.gpu if ev.gpu is not None else job.gpu
+            return []
+        done_s = self._one_step_done(job, ev.t_wall_s, int_field(ev.fields.get("total_ms")),
+                                     int_field(ev.fields.get("queue_ms")))
+        self._jobs.pop(job.job, None)
+        keep_latest(self._ended, key, None, MAX_ENDED)
+        self.completed += 1
+        return [self._event(job, done_s, done=True)]
+
+    @staticmethod
+    def _one_step_done(job: _Post, t: float, total_ms: int | None, queue_ms: int | None
+                       ) -> float:
+        """Its completion line at `t`: done then (returned); cuzk's `total_ms` (from
+        submission) places its arrival and `total_ms - queue_ms` (the prover's own total) its
+        prove start, each only when its line was not read (as `_arrived` places a pipelined
+        one's arrival); a negative or inconsistent figure places nothing."""
+        done_s = job.done_s = t if job.prove_start_s is None else max(t, job.prove_start_s)
+        if total_ms is None or total_ms < 0:
+            return done_s
+        if job.arrived_s is None and not job.engine_clock:
+            arrived = t - total_ms / 1000.0
+            job.arrived_s = arrived if job.prove_start_s is None else min(arrived,
+                                                                          job.prove_start_s)
+        if job.prove_start_s is None and queue_ms is not None and 0 <= queue_ms <= total_ms:
+            start = t - (total_ms - queue_ms) / 1000.0
+            job.prove_start_s = start if job.arrived_s is None else max(start, job.arrived_s)
+        return done_s
 
     def _first_load(self, circuit: str) -> bool:
         """Whether a load of `circuit` now is its first since cuzk started, as far as read: only
@@ -584,7 +693,8 @@ class PostTracker:
         job = self._jobs.get(job_id)
         if job is not None:
             return job
-        job = self._jobs[job_id] = _Post(job_id, kind, arrived_s=self._enqueued.pop(job_id, None))
+        job = self._jobs[job_id] = _Post(job_id, kind, arrived_s=self._enqueued.pop(job_id, None),
+                                         one_step=self._pipeline_off is True)
         while len(self._jobs) > MAX_IN_FLIGHT:
             # Memory stays bounded, but the oldest is said once (its phases so far), never
             # dropped unseen: 100,000 PoSt ids that never end were 256 rows, the rest lost.
@@ -720,15 +830,23 @@ class PostTracker:
         last = job.done_s if job.done_s is not None else job.end_s
         # A proof still running: its current phase counts up to now (as cuzk's own do).
         now = None if done else now_s
-        phases = (_phase(job.arrived_s, job.synth_start_s, now),
-                  _phase(job.synth_start_s, job.synth_end_s, now),
-                  _phase(job.gpu_queue_s, job.pickup_s, now),
-                  _phase(job.gpu_start_s, job.end_s, now), _span(job.end_s, job.done_s))
+        prove: float | None = None
+        if job.one_step:
+            # Queue, then synthesis and GPU in one call: no line splits them (None, never 0).
+            phases: tuple[float | None, ...] = (
+                _phase(job.arrived_s, job.prove_start_s, now), None, None, None, None)
+            prove = _phase(job.prove_start_s, job.done_s, now)
+        else:
+            phases = (_phase(job.arrived_s, job.synth_start_s, now),
+                      _phase(job.synth_start_s, job.synth_end_s, now),
+                      _phase(job.gpu_queue_s, job.pickup_s, now),
+                      _phase(job.gpu_start_s, job.end_s, now), _span(job.end_s, job.done_s))
         end = last if done else now_s
+        every = (*phases, prove)
         # Timed by its offsets, its queue is not known (its `job enqueued` line's time is on
         # another clock), so neither is its total: only the least it can be.
-        total = None if job.engine_clock else _total(_span(job.begin_s(), end), phases)
-        at_least = _least_total(job.earliest_s(), end, phases) if total is None else None
+        total = None if job.engine_clock else _total(_span(job.begin_s(), end), every)
+        at_least = _least_total(job.earliest_s(), end, every) if total is None else None
         if job.wall_least_s is not None:  # what the wall clock saw before the offsets took over
             at_least = max(at_least or 0.0, job.wall_least_s)
         # Judged by its total, else by the least it can be (its begin not read: a log followed
@@ -750,7 +868,7 @@ class PostTracker:
             total_s=total, total_at_least_s=at_least, deadline_s=deadline, verdict=verdict,
             done=done,
             waited_behind=list(job.waited_behind), waited_behind_more=job.waited_behind_more,
-            finalize_s=finalize)
+            finalize_s=finalize, one_step=job.one_step, prove_s=prove)
         return _with_setting(timing, self._own_load(job, now_s), self._queue_load(job, now_s))
 
     def _event(self, job: _Post, t: float, done: bool, said_s: float | None = None
@@ -806,6 +924,10 @@ def says_when_written(record: object, arrival_timed: bool) -> bool:
 
 def _phase_of(job: _Post) -> str | None:
     """The phase a proof in flight is in, by its latest line read."""
+    if job.one_step:
+        if job.prove_start_s is not None:
+            return "prove"
+        return "queue" if job.arrived_s is not None else None
     if job.end_s is not None:
         return "finalize"
     if job.gpu_start_s is not None:
@@ -825,6 +947,13 @@ def _behind(holding: dict[int, str], job_id: str) -> tuple[list[str], int]:
     others = [(w, held) for w, held in sorted(holding.items()) if not held.startswith(job_id)]
     return ([f"worker {w}: {held}" for w, held in others[:MAX_BEHIND]],
             max(0, len(others) - MAX_BEHIND))
+
+
+def _behind_at_arrival(job: _Post) -> None:
+    """A proof proved in one step waited for a worker from its arrival: what each worker held
+    then is what it waited behind (said while it still queues, too)."""
+    if job.one_step and job.arrival_behind is not None and not job.waited_behind:
+        job.waited_behind, job.waited_behind_more = job.arrival_behind
 
 
 def _offset_ms(ev: LogEvent) -> int | None:
@@ -848,7 +977,7 @@ def _str(value: object) -> str | None:
 
 def _dominant(t: ProofTiming) -> str | None:
     phases = {"queue": t.queue_s, "synthesis": t.synth_s, "gpu_wait": t.gpu_wait_s,
-              "gpu": t.gpu_s, "finalize": t.finalize_s}
+              "gpu": t.gpu_s, "finalize": t.finalize_s, "prove": t.prove_s}
     known = {k: v for k, v in phases.items() if v is not None}
     return max(known, key=lambda k: known[k]) if known else None
 
@@ -862,7 +991,9 @@ def _with_setting(t: ProofTiming, own_load: _SrsLoad | None, queue_load: _SrsLoa
         return t
     phase = _dominant(t)
     setting: str | None = None
-    if phase == "synthesis" and own_load is not None and own_load.first_in_run:
+    if phase == "queue" and t.one_step:
+        setting = _pipeline_off_words()
+    elif phase == "synthesis" and own_load is not None and own_load.first_in_run:
         setting = _first_load_words(own_load)
     elif phase == "synthesis" and own_load is not None:
         setting = _eviction_words(own_load)
@@ -876,9 +1007,23 @@ def _with_setting(t: ProofTiming, own_load: _SrsLoad | None, queue_load: _SrsLoa
         setting = ("none in cuzk: PoSt already goes first in the GPU queue (key (0,0), "
                    "engine.rs:2849-2851) and a partition on a worker runs to its end; a PoSt-only "
                    "cuzk on its own GPU ([gpus] devices) removes the wait")
-    if setting is None:  # synthesis without an SRS load, GPU: none claimed (docs/post.md)
+    if setting is None:  # synthesis without an SRS load, GPU, prove: none claimed (docs/post.md)
         return t
     return msgspec.structs.replace(t, setting=setting)
+
+
+def _pipeline_off_words() -> str:
+    """A PoSt proved in one step that waited in cuzk's queue: with the pipeline off a worker
+    proves one whole proof at a time and nothing takes its place until that proof ends."""
+    return ("[pipeline] enabled = true: with the pipeline off each GPU has one worker "
+            "(engine.rs:1333-1337), which proves one whole proof in one call "
+            "(engine.rs:3422-3440), so a PoSt waits in cuzk's queue until the proof on a worker "
+            "ends (a PoRep C2 takes minutes); its priority puts it first in that queue "
+            "(scheduler.rs:34-45), never ahead of a proof already running. With the pipeline on "
+            "PoRep and SnapDeals are proved partition by partition and a PoSt goes first in the "
+            "GPU queue (key (0,0), engine.rs:2849-2851): a worker takes it when its partition "
+            "ends, not its whole proof; a PoSt-only cuzk on its own GPU ([gpus] devices) "
+            "removes the wait")
 
 
 def _first_load_words(load: _SrsLoad) -> str:
@@ -925,6 +1070,12 @@ def _s(v: float | None) -> str:
     return "?" if v is None else f"{v:.1f} s"
 
 
+def _begin_words(t: ProofTiming) -> str:
+    """The lines that say when a proof began: its arrival, and for a pipelined one its
+    synthesis start (a proof proved in one step has none)."""
+    return "its arrival" if t.one_step else "its arrival and synthesis start"
+
+
 def proof_words(job_id: str, t: ProofTiming, no_arrival: bool, by_offsets: bool = False
                 ) -> str:
     """`WinningPoSt winpost-1000-1a2b3c4d: 3.9 s of 30 s (queue ?, synthesis 2.2 s, GPU wait
@@ -940,13 +1091,17 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool, by_offsets: bool 
     elif t.total_s is not None and no_arrival:
         since = " (from synthesis start: its 'job enqueued' line was not read)"
     elif t.total_s is None and t.verdict in ("late", "at_risk"):
-        since = " (its arrival and synthesis start not read: counted from its first line read)"
-    behind = f" behind {t.behind_words()}" if t.waited_behind and t.gpu_wait_s else ""
+        since = f" ({_begin_words(t)} not read: counted from its first line read)"
+    behind = f" behind {t.behind_words()}" if t.waited_behind and t.worker_wait_s else ""
     total = total_words(t)
-    words = (f"{name} {job_id}{state}: {total}{limit}{since} (queue {_s(t.queue_s)}, "
-             f"synthesis {_s(t.synth_s)}, GPU wait {_s(t.gpu_wait_s)}{behind}, "
-             f"GPU {_s(t.gpu_s)}"
-             + (f", finalize {_s(t.finalize_s)}" if t.finalize_s is not None else "") + ")")
+    if t.one_step:
+        phases = (f"queue {_s(t.queue_s)}{behind}, prove {_s(t.prove_s)}: synthesis and GPU in "
+                  "one call, cuzk's pipeline off")
+    else:
+        phases = (f"queue {_s(t.queue_s)}, synthesis {_s(t.synth_s)}, GPU wait "
+                  f"{_s(t.gpu_wait_s)}{behind}, GPU {_s(t.gpu_s)}"
+                  + (f", finalize {_s(t.finalize_s)}" if t.finalize_s is not None else ""))
+    words = f"{name} {job_id}{state}: {total}{limit}{since} ({phases})"
     if t.verdict == "late":
         words += "; LATE"
     elif t.verdict == "at_risk":
@@ -954,6 +1109,8 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool, by_offsets: bool 
     elif t.verdict == "unknown" and by_offsets:
         words += ("; on time or late is not known: its queue is not (give the log with its "
                   "`starting cuzk engine` line)")
+    elif t.verdict == "unknown" and t.one_step:
+        words += "; on time or late is not known: its arrival ('job enqueued') was not read"
     elif t.verdict == "unknown":
         words += ("; on time or late is not known: neither its arrival ('job enqueued') nor its "
                   "synthesis start was read")

@@ -214,20 +214,29 @@ def proof_lines(events: Sequence[ProverEvent]) -> list[str]:
         return []
     # In terminal cells (`fmt.cells`): wide characters and combining marks in a job id.
     jw = max(fmt.cells(fmt.visible(e.job_id or "-")) for e in proofs)
-    out = ["  PoSt proofs (seconds; the whole job id, never cut)",
+    # A `prove` column only where a proof was proved in one step (synthesis and GPU in one
+    # call, its `synth`/`GPU` not known): the table reads as before for every other log.
+    shown = proofs[:MAX_ROWS]
+    one_step = any(e.proof is not None and e.proof.one_step for e in shown)
+    prove_head = f" {'prove':>6}" if one_step else ""
+    out = ["  PoSt proofs (seconds; the whole job id, never cut"
+           + ("; prove: synthesis and GPU in one call, the prover's pipeline off" if one_step
+              else "") + ")",
            f"    {'at (UTC)':<12} {'kind':<12} {'job':<{jw}} {'total':>7} {'queue':>6} "
-           f"{'synth':>6} {'GPU wait':>8} {'GPU':>6} {'finalize':>8} {'deadline':>8} verdict"]
-    for e in proofs[:MAX_ROWS]:
+           f"{'synth':>6} {'GPU wait':>8} {'GPU':>6}{prove_head} {'finalize':>8} "
+           f"{'deadline':>8} verdict"]
+    for e in shown:
         p = e.proof
         assert p is not None
         verdict = (p.verdict if p.done else f"{p.verdict} (running)" if p.given_up is None
                    else f"{_GIVEN_UP[p.given_up]}, {p.verdict} so far")
+        prove = f" {_s(p.prove_s):>6}" if one_step else ""
         out.append(f"    {fmt.clock(e.t_wall_s, millis=True):<12} {p.proof_kind:<12} "
                    f"{fmt.fit(fmt.visible(e.job_id or '-'), jw)} {_total(p):>7} "
                    f"{_s(p.queue_s):>6} "
-                   f"{_s(p.synth_s):>6} {_s(p.gpu_wait_s):>8} {_s(p.gpu_s):>6} "
+                   f"{_s(p.synth_s):>6} {_s(p.gpu_wait_s):>8} {_s(p.gpu_s):>6}{prove} "
                    f"{_s(p.finalize_s):>8} {_s(p.deadline_s):>8} {verdict}")
-        if p.verdict != "ok" and p.waited_behind and p.gpu_wait_s:
+        if p.verdict != "ok" and p.waited_behind and p.worker_wait_s:
             out.append(f"      waited for a GPU worker behind: {p.behind_words()}")
         if p.setting:
             out.append(f"      setting: {p.setting}")

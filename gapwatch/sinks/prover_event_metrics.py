@@ -14,7 +14,8 @@ first scrape; the alert rules in deploy/prometheus/gapwatch.rules.yml read them)
   (`ok`, `at_risk`, `late`, and `unknown`: one whose begin was not read, so not timed);
 - `gapwatch_proof_seconds{proof_kind}` (histogram): a completed proof, arrival to end;
 - `gapwatch_proof_phase_seconds{proof_kind,phase}` (histogram): its queue, synthesis, GPU wait,
-  GPU and finalize time (a phase its lines did not say is not observed);
+  GPU and finalize time, or, proved in one step (the prover's pipeline off), its queue and
+  prove time (synthesis and GPU in one call); a phase its lines did not say is not observed;
 - `gapwatch_proof_last_seconds{proof_kind}`: the latest completed proof's latency (the fleet
   view's PoSt column);
 - `gapwatch_proofs_late_total{proof_kind}`: watched proofs that went late, each once: past its
@@ -43,7 +44,7 @@ from gapwatch.core.prover_watch import LateOnce
 PROOF_BUCKETS_S: tuple[float, ...] = (
     1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0,
 )
-PHASES = ("queue", "synthesis", "gpu_wait", "gpu", "finalize")
+PHASES = ("queue", "synthesis", "gpu_wait", "gpu", "finalize", "prove")
 LEVELS = ("info", "warning", "error")
 #: Proof kinds always exported (cuzk's PoSt), so the histograms exist before the first proof.
 KNOWN_PROOF_KINDS = ("winning-post", "window-post")
@@ -96,8 +97,8 @@ class ProverEventCounts:
         if p.total_s is not None:
             self.latency.setdefault(p.proof_kind, _Histogram()).observe(p.total_s)
             self.last_s[p.proof_kind] = p.total_s
-        for phase, v in zip(PHASES, (p.queue_s, p.synth_s, p.gpu_wait_s, p.gpu_s, p.finalize_s),
-                            strict=True):
+        for phase, v in zip(PHASES, (p.queue_s, p.synth_s, p.gpu_wait_s, p.gpu_s, p.finalize_s,
+                                     p.prove_s), strict=True):
             if v is not None:
                 self.phases.setdefault((p.proof_kind, phase), _Histogram()).observe(v)
 
@@ -137,7 +138,8 @@ def families(c: ProverEventCounts) -> Iterator[Metric]:
     latency = HistogramMetricFamily("gapwatch_proof_seconds", "A completed watched proof's "
                                     "latency, arrival to end.", labels=["proof_kind"])
     phases = HistogramMetricFamily("gapwatch_proof_phase_seconds", "A completed watched "
-                                   "proof's phases: queue, synthesis, gpu_wait, gpu, finalize.",
+                                   "proof's phases: queue, synthesis, gpu_wait, gpu, finalize; "
+                                   "prove: synthesis and GPU in one call (pipeline off).",
                                    labels=["proof_kind", "phase"])
     for pk in proof_kinds:
         h = c.latency.get(pk, _Histogram())

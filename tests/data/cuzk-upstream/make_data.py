@@ -382,11 +382,15 @@ def post_log(start_s: float) -> list[str]:
 # -- Scenario logs (issue 27): each line from one upstream format string, as the daemon writes
 # -- it (tracing's Full format; TIMELINE `eprintln!`, engine.rs:352; Rust's default panic hook).
 
-def trace(t: float, level: str, target: str, message: str, **fields: object) -> str:
-    """A tracing line (tracing-subscriber 0.3 Full format, no colours) at Unix time `t`."""
+def trace(t: float, level: str, target: str, message: str, span: str = "",
+          **fields: object) -> str:
+    """A tracing line (tracing-subscriber 0.3 Full format, no colours) at Unix time `t`;
+    `span`: the span it is inside, as that format writes it (`name{k=v ...}`), before its
+    target."""
     stamp = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "Z"
     said = "".join(f" {k}={v}" for k, v in fields.items())
-    return f"{stamp} {_LEVEL[level]} {target}: {message}{said}"
+    inside = f"{span}: " if span else ""
+    return f"{stamp} {_LEVEL[level]} {inside}{target}: {message}{said}"
 
 
 def tl(epoch: float, t: float, event: str, job: str, detail: str) -> str:
@@ -572,6 +576,77 @@ def lost_job() -> list[str]:
     return _sorted(lines)
 
 
+def monolithic_engine_start(t: float) -> list[str]:
+    """A daemon started with `[pipeline] enabled = false` (cuzk-daemon/src/main.rs:63;
+    engine.rs:1244, 1339 with one worker per GPU, 1333-1337; the monolithic worker's start,
+    3378; `cuzk engine started`, 3510)."""
+    return [trace(t, "info", "cuzk_daemon", "cuzk-daemon starting"),
+            trace(t + 0.030, "info", "cuzk_core::engine", "starting cuzk engine",
+                  pipeline_enabled="false"),
+            trace(t + 0.031, "info", "cuzk_core::engine", "initializing GPU workers", num_gpus=1,
+                  gpu_workers_per_device=1, total_workers=1, gpus="[0]"),
+            trace(t + 0.032, "info", "cuzk_core::engine", "monolithic GPU worker started",
+                  worker_id=0, gpu=0),
+            trace(t + 0.033, "info", "cuzk_core::engine", "cuzk engine started", num_workers=1,
+                  pipeline="false")]
+
+
+def monolithic_job(job: str, kind: str, prio: str, arrive: float, start: float, prove_s: float,
+                   worker: int, gpu: int) -> list[tuple[float, str]]:
+    """One proof on a monolithic worker (`[pipeline] enabled = false`): `job enqueued`
+    (scheduler.rs:67), `job dequeued for proving` (scheduler.rs:85), then, inside the worker's
+    span `monolithic_worker{worker_id gpu job_id proof_kind}` (engine.rs:3394), `processing job
+    (monolithic)` (3397) and, after the whole proof in one call (3422-3440), `proof completed
+    successfully (monolithic) proof_len total_ms queue_ms deser_ms prove_ms` (3455-3462:
+    total_ms from submission, queue_ms the rest of it before the prover's own total). No
+    TIMELINE line: the monolithic path writes none."""
+    span = f"monolithic_worker{{worker_id={worker} gpu={gpu} job_id={job} proof_kind={kind}}}"
+    end = start + prove_s
+    proof_len = 1920 if kind == "porep-c2" else 192
+    lines = [(arrive, trace(arrive, "info", "cuzk_core::scheduler", "job enqueued", job_id=job,
+                            proof_kind=kind, priority=prio, queue_position=0)),
+             (start, trace(start, "info", "cuzk_core::scheduler", "job dequeued for proving",
+                           job_id=job, proof_kind=kind)),
+             (start + 0.0001, trace(start + 0.0001, "info", "cuzk_core::engine",
+                                    "processing job (monolithic)", span=span))]
+    if kind == "winning-post":
+        # prover.rs:535, 566, inside `prove_winning_post{job_id}` (523), entered on the
+        # blocking thread, where the worker's span is not current; a `&str` is written with
+        # Debug (quoted).
+        inner = f'prove_winning_post{{job_id="{job}"}}'
+        lines += [(start + 0.001, trace(start + 0.001, "info", "cuzk_core::prover",
+                                        "proving WinningPoSt", span=inner,
+                                        proof_type="StackedDrgWinning32GiBV1", miner_id=1000,
+                                        num_vanilla_proofs=1)),
+                  (end - 0.001, trace(end - 0.001, "info", "cuzk_core::prover",
+                                      "WinningPoSt proof completed", span=inner, proof_len=192,
+                                      prove_ms=round((prove_s - 0.002) * 1000),
+                                      total_ms=round((prove_s - 0.002) * 1000)))]
+    lines.append((end, trace(end, "info", "cuzk_core::engine",
+                             "proof completed successfully (monolithic)", span=span,
+                             proof_len=proof_len, total_ms=round((end - arrive) * 1000),
+                             queue_ms=round((start - arrive) * 1000), deser_ms=0,
+                             prove_ms=round((prove_s - 0.002) * 1000))))
+    return lines
+
+
+def post_pipeline_off() -> list[str]:
+    """`[pipeline] enabled = false`: one GPU, so one monolithic worker (engine.rs:1333-1337).
+    A WinningPoSt arrives while the worker proves a whole PoRep C2 in one call; it is dequeued
+    first (Critical, scheduler.rs:34-45) but only when the PoRep ends, 30 s later, and misses
+    its 30 s epoch (3.4 s to prove). Then a WindowPoSt (Curio's id holds spaces and brackets,
+    lib/ffi/cuzk_funcs.go:179) arrives at the idle worker and is on time."""
+    t0 = T0 + 21600
+    lines = [(t0 + i * 0.001, x) for i, x in enumerate(monolithic_engine_start(t0))]
+    lines += monolithic_job("porep-1000-7", "porep-c2", "Normal", t0 + 10.0, t0 + 10.0, 40.0,
+                            0, 0)
+    lines += monolithic_job("winpost-1000-5e6f7a8b", "winning-post", "Critical", t0 + 20.0,
+                            t0 + 50.0, 3.4, 0, 0)
+    lines += monolithic_job("wdpost-1000-0-[12 34 56 78 90 12 34 56]", "window-post", "High",
+                            t0 + 70.0, t0 + 70.0, 95.0, 0, 0)
+    return _sorted(lines)
+
+
 #: The scenario logs and what each shows (README, the tests, the simulator's `sim:post`).
 SCENARIO_LOGS = {
     "post-behind-partitions.log": post_behind_partitions,
@@ -579,6 +654,7 @@ SCENARIO_LOGS = {
     "restart.log": restart,
     "panic.log": panic,
     "lost-job.log": lost_job,
+    "post-pipeline-off.log": post_pipeline_off,
 }
 
 
@@ -643,7 +719,10 @@ format strings, field names and serde structs only, no upstream code.
   `panic.log` (supraseal-c2's
   CUDA error panic on stderr, Rust's default hook, the message as lotus#13634 quotes it, then
   `partition GPU proving task panicked`, engine.rs:679), `lost-job.log` (two WinningPoSt with the
-  GPU queue key (0,0), engine.rs:53-58, 2851: the first never picked up).
+  GPU queue key (0,0), engine.rs:53-58, 2851: the first never picked up),
+  `post-pipeline-off.log` (`[pipeline] enabled = false`: no TIMELINE; the monolithic worker's
+  span and lines, engine.rs:3378, 3394, 3397, 3455-3462, prover.rs:523, 535, 566; a WinningPoSt
+  late behind a whole PoRep C2 on the GPU's one worker, then an on-time WindowPoSt).
 
 | # | source | kind | name |
 | --- | --- | --- | --- |

@@ -51,5 +51,8 @@ def test_a_log_of_the_same_run_is_used_and_nothing_is_said(tmp_path: Path) -> No
     rec = E2E / "pageable" / "rec.jsonl.gz"
     logs = [str(E2E / "pageable" / name) for name in ("stdout.log", "stderr.log")]
     r = build_report(rec, Config(), logs)
-    assert not any("--log" in w for w in r.warnings)
+    # Only that the stderr's C++ lines cannot be placed beside the stdout's
+    # (tests/test_two_stream_logs.py): nothing of the span.
+    assert [w.split(":")[0] for w in r.warnings if "--log" in w] == [f"--log {logs[1]}"]
+    assert not any("span" in w or "not this recording" in w for w in r.warnings)
     assert r.advice.advice and r.advice.advice[0].setting == "[memory] safety_margin"

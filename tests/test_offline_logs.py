@@ -306,19 +306,25 @@ def test_a_text_log_whose_first_bytes_are_the_gzip_magic_is_read_as_text(
     assert [e.raw for e in events] == [e.raw for e in expected]
 
 
-def test_files_without_a_wall_time_of_their_own_keep_the_order_given(tmp_path: Path) -> None:
-    """cuzk's stderr alone (TIMELINE and C++ lines, placed by the stdout's anchor) shows no
-    time: the order given stands."""
-    from gapwatch.logs.files import in_time_order
+def test_a_file_without_a_wall_time_of_its_own_is_read_after_those_with_one(
+        tmp_path: Path) -> None:
+    """cuzk's stderr (TIMELINE and C++ lines, placed by the stdout's anchor) shows no time:
+    read after the stdout whichever was named first (named first, its TIMELINE lines had no
+    anchor yet), apart from it; stderr files alone keep the order given, none apart."""
+    from gapwatch.logs.files import read_order
 
     stdout = tmp_path / "stdout.log"
     stdout.write_text("2026-11-30T00:53:20.000000Z  INFO cuzk_core::engine: starting cuzk "
                       "engine pipeline_enabled=true\n")
-    stderr = tmp_path / "stderr.log"
+    stderr, older = tmp_path / "stderr.log", tmp_path / "stderr.log.1"
     stderr.write_text("TIMELINE,50,SYNTH_START,porep-1000-0,partition=0\n")
-    given = [str(stderr), str(stdout)]
-    assert in_time_order(given, Config()) == given
-    assert in_time_order([str(stdout), str(stderr)], Config()) == [str(stdout), str(stderr)]
+    older.write_text("TIMELINE,40,SYNTH_START,porep-999-0,partition=0\n")
+    for given in ([stderr, stdout], [stdout, stderr]):
+        order = read_order([str(p) for p in given], Config())
+        assert order.paths == [str(stdout), str(stderr)]
+        assert order.apart == {str(stderr)} and order.placed == [str(stdout)]
+    alone = read_order([str(stderr), str(older)], Config())
+    assert alone.paths == [str(stderr), str(older)] and not alone.apart
 
 
 def test_parse_reads_rotated_logs_in_the_order_they_were_written(

@@ -107,9 +107,11 @@ def test_stderr_file_listed_first_still_gets_the_anchor(tmp_path: Path,
     err.write_text("TIMELINE,1500,GPU_START,j,worker=0\n")
     out.write_text("2026-11-30T09:06:26.500000Z  INFO cuzk_core::engine: starting cuzk engine\n")
     assert main(["parse", "--json", str(err), str(out)]) == 0
-    first = msgspec.json.decode(capsys.readouterr().out.splitlines()[0])
-    assert first["time_source"] == "timeline"
-    assert first["t_wall_s"] == pytest.approx(1796029588.0)
+    # Read after the file that shows a time (`logs.files.read_order`): its anchor is known.
+    start, timeline = map(msgspec.json.decode, capsys.readouterr().out.splitlines())
+    assert start["name"] == "starting cuzk engine"
+    assert timeline["time_source"] == "timeline"
+    assert timeline["t_wall_s"] == pytest.approx(1796029588.0)
 
 
 def test_missing_file_is_an_error_but_the_others_are_parsed(capsys: pytest.CaptureFixture[str]) -> None:

@@ -131,7 +131,7 @@ def test_log_bytes_counts_every_file_before_the_one_being_read(tmp_path: Path) -
 
 
 def test_log_bytes_count_up_in_the_order_the_files_are_read(tmp_path: Path) -> None:
-    """Rotated files are read oldest first (`in_time_order`), whatever order they were given:
+    """Rotated files are read oldest first (`read_order`), whatever order they were given:
     the files read before the one being read count, not those listed before it."""
     said = _log_bytes_said(tmp_path, {"cuzk.log": 100, "cuzk.log.1": 300},
                            [("cuzk.log.1", 150), ("cuzk.log.1", 300), ("cuzk.log", 50)])

@@ -109,7 +109,7 @@ def path(text: str) -> str:
 def log_files(given: list[str] | None) -> list[str]:
     """The offline `--log` paths (`report`, `export`, `replay`, `compare`, `parse`), a quoted
     glob (`--log '/var/log/cuzk/cuzk.log*'`: the rotated files) expanded to the files it
-    matches, by name (the reader orders them by their times: `logs.files.in_time_order`). A
+    matches, by name (the reader orders them by their times: `logs.files.read_order`). A
     path that exists is taken as it is, glob characters and all; a glob that matches nothing
     too (the reader says it cannot be read). A file named twice (or by a path and a glob) is
     read once: its events counted twice were two prover runs."""

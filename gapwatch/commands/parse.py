@@ -32,11 +32,12 @@ from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
 from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.core.sizes import bounded_event
+from gapwatch.cuzk.log_lines import unplaced_note
 from gapwatch.cuzk.partition_table import LONG_IDLE_S
 from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder, timeline_event
 from gapwatch.engine.console import OutputFailed, say
-from gapwatch.logs.files import LogFile, in_time_order
-from gapwatch.logs.parse import LogParser
+from gapwatch.logs.files import LogFile, read_order
+from gapwatch.logs.parse import UNPLACED, LogParser
 from gapwatch.logs.parse.user_rules import LINE_BUDGET_S, RULE_TIMEOUT_S
 from gapwatch.offline.prover_events import ProverEvents, prover_event_lines
 
@@ -186,8 +187,9 @@ def format_timeline(run: RunTimeline) -> str:
 
 def _parse_file(path: str, log: LogFile, parser: LogParser,
                 args: argparse.Namespace, out: TextIO, timeline: TimelineBuilder,
-                said: _Said) -> int:
-    """Parse and print one file; returns 2 if it cannot be opened, 1 if reading it failed
+                said: _Said, apart: bool = False) -> int:
+    """Parse and print one file (`apart`: its lines cannot be placed among the other files',
+    `logs.files.read_order`); returns 2 if it cannot be opened, 1 if reading it failed
     part-way (message on stderr), else 0."""
     problem = _unopenable(path)
     if problem is not None:
@@ -202,7 +204,8 @@ def _parse_file(path: str, log: LogFile, parser: LogParser,
     try:
         lines = _lines(path, log)
         for line in lines:
-            events = parser.parse_line(line, path, time.monotonic_ns(), time.time())
+            events = parser.parse_line(line, path, time.monotonic_ns(), time.time(),
+                                       apart=apart)
             if args.timeline:
                 # Into the table at once: a million-line log must not stay in memory.
                 _to_timeline(events, timeline, said)
@@ -326,8 +329,10 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     parser = LogParser(config.logs, offline=True)
     # Rotated files in the order they were written, however given (`cuzk.log*` lists the
-    # newest first): one parser reads them, its state from the lines before.
-    paths = in_time_order(paths, config)
+    # newest first): one parser reads them, its state from the lines before; a file with no
+    # time of its own (cuzk's stderr beside its stdout) after them, apart.
+    order = read_order(paths, config)
+    paths = order.paths
     parser.anchor_wall_s = _first_anchor(paths, config)
     out: TextIO = sys.stdout
     timeline = TimelineBuilder()
@@ -336,7 +341,12 @@ def run(args: argparse.Namespace, config: Config) -> int:
     cut = nul = 0
     for path in paths:
         log = LogFile(path, config.logs.max_line_bytes)
-        status = max(status, _parse_file(path, log, parser, args, out, timeline, said))
+        apart = path in order.apart
+        before = parser.counters[UNPLACED]
+        status = max(status, _parse_file(path, log, parser, args, out, timeline, said, apart))
+        if parser.counters[UNPLACED] > before:
+            say("gapwatch parse: " + unplaced_note(path, parser.counters[UNPLACED] - before,
+                                                   order.placed, flag=""))
         cut += log.cut_lines
         nul += log.nul_bytes
         if log.ends_early:

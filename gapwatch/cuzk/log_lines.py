@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from gapwatch.core import fmt
 from gapwatch.core.models import FieldValue, TimeSource
 from gapwatch.core.values import convert_value, digits_value
 
@@ -49,6 +50,37 @@ _POOL_THRESHOLD_WORDS = "set pool release threshold to MAX on gpu "
 _POOL_THRESHOLD = re.compile(re.escape(_POOL_THRESHOLD_WORDS) + r"(-?\d+)")
 _DA_CACHE_WORDS = "d_a_cache allocated "
 _DA_CACHE = re.compile(re.escape(_DA_CACHE_WORDS) + r"(\d+) MiB on gpu (-?\d+)")
+
+#: The field set on a line that cannot be placed among the other streams' lines (its reader
+#: says so: `LogParser.parse_line(apart=True)`): a C++ line or `spawn_blocking prove_start` line
+#: so marked takes no part in lock attribution (`LockAttributor`), as parsed and as recorded.
+UNPLACED_FIELD = "unplaced"
+
+#: The log parser's counter of the C++ lines so read (`gapwatch.logs.parse.UNPLACED`).
+UNPLACED_COUNTER = "cpp_lines_unplaced"
+
+
+def unplaced_note(path: str, lines: int, placed: list[str], flag: str = "--log ") -> str:
+    """What is said, once, of a file read whole whose `lines` C++ lines could not be placed
+    beside the lines of the `placed` files (it shows no time of its own:
+    `gapwatch.logs.files.read_order`); `flag`: how the command names a file it was given."""
+    beside = ", ".join(f"{flag}{p}" for p in placed)
+    return fmt.visible(
+        f"{flag}{path}: {lines:,} untimestamped C++ timing line(s) (CUZK_TIMING, CUZK_NTT_H) "
+        f"cannot be placed beside the lines of {beside} (it shows no time of its own): their "
+        "GPU lock times are tied to no partition; give cuzk's stdout and stderr as one file "
+        "(`> cuzk.log 2>&1`) or the journal")
+
+
+def backlog_note(source: str) -> str:
+    """What is said, once, of a followed source whose backlog's C++ lines could not be placed
+    beside the other sources' lines (`gapwatch.logs.follow`)."""
+    return fmt.visible(
+        f"log {source}: the untimestamped C++ timing lines (CUZK_TIMING, CUZK_NTT_H) it held "
+        "before following began cannot be placed beside the other logs' lines (read at once, "
+        "not as written): their GPU lock times are tied to no partition (counted: "
+        f"{UNPLACED_COUNTER}); the lines written from now on are placed as they arrive")
+
 
 # In-lock lines: the fields the attributor keeps, by the key that marks the line.
 _IN_LOCK_KEYS = ("ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms",
@@ -182,7 +214,10 @@ class LockAttributor:
     stdout and stderr are two followed files the tracing line can be read first, so unmatched
     prove_start lines wait (at most `max_skew_ns` of arrival time) for a group, and finished groups
     wait for a name. Disabled once more than one GPU is known: in-lock lines of different GPUs
-    interleave with nothing to tell them apart, and a wrong attribution is worse than none.
+    interleave with nothing to tell them apart, and a wrong attribution is worse than none. A line
+    marked `UNPLACED_FIELD` is not taken: read in an order that is not the order written (a
+    second file read whole after the first, a backlog), groups and names pair by their place in
+    the reading, not by the lock they describe.
     """
 
     def __init__(self, max_skew_ns: int = 1_000_000_000, max_pending: int = 8) -> None:
@@ -198,7 +233,7 @@ class LockAttributor:
     def feed_cpp(self, fields: dict[str, FieldValue], arrival_mono_ns: int | None
                  ) -> PartitionLock | None:
         """A CUZK_TIMING / CUZK_NTT_H line's fields; returns a lock region if one completes."""
-        if not self.enabled:
+        if not self.enabled or fields.get(UNPLACED_FIELD) is True:
             return None
         if "mutex_wait_ms" in fields:
             if self._open is not None:
@@ -225,8 +260,11 @@ class LockAttributor:
 
     def feed_prove_start(self, worker: int | None, partition: int | None, t_wall_s: float,
                          time_source: TimeSource, arrival_mono_ns: int | None,
-                         prove_start_ms: FieldValue) -> PartitionLock | None:
-        if not self.enabled:
+                         prove_start_ms: FieldValue, unplaced: bool = False
+                         ) -> PartitionLock | None:
+        """A `spawn_blocking prove_start` line, naming the holder (`unplaced`: the line is
+        marked `UNPLACED_FIELD`, and names none); returns a lock region if one completes."""
+        if not self.enabled or unplaced:
             return None
         self._names.append(_PendingProveStart(worker, partition, t_wall_s, time_source,
                                               arrival_mono_ns, prove_start_ms))

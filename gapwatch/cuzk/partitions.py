@@ -43,6 +43,7 @@ from gapwatch.cuzk.log_lines import (
     INIT_WORKERS_MESSAGE,
     PARTITION_KIND,
     PROVE_START_MESSAGE,
+    UNPLACED_FIELD,
     WORKER_STARTED_MESSAGE,
     LockAttributor,
 )
@@ -331,7 +332,8 @@ class TimelineBuilder:
             lock = attributor.feed_cpp(dict(e.fields), None)
         elif kind == "tracing" and name == PROVE_START_MESSAGE:
             lock = attributor.feed_prove_start(e.worker, e.partition, e.t_wall_s, e.time_source,
-                                               None, e.fields.get("prove_start_ms"))
+                                               None, e.fields.get("prove_start_ms"),
+                                               e.fields.get(UNPLACED_FIELD) is True)
         if lock is not None:
             self._negative_own += _negatives(lock.fields, _LOCK_DURATIONS)
             self._lock(_lock_row(LogEvent(

@@ -21,13 +21,29 @@ screen of unparsed junk and no event. A gzip file cut short (a copy or a compres
 running) gives its lines up to the cut, counted `ends_early`. It is read whole, from its start,
 in one process (`gzipped`: the split parse and a window's part seek by bytes).
 
-Several files are read in the order of the times their first lines show (`in_time_order`), not
+Several files are read in the order of the times their first lines show (`read_order`), not
 the order given: one parser reads them one after another, and its state (TIMELINE's anchor, the
 partitions in flight, which GPU a worker drives) must come from the lines before. logrotate's
 files given as the shell lists them, `cuzk.log cuzk.log.1 cuzk.log.2.gz`, are newest first: read
-so, a third of a day's partitions were lost and others misplaced. Files whose first lines show
-no wall time (cuzk's stderr alone: TIMELINE and C++ lines) keep the order given, as do all
-files when any of them does, or is not a regular file.
+so, a third of a day's partitions were lost and others misplaced. A file that is not a regular
+file (a FIFO, stdin) cannot be looked into first: it keeps its place in the order given.
+
+A regular file whose first lines show no wall time of its own (cuzk's stderr given apart from
+its stdout, `cuzk > out.log 2> err.log`: TIMELINE lines, timed only by the stdout's `starting
+cuzk engine` line, and C++ lines with no time at all) is read after the others, in the order
+given: its TIMELINE lines then find their anchor whichever file was named first (named first,
+they had none, or the `/status` uptime's, a second off, and a start line after the run's first
+TIMELINE lines said a restart that never happened). Its lines cannot be placed among the other
+files' lines: they are all read after them, and nothing on them says where they fall. So,
+beside a file that can hold the lines naming a GPU lock's holder (one that shows a time, or is
+not a regular file), it is `apart`: its C++ lines are tied to no partition (read after the whole
+stdout, they were paired with the partitions of the log's end: GPU occupied 52 % for 75 %),
+counted, and said once a file (`gapwatch.cuzk.log_lines.unplaced_note`). cuzk's source gives no
+sound way to place them: the C++ lines carry no time, job, worker or partition
+(`fprintf(stderr, ...)`, supraseal-c2 groth16_cuda.cu); the stderr's TIMELINE lines around them
+have millisecond offsets, and the GPU_START before a lock region need not be its holder's (two
+workers a GPU both start, then wait on one mutex). Files that all show no time keep the order
+given and none is apart: nothing names a holder there.
 """
 
 from __future__ import annotations
@@ -37,6 +53,7 @@ import os
 import stat
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Final
 
@@ -44,6 +61,8 @@ from gapwatch.base.gzip_stream import GZIP_HEAD_BYTES, inflated, is_gzip
 from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, named, open_whole
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, Record
+from gapwatch.cuzk.log_lines import unplaced_note
+from gapwatch.logs.parse import UNPLACED
 from gapwatch.logs.tail import LineSplitter
 
 if TYPE_CHECKING:
@@ -213,52 +232,83 @@ def _next_data(fd: int, pos: int) -> int | None:
 def log_file_events(
     paths: Iterable[str], config: Config, timeline_epoch_s: float | None,
     counters: dict[str, int], on_read: Callable[[str, int], object] | None = None,
+    notes: list[str] | None = None,
 ) -> Iterator[LogEvent]:
-    """The events of whole prover log files as parsed, file after file (not sorted: sorting is
-    the caller's: `gapwatch.offline.report.spool_logs`, on disk);
+    """The events of whole prover log files as parsed, file after file in `read_order` (not
+    sorted: sorting is the caller's: `gapwatch.offline.report.spool_logs`, on disk);
     `counters` gets the parser's counters once the last file is read; `on_read`: see
-    `LogFile`. Raises OSError."""
+    `LogFile`; `notes` gets a line for each file whose C++ lines could not be placed beside
+    the others' (`log_lines.unplaced_note`). Raises OSError."""
     parser = offline_parser(config, timeline_epoch_s)
     nul_bytes = cut_lines = ends_early = 0
-    for path in in_time_order(list(paths), config):
+    order = read_order(list(paths), config)
+    for path in order.paths:
         log = LogFile(path, config.logs.max_line_bytes, on_read)
-        yield from file_events(parser, log)
+        apart = path in order.apart
+        before = parser.counters[UNPLACED]
+        yield from file_events(parser, log, apart=apart)
+        unplaced = parser.counters[UNPLACED] - before
+        if unplaced and notes is not None:
+            notes.append(unplaced_note(path, unplaced, order.placed))
         nul_bytes += log.nul_bytes
         cut_lines += log.cut_lines
         ends_early += log.ends_early
     counters.update(log_counters(parser.counters, nul_bytes, cut_lines, ends_early))
 
 
-#: Lines of a file's start looked at for the first wall time it shows (`in_time_order`).
+#: Lines of a file's start looked at for the first wall time it shows (`read_order`).
 FIRST_TIME_LINES: Final = 256
 
 
-def in_time_order(paths: list[str], config: Config) -> list[str]:
-    """`paths` in the order of the first wall time each file's lines show (see the module
-    docstring), equal times in the order given. A file that shows none in its first
-    `FIRST_TIME_LINES` lines, or is not a regular file, keeps its place in the order given
-    (cuzk's stderr beside its stdout; the empty file logrotate leaves at the live name: one
-    such file used to leave every file as given, a day's runs newest first), the others are
-    ordered around it. Never raises: a file that cannot be read is the reader's to say."""
+@dataclass(frozen=True, slots=True)
+class ReadOrder:
+    """How several files are read (`read_order`; see the module docstring)."""
+
+    #: Every file, in the order read.
+    paths: list[str]
+    #: The files (read after the others) whose lines cannot be placed among the others' lines:
+    #: they take no part in lock attribution (`LogParser.parse_line(apart=True)`).
+    apart: frozenset[str]
+    #: The other files, in the order read: those the apart ones cannot be placed beside.
+    placed: list[str]
+
+
+def read_order(paths: list[str], config: Config) -> ReadOrder:
+    """`paths` in the order of the first wall time each file's lines show, equal times in the
+    order given; a file that is not a regular file keeps its place among them; a regular file
+    that shows none in its first `FIRST_TIME_LINES` lines (cuzk's stderr beside its stdout;
+    the empty file logrotate leaves at the live name: one such file used to leave every file
+    as given, a day's runs newest first) comes after them, in the order given, `apart` where
+    any of them is left. Never raises: a file that cannot be read is the reader's to say (it
+    keeps its place)."""
     if len(paths) < 2:
-        return paths
-    firsts = [_first_wall_s(p, config) for p in paths]
-    timed = [i for i, t in enumerate(firsts) if t is not None]
-    out = list(paths)
-    for place, i in zip(timed, sorted(timed, key=lambda i: (firsts[i], i)), strict=True):
-        out[place] = paths[i]
-    return out
+        return ReadOrder(list(paths), frozenset(), list(paths))
+    looks = [_look(p, config) for p in paths]
+    untimed = [p for p, (looked, first) in zip(paths, looks, strict=True)
+               if looked and first is None]
+    kept = [i for i, (looked, first) in enumerate(looks) if not looked or first is not None]
+    # The timed files sorted into the places the timed ones hold; a file not looked into
+    # keeps its own.
+    timed = [(k, first, i) for k, i in enumerate(kept) if (first := looks[i][1]) is not None]
+    order = list(kept)
+    for (slot, _, _), (_, _, i) in zip(timed, sorted(timed, key=lambda t: (t[1], t[2])),
+                                       strict=True):
+        order[slot] = i
+    placed = [paths[i] for i in order]
+    # Without a file that can name a lock's holder, nothing of theirs could be tied wrongly.
+    return ReadOrder(placed + untimed, frozenset(untimed if placed else ()), placed)
 
 
-def _first_wall_s(path: str, config: Config) -> float | None:
-    """The first wall time a regular file's first lines show by themselves."""
+def _look(path: str, config: Config) -> tuple[bool, float | None]:
+    """Whether a file was looked into (a regular file that could be read), and the first wall
+    time its first `FIRST_TIME_LINES` lines show by themselves (None: none)."""
     if path == "-" or not os.path.isfile(path):
-        return None
+        return False, None
     try:
         times = own_wall_times(path, config, lines=FIRST_TIME_LINES, most=1)
     except OSError:
-        return None
-    return times[0] if times else None
+        return False, None
+    return True, times[0] if times else None
 
 
 def own_wall_times(path: str, config: Config, *, start: int = 0, lines: int,
@@ -267,7 +317,7 @@ def own_wall_times(path: str, config: Config, *, start: int = 0, lines: int,
     show by themselves, not placed by an anchor (a line's own, or a journald/`ts` prefix's),
     read by the offline parser's rules (user rules included) with a parser of its own, its
     state thrown away; read until `most` are found (a line's several events all given). The
-    order of rotated files (`in_time_order`) and a window's search of a log
+    order of rotated files (`read_order`) and a window's search of a log
     (`gapwatch.offline.log_window`). Raises OSError."""
     parser = offline_parser(config, None)
     read = LogFile(path, config.logs.max_line_bytes).lines(start=start)
@@ -294,11 +344,12 @@ def offline_parser(config: Config, timeline_epoch_s: float | None) -> LogParser:
 
 
 def file_events(parser: LogParser, log: LogFile, start: int = 0, end: int | None = None,
-                flush: bool = True) -> Iterator[LogEvent]:
+                flush: bool = True, apart: bool = False) -> Iterator[LogEvent]:
     """The events of `log`'s lines from byte `start` to `end` (line starts), and at its end
-    (`flush`) the panic still being read. Raises OSError."""
+    (`flush`) the panic still being read; `apart`: its lines cannot be placed among those of
+    the files read with it (`read_order`). Raises OSError."""
     for line in log.lines(start=start, end=end):
-        for e in parser.parse_line(line, stream=log.path):
+        for e in parser.parse_line(line, stream=log.path, apart=apart):
             # Lines without any time of their own get wall time 0 from a file: they
             # cannot be placed.
             if e.t_wall_s > 0:

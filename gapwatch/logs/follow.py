@@ -6,6 +6,16 @@ Who calls it: `gapwatch.engine.runtime`, which passes `session.on_log_event` as
 One `LogParser` serves every followed source (cuzk's stdout and stderr often go to two files, and
 lock attribution needs both), so calls from the file thread and the stdin thread are serialised
 by a lock. Events are handed on as soon as their line is parsed: nothing waits for attribution.
+
+Lines written while followed arrive within a poll of their writing, whichever file holds them:
+their arrival places the C++ lines of cuzk's stderr among the lines of its stdout that name the
+lock holder, and lock attribution pairs them (within 1 s of arrival, `LockAttributor`). A file's
+backlog (`--from-start`: what it held when following began) arrives at once, a file after
+another, in reads of up to 8 MiB: beside another followed source its lines cannot be placed
+among that source's (read so, stderr's lock regions were paired with the last names of stdout's
+backlog), so they are read `apart` (`LogParser.parse_line`): tied to no partition, counted
+(`cpp_lines_unplaced`), said once a source (`log_lines.backlog_note`). One source alone is one
+stream, its backlog in the order written.
 """
 
 from __future__ import annotations
@@ -18,7 +28,8 @@ from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch
 from gapwatch.config import LogsConfig
 from gapwatch.core.models import LogEvent, Notice, NoticeLevel
-from gapwatch.logs.parse import LogParser
+from gapwatch.cuzk.log_lines import backlog_note
+from gapwatch.logs.parse import UNPLACED, LogParser
 from gapwatch.logs.tail import SourceStatus, Tailer
 
 
@@ -49,6 +60,10 @@ class LogFollower:
         self._on_event = on_event
         self._on_notice = on_notice
         self._lock = threading.Lock()
+        #: Several sources: a backlog's lines cannot be placed among another's (see above).
+        self._several = len(set(paths)) > 1
+        #: The sources whose unplaced backlog was said (at most one a followed path).
+        self._said_unplaced: set[str] = set()
         self.tailer = Tailer(
             list(paths), self._on_line, on_backlog=self._on_backlog_line,
             from_start=logs_config.from_start,
@@ -103,8 +118,16 @@ class LogFollower:
 
     def _on_line(self, source: str, text: str, mono_ns: int, wall_s: float,
                  backlog: bool = False) -> None:
+        apart = backlog and self._several
         with self._lock:
-            events = self.parser.parse_line(text, source, mono_ns, wall_s, backlog)
+            before = self.parser.counters[UNPLACED] if apart else 0
+            events = self.parser.parse_line(text, source, mono_ns, wall_s, backlog, apart)
+            say = (apart and self.parser.counters[UNPLACED] > before
+                   and source not in self._said_unplaced)
+            if say:
+                self._said_unplaced.add(source)
+        if say:
+            self._notice("warning", backlog_note(source))
         for event in events:
             try:
                 self._on_event(event)
@@ -116,3 +139,4 @@ class LogFollower:
             return
         self._on_notice(Notice(t_mono_ns=self.clock.monotonic_ns(), t_wall_s=self.clock.wall_s(),
                                level=level, message=message))
+

@@ -9,7 +9,9 @@ line of that other day; now the lines outside the recording's span, give or take
 fed to the detector: not used for causes, advice or partition figures. One line per file says how
 many and how far apart. Kept from a file that does overlap the span: its startup lines before it
 (the settings cuzk logs once at start, `gapwatch.cuzk.settings.STARTUP_FIELDS`, and its deprecation
-warnings), which describe the run being recorded.
+warnings), which describe the run being recorded. It also carries what reading the files found
+to say of them (`unplaced`: a file whose C++ lines could not be placed beside the others', from
+`gapwatch.logs.files`), said with its own notes.
 """
 
 from __future__ import annotations
@@ -118,6 +120,9 @@ class LogSpan:
     windowed: bool = False
     #: Lines a file repeats from another; None: not watched (one `--log` file).
     repeats: Repeats | None = None
+    #: One line per file whose C++ lines could not be placed beside the other files' lines
+    #: (`gapwatch.logs.files.unplaced_note`), known once the files are read.
+    unplaced: list[str] = field(default_factory=list)
 
     def observe(self, ev: LogEvent) -> None:
         """See one `--log` event (all of them, in time order, before `kept`): each file's first
@@ -171,18 +176,21 @@ class LogSpan:
         return False
 
     def notes_before_reading(self) -> list[str]:
-        """The `notes` line of each file that ends before the span starts, known before any
-        event is read (all its files `observe`d): a replay says it as it starts, not at the end
-        of an hour played at the recorded pace."""
+        """The `notes` line of each file that ends before the span starts, and of each whose
+        C++ lines could not be placed (`unplaced`), known before any event is read (all its
+        files `observe`d): a replay says them as it starts, not at the end of an hour played at
+        the recorded pace."""
         if self.start_s <= 0:
-            return []
+            return list(self.unplaced)
         cut = self.start_s - MARGIN_S
-        return [self._unused(path, f, None) for path, f in self.files.items() if f.last_s < cut]
+        return [*self.unplaced, *(self._unused(path, f, None) for path, f in self.files.items()
+                                  if f.last_s < cut)]
 
     def notes(self, end_s: float | None) -> list[str]:
         """One line per file with lines outside the span: how many, and how far apart; one
-        per file repeating another's lines."""
-        out = self.repeats.notes() if self.repeats is not None else []
+        per file repeating another's lines; one per file whose C++ lines could not be
+        placed."""
+        out = [*self.unplaced, *(self.repeats.notes() if self.repeats is not None else [])]
         for path, f in self.files.items():
             if not (f.before or f.after):
                 continue

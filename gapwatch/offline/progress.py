@@ -112,7 +112,7 @@ class LogBytes:
     """How far the parse of `--log` files is, by bytes: `at(path, offset)` as a file is read
     (its offset in that file), shown against the bytes of all the files (regular files' sizes;
     a stream's is unknown: no fraction then). The files count in the order they are read,
-    whatever order they were given in (`logs.files.in_time_order`)."""
+    whatever order they were given in (`logs.files.read_order`)."""
 
     STEP: Final = "parsing the log"
 

@@ -20,6 +20,13 @@ Attribution: C++ lines are emitted at once, unattributed. When the `spawn_blocki
 line that names the lock holder arrives, one extra event of kind `cuzk_partition`
 (name `gpu_lock`) is emitted with worker, partition, job and the lock region's timings
 (`gpu_busy_start_s`, `mutex_held_ms`, `ntt_kernels_ms`...). So nothing waits for attribution.
+The pairing holds only where the C++ lines' place among the naming lines is known: one stream
+(`2>&1`, the journal), or two files followed live (each line placed by its arrival). A line its
+reader says is `apart` (`parse_line(apart=True)`: a file with no time of its own read beside
+another, `gapwatch.logs.files.read_order`; a backlog read beside another followed file,
+`gapwatch.logs.follow`) takes no part in it: its C++ and naming lines are marked
+(`log_lines.UNPLACED_FIELD`, so that a recording read again does not pair them either), its C++
+lines counted (`cpp_lines_unplaced`).
 
 GPU of an event, best first: a `gpu` field of the line or of its span (`gpu_worker{... gpu=G}`);
 the worker's GPU, learnt from any line that names both (`pipeline GPU worker started`, the
@@ -49,8 +56,8 @@ from gapwatch.logs.parse.prefixes import strip_ansi, strip_prefix
 from gapwatch.logs.parse.tracing import TracingLine, parse_tracing
 from gapwatch.logs.parse.user_rules import UserRules
 
-__all__ = ["BUILT_IN_KINDS", "LogParser", "PARSE_CHARS", "PARTITION_NAME", "named_kinds",
-           "user_kind"]
+__all__ = ["BUILT_IN_KINDS", "UNPLACED", "LogParser", "PARSE_CHARS", "PARTITION_NAME",
+           "named_kinds", "user_kind"]
 
 _V = TypeVar("_V")
 PARTITION_NAME = "gpu_lock"
@@ -69,6 +76,11 @@ def named_kinds(config: LogsConfig) -> frozenset[str]:
     """Every kind this config's rules can make: the built-in rules' and its user rules'
     (`/metrics` counts each of them by name, however many made-up kinds a replay brings)."""
     return BUILT_IN_KINDS | {user_kind(r.name) for r in config.rules}
+
+
+#: The counter of C++ lines that could not be placed beside the lines naming the lock holder
+#: (`LogParser.parse_line(apart=True)`), so tied to no partition.
+UNPLACED = log_lines.UNPLACED_COUNTER
 
 
 #: Partitions whose GPU is remembered (job, partition) -> GPU: a few jobs in flight at most.
@@ -159,6 +171,9 @@ class LogParser:
         #: poll period of its writing), or "backlog" for the line being parsed when it is one a
         #: file held when following began (`parse_line(backlog=True)`): read, not written, then.
         self._arrival_source: TimeSource = "arrival"
+        #: The line being parsed cannot be placed among the other streams' lines
+        #: (`parse_line(apart=True)`): it takes no part in lock attribution.
+        self._apart = False
         self._panic: panics.PanicBlock | None = None
         #: The time of the latest event timed by its own line, a prefix or TIMELINE.
         self._last_timed_s: float | None = None
@@ -178,12 +193,16 @@ class LogParser:
 
     # ------------------------------------------------------------------ public API
     def parse_line(self, text: str, stream: str = "", arrival_mono_ns: int | None = None,
-                   arrival_wall_s: float = 0.0, backlog: bool = False) -> list[LogEvent]:
+                   arrival_wall_s: float = 0.0, backlog: bool = False,
+                   apart: bool = False) -> list[LogEvent]:
         """Parse one line (without its newline). Returns 0..2 events; never raises.
         `backlog`: the line was in its file when following began from its start (a time taken
-        from its arrival is then "backlog", not "arrival")."""
+        from its arrival is then "backlog", not "arrival"). `apart`: its reader cannot place it
+        among the other streams' lines (see the module docstring): a C++ line of it is tied to
+        no partition (counted `cpp_lines_unplaced`), a naming line names none."""
         self.counters["lines"] += 1
         self._arrival_source = "backlog" if backlog else "arrival"
+        self._apart = apart
         block = self._panic
         try:
             events = self._parse(text, stream, arrival_mono_ns, arrival_wall_s)
@@ -413,9 +432,17 @@ class LogParser:
 
     def _cuzk_cpp(self, text: str, raw: str, stream: str, mono: int | None, wall: float,
                   prefix_s: float | None) -> list[LogEvent] | None:
+        # A line that cannot be placed beside the naming lines is not paired with one: paired
+        # in the order read, cuzk's stderr read after its stdout tied lock times to the
+        # partitions of the log's end (GPU occupied 52 % for 75 %). Counted only where it
+        # would have been paired (attribution on: one GPU).
+        unplaced = self._apart and self.attributor.enabled
         if (self.drops_untimed and prefix_s is None and wall == 0.0
-                and not self.attributor.enabled):
-            return self._cuzk_cpp_untimed(text, raw, stream, mono)
+                and (unplaced or not self.attributor.enabled)):
+            out = self._cuzk_cpp_untimed(text, raw, stream, mono)
+            if out is not None and unplaced:
+                self.counters[UNPLACED] += 1
+            return out
         if text.startswith("CUZK_TIMING:"):
             parsed = log_lines.parse_cuzk_timing(text[12:])
             if parsed is None:
@@ -435,6 +462,10 @@ class LogParser:
             t, source, kind, name, raw, stream, None, None, None, None, _gpu(fields.get("gpu")),
             fields, None, mono,
         )]
+        if self._apart:
+            fields[log_lines.UNPLACED_FIELD] = True
+            if unplaced:
+                self.counters[UNPLACED] += 1
         lock = self.attributor.feed_cpp(fields, mono)
         if lock is not None:
             events.append(self._lock_event(lock, stream, mono))
@@ -477,8 +508,11 @@ class LogParser:
             partition, gpu, fields, log_lines.warning_of(text), mono,
         )]
         if message == log_lines.PROVE_START_MESSAGE:
+            if self._apart:
+                fields[log_lines.UNPLACED_FIELD] = True
             lock = self.attributor.feed_prove_start(
-                worker, partition, line.t_wall_s, "line", mono, fields.get("prove_start_ms"))
+                worker, partition, line.t_wall_s, "line", mono, fields.get("prove_start_ms"),
+                self._apart)
             if lock is not None:
                 events.append(self._lock_event(lock, stream, mono))
         return events

@@ -214,8 +214,9 @@ def build_report_json(rec_path: Path, log_paths: list[Path]) -> dict[str, Any]:
 
 def report_log_paths(case: Path, facts: dict[str, Any]) -> list[Path]:
     """The logs to hand to `report --log`: none when the recording already holds the log events
-    (a live `record --log` session records them; passing the files again would feed each line to
-    the detector twice), else the case's log files."""
+    (a live `record --log` session records them; the files given again would add nothing but
+    their parse: each of their lines counts once, `gapwatch.logs.once`), else the case's log
+    files."""
     if facts.get("log_events"):
         return []
     return [case / CASE_FILES[k] for k in ("stdout", "stderr") if (case / CASE_FILES[k]).exists()]

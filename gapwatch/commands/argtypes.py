@@ -111,19 +111,33 @@ def log_files(given: list[str] | None) -> list[str]:
     glob (`--log '/var/log/cuzk/cuzk.log*'`: the rotated files) expanded to the files it
     matches, by name (the reader orders them by their times: `logs.files.read_order`). A
     path that exists is taken as it is, glob characters and all; a glob that matches nothing
-    too (the reader says it cannot be read). A file named twice (or by a path and a glob) is
-    read once: its events counted twice were two prover runs."""
+    too (the reader says it cannot be read). A file named twice (or by a path and a glob, a
+    link to it, a hard link: one device and inode) is read once: its events counted twice were
+    two prover runs."""
     out: list[str] = []
-    seen: set[str] = set()
+    seen: set[object] = set()
     for text in given or []:
         matched = [] if os.path.lexists(text) or not glob.has_magic(text) else sorted(
             glob.glob(text))
         for name in matched or [text]:
-            same = name if name == "-" else os.path.realpath(name)
+            same = _file_identity(name)
             if same not in seen:
                 seen.add(same)
                 out.append(name)
     return out
+
+
+def _file_identity(name: str) -> object:
+    """What tells one file from another: its device and inode (a hard link, `ln cuzk.log
+    again.log`, was read twice: only its path was compared), else (no such file, one that
+    cannot be looked at: the reader says so) its path with its links resolved."""
+    if name == "-":
+        return name
+    try:
+        st = os.stat(name)
+    except (OSError, ValueError):
+        return os.path.realpath(name)
+    return (st.st_dev, st.st_ino)
 
 
 def source(text: str) -> str:

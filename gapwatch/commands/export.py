@@ -4,7 +4,8 @@ Who calls it: `gapwatch.cli`. Headless, never imports Textual.
 
 - `perfetto`: Chrome Trace Event JSON (Perfetto, chrome://tracing) of the recording: counters,
   the gaps and chaining states that `gapwatch report` finds (the same `build_report`, so both
-  show the same gaps), the prover's phases from the recording's log events and the `--log` files.
+  show the same gaps), the prover's phases from the recording's log events and the `--log` files
+  (a line both hold drawn once: `gapwatch.logs.once`).
 - `csv`: one row per GPU sample in the shared-trace column layout; `replay`/`report` read it back.
 
 Exit status: 0 written (or stopped by a signal: nothing left behind); 2 the input is not a
@@ -52,6 +53,7 @@ def _default_out(path: Path, fmt: str) -> Path:
 
 def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
               progress: Progress | None, window: TimeWindow | None) -> str:
+    from gapwatch.logs.files import merge_by_time
     from gapwatch.offline.perfetto import TraceBuilder
     from gapwatch.offline.progress import DataTime, progress_of, tell
     from gapwatch.offline.prover_events import MAX_KEPT
@@ -72,13 +74,16 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
                 path, recording.header.started_wall_s, window),
                 "reading the samples for the trace"))
         # Recorded gaps and states are superseded by the report's (same samples, this version).
-        builder.extend(r for r in records if r.type not in DERIVED_TYPES)
-        if parsed is not None:
-            tell(progress, "adding the log to the trace")
+        kept = (r for r in records if r.type not in DERIVED_TYPES)
+        if parsed is None:
+            builder.extend(kept)
+        else:
             # A window's trace shows the log lines of the window (not the daemon's start
-            # read for its settings).
-            builder.extend(parsed.spool if window is None else
-                           (e for e in parsed.spool if window.holds(e.t_wall_s)))
+            # read for its settings). Merged in by time, as the report's detector reads them:
+            # a line the recording holds too (`record --log` of the same file) is drawn once,
+            # the file's copy (`gapwatch.logs.once`); drawn twice, its phases were two slices.
+            builder.extend(merge_by_time(kept, parsed.spool if window is None else
+                                         (e for e in parsed.spool if window.holds(e.t_wall_s))))
     builder.final_gaps(report.gaps)  # drawn as the trace is written, read from the spool
     builder.extend(report.states)
     builder.extend(report.prover_events)  # PoSt, restarts, errors: derived again, as gaps

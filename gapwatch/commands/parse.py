@@ -5,8 +5,9 @@ Users check their `[[logs.rules]]` with it: every line of every file (read whole
 (text, or one JSON object per line with `--json`). A summary of counts goes to stderr.
 `--unparsed` prints only the lines no rule understood; `--timeline` prints the derived
 per-partition table and the run figures instead of the events; `--recording FILE` adds the log
-events and the prover's `/status` snapshots of a gapwatch recording to the timeline (the table
-uses the snapshots where the logs are missing).
+events and the prover's `/status` snapshots of a gapwatch recording to the timeline, merged by
+time (the table uses the snapshots where the logs are missing; a line the recording holds too,
+made with `record --log` of a file given, counts once: `gapwatch.logs.once`).
 
 Exit codes: 0 success, 2 a LOG cannot be opened (missing, a directory, unreadable: bad usage;
 the other files are still parsed) or is a binary file (mostly not text: said in one line, not
@@ -21,22 +22,24 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Generator, Iterable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from itertools import chain
 from typing import TextIO
 
 from gapwatch.commands import argtypes
 from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
-from gapwatch.core.models import LogEvent, ProverStatus
+from gapwatch.core.models import READ_TIMES, LogEvent, ProverStatus
 from gapwatch.core.sizes import bounded_event
 from gapwatch.cuzk.log_lines import unplaced_note
 from gapwatch.cuzk.partition_table import LONG_IDLE_S
 from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder, timeline_event
 from gapwatch.engine.console import OutputFailed, say
-from gapwatch.logs.files import LogFile, read_order
+from gapwatch.logs.files import LogFile, ReadOrder, read_order
+from gapwatch.logs.once import LinesOnce, itself
 from gapwatch.logs.parse import UNPLACED, LogParser
 from gapwatch.logs.parse.user_rules import LINE_BUDGET_S, RULE_TIMEOUT_S
 from gapwatch.offline.prover_events import ProverEvents, prover_event_lines
@@ -52,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the derived per-partition timeline (cuzk) instead of events")
     parser.add_argument("--recording", type=argtypes.path, default=None, metavar="FILE",
                         help="with --timeline: also use this recording's log events and prover "
-                             "/status snapshots")
+                             "/status snapshots (a line the LOG files hold too counts once)")
 
 
 def _lines(path: str, log: LogFile) -> Iterator[str]:
@@ -185,12 +188,42 @@ def format_timeline(run: RunTimeline) -> str:
     return "\n".join(map(fmt.visible, rows))
 
 
-def _parse_file(path: str, log: LogFile, parser: LogParser,
-                args: argparse.Namespace, out: TextIO, timeline: TimelineBuilder,
-                said: _Said, apart: bool = False) -> int:
-    """Parse and print one file (`apart`: its lines cannot be placed among the other files',
-    `logs.files.read_order`); returns 2 if it cannot be opened, 1 if reading it failed
-    part-way (message on stderr), else 0."""
+@dataclass
+class _Read:
+    """What reading the files came to: the exit status (2: a file could not be opened or is
+    binary, 1: reading one failed part-way) and what the reader dropped."""
+
+    status: int = 0
+    cut_lines: int = 0
+    nul_bytes: int = 0
+
+
+def _files_events(order: ReadOrder, parser: LogParser, config: Config, read: _Read
+                  ) -> Iterator[list[LogEvent]]:
+    """Each line's events, file after file in `order` (and the panic a file ends in), read as
+    they are asked for: a million-line log is never held. What went wrong is said on stderr
+    and kept in `read`, and so are a file's C++ lines that cannot be placed beside the other
+    files' (`logs.files.read_order`)."""
+    for path in order.paths:
+        log = LogFile(path, config.logs.max_line_bytes)
+        before = parser.counters[UNPLACED]
+        status = yield from _file_events(path, log, parser, path in order.apart)
+        if parser.counters[UNPLACED] > before:
+            say("gapwatch parse: " + unplaced_note(path, parser.counters[UNPLACED] - before,
+                                                   order.placed, flag=""))
+        read.status = max(read.status, status)
+        read.cut_lines += log.cut_lines
+        read.nul_bytes += log.nul_bytes
+        if log.ends_early:
+            say(f"gapwatch parse: {path}: its gzip data ends early (a copy or a compression "
+                "still running?): read up to there")
+
+
+def _file_events(path: str, log: LogFile, parser: LogParser, apart: bool = False
+                 ) -> Generator[list[LogEvent], None, int]:
+    """Each line's events of one file (`apart`: its lines cannot be placed among the other
+    files', `logs.files.read_order`); returns 2 if it cannot be opened, 1 if reading it
+    failed part-way (message on stderr), else 0."""
     problem = _unopenable(path)
     if problem is not None:
         say(f"gapwatch parse: {path}: {problem}")
@@ -202,21 +235,11 @@ def _parse_file(path: str, log: LogFile, parser: LogParser,
               file=sys.stderr)
         return 2
     try:
-        lines = _lines(path, log)
-        for line in lines:
-            events = parser.parse_line(line, path, time.monotonic_ns(), time.time(),
-                                       apart=apart)
-            if args.timeline:
-                # Into the table at once: a million-line log must not stay in memory.
-                _to_timeline(events, timeline, said)
-                continue
-            _write(events, args, out)
+        for line in _lines(path, log):
+            yield parser.parse_line(line, path, time.monotonic_ns(), time.time(),
+                                    apart=apart)
         # A panic at the end of the file is its last event.
-        events = parser.flush()
-        if args.timeline:
-            _to_timeline(events, timeline, said)
-        else:
-            _write(events, args, out)
+        yield parser.flush()
     except OSError as exc:  # the output's failures are `OutputFailed` (`_write`)
         say(f"gapwatch parse: {path}: cannot read: {exc.strerror or exc}")
         return 1
@@ -250,7 +273,7 @@ class _Said:
         return self.events
 
 
-def _to_timeline(events: list[LogEvent], timeline: TimelineBuilder, said: _Said) -> None:
+def _to_timeline(events: Iterable[LogEvent], timeline: TimelineBuilder, said: _Said) -> None:
     for e in events:
         slim = timeline_event(e)  # what the report's builder gets of the same events
         if slim is not None:
@@ -291,8 +314,13 @@ def _write(events: list[LogEvent], args: argparse.Namespace, out: TextIO) -> Non
             raise OutputFailed(exc) from None
 
 
-def _recorded(path: str, timeline: TimelineBuilder) -> bool:
-    """Add a recording's log events and prover snapshots; False (said) when it is unusable."""
+def _with_recording(path: str, events: Iterable[LogEvent], timeline: TimelineBuilder,
+                    said: _Said) -> bool:
+    """The files' `events` (in their order) and a recording's log events and prover snapshots
+    into the table, by time, as the report's detector reads them; a line both hold (the
+    recording made with `record --log` of a file given) once, the file's copy, said on stderr
+    (`gapwatch.logs.once`: read twice, every partition was two, the kernel utilisation
+    125.5 %). False (said) when the recording is unusable."""
     from gapwatch.sources.files import read_any
     from gapwatch.sources.recording import RecordingError
 
@@ -301,13 +329,28 @@ def _recorded(path: str, timeline: TimelineBuilder) -> bool:
     except RecordingError as exc:
         say(f"gapwatch parse: {exc}")
         return False
+    once = LinesOnce(events, itself)
+    lines = iter(once)
+    head = next(lines, None)
     for r in rec.records:
-        if isinstance(r, LogEvent):
+        if not isinstance(r, LogEvent | ProverStatus):
+            continue
+        # The files' lines up to it first (one timed when it was read has no place in time:
+        # it goes with the lines around it in its file).
+        while head is not None and (head.t_wall_s <= r.t_wall_s
+                                    or head.time_source in READ_TIMES):
+            _to_timeline([head], timeline, said)
+            head = next(lines, None)
+        if isinstance(r, ProverStatus):
+            timeline.add_status(r)
+        elif not once.recorded(r):
             slim = timeline_event(r)  # as the report's builder gets them
             if slim is not None:
                 timeline.add(slim)
-        elif isinstance(r, ProverStatus):
-            timeline.add_status(r)
+    if head is not None:
+        _to_timeline(chain((head,), lines), timeline, said)
+    for note in once.notes():
+        say(f"gapwatch parse: {note}")
     return True
 
 
@@ -332,29 +375,23 @@ def run(args: argparse.Namespace, config: Config) -> int:
     # newest first): one parser reads them, its state from the lines before; a file with no
     # time of its own (cuzk's stderr beside its stdout) after them, apart.
     order = read_order(paths, config)
-    paths = order.paths
-    parser.anchor_wall_s = _first_anchor(paths, config)
+    parser.anchor_wall_s = _first_anchor(order.paths, config)
     out: TextIO = sys.stdout
-    timeline = TimelineBuilder()
-    said = _Said(config)
-    status = 0
-    cut = nul = 0
-    for path in paths:
-        log = LogFile(path, config.logs.max_line_bytes)
-        apart = path in order.apart
-        before = parser.counters[UNPLACED]
-        status = max(status, _parse_file(path, log, parser, args, out, timeline, said, apart))
-        if parser.counters[UNPLACED] > before:
-            say("gapwatch parse: " + unplaced_note(path, parser.counters[UNPLACED] - before,
-                                                   order.placed, flag=""))
-        cut += log.cut_lines
-        nul += log.nul_bytes
-        if log.ends_early:
-            say(f"gapwatch parse: {path}: its gzip data ends early (a copy or a compression "
-                "still running?): read up to there")
-    if args.timeline:
-        if recording and not _recorded(recording, timeline):
-            return 2
+    read = _Read()
+    events = _files_events(order, parser, config, read)
+    if not args.timeline:
+        for line_events in events:
+            _write(line_events, args, out)
+    else:
+        timeline = TimelineBuilder()
+        said = _Said(config)
+        # Into the table as they are read: a million-line log must not stay in memory.
+        each = (e for line_events in events for e in line_events)
+        if recording:
+            if not _with_recording(recording, each, timeline, said):
+                return 2
+        else:
+            _to_timeline(each, timeline, said)
         run, notes = _run_figures(timeline.finish(), said.unanchored)
         out.write("\n".join([format_timeline(run), *map(fmt.visible, notes)]) + "\n")
         lines = prover_event_lines(said.finish())
@@ -363,10 +400,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
     c = parser.counters
     kinds = ", ".join(f"{k[5:]} {v}" for k, v in sorted(c.items()) if k.startswith("kind:"))
     say(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "
-        f"{c['unparsed']} unparsed, {c['blank']} blank, {cut} cut at "
-        f"{config.logs.max_line_bytes} bytes" + (f", {nul} NUL bytes dropped" if nul else "")
+        f"{c['unparsed']} unparsed, {c['blank']} blank, {read.cut_lines} cut at "
+        f"{config.logs.max_line_bytes} bytes"
+        + (f", {read.nul_bytes} NUL bytes dropped" if read.nul_bytes else "")
         + _rule_time_words(c))
-    return status
+    return read.status
 
 
 def _rule_time_words(counters: dict[str, int]) -> str:

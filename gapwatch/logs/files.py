@@ -3,8 +3,9 @@ time order, and merged into a recording's records by time.
 
 Who calls it: `gapwatch report --log`, `export --log` and `replay --log` (`gapwatch.offline.report`
 and `gapwatch.offline.replay_logs` parse the files; the replay merges their events into its
-records with `merge_by_time`), so a recording replayed with its prover's log files shows the
-same events, tied to the same gaps, as the report of it; and `gapwatch parse` (`LogFile`: the
+records with `merge_by_time`, each line the recording holds too given once:
+`gapwatch.logs.once`), so a recording replayed with its prover's log files shows the same
+events, tied to the same gaps, as the report of it; and `gapwatch parse` (`LogFile`: the
 lines and the look at a file's first bytes).
 
 Bytes -> lines is the live tailer's rule, in one place (`gapwatch.logs.tail.LineSplitter`): NUL
@@ -62,6 +63,7 @@ from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, named, open_
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, Record
 from gapwatch.cuzk.log_lines import unplaced_note
+from gapwatch.logs.once import LinesOnce, ReadOnce, itself
 from gapwatch.logs.parse import UNPLACED
 from gapwatch.logs.tail import LineSplitter
 
@@ -382,10 +384,14 @@ def merge_by_time(records: Iterable[Record], events: Iterable[LogEvent],
     time) slotted in by the rule of `gapwatch.offline.detect.detect_records` (which inlines it
     in its hot loop): each event goes just before the first GPU sample at or after its time;
     the rest come last, those `after_end` takes (given the latest GPU sample's time: the
-    report's margin after the data's end)."""
-    it = iter(events)
+    report's margin after the data's end). A log event of the recording that `events` hold
+    too (made with `record --log` of the file given) is left out, their copy given in its
+    place (`gapwatch.logs.once`; `events` read through one, or one made here)."""
+    lines = events if isinstance(events, ReadOnce) else LinesOnce(events, itself)
+    it = iter(lines)
     head = next(it, None)
     end_s: float | None = None
+    log_event = LogEvent
     for record in records:
         if record.type == "gpu":
             t = record.t_wall_s
@@ -393,8 +399,11 @@ def merge_by_time(records: Iterable[Record], events: Iterable[LogEvent],
             while head is not None and head.t_wall_s <= t:
                 yield head
                 head = next(it, None)
+        elif type(record) is log_event and lines.recorded(record):
+            continue
         yield record
     while head is not None:
-        if after_end is None or after_end(head, end_s):
+        # A line the recording held too is inside it, wherever it falls.
+        if after_end is None or lines.paired(head) or after_end(head, end_s):
             yield head
         head = next(it, None)

@@ -7,8 +7,9 @@ same `GapDetector.feed` one record at a time (`gapwatch.engine.session`); both k
 
 Log events come from the recording and from `--log` files (already parsed, in time order): the
 files' events are merged in by wall time, each fed just before the first GPU sample at or after
-it. Directly, without a Session or store: a 24 h, 8-GPU recording is ~7 M samples and the store's
-lock and ring buffers would only cost time.
+it; a line both hold (a recording made with `record --log` of the file given) is fed once, the
+file's copy (`gapwatch.logs.once`). Directly, without a Session or store: a 24 h, 8-GPU
+recording is ~7 M samples and the store's lock and ring buffers would only cost time.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Final, Protocol
 
 from gapwatch.core.blind import Bye, byes_in
@@ -47,6 +48,7 @@ from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.cuzk.prover import CuzkProver, view_of
+from gapwatch.logs.once import LinesOnce
 from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.gap_spool import Bounded, EventSpool, GapSpool
 from gapwatch.offline.log_span import LogSpan
@@ -96,8 +98,12 @@ class Detected:
     #: which can name their cause (`gapwatch.core.blind`).
     blind_spots: list[BlindSpot] = field(default_factory=list)
     byes: list[Bye] = field(default_factory=list)
-    #: `--log` files with lines outside the recording's span, one line each (`log_span`).
+    #: `--log` files with lines outside the recording's span, one line each (`log_span`), and
+    #: those whose lines the recording held too (`gapwatch.logs.once`).
     log_notes: list[str] = field(default_factory=list)
+    #: The recording's log events left out as lines the `--log` files hold too (their copies
+    #: fed in their place: `gapwatch.logs.once`).
+    log_already_recorded: int = 0
     #: Reading counters and problems (filled in by the caller, which owns the reader).
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -290,7 +296,10 @@ def detect_records(
         extra_logs = list(extra_logs)
         for ev in extra_logs:
             span.observe(ev)
-    extra = span.kept(_bounded(extra_logs))
+    # A line both the recording and a `--log` file hold is fed once, as the file has it.
+    once = LinesOnce(span.kept(_bounded(extra_logs)), itemgetter(0))
+    extra = iter(once)
+    recorded_too = once.recorded
     head = next(extra, None)
     next_log_t = head[0].t_wall_s if head is not None else float("inf")
     wake = wake_at if wake_at is not None else WakeAt()
@@ -313,6 +322,8 @@ def detect_records(
         elif type(r) is host_sample:
             out = det.feed_host(r)
         elif isinstance(r, log_event):
+            if recorded_too(r):
+                continue  # the `--log` file's copy of its line is fed in its place
             side.log(r)
             # The detector and the watcher see a log event as a live session's do
             # (`Session.on_record`: its text cut to the store's bounds).
@@ -351,8 +362,9 @@ def detect_records(
     end_s = max((t.last_wall_s for t in det.totals() if t.samples), default=None)
     if end_of_data is not None:
         end_s = end_of_data(end_s)
+    # A line the recording held too is inside it, wherever it falls.
     rest = (e for e in chain((head,) if head is not None else (), extra)
-            if span.after_end(e[0], end_s))
+            if once.paired(e[0]) or span.after_end(e[0], end_s))
     take(_feed_extra(det, side, next(rest, None), rest, float("inf"))[1])
     if watch is not None:
         prover_events += watch.finish()
@@ -365,7 +377,8 @@ def detect_records(
         timeline=side.timeline, prover_status_count=side.statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=view_of(det.prover.facts()), prover_lacks=det.prover.lacks(),
         blind_spots=blind_spots, byes=byes,
-        log_notes=span.notes(end_s), **health_side.fields(),
+        log_notes=span.notes(end_s) + once.notes(), log_already_recorded=once.count,
+        **health_side.fields(),
         prover_events=prover_events, most_gaps_held=published.most_held,
     )  # fmt: skip
 

@@ -15,7 +15,9 @@ report's detector is given: the events `LogSpan` keeps (a log of another day is 
 causes and advice would be another run's; the daemon's startup lines before the recording are),
 those after the last sample only within `log_span.MARGIN_S` of it, and for a window the daemon's
 startup lines the recording holds from before it (`startup_lines.recorded_startup`), first among
-equal times. The span's notes (`LogSpan.notes`) are the pass's to say at its end.
+equal times; a line the recording holds too (`record --log` of the same file) once, the file's
+copy (`gapwatch.logs.once`: `recorded`). The span's notes (`LogSpan.notes`) are the pass's
+to say at its end.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent
+from gapwatch.logs.once import LinesOnce, itself
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.sources.time_window import TimeWindow
 
@@ -49,14 +52,30 @@ class LogPass:
         self._span: LogSpan = copy.deepcopy(parsed.span)
         self._startup = startup
         self._end_s: float | None = None
+        # A line the recording holds too (made with `record --log` of a file given) is given
+        # once, as the file has it (`merge_by_time` asks `recorded` of each recorded event).
+        self._once = LinesOnce((ev for ev, _bounded in self._span.kept(parsed.spool.bounded())),
+                               itself)
 
     def __iter__(self) -> Iterator[LogEvent]:
-        kept = (ev for ev, _bounded in self._span.kept(self._parsed.spool.bounded()))
-        if not self._startup:
-            return kept
+        once = self._once
+        # The recording's startup lines are its own events too: those the files hold are
+        # theirs.
+        startup = [e for e in self._startup if not once.recorded(e)]
+        if not startup:
+            return iter(once)
         # Stable: a recorded startup line goes before a log event of the same time, as the
         # report's sort of the two leaves them.
-        return heapq.merge(self._startup, kept, key=attrgetter("t_wall_s"))
+        return heapq.merge(startup, once, key=attrgetter("t_wall_s"))
+
+    def recorded(self, ev: LogEvent) -> bool:
+        """Whether the recording's log event `ev` is a line the files hold too (left out:
+        `LinesOnce.recorded`)."""
+        return self._once.recorded(ev)
+
+    def paired(self, ev: LogEvent) -> bool:
+        """`LinesOnce.paired`."""
+        return self._once.paired(ev)
 
     def after_end(self, ev: LogEvent, end_s: float | None) -> bool:
         """Whether an event left after the last sample (at `end_s`) is fed, as the report
@@ -70,9 +89,9 @@ class LogPass:
         return self._span.notes_before_reading()
 
     def notes(self) -> list[str]:
-        """One line per `--log` file with lines outside the recording (or window), as the
-        report says them."""
-        return self._span.notes(self._end_s)
+        """One line per `--log` file with lines outside the recording (or window), and per
+        file whose lines the recording held too, as the report says them."""
+        return self._span.notes(self._end_s) + self._once.notes()
 
 
 class ReplayLogs:

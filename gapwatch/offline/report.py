@@ -355,9 +355,12 @@ def parse_logs_for(start_s: float, epoch: float | None, config: Config, log_path
 
 
 def _count_logs(found: Detected, parsed: LogInput | None) -> None:
-    """The log parser's counters after the others, as `detect` orders them."""
+    """The log parser's counters after the others, as `detect` orders them, and the
+    recording's log events left out as lines of the `--log` files (`gapwatch.logs.once`)."""
     if parsed is not None:
         found.counters.update({f"log_{k}": v for k, v in parsed.counters.items() if v})
+    if found.log_already_recorded:
+        found.counters["log_already_recorded"] = found.log_already_recorded
 
 
 def detect(path: str | Path, config: Config, log_paths: list[str],

@@ -1,0 +1,266 @@
+"""A prover log read twice, each line counted once: the log events a recording holds (`record
+--log cuzk.log`) and the same lines read again offline from a `--log` file (`report REC --log
+cuzk.log`, and `export`, `replay`, `compare`, `parse --timeline --recording`).
+
+Who calls it: `gapwatch.offline.detect.detect_records` (`report`, `export`'s report, `compare`),
+`gapwatch.logs.files.merge_by_time` (`replay`, `export`'s trace), `gapwatch.commands.parse`.
+Each wraps the `--log` files' events (`LinesOnce`, iterated in their place) and asks, of each
+log event the recording holds, whether the files hold it too (`LinesOnce.recorded`).
+
+Read twice, every line was two: the pinned pool's failures said 44 for the log's 22, cuzk
+"started 2 times" beside "0 restart(s)", the errors and first waves twice, `parse --timeline
+--recording` a kernel utilisation of 125.5 %. Only a PoSt's `GPU_END` was passed over
+(`gapwatch.cuzk.post.PostTracker.read_again`, by its job and TIMELINE offset), and a start
+line (`restarts.SAME_LINE_S`, `settings` to the ms): guards of one consumer each, for one kind
+of line, which stay for a file that holds its own lines twice. This is the rule for all events,
+where the two copies meet.
+
+The same line: the same text (`raw`), made into the same event (kind, name; for the event of
+cuzk's GPU-lock region, which has no one line's text, its worker and partition), and
+- timed by its own text in both copies (its timestamp, a journald/`ts` prefix): at the same
+  time, to the bit (the same text gives the same time);
+- else within `SAME_LINE_S` of each other, the nearest: a TIMELINE line is placed by an anchor
+  (the recording's may be `/status`'s uptime, the file's its `starting cuzk engine` line: a
+  second or so apart), a panic the recording timed by its arrival and the file by the line
+  before it.
+Never the stream: the recording names the path `record` followed, the report the one it was
+given (`/var/log/cuzk/cuzk.log`, `./cuzk.log`, a copy, a hard link). Never the time alone
+(cuzk's stdout and stderr overlap in time, repeating nothing). Each file line stands for at most
+one recorded line: a line cuzk wrote twice is two in both copies, and counts twice.
+
+The copy kept is the file's, the recording's copy left out:
+- the file's copies come from one parse of the whole file: its TIMELINE lines on one anchor (the
+  log's own start line where it holds it), its panics placed by the lines around them, none
+  timed by when gapwatch read it. A job's lines taken some from one copy and some from the
+  other would put its phases on two anchors;
+- a recording made with `--log`, reported with its log, reads as one made without `--log`
+  reported with it;
+- it takes bounded memory: the files' events are sorted (on disk) and can be read ahead, so a
+  recorded event is decided as it comes, among the samples, wherever the file's copy falls. The
+  recording cannot be read ahead without holding its samples.
+The recording's events the files do not hold are all kept: lines an offline parse drops (C++
+timing lines with no time of their own, unparsed lines), another log `record` followed, lines of
+a file rotated away since. A file line given a time when it was read (`parse` times an untimed
+line so) is matched with nothing: its time says nothing of when it was written.
+
+Memory: of the files' lines, a 64-bit key and a time for those read within `HOLD_S` of the
+latest (at most `MAX_HELD`), and the events read ahead of the caller, up to `SAME_LINE_S` past
+a recorded event's time (at most `MAX_AHEAD`); never a set of every line seen. Past them (a
+recorded copy written more than a few minutes after its line, a million lines a second) a line
+may count twice.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
+
+from gapwatch.core.models import READ_TIMES, LogEvent
+
+T = TypeVar("T")
+
+#: The farthest apart two copies of one line are placed when a copy is not timed by its own
+#: text (see the module docstring): anchors a second or so apart, a panic's arrival and the
+#: line before it.
+SAME_LINE_S: Final = 60.0
+#: How long after the latest file line read an earlier one can still be a recorded line's copy:
+#: the merge feeds a file's copy by its time, the recording holds its copy where it arrived
+#: (read late: a log on NFS seen every 30 s), and the read ahead runs `SAME_LINE_S` past it.
+HOLD_S: Final = 300.0
+#: File lines held for matching (keys and times: ~150 B each; a busy 8-GPU log writes ~70
+#: lines a second, ~21,000 in `HOLD_S`), and file events read ahead of the caller (whole).
+MAX_HELD: Final = 1 << 17
+MAX_AHEAD: Final = 1 << 15
+#: Copies of one text held (a crash loop's panic every 3 s, the GPU-lock region of one worker
+#: and partition each job): the oldest let go first, so that a recorded line looks through a
+#: bounded list.
+MAX_COPIES: Final = 128
+#: Times a line's own text gives.
+_OWN_TIMES: Final = ("line", "prefix")
+
+
+def line_key(ev: LogEvent) -> int:
+    """The line's identity as a 64-bit number (see the module docstring): its text, its
+    event, and its time when its own text gives it. The text is not held (a line may be a
+    MiB); a chance match of two lines needs ~2^32 held at once. Python's own hash: equal in
+    one process, which is where both copies are compared (a split report's workers each
+    compare all of them)."""
+    own = ev.t_wall_s if ev.time_source in _OWN_TIMES else None
+    return hash((ev.kind, ev.name, ev.raw, ev.worker, ev.partition, own))
+
+
+#: A file line held for matching: its time, `line_key` and stream (the `--log` path). A plain
+#: tuple, each one itself (two copies of a line are two): every file line makes one, and a
+#: dataclass cost seven times as much to make (~0.35 us a line, a day's log ~6 M of them).
+_Held = tuple[float, int, str]
+
+
+class LinesOnce(Generic[T]):
+    """The `--log` files' items (`event_of` gives each one's event), in their order: iterate it
+    in their place; `recorded` says of each log event the recording holds whether they hold
+    it too (then it is left out); `paired` whether a file's event stands for a recorded one
+    (kept even where the span would drop it: the recording held it). See the module
+    docstring."""
+
+    def __init__(self, items: Iterable[T], event_of: Callable[[T], LogEvent]) -> None:
+        self._source = iter(items)
+        self._event_of = event_of
+        self._done = False
+        #: Items read ahead (for `recorded`) that the caller has not taken yet.
+        self._ahead: deque[T] = deque()
+        #: Every file line held, in the order read (time order), and those no recorded line
+        #: was found to be yet, by key, oldest first.
+        self._held: deque[_Held] = deque()
+        self._free: dict[int, list[_Held]] = {}
+        #: The latest time of a file line read.
+        self._latest_s = float("-inf")
+        #: (key, time) of the held lines a recorded line was found to be -> how many.
+        self._claimed: dict[tuple[int, float], int] = {}
+        #: Recorded events left out, by the stream (the `--log` path) of their file copy.
+        self.found: dict[str, int] = {}
+
+    def __iter__(self) -> Iterator[T]:
+        ahead, take = self._ahead, self._take
+        while True:
+            while ahead:
+                yield ahead.popleft()
+            # The source read here, one item at a time, until `recorded` reads ahead of it.
+            for item in self._source:
+                take(item)
+                yield item
+                if ahead:
+                    break
+            else:
+                self._done = True
+                return
+
+    def _read(self) -> bool:
+        """One more file item into `_ahead`; False at their end."""
+        if not self._done:
+            for item in self._source:
+                self._take(item)
+                self._ahead.append(item)
+                return True
+            self._done = True
+        return False
+
+    def _take(self, item: T, read_times: tuple[str, ...] = READ_TIMES,
+              own_times: tuple[str, ...] = _OWN_TIMES) -> None:
+        """Hold a file item's line for matching (as it is read: every one, the hot path)."""
+        ev = self._event_of(item)
+        source = ev.time_source
+        if source in read_times:
+            return  # timed when it was read: matched with nothing
+        t = ev.t_wall_s
+        key = hash((ev.kind, ev.name, ev.raw, ev.worker, ev.partition,
+                    t if source in own_times else None))  # `line_key`, inlined
+        held: _Held = (t, key, ev.stream)
+        lines = self._held
+        lines.append(held)
+        copies = self._free.get(key)
+        if copies is None:
+            self._free[key] = [held]
+        else:
+            copies.append(held)
+            if len(copies) > MAX_COPIES:
+                del copies[0]  # no longer found (let go from `_held` in its turn)
+        if t > self._latest_s:
+            self._latest_s = t
+            # Let go a second's lines at a time, not one at each line read.
+            if lines[0][0] < t - (HOLD_S + 1.0):
+                self._let_go()
+        if len(lines) > MAX_HELD:
+            self._let_go()
+
+    def _let_go(self) -> None:
+        """Forget the lines held longer than `HOLD_S` behind the latest (or past `MAX_HELD`)."""
+        lines, cut = self._held, self._latest_s - HOLD_S
+        while lines and (lines[0][0] < cut or len(lines) > MAX_HELD):
+            held = lines.popleft()
+            t, key, _stream = held
+            copies = self._free.get(key)
+            if copies is not None and _remove(copies, held):
+                if not copies:
+                    del self._free[key]
+                continue
+            n = self._claimed.get((key, t), 0)  # claimed (else let go past `MAX_COPIES`)
+            if n > 1:
+                self._claimed[(key, t)] = n - 1
+            elif n:
+                del self._claimed[(key, t)]
+
+    def recorded(self, ev: LogEvent) -> bool:
+        """Whether the recorded event `ev` is a line the files hold too: then it is left out
+        (their copy counts), and counted in `found`."""
+        t = ev.t_wall_s
+        # Every file line that could be its copy read first (by time: they are sorted).
+        while not self._done and self._latest_s <= t + SAME_LINE_S \
+                and len(self._ahead) < MAX_AHEAD:
+            self._read()
+        if not self._free:
+            return False  # no file line to be (no `--log`, or all matched)
+        key = line_key(ev)
+        copies = self._free.get(key)
+        if not copies:
+            return False
+        at = 0  # own-timed: the key holds the time, and every copy is at it
+        if ev.time_source not in _OWN_TIMES:
+            # The nearest in time, the earlier of two as near.
+            gaps = [abs(h[0] - t) for h in copies]
+            at = min(range(len(gaps)), key=gaps.__getitem__)
+            if gaps[at] > SAME_LINE_S:
+                return False
+        held = copies.pop(at)
+        if not copies:
+            del self._free[key]
+        self._claimed[(key, held[0])] = self._claimed.get((key, held[0]), 0) + 1
+        self.found[held[2]] = self.found.get(held[2], 0) + 1
+        return True
+
+    def paired(self, ev: LogEvent) -> bool:
+        """Whether the file's event `ev` (one of the items, still held) was found to be a
+        recorded line: the recording held it, so it is fed wherever it falls."""
+        return (line_key(ev), ev.t_wall_s) in self._claimed
+
+    @property
+    def count(self) -> int:
+        """Recorded events left out, in all."""
+        return sum(self.found.values())
+
+    def notes(self) -> list[str]:
+        """One line per `--log` file whose lines the recording held."""
+        return [f"{n:,} events of {stream} were already in the recording (made with "
+                "`record --log` of the same log): each line counted once, as the file has it"
+                for stream, n in self.found.items()]
+
+
+def _remove(copies: list[_Held], held: _Held) -> bool:
+    """Take `held` itself (not an equal copy) out of `copies`; False when it is not there.
+    The oldest, first, nearly always."""
+    if copies and copies[0] is held:
+        del copies[0]
+        return True
+    for i, h in enumerate(copies):
+        if h is held:
+            del copies[i]
+            return True
+    return False
+
+
+def itself(ev: LogEvent) -> LogEvent:
+    """A `LinesOnce` of bare events: each item is its event."""
+    return ev
+
+
+@runtime_checkable
+class ReadOnce(Protocol):
+    """Log events read through a `LinesOnce` (it, or a replay's pass over them:
+    `gapwatch.offline.replay_logs.LogPass`), which `merge_by_time` asks as `detect_records`
+    asks it."""
+
+    def __iter__(self) -> Iterator[LogEvent]: ...
+
+    def recorded(self, ev: LogEvent) -> bool: ...
+
+    def paired(self, ev: LogEvent) -> bool: ...

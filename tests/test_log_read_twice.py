@@ -1,0 +1,261 @@
+"""The prover's log read twice: a recording made with `record --log cuzk.log`, and the same file
+given again as `--log` to `report`, `export`, `replay` (or to `parse --timeline --recording`).
+Every line was two: the pinned pool's failures said twice over, cuzk "started 2 times" beside
+"0 restart(s)", each partition a row of a second run, a kernel utilisation past 100 %. Each line
+now counts once, the file's copy, and the overlap is said (gapwatch.logs.once)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gapwatch.cli import main
+from gapwatch.config import Config
+from gapwatch.core.models import LogEvent, TimeSource
+from gapwatch.sources.files import read_any
+
+
+def _recorded(folder: Path, scenario: str) -> tuple[Path, Path, Path]:
+    """A recording made by `gapwatch record` of the simulated prover, with the prover's log
+    events in it as `record --log` keeps them; the log those lines came from (`cuzk.log`,
+    cuzk's stdout and stderr in one file, as written); and the same recording without its log
+    events (as `record` without `--log` writes it)."""
+    rec, log, bare = folder / "rec.jsonl", folder / "cuzk.log", folder / "bare.jsonl"
+    assert main(["record", "--source", scenario, "--speed", "0", "--duration", "60",
+                 "--quiet", "--out", str(rec)]) == 0
+    with rec.open() as lines, log.open("w") as text, bare.open("w") as rest:
+        for line in lines:
+            if '"type":"log"' not in line:
+                rest.write(line)
+                continue
+            raw = json.loads(line)["raw"]
+            if raw:  # a GPU-lock region's event has no line of its own
+                text.write(raw + "\n")
+    return rec, log, bare
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """`_recorded` of two GPUs."""
+    return _recorded(tmp_path_factory.mktemp("log-read-twice"), "sim:pageable,pageable")
+
+
+@pytest.fixture(scope="module")
+def recorded_one_gpu(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """`_recorded` of one GPU (the run figures of `parse --timeline` are one GPU's)."""
+    return _recorded(tmp_path_factory.mktemp("log-read-twice-1"), "sim:pageable")
+
+
+def _report(capsys: pytest.CaptureFixture[str], *args: str | Path) -> dict[str, Any]:
+    assert main(["report", "--json", *map(str, args)]) == 0
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out
+
+
+def _told(report: dict[str, Any]) -> dict[str, Any]:
+    """What a report says of the prover and the GPUs, the parts a line read twice changed."""
+    return {k: report[k] for k in ("advice", "advice_notes", "partitions", "prover_events",
+                                   "payoff")} | {
+        "gaps": [(g["gpu"], g["kind"], g["start_s"], g["end_s"]) for g in report["gaps"]]}
+
+
+def test_a_recording_made_with_its_log_reported_with_that_log_again_counts_each_line_once(
+    recorded: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The operator recorded with `--log cuzk.log`, then gave `report` the log out of habit:
+    the report said each pinned-pool failure twice, cuzk started twice, each partition a row
+    of a second run, silently. It now reads as the recording alone (and as a recording made
+    without `--log` given its log), and says the overlap once."""
+    rec, log, bare = recorded
+    alone = _report(capsys, rec)
+    twice = _report(capsys, rec, "--log", log)
+    assert _told(twice) == _told(alone)
+    assert not any("started 2 times" in n for n in twice["advice_notes"])
+    assert {p["run"] for p in twice["partitions"]["items"]} == {1}
+    [said] = [p for p in twice["problems"] if "already in the recording" in p]
+    n = twice["counters"]["log_already_recorded"]
+    assert said.startswith(f"{n:,} events of {log} were already in the recording") and n > 1000
+    assert "each line counted once" in said
+    # The file's copy is the one kept: the report is that of a recording made without --log.
+    assert _told(_report(capsys, bare, "--log", log)) == _told(twice)
+    # A window: the daemon's startup lines the recording holds from before it, fed first, are
+    # the file's too (a window's report with --log reads the file's lines near it as well).
+    since = ["--since", "+30s"]
+    windowed = _report(capsys, rec, "--log", log, *since)
+    assert _told(windowed) == _told(_report(capsys, bare, "--log", log, *since))
+    assert windowed["counters"]["log_already_recorded"] > 500
+
+
+def test_a_split_report_leaves_out_the_same_recorded_lines_as_one_process(
+    recorded: tuple[Path, Path, Path]
+) -> None:
+    """Every worker of a split report reads every log event (recorded and the file's): each
+    decides alike, and the result is the one-process one."""
+    from gapwatch.offline.report import build_report, to_json
+
+    rec, log, _bare = recorded
+    one = to_json(build_report(rec, Config(), [str(log)], workers=1))
+    two = to_json(build_report(rec, Config(), [str(log)], workers=2))
+    assert two == one
+    assert one["counters"]["log_already_recorded"] > 1000
+
+
+def test_parse_timeline_with_the_recording_made_from_the_log_counts_each_partition_once(
+    recorded_one_gpu: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`parse --timeline cuzk.log --recording REC`: every partition was a row again in a second
+    run, and the kernel utilisation past 100 %. The table is the log's alone (the recording
+    adds no line the log holds), and stderr says the overlap."""
+    rec, log, _bare = recorded_one_gpu
+    assert main(["parse", "--timeline", str(log)]) == 0
+    log_alone = capsys.readouterr().out
+    assert main(["parse", "--timeline", str(log), "--recording", str(rec)]) == 0
+    out, err = capsys.readouterr()
+    assert out == log_alone
+    [util] = [line for line in out.splitlines() if line.startswith("kernel utilisation")]
+    assert float(util.split()[-2]) <= 100.0, util
+    assert f"events of {log} were already in the recording" in err
+    # The recording alone gives the same table too.
+    assert main(["parse", "--timeline", "--recording", str(rec)]) == 0
+    assert capsys.readouterr().out == log_alone
+
+
+def test_replay_with_the_log_the_recording_was_made_from_feeds_each_line_once(
+    recorded: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replay merges the file's events into the recording's records: each line the recording
+    holds is given once (the file's copy), the others as they were; the overlap said."""
+    from gapwatch.engine.runtime import build_runtime
+    from gapwatch.logs.files import merge_by_time
+
+    rec, log, _bare = recorded
+    in_recording = sum(1 for r in read_any(rec).records if isinstance(r, LogEvent))
+    rt = build_runtime(Config(), f"replay:{rec}", speed=0, log_paths=[str(log)])
+    try:
+        assert rt.replay is not None and rt.replay.logs is not None
+        one_pass = rt.replay.logs.events()
+        fed = sum(1 for r in merge_by_time(rt.replay.recording.records, one_pass,
+                                           one_pass.after_end) if isinstance(r, LogEvent))
+        [said] = one_pass.notes()
+    finally:
+        rt.stop()
+    # The file holds only lines the recording has: one event each, as many as it held.
+    assert fed == in_recording
+    assert said.startswith("1,") and "already in the recording" in said
+    # A window's replay feeds the daemon's startup lines the recording holds from before it,
+    # and the file's: one start, once.
+    from gapwatch.sources.files import header_of
+    from gapwatch.sources.time_window import moment, resolve
+
+    window = resolve(moment("+30s"), None, header_of(rec).started_wall_s, None)
+    rt = build_runtime(Config(), f"replay:{rec}", speed=0, log_paths=[str(log)], window=window)
+    try:
+        assert rt.replay is not None and rt.replay.logs is not None
+        one_pass = rt.replay.logs.events()
+        starts = [r for r in merge_by_time(rt.replay.recording.records, one_pass,
+                                           one_pass.after_end)
+                  if isinstance(r, LogEvent) and r.name == "starting cuzk engine"]
+    finally:
+        rt.stop()
+    assert len(starts) == 1 and starts[0].stream == str(log)
+    assert main(["replay", str(rec), "--headless", "--speed", "0", "--log", str(log)]) == 0
+    assert "already in the recording" in capsys.readouterr().err
+
+
+def test_export_with_the_log_the_recording_was_made_from_draws_each_line_once(
+    recorded: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """The Perfetto trace drew the recording's log events and the file's: each partition's
+    phases twice. It is now the trace of the recording alone."""
+    rec, log, _bare = recorded
+    traces: list[list[dict[str, Any]]] = []
+    for extra in ([], ["--log", str(log)]):
+        out = tmp_path / f"trace{len(traces)}.json"
+        assert main(["export", str(rec), "--format", "perfetto", "--out", str(out), *extra]) == 0
+        traces.append(json.loads(out.read_text())["traceEvents"])
+    assert len(traces[1]) == len(traces[0])
+
+
+def _ev(t: float, raw: str, *, source: TimeSource = "line", kind: str = "tracing",
+        name: str = "x", stream: str = "cuzk.log") -> LogEvent:
+    return LogEvent(t_wall_s=t, time_source=source, kind=kind, name=name, raw=raw, stream=stream)
+
+
+def test_the_same_line_is_its_text_and_event_and_its_time_never_its_stream() -> None:
+    from gapwatch.logs.once import LinesOnce, itself
+
+    line = "2026-05-12T14:00:01.000000Z  WARN cuzk_core::pipeline: pinned pool checkout FAILED"
+    timeline = "TIMELINE,55880,GPU_END,winpost-1000-9f8e7d6c,worker=0"
+    panic = "thread 'main' panicked at engine.rs:12: boom"
+    file = [_ev(1000.0, line), _ev(1000.0, line),  # cuzk wrote it twice: two lines
+            _ev(1001.0, panic, source="around", kind="panic"),
+            _ev(1002.0, timeline, source="timeline", kind="timeline", name="GPU_END"),
+            _ev(1003.0, "2026-05-12T14:00:04.000000Z  INFO a line on stderr")]
+    once = LinesOnce(file, itself)
+    given = iter(once)
+    assert next(given) is file[0]  # the merge takes the first file line before any recorded
+    # The recorder named the path it followed; the report another (a copy, a hard link).
+    rec = "/var/log/cuzk/cuzk.log"
+    assert once.recorded(_ev(1000.0, line, stream=rec))
+    assert once.recorded(_ev(1000.0, line, stream=rec))
+    assert not once.recorded(_ev(1000.0, line, stream=rec))  # a third: the file has two
+    # A panic the recording timed by its arrival, the file by the line before it.
+    assert once.recorded(_ev(1004.5, panic, source="arrival", kind="panic", stream=rec))
+    # The recording's TIMELINE placed by /status, 0.4 s from the file's start line anchor.
+    assert once.recorded(_ev(1002.4, timeline, source="timeline", kind="timeline",
+                             name="GPU_END", stream=rec))
+    # Timed by its own text, the same line at another time is another line.
+    assert not once.recorded(_ev(1003.5, "2026-05-12T14:00:04.000000Z  INFO a line on stderr"))
+    # Another line at the same time (cuzk's stdout beside its stderr) is not the same.
+    assert not once.recorded(_ev(1003.0, "2026-05-12T14:00:04.000000Z  INFO a line on stdout"))
+    # Far apart, a text without a time of its own is another line (a crash loop's panics).
+    assert not once.recorded(_ev(1100.0, panic, source="arrival", kind="panic"))
+    assert list(given) == file[1:]  # every file line given, once, in order
+    assert once.found == {"cuzk.log": 4} and once.count == 4
+    assert once.paired(file[3]) and not once.paired(file[4])
+    [note] = once.notes()
+    assert note.startswith("4 events of cuzk.log were already in the recording")
+
+
+def test_what_is_held_to_match_the_recording_stays_bounded() -> None:
+    """A day's log is never held: the lines of the last `HOLD_S` are (their keys), and a
+    recorded line with a time past the file's end reads ahead at most `MAX_AHEAD` of it."""
+    from gapwatch.logs.once import HOLD_S, MAX_AHEAD, LinesOnce, itself
+
+    n = 200_000
+    file = (_ev(1000.0 + i * 0.01, f"line {i}") for i in range(n))  # 2,000 s of 100 lines a s
+    once = LinesOnce(file, itself)
+    given = iter(once)
+    most = 0
+    for i in range(n):
+        next(given)
+        if i % 997 == 0:
+            assert not once.recorded(_ev(1000.0 + i * 0.01, f"not in the file {i}"))
+        most = max(most, len(once._held), len(once._ahead))
+    assert most <= (HOLD_S + 2.0) * 100 + 1
+    far = LinesOnce((_ev(1000.0 + i * 0.01, f"line {i}") for i in range(n)), itself)
+    assert not far.recorded(_ev(1e9, "a year's lines later"))
+    assert len(far._ahead) == MAX_AHEAD
+    assert sum(1 for _ in far) == n  # nothing read ahead is lost
+
+
+def test_a_log_given_twice_by_a_hard_link_is_read_once(
+    recorded: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """`--log cuzk.log --log again.log` where `again.log` is a hard link (one inode): its path
+    was compared, so it was read twice, every line said twice. One file is read once."""
+    from gapwatch.commands.argtypes import log_files
+
+    _rec, log, _bare = recorded
+    again = tmp_path / "again.log"
+    os.link(log, again)
+    link = tmp_path / "link.log"
+    link.symlink_to(log)
+    assert log_files([str(log), str(again), str(link)]) == [str(log)]
+    copy = tmp_path / "copy.log"
+    copy.write_bytes(log.read_bytes())  # a copy is another file (said as repeating lines)
+    assert log_files([str(log), str(copy)]) == [str(log), str(copy)]

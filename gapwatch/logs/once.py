@@ -48,6 +48,12 @@ latest (at most `MAX_HELD`), and the events read ahead of the caller, up to `SAM
 a recorded event's time (at most `MAX_AHEAD`); never a set of every line seen. Past them (a
 recorded copy written more than a few minutes after its line, a million lines a second) a line
 may count twice.
+
+Cost: most recordings hold no log event (made without `--log`), and then no line needs a key.
+Until the recording gives its first log event, the file lines of the last `HOLD_S` are held as
+they are (their events, at most `MAX_HELD` and `MAX_PENDING_CHARS` of text), and keyed only
+then: a day of 8 GPUs' log (~6 M lines, read by each worker of a split report) paid ~1.4 us a
+line for keys nothing asked for (`bench/report_instructions.py`).
 """
 
 from __future__ import annotations
@@ -72,6 +78,9 @@ HOLD_S: Final = 300.0
 #: lines a second, ~21,000 in `HOLD_S`), and file events read ahead of the caller (whole).
 MAX_HELD: Final = 1 << 17
 MAX_AHEAD: Final = 1 << 15
+#: The text of the file lines held unkeyed (until the recording's first log event): a busy
+#: log's `HOLD_S` is ~4 MB; past this the oldest go, as past `MAX_HELD`.
+MAX_PENDING_CHARS: Final = 64 << 20
 #: Copies of one text held (a crash loop's panic every 3 s, the GPU-lock region of one worker
 #: and partition each job): the oldest let go first, so that a recorded line looks through a
 #: bounded list.
@@ -117,6 +126,10 @@ class LinesOnce(Generic[T]):
         self._latest_s = float("-inf")
         #: (key, time) of the held lines a recorded line was found to be -> how many.
         self._claimed: dict[tuple[int, float], int] = {}
+        #: Until the recording's first log event asks (`recorded`): the file lines held as
+        #: events, unkeyed, oldest first, and their text's length (see the module docstring).
+        self._unkeyed: deque[LogEvent] | None = deque()
+        self._unkeyed_chars = 0
         #: Recorded events left out, by the stream (the `--log` path) of their file copy.
         self.found: dict[str, int] = {}
 
@@ -145,13 +158,47 @@ class LinesOnce(Generic[T]):
             self._done = True
         return False
 
-    def _take(self, item: T, read_times: tuple[str, ...] = READ_TIMES,
-              own_times: tuple[str, ...] = _OWN_TIMES) -> None:
+    def _take(self, item: T, read_times: tuple[str, ...] = READ_TIMES) -> None:
         """Hold a file item's line for matching (as it is read: every one, the hot path)."""
         ev = self._event_of(item)
-        source = ev.time_source
-        if source in read_times:
+        if ev.time_source in read_times:
             return  # timed when it was read: matched with nothing
+        unkeyed = self._unkeyed
+        if unkeyed is None:
+            self._hold(ev)
+            return
+        # No recorded log event yet: held as it is, the last `HOLD_S` of lines.
+        unkeyed.append(ev)
+        self._unkeyed_chars += len(ev.raw)
+        t = ev.t_wall_s
+        if t > self._latest_s:
+            self._latest_s = t
+            if unkeyed[0].t_wall_s < t - (HOLD_S + 1.0):
+                self._let_go_unkeyed()
+        if len(unkeyed) > MAX_HELD or self._unkeyed_chars > MAX_PENDING_CHARS:
+            self._let_go_unkeyed()
+
+    def _let_go_unkeyed(self) -> None:
+        """`_let_go` of the lines held unkeyed."""
+        unkeyed, cut = self._unkeyed, self._latest_s - HOLD_S
+        assert unkeyed is not None
+        while unkeyed and (unkeyed[0].t_wall_s < cut or len(unkeyed) > MAX_HELD
+                           or self._unkeyed_chars > MAX_PENDING_CHARS):
+            self._unkeyed_chars -= len(unkeyed.popleft().raw)
+
+    def _key_held(self) -> None:
+        """The recording's first log event: the lines held unkeyed are keyed (in the order
+        read), and every line from now on as it is read."""
+        unkeyed, self._unkeyed = self._unkeyed, None
+        self._unkeyed_chars = 0
+        for ev in unkeyed or ():
+            self._hold(ev)
+        if self._held:
+            self._let_go()
+
+    def _hold(self, ev: LogEvent, own_times: tuple[str, ...] = _OWN_TIMES) -> None:
+        """Hold a file line's key for matching (see `_take`)."""
+        source = ev.time_source
         t = ev.t_wall_s
         key = hash((ev.kind, ev.name, ev.raw, ev.worker, ev.partition,
                     t if source in own_times else None))  # `line_key`, inlined
@@ -198,6 +245,8 @@ class LinesOnce(Generic[T]):
         while not self._done and self._latest_s <= t + SAME_LINE_S \
                 and len(self._ahead) < MAX_AHEAD:
             self._read()
+        if self._unkeyed is not None:
+            self._key_held()
         if not self._free:
             return False  # no file line to be (no `--log`, or all matched)
         key = line_key(ev)
@@ -221,7 +270,7 @@ class LinesOnce(Generic[T]):
     def paired(self, ev: LogEvent) -> bool:
         """Whether the file's event `ev` (one of the items, still held) was found to be a
         recorded line: the recording held it, so it is fed wherever it falls."""
-        return (line_key(ev), ev.t_wall_s) in self._claimed
+        return bool(self._claimed) and (line_key(ev), ev.t_wall_s) in self._claimed
 
     @property
     def count(self) -> int:

@@ -580,8 +580,10 @@ class HardwareEvent(Struct, frozen=True, gc=False, tag_field="type", tag="hw_eve
 #: back, its start line, a new pid on the GPU); "restart_cost": the GPU time a restart cost,
 #: as one stretch with its parts; "error": a failure or panic line (one event per message,
 #: however many lines); "lost_job": a job queued for the GPU and never picked up while later
-#: ones were.
-ProverEventKind = Literal["proof", "restart", "restart_cost", "error", "lost_job"]
+#: ones were; "warning": a sign the prover is heading for failures, said before them (e.g.
+#: cuzk's pinned pool churning, the precursor of its pinning failures; always level "warning").
+#: Recordings written before "warning" read as they did (a member added to the Literal).
+ProverEventKind = Literal["proof", "restart", "restart_cost", "error", "lost_job", "warning"]
 PROVER_EVENT_KINDS: tuple[ProverEventKind, ...] = get_args(ProverEventKind)
 #: A watched proof against its deadline: within it, past `at_risk_share` of it, or past it;
 #: "unknown": its total could not be known (its begin was not read: a stray `GPU_END`), so

@@ -17,9 +17,10 @@ What lives here, each read from curio's source (tests/data/cuzk-upstream, docs/c
   changed between two runs (`gapwatch compare`);
 - `paths`: the paths a/b/c and GPU jobs really take upstream (first wave, PoSt, batches, the
   pipeline off, the JobTracker mutex, env knobs, deprecated keys) and the advice on each;
-- `watch` (with `post`, `gpu_queue`, `restarts`, `errors`, `panics`): the prover events
-  (`gapwatch.core.models.ProverEvent`): PoSt latency against its deadline, a job cuzk's GPU
-  queue lost, restarts and what they cost, failure lines and panics (docs/post.md).
+- `watch` (with `post`, `gpu_queue`, `restarts`, `errors`, `panics`, `pool_churn`): the prover
+  events (`gapwatch.core.models.ProverEvent`): PoSt latency against its deadline, a job cuzk's
+  GPU queue lost, restarts and what they cost, failure lines and panics, the pinned pool
+  churning before it fails (docs/post.md).
 
 The package sits above the core (it reads the core's records) and below the sources and the
 log parser (they read cuzk's formats through it): pyproject's `[tool.importlinter]`.

@@ -25,7 +25,9 @@ turn.
 Stalls (`stall_of`, one per gap): the gap's prover cause where it has one (`restart`,
 `waits_on_synthesis`, `waits_on_budget`, `pacer_hold`, `srs_loading`, `dispatch_stall`,
 `monolithic`, `pinned_pool`, `inside_workers`, `no_work`); else from its kind and evidence:
-`pinned_pool` (pcie_starved, the pool failed), `first_synthesis` (pcie_starved,
+`pinned_pool` (pcie_starved, the pool failed; where its churn preceded the failures,
+`gapwatch.cuzk.pool_churn`, also `[pipeline] max_gpu_queue_depth`, a guess to measure),
+`first_synthesis` (pcie_starved,
 `is_pinned=false`, in the window of any run's first wave of a circuit type:
 `gapwatch.cuzk.first_wave`), `pageable_copies`, `slow_copies`, `copies_not_overlapped`
 (transfer_bound), `host_stall` (no cause known), `unknown`.
@@ -49,6 +51,12 @@ from gapwatch.cuzk.pipeline import (
     POREP_PARTITION_FULL_BYTES,
     OverBudget,
     PipelineView,
+)
+from gapwatch.cuzk.pool_churn import (
+    CHURN_MARK,
+    NOT_KNOWN,
+    QUEUE_DEPTH_GUESS,
+    QUEUE_DEPTH_GUESS_WHY,
 )
 from gapwatch.cuzk.restarts import AFTER_SIGINT, KILLED, STARTS_AGAIN
 
@@ -281,7 +289,11 @@ def _dropped(pipeline: PipelineView, *keys: str) -> str:
     return f"; its {', '.join(bad)} is no count: not used" if bad else ""
 
 
-def _evidence(gaps: StallGaps, limit: int = 5) -> list[str]:
+#: Lines of the latest gap's evidence an advice cites (`_evidence`).
+CITED = 5
+
+
+def _evidence(gaps: StallGaps, limit: int = CITED) -> list[str]:
     """The facts behind these gaps: the latest gap's (each gap's evidence says the same of
     its own moment), at most `limit`, and how many gaps had the same cause said."""
     latest = gaps.latest
@@ -550,6 +562,7 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     if pool is not None and not gaps.with_evidence:
         facts.append(f"{pool.checkout_failed} checkout(s) FAILED, {pool.alloc_failed} "
                      "cudaHostAlloc failure(s) in the log")
+    churn, churn_why = _pool_churn(gaps, pipeline, facts)
     # safety_margin is read only with total_budget = "auto" (config.rs:100-104): with an
     # explicit budget, raising it changes nothing, so the change says which to turn.
     return ([("[memory] safety_margin",
@@ -567,10 +580,38 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
              ("[pipeline] max_parallel_synthesis", "lower it",
               "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
               "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
-              "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs")], True,
+              "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs"), *churn], True,
             "upstream does not say why cudaHostAlloc fails (the CUDA error is in its "
-            "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest",
-            facts)
+            "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest"
+            + churn_why, facts)
+
+
+def _pool_churn(gaps: StallGaps, pipeline: PipelineView, facts: list[str]
+                ) -> tuple[list[tuple[str, str, str, str]], str]:
+    """Where the pool churned before it failed (`gapwatch.cuzk.pool_churn`): the candidate
+    knob, said as a guess, and its why (the churn's words added to `facts` where the gaps'
+    evidence does not carry them); where the log kept no INFO line of the pool, that churn is
+    not known. ([], "") otherwise: no churn read before the failures, no knob."""
+    churn = pipeline.pool_churn
+    if churn is None:
+        return [], ""
+    span = churn.before_failure()
+    latest = gaps.latest
+    # Said once: where the latest gap's cited evidence (`_evidence`) already carries it.
+    cited = latest is not None and any(
+        CHURN_MARK in e or e == NOT_KNOWN for e in latest.prover_evidence[:CITED])
+    if span is None:
+        if not churn.info_kept and not cited:
+            facts.append(NOT_KNOWN)
+        return [], ""
+    if not cited:
+        facts.append(span.failure_words())
+    if pipeline.pacer_on:
+        facts.append(f"the dispatch pacer is on (gpu_queue_target={pipeline.pacer_target}, "
+                     "engine.rs:1456) and the pool still churned: no setting is known to stop "
+                     "it")
+        return [], ""
+    return [QUEUE_DEPTH_GUESS], "; " + QUEUE_DEPTH_GUESS_WHY
 
 
 def _for_first_synthesis(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:

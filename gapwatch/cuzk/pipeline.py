@@ -24,7 +24,9 @@ since 2026-05-05), file by file (docs/cuzk-status.md lists them):
   total_gib`), hands out free buffers (`checkout (reuse) ... free_remaining`), takes them back
   (`checkin`), is shrunk only by the evictor (`freed buffer (evictor)`); it is not in the memory
   budget, so a checkout fails only when `cudaHostAlloc` fails (`pipeline.rs`: `pinned pool
-  checkout FAILED — falling back to unpinned ... pool_free pool_total_gib`).
+  checkout FAILED — falling back to unpinned ... pool_free pool_total_gib`); the evictor
+  freeing idle buffers that cuzk then pins again, over and over, is churn, the failures'
+  precursor (`gapwatch.cuzk.pool_churn`, said with the failures in `pool_evidence`).
 - `pipeline.rs`: the capacity hint, one per circuit type and lost at every restart: the first
   wave of each type in each run is unpinned (`gapwatch.cuzk.first_wave`, the view's
   `first_waves`).
@@ -44,10 +46,20 @@ from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
-from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
+from gapwatch.core.models import FieldValue, LogEvent, ProverEvent, ProverStatus
 from gapwatch.core.units import GIB
 from gapwatch.core.values import count_field, is_bad_count
 from gapwatch.cuzk.first_wave import FirstWave, FirstWaves
+from gapwatch.cuzk.pool_churn import (
+    HOST_ALLOC_FAILED,
+    NOT_KNOWN,
+    POOL_ALLOCATED,
+    POOL_CHECKOUT_FAILED,
+    POOL_FREED,
+    POOL_INITIALIZED,
+    PoolChurn,
+    PoolChurnView,
+)
 from gapwatch.cuzk.restarts import Restart, RestartWatch
 
 #: memory.rs: per-partition budget (PoRep 32G, one circuit), `POREP_PARTITION_FULL_BYTES`.
@@ -83,13 +95,8 @@ BUDGET_OVER = "acquire request exceeds total budget — will block until possibl
 SRS_LOADING = "loading SRS from disk"
 SRS_LOADED = "SRS loaded successfully"
 SRS_EVICTED = "SRS evicted"
-POOL_INITIALIZED = "CUDA pinned memory pool initialized"
-POOL_ALLOCATED = "pinned pool: allocated new buffer"
 POOL_REUSE = "pinned pool: checkout (reuse)"
 POOL_CHECKIN = "pinned pool: checkin"
-POOL_FREED = "pinned pool: freed buffer (evictor)"
-POOL_CHECKOUT_FAILED = "pinned pool checkout FAILED"
-HOST_ALLOC_FAILED = "cudaHostAlloc failed"
 NO_CAPACITY_HINT = "no capacity hint cached"
 ENGINE_STARTING = "starting cuzk engine"
 #: The beginnings of the pinned pool's lines (`PipelineFacts._pool`).
@@ -276,6 +283,8 @@ class PipelineView(_Limits):
     #: Every run's first wave of each circuit type, oldest first (bounded: `MAX_WAVES`): a gap
     #: in one of their windows is a first wave's (`gapwatch.cuzk.first_wave.wave_of`).
     first_waves: tuple[FirstWave, ...] = ()
+    #: The pinned pool churning (`gapwatch.cuzk.pool_churn`): None where no log was read.
+    pool_churn: PoolChurnView | None = None
 
 
 @dataclass(slots=True)
@@ -370,6 +379,9 @@ class PipelineFacts(_Limits):
         self.first_waves = FirstWaves()
         #: `pool_evidence`'s words and the pool state they were said of (see there).
         self._pool_words: tuple[tuple[object, ...], list[str]] | None = None
+        #: The pool churning before it fails (`gapwatch.cuzk.pool_churn`: the same rule the
+        #: watcher's warning says).
+        self.churn = PoolChurn()
         self._pool_freed = 0
         self.pacer_target: int | None = None
         self.pacer: dict[str, FieldValue] | None = None
@@ -413,16 +425,23 @@ class PipelineFacts(_Limits):
         kind = ev.kind
         if kind == "timeline":
             self.seen = True
-            self.restarts.feed_log(ev)
+            self._restarted(self.restarts.feed_log(ev))
             self._timeline(ev)
         elif kind == "tracing":
             self.seen = True
-            self.restarts.feed_log(ev)
+            self._restarted(self.restarts.feed_log(ev))
+            self.churn.feed(ev)
             self._tracing(ev)
         if (kind == "tracing" and ev.level in ("ERROR", "WARN")) or kind == PANIC_KIND:
             if is_failure(ev):
                 self.seen = True
                 self.errors.append((ev.t_wall_s, failure_words(ev)))
+
+    def _restarted(self, events: list[ProverEvent]) -> None:
+        """A restart the restart watch saw (its start lines, `/status` uptime going back): the
+        new run's pool is empty, its re-pins no churn of the old one's frees."""
+        if any(e.kind == "restart" for e in events):
+            self.churn.restart()
 
     def _new_run(self) -> None:
         """`starting cuzk engine`: the daemon started (again). What was in flight in the old
@@ -611,7 +630,7 @@ class PipelineFacts(_Limits):
         the SRS manager's mutex is held (engine.rs `detailed_status` skips its entries then:
         a load, srs_manager.rs `ensure_loaded`, or an eviction)."""
         self.status_seen = True
-        self.restarts.feed_status(status)
+        self._restarted(self.restarts.feed_status(status))
         srs = status.srs_circuits
         if srs is None:
             return
@@ -659,6 +678,7 @@ class PipelineFacts(_Limits):
             max_parallel_synthesis=self.max_parallel_synthesis,
             dropped=tuple(f"{k}={v}" for k, v in self.dropped.items()),
             first_waves=self.first_waves.waves(),
+            pool_churn=self.churn.view() if self.seen else None,
         )
 
     def pool_evidence(self) -> list[str]:
@@ -669,14 +689,26 @@ class PipelineFacts(_Limits):
         # Said for every pcie_starved gap (most gaps of a starved box) while the pool changes
         # far less often: the words are kept with what they were made of. `last_failure` is
         # replaced, never changed in place, and each failure also counts up.
+        churn = self.churn
         state = (pool.checkout_failed, pool.alloc_failed, pool.last_failure_s,
-                 id(pool.last_failure), pool.total_gib, pool.free, pool.buffers)
+                 id(pool.last_failure), pool.total_gib, pool.free, pool.buffers,
+                 churn.spans[-1] if churn.spans else None, churn.info_lines > 0)
         kept = self._pool_words
         if kept is not None and kept[0] == state:
             return list(kept[1])
         out = self._pool_words_now(pool)
+        out += self._churn_words()
         self._pool_words = (state, out)
         return list(out)
+
+    def _churn_words(self) -> list[str]:
+        """The churn that preceded the pool's failures, or that it is not known (no INFO line
+        of the pool read: its lines at WARN are the failures alone), or nothing."""
+        view = self.churn.view()
+        span = view.before_failure()
+        if span is not None:
+            return [span.failure_words()]
+        return [] if view.info_kept else [NOT_KNOWN]
 
     @staticmethod
     def _pool_words_now(pool: PoolState) -> list[str]:

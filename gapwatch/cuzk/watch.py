@@ -1,5 +1,6 @@
 """cuzk's watcher: every record in, the prover events out (PoSt latency, restarts and their
-cost, errors, lost GPU jobs). Implements `gapwatch.core.prover_watch.ProverWatch`.
+cost, errors, lost GPU jobs, the pinned pool churning: a warning before it fails). Implements
+`gapwatch.core.prover_watch.ProverWatch`.
 
 Who calls it: the live session (`gapwatch.engine.runtime` builds it) and the offline detection
 loop (`gapwatch.offline.detect`), so that live, replayed and reported sessions say the same.
@@ -7,7 +8,7 @@ Pure: "now" is the data's own time (the latest record's wall time), so a PoSt st
 past its deadline is said late as soon as the data passes it, live or offline.
 
 A restart resets what the other parts follow (the PoSt jobs in flight are said lost, the GPU
-queue is empty again), as it resets cuzk's own state.
+queue is empty again, the pinned pool is empty again), as it resets cuzk's own state.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from gapwatch.cuzk.config import CuzkConfig
 from gapwatch.cuzk.errors import error_event
 from gapwatch.cuzk.gpu_queue import GpuQueueWatch
 from gapwatch.cuzk.pipeline import PANIC_KIND
+from gapwatch.cuzk.pool_churn import PoolChurn, churn_event
 from gapwatch.cuzk.post import Deadlines, PostTracker, says_when_written
 from gapwatch.cuzk.restarts import RestartWatch
 
@@ -47,6 +49,8 @@ class CuzkWatch:
         self.post = PostTracker(deadlines, arrival_timed=arrival_timed)
         self.queue = GpuQueueWatch()
         self.restarts = RestartWatch()
+        #: The pinned pool's churn (`gapwatch.cuzk.pool_churn`): a warning when it begins.
+        self.churn = PoolChurn()
         self._now_s: float | None = None
         self._checked_s = float("-inf")
 
@@ -95,11 +99,15 @@ class CuzkWatch:
             err = error_event(ev)
             if err is not None:
                 out.append(err)
+        churned = self.churn.feed(ev)
+        if churned is not None:
+            out.append(churn_event(churned))
         return out
 
     def _restarted(self, events: list[ProverEvent]) -> list[ProverEvent]:
         if not any(e.kind == "restart" for e in events):
             return events
         self.queue.restart()
+        self.churn.restart()
         at = max(e.t_wall_s for e in events if e.kind == "restart")
         return events + self.post.restart(at)

@@ -180,7 +180,9 @@ def event_of(ev: ProverEvent) -> Event | None:
     """The prover watcher's event as an `--on-event` event, or None when a person need not hear
     of it: a late proof (`post_late`), a restart (`restart`), a prover error or a GPU job never
     picked up (`gpu_error`). At-risk proofs, proofs not timed (`unknown`: not known to be
-    late), restart costs and proofs on time stay in the recording, the report and /metrics."""
+    late), restart costs, warnings (signs of failures to come: cuzk's pinned pool churning; the
+    failures themselves are `gpu_error`s) and proofs on time stay in the recording, the report,
+    /metrics and the dashboard's alert line."""
     proof = ev.proof
     # A PoSt lost in a restart will never complete: as late as a proof gets (the alert rule
     # GapwatchPoStLate counts it too), whatever its figures said so far; its state says "lost".

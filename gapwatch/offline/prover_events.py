@@ -1,5 +1,5 @@
 """The report's section on what the prover did besides gaps: watched proofs (PoSt) against their
-deadlines, restarts and the stretch each cost, errors, lost GPU jobs. Text and JSON.
+deadlines, restarts and the stretch each cost, errors, lost GPU jobs, warnings. Text and JSON.
 
 Who calls it: `gapwatch.commands.report` (text) and `gapwatch.offline.report.to_json`. Reads
 `ProverEvent`s only (prover-neutral: cuzk's watcher derives them, `gapwatch.cuzk.watch`).
@@ -189,13 +189,14 @@ _GIVEN_UP = {"restart": "lost in restart", "too_many": "given up: too many in fl
 def summary_line(events: Sequence[ProverEvent]) -> str:
     log = prover_events_of(events)
     t = log.proofs()
-    n = {k: log.counts.get(k, 0) for k in ("restart", "error", "lost_job")}
+    n = {k: log.counts.get(k, 0) for k in ("restart", "error", "lost_job", "warning")}
     # Said only when some were: the line reads as before for every log that has none.
     without = f", {t.given_up} said without their end" if t.given_up else ""
     unknown = f", {t.unknown} not timed (on time or late not known)" if t.unknown else ""
+    warned = f", {n['warning']} warning(s)" if n["warning"] else ""
     return (f"Prover events: {t.rows} PoSt proof(s) ({t.late} late, {t.at_risk} at "
             f"risk{unknown}{without}), {n['restart']} restart(s), {n['error']} error(s), "
-            f"{n['lost_job']} lost GPU job(s)")
+            f"{n['lost_job']} lost GPU job(s){warned}")
 
 
 def _more(listed: int, total: int, kind_not_kept: int) -> str:
@@ -277,6 +278,7 @@ def prover_event_lines(events: Sequence[ProverEvent]) -> list[str]:
                      ("restart", "restart_cost"))
     lines += _listed(log, "Errors", ("error",))
     lines += _listed(log, "Lost GPU jobs", ("lost_job",))
+    lines += _listed(log, "Warnings (signs of failures to come)", ("warning",))
     return [fmt.visible(line) for line in lines]
 
 
@@ -285,7 +287,7 @@ def prover_events_json(events: Sequence[ProverEvent]) -> dict[str, Any]:
     `not_kept`: how many of each kind were counted but not kept (only when some were)."""
     log = prover_events_of(events)
     out: dict[str, Any] = {"summary": summary_line(log)}
-    for kind in ("proof", "restart", "restart_cost", "error", "lost_job"):
+    for kind in ("proof", "restart", "restart_cost", "error", "lost_job", "warning"):
         rows = []
         for e in log:
             if e.kind != kind:

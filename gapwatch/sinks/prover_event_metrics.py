@@ -7,7 +7,8 @@ what a proof kind or an event kind is comes from the events.
 Families (every kind/level and every verdict start at 0 so that `increase()` works from the
 first scrape; the alert rules in deploy/prometheus/gapwatch.rules.yml read them):
 - `gapwatch_prover_events_total{kind,level}`: restarts (`kind="restart"`), what they cost
-  (`restart_cost`), errors (failure lines, panics), lost GPU jobs (`lost_job`), and watched
+  (`restart_cost`), errors (failure lines, panics), lost GPU jobs (`lost_job`), warnings of
+  failures to come (`warning`: cuzk's pinned pool churning), and watched
   proofs (`proof`: `level="error"` is a late one, said once when it passed its deadline still
   running and once more when it ended; `warning` at risk or not timed; `info` on time);
 - `gapwatch_proofs_total{proof_kind,verdict}`: completed watched proofs (PoSt) by verdict
@@ -119,7 +120,7 @@ def _buckets(h: _Histogram) -> list[tuple[str, float]]:
 def families(c: ProverEventCounts) -> Iterator[Metric]:
     events = CounterMetricFamily(
         "gapwatch_prover_events", "Prover events (restart, restart_cost, error, lost_job, "
-        "proof), by level (a proof at level error is late).", labels=["kind", "level"])
+        "warning, proof), by level (a proof at level error is late).", labels=["kind", "level"])
     for kind in PROVER_EVENT_KINDS:
         for level in LEVELS:
             events.add_metric([kind, level], c.events.get((kind, level), 0))

@@ -576,6 +576,62 @@ def lost_job() -> list[str]:
     return _sorted(lines)
 
 
+#: A PoRep 32G partition's a/b/c buffer (num_constraints 130278869 x 32-byte Fr, pipeline.rs:286).
+ABC_GIB = 130278869 * 32 / (1 << 30)
+
+
+def _pool(t: float, level: str, message: str, target: str = "cuzk_core::pinned_pool",
+          **fields: object) -> tuple[float, str]:
+    return t, trace(t, level, target, message, span="", **fields)
+
+
+def pool_churn() -> list[str]:
+    """The pinned pool churning, then failing (cuzk-upstream-paths.md 2.4): a partition's three
+    a/b/c buffers are pinned (pinned_pool.rs:212) and checked in after its GPU prove
+    (pinned_pool.rs:187); a short budget acquire runs the evictor, which unpins every idle
+    buffer (pinned_pool.rs:240; engine.rs:1257-1265, memory.rs:214-225); the next partition pins
+    three new ones. Four such cycles 30 s apart; at the fourth, `cudaHostAlloc` fails for `c`
+    (pinned_pool.rs:61, 202), `a` and `b` go back to the pool (pinned_pool.rs:307-308, 187), and
+    the partition falls back to pageable a/b/c (pipeline.rs:302). Every pool line is INFO but
+    the failures (WARN): at level "warn" only those four remain."""
+    t0 = T0 + 25200
+    lines = [(t0 + i * 0.001, x) for i, x in enumerate(engine_start(t0))]
+    total = 0  # total_allocated: every buffer ever pinned (pinned_pool.rs:211)
+    held = 0  # buffers the pool holds (total_bytes / ABC_GIB)
+
+    def pin(t: float) -> tuple[float, str]:
+        nonlocal total, held
+        total, held = total + 1, held + 1
+        return _pool(t, "info", "pinned pool: allocated new buffer", size_gib=ABC_GIB,
+                     total_buffers=total, total_gib=held * ABC_GIB)
+
+    lines += [pin(t0 + 40.0 + i * 0.01) for i in range(3)]
+    for cycle in range(4):
+        c0 = t0 + 60.0 + cycle * 30.0
+        lines += [_pool(c0 + i * 0.001, "info", "pinned pool: checkin", size_gib=ABC_GIB)
+                  for i in range(3)]
+        for i in range(3):  # one shrink: largest first, total_freed_gib adds up (:232-243)
+            held -= 1
+            lines.append(_pool(c0 + 1.0 + i * 0.001, "info",
+                               "pinned pool: freed buffer (evictor)", freed_gib=ABC_GIB,
+                               total_freed_gib=(i + 1) * ABC_GIB))
+        r0 = c0 + 3.0
+        if cycle < 3:
+            lines += [pin(r0 + i * 0.01) for i in range(3)]
+            continue
+        lines += [pin(r0), pin(r0 + 0.01),
+                  _pool(r0 + 0.02, "warn", "cudaHostAlloc failed", size_gib=ABC_GIB, cuda_err=2),
+                  _pool(r0 + 0.021, "warn", "pinned pool: cudaHostAlloc failed",
+                        size_gib=ABC_GIB),
+                  _pool(r0 + 0.022, "info", "pinned pool: checkin", size_gib=ABC_GIB),
+                  _pool(r0 + 0.023, "info", "pinned pool: checkin", size_gib=ABC_GIB),
+                  _pool(r0 + 0.024, "warn",
+                        "pinned pool checkout FAILED \u2014 falling back to unpinned",
+                        target="cuzk_core::pipeline", num_constraints=130278869, pool_free=2,
+                        pool_total_gib=held * ABC_GIB)]
+    return _sorted(lines)
+
+
 def monolithic_engine_start(t: float) -> list[str]:
     """A daemon started with `[pipeline] enabled = false` (cuzk-daemon/src/main.rs:63;
     engine.rs:1244, 1339 with one worker per GPU, 1333-1337; the monolithic worker's start,
@@ -655,6 +711,7 @@ SCENARIO_LOGS = {
     "panic.log": panic,
     "lost-job.log": lost_job,
     "post-pipeline-off.log": post_pipeline_off,
+    "pool-churn.log": pool_churn,
 }
 
 
@@ -722,7 +779,10 @@ format strings, field names and serde structs only, no upstream code.
   GPU queue key (0,0), engine.rs:53-58, 2851: the first never picked up),
   `post-pipeline-off.log` (`[pipeline] enabled = false`: no TIMELINE; the monolithic worker's
   span and lines, engine.rs:3378, 3394, 3397, 3455-3462, prover.rs:523, 535, 566; a WinningPoSt
-  late behind a whole PoRep C2 on the GPU's one worker, then an on-time WindowPoSt).
+  late behind a whole PoRep C2 on the GPU's one worker, then an on-time WindowPoSt),
+  `pool-churn.log` (the evictor unpinning a partition's idle a/b/c buffers and the next one
+  pinning new ones, four times 30 s apart, the fourth `cudaHostAlloc` failing: pinned_pool.rs:61,
+  187, 202, 212, 240, pipeline.rs:302; cuzk-upstream-paths.md 2.4).
 
 | # | source | kind | name |
 | --- | --- | --- | --- |

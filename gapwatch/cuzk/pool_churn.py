@@ -72,6 +72,11 @@ POOL_CHECKOUT_FAILED = "pinned pool checkout FAILED"
 #: pinned_pool.rs:61 (`cudaHostAlloc failed ... cuda_err`) and :202 (`pinned pool: cudaHostAlloc
 #: failed`), both WARN: one failure written twice.
 HOST_ALLOC_FAILED = "cudaHostAlloc failed"
+#: The first characters of every message `PoolChurn.feed` reads (the two `cudaHostAlloc
+#: failed` lines begin with "c" and "p"): any other tracing line is passed over at one look.
+_FIRST_CHARS = frozenset(m[:1] for m in (POOL_INITIALIZED, POOL_ALLOCATED, POOL_FREED,
+                                         POOL_CHECKOUT_FAILED, HOST_ALLOC_FAILED,
+                                         ENGINE_STARTING))
 
 #: A re-pin this long after the evictor's last free is still the same cycle: the partition whose
 #: short acquire ran the evictor pins its buffers when its synthesis starts, once the acquire is
@@ -222,7 +227,10 @@ class PoolChurn:
         if ev.kind != "tracing":
             return None
         name, t = ev.name, ev.t_wall_s
-        self.info_lines += info_from(ev, POOL_TARGET)
+        if not self.info_lines:  # only whether any was read is asked (`info_kept`)
+            self.info_lines = int(info_from(ev, POOL_TARGET))
+        if name[:1] not in _FIRST_CHARS:
+            return None  # every tracing line comes here: most are of no rule below
         if name == POOL_FREED:
             self._freed += 1
             gib = _size_gib(ev.fields.get("freed_gib"))

@@ -203,25 +203,36 @@ class RestartWatch:
     # -- signs --------------------------------------------------------------------------------
 
     def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
-        out: list[ProverEvent] = []
-        if ev.kind == "tracing":
-            if ev.name in (DAEMON_STARTING, ENGINE_STARTING):
-                out += self._sign(ev.t_wall_s, f"{START_LINE_SIGN} '{ev.name}'")
-                run = self._run
-                if run is not None and ev.name == ENGINE_STARTING:
-                    run.engine_s = ev.t_wall_s
-                self._seen_run = True
-            elif ev.name == SIGINT:
-                self._sigint = True
-            if not self._info_seen and ev.level == "INFO":
-                self._info_seen = True
-        out += self._cost_parts(ev)
-        if ev.kind == "timeline":
+        kind = ev.kind
+        if kind == "timeline":
+            # Every log event goes through here (each worker of a split report feeds a day's
+            # ~6 M): between a run's first GPU work and the next restart a TIMELINE line only
+            # moves the marks below.
+            out = self._cost_parts(ev) if self._run is not None else []
+            if ev.name == "GPU_END":
+                self._last_gpu_end_s = ev.t_wall_s
             # Work was done: a start line from now on starts another run. (The lines a start
             # writes before its engine's, config and budget, do not count.)
             self._seen_run = True
-        if ev.kind in ("tracing", "timeline"):
             self._last_line_s = ev.t_wall_s
+            return out
+        if kind != "tracing":
+            return []
+        out = []
+        name = ev.name
+        if name in (DAEMON_STARTING, ENGINE_STARTING):
+            out += self._sign(ev.t_wall_s, f"{START_LINE_SIGN} '{name}'")
+            run = self._run
+            if run is not None and name == ENGINE_STARTING:
+                run.engine_s = ev.t_wall_s
+            self._seen_run = True
+        elif name == SIGINT:
+            self._sigint = True
+        if not self._info_seen and ev.level == "INFO":
+            self._info_seen = True
+        if self._run is not None:
+            out += self._cost_parts(ev)
+        self._last_line_s = ev.t_wall_s
         return out
 
     def feed_status(self, st: ProverStatus) -> list[ProverEvent]:
@@ -320,9 +331,9 @@ class RestartWatch:
     # -- its cost -----------------------------------------------------------------------------
 
     def _cost_parts(self, ev: LogEvent) -> list[ProverEvent]:
+        """The parts of the open run's cost this event marks (a run is open: `feed_log`), and
+        its cost at the run's first GPU work."""
         run = self._run
-        if ev.kind == "timeline" and ev.name == "GPU_END":
-            self._last_gpu_end_s = ev.t_wall_s
         if run is None:
             return []
         t, name = ev.t_wall_s, ev.name

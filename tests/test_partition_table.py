@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from parsed_logs import events_of_lines
 
 from gapwatch.base import sorted_spool
 from gapwatch.core.config import DetectorConfig
@@ -23,7 +24,12 @@ from gapwatch.core.models import (
 )
 from gapwatch.cuzk import partition_table
 from gapwatch.cuzk.log_lines import PARTITION_KIND
-from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder, derive_timeline
+from gapwatch.cuzk.partitions import (
+    RunTimeline,
+    TimelineBuilder,
+    derive_timeline,
+    timeline_event,
+)
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.detect import detect_records
 
@@ -245,3 +251,45 @@ def test_a_log_naming_one_partition_forever_takes_no_more_memory_than_naming_it_
     (row,) = run.partitions
     assert (row.gpu_start_s, row.gpu_end_s, row.timeline_gpu_ms, row.worker) == (
         15_999.0, 15_998.0, 15_998, 15_999 % 7)
+
+
+def test_a_snapdeals_first_wave_after_a_poreps_is_marked_in_the_table() -> None:
+    # The capacity hints are one per circuit type (pipeline.rs:181-204): a SnapDeals job's first
+    # partitions, hours after the PoRep ones in the same run, are unhinted and unpinned too.
+    # Before, the mark ended at the run's first SYNTH_END of any type, so they were not marked.
+    # Each job's kind is its dispatch line's (engine.rs:2261-2265, 2415-2419), else /status's.
+    dispatch = ("2026-05-12T{}.000000Z  INFO cuzk_core::engine: dispatching per-partition {}"
+                "synthesis (budget-gated) job_id={} num_partitions=2 budget_available_gib=300")
+
+    def job(job_id: str, start_ms: int) -> list[str]:
+        return [f"TIMELINE,{start_ms + i},SYNTH_START,{job_id},partition={i}" for i in (0, 1)] + [
+            f"TIMELINE,{start_ms + 30_000 + i},SYNTH_END,{job_id},partition={i},synth_ms=29000"
+            for i in (0, 1)] + [
+            f"TIMELINE,{start_ms + 31_000 + 4_000 * i},{edge},{job_id},worker=0,partition={i}"
+            for i in (0, 1) for edge in ("GPU_START", "GPU_END")]
+
+    lines = ["2026-05-12T14:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine "
+             "pipeline_enabled=true",
+             dispatch.format("14:00:00", "", "porep-1"), *job("porep-1", 1_000),
+             dispatch.format("14:01:00", "", "porep-2"), *job("porep-2", 60_100),
+             dispatch.format("17:00:00", "SnapDeals ", "snap-1"), *job("snap-1", 10_800_100),
+             dispatch.format("17:01:00", "SnapDeals ", "snap-2"), *job("snap-2", 10_860_100)]
+    run = derive_timeline(events_of_lines(lines))
+    marked = {(p.job_id, p.partition): p.first_wave for p in run.partitions}
+    assert marked == {("porep-1", 0): True, ("porep-1", 1): True,
+                      ("porep-2", 0): False, ("porep-2", 1): False,
+                      ("snap-1", 0): True, ("snap-1", 1): True,
+                      ("snap-2", 0): False, ("snap-2", 1): False}
+    # A log at `warn` has no dispatch line: the job kinds of /status, polled as each job
+    # starts, say the same.
+    kinds = {"porep-1": "porep-c2", "porep-2": "porep-c2", "snap-1": "snap-update",
+             "snap-2": "snap-update"}
+    builder = TimelineBuilder()
+    for ev in events_of_lines([text for text in lines if "dispatching" not in text]):
+        if ev.name == "SYNTH_START" and ev.partition == 0 and ev.job_id in kinds:
+            builder.add_status(ProverStatus("127.0.0.1:9821", 0, ev.t_wall_s, 1.0, 5.0, {}, [],
+                                            0, 0, 0, 0, job_kinds={ev.job_id: kinds[ev.job_id]}))
+        slim = timeline_event(ev)
+        if slim is not None:
+            builder.add(slim)
+    assert {(p.job_id, p.partition): p.first_wave for p in builder.finish().partitions} == marked

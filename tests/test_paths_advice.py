@@ -9,14 +9,16 @@ import json
 import re
 from pathlib import Path
 
+from msgspec.structs import replace
 from parsed_logs import events_of_lines
 
-from gapwatch.core.evidence_types import EventEvidence
-from gapwatch.core.models import Gap
+from gapwatch.core.evidence_types import CopiesEvidence, EventEvidence
+from gapwatch.core.models import Gap, ProverStatus
+from gapwatch.core.units import GIB
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise, stall_of
 from gapwatch.cuzk.errors import error_event
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
-from gapwatch.cuzk.pipeline import PipelineFacts, PipelineView
+from gapwatch.cuzk.pipeline import OVER_BUDGET_MARK, PipelineFacts, PipelineView
 from gapwatch.cuzk.settings import SettingsSeen, advised_change, changes
 from gapwatch.logs.parse import LogParser
 
@@ -424,3 +426,184 @@ def test_a_request_over_the_whole_budget_is_a_prover_error_event() -> None:
     said = error_event(ev)
     assert said is not None and said.level == "error"
     assert "a 30 GiB budget request exceeds cuzk's 20 GiB total budget" in said.message
+
+
+def _snapshot(t_s: float, uptime_s: float, total_gib: int = 120) -> ProverStatus:
+    """A `/status` answer at `t_s`: cuzk up `uptime_s`, its budget `total_gib`."""
+    return ProverStatus("127.0.0.1:9821", int(t_s * 1e9), t_s, 1.0, uptime_s, {}, [], 0, 0, 0,
+                        0, memory_total_bytes=total_gib * GIB)
+
+
+def test_a_request_over_the_budget_is_let_go_when_status_shows_its_process_gone() -> None:
+    # A log kept at `warn` (RUST_LOG=warn, main.rs:54-61) has no start line: before, once read,
+    # the request explained every later host_stall gap for ever. Its process ending shows in
+    # /status: uptime going back (status.rs counts it from the tracker's creation), or a budget
+    # total other than the one that refused it (memory.rs: `MemoryBudget::new` sets the total,
+    # nothing changes it: another total is another process).
+    t0 = 1_778_594_400.0
+    over = line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120)
+    facts = _pipeline_facts([over])
+    facts.feed_status(_snapshot(t0 + 5.0, 500.0))
+    assert facts.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").cause == "waits_on_budget"
+    facts.feed_status(_snapshot(t0 + 60.0, 4.0))  # cuzk started again at t0 + 56
+    assert facts.log_view(0, t0 + 90.0, t0 + 91.0, "host_stall").cause is None
+    # The operator raised the budget and cuzk came back between two polls of another poller:
+    # the first snapshot read already says another total.
+    raised = _pipeline_facts([over])
+    raised.feed_status(_snapshot(t0 + 60.0, 4.0, total_gib=200))
+    assert raised.log_view(0, t0 + 90.0, t0 + 91.0, "host_stall").cause is None
+    # A snapshot of the same total and a growing uptime: still the process that refused it.
+    same = _pipeline_facts([over])
+    same.feed_status(_snapshot(t0 + 60.0, 600.0))
+    assert same.log_view(0, t0 + 90.0, t0 + 91.0, "host_stall").cause == "waits_on_budget"
+
+
+def test_a_request_over_the_budget_is_let_go_at_a_budget_line_of_another_total() -> None:
+    # With DEBUG lines on (RUST_LOG=cuzk_core::memory=debug), every grant and wait says the
+    # total: one granted of another total is another process, the request gone with the old.
+    t0 = 1_778_594_400.0
+    facts = _pipeline_facts([
+        line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120),
+        "2026-05-12T14:00:30.000000Z DEBUG cuzk_core::memory: budget acquired amount_gib=136 "
+        "used_gib=136 total_gib=200"])
+    assert facts.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").cause is None
+
+
+def test_a_request_over_the_budget_that_nothing_could_show_gone_says_so() -> None:
+    # Nothing read could show a restart (no INFO line, no /status uptime): the request may be
+    # gone, and its words say so rather than claim the idle hours later.
+    t0 = 1_778_594_400.0
+    view = _pipeline_facts([line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120)]).log_view(
+        0, t0 + 7200.0, t0 + 7201.0, "host_stall")
+    assert view.cause == "waits_on_budget"
+    assert any("nothing read could show a restart of cuzk" in e for e in view.evidence)
+    # With INFO lines in the log, a restart's start line would have shown: not said.
+    seen = _pipeline_facts([ENGINE, line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120)])
+    assert not any("could show a restart" in e
+                   for e in seen.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").evidence)
+
+
+def test_with_debug_lines_on_the_requests_own_waits_keep_its_words() -> None:
+    # memory.rs:230-236: the acquire over the total logs `waiting for budget` (DEBUG) at every
+    # wake-up, its needed_gib over total_gib. Before, the latest wait being one of those, the
+    # gap read as an ordinary budget wait: "raise total_budget", not "above 136 GiB".
+    t0 = 1_778_594_400.0
+    wait = ("2026-05-12T14:00:{:09.6f}Z DEBUG cuzk_core::memory: waiting for budget (acquire "
+            "blocked) needed_gib=136 available_gib=90 total_gib=120")
+    facts = _pipeline_facts([ENGINE, line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120),
+                             wait.format(1.0), wait.format(39.5)])
+    view = facts.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall")
+    assert view.cause == "waits_on_budget"
+    assert OVER_BUDGET_MARK in view.evidence[0]
+    gap = _gap(cause="waits_on_budget", evidence=view.evidence, start_s=t0 + 40.0)
+    (a, _batch) = advise([gap], facts.view()).advice
+    assert a.change.startswith("raise it above 136 GiB, the request's size")
+    # Its WARN before the log began: a wait over the whole total is such a request all the same.
+    late = _pipeline_facts([ENGINE, wait.format(39.5)])
+    assert OVER_BUDGET_MARK in late.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").evidence[0]
+    # An ordinary wait (needed within the total) keeps its own words.
+    ordinary = _pipeline_facts([ENGINE, wait.format(39.5).replace("needed_gib=136",
+                                                                 "needed_gib=14")])
+    (said,) = ordinary.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").evidence
+    assert OVER_BUDGET_MARK not in said and "needed_gib=14" in said
+
+
+def test_a_partitions_request_over_the_budget_blocks_every_partition_whatever_the_concurrency(
+        ) -> None:
+    # engine.rs:1478, 1623-1628: one dispatcher acquires each partition's budget (PoRep
+    # 14 GiB, SnapDeals 9 GiB) before a synthesis worker takes it, whatever synthesis_concurrency
+    # (which spawns batch tasks, engine.rs:1927-1971): a partition's request over the total holds
+    # every partition of every job. Before, the words tied the block to synthesis_concurrency = 1.
+    t0 = 1_778_594_400.0
+    small = _pipeline_facts([ENGINE, line(OVER_BUDGET, 1.0, amount_gib=14, total_gib=12)])
+    (said,) = small.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").evidence
+    assert "single partition dispatcher waits on it" in said
+    assert "every partition of every job behind it, whatever [pipeline] synthesis_concurrency" \
+        in said
+    (a,) = advise([_gap(cause="waits_on_budget", evidence=[said], start_s=t0 + 40.0)],
+                  small.view()).advice
+    assert "whatever [pipeline] synthesis_concurrency" in a.why and "1623-1628" in a.source
+    # A job's own request (in its batch task's span; INFO spans): that job, and at
+    # synthesis_concurrency 1 every later one, its task awaited inline.
+    batch = line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120).replace(
+        " WARN cuzk_core", " WARN synth_batch_full{batch_size=2 proof_kind=porep-c2}: cuzk_core")
+    (job,) = _pipeline_facts([ENGINE, batch]).log_view(
+        0, t0 + 40.0, t0 + 41.0, "host_stall").evidence
+    assert "span synth_batch_full proof_kind=porep-c2" in job and "dispatcher" not in job
+    assert "with [pipeline] synthesis_concurrency = 1 (the default) every later job too" in job
+
+
+def _pageable_gap(clock: str) -> Gap:
+    """A starved gap at `clock` whose copies the copy trace saw come from pageable memory, no
+    log line on it: its stall is `pageable_copies` whether or not a first wave holds it."""
+    return replace(_gap(kind="pcie_starved", start_s=_wall(clock)),
+                   copies=CopiesEvidence(memory_kind="pageable"))
+
+
+def test_pageable_copies_are_a_first_waves_by_their_gaps_as_a_whole_not_the_latest() -> None:
+    # Judged by the latest gap alone, three gaps long after run 1's wave read as a first wave
+    # (no setting, "repeats after every restart") because the fourth fell in run 2's; and three
+    # in run 1's wave read as pinned partitions because the fourth came later.
+    lines = [at("14:00:00", ENGINE), *first_wave(("14:00:01", "14:00:02", "14:00:31", "14:00:33")),
+             at("15:00:00", ENGINE), *first_wave(("15:00:01", "15:00:02", "15:00:30", "15:00:34"))]
+    facts, view = read(lines)
+    rules = lambda s, g: path_rule(s, g, facts)  # noqa: E731
+    mostly_after = [_pageable_gap(c) for c in ("14:20:00", "14:30:00", "14:40:00", "15:00:20")]
+    (n,) = advise(mostly_after, view, rules=rules).no_setting
+    assert n.stall == "pageable_copies" and n.gaps == 4
+    assert "first wave of" not in n.why and "MSM scalars" in n.why
+    assert "(but 1 of 4 gap(s), in a first wave: unpinned by design, no setting)" in n.why
+    mostly_in = [_pageable_gap(c) for c in ("14:00:05", "14:00:10", "14:00:20", "14:40:00")]
+    (m,) = advise(mostly_in, view, rules=rules).no_setting
+    assert m.why.startswith("3 of 4 gap(s) in a first wave: first wave of porep-32g of the run "
+                            "started at 14:00:00")
+    # All in waves: the wave's words alone, as before.
+    (w,) = advise(mostly_in[:3], view, rules=rules).no_setting
+    assert w.why.startswith("first wave of porep-32g")
+
+
+def test_a_snapdeals_batch_is_told_its_own_budget_not_a_porep_batchs() -> None:
+    # engine.rs:2644-2648: a PoRep batch of 2+ acquires POREP_BATCH_FULL_BYTES (136 GiB,
+    # memory.rs:41), any other batch its kind's proof_kind_full_bytes: a SnapDeals batch one
+    # partition's SNAP_PARTITION_FULL_BYTES (9 GiB, memory.rs:53) for the whole batch. Before,
+    # every batch's words said 136 GiB.
+    dispatcher = line("synthesis dispatcher started (budget-gated)", 0.1, max_batch_size=2)
+    facts = facts_of([ENGINE, dispatcher,
+                      timeline(5000, "SYNTH_START", "snap-1000-7", "kind=snap-update")])
+    gap = _gap(cause="monolithic", evidence=[
+        "snap-update job snap-1000-7 synthesising during the gap (TIMELINE SYNTH_START "
+        "kind=snap-update): monolithic work /status never lists"])
+    for rules in (lambda s, g: path_rule(s, g, facts), None):  # the report's, the dashboard's
+        (a,) = advise([gap], PipelineView(), rules=rules).advice
+        assert a.setting == "[scheduler] max_batch_size"
+        assert "a batch of 2+ SnapDeals requests" in a.why
+        assert "acquiring a 9 GiB (one partition's, for the whole batch) budget" in a.why
+        assert "136" not in a.why and "memory.rs:41, 53" in a.source
+    # Pageable copies while the log shows only SnapDeals batches: the same words, a guess.
+    (b,) = advise([_gap(kind="pcie_starved", warnings=("unpinned",))], PipelineView(),
+                  rules=lambda s, g: path_rule(s, g, facts)).advice
+    assert b.guess and "9 GiB" in b.why and "136" not in b.why
+    assert facts.batch_kinds == ("snap-update",)
+    # A PoRep batch's: 136 GiB; both kinds in the log: each its own.
+    porep = _gap(cause="monolithic", evidence=["porep-c2 job porep-1000-7 on the GPU"])
+    (c,) = advise([porep], PipelineView()).advice
+    assert "2+ PoRep requests" in c.why and "acquiring a 136 GiB budget" in c.why
+    both = facts_of([ENGINE, dispatcher,
+                     timeline(5000, "SYNTH_START", "porep-1000-7", "kind=porep-c2"),
+                     timeline(6000, "SYNTH_START", "snap-1000-7", "kind=snap-update")])
+    (d,) = advise([_gap(kind="pcie_starved", warnings=("unpinned",))], PipelineView(),
+                  rules=lambda s, g: path_rule(s, g, both)).advice
+    assert ("a budget of 136 GiB for a PoRep batch, 9 GiB (one partition's, for the whole "
+            "batch) for a SnapDeals batch") in d.why
+
+
+def test_every_setting_compare_shows_names_its_section() -> None:
+    # `gapwatch compare` showed `synthesis_concurrency` alone: an operator looks for it under
+    # [pipeline] (config.rs:285-286, cuzk.example.toml:151).
+    seen = SettingsSeen()
+    for ev in events_of_lines([line("synthesis dispatcher started (budget-gated)", 0.1,
+                                    synthesis_concurrency=2)]):
+        seen.feed_log(ev)
+    values = seen.result().values
+    assert values["[pipeline] synthesis_concurrency"] == "2"
+    assert "synthesis_concurrency" not in values

@@ -44,10 +44,13 @@ from gapwatch.core import fmt
 from gapwatch.core.evidence_types import ProverState, known
 from gapwatch.core.models import Gap
 from gapwatch.core.payoff import IfClosed
+from gapwatch.core.units import GIB
 from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
 from gapwatch.cuzk.pipeline import (
+    BATCH_BYTES_BY_KIND,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     OVER_BUDGET_MARK,
+    POREP_BATCH_FULL_BYTES,
     POREP_PARTITION_FULL_BYTES,
     OverBudget,
     PipelineView,
@@ -138,13 +141,36 @@ Found = tuple[list[tuple[str, str, str, str]], bool, str, list[str]]
 #: Monolithic job kinds that are batches of partitioned proofs (`[scheduler] max_batch_size >
 #: 1`), as TIMELINE's `SYNTH_START kind=` names them and a gap's evidence quotes them.
 BATCH_KINDS = ("porep-c2", "snap-update")
-BATCH_SETTING = (
-    "[scheduler] max_batch_size", "1 (the default)",
-    "a batch of 2+ PoRep or SnapDeals requests is proved as one monolithic job: synthesised "
-    "with no pinned pool (a/b/c pageable, copied at 1-4 GB/s), with a 136 GiB budget, invisible "
-    "to /status; with 1 every request takes the partitioned, pinned pipeline",
-    "extern/cuzk/cuzk-core/src/engine.rs:2053, 2672-2680; pipeline.rs:1632; "
-    "extern/cuzk/cuzk.example.toml:97-100")
+#: Each batch kind as the words name it.
+_BATCH_NAMES = {"porep-c2": "PoRep", "snap-update": "SnapDeals"}
+
+
+def _batch_budget(kind: str) -> str:
+    """A batch kind's budget in words: `136 GiB`; a SnapDeals batch's one partition's 9 GiB
+    said as such (it is the whole batch's)."""
+    gib = f"{BATCH_BYTES_BY_KIND[kind] // GIB} GiB"
+    return gib if kind == "porep-c2" else f"{gib} (one partition's, for the whole batch)"
+
+
+def batch_setting(kinds: Iterable[str] = ()) -> tuple[str, str, str, str]:
+    """`[scheduler] max_batch_size = 1`, its words naming the budget of the batches `kinds`
+    names (`BATCH_KINDS`; none: both), each its own (engine.rs:2644-2648: a PoRep batch
+    acquires 136 GiB, a SnapDeals batch its kind's partition size, 9 GiB)."""
+    which = [k for k in BATCH_KINDS if k in set(kinds)] or list(BATCH_KINDS)
+    names = " or ".join(_BATCH_NAMES[k] for k in which)
+    if len(which) == 1:
+        budget = f"acquiring a {_batch_budget(which[0])} budget"
+    else:
+        budget = "acquiring a budget of " + ", ".join(
+            f"{_batch_budget(k)} for a {_BATCH_NAMES[k]} batch" for k in which)
+    return (
+        "[scheduler] max_batch_size", "1 (the default)",
+        f"a batch of 2+ {names} requests is proved as one monolithic job: synthesised with no "
+        f"pinned pool (a/b/c pageable, copied at 1-4 GB/s), {budget}, invisible to /status; "
+        "with 1 every request takes the partitioned, pinned pipeline",
+        "extern/cuzk/cuzk-core/src/engine.rs:2053, 2672-2680; pipeline.rs:1632; "
+        "extern/cuzk/cuzk.example.toml:97-100; the budget: engine.rs:2644-2648, "
+        "memory.rs:41, 53")
 
 
 #: PoSt job kinds, as a gap's evidence quotes them (`window-post job ...`).
@@ -162,6 +188,12 @@ def kinds_in(g: Gap) -> set[str]:
     return {k for k in (*BATCH_KINDS, *POST_KINDS) if f"{k} job" in text}
 
 
+#: The stalls whose gaps may be a first wave's, though `stall_of` did not call them one (their
+#: copies pageable, no `is_pinned=false` line on them): the paths' rule asks how many are
+#: (`StallGaps.moments`).
+WAVE_JUDGED = frozenset(("pageable_copies", "slow_copies"))
+
+
 @dataclass(slots=True)
 class StallGaps:
     """The gaps of one stall as the advice reads them, taken one at a time in start order
@@ -174,6 +206,10 @@ class StallGaps:
     #: has ~330,000 gaps; what a report holds grows with the recording only by these).
     durations: array[float] = field(default_factory=lambda: array("d"))
     ids: array[int] = field(default_factory=lambda: array("q"))
+    #: Of a stall judged by first waves (`WAVE_JUDGED`), each gap's moment in first-wave terms
+    #: (`gap_moment`), in the same order, 8 bytes more a gap: whether the gaps as a whole are a
+    #: first wave's is asked of all of them (`gapwatch.cuzk.paths`), not of the latest alone.
+    moments: array[float] = field(default_factory=lambda: array("d"))
     #: The last gap taken (its evidence is cited).
     latest: Gap | None = None
     #: Of them, those still open (live only: their idle time is so far).
@@ -208,6 +244,8 @@ class StallGaps:
     def add(self, g: Gap) -> None:
         self.durations.append(g.duration_s)
         self.ids.append(g.gap_id)
+        if self.stall in WAVE_JUDGED:
+            self.moments.append(gap_moment(g))
         self.latest = g
         self.open += g.is_open
         self.with_cause += g.prover_cause is not None
@@ -494,10 +532,6 @@ def _for_waits_on_synthesis(gaps: StallGaps, pipeline: PipelineView) -> _Found |
     return settings, guess, why, []
 
 
-#: memory.rs:41 `POREP_BATCH_FULL_BYTES`: what a PoRep batch of 2+ acquires (engine.rs:2644-2647).
-POREP_BATCH_GIB = 136
-
-
 def _for_waits_on_budget(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     over = pipeline.over_budget
     if over is not None and gaps.over_budget:
@@ -523,13 +557,12 @@ def _for_over_budget(over: OverBudget) -> _Found:
     settings = [("[memory] total_budget", f"{need} (or, with \"auto\", lower safety_margin), "
                  "if the host has the RAM",
                  "acquire loops until used + amount fits the total, which never holds for a "
-                 "request over the total (memory.rs:187-236): the job waits until cuzk "
-                 "restarts, and with [pipeline] synthesis_concurrency = 1 (the default) every "
-                 "dispatch behind it too (engine.rs:1927-1938)",
-                 "extern/cuzk/cuzk-core/src/memory.rs:187-236, engine.rs:1927-1938, "
-                 "cuzk.example.toml")]
-    if over.amount_gib is not None and over.amount_gib >= POREP_BATCH_GIB:
-        settings.append(BATCH_SETTING)  # a 136 GiB request is a PoRep batch's
+                 "request over the total (memory.rs:187-236), so it waits until cuzk restarts: "
+                 f"{over.blocks()}",
+                 "extern/cuzk/cuzk-core/src/memory.rs:187-236, engine.rs:1478, 1623-1628, "
+                 "1927-1971, cuzk.example.toml")]
+    if over.amount_gib is not None and over.amount_gib >= POREP_BATCH_FULL_BYTES // GIB:
+        settings.append(batch_setting(["porep-c2"]))  # a 136 GiB request is a PoRep batch's
     return settings, False, "", []
 
 
@@ -651,7 +684,7 @@ def _for_monolithic(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
                 ["the log's 'starting cuzk engine' says pipeline_enabled=false"])
     batched = gaps.batched
     if batched:
-        return ([BATCH_SETTING], False, "",
+        return ([batch_setting(gaps.kinds)], False, "",
                 [f"{batched} of {len(gaps)} gap(s) during a batch job (TIMELINE "
                  "SYNTH_START kind=porep-c2 or snap-update, no partition)"])
     return ("PoSt proofs (WindowPoSt, WinningPoSt) are monolithic and unpinned by design "

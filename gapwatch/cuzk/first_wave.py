@@ -3,7 +3,8 @@
 Who calls it: `gapwatch.cuzk.pipeline.PipelineFacts` (its view's `first_waves`, which
 `gapwatch.cuzk.advice.stall_of` reads) and `gapwatch.cuzk.paths.PathsSeen` (`PathFacts`), each
 feeding every tracing line; both ask `wave_of` whether a gap falls in a wave and say it with
-`wave_words`. Pure, bounded (`MAX_WAVES`).
+`wave_words`; the paths ask `in_waves` how many of a stall's gaps do (judged as a whole).
+Pure, bounded (`MAX_WAVES`).
 
 Upstream (curio e0294b0f, cuzk unchanged since 2026-05-05), `cuzk-core/src/pipeline.rs`:
 - one hint per circuit type, process statics (`OnceLock`): PoRep 32G/64G share one, SnapDeals
@@ -23,7 +24,10 @@ Upstream (curio e0294b0f, cuzk unchanged since 2026-05-05), `cuzk-core/src/pipel
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gapwatch.core import fmt
@@ -176,6 +180,30 @@ def wave_of(waves: tuple[FirstWave, ...], t_s: float | None) -> FirstWave | None
         if wave.holds(t_s):
             return wave
     return None
+
+
+def in_waves(waves: tuple[FirstWave, ...], moments: Iterable[float]
+             ) -> tuple[int, float | None]:
+    """How many of `moments` some wave's window holds (as `wave_of` would find), and the latest
+    such moment (None: none). Each moment is looked up in the windows' union, sorted, so a
+    day's gaps against the kept waves take a bisection each, not a pass over every wave."""
+    spans = sorted((w.start_s, math.inf if w.end_s is None else w.end_s) for w in waves)
+    starts: list[float] = []
+    ends: list[float] = []
+    for start, end in spans:
+        if ends and start <= ends[-1]:
+            ends[-1] = max(ends[-1], end)
+        else:
+            starts.append(start)
+            ends.append(end)
+    count, latest = 0, None
+    for t in moments:
+        i = bisect_right(starts, t) - 1
+        if i >= 0 and t <= ends[i]:
+            count += 1
+            if latest is None or t > latest:
+                latest = t
+    return count, latest
 
 
 def wave_words(wave: FirstWave | None, unhinted: int) -> str:

@@ -107,8 +107,10 @@ class PartitionTiming:
     #: A monolithic job's proof kind (TIMELINE `SYNTH_START kind=...`: PoSt, a batch), None for
     #: a partition. cuzk never pins a monolithic job's a/b/c (pipeline.rs:3015, 3210).
     kind: str | None = None
-    #: Its synthesis started before the run's first synthesis ended: no capacity hint existed
-    #: yet, so it was synthesised unpinned (pipeline.rs:176-230), the first wave after a start.
+    #: Its synthesis started before the first synthesis of its circuit type (its job's proof
+    #: kind) in its run ended: no capacity hint of that type existed yet, so it was synthesised
+    #: unpinned (pipeline.rs:181-204, 270-275), a first wave, one per run and circuit type (a
+    #: SnapDeals one may come hours after PoRep's; `partitions.TimelineBuilder` marks it).
     first_wave: bool = False
 
     @property

@@ -141,6 +141,8 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
             or (kind == "tracing" and (e.name in (PROVE_START_MESSAGE, RUN_START)
                                        or e.name.startswith(_GPUS_SAID)))):
         return replace(e, raw="", job_id=job)
+    if kind == "tracing" and e.name in DISPATCH_KINDS:  # its job's kind: its job id alone
+        return replace(e, raw="", fields={}, job_id=job)
     if e.warning == "unpinned":
         return replace(e, raw="", fields={}, job_id=job)
     return None
@@ -207,6 +209,15 @@ def _keep(table: dict[_K, _V], key: _K, value: _V) -> None:
     table[key] = value
 
 
+#: The INFO line a partitioned job's dispatch writes before its partitions start, and the
+#: proof kind it says (engine.rs:2261-2265 PoRep, 2415-2419 SnapDeals); `/status` names a job's
+#: kind too (`ProverStatus.job_kinds`). A first wave is a circuit type's (`FIRST_WAVE`).
+DISPATCH_KINDS: Final = {
+    "dispatching per-partition synthesis (budget-gated)": "porep-c2",
+    "dispatching per-partition SnapDeals synthesis (budget-gated)": "snap-update",
+}
+
+
 def _part(partition: int | None, worker: int | None) -> Part:
     """A row's key part: its partition, or its worker for a monolithic job."""
     return partition if partition is not None else ("w", worker)
@@ -221,10 +232,15 @@ class TimelineBuilder:
     def __init__(self) -> None:
         self._ops = PartitionOps()
         #: The daemon's run (1, 2 after the first `starting cuzk engine` that follows work),
-        #: whether the run has seen work yet, and whether its first synthesis has ended.
+        #: whether the run has seen work yet, and the proof kinds whose first synthesis in the
+        #: run has ended (None: of a partition whose job's kind is not known). The capacity
+        #: hints are one per circuit type, process statics (pipeline.rs:181-204): a SnapDeals
+        #: wave hours after PoRep's is a first wave too (`gapwatch.cuzk.first_wave`).
         self._run = 1
         self._run_busy = False
-        self._wave_over = False
+        self._waves_over: set[str | None] = set()
+        #: (run, job) -> a partitioned job's proof kind (`DISPATCH_KINDS`, `/status`).
+        self._job_kind: dict[tuple[int, str | None], str] = {}
         #: Each worker's job as of its latest GPU_START: the job of a lock region that names
         #: only its worker (the region ends before its partition's GPU_END).
         self._worker_job: dict[tuple[int, int], str | None] = {}
@@ -247,7 +263,7 @@ class TimelineBuilder:
         if self._run_busy:
             self._run += 1
         self._run_busy = False
-        self._wave_over = False
+        self._waves_over = set()
 
     def _gpus_named(self, e: LogEvent) -> None:
         """Lock attribution from the C++ lines holds on one GPU only, as the parser's does
@@ -269,12 +285,28 @@ class TimelineBuilder:
 
     def _synth_start(self, e: LogEvent) -> None:
         if e.partition is not None:
-            if not self._wave_over:
+            # In its kind's first wave while no synthesis of that kind has ended in this run
+            # (the first to end caches the hint, pipeline.rs:214-238, 355).
+            if self._job_kind.get((self._run, e.job_id)) not in self._waves_over:
                 self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, FIRST_WAVE)
             return
         kind = e.fields.get("kind")
         if isinstance(kind, str):  # a monolithic job: its row is made at GPU_START
             _keep(self._mono_kind, (self._run, e.job_id), kind)
+
+    def _synth_end(self, e: LogEvent) -> None:
+        """A synthesis ended: its kind's hint is cached (every synthesis caches it,
+        pipeline.rs:355; a batch's too, its circuit type's), so its kind's first wave is over.
+        Any partition's ending also ends the wave of the partitions whose job's kind is not
+        known: for want of their kinds, the first partition to end does (the rule before kinds
+        were read); a monolithic job's does not (PoSt has hints of its own)."""
+        if e.partition is None:
+            mono = self._mono_kind.get((self._run, e.job_id))
+            if mono is not None:
+                self._waves_over.add(mono)
+            return
+        self._waves_over.add(self._job_kind.get((self._run, e.job_id)))
+        self._waves_over.add(None)
 
     def _gpu_edge(self, e: LogEvent) -> None:
         """A partition's (or a monolithic job's) GPU_START or GPU_END."""
@@ -304,6 +336,8 @@ class TimelineBuilder:
         if kind == "tracing" and name == RUN_START:
             self._new_run()
             return
+        if kind == "tracing" and name in DISPATCH_KINDS:
+            _keep(self._job_kind, (self._run, e.job_id), DISPATCH_KINDS[name])
         if kind == "timeline":
             self._run_busy = True
         if kind == "timeline" and name == "SYNTH_START":
@@ -311,7 +345,7 @@ class TimelineBuilder:
         elif kind == "timeline" and name in ("GPU_START", "GPU_END"):
             self._gpu_edge(e)
         elif kind == "timeline" and name == "SYNTH_END":
-            self._wave_over = True
+            self._synth_end(e)
             ms = count_field(e.fields.get("synth_ms"))
             self._negative += _negatives(e.fields, ("synth_ms",))
             if ms is not None:
@@ -347,6 +381,9 @@ class TimelineBuilder:
         on_worker = {(w.job_id, w.partition): w for w in st.workers
                      if w.state == "proving" and w.job_id is not None}
         t = st.t_wall_s
+        for job, job_kind in st.job_kinds.items():
+            if self._job_kind.get((self._run, job)) != job_kind:
+                _keep(self._job_kind, (self._run, job), job_kind)
         add = self._ops.add_news
         for p in st.partitions:
             w = on_worker.get((p.job_id, p.index))

@@ -39,17 +39,18 @@ from dataclasses import dataclass
 from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.cuzk.advice import (
     BATCH_KINDS,
-    BATCH_SETTING,
     MAX_PENDING_SETTING,
     PIPELINE_OFF_STALLS,
     PIPELINE_SETTING,
     POST_KINDS,
     StallGaps,
+    batch_setting,
 )
 from gapwatch.cuzk.first_wave import (
     FirstWave,
     FirstWaves,
     gap_moment,
+    in_waves,
     wave_of,
     wave_words,
 )
@@ -90,6 +91,9 @@ class PathFacts:
     #: `synth_timeout_flush`, engine.rs:2012, 2150): each waited that long for its batch.
     timeout_flushes: int = 0
     batches: int = 0
+    #: The kinds of those batches (`BATCH_KINDS`), in the order first seen: each kind's batch
+    #: acquires its own budget (`gapwatch.cuzk.advice.batch_setting`).
+    batch_kinds: tuple[str, ...] = ()
     post_jobs: int = 0
     starts: int = 0
     #: `no capacity hint cached` lines, and every run's first wave of each circuit type,
@@ -121,6 +125,7 @@ class PathsSeen:
         self.max_batch_wait_ms: int | None = None
         self.timeout_flushes = 0
         self.batches = 0
+        self.batch_kinds: dict[str, None] = {}
         self.post_jobs = 0
         self.starts = 0
         self.waves = FirstWaves()
@@ -148,6 +153,7 @@ class PathsSeen:
             kind = ev.fields.get("kind")
             if kind in BATCH_KINDS and self.pipeline_enabled is not False:
                 self.batches += 1
+                self.batch_kinds[kind] = None
             elif kind in POST_KINDS:
                 self.post_jobs += 1
 
@@ -185,7 +191,8 @@ class PathsSeen:
         return PathFacts(
             log_seen=self.tracing > 0, pipeline_enabled=self.pipeline_enabled,
             max_batch_size=self.max_batch_size, max_batch_wait_ms=self.max_batch_wait_ms,
-            timeout_flushes=self.timeout_flushes, batches=self.batches, post_jobs=self.post_jobs,
+            timeout_flushes=self.timeout_flushes, batches=self.batches,
+            batch_kinds=tuple(self.batch_kinds), post_jobs=self.post_jobs,
             starts=self.starts, unhinted=self.waves.unhinted,
             first_waves=self.waves.waves(), validate_lines=self.validate,
             self_checks=self.self_checks,
@@ -273,7 +280,8 @@ def _monolithic(gaps: StallGaps, facts: PathFacts) -> Found | str | None:
     kinds = gaps.kinds
     batched = gaps.batched
     if batched or (facts.batches and not kinds & set(POST_KINDS)):
-        return [BATCH_SETTING], not batched, (
+        # The batches these gaps name, else those the log shows: each kind's own budget.
+        return [batch_setting((kinds & set(BATCH_KINDS)) or facts.batch_kinds)], not batched, (
             "" if batched else "these gaps name no batch job, but the log shows batches"), \
             _batch_evidence(facts, batched, len(gaps))
     return ("WinningPoSt and WindowPoSt are monolithic and unpinned by design in this cuzk "
@@ -300,29 +308,38 @@ def _pageable(gaps: StallGaps, facts: PathFacts) -> Found | str | None:
         return [PIPELINE_SETTING], False, "", [
             "the log's 'starting cuzk engine' says pipeline_enabled=false"]
     if facts.batches:
-        return [BATCH_SETTING], True, (
+        return [batch_setting(facts.batch_kinds)], True, (
             "cuzk's log shows batches and no pool failure: batched a/b/c are pageable; "
             "gapwatch did not tie these gaps to one batch"), _batch_evidence(facts, 0, len(gaps))
     if not facts.pipeline_info:
         # No INFO line of the pipeline (level "warn"): no first wave, no `is_pinned` could
         # show, so their absence proves nothing; the general advice stands.
         return None
-    wave = _latest_wave(gaps, facts)
-    if wave is not None:
-        return wave_words(wave, facts.unhinted)
+    # The gaps as a whole: most of them in first waves (of any run, any circuit type) are a
+    # first wave's stall, cited by the latest such gap's wave; else the rest's words stand,
+    # with how many were a wave's. (The latest gap alone gave a stall of hours after its
+    # waves a wave's words when a new run's wave took its last gap, and the reverse.)
+    n = len(gaps)
+    inside, latest_inside = in_waves(facts.first_waves, gaps.moments)
+    if inside * 2 > n:
+        words = wave_words(wave_of(facts.first_waves, latest_inside), facts.unhinted)
+        return words if inside == n else f"{inside} of {n} gap(s) in a first wave: {words}"
+    some = (f" (but {inside} of {n} gap(s), in a first wave: unpinned by design, no setting)"
+            if inside else "")
     if gaps.unpinned:
         return ("cuzk's log says these partitions were unpinned (is_pinned=false) with no pool "
                 "failure, no batch, the pipeline on and outside every run's first wave of each "
                 "circuit type: a path upstream's code does not take (pipeline.rs:273-308), so "
-                "no setting is known")
+                f"no setting is known{some}")
     return ("cuzk's log shows no pool failure, no batch, the pipeline on and no first wave "
             "then: its partitions are pinned; the pageable copies left are the MSM scalars and "
-            "bases cuzk keeps in heap memory (groth16_cuda.cu:1005-1031), which no setting pins")
+            "bases cuzk keeps in heap memory (groth16_cuda.cu:1005-1031), which no setting "
+            f"pins{some}")
 
 
 def _latest_wave(gaps: StallGaps, facts: PathFacts) -> FirstWave | None:
-    """The first wave (of any run, any circuit type) the latest of these gaps falls in: the
-    one whose evidence is cited. `stall_of` has already put each gap in a wave or not where
+    """The first wave (of any run, any circuit type) the latest of these first-wave gaps falls
+    in: the one whose evidence is cited. `stall_of` has already put each gap in a wave where
     the pipeline view held the waves; this reads the same windows from the paths' facts."""
     latest = gaps.latest
     return wave_of(facts.first_waves, gap_moment(latest)) if latest is not None else None

@@ -10,11 +10,16 @@ Every fact here is read from curio's source (main e0294b0f, 2026-08-20; cuzk's c
 since 2026-05-05), file by file (docs/cuzk-status.md lists them):
 
 - `memory.rs`: a partition's budget (PoRep 14 GiB, SnapDeals 9 GiB, WindowPoSt 14 GiB,
-  WinningPoSt 0.5 GiB); the budget wait (`waiting for budget (acquire blocked)`, DEBUG).
+  WinningPoSt 0.5 GiB), a batch's (PoRep 136 GiB); the budget wait (`waiting for budget
+  (acquire blocked)`, DEBUG, at every wake-up); a request over the whole total (its WARN) is
+  never granted, and the total is fixed for the process's life, so a budget figure of another
+  total is another process (`PipelineFacts._budget_total`).
 - `engine.rs`: `synth_worker_count = max(2, min(total_bytes / 14 GiB, max_parallel_synthesis))`
   (0 = 18), logged once in `starting pipeline: synthesis task + GPU workers (budget-gated)`;
-  the dispatcher acquires a partition's budget *before* a synthesis worker takes it, so a
-  partition waiting on the budget is still `pending`; the status tracker exists a few ms before
+  one dispatcher acquires each partition's budget *before* a synthesis worker takes it, so a
+  partition waiting on the budget is still `pending`, and a partition's request over the total
+  holds every partition whatever `synthesis_concurrency` (which spawns batch tasks,
+  `OverBudget.blocks`); the status tracker exists a few ms before
   the TIMELINE epoch; monolithic work (PoSt, `[pipeline] enabled = false`) is never registered in
   `/status`, only in TIMELINE (`SYNTH_START kind=...`, `GPU_QUEUE monolithic`, `GPU_PICKUP
   worker=W`, `GPU_END worker=W,gpu_ms=..`); the pacer's `pacer: status` line.
@@ -66,6 +71,8 @@ from gapwatch.cuzk.restarts import Restart, RestartWatch
 POREP_PARTITION_FULL_BYTES = 14 * GIB
 #: memory.rs: `SNAP_PARTITION_FULL_BYTES`, the smallest partition (status.rs divides by it).
 SNAP_PARTITION_FULL_BYTES = 9 * GIB
+#: memory.rs:41 `POREP_BATCH_FULL_BYTES`: what a PoRep batch of 2+ requests acquires.
+POREP_BATCH_FULL_BYTES = 136 * GIB
 #: memory.rs: the budget each proof kind's partition acquires (`proof_kind_full_bytes`), by the
 #: `proof_kind` string `/status` and TIMELINE carry (types.rs `ProofKind` Display).
 PARTITION_BYTES_BY_KIND: dict[str, int] = {
@@ -73,6 +80,14 @@ PARTITION_BYTES_BY_KIND: dict[str, int] = {
     "snap-update": SNAP_PARTITION_FULL_BYTES,
     "window-post": 14 * GIB,
     "winning-post": GIB // 2,
+}
+#: engine.rs:2644-2648: the budget a monolithic batch of 2+ requests acquires, by its proof
+#: kind (TIMELINE `SYNTH_START kind=`): a PoRep batch `POREP_BATCH_FULL_BYTES`, any other its
+#: kind's `proof_kind_full_bytes`, so a SnapDeals batch one SnapDeals partition's 9 GiB for the
+#: whole batch, however many requests it holds.
+BATCH_BYTES_BY_KIND: dict[str, int] = {
+    "porep-c2": POREP_BATCH_FULL_BYTES,
+    "snap-update": PARTITION_BYTES_BY_KIND["snap-update"],
 }
 #: engine.rs / config.rs: `[pipeline] max_parallel_synthesis`, 0 = this default.
 DEFAULT_MAX_PARALLEL_SYNTHESIS = 18
@@ -89,6 +104,8 @@ PACER_STATUS = "pacer: status"
 #: The pacer formats these with `format!()`, so tracing writes them as quoted strings.
 PACER_TEXT_NUMBERS = ("ema_waiting", "gpu_proc_ms", "gpu_eff_ms", "ema_synth_ms", "integral")
 BUDGET_WAIT = "waiting for budget (acquire blocked)"
+#: memory.rs:200-204 (DEBUG): a request granted, with the budget's `total_gib`.
+BUDGET_ACQUIRED = "budget acquired"
 #: memory.rs:187-192: WARN, then the acquire loops until used + amount <= total, which never
 #: holds for an amount over the total: the job waits until cuzk restarts.
 BUDGET_OVER = "acquire request exceeds total budget — will block until possible"
@@ -104,7 +121,8 @@ _POOL_PREFIXES = ("pinned pool", HOST_ALLOC_FAILED, NO_CAPACITY_HINT)
 #: Every other message `PipelineFacts._tracing` reads.
 _TRACING_MESSAGES = frozenset((
     POOL_INITIALIZED, STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, ENGINE_STARTING,
-    PACER_ENABLED, PACER_STATUS, BUDGET_WAIT, BUDGET_OVER, SRS_LOADING, SRS_LOADED, SRS_EVICTED))
+    PACER_ENABLED, PACER_STATUS, BUDGET_WAIT, BUDGET_OVER, BUDGET_ACQUIRED, SRS_LOADING,
+    SRS_LOADED, SRS_EVICTED))
 #: The kind of a panic message's event (the parser reads its lines as one: gapwatch.cuzk.panics).
 PANIC_KIND = "panic"
 #: The WARNs that are failures: a self-check that failed (prover.rs:261) and a budget request
@@ -315,31 +333,84 @@ class SrsLoad:
 #: The words `OverBudget.words` says it in, which a gap's evidence then carries (the advice
 #: reads them there: `gapwatch.cuzk.advice.StallGaps`).
 OVER_BUDGET_MARK = "can never be granted"
+#: The requests cuzk's single partition dispatcher makes (engine.rs:1623-1628: a PoRep or
+#: SnapDeals partition's `proof_kind_full_bytes`), in whole GiB as memory.rs:188-192 divides them.
+PARTITION_REQUEST_GIB = frozenset(PARTITION_BYTES_BY_KIND[k] // GIB
+                                  for k in ("porep-c2", "snap-update"))
+#: The spans a job's batch task runs in (engine.rs:1993-2099, `info_span!("synth_...")` around
+#: `process_batch`): a line in one was written by that job's task, not by the partition
+#: dispatcher (which runs in no span). INFO spans, so a log kept at `warn` names none.
+JOB_TASK_SPAN = "synth_"
+#: What a job's own request over the budget holds up (engine.rs:1927-1971): the dispatcher
+#: awaits `process_batch` inline at `synthesis_concurrency` 1, else spawns it holding one of N
+#: semaphore permits until it returns.
+_JOB_BLOCKS = ("that job waits, and with [pipeline] synthesis_concurrency = 1 (the default) "
+               "every later job too, its batch task being awaited inline; above 1 it holds one "
+               "of the N synthesis slots for good (engine.rs:1927-1971)")
 
 
 @dataclass(frozen=True, slots=True)
 class OverBudget:
-    """A budget request larger than cuzk's whole budget (`BUDGET_OVER`): it never fits, so the
-    job that made it (and, with `[pipeline] synthesis_concurrency = 1`, every dispatch behind
-    it, engine.rs:1927-1938) waits until cuzk restarts."""
+    """A budget request larger than cuzk's whole budget (`BUDGET_OVER`, or a wait line whose
+    `needed_gib` is over its `total_gib`): the acquire loops until used + amount fits the total,
+    which never holds, so it waits until cuzk's process ends (memory.rs:187-236). What waits
+    behind it depends on who asked (`blocks`)."""
 
     t_s: float
     #: The line's `amount_gib` and `total_gib` (whole GiB, as memory.rs divides them); None
     #: where the line did not give a number.
     amount_gib: float | None
     total_gib: float | None
+    #: The job task's span the line was written in (`synth_single proof_kind=porep-c2`), None
+    #: where it named none (the partition dispatcher's, or a log without INFO spans).
+    task: str | None = None
+
+    def blocks(self) -> str:
+        """Who waits behind it, as engine.rs makes them wait: a job's own request holds that
+        job (and, at synthesis_concurrency 1, every later one); a partition's holds cuzk's one
+        partition dispatcher, so every partition of every job, whatever synthesis_concurrency
+        says (it limits batch tasks, not the dispatcher)."""
+        if self.task is not None:
+            return f"a job's own request (made in its batch task, span {self.task}): {_JOB_BLOCKS}"
+        if self.amount_gib is not None and self.amount_gib not in PARTITION_REQUEST_GIB:
+            return ("not a partition's size, so a job's own request (a batch's working set, an "
+                    f"SRS load): {_JOB_BLOCKS}")
+        return ("if it is a partition's (PoRep 14 GiB, SnapDeals 9 GiB), cuzk's single partition "
+                "dispatcher waits on it, and every partition of every job behind it, whatever "
+                "[pipeline] synthesis_concurrency says (engine.rs:1478, 1623-1628); if it is a "
+                f"job's own (a WindowPoSt's working set, an SRS load), {_JOB_BLOCKS}")
 
     def words(self) -> str:
         amount = f"{self.amount_gib:g} GiB" if self.amount_gib is not None else "?"
         total = f"{self.total_gib:g} GiB" if self.total_gib is not None else "?"
         return (f"a {amount} budget request exceeds cuzk's {total} total budget at "
                 f"{_hms(self.t_s)}: it {OVER_BUDGET_MARK}, so it waits until cuzk restarts "
-                "(memory.rs:187-236)")
+                f"(memory.rs:187-236); {self.blocks()}")
+
+    def waits_of(self, t_s: float, f: dict[str, FieldValue]) -> bool:
+        """Whether a budget line (`PipelineFacts.budget_waits`) is this request's: its WARN, or
+        a wait line it logs each time a release wakes it (memory.rs:230-236, DEBUG), whose
+        `needed_gib` is over its `total_gib` (or is this request's pair, where whole GiB tie)."""
+        if t_s == self.t_s:
+            return True
+        needed, total = _num(f.get("needed_gib")), _num(f.get("total_gib"))
+        if needed is None or total is None:
+            return False
+        return needed > total or (needed, total) == (self.amount_gib, self.total_gib)
 
 
 def over_budget_of(ev: LogEvent) -> OverBudget:
+    """The request of a `BUDGET_OVER` line (`amount_gib`), or of a wait line over its total
+    (`needed_gib`)."""
     f = ev.fields
-    return OverBudget(ev.t_wall_s, _gib(f.get("amount_gib")), _gib(f.get("total_gib")))
+    amount = f.get("amount_gib", f.get("needed_gib"))
+    spans = f.get("spans")
+    task = None
+    if isinstance(spans, str) and JOB_TASK_SPAN in spans:
+        kind = f.get("proof_kind")
+        task = spans + (f" proof_kind={kind}" if isinstance(kind, str) else "")
+    return OverBudget(ev.t_wall_s, _gib(amount), _gib(f.get("total_gib")), fmt.visible(task)
+                      if task is not None else None)
 
 
 def _gib(v: object) -> float | None:
@@ -389,10 +460,16 @@ class PipelineFacts(_Limits):
         self.srs_loads: deque[SrsLoad] = deque(maxlen=HISTORY)
         self.srs_evictions: deque[tuple[float, str]] = deque(maxlen=HISTORY)
         self.budget_waits: deque[tuple[float, dict[str, FieldValue]]] = deque(maxlen=HISTORY)
-        #: This run's latest request over the whole budget: it blocks until a restart (gaps
-        #: then are explained by it); and the latest of any run (what the advice sizes).
+        #: This run's latest request over the whole budget: it blocks until its process ends
+        #: (gaps then are explained by it), so it is let go at any sign of that (`_restarted`,
+        #: `_budget_total`); and the latest of any run (what the advice sizes).
         self.over_budget: OverBudget | None = None
         self.over_budget_said: OverBudget | None = None
+        #: What read would show a restart: INFO lines (cuzk's start lines are INFO, so a log
+        #: kept at `warn` has none) or `/status` uptimes (going back). With neither, a request
+        #: over the budget's words say a restart since it may have gone unseen.
+        self._info_read = False
+        self._uptime_read = False
         #: (job, partition) -> time queued, for partitions not picked up yet.
         self.queued: OrderedDict[tuple[str, int], float] = OrderedDict()
         #: (job, partition, queued at, picked up at, gpu or None).
@@ -437,12 +514,6 @@ class PipelineFacts(_Limits):
                 self.seen = True
                 self.errors.append((ev.t_wall_s, failure_words(ev)))
 
-    def _restarted(self, events: list[ProverEvent]) -> None:
-        """A restart the restart watch saw (its start lines, `/status` uptime going back): the
-        new run's pool is empty, its re-pins no churn of the old one's frees."""
-        if any(e.kind == "restart" for e in events):
-            self.churn.restart()
-
     def _new_run(self) -> None:
         """`starting cuzk engine`: the daemon started (again). What was in flight in the old
         run is gone with it (cuzk keeps nothing across a restart); totals and histories stay."""
@@ -455,6 +526,31 @@ class PipelineFacts(_Limits):
         self._srs_empty_since.clear()
         self.over_budget = None  # the blocked request died with the old process
         self.runs += 1
+
+    def _restarted(self, events: list[ProverEvent]) -> None:
+        """The restarts `RestartWatch` said (its start lines, `/status` uptime going back): the
+        new run's pool is empty, its re-pins no churn of the old one's frees, and a request
+        over the budget made before one died with its process."""
+        if not events:
+            return
+        restarts = [e for e in events if e.kind == "restart"]
+        if restarts:
+            self.churn.restart()
+        over = self.over_budget
+        if over is not None and any(e.t_wall_s > over.t_s for e in restarts):
+            self.over_budget = None
+
+    def _budget_total(self, t_s: float, total_gib: float | None) -> None:
+        """A figure of cuzk's budget total read at `t_s` (`/status` memory.total_bytes, a budget
+        line's `total_gib`). The total is fixed for a process's life (memory.rs: `MemoryBudget::new`
+        sets it, nothing changes it), so another total than the one a request over the budget
+        was refused by is another process: that request is gone."""
+        over = self.over_budget
+        if (over is None or over.total_gib is None or total_gib is None or t_s <= over.t_s
+                or not math.isfinite(total_gib)):
+            return
+        if math.floor(total_gib) != math.floor(over.total_gib):
+            self.over_budget = None
 
     def error_words(self, start_s: float, end_s: float) -> str:
         """The hint's words for a gap over [start_s, end_s] that follows a prover error (the
@@ -509,6 +605,8 @@ class PipelineFacts(_Limits):
     def _tracing(self, ev: LogEvent) -> None:
         msg, f, t = ev.name, ev.fields, ev.t_wall_s
         self.first_waves.feed(ev)  # its lines are not all in _TRACING_MESSAGES
+        if ev.level == "INFO":
+            self._info_read = True
         if msg not in _TRACING_MESSAGES and not msg.startswith(_POOL_PREFIXES):
             return  # most lines (a partition's synthesis, its GPU timing): one look, not 15
         if msg.startswith(_POOL_PREFIXES) or msg == POOL_INITIALIZED:
@@ -520,6 +618,7 @@ class PipelineFacts(_Limits):
         elif msg == BUDGET_INITIALIZED:
             gib = self._count(f, "total_budget_gib")
             self.budget_total_bytes = gib * GIB if gib is not None else None
+            self._budget_total(t, gib)
         elif msg == ENGINE_STARTING:
             self._new_run()
             enabled = f.get("pipeline_enabled")
@@ -529,11 +628,8 @@ class PipelineFacts(_Limits):
         elif msg == PACER_STATUS:
             self.pacer = {k: v for k, v in f.items() if k not in ("target", "spans")}
             self.pacer_t_s = t
-        elif msg in (BUDGET_WAIT, BUDGET_OVER):
-            if msg == BUDGET_OVER:
-                self.over_budget = self.over_budget_said = over_budget_of(ev)
-            self.budget_waits.append((t, {k: f[k] for k in ("needed_gib", "available_gib",
-                                                           "total_gib", "amount_gib") if k in f}))
+        elif msg in (BUDGET_WAIT, BUDGET_OVER, BUDGET_ACQUIRED):
+            self._budget_line(ev)
         elif msg == SRS_LOADING:
             self.srs_loads.append(SrsLoad(str(f.get("circuit_id", "?")), t))
         elif msg == SRS_LOADED:
@@ -547,6 +643,21 @@ class PipelineFacts(_Limits):
                 self.srs_loads.append(SrsLoad(circuit, t - (ms or 0) / 1000, t, ms))
         elif msg == SRS_EVICTED:
             self.srs_evictions.append((t, str(f.get("circuit_id", "?"))))
+
+    def _budget_line(self, ev: LogEvent) -> None:
+        """A line of memory.rs's acquire: its WARN over the whole budget, a wait, a grant."""
+        msg, f, t = ev.name, ev.fields, ev.t_wall_s
+        self._budget_total(t, _num(f.get("total_gib")))
+        if msg == BUDGET_ACQUIRED:
+            return
+        needed, total = _num(f.get("needed_gib")), _num(f.get("total_gib"))
+        if msg == BUDGET_OVER or (self.over_budget is None and needed is not None
+                                  and total is not None and needed > total):
+            # A wait over the whole total is such a request too, its WARN not read (the log
+            # began after it): memory.rs WARNs once, then logs a wait at every wake-up.
+            self.over_budget = self.over_budget_said = over_budget_of(ev)
+        self.budget_waits.append((t, {k: f[k] for k in ("needed_gib", "available_gib",
+                                                       "total_gib", "amount_gib") if k in f}))
 
     def _count(self, f: dict[str, FieldValue], key: str) -> int | None:
         """A count or size of cuzk's lines (a Rust unsigned integer): a negative one is no
@@ -631,6 +742,10 @@ class PipelineFacts(_Limits):
         a load, srs_manager.rs `ensure_loaded`, or an eviction)."""
         self.status_seen = True
         self._restarted(self.restarts.feed_status(status))
+        if status.uptime_s is not None:
+            self._uptime_read = True
+        if status.memory_total_bytes is not None:
+            self._budget_total(status.t_wall_s, status.memory_total_bytes / GIB)
         srs = status.srs_circuits
         if srs is None:
             return
@@ -778,8 +893,10 @@ class PipelineFacts(_Limits):
                 f"SRS {load.circuit} loading")
         waits = self.budget_waits_during(lo - 2.0, hi)
         over = self.over_budget
-        if waits and over is not None and waits[-1][0] == over.t_s:
-            return _over_budget_view(over)
+        if waits and over is not None and over.waits_of(*waits[-1]):
+            # The latest wait is the request over the whole budget (with DEBUG lines on, it
+            # logs one at every wake-up): its words, not a budget wait's.
+            return self._over_budget_view(over)
         if waits:
             t, f = waits[-1]
             said = " ".join(f"{k}={v}" for k, v in f.items())
@@ -825,8 +942,20 @@ class PipelineFacts(_Limits):
                 "nothing queued for the GPU at the gap's start")
         if over is not None and over.t_s <= hi:
             # Nothing nearer explains the idle; a request that can never be granted does.
-            return _over_budget_view(over)
+            return self._over_budget_view(over)
         return LogView(None, [])
+
+    def _over_budget_view(self, over: OverBudget) -> LogView:
+        """A request over the whole budget, as a gap's cause; where nothing read could show a
+        restart (a log kept at `warn`, no `/status`), said so: the request lives only as long as
+        its process, and its end would not show."""
+        evidence = [over.words()]
+        if not (self._info_read or self._uptime_read):
+            evidence.append(
+                "nothing read could show a restart of cuzk since (the log has no INFO line, "
+                "the level of its start lines, main.rs:63, engine.rs:1244; no /status uptime "
+                "was read): if cuzk restarted, the request died with it")
+        return LogView("waits_on_budget", evidence, "a request over the whole budget")
 
 
 def _restart_view(spanned: list[Restart]) -> LogView:
@@ -837,10 +966,6 @@ def _restart_view(spanned: list[Restart]) -> LogView:
         evidence.insert(0, f"{len(spanned)} restarts of cuzk during the gap, the latest at "
                            f"{_hms(latest.t_s)}")
     return LogView("restart", evidence, latest.detail(), from_status=not latest.in_log)
-
-
-def _over_budget_view(over: OverBudget) -> LogView:
-    return LogView("waits_on_budget", [over.words()], "a request over the whole budget")
 
 
 def is_failure(ev: LogEvent) -> bool:

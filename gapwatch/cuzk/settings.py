@@ -38,7 +38,7 @@ STARTUP_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("max_batch_size", "[scheduler] max_batch_size"),
         ("max_batch_wait_ms", "[scheduler] max_batch_wait_ms"),
         ("slot_size", "[pipeline] slot_size"),
-        ("synthesis_concurrency", "synthesis_concurrency")),
+        ("synthesis_concurrency", "[pipeline] synthesis_concurrency")),
     "set CUZK_GPU_THREADS for C++ groth16_pool": (("gpu_threads", "[gpus] gpu_threads"),),
     # `[synthesis] threads` resolved: 0 is logged as the CPU count (main.rs:95-115).
     "rayon global thread pool configured": (

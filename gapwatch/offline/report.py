@@ -19,7 +19,8 @@ sum over the gaps (per-GPU prover causes, breakdown periods, the copy table, the
 one pass over that spool (`_GapSums`), and `report --json` writes the gaps from it one at a
 time. What stays in memory grows with what the
 report lists whole: state changes, each advice's gap ids and idle seconds (16 bytes a gap as
-machine numbers, `gapwatch.cuzk.advice.StallGaps`: ~5 MB for a day of 8 GPUs); the partition
+machine numbers, 24 for a gap of pageable or slow copies, whose first-wave moment is kept too,
+`gapwatch.cuzk.advice.StallGaps`: ~5 MB for a day of 8 GPUs); the partition
 table and the copy trace's copies go to spools too (`gapwatch.cuzk.partition_table`,
 `gapwatch.offline.copy_sums`).
 

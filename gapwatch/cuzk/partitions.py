@@ -209,6 +209,8 @@ def _keep(table: dict[_K, _V], key: _K, value: _V) -> None:
     table[key] = value
 
 
+#: Circuit types whose first wave is known over in a run (`TimelineBuilder._wave_over`).
+MAX_KINDS: Final = 64
 #: The INFO line a partitioned job's dispatch writes before its partitions start, and the
 #: proof kind it says (engine.rs:2261-2265 PoRep, 2415-2419 SnapDeals); `/status` names a job's
 #: kind too (`ProverStatus.job_kinds`). A first wave is a circuit type's (`FIRST_WAVE`).
@@ -287,7 +289,8 @@ class TimelineBuilder:
         if e.partition is not None:
             # In its kind's first wave while no synthesis of that kind has ended in this run
             # (the first to end caches the hint, pipeline.rs:214-238, 355).
-            if self._job_kind.get((self._run, e.job_id)) not in self._waves_over:
+            over = self._waves_over
+            if len(over) < MAX_KINDS and self._job_kind.get((self._run, e.job_id)) not in over:
                 self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, FIRST_WAVE)
             return
         kind = e.fields.get("kind")
@@ -303,10 +306,17 @@ class TimelineBuilder:
         if e.partition is None:
             mono = self._mono_kind.get((self._run, e.job_id))
             if mono is not None:
-                self._waves_over.add(mono)
+                self._wave_over(mono)
             return
-        self._waves_over.add(self._job_kind.get((self._run, e.job_id)))
-        self._waves_over.add(None)
+        self._wave_over(self._job_kind.get((self._run, e.job_id)))
+        self._wave_over(None)
+
+    def _wave_over(self, kind: str | None) -> None:
+        """`kind`'s first wave over in this run. cuzk has a handful of circuit types; kinds
+        come from `/status` too, so a hostile one naming a new kind at every poll is held to
+        `MAX_KINDS` (past them a wave is taken as over: no partition is marked by guess)."""
+        if len(self._waves_over) < MAX_KINDS:
+            self._waves_over.add(kind)
 
     def _gpu_edge(self, e: LogEvent) -> None:
         """A partition's (or a monolithic job's) GPU_START or GPU_END."""

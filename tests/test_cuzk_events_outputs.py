@@ -385,3 +385,78 @@ def test_a_post_proved_with_the_pipeline_off_reaches_the_metrics_and_the_report(
              if p["job_id"] == "winpost-1000-5e6f7a8b" and p["proof"]["done"]]
     assert doc["one_step"] is True and doc["prove_s"] == pytest.approx(3.4, abs=0.01)
     assert doc["synth_s"] is None and doc["gpu_s"] is None
+
+
+def test_a_failed_post_is_said_at_once_on_the_footer_metrics_report_and_on_event() -> None:
+    """post-failed.log: a WinningPoSt whose `GPU prove start failed` names it (engine.rs:3282,
+    in its GPU worker's span). From that line on it leads the footer's alert line (FAILED, its
+    error), is gone from the proofs running, counts in `gapwatch_proofs_total{verdict="failed"}`
+    (the alert GapwatchPoStFailed) and not as a late proof (GapwatchPoStLate reads
+    `gapwatch_proofs_late_total`) nor in the latency histograms, the report says it with its
+    error, and `--on-event` runs `post_failed`. Before, it was an error event, then said LATE
+    once its 30 s had passed, counted late everywhere."""
+    from gapwatch.core.prover_watch import alert_line
+    from gapwatch.engine.events import event_of
+
+    job = "winpost-1000-3c4d5e6f"
+    logs = events_of("post-failed.log")
+    metrics, recorder = MetricsSink(), KeptRecords()
+    session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), sinks=[recorder, metrics],
+                      watch=CuzkWatch())
+    heard: list[Gap | StateChange | Notice] = []
+    session.subscribe(heard.append)
+    upto = next(i for i, e in enumerate(logs) if e.name == "GPU prove start failed")
+    for e in logs[:upto + 1]:
+        session.on_log_event(e)
+    found = session.store.prover_alert(300.0)
+    assert found is not None
+    alert, others = found
+    assert others == 1  # its failure line's error event, said just before it
+    assert alert_line(alert).startswith(
+        f"prover proof FAILED at 21:00:12: WinningPoSt {job}: GPU prove start failed: ")
+    assert job not in [r.job_id for r in session.store.running_proofs()]
+    [said] = [n for n in heard if isinstance(n, Notice) and n.message.startswith("prover proof")]
+    assert said.level == "error" and "GPU prove start failed: Unsatisfiable" in said.message
+    hook = event_of(alert)
+    assert hook is not None and (hook.kind, hook.state) == ("post_failed", "failed")
+    assert hook.cause_words == "GPU prove start failed: Unsatisfiable"
+    for e in logs[upto + 1:]:
+        session.on_log_event(e)
+    session.finish()
+
+    fams = list(families(metrics.copy_counts().prover))
+    proofs = samples(fams, "gapwatch_proofs_total")
+    assert proofs[(("proof_kind", "winning-post"), ("verdict", "failed"))] == 1
+    assert proofs[(("proof_kind", "window-post"), ("verdict", "failed"))] == 0  # from 0
+    assert proofs[(("proof_kind", "winning-post"), ("verdict", "late"))] == 0
+    # Late: the other WinningPoSt, whose `synthesis failed` named no job, past its 30 s.
+    assert samples(fams, "gapwatch_proofs_late_total")[(("proof_kind", "winning-post"),)] == 1
+    assert samples(fams, "gapwatch_proof_seconds_count")[(("proof_kind", "winning-post"),)] == 0
+    assert (("proof_kind", "winning-post"),) not in samples(fams, "gapwatch_proof_last_seconds")
+    recorded = [r for r in recorder.records if isinstance(r, ProverEvent) and r.job_id == job
+                and r.kind == "proof"]
+    assert [r.proof.verdict for r in recorded if r.proof is not None] == ["failed"]
+
+    found_offline = detect_records(HEADER, [], DetectorConfig(), logs, watch=CuzkWatch())
+    report = summarise("rec.jsonl", found_offline, ["x.log"])
+    text = format_text(report)
+    assert "Prover events: 2 PoSt proof(s) (1 failed, 1 late, 0 at risk)" in text
+    assert "      error: GPU prove start failed: Unsatisfiable" in text
+    [doc] = [p["proof"] for p in to_json(report)["prover_events"]["proof"] if p["job_id"] == job]
+    assert doc["verdict"] == "failed" and doc["error"].startswith("GPU prove start failed")
+
+
+def test_a_recording_from_before_failed_proofs_reads_as_it_did() -> None:
+    """A `prover_event` written before `error` and the `failed` verdict: decoded with no
+    error (None), its verdict as written; one written now reads back whole."""
+    import msgspec
+
+    old = (b'{"type":"prover_event","t_wall_s":1.0,"kind":"proof","level":"error","message":'
+           b'"m","proof":{"proof_kind":"winning-post","total_s":40.0,"verdict":"late"}}')
+    ev = msgspec.json.decode(old, type=ProverEvent)
+    assert ev.proof is not None and ev.proof.verdict == "late" and ev.proof.error is None
+    now = ProverEvent(t_wall_s=1.0, kind="proof", level="error", message="m",
+                      proof=ProofTiming(proof_kind="winning-post", verdict="failed",
+                                        error="proof failed: x"))
+    again = msgspec.json.decode(msgspec.json.encode(now), type=ProverEvent)
+    assert again == now and not again.proof.proved  # type: ignore[union-attr]

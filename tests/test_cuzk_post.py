@@ -1036,3 +1036,185 @@ def test_gapwatch_parse_times_a_post_proved_with_the_pipeline_off(
     # total, queue, synth, GPU wait, GPU, prove, finalize, deadline, verdict
     assert row.split()[3:] == ["33.4", "30.0", "-", "-", "-", "3.4", "-", "30.0", "late"]
     assert "waited for a GPU worker behind: worker 0: porep-1000-7 (porep-c2)" in out
+
+
+# -- A PoSt that fails: its failure line names it (docs/post.md, "A PoSt that fails") -------------
+
+#: post-failed.log (`make_data.py --scenarios`, `post_failed`): a WinningPoSt whose `GPU prove
+#: start failed` (engine.rs:3282) is written inside its GPU worker's span, which names it; one
+#: whose `synthesis failed` (2855) is inside `synth_single{proof_kind}`, which names no job.
+FAILED = "post-failed.log"
+WIN_FAILED = "winpost-1000-3c4d5e6f"
+WIN_SYNTH_FAILED = "winpost-1000-4d5e6f70"
+#: post-failed-pipeline-off.log: a WinningPoSt the monolithic worker fails (`proof failed`,
+#: engine.rs:3471, in its span), then one on time.
+FAILED_OFF = "post-failed-pipeline-off.log"
+WIN_FAILED_OFF = "winpost-1000-6f708192"
+WIN_AFTER_OFF = "winpost-1000-708192a3"
+#: When its `GPU prove start failed` line was written (post-failed.log: 21:00:12.5).
+FAILED_AT_S = 1778619612.5
+
+
+def _proof_events(events: list[ProverEvent], job: str) -> list[ProverEvent]:
+    return [e for e in events if e.kind == "proof" and e.job_id == job]
+
+
+def test_a_winning_post_that_fails_is_said_failed_at_once_with_its_error_not_late_later(
+) -> None:
+    """`GPU prove start failed` inside `gpu_worker{job_id=winpost-...}`: the WinningPoSt lost
+    its block then. It was an error event only, and the PoSt stayed in flight until its 30 s
+    passed, then was said LATE (a slow proof, not a failed one), with a setting for its
+    phases. It is said failed at the failure line's time, with cuzk's error, its last word:
+    the log goes on 40 s past its deadline and nothing more is said of it."""
+    from gapwatch.core.prover_watch import alert_line
+
+    events = watched(FAILED)
+    [failed] = _proof_events(events, WIN_FAILED)
+    p = failed.proof
+    assert p is not None and p.verdict == "failed" and p.done and p.given_up is None
+    assert failed.t_wall_s == pytest.approx(FAILED_AT_S)
+    assert failed.level == "error" and failed.gpu == 0
+    # cuzk's error repeats the line's message (pipeline.rs:1405): said once.
+    assert p.error == "GPU prove start failed: Unsatisfiable"
+    assert p.setting is None  # no phase's setting makes a proof of a failed one
+    # Its phases up to the failure: the GPU one it failed in counted to the failure line.
+    assert p.total_s == pytest.approx(2.5, abs=0.01)
+    assert p.synth_s == pytest.approx(2.1, abs=0.01)
+    assert p.gpu_s == pytest.approx(0.3, abs=0.01)
+    assert failed.message.startswith(
+        f"WinningPoSt {WIN_FAILED}: GPU prove start failed: Unsatisfiable (after 2.5 s of its "
+        "30 s deadline; queue 0.0 s, synthesis 2.1 s")
+    assert failed.message.endswith("; FAILED")
+    # The footer's alert leads with its verdict, then why (test_ui_glance: at 80 columns).
+    assert alert_line(failed).startswith(
+        f"prover proof FAILED at 21:00:12: WinningPoSt {WIN_FAILED}: GPU prove start failed: "
+        "Unsatisfiable (after 2.5 s")
+    # Its failure line is an error event of its own, said just before it.
+    i = events.index(failed)
+    assert events[i - 1].kind == "error" and "GPU prove start failed" in events[i - 1].message
+
+
+def test_a_failure_line_naming_no_job_fails_no_proof() -> None:
+    """`synthesis failed` inside `synth_single{proof_kind=winning-post}` (engine.rs:2855, 2099)
+    names a kind, no job: the WinningPoSt in synthesis then is not failed by a guess (two can
+    be at synthesis_concurrency above 1), and is said late past its deadline as before. So is
+    one whose `GPU proving failed` came from the split prove's finalizer, outside any span
+    (engine.rs:977 via 3257)."""
+    events = watched(FAILED)
+    [late] = _proof_events(events, WIN_SYNTH_FAILED)
+    assert late.proof is not None and late.proof.verdict == "late"
+    assert any(e.kind == "error" and "synthesis failed" in e.message for e in events)
+
+    text = (DATA / "post-behind-partitions.log").read_text().splitlines()
+    at = next(i for i, x in enumerate(text) if "GPU_START,winpost" in x)
+    finalizer = ("2026-05-12T15:00:13.400000Z ERROR cuzk_core::engine: GPU proving failed "
+                 "error=GPU proving failed: Unsatisfiable")
+    cut = [*text[:at + 1], finalizer,
+           "2026-05-12T15:01:00.000000Z  INFO cuzk_core::engine: pinned pool checkout"]
+    said = watched_text("\n".join(cut))
+    assert [e.proof.verdict for e in said if e.proof is not None] == ["late"]
+    assert [e.kind for e in said].count("error") == 1
+
+
+def test_a_winning_post_the_monolithic_worker_fails_is_said_failed_at_once() -> None:
+    """`[pipeline] enabled = false`: `proof failed` in the worker's span
+    `monolithic_worker{job_id}` (engine.rs:3471, 3394). It freed the worker and left the PoSt
+    in flight, said late 30 s on."""
+    events = watched(FAILED_OFF)
+    [failed] = _proof_events(events, WIN_FAILED_OFF)
+    p = failed.proof
+    assert p is not None and p.verdict == "failed" and p.one_step and p.done
+    assert p.error == "proof failed: generate_winning_post_with_vanilla failed"
+    assert p.queue_s == pytest.approx(0.0, abs=0.01)
+    assert p.prove_s == pytest.approx(1.5, abs=0.01)
+    assert p.total_s == pytest.approx(1.5, abs=0.01)
+    assert "prove 1.5 s: synthesis and GPU in one call" in failed.message
+    # The worker was free again: the next WinningPoSt waited behind nothing, and was on time.
+    after = _done_of(events, WIN_AFTER_OFF)
+    assert after.verdict == "ok" and after.waited_behind == []
+
+
+def test_a_failed_posts_timeline_lines_read_after_its_failure_are_not_a_proof_said_late(
+) -> None:
+    """cuzk's stdout and stderr as two files, read one after the other (docs/logs.md): the
+    failure (stdout) is read before the PoSt's TIMELINE lines (stderr). Taken as a new proof,
+    they were in flight for good and said late after the failure. A retry under the same id
+    (Curio's id is the same for the same randomness) after the failure is a proof of its own,
+    timed as any."""
+    lines = (DATA / FAILED).read_text().splitlines()
+    retry_at = 60.0  # s after 21:00:00: its lines, pipelined, on time
+    epoch = 30  # ms: `starting cuzk engine` at 21:00:00.030
+    ms = round(retry_at * 1000) - epoch
+    retry_out = [
+        "2026-05-12T21:01:00.000000Z  INFO cuzk_core::scheduler: job enqueued "
+        f"job_id={WIN_FAILED} proof_kind=winning-post priority=Critical queue_position=0",
+        "2026-05-12T21:01:03.001000Z  INFO cuzk_core::engine: proof completed successfully "
+        "(pipeline) proof_len=192 total_ms=3001 queue_ms=0 synth_ms=2000 gpu_ms=800"]
+    retry_err = [f"TIMELINE,{ms},SYNTH_START,{WIN_FAILED},kind=winning-post",
+                 f"TIMELINE,{ms + 2000},SYNTH_END,{WIN_FAILED},synth_ms=2000",
+                 f"TIMELINE,{ms + 2000},GPU_QUEUE,{WIN_FAILED},monolithic",
+                 f"TIMELINE,{ms + 2200},GPU_PICKUP,{WIN_FAILED},worker=0",
+                 f"TIMELINE,{ms + 2200},GPU_START,{WIN_FAILED},worker=0",
+                 f"TIMELINE,{ms + 3000},GPU_END,{WIN_FAILED},worker=0,gpu_ms=800"]
+    out = [x for x in lines if not x.startswith("TIMELINE")] + retry_out
+    err = [x for x in lines if x.startswith("TIMELINE")] + retry_err
+    said = watched_text("\n".join(out + err))
+    proofs = _proof_events(said, WIN_FAILED)
+    assert [(e.proof.verdict, e.proof.done) for e in proofs if e.proof is not None] == [
+        ("failed", True), ("ok", True)]
+    failed, retry = (e.proof for e in proofs)
+    assert failed is not None and failed.total_s == pytest.approx(2.5, abs=0.01)
+    # Its phases were not read before it failed: not known, never its queue up to the failure.
+    assert failed.queue_s is None and failed.synth_s is None and failed.gpu_s is None
+    assert retry is not None and retry.total_s == pytest.approx(3.0, abs=0.01)
+    assert retry.synth_s == pytest.approx(2.0, abs=0.01)
+
+
+def test_a_failure_line_read_twice_is_one_failed_proof() -> None:
+    """A log given twice (a recording's log events and the `--log` file they came from)."""
+    text = (DATA / FAILED_OFF).read_text()
+    each_twice = "\n".join(x for line in text.splitlines() for x in (line, line))
+    for case in (each_twice, text + text):
+        said = _proof_events(watched_text(case), WIN_FAILED_OFF)
+        assert [e.proof.verdict for e in said if e.proof is not None] == ["failed"]
+
+
+def test_gapwatch_parse_says_a_failed_post_with_its_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gapwatch.cli import main
+
+    log = tmp_path / "cuzk.log"
+    log.write_text((DATA / FAILED).read_text())
+    assert main(["parse", "--timeline", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "PoSt proof(s) (1 failed, 1 late, 0 at risk)" in out
+    [row] = [x for x in out.splitlines() if WIN_FAILED in x and "winning-post" in x
+             and x.startswith("    ")]
+    # total, queue, synth, GPU wait, GPU, finalize, deadline, verdict
+    assert row.split()[3:] == ["2.5", "0.0", "2.1", "0.1", "0.3", "-", "30.0", "failed"]
+    assert "      error: GPU prove start failed: Unsatisfiable" in out
+
+
+def test_a_failed_posts_error_and_the_failures_remembered_stay_bounded() -> None:
+    """A 12 KiB `error=` (a hostile or runaway line) is cut in the proof's words and error,
+    not copied whole into every output; 5,000 failed pipelined ids whose TIMELINE lines were
+    never read keep at most `MAX_FAILED_APART` waiting for them."""
+    from gapwatch.core.models import MAX_ERROR_CHARS
+    from gapwatch.cuzk.post import MAX_FAILED_APART
+
+    span = ("gpu_worker{{worker_id=0 gpu=0 job_id={job} proof_kind=winning-post batch_size=1 "
+            "partition=None}}")
+    line = ("2026-05-12T21:00:{s:02d}.000000Z ERROR " + span
+            + ": cuzk_core::engine: GPU prove start failed error={error}")
+    [ev] = _proof_events(watched_text(line.format(s=1, job="winpost-1000-aaaa",
+                                                  error="x" * 12_000)), "winpost-1000-aaaa")
+    assert ev.proof is not None and ev.proof.verdict == "failed"
+    assert ev.proof.error is not None and len(ev.proof.error) < MAX_ERROR_CHARS + 40
+    assert len(ev.message) < 2 * MAX_ERROR_CHARS
+
+    parser, tracker = LogParser(offline=True), PostTracker()
+    for i in range(5_000):
+        text = line.format(s=i % 60, job=f"winpost-1000-{i:08x}", error="boom")
+        for e in parser.parse_line(text, "x", i, 0.0):
+            tracker.feed(e)
+    assert tracker.failed == 5_000 and len(tracker._apart) == MAX_FAILED_APART

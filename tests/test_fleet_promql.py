@@ -79,6 +79,20 @@ def test_posts_not_timed_are_counted_apart_from_the_late_ones(tmp_path: Path) ->
     }, "5m", [(BY_BOX, 3)])
 
 
+def test_failed_posts_are_counted_apart_from_the_late_ones(tmp_path: Path) -> None:
+    """A PoSt cuzk said failed is no proof (its block lost as a late one's is) and not late:
+    a box whose WinningPoSts all failed read "0 late". Counted by their verdict over the
+    lookback, every kind."""
+    _expect(tmp_path, promql("post_failed"), {
+        f'gapwatch_proofs_total{{{BOX},proof_kind="winning-post",verdict="failed"}}':
+            "0 0 1 1 2 2",
+        f'gapwatch_proofs_total{{{BOX},proof_kind="window-post",verdict="failed"}}':
+            "0 0 0 1 1 1",
+        f'gapwatch_proofs_total{{{BOX},proof_kind="winning-post",verdict="late"}}':
+            "0 0 0 0 0 0",
+    }, "5m", [(BY_BOX, 3)])
+
+
 def test_a_box_details_minute_holds_every_verdict_the_box_gave_in_it(tmp_path: Path) -> None:
     """The SRS reloaded after a restart for the minute's first 30 s, then no cause: both
     verdicts of the minute are answered at its end. The verdict at that instant alone said

@@ -109,6 +109,25 @@ def test_the_post_cell_says_posts_not_timed_beside_the_late_ones() -> None:
     assert cells(rows["c:9400"])[9] == "-/0"  # none not timed: not said
 
 
+def test_the_post_cell_says_failed_posts_beside_the_late_ones() -> None:
+    """`35s/0 !1`: no PoSt late, one failed in the lookback (cuzk said so: its block lost as
+    a late one's is). It said `35s/0`, as if every PoSt had been on time."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1)
+        fake.replies[promql("post_last_latency_s")] = vector(({"instance": "b:9400"}, 35.2))
+        box(fake, "c:9400", 1)
+        fake.replies[promql("post_late")] = vector(({"instance": "b:9400"}, 0.0),
+                                                   ({"instance": "c:9400"}, 1.0))
+        fake.replies[promql("post_failed")] = vector(({"instance": "b:9400"}, 1.02),
+                                                     ({"instance": "c:9400"}, 0.0))
+        fake.replies[promql("post_untimed")] = vector(({"instance": "b:9400"}, 2.0))
+        result = refresh(PromClient(fake.url), FleetOptions())
+    rows = {r.instance: r for r in result.rows}
+    assert cells(rows["b:9400"])[9] == "35s/0 !1 ?2"
+    assert rows["b:9400"].as_json()["post_failed"] == 1.02
+    assert cells(rows["c:9400"])[9] == "-/1"  # none failed: not said
+
+
 def test_a_failing_query_empties_its_column_only_and_is_named() -> None:
     with fake_prometheus() as fake:
         box(fake, "b:9400", 1)

@@ -326,6 +326,12 @@ async def test_a_posts_verdict_leads_the_footers_alert_at_80_columns(tmp_path: P
         ("wdpost-1000-3-[12 34 56 78 90 12 34 56 78 90 12 34]",
          ProofTiming("window-post", deadline_s=1800.0, verdict="unknown"), "warning",
          "prover proof NOT TIMED (on time or late not known) at "),
+        # Failed (its failure line named it): the verdict, then why, within 80 columns.
+        ("winpost-1000-3c4d5e6f", ProofTiming("winning-post", total_s=2.5, deadline_s=30.0,
+                                              verdict="failed",
+                                              error="GPU prove start failed: Unsatisfiable"),
+         "error",
+         "prover proof FAILED at "),
     ]
     for job, timing, level, lead in cases:
         rt = FakeRuntime(make_config(tmp_path))
@@ -340,6 +346,7 @@ async def test_a_posts_verdict_leads_the_footers_alert_at_80_columns(tmp_path: P
             footer = screen_text(app).splitlines()[-2]
         assert footer.startswith(lead), footer
         assert " ok" not in footer and "0.0 s" not in footer
+        assert timing.verdict != "failed" or f"{job}: GPU prove s" in footer, footer
 
 
 def test_a_late_post_keeps_the_footers_alert_over_a_later_restart_warning(tmp_path: Path

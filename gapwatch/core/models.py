@@ -587,14 +587,20 @@ ProverEventKind = Literal["proof", "restart", "restart_cost", "error", "lost_job
 PROVER_EVENT_KINDS: tuple[ProverEventKind, ...] = get_args(ProverEventKind)
 #: A watched proof against its deadline: within it, past `at_risk_share` of it, or past it;
 #: "unknown": its total could not be known (its begin was not read: a stray `GPU_END`), so
-#: whether it met its deadline is not known either (never "ok": it was counted on time).
-#: Recordings written before "unknown" read as they did (a member added to the Literal).
-ProofVerdict = Literal["ok", "at_risk", "late", "unknown"]
+#: whether it met its deadline is not known either (never "ok": it was counted on time);
+#: "failed": the prover said it failed (`ProofTiming.error`): no proof came of it, whatever
+#: its time (a WinningPoSt that fails loses its block as a late one does), said when its
+#: failure is read, its last word. Recordings written before "unknown" or "failed" read as
+#: they did (members added to the Literal).
+ProofVerdict = Literal["ok", "at_risk", "late", "unknown", "failed"]
 PROOF_VERDICTS: tuple[ProofVerdict, ...] = get_args(ProofVerdict)
 #: Why a proof was said without its end (`ProofTiming.given_up`): "restart" (the prover started
 #: again while it was in flight: it will not complete), "too_many" (more proofs in flight at
 #: once than a watcher follows: the oldest is given up, its end never said).
 ProofGivenUp = Literal["restart", "too_many"]
+#: Characters of a failed proof's error kept (`ProofTiming.error`): a prover's error is a line
+#: or two; a hostile line's 16 KiB is not copied into every output.
+MAX_ERROR_CHARS = 1024
 
 
 class ProofTiming(Struct, frozen=True, gc=False):
@@ -634,11 +640,20 @@ class ProofTiming(Struct, frozen=True, gc=False):
     one_step: bool = False
     #: Taken by a worker to done, proved in one step (`one_step`; None before it was taken).
     prove_s: float | None = None
+    #: Its failure in the prover's words (verdict "failed": the line that said it, its error),
+    #: cut to `MAX_ERROR_CHARS`; None for a proof not failed (and in recordings from before).
+    error: str | None = None
 
     @property
     def worker_wait_s(self) -> float | None:
         """Its wait for a GPU worker: its GPU wait, or, proved in one step, its queue."""
         return self.queue_s if self.one_step else self.gpu_wait_s
+
+    @property
+    def proved(self) -> bool:
+        """It ended with a proof: done and not failed. A failed proof's total is its time to
+        its failure, no latency: not among the proofs' latencies (histograms, compare)."""
+        return self.done and self.verdict != "failed"
 
     @property
     def judged_s(self) -> float | None:

@@ -62,10 +62,19 @@ LATE_JOBS_KEPT = 256
 def went_late(event: ProverEvent) -> bool:
     """Whether `event` says a proof went late: past its deadline (still running, ended, given
     up for room), or lost in a restart (it will never complete: as late as a proof gets, what
-    the alert rule `GapwatchPoStLate` and `--on-event` count, whatever its figures said)."""
+    the alert rule `GapwatchPoStLate` and `--on-event` count, whatever its figures said). A
+    failed proof is not late: it failed (`failed`), said and alerted on as such."""
     p = event.proof
     return event.kind == "proof" and p is not None and (
         p.verdict == "late" or p.given_up == "restart")
+
+
+def failed(event: ProverEvent) -> bool:
+    """Whether `event` says a proof failed (the prover said so: no proof came of it), what the
+    alert rule `GapwatchPoStFailed` and `--on-event`'s `post_failed` count. Its last word:
+    said once."""
+    p = event.proof
+    return event.kind == "proof" and p is not None and p.verdict == "failed"
 
 
 class LateOnce:
@@ -132,7 +141,8 @@ def event_line(event: ProverEvent) -> str:
 
 #: A proof's verdict as the footer's alert leads with it (the verdict the words end with).
 _ALERT_VERDICT: dict[str, str] = {"late": "LATE", "at_risk": "AT RISK",
-                                  "unknown": "NOT TIMED (on time or late not known)"}
+                                  "unknown": "NOT TIMED (on time or late not known)",
+                                  "failed": "FAILED"}
 
 
 def alert_line(event: ProverEvent) -> str:

@@ -42,8 +42,24 @@ MONOLITHIC_PROCESSING_MESSAGE = "processing job (monolithic)"
 #: Done (engine.rs:3455-3462): `total_ms` from submission, `queue_ms` (that total less the
 #: prover's own), `deser_ms`, `prove_ms` (the proving call: synthesis and GPU together).
 MONOLITHIC_COMPLETED_MESSAGE = "proof completed successfully (monolithic)"
-#: Its ERROR lines when it fails (engine.rs:3471, 3475); the worker is free again after them.
+#: Its ERROR lines when it fails (engine.rs:3471, 3475, `error = %e`); the worker is free again
+#: after them. Its span names the job.
 MONOLITHIC_FAILED_MESSAGES = ("proof failed", "proof task panicked")
+#: A pipelined job's GPU worker span, `gpu_worker{worker_id gpu job_id proof_kind batch_size
+#: partition}` (engine.rs:3005-3012); a PoSt's has `partition=None` and its own job id.
+GPU_WORKER_SPAN = "gpu_worker"
+#: The ERROR lines (`error = %e`) by which a pipelined job's GPU step failed, written inside
+#: that span, so naming the job: `GPU prove start failed` / `GPU prove start task panicked`
+#: (engine.rs:3282, 3302, after its GPU_START, 3131; the worker is free again); `GPU proving
+#: failed` / `GPU proving task panicked` (engine.rs:977, 998) only where
+#: `process_monolithic_result` runs inside the span (engine.rs:3111 with
+#: CUZK_DISABLE_SPLIT_PROVE=1, 3349 without cuda-supraseal). From the split prove's finalizer,
+#: the default (engine.rs:3257, in a task spawned at 3185 outside the span), and for a
+#: synthesis that failed (`synthesis failed` / `synthesis task panicked`, engine.rs:2855, 2870,
+#: in span `synth_single{proof_kind}`, 2099: a kind, no job), the line names no job: it fails
+#: no proof (two PoSt of a kind may be in flight; its job is not guessed).
+GPU_WORKER_FAILED_MESSAGES = ("GPU prove start failed", "GPU prove start task panicked",
+                              "GPU proving failed", "GPU proving task panicked")
 
 # Two one-off CUZK_TIMING lines are prose, not key=value.
 _POOL_THRESHOLD_WORDS = "set pool release threshold to MAX on gpu "

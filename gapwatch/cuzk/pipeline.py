@@ -987,8 +987,25 @@ def failure_words(ev: LogEvent) -> str:
     where = "".join([f" job {ev.job_id}" if ev.job_id else "",
                      f" partition {ev.partition}" if ev.partition is not None else "",
                      f" GPU {ev.gpu}" if ev.gpu is not None else ""])
+    return fmt.visible(f"{ev.name}{where}{_error_tail(ev)}")
+
+
+def error_words(ev: LogEvent) -> str:
+    """A failure line's message and its error, without where (`proof failed:
+    generate_winning_post_with_vanilla failed`): what a failed proof says of its failure
+    (`gapwatch.cuzk.post`). An error that begins with the message already is said alone:
+    `gpu_prove_start` wraps its error as `GPU prove start failed: {:?}` (pipeline.rs:1405),
+    and the line said it twice, which an 80-column footer could not spare."""
     error = ev.fields.get("error")
-    return fmt.visible(f"{ev.name}{where}" + (f": {error}" if error is not None else ""))
+    if isinstance(error, str) and error.startswith(ev.name):
+        return fmt.visible(error)
+    return fmt.visible(f"{ev.name}{_error_tail(ev)}")
+
+
+def _error_tail(ev: LogEvent) -> str:
+    """`: <its error field>` (cuzk's `error = %e`), or nothing."""
+    error = ev.fields.get("error")
+    return f": {error}" if error is not None else ""
 
 
 def _hms(t: float) -> str:

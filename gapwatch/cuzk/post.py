@@ -39,6 +39,18 @@ with what each worker held when it arrived) and prove (to the completion line: s
 together, not split in any line, so `synth_s`, `gpu_wait_s` and `gpu_s` stay None); the
 completion line's `total_ms` and `queue_ms` place its arrival and its prove start when their
 lines were not read. It is judged against its deadline as any other.
+
+A PoSt whose failure line names it is said failed at once (verdict "failed", its line's words
+in `ProofTiming.error`, an error: no proof came of it, a WinningPoSt's block is lost as a late
+one's is), its last word, never said late after (`_fail`): the monolithic worker's `proof
+failed` / `proof task panicked` (engine.rs:3471, 3475, its span naming the job), and a pipelined
+one's `GPU prove start failed` / `... task panicked` (3282, 3302) or `GPU proving failed` /
+`... task panicked` (977, 998) inside its GPU worker's span `gpu_worker{job_id proof_kind
+partition=None}` (3005-3012; `GPU_WORKER_FAILED_MESSAGES`). A failure line that names no job
+fails no proof, by any guess: `synthesis failed` / `synthesis task panicked` (2855, 2870, span
+`synth_single{proof_kind}`: a kind, no job) and `GPU proving failed` from the split prove's
+finalizer (the default, 3257: no span); such a PoSt stays in flight, said late past its
+deadline, and its line is an error event of its own (`gapwatch.cuzk.errors`).
 """
 
 from __future__ import annotations
@@ -51,6 +63,7 @@ import msgspec
 from gapwatch.core import fmt
 from gapwatch.core.bounds import keep_latest
 from gapwatch.core.models import (
+    MAX_ERROR_CHARS,
     LogEvent,
     NoticeLevel,
     ProofGivenUp,
@@ -59,15 +72,19 @@ from gapwatch.core.models import (
     ProverEvent,
 )
 from gapwatch.core.prover_watch import RunningProof, total_words
+from gapwatch.core.sizes import cut_text
 from gapwatch.core.values import int_field
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
+    GPU_WORKER_FAILED_MESSAGES,
+    GPU_WORKER_SPAN,
     MONOLITHIC_COMPLETED_MESSAGE,
     MONOLITHIC_FAILED_MESSAGES,
     MONOLITHIC_PROCESSING_MESSAGE,
     MONOLITHIC_SPAN,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
 )
+from gapwatch.cuzk.pipeline import error_words
 
 #: TIMELINE's `kind=` for PoSt (types.rs ProofKind Display) -> the name people use.
 POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "WindowPoSt"}
@@ -124,7 +141,10 @@ MAX_ENDED = 1024
 OFFSETS_BACK_S = 10.0
 #: A proof gapwatch could not time is a warning: never "info" beside the ones on time.
 _LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "late": "error",
-                                           "unknown": "warning"}
+                                           "unknown": "warning", "failed": "error"}
+#: Failed pipelined PoSt whose TIMELINE lines were not read when their failure was (`_Apart`),
+#: the latest: as many as the ids of proofs given up.
+MAX_FAILED_APART = MAX_GIVEN_UP_IDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +187,21 @@ class _SrsLoad:
     def took_words(self) -> str:
         """`, 31.0 s` when its end line said how long it took, else nothing."""
         return "" if self.elapsed_ms is None else f", {self.elapsed_ms / 1000.0:.1f} s"
+
+
+@dataclass(slots=True)
+class _Apart:
+    """A pipelined PoSt said failed before its TIMELINE lines were read: cuzk writes those
+    (SYNTH_START .. GPU_START, engine.rs:2665-3131) before its failure line (3282), on stderr,
+    its failure on stdout, and a file of each is read after the other (docs/logs.md). Its lines
+    read after are its own, passed over (taken as a new proof, it was in flight for good and
+    said late, after its failure): those timed up to its failure (`failed_s`, the failure
+    line's wall time), and on the engine clock (no time to compare) all up to its own
+    SYNTH_START and those after it but a second SYNTH_START, a retry's (Curio's id is the same
+    for the same randomness, lib/ffi/cuzk_funcs.go:220)."""
+
+    failed_s: float
+    synth_start_read: bool = False
 
 
 def post_kind(kind: str | None, job_id: str | None) -> str | None:
@@ -253,6 +288,10 @@ class _Post:
     #: What each worker held when it arrived (`_behind`): what it waited behind, proved in one
     #: step (a pipelined proof's is taken at its GPU_QUEUE instead).
     arrival_behind: tuple[list[str], int] | None = None
+    #: When the line that said it failed was written (on its clock: on the engine clock, its
+    #: latest offset, the least it ran), and that line's words (`PostTracker._fail`).
+    failed_s: float | None = None
+    error: str | None = None
 
     @property
     def engine_clock(self) -> bool:
@@ -376,6 +415,10 @@ class PostTracker:
         #: How many times TIMELINE offsets began again without a start line read (a restart
         #: seen only by its offsets: a log of stderr alone, its start lines on stdout).
         self.offsets_began_again = 0
+        #: PoSt said failed (their failure line read: `_fail`), and the failed pipelined ones
+        #: whose TIMELINE lines are still to be read (`_Apart`), the latest `MAX_FAILED_APART`.
+        self.failed = 0
+        self._apart: OrderedDict[str, _Apart] = OrderedDict()
 
     # -- feeding ------------------------------------------------------------------------------
 
@@ -406,6 +449,9 @@ class PostTracker:
             return self._timeline(ev)
         if ev.kind == "tracing" and ev.fields.get("spans") == MONOLITHIC_SPAN:
             return self._monolithic(ev)
+        if (ev.kind == "tracing" and ev.level == "ERROR" and ev.name in GPU_WORKER_FAILED_MESSAGES
+                and ev.fields.get("spans") == GPU_WORKER_SPAN):
+            return self._gpu_worker_failed(ev)
         if ev.kind == "tracing" and ev.name == ENQUEUED and ev.job_id is not None:
             kind = post_kind(_str(ev.fields.get("proof_kind")), ev.job_id)
             if kind is not None:  # followed from its arrival: late even before synthesis
@@ -443,10 +489,9 @@ class PostTracker:
 
     def _monolithic(self, ev: LogEvent) -> list[ProverEvent]:
         """A line in a monolithic worker's span (the pipeline off): what the worker holds now,
-        and, of a PoSt, when the worker took it (`processing job (monolithic)`) or its end (its
-        completion line). A failed one (`proof failed`, an error event of its own) frees the
-        worker and is left in flight, as a pipelined PoSt that fails is: said late once past
-        its deadline."""
+        and, of a PoSt, when the worker took it (`processing job (monolithic)`) or its end: its
+        completion line, or its failure (`proof failed` / `proof task panicked`, which the span
+        names: said failed at once, `_fail`). Either frees the worker."""
         self._pipeline_off = True
         name, job_id, w = ev.name, ev.job_id, ev.worker
         if job_id is None:
@@ -459,13 +504,13 @@ class PostTracker:
         elif name == MONOLITHIC_COMPLETED_MESSAGE or name in MONOLITHIC_FAILED_MESSAGES:
             if w is not None:
                 self.holding.pop(w, None)
-            if name != MONOLITHIC_COMPLETED_MESSAGE:
-                return []
         else:
             return []
         kind = post_kind(proof_kind, job_id)
         if kind is None:
             return []
+        if name in MONOLITHIC_FAILED_MESSAGES:
+            return self._fail(ev, job_id, kind, one_step=True)
         done = name == MONOLITHIC_COMPLETED_MESSAGE
         key = (job_id, "t_wall_s", ev.t_wall_s)
         if done and key in self._ended:  # that line read again (see `_read_again`)
@@ -490,6 +535,71 @@ class PostTracker:
         keep_latest(self._ended, key, None, MAX_ENDED)
         self.completed += 1
         return [self._event(job, done_s, done=True)]
+
+    def _gpu_worker_failed(self, ev: LogEvent) -> list[ProverEvent]:
+        """A pipelined job's GPU step failed, in its GPU worker's span, which names the job
+        (`GPU_WORKER_FAILED_MESSAGES`): a PoSt (no partition) is said failed at once (`_fail`)
+        and its worker is free again (engine.rs:3281, 3284-3286). A partition's failure fails its
+        whole job (a PoRep's, a SnapDeals'): no PoSt."""
+        job_id = ev.job_id
+        if job_id is None or ev.partition is not None:
+            return []
+        kind = post_kind(_str(ev.fields.get("proof_kind")), job_id)
+        if kind is None:
+            return []
+        w = ev.worker
+        if w is not None and self.holding.get(w) == job_id:  # not a later pickup read first
+            del self.holding[w]
+        return self._fail(ev, job_id, kind, one_step=False)
+
+    def _fail(self, ev: LogEvent, job_id: str, kind: str, one_step: bool
+              ) -> list[ProverEvent]:
+        """The line `ev` says the PoSt `job_id` failed: it is said so now, with the line's
+        words, its last word (it is not followed further, so never said late after). One whose
+        lines were not read before (a log followed from mid-proof) is said failed too, its
+        time not known. The same line read again is passed over (`_read_again`)."""
+        key = (job_id, "t_wall_s", ev.t_wall_s)
+        if key in self._ended:  # that line read again: its job's lines before it too
+            self.read_again += 1
+            self._jobs.pop(job_id, None)
+            return []
+        job = self._jobs.get(job_id)
+        if job is None:
+            if job_id in self._given_up_ids:  # the rest of a proof given up for room
+                return []
+            job = self._start(job_id, kind, ev.t_wall_s)
+        if one_step:
+            job.one_step = True
+            _behind_at_arrival(job)
+        job.gpu = ev.gpu if ev.gpu is not None else job.gpu
+        # Its failure on its clock: the line's wall time (never before its own lines), or, on
+        # the engine clock, the least it ran (its latest offset: a wall time is not comparable).
+        t = job.latest_s() if job.engine_clock else max(ev.t_wall_s, job.latest_s())
+        job.failed_s = t
+        job.error = cut_text(error_words(ev), MAX_ERROR_CHARS)
+        self._jobs.pop(job_id, None)
+        keep_latest(self._ended, key, None, MAX_ENDED)
+        if not job.one_step and job.synth_start_s is None:
+            keep_latest(self._apart, job_id, _Apart(ev.t_wall_s), MAX_FAILED_APART)
+        self.failed += 1
+        return [self._event(job, t, done=True, said_s=ev.t_wall_s)]
+
+    def _passed_apart(self, ev: LogEvent, job_id: str, engine_s: float | None) -> bool:
+        """Whether a TIMELINE line is a failed proof's own, read after its failure (`_Apart`):
+        passed over. A line that is not (a retry's) ends the wait for them."""
+        apart = self._apart.get(job_id)
+        if apart is None:
+            return False
+        if engine_s is None:  # on the wall clock: its own were written before its failure
+            own = ev.t_wall_s <= apart.failed_s + CLOCK_SLACK_S
+        else:
+            own = ev.name != "SYNTH_START" or not apart.synth_start_read
+        if not own:
+            del self._apart[job_id]
+            return False
+        if ev.name == "SYNTH_START":
+            apart.synth_start_read = True
+        return True
 
     @staticmethod
     def _one_step_done(job: _Post, t: float, total_ms: int | None, queue_ms: int | None
@@ -581,6 +691,8 @@ class PostTracker:
         if job_id is None:
             return []
         engine_s = self._engine_time(ev)
+        if self._apart and ev.partition is None and self._passed_apart(ev, job_id, engine_s):
+            return []
         self._track_workers(ev, name, job_id)
         on_engine = self._jobs.get(job_id)
         if engine_s is None and on_engine is not None and on_engine.engine_clock:
@@ -827,20 +939,27 @@ class PostTracker:
 
     def timing(self, job: _Post, now_s: float, done: bool) -> ProofTiming:
         deadline = self.deadlines.of(job.kind)
-        last = job.done_s if job.done_s is not None else job.end_s
-        # A proof still running: its current phase counts up to now (as cuzk's own do).
+        failed = job.failed_s is not None
+        last = job.failed_s if failed else job.done_s if job.done_s is not None else job.end_s
+        # A proof still running: its current phase counts up to now (as cuzk's own do). One
+        # failed: the phase its failure line is written in counts up to it, the prove (one
+        # step, engine.rs:3471) or the GPU (engine.rs:3282, after GPU_START, 3131); a phase
+        # before it whose end was not read (its lines read apart, or missed) is not known,
+        # never counted to the failure ("queue 2.5 s" of a PoSt that failed on the GPU).
         now = None if done else now_s
+        last_phase_to = job.failed_s if failed else now
         prove: float | None = None
         if job.one_step:
             # Queue, then synthesis and GPU in one call: no line splits them (None, never 0).
             phases: tuple[float | None, ...] = (
                 _phase(job.arrived_s, job.prove_start_s, now), None, None, None, None)
-            prove = _phase(job.prove_start_s, job.done_s, now)
+            prove = _phase(job.prove_start_s, job.done_s, last_phase_to)
         else:
             phases = (_phase(job.arrived_s, job.synth_start_s, now),
                       _phase(job.synth_start_s, job.synth_end_s, now),
                       _phase(job.gpu_queue_s, job.pickup_s, now),
-                      _phase(job.gpu_start_s, job.end_s, now), _span(job.end_s, job.done_s))
+                      _phase(job.gpu_start_s, job.end_s, last_phase_to),
+                      _span(job.end_s, job.done_s))
         end = last if done else now_s
         every = (*phases, prove)
         # Timed by its offsets, its queue is not known (its `job enqueued` line's time is on
@@ -862,13 +981,15 @@ class PostTracker:
                 verdict = "at_risk"
             elif total is not None:
                 verdict = "ok"
+        if failed:  # no proof came of it, whatever its time
+            verdict = "failed"
         queue, synth, gpu_wait, gpu, finalize = phases
         timing = ProofTiming(
             proof_kind=job.kind, queue_s=queue, synth_s=synth, gpu_wait_s=gpu_wait, gpu_s=gpu,
             total_s=total, total_at_least_s=at_least, deadline_s=deadline, verdict=verdict,
             done=done,
             waited_behind=list(job.waited_behind), waited_behind_more=job.waited_behind_more,
-            finalize_s=finalize, one_step=job.one_step, prove_s=prove)
+            finalize_s=finalize, one_step=job.one_step, prove_s=prove, error=job.error)
         return _with_setting(timing, self._own_load(job, now_s), self._queue_load(job, now_s))
 
     def _event(self, job: _Post, t: float, done: bool, said_s: float | None = None
@@ -987,7 +1108,9 @@ def _with_setting(t: ProofTiming, own_load: _SrsLoad | None, queue_load: _SrsLoa
     """The setting that would have freed the proof, for the phase that took longest, when one
     exists (sources in cuzk-upstream-paths.md 4.5). `own_load`: its own SRS load, inside its
     synthesis phase; `queue_load`: another job's, while it queued (`_SrsLoad`)."""
-    if t.verdict in ("ok", "unknown"):  # unknown: not known to have waited too long
+    if t.verdict in ("ok", "unknown", "failed"):
+        # Unknown: not known to have waited too long. Failed: its failure is what is said (its
+        # error); no setting of a phase would have made a proof of it.
         return t
     phase = _dominant(t)
     setting: str | None = None
@@ -1080,7 +1203,9 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool, by_offsets: bool 
                 ) -> str:
     """`WinningPoSt winpost-1000-1a2b3c4d: 3.9 s of 30 s (queue ?, synthesis 2.2 s, GPU wait
     0.4 s behind worker 0: porep-... partition 3, GPU 1.3 s); late: ...` (`by_offsets`: timed
-    by its TIMELINE offsets, read without their anchor)."""
+    by its TIMELINE offsets, read without their anchor); failed, its error first: `WinningPoSt
+    winpost-1000-1a2b3c4d: GPU prove start failed: <error> (after 3.1 s of its 30 s deadline;
+    queue ...); FAILED`."""
     name = POST_KINDS.get(t.proof_kind, t.proof_kind)
     state = "" if t.done else " still running"
     limit = f" of its {t.deadline_s:g} s deadline" if t.deadline_s is not None else ""
@@ -1101,6 +1226,19 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool, by_offsets: bool 
         phases = (f"queue {_s(t.queue_s)}, synthesis {_s(t.synth_s)}, GPU wait "
                   f"{_s(t.gpu_wait_s)}{behind}, GPU {_s(t.gpu_s)}"
                   + (f", finalize {_s(t.finalize_s)}" if t.finalize_s is not None else ""))
+    if t.verdict == "failed":
+        # Its error first: the footer's one line is cut at the pane's edge, and why it failed
+        # is what the operator needs (its time is in the report).
+        after = f"after {total}{limit}"
+        if t.total_s is None and t.total_at_least_s is None:  # its failure line alone read
+            after = f"its time not known, {_begin_words(t)} not read"
+        elif by_offsets:
+            after += ", by its TIMELINE lines' offsets, read without their anchor"
+        elif t.total_s is None:
+            after += f", {_begin_words(t)} not read"
+        elif no_arrival:
+            after += ", from synthesis start: its 'job enqueued' line was not read"
+        return fmt.visible(f"{name} {job_id}: {t.error or 'failed'} ({after}; {phases}); FAILED")
     words = f"{name} {job_id}{state}: {total}{limit}{since} ({phases})"
     if t.verdict == "late":
         words += "; LATE"

@@ -88,6 +88,13 @@ class CuzkWatch:
     def _log(self, ev: LogEvent) -> list[ProverEvent]:
         restarts = self.restarts.feed_log(ev)
         out = self._restarted(restarts) if restarts else []
+        # A failure line is an error event, and, naming a PoSt, that PoSt's last word: the
+        # error first, so that the proof's word ("FAILED", its job) is the latest of the two
+        # and leads the dashboard's alert line (the latest of equal level does).
+        if ev.level is not None or ev.kind == PANIC_KIND:
+            err = error_event(ev)
+            if err is not None:
+                out.append(err)
         out += self.post.feed(ev)
         lost = self.queue.feed(ev)
         if lost:
@@ -95,10 +102,6 @@ class CuzkWatch:
                 if e.job_id is not None:
                     self.post.forget(e.job_id)
             out += lost
-        if ev.level is not None or ev.kind == PANIC_KIND:
-            err = error_event(ev)
-            if err is not None:
-                out.append(err)
         churned = self.churn.feed(ev)
         if churned is not None:
             out.append(churn_event(churned))

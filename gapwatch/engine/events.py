@@ -6,8 +6,8 @@ given. The session's listener (`EventHook.listen`, on the feeding thread) only t
 change into an `Event` and offers it (never blocks); the command runs on the hook's own thread.
 
 Events (`EventKind`): `breakdown_entered` and `breakdown_left` (a GPU's chaining state, from the
-session's listener), `post_late`, `restart`, `gpu_error` (the prover watcher's events:
-`event_of` maps a late proof, a restart, and an error or lost GPU job), and
+session's listener), `post_late`, `post_failed`, `restart`, `gpu_error` (the prover watcher's
+events: `event_of` maps a late proof, a failed one, a restart, and an error or lost GPU job), and
 `gpu_hardware_error` (NVML's: an XID, uncorrected ECC errors, a GPU lost; `hardware_event_of`);
 the hook is a session sink for the records, `EventHook.on_record`. Other sources may offer
 their own through `EventHook.offer` with the same `Event` (their detail in `detail`).
@@ -52,15 +52,15 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
-from gapwatch.core.prover_watch import LateOnce, went_late
+from gapwatch.core.prover_watch import LateOnce, failed, went_late
 from gapwatch.core.sizes import cut_text
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.why_now import why_now
 from gapwatch.engine.runtime import Runtime
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
 
-EventKind = Literal["breakdown_entered", "breakdown_left", "post_late", "restart", "gpu_error",
-                    "gpu_hardware_error"]
+EventKind = Literal["breakdown_entered", "breakdown_left", "post_late", "post_failed", "restart",
+                    "gpu_error", "gpu_hardware_error"]
 #: Events waiting for the command at most (a command slower than events arrive drops the rest).
 MAX_QUEUED = 8
 
@@ -178,12 +178,17 @@ def hardware_event_of(ev: HardwareEvent) -> Event | None:
 
 def event_of(ev: ProverEvent) -> Event | None:
     """The prover watcher's event as an `--on-event` event, or None when a person need not hear
-    of it: a late proof (`post_late`), a restart (`restart`), a prover error or a GPU job never
-    picked up (`gpu_error`). At-risk proofs, proofs not timed (`unknown`: not known to be
-    late), restart costs, warnings (signs of failures to come: cuzk's pinned pool churning; the
-    failures themselves are `gpu_error`s) and proofs on time stay in the recording, the report,
-    /metrics and the dashboard's alert line."""
+    of it: a late proof (`post_late`), a failed one (`post_failed`: its block is lost as a late
+    one's is; the failure line is a `gpu_error` of its own too), a restart (`restart`), a prover
+    error or a GPU job never picked up (`gpu_error`). At-risk proofs, proofs not timed
+    (`unknown`: not known to be late), restart costs, warnings (signs of failures to come:
+    cuzk's pinned pool churning; the failures themselves are `gpu_error`s) and proofs on time
+    stay in the recording, the report, /metrics and the dashboard's alert line."""
     proof = ev.proof
+    if proof is not None and failed(ev):
+        return Event("post_failed", ev.gpu, "failed", ev.t_wall_s, cause=proof.proof_kind,
+                     cause_words=proof.error or "", setting="none", line=ev.message,
+                     detail=ev.message)
     # A PoSt lost in a restart will never complete: as late as a proof gets (the alert rule
     # GapwatchPoStLate counts it too), whatever its figures said so far; its state says "lost".
     lost = proof is not None and proof.given_up == "restart"

@@ -109,6 +109,12 @@ QUERIES: tuple[Query, ...] = (
     Query("post_untimed",
           "sum by (instance) (increase(gapwatch_proofs_total{{{sel_}verdict=\"unknown\"}}"
           "[{lb}]))", per="box", optional=True),
+    # Failed: cuzk said so (no proof came of it, a WinningPoSt's block lost as a late one's
+    # is; the alert GapwatchPoStFailed): neither late nor on time, and a box whose PoSts all
+    # failed read "0 late".
+    Query("post_failed",
+          "sum by (instance) (increase(gapwatch_proofs_total{{{sel_}verdict=\"failed\"}}"
+          "[{lb}]))", per="box", optional=True),
     # Throttled: a reason that holds the clocks down by heat or a hardware slowdown, held in
     # the last reading.
     Query("throttled",

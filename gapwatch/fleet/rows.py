@@ -71,10 +71,12 @@ class FleetRow:
     #: seconds, to the minute); None otherwise.
     verdict_t_wall_s: float | None = None
     post_last_latency_s: float | None = None
-    #: PoSts of any kind that ended late, and that could not be timed (on time or late not
-    #: known), in the lookback (`increase`: Prometheus extrapolates, so not always whole).
+    #: PoSts of any kind that ended late, that could not be timed (on time or late not
+    #: known), and that failed, in the lookback (`increase`: Prometheus extrapolates, so not
+    #: always whole).
     post_late: float | None = None
     post_untimed: float | None = None
+    post_failed: float | None = None
     throttled: float | None = None
     #: The GPUs' own errors in the lookback: XIDs, uncorrected ECC errors, GPUs lost.
     gpu_errors: float | None = None
@@ -416,7 +418,8 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ("SETTING", "the cuzk setting that closes the cause (none: no setting does)"),
     ("GAIN", "throughput gain expected from closing the cause's gaps"),
     ("CHAIN", "share of host-to-device copy time that ran while the SMs were busy"),
-    ("PoSt", "the last WinningPoSt's latency / PoSts late in the lookback; ?N: N not timed"),
+    ("PoSt", "the last WinningPoSt's latency / PoSts late in the lookback; !N: N failed, ?N: "
+             "N not timed"),
     ("HLTH", "T clocks held down by heat or a HW slowdown (not the power cap), X a GPU "
              "error (XID, uncorrected ECC, the GPU lost, a failed row remap), R prover "
              "restarts, D data holes (read at its period less than 90 % of the last 5 "
@@ -429,16 +432,22 @@ _KIND_LETTER = {"pcie_starved": "S", "transfer_bound": "T", "host_stall": "H", "
 
 
 def _post_cell(r: FleetRow) -> str:
-    """`35s/1`: the last WinningPoSt's latency / PoSts late in the lookback; ` ?2` after it:
-    two more could not be timed (each may have been late: "0 late" is not "all on time")."""
-    if r.post_last_latency_s is None and r.post_late is None and r.post_untimed is None:
+    """`35s/1`: the last WinningPoSt's latency / PoSts late in the lookback; ` !1` after it:
+    one more failed (cuzk said so: its block lost as a late one's is, and "0 late" of a box
+    whose PoSts all failed read as all on time); ` ?2`: two more could not be timed (each may
+    have been late: "0 late" is not "all on time")."""
+    if r.post_last_latency_s is None and r.post_late is None and r.post_untimed is None \
+            and r.post_failed is None:
         return "-"
     lat = f"{r.post_last_latency_s:.0f}s" if r.post_last_latency_s is not None else "-"
     late = f"{r.post_late:.0f}" if r.post_late is not None else "-"
-    # Rounded as the late count is: `increase` is 0 exactly when nothing was counted.
-    untimed = f" ?{r.post_untimed:.0f}" if r.post_untimed is not None and \
-        round(r.post_untimed) > 0 else ""
-    return f"{lat}/{late}{untimed}"
+    return f"{lat}/{late}{_said_if_any(' !', r.post_failed)}{_said_if_any(' ?', r.post_untimed)}"
+
+
+def _said_if_any(mark: str, count: float | None) -> str:
+    """` !2`: a count after its mark, said only when some were counted (rounded as the late
+    count is: `increase` is 0 exactly when nothing was counted)."""
+    return f"{mark}{count:.0f}" if count is not None and round(count) > 0 else ""
 
 
 def cells(r: FleetRow) -> tuple[str, ...]:

@@ -231,8 +231,8 @@ def _slim_posts(events: Sequence[ProverEvent]) -> list[SlimPost]:
     out = []
     for e in events:
         p = e.proof
-        if (e.kind == "proof" and p is not None and p.done and p.total_s is not None
-                and p.proof_kind in POST_KINDS):
+        if (e.kind == "proof" and p is not None and p.proved and p.total_s is not None
+                and p.proof_kind in POST_KINDS):  # a failed one's time is to its failure
             out.append(SlimPost(e.gpu, p.proof_kind, e.t_wall_s, p.total_s))
     return out
 

@@ -172,6 +172,8 @@ class TraceBuilder:
             self._slice(ev.start_s, ev.end_s, PROVER_PID, 0, ev.kind, args, "prover")
         elif p is not None and p.done and p.total_s is not None:
             args["verdict"] = p.verdict
+            if p.error is not None:
+                args["error"] = p.error
             self._slice(ev.t_wall_s - p.total_s, ev.t_wall_s, PROVER_PID, 0,
                         f"{p.proof_kind} {p.verdict}", args, "prover")
         if ev.level != "info":

@@ -44,19 +44,21 @@ def _final(e: ProverEvent) -> bool:
 
 class ProofCounts(NamedTuple):
     """The PoSt rows of a run (`_ProofRows`): how many, and how many late, at risk, said
-    without their end, not timed (verdict "unknown": never among those on time)."""
+    without their end, not timed (verdict "unknown": never among those on time), failed."""
 
     rows: int = 0
     late: int = 0
     at_risk: int = 0
     given_up: int = 0
     unknown: int = 0
+    failed: int = 0
 
     def plus(self, p: ProofTiming) -> ProofCounts:
         return ProofCounts(self.rows + 1, self.late + (p.verdict == "late"),
                            self.at_risk + (p.verdict == "at_risk"),
                            self.given_up + (p.given_up is not None),
-                           self.unknown + (p.verdict == "unknown"))
+                           self.unknown + (p.verdict == "unknown"),
+                           self.failed + (p.verdict == "failed"))
 
 
 class _ProofRows:
@@ -191,10 +193,11 @@ def summary_line(events: Sequence[ProverEvent]) -> str:
     t = log.proofs()
     n = {k: log.counts.get(k, 0) for k in ("restart", "error", "lost_job", "warning")}
     # Said only when some were: the line reads as before for every log that has none.
+    failed = f"{t.failed} failed, " if t.failed else ""
     without = f", {t.given_up} said without their end" if t.given_up else ""
     unknown = f", {t.unknown} not timed (on time or late not known)" if t.unknown else ""
     warned = f", {n['warning']} warning(s)" if n["warning"] else ""
-    return (f"Prover events: {t.rows} PoSt proof(s) ({t.late} late, {t.at_risk} at "
+    return (f"Prover events: {t.rows} PoSt proof(s) ({failed}{t.late} late, {t.at_risk} at "
             f"risk{unknown}{without}), {n['restart']} restart(s), {n['error']} error(s), "
             f"{n['lost_job']} lost GPU job(s){warned}")
 
@@ -237,6 +240,8 @@ def proof_lines(events: Sequence[ProverEvent]) -> list[str]:
                    f"{_s(p.queue_s):>6} "
                    f"{_s(p.synth_s):>6} {_s(p.gpu_wait_s):>8} {_s(p.gpu_s):>6}{prove} "
                    f"{_s(p.finalize_s):>8} {_s(p.deadline_s):>8} {verdict}")
+        if p.error is not None:  # why it failed, whole: the row's verdict says only "failed"
+            out.append(f"      error: {fmt.visible(p.error)}")
         if p.verdict != "ok" and p.waited_behind and p.worker_wait_s:
             out.append(f"      waited for a GPU worker behind: {p.behind_words()}")
         if p.setting:

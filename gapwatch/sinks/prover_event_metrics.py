@@ -10,10 +10,14 @@ first scrape; the alert rules in deploy/prometheus/gapwatch.rules.yml read them)
   (`restart_cost`), errors (failure lines, panics), lost GPU jobs (`lost_job`), warnings of
   failures to come (`warning`: cuzk's pinned pool churning), and watched
   proofs (`proof`: `level="error"` is a late one, said once when it passed its deadline still
-  running and once more when it ended; `warning` at risk or not timed; `info` on time);
-- `gapwatch_proofs_total{proof_kind,verdict}`: completed watched proofs (PoSt) by verdict
-  (`ok`, `at_risk`, `late`, and `unknown`: one whose begin was not read, so not timed);
-- `gapwatch_proof_seconds{proof_kind}` (histogram): a completed proof, arrival to end;
+  running and once more when it ended, one lost in a restart, or a failed one; `warning` at
+  risk or not timed; `info` on time);
+- `gapwatch_proofs_total{proof_kind,verdict}`: watched proofs (PoSt) that ended, by verdict
+  (`ok`, `at_risk`, `late`, `unknown`: one whose begin was not read, so not timed; `failed`:
+  the prover said it failed, counted when its failure line is read: the alert rule
+  GapwatchPoStFailed reads it);
+- `gapwatch_proof_seconds{proof_kind}` (histogram): a completed proof, arrival to end (a
+  failed one is not: its time is to its failure, no proof's latency; nor are its phases);
 - `gapwatch_proof_phase_seconds{proof_kind,phase}` (histogram): its queue, synthesis, GPU wait,
   GPU and finalize time, or, proved in one step (the prover's pipeline off), its queue and
   prove time (synthesis and GPU in one call); a phase its lines did not say is not observed;
@@ -95,6 +99,8 @@ class ProverEventCounts:
             return
         pk = (p.proof_kind, p.verdict)
         self.proofs[pk] = self.proofs.get(pk, 0) + 1
+        if not p.proved:  # failed: counted by verdict, its time is no proof's latency
+            return
         if p.total_s is not None:
             self.latency.setdefault(p.proof_kind, _Histogram()).observe(p.total_s)
             self.last_s[p.proof_kind] = p.total_s
@@ -120,14 +126,15 @@ def _buckets(h: _Histogram) -> list[tuple[str, float]]:
 def families(c: ProverEventCounts) -> Iterator[Metric]:
     events = CounterMetricFamily(
         "gapwatch_prover_events", "Prover events (restart, restart_cost, error, lost_job, "
-        "warning, proof), by level (a proof at level error is late).", labels=["kind", "level"])
+        "warning, proof), by level (a proof at level error is late, lost in a restart, or "
+        "failed).", labels=["kind", "level"])
     for kind in PROVER_EVENT_KINDS:
         for level in LEVELS:
             events.add_metric([kind, level], c.events.get((kind, level), 0))
     proof_kinds = sorted(set(KNOWN_PROOF_KINDS) | {k for k, _ in c.proofs} | set(c.latency))
-    proofs = CounterMetricFamily("gapwatch_proofs", "Completed watched proofs (PoSt), by "
-                                 "verdict against their deadline.", labels=["proof_kind",
-                                                                            "verdict"])
+    proofs = CounterMetricFamily("gapwatch_proofs", "Watched proofs (PoSt) that ended, by "
+                                 "verdict against their deadline (failed: the prover said it "
+                                 "failed).", labels=["proof_kind", "verdict"])
     for pk in proof_kinds:
         for verdict in PROOF_VERDICTS:
             proofs.add_metric([pk, verdict], c.proofs.get((pk, verdict), 0))

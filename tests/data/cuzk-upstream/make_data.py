@@ -703,6 +703,80 @@ def post_pipeline_off() -> list[str]:
     return _sorted(lines)
 
 
+def gpu_worker_span(job: str, kind: str, worker: int, gpu: int) -> str:
+    """A pipelined job's GPU worker span (engine.rs:3005-3012), as tracing writes it: a PoSt's
+    `partition = ?partition_index` is `None`."""
+    return (f"gpu_worker{{worker_id={worker} gpu={gpu} job_id={job} proof_kind={kind} "
+            "batch_size=1 partition=None}")
+
+
+def post_failed() -> list[str]:
+    """Two WinningPoSt that fail with the pipeline on. The first fails on the GPU: its lines
+    through GPU_START (engine.rs:2665, 2745, 2848, 3023, 3131), then `GPU prove start failed`
+    inside its GPU worker's span, which names it (engine.rs:3282; `error = %e`, the anyhow
+    error `gpu_prove_start` makes, pipeline.rs:1405, with bellperson's `SynthesisError` by
+    Debug); its worker is free again. The second fails in synthesis: `synthesis failed`
+    (engine.rs:2855) inside `synth_single{proof_kind}` (2099), a kind and no job: it names
+    neither PoSt. A PoRep partition goes on after, so the second passes its 30 s."""
+    t0 = T0 + 25200
+    lines = [(t0 + i * 0.001, x) for i, x in enumerate(engine_start(t0))]
+    epoch = t0 + 0.030
+    first, second = "winpost-1000-3c4d5e6f", "winpost-1000-4d5e6f70"
+    arrive = t0 + 10.0
+    lines += [(arrive, trace(arrive, "info", "cuzk_core::scheduler", "job enqueued",
+                             job_id=first, proof_kind="winning-post", priority="Critical",
+                             queue_position=0)),
+              (arrive, tl(epoch, arrive, "SYNTH_START", first, "kind=winning-post")),
+              (arrive + 2.1, tl(epoch, arrive + 2.1, "SYNTH_END", first, "synth_ms=2100")),
+              (arrive + 2.1, tl(epoch, arrive + 2.1, "GPU_QUEUE", first, "monolithic")),
+              (arrive + 2.2, tl(epoch, arrive + 2.2, "GPU_PICKUP", first, "worker=0")),
+              (arrive + 2.2, tl(epoch, arrive + 2.2, "GPU_START", first, "worker=0")),
+              (arrive + 2.5, trace(arrive + 2.5, "error", "cuzk_core::engine",
+                                   "GPU prove start failed",
+                                   span=gpu_worker_span(first, "winning-post", 0, 0),
+                                   error="GPU prove start failed: Unsatisfiable"))]
+    arrive2 = t0 + 20.0
+    lines += [(arrive2, trace(arrive2, "info", "cuzk_core::scheduler", "job enqueued",
+                              job_id=second, proof_kind="winning-post", priority="Critical",
+                              queue_position=0)),
+              (arrive2, tl(epoch, arrive2, "SYNTH_START", second, "kind=winning-post")),
+              (arrive2 + 1.0, trace(arrive2 + 1.0, "error", "cuzk_core::engine",
+                                    "synthesis failed", span="synth_single{proof_kind=winning-post}",
+                                    error="invalid vanilla proof for sector 7"))]
+    lines += partition_on_gpu(epoch, "porep-1000-13", 0, 1, t0 + 40.0, t0 + 55.0)
+    return _sorted(lines)
+
+
+def monolithic_failed_job(job: str, kind: str, arrive: float, start: float, fail_s: float,
+                          worker: int, gpu: int) -> list[tuple[float, str]]:
+    """A PoSt a monolithic worker fails (`[pipeline] enabled = false`): `job enqueued`, `job
+    dequeued for proving`, `processing job (monolithic)` in the worker's span (scheduler.rs:67,
+    85, engine.rs:3394, 3397), then `proof failed` in it (engine.rs:3471, `error = %e`:
+    anyhow's outermost context, `generate_winning_post_with_vanilla failed`, prover.rs:552)."""
+    span = f"monolithic_worker{{worker_id={worker} gpu={gpu} job_id={job} proof_kind={kind}}}"
+    end = start + fail_s
+    return [(arrive, trace(arrive, "info", "cuzk_core::scheduler", "job enqueued", job_id=job,
+                           proof_kind=kind, priority="Critical", queue_position=0)),
+            (start, trace(start, "info", "cuzk_core::scheduler", "job dequeued for proving",
+                          job_id=job, proof_kind=kind)),
+            (start + 0.0001, trace(start + 0.0001, "info", "cuzk_core::engine",
+                                   "processing job (monolithic)", span=span)),
+            (end, trace(end, "error", "cuzk_core::engine", "proof failed", span=span,
+                        error="generate_winning_post_with_vanilla failed"))]
+
+
+def post_failed_pipeline_off() -> list[str]:
+    """`[pipeline] enabled = false`: a WinningPoSt the GPU's one monolithic worker fails 1.5 s
+    into its proving; then one proved on time under another id."""
+    t0 = T0 + 28800
+    lines = [(t0 + i * 0.001, x) for i, x in enumerate(monolithic_engine_start(t0))]
+    lines += monolithic_failed_job("winpost-1000-6f708192", "winning-post", t0 + 10.0,
+                                   t0 + 10.0, 1.5, 0, 0)
+    lines += monolithic_job("winpost-1000-708192a3", "winning-post", "Critical", t0 + 40.0,
+                            t0 + 40.0, 3.4, 0, 0)
+    return _sorted(lines)
+
+
 #: The scenario logs and what each shows (README, the tests, the simulator's `sim:post`).
 SCENARIO_LOGS = {
     "post-behind-partitions.log": post_behind_partitions,
@@ -712,6 +786,8 @@ SCENARIO_LOGS = {
     "lost-job.log": lost_job,
     "post-pipeline-off.log": post_pipeline_off,
     "pool-churn.log": pool_churn,
+    "post-failed.log": post_failed,
+    "post-failed-pipeline-off.log": post_failed_pipeline_off,
 }
 
 
@@ -782,7 +858,12 @@ format strings, field names and serde structs only, no upstream code.
   late behind a whole PoRep C2 on the GPU's one worker, then an on-time WindowPoSt),
   `pool-churn.log` (the evictor unpinning a partition's idle a/b/c buffers and the next one
   pinning new ones, four times 30 s apart, the fourth `cudaHostAlloc` failing: pinned_pool.rs:61,
-  187, 202, 212, 240, pipeline.rs:302; cuzk-upstream-paths.md 2.4).
+  187, 202, 212, 240, pipeline.rs:302; cuzk-upstream-paths.md 2.4),
+  `post-failed.log` (a WinningPoSt whose `GPU prove start failed`, engine.rs:3282, inside its
+  GPU worker's span `gpu_worker{{job_id ...}}`, 3005-3012, which names it; another whose
+  `synthesis failed`, 2855, inside `synth_single{{proof_kind}}`, 2099, which names no job),
+  `post-failed-pipeline-off.log` (a WinningPoSt the monolithic worker fails, `proof failed`,
+  engine.rs:3471, in its span, 3394; then one on time).
 
 | # | source | kind | name |
 | --- | --- | --- | --- |

@@ -1218,3 +1218,30 @@ def test_a_failed_posts_error_and_the_failures_remembered_stay_bounded() -> None
         for e in parser.parse_line(text, "x", i, 0.0):
             tracker.feed(e)
     assert tracker.failed == 5_000 and len(tracker._apart) == MAX_FAILED_APART
+
+
+def test_a_post_proved_with_split_prove_disabled_ends_at_its_completion_line_not_late() -> None:
+    """`CUZK_DISABLE_SPLIT_PROVE=1` proves in one synchronous call (engine.rs:3078-3118): no
+    GPU_START, no GPU_END; the completion line (`proof completed successfully (pipeline)`,
+    engine.rs:839-846, from `process_monolithic_result` at 3111) is written inside the GPU
+    worker's span, which names the job (engine.rs:3005-3012). A WinningPoSt proved in 3 s was
+    never seen to end: said LATE, "still running", once the log went on past its 30 s."""
+    job = "winpost-1000-8a9b0c1d"
+    done_line = ("2026-05-12T16:00:13.000000Z  INFO gpu_worker{worker_id=0 gpu=0 job_id=" + job
+                 + " proof_kind=winning-post batch_size=1 partition=None}: cuzk_core::engine: "
+                 "proof completed successfully (pipeline) proof_len=192 total_ms=3000 "
+                 "queue_ms=0 synth_ms=1200 gpu_ms=1800")
+    text = (_START + "2026-05-12T16:00:10.000000Z  INFO cuzk_core::scheduler: job enqueued "
+            f"job_id={job} proof_kind=winning-post priority=Critical queue_position=0\n"
+            f"TIMELINE,9970,SYNTH_START,{job},kind=winning-post\n"
+            f"TIMELINE,11170,SYNTH_END,{job},synth_ms=1200\n"
+            f"TIMELINE,11170,GPU_QUEUE,{job},monolithic\n"
+            f"TIMELINE,11180,GPU_PICKUP,{job},worker=0\n" + done_line + "\n" + done_line + "\n"
+            "2026-05-12T16:01:30.000000Z  INFO cuzk_core::engine: pipeline GPU worker started "
+            "worker_id=0 gpu=0 sub_id=0\n")
+    proofs = [e.proof for e in watched_text(text) if e.proof is not None and e.job_id == job]
+    [p] = proofs  # its one word, the completion line read twice counted once
+    assert p.done and p.verdict == "ok"
+    assert p.total_s == pytest.approx(3.0, abs=0.01)
+    assert p.synth_s == pytest.approx(1.2, abs=0.01)
+    assert p.gpu_s is None  # no GPU_START or GPU_END: not known, never 0

@@ -467,6 +467,9 @@ class PostTracker:
             while len(self._enqueued) > MAX_ENQUEUED:
                 self._enqueued.popitem(last=False)
         elif ev.kind == "tracing" and ev.name == COMPLETED:
+            named = self._named_completion(ev)
+            if named is not None:
+                return named
             return self._completion(ev.t_wall_s, int_field(ev.fields.get("total_ms")))
         elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADING):
             circuit = _str(ev.fields.get("circuit_id")) or "?"
@@ -867,6 +870,36 @@ class PostTracker:
             first = self._awaiting.pop(0)
             return [self._event(first, first.end_s if first.end_s is not None else 0.0, True)]
         return []
+
+    def _named_completion(self, ev: LogEvent) -> list[ProverEvent] | None:
+        """A completion line inside the GPU worker's span, which names its job (`gpu_worker{
+        job_id ...}`, engine.rs:3005-3012): cuzk proved it in one synchronous call there
+        (`CUZK_DISABLE_SPLIT_PROVE=1`, engine.rs:3078-3118; or a build without
+        cuda-supraseal, 3349), which writes no GPU_START or GPU_END. Such a PoSt ends here,
+        its GPU phase not known (no line splits it from its wait and result). A PoSt whose
+        GPU_END was read (awaiting its completion) is paired with its own line, not by time.
+        None: the line names no PoSt followed (the split prove's finalizer writes it outside
+        any span, engine.rs:3185-3257: paired by time, `_completion`)."""
+        job_id = ev.job_id
+        if job_id is None:
+            return None
+        total_ms = int_field(ev.fields.get("total_ms"))
+        for waiting in self._awaiting:
+            if waiting.job == job_id:
+                self._awaiting.remove(waiting)
+                return [self._arrived(waiting, ev.t_wall_s, total_ms)]
+        key = (job_id, "t_wall_s", ev.t_wall_s)
+        if key in self._ended:  # that line read again (see `_read_again`)
+            self.read_again += 1
+            self._jobs.pop(job_id, None)
+            return []
+        job = self._jobs.get(job_id)
+        if job is None or job.end_s is not None:
+            return None
+        del self._jobs[job_id]
+        keep_latest(self._ended, key, None, MAX_ENDED)
+        self.completed += 1
+        return [self._arrived(job, ev.t_wall_s, total_ms)]
 
     def _completion(self, t: float, total_ms: int | None) -> list[ProverEvent]:
         for job in self._awaiting:

@@ -41,7 +41,7 @@ def test_alert_rules_pass_their_promtool_unit_tests() -> None:
 def test_rules_and_scrape_config_are_valid() -> None:
     rules = _promtool("check", "rules", "gapwatch.rules.yml")
     assert rules.returncode == 0, rules.stdout + rules.stderr
-    assert "18 rules found" in rules.stdout
+    assert "19 rules found" in rules.stdout
     config = _promtool("check", "config", "prometheus.yml")
     assert config.returncode == 0, config.stdout + config.stderr
 
@@ -70,5 +70,6 @@ def test_every_alert_named_in_the_issue_exists() -> None:
                  "GapwatchRecordingFailing", "GapwatchGpuHardwareError", "GapwatchGpuThrottled",
                  "GapwatchPoStLate", "GapwatchPoStFailed", "GapwatchPoStAtRisk",
                  "GapwatchPoStNotTimed",
-                 "GapwatchProverRestarted", "GapwatchProverErrors", "GapwatchGpuJobLost"):
+                 "GapwatchProverRestarted", "GapwatchProverErrors", "GapwatchProverWarning",
+                 "GapwatchGpuJobLost"):
         assert f"alert: {name}" in rules

@@ -127,11 +127,11 @@ def test_a_restart_is_called_killed_only_where_the_old_runs_info_lines_were_read
     warnings only), or no log at all, says nothing of how the run ended."""
     def restart_after(lines: list[LogEvent]) -> str:
         w = RestartWatch()
-        for ev in lines:
-            w.feed_log(ev)
+        for line in lines:
+            w.feed_log(line)
         w.feed_status(status(10.0, 500.0))
-        [ev] = w.feed_status(status(30.0, 5.0))
-        return ev.message
+        [restart] = w.feed_status(status(30.0, 5.0))
+        return restart.message
 
     timeline = LogEvent(2.0, "line", "timeline", "GPU_END", "")
     warning = LogEvent(3.0, "line", "tracing", "pinned pool checkout FAILED", "", level="WARN")

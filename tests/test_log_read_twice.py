@@ -243,28 +243,22 @@ def test_what_is_held_to_match_the_recording_stays_bounded() -> None:
     assert sum(1 for _ in far) == n  # nothing read ahead is lost
 
 
-def test_until_the_recording_gives_a_log_event_the_files_lines_are_held_unkeyed_and_bounded(
-    monkeypatch: pytest.MonkeyPatch,
+def test_until_the_recording_gives_a_log_event_the_files_lines_are_held_but_not_indexed(
 ) -> None:
-    """Most recordings hold no log event: then no file line is keyed (its cost), only the last
-    `HOLD_S` of them are held as they are, within `MAX_PENDING_CHARS` of text however long the
-    lines; the first recorded log event keys them, and finds its copy among them."""
-    from gapwatch.logs import once as once_module
+    """Most recordings hold no log event: then no file line is looked for, and the lines of
+    the last `HOLD_S` are held (their keys, as always) but not indexed (its cost, ~1.4 us a
+    line); the first recorded log event indexes them, and finds its copy among them."""
     from gapwatch.logs.once import HOLD_S, LinesOnce, itself
 
-    monkeypatch.setattr(once_module, "MAX_PENDING_CHARS", 1 << 20)  # 64 MiB as 1 MiB
-    long_text = "x" * (64 << 10)
-    file = [_ev(1000.0 + i * 0.01, f"line {i} {long_text}") for i in range(100)]
-    file += [_ev(1001.0 + i * 0.01, f"line {i}") for i in range(60_000)]  # 600 s more
+    file = [_ev(1000.0 + i * 0.01, f"line {i}") for i in range(60_000)]  # 600 s
     once = LinesOnce(iter(file), itself)
-    most_chars = 0
+    most = 0
     for _ in once:
-        most_chars = max(most_chars, once._unkeyed_chars)
-    assert most_chars <= 1 << 20
-    assert not once._held and not once._free  # no key made: nothing asked
-    assert once._unkeyed is not None and len(once._unkeyed) <= (HOLD_S + 2.0) * 100 + 1
-    assert once.recorded(_ev(1001.0 + 59_990 * 0.01, "line 59990"))  # keyed now, and found
-    assert once._unkeyed is None and once.count == 1
+        most = max(most, len(once._held))
+    assert not once._free  # no index made: nothing asked
+    assert most <= (HOLD_S + 2.0) * 100 + 1
+    assert once.recorded(_ev(1000.0 + 59_990 * 0.01, "line 59990"))  # indexed now, and found
+    assert once.count == 1 and once._free
 
 
 def test_a_log_given_twice_by_a_hard_link_is_read_once(

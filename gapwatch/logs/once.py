@@ -49,11 +49,10 @@ a recorded event's time (at most `MAX_AHEAD`); never a set of every line seen. P
 recorded copy written more than a few minutes after its line, a million lines a second) a line
 may count twice.
 
-Cost: most recordings hold no log event (made without `--log`), and then no line needs a key.
-Until the recording gives its first log event, the file lines of the last `HOLD_S` are held as
-they are (their events, at most `MAX_HELD` and `MAX_PENDING_CHARS` of text), and keyed only
-then: a day of 8 GPUs' log (~6 M lines, read by each worker of a split report) paid ~1.4 us a
-line for keys nothing asked for (`bench/report_instructions.py`).
+Cost: most recordings hold no log event (made without `--log`), and then no line is looked for.
+Until the recording gives its first log event, the file lines of the last `HOLD_S` are held
+(their keys) but not indexed by key, and indexed only then: a day of 8 GPUs' log (~6 M lines,
+read by each worker of a split report) paid ~1.4 us a line for an index nothing asked.
 """
 
 from __future__ import annotations
@@ -78,9 +77,6 @@ HOLD_S: Final = 300.0
 #: lines a second, ~21,000 in `HOLD_S`), and file events read ahead of the caller (whole).
 MAX_HELD: Final = 1 << 17
 MAX_AHEAD: Final = 1 << 15
-#: The text of the file lines held unkeyed (until the recording's first log event): a busy
-#: log's `HOLD_S` is ~4 MB; past this the oldest go, as past `MAX_HELD`.
-MAX_PENDING_CHARS: Final = 64 << 20
 #: Copies of one text held (a crash loop's panic every 3 s, the GPU-lock region of one worker
 #: and partition each job): the oldest let go first, so that a recorded line looks through a
 #: bounded list.
@@ -126,10 +122,9 @@ class LinesOnce(Generic[T]):
         self._latest_s = float("-inf")
         #: (key, time) of the held lines a recorded line was found to be -> how many.
         self._claimed: dict[tuple[int, float], int] = {}
-        #: Until the recording's first log event asks (`recorded`): the file lines held as
-        #: events, unkeyed, oldest first, and their text's length (see the module docstring).
-        self._unkeyed: deque[LogEvent] | None = deque()
-        self._unkeyed_chars = 0
+        #: Whether `_free` indexes the held lines: only from the recording's first log event
+        #: on (`recorded`; see the module docstring).
+        self._indexed = False
         #: Recorded events left out, by the stream (the `--log` path) of their file copy.
         self.found: dict[str, int] = {}
 
@@ -158,60 +153,21 @@ class LinesOnce(Generic[T]):
             self._done = True
         return False
 
-    def _take(self, item: T, read_times: tuple[str, ...] = READ_TIMES) -> None:
+    def _take(self, item: T, read_times: tuple[str, ...] = READ_TIMES,
+              own_times: tuple[str, ...] = _OWN_TIMES) -> None:
         """Hold a file item's line for matching (as it is read: every one, the hot path)."""
         ev = self._event_of(item)
-        if ev.time_source in read_times:
-            return  # timed when it was read: matched with nothing
-        unkeyed = self._unkeyed
-        if unkeyed is None:
-            self._hold(ev)
-            return
-        # No recorded log event yet: held as it is, the last `HOLD_S` of lines.
-        unkeyed.append(ev)
-        self._unkeyed_chars += len(ev.raw)
-        t = ev.t_wall_s
-        if t > self._latest_s:
-            self._latest_s = t
-            if unkeyed[0].t_wall_s < t - (HOLD_S + 1.0):
-                self._let_go_unkeyed()
-        if len(unkeyed) > MAX_HELD or self._unkeyed_chars > MAX_PENDING_CHARS:
-            self._let_go_unkeyed()
-
-    def _let_go_unkeyed(self) -> None:
-        """`_let_go` of the lines held unkeyed."""
-        unkeyed, cut = self._unkeyed, self._latest_s - HOLD_S
-        assert unkeyed is not None
-        while unkeyed and (unkeyed[0].t_wall_s < cut or len(unkeyed) > MAX_HELD
-                           or self._unkeyed_chars > MAX_PENDING_CHARS):
-            self._unkeyed_chars -= len(unkeyed.popleft().raw)
-
-    def _key_held(self) -> None:
-        """The recording's first log event: the lines held unkeyed are keyed (in the order
-        read), and every line from now on as it is read."""
-        unkeyed, self._unkeyed = self._unkeyed, None
-        self._unkeyed_chars = 0
-        for ev in unkeyed or ():
-            self._hold(ev)
-        if self._held:
-            self._let_go()
-
-    def _hold(self, ev: LogEvent, own_times: tuple[str, ...] = _OWN_TIMES) -> None:
-        """Hold a file line's key for matching (see `_take`)."""
         source = ev.time_source
+        if source in read_times:
+            return  # timed when it was read: matched with nothing
         t = ev.t_wall_s
         key = hash((ev.kind, ev.name, ev.raw, ev.worker, ev.partition,
                     t if source in own_times else None))  # `line_key`, inlined
         held: _Held = (t, key, ev.stream)
         lines = self._held
         lines.append(held)
-        copies = self._free.get(key)
-        if copies is None:
-            self._free[key] = [held]
-        else:
-            copies.append(held)
-            if len(copies) > MAX_COPIES:
-                del copies[0]  # no longer found (let go from `_held` in its turn)
+        if self._indexed:
+            self._index(held)
         if t > self._latest_s:
             self._latest_s = t
             # Let go a second's lines at a time, not one at each line read.
@@ -220,9 +176,30 @@ class LinesOnce(Generic[T]):
         if len(lines) > MAX_HELD:
             self._let_go()
 
+    def _index(self, held: _Held) -> None:
+        """`held` among its key's copies not found yet (the oldest past `MAX_COPIES` let go)."""
+        copies = self._free.get(held[1])
+        if copies is None:
+            self._free[held[1]] = [held]
+        else:
+            copies.append(held)
+            if len(copies) > MAX_COPIES:
+                del copies[0]  # no longer found (let go from `_held` in its turn)
+
+    def _index_held(self) -> None:
+        """The recording's first log event: the lines held are indexed (in the order read),
+        and every line from now on as it is read."""
+        self._indexed = True
+        for held in self._held:
+            self._index(held)
+
     def _let_go(self) -> None:
         """Forget the lines held longer than `HOLD_S` behind the latest (or past `MAX_HELD`)."""
         lines, cut = self._held, self._latest_s - HOLD_S
+        if not self._indexed:  # nothing else refers to them yet
+            while lines and (lines[0][0] < cut or len(lines) > MAX_HELD):
+                lines.popleft()
+            return
         while lines and (lines[0][0] < cut or len(lines) > MAX_HELD):
             held = lines.popleft()
             t, key, _stream = held
@@ -245,8 +222,8 @@ class LinesOnce(Generic[T]):
         while not self._done and self._latest_s <= t + SAME_LINE_S \
                 and len(self._ahead) < MAX_AHEAD:
             self._read()
-        if self._unkeyed is not None:
-            self._key_held()
+        if not self._indexed:
+            self._index_held()
         if not self._free:
             return False  # no file line to be (no `--log`, or all matched)
         key = line_key(ev)

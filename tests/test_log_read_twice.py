@@ -222,9 +222,10 @@ def test_the_same_line_is_its_text_and_event_and_its_time_never_its_stream() -> 
 
 
 def test_what_is_held_to_match_the_recording_stays_bounded() -> None:
-    """A day's log is never held: the lines of the last `HOLD_S` are (their keys), and a
-    recorded line with a time past the file's end reads ahead at most `MAX_AHEAD` of it."""
-    from gapwatch.logs.once import HOLD_S, MAX_AHEAD, LinesOnce, itself
+    """A day's log is never held: the lines of the last `HOLD_S` given to the caller are (their
+    keys), with those read ahead (`SAME_LINE_S`), and a recorded line with a time past the
+    file's end reads ahead at most `MAX_AHEAD` of it."""
+    from gapwatch.logs.once import HOLD_S, MAX_AHEAD, SAME_LINE_S, LinesOnce, itself
 
     n = 200_000
     file = (_ev(1000.0 + i * 0.01, f"line {i}") for i in range(n))  # 2,000 s of 100 lines a s
@@ -236,7 +237,7 @@ def test_what_is_held_to_match_the_recording_stays_bounded() -> None:
         if i % 997 == 0:
             assert not once.recorded(_ev(1000.0 + i * 0.01, f"not in the file {i}"))
         most = max(most, len(once._held), len(once._ahead))
-    assert most <= (HOLD_S + 2.0) * 100 + 1
+    assert most <= (HOLD_S + SAME_LINE_S + 2.0) * 100 + 1
     far = LinesOnce((_ev(1000.0 + i * 0.01, f"line {i}") for i in range(n)), itself)
     assert not far.recorded(_ev(1e9, "a year's lines later"))
     assert len(far._ahead) == MAX_AHEAD
@@ -277,3 +278,93 @@ def test_a_log_given_twice_by_a_hard_link_is_read_once(
     copy = tmp_path / "copy.log"
     copy.write_bytes(log.read_bytes())  # a copy is another file (said as repeating lines)
     assert log_files([str(log), str(copy)]) == [str(log), str(copy)]
+
+
+def test_a_line_followed_by_minutes_of_silence_is_still_found_in_the_recording() -> None:
+    """An error, then nothing for 400 s (cuzk stuck or dead): reading ahead for the error's
+    recorded copy read the next line, and the error, more than `HOLD_S` behind it, was let go
+    before its copy came: counted twice. Lines are let go by what was given to the caller."""
+    from gapwatch.logs.once import LinesOnce, itself
+
+    file = [_ev(1000.0, "partition GPU proving task panicked"), _ev(1400.0, "later")]
+    once = LinesOnce(iter(file), itself)
+    given = iter(once)
+    assert next(given).raw == "partition GPU proving task panicked"
+    assert once.recorded(_ev(1000.0, "partition GPU proving task panicked"))
+    assert [e.raw for e in given] == ["later"]
+
+
+def test_a_panic_placed_minutes_before_its_recorded_arrival_is_the_same_line() -> None:
+    """Followed live, a panic is timed by its arrival; read from the file, by the line before
+    it ("around"), minutes earlier after a quiet spell. 60 s either way counted it twice; the
+    file's copy may come up to `HOLD_S` before the recorded one, never long after."""
+    from gapwatch.logs.once import LinesOnce, itself
+
+    panic = "thread 'gpu-worker-0' panicked at supraseal-c2/src/lib.rs:88:9"
+    file = [_ev(1000.0, panic, source="around", kind="panic"), _ev(1500.0, "later")]
+    once = LinesOnce(iter(file), itself)
+    given = iter(once)
+    next(given)
+    assert once.recorded(_ev(1200.0, panic, source="arrival", kind="panic"))
+    late = LinesOnce(iter([_ev(1200.0, panic, source="around", kind="panic")]), itself)
+    assert not late.recorded(_ev(1000.0, panic, source="arrival", kind="panic"))
+
+
+def test_reading_ahead_for_a_recorded_line_holds_a_bounded_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reading ahead was bounded by a count of lines (32,768 of a MiB each: 32 GiB; a report
+    worker took 906 MB for 2,000 lines of 400 KB): it is bounded by their text too."""
+    from gapwatch.logs import once as once_module
+    from gapwatch.logs.once import LinesOnce, itself
+
+    monkeypatch.setattr(once_module, "MAX_AHEAD_CHARS", 1 << 20)
+    long_text = "x" * (64 << 10)
+    file = [_ev(1000.0 + i * 0.1, f"line {i} {long_text}") for i in range(40)]
+    once = LinesOnce(iter(file), itself)
+    assert not once.recorded(_ev(1000.0, "not in the file"))
+    assert once._ahead_chars <= (1 << 20) + (64 << 10) + 16
+    assert len(once._ahead) < 40
+    assert sum(1 for _ in once) == 40  # nothing read ahead is lost
+
+
+def test_a_recording_of_the_gpus_that_followed_no_log_is_never_looked_through() -> None:
+    """`record` writes the logs it followed in its header's config (`--log` among them): a
+    recording of the GPUs (`nvml`) that followed none holds no log line, so a `--log` file's
+    lines are given as they come, nothing held or looked for. Any other source may hold some
+    (the simulator follows a log of its own), and so may a header without that config."""
+    from gapwatch.core.models import SessionHeader
+    from gapwatch.logs.once import LinesOnce, itself, may_hold_log_lines
+
+    def header(source: str, config: dict[str, Any]) -> SessionHeader:
+        return SessionHeader(gapwatch_version="t", host="box", source=source,
+                             started_wall_s=0.0, started_mono_ns=0, period_ms=100.0, gpus=[],
+                             config=config)
+
+    assert not may_hold_log_lines(header("nvml", {"logs": {"paths": []}}))
+    assert may_hold_log_lines(header("nvml", {"logs": {"paths": ["/var/log/cuzk.log"]}}))
+    assert may_hold_log_lines(header("nvml", {}))
+    assert may_hold_log_lines(header("sim:pageable", {"logs": {"paths": []}}))
+    line = _ev(1000.0, "a line")
+    once = LinesOnce(iter([line]), itself, look=False)
+    assert list(once) == [line]
+    assert not once.recorded(line) and not once.paired(line) and not once._held
+
+
+def test_a_backlog_read_from_before_the_recording_is_held_through_its_first_minutes() -> None:
+    """`record --from-start` records cuzk's old lines (its start, 15 minutes back) at the
+    recording's start, after its first samples; the file gives them first, then its lines of
+    the recording's time. Let go `HOLD_S` behind those, the start line's copy came too late:
+    "cuzk started 2 times", every partition of the last minutes twice. Lines from before the
+    recording are held as if of its start."""
+    from gapwatch.logs.once import LinesOnce, itself
+
+    start = _ev(1100.0, "starting cuzk engine pipeline_enabled=true")
+    file = [start, *(_ev(2000.0 + i, f"line {i}") for i in range(400))]
+    once = LinesOnce(iter(file), itself, since_s=2000.0)
+    given = iter(once)
+    for _ in range(12):  # the start line and the recording's first 10 s of lines
+        next(given)
+    assert once.recorded(start)
+    assert once.recorded(_ev(2005.0, "line 5"))
+    assert sum(1 for _ in given) == 389

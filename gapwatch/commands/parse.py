@@ -329,7 +329,7 @@ def _with_recording(path: str, events: Iterable[LogEvent], timeline: TimelineBui
     except RecordingError as exc:
         say(f"gapwatch parse: {exc}")
         return False
-    once = LinesOnce(events, itself)
+    once = LinesOnce(events, itself, since_s=rec.header.started_wall_s)
     lines = iter(once)
     head = next(lines, None)
     for r in rec.records:

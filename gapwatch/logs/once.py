@@ -19,10 +19,11 @@ The same line: the same text (`raw`), made into the same event (kind, name; for 
 cuzk's GPU-lock region, which has no one line's text, its worker and partition), and
 - timed by its own text in both copies (its timestamp, a journald/`ts` prefix): at the same
   time, to the bit (the same text gives the same time);
-- else within `SAME_LINE_S` of each other, the nearest: a TIMELINE line is placed by an anchor
-  (the recording's may be `/status`'s uptime, the file's its `starting cuzk engine` line: a
-  second or so apart), a panic the recording timed by its arrival and the file by the line
-  before it.
+- else the nearest, the file's copy from `HOLD_S` before the recorded one to `SAME_LINE_S`
+  after it: a TIMELINE line is placed by an anchor (the recording's may be `/status`'s uptime,
+  the file's its `starting cuzk engine` line: a second or so apart), a panic the recording
+  timed by its arrival and the file by the line before it (minutes before, after a quiet
+  spell: 60 s either way counted such a panic twice).
 Never the stream: the recording names the path `record` followed, the report the one it was
 given (`/var/log/cuzk/cuzk.log`, `./cuzk.log`, a copy, a hard link). Never the time alone
 (cuzk's stdout and stderr overlap in time, repeating nothing). Each file line stands for at most
@@ -43,25 +44,28 @@ timing lines with no time of their own, unparsed lines), another log `record` fo
 a file rotated away since. A file line given a time when it was read (`parse` times an untimed
 line so) is matched with nothing: its time says nothing of when it was written.
 
-Memory: of the files' lines, a 64-bit key and a time for those read within `HOLD_S` of the
-latest (at most `MAX_HELD`), and the events read ahead of the caller, up to `SAME_LINE_S` past
-a recorded event's time (at most `MAX_AHEAD`); never a set of every line seen. Past them (a
-recorded copy written more than a few minutes after its line, a million lines a second) a line
-may count twice.
+Memory: of the files' lines, a 64-bit key and a time for those within `HOLD_S` of the latest
+given to the caller (at most `MAX_HELD`), and the events read ahead of the caller, up to
+`SAME_LINE_S` past a recorded event's time (at most `MAX_AHEAD`, and `MAX_AHEAD_CHARS` of
+text); never a set of every line seen. Past them (a recorded copy written more than a few
+minutes after its line, a million lines a second) a line may count twice.
 
-Cost: most recordings hold no log event (made without `--log`), and then no line is looked for.
-Until the recording gives its first log event, the file lines of the last `HOLD_S` are held
-(their keys) but not indexed by key, and indexed only then: a day of 8 GPUs' log (~6 M lines,
-read by each worker of a split report) paid ~1.4 us a line for an index nothing asked.
+Cost: most recordings hold no log event (made without `--log`). A recording of the GPUs whose
+header names no log followed cannot (`may_hold_log_lines`): nothing is held or looked for.
+Otherwise, until the recording gives its first log event, the file lines of the last `HOLD_S`
+are held (their keys) but not indexed by key, and indexed only then: a day of 8 GPUs' log (~6 M
+lines, read by each worker of a split report) paid ~1.4 us a line for an index nothing asked
+(~1.0 us now, the key's hash; nothing for a recording `may_hold_log_lines` rules out).
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
-from gapwatch.core.models import READ_TIMES, LogEvent
+from gapwatch.core.models import READ_TIMES, LogEvent, SessionHeader
 
 T = TypeVar("T")
 
@@ -77,6 +81,9 @@ HOLD_S: Final = 300.0
 #: lines a second, ~21,000 in `HOLD_S`), and file events read ahead of the caller (whole).
 MAX_HELD: Final = 1 << 17
 MAX_AHEAD: Final = 1 << 15
+#: The text of the file events read ahead, at most: 32,768 lines of a MiB each were 32 GiB
+#: (a report worker took 906 MB for 2,000 lines of 400 KB).
+MAX_AHEAD_CHARS: Final = 32 << 20
 #: Copies of one text held (a crash loop's panic every 3 s, the GPU-lock region of one worker
 #: and partition each job): the oldest let go first, so that a recorded line looks through a
 #: bounded list.
@@ -108,18 +115,31 @@ class LinesOnce(Generic[T]):
     (kept even where the span would drop it: the recording held it). See the module
     docstring."""
 
-    def __init__(self, items: Iterable[T], event_of: Callable[[T], LogEvent]) -> None:
+    def __init__(self, items: Iterable[T], event_of: Callable[[T], LogEvent],
+                 look: bool = True, since_s: float = float("-inf")) -> None:
         self._source = iter(items)
         self._event_of = event_of
+        #: False: the recording cannot hold a line of them (`may_hold_log_lines`): the items
+        #: are given as they come and nothing is looked for (no cost a line).
+        self._look = look
         self._done = False
-        #: Items read ahead (for `recorded`) that the caller has not taken yet.
+        #: Items read ahead (for `recorded`) that the caller has not taken yet, and their text.
         self._ahead: deque[T] = deque()
+        self._ahead_chars = 0
         #: Every file line held, in the order read (time order), and those no recorded line
         #: was found to be yet, by key, oldest first.
         self._held: deque[_Held] = deque()
         self._free: dict[int, list[_Held]] = {}
-        #: The latest time of a file line read.
+        #: The latest time of a file line read (how far `recorded` has read ahead), and of one
+        #: given to the caller: the merge gives a line when the recording's data reaches its
+        #: time, so the recording is at least there, and a line is let go `HOLD_S` after that
+        #: (after the latest line read, a line followed by minutes of silence went as the next
+        #: was read ahead, before its recorded copy came: counted twice).
         self._latest_s = float("-inf")
+        self._given_s = float("-inf")
+        #: The recording's start: lines from before it (its startup lines, a backlog `record
+        #: --from-start` read) are recorded at its start, however old: held as if of then.
+        self._since_s = since_s
         #: (key, time) of the held lines a recorded line was found to be -> how many.
         self._claimed: dict[tuple[int, float], int] = {}
         #: Whether `_free` indexes the held lines: only from the recording's first log event
@@ -129,13 +149,19 @@ class LinesOnce(Generic[T]):
         self.found: dict[str, int] = {}
 
     def __iter__(self) -> Iterator[T]:
-        ahead, take = self._ahead, self._take
+        if not self._look:
+            yield from self._source
+            return
+        ahead, take, given = self._ahead, self._take, self._given
         while True:
             while ahead:
-                yield ahead.popleft()
+                item = ahead.popleft()
+                self._ahead_chars -= len(self._event_of(item).raw)
+                given(item)
+                yield item
             # The source read here, one item at a time, until `recorded` reads ahead of it.
             for item in self._source:
-                take(item)
+                take(item, True)
                 yield item
                 if ahead:
                     break
@@ -147,32 +173,45 @@ class LinesOnce(Generic[T]):
         """One more file item into `_ahead`; False at their end."""
         if not self._done:
             for item in self._source:
-                self._take(item)
+                self._take(item, False)
                 self._ahead.append(item)
+                self._ahead_chars += len(self._event_of(item).raw)
                 return True
             self._done = True
         return False
 
-    def _take(self, item: T, read_times: tuple[str, ...] = READ_TIMES,
+    def _given(self, item: T) -> None:
+        """An item read ahead is given to the caller now (see `_given_s`)."""
+        t = self._event_of(item).t_wall_s
+        if t > self._given_s:
+            self._given_s = t
+            lines = self._held
+            if lines and lines[0][0] < t - (HOLD_S + 1.0):
+                self._let_go()
+
+    def _take(self, item: T, given: bool, read_times: tuple[str, ...] = READ_TIMES,
               own_times: tuple[str, ...] = _OWN_TIMES) -> None:
-        """Hold a file item's line for matching (as it is read: every one, the hot path)."""
+        """Hold a file item's line for matching (as it is read: every one, the hot path);
+        `given`: to the caller at once (not read ahead)."""
         ev = self._event_of(item)
+        t = ev.t_wall_s
+        if t > self._latest_s:
+            self._latest_s = t
+        lines = self._held
+        if given and t > self._given_s:
+            self._given_s = t
+            # Let go a second's lines at a time, not one at each line read.
+            if lines and lines[0][0] < t - (HOLD_S + 1.0):
+                self._let_go()
         source = ev.time_source
         if source in read_times:
             return  # timed when it was read: matched with nothing
-        t = ev.t_wall_s
         key = hash((ev.kind, ev.name, ev.raw, ev.worker, ev.partition,
                     t if source in own_times else None))  # `line_key`, inlined
         held: _Held = (t, key, ev.stream)
-        lines = self._held
         lines.append(held)
         if self._indexed:
             self._index(held)
-        if t > self._latest_s:
-            self._latest_s = t
-            # Let go a second's lines at a time, not one at each line read.
-            if lines[0][0] < t - (HOLD_S + 1.0):
-                self._let_go()
         if len(lines) > MAX_HELD:
             self._let_go()
 
@@ -194,8 +233,11 @@ class LinesOnce(Generic[T]):
             self._index(held)
 
     def _let_go(self) -> None:
-        """Forget the lines held longer than `HOLD_S` behind the latest (or past `MAX_HELD`)."""
-        lines, cut = self._held, self._latest_s - HOLD_S
+        """Forget the lines held longer than `HOLD_S` behind the latest given to the caller (or
+        past `MAX_HELD`)."""
+        lines, cut = self._held, self._given_s - HOLD_S
+        if cut <= self._since_s:
+            cut = float("-inf")  # the recording's first `HOLD_S`: its backlog's copies to come
         if not self._indexed:  # nothing else refers to them yet
             while lines and (lines[0][0] < cut or len(lines) > MAX_HELD):
                 lines.popleft()
@@ -219,8 +261,10 @@ class LinesOnce(Generic[T]):
         (their copy counts), and counted in `found`."""
         t = ev.t_wall_s
         # Every file line that could be its copy read first (by time: they are sorted).
+        if not self._look:
+            return False
         while not self._done and self._latest_s <= t + SAME_LINE_S \
-                and len(self._ahead) < MAX_AHEAD:
+                and len(self._ahead) < MAX_AHEAD and self._ahead_chars < MAX_AHEAD_CHARS:
             self._read()
         if not self._indexed:
             self._index_held()
@@ -232,10 +276,13 @@ class LinesOnce(Generic[T]):
             return False
         at = 0  # own-timed: the key holds the time, and every copy is at it
         if ev.time_source not in _OWN_TIMES:
-            # The nearest in time, the earlier of two as near.
-            gaps = [abs(h[0] - t) for h in copies]
+            # The nearest in time, the earlier of two as near; the file's copy up to `HOLD_S`
+            # before (a panic the file places at the line before it, after minutes of quiet,
+            # and the recording at its arrival), up to `SAME_LINE_S` after.
+            gaps = [abs(h[0] - t) if -HOLD_S <= h[0] - t <= SAME_LINE_S else math.inf
+                    for h in copies]
             at = min(range(len(gaps)), key=gaps.__getitem__)
-            if gaps[at] > SAME_LINE_S:
+            if gaps[at] == math.inf:
                 return False
         held = copies.pop(at)
         if not copies:
@@ -247,7 +294,8 @@ class LinesOnce(Generic[T]):
     def paired(self, ev: LogEvent) -> bool:
         """Whether the file's event `ev` (one of the items, still held) was found to be a
         recorded line: the recording held it, so it is fed wherever it falls."""
-        return bool(self._claimed) and (line_key(ev), ev.t_wall_s) in self._claimed
+        return (self._look and bool(self._claimed)
+                and (line_key(ev), ev.t_wall_s) in self._claimed)
 
     @property
     def count(self) -> int:
@@ -272,6 +320,18 @@ def _remove(copies: list[_Held], held: _Held) -> bool:
             del copies[i]
             return True
     return False
+
+
+def may_hold_log_lines(header: SessionHeader) -> bool:
+    """Whether a recording can hold log events. `record` writes its config in the header, the
+    logs it followed among it (`--log` joins `[logs] paths`, `gapwatch.cli`); a recording of
+    the GPUs themselves (source `nvml`) that followed none holds none. Any other (the
+    simulator follows a temporary log of its own, a recording written by a program, a header
+    without that config) may."""
+    if header.source != "nvml":
+        return True
+    logs = header.config.get("logs")
+    return not isinstance(logs, dict) or bool(logs.get("paths", True))
 
 
 def itself(ev: LogEvent) -> LogEvent:

@@ -48,7 +48,7 @@ from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.cuzk.prover import CuzkProver, view_of
-from gapwatch.logs.once import LinesOnce
+from gapwatch.logs.once import LinesOnce, may_hold_log_lines
 from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.gap_spool import Bounded, EventSpool, GapSpool
 from gapwatch.offline.log_span import LogSpan
@@ -297,7 +297,8 @@ def detect_records(
         for ev in extra_logs:
             span.observe(ev)
     # A line both the recording and a `--log` file hold is fed once, as the file has it.
-    once = LinesOnce(span.kept(_bounded(extra_logs)), itemgetter(0))
+    once = LinesOnce(span.kept(_bounded(extra_logs)), itemgetter(0),
+                     look=may_hold_log_lines(header), since_s=span.start_s)
     extra = iter(once)
     recorded_too = once.recorded
     head = next(extra, None)

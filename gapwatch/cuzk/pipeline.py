@@ -502,11 +502,15 @@ class PipelineFacts(_Limits):
         kind = ev.kind
         if kind == "timeline":
             self.seen = True
-            self._restarted(self.restarts.feed_log(ev))
+            restarted = self.restarts.feed_log(ev)
+            if restarted:  # every event comes here: no call for the many that say nothing
+                self._restarted(restarted)
             self._timeline(ev)
         elif kind == "tracing":
             self.seen = True
-            self._restarted(self.restarts.feed_log(ev))
+            restarted = self.restarts.feed_log(ev)
+            if restarted:
+                self._restarted(restarted)
             self.churn.feed(ev)
             self._tracing(ev)
         if (kind == "tracing" and ev.level in ("ERROR", "WARN")) or kind == PANIC_KIND:

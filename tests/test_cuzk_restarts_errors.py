@@ -5,6 +5,7 @@ an error says so; pipeline facts reset."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -258,6 +259,183 @@ def test_a_restart_seen_by_status_uptime_alone_is_the_cause_of_the_gap_that_span
     assert "killed" not in gap.prover_evidence[0]
     assert "how the previous run ended is not known" in gap.prover_evidence[0]
     assert "the restart's cost is read from the log" in gap.prover_evidence[1]
+
+
+def _at(t_s: float) -> str:
+    """cuzk's tracing time `t_s` seconds after 2026-05-12T17:00:00Z."""
+    return (datetime(2026, 5, 12, 17, tzinfo=UTC)
+            + timedelta(seconds=t_s)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _after_a_restart(job_s: float, first_gpu_s: float, srs_s: float | None = None) -> list[str]:
+    """cuzk's lines: its first run works on the GPU from +55 s to +60 s; it is killed and
+    started again at +70 s, writes the lines it comes up with (workers, engine started, ready
+    at +70.05 s), gets its first job at `job_s` (`job enqueued`, scheduler.rs:67), loads its SRS
+    from then for `srs_s`, and its first GPU work starts at `first_gpu_s`."""
+    epoch_s = 70.03  # the new run's TIMELINE offsets count from its `starting cuzk engine`
+    lines = [f"{_at(0.0)}  INFO cuzk_daemon: cuzk-daemon starting",
+             f"{_at(0.03)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+             "TIMELINE,54970,GPU_START,porep-1000-77,worker=0,partition=0",
+             "TIMELINE,59970,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=5000",
+             f"{_at(70.0)}  INFO cuzk_daemon: cuzk-daemon starting",
+             f"{_at(70.03)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+             f"{_at(70.032)}  INFO cuzk_core::engine: pipeline GPU worker started worker_id=0 "
+             "gpu=0 sub_id=0",
+             f"{_at(70.04)}  INFO cuzk_core::engine: cuzk engine started num_workers=1 "
+             "pipeline=true",
+             f"{_at(70.05)}  INFO cuzk_daemon: cuzk-daemon ready, serving on 127.0.0.1:9820",
+             f"{_at(job_s)}  INFO cuzk_core::scheduler: job enqueued job_id=porep-1000-78 "
+             "proof_kind=porep-c2 priority=Normal queue_position=0"]
+    if srs_s is not None:
+        lines += [f"{_at(job_s + 0.01)}  INFO cuzk_core::srs_manager: loading SRS from disk "
+                  "circuit_id=porep-32g",
+                  f"{_at(job_s + 0.01 + srs_s)}  INFO cuzk_core::srs_manager: SRS loaded "
+                  "successfully circuit_id=porep-32g"]
+    offset_ms = round((first_gpu_s - epoch_s) * 1000)
+    return lines + [f"TIMELINE,{offset_ms - 1900},SYNTH_START,porep-1000-78,partition=0",
+                    f"TIMELINE,{offset_ms - 70},GPU_QUEUE,porep-1000-78,partition=0",
+                    f"TIMELINE,{offset_ms},GPU_START,porep-1000-78,worker=0,partition=0",
+                    f"TIMELINE,{offset_ms + 3000},GPU_END,porep-1000-78,worker=0,partition=0,"
+                    "gpu_ms=3000"]
+
+
+def test_the_wait_for_the_first_job_after_a_restart_is_no_work_not_the_restarts_cost() -> None:
+    """The old run's work ends at +60 s, cuzk is started again at +70 s and ready at once, and
+    its first job comes only at +598 s (Curio sent nothing), its first GPU work at +600 s. The
+    540 s gap was all the restart's ("the restart cost the GPU 540.0 s", "restart cuzk only when
+    needed") though its parts added to 10 s. The restart took 10 s to ready and 2 s from its
+    first job to its GPU work; the 528 s between are no work, said as such, and the gap's cause."""
+    from gapwatch.sinks.prover_event_metrics import ProverEventCounts
+
+    events = events_of_lines(_after_a_restart(598.0, 600.0))
+    [gap], prover = _gaps_over(events, [(55.0, 60.0), (600.0, 603.0)])
+    assert gap.duration_s == pytest.approx(540.0, abs=0.2)
+    assert gap.prover_cause == "no_work"
+    assert "prover log: the prover had no work" in gap.hint
+    assert "cuzk waited 528.0 s for its first job after it restarted" in gap.hint
+    assert "the restart cost the GPU 12.0 s" in gap.hint  # both named, each its own share
+    assert "cost the GPU 540" not in gap.hint
+    said = {e.kind: e for e in watched(events)}
+    cost = said["restart_cost"]
+    assert gap.prover_evidence[1:] == [said["restart"].message, cost.message]
+    assert "waited 528.0 s of the gap for its first job ('job enqueued' at 17:09:58.000" \
+        in gap.prover_evidence[0]
+    # The stretch is the whole idle; its cost is what the restart took: ready at cuzk's
+    # `cuzk-daemon ready` line (main.rs:231, 258), the wait a part of it, not counted.
+    assert cost.length_s == pytest.approx(540.0, abs=0.01)
+    assert cost.waited_s == pytest.approx(527.95, abs=0.01)
+    assert cost.cost_s == pytest.approx(12.05, abs=0.01)
+    parts = {p.name: p for p in cost.parts}
+    assert parts["waited for its first job"].start_s == pytest.approx(
+        events[0].t_wall_s + 70.05, abs=0.001)
+    assert parts["down"].end_s - parts["down"].start_s == pytest.approx(10.0, abs=0.01)
+    assert "waited for its first job 528.0 s (no work: not counted as the restart's)" \
+        in cost.message
+    assert cost.message.startswith("the restart cost the GPU 12.0 s of the 540.0 s")
+    counts = ProverEventCounts()
+    for e in said.values():
+        counts.count(e)
+    assert counts.restart_cost_s == pytest.approx(12.05, abs=0.01)
+    report = advise([gap], view_of(prover.facts()))
+    [note] = report.no_setting
+    assert note.stall == "no_work" and "Curio" in note.why
+    assert "Restart cuzk only when needed" not in note.why
+    # The old run's /status before it died (synthesis in flight) does not outvote the log.
+    from gapwatch.cuzk.causes import with_log_cause
+    assert with_log_cause("waits_on_synthesis", "no_work") == "no_work"
+
+
+def test_a_restart_that_is_most_of_its_gap_names_the_wait_for_its_first_job_beside_it() -> None:
+    """The first job comes 3 s after cuzk is ready and its SRS loads for 25 s: the restart is
+    the gap's cause, and its 3 s wait for work is said beside its cost, not counted in it."""
+    events = events_of_lines(_after_a_restart(73.05, 100.0, srs_s=25.0))
+    [gap], _ = _gaps_over(events, [(55.0, 60.0), (100.0, 103.0)])
+    assert gap.prover_cause == "restart"
+    assert "the restart cost the GPU 37.0 s, its SRS reload 25.0 s of it; then cuzk waited " \
+           "3.0 s for its first job, not counted" in gap.hint
+    [cost] = [e for e in watched(events) if e.kind == "restart_cost"]
+    assert cost.length_s == pytest.approx(40.0, abs=0.01)
+    assert cost.cost_s == pytest.approx(37.0, abs=0.01)
+
+
+def test_a_restart_whose_first_jobs_arrival_was_not_read_says_any_wait_is_in_its_cost() -> None:
+    """Without `job enqueued` a wait for work cannot be told from the rest: the cost is the
+    whole stretch, and says so."""
+    lines = [x for x in _after_a_restart(598.0, 600.0) if "job enqueued" not in x]
+    [cost] = [e for e in watched(events_of_lines(lines)) if e.kind == "restart_cost"]
+    assert "its first job's arrival ('job enqueued', scheduler.rs:67) was not read: any wait " \
+           "for work after it was ready is counted in it" in cost.message
+    assert cost.waited_s is None and cost.cost_s == pytest.approx(540.0, abs=0.01)
+
+
+def test_a_job_enqueued_after_the_new_runs_first_work_is_not_its_first_jobs_arrival() -> None:
+    """Work began (its SRS loading, then synthesis) with no `job enqueued` read for it: a later
+    job's line is not the first job's arrival, and no wait is said of the time before it."""
+    lines = [x for x in _after_a_restart(75.0, 600.0, srs_s=20.0) if "job enqueued" not in x]
+    loaded = next(i for i, x in enumerate(lines) if "SRS loaded" in x)
+    lines.insert(loaded + 1, f"{_at(300.0)}  INFO cuzk_core::scheduler: job enqueued "
+                             "job_id=winpost-1000-1a2b3c4d proof_kind=winning-post "
+                             "priority=Critical queue_position=0")
+    [cost] = [e for e in watched(events_of_lines(lines)) if e.kind == "restart_cost"]
+    assert "waited for its first job" not in cost.message
+    assert "its first job's arrival ('job enqueued', scheduler.rs:67) was not read" \
+        in cost.message
+    assert cost.waited_s is None
+
+def test_a_crash_loop_inside_a_gap_counts_every_restart() -> None:
+    """cuzk started 2,000 times, 0.25 s apart, inside one gap: its evidence said "64
+    restarts of cuzk during the gap" (`MAX_KEPT` keeps the latest) as a fact, and its cost
+    "down 499.8 s" though cuzk was started 2,000 times. Every restart is counted, kept or not,
+    and the cost names the crash loop; what is kept stays bounded."""
+    from gapwatch.cuzk.restarts import MAX_KEPT
+
+    lines = [f"{_at(0.0)}  INFO cuzk_daemon: cuzk-daemon starting",
+             f"{_at(0.03)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+             "TIMELINE,54970,GPU_START,porep-1000-77,worker=0,partition=0",
+             "TIMELINE,59970,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=5000"]
+    lines += [f"{_at(65.0 + 0.25 * k)}  INFO cuzk_daemon: cuzk-daemon starting"
+              for k in range(2000)]
+    last_s = 65.0 + 0.25 * 1999
+    lines += [f"{_at(last_s + 0.03)}  INFO cuzk_core::engine: starting cuzk engine "
+              "pipeline_enabled=true",
+              "TIMELINE,5000,GPU_START,porep-1000-78,worker=0,partition=0",
+              "TIMELINE,8000,GPU_END,porep-1000-78,worker=0,partition=0,gpu_ms=3000"]
+    events = events_of_lines(lines)
+    first_gpu_s = last_s + 5.03
+    [gap], prover = _gaps_over(events, [(55.0, 60.0), (first_gpu_s, first_gpu_s + 3.0)])
+    assert gap.prover_cause == "restart"
+    assert gap.prover_evidence[0] == ("2,000 restarts of cuzk during the gap, the latest at "
+                                      "17:09:24.750 (the latest 64 kept)")
+    assert "killed, no shutdown line; 2,000 restarts during the gap; the restarts cost the GPU " \
+           "509.8 s" in gap.hint
+    cost = gap.prover_evidence[-1]
+    assert "down 5.0 s, crash loop 499.8 s (cuzk started 2,000 times in a row: 1,999 runs " \
+           "gone before any GPU work)" in cost
+    watch = prover.pipeline.restarts
+    assert watch.restarts == 2000 and len(watch.kept) == MAX_KEPT
+
+
+def test_restarts_no_longer_kept_are_counted_where_their_number_in_the_gap_is_known() -> None:
+    """101 restarts a second apart (t 1000..1100), the latest 64 kept: a gap that begins
+    after the oldest kept counts those in it; one that begins before the whole run of them
+    counts all 101; one that begins inside the run, before the oldest kept, cannot tell how
+    many of the ones not kept are in it, and says at least."""
+    w = RestartWatch()
+    w.feed_log(LogEvent(990.0, "timeline", "timeline", "GPU_END", "", job_id="porep-1-2"))
+    for k in range(101):
+        w.feed_log(LogEvent(1000.0 + k, "line", "tracing", "cuzk-daemon starting", ""))
+    assert w.restarts == 101
+
+    def counted(start_s: float) -> tuple[int, bool, str]:
+        spanned = w.during(start_s, 1200.0)
+        assert spanned is not None
+        return spanned.count, spanned.exact, spanned.count_words()
+
+    assert counted(1050.0)[:2] == (51, True)
+    assert counted(995.0)[:2] == (101, True)
+    n, exact, words = counted(1020.0)
+    assert (n, exact) == (64, False)
+    assert words.startswith("at least 64 restarts of cuzk during the gap")
 
 
 # -- errors and panics ------------------------------------------------------------------------

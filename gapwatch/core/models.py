@@ -578,10 +578,11 @@ class HardwareEvent(Struct, frozen=True, gc=False, tag_field="type", tag="hw_eve
 #: "proof": a proof whose latency is watched (e.g. cuzk's WinningPoSt, WindowPoSt) completed, or
 #: passed its deadline still running; "restart": the prover started again (its uptime went
 #: back, its start line, a new pid on the GPU); "restart_cost": the GPU time a restart cost,
-#: as one stretch with its parts; "error": a failure or panic line (one event per message,
-#: however many lines); "lost_job": a job queued for the GPU and never picked up while later
-#: ones were; "warning": a sign the prover is heading for failures, said before them (e.g.
-#: cuzk's pinned pool churning, the precursor of its pinning failures; always level "warning").
+#: as one stretch with its parts (its cost less its new run's wait for a first job, `cost_s`);
+#: "error": a failure or panic line (one event per message, however many lines); "lost_job": a
+#: job queued for the GPU and never picked up while later ones were; "warning": a sign the
+#: prover is heading for failures, said before them (e.g. cuzk's pinned pool churning, the
+#: precursor of its pinning failures; always level "warning").
 #: Recordings written before "warning" read as they did (a member added to the Literal).
 ProverEventKind = Literal["proof", "restart", "restart_cost", "error", "lost_job", "warning"]
 PROVER_EVENT_KINDS: tuple[ProverEventKind, ...] = get_args(ProverEventKind)
@@ -692,6 +693,10 @@ class ProverEvent(Struct, frozen=True, gc=False, tag_field="type", tag="prover_e
     start_s: float | None = None
     end_s: float | None = None
     parts: list[StretchPart] = field(default_factory=list)
+    #: Of the stretch, the time the prover sat ready with no work sent to it (a restart's new
+    #: run waiting for its first job): in the stretch, not its cost (`cost_s`). None: no such
+    #: wait was read. Recordings written before it read as they did (a field with a default).
+    waited_s: float | None = None
     type: ClassVar[Literal["prover_event"]] = "prover_event"
 
     @property
@@ -699,6 +704,15 @@ class ProverEvent(Struct, frozen=True, gc=False, tag_field="type", tag="prover_e
         if self.start_s is None or self.end_s is None:
             return None
         return self.end_s - self.start_s
+
+    @property
+    def cost_s(self) -> float | None:
+        """What the stretch cost the GPU: its length less the wait for work in it (`waited_s`);
+        None where its length is not known."""
+        length = self.length_s
+        if length is None:
+            return None
+        return length if self.waited_s is None else length - self.waited_s
 
 
 #: Every record a recording holds after its header (what one line decodes to, by its "type").

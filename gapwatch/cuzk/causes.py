@@ -32,7 +32,9 @@ during the gap): where the snapshots give no cause or `no_work`, the log's cause
 (`srs_loading`, `monolithic`, ...). A `restart` (the gap spans one of cuzk, from the restart to
 its new run's first GPU work: `gapwatch.cuzk.restarts`, from its start lines or `/status`
 uptime going back) stands whatever the snapshots say: they saw a daemon going down and a new
-one reloading its SRS and synthesising its first wave, all of it the restart's cost.
+one reloading its SRS and synthesising its first wave, all of it the restart's cost. So does
+the `no_work` the log gives such a gap where most of it the new run, ready, waited for its
+first job (its `job enqueued` line says when it came): Curio sent nothing.
 A gap's cause is the most frequent cause among the snapshots taken during it (ties in the
 order of `PROVER_CAUSES`); a gap with no snapshot of its own (shorter than the poll period) takes
 the cause of the latest snapshot before it, within the evidence window, and says so. Synthesis
@@ -51,12 +53,16 @@ from gapwatch.cuzk.pipeline import (
     Capacity,
     pending_partition_bytes,
 )
+from gapwatch.cuzk.restarts import NO_WORK_CAUSE, RESTART_CAUSE
 
 #: The finer causes, in tie-break order (see the module docstring).
 PROVER_CAUSES: tuple[str, ...] = (
     "restart", "inside_workers", "dispatch_stall", "waits_on_budget", "pacer_hold",
     "srs_loading", "waits_on_synthesis", "monolithic", "pinned_pool", "no_work",
 )
+#: The causes a gap that spans a restart of cuzk takes from the log whatever the snapshots say
+#: (`gapwatch.cuzk.restarts.Spanned.cause`: the log gives `no_work` for nothing else).
+RESTART_STRETCH_CAUSES: tuple[str, ...] = (RESTART_CAUSE, NO_WORK_CAUSE)
 #: Causes only the log can give (no one snapshot can see them; a restart is seen across two).
 LOG_ONLY_CAUSES: tuple[str, ...] = ("restart", "srs_loading", "monolithic", "pinned_pool")
 #: One letter per worker state on the dashboard's gap rows and pipeline line.
@@ -233,10 +239,11 @@ def with_log_cause(snapshots_cause: str | None, log_cause: str | None) -> str | 
     load and PoSt work are invisible in `/status`, and the log's budget waits, queue waits and
     synthesis ends say more than a gap without snapshots. A pinned pool that failed refines
     `inside_workers` (the workers' copies ran from pageable memory: that is why). A restart
-    the gap spans is its cause whatever the snapshots say (see the module docstring)."""
+    the gap spans is its cause whatever the snapshots say, and so is the wait for work after
+    it where that was most of the gap (see the module docstring)."""
     if log_cause is None:
         return snapshots_cause
-    if snapshots_cause in (None, "no_work") or log_cause == "restart":
+    if snapshots_cause in (None, "no_work") or log_cause in RESTART_STRETCH_CAUSES:
         return log_cause
     if log_cause == "pinned_pool" and snapshots_cause == "inside_workers":
         return log_cause

@@ -30,6 +30,9 @@ PARTITION_KIND = "cuzk_partition"
 PROVE_START_MESSAGE = "GPU_TIMING spawn_blocking prove_start"
 ANCHOR_MESSAGE = "starting cuzk engine"
 WORKER_STARTED_MESSAGE = "pipeline GPU worker started"
+#: `job enqueued job_id proof_kind priority queue_position` (scheduler.rs:67-73, INFO): a request
+#: arrived (gRPC SubmitProof or Prove, engine.rs:3519-3554); every request passes there.
+JOB_ENQUEUED_MESSAGE = "job enqueued"
 #: `initializing GPU workers num_gpus=N ...` (engine.rs:1339): how many GPUs the daemon drives.
 INIT_WORKERS_MESSAGE = "initializing GPU workers"
 #: `[pipeline] enabled = false` (engine.rs:3362-3505): each GPU's one worker (1333-1337) takes a

@@ -40,7 +40,8 @@ since 2026-05-05), file by file (docs/cuzk-status.md lists them):
 
 Restarts are `gapwatch.cuzk.restarts.RestartWatch`'s to find (its start lines, `/status` uptime
 going back): `PipelineFacts` feeds one its log events and snapshots, and a gap that spans a
-restart is the restart's (`log_view`'s first rule), whatever else ran in it.
+restart is the restart's (`log_view`'s first rule), whatever else ran in it, but for its new
+run's wait for its first job, no work (`restarts.Spanned.cause` says which most of it was).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ from gapwatch.cuzk.pool_churn import (
     PoolChurn,
     PoolChurnView,
 )
-from gapwatch.cuzk.restarts import Restart, RestartWatch
+from gapwatch.cuzk.restarts import RestartWatch
 
 #: memory.rs: per-partition budget (PoRep 32G, one circuit), `POREP_PARTITION_FULL_BYTES`.
 POREP_PARTITION_FULL_BYTES = 14 * GIB
@@ -883,9 +884,11 @@ class PipelineFacts(_Limits):
         the cause it alone gives, first rule that holds, and the facts behind it."""
         lo, hi = start_s - EDGE_SLACK_S, end_s + EDGE_SLACK_S
         spanned = self.restarts.during(start_s, end_s, EDGE_SLACK_S)
-        if spanned:
-            # Its SRS reload, pool and first wave are the restart's cost, said in it.
-            return _restart_view(spanned)
+        if spanned is not None:
+            # Its SRS reload, pool and first wave are the restart's cost, said in it; its new
+            # run's wait for a first job is no work, and the cause where it is most of the gap.
+            return LogView(spanned.cause(), spanned.evidence(), spanned.detail(),
+                           from_status=spanned.from_status)
         load = self.srs_load_during(start_s, end_s)
         if load is not None:
             ms = load.elapsed_ms
@@ -960,16 +963,6 @@ class PipelineFacts(_Limits):
                 "the level of its start lines, main.rs:63, engine.rs:1244; no /status uptime "
                 "was read): if cuzk restarted, the request died with it")
         return LogView("waits_on_budget", evidence, "a request over the whole budget")
-
-
-def _restart_view(spanned: list[Restart]) -> LogView:
-    """A gap that spans restarts (newest first): the latest one's words and cost."""
-    latest = spanned[0]
-    evidence = latest.evidence()
-    if len(spanned) > 1:
-        evidence.insert(0, f"{len(spanned)} restarts of cuzk during the gap, the latest at "
-                           f"{_hms(latest.t_s)}")
-    return LogView("restart", evidence, latest.detail(), from_status=not latest.in_log)
 
 
 def is_failure(ev: LogEvent) -> bool:

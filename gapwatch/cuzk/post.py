@@ -78,6 +78,7 @@ from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     GPU_WORKER_FAILED_MESSAGES,
     GPU_WORKER_SPAN,
+    JOB_ENQUEUED_MESSAGE,
     MONOLITHIC_COMPLETED_MESSAGE,
     MONOLITHIC_FAILED_MESSAGES,
     MONOLITHIC_PROCESSING_MESSAGE,
@@ -92,7 +93,6 @@ POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "Win
 #: was not read.
 _ID_PREFIXES: tuple[tuple[str, str], ...] = (("winpost-", "winning-post"),
                                              ("wdpost-", "window-post"))
-ENQUEUED = "job enqueued"
 #: srs_manager.rs:203 (the load begins) and :224 (it ended, `elapsed_ms`).
 SRS_LOADING = "loading SRS from disk"
 #: srs_manager.rs:282.
@@ -452,7 +452,7 @@ class PostTracker:
         if (ev.kind == "tracing" and ev.level == "ERROR" and ev.name in GPU_WORKER_FAILED_MESSAGES
                 and ev.fields.get("spans") == GPU_WORKER_SPAN):
             return self._gpu_worker_failed(ev)
-        if ev.kind == "tracing" and ev.name == ENQUEUED and ev.job_id is not None:
+        if ev.kind == "tracing" and ev.name == JOB_ENQUEUED_MESSAGE and ev.job_id is not None:
             kind = post_kind(_str(ev.fields.get("proof_kind")), ev.job_id)
             if kind is not None:  # followed from its arrival: late even before synthesis
                 job = self._start(ev.job_id, kind, ev.t_wall_s)

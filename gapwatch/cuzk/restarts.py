@@ -12,20 +12,35 @@ another time (a second start line is a second run: a crash loop can be faster). 
 handled (`received SIGINT, shutting down`, main.rs:237, 264); systemd's default SIGTERM kills
 cuzk without a line, and the restart says which it was.
 
-What a restart costs (code): the GPU idles from its last work of the old run (its last
-TIMELINE `GPU_END`) to its first `GPU_START` of the new one; the parts of that stretch are the
-daemon down (last GPU_END to the start line), startup (start line to the engine's), the SRS
-loaded again (`loading SRS from disk` .. `SRS loaded successfully`), the pinned pool pinned
+What a restart costs (code): the GPU idles from its last work of the old run (its last TIMELINE
+`GPU_END`) to its first `GPU_START` of the new one. Of that stretch, the restart's is what it
+took: from that last work to the new run ready, and from the new run's first job to its first
+GPU work. Ready is the latest of its start lines and the lines it writes as it comes up, read
+before its first job: `pipeline GPU worker started` / `monolithic GPU worker started`
+(engine.rs:2958, 3378), `cuzk engine started` (engine.rs:3511, the workers spawned) and
+`cuzk-daemon ready, serving on ...` (main.rs:231, 258: gRPC served, Curio's requests taken from
+then). A job's arrival is `job enqueued` (scheduler.rs:67-73, every request passes there,
+engine.rs:3519-3554), read before any work of the run (an SRS load, the pool pinning, a TIMELINE
+line: a job had arrived by then, its line not read). Between ready and that arrival cuzk had
+nothing to do: the wait is no work (Curio sent nothing), said among the cost's parts and not
+counted as the restart's (`ProverEvent.waited_s`, `cost_s`); where the arrival was not read, the
+cost says that any such wait is in it. The parts of the stretch are the daemon down (last
+GPU_END to the start line), a crash loop (the restarts in a row before this one, each run gone
+before any GPU work: `Streak`), startup (start line to ready), the wait for its first job, the
+SRS loaded again (`loading SRS from disk` .. `SRS loaded successfully`), the pinned pool pinned
 again (its `allocated new buffer` lines before that first GPU_START) and the first wave's
 synthesis (first SYNTH_START to first GPU_QUEUE: partitions started before any capacity hint
-existed, unpinned, pipeline.rs:176-230). Said as one stretch, with its length and parts, when
-the first GPU_START of the new run arrives.
+existed, unpinned, pipeline.rs:176-230). Said as one stretch, with its length, its cost and
+parts, when the first GPU_START of the new run arrives.
 
 A GPU gap that spans a restart is the restart's (`RestartWatch.during`, asked by
 `gapwatch.cuzk.pipeline.PipelineFacts.log_view` for each gap): from the restart to its new run's
 first GPU work the GPU waits on cuzk starting again, so the SRS reload, the pool pinned again
-and the first wave in that stretch are the restart's cost, not causes of their own. The latest
-`MAX_KEPT` restarts are kept for it, each with how the old run ended and, once known, its cost.
+and the first wave in that stretch are the restart's cost, not causes of their own; but where
+most of the gap is the new run's wait for its first job, the gap's cause is `no_work`, naming
+the restart and its cost beside it (`Spanned.cause`). The latest `MAX_KEPT` restarts are kept
+for it, each with how the old run ended, its place among all restarts read and its streak, and,
+once known, its cost: a gap counts every restart in it, kept or not (`Spanned.count`).
 """
 
 from __future__ import annotations
@@ -42,6 +57,11 @@ from gapwatch.core.models import (
     ProverStatus,
     StretchPart,
 )
+from gapwatch.cuzk.log_lines import (
+    JOB_ENQUEUED_MESSAGE,
+    MONOLITHIC_WORKER_STARTED_MESSAGE,
+    WORKER_STARTED_MESSAGE,
+)
 
 DAEMON_STARTING = "cuzk-daemon starting"
 ENGINE_STARTING = "starting cuzk engine"
@@ -49,8 +69,26 @@ SIGINT = "received SIGINT, shutting down"
 POOL_ALLOCATED = "pinned pool: allocated new buffer"
 SRS_LOADING = "loading SRS from disk"
 SRS_LOADED = "SRS loaded successfully"
-#: The restart cost's part that is the SRS loaded again.
+#: `Engine::start` returned, its workers spawned (engine.rs:3511-3515).
+ENGINE_STARTED = "cuzk engine started"
+#: `cuzk-daemon ready, serving on <addr>` (main.rs:231, 258): gRPC served from now on.
+DAEMON_READY = "cuzk-daemon ready"
+#: The lines a new run writes as it comes up (with its start lines): the latest read before its
+#: first job is when it was ready (`_ready_line`).
+READY_LINES = (DAEMON_STARTING, ENGINE_STARTING, WORKER_STARTED_MESSAGE,
+               MONOLITHIC_WORKER_STARTED_MESSAGE, ENGINE_STARTED, DAEMON_READY)
+#: The restart cost's parts, by name.
+DOWN = "down"
+CRASH_LOOP = "crash loop"
+STARTUP = "startup"
+#: The new run ready, its first job not sent yet: in the stretch, not the restart's cost.
+WAITED_FOR_JOB = "waited for its first job"
 SRS_RELOADED = "SRS reloaded"
+POOL_AGAIN = "pool pinned again"
+FIRST_WAVE = "first wave synthesis"
+#: The gap causes a restart's stretch gives (`Spanned.cause`: `gapwatch.cuzk.causes` names).
+RESTART_CAUSE = "restart"
+NO_WORK_CAUSE = "no_work"
 #: Signs of a restart this close together are one restart (a daemon's start lines, its first
 #: `/status` answer and its pid on the GPU come within seconds; a restart loop is ~10 s apart,
 #: systemd's RestartSec in upstream's unit, cuzk-proving-daemon.md:122-140).
@@ -105,6 +143,31 @@ def how_it_ended(sigint: bool, last_line_s: float | None, info_seen: bool) -> tu
 START_LINE_SIGN = "its start line"
 
 
+def _count(n: int, one: str, many: str) -> str:
+    """`2,000 restarts`, `1 restart`."""
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def _overlap_s(a_s: float, b_s: float, lo_s: float, hi_s: float) -> float:
+    """How long [a_s, b_s] and [lo_s, hi_s] share (0.0 when they do not meet)."""
+    return max(0.0, min(b_s, hi_s) - max(a_s, lo_s))
+
+
+@dataclass(frozen=True, slots=True)
+class Streak:
+    """Restarts in a row with no GPU work read between them, from the first: a crash loop, each
+    run gone before it proved anything. Shared by its restarts (a few numbers each, however
+    long the loop), so a gap can count every restart in it once the oldest are no longer kept
+    (`RestartWatch.during`)."""
+
+    #: The first's number among the restarts read (1: the first restart read) and its time.
+    seq: int
+    t_s: float
+    #: The end of the stretch of the restart before it (`Restart.until_s`; None: none before
+    #: it): whether that one, no longer kept, may be in a gap too.
+    before_until_s: float | None
+
+
 @dataclass(slots=True)
 class Restart:
     """One restart as the gaps that span it cite it (`RestartWatch.during`)."""
@@ -116,6 +179,13 @@ class Restart:
     ended: str
     #: Its signs (shared with its run while that is followed: signs seen later join).
     signs: list[str]
+    #: Its number among the restarts read (1: the first), and the restarts in a row it ends.
+    seq: int
+    streak: Streak
+    #: Its new run ready (the latest of its start and coming-up lines read before its first
+    #: job, `READY_LINES`) and its first job's arrival (`job enqueued`); None: not read.
+    ready_s: float | None = None
+    first_job_s: float | None = None
     #: The new run's first GPU work (None: not read, yet or at all), and the restart cost's
     #: event (its words; its length None when not known).
     first_gpu_s: float | None = None
@@ -126,23 +196,40 @@ class Restart:
         """A start line said it (else only `/status` or a new pid on the GPU did)."""
         return any(s.startswith(START_LINE_SIGN) for s in self.signs)
 
+    @property
+    def in_a_row(self) -> int:
+        """The restarts in a row it ends, itself included (1: no crash loop)."""
+        return self.seq - self.streak.seq + 1
+
     def until_s(self) -> float:
         """The end of the stretch it holds the GPU for: its new run's first GPU work, else
         the restart itself (a gap then is its only when it spans the restart)."""
         first = self.first_gpu_s
         return self.t_s if first is None else max(self.t_s, first)
 
-    def detail(self) -> str:
-        """Its one figure for a gap's hint: how the old run ended and what the restart cost
-        (the SRS reload named as part of it)."""
-        how = self.ended
+    def wait(self) -> tuple[float, float] | None:
+        """(ready, first job) where its new run, ready, waited for its first job: no work, not
+        the restart's. None where either was not read, or the job came as it was ready."""
+        ready, job = self.ready_s, self.first_job_s
+        if ready is None or job is None or job <= ready:
+            return None
+        first = self.first_gpu_s
+        if first is not None and job > first:
+            return None  # lines out of order: no wait is said of them
+        return ready, job
+
+    def cost_words(self) -> str:
+        """`the restart cost the GPU 12.1 s, its SRS reload 4.0 s of it` ("" where its cost
+        is not known): its cost less its new run's wait for a first job (`ProverEvent.cost_s`);
+        a crash loop's ("the restarts") where it ends one."""
         cost = self.cost
-        length = cost.length_s if cost is not None else None
-        if cost is None or length is None:
-            return how
+        own = cost.cost_s if cost is not None else None
+        if cost is None or own is None:
+            return ""
         srs_s = sum(p.end_s - p.start_s for p in cost.parts if p.name == SRS_RELOADED)
         srs = f", its SRS reload {srs_s:.1f} s of it" if srs_s else ""
-        return "; ".join(x for x in (how, f"the restart cost the GPU {length:.1f} s{srs}") if x)
+        which = "the restarts" if self.in_a_row > 1 else "the restart"
+        return f"{which} cost the GPU {own:.1f} s{srs}"
 
     def evidence(self) -> list[str]:
         """The facts a gap that spans it cites: the restart, then its cost (or why not)."""
@@ -153,19 +240,104 @@ class Restart:
                             "read from the log, from the old run's last GPU work to it"]
 
 
+@dataclass(frozen=True, slots=True)
+class Spanned:
+    """The restarts a gap over [start_s, end_s] spans (`RestartWatch.during`): those kept,
+    newest first, and how many there were in all (`MAX_KEPT` keeps only the latest)."""
+
+    kept: list[Restart]
+    start_s: float
+    end_s: float
+    #: Every restart in the gap, kept or not; `exact` False: at least that many (older ones,
+    #: no longer kept, may be in it too, how many is not known).
+    count: int
+    exact: bool
+
+    @property
+    def latest(self) -> Restart:
+        return self.kept[0]
+
+    @property
+    def from_status(self) -> bool:
+        """Only `/status` (or a new pid) said the latest restart, not a start line."""
+        return not self.latest.in_log
+
+    def waited_s(self) -> float:
+        """Of the gap, the time the latest restart's new run, ready, waited for its first job."""
+        wait = self.latest.wait()
+        return 0.0 if wait is None else _overlap_s(*wait, self.start_s, self.end_s)
+
+    def cause(self) -> str:
+        """`no_work` where the new run's wait for its first job is most of the gap (cuzk was
+        ready and Curio sent nothing), else `restart`: the rest of it the restart took."""
+        waited = self.waited_s()
+        return NO_WORK_CAUSE if waited > (self.end_s - self.start_s) - waited else RESTART_CAUSE
+
+    def count_words(self) -> str:
+        """`2,000 restarts of cuzk during the gap, the latest at 17:09:24.750 (the latest 64
+        kept)` ("" for one)."""
+        n, kept = self.count, len(self.kept)
+        if n <= 1 and self.exact:
+            return ""
+        least = "" if self.exact else "at least "
+        held = (f" (the latest {kept:,} kept)" if n > kept else
+                " (older ones, not kept, may be in it too)" if not self.exact else "")
+        return (f"{least}{_count(n, 'restart', 'restarts')} of cuzk during the gap, the latest "
+                f"at {fmt.clock(self.latest.t_s, millis=True)}{held}")
+
+    def wait_words(self) -> str:
+        """The new run's wait for its first job, as the gap's evidence says it ("" for none)."""
+        latest, waited = self.latest, self.waited_s()
+        wait = latest.wait()
+        if wait is None or not waited:
+            return ""
+        rest = (self.end_s - self.start_s) - waited
+        return (f"cuzk, started again at {fmt.clock(latest.t_s, millis=True)}, was ready at "
+                f"{fmt.clock(wait[0], millis=True)} and waited {waited:.1f} s of the gap for its "
+                f"first job ('job enqueued' at {fmt.clock(wait[1], millis=True)}, "
+                "scheduler.rs:67): no work, Curio sent nothing; the rest of the gap, "
+                f"{max(0.0, rest):.1f} s, the restart took")
+
+    def evidence(self) -> list[str]:
+        """The facts: the wait for the first job first where it is the cause, the count where
+        more than one restart, then the latest restart's words and cost."""
+        head = [self.wait_words()] if self.cause() == NO_WORK_CAUSE else []
+        return [x for x in (*head, self.count_words()) if x] + self.latest.evidence()
+
+    def detail(self) -> str:
+        """The one figure a hint adds to the cause's words: how the old run ended, how many
+        restarts, what they cost (the SRS reload named as part of it) and the wait for work."""
+        latest, waited = self.latest, self.waited_s()
+        many = self.count > 1 or not self.exact
+        restarts = (f"{'at least ' if not self.exact else ''}"
+                    f"{_count(self.count, 'restart', 'restarts')} during the gap" if many else "")
+        cost = latest.cost_words()
+        if self.cause() == NO_WORK_CAUSE:
+            return "; ".join(x for x in (
+                f"cuzk waited {waited:.1f} s for its first job after it restarted, Curio "
+                "sending nothing", latest.ended, restarts, cost) if x)
+        after = f"then cuzk waited {waited:.1f} s for its first job, not counted" if waited else ""
+        return "; ".join(x for x in (latest.ended, restarts, cost, after) if x)
+
+
 @dataclass(slots=True)
 class _Run:
     """The run that began at a restart, until its first GPU work."""
 
     t_s: float
-    signs: list[str]
+    #: Its restart as the gaps cite it (`RestartWatch.kept`): its marks and cost are written
+    #: there.
+    kept: Restart
     #: The previous run's last GPU_END and last line (None: none read).
     last_gpu_end_s: float | None
     last_line_s: float | None
     sigint: bool
     #: An INFO line of the previous run was read (its shutdown line's level).
     info_seen: bool
-    engine_s: float | None = None
+    #: Its first line of work (an SRS load, the pool pinning, any TIMELINE line): a job had
+    #: arrived by then, so a `job enqueued` after it is not its first job's (that one's line
+    #: was not read: a log filtered above INFO for the scheduler, a simulator's).
+    work_s: float | None = None
     srs: list[tuple[float, float | None]] = field(default_factory=list)
     #: SRS loads past `MAX_SRS`, counted only.
     srs_more: int = 0
@@ -175,8 +347,16 @@ class _Run:
     first_queue_s: float | None = None
     first_wave: int = 0
     first_synth_end_s: float | None = None
-    #: Its restart as the gaps cite it (`RestartWatch.kept`): its cost is written there.
-    kept: Restart | None = None
+
+    @property
+    def signs(self) -> list[str]:
+        return self.kept.signs
+
+
+def _ready_line(name: str) -> bool:
+    """A line a new run writes as it comes up (`READY_LINES`; the ready line names its
+    address after its words)."""
+    return name.startswith(READY_LINES)
 
 
 class RestartWatch:
@@ -199,6 +379,8 @@ class RestartWatch:
         self._pids: dict[int, dict[int, float]] = {}
         #: The latest restarts, oldest first, for the gaps that span them (`during`).
         self.kept: deque[Restart] = deque(maxlen=MAX_KEPT)
+        #: The restarts in a row since the last GPU work read (None: GPU work since the latest).
+        self._streak: Streak | None = None
 
     # -- signs --------------------------------------------------------------------------------
 
@@ -209,8 +391,12 @@ class RestartWatch:
             # ~6 M): between a run's first GPU work and the next restart a TIMELINE line only
             # moves the marks below.
             out = self._cost_parts(ev) if self._run is not None else []
-            if ev.name == "GPU_END":
+            name = ev.name
+            if name == "GPU_END":
                 self._last_gpu_end_s = ev.t_wall_s
+                self._streak = None  # a run that did GPU work ends a crash loop
+            elif name == "GPU_START":
+                self._streak = None
             # Work was done: a start line from now on starts another run. (The lines a start
             # writes before its engine's, config and budget, do not count.)
             self._seen_run = True
@@ -222,9 +408,6 @@ class RestartWatch:
         name = ev.name
         if name in (DAEMON_STARTING, ENGINE_STARTING):
             out += self._sign(ev.t_wall_s, f"{START_LINE_SIGN} '{name}'")
-            run = self._run
-            if run is not None and name == ENGINE_STARTING:
-                run.engine_s = ev.t_wall_s
             self._seen_run = True
         elif name == SIGINT:
             self._sigint = True
@@ -288,31 +471,56 @@ class RestartWatch:
         if not self._seen_run and sign.startswith(START_LINE_SIGN):
             return []  # the first start of the log: a start, not a restart
         self.restarts += 1
-        run = self._run = _Run(t_s, [sign], self._last_gpu_end_s, self._last_line_s,
-                               self._sigint, self._info_seen)
+        streak = self._streak
+        if streak is None:
+            # The first restart since GPU work: the one before it (the latest kept: the deque
+            # drops only the oldest) has its stretch settled, its run having worked or gone.
+            before = self.kept[-1].until_s() if self.kept else None
+            streak = self._streak = Streak(self.restarts, t_s, before)
+        sigint, info_seen = self._sigint, self._info_seen
         self._sigint = False
         self._info_seen = False
-        how, ended = how_it_ended(run.sigint, run.last_line_s, run.info_seen)
+        how, ended = how_it_ended(sigint, self._last_line_s, info_seen)
         last_line = (f"; the previous run's last line at {fmt.clock(self._last_line_s)}"
                      if self._last_line_s is not None else "")
         message = fmt.visible(f"cuzk restarted {how}{last_line}, seen by {sign}; {STARTS_AGAIN}")
-        run.kept = Restart(t_s, message, ended, run.signs)
-        self.kept.append(run.kept)
+        kept = Restart(t_s, message, ended, [sign], self.restarts, streak)
+        self.kept.append(kept)
+        self._run = _Run(t_s, kept, self._last_gpu_end_s, self._last_line_s, sigint, info_seen)
         return [ProverEvent(t_wall_s=t_s, kind="restart", level="warning", message=message)]
 
-    def during(self, start_s: float, end_s: float, slack_s: float = 0.0) -> list[Restart]:
-        """The restarts a gap over [start_s, end_s] spans, newest first: each whose stretch,
+    def during(self, start_s: float, end_s: float, slack_s: float = 0.0) -> Spanned | None:
+        """The restarts a gap over [start_s, end_s] spans (None: none): each kept whose stretch,
         from the restart to its new run's first GPU work (`Restart.until_s`), meets the gap
-        (`slack_s` either side). Kept in the order seen, each stretch ending before the next
-        restart: the first one wholly before the gap ends the search."""
+        (`slack_s` either side), newest first, and how many in all. Kept in the order seen,
+        each stretch ending before the next restart: the first one wholly before the gap ends
+        the search. Where the search ran past the oldest kept, older restarts may be in the
+        gap too: those of its streak are counted by their numbers (a crash loop of 2,000 was
+        said as the 64 kept), and past what the streak tells the count is said as a least."""
+        lo_s = start_s - slack_s
         out: list[Restart] = []
+        ran_past = True
         for r in reversed(self.kept):
             if r.t_s > end_s + slack_s:
                 continue
-            if r.until_s() < start_s - slack_s:
+            if r.until_s() < lo_s:
+                ran_past = False
                 break
             out.append(r)
-        return out
+        if not out:
+            return None
+        latest, oldest = out[0], out[-1]
+        count, exact = len(out), True
+        if ran_past and oldest.seq > 1:
+            streak = oldest.streak
+            if streak.seq == oldest.seq or streak.t_s >= lo_s:
+                # Its streak's older ones (none, or all after the gap's start) are in it; the
+                # restart before the streak is, if its stretch reaches into the gap.
+                count = latest.seq - streak.seq + 1
+                exact = streak.before_until_s is None or streak.before_until_s < lo_s
+            else:
+                exact = False  # its streak began before the gap: some of it may be in it
+        return Spanned(out, start_s, end_s, count, exact)
 
     def _remember(self, sign: str, t_s: float) -> None:
         """A new sign of the latest restart (its caller knows it is new), remembered while
@@ -340,6 +548,8 @@ class RestartWatch:
         if ev.kind == "tracing":
             self._tracing_part(run, t, name)
         elif ev.kind == "timeline":
+            if run.work_s is None:
+                run.work_s = t
             if name == "SYNTH_START":
                 run.first_synth_s = run.first_synth_s or t
                 if run.first_synth_end_s is None:
@@ -350,15 +560,23 @@ class RestartWatch:
                 run.first_queue_s = t
             elif name == "GPU_START":
                 self._run = None
-                cost = self._cost(run, t)
-                if run.kept is not None:
-                    run.kept.first_gpu_s, run.kept.cost = t, cost
+                run.kept.first_gpu_s = t
+                cost = run.kept.cost = self._cost(run, t)
                 return [cost]
         return []
 
     @staticmethod
     def _tracing_part(run: _Run, t: float, name: str) -> None:
-        if name.startswith(SRS_LOADING):
+        kept = run.kept
+        waiting = kept.first_job_s is None and run.work_s is None
+        if name == JOB_ENQUEUED_MESSAGE:
+            if waiting:
+                kept.first_job_s = t
+        elif waiting and _ready_line(name):
+            kept.ready_s = t  # the latest before its first job: ready from then
+        elif name.startswith(SRS_LOADING):
+            if run.work_s is None:
+                run.work_s = t
             if len(run.srs) < MAX_SRS:
                 run.srs.append((t, None))
             else:
@@ -370,6 +588,8 @@ class RestartWatch:
                     run.srs[i] = (run.srs[i][0], t)
                     break
         elif name.startswith(POOL_ALLOCATED):
+            if run.work_s is None:
+                run.work_s = t
             run.pool_first_s = run.pool_first_s or t
             run.pool_last_s = t
 
@@ -377,26 +597,57 @@ class RestartWatch:
         start = run.last_gpu_end_s if run.last_gpu_end_s is not None else run.t_s
         if start > run.t_s or first_gpu_s < run.t_s:
             return self._cost_unknown(run, first_gpu_s)
-        parts = [StretchPart("down", start, run.t_s)] if start < run.t_s else []
-        if run.engine_s is not None and run.engine_s > run.t_s:
-            parts.append(StretchPart("startup", run.t_s, run.engine_s))
+        kept = run.kept
+        streak = kept.streak
+        # A crash loop: the restarts in a row before this one, each run gone before any GPU
+        # work. The daemon was down only until the first of them, not until this one.
+        loop_s = (streak.t_s if kept.in_a_row > 1 and start <= streak.t_s < run.t_s
+                  else None)
+        down_to = run.t_s if loop_s is None else loop_s
+        parts = [StretchPart(DOWN, start, down_to)] if start < down_to else []
+        if loop_s is not None:
+            parts.append(StretchPart(CRASH_LOOP, loop_s, run.t_s))
+        ready = kept.ready_s
+        if ready is not None and ready > run.t_s:
+            parts.append(StretchPart(STARTUP, run.t_s, ready))
+        wait = kept.wait()
+        if wait is not None:
+            parts.append(StretchPart(WAITED_FOR_JOB, *wait))
         parts += [StretchPart(SRS_RELOADED, a, b) for a, b in run.srs if b is not None]
         if run.pool_first_s is not None and run.pool_last_s is not None:
-            parts.append(StretchPart("pool pinned again", run.pool_first_s, run.pool_last_s))
+            parts.append(StretchPart(POOL_AGAIN, run.pool_first_s, run.pool_last_s))
         if run.first_synth_s is not None and run.first_queue_s is not None:
-            parts.append(StretchPart("first wave synthesis", run.first_synth_s,
-                                     run.first_queue_s))
-        said = ", ".join(f"{p.name} {p.end_s - p.start_s:.1f} s" for p in parts) or "no parts read"
+            parts.append(StretchPart(FIRST_WAVE, run.first_synth_s, run.first_queue_s))
+        said = ", ".join(_part_words(p, kept) for p in parts) or "no parts read"
         if run.srs_more:
             said += f", and {run.srs_more} more SRS loads"
         wave = (f"; the first wave after it: {run.first_wave} synthesis(es) started before any "
                 "capacity hint existed (unpinned by design, pipeline.rs:176-230)"
                 if run.first_wave else "")
-        message = (f"the restart cost the GPU {first_gpu_s - start:.1f} s, "
-                   f"{fmt.clock(start)} to {fmt.clock(first_gpu_s)} (its last work of the old "
-                   f"run to its first of the new): {said}{wave}")
+        length_s = first_gpu_s - start
+        stretch = (f"{fmt.clock(start)} to {fmt.clock(first_gpu_s)} (its last work of the old "
+                   "run to its first of the new)")
+        which = "the restarts" if loop_s is not None else "the restart"
+        if wait is None:
+            # Without the first job's arrival, a wait for work cannot be told from the rest.
+            unread = ("" if kept.first_job_s is not None else
+                      "; its first job's arrival ('job enqueued', scheduler.rs:67) was not "
+                      "read: any wait for work after it was ready is counted in it")
+            lead = f"{which} cost the GPU {length_s:.1f} s, {stretch}"
+            message = f"{lead}: {said}{wave}{unread}"
+            waited_s = None
+        else:
+            waited_s = wait[1] - wait[0]
+            lead = (f"{which} cost the GPU {length_s - waited_s:.1f} s of the {length_s:.1f} s "
+                    f"from {stretch}: {wait[0] - start:.1f} s to the new run ready at "
+                    f"{fmt.clock(wait[0])}, {first_gpu_s - wait[1]:.1f} s from its first job "
+                    f"('job enqueued' at {fmt.clock(wait[1])}) to its first GPU work; between, "
+                    f"cuzk waited {waited_s:.1f} s for work, not the restart's (Curio sent "
+                    "nothing)")
+            message = f"{lead}. Parts: {said}{wave}"
         return ProverEvent(t_wall_s=first_gpu_s, kind="restart_cost", level="warning",
-                           message=message, start_s=start, end_s=first_gpu_s, parts=parts)
+                           message=fmt.visible(message), start_s=start, end_s=first_gpu_s,
+                           parts=parts, waited_s=waited_s)
 
     @staticmethod
     def _cost_unknown(run: _Run, first_gpu_s: float) -> ProverEvent:
@@ -412,3 +663,16 @@ class RestartWatch:
             f"{fmt.clock(first_gpu_s)})")
         return ProverEvent(t_wall_s=first_gpu_s, kind="restart_cost", level="warning",
                            message=message)
+
+
+def _part_words(part: StretchPart, restart: Restart) -> str:
+    """`down 10.0 s`; a crash loop with how many runs it was, the wait for the first job
+    with whose it is."""
+    words = f"{part.name} {part.end_s - part.start_s:.1f} s"
+    if part.name == CRASH_LOOP:
+        before = restart.in_a_row - 1
+        return (f"{words} (cuzk started {restart.in_a_row:,} times in a row: "
+                f"{_count(before, 'run', 'runs')} gone before any GPU work)")
+    if part.name == WAITED_FOR_JOB:
+        return f"{words} (no work: not counted as the restart's)"
+    return words

@@ -288,7 +288,8 @@ def prover_event_lines(events: Sequence[ProverEvent]) -> list[str]:
 
 
 def prover_events_json(events: Sequence[ProverEvent]) -> dict[str, Any]:
-    """Every event kept, by kind, as the recording writes them (plus each stretch's length);
+    """Every event kept, by kind, as the recording writes them (plus each stretch's length and
+    its cost, `ProverEvent.cost_s`: the length less any wait for work in it);
     `not_kept`: how many of each kind were counted but not kept (only when some were)."""
     log = prover_events_of(events)
     out: dict[str, Any] = {"summary": summary_line(log)}
@@ -301,6 +302,7 @@ def prover_events_json(events: Sequence[ProverEvent]) -> dict[str, Any]:
             row.pop("type", None)
             if e.length_s is not None:
                 row["length_s"] = e.length_s
+                row["cost_s"] = e.cost_s
             rows.append(row)
         out[kind] = rows
     if log.not_kept:

@@ -27,7 +27,8 @@ first scrape; the alert rules in deploy/prometheus/gapwatch.rules.yml read them)
   deadline still running, ended late, or lost in a prover restart (the fleet view's PoSt
   column: `gapwatch_proofs_total{verdict="late"}` counts only those that ended, and a
   WinningPoSt stuck past its deadline then lost in a restart read "0 late" there);
-- `gapwatch_prover_restart_cost_seconds_total`: GPU time restarts cost (each one stretch).
+- `gapwatch_prover_restart_cost_seconds_total`: GPU time restarts cost (each one stretch, less
+  its new run's wait for its first job: no work, not the restart's, `ProverEvent.cost_s`).
 """
 
 from __future__ import annotations
@@ -90,8 +91,9 @@ class ProverEventCounts:
     def count(self, ev: ProverEvent) -> None:
         key = (ev.kind, ev.level)
         self.events[key] = self.events.get(key, 0) + 1
-        if ev.kind == "restart_cost" and ev.length_s is not None:
-            self.restart_cost_s += ev.length_s
+        cost = ev.cost_s  # the new run's wait for its first job is no work, not the restart
+        if ev.kind == "restart_cost" and cost is not None:
+            self.restart_cost_s += cost
         p = ev.proof
         if self._late_once.first(ev) and p is not None:
             self.late[p.proof_kind] = self.late.get(p.proof_kind, 0) + 1
@@ -161,6 +163,7 @@ def families(c: ProverEventCounts) -> Iterator[Metric]:
     for pk, seconds in sorted(c.last_s.items()):
         last.add_metric([pk], seconds)
     cost = CounterMetricFamily("gapwatch_prover_restart_cost_seconds", "GPU time restarts "
-                               "cost: the old run's last GPU work to the new run's first.")
+                               "cost: the old run's last GPU work to the new run's first, "
+                               "less the new run's wait for its first job (no work).")
     cost.add_metric([], c.restart_cost_s)
     yield from (events, proofs, went, latency, phases, last, cost)

@@ -2,7 +2,10 @@
 lines of the stderr carry no time, so read whole, after (or before) the stdout, their place
 among its lines is not known. They are never tied to a partition they may not belong to, the
 order the files are named in changes nothing, and it is said once a file
-(`gapwatch.logs.files.read_order`, `LogParser.parse_line(apart=True)`).
+(`gapwatch.logs.files.read_order`, `LogParser.parse_line(apart=True)`). Their TIMELINE lines,
+of every run of the daemon, are each placed by their own run's start line on the stdout, not
+by the last one read (`gapwatch.cuzk.engine_runs`), or by none where which run is which is not
+known, and that is said once.
 
 The H200 load generator's runs (tests/data/h200-e2e) wrote the two files as cuzk does, and
 `gapwatch record` followed both live: its recorded lock regions are paired as written (each
@@ -22,20 +25,30 @@ import pytest
 from faults import until
 from parsed_logs import parse_log_files
 
+from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.config import Config, LogsConfig
 from gapwatch.core.models import LogEvent, Notice
+from gapwatch.cuzk import engine_runs
 from gapwatch.cuzk.partitions import derive_timeline
+from gapwatch.logs.files import log_file_events
 from gapwatch.logs.follow import LogFollower
-from gapwatch.logs.parse import UNPLACED
+from gapwatch.logs.parse import TIMELINE_UNPLACED, UNPLACED
 from gapwatch.offline.replay_logs import open_replay_logs
+from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources.files import header_of
+from gapwatch.sources.sim_post import CYCLE_S
 
 E2E = Path(__file__).parent / "data" / "h200-e2e"
 PAGEABLE = E2E / "pageable"
 #: A case whose recording polled cuzk's `/status`: its uptime anchors TIMELINE lines read
 #: before the stdout's own anchor line.
 WITH_STATUS = E2E / "host-stall-status"
+#: cuzk's log of a restart (one file, `2>&1`): a run of 2 partitions, killed, and a run of 1.
+RESTART = Path(__file__).parent / "data" / "cuzk-upstream" / "restart.log"
+#: A start line written after the others (a run that wrote no TIMELINE line yet).
+IDLE_RUN = ("2026-05-12T17:05:00.000000Z  INFO cuzk_core::engine: starting cuzk engine "
+            "pipeline_enabled=true\n")
 
 
 def _cpp_lines(path: Path) -> int:
@@ -199,3 +212,168 @@ def test_a_stderr_backlog_followed_beside_stdout_is_never_tied_to_the_wrong_part
     assert follower.parser.counters[UNPLACED] == _cpp_lines(PAGEABLE / "stderr.log")
     said = [n for n in notices if "before following began" in n.message]
     assert [(n.level, n.message.split(":")[0]) for n in said] == [("warning", f"log {err}")]
+
+
+def _split(log: Path, folder: Path) -> tuple[Path, Path]:
+    """cuzk's one-file log as `cuzk > out.log 2> err.log` writes it: its tracing lines (each
+    timestamped, stdout) in one file, the rest (TIMELINE and C++ lines, stderr) in another."""
+    out, err = folder / "out.log", folder / "err.log"
+    lines = log.read_text().splitlines(keepends=True)
+    out.write_text("".join(line for line in lines if line[:4].isdigit()))
+    err.write_text("".join(line for line in lines if not line[:4].isdigit()))
+    return out, err
+
+
+def _timeline(events: list[LogEvent]) -> list[tuple[str, object, float]]:
+    return sorted((e.name, e.fields["offset_ms"], e.t_wall_s)
+                  for e in events if e.kind == "timeline")
+
+
+def test_stderr_given_apart_across_a_restart_places_each_runs_timeline_by_its_own_start_line(
+        tmp_path: Path) -> None:
+    """Read after the whole stdout, every TIMELINE line of the stderr was placed by the last
+    `starting cuzk engine` line read: the first run's GPU work 54 s late, in the second run.
+    Each run's lines are placed by its own start line now, as the one file places them,
+    whichever file is named first."""
+    out, err = _split(RESTART, tmp_path)
+    one, _ = parse_log_files([str(RESTART)], Config())
+    assert len(_timeline(one)) == 16
+    for given in ([out, err], [err, out]):
+        notes: list[str] = []
+        counters: dict[str, int] = {}
+        two = list(log_file_events(map(str, given), Config(), None, counters, notes=notes))
+        assert _timeline(two) == _timeline(one)
+        assert notes == [] and TIMELINE_UNPLACED not in counters
+
+
+def test_parse_timeline_of_stderr_given_apart_across_a_restart_says_what_the_one_file_says(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`parse --timeline out.log err.log` said 2 partitions of one run over 3 s, and a restart
+    cost of 40 s without its 10 s down; fed in the order read, a stderr placed run by run
+    would go back in time at its first run. It says what the one file says: 3 partitions of
+    two runs over 58 s, the restart cost 51 s, down 10.0 s."""
+    out, err = _split(RESTART, tmp_path)
+    assert main(["parse", "--timeline", str(RESTART)]) == 0
+    one = capsys.readouterr().out
+    assert "wall time (first GPU_START .. last GPU_END): 58.000 s" in one
+    assert "the restart cost the GPU 51.0 s" in one and "down 10.0 s" in one
+    for given in ([out, err], [err, out]):
+        assert main(["parse", "--timeline", *map(str, given)]) == 0
+        captured = capsys.readouterr()
+        assert captured.out == one
+        assert "TIMELINE line(s) placed" not in captured.err
+
+
+def test_stderr_given_apart_with_more_start_lines_than_runs_places_none_and_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A third start line, of a run that wrote no TIMELINE line: 3 start lines for 2 runs,
+    and nothing says which run each is of. No line is placed by a guess (by the last start
+    line all were, 4 minutes after they were written); it is said once."""
+    out, err = _split(RESTART, tmp_path)
+    with open(out, "a") as f:
+        f.write(IDLE_RUN)
+    notes: list[str] = []
+    counters: dict[str, int] = {}
+    events = list(log_file_events([str(out), str(err)], Config(), None, counters, notes=notes))
+    assert _timeline(events) == []
+    assert counters[TIMELINE_UNPLACED] == 16
+    assert notes == [
+        f"--log {err}: 16 TIMELINE line(s) placed in wall time by no start line of --log "
+        f"{out}: it shows 2 engine run(s) (its offsets begin again 1 time(s)), they show 3 "
+        "`starting cuzk engine` line(s), and which run each start line is of is not known (a "
+        "run that wrote no TIMELINE line, files cut or rotated at other times); give cuzk's "
+        "stdout and stderr as one file (`> cuzk.log 2>&1`) or the journal"]
+    assert main(["parse", "--timeline", str(out), str(err)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count(f"gapwatch parse: {err}: 16 TIMELINE line(s) placed in wall "
+                              f"time by no start line of {out}: it shows 2 engine run(s)") == 1
+    # Timed by parse's reading, they make no restart cost of the parse's own time.
+    assert "the restart cost the GPU" not in captured.out
+    assert "wall time (first GPU_START .. last GPU_END): -" in captured.out
+
+
+def test_a_run_whose_lines_would_end_after_the_next_runs_start_line_places_none(
+        tmp_path: Path) -> None:
+    """As many runs as start lines, but the first run's lines (44 s long) would end after the
+    second start line (30 s after the first): these are not each other's."""
+    out, err = _split(RESTART, tmp_path)
+    out.write_text(out.read_text().replace("17:00:54.030000Z", "17:00:30.000000Z"))
+    notes: list[str] = []
+    counters: dict[str, int] = {}
+    events = list(log_file_events([str(out), str(err)], Config(), None, counters, notes=notes))
+    assert _timeline(events) == [] and counters[TIMELINE_UNPLACED] == 16
+    assert "but run 1's lines would end 14.0 s after run 2's start line" in notes[-1]
+
+
+def test_the_runs_of_start_lines_no_longer_kept_are_placed_by_none_the_later_ones_by_theirs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start lines kept are the latest (bounded for a log of any number of restarts):
+    the runs before them are placed by none, and said; the later ones by their own."""
+    monkeypatch.setattr(engine_runs, "MAX_START_LINES", 1)
+    out, err = _split(RESTART, tmp_path)
+    notes: list[str] = []
+    counters: dict[str, int] = {}
+    events = list(log_file_events([str(out), str(err)], Config(), None, counters, notes=notes))
+    one, _ = parse_log_files([str(RESTART)], Config())
+    assert _timeline(events) == _timeline(one[len(one) // 2:])  # the second run's 8
+    assert counters[TIMELINE_UNPLACED] == 8
+    assert "its first 1 engine run(s) started more than 1 `starting cuzk engine` lines" \
+        in notes[-1]
+
+
+def _post_recording(folder: Path) -> tuple[str, str, str, str]:
+    """The simulator's `post` scenario over two restarts: its recording, cuzk's log as one
+    file, and as `cuzk > out.log 2> err.log` writes it."""
+    sim = simulate("post", duration_s=2 * CYCLE_S + 10, status_period_s=1.0)
+    rec, one, out, err = (folder / name for name in ("rec.jsonl", "cuzk.log", "out.log",
+                                                     "err.log"))
+    write_recording(rec, sim.header, sim.records)
+    one.write_text("".join(f"{text}\n" for _stream, text in sim.log_lines))
+    out.write_text("".join(f"{text}\n" for stream, text in sim.log_lines if stream != "stderr"))
+    err.write_text("".join(f"{text}\n" for stream, text in sim.log_lines if stream == "stderr"))
+    return str(rec), str(one), str(out), str(err)
+
+
+def test_a_post_recording_with_its_stderr_given_apart_reports_its_proofs_and_restarts_as_one_log(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The `post` scenario's log as two files: its first runs' PoSt were said lost in restart
+    (8 proofs, 6 late, for 4 and 2), a restart's cost read from the wrong runs (1.9 s for 18.1
+    and 18.2), the payoff's partitions an hour 1,685 for 3,476. The report says the one file's proofs, restarts and partitions; only the lock
+    times (its C++ lines are placed beside no partition) and the GPU of an error line (its
+    partition's, named by the TIMELINE lines read after it) stay unsaid."""
+    rec, one, out, err = _post_recording(tmp_path)
+    assert main(["report", "--json", rec, "--log", one]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert main(["report", "--json", rec, "--log", out, "--log", err]) == 0
+    apart = json.loads(capsys.readouterr().out)
+    assert len(whole["prover_events"]["restart_cost"]) == 2
+    # An error line's GPU is its partition's, which the TIMELINE lines read after it name.
+    errors = [[(e["t_wall_s"], e["job_id"], e["level"]) for e in doc["prover_events"].pop("error")]
+              for doc in (whole, apart)]
+    assert errors[0] == errors[1] and len(errors[0]) == 4
+    assert apart["prover_events"] == whole["prover_events"]
+    for key in ("count", "wall_start_s", "unpinned"):
+        assert apart["partitions"][key] == whole["partitions"][key]
+    assert apart["partitions"]["merged_efficiency"] == \
+        pytest.approx(whole["partitions"]["merged_efficiency"])
+    assert apart["payoff"]["partitions_per_hour"] == \
+        pytest.approx(whole["payoff"]["partitions_per_hour"])
+    assert not [p for p in apart["problems"] if "TIMELINE line(s) placed" in p]
+
+
+def test_a_replay_and_a_report_say_once_that_the_stderrs_runs_could_not_be_placed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rec, _one, out, err = _post_recording(tmp_path)
+    with open(out, "a") as f:  # a start line after the last run's: 4 start lines, 3 runs
+        f.write("2026-11-30T00:58:40.000000Z  INFO cuzk_core::engine: starting cuzk engine "
+                "pipeline_enabled=true\n")
+    assert main(["report", "--json", rec, "--log", out, "--log", err]) == 0
+    said = [p for p in json.loads(capsys.readouterr().out)["problems"]
+            if "TIMELINE line(s) placed" in p]
+    assert len(said) == 1 and said[0].startswith(f"--log {err}: ")
+    assert "it shows 3 engine run(s)" in said[0] and "they show 4 `starting cuzk" in said[0]
+    replay = open_replay_logs(rec, [out, err], Config(), header_of(rec).started_wall_s)
+    try:
+        assert said[0] in replay.events().notes_now()
+    finally:
+        replay.close()

@@ -34,14 +34,16 @@ from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json
 from gapwatch.core.models import READ_TIMES, LogEvent, ProverStatus
 from gapwatch.core.sizes import bounded_event
+from gapwatch.cuzk.engine_runs import Placing, runs_note
 from gapwatch.cuzk.log_lines import unplaced_note
 from gapwatch.cuzk.partition_table import LONG_IDLE_S
 from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder, timeline_event
 from gapwatch.engine.console import OutputFailed, say
-from gapwatch.logs.files import LogFile, ReadOrder, read_order
+from gapwatch.logs.files import LogFile, ReadOrder, read_order, runs_apart
 from gapwatch.logs.once import LinesOnce, itself
-from gapwatch.logs.parse import UNPLACED, LogParser
+from gapwatch.logs.parse import TIMELINE_UNPLACED, UNPLACED, LogParser
 from gapwatch.logs.parse.user_rules import LINE_BUDGET_S, RULE_TIMEOUT_S
+from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.prover_events import ProverEvents, prover_event_lines
 
 
@@ -203,20 +205,39 @@ def _files_events(order: ReadOrder, parser: LogParser, config: Config, read: _Re
     """Each line's events, file after file in `order` (and the panic a file ends in), read as
     they are asked for: a million-line log is never held. What went wrong is said on stderr
     and kept in `read`, and so are a file's C++ lines that cannot be placed beside the other
-    files' (`logs.files.read_order`)."""
+    files' (`logs.files.read_order`) and its TIMELINE lines that no start line of theirs
+    places (`logs.files.runs_apart`)."""
+    if order.apart:
+        parser.keep_start_lines()
     for path in order.paths:
         log = LogFile(path, config.logs.max_line_bytes)
-        before = parser.counters[UNPLACED]
+        runs = _runs_apart(parser, path, config) if path in order.apart else None
+        before, timeline_before = parser.counters[UNPLACED], parser.counters[TIMELINE_UNPLACED]
         status = yield from _file_events(path, log, parser, path in order.apart)
+        parser.runs_apart = None
         if parser.counters[UNPLACED] > before:
             say("gapwatch parse: " + unplaced_note(path, parser.counters[UNPLACED] - before,
                                                    order.placed, flag=""))
+        timeline = parser.counters[TIMELINE_UNPLACED] - timeline_before
+        if runs is not None and runs.why_not is not None and timeline:
+            say("gapwatch parse: " + runs_note(path, timeline, runs.why_not, order.placed,
+                                               flag=""))
         read.status = max(read.status, status)
         read.cut_lines += log.cut_lines
         read.nul_bytes += log.nul_bytes
         if log.ends_early:
             say(f"gapwatch parse: {path}: its gzip data ends early (a copy or a compression "
                 "still running?): read up to there")
+
+
+def _runs_apart(parser: LogParser, path: str, config: Config) -> Placing | None:
+    """`logs.files.runs_apart` of a file read apart; None where it cannot be read (said as it
+    is read: `_file_events`)."""
+    try:
+        return runs_apart(parser, path, config)
+    except OSError:
+        parser.runs_apart = None
+        return None
 
 
 def _file_events(path: str, log: LogFile, parser: LogParser, apart: bool = False
@@ -283,17 +304,43 @@ def _to_timeline(events: Iterable[LogEvent], timeline: TimelineBuilder, said: _S
         said.add(e)
 
 
+def _by_time(events: Iterable[LogEvent]) -> Iterator[LogEvent]:
+    """The events of files read one after another (`logs.files.read_order`), one of them read
+    apart, in the order of their times, as the report's are fed: the file read apart (cuzk's
+    stderr) holds every engine run's TIMELINE lines, read after the whole stdout; fed as read,
+    the table and the watcher saw time go back at its first run (a restart's cost "not known",
+    the runs' partitions taken for one's). An event timed when it was read (`READ_TIMES`: a
+    C++ line, a TIMELINE line no start line places) keeps its place after the timed event
+    before it in its file, where the table pairs it. Sorted on disk (`EventSpool`): a day's
+    log is never held."""
+    spool = EventSpool()
+    try:
+        before_s: dict[str, float] = {}  # each file's latest time of its own
+        for e in events:
+            if e.time_source in READ_TIMES:
+                spool.add(e, before_s.get(e.stream, e.t_wall_s))
+            else:
+                spool.add(e)
+                before_s[e.stream] = e.t_wall_s
+        yield from spool
+    finally:
+        spool.close()
+
+
 def _run_figures(run: RunTimeline, unanchored: int) -> tuple[RunTimeline, list[str]]:
     """The run's figures, those that rest on the TIMELINE lines' wall times left unknown when
-    some had no anchor (no `starting cuzk engine` line in the files given): they were timed
-    when parse read them, and a log's wall time read "0.494 s" (the parse's own) for a run of
-    ten minutes. Each row's durations come from the lines' own offsets: kept."""
+    some had no anchor (no `starting cuzk engine` line in the files given, or none known to be
+    their engine run's: `logs.files.runs_apart`): they were timed when parse read them, and a
+    log's wall time read "0.494 s" (the parse's own) for a run of ten minutes. Each row's
+    durations come from the lines' own offsets: kept."""
     if not unanchored:
         return run, []
     unknown = replace(run, wall_start_s=None, wall_end_s=None, merged_efficiency=None,
                       kernel_utilisation=None, occupied_fraction=None)
     return unknown, [f"{unanchored} TIMELINE line(s) without their anchor (no `starting cuzk "
-                     "engine` line in the files given: give the log that holds it): their "
+                     "engine` line in the files given, or none known to be their engine "
+                     "run's: give the log that holds it, or cuzk's stdout and stderr as one "
+                     "file): their "
                      "wall times are not known, so neither are the run's wall time, GPU "
                      "efficiency, kernel utilisation and GPU occupied; each row's durations "
                      "are"]
@@ -386,7 +433,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
         timeline = TimelineBuilder()
         said = _Said(config)
         # Into the table as they are read: a million-line log must not stay in memory.
-        each = (e for line_events in events for e in line_events)
+        each: Iterable[LogEvent] = (e for line_events in events for e in line_events)
+        if order.apart:
+            each = _by_time(each)
         if recording:
             if not _with_recording(recording, each, timeline, said):
                 return 2

@@ -12,6 +12,9 @@ What lives here, each read from curio's source (tests/data/cuzk-upstream, docs/c
 - `advice`: the cuzk setting for each stall, its evidence and payoff;
 - `status`: the `GET /status` document's schema, read into `ProverStatus` records;
 - `log_lines`: cuzk's own line kinds (TIMELINE, CUZK_TIMING, CUZK_NTT_H, lock attribution);
+- `engine_runs`: its engine runs as TIMELINE offsets show them (they begin again at each
+  restart), and the start line that places each run's lines read apart from it (its stderr
+  given as a file of its own);
 - `partitions`: each partition's run (synthesis, queue, GPU lock) from a recorded log;
 - `settings`: the prover's settings as its startup lines and `/status` show them, and which
   changed between two runs (`gapwatch compare`);

@@ -74,6 +74,7 @@ from gapwatch.core.models import (
 from gapwatch.core.prover_watch import RunningProof, total_words
 from gapwatch.core.sizes import cut_text
 from gapwatch.core.values import int_field
+from gapwatch.cuzk.engine_runs import OFFSETS_BACK_S, offsets_began_again
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     GPU_WORKER_FAILED_MESSAGES,
@@ -135,10 +136,6 @@ MAX_BEHIND = 16
 #: PoSt `GPU_END` lines remembered (job id, TIMELINE offset), the latest: the same line read
 #: again is not a second proof (see `PostTracker._read_again`).
 MAX_ENDED = 1024
-#: A TIMELINE offset this far behind the latest one read (s) is a new engine's: cuzk's
-#: offsets are one `Instant`'s elapsed time, which never goes back within a run (a line's
-#: offset is taken before it waits for stderr's lock: milliseconds out of order, not this).
-OFFSETS_BACK_S = 10.0
 #: A proof gapwatch could not time is a warning: never "info" beside the ones on time.
 _LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "late": "error",
                                            "unknown": "warning", "failed": "error"}
@@ -748,8 +745,7 @@ class PostTracker:
         # Behind the latest offset read, not behind "now" as the arrivals extrapolate it: lines
         # read in batches (a log on NFS seen every 30 s) arrive well after they were written,
         # and the first of each batch read as a new run, its proofs said lost.
-        latest = self._clock.latest_s
-        if latest is not None and offset_s < latest - OFFSETS_BACK_S:
+        if offsets_began_again(self._clock.latest_s, offset_s):
             self.offsets_began_again += 1
             self._lose_run(self._clock, ev.t_wall_s)
             self._clock = _EngineClock()

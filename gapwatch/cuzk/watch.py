@@ -86,7 +86,11 @@ class CuzkWatch:
         return self.post.running(self._now_s) if self._now_s is not None else []
 
     def _log(self, ev: LogEvent) -> list[ProverEvent]:
-        restarts = self.restarts.feed_log(ev)
+        # A line timed when it was read says nothing of when a restart's work was: cuzk's
+        # stderr read apart, its TIMELINE lines placed by no start line (`gapwatch.cuzk.
+        # engine_runs`), made `parse` say "the restart cost the GPU 17848554.6 s".
+        restarts = (self.restarts.feed_log(ev) if says_when_written(ev, self.post.arrival_timed)
+                    else [])
         out = self._restarted(restarts) if restarts else []
         # A failure line is an error event, and, naming a PoSt, that PoSt's last word: the
         # error first, so that the proof's word ("FAILED", its job) is the latest of the two

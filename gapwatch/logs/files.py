@@ -34,17 +34,22 @@ its stdout, `cuzk > out.log 2> err.log`: TIMELINE lines, timed only by the stdou
 cuzk engine` line, and C++ lines with no time at all) is read after the others, in the order
 given: its TIMELINE lines then find their anchor whichever file was named first (named first,
 they had none, or the `/status` uptime's, a second off, and a start line after the run's first
-TIMELINE lines said a restart that never happened). Its lines cannot be placed among the other
-files' lines: they are all read after them, and nothing on them says where they fall. So,
-beside a file that can hold the lines naming a GPU lock's holder (one that shows a time, or is
-not a regular file), it is `apart`: its C++ lines are tied to no partition (read after the whole
-stdout, they were paired with the partitions of the log's end: GPU occupied 52 % for 75 %),
-counted, and said once a file (`gapwatch.cuzk.log_lines.unplaced_note`). cuzk's source gives no
-sound way to place them: the C++ lines carry no time, job, worker or partition
-(`fprintf(stderr, ...)`, supraseal-c2 groth16_cuda.cu); the stderr's TIMELINE lines around them
-have millisecond offsets, and the GPU_START before a lock region need not be its holder's (two
-workers a GPU both start, then wait on one mutex). Files that all show no time keep the order
-given and none is apart: nothing names a holder there.
+TIMELINE lines said a restart that never happened), each engine run's by its own start line: the
+parser keeps the start lines read before it, and the file's runs are counted first by a read of
+their own (`runs_apart`, `gapwatch.cuzk.engine_runs`; placed by the last start line read, a
+restart's two runs were one). Where its runs and those start lines do not agree, none of its
+TIMELINE lines is placed by a start line, said once (`engine_runs.runs_note`). Its lines cannot
+be placed among the other files' lines: they are all read after them, and nothing on them says
+where they fall. So, beside a file that can hold the lines naming a GPU lock's holder (one that
+shows a time, or is not a regular file), it is `apart`: its C++ lines are tied to no partition
+(read after the whole stdout, they were paired with the partitions of the log's end: GPU
+occupied 52 % for 75 %), counted, and said once a file
+(`gapwatch.cuzk.log_lines.unplaced_note`). cuzk's source gives no sound way to place them: the
+C++ lines carry no time, job, worker or partition (`fprintf(stderr, ...)`, supraseal-c2
+groth16_cuda.cu); the stderr's TIMELINE lines around them have millisecond offsets, and the
+GPU_START before a lock region need not be its holder's (two workers a GPU both start, then wait
+on one mutex). Files that all show no time keep the order given and none is apart: nothing names
+a holder there.
 """
 
 from __future__ import annotations
@@ -62,9 +67,10 @@ from gapwatch.base.gzip_stream import GZIP_HEAD_BYTES, inflated, is_gzip
 from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, named, open_whole
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, Record
+from gapwatch.cuzk.engine_runs import Placing, RunsApart, StartLines, placing, runs_note
 from gapwatch.cuzk.log_lines import unplaced_note
 from gapwatch.logs.once import LinesOnce, ReadOnce, itself
-from gapwatch.logs.parse import UNPLACED
+from gapwatch.logs.parse import TIMELINE_UNPLACED, UNPLACED
 from gapwatch.logs.tail import LineSplitter
 
 if TYPE_CHECKING:
@@ -240,22 +246,51 @@ def log_file_events(
     sorted: sorting is the caller's: `gapwatch.offline.report.spool_logs`, on disk);
     `counters` gets the parser's counters once the last file is read; `on_read`: see
     `LogFile`; `notes` gets a line for each file whose C++ lines could not be placed beside
-    the others' (`log_lines.unplaced_note`). Raises OSError."""
+    the others' (`log_lines.unplaced_note`), and for each whose TIMELINE lines could not all
+    be placed by their own run's start line (`engine_runs.runs_note`). Raises OSError."""
     parser = offline_parser(config, timeline_epoch_s)
     nul_bytes = cut_lines = ends_early = 0
     order = read_order(list(paths), config)
+    if order.apart:
+        parser.keep_start_lines()
     for path in order.paths:
         log = LogFile(path, config.logs.max_line_bytes, on_read)
         apart = path in order.apart
-        before = parser.counters[UNPLACED]
+        runs = runs_apart(parser, path, config) if apart else None
+        before, timeline_before = parser.counters[UNPLACED], parser.counters[TIMELINE_UNPLACED]
         yield from file_events(parser, log, apart=apart)
+        parser.runs_apart = None
         unplaced = parser.counters[UNPLACED] - before
         if unplaced and notes is not None:
             notes.append(unplaced_note(path, unplaced, order.placed))
+        timeline = parser.counters[TIMELINE_UNPLACED] - timeline_before
+        if runs is not None and runs.why_not is not None and timeline and notes is not None:
+            notes.append(runs_note(path, timeline, runs.why_not, order.placed))
         nul_bytes += log.nul_bytes
         cut_lines += log.cut_lines
         ends_early += log.ends_early
     counters.update(log_counters(parser.counters, nul_bytes, cut_lines, ends_early))
+
+
+def runs_apart(parser: LogParser, path: str, config: Config) -> Placing:
+    """Before `path`, a file read apart, is read by `parser` (after the other files, their
+    start lines kept: `LogParser.keep_start_lines`): its TIMELINE lines' engine runs, counted by
+    a read of their own (a parser of its own, its TIMELINE rule the same), each given the start
+    line it is of where that is known (`engine_runs.placing`), `parser.runs_apart` set to place
+    them so (the caller sets it back to None after the file). Raises OSError."""
+    seen = RunsApart()
+    if parser.start_lines is not None and parser.start_lines.read:
+        counter = offline_parser(config, None)
+        counter.runs_apart = seen
+        read = LogFile(path, config.logs.max_line_bytes).lines()
+        try:
+            for line in read:
+                counter.parse_line(line, stream=path, apart=True)
+        finally:
+            read.close()
+    placed = placing(seen, parser.start_lines or StartLines())
+    parser.runs_apart = placed.runs
+    return placed
 
 
 #: Lines of a file's start looked at for the first wall time it shows (`read_order`).

@@ -213,13 +213,15 @@ class EventSpool(_StructSpool[LogEvent]):
         self._decode_held: Callable[[bytes], LogEvent | list[LogEvent]] = \
             msgspec.msgpack.Decoder(LogEvent | list[LogEvent]).decode
 
-    def add(self, event: LogEvent) -> None:
+    def add(self, event: LogEvent, key_s: float | None = None) -> None:
+        """`event`, given back at its time, or at `key_s` where given (an event timed when it
+        was read, kept beside the lines around it: `gapwatch.commands.parse`)."""
         payload = self._encode(event)
         if not surely_bounded(event, len(payload)):
             kept = bounded_event(event)
             if kept is not event:
                 payload = self._encode((event, kept))
-        self._spool.add(event.t_wall_s, payload)
+        self._spool.add(event.t_wall_s if key_s is None else key_s, payload)
 
     def __iter__(self) -> Iterator[LogEvent]:
         for event, _kept in self.bounded():

@@ -26,7 +26,9 @@ reader says is `apart` (`parse_line(apart=True)`: a file with no time of its own
 another, `gapwatch.logs.files.read_order`; a backlog read beside another followed file,
 `gapwatch.logs.follow`) takes no part in it: its C++ and naming lines are marked
 (`log_lines.UNPLACED_FIELD`, so that a recording read again does not pair them either), its C++
-lines counted (`cpp_lines_unplaced`).
+lines counted (`cpp_lines_unplaced`). A file read apart offline has its TIMELINE lines placed by
+their own engine run's start line, not by the latest read (`runs_apart`, set by its reader from
+the start lines kept, `start_lines`: `gapwatch.cuzk.engine_runs`).
 
 GPU of an event, best first: a `gpu` field of the line or of its span (`gpu_worker{... gpu=G}`);
 the worker's GPU, learnt from any line that names both (`pipeline GPU worker started`, the
@@ -50,14 +52,15 @@ from gapwatch.core.models import READ_TIMES, FieldValue, LogEvent, TimeSource
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import int_field
 from gapwatch.cuzk import log_lines, panics
+from gapwatch.cuzk.engine_runs import RunsApart, StartLines
 from gapwatch.cuzk.log_lines import PARTITION_KIND
 from gapwatch.cuzk.pipeline import PACER_TEXT_NUMBERS, numeric_text_fields
 from gapwatch.logs.parse.prefixes import strip_ansi, strip_prefix
 from gapwatch.logs.parse.tracing import TracingLine, parse_tracing
 from gapwatch.logs.parse.user_rules import UserRules
 
-__all__ = ["BUILT_IN_KINDS", "UNPLACED", "LogParser", "PARSE_CHARS", "PARTITION_NAME",
-           "named_kinds", "user_kind"]
+__all__ = ["BUILT_IN_KINDS", "TIMELINE_UNPLACED", "UNPLACED", "LogParser", "PARSE_CHARS",
+           "PARTITION_NAME", "named_kinds", "user_kind"]
 
 _V = TypeVar("_V")
 PARTITION_NAME = "gpu_lock"
@@ -81,6 +84,10 @@ def named_kinds(config: LogsConfig) -> frozenset[str]:
 #: The counter of C++ lines that could not be placed beside the lines naming the lock holder
 #: (`LogParser.parse_line(apart=True)`), so tied to no partition.
 UNPLACED = log_lines.UNPLACED_COUNTER
+
+#: The counter of the TIMELINE lines of a file read apart that no start line places: their
+#: engine run's start line is not known (`runs_apart`, `gapwatch.cuzk.engine_runs.placing`).
+TIMELINE_UNPLACED = "timeline_lines_unplaced"
 
 
 #: Partitions whose GPU is remembered (job, partition) -> GPU: a few jobs in flight at most.
@@ -185,6 +192,14 @@ class LogParser:
         #: that line is read, the prover's `/status` uptime (`anchor_from_status`: "status").
         self.anchor_wall_s: float | None = None
         self.anchor_source: str | None = None
+        #: The `starting cuzk engine` lines read (their times), kept only where a file read
+        #: apart will need them (`keep_start_lines`): None, so that a log's split parse
+        #: (`gapwatch.offline.log_split`, one file) compares no list its halves read apart.
+        self.start_lines: StartLines | None = None
+        #: The engine runs of the file being read apart and the start line each takes (set by
+        #: its reader, `gapwatch.logs.files.runs_apart`): its TIMELINE lines are placed by
+        #: their own run's start line, not by the latest read. None: by the anchor.
+        self.runs_apart: RunsApart | None = None
         self._worker_gpu: dict[int, int] = {}
         self._worker_job: dict[int, str] = {}
         self._part_gpu: OrderedDict[tuple[str, int], int] = OrderedDict()
@@ -269,6 +284,12 @@ class LogParser:
         self.anchor_wall_s = epoch_wall_s
         self.anchor_source = "status"
 
+    def keep_start_lines(self) -> None:
+        """Keep the `starting cuzk engine` lines read from now on (`start_lines`): the files
+        read before one read apart (`gapwatch.logs.files.read_order`)."""
+        if self.start_lines is None:
+            self.start_lines = StartLines()
+
     def resume_state(self) -> tuple[object, ...] | None:
         """Everything of this parser's state that shapes the events of the lines it reads next
         (not its counters), comparable with `==`; None while a panic is being read. Two
@@ -279,7 +300,10 @@ class LogParser:
             return None
         return (self.offline, self.cuzk_enabled, self.keep_unparsed, self.drops_untimed,
                 self._last_timed_s,
-                self.anchor_wall_s, self.anchor_source, list(self._worker_gpu.items()),
+                self.anchor_wall_s, self.anchor_source,
+                None if self.start_lines is None else self.start_lines.resume_state(),
+                None if self.runs_apart is None else self.runs_apart.resume_state(),
+                list(self._worker_gpu.items()),
                 list(self._worker_job.items()), list(self._part_gpu.items()),
                 self._rules.resume_state(), self.attributor.resume_state())
 
@@ -387,10 +411,16 @@ class LogParser:
         if line is None:
             return None
         source: TimeSource
+        anchor = self.anchor_wall_s
+        if self._apart and self.runs_apart is not None and line.offset_ms is not None:
+            # Its own run's start line (a file read after every start line of the others).
+            anchor = self.runs_apart.anchor_s(line.offset_ms)
+            if anchor is None and prefix_s is None:
+                self.counters[TIMELINE_UNPLACED] += 1
         if prefix_s is not None:
             t, source = prefix_s, "prefix"
-        elif self.anchor_wall_s is not None and line.offset_ms is not None:
-            t, source = self.anchor_wall_s + line.offset_ms / 1000.0, "timeline"
+        elif anchor is not None and line.offset_ms is not None:
+            t, source = anchor + line.offset_ms / 1000.0, "timeline"
         else:
             t, source = wall, self._arrival_source
         worker = int_field(line.fields.get("worker"))
@@ -524,6 +554,8 @@ class LogParser:
         if message.startswith(log_lines.ANCHOR_MESSAGE):
             self.anchor_wall_s = t_wall_s
             self.anchor_source = "log"
+            if self.start_lines is not None and not self._apart:
+                self.start_lines.add(t_wall_s)
             self._worker_gpu.clear()
             self._part_gpu.clear()
             self.counters["timeline_anchors"] += 1

@@ -108,7 +108,7 @@ def test_every_attribute_of_the_parser_is_in_its_resume_state_or_not_state() -> 
                 "_worker_job", "_part_gpu", "_rules", "attributor", "_panic"}
     # counts, a cache of the counters' names, and the line being parsed's arrival kind and
     # place (set by each `parse_line` from its `backlog` and `apart` arguments)
-    not_state = {"counters", "_kind_keys", "_arrival_source", "_apart"}
+    not_state = {"counters", "_kind_keys", "_arrival_source", "_apart", "_place"}
     assert set(vars(LogParser())) == in_state | not_state
 
 

@@ -1,7 +1,8 @@
 """cuzk's stdout and stderr given as two files (`cuzk > out.log 2> err.log`): the C++ timing
 lines of the stderr carry no time, so read whole, after (or before) the stdout, their place
 among its lines is not known. They are never tied to a partition they may not belong to, the
-order the files are named in changes nothing, and it is said once a file
+order the files are named in changes nothing, and it is said once a file, with what stands in
+for their lock times where anything does (a recording's own lock regions, paired as written)
 (`gapwatch.logs.files.read_order`, `LogParser.parse_line(apart=True)`). Their TIMELINE lines,
 of every run of the daemon, are each placed by their own run's start line on the stdout, not
 by the last one read (`gapwatch.cuzk.engine_runs`), or by none where which run is which is not
@@ -31,12 +32,14 @@ from gapwatch.config import Config, LogsConfig
 from gapwatch.core.models import LogEvent, Notice
 from gapwatch.cuzk import engine_runs
 from gapwatch.cuzk.partitions import derive_timeline
-from gapwatch.logs.files import log_file_events
+from gapwatch.logs.files import log_file_events, merge_by_time
 from gapwatch.logs.follow import LogFollower
-from gapwatch.logs.parse import TIMELINE_UNPLACED, UNPLACED
+from gapwatch.logs.once import may_hold_log_lines
+from gapwatch.logs.parse import TIMELINE_UNPLACED, UNPLACED, LogParser
 from gapwatch.offline.replay_logs import open_replay_logs
+from gapwatch.offline.report import build_report
 from gapwatch.sinks.recorder import write_recording
-from gapwatch.sources.files import header_of
+from gapwatch.sources.files import header_of, read_any
 from gapwatch.sources.sim_post import CYCLE_S
 
 E2E = Path(__file__).parent / "data" / "h200-e2e"
@@ -86,12 +89,19 @@ def _held(doc: dict[str, Any]) -> dict[tuple[str, int], int]:
             for p in doc["partitions"]["items"] if p["mutex_held_ms"] is not None}
 
 
+def _unplaced_words(err: str, out: str, cpp: int) -> str:
+    """The head of what is said of the stderr `err` given beside the stdout `out`."""
+    return (f"--log {err}: {cpp} untimestamped C++ timing line(s) (CUZK_TIMING, CUZK_NTT_H) "
+            f"cannot be placed beside the lines of --log {out} (it shows no time of its own)")
+
+
 def test_stderr_timing_lines_given_as_a_second_file_are_never_tied_to_the_wrong_partition(
         capsys: pytest.CaptureFixture[str]) -> None:
     """Read after the whole stdout, the stderr's lock regions were paired with the naming
     lines of the log's end: partition 2 held the GPU 1629 ms for its 3056, the report's GPU
     occupied 52 % for 75 %. Now none of them is tied, each is counted, and the report's table
-    keeps the regions `record` paired live."""
+    keeps the regions `record` paired live, and says so (not that the lock times are tied to
+    no partition, which every row's held and wait times belied)."""
     out, err = str(PAGEABLE / "stdout.log"), str(PAGEABLE / "stderr.log")
     cpp = _cpp_lines(PAGEABLE / "stderr.log")
     for given in ([out, err], [err, out]):
@@ -107,15 +117,57 @@ def test_stderr_timing_lines_given_as_a_second_file_are_never_tied_to_the_wrong_
         assert doc["partitions"]["occupied_fraction"] == alone["partitions"]["occupied_fraction"]
         said = [p for p in doc["problems"] if "untimestamped" in p]
         assert said == [
-            f"--log {err}: {cpp} untimestamped C++ timing line(s) (CUZK_TIMING, CUZK_NTT_H) "
-            f"cannot be placed beside the lines of --log {out} (it shows no time of its own): "
-            "their GPU lock times are tied to no partition; give cuzk's stdout and stderr as "
-            "one file (`> cuzk.log 2>&1`) or the journal"]
-    # A replay says it as it starts.
+            f"{_unplaced_words(err, out, cpp)}: they are paired with no partition; the "
+            "partitions' GPU lock times are the recording's own 17 lock region(s), paired as "
+            "they were written (`record --log`)"]
+    # A replay says it at the end of its pass, once it has read the recording's regions.
     rec = str(PAGEABLE / "rec.jsonl.gz")
     replay = open_replay_logs(rec, [err, out], Config(), header_of(rec).started_wall_s)
     try:
-        assert said[0] in replay.events().notes_now()
+        one_pass = replay.events()
+        assert not [n for n in one_pass.notes_now() if "untimestamped" in n]
+        for _ in merge_by_time(read_any(rec).records, one_pass, one_pass.after_end):
+            pass
+        assert said[0] in one_pass.notes()
+    finally:
+        replay.close()
+
+
+def _without_log_events(case: Path, dst: Path) -> Path:
+    """`case`'s recording as `record` without `--log` makes it: no log event, no log path."""
+    with gzip.open(case / "rec.jsonl.gz", "rt") as f, gzip.open(dst, "wt") as out:
+        for i, line in enumerate(f):
+            r = json.loads(line)
+            if i == 0:
+                r["config"]["logs"]["paths"] = []
+            elif r.get("type") == "log":
+                continue
+            out.write(json.dumps(r) + "\n")
+    return dst
+
+
+def test_stderr_given_apart_beside_a_recording_without_lock_regions_says_none_are_tied(
+        tmp_path: Path) -> None:
+    """The same files reported with a recording made without `--log`: nothing stands in for
+    the stderr's lock regions, and that is what is said, by the report and by a replay as it
+    starts (a recording that followed no log holds none to wait for)."""
+    out, err = str(PAGEABLE / "stdout.log"), str(PAGEABLE / "stderr.log")
+    rec = _without_log_events(PAGEABLE, tmp_path / "rec.jsonl.gz")
+    words = (f"{_unplaced_words(err, out, _cpp_lines(PAGEABLE / 'stderr.log'))}: their GPU "
+             "lock times are tied to no partition; give cuzk's stdout and stderr as one file "
+             "(`> cuzk.log 2>&1`) or the journal")
+    report = build_report(rec, Config(), [out, err])
+    assert [w for w in report.warnings if "untimestamped" in w] == [words]
+    assert report.partitions is not None
+    assert all(p.mutex_held_ms is None for p in report.partitions.partitions)
+    replay = open_replay_logs(str(rec), [err, out], Config(), header_of(rec).started_wall_s,
+                              may_hold_logs=may_hold_log_lines(header_of(rec)))
+    try:
+        one_pass = replay.events()
+        assert [n for n in one_pass.notes_now() if "untimestamped" in n] == [words]
+        for _ in merge_by_time(read_any(rec).records, one_pass, one_pass.after_end):
+            pass
+        assert [n for n in one_pass.notes() if "untimestamped" in n] == [words]
     finally:
         replay.close()
 
@@ -377,3 +429,80 @@ def test_a_replay_and_a_report_say_once_that_the_stderrs_runs_could_not_be_place
         assert said[0] in replay.events().notes_now()
     finally:
         replay.close()
+
+
+def _follow_backlog(paths: list[Path]) -> tuple[LogFollower, list[LogEvent], list[Notice]]:
+    """`record --from-start --log P...` of `paths` until their backlog is read (stopped)."""
+    events: list[LogEvent] = []
+    notices: list[Notice] = []
+    lock = threading.Lock()
+
+    def on_event(e: LogEvent) -> None:
+        with lock:
+            events.append(e)
+
+    backlog = sum(len(p.read_text().splitlines()) for p in paths)
+    follower = LogFollower([str(p) for p in paths], LogsConfig(poll_ms=5, from_start=True),
+                           on_event, notices.append)
+    follower.start()
+    try:
+        assert until(lambda: follower.status().lines == backlog)
+    finally:
+        follower.stop()
+    return follower, events, notices
+
+
+def test_a_combined_log_followed_from_its_start_beside_another_keeps_its_backlogs_lock_times(
+        tmp_path: Path) -> None:
+    """`record --from-start --log cuzk.log --log other.log`, cuzk.log its `2>&1`: every lock
+    region of its backlog was dropped (each backlog beside a second file was read apart) and
+    said to be lines that "cannot be placed beside the other logs' lines", though the lines
+    naming their holders are in the same file, in the order written. Only a file with no time
+    of its own beside one that shows its own is apart (`read_order`, as offline): the combined
+    log's backlog pairs as it does followed alone, whatever is beside it, and only the stderr
+    beside it is said."""
+    combined = tmp_path / "cuzk.log"
+    combined.write_bytes((Path(__file__).parent / "data" / "pageable.log").read_bytes())
+    empty = tmp_path / "other.log"
+    empty.write_bytes(b"")
+    stderr = tmp_path / "stderr.log"  # another run's stderr: no time of its own
+    stderr.write_bytes((PAGEABLE / "stderr.log").read_bytes())
+
+    def regions(events: list[LogEvent]) -> list[tuple[int | None, int | None, object]]:
+        return [(e.worker, e.partition, e.fields["mutex_held_ms"]) for e in events
+                if e.kind == "cuzk_partition"]
+
+    _, alone, _ = _follow_backlog([combined])
+    assert len(regions(alone)) == 12
+    for beside in ([combined, empty], [empty, combined], [combined, stderr],
+                   [stderr, combined]):
+        follower, events, notices = _follow_backlog(beside)
+        assert regions(events) == regions(alone), beside
+        said = [n.message.split(":")[0] for n in notices if "before following began" in n.message]
+        assert said == ([f"log {stderr}"] if stderr in beside else []), beside
+        unplaced = _cpp_lines(stderr) if stderr in beside else 0
+        assert follower.parser.counters[UNPLACED] == unplaced
+
+
+def test_a_backlogs_lock_region_pairs_only_with_a_name_of_the_same_backlog() -> None:
+    """A backlog is in the order written only among its own lines: its lock region is never
+    paired with a name read live, nor with another file's backlog (read one after the
+    other), only with the name its own file holds after it."""
+    group = ("CUZK_TIMING: pre_lock_cpu_ms=3 mutex_wait_ms=0",
+             "CUZK_TIMING: mutex_held_ms=1111 total_start_fn_ms=2222")
+
+    def name(partition: int) -> str:
+        return ("2026-11-30T10:04:20.000000Z  INFO cuzk_core::engine: GPU_TIMING "
+                f"spawn_blocking prove_start worker_id=1 partition=Some({partition}) "
+                "spawn_to_enter_ms=0 prove_start_ms=2222")
+
+    parser = LogParser(LogsConfig())
+    for line in group:
+        parser.parse_line(line, "a.log", 1, 1.0, backlog=True)
+    assert not [e for e in parser.parse_line(name(7), "b.log", 1, 1.0, backlog=True)
+                if e.kind == "cuzk_partition"]
+    assert not [e for e in parser.parse_line(name(8), "b.log", 2, 1.0)
+                if e.kind == "cuzk_partition"]
+    [tied] = [e for e in parser.parse_line(name(3), "a.log", 2, 1.0, backlog=True)
+              if e.kind == "cuzk_partition"]
+    assert (tied.partition, tied.fields["mutex_held_ms"]) == (3, 1111)

@@ -35,7 +35,7 @@ from gapwatch.core.codec import encode_json
 from gapwatch.core.models import READ_TIMES, LogEvent, ProverStatus
 from gapwatch.core.sizes import bounded_event
 from gapwatch.cuzk.engine_runs import Placing, runs_note
-from gapwatch.cuzk.log_lines import unplaced_note
+from gapwatch.cuzk.log_lines import Unplaced, unplaced_note
 from gapwatch.cuzk.partition_table import LONG_IDLE_S
 from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder, timeline_event
 from gapwatch.engine.console import OutputFailed, say
@@ -198,6 +198,10 @@ class _Read:
     status: int = 0
     cut_lines: int = 0
     nul_bytes: int = 0
+    #: The files whose C++ lines could not be placed (`logs.files.read_order`), kept to be
+    #: said once the recording read with them is (`--recording`: its own lock regions may
+    #: stand in for them, `_with_recording`); None: each said as it is read.
+    unplaced: list[Unplaced] | None = None
 
 
 def _files_events(order: ReadOrder, parser: LogParser, config: Config, read: _Read
@@ -205,8 +209,9 @@ def _files_events(order: ReadOrder, parser: LogParser, config: Config, read: _Re
     """Each line's events, file after file in `order` (and the panic a file ends in), read as
     they are asked for: a million-line log is never held. What went wrong is said on stderr
     and kept in `read`, and so are a file's C++ lines that cannot be placed beside the other
-    files' (`logs.files.read_order`) and its TIMELINE lines that no start line of theirs
-    places (`logs.files.runs_apart`)."""
+    files' (`logs.files.read_order`; kept in `read.unplaced`, where given, to be said with the
+    recording's) and its TIMELINE lines that no start line of theirs places
+    (`logs.files.runs_apart`)."""
     if order.apart:
         parser.keep_start_lines()
     for path in order.paths:
@@ -216,8 +221,11 @@ def _files_events(order: ReadOrder, parser: LogParser, config: Config, read: _Re
         status = yield from _file_events(path, log, parser, path in order.apart)
         parser.runs_apart = None
         if parser.counters[UNPLACED] > before:
-            say("gapwatch parse: " + unplaced_note(path, parser.counters[UNPLACED] - before,
-                                                   order.placed, flag=""))
+            unplaced = Unplaced(path, parser.counters[UNPLACED] - before, tuple(order.placed))
+            if read.unplaced is not None:
+                read.unplaced.append(unplaced)
+            else:
+                say("gapwatch parse: " + unplaced_note(unplaced, flag=""))
         timeline = parser.counters[TIMELINE_UNPLACED] - timeline_before
         if runs is not None and runs.why_not is not None and timeline:
             say("gapwatch parse: " + runs_note(path, timeline, runs.why_not, order.placed,
@@ -362,7 +370,7 @@ def _write(events: list[LogEvent], args: argparse.Namespace, out: TextIO) -> Non
 
 
 def _with_recording(path: str, events: Iterable[LogEvent], timeline: TimelineBuilder,
-                    said: _Said) -> bool:
+                    said: _Said, read: _Read) -> bool:
     """The files' `events` (in their order) and a recording's log events and prover snapshots
     into the table, by time, as the report's detector reads them; a line both hold (the
     recording made with `record --log` of a file given) once, the file's copy, said on stderr
@@ -396,6 +404,8 @@ def _with_recording(path: str, events: Iterable[LogEvent], timeline: TimelineBui
                 timeline.add(slim)
     if head is not None:
         _to_timeline(chain((head,), lines), timeline, said)
+    for unplaced in read.unplaced or ():
+        say("gapwatch parse: " + unplaced_note(unplaced, flag="", recorded_locks=once.locks_kept))
     for note in once.notes():
         say(f"gapwatch parse: {note}")
     return True
@@ -424,7 +434,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     order = read_order(paths, config)
     parser.anchor_wall_s = _first_anchor(order.paths, config)
     out: TextIO = sys.stdout
-    read = _Read()
+    read = _Read(unplaced=[] if recording else None)
     events = _files_events(order, parser, config, read)
     if not args.timeline:
         for line_events in events:
@@ -437,7 +447,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         if order.apart:
             each = _by_time(each)
         if recording:
-            if not _with_recording(recording, each, timeline, said):
+            if not _with_recording(recording, each, timeline, said, read):
                 return 2
         else:
             _to_timeline(each, timeline, said)

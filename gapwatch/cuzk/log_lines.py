@@ -79,16 +79,37 @@ UNPLACED_FIELD = "unplaced"
 UNPLACED_COUNTER = "cpp_lines_unplaced"
 
 
-def unplaced_note(path: str, lines: int, placed: list[str], flag: str = "--log ") -> str:
-    """What is said, once, of a file read whole whose `lines` C++ lines could not be placed
-    beside the lines of the `placed` files (it shows no time of its own:
-    `gapwatch.logs.files.read_order`); `flag`: how the command names a file it was given."""
-    beside = ", ".join(f"{flag}{p}" for p in placed)
+@dataclass(frozen=True, slots=True)
+class Unplaced:
+    """A file read whole whose `lines` C++ lines could not be placed beside the lines of the
+    `placed` files (it shows no time of its own: `gapwatch.logs.files.read_order`): said once
+    (`unplaced_note`), when what stands in for them is known."""
+
+    path: str
+    lines: int
+    placed: tuple[str, ...]
+
+
+def unplaced_note(unplaced: Unplaced, flag: str = "--log ",
+                  recorded_locks: int | None = None) -> str:
+    """What is said, once, of an `Unplaced` file; `flag`: how the command names a file it was
+    given; `recorded_locks`: the GPU lock regions of a recording read with it that stand in
+    for the file's (`gapwatch.logs.once.LinesOnce.locks_kept`: `record --log` paired them as
+    the lines came, in the order written; None: no recording). Where the recording holds
+    some, the partitions' lock times are theirs: "tied to no partition" was said of a report
+    whose every partition had its held and wait times from them."""
+    beside = ", ".join(f"{flag}{p}" for p in unplaced.placed)
+    head = (f"{flag}{unplaced.path}: {unplaced.lines:,} untimestamped C++ timing line(s) "
+            f"(CUZK_TIMING, CUZK_NTT_H) cannot be placed beside the lines of {beside} (it "
+            "shows no time of its own)")
+    if recorded_locks:
+        return fmt.visible(
+            f"{head}: they are paired with no partition; the partitions' GPU lock times are "
+            f"the recording's own {recorded_locks:,} lock region(s), paired as they were "
+            "written (`record --log`)")
     return fmt.visible(
-        f"{flag}{path}: {lines:,} untimestamped C++ timing line(s) (CUZK_TIMING, CUZK_NTT_H) "
-        f"cannot be placed beside the lines of {beside} (it shows no time of its own): their "
-        "GPU lock times are tied to no partition; give cuzk's stdout and stderr as one file "
-        "(`> cuzk.log 2>&1`) or the journal")
+        f"{head}: their GPU lock times are tied to no partition; give cuzk's stdout and "
+        "stderr as one file (`> cuzk.log 2>&1`) or the journal")
 
 
 def backlog_note(source: str) -> str:
@@ -224,6 +245,8 @@ class _PendingProveStart(msgspec.Struct, gc=False):
     time_source: TimeSource
     arrival_mono_ns: int | None
     prove_start_ms: FieldValue
+    #: Where it was read (`LockAttributor`: None, or the followed file whose backlog it is).
+    place: str | None = None
 
 
 class LockAttributor:
@@ -237,11 +260,23 @@ class LockAttributor:
     marked `UNPLACED_FIELD` is not taken: read in an order that is not the order written (a
     second file read whole after the first, a backlog), groups and names pair by their place in
     the reading, not by the lock they describe.
+
+    Each line comes from a `place`: None for lines placed by their arrival (followed live) or
+    read in the order written (a file read whole), or the followed file whose backlog
+    (`--from-start`: what it held when following began) it is. A backlog arrives at once, a
+    file after another, between the live lines of the others: its lines are in the order
+    written only among themselves. Groups and names pair only within one place: a file
+    holding both (`2>&1`) pairs its backlog as written, and none of it is paired with a line
+    read live or with another file's backlog (a stdout's backlog names, paired with the
+    stderr's first live region, tied it to a partition of the backlog).
     """
 
     def __init__(self, max_skew_ns: int = 1_000_000_000, max_pending: int = 8) -> None:
-        self._open: dict[str, FieldValue] | None = None
-        self._done: deque[tuple[dict[str, FieldValue], int | None]] = deque()
+        #: The group being read, by place (None, and one per followed backlog at most).
+        self._open: dict[str | None, dict[str, FieldValue]] = {}
+        #: Groups read whole and names waiting for each other, oldest first, each with its
+        #: place (see the class docstring).
+        self._done: deque[tuple[dict[str, FieldValue], int | None, str | None]] = deque()
         self._names: deque[_PendingProveStart] = deque()
         self._max_skew_ns = max_skew_ns
         self._max_pending = max_pending
@@ -249,45 +284,48 @@ class LockAttributor:
         self.dropped_groups = 0
         self.attributed = 0
 
-    def feed_cpp(self, fields: dict[str, FieldValue], arrival_mono_ns: int | None
-                 ) -> PartitionLock | None:
-        """A CUZK_TIMING / CUZK_NTT_H line's fields; returns a lock region if one completes."""
+    def feed_cpp(self, fields: dict[str, FieldValue], arrival_mono_ns: int | None,
+                 place: str | None = None) -> PartitionLock | None:
+        """A CUZK_TIMING / CUZK_NTT_H line's fields (`place`: see the class docstring);
+        returns a lock region if one completes."""
         if not self.enabled or fields.get(UNPLACED_FIELD) is True:
             return None
         if "mutex_wait_ms" in fields:
-            if self._open is not None:
+            if place in self._open:
                 self.dropped_groups += 1  # no mutex_held for the previous one (cut log)
-            self._open = {k: fields[k] for k in ("pre_lock_cpu_ms", "mutex_wait_ms")
-                          if k in fields}
+            self._open[place] = {k: fields[k] for k in ("pre_lock_cpu_ms", "mutex_wait_ms")
+                                 if k in fields}
             return None
-        if self._open is None:
+        group = self._open.get(place)
+        if group is None:
             return None
         if "ntt_kernels_ms" in fields:
-            self._open["ntt_kernels_ms"] = fields["ntt_kernels_ms"]
-            self._open["ntt_h_total_ms"] = fields.get("total_ms")
+            group["ntt_kernels_ms"] = fields["ntt_kernels_ms"]
+            group["ntt_h_total_ms"] = fields.get("total_ms")
             return None
         for key in _IN_LOCK_KEYS:
             if key in fields:
-                self._open[key] = fields[key]
+                group[key] = fields[key]
         if "mutex_held_ms" in fields:
-            self._open["mutex_held_ms"] = fields["mutex_held_ms"]
-            self._open["total_start_fn_ms"] = fields.get("total_start_fn_ms")
-            group, self._open = self._open, None
-            self._done.append((group, arrival_mono_ns))
-            return self._pair(arrival_mono_ns)
+            group["mutex_held_ms"] = fields["mutex_held_ms"]
+            group["total_start_fn_ms"] = fields.get("total_start_fn_ms")
+            del self._open[place]
+            self._done.append((group, arrival_mono_ns, place))
+            return self._pair(arrival_mono_ns, place)
         return None
 
     def feed_prove_start(self, worker: int | None, partition: int | None, t_wall_s: float,
                          time_source: TimeSource, arrival_mono_ns: int | None,
-                         prove_start_ms: FieldValue, unplaced: bool = False
-                         ) -> PartitionLock | None:
+                         prove_start_ms: FieldValue, unplaced: bool = False,
+                         place: str | None = None) -> PartitionLock | None:
         """A `spawn_blocking prove_start` line, naming the holder (`unplaced`: the line is
-        marked `UNPLACED_FIELD`, and names none); returns a lock region if one completes."""
+        marked `UNPLACED_FIELD`, and names none; `place`: see the class docstring); returns a
+        lock region if one completes."""
         if not self.enabled or unplaced:
             return None
         self._names.append(_PendingProveStart(worker, partition, t_wall_s, time_source,
-                                              arrival_mono_ns, prove_start_ms))
-        return self._pair(arrival_mono_ns)
+                                              arrival_mono_ns, prove_start_ms, place))
+        return self._pair(arrival_mono_ns, place)
 
     def resume_state(self) -> tuple[object, ...]:
         """What of this attributor shapes the regions it will pair (not its counts), for
@@ -297,7 +335,7 @@ class LockAttributor:
 
     def disable(self) -> None:
         self.enabled = False
-        self._open = None
+        self._open.clear()
         self._done.clear()
         self._names.clear()
 
@@ -318,12 +356,19 @@ class LockAttributor:
             self._done.popleft()
             self.dropped_groups += 1
 
-    def _pair(self, now_ns: int | None) -> PartitionLock | None:
+    def _pair(self, now_ns: int | None, place: str | None) -> PartitionLock | None:
+        """The oldest group and the oldest name of `place` (the place of the line just read:
+        only there can a pair have come), paired."""
         self._expire(now_ns)
         if not self._done or not self._names:
             return None
-        group, _ = self._done.popleft()
-        name = self._names.popleft()
+        done = next((d for d in self._done if d[2] == place), None)
+        name = next((n for n in self._names if n.place == place), None)
+        if done is None or name is None:
+            return None
+        self._done.remove(done)
+        self._names.remove(name)
+        group = done[0]
         group["prove_start_ms"] = name.prove_start_ms
         held = group.get("mutex_held_ms")
         if isinstance(held, int):

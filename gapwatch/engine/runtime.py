@@ -556,7 +556,7 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
         return
     assert src.recording is not None
     path = src.label.removeprefix("replay:")
-    logs = _replay_logs(path, src.recording.header.started_wall_s, paths, config, window)
+    logs = _replay_logs(path, src.recording.header, paths, config, window)
     if logs is not None:  # at once: a failure from here on closes it too
         opened.callback(_close_once_unread, rt, logs)
     rt.replay = ReplayDriver(src.recording, rt.session, speed, logs,
@@ -671,11 +671,11 @@ def _close_once_unread(rt: Runtime, logs: ReplayLogs) -> None:
         logs.close()
 
 
-def _replay_logs(path: str, started_wall_s: float, paths: list[str], config: Config,
+def _replay_logs(path: str, header: SessionHeader, paths: list[str], config: Config,
                  window: TimeWindow | None) -> ReplayLogs | None:
     """`replay FILE --log LOG`: the log files read whole and parsed onto disk as `report --log`
-    parses them (`gapwatch.offline.replay_logs`; FILE's header starts at `started_wall_s`; the
-    caller closes them); with a `window`, after the daemon's startup lines the recording holds
+    parses them (`gapwatch.offline.replay_logs`; FILE's `header`; the caller closes them);
+    with a `window`, after the daemon's startup lines the recording holds
     from before it. A log that cannot be read stops the replay at start. None without `--log`
     files."""
     if not paths:
@@ -684,6 +684,7 @@ def _replay_logs(path: str, started_wall_s: float, paths: list[str], config: Con
         raise SourceUnavailable("replay --log takes files (a replay reads them whole), not '-'")
     # Local: keeps the live commands light.
     from gapwatch.base.sorted_spool import SpoolError
+    from gapwatch.logs.once import may_hold_log_lines
     from gapwatch.offline.replay_logs import NotTheLog, open_replay_logs
 
     startup: list[LogEvent] = []
@@ -697,7 +698,8 @@ def _replay_logs(path: str, started_wall_s: float, paths: list[str], config: Con
         except RecordingError as exc:
             raise SourceUnavailable(str(exc)) from None
     try:
-        logs = open_replay_logs(path, paths, config, started_wall_s, window, startup)
+        logs = open_replay_logs(path, paths, config, header.started_wall_s, window, startup,
+                                may_hold_log_lines(header))
     except SpoolError as exc:  # before OSError: it is one, but of the temporary folder
         raise SourceUnavailable(f"no room for its temporary files: {exc.filename}: "
                                 f"{exc.strerror}") from None

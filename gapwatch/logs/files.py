@@ -44,12 +44,14 @@ where they fall. So, beside a file that can hold the lines naming a GPU lock's h
 shows a time, or is not a regular file), it is `apart`: its C++ lines are tied to no partition
 (read after the whole stdout, they were paired with the partitions of the log's end: GPU
 occupied 52 % for 75 %), counted, and said once a file
-(`gapwatch.cuzk.log_lines.unplaced_note`). cuzk's source gives no sound way to place them: the
-C++ lines carry no time, job, worker or partition (`fprintf(stderr, ...)`, supraseal-c2
-groth16_cuda.cu); the stderr's TIMELINE lines around them have millisecond offsets, and the
-GPU_START before a lock region need not be its holder's (two workers a GPU both start, then wait
-on one mutex). Files that all show no time keep the order given and none is apart: nothing names
-a holder there.
+(`gapwatch.cuzk.log_lines.unplaced_note`: read with a recording that holds lock regions `record
+--log` paired as the lines came, those stand in for them, and that is what is said). The same
+rule decides which followed backlogs are read apart (`gapwatch.logs.follow`). cuzk's source
+gives no sound way to place them: the C++ lines carry no time, job, worker or partition
+(`fprintf(stderr, ...)`, supraseal-c2 groth16_cuda.cu); the stderr's TIMELINE lines around them
+have millisecond offsets, and the GPU_START before a lock region need not be its holder's (two
+workers a GPU both start, then wait on one mutex). Files that all show no time keep the order
+given and none is apart: nothing names a holder there.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ from gapwatch.base.input_files import FIFO_FIRST_BYTES_S, NotWhole, named, open_
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, Record
 from gapwatch.cuzk.engine_runs import Placing, RunsApart, StartLines, placing, runs_note
-from gapwatch.cuzk.log_lines import unplaced_note
+from gapwatch.cuzk.log_lines import Unplaced
 from gapwatch.logs.once import LinesOnce, ReadOnce, itself
 from gapwatch.logs.parse import TIMELINE_UNPLACED, UNPLACED
 from gapwatch.logs.tail import LineSplitter
@@ -240,14 +242,16 @@ def _next_data(fd: int, pos: int) -> int | None:
 def log_file_events(
     paths: Iterable[str], config: Config, timeline_epoch_s: float | None,
     counters: dict[str, int], on_read: Callable[[str, int], object] | None = None,
-    notes: list[str] | None = None,
+    notes: list[str] | None = None, unplaced: list[Unplaced] | None = None,
 ) -> Iterator[LogEvent]:
     """The events of whole prover log files as parsed, file after file in `read_order` (not
     sorted: sorting is the caller's: `gapwatch.offline.report.spool_logs`, on disk);
     `counters` gets the parser's counters once the last file is read; `on_read`: see
-    `LogFile`; `notes` gets a line for each file whose C++ lines could not be placed beside
-    the others' (`log_lines.unplaced_note`), and for each whose TIMELINE lines could not all
-    be placed by their own run's start line (`engine_runs.runs_note`). Raises OSError."""
+    `LogFile`; `notes` gets a line for each file whose TIMELINE lines could not all be
+    placed by their own run's start line (`engine_runs.runs_note`); `unplaced` gets each file
+    whose C++ lines could not be placed beside the others' (said by the caller,
+    `log_lines.unplaced_note`, once it knows whether a recording's own lock regions stand in
+    for them). Raises OSError."""
     parser = offline_parser(config, timeline_epoch_s)
     nul_bytes = cut_lines = ends_early = 0
     order = read_order(list(paths), config)
@@ -260,9 +264,9 @@ def log_file_events(
         before, timeline_before = parser.counters[UNPLACED], parser.counters[TIMELINE_UNPLACED]
         yield from file_events(parser, log, apart=apart)
         parser.runs_apart = None
-        unplaced = parser.counters[UNPLACED] - before
-        if unplaced and notes is not None:
-            notes.append(unplaced_note(path, unplaced, order.placed))
+        lines = parser.counters[UNPLACED] - before
+        if lines and unplaced is not None:
+            unplaced.append(Unplaced(path, lines, tuple(order.placed)))
         timeline = parser.counters[TIMELINE_UNPLACED] - timeline_before
         if runs is not None and runs.why_not is not None and timeline and notes is not None:
             notes.append(runs_note(path, timeline, runs.why_not, order.placed))

@@ -11,11 +11,17 @@ Lines written while followed arrive within a poll of their writing, whichever fi
 their arrival places the C++ lines of cuzk's stderr among the lines of its stdout that name the
 lock holder, and lock attribution pairs them (within 1 s of arrival, `LockAttributor`). A file's
 backlog (`--from-start`: what it held when following began) arrives at once, a file after
-another, in reads of up to 8 MiB: beside another followed source its lines cannot be placed
-among that source's (read so, stderr's lock regions were paired with the last names of stdout's
-backlog), so they are read `apart` (`LogParser.parse_line`): tied to no partition, counted
-(`cpp_lines_unplaced`), said once a source (`log_lines.backlog_note`). One source alone is one
-stream, its backlog in the order written.
+another, in reads of up to 8 MiB: it is in the order written only among its own lines, so lock
+attribution pairs a backlog's lines only with lines of the same backlog (`LockAttributor`'s
+places). A file that holds cuzk's stdout and stderr both (`2>&1`) pairs its backlog as written,
+whatever else is followed. A file that shows no time of its own beside one that does (cuzk's
+stderr followed beside its stdout: `gapwatch.logs.files.read_order` decides, as it does for
+files read whole) holds lock regions whose names are in another file: its backlog's lines cannot
+be placed among that file's (read so, stderr's lock regions were paired with the last names of
+stdout's backlog), so they are read `apart` (`LogParser.parse_line`): tied to no partition,
+counted (`cpp_lines_unplaced`), said once a source (`log_lines.backlog_note`). Every backlog was
+read apart beside any second file once: a `2>&1` log followed beside an empty one lost all its
+backlog's lock regions (105 -> 0), said as lines that "cannot be placed".
 """
 
 from __future__ import annotations
@@ -26,9 +32,10 @@ from dataclasses import dataclass, field
 
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch
-from gapwatch.config import LogsConfig
+from gapwatch.config import Config, LogsConfig
 from gapwatch.core.models import LogEvent, Notice, NoticeLevel
 from gapwatch.cuzk.log_lines import backlog_note
+from gapwatch.logs.files import read_order
 from gapwatch.logs.parse import UNPLACED, LogParser
 from gapwatch.logs.tail import SourceStatus, Tailer
 
@@ -60,8 +67,11 @@ class LogFollower:
         self._on_event = on_event
         self._on_notice = on_notice
         self._lock = threading.Lock()
-        #: Several sources: a backlog's lines cannot be placed among another's (see above).
-        self._several = len(set(paths)) > 1
+        self._paths = list(dict.fromkeys(paths))
+        self._logs_config = logs_config
+        #: The sources whose backlog is read apart (see above), known at the first backlog
+        #: line (`_apart_sources`): None until then.
+        self._apart: frozenset[str] | None = None
         #: The sources whose unplaced backlog was said (at most one a followed path).
         self._said_unplaced: set[str] = set()
         self.tailer = Tailer(
@@ -116,9 +126,19 @@ class LogFollower:
         """A line its file held when following began from its start (`--from-start`)."""
         self._on_line(source, text, mono_ns, wall_s, backlog=True)
 
+    def _apart_sources(self) -> frozenset[str]:
+        """The followed files whose backlog is read apart: those `read_order` puts apart, as
+        it does offline (looked at once, when the first backlog line comes: the files as
+        following found them). Only a file thread reads a backlog (stdin has none)."""
+        if self._apart is None:
+            several = len(self._paths) > 1
+            self._apart = (read_order(self._paths, Config(logs=self._logs_config)).apart
+                           if several else frozenset())
+        return self._apart
+
     def _on_line(self, source: str, text: str, mono_ns: int, wall_s: float,
                  backlog: bool = False) -> None:
-        apart = backlog and self._several
+        apart = backlog and source in self._apart_sources()
         with self._lock:
             before = self.parser.counters[UNPLACED] if apart else 0
             events = self.parser.parse_line(text, source, mono_ns, wall_s, backlog, apart)

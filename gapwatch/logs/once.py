@@ -41,8 +41,12 @@ The copy kept is the file's, the recording's copy left out:
   recording cannot be read ahead without holding its samples.
 The recording's events the files do not hold are all kept: lines an offline parse drops (C++
 timing lines with no time of their own, unparsed lines), another log `record` followed, lines of
-a file rotated away since. A file line given a time when it was read (`parse` times an untimed
-line so) is matched with nothing: its time says nothing of when it was written.
+a file rotated away since; and the GPU lock regions `record` paired as the lines came, counted
+(`locks_kept`): where the files pair none (cuzk's stderr given apart from its stdout,
+`gapwatch.logs.files.read_order`), what is said of the file's unpaired lines says that these
+stand in for them (`gapwatch.offline.log_span.LogSpan.notes`). A file line given a time when it
+was read (`parse` times an untimed line so) is matched with nothing: its time says nothing of
+when it was written.
 
 Memory: of the files' lines, a 64-bit key and a time for those within `HOLD_S` of the latest
 given to the caller (at most `MAX_HELD`), and the events read ahead of the caller, up to
@@ -66,6 +70,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
 from gapwatch.core.models import READ_TIMES, LogEvent, SessionHeader
+from gapwatch.cuzk.log_lines import PARTITION_KIND
 
 T = TypeVar("T")
 
@@ -147,6 +152,10 @@ class LinesOnce(Generic[T]):
         self._indexed = False
         #: Recorded events left out, by the stream (the `--log` path) of their file copy.
         self.found: dict[str, int] = {}
+        #: The recording's GPU lock regions (`cuzk_partition`) kept, no file holding them:
+        #: `record --log` paired them as the lines came, where the files read whole may not
+        #: (a stderr given apart from its stdout: `LogSpan.notes` says which stand in).
+        self.locks_kept = 0
 
     def __iter__(self) -> Iterator[T]:
         if not self._look:
@@ -258,11 +267,19 @@ class LinesOnce(Generic[T]):
 
     def recorded(self, ev: LogEvent) -> bool:
         """Whether the recorded event `ev` is a line the files hold too: then it is left out
-        (their copy counts), and counted in `found`."""
+        (their copy counts), and counted in `found`; a lock region kept is counted in
+        `locks_kept`."""
+        if self._look and self._claim(ev):
+            return True
+        if ev.kind == PARTITION_KIND:
+            self.locks_kept += 1
+        return False
+
+    def _claim(self, ev: LogEvent) -> bool:
+        """Whether a file line free to be the recorded event `ev`'s copy was found: then it is
+        claimed (`_claimed`) and counted in `found`."""
         t = ev.t_wall_s
         # Every file line that could be its copy read first (by time: they are sorted).
-        if not self._look:
-            return False
         while not self._done and self._latest_s <= t + SAME_LINE_S \
                 and len(self._ahead) < MAX_AHEAD and self._ahead_chars < MAX_AHEAD_CHARS:
             self._read()

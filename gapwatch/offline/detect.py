@@ -378,7 +378,8 @@ def detect_records(
         timeline=side.timeline, prover_status_count=side.statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=view_of(det.prover.facts()), prover_lacks=det.prover.lacks(),
         blind_spots=blind_spots, byes=byes,
-        log_notes=span.notes(end_s) + once.notes(), log_already_recorded=once.count,
+        log_notes=span.notes(end_s, once.locks_kept) + once.notes(),
+        log_already_recorded=once.count,
         **health_side.fields(),
         prover_events=prover_events, most_gaps_held=published.most_held,
     )  # fmt: skip

@@ -10,8 +10,10 @@ fed to the detector: not used for causes, advice or partition figures. One line 
 many and how far apart. Kept from a file that does overlap the span: its startup lines before it
 (the settings cuzk logs once at start, `gapwatch.cuzk.settings.STARTUP_FIELDS`, and its deprecation
 warnings), which describe the run being recorded. It also carries what reading the files found
-to say of them (`unplaced`: a file whose C++ lines could not be placed beside the others', from
-`gapwatch.logs.files`), said with its own notes.
+to say of them (from `gapwatch.logs.files`), said with its own notes: a file whose C++ lines
+could not be placed beside the others' (`unplaced`), in words that depend on what the recording
+holds (its own lock regions stand in for that file's: `notes(recorded_locks=)`), and a file whose
+TIMELINE lines could not all be placed by their own engine run's start line (`runs_unplaced`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import TypeVar
 
 from gapwatch.core import fmt
 from gapwatch.core.models import LogEvent
+from gapwatch.cuzk.log_lines import Unplaced, unplaced_note
 from gapwatch.cuzk.settings import DEPRECATED, STARTUP_FIELDS
 
 T = TypeVar("T")
@@ -120,9 +123,13 @@ class LogSpan:
     windowed: bool = False
     #: Lines a file repeats from another; None: not watched (one `--log` file).
     repeats: Repeats | None = None
-    #: One line per file whose C++ lines could not be placed beside the other files' lines
-    #: (`gapwatch.logs.files.unplaced_note`), known once the files are read.
-    unplaced: list[str] = field(default_factory=list)
+    #: The files whose C++ lines could not be placed beside the other files' lines
+    #: (`gapwatch.logs.files.read_order`), known once the files are read; each said in one
+    #: line (`log_lines.unplaced_note`).
+    unplaced: list[Unplaced] = field(default_factory=list)
+    #: One line per file whose TIMELINE lines could not all be placed by their own engine
+    #: run's start line (`gapwatch.cuzk.engine_runs.runs_note`), known once the files are read.
+    runs_unplaced: list[str] = field(default_factory=list)
 
     def observe(self, ev: LogEvent) -> None:
         """See one `--log` event (all of them, in time order, before `kept`): each file's first
@@ -175,22 +182,29 @@ class LogSpan:
                 f.belongs = False
         return False
 
-    def notes_before_reading(self) -> list[str]:
-        """The `notes` line of each file that ends before the span starts, and of each whose
-        C++ lines could not be placed (`unplaced`), known before any event is read (all its
-        files `observe`d): a replay says them as it starts, not at the end of an hour played at
-        the recorded pace."""
+    def notes_before_reading(self, unplaced: bool = True) -> list[str]:
+        """The `notes` line of each file that ends before the span starts, of each whose
+        TIMELINE lines could not all be placed by their run's start line (`runs_unplaced`),
+        and (`unplaced`) of each whose C++ lines could not be placed, said as where no
+        recorded lock region stands in for them: known before any event is read (all its
+        files `observe`d), a replay says them as it starts, not at the end of an hour played
+        at the recorded pace."""
+        said = [*(unplaced_note(u) for u in self.unplaced if unplaced), *self.runs_unplaced]
         if self.start_s <= 0:
-            return list(self.unplaced)
+            return said
         cut = self.start_s - MARGIN_S
-        return [*self.unplaced, *(self._unused(path, f, None) for path, f in self.files.items()
-                                  if f.last_s < cut)]
+        return [*said, *(self._unused(path, f, None) for path, f in self.files.items()
+                         if f.last_s < cut)]
 
-    def notes(self, end_s: float | None) -> list[str]:
+    def notes(self, end_s: float | None, recorded_locks: int | None = None) -> list[str]:
         """One line per file with lines outside the span: how many, and how far apart; one
         per file repeating another's lines; one per file whose C++ lines could not be
-        placed."""
-        out = [*self.unplaced, *(self.repeats.notes() if self.repeats is not None else [])]
+        placed, saying whether the recording's own lock regions (`recorded_locks`: how many
+        it held that no file did, `LinesOnce.locks_kept`) stand in for them; one per file
+        whose TIMELINE lines could not all be placed by their run's start line."""
+        out = [*(unplaced_note(u, recorded_locks=recorded_locks) for u in self.unplaced),
+               *self.runs_unplaced,
+               *(self.repeats.notes() if self.repeats is not None else [])]
         for path, f in self.files.items():
             if not (f.before or f.after):
                 continue

@@ -17,7 +17,11 @@ those after the last sample only within `log_span.MARGIN_S` of it, and for a win
 startup lines the recording holds from before it (`startup_lines.recorded_startup`), first among
 equal times; a line the recording holds too (`record --log` of the same file) once, the file's
 copy (`gapwatch.logs.once`: `recorded`). The span's notes (`LogSpan.notes`) are the pass's
-to say at its end.
+to say at its end; those known before it are said as it starts (`notes_now`), but for a file
+whose C++ lines could not be placed (cuzk's stderr given apart from its stdout) in a recording
+that may hold log events (`gapwatch.logs.once.may_hold_log_lines`): its own lock regions, paired
+by `record --log` as the lines came, may stand in for that file's, and only the pass's end knows
+(`LinesOnce.locks_kept`).
 """
 
 from __future__ import annotations
@@ -47,10 +51,13 @@ class LogPass:
     replay slots in among the records, then `after_end` judges each left after the last sample,
     and `notes` says what the span left out. Its own copy of the span counts what it drops."""
 
-    def __init__(self, parsed: LogInput, startup: Sequence[LogEvent]) -> None:
+    def __init__(self, parsed: LogInput, startup: Sequence[LogEvent],
+                 may_hold_logs: bool = True) -> None:
         self._parsed = parsed
         self._span: LogSpan = copy.deepcopy(parsed.span)
         self._startup = startup
+        #: The recording may hold log events (`may_hold_log_lines`), so lock regions.
+        self._may_hold_logs = may_hold_logs
         self._end_s: float | None = None
         # A line the recording holds too (made with `record --log` of a file given) is given
         # once, as the file has it (`merge_by_time` asks `recorded` of each recorded event).
@@ -85,23 +92,29 @@ class LogPass:
 
     def notes_now(self) -> list[str]:
         """The notes known before any event is read: the files that end before the recording
-        (or window) starts (`LogSpan.notes_before_reading`)."""
-        return self._span.notes_before_reading()
+        (or window) starts, those whose TIMELINE lines could not all be placed by their run's
+        start line, and, where the recording cannot hold log events (so holds no lock region),
+        those whose C++ lines could not be placed (`LogSpan.notes_before_reading`)."""
+        return self._span.notes_before_reading(unplaced=not self._may_hold_logs)
 
     def notes(self) -> list[str]:
-        """One line per `--log` file with lines outside the recording (or window), and per
-        file whose lines the recording held too, as the report says them."""
-        return self._span.notes(self._end_s) + self._once.notes()
+        """One line per `--log` file with lines outside the recording (or window), per file
+        whose C++ lines could not be placed (with the recording's lock regions that stand in
+        for them), and per file whose lines the recording held too, as the report says
+        them."""
+        return self._span.notes(self._end_s, self._once.locks_kept) + self._once.notes()
 
 
 class ReplayLogs:
     """The replay's `--log` files, parsed (see the module docstring); `close` removes the
     spool."""
 
-    def __init__(self, parsed: LogInput, startup: Sequence[LogEvent] = ()) -> None:
+    def __init__(self, parsed: LogInput, startup: Sequence[LogEvent] = (),
+                 may_hold_logs: bool = True) -> None:
         self._parsed = parsed
         # In time order for the merge with the spool's (a recording holds them as written).
         self._startup = sorted(startup, key=attrgetter("t_wall_s"))
+        self._may_hold_logs = may_hold_logs
 
     @property
     def counters(self) -> dict[str, int]:
@@ -110,7 +123,7 @@ class ReplayLogs:
 
     def events(self) -> LogPass:
         """A new pass over the events, from the first (one a play of the file)."""
-        return LogPass(self._parsed, self._startup)
+        return LogPass(self._parsed, self._startup, self._may_hold_logs)
 
     def close(self) -> None:
         self._parsed.close()
@@ -118,10 +131,13 @@ class ReplayLogs:
 
 def open_replay_logs(path: str, paths: list[str], config: Config, started_wall_s: float,
                      window: TimeWindow | None = None,
-                     startup: Sequence[LogEvent] = ()) -> ReplayLogs:
+                     startup: Sequence[LogEvent] = (), may_hold_logs: bool = True
+                     ) -> ReplayLogs:
     """The `--log` `paths` of the recording at `path` (its header's `started_wall_s`) parsed
     for its replay (`window`: the part replayed; `startup`: the daemon's startup lines the
-    recording holds from before it). TIMELINE lines without their anchor line are placed by
+    recording holds from before it; `may_hold_logs`: `gapwatch.logs.once.may_hold_log_lines`
+    of its header).
+    TIMELINE lines without their anchor line are placed by
     the recording's `/status` uptime, read from its start, as the report places them; not for
     a FIFO, which the replay is reading already (its anchor lines only).
 
@@ -142,7 +158,7 @@ def open_replay_logs(path: str, paths: list[str], config: Config, started_wall_s
             raise NotTheLog(exc.errno, exc.strerror, exc.filename) from None
     with collector_off():  # millions of events parsed, none of them in a cycle
         parsed = parse_logs_for(started_wall_s, epoch, config, paths, window=window)
-    return ReplayLogs(parsed, startup)
+    return ReplayLogs(parsed, startup, may_hold_logs)
 
 
 class NotTheLog(OSError):

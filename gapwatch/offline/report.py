@@ -67,6 +67,7 @@ from gapwatch.cuzk.advice import (
     advise_stalls,
     by_stall,
 )
+from gapwatch.cuzk.log_lines import Unplaced
 from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline, TimelineBuilder
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
@@ -174,18 +175,21 @@ class ReportData:
 def spool_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None,
                observe: Callable[[LogEvent], None] | None = None,
                progress: Progress | None = None, notes: list[str] | None = None,
+               unplaced: list[Unplaced] | None = None,
                ) -> tuple[EventSpool, dict[str, int]]:
     """The `--log` files parsed (`logs.files.log_file_events`), the events held on disk: read
     back sorted by time (equal times in the order parsed), one at a time; `observe` sees each
     as it is parsed (`LogSpan.observe`); `progress` is told how far the files are read;
-    `notes` gets what the reading says of the files (`LogSpan.unplaced`). The caller closes
-    the spool. Raises OSError."""
+    `notes` gets what the reading says of the files' engine runs (`LogSpan.runs_unplaced`),
+    `unplaced` the files whose C++ lines could not be placed (`LogSpan.unplaced`). The caller
+    closes the spool. Raises OSError."""
     counters: dict[str, int] = {}
     spool = EventSpool()
     paths = list(paths)
     on_read = LogBytes(progress, paths).at if progress is not None else None
     try:
-        for ev in log_file_events(paths, config, timeline_epoch_s, counters, on_read, notes):
+        for ev in log_file_events(paths, config, timeline_epoch_s, counters, on_read,
+                                  notes, unplaced):
             if observe is not None:
                 observe(ev)
             spool.add(ev)
@@ -349,7 +353,7 @@ def parse_logs_for(start_s: float, epoch: float | None, config: Config, log_path
             else None)
     split = part or spool_split(log_paths, config, epoch, span, progress)
     extra, counters = split or spool_logs(log_paths, config, epoch, span.observe, progress,
-                                          span.unplaced)
+                                          span.runs_unplaced, span.unplaced)
     if span.repeats is not None:
         span.repeats.seen.clear()  # all read: what was found stays, the sample is not needed
     return LogInput(extra, span, counters)

@@ -21,14 +21,15 @@ line that names the lock holder arrives, one extra event of kind `cuzk_partition
 (name `gpu_lock`) is emitted with worker, partition, job and the lock region's timings
 (`gpu_busy_start_s`, `mutex_held_ms`, `ntt_kernels_ms`...). So nothing waits for attribution.
 The pairing holds only where the C++ lines' place among the naming lines is known: one stream
-(`2>&1`, the journal), or two files followed live (each line placed by its arrival). A line its
-reader says is `apart` (`parse_line(apart=True)`: a file with no time of its own read beside
-another, `gapwatch.logs.files.read_order`; a backlog read beside another followed file,
-`gapwatch.logs.follow`) takes no part in it: its C++ and naming lines are marked
-(`log_lines.UNPLACED_FIELD`, so that a recording read again does not pair them either), its C++
-lines counted (`cpp_lines_unplaced`). A file read apart offline has its TIMELINE lines placed by
-their own engine run's start line, not by the latest read (`runs_apart`, set by its reader from
-the start lines kept, `start_lines`: `gapwatch.cuzk.engine_runs`).
+(`2>&1`, the journal), or two files followed live (each line placed by its arrival); a followed
+file's backlog (`parse_line(backlog=True)`) pairs only among its own lines (`LockAttributor`'s
+places). A line its reader says is `apart` (`parse_line(apart=True)`: a file with no time of its
+own read beside one that shows its own, `gapwatch.logs.files.read_order`, read whole offline or
+as a followed backlog, `gapwatch.logs.follow`) takes no part in it: its C++ and naming lines are
+marked (`log_lines.UNPLACED_FIELD`, so that a recording read again does not pair them either),
+its C++ lines counted (`cpp_lines_unplaced`). A file read apart offline has its TIMELINE lines
+placed by their own engine run's start line, not by the latest read (`runs_apart`, set by its
+reader from the start lines kept, `start_lines`: `gapwatch.cuzk.engine_runs`).
 
 GPU of an event, best first: a `gpu` field of the line or of its span (`gpu_worker{... gpu=G}`);
 the worker's GPU, learnt from any line that names both (`pipeline GPU worker started`, the
@@ -181,6 +182,10 @@ class LogParser:
         #: The line being parsed cannot be placed among the other streams' lines
         #: (`parse_line(apart=True)`): it takes no part in lock attribution.
         self._apart = False
+        #: Where lock attribution places the line being parsed (`LockAttributor`): None, or
+        #: for a line of a followed file's backlog (`parse_line(backlog=True)`), that file:
+        #: a backlog is in the order written only among its own lines.
+        self._place: str | None = None
         self._panic: panics.PanicBlock | None = None
         #: The time of the latest event timed by its own line, a prefix or TIMELINE.
         self._last_timed_s: float | None = None
@@ -218,6 +223,7 @@ class LogParser:
         self.counters["lines"] += 1
         self._arrival_source = "backlog" if backlog else "arrival"
         self._apart = apart
+        self._place = stream if backlog else None
         block = self._panic
         try:
             events = self._parse(text, stream, arrival_mono_ns, arrival_wall_s)
@@ -496,7 +502,7 @@ class LogParser:
             fields[log_lines.UNPLACED_FIELD] = True
             if unplaced:
                 self.counters[UNPLACED] += 1
-        lock = self.attributor.feed_cpp(fields, mono)
+        lock = self.attributor.feed_cpp(fields, mono, self._place)
         if lock is not None:
             events.append(self._lock_event(lock, stream, mono))
         return events
@@ -542,7 +548,7 @@ class LogParser:
                 fields[log_lines.UNPLACED_FIELD] = True
             lock = self.attributor.feed_prove_start(
                 worker, partition, line.t_wall_s, "line", mono, fields.get("prove_start_ms"),
-                self._apart)
+                self._apart, self._place)
             if lock is not None:
                 events.append(self._lock_event(lock, stream, mono))
         return events

@@ -1245,3 +1245,53 @@ def test_a_post_proved_with_split_prove_disabled_ends_at_its_completion_line_not
     assert p.total_s == pytest.approx(3.0, abs=0.01)
     assert p.synth_s == pytest.approx(1.2, abs=0.01)
     assert p.gpu_s is None  # no GPU_START or GPU_END: not known, never 0
+
+
+#: One monolithic worker's line that is not cuzk's in a pipelined run (engine.rs:3394 is in the
+#: branch of `[pipeline] enabled = false`, 3362-3378): a stray line, another run's.
+STRAY_MONOLITHIC = ("2026-05-12T16:00:10.000000Z  INFO monolithic_worker{worker_id=9 gpu=0 "
+                    "job_id=junk proof_kind=porep-c2}: cuzk_core::engine: processing job "
+                    "(monolithic)")
+
+
+def _proofs_of(lines: list[str]) -> tuple[list[tuple[str | None, ProofTiming]], PostTracker]:
+    """Each proof said of `lines` (its job, its timing), and the tracker that said them."""
+    parser, watch = LogParser(offline=True), CuzkWatch()
+    out: list[ProverEvent] = []
+    for i, line in enumerate(lines):
+        for e in parser.parse_line(line, "x", i, 0.0):
+            out += watch.feed(e)
+    out += watch.finish()
+    return [(e.job_id, e.proof) for e in out if e.proof is not None], watch.post
+
+
+def test_a_stray_monolithic_line_does_not_make_a_pipelined_runs_post_one_step() -> None:
+    """One `monolithic_worker{...}: processing job (monolithic)` line in post-late.log, whose
+    run's start line said `pipeline_enabled=true`: the late WinningPoSt was "one-step" (every
+    phase "-", no setting: queue 32 s "behind worker 9: junk"). The run's start line wins for
+    that run: the stray line is passed over, counted, and the PoSt is timed as without it."""
+    lines = (DATA / "post-late.log").read_text().splitlines()
+    clean, _ = _proofs_of(lines)
+    enqueued = next(i for i, x in enumerate(lines) if "job enqueued" in x)
+    started = ("2026-05-12T16:00:10.000000Z  INFO cuzk_core::engine: monolithic GPU worker "
+               "started worker_id=9 gpu=0")
+    for stray in ([STRAY_MONOLITHIC], [started, STRAY_MONOLITHIC]):
+        proofs, tracker = _proofs_of([*lines[:enqueued], *stray, *lines[enqueued:]])
+        assert proofs == clean
+        assert tracker.not_this_run == len(stray)
+    done = clean[-1][1]
+    assert not done.one_step and done.verdict == "late" and done.synth_s is not None
+    assert done.setting is not None and done.setting.startswith(
+        "[pipeline] synthesis_concurrency")
+
+
+def test_without_the_runs_start_line_a_monolithic_line_still_says_the_pipeline_is_off() -> None:
+    """A log followed from after cuzk's start line: the monolithic worker's lines are all
+    that say the pipeline is off, and they still do."""
+    lines = [x for x in (DATA / PIPELINE_OFF).read_text().splitlines()
+             if "starting cuzk engine" not in x and "cuzk-daemon starting" not in x]
+    proofs, _ = _proofs_of(lines)
+    win = [p for job, p in proofs if p.done and job == WIN_OFF]
+    assert [p.one_step for p in win] == [True]
+    assert win[0].queue_s == pytest.approx(30.0, abs=0.01)
+

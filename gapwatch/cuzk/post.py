@@ -28,17 +28,22 @@ the setting for its longest phase (`_with_setting`); an SRS load is its own only
 its own circuit and begins inside its synthesis phase (`_SrsLoad`).
 
 With `[pipeline] enabled = false` (the run's `starting cuzk engine pipeline_enabled=false`,
-engine.rs:1244, or any monolithic worker's line) cuzk writes no TIMELINE line: each GPU's one
-worker (engine.rs:1333-1337) takes a request from the scheduler (`job enqueued`, then `job
-dequeued for proving`, scheduler.rs:67, 85) and proves it whole in one call (engine.rs:
-3422-3440), inside its span `monolithic_worker{worker_id gpu job_id proof_kind}` (3394):
-`processing job (monolithic)` (3397) when it takes it, `proof completed successfully
-(monolithic) total_ms queue_ms deser_ms prove_ms` (3455-3462) when done. Such a PoSt is proved
-in one step (`ProofTiming.one_step`): queue (arrival to `processing job`: its wait for a worker,
-with what each worker held when it arrived) and prove (to the completion line: synthesis and GPU
-together, not split in any line, so `synth_s`, `gpu_wait_s` and `gpu_s` stay None); the
-completion line's `total_ms` and `queue_ms` place its arrival and its prove start when their
-lines were not read. It is judged against its deadline as any other.
+engine.rs:1244; where no start line of the run was read, any monolithic worker's line) cuzk
+writes no TIMELINE line: each GPU's one worker (engine.rs:1333-1337) takes a request from the
+scheduler (`job enqueued`, then `job dequeued for proving`, scheduler.rs:67, 85) and proves it
+whole in one call (engine.rs:3422-3440), inside its span `monolithic_worker{worker_id gpu job_id
+proof_kind}` (3394): `processing job (monolithic)` (3397) when it takes it, `proof completed
+successfully (monolithic) total_ms queue_ms deser_ms prove_ms` (3455-3462) when done. Such a
+PoSt is proved in one step (`ProofTiming.one_step`): queue (arrival to `processing job`: its
+wait for a worker, with what each worker held when it arrived) and prove (to the completion
+line: synthesis and GPU together, not split in any line, so `synth_s`, `gpu_wait_s` and `gpu_s`
+stay None); the completion line's `total_ms` and `queue_ms` place its arrival and its prove
+start when their lines were not read. It is judged against its deadline as any other. The
+run's start line wins for that run: with the pipeline on, cuzk starts no monolithic worker
+(engine.rs:1394, 3362-3378), so a monolithic worker's line there is not that run's (one stray
+such line made the run's late WinningPoSt "one-step", every phase unsaid and no setting):
+passed over, counted (`not_this_run`). A restart, or TIMELINE offsets beginning again, starts a
+run whose start line is not read yet.
 
 A PoSt whose failure line names it is said failed at once (verdict "failed", its line's words
 in `ProofTiming.error`, an error: no proof came of it, a WinningPoSt's block is lost as a late
@@ -388,8 +393,13 @@ class PostTracker:
         self._srs_in_run: set[str] = set()
         self._start_read = False
         #: Whether this run of cuzk proves on monolithic workers (`[pipeline] enabled =
-        #: false`), as its start line or a monolithic worker's line said (None: not said).
+        #: false`), as its start line or a monolithic worker's line said (None: not said);
+        #: and whether the run's start line said it (then no other line decides).
         self._pipeline_off: bool | None = None
+        self._pipeline_said_at_start = False
+        #: Monolithic workers' lines read in a run whose start line said the pipeline is on:
+        #: not that run's (see the module docstring), passed over.
+        self.not_this_run = 0
         #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END: the
         #: latest `MAX_HELD` picked up, oldest first.
         self.holding: dict[int, str] = {}
@@ -445,6 +455,8 @@ class PostTracker:
         if ev.kind == "timeline":
             return self._timeline(ev)
         if ev.kind == "tracing" and ev.fields.get("spans") == MONOLITHIC_SPAN:
+            if self._stray_monolithic():
+                return []
             return self._monolithic(ev)
         if (ev.kind == "tracing" and ev.level == "ERROR" and ev.name in GPU_WORKER_FAILED_MESSAGES
                 and ev.fields.get("spans") == GPU_WORKER_SPAN):
@@ -480,12 +492,23 @@ class PostTracker:
             self._start_read = True  # this run's loads are all read from here on
             enabled = ev.fields.get("pipeline_enabled")
             self._pipeline_off = (not enabled) if isinstance(enabled, bool) else None
+            self._pipeline_said_at_start = isinstance(enabled, bool)
         elif ev.kind == "tracing" and ev.name == MONOLITHIC_WORKER_STARTED_MESSAGE:
-            self._pipeline_off = True
+            if not self._stray_monolithic():
+                self._pipeline_off = True
         elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADED):
             self._srs_loaded(_str(ev.fields.get("circuit_id")) or "?", ev.t_wall_s,
                              int_field(ev.fields.get("elapsed_ms")))
         return []
+
+    def _stray_monolithic(self) -> bool:
+        """Whether a monolithic worker's line read now is not this run's: its start line said
+        the pipeline is on (see the module docstring). Counted in `not_this_run`; the caller
+        passes the line over."""
+        if self._pipeline_said_at_start and self._pipeline_off is False:
+            self.not_this_run += 1
+            return True
+        return False
 
     def _monolithic(self, ev: LogEvent) -> list[ProverEvent]:
         """A line in a monolithic worker's span (the pipeline off): what the worker holds now,
@@ -684,6 +707,9 @@ class PostTracker:
         # MAX_ENDED; a new run's job at the same offset under the same id is not a case).
         self._clock = _EngineClock()
         self.holding.clear()
+        # A new run: its own start line (read after this, where it is read) says again how
+        # it proves; until then a monolithic worker's line may.
+        self._pipeline_said_at_start = False
         return out
 
     def _timeline(self, ev: LogEvent) -> list[ProverEvent]:
@@ -750,6 +776,7 @@ class PostTracker:
             self._lose_run(self._clock, ev.t_wall_s)
             self._clock = _EngineClock()
             self.holding.clear()
+            self._pipeline_said_at_start = False  # a new run, its start line not read
         self._clock.read(offset_s, mono_s, self._mono_run)
 
     def _lose_run(self, clock: _EngineClock, at_s: float) -> None:

@@ -12,6 +12,7 @@ from gapwatch.commands.parse import format_timeline
 from gapwatch.config import Config, load_config
 from gapwatch.core.models import LogEvent, ProofTiming, ProverEvent
 from gapwatch.core.prover_watch import notice_of
+from gapwatch.core.sizes import TEXT_CHARS, bounded_event
 from gapwatch.cuzk.config import CuzkConfig
 from gapwatch.cuzk.partitions import derive_timeline
 from gapwatch.cuzk.post import Deadlines, PostTracker
@@ -1295,3 +1296,69 @@ def test_without_the_runs_start_line_a_monolithic_line_still_says_the_pipeline_i
     assert [p.one_step for p in win] == [True]
     assert win[0].queue_s == pytest.approx(30.0, abs=0.01)
 
+
+def _late_posts_with_ids(ids: list[str]) -> list[str]:
+    """A pipelined WinningPoSt a minute for each id, each 50 s from arrival to done (late):
+    its enqueue line, its TIMELINE lines, its completion line (`total_ms=50000`)."""
+    lines = ["2026-05-12T16:00:00.030000Z  INFO cuzk_core::engine: starting cuzk engine "
+             "pipeline_enabled=true"]
+    for i, job in enumerate(ids):
+        m = 1 + i  # minute of its arrival
+        off = m * 60_000 + 47_000  # its synthesis starts 47 s after it arrived
+        lines += [
+            f"2026-05-12T{16 + m // 60:02d}:{m % 60:02d}:00.000000Z  INFO cuzk_core::scheduler: "
+            f"job enqueued job_id={job} proof_kind=winning-post priority=Critical "
+            "queue_position=0",
+            f"TIMELINE,{off},SYNTH_START,{job},kind=winning-post",
+            f"TIMELINE,{off + 2000},SYNTH_END,{job},synth_ms=2000",
+            f"TIMELINE,{off + 2000},GPU_QUEUE,{job},monolithic",
+            f"TIMELINE,{off + 2010},GPU_PICKUP,{job},worker=1",
+            f"TIMELINE,{off + 2010},GPU_START,{job},worker=1",
+            f"TIMELINE,{off + 2900},GPU_END,{job},worker=1,gpu_ms=890",
+            f"2026-05-12T{16 + m // 60:02d}:{m % 60:02d}:50.000000Z  INFO cuzk_core::engine: "
+            "proof completed successfully (pipeline) proof_len=192 total_ms=50000 "
+            "queue_ms=47000 synth_ms=2000 gpu_ms=890"]
+    return lines
+
+
+def _said_of(lines: list[str], bounded: bool) -> tuple[list[ProverEvent], PostTracker]:
+    """What the watcher says of `lines`, given each event whole (as the tests' parser gives
+    it) or as the session and the report give it (`bounded_event`: its text cut)."""
+    parser, watch = LogParser(offline=True), CuzkWatch()
+    out: list[ProverEvent] = []
+    for i, line in enumerate(lines):
+        for e in parser.parse_line(line, "x", i, 0.0):
+            out += watch.feed(bounded_event(e) if bounded else e)
+    return out + watch.finish(), watch.post
+
+
+def test_posts_whose_ids_run_past_the_parse_bound_are_refused_and_said_never_merged() -> None:
+    """40 late WinningPoSt whose ids ran past the 16 KiB a line is parsed to (`PARSE_CHARS`):
+    every id was cut to the same text, and the 40 were said as one PoSt, "ok (running)".
+    An id gapwatch cannot hold whole is no PoSt it can follow: none is timed or judged, their
+    lines are counted, and that is said once."""
+    from gapwatch.logs.parse import PARSE_CHARS
+
+    ids = [f"winpost-1000-{'a' * (PARSE_CHARS + 4096)}{i:04d}" for i in range(40)]
+    lines = _late_posts_with_ids(ids)
+    for bounded in (False, True):
+        said, tracker = _said_of(lines, bounded)
+        assert not [e for e in said if e.proof is not None]
+        [warning] = said
+        assert warning.kind == "warning" and warning.level == "warning"
+        assert f"WinningPoSt job ids longer than {TEXT_CHARS} characters" in warning.message
+        assert tracker.ids_too_long == 40 * 7  # the enqueue and TIMELINE lines of each
+
+
+def test_post_ids_that_differ_only_past_what_gapwatch_keeps_are_never_one_proof() -> None:
+    """Ids within the parse bound but longer than the watcher is given of them
+    (`sizes.bounded_event` keeps `TEXT_CHARS`): cut there, ten late PoSt were one. Refused as
+    above; an id of the longest length kept is still followed, each proof its own."""
+    long_ids = [f"winpost-1000-{'b' * TEXT_CHARS}{i}" for i in range(10)]
+    said, tracker = _said_of(_late_posts_with_ids(long_ids), bounded=True)
+    assert [e.kind for e in said] == ["warning"] and tracker.ids_too_long == 70
+    kept = [f"winpost-1000-{i}-".ljust(TEXT_CHARS, "c") for i in range(10)]
+    said, tracker = _said_of(_late_posts_with_ids(kept), bounded=True)
+    done = [e for e in said if e.proof is not None and e.proof.done]
+    assert sorted(e.job_id or "" for e in done) == kept and tracker.ids_too_long == 0
+    assert all(e.proof is not None and e.proof.verdict == "late" for e in done)

@@ -45,6 +45,14 @@ such line made the run's late WinningPoSt "one-step", every phase unsaid and no 
 passed over, counted (`not_this_run`). A restart, or TIMELINE offsets beginning again, starts a
 run whose start line is not read yet.
 
+A PoSt is followed by its job id, and only an id gapwatch holds whole can tell two apart: a
+line is read to its first `PARSE_CHARS` (gapwatch.logs.parse), and what the watcher is given of
+it keeps `TEXT_CHARS` of its id (`sizes.bounded_event`). 40 late WinningPoSt whose ids ran to
+400 KB each were one id there, their lines taken for one another's (a report said them as one
+PoSt, "0.9 s ok (running)"). An id longer than `MAX_JOB_ID_CHARS` (Curio's are tens of
+characters, lib/ffi/cuzk_funcs.go:179, 220) is no PoSt gapwatch can follow: its lines are passed
+over, those of a PoSt counted (`ids_too_long`) and said once, a warning.
+
 A PoSt whose failure line names it is said failed at once (verdict "failed", its line's words
 in `ProofTiming.error`, an error: no proof came of it, a WinningPoSt's block is lost as a late
 one's is), its last word, never said late after (`_fail`): the monolithic worker's `proof
@@ -77,7 +85,7 @@ from gapwatch.core.models import (
     ProverEvent,
 )
 from gapwatch.core.prover_watch import RunningProof, total_words
-from gapwatch.core.sizes import cut_text
+from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import int_field
 from gapwatch.cuzk.engine_runs import OFFSETS_BACK_S, offsets_began_again
 from gapwatch.cuzk.log_lines import (
@@ -120,6 +128,10 @@ CLOCK_SLACK_S = 0.05
 #: engine.rs:839, in the finalizer right after a monolithic job's GPU_END (3196): no job id,
 #: but `total_ms` from its submission, which places its arrival when `job enqueued` was not read.
 COMPLETED = "proof completed successfully (pipeline)"
+#: The longest job id a PoSt is followed by (see the module docstring): the watcher is given
+#: this much of an id (`sizes.bounded_event`), so a longer one cannot be told from another that
+#: starts the same.
+MAX_JOB_ID_CHARS = TEXT_CHARS
 #: A PoSt's GPU_END and a completion line this close together are the same job's (stdout and
 #: stderr may be two files read apart; the finalizer may wait seconds for cuzk's job tracker
 #: lock in between); a PoSt waits this long for it (data time) before it is said without.
@@ -400,6 +412,9 @@ class PostTracker:
         #: Monolithic workers' lines read in a run whose start line said the pipeline is on:
         #: not that run's (see the module docstring), passed over.
         self.not_this_run = 0
+        #: Lines of a PoSt whose job id is longer than `MAX_JOB_ID_CHARS`: passed over (said
+        #: once, at the first).
+        self.ids_too_long = 0
         #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END: the
         #: latest `MAX_HELD` picked up, oldest first.
         self.holding: dict[int, str] = {}
@@ -452,6 +467,8 @@ class PostTracker:
         return out
 
     def _feed(self, ev: LogEvent) -> list[ProverEvent]:
+        if ev.job_id is not None and len(ev.job_id) > MAX_JOB_ID_CHARS:
+            return self._id_too_long(ev, ev.job_id)
         if ev.kind == "timeline":
             return self._timeline(ev)
         if ev.kind == "tracing" and ev.fields.get("spans") == MONOLITHIC_SPAN:
@@ -500,6 +517,26 @@ class PostTracker:
             self._srs_loaded(_str(ev.fields.get("circuit_id")) or "?", ev.t_wall_s,
                              int_field(ev.fields.get("elapsed_ms")))
         return []
+
+    def _id_too_long(self, ev: LogEvent, job_id: str) -> list[ProverEvent]:
+        """A line naming a job by an id longer than `MAX_JOB_ID_CHARS`: passed over (no such
+        job is followed); a PoSt's is counted, and the first said (see the module
+        docstring)."""
+        kind = post_kind(_str(ev.fields.get("kind")) or _str(ev.fields.get("proof_kind")),
+                         job_id)
+        if kind is None:
+            return []
+        self.ids_too_long += 1
+        if self.ids_too_long > 1:
+            return []
+        return [ProverEvent(
+            t_wall_s=ev.t_wall_s, kind="warning", level="warning",
+            message=fmt.visible(
+                f"{POST_KINDS.get(kind, kind)} job ids longer than {MAX_JOB_ID_CHARS} "
+                f"characters ({job_id[:48]}...): gapwatch keeps no more of an id, so "
+                "two such jobs cannot be told apart; their lines are passed over, none of "
+                "them timed or judged against its deadline (Curio's ids are tens of "
+                "characters)"))]
 
     def _stray_monolithic(self) -> bool:
         """Whether a monolithic worker's line read now is not this run's: its start line said

@@ -19,6 +19,8 @@ from __future__ import annotations
 import gzip
 import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -234,20 +236,7 @@ def test_a_stderr_backlog_followed_beside_stdout_is_never_tied_to_the_wrong_part
     out, err = tmp_path / "stdout.log", tmp_path / "stderr.log"
     out.write_bytes((PAGEABLE / "stdout.log").read_bytes())
     err.write_bytes((PAGEABLE / "stderr.log").read_bytes())
-    backlog = sum(len(p.read_text().splitlines()) for p in (out, err))
-    events: list[LogEvent] = []
-    notices: list[Notice] = []
-    lock = threading.Lock()
-
-    def on_event(e: LogEvent) -> None:
-        with lock:
-            events.append(e)
-
-    follower = LogFollower([str(out), str(err)], LogsConfig(poll_ms=5, from_start=True),
-                           on_event, notices.append)
-    follower.start()
-    try:
-        assert until(lambda: follower.status().lines == backlog)
+    with _following([out, err]) as (follower, events, notices):
         assert not [e for e in events if e.kind == "cuzk_partition"]
         with open(err, "a") as f:  # a lock region written live, then its naming line
             f.write("CUZK_TIMING: pre_lock_cpu_ms=3 mutex_wait_ms=0\n"
@@ -257,8 +246,6 @@ def test_a_stderr_backlog_followed_beside_stdout_is_never_tied_to_the_wrong_part
                     "spawn_blocking prove_start worker_id=1 partition=Some(8) "
                     "spawn_to_enter_ms=0 prove_start_ms=2222\n")
         assert until(lambda: any(e.kind == "cuzk_partition" for e in events))
-    finally:
-        follower.stop()
     [tied] = [e for e in events if e.kind == "cuzk_partition"]
     assert (tied.worker, tied.partition, tied.fields["mutex_held_ms"]) == (1, 8, 1111)
     assert follower.parser.counters[UNPLACED] == _cpp_lines(PAGEABLE / "stderr.log")
@@ -431,8 +418,10 @@ def test_a_replay_and_a_report_say_once_that_the_stderrs_runs_could_not_be_place
         replay.close()
 
 
-def _follow_backlog(paths: list[Path]) -> tuple[LogFollower, list[LogEvent], list[Notice]]:
-    """`record --from-start --log P...` of `paths` until their backlog is read (stopped)."""
+@contextmanager
+def _following(paths: list[Path]
+               ) -> Iterator[tuple[LogFollower, list[LogEvent], list[Notice]]]:
+    """`record --from-start --log P...` of `paths`, their backlog read; stopped at the end."""
     events: list[LogEvent] = []
     notices: list[Notice] = []
     lock = threading.Lock()
@@ -447,9 +436,15 @@ def _follow_backlog(paths: list[Path]) -> tuple[LogFollower, list[LogEvent], lis
     follower.start()
     try:
         assert until(lambda: follower.status().lines == backlog)
+        yield follower, events, notices
     finally:
         follower.stop()
-    return follower, events, notices
+
+
+def _follow_backlog(paths: list[Path]) -> tuple[LogFollower, list[LogEvent], list[Notice]]:
+    """`record --from-start --log P...` of `paths` until their backlog is read (stopped)."""
+    with _following(paths) as read:
+        return read
 
 
 def test_a_combined_log_followed_from_its_start_beside_another_keeps_its_backlogs_lock_times(

@@ -572,16 +572,12 @@ class PostTracker:
         if name in MONOLITHIC_FAILED_MESSAGES:
             return self._fail(ev, job_id, kind, one_step=True)
         done = name == MONOLITHIC_COMPLETED_MESSAGE
-        key = (job_id, "t_wall_s", ev.t_wall_s)
-        if done and key in self._ended:  # that line read again (see `_read_again`)
-            self.read_again += 1
-            self._jobs.pop(job_id, None)
+        key = _end_key(ev, job_id)
+        if done and self._ended_line_again(key):
             return []
-        job = self._jobs.get(job_id)
+        job = self._job_of(job_id, kind, ev.t_wall_s)
         if job is None:
-            if job_id in self._given_up_ids:  # the rest of a proof given up for room
-                return []
-            job = self._start(job_id, kind, ev.t_wall_s)
+            return []
         job.one_step = True
         _behind_at_arrival(job)
         if not done:
@@ -595,6 +591,24 @@ class PostTracker:
         keep_latest(self._ended, key, None, MAX_ENDED)
         self.completed += 1
         return [self._event(job, done_s, done=True)]
+
+    def _ended_line_again(self, key: tuple[str, str, float]) -> bool:
+        """Whether the line that ended a PoSt (`_end_key`: a `GPU_END`, a completion or failure
+        line) is read again: passed over with its job's lines read again before it (see
+        `_read_again`)."""
+        if key not in self._ended:
+            return False
+        self.read_again += 1
+        self._jobs.pop(key[0], None)
+        return True
+
+    def _job_of(self, job_id: str, kind: str, t_s: float) -> _Post | None:
+        """The PoSt `job_id` in flight, begun now if its earlier lines were not read; None for
+        the rest of one given up for room (its last word was said)."""
+        job = self._jobs.get(job_id)
+        if job is None and job_id not in self._given_up_ids:
+            job = self._start(job_id, kind, t_s)
+        return job
 
     def _gpu_worker_failed(self, ev: LogEvent) -> list[ProverEvent]:
         """A pipelined job's GPU step failed, in its GPU worker's span, which names the job
@@ -618,16 +632,12 @@ class PostTracker:
         words, its last word (it is not followed further, so never said late after). One whose
         lines were not read before (a log followed from mid-proof) is said failed too, its
         time not known. The same line read again is passed over (`_read_again`)."""
-        key = (job_id, "t_wall_s", ev.t_wall_s)
-        if key in self._ended:  # that line read again: its job's lines before it too
-            self.read_again += 1
-            self._jobs.pop(job_id, None)
+        key = _end_key(ev, job_id)
+        if self._ended_line_again(key):
             return []
-        job = self._jobs.get(job_id)
+        job = self._job_of(job_id, kind, ev.t_wall_s)
         if job is None:
-            if job_id in self._given_up_ids:  # the rest of a proof given up for room
-                return []
-            job = self._start(job_id, kind, ev.t_wall_s)
+            return []
         if one_step:
             job.one_step = True
             _behind_at_arrival(job)
@@ -858,11 +868,7 @@ class PostTracker:
         row "not timed" (`GapwatchPoStNotTimed` fired), and with its completion line read
         twice as well a second LATE proof, 35.9 s of a finalize phase, with a setting for
         it. Its job's lines read again before it (a whole log twice) are dropped with it."""
-        if _end_key(ev, job_id) not in self._ended:
-            return False
-        self.read_again += 1
-        self._jobs.pop(job_id, None)
-        return True
+        return self._ended_line_again(_end_key(ev, job_id))
 
     def _start(self, job_id: str, kind: str, now_s: float) -> _Post:
         job = self._jobs.get(job_id)
@@ -948,10 +954,8 @@ class PostTracker:
             if waiting.job == job_id:
                 self._awaiting.remove(waiting)
                 return [self._arrived(waiting, ev.t_wall_s, total_ms)]
-        key = (job_id, "t_wall_s", ev.t_wall_s)
-        if key in self._ended:  # that line read again (see `_read_again`)
-            self.read_again += 1
-            self._jobs.pop(job_id, None)
+        key = _end_key(ev, job_id)
+        if self._ended_line_again(key):
             return []
         job = self._jobs.get(job_id)
         if job is None or job.end_s is not None:

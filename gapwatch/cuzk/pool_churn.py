@@ -99,10 +99,13 @@ MAX_SPANS = 64
 #: The words every churn phrase opens with (the advice looks for them in a gap's evidence).
 CHURN_MARK = "cuzk's pinned pool churned"
 #: What is said of churn where the pool failed and no INFO line of its target was read.
+#: No INFO line of the pool read: the log kept above INFO, or a pool that never pinned a buffer
+#: (every `cudaHostAlloc` failed: no checkout, checkin or free line is written then), so both
+#: are said, neither claimed.
 NOT_KNOWN = (f"whether the pool churned before its failures is not known: no INFO line of "
-             f"{POOL_TARGET} was read (cuzk logs above INFO: RUST_LOG or [logging] level), and "
-             "its 'freed buffer (evictor)' and 'allocated new buffer' lines are INFO "
-             "(pinned_pool.rs:240, 212)")
+             f"{POOL_TARGET} was read (the log kept above INFO by RUST_LOG or [logging] level, "
+             "or a pool that never pinned a buffer), and its 'freed buffer (evictor)' and "
+             "'allocated new buffer' lines are INFO (pinned_pool.rs:240, 212)")
 
 #: The candidate knob for churn, as `gapwatch.cuzk.advice` names it (setting, change, why,
 #: source): gapwatch's reading of the code, never upstream's claim, so always said as a guess.

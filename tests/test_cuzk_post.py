@@ -1343,10 +1343,11 @@ def test_posts_whose_ids_run_past_the_parse_bound_are_refused_and_said_never_mer
     lines = _late_posts_with_ids(ids)
     for bounded in (False, True):
         said, tracker = _said_of(lines, bounded)
-        assert not [e for e in said if e.proof is not None]
-        [warning] = said
-        assert warning.kind == "warning" and warning.level == "warning"
-        assert f"WinningPoSt job ids longer than {TEXT_CHARS} characters" in warning.message
+        [refused] = said  # a proof not timed (`GapwatchPoStNotTimed`), never a "warning"
+        assert refused.kind == "proof" and refused.level == "warning"
+        assert refused.proof is not None and refused.proof.verdict == "unknown"
+        assert refused.proof.total_s is None and refused.proof.queue_s is None
+        assert f"WinningPoSt job ids longer than {TEXT_CHARS} characters" in refused.message
         assert tracker.ids_too_long == 40 * 7  # the enqueue and TIMELINE lines of each
 
 
@@ -1356,9 +1357,34 @@ def test_post_ids_that_differ_only_past_what_gapwatch_keeps_are_never_one_proof(
     above; an id of the longest length kept is still followed, each proof its own."""
     long_ids = [f"winpost-1000-{'b' * TEXT_CHARS}{i}" for i in range(10)]
     said, tracker = _said_of(_late_posts_with_ids(long_ids), bounded=True)
-    assert [e.kind for e in said] == ["warning"] and tracker.ids_too_long == 70
+    assert [(e.kind, e.proof and e.proof.verdict) for e in said] == [("proof", "unknown")]
+    assert tracker.ids_too_long == 70
     kept = [f"winpost-1000-{i}-".ljust(TEXT_CHARS, "c") for i in range(10)]
     said, tracker = _said_of(_late_posts_with_ids(kept), bounded=True)
     done = [e for e in said if e.proof is not None and e.proof.done]
     assert sorted(e.job_id or "" for e in done) == kept and tracker.ids_too_long == 0
     assert all(e.proof is not None and e.proof.verdict == "late" for e in done)
+
+
+def test_a_post_on_the_engine_clock_ended_by_its_named_completion_line_is_not_late() -> None:
+    """No start line read (a log followed from mid-run, cuzk's stderr alone): the PoSt is
+    timed by its TIMELINE offsets, cuzk's own clock. Its completion line in the GPU worker's
+    span (`CUZK_DISABLE_SPLIT_PROVE=1`) is on the wall clock: paired across the two clocks,
+    a 1.2 s WinningPoSt was said LATE, ">1778616003.5 s". It ends at the least it ran."""
+    job = "winpost-1000-9b0c1d2e"
+    text = (f"TIMELINE,9970,SYNTH_START,{job},kind=winning-post\n"
+            f"TIMELINE,11170,SYNTH_END,{job},synth_ms=1200\n"
+            f"TIMELINE,11170,GPU_QUEUE,{job},monolithic\n"
+            f"TIMELINE,11180,GPU_PICKUP,{job},worker=0\n"
+            "2026-05-12T16:00:13.000000Z  INFO gpu_worker{worker_id=0 gpu=0 job_id=" + job
+            + " proof_kind=winning-post batch_size=1 partition=None}: cuzk_core::engine: "
+            "proof completed successfully (pipeline) proof_len=192 total_ms=3000 queue_ms=0 "
+            "synth_ms=1200 gpu_ms=1800\n")
+    parser, watch = LogParser(offline=True), CuzkWatch(arrival_timed=False)  # as `parse`
+    events: list[ProverEvent] = []
+    for line in text.splitlines():
+        for e in parser.parse_line(line, "x", 0, 0.0):
+            events += watch.feed(e)
+    [p] = [e.proof for e in events + watch.finish() if e.proof is not None and e.job_id == job]
+    assert p.done and p.verdict != "late"
+    assert p.total_s is None and p.total_at_least_s == pytest.approx(1.21, abs=0.01)

@@ -216,7 +216,7 @@ def test_a_gap_spanning_a_restart_of_cuzk_is_caused_by_the_restart_not_the_srs_r
     assert gap.duration_s == pytest.approx(51.0, abs=0.2)
     assert gap.prover_cause == "restart"
     assert "prover log: cuzk restarted" in gap.hint
-    assert "killed, no shutdown line; the restart cost the GPU 51.0 s, its SRS reload 12.0 s " \
+    assert "killed or crashed, no shutdown line; the restart cost the GPU 51.0 s, its SRS reload 12.0 s " \
            "of it" in gap.hint
     assert "loading the SRS" not in gap.hint
     said = {e.kind: e.message for e in watched(events)}
@@ -227,7 +227,7 @@ def test_a_gap_spanning_a_restart_of_cuzk_is_caused_by_the_restart_not_the_srs_r
     [note] = report.no_setting
     assert note.stall == "restart" and note.gaps == 1
     assert "unless it repeats" not in note.why and "it repeats at every restart" in note.why
-    assert "killed: systemd's default SIGTERM is not handled" in note.why
+    assert "killed or crashed: cuzk handles SIGINT alone" in note.why
 
 
 def test_a_gap_after_a_restarts_first_gpu_work_or_at_a_first_start_is_not_the_restarts() -> None:
@@ -406,7 +406,7 @@ def test_a_crash_loop_inside_a_gap_counts_every_restart() -> None:
     assert gap.prover_cause == "restart"
     assert gap.prover_evidence[0] == ("2,000 restarts of cuzk during the gap, the latest at "
                                       "17:09:24.750 (the latest 64 kept)")
-    assert "killed, no shutdown line; 2,000 restarts during the gap; the restarts cost the GPU " \
+    assert "killed or crashed, no shutdown line; 2,000 restarts during the gap; the restarts cost the GPU " \
            "509.8 s" in gap.hint
     cost = gap.prover_evidence[-1]
     assert "down 5.0 s, crash loop 499.8 s (cuzk started 2,000 times in a row: 1,999 runs " \

@@ -722,8 +722,8 @@ _NO_SETTING: dict[str, str] = {
         "to the new run's first, the SRS reload part of that cost (each gap's evidence gives "
         "the cost and its parts), and it repeats at every restart. Restart cuzk only when "
         "needed, well before a proving window, and find why it stopped: each restart says "
-        f"whether it came {AFTER_SIGINT} or {KILLED}, and a gap's hint names a prover error "
-        "just before it"),
+        f"whether it came {AFTER_SIGINT} or {KILLED}, or that this is not known (no INFO "
+        "line of the old run read), and a gap's hint names a prover error just before it"),
 }
 #: The stalls a setting can close: the rule that picks it.
 _RULES: dict[str, Callable[[StallGaps, PipelineView], _Found | str]] = {

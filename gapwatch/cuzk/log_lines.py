@@ -29,6 +29,10 @@ from gapwatch.core.values import convert_value, digits_value
 PARTITION_KIND = "cuzk_partition"
 PROVE_START_MESSAGE = "GPU_TIMING spawn_blocking prove_start"
 ANCHOR_MESSAGE = "starting cuzk engine"
+#: srs_manager.rs:203, INFO: an SRS load begins (its circuit_id, path, size).
+SRS_LOADING_MESSAGE = "loading SRS from disk"
+#: pinned_pool.rs:212, INFO: a buffer pinned with `cudaHostAlloc`.
+POOL_ALLOCATED_MESSAGE = "pinned pool: allocated new buffer"
 WORKER_STARTED_MESSAGE = "pipeline GPU worker started"
 #: `job enqueued job_id proof_kind priority queue_position` (scheduler.rs:67-73, INFO): a request
 #: arrived (gRPC SubmitProof or Prove, engine.rs:3519-3554); every request passes there.
@@ -377,3 +381,11 @@ class LockAttributor:
         self.attributed += 1
         return PartitionLock(name.worker, name.partition, name.t_wall_s, name.time_source,
                              {k: v for k, v in group.items() if v is not None})
+
+
+def says_when_written(record: object, arrival_timed: bool) -> bool:
+    """Whether a record's time says when it was written: any but a log line timed when it was
+    read from its file's backlog (`--from-start`: "backlog"), or by its arrival where arrival
+    means nothing (`arrival_timed` False: `gapwatch parse` reads a file at once)."""
+    source = getattr(record, "time_source", None)
+    return source != "backlog" and (arrival_timed or source != "arrival")

@@ -40,6 +40,7 @@ from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import count_field, int_field, is_bad_count
 from gapwatch.cuzk.log_lines import (
+    ANCHOR_MESSAGE,
     INIT_WORKERS_MESSAGE,
     PARTITION_KIND,
     PROVE_START_MESSAGE,
@@ -120,7 +121,7 @@ class RunTimeline:
 #: The TIMELINE events `derive_timeline` reads.
 _TIMELINE_NAMES = ("GPU_START", "GPU_END", "SYNTH_START", "SYNTH_END")
 #: The line that starts each run of the daemon (engine.rs:1244, the TIMELINE epoch).
-RUN_START = "starting cuzk engine"
+RUN_START = ANCHOR_MESSAGE
 #: The lines that say the daemon's GPUs (`TimelineBuilder._gpus_named`).
 _GPUS_SAID = (INIT_WORKERS_MESSAGE, WORKER_STARTED_MESSAGE)
 

@@ -56,6 +56,7 @@ from gapwatch.core.models import FieldValue, LogEvent, ProverEvent, ProverStatus
 from gapwatch.core.units import GIB
 from gapwatch.core.values import count_field, is_bad_count
 from gapwatch.cuzk.first_wave import FirstWave, FirstWaves
+from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, SRS_LOADING_MESSAGE
 from gapwatch.cuzk.pool_churn import (
     HOST_ALLOC_FAILED,
     NOT_KNOWN,
@@ -110,13 +111,13 @@ BUDGET_ACQUIRED = "budget acquired"
 #: memory.rs:187-192: WARN, then the acquire loops until used + amount <= total, which never
 #: holds for an amount over the total: the job waits until cuzk restarts.
 BUDGET_OVER = "acquire request exceeds total budget — will block until possible"
-SRS_LOADING = "loading SRS from disk"
+SRS_LOADING = SRS_LOADING_MESSAGE
 SRS_LOADED = "SRS loaded successfully"
 SRS_EVICTED = "SRS evicted"
 POOL_REUSE = "pinned pool: checkout (reuse)"
 POOL_CHECKIN = "pinned pool: checkin"
 NO_CAPACITY_HINT = "no capacity hint cached"
-ENGINE_STARTING = "starting cuzk engine"
+ENGINE_STARTING = ANCHOR_MESSAGE
 #: The beginnings of the pinned pool's lines (`PipelineFacts._pool`).
 _POOL_PREFIXES = ("pinned pool", HOST_ALLOC_FAILED, NO_CAPACITY_HINT)
 #: Every other message `PipelineFacts._tracing` reads.
@@ -812,7 +813,7 @@ class PipelineFacts(_Limits):
         churn = self.churn
         state = (pool.checkout_failed, pool.alloc_failed, pool.last_failure_s,
                  id(pool.last_failure), pool.total_gib, pool.free, pool.buffers,
-                 churn.spans[-1] if churn.spans else None, churn.info_lines > 0)
+                 churn.spans[-1] if churn.spans else None, churn.info_kept)
         kept = self._pool_words
         if kept is not None and kept[0] == state:
             return list(kept[1])

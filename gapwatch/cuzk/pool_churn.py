@@ -55,6 +55,7 @@ from dataclasses import dataclass, replace
 
 from gapwatch.core import fmt
 from gapwatch.core.models import FieldValue, LogEvent, ProverEvent
+from gapwatch.cuzk.log_lines import POOL_ALLOCATED_MESSAGE
 from gapwatch.cuzk.restarts import ENGINE_STARTING
 from gapwatch.cuzk.settings import info_from
 
@@ -64,7 +65,7 @@ POOL_TARGET = "cuzk_core::pinned_pool"
 #: engine.rs:1219, INFO of `cuzk_core::engine`: a new, empty pool (`Engine::new`).
 POOL_INITIALIZED = "CUDA pinned memory pool initialized"
 #: pinned_pool.rs:212, INFO: a buffer pinned with `cudaHostAlloc`.
-POOL_ALLOCATED = "pinned pool: allocated new buffer"
+POOL_ALLOCATED = POOL_ALLOCATED_MESSAGE
 #: pinned_pool.rs:240, INFO: a free buffer unpinned by the evictor (`cudaFreeHost`).
 POOL_FREED = "pinned pool: freed buffer (evictor)"
 #: pipeline.rs:302, WARN of `cuzk_core::pipeline`: a/b/c fall back to pageable memory.
@@ -204,7 +205,8 @@ class PoolChurn:
     """Follows the pool's lines; `feed` returns a churn span the moment it begins."""
 
     def __init__(self) -> None:
-        self.info_lines = 0
+        #: An INFO line of the pool was read: churn could be seen (`PoolChurnView.info_kept`).
+        self.info_kept = False
         self.cycles = 0
         self.spans: deque[ChurnSpan] = deque(maxlen=MAX_SPANS)
         #: `spans[-1]` is this run's and may take more cycles.
@@ -230,8 +232,8 @@ class PoolChurn:
         if ev.kind != "tracing":
             return None
         name, t = ev.name, ev.t_wall_s
-        if not self.info_lines:  # only whether any was read is asked (`info_kept`)
-            self.info_lines = int(info_from(ev, POOL_TARGET))
+        if not self.info_kept:
+            self.info_kept = info_from(ev, POOL_TARGET)
         if name[:1] not in _FIRST_CHARS:
             return None  # every tracing line comes here: most are of no rule below
         if name == POOL_FREED:
@@ -283,7 +285,7 @@ class PoolChurn:
             self.spans[-1] = replace(span, first_failure_s=t)
 
     def view(self) -> PoolChurnView:
-        return PoolChurnView(self.info_lines > 0, self.cycles, tuple(self.spans))
+        return PoolChurnView(self.info_kept, self.cycles, tuple(self.spans))
 
 
 def churn_event(span: ChurnSpan) -> ProverEvent:

@@ -98,6 +98,8 @@ from gapwatch.cuzk.log_lines import (
     MONOLITHIC_PROCESSING_MESSAGE,
     MONOLITHIC_SPAN,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
+    SRS_LOADING_MESSAGE,
+    says_when_written,
 )
 from gapwatch.cuzk.pipeline import error_words
 
@@ -108,7 +110,7 @@ POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "Win
 _ID_PREFIXES: tuple[tuple[str, str], ...] = (("winpost-", "winning-post"),
                                              ("wdpost-", "window-post"))
 #: srs_manager.rs:203 (the load begins) and :224 (it ended, `elapsed_ms`).
-SRS_LOADING = "loading SRS from disk"
+SRS_LOADING = SRS_LOADING_MESSAGE
 #: srs_manager.rs:282.
 SRS_EVICTED = "SRS evicted"
 #: The circuits cuzk loads an SRS for, as srs_manager.rs:46-57 prints them: `_srs_in_run` keeps
@@ -529,14 +531,18 @@ class PostTracker:
         self.ids_too_long += 1
         if self.ids_too_long > 1:
             return []
+        # Said as a proof not timed (verdict "unknown": `GapwatchPoStNotTimed`, "lines lost or
+        # cut"), once: a "warning" event is cuzk's pool churning to every reader of that kind.
+        timing = ProofTiming(proof_kind=kind, verdict="unknown",
+                             deadline_s=self.deadlines.of(kind))
         return [ProverEvent(
-            t_wall_s=ev.t_wall_s, kind="warning", level="warning",
+            t_wall_s=ev.t_wall_s, kind="proof", level=_LEVEL["unknown"],
             message=fmt.visible(
                 f"{POST_KINDS.get(kind, kind)} job ids longer than {MAX_JOB_ID_CHARS} "
                 f"characters ({job_id[:48]}...): gapwatch keeps no more of an id, so "
                 "two such jobs cannot be told apart; their lines are passed over, none of "
                 "them timed or judged against its deadline (Curio's ids are tens of "
-                "characters)"))]
+                "characters)"), job_id=f"{job_id[:48]}...", proof=timing)]
 
     def _stray_monolithic(self) -> bool:
         """Whether a monolithic worker's line read now is not this run's: its start line said
@@ -963,6 +969,12 @@ class PostTracker:
         del self._jobs[job_id]
         keep_latest(self._ended, key, None, MAX_ENDED)
         self.completed += 1
+        if job.engine_clock:
+            # Timed by its offsets (no start line read): the line's wall time is on another
+            # clock, so it ends at the least it ran, its latest offset, its arrival not placed
+            # (as `_fail` does): paired across the clocks it was said LATE by months.
+            job.done_s = job.latest_s()
+            return [self._event(job, job.done_s, done=True, said_s=ev.t_wall_s)]
         return [self._arrived(job, ev.t_wall_s, total_ms)]
 
     def _completion(self, t: float, total_ms: int | None) -> list[ProverEvent]:
@@ -1130,14 +1142,6 @@ def _placed(job: _Post, t: float, said_s: float | None = None) -> float:
     if job.engine_clock and job.wall_s is not None:
         return job.wall_s if said_s is None else max(job.wall_s, said_s)
     return t
-
-
-def says_when_written(record: object, arrival_timed: bool) -> bool:
-    """Whether a record's time says when it was written: any but a log line timed when it was
-    read from its file's backlog (`--from-start`: "backlog"), or by its arrival where arrival
-    means nothing (`arrival_timed` False: `gapwatch parse` reads a file at once)."""
-    source = getattr(record, "time_source", None)
-    return source != "backlog" and (arrival_timed or source != "arrival")
 
 
 def _phase_of(job: _Post) -> str | None:

@@ -58,16 +58,19 @@ from gapwatch.core.models import (
     StretchPart,
 )
 from gapwatch.cuzk.log_lines import (
+    ANCHOR_MESSAGE,
     JOB_ENQUEUED_MESSAGE,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
+    POOL_ALLOCATED_MESSAGE,
+    SRS_LOADING_MESSAGE,
     WORKER_STARTED_MESSAGE,
 )
 
 DAEMON_STARTING = "cuzk-daemon starting"
-ENGINE_STARTING = "starting cuzk engine"
+ENGINE_STARTING = ANCHOR_MESSAGE
 SIGINT = "received SIGINT, shutting down"
-POOL_ALLOCATED = "pinned pool: allocated new buffer"
-SRS_LOADING = "loading SRS from disk"
+POOL_ALLOCATED = POOL_ALLOCATED_MESSAGE
+SRS_LOADING = SRS_LOADING_MESSAGE
 SRS_LOADED = "SRS loaded successfully"
 #: `Engine::start` returned, its workers spawned (engine.rs:3511-3515).
 ENGINE_STARTED = "cuzk engine started"
@@ -118,7 +121,8 @@ STARTS_AGAIN = ("its pipeline state starts again: empty pinned pool, SRS loaded 
                 "first wave synthesised unpinned")
 #: How the old run ended, as the restart says it: it wrote `SIGINT`'s line, or nothing.
 AFTER_SIGINT = "after 'received SIGINT, shutting down'"
-KILLED = ("with no shutdown line before it (killed: systemd's default SIGTERM is not handled, "
+KILLED = ("with no shutdown line before it (killed or crashed: cuzk handles SIGINT alone, so "
+          "systemd's default SIGTERM, an OOM kill or a crash ends it without a line, "
           "main.rs:233-266)")
 #: Where no line of the old run was read (a restart seen by `/status` uptime or a new pid
 #: alone), or none at INFO, the level of cuzk's shutdown line (main.rs:237: a log kept at
@@ -138,7 +142,7 @@ def how_it_ended(sigint: bool, last_line_s: float | None, info_seen: bool) -> tu
         return NOT_READ, ""
     if not info_seen:
         return NO_INFO, ""
-    return KILLED, "killed, no shutdown line"
+    return KILLED, "killed or crashed, no shutdown line"
 #: A restart's first sign, when it is one of its start lines (the log said it).
 START_LINE_SIGN = "its start line"
 
@@ -362,7 +366,10 @@ def _ready_line(name: str) -> bool:
 class RestartWatch:
     """Finds restarts; `feed_*` return the restart events and, later, their cost."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, arrival_timed: bool = True) -> None:
+        """`arrival_timed`: False where a line's arrival time means nothing (`gapwatch parse`
+        reads a file at once; `log_lines.says_when_written`)."""
+        self.arrival_timed = arrival_timed
         self.restarts = 0
         self._seen_run = False
         self._last_gpu_end_s: float | None = None
@@ -385,6 +392,14 @@ class RestartWatch:
     # -- signs --------------------------------------------------------------------------------
 
     def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
+        # A line timed when it was read says nothing of when a restart's work was: cuzk's
+        # stderr read apart, its TIMELINE lines placed by no start line (`gapwatch.cuzk.
+        # engine_runs`), made `parse` say "the restart cost the GPU 17848554.6 s", and gaps of
+        # a live `--from-start` were blamed on a restart months before (`says_when_written`,
+        # inline: every log event passes here).
+        source = ev.time_source
+        if source == "backlog" or (source == "arrival" and not self.arrival_timed):
+            return []
         kind = ev.kind
         if kind == "timeline":
             # Every log event goes through here (each worker of a split report feeds a day's

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.units import GIB
 from gapwatch.core.values import is_bad_count
+from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
 
 #: Tracing message -> ((field, setting as cuzk's TOML or the log names it), ...).
 STARTUP_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -115,7 +116,7 @@ class ProverSettings:
 #: `history`): a crash loop restarts thousands of times.
 MAX_STARTS_KEPT = 64
 MAX_VALUES_KEPT = 8
-START = "starting cuzk engine"
+START = ANCHOR_MESSAGE
 
 
 @dataclass(frozen=True, slots=True)

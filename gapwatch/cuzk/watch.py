@@ -24,9 +24,10 @@ from gapwatch.core.prover_watch import RunningProof
 from gapwatch.cuzk.config import CuzkConfig
 from gapwatch.cuzk.errors import error_event
 from gapwatch.cuzk.gpu_queue import GpuQueueWatch
+from gapwatch.cuzk.log_lines import says_when_written
 from gapwatch.cuzk.pipeline import PANIC_KIND
 from gapwatch.cuzk.pool_churn import PoolChurn, churn_event
-from gapwatch.cuzk.post import Deadlines, PostTracker, says_when_written
+from gapwatch.cuzk.post import Deadlines, PostTracker
 from gapwatch.cuzk.restarts import RestartWatch
 
 #: Deadlines are checked at most this often in data time (a PoSt deadline is 30 s or more).
@@ -48,7 +49,7 @@ class CuzkWatch:
         their offsets (`PostTracker`)."""
         self.post = PostTracker(deadlines, arrival_timed=arrival_timed)
         self.queue = GpuQueueWatch()
-        self.restarts = RestartWatch()
+        self.restarts = RestartWatch(arrival_timed=arrival_timed)
         #: The pinned pool's churn (`gapwatch.cuzk.pool_churn`): a warning when it begins.
         self.churn = PoolChurn()
         self._now_s: float | None = None
@@ -86,11 +87,7 @@ class CuzkWatch:
         return self.post.running(self._now_s) if self._now_s is not None else []
 
     def _log(self, ev: LogEvent) -> list[ProverEvent]:
-        # A line timed when it was read says nothing of when a restart's work was: cuzk's
-        # stderr read apart, its TIMELINE lines placed by no start line (`gapwatch.cuzk.
-        # engine_runs`), made `parse` say "the restart cost the GPU 17848554.6 s".
-        restarts = (self.restarts.feed_log(ev) if says_when_written(ev, self.post.arrival_timed)
-                    else [])
+        restarts = self.restarts.feed_log(ev)
         out = self._restarted(restarts) if restarts else []
         # A failure line is an error event, and, naming a PoSt, that PoSt's last word: the
         # error first, so that the proof's word ("FAILED", its job) is the latest of the two

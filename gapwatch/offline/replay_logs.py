@@ -62,7 +62,8 @@ class LogPass:
         # A line the recording holds too (made with `record --log` of a file given) is given
         # once, as the file has it (`merge_by_time` asks `recorded` of each recorded event).
         self._once = LinesOnce((ev for ev, _bounded in self._span.kept(parsed.spool.bounded())),
-                               itself, since_s=self._span.start_s)
+                               itself, look=may_hold_logs,
+                               since_s=self._span.start_s)
 
     def __iter__(self) -> Iterator[LogEvent]:
         once = self._once

@@ -103,9 +103,10 @@ class CuzkWatch:
                 if e.job_id is not None:
                     self.post.forget(e.job_id)
             out += lost
-        churned = self.churn.feed(ev)
-        if churned is not None:
-            out.append(churn_event(churned))
+        if ev.kind == "tracing":  # the pool's lines are; the rest need no call
+            churned = self.churn.feed(ev)
+            if churned is not None:
+                out.append(churn_event(churned))
         return out
 
     def _restarted(self, events: list[ProverEvent]) -> list[ProverEvent]:

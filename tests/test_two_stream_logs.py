@@ -501,3 +501,17 @@ def test_a_backlogs_lock_region_pairs_only_with_a_name_of_the_same_backlog() -> 
     [tied] = [e for e in parser.parse_line(name(3), "a.log", 2, 1.0, backlog=True)
               if e.kind == "cuzk_partition"]
     assert (tied.partition, tied.fields["mutex_held_ms"]) == (3, 1111)
+
+
+def test_followed_from_their_start_across_a_restart_each_runs_timeline_is_placed_by_its_own_start(
+        tmp_path: Path) -> None:
+    """`record --from-start --log out.log --log err.log` across a restart of cuzk: the
+    backlogs were read in the order given, so stdout first placed every TIMELINE line of the
+    stderr by its last start line (the first run's GPU work in the second run: a restart's
+    cost 40 s where the file says 51 s), stderr first by none. They are read as offline: the
+    stderr last, each run's lines by its own start line, whichever is named first."""
+    out, err = _split(RESTART, tmp_path)
+    one, _ = parse_log_files([str(RESTART)], Config())
+    for given in ([out, err], [err, out]):
+        _follower, events, _notices = _follow_backlog(given)
+        assert _timeline(events) == _timeline(one), given

@@ -289,7 +289,8 @@ def runs_apart(parser: LogParser, path: str, config: Config) -> Placing:
         read = LogFile(path, config.logs.max_line_bytes).lines()
         try:
             for line in read:
-                counter.parse_line(line, stream=path, apart=True)
+                if "TIMELINE," in line:  # only their offsets count runs (0.60 of 1.31 s for
+                    counter.parse_line(line, stream=path, apart=True)  # 100k lines, all parsed)
         finally:
             read.close()
     placed = placing(seen, parser.start_lines or StartLines())

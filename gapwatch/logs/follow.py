@@ -38,8 +38,9 @@ from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch
 from gapwatch.config import Config, LogsConfig
 from gapwatch.core.models import LogEvent, Notice, NoticeLevel
+from gapwatch.cuzk.engine_runs import RunsApart
 from gapwatch.cuzk.log_lines import backlog_note
-from gapwatch.logs.files import read_order, runs_apart
+from gapwatch.logs.files import engine_runs_of, place_runs, read_order
 from gapwatch.logs.parse import UNPLACED, LogParser
 from gapwatch.logs.tail import SourceStatus, Tailer
 
@@ -138,23 +139,28 @@ class LogFollower:
         """A line its file held when following began from its start (`--from-start`)."""
         self._on_line(source, text, mono_ns, wall_s, backlog=True)
 
-    def _place_runs(self, source: str) -> None:
-        """The first backlog line of an apart `source`: its TIMELINE lines' engine runs, each
-        placed by its own start line among those the other backlogs gave (`runs_apart`); its
-        live lines are placed by the latest start line, as they come. Under the lock."""
-        self._runs_placed.add(source)
+    def _runs_of(self, source: str) -> RunsApart | None:
+        """The first backlog line of an apart `source`: its TIMELINE lines' engine runs, read
+        outside the lock (a large stderr is read whole: the dashboard's status waits on the
+        lock), placed under it (`_on_line`); None where it cannot be read (its lines placed by
+        the latest start line, as before)."""
         try:
-            runs_apart(self.parser, source, Config(logs=self._logs_config))
+            return engine_runs_of(source, Config(logs=self._logs_config))
         except OSError:
-            self.parser.runs_apart = None  # unread: placed by the latest start line, as before
-        self._placing = source
+            return None
 
     def _on_line(self, source: str, text: str, mono_ns: int, wall_s: float,
                  backlog: bool = False) -> None:
         apart = backlog and source in self._apart
+        runs = (self._runs_of(source) if apart and source not in self._runs_placed else None)
         with self._lock:
             if apart and source not in self._runs_placed:
-                self._place_runs(source)
+                # Each run placed by its own start line among those the other backlogs gave
+                # (read first: `read_order`); its live lines by the latest, as they come.
+                self._runs_placed.add(source)
+                if runs is not None:
+                    place_runs(self.parser, runs)
+                self._placing = source
             elif self._placing is not None and not (backlog and source == self._placing):
                 self._placing = self.parser.runs_apart = None  # that backlog was read
             before = self.parser.counters[UNPLACED] if apart else 0

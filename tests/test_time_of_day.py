@@ -16,18 +16,22 @@ def _by_datetime(t_wall_s: float, millis: bool) -> str:
     base = datetime.fromtimestamp(t_wall_s, UTC).strftime("%H:%M:%S")
     if not millis:
         return base
-    whole_s, ms = divmod(round(t_wall_s * 1000), 1000)  # to the nearest ms, as logs print
+    # To the microsecond (logs print that), then cut to the ms, as their first digits read.
+    whole_s, us = divmod(round(t_wall_s * 1_000_000), 1_000_000)
     if whole_s >= 253_402_300_800:  # datetime's last second: nothing to carry into
         return f"{base}.{int((t_wall_s % 1) * 1000):03d}"
-    return datetime.fromtimestamp(whole_s, UTC).strftime("%H:%M:%S") + f".{ms:03d}"
+    return datetime.fromtimestamp(whole_s, UTC).strftime("%H:%M:%S") + f".{us // 1000:03d}"
 
 
 def test_milliseconds_are_the_nearest_as_a_log_line_prints_them() -> None:
     """`00.123Z` in cuzk's line is 1778616000.123 as a float, just below: cut to the ms, it
-    read `.122` beside the line it came from; 70.05 s read `.049`."""
+    read `.122` beside the line it came from; 70.05 s read `.049`. To the microsecond, then
+    cut: the line's own first digits, and the same second as `clock` without them."""
     assert clock(1778616000.123, millis=True) == "20:00:00.123"
     assert clock(70.05, millis=True) == "00:01:10.050"
-    assert clock(59.9999996, millis=True) == "00:01:00.000"
+    assert clock(59.9995, millis=True) == "00:00:59.999"
+    assert clock(59.9995) == "00:00:59"
+    assert clock(59.9999996, millis=True) == "00:01:00.000" and clock(59.9999996) == "00:01:00"
     assert clock(-0.5, millis=True) == "23:59:59.500"
 
 

@@ -515,3 +515,21 @@ def test_followed_from_their_start_across_a_restart_each_runs_timeline_is_placed
     for given in ([out, err], [err, out]):
         _follower, events, _notices = _follow_backlog(given)
         assert _timeline(events) == _timeline(one), given
+
+
+def test_a_followed_stderr_whose_runs_outnumber_the_start_lines_read_is_never_timed_by_its_reading(
+        tmp_path: Path) -> None:
+    """More engine runs in the stderr than start lines read before it (a start line not in
+    the stdout, or a day's stdout still being read: the tailer reads 8 MiB a pass, a file after
+    another): each run's start line is not known, and every TIMELINE line of the backlog was
+    timed at the moment it was read ("backlog"), months after it was written. It is placed by
+    the latest start line read, as before the runs were placed."""
+    out, err = _split(RESTART, tmp_path)
+    lines = out.read_text().splitlines(keepends=True)
+    second = [i for i, line in enumerate(lines) if "starting cuzk engine" in line][1]
+    out.write_text("".join(lines[:second] + lines[second + 1:]))
+    for given in ([out, err], [err, out]):
+        _follower, events, _notices = _follow_backlog(given)
+        timeline = [e for e in events if e.kind == "timeline"]
+        assert len(timeline) == 16
+        assert {e.time_source for e in timeline} == {"timeline"}, given  # by a start line

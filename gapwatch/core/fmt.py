@@ -263,14 +263,16 @@ def clock(t_wall_s: float, millis: bool = False) -> str:
 
 
 def _with_millis(t_wall_s: float, base: str) -> str:
-    """`clock`'s HH:MM:SS.mmm: the time rounded to the millisecond first, as the log lines it
-    sits beside print theirs (`...00.123Z`): cut, 00.123 read .122 and 70.05 s read .049 (the
-    binary fraction just below), and 59.9999996 s read 00:01:00.999."""
-    whole_ms = round(t_wall_s * 1000)
-    whole_s, ms = divmod(whole_ms, 1000)
+    """`clock`'s HH:MM:SS.mmm: the time to the microsecond (the resolution of the log lines it
+    sits beside, `...00.123456Z`, and of `datetime`), then cut to the millisecond as those
+    lines' first digits read: cut from the float, 00.123 read .122 and 70.05 s read .049 (the
+    binary fraction just below); rounded to the ms, 59.9995 s read 00:01:00.000 beside a
+    `clock` of 00:00:59."""
+    whole_us = round(t_wall_s * 1_000_000)
+    whole_s, us = divmod(whole_us, 1_000_000)
     if whole_s >= _LAST_DATETIME_S:  # no later second to carry into: cut, as before
         return f"{base}.{int((t_wall_s % 1) * 1000):03d}"
-    return f"{clock(float(whole_s))}.{ms:03d}"
+    return f"{clock(float(whole_s))}.{us // 1000:03d}"
 
 
 def utc_stamp(t_wall_s: float) -> str:

@@ -158,8 +158,12 @@ class LogFollower:
                 # Each run placed by its own start line among those the other backlogs gave
                 # (read first: `read_order`); its live lines by the latest, as they come.
                 self._runs_placed.add(source)
-                if runs is not None:
-                    place_runs(self.parser, runs)
+                if runs is not None and place_runs(self.parser, runs).why_not is not None:
+                    # Not each run known its start line (more runs than the start lines read
+                    # so far: the tailer reads a backlog 8 MiB a pass, a file after another,
+                    # so a day's stdout may still be coming): placed by the latest start line
+                    # as before, never left at the moment it was read.
+                    self.parser.runs_apart = None
                 self._placing = source
             elif self._placing is not None and not (backlog and source == self._placing):
                 self._placing = self.parser.runs_apart = None  # that backlog was read

@@ -52,7 +52,8 @@ Memory: of the files' lines, a 64-bit key and a time for those within `HOLD_S` o
 given to the caller (at most `MAX_HELD`), and the events read ahead of the caller, up to
 `SAME_LINE_S` past a recorded event's time (at most `MAX_AHEAD`, and `MAX_AHEAD_CHARS` of
 text); never a set of every line seen. Past them (a recorded copy written more than a few
-minutes after its line, a million lines a second) a line may count twice.
+minutes after its line, a million lines a second, more than `MAX_COPIES` copies of one line not
+timed by its own text within the read-ahead's minute) a line may count twice.
 
 Cost: most recordings hold no log event (made without `--log`). A recording of the GPUs whose
 header names no log followed cannot (`may_hold_log_lines`): nothing is held or looked for.

@@ -5,6 +5,7 @@ few lines in order, as one parser reads them (`events_of_lines`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol, TypeVar
 
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent
@@ -29,3 +30,18 @@ def events_of_lines(lines: Iterable[str]) -> list[LogEvent]:
     parser = LogParser()
     return [ev for text in lines
             for ev in parser.parse_line(text, "stderr" if text.startswith("TIMELINE") else "stdout")]
+
+
+class _Fed(Protocol):
+    def feed(self, ev: LogEvent) -> object: ...
+
+
+F = TypeVar("F", bound=_Fed)
+
+
+def fed(consumer: F, lines: Iterable[str]) -> F:
+    """`consumer` (a tracker of cuzk's lines: `PostTracker`, `PipelineFacts`, ...) fed the
+    events of `lines` (`events_of_lines`), returned for the test to read."""
+    for ev in events_of_lines(lines):
+        consumer.feed(ev)
+    return consumer

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from parsed_logs import events_of_lines
+from parsed_logs import fed
 
 from gapwatch.commands.parse import format_timeline
 from gapwatch.config import Config, load_config
@@ -54,6 +54,17 @@ def test_a_winningpost_behind_two_partitions_has_its_phases_and_what_held_the_wo
     assert p.deadline_s == 30.0 and p.verdict == "ok" and ev.level == "info"
     assert notice_of(ev, 0) is None  # an on-time proof is no notice
     assert "behind worker 0: porep-1000-12 partition 3" in ev.message
+
+
+def _parse_timeline_of(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """`gapwatch parse --timeline` of the test log `name` (a copy: its path is not the data's),
+    its stdout."""
+    from gapwatch.cli import main
+
+    log = tmp_path / "cuzk.log"
+    log.write_text((DATA / name).read_text())
+    assert main(["parse", "--timeline", str(log)]) == 0
+    return capsys.readouterr().out
 
 
 def watched_text(text: str) -> list[ProverEvent]:
@@ -716,12 +727,7 @@ def test_gapwatch_parse_times_a_post_without_its_anchor_by_its_offsets(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The command itself: a WinningPoSt of TIMELINE lines without their anchor is not timed
     (">2.9"), never "ok" at 0.0 s."""
-    from gapwatch.cli import main
-
-    log = tmp_path / "cuzk.log"
-    log.write_text((DATA / "post-in-flight.log").read_text())
-    assert main(["parse", "--timeline", str(log)]) == 0
-    out = capsys.readouterr().out
+    out = _parse_timeline_of("post-in-flight.log", tmp_path, capsys)
     [row] = [x for x in out.splitlines() if "winpost-1000-1a2b3c4d" in x and "winning-post" in x
              and x.split()[-1] in ("ok", "unknown", "late", "at_risk")]
     assert row.split()[-1] == "unknown" and ">2.9" in row
@@ -876,13 +882,6 @@ def test_lines_read_in_batches_long_after_they_were_written_are_no_new_engine_ru
     assert [r.job_id for r in watch.running()] == ["winpost-1000-cc"]
 
 
-def _srs_loads_read(lines: list[str]) -> PostTracker:
-    tracker = PostTracker()
-    for ev in events_of_lines(lines):
-        tracker.feed(ev)
-    return tracker
-
-
 def test_a_load_is_the_runs_first_only_when_the_runs_start_was_read() -> None:
     """A log followed from its end (live, anchored by /status) has not read the loads before
     it: its first load read may be a reload, so it is never said cold (which would hide
@@ -891,15 +890,15 @@ def test_a_load_is_the_runs_first_only_when_the_runs_start_was_read() -> None:
             "circuit_id=winning-32g path=/data/zk/params/w.params file_size_gib=1")
     start = ("2026-05-12T16:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine "
              "pipeline_enabled=true")
-    assert not _srs_loads_read([load])._srs_loads[-1].first_in_run
-    assert _srs_loads_read([start, load])._srs_loads[-1].first_in_run
+    assert not fed(PostTracker(), [load])._srs_loads[-1].first_in_run
+    assert fed(PostTracker(), [start, load])._srs_loads[-1].first_in_run
 
 
 def test_srs_lines_naming_thousands_of_circuits_keep_only_cuzks_own() -> None:
     # A hostile log naming 10,000 circuits grew the set of the run's loaded circuits by each.
     lines = [f"2026-05-12T16:00:11.200000Z  INFO cuzk_core::srs_manager: SRS evicted "
              f"circuit_id=x{i}-32g freed_gib=1 budget_available_gib=3" for i in range(10_000)]
-    assert len(_srs_loads_read(lines)._srs_in_run) == 0
+    assert len(fed(PostTracker(), lines)._srs_in_run) == 0
 
 
 # -- `[pipeline] enabled = false`: cuzk's monolithic workers (engine.rs:3362-3505) ----------------
@@ -1026,12 +1025,7 @@ def test_a_one_step_posts_lines_read_twice_are_one_proof() -> None:
 
 def test_gapwatch_parse_times_a_post_proved_with_the_pipeline_off(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from gapwatch.cli import main
-
-    log = tmp_path / "cuzk.log"
-    log.write_text((DATA / PIPELINE_OFF).read_text())
-    assert main(["parse", "--timeline", str(log)]) == 0
-    out = capsys.readouterr().out
+    out = _parse_timeline_of(PIPELINE_OFF, tmp_path, capsys)
     assert "prove: synthesis and GPU in one call" in out
     [row] = [x for x in out.splitlines() if WIN_OFF in x and "winning-post" in x]
     # total, queue, synth, GPU wait, GPU, prove, finalize, deadline, verdict
@@ -1182,12 +1176,7 @@ def test_a_failure_line_read_twice_is_one_failed_proof() -> None:
 
 def test_gapwatch_parse_says_a_failed_post_with_its_error(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from gapwatch.cli import main
-
-    log = tmp_path / "cuzk.log"
-    log.write_text((DATA / FAILED).read_text())
-    assert main(["parse", "--timeline", str(log)]) == 0
-    out = capsys.readouterr().out
+    out = _parse_timeline_of(FAILED, tmp_path, capsys)
     assert "PoSt proof(s) (1 failed, 1 late, 0 at risk)" in out
     [row] = [x for x in out.splitlines() if WIN_FAILED in x and "winning-post" in x
              and x.startswith("    ")]

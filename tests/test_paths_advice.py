@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from msgspec.structs import replace
-from parsed_logs import events_of_lines
+from parsed_logs import events_of_lines, fed
 
 from gapwatch.core.evidence_types import CopiesEvidence, EventEvidence
 from gapwatch.core.models import Gap, ProverStatus
@@ -392,19 +392,12 @@ def test_the_pipeline_off_explains_every_stall_of_the_monolithic_workers() -> No
 OVER_BUDGET = "acquire request exceeds total budget — will block until possible"
 
 
-def _pipeline_facts(lines: list[str]) -> PipelineFacts:
-    facts = PipelineFacts()
-    for ev in events_of_lines(lines):
-        facts.feed(ev)
-    return facts
-
-
 def test_a_request_over_the_whole_budget_explains_the_idle_until_cuzk_restarts() -> None:
     # memory.rs:187-236: a request over the total WARNs once, then loops until used + amount
     # fits the total, which never holds. gapwatch compared the message without its "— will
     # block until possible", so the line was never read.
     t0 = 1_778_594_400.0
-    facts = _pipeline_facts([ENGINE, line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120)])
+    facts = fed(PipelineFacts(), [ENGINE, line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120)])
     view = facts.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall")
     assert view.cause == "waits_on_budget"
     (said,) = view.evidence
@@ -416,7 +409,7 @@ def test_a_request_over_the_whole_budget_explains_the_idle_until_cuzk_restarts()
         ("[memory] total_budget", "raise it above 136 GiB, the request's size"),
         ("[scheduler] max_batch_size", "1")]  # 136 GiB is a PoRep batch's (memory.rs:41)
     # The request died with the process: after a restart the idle has other causes.
-    restarted = _pipeline_facts([ENGINE, line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120),
+    restarted = fed(PipelineFacts(), [ENGINE, line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120),
                                  line("starting cuzk engine", 50.0, pipeline_enabled="true")])
     assert restarted.log_view(0, t0 + 60.0, t0 + 61.0, "host_stall").cause is None
 
@@ -442,18 +435,18 @@ def test_a_request_over_the_budget_is_let_go_when_status_shows_its_process_gone(
     # nothing changes it: another total is another process).
     t0 = 1_778_594_400.0
     over = line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120)
-    facts = _pipeline_facts([over])
+    facts = fed(PipelineFacts(), [over])
     facts.feed_status(_snapshot(t0 + 5.0, 500.0))
     assert facts.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").cause == "waits_on_budget"
     facts.feed_status(_snapshot(t0 + 60.0, 4.0))  # cuzk started again at t0 + 56
     assert facts.log_view(0, t0 + 90.0, t0 + 91.0, "host_stall").cause is None
     # The operator raised the budget and cuzk came back between two polls of another poller:
     # the first snapshot read already says another total.
-    raised = _pipeline_facts([over])
+    raised = fed(PipelineFacts(), [over])
     raised.feed_status(_snapshot(t0 + 60.0, 4.0, total_gib=200))
     assert raised.log_view(0, t0 + 90.0, t0 + 91.0, "host_stall").cause is None
     # A snapshot of the same total and a growing uptime: still the process that refused it.
-    same = _pipeline_facts([over])
+    same = fed(PipelineFacts(), [over])
     same.feed_status(_snapshot(t0 + 60.0, 600.0))
     assert same.log_view(0, t0 + 90.0, t0 + 91.0, "host_stall").cause == "waits_on_budget"
 
@@ -462,7 +455,7 @@ def test_a_request_over_the_budget_is_let_go_at_a_budget_line_of_another_total()
     # With DEBUG lines on (RUST_LOG=cuzk_core::memory=debug), every grant and wait says the
     # total: one granted of another total is another process, the request gone with the old.
     t0 = 1_778_594_400.0
-    facts = _pipeline_facts([
+    facts = fed(PipelineFacts(), [
         line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120),
         "2026-05-12T14:00:30.000000Z DEBUG cuzk_core::memory: budget acquired amount_gib=136 "
         "used_gib=136 total_gib=200"])
@@ -473,12 +466,12 @@ def test_a_request_over_the_budget_that_nothing_could_show_gone_says_so() -> Non
     # Nothing read could show a restart (no INFO line, no /status uptime): the request may be
     # gone, and its words say so rather than claim the idle hours later.
     t0 = 1_778_594_400.0
-    view = _pipeline_facts([line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120)]).log_view(
+    view = fed(PipelineFacts(), [line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120)]).log_view(
         0, t0 + 7200.0, t0 + 7201.0, "host_stall")
     assert view.cause == "waits_on_budget"
     assert any("nothing read could show a restart of cuzk" in e for e in view.evidence)
     # With INFO lines in the log, a restart's start line would have shown: not said.
-    seen = _pipeline_facts([ENGINE, line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120)])
+    seen = fed(PipelineFacts(), [ENGINE, line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120)])
     assert not any("could show a restart" in e
                    for e in seen.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").evidence)
 
@@ -490,7 +483,7 @@ def test_with_debug_lines_on_the_requests_own_waits_keep_its_words() -> None:
     t0 = 1_778_594_400.0
     wait = ("2026-05-12T14:00:{:09.6f}Z DEBUG cuzk_core::memory: waiting for budget (acquire "
             "blocked) needed_gib=136 available_gib=90 total_gib=120")
-    facts = _pipeline_facts([ENGINE, line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120),
+    facts = fed(PipelineFacts(), [ENGINE, line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120),
                              wait.format(1.0), wait.format(39.5)])
     view = facts.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall")
     assert view.cause == "waits_on_budget"
@@ -499,10 +492,10 @@ def test_with_debug_lines_on_the_requests_own_waits_keep_its_words() -> None:
     (a, _batch) = advise([gap], facts.view()).advice
     assert a.change.startswith("raise it above 136 GiB, the request's size")
     # Its WARN before the log began: a wait over the whole total is such a request all the same.
-    late = _pipeline_facts([ENGINE, wait.format(39.5)])
+    late = fed(PipelineFacts(), [ENGINE, wait.format(39.5)])
     assert OVER_BUDGET_MARK in late.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").evidence[0]
     # An ordinary wait (needed within the total) keeps its own words.
-    ordinary = _pipeline_facts([ENGINE, wait.format(39.5).replace("needed_gib=136",
+    ordinary = fed(PipelineFacts(), [ENGINE, wait.format(39.5).replace("needed_gib=136",
                                                                  "needed_gib=14")])
     (said,) = ordinary.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").evidence
     assert OVER_BUDGET_MARK not in said and "needed_gib=14" in said
@@ -515,7 +508,7 @@ def test_a_partitions_request_over_the_budget_blocks_every_partition_whatever_th
     # (which spawns batch tasks, engine.rs:1927-1971): a partition's request over the total holds
     # every partition of every job. Before, the words tied the block to synthesis_concurrency = 1.
     t0 = 1_778_594_400.0
-    small = _pipeline_facts([ENGINE, line(OVER_BUDGET, 1.0, amount_gib=14, total_gib=12)])
+    small = fed(PipelineFacts(), [ENGINE, line(OVER_BUDGET, 1.0, amount_gib=14, total_gib=12)])
     (said,) = small.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").evidence
     assert "single partition dispatcher waits on it" in said
     assert "every partition of every job behind it, whatever [pipeline] synthesis_concurrency" \
@@ -527,7 +520,7 @@ def test_a_partitions_request_over_the_budget_blocks_every_partition_whatever_th
     # synthesis_concurrency 1 every later one, its task awaited inline.
     batch = line(OVER_BUDGET, 1.0, amount_gib=136, total_gib=120).replace(
         " WARN cuzk_core", " WARN synth_batch_full{batch_size=2 proof_kind=porep-c2}: cuzk_core")
-    (job,) = _pipeline_facts([ENGINE, batch]).log_view(
+    (job,) = fed(PipelineFacts(), [ENGINE, batch]).log_view(
         0, t0 + 40.0, t0 + 41.0, "host_stall").evidence
     assert "span synth_batch_full proof_kind=porep-c2" in job and "dispatcher" not in job
     assert "with [pipeline] synthesis_concurrency = 1 (the default) every later job too" in job

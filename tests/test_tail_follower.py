@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from faults import until
+from followed_logs import following
 
 from gapwatch.config import LogsConfig
 from gapwatch.core.models import LogEvent, Notice
@@ -18,18 +19,8 @@ from gapwatch.logs.follow import LogFollower
 def test_follower_delivers_events_from_two_files_and_reports_state(tmp_path: Path) -> None:
     stdout_log, stderr_log = tmp_path / "out.log", tmp_path / "err.log"
     stdout_log.write_text("2026-11-30T09:06:26.553439Z  INFO cuzk_core::engine: old line\n")
-    events: list[LogEvent] = []
-    notices: list[Notice] = []
-    lock = threading.Lock()
-
-    def on_event(e: LogEvent) -> None:
-        with lock:
-            events.append(e)
-
-    follower = LogFollower([str(stdout_log), str(stderr_log)], LogsConfig(poll_ms=5),
-                           on_event, notices.append)
-    follower.start()
-    try:
+    with following([stdout_log, stderr_log], LogsConfig(poll_ms=5)) as (follower, events,
+                                                                          notices):
         with open(stderr_log, "a") as err, open(stdout_log, "a") as out:
             for line in ("CUZK_TIMING: pre_lock_cpu_ms=1 mutex_wait_ms=5",
                          "CUZK_TIMING: mutex_held_ms=8 total_start_fn_ms=9"):
@@ -40,8 +31,6 @@ def test_follower_delivers_events_from_two_files_and_reports_state(tmp_path: Pat
             out.flush()
         assert until(lambda: any(e.kind == "cuzk_partition" for e in events))
         status = follower.status()
-    finally:
-        follower.stop()
     kinds = [e.kind for e in events]
     assert "tracing" in kinds and kinds.count("cuzk_timing") == 2
     assert all(e.t_arrival_mono_ns is not None for e in events)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 
 import pytest
 from faults import until
+from followed_logs import following
 from parsed_logs import parse_log_files
 
 from evaluation.simulate import simulate
@@ -422,23 +422,10 @@ def test_a_replay_and_a_report_say_once_that_the_stderrs_runs_could_not_be_place
 def _following(paths: list[Path]
                ) -> Iterator[tuple[LogFollower, list[LogEvent], list[Notice]]]:
     """`record --from-start --log P...` of `paths`, their backlog read; stopped at the end."""
-    events: list[LogEvent] = []
-    notices: list[Notice] = []
-    lock = threading.Lock()
-
-    def on_event(e: LogEvent) -> None:
-        with lock:
-            events.append(e)
-
     backlog = sum(len(p.read_text().splitlines()) for p in paths)
-    follower = LogFollower([str(p) for p in paths], LogsConfig(poll_ms=5, from_start=True),
-                           on_event, notices.append)
-    follower.start()
-    try:
-        assert until(lambda: follower.status().lines == backlog)
-        yield follower, events, notices
-    finally:
-        follower.stop()
+    with following(paths, LogsConfig(poll_ms=5, from_start=True)) as read:
+        assert until(lambda: read[0].status().lines == backlog)
+        yield read
 
 
 def _follow_backlog(paths: list[Path]) -> tuple[LogFollower, list[LogEvent], list[Notice]]:

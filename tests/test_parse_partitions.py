@@ -9,9 +9,9 @@ import pytest
 
 from gapwatch.commands.parse import format_timeline
 from gapwatch.core.models import FieldValue, LogEvent
-from gapwatch.cuzk.log_lines import PARTITION_KIND
+from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, PARTITION_KIND
 from gapwatch.cuzk.partition_table import Intervals
-from gapwatch.cuzk.partitions import RUN_START, derive_timeline
+from gapwatch.cuzk.partitions import derive_timeline
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.report_text import _partition_lines
 
@@ -159,7 +159,7 @@ def test_a_partitions_synthesis_time_and_unpinned_warning_reach_its_row_before_o
         *gpu(6, None, 0, "post"),
         _ev(7.5, "tracing", "pinned", partition=2, warning="unpinned"),  # never on a GPU
         _ev(8, "timeline", "SYNTH_END", partition=2, fields={"synth_ms": 300}),
-        _ev(9, "tracing", RUN_START),  # a restart: the same job's partition 0 is a new row
+        _ev(9, "tracing", ANCHOR_MESSAGE),  # a restart: the same job's partition 0 is a new row
         _ev(10, "timeline", "SYNTH_END", partition=0, fields={"synth_ms": 600}),
         *gpu(11, 0, 0),
     ]

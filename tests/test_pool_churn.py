@@ -11,11 +11,11 @@ from pathlib import Path
 from gapwatch.core.evidence_types import EventEvidence, HostEvidence
 from gapwatch.core.models import Gap, LogEvent, ProverEvent
 from gapwatch.cuzk.advice import advice_lines, advise
+from gapwatch.cuzk.log_lines import POOL_ALLOCATED_MESSAGE
 from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.pool_churn import (
     CHURN_WINDOW_S,
     MAX_SPANS,
-    POOL_ALLOCATED,
     POOL_FREED,
     REPIN_WITHIN_S,
     PoolChurn,
@@ -147,7 +147,7 @@ def cycle(minute: int, second: int, total: int) -> list[str]:
     2 s later."""
     return [f"{STAMP.format(f'{minute:02d}:{second:02d}.000000')}{POOL}{POOL_FREED} "
             "freed_gib=3.88 total_freed_gib=3.88",
-            f"{STAMP.format(f'{minute:02d}:{second + 2:02d}.000000')}{POOL}{POOL_ALLOCATED} "
+            f"{STAMP.format(f'{minute:02d}:{second + 2:02d}.000000')}{POOL}{POOL_ALLOCATED_MESSAGE} "
             f"size_gib=3.88 total_buffers={total} total_gib=3.88"]
 
 
@@ -157,7 +157,7 @@ def test_one_off_evictions_and_a_pool_grown_back_after_a_lull_are_no_churn() -> 
     # Freed, then pinned again only past REPIN_WITHIN_S: the pool grew back, no cycle.
     assert REPIN_WITHIN_S < 6 * 60
     lines += [f"{STAMP.format('23:00.000000')}{POOL}{POOL_FREED} freed_gib=3.88",
-              f"{STAMP.format('29:00.000000')}{POOL}{POOL_ALLOCATED} total_buffers=4",
+              f"{STAMP.format('29:00.000000')}{POOL}{POOL_ALLOCATED_MESSAGE} total_buffers=4",
               *cycle(29, 30, 5)]
     assert not [e for e in watched(lines) if e.kind == "warning"]
     churn = PoolChurn()
@@ -196,7 +196,7 @@ def test_a_million_churn_lines_hold_bounded_memory() -> None:
     for i in range(500_000):
         # 4 cycles 10 s apart, then a quiet window: a new span each time.
         t += 10.0 if i % 4 else CHURN_WINDOW_S + 1
-        for name, dt in ((POOL_FREED, 0.0), (POOL_ALLOCATED, 1.0)):
+        for name, dt in ((POOL_FREED, 0.0), (POOL_ALLOCATED_MESSAGE, 1.0)):
             ev = LogEvent(t_wall_s=t + dt, time_source="line", kind="tracing", name=name,
                           raw=base + name, level="INFO",
                           fields={"target": "cuzk_core::pinned_pool", "freed_gib": 3.88})

@@ -38,6 +38,15 @@ def count_field(value: FieldValue) -> int | None:
     return value if type(value) is int and value >= 0 else None
 
 
+def size_field(value: object) -> float | None:
+    """A size a prover computes as a float (GiB from bytes, an `f64`), or None for no size:
+    not a number (a bool is not one), negative, infinite or NaN."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    n = float(value)
+    return n if math.isfinite(n) and n >= 0 else None
+
+
 def is_bad_count(value: FieldValue) -> TypeGuard[int]:
     """An int where a count was wanted that `count_field` drops (a negative one)."""
     return type(value) is int and value < 0

@@ -63,8 +63,6 @@ PROVER_CAUSES: tuple[str, ...] = (
 #: The causes a gap that spans a restart of cuzk takes from the log whatever the snapshots say
 #: (`gapwatch.cuzk.restarts.Spanned.cause`: the log gives `no_work` for nothing else).
 RESTART_STRETCH_CAUSES: tuple[str, ...] = (RESTART_CAUSE, NO_WORK_CAUSE)
-#: Causes only the log can give (no one snapshot can see them; a restart is seen across two).
-LOG_ONLY_CAUSES: tuple[str, ...] = ("restart", "srs_loading", "monolithic", "pinned_pool")
 #: One letter per worker state on the dashboard's gap rows and pipeline line.
 WORKER_LETTER = {"proving": "P", "idle": "I"}
 

@@ -32,9 +32,8 @@ from dataclasses import dataclass
 
 from gapwatch.core import fmt
 from gapwatch.core.models import Gap, LogEvent
-from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE as RUN_START
+from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, NO_CAPACITY_HINT_MESSAGE
 
-NO_CAPACITY_HINT = "no capacity hint cached"
 HINT_CACHED = "cached synthesis capacity hint"
 #: A partition synthesis's completion line -> the hint it used (pipeline.rs:2397-2402,
 #: 2866-2871); no other synthesis logs whether it was pinned (PoSt and batches never are).
@@ -102,9 +101,9 @@ class FirstWaves:
 
     def feed(self, ev: LogEvent) -> None:
         name = ev.name
-        if name == RUN_START:
+        if name == ANCHOR_MESSAGE:
             self._restart(ev.t_wall_s)
-        elif name.startswith(NO_CAPACITY_HINT):
+        elif name.startswith(NO_CAPACITY_HINT_MESSAGE):
             self._unhinted(ev)
         elif name == HINT_CACHED:
             self._cached(ev)

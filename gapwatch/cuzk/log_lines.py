@@ -31,6 +31,12 @@ PROVE_START_MESSAGE = "GPU_TIMING spawn_blocking prove_start"
 ANCHOR_MESSAGE = "starting cuzk engine"
 #: srs_manager.rs:203, INFO: an SRS load begins (its circuit_id, path, size).
 SRS_LOADING_MESSAGE = "loading SRS from disk"
+#: srs_manager.rs:224, INFO: an SRS load ended (`elapsed_ms`).
+SRS_LOADED_MESSAGE = "SRS loaded successfully"
+#: srs_manager.rs:282, INFO: an SRS freed to make room.
+SRS_EVICTED_MESSAGE = "SRS evicted"
+#: pipeline.rs:198-204, INFO: a circuit type's first synthesis in this process, unpinned.
+NO_CAPACITY_HINT_MESSAGE = "no capacity hint cached"
 #: pinned_pool.rs:212, INFO: a buffer pinned with `cudaHostAlloc`.
 POOL_ALLOCATED_MESSAGE = "pinned pool: allocated new buffer"
 WORKER_STARTED_MESSAGE = "pipeline GPU worker started"

@@ -120,8 +120,6 @@ class RunTimeline:
 
 #: The TIMELINE events `derive_timeline` reads.
 _TIMELINE_NAMES = ("GPU_START", "GPU_END", "SYNTH_START", "SYNTH_END")
-#: The line that starts each run of the daemon (engine.rs:1244, the TIMELINE epoch).
-RUN_START = ANCHOR_MESSAGE
 #: The lines that say the daemon's GPUs (`TimelineBuilder._gpus_named`).
 _GPUS_SAID = (INIT_WORKERS_MESSAGE, WORKER_STARTED_MESSAGE)
 
@@ -139,7 +137,7 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
     job = intern(cut_text(e.job_id, TEXT_CHARS)) if e.job_id is not None else None
     if (kind == PARTITION_KIND or kind in ("cuzk_timing", "cuzk_ntt_h")
             or (kind == "timeline" and e.name in _TIMELINE_NAMES)
-            or (kind == "tracing" and (e.name in (PROVE_START_MESSAGE, RUN_START)
+            or (kind == "tracing" and (e.name in (PROVE_START_MESSAGE, ANCHOR_MESSAGE)
                                        or e.name.startswith(_GPUS_SAID)))):
         return replace(e, raw="", job_id=job)
     if kind == "tracing" and e.name in DISPATCH_KINDS:  # its job's kind: its job id alone
@@ -344,7 +342,7 @@ class TimelineBuilder:
     def add(self, e: LogEvent) -> None:
         kind, name = e.kind, e.name
         self._gpus_named(e)
-        if kind == "tracing" and name == RUN_START:
+        if kind == "tracing" and name == ANCHOR_MESSAGE:
             self._new_run()
             return
         if kind == "tracing" and name in DISPATCH_KINDS:

@@ -54,6 +54,7 @@ from gapwatch.cuzk.first_wave import (
     wave_of,
     wave_words,
 )
+from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
 from gapwatch.cuzk.settings import (
     DEPRECATED,
     SPLIT_PROVE_TELL,
@@ -159,7 +160,7 @@ class PathsSeen:
 
     def _tracing(self, ev: LogEvent) -> None:
         name, f = ev.name, ev.fields
-        if name == "starting cuzk engine":
+        if name == ANCHOR_MESSAGE:
             self.starts += 1
             enabled = f.get("pipeline_enabled")
             self.pipeline_enabled = enabled if isinstance(enabled, bool) else None

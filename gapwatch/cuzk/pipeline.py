@@ -54,13 +54,19 @@ from gapwatch.core import fmt
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.models import FieldValue, LogEvent, ProverEvent, ProverStatus
 from gapwatch.core.units import GIB
-from gapwatch.core.values import count_field, is_bad_count
+from gapwatch.core.values import count_field, is_bad_count, size_field
 from gapwatch.cuzk.first_wave import FirstWave, FirstWaves
-from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, SRS_LOADING_MESSAGE
+from gapwatch.cuzk.log_lines import (
+    ANCHOR_MESSAGE,
+    NO_CAPACITY_HINT_MESSAGE,
+    POOL_ALLOCATED_MESSAGE,
+    SRS_EVICTED_MESSAGE,
+    SRS_LOADED_MESSAGE,
+    SRS_LOADING_MESSAGE,
+)
 from gapwatch.cuzk.pool_churn import (
     HOST_ALLOC_FAILED,
     NOT_KNOWN,
-    POOL_ALLOCATED,
     POOL_CHECKOUT_FAILED,
     POOL_FREED,
     POOL_INITIALIZED,
@@ -111,20 +117,15 @@ BUDGET_ACQUIRED = "budget acquired"
 #: memory.rs:187-192: WARN, then the acquire loops until used + amount <= total, which never
 #: holds for an amount over the total: the job waits until cuzk restarts.
 BUDGET_OVER = "acquire request exceeds total budget — will block until possible"
-SRS_LOADING = SRS_LOADING_MESSAGE
-SRS_LOADED = "SRS loaded successfully"
-SRS_EVICTED = "SRS evicted"
 POOL_REUSE = "pinned pool: checkout (reuse)"
 POOL_CHECKIN = "pinned pool: checkin"
-NO_CAPACITY_HINT = "no capacity hint cached"
-ENGINE_STARTING = ANCHOR_MESSAGE
 #: The beginnings of the pinned pool's lines (`PipelineFacts._pool`).
-_POOL_PREFIXES = ("pinned pool", HOST_ALLOC_FAILED, NO_CAPACITY_HINT)
+_POOL_PREFIXES = ("pinned pool", HOST_ALLOC_FAILED, NO_CAPACITY_HINT_MESSAGE)
 #: Every other message `PipelineFacts._tracing` reads.
 _TRACING_MESSAGES = frozenset((
-    POOL_INITIALIZED, STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, ENGINE_STARTING,
-    PACER_ENABLED, PACER_STATUS, BUDGET_WAIT, BUDGET_OVER, BUDGET_ACQUIRED, SRS_LOADING,
-    SRS_LOADED, SRS_EVICTED))
+    POOL_INITIALIZED, STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, ANCHOR_MESSAGE,
+    PACER_ENABLED, PACER_STATUS, BUDGET_WAIT, BUDGET_OVER, BUDGET_ACQUIRED, SRS_LOADING_MESSAGE,
+    SRS_LOADED_MESSAGE, SRS_EVICTED_MESSAGE))
 #: The kind of a panic message's event (the parser reads its lines as one: gapwatch.cuzk.panics).
 PANIC_KIND = "panic"
 #: The WARNs that are failures: a self-check that failed (prover.rs:261) and a budget request
@@ -411,14 +412,8 @@ def over_budget_of(ev: LogEvent) -> OverBudget:
     if isinstance(spans, str) and JOB_TASK_SPAN in spans:
         kind = f.get("proof_kind")
         task = spans + (f" proof_kind={kind}" if isinstance(kind, str) else "")
-    return OverBudget(ev.t_wall_s, _gib(amount), _gib(f.get("total_gib")), fmt.visible(task)
-                      if task is not None else None)
-
-
-def _gib(v: object) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 0 or v == float("inf"):
-        return None
-    return float(v)
+    return OverBudget(ev.t_wall_s, size_field(amount), size_field(f.get("total_gib")),
+                      fmt.visible(task) if task is not None else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -502,19 +497,16 @@ class PipelineFacts(_Limits):
     def feed(self, ev: LogEvent) -> None:
         """Take one parsed log event (with its fields: before evidence slims it)."""
         kind = ev.kind
-        if kind == "timeline":
+        if kind == "timeline" or kind == "tracing":
             self.seen = True
             restarted = self.restarts.feed_log(ev)
             if restarted:  # every event comes here: no call for the many that say nothing
                 self._restarted(restarted)
-            self._timeline(ev)
-        elif kind == "tracing":
-            self.seen = True
-            restarted = self.restarts.feed_log(ev)
-            if restarted:
-                self._restarted(restarted)
-            self.churn.feed(ev)
-            self._tracing(ev)
+            if kind == "timeline":
+                self._timeline(ev)
+            else:
+                self.churn.feed(ev)
+                self._tracing(ev)
         if (kind == "tracing" and ev.level in ("ERROR", "WARN")) or kind == PANIC_KIND:
             if is_failure(ev):
                 self.seen = True
@@ -625,7 +617,7 @@ class PipelineFacts(_Limits):
             gib = self._count(f, "total_budget_gib")
             self.budget_total_bytes = gib * GIB if gib is not None else None
             self._budget_total(t, gib)
-        elif msg == ENGINE_STARTING:
+        elif msg == ANCHOR_MESSAGE:
             self._new_run()
             enabled = f.get("pipeline_enabled")
             self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
@@ -636,9 +628,9 @@ class PipelineFacts(_Limits):
             self.pacer_t_s = t
         elif msg in (BUDGET_WAIT, BUDGET_OVER, BUDGET_ACQUIRED):
             self._budget_line(ev)
-        elif msg == SRS_LOADING:
+        elif msg == SRS_LOADING_MESSAGE:
             self.srs_loads.append(SrsLoad(str(f.get("circuit_id", "?")), t))
-        elif msg == SRS_LOADED:
+        elif msg == SRS_LOADED_MESSAGE:
             circuit = str(f.get("circuit_id", "?"))
             ms = self._count(f, "elapsed_ms")
             for load in reversed(self.srs_loads):
@@ -647,7 +639,7 @@ class PipelineFacts(_Limits):
                     break
             else:  # the start was before the log we read: place it from elapsed_ms
                 self.srs_loads.append(SrsLoad(circuit, t - (ms or 0) / 1000, t, ms))
-        elif msg == SRS_EVICTED:
+        elif msg == SRS_EVICTED_MESSAGE:
             self.srs_evictions.append((t, str(f.get("circuit_id", "?"))))
 
     def _budget_line(self, ev: LogEvent) -> None:
@@ -697,7 +689,7 @@ class PipelineFacts(_Limits):
             # engine.rs: a new pool is empty.
             pool.total_gib, pool.buffers, pool.free = 0.0, 0, 0
             self._pool_freed = 0
-        elif msg == POOL_ALLOCATED:
+        elif msg == POOL_ALLOCATED_MESSAGE:
             pool.total_gib = self._gib(f, "total_gib")
             total = self._count(f, "total_buffers")
             if total is not None:
@@ -739,7 +731,7 @@ class PipelineFacts(_Limits):
                 pool.last_failure = {**pool.last_failure, **{
                     k: f[k] for k in ("cuda_err", "size_gib") if k in f}}
                 pool.last_failure_s = t
-        elif msg.startswith(NO_CAPACITY_HINT):
+        elif msg.startswith(NO_CAPACITY_HINT_MESSAGE):
             pool.first_syntheses += 1
 
     def feed_status(self, status: ProverStatus) -> None:

@@ -49,14 +49,13 @@ acquire ran the evictor. The rule needs no DEBUG line.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass, replace
 
 from gapwatch.core import fmt
-from gapwatch.core.models import FieldValue, LogEvent, ProverEvent
-from gapwatch.cuzk.log_lines import POOL_ALLOCATED_MESSAGE
-from gapwatch.cuzk.restarts import ENGINE_STARTING
+from gapwatch.core.models import LogEvent, ProverEvent
+from gapwatch.core.values import size_field
+from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, POOL_ALLOCATED_MESSAGE
 from gapwatch.cuzk.settings import info_from
 
 #: The pool's lines (pinned_pool.rs; the failed checkout is pipeline.rs's) and the target of its
@@ -64,8 +63,6 @@ from gapwatch.cuzk.settings import info_from
 POOL_TARGET = "cuzk_core::pinned_pool"
 #: engine.rs:1219, INFO of `cuzk_core::engine`: a new, empty pool (`Engine::new`).
 POOL_INITIALIZED = "CUDA pinned memory pool initialized"
-#: pinned_pool.rs:212, INFO: a buffer pinned with `cudaHostAlloc`.
-POOL_ALLOCATED = POOL_ALLOCATED_MESSAGE
 #: pinned_pool.rs:240, INFO: a free buffer unpinned by the evictor (`cudaFreeHost`).
 POOL_FREED = "pinned pool: freed buffer (evictor)"
 #: pipeline.rs:302, WARN of `cuzk_core::pipeline`: a/b/c fall back to pageable memory.
@@ -75,9 +72,9 @@ POOL_CHECKOUT_FAILED = "pinned pool checkout FAILED"
 HOST_ALLOC_FAILED = "cudaHostAlloc failed"
 #: The first characters of every message `PoolChurn.feed` reads (the two `cudaHostAlloc
 #: failed` lines begin with "c" and "p"): any other tracing line is passed over at one look.
-_FIRST_CHARS = frozenset(m[:1] for m in (POOL_INITIALIZED, POOL_ALLOCATED, POOL_FREED,
+_FIRST_CHARS = frozenset(m[:1] for m in (POOL_INITIALIZED, POOL_ALLOCATED_MESSAGE, POOL_FREED,
                                          POOL_CHECKOUT_FAILED, HOST_ALLOC_FAILED,
-                                         ENGINE_STARTING))
+                                         ANCHOR_MESSAGE))
 
 #: A re-pin this long after the evictor's last free is still the same cycle: the partition whose
 #: short acquire ran the evictor pins its buffers when its synthesis starts, once the acquire is
@@ -129,19 +126,6 @@ QUEUE_DEPTH_GUESS_WHY = (
     "(the churn warnings and the failures should stop)")
 
 
-def _hms(t: float) -> str:
-    return fmt.clock(t, millis=True)
-
-
-def _size_gib(value: FieldValue) -> float | None:
-    """A line's size in GiB (an `f64` cuzk computes from bytes), or None for no size (negative,
-    not a number)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    n = float(value)
-    return n if math.isfinite(n) and n >= 0 else None
-
-
 @dataclass(frozen=True, slots=True)
 class ChurnSpan:
     """One stretch of churn in one run of cuzk."""
@@ -168,8 +152,9 @@ class ChurnSpan:
         took = self.last_s - self.first_cycle_s
         per_min = f", {self.cycles / (took / 60):.1f} a minute" if took >= 60 else ""
         return (f"{CHURN_MARK}: the evictor freed idle pinned buffers and cuzk pinned new ones "
-                f"{self.cycles} times in {fmt.duration(took)} ({_hms(self.first_cycle_s)} to "
-                f"{_hms(self.last_s)}{per_min}; {self.buffers_freed} buffer(s), "
+                f"{self.cycles} times in {fmt.duration(took)} ("
+                f"{fmt.clock(self.first_cycle_s, millis=True)} to "
+                f"{fmt.clock(self.last_s, millis=True)}{per_min}; {self.buffers_freed} buffer(s), "
                 f"{self.gib_freed:.1f} GiB freed; 'freed buffer (evictor)' then 'allocated new "
                 "buffer', pinned_pool.rs:240, 212): each re-pin is one more cudaHostAlloc that "
                 "can fail")
@@ -178,8 +163,9 @@ class ChurnSpan:
         """The span's words where a failure followed it (the gap's evidence, the advice)."""
         assert self.first_failure_s is not None
         return (f"{self.words()}; then pinning failed, the first at "
-                f"{_hms(self.first_failure_s)}: the churn preceded the failures (short budget "
-                "acquires run the evictor, engine.rs:1257-1265, memory.rs:214-225)")
+                f"{fmt.clock(self.first_failure_s, millis=True)}: the churn preceded the "
+                "failures (short budget acquires run the evictor, engine.rs:1257-1265, "
+                "memory.rs:214-225)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,14 +224,14 @@ class PoolChurn:
             return None  # every tracing line comes here: most are of no rule below
         if name == POOL_FREED:
             self._freed += 1
-            gib = _size_gib(ev.fields.get("freed_gib"))
+            gib = size_field(ev.fields.get("freed_gib"))
             self._freed_gib += gib or 0.0
             self._freed_last_s = t
-        elif name == POOL_ALLOCATED:
+        elif name == POOL_ALLOCATED_MESSAGE:
             return self._pinned(t)
         elif name.startswith(POOL_CHECKOUT_FAILED) or HOST_ALLOC_FAILED in name:
             self._failed(t)
-        elif name in (ENGINE_STARTING, POOL_INITIALIZED):
+        elif name in (ANCHOR_MESSAGE, POOL_INITIALIZED):
             self.restart()
         return None
 

@@ -98,6 +98,8 @@ from gapwatch.cuzk.log_lines import (
     MONOLITHIC_PROCESSING_MESSAGE,
     MONOLITHIC_SPAN,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
+    SRS_EVICTED_MESSAGE,
+    SRS_LOADED_MESSAGE,
     SRS_LOADING_MESSAGE,
     says_when_written,
 )
@@ -109,15 +111,10 @@ POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "Win
 #: was not read.
 _ID_PREFIXES: tuple[tuple[str, str], ...] = (("winpost-", "winning-post"),
                                              ("wdpost-", "window-post"))
-#: srs_manager.rs:203 (the load begins) and :224 (it ended, `elapsed_ms`).
-SRS_LOADING = SRS_LOADING_MESSAGE
-#: srs_manager.rs:282.
-SRS_EVICTED = "SRS evicted"
 #: The circuits cuzk loads an SRS for, as srs_manager.rs:46-57 prints them: `_srs_in_run` keeps
 #: no other (a hostile log naming millions would grow it).
 SRS_CIRCUITS = frozenset(("porep-32g", "porep-64g", "wpost-32g", "winning-32g", "snap-32g",
                           "snap-64g"))
-SRS_LOADED = "SRS loaded successfully"
 #: Each PoSt kind's own SRS circuit: the `circuit_id=` of its load (engine.rs:2640-2641 picks
 #: the circuit, srs_manager.rs:46-57 Display names it).
 POST_CIRCUITS: dict[str, str] = {"winning-post": "winning-32g", "window-post": "wpost-32g"}
@@ -153,7 +150,7 @@ MAX_AWAITING = 64
 MAX_HELD = 1024
 MAX_BEHIND = 16
 #: PoSt `GPU_END` lines remembered (job id, TIMELINE offset), the latest: the same line read
-#: again is not a second proof (see `PostTracker._read_again`).
+#: again is not a second proof (see `PostTracker._ended_line_again`).
 MAX_ENDED = 1024
 #: A proof gapwatch could not time is a warning: never "info" beside the ones on time.
 _LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "late": "error",
@@ -499,11 +496,11 @@ class PostTracker:
             if named is not None:
                 return named
             return self._completion(ev.t_wall_s, int_field(ev.fields.get("total_ms")))
-        elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADING):
+        elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADING_MESSAGE):
             circuit = _str(ev.fields.get("circuit_id")) or "?"
             first = self._first_load(circuit)
             self._srs_loads.append(_SrsLoad(circuit, ev.t_wall_s, first_in_run=first))
-        elif ev.kind == "tracing" and ev.name == SRS_EVICTED:
+        elif ev.kind == "tracing" and ev.name == SRS_EVICTED_MESSAGE:
             # It was in memory in this run: its next load is a reload, not a cold one.
             self._first_load(_str(ev.fields.get("circuit_id")) or "?")
         elif ev.kind == "tracing" and ev.name == ANCHOR_MESSAGE:
@@ -515,7 +512,7 @@ class PostTracker:
         elif ev.kind == "tracing" and ev.name == MONOLITHIC_WORKER_STARTED_MESSAGE:
             if not self._stray_monolithic():
                 self._pipeline_off = True
-        elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADED):
+        elif ev.kind == "tracing" and ev.name.startswith(SRS_LOADED_MESSAGE):
             self._srs_loaded(_str(ev.fields.get("circuit_id")) or "?", ev.t_wall_s,
                              int_field(ev.fields.get("elapsed_ms")))
         return []
@@ -600,8 +597,12 @@ class PostTracker:
 
     def _ended_line_again(self, key: tuple[str, str, float]) -> bool:
         """Whether the line that ended a PoSt (`_end_key`: a `GPU_END`, a completion or failure
-        line) is read again: passed over with its job's lines read again before it (see
-        `_read_again`)."""
+        line) is read again (a recording's log events and the `--log` file they came from, a
+        log given twice, a file read again from its start): the same line, not a second proof.
+        Taken as one, a `GPU_END` was a second row "not timed" (`GapwatchPoStNotTimed` fired),
+        and with its completion line read twice as well a second LATE proof, 35.9 s of a
+        finalize phase, with a setting for it. Passed over with its job's lines read again
+        before it (a whole log twice)."""
         if key not in self._ended:
             return False
         self.read_again += 1
@@ -637,7 +638,7 @@ class PostTracker:
         """The line `ev` says the PoSt `job_id` failed: it is said so now, with the line's
         words, its last word (it is not followed further, so never said late after). One whose
         lines were not read before (a log followed from mid-proof) is said failed too, its
-        time not known. The same line read again is passed over (`_read_again`)."""
+        time not known. The same line read again is passed over (`_ended_line_again`)."""
         key = _end_key(ev, job_id)
         if self._ended_line_again(key):
             return []
@@ -778,7 +779,7 @@ class PostTracker:
             # A proof timed by its offsets stays on that clock: its lines read after the
             # backlog (followed live) carry their offsets too.
             engine_s = self._offset_time(ev)
-        if name == "GPU_END" and self._read_again(ev, job_id):
+        if name == "GPU_END" and self._ended_line_again(_end_key(ev, job_id)):
             return []
         job = self._jobs.get(job_id)
         if job is None:
@@ -866,15 +867,6 @@ class PostTracker:
             if engine_now is not None:
                 return engine_now
         return wall_s
-
-    def _read_again(self, ev: LogEvent, job_id: str) -> bool:
-        """Whether this `GPU_END` is one that already ended a PoSt, read again (a recording's
-        log events and the `--log` file they came from, a log given twice, a file read again
-        from its start): the same line, not a second proof. Taken as one, it was a second
-        row "not timed" (`GapwatchPoStNotTimed` fired), and with its completion line read
-        twice as well a second LATE proof, 35.9 s of a finalize phase, with a setting for
-        it. Its job's lines read again before it (a whole log twice) are dropped with it."""
-        return self._ended_line_again(_end_key(ev, job_id))
 
     def _start(self, job_id: str, kind: str, now_s: float) -> _Post:
         job = self._jobs.get(job_id)

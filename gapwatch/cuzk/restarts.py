@@ -62,23 +62,20 @@ from gapwatch.cuzk.log_lines import (
     JOB_ENQUEUED_MESSAGE,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
     POOL_ALLOCATED_MESSAGE,
+    SRS_LOADED_MESSAGE,
     SRS_LOADING_MESSAGE,
     WORKER_STARTED_MESSAGE,
 )
 
 DAEMON_STARTING = "cuzk-daemon starting"
-ENGINE_STARTING = ANCHOR_MESSAGE
 SIGINT = "received SIGINT, shutting down"
-POOL_ALLOCATED = POOL_ALLOCATED_MESSAGE
-SRS_LOADING = SRS_LOADING_MESSAGE
-SRS_LOADED = "SRS loaded successfully"
 #: `Engine::start` returned, its workers spawned (engine.rs:3511-3515).
 ENGINE_STARTED = "cuzk engine started"
 #: `cuzk-daemon ready, serving on <addr>` (main.rs:231, 258): gRPC served from now on.
 DAEMON_READY = "cuzk-daemon ready"
 #: The lines a new run writes as it comes up (with its start lines): the latest read before its
 #: first job is when it was ready (`_ready_line`).
-READY_LINES = (DAEMON_STARTING, ENGINE_STARTING, WORKER_STARTED_MESSAGE,
+READY_LINES = (DAEMON_STARTING, ANCHOR_MESSAGE, WORKER_STARTED_MESSAGE,
                MONOLITHIC_WORKER_STARTED_MESSAGE, ENGINE_STARTED, DAEMON_READY)
 #: The restart cost's parts, by name.
 DOWN = "down"
@@ -421,7 +418,7 @@ class RestartWatch:
             return []
         out = []
         name = ev.name
-        if name in (DAEMON_STARTING, ENGINE_STARTING):
+        if name in (DAEMON_STARTING, ANCHOR_MESSAGE):
             out += self._sign(ev.t_wall_s, f"{START_LINE_SIGN} '{name}'")
             self._seen_run = True
         elif name == SIGINT:
@@ -589,20 +586,20 @@ class RestartWatch:
                 kept.first_job_s = t
         elif waiting and _ready_line(name):
             kept.ready_s = t  # the latest before its first job: ready from then
-        elif name.startswith(SRS_LOADING):
+        elif name.startswith(SRS_LOADING_MESSAGE):
             if run.work_s is None:
                 run.work_s = t
             if len(run.srs) < MAX_SRS:
                 run.srs.append((t, None))
             else:
                 run.srs_more += 1
-        elif name.startswith(SRS_LOADED):
+        elif name.startswith(SRS_LOADED_MESSAGE):
             # The latest load still open (the list is at most `MAX_SRS` long).
             for i in range(len(run.srs) - 1, -1, -1):
                 if run.srs[i][1] is None:
                     run.srs[i] = (run.srs[i][0], t)
                     break
-        elif name.startswith(POOL_ALLOCATED):
+        elif name.startswith(POOL_ALLOCATED_MESSAGE):
             if run.work_s is None:
                 run.work_s = t
             run.pool_first_s = run.pool_first_s or t

@@ -116,7 +116,6 @@ class ProverSettings:
 #: `history`): a crash loop restarts thousands of times.
 MAX_STARTS_KEPT = 64
 MAX_VALUES_KEPT = 8
-START = ANCHOR_MESSAGE
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +196,7 @@ class SettingsSeen:
         self.tracing_lines += 1
         self.engine_info_lines += engine_info(ev)
         name = ev.name
-        if name == START:
+        if name == ANCHOR_MESSAGE:
             self._started(round(ev.t_wall_s, 3))
         wanted = STARTUP_FIELDS.get(name)
         if wanted is not None:

@@ -194,10 +194,15 @@ class LinesOnce(Generic[T]):
         """An item read ahead is given to the caller now (see `_given_s`)."""
         t = self._event_of(item).t_wall_s
         if t > self._given_s:
-            self._given_s = t
-            lines = self._held
-            if lines and lines[0][0] < t - (HOLD_S + 1.0):
-                self._let_go()
+            self._given_at(t)
+
+    def _given_at(self, t: float) -> None:
+        """A line of time `t`, later than any given before, is given to the caller: the lines
+        held `HOLD_S` behind it go, a second's at a time (not one at each line read)."""
+        self._given_s = t
+        lines = self._held
+        if lines and lines[0][0] < t - (HOLD_S + 1.0):
+            self._let_go()
 
     def _take(self, item: T, given: bool, read_times: tuple[str, ...] = READ_TIMES,
               own_times: tuple[str, ...] = _OWN_TIMES) -> None:
@@ -207,18 +212,15 @@ class LinesOnce(Generic[T]):
         t = ev.t_wall_s
         if t > self._latest_s:
             self._latest_s = t
-        lines = self._held
         if given and t > self._given_s:
-            self._given_s = t
-            # Let go a second's lines at a time, not one at each line read.
-            if lines and lines[0][0] < t - (HOLD_S + 1.0):
-                self._let_go()
+            self._given_at(t)
         source = ev.time_source
         if source in read_times:
             return  # timed when it was read: matched with nothing
         key = hash((ev.kind, ev.name, ev.raw, ev.worker, ev.partition,
                     t if source in own_times else None))  # `line_key`, inlined
         held: _Held = (t, key, ev.stream)
+        lines = self._held
         lines.append(held)
         if self._indexed:
             self._index(held)

@@ -132,7 +132,7 @@ def _gpu_lines(r: ReportData) -> list[str]:
             said = ", ".join(f"{v['count']:.0f} {k.replace('_', ' ')}"
                              for k, v in sorted(causes.items(), key=lambda kv: -kv[1]["count"]))
             # The cause is from /status snapshots, or from the log where only it can say
-            # (`LOG_ONLY_CAUSES`: a pinned-pool fallback, SRS loading): name both.
+            # (a pinned-pool fallback, SRS loading, a restart): name both.
             out.append(f"         where the prover said it waited (its /status or log): {said}")
     return out
 

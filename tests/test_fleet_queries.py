@@ -91,6 +91,24 @@ def test_the_setting_to_change_is_shown_with_what_it_would_gain() -> None:
     assert heading[heading.index("SETTING") + 1] == "GAIN"
 
 
+def test_no_gain_is_shown_beside_no_setting_to_change() -> None:
+    """A box exports its cause's payoff whatever the cause: a first wave's gaps, which no
+    setting closes, read `none 1.5x` in the table, a gain waiting on a change that does not
+    exist. The GAIN column shows `-` there; `--json` keeps the figure the box exported."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "BREAKDOWN")
+        fake.replies[promql("verdict")] = vector(
+            ({"job": "gapwatch", "instance": "b:9400", "gpu": "0", "state": "BREAKDOWN",
+              "cause": "first_synthesis", "cause_words": "the first wave after a start",
+              "setting": "none"}, 1))
+        fake.replies[promql("payoff_gain")] = vector(
+            ({"job": "gapwatch", "instance": "b:9400", "gpu": "0"}, 1.5))
+        result = refresh(PromClient(fake.url), FleetOptions())
+    (row,) = result.rows
+    assert cells(row)[6:8] == ("none", "-")
+    assert row.as_json()["payoff_gain"] == 1.5
+
+
 def test_the_post_cell_says_posts_not_timed_beside_the_late_ones() -> None:
     """`35s/1 ?2`: one PoSt late and two more not timed in the lookback. It said `35s/1`, and
     `-/0` of a box none of whose PoSts could be timed: as if they were all on time."""

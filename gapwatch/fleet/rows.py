@@ -416,7 +416,8 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
                "starved, T transfer, H host, ? unknown)"),
     ("AGE", "how long ago Prometheus last scraped the box"),
     ("SETTING", "the cuzk setting that closes the cause (none: no setting does)"),
-    ("GAIN", "throughput gain expected from closing the cause's gaps"),
+    ("GAIN", "throughput gain expected from changing SETTING (closing the cause's gaps); "
+             "- where no setting closes them"),
     ("CHAIN", "share of host-to-device copy time that ran while the SMs were busy"),
     ("PoSt", "the last WinningPoSt's latency / PoSts late in the lookback; !N: N failed, ?N: "
              "N not timed"),
@@ -466,8 +467,21 @@ def cells(r: FleetRow) -> tuple[str, ...]:
     # A box Prometheus cannot scrape: why, before the cause it last reported (that is old).
     cause = r.down_why or cause
     # Every label is Prometheus's text, the state's too (an unknown one is shown as it came).
-    # The payoff of the verdict now (None for a dead box's last one: its gaps are not known
-    # now). It was in `--json` only: the screen named the setting but not what it would gain.
-    gain = f"{r.payoff_gain:.1f}x" if r.payoff_gain is not None else "-"
     return (fmt.visible(r.instance), fmt.visible(r.gpu), fmt.visible(state), busy, idle, age,
-            fmt.visible(r.setting or "-"), gain, chain, post, r.health(), fmt.visible(cause))
+            fmt.visible(r.setting or "-"), _gain_cell(r), chain, post, r.health(),
+            fmt.visible(cause))
+
+
+#: The setting a box exports when no setting closes its cause (`gapwatch.cuzk.why_now`).
+NO_SETTING = "none"
+
+
+def _gain_cell(r: FleetRow) -> str:
+    """`1.7x`: what changing SETTING would gain, the payoff of the verdict now (None for a dead
+    box's last one: its gaps are not known now). "-" where there is no setting to change: a
+    box exports its cause's payoff whatever the cause, and `none 1.5x` (a first wave, PoSt)
+    read as a gain waiting on a change that does not exist, ranking that box among those to
+    fix first."""
+    if r.payoff_gain is None or not r.setting or r.setting == NO_SETTING:
+        return "-"
+    return f"{r.payoff_gain:.1f}x"

@@ -9,17 +9,21 @@ import json
 import re
 from pathlib import Path
 
+from cuzk_fakes import cuzk_doc
 from msgspec.structs import replace
 from parsed_logs import events_of_lines, fed
 
 from gapwatch.core.evidence_types import CopiesEvidence, EventEvidence
 from gapwatch.core.models import Gap, ProverStatus
+from gapwatch.core.prover import ProverView
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise, stall_of
 from gapwatch.cuzk.errors import error_event
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import OVER_BUDGET_MARK, PipelineFacts, PipelineView
+from gapwatch.cuzk.prover import CuzkProver
 from gapwatch.cuzk.settings import SettingsSeen, advised_change, changes
+from gapwatch.cuzk.status import parse_status
 from gapwatch.logs.parse import LogParser
 
 UPSTREAM = Path(__file__).parent / "data" / "cuzk-upstream"
@@ -298,6 +302,65 @@ def test_deprecation_warnings_say_the_operators_setting_is_ignored() -> None:
     text = "\n".join(advice_lines(advise([], PipelineView(), notes=notes)))
     assert "note: cuzk ignores 'memory.pinned_budget'" in text
     assert advice_json(advise([], PipelineView(), notes=notes))["advice_notes"] == notes
+
+
+#: /status with nothing in flight (the last job done and gone), and with the next request's
+#: first partition synthesising.
+NOTHING_IN_FLIGHT = {**cuzk_doc(done=10), "pipelines": []}
+ONE_SYNTHESISING = cuzk_doc(synthesizing=1, pending=9)
+#: The request that ends the gap: synthesised from 14:00:18 to 14:00:20.5, then queued.
+NEXT_REQUEST = [timeline(18000, "SYNTH_START", "porep-1000-8", "partition=0"),
+                timeline(20500, "SYNTH_END", "porep-1000-8", "partition=0,synth_ms=2500"),
+                timeline(20500, "GPU_QUEUE", "porep-1000-8", "partition=0")]
+
+
+def _gap_seen(lines: list[str]) -> ProverView:
+    """A one-GPU cuzk idle from 14:00:10 to 14:00:21: /status, polled each second, lists
+    nothing in flight until 14:00:18, then the next request's partition synthesising; `lines`
+    are cuzk's log of that time (after its start line)."""
+    events = events_of_lines([ENGINE, *lines])
+    t0 = events[0].t_wall_s
+    prover = CuzkProver()
+    for ev in events:
+        prover.feed_log(ev)
+    gap = prover.open_gap(0, t0 + 10.0)
+    for second in range(10, 21):
+        t = t0 + second + 0.2
+        doc = NOTHING_IN_FLIGHT if second < 18 else ONE_SYNTHESISING
+        st = parse_status(json.dumps(doc).encode(), "p", int(t * 1e9), t, 1.0)
+        prover.feed_status(st)
+        gap.add_status(st)
+    return gap.view(t0 + 21.0, t0 + 10.0, "host_stall", t0 + 21.0)
+
+
+def test_a_gap_status_saw_empty_is_no_work_though_the_next_synthesis_ends_in_it() -> None:
+    """/status saw nothing pending or synthesising for most of the gap: the synthesis that
+    ended in it began on work that came mid-gap. With cuzk's log followed, the gap read
+    "the GPU waits on synthesis" (raise max_parallel_synthesis) and compare judged a change of
+    load as a gain or a loss: idle for want of work never read as `no_work` with a log."""
+    batching_off = line("synthesis dispatcher started (budget-gated)", 0.1, max_batch_size=1)
+    view = _gap_seen([batching_off, *NEXT_REQUEST])
+    assert view.cause == "no_work"
+    assert view.words.startswith("prover status: the prover had no work")
+
+
+def test_a_gap_cuzks_batch_collector_held_a_request_through_is_a_batch_wait() -> None:
+    """max_batch_size=2: a lone request is held until max_batch_wait_ms runs out, then sent
+    ('processing batch' in span synth_timeout_flush, engine.rs:2012); /status lists nothing
+    meanwhile, which read as no work at all (Curio's MaxPending, a guess). The log says cuzk
+    held the work: its own setting, not a guess."""
+    held = [line("synthesis dispatcher started (budget-gated)", 0.1, max_batch_size=2,
+                 max_batch_wait_ms=10000),
+            line("processing batch", 18.0, batch_size=1).replace(
+                " INFO cuzk_core", " INFO synth_timeout_flush{batch_size=1}: cuzk_core"),
+            *NEXT_REQUEST]
+    view = _gap_seen(held)
+    assert view.cause == "batch_wait"
+    assert "held a request for 8.0 s of the gap" in view.evidence[-1]
+    assert "max_batch_wait_ms=10000 ran out" in view.evidence[-1]
+    (a,) = advise([_gap(cause="batch_wait")], PipelineView()).advice
+    assert a.setting == "[scheduler] max_batch_size" and not a.guess
+    assert "max_batch_wait_ms" in a.change
 
 
 def test_no_work_names_curios_max_pending() -> None:

@@ -24,7 +24,8 @@ turn.
 
 Stalls (`stall_of`, one per gap): the gap's prover cause where it has one (`restart`,
 `waits_on_synthesis`, `waits_on_budget`, `pacer_hold`, `srs_loading`, `dispatch_stall`,
-`monolithic`, `pinned_pool`, `inside_workers`, `no_work`); else from its kind and evidence:
+`monolithic`, `pinned_pool`, `inside_workers`, `batch_wait`, `no_work`); else from its kind and
+evidence:
 `pinned_pool` (pcie_starved, the pool failed; where its churn preceded the failures,
 `gapwatch.cuzk.pool_churn`, also `[pipeline] max_gpu_queue_depth`, a guess to measure),
 `first_synthesis` (pcie_starved,
@@ -82,6 +83,7 @@ STALL_WORDS: dict[str, str] = {
     "slow_copies": "host-to-device copies trickled",
     "copies_not_overlapped": "copies at line rate, not overlapped with compute",
     "inside_workers": "the wait is inside the GPU workers (CPU work, the GPU mutex)",
+    "batch_wait": "cuzk held requests in its batch collector, waiting for a batch to fill",
     "no_work": "the prover had no work",
     "host_stall": "the GPU waited on the host (no cause known)",
     "unknown": "PCIe not measured",
@@ -692,6 +694,24 @@ def _for_monolithic(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
             "batch would be [scheduler] max_batch_size > 1 (read with the prover's log)")
 
 
+BATCH_WAIT_SETTING = (
+    "[scheduler] max_batch_size", "1 (the default), or lower [scheduler] max_batch_wait_ms "
+    "(0 = flush at once)",
+    "with max_batch_size > 1 a PoRep or SnapDeals request is held in cuzk's batch collector "
+    "until max_batch_size of its kind arrive or max_batch_wait_ms (default 10 000) passes; "
+    "no job is registered meanwhile, so the GPU idles with /status empty",
+    "extern/cuzk/cuzk-core/src/engine.rs:1984-2011, 2053; batch_collector.rs:119-157, 165-168; "
+    "config.rs:202-212")
+
+
+def _for_batch_wait(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
+    """Gaps the log shows cuzk's batch collector held a request through (its timeout flush,
+    `PipelineFacts._batch_sent`): the wait is cuzk's own, not the client's."""
+    return [BATCH_WAIT_SETTING], False, "", [
+        f"{len(gaps)} gap(s) while cuzk held a request until max_batch_wait_ms ran out "
+        "('processing batch' in span synth_timeout_flush, engine.rs:2012)"]
+
+
 def _for_no_work(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     return ("the prover had nothing to do: the client (Curio) sent no work; Curio's "
             "[Cuzk] MaxPending (default 10) caps what it sends")
@@ -735,6 +755,7 @@ _RULES: dict[str, Callable[[StallGaps, PipelineView], _Found | str]] = {
     "first_synthesis": _for_first_synthesis,
     "copies_not_overlapped": _for_copies_not_overlapped,
     "monolithic": _for_monolithic,
+    "batch_wait": _for_batch_wait,
     "no_work": _for_no_work,
 }
 

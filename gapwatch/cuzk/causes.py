@@ -58,7 +58,7 @@ from gapwatch.cuzk.restarts import NO_WORK_CAUSE, RESTART_CAUSE
 #: The finer causes, in tie-break order (see the module docstring).
 PROVER_CAUSES: tuple[str, ...] = (
     "restart", "inside_workers", "dispatch_stall", "waits_on_budget", "pacer_hold",
-    "srs_loading", "waits_on_synthesis", "monolithic", "pinned_pool", "no_work",
+    "srs_loading", "waits_on_synthesis", "monolithic", "pinned_pool", "batch_wait", "no_work",
 )
 #: The causes a gap that spans a restart of cuzk takes from the log whatever the snapshots say
 #: (`gapwatch.cuzk.restarts.Spanned.cause`: the log gives `no_work` for nothing else).
@@ -232,14 +232,23 @@ def decide_cause(during: Mapping[str, int], before: str | None) -> tuple[str | N
     return before, False
 
 
-def with_log_cause(snapshots_cause: str | None, log_cause: str | None) -> str | None:
+def with_log_cause(snapshots_cause: str | None, log_cause: str | None,
+                   seen_during: bool = True) -> str | None:
     """The snapshots' cause, unless they gave none or `no_work` and the log names one: an SRS
-    load and PoSt work are invisible in `/status`, and the log's budget waits, queue waits and
-    synthesis ends say more than a gap without snapshots. A pinned pool that failed refines
-    `inside_workers` (the workers' copies ran from pageable memory: that is why). A restart
-    the gap spans is its cause whatever the snapshots say, and so is the wait for work after
-    it where that was most of the gap (see the module docstring)."""
+    load, PoSt work and a request held in the batch collector are invisible in `/status`, and
+    the log's budget waits, queue waits and synthesis ends say more than a gap without
+    snapshots. A pinned pool that failed refines `inside_workers` (the workers' copies ran
+    from pageable memory: that is why). A restart the gap spans is its cause whatever the
+    snapshots say, and so is the wait for work after it where that was most of the gap (see
+    the module docstring).
+    Not a synthesis that ended in the gap over `no_work` the snapshots saw during most of it
+    (`seen_during`): nothing was pending or synthesising then, so that synthesis began on
+    work that arrived mid-gap; the GPU waited for work. It read `waits_on_synthesis` (raise
+    max_parallel_synthesis) wherever the log was followed, and a change of load read as a
+    gain or a loss in `compare`, never as load."""
     if log_cause is None:
+        return snapshots_cause
+    if snapshots_cause == "no_work" and seen_during and log_cause == "waits_on_synthesis":
         return snapshots_cause
     if snapshots_cause in (None, "no_work") or log_cause in RESTART_STRETCH_CAUSES:
         return log_cause

@@ -29,6 +29,13 @@ from gapwatch.core.values import convert_value, digits_value
 PARTITION_KIND = "cuzk_partition"
 PROVE_START_MESSAGE = "GPU_TIMING spawn_blocking prove_start"
 ANCHOR_MESSAGE = "starting cuzk engine"
+#: engine.rs:1892, INFO: the dispatcher's settings (`max_batch_size`, `max_batch_wait_ms`).
+DISPATCHER_MESSAGE = "synthesis dispatcher started (budget-gated)"
+#: engine.rs:2150, INFO: a batch handed to synthesis, in the span that says why it was sent
+#: then: `synth_timeout_flush` when `max_batch_wait_ms` ran out on its first request
+#: (engine.rs:2012; batch_collector.rs:145-156), which cuzk held meanwhile.
+PROCESSING_BATCH_MESSAGE = "processing batch"
+TIMEOUT_FLUSH_SPAN = "synth_timeout_flush"
 #: srs_manager.rs:203, INFO: an SRS load begins (its circuit_id, path, size).
 SRS_LOADING_MESSAGE = "loading SRS from disk"
 #: srs_manager.rs:224, INFO: an SRS load ended (`elapsed_ms`).

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.cuzk.advice import (
     BATCH_KINDS,
+    BATCH_WAIT_SETTING,
     MAX_PENDING_SETTING,
     PIPELINE_OFF_STALLS,
     PIPELINE_SETTING,
@@ -54,7 +55,12 @@ from gapwatch.cuzk.first_wave import (
     wave_of,
     wave_words,
 )
-from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
+from gapwatch.cuzk.log_lines import (
+    ANCHOR_MESSAGE,
+    DISPATCHER_MESSAGE,
+    PROCESSING_BATCH_MESSAGE,
+    TIMEOUT_FLUSH_SPAN,
+)
 from gapwatch.cuzk.settings import (
     DEPRECATED,
     SPLIT_PROVE_TELL,
@@ -66,9 +72,6 @@ from gapwatch.cuzk.settings import (
 
 HOT_PATH = "GPU_TIMING hot_path pre-prove overhead"
 SELF_CHECK = "verifying PoRep proof (self-check)"
-DISPATCHER = "synthesis dispatcher started (budget-gated)"
-PROCESSING_BATCH = "processing batch"
-TIMEOUT_FLUSH = "synth_timeout_flush"
 #: The target of the capacity-hint and `is_pinned` lines (pipeline.rs:232, 270, 2397, 2866).
 PIPELINE_TARGET = "cuzk_core::pipeline"
 HOT_PATH_FIELDS = ("status_ms", "fail_check_ms", "mark_busy_ms")
@@ -164,12 +167,12 @@ class PathsSeen:
             self.starts += 1
             enabled = f.get("pipeline_enabled")
             self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
-        elif name == DISPATCHER:
+        elif name == DISPATCHER_MESSAGE:
             size = f.get("max_batch_size")
             self.max_batch_size = size if isinstance(size, int) else None
             wait = f.get("max_batch_wait_ms")
             self.max_batch_wait_ms = wait if isinstance(wait, int) and wait >= 0 else None
-        elif name == PROCESSING_BATCH and TIMEOUT_FLUSH in str(f.get("spans", "")):
+        elif name == PROCESSING_BATCH_MESSAGE and TIMEOUT_FLUSH_SPAN in str(f.get("spans", "")):
             self.timeout_flushes += 1
         elif name.startswith(VALIDATE_PARTITIONS):
             self.validate += 1
@@ -216,14 +219,6 @@ SPLIT_PROVE_SETTING: Setting = (
     "=1 proves synchronously: the worker is held through b_g2_msm and the epilogue, so the "
     "prove/finish overlap is gone and the GPU idles during the CPU tail",
     "extern/cuzk/cuzk-core/src/engine.rs:3075, 3139")
-BATCH_WAIT_SETTING: Setting = (
-    "[scheduler] max_batch_size", "1 (the default), or lower [scheduler] max_batch_wait_ms "
-    "(0 = flush at once)",
-    "with max_batch_size > 1 a PoRep or SnapDeals request is held in cuzk's batch collector "
-    "until max_batch_size of its kind arrive or max_batch_wait_ms (default 10 000) passes; "
-    "no job is registered meanwhile, so the GPU idles with /status empty",
-    "extern/cuzk/cuzk-core/src/engine.rs:1984-2011, 2053; batch_collector.rs:119-157, 165-168; "
-    "config.rs:202-212")
 STATUS_PERIOD_SETTING: Setting = (
     "[cuzk] status_period_s (gapwatch's config)", "raise it (poll /status less often)",
     "GET /status takes the StatusTracker write lock that GPU workers take at pickup (status_ms)",

@@ -58,11 +58,14 @@ from gapwatch.core.values import count_field, is_bad_count, size_field
 from gapwatch.cuzk.first_wave import FirstWave, FirstWaves
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
+    DISPATCHER_MESSAGE,
     NO_CAPACITY_HINT_MESSAGE,
     POOL_ALLOCATED_MESSAGE,
+    PROCESSING_BATCH_MESSAGE,
     SRS_EVICTED_MESSAGE,
     SRS_LOADED_MESSAGE,
     SRS_LOADING_MESSAGE,
+    TIMEOUT_FLUSH_SPAN,
 )
 from gapwatch.cuzk.pool_churn import (
     HOST_ALLOC_FAILED,
@@ -125,7 +128,7 @@ _POOL_PREFIXES = ("pinned pool", HOST_ALLOC_FAILED, NO_CAPACITY_HINT_MESSAGE)
 _TRACING_MESSAGES = frozenset((
     POOL_INITIALIZED, STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, ANCHOR_MESSAGE,
     PACER_ENABLED, PACER_STATUS, BUDGET_WAIT, BUDGET_OVER, BUDGET_ACQUIRED, SRS_LOADING_MESSAGE,
-    SRS_LOADED_MESSAGE, SRS_EVICTED_MESSAGE))
+    SRS_LOADED_MESSAGE, SRS_EVICTED_MESSAGE, DISPATCHER_MESSAGE, PROCESSING_BATCH_MESSAGE))
 #: The kind of a panic message's event (the parser reads its lines as one: gapwatch.cuzk.panics).
 PANIC_KIND = "panic"
 #: The WARNs that are failures: a self-check that failed (prover.rs:261) and a budget request
@@ -485,6 +488,10 @@ class PipelineFacts(_Limits):
         self.errors: deque[tuple[float, str]] = deque(maxlen=HISTORY)
         #: `starting cuzk engine` lines read (each starts a run: in-flight state is reset).
         self.runs = 0
+        #: This run's `[scheduler] max_batch_wait_ms` (its dispatcher line), and the stretches
+        #: cuzk's batch collector held a request (`batch_held_s`).
+        self.batch_wait_ms: int | None = None
+        self.batch_holds: deque[tuple[float, float]] = deque(maxlen=HISTORY)
         #: The restarts (`gapwatch.cuzk.restarts`): the gaps that span one are its.
         self.restarts = RestartWatch()
         #: Count and size fields that were none (`synth_worker_count=-5`): dropped (None,
@@ -523,6 +530,7 @@ class PipelineFacts(_Limits):
         self.srs_loads.extend(kept)
         self._srs_empty_since.clear()
         self.over_budget = None  # the blocked request died with the old process
+        self.batch_wait_ms = None  # the new run's dispatcher line says its own
         self.runs += 1
 
     def _restarted(self, events: list[ProverEvent]) -> None:
@@ -641,6 +649,20 @@ class PipelineFacts(_Limits):
                 self.srs_loads.append(SrsLoad(circuit, t - (ms or 0) / 1000, t, ms))
         elif msg == SRS_EVICTED_MESSAGE:
             self.srs_evictions.append((t, str(f.get("circuit_id", "?"))))
+        elif msg == DISPATCHER_MESSAGE:
+            self.batch_wait_ms = self._count(f, "max_batch_wait_ms")
+        elif msg == PROCESSING_BATCH_MESSAGE:
+            self._batch_sent(t, f)
+
+    def _batch_sent(self, t_s: float, f: dict[str, FieldValue]) -> None:
+        """A batch sent to synthesis at `t_s`: in span `synth_timeout_flush` it is sent because
+        `max_batch_wait_ms` ran out on its first request (batch_collector.rs:145-156, checked
+        when the timer set to that wait fires, engine.rs:1984-2012), so cuzk held that request
+        from the wait before until now, listing it nowhere in /status."""
+        wait_ms = self.batch_wait_ms
+        if wait_ms is None or wait_ms <= 0 or TIMEOUT_FLUSH_SPAN not in str(f.get("spans", "")):
+            return
+        self.batch_holds.append((t_s - wait_ms / 1000, t_s))
 
     def _budget_line(self, ev: LogEvent) -> None:
         """A line of memory.rs's acquire: its WARN over the whole budget, a wait, a grant."""
@@ -862,6 +884,18 @@ class PipelineFacts(_Limits):
             return m
         return None
 
+    def batch_held_s(self, start_s: float, end_s: float
+                     ) -> tuple[float, tuple[float, float] | None]:
+        """How much of [start_s, end_s] cuzk's batch collector held a request (the stretches
+        `_batch_sent` read; they do not overlap: one batch is pending at a time), and the
+        latest stretch that did (None: none)."""
+        held, latest = 0.0, None
+        for lo, hi in self.batch_holds:
+            inside = min(hi, end_s) - max(lo, start_s)
+            if inside > 0:
+                held, latest = held + inside, (lo, hi)
+        return held, latest
+
     def budget_waits_during(self, start_s: float, end_s: float
                             ) -> list[tuple[float, dict[str, FieldValue]]]:
         return [w for w in self.budget_waits if start_s <= w[0] <= end_s]
@@ -882,6 +916,9 @@ class PipelineFacts(_Limits):
             # run's wait for a first job is no work, and the cause where it is most of the gap.
             return LogView(spanned.cause(), spanned.evidence(), spanned.detail(),
                            from_status=spanned.from_status)
+        held = self._batch_wait_view(start_s, end_s)
+        if held is not None:
+            return held
         load = self.srs_load_during(start_s, end_s)
         if load is not None:
             ms = load.elapsed_ms
@@ -944,6 +981,22 @@ class PipelineFacts(_Limits):
             # Nothing nearer explains the idle; a request that can never be granted does.
             return self._over_budget_view(over)
         return LogView(None, [])
+
+    def _batch_wait_view(self, start_s: float, end_s: float) -> LogView | None:
+        """A gap cuzk's batch collector held a request through most of: the work was there,
+        cuzk kept it waiting for company (`[scheduler] max_batch_size` > 1), which /status
+        shows as no work at all. Most, as the snapshots' majority decides a cause: the tail
+        after the flush (the request's synthesis) is part of the same wait."""
+        held_s, latest = self.batch_held_s(start_s, end_s)
+        if latest is None or held_s * 2 < end_s - start_s:
+            return None
+        since, until = latest
+        return LogView("batch_wait", [
+            f"cuzk's batch collector held a request for {held_s:.1f} s of the gap: 'processing "
+            f"batch' in span {TIMEOUT_FLUSH_SPAN} at {_hms(until)}, sent when "
+            f"max_batch_wait_ms={(until - since) * 1000:.0f} ran out waiting for a batch to "
+            "fill (engine.rs:2012, batch_collector.rs:145-156); /status lists no held request"],
+            f"held {held_s:.1f} s")
 
     def _over_budget_view(self, over: OverBudget) -> LogView:
         """A request over the whole budget, as a gap's cause; where nothing read could show a

@@ -53,6 +53,8 @@ PROVER_CAUSE_WORDS: dict[str, tuple[str, str]] = {
     "monolithic": ("PoSt or other monolithic work, which /status does not list", ""),
     "pinned_pool": ("a/b/c copied from pageable memory",
                     "cuzk's pinned pool could not pin a buffer and fell back"),
+    "batch_wait": ("cuzk held the work in its batch collector, waiting for a batch to fill",
+                   "[scheduler] max_batch_size > 1; /status lists no held request"),
     "no_work": ("the prover had no work", "nothing queued, synthesising or synthesised"),
 }
 
@@ -149,7 +151,7 @@ class CuzkGap:
             evidence = [emptied]
         log = self.facts.log_view(self.gpu, start_s, end_s if end_s is not None else start_s,
                                   kind)
-        decided = with_log_cause(cause, log.cause)
+        decided = with_log_cause(cause, log.cause, during)
         from_log = decided != cause
         if from_log:
             if cause is not None:

@@ -12,6 +12,7 @@ import gzip
 import json
 import random
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,61 @@ def test_an_after_run_idle_for_want_of_work_is_said_as_different_load_not_judged
     assert verdicts["idle s/h, prover: no_work"] == "load"
     assert verdicts["idle s/h, prover: pinned_pool"] == "better"
     assert "DIFFERENT" in format_text(c)
+
+
+def _batching(side: Side, max_batch_size: int) -> Side:
+    """`side` with cuzk's log saying `[scheduler] max_batch_size` (its dispatcher line)."""
+    values = {"[scheduler] max_batch_size": str(max_batch_size),
+              "[scheduler] max_batch_wait_ms": "10000"}
+    return replace(side, settings=ProverSettings(values=values, log_lines=100))
+
+
+def _judged(before: Side, after: Side) -> tuple[Comparison, dict[str, str]]:
+    c = compare(before, after, window_s=60.0)
+    return c, {f.name: f.test.verdict for f in c.figures}
+
+
+def test_batch_waits_removed_by_the_batch_setting_are_judged_and_a_drop_in_work_never_a_gain(
+        ) -> None:
+    """The advice for idle while cuzk's batch collector held a request (`batch_wait`) is
+    `[scheduler] max_batch_size = 1`. Followed, the waits went and compare read "different
+    load", as for any change of idle for want of work: `/status` alone calls both no work.
+    BEFORE (max_batch_size=2), each 20 s: 8 s held for a batch to fill, 2 s with no work."""
+    held = _every(20.0, 8.0, "host_stall", "batch_wait")
+    idle = _every(20.0, 2.0, "host_stall", "no_work", offset_s=10.0)
+    before = _batching(_side("BEFORE", held + idle), 2)
+
+    # max_batch_size=1, Curio sending as before: the waits are gone, the GPU busier.
+    c, verdicts = _judged(before, _batching(_side("AFTER", idle), 1))
+    assert not c.load_differs
+    assert verdicts["idle s/h, prover: batch_wait"] == "better"
+    assert verdicts["busy share"] == "better" and verdicts["idle s/h"] == "better"
+    assert verdicts["idle s/h, prover: no_work"] == "no measurable change"
+
+    # Requests that came on a clock: the held time became time with no work at all. The
+    # waits are gone, the GPU is no busier, and the load did not change.
+    waited = _every(20.0, 8.0, "host_stall", "no_work")
+    c, verdicts = _judged(before, _batching(_side("AFTER", waited + idle), 1))
+    assert not c.load_differs
+    assert verdicts["idle s/h, prover: batch_wait"] == "better"
+    assert verdicts["busy share"] == "no measurable change"
+    assert verdicts["idle s/h, prover: no_work"] == "load"
+    assert any("waits for work, the load held" in n for n in c.notes)
+
+    # The same change with Curio sending less: more idle for want of work than the waits
+    # were. Different load, never a gain.
+    less = _every(20.0, 5.0, "host_stall", "no_work", offset_s=13.0)
+    c, verdicts = _judged(before, _batching(_side("AFTER", waited + idle + less), 1))
+    assert c.load_differs
+    assert verdicts["busy share"] == "different load"
+    assert "better" not in {verdicts[k] for k in ("busy share", "idle s/h", "gaps/h")}
+
+    # The batch settings unchanged: fewer requests held for company is more work coming in
+    # (a batch fills sooner), the load's doing, not a setting's.
+    c, verdicts = _judged(before, _batching(_side("AFTER", idle), 2))
+    assert c.load_differs
+    assert verdicts["idle s/h, prover: batch_wait"] == "load"
+    assert verdicts["busy share"] == "different load"
 
 
 def test_the_window_is_the_largest_that_gives_the_shorter_side_eight() -> None:

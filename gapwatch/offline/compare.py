@@ -19,9 +19,14 @@ throughput`), not the windows' sum.
 Load is not a gain: idle for want of work (the prover's `/status` cause `no_work`) is a figure of
 its own, never judged; when it differs measurably between the sides, the figures it moves (busy
 share, gaps and idle per hour, partitions per hour) say "different load" instead of better or
-worse. Different GPU sets or lengths are said in the head. The prover's settings come from each
-side's own lines and `/status` (`gapwatch.cuzk.settings`); BEFORE's advice and its payoff (work
-taken as fixed) are set against what AFTER achieved.
+worse. Idle while cuzk's batch collector held a request (`batch_wait`, from its log; `/status`
+alone calls it `no_work`) is the change's where the sides show different batch settings (judged,
+and the load is different only where both `no_work` and `no_work` + `batch_wait` changed: a
+drop in offered work raises both, waits turned into want of work move only the first, waits
+removed with the load held only the second); with the same batch settings it is load too
+(`_load_differs`). Different GPU sets or lengths are said in the head. The prover's settings
+come from each side's own lines and `/status` (`gapwatch.cuzk.settings`); BEFORE's advice and its
+payoff (work taken as fixed) are set against what AFTER achieved.
 """
 
 from __future__ import annotations
@@ -91,6 +96,9 @@ COMPARE_SCHEMA_VERSION = 1
 #: Figures whose change follows the load (how much work the prover was given), not a setting.
 LOAD_SENSITIVE = ("busy share", "gaps/h", "idle s/h", "partitions/h")
 NO_WORK = "idle s/h, prover: no_work"
+BATCH_WAIT = "idle s/h, prover: batch_wait"
+#: The settings whose change makes `batch_wait` idle the change's rather than the load's.
+BATCH_SETTINGS = ("[scheduler] max_batch_size", "[scheduler] max_batch_wait_ms")
 POST_KINDS = ("winning-post", "window-post")
 #: Lengths differing by more than this factor are said.
 LENGTH_RATIO_SAID = 1.25
@@ -299,12 +307,15 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
                           prover_seen=_prover_seen(s))
     gpus = sorted({t.gpu for t in before.totals} & {t.gpu for t in after.totals})
     keys = [ALL, *gpus] if len(gpus) > 1 or not gpus else gpus
+    batch_changed = batch_settings_changed(before, after)
     figures: list[Figure] = []
     for gpu in keys:
         b_win, a_win = wins["BEFORE"].get(gpu, {}), wins["AFTER"].get(gpu, {})
         b_all, a_all = wholes["BEFORE"].get(gpu, {}), wholes["AFTER"].get(gpu, {})
         for name in _figure_names(b_win, a_win, b_all, a_all):
             better, share = _direction(name)
+            if name == BATCH_WAIT and not batch_changed:
+                better = "none"  # requests held for company come and go with the load
             bw, aw = b_win.get(name, []), a_win.get(name, [])
             test = judge(bw, aw, better, share)
             if (not bw or not aw) and b_all.get(name) is not None \
@@ -317,15 +328,68 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
     if _log_on_one_side(before, after) is not None:
         figures = [_cause_unlike(f) for f in figures]
     load_known = before.statuses > 0 and after.statuses > 0
-    load_differs = any(f.name == NO_WORK and f.test.verdict == "load" for f in figures)
+    load_differs = any(_load_differs(wins["BEFORE"].get(gpu, {}), wins["AFTER"].get(gpu, {}),
+                                     figures, gpu, batch_changed) for gpu in keys)
     if load_differs:
         figures = [_load_said(f) for f in figures]
     notes = _notes(before, after, w) + [
         note for s in (before, after)
         if (note := _drift_note(s.label, wins[s.label].get(keys[0], {}) if keys else {}))]
+    if batch_changed and not load_differs and _waits_became_want_of_work(figures):
+        notes.append(WAITS_BECAME_WANT_OF_WORK)
     return Comparison(before, after, w, figures, changes(before.settings, after.settings),
                       notes, load_differs, load_known,
                       hardware_differs=bool(hardware_differences(before, after)))
+
+
+def batch_settings_changed(before: Side, after: Side) -> bool:
+    """Whether the sides' cuzk logs show different batch settings (`BATCH_SETTINGS`, each
+    read on both sides): then idle while the batch collector held a request is the change's."""
+    for key in BATCH_SETTINGS:
+        b, a = before.settings.values.get(key), after.settings.values.get(key)
+        if b is not None and a is not None and b != a:
+            return True
+    return False
+
+
+def _verdict_of(figures: list[Figure], gpu: int, name: str) -> Verdict | None:
+    return next((f.test.verdict for f in figures if f.gpu == gpu and f.name == name), None)
+
+
+def _summed(windows: dict[str, list[float]], names: tuple[str, ...]) -> list[float]:
+    """The window values of `names` added window by window (a figure the side lacks: 0 in
+    each of its usable windows, as `_zeros_for_absent` fills one the other side has)."""
+    n = len(windows.get("busy share", []))
+    columns = [windows.get(name) or [0.0] * n for name in names]
+    return [sum(vs) for vs in zip(*columns, strict=True)]
+
+
+def _load_differs(b_win: dict[str, list[float]], a_win: dict[str, list[float]],
+                  figures: list[Figure], gpu: int, batch_changed: bool) -> bool:
+    """Whether the load of `gpu` differs: its idle for want of work changed measurably. Where
+    a side has idle while cuzk's batch collector held a request, what `/status` alone calls
+    no work is both (`NO_WORK` + `BATCH_WAIT`): with the batch settings unchanged that sum is
+    the load's figure; with them changed, the load differs only where both the sum and
+    `NO_WORK` changed. A drop in offered work raises both (never a gain); waits the change
+    removed while the load held leave `NO_WORK` as it was (a gain); waits that became want of
+    work in an open loop leave the sum as it was (no gain, and no load change either)."""
+    no_work = _verdict_of(figures, gpu, NO_WORK) == "load"
+    if _verdict_of(figures, gpu, BATCH_WAIT) is None:
+        return no_work
+    both = (NO_WORK, BATCH_WAIT)
+    total = judge(_summed(b_win, both), _summed(a_win, both), "none", False).verdict == "load"
+    return (no_work and total) if batch_changed else total
+
+
+#: Said when the batch settings changed and the waits became want of work (`compare`).
+WAITS_BECAME_WANT_OF_WORK = (
+    "idle for want of work changed, but with the batch waits (batch_wait) it did not: the "
+    "change turned cuzk's waits for a batch to fill into waits for work, the load held; each "
+    "request starts up to max_batch_wait_ms sooner, the GPU is no busier for it")
+
+
+def _waits_became_want_of_work(figures: list[Figure]) -> bool:
+    return any(f.name == NO_WORK and f.test.verdict == "load" for f in figures)
 
 
 #: The figures a side is checked for a drift within it (`_drift_note`).

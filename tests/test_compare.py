@@ -236,6 +236,26 @@ def test_batch_waits_removed_by_the_batch_setting_are_judged_and_a_drop_in_work_
     assert verdicts["busy share"] == "different load"
 
 
+def test_a_batched_run_against_a_partitioned_one_claims_no_gain_from_counting_jobs(
+        tmp_path: Path) -> None:
+    """A PoRep batch (`[scheduler] max_batch_size = 2`, the simulator's `batched`) is one GPU
+    job for both sectors' partitions, one row of the partition table. After the advice to set
+    max_batch_size = 1, the batched run against a partitioned one read "partitions/h x2.52
+    better" and "630 % of the predicted gain" (1.24x): jobs counted against partitions."""
+    batched = _sim_recording(tmp_path, "batched", 60, 1)
+    partitioned = _sim_recording(tmp_path, "chained", 60, 1)
+    c = _compare(batched, partitioned)
+    assert _figure(c, "partitions/h").test.verdict == "not comparable"
+    assert any(n.startswith("BEFORE proved batches (max_batch_size 2 → 1)") for n in c.notes)
+    achieved = to_json(c)["payoff"]["achieved"]
+    assert achieved["basis"] == "busy share"
+    busy = _figure(c, "busy share")
+    assert busy.before and busy.after
+    assert achieved["throughput_ratio"] == pytest.approx(busy.after / busy.before)
+    # Batches of one size on both sides count jobs against jobs.
+    assert _figure(_compare(batched, batched), "partitions/h").test.verdict != "not comparable"
+
+
 def test_the_window_is_the_largest_that_gives_the_shorter_side_eight() -> None:
     assert choose_window_s(24 * 3600) == 60.0
     assert choose_window_s(29.8) == 3.0

@@ -19,9 +19,11 @@ import pytest
 
 from gapwatch.cli import main
 from gapwatch.config import Config
+from gapwatch.core.models import Gap
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
-from gapwatch.cuzk.advice import Advice, AdviceReport
+from gapwatch.cuzk.advice import Advice, AdviceReport, advise
+from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.settings import ProverSettings, SettingsSeen
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.compare import (
@@ -855,6 +857,29 @@ def test_an_advised_setting_is_said_changed_by_what_shows_it_and_unknown_where_n
         "synth_worker_count moves with [memory] total_budget (GiB) too, which changed "
         "(512 → 100)")
     assert said["[memory] safety_margin"]["changed"] is True  # the budget is what shows it
+
+
+_DISPATCHER = ("2026-05-12T14:00:00.081000Z  INFO cuzk_core::engine: synthesis dispatcher started "
+               "(budget-gated) max_batch_size={} max_batch_wait_ms={} slot_size=0 "
+               "synthesis_concurrency=1")
+
+
+def test_a_batch_wait_closed_by_lowering_max_batch_wait_ms_is_said_changed() -> None:
+    """The advice for a batch wait: max_batch_size = 1, or a lower max_batch_wait_ms to keep
+    batching. It named both in one advice of max_batch_size, so a run that lowered the wait
+    read "unchanged: [scheduler] max_batch_size 2 on both"."""
+    held = _every(20.0, 8.0, "host_stall", "batch_wait")
+    before = _side("BEFORE", held)
+    before.settings = _settings_of(_DISPATCHER.format(2, 10000))
+    before.advice = advise([Gap(gap_id=g, gpu=0, kind="host_stall", start_mono_ns=0,
+                                start_s=x.start_s, end_mono_ns=1, end_s=x.start_s + 8.0,
+                                duration_s=8.0, pcie_rx_bytes_per_s=1e6, pcie_tx_bytes_per_s=1e6,
+                                link_bytes_per_s=63e9, prover_cause="batch_wait")
+                            for g, x in enumerate(held[:3])], PipelineView())
+    after = _side("AFTER", _every(20.0, 1.0, "host_stall", "batch_wait"))
+    after.settings = _settings_of(_DISPATCHER.format(2, 1000))
+    said = {a["setting"]: a["changed"] for a in predicted_vs_achieved(compare(before, after))["advice"]}
+    assert said == {"[scheduler] max_batch_size": False, "[scheduler] max_batch_wait_ms": True}
 
 
 _START = ("2026-05-12T14:{}.000000Z  INFO cuzk_core::engine: starting cuzk engine "

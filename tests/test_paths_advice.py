@@ -358,9 +358,10 @@ def test_a_gap_cuzks_batch_collector_held_a_request_through_is_a_batch_wait() ->
     assert view.cause == "batch_wait"
     assert "held a request for 8.0 s of the gap" in view.evidence[-1]
     assert "max_batch_wait_ms=10000 ran out" in view.evidence[-1]
-    (a,) = advise([_gap(cause="batch_wait")], PipelineView()).advice
-    assert a.setting == "[scheduler] max_batch_size" and not a.guess
-    assert "max_batch_wait_ms" in a.change
+    size, wait = advise([_gap(cause="batch_wait")], PipelineView()).advice
+    assert (size.setting, wait.setting) == ("[scheduler] max_batch_size",
+                                            "[scheduler] max_batch_wait_ms")
+    assert not size.guess and not wait.guess
 
 
 def test_no_work_names_curios_max_pending() -> None:
@@ -381,10 +382,11 @@ def test_no_work_with_batching_on_names_max_batch_size_before_curios_max_pending
     facts = facts_of([ENGINE, line("synthesis dispatcher started (budget-gated)", 0.1,
                                    max_batch_size=2, max_batch_wait_ms=10000), flush])
     assert facts.timeout_flushes == 1
-    batch, pending = advise([_gap(cause="no_work")], PipelineView(),
-                            rules=lambda s, g: path_rule(s, g, facts)).advice
+    batch, wait, pending = advise([_gap(cause="no_work")], PipelineView(),
+                                  rules=lambda s, g: path_rule(s, g, facts)).advice
     assert batch.setting == "[scheduler] max_batch_size" and batch.change.startswith("1")
-    assert "max_batch_wait_ms" in batch.change and "engine.rs:1984-2011, 2053" in batch.source
+    assert wait.setting == "[scheduler] max_batch_wait_ms" and "0 = flush at once" in wait.change
+    assert "engine.rs:1984-2011, 2053" in batch.source
     assert pending.setting == "Curio [Cuzk] MaxPending" and batch.guess
     assert any("max_batch_size=2 max_batch_wait_ms=10000" in e for e in batch.evidence)
     assert any("1 batch(es) dispatched only when the wait ran out" in e for e in batch.evidence)

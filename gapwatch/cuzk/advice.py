@@ -694,20 +694,27 @@ def _for_monolithic(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
             "batch would be [scheduler] max_batch_size > 1 (read with the prover's log)")
 
 
-BATCH_WAIT_SETTING = (
-    "[scheduler] max_batch_size", "1 (the default), or lower [scheduler] max_batch_wait_ms "
-    "(0 = flush at once)",
+_BATCH_WAIT_WHY = (
     "with max_batch_size > 1 a PoRep or SnapDeals request is held in cuzk's batch collector "
     "until max_batch_size of its kind arrive or max_batch_wait_ms (default 10 000) passes; "
-    "no job is registered meanwhile, so the GPU idles with /status empty",
-    "extern/cuzk/cuzk-core/src/engine.rs:1984-2011, 2053; batch_collector.rs:119-157, 165-168; "
-    "config.rs:202-212")
+    "no job is registered meanwhile, so the GPU idles with /status empty")
+_BATCH_WAIT_SOURCE = ("extern/cuzk/cuzk-core/src/engine.rs:1984-2011, 2053; "
+                      "batch_collector.rs:119-157, 165-168; config.rs:202-212")
+#: Either closes a batch wait, each its own advice: `gapwatch compare` reads each setting from
+#: its own startup field, and one advice naming both read "unchanged: max_batch_size 2 on both"
+#: of a run that lowered max_batch_wait_ms as it said.
+BATCH_WAIT_SETTINGS = [
+    ("[scheduler] max_batch_size", "1 (the default): no request waits for company",
+     _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE),
+    ("[scheduler] max_batch_wait_ms", "lower it (0 = flush at once), to keep batching",
+     _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE),
+]
 
 
 def _for_batch_wait(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     """Gaps the log shows cuzk's batch collector held a request through (its timeout flush,
     `PipelineFacts._batch_sent`): the wait is cuzk's own, not the client's."""
-    return [BATCH_WAIT_SETTING], False, "", [
+    return list(BATCH_WAIT_SETTINGS), False, "", [
         f"{len(gaps)} gap(s) while cuzk held a request until max_batch_wait_ms ran out "
         "('processing batch' in span synth_timeout_flush, engine.rs:2012)"]
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.cuzk.advice import (
     BATCH_KINDS,
-    BATCH_WAIT_SETTING,
+    BATCH_WAIT_SETTINGS,
     MAX_PENDING_SETTING,
     PIPELINE_OFF_STALLS,
     PIPELINE_SETTING,
@@ -265,7 +265,7 @@ def _no_work(facts: PathFacts) -> Found:
     if facts.timeout_flushes:
         evidence.append(f"{facts.timeout_flushes} batch(es) dispatched only when the wait ran "
                         "out ('processing batch' in span synth_timeout_flush, engine.rs:2012)")
-    return ([BATCH_WAIT_SETTING, MAX_PENDING_SETTING], True,
+    return ([*BATCH_WAIT_SETTINGS, MAX_PENDING_SETTING], True,
             "/status lists no request the batch collector holds, so gapwatch cannot tell a "
             "request waiting there for its batch to fill from no request at all", evidence)
 

@@ -221,6 +221,10 @@ def test_batch_waits_removed_by_the_batch_setting_are_judged_and_a_drop_in_work_
     assert verdicts["busy share"] == "no measurable change"
     assert verdicts["idle s/h, prover: no_work"] == "load"
     assert any("waits for work, the load held" in n for n in c.notes)
+    text = format_text(c)
+    assert ("load: the same as far as /status tells (want of work, with the batch waits it "
+            "took in, unchanged)") in text
+    assert all(len(x) <= 100 for x in text.splitlines())
 
     # The same change with Curio sending less: more idle for want of work than the waits
     # were. Different load, never a gain.

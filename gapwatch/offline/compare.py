@@ -293,6 +293,8 @@ class Comparison:
     #: The GPUs both sides have differ in model or PCIe link (`hardware_differences`): what
     #: AFTER achieved is not a measure of the change.
     hardware_differs: bool = False
+    #: What the load was judged the same by, in words (`_load_same_words`).
+    load_same_words: str = "idle for want of work did not change"
 
 
 def compare(before: Side, after: Side, window_s: float | None = None) -> Comparison:
@@ -342,7 +344,8 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
         notes.append(WAITS_BECAME_WANT_OF_WORK)
     return Comparison(before, after, w, figures, changes(before.settings, after.settings),
                       notes, load_differs, load_known,
-                      hardware_differs=bool(hardware_differences(before, after)))
+                      hardware_differs=bool(hardware_differences(before, after)),
+                      load_same_words=_load_same_words(figures, batch_changed))
 
 
 def batch_settings_changed(before: Side, after: Side) -> bool:
@@ -409,6 +412,19 @@ WAITS_BECAME_WANT_OF_WORK = (
     "idle for want of work changed, but with the batch waits (batch_wait) it did not: the "
     "change turned cuzk's waits for a batch to fill into waits for work, the load held; each "
     "request starts up to max_batch_wait_ms sooner, the GPU is no busier for it")
+
+
+def _load_same_words(figures: list[Figure], batch_changed: bool) -> str:
+    """What a load judged the same rests on (`_load_differs`), in words: with batch waits on a
+    side it is not idle for want of work alone (it read "did not change" beside a note saying
+    it had). Within the text's 100 columns."""
+    if not any(f.name == BATCH_WAIT for f in figures):
+        return "idle for want of work did not change"
+    if not batch_changed:
+        return "want of work and batch waits, together, did not change"
+    if _waits_became_want_of_work(figures):
+        return "want of work, with the batch waits it took in, unchanged"
+    return "idle for want of work did not change"
 
 
 def _waits_became_want_of_work(figures: list[Figure]) -> bool:

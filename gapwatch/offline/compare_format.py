@@ -126,7 +126,7 @@ def _load_line(c: Comparison) -> str:
     if c.load_differs:
         return ("load: DIFFERENT (idle for want of work changed): busy, gaps, idle, partitions "
                 "not judged")
-    return "load: the same as far as /status tells (idle for want of work did not change)"
+    return f"load: the same as far as /status tells ({c.load_same_words})"
 
 
 def head_lines(c: Comparison) -> list[str]:

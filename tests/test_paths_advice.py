@@ -362,6 +362,9 @@ def test_a_gap_cuzks_batch_collector_held_a_request_through_is_a_batch_wait() ->
     assert (size.setting, wait.setting) == ("[scheduler] max_batch_size",
                                             "[scheduler] max_batch_wait_ms")
     assert not size.guess and not wait.guess
+    # Work taken as fixed: true only where more work waited behind the held request.
+    assert any("requests that come on a clock lose the wait, not the idle" in e
+               for e in size.evidence)
 
 
 def test_no_work_names_curios_max_pending() -> None:

@@ -716,7 +716,11 @@ def _for_batch_wait(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     `PipelineFacts._batch_sent`): the wait is cuzk's own, not the client's."""
     return list(BATCH_WAIT_SETTINGS), False, "", [
         f"{len(gaps)} gap(s) while cuzk held a request until max_batch_wait_ms ran out "
-        "('processing batch' in span synth_timeout_flush, engine.rs:2012)"]
+        "('processing batch' in span synth_timeout_flush, engine.rs:2012)",
+        # The payoff takes the work as fixed; a request held is sent sooner either way, but
+        # the GPU is busier only if more work was waiting behind it.
+        "the payoff holds where the next request was waiting on this one's result; requests "
+        "that come on a clock lose the wait, not the idle (gapwatch compare tells which)"]
 
 
 def _for_no_work(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:

@@ -16,7 +16,7 @@ from gapwatch.core.models import ProverEvent, ProverStatus
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.detect import detect_records
-from gapwatch.sources.sim_post import CYCLE_S, DOWN_S
+from gapwatch.sources.sim_post import CYCLE_S, DOWN_S, FIRST_POST_SRS_LOAD_S, ON_TIME_AT_S
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,6 +72,44 @@ def test_a_restart_seen_by_its_lines_and_its_status_is_one_with_its_cost(
     assert names[0] == "down" and "SRS reloaded" in names and "first wave synthesis" in names
     assert cost.length_s is not None and cost.length_s > DOWN_S
     assert not [e for e in events if e.kind == "lost_job"]
+
+
+def test_after_a_restart_the_next_winningpost_loads_its_srs_from_disk_again() -> None:
+    """A killed cuzk's SRS went with its process (pinned host memory): the new run's first
+    WinningPoSt loads `winning-32g` inside its synthesis step, a first load (no `SRS evicted`
+    before it), and the reload of the next cycle's late one follows it. The new run's first
+    WinningPoSt used to find its SRS in memory, as if nothing had restarted."""
+    sim = simulate("post", duration_s=2 * CYCLE_S, status_period_s=1.0)
+    texts = [text for _stream, text in sim.log_lines]
+    restarted = next(i for i, t in enumerate(texts) if "cuzk-daemon starting" in t)
+    after = texts[restarted:]
+    first_post = next(t for t in after if "SYNTH_START" in t and "winpost-" in t)
+    job = first_post.split(",")[3]
+    its_end = next(i for i, t in enumerate(after) if f"SYNTH_END,{job}," in t)
+    srs_lines = [t.split(": ", 1)[1].split(" circuit_id=")[0] for t in after[:its_end]
+                 if "circuit_id=winning-32g" in t]
+    assert srs_lines == ["loading SRS from disk", "SRS loaded successfully"]
+    assert f"elapsed_ms={int(FIRST_POST_SRS_LOAD_S * 1000)}" in \
+        next(t for t in after if "SRS loaded successfully circuit_id=winning-32g" in t)
+    # The next cycle's late WinningPoSt reloads what this run loaded, after its eviction.
+    later = [t.split(": ", 1)[1].split(" circuit_id=")[0] for t in after[its_end:]
+             if "circuit_id=winning-32g" in t]
+    assert later == ["SRS evicted", "loading SRS from disk", "SRS loaded successfully"]
+
+
+def test_the_new_runs_first_winningpost_is_timed_with_its_srs_load_in_its_synthesis() -> None:
+    """Read by gapwatch: the load is inside its synthesis phase (engine.rs:2717-2721), and
+    the proof stays on time."""
+    sim = simulate("post", duration_s=CYCLE_S + ON_TIME_AT_S + 10, status_period_s=1.0)
+    parser = LogParser(offline=True)
+    logs = [e for stream, text in sim.log_lines for e in parser.parse_line(text, stream)]
+    logs = sorted(logs + parser.flush(), key=lambda e: e.t_wall_s)
+    found = detect_records(sim.header, sim.records, DetectorConfig(), logs, watch=CuzkWatch())
+    proofs = [e.proof for e in found.prover_events if e.kind == "proof" and e.proof is not None
+              and e.proof.done]
+    after_restart = proofs[-1]
+    assert after_restart.verdict == "ok" and after_restart.synth_s is not None
+    assert after_restart.synth_s == pytest.approx(2.2 + FIRST_POST_SRS_LOAD_S, abs=0.01)
 
 
 def test_record_says_them_on_stderr_and_the_report_from_the_recording(tmp_path: Path) -> None:

@@ -12,7 +12,10 @@ besides partitions, on a fixed script that repeats every `CYCLE_S` simulated sec
   it, its job failed;
 - `KILL_AT_S`: the daemon is killed without a line (systemd's SIGTERM), nothing runs for
   `DOWN_S`, then it starts again (its start lines, a new TIMELINE epoch, `/status` uptime
-  from 0), loads its SRS again and synthesises a first wave before its first GPU work.
+  from 0), loads its PoRep SRS again and synthesises a first wave before its first GPU work.
+  The killed process's SRS went with it (`srs_in_memory` emptied): the next WinningPoSt loads
+  `winning-32g` from disk again inside its synthesis step (`FIRST_POST_SRS_LOAD_S`, a first
+  load: no `SRS evicted` before it).
 
 Every line is one of cuzk's own formats (tests/data/cuzk-upstream/make_data.py builds the same
 scenarios from them, with the upstream file:line of each). Who calls it: `SimProver` (it builds
@@ -80,6 +83,15 @@ DOWN_S = 10.0
 #: SRS after a restart.
 POST_SRS_LOAD_S = 31.0
 RESTART_SRS_LOAD_S = 6.0
+#: The WinningPoSt SRS's first load in a run (after a restart): on demand, inside the
+#: synthesis step of the run's first WinningPoSt (engine.rs:2717-2721), short enough that it
+#: stays on time.
+FIRST_POST_SRS_LOAD_S = 2.0
+WINNING_SRS = "winning-32g"
+POREP_SRS = "porep-32g"
+#: The SRS the first run holds from its first second: its loads are not written (the first
+#: cycle's story starts with the pipeline already chaining). Every later run starts with none.
+FIRST_RUN_SRS = frozenset({POREP_SRS, WINNING_SRS})
 PANIC_LINES = (
     "thread '<unnamed>' panicked at /root/.cargo/git/checkouts/curio/extern/supraseal-c2/"
     "src/lib.rs:316:9:",
@@ -112,6 +124,9 @@ class PostScript:
         self.winpost = 0
         #: Each PoSt's arrival (simulated seconds), for its completion line's total_ms.
         self.arrived: dict[str, float] = {}
+        #: The circuits whose SRS this run of cuzk holds (srs_manager.rs `loaded`, 211): a
+        #: process that dies loses them, so a new run loads each again on demand.
+        self.srs_in_memory: set[str] = set(FIRST_RUN_SRS)
 
     def schedule(self, start: float = 0.0) -> None:
         """One cycle of the script from `start` (simulated seconds); the next one after it."""
@@ -124,37 +139,47 @@ class PostScript:
 
     # -- PoSt ---------------------------------------------------------------------------------
 
-    def _post(self, srs_s: float, synth_s: float, gpu_s: float) -> None:
+    def _post(self, reload_s: float, synth_s: float, gpu_s: float) -> None:
+        """A WinningPoSt arrives; `reload_s`: its SRS was evicted and is loaded again for
+        that long (0: kept in memory, unless this run never loaded it)."""
         sim = self.sim
         self.winpost += 1
         job = f"winpost-1000-{0x1a2b3c00 + self.winpost:08x}"
         self.arrived[job] = sim._now
         sim._trace(sim._now, f"job enqueued job_id={job} proof_kind=winning-post "
                              "priority=Critical queue_position=0", target="cuzk_core::scheduler")
-        sim._at(sim._now, Kept(partial(self._synth, job, srs_s, synth_s, gpu_s)))
+        sim._at(sim._now, Kept(partial(self._synth, job, reload_s, synth_s, gpu_s)))
 
-    def _synth(self, job: str, srs_s: float, synth_s: float, gpu_s: float) -> None:
+    def _synth(self, job: str, reload_s: float, synth_s: float, gpu_s: float) -> None:
         """Its synthesis step (engine.rs:2665-2745): SYNTH_START, the synthesis, then its SRS
-        loaded from disk when it is not in memory (`srs_s`), then SYNTH_END."""
+        loaded from disk when it is not in memory (engine.rs:2717-2721: `ensure_loaded` after
+        the synthesis), then SYNTH_END."""
         sim = self.sim
         sim._timeline(sim._now, "SYNTH_START", job, "kind=winning-post")
-        then = partial(self._queued, job, synth_s, gpu_s)
-        if srs_s:
-            then = partial(self._load_srs, srs_s, then)
+        then: Callable[[], None] = partial(self._queued, job, synth_s, gpu_s)
+        if WINNING_SRS not in self.srs_in_memory:
+            then = partial(self._load_srs, FIRST_POST_SRS_LOAD_S, then)
+        elif reload_s:
+            then = partial(self._evict_and_load_srs, reload_s, then)
         sim._at(sim._now + synth_s, Kept(then))
+
+    def _evict_and_load_srs(self, srs_s: float, then: Callable[[], None]) -> None:
+        """Its SRS evicted while idle (srs_manager.rs:282), so its load is a reload."""
+        self.srs_in_memory.discard(WINNING_SRS)
+        self.sim._trace(self.sim._now, f"SRS evicted circuit_id={WINNING_SRS} freed_gib=0.4 "
+                        "budget_available_gib=463", target="cuzk_core::srs_manager")
+        self._load_srs(srs_s, then)
 
     def _load_srs(self, srs_s: float, then: Callable[[], None]) -> None:
         """Its own SRS loaded from disk for `srs_s` (srs_manager.rs:203, 224), then `then`."""
         sim = self.sim
-        # Evicted while idle (srs_manager.rs:282), so this load is a reload.
-        sim._trace(sim._now, "SRS evicted circuit_id=winning-32g freed_gib=0.4 "
-                   "budget_available_gib=463", target="cuzk_core::srs_manager")
-        sim._trace(sim._now, "loading SRS from disk circuit_id=winning-32g "
+        sim._trace(sim._now, f"loading SRS from disk circuit_id={WINNING_SRS} "
                    "path=/data/zk/params/v28-proof-of-spacetime-fallback.params "
                    "file_size_gib=1", target="cuzk_core::srs_manager")
 
         def loaded() -> None:
-            sim._trace(sim._now, "SRS loaded successfully circuit_id=winning-32g "
+            self.srs_in_memory.add(WINNING_SRS)
+            sim._trace(sim._now, f"SRS loaded successfully circuit_id={WINNING_SRS} "
                        f"elapsed_ms={int(srs_s * 1000)} budget_used_gib=48 "
                        "budget_available_gib=464", target="cuzk_core::srs_manager")
             then()
@@ -224,9 +249,11 @@ class PostScript:
     # -- a restart ----------------------------------------------------------------------------
 
     def _kill(self) -> None:
-        """Killed without a line: everything in flight is gone; the GPU stops."""
+        """Killed without a line: everything in flight is gone, its SRS with it (pinned host
+        memory freed with the process); the GPU stops."""
         sim = self.sim
         sim.down = True
+        self.srs_in_memory.clear()
         sim._events = [e for e in sim._events if getattr(e[2], "keep", False)]
         heapq.heapify(sim._events)
         now = sim._now
@@ -251,14 +278,15 @@ class PostScript:
         sim._trace(sim._now, "cuzk-daemon starting", target="cuzk_daemon")
         sim._epoch = sim._now  # the new run's TIMELINE epoch and /status uptime
         sim.startup_lines()
-        sim._trace(sim._now + 0.1, "loading SRS from disk circuit_id=porep-32g "
+        sim._trace(sim._now + 0.1, f"loading SRS from disk circuit_id={POREP_SRS} "
                    "path=/data/zk/params/v28-stacked-proof-of-replication.params "
                    "file_size_gib=44", target="cuzk_core::srs_manager")
         sim._at(sim._now + RESTART_SRS_LOAD_S, Kept(self._srs_loaded))
 
     def _srs_loaded(self) -> None:
         sim = self.sim
-        sim._trace(sim._now, "SRS loaded successfully circuit_id=porep-32g "
+        self.srs_in_memory.add(POREP_SRS)
+        sim._trace(sim._now, f"SRS loaded successfully circuit_id={POREP_SRS} "
                    f"elapsed_ms={int(RESTART_SRS_LOAD_S * 1000)} budget_used_gib=47 "
                    "budget_available_gib=465", target="cuzk_core::srs_manager")
         sim.down = False

@@ -4,19 +4,30 @@ them (the watcher's events offline, `record`'s stderr and recording, the report)
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from evaluation.simulate import simulate
+from evaluation.simulate import SIM_EPOCH_WALL_S, simulate
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import ProverEvent, ProverStatus
+from gapwatch.cuzk.status import StatusError
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.detect import detect_records
-from gapwatch.sources.sim_post import CYCLE_S, DOWN_S, FIRST_POST_SRS_LOAD_S, ON_TIME_AT_S
+from gapwatch.sources.cuzk_status import fetch_status
+from gapwatch.sources.cuzk_status_server import CuzkStatusServer
+from gapwatch.sources.sim import SimProver
+from gapwatch.sources.sim_post import (
+    CYCLE_S,
+    DOWN_S,
+    FIRST_POST_SRS_LOAD_S,
+    KILL_AT_S,
+    ON_TIME_AT_S,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -110,6 +121,38 @@ def test_the_new_runs_first_winningpost_is_timed_with_its_srs_load_in_its_synthe
     after_restart = proofs[-1]
     assert after_restart.verdict == "ok" and after_restart.synth_s is not None
     assert after_restart.synth_s == pytest.approx(2.2 + FIRST_POST_SRS_LOAD_S, abs=0.01)
+
+
+def test_a_killed_cuzk_gives_no_status_until_its_new_run_listens() -> None:
+    """A dead process answers no poll: no snapshot from the kill to the new run's start, whose
+    first counts its uptime from 0. The killed daemon used to answer `/status` while down."""
+    sim = simulate("post", duration_s=KILL_AT_S + DOWN_S + 5, status_period_s=1.0)
+    polled = [(r.t_wall_s - SIM_EPOCH_WALL_S, r.uptime_s) for r in sim.records
+              if isinstance(r, ProverStatus)]
+    assert not [t for t, _ in polled if KILL_AT_S < t < KILL_AT_S + DOWN_S]
+    after = [(t, up) for t, up in polled if t >= KILL_AT_S + DOWN_S]
+    assert after and after[0][1] is not None and after[0][1] < 1.0
+
+
+def _run_to(sim: SimProver, t_s: float, start_s: float = 0.0) -> None:
+    """Read the simulator every 100 ms from `start_s` to `t_s` (simulated seconds)."""
+    for k in range(int(start_s * 10), int(t_s * 10) + 1):
+        sim.read(k * 100_000_000, SIM_EPOCH_WALL_S + k * 0.1)
+
+
+def test_the_killed_cuzks_status_port_refuses_connections_until_it_starts_again() -> None:
+    """Over TCP, as the poller meets it: refused while down (nothing listens on the port), then
+    the new run's server on the same address (main.rs:118-133: after the engine's start)."""
+    sim = SimProver("post")
+    with CuzkStatusServer(sim.status_bytes) as server:
+        sim.status_listener = server
+        _run_to(sim, KILL_AT_S + 1)
+        with pytest.raises(StatusError) as refused:
+            fetch_status(server.url, 2.0)
+        assert refused.value.reason == "refused"
+        _run_to(sim, KILL_AT_S + DOWN_S + 0.5, start_s=KILL_AT_S + 1.1)
+        uptime = json.loads(fetch_status(server.url, 2.0))["uptime_secs"]
+        assert uptime < 1.0
 
 
 def test_record_says_them_on_stderr_and_the_report_from_the_recording(tmp_path: Path) -> None:

@@ -115,6 +115,9 @@ def open_sim(config: Config, arg: str, speed: float, resources: ExitStack) -> Si
             raise SourceUnavailable(f"[sim] status_listen {config.sim.status_listen!r}: "
                                     f"cannot listen: {exc.strerror or exc}") from None
         resources.callback(wiring.status_server.stop)
+        # A killed simulated cuzk stops listening, and its restart listens again.
+        sim.status_listener = wiring.status_server
+        sim.status_listen = f"{host}:{wiring.status_server.port}"
     return wiring
 
 

@@ -11,6 +11,11 @@ gets `200` with `Content-Type: application/json`, `Content-Length`,
 `Access-Control-Allow-Origin: *` and `Connection: close`; anything else `404 Not Found` (text);
 a document that cannot be built gets `500` with `{"error": "..."}`; then the connection is
 closed: one request per connection, no keep-alive. Connections are served one at a time.
+
+A prover that dies takes its server with it: `stop_listening` closes the listening socket (a
+connection is refused, as nothing listens on the port any more) and `listen_again` binds the
+same address again, as the restarted process does (`NotServing` from `document()`: a request
+taken just before closes with no answer).
 """
 
 from __future__ import annotations
@@ -23,6 +28,11 @@ from typing import Any
 
 #: cuzk reads at most this much of a request, once.
 REQUEST_BYTES = 4096
+
+
+class NotServing(Exception):
+    """Raised by `document()` when the process behind the server is gone (a killed prover): the
+    connection is closed with no answer, as the kernel closes a dead process's sockets."""
 
 
 def http_response(status: int, reason: str, body: bytes,
@@ -55,14 +65,12 @@ class CuzkStatusServer:
             raise ValueError("give document or respond")
         self._document = document
         self._respond = respond
-        self._sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
-                                   socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((host, port))
-        self._sock.listen(16)
-        self._sock.settimeout(0.2)  # the accept loop looks at the stop flag this often
+        sock = _listening_socket(host, port)
+        #: The listening socket; None while not listening (`stop_listening`).
+        self._sock: socket.socket | None = sock
+        self._sock_lock = threading.Lock()
         self.host = host
-        self.port = int(self._sock.getsockname()[1])
+        self.port = int(sock.getsockname()[1])
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.requests = 0
@@ -83,7 +91,37 @@ class CuzkStatusServer:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5)
-        self._sock.close()
+        self.stop_listening()
+
+    def stop_listening(self) -> None:
+        """Nothing listens on the port from now on: a connection is refused, as a dead
+        process's port refuses it. Never waits on the serving thread (the prover calls it
+        holding its own lock, which a request in flight may be waiting for)."""
+        with self._sock_lock:
+            sock, self._sock = self._sock, None
+        if sock is None:
+            return
+        try:
+            sock.shutdown(socket.SHUT_RDWR)  # wakes an accept in progress (Linux)
+        except OSError:
+            pass
+        sock.close()
+
+    def listen_again(self) -> str | None:
+        """Listen on the same address again (a restarted prover binds its configured one);
+        None when listening, else why it cannot (the port taken meanwhile), as the words of
+        the bind's error."""
+        if self._stop.is_set():
+            return None  # stopped for good: nothing to listen for
+        try:
+            sock = _listening_socket(self.host, self.port)
+        except OSError as exc:
+            return str(exc.strerror or exc)
+        with self._sock_lock:
+            old, self._sock = self._sock, sock
+        if old is not None:
+            old.close()
+        return None
 
     def __enter__(self) -> CuzkStatusServer:
         return self.start()
@@ -93,12 +131,18 @@ class CuzkStatusServer:
 
     def _serve(self) -> None:
         while not self._stop.is_set():
+            sock = self._sock
+            if sock is None:  # not listening: a prover that is down
+                self._stop.wait(0.05)
+                continue
             try:
-                conn, _ = self._sock.accept()
+                conn, _ = sock.accept()
             except TimeoutError:
                 continue
             except OSError:
-                return  # closed
+                if sock is self._sock:
+                    return  # the listening socket failed
+                continue  # closed by stop_listening (or stop)
             with conn:
                 try:
                     self._handle(conn)
@@ -127,7 +171,24 @@ class CuzkStatusServer:
         try:
             doc = self._document()
             body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+        except NotServing:
+            return b""
         except Exception as exc:  # noqa: BLE001 - cuzk answers 500 when serialisation fails
             return http_response(500, "Internal Server Error",
                                  json.dumps({"error": str(exc)}).encode())
         return http_response(200, "OK", body)
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on `host:port` (0: any free port), its accepts timed out often
+    enough for the serving loop to look at its stop flag."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(16)
+    except OSError:
+        sock.close()
+        raise
+    sock.settimeout(0.2)  # the accept loop looks at the stop flag this often
+    return sock

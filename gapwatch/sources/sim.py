@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from typing import Literal
+from typing import Literal, Protocol
 
 from gapwatch.config import MAX_SIM_GPUS
 from gapwatch.core.models import (
@@ -60,6 +60,7 @@ from gapwatch.cuzk.pipeline import (
     synth_worker_count,
 )
 from gapwatch.sources import Tick
+from gapwatch.sources.cuzk_status_server import NotServing
 from gapwatch.sources.sim_post import Kept, PostScript
 
 ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound", "post", "batched"]
@@ -70,6 +71,14 @@ IDLE_PCIE_BYTES_PER_S = 1.5 * 2**20  # an idle H200 link reads ~0.7-2.7 MiB/s ea
 
 #: (stream, text): stream is "stdout" for tracing lines, "stderr" for TIMELINE / CUZK lines.
 LineSink = Callable[[str, str], None]
+
+
+class StatusListener(Protocol):
+    """The server of the simulated prover's `/status` (`CuzkStatusServer`), as the prover's
+    death and restart drive it."""
+
+    def stop_listening(self) -> None: ...
+    def listen_again(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +305,12 @@ class SimProver:
         self.post_script: PostScript | None = None
         self.down = False
         self._epoch = 0.0
+        #: The process is alive (False from a kill to its restart's engine start): only a
+        #: live one answers `/status`. Its server, when one serves it (speed > 0), is told.
+        self.process_alive = True
+        self.status_listener: StatusListener | None = None
+        #: Where its status server listens, for cuzk's line when it cannot bind again.
+        self.status_listen = ""
         #: Each finished a/b/c copy, for a simulated copy trace (`SimCopyFeed` sets it to a
         #: list and drains it; None: nobody reads copies, none kept).
         self.finished_copies: list[SimCopy] | None = None
@@ -440,6 +455,24 @@ class SimProver:
                        "max_batch_wait_ms=10000 slot_size=0 synthesis_concurrency=1")
         # A (re)start has no capacity hint: its first wave is unpinned (pipeline.rs:176-230).
         self.hint_cached = False
+
+    def process_gone(self) -> None:
+        """The process died (a kill): its status server with it, nothing answers `/status`."""
+        self.process_alive = False
+        if self.status_listener is not None:
+            self.status_listener.stop_listening()
+
+    def status_server_starts(self) -> None:
+        """A new run's status server binds its address, after the engine's start
+        (cuzk-daemon main.rs:118-133); when it cannot, cuzk's own line (main.rs:137) and no
+        `/status` for that run, as cuzk runs on without it."""
+        self.process_alive = True
+        if self.status_listener is None:
+            return
+        failed = self.status_listener.listen_again()
+        if failed is not None:
+            self._trace(self._now, f"failed to bind status HTTP server addr={self.status_listen} "
+                                   f"error={failed}", target="cuzk_daemon", level="ERROR")
 
     def add_compute(self, g: _Gpu, start: float, end: float) -> None:
         """Kernels on `g` over [start, end] (simulated seconds): SMs busy then."""
@@ -672,8 +705,11 @@ class SimProver:
     # --- the pipeline's own status (cuzk GET /status) ----------------------------------------
 
     def status_document(self) -> dict[str, object]:
-        """The pipeline as cuzk's `/status` JSON (cuzk-status.md), as of the last reading."""
+        """The pipeline as cuzk's `/status` JSON (cuzk-status.md), as of the last reading.
+        Raises NotServing while the process is dead (killed, not yet started again)."""
         with self._lock:
+            if not self.process_alive:
+                raise NotServing("the simulated cuzk is not running")
             return self._status_document()
 
     def status_bytes(self) -> bytes:
@@ -821,7 +857,11 @@ class SimStatusFeed:
         self._next_ns = t + self.period_ns
         from gapwatch.cuzk.status import parse_status
 
-        self.emit(parse_status(self.sim.status_bytes(), "sim", t, record.t_wall_s, 0.0))
+        try:
+            body = self.sim.status_bytes()
+        except NotServing:
+            return  # a dead process answers no poll: no snapshot, as a refused poll gives none
+        self.emit(parse_status(body, "sim", t, record.t_wall_s, 0.0))
 
     def close(self) -> None:
         pass

@@ -10,12 +10,13 @@ besides partitions, on a fixed script that repeats every `CYCLE_S` simulated sec
 - `PANIC_AT_S`: the next partition to finish on GPU 0 panics in supraseal-c2 with a CUDA
   "out of memory" (Rust's default hook on stderr, untimestamped), cuzk's own ERROR line for
   it, its job failed;
-- `KILL_AT_S`: the daemon is killed without a line (systemd's SIGTERM), nothing runs for
-  `DOWN_S`, then it starts again (its start lines, a new TIMELINE epoch, `/status` uptime
-  from 0), loads its PoRep SRS again and synthesises a first wave before its first GPU work.
-  The killed process's SRS went with it (`srs_in_memory` emptied): the next WinningPoSt loads
-  `winning-32g` from disk again inside its synthesis step (`FIRST_POST_SRS_LOAD_S`, a first
-  load: no `SRS evicted` before it).
+- `KILL_AT_S`: the daemon is killed without a line (systemd's SIGTERM), nothing runs and its
+  `/status` refuses connections for `DOWN_S`, then it starts again (its start lines, a new
+  TIMELINE epoch, its status server listening again after the engine's start as
+  main.rs:118-133 orders it, `/status` uptime from 0), loads its PoRep SRS again and
+  synthesises a first wave before its first GPU work. The killed process's SRS went with it
+  (`srs_in_memory` emptied): the next WinningPoSt loads `winning-32g` from disk again inside
+  its synthesis step (`FIRST_POST_SRS_LOAD_S`, a first load: no `SRS evicted` before it).
 
 Every line is one of cuzk's own formats (tests/data/cuzk-upstream/make_data.py builds the same
 scenarios from them, with the upstream file:line of each). Who calls it: `SimProver` (it builds
@@ -64,6 +65,8 @@ class SimProver(Protocol):
 
     def _at(self, t: float, fn: Callable[[], None]) -> None: ...
     def _raw(self, text: str, stream: str = ...) -> None: ...
+    def process_gone(self) -> None: ...
+    def status_server_starts(self) -> None: ...
     def _timeline(self, t: float, event: str, job: str, detail: str) -> None: ...
     def _trace(self, t: float, message: str, span: str = ..., target: str = ...,
                level: str = ...) -> None: ...
@@ -249,10 +252,11 @@ class PostScript:
     # -- a restart ----------------------------------------------------------------------------
 
     def _kill(self) -> None:
-        """Killed without a line: everything in flight is gone, its SRS with it (pinned host
-        memory freed with the process); the GPU stops."""
+        """Killed without a line: everything in flight is gone, its SRS (pinned host memory
+        freed with the process) and its status server with it; the GPU stops."""
         sim = self.sim
         sim.down = True
+        sim.process_gone()
         self.srs_in_memory.clear()
         sim._events = [e for e in sim._events if getattr(e[2], "keep", False)]
         heapq.heapify(sim._events)
@@ -278,6 +282,8 @@ class PostScript:
         sim._trace(sim._now, "cuzk-daemon starting", target="cuzk_daemon")
         sim._epoch = sim._now  # the new run's TIMELINE epoch and /status uptime
         sim.startup_lines()
+        # main.rs:118-133: the engine starts, then the status server binds its address.
+        sim.status_server_starts()
         sim._trace(sim._now + 0.1, f"loading SRS from disk circuit_id={POREP_SRS} "
                    "path=/data/zk/params/v28-stacked-proof-of-replication.params "
                    "file_size_gib=44", target="cuzk_core::srs_manager")

@@ -61,11 +61,12 @@ from gapwatch.cuzk.pipeline import (
 )
 from gapwatch.sources import Tick
 from gapwatch.sources.cuzk_status_server import NotServing
-from gapwatch.sources.sim_post import Kept, PostScript
+from gapwatch.sources.sim_post import CYCLES, Kept, PostScript
 
-ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound", "post", "batched"]
+ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound", "post", "batched",
+                       "post-failed"]
 SCENARIOS: tuple[ScenarioName, ...] = ("chained", "pageable", "host-stall", "transfer-bound",
-                                       "post", "batched")
+                                       "post", "batched", "post-failed")
 LINK_BYTES_PER_S = GEN5_X16_BYTES_PER_S
 IDLE_PCIE_BYTES_PER_S = 1.5 * 2**20  # an idle H200 link reads ~0.7-2.7 MiB/s each way
 
@@ -123,6 +124,8 @@ SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
     # The chained pipeline plus PoSt, a late PoSt, a panic and a restart on a fixed script
     # (`gapwatch.sources.sim_post`).
     "post": Scenario("post", True, 4.5e9, 0.9, 2.0, 4, 4, 0.0, 0.0),
+    # `post`'s pipeline and on-time WinningPoSt, then one whose GPU prove start fails.
+    "post-failed": Scenario("post-failed", True, 4.5e9, 0.9, 2.0, 4, 4, 0.0, 0.0),
     # `[scheduler] max_batch_size = 2`: every two PoRep requests are one monolithic batch,
     # synthesised with no pinned pool; its a/b/c copy (pageable, ~2.7 s) outlasts the other
     # worker's batch kernels (1.8 s), so the GPU idles ~0.9 s per batch with PCIe trickling.
@@ -429,8 +432,10 @@ class SimProver:
         for g in self._gpus:
             self._at(0.05, partial(self._fill_synthesis, g))
         self._at(0.5, Kept(self._tick_threads))
-        if any(g.scenario.name == "post" for g in self._gpus):
-            self.post_script = PostScript(self)
+        cycle = next((CYCLES[g.scenario.name] for g in self._gpus
+                      if g.scenario.name in CYCLES), None)
+        if cycle is not None:
+            self.post_script = PostScript(self, cycle)
             self.post_script.schedule()
 
     def startup_lines(self) -> None:

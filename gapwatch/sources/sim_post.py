@@ -1,5 +1,6 @@
-"""The simulator's `post` scenario: the chained pipeline, plus what a proving box lives through
-besides partitions, on a fixed script that repeats every `CYCLE_S` simulated seconds:
+"""The simulator's `post` and `post-failed` scenarios: the chained pipeline, plus what a proving
+box lives through besides partitions, on a fixed script (a `Cycle`) that repeats. `post`'s,
+every `CYCLE_S` simulated seconds:
 
 - `ON_TIME_AT_S`: a WinningPoSt arrives while both GPU workers hold partitions (synthesis
   2.2 s, then it waits for the first worker to come free, 1.3 s on the GPU);
@@ -18,6 +19,11 @@ besides partitions, on a fixed script that repeats every `CYCLE_S` simulated sec
   (`srs_in_memory` emptied): the next WinningPoSt loads `winning-32g` from disk again inside
   its synthesis step (`FIRST_POST_SRS_LOAD_S`, a first load: no `SRS evicted` before it).
 
+`post-failed`'s, every `FAILED_CYCLE_S`: the on-time WinningPoSt at `ON_TIME_AT_S`, then at
+`FAILED_AT_S` one whose GPU prove start fails (`GPU prove start failed`, ERROR, in its GPU
+worker's span, which names it: engine.rs:3005-3012, 3282), `PROVE_START_FAIL_S` after its
+GPU_START, before any kernel: no GPU_END, no completion line; its worker is free again.
+
 Every line is one of cuzk's own formats (tests/data/cuzk-upstream/make_data.py builds the same
 scenarios from them, with the upstream file:line of each). Who calls it: `SimProver` (it builds
 one for a `post` scenario and calls `schedule`, `dispatch`, `take_panic`).
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
@@ -104,6 +111,38 @@ PANIC_LINES = (
 )
 
 
+#: `post-failed`: its cycle, its failing WinningPoSt's arrival, and how long after its GPU_START
+#: its GPU prove start fails (the error comes back from `gpu_prove_start` before any kernel,
+#: engine.rs:3279-3282: the GPU does no work for it).
+FAILED_CYCLE_S = 60.0
+FAILED_AT_S = 35.0
+PROVE_START_FAIL_S = 0.3
+#: Its error, as `error = %e` writes the anyhow error `gpu_prove_start` makes (pipeline.rs:1405,
+#: `GPU prove start failed: {:?}` of bellperson's `SynthesisError`).
+PROVE_START_ERROR = "GPU prove start failed: Unsatisfiable"
+
+
+@dataclass(frozen=True, slots=True)
+class Cycle:
+    """What one cycle of a script does, each at its offset from the cycle's start (simulated
+    seconds; None: not in this script)."""
+
+    length_s: float
+    on_time_at_s: float | None = None
+    late_at_s: float | None = None
+    failed_at_s: float | None = None
+    panic_at_s: float | None = None
+    kill_at_s: float | None = None
+
+
+#: Each scenario's cycle.
+CYCLES: dict[str, Cycle] = {
+    "post": Cycle(CYCLE_S, on_time_at_s=ON_TIME_AT_S, late_at_s=LATE_AT_S,
+                  panic_at_s=PANIC_AT_S, kill_at_s=KILL_AT_S),
+    "post-failed": Cycle(FAILED_CYCLE_S, on_time_at_s=ON_TIME_AT_S, failed_at_s=FAILED_AT_S),
+}
+
+
 class Kept:
     """An event that survives a simulated kill (the script's own, the thread ticks)."""
 
@@ -118,10 +157,13 @@ class Kept:
 
 
 class PostScript:
-    """The `post` scenario's script, run inside one `SimProver` (its model and lines)."""
+    """A `post` scenario's script, run inside one `SimProver` (its model and lines)."""
 
-    def __init__(self, sim: SimProver) -> None:
+    def __init__(self, sim: SimProver, cycle: Cycle = CYCLES["post"]) -> None:
         self.sim = sim
+        self.cycle = cycle
+        #: The WinningPoSt whose GPU prove start will fail.
+        self.failing: set[str] = set()
         self.post_queue: list[tuple[str, float]] = []  # (job, GPU seconds), GPU 0
         self.panic_armed = False
         self.winpost = 0
@@ -133,22 +175,31 @@ class PostScript:
 
     def schedule(self, start: float = 0.0) -> None:
         """One cycle of the script from `start` (simulated seconds); the next one after it."""
-        at = self.sim._at
-        at(start + ON_TIME_AT_S, Kept(partial(self._post, 0.0, 2.2, 1.3)))
-        at(start + LATE_AT_S, Kept(partial(self._post, POST_SRS_LOAD_S, 2.1, 0.8)))
-        at(start + PANIC_AT_S, Kept(self._arm_panic))
-        at(start + KILL_AT_S, Kept(self._kill))
-        at(start + CYCLE_S, Kept(partial(self.schedule, start + CYCLE_S)))
+        at, c = self.sim._at, self.cycle
+        if c.on_time_at_s is not None:
+            at(start + c.on_time_at_s, Kept(partial(self._post, 0.0, 2.2, 1.3)))
+        if c.late_at_s is not None:
+            at(start + c.late_at_s, Kept(partial(self._post, POST_SRS_LOAD_S, 2.1, 0.8)))
+        if c.failed_at_s is not None:
+            at(start + c.failed_at_s, Kept(partial(self._post, 0.0, 2.1, 0.8, fails=True)))
+        if c.panic_at_s is not None:
+            at(start + c.panic_at_s, Kept(self._arm_panic))
+        if c.kill_at_s is not None:
+            at(start + c.kill_at_s, Kept(self._kill))
+        at(start + c.length_s, Kept(partial(self.schedule, start + c.length_s)))
 
     # -- PoSt ---------------------------------------------------------------------------------
 
-    def _post(self, reload_s: float, synth_s: float, gpu_s: float) -> None:
+    def _post(self, reload_s: float, synth_s: float, gpu_s: float, fails: bool = False) -> None:
         """A WinningPoSt arrives; `reload_s`: its SRS was evicted and is loaded again for
-        that long (0: kept in memory, unless this run never loaded it)."""
+        that long (0: kept in memory, unless this run never loaded it); `fails`: its GPU
+        prove start fails."""
         sim = self.sim
         self.winpost += 1
         job = f"winpost-1000-{0x1a2b3c00 + self.winpost:08x}"
         self.arrived[job] = sim._now
+        if fails:
+            self.failing.add(job)
         sim._trace(sim._now, f"job enqueued job_id={job} proof_kind=winning-post "
                              "priority=Critical queue_position=0", target="cuzk_core::scheduler")
         sim._at(sim._now, Kept(partial(self._synth, job, reload_s, synth_s, gpu_s)))
@@ -210,6 +261,9 @@ class PostScript:
         w.busy, w.job, w.partition, w.since_s = True, job, None, sim._now
         sim._timeline(sim._now, "GPU_PICKUP", job, f"worker={w.wid}")
         sim._timeline(sim._now, "GPU_START", job, f"worker={w.wid}")
+        if job in self.failing:
+            sim._at(sim._now + PROVE_START_FAIL_S, partial(self._prove_start_failed, g, w, job))
+            return
         lock_at = max(sim._now, g.lock_free_at)
         g.lock_free_at = lock_at + gpu_s
         sim.add_compute(g, lock_at, lock_at + gpu_s)
@@ -226,6 +280,20 @@ class PostScript:
             sim._dispatch(g)
 
         sim._at(lock_at + gpu_s, done)
+
+    def _prove_start_failed(self, g: _Gpu, w: _Worker, job: str) -> None:
+        """`GPU prove start failed` (engine.rs:3282, `error = %e`) inside the GPU worker's
+        span (3005-3012: a PoSt's `partition` is `None`); the job fails, its worker takes the
+        next item (3280: `gpu_done_for_worker.notify_one()`)."""
+        sim = self.sim
+        self.failing.discard(job)
+        self.arrived.pop(job, None)
+        span = (f"gpu_worker{{worker_id={w.wid} gpu={g.index} job_id={job} "
+                "proof_kind=winning-post batch_size=1 partition=None}: ")
+        sim._trace(sim._now, f"GPU prove start failed error={PROVE_START_ERROR}", span=span,
+                   level="ERROR")
+        w.busy, w.job = False, None
+        sim._dispatch(g)
 
     # -- a panic ------------------------------------------------------------------------------
 
@@ -273,6 +341,7 @@ class PostScript:
                 w.busy, w.job, w.partition = False, None, None
         self.post_queue.clear()
         self.arrived.clear()
+        self.failing.clear()
         sim._jobs.clear()
         sim.synth_active_counter = 0
         sim._at(now + DOWN_S, Kept(self._start_again))

@@ -1,0 +1,77 @@
+"""The simulator's `post-failed` scenario end to end: recorded by `gapwatch record --source
+sim:...`, a failed WinningPoSt is said failed with cuzk's error (on stderr, to `--on-event` as
+`post_failed`, in the report of the recording). Before, it was tested only on hand-written
+lines."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from gapwatch.sources.sim_post import FAILED_AT_S, PROVE_START_ERROR
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Writes each `--on-event` call's GAPWATCH_* environment as one JSON line.
+HOOK = """import json, os, sys
+with open(sys.argv[1], "a") as f:
+    f.write(json.dumps({k: v for k, v in os.environ.items() if k.startswith("GAPWATCH_")})
+            + "\\n")
+"""
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+
+
+def _record(tmp_path: Path, scenario: str, duration_s: float,
+            hook_out: Path | None = None) -> tuple[Path, str]:
+    """`gapwatch record` of the simulator's `scenario` at speed 0: the recording, its stderr."""
+    out = tmp_path / f"{scenario}.jsonl"
+    cmd = [sys.executable, "-m", "gapwatch", "record", "--source", f"sim:{scenario}",
+           "--speed", "0", "--duration", str(duration_s), "--out", str(out), "--quiet"]
+    if hook_out is not None:
+        (tmp_path / "hook.py").write_text(HOOK)
+        cmd += ["--on-event", f"{sys.executable} {tmp_path / 'hook.py'} {hook_out}"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=_env(tmp_path),
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return out, done.stderr
+
+
+def _report(tmp_path: Path, recording: Path, *flags: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "gapwatch", "report", str(recording), *flags],
+                          capture_output=True, text=True, timeout=120, env=_env(tmp_path),
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _ended(report_json: str) -> list[dict[str, Any]]:
+    """The proofs that ended, in order (a late one is also said while it still ran)."""
+    proofs: list[dict[str, Any]] = [e["proof"] for e in
+                                    json.loads(report_json)["prover_events"]["proof"]
+                                    if e["proof"]["done"]]
+    return proofs
+
+
+def test_a_winningpost_whose_gpu_prove_start_fails_is_said_failed_with_cuzks_error(
+        tmp_path: Path) -> None:
+    """`post-failed`: its `GPU prove start failed` (engine.rs:3282) in its GPU worker's span
+    fails it at once: FAILED on record's stderr, `--on-event` run as `post_failed`, and the
+    report of the recording says it failed with cuzk's error, never late."""
+    hook_out = tmp_path / "hook.jsonl"
+    recording, err = _record(tmp_path, "post-failed", FAILED_AT_S + 5, hook_out)
+    assert f"{PROVE_START_ERROR} (after" in err and "FAILED" in err
+    calls = [json.loads(x) for x in hook_out.read_text().splitlines()]
+    [failed] = [c for c in calls if c["GAPWATCH_EVENT"] == "post_failed"]
+    assert failed["GAPWATCH_STATE"] == "failed"
+    assert PROVE_START_ERROR in failed["GAPWATCH_CAUSE_WORDS"]
+    text = _report(tmp_path, recording)
+    assert "Prover events: 2 PoSt proof(s) (1 failed, 0 late, 0 at risk)" in text
+    assert f"error: {PROVE_START_ERROR}" in text
+    verdicts = [(p["verdict"], p["error"]) for p in _ended(_report(tmp_path, recording,
+                                                                    "--json"))]
+    assert verdicts == [("ok", None), ("failed", PROVE_START_ERROR)]

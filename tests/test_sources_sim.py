@@ -62,7 +62,7 @@ def test_transfer_bound_gaps_move_data_at_line_rate() -> None:
     assert inside and min(s.pcie_rx_bytes_per_s or 0 for s in inside) > 0.3 * 63e9
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s != "post-pipeline-off"])
 def test_every_scenario_has_host_samples_and_timeline_lines(scenario: str) -> None:
     r = simulate(scenario, seed=2, duration_s=10, gpus=2)
     assert {s.gpu for s in _gpu(r.records)} == {0, 1}
@@ -74,6 +74,32 @@ def test_every_scenario_has_host_samples_and_timeline_lines(scenario: str) -> No
         "starting cuzk engine pipeline_enabled=true",
         "initializing GPU workers num_gpus=2 gpu_workers_per_device=2 total_workers=4 gpus=[0, 1]"]
     assert any("synth_worker_count=" in t for _, t in r.log_lines[:6])
+
+
+def test_with_the_pipeline_off_each_gpu_has_one_monolithic_worker_and_no_timeline() -> None:
+    """engine.rs:1333-1337, 3378, 3510: one worker per GPU, started as a monolithic worker;
+    the monolithic path writes no TIMELINE line, and `/status` lists its workers idle."""
+    from gapwatch.cuzk.status import parse_status
+
+    r = simulate("post-pipeline-off", seed=2, duration_s=10, gpus=2)
+    assert {s.gpu for s in _gpu(r.records)} == {0, 1}
+    assert any(isinstance(x, HostSample) for x in r.records)
+    assert not any(t.startswith("TIMELINE,") for _, t in r.log_lines)
+    assert [t.split(": ", 1)[1] for _, t in r.log_lines[2:7]] == [
+        "starting cuzk engine pipeline_enabled=false",
+        "initializing GPU workers num_gpus=2 gpu_workers_per_device=1 total_workers=2 gpus=[0, 1]",
+        "monolithic GPU worker started worker_id=0 gpu=0",
+        "monolithic GPU worker started worker_id=1 gpu=1",
+        "cuzk engine started num_workers=2 pipeline=false"]
+    st = parse_status(r.sim.status_bytes(), "sim", 1, 0.0, 0.0)
+    assert [w.state for w in st.workers] == ["idle", "idle"] and st.jobs == 0
+
+
+def test_the_pipeline_off_is_the_whole_daemons_and_mixes_with_no_other_scenario() -> None:
+    from gapwatch.sources.sim import parse_scenarios
+
+    with pytest.raises(ValueError, match="turns cuzk's pipeline off, for the whole daemon"):
+        parse_scenarios("post-pipeline-off,chained")
 
 
 def test_unknown_scenario_is_refused() -> None:

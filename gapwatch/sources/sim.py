@@ -25,7 +25,9 @@ budget (`SIM_BUDGET_BYTES`, 14 GiB reserved per partition in flight, the SRS bes
 `starting pipeline ... synth_worker_count` line says); `synthesis.active` incremented at each
 synthesis start and decremented on success only, so it drifts upward after a failed synthesis
 (`synth_fail_every`), whose job then stays listed with its pending partitions that never run.
-The simulator runs no monolithic (PoSt) work, which cuzk would not list either. At speed > 0 the
+Its monolithic work (the `post*` scenarios' PoSt, batches, every proof of `post-pipeline-off`,
+whose one worker per GPU is `gapwatch.sources.sim_monolithic`'s) is not listed, as cuzk lists
+none; a killed simulated cuzk answers no `/status` until its new run listens. At speed > 0 the
 runtime serves it over HTTP (`gapwatch.sources.cuzk_status_server`); at speed 0 `SimStatusFeed`
 hands snapshots straight to the session. Reads and the status document take one lock, as cuzk's
 tracker lock: the sampler thread advances the model while the server thread reads it.
@@ -61,12 +63,13 @@ from gapwatch.cuzk.pipeline import (
 )
 from gapwatch.sources import Tick
 from gapwatch.sources.cuzk_status_server import NotServing
+from gapwatch.sources.sim_monolithic import MonolithicScript
 from gapwatch.sources.sim_post import CYCLES, Kept, PostScript
 
 ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound", "post", "batched",
-                       "post-failed"]
+                       "post-failed", "post-pipeline-off"]
 SCENARIOS: tuple[ScenarioName, ...] = ("chained", "pageable", "host-stall", "transfer-bound",
-                                       "post", "batched", "post-failed")
+                                       "post", "batched", "post-failed", "post-pipeline-off")
 LINK_BYTES_PER_S = GEN5_X16_BYTES_PER_S
 IDLE_PCIE_BYTES_PER_S = 1.5 * 2**20  # an idle H200 link reads ~0.7-2.7 MiB/s each way
 
@@ -106,6 +109,9 @@ class Scenario:
     #: The first wave after start unpinned (upstream always has one: no capacity hint until the
     #: first synthesis finishes). Off only where it would hide the scenario's own story.
     first_wave: bool = True
+    #: `[pipeline] enabled` (cuzk's whole daemon): off, each GPU has one monolithic worker
+    #: proving whole proofs (`gapwatch.sources.sim_monolithic`), no TIMELINE line.
+    pipeline: bool = True
 
 
 SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
@@ -126,6 +132,11 @@ SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
     "post": Scenario("post", True, 4.5e9, 0.9, 2.0, 4, 4, 0.0, 0.0),
     # `post`'s pipeline and on-time WinningPoSt, then one whose GPU prove start fails.
     "post-failed": Scenario("post-failed", True, 4.5e9, 0.9, 2.0, 4, 4, 0.0, 0.0),
+    # `[pipeline] enabled = false`: one monolithic worker per GPU proving whole PoRep C2 proofs;
+    # a WinningPoSt on time, one late behind a whole PoRep, one that fails
+    # (`gapwatch.sources.sim_monolithic`).
+    "post-pipeline-off": Scenario("post-pipeline-off", False, 4.5e9, 0.9, 2.0, 4, 4, 0.0, 0.0,
+                                  first_wave=False, pipeline=False),
     # `[scheduler] max_batch_size = 2`: every two PoRep requests are one monolithic batch,
     # synthesised with no pinned pool; its a/b/c copy (pageable, ~2.7 s) outlasts the other
     # worker's batch kernels (1.8 s), so the GPU idles ~0.9 s per batch with PCIe trickling.
@@ -149,6 +160,10 @@ def parse_scenarios(scenario: str | Sequence[str], gpus: int = 1) -> list[Scenar
         raise ValueError(f"{len(given)} scenarios: the simulator runs at most {MAX_SIM_GPUS} "
                          "GPUs, one scenario each")
     names = [_scenario_name(name) for name in given]
+    off = [n for n in names if not SCENARIO_PARAMS[n].pipeline]
+    if off and len(off) != len(names):
+        raise ValueError(f"{off[0]} turns cuzk's pipeline off, for the whole daemon: it cannot "
+                         "be mixed with scenarios of the pipeline on")
     if len(names) == 1:
         return [names[0]] * max(1, gpus)
     if gpus not in (1, len(names)):
@@ -248,6 +263,14 @@ class _Gpu:
     computes: list[_Span] = field(default_factory=list)
 
 
+def _workers(gpu: int, scenario: Scenario) -> list[_Worker]:
+    """A GPU's workers: two with the pipeline on, one with it off (engine.rs:1333-1337; worker
+    ids in GPU order, 1349-1357)."""
+    if not scenario.pipeline:
+        return [_Worker(gpu)]
+    return [_Worker(gpu * 2 + k) for k in range(2)]
+
+
 class SimProver:
     """The simulated prover. Time is taken from the readings' timestamps (any `Clock`)."""
 
@@ -273,7 +296,7 @@ class SimProver:
         self.truth: list[TruthInterval] = []
         self._keep_truth = keep_truth
         self._gpus = [
-            _Gpu(g, random.Random(seed * 1000 + g), [_Worker(g * 2 + k) for k in range(2)],
+            _Gpu(g, random.Random(seed * 1000 + g), _workers(g, SCENARIO_PARAMS[name]),
                  SCENARIO_PARAMS[name])
             for g, name in enumerate(names)
         ]
@@ -306,6 +329,8 @@ class SimProver:
         #: The `post` scenario's script (PoSt, a panic, a restart), and its state: the daemon
         #: killed (`down`), the current run's TIMELINE epoch (simulated seconds).
         self.post_script: PostScript | None = None
+        #: The pipeline-off scenario's workers and script.
+        self.monolithic_script: MonolithicScript | None = None
         self.down = False
         self._epoch = 0.0
         #: The process is alive (False from a kill to its restart's engine start): only a
@@ -429,6 +454,10 @@ class SimProver:
         self._t0_mono_ns = t_mono_ns
         self._t0_wall_s = t_wall_s
         self.startup_lines()
+        if not self._gpus[0].scenario.pipeline:
+            self.monolithic_script = MonolithicScript(self)
+            self.monolithic_script.start()
+            return
         for g in self._gpus:
             self._at(0.05, partial(self._fill_synthesis, g))
         self._at(0.5, Kept(self._tick_threads))
@@ -443,6 +472,9 @@ class SimProver:
         n, t = len(self._gpus), self._now
         self._trace(t, f"memory budget initialized total_budget_gib={SIM_BUDGET_BYTES // GIB}")
         self._trace(t, "CUDA pinned memory pool initialized")
+        if not self._gpus[0].scenario.pipeline:
+            self._monolithic_startup_lines()
+            return
         self._trace(t, "starting cuzk engine pipeline_enabled=true")
         self._trace(t, f"initializing GPU workers num_gpus={n} gpu_workers_per_device=2 "
                          f"total_workers={2 * n} gpus=[{', '.join(str(i) for i in range(n))}]")
@@ -460,6 +492,22 @@ class SimProver:
                        "max_batch_wait_ms=10000 slot_size=0 synthesis_concurrency=1")
         # A (re)start has no capacity hint: its first wave is unpinned (pipeline.rs:176-230).
         self.hint_cached = False
+
+    def _monolithic_startup_lines(self) -> None:
+        """engine.rs start() with the pipeline off: one worker per GPU (1333-1345), each
+        started (3378), then `cuzk engine started` (3510-3514)."""
+        n, t = len(self._gpus), self._now
+        self._trace(t, "starting cuzk engine pipeline_enabled=false")
+        self._trace(t, f"initializing GPU workers num_gpus={n} gpu_workers_per_device=1 "
+                       f"total_workers={n} gpus=[{', '.join(str(i) for i in range(n))}]")
+        for g in self._gpus:
+            self._trace(t, f"monolithic GPU worker started worker_id={g.workers[0].wid} "
+                           f"gpu={g.index}")
+        self._trace(t, f"cuzk engine started num_workers={n} pipeline=false")
+
+    def add_copy(self, g: _Gpu, start: float, end: float, rate: float) -> None:
+        """A host-to-device copy on `g` over [start, end] at `rate` bytes/s: PCIe RX then."""
+        g.copies.append(_Span(start, end, rate))
 
     def process_gone(self) -> None:
         """The process died (a kill): its status server with it, nothing answers `/status`."""
@@ -504,7 +552,7 @@ class SimProver:
         # Start synthesis tasks while threads are free and the look-ahead (queue) is not full,
         # and while one of cuzk's synthesis workers (shared by every GPU) is free: a GPU held
         # back by the others' syntheses gets its turn at the next tick (`_tick_threads`).
-        if self.down:
+        if self.down or not g.scenario.pipeline:
             return
         threads = self.threads(self._now, g)
         workers = self._synth_workers
@@ -750,8 +798,12 @@ class SimProver:
         in_flight = sum(1 for e in self._jobs.values() for p in e.parts
                         if p.state in ("synthesizing", "synth_done", "gpu"))
         total = SIM_BUDGET_BYTES
-        # cuzk reserves 14 GiB per PoRep partition in flight, and the SRS permanently.
-        used = min(total, in_flight * POREP_PARTITION_FULL_BYTES + SIM_SRS_BYTES)
+        # cuzk reserves 14 GiB per PoRep partition in flight, and the SRS permanently; with the
+        # pipeline off its monolithic path loads parameters through filecoin-proofs, outside
+        # its SRS manager and budget (engine.rs:3422-3440).
+        pipeline = self._gpus[0].scenario.pipeline
+        srs_bytes = SIM_SRS_BYTES if pipeline else 0
+        used = min(total, in_flight * POREP_PARTITION_FULL_BYTES + srs_bytes)
         return {
             "uptime_secs": round(now - self._epoch, 3),
             "memory": {"total_bytes": total, "used_bytes": used,
@@ -761,7 +813,8 @@ class SimProver:
             "pipelines": pipelines,
             "gpu_workers": workers,
             "allocations": {"srs": [{"circuit_id": "porep-32g", "bytes": SIM_SRS_BYTES,
-                                     "last_used_secs_ago": 0.0, "evictable": False}],
+                                     "last_used_secs_ago": 0.0, "evictable": False}]
+                            if pipeline else [],
                             "pce": []},
             "counters": {"total_completed": self.jobs_completed, "total_failed": 0,
                          "completed_by_kind": {"porep-c2": self.jobs_completed},

@@ -452,9 +452,11 @@ def test_the_pipeline_off_explains_every_stall_of_the_monolithic_workers() -> No
         report = advise([_gap(kind="host_stall")], off, rules=rules)
         assert [(b.setting, b.guess) for b in report.advice] == [("[pipeline] enabled", False)]
         assert not report.no_setting
-        no_work = advise([_gap(cause="no_work")], off, rules=rules).advice
-        assert [x.setting for x in no_work] == ["[pipeline] enabled", "Curio [Cuzk] MaxPending"]
-        assert no_work[0].guess and "lists no job in /status" in no_work[0].guess_why
+        # A gap in a proof a monolithic worker held is `monolithic` (the log says so): one
+        # left `no_work` had none in flight, so only work from Curio fills it.
+        (no_work,) = advise([_gap(cause="no_work")], off, rules=rules).advice
+        assert (no_work.setting, no_work.guess) == ("Curio [Cuzk] MaxPending", True)
+        assert any("no monolithic worker held a proof" in e for e in no_work.evidence)
 
 
 OVER_BUDGET = "acquire request exceeds total budget — will block until possible"
@@ -668,3 +670,85 @@ def test_every_setting_compare_shows_names_its_section() -> None:
     values = seen.result().values
     assert values["[pipeline] synthesis_concurrency"] == "2"
     assert "synthesis_concurrency" not in values
+
+
+PIPELINE_OFF_LOG = (UPSTREAM / "post-pipeline-off.log").read_text().splitlines()
+
+
+def _pipeline_off_gap(lines: list[str], start_s: float, end_s: float) -> ProverView:
+    """A gap of GPU 0 over [start_s, end_s] (wall seconds) with /status, polled each second,
+    listing nothing in flight (as with the pipeline off it never does), `lines` the log."""
+    prover = CuzkProver()
+    for ev in events_of_lines(lines):
+        prover.feed_log(ev)
+    gap = prover.open_gap(0, start_s)
+    t = start_s + 0.2
+    while t < end_s:
+        st = parse_status(json.dumps(NOTHING_IN_FLIGHT).encode(), "p", int(t * 1e9), t, 1.0)
+        prover.feed_status(st)
+        gap.add_status(st)
+        t += 1.0
+    return gap.view(end_s, start_s, "host_stall", end_s)
+
+
+def test_a_gap_in_a_proof_cuzks_monolithic_worker_holds_is_that_proof_not_no_work() -> None:
+    """post-pipeline-off.log: worker 0 proves porep-1000-7 in one call from 20:00:10 to
+    20:00:50 (engine.rs:3397-3462), its GPU idle through the synthesis; /status lists no job
+    with the pipeline off. The gap read "the prover had no work" and its advice said gapwatch
+    could not tell a proof in flight from none, while the log said which proof it was."""
+    t0 = _wall("20:00:12")
+    view = _pipeline_off_gap(PIPELINE_OFF_LOG, t0, t0 + 22.0)
+    assert view.cause == "monolithic"
+    assert "worker 0 of GPU 0 was proving porep-1000-7 (porep-c2) in one call" in \
+        view.evidence[-1]
+    assert "no work" not in view.words
+    facts, pipeline = read(PIPELINE_OFF_LOG)
+    gap = _gap(cause="monolithic", evidence=view.evidence, start_s=t0)
+    for rules in (lambda s, g: path_rule(s, g, facts), None):
+        (a,) = advise([gap], pipeline, rules=rules).advice
+        assert (a.setting, a.change, a.guess) == ("[pipeline] enabled", "true", False)
+        assert "'starting cuzk engine' says pipeline_enabled=false" in a.evidence[-1]
+
+
+def test_a_log_followed_from_its_end_knows_the_pipeline_off_by_its_monolithic_workers() -> None:
+    """gapwatch started beside a cuzk up for days reads no start line; the monolithic
+    workers' lines, which only the pipeline off writes (engine.rs:1333-1337, 3362), say it.
+    Without that, a PoRep proved in one call read as PoSt, "monolithic by design": no
+    setting."""
+    tail = PIPELINE_OFF_LOG[5:]
+    assert not any("starting cuzk engine" in x for x in tail)
+    t0 = _wall("20:00:12")
+    view = _pipeline_off_gap(tail, t0, t0 + 22.0)
+    assert view.cause == "monolithic"
+    facts, pipeline = read(tail)
+    assert facts.pipeline_enabled is False and pipeline.pipeline_enabled is False
+    gap = _gap(cause="monolithic", evidence=view.evidence, start_s=t0)
+    for rules in (lambda s, g: path_rule(s, g, facts), None):
+        (a,) = advise([gap], pipeline, rules=rules).advice
+        assert (a.setting, a.change, a.guess) == ("[pipeline] enabled", "true", False)
+        assert "'starting cuzk engine' line was not read" in a.evidence[-1]
+        assert "pipeline_enabled=false" not in a.evidence[-1]
+
+
+def test_a_stray_monolithic_line_in_a_run_whose_start_line_says_the_pipeline_on_is_no_cause(
+) -> None:
+    """A 'processing job (monolithic)' line that never ends, in a run whose start line said the
+    pipeline on (cuzk writes none then): every later gap of that GPU would have been that
+    proof's."""
+    stray = [x for x in PIPELINE_OFF_LOG[:10]
+             if "monolithic GPU worker started" not in x and "cuzk engine started" not in x
+             and "completed successfully" not in x]
+    stray = [x.replace("pipeline_enabled=false", "pipeline_enabled=true") for x in stray]
+    t0 = _wall("20:00:12")
+    view = _pipeline_off_gap(stray, t0, t0 + 22.0)
+    assert view.cause == "no_work"
+    assert read(stray)[1].pipeline_enabled is True
+
+
+def test_a_monolithic_proof_on_another_gpu_does_not_explain_this_gpus_gap() -> None:
+    """With the pipeline off each GPU has its one worker (engine.rs:1333-1337): GPU 1's proof
+    in one call kept GPU 1 busy, not GPU 0."""
+    other = [x.replace("gpu=0 job_id", "gpu=1 job_id") for x in PIPELINE_OFF_LOG]
+    t0 = _wall("20:00:08")  # from before GPU 1's worker took its proof, at 20:00:10
+    assert _pipeline_off_gap(other, t0, t0 + 22.0).cause == "no_work"
+    assert _pipeline_off_gap(PIPELINE_OFF_LOG, t0, t0 + 22.0).cause == "monolithic"

@@ -491,35 +491,48 @@ MAX_PENDING_SETTING = (
 #: worker synthesises then proves on one blocking thread, nothing overlaps (engine.rs:3362-3440),
 #: cuzk runs one worker per GPU whatever `gpu_workers_per_device` says (engine.rs:1333-1337), and
 #: registers no job with /status (register_job is only on the pipeline's paths,
-#: engine.rs:2247, 2401), so every gap reads as "no work" there and no other setting acts.
+#: engine.rs:2247, 2401), so /status reads every gap "no work" and no other setting acts; the
+#: log's monolithic worker lines tell a gap in a proof (`monolithic`) from one with none.
 PIPELINE_OFF_STALLS = frozenset({
     "no_work", "host_stall", "inside_workers", "copies_not_overlapped", "pageable_copies",
     "slow_copies"})
 
 
-def _pipeline_off(stall: str) -> Found:
+def pipeline_off_evidence(by_workers: bool) -> str:
+    """What says the pipeline is off: the run's start line, or, where it was not read (a log
+    followed from its end), its monolithic workers' lines, which only that mode writes."""
+    if by_workers:
+        return ("the log's monolithic GPU workers ('processing job (monolithic)', "
+                "engine.rs:3397) run only with the pipeline off (engine.rs:1333-1337, 3362); "
+                "this run's 'starting cuzk engine' line was not read")
+    return "the log's 'starting cuzk engine' says pipeline_enabled=false"
+
+
+def _pipeline_off(stall: str, pipeline: PipelineView) -> Found:
     """`[pipeline] enabled = true`, for a stall the pipeline being off explains (see
-    `PIPELINE_OFF_STALLS`)."""
-    evidence = ["the log's 'starting cuzk engine' says pipeline_enabled=false"]
+    `PIPELINE_OFF_STALLS`); for `no_work`, where the log shows no proof in flight, Curio's
+    limit as a guess."""
+    evidence = [pipeline_off_evidence(pipeline.pipeline_off_by_workers)]
     if stall == "copies_not_overlapped":
         evidence.append("with the pipeline off cuzk runs one GPU worker per GPU whatever "
                         "[gpus] gpu_workers_per_device says (engine.rs:1333-1337): setting "
                         "it to 2 changes nothing")
     if stall != "no_work":
         return [PIPELINE_SETTING], False, "", evidence
-    # /status cannot tell idle from busy with the pipeline off: Curio sending nothing is as
-    # likely as cuzk proving monolithically, so both levers, as a guess.
-    return ([PIPELINE_SETTING, MAX_PENDING_SETTING], True,
-            "with the pipeline off cuzk lists no job in /status (engine.rs:2247, 2401 register "
-            "only the pipeline's), so gapwatch cannot tell a monolithic proof in flight from no "
-            "work at all; its log's 'processing job (monolithic)' lines say when it works",
-            evidence)
+    # The log says the pipeline is off, so its monolithic workers' lines are read: a gap in a
+    # proof they hold is `monolithic` (PipelineFacts.log_view); one left `no_work` had none.
+    evidence.append("no monolithic worker held a proof during these gaps (its 'processing "
+                    "job (monolithic)' .. end lines, engine.rs:3397-3475), and /status lists "
+                    "none with the pipeline off")
+    return ([MAX_PENDING_SETTING], True,
+            "gapwatch sees cuzk with no proof to work on, not whether Curio had proofs "
+            "waiting", evidence)
 
 
 def _settings_for(stall: str, gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     """The settings for one stall, or why none applies (a string)."""
     if pipeline.pipeline_enabled is False and stall in PIPELINE_OFF_STALLS:
-        return _pipeline_off(stall)
+        return _pipeline_off(stall, pipeline)
     why = _NO_SETTING.get(stall)
     if why is not None:
         return why
@@ -679,11 +692,7 @@ def _for_copies_not_overlapped(gaps: StallGaps, pipeline: PipelineView) -> _Foun
 
 def _for_monolithic(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     if pipeline.pipeline_enabled is False:
-        return ([("[pipeline] enabled", "true",
-                  "with the pipeline off every proof is monolithic: no synthesis overlaps "
-                  "GPU proving (cuzk.example.toml)",
-                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/engine.rs")], False, "",
-                ["the log's 'starting cuzk engine' says pipeline_enabled=false"])
+        return _pipeline_off("monolithic", pipeline)
     batched = gaps.batched
     if batched:
         return ([batch_setting(gaps.kinds)], False, "",

@@ -46,6 +46,7 @@ from gapwatch.cuzk.advice import (
     POST_KINDS,
     StallGaps,
     batch_setting,
+    pipeline_off_evidence,
 )
 from gapwatch.cuzk.first_wave import (
     FirstWave,
@@ -58,6 +59,8 @@ from gapwatch.cuzk.first_wave import (
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     DISPATCHER_MESSAGE,
+    MONOLITHIC_PROCESSING_MESSAGE,
+    MONOLITHIC_SPAN,
     PROCESSING_BATCH_MESSAGE,
     TIMEOUT_FLUSH_SPAN,
 )
@@ -89,6 +92,8 @@ class PathFacts:
 
     log_seen: bool = False
     pipeline_enabled: bool | None = None
+    #: Known off by the run's monolithic workers' lines alone, its start line not read.
+    pipeline_off_by_workers: bool = False
     max_batch_size: int | None = None
     max_batch_wait_ms: int | None = None
     #: Requests dispatched only when max_batch_wait_ms ran out (`processing batch` in the span
@@ -125,6 +130,7 @@ class PathsSeen:
         self.engine_info = 0
         self.pipeline_info = 0
         self.pipeline_enabled: bool | None = None
+        self.pipeline_off_by_workers = False
         self.max_batch_size: int | None = None
         self.max_batch_wait_ms: int | None = None
         self.timeout_flushes = 0
@@ -167,6 +173,10 @@ class PathsSeen:
             self.starts += 1
             enabled = f.get("pipeline_enabled")
             self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
+            self.pipeline_off_by_workers = False
+        elif name == MONOLITHIC_PROCESSING_MESSAGE and f.get("spans") == MONOLITHIC_SPAN:
+            if self.pipeline_enabled is None:  # only that mode has these workers (engine.rs:3362)
+                self.pipeline_enabled, self.pipeline_off_by_workers = False, True
         elif name == DISPATCHER_MESSAGE:
             size = f.get("max_batch_size")
             self.max_batch_size = size if isinstance(size, int) else None
@@ -194,6 +204,7 @@ class PathsSeen:
     def result(self) -> PathFacts:
         return PathFacts(
             log_seen=self.tracing > 0, pipeline_enabled=self.pipeline_enabled,
+            pipeline_off_by_workers=self.pipeline_off_by_workers,
             max_batch_size=self.max_batch_size, max_batch_wait_ms=self.max_batch_wait_ms,
             timeout_flushes=self.timeout_flushes, batches=self.batches,
             batch_kinds=tuple(self.batch_kinds), post_jobs=self.post_jobs,
@@ -302,7 +313,7 @@ def _pageable(gaps: StallGaps, facts: PathFacts) -> Found | str | None:
         return None
     if facts.pipeline_enabled is False:
         return [PIPELINE_SETTING], False, "", [
-            "the log's 'starting cuzk engine' says pipeline_enabled=false"]
+            pipeline_off_evidence(facts.pipeline_off_by_workers)]
     if facts.batches:
         return [batch_setting(facts.batch_kinds)], True, (
             "cuzk's log shows batches and no pool failure: batched a/b/c are pageable; "

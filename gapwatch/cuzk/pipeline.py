@@ -22,7 +22,10 @@ since 2026-05-05), file by file (docs/cuzk-status.md lists them):
   `OverBudget.blocks`); the status tracker exists a few ms before
   the TIMELINE epoch; monolithic work (PoSt, `[pipeline] enabled = false`) is never registered in
   `/status`, only in TIMELINE (`SYNTH_START kind=...`, `GPU_QUEUE monolithic`, `GPU_PICKUP
-  worker=W`, `GPU_END worker=W,gpu_ms=..`); the pacer's `pacer: status` line.
+  worker=W`, `GPU_END worker=W,gpu_ms=..`) or, with the pipeline off, in its monolithic
+  workers' lines (`processing job (monolithic)` .. `proof completed successfully (monolithic)`
+  or `proof failed`, engine.rs:3394-3475: one call synthesises and proves, the GPU idle through
+  the synthesis); the pacer's `pacer: status` line.
 - `status.rs`: `synthesis.max_concurrent = total_bytes / SNAP_PARTITION_FULL_BYTES`: NOT a slot
   count; `synthesis.active` is not decremented when a synthesis fails.
 - `pinned_pool.rs`: the pool grows on demand (`allocated new buffer ... total_buffers
@@ -59,6 +62,10 @@ from gapwatch.cuzk.first_wave import FirstWave, FirstWaves
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     DISPATCHER_MESSAGE,
+    MONOLITHIC_COMPLETED_MESSAGE,
+    MONOLITHIC_FAILED_MESSAGES,
+    MONOLITHIC_PROCESSING_MESSAGE,
+    MONOLITHIC_SPAN,
     NO_CAPACITY_HINT_MESSAGE,
     POOL_ALLOCATED_MESSAGE,
     PROCESSING_BATCH_MESSAGE,
@@ -128,7 +135,12 @@ _POOL_PREFIXES = ("pinned pool", HOST_ALLOC_FAILED, NO_CAPACITY_HINT_MESSAGE)
 _TRACING_MESSAGES = frozenset((
     POOL_INITIALIZED, STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, ANCHOR_MESSAGE,
     PACER_ENABLED, PACER_STATUS, BUDGET_WAIT, BUDGET_OVER, BUDGET_ACQUIRED, SRS_LOADING_MESSAGE,
-    SRS_LOADED_MESSAGE, SRS_EVICTED_MESSAGE, DISPATCHER_MESSAGE, PROCESSING_BATCH_MESSAGE))
+    SRS_LOADED_MESSAGE, SRS_EVICTED_MESSAGE, DISPATCHER_MESSAGE, PROCESSING_BATCH_MESSAGE,
+    MONOLITHIC_PROCESSING_MESSAGE, MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES))
+#: A monolithic worker's lines that end its job (engine.rs:3455-3475): it is free again.
+_MONOLITHIC_ENDS = frozenset((MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES))
+#: A monolithic worker's lines `PipelineFacts._monolithic_worker` reads (in its span).
+_MONOLITHIC_LINES = frozenset((MONOLITHIC_PROCESSING_MESSAGE, *_MONOLITHIC_ENDS))
 #: The kind of a panic message's event (the parser reads its lines as one: gapwatch.cuzk.panics).
 PANIC_KIND = "panic"
 #: The WARNs that are failures: a self-check that failed (prover.rs:261) and a budget request
@@ -286,6 +298,8 @@ class PipelineView(_Limits):
     budget_total_bytes: int | None = None
     gpu_workers_per_device: int | None = None
     pipeline_enabled: bool | None = None
+    #: Known off by the run's monolithic workers' lines alone, its start line not read.
+    pipeline_off_by_workers: bool = False
     pool: PoolState | None = None
     pacer_target: int | None = None
     pacer: dict[str, FieldValue] | None = None
@@ -313,7 +327,9 @@ class PipelineView(_Limits):
 
 @dataclass(slots=True)
 class _Mono:
-    """One monolithic job (PoSt, or anything with `[pipeline] enabled = false`) from TIMELINE."""
+    """One monolithic job: PoSt or a batch from TIMELINE, or, with `[pipeline] enabled =
+    false`, any proof a monolithic worker proves in one call (`one_call`: from its
+    `processing job (monolithic)` line, `pickup_s`, to the line that ends it, `end_s`)."""
 
     job: str
     kind: str
@@ -323,6 +339,7 @@ class _Mono:
     end_s: float | None = None
     worker: int | None = None
     gpu: int | None = None
+    one_call: bool = False
 
 
 @dataclass(slots=True)
@@ -444,6 +461,9 @@ class PipelineFacts(_Limits):
         self.budget_total_bytes: int | None = None
         self.gpu_workers_per_device: int | None = None
         self.pipeline_enabled: bool | None = None
+        #: The pipeline is known off by this run's monolithic workers' lines alone (its start
+        #: line not read: a log followed from its end, as a long-running cuzk's is).
+        self.pipeline_off_by_workers = False
         self.pool = PoolState()
         self.pool_seen = False
         #: Each run's first wave of each circuit type (`gapwatch.cuzk.first_wave`).
@@ -629,6 +649,7 @@ class PipelineFacts(_Limits):
             self._new_run()
             enabled = f.get("pipeline_enabled")
             self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
+            self.pipeline_off_by_workers = False
         elif msg == PACER_ENABLED:
             self.pacer_target = self._count(f, "gpu_queue_target")
         elif msg == PACER_STATUS:
@@ -653,6 +674,37 @@ class PipelineFacts(_Limits):
             self.batch_wait_ms = self._count(f, "max_batch_wait_ms")
         elif msg == PROCESSING_BATCH_MESSAGE:
             self._batch_sent(t, f)
+        elif msg in _MONOLITHIC_LINES:
+            self._monolithic_worker(ev)
+
+    def _monolithic_worker(self, ev: LogEvent) -> None:
+        """A monolithic worker's line (the pipeline off): the proof it took, proved in one call
+        with the GPU idle through its synthesis (engine.rs:3397-3440), or its end. /status lists
+        none of it (engine.rs:3400-3405), so without this a gap in such a proof read "no work".
+        cuzk runs these workers only with the pipeline off (engine.rs:1333-1337, 3362): where
+        this run's start line said it on, the line is not this run's and is passed over."""
+        if self.pipeline_enabled is True or ev.fields.get("spans") != MONOLITHIC_SPAN:
+            return
+        if self.pipeline_enabled is None:
+            self.pipeline_enabled, self.pipeline_off_by_workers = False, True
+        job, t = ev.job_id, ev.t_wall_s
+        if job is None:
+            return
+        if ev.name in _MONOLITHIC_ENDS:
+            entry = self.mono.pop(job, None)
+            if entry is not None:
+                entry.end_s = t
+                self.mono_done.append(entry)
+            return
+        for held in [m for m in self.mono.values()
+                     if m.one_call and m.gpu == ev.gpu and m.worker == ev.worker]:
+            # A worker proves one proof at a time: its end line was lost.
+            del self.mono[held.job]
+        kind = ev.fields.get("proof_kind")
+        self.mono[job] = _Mono(job, str(kind) if kind is not None else "monolithic",
+                               pickup_s=t, worker=ev.worker, gpu=ev.gpu, one_call=True)
+        while len(self.mono) > HISTORY:
+            self.mono.popitem(last=False)
 
     def _batch_sent(self, t_s: float, f: dict[str, FieldValue]) -> None:
         """A batch sent to synthesis at `t_s`: in span `synth_timeout_flush` it is sent because
@@ -799,6 +851,7 @@ class PipelineFacts(_Limits):
             synth_workers=self.synth_workers, budget_total_bytes=self.budget_total_bytes,
             gpu_workers_per_device=self.gpu_workers_per_device,
             pipeline_enabled=self.pipeline_enabled,
+            pipeline_off_by_workers=self.pipeline_off_by_workers,
             pool=PoolState(pool.total_gib, pool.buffers, pool.free, pool.checkout_failed,
                            pool.alloc_failed, dict(pool.last_failure), pool.last_failure_s,
                            pool.first_syntheses) if self.pool_seen else None,
@@ -878,6 +931,8 @@ class PipelineFacts(_Limits):
             hi = m.end_s
             if lo is None or lo > end_s or (hi is not None and hi < start_s):
                 continue
+            if m.one_call and m.gpu is not None and m.gpu != gpu:
+                continue  # proved on another GPU's worker: this one's GPU was not its
             if m.gpu is not None and m.gpu != gpu and m.pickup_s is not None \
                     and m.pickup_s <= start_s:
                 continue  # on another GPU's worker for the whole gap
@@ -941,6 +996,8 @@ class PipelineFacts(_Limits):
                 f"{len(waits)} budget wait line(s) around the gap, the latest at {_hms(t)}: "
                 f"'waiting for budget (acquire blocked)' {said} (memory.rs)"], said)
         mono = self.mono_during(start_s, end_s, gpu)
+        if mono is not None and mono.one_call:
+            return self._one_call_view(mono)
         if mono is not None:
             phase = ("synthesising" if mono.pickup_s is None or mono.pickup_s > end_s
                      else "on the GPU")
@@ -997,6 +1054,19 @@ class PipelineFacts(_Limits):
             f"max_batch_wait_ms={(until - since) * 1000:.0f} ran out waiting for a batch to "
             "fill (engine.rs:2012, batch_collector.rs:145-156); /status lists no held request"],
             f"held {held_s:.1f} s")
+
+    def _one_call_view(self, mono: _Mono) -> LogView:
+        """A gap in a proof a monolithic worker proved in one call (the pipeline off): its GPU
+        idles while the same call synthesises."""
+        where = f"worker {mono.worker}" if mono.worker is not None else "a worker"
+        if mono.gpu is not None:
+            where += f" of GPU {mono.gpu}"
+        started = _hms(mono.pickup_s) if mono.pickup_s is not None else "?"
+        return LogView("monolithic", [
+            f"cuzk's monolithic {where} was proving {mono.job} ({mono.kind}) in one call "
+            f"during the gap ('processing job (monolithic)' at {started}, engine.rs:3397): "
+            "synthesis then GPU, nothing overlapping (engine.rs:3422-3440); /status lists no "
+            "job with the pipeline off (engine.rs:3400-3405)"], f"{mono.kind} in one call")
 
     def _over_budget_view(self, over: OverBudget) -> LogView:
         """A request over the whole budget, as a gap's cause; where nothing read could show a

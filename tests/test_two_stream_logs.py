@@ -34,6 +34,7 @@ from gapwatch.config import Config, LogsConfig
 from gapwatch.core.models import LogEvent, Notice
 from gapwatch.cuzk import engine_runs
 from gapwatch.cuzk.partitions import derive_timeline
+from gapwatch.logs import tail
 from gapwatch.logs.files import log_file_events, merge_by_time
 from gapwatch.logs.follow import LogFollower
 from gapwatch.logs.once import may_hold_log_lines
@@ -511,8 +512,7 @@ def test_followed_from_their_start_across_a_restart_each_runs_timeline_is_placed
 def test_a_followed_stderr_whose_runs_outnumber_the_start_lines_read_is_never_timed_by_its_reading(
         tmp_path: Path) -> None:
     """More engine runs in the stderr than start lines read before it (a start line not in
-    the stdout, or a day's stdout still being read: the tailer reads 8 MiB a pass, a file after
-    another): each run's start line is not known, and every TIMELINE line of the backlog was
+    the stdout): each run's start line is not known, and every TIMELINE line of the backlog was
     timed at the moment it was read ("backlog"), months after it was written. It is placed by
     the latest start line read, as before the runs were placed."""
     out, err = _split(RESTART, tmp_path)
@@ -524,3 +524,40 @@ def test_a_followed_stderr_whose_runs_outnumber_the_start_lines_read_is_never_ti
         timeline = [e for e in events if e.kind == "timeline"]
         assert len(timeline) == 16
         assert {e.time_source for e in timeline} == {"timeline"}, given  # by a start line
+
+
+def test_a_stdout_backlog_longer_than_a_pass_is_read_whole_before_the_stderr_places_its_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`record --from-start --log out.log --log err.log` of a day's stdout: the tailer reads
+    8 MiB of each file a pass, so the stderr's backlog came while the stdout's later start
+    lines were not read yet, and every run of the stderr was placed by the start lines read
+    so far: the second run's GPU work 54 s early, in the first run, nothing said. The stderr's
+    backlog is read once the stdout's has been, as offline."""
+    monkeypatch.setattr(tail, "_MAX_READ_PER_POLL", 256)  # a pass as short as a line or two
+    out, err = _split(RESTART, tmp_path)
+    one, _ = parse_log_files([str(RESTART)], Config())
+    events: list[LogEvent] = []
+    follower = LogFollower([str(out), str(err)], LogsConfig(from_start=True), events.append)
+    while follower.tailer.poll_once():  # its passes on this thread, until one reads nothing
+        pass
+    assert _timeline(events) == _timeline(one)
+
+
+def test_live_stdout_lines_between_the_stderrs_backlog_passes_leave_its_runs_placed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stderr backlog of more than a pass, read while cuzk writes its stdout: the first
+    line of another file let the runs go, and the rest of the backlog was placed by the
+    latest start line (the first run's later lines in the second run)."""
+    monkeypatch.setattr(tail, "_MAX_READ_PER_POLL", 256)
+    out, err = _split(RESTART, tmp_path)
+    one, _ = parse_log_files([str(RESTART)], Config())
+    events: list[LogEvent] = []
+    follower = LogFollower([str(out), str(err)], LogsConfig(from_start=True), events.append)
+    live = "2026-05-12T17:02:00.000000Z  INFO cuzk_core::engine: a line written live\n"
+    backlog = len(err.read_text().splitlines())
+    while follower.tailer.poll_once():
+        err_read = {s.path: s.lines for s in follower.tailer.status()}[str(err)]
+        if 0 < err_read < backlog:
+            with open(out, "a") as f:  # cuzk writes on between the stderr's passes
+                f.write(live)
+    assert _timeline(events) == _timeline(one)

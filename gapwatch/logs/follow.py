@@ -25,7 +25,10 @@ backlog's lock regions (105 -> 0), said as lines that "cannot be placed". The ba
 in `read_order` too (the apart ones last), and an apart backlog's TIMELINE lines are placed by
 their own engine run's start line, as offline (`gapwatch.logs.files.runs_apart`): read in the
 order given, stdout first placed all of them by its last start line (a restart's cost 40 s
-where the file says 51), stderr first by none.
+where the file says 51), stderr first by none. An apart backlog is read only once the others'
+have been read whole (the tailer's `backlogs_after`: read 8 MiB of each a pass, a day's stdout
+was still being read when the stderr's came, its later start lines not read yet), and its runs
+stay placed through all its passes, whatever the other files write live meanwhile.
 """
 
 from __future__ import annotations
@@ -81,9 +84,11 @@ class LogFollower:
         self._apart: frozenset[str] = order.apart if order is not None else frozenset()
         if self._apart:
             self.parser.keep_start_lines()  # for the apart backlogs' runs (`_place_runs`)
-        #: The apart sources whose backlog's runs were looked at, and the one being read.
-        self._runs_placed: set[str] = set()
-        self._placing: str | None = None
+        #: Each apart source whose backlog's runs were looked at -> how its TIMELINE lines are
+        #: placed (`RunsApart`; None: by the latest start line read). Kept for its whole
+        #: backlog: the other files' live lines come between its passes' (it was let go at the
+        #: first, the rest of a stderr of over 8 MiB placed by the latest start line).
+        self._runs_placed: dict[str, RunsApart | None] = {}
         #: The sources whose unplaced backlog was said (at most one a followed path).
         self._said_unplaced: set[str] = set()
         self.tailer = Tailer(
@@ -93,6 +98,7 @@ class LogFollower:
             poll_ms=logs_config.poll_ms, idle_poll_ms=logs_config.idle_poll_ms,
             max_line_bytes=logs_config.max_line_bytes,
             on_notice=self._notice, clock=self.clock, stdin_fd=stdin_fd,
+            backlogs_after=self._apart,
         )
 
     def start(self) -> None:
@@ -154,19 +160,13 @@ class LogFollower:
         apart = backlog and source in self._apart
         runs = (self._runs_of(source) if apart and source not in self._runs_placed else None)
         with self._lock:
-            if apart and source not in self._runs_placed:
+            if apart:
                 # Each run placed by its own start line among those the other backlogs gave
-                # (read first: `read_order`); its live lines by the latest, as they come.
-                self._runs_placed.add(source)
-                if runs is not None and place_runs(self.parser, runs).why_not is not None:
-                    # Not each run known its start line (more runs than the start lines read
-                    # so far: the tailer reads a backlog 8 MiB a pass, a file after another,
-                    # so a day's stdout may still be coming): placed by the latest start line
-                    # as before, never left at the moment it was read.
-                    self.parser.runs_apart = None
-                self._placing = source
-            elif self._placing is not None and not (backlog and source == self._placing):
-                self._placing = self.parser.runs_apart = None  # that backlog was read
+                # (read whole first: `read_order`, the tailer's `backlogs_after`); its live
+                # lines by the latest, as they come (the parser places only apart lines so).
+                if source not in self._runs_placed:
+                    self._runs_placed[source] = self._placed(runs)
+                self.parser.runs_apart = self._runs_placed[source]
             before = self.parser.counters[UNPLACED] if apart else 0
             events = self.parser.parse_line(text, source, mono_ns, wall_s, backlog, apart)
             say = (apart and self.parser.counters[UNPLACED] > before
@@ -180,6 +180,16 @@ class LogFollower:
                 self._on_event(event)
             except Exception as exc:  # noqa: BLE001 - a failing consumer must not kill tailing
                 self._notice("error", f"log event consumer failed: {exc!r}")
+
+    def _placed(self, runs: RunsApart | None) -> RunsApart | None:
+        """How an apart backlog's TIMELINE lines are placed, its engine runs `runs` (None: not
+        read): each run by its own start line where they agree (`place_runs`); where none is
+        known its own (more runs than start lines, or fewer), by the latest start line read, as
+        before the runs were placed, never left at the moment it was read."""
+        if runs is None:
+            return None
+        placed = place_runs(self.parser, runs).runs
+        return None if placed is not None and not placed.anchors_s else placed
 
     def _notice(self, level: NoticeLevel, message: str) -> None:
         if self._on_notice is None:

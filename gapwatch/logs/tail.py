@@ -302,22 +302,41 @@ class _FileFollower:
             notice("warning", nul_words(self.path, self.splitter.nul_bytes, self._stream))
         return lines
 
+    @property
+    def in_backlog(self) -> bool:
+        """Whether lines it held when following began are still to be read (closed, deleted:
+        none will be)."""
+        return self._fd is not None and self._backlog_end is not None
+
+    def hold(self, notice: NoticeCallback) -> None:
+        """Open it if it is not open yet, reading nothing (`Tailer`'s `backlogs_after`): its
+        backlog is the file as it is now, not as it is once it is read."""
+        if self._fd is None:
+            self._look_first(notice)
+
+    def _look_first(self, notice: NoticeCallback) -> None:
+        """Open it (not open): from its end when following began so, else from its start,
+        the file as it is now its backlog the first time."""
+        at_end = self._first_open_at_end
+        self._first_open_at_end = False
+        was_missing = self.status.state == MISSING
+        first = self._first_open
+        self._open(notice, at_end)
+        if self._fd is None:
+            return
+        if first and not at_end and not was_missing and not self._stream:
+            # Read from its start, the file as it was when following began.
+            self._backlog_end = os.fstat(self._fd).st_size or None
+        if was_missing:
+            notice("info", f"log {self.path}: has appeared; following it from its start")
+        elif not at_end and not self._stream:
+            notice("info", f"log {self.path}: following from its start")
+
     def _poll(self, notice: NoticeCallback) -> list[str]:
         if self._fd is None:
-            at_end = self._first_open_at_end
-            self._first_open_at_end = False
-            was_missing = self.status.state == MISSING
-            first = self._first_open
-            self._open(notice, at_end)
+            self._look_first(notice)
             if self._fd is None:
                 return []
-            if first and not at_end and not was_missing and not self._stream:
-                # Read from its start, the file as it was when following began.
-                self._backlog_end = os.fstat(self._fd).st_size or None
-            if was_missing:
-                notice("info", f"log {self.path}: has appeared; following it from its start")
-            elif not at_end and not self._stream:
-                notice("info", f"log {self.path}: following from its start")
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -423,8 +442,14 @@ class Tailer:
                  idle_poll_ms: float = _DEFAULTS.idle_poll_ms,
                  max_line_bytes: int = _DEFAULTS.max_line_bytes,
                  on_notice: NoticeCallback | None = None, clock: Clock | None = None,
-                 stdin_fd: int = 0) -> None:
+                 stdin_fd: int = 0, backlogs_after: frozenset[str] = frozenset()) -> None:
+        """`backlogs_after`: paths whose backlog (`from_start`) is read only once every file
+        before it in `paths` has had its own read: cuzk's stderr read apart, whose TIMELINE
+        lines each take their engine run's start line among those of the stdout
+        (`gapwatch.logs.follow`). Read 8 MiB of each a pass, a day's stdout was still being
+        read when the stderr's backlog came, its later runs' start lines not read yet."""
         self.on_line = on_line
+        self._backlogs_after = backlogs_after
         #: Takes the lines a file held when following started from its start (`from_start`):
         #: their arrival says when they were read, not written. None: `on_line` takes them.
         self.on_backlog = on_backlog
@@ -490,15 +515,22 @@ class Tailer:
     def poll_once(self) -> int:
         """One pass over every file (the thread's loop body; tests call it directly)."""
         count = 0
+        before_in_backlog = False  # a file before this one has backlog still to read
         for f in self._files:
+            held = before_in_backlog and f.path in self._backlogs_after
             try:
-                lines = f.poll(self.on_notice)
+                if held:
+                    f.hold(self.on_notice)
+                    lines = []
+                else:
+                    lines = f.poll(self.on_notice)
             except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
                 f.status.errors += 1
                 f.close()
                 f.status.state = f"error: {exc}"
                 self.on_notice("error", f"log {f.path}: {exc}")
                 continue
+            before_in_backlog = before_in_backlog or f.in_backlog
             if lines:
                 backlog = f.read_backlog and self.on_backlog is not None
                 self._deliver(f.path, f.status, lines, backlog)

@@ -34,13 +34,10 @@ class _Queued:
     job: str
     partition: int | None
     t_s: float
+    #: When it was queued (its latest GPU_QUEUE), and when its key was first (its place in
+    #: the queue's order: a key queued again keeps it), in pushes since the watch began.
     order: int
-
-
-def _may_be_zero_key(partition: int | None) -> bool:
-    """Whether an item queued with this partition can ever have the key (0, 0) (`_zero_key`
-    says whether it has it, once the run's `job_seq` 0 job is known)."""
-    return partition is None or partition == 0
+    first: int
 
 
 class GpuQueueWatch:
@@ -48,13 +45,14 @@ class GpuQueueWatch:
 
     def __init__(self) -> None:
         self._queued: OrderedDict[tuple[str, int | None], _Queued] = OrderedDict()
-        #: The queued items that may have the key (0, 0) (`_may_be_zero_key`), in the order
-        #: `_queued` holds them: a pickup looks through these, not the whole queue. Items
-        #: never picked up stay queued until `MAX_QUEUED` pushes them out (the test hour of 8
-        #: GPUs leaves 181, a day thousands); at ~0.2 us an item (a microbenchmark of 2000)
-        #: the whole-queue look cost seconds per hour of log by a day's end, 19,000 pickups
-        #: an hour.
-        self._maybe_zero: dict[tuple[str, int | None], _Queued] = {}
+        #: The queued monolithic items (key (0, 0) always), oldest push first: a pickup looks
+        #: through these from the oldest while they were pushed before it, and at the `job_seq`
+        #: 0 job's partition 0, never the whole queue. Items never picked up stay queued until
+        #: `MAX_QUEUED` pushes them out (the test hour of 8 GPUs leaves 181, a day thousands,
+        #: partitions 0 of other jobs among them): looked through at each of a day's ~450,000
+        #: pickups, 4,095 such cost 0.7 ms a pickup (a hostile log of a million lines: minutes
+        #: of the sampler's lock live, of a report offline).
+        self._monolithic: OrderedDict[tuple[str, int | None], _Queued] = OrderedDict()
         #: The job with `job_seq` 0 in this run (its partition 0 shares the key (0, 0)).
         self._seq0_job: str | None = None
         self._order = 0
@@ -63,7 +61,7 @@ class GpuQueueWatch:
     def restart(self) -> None:
         """A new run: its queue is empty and `job_seq` counts from 0 again."""
         self._queued.clear()
-        self._maybe_zero.clear()
+        self._monolithic.clear()
         self._seq0_job = None
 
     def feed(self, ev: LogEvent) -> list[ProverEvent]:
@@ -75,34 +73,55 @@ class GpuQueueWatch:
             return []
         key = (ev.job_id, ev.partition)
         if ev.name == "GPU_QUEUE":
-            self._order += 1
-            item = self._queued[key] = _Queued(ev.job_id, ev.partition, ev.t_wall_s,
-                                               self._order)
-            if _may_be_zero_key(ev.partition):
-                # A key queued again keeps its place in both (dicts keep the first insertion).
-                self._maybe_zero[key] = item
-            while len(self._queued) > MAX_QUEUED:
-                oldest, _ = self._queued.popitem(last=False)
-                self._maybe_zero.pop(oldest, None)
+            self._queue(key, ev)
             return []
         if ev.name != "GPU_PICKUP":
             return []
         picked = self._queued.pop(key, None)
         if picked is None:
             return []
-        self._maybe_zero.pop(key, None)
+        self._monolithic.pop(key, None)
         return self._passed_over(picked, ev)
+
+    def _queue(self, key: tuple[str, int | None], ev: LogEvent) -> None:
+        """A GPU_QUEUE line: the item queued now, a key queued again keeping its place in the
+        queue (its first push), a monolithic one moved to the latest push."""
+        assert ev.job_id is not None
+        self._order += 1
+        before = self._queued.get(key)
+        first = before.first if before is not None else self._order
+        item = self._queued[key] = _Queued(ev.job_id, ev.partition, ev.t_wall_s, self._order,
+                                           first)
+        if ev.partition is None:
+            self._monolithic[key] = item
+            self._monolithic.move_to_end(key)
+        while len(self._queued) > MAX_QUEUED:
+            oldest, _ = self._queued.popitem(last=False)
+            self._monolithic.pop(oldest, None)
 
     def _zero_key(self, q: _Queued) -> bool:
         return q.partition is None or (q.partition == 0 and q.job == self._seq0_job)
 
+    def _pushed_before(self, picked: _Queued) -> list[_Queued]:
+        """The items with the key (0, 0) pushed before `picked`, in the queue's order: the
+        monolithic ones (the oldest pushes first, up to `picked`'s) and the `job_seq` 0 job's
+        partition 0 (known by the pickup's time: its line may come after its GPU_QUEUE)."""
+        out = []
+        for q in self._monolithic.values():
+            if q.order >= picked.order:
+                break
+            out.append(q)
+        seq0 = self._queued.get((self._seq0_job, 0)) if self._seq0_job is not None else None
+        if seq0 is not None and seq0.order < picked.order:
+            out.append(seq0)
+        return sorted(out, key=lambda q: q.first)
+
     def _passed_over(self, picked: _Queued, ev: LogEvent) -> list[ProverEvent]:
-        lost = [q for q in self._maybe_zero.values()
-                if q.order < picked.order and self._zero_key(q)]
+        lost = self._pushed_before(picked)
         out: list[ProverEvent] = []
         for q in lost:
             del self._queued[(q.job, q.partition)]
-            del self._maybe_zero[(q.job, q.partition)]
+            self._monolithic.pop((q.job, q.partition), None)
             self.lost += 1
             what = "monolithic job" if q.partition is None else "partition 0 of"
             message = fmt.visible(

@@ -382,6 +382,75 @@ def test_a_job_enqueued_after_the_new_runs_first_work_is_not_its_first_jobs_arri
         in cost.message
     assert cost.waited_s is None
 
+def _stopped_after(stop_s: float, sigint: bool, in_flight: bool = False) -> list[str]:
+    """cuzk's lines: its first run works on the GPU from +55 s to +60 s, then has no job (or,
+    `in_flight`, a partition's synthesis begun at +61 s), and is stopped at `stop_s` (its
+    SIGINT line, or killed without one after a last INFO line there); started again 4 s later,
+    ready at once, its first job comes at once and its first GPU work 2 s after."""
+    start_s = stop_s + 4.0
+    epoch_s = start_s + 0.03
+    lines = [f"{_at(0.0)}  INFO cuzk_daemon: cuzk-daemon starting",
+             f"{_at(0.03)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+             "TIMELINE,54970,GPU_START,porep-1000-77,worker=0,partition=0",
+             "TIMELINE,59970,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=5000"]
+    if in_flight:
+        lines.append("TIMELINE,60970,SYNTH_START,porep-1000-77,partition=1")
+    lines.append(f"{_at(stop_s)}  INFO cuzk_daemon: received SIGINT, shutting down" if sigint
+                 else f"{_at(stop_s)}  INFO cuzk_core::engine: evictor callback wired")
+    offset_ms = round((start_s + 2.0 - epoch_s) * 1000)
+    return lines + [
+        f"{_at(start_s)}  INFO cuzk_daemon: cuzk-daemon starting",
+        f"{_at(start_s + 0.03)}  INFO cuzk_core::engine: starting cuzk engine "
+        "pipeline_enabled=true",
+        f"{_at(start_s + 0.05)}  INFO cuzk_daemon: cuzk-daemon ready, serving on 127.0.0.1:9820",
+        f"{_at(start_s + 0.05)}  INFO cuzk_core::scheduler: job enqueued job_id=porep-1000-78 "
+        "proof_kind=porep-c2 priority=Normal queue_position=0",
+        f"TIMELINE,{offset_ms - 1900},SYNTH_START,porep-1000-78,partition=0",
+        f"TIMELINE,{offset_ms - 70},GPU_QUEUE,porep-1000-78,partition=0",
+        f"TIMELINE,{offset_ms},GPU_START,porep-1000-78,worker=0,partition=0",
+        f"TIMELINE,{offset_ms + 3000},GPU_END,porep-1000-78,worker=0,partition=0,gpu_ms=3000"]
+
+
+def test_cuzk_stopped_after_ten_idle_minutes_was_up_with_no_work_not_down() -> None:
+    """Its last GPU work at +60 s, no job after it, its SIGINT line at +660 s (an operator
+    restarting an idle cuzk): the restart "cost the GPU 606.0 s", "down 600.0 s", and the
+    gap was the restart's, though cuzk wrote its shutdown line at the end of those 600 s.
+    It was up with nothing in flight: no work, not the restart's; down is the 4 s after."""
+    events = events_of_lines(_stopped_after(660.0, sigint=True))
+    [cost] = [e for e in watched(events) if e.kind == "restart_cost"]
+    parts = {p.name: round(p.end_s - p.start_s, 2) for p in cost.parts}
+    assert parts["no work before it stopped"] == 600.0 and parts["down"] == 4.0
+    assert cost.length_s == pytest.approx(606.0, abs=0.01)
+    assert cost.waited_s == pytest.approx(600.0, abs=0.01)
+    assert cost.cost_s == pytest.approx(6.0, abs=0.01)
+    assert cost.message.startswith(
+        "the restart cost the GPU 6.0 s of the 606.0 s from 17:01:00 to 17:11:06 (its last "
+        "work of the old run to its first of the new): cuzk was up with nothing in flight for "
+        "600.0 s after its last GPU work, to its last line at 17:11:00, not the restart's; "
+        "6.0 s from there to the new run's first GPU work. Parts: no work before it stopped "
+        "600.0 s (nothing in flight: not counted as the restart's), down 4.0 s")
+    [gap], _ = _gaps_over(events, [(55.0, 60.0), (666.0, 669.0)])
+    assert gap.prover_cause == "no_work"
+    assert "cuzk had no work for 600.0 s before it stopped" in gap.hint
+    assert "cost the GPU 606" not in gap.hint and "the restart cost the GPU 6.0 s" in gap.hint
+    assert gap.prover_evidence[0].startswith(
+        "cuzk, up with nothing in flight after its last GPU work at 17:01:00.000, wrote its "
+        "last line at 17:11:00.000 before it stopped: 600.0 s of the gap no work, not the "
+        "restart's")
+
+
+def test_cuzk_killed_with_work_in_flight_was_up_until_its_last_line_and_that_is_the_restarts(
+        ) -> None:
+    """A partition's synthesis began after its last GPU work, and its last line is 30 s
+    later: it was up until then (not down), its work in flight lost with it: the restart's."""
+    events = events_of_lines(_stopped_after(90.0, sigint=False, in_flight=True))
+    [cost] = [e for e in watched(events) if e.kind == "restart_cost"]
+    parts = {p.name: round(p.end_s - p.start_s, 2) for p in cost.parts}
+    assert parts["up before it stopped"] == 30.0 and parts["down"] == 4.0
+    assert "no work before it stopped" not in parts
+    assert cost.cost_s == pytest.approx(36.0, abs=0.01)
+
+
 def test_a_crash_loop_inside_a_gap_counts_every_restart() -> None:
     """cuzk started 2,000 times, 0.25 s apart, inside one gap: its evidence said "64
     restarts of cuzk during the gap" (`MAX_KEPT` keeps the latest) as a fact, and its cost

@@ -24,8 +24,14 @@ engine.rs:3519-3554), read before any work of the run (an SRS load, the pool pin
 line: a job had arrived by then, its line not read). Between ready and that arrival cuzk had
 nothing to do: the wait is no work (Curio sent nothing), said among the cost's parts and not
 counted as the restart's (`ProverEvent.waited_s`, `cost_s`); where the arrival was not read, the
-cost says that any such wait is in it. The parts of the stretch are the daemon down (last
-GPU_END to the start line), a crash loop (the restarts in a row before this one, each run gone
+cost says that any such wait is in it. So is the old run's end: it was up until its last line
+(its SIGINT line, a line of work), not down from its last GPU work; where nothing was in flight
+from that work on (no synthesis, GPU queue item or GPU work begun and not ended, no line of work
+after it: `RestartWatch._idle_at_end`) it had no work until then, not the restart's (an idle
+cuzk stopped after ten minutes was "down 600.0 s", the restart's cost, its gap's cause). The
+parts of the stretch are the old run up before it stopped (with work in flight, or with none:
+not counted), the daemon down (its last line, never before its last GPU_END, to the start
+line), a crash loop (the restarts in a row before this one, each run gone
 before any GPU work: `Streak`), startup (start line to ready), the wait for its first job, the
 SRS loaded again (`loading SRS from disk` .. `SRS loaded successfully`), the pinned pool pinned
 again (its `allocated new buffer` lines before that first GPU_START) and the first wave's
@@ -37,7 +43,8 @@ A GPU gap that spans a restart is the restart's (`RestartWatch.during`, asked by
 `gapwatch.cuzk.pipeline.PipelineFacts.log_view` for each gap): from the restart to its new run's
 first GPU work the GPU waits on cuzk starting again, so the SRS reload, the pool pinned again
 and the first wave in that stretch are the restart's cost, not causes of their own; but where
-most of the gap is the new run's wait for its first job, the gap's cause is `no_work`, naming
+most of the gap is no work (the new run's wait for its first job, the old run idle before it
+stopped), the gap's cause is `no_work`, naming
 the restart and its cost beside it (`Spanned.cause`). The latest `MAX_KEPT` restarts are kept
 for it, each with how the old run ended, its place among all restarts read and its streak, and,
 once known, its cost: a gap counts every restart in it, kept or not (`Spanned.count`).
@@ -83,6 +90,10 @@ CRASH_LOOP = "crash loop"
 STARTUP = "startup"
 #: The new run ready, its first job not sent yet: in the stretch, not the restart's cost.
 WAITED_FOR_JOB = "waited for its first job"
+#: The old run up after its last GPU work, to its last line: with nothing in flight (no work,
+#: not the restart's cost), or with work in flight (its work lost with it: the restart's).
+IDLE_BEFORE = "no work before it stopped"
+UP_BEFORE = "up before it stopped"
 SRS_RELOADED = "SRS reloaded"
 POOL_AGAIN = "pool pinned again"
 FIRST_WAVE = "first wave synthesis"
@@ -142,6 +153,13 @@ def how_it_ended(sigint: bool, last_line_s: float | None, info_seen: bool) -> tu
     return KILLED, "killed or crashed, no shutdown line"
 #: A restart's first sign, when it is one of its start lines (the log said it).
 START_LINE_SIGN = "its start line"
+#: The shortest part of a restart's stretch said as such (its words give tenths of a second).
+_SAID_S = 0.05
+#: The TIMELINE lines that begin or end work in flight: (which count, +1 or -1) of syntheses,
+#: items queued for the GPU and GPU work (`RestartWatch._idle_at_end`).
+_FLIGHT: dict[str, tuple[int, int]] = {
+    "SYNTH_START": (0, 1), "SYNTH_END": (0, -1), "GPU_QUEUE": (1, 1), "GPU_PICKUP": (1, -1),
+    "GPU_START": (2, 1), "GPU_END": (2, -1)}
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -167,6 +185,12 @@ class Streak:
     #: The end of the stretch of the restart before it (`Restart.until_s`; None: none before
     #: it): whether that one, no longer kept, may be in a gap too.
     before_until_s: float | None
+    #: The run before the first: its last GPU work and its last line (None: not read), and
+    #: whether it had nothing in flight from that work on (`RestartWatch._idle_at_end`): then
+    #: cuzk was up with no work until that line, not down (`Restart.idle_before`).
+    up_from_s: float | None = None
+    up_to_s: float | None = None
+    idle: bool = False
 
 
 @dataclass(slots=True)
@@ -219,6 +243,16 @@ class Restart:
             return None  # lines out of order: no wait is said of them
         return ready, job
 
+    def idle_before(self) -> tuple[float, float] | None:
+        """(last GPU work, last line) of the run before its crash loop or it, where that run
+        had nothing in flight after that work and wrote lines later: up with no work (an
+        operator stopping an idle cuzk), not the restart's. None otherwise."""
+        streak = self.streak
+        a, b = streak.up_from_s, streak.up_to_s
+        if not streak.idle or a is None or b is None or b <= a or b > streak.t_s:
+            return None
+        return a, b
+
     def cost_words(self) -> str:
         """`the restart cost the GPU 12.1 s, its SRS reload 4.0 s of it` ("" where its cost
         is not known): its cost less its new run's wait for a first job (`ProverEvent.cost_s`);
@@ -264,9 +298,17 @@ class Spanned:
         return not self.latest.in_log
 
     def waited_s(self) -> float:
-        """Of the gap, the time the latest restart's new run, ready, waited for its first job."""
+        """Of the gap, the time cuzk was up with no work around the latest restart: its new
+        run, ready, waiting for its first job, and the run before it idle before it stopped."""
+        return self._new_wait_s() + self._idle_before_s()
+
+    def _new_wait_s(self) -> float:
         wait = self.latest.wait()
         return 0.0 if wait is None else _overlap_s(*wait, self.start_s, self.end_s)
+
+    def _idle_before_s(self) -> float:
+        idle = self.latest.idle_before()
+        return 0.0 if idle is None else _overlap_s(*idle, self.start_s, self.end_s)
 
     def cause(self) -> str:
         """`no_work` where the new run's wait for its first job is most of the gap (cuzk was
@@ -287,17 +329,28 @@ class Spanned:
                 f"at {fmt.clock(self.latest.t_s, millis=True)}{held}")
 
     def wait_words(self) -> str:
-        """The new run's wait for its first job, as the gap's evidence says it ("" for none)."""
-        latest, waited = self.latest, self.waited_s()
+        """The time cuzk was up with no work, as the gap's evidence says it ("" for none): the
+        run before the restart idle before it stopped, the new run's wait for its first job."""
+        latest, new_s, idle_s = self.latest, self._new_wait_s(), self._idle_before_s()
+        said = []
+        idle = latest.idle_before()
+        if idle is not None and idle_s:
+            said.append(
+                f"cuzk, up with nothing in flight after its last GPU work at "
+                f"{fmt.clock(idle[0], millis=True)}, wrote its last line at "
+                f"{fmt.clock(idle[1], millis=True)} before it stopped: {idle_s:.1f} s of the "
+                "gap no work, not the restart's")
         wait = latest.wait()
-        if wait is None or not waited:
+        if wait is not None and new_s:
+            said.append(
+                f"cuzk, started again at {fmt.clock(latest.t_s, millis=True)}, was ready at "
+                f"{fmt.clock(wait[0], millis=True)} and waited {new_s:.1f} s of the gap for "
+                f"its first job ('job enqueued' at {fmt.clock(wait[1], millis=True)}, "
+                "scheduler.rs:67): no work, Curio sent nothing")
+        if not said:
             return ""
-        rest = (self.end_s - self.start_s) - waited
-        return (f"cuzk, started again at {fmt.clock(latest.t_s, millis=True)}, was ready at "
-                f"{fmt.clock(wait[0], millis=True)} and waited {waited:.1f} s of the gap for its "
-                f"first job ('job enqueued' at {fmt.clock(wait[1], millis=True)}, "
-                "scheduler.rs:67): no work, Curio sent nothing; the rest of the gap, "
-                f"{max(0.0, rest):.1f} s, the restart took")
+        rest = (self.end_s - self.start_s) - new_s - idle_s
+        return "; ".join(said) + f"; the rest of the gap, {max(0.0, rest):.1f} s, the restart took"
 
     def evidence(self) -> list[str]:
         """The facts: the wait for the first job first where it is the cause, the count where
@@ -308,17 +361,20 @@ class Spanned:
     def detail(self) -> str:
         """The one figure a hint adds to the cause's words: how the old run ended, how many
         restarts, what they cost (the SRS reload named as part of it) and the wait for work."""
-        latest, waited = self.latest, self.waited_s()
+        latest = self.latest
         many = self.count > 1 or not self.exact
         restarts = (f"{'at least ' if not self.exact else ''}"
                     f"{_count(self.count, 'restart', 'restarts')} during the gap" if many else "")
         cost = latest.cost_words()
+        new_s, idle_s = self._new_wait_s(), self._idle_before_s()
+        idle = (f"cuzk had no work for {idle_s:.1f} s before it stopped" if idle_s else "")
         if self.cause() == NO_WORK_CAUSE:
-            return "; ".join(x for x in (
-                f"cuzk waited {waited:.1f} s for its first job after it restarted, Curio "
-                "sending nothing", latest.ended, restarts, cost) if x)
-        after = f"then cuzk waited {waited:.1f} s for its first job, not counted" if waited else ""
-        return "; ".join(x for x in (latest.ended, restarts, cost, after) if x)
+            new = (f"cuzk waited {new_s:.1f} s for its first job after it restarted, Curio "
+                   "sending nothing" if new_s else "")
+            return "; ".join(x for x in (idle, new, latest.ended, restarts, cost) if x)
+        after = f"then cuzk waited {new_s:.1f} s for its first job, not counted" if new_s else ""
+        before = f"{idle}, not counted" if idle else ""
+        return "; ".join(x for x in (before, latest.ended, restarts, cost, after) if x)
 
 
 @dataclass(slots=True)
@@ -354,6 +410,11 @@ class _Run:
         return self.kept.signs
 
 
+#: Tracing lines of work begun (a job's arrival, an SRS load for one, the pool pinning for
+#: one): after a run's last GPU work, it had work in flight (`RestartWatch._idle_at_end`).
+_WORK_LINES = (SRS_LOADING_MESSAGE, POOL_ALLOCATED_MESSAGE)
+
+
 def _ready_line(name: str) -> bool:
     """A line a new run writes as it comes up (`READY_LINES`; the ready line names its
     address after its words)."""
@@ -385,6 +446,11 @@ class RestartWatch:
         self.kept: deque[Restart] = deque(maxlen=MAX_KEPT)
         #: The restarts in a row since the last GPU work read (None: GPU work since the latest).
         self._streak: Streak | None = None
+        #: The current run's work in flight by its TIMELINE lines (syntheses, items queued for
+        #: the GPU, GPU work: each begun less ended, never below 0, a log read from mid-run),
+        #: and whether a line of work came after its latest GPU_END (`_idle_at_end`).
+        self._flight = [0, 0, 0]
+        self._work_after_gpu_end = True
 
     # -- signs --------------------------------------------------------------------------------
 
@@ -404,6 +470,11 @@ class RestartWatch:
             # moves the marks below.
             out = self._cost_parts(ev) if self._run is not None else []
             name = ev.name
+            step = _FLIGHT.get(name)
+            if step is not None:
+                n = self._flight[step[0]] + step[1]
+                self._flight[step[0]] = n if n > 0 else 0
+            self._work_after_gpu_end = name != "GPU_END"
             if name == "GPU_END":
                 self._last_gpu_end_s = ev.t_wall_s
                 self._streak = None  # a run that did GPU work ends a crash loop
@@ -423,6 +494,8 @@ class RestartWatch:
             self._seen_run = True
         elif name == SIGINT:
             self._sigint = True
+        elif name == JOB_ENQUEUED_MESSAGE or name.startswith(_WORK_LINES):
+            self._work_after_gpu_end = True  # a job came, or work for one began
         if not self._info_seen and ev.level == "INFO":
             self._info_seen = True
         if self._run is not None:
@@ -480,6 +553,9 @@ class RestartWatch:
             return []
         self._last_restart_s = t_s
         self._signs = {sign: t_s}
+        idle = self._idle_at_end()
+        self._flight = [0, 0, 0]  # a new run: nothing of it in flight yet
+        self._work_after_gpu_end = True
         if not self._seen_run and sign.startswith(START_LINE_SIGN):
             return []  # the first start of the log: a start, not a restart
         self.restarts += 1
@@ -488,7 +564,8 @@ class RestartWatch:
             # The first restart since GPU work: the one before it (the latest kept: the deque
             # drops only the oldest) has its stretch settled, its run having worked or gone.
             before = self.kept[-1].until_s() if self.kept else None
-            streak = self._streak = Streak(self.restarts, t_s, before)
+            streak = self._streak = Streak(self.restarts, t_s, before, self._last_gpu_end_s,
+                                           self._last_line_s, idle)
         sigint, info_seen = self._sigint, self._info_seen
         self._sigint = False
         self._info_seen = False
@@ -500,6 +577,14 @@ class RestartWatch:
         self.kept.append(kept)
         self._run = _Run(t_s, kept, self._last_gpu_end_s, self._last_line_s, sigint, info_seen)
         return [ProverEvent(t_wall_s=t_s, kind="restart", level="warning", message=message)]
+
+    def _idle_at_end(self) -> bool:
+        """Whether the current run had nothing in flight from its latest GPU work on: no
+        synthesis, GPU queue item or GPU work begun and not ended, and no line of work after it
+        (a run killed mid-job is not idle; one stopped after an hour of no jobs was said "down"
+        that hour, the restart's cost)."""
+        return (self._last_gpu_end_s is not None and not self._work_after_gpu_end
+                and not any(self._flight))
 
     def during(self, start_s: float, end_s: float, slack_s: float = 0.0) -> Spanned | None:
         """The restarts a gap over [start_s, end_s] spans (None: none): each kept whose stretch,
@@ -616,7 +701,17 @@ class RestartWatch:
         loop_s = (streak.t_s if kept.in_a_row > 1 and start <= streak.t_s < run.t_s
                   else None)
         down_to = run.t_s if loop_s is None else loop_s
-        parts = [StretchPart(DOWN, start, down_to)] if start < down_to else []
+        # The old run was up until its last line (its SIGINT line, a line of work), not down
+        # from its last GPU work: that stretch is no work where nothing was in flight.
+        up_to = _up_to(streak, start, down_to)
+        idle = kept.idle_before()
+        idle_s = up_to - start if idle is not None else 0.0
+        # (A part that its words would say as 0.0 s is not said: a line of work in flight
+        # written a few ms after the last GPU work.)
+        parts = ([StretchPart(IDLE_BEFORE if idle is not None else UP_BEFORE, start, up_to)]
+                 if up_to - start >= _SAID_S else [])
+        if up_to < down_to:
+            parts.append(StretchPart(DOWN, up_to, down_to))
         if loop_s is not None:
             parts.append(StretchPart(CRASH_LOOP, loop_s, run.t_s))
         ready = kept.ready_s
@@ -640,23 +735,20 @@ class RestartWatch:
         stretch = (f"{fmt.clock(start)} to {fmt.clock(first_gpu_s)} (its last work of the old "
                    "run to its first of the new)")
         which = "the restarts" if loop_s is not None else "the restart"
-        if wait is None:
-            # Without the first job's arrival, a wait for work cannot be told from the rest.
-            unread = ("" if kept.first_job_s is not None else
-                      "; its first job's arrival ('job enqueued', scheduler.rs:67) was not "
-                      "read: any wait for work after it was ready is counted in it")
+        # Without the first job's arrival, a wait for work cannot be told from the rest.
+        unread = ("" if wait is not None or kept.first_job_s is not None else
+                  "; its first job's arrival ('job enqueued', scheduler.rs:67) was not "
+                  "read: any wait for work after it was ready is counted in it")
+        if wait is None and not idle_s:
             lead = f"{which} cost the GPU {length_s:.1f} s, {stretch}"
             message = f"{lead}: {said}{wave}{unread}"
             waited_s = None
         else:
-            waited_s = wait[1] - wait[0]
+            waited_s = idle_s + (0.0 if wait is None else wait[1] - wait[0])
             lead = (f"{which} cost the GPU {length_s - waited_s:.1f} s of the {length_s:.1f} s "
-                    f"from {stretch}: {wait[0] - start:.1f} s to the new run ready at "
-                    f"{fmt.clock(wait[0])}, {first_gpu_s - wait[1]:.1f} s from its first job "
-                    f"('job enqueued' at {fmt.clock(wait[1])}) to its first GPU work; between, "
-                    f"cuzk waited {waited_s:.1f} s for work, not the restart's (Curio sent "
-                    "nothing)")
-            message = f"{lead}. Parts: {said}{wave}"
+                    f"from {stretch}: "
+                    + _lead_parts(start, up_to, idle_s, wait, first_gpu_s))
+            message = f"{lead}. Parts: {said}{wave}{unread}"
         return ProverEvent(t_wall_s=first_gpu_s, kind="restart_cost", level="warning",
                            message=fmt.visible(message), start_s=start, end_s=first_gpu_s,
                            parts=parts, waited_s=waited_s)
@@ -677,6 +769,39 @@ class RestartWatch:
                            message=message)
 
 
+def _up_to(streak: Streak, start_s: float, down_to_s: float) -> float:
+    """When the run before the restart (or its crash loop) is known to have been up until:
+    its last line, from its last GPU work `start_s` to its end `down_to_s` (the start line,
+    or the loop's first); `start_s` where no later line of it was read (a line after the
+    restart, of the new run, says nothing of it)."""
+    up = streak.up_to_s
+    if up is None or up > streak.t_s:
+        return start_s
+    return min(max(up, start_s), down_to_s)
+
+
+def _lead_parts(start_s: float, up_to_s: float, idle_s: float,
+                wait: tuple[float, float] | None, first_gpu_s: float) -> str:
+    """A restart cost's lead where cuzk was up with no work in its stretch: the old run idle
+    before it stopped (`idle_s`, from `start_s` to `up_to_s`) and the new run's wait for its
+    first job (`wait`: ready, first job), each said, not the restart's."""
+    said = []
+    from_s, there = start_s, ""
+    if idle_s:
+        said.append(f"cuzk was up with nothing in flight for {idle_s:.1f} s after its last GPU "
+                    f"work, to its last line at {fmt.clock(up_to_s)}, not the restart's")
+        from_s, there = up_to_s, " from there"
+    if wait is None:
+        said.append(f"{first_gpu_s - from_s:.1f} s{there} to the new run's first GPU work")
+    else:
+        said.append(f"{wait[0] - from_s:.1f} s{there} to the new run ready at "
+                    f"{fmt.clock(wait[0])}, {first_gpu_s - wait[1]:.1f} s from its first job "
+                    f"('job enqueued' at {fmt.clock(wait[1])}) to its first GPU work; between, "
+                    f"cuzk waited {wait[1] - wait[0]:.1f} s for work, not the restart's (Curio "
+                    "sent nothing)")
+    return "; ".join(said)
+
+
 def _part_words(part: StretchPart, restart: Restart) -> str:
     """`down 10.0 s`; a crash loop with how many runs it was, the wait for the first job
     with whose it is."""
@@ -687,4 +812,8 @@ def _part_words(part: StretchPart, restart: Restart) -> str:
                 f"{_count(before, 'run', 'runs')} gone before any GPU work)")
     if part.name == WAITED_FOR_JOB:
         return f"{words} (no work: not counted as the restart's)"
+    if part.name == IDLE_BEFORE:
+        return f"{words} (nothing in flight: not counted as the restart's)"
+    if part.name == UP_BEFORE:
+        return f"{words} (work in flight)"
     return words

@@ -16,8 +16,10 @@ pickup), the truth the files read offline are held to.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -561,3 +563,23 @@ def test_live_stdout_lines_between_the_stderrs_backlog_passes_leave_its_runs_pla
             with open(out, "a") as f:  # cuzk writes on between the stderr's passes
                 f.write(live)
     assert _timeline(events) == _timeline(one)
+
+
+def test_a_stdout_whose_reads_fail_never_holds_the_stderrs_backlog_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stderr's backlog waits for the stdout's to be read; a stdout whose reads fail
+    (EIO, a stale NFS handle) would never be, and the stderr was held for good."""
+    out, err = _split(RESTART, tmp_path)
+    real_read = tail.os.read
+
+    def failing(fd: int, n: int) -> bytes:
+        if os.readlink(f"/proc/self/fd/{fd}") == str(out):
+            raise OSError(errno.EIO, "Input/output error")
+        return real_read(fd, n)
+
+    monkeypatch.setattr(tail.os, "read", failing)
+    events: list[LogEvent] = []
+    follower = LogFollower([str(out), str(err)], LogsConfig(from_start=True), events.append)
+    for _ in range(3):
+        follower.tailer.poll_once()
+    assert len([e for e in events if e.kind == "timeline"]) == 16

@@ -304,9 +304,10 @@ class _FileFollower:
 
     @property
     def in_backlog(self) -> bool:
-        """Whether lines it held when following began are still to be read (closed, deleted:
-        none will be)."""
-        return self._fd is not None and self._backlog_end is not None
+        """Whether lines it held when following began are still to be read (closed, deleted,
+        a read that failed: none will be soon, and a file held behind it must not wait)."""
+        return (self._fd is not None and self._backlog_end is not None
+                and not self.status.state.startswith("unreadable"))
 
     def hold(self, notice: NoticeCallback) -> None:
         """Open it if it is not open yet, reading nothing (`Tailer`'s `backlogs_after`): its

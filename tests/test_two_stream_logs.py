@@ -570,14 +570,14 @@ def test_a_stdout_whose_reads_fail_never_holds_the_stderrs_backlog_back(
     """The stderr's backlog waits for the stdout's to be read; a stdout whose reads fail
     (EIO, a stale NFS handle) would never be, and the stderr was held for good."""
     out, err = _split(RESTART, tmp_path)
-    real_read = tail.os.read
+    real_read = os.read
 
     def failing(fd: int, n: int) -> bytes:
         if os.readlink(f"/proc/self/fd/{fd}") == str(out):
             raise OSError(errno.EIO, "Input/output error")
         return real_read(fd, n)
 
-    monkeypatch.setattr(tail.os, "read", failing)
+    monkeypatch.setattr(os, "read", failing)
     events: list[LogEvent] = []
     follower = LogFollower([str(out), str(err)], LogsConfig(from_start=True), events.append)
     for _ in range(3):

@@ -93,6 +93,46 @@ def test_without_its_enqueue_line_a_post_is_placed_by_cuzks_total_ms() -> None:
     assert again.proof == ev.proof
 
 
+#: A WinningPoSt (arrived 15:00:10.0) and a WindowPoSt (15:00:10.5) end on the GPU half a second
+#: apart; the WindowPoSt's finalizer writes its completion line first (the WinningPoSt's waits
+#: 10 s for cuzk's job tracker lock): each line's total_ms places its own job's arrival.
+TWO_POST = """\
+2026-05-12T15:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true
+2026-05-12T15:00:10.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=winpost-1000-0a1b2c3d proof_kind=winning-post priority=Critical queue_position=0
+2026-05-12T15:00:10.500000Z  INFO cuzk_core::scheduler: job enqueued job_id=wdpost-1000-0-[1 2 3 4 5 6 7 8] proof_kind=window-post priority=High queue_position=1
+TIMELINE,10000,SYNTH_START,winpost-1000-0a1b2c3d,kind=winning-post
+TIMELINE,10500,SYNTH_START,wdpost-1000-0-[1 2 3 4 5 6 7 8],kind=window-post
+TIMELINE,15000,SYNTH_END,winpost-1000-0a1b2c3d,synth_ms=5000
+TIMELINE,15000,GPU_QUEUE,winpost-1000-0a1b2c3d,monolithic
+TIMELINE,15000,GPU_PICKUP,winpost-1000-0a1b2c3d,worker=0
+TIMELINE,15000,GPU_START,winpost-1000-0a1b2c3d,worker=0
+TIMELINE,15500,SYNTH_END,wdpost-1000-0-[1 2 3 4 5 6 7 8],synth_ms=5000
+TIMELINE,15500,GPU_QUEUE,wdpost-1000-0-[1 2 3 4 5 6 7 8],monolithic
+TIMELINE,15500,GPU_PICKUP,wdpost-1000-0-[1 2 3 4 5 6 7 8],worker=1
+TIMELINE,15500,GPU_START,wdpost-1000-0-[1 2 3 4 5 6 7 8],worker=1
+TIMELINE,20000,GPU_END,winpost-1000-0a1b2c3d,worker=0,gpu_ms=5000
+TIMELINE,20500,GPU_END,wdpost-1000-0-[1 2 3 4 5 6 7 8],worker=1,gpu_ms=5000
+2026-05-12T15:00:20.600000Z  INFO cuzk_core::engine: proof completed successfully (pipeline) proof_len=192 total_ms=10100 queue_ms=0 synth_ms=5000 gpu_ms=5000
+2026-05-12T15:00:30.000000Z  INFO cuzk_core::engine: proof completed successfully (pipeline) proof_len=192 total_ms=20000 queue_ms=0 synth_ms=5000 gpu_ms=5000
+"""
+
+
+def test_two_posts_ending_together_each_take_the_completion_line_whose_total_is_theirs() -> None:
+    """Paired by their order alone, the WinningPoSt took the WindowPoSt's line: "10.6 s of 30
+    s ... ok", finalize 0.6 s, for its 20.0 s (10 s of it waiting for its result); read either
+    way round (the completion lines before the GPU_END lines: stdout and stderr read apart)."""
+    lines = TWO_POST.splitlines()
+    ends = [i for i, x in enumerate(lines) if "GPU_END" in x]
+    before = lines[:ends[0]] + lines[-2:] + lines[ends[0]:-2]
+    for order in (lines, before):
+        said = {ev.job_id: ev.proof for ev in watched_text("\n".join(order))}
+        win, window = said["winpost-1000-0a1b2c3d"], said["wdpost-1000-0-[1 2 3 4 5 6 7 8]"]
+        assert win is not None and window is not None
+        assert win.total_s == pytest.approx(20.0) and win.finalize_s == pytest.approx(10.0)
+        assert win.verdict == "at_risk"
+        assert window.total_s == pytest.approx(10.1) and window.finalize_s == pytest.approx(0.1)
+
+
 def test_without_either_line_a_post_is_timed_from_its_synthesis_and_says_so() -> None:
     text = (DATA / "post-behind-partitions.log").read_text()
     lines = [x for x in text.splitlines() if "job enqueued" not in x
@@ -310,8 +350,10 @@ def test_a_result_held_behind_the_job_tracker_lock_is_its_finalize_phase() -> No
     text = (DATA / "post-behind-partitions.log").read_text()
     [ev] = watched_text(text)
     assert ev.proof is not None and ev.proof.finalize_s == pytest.approx(0.001, abs=0.0005)
+    # Held 3 s, its total_ms (from the submission, taken under that lock, engine.rs:838) too.
     held = text.replace("2026-05-12T15:00:14.671000Z  INFO cuzk_core::engine: proof completed",
-                        "2026-05-12T15:00:17.671000Z  INFO cuzk_core::engine: proof completed")
+                        "2026-05-12T15:00:17.671000Z  INFO cuzk_core::engine: proof completed"
+                        ).replace("total_ms=3870", "total_ms=6870")
     parser, watch = LogParser(offline=True), CuzkWatch(Deadlines(winning_post_s=5.0))
     events = [e for i, line in enumerate(held.splitlines())
               for e in parser.parse_line(line, "x", i, 0.0)]

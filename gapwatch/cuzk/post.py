@@ -135,6 +135,9 @@ MAX_JOB_ID_CHARS = TEXT_CHARS
 #: stderr may be two files read apart; the finalizer may wait seconds for cuzk's job tracker
 #: lock in between); a PoSt waits this long for it (data time) before it is said without.
 PAIR_S = 10.0
+#: How far after a PoSt's `job enqueued` line the submission its completion line's `total_ms`
+#: places may be and still be its own line (it is before, but for the clocks' steps).
+ARRIVAL_FIT_S = 1.0
 #: How many PoSt jobs are followed at once, and how many enqueue lines are remembered (a job
 #: that never reaches synthesis must not hold memory for ever).
 MAX_IN_FLIGHT = 256
@@ -344,6 +347,24 @@ def _follows(gpu_end_s: float, done_s: float) -> bool:
     writes it after (TIMELINE's ms offsets and tracing's µs stamps: 50 ms of slack), within
     `PAIR_S` (another monolithic job's line, a batch's, is not taken for it)."""
     return -0.05 <= done_s - gpu_end_s <= PAIR_S
+
+
+def _fit(job: _Post, done_s: float, total_ms: int | None) -> tuple[int, float] | None:
+    """How well a completion line at `done_s` saying `total_ms` fits `job`, whose GPU work
+    ended, the lower the better (None: it cannot be its line, not after its GPU_END within
+    `PAIR_S`). `total_ms` counts from the request's submission (service.rs:51, engine.rs:
+    838), which its `job enqueued` line follows (scheduler.rs:67, after the job tracker's
+    lock, engine.rs:3527-3533: seconds behind a PoRep's self-check), so with its arrival read
+    the line places it at or before that arrival: the nearer, the likelier its own; one placing
+    it more than `ARRIVAL_FIT_S` after is another job's. Either not known: after those. Two
+    PoSt ending within `PAIR_S` were paired by their order alone: a WinningPoSt of 20.0 s said
+    "10.6 s ... ok", the WindowPoSt's line taken for its own."""
+    if job.end_s is None or not _follows(job.end_s, done_s):
+        return None
+    if total_ms is None or total_ms < 0 or job.arrived_s is None or job.engine_clock:
+        return (1, 0.0)
+    early_s = job.arrived_s - (done_s - total_ms / 1000.0)
+    return None if early_s < -ARRIVAL_FIT_S else (0, abs(early_s))
 
 
 def _total(span_s: float | None, phases: tuple[float | None, ...]) -> float | None:
@@ -925,10 +946,13 @@ class PostTracker:
             # Its completion line is timed on the wall clock, its GPU_END by an offset: no
             # pairing across clocks; said now, its finalize not known.
             return [self._event(job, end, done=True)]
-        for i, (t, total_ms) in enumerate(self._completions):
-            if _follows(end, t):
-                del self._completions[i]
-                return [self._arrived(job, t, total_ms)]
+        fits = [(fit, i) for i, (t, total_ms) in enumerate(self._completions)
+                 if (fit := _fit(job, t, total_ms)) is not None]
+        if fits:  # the one whose total places its arrival best, else the oldest
+            best = min(fits)[1]
+            t, total_ms = self._completions[best]
+            del self._completions[best]
+            return [self._arrived(job, t, total_ms)]
         self._awaiting.append(job)
         if len(self._awaiting) > MAX_AWAITING:  # never paired: said without, oldest first
             first = self._awaiting.pop(0)
@@ -970,10 +994,11 @@ class PostTracker:
         return [self._arrived(job, ev.t_wall_s, total_ms)]
 
     def _completion(self, t: float, total_ms: int | None) -> list[ProverEvent]:
-        for job in self._awaiting:
-            if job.end_s is not None and _follows(job.end_s, t):
-                self._awaiting.remove(job)
-                return [self._arrived(job, t, total_ms)]
+        fits = [(fit, i) for i, job in enumerate(self._awaiting)
+                if (fit := _fit(job, t, total_ms)) is not None]
+        if fits:  # its own where its total places a job's arrival, else the oldest ended
+            job = self._awaiting.pop(min(fits)[1])
+            return [self._arrived(job, t, total_ms)]
         self._completions.append((t, total_ms))
         return []
 

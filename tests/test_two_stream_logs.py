@@ -36,6 +36,7 @@ from gapwatch.config import Config, LogsConfig
 from gapwatch.core.models import LogEvent, Notice
 from gapwatch.cuzk import engine_runs
 from gapwatch.cuzk.partitions import derive_timeline
+from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs import tail
 from gapwatch.logs.files import log_file_events, merge_by_time
 from gapwatch.logs.follow import LogFollower
@@ -583,3 +584,29 @@ def test_a_stdout_whose_reads_fail_never_holds_the_stderrs_backlog_back(
     for _ in range(3):
         follower.tailer.poll_once()
     assert len([e for e in events if e.kind == "timeline"]) == 16
+
+
+def _proofs(events: list[LogEvent]) -> list[tuple[str | None, str, bool]]:
+    """The proof events a cuzk watcher fed `events` says: (job, verdict, ended)."""
+    watch, said = CuzkWatch(), []
+    for e in events:
+        said += watch.feed(e)
+    return [(e.job_id, e.proof.verdict, e.proof.done) for e in said + watch.finish()
+            if e.proof is not None]
+
+
+def test_followed_from_their_start_stdout_and_stderr_say_the_proofs_one_file_says(
+        tmp_path: Path) -> None:
+    """`record --from-start --log out.log --log err.log`: the stdout's backlog reached the
+    watchers before the stderr's TIMELINE lines of the same hours, so each WinningPoSt of the
+    backlog was said LATE, "still running" 30 s after its `job enqueued` line, and "lost in a
+    restart" at the next start line, before its own lines came. The backlogs' events are
+    handed on by time once all are read, as the one file's: the same proofs."""
+    _rec, one, out, err = _post_recording(tmp_path)
+    whole, _ = parse_log_files([one], Config())
+    events: list[LogEvent] = []
+    follower = LogFollower([out, err], LogsConfig(from_start=True), events.append)
+    while follower.tailer.poll_once():  # its passes on this thread, until one reads nothing
+        pass
+    assert _proofs(events) == _proofs(whole)
+    assert ("winpost-1000-1a2b3c01", "ok", True) in _proofs(events)

@@ -28,13 +28,17 @@ order given, stdout first placed all of them by its last start line (a restart's
 where the file says 51), stderr first by none. An apart backlog is read only once the others'
 have been read whole (the tailer's `backlogs_after`: read 8 MiB of each a pass, a day's stdout
 was still being read when the stderr's came, its later start lines not read yet), and its runs
-stay placed through all its passes, whatever the other files write live meanwhile.
+stay placed through all its passes, whatever the other files write live meanwhile. With more
+than one file followed from its start, the events are handed on once every backlog has been
+read, by time (`gapwatch.logs.time_order`): as read, a file's hours came before another's of
+the same hours, and the watchers said each WinningPoSt of the stdout's backlog LATE before the
+stderr's lines that ended it came.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from gapwatch.base.clock import Clock, SystemClock
@@ -46,6 +50,7 @@ from gapwatch.cuzk.log_lines import backlog_note
 from gapwatch.logs.files import engine_runs_of, place_runs, read_order
 from gapwatch.logs.parse import UNPLACED, LogParser
 from gapwatch.logs.tail import SourceStatus, Tailer
+from gapwatch.logs.time_order import TimeOrder
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +96,11 @@ class LogFollower:
         self._runs_placed: dict[str, RunsApart | None] = {}
         #: The sources whose unplaced backlog was said (at most one a followed path).
         self._said_unplaced: set[str] = set()
+        #: The events held while the backlogs of several files are read, given on by time once
+        #: all have been (`gapwatch.logs.time_order`); None: handed on as parsed. Taken and
+        #: handed on under `_emit` (lines read meanwhile wait for it, never come before it).
+        self._in_order: TimeOrder | None = TimeOrder() if order is not None else None
+        self._emit = threading.Lock()
         self.tailer = Tailer(
             order.paths if order is not None else list(paths), self._on_line,
             on_backlog=self._on_backlog_line,
@@ -98,7 +108,7 @@ class LogFollower:
             poll_ms=logs_config.poll_ms, idle_poll_ms=logs_config.idle_poll_ms,
             max_line_bytes=logs_config.max_line_bytes,
             on_notice=self._notice, clock=self.clock, stdin_fd=stdin_fd,
-            backlogs_after=self._apart,
+            backlogs_after=self._apart, on_pass=self._after_pass,
         )
 
     def start(self) -> None:
@@ -117,10 +127,29 @@ class LogFollower:
         self.tailer.stop()
         with self._lock:
             events = self.parser.flush()  # a panic still being read: said, not lost
+        with self._emit:
+            self._hand_on(events)
+            self._release()  # stopped while backlogs were read: what was read, in order
+
+    def _after_pass(self) -> None:
+        """A pass over the files ended: once every backlog has been read, the events held
+        are handed on by time (`_in_order`)."""
+        if self._in_order is not None and self.tailer.backlogs_read():
+            with self._emit:
+                self._release()
+
+    def _release(self) -> None:
+        """Hand on the events held, by time, and hold no more (the caller holds `_emit`)."""
+        held, self._in_order = self._in_order, None
+        if held is not None:
+            self._hand_on(held.drain())
+
+    def _hand_on(self, events: Iterable[LogEvent]) -> None:
+        """Each event to the consumer: one that fails costs that event, never the tailing."""
         for event in events:
             try:
                 self._on_event(event)
-            except Exception as exc:  # noqa: BLE001 - as in _on_line
+            except Exception as exc:  # noqa: BLE001 - a failing consumer must not kill tailing
                 self._notice("error", f"log event consumer failed: {exc!r}")
 
     def status(self) -> LogFollowerStatus:
@@ -175,11 +204,13 @@ class LogFollower:
                 self._said_unplaced.add(source)
         if say:
             self._notice("warning", backlog_note(source))
-        for event in events:
-            try:
-                self._on_event(event)
-            except Exception as exc:  # noqa: BLE001 - a failing consumer must not kill tailing
-                self._notice("error", f"log event consumer failed: {exc!r}")
+        with self._emit:
+            held = self._in_order
+            if held is None:
+                self._hand_on(events)
+                return
+            for event in events:
+                held.add(event)
 
     def _placed(self, runs: RunsApart | None) -> RunsApart | None:
         """How an apart backlog's TIMELINE lines are placed, its engine runs `runs` (None: not

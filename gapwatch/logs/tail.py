@@ -443,13 +443,16 @@ class Tailer:
                  idle_poll_ms: float = _DEFAULTS.idle_poll_ms,
                  max_line_bytes: int = _DEFAULTS.max_line_bytes,
                  on_notice: NoticeCallback | None = None, clock: Clock | None = None,
-                 stdin_fd: int = 0, backlogs_after: frozenset[str] = frozenset()) -> None:
+                 stdin_fd: int = 0, backlogs_after: frozenset[str] = frozenset(),
+                 on_pass: Callable[[], None] | None = None) -> None:
         """`backlogs_after`: paths whose backlog (`from_start`) is read only once every file
         before it in `paths` has had its own read: cuzk's stderr read apart, whose TIMELINE
         lines each take their engine run's start line among those of the stdout
         (`gapwatch.logs.follow`). Read 8 MiB of each a pass, a day's stdout was still being
-        read when the stderr's backlog came, its later runs' start lines not read yet."""
+        read when the stderr's backlog came, its later runs' start lines not read yet.
+        `on_pass`: called after each pass over the files (`backlogs_read` may have changed)."""
         self.on_line = on_line
+        self.on_pass = on_pass
         self._backlogs_after = backlogs_after
         #: Takes the lines a file held when following started from its start (`from_start`):
         #: their arrival says when they were read, not written. None: `on_line` takes them.
@@ -536,7 +539,13 @@ class Tailer:
                 backlog = f.read_backlog and self.on_backlog is not None
                 self._deliver(f.path, f.status, lines, backlog)
                 count += len(lines)
+        if self.on_pass is not None:
+            self.on_pass()
         return count
+
+    def backlogs_read(self) -> bool:
+        """Whether every file's backlog (`from_start`) has been read, as of the last pass."""
+        return not any(f.in_backlog for f in self._files)
 
     def _deliver(self, source: str, status: SourceStatus, lines: list[str],
                  backlog: bool = False) -> None:

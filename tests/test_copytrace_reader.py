@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import socket
 import stat
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -297,23 +298,39 @@ def test_the_default_socket_is_in_a_runtime_folder_only_when_it_is_private(
         f"/tmp/gapwatch-{uid}/copytrace.sock"
 
 
-def _default_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CopyTraceReader:
-    """A reader on the default path, on a box without /run/user/UID or XDG_RUNTIME_DIR."""
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A TMPDIR short enough for the default socket's path (107 bytes): pytest's tmp_path is
+    not always (`/tmp/pytest-of-root/pytest-1133/popen-gw3/test_..._0`: once its run counter
+    reached four digits, gapwatch rightly fell back to /tmp/gapwatch-UID, which another
+    gapwatch on the box, or another test run, may hold, and these tests failed)."""
+    short = Path(tempfile.mkdtemp(prefix="gw-", dir="/tmp"))
+    try:
+        yield short
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def _default_reader(tmpdir: Path, monkeypatch: pytest.MonkeyPatch) -> CopyTraceReader:
+    """A reader on the default path, on a box without /run/user/UID or XDG_RUNTIME_DIR, with
+    TMPDIR `tmpdir`."""
     from functools import partial
 
     from gapwatch.sources import copytrace as source
 
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
     monkeypatch.setattr(source, "default_socket_path", partial(
-        socket_path.default_socket_path, run_user=str(tmp_path / "no-run-user")))
-    return CopyTraceReader(None, GPUS, lambda r: None, None)
+        socket_path.default_socket_path, run_user=str(tmpdir / "no-run-user")))
+    r = CopyTraceReader(None, GPUS, lambda r: None, None)
+    assert r.path == str(tmpdir / f"gapwatch-{os.getuid()}" / "copytrace.sock")
+    return r
 
 
 def test_without_a_runtime_folder_the_default_socket_is_in_a_folder_made_private(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    r = _default_reader(tmp_path, monkeypatch)
-    folder = tmp_path / f"gapwatch-{os.getuid()}"
+        short_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    r = _default_reader(short_tmp, monkeypatch)
+    folder = short_tmp / f"gapwatch-{os.getuid()}"
     assert r.path == str(folder / "copytrace.sock")
     r.open()
     try:
@@ -326,9 +343,9 @@ def test_without_a_runtime_folder_the_default_socket_is_in_a_folder_made_private
 
 @pytest.mark.parametrize("plant", ["others may write", "a link"])
 def test_a_default_folder_someone_else_could_have_made_is_refused_saying_why(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plant: str) -> None:
-    r = _default_reader(tmp_path, monkeypatch)
-    folder = tmp_path / f"gapwatch-{os.getuid()}"
+        tmp_path: Path, short_tmp: Path, monkeypatch: pytest.MonkeyPatch, plant: str) -> None:
+    r = _default_reader(short_tmp, monkeypatch)
+    folder = short_tmp / f"gapwatch-{os.getuid()}"
     if plant == "a link":
         (tmp_path / "elsewhere").mkdir(mode=0o700)
         folder.symlink_to(tmp_path / "elsewhere")
@@ -347,9 +364,9 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="only root can hand a 
 
 @needs_root
 def test_a_default_folder_or_a_socket_of_another_user_is_refused_naming_who_holds_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    r = _default_reader(tmp_path, monkeypatch)
-    folder = tmp_path / f"gapwatch-{os.getuid()}"
+        tmp_path: Path, short_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    r = _default_reader(short_tmp, monkeypatch)
+    folder = short_tmp / f"gapwatch-{os.getuid()}"
     folder.mkdir(mode=0o700)
     os.chown(folder, 65534, -1)
     with pytest.raises(SourceUnavailable, match=r"belongs to user \w+ \(uid 65534\)"):

@@ -4,21 +4,18 @@ none psutil; headless commands run without Textual ever being loaded."""
 from __future__ import annotations
 
 import ast
-import functools
+import json
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
+
+import pytest
+from shared_files import made_once
 
 PKG = Path(__file__).parent.parent / "gapwatch"
-
-
-@functools.cache
-def _tree(path: Path) -> ast.Module:
-    """A module of the package, parsed once per test process: five tests read every module (it
-    cost about a second of CPU each)."""
-    return ast.parse(path.read_text())
 
 
 def _import_statements(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
@@ -36,10 +33,31 @@ def _import_statements(body: list[ast.stmt]) -> Iterator[ast.Import | ast.Import
             yield from _import_statements(part.body)
 
 
-def _imports(path: Path) -> set[str]:
-    tree = _tree(path)
+Statement = ast.Import | ast.ImportFrom
+
+
+def _parsed(folder: Path) -> None:
+    """Every module's import statements (`_import_statements`), as JSON in `folder`."""
+    found = {str(path): [ast.unparse(node) for node in _import_statements(
+        ast.parse(path.read_text()).body)] for path in PKG.rglob("*.py")}
+    (folder / "imports.json").write_text(json.dumps(found))
+
+
+@pytest.fixture(scope="module")
+def statements(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, list[Statement]]:
+    """Every module of the package's import statements, at any depth. Parsing the whole
+    package is ~0.5 s of CPU (1.7 s under the suite's load), and the tests that read it land
+    in different workers: the statements are found once per run (`made_once`, as the exact
+    source text of each statement, `ast.unparse`) and each worker parses only those again."""
+    folder = made_once(tmp_path_factory, "layers-imports", _parsed)
+    found = json.loads((folder / "imports.json").read_text())
+    return {Path(path): [cast(Statement, ast.parse(text).body[0]) for text in texts]
+            for path, texts in found.items()}
+
+
+def _imports(path: Path, statements: dict[Path, list[Statement]]) -> set[str]:
     out: set[str] = set()
-    for node in _import_statements(tree.body):
+    for node in statements[path]:
         if isinstance(node, ast.Import):
             out |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -47,19 +65,21 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
-def _modules() -> dict[str, set[str]]:
-    return {str(p.relative_to(PKG)): _imports(p) for p in PKG.rglob("*.py")}
+def _modules(statements: dict[Path, list[Statement]]) -> dict[str, set[str]]:
+    return {str(p.relative_to(PKG)): _imports(p, statements) for p in PKG.rglob("*.py")}
 
 
-def test_only_the_ui_imports_textual_or_plotext() -> None:
-    offenders = {m for m, imps in _modules().items()
+def test_only_the_ui_imports_textual_or_plotext(
+        statements: dict[Path, list[Statement]]) -> None:
+    offenders = {m for m, imps in _modules(statements).items()
                  if imps & {"textual", "plotext", "textual_plotext", "rich"}
                  and not m.startswith("ui/")}
     assert offenders == set()
 
 
-def test_only_sources_nvml_imports_pynvml_and_nothing_imports_psutil() -> None:
-    mods = _modules()
+def test_only_sources_nvml_imports_pynvml_and_nothing_imports_psutil(
+        statements: dict[Path, list[Statement]]) -> None:
+    mods = _modules(statements)
     assert {m for m, i in mods.items() if "pynvml" in i} == {"sources/nvml.py"}
     assert {m for m, i in mods.items() if "psutil" in i} == set()  # not a dependency
 
@@ -116,7 +136,7 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _import_graph() -> dict[str, set[str]]:
+def _import_graph(statements: dict[Path, list[Statement]]) -> dict[str, set[str]]:
     """Module -> the gapwatch modules it imports, at any depth of the file (lazy imports
     inside functions count: a cycle hidden in a function is still a cycle)."""
     names = {_module_name(p) for p in PKG.rglob("*.py")}
@@ -125,7 +145,7 @@ def _import_graph() -> dict[str, set[str]]:
         me = _module_name(path)
         pkg = me if path.name == "__init__.py" else me.rpartition(".")[0]
         deps: set[str] = set()
-        for node in _import_statements(_tree(path).body):
+        for node in statements[path]:
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -145,8 +165,8 @@ def _import_graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_the_package_has_no_import_cycle() -> None:
-    graph = _import_graph()
+def test_the_package_has_no_import_cycle(statements: dict[Path, list[Statement]]) -> None:
+    graph = _import_graph(statements)
     done: set[str] = set()
     path: list[str] = []
 
@@ -178,11 +198,12 @@ def test_the_top_level_holds_only_entry_points_and_documented_subpackages() -> N
         assert doc and ("who use" in doc.lower() or "who call" in doc.lower()), init
 
 
-def test_the_core_has_no_threads_clocks_or_hardware() -> None:
+def test_the_core_has_no_threads_clocks_or_hardware(
+        statements: dict[Path, list[Statement]]) -> None:
     for path in (PKG / "core").glob("*.py"):
-        imps = _imports(path)
+        imps = _imports(path, statements)
         assert not imps & {"threading", "time", "pynvml", "psutil", "socket", "textual"}, path
-    graph = _import_graph()
+    graph = _import_graph(statements)
     for module, deps in graph.items():
         if module.startswith("gapwatch.core"):
             assert all(d.startswith("gapwatch.core") for d in deps), (module, deps)

@@ -70,10 +70,13 @@ def _stop(proc: subprocess.Popen[str], sig: signal.Signals) -> tuple[int, str]:
     return proc.returncode, err
 
 
-def _recording(folder: Path, seconds: int) -> Path:
+def _recording(folder: Path, seconds: int, gpus: int = 1) -> Path:
     out = folder / "rec.jsonl"
-    subprocess.run(gapwatch_argv("record", "--source", "sim:chained", "--speed", "0",
-                                 "--duration", str(seconds), "--quiet", "--out", str(out)),
+    cfg = folder / "sim.toml"
+    cfg.write_text(f"[sim]\ngpus = {gpus}\n")
+    subprocess.run(gapwatch_argv("record", "--config", str(cfg), "--source", "sim:chained",
+                                 "--speed", "0", "--duration", str(seconds), "--quiet", "--out",
+                                 str(out)),
                    check=True, capture_output=True, timeout=120)
     return out
 
@@ -85,9 +88,12 @@ def small_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def long_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Half an hour of one simulated GPU (~32 MB): exporting or reporting it takes seconds
-    (and making it ~4 s, hence once per run)."""
-    return made_once(tmp_path_factory, "stop-long", lambda d: _recording(d, 1800)) / "rec.jsonl"
+    """A quarter of an hour of two simulated GPUs (~31 MB): exporting or reporting it takes
+    seconds, in one process (it is under `MIN_PARALLEL_BYTES`; the storm of forked workers
+    lowers that). Making it is ~4 s, hence once per run, and one recording for both uses: a
+    half hour of one GPU for the rest cost as much again."""
+    return made_once(tmp_path_factory, "stop-long",
+                     lambda d: _recording(d, 900, gpus=2)) / "rec.jsonl"
 
 
 def _commands(rec: Path, out: Path) -> dict[str, list[str]]:
@@ -383,23 +389,11 @@ sys.exit(entry.run())
 """
 
 
-@pytest.fixture(scope="module")
-def two_gpu_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    def make(folder: Path) -> None:
-        cfg = folder / "two.toml"
-        cfg.write_text("[sim]\ngpus = 2\n")
-        subprocess.run(gapwatch_argv("record", "--config", str(cfg), "--source", "sim:chained",
-                                     "--speed", "0", "--duration", "900", "--quiet", "--out",
-                                     str(folder / "rec.jsonl")),
-                       check=True, capture_output=True, timeout=120)
-    return made_once(tmp_path_factory, "stop-two-gpus", make) / "rec.jsonl"
-
-
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: no report workers")
 def test_a_storm_of_stop_signals_stops_a_report_and_its_forked_workers(
-        two_gpu_recording: Path) -> None:
+        long_recording: Path) -> None:
     """The report's forked workers stop with it: none is left running after the storm."""
-    proc = subprocess.Popen([sys.executable, "-c", _FORKED_REPORT, str(two_gpu_recording)],
+    proc = subprocess.Popen([sys.executable, "-c", _FORKED_REPORT, str(long_recording)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT)
     workers: set[int] = set()

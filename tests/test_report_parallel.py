@@ -33,7 +33,7 @@ from gapwatch.core.models import (
 from gapwatch.offline import report, report_parallel
 from gapwatch.offline.compare import read_side
 from gapwatch.offline.detect import Detected
-from gapwatch.offline.report import ReportData, build_report, parse_log_input, to_json
+from gapwatch.offline.report import ReportData, build_report, to_json
 from gapwatch.offline.report_parallel import MIN_PARALLEL_BYTES, detect_parallel, plan_workers
 from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources.files import header_of
@@ -112,7 +112,7 @@ def test_bad_lines_are_counted_once_and_listed_in_line_order(
 
 
 def test_lines_in_any_key_order_report_the_same_in_parallel(
-    sim_recording: Path, tmp_path: Path
+    sim_recording: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The shortcut that passes over other workers' lines looks at how the codec writes a GPU
     sample; lines written with their keys in another order (the type last, as gapwatch once
@@ -124,8 +124,9 @@ def test_lines_in_any_key_order_report_the_same_in_parallel(
     assert sum(ln.endswith(b'"type":"gpu"}\n') for ln in lines) > 1000
     path = tmp_path / "reordered.jsonl"
     path.write_bytes(b"".join(lines))
-    assert detect_parallel(path, Config(), 2) is not None  # it did run in two processes
+    splits = _spy_on_splits(monkeypatch)
     report = to_json(_same(path, 2))
+    assert splits == [True]  # it did run in two processes
     original = to_json(build_report(sim_recording, Config(), workers=1))
     assert report.pop("file") != original.pop("file")
     assert report == original
@@ -162,7 +163,8 @@ def test_the_codec_writes_gpu_sample_lines_as_the_shortcut_expects(sim_recording
                            for ln in samples)
 
 
-def test_log_records_are_fed_to_every_worker(tmp_path: Path) -> None:
+def test_log_records_are_fed_to_every_worker(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     # Each GPU's closed gaps listen for late evidence on their own (`EvidenceBuffer`), so a
     # split run gives every gap the events one process gives it.
     res = simulate("pageable", seed=3, duration_s=20.0, gpus=2)
@@ -171,17 +173,20 @@ def test_log_records_are_fed_to_every_worker(tmp_path: Path) -> None:
                      raw="GPU_START", partition=3, warning="unpinned")
     path = tmp_path / "with_log.jsonl"
     write_recording(path, res.header, [*res.records[:41], event, *res.records[41:]])
-    assert detect_parallel(path, Config(), 2) is not None
+    splits = _spy_on_splits(monkeypatch)
     report = _same(path, 2)
+    assert splits == [True]
     assert any(e.warning == "unpinned" for g in report.gaps for e in g.log_events)
 
 
-def test_prover_status_records_are_fed_to_every_worker(tmp_path: Path) -> None:
+def test_prover_status_records_are_fed_to_every_worker(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     res = simulate("host-stall", seed=3, duration_s=20.0, gpus=2, status_period_s=1.0)
     path = tmp_path / "with_status.jsonl"
     write_recording(path, res.header, res.records)
-    assert detect_parallel(path, Config(), 2) is not None
+    splits = _spy_on_splits(monkeypatch)
     report = _same(path, 2)
+    assert splits == [True]
     assert any(g.prover_cause for g in report.gaps)
     assert report.partitions is not None
 
@@ -217,16 +222,13 @@ def test_a_split_report_with_log_files_is_the_same_bytes(
     # each parametrized case) under the CPU count the first case read it under.
     monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
     one = build_report(path, Config(), [str(log)], workers=1)
+    splits = _spy_on_splits(monkeypatch)
     for workers in (2, 3):
         monkeypatch.setattr(report_parallel, "usable_cpus", lambda n=workers: n)
         # Logs no longer keep it in one process.
         assert plan_workers(path, [str(log)]) == workers
-        parsed = parse_log_input(path, Config(), [str(log)])
-        try:
-            assert detect_parallel(path, Config(), workers, parsed) is not None  # it did split
-        finally:
-            parsed.close()
         many = build_report(path, Config(), [str(log)])  # as `report` picks
+        assert splits.pop() is True  # it did split (a split run that gave up reads in one)
         assert msgspec.json.encode(to_json(many)) == msgspec.json.encode(to_json(one)), workers
     assert sum(len(g.log_events) for g in one.gaps) > 1000
     assert one.partitions is not None and one.partitions.partitions
@@ -244,12 +246,9 @@ def test_a_split_report_with_logs_and_a_bad_sample_line_is_read_in_one_process(
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b"".join(lines))
     monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)  # as above
-    parsed = parse_log_input(bad, Config(), [str(log)])
-    try:
-        assert detect_parallel(bad, Config(), 2, parsed) is None
-    finally:
-        parsed.close()
+    splits = _spy_on_splits(monkeypatch)
     assert _same(bad, 2, [str(log)]).counters["bad_records"] == 1
+    assert splits == [False]  # the split run gave up: read in one process
 
 
 def test_a_gzip_recording_is_split_by_the_json_it_holds_not_its_size_on_disk(
@@ -480,8 +479,9 @@ def test_a_folder_of_segments_is_split_across_processes_and_reports_the_same(
     for workers in (2, 3):
         monkeypatch.setattr(report_parallel, "usable_cpus", lambda n=workers: n)
         assert plan_workers(folder, []) == workers
-        assert detect_parallel(folder, Config(), workers) is not None  # it did split
+    splits = _spy_on_splits(monkeypatch)
     one = _same(folder, (2, 3))  # problems included, in order
+    assert splits == [True, True]  # it did split, in two and in three processes
     assert one.counters["bad_records"] == 2 and one.counters["partial_line"] == 1
     # In reading order: the first segment's cut end (its line 1546) before the third's bad
     # line (its line 7), in the split report too (`_same`).
@@ -527,12 +527,9 @@ def test_a_folder_of_segments_with_log_files_is_split_and_reports_the_same(
     monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
     monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
     monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)
-    parsed = parse_log_input(folder, Config(), [str(log)])
-    try:
-        assert detect_parallel(folder, Config(), 2, parsed) is not None  # it did split
-    finally:
-        parsed.close()
+    splits = _spy_on_splits(monkeypatch)
     one = _same(folder, 2, [str(log)])
+    assert splits == [True]  # it did split
     assert sum(len(g.log_events) for g in one.gaps) > 1000
 
 

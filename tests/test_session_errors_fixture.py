@@ -45,11 +45,14 @@ def test_a_session_that_swallowed_an_error_fails_its_test_unless_marked(tmp_path
     root = Path(__file__).parent
     (tmp_path / "test_guard.py").write_text(TEST)
     (tmp_path / "conftest.py").write_text((root / "conftest.py").read_text())
+    # pytest alone: the guard is the conftest's own, and the plugins installed beside pytest
+    # (xdist, hypothesis, asyncio, Textual's snapshots: half a CPU-second of imports) play no
+    # part in it.
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "--rootdir", str(tmp_path), "-c", "/dev/null", str(tmp_path)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(root.parent)})
+        env={**os.environ, "PYTHONPATH": str(root.parent), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     # The guard runs at teardown: the unmarked test passes its body, then errors.
     assert "ERROR test_guard.py::test_unmarked" in done.stdout, done.stdout[-2000:]
     assert "test_marked" not in done.stdout and "swallowed 2 error(s)" in done.stdout

@@ -5,6 +5,7 @@ being held, plain or gzip."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import gzip
 import os
@@ -13,14 +14,17 @@ import time
 import tracemalloc
 import zlib
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 
-from evaluation.simulate import simulate
+from evaluation.simulate import SimResult, simulate
 from gapwatch.base.gzip_stream import OUT_BYTES
 from gapwatch.cli import main
 from gapwatch.config import Config
+from gapwatch.offline import report
+from gapwatch.offline.detect import Detected
 from gapwatch.offline.report import build_report
 from gapwatch.offline.report_parallel import detect_parallel
 from gapwatch.sinks.recorder import write_recording
@@ -38,11 +42,18 @@ COMMANDS = [
 ]
 
 
+@functools.cache
+def _minute() -> SimResult:
+    """A simulated minute of two GPUs, simulated once per test process (~16 tests start from
+    it, and only read it)."""
+    return simulate("pageable", seed=2, duration_s=60.0, gpus=2)
+
+
 def _recording(tmp_path: Path, extra: list[bytes], name: str = "r.jsonl", at: int = 100,
                compress: bool = False, samples_only: bool = False) -> Path:
     """A simulated minute (two GPUs) with `extra` lines put in after line `at`; `samples_only`:
     GPU and host samples alone (what the report splits across processes)."""
-    sim = simulate("pageable", seed=2, duration_s=60.0, gpus=2)
+    sim = _minute()
     plain = tmp_path / "clean.jsonl"
     records = [r for r in sim.records if not samples_only or r.type in ("gpu", "host")]
     write_recording(plain, sim.header, records)
@@ -73,12 +84,21 @@ def test_deeply_nested_json_is_a_counted_bad_record_in_every_reader(
         assert any(":101: bad record (" in p for p in doc["problems"])
 
 
-def test_deeply_nested_json_is_a_bad_record_in_the_split_report_too(tmp_path: Path) -> None:
+def test_deeply_nested_json_is_a_bad_record_in_the_split_report_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lines = [(HOSTILE / n).read_bytes() for n in ("nested-type-last.jsonl", "nested-fields.jsonl")]
     path = _recording(tmp_path, lines, samples_only=True)
-    assert detect_parallel(path, Config(), 2) is not None  # split, not fallen back to one
+    splits: list[bool] = []
+
+    def seen(*args: Any, **kwargs: Any) -> Detected | None:
+        found = detect_parallel(*args, **kwargs)
+        splits.append(found is not None)
+        return found
+
+    monkeypatch.setattr(report, "detect_parallel", seen)  # as build_report calls it
     one = build_report(path, Config(), workers=1)
     split = build_report(path, Config(), workers=2)
+    assert splits == [True]  # split, not fallen back to one
     assert one.counters["bad_records"] == split.counters["bad_records"] == 2
     assert one.gaps == split.gaps and one.gaps
 
@@ -252,7 +272,7 @@ def test_a_recorded_copy_that_ends_before_it_starts_or_lasts_days_is_a_bad_recor
 def test_readings_no_hardware_gives_are_bad_records_not_309_digit_figures(tmp_path: Path) -> None:
     """A host sample saying 1.7e308 % of memory used was printed in 309 digits in a gap's hint;
     a GPU sample moving 1e300 B/s made its GPU's header link "belied" and summed to infinity."""
-    sim = simulate("pageable", seed=2, duration_s=60.0, gpus=2)
+    sim = _minute()
     gpu = msgspec.to_builtins(next(r for r in sim.records if r.type == "gpu"))
     host = msgspec.to_builtins(next(r for r in sim.records if r.type == "host"))
     absurd = [{**gpu, "pcie_rx_bytes_per_s": 1e300}, {**host, "mem_used_pct": 1.7e308},

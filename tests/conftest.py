@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -91,6 +91,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     follow look only at what that collection's finalizers let go."""
     gc.collect()
     gc.freeze()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    """No cyclic collection while the tests are collected: what collecting builds all lives
+    on (below), and its ~30 collections on the way walked it for nothing (~0.1 s a worker)."""
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.enable()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_files import made_once
 
 from gapwatch.cli import main
 from gapwatch.config import Config
@@ -38,16 +39,24 @@ def _recorded(folder: Path, scenario: str) -> tuple[Path, Path, Path]:
     return rec, log, bare
 
 
+def _recorded_once(factory: pytest.TempPathFactory, name: str,
+                   scenario: str) -> tuple[Path, Path, Path]:
+    """`_recorded`, made once per run and shared by the workers that draw this module's
+    tests (its tests spread over all of them, and each recorded it again): read only."""
+    folder = made_once(factory, name, lambda folder: _recorded(folder, scenario))
+    return folder / "rec.jsonl", folder / "cuzk.log", folder / "bare.jsonl"
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """`_recorded` of two GPUs."""
-    return _recorded(tmp_path_factory.mktemp("log-read-twice"), "sim:pageable,pageable")
+    return _recorded_once(tmp_path_factory, "log-read-twice", "sim:pageable,pageable")
 
 
 @pytest.fixture(scope="module")
 def recorded_one_gpu(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """`_recorded` of one GPU (the run figures of `parse --timeline` are one GPU's)."""
-    return _recorded(tmp_path_factory.mktemp("log-read-twice-1"), "sim:pageable")
+    return _recorded_once(tmp_path_factory, "log-read-twice-1", "sim:pageable")
 
 
 def _report(capsys: pytest.CaptureFixture[str], *args: str | Path) -> dict[str, Any]:

@@ -9,6 +9,7 @@ Skipped (loudly) only where there is no C compiler; the headers come from the `t
 from __future__ import annotations
 
 import ctypes
+import pickle
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from shared_files import made_once
 
 from gapwatch.copytrace import build as ctbuild
 from gapwatch.copytrace import wire
@@ -44,8 +46,17 @@ def wheel_include() -> str:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> ctbuild.BuildResult:
-    out = tmp_path_factory.mktemp("copytrace")
-    return ctbuild.build(out, cuda_include=wheel_include(), extra_cflags=("-Werror",))
+    """The library, compiled once per run (~0.26 CPU-s of the compiler) and shared by the
+    workers that draw this module's tests, each of which compiled it again: read only (a
+    test loads a private copy of it, `fresh_copy`)."""
+    def make(folder: Path) -> None:
+        result = ctbuild.build(folder, cuda_include=wheel_include(), extra_cflags=("-Werror",))
+        (folder / "built.pickle").write_bytes(pickle.dumps(result))
+
+    folder = made_once(tmp_path_factory, "copytrace-built", make)
+    result = pickle.loads((folder / "built.pickle").read_bytes())
+    assert isinstance(result, ctbuild.BuildResult)
+    return result
 
 
 def fresh_copy(built: ctbuild.BuildResult, tmp_path: Path) -> ctypes.CDLL:

@@ -335,6 +335,40 @@ def test_stderr_given_apart_with_more_start_lines_than_runs_places_none_and_says
     assert "wall time (first GPU_START .. last GPU_END): -" in captured.out
 
 
+#: A start line 4 s before the second run's: a run that died at its start (a crash loop's).
+DIED_AT_START = ("2026-05-12T17:00:50.000000Z  INFO cuzk_core::engine: starting cuzk engine "
+                 "pipeline_enabled=true\n")
+
+
+def test_a_run_that_died_at_its_start_leaves_the_other_runs_placed_where_only_one_way_fits(
+        tmp_path: Path) -> None:
+    """3 start lines for 2 runs of TIMELINE lines: the middle one's run died before writing
+    any (a crash at start-up, then a restart 4 s later). The first run's 44 s of lines fit
+    only after the first start line (after the second they would end 30 s past the third),
+    the second run's only after the third: one way fits, and each run is placed by its own
+    start line, as the one file places it. Every TIMELINE line of the file was placed by none
+    (a report of such a log had no partition)."""
+    one_file = tmp_path / "one.log"
+    lines = RESTART.read_text().splitlines(keepends=True)
+    second = next(i for i, x in enumerate(lines) if x.startswith("2026-05-12T17:00:54.030000Z"))
+    one_file.write_text("".join([*lines[:second], DIED_AT_START, *lines[second:]]))
+    out, err = _split(one_file, tmp_path)
+    notes: list[str] = []
+    counters: dict[str, int] = {}
+    events = list(log_file_events([str(out), str(err)], Config(), None, counters, notes=notes))
+    one, _ = parse_log_files([str(RESTART)], Config())
+    assert _timeline(events) == _timeline(one) and len(_timeline(events)) == 16
+    assert not counters.get(TIMELINE_UNPLACED) and not notes
+
+
+def test_runs_take_the_start_lines_of_the_one_way_that_fits_and_none_where_two_do() -> None:
+    # A crash loop before cuzk came up: an hour's run fits only the last of three start lines.
+    assert engine_runs.only_fit((-60.0, -30.0, 0.0), (3600.0,)) == (0.0,)
+    # A run of 5 hours, then two that died at their start: it fits the first start line, and
+    # the last (nothing after it to end before): which one is not known.
+    assert engine_runs.only_fit((0.0, 18_000.0, 18_030.0), (17_000.0,)) is None
+
+
 def test_a_run_whose_lines_would_end_after_the_next_runs_start_line_places_none(
         tmp_path: Path) -> None:
     """As many runs as start lines, but the first run's lines (44 s long) would end after the

@@ -22,9 +22,11 @@ restart (its payoff's partitions an hour 1,685 for 3,476). Now the file's runs a
 (a read of their own: `RunsApart`, no anchor), and matched to the start lines in order, the
 first run to the first start line, only where the two agree (`placing`): as many runs as start
 lines, and no run's lines after the next run's start line (by more than `OFFSETS_BACK_S`: a
-clock stepped between two runs). Otherwise which start line a run is of is not known (a run that
-wrote no TIMELINE line, as one that failed at its start; files cut or rotated at other times),
-and a guess could put a run's work in another's: none of the file's TIMELINE lines is placed by
+clock stepped between two runs). With more start lines than runs (runs that died at their start,
+a crash loop's, wrote no TIMELINE line), the runs take the start lines of the one way that fits
+those rules (`only_fit`). Otherwise which start line a run is of is not known (more than one way
+fits, as with an idle last run; files cut or rotated at other times), and a guess could put a
+run's work in another's: none of the file's TIMELINE lines is placed by
 a start line, and it is said once (`runs_note`). The start lines kept are the latest
 `MAX_START_LINES`: the runs of those before them are placed by none, and that is said too.
 """
@@ -134,6 +136,10 @@ def placing(seen: RunsApart, starts: StartLines) -> Placing:
     if starts.read == 0 or seen.runs == 0:
         return Placing(None, None)
     none = RunsApart()
+    if seen.runs < starts.read and not starts.dropped:
+        fitted = only_fit(tuple(starts.times_s), tuple(seen.ends_s))
+        if fitted is not None:  # the start lines of runs that wrote no TIMELINE line known
+            return Placing(RunsApart(fitted), None)
     if seen.runs != starts.read:
         return Placing(none, (
             f"it shows {seen.runs:,} engine run(s) (its offsets begin again "
@@ -155,6 +161,39 @@ def placing(seen: RunsApart, starts: StartLines) -> Placing:
         f"its first {starts.dropped:,} engine run(s) started more than {MAX_START_LINES:,} "
         "`starting cuzk engine` lines before their last one (only the latest are kept)")
     return Placing(RunsApart(anchors, starts.dropped), why)
+
+
+def only_fit(starts_s: tuple[float, ...], ends_s: tuple[float, ...]) -> tuple[float, ...] | None:
+    """The start line of each run, where fewer runs wrote TIMELINE lines than start lines were
+    read (runs that died at their start: a crash loop before cuzk came up), if only one choice
+    fits; else None. Runs take start lines in order, and a run's lines (its latest offset
+    `ends_s[i]` from its start line) end before the next start line, whichever run's, by at
+    most `OFFSETS_BACK_S` (one daemon: a new process starts once the old one is gone). The
+    choices are counted from the last run back, capped at 2: runs times start lines steps,
+    at most `MAX_START_LINES` squared, once a file."""
+    runs, lines = len(ends_s), len(starts_s)
+
+    def fits(run: int, line: int) -> bool:
+        return line + 1 == lines or \
+            starts_s[line] + ends_s[run] <= starts_s[line + 1] + OFFSETS_BACK_S
+
+    # ways[run][j]: the choices that fit for runs run.. with run `run` at start line j.
+    ways = [[0] * lines for _ in range(runs)]
+    ways[-1] = [int(fits(runs - 1, j)) for j in range(lines)]
+    for run in range(runs - 2, -1, -1):
+        later = 0  # the choices for the next run at a start line after j
+        for j in range(lines - 1, -1, -1):
+            if fits(run, j):
+                ways[run][j] = later
+            later = min(2, later + ways[run + 1][j])
+    if sum(ways[0]) != 1:
+        return None
+    # One choice in all: at each run, one start line after the last run's has any.
+    chosen, after = [], -1
+    for run in range(runs):
+        after = next(j for j in range(after + 1, lines) if ways[run][j])
+        chosen.append(starts_s[after])
+    return tuple(chosen)
 
 
 def runs_note(path: str, lines: int, why_not: str, placed: list[str],

@@ -480,7 +480,7 @@ def test_a_crash_loop_inside_a_gap_counts_every_restart() -> None:
     cost = gap.prover_evidence[-1]
     assert "down 5.0 s, crash loop 499.8 s (cuzk started 2,000 times in a row: 1,999 runs " \
            "gone before any GPU work)" in cost
-    watch = prover.pipeline.restarts
+    watch = prover.pipeline.restarts.first
     assert watch.restarts == 2000 and len(watch.kept) == MAX_KEPT
 
 

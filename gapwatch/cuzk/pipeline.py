@@ -58,6 +58,7 @@ from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.models import FieldValue, LogEvent, ProverEvent, ProverStatus
 from gapwatch.core.units import GIB
 from gapwatch.core.values import count_field, is_bad_count, size_field
+from gapwatch.cuzk.daemons import RestartsByDaemon
 from gapwatch.cuzk.first_wave import FirstWave, FirstWaves
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
@@ -83,7 +84,6 @@ from gapwatch.cuzk.pool_churn import (
     PoolChurn,
     PoolChurnView,
 )
-from gapwatch.cuzk.restarts import RestartWatch
 
 #: memory.rs: per-partition budget (PoRep 32G, one circuit), `POREP_PARTITION_FULL_BYTES`.
 POREP_PARTITION_FULL_BYTES = 14 * GIB
@@ -513,7 +513,7 @@ class PipelineFacts(_Limits):
         self.batch_wait_ms: int | None = None
         self.batch_holds: deque[tuple[float, float]] = deque(maxlen=HISTORY)
         #: The restarts (`gapwatch.cuzk.restarts`): the gaps that span one are its.
-        self.restarts = RestartWatch()
+        self.restarts = RestartsByDaemon()
         #: Count and size fields that were none (`synth_worker_count=-5`): dropped (None,
         #: never 0), the latest such value of each while no good one replaced it (the view's
         #: `dropped`, which the advice names).
@@ -646,7 +646,10 @@ class PipelineFacts(_Limits):
             self.budget_total_bytes = gib * GIB if gib is not None else None
             self._budget_total(t, gib)
         elif msg == ANCHOR_MESSAGE:
-            self._new_run()
+            # Another daemon's start (a PoSt-only cuzk beside this one: `gapwatch.cuzk.
+            # daemons`) leaves this one's work in flight as it is.
+            if not self.restarts.new_daemon:
+                self._new_run()
             enabled = f.get("pipeline_enabled")
             self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
             self.pipeline_off_by_workers = False
@@ -965,7 +968,7 @@ class PipelineFacts(_Limits):
         """What the log says about a gap of `gpu` over [start_s, end_s] (of detector `kind`):
         the cause it alone gives, first rule that holds, and the facts behind it."""
         lo, hi = start_s - EDGE_SLACK_S, end_s + EDGE_SLACK_S
-        spanned = self.restarts.during(start_s, end_s, EDGE_SLACK_S)
+        spanned = self.restarts.during(start_s, end_s, EDGE_SLACK_S, gpu)
         if spanned is not None:
             # Its SRS reload, pool and first wave are the restart's cost, said in it; its new
             # run's wait for a first job is no work, and the cause where it is most of the gap.

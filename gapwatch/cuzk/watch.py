@@ -9,6 +9,11 @@ past its deadline is said late as soon as the data passes it, live or offline.
 
 A restart resets what the other parts follow (the PoSt jobs in flight are said lost, the GPU
 queue is empty again, the pinned pool is empty again), as it resets cuzk's own state.
+
+Several daemons' logs (a PoRep cuzk and a PoSt-only cuzk on its own GPU, `--log porep.log
+--log post.log`): each daemon has parts of its own (`_DaemonWatch`), its files told by
+`gapwatch.cuzk.daemons`, and that is said once, when the second shows its start line; a start
+line in one daemon's file is never a restart of another.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.prover_watch import RunningProof
 from gapwatch.cuzk.config import CuzkConfig
+from gapwatch.cuzk.daemons import PerDaemon
 from gapwatch.cuzk.errors import error_event
 from gapwatch.cuzk.gpu_queue import GpuQueueWatch
 from gapwatch.cuzk.log_lines import says_when_written
@@ -47,6 +53,63 @@ class CuzkWatch:
         """`arrival_timed`: False where a line's arrival time means nothing (`gapwatch parse`
         reads a file at once): a PoSt's TIMELINE lines without their anchor are then timed by
         their offsets (`PostTracker`)."""
+        self.daemons = PerDaemon(lambda: _DaemonWatch(deadlines, arrival_timed=arrival_timed))
+
+    # The first daemon's parts (the only one's, where the logs are of one daemon).
+    @property
+    def post(self) -> PostTracker:
+        return self.daemons.first.post
+
+    @property
+    def queue(self) -> GpuQueueWatch:
+        return self.daemons.first.queue
+
+    @property
+    def restarts(self) -> RestartWatch:
+        return self.daemons.first.restarts
+
+    @property
+    def churn(self) -> PoolChurn:
+        return self.daemons.first.churn
+
+    def feed(self, record: Record) -> list[ProverEvent]:
+        kind = type(record)
+        if kind is LogEvent:
+            assert isinstance(record, LogEvent)
+            daemon, new = self.daemons.of_log(record)
+            out = [self.daemons.router.note()] if new else []
+            return out + daemon.feed(record)
+        if kind is ProverStatus:
+            assert isinstance(record, ProverStatus)
+            d = self.daemons.router.of_status(record)
+        elif kind is ProcessMemory:
+            assert isinstance(record, ProcessMemory)
+            d = self.daemons.router.of_process(record)
+        else:
+            return []
+        # A reading no daemon is known to be of (several, its address or GPU named by none)
+        # is no restart sign; it still moves every daemon's "now" (the live clock).
+        out = self.daemons.get(d).feed(record) if d is not None else []
+        assert isinstance(record, (ProverStatus, ProcessMemory))
+        for i, each in enumerate(self.daemons.each):
+            if i != d:
+                out += each.now(record)
+        return out
+
+    def finish(self) -> list[ProverEvent]:
+        return [e for each in self.daemons.each for e in each.finish()]
+
+    def running(self) -> list[RunningProof]:
+        """The PoSt in flight at the data's latest time (`PostTracker.running`), of every
+        daemon."""
+        return [r for each in self.daemons.each for r in each.running()]
+
+
+class _DaemonWatch:
+    """One daemon's parts: its PoSt, GPU queue, restarts and pinned pool."""
+
+    def __init__(self, deadlines: Deadlines | None = None, *, arrival_timed: bool = True
+                 ) -> None:
         self.post = PostTracker(deadlines, arrival_timed=arrival_timed)
         self.queue = GpuQueueWatch()
         self.restarts = RestartWatch(arrival_timed=arrival_timed)
@@ -69,21 +132,26 @@ class CuzkWatch:
             out = self._restarted(self.restarts.feed_process(record))
         else:
             return []
+        assert isinstance(record, (LogEvent, ProverStatus, ProcessMemory))
+        return out + self.now(record)
+
+    def now(self, record: LogEvent | ProverStatus | ProcessMemory) -> list[ProverEvent]:
+        """The data's time moved on to `record`'s: the deadlines checked (at most every
+        `CHECK_EVERY_S`)."""
         t = record.t_wall_s
         if not says_when_written(record, self.post.arrival_timed):
-            return out  # read, not written, then: no "now" (it made May's PoSt 206 days late)
+            return []  # read, not written, then: no "now" (it made May's PoSt 206 days late)
         if self._now_s is None or t > self._now_s:
             self._now_s = t
             if t - self._checked_s >= CHECK_EVERY_S:
                 self._checked_s = t
-                out += self.post.check(t)
-        return out
+                return self.post.check(t)
+        return []
 
     def finish(self) -> list[ProverEvent]:
         return self.post.finish(self._now_s)
 
     def running(self) -> list[RunningProof]:
-        """The PoSt in flight at the data's latest time (`PostTracker.running`)."""
         return self.post.running(self._now_s) if self._now_s is not None else []
 
     def _log(self, ev: LogEvent) -> list[ProverEvent]:

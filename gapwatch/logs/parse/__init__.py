@@ -48,7 +48,7 @@ from typing import TypeVar
 from msgspec.structs import replace
 
 from gapwatch.config import LogsConfig
-from gapwatch.core.bounds import MAX_GPU_INDEX, wall_s_ok
+from gapwatch.core.bounds import MAX_GPU_INDEX, keep_latest, wall_s_ok
 from gapwatch.core.models import READ_TIMES, FieldValue, LogEvent, TimeSource
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import int_field
@@ -89,6 +89,10 @@ UNPLACED = log_lines.UNPLACED_COUNTER
 #: The counter of the TIMELINE lines of a file read apart that no start line places: their
 #: engine run's start line is not known (`runs_apart`, `gapwatch.cuzk.engine_runs.placing`).
 TIMELINE_UNPLACED = "timeline_lines_unplaced"
+
+
+#: Streams whose own TIMELINE anchor is remembered (`LogParser._own_anchors`): the files given.
+MAX_OWN_ANCHORS = 1024
 
 
 #: Partitions whose GPU is remembered (job, partition) -> GPU: a few jobs in flight at most.
@@ -197,6 +201,11 @@ class LogParser:
         #: that line is read, the prover's `/status` uptime (`anchor_from_status`: "status").
         self.anchor_wall_s: float | None = None
         self.anchor_source: str | None = None
+        #: Each stream's own latest start line (the latest `MAX_OWN_ANCHORS` streams): its
+        #: TIMELINE lines count from it, not from another stream's (two cuzk daemons' logs,
+        #: `gapwatch.cuzk.daemons`: followed live, the one anchor was the latest start line of
+        #: either daemon). A stream with none (cuzk's stderr apart) takes `anchor_wall_s`.
+        self._own_anchors: dict[str, float] = {}
         #: The `starting cuzk engine` lines read (their times), kept only where a file read
         #: apart will need them (`keep_start_lines`): None, so that a log's split parse
         #: (`gapwatch.offline.log_split`, one file) compares no list its halves read apart.
@@ -306,7 +315,7 @@ class LogParser:
             return None
         return (self.offline, self.cuzk_enabled, self.keep_unparsed, self.drops_untimed,
                 self._last_timed_s,
-                self.anchor_wall_s, self.anchor_source,
+                self.anchor_wall_s, self.anchor_source, list(self._own_anchors.items()),
                 None if self.start_lines is None else self.start_lines.resume_state(),
                 None if self.runs_apart is None else self.runs_apart.resume_state(),
                 list(self._worker_gpu.items()),
@@ -417,7 +426,8 @@ class LogParser:
         if line is None:
             return None
         source: TimeSource
-        anchor = self.anchor_wall_s
+        anchor = self._own_anchors.get(stream, self.anchor_wall_s) if self._own_anchors \
+            else self.anchor_wall_s
         if self._apart and self.runs_apart is not None and line.offset_ms is not None:
             # Its own run's start line (a file read after every start line of the others).
             anchor = self.runs_apart.anchor_s(line.offset_ms)
@@ -536,7 +546,7 @@ class LogParser:
         partition = int_field(fields.get("partition"))
         job = fields.get("job_id")
         job_id = job if isinstance(job, str) else None
-        self._learn_from(message, fields, line.t_wall_s)
+        self._learn_from(message, fields, line.t_wall_s, stream)
         gpu = self._gpu_of(_gpu(fields.get("gpu")), worker, job_id, partition)
         self._count("tracing")
         events = [LogEvent(  # positional: see `_EVENT_FIELDS`
@@ -553,13 +563,15 @@ class LogParser:
                 events.append(self._lock_event(lock, stream, mono))
         return events
 
-    def _learn_from(self, message: str, fields: dict[str, FieldValue], t_wall_s: float) -> None:
+    def _learn_from(self, message: str, fields: dict[str, FieldValue], t_wall_s: float,
+                    stream: str) -> None:
         """What a tracing line tells the parser's state: the TIMELINE anchor (cuzk's start line,
         which also forgets the worker -> GPU maps of the run before), and whether lock
         attribution can hold (it cannot with several GPUs)."""
         if message.startswith(log_lines.ANCHOR_MESSAGE):
             self.anchor_wall_s = t_wall_s
             self.anchor_source = "log"
+            keep_latest(self._own_anchors, stream, t_wall_s, MAX_OWN_ANCHORS)
             if self.start_lines is not None and not self._apart:
                 self.start_lines.add(t_wall_s)
             self._worker_gpu.clear()

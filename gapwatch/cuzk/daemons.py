@@ -1,0 +1,264 @@
+"""Which cuzk daemon each record is of, where one gapwatch reads the logs of several daemons
+on one box (a PoRep cuzk and a PoSt-only cuzk on its own GPU, as gapwatch's own PoSt advice
+suggests: `gapwatch.cuzk.post`), and the line that says so.
+
+Who calls it: `gapwatch.cuzk.watch.CuzkWatch` (PoSt, restarts, the GPU queue, the pinned pool:
+one watcher a daemon) and `gapwatch.cuzk.pipeline.PipelineFacts` (`RestartsByDaemon`: the
+restarts a gap spans), each with a `Daemons` of its own fed the same records in the same
+order, so both decide alike.
+
+What cuzk gives (cuzk-daemon main.rs, engine.rs at curio e0294b0f): a daemon writes its start
+lines `cuzk-daemon starting` (main.rs:63) and `starting cuzk engine` (engine.rs:1244) once a
+process, to its own stdout; its tracing lines carry no pid or daemon name (`tracing_subscriber::
+fmt()` with targets only, main.rs:57-60). Its `configuration loaded listen=ADDR` (main.rs:64)
+names its gRPC address, which no two daemons of one box share (each binds it); its `status HTTP
+server listening addr=ADDR` (main.rs:133) names the `/status` address `--cuzk-status` polls; its
+`initializing GPU workers gpus=[..]` (engine.rs:1339) and worker lines name its GPUs.
+
+The rule: the first file (`LogEvent.stream`; "" is a file not known, never another daemon's) to
+show a start line is the first daemon's, and
+so is every file that shows none (cuzk's stderr given apart from its stdout, a rotated piece
+that continues a run). A second file that shows a start line of its own is another daemon's,
+not a restart of the first: told by a different listen address where both were read
+(`configuration loaded`), else by the file alone. Read as one daemon, the second daemon's start
+was said as a restart of the first ("killed or crashed"), the first's PoSt in flight said lost
+in it, its GPU queue and pool reset, its TIMELINE lines placed by the other's start line. A
+file whose start line shows the listen address of a daemon already known is that daemon's (a
+log cut into one file per run): its start line is that daemon's restart.
+
+Not told apart (said in docs/post.md): two daemons' lines in one stream (`journalctl -u a -u b`,
+one file for both), and files followed from their end whose start lines are never read (each
+daemon's restart is then seen only by its own start line read later, the first to come taking
+the first daemon). Bounded: at most `MAX_DAEMONS` daemons and `MAX_STREAMS` files remembered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final, Generic, TypeVar
+
+from gapwatch.core import fmt
+from gapwatch.core.bounds import keep_latest
+from gapwatch.core.models import LogEvent, ProcessMemory, ProverEvent, ProverStatus
+from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
+from gapwatch.cuzk.restarts import RestartWatch, Spanned
+
+#: cuzk-daemon main.rs:63, the first line a daemon writes.
+DAEMON_STARTING: Final = "cuzk-daemon starting"
+#: main.rs:64 (`info!(listen = %config.daemon.listen, "configuration loaded")`).
+CONFIGURATION_LOADED: Final = "configuration loaded"
+#: main.rs:133 (`info!(addr = %status_listen, "status HTTP server listening")`).
+STATUS_LISTENING: Final = "status HTTP server listening"
+#: The daemons told apart (the rest's files are left to the last: said in the note).
+MAX_DAEMONS: Final = 16
+#: Files remembered with the daemon they are of.
+MAX_STREAMS: Final = 1024
+#: GPUs remembered a daemon.
+MAX_GPUS: Final = 64
+
+_T = TypeVar("_T")
+
+
+def is_start_line(ev: LogEvent) -> bool:
+    """A daemon's start line (`DAEMON_STARTING`, `ANCHOR_MESSAGE`)."""
+    return ev.kind == "tracing" and (ev.name == DAEMON_STARTING
+                                     or ev.name.startswith(ANCHOR_MESSAGE))
+
+
+@dataclass(slots=True)
+class Daemon:
+    """One daemon as its lines show it."""
+
+    #: The file its first start line was read in, and when.
+    stream: str
+    started_s: float
+    #: Its gRPC address (`configuration loaded listen=`) and `/status` address, once read.
+    listen: str | None = None
+    status_addr: str | None = None
+    gpus: set[int] = field(default_factory=set)
+
+
+class Daemons:
+    """Files -> the daemon each is of (0: the first); see the module docstring."""
+
+    def __init__(self) -> None:
+        self.daemons: list[Daemon] = []
+        #: Files that showed a start line -> their daemon.
+        self._own: dict[str, int] = {}
+        #: Start lines of files past `MAX_DAEMONS` (given to the last daemon), counted.
+        self.not_told = 0
+        #: The newest daemon, until its file shows a line past its daemon's first two (its
+        #: listen address read: `_learn` may still find it another's), then said (`note`).
+        self._unsaid: int | None = None
+
+    @property
+    def several(self) -> bool:
+        return len(self.daemons) > 1
+
+    def of_log(self, ev: LogEvent) -> tuple[int, bool]:
+        """The daemon `ev` is of, and whether its line showed a new one (the second daemon's
+        first start line: `note` says it)."""
+        stream = ev.stream
+        if ev.name == DAEMON_STARTING and ev.kind == "tracing":
+            return self._start(stream, ev.t_wall_s), False
+        if is_start_line(ev):
+            d = self._start(stream, ev.t_wall_s)
+        else:
+            d = self._own.get(stream, 0)
+            if ev.kind == "tracing" and self.daemons:
+                self._learn(d, ev)
+                d = self._own.get(stream, 0)
+            if ev.gpu is not None and d < len(self.daemons):
+                gpus = self.daemons[d].gpus
+                if len(gpus) < MAX_GPUS:
+                    gpus.add(ev.gpu)
+        if self._unsaid == d and ev.name != CONFIGURATION_LOADED:
+            self._unsaid = None
+            return d, True
+        return d, False
+
+    def of_status(self, st: ProverStatus) -> int | None:
+        """The daemon a `/status` snapshot is of: the only one, or the one whose `status HTTP
+        server listening addr=` is the polled `host:port` (None: not known among several)."""
+        if not self.several:
+            return 0
+        return next((i for i, d in enumerate(self.daemons) if d.status_addr == st.prover), None)
+
+    def of_process(self, r: ProcessMemory) -> int | None:
+        """The daemon a process on a GPU is of: the only one, or the one whose lines named that
+        GPU (None: not known among several)."""
+        if not self.several:
+            return 0
+        return next((i for i, d in enumerate(self.daemons) if r.gpu in d.gpus), None)
+
+    def of_gpu(self, gpu: int) -> list[int]:
+        """The daemons whose lines named `gpu`; every daemon where none did."""
+        named = [i for i, d in enumerate(self.daemons) if gpu in d.gpus]
+        return named or list(range(max(1, len(self.daemons))))
+
+    def _start(self, stream: str, t_s: float) -> int:
+        """The daemon of a file's start line: its file's, else the first's (the first file to
+        show one), else a new one."""
+        d = self._own.get(stream)
+        if d is not None:
+            return d
+        if not self.daemons or not stream:
+            # The first start line read; or a line whose file is not known (an event made
+            # without one, `LogEvent.stream` ""): no file tells it from the first daemon's.
+            if self.daemons:
+                return 0
+            self.daemons.append(Daemon(stream, t_s))
+            keep_latest(self._own, stream, 0, MAX_STREAMS)
+            return 0
+        if len(self.daemons) >= MAX_DAEMONS:
+            self.not_told += 1
+            return MAX_DAEMONS - 1
+        self.daemons.append(Daemon(stream, t_s))
+        d = self._unsaid = len(self.daemons) - 1
+        keep_latest(self._own, stream, d, MAX_STREAMS)
+        return d
+
+    def _learn(self, d: int, ev: LogEvent) -> None:
+        """Its addresses from its own lines; a listen address another daemon already showed
+        makes this file that daemon's (one daemon's runs in files of their own)."""
+        if ev.name == CONFIGURATION_LOADED:
+            listen = _text(ev.fields.get("listen"))
+            if listen is None:
+                return
+            same = next((i for i, other in enumerate(self.daemons)
+                         if i != d and other.listen == listen), None)
+            if same is not None and d == self._unsaid:
+                self.daemons.pop()  # made by this file's start line a moment ago
+                self._unsaid = None
+                keep_latest(self._own, ev.stream, same, MAX_STREAMS)
+                return
+            if d < len(self.daemons):
+                self.daemons[d].listen = listen
+        elif ev.name == STATUS_LISTENING and d < len(self.daemons):
+            self.daemons[d].status_addr = _text(ev.fields.get("addr"))
+
+    def note(self, flag: str = "--log ") -> ProverEvent:
+        """The one line that says the logs are of several daemons (at the newest one's start
+        line), and what gapwatch does of it."""
+        newest = self.daemons[-1]
+        which = "; ".join(_daemon_words(d, flag) for d in self.daemons)
+        message = fmt.visible(
+            f"these logs are of {len(self.daemons)} cuzk daemons, not one: {which}. Each "
+            "file that shows a start line of its own is its own daemon's (a start line in "
+            "another daemon's file is no restart of this one); the files that show none are "
+            "the first daemon's. Each daemon's PoSt, restarts, GPU queue and pinned pool are "
+            "followed apart (a PoSt-only cuzk: docs/post.md, 'Two daemons')")
+        return ProverEvent(t_wall_s=newest.started_s, kind="warning", level="warning",
+                           message=message)
+
+
+
+def _daemon_words(d: Daemon, flag: str) -> str:
+    listen = f", listening on {d.listen}" if d.listen else ""
+    gpus = f", GPU {','.join(str(g) for g in sorted(d.gpus))}" if d.gpus else ""
+    return f"{flag}{d.stream or '-'} (started {fmt.clock(d.started_s)}{listen}{gpus})"
+
+
+def _text(value: object) -> str | None:
+    return value.strip('"') if isinstance(value, str) and value else None
+
+
+class PerDaemon(Generic[_T]):
+    """One `_T` a daemon, made by `make` as each is first read (the first at once)."""
+
+    def __init__(self, make: Callable[[], _T]) -> None:
+        self.make = make
+        self.router = Daemons()
+        self.each: list[_T] = [make()]
+
+    def get(self, d: int) -> _T:
+        while len(self.each) <= d:
+            self.each.append(self.make())
+        return self.each[d]
+
+    def of_log(self, ev: LogEvent) -> tuple[_T, bool]:
+        """The `_T` of `ev`'s daemon, and whether its line showed a new daemon (`Daemons.
+        of_log`). A daemon found to be another's (`Daemons._learn`) loses what it was made."""
+        d, new = self.router.of_log(ev)
+        if len(self.each) > len(self.router.daemons) > 0:  # every event passes: rarely true
+            del self.each[len(self.router.daemons):]
+        return self.get(d), new
+
+    @property
+    def first(self) -> _T:
+        return self.each[0]
+
+
+class RestartsByDaemon:
+    """The restarts of each daemon (`RestartWatch`), for the gaps that span one
+    (`gapwatch.cuzk.pipeline.PipelineFacts`): a gap of a GPU is asked of the daemons whose
+    lines named that GPU (every daemon where none did)."""
+
+    def __init__(self) -> None:
+        self._by = PerDaemon(RestartWatch)
+        #: The latest line fed showed a new daemon (its start line: no restart of another).
+        self.new_daemon = False
+
+    @property
+    def first(self) -> RestartWatch:
+        """The first daemon's (the only one's, where the logs are of one daemon)."""
+        return self._by.first
+
+    def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
+        watch, self.new_daemon = self._by.of_log(ev)
+        return watch.feed_log(ev)
+
+    def feed_status(self, st: ProverStatus) -> list[ProverEvent]:
+        d = self._by.router.of_status(st)
+        return self._by.get(d).feed_status(st) if d is not None else []
+
+    def during(self, start_s: float, end_s: float, slack_s: float = 0.0,
+               gpu: int | None = None) -> Spanned | None:
+        """`RestartWatch.during` of the daemon of `gpu` (the latest restart of those of it
+        where its lines do not tell)."""
+        found = [s for d in (self._by.router.of_gpu(gpu) if gpu is not None
+                             else range(len(self._by.each)))
+                 if d < len(self._by.each)
+                 and (s := self._by.each[d].during(start_s, end_s, slack_s)) is not None]
+        return max(found, key=lambda s: s.latest.t_s, default=None)

@@ -1,0 +1,194 @@
+"""Two cuzk daemons on one box, one gapwatch given both logs: a PoRep cuzk on GPU 0 and the
+PoSt-only cuzk on GPU 1 that gapwatch's PoSt advice suggests (`--log porep.log --log
+post.log`). The second daemon's start line is no restart of the first, the first's PoSt in
+flight is not lost in it, each file's TIMELINE lines are placed by its own start line, and
+the two daemons are said once (`gapwatch.cuzk.daemons`). Every line is one of upstream's
+formats (cuzk-daemon main.rs:63-64, engine.rs:1244, 1339, 2958, 839, scheduler.rs:67,
+TIMELINE engine.rs:349-353), as tests/data/cuzk-upstream's scenario logs write them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gapwatch.cli import main
+from gapwatch.core.models import LogEvent, ProverEvent
+from gapwatch.cuzk.pipeline import PipelineFacts
+from gapwatch.cuzk.watch import CuzkWatch
+from gapwatch.logs.parse import LogParser
+
+T = "2026-05-12T16:00:"
+
+
+def _start(at: str, listen: str, gpu: int) -> list[str]:
+    """A daemon's start: its first lines, as cuzk writes them."""
+    return [
+        f"{T}{at}.000000Z  INFO cuzk_daemon: cuzk-daemon starting",
+        f"{T}{at}.001000Z  INFO cuzk_daemon: configuration loaded listen={listen}",
+        f"{T}{at}.030000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+        f"{T}{at}.031000Z  INFO cuzk_core::engine: initializing GPU workers num_gpus=1 "
+        f"gpu_workers_per_device=2 total_workers=2 gpus=[{gpu}]",
+        f"{T}{at}.032000Z  INFO cuzk_core::engine: pipeline GPU worker started worker_id=0 "
+        f"gpu={gpu} sub_id=0",
+    ]
+
+
+def _winning_post(job: str, enqueued: str, offset_ms: int) -> list[str]:
+    """A WinningPoSt of 3.0 s: enqueued, synthesised 2.1 s, proved 0.8 s, completed; its
+    TIMELINE offsets from `offset_ms` (its run's milliseconds since its start line)."""
+    o = offset_ms
+    return [
+        f"{T}{enqueued}.000000Z  INFO cuzk_core::scheduler: job enqueued job_id={job} "
+        "proof_kind=winning-post priority=Critical queue_position=0",
+        f"TIMELINE,{o},SYNTH_START,{job},kind=winning-post",
+        f"TIMELINE,{o + 2100},SYNTH_END,{job},synth_ms=2100",
+        f"TIMELINE,{o + 2100},GPU_QUEUE,{job},monolithic",
+        f"TIMELINE,{o + 2110},GPU_PICKUP,{job},worker=0",
+        f"TIMELINE,{o + 2110},GPU_START,{job},worker=0",
+        f"TIMELINE,{o + 2910},GPU_END,{job},worker=0,gpu_ms=800",
+    ]
+
+
+#: The PoRep daemon, started at 16:00:00: a partition, then a WinningPoSt Curio still sent it
+#: (enqueued 16:00:20, in flight when the PoSt daemon starts at 16:00:21), then partitions.
+POREP = [
+    *_start("00", "127.0.0.1:9820", 0),
+    "TIMELINE,10000,GPU_START,porep-1000-77,worker=0,partition=0",
+    "TIMELINE,13000,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=3000",
+    *_winning_post("winpost-1000-9f8e7d6c", "20", 20100),
+    f"{T}23.040000Z  INFO cuzk_core::engine: proof completed successfully (pipeline) "
+    "proof_len=192 total_ms=3040 queue_ms=100 synth_ms=2100 gpu_ms=800",
+    "TIMELINE,25000,GPU_START,porep-1000-77,worker=0,partition=1",
+    "TIMELINE,48000,GPU_END,porep-1000-77,worker=0,partition=1,gpu_ms=23000",
+]
+#: The PoSt-only daemon, started at 16:00:21 on GPU 1: one WinningPoSt on time.
+POST = [
+    *_start("21", "127.0.0.1:9830", 1),
+    *_winning_post("winpost-1001-aa", "30", 9100),
+    f"{T}33.040000Z  INFO cuzk_core::engine: proof completed successfully (pipeline) "
+    "proof_len=192 total_ms=3040 queue_ms=100 synth_ms=2100 gpu_ms=800",
+]
+#: The PoSt daemon killed with a WinningPoSt in flight (enqueued 16:00:38) and started again
+#: at 16:00:40: a restart of its own.
+POST_RESTARTED = [
+    *POST,
+    f"{T}38.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=winpost-1002-bb "
+    "proof_kind=winning-post priority=Critical queue_position=0",
+    "TIMELINE,17100,SYNTH_START,winpost-1002-bb,kind=winning-post",
+    *_start("40", "127.0.0.1:9830", 1),
+]
+
+
+def _events(files: dict[str, list[str]]) -> list[LogEvent]:
+    """Each file parsed as `report --log` and `parse` read it (one parser, a file after
+    another), the events in the order of their times (as the report feeds its watcher)."""
+    parser = LogParser(offline=True)
+    out: list[LogEvent] = []
+    for path, lines in files.items():
+        for i, line in enumerate(lines):
+            out += parser.parse_line(line, path, i, 0.0)
+    return sorted(out, key=lambda e: e.t_wall_s)
+
+
+def _watched(events: list[LogEvent]) -> list[ProverEvent]:
+    watch = CuzkWatch()
+    out: list[ProverEvent] = []
+    for e in events:
+        out += watch.feed(e)
+    return out + watch.finish()
+
+
+def _proofs(said: list[ProverEvent]) -> dict[str, str]:
+    """Each PoSt's last word: its verdict, or `lost in restart`."""
+    return {e.job_id: "lost in restart" if e.proof.given_up == "restart" else e.proof.verdict
+            for e in said if e.job_id is not None and e.proof is not None}
+
+
+def test_a_second_daemons_start_is_no_restart_and_the_firsts_post_in_flight_is_not_lost() -> None:
+    said = _watched(_events({"porep.log": POREP, "post.log": POST}))
+    assert [e for e in said if e.kind in ("restart", "restart_cost")] == []
+    assert _proofs(said) == {"winpost-1000-9f8e7d6c": "ok", "winpost-1001-aa": "ok"}
+    [note] = [e for e in said if e.kind == "warning"]
+    assert note.message.startswith("these logs are of 2 cuzk daemons, not one: --log porep.log "
+                                   "(started 16:00:00, listening on 127.0.0.1:9820, GPU 0); "
+                                   "--log post.log (started 16:00:21, listening on "
+                                   "127.0.0.1:9830)")
+
+
+def test_a_restart_of_the_post_daemon_is_its_own_and_loses_only_its_own_post() -> None:
+    said = _watched(_events({"porep.log": POREP, "post.log": POST_RESTARTED}))
+    [restart] = [e for e in said if e.kind == "restart"]
+    assert restart.t_wall_s == pytest.approx(_t0() + 40.0, abs=0.001)
+    assert "killed or crashed" in restart.message
+    assert _proofs(said) == {"winpost-1000-9f8e7d6c": "ok", "winpost-1001-aa": "ok",
+                             "winpost-1002-bb": "lost in restart"}
+
+
+def test_one_daemons_runs_in_files_of_their_own_are_one_daemon_restarted() -> None:
+    """The same listen address in both files (cuzk writes each run to a file of its own): the
+    second file's start line is a restart, as in one file."""
+    second = [*_start("50", "127.0.0.1:9820", 0),
+              "TIMELINE,5000,GPU_START,porep-1000-78,worker=0,partition=0",
+              "TIMELINE,8000,GPU_END,porep-1000-78,worker=0,partition=0,gpu_ms=3000"]
+    said = _watched(_events({"run1.log": POREP, "run2.log": second}))
+    assert [e.kind for e in said if e.kind.startswith("restart")] == ["restart", "restart_cost"]
+    assert not [e for e in said if e.kind == "warning"]
+
+
+def test_a_gap_over_the_second_daemons_start_is_not_a_restarts() -> None:
+    facts = PipelineFacts()
+    for e in _events({"porep.log": POREP, "post.log": POST}):
+        facts.feed(e)
+    assert facts.runs == 1  # the first daemon's work in flight kept
+    assert facts.log_view(0, _t0() + 14.0, _t0() + 24.0, "starved").cause != "restart"
+
+
+def _t0() -> float:
+    return _events({"x": [POREP[0]]})[0].t_wall_s
+
+
+def test_followed_live_each_files_timeline_is_placed_by_its_own_start_line() -> None:
+    """Live, lines arrive interleaved: the PoRep daemon's TIMELINE line written after the PoSt
+    daemon started counts from the PoRep daemon's start line, not the latest one read."""
+    parser = LogParser()
+    t0 = _t0()
+    for i, line in enumerate(POREP[:5]):
+        parser.parse_line(line, "porep.log", i, t0 + 0.1)
+    for i, line in enumerate(POST[:5]):
+        parser.parse_line(line, "post.log", i, t0 + 21.1)
+    [porep] = parser.parse_line(POREP[5], "porep.log", 10, t0 + 21.2)  # offset 10.000 s
+    [post] = parser.parse_line(POST[6], "post.log", 11, t0 + 39.2)  # offset 9.100 s
+    assert porep.time_source == post.time_source == "timeline"
+    assert porep.t_wall_s == pytest.approx(t0 + 0.030 + 10.0, abs=0.001)
+    assert post.t_wall_s == pytest.approx(t0 + 21.030 + 9.1, abs=0.001)
+
+
+def test_parse_timeline_of_two_daemons_says_them_once_and_no_restart(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    porep, post = tmp_path / "porep.log", tmp_path / "post.log"
+    porep.write_text("\n".join(POREP) + "\n")
+    post.write_text("\n".join(POST) + "\n")
+    assert main(["parse", "--timeline", str(porep), str(post)]) == 0
+    out = capsys.readouterr().out
+    assert "0 restart(s)" in out and "cuzk restarted" not in out
+    assert out.count("these logs are of 2 cuzk daemons, not one") == 1
+    assert "2 PoSt proof(s) (0 late, 0 at risk), 0 restart(s)" in out
+    assert "Restarts (" not in out and "in flight when the prover restarted" not in out
+
+
+def test_followed_live_the_second_daemons_start_is_no_restart() -> None:
+    """Both files followed live (`watch --log porep.log --log post.log`): each line arrives
+    as it is written, the two files' lines interleaved; the watcher says what it says of one
+    daemon with no restart, and the two daemons once."""
+    written = _events({"porep.log": POREP, "post.log": POST})  # when each line was written
+    parser, watch = LogParser(), CuzkWatch()
+    said: list[ProverEvent] = []
+    for i, e in enumerate(written):
+        for ev in parser.parse_line(e.raw, e.stream, i * 1_000_000, e.t_wall_s):
+            said += watch.feed(ev)
+    said += watch.finish()
+    assert not [e for e in said if e.kind.startswith("restart")]
+    assert _proofs(said) == {"winpost-1000-9f8e7d6c": "ok", "winpost-1001-aa": "ok"}
+    assert [e.kind for e in said if e.kind == "warning"] == ["warning"]

@@ -192,3 +192,29 @@ def test_followed_live_the_second_daemons_start_is_no_restart() -> None:
     assert not [e for e in said if e.kind.startswith("restart")]
     assert _proofs(said) == {"winpost-1000-9f8e7d6c": "ok", "winpost-1001-aa": "ok"}
     assert [e.kind for e in said if e.kind == "warning"] == ["warning"]
+
+
+def test_followed_from_their_end_one_daemons_offsets_are_no_restart_of_the_others() -> None:
+    """`watch --log porep.log --log post.log` started after both daemons: no start line is read
+    and every line is the first daemon's, but each file's TIMELINE offsets are its own engine's
+    clock. The PoSt daemon's offsets (9.1 s since it started) read while the PoRep daemon's
+    WinningPoSt is at 20.1 s of its own are no run beginning again: that PoSt is not lost."""
+    t0 = _t0()
+    porep_post = _winning_post("winpost-1000-9f8e7d6c", "20", 20100)
+    written = [  # (written at, file, line): each read as it is written
+        (t0 + 20.0, "porep.log", porep_post[0]),
+        (t0 + 20.1, "porep.log", porep_post[1]),
+        (t0 + 30.0, "post.log", POST[5]),  # its job enqueued, then its SYNTH_START at 9.1 s
+        (t0 + 30.1, "post.log", POST[6]),
+        *[(t0 + 30.2 + 0.01 * i, "porep.log", line) for i, line in enumerate(porep_post[2:])],
+        (t0 + 30.3, "porep.log", f"{T}30.300000Z  INFO cuzk_core::engine: proof completed "
+         "successfully (pipeline) proof_len=192 total_ms=10300 queue_ms=100 synth_ms=2100 "
+         "gpu_ms=800"),
+    ]
+    parser, watch = LogParser(), CuzkWatch()
+    said: list[ProverEvent] = []
+    for i, (at_s, path, line) in enumerate(written):
+        for ev in parser.parse_line(line, path, int(at_s * 1e9) - int(t0 * 1e9) + i, at_s):
+            said += watch.feed(ev)
+    assert watch.post.offsets_began_again == 0
+    assert _proofs(said) == {"winpost-1000-9f8e7d6c": "ok"}

@@ -161,6 +161,8 @@ _LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "
 #: Failed pipelined PoSt whose TIMELINE lines were not read when their failure was (`_Apart`),
 #: the latest: as many as the ids of proofs given up.
 MAX_FAILED_APART = MAX_GIVEN_UP_IDS
+#: Streams whose engine clock is kept (`PostTracker._clocks`): the files given.
+MAX_CLOCKS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,10 +407,15 @@ class PostTracker:
         #: Without it a PoSt whose TIMELINE lines lack their anchor is timed by their offsets.
         self.arrival_timed = arrival_timed
         #: The engine run's clock, "now" for a proof timed by its offsets (a new one when its
-        #: offsets begin again: a proof keeps its run's); the latest arrival of a line read
-        #: (gapwatch's monotonic clock, s), which moves the clocks on (`_EngineClock.now`); and
-        #: the latest time of a line that says when it was written: "now" on the wall.
-        self._clock = _EngineClock()
+        #: offsets begin again: a proof keeps its run's), one a stream (`LogEvent.stream`):
+        #: cuzk writes one run's TIMELINE lines to one stream, its stderr, and another
+        #: stream's offsets are another daemon's clock (two daemons' logs followed from their
+        #: end, their start lines not read: on one clock the PoSt daemon's offsets were "the
+        #: offsets began again", the PoRep daemon's PoSt in flight said lost in a restart);
+        #: the latest arrival of a line read (gapwatch's monotonic clock, s), which moves the
+        #: clocks on (`_EngineClock.now`); and the latest time of a line that says when it
+        #: was written: "now" on the wall.
+        self._clocks: dict[str, _EngineClock] = {}
         self._mono_now_s: float | None = None
         #: Counts the times that monotonic clock went back (a recording across a reboot holds
         #: the arrivals of two boots): a lead read on another is not used.
@@ -780,7 +787,7 @@ class PostTracker:
         # `_ended` is kept: a log read twice reads its first run's start again, which is a
         # restart here, and its PoSt's GPU_END after it is still that line (bounded by
         # MAX_ENDED; a new run's job at the same offset under the same id is not a case).
-        self._clock = _EngineClock()
+        self._clocks.clear()
         self.holding.clear()
         # A new run: its own start line (read after this, where it is read) says again how
         # it proves; until then a monolithic worker's line may.
@@ -816,7 +823,7 @@ class PostTracker:
                 return []
             job = self._start(job_id, kind, ev.t_wall_s)
         if engine_s is not None and not job.engine_clock:
-            job.clock = self._clock
+            job.clock = self._clock(ev.stream)
             if job.arrived_s is not None and self._wall_now_s is not None:
                 job.wall_least_s = max(0.0, self._wall_now_s - job.arrived_s) or None
             job.arrived_s = None  # its `job enqueued` time is on the wall clock, not this one
@@ -846,13 +853,22 @@ class PostTracker:
         # Behind the latest offset read, not behind "now" as the arrivals extrapolate it: lines
         # read in batches (a log on NFS seen every 30 s) arrive well after they were written,
         # and the first of each batch read as a new run, its proofs said lost.
-        if offsets_began_again(self._clock.latest_s, offset_s):
+        clock = self._clock(ev.stream)
+        if offsets_began_again(clock.latest_s, offset_s):
             self.offsets_began_again += 1
-            self._lose_run(self._clock, ev.t_wall_s)
-            self._clock = _EngineClock()
+            self._lose_run(clock, ev.t_wall_s)
+            clock = self._clocks[ev.stream] = _EngineClock()
             self.holding.clear()
             self._pipeline_said_at_start = False  # a new run, its start line not read
-        self._clock.read(offset_s, mono_s, self._mono_run)
+        clock.read(offset_s, mono_s, self._mono_run)
+
+    def _clock(self, stream: str) -> _EngineClock:
+        """The engine clock of the TIMELINE lines of `stream` (made at its first line)."""
+        clock = self._clocks.get(stream)
+        if clock is None:
+            clock = _EngineClock()
+            keep_latest(self._clocks, stream, clock, MAX_CLOCKS)
+        return clock
 
     def _lose_run(self, clock: _EngineClock, at_s: float) -> None:
         """The proofs timed on `clock`, an engine run that is over, said lost in its restart

@@ -218,3 +218,18 @@ def test_followed_from_their_end_one_daemons_offsets_are_no_restart_of_the_other
             said += watch.feed(ev)
     assert watch.post.offsets_began_again == 0
     assert _proofs(said) == {"winpost-1000-9f8e7d6c": "ok"}
+
+
+def test_followed_from_their_end_one_daemons_gpu_queue_loses_no_job_of_the_others() -> None:
+    """Each daemon pushes its WinningPoSt with the GPU queue key (0,0) (engine.rs:2851) into
+    its own queue: the PoSt daemon's picked up while the PoRep daemon's waits for a worker
+    replaced nothing, and the PoRep daemon's is picked up later."""
+    lines = [("porep.log", "TIMELINE,22200,GPU_QUEUE,winpost-1000-9f8e7d6c,monolithic"),
+             ("post.log", "TIMELINE,11200,GPU_QUEUE,winpost-1001-aa,monolithic"),
+             ("post.log", "TIMELINE,11210,GPU_PICKUP,winpost-1001-aa,worker=0"),
+             ("porep.log", "TIMELINE,24000,GPU_PICKUP,winpost-1000-9f8e7d6c,worker=1")]
+    parser, watch = LogParser(), CuzkWatch()
+    t0 = _t0()
+    said = [e for i, (path, line) in enumerate(lines)
+            for ev in parser.parse_line(line, path, i, t0 + 22.2 + i) for e in watch.feed(ev)]
+    assert [e for e in said if e.kind == "lost_job"] == []

@@ -12,7 +12,11 @@ gone without a line; its caller (Curio) waits until its ProveTimeout (30 min by 
 The rule: (0, 0) is the smallest key, so a pop always returns it while it is in the queue. An
 item queued with that key (TIMELINE `GPU_QUEUE ... monolithic`, or `partition=0` of the run's
 job with `job_seq=0`) that is still waiting when an item queued after it is picked up
-(`GPU_PICKUP`) was replaced: said once, naming it, with how long it had waited.
+(`GPU_PICKUP`) was replaced: said once, naming it, with how long it had waited. Only an item of
+the same stream (`LogEvent.stream`) is: each daemon writes its TIMELINE lines to its own stderr,
+and two daemons' queues are two maps (a PoSt-only cuzk beside a PoRep one, their logs followed
+from their end with no start line read to tell them apart, `gapwatch.cuzk.daemons`: the PoSt
+daemon's WinningPoSt picked up said the PoRep daemon's queued one lost).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ class _Queued:
     job: str
     partition: int | None
     t_s: float
+    #: The stream its GPU_QUEUE line was read in (its daemon's stderr).
+    stream: str
     #: When it was queued (its latest GPU_QUEUE), and when its key was first (its place in
     #: the queue's order: a key queued again keeps it), in pushes since the watch began.
     order: int
@@ -90,8 +96,8 @@ class GpuQueueWatch:
         self._order += 1
         before = self._queued.get(key)
         first = before.first if before is not None else self._order
-        item = self._queued[key] = _Queued(ev.job_id, ev.partition, ev.t_wall_s, self._order,
-                                           first)
+        item = self._queued[key] = _Queued(ev.job_id, ev.partition, ev.t_wall_s, ev.stream,
+                                           self._order, first)
         if ev.partition is None:
             self._monolithic[key] = item
             self._monolithic.move_to_end(key)
@@ -110,9 +116,10 @@ class GpuQueueWatch:
         for q in self._monolithic.values():
             if q.order >= picked.order:
                 break
-            out.append(q)
+            if q.stream == picked.stream:
+                out.append(q)
         seq0 = self._queued.get((self._seq0_job, 0)) if self._seq0_job is not None else None
-        if seq0 is not None and seq0.order < picked.order:
+        if seq0 is not None and seq0.order < picked.order and seq0.stream == picked.stream:
             out.append(seq0)
         return sorted(out, key=lambda q: q.first)
 

@@ -233,3 +233,20 @@ def test_followed_from_their_end_one_daemons_gpu_queue_loses_no_job_of_the_other
     said = [e for i, (path, line) in enumerate(lines)
             for ev in parser.parse_line(line, path, i, t0 + 22.2 + i) for e in watch.feed(ev)]
     assert [e for e in said if e.kind == "lost_job"] == []
+
+
+def test_the_advice_for_a_post_behind_the_gpu_workers_says_how_to_watch_a_post_only_cuzk() -> None:
+    """A WinningPoSt that waited 40 s for a GPU worker: no setting of one cuzk frees it, a
+    PoSt-only cuzk on its own GPU does, and the advice says how gapwatch watches the two."""
+    job = "winpost-1000-9f8e7d6c"
+    lines = [*_start("00", "127.0.0.1:9820", 0), *_winning_post(job, "20", 20100)]
+    lines = [line.replace(",22210,GPU_", ",62210,GPU_").replace(",23010,GPU_END", ",63010,GPU_END")
+             for line in lines]
+    said = _watched(_events({"porep.log": lines}))
+    [late] = [e for e in said if e.proof is not None and e.proof.done]
+    assert late.proof is not None and late.proof.verdict == "late"
+    setting = late.proof.setting or ""
+    assert "a PoSt-only cuzk on its own GPU ([gpus] devices" in setting
+    assert ("one gapwatch per daemon (`gapwatch watch --gpus N --log its.log --cuzk-status "
+            "http://its-status-addr/status`)") in setting
+    assert "`--log porep.log --log post.log`" in setting

@@ -1262,11 +1262,23 @@ def _with_setting(t: ProofTiming, own_load: _SrsLoad | None, queue_load: _SrsLoa
                    "CUZK_VALIDATE_PARTITIONS=1 and gRPC GetStatus/GetMetrics polling hold it too")
     elif phase == "gpu_wait":
         setting = ("none in cuzk: PoSt already goes first in the GPU queue (key (0,0), "
-                   "engine.rs:2849-2851) and a partition on a worker runs to its end; a PoSt-only "
-                   "cuzk on its own GPU ([gpus] devices) removes the wait")
+                   "engine.rs:2849-2851) and a partition on a worker runs to its end; "
+                   + POST_ONLY_DAEMON)
     if setting is None:  # synthesis without an SRS load, GPU, prove: none claimed (docs/post.md)
         return t
     return msgspec.structs.replace(t, setting=setting)
+
+
+#: The way round a PoSt's wait for a GPU worker that no setting of one cuzk gives, and how to
+#: watch it: a second daemon has its own log, start line and `/status` (cuzk-daemon main.rs:
+#: 63-64, 133; config.rs:34, 39, 142), which one gapwatch given both logs tells apart
+#: (`gapwatch.cuzk.daemons`).
+POST_ONLY_DAEMON = (
+    "a PoSt-only cuzk on its own GPU ([gpus] devices, its own [daemon] listen and "
+    "status_listen) removes the wait; watch it with one gapwatch per daemon (`gapwatch watch "
+    "--gpus N --log its.log --cuzk-status http://its-status-addr/status`), or give both "
+    "daemons' logs to one (`--log porep.log --log post.log`: each file that shows a start line "
+    "of its own is its own daemon's, docs/post.md 'Two daemons')")
 
 
 def _pipeline_off_words() -> str:
@@ -1279,8 +1291,7 @@ def _pipeline_off_words() -> str:
             "(scheduler.rs:34-45), never ahead of a proof already running. With the pipeline on "
             "PoRep and SnapDeals are proved partition by partition and a PoSt goes first in the "
             "GPU queue (key (0,0), engine.rs:2849-2851): a worker takes it when its partition "
-            "ends, not its whole proof; a PoSt-only cuzk on its own GPU ([gpus] devices) "
-            "removes the wait")
+            "ends, not its whole proof; " + POST_ONLY_DAEMON)
 
 
 def _first_load_words(load: _SrsLoad) -> str:

@@ -9,15 +9,19 @@ TIMELINE engine.rs:349-353), as tests/data/cuzk-upstream's scenario logs write t
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.core.models import LogEvent, ProverEvent
 from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.parse import LogParser
+from gapwatch.sinks.recorder import write_recording
 
 T = "2026-05-12T16:00:"
 
@@ -250,3 +254,37 @@ def test_the_advice_for_a_post_behind_the_gpu_workers_says_how_to_watch_a_post_o
     assert ("one gapwatch per daemon (`gapwatch watch --gpus N --log its.log --cuzk-status "
             "http://its-status-addr/status`)") in setting
     assert "`--log porep.log --log post.log`" in setting
+
+
+
+def _retimed(lines: list[str], shift_s: float) -> list[str]:
+    """`lines` written `shift_s` later (their TIMELINE offsets, from their start line, as
+    they are)."""
+    out = []
+    for line in lines:
+        m = re.match(r"(\d{4}-\d\d-\d\dT\S+Z)(.*)", line)
+        if m is not None:
+            t_s = datetime.strptime(m[1], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+            line = datetime.fromtimestamp(t_s.timestamp() + shift_s, UTC).strftime(
+                "%Y-%m-%dT%H:%M:%S.%fZ") + m[2]
+        out.append(line)
+    return out
+
+
+def test_report_of_two_daemons_logs_says_them_once_no_restart_and_each_run_its_own(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sim = simulate("chained", seed=1, duration_s=80)
+    rec = tmp_path / "gw.jsonl"
+    write_recording(rec, sim.header, sim.records)
+    shift_s = sim.header.started_wall_s + 5.0 - _t0()  # inside the recording
+    porep, post = tmp_path / "porep.log", tmp_path / "post.log"
+    porep.write_text("\n".join(_retimed(POREP, shift_s)) + "\n")
+    post.write_text("\n".join(_retimed(POST, shift_s)) + "\n")
+    assert main(["report", str(rec), "--log", str(porep), "--log", str(post)]) == 0
+    out = capsys.readouterr().out
+    assert "2 PoSt proof(s) (0 late, 0 at risk), 0 restart(s)" in out
+    assert out.count("these logs are of 2 cuzk daemons, not one") == 1
+    assert "cuzk restarted" not in out and "in flight when the prover restarted" not in out
+    table = out.split("Partitions (from the log)")[1]
+    # One run each: the PoSt daemon's start made no run 2 of the PoRep daemon's partitions.
+    assert table.splitlines()[1].split()[0] == "job"

@@ -39,6 +39,7 @@ from msgspec.structs import replace
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import count_field, int_field, is_bad_count
+from gapwatch.cuzk.daemons import CONFIGURATION_LOADED, DAEMON_STARTING, Daemons
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     INIT_WORKERS_MESSAGE,
@@ -122,6 +123,10 @@ class RunTimeline:
 _TIMELINE_NAMES = ("GPU_START", "GPU_END", "SYNTH_START", "SYNTH_END")
 #: The lines that say the daemon's GPUs (`TimelineBuilder._gpus_named`).
 _GPUS_SAID = (INIT_WORKERS_MESSAGE, WORKER_STARTED_MESSAGE)
+#: Tracing lines read whole: a lock's holder, the start lines and the listen address that
+#: tell a run and a daemon (`gapwatch.cuzk.daemons`).
+_TRACING_KEPT = frozenset((PROVE_START_MESSAGE, ANCHOR_MESSAGE, DAEMON_STARTING,
+                           CONFIGURATION_LOADED))
 
 
 def timeline_event(e: LogEvent) -> LogEvent | None:
@@ -137,7 +142,7 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
     job = intern(cut_text(e.job_id, TEXT_CHARS)) if e.job_id is not None else None
     if (kind == PARTITION_KIND or kind in ("cuzk_timing", "cuzk_ntt_h")
             or (kind == "timeline" and e.name in _TIMELINE_NAMES)
-            or (kind == "tracing" and (e.name in (PROVE_START_MESSAGE, ANCHOR_MESSAGE)
+            or (kind == "tracing" and (e.name in _TRACING_KEPT
                                        or e.name.startswith(_GPUS_SAID)))):
         return replace(e, raw="", job_id=job)
     if kind == "tracing" and e.name in DISPATCH_KINDS:  # its job's kind: its job id alone
@@ -240,6 +245,12 @@ class TimelineBuilder:
         self._run = 1
         self._run_busy = False
         self._waves_over: set[str | None] = set()
+        #: Several daemons' logs (`gapwatch.cuzk.daemons`): each counts its own runs (another
+        #: daemon's start line made a run 2 of the first's rows). The daemon whose run the
+        #: three above are, and each daemon's (run, busy, waves over) while another's are.
+        self._daemons = Daemons()
+        self._daemon = 0
+        self._runs: list[tuple[int, bool, set[str | None]]] = []
         #: (run, job) -> a partitioned job's proof kind (`DISPATCH_KINDS`, `/status`).
         self._job_kind: dict[tuple[int, str | None], str] = {}
         #: Each worker's job as of its latest GPU_START: the job of a lock region that names
@@ -339,8 +350,21 @@ class TimelineBuilder:
         self._ops.add(self._run, job, _part(partition, worker), t_s, LOCK, own, worker,
                       *row[3:])
 
+    def _daemon_of(self, e: LogEvent) -> None:
+        """Its daemon's run made the current one (a C++ line, no daemon's own, keeps it)."""
+        d, _new = self._daemons.of_log(e)
+        if d == self._daemon:
+            return
+        while len(self._runs) <= max(d, self._daemon):
+            self._runs.append((1, False, set()))
+        self._runs[self._daemon] = (self._run, self._run_busy, self._waves_over)
+        self._run, self._run_busy, self._waves_over = self._runs[d]
+        self._daemon = d
+
     def add(self, e: LogEvent) -> None:
         kind, name = e.kind, e.name
+        if kind == "tracing" or kind == "timeline":
+            self._daemon_of(e)
         self._gpus_named(e)
         if kind == "tracing" and name == ANCHOR_MESSAGE:
             self._new_run()
@@ -403,7 +427,8 @@ class TimelineBuilder:
         """The table: its rows on disk beyond a few thousand (`RunTimeline.partitions`)."""
         rows = rows_spool()
         summary = _Summary()
-        for row, when in self._ops.rows(self._parser_locks, self._run):
+        last_run = max([self._run, *(run for run, _, _ in self._runs)])
+        for row, when in self._ops.rows(self._parser_locks, last_run):
             add_row(rows, _order(row), _values(row), when)
             summary.add(row)
         run = summary.timeline(PartitionRows(rows, summary.count))

@@ -10,13 +10,17 @@ TIMELINE engine.rs:349-353), as tests/data/cuzk-upstream's scenario logs write t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from faults import until
+from followed_logs import following
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
+from gapwatch.config import LogsConfig
 from gapwatch.core.models import LogEvent, ProverEvent
 from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.watch import CuzkWatch
@@ -288,3 +292,32 @@ def test_report_of_two_daemons_logs_says_them_once_no_restart_and_each_run_its_o
     table = out.split("Partitions (from the log)")[1]
     # One run each: the PoSt daemon's start made no run 2 of the PoRep daemon's partitions.
     assert table.splitlines()[1].split()[0] == "job"
+
+
+
+def _at_least(events: list[LogEvent], n: int) -> Callable[[], bool]:
+    return lambda: len(events) >= n
+
+
+def test_a_real_follower_of_both_files_places_each_files_timeline_by_its_own_start_line(
+        tmp_path: Path) -> None:
+    """`watch --log porep.log --log post.log`, both daemons started while followed: the PoRep
+    daemon's TIMELINE line written after the PoSt daemon started is placed by the PoRep
+    daemon's start line, and the watcher fed in the order they came says no restart."""
+    porep, post = tmp_path / "porep.log", tmp_path / "post.log"
+    porep.write_text("")
+    post.write_text("")
+    with following([porep, post], LogsConfig(poll_ms=5)) as (_, events, _notices):
+        for path, lines in ((porep, POREP[:5]), (post, POST[:5]), (porep, POREP[5:8])):
+            # Each file's lines read before the next are written: in the order written.
+            all_read = _at_least(events, len(events) + len(lines))
+            with open(path, "a") as f:
+                f.write("\n".join(lines) + "\n")
+            assert until(all_read)
+    [gpu_start] = [e for e in events if e.name == "GPU_START"]
+    assert gpu_start.stream == str(porep) and gpu_start.time_source == "timeline"
+    assert gpu_start.t_wall_s == pytest.approx(_t0() + 0.030 + 10.0, abs=0.001)
+    watch = CuzkWatch()
+    said = [e for ev in events for e in watch.feed(ev)]
+    assert not [e for e in said if e.kind.startswith("restart")]
+    assert [e.kind for e in said] == ["warning"]

@@ -104,8 +104,9 @@ def test_every_attribute_of_the_parser_is_in_its_resume_state_or_not_state() -> 
     """`LogParser.resume_state` is what makes the split exact: an attribute added to the parser
     must be added there (or here, when it does not shape later events)."""
     in_state = {"offline", "cuzk_enabled", "keep_unparsed", "drops_untimed", "_last_timed_s",
-                "anchor_wall_s", "anchor_source", "_own_anchors", "start_lines", "runs_apart", "_worker_gpu",
-                "_worker_job", "_part_gpu", "_rules", "attributor", "_panic"}
+                "anchor_wall_s", "anchor_source", "_own_anchors", "_first_own", "start_lines",
+                "runs_apart", "_worker_gpu", "_worker_job", "_part_gpu", "_maps_key", "_maps_of",
+                "_rules", "attributor", "_panic"}
     # counts, a cache of the counters' names, and the line being parsed's arrival kind and
     # place (set by each `parse_line` from its `backlog` and `apart` arguments)
     not_state = {"counters", "_kind_keys", "_arrival_source", "_apart", "_place"}

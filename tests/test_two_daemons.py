@@ -321,3 +321,16 @@ def test_a_real_follower_of_both_files_places_each_files_timeline_by_its_own_sta
     said = [e for ev in events for e in watch.feed(ev)]
     assert not [e for e in said if e.kind.startswith("restart")]
     assert [e.kind for e in said] == ["warning"]
+
+
+def test_each_daemons_workers_drive_its_own_gpu() -> None:
+    """Both daemons number their GPU workers from 0 (engine.rs:2958): a PoRep TIMELINE line of
+    worker 0, after the PoSt daemon's worker 0 started on GPU 1, is still GPU 0's."""
+    def gpus(events: list[LogEvent], stream: str) -> set[int | None]:
+        return {e.gpu for e in events if e.stream == stream and e.worker is not None}
+
+    events = _events({"porep.log": POREP, "post.log": POST})  # read a file after the other
+    assert (gpus(events, "porep.log"), gpus(events, "post.log")) == ({0}, {1})
+    live = LogParser()  # followed: the lines in the order written
+    said = [ev for e in events for ev in live.parse_line(e.raw, e.stream, 0, e.t_wall_s)]
+    assert (gpus(said, "porep.log"), gpus(said, "post.log")) == ({0}, {1})

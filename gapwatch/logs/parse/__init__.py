@@ -95,6 +95,12 @@ TIMELINE_UNPLACED = "timeline_lines_unplaced"
 MAX_OWN_ANCHORS = 1024
 
 
+#: Daemons whose worker and partition maps are remembered (`LogParser._maps_of`).
+MAX_DAEMON_MAPS = 16
+#: A daemon's worker -> GPU, worker -> job and (job, partition) -> GPU maps.
+_WorkerMaps = tuple[dict[int, int], dict[int, str], "OrderedDict[tuple[str, int], int]"]
+
+
 #: Partitions whose GPU is remembered (job, partition) -> GPU: a few jobs in flight at most.
 _PART_GPU_KEPT = 4096
 
@@ -206,6 +212,8 @@ class LogParser:
         #: `gapwatch.cuzk.daemons`: followed live, the one anchor was the latest start line of
         #: either daemon). A stream with none (cuzk's stderr apart) takes `anchor_wall_s`.
         self._own_anchors: dict[str, float] = {}
+        #: The first stream that showed its own start line (the first daemon's).
+        self._first_own: str | None = None
         #: The `starting cuzk engine` lines read (their times), kept only where a file read
         #: apart will need them (`keep_start_lines`): None, so that a log's split parse
         #: (`gapwatch.offline.log_split`, one file) compares no list its halves read apart.
@@ -217,6 +225,12 @@ class LogParser:
         self._worker_gpu: dict[int, int] = {}
         self._worker_job: dict[int, str] = {}
         self._part_gpu: OrderedDict[tuple[str, int], int] = OrderedDict()
+        #: The three maps above are one daemon's: the first's ("", every stream that showed
+        #: no start line of its own), or, where another stream showed one (another cuzk
+        #: daemon, `gapwatch.cuzk.daemons`: its workers are numbered from 0 too, on its own
+        #: GPU), that stream's; the others' kept here while one's are in use (`_daemon_maps`).
+        self._maps_key = ""
+        self._maps_of: dict[str, _WorkerMaps] = {}
         self.attributor = log_lines.LockAttributor()
         self._kind_keys: dict[str, str] = {}
 
@@ -320,6 +334,9 @@ class LogParser:
                 None if self.runs_apart is None else self.runs_apart.resume_state(),
                 list(self._worker_gpu.items()),
                 list(self._worker_job.items()), list(self._part_gpu.items()),
+                self._first_own, self._maps_key,
+                [(k, list(g.items()), list(j.items()), list(p.items()))
+                 for k, (g, j, p) in self._maps_of.items()],
                 self._rules.resume_state(), self.attributor.resume_state())
 
     @property
@@ -425,6 +442,8 @@ class LogParser:
         line = log_lines.parse_timeline(text)
         if line is None:
             return None
+        if len(self._own_anchors) > 1:
+            self._daemon_maps(stream)
         source: TimeSource
         anchor = self._own_anchors.get(stream, self.anchor_wall_s) if self._own_anchors \
             else self.anchor_wall_s
@@ -470,6 +489,21 @@ class LogParser:
         _remember(self._worker_gpu, worker, gpu)
         if len(set(self._worker_gpu.values())) > 1:
             self._disable_attribution()
+
+    def _daemon_maps(self, stream: str) -> None:
+        """The worker and partition maps of the daemon whose lines `stream` holds made the
+        ones in use (`_maps_key`). A second daemon's switches lock attribution off: its C++
+        lines on its own stderr interleave with the first's as they arrive."""
+        key = stream if stream in self._own_anchors and stream != self._first_own else ""
+        if key == self._maps_key:
+            return
+        maps = self._maps_of
+        keep_latest(maps, self._maps_key, (self._worker_gpu, self._worker_job, self._part_gpu),
+                    MAX_DAEMON_MAPS)
+        self._worker_gpu, self._worker_job, self._part_gpu = (
+            maps.pop(key) if key in maps else ({}, {}, OrderedDict()))
+        self._maps_key = key
+        self._disable_attribution()
 
     def _disable_attribution(self) -> None:
         if self.attributor.enabled:
@@ -540,6 +574,8 @@ class LogParser:
         line = parse_tracing(text)
         if line is None:
             return None
+        if len(self._own_anchors) > 1:
+            self._daemon_maps(stream)
         fields = _tracing_fields(line)
         message = line.message.rstrip()
         worker = int_field(fields.get("worker_id"))
@@ -572,6 +608,9 @@ class LogParser:
             self.anchor_wall_s = t_wall_s
             self.anchor_source = "log"
             keep_latest(self._own_anchors, stream, t_wall_s, MAX_OWN_ANCHORS)
+            if self._first_own is None:
+                self._first_own = stream
+            self._daemon_maps(stream)  # the maps its start clears are its own daemon's
             if self.start_lines is not None and not self._apart:
                 self.start_lines.add(t_wall_s)
             self._worker_gpu.clear()

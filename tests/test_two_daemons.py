@@ -22,6 +22,7 @@ from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.config import LogsConfig
 from gapwatch.core.models import LogEvent, ProverEvent
+from gapwatch.core.prover_watch import notice_of
 from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.parse import LogParser
@@ -119,6 +120,9 @@ def test_a_second_daemons_start_is_no_restart_and_the_firsts_post_in_flight_is_n
     assert [e for e in said if e.kind in ("restart", "restart_cost")] == []
     assert _proofs(said) == {"winpost-1000-9f8e7d6c": "ok", "winpost-1001-aa": "ok"}
     [note] = [e for e in said if e.kind == "warning"]
+    notice = notice_of(note, 0)  # the dashboard's notices, record's stderr
+    assert notice is not None and notice.level == "warning"
+    assert notice.message.startswith("prover warning at 16:00:21: these logs are of 2 cuzk")
     assert note.message.startswith("these logs are of 2 cuzk daemons, not one: --log porep.log "
                                    "(started 16:00:00, listening on 127.0.0.1:9820, GPU 0); "
                                    "--log post.log (started 16:00:21, listening on "

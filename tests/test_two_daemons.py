@@ -21,7 +21,7 @@ from followed_logs import following
 from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.config import LogsConfig
-from gapwatch.core.models import LogEvent, ProverEvent
+from gapwatch.core.models import LogEvent, ProcessMemory, ProverEvent, ProverStatus
 from gapwatch.core.prover_watch import notice_of
 from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.watch import CuzkWatch
@@ -338,3 +338,45 @@ def test_each_daemons_workers_drive_its_own_gpu() -> None:
     live = LogParser()  # followed: the lines in the order written
     said = [ev for e in events for ev in live.parse_line(e.raw, e.stream, 0, e.t_wall_s)]
     assert (gpus(said, "porep.log"), gpus(said, "post.log")) == ({0}, {1})
+
+
+
+def _status(prover: str, t_s: float, uptime_s: float) -> ProverStatus:
+    return ProverStatus(prover, 0, t_s, 1.0, uptime_s, {}, [], None, None, None, None)
+
+
+def _process(gpu: int, pid: int, t_s: float) -> ProcessMemory:
+    return ProcessMemory(0, t_s, gpu, pid, "cuzk", None, None)
+
+
+def test_the_post_daemons_status_and_process_going_back_restart_only_it() -> None:
+    """Both `/status` polled (`--cuzk-status` twice) and both GPUs' processes read: the PoSt
+    daemon's uptime going back and its new pid on GPU 1 are its restart (its `status HTTP
+    server listening addr=`, main.rs:133, and its lines' GPU say whose), not the PoRep
+    daemon's: the PoRep daemon's WinningPoSt in flight is not lost."""
+    t0 = _t0()
+    post = [*POST[:5], f"{T}21.040000Z  INFO cuzk_daemon: status HTTP server listening "
+                       "addr=0.0.0.0:9831"]
+    events = _events({"porep.log": POREP[:11], "post.log": post})  # a WinningPoSt in flight
+    watch = CuzkWatch()
+    said = [e for ev in events for e in watch.feed(ev)]
+    said += watch.feed(_status("127.0.0.1:9831", t0 + 40.0, 19.0))
+    said += watch.feed(_process(1, 4242, t0 + 40.0))
+    said += watch.feed(_status("127.0.0.1:9831", t0 + 50.0, 2.0))  # went back: restarted
+    said += watch.feed(_process(1, 4343, t0 + 52.0))  # a new pid on its GPU
+    [restart] = [e for e in said if e.kind == "restart"]
+    assert "127.0.0.1:9831 /status uptime_secs went back" in restart.message
+    assert watch.daemons.each[1].restarts.restarts == 1
+    assert watch.restarts.restarts == 0
+    assert [r.job_id for r in watch.running()] == ["winpost-1000-9f8e7d6c"]
+
+
+def test_with_one_daemon_its_status_is_its_own_by_port_whatever_host_it_listens_on() -> None:
+    lines = [*POREP[:5], f"{T}00.040000Z  INFO cuzk_daemon: status HTTP server listening "
+                         "addr=0.0.0.0:9821"]
+    watch = CuzkWatch()
+    for ev in _events({"porep.log": lines}):
+        watch.feed(ev)
+    watch.feed(_status("127.0.0.1:9821", _t0() + 40.0, 40.0))
+    said = watch.feed(_status("127.0.0.1:9821", _t0() + 50.0, 2.0))
+    assert [e.kind for e in said] == ["restart"]

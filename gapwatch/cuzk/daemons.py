@@ -119,18 +119,30 @@ class Daemons:
         return d, False
 
     def of_status(self, st: ProverStatus) -> int | None:
-        """The daemon a `/status` snapshot is of: the only one, or the one whose `status HTTP
-        server listening addr=` is the polled `host:port` (None: not known among several)."""
-        if not self.several:
-            return 0
-        return next((i for i, d in enumerate(self.daemons) if d.status_addr == st.prover), None)
+        """The daemon a `/status` snapshot is of: the one whose `status HTTP server listening
+        addr=` has the polled port (no two daemons of a box bind one), else, where no daemon
+        said another port, the first (None: another daemon's, not known among several; a
+        PoSt daemon's uptime going back was the PoRep daemon's restart)."""
+        port = _port(st.prover)
+        said = [i for i, d in enumerate(self.daemons) if d.status_addr is not None]
+        match = next((i for i in said if _port(self.daemons[i].status_addr) == port), None)
+        if match is not None:
+            return match
+        if self.several or said:
+            return None
+        return 0
 
     def of_process(self, r: ProcessMemory) -> int | None:
-        """The daemon a process on a GPU is of: the only one, or the one whose lines named that
-        GPU (None: not known among several)."""
-        if not self.several:
-            return 0
-        return next((i for i, d in enumerate(self.daemons) if r.gpu in d.gpus), None)
+        """The daemon a process on a GPU is of: the one whose lines named that GPU, else, where
+        no daemon named another GPU, the first (None: not known among several, or a GPU the
+        only daemon's lines never named while they named others)."""
+        named = [i for i, d in enumerate(self.daemons) if d.gpus]
+        match = next((i for i in named if r.gpu in self.daemons[i].gpus), None)
+        if match is not None:
+            return match
+        if self.several or named:
+            return None
+        return 0
 
     def of_gpu(self, gpu: int) -> list[int]:
         """The daemons whose lines named `gpu`; every daemon where none did."""
@@ -198,6 +210,13 @@ def _daemon_words(d: Daemon, flag: str) -> str:
     listen = f", listening on {d.listen}" if d.listen else ""
     gpus = f", GPU {','.join(str(g) for g in sorted(d.gpus))}" if d.gpus else ""
     return f"{flag}{d.stream or '-'} (started {fmt.clock(d.started_s)}{listen}{gpus})"
+
+
+def _port(addr: str | None) -> str | None:
+    """The port of `host:port` (`[::]:9821` too); None without one."""
+    if addr is None or ":" not in addr:
+        return None
+    return addr.rsplit(":", 1)[1] or None
 
 
 def _text(value: object) -> str | None:

@@ -32,16 +32,24 @@ T = "2026-05-12T16:00:"
 
 
 def _start(at: str, listen: str, gpu: int) -> list[str]:
-    """A daemon's start: its first lines, as cuzk writes them."""
+    """A daemon's start: its first lines, in the order cuzk writes them (main.rs:63-64, then
+    `Engine::start`: engine.rs:1198, 1219, 1244, 1339, 2958)."""
     return [
         f"{T}{at}.000000Z  INFO cuzk_daemon: cuzk-daemon starting",
         f"{T}{at}.001000Z  INFO cuzk_daemon: configuration loaded listen={listen}",
+        f"{T}{at}.010000Z  INFO cuzk_core::engine: memory budget initialized "
+        "total_budget_gib=750",
+        f"{T}{at}.020000Z  INFO cuzk_core::engine: CUDA pinned memory pool initialized",
         f"{T}{at}.030000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
         f"{T}{at}.031000Z  INFO cuzk_core::engine: initializing GPU workers num_gpus=1 "
         f"gpu_workers_per_device=2 total_workers=2 gpus=[{gpu}]",
         f"{T}{at}.032000Z  INFO cuzk_core::engine: pipeline GPU worker started worker_id=0 "
         f"gpu={gpu} sub_id=0",
     ]
+
+
+#: The lines of a daemon's start (`_start`).
+N_START = 7
 
 
 def _winning_post(job: str, enqueued: str, offset_ms: int) -> list[str]:
@@ -166,12 +174,12 @@ def test_followed_live_each_files_timeline_is_placed_by_its_own_start_line() -> 
     daemon started counts from the PoRep daemon's start line, not the latest one read."""
     parser = LogParser()
     t0 = _t0()
-    for i, line in enumerate(POREP[:5]):
+    for i, line in enumerate(POREP[:N_START]):
         parser.parse_line(line, "porep.log", i, t0 + 0.1)
-    for i, line in enumerate(POST[:5]):
+    for i, line in enumerate(POST[:N_START]):
         parser.parse_line(line, "post.log", i, t0 + 21.1)
-    [porep] = parser.parse_line(POREP[5], "porep.log", 10, t0 + 21.2)  # offset 10.000 s
-    [post] = parser.parse_line(POST[6], "post.log", 11, t0 + 39.2)  # offset 9.100 s
+    [porep] = parser.parse_line(POREP[N_START], "porep.log", 10, t0 + 21.2)  # offset 10.000 s
+    [post] = parser.parse_line(POST[N_START + 1], "post.log", 11, t0 + 39.2)  # offset 9.100 s
     assert porep.time_source == post.time_source == "timeline"
     assert porep.t_wall_s == pytest.approx(t0 + 0.030 + 10.0, abs=0.001)
     assert post.t_wall_s == pytest.approx(t0 + 21.030 + 9.1, abs=0.001)
@@ -216,8 +224,8 @@ def test_followed_from_their_end_one_daemons_offsets_are_no_restart_of_the_other
     written = [  # (written at, file, line): each read as it is written
         (t0 + 20.0, "porep.log", porep_post[0]),
         (t0 + 20.1, "porep.log", porep_post[1]),
-        (t0 + 30.0, "post.log", POST[5]),  # its job enqueued, then its SYNTH_START at 9.1 s
-        (t0 + 30.1, "post.log", POST[6]),
+        (t0 + 30.0, "post.log", POST[N_START]),  # its job enqueued, then its SYNTH_START at 9.1 s
+        (t0 + 30.1, "post.log", POST[N_START + 1]),
         *[(t0 + 30.2 + 0.01 * i, "porep.log", line) for i, line in enumerate(porep_post[2:])],
         (t0 + 30.3, "porep.log", f"{T}30.300000Z  INFO cuzk_core::engine: proof completed "
          "successfully (pipeline) proof_len=192 total_ms=10300 queue_ms=100 synth_ms=2100 "
@@ -312,7 +320,8 @@ def test_a_real_follower_of_both_files_places_each_files_timeline_by_its_own_sta
     porep.write_text("")
     post.write_text("")
     with following([porep, post], LogsConfig(poll_ms=5)) as (_, events, _notices):
-        for path, lines in ((porep, POREP[:5]), (post, POST[:5]), (porep, POREP[5:8])):
+        for path, lines in ((porep, POREP[:N_START]), (post, POST[:N_START]),
+                            (porep, POREP[N_START:N_START + 3])):
             # Each file's lines read before the next are written: in the order written.
             all_read = _at_least(events, len(events) + len(lines))
             with open(path, "a") as f:
@@ -355,9 +364,9 @@ def test_the_post_daemons_status_and_process_going_back_restart_only_it() -> Non
     server listening addr=`, main.rs:133, and its lines' GPU say whose), not the PoRep
     daemon's: the PoRep daemon's WinningPoSt in flight is not lost."""
     t0 = _t0()
-    post = [*POST[:5], f"{T}21.040000Z  INFO cuzk_daemon: status HTTP server listening "
+    post = [*POST[:N_START], f"{T}21.040000Z  INFO cuzk_daemon: status HTTP server listening "
                        "addr=0.0.0.0:9831"]
-    events = _events({"porep.log": POREP[:11], "post.log": post})  # a WinningPoSt in flight
+    events = _events({"porep.log": POREP[:N_START + 6], "post.log": post})  # a WinningPoSt in flight
     watch = CuzkWatch()
     said = [e for ev in events for e in watch.feed(ev)]
     said += watch.feed(_status("127.0.0.1:9831", t0 + 40.0, 19.0))
@@ -372,7 +381,7 @@ def test_the_post_daemons_status_and_process_going_back_restart_only_it() -> Non
 
 
 def test_with_one_daemon_its_status_is_its_own_by_port_whatever_host_it_listens_on() -> None:
-    lines = [*POREP[:5], f"{T}00.040000Z  INFO cuzk_daemon: status HTTP server listening "
+    lines = [*POREP[:N_START], f"{T}00.040000Z  INFO cuzk_daemon: status HTTP server listening "
                          "addr=0.0.0.0:9821"]
     watch = CuzkWatch()
     for ev in _events({"porep.log": lines}):

@@ -15,21 +15,25 @@ names its gRPC address, which no two daemons of one box share (each binds it); i
 server listening addr=ADDR` (main.rs:133) names the `/status` address `--cuzk-status` polls; its
 `initializing GPU workers gpus=[..]` (engine.rs:1339) and worker lines name its GPUs.
 
-The rule: the first file (`LogEvent.stream`; "" is a file not known, never another daemon's) to
-show a start line is the first daemon's, and
-so is every file that shows none (cuzk's stderr given apart from its stdout, a rotated piece
-that continues a run). A second file that shows a start line of its own is another daemon's,
-not a restart of the first: told by a different listen address where both were read
-(`configuration loaded`), else by the file alone. Read as one daemon, the second daemon's start
-was said as a restart of the first ("killed or crashed"), the first's PoSt in flight said lost
-in it, its GPU queue and pool reset, its TIMELINE lines placed by the other's start line. A
-file whose start line shows the listen address of a daemon already known is that daemon's (a
-log cut into one file per run): its start line is that daemon's restart.
+The rule: the first file (`LogEvent.stream`; "" is a file not known, never another daemon's)
+to show a start line is the first daemon's, and so is every file that shows none (cuzk's
+stderr given apart from its stdout, a rotated piece that continues a run). A second file that
+shows a start line of its own is another daemon's, not a restart of the first: told by a
+different listen address where both were read (`configuration loaded`), else by the file
+alone. Read as one daemon, the second daemon's start was said as a restart of the first
+("killed or crashed"), the first's PoSt in flight said lost in it, its GPU queue and pool
+reset, its TIMELINE lines placed by the other's start line. A file whose start line shows the
+listen address of a daemon already known is that daemon's (a log cut into one file per run):
+its start line is that daemon's restart.
+
+A `/status` snapshot is the daemon's whose `status HTTP server listening` has its port, a
+process on a GPU the daemon's whose lines named that GPU (`of_status`, `of_process`).
 
 Not told apart (said in docs/post.md): two daemons' lines in one stream (`journalctl -u a -u b`,
-one file for both), and files followed from their end whose start lines are never read (each
-daemon's restart is then seen only by its own start line read later, the first to come taking
-the first daemon). Bounded: at most `MAX_DAEMONS` daemons and `MAX_STREAMS` files remembered.
+one file for both), and files followed from their end before a start line is read (every file
+is the first daemon's until one shows a start line, which takes the first daemon: the first
+restart so read is said of both). Bounded: at most `MAX_DAEMONS` daemons and `MAX_STREAMS`
+files remembered.
 """
 
 from __future__ import annotations
@@ -101,6 +105,8 @@ class Daemons:
         first start line: `note` says it)."""
         stream = ev.stream
         if ev.name == DAEMON_STARTING and ev.kind == "tracing":
+            # Its daemon is not said yet: its listen address, the next line, may make it a
+            # daemon already known (`_learn`).
             return self._start(stream, ev.t_wall_s), False
         if is_start_line(ev):
             d = self._start(stream, ev.t_wall_s)
@@ -117,6 +123,10 @@ class Daemons:
             self._unsaid = None
             return d, True
         return d, False
+
+    def of_stream(self, stream: str) -> int:
+        """The daemon the lines of `stream` are of now."""
+        return self._own.get(stream, 0)
 
     def of_status(self, st: ProverStatus) -> int | None:
         """The daemon a `/status` snapshot is of: the one whose `status HTTP server listening
@@ -256,8 +266,11 @@ class RestartsByDaemon:
 
     def __init__(self) -> None:
         self._by = PerDaemon(RestartWatch)
-        #: The latest line fed showed a new daemon (its start line: no restart of another).
+        #: The latest line fed is the first `starting cuzk engine` of a daemon other than the
+        #: first: another daemon starting, no restart of this one (`first_start_of_another`).
         self.new_daemon = False
+        #: The daemons whose `starting cuzk engine` was read (at most `MAX_DAEMONS`).
+        self._engines: set[int] = set()
 
     @property
     def first(self) -> RestartWatch:
@@ -265,8 +278,20 @@ class RestartsByDaemon:
         return self._by.first
 
     def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
-        watch, self.new_daemon = self._by.of_log(ev)
+        watch, _new = self._by.of_log(ev)
+        self.new_daemon = self._first_start_of_another(ev)
         return watch.feed_log(ev)
+
+    def _first_start_of_another(self, ev: LogEvent) -> bool:
+        """`ev` is the first `starting cuzk engine` of a daemon other than the first. (The
+        daemon is told at a line before it, cuzk's budget lines coming between, engine.rs:
+        1198-1244: `Daemons.of_log`'s new daemon is not this line's.)"""
+        if ev.kind != "tracing" or not ev.name.startswith(ANCHOR_MESSAGE):
+            return False
+        d = self._by.router.of_stream(ev.stream)
+        first = d not in self._engines
+        self._engines.add(d)
+        return first and d > 0
 
     def feed_status(self, st: ProverStatus) -> list[ProverEvent]:
         d = self._by.router.of_status(st)

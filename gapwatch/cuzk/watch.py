@@ -76,9 +76,7 @@ class CuzkWatch:
         kind = type(record)
         if kind is LogEvent:
             assert isinstance(record, LogEvent)
-            daemon, new = self.daemons.of_log(record)
-            out = [self.daemons.router.note()] if new else []
-            return out + daemon.feed(record)
+            return self._log(record)
         if kind is ProverStatus:
             assert isinstance(record, ProverStatus)
             d = self.daemons.router.of_status(record)
@@ -94,6 +92,19 @@ class CuzkWatch:
         for i, each in enumerate(self.daemons.each):
             if i != d:
                 out += each.now(record)
+        return out
+
+    def _log(self, ev: LogEvent) -> list[ProverEvent]:
+        """`ev` to its daemon's watcher; the daemons said once the second shows."""
+        daemons = self.daemons
+        d, new = daemons.router.of_log(ev)
+        watches = daemons.each
+        # A daemon new, or found another's (`PerDaemon.of_log_again`): rare.
+        told = max(1, len(daemons.router.daemons))
+        daemon = watches[d] if d < len(watches) <= told else daemons.of_log_again(d)
+        out = daemon.feed_log(ev)
+        if new:
+            out.insert(0, daemons.router.note())
         return out
 
     def finish(self) -> list[ProverEvent]:
@@ -118,13 +129,25 @@ class _DaemonWatch:
         self._now_s: float | None = None
         self._checked_s = float("-inf")
 
+    def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
+        # Only these kinds say anything here (the C++ lines, half of a busy log, do not).
+        out = self._log(ev) if ev.kind in _WATCHED else []
+        # `now`, inline: every log event passes here.
+        t = ev.t_wall_s
+        if (self._now_s is None or t > self._now_s) and says_when_written(
+                ev, self.post.arrival_timed):
+            self._now_s = t
+            if t - self._checked_s >= CHECK_EVERY_S:
+                self._checked_s = t
+                out += self.post.check(t)
+        return out
+
     def feed(self, record: Record) -> list[ProverEvent]:
         kind = type(record)
         if kind is LogEvent:
             assert isinstance(record, LogEvent)
-            # Only these kinds say anything here (the C++ lines, half of a busy log, do not).
-            out = self._log(record) if record.kind in _WATCHED else []
-        elif kind is ProverStatus:
+            return self.feed_log(record)
+        if kind is ProverStatus:
             assert isinstance(record, ProverStatus)
             out = self._restarted(self.restarts.feed_status(record))
         elif kind is ProcessMemory:
@@ -132,7 +155,7 @@ class _DaemonWatch:
             out = self._restarted(self.restarts.feed_process(record))
         else:
             return []
-        assert isinstance(record, (LogEvent, ProverStatus, ProcessMemory))
+        assert isinstance(record, (ProverStatus, ProcessMemory))
         return out + self.now(record)
 
     def now(self, record: LogEvent | ProverStatus | ProcessMemory) -> list[ProverEvent]:

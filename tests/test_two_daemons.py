@@ -389,3 +389,21 @@ def test_with_one_daemon_its_status_is_its_own_by_port_whatever_host_it_listens_
     watch.feed(_status("127.0.0.1:9821", _t0() + 40.0, 40.0))
     said = watch.feed(_status("127.0.0.1:9821", _t0() + 50.0, 2.0))
     assert [e.kind for e in said] == ["restart"]
+
+
+def test_the_porep_daemons_first_wave_goes_on_past_the_post_daemons_start() -> None:
+    """Both daemons start at boot, seconds apart: the PoRep daemon's first wave (syntheses
+    begun before its capacity hint was cached, unpinned, pipeline.rs:270-275) is its own
+    process's, and runs to its own hint (pipeline.rs:214-238), not to the PoSt daemon's start."""
+    unhinted = ("INFO cuzk_core::pipeline: no capacity hint cached — first synthesis will grow "
+                "organically circuit_id=porep-32g")
+    porep = [*_start("00", "127.0.0.1:9820", 0),
+             f"{T}01.000000Z  {unhinted}", f"{T}02.000000Z  {unhinted}",
+             f"{T}40.000000Z  INFO cuzk_core::pipeline: cached synthesis capacity hint "
+             "circuit_id=porep-32g num_constraints=3 num_aux=3 num_inputs=3"]
+    facts = PipelineFacts()
+    for e in _events({"porep.log": porep, "post.log": POST[:N_START]}):
+        facts.feed(e)
+    [wave] = facts.view().first_waves
+    assert (wave.start_s - _t0(), wave.end_s is not None and wave.end_s - _t0()) == (1.0, 40.0)
+    assert wave.syntheses == 2

@@ -20,6 +20,10 @@ Upstream (curio e0294b0f, cuzk unchanged since 2026-05-05), `cuzk-core/src/pipel
   wave's partitions finish after its hint is cached (the first of them caches it), and their
   a/b/c are copied to the GPU after that: a wave's window runs on to its last unpinned
   completion, not just to the hint.
+
+Several daemons' logs (`gapwatch.cuzk.daemons`): each daemon's hints are its process's, so each
+has its waves (`WavesByDaemon`); read as one, a PoSt-only cuzk starting beside the PoRep one
+(both at boot, seconds apart) ended the PoRep daemon's first wave at its start.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from dataclasses import dataclass
 
 from gapwatch.core import fmt
 from gapwatch.core.models import Gap, LogEvent
+from gapwatch.cuzk.daemons import PerDaemon
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, NO_CAPACITY_HINT_MESSAGE
 
 HINT_CACHED = "cached synthesis capacity hint"
@@ -169,6 +174,30 @@ class FirstWaves:
             both = [*self._closed, *sorted(live, key=lambda w: w.start_s)]
             self._said = tuple(both[-MAX_WAVES:])
         return self._said
+
+
+class WavesByDaemon:
+    """`FirstWaves` a daemon, fed every tracing line (`feed`); `waves()` every daemon's, by
+    their start."""
+
+    def __init__(self) -> None:
+        self._by = PerDaemon(FirstWaves)
+
+    @property
+    def unhinted(self) -> int:
+        return sum(w.unhinted for w in self._by.each)
+
+    def feed(self, ev: LogEvent) -> None:
+        waves, _new = self._by.of_log(ev)
+        waves.feed(ev)
+
+    def waves(self) -> tuple[FirstWave, ...]:
+        """Every daemon's waves kept, by their start (the latest `MAX_WAVES`)."""
+        each = self._by.each
+        if len(each) == 1:
+            return each[0].waves()
+        every = sorted((w for one in each for w in one.waves()), key=lambda w: w.start_s)
+        return tuple(every[-MAX_WAVES:])
 
 
 def wave_of(waves: tuple[FirstWave, ...], t_s: float | None) -> FirstWave | None:

@@ -50,7 +50,7 @@ from gapwatch.cuzk.advice import (
 )
 from gapwatch.cuzk.first_wave import (
     FirstWave,
-    FirstWaves,
+    WavesByDaemon,
     gap_moment,
     in_waves,
     wave_of,
@@ -138,7 +138,7 @@ class PathsSeen:
         self.batch_kinds: dict[str, None] = {}
         self.post_jobs = 0
         self.starts = 0
-        self.waves = FirstWaves()
+        self.waves = WavesByDaemon()
         self.validate = 0
         self.self_checks = 0
         self.hot: dict[str, int] = {}

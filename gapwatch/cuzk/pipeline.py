@@ -59,7 +59,7 @@ from gapwatch.core.models import FieldValue, LogEvent, ProverEvent, ProverStatus
 from gapwatch.core.units import GIB
 from gapwatch.core.values import count_field, is_bad_count, size_field
 from gapwatch.cuzk.daemons import RestartsByDaemon
-from gapwatch.cuzk.first_wave import FirstWave, FirstWaves
+from gapwatch.cuzk.first_wave import FirstWave, WavesByDaemon
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     DISPATCHER_MESSAGE,
@@ -467,7 +467,7 @@ class PipelineFacts(_Limits):
         self.pool = PoolState()
         self.pool_seen = False
         #: Each run's first wave of each circuit type (`gapwatch.cuzk.first_wave`).
-        self.first_waves = FirstWaves()
+        self.first_waves = WavesByDaemon()
         #: `pool_evidence`'s words and the pool state they were said of (see there).
         self._pool_words: tuple[tuple[object, ...], list[str]] | None = None
         #: The pool churning before it fails (`gapwatch.cuzk.pool_churn`: the same rule the

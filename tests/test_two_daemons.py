@@ -407,3 +407,21 @@ def test_the_porep_daemons_first_wave_goes_on_past_the_post_daemons_start() -> N
     [wave] = facts.view().first_waves
     assert (wave.start_s - _t0(), wave.end_s is not None and wave.end_s - _t0()) == (1.0, 40.0)
     assert wave.syntheses == 2
+
+
+def test_a_real_follower_from_the_start_of_both_files_says_no_restart(tmp_path: Path) -> None:
+    """`watch --from-start --log porep.log --log post.log`: both backlogs, their start lines
+    among them, handed on by time (`gapwatch.logs.time_order`): the PoSt daemon's start is
+    said as a second daemon, not as the PoRep daemon's restart, and no PoSt is lost."""
+    porep, post = tmp_path / "porep.log", tmp_path / "post.log"
+    porep.write_text("\n".join(POREP) + "\n")
+    post.write_text("\n".join(POST) + "\n")
+    with following([porep, post], LogsConfig(poll_ms=5, from_start=True)) as (
+            follower, events, _notices):
+        assert until(lambda: follower.status().lines == len(POREP) + len(POST))
+        assert until(_at_least(events, len(POREP) + len(POST)))
+    watch = CuzkWatch()
+    said = [e for ev in events for e in watch.feed(ev)] + watch.finish()
+    assert not [e for e in said if e.kind.startswith("restart")]
+    assert [e.kind for e in said if e.kind == "warning"] == ["warning"]
+    assert _proofs(said) == {"winpost-1000-9f8e7d6c": "ok", "winpost-1001-aa": "ok"}

@@ -54,7 +54,7 @@ DAEMON_STARTING: Final = "cuzk-daemon starting"
 CONFIGURATION_LOADED: Final = "configuration loaded"
 #: main.rs:133 (`info!(addr = %status_listen, "status HTTP server listening")`).
 STATUS_LISTENING: Final = "status HTTP server listening"
-#: The daemons told apart (the rest's files are left to the last: said in the note).
+#: The daemons told apart (a file past them is the last one's: bounded for any input).
 MAX_DAEMONS: Final = 16
 #: Files remembered with the daemon they are of.
 MAX_STREAMS: Final = 1024
@@ -62,12 +62,6 @@ MAX_STREAMS: Final = 1024
 MAX_GPUS: Final = 64
 
 _T = TypeVar("_T")
-
-
-def is_start_line(ev: LogEvent) -> bool:
-    """A daemon's start line (`DAEMON_STARTING`, `ANCHOR_MESSAGE`)."""
-    return ev.kind == "tracing" and (ev.name == DAEMON_STARTING
-                                     or ev.name.startswith(ANCHOR_MESSAGE))
 
 
 @dataclass(slots=True)
@@ -90,8 +84,6 @@ class Daemons:
         self.daemons: list[Daemon] = []
         #: Files that showed a start line -> their daemon.
         self._own: dict[str, int] = {}
-        #: Start lines of files past `MAX_DAEMONS` (given to the last daemon), counted.
-        self.not_told = 0
         #: The newest daemon, until its file shows a line past its daemon's first two (its
         #: listen address read: `_learn` may still find it another's), then said (`note`).
         self._unsaid: int | None = None
@@ -196,7 +188,6 @@ class Daemons:
             keep_latest(self._own, stream, 0, MAX_STREAMS)
             return 0
         if len(self.daemons) >= MAX_DAEMONS:
-            self.not_told += 1
             return MAX_DAEMONS - 1
         self.daemons.append(Daemon(stream, t_s))
         d = self._unsaid = len(self.daemons) - 1
@@ -294,7 +285,7 @@ class RestartsByDaemon:
     def __init__(self) -> None:
         self._by = PerDaemon(RestartWatch)
         #: The latest line fed is the first `starting cuzk engine` of a daemon other than the
-        #: first: another daemon starting, no restart of this one (`first_start_of_another`).
+        #: first: another daemon starting, no restart of this one (`_first_start_of_another`).
         self.new_daemon = False
         #: The daemons whose `starting cuzk engine` was read (at most `MAX_DAEMONS`).
         self._engines: set[int] = set()

@@ -23,7 +23,9 @@ What lives here, each read from curio's source (tests/data/cuzk-upstream, docs/c
 - `watch` (with `post`, `gpu_queue`, `restarts`, `errors`, `panics`, `pool_churn`): the prover
   events (`gapwatch.core.models.ProverEvent`): PoSt latency against its deadline, a job cuzk's
   GPU queue lost, restarts and what they cost, failure lines and panics, the pinned pool
-  churning before it fails (docs/post.md).
+  churning before it fails (docs/post.md);
+- `daemons`: which cuzk daemon each file's lines are of, where one gapwatch reads the logs of
+  several on one box (a PoSt-only cuzk beside the PoRep one): one watcher a daemon.
 
 The package sits above the core (it reads the core's records) and below the sources and the
 log parser (they read cuzk's formats through it): pyproject's `[tool.importlinter]`.

@@ -425,3 +425,22 @@ def test_a_real_follower_from_the_start_of_both_files_says_no_restart(tmp_path: 
     assert not [e for e in said if e.kind.startswith("restart")]
     assert [e.kind for e in said if e.kind == "warning"] == ["warning"]
     assert _proofs(said) == {"winpost-1000-9f8e7d6c": "ok", "winpost-1001-aa": "ok"}
+
+
+def test_a_recording_that_polled_two_daemons_places_no_log_by_either_ones_uptime(
+        tmp_path: Path) -> None:
+    """`record --cuzk-status A --cuzk-status B`: read again with `--log`, the TIMELINE lines a
+    start line does not place are placed by no `/status` uptime (which log is whose is not
+    known), as live (`gapwatch.engine.runtime` anchors by `/status` with one poller only)."""
+    from gapwatch.offline.report import recorded_timeline_epoch
+
+    sim = simulate("chained", seed=1, duration_s=10)
+    t0 = sim.header.started_wall_s
+    others = [r for r in sim.records if not isinstance(r, ProverStatus)]
+    one = tmp_path / "one.jsonl"
+    write_recording(one, sim.header, [_status("127.0.0.1:9821", t0 + 1.0, 100.0), *others])
+    assert recorded_timeline_epoch(one) == pytest.approx(t0 + 1.0 + 0.0005 - 100.0, abs=0.001)
+    two = tmp_path / "two.jsonl"
+    write_recording(two, sim.header, [_status("127.0.0.1:9821", t0 + 1.0, 100.0),
+                                      _status("127.0.0.1:9831", t0 + 1.2, 30.0), *others])
+    assert recorded_timeline_epoch(two) is None

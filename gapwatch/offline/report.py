@@ -302,21 +302,35 @@ def logs_parsed(path: str | Path, config: Config, log_paths: list[str],
 #: Records looked through for a first `/status` snapshot: one is polled about every second,
 #: so a recording that has any has one within its first few thousand lines.
 EPOCH_SCAN_RECORDS = 100_000
+#: Snapshots looked at after the first, for another prover's: each poller asks about once a
+#: second, so a second `--cuzk-status` shows among the next few.
+OTHER_PROVER_SNAPSHOTS = 4
 
 
 def recorded_timeline_epoch(path: str | Path) -> float | None:
     """TIMELINE's epoch from the first recorded `/status` snapshot with an uptime (a second
-    pass over the file's start, stopped there), or None."""
+    pass over the file's start, stopped a few snapshots later), or None: none, or snapshots
+    of more than one prover (two cuzk daemons polled, `gapwatch.cuzk.daemons`: which log is
+    whose is not known, and one's uptime placed both daemons' lines, as live it does not,
+    `gapwatch.engine.runtime`)."""
     records = read_any(path).records
+    first: tuple[str, float] | None = None
+    after = 0
     try:
         for i, r in enumerate(records):
-            if i >= EPOCH_SCAN_RECORDS:
-                return None
-            if r.type == "prover":
-                epoch = timeline_epoch(r)
-                if epoch is not None:
-                    return epoch
-        return None
+            if i >= EPOCH_SCAN_RECORDS or after > OTHER_PROVER_SNAPSHOTS:
+                break
+            if r.type != "prover":
+                continue
+            if first is not None:
+                if r.prover != first[0]:
+                    return None
+                after += 1
+                continue
+            epoch = timeline_epoch(r)
+            if epoch is not None:
+                first = (r.prover, epoch)
+        return first[1] if first is not None else None
     finally:
         close = getattr(records, "close", None)  # a generator holding the file open
         if close is not None:

@@ -104,7 +104,7 @@ def test_every_attribute_of_the_parser_is_in_its_resume_state_or_not_state() -> 
     """`LogParser.resume_state` is what makes the split exact: an attribute added to the parser
     must be added there (or here, when it does not shape later events)."""
     in_state = {"offline", "cuzk_enabled", "keep_unparsed", "drops_untimed", "_last_timed_s",
-                "anchor_wall_s", "anchor_source", "_own_anchors", "_first_own", "start_lines",
+                "anchor_wall_s", "anchor_source", "_own_anchors", "_daemons", "start_lines",
                 "runs_apart", "_worker_gpu", "_worker_job", "_part_gpu", "_maps_key", "_maps_of",
                 "_rules", "attributor", "_panic"}
     # counts, a cache of the counters' names, and the line being parsed's arrival kind and

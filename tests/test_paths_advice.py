@@ -752,3 +752,19 @@ def test_a_monolithic_proof_on_another_gpu_does_not_explain_this_gpus_gap() -> N
     t0 = _wall("20:00:08")  # from before GPU 1's worker took its proof, at 20:00:10
     assert _pipeline_off_gap(other, t0, t0 + 22.0).cause == "no_work"
     assert _pipeline_off_gap(PIPELINE_OFF_LOG, t0, t0 + 22.0).cause == "monolithic"
+
+
+def test_a_gap_in_a_post_proved_in_one_call_is_no_sure_case_for_the_pipeline() -> None:
+    """post-pipeline-off.log: worker 0 proves winpost-1000-5e6f7a8b in one call at 20:00:50.
+    With the pipeline on a PoSt is synthesised, then proved, too (pipeline.rs:3015, 3210):
+    turning it on closes such a gap only where other work waits for the GPU meanwhile, so it
+    is a guess there (it was advised for sure, with the payoff of closing the gap)."""
+    t0 = _wall("20:00:50")
+    view = _pipeline_off_gap(PIPELINE_OFF_LOG, t0, t0 + 3.0)
+    assert view.cause == "monolithic" and "(winning-post) in one call" in view.evidence[-1]
+    facts, pipeline = read(PIPELINE_OFF_LOG)
+    gap = _gap(cause="monolithic", evidence=view.evidence, start_s=t0)
+    for rules in (lambda s, g: path_rule(s, g, facts), None):
+        (a,) = advise([gap], pipeline, rules=rules).advice
+        assert (a.setting, a.guess) == ("[pipeline] enabled", True)
+        assert "only where other work waits for the GPU" in a.guess_why

@@ -157,6 +157,66 @@ def test_one_daemons_runs_in_files_of_their_own_are_one_daemon_restarted() -> No
     assert not [e for e in said if e.kind == "warning"]
 
 
+def _restart_words(said: list[ProverEvent]) -> list[str]:
+    return [e.message for e in said if e.kind.startswith("restart")]
+
+
+def test_one_daemons_restart_into_a_new_file_is_said_as_in_one_file() -> None:
+    """logrotate, then a restart: `cuzk.log.1` ends with run 1, `cuzk.log` starts with run 2.
+    The second file's `cuzk-daemon starting` went to a daemon of its own, merged back a line
+    later (the same listen address) with that line lost: run 1 read as up until run 2's
+    config line ("up with nothing in flight for 587.0 s ... down 0.0 s") and the gap over it
+    `no_work`. The line is held until the file's next line says whose it is."""
+    run1 = [*_start("00", "127.0.0.1:9820", 0),
+            "TIMELINE,10000,GPU_START,porep-1000-77,worker=0,partition=0",
+            "TIMELINE,13000,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=3000"]
+    run2 = [line.replace(T, "2026-05-12T16:10:") for line in _start("00", "127.0.0.1:9820", 0)]
+    run2 += ["TIMELINE,5000,GPU_START,porep-1000-78,worker=0,partition=0",
+             "TIMELINE,8000,GPU_END,porep-1000-78,worker=0,partition=0,gpu_ms=3000"]
+    one = _events({"cuzk.log": run1 + run2})
+    rotated = _events({"cuzk.log.1": run1, "cuzk.log": run2})
+    words = _restart_words(_watched(rotated))
+    assert words == _restart_words(_watched(one))
+    assert any("down 587.0 s" in w for w in words)
+    facts = PipelineFacts()
+    for e in rotated:
+        facts.feed(e)
+    t0 = rotated[0].t_wall_s
+    assert facts.log_view(0, t0 + 13.1, t0 + 605.0, "host_stall").cause == "restart"
+
+
+def test_one_daemons_runs_in_files_without_cuzk_daemons_own_lines_are_one_daemon() -> None:
+    """Logs that begin at `starting cuzk engine` (`RUST_LOG=cuzk_core=info`, the H200 captures
+    in tests/data): no listen address says another daemon, so a second file's start line is
+    a restart, as in one file. It was "these logs are of 2 cuzk daemons", no restart, and the
+    parser's lock attribution off for good."""
+    engine_only = [line for line in POREP if "cuzk_daemon" not in line]
+    later = [line.replace(T, "2026-05-12T17:00:") for line in engine_only]
+    said = _watched(_events({"a.log": engine_only, "b.log": later}))
+    assert [e.kind for e in said if e.kind.startswith("restart")] == ["restart", "restart_cost"]
+    assert not [e for e in said if e.kind == "warning"]
+    parser = LogParser(offline=True)
+    for path, lines in (("a.log", engine_only), ("b.log", later)):
+        for i, line in enumerate(lines):
+            parser.parse_line(line, path, i, 0.0)
+    assert parser.attributor.enabled
+
+
+def test_the_first_daemons_settings_are_not_the_post_daemons() -> None:
+    """A PoSt-only cuzk with its pipeline off beside a PoRep cuzk with it on: its start line
+    set `pipeline_enabled` false for all, and every gap of the PoRep daemon was advised
+    `[pipeline] enabled = true`. The settings advised on are the first daemon's."""
+    from gapwatch.cuzk.paths import PathsSeen
+
+    post = [line.replace("pipeline_enabled=true", "pipeline_enabled=false") for line in POST]
+    facts, seen = PipelineFacts(), PathsSeen()
+    for e in _events({"porep.log": POREP, "post.log": post}):
+        facts.feed(e)
+        seen.feed_log(e)
+    assert facts.view().pipeline_enabled is True
+    assert seen.result().pipeline_enabled is True
+
+
 def test_a_gap_over_the_second_daemons_start_is_not_a_restarts() -> None:
     facts = PipelineFacts()
     for e in _events({"porep.log": POREP, "post.log": POST}):

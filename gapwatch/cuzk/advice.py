@@ -50,6 +50,7 @@ from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
 from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    ONE_CALL,
     OVER_BUDGET_MARK,
     POREP_BATCH_FULL_BYTES,
     POREP_PARTITION_FULL_BYTES,
@@ -185,9 +186,11 @@ def _batched(g: Gap) -> bool:
 
 
 def kinds_in(g: Gap) -> set[str]:
-    """The monolithic job kinds a gap's evidence names (`<kind> job <id> ...`)."""
+    """The monolithic job kinds a gap's evidence names (`<kind> job <id> ...`, or a proof a
+    monolithic worker proved whole: `(<kind>) in one call`)."""
     text = " ".join(g.prover_evidence)
-    return {k for k in (*BATCH_KINDS, *POST_KINDS) if f"{k} job" in text}
+    return {k for k in (*BATCH_KINDS, *POST_KINDS)
+            if f"{k} job" in text or f"({k}) {ONE_CALL}" in text}
 
 
 #: The stalls whose gaps may be a first wave's, though `stall_of` did not call them one (their
@@ -692,7 +695,14 @@ def _for_copies_not_overlapped(gaps: StallGaps, pipeline: PipelineView) -> _Foun
 
 def _for_monolithic(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     if pipeline.pipeline_enabled is False:
-        return _pipeline_off("monolithic", pipeline)
+        found = _pipeline_off("monolithic", pipeline)
+        if gaps.kinds and gaps.kinds <= set(POST_KINDS):
+            # Gaps in PoSt alone: with the pipeline on a PoSt is synthesised then proved too.
+            return found[0], True, (
+                "a PoSt is synthesised, then proved, with the pipeline on too (pipeline.rs:"
+                "3015, 3210): turning it on closes these gaps only where other work waits for "
+                "the GPU meanwhile"), found[3]
+        return found
     batched = gaps.batched
     if batched:
         return ([batch_setting(gaps.kinds)], False, "",

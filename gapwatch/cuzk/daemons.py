@@ -17,23 +17,24 @@ server listening addr=ADDR` (main.rs:133) names the `/status` address `--cuzk-st
 
 The rule: the first file (`LogEvent.stream`; "" is a file not known, never another daemon's)
 to show a start line is the first daemon's, and so is every file that shows none (cuzk's
-stderr given apart from its stdout, a rotated piece that continues a run). A second file that
-shows a start line of its own is another daemon's, not a restart of the first: told by a
-different listen address where both were read (`configuration loaded`), else by the file
-alone. Read as one daemon, the second daemon's start was said as a restart of the first
-("killed or crashed"), the first's PoSt in flight said lost in it, its GPU queue and pool
-reset, its TIMELINE lines placed by the other's start line. A file whose start line shows the
-listen address of a daemon already known is that daemon's (a log cut into one file per run):
-its start line is that daemon's restart.
+stderr given apart from its stdout, a rotated piece that continues a run). A second file is
+another daemon's only where its `configuration loaded listen=` (the line after its `cuzk-daemon
+starting`, which is held until that line is read: `_decide`) names an address no daemon known
+has, every known daemon's read: two daemons of a box cannot bind one address. Read as one
+daemon, the second daemon's start was said as a restart of the first ("killed or crashed"), the
+first's PoSt in flight said lost in it, its GPU queue and pool reset, its TIMELINE lines placed
+by the other's start line. A file that shows a known daemon's address is that daemon's, and one
+that shows none (a log that begins at `starting cuzk engine`: `RUST_LOG=cuzk_core=info`, the
+H200 captures in tests/data) the first's: its start line is a restart, as in one file (a file
+alone was once taken for a daemon, and one daemon's restart into a new file was no restart).
 
 A `/status` snapshot is the daemon's whose `status HTTP server listening` has its port, a
 process on a GPU the daemon's whose lines named that GPU (`of_status`, `of_process`).
 
 Not told apart (said in docs/post.md): two daemons' lines in one stream (`journalctl -u a -u b`,
-one file for both), and files followed from their end before a start line is read (every file
-is the first daemon's until one shows a start line, which takes the first daemon: the first
-restart so read is said of both). Bounded: at most `MAX_DAEMONS` daemons and `MAX_STREAMS`
-files remembered.
+one file for both), and files whose `configuration loaded` lines were not read (followed from
+their end, or a log without cuzk-daemon's own lines): one daemon, as before. Bounded: at most
+`MAX_DAEMONS` daemons and `MAX_STREAMS` files remembered.
 """
 
 from __future__ import annotations
@@ -84,19 +85,41 @@ class Daemons:
         self.daemons: list[Daemon] = []
         #: Files that showed a start line -> their daemon.
         self._own: dict[str, int] = {}
-        #: The newest daemon, until its file shows a line past its daemon's first two (its
-        #: listen address read: `_learn` may still find it another's), then said (`note`).
+        #: The newest daemon, until its file shows a line past its listen address, then said
+        #: (`note`).
         self._unsaid: int | None = None
+        #: A file's `cuzk-daemon starting`, read while a daemon was known and the file was
+        #: none's yet: held until the file's next line tells whose (`_decide`): its listen
+        #: address another daemon's, or not. Fed to a restart watch at once, a second
+        #: daemon's start was a restart of the first; routed to a new daemon at once, one
+        #: daemon's restart into a new file was no restart (its start line lost to a watch
+        #: dropped a line later).
+        self._held: dict[str, LogEvent] = {}
+        #: The line the latest `of_log` held (its consumers feed it nothing now), and the held
+        #: lines it let go, to be fed before it, to its daemon (`PerDaemon.feed`).
+        self.holding = False
+        self.released: list[LogEvent] = []
 
     @property
     def several(self) -> bool:
         return len(self.daemons) > 1
+
+    def resume_state(self) -> tuple[object, ...]:
+        """A copy of what it holds, comparable with `==` (`LogParser.resume_state`)."""
+        return ([(d.stream, d.started_s, d.listen, d.status_addr, sorted(d.gpus))
+                 for d in self.daemons], list(self._own.items()), list(self._held.items()),
+                self._unsaid)
 
     def of_log(self, ev: LogEvent) -> tuple[int, bool]:
         """The daemon `ev` is of, and whether its line showed a new one (the second daemon's
         first start line: `note` says it). Every log event passes here (the watcher's ~3 µs
         an event was 5 with this in plain steps): a line that is no tracing line only looks
         its file up, and learns its GPU."""
+        self.holding = False
+        if self.released:
+            self.released = []
+        if self._held and ev.stream in self._held:
+            self._decide(ev)
         if ev.kind == "tracing":
             return self._tracing(ev)
         own = self._own
@@ -112,8 +135,10 @@ class Daemons:
     def _tracing(self, ev: LogEvent) -> tuple[int, bool]:
         stream, name = ev.stream, ev.name
         if name == DAEMON_STARTING:
-            # Its daemon is not said yet: its listen address, the next line, may make it a
-            # daemon already known (`_learn`).
+            if self.daemons and stream and stream not in self._own:
+                keep_latest(self._held, stream, ev, MAX_STREAMS)  # whose: its next line
+                self.holding = True
+                return 0, False
             return self._start(stream, ev.t_wall_s), False
         if name.startswith(ANCHOR_MESSAGE):
             d = self._start(stream, ev.t_wall_s)
@@ -187,28 +212,44 @@ class Daemons:
             self.daemons.append(Daemon(stream, t_s))
             keep_latest(self._own, stream, 0, MAX_STREAMS)
             return 0
+        # A file's start line, no listen address of its own read to tell it another daemon's
+        # (`_decide`): the same daemon's (a log cut into one file a run; a log without
+        # cuzk-daemon's own lines, `RUST_LOG=cuzk_core=info`), restarted, as one file reads.
+        keep_latest(self._own, stream, 0, MAX_STREAMS)
+        return 0
+
+    def _decide(self, ev: LogEvent) -> None:
+        """Whose file holds the `cuzk-daemon starting` held for `ev.stream`, told at its next
+        line: a new daemon's where that line is `configuration loaded` with a listen address
+        no daemon known has, every known daemon's address read (two daemons of a box cannot
+        bind one); that daemon's where one has it; else the first's. The held line is let
+        go (`released`), to be fed first."""
+        held = self._held.pop(ev.stream)
+        d = 0
+        listen = _text(ev.fields.get("listen")) if (
+            ev.kind == "tracing" and ev.name == CONFIGURATION_LOADED) else None
+        if listen is not None:
+            same = next((i for i, o in enumerate(self.daemons) if o.listen == listen), None)
+            if same is not None:
+                d = same
+            elif all(o.listen is not None for o in self.daemons):
+                d = self._new_daemon(ev.stream, held.t_wall_s)
+        keep_latest(self._own, ev.stream, d, MAX_STREAMS)
+        self.released = [held]
+
+    def _new_daemon(self, stream: str, t_s: float) -> int:
+        """Another daemon, its file `stream` (the last one's past `MAX_DAEMONS`)."""
         if len(self.daemons) >= MAX_DAEMONS:
             return MAX_DAEMONS - 1
         self.daemons.append(Daemon(stream, t_s))
         d = self._unsaid = len(self.daemons) - 1
-        keep_latest(self._own, stream, d, MAX_STREAMS)
         return d
 
     def _learn(self, d: int, ev: LogEvent) -> None:
-        """Its addresses from its own lines; a listen address another daemon already showed
-        makes this file that daemon's (one daemon's runs in files of their own)."""
+        """Daemon `d`'s addresses from its own lines (the first listen address it shows)."""
         if ev.name == CONFIGURATION_LOADED:
             listen = _text(ev.fields.get("listen"))
-            if listen is None:
-                return
-            same = next((i for i, other in enumerate(self.daemons)
-                         if i != d and other.listen == listen), None)
-            if same is not None and d == self._unsaid:
-                self.daemons.pop()  # made by this file's start line a moment ago
-                self._unsaid = None
-                keep_latest(self._own, ev.stream, same, MAX_STREAMS)
-                return
-            if d < len(self.daemons):
+            if listen is not None and d < len(self.daemons) and self.daemons[d].listen is None:
                 self.daemons[d].listen = listen
         elif ev.name == STATUS_LISTENING and d < len(self.daemons):
             self.daemons[d].status_addr = _text(ev.fields.get("addr"))
@@ -219,9 +260,9 @@ class Daemons:
         newest = self.daemons[-1]
         which = "; ".join(_daemon_words(d, flag) for d in self.daemons)
         message = fmt.visible(
-            f"these logs are of {len(self.daemons)} cuzk daemons, not one: {which}. Each "
-            "file that shows a start line of its own is its own daemon's (a start line in "
-            "another daemon's file is no restart of this one); the files that show none are "
+            f"these logs are of {len(self.daemons)} cuzk daemons, not one: {which}. A file "
+            "whose 'configuration loaded' names a listen address of its own is its own "
+            "daemon's (its start line is no restart of another); the files that show none are "
             "the first daemon's. Each daemon's PoSt, restarts, GPU queue and pinned pool are "
             "followed apart (a PoSt-only cuzk: docs/post.md, 'Two daemons')")
         return ProverEvent(t_wall_s=newest.started_s, kind="warning", level="warning",
@@ -284,32 +325,24 @@ class RestartsByDaemon:
 
     def __init__(self) -> None:
         self._by = PerDaemon(RestartWatch)
-        #: The latest line fed is the first `starting cuzk engine` of a daemon other than the
-        #: first: another daemon starting, no restart of this one (`_first_start_of_another`).
-        self.new_daemon = False
-        #: The daemons whose `starting cuzk engine` was read (at most `MAX_DAEMONS`).
-        self._engines: set[int] = set()
 
     @property
     def first(self) -> RestartWatch:
         """The first daemon's (the only one's, where the logs are of one daemon)."""
         return self._by.first
 
+    def of_another(self, stream: str) -> bool:
+        """Whether the lines of `stream` are of a daemon other than the first."""
+        router = self._by.router
+        return router.several and router.of_stream(stream) != 0
+
     def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
         watch, _new = self._by.of_log(ev)
-        self.new_daemon = self._first_start_of_another(ev)
-        return watch.feed_log(ev)
-
-    def _first_start_of_another(self, ev: LogEvent) -> bool:
-        """`ev` is the first `starting cuzk engine` of a daemon other than the first. (The
-        daemon is told at a line before it, cuzk's budget lines coming between, engine.rs:
-        1198-1244: `Daemons.of_log`'s new daemon is not this line's.)"""
-        if ev.kind != "tracing" or not ev.name.startswith(ANCHOR_MESSAGE):
-            return False
-        d = self._by.router.of_stream(ev.stream)
-        first = d not in self._engines
-        self._engines.add(d)
-        return first and d > 0
+        router = self._by.router
+        if router.holding:  # whose start line this is, its file's next line tells
+            return []
+        out = [e for held in router.released for e in watch.feed_log(held)]
+        return out + watch.feed_log(ev)
 
     def feed_status(self, st: ProverStatus) -> list[ProverEvent]:
         d = self._by.router.of_status(st)

@@ -48,6 +48,7 @@ from gapwatch.cuzk.advice import (
     batch_setting,
     pipeline_off_evidence,
 )
+from gapwatch.cuzk.daemons import CONFIGURATION_LOADED, DAEMON_STARTING, Daemons
 from gapwatch.cuzk.first_wave import (
     FirstWave,
     WavesByDaemon,
@@ -83,6 +84,13 @@ HOT_PATH_FIELDS = ("status_ms", "fail_check_ms", "mark_busy_ms")
 Setting = tuple[str, str, str, str]
 #: (settings, guess, guess_why, evidence), or the reason no setting applies.
 Found = tuple[list[Setting], bool, str, list[str]]
+
+
+#: The lines that tell which daemon a file is of (`gapwatch.cuzk.daemons.Daemons`).
+_DAEMON_LINES = frozenset((DAEMON_STARTING, CONFIGURATION_LOADED, ANCHOR_MESSAGE))
+#: The lines that say a run's settings, read of the first daemon only.
+_RUN_SETTINGS = frozenset((ANCHOR_MESSAGE, DISPATCHER_MESSAGE, MONOLITHIC_PROCESSING_MESSAGE,
+                           PROCESSING_BATCH_MESSAGE))
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +139,9 @@ class PathsSeen:
         self.pipeline_info = 0
         self.pipeline_enabled: bool | None = None
         self.pipeline_off_by_workers = False
+        #: Which daemon each file is of (`gapwatch.cuzk.daemons`): the settings read are the
+        #: first daemon's, as `PipelineFacts` reads them.
+        self._daemons = Daemons()
         self.max_batch_size: int | None = None
         self.max_batch_wait_ms: int | None = None
         self.timeout_flushes = 0
@@ -169,6 +180,11 @@ class PathsSeen:
 
     def _tracing(self, ev: LogEvent) -> None:
         name, f = ev.name, ev.fields
+        if name in _DAEMON_LINES:
+            self._daemons.of_log(ev)
+        if name in _RUN_SETTINGS and self._daemons.several \
+                and self._daemons.of_stream(ev.stream) != 0:
+            return  # another daemon's (a PoSt-only cuzk): the first's settings are advised on
         if name == ANCHOR_MESSAGE:
             self.starts += 1
             enabled = f.get("pipeline_enabled")

@@ -137,6 +137,13 @@ _TRACING_MESSAGES = frozenset((
     PACER_ENABLED, PACER_STATUS, BUDGET_WAIT, BUDGET_OVER, BUDGET_ACQUIRED, SRS_LOADING_MESSAGE,
     SRS_LOADED_MESSAGE, SRS_EVICTED_MESSAGE, DISPATCHER_MESSAGE, PROCESSING_BATCH_MESSAGE,
     MONOLITHIC_PROCESSING_MESSAGE, MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES))
+#: How a gap's evidence names a proof a monolithic worker proved whole (`(<kind>) in one call`,
+#: `PipelineFacts._one_call_view`; `gapwatch.cuzk.advice.kinds_in` reads the kind back).
+ONE_CALL = "in one call"
+#: The lines that set what a run of cuzk is (its settings): read of the first daemon only,
+#: where the logs are of several (`gapwatch.cuzk.daemons`).
+_RUN_SETTINGS = frozenset((STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, ANCHOR_MESSAGE,
+                           PACER_ENABLED, DISPATCHER_MESSAGE))
 #: A monolithic worker's lines that end its job (engine.rs:3455-3475): it is free again.
 _MONOLITHIC_ENDS = frozenset((MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES))
 #: A monolithic worker's lines `PipelineFacts._monolithic_worker` reads (in its span).
@@ -635,6 +642,11 @@ class PipelineFacts(_Limits):
             self._info_read = True
         if msg not in _TRACING_MESSAGES and not msg.startswith(_POOL_PREFIXES):
             return  # most lines (a partition's synthesis, its GPU timing): one look, not 15
+        if msg in _RUN_SETTINGS and self.restarts.of_another(ev.stream):
+            # Another daemon's settings (a PoSt-only cuzk beside this one): the view, the
+            # advice and the rules below read the first daemon's (docs/post.md, "Two daemons");
+            # its start, or restart, leaves the first's work in flight as it is.
+            return
         if msg.startswith(_POOL_PREFIXES) or msg == POOL_INITIALIZED:
             self._pool(msg, f, t)
         elif msg == STARTING_PIPELINE:
@@ -646,10 +658,7 @@ class PipelineFacts(_Limits):
             self.budget_total_bytes = gib * GIB if gib is not None else None
             self._budget_total(t, gib)
         elif msg == ANCHOR_MESSAGE:
-            # Another daemon's start (a PoSt-only cuzk beside this one: `gapwatch.cuzk.
-            # daemons`) leaves this one's work in flight as it is.
-            if not self.restarts.new_daemon:
-                self._new_run()
+            self._new_run()
             enabled = f.get("pipeline_enabled")
             self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
             self.pipeline_off_by_workers = False
@@ -688,6 +697,8 @@ class PipelineFacts(_Limits):
         this run's start line said it on, the line is not this run's and is passed over."""
         if self.pipeline_enabled is True or ev.fields.get("spans") != MONOLITHIC_SPAN:
             return
+        if self.restarts.of_another(ev.stream):
+            return  # another daemon's pipeline off says nothing of the first's
         if self.pipeline_enabled is None:
             self.pipeline_enabled, self.pipeline_off_by_workers = False, True
         job, t = ev.job_id, ev.t_wall_s
@@ -1066,10 +1077,10 @@ class PipelineFacts(_Limits):
             where += f" of GPU {mono.gpu}"
         started = _hms(mono.pickup_s) if mono.pickup_s is not None else "?"
         return LogView("monolithic", [
-            f"cuzk's monolithic {where} was proving {mono.job} ({mono.kind}) in one call "
+            f"cuzk's monolithic {where} was proving {mono.job} ({mono.kind}) {ONE_CALL} "
             f"during the gap ('processing job (monolithic)' at {started}, engine.rs:3397): "
             "synthesis then GPU, nothing overlapping (engine.rs:3422-3440); /status lists no "
-            "job with the pipeline off (engine.rs:3400-3405)"], f"{mono.kind} in one call")
+            "job with the pipeline off (engine.rs:3400-3405)"], f"{mono.kind} {ONE_CALL}")
 
     def _over_budget_view(self, over: OverBudget) -> LogView:
         """A request over the whole budget, as a gap's cause; where nothing read could show a

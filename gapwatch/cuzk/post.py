@@ -1277,8 +1277,9 @@ POST_ONLY_DAEMON = (
     "a PoSt-only cuzk on its own GPU ([gpus] devices, its own [daemon] listen and "
     "status_listen) removes the wait; watch it with one gapwatch per daemon (`gapwatch watch "
     "--gpus N --log its.log --cuzk-status http://its-status-addr/status`), or give both "
-    "daemons' logs to one (`--log porep.log --log post.log`: each file that shows a start line "
-    "of its own is its own daemon's, docs/post.md 'Two daemons')")
+    "daemons' logs to one (`--log porep.log --log post.log` from their start: a file whose "
+    "'configuration loaded' shows a listen address of its own is its own daemon's, docs/post.md "
+    "'Two daemons')")
 
 
 def _pipeline_off_words() -> str:

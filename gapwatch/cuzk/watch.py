@@ -97,12 +97,17 @@ class CuzkWatch:
     def _log(self, ev: LogEvent) -> list[ProverEvent]:
         """`ev` to its daemon's watcher; the daemons said once the second shows."""
         daemons = self.daemons
-        d, new = daemons.router.of_log(ev)
+        router = daemons.router
+        d, new = router.of_log(ev)
+        if router.holding:  # a file's start line: whose, its next line tells (`Daemons`)
+            return []
         watches = daemons.each
-        # A daemon new, or found another's (`PerDaemon.of_log_again`): rare.
-        told = max(1, len(daemons.router.daemons))
+        # A daemon new (`PerDaemon.of_log_again`): rare.
+        told = max(1, len(router.daemons))
         daemon = watches[d] if d < len(watches) <= told else daemons.of_log_again(d)
-        out = daemon.feed_log(ev)
+        out = [e for held in router.released for e in daemon.feed_log(held)] \
+            if router.released else []
+        out += daemon.feed_log(ev)
         if new:
             out.insert(0, daemons.router.note())
         return out

@@ -30,6 +30,7 @@ from typing import Any
 
 from gapwatch.core import fmt
 from gapwatch.core.models import STATE_SEVERITY
+from gapwatch.cuzk.why_now import NO_CAUSE  # the setting a box exports when none closes its cause
 from gapwatch.fleet.client import PromClient, PromError, Series
 from gapwatch.fleet.queries import QUERIES, Query, render
 from gapwatch.fleet.targets import failure_of, parse_selector, scrape_failures
@@ -472,8 +473,6 @@ def cells(r: FleetRow) -> tuple[str, ...]:
             fmt.visible(cause))
 
 
-#: The setting a box exports when no setting closes its cause (`gapwatch.cuzk.why_now`).
-NO_SETTING = "none"
 
 
 def _gain_cell(r: FleetRow) -> str:
@@ -482,6 +481,6 @@ def _gain_cell(r: FleetRow) -> str:
     box exports its cause's payoff whatever the cause, and `none 1.5x` (a first wave, PoSt)
     read as a gain waiting on a change that does not exist, ranking that box among those to
     fix first."""
-    if r.payoff_gain is None or not r.setting or r.setting == NO_SETTING:
+    if r.payoff_gain is None or not r.setting or r.setting == NO_CAUSE:
         return "-"
     return f"{r.payoff_gain:.1f}x"

@@ -53,6 +53,7 @@ from gapwatch.core.models import READ_TIMES, FieldValue, LogEvent, TimeSource
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import int_field
 from gapwatch.cuzk import log_lines, panics
+from gapwatch.cuzk.daemons import CONFIGURATION_LOADED, DAEMON_STARTING, Daemons
 from gapwatch.cuzk.engine_runs import RunsApart, StartLines
 from gapwatch.cuzk.log_lines import PARTITION_KIND
 from gapwatch.cuzk.pipeline import PACER_TEXT_NUMBERS, numeric_text_fields
@@ -169,6 +170,10 @@ def _tracing_fields(line: TracingLine) -> dict[str, FieldValue]:
     return fields
 
 
+#: The lines that tell which daemon a stream is of (`gapwatch.cuzk.daemons.Daemons`).
+_DAEMON_LINES = frozenset((DAEMON_STARTING, CONFIGURATION_LOADED))
+
+
 class LogParser:
     """Stateful line parser. `parse_line` never raises on any input text."""
 
@@ -212,8 +217,9 @@ class LogParser:
         #: `gapwatch.cuzk.daemons`: followed live, the one anchor was the latest start line of
         #: either daemon). A stream with none (cuzk's stderr apart) takes `anchor_wall_s`.
         self._own_anchors: dict[str, float] = {}
-        #: The first stream that showed its own start line (the first daemon's).
-        self._first_own: str | None = None
+        #: Which daemon each stream's lines are of (`gapwatch.cuzk.daemons`: another only where
+        #: its listen address says so), for the worker maps below.
+        self._daemons = Daemons()
         #: The `starting cuzk engine` lines read (their times), kept only where a file read
         #: apart will need them (`keep_start_lines`): None, so that a log's split parse
         #: (`gapwatch.offline.log_split`, one file) compares no list its halves read apart.
@@ -334,7 +340,7 @@ class LogParser:
                 None if self.runs_apart is None else self.runs_apart.resume_state(),
                 list(self._worker_gpu.items()),
                 list(self._worker_job.items()), list(self._part_gpu.items()),
-                self._first_own, self._maps_key,
+                self._daemons.resume_state(), self._maps_key,
                 [(k, list(g.items()), list(j.items()), list(p.items()))
                  for k, (g, j, p) in self._maps_of.items()],
                 self._rules.resume_state(), self.attributor.resume_state())
@@ -442,7 +448,7 @@ class LogParser:
         line = log_lines.parse_timeline(text)
         if line is None:
             return None
-        if len(self._own_anchors) > 1:
+        if self._daemons.several:
             self._daemon_maps(stream)
         source: TimeSource
         anchor = self._own_anchors.get(stream, self.anchor_wall_s) if self._own_anchors \
@@ -494,7 +500,8 @@ class LogParser:
         """The worker and partition maps of the daemon whose lines `stream` holds made the
         ones in use (`_maps_key`). A second daemon's switches lock attribution off: its C++
         lines on its own stderr interleave with the first's as they arrive."""
-        key = stream if stream in self._own_anchors and stream != self._first_own else ""
+        d = self._daemons.of_stream(stream)
+        key = f"daemon {d}" if d else ""
         if key == self._maps_key:
             return
         maps = self._maps_of
@@ -574,7 +581,7 @@ class LogParser:
         line = parse_tracing(text)
         if line is None:
             return None
-        if len(self._own_anchors) > 1:
+        if self._daemons.several:
             self._daemon_maps(stream)
         fields = _tracing_fields(line)
         message = line.message.rstrip()
@@ -604,13 +611,15 @@ class LogParser:
         """What a tracing line tells the parser's state: the TIMELINE anchor (cuzk's start line,
         which also forgets the worker -> GPU maps of the run before), and whether lock
         attribution can hold (it cannot with several GPUs)."""
+        if message in _DAEMON_LINES or message.startswith(log_lines.ANCHOR_MESSAGE):
+            self._daemons.of_log(LogEvent(t_wall_s, "line", "tracing", message, "", stream,
+                                          fields=fields))
         if message.startswith(log_lines.ANCHOR_MESSAGE):
             self.anchor_wall_s = t_wall_s
             self.anchor_source = "log"
             keep_latest(self._own_anchors, stream, t_wall_s, MAX_OWN_ANCHORS)
-            if self._first_own is None:
-                self._first_own = stream
-            self._daemon_maps(stream)  # the maps its start clears are its own daemon's
+            if self._daemons.several:
+                self._daemon_maps(stream)  # the maps its start clears are its own daemon's
             if self.start_lines is not None and not self._apart:
                 self.start_lines.add(t_wall_s)
             self._worker_gpu.clear()

@@ -367,6 +367,21 @@ def test_a_gap_cuzks_batch_collector_held_a_request_through_is_a_batch_wait() ->
                for e in size.evidence)
 
 
+def test_a_batch_sent_late_for_want_of_a_synthesis_slot_was_held_only_its_wait() -> None:
+    """The request came at 14:00:00 and max_batch_wait_ms=10000 ran out at 14:00:10; its
+    `processing batch` is written once a synthesis slot is free (engine.rs:1941, 2154), here
+    at 14:00:20. The gap from 14:00:10 waited on synthesis, not on the batch: the hold was
+    taken as the 10 s before the line, and the gap said `batch_wait`, max_batch_size = 1
+    for sure."""
+    late = [line("synthesis dispatcher started (budget-gated)", 0.1, max_batch_size=2,
+                 max_batch_wait_ms=10000),
+            line("job enqueued", 0.2, proof_kind="porep-c2"),
+            line("processing batch", 20.0, batch_size=1).replace(
+                " INFO cuzk_core", " INFO synth_timeout_flush{batch_size=1}: cuzk_core"),
+            *NEXT_REQUEST]
+    assert _gap_seen(late).cause != "batch_wait"
+
+
 def test_no_work_names_curios_max_pending() -> None:
     facts = facts_of([ENGINE])
     (a,) = advise([_gap(cause="no_work")], PipelineView(),

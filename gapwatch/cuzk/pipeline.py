@@ -63,6 +63,7 @@ from gapwatch.cuzk.first_wave import FirstWave, WavesByDaemon
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     DISPATCHER_MESSAGE,
+    JOB_ENQUEUED_MESSAGE,
     MONOLITHIC_COMPLETED_MESSAGE,
     MONOLITHIC_FAILED_MESSAGES,
     MONOLITHIC_PROCESSING_MESSAGE,
@@ -136,7 +137,8 @@ _TRACING_MESSAGES = frozenset((
     POOL_INITIALIZED, STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, ANCHOR_MESSAGE,
     PACER_ENABLED, PACER_STATUS, BUDGET_WAIT, BUDGET_OVER, BUDGET_ACQUIRED, SRS_LOADING_MESSAGE,
     SRS_LOADED_MESSAGE, SRS_EVICTED_MESSAGE, DISPATCHER_MESSAGE, PROCESSING_BATCH_MESSAGE,
-    MONOLITHIC_PROCESSING_MESSAGE, MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES))
+    MONOLITHIC_PROCESSING_MESSAGE, MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES,
+    JOB_ENQUEUED_MESSAGE))
 #: How a gap's evidence names a proof a monolithic worker proved whole (`(<kind>) in one call`,
 #: `PipelineFacts._one_call_view`; `gapwatch.cuzk.advice.kinds_in` reads the kind back).
 ONE_CALL = "in one call"
@@ -144,6 +146,8 @@ ONE_CALL = "in one call"
 #: where the logs are of several (`gapwatch.cuzk.daemons`).
 _RUN_SETTINGS = frozenset((STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, ANCHOR_MESSAGE,
                            PACER_ENABLED, DISPATCHER_MESSAGE))
+#: The proof kinds cuzk's batch collector holds (PoRep and SnapDeals; PoSt is never batched).
+_BATCHED_KINDS = frozenset(BATCH_BYTES_BY_KIND)
 #: A monolithic worker's lines that end its job (engine.rs:3455-3475): it is free again.
 _MONOLITHIC_ENDS = frozenset((MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES))
 #: A monolithic worker's lines `PipelineFacts._monolithic_worker` reads (in its span).
@@ -519,6 +523,9 @@ class PipelineFacts(_Limits):
         #: cuzk's batch collector held a request (`batch_held_s`).
         self.batch_wait_ms: int | None = None
         self.batch_holds: deque[tuple[float, float]] = deque(maxlen=HISTORY)
+        #: The first PoRep or SnapDeals request's `job enqueued` since the latest batch was
+        #: sent: where a held request's wait began (`_batch_sent`).
+        self._batch_first_s: float | None = None
         #: The restarts (`gapwatch.cuzk.restarts`): the gaps that span one are its.
         self.restarts = RestartsByDaemon()
         #: Count and size fields that were none (`synth_worker_count=-5`): dropped (None,
@@ -558,6 +565,7 @@ class PipelineFacts(_Limits):
         self._srs_empty_since.clear()
         self.over_budget = None  # the blocked request died with the old process
         self.batch_wait_ms = None  # the new run's dispatcher line says its own
+        self._batch_first_s = None
         self.runs += 1
 
     def _restarted(self, events: list[ProverEvent]) -> None:
@@ -686,6 +694,9 @@ class PipelineFacts(_Limits):
             self.batch_wait_ms = self._count(f, "max_batch_wait_ms")
         elif msg == PROCESSING_BATCH_MESSAGE:
             self._batch_sent(t, f)
+        elif msg == JOB_ENQUEUED_MESSAGE:
+            if self._batch_first_s is None and f.get("proof_kind") in _BATCHED_KINDS:
+                self._batch_first_s = t
         elif msg in _MONOLITHIC_LINES:
             self._monolithic_worker(ev)
 
@@ -724,11 +735,17 @@ class PipelineFacts(_Limits):
         """A batch sent to synthesis at `t_s`: in span `synth_timeout_flush` it is sent because
         `max_batch_wait_ms` ran out on its first request (batch_collector.rs:145-156, checked
         when the timer set to that wait fires, engine.rs:1984-2012), so cuzk held that request
-        from the wait before until now, listing it nowhere in /status."""
+        for that wait, listing it nowhere in /status: from its `job enqueued` where read, else
+        from the wait before the line. Not up to the line: with `synthesis_concurrency` > 1 it
+        is written once a synthesis slot is free (engine.rs:1941, 2154), and a wait for a slot
+        is the GPU waiting on synthesis, not on the batch."""
+        first_s, self._batch_first_s = self._batch_first_s, None
         wait_ms = self.batch_wait_ms
         if wait_ms is None or wait_ms <= 0 or TIMEOUT_FLUSH_SPAN not in str(f.get("spans", "")):
             return
-        self.batch_holds.append((t_s - wait_ms / 1000, t_s))
+        wait_s = wait_ms / 1000
+        start_s = first_s if first_s is not None and first_s <= t_s else t_s - wait_s
+        self.batch_holds.append((start_s, min(start_s + wait_s, t_s)))
 
     def _budget_line(self, ev: LogEvent) -> None:
         """A line of memory.rs's acquire: its WARN over the whole budget, a wait, a grant."""

@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from typing import Protocol, TypeVar
 
 from gapwatch.config import Config
-from gapwatch.core.models import LogEvent
+from gapwatch.core.models import LogEvent, ProverEvent
+from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.files import log_file_events
 from gapwatch.logs.parse import LogParser
 
@@ -45,3 +46,12 @@ def fed(consumer: F, lines: Iterable[str]) -> F:
     for ev in events_of_lines(lines):
         consumer.feed(ev)
     return consumer
+
+
+def watched_events(events: Iterable[LogEvent]) -> list[ProverEvent]:
+    """What one `CuzkWatch` says of `events`, fed in order, and at their end."""
+    watch = CuzkWatch()
+    out: list[ProverEvent] = []
+    for e in events:
+        out += watch.feed(e)
+    return out + watch.finish()

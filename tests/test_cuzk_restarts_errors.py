@@ -9,19 +9,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from parsed_logs import events_of_lines
+from parsed_logs import events_of_lines, watched_events
 
 from gapwatch.commands.parse import format_timeline
 from gapwatch.core.evidence_types import NO_COPIES, NO_HOST
 from gapwatch.core.explain import Evidence, GapFacts, hint_of
-from gapwatch.core.models import Gap, LogEvent, ProcessMemory, ProverEvent, ProverStatus
+from gapwatch.core.models import Gap, LogEvent, ProcessMemory, ProverStatus
 from gapwatch.core.prover import ProverView
 from gapwatch.cuzk.advice import advise
 from gapwatch.cuzk.partitions import derive_timeline
 from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.prover import CuzkProver, view_of
 from gapwatch.cuzk.restarts import RestartWatch
-from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.parse import LogParser
 
 DATA = Path(__file__).parent / "data" / "cuzk-upstream"
@@ -35,12 +34,7 @@ def events_of(name: str, offline: bool = True, arrival: float = 5000.0) -> list[
     return out + parser.flush()
 
 
-def watched(events: list[LogEvent]) -> list[ProverEvent]:
-    watch = CuzkWatch()
-    out: list[ProverEvent] = []
-    for e in events:
-        out += watch.feed(e)
-    return out + watch.finish()
+watched = watched_events
 
 
 def status(t: float, uptime: float) -> ProverStatus:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from faults import until
 from followed_logs import following
+from parsed_logs import watched_events
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
@@ -109,12 +110,7 @@ def _events(files: dict[str, list[str]]) -> list[LogEvent]:
     return sorted(out, key=lambda e: e.t_wall_s)
 
 
-def _watched(events: list[LogEvent]) -> list[ProverEvent]:
-    watch = CuzkWatch()
-    out: list[ProverEvent] = []
-    for e in events:
-        out += watch.feed(e)
-    return out + watch.finish()
+_watched = watched_events
 
 
 def _proofs(said: list[ProverEvent]) -> dict[str, str]:

@@ -1073,8 +1073,9 @@ class PipelineFacts(_Limits):
     def _batch_wait_view(self, start_s: float, end_s: float) -> LogView | None:
         """A gap cuzk's batch collector held a request through most of: the work was there,
         cuzk kept it waiting for company (`[scheduler] max_batch_size` > 1), which /status
-        shows as no work at all. Most, as the snapshots' majority decides a cause: the tail
-        after the flush (the request's synthesis) is part of the same wait."""
+        shows as no work at all. Most, as the snapshots' majority decides a cause: the held
+        stretch itself, not the synthesis after the flush (the GPU waiting on synthesis then,
+        which a gap mostly of that is)."""
         held_s, latest = self.batch_held_s(start_s, end_s)
         if latest is None or held_s * 2 < end_s - start_s:
             return None

@@ -447,6 +447,20 @@ def test_with_one_daemon_its_status_is_its_own_by_port_whatever_host_it_listens_
     assert [e.kind for e in said] == ["restart"]
 
 
+def test_one_daemon_polled_on_a_mapped_port_has_its_status_read_as_its_own() -> None:
+    """cuzk in a container listens on 9821, mapped to 19821 on the host, which gapwatch
+    polls: with one daemon and one address polled, the snapshots are that daemon's, and its
+    uptime going back is its restart (it was no daemon's: never a restart sign)."""
+    lines = [*POREP[:N_START], f"{T}00.040000Z  INFO cuzk_daemon: status HTTP server listening "
+                         "addr=0.0.0.0:9821"]
+    watch = CuzkWatch()
+    for ev in _events({"porep.log": lines}):
+        watch.feed(ev)
+    watch.feed(_status("127.0.0.1:19821", _t0() + 40.0, 40.0))
+    said = watch.feed(_status("127.0.0.1:19821", _t0() + 50.0, 2.0))
+    assert [e.kind for e in said] == ["restart"]
+
+
 def test_the_porep_daemons_first_wave_goes_on_past_the_post_daemons_start() -> None:
     """Both daemons start at boot, seconds apart: the PoRep daemon's first wave (syntheses
     begun before its capacity hint was cached, unpinned, pipeline.rs:270-275) is its own

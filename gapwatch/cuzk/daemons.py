@@ -99,6 +99,8 @@ class Daemons:
         #: lines it let go, to be fed before it, to its daemon (`PerDaemon.feed`).
         self.holding = False
         self.released: list[LogEvent] = []
+        #: The `/status` addresses polled (`ProverStatus.prover`), the first `MAX_DAEMONS`.
+        self._polled: set[str] = set()
 
     @property
     def several(self) -> bool:
@@ -169,14 +171,21 @@ class Daemons:
 
     def of_status(self, st: ProverStatus) -> int | None:
         """The daemon a `/status` snapshot is of: the one whose `status HTTP server listening
-        addr=` has the polled port (no two daemons of a box bind one), else, where no daemon
-        said another port, the first (None: another daemon's, not known among several; a
-        PoSt daemon's uptime going back was the PoRep daemon's restart)."""
+        addr=` has the polled port (no two daemons of a box bind one), else, where one daemon
+        is known and one address polled, or no daemon said another port, the first (None:
+        another daemon's, not known among several; a PoSt daemon's uptime going back was the
+        PoRep daemon's restart)."""
         port = _port(st.prover)
         said = [i for i, d in enumerate(self.daemons) if d.status_addr is not None]
         match = next((i for i in said if _port(self.daemons[i].status_addr) == port), None)
         if match is not None:
             return match
+        if len(self._polled) < MAX_DAEMONS:
+            self._polled.add(st.prover)
+        if not self.several and len(self._polled) == 1:
+            # One daemon, one address polled: its own, whatever port it says it listens on
+            # (a container's port mapped to another on the host).
+            return 0
         if self.several or said:
             return None
         return 0

@@ -436,28 +436,20 @@ def test_the_post_daemons_status_and_process_going_back_restart_only_it() -> Non
     assert [r.job_id for r in watch.running()] == ["winpost-1000-9f8e7d6c"]
 
 
-def test_with_one_daemon_its_status_is_its_own_by_port_whatever_host_it_listens_on() -> None:
+@pytest.mark.parametrize("polled", ["127.0.0.1:9821", "127.0.0.1:19821"])
+def test_one_daemons_status_is_its_own_whatever_host_or_mapped_port_it_is_polled_on(
+        polled: str) -> None:
+    """cuzk says it listens on 0.0.0.0:9821 and is polled on 127.0.0.1:9821, or, in a
+    container, on the host's 19821 mapped to it: with one daemon and one address polled the
+    snapshots are its own, and its uptime going back is its restart (on the mapped port it
+    was no daemon's: never a restart sign)."""
     lines = [*POREP[:N_START], f"{T}00.040000Z  INFO cuzk_daemon: status HTTP server listening "
                          "addr=0.0.0.0:9821"]
     watch = CuzkWatch()
     for ev in _events({"porep.log": lines}):
         watch.feed(ev)
-    watch.feed(_status("127.0.0.1:9821", _t0() + 40.0, 40.0))
-    said = watch.feed(_status("127.0.0.1:9821", _t0() + 50.0, 2.0))
-    assert [e.kind for e in said] == ["restart"]
-
-
-def test_one_daemon_polled_on_a_mapped_port_has_its_status_read_as_its_own() -> None:
-    """cuzk in a container listens on 9821, mapped to 19821 on the host, which gapwatch
-    polls: with one daemon and one address polled, the snapshots are that daemon's, and its
-    uptime going back is its restart (it was no daemon's: never a restart sign)."""
-    lines = [*POREP[:N_START], f"{T}00.040000Z  INFO cuzk_daemon: status HTTP server listening "
-                         "addr=0.0.0.0:9821"]
-    watch = CuzkWatch()
-    for ev in _events({"porep.log": lines}):
-        watch.feed(ev)
-    watch.feed(_status("127.0.0.1:19821", _t0() + 40.0, 40.0))
-    said = watch.feed(_status("127.0.0.1:19821", _t0() + 50.0, 2.0))
+    watch.feed(_status(polled, _t0() + 40.0, 40.0))
+    said = watch.feed(_status(polled, _t0() + 50.0, 2.0))
     assert [e.kind for e in said] == ["restart"]
 
 

@@ -46,15 +46,14 @@ from typing import Final, Generic, TypeVar
 from gapwatch.core import fmt
 from gapwatch.core.bounds import keep_latest
 from gapwatch.core.models import LogEvent, ProcessMemory, ProverEvent, ProverStatus
-from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
+from gapwatch.cuzk.log_lines import (
+    ANCHOR_MESSAGE,
+    CONFIGURATION_LOADED_MESSAGE,
+    DAEMON_STARTING_MESSAGE,
+    STATUS_LISTENING_MESSAGE,
+)
 from gapwatch.cuzk.restarts import RestartWatch, Spanned
 
-#: cuzk-daemon main.rs:63, the first line a daemon writes.
-DAEMON_STARTING: Final = "cuzk-daemon starting"
-#: main.rs:64 (`info!(listen = %config.daemon.listen, "configuration loaded")`).
-CONFIGURATION_LOADED: Final = "configuration loaded"
-#: main.rs:133 (`info!(addr = %status_listen, "status HTTP server listening")`).
-STATUS_LISTENING: Final = "status HTTP server listening"
 #: The daemons told apart (a file past them is the last one's: bounded for any input).
 MAX_DAEMONS: Final = 16
 #: Files remembered with the daemon they are of.
@@ -64,7 +63,8 @@ MAX_GPUS: Final = 64
 
 _T = TypeVar("_T")
 #: The lines that may tell a file another daemon's, or say its addresses (`Daemons._tracing`).
-_ROUTING_LINES = frozenset((DAEMON_STARTING, CONFIGURATION_LOADED, STATUS_LISTENING))
+_ROUTING_LINES = frozenset((DAEMON_STARTING_MESSAGE, CONFIGURATION_LOADED_MESSAGE,
+                            STATUS_LISTENING_MESSAGE))
 
 
 @dataclass(slots=True)
@@ -150,7 +150,7 @@ class Daemons:
 
     def _tracing(self, ev: LogEvent) -> tuple[int, bool]:
         stream, name = ev.stream, ev.name
-        if name == DAEMON_STARTING:
+        if name == DAEMON_STARTING_MESSAGE:
             if self.daemons and stream and stream not in self._own:
                 keep_latest(self._held, stream, ev, MAX_STREAMS)  # whose: its next line
                 self.holding = True
@@ -161,13 +161,13 @@ class Daemons:
         else:
             own = self._own
             d = own.get(stream, 0) if len(own) > 1 else 0
-            if (name == CONFIGURATION_LOADED or name == STATUS_LISTENING) and self.daemons:
+            if name in (CONFIGURATION_LOADED_MESSAGE, STATUS_LISTENING_MESSAGE) and self.daemons:
                 self._learn(d, ev)
                 d = self._own.get(stream, 0)
             gpu = ev.gpu
             if gpu is not None and d < len(self.daemons) and gpu not in self.daemons[d].gpus:
                 self._gpu(d, gpu)
-        if self._unsaid is not None and self._unsaid == d and name != CONFIGURATION_LOADED:
+        if self._unsaid is not None and self._unsaid == d and name != CONFIGURATION_LOADED_MESSAGE:
             self._unsaid = None
             return d, True
         return d, False
@@ -250,7 +250,7 @@ class Daemons:
         held = self._held.pop(ev.stream)
         d = 0
         listen = _text(ev.fields.get("listen")) if (
-            ev.kind == "tracing" and ev.name == CONFIGURATION_LOADED) else None
+            ev.kind == "tracing" and ev.name == CONFIGURATION_LOADED_MESSAGE) else None
         if listen is not None:
             same = next((i for i, o in enumerate(self.daemons) if o.listen == listen), None)
             if same is not None:
@@ -270,11 +270,11 @@ class Daemons:
 
     def _learn(self, d: int, ev: LogEvent) -> None:
         """Daemon `d`'s addresses from its own lines (the first listen address it shows)."""
-        if ev.name == CONFIGURATION_LOADED:
+        if ev.name == CONFIGURATION_LOADED_MESSAGE:
             listen = _text(ev.fields.get("listen"))
             if listen is not None and d < len(self.daemons) and self.daemons[d].listen is None:
                 self.daemons[d].listen = listen
-        elif ev.name == STATUS_LISTENING and d < len(self.daemons):
+        elif ev.name == STATUS_LISTENING_MESSAGE and d < len(self.daemons):
             self.daemons[d].status_addr = _text(ev.fields.get("addr"))
 
     def note(self, flag: str = "--log ") -> ProverEvent:
@@ -323,21 +323,12 @@ class PerDaemon(Generic[_T]):
             self.each.append(self.make())
         return self.each[d]
 
-    def of_log_again(self, d: int) -> _T:
-        """Daemon `d`'s `_T`, told by `router.of_log` (what `of_log` does after it)."""
-        each = self.each
-        if len(each) > len(self.router.daemons) > 0:
-            del each[len(self.router.daemons):]
-        return self.get(d)
-
     def of_log(self, ev: LogEvent) -> tuple[_T, bool]:
         """The `_T` of `ev`'s daemon, and whether its line showed a new daemon (`Daemons.
-        of_log`). A daemon found to be another's (`Daemons._learn`) loses what it was made."""
+        of_log`)."""
         d, new = self.router.of_log(ev)
         each = self.each
-        if d < len(each) <= max(1, len(self.router.daemons)):
-            return each[d], new  # its daemon known (all but a daemon's first line)
-        return self.of_log_again(d), new
+        return (each[d] if d < len(each) else self.get(d)), new
 
     @property
     def first(self) -> _T:

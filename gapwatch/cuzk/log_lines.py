@@ -50,6 +50,13 @@ WORKER_STARTED_MESSAGE = "pipeline GPU worker started"
 #: `job enqueued job_id proof_kind priority queue_position` (scheduler.rs:67-73, INFO): a request
 #: arrived (gRPC SubmitProof or Prove, engine.rs:3519-3554); every request passes there.
 JOB_ENQUEUED_MESSAGE = "job enqueued"
+#: cuzk-daemon main.rs:63, the first line a daemon writes.
+DAEMON_STARTING_MESSAGE = "cuzk-daemon starting"
+#: main.rs:64 (`info!(listen = %config.daemon.listen, "configuration loaded")`): its gRPC
+#: address, which no two daemons of a box share.
+CONFIGURATION_LOADED_MESSAGE = "configuration loaded"
+#: main.rs:133 (`info!(addr = %status_listen, "status HTTP server listening")`).
+STATUS_LISTENING_MESSAGE = "status HTTP server listening"
 #: `initializing GPU workers num_gpus=N ...` (engine.rs:1339): how many GPUs the daemon drives.
 INIT_WORKERS_MESSAGE = "initializing GPU workers"
 #: `[pipeline] enabled = false` (engine.rs:3362-3505): each GPU's one worker (1333-1337) takes a

@@ -39,9 +39,11 @@ from msgspec.structs import replace
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import count_field, int_field, is_bad_count
-from gapwatch.cuzk.daemons import CONFIGURATION_LOADED, DAEMON_STARTING, Daemons
+from gapwatch.cuzk.daemons import Daemons
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
+    CONFIGURATION_LOADED_MESSAGE,
+    DAEMON_STARTING_MESSAGE,
     INIT_WORKERS_MESSAGE,
     PARTITION_KIND,
     PROVE_START_MESSAGE,
@@ -125,8 +127,8 @@ _TIMELINE_NAMES = ("GPU_START", "GPU_END", "SYNTH_START", "SYNTH_END")
 _GPUS_SAID = (INIT_WORKERS_MESSAGE, WORKER_STARTED_MESSAGE)
 #: Tracing lines read whole: a lock's holder, the start lines and the listen address that
 #: tell a run and a daemon (`gapwatch.cuzk.daemons`).
-_TRACING_KEPT = frozenset((PROVE_START_MESSAGE, ANCHOR_MESSAGE, DAEMON_STARTING,
-                           CONFIGURATION_LOADED))
+_TRACING_KEPT = frozenset((PROVE_START_MESSAGE, ANCHOR_MESSAGE, DAEMON_STARTING_MESSAGE,
+                           CONFIGURATION_LOADED_MESSAGE))
 
 
 def timeline_event(e: LogEvent) -> LogEvent | None:

@@ -48,7 +48,7 @@ from gapwatch.cuzk.advice import (
     batch_setting,
     pipeline_off_evidence,
 )
-from gapwatch.cuzk.daemons import CONFIGURATION_LOADED, DAEMON_STARTING, Daemons
+from gapwatch.cuzk.daemons import Daemons
 from gapwatch.cuzk.first_wave import (
     FirstWave,
     WavesByDaemon,
@@ -59,6 +59,8 @@ from gapwatch.cuzk.first_wave import (
 )
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
+    CONFIGURATION_LOADED_MESSAGE,
+    DAEMON_STARTING_MESSAGE,
     DISPATCHER_MESSAGE,
     MONOLITHIC_PROCESSING_MESSAGE,
     MONOLITHIC_SPAN,
@@ -87,7 +89,7 @@ Found = tuple[list[Setting], bool, str, list[str]]
 
 
 #: The lines that tell which daemon a file is of (`gapwatch.cuzk.daemons.Daemons`).
-_DAEMON_LINES = frozenset((DAEMON_STARTING, CONFIGURATION_LOADED, ANCHOR_MESSAGE))
+_DAEMON_LINES = frozenset((DAEMON_STARTING_MESSAGE, CONFIGURATION_LOADED_MESSAGE, ANCHOR_MESSAGE))
 #: The lines that say a run's settings, read of the first daemon only.
 _RUN_SETTINGS = frozenset((ANCHOR_MESSAGE, DISPATCHER_MESSAGE, MONOLITHIC_PROCESSING_MESSAGE,
                            PROCESSING_BATCH_MESSAGE))

@@ -66,6 +66,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
+    DAEMON_STARTING_MESSAGE,
     JOB_ENQUEUED_MESSAGE,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
     POOL_ALLOCATED_MESSAGE,
@@ -74,7 +75,6 @@ from gapwatch.cuzk.log_lines import (
     WORKER_STARTED_MESSAGE,
 )
 
-DAEMON_STARTING = "cuzk-daemon starting"
 SIGINT = "received SIGINT, shutting down"
 #: `Engine::start` returned, its workers spawned (engine.rs:3511-3515).
 ENGINE_STARTED = "cuzk engine started"
@@ -82,7 +82,7 @@ ENGINE_STARTED = "cuzk engine started"
 DAEMON_READY = "cuzk-daemon ready"
 #: The lines a new run writes as it comes up (with its start lines): the latest read before its
 #: first job is when it was ready (`_ready_line`).
-READY_LINES = (DAEMON_STARTING, ANCHOR_MESSAGE, WORKER_STARTED_MESSAGE,
+READY_LINES = (DAEMON_STARTING_MESSAGE, ANCHOR_MESSAGE, WORKER_STARTED_MESSAGE,
                MONOLITHIC_WORKER_STARTED_MESSAGE, ENGINE_STARTED, DAEMON_READY)
 #: The restart cost's parts, by name.
 DOWN = "down"
@@ -489,7 +489,7 @@ class RestartWatch:
             return []
         out = []
         name = ev.name
-        if name in (DAEMON_STARTING, ANCHOR_MESSAGE):
+        if name in (DAEMON_STARTING_MESSAGE, ANCHOR_MESSAGE):
             out += self._sign(ev.t_wall_s, f"{START_LINE_SIGN} '{name}'")
             self._seen_run = True
         elif name == SIGINT:

@@ -102,9 +102,7 @@ class CuzkWatch:
         if router.holding:  # a file's start line: whose, its next line tells (`Daemons`)
             return []
         watches = daemons.each
-        # A daemon new (`PerDaemon.of_log_again`): rare.
-        told = max(1, len(router.daemons))
-        daemon = watches[d] if d < len(watches) <= told else daemons.of_log_again(d)
+        daemon = watches[d] if d < len(watches) else daemons.get(d)  # else: a daemon new
         out = [e for held in router.released for e in daemon.feed_log(held)] \
             if router.released else []
         out += daemon.feed_log(ev)

@@ -53,9 +53,13 @@ from gapwatch.core.models import READ_TIMES, FieldValue, LogEvent, TimeSource
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import int_field
 from gapwatch.cuzk import log_lines, panics
-from gapwatch.cuzk.daemons import CONFIGURATION_LOADED, DAEMON_STARTING, Daemons
+from gapwatch.cuzk.daemons import Daemons
 from gapwatch.cuzk.engine_runs import RunsApart, StartLines
-from gapwatch.cuzk.log_lines import PARTITION_KIND
+from gapwatch.cuzk.log_lines import (
+    CONFIGURATION_LOADED_MESSAGE,
+    DAEMON_STARTING_MESSAGE,
+    PARTITION_KIND,
+)
 from gapwatch.cuzk.pipeline import PACER_TEXT_NUMBERS, numeric_text_fields
 from gapwatch.logs.parse.prefixes import strip_ansi, strip_prefix
 from gapwatch.logs.parse.tracing import TracingLine, parse_tracing
@@ -171,7 +175,7 @@ def _tracing_fields(line: TracingLine) -> dict[str, FieldValue]:
 
 
 #: The lines that tell which daemon a stream is of (`gapwatch.cuzk.daemons.Daemons`).
-_DAEMON_LINES = frozenset((DAEMON_STARTING, CONFIGURATION_LOADED))
+_DAEMON_LINES = frozenset((DAEMON_STARTING_MESSAGE, CONFIGURATION_LOADED_MESSAGE))
 
 
 class LogParser:

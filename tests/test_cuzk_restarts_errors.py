@@ -376,11 +376,13 @@ def test_a_job_enqueued_after_the_new_runs_first_work_is_not_its_first_jobs_arri
         in cost.message
     assert cost.waited_s is None
 
-def _stopped_after(stop_s: float, sigint: bool, in_flight: bool = False) -> list[str]:
+def _stopped_after(stop_s: float, sigint: bool, in_flight: bool = False,
+                   then: Sequence[str] = ()) -> list[str]:
     """cuzk's lines: its first run works on the GPU from +55 s to +60 s, then has no job (or,
-    `in_flight`, a partition's synthesis begun at +61 s), and is stopped at `stop_s` (its
-    SIGINT line, or killed without one after a last INFO line there); started again 4 s later,
-    ready at once, its first job comes at once and its first GPU work 2 s after."""
+    `in_flight`, partition 1's synthesis begun at +61 s; `then`: its lines after that), and is
+    stopped at `stop_s` (its SIGINT line, or killed without one after a last INFO line there);
+    started again 4 s later, ready at once, its first job comes at once and its first GPU work
+    2 s after."""
     start_s = stop_s + 4.0
     epoch_s = start_s + 0.03
     lines = [f"{_at(0.0)}  INFO cuzk_daemon: cuzk-daemon starting",
@@ -389,6 +391,7 @@ def _stopped_after(stop_s: float, sigint: bool, in_flight: bool = False) -> list
              "TIMELINE,59970,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=5000"]
     if in_flight:
         lines.append("TIMELINE,60970,SYNTH_START,porep-1000-77,partition=1")
+    lines += then
     lines.append(f"{_at(stop_s)}  INFO cuzk_daemon: received SIGINT, shutting down" if sigint
                  else f"{_at(stop_s)}  INFO cuzk_core::engine: evictor callback wired")
     offset_ms = round((start_s + 2.0 - epoch_s) * 1000)
@@ -443,6 +446,115 @@ def test_cuzk_killed_with_work_in_flight_was_up_until_its_last_line_and_that_is_
     assert parts["up before it stopped"] == 30.0 and parts["down"] == 4.0
     assert "no work before it stopped" not in parts
     assert cost.cost_s == pytest.approx(36.0, abs=0.01)
+
+
+def _synthesis_failed(t_s: float, partition: int) -> str:
+    """cuzk's ERROR line in place of a partition's SYNTH_END (engine.rs:1784)."""
+    return (f"{_at(t_s)} ERROR cuzk_core::engine: partition synthesis failed error=synthesis "
+            f"error: constraint 12 unsatisfied job_id=porep-1000-77 partition={partition}")
+
+
+def _gpu_worker_line(t_s: float, level: str, message: str) -> str:
+    """A line of partition 2's GPU worker span (engine.rs:3005-3012)."""
+    return (f"{_at(t_s)} {level} gpu_worker{{worker_id=0 gpu=0 job_id=porep-1000-77 "
+            f"proof_kind=porep-c2 batch_size=1 partition=Some(2)}}: cuzk_core::engine: {message}")
+
+
+def _parts_of_stop(lines: list[str]) -> tuple[dict[str, float], float | None]:
+    """The restart cost's parts by name (their lengths) and its cost, of `lines`."""
+    [cost] = [e for e in watched(events_of_lines(lines)) if e.kind == "restart_cost"]
+    return {p.name: round(p.end_s - p.start_s, 2) for p in cost.parts}, cost.cost_s
+
+
+@pytest.mark.parametrize("synthesis", [
+    ["TIMELINE,60970,SYNTH_START,porep-1000-77,partition=1", _synthesis_failed(62.0, 1)],
+    ["TIMELINE,60970,SYNTH_START,winpost-1000-1a2b3c4d,kind=winning-post",
+     f"{_at(62.0)} ERROR synth_single{{proof_kind=winning-post}}: cuzk_core::engine: synthesis "
+     "failed error=invalid vanilla proof for sector 7"]], ids=["partition", "monolithic"])
+def test_a_run_whose_synthesis_failed_then_idled_until_killed_was_up_with_no_work(
+        synthesis: list[str]) -> None:
+    """A synthesis began at +61 s after the last GPU work and failed at +62 s (cuzk writes
+    `partition synthesis failed`, engine.rs:1784, or a monolithic job's `synthesis failed`,
+    2855, which names no job, never its SYNTH_END); nothing came after, and cuzk was killed at
+    +700 s. The failed synthesis stayed counted in flight: the 640 s were "up before it stopped
+    (work in flight)", the restart's cost. Nothing was in flight: no work, not the restart's."""
+    parts, cost_s = _parts_of_stop(_stopped_after(700.0, sigint=False, then=synthesis))
+    assert parts["no work before it stopped"] == 640.0 and parts["down"] == 4.0
+    assert "up before it stopped" not in parts
+    assert cost_s == pytest.approx(6.0, abs=0.01)
+
+
+def test_a_failed_synthesis_ends_only_itself_the_other_in_flight_stays_until_it_ends() -> None:
+    """Partitions 1 and 2 synthesise; 1 fails at +62 s. Killed at +90 s with 2 still
+    synthesising, the run had work in flight: the restart's. Where 2 ended, was queued and
+    picked up, and its GPU prove skipped (its job had failed: `skipping GPU prove for failed
+    partitioned job`, engine.rs:3034, no GPU_START after), nothing was in flight: no work."""
+    both = ["TIMELINE,61470,SYNTH_START,porep-1000-77,partition=2", _synthesis_failed(62.0, 1)]
+    parts, cost_s = _parts_of_stop(_stopped_after(90.0, sigint=False, in_flight=True,
+                                                  then=both))
+    assert parts["up before it stopped"] == 30.0 and "no work before it stopped" not in parts
+    assert cost_s == pytest.approx(36.0, abs=0.01)
+    skipped = [*both,
+               "TIMELINE,79970,SYNTH_END,porep-1000-77,partition=2,synth_ms=18500",
+               "TIMELINE,79971,GPU_QUEUE,porep-1000-77,partition=2",
+               "TIMELINE,79972,GPU_PICKUP,porep-1000-77,worker=0,partition=2",
+               _gpu_worker_line(80.003, " INFO", "skipping GPU prove for failed partitioned job "
+                                "job_id=porep-1000-77 partition=Some(2)")]
+    parts, cost_s = _parts_of_stop(_stopped_after(90.0, sigint=False, in_flight=True,
+                                                  then=skipped))
+    assert parts["no work before it stopped"] == 30.0 and "up before it stopped" not in parts
+    assert cost_s == pytest.approx(6.0, abs=0.01)
+
+
+def test_a_failed_gpu_step_ends_its_gpu_work_but_is_no_gpu_work_done() -> None:
+    """Partition 2's GPU work began at +61 s and `gpu_prove_start` failed (`GPU prove start
+    failed`, engine.rs:3282: no GPU_END). Killed at +90 s, the run had nothing in flight: no
+    work. The failure is no GPU work done: the restart's stretch still starts at the last
+    GPU_END (+60 s), not at the failure."""
+    lines = _stopped_after(90.0, sigint=False, then=[
+        "TIMELINE,60970,GPU_START,porep-1000-77,worker=0,partition=2",
+        _gpu_worker_line(61.5, "ERROR", "GPU prove start failed error=GPU prove start failed: "
+                         "Unsatisfiable")])
+    [cost] = [e for e in watched(events_of_lines(lines)) if e.kind == "restart_cost"]
+    parts = {p.name: round(p.end_s - p.start_s, 2) for p in cost.parts}
+    assert parts["no work before it stopped"] == 30.0 and "up before it stopped" not in parts
+    assert cost.start_s == pytest.approx(events_of_lines(lines)[3].t_wall_s, abs=0.001)
+    assert cost.cost_s == pytest.approx(6.0, abs=0.01)
+
+
+def test_a_failure_of_a_step_begun_before_the_log_was_read_ends_nothing_read() -> None:
+    """A failure line whose SYNTH_START was not read (a log read from mid-run) takes nothing
+    off the count: partition 2's synthesis, begun after it and not ended when cuzk was killed
+    (after partition 3's GPU work, +62 s to +63 s), is work in flight (a count gone below 0 made
+    it "no work")."""
+    parts, _ = _parts_of_stop(_stopped_after(90.0, sigint=False, then=[
+        _synthesis_failed(61.0, 1), "TIMELINE,61470,SYNTH_START,porep-1000-77,partition=2",
+        "TIMELINE,61970,GPU_START,porep-1000-77,worker=0,partition=3",
+        "TIMELINE,62970,GPU_END,porep-1000-77,worker=0,partition=3,gpu_ms=1000"]))
+    assert parts["up before it stopped"] == 27.0 and "no work before it stopped" not in parts
+
+
+def test_runs_that_only_fail_their_synthesis_are_still_a_crash_loop() -> None:
+    """After its GPU work cuzk dies, and its next two runs each fail their one synthesis
+    and die: a failure is no GPU work done, so the restart after them ends a crash loop of
+    three, and its stretch starts at the first run's last GPU_END."""
+    lines = [f"{_at(0.0)}  INFO cuzk_daemon: cuzk-daemon starting",
+             f"{_at(0.03)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+             "TIMELINE,54970,GPU_START,porep-1000-77,worker=0,partition=0",
+             "TIMELINE,59970,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=5000"]
+    for start_s in (70.0, 80.0):
+        lines += [f"{_at(start_s)}  INFO cuzk_daemon: cuzk-daemon starting",
+                  f"{_at(start_s + 0.03)}  INFO cuzk_core::engine: starting cuzk engine "
+                  "pipeline_enabled=true",
+                  "TIMELINE,970,SYNTH_START,porep-1000-78,partition=0",
+                  f"{_at(start_s + 2.0)} ERROR cuzk_core::engine: partition synthesis failed "
+                  "error=synthesis error: constraint 12 unsatisfied job_id=porep-1000-78 "
+                  "partition=0"]
+    lines += _stopped_after(86.0, sigint=False)[-8:]  # started again at +90 s, works at +92 s
+    events = events_of_lines(lines)
+    [cost] = [e for e in watched(events) if e.kind == "restart_cost"]
+    assert "cuzk started 3 times in a row: 2 runs gone before any GPU work" in cost.message
+    assert cost.start_s == pytest.approx(events[3].t_wall_s, abs=0.001)
 
 
 def test_a_crash_loop_inside_a_gap_counts_every_restart() -> None:

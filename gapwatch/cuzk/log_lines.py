@@ -87,6 +87,23 @@ GPU_WORKER_SPAN = "gpu_worker"
 #: no proof (two PoSt of a kind may be in flight; its job is not guessed).
 GPU_WORKER_FAILED_MESSAGES = ("GPU prove start failed", "GPU prove start task panicked",
                               "GPU proving failed", "GPU proving task panicked")
+#: The ERROR lines cuzk writes in place of a synthesis's `SYNTH_END` when it fails: a
+#: partition's (`partition synthesis failed` / `... task panicked`, engine.rs:1784, 1810, with
+#: `job_id partition`, after its SYNTH_START at 1719) and a monolithic job's (`synthesis
+#: failed` / `synthesis task panicked`, 2855, 2870, naming no job, after its SYNTH_START at 2665).
+SYNTH_FAILED_MESSAGES = ("partition synthesis failed", "partition synthesis task panicked",
+                         "synthesis failed", "synthesis task panicked")
+#: The ERROR lines cuzk writes in place of a GPU step's `GPU_END` when it fails: the GPU worker's
+#: (`GPU_WORKER_FAILED_MESSAGES`) and a partition's result (`partition GPU proving failed` /
+#: `... task panicked`, engine.rs:656, 679). After a GPU_START (3131) only on the split prove, the
+#: default: `gpu_prove_start` failed (3282, 3302) or `gpu_prove_finish` did, before its GPU_END
+#: (3196), said by the finalizer (3238, 3257). With CUZK_DISABLE_SPLIT_PROVE=1 or without
+#: cuda-supraseal (3105-3111, 3340-3349) cuzk writes no GPU_START and no GPU_END at all.
+GPU_FAILED_MESSAGES = (*GPU_WORKER_FAILED_MESSAGES, "partition GPU proving failed",
+                       "partition GPU proving task panicked")
+#: engine.rs:3034-3042, INFO: a partition picked up (its GPU_PICKUP written) of a job that had
+#: failed meanwhile: no GPU_START follows, the worker is free again.
+SKIPPED_GPU_PROVE_MESSAGE = "skipping GPU prove for failed partitioned job"
 
 # Two one-off CUZK_TIMING lines are prose, not key=value.
 _POOL_THRESHOLD_WORDS = "set pool release threshold to MAX on gpu "

@@ -28,7 +28,13 @@ cost says that any such wait is in it. So is the old run's end: it was up until 
 (its SIGINT line, a line of work), not down from its last GPU work; where nothing was in flight
 from that work on (no synthesis, GPU queue item or GPU work begun and not ended, no line of work
 after it: `RestartWatch._idle_at_end`) it had no work until then, not the restart's (an idle
-cuzk stopped after ten minutes was "down 600.0 s", the restart's cost, its gap's cause). The
+cuzk stopped after ten minutes was "down 600.0 s", the restart's cost, its gap's cause). A step
+that failed ended there: cuzk writes its ERROR line (`partition synthesis failed`, `GPU prove
+start failed`, ...: `_FAILED`) in place of its SYNTH_END or GPU_END, and a picked-up partition of
+a failed job gets `skipping GPU prove for failed partitioned job` in place of its GPU_START (a
+failed synthesis was counted in flight to the end of its run: an idle hour after it was the
+restart's). A failure is no GPU work: the stretch still starts at the last GPU_END, and runs
+that only failed are a crash loop. The
 parts of the stretch are the old run up before it stopped (with work in flight, or with none:
 not counted), the daemon down (its last line, never before its last GPU_END, to the start
 line), a crash loop (the restarts in a row before this one, each run gone
@@ -67,11 +73,14 @@ from gapwatch.core.models import (
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     DAEMON_STARTING_MESSAGE,
+    GPU_FAILED_MESSAGES,
     JOB_ENQUEUED_MESSAGE,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
     POOL_ALLOCATED_MESSAGE,
+    SKIPPED_GPU_PROVE_MESSAGE,
     SRS_LOADED_MESSAGE,
     SRS_LOADING_MESSAGE,
+    SYNTH_FAILED_MESSAGES,
     WORKER_STARTED_MESSAGE,
 )
 
@@ -160,6 +169,11 @@ _SAID_S = 0.05
 _FLIGHT: dict[str, tuple[int, int]] = {
     "SYNTH_START": (0, 1), "SYNTH_END": (0, -1), "GPU_QUEUE": (1, 1), "GPU_PICKUP": (1, -1),
     "GPU_START": (2, 1), "GPU_END": (2, -1)}
+#: cuzk's ERROR lines written in place of a step's end line when it fails (its SYNTH_END or
+#: GPU_END never comes): which count of `_FLIGHT` they end one of (`RestartWatch._failed`).
+#: A failure is no GPU work done: it moves no "run before" mark and ends no crash loop.
+_FAILED: dict[str, int] = {**dict.fromkeys(SYNTH_FAILED_MESSAGES, 0),
+                           **dict.fromkeys(GPU_FAILED_MESSAGES, 2)}
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -447,8 +461,9 @@ class RestartWatch:
         #: The restarts in a row since the last GPU work read (None: GPU work since the latest).
         self._streak: Streak | None = None
         #: The current run's work in flight by its TIMELINE lines (syntheses, items queued for
-        #: the GPU, GPU work: each begun less ended, never below 0, a log read from mid-run),
-        #: and whether a line of work came after its latest GPU_END (`_idle_at_end`).
+        #: the GPU, GPU work: each begun less ended or failed, never below 0, a log read from
+        #: mid-run), and whether a line of work came after its latest GPU_END or failure that
+        #: ended a step (`_idle_at_end`, `_failed`).
         self._flight = [0, 0, 0]
         self._work_after_gpu_end = True
 
@@ -496,6 +511,11 @@ class RestartWatch:
             self._sigint = True
         elif name == JOB_ENQUEUED_MESSAGE or name.startswith(_WORK_LINES):
             self._work_after_gpu_end = True  # a job came, or work for one began
+        elif name in _FAILED and ev.level == "ERROR":
+            self._failed(_FAILED[name])
+        elif name == SKIPPED_GPU_PROVE_MESSAGE:
+            # The partition picked up (a line of work) gets no GPU_START: its job had failed.
+            self._work_after_gpu_end = False
         if not self._info_seen and ev.level == "INFO":
             self._info_seen = True
         if self._run is not None:
@@ -578,11 +598,23 @@ class RestartWatch:
         self._run = _Run(t_s, kept, self._last_gpu_end_s, self._last_line_s, sigint, info_seen)
         return [ProverEvent(t_wall_s=t_s, kind="restart", level="warning", message=message)]
 
+    def _failed(self, step: int) -> None:
+        """A failure line in place of the end line of a step of `_FLIGHT` (`_FAILED`): one of
+        that step fewer in flight, and, where it ended one counted, the lines of work before it
+        answered as a GPU_END answers them (a failed partition fails its whole job, whose other
+        partitions cuzk skips, engine.rs:1635, 3037): with nothing else in flight the run is
+        idle from then. One not counted (begun before the log was read, or a GPU step of a
+        prove written without GPU_START) changes nothing: never below 0."""
+        if self._flight[step] > 0:
+            self._flight[step] -= 1
+            self._work_after_gpu_end = False
+
     def _idle_at_end(self) -> bool:
         """Whether the current run had nothing in flight from its latest GPU work on: no
-        synthesis, GPU queue item or GPU work begun and not ended, and no line of work after it
-        (a run killed mid-job is not idle; one stopped after an hour of no jobs was said "down"
-        that hour, the restart's cost)."""
+        synthesis, GPU queue item or GPU work begun and not ended (a failure line ends the step
+        it failed: `_failed`), and no line of work after it or after the failure (a run killed
+        mid-job is not idle; one stopped after an hour of no jobs was said "down" that hour,
+        the restart's cost, and so was one whose last synthesis had failed an hour before)."""
         return (self._last_gpu_end_s is not None and not self._work_after_gpu_end
                 and not any(self._flight))
 

@@ -614,7 +614,8 @@ class RestartWatch:
         synthesis, GPU queue item or GPU work begun and not ended (a failure line ends the step
         it failed: `_failed`), and no line of work after it or after the failure (a run killed
         mid-job is not idle; one stopped after an hour of no jobs was said "down" that hour,
-        the restart's cost, and so was one whose last synthesis had failed an hour before)."""
+        the restart's cost, and one whose last synthesis had failed an hour before was said up
+        with work in flight that hour, the restart's too)."""
         return (self._last_gpu_end_s is not None and not self._work_after_gpu_end
                 and not any(self._flight))
 

@@ -1419,3 +1419,75 @@ def test_a_post_on_the_engine_clock_ended_by_its_named_completion_line_is_not_la
     [p] = [e.proof for e in events + watch.finish() if e.proof is not None and e.job_id == job]
     assert p.done and p.verdict != "late"
     assert p.total_s is None and p.total_at_least_s == pytest.approx(1.21, abs=0.01)
+
+
+#: A WindowPoSt submitted at 15:00:05 (its `job enqueued` line not read) and a WinningPoSt
+#: enqueued at 15:00:30 end on the GPU half a second apart. The WindowPoSt's completion line
+#: comes first (total_ms from 15:00:05); the WinningPoSt's finalizer waits 9 s for cuzk's job
+#: tracker lock, its line at 15:00:49 (total_ms from 15:00:30).
+_WIN = "winpost-1000-0a1b2c3d"
+_WD = "wdpost-1000-0-[1 2 3 4 5 6 7 8]"
+FAR_BEFORE = f"""\
+2026-05-12T15:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true
+2026-05-12T15:00:30.000000Z  INFO cuzk_core::scheduler: job enqueued job_id={_WIN} proof_kind=winning-post priority=Critical queue_position=0
+TIMELINE,10000,SYNTH_START,{_WD},kind=window-post
+TIMELINE,30000,SYNTH_START,{_WIN},kind=winning-post
+TIMELINE,35000,SYNTH_END,{_WIN},synth_ms=5000
+TIMELINE,35000,GPU_QUEUE,{_WIN},monolithic
+TIMELINE,35000,GPU_PICKUP,{_WIN},worker=0
+TIMELINE,35000,GPU_START,{_WIN},worker=0
+TIMELINE,35500,SYNTH_END,{_WD},synth_ms=25500
+TIMELINE,35500,GPU_QUEUE,{_WD},monolithic
+TIMELINE,35500,GPU_PICKUP,{_WD},worker=1
+TIMELINE,35500,GPU_START,{_WD},worker=1
+TIMELINE,40000,GPU_END,{_WIN},worker=0,gpu_ms=5000
+TIMELINE,40500,GPU_END,{_WD},worker=1,gpu_ms=5000
+2026-05-12T15:00:40.600000Z  INFO cuzk_core::engine: proof completed successfully (pipeline) proof_len=192 total_ms=35600 queue_ms=5100 synth_ms=25500 gpu_ms=5000
+2026-05-12T15:00:49.000000Z  INFO cuzk_core::engine: proof completed successfully (pipeline) proof_len=192 total_ms=19000 queue_ms=9000 synth_ms=5000 gpu_ms=5000
+"""
+
+
+def test_a_completion_line_placing_a_post_far_before_its_arrival_goes_to_the_post_it_fits(
+) -> None:
+    """The WindowPoSt's line places its submission 25 s before the WinningPoSt's `job
+    enqueued` line: more than cuzk's job tracker lock is waited for between a submission and
+    that line (`TRACKER_LOCK_WAIT_S`), so it is not the WinningPoSt's. Ranked first because the
+    WinningPoSt's arrival was read, it was taken for its own: "10.6 s of 30 s ... ok" for its
+    19.0 s, and the WindowPoSt 39.0 s from a queue placed by the other's line. Each gets its
+    own, read in cuzk's order or with the whole stdout before the stderr."""
+    lines = FAR_BEFORE.splitlines()
+    by_stream = ([x for x in lines if not x.startswith("TIMELINE")]
+                 + [x for x in lines if x.startswith("TIMELINE")])
+    for order in (lines, by_stream):
+        said = {ev.job_id: ev.proof for ev in watched_text("\n".join(order))}
+        win, window = said[_WIN], said[_WD]
+        assert win is not None and window is not None
+        assert win.total_s == pytest.approx(19.0) and win.finalize_s == pytest.approx(9.0)
+        assert win.verdict == "at_risk"
+        assert window.total_s == pytest.approx(35.6) and window.queue_s == pytest.approx(5.0)
+        assert window.finalize_s == pytest.approx(0.1)
+
+
+def test_a_line_placing_a_lone_post_far_before_its_arrival_is_never_its_own() -> None:
+    """Only the WinningPoSt ended: a completion line 0.5 s after its GPU_END whose total_ms
+    places its submission 10 minutes before the WinningPoSt's `job enqueued` line (a job
+    submitted long before) was taken for its own, the only one left to choose: "10.5 s ...
+    ok" for 18.0 s. It waits for its own; one placing its submission 8 s before its arrival (a
+    submission that waited that long for the tracker lock) is still its own."""
+    def win_with(*completions: str) -> ProofTiming:
+        lines = [x for x in FAR_BEFORE.splitlines() if _WD not in x and "total_ms" not in x]
+        [ev] = [e for e in watched_text("\n".join([*lines, *completions]))
+                if e.job_id == _WIN and e.proof is not None]
+        assert ev.proof is not None
+        return ev.proof
+
+    line = ("2026-05-12T15:00:{at}  INFO cuzk_core::engine: proof completed successfully "
+            "(pipeline) proof_len=192 total_ms={total_ms} queue_ms=0 synth_ms=5000 gpu_ms=5000")
+    other = line.format(at="40.500000Z", total_ms=610_500)
+    own = line.format(at="48.000000Z", total_ms=18_000)
+    p = win_with(other, own)
+    assert p.total_s == pytest.approx(18.0) and p.finalize_s == pytest.approx(8.0)
+    assert p.verdict == "at_risk"
+    waited = win_with(line.format(at="48.000000Z", total_ms=26_000))
+    assert waited.total_s == pytest.approx(18.0) and waited.finalize_s == pytest.approx(8.0)
+

@@ -131,12 +131,24 @@ COMPLETED = "proof completed successfully (pipeline)"
 #: this much of an id (`sizes.bounded_event`), so a longer one cannot be told from another that
 #: starts the same.
 MAX_JOB_ID_CHARS = TEXT_CHARS
+#: The longest a PoSt waits for cuzk's job tracker lock (a tokio Mutex, engine.rs:3220): a
+#: finalizer holds it through its result's processing, a PoRep's self-check among it
+#: (engine.rs:3220-3253, prover.rs:217-256), and `CUZK_VALIDATE_PARTITIONS=1`, malloc_trim and
+#: gRPC GetStatus/GetMetrics take it too. A PoSt waits for it twice: its finalizer, between
+#: its GPU_END and its completion line (engine.rs:3220, 839), and its submission, between
+#: `submitted_at` (service.rs:51, which `total_ms` counts from, engine.rs:838) and its `job
+#: enqueued` line (engine.rs:3527-3533, then scheduler.rs:65-67 under the queue's own mutex,
+#: held only to push and pop). One bound for both: the same lock, the same holders.
+TRACKER_LOCK_WAIT_S = 10.0
 #: A PoSt's GPU_END and a completion line this close together are the same job's (stdout and
-#: stderr may be two files read apart; the finalizer may wait seconds for cuzk's job tracker
-#: lock in between); a PoSt waits this long for it (data time) before it is said without.
-PAIR_S = 10.0
-#: How far after a PoSt's `job enqueued` line the submission its completion line's `total_ms`
-#: places may be and still be its own line (it is before, but for the clocks' steps).
+#: stderr may be two files read apart; the finalizer may wait for cuzk's job tracker lock in
+#: between, `TRACKER_LOCK_WAIT_S`); a PoSt waits this long for it (data time) before it is said
+#: without.
+PAIR_S = TRACKER_LOCK_WAIT_S
+#: Slack for the clocks' steps between a PoSt's `job enqueued` line and its completion line
+#: (both tracing lines, stamped by the system clock; `total_ms` is cuzk's monotonic `Instant`,
+#: truncated to the ms): how far past its bounds the submission a completion line places may
+#: be and still be its own (`_fit`).
 ARRIVAL_FIT_S = 1.0
 #: How many PoSt jobs are followed at once, and how many enqueue lines are remembered (a job
 #: that never reaches synthesis must not hold memory for ever).
@@ -353,20 +365,24 @@ def _follows(gpu_end_s: float, done_s: float) -> bool:
 
 def _fit(job: _Post, done_s: float, total_ms: int | None) -> tuple[int, float] | None:
     """How well a completion line at `done_s` saying `total_ms` fits `job`, whose GPU work
-    ended, the lower the better (None: it cannot be its line, not after its GPU_END within
-    `PAIR_S`). `total_ms` counts from the request's submission (service.rs:51, engine.rs:
-    838), which its `job enqueued` line follows (scheduler.rs:67, after the job tracker's
-    lock, engine.rs:3527-3533: seconds behind a PoRep's self-check), so with its arrival read
-    the line places it at or before that arrival: the nearer, the likelier its own; one placing
-    it more than `ARRIVAL_FIT_S` after is another job's. Either not known: after those. Two
-    PoSt ending within `PAIR_S` were paired by their order alone: a WinningPoSt of 20.0 s said
-    "10.6 s ... ok", the WindowPoSt's line taken for its own."""
+    ended, the lower the better (None: it cannot be its line). `total_ms` counts from the
+    request's submission (service.rs:51, engine.rs:838), which its `job enqueued` line follows
+    by its wait for the job tracker lock (`TRACKER_LOCK_WAIT_S`), so with its arrival read the
+    line places its submission from that wait before that arrival to the arrival itself (each
+    `ARRIVAL_FIT_S` more for the clocks): there, the nearer, the likelier its own; outside, it
+    is another job's, never its own, however few lines are left to choose from. Either not
+    known: after those that fit. Two PoSt ending within `PAIR_S` were paired by their order
+    alone: a WinningPoSt of 20.0 s said "10.6 s ... ok", the WindowPoSt's line taken for its
+    own; and a line placing a PoSt's submission 25 s before its arrival (another PoSt's, whose
+    arrival was not read) was still taken for its own, ahead of the PoSt it fit."""
     if job.end_s is None or not _follows(job.end_s, done_s):
         return None
     if total_ms is None or total_ms < 0 or job.arrived_s is None or job.engine_clock:
         return (1, 0.0)
     early_s = job.arrived_s - (done_s - total_ms / 1000.0)
-    return None if early_s < -ARRIVAL_FIT_S else (0, abs(early_s))
+    if not -ARRIVAL_FIT_S <= early_s <= TRACKER_LOCK_WAIT_S + ARRIVAL_FIT_S:
+        return None
+    return (0, abs(early_s))
 
 
 def _total(span_s: float | None, phases: tuple[float | None, ...]) -> float | None:

@@ -1491,3 +1491,78 @@ def test_a_line_placing_a_lone_post_far_before_its_arrival_is_never_its_own() ->
     waited = win_with(line.format(at="48.000000Z", total_ms=26_000))
     assert waited.total_s == pytest.approx(18.0) and waited.finalize_s == pytest.approx(8.0)
 
+
+#: A WinningPoSt's failed attempt, its log read from mid-synthesis (its SYNTH_START and the
+#: run's start line before the part read: timed by the offsets), then Curio's retry under the
+#: same id (lib/ffi/cuzk_funcs.go:220), whose synthesis reloads its SRS: 32 s, late.
+_RETRIED = WIN_FAILED
+_FAILED_ATTEMPT = [
+    f"TIMELINE,12070,SYNTH_END,{_RETRIED},synth_ms=2100",
+    f"TIMELINE,12070,GPU_QUEUE,{_RETRIED},monolithic",
+    f"TIMELINE,12170,GPU_PICKUP,{_RETRIED},worker=0",
+    f"TIMELINE,12170,GPU_START,{_RETRIED},worker=0",
+    "2026-05-12T21:00:12.500000Z ERROR gpu_worker{worker_id=0 gpu=0 job_id=" + _RETRIED
+    + " proof_kind=winning-post batch_size=1 partition=None}: cuzk_core::engine: GPU prove "
+    "start failed error=GPU prove start failed: Unsatisfiable"]
+_RETRY_ENQUEUED = ("2026-05-12T21:01:00.000000Z  INFO cuzk_core::scheduler: job enqueued "
+                   f"job_id={_RETRIED} proof_kind=winning-post priority=Critical "
+                   "queue_position=0")
+_RETRY = [f"TIMELINE,59970,SYNTH_START,{_RETRIED},kind=winning-post",
+          f"TIMELINE,90970,SYNTH_END,{_RETRIED},synth_ms=31000",
+          f"TIMELINE,90970,GPU_QUEUE,{_RETRIED},monolithic",
+          f"TIMELINE,91170,GPU_PICKUP,{_RETRIED},worker=0",
+          f"TIMELINE,91170,GPU_START,{_RETRIED},worker=0",
+          f"TIMELINE,91970,GPU_END,{_RETRIED},worker=0,gpu_ms=800"]
+_RETRY_DONE = ("2026-05-12T21:01:32.001000Z  INFO cuzk_core::engine: proof completed "
+               "successfully (pipeline) proof_len=192 total_ms=32001 queue_ms=0 "
+               "synth_ms=31000 gpu_ms=800")
+
+
+def test_a_retry_of_a_post_whose_failed_attempts_start_was_not_read_is_timed_by_its_lines(
+) -> None:
+    """`parse` of a log begun mid-run (no start line: the offsets time it) holding a failed
+    WinningPoSt from its SYNTH_END on, then Curio's retry under the same id: the retry's
+    SYNTH_START was taken for the failed attempt's (its own was not read) and every line after
+    it passed over as the failed attempt's, so the retry, late, was never said done: nothing
+    at all of it without its stdout lines, "still running" with them. cuzk writes an attempt's
+    lines in one order on one stream, so a SYNTH_START after the failed attempt's later lines
+    is a new attempt's, and a failed attempt writes no GPU_END. Its begin (queue) on the
+    offsets is not known: it is said by the least its total can be, late past its deadline, a
+    `>` bound in the report, as any PoSt whose begin was not read; in one file, or its stdout
+    and stderr read apart."""
+    tracing = [x for x in _FAILED_ATTEMPT if not x.startswith("TIMELINE")]
+    timeline = [x for x in _FAILED_ATTEMPT if x.startswith("TIMELINE")]
+    one_file = [*_FAILED_ATTEMPT, _RETRY_ENQUEUED, *_RETRY, _RETRY_DONE]
+    apart = [*tracing, _RETRY_ENQUEUED, _RETRY_DONE, *timeline, *_RETRY]
+    without_its_stdout = [*_FAILED_ATTEMPT, *_RETRY]  # nothing at all was said of the retry
+    for lines in (one_file, apart, without_its_stdout):
+        said = _proof_events(_parsed_at_once("\n".join(lines)), _RETRIED)
+        # Its stdout read first, the retry was in its queue 32 s by its lines' own time, and
+        # said late then; still running: once done, said done.
+        done = [e for e in said if e.proof is not None and e.proof.done]
+        assert [e.proof.verdict for e in done if e.proof is not None] == ["failed", "late"]
+        retry = done[-1]
+        p = retry.proof
+        assert p is not None and p.total_s is None and p.queue_s is None
+        assert p.total_at_least_s == pytest.approx(32.0, abs=0.01)
+        assert p.synth_s == pytest.approx(31.0) and p.gpu_s == pytest.approx(0.8)
+        assert retry.level == "error" and "more than 32.0 s of its 30 s deadline" in retry.message
+        [row] = [x for x in proof_lines([retry]) if _RETRIED in x]
+        assert " >32.0 " in row and row.endswith(" late")
+
+
+def test_a_retry_read_with_none_of_its_failed_attempts_lines_is_timed_by_its_own() -> None:
+    """The log's part read begins after the failed attempt's TIMELINE lines (its failure the
+    first line of it read): the retry's lines, SYNTH_START to GPU_START, were taken for the
+    failed attempt's and passed over, and so was its GPU_END: nothing of the retry, late, was
+    said (or "still running" from its `job enqueued` line). A failed attempt writes no
+    GPU_END, and lines that go on to one without a second SYNTH_START are one attempt's: the
+    retry's own, timed by them; alone or with its stdout lines read first."""
+    failure = [x for x in _FAILED_ATTEMPT if not x.startswith("TIMELINE")]
+    for lines in ([*failure, *_RETRY], [*failure, _RETRY_ENQUEUED, _RETRY_DONE, *_RETRY]):
+        said = _proof_events(_parsed_at_once("\n".join(lines)), _RETRIED)
+        done = [e for e in said if e.proof is not None and e.proof.done]
+        assert [e.proof.verdict for e in done if e.proof is not None] == ["failed", "late"]
+        p = done[-1].proof
+        assert p is not None and p.total_at_least_s == pytest.approx(32.0, abs=0.01)
+        assert p.synth_s == pytest.approx(31.0) and p.gpu_s == pytest.approx(0.8)

@@ -226,12 +226,31 @@ class _Apart:
     its failure on stdout, and a file of each is read after the other (docs/logs.md). Its lines
     read after are its own, passed over (taken as a new proof, it was in flight for good and
     said late, after its failure): those timed up to its failure (`failed_s`, the failure
-    line's wall time), and on the engine clock (no time to compare) all up to its own
-    SYNTH_START and those after it but a second SYNTH_START, a retry's (Curio's id is the same
-    for the same randomness, lib/ffi/cuzk_funcs.go:220)."""
+    line's wall time), and on the engine clock (no time to compare) those that go on from its
+    latest line read (`last_step`) in the order cuzk writes an attempt's lines on its one
+    stream (`_STEP_ORDER`). A line that does not is a retry's (Curio's id is the same for the
+    same randomness, lib/ffi/cuzk_funcs.go:220): a SYNTH_START after the attempt's later lines,
+    and any GPU_END, which a failed attempt never writes (its failure comes before it,
+    engine.rs:3282, or instead of it, 977 after 3190's `?`). With its own SYNTH_START not read
+    (a log followed from mid-run) the retry's was taken for it, and every line after it: the
+    retry, late, was never said done. The lines passed over on the engine clock are held
+    (`held`: their steps go up, so at most one of each): at a GPU_END that goes on from them
+    they were the retry's (had the failed attempt's been among them, the retry's SYNTH_START
+    would have come between), read as its own then (`PostTracker._retry_held`); else, with
+    none of the failed attempt's lines read, only the retry's GPU_END was its own, a bound of
+    nothing."""
 
     failed_s: float
-    synth_start_read: bool = False
+    #: Its latest line read, as its place in `_STEP_ORDER` (-1: none read).
+    last_step: int = -1
+    held: list[LogEvent] = field(default_factory=list)
+
+
+#: The TIMELINE lines of one PoSt attempt in the order cuzk writes them (engine.rs:2665, 2745,
+#: 2848, 3023, 3131, 3196), each once, on one stream (stderr): a line that does not go on from
+#: an attempt's latest is another attempt's (`_Apart`).
+_STEP_ORDER: dict[str, int] = {name: i for i, name in enumerate(
+    ("SYNTH_START", "SYNTH_END", "GPU_QUEUE", "GPU_PICKUP", "GPU_START", "GPU_END"))}
 
 
 def post_kind(kind: str | None, job_id: str | None) -> str | None:
@@ -352,6 +371,13 @@ class _Post:
                                 self.prove_start_s) if t is not None), default=float("-inf"))
 
 
+def _last_step(job: _Post) -> int:
+    """The place in `_STEP_ORDER` of the latest of its TIMELINE lines read (-1: none)."""
+    read = (job.synth_start_s, job.synth_end_s, job.gpu_queue_s, job.pickup_s,
+            job.gpu_start_s, job.end_s)
+    return max((i for i, t in enumerate(read) if t is not None), default=-1)
+
+
 def _span(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else max(0.0, b - a)
 
@@ -468,7 +494,8 @@ class PostTracker:
         self._completions: deque[tuple[float, int | None]] = deque(maxlen=16)
         #: PoSt given up because more than MAX_IN_FLIGHT were in flight (said as they go).
         self.given_up = 0
-        #: What `_start` said while making room, returned by the `feed` that called it.
+        #: What `_start` said while making room, and a retry's lines read again
+        #: (`_retry_held`), returned by the `feed` that called it, before its own.
         self._said: list[ProverEvent] = []
         #: Job ids given up for room (the latest `MAX_GIVEN_UP_IDS`): their later lines are
         #: passed over.
@@ -701,7 +728,8 @@ class PostTracker:
         self._jobs.pop(job_id, None)
         keep_latest(self._ended, key, None, MAX_ENDED)
         if not job.one_step and job.synth_start_s is None:
-            keep_latest(self._apart, job_id, _Apart(ev.t_wall_s), MAX_FAILED_APART)
+            keep_latest(self._apart, job_id, _Apart(ev.t_wall_s, _last_step(job)),
+                        MAX_FAILED_APART)
         self.failed += 1
         return [self._event(job, t, done=True, said_s=ev.t_wall_s)]
 
@@ -711,16 +739,33 @@ class PostTracker:
         apart = self._apart.get(job_id)
         if apart is None:
             return False
+        step = _STEP_ORDER.get(ev.name)
         if engine_s is None:  # on the wall clock: its own were written before its failure
             own = ev.t_wall_s <= apart.failed_s + CLOCK_SLACK_S
-        else:
-            own = ev.name != "SYNTH_START" or not apart.synth_start_read
+        else:  # on the engine clock: its own go on from its latest, and are never a GPU_END
+            own = step is None or apart.last_step < step < _STEP_ORDER["GPU_END"]
         if not own:
             del self._apart[job_id]
+            if ev.name == "GPU_END":
+                self._said += self._retry_held(apart.held, ev)
             return False
-        if ev.name == "SYNTH_START":
-            apart.synth_start_read = True
+        if step is not None:
+            apart.last_step = step
+            if engine_s is not None:
+                apart.held.append(ev)
         return True
+
+    def _retry_held(self, held: list[LogEvent], gpu_end: LogEvent) -> list[ProverEvent]:
+        """A retry's GPU_END came on from the lines held as its failed attempt's (`_Apart`):
+        they were the retry's, read again as such before it (those of its run: offsets not
+        after the GPU_END's; a run begun again since is another)."""
+        end_ms = _offset_ms(gpu_end)
+        out: list[ProverEvent] = []
+        for ev in held:
+            offset = _offset_ms(ev)
+            if end_ms is not None and offset is not None and offset <= end_ms:
+                out += self._timeline(ev)
+        return out
 
     @staticmethod
     def _one_step_done(job: _Post, t: float, total_ms: int | None, queue_ms: int | None

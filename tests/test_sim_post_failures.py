@@ -7,12 +7,11 @@ deadline. Before, both were tested only on hand-written lines."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sim_recordings import record_sim, report_of
 
 from gapwatch.sources.sim_monolithic import (
     ARRIVES_BEFORE_END_S,
@@ -21,41 +20,6 @@ from gapwatch.sources.sim_monolithic import (
     WINNING_PROVE_S,
 )
 from gapwatch.sources.sim_post import FAILED_AT_S, PROVE_START_ERROR
-
-ROOT = Path(__file__).resolve().parent.parent
-#: Writes each `--on-event` call's GAPWATCH_* environment as one JSON line.
-HOOK = """import json, os, sys
-with open(sys.argv[1], "a") as f:
-    f.write(json.dumps({k: v for k, v in os.environ.items() if k.startswith("GAPWATCH_")})
-            + "\\n")
-"""
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-
-
-def _record(tmp_path: Path, scenario: str, duration_s: float,
-            hook_out: Path | None = None) -> tuple[Path, str]:
-    """`gapwatch record` of the simulator's `scenario` at speed 0: the recording, its stderr."""
-    out = tmp_path / f"{scenario}.jsonl"
-    cmd = [sys.executable, "-m", "gapwatch", "record", "--source", f"sim:{scenario}",
-           "--speed", "0", "--duration", str(duration_s), "--out", str(out), "--quiet"]
-    if hook_out is not None:
-        (tmp_path / "hook.py").write_text(HOOK)
-        cmd += ["--on-event", f"{sys.executable} {tmp_path / 'hook.py'} {hook_out}"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=_env(tmp_path),
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    return out, done.stderr
-
-
-def _report(tmp_path: Path, recording: Path, *flags: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "gapwatch", "report", str(recording), *flags],
-                          capture_output=True, text=True, timeout=120, env=_env(tmp_path),
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def _ended(report_json: str) -> list[dict[str, Any]]:
@@ -72,17 +36,17 @@ def test_a_winningpost_whose_gpu_prove_start_fails_is_said_failed_with_cuzks_err
     fails it at once: FAILED on record's stderr, `--on-event` run as `post_failed`, and the
     report of the recording says it failed with cuzk's error, never late."""
     hook_out = tmp_path / "hook.jsonl"
-    recording, err = _record(tmp_path, "post-failed", FAILED_AT_S + 5, hook_out)
+    recording, err = record_sim(tmp_path, "post-failed", FAILED_AT_S + 5, hook_out=hook_out)
     assert f"{PROVE_START_ERROR} (after" in err and "FAILED" in err
     calls = [json.loads(x) for x in hook_out.read_text().splitlines()]
     [failed] = [c for c in calls if c["GAPWATCH_EVENT"] == "post_failed"]
     assert failed["GAPWATCH_STATE"] == "failed"
     assert PROVE_START_ERROR in failed["GAPWATCH_CAUSE_WORDS"]
-    text = _report(tmp_path, recording)
+    text = report_of(tmp_path, recording)
     assert "Prover events: 2 PoSt proof(s) (1 failed, 0 late, 0 at risk)" in text
     assert f"error: {PROVE_START_ERROR}" in text
-    verdicts = [(p["verdict"], p["error"]) for p in _ended(_report(tmp_path, recording,
-                                                                    "--json"))]
+    verdicts = [(p["verdict"], p["error"])
+                for p in _ended(report_of(tmp_path, recording, "--json"))]
     assert verdicts == [("ok", None), ("failed", PROVE_START_ERROR)]
 
 
@@ -92,11 +56,11 @@ def test_with_the_pipeline_off_each_winningpost_is_timed_in_one_step_and_the_fai
     waits for the one it holds (queue), then is proved in one call (prove): on time when it
     came near the PoRep's end, late behind a whole PoRep (`[pipeline] enabled = true` the
     setting), failed with cuzk's `proof failed` error (engine.rs:3471)."""
-    recording, err = _record(tmp_path, "post-pipeline-off", 110)
+    recording, err = record_sim(tmp_path, "post-pipeline-off", 110)
     assert "LATE" in err and f"proof failed: {PROVE_ERROR}" in err
-    text = _report(tmp_path, recording)
+    text = report_of(tmp_path, recording)
     assert "Prover events: 3 PoSt proof(s) (1 failed, 1 late, 0 at risk)" in text
-    on_time, late, failed = _ended(_report(tmp_path, recording, "--json"))
+    on_time, late, failed = _ended(report_of(tmp_path, recording, "--json"))
     assert all(p["one_step"] and p["synth_s"] is None and p["gpu_s"] is None
                for p in (on_time, late, failed))
     assert on_time["verdict"] == "ok"

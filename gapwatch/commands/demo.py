@@ -8,8 +8,8 @@ The simulated prover writes its log to a temporary file that the real tailer fol
 pane shows what it would show for cuzk, and its copies reach the session as the copy trace
 would deliver them (`[sim] copy_trace`, on here unless the config says "off"): the gaps name
 the memory each copy came from, and the H2D line shows each kind's rate. `--source
-sim:SCENARIO` picks another scenario (chained, host-stall, transfer-bound, batched); `--speed`
-runs faster than real time.
+sim:SCENARIO` picks another scenario (chained, host-stall, transfer-bound, batched,
+batch-wait); `--speed` runs faster than real time.
 """
 
 from __future__ import annotations

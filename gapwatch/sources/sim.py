@@ -27,7 +27,9 @@ synthesis start and decremented on success only, so it drifts upward after a fai
 (`synth_fail_every`), whose job then stays listed with its pending partitions that never run.
 Its monolithic work (the `post*` scenarios' PoSt, batches, every proof of `post-pipeline-off`,
 whose one worker per GPU is `gapwatch.sources.sim_monolithic`'s) is not listed, as cuzk lists
-none; a killed simulated cuzk answers no `/status` until its new run listens. At speed > 0 the
+none; nor is a request cuzk's batch collector holds (`batch-wait`'s, whose requests come one
+at a time: `gapwatch.sources.sim_batch_wait`), whose job is listed once it is sent; a killed
+simulated cuzk answers no `/status` until its new run listens. At speed > 0 the
 runtime serves it over HTTP (`gapwatch.sources.cuzk_status_server`); at speed 0 `SimStatusFeed`
 hands snapshots straight to the session. Reads and the status document take one lock, as cuzk's
 tracker lock: the sampler thread advances the model while the server thread reads it.
@@ -63,13 +65,15 @@ from gapwatch.cuzk.pipeline import (
 )
 from gapwatch.sources import Tick
 from gapwatch.sources.cuzk_status_server import NotServing
+from gapwatch.sources.sim_batch_wait import TURNAROUND_S, BatchWaitScript
 from gapwatch.sources.sim_monolithic import MonolithicScript
 from gapwatch.sources.sim_post import CYCLES, Kept, PostScript
 
 ScenarioName = Literal["chained", "pageable", "host-stall", "transfer-bound", "post", "batched",
-                       "post-failed", "post-pipeline-off"]
+                       "post-failed", "post-pipeline-off", "batch-wait"]
 SCENARIOS: tuple[ScenarioName, ...] = ("chained", "pageable", "host-stall", "transfer-bound",
-                                       "post", "batched", "post-failed", "post-pipeline-off")
+                                       "post", "batched", "post-failed", "post-pipeline-off",
+                                       "batch-wait")
 LINK_BYTES_PER_S = GEN5_X16_BYTES_PER_S
 IDLE_PCIE_BYTES_PER_S = 1.5 * 2**20  # an idle H200 link reads ~0.7-2.7 MiB/s each way
 
@@ -106,6 +110,14 @@ class Scenario:
     #: a batch of that many PoRep sectors, proved as one monolithic job (engine.rs:2053,
     #: 2672-2680): unpinned, absent from /status.
     max_batch_size: int = 1
+    #: `[scheduler] max_batch_wait_ms` (config.rs:206, default 10 000): how long cuzk's batch
+    #: collector holds a batch that has not filled (batch_collector.rs:165-173).
+    max_batch_wait_ms: int = 10_000
+    #: None: Curio keeps cuzk fed (every partition there at once; with max_batch_size > 1
+    #: every batch full). Set: Curio sends one PoRep request at a time, this long after the
+    #: last proof came back, so no batch fills and each request waits out max_batch_wait_ms
+    #: (`gapwatch.sources.sim_batch_wait`).
+    request_after_proof_s: float | None = None
     #: The first wave after start unpinned (upstream always has one: no capacity hint until the
     #: first synthesis finishes). Off only where it would hide the scenario's own story.
     first_wave: bool = True
@@ -141,6 +153,12 @@ SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
     # synthesised with no pinned pool; its a/b/c copy (pageable, ~2.7 s) outlasts the other
     # worker's batch kernels (1.8 s), so the GPU idles ~0.9 s per batch with PCIe trickling.
     "batched": Scenario("batched", False, 22e9, 1.8, 4.0, 4, 4, 0.0, 0.0, max_batch_size=2),
+    # `chained`'s pipeline with `[scheduler] max_batch_size = 2`, `max_batch_wait_ms = 5000`,
+    # and Curio sending one PoRep request at a time: cuzk's batch collector holds each for 5 s
+    # before sending it alone, the GPU idle meanwhile (`gapwatch.sources.sim_batch_wait`).
+    "batch-wait": Scenario("batch-wait", True, 4.5e9, 0.9, 2.0, 4, 4, 0.0, 0.0,
+                           max_batch_size=2, max_batch_wait_ms=5000,
+                           request_after_proof_s=TURNAROUND_S),
 }
 
 #: The capacity hint's figures (pipeline.rs:355, 32G PoRep) and one a/b/c buffer (3 per
@@ -164,6 +182,10 @@ def parse_scenarios(scenario: str | Sequence[str], gpus: int = 1) -> list[Scenar
     if off and len(off) != len(names):
         raise ValueError(f"{off[0]} turns cuzk's pipeline off, for the whole daemon: it cannot "
                          "be mixed with scenarios of the pipeline on")
+    one_by_one = [n for n in names if SCENARIO_PARAMS[n].request_after_proof_s is not None]
+    if one_by_one and (len(names) > 1 or gpus > 1):
+        raise ValueError(f"{one_by_one[0]} is one GPU's: cuzk's batch collector is the "
+                         "daemon's, one for every GPU; run it on its own, with one GPU")
     if len(names) == 1:
         return [names[0]] * max(1, gpus)
     if gpus not in (1, len(names)):
@@ -261,6 +283,9 @@ class _Gpu:
     next_partition: int = 0
     copies: list[_Span] = field(default_factory=list)
     computes: list[_Span] = field(default_factory=list)
+    #: Partitions sent to synthesis so far (None: Curio keeps cuzk fed, every one there at
+    #: once): `batch-wait`'s requests release ten at a time.
+    parts_released: int | None = None
 
 
 def _workers(gpu: int, scenario: Scenario) -> list[_Worker]:
@@ -331,6 +356,8 @@ class SimProver:
         self.post_script: PostScript | None = None
         #: The pipeline-off scenario's workers and script.
         self.monolithic_script: MonolithicScript | None = None
+        #: `batch-wait`'s requests and batch collector.
+        self.batch_script: BatchWaitScript | None = None
         self.down = False
         self._epoch = 0.0
         #: The process is alive (False from a kill to its restart's engine start): only a
@@ -458,6 +485,9 @@ class SimProver:
             self.monolithic_script = MonolithicScript(self)
             self.monolithic_script.start()
             return
+        if self._gpus[0].scenario.request_after_proof_s is not None:
+            self.batch_script = BatchWaitScript(self)
+            self.batch_script.start()
         for g in self._gpus:
             self._at(0.05, partial(self._fill_synthesis, g))
         self._at(0.5, Kept(self._tick_threads))
@@ -488,8 +518,9 @@ class SimProver:
                 self._trace(t, f"pipeline GPU worker started worker_id={w.wid} gpu={g.index} "
                                f"sub_id={k}")
         batch = max(g.scenario.max_batch_size for g in self._gpus)
+        wait_ms = self._gpus[0].scenario.max_batch_wait_ms
         self._trace(t, f"synthesis dispatcher started (budget-gated) max_batch_size={batch} "
-                       "max_batch_wait_ms=10000 slot_size=0 synthesis_concurrency=1")
+                       f"max_batch_wait_ms={wait_ms} slot_size=0 synthesis_concurrency=1")
         # A (re)start has no capacity hint: its first wave is unpinned (pipeline.rs:176-230).
         self.hint_cached = False
 
@@ -558,10 +589,11 @@ class SimProver:
         workers = self._synth_workers
         while g.synth_active < threads and len(g.queue) + g.synth_active < \
                 g.scenario.queue_depth + threads and \
-                sum(o.synth_active for o in self._gpus) < workers:
+                sum(o.synth_active for o in self._gpus) < workers and \
+                (g.parts_released is None or g.next_partition < g.parts_released):
             part = g.next_partition
             g.next_partition += 1
-            if g.scenario.max_batch_size > 1:
+            if g.scenario.max_batch_size > 1 and g.parts_released is None:
                 self._start_batch(g, part)
                 continue
             job = f"porep-{self._job + g.index}-{part // 10}"
@@ -748,6 +780,8 @@ class SimProver:
                 if all(x.state == "done" for x in entry.parts):
                     entry.finished_s = self._now
                     self.jobs_completed += 1
+                    if self.batch_script is not None:
+                        self.batch_script.proof_done(job, entry)
             else:
                 self.jobs_completed += 1
             self._dispatch(g)

@@ -6,7 +6,7 @@ import pytest
 
 from evaluation.simulate import simulate
 from gapwatch.core.models import GpuSample, HostSample
-from gapwatch.sources.sim import SCENARIOS, truth_gaps
+from gapwatch.sources.sim import SCENARIO_PARAMS, SCENARIOS, truth_gaps
 
 
 def _gpu(records: list) -> list[GpuSample]:  # type: ignore[type-arg]
@@ -62,8 +62,8 @@ def test_transfer_bound_gaps_move_data_at_line_rate() -> None:
     assert inside and min(s.pcie_rx_bytes_per_s or 0 for s in inside) > 0.3 * 63e9
 
 
-#: `batch-wait` is one GPU's (its requests are the daemon's batch collector's).
-ONE_GPU = {"batch-wait"}
+#: One GPU's scenarios (`batch-wait`: its requests go through the daemon's one batch collector).
+ONE_GPU = {s for s in SCENARIOS if SCENARIO_PARAMS[s].request_after_proof_s is not None}
 
 
 @pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s != "post-pipeline-off"])

@@ -106,9 +106,10 @@ class Scenario:
     pageable_rate: float = 8.5e9  # pageable H2D with a quiet host
     pageable_floor_frac: float = 0.25  # pageable rate under full host pressure, as a fraction
     queue_depth: int = 4
-    #: `[scheduler] max_batch_size` (1: every request partitioned). Above 1 each unit of work is
-    #: a batch of that many PoRep sectors, proved as one monolithic job (engine.rs:2053,
-    #: 2672-2680): unpinned, absent from /status.
+    #: `[scheduler] max_batch_size` (1: every request partitioned). Above 1, with cuzk fed,
+    #: each unit of work is a full batch of that many PoRep sectors, proved as one monolithic
+    #: job (engine.rs:2053, 2672-2680): unpinned, absent from /status; with requests one at a
+    #: time (`request_after_proof_s`) each is sent alone, partitioned (engine.rs:2179).
     max_batch_size: int = 1
     #: `[scheduler] max_batch_wait_ms` (config.rs:206, default 10 000): how long cuzk's batch
     #: collector holds a batch that has not filled (batch_collector.rs:165-173).
@@ -594,6 +595,7 @@ class SimProver:
             part = g.next_partition
             g.next_partition += 1
             if g.scenario.max_batch_size > 1 and g.parts_released is None:
+                # Fed, every batch fills; gated (`batch-wait`), each request goes alone.
                 self._start_batch(g, part)
                 continue
             job = f"porep-{self._job + g.index}-{part // 10}"

@@ -5,6 +5,8 @@ hint phrasings that used to contradict themselves or repeat."""
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from gapwatch.core import fmt
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.evidence_types import (
@@ -22,6 +24,7 @@ from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline
 from gapwatch.engine.summary import gap_counts_text
 from gapwatch.offline.report_text import _partition_lines
+from gapwatch.sinks.snapshot import hint_lines
 from gapwatch.ui.app import GapwatchApp
 from gapwatch.ui.kinds import KINDS, kind_css, legend
 
@@ -110,6 +113,28 @@ def test_an_earlier_warning_is_said_as_earlier_not_as_this_gaps_partition() -> N
                            "in pageable memory?")
     own = hint_of(GapFacts("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", since_s=99.0), Evidence(NO_HOST, [old], NO_COPIES))
     assert own.startswith("partition 4 was synthesised with is_pinned=false")
+
+
+def test_a_host_stall_says_pageable_buffers_only_of_its_own_window() -> None:
+    """cuzk's first wave is always unpinned (its pinned pool not yet grown): cited as "pageable
+    buffers seen" on every later host stall of the run, those words led the hint of a stall
+    the prover's own cause explained (a request held in the batch collector). PCIe was quiet in
+    a host stall, so only a partition unpinned in its own window is said, in the hint and in
+    the snapshot's grouping alike."""
+    first_wave = EventEvidence(100.0, "synth", partition=4, warning="unpinned")
+    later = hint_of(GapFacts("host_stall", 7.2, 1e6, 1e6, LINK, "high", since_s=140.0),
+                    Evidence(NO_HOST, [first_wave], NO_COPIES))
+    assert "pageable" not in later and "is_pinned" not in later
+    assert later.startswith("SMs idle 7.2 s with PCIe quiet")
+    own = hint_of(GapFacts("host_stall", 7.2, 1e6, 1e6, LINK, "high", since_s=99.0),
+                  Evidence(NO_HOST, [first_wave], NO_COPIES))
+    assert own.startswith("pageable buffers seen (is_pinned=false); SMs idle 7.2 s")
+    gap = Gap(gap_id=1, gpu=0, kind="host_stall", start_mono_ns=0, start_s=142.0,
+              end_mono_ns=None, end_s=149.2, duration_s=7.2, pcie_rx_bytes_per_s=1e6,
+              pcie_tx_bytes_per_s=1e6, link_bytes_per_s=LINK, confidence="high", hint=later,
+              log_events=[first_wave])
+    assert "pageable" not in hint_lines([gap], DetectorConfig().evidence_before_s)[0]
+    assert "pageable" in hint_lines([replace(gap, start_s=101.0)], 2.0)[0]
 
 
 def test_copies_of_several_memory_kinds_are_said_in_the_same_words_as_one_kind() -> None:

@@ -45,6 +45,11 @@ HINT_SEP: Final = "; "
 
 
 
+#: A host stall's memory words: its own evidence window saw a partition synthesised unpinned,
+#: or the pinned pool fail (`memory_phrases`, `hint_cause`).
+PAGEABLE_SEEN_WORDS = "pageable buffers seen (is_pinned=false)"
+
+
 def _partitions(events: list[EventEvidence], warning: str,
                 since_s: float | None = None, earlier: bool = False) -> list[int]:
     """Partitions named by the events carrying `warning`, first seen first. With `since_s`, only
@@ -146,8 +151,12 @@ def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidenc
                     "a/b/c in pageable memory?"]
         if fallback:
             return [POOL_FALLBACK_WORDS]
-    if kind == "host_stall" and (unpinned or earlier or fallback):
-        return ["pageable buffers seen (is_pinned=false)"]
+    if kind == "host_stall" and (unpinned or fallback):
+        # Only the gap's own: PCIe was quiet, so no copy ran slow in it; a partition unpinned
+        # minutes before (cuzk's first wave always is, its pinned pool not yet grown) said
+        # "pageable buffers seen" on every host stall of the run, before the prover's own
+        # cause (a batch wait, a restart).
+        return [PAGEABLE_SEEN_WORDS]
     return []
 
 
@@ -171,9 +180,11 @@ def _synthesis(event: EventEvidence) -> bool:
     return "SYNTH" in event.name.upper() or "synthesis" in event.raw
 
 
-def hint_cause(kind: str, events: list[EventEvidence]) -> str:
+def hint_cause(kind: str, events: list[EventEvidence], since_s: float | None = None) -> str:
     """The cause of a gap as its log names it, without that gap's figures: the same words for
-    every gap of a kind that idled for the same reason (what the snapshot summary groups by)."""
+    every gap of a kind that idled for the same reason (what the snapshot summary groups by).
+    `since_s`: the start of the gap's own evidence window, as `memory_phrases` reads it (a host
+    stall's pageable buffers are its own window's)."""
     unpinned = _partitions(events, "unpinned")
     failed = any(e.warning in ("pinned_pool_fallback", "cuda_host_alloc_failed")
                  for e in events)
@@ -190,7 +201,8 @@ def hint_cause(kind: str, events: list[EventEvidence]) -> str:
     synth = any(_synthesis(e) for e in events)
     cause = "synthesis did not keep up with the GPU?" if synth else (
         "synthesis, a lock or the scheduler?")
-    return cause + ("; pageable buffers seen (is_pinned=false)" if unpinned or failed else "")
+    own = _partitions(events, "unpinned", since_s) if since_s is not None else unpinned
+    return cause + (f"; {PAGEABLE_SEEN_WORDS}" if own or failed else "")
 
 
 # -- the copy trace, /proc and the link (issue 13) -------------------------------------------

@@ -112,11 +112,14 @@ def covered_text(records: Sequence[Record], history_s: float) -> str:
             f"{fmt.clock(max(times))} (at most the last {history_s:g} s are kept)")
 
 
-def hint_lines(gaps: Sequence[Gap]) -> list[str]:
-    """The hints grouped once per distinct cause (kind + `hint_cause`), most gaps first."""
+def hint_lines(gaps: Sequence[Gap], evidence_before_s: float) -> list[str]:
+    """The hints grouped once per distinct cause (kind + `hint_cause`, each gap's own evidence
+    window beginning `evidence_before_s` before it, as the detector explained it), most gaps
+    first."""
     groups: dict[tuple[str, str], list[Gap]] = {}
     for g in gaps:
-        groups.setdefault((g.kind, hint_cause(g.kind, g.log_events)), []).append(g)
+        cause = hint_cause(g.kind, g.log_events, g.start_s - evidence_before_s)
+        groups.setdefault((g.kind, cause), []).append(g)
     lines = []
     for (kind, cause), these in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         per_gpu = Counter(g.gpu for g in these)
@@ -164,7 +167,7 @@ def render_summary(
     out += _happened_section(gaps)
     out += ["", "## Hints", "", "One line per distinct cause (gaps of the same kind that idled for "
             "the same reason), with the latest such gap's hint in full.", ""]
-    out += hint_lines(gaps) or ["- none"]
+    out += hint_lines(gaps, config.detector.evidence_before_s) or ["- none"]
     out += _advice_section(snap, gaps, records)
     out += _warnings_section(records)
     out += _host_section(hosts)

@@ -165,7 +165,7 @@ def test_pipeline_facts_reset_what_was_in_flight_when_the_prover_starts_again() 
 
 # -- a gap that spans a restart ---------------------------------------------------------------
 
-def _gaps_over(records: Sequence[LogEvent | ProverStatus], busy_s: list[tuple[float, float]]
+def _gaps_over(records: Sequence[LogEvent | ProverStatus | ProcessMemory], busy_s: list[tuple[float, float]]
                ) -> tuple[list[Gap], CuzkProver]:
     """The closed gaps of a GPU busy over `busy_s` (seconds after the first record), with
     cuzk's log events and `/status` snapshots fed to the detector as they come, and its
@@ -236,6 +236,29 @@ def test_a_gap_after_a_restarts_first_gpu_work_or_at_a_first_start_is_not_the_re
     events = events_of_lines(lines)
     gaps, _ = _gaps_over(events, [*RESTART_BUSY_S, (98.5, 100.0)])
     assert [g.prover_cause for g in sorted(gaps, key=lambda g: g.start_s)] == ["restart", None]
+
+
+def test_a_restart_seen_by_a_new_pid_on_the_gpu_alone_is_the_cause_of_the_gap_that_spans_it(
+) -> None:
+    """No log, no `/status`: NVML's processes on the GPU are what gapwatch has. The watcher said
+    the new cuzk pid was a restart, but the prover's facts (which explain gaps) were fed no
+    process readings, so the gap around that restart had no cause and no advice."""
+    t0 = 1_796_000_000.0
+    old = [ProcessMemory(int(t * 1e9), t0 + t, 0, 4242, "/usr/local/bin/cuzk", 1, 1)
+           for t in (0.0, 1.0, 2.0, 3.0)]
+    new = [ProcessMemory(int(t * 1e9), t0 + t, 0, 5151, "/usr/local/bin/cuzk", 1, 1)
+           for t in (29.0, 31.0)]
+    [gap], _ = _gaps_over(old + new, [(0.0, 5.0), (30.0, 32.0)])
+    assert gap.prover_cause == "restart"
+    # Said by what said it: neither the prover's log nor its /status.
+    assert "GPU processes: cuzk restarted" in gap.hint
+    assert "new /usr/local/bin/cuzk pid 5151 on GPU 0" in gap.prover_evidence[0]
+    assert "killed" not in gap.hint  # no line of the log read is no news of how it ended
+    # A process of another name is no restart of cuzk.
+    other = [ProcessMemory(r.t_mono_ns, r.t_wall_s, 0, r.pid, "python3", 1, 1)
+             for r in old + new]
+    [gap], _ = _gaps_over(other, [(0.0, 5.0), (30.0, 32.0)])
+    assert gap.prover_cause is None
 
 
 def test_a_restart_seen_by_status_uptime_alone_is_the_cause_of_the_gap_that_spans_it() -> None:

@@ -176,6 +176,7 @@ class GapDetector:
                 return self.feed_copy(record)
             case ProcessMemory():
                 self._ev.add_procmem(record)
+                self._ev.prover.feed_process(record)
             case LinkState():
                 self._ev.add_link(record)
             case HardwareEvent():

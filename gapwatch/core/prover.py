@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gapwatch.core.evidence_types import ProverState
-from gapwatch.core.models import LogEvent, ProverStatus
+from gapwatch.core.models import LogEvent, ProcessMemory, ProverStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +71,10 @@ class Prover(Protocol):
     def feed_status(self, status: ProverStatus) -> None:
         """Take a status snapshot."""
 
+    def feed_process(self, reading: ProcessMemory) -> None:
+        """Take a reading of a process on a GPU (NVML's list, its memory from /proc): the
+        prover's own process seen anew is its restart, where nothing else says so."""
+
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         """Does this snapshot say anything about `gpu`?"""
 
@@ -109,6 +113,9 @@ class NoProver:
         return None
 
     def feed_status(self, status: ProverStatus) -> None:
+        return None
+
+    def feed_process(self, reading: ProcessMemory) -> None:
         return None
 
     def concerns(self, status: ProverStatus, gpu: int) -> bool:

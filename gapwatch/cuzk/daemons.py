@@ -367,6 +367,10 @@ class RestartsByDaemon:
         d = self._by.router.of_status(st)
         return self._by.get(d).feed_status(st) if d is not None else []
 
+    def feed_process(self, r: ProcessMemory) -> list[ProverEvent]:
+        d = self._by.router.of_process(r)
+        return self._by.get(d).feed_process(r) if d is not None else []
+
     def during(self, start_s: float, end_s: float, slack_s: float = 0.0,
                gpu: int | None = None) -> Spanned | None:
         """`RestartWatch.during` of the daemon of `gpu` (the latest restart of those of it

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
-from gapwatch.core.models import FieldValue, LogEvent, ProverEvent, ProverStatus
+from gapwatch.core.models import FieldValue, LogEvent, ProcessMemory, ProverEvent, ProverStatus
 from gapwatch.core.units import GIB
 from gapwatch.core.values import count_field, is_bad_count, size_field
 from gapwatch.cuzk.daemons import RestartsByDaemon
@@ -455,8 +455,9 @@ class LogView:
     evidence: list[str]
     #: The short figure a hint adds to the cause's words.
     detail: str = ""
-    #: Only `/status` said it (a restart seen by its uptime going back), not a log line.
-    from_status: bool = False
+    #: What said it: the log's lines, or, for a restart, only `/status` (its uptime going
+    #: back: "status") or NVML's processes (a new cuzk pid: "processes").
+    said_by: str = "log"
 
 
 class PipelineFacts(_Limits):
@@ -468,6 +469,9 @@ class PipelineFacts(_Limits):
         self.seen = False
         #: A `/status` snapshot was fed.
         self.status_seen = False
+        #: A restart was said by a reading of a process on a GPU (a new cuzk pid): then a gap
+        #: has something to be told (`CuzkGap.has_evidence`) with no line or snapshot read.
+        self.restart_seen = False
         self.synth_workers: int | None = None
         self.budget_total_bytes: int | None = None
         self.gpu_workers_per_device: int | None = None
@@ -839,6 +843,16 @@ class PipelineFacts(_Limits):
         elif msg.startswith(NO_CAPACITY_HINT_MESSAGE):
             pool.first_syntheses += 1
 
+    def feed_process(self, reading: ProcessMemory) -> None:
+        """Take a reading of a process on a GPU: a new cuzk pid where another was read is a
+        restart (`RestartWatch.feed_process`), the cause of the gap that spans it where no log
+        line or `/status` says more (with NVML alone, the watcher said the restart and no gap
+        was its)."""
+        restarted = self.restarts.feed_process(reading)
+        if restarted:
+            self.restart_seen = True
+            self._restarted(restarted)
+
     def feed_status(self, status: ProverStatus) -> None:
         """Take a `/status` snapshot: an SRS list that goes empty after listing entries means
         the SRS manager's mutex is held (engine.rs `detailed_status` skips its entries then:
@@ -1001,7 +1015,7 @@ class PipelineFacts(_Limits):
             # Its SRS reload, pool and first wave are the restart's cost, said in it; its new
             # run's wait for a first job is no work, and the cause where it is most of the gap.
             return LogView(spanned.cause(), spanned.evidence(), spanned.detail(),
-                           from_status=spanned.from_status)
+                           said_by=spanned.said_by)
         held = self._batch_wait_view(start_s, end_s)
         if held is not None:
             return held

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from gapwatch.core.models import LogEvent, ProverStatus
+from gapwatch.core.models import LogEvent, ProcessMemory, ProverStatus
 from gapwatch.core.prover import ProverGap, ProverView
 from gapwatch.cuzk.causes import (
     cause_detail,
@@ -59,19 +59,24 @@ PROVER_CAUSE_WORDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: What said a gap's prover cause, as its hint names it (`prover_phrase`'s `said_by`).
+_SAID_BY = {"log": "prover log", "status": "prover status", "processes": "GPU processes"}
+
+
 def prover_phrase(cause: str | None, during: bool = True, detail: str = "",
-                  from_log: bool = False) -> str:
+                  said_by: str = "status") -> str:
     """The hint's words for a gap's prover cause ("" for none), with its one figure
     (`detail`, "18 of 18 synthesis workers busy"); `during` False: the cause came from the
-    snapshot just before the gap (the gap was shorter than the poll period); `from_log`: the
-    prover's log said it, not its /status."""
+    snapshot just before the gap (the gap was shorter than the poll period); `said_by`: the
+    prover's /status said it ("status"), its log ("log"), or NVML's processes on the GPU (a
+    restart seen as a new cuzk pid: "processes")."""
     entry = PROVER_CAUSE_WORDS.get(cause or "")
     if entry is None:
         return ""
     lead, fact = entry
     inside = "; ".join(x for x in (fact, detail) if x)
     when = "" if during else " (as of just before the gap)"
-    said = "prover log" if from_log else "prover status"
+    said = _SAID_BY[said_by]
     return f"{said}{when}: {lead}" + (f" ({inside})" if inside else "")
 
 
@@ -100,9 +105,12 @@ class CuzkGap:
         self.provers: deque[tuple[ProverStatus, str | None, Capacity | None]] | tuple[()] = ()
 
     def has_evidence(self) -> bool:
-        """A snapshot, or a cuzk line seen: without either there is nothing to say (the common
-        offline case: skipping it keeps a long report's per-gap cost as it was)."""
-        return bool(self.provers) or self.before_cause is not None or self.facts.seen
+        """A snapshot, a cuzk line seen, or a restart seen by a new cuzk pid: without any there
+        is nothing to say (the common offline case: skipping it keeps a long report's per-gap
+        cost as it was)."""
+        facts = self.facts
+        return (bool(self.provers) or self.before_cause is not None or facts.seen
+                or facts.restart_seen)
 
     def add_status(self, status: ProverStatus) -> None:
         t = status.t_wall_s
@@ -152,18 +160,18 @@ class CuzkGap:
         log = self.facts.log_view(self.gpu, start_s, end_s if end_s is not None else start_s,
                                   kind)
         decided = with_log_cause(cause, log.cause, during)
-        from_log = decided != cause
-        if from_log:
+        said_by = "status"
+        if decided != cause:  # the log's facts decide it
             if cause is not None:
                 evidence = [f"/status: {e}" for e in evidence]
             cause, during, detail = decided, True, log.detail
-            from_log = not log.from_status
+            said_by = log.said_by
         if log.cause is not None and log.cause == cause:
             evidence = evidence + log.evidence
             detail = detail or log.detail
         if kind == "pcie_starved" and cause != "pinned_pool":
             evidence = evidence + self.facts.pool_evidence()
-        return ProverView(cause, states, evidence, prover_phrase(cause, during, detail, from_log),
+        return ProverView(cause, states, evidence, prover_phrase(cause, during, detail, said_by),
                           self.facts.error_words(start_s, reach_s))
 
 
@@ -179,6 +187,9 @@ class CuzkProver:
 
     def feed_status(self, status: ProverStatus) -> None:
         self.pipeline.feed_status(status)
+
+    def feed_process(self, reading: ProcessMemory) -> None:
+        self.pipeline.feed_process(reading)
 
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         return concerns(status, gpu)

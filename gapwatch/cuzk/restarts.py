@@ -162,6 +162,8 @@ def how_it_ended(sigint: bool, last_line_s: float | None, info_seen: bool) -> tu
     return KILLED, "killed or crashed, no shutdown line"
 #: A restart's first sign, when it is one of its start lines (the log said it).
 START_LINE_SIGN = "its start line"
+#: ... when it is a new cuzk pid on a GPU (NVML's processes said it).
+NEW_PID_SIGN = "a new "
 #: The shortest part of a restart's stretch said as such (its words give tenths of a second).
 _SAID_S = 0.05
 #: The TIMELINE lines that begin or end work in flight: (which count, +1 or -1) of syntheses,
@@ -236,6 +238,16 @@ class Restart:
         return any(s.startswith(START_LINE_SIGN) for s in self.signs)
 
     @property
+    def said_by(self) -> str:
+        """What said it, as a gap's hint names its source: "log" (a start line), "processes"
+        (only a new cuzk pid on a GPU: NVML's list) or "status" (`/status` uptime)."""
+        if self.in_log:
+            return "log"
+        if all(s.startswith(NEW_PID_SIGN) for s in self.signs):
+            return "processes"
+        return "status"
+
+    @property
     def in_a_row(self) -> int:
         """The restarts in a row it ends, itself included (1: no crash loop)."""
         return self.seq - self.streak.seq + 1
@@ -307,9 +319,9 @@ class Spanned:
         return self.kept[0]
 
     @property
-    def from_status(self) -> bool:
-        """Only `/status` (or a new pid) said the latest restart, not a start line."""
-        return not self.latest.in_log
+    def said_by(self) -> str:
+        """What said the latest restart (`Restart.said_by`)."""
+        return self.latest.said_by
 
     def waited_s(self) -> float:
         """Of the gap, the time cuzk was up with no work around the latest restart: its new
@@ -549,7 +561,7 @@ class RestartWatch:
         pids[r.pid] = r.t_wall_s
         if known or last_seen is None:
             return []
-        sign = f"a new {r.name} pid {r.pid} on GPU {r.gpu}"
+        sign = f"{NEW_PID_SIGN}{r.name} pid {r.pid} on GPU {r.gpu}"
         restart = self._last_restart_s
         if restart is not None and restart >= last_seen - SAME_RESTART_S:
             self._note_run_sign(sign)

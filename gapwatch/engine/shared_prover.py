@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from gapwatch.core.models import LogEvent, ProverStatus
+from gapwatch.core.models import LogEvent, ProcessMemory, ProverStatus
 from gapwatch.core.prover import Prover, ProverGap
 
 
@@ -31,6 +31,10 @@ class SharedProver:
     def feed_status(self, status: ProverStatus) -> None:
         with self._lock:
             self._prover.feed_status(status)
+
+    def feed_process(self, reading: ProcessMemory) -> None:
+        with self._lock:
+            self._prover.feed_process(reading)
 
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         return self._prover.concerns(status, gpu)

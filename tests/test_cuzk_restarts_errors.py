@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from parsed_logs import events_of_lines, watched_events
+from parsed_logs import events_of_lines, fed, watched_events
 
 from gapwatch.commands.parse import format_timeline
 from gapwatch.core.evidence_types import NO_COPIES, NO_HOST
@@ -161,6 +161,111 @@ def test_pipeline_facts_reset_what_was_in_flight_when_the_prover_starts_again() 
     view = facts.view()
     assert view.monolithic_in_flight == () and view.queued == 0
     assert facts.runs == 2
+
+
+def test_a_monolithic_job_whose_step_failed_is_no_later_gaps_cause() -> None:
+    """post-failed.log: WinningPoSt 3c4d's `GPU prove start failed` (engine.rs:3282, in its GPU
+    worker's span, naming it) at +12.5 s, and 4d5e's `synthesis failed` (2855, span
+    `synth_single{proof_kind=winning-post}`, naming no job; the one monolithic synthesis in
+    flight) at +21 s: neither gets a GPU_END. Both stayed listed in flight until cuzk restarted,
+    and the GPU idle from +24 s to +40 s (waiting on a PoRep partition's synthesis) was said
+    to wait on 3c4d "on the GPU", as was the gap from +8 s, in which 4d5e synthesised."""
+    lines = (DATA / "post-failed.log").read_text().splitlines()
+    assert fed(PipelineFacts(), lines).view().monolithic_in_flight == ()
+    events = events_of_lines(lines)
+    gaps, _ = _gaps_over(events, [(5.0, 8.0), (22.0, 24.0), (40.0, 55.0)])
+    during, after = sorted(gaps, key=lambda g: g.start_s)
+    assert during.prover_cause == "monolithic"
+    assert "winpost-1000-4d5e6f70 synthesising during the gap" in during.prover_evidence[0]
+    assert after.prover_cause == "waits_on_synthesis"
+    assert not any("winpost" in e for e in after.prover_evidence)
+
+
+def _mono_start(t_s: float, job: str, kind: str) -> str:
+    """A monolithic job's SYNTH_START (engine.rs:2665) `t_s` seconds into `_monolithic_run`."""
+    return f"TIMELINE,{round((t_s - 0.03) * 1000)},SYNTH_START,{job},kind={kind}"
+
+
+def _mono_on_gpu(t_s: float, job: str, worker: int) -> list[str]:
+    """Its synthesis done and the job on `worker` (engine.rs:2745, 2848, 3023, 3131), at `t_s`."""
+    ms = round((t_s - 0.03) * 1000)
+    return [f"TIMELINE,{ms},SYNTH_END,{job},synth_ms=2000",
+            f"TIMELINE,{ms},GPU_QUEUE,{job},monolithic",
+            f"TIMELINE,{ms},GPU_PICKUP,{job},worker={worker}",
+            f"TIMELINE,{ms},GPU_START,{job},worker={worker}"]
+
+
+def _monolithic_run(*lines: str) -> PipelineFacts:
+    """PipelineFacts of a cuzk run started at 17:00:00 (its TIMELINE epoch at +0.03 s), then
+    `lines`."""
+    return fed(PipelineFacts(), [
+        f"{_at(0.0)}  INFO cuzk_daemon: cuzk-daemon starting",
+        f"{_at(0.03)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+        *lines])
+
+
+def test_a_failure_naming_no_job_ends_none_of_the_monolithic_jobs_it_could_be() -> None:
+    """Two WindowPoSt partitions synthesise at once (`[pipeline] synthesis_concurrency` 2:
+    each batch task in its own span `synth_single{proof_kind=window-post}`, engine.rs:2099,
+    1941-1970) and one fails: `synthesis failed` names no job. Neither is guessed ended: both
+    stay in flight, marked, the line counted, and a later gap waiting on them says the failure
+    may have been its job's. So with two WinningPoSt on the GPU (the split prove's default) and
+    its finalizer's `GPU proving failed` (engine.rs:3257, outside the worker's span)."""
+    facts = _monolithic_run(
+        _mono_start(10.0, "wdpost-1000-0", "window-post"),
+        _mono_start(10.5, "wdpost-1000-1", "window-post"),
+        f"{_at(20.0)} ERROR synth_single{{proof_kind=window-post}}: cuzk_core::engine: "
+        "synthesis failed error=invalid vanilla proof for sector 7")
+    assert facts.view().monolithic_in_flight == (
+        "window-post wdpost-1000-0 (failed?)", "window-post wdpost-1000-1 (failed?)")
+    assert facts.mono_failures_unplaced == 1
+    start_s = events_of_lines([f"{_at(25.0)}  INFO x: y"])[0].t_wall_s
+    view = facts.log_view(0, start_s, start_s + 5.0, "host_stall")
+    assert view.cause == "monolithic"
+    assert ("'synthesis failed' at 17:00:20.000 named no job while 2 monolithic jobs could have "
+            "been the one that failed, this one among them") in view.evidence[1]
+    on_gpu = _monolithic_run(
+        _mono_start(10.0, "winpost-1000-a", "winning-post"), *_mono_on_gpu(12.0, "winpost-1000-a", 0),
+        _mono_start(10.5, "winpost-1000-b", "winning-post"), *_mono_on_gpu(12.5, "winpost-1000-b", 1),
+        f"{_at(14.0)} ERROR cuzk_core::engine: GPU proving failed error=b_g2_msm failed")
+    assert on_gpu.view().monolithic_in_flight == (
+        "winning-post winpost-1000-a (failed?)", "winning-post winpost-1000-b (failed?)")
+
+
+def test_a_failure_ends_only_the_monolithic_job_it_names_or_can_only_be() -> None:
+    """A SnapDeals batch (`synth_batch_full{batch_size=2 proof_kind=snap-update}`, engine.rs:
+    2056) and a WindowPoSt synthesise; the WindowPoSt's `synthesis failed`, in span
+    `synth_single{proof_kind=window-post}`, can be its only: it ends, the batch stays. Two
+    WinningPoSt on the GPU; `GPU prove start failed` in worker 1's span names b (engine.rs:3282,
+    3005-3012): b ends, a stays. One on the GPU beside the batch's synthesis, and the split
+    prove finalizer's `GPU proving failed` (3257, no span): it ends, the batch stays. A
+    synthesis begun after the line is not its, though read before it (cuzk's stderr, its
+    TIMELINE, read ahead of its stdout). Each stayed in flight, every later gap waiting on it."""
+    by_kind = _monolithic_run(
+        _mono_start(10.0, "snap-1000-7", "snap-update"),
+        _mono_start(10.5, "wdpost-1000-0", "window-post"),
+        f"{_at(20.0)} ERROR synth_single{{proof_kind=window-post}}: cuzk_core::engine: "
+        "synthesis failed error=invalid vanilla proof for sector 7")
+    assert by_kind.view().monolithic_in_flight == ("snap-update snap-1000-7",)
+    by_job = _monolithic_run(
+        _mono_start(10.0, "winpost-1000-a", "winning-post"), *_mono_on_gpu(12.0, "winpost-1000-a", 0),
+        _mono_start(10.5, "winpost-1000-b", "winning-post"), *_mono_on_gpu(12.5, "winpost-1000-b", 1),
+        f"{_at(13.0)} ERROR gpu_worker{{worker_id=1 gpu=0 job_id=winpost-1000-b "
+        "proof_kind=winning-post batch_size=1 partition=None}: cuzk_core::engine: GPU prove "
+        "start failed error=GPU prove start failed: Unsatisfiable")
+    assert by_job.view().monolithic_in_flight == ("winning-post winpost-1000-a",)
+    only_on_gpu = _monolithic_run(
+        _mono_start(10.0, "snap-1000-7", "snap-update"),
+        _mono_start(10.5, "winpost-1000-a", "winning-post"), *_mono_on_gpu(12.0, "winpost-1000-a", 0),
+        f"{_at(14.0)} ERROR cuzk_core::engine: GPU proving failed error=b_g2_msm failed")
+    assert only_on_gpu.view().monolithic_in_flight == ("snap-update snap-1000-7",)
+    read_ahead = _monolithic_run(
+        _mono_start(10.0, "wdpost-1000-0", "window-post"),
+        _mono_start(20.5, "wdpost-1000-1", "window-post"),
+        f"{_at(20.0)} ERROR synth_single{{proof_kind=window-post}}: cuzk_core::engine: "
+        "synthesis failed error=invalid vanilla proof for sector 7")
+    assert read_ahead.view().monolithic_in_flight == ("window-post wdpost-1000-1",)
+    assert by_kind.mono_failures_unplaced == by_job.mono_failures_unplaced == 0
 
 
 # -- a gap that spans a restart ---------------------------------------------------------------

@@ -22,10 +22,12 @@ since 2026-05-05), file by file (docs/cuzk-status.md lists them):
   `OverBudget.blocks`); the status tracker exists a few ms before
   the TIMELINE epoch; monolithic work (PoSt, `[pipeline] enabled = false`) is never registered in
   `/status`, only in TIMELINE (`SYNTH_START kind=...`, `GPU_QUEUE monolithic`, `GPU_PICKUP
-  worker=W`, `GPU_END worker=W,gpu_ms=..`) or, with the pipeline off, in its monolithic
-  workers' lines (`processing job (monolithic)` .. `proof completed successfully (monolithic)`
-  or `proof failed`, engine.rs:3394-3475: one call synthesises and proves, the GPU idle through
-  the synthesis); the pacer's `pacer: status` line.
+  worker=W`, `GPU_END worker=W,gpu_ms=..`; a step that failed gets an ERROR line in place of its
+  SYNTH_END or GPU_END, naming the job in its GPU worker's span, else none: it ends the job it
+  names or the one it can only be, `PipelineFacts._monolithic_failed`) or, with the pipeline
+  off, in its monolithic workers' lines (`processing job (monolithic)` .. `proof completed
+  successfully (monolithic)` or `proof failed`, engine.rs:3394-3475: one call synthesises and
+  proves, the GPU idle through the synthesis); the pacer's `pacer: status` line.
 - `status.rs`: `synthesis.max_concurrent = total_bytes / SNAP_PARTITION_FULL_BYTES`: NOT a slot
   count; `synthesis.active` is not decremented when a synthesis fails.
 - `pinned_pool.rs`: the pool grows on demand (`allocated new buffer ... total_buffers
@@ -63,11 +65,13 @@ from gapwatch.cuzk.first_wave import FirstWave, WavesByDaemon
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     DISPATCHER_MESSAGE,
+    GPU_WORKER_FAILED_MESSAGES,
     JOB_ENQUEUED_MESSAGE,
     MONOLITHIC_COMPLETED_MESSAGE,
     MONOLITHIC_FAILED_MESSAGES,
     MONOLITHIC_PROCESSING_MESSAGE,
     MONOLITHIC_SPAN,
+    MONOLITHIC_SYNTH_FAILED_MESSAGES,
     NO_CAPACITY_HINT_MESSAGE,
     POOL_ALLOCATED_MESSAGE,
     PROCESSING_BATCH_MESSAGE,
@@ -138,7 +142,7 @@ _TRACING_MESSAGES = frozenset((
     PACER_ENABLED, PACER_STATUS, BUDGET_WAIT, BUDGET_OVER, BUDGET_ACQUIRED, SRS_LOADING_MESSAGE,
     SRS_LOADED_MESSAGE, SRS_EVICTED_MESSAGE, DISPATCHER_MESSAGE, PROCESSING_BATCH_MESSAGE,
     MONOLITHIC_PROCESSING_MESSAGE, MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES,
-    JOB_ENQUEUED_MESSAGE))
+    JOB_ENQUEUED_MESSAGE, *MONOLITHIC_SYNTH_FAILED_MESSAGES, *GPU_WORKER_FAILED_MESSAGES))
 #: How a gap's evidence names a proof a monolithic worker proved whole (`(<kind>) in one call`,
 #: `PipelineFacts._one_call_view`; `gapwatch.cuzk.advice.kinds_in` reads the kind back).
 ONE_CALL = "in one call"
@@ -152,6 +156,11 @@ _BATCHED_KINDS = frozenset(BATCH_BYTES_BY_KIND)
 _MONOLITHIC_ENDS = frozenset((MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES))
 #: A monolithic worker's lines `PipelineFacts._monolithic_worker` reads (in its span).
 _MONOLITHIC_LINES = frozenset((MONOLITHIC_PROCESSING_MESSAGE, *_MONOLITHIC_ENDS))
+#: cuzk's ERROR lines written in place of a pipelined monolithic job's SYNTH_END and of its
+#: GPU_END when that step fails (`PipelineFacts._monolithic_failed`; among the lines
+#: `gapwatch.cuzk.restarts.RestartWatch._failed` ends a step at: the partitions' others).
+_SYNTH_FAILED = frozenset(MONOLITHIC_SYNTH_FAILED_MESSAGES)
+_STEP_FAILED = frozenset((*MONOLITHIC_SYNTH_FAILED_MESSAGES, *GPU_WORKER_FAILED_MESSAGES))
 #: The kind of a panic message's event (the parser reads its lines as one: gapwatch.cuzk.panics).
 PANIC_KIND = "panic"
 #: The WARNs that are failures: a self-check that failed (prover.rs:261) and a budget request
@@ -340,7 +349,9 @@ class PipelineView(_Limits):
 class _Mono:
     """One monolithic job: PoSt or a batch from TIMELINE, or, with `[pipeline] enabled =
     false`, any proof a monolithic worker proves in one call (`one_call`: from its
-    `processing job (monolithic)` line, `pickup_s`, to the line that ends it, `end_s`)."""
+    `processing job (monolithic)` line, `pickup_s`, to the line that ends it, `end_s`). A
+    pipelined one ends at its GPU_END or at the failure line of its step
+    (`PipelineFacts._monolithic_failed`)."""
 
     job: str
     kind: str
@@ -351,6 +362,22 @@ class _Mono:
     worker: int | None = None
     gpu: int | None = None
     one_call: bool = False
+    #: The first failure line naming no job that may be this job's, written while it and
+    #: others could have been the one that failed (`PipelineFacts._monolithic_failed`): (when,
+    #: its message, how many could). None: none such.
+    unplaced_failure: tuple[float, str, int] | None = None
+
+    def could_have_failed(self, synth: bool, t_s: float) -> bool:
+        """Whether a pipelined failure line at `t_s` naming no job can be this job's: its
+        synthesis (`synth`: begun by then, not ended) or its GPU step (picked up by then, its
+        GPU_END not read). A job begun after the line is not its, whatever order the lines
+        were read in (cuzk's stdout and stderr read apart)."""
+        if self.one_call:
+            return False  # the pipeline off: its worker's own lines name it (`proof failed`)
+        if synth:
+            return (self.synth_start_s is not None and self.synth_start_s <= t_s
+                    and self.synth_end_s is None and self.pickup_s is None)
+        return self.pickup_s is not None and self.pickup_s <= t_s
 
 
 @dataclass(slots=True)
@@ -514,6 +541,9 @@ class PipelineFacts(_Limits):
         self.queue_times: deque[float] = deque(maxlen=HISTORY)
         self.mono: OrderedDict[str, _Mono] = OrderedDict()
         self.mono_done: deque[_Mono] = deque(maxlen=HISTORY)
+        #: Failure lines naming no job that several monolithic jobs in flight could be the
+        #: failure of: none of them is ended by it (`_monolithic_failed`), each is marked.
+        self.mono_failures_unplaced = 0
         #: Per prover: its SRS list was seen non-empty; since when it is empty; the spans it
         #: was empty (prover, from, until).
         self._srs_listed: dict[str, bool] = {}
@@ -643,9 +673,7 @@ class PipelineFacts(_Limits):
         elif name == "GPU_PICKUP":
             entry.pickup_s, entry.worker, entry.gpu = t, ev.worker, ev.gpu
         elif name == "GPU_END":
-            entry.end_s = t
-            self.mono.pop(job, None)
-            self.mono_done.append(entry)
+            self._mono_ended(entry, t)
 
     def _tracing(self, ev: LogEvent) -> None:
         msg, f, t = ev.name, ev.fields, ev.t_wall_s
@@ -703,6 +731,48 @@ class PipelineFacts(_Limits):
                 self._batch_first_s = t
         elif msg in _MONOLITHIC_LINES:
             self._monolithic_worker(ev)
+        elif msg in _STEP_FAILED:
+            self._monolithic_failed(ev)
+
+    def _mono_ended(self, entry: _Mono, t_s: float) -> None:
+        """A monolithic job ended at `t_s` (its GPU_END, its worker's end line, its failure):
+        no longer in flight; kept for the gaps it spans."""
+        entry.end_s = t_s
+        self.mono.pop(entry.job, None)
+        self.mono_done.append(entry)
+
+    def _monolithic_failed(self, ev: LogEvent) -> None:
+        """A failure line in place of a step's end (`_STEP_FAILED`, ERROR): the pipelined
+        monolithic job whose step failed gets no GPU_END (engine.rs:2853-2882, 3278-3318, 977,
+        998), so without this it stayed in flight and every later gap waited on it. A line in
+        its GPU worker's span names the job (`gpu_worker{job_id partition=None}`, 3005-3012): it
+        ends that one. A monolithic synthesis's `synthesis failed` / `synthesis task panicked`
+        (2855, 2870, span `synth_single{proof_kind}` or a batch's) and the split prove
+        finalizer's `GPU proving failed` (3257, no span) name no job: it ends the one job that
+        can be its (synthesising, or on a GPU, by then; of the line's kind where its span says
+        one), and where several can, none, by no guess: each is marked and the line counted
+        (`mono_failures_unplaced`). A partition's (`partition=Some(..)` in the GPU worker's span;
+        its own messages, `partition ... failed`, are not read here) is a partitioned job's,
+        never listed here."""
+        if ev.level != "ERROR" or ev.partition is not None:
+            return
+        if ev.job_id is not None:
+            named = self.mono.get(ev.job_id)
+            if named is not None and not named.one_call:
+                self._mono_ended(named, ev.t_wall_s)
+            return
+        synth, t = ev.name in _SYNTH_FAILED, ev.t_wall_s
+        kind = ev.fields.get("proof_kind")
+        could = [m for m in self.mono.values() if m.could_have_failed(synth, t)
+                 and (not isinstance(kind, str) or m.kind == kind)]
+        if len(could) == 1:
+            self._mono_ended(could[0], t)
+            return
+        if could:
+            self.mono_failures_unplaced += 1
+            for m in could:
+                if m.unplaced_failure is None:
+                    m.unplaced_failure = (t, ev.name, len(could))
 
     def _monolithic_worker(self, ev: LogEvent) -> None:
         """A monolithic worker's line (the pipeline off): the proof it took, proved in one call
@@ -720,10 +790,9 @@ class PipelineFacts(_Limits):
         if job is None:
             return
         if ev.name in _MONOLITHIC_ENDS:
-            entry = self.mono.pop(job, None)
+            entry = self.mono.get(job)
             if entry is not None:
-                entry.end_s = t
-                self.mono_done.append(entry)
+                self._mono_ended(entry, t)
             return
         for held in [m for m in self.mono.values()
                      if m.one_call and m.gpu == ev.gpu and m.worker == ev.worker]:
@@ -907,7 +976,9 @@ class PipelineFacts(_Limits):
             last_queue_wait_s=(self.queue_waits[-1][3] - self.queue_waits[-1][2]
                                if self.queue_waits else None),
             budget_waits=len(self.budget_waits), over_budget=self.over_budget_said,
-            monolithic_in_flight=tuple(f"{m.kind} {m.job}" for m in self.mono.values()),
+            monolithic_in_flight=tuple(
+                f"{m.kind} {m.job}" + (" (failed?)" if m.unplaced_failure is not None else "")
+                for m in self.mono.values()),
             max_parallel_synthesis=self.max_parallel_synthesis,
             dropped=tuple(f"{k}={v}" for k, v in self.dropped.items()),
             first_waves=self.first_waves.waves(),
@@ -1046,10 +1117,14 @@ class PipelineFacts(_Limits):
         if mono is not None:
             phase = ("synthesising" if mono.pickup_s is None or mono.pickup_s > end_s
                      else "on the GPU")
-            return LogView("monolithic", [
+            evidence = [
                 f"{mono.kind} job {mono.job} {phase} during the gap (TIMELINE "
                 f"SYNTH_START kind={mono.kind}): monolithic work /status never lists "
-                "(engine.rs registers only partitioned jobs)"], f"{mono.kind} {phase}")
+                "(engine.rs registers only partitioned jobs)"]
+            failure = mono.unplaced_failure
+            if failure is not None and failure[0] <= end_s:
+                evidence.append(_unplaced_failure_words(*failure))
+            return LogView("monolithic", evidence, f"{mono.kind} {phase}")
         if kind == "pcie_starved":
             pool = self.pool
             failed_s = pool.last_failure_s
@@ -1125,6 +1200,18 @@ class PipelineFacts(_Limits):
                 "the level of its start lines, main.rs:63, engine.rs:1244; no /status uptime "
                 "was read): if cuzk restarted, the request died with it")
         return LogView("waits_on_budget", evidence, "a request over the whole budget")
+
+
+def _unplaced_failure_words(t_s: float, message: str, could: int) -> str:
+    """What a gap's evidence says of a failure line naming no job that this monolithic job,
+    among `could`, may be the failure of (`PipelineFacts._monolithic_failed`)."""
+    where = ("engine.rs:2855, 2870 write it in place of a monolithic synthesis's SYNTH_END, in "
+             "a span naming its kind, not its job" if message in _SYNTH_FAILED else
+             "the split prove's finalizer writes it in place of GPU_END outside its GPU "
+             "worker's span, engine.rs:3185, 3257")
+    return (f"'{message}' at {_hms(t_s)} named no job while {could} monolithic jobs could have "
+            f"been the one that failed, this one among them ({where}): if it was this one's, "
+            "the job ended there and no work of it kept the GPU waiting after")
 
 
 def is_failure(ev: LogEvent) -> bool:
